@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Helpers for LITE: RDMA verbs that are static inline in <rdma/ib_verbs.h>,
+ * and scheduler primitives that are macros. They only dispatch through
+ * device ops or touch per-task state, so they link even when ib_core is a
+ * module.
+ */
+
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <rdma/ib_verbs.h>
+
+int rust_helper_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *send_wr,
+			     const struct ib_send_wr **bad_send_wr)
+{
+	return ib_post_send(qp, send_wr, bad_send_wr);
+}
+
+int rust_helper_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *recv_wr,
+			     const struct ib_recv_wr **bad_recv_wr)
+{
+	return ib_post_recv(qp, recv_wr, bad_recv_wr);
+}
+
+int rust_helper_ib_poll_cq(struct ib_cq *cq, int num_entries, struct ib_wc *wc)
+{
+	return ib_poll_cq(cq, num_entries, wc);
+}
+
+int rust_helper_ib_req_notify_cq(struct ib_cq *cq, enum ib_cq_notify_flags flags)
+{
+	return ib_req_notify_cq(cq, flags);
+}
+
+u64 rust_helper_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
+				  enum dma_data_direction direction)
+{
+	return ib_dma_map_single(dev, cpu_addr, size, direction);
+}
+
+void rust_helper_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				     enum dma_data_direction direction)
+{
+	ib_dma_unmap_single(dev, addr, size, direction);
+}
+
+int rust_helper_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
+{
+	return ib_dma_mapping_error(dev, dma_addr);
+}
+
+void rust_helper_set_current_state_interruptible(void)
+{
+	set_current_state(TASK_INTERRUPTIBLE);
+}
+
+void rust_helper_set_current_state_running(void)
+{
+	__set_current_state(TASK_RUNNING);
+}
+
+void rust_helper_cond_resched(void)
+{
+	cond_resched();
+}
+
+bool rust_helper_rdma_protocol_roce(const struct ib_device *device, u32 port_num)
+{
+	return rdma_protocol_roce(device, port_num);
+}

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel C API (`include/rdma/lite_api.h`): LITE for other kernel code.
+//!
+//! These keep the original LITE's `liteapi_*` names and argument order and
+//! work on kernel buffers; `lite_api.c` exports them. Every function
+//! returns a non-negative value or a negative errno, as documented in the
+//! header.
+
+use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
+use kernel::{error::from_result, prelude::*};
+
+use crate::internal::{node, parse_ipv4, KernelSink, KernelSource};
+
+/// Joins the cluster whose manager listens on `server_ip:eth_port`, using
+/// port `ib_port` of the RDMA device. Returns the node id.
+///
+/// # Safety
+///
+/// `server_ip` must be null or point to a NUL-terminated string.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_establish_conn(
+    server_ip: *const c_char,
+    eth_port: c_int,
+    ib_port: c_int,
+) -> c_int {
+    from_result(|| {
+        if server_ip.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: Non-null and NUL-terminated by the caller's contract.
+        let text = unsafe { CStr::from_ptr(server_ip) };
+        let addr = parse_ipv4(text.to_bytes()).ok_or(EINVAL)?;
+        let port = u16::try_from(eth_port)
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or(EINVAL)?;
+        let ib_port = u32::try_from(ib_port).map_err(|_| EINVAL)?;
+        Ok(node()?.join(addr, port, ib_port)? as c_int)
+    })
+}
+
+/// This node's id.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_get_node_id() -> c_int {
+    from_result(|| Ok(node()?.cluster()?.node_id as c_int))
+}
+
+/// Number of nodes this node is connected to, itself included.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_get_total_node() -> c_int {
+    from_result(|| Ok(node()?.cluster()?.total_nodes() as c_int))
+}
+
+/// Allocates an LMR of `size` bytes on `node_id` (0: spread over the other
+/// nodes) and returns its handle.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_alloc_remote_mem(
+    node_id: c_uint,
+    size: u64,
+    flags: c_uint,
+    password: u64,
+) -> c_long {
+    from_result(|| {
+        let handle = node()?
+            .cluster()?
+            .alloc_remote(node_id, size, flags, password)?;
+        c_long::try_from(handle).map_err(|_| EINVAL)
+    })
+}
+
+/// Builds a slice from a C buffer, allowing a null pointer for zero bytes.
+///
+/// # Safety
+///
+/// Unless `size` is 0, `buf` must point to `size` readable bytes that stay
+/// valid and unmodified by others for `'a`.
+unsafe fn kernel_slice<'a>(buf: *const c_void, size: u64) -> Result<&'a [u8]> {
+    let len = usize::try_from(size).map_err(|_| EINVAL)?;
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if buf.is_null() {
+        return Err(EFAULT);
+    }
+    // SAFETY: Guaranteed by the caller.
+    Ok(unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) })
+}
+
+/// Writes `size` bytes from `buf` into LMR `lh` at `offset`.
+///
+/// # Safety
+///
+/// `buf` must point to `size` readable bytes (or `size` must be 0).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_rdma_write_offset(
+    lh: u64,
+    buf: *const c_void,
+    size: u64,
+    priority: c_uint,
+    offset: u64,
+    password: u64,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        // SAFETY: Guaranteed by the caller.
+        let data = unsafe { kernel_slice(buf, size) }?;
+        let mut source = KernelSource { rest: data };
+        cluster.rdma_write(lh, &mut source, size, offset, priority, password)?;
+        Ok(0)
+    })
+}
+
+/// Reads `size` bytes of LMR `lh` at `offset` into `buf`.
+///
+/// # Safety
+///
+/// `buf` must point to `size` writable bytes not accessed by others during
+/// the call (or `size` must be 0).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
+    lh: u64,
+    buf: *mut c_void,
+    size: u64,
+    priority: c_uint,
+    offset: u64,
+    password: u64,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let len = usize::try_from(size).map_err(|_| EINVAL)?;
+        let data: &mut [u8] = if len == 0 {
+            &mut []
+        } else if buf.is_null() {
+            return Err(EFAULT);
+        } else {
+            // SAFETY: Guaranteed by the caller.
+            unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) }
+        };
+        let mut sink = KernelSink { rest: data };
+        cluster.rdma_read(lh, &mut sink, size, offset, priority, password)?;
+        Ok(0)
+    })
+}
+
+/// Frees LMR `lh`.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_free(lh: u64) -> c_int {
+    from_result(|| {
+        node()?.cluster()?.free(lh)?;
+        Ok(0)
+    })
+}
+
+/// Waits until `num` nodes have entered the same barrier round.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_dist_barrier(num: c_uint) -> c_int {
+    from_result(|| {
+        node()?.cluster()?.dist_barrier(num)?;
+        Ok(0)
+    })
+}

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! LITE's API unit (the original `lite_api`): the system call backends and
+//! the kernel C API. This is where errors become errno values and where
+//! user and C pointers become safe Rust types.
+
+pub(crate) mod kernel_api;
+mod syscalls;
+mod user;

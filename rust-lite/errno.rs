@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Error codes the 6.12 `kernel` crate does not name.
+
+use kernel::{bindings, error::Error};
+
+macro_rules! errno {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        $(
+            $(#[$doc])*
+            #[expect(non_snake_case)]
+            pub(crate) fn $name() -> Error {
+                Error::from_errno(-(bindings::$name as i32))
+            }
+        )*
+    };
+}
+
+errno! {
+    /// The node has not joined a cluster.
+    ENOTCONN,
+    /// The node has already joined a cluster.
+    EISCONN,
+    /// A join is already under way.
+    EALREADY,
+    /// The node is not a member of the cluster.
+    EHOSTUNREACH,
+    /// A peer did not answer in time.
+    ETIMEDOUT,
+    /// The cluster manager or a peer broke the protocol.
+    EPROTO,
+    /// The operation is not supported (e.g. a second RDMA device).
+    EOPNOTSUPP,
+}

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Wire format between a LITE node and the cluster manager.
+//!
+//! The cluster manager (`userspace/cluster-manager`) is a userspace daemon
+//! listening on TCP (port 18500 by default). It assigns node ids and
+//! brokers the exchange of RC queue pair endpoints so that every node ends
+//! up connected to every other node. This module is plain `core` Rust: the
+//! kernel and the manager both compile this very file, so the two sides
+//! cannot disagree on the format.
+//!
+//! Every frame is a 12-byte [`Header`] followed by a payload whose length
+//! depends only on the [`Kind`]. All integers are little-endian.
+//!
+//! A join runs as follows (the manager serialises joins):
+//!
+//! ```text
+//! node N                     manager                      node P (each earlier node)
+//!   Hello{gid,lid}  ------>
+//!                   <------  Welcome{node_id}
+//!                            Prepare{peer=N}  ----------> creates a QP for N
+//!                            <------------------ QpInfo{peer=N, P's endpoint}
+//!                   <------  Prepare{peer=P}
+//!   QpInfo{peer=P} ------->
+//!                            Connect{peer=N, N's endpoint} --> QP to RTS
+//!                            <------------------ Connected{peer=N, status}
+//!                   <------  Connect{peer=P, P's endpoint}
+//!   Connected{P}   ------->
+//!                   <------  JoinDone{total_nodes}
+//! ```
+//!
+//! After `JoinDone` the node keeps the connection open; the manager uses it
+//! to run the right-hand side of this exchange when later nodes join.
+
+/// Magic number opening every frame ("LITE" in ASCII, little-endian).
+pub const MAGIC: u32 = u32::from_le_bytes(*b"LITE");
+
+/// Protocol version carried in every frame.
+pub const VERSION: u16 = 1;
+
+/// Size of an encoded [`Header`].
+pub const HEADER_LEN: usize = 12;
+
+/// Size of an encoded [`Endpoint`].
+pub const ENDPOINT_LEN: usize = 32;
+
+/// Largest payload of any frame kind.
+pub const MAX_PAYLOAD_LEN: usize = ENDPOINT_LEN;
+
+/// Largest encoded frame.
+pub const MAX_FRAME_LEN: usize = HEADER_LEN + MAX_PAYLOAD_LEN;
+
+/// Errors found while decoding a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireError {
+    /// The frame does not start with [`MAGIC`].
+    BadMagic,
+    /// The frame has a version this side does not speak.
+    BadVersion,
+    /// The kind field is not a known [`Kind`].
+    UnknownKind,
+    /// The payload length does not match the kind.
+    BadLength,
+    /// The buffer is shorter than the frame claims.
+    Truncated,
+}
+
+/// Kinds of frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Kind {
+    /// Node to manager: first frame of a join; payload [`Hello`].
+    Hello = 1,
+    /// Manager to node: the node's id; payload [`Welcome`].
+    Welcome = 2,
+    /// Manager to node: create a QP for `peer`; payload [`PeerRef`].
+    Prepare = 3,
+    /// Node to manager: the endpoint of the QP created for `peer`; payload [`Endpoint`].
+    QpInfo = 4,
+    /// Manager to node: connect the QP for `peer` to this endpoint; payload [`Endpoint`].
+    Connect = 5,
+    /// Node to manager: result of a `Connect`; payload [`Connected`].
+    Connected = 6,
+    /// Manager to node: the join is complete; payload [`JoinDone`].
+    JoinDone = 7,
+    /// Either direction: the request failed; payload [`Failure`].
+    Failure = 8,
+}
+
+impl Kind {
+    /// Decodes a kind number.
+    pub fn from_u16(value: u16) -> Result<Self, WireError> {
+        Ok(match value {
+            1 => Kind::Hello,
+            2 => Kind::Welcome,
+            3 => Kind::Prepare,
+            4 => Kind::QpInfo,
+            5 => Kind::Connect,
+            6 => Kind::Connected,
+            7 => Kind::JoinDone,
+            8 => Kind::Failure,
+            _ => return Err(WireError::UnknownKind),
+        })
+    }
+
+    /// Payload length that frames of this kind carry.
+    pub fn payload_len(self) -> usize {
+        match self {
+            Kind::Hello => 20,
+            Kind::Welcome | Kind::Prepare | Kind::Connected | Kind::JoinDone | Kind::Failure => 8,
+            Kind::QpInfo | Kind::Connect => ENDPOINT_LEN,
+        }
+    }
+}
+
+/// Frame header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Kind of the payload that follows.
+    pub kind: Kind,
+    /// Payload length in bytes (always `kind.payload_len()`).
+    pub len: u32,
+}
+
+impl Header {
+    /// Builds the header of a frame of `kind`.
+    pub fn new(kind: Kind) -> Self {
+        Header {
+            kind,
+            len: kind.payload_len() as u32,
+        }
+    }
+
+    /// Encodes the header into the first [`HEADER_LEN`] bytes of `out`.
+    pub fn encode(&self, out: &mut [u8; HEADER_LEN]) {
+        out[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        out[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        out[6..8].copy_from_slice(&(self.kind as u16).to_le_bytes());
+        out[8..12].copy_from_slice(&self.len.to_le_bytes());
+    }
+
+    /// Decodes and validates a header.
+    pub fn decode(bytes: &[u8; HEADER_LEN]) -> Result<Self, WireError> {
+        if le_u32(bytes, 0) != MAGIC {
+            return Err(WireError::BadMagic);
+        }
+        if le_u16(bytes, 4) != VERSION {
+            return Err(WireError::BadVersion);
+        }
+        let kind = Kind::from_u16(le_u16(bytes, 6))?;
+        let len = le_u32(bytes, 8);
+        if len as usize != kind.payload_len() {
+            return Err(WireError::BadLength);
+        }
+        Ok(Header { kind, len })
+    }
+}
+
+/// An RC queue pair endpoint as seen by the remote side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Endpoint {
+    /// In `QpInfo`: the peer this QP is for. In `Connect`: the peer that owns the endpoint.
+    pub peer: u32,
+    /// Queue pair number.
+    pub qpn: u32,
+    /// Initial packet sequence number.
+    pub psn: u32,
+    /// Port LID (0 on RoCE).
+    pub lid: u16,
+    /// Path MTU in bytes the owner supports.
+    pub mtu: u16,
+    /// Port GID (for RoCE the IPv4-mapped address).
+    pub gid: [u8; 16],
+}
+
+/// Payload of [`Kind::Hello`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hello {
+    /// GID of the node's port.
+    pub gid: [u8; 16],
+    /// LID of the node's port (0 on RoCE).
+    pub lid: u16,
+}
+
+/// A decoded frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Message {
+    /// See [`Kind::Hello`].
+    Hello(Hello),
+    /// See [`Kind::Welcome`]: the node id assigned to the joining node.
+    Welcome {
+        /// Assigned node id (>= 1; 0 is the manager).
+        node_id: u32,
+    },
+    /// See [`Kind::Prepare`].
+    Prepare {
+        /// Node the QP is to be created for.
+        peer: u32,
+    },
+    /// See [`Kind::QpInfo`].
+    QpInfo(Endpoint),
+    /// See [`Kind::Connect`].
+    Connect(Endpoint),
+    /// See [`Kind::Connected`].
+    Connected {
+        /// Peer whose QP was connected.
+        peer: u32,
+        /// 0 on success, else a negative errno.
+        status: i32,
+    },
+    /// See [`Kind::JoinDone`].
+    JoinDone {
+        /// Nodes in the cluster including the new one.
+        total_nodes: u32,
+    },
+    /// See [`Kind::Failure`].
+    Failure {
+        /// Negative errno describing the failure.
+        errno: i32,
+    },
+}
+
+impl Message {
+    /// Kind of this message.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Message::Hello(_) => Kind::Hello,
+            Message::Welcome { .. } => Kind::Welcome,
+            Message::Prepare { .. } => Kind::Prepare,
+            Message::QpInfo(_) => Kind::QpInfo,
+            Message::Connect(_) => Kind::Connect,
+            Message::Connected { .. } => Kind::Connected,
+            Message::JoinDone { .. } => Kind::JoinDone,
+            Message::Failure { .. } => Kind::Failure,
+        }
+    }
+
+    /// Encodes the whole frame (header and payload) into `out`; returns its length.
+    pub fn encode(&self, out: &mut [u8; MAX_FRAME_LEN]) -> usize {
+        *out = [0; MAX_FRAME_LEN];
+        let kind = self.kind();
+        let mut header = [0u8; HEADER_LEN];
+        Header::new(kind).encode(&mut header);
+        out[..HEADER_LEN].copy_from_slice(&header);
+        let p = &mut out[HEADER_LEN..];
+        match *self {
+            Message::Hello(h) => {
+                p[0..16].copy_from_slice(&h.gid);
+                p[16..18].copy_from_slice(&h.lid.to_le_bytes());
+            }
+            Message::Welcome { node_id: a }
+            | Message::Prepare { peer: a }
+            | Message::JoinDone { total_nodes: a } => {
+                p[0..4].copy_from_slice(&a.to_le_bytes());
+            }
+            Message::Connected { peer, status } => {
+                p[0..4].copy_from_slice(&peer.to_le_bytes());
+                p[4..8].copy_from_slice(&status.to_le_bytes());
+            }
+            Message::Failure { errno } => {
+                p[0..4].copy_from_slice(&errno.to_le_bytes());
+            }
+            Message::QpInfo(e) | Message::Connect(e) => {
+                p[0..4].copy_from_slice(&e.peer.to_le_bytes());
+                p[4..8].copy_from_slice(&e.qpn.to_le_bytes());
+                p[8..12].copy_from_slice(&e.psn.to_le_bytes());
+                p[12..14].copy_from_slice(&e.lid.to_le_bytes());
+                p[14..16].copy_from_slice(&e.mtu.to_le_bytes());
+                p[16..32].copy_from_slice(&e.gid);
+            }
+        }
+        HEADER_LEN + kind.payload_len()
+    }
+
+    /// Decodes the payload of a frame whose header was already decoded.
+    pub fn decode(header: Header, payload: &[u8]) -> Result<Self, WireError> {
+        if payload.len() < header.kind.payload_len() {
+            return Err(WireError::Truncated);
+        }
+        let p = payload;
+        Ok(match header.kind {
+            Kind::Hello => {
+                let mut gid = [0u8; 16];
+                gid.copy_from_slice(&p[0..16]);
+                Message::Hello(Hello {
+                    gid,
+                    lid: le_u16(p, 16),
+                })
+            }
+            Kind::Welcome => Message::Welcome {
+                node_id: le_u32(p, 0),
+            },
+            Kind::Prepare => Message::Prepare { peer: le_u32(p, 0) },
+            Kind::JoinDone => Message::JoinDone {
+                total_nodes: le_u32(p, 0),
+            },
+            Kind::Connected => Message::Connected {
+                peer: le_u32(p, 0),
+                status: le_u32(p, 4) as i32,
+            },
+            Kind::Failure => Message::Failure {
+                errno: le_u32(p, 0) as i32,
+            },
+            Kind::QpInfo | Kind::Connect => {
+                let mut gid = [0u8; 16];
+                gid.copy_from_slice(&p[16..32]);
+                let e = Endpoint {
+                    peer: le_u32(p, 0),
+                    qpn: le_u32(p, 4),
+                    psn: le_u32(p, 8),
+                    lid: le_u16(p, 12),
+                    mtu: le_u16(p, 14),
+                    gid,
+                };
+                if header.kind == Kind::QpInfo {
+                    Message::QpInfo(e)
+                } else {
+                    Message::Connect(e)
+                }
+            }
+        })
+    }
+}
+
+fn le_u16(bytes: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([bytes[at], bytes[at + 1]])
+}
+
+fn le_u32(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! LITE's internal unit (the original `lite_internal`): the device, the
+//! cluster and its connections, LMRs, control messages and the polling
+//! thread. Everything here is safe Rust on top of [`crate::verbs`] and
+//! [`crate::sys`].
+
+mod address;
+mod allocation;
+mod barrier;
+pub(crate) mod chunk;
+mod cluster;
+#[expect(unreachable_pub, reason = "shared with the userspace cluster manager")]
+pub(crate) mod cm_wire;
+mod control;
+pub(crate) mod control_wire;
+pub(crate) mod handle;
+mod lmr;
+mod membership;
+mod memory_store;
+mod node;
+mod peer;
+mod poller;
+mod priority;
+pub(crate) mod slot_table;
+mod transfer;
+
+pub(crate) use address::parse_ipv4;
+pub(crate) use barrier::nodes_reached;
+pub(crate) use node::{node, LiteClient, Node};
+pub(crate) use transfer::{KernelSink, KernelSource};
+
+use kernel::sync::Arc;
+
+use crate::verbs::{Device, ProtectionDomain};
+
+/// Most nodes in one cluster; node ids are below this.
+pub(crate) const MAX_NODES: usize = 64;
+
+/// `lite_alloc_remote` target meaning "spread over the other nodes".
+pub(crate) const NODE_SPREAD: u32 = 0;
+
+/// The RDMA device LITE uses and its protection domain.
+pub(crate) struct DeviceContext {
+    /// The device.
+    pub(crate) device: Arc<Device>,
+    /// The node's one protection domain, with its global keys.
+    pub(crate) pd: Arc<ProtectionDomain>,
+}

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The node: which device LITE uses and, once joined, the cluster.
+//!
+//! There is one [`Node`] for the whole kernel. It is created when LITE
+//! initialises and never freed (LITE is built in). The cluster it points to
+//! after a successful join is never freed either: membership lasts for the
+//! life of the node.
+
+use core::{
+    ptr::null_mut,
+    sync::atomic::{AtomicPtr, Ordering},
+};
+use kernel::{
+    bindings, new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use super::{cluster::Cluster, membership, poller, DeviceContext};
+use crate::{
+    errno,
+    sys::tcp::TcpStream,
+    verbs::{ClientHandler, Device, ProtectionDomain},
+};
+
+struct NodeState {
+    device: Option<Arc<DeviceContext>>,
+    joining: bool,
+}
+
+/// The node-wide state of LITE.
+#[pin_data]
+pub(crate) struct Node {
+    #[pin]
+    state: Mutex<NodeState>,
+    /// The joined cluster; null until `join` succeeds, then never changed.
+    cluster: AtomicPtr<Cluster>,
+}
+
+static NODE: AtomicPtr<Node> = AtomicPtr::new(null_mut());
+
+/// The node state.
+///
+/// # Errors
+///
+/// `ENODEV` before LITE has initialised.
+pub(crate) fn node() -> Result<&'static Node> {
+    let ptr = NODE.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return Err(ENODEV);
+    }
+    // SAFETY: A non-null `NODE` was stored by `Node::init` from an `Arc`
+    // that is never released, so it stays valid for the kernel's lifetime.
+    Ok(unsafe { &*ptr })
+}
+
+impl Node {
+    /// Creates the node state; called once when LITE initialises.
+    pub(crate) fn init() -> Result {
+        let node = Arc::pin_init(
+            pin_init!(Node {
+                state <- new_mutex!(NodeState { device: None, joining: false }, "lite:node"),
+                cluster: AtomicPtr::new(null_mut()),
+            }),
+            GFP_KERNEL,
+        )?;
+        // Never released: see `node()`.
+        let raw = Arc::into_raw(node).cast_mut();
+        if NODE
+            .compare_exchange(null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `raw` came from `Arc::into_raw` just above and was not published.
+            drop(unsafe { Arc::from_raw(raw) });
+            return Err(EBUSY);
+        }
+        Ok(())
+    }
+
+    /// The joined cluster.
+    ///
+    /// # Errors
+    ///
+    /// `ENOTCONN` if the node has not joined a cluster.
+    pub(crate) fn cluster(&self) -> Result<&'static Cluster> {
+        let ptr = self.cluster.load(Ordering::Acquire);
+        if ptr.is_null() {
+            return Err(errno::ENOTCONN());
+        }
+        // SAFETY: A non-null pointer was stored by `join` from an `Arc` that
+        // is never released.
+        Ok(unsafe { &*ptr })
+    }
+
+    /// `lite_join`: joins the cluster managed at `addr:port` using `ib_port`.
+    ///
+    /// # Errors
+    ///
+    /// `EISCONN` if already joined, `EALREADY` while another join runs,
+    /// `ENODEV` without a usable device or port, connection errors from the
+    /// manager, `EPROTO` if the manager misbehaves.
+    pub(crate) fn join(&self, addr: [u8; 4], port: u16, ib_port: u32) -> Result<u32> {
+        if self.cluster().is_ok() {
+            return Err(errno::EISCONN());
+        }
+        let device = {
+            let mut state = self.state.lock();
+            if state.joining {
+                return Err(errno::EALREADY());
+            }
+            state.joining = true;
+            state.device.clone()
+        };
+        let result = match device {
+            Some(device) => self.join_with(device, addr, port, ib_port),
+            None => Err(ENODEV),
+        };
+        self.state.lock().joining = false;
+        result
+    }
+
+    fn join_with(&self, device: Arc<DeviceContext>, addr: [u8; 4], port: u16, ib_port: u32) -> Result<u32> {
+        let port_config = device.device.probe_port(ib_port)?;
+        let stream = TcpStream::connect(addr, port)?;
+        let node_id = membership::hello(&stream, &port_config)?;
+        let cluster = Cluster::new(node_id, device, port_config)?;
+        let total = membership::complete_join(&cluster, &stream)?;
+        poller::start(cluster.clone())?;
+        membership::keep_membership(cluster.clone(), stream)?;
+        self.cluster
+            .store(Arc::into_raw(cluster).cast_mut(), Ordering::Release);
+        pr_info!("joined as node {} of {}\n", node_id, total);
+        Ok(node_id)
+    }
+}
+
+/// LITE's IB client: binds the first RDMA device that appears.
+pub(crate) struct LiteClient;
+
+impl ClientHandler for LiteClient {
+    fn add(device: Device) -> Result {
+        let node = node()?;
+        let mut state = node.state.lock();
+        if state.device.is_some() {
+            // LITE drives one device per node.
+            return Err(errno::EOPNOTSUPP());
+        }
+        let device = Arc::new(device, GFP_KERNEL)?;
+        let pd = Arc::new(ProtectionDomain::new(device.clone())?, GFP_KERNEL)?;
+        state.device = Some(Arc::new(DeviceContext { device, pd }, GFP_KERNEL)?);
+        pr_info!("using RDMA device\n");
+        Ok(())
+    }
+
+    fn remove(raw: *const bindings::ib_device) {
+        let Ok(node) = node() else {
+            return;
+        };
+        let mut state = node.state.lock();
+        let ours = state.device.as_ref().is_some_and(|d| d.device.is(raw));
+        if !ours {
+            return;
+        }
+        if node.cluster().is_ok() {
+            pr_err!("the RDMA device of a joined node is going away; LITE on this node stops working\n");
+        }
+        state.device = None;
+    }
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A table of objects named by generation-checked identifiers.
+
+use kernel::prelude::*;
+
+use super::handle;
+
+struct Entry<T> {
+    generation: u32,
+    value: Option<T>,
+}
+
+/// Objects addressed by identifiers from [`handle`].
+///
+/// Entries are reused after removal with a new generation, so a stale
+/// identifier finds nothing. Callers keep the table behind a sleeping lock:
+/// [`SlotTable::insert`] may allocate.
+pub(crate) struct SlotTable<T> {
+    entries: KVec<Entry<T>>,
+    /// No free entry exists below this index.
+    first_free: usize,
+    live: usize,
+}
+
+impl<T> SlotTable<T> {
+    /// An empty table.
+    pub(crate) const fn new() -> Self {
+        SlotTable {
+            entries: KVec::new(),
+            first_free: 0,
+            live: 0,
+        }
+    }
+
+    /// Stores `value` and returns its identifier.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` if the table cannot grow, `ENOSPC` if it is full.
+    pub(crate) fn insert(&mut self, value: T) -> Result<u64> {
+        let free = self.entries[self.first_free.min(self.entries.len())..]
+            .iter()
+            .position(|e| e.value.is_none())
+            .map(|i| i + self.first_free);
+        let index = match free {
+            Some(index) => index,
+            None => {
+                if self.entries.len() > handle::MAX_INDEX {
+                    return Err(ENOSPC);
+                }
+                self.entries.push(
+                    Entry {
+                        generation: 0,
+                        value: None,
+                    },
+                    GFP_KERNEL,
+                )?;
+                self.entries.len() - 1
+            }
+        };
+        let entry = &mut self.entries[index];
+        entry.generation = handle::next_generation(entry.generation);
+        entry.value = Some(value);
+        self.first_free = index + 1;
+        self.live += 1;
+        Ok(handle::encode(index, entry.generation))
+    }
+
+    fn entry(&self, id: u64) -> Option<&Entry<T>> {
+        let (index, generation) = handle::decode(id)?;
+        self.entries
+            .get(index)
+            .filter(|e| e.generation == generation && e.value.is_some())
+    }
+
+    /// The object named by `id`, if it is still there.
+    pub(crate) fn get(&self, id: u64) -> Option<&T> {
+        self.entry(id).and_then(|e| e.value.as_ref())
+    }
+
+    /// Removes and returns the object named by `id`.
+    pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
+        self.entry(id)?;
+        let (index, _) = handle::decode(id)?;
+        let value = self.entries.get_mut(index)?.value.take()?;
+        self.first_free = self.first_free.min(index);
+        self.live -= 1;
+        Some(value)
+    }
+
+    /// Number of objects in the table.
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+}

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel TCP client sockets.
+
+use core::ptr::{addr_of_mut, null_mut, NonNull};
+use kernel::{bindings, prelude::*};
+
+/// A connected kernel TCP socket.
+///
+/// # Invariants
+///
+/// `sock` is a connected socket created by `sock_create_kern` and owned by
+/// this object.
+pub(crate) struct TcpStream {
+    sock: NonNull<bindings::socket>,
+}
+
+// SAFETY: Kernel sockets may be used from any thread; the socket layer locks.
+unsafe impl Send for TcpStream {}
+// SAFETY: As above.
+unsafe impl Sync for TcpStream {}
+
+impl TcpStream {
+    /// Connects to `addr:port` (IPv4) in the initial network namespace.
+    ///
+    /// # Errors
+    ///
+    /// What `connect(2)` would return, e.g. `ECONNREFUSED`, `ETIMEDOUT`,
+    /// `ENETUNREACH`, or `ERESTARTSYS` if interrupted by a signal.
+    pub(crate) fn connect(addr: [u8; 4], port: u16) -> Result<Self> {
+        let mut sock: *mut bindings::socket = null_mut();
+        // SAFETY: `init_net` is the initial namespace, always valid; `sock`
+        // is a valid out-parameter.
+        to_result(unsafe {
+            bindings::sock_create_kern(
+                addr_of_mut!(bindings::init_net),
+                bindings::AF_INET as i32,
+                bindings::sock_type_SOCK_STREAM as i32,
+                bindings::IPPROTO_TCP as i32,
+                &mut sock,
+            )
+        })?;
+        let sock = NonNull::new(sock).ok_or(ENOMEM)?;
+        // INVARIANT: Owned from here on; released by `drop` if connecting fails.
+        let this = TcpStream { sock };
+        let mut sin = bindings::sockaddr_in {
+            sin_family: bindings::AF_INET as u16,
+            sin_port: port.to_be(),
+            sin_addr: bindings::in_addr {
+                s_addr: u32::from_ne_bytes(addr),
+            },
+            ..Default::default()
+        };
+        // SAFETY: `sock` is valid; `sin` is a valid `sockaddr_in` for the call.
+        to_result(unsafe {
+            bindings::kernel_connect(
+                this.sock.as_ptr(),
+                (&mut sin as *mut bindings::sockaddr_in).cast::<bindings::sockaddr>(),
+                core::mem::size_of::<bindings::sockaddr_in>() as i32,
+                0,
+            )
+        })?;
+        Ok(this)
+    }
+
+    /// Sends all of `data`.
+    pub(crate) fn send_all(&self, mut data: &[u8]) -> Result {
+        while !data.is_empty() {
+            let mut msg = bindings::msghdr {
+                msg_flags: bindings::MSG_NOSIGNAL as u32,
+                ..Default::default()
+            };
+            let mut vec = bindings::kvec {
+                iov_base: data.as_ptr().cast_mut().cast(),
+                iov_len: data.len(),
+            };
+            // SAFETY: `sock` is valid (type invariant); `msg` and `vec` are
+            // valid for the call and `vec` describes readable memory.
+            let sent = unsafe {
+                bindings::kernel_sendmsg(self.sock.as_ptr(), &mut msg, &mut vec, 1, data.len())
+            };
+            let sent = usize::try_from(to_result_len(sent)?).map_err(|_| EIO)?;
+            data = data.get(sent..).ok_or(EIO)?;
+        }
+        Ok(())
+    }
+
+    /// Fills `buf` completely from the stream.
+    ///
+    /// # Errors
+    ///
+    /// `EPIPE` if the peer closed the connection first.
+    pub(crate) fn recv_exact(&self, buf: &mut [u8]) -> Result {
+        let mut filled = 0;
+        while filled < buf.len() {
+            let rest = &mut buf[filled..];
+            let mut msg = bindings::msghdr::default();
+            let mut vec = bindings::kvec {
+                iov_base: rest.as_mut_ptr().cast(),
+                iov_len: rest.len(),
+            };
+            // SAFETY: `sock` is valid (type invariant); `msg` and `vec` are
+            // valid for the call and `vec` describes writable memory.
+            let got = unsafe {
+                bindings::kernel_recvmsg(
+                    self.sock.as_ptr(),
+                    &mut msg,
+                    &mut vec,
+                    1,
+                    rest.len(),
+                    bindings::MSG_WAITALL as i32,
+                )
+            };
+            let got = usize::try_from(to_result_len(got)?).map_err(|_| EIO)?;
+            if got == 0 {
+                return Err(EPIPE);
+            }
+            filled += got;
+        }
+        Ok(())
+    }
+}
+
+fn to_result(ret: i32) -> Result {
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else {
+        Ok(())
+    }
+}
+
+fn to_result_len(ret: i32) -> Result<i32> {
+    to_result(ret).map(|()| ret)
+}
+
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        // SAFETY: The socket is owned by this object (type invariant).
+        unsafe {
+            bindings::kernel_sock_shutdown(self.sock.as_ptr(), bindings::sock_shutdown_cmd_SHUT_RDWR);
+            bindings::sock_release(self.sock.as_ptr());
+        }
+    }
+}

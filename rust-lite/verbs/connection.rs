@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A reliable connection to one peer node, safe to share between threads.
+//!
+//! Every operation that lets the device touch memory is synchronous here:
+//! it borrows the memory, posts one signaled work request and returns only
+//! once the device has reported its completion. That is what makes the
+//! wrappers sound without `unsafe` at the call sites: the borrow checker
+//! guarantees the memory outlives the device's access to it.
+//!
+//! Completions of the send queue are reaped by whichever waiting thread gets
+//! there first and routed to their owners through [`CompletionSlots`]; the
+//! number of slots bounds the work requests in flight, so the send queue can
+//! never overflow. Receives go to a completion queue shared by all
+//! connections and polled by one kernel thread, which calls
+//! [`Connection::take_message`].
+
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use kernel::{bindings, prelude::*, sync::Arc};
+
+use super::{
+    cq::POLL_BATCH,
+    qp::{LocalSegment, QueuePair, QueueSizes, RemoteEnd},
+    CompletionQueue, DmaBuffer, PortConfig, ProtectionDomain, WorkCompletion,
+};
+use crate::sys::sched;
+
+/// Size of every two-sided (SEND/RECV) message.
+pub(crate) const MESSAGE_SIZE: usize = 64;
+
+/// Receive buffers posted per connection.
+pub(crate) const RECV_DEPTH: u32 = 256;
+
+/// Send-queue work requests in flight per connection.
+const SEND_SLOTS: usize = 64;
+
+/// Status of a slot whose work request has not completed yet.
+const PENDING: u32 = u32::MAX;
+
+/// Tracks which send-queue work requests are in flight and how they ended.
+///
+/// A work request's `wr_id` is the index of its slot.
+struct CompletionSlots {
+    busy: AtomicU64,
+    status: [AtomicU32; SEND_SLOTS],
+}
+
+impl CompletionSlots {
+    fn new() -> Self {
+        CompletionSlots {
+            busy: AtomicU64::new(0),
+            status: [const { AtomicU32::new(PENDING) }; SEND_SLOTS],
+        }
+    }
+
+    /// Claims a free slot, waiting while all are in use.
+    fn acquire(&self) -> usize {
+        loop {
+            let busy = self.busy.load(Ordering::Acquire);
+            if busy == u64::MAX {
+                sched::cond_resched();
+                continue;
+            }
+            let slot = (!busy).trailing_zeros() as usize;
+            let claimed = busy | (1u64 << slot);
+            if self
+                .busy
+                .compare_exchange(busy, claimed, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                self.status[slot].store(PENDING, Ordering::Release);
+                return slot;
+            }
+        }
+    }
+
+    fn release(&self, slot: usize) {
+        self.busy.fetch_and(!(1u64 << slot), Ordering::AcqRel);
+    }
+
+    /// Records the completion of the work request with `wr_id`.
+    fn complete(&self, wc: &WorkCompletion) {
+        if let Some(status) = usize::try_from(wc.wr_id).ok().and_then(|i| self.status.get(i)) {
+            status.store(wc.status, Ordering::Release);
+        }
+    }
+
+    fn status(&self, slot: usize) -> u32 {
+        self.status[slot].load(Ordering::Acquire)
+    }
+}
+
+/// Encodes the `wr_id` of a receive: which connection and which ring entry.
+fn recv_wr_id(tag: u32, index: u32) -> u64 {
+    (u64::from(tag) << 32) | u64::from(index)
+}
+
+/// Splits a receive `wr_id` into the connection tag and ring entry.
+pub(crate) fn split_recv_wr_id(wr_id: u64) -> (u32, u32) {
+    ((wr_id >> 32) as u32, wr_id as u32)
+}
+
+/// A reliable connection (an RC queue pair) with its buffers.
+pub(crate) struct Connection {
+    // Declared first so it is destroyed first: that ends the device's access
+    // to the rings below.
+    qp: QueuePair,
+    recv_ring: DmaBuffer,
+    send_ring: DmaBuffer,
+    send_cq: Arc<CompletionQueue>,
+    slots: CompletionSlots,
+    polling: AtomicBool,
+    tag: u32,
+}
+
+impl Connection {
+    /// Creates the queue pair in INIT state, with its receive ring posted.
+    ///
+    /// Receives complete on `recv_cq` with `wr_id`s carrying `tag`.
+    pub(crate) fn new(
+        pd: &Arc<ProtectionDomain>,
+        recv_cq: &Arc<CompletionQueue>,
+        port: &PortConfig,
+        tag: u32,
+    ) -> Result<Self> {
+        let device = pd.device();
+        let send_cq = CompletionQueue::new(device.clone(), (SEND_SLOTS * 2) as u32)?;
+        let sizes = QueueSizes {
+            send: SEND_SLOTS as u32,
+            recv: RECV_DEPTH,
+        };
+        let qp = QueuePair::new(pd, &send_cq, recv_cq, sizes, port)?;
+        let this = Connection {
+            qp,
+            recv_ring: DmaBuffer::new(device, RECV_DEPTH as usize * MESSAGE_SIZE)?,
+            send_ring: DmaBuffer::new(device, SEND_SLOTS * MESSAGE_SIZE)?,
+            send_cq,
+            slots: CompletionSlots::new(),
+            polling: AtomicBool::new(false),
+            tag,
+        };
+        for index in 0..RECV_DEPTH {
+            this.post_recv(index)?;
+        }
+        Ok(this)
+    }
+
+    /// Local queue pair number and initial packet sequence number.
+    pub(crate) fn endpoint(&self) -> (u32, u32) {
+        (self.qp.qpn(), self.qp.psn())
+    }
+
+    /// Connects to the peer's queue pair.
+    pub(crate) fn connect(&self, remote: &RemoteEnd, port: &PortConfig) -> Result {
+        self.qp.connect(remote, port)
+    }
+
+    fn post_recv(&self, index: u32) -> Result {
+        let at = index as usize * MESSAGE_SIZE;
+        let segment = LocalSegment {
+            addr: self.recv_ring.dma_range(at, MESSAGE_SIZE)?,
+            len: MESSAGE_SIZE as u32,
+        };
+        // SAFETY: The ring entry belongs to `recv_ring`, which lives as long
+        // as the QP (it is dropped after it, see the field order), and is
+        // only read after its receive completed.
+        unsafe { self.qp.post_recv(&segment, recv_wr_id(self.tag, index)) }
+    }
+
+    /// Copies out the message that completed in ring entry `index` and
+    /// gives the entry back to the device.
+    pub(crate) fn take_message(&self, index: u32, out: &mut [u8; MESSAGE_SIZE]) -> Result {
+        if index >= RECV_DEPTH {
+            return Err(EINVAL);
+        }
+        self.recv_ring.read_bytes(index as usize * MESSAGE_SIZE, out)?;
+        self.post_recv(index)
+    }
+
+    /// Writes `len` bytes of `local` at `at` to `remote_addr` on the peer.
+    pub(crate) fn rdma_write(
+        &self,
+        local: &DmaBuffer,
+        at: usize,
+        len: usize,
+        remote_addr: u64,
+        rkey: u32,
+    ) -> Result {
+        self.execute(
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE,
+            local,
+            at,
+            len,
+            Some((remote_addr, rkey)),
+        )
+    }
+
+    /// Reads `len` bytes at `remote_addr` on the peer into `local` at `at`.
+    pub(crate) fn rdma_read(
+        &self,
+        local: &DmaBuffer,
+        at: usize,
+        len: usize,
+        remote_addr: u64,
+        rkey: u32,
+    ) -> Result {
+        self.execute(
+            bindings::ib_wr_opcode_IB_WR_RDMA_READ,
+            local,
+            at,
+            len,
+            Some((remote_addr, rkey)),
+        )
+    }
+
+    /// Sends one message; it lands in a receive buffer of the peer.
+    pub(crate) fn send_message(&self, message: &[u8; MESSAGE_SIZE]) -> Result {
+        let slot = self.slots.acquire();
+        let at = slot * MESSAGE_SIZE;
+        let result = self.send_ring.write_bytes(at, message).and_then(|()| {
+            let segment = LocalSegment {
+                addr: self.send_ring.dma_range(at, MESSAGE_SIZE)?,
+                len: MESSAGE_SIZE as u32,
+            };
+            // SAFETY: The slot's part of `send_ring` is reserved for this
+            // request until `wait` has seen its completion.
+            unsafe {
+                self.qp
+                    .post_send(bindings::ib_wr_opcode_IB_WR_SEND, &segment, None, slot as u64)
+            }
+        });
+        self.finish(slot, result)
+    }
+
+    fn execute(
+        &self,
+        opcode: bindings::ib_wr_opcode,
+        local: &DmaBuffer,
+        at: usize,
+        len: usize,
+        remote: Option<(u64, u32)>,
+    ) -> Result {
+        let segment = LocalSegment {
+            addr: local.dma_range(at, len)?,
+            len: u32::try_from(len).map_err(|_| EINVAL)?,
+        };
+        let slot = self.slots.acquire();
+        // SAFETY: `local` is borrowed for this whole call and `finish` does
+        // not return before the completion of `slot` has been polled.
+        let posted = unsafe { self.qp.post_send(opcode, &segment, remote, slot as u64) };
+        self.finish(slot, posted)
+    }
+
+    /// Waits for the completion of `slot` if its request was posted, then frees the slot.
+    fn finish(&self, slot: usize, posted: Result) -> Result {
+        if let Err(e) = posted {
+            self.slots.release(slot);
+            return Err(e);
+        }
+        let status = loop {
+            let status = self.slots.status(slot);
+            if status != PENDING {
+                break status;
+            }
+            self.reap_send_completions();
+            if self.slots.status(slot) == PENDING {
+                sched::cond_resched();
+            }
+        };
+        self.slots.release(slot);
+        if status == bindings::ib_wc_status_IB_WC_SUCCESS {
+            Ok(())
+        } else {
+            Err(EIO)
+        }
+    }
+
+    /// Polls the send CQ unless another thread is already doing so.
+    fn reap_send_completions(&self) {
+        if self
+            .polling
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let mut wcs = [WorkCompletion::default(); POLL_BATCH];
+        loop {
+            let n = self.send_cq.poll(&mut wcs);
+            for wc in &wcs[..n] {
+                self.slots.complete(wc);
+            }
+            if n < POLL_BATCH {
+                break;
+            }
+        }
+        self.polling.store(false, Ordering::Release);
+    }
+}

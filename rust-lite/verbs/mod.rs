@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe wrappers over the kernel's RDMA verbs ([`include/rdma/ib_verbs.h`]).
+//!
+//! This is the only part of LITE that calls verbs. Every object is an RAII
+//! type that owns its C counterpart and holds references to whatever must
+//! outlive it (a queue pair keeps its protection domain and completion
+//! queues alive), so destruction order is enforced by the types. Work
+//! requests that let the device touch memory are only posted through
+//! [`Connection`], whose methods borrow the memory until the device reports
+//! completion, so no device access can outlive the buffer.
+//!
+//! [`include/rdma/ib_verbs.h`]: srctree/include/rdma/ib_verbs.h
+
+mod buffer;
+mod client;
+mod connection;
+mod cq;
+mod device;
+mod pd;
+mod qp;
+
+pub(crate) use buffer::DmaBuffer;
+pub(crate) use client::{ClientHandler, IbClient};
+pub(crate) use buffer::MAX_DMA_BUFFER;
+pub(crate) use connection::{split_recv_wr_id, Connection, RECV_DEPTH};
+pub(crate) use qp::RemoteEnd;
+pub(crate) use cq::{CompletionQueue, WorkCompletion, POLL_BATCH};
+pub(crate) use device::{Device, PortConfig};
+pub(crate) use pd::ProtectionDomain;
+
+use kernel::error::Error;
+
+/// Turns a negative errno returned by a verbs call into a [`Result`].
+fn check(ret: i32) -> kernel::error::Result<i32> {
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else {
+        Ok(ret)
+    }
+}

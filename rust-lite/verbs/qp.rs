@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Reliable-connected queue pairs.
+
+use core::ptr::{null, null_mut, NonNull};
+use kernel::{bindings, c_str, error::from_err_ptr, prelude::*, sync::Arc};
+
+use super::{check, device::mtu_from_bytes, CompletionQueue, PortConfig, ProtectionDomain};
+
+/// Access a connected peer has to this node's memory through the global key.
+const REMOTE_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+
+/// Outstanding RDMA reads and atomics per queue pair, each direction.
+const MAX_RD_ATOMIC: u8 = 16;
+
+/// Local ACK timeout exponent: 4.096 us * 2^14 = 67 ms per try.
+const ACK_TIMEOUT: u8 = 14;
+
+/// Transport retries before a request fails.
+const RETRY_COUNT: u8 = 7;
+
+/// Receiver-not-ready retries; 7 means retry for as long as the peer is alive.
+const RNR_RETRY: u8 = 7;
+
+/// Minimal RNR NAK timer code (12 = 0.64 ms).
+const MIN_RNR_TIMER: u8 = 12;
+
+/// Sizes of a queue pair's work queues.
+pub(crate) struct QueueSizes {
+    /// Send queue depth.
+    pub(crate) send: u32,
+    /// Receive queue depth.
+    pub(crate) recv: u32,
+}
+
+/// The remote end of a connection.
+pub(crate) struct RemoteEnd {
+    /// Remote queue pair number.
+    pub(crate) qpn: u32,
+    /// Remote initial packet sequence number.
+    pub(crate) psn: u32,
+    /// Remote LID (InfiniBand).
+    pub(crate) lid: u16,
+    /// Remote port MTU in bytes.
+    pub(crate) mtu: u16,
+    /// Remote GID.
+    pub(crate) gid: [u8; 16],
+}
+
+/// One scatter/gather element of local memory.
+pub(super) struct LocalSegment {
+    pub(super) addr: u64,
+    pub(super) len: u32,
+}
+
+/// An RC queue pair.
+///
+/// # Invariants
+///
+/// `ptr` is an RC QP created in `pd` with `send_cq` and `recv_cq`, owned by
+/// this object. Holding the `Arc`s keeps those alive until the QP is destroyed.
+pub(super) struct QueuePair {
+    ptr: NonNull<bindings::ib_qp>,
+    psn: u32,
+    pd: Arc<ProtectionDomain>,
+    _send_cq: Arc<CompletionQueue>,
+    _recv_cq: Arc<CompletionQueue>,
+}
+
+// SAFETY: Posting and modifying QPs is thread-safe in the verbs API.
+unsafe impl Send for QueuePair {}
+// SAFETY: As above.
+unsafe impl Sync for QueuePair {}
+
+impl QueuePair {
+    /// Creates an RC QP and moves it to INIT on `port`.
+    pub(super) fn new(
+        pd: &Arc<ProtectionDomain>,
+        send_cq: &Arc<CompletionQueue>,
+        recv_cq: &Arc<CompletionQueue>,
+        sizes: QueueSizes,
+        port: &PortConfig,
+    ) -> Result<Self> {
+        let mut attr = bindings::ib_qp_init_attr::default();
+        attr.send_cq = send_cq.as_ptr();
+        attr.recv_cq = recv_cq.as_ptr();
+        attr.cap.max_send_wr = sizes.send;
+        attr.cap.max_recv_wr = sizes.recv;
+        attr.cap.max_send_sge = 1;
+        attr.cap.max_recv_sge = 1;
+        attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
+        attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
+        // SAFETY: `pd` is a valid PD (its type invariant) and `attr` is
+        // valid for the call; the CQs it names outlive the QP (held below).
+        let qp = from_err_ptr(unsafe {
+            bindings::ib_create_qp_kernel(pd.as_ptr(), &mut attr, c_str!("lite").as_char_ptr())
+        })?;
+        let ptr = NonNull::new(qp).ok_or(ENOMEM)?;
+        // SAFETY: Plain call without arguments.
+        let psn = unsafe { bindings::get_random_u32() } & 0x00ff_ffff;
+        // INVARIANT: Created above and owned from here on.
+        let this = QueuePair {
+            ptr,
+            psn,
+            pd: pd.clone(),
+            _send_cq: send_cq.clone(),
+            _recv_cq: recv_cq.clone(),
+        };
+        let mut init = bindings::ib_qp_attr::default();
+        init.qp_state = bindings::ib_qp_state_IB_QPS_INIT;
+        init.pkey_index = 0;
+        init.port_num = port.port;
+        init.qp_access_flags = REMOTE_ACCESS as i32;
+        this.modify(
+            &mut init,
+            bindings::ib_qp_attr_mask_IB_QP_STATE
+                | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
+                | bindings::ib_qp_attr_mask_IB_QP_PORT
+                | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS,
+        )?;
+        Ok(this)
+    }
+
+    /// Queue pair number.
+    pub(super) fn qpn(&self) -> u32 {
+        // SAFETY: `ptr` is valid by the type invariant.
+        unsafe { (*self.ptr.as_ptr()).qp_num }
+    }
+
+    /// Initial packet sequence number of the send side.
+    pub(super) fn psn(&self) -> u32 {
+        self.psn
+    }
+
+    /// Local key for segments in kernel memory.
+    pub(super) fn lkey(&self) -> u32 {
+        self.pd.local_dma_lkey()
+    }
+
+    fn modify(&self, attr: &mut bindings::ib_qp_attr, mask: u32) -> Result {
+        // SAFETY: `ptr` is valid (type invariant) and `attr` is valid for the call.
+        check(unsafe { bindings::ib_modify_qp(self.ptr.as_ptr(), attr, mask as i32) })?;
+        Ok(())
+    }
+
+    /// Connects to `remote`: INIT to RTR to RTS.
+    pub(super) fn connect(&self, remote: &RemoteEnd, port: &PortConfig) -> Result {
+        let mut rtr = bindings::ib_qp_attr::default();
+        rtr.qp_state = bindings::ib_qp_state_IB_QPS_RTR;
+        rtr.path_mtu = mtu_from_bytes(remote.mtu.min(port.mtu_bytes()));
+        rtr.dest_qp_num = remote.qpn;
+        rtr.rq_psn = remote.psn;
+        rtr.max_dest_rd_atomic = MAX_RD_ATOMIC;
+        rtr.min_rnr_timer = MIN_RNR_TIMER;
+        let ah = &mut rtr.ah_attr;
+        ah.port_num = port.port;
+        ah.sl = 0;
+        if port.roce {
+            ah.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        } else {
+            ah.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
+            ah.__bindgen_anon_1.ib = bindings::ib_ah_attr {
+                dlid: remote.lid,
+                ..Default::default()
+            };
+        }
+        if port.roce || remote.gid.iter().any(|&b| b != 0) {
+            ah.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+            ah.grh.dgid.raw = remote.gid;
+            ah.grh.sgid_index = port.gid_index as u8;
+            ah.grh.hop_limit = 64;
+        }
+        self.modify(
+            &mut rtr,
+            bindings::ib_qp_attr_mask_IB_QP_STATE
+                | bindings::ib_qp_attr_mask_IB_QP_AV
+                | bindings::ib_qp_attr_mask_IB_QP_PATH_MTU
+                | bindings::ib_qp_attr_mask_IB_QP_DEST_QPN
+                | bindings::ib_qp_attr_mask_IB_QP_RQ_PSN
+                | bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC
+                | bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER,
+        )?;
+        let mut rts = bindings::ib_qp_attr::default();
+        rts.qp_state = bindings::ib_qp_state_IB_QPS_RTS;
+        rts.timeout = ACK_TIMEOUT;
+        rts.retry_cnt = RETRY_COUNT;
+        rts.rnr_retry = RNR_RETRY;
+        rts.sq_psn = self.psn;
+        rts.max_rd_atomic = MAX_RD_ATOMIC;
+        self.modify(
+            &mut rts,
+            bindings::ib_qp_attr_mask_IB_QP_STATE
+                | bindings::ib_qp_attr_mask_IB_QP_TIMEOUT
+                | bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT
+                | bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY
+                | bindings::ib_qp_attr_mask_IB_QP_SQ_PSN
+                | bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC,
+        )
+    }
+
+    /// Posts one signaled send-queue work request.
+    ///
+    /// `remote` is `Some((address, rkey))` for RDMA reads and writes.
+    ///
+    /// # Safety
+    ///
+    /// The memory described by `local` must stay valid, and must not be
+    /// accessed in a way that conflicts with the device, until the completion
+    /// for `wr_id` has been polled from the send CQ.
+    pub(super) unsafe fn post_send(
+        &self,
+        opcode: bindings::ib_wr_opcode,
+        local: &LocalSegment,
+        remote: Option<(u64, u32)>,
+        wr_id: u64,
+    ) -> Result {
+        let mut sge = bindings::ib_sge {
+            addr: local.addr,
+            length: local.len,
+            lkey: self.lkey(),
+        };
+        let mut wr = bindings::ib_rdma_wr::default();
+        wr.wr.__bindgen_anon_1.wr_id = wr_id;
+        wr.wr.sg_list = &mut sge;
+        wr.wr.num_sge = 1;
+        wr.wr.opcode = opcode;
+        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED as i32;
+        if let Some((addr, rkey)) = remote {
+            wr.remote_addr = addr;
+            wr.rkey = rkey;
+        }
+        let mut bad: *const bindings::ib_send_wr = null();
+        // SAFETY: `ptr` is valid (type invariant); `wr` and `sge` live for
+        // the call, which is all the verbs API needs of them; the memory they
+        // describe is kept valid by the caller.
+        check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), &wr.wr, &mut bad) })?;
+        Ok(())
+    }
+
+    /// Posts one receive work request.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::post_send`]: `local` must stay valid until the receive
+    /// completes or the QP is destroyed.
+    pub(super) unsafe fn post_recv(&self, local: &LocalSegment, wr_id: u64) -> Result {
+        let mut sge = bindings::ib_sge {
+            addr: local.addr,
+            length: local.len,
+            lkey: self.lkey(),
+        };
+        let mut wr = bindings::ib_recv_wr::default();
+        wr.__bindgen_anon_1.wr_id = wr_id;
+        wr.sg_list = &mut sge;
+        wr.num_sge = 1;
+        let mut bad: *const bindings::ib_recv_wr = null();
+        // SAFETY: As in `post_send`.
+        check(unsafe { bindings::ib_post_recv(self.ptr.as_ptr(), &wr, &mut bad) })?;
+        Ok(())
+    }
+}
+
+impl Drop for QueuePair {
+    fn drop(&mut self) {
+        // SAFETY: The QP is owned by this object (type invariant). Destroying
+        // it ends all device access to memory its work requests named.
+        unsafe { bindings::ib_destroy_qp_user(self.ptr.as_ptr(), null_mut()) };
+    }
+}

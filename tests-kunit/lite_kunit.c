@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suites for LITE. The test bodies are Rust (kunit_tests.rs, part of
+ * the LITE crate) so they can reach LITE's internal modules; they report
+ * each failed check through lite_kunit_fail().
+ */
+
+#include <kunit/test.h>
+
+void lite_kunit_fail(struct kunit *test, const char *what);
+
+void lite_kunit_fail(struct kunit *test, const char *what)
+{
+	KUNIT_FAIL(test, "%s", what);
+}
+
+#define LITE_RUST_CASE(name)						\
+	void lite_test_##name(struct kunit *test);			\
+	static void name(struct kunit *test) { lite_test_##name(test); }
+
+LITE_RUST_CASE(chunk_count_and_len)
+LITE_RUST_CASE(range_checks_reject_overflow)
+LITE_RUST_CASE(pieces_split_at_chunk_edges)
+LITE_RUST_CASE(spread_round_robin)
+LITE_RUST_CASE(handle_round_trip)
+LITE_RUST_CASE(handle_rejects_forged)
+LITE_RUST_CASE(slot_table_reuse_and_stale_ids)
+LITE_RUST_CASE(control_wire_round_trip)
+LITE_RUST_CASE(cm_wire_round_trip)
+LITE_RUST_CASE(cm_wire_rejects_bad_frames)
+LITE_RUST_CASE(ipv4_parsing)
+LITE_RUST_CASE(barrier_counting)
+LITE_RUST_CASE(api_before_join)
+
+static struct kunit_case lite_internal_cases[] = {
+	KUNIT_CASE(chunk_count_and_len),
+	KUNIT_CASE(range_checks_reject_overflow),
+	KUNIT_CASE(pieces_split_at_chunk_edges),
+	KUNIT_CASE(spread_round_robin),
+	KUNIT_CASE(handle_round_trip),
+	KUNIT_CASE(handle_rejects_forged),
+	KUNIT_CASE(slot_table_reuse_and_stale_ids),
+	KUNIT_CASE(control_wire_round_trip),
+	KUNIT_CASE(cm_wire_round_trip),
+	KUNIT_CASE(cm_wire_rejects_bad_frames),
+	KUNIT_CASE(ipv4_parsing),
+	KUNIT_CASE(barrier_counting),
+	{}
+};
+
+static struct kunit_suite lite_internal_suite = {
+	.name = "lite_internal",
+	.test_cases = lite_internal_cases,
+};
+
+static struct kunit_case lite_api_cases[] = {
+	KUNIT_CASE(api_before_join),
+	{}
+};
+
+static struct kunit_suite lite_api_suite = {
+	.name = "lite_api",
+	.test_cases = lite_api_cases,
+};
+
+kunit_test_suites(&lite_internal_suite, &lite_api_suite);
+
+MODULE_LICENSE("GPL");
