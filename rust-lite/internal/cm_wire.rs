@@ -71,19 +71,19 @@ pub enum WireError {
 pub enum Kind {
     /// Node to manager: first frame of a join; payload [`Hello`].
     Hello = 1,
-    /// Manager to node: the node's id; payload [`Welcome`].
+    /// Manager to node: the node's id; payload [`Message::Welcome`].
     Welcome = 2,
-    /// Manager to node: create a QP for `peer`; payload [`PeerRef`].
+    /// Manager to node: create a QP for `peer`; payload: the peer's node id.
     Prepare = 3,
     /// Node to manager: the endpoint of the QP created for `peer`; payload [`Endpoint`].
     QpInfo = 4,
     /// Manager to node: connect the QP for `peer` to this endpoint; payload [`Endpoint`].
     Connect = 5,
-    /// Node to manager: result of a `Connect`; payload [`Connected`].
+    /// Node to manager: result of a `Connect`; payload [`Message::Connected`].
     Connected = 6,
-    /// Manager to node: the join is complete; payload [`JoinDone`].
+    /// Manager to node: the join is complete; payload [`Message::JoinDone`].
     JoinDone = 7,
-    /// Either direction: the request failed; payload [`Failure`].
+    /// Either direction: the request failed; payload [`Message::Failure`].
     Failure = 8,
 }
 

@@ -23,6 +23,9 @@ use crate::verbs::DmaBuffer;
 /// Largest piece moved by one RDMA operation.
 const MAX_PIECE: u64 = 1 << 20;
 
+/// Smallest staging buffer tried when memory is fragmented.
+const MIN_PIECE: usize = 4096;
+
 /// Where written bytes come from.
 pub(crate) trait Source {
     /// Fills the first `len` bytes of `staging` with the next `len` bytes.
@@ -111,6 +114,18 @@ impl Cluster {
         self.transfer(handle, Direction::Read(sink), len, offset, priority, password)
     }
 
+    /// A staging buffer for a transfer of `len` bytes: as large as the
+    /// transfer up to [`MAX_PIECE`], smaller if memory is fragmented.
+    fn staging_buffer(&self, len: u64) -> Result<DmaBuffer> {
+        let mut size = usize::try_from(len.min(MAX_PIECE)).map_err(|_| EINVAL)?;
+        loop {
+            match DmaBuffer::new(&self.device.device, size) {
+                Err(e) if e == ENOMEM && size > MIN_PIECE => size = (size / 2).max(MIN_PIECE),
+                result => return result,
+            }
+        }
+    }
+
     fn transfer(
         &self,
         handle: u64,
@@ -128,9 +143,9 @@ impl Cluster {
             return Ok(());
         }
         let _use = lmr.begin()?;
-        let staging_len = usize::try_from(len.min(MAX_PIECE)).map_err(|_| EINVAL)?;
-        let mut staging = DmaBuffer::new(&self.device.device, staging_len)?;
-        for piece in pieces(offset, len, MAX_PIECE) {
+        let mut staging = self.staging_buffer(len)?;
+        let max_piece = staging.len() as u64;
+        for piece in pieces(offset, len, max_piece) {
             let piece_len = usize::try_from(piece.len).map_err(|_| EINVAL)?;
             let at = usize::try_from(piece.chunk_offset).map_err(|_| EINVAL)?;
             let chunk = lmr.chunks.get(piece.chunk).ok_or(EINVAL)?;

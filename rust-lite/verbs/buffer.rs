@@ -79,6 +79,11 @@ impl DmaBuffer {
         })
     }
 
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// DMA address of byte `at`, after checking that `[at, at + len)` is inside the buffer.
     pub(crate) fn dma_range(&self, at: usize, len: usize) -> Result<u64> {
         self.check(at, len)?;

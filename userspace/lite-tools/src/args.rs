@@ -1,0 +1,367 @@
+//! A small command line parser: `--name VALUE`, `--name=VALUE` and `-h`/`--help`.
+//!
+//! The tools run in minimal guests and are linked statically, so this
+//! replaces a full argument parsing crate.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Write;
+use std::str::FromStr;
+
+/// One option that takes a value.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionSpec {
+    /// Long name without the dashes, e.g. `"cm"` for `--cm`.
+    pub name: &'static str,
+    /// Placeholder for the value in the usage text, e.g. `"IP"`.
+    pub value_name: &'static str,
+    /// One-line description, including the default if there is one.
+    pub help: &'static str,
+}
+
+/// The command line interface of one program.
+#[derive(Debug, Clone, Copy)]
+pub struct Cli {
+    /// Program name, as shown in the usage text.
+    pub program: &'static str,
+    /// Arguments as shown after the program name, e.g. `"--cm IP [--nodes N]"`.
+    pub synopsis: &'static str,
+    /// One-line description of the program.
+    pub about: &'static str,
+    /// Options the program accepts.
+    pub options: &'static [OptionSpec],
+}
+
+/// A command line that cannot be obeyed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgError {
+    /// `-h` or `--help` was given.
+    HelpRequested,
+    /// An argument that is not one of the program's options.
+    Unknown(String),
+    /// An option given without its value.
+    MissingValue(&'static str),
+    /// An option given twice.
+    Repeated(&'static str),
+    /// A required option that was not given.
+    Missing(&'static str),
+    /// A value that does not parse or is out of range.
+    Invalid {
+        /// The option.
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgError::HelpRequested => write!(f, "help requested"),
+            ArgError::Unknown(arg) => write!(f, "unknown argument '{arg}'"),
+            ArgError::MissingValue(option) => write!(f, "--{option} needs a value"),
+            ArgError::Repeated(option) => write!(f, "--{option} given more than once"),
+            ArgError::Missing(option) => write!(f, "--{option} is required"),
+            ArgError::Invalid {
+                option,
+                value,
+                reason,
+            } => write!(f, "invalid value '{value}' for --{option}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// Option values found on a command line.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    values: BTreeMap<&'static str, String>,
+}
+
+impl Cli {
+    /// Usage text listing every option.
+    pub fn usage(&self) -> String {
+        let mut details = String::new();
+        for option in self.options {
+            let left = format!("--{} {}", option.name, option.value_name);
+            details.push_str(&format!("  {left:<22} {}\n", option.help));
+        }
+        format!(
+            "usage: {} {}\n\n{}\n\noptions:\n{details}  {:<22} show this help",
+            self.program, self.synopsis, self.about, "-h, --help"
+        )
+    }
+
+    /// Parses the arguments that follow the program name.
+    pub fn parse(&self, args: impl IntoIterator<Item = String>) -> Result<Parsed, ArgError> {
+        let mut parsed = Parsed::default();
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            if arg == "-h" || arg == "--help" {
+                return Err(ArgError::HelpRequested);
+            }
+            let Some(body) = arg.strip_prefix("--") else {
+                return Err(ArgError::Unknown(arg));
+            };
+            let (name, inline_value) = match body.split_once('=') {
+                Some((name, value)) => (name, Some(value.to_string())),
+                None => (body, None),
+            };
+            let Some(option) = self.options.iter().find(|o| o.name == name) else {
+                return Err(ArgError::Unknown(arg));
+            };
+            let value = match inline_value {
+                Some(value) => value,
+                None => args.next().ok_or(ArgError::MissingValue(option.name))?,
+            };
+            if parsed.values.insert(option.name, value).is_some() {
+                return Err(ArgError::Repeated(option.name));
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// Parses the process's arguments; prints the usage and exits on
+    /// `--help` (status 0) or on an error (status 2).
+    pub fn parse_env_or_exit(&self) -> Parsed {
+        match self.parse(std::env::args().skip(1)) {
+            Ok(parsed) => parsed,
+            Err(error) => self.exit_with(&error),
+        }
+    }
+
+    /// Reports `error` the way [`Cli::parse_env_or_exit`] does and exits.
+    pub fn exit_with(&self, error: &ArgError) -> ! {
+        if *error == ArgError::HelpRequested {
+            println!("{}", self.usage());
+            let _ = std::io::stdout().flush();
+            std::process::exit(0);
+        }
+        eprintln!("{}: {error}\n{}", self.program, self.usage());
+        std::process::exit(2);
+    }
+}
+
+impl Parsed {
+    /// The raw value of `option`, if given.
+    pub fn get(&self, option: &'static str) -> Option<&str> {
+        self.values.get(option).map(String::as_str)
+    }
+
+    /// Parses the value of a required option.
+    pub fn required<T>(&self, option: &'static str) -> Result<T, ArgError>
+    where
+        T: FromStr,
+        T::Err: fmt::Display,
+    {
+        let value = self.get(option).ok_or(ArgError::Missing(option))?;
+        parse_value(option, value)
+    }
+
+    /// Parses the value of an optional option, or returns `default`.
+    pub fn optional<T>(&self, option: &'static str, default: T) -> Result<T, ArgError>
+    where
+        T: FromStr,
+        T::Err: fmt::Display,
+    {
+        match self.get(option) {
+            Some(value) => parse_value(option, value),
+            None => Ok(default),
+        }
+    }
+
+    /// Parses the value of a required option with a custom function.
+    pub fn required_with<T>(
+        &self,
+        option: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, ArgError> {
+        let value = self.get(option).ok_or(ArgError::Missing(option))?;
+        parse(value).map_err(|reason| invalid(option, value, reason))
+    }
+
+    /// Parses the value of an optional option with a custom function (for
+    /// lists and keywords), or returns `default`.
+    pub fn with<T>(
+        &self,
+        option: &'static str,
+        default: T,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, ArgError> {
+        match self.get(option) {
+            Some(value) => parse(value).map_err(|reason| invalid(option, value, reason)),
+            None => Ok(default),
+        }
+    }
+}
+
+/// Builds an [`ArgError::Invalid`].
+pub fn invalid(option: &'static str, value: &str, reason: impl Into<String>) -> ArgError {
+    ArgError::Invalid {
+        option,
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn parse_value<T>(option: &'static str, value: &str) -> Result<T, ArgError>
+where
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    value
+        .parse()
+        .map_err(|e: T::Err| invalid(option, value, e.to_string()))
+}
+
+/// Checks that `value` lies in `range`, naming the option otherwise.
+pub fn in_range<T>(
+    option: &'static str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, ArgError>
+where
+    T: PartialOrd + fmt::Display + Copy,
+{
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(invalid(
+            option,
+            &value.to_string(),
+            format!("must be between {} and {}", range.start(), range.end()),
+        ))
+    }
+}
+
+/// Parses a comma separated list of positive integers, e.g. `8,64,4096`.
+pub fn parse_positive_list(text: &str) -> Result<Vec<u64>, String> {
+    text.split(',')
+        .map(|item| match item.trim().parse::<u64>() {
+            Ok(0) => Err("sizes must be positive".to_string()),
+            Ok(value) => Ok(value),
+            Err(e) => Err(format!("'{}': {e}", item.trim())),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLI: Cli = Cli {
+        program: "tool",
+        synopsis: "--cm IP [--nodes N]",
+        about: "does things",
+        options: &[
+            OptionSpec {
+                name: "cm",
+                value_name: "IP",
+                help: "manager address",
+            },
+            OptionSpec {
+                name: "nodes",
+                value_name: "N",
+                help: "cluster size",
+            },
+        ],
+    };
+
+    fn parse(args: &[&str]) -> Result<Parsed, ArgError> {
+        CLI.parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn both_spellings_are_accepted() {
+        let parsed = parse(&["--cm", "10.0.0.1", "--nodes=3"]).expect("valid command line");
+        assert_eq!(parsed.get("cm"), Some("10.0.0.1"));
+        assert_eq!(parsed.required::<u32>("nodes"), Ok(3));
+        assert_eq!(parsed.optional::<u32>("missing", 7), Ok(7));
+        let upper = |text: &str| Ok::<_, String>(text.to_uppercase());
+        assert_eq!(
+            parsed.required_with("cm", upper),
+            Ok("10.0.0.1".to_string())
+        );
+        assert_eq!(
+            parsed.with("absent", 5, |_| Err("unused".to_string())),
+            Ok(5)
+        );
+        assert_eq!(
+            parsed.with("nodes", 0, |_| Err::<u32, _>("nope".to_string())),
+            Err(invalid("nodes", "3", "nope"))
+        );
+    }
+
+    #[test]
+    fn values_may_contain_equals_and_start_with_dashes() {
+        let parsed = parse(&["--cm", "--nodes"]).expect("value taken verbatim");
+        assert_eq!(parsed.get("cm"), Some("--nodes"));
+        let parsed = parse(&["--cm=a=b"]).expect("split at the first '='");
+        assert_eq!(parsed.get("cm"), Some("a=b"));
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        assert_eq!(parse(&["-h"]).err(), Some(ArgError::HelpRequested));
+        assert_eq!(
+            parse(&["--cm", "x", "--help"]).err(),
+            Some(ArgError::HelpRequested)
+        );
+        assert_eq!(
+            parse(&["--bogus", "1"]).err(),
+            Some(ArgError::Unknown("--bogus".into()))
+        );
+        assert_eq!(
+            parse(&["stray"]).err(),
+            Some(ArgError::Unknown("stray".into()))
+        );
+        assert_eq!(parse(&["--cm"]).err(), Some(ArgError::MissingValue("cm")));
+        assert_eq!(
+            parse(&["--cm", "a", "--cm", "b"]).err(),
+            Some(ArgError::Repeated("cm"))
+        );
+        let parsed = parse(&["--nodes", "three"]).expect("syntactically fine");
+        assert_eq!(
+            parsed.required::<u32>("cm").err(),
+            Some(ArgError::Missing("cm"))
+        );
+        assert!(matches!(
+            parsed.required::<u32>("nodes"),
+            Err(ArgError::Invalid {
+                option: "nodes",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn range_checks() {
+        assert_eq!(in_range("nodes", 3u32, 1..=63), Ok(3));
+        let error = in_range("nodes", 0u32, 1..=63).err().map(|e| e.to_string());
+        assert_eq!(
+            error.as_deref(),
+            Some("invalid value '0' for --nodes: must be between 1 and 63")
+        );
+    }
+
+    #[test]
+    fn positive_lists() {
+        assert_eq!(parse_positive_list("8,64, 512"), Ok(vec![8, 64, 512]));
+        assert!(parse_positive_list("8,,64").is_err());
+        assert!(parse_positive_list("8,0").is_err());
+        assert!(parse_positive_list("-1").is_err());
+        assert!(parse_positive_list("").is_err());
+    }
+
+    #[test]
+    fn usage_lists_every_option() {
+        let usage = CLI.usage();
+        assert!(usage.starts_with("usage: tool --cm IP [--nodes N]\n"));
+        assert!(usage.contains("--cm IP"));
+        assert!(usage.contains("cluster size"));
+        assert!(usage.contains("--help"));
+    }
+}

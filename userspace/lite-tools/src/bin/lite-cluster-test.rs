@@ -1,0 +1,61 @@
+//! `lite-cluster-test`: the LITE cluster test.
+//!
+//! Every node of the cluster runs it at the same time (see
+//! [`lite_tools::cluster_test`] for what it checks). The output is TAP
+//! version 13 followed by one line `P passed, F failed`; the exit status
+//! is 0 exactly when F is 0.
+
+use std::process::ExitCode;
+
+use lite::sys::CM_DEFAULT_PORT;
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::cluster_test::{run, TestConfig};
+use lite_tools::kernel::Syscalls;
+use lite_tools::plan::DATA_BUDGET_BYTES;
+use lite_tools::tap::Tap;
+use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
+
+const CLI: Cli = Cli {
+    program: "lite-cluster-test",
+    synopsis: "--cm IP --nodes N",
+    about: "Runs the LITE cluster test on this node and reports TAP.",
+    options: &[
+        OptionSpec {
+            name: "cm",
+            value_name: "IP",
+            help: "IPv4 address of the cluster manager (port 18500)",
+        },
+        OptionSpec {
+            name: "nodes",
+            value_name: "N",
+            help: "number of nodes running the test",
+        },
+    ],
+};
+
+fn parse_config(parsed: &Parsed) -> Result<TestConfig, ArgError> {
+    Ok(TestConfig {
+        cm: parsed.required_with("cm", parse_cm_address)?,
+        nodes: in_range("nodes", parsed.required("nodes")?, 1..=MAX_CLUSTER_NODES)?,
+        data_budget: DATA_BUDGET_BYTES,
+    })
+}
+
+fn main() -> ExitCode {
+    let parsed = CLI.parse_env_or_exit();
+    let config = match parse_config(&parsed) {
+        Ok(config) => config,
+        Err(error) => CLI.exit_with(&error),
+    };
+    let mut tap = Tap::new(std::io::stdout());
+    tap.comment(&format!(
+        "lite-cluster-test: manager {}:{CM_DEFAULT_PORT}, {} nodes",
+        config.cm, config.nodes
+    ));
+    run(&Syscalls, &mut tap, &config);
+    if tap.finish().all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,801 @@
+//! The cluster test run by `lite-cluster-test` on every node at once.
+//!
+//! Node ids follow join order, so nothing here depends on which machine
+//! gets which id: every node runs the same cases relative to its own id,
+//! which also makes the data cases a concurrency test (all nodes hit each
+//! other's memory at the same time).
+//!
+//! The test talks to LITE through [`Kernel`], so that it can be checked
+//! against an in-memory model on hosts without LITE.
+
+use std::ffi::{c_char, c_void, CString};
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::ptr;
+
+use libc::c_long;
+use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
+use lite::Priority;
+
+use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::kernel::{Kernel, Region};
+use crate::pattern;
+use crate::plan::{boundary_ranges, next_node, plan_data_cases, DataCase};
+use crate::tap::Tap;
+use crate::IB_PORT;
+
+/// Size of the LMR the bad-input cases aim at.
+pub const PROBE_SIZE: u64 = 4096;
+
+/// A handle no allocation returns in practice.
+pub const UNKNOWN_HANDLE: u64 = 0x7fff_ffff_0000;
+
+/// A priority outside the defined ones.
+const INVALID_PRIORITY: u32 = 99;
+
+/// A flag bit `lite_alloc_remote` does not define.
+const UNKNOWN_ALLOC_FLAG: u32 = 0x80;
+
+/// Largest single transfer; bigger LMRs are moved in pieces of this size
+/// so that the buffers fit a small machine however large the cluster.
+const MAX_TRANSFER: u64 = 32 << 20;
+
+/// What to test against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestConfig {
+    /// Address of the cluster manager.
+    pub cm: Ipv4Addr,
+    /// Number of nodes running the test.
+    pub nodes: u32,
+    /// Most bytes of whole-LMR traffic this node may cause
+    /// (see [`plan_data_cases`]).
+    pub data_budget: u64,
+}
+
+/// A test point to run later: its description and the check itself.
+type Check<'a> = (String, Box<dyn FnOnce() -> Result<(), String> + 'a>);
+
+/// Runs the whole cluster test, reporting each test point to `tap`.
+pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfig) {
+    let nodes = config.nodes;
+    let earlier_id = kernel.get_node_id();
+    let already_member = earlier_id > 0;
+    if already_member {
+        tap.comment(&format!(
+            "this node joined before the test started (node {earlier_id})"
+        ));
+    }
+    before_join(kernel, tap, nodes, already_member);
+    let Some(me) = join(kernel, tap, config, earlier_id) else {
+        tap.bail_out("cannot test a cluster this node is not part of");
+        return;
+    };
+    let password = password_of(me);
+    let mut buffer = Vec::new();
+
+    let plan = plan_data_cases(me, nodes, config.data_budget);
+    for case in &plan.skipped {
+        tap.comment(&format!(
+            "data budget: not testing {} B on {}",
+            case.size,
+            target_name(me, case.target)
+        ));
+    }
+    for (index, case) in plan.run.iter().enumerate() {
+        let priority = Priority::ALL[index % Priority::ALL.len()];
+        data_case(kernel, tap, me, *case, priority, password, &mut buffer);
+    }
+    if plan.spread_size > 0 {
+        let case = DataCase {
+            target: NODE_SPREAD,
+            size: plan.spread_size,
+        };
+        data_case(kernel, tap, me, case, Priority::None, password, &mut buffer);
+    }
+
+    bad_input(kernel, tap, me, nodes, password);
+
+    // Nobody leaves while others may still use its memory.
+    tap.check(
+        &format!("final dist_barrier({nodes}) returns 0"),
+        expect_zero(kernel.dist_barrier(nodes)),
+    );
+}
+
+/// Password of the LMRs node `me` allocates ("LITE" and the node id).
+fn password_of(me: u32) -> u64 {
+    0x4c49_5445_0000_0000 | u64::from(me)
+}
+
+/// Calls `lite_join` with `address`, which may be deliberately invalid.
+fn join_with_pointer<K: Kernel>(kernel: &K, address: *const c_char) -> c_long {
+    // SAFETY: the kernel only reads through the pointer, stops at a NUL or
+    // after LITE_MAX_IP_LEN bytes, and rejects unmapped addresses.
+    unsafe { kernel.join(address, CM_DEFAULT_PORT.into(), IB_PORT) }
+}
+
+fn join_with_text<K: Kernel>(kernel: &K, text: &str) -> c_long {
+    // The texts used hold no NUL; an empty string would fail visibly.
+    let text = CString::new(text).unwrap_or_default();
+    join_with_pointer(kernel, text.as_ptr())
+}
+
+/// Every call must be refused with -ENOTCONN before the node joins, and
+/// `lite_join` must reject bad addresses without joining.
+fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, skip: bool) {
+    let write_buf = [0u8; 16];
+    let mut read_buf = [0u8; 16];
+    let none = Priority::None.as_raw();
+    let cases: Vec<Check<'_>> = vec![
+        (
+            "get_node_id before join returns -ENOTCONN".into(),
+            Box::new(|| expect_errno(kernel.get_node_id(), libc::ENOTCONN)),
+        ),
+        (
+            "get_total_node before join returns -ENOTCONN".into(),
+            Box::new(|| expect_errno(kernel.get_total_node(), libc::ENOTCONN)),
+        ),
+        (
+            "alloc_remote(node 1, 4096 B) before join returns -ENOTCONN".into(),
+            Box::new(|| {
+                expect_no_alloc(kernel, kernel.alloc_remote(1, 4096, 0, 1), libc::ENOTCONN)
+            }),
+        ),
+        (
+            "rdma_write(handle 1, 16 B) before join returns -ENOTCONN".into(),
+            Box::new(|| {
+                // SAFETY: `write_buf` is readable for 16 bytes.
+                let ret =
+                    unsafe { kernel.rdma_write(1, write_buf.as_ptr().cast(), 16, 0, none, 1) };
+                expect_errno(ret, libc::ENOTCONN)
+            }),
+        ),
+        (
+            "rdma_read(handle 1, 16 B) before join returns -ENOTCONN".into(),
+            Box::new(|| {
+                let buf = read_buf.as_mut_ptr().cast();
+                // SAFETY: `read_buf` is exclusively ours and 16 bytes long.
+                let ret = unsafe { kernel.rdma_read(1, buf, 16, 0, none, 1) };
+                expect_errno(ret, libc::ENOTCONN)
+            }),
+        ),
+        (
+            "free(handle 1) before join returns -ENOTCONN".into(),
+            Box::new(|| expect_errno(kernel.free(1), libc::ENOTCONN)),
+        ),
+        (
+            format!("dist_barrier({nodes}) before join returns -ENOTCONN"),
+            Box::new(move || expect_errno(kernel.dist_barrier(nodes), libc::ENOTCONN)),
+        ),
+        (
+            "join with a NULL address returns -EFAULT".into(),
+            Box::new(|| expect_errno(join_with_pointer(kernel, ptr::null()), libc::EFAULT)),
+        ),
+        (
+            "join with address pointer 0x1 returns -EFAULT".into(),
+            Box::new(|| {
+                let unmapped = ptr::without_provenance(1);
+                expect_errno(join_with_pointer(kernel, unmapped), libc::EFAULT)
+            }),
+        ),
+        (
+            "join with address \"not-an-ip\" returns -EINVAL".into(),
+            Box::new(|| expect_errno(join_with_text(kernel, "not-an-ip"), libc::EINVAL)),
+        ),
+        (
+            "join with a 19-character address (over LITE_MAX_IP_LEN) returns -EINVAL".into(),
+            Box::new(|| expect_errno(join_with_text(kernel, "100.100.100.100.100"), libc::EINVAL)),
+        ),
+    ];
+    for (description, case) in cases {
+        if skip {
+            tap.skip(&description, "node joined before the test started");
+        } else {
+            tap.check(&description, case());
+        }
+    }
+}
+
+/// Joins and checks the membership calls; returns this node's id unless
+/// the node could not join.
+fn join<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    config: &TestConfig,
+    earlier_id: c_long,
+) -> Option<u32> {
+    let TestConfig { cm, nodes, .. } = *config;
+    let description = format!("join {cm}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes}");
+    let me = if earlier_id > 0 {
+        tap.skip(&description, "node joined before the test started");
+        u32::try_from(earlier_id).ok()?
+    } else {
+        let ret = join_with_text(kernel, &cm.to_string());
+        let Ok(id) = u32::try_from(ret) else {
+            tap.not_ok(&description, &format!("returned {}", describe_result(ret)));
+            return None;
+        };
+        // An id outside 1..=N fails here but the test goes on: the other
+        // nodes wait for this one in every barrier.
+        let outcome = if (1..=nodes).contains(&id) {
+            Ok(())
+        } else {
+            Err(format!("got node id {id}; is --nodes right?"))
+        };
+        tap.check(&format!("{description} (got {id})"), outcome);
+        id
+    };
+
+    tap.check(
+        "join again returns -EISCONN",
+        expect_errno(join_with_text(kernel, &cm.to_string()), libc::EISCONN),
+    );
+    tap.check(
+        &format!("dist_barrier({nodes}) returns 0 once all {nodes} nodes joined"),
+        expect_zero(kernel.dist_barrier(nodes)),
+    );
+    tap.check(
+        &format!("get_node_id returns {me}"),
+        expect_value(kernel.get_node_id(), me.into()),
+    );
+    tap.check(
+        &format!("get_total_node returns {nodes}"),
+        expect_value(kernel.get_total_node(), nodes.into()),
+    );
+    Some(me)
+}
+
+fn expect_value(ret: c_long, expected: c_long) -> Result<(), String> {
+    if ret == expected {
+        Ok(())
+    } else {
+        Err(format!("expected {expected}, got {}", describe_result(ret)))
+    }
+}
+
+/// Like [`expect_errno`] for an allocation, freeing whatever was wrongly
+/// allocated so that one failure does not leak into later cases.
+fn expect_no_alloc<K: Kernel>(kernel: &K, ret: c_long, errno: i32) -> Result<(), String> {
+    if ret > 0 {
+        kernel.free(ret.unsigned_abs());
+    }
+    expect_errno(ret, errno)
+}
+
+/// Human name of an allocation target, relative to this node.
+fn target_name(me: u32, target: u32) -> String {
+    match target {
+        NODE_SPREAD => "spread (node 0)".to_string(),
+        _ if target == me => format!("node {target} (itself)"),
+        _ => format!("node {target}"),
+    }
+}
+
+/// Pieces of at most [`MAX_TRANSFER`] bytes covering `0..size`, as (offset, length).
+fn pieces(size: u64) -> impl Iterator<Item = (u64, usize)> {
+    (0..size)
+        .step_by(MAX_TRANSFER as usize)
+        .map(move |offset| (offset, MAX_TRANSFER.min(size - offset) as usize))
+}
+
+/// Allocates, writes and reads back a whole LMR, probes its chunk
+/// boundaries, and frees it.
+fn data_case<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    case: DataCase,
+    priority: Priority,
+    password: u64,
+    buffer: &mut Vec<u8>,
+) {
+    let label = format!(
+        "node {me} -> {}, {} B LMR",
+        target_name(me, case.target),
+        case.size
+    );
+    let description = format!(
+        "{label}: allocated, written and read back whole (priority {})",
+        priority.name()
+    );
+    let lmr = match Region::alloc(kernel, case.target, case.size, 0, password) {
+        Ok(lmr) => lmr,
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            return;
+        }
+    };
+    let seed = pattern::seed(&[u64::from(me), u64::from(case.target), case.size]);
+    tap.check(
+        &description,
+        whole_round_trip(&lmr, seed, priority.as_raw(), buffer),
+    );
+
+    if case.spans_chunks() {
+        // Distinct data for the probes, so a write landing one chunk off
+        // cannot go unnoticed.
+        let probe_seed = pattern::seed(&[seed]);
+        let mut written = Vec::new();
+        for (offset, len) in boundary_ranges(case.size) {
+            written.push((offset, len));
+            tap.check(
+                &format!("{label}: {len} B at offset {offset} (chunk boundary or last byte)"),
+                range_round_trip(&lmr, seed, probe_seed, &written, priority.as_raw()),
+            );
+        }
+    }
+
+    tap.check(&format!("{label}: free returns 0"), lmr.free());
+}
+
+fn whole_round_trip<K: Kernel>(
+    lmr: &Region<'_, K>,
+    seed: u64,
+    priority: u32,
+    buffer: &mut Vec<u8>,
+) -> Result<(), String> {
+    let largest_piece = pieces(lmr.size()).map(|(_, len)| len).max().unwrap_or(0);
+    if buffer.len() < largest_piece {
+        buffer.resize(largest_piece, 0);
+    }
+    // Every piece is written before any is read back, so a write landing in
+    // the wrong place is seen whatever the order.
+    for (offset, len) in pieces(lmr.size()) {
+        let data = &mut buffer[..len];
+        pattern::fill(seed, offset, data);
+        lmr.write(offset, data, priority)?;
+    }
+    for (offset, len) in pieces(lmr.size()) {
+        let data = &mut buffer[..len];
+        pattern::poison(seed, offset, data);
+        lmr.read(offset, data, priority)?;
+        pattern::verify(seed, offset, data).map_err(|m| format!("data read back differs: {m}"))?;
+    }
+    Ok(())
+}
+
+/// Writes the last range of `written` with `probe_seed` data, then reads it
+/// back with two bytes of context on each side. Bytes inside any range
+/// written so far must hold probe data, all others the whole-LMR pattern.
+fn range_round_trip<K: Kernel>(
+    lmr: &Region<'_, K>,
+    seed: u64,
+    probe_seed: u64,
+    written: &[(u64, u64)],
+    priority: u32,
+) -> Result<(), String> {
+    let &(offset, len) = written.last().ok_or("no range to probe")?;
+    let mut data = vec![0u8; len as usize];
+    pattern::fill(probe_seed, offset, &mut data);
+    lmr.write(offset, &data, priority)?;
+
+    let start = offset.saturating_sub(2);
+    let end = (offset + len + 2).min(lmr.size());
+    let expected: Vec<u8> = (start..end)
+        .map(|position| {
+            let probed = written.iter().any(|&(o, l)| (o..o + l).contains(&position));
+            pattern::byte_at(if probed { probe_seed } else { seed }, position)
+        })
+        .collect();
+    // Start from the opposite of every expected byte, so bytes the read does
+    // not deliver are caught.
+    let mut found: Vec<u8> = expected.iter().map(|b| !b).collect();
+    lmr.read(start, &mut found, priority)?;
+    pattern::verify_bytes(&found, &expected, start).map_err(|m| m.to_string())
+}
+
+/// Each invalid request must fail with its exact errno and change nothing.
+fn bad_input<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let target = next_node(me, nodes);
+    let description = format!("allocate the {PROBE_SIZE} B probe LMR on node {target}");
+    let probe = match Region::alloc(kernel, target, PROBE_SIZE, 0, password) {
+        Ok(lmr) => {
+            tap.ok(&description);
+            lmr
+        }
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            return;
+        }
+    };
+    let none = Priority::None.as_raw();
+    let seed = pattern::seed(&[u64::from(me), u64::from(target), PROBE_SIZE, 0xbad]);
+    let mut contents = vec![0u8; PROBE_SIZE as usize];
+    pattern::fill(seed, 0, &mut contents);
+    tap.check("fill the probe LMR", probe.write(0, &contents, none));
+
+    bad_transfers(kernel, tap, &probe, password);
+    bad_allocations(kernel, tap, target, nodes, password);
+    use_after_free(kernel, tap, target, password);
+    for num in [0, MAX_NODES + 1] {
+        tap.check(
+            &format!("dist_barrier({num}) returns -EINVAL"),
+            expect_errno(kernel.dist_barrier(num), libc::EINVAL),
+        );
+    }
+
+    pattern::poison(seed, 0, &mut contents);
+    let unchanged = probe
+        .read(0, &mut contents, none)
+        .and_then(|()| pattern::verify(seed, 0, &contents).map_err(|m| format!("changed: {m}")));
+    tap.check(
+        "the rejected writes left the probe LMR unchanged",
+        unchanged,
+    );
+    tap.check("free the probe LMR", probe.free());
+}
+
+fn bad_transfers<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    probe: &Region<'_, K>,
+    password: u64,
+) {
+    let size = probe.size();
+    let none = Priority::None.as_raw();
+
+    // Scratch space as large as the LMR, so that even a kernel ignoring a
+    // bad size cannot write past it.
+    let mut scratch = vec![0u8; size as usize];
+    let unmapped: *mut c_void = ptr::without_provenance_mut(8);
+    // SAFETY: address 8 lies in the never-mapped first page; the kernel
+    // must fail with -EFAULT without touching it.
+    let ret = unsafe { kernel.rdma_write(probe.handle(), unmapped, 16, 0, none, password) };
+    tap.check(
+        "rdma_write from unmapped buffer address 0x8 (16 B) returns -EFAULT",
+        expect_errno(ret, libc::EFAULT),
+    );
+    // SAFETY: as above.
+    let ret = unsafe { kernel.rdma_read(probe.handle(), unmapped, 16, 0, none, password) };
+    tap.check(
+        "rdma_read into unmapped buffer address 0x8 (16 B) returns -EFAULT",
+        expect_errno(ret, libc::EFAULT),
+    );
+
+    struct BadTransfer {
+        what: String,
+        offset: u64,
+        len: u64,
+        priority: u32,
+        handle: u64,
+        password: u64,
+        errno: i32,
+    }
+    let valid = |what: String, offset, len, errno| BadTransfer {
+        what,
+        offset,
+        len,
+        priority: none,
+        handle: probe.handle(),
+        password,
+        errno,
+    };
+    let past_end = size - 6;
+    let cases = [
+        valid(
+            format!("16 B at offset {past_end} of a {size} B LMR returns -EINVAL"),
+            past_end,
+            16,
+            libc::EINVAL,
+        ),
+        valid(
+            "2 B at offset 2^64-1 (offset + size overflows) returns -EINVAL".into(),
+            u64::MAX,
+            2,
+            libc::EINVAL,
+        ),
+        valid("2^64-1 B returns -EINVAL".into(), 0, u64::MAX, libc::EINVAL),
+        BadTransfer {
+            handle: UNKNOWN_HANDLE,
+            ..valid(
+                format!("16 B with unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
+                0,
+                16,
+                libc::EBADF,
+            )
+        },
+        BadTransfer {
+            password: password ^ 0xdead_beef,
+            ..valid(
+                "16 B with a wrong password returns -EACCES".into(),
+                0,
+                16,
+                libc::EACCES,
+            )
+        },
+        BadTransfer {
+            priority: INVALID_PRIORITY,
+            ..valid(
+                format!("16 B with priority {INVALID_PRIORITY} returns -EINVAL"),
+                0,
+                16,
+                libc::EINVAL,
+            )
+        },
+    ];
+    for case in cases {
+        let buf = scratch.as_mut_ptr().cast::<c_void>();
+        // SAFETY: `scratch` covers the whole LMR, the most any of these
+        // requests could move even if the kernel ignored the bad argument.
+        let ret = unsafe {
+            kernel.rdma_write(
+                case.handle,
+                buf,
+                case.len,
+                case.offset,
+                case.priority,
+                case.password,
+            )
+        };
+        tap.check(
+            &format!("rdma_write of {}", case.what),
+            expect_errno(ret, case.errno),
+        );
+        // SAFETY: as above.
+        let ret = unsafe {
+            kernel.rdma_read(
+                case.handle,
+                buf,
+                case.len,
+                case.offset,
+                case.priority,
+                case.password,
+            )
+        };
+        tap.check(
+            &format!("rdma_read of {}", case.what),
+            expect_errno(ret, case.errno),
+        );
+    }
+
+    tap.check(
+        "rdma_write of 0 B returns 0",
+        expect_zero(probe.write_raw(0, &scratch[..0], none, password)),
+    );
+    tap.check(
+        "rdma_read of 0 B returns 0",
+        expect_zero(probe.read_raw(0, &mut scratch[..0], none, password)),
+    );
+}
+
+fn bad_allocations<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    target: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let cases = [
+        (
+            format!("alloc_remote of 0 B on node {target} returns -EINVAL"),
+            target,
+            0,
+            0,
+            libc::EINVAL,
+        ),
+        (
+            format!("alloc_remote of 2^40+1 B (over LITE_MAX_LMR_SIZE) on node {target} returns -EINVAL"),
+            target,
+            MAX_LMR_SIZE + 1,
+            0,
+            libc::EINVAL,
+        ),
+        (
+            format!("alloc_remote with unknown flag {UNKNOWN_ALLOC_FLAG:#x} returns -EINVAL"),
+            target,
+            PROBE_SIZE,
+            UNKNOWN_ALLOC_FLAG,
+            libc::EINVAL,
+        ),
+        (
+            "alloc_remote ATOMIC of 16 B returns -EINVAL".to_string(),
+            target,
+            16,
+            ALLOC_ATOMIC,
+            libc::EINVAL,
+        ),
+        (
+            format!("alloc_remote on node {MAX_NODES} (>= LITE_MAX_NODES) returns -EINVAL"),
+            MAX_NODES,
+            PROBE_SIZE,
+            0,
+            libc::EINVAL,
+        ),
+        (
+            "alloc_remote on node 1000 returns -EINVAL".to_string(),
+            1000,
+            PROBE_SIZE,
+            0,
+            libc::EINVAL,
+        ),
+    ];
+    for (description, node, size, flags, errno) in cases {
+        let ret = kernel.alloc_remote(node, size, flags, password);
+        tap.check(&description, expect_no_alloc(kernel, ret, errno));
+    }
+
+    let absent = MAX_NODES - 1;
+    let description =
+        format!("alloc_remote on node {absent} (not in the cluster) returns -EHOSTUNREACH");
+    if nodes < absent {
+        let ret = kernel.alloc_remote(absent, PROBE_SIZE, 0, password);
+        tap.check(
+            &description,
+            expect_no_alloc(kernel, ret, libc::EHOSTUNREACH),
+        );
+    } else {
+        tap.skip(&description, "the cluster is large enough to include it");
+    }
+
+    let none = Priority::None.as_raw();
+    let value = 0x0123_4567_89ab_cdef_u64.to_le_bytes();
+    let atomic = Region::alloc(kernel, target, 8, ALLOC_ATOMIC, password).and_then(|lmr| {
+        lmr.write(0, &value, none)?;
+        let mut back = [0u8; 8];
+        lmr.read(0, &mut back, none)?;
+        if back != value {
+            return Err(format!("read back {back:02x?}, wrote {value:02x?}"));
+        }
+        lmr.free()
+    });
+    tap.check(
+        &format!("alloc_remote ATOMIC of 8 B on node {target} works and holds 8 written bytes"),
+        atomic,
+    );
+}
+
+fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32, password: u64) {
+    let description = format!("free of a {PROBE_SIZE} B LMR on node {target} returns 0");
+    let lmr = match Region::alloc(kernel, target, PROBE_SIZE, 0, password) {
+        Ok(lmr) => lmr,
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            return;
+        }
+    };
+    let handle = lmr.handle();
+    tap.check(&description, lmr.free());
+
+    let none = Priority::None.as_raw();
+    let mut buf = [0u8; 16];
+    // SAFETY: `buf` is readable for 16 bytes.
+    let ret = unsafe { kernel.rdma_write(handle, buf.as_ptr().cast(), 16, 0, none, password) };
+    tap.check(
+        "rdma_write after free returns -EBADF",
+        expect_errno(ret, libc::EBADF),
+    );
+    // SAFETY: `buf` is exclusively ours and 16 bytes long.
+    let ret = unsafe { kernel.rdma_read(handle, buf.as_mut_ptr().cast(), 16, 0, none, password) };
+    tap.check(
+        "rdma_read after free returns -EBADF",
+        expect_errno(ret, libc::EBADF),
+    );
+    tap.check(
+        "free of an already freed LMR returns -EBADF",
+        expect_errno(kernel.free(handle), libc::EBADF),
+    );
+    tap.check(
+        &format!("free of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
+        expect_errno(kernel.free(UNKNOWN_HANDLE), libc::EBADF),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::TapSummary;
+
+    /// Small enough for unoptimised test builds, large enough for one
+    /// multi-chunk LMR on the first target.
+    const TEST_BUDGET: u64 = 56 << 20;
+
+    fn run_against(kernel: &FakeKernel, nodes: u32) -> (String, TapSummary) {
+        let config = TestConfig {
+            cm: Ipv4Addr::new(10, 0, 0, 1),
+            nodes,
+            data_budget: TEST_BUDGET,
+        };
+        let mut out = Vec::new();
+        let mut tap = Tap::new(&mut out);
+        run(kernel, &mut tap, &config);
+        let summary = tap.finish();
+        (String::from_utf8_lossy(&out).into_owned(), summary)
+    }
+
+    fn failures(output: &str) -> Vec<&str> {
+        output.lines().filter(|l| l.starts_with("not ok")).collect()
+    }
+
+    #[test]
+    fn a_correct_kernel_passes_every_case() {
+        for (me, nodes) in [(1, 1), (2, 2), (2, 3)] {
+            let kernel = FakeKernel::new(me, nodes, Defects::default());
+            let (output, summary) = run_against(&kernel, nodes);
+            assert!(
+                summary.all_passed(),
+                "{me}/{nodes}: {:?}",
+                failures(&output)
+            );
+            assert!(summary.passed > 60, "{output}");
+            assert!(!output.contains("# SKIP"));
+            assert_eq!(kernel.live_lmrs(), 0, "LMRs leaked");
+            assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
+            if nodes > 1 {
+                assert!(output.contains(&format!("node {me} -> spread (node 0), ")));
+                assert!(output.contains("chunk boundary"), "{output}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_that_joined_earlier_skips_the_pre_join_cases() {
+        let kernel = FakeKernel::new(1, 2, Defects::default());
+        assert_eq!(join_with_text(&kernel, "10.0.0.1"), 1);
+        let (output, summary) = run_against(&kernel, 2);
+        assert!(summary.all_passed(), "{:?}", failures(&output));
+        assert_eq!(output.matches("# SKIP node joined before").count(), 12);
+    }
+
+    #[test]
+    fn misplaced_chunks_are_caught() {
+        let defects = Defects {
+            misplace_later_chunks: true,
+            ..Defects::default()
+        };
+        let (output, summary) = run_against(&FakeKernel::new(1, 2, defects), 2);
+        assert!(!summary.all_passed());
+        let failed = failures(&output);
+        assert!(failed.iter().all(|l| l.contains("LMR")), "{failed:?}");
+        assert!(output.contains("data read back differs"), "{output}");
+    }
+
+    #[test]
+    fn unchecked_passwords_are_caught() {
+        let defects = Defects {
+            ignore_password: true,
+            ..Defects::default()
+        };
+        let (output, summary) = run_against(&FakeKernel::new(2, 3, defects), 3);
+        let failed = failures(&output);
+        assert_eq!(summary.failed, 3, "{failed:?}");
+        assert!(failed[0].ends_with(" - rdma_write of 16 B with a wrong password returns -EACCES"));
+        assert!(failed[1].ends_with(" - rdma_read of 16 B with a wrong password returns -EACCES"));
+        // The write with the wrong password went through.
+        assert!(failed[2].ends_with(" - the rejected writes left the probe LMR unchanged"));
+    }
+
+    #[test]
+    fn handles_usable_after_free_are_caught() {
+        let defects = Defects {
+            keep_freed_handles: true,
+            ..Defects::default()
+        };
+        let (output, _) = run_against(&FakeKernel::new(1, 2, defects), 2);
+        let failed = failures(&output);
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert!(failed[0].ends_with(" - rdma_write after free returns -EBADF"));
+        assert!(failed[1].ends_with(" - rdma_read after free returns -EBADF"));
+    }
+
+    #[test]
+    fn a_failed_join_bails_out() {
+        let defects = Defects {
+            refuse_join: true,
+            ..Defects::default()
+        };
+        let (output, summary) = run_against(&FakeKernel::new(1, 2, defects), 2);
+        assert_eq!(summary.failed, 1, "{output}");
+        assert_eq!(summary.passed, 11);
+        assert!(output.contains("not ok 12 - join 10.0.0.1:18500 returns a node id in 1..=2"));
+        assert!(output.contains("# returned -111 (-ECONNREFUSED)"));
+        assert!(output.contains("Bail out!"));
+        assert!(output.ends_with("1..12\n11 passed, 1 failed\n"));
+    }
+}

@@ -1,0 +1,222 @@
+//! The LITE system calls as a trait, so that the cluster test can also run
+//! against an in-memory model of the kernel on hosts without LITE.
+
+use std::ffi::{c_char, c_void};
+use std::mem::ManuallyDrop;
+
+use libc::c_long;
+use lite::sys;
+
+use crate::errno::describe_result;
+
+/// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
+/// method returns the raw result (>= 0 or a negative errno).
+pub trait Kernel {
+    /// `lite_join`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::join`].
+    unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long;
+    /// `lite_get_node_id`.
+    fn get_node_id(&self) -> c_long;
+    /// `lite_get_total_node`.
+    fn get_total_node(&self) -> c_long;
+    /// `lite_alloc_remote`.
+    fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long;
+    /// `lite_rdma_write`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::rdma_write`].
+    unsafe fn rdma_write(
+        &self,
+        handle: u64,
+        buf: *const c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long;
+    /// `lite_rdma_read`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::rdma_read`].
+    unsafe fn rdma_read(
+        &self,
+        handle: u64,
+        buf: *mut c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long;
+    /// `lite_free`.
+    fn free(&self, handle: u64) -> c_long;
+    /// `lite_dist_barrier`.
+    fn dist_barrier(&self, num: u32) -> c_long;
+}
+
+/// The real system calls.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Syscalls;
+
+impl Kernel for Syscalls {
+    unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long {
+        // SAFETY: the caller upholds sys::join's contract.
+        unsafe { sys::join(cm_ip, cm_port, ib_port) }
+    }
+
+    fn get_node_id(&self) -> c_long {
+        sys::get_node_id()
+    }
+
+    fn get_total_node(&self) -> c_long {
+        sys::get_total_node()
+    }
+
+    fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
+        sys::alloc_remote(node, size, flags, password)
+    }
+
+    unsafe fn rdma_write(
+        &self,
+        handle: u64,
+        buf: *const c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::rdma_write's contract.
+        unsafe { sys::rdma_write(handle, buf, size, offset, priority, password) }
+    }
+
+    unsafe fn rdma_read(
+        &self,
+        handle: u64,
+        buf: *mut c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::rdma_read's contract.
+        unsafe { sys::rdma_read(handle, buf, size, offset, priority, password) }
+    }
+
+    fn free(&self, handle: u64) -> c_long {
+        sys::free(handle)
+    }
+
+    fn dist_barrier(&self, num: u32) -> c_long {
+        sys::dist_barrier(num)
+    }
+}
+
+/// An LMR reached through a [`Kernel`]; freed on drop unless freed
+/// explicitly with [`Region::free`].
+pub struct Region<'k, K: Kernel> {
+    kernel: &'k K,
+    handle: u64,
+    size: u64,
+    password: u64,
+}
+
+impl<'k, K: Kernel> Region<'k, K> {
+    /// Allocates `size` bytes on `node`; the error is the raw result.
+    pub fn alloc(
+        kernel: &'k K,
+        node: u32,
+        size: u64,
+        flags: u32,
+        password: u64,
+    ) -> Result<Self, String> {
+        let ret = kernel.alloc_remote(node, size, flags, password);
+        match u64::try_from(ret) {
+            Ok(handle) if handle > 0 => Ok(Region {
+                kernel,
+                handle,
+                size,
+                password,
+            }),
+            _ => Err(format!("alloc_remote returned {}", describe_result(ret))),
+        }
+    }
+
+    /// The LMR handle.
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Writes `data` at `offset`; returns the raw result.
+    pub fn write_raw(&self, offset: u64, data: &[u8], priority: u32, password: u64) -> c_long {
+        // SAFETY: `data` is readable for its whole length during the call.
+        unsafe {
+            self.kernel.rdma_write(
+                self.handle,
+                data.as_ptr().cast(),
+                data.len() as u64,
+                offset,
+                priority,
+                password,
+            )
+        }
+    }
+
+    /// Reads into `buf` from `offset`; returns the raw result.
+    pub fn read_raw(&self, offset: u64, buf: &mut [u8], priority: u32, password: u64) -> c_long {
+        // SAFETY: `buf` is exclusively borrowed and writable for its whole
+        // length during the call.
+        unsafe {
+            self.kernel.rdma_read(
+                self.handle,
+                buf.as_mut_ptr().cast(),
+                buf.len() as u64,
+                offset,
+                priority,
+                password,
+            )
+        }
+    }
+
+    /// Writes `data` at `offset` with the region's password.
+    pub fn write(&self, offset: u64, data: &[u8], priority: u32) -> Result<(), String> {
+        let ret = self.write_raw(offset, data, priority, self.password);
+        success(ret).map_err(|e| format!("write of {} B at offset {offset}: {e}", data.len()))
+    }
+
+    /// Fills `buf` from `offset` with the region's password.
+    pub fn read(&self, offset: u64, buf: &mut [u8], priority: u32) -> Result<(), String> {
+        let ret = self.read_raw(offset, buf, priority, self.password);
+        success(ret).map_err(|e| format!("read of {} B at offset {offset}: {e}", buf.len()))
+    }
+
+    /// Frees the LMR and reports the kernel's verdict.
+    pub fn free(self) -> Result<(), String> {
+        let region = ManuallyDrop::new(self);
+        success(region.kernel.free(region.handle)).map_err(|e| format!("free: {e}"))
+    }
+}
+
+impl<K: Kernel> Drop for Region<'_, K> {
+    fn drop(&mut self) {
+        // Only reached on paths that already report a failure.
+        self.kernel.free(self.handle);
+    }
+}
+
+/// `Ok` for a zero result, otherwise a description of what came back.
+pub fn success(ret: c_long) -> Result<(), String> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(format!("returned {}", describe_result(ret)))
+    }
+}

@@ -1,0 +1,99 @@
+//! Programs that exercise LITE on the nodes of a cluster, and the pieces
+//! they share.
+//!
+//! * `lite-demo`: joins, writes a greeting and a pattern to the next node
+//!   and reads them back.
+//! * `lite-cluster-test`: the cluster test, reported as TAP.
+//! * `lite-bench`: write and read latency between two nodes.
+//!
+//! The library holds what they share. Everything that does not issue a
+//! LITE system call is unit tested on any Linux host; the cluster test
+//! itself runs there against an in-memory model of the kernel.
+
+#![warn(missing_docs)]
+
+use std::fmt;
+use std::io::Write;
+use std::net::Ipv4Addr;
+
+pub mod args;
+pub mod bench;
+pub mod cluster_test;
+pub mod errno;
+#[cfg(test)]
+mod fake_kernel;
+pub mod kernel;
+pub mod pattern;
+pub mod plan;
+pub mod stats;
+pub mod tap;
+
+/// Prints one line to stdout and flushes it at once, so that output on a
+/// serial console is complete even if the program hangs or the machine
+/// is shut down right after.
+pub fn say(line: fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    // A closed stdout leaves nowhere to report to; the exit status remains.
+    let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+}
+
+/// Largest cluster the tools accept: node ids are 1..MAX_NODES.
+pub const MAX_CLUSTER_NODES: u32 = lite::sys::MAX_NODES - 1;
+
+/// Parses a `--cm` value: the manager's dotted IPv4 address, which is the
+/// only form `lite_join` accepts.
+pub fn parse_cm_address(text: &str) -> Result<Ipv4Addr, String> {
+    text.parse::<Ipv4Addr>()
+        .map_err(|_| "expected a dotted IPv4 address such as 10.0.0.1".to_string())
+}
+
+/// Port of the node's RDMA device the tools use.
+pub const IB_PORT: u32 = 1;
+
+/// How this node came to be in the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Membership {
+    /// This process joined; the node id.
+    Joined(u32),
+    /// The node had joined before (membership outlives processes); the node id.
+    AlreadyMember(u32),
+}
+
+impl Membership {
+    /// The node id.
+    pub fn id(self) -> u32 {
+        match self {
+            Membership::Joined(id) | Membership::AlreadyMember(id) => id,
+        }
+    }
+}
+
+/// Joins the cluster managed at `cm` on the default port, or finds out
+/// this node's id if it is a member already.
+pub fn join_cluster(cm: Ipv4Addr) -> std::io::Result<Membership> {
+    match lite::join(&cm.to_string(), lite::sys::CM_DEFAULT_PORT, IB_PORT) {
+        Ok(id) => Ok(Membership::Joined(id)),
+        Err(e) if e.raw_os_error() == Some(libc::EISCONN) => {
+            lite::node_id().map(Membership::AlreadyMember)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cm_address_must_be_dotted_ipv4() {
+        assert_eq!(parse_cm_address("10.0.0.1"), Ok(Ipv4Addr::new(10, 0, 0, 1)));
+        assert!(parse_cm_address("localhost").is_err());
+        assert!(parse_cm_address("::1").is_err());
+        assert!(parse_cm_address("10.0.0.1:18500").is_err());
+    }
+
+    #[test]
+    fn cluster_limit_leaves_room_for_the_manager_id() {
+        assert_eq!(MAX_CLUSTER_NODES, 63);
+    }
+}

@@ -1,0 +1,166 @@
+//! Latency statistics and timing.
+
+/// Summary of a set of samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Number of samples.
+    pub count: usize,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// 50th percentile.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Sample standard deviation (n - 1 in the denominator; 0 for one sample).
+    pub stdev: f64,
+}
+
+/// The `p`-th percentile (0..=100) of ascending `sorted` samples, linearly
+/// interpolated between the two closest ranks (the method most tools use by
+/// default). `None` for no samples or `p` outside 0..=100.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
+        return None;
+    }
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let below = rank.floor() as usize;
+    let above = rank.ceil() as usize;
+    let fraction = rank - below as f64;
+    Some(sorted[below] + (sorted[above] - sorted[below]) * fraction)
+}
+
+/// Arithmetic mean; `None` for no samples.
+pub fn mean(samples: &[f64]) -> Option<f64> {
+    if samples.is_empty() {
+        None
+    } else {
+        Some(samples.iter().sum::<f64>() / samples.len() as f64)
+    }
+}
+
+/// Sample standard deviation; 0 for one sample, `None` for none.
+pub fn stdev(samples: &[f64]) -> Option<f64> {
+    let mean = mean(samples)?;
+    if samples.len() < 2 {
+        return Some(0.0);
+    }
+    let squares: f64 = samples.iter().map(|s| (s - mean) * (s - mean)).sum();
+    Some((squares / (samples.len() - 1) as f64).sqrt())
+}
+
+/// Summarises `samples`; `None` when there are none.
+pub fn summarize(samples: &[f64]) -> Option<Summary> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(Summary {
+        count: sorted.len(),
+        min: *sorted.first()?,
+        max: *sorted.last()?,
+        mean: mean(&sorted)?,
+        median: percentile(&sorted, 50.0)?,
+        p10: percentile(&sorted, 10.0)?,
+        p90: percentile(&sorted, 90.0)?,
+        stdev: stdev(&sorted)?,
+    })
+}
+
+/// Nanoseconds on the monotonic clock (`clock_gettime(CLOCK_MONOTONIC)`).
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec.
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    // CLOCK_MONOTONIC exists on every Linux kernel, so this cannot fail.
+    debug_assert_eq!(ret, 0);
+    let seconds = u64::try_from(now.tv_sec).unwrap_or(0);
+    let nanoseconds = u64::try_from(now.tv_nsec).unwrap_or(0);
+    seconds * 1_000_000_000 + nanoseconds
+}
+
+/// Runs `operation` and returns its result and its duration in microseconds.
+pub fn time_us<T>(operation: impl FnOnce() -> T) -> (T, f64) {
+    let start = monotonic_ns();
+    let result = operation();
+    let elapsed_ns = monotonic_ns().saturating_sub(start);
+    (result, elapsed_ns as f64 / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn percentiles_interpolate_between_ranks() {
+        let sorted = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&sorted, 0.0), Some(1.0));
+        assert_eq!(percentile(&sorted, 100.0), Some(4.0));
+        assert_eq!(percentile(&sorted, 50.0), Some(2.5));
+        let p10 = percentile(&sorted, 10.0).unwrap_or(f64::NAN);
+        assert!(close(p10, 1.3), "{p10}");
+        let p90 = percentile(&sorted, 90.0).unwrap_or(f64::NAN);
+        assert!(close(p90, 3.7), "{p90}");
+        assert_eq!(percentile(&[5.0], 37.0), Some(5.0));
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile(&sorted, 101.0), None);
+        assert_eq!(percentile(&sorted, -1.0), None);
+    }
+
+    #[test]
+    fn median_of_odd_count_is_the_middle_sample() {
+        let summary = summarize(&[9.0, 1.0, 5.0]);
+        assert_eq!(summary.map(|s| s.median), Some(5.0));
+    }
+
+    #[test]
+    fn summary_of_known_samples() {
+        // Unsorted on purpose: summarize must sort.
+        let samples = [4.0, 2.0, 9.0, 5.0, 5.0, 4.0, 7.0, 4.0];
+        let summary = summarize(&samples).expect("samples given");
+        assert_eq!(summary.count, 8);
+        assert_eq!(summary.min, 2.0);
+        assert_eq!(summary.max, 9.0);
+        assert!(close(summary.mean, 5.0));
+        assert!(close(summary.median, 4.5));
+        // Sum of squared deviations is 32; 32 / 7 under the root.
+        assert!(close(summary.stdev, (32.0f64 / 7.0).sqrt()));
+        assert!(close(summary.p10, 2.0 + 0.7 * 2.0));
+        assert!(close(summary.p90, 7.0 + 0.3 * 2.0));
+    }
+
+    #[test]
+    fn degenerate_inputs() {
+        assert_eq!(summarize(&[]), None);
+        assert_eq!(stdev(&[]), None);
+        assert_eq!(stdev(&[3.0]), Some(0.0));
+        let one = summarize(&[3.0]).expect("one sample");
+        assert_eq!(
+            (one.min, one.max, one.median, one.stdev),
+            (3.0, 3.0, 3.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn monotonic_clock_moves_forward() {
+        let (value, elapsed) = time_us(|| {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            7
+        });
+        assert_eq!(value, 7);
+        assert!(elapsed >= 2000.0, "{elapsed}");
+        let a = monotonic_ns();
+        let b = monotonic_ns();
+        assert!(b >= a);
+    }
+}

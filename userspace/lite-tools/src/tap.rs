@@ -1,0 +1,209 @@
+//! A TAP version 13 reporter.
+//!
+//! Output looks like:
+//!
+//! ```text
+//! TAP version 13
+//! ok 1 - get_node_id before join returns -ENOTCONN
+//! not ok 2 - dist_barrier(2) after join returns 0
+//! # expected 0, got -110 (ETIMEDOUT)
+//! 1..2
+//! 1 passed, 1 failed
+//! ```
+//!
+//! The last line is not TAP; it gives harnesses that grep serial consoles
+//! one line to look for.
+
+use std::io::Write;
+
+/// Counts of a finished run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TapSummary {
+    /// Test points reported `ok` (skips included, as TAP counts them).
+    pub passed: u32,
+    /// Test points reported `not ok`.
+    pub failed: u32,
+}
+
+impl TapSummary {
+    /// Whether every test point passed.
+    pub fn all_passed(&self) -> bool {
+        self.failed == 0
+    }
+}
+
+/// Writes TAP to `out`, flushing after every line so that a crash or a
+/// hang still leaves every finished test point on the console.
+pub struct Tap<W: Write> {
+    out: W,
+    points: u32,
+    passed: u32,
+    failed: u32,
+}
+
+impl<W: Write> Tap<W> {
+    /// Starts a TAP stream by printing its version line.
+    pub fn new(out: W) -> Self {
+        let mut tap = Tap {
+            out,
+            points: 0,
+            passed: 0,
+            failed: 0,
+        };
+        tap.line("TAP version 13");
+        tap
+    }
+
+    /// Reports a passing test point.
+    pub fn ok(&mut self, description: &str) {
+        self.points += 1;
+        self.passed += 1;
+        let line = format!("ok {} - {}", self.points, sanitize(description));
+        self.line(&line);
+    }
+
+    /// Reports a failing test point with the reason as a diagnostic.
+    pub fn not_ok(&mut self, description: &str, reason: &str) {
+        self.points += 1;
+        self.failed += 1;
+        let line = format!("not ok {} - {}", self.points, sanitize(description));
+        self.line(&line);
+        self.comment(reason);
+    }
+
+    /// Reports `outcome` as one test point; returns whether it passed.
+    pub fn check(&mut self, description: &str, outcome: Result<(), String>) -> bool {
+        match outcome {
+            Ok(()) => {
+                self.ok(description);
+                true
+            }
+            Err(reason) => {
+                self.not_ok(description, &reason);
+                false
+            }
+        }
+    }
+
+    /// Reports a test point that could not be run here; TAP counts it as passed.
+    pub fn skip(&mut self, description: &str, reason: &str) {
+        self.points += 1;
+        self.passed += 1;
+        let line = format!(
+            "ok {} - {} # SKIP {}",
+            self.points,
+            sanitize(description),
+            sanitize(reason)
+        );
+        self.line(&line);
+    }
+
+    /// Tells the TAP consumer that the remaining tests cannot run.
+    pub fn bail_out(&mut self, reason: &str) {
+        let line = format!("Bail out! {}", sanitize(reason));
+        self.line(&line);
+    }
+
+    /// Writes a diagnostic; every line of `text` becomes a `# ` line.
+    pub fn comment(&mut self, text: &str) {
+        for line in text.lines() {
+            let line = format!("# {line}");
+            self.line(&line);
+        }
+    }
+
+    /// Number of test points reported so far.
+    pub fn points(&self) -> u32 {
+        self.points
+    }
+
+    /// Prints the plan and the summary line; returns the counts.
+    pub fn finish(mut self) -> TapSummary {
+        let plan = format!("1..{}", self.points);
+        self.line(&plan);
+        let summary = format!("{} passed, {} failed", self.passed, self.failed);
+        self.line(&summary);
+        TapSummary {
+            passed: self.passed,
+            failed: self.failed,
+        }
+    }
+
+    fn line(&mut self, line: &str) {
+        // There is nowhere left to report a broken console; keep testing so
+        // that the exit status still tells the truth.
+        let _ = writeln!(self.out, "{line}").and_then(|()| self.out.flush());
+    }
+}
+
+/// Keeps a description on one line and free of `#`, which would start a
+/// TAP directive.
+fn sanitize(description: &str) -> String {
+    description
+        .chars()
+        .map(|c| match c {
+            '#' => '_',
+            '\n' | '\r' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(run: impl FnOnce(&mut Tap<&mut Vec<u8>>)) -> (String, TapSummary) {
+        let mut bytes = Vec::new();
+        let mut tap = Tap::new(&mut bytes);
+        run(&mut tap);
+        let summary = tap.finish();
+        (String::from_utf8(bytes).expect("TAP is UTF-8"), summary)
+    }
+
+    #[test]
+    fn reports_points_plan_and_summary() {
+        let (text, summary) = output(|tap| {
+            tap.ok("first");
+            assert!(!tap.check("second", Err("expected 0\ngot 1".into())));
+            tap.skip("third", "not here");
+            assert!(tap.check("fourth", Ok(())));
+            assert_eq!(tap.points(), 4);
+            tap.bail_out("no cluster");
+        });
+        assert_eq!(
+            text,
+            "TAP version 13\n\
+             ok 1 - first\n\
+             not ok 2 - second\n\
+             # expected 0\n\
+             # got 1\n\
+             ok 3 - third # SKIP not here\n\
+             ok 4 - fourth\n\
+             Bail out! no cluster\n\
+             1..4\n\
+             3 passed, 1 failed\n"
+        );
+        assert_eq!(
+            summary,
+            TapSummary {
+                passed: 3,
+                failed: 1
+            }
+        );
+        assert!(!summary.all_passed());
+    }
+
+    #[test]
+    fn empty_run_passes() {
+        let (text, summary) = output(|_| {});
+        assert_eq!(text, "TAP version 13\n1..0\n0 passed, 0 failed\n");
+        assert!(summary.all_passed());
+    }
+
+    #[test]
+    fn descriptions_cannot_inject_directives_or_lines() {
+        let (text, _) = output(|tap| tap.ok("a # SKIP b\nok 9 - c"));
+        assert!(text.contains("ok 1 - a _ SKIP b ok 9 - c\n"));
+    }
+}
