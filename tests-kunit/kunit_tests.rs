@@ -206,18 +206,33 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             request_id: 9,
             status: 0,
         },
-        ControlMessage::Barrier { round: 100 },
+        ControlMessage::Barrier {
+            round: 100,
+            reply_wanted: true,
+        },
     ];
     for message in messages {
         let bytes = message.encode();
         check!(c, bytes.len() == MESSAGE_LEN);
         check!(c, ControlMessage::decode(&bytes) == Ok(message));
     }
-    let mut bytes = ControlMessage::Barrier { round: 1 }.encode();
+    let mut bytes = ControlMessage::Barrier {
+        round: 1,
+        reply_wanted: false,
+    }
+    .encode();
     bytes[0] = 99;
     check!(c, ControlMessage::decode(&bytes).is_err());
     check!(c, ControlMessage::FreeReply { request_id: 5, status: 0 }.reply_id() == Some(5));
-    check!(c, ControlMessage::Barrier { round: 5 }.reply_id().is_none());
+    check!(
+        c,
+        ControlMessage::Barrier {
+            round: 5,
+            reply_wanted: false
+        }
+        .reply_id()
+        .is_none()
+    );
 });
 
 kunit_case!(lite_test_cm_wire_round_trip, |c| {

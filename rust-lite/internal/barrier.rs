@@ -8,8 +8,8 @@
 //! known to have reached it. Because a node only ever reports its latest
 //! round and receivers keep the maximum, messages may be repeated or cross
 //! each other freely: while waiting, a node repeats its round every
-//! [`RESEND_INTERVAL_MS`], which also informs nodes that joined after it
-//! entered the round.
+//! [`RESEND_INTERVAL_MS`] and asks for an answer, so a peer that already
+//! left that round (possibly before the waiting node joined) reports it.
 
 use kernel::{
     new_condvar, new_mutex,
@@ -71,6 +71,11 @@ impl Barrier {
             *seen = round;
         }
         round
+    }
+
+    /// The last round this node entered.
+    pub(crate) fn own_round(&self) -> u64 {
+        self.rounds.lock().own
     }
 
     /// Records that `node` reached `round`.

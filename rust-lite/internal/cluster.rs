@@ -147,7 +147,10 @@ impl Cluster {
         }
         let round = self.barrier.enter(self.node_id);
         loop {
-            let message = ControlMessage::Barrier { round };
+            let message = ControlMessage::Barrier {
+                round,
+                reply_wanted: true,
+            };
             for node in self.connected_peers()?.iter() {
                 if let Ok(peer) = self.peer(*node) {
                     // A peer that cannot be reached now is retried on the
@@ -230,9 +233,18 @@ impl Cluster {
                     None
                 }
             }
-            ControlMessage::Barrier { round } => {
+            ControlMessage::Barrier {
+                round,
+                reply_wanted,
+            } => {
                 self.barrier.arrived(peer.node, round);
-                None
+                // A node that finished `round` before the sender joined or
+                // heard of it would otherwise never tell the sender.
+                let own = self.barrier.own_round();
+                (reply_wanted && own >= round).then_some(ControlMessage::Barrier {
+                    round: own,
+                    reply_wanted: false,
+                })
             }
         };
         if let Some(reply) = reply {

@@ -58,6 +58,9 @@ pub(crate) enum ControlMessage {
     Barrier {
         /// The sender's latest round.
         round: u64,
+        /// Whether the receiver should answer with its own round if it has
+        /// already reached `round` (answers never ask for an answer).
+        reply_wanted: bool,
     },
 }
 
@@ -100,7 +103,10 @@ impl ControlMessage {
             ControlMessage::FreeReply { request_id, status } => {
                 (KIND_FREE_REPLY, status, request_id, [0, 0, 0])
             }
-            ControlMessage::Barrier { round } => (KIND_BARRIER, 0, 0, [round, 0, 0]),
+            ControlMessage::Barrier {
+                round,
+                reply_wanted,
+            } => (KIND_BARRIER, 0, 0, [round, u64::from(reply_wanted), 0]),
         };
         let mut out = [0u8; MESSAGE_LEN];
         out[0..4].copy_from_slice(&kind.to_le_bytes());
@@ -142,7 +148,10 @@ impl ControlMessage {
                 chunk_id: arg0,
             },
             KIND_FREE_REPLY => ControlMessage::FreeReply { request_id, status },
-            KIND_BARRIER => ControlMessage::Barrier { round: arg0 },
+            KIND_BARRIER => ControlMessage::Barrier {
+                round: arg0,
+                reply_wanted: arg1 != 0,
+            },
             other => return Err(DecodeError::UnknownKind(other)),
         })
     }

@@ -21,7 +21,7 @@ use super::{
 use crate::verbs::DmaBuffer;
 
 /// Largest piece moved by one RDMA operation.
-const MAX_PIECE: u64 = 1 << 20;
+const MAX_PIECE: u64 = 256 << 10;
 
 /// Smallest staging buffer tried when memory is fragmented.
 const MIN_PIECE: usize = 4096;

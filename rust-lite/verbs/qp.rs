@@ -16,8 +16,12 @@ const REMOTE_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
 /// Outstanding RDMA reads and atomics per queue pair, each direction.
 const MAX_RD_ATOMIC: u8 = 16;
 
-/// Local ACK timeout exponent: 4.096 us * 2^14 = 67 ms per try.
-const ACK_TIMEOUT: u8 = 14;
+/// Local ACK timeout exponent: 4.096 us * 2^19 = 2.1 s per try.
+///
+/// Generous on purpose: under emulation a peer may need far longer than on
+/// hardware to take in a large message, and a premature timeout resends the
+/// whole message, which can snowball into a retransmission storm.
+const ACK_TIMEOUT: u8 = 19;
 
 /// Transport retries before a request fails.
 const RETRY_COUNT: u8 = 7;
