@@ -1,0 +1,279 @@
+//! A cluster of QEMU VMs on a private bridge, with LITE's cluster manager.
+//!
+//! Each run creates a network namespace `lite-<pid>` holding a bridge
+//! `br0` (10.77.0.254/24) and one tap device per VM. QEMU and the cluster
+//! manager run inside that namespace, so nothing the guests send can leave
+//! it. Node `i` (from 1) is 10.77.0.i on `tap<i>`. [`Cluster`]'s `Drop`
+//! kills QEMU and the manager and deletes the namespace, also after errors
+//! and Ctrl-C.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::interrupt;
+use crate::paths::{repo_root, Cache};
+use crate::prereqs;
+use crate::process::{self, run_logged};
+use crate::qemu::{self, Nic, Vm, VmSpec};
+use crate::ui::{self, Step};
+
+/// Address of the bridge, where the cluster manager listens.
+pub const MANAGER_IP: &str = "10.77.0.254";
+/// Cluster manager TCP port.
+pub const MANAGER_PORT: u16 = 18500;
+/// Prefix of the namespaces this tool creates.
+const NETNS_PREFIX: &str = "lite-";
+/// Delay between VM starts, so they do not all boot on the same cores at once.
+const START_GAP: Duration = Duration::from_secs(2);
+
+/// Guest address of node `i` (from 1).
+pub fn node_ip(i: usize) -> String {
+    format!("10.77.0.{i}")
+}
+
+/// Builds the host cluster manager; returns the `lite-cm` binary.
+pub fn build_manager(cache: &Cache) -> Result<PathBuf> {
+    let log = cache.logs().join("cluster-manager.log");
+    let _ = std::fs::remove_file(&log);
+    run_logged(
+        process::cargo().current_dir(repo_root()).args([
+            "build",
+            "--release",
+            "-p",
+            "lite-cluster-manager",
+        ]),
+        &log,
+        "cargo build -p lite-cluster-manager",
+        &|l| l.trim_start().starts_with("Compiling"),
+    )
+    .context("building the cluster manager failed")?;
+    let bin = repo_root().join("target/release/lite-cm");
+    if !bin.is_file() {
+        bail!("lite-cluster-manager did not produce {}", bin.display());
+    }
+    Ok(bin)
+}
+
+/// What to run on the cluster.
+pub struct ClusterSpec<'a> {
+    /// Guest role (`lite.run=`) of each node; one VM per entry.
+    pub roles: Vec<String>,
+    /// Kernel image.
+    pub kernel: &'a Path,
+    /// Initramfs image.
+    pub initrd: &'a Path,
+    /// Memory per VM in MiB.
+    pub memory_mib: u32,
+    /// Extra kernel parameters for node `i`.
+    pub extra_append: &'a dyn Fn(usize) -> Vec<String>,
+    /// Pin VM `i` to host CPU `(i - 1) % ncpus`.
+    pub pin_cpus: bool,
+    /// The cluster manager binary.
+    pub manager: &'a Path,
+    /// Directory for node and manager logs.
+    pub logs: &'a Path,
+}
+
+/// A running cluster; everything is torn down on drop.
+pub struct Cluster {
+    vms: Vec<Vm>,
+    manager: Option<Child>,
+    netns: Option<Netns>,
+}
+
+impl Cluster {
+    /// Creates the network, starts the manager, then the VMs two seconds apart.
+    pub fn start(spec: &ClusterSpec) -> Result<Self> {
+        if !prereqs::is_root() {
+            bail!(
+                "the QEMU cluster needs root: it creates a network namespace, a bridge \
+                 and tap devices; run the command as root (e.g. with sudo)"
+            );
+        }
+        remove_stale_namespaces();
+        let nodes = spec.roles.len();
+        let mut roles = spec.roles.clone();
+        roles.dedup();
+        let step = Step::start(format!(
+            "starting {nodes} VMs (role {}), logs in {}",
+            roles.join(", "),
+            spec.logs.display()
+        ));
+        let mut cluster = Cluster {
+            vms: Vec::new(),
+            manager: None,
+            netns: None,
+        };
+        let netns = Netns::create(&format!("{NETNS_PREFIX}{}", std::process::id()))?;
+        netns.ip(&["link", "set", "lo", "up"])?;
+        netns.ip(&["link", "add", "br0", "type", "bridge"])?;
+        netns.ip(&["addr", "add", &format!("{MANAGER_IP}/24"), "dev", "br0"])?;
+        netns.ip(&["link", "set", "br0", "up"])?;
+        for i in 1..=nodes {
+            let tap = format!("tap{i}");
+            netns.ip(&["tuntap", "add", &tap, "mode", "tap"])?;
+            netns.ip(&["link", "set", &tap, "master", "br0"])?;
+            netns.ip(&["link", "set", &tap, "up"])?;
+        }
+        let ns_name = netns.name.clone();
+        cluster.netns = Some(netns);
+
+        cluster.manager = Some(start_manager(spec, &ns_name)?);
+
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for i in 1..=nodes {
+            if i > 1 {
+                sleep_interruptibly(START_GAP)?;
+            }
+            let mut append = vec![
+                "console=ttyS0".to_string(),
+                "panic=-1".to_string(),
+                "kunit.enable=0".to_string(),
+                format!("lite.ip={}/24", node_ip(i)),
+                format!("lite.cm={MANAGER_IP}"),
+                format!("lite.nodes={nodes}"),
+                format!("lite.run={}", spec.roles[i - 1]),
+            ];
+            append.extend(qemu::clock_params());
+            append.extend((spec.extra_append)(i));
+            let vm = VmSpec {
+                name: format!("node{i}"),
+                kernel: spec.kernel.to_path_buf(),
+                initrd: spec.initrd.to_path_buf(),
+                append: append.join(" "),
+                memory_mib: spec.memory_mib,
+                serial_log: spec.logs.join(format!("node{i}.log")),
+                nic: Some(Nic {
+                    tap: format!("tap{i}"),
+                    mac: qemu::mac(i),
+                }),
+                cpu: spec.pin_cpus.then_some((i - 1) % cpus),
+            };
+            let qemu_log = spec.logs.join(format!("node{i}.qemu.log"));
+            cluster.vms.push(Vm::spawn(&vm, Some(&ns_name), &qemu_log)?);
+        }
+        step.done();
+        Ok(cluster)
+    }
+
+    /// Node names and their serial logs, in node order.
+    pub fn node_logs(&self) -> Vec<(String, PathBuf)> {
+        self.vms
+            .iter()
+            .map(|vm| (vm.name.clone(), vm.serial_log.clone()))
+            .collect()
+    }
+
+    /// Waits for every VM to exit (see [`qemu::wait_all`]).
+    pub fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut()) -> Result<()> {
+        let step = Step::start("waiting for the VMs to finish");
+        qemu::wait_all(&mut self.vms, timeout, tick)?;
+        step.done();
+        Ok(())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // VMs first: they hold the tap devices open.
+        for vm in &mut self.vms {
+            vm.kill();
+        }
+        if let Some(mut manager) = self.manager.take() {
+            process::kill(&mut manager);
+        }
+        // Netns's own Drop deletes the namespace, bridge and taps.
+        self.netns.take();
+    }
+}
+
+/// `ip netns exec NS lite-cm --listen 10.77.0.254:18500`, output to `cm.log`.
+fn start_manager(spec: &ClusterSpec, netns: &str) -> Result<Child> {
+    let log_path = spec.logs.join("cm.log");
+    let log =
+        File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns])
+        .arg(spec.manager)
+        .arg("--listen")
+        .arg(format!("{MANAGER_IP}:{MANAGER_PORT}"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", process::describe(&cmd)))?;
+    // A manager that cannot bind dies at once; catch that before booting VMs.
+    sleep(Duration::from_millis(500));
+    if let Ok(Some(status)) = child.try_wait() {
+        bail!(
+            "the cluster manager exited at once ({status}); see {}",
+            log_path.display()
+        );
+    }
+    Ok(child)
+}
+
+/// Sleeps, waking up early with an error on Ctrl-C.
+fn sleep_interruptibly(total: Duration) -> Result<()> {
+    let end = Instant::now() + total;
+    while Instant::now() < end {
+        interrupt::check()?;
+        sleep(process::POLL);
+    }
+    Ok(())
+}
+
+/// A network namespace, deleted (with its devices) on drop.
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    fn create(name: &str) -> Result<Self> {
+        process::output(Command::new("ip").args(["netns", "add", name]))
+            .context("cannot create the cluster's network namespace")?;
+        Ok(Self {
+            name: name.to_string(),
+        })
+    }
+
+    /// `ip -n NAME ARGS...`.
+    fn ip(&self, args: &[&str]) -> Result<()> {
+        process::output(Command::new("ip").args(["-n", &self.name]).args(args))?;
+        Ok(())
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        if let Err(err) = process::output(Command::new("ip").args(["netns", "del", &self.name])) {
+            ui::say(&format!(
+                "warning: cannot delete network namespace {}: {err:#}",
+                self.name
+            ));
+        }
+    }
+}
+
+/// Deletes `lite-<pid>` namespaces whose process is gone (an earlier run
+/// that was killed with SIGKILL could not clean up).
+fn remove_stale_namespaces() {
+    let Ok(list) = process::output(Command::new("ip").args(["netns", "list"])) else {
+        return;
+    };
+    for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
+        let Some(pid) = name.strip_prefix(NETNS_PREFIX) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            ui::progress(&format!("removing stale network namespace {name}"));
+            let _ = process::output(Command::new("ip").args(["netns", "del", name]));
+        }
+    }
+}

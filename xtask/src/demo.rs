@@ -1,0 +1,125 @@
+//! `cargo xtask demo`: boot a cluster and run `lite-demo` on every node.
+//!
+//! Each node's console is followed while the cluster runs; from the moment
+//! the guest starts its role (`LITE-GUEST-RUN`), its lines are shown
+//! prefixed with `[node<i>]`.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::kernel::{self, Flavour};
+use crate::paths::Cache;
+use crate::{initramfs, interrupt, logscan, ui};
+
+/// Upper bound for the whole demo run.
+const TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Marker the guest prints when it starts its role.
+pub const RUN_MARKER: &str = "LITE-GUEST-RUN";
+
+/// `cargo xtask demo`.
+pub fn run(nodes: usize, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
+    let cache = Cache::locate()?;
+    let kernel = kernel::image(&cache, Flavour::Debug, kernel_src, kernel_image)?;
+    let initrd = initramfs::build(&cache, initramfs::Variant::Full)?;
+    let manager = cluster::build_manager(&cache)?;
+    let logs = cache.run_logs("demo")?;
+    let no_extra = |_: usize| Vec::new();
+    let spec = ClusterSpec {
+        roles: vec!["demo".to_string(); nodes],
+        kernel: &kernel,
+        initrd: &initrd,
+        memory_mib: 1024,
+        extra_append: &no_extra,
+        pin_cpus: false,
+        manager: &manager,
+        logs: &logs,
+    };
+    let mut cluster = Cluster::start(&spec)?;
+    let mut tails: Vec<Tail> = cluster
+        .node_logs()
+        .into_iter()
+        .map(|(name, path)| Tail::new(&name, path))
+        .collect();
+    let waited = cluster.wait(TIMEOUT, &mut || tails.iter_mut().for_each(Tail::poll));
+    tails.iter_mut().for_each(Tail::poll);
+    drop(cluster);
+    // After Ctrl-C the nodes were killed half-way: a summary would only list that.
+    interrupt::check()?;
+
+    ui::say("==> demo summary");
+    let mut failed = 0;
+    for (name, path) in tails.iter().map(|t| (&t.name, &t.path)) {
+        let log = std::fs::read(path).unwrap_or_default();
+        let problems = logscan::problems(&String::from_utf8_lossy(&log));
+        if problems.is_empty() {
+            ui::say(&format!("    {name}: ok"));
+        } else {
+            failed += 1;
+            for problem in problems {
+                ui::say(&format!("    {name}: {problem}"));
+            }
+        }
+    }
+    ui::say(&format!("    logs: {}", logs.display()));
+    waited?;
+    if failed > 0 {
+        bail!("the demo failed on {failed} of {nodes} nodes");
+    }
+    ui::say(&format!("demo succeeded on all {nodes} nodes"));
+    Ok(())
+}
+
+/// Follows a growing console log and prints its role output with a prefix.
+struct Tail {
+    name: String,
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+    started: bool,
+}
+
+impl Tail {
+    fn new(name: &str, path: PathBuf) -> Self {
+        Self {
+            name: name.to_string(),
+            path,
+            offset: 0,
+            partial: Vec::new(),
+            started: false,
+        }
+    }
+
+    /// Prints the complete lines added since the last call.
+    fn poll(&mut self) {
+        // The log may not exist yet or be briefly unreadable: try again later.
+        let Ok(mut file) = File::open(&self.path) else {
+            return;
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut fresh = Vec::new();
+        let Ok(n) = file.read_to_end(&mut fresh) else {
+            return;
+        };
+        self.offset += n as u64;
+        self.partial.extend_from_slice(&fresh);
+        while let Some(pos) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=pos).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if !self.started && line.contains(RUN_MARKER) {
+                self.started = true;
+            }
+            if self.started {
+                ui::say(&format!("[{}] {line}", self.name));
+            }
+        }
+    }
+}

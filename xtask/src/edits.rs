@@ -1,0 +1,96 @@
+//! Anchor-based text edits for kernel files.
+//!
+//! Edits are described by a line to find, not by line numbers or diffs, so
+//! they survive unrelated changes between 6.12.y stable releases and fail
+//! loudly (naming file and anchor) when the anchor is gone.
+
+use anyhow::{bail, Result};
+
+/// Inserts `insertion` after the first line containing `anchor`.
+///
+/// `insertion` is inserted as whole lines: a missing final newline is added.
+pub fn insert_after(text: &str, file: &str, anchor: &str, insertion: &str) -> Result<String> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        offset += line.len();
+        if line.contains(anchor) {
+            let mut out = String::with_capacity(text.len() + insertion.len() + 2);
+            out.push_str(&text[..offset]);
+            if !line.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(insertion);
+            if !insertion.is_empty() && !insertion.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&text[offset..]);
+            return Ok(out);
+        }
+    }
+    bail!("anchor `{anchor}` not found in {file}");
+}
+
+/// Appends `addition` as whole lines at the end of `text`.
+pub fn append(text: &str, addition: &str) -> String {
+    let mut out = String::with_capacity(text.len() + addition.len() + 2);
+    out.push_str(text);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(addition);
+    if !addition.is_empty() && !addition.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inserts_after_the_first_matching_line() {
+        let text = "a\n#include \"kunit.c\"\nb\n#include \"kunit.c\"\n";
+        let out = insert_after(
+            text,
+            "helpers.c",
+            "#include \"kunit.c\"",
+            "#include \"lite.c\"",
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "a\n#include \"kunit.c\"\n#include \"lite.c\"\nb\n#include \"kunit.c\"\n"
+        );
+    }
+
+    #[test]
+    fn anchor_may_be_part_of_a_line_and_the_last_line() {
+        let out = insert_after(
+            "x\nasmlinkage long sys_mseal(int);",
+            "s.h",
+            "sys_mseal(",
+            "y\n",
+        )
+        .unwrap();
+        assert_eq!(out, "x\nasmlinkage long sys_mseal(int);\ny\n");
+    }
+
+    #[test]
+    fn missing_anchor_names_file_and_anchor() {
+        let err = insert_after("a\nb\n", "kernel/sys_ni.c", "COND_SYSCALL(mseal);", "z\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("kernel/sys_ni.c") && err.contains("COND_SYSCALL(mseal);"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn appends_whole_lines() {
+        assert_eq!(append("a\nb", "c"), "a\nb\nc\n");
+        assert_eq!(append("a\n", "c\n"), "a\nc\n");
+        assert_eq!(append("", "c"), "c\n");
+    }
+}

@@ -1,0 +1,181 @@
+//! Small file-system helpers: temporary directories, hashing, mtimes, tails.
+
+use std::fs::{self, File, FileTimes};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+/// A directory removed (recursively) when dropped.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// Creates a fresh, empty directory `<parent>/<prefix>-<pid>-<n>`.
+    pub fn new_in(parent: &Path, prefix: &str) -> Result<Self> {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = parent.join(format!("{prefix}-{}-{n}", std::process::id()));
+        remove_dir_all_if_exists(&path)?;
+        fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(Self { path })
+    }
+
+    /// Creates a fresh directory under the system temporary directory.
+    pub fn new(prefix: &str) -> Result<Self> {
+        Self::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Removes a directory tree; a missing directory is not an error.
+pub fn remove_dir_all_if_exists(path: &Path) -> Result<()> {
+    match fs::remove_dir_all(path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            Err(err).with_context(|| format!("cannot remove {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Reads a file as text; names the file in the error.
+pub fn read_to_string(path: &Path) -> Result<String> {
+    fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Writes a file, creating its parent directories.
+pub fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Copies a file (following symlinks), creating the destination's parents.
+pub fn copy(from: &Path, to: &Path) -> Result<()> {
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    fs::copy(from, to)
+        .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// The last `max` bytes of a file, decoded lossily, starting at a line boundary.
+pub fn read_tail(path: &Path, max: u64) -> Result<String> {
+    let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    if start > 0 {
+        // Drop the partial first line.
+        if let Some(pos) = text.find('\n') {
+            return Ok(text[pos + 1..].to_string());
+        }
+    }
+    Ok(text)
+}
+
+/// SHA-256 of a file's contents, as lowercase hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(sha256_hex(&bytes))
+}
+
+/// SHA-256 of a byte string, as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A file's modification time.
+pub fn mtime(path: &Path) -> Result<SystemTime> {
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .with_context(|| format!("cannot stat {}", path.display()))
+}
+
+/// Sets a file's modification time (and its access time to the same value).
+pub fn set_mtime(path: &Path, time: SystemTime) -> Result<()> {
+    let file = File::options()
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    file.set_times(FileTimes::new().set_modified(time).set_accessed(time))
+        .with_context(|| format!("cannot set the mtime of {}", path.display()))
+}
+
+/// Every regular file under `dir`, as sorted paths relative to `dir`.
+pub fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    walk(dir, Path::new(""), &mut files)?;
+    files.sort();
+    Ok(files)
+}
+
+fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let dir = root.join(rel);
+    for entry in fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let entry = entry?;
+        let rel = rel.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            walk(root, &rel, out)?;
+        } else if kind.is_file() {
+            out.push(rel);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_starts_at_a_line_boundary() {
+        let dir = TempDir::new("xtask-fsutil-test").unwrap();
+        let file = dir.path().join("log");
+        write(&file, "first line\nsecond line\nthird\n").unwrap();
+        assert_eq!(read_tail(&file, 14).unwrap(), "third\n");
+        assert_eq!(
+            read_tail(&file, 1000).unwrap(),
+            "first line\nsecond line\nthird\n"
+        );
+    }
+
+    #[test]
+    fn hashes_and_mtimes() {
+        let dir = TempDir::new("xtask-fsutil-test").unwrap();
+        let file = dir.path().join("f");
+        write(&file, "abc").unwrap();
+        assert_eq!(
+            sha256_file(&file).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let when = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        set_mtime(&file, when).unwrap();
+        assert_eq!(mtime(&file).unwrap(), when);
+    }
+}

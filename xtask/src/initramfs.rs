@@ -1,0 +1,355 @@
+//! The guest initramfs: busybox, RDMA tools, LITE's guest programs and `/init`.
+//!
+//! Dynamically linked host tools (`rdma`, perftest, `ibv_devinfo`) are
+//! copied with every library `ldd` lists and the ELF interpreter, plus the
+//! rxe verbs provider that libibverbs loads at run time. LITE's own guest
+//! programs are built statically. The image is a gzipped newc cpio archive
+//! whose entries are in sorted order.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::fsutil;
+use crate::paths::{repo_root, Cache};
+use crate::process::{self, run_logged};
+use crate::ui::Step;
+
+/// The guest's `/init`.
+const INIT_SCRIPT: &str = include_str!("init.sh");
+
+/// Host programs the guest needs, by the names they are looked up with.
+const HOST_TOOLS: &[&str] = &[
+    "rdma",
+    "ibv_devinfo",
+    "ib_write_lat",
+    "ib_read_lat",
+    "ib_send_lat",
+    "ib_write_bw",
+    "ib_read_bw",
+    "ib_atomic_lat",
+];
+
+/// LITE's guest programs (package `lite-tools`).
+const GUEST_TOOLS: &[&str] = &["lite-demo", "lite-cluster-test", "lite-bench"];
+
+/// Where libibverbs finds its provider configuration and the rxe provider.
+const RXE_DRIVER_CONF: &str = "/etc/libibverbs.d/rxe.driver";
+const PROVIDER_DIR: &str = "/usr/lib/x86_64-linux-gnu/libibverbs";
+
+/// Target of the static guest build.
+const GUEST_TARGET: &str = "x86_64-unknown-linux-gnu";
+
+/// What goes into an initramfs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// Everything: RDMA tools, perftest and LITE's guest programs.
+    Full,
+    /// Busybox and `/init` only: enough for a KUnit boot, and independent
+    /// of whether LITE's guest programs build.
+    Minimal,
+}
+
+/// Builds the guest tools (for [`Variant::Full`]) and packs the initramfs;
+/// returns its path.
+pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
+    let name = match variant {
+        Variant::Full => "initramfs",
+        Variant::Minimal => "initramfs-minimal",
+    };
+    let step = Step::start(format!("building {name}"));
+    let guest_bins = match variant {
+        Variant::Full => build_guest_tools(cache)?,
+        Variant::Minimal => Vec::new(),
+    };
+    let dir = cache.initramfs();
+    let root = dir.join(format!("{name}.root"));
+    fsutil::remove_dir_all_if_exists(&root)?;
+    for sub in [
+        "bin",
+        "dev",
+        "etc",
+        "proc",
+        "root",
+        "sys",
+        "tmp",
+        "usr/bin",
+        "usr/lib",
+        "usr/lib64",
+    ] {
+        fs::create_dir_all(root.join(sub))?;
+    }
+    // Debian merged /usr: keep the same shape so the paths compiled into
+    // the loader and libibverbs resolve.
+    symlink("usr/lib", root.join("lib"))?;
+    symlink("usr/lib64", root.join("lib64"))?;
+    symlink("bin", root.join("sbin"))?;
+    symlink("../bin", root.join("usr/sbin"))?;
+
+    install_busybox(&root)?;
+    let mut libs = BTreeSet::new();
+    let host_tools = match variant {
+        Variant::Full => HOST_TOOLS,
+        Variant::Minimal => &[],
+    };
+    for tool in host_tools {
+        let path = find_host_tool(tool)?;
+        copy_executable(&path, &root.join("usr/bin").join(tool))?;
+        libs.extend(shared_libraries(&path)?);
+    }
+    if variant == Variant::Full {
+        fsutil::copy(
+            Path::new(RXE_DRIVER_CONF),
+            &root.join(&RXE_DRIVER_CONF[1..]),
+        )
+        .context("the rxe verbs provider is missing: install ibverbs-providers")?;
+        let provider = rxe_provider()?;
+        libs.extend(shared_libraries(&provider)?);
+        libs.insert(provider);
+    }
+    for lib in &libs {
+        install_library(&root, lib)?;
+    }
+    for bin in &guest_bins {
+        let name = bin.file_name().context("guest tool without a name")?;
+        copy_executable(bin, &root.join("bin").join(name))?;
+    }
+    let init = root.join("init");
+    fs::write(&init, INIT_SCRIPT)?;
+    fs::set_permissions(&init, fs::Permissions::from_mode(0o755))?;
+
+    let image = dir.join(format!("{name}.cpio.gz"));
+    pack(&root, &image)?;
+    step.done();
+    Ok(image)
+}
+
+/// `cargo build --release -p lite-tools` as static binaries for the guest.
+fn build_guest_tools(cache: &Cache) -> Result<Vec<PathBuf>> {
+    let target_dir = repo_root().join("target/guest");
+    let log = cache.logs().join("guest-tools.log");
+    let _ = fs::remove_file(&log);
+    run_logged(
+        process::cargo()
+            .current_dir(repo_root())
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "lite-tools",
+                "--target",
+                GUEST_TARGET,
+            ])
+            .arg("--target-dir")
+            .arg(&target_dir)
+            // Static binaries need no libraries in the guest. With an
+            // explicit --target, RUSTFLAGS spares build scripts and proc macros.
+            .env("RUSTFLAGS", "-C target-feature=+crt-static"),
+        &log,
+        "cargo build -p lite-tools",
+        &|l| l.trim_start().starts_with("Compiling"),
+    )
+    .context("building LITE's guest tools failed")?;
+    let out = target_dir.join(GUEST_TARGET).join("release");
+    GUEST_TOOLS
+        .iter()
+        .map(|name| {
+            let bin = out.join(name);
+            if bin.is_file() {
+                Ok(bin)
+            } else {
+                bail!("lite-tools did not produce {}", bin.display())
+            }
+        })
+        .collect()
+}
+
+/// Copies static busybox and links every applet it has into /bin.
+fn install_busybox(root: &Path) -> Result<()> {
+    let busybox = Path::new("/bin/busybox");
+    if !busybox.is_file() {
+        bail!("/bin/busybox not found: install busybox-static");
+    }
+    copy_executable(busybox, &root.join("bin/busybox"))?;
+    let list = process::output(Command::new(busybox).arg("--list"))?;
+    for applet in list.lines().map(str::trim).filter(|a| !a.is_empty()) {
+        // `--list` prints plain names; anything else would escape /bin.
+        if applet.contains('/') || applet == "busybox" {
+            continue;
+        }
+        symlink("busybox", root.join("bin").join(applet))?;
+    }
+    Ok(())
+}
+
+/// A host program from the usual system directories.
+fn find_host_tool(name: &str) -> Result<PathBuf> {
+    ["/usr/bin", "/usr/sbin", "/sbin", "/bin"]
+        .iter()
+        .map(|dir| Path::new(dir).join(name))
+        .find(|p| p.is_file())
+        .with_context(|| {
+            format!("{name} not found (packages iproute2, ibverbs-utils and perftest provide the guest tools)")
+        })
+}
+
+/// The rxe provider library, `librxe-rdmav*.so`.
+fn rxe_provider() -> Result<PathBuf> {
+    let entries = fs::read_dir(PROVIDER_DIR)
+        .with_context(|| format!("cannot list {PROVIDER_DIR}: install ibverbs-providers"))?;
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy())
+                .is_some_and(|n| n.starts_with("librxe-rdmav") && n.ends_with(".so"))
+        })
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .with_context(|| format!("no librxe-rdmav*.so in {PROVIDER_DIR}"))
+}
+
+/// Libraries (and the ELF interpreter) `ldd` lists for a binary.
+fn shared_libraries(binary: &Path) -> Result<BTreeSet<PathBuf>> {
+    let out = process::output(Command::new("ldd").arg(binary))?;
+    parse_ldd(&out).with_context(|| format!("ldd {}", binary.display()))
+}
+
+/// Absolute paths from `ldd` output; a "not found" library is an error.
+fn parse_ldd(output: &str) -> Result<BTreeSet<PathBuf>> {
+    let mut libs = BTreeSet::new();
+    for line in output.lines().map(str::trim) {
+        if let Some((name, target)) = line.split_once("=>") {
+            let target = target.trim();
+            if target.starts_with("not found") {
+                bail!("library {} not found", name.trim());
+            }
+            if let Some(path) = target
+                .split_whitespace()
+                .next()
+                .filter(|p| p.starts_with('/'))
+            {
+                libs.insert(PathBuf::from(path));
+            }
+        } else if let Some(path) = line
+            .split_whitespace()
+            .next()
+            .filter(|p| p.starts_with('/'))
+        {
+            // The interpreter: "/lib64/ld-linux-x86-64.so.2 (0x...)".
+            libs.insert(PathBuf::from(path));
+        }
+    }
+    Ok(libs)
+}
+
+/// Copies a library under the canonical form of its directory, keeping the
+/// file name ldd used (the soname), with symlinks followed.
+fn install_library(root: &Path, lib: &Path) -> Result<()> {
+    let name = lib
+        .file_name()
+        .context("library path without a file name")?;
+    let dir = lib.parent().context("library path without a directory")?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let rel = dir.strip_prefix("/").unwrap_or(&dir);
+    copy_executable(lib, &root.join(rel).join(name))
+}
+
+/// Copies a file (following symlinks) and makes it executable.
+fn copy_executable(from: &Path, to: &Path) -> Result<()> {
+    fsutil::copy(from, to)?;
+    fs::set_permissions(to, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot chmod {}", to.display()))
+}
+
+/// `cpio -o -H newc | gzip` of `root`, entries sorted, owned by root.
+fn pack(root: &Path, image: &Path) -> Result<()> {
+    let mut entries = Vec::new();
+    list_entries(root, Path::new(""), &mut entries)?;
+    entries.sort();
+    let list: String = entries
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .collect();
+
+    let tmp = image.with_extension("tmp");
+    let out = fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let mut cpio = Command::new("cpio")
+        .current_dir(root)
+        .args(["--quiet", "-o", "-H", "newc", "-R", "0:0", "--reproducible"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot run cpio (package cpio)")?;
+    let cpio_out = cpio.stdout.take().context("cpio has no stdout")?;
+    let mut gzip = Command::new("gzip")
+        .args(["-n", "-6"])
+        .stdin(cpio_out)
+        .stdout(out)
+        .spawn()
+        .context("cannot run gzip")?;
+    {
+        use std::io::Write;
+        let mut stdin = cpio.stdin.take().context("cpio has no stdin")?;
+        stdin.write_all(list.as_bytes())?;
+    }
+    let cpio_status = cpio.wait()?;
+    let gzip_status = gzip.wait()?;
+    if !cpio_status.success() || !gzip_status.success() {
+        bail!("packing the initramfs failed (cpio: {cpio_status}, gzip: {gzip_status})");
+    }
+    fs::rename(&tmp, image).with_context(|| format!("cannot write {}", image.display()))
+}
+
+/// Every entry (files, directories, symlinks) below `root`, relative to it.
+fn list_entries(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let dir = root.join(rel);
+    for entry in fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let entry = entry?;
+        let rel = rel.join(entry.file_name());
+        let is_dir = entry.file_type()?.is_dir();
+        out.push(rel.clone());
+        if is_dir {
+            list_entries(root, &rel, out)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ldd_output() {
+        let out = "\tlinux-vdso.so.1 (0x00007ffd)\n\
+                   \tlibibverbs.so.1 => /lib/x86_64-linux-gnu/libibverbs.so.1 (0x00007f)\n\
+                   \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\
+                   \t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
+        let libs: Vec<_> = parse_ldd(out).unwrap().into_iter().collect();
+        assert_eq!(
+            libs,
+            [
+                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
+                PathBuf::from("/lib/x86_64-linux-gnu/libibverbs.so.1"),
+                PathBuf::from("/lib64/ld-linux-x86-64.so.2")
+            ]
+        );
+        assert!(parse_ldd("\tlibfoo.so.1 => not found\n").is_err());
+    }
+
+    #[test]
+    fn init_script_reports_exit_and_reboots() {
+        assert!(INIT_SCRIPT.starts_with("#!/bin/sh\n"));
+        assert!(INIT_SCRIPT.contains(crate::logscan::EXIT_MARKER));
+        assert!(INIT_SCRIPT.contains("reboot -f"));
+    }
+}

@@ -1,0 +1,379 @@
+//! `cargo xtask kernel`: configure and build the kernel with the series applied.
+//!
+//! The configuration is `tinyconfig` plus `config/base.config` plus
+//! `config/<flavour>.config`. Rewriting `.config` makes Kbuild rebuild a lot,
+//! so the configuration is only regenerated when its inputs change (a stamp
+//! in the build directory records them), and even then it is generated in a
+//! scratch directory and copied over only if it differs.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+
+use crate::paths::{repo_root, Cache};
+use crate::prereqs::{self, Toolchain};
+use crate::process::run_logged;
+use crate::source::{self, KernelSource};
+use crate::ui::{self, Step};
+use crate::{apply, fsutil, interrupt, patchset::Series, series};
+
+/// Kernel configuration flavour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Flavour {
+    /// KUnit, KASAN, lockdep: for tests and the demo.
+    Debug,
+    /// No debugging options: for benchmarks.
+    Release,
+}
+
+impl fmt::Display for Flavour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Flavour::Debug => "debug",
+            Flavour::Release => "release",
+        })
+    }
+}
+
+/// Name of the stamp recording the inputs of the current `.config`.
+const CONFIG_STAMP: &str = ".lite-config-stamp";
+
+/// How many lines of a failed build log to show.
+const ERROR_LINES: usize = 40;
+
+/// `cargo xtask kernel`.
+pub fn run(flavour: Flavour, kernel_src: Option<&Path>, config_only: bool) -> Result<()> {
+    let cache = Cache::locate()?;
+    match build(&cache, flavour, kernel_src, config_only)? {
+        Some(bzimage) => ui::say(&format!("bzImage: {}", bzimage.display())),
+        None => ui::say("configured (no build requested)"),
+    }
+    Ok(())
+}
+
+/// Prepares the source, applies the series, configures and (unless
+/// `config_only`) builds; returns the bzImage path when built.
+pub fn build(
+    cache: &Cache,
+    flavour: Flavour,
+    kernel_src: Option<&Path>,
+    config_only: bool,
+) -> Result<Option<PathBuf>> {
+    let extra: &[&str] = if kernel_src.is_none() {
+        &[prereqs::KERNEL_SOURCE_PACKAGE]
+    } else {
+        &[]
+    };
+    let tools = prereqs::ensure(cache, extra)?;
+    let source = source::prepare(cache, kernel_src)?;
+    apply::sync(&source, &repo_root().join(series::PATCH_DIR))?;
+    let build_dir = cache.build(&flavour.to_string(), &source.version);
+    configure(cache, &tools, &source, &build_dir, flavour)?;
+    if config_only {
+        return Ok(None);
+    }
+    compile(cache, &tools, &source, &build_dir, flavour).map(Some)
+}
+
+/// The kernel to boot: `kernel_image` if given, else a freshly built one.
+pub fn image(
+    cache: &Cache,
+    flavour: Flavour,
+    kernel_src: Option<&Path>,
+    kernel_image: Option<&Path>,
+) -> Result<PathBuf> {
+    match kernel_image {
+        Some(image) => {
+            prereqs::ensure(cache, &[])?;
+            if !image.is_file() {
+                bail!("kernel image {} not found", image.display());
+            }
+            Ok(image.to_path_buf())
+        }
+        None => match build(cache, flavour, kernel_src, false)? {
+            Some(image) => Ok(image),
+            None => bail!("the kernel build produced no image"),
+        },
+    }
+}
+
+/// `make -C src O=build LLVM=1 ARGS...`.
+fn make(tools: &Toolchain, src: &Path, build_dir: &Path) -> Command {
+    let mut cmd = Command::new("make");
+    tools.apply(&mut cmd);
+    let mut out = std::ffi::OsString::from("O=");
+    out.push(build_dir);
+    cmd.arg("-C").arg(src).arg(out).arg("LLVM=1");
+    cmd
+}
+
+/// Regenerates `.config` when the fragments, the kernel version or the
+/// series' Kconfig files changed, then checks that every fragment line stuck.
+fn configure(
+    cache: &Cache,
+    tools: &Toolchain,
+    source: &KernelSource,
+    build_dir: &Path,
+    flavour: Flavour,
+) -> Result<()> {
+    let fragments = [
+        repo_root().join("config/base.config"),
+        repo_root().join(format!("config/{flavour}.config")),
+    ];
+    let stamp = config_stamp(source, &fragments)?;
+    let stamp_path = build_dir.join(CONFIG_STAMP);
+    if std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str()) {
+        return Ok(());
+    }
+
+    let step = Step::start(format!("configuring the {flavour} kernel"));
+    let log = cache.logs().join(format!("config-{flavour}.log"));
+    let _ = std::fs::remove_file(&log);
+    let scratch = fsutil::TempDir::new_in(cache.root(), &format!("config-{flavour}"))?;
+    let quiet = |_: &str| false;
+    run_logged(
+        make(tools, &source.dir, scratch.path()).arg("tinyconfig"),
+        &log,
+        "make tinyconfig",
+        &quiet,
+    )?;
+    let mut merge = Command::new(source.dir.join("scripts/kconfig/merge_config.sh"));
+    merge
+        .current_dir(scratch.path())
+        .args(["-m", "-O"])
+        .arg(scratch.path())
+        .arg(scratch.path().join(".config"))
+        .args(&fragments);
+    run_logged(&mut merge, &log, "merge_config.sh", &quiet)?;
+    run_logged(
+        make(tools, &source.dir, scratch.path()).arg("olddefconfig"),
+        &log,
+        "make olddefconfig",
+        &quiet,
+    )?;
+
+    let fresh = fsutil::read_to_string(&scratch.path().join(".config"))?;
+    let current = std::fs::read_to_string(build_dir.join(".config")).ok();
+    if current.as_deref() == Some(fresh.as_str()) {
+        ui::progress(".config unchanged");
+    } else {
+        ui::progress(&format!("writing {}/.config", build_dir.display()));
+        fsutil::write(&build_dir.join(".config"), &fresh)?;
+        run_logged(
+            make(tools, &source.dir, build_dir).arg("olddefconfig"),
+            &log,
+            "make olddefconfig",
+            &quiet,
+        )?;
+    }
+
+    let config = fsutil::read_to_string(&build_dir.join(".config"))?;
+    let mut problems = Vec::new();
+    for fragment in &fragments {
+        let text = fsutil::read_to_string(fragment)?;
+        let name = fragment.strip_prefix(repo_root()).unwrap_or(fragment);
+        problems.extend(
+            unmet_options(&text, &config)
+                .into_iter()
+                .map(|p| format!("{p} (from {})", name.display())),
+        );
+    }
+    if !problems.is_empty() {
+        bail!(
+            "these options did not stick in {}/.config (missing dependency, or a \
+             Kconfig symbol the series does not define yet):\n  {}\nlog: {}",
+            build_dir.display(),
+            problems.join("\n  "),
+            log.display()
+        );
+    }
+
+    run_logged(
+        make(tools, &source.dir, build_dir).arg("rustavailable"),
+        &log,
+        "make rustavailable",
+        &quiet,
+    )
+    .with_context(|| {
+        format!(
+            "Rust is not available for the kernel build; `make LLVM=1 rustavailable` \
+             explains why in {}",
+            log.display()
+        )
+    })?;
+    fsutil::write(&stamp_path, &stamp)?;
+    step.done();
+    Ok(())
+}
+
+/// Text that changes whenever the configuration must be regenerated.
+fn config_stamp(source: &KernelSource, fragments: &[PathBuf]) -> Result<String> {
+    let mut stamp = format!("version {}\n", source.version);
+    for fragment in fragments {
+        // Names, not paths: a checkout elsewhere must not force a new config.
+        let name = fragment.file_name().unwrap_or(fragment.as_os_str());
+        stamp += &format!(
+            "fragment {} {}\n",
+            name.to_string_lossy(),
+            fsutil::sha256_file(fragment)?
+        );
+    }
+    // Kconfig files the series adds or edits decide which fragment options
+    // can stick, so they count as inputs too.
+    let applied = Series::read_dir(&source.applied)?;
+    for rel in applied.touched_files() {
+        let is_kconfig = rel
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("Kconfig"));
+        let path = source.dir.join(&rel);
+        if is_kconfig && path.is_file() {
+            stamp += &format!(
+                "kconfig {} {}\n",
+                rel.display(),
+                fsutil::sha256_file(&path)?
+            );
+        }
+    }
+    Ok(stamp)
+}
+
+/// Fragment lines (`CONFIG_X=v`, `# CONFIG_X is not set`) that `.config` does not satisfy.
+fn unmet_options(fragment: &str, config: &str) -> Vec<String> {
+    let mut unmet = Vec::new();
+    for line in fragment.lines().map(str::trim) {
+        if let Some(name) = line
+            .strip_prefix("# ")
+            .and_then(|l| l.strip_suffix(" is not set"))
+        {
+            let set = format!("{name}=");
+            if config.lines().any(|l| l.starts_with(&set)) {
+                unmet.push(format!("{line}: .config sets it"));
+            }
+        } else if line.starts_with("CONFIG_")
+            && line.contains('=')
+            && !config.lines().any(|l| l == line)
+        {
+            let name = line.split('=').next().unwrap_or(line);
+            let actual = config
+                .lines()
+                .find(|l| l.starts_with(&format!("{name}=")))
+                .unwrap_or("not set");
+            unmet.push(format!("{line}: .config has {actual}"));
+        }
+    }
+    unmet
+}
+
+/// `make bzImage`, logged, with a progress line every 20 s.
+fn compile(
+    cache: &Cache,
+    tools: &Toolchain,
+    source: &KernelSource,
+    build_dir: &Path,
+    flavour: Flavour,
+) -> Result<PathBuf> {
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()) + 1;
+    let log = cache.logs().join(format!("kernel-{flavour}.log"));
+    let _ = std::fs::remove_file(&log);
+    let step = Step::start(format!("building the {flavour} kernel (-j{jobs})"));
+    let result = run_logged(
+        make(tools, &source.dir, build_dir)
+            .arg(format!("-j{jobs}"))
+            .arg("bzImage"),
+        &log,
+        "make bzImage",
+        &|l| is_progress_line(l),
+    );
+    if let Err(err) = result {
+        interrupt::check()?;
+        let text = fsutil::read_tail(&log, 4 * 1024 * 1024).unwrap_or_default();
+        ui::say("---- last relevant lines of the build log ----");
+        for line in relevant_lines(&text, ERROR_LINES) {
+            ui::say(line);
+        }
+        ui::say("----");
+        return Err(err.context(format!("the {flavour} kernel build failed")));
+    }
+    let bzimage = build_dir.join("arch/x86/boot/bzImage");
+    if !bzimage.is_file() {
+        bail!("make succeeded but {} is missing", bzimage.display());
+    }
+    step.done();
+    Ok(bzimage)
+}
+
+/// Kbuild's quiet progress lines: `  CC      mm/vmalloc.o`, `  RUSTC L rust/core.o`.
+fn is_progress_line(line: &str) -> bool {
+    line.strip_prefix("  ")
+        .and_then(|rest| rest.chars().next())
+        .is_some_and(|c| c.is_ascii_uppercase())
+        && line.split_whitespace().count() >= 2
+}
+
+/// The last `max` lines that are not progress or directory chatter: the
+/// compiler errors and warnings that explain a failure.
+fn relevant_lines(log: &str, max: usize) -> Vec<&str> {
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            !l.trim().is_empty()
+                && !is_progress_line(l)
+                && !l.starts_with("$ ")
+                && !l.contains("Entering directory")
+                && !l.contains("Leaving directory")
+        })
+        .collect();
+    lines[lines.len().saturating_sub(max)..].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_fragment_options() {
+        let fragment = "# comment\nCONFIG_RUST=y\nCONFIG_LITE=y\n# CONFIG_SLUB_TINY is not set\n\
+                        # CONFIG_KASAN is not set\nCONFIG_HZ=250\n";
+        let config = "CONFIG_RUST=y\n# CONFIG_LITE is not set\nCONFIG_SLUB_TINY=y\nCONFIG_HZ=100\n";
+        let unmet = unmet_options(fragment, config);
+        assert_eq!(
+            unmet,
+            [
+                "CONFIG_LITE=y: .config has not set",
+                "# CONFIG_SLUB_TINY is not set: .config sets it",
+                "CONFIG_HZ=250: .config has CONFIG_HZ=100"
+            ]
+        );
+        assert!(
+            unmet_options(fragment, "CONFIG_RUST=y\nCONFIG_LITE=y\nCONFIG_HZ=250\n").is_empty()
+        );
+    }
+
+    #[test]
+    fn recognises_kbuild_progress_lines() {
+        assert!(is_progress_line("  CC      mm/vmalloc.o"));
+        assert!(is_progress_line("  RUSTC L rust/core.o"));
+        assert!(is_progress_line("  LD      vmlinux.o"));
+        assert!(!is_progress_line("mm/vmalloc.c:12:3: error: foo"));
+        assert!(!is_progress_line("   |     ^^^ not found"));
+        assert!(!is_progress_line("  "));
+    }
+
+    #[test]
+    fn keeps_errors_not_progress() {
+        let log = "  CC      a.o\nerror[E0425]: cannot find value `x`\n  --> lite.rs:3:5\n\
+                   make[2]: Entering directory '/b'\n  CC      b.o\nmake: *** [Makefile] Error 2\n";
+        assert_eq!(
+            relevant_lines(log, 40),
+            [
+                "error[E0425]: cannot find value `x`",
+                "  --> lite.rs:3:5",
+                "make: *** [Makefile] Error 2"
+            ]
+        );
+        assert_eq!(relevant_lines(log, 1), ["make: *** [Makefile] Error 2"]);
+    }
+}

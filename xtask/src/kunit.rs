@@ -1,0 +1,445 @@
+//! Parsing KUnit's KTAP output from a serial console log.
+//!
+//! KUnit in 6.12 prints, interleaved with other kernel messages:
+//!
+//! ```text
+//! KTAP version 1
+//! 1..1
+//!     KTAP version 1
+//!     # Subtest: lite_wire
+//!     1..2
+//!     ok 1 lite_test_encode
+//!     # lite_test_decode: EXPECTATION FAILED at ...
+//!     not ok 2 lite_test_decode
+//!     # Totals: pass:1 fail:1 skip:0 total:2
+//! not ok 1 lite_wire
+//! ```
+//!
+//! Indentation (4 spaces per level) gives the nesting: suites at level 0,
+//! test cases at level 1, parameters of parameterised cases at level 2.
+
+use crate::logscan::strip_timestamp;
+
+/// Result of one test case or suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// `ok`.
+    Pass,
+    /// `not ok`.
+    Fail,
+    /// `ok ... # SKIP`.
+    Skip,
+}
+
+/// One test case.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Case {
+    /// Case name.
+    pub name: String,
+    /// Its result.
+    pub outcome: Outcome,
+    /// Lines KUnit printed for the case before its result (failure messages).
+    pub diagnostics: Vec<String>,
+}
+
+/// `# Totals: pass:P fail:F skip:S total:T`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Passed.
+    pub pass: u64,
+    /// Failed.
+    pub fail: u64,
+    /// Skipped.
+    pub skip: u64,
+    /// All.
+    pub total: u64,
+}
+
+/// One suite.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Suite {
+    /// Suite name (from `# Subtest:` or its result line).
+    pub name: String,
+    /// Cases in order.
+    pub cases: Vec<Case>,
+    /// The `1..N` plan, if printed.
+    pub planned: Option<usize>,
+    /// The suite's own result line, if it got that far.
+    pub result: Option<Outcome>,
+    /// The suite's `# Totals:` line (counts parameters individually).
+    pub totals: Option<Totals>,
+}
+
+impl Suite {
+    /// Cases the plan announced but that never reported (the kernel died?).
+    pub fn missing(&self) -> usize {
+        self.planned.unwrap_or(0).saturating_sub(self.cases.len())
+    }
+
+    fn count(&self, outcome: Outcome) -> usize {
+        self.cases.iter().filter(|c| c.outcome == outcome).count()
+    }
+}
+
+/// Everything KUnit reported in one log.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Suites in order.
+    pub suites: Vec<Suite>,
+}
+
+/// Most diagnostic lines kept per case.
+const MAX_DIAGNOSTICS: usize = 30;
+
+impl Report {
+    /// Parses the KTAP in a console log; other kernel messages are ignored.
+    pub fn parse(log: &str) -> Self {
+        let mut report = Report::default();
+        // Index of the suite whose cases are being printed.
+        let mut open: Option<usize> = None;
+        let mut pending: Vec<String> = Vec::new();
+        for raw in log.lines() {
+            let line = strip_timestamp(raw);
+            let content = line.trim_start_matches(' ');
+            let depth = (line.len() - content.len()) / 4;
+            let content = content.trim_end();
+            if content.is_empty() {
+                continue;
+            }
+            if depth == 0 {
+                if let Some((outcome, name)) = result_line(content) {
+                    let idx = match open.take() {
+                        Some(i)
+                            if report.suites[i].name == name
+                                || report.suites[i].name.is_empty() =>
+                        {
+                            i
+                        }
+                        _ => {
+                            // A suite that failed before printing any case.
+                            report.suites.push(Suite::default());
+                            report.suites.len() - 1
+                        }
+                    };
+                    let suite = &mut report.suites[idx];
+                    suite.name = name;
+                    suite.result = Some(outcome);
+                    pending.clear();
+                } else if let Some(totals) = totals_line(content) {
+                    // Suite statistics are printed without indentation.
+                    if let Some(i) = open {
+                        report.suites[i].totals = Some(totals);
+                    }
+                } else if open.is_some() && !pending.is_empty() && pending.len() < MAX_DIAGNOSTICS {
+                    // Continuation of a failure message (Rust assertions
+                    // print the failed expression unindented).
+                    pending.push(content.to_string());
+                }
+                continue;
+            }
+            if depth == 1 {
+                if content.starts_with("KTAP version") {
+                    report.suites.push(Suite::default());
+                    open = Some(report.suites.len() - 1);
+                    pending.clear();
+                    continue;
+                }
+                if let Some(name) = content.strip_prefix("# Subtest:") {
+                    let idx = match open {
+                        Some(i)
+                            if report.suites[i].name.is_empty()
+                                && report.suites[i].cases.is_empty() =>
+                        {
+                            i
+                        }
+                        _ => {
+                            report.suites.push(Suite::default());
+                            report.suites.len() - 1
+                        }
+                    };
+                    report.suites[idx].name = name.trim().to_string();
+                    open = Some(idx);
+                    continue;
+                }
+                let idx = match open {
+                    Some(i) => i,
+                    None => {
+                        report.suites.push(Suite::default());
+                        let i = report.suites.len() - 1;
+                        open = Some(i);
+                        i
+                    }
+                };
+                let suite = &mut report.suites[idx];
+                if let Some(n) = content.strip_prefix("1..").and_then(|n| n.parse().ok()) {
+                    suite.planned = Some(n);
+                    continue;
+                }
+                if let Some(totals) = totals_line(content) {
+                    suite.totals = Some(totals);
+                    continue;
+                }
+                if let Some((outcome, name)) = result_line(content) {
+                    suite.cases.push(Case {
+                        name,
+                        outcome,
+                        diagnostics: std::mem::take(&mut pending),
+                    });
+                    continue;
+                }
+            }
+            // Level-1 diagnostics and everything of parameterised cases.
+            if pending.len() < MAX_DIAGNOSTICS {
+                pending.push(content.to_string());
+            }
+        }
+        report
+    }
+
+    /// Passed cases over all suites.
+    pub fn passed(&self) -> usize {
+        self.suites.iter().map(|s| s.count(Outcome::Pass)).sum()
+    }
+
+    /// Failed cases, counting cases that were planned but never reported.
+    pub fn failed(&self) -> usize {
+        self.suites
+            .iter()
+            .map(|s| s.count(Outcome::Fail) + s.missing())
+            .sum()
+    }
+
+    /// Skipped cases.
+    pub fn skipped(&self) -> usize {
+        self.suites.iter().map(|s| s.count(Outcome::Skip)).sum()
+    }
+
+    /// Every reason the run is not a success, one line (or block) each.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.suites.iter().all(|s| s.cases.is_empty()) {
+            problems.push("no KUnit test case ran".to_string());
+        }
+        for suite in &self.suites {
+            for case in suite.cases.iter().filter(|c| c.outcome == Outcome::Fail) {
+                let mut text = format!("{}.{} failed", suite.name, case.name);
+                for line in &case.diagnostics {
+                    text.push_str("\n      ");
+                    text.push_str(line);
+                }
+                problems.push(text);
+            }
+            if suite.missing() > 0 {
+                problems.push(format!(
+                    "{}: {} of {} planned cases never reported",
+                    suite.name,
+                    suite.missing(),
+                    suite.planned.unwrap_or(0)
+                ));
+            }
+            if suite.result.is_none() {
+                problems.push(format!("{}: suite did not finish", suite.name));
+            } else if suite.result == Some(Outcome::Fail)
+                && suite.count(Outcome::Fail) == 0
+                && suite.missing() == 0
+            {
+                problems.push(format!("{}: suite failed (initialisation?)", suite.name));
+            }
+        }
+        problems
+    }
+
+    /// One summary line per suite.
+    pub fn summary(&self) -> Vec<String> {
+        self.suites
+            .iter()
+            .map(|s| {
+                let mut line = format!(
+                    "{}: {} passed, {} failed, {} skipped",
+                    if s.name.is_empty() {
+                        "(unnamed suite)"
+                    } else {
+                        &s.name
+                    },
+                    s.count(Outcome::Pass),
+                    s.count(Outcome::Fail) + s.missing(),
+                    s.count(Outcome::Skip)
+                );
+                // KUnit's totals count each parameter of a parameterised
+                // case; only worth showing when that differs from the cases.
+                if let Some(t) = s.totals.filter(|t| t.total != s.cases.len() as u64) {
+                    line += &format!(
+                        " (counting parameters: pass:{} fail:{} skip:{} total:{})",
+                        t.pass, t.fail, t.skip, t.total
+                    );
+                }
+                line
+            })
+            .collect()
+    }
+}
+
+/// `ok N name`, `not ok N name`, `ok N name # SKIP reason`.
+fn result_line(line: &str) -> Option<(Outcome, String)> {
+    let (failed, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
+        (true, rest)
+    } else {
+        (false, line.strip_prefix("ok ")?)
+    };
+    let (number, description) = rest.split_once(' ').unwrap_or((rest, ""));
+    number.parse::<u64>().ok()?;
+    let (name, directive) = match description.split_once(" # ") {
+        Some((name, directive)) => (name, directive),
+        None => (description, ""),
+    };
+    let skipped = directive
+        .trim_start()
+        .to_ascii_uppercase()
+        .starts_with("SKIP");
+    let outcome = match (failed, skipped) {
+        (true, _) => Outcome::Fail,
+        (false, true) => Outcome::Skip,
+        (false, false) => Outcome::Pass,
+    };
+    Some((outcome, name.trim().to_string()))
+}
+
+/// `# Totals: pass:P fail:F skip:S total:T`.
+fn totals_line(line: &str) -> Option<Totals> {
+    let rest = line.strip_prefix("# Totals:")?;
+    let mut totals = Totals::default();
+    for field in rest.split_whitespace() {
+        let (key, value) = field.split_once(':')?;
+        let value = value.parse().ok()?;
+        match key {
+            "pass" => totals.pass = value,
+            "fail" => totals.fail = value,
+            "skip" => totals.skip = value,
+            "total" => totals.total = value,
+            _ => {}
+        }
+    }
+    Some(totals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "\
+[    0.500000] Run something
+KTAP version 1
+1..2
+    KTAP version 1
+    # Subtest: lite_wire
+    # module: lite
+    1..3
+random: crng init done
+    ok 1 lite_test_encode
+    # lite_test_decode: EXPECTATION FAILED at drivers/infiniband/ulp/lite/lite_kunit.c:14
+/src/drivers/infiniband/ulp/lite/kunit_tests.rs:153: decode(0x7fff).is_none()
+    not ok 2 lite_test_decode
+        KTAP version 1
+        # Subtest: lite_test_sizes
+        ok 1 param-0
+        ok 2 param-1
+    # lite_test_sizes: pass:2 fail:0 skip:0 total:2
+    ok 3 lite_test_sizes
+# lite_wire: pass:2 fail:1 skip:0 total:3
+# Totals: pass:3 fail:1 skip:0 total:4
+not ok 1 lite_wire
+    KTAP version 1
+    # Subtest: lite_lmr
+    1..2
+    ok 1 lite_test_alloc
+    ok 2 lite_test_rdma # SKIP needs an RDMA device
+ok 2 lite_lmr
+Run /init as init process
+";
+
+    #[test]
+    fn parses_suites_cases_and_totals() {
+        let report = Report::parse(LOG);
+        assert_eq!(report.suites.len(), 2);
+        let wire = &report.suites[0];
+        assert_eq!(wire.name, "lite_wire");
+        assert_eq!(wire.planned, Some(3));
+        assert_eq!(wire.result, Some(Outcome::Fail));
+        let outcomes: Vec<_> = wire
+            .cases
+            .iter()
+            .map(|c| (c.name.as_str(), c.outcome))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("lite_test_encode", Outcome::Pass),
+                ("lite_test_decode", Outcome::Fail),
+                ("lite_test_sizes", Outcome::Pass)
+            ]
+        );
+        assert!(wire.cases[1].diagnostics[0].contains("EXPECTATION FAILED"));
+        assert_eq!(
+            wire.totals,
+            Some(Totals {
+                pass: 3,
+                fail: 1,
+                skip: 0,
+                total: 4
+            })
+        );
+        assert_eq!(report.suites[1].cases[1].outcome, Outcome::Skip);
+        assert_eq!(
+            (report.passed(), report.failed(), report.skipped()),
+            (3, 1, 1)
+        );
+        let problems = report.problems();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("lite_wire.lite_test_decode failed"));
+        assert!(problems[0].contains("kunit_tests.rs:153: decode(0x7fff).is_none()"));
+        assert!(
+            !problems[0].contains("crng"),
+            "kernel noise is not a diagnostic"
+        );
+    }
+
+    #[test]
+    fn all_passing_run_has_no_problems() {
+        let log = "KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: lite_a\n    1..1\n\
+                   \x20   ok 1 lite_test_x\nok 1 lite_a\n";
+        let report = Report::parse(log);
+        assert!(report.problems().is_empty(), "{:?}", report.problems());
+        assert_eq!(report.summary(), ["lite_a: 1 passed, 0 failed, 0 skipped"]);
+    }
+
+    #[test]
+    fn a_crash_mid_suite_counts_missing_cases_as_failed() {
+        let log = "    KTAP version 1\n    # Subtest: lite_a\n    1..3\n    ok 1 lite_test_x\n\
+                   BUG: kernel NULL pointer dereference\n";
+        let report = Report::parse(log);
+        assert_eq!((report.passed(), report.failed()), (1, 2));
+        let problems = report.problems().join("\n");
+        assert!(
+            problems.contains("2 of 3 planned cases never reported"),
+            "{problems}"
+        );
+        assert!(problems.contains("did not finish"), "{problems}");
+    }
+
+    #[test]
+    fn no_tests_is_a_problem() {
+        let report = Report::parse("Linux version 6.12\nRun /init as init process\n");
+        assert_eq!(report.problems(), ["no KUnit test case ran"]);
+    }
+
+    #[test]
+    fn suite_failing_before_its_cases_is_reported() {
+        let log = "KTAP version 1\n1..1\n    # failed to initialize (-12)\nnot ok 1 lite_a\n";
+        let report = Report::parse(log);
+        assert_eq!(report.suites[0].name, "lite_a");
+        assert!(report
+            .problems()
+            .iter()
+            .any(|p| p.contains("lite_a: suite failed")));
+    }
+}

@@ -1,0 +1,153 @@
+//! `cargo xtask`: build, test and benchmark automation for LITE.
+//!
+//! LITE is shipped as a `git format-patch` series against Linux 6.12. This
+//! tool prepares a cached kernel tree, keeps the series applied to it,
+//! builds the kernel, packs a small initramfs and boots QEMU clusters to run
+//! the demo, the test suite and the benchmarks. Run `cargo xtask --help`.
+
+mod apply;
+mod bench;
+mod cluster;
+mod demo;
+mod edits;
+mod fsutil;
+mod initramfs;
+mod interrupt;
+mod kernel;
+mod kunit;
+mod logscan;
+mod patchset;
+mod paths;
+mod prereqs;
+mod process;
+mod qemu;
+mod series;
+mod source;
+mod suite;
+mod syscalls;
+mod tap;
+mod ui;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::kernel::Flavour;
+
+/// Command line of `cargo xtask`.
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Build, test and benchmark LITE",
+    version
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the kernel source comes from; shared by every command that needs it.
+#[derive(Args, Clone)]
+struct SourceArgs {
+    /// A Linux 6.12.y source tree to use instead of Debian's linux-source-6.12.
+    #[arg(long, env = "KERNEL_SRC", value_name = "DIR")]
+    kernel_src: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the kernel with the LITE patch series applied.
+    Kernel {
+        /// Kernel configuration flavour.
+        #[arg(long, value_enum, default_value_t = Flavour::Debug)]
+        flavour: Flavour,
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Stop after applying the series and configuring the kernel.
+        #[arg(long, hide = true)]
+        config_only: bool,
+    },
+    /// Regenerate linux-patches/ from rust-lite/, lite-api-c/ and tests-kunit/.
+    Patches {
+        /// Only check that linux-patches/ is up to date and applies.
+        #[arg(long)]
+        check: bool,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// Boot a QEMU cluster and run the LITE demo on it.
+    Demo {
+        /// Number of nodes (virtual machines) in the cluster.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
+        nodes: u8,
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Boot this kernel image instead of building one.
+        #[arg(long, hide = true, value_name = "BZIMAGE")]
+        kernel: Option<PathBuf>,
+    },
+    /// Run every test: host tests, patch check, kernel build, KUnit and the cluster test.
+    Test {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Boot this kernel image instead of building one.
+        #[arg(long, hide = true, value_name = "BZIMAGE")]
+        kernel: Option<PathBuf>,
+    },
+    /// Compare LITE's latency with native RDMA verbs (perftest) on two VMs.
+    Bench {
+        /// Iterations per operation and message size.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        iters: u32,
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Boot this kernel image instead of building one.
+        #[arg(long, hide = true, value_name = "BZIMAGE")]
+        kernel: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    // `KERNEL_SRC=` (set but empty) means "no tree given", not "no value".
+    // Done first, while the process is still single-threaded.
+    if std::env::var_os("KERNEL_SRC").is_some_and(|v| v.is_empty()) {
+        std::env::remove_var("KERNEL_SRC");
+    }
+    let cli = Cli::parse();
+    interrupt::install();
+    let result = match cli.command {
+        Command::Kernel {
+            flavour,
+            source,
+            config_only,
+        } => kernel::run(flavour, source.kernel_src.as_deref(), config_only),
+        Command::Patches { check, source } => series::run(check, source.kernel_src.as_deref()),
+        Command::Demo {
+            nodes,
+            source,
+            kernel,
+        } => demo::run(
+            usize::from(nodes),
+            source.kernel_src.as_deref(),
+            kernel.as_deref(),
+        ),
+        Command::Test { source, kernel } => {
+            suite::run(source.kernel_src.as_deref(), kernel.as_deref())
+        }
+        Command::Bench {
+            iters,
+            source,
+            kernel,
+        } => bench::run(iters, source.kernel_src.as_deref(), kernel.as_deref()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.is::<ui::AlreadyReported>() => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

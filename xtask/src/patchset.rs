@@ -1,0 +1,203 @@
+//! A patch series as files: reading, comparing and listing touched paths.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// One `*.patch` file: its name and bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatchFile {
+    /// File name, e.g. `0001-rust-add-bindings.patch`.
+    pub name: String,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
+/// A series: the `*.patch` files of a directory, sorted by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Series {
+    /// The patches, in application order.
+    pub patches: Vec<PatchFile>,
+}
+
+impl Series {
+    /// Reads the `*.patch` files of `dir`; a missing directory is an empty series.
+    pub fn read_dir(dir: &Path) -> Result<Self> {
+        let mut patches = Vec::new();
+        let entries = match fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(err) => return Err(err).with_context(|| format!("cannot list {}", dir.display())),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".patch") || !entry.file_type()?.is_file() {
+                continue;
+            }
+            let bytes = fs::read(entry.path())
+                .with_context(|| format!("cannot read {}", entry.path().display()))?;
+            patches.push(PatchFile { name, bytes });
+        }
+        patches.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(Self { patches })
+    }
+
+    /// Replaces the `*.patch` files of `dir` with this series (other files stay).
+    pub fn write_dir(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for old in Self::read_dir(dir)?.patches {
+            let path = dir.join(&old.name);
+            fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+        for patch in &self.patches {
+            crate::fsutil::write(&dir.join(&patch.name), &patch.bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Every path the series creates, modifies or deletes (relative to the tree root).
+    pub fn touched_files(&self) -> BTreeSet<PathBuf> {
+        self.patches
+            .iter()
+            .flat_map(|p| touched_files(&String::from_utf8_lossy(&p.bytes)))
+            .collect()
+    }
+}
+
+/// Paths named by the `diff --git a/X b/Y` lines of a patch (both X and Y).
+pub fn touched_files(patch: &str) -> BTreeSet<PathBuf> {
+    let mut files = BTreeSet::new();
+    for line in patch.lines() {
+        let Some(rest) = line.strip_prefix("diff --git a/") else {
+            continue;
+        };
+        // Kernel paths have no spaces, so " b/" separates the two names.
+        if let Some((a, b)) = rest.split_once(" b/") {
+            files.insert(PathBuf::from(a));
+            files.insert(PathBuf::from(b));
+        }
+    }
+    files
+}
+
+/// How two series differ, file by file.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SeriesDiff {
+    /// Names only in the first (expected) series.
+    pub missing: Vec<String>,
+    /// Names only in the second (actual) series.
+    pub extra: Vec<String>,
+    /// Names in both whose bytes differ.
+    pub changed: Vec<String>,
+}
+
+impl SeriesDiff {
+    /// Compares `expected` with `actual`.
+    pub fn between(expected: &Series, actual: &Series) -> Self {
+        let mut diff = Self::default();
+        for e in &expected.patches {
+            match actual.patches.iter().find(|a| a.name == e.name) {
+                None => diff.missing.push(e.name.clone()),
+                Some(a) if a.bytes != e.bytes => diff.changed.push(e.name.clone()),
+                Some(_) => {}
+            }
+        }
+        for a in &actual.patches {
+            if !expected.patches.iter().any(|e| e.name == a.name) {
+                diff.extra.push(a.name.clone());
+            }
+        }
+        diff
+    }
+
+    /// Whether the two series are identical.
+    pub fn is_empty(&self) -> bool {
+        self.missing.is_empty() && self.extra.is_empty() && self.changed.is_empty()
+    }
+
+    /// One line per differing file, e.g. `differs: 0002-x86.patch`.
+    pub fn describe(&self, expected: &str, actual: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        lines.extend(
+            self.missing
+                .iter()
+                .map(|n| format!("missing from {actual}: {n}")),
+        );
+        lines.extend(self.extra.iter().map(|n| format!("not in {expected}: {n}")));
+        lines.extend(self.changed.iter().map(|n| format!("differs: {n}")));
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(files: &[(&str, &str)]) -> Series {
+        Series {
+            patches: files
+                .iter()
+                .map(|(n, b)| PatchFile {
+                    name: n.to_string(),
+                    bytes: b.as_bytes().to_vec(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn identical_series_have_no_diff() {
+        let a = series(&[("0001-a.patch", "x"), ("0002-b.patch", "y")]);
+        assert!(SeriesDiff::between(&a, &a.clone()).is_empty());
+    }
+
+    #[test]
+    fn reports_missing_extra_and_changed() {
+        let expected = series(&[("0001-a.patch", "x"), ("0002-b.patch", "y")]);
+        let actual = series(&[("0001-a.patch", "x!"), ("0003-c.patch", "z")]);
+        let diff = SeriesDiff::between(&expected, &actual);
+        assert_eq!(diff.missing, ["0002-b.patch"]);
+        assert_eq!(diff.extra, ["0003-c.patch"]);
+        assert_eq!(diff.changed, ["0001-a.patch"]);
+        assert_eq!(
+            diff.describe("generated", "linux-patches/"),
+            [
+                "missing from linux-patches/: 0002-b.patch",
+                "not in generated: 0003-c.patch",
+                "differs: 0001-a.patch"
+            ]
+        );
+    }
+
+    #[test]
+    fn lists_touched_files() {
+        let patch = "Subject: x\n\ndiff --git a/kernel/sys_ni.c b/kernel/sys_ni.c\n\
+                     index 1..2\n--- a/kernel/sys_ni.c\n+++ b/kernel/sys_ni.c\n\
+                     diff --git a/old/name.c b/new/name.c\n";
+        let files: Vec<_> = touched_files(patch).into_iter().collect();
+        assert_eq!(
+            files,
+            [
+                PathBuf::from("kernel/sys_ni.c"),
+                PathBuf::from("new/name.c"),
+                PathBuf::from("old/name.c")
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_and_writes_directories() {
+        let dir = crate::fsutil::TempDir::new("xtask-patchset-test").unwrap();
+        std::fs::write(dir.path().join("README"), "keep").unwrap();
+        std::fs::write(dir.path().join("0009-old.patch"), "old").unwrap();
+        let s = series(&[("0002-b.patch", "y"), ("0001-a.patch", "x")]);
+        s.write_dir(dir.path()).unwrap();
+        let back = Series::read_dir(dir.path()).unwrap();
+        let names: Vec<_> = back.patches.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["0001-a.patch", "0002-b.patch"]);
+        assert!(dir.path().join("README").exists());
+    }
+}

@@ -1,0 +1,299 @@
+//! One QEMU virtual machine: its command line and its process.
+//!
+//! KVM is not assumed (TCG, `-cpu max` without 5-level paging).
+//! `-nodefaults -no-user-config` keep QEMU from adding devices of its own,
+//! in particular a user-mode NIC: a guest's only network is the tap device
+//! it is given, if any. The serial console goes to a file that the caller
+//! scans; `-no-reboot` turns the guest's final `reboot -f` into a QEMU exit.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::{interrupt, logscan, process, ui};
+
+/// A virtual NIC on a tap device.
+pub struct Nic {
+    /// Tap interface name (in the VM's network namespace).
+    pub tap: String,
+    /// MAC address.
+    pub mac: String,
+}
+
+/// Everything that describes one VM.
+pub struct VmSpec {
+    /// Short name, e.g. `node1`.
+    pub name: String,
+    /// Kernel image.
+    pub kernel: PathBuf,
+    /// Initramfs image.
+    pub initrd: PathBuf,
+    /// Kernel command line.
+    pub append: String,
+    /// Memory in MiB.
+    pub memory_mib: u32,
+    /// Serial console log file.
+    pub serial_log: PathBuf,
+    /// NIC, if the VM has a network.
+    pub nic: Option<Nic>,
+    /// Host CPU to pin the VM to.
+    pub cpu: Option<usize>,
+}
+
+/// Kernel parameters giving the guest a precise clock.
+///
+/// The guest kernel has no HPET or ACPI PM timer, so it can only calibrate
+/// its TSC against the PIT, which under a loaded TCG host often fails; it
+/// then falls back to jiffies, and every latency the guests measure
+/// (perftest's clock calibration, LITE's benchmarks) becomes meaningless.
+/// TCG's TSC runs at the host's TSC rate, so when the host knows that rate
+/// exactly, the guest is told it. Empty when the host's rate is unknown.
+pub fn clock_params() -> Vec<String> {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| host_tsc_khz(&info))
+        .map(|khz| vec![format!("tsc_early_khz={khz}"), "tsc=reliable".to_string()])
+        .unwrap_or_default()
+}
+
+/// The host TSC rate in kHz from `/proc/cpuinfo`, if the kernel reports it
+/// as known and constant (`tsc_known_freq`, `constant_tsc`).
+fn host_tsc_khz(cpuinfo: &str) -> Option<u64> {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    let flags = field("flags")?;
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    if !flags.contains(&"tsc_known_freq") || !flags.contains(&"constant_tsc") {
+        return None;
+    }
+    let mhz: f64 = field("cpu MHz")?.parse().ok()?;
+    (mhz.is_finite() && mhz > 0.0).then(|| (mhz * 1000.0).round() as u64)
+}
+
+/// The MAC address of node `i`: `52:54:00:12:34:<i in hex>`.
+pub fn mac(i: usize) -> String {
+    format!("52:54:00:12:34:{:02x}", i & 0xff)
+}
+
+/// The command starting the VM, inside `netns` when given.
+pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(ns) = netns {
+        argv.extend(["ip", "netns", "exec", ns].map(String::from));
+    }
+    if let Some(cpu) = spec.cpu {
+        argv.extend(["taskset".into(), "-c".into(), cpu.to_string()]);
+    }
+    argv.extend(
+        [
+            "qemu-system-x86_64",
+            "-nodefaults",
+            "-no-user-config",
+            "-machine",
+            "pc",
+            "-cpu",
+            // No 5-level paging: while the boot CPU re-reads its features
+            // (identify_cpu), LA57 briefly reads as absent, and an interrupt
+            // in that window makes KASAN report a bogus wild-memory-access
+            // for the 5-level direct map. Slow TCG makes the window wide.
+            "max,la57=off",
+            "-smp",
+            "1",
+        ]
+        .map(String::from),
+    );
+    argv.extend([
+        "-m".into(),
+        spec.memory_mib.to_string(),
+        "-display".into(),
+        "none".into(),
+        "-monitor".into(),
+        "none".into(),
+        "-serial".into(),
+        format!("file:{}", spec.serial_log.display()),
+        "-no-reboot".into(),
+        "-kernel".into(),
+        spec.kernel.display().to_string(),
+        "-initrd".into(),
+        spec.initrd.display().to_string(),
+        "-append".into(),
+        spec.append.clone(),
+    ]);
+    if let Some(nic) = &spec.nic {
+        argv.extend([
+            "-netdev".into(),
+            format!("tap,id=n0,ifname={},script=no,downscript=no", nic.tap),
+            "-device".into(),
+            format!("virtio-net-pci,netdev=n0,mac={}", nic.mac),
+        ]);
+    }
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    cmd
+}
+
+/// A running VM; killed when dropped.
+pub struct Vm {
+    /// Short name, e.g. `node1`.
+    pub name: String,
+    /// Serial console log file.
+    pub serial_log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Vm {
+    /// Starts the VM; QEMU's own messages go to `qemu_log`.
+    pub fn spawn(spec: &VmSpec, netns: Option<&str>, qemu_log: &Path) -> Result<Self> {
+        // Start from an empty console log so scans never see an older run.
+        File::create(&spec.serial_log)
+            .with_context(|| format!("cannot create {}", spec.serial_log.display()))?;
+        let log = File::create(qemu_log)
+            .with_context(|| format!("cannot create {}", qemu_log.display()))?;
+        let mut cmd = command(spec, netns);
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("cannot start `{}`", process::describe(&cmd)))?;
+        Ok(Self {
+            name: spec.name.clone(),
+            serial_log: spec.serial_log.clone(),
+            child: Some(child),
+        })
+    }
+
+    /// Whether QEMU has exited (reaping it if so).
+    pub fn exited(&mut self) -> bool {
+        match &mut self.child {
+            Some(child) => !matches!(child.try_wait(), Ok(None)),
+            None => true,
+        }
+    }
+
+    /// Whether the guest reported `LITE-GUEST-EXIT rc=0` on its console.
+    pub fn succeeded(&self) -> bool {
+        let log = std::fs::read(&self.serial_log).unwrap_or_default();
+        logscan::guest_exit(&String::from_utf8_lossy(&log)) == Some(0)
+    }
+
+    /// Kills QEMU if it still runs.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            process::kill(&mut child);
+        }
+    }
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// How long the other VMs may go on after one VM ended without
+/// `LITE-GUEST-EXIT rc=0` (it crashed or its role failed): its peers are
+/// likely to wait for it forever, so they are stopped after this grace
+/// period rather than at the overall timeout.
+const FAILURE_GRACE: Duration = Duration::from_secs(180);
+
+/// Waits until every VM has exited, calling `tick` between polls (e.g. to
+/// stream logs). On timeout or Ctrl-C the VMs are killed and an error
+/// returned; see also [`FAILURE_GRACE`].
+pub fn wait_all(vms: &mut [Vm], timeout: Duration, tick: &mut dyn FnMut()) -> Result<()> {
+    let start = Instant::now();
+    let mut failed_at: Option<(String, Instant)> = None;
+    // Each exited VM's console is checked once.
+    let mut checked = vec![false; vms.len()];
+    loop {
+        tick();
+        let mut running = Vec::new();
+        for (vm, checked) in vms.iter_mut().zip(checked.iter_mut()) {
+            if !vm.exited() {
+                running.push(vm.name.clone());
+                continue;
+            }
+            if std::mem::replace(checked, true) {
+                continue;
+            }
+            if failed_at.is_none() && !vm.succeeded() {
+                ui::progress(&format!(
+                    "{} ended without LITE-GUEST-EXIT rc=0; stopping the others in {}",
+                    vm.name,
+                    ui::duration(FAILURE_GRACE)
+                ));
+                failed_at = Some((vm.name.clone(), Instant::now()));
+            }
+        }
+        if running.is_empty() {
+            return Ok(());
+        }
+        let names = running.join(", ");
+        if interrupt::interrupted() {
+            vms.iter_mut().for_each(Vm::kill);
+            bail!("interrupted");
+        }
+        if start.elapsed() > timeout {
+            vms.iter_mut().for_each(Vm::kill);
+            bail!("timed out after {}: killed {names}", ui::duration(timeout));
+        }
+        if let Some((failed, when)) = &failed_at {
+            if when.elapsed() > FAILURE_GRACE {
+                vms.iter_mut().for_each(Vm::kill);
+                bail!("{failed} failed; killed the VMs still running: {names}");
+            }
+        }
+        sleep(process::POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_host_tsc_rate_only_when_known() {
+        let info = "processor\t: 0\ncpu MHz\t\t: 2600.000\n\
+                    flags\t\t: fpu tsc constant_tsc nonstop_tsc tsc_known_freq\n";
+        assert_eq!(host_tsc_khz(info), Some(2_600_000));
+        let unknown = info.replace(" tsc_known_freq", "");
+        assert_eq!(host_tsc_khz(&unknown), None);
+        assert_eq!(
+            host_tsc_khz("cpu MHz : fast\nflags : constant_tsc tsc_known_freq\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn builds_an_isolated_command_line() {
+        let spec = VmSpec {
+            name: "node2".into(),
+            kernel: "/k/bzImage".into(),
+            initrd: "/i.cpio.gz".into(),
+            append: "console=ttyS0 lite.ip=10.77.0.2/24".into(),
+            memory_mib: 1024,
+            serial_log: "/logs/node2.log".into(),
+            nic: Some(Nic {
+                tap: "tap2".into(),
+                mac: mac(2),
+            }),
+            cpu: None,
+        };
+        let line = process::describe(&command(&spec, Some("lite-42")));
+        assert!(line
+            .starts_with("ip netns exec lite-42 qemu-system-x86_64 -nodefaults -no-user-config"));
+        assert!(line.contains("-serial file:/logs/node2.log -no-reboot"));
+        assert!(line.contains("-append 'console=ttyS0 lite.ip=10.77.0.2/24'"));
+        assert!(line.ends_with("-device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02"));
+        assert!(!line.contains("enable-kvm"));
+        assert_eq!(mac(10), "52:54:00:12:34:0a");
+    }
+}

@@ -1,0 +1,235 @@
+//! Parsing the TAP output of `lite-cluster-test` from a serial console log.
+//!
+//! ```text
+//! 1..3
+//! ok 1 - join
+//! not ok 2 - remote write then read
+//! # expected 0x55, read 0x00 at offset 4096
+//! ok 3 - barrier # SKIP single node
+//! 2 passed, 1 failed
+//! ```
+//!
+//! Result lines start at column 0; `#` lines after a `not ok` are its
+//! diagnostics. Kernel messages in between are ignored.
+
+use crate::logscan::strip_timestamp;
+
+/// One TAP test point.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TestPoint {
+    /// Test number.
+    pub number: u64,
+    /// Description, without the leading `- ` and the directive.
+    pub description: String,
+    /// `ok` (pass or skip) or `not ok`.
+    pub passed: bool,
+    /// `# SKIP` directive present.
+    pub skipped: bool,
+    /// Diagnostic lines following a `not ok`.
+    pub diagnostics: Vec<String>,
+}
+
+/// All TAP found in one log.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Test points in order.
+    pub points: Vec<TestPoint>,
+    /// The `1..N` plan.
+    pub planned: Option<u64>,
+    /// The final `P passed, F failed` line.
+    pub summary: Option<(u64, u64)>,
+}
+
+/// Most diagnostic lines kept per failure.
+const MAX_DIAGNOSTICS: usize = 30;
+
+impl Report {
+    /// Parses TAP lines out of a console log.
+    pub fn parse(log: &str) -> Self {
+        let mut report = Report::default();
+        // Whether diagnostics currently attach to the last (failed) point.
+        let mut collecting = false;
+        for raw in log.lines() {
+            let line = strip_timestamp(raw).trim_end();
+            if let Some(point) = test_point(line) {
+                collecting = !point.passed;
+                report.points.push(point);
+                continue;
+            }
+            if let Some(n) = line.strip_prefix("1..").and_then(|n| n.trim().parse().ok()) {
+                report.planned = Some(n);
+                collecting = false;
+                continue;
+            }
+            if let Some(summary) = summary_line(line) {
+                report.summary = Some(summary);
+                collecting = false;
+                continue;
+            }
+            // Only `#` lines: kernel messages between results may be indented too.
+            if collecting && line.starts_with('#') {
+                if let Some(last) = report.points.last_mut() {
+                    if last.diagnostics.len() < MAX_DIAGNOSTICS {
+                        last.diagnostics.push(line.to_string());
+                    }
+                }
+            }
+        }
+        report
+    }
+
+    /// Passed test points (skipped ones excluded).
+    pub fn passed(&self) -> u64 {
+        self.points
+            .iter()
+            .filter(|p| p.passed && !p.skipped)
+            .count() as u64
+    }
+
+    /// Skipped test points.
+    pub fn skipped(&self) -> u64 {
+        self.points.iter().filter(|p| p.skipped).count() as u64
+    }
+
+    /// Failed test points, plus planned points that never reported.
+    pub fn failed(&self) -> u64 {
+        let failed = self.points.iter().filter(|p| !p.passed).count() as u64;
+        failed + self.missing()
+    }
+
+    /// Planned points that never reported.
+    pub fn missing(&self) -> u64 {
+        self.planned
+            .unwrap_or(0)
+            .saturating_sub(self.points.len() as u64)
+    }
+
+    /// Every reason the run is not a success.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.points.is_empty() {
+            problems.push("no TAP test results".to_string());
+        }
+        for point in self.points.iter().filter(|p| !p.passed) {
+            let mut text = format!("not ok {} - {}", point.number, point.description);
+            for line in &point.diagnostics {
+                text.push_str("\n      ");
+                text.push_str(line);
+            }
+            problems.push(text);
+        }
+        if self.missing() > 0 {
+            problems.push(format!(
+                "{} of {} planned tests never reported",
+                self.missing(),
+                self.planned.unwrap_or(0)
+            ));
+        }
+        if let Some((p, f)) = self.summary {
+            let failed = self.points.iter().filter(|p| !p.passed).count() as u64;
+            // Whether skips count as passed is the test program's choice.
+            let passed_ok = p == self.passed() || p == self.passed() + self.skipped();
+            if !passed_ok || f != failed {
+                problems.push(format!(
+                    "summary says {p} passed, {f} failed but the results say {} passed \
+                     ({} skipped), {failed} failed",
+                    self.passed(),
+                    self.skipped()
+                ));
+            }
+        }
+        problems
+    }
+}
+
+/// `ok 1 - desc`, `not ok 2 desc`, `ok 3 - desc # SKIP why`.
+fn test_point(line: &str) -> Option<TestPoint> {
+    let (passed, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
+        (false, rest)
+    } else {
+        (true, line.strip_prefix("ok ")?)
+    };
+    let (number, description) = rest.split_once(' ').unwrap_or((rest, ""));
+    let number = number.parse().ok()?;
+    let description = description.trim_start();
+    let description = description.strip_prefix("- ").unwrap_or(description);
+    let (description, directive) = match description.split_once(" # ") {
+        Some((d, directive)) => (d, directive),
+        None => (description, ""),
+    };
+    Some(TestPoint {
+        number,
+        description: description.trim().to_string(),
+        passed,
+        skipped: directive
+            .trim_start()
+            .to_ascii_uppercase()
+            .starts_with("SKIP"),
+        diagnostics: Vec::new(),
+    })
+}
+
+/// `P passed, F failed`.
+fn summary_line(line: &str) -> Option<(u64, u64)> {
+    let (passed, rest) = line.split_once(" passed, ")?;
+    let failed = rest.strip_suffix(" failed")?;
+    Some((passed.trim().parse().ok()?, failed.trim().parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "\
+Run /init as init process
+LITE-GUEST-RUN role=test
+TAP version 13
+1..4
+ok 1 - join the cluster
+[   10.1] lite: node 2 joined
+not ok 2 - remote write then read
+# expected 0x55, read 0x00 at offset 4096
+  cache: skbuff_head_cache, object size: 208, buffer size: 320
+#   handle 7
+ok 3 - barrier # SKIP single node
+ok 4 free
+3 passed, 1 failed
+LITE-GUEST-EXIT rc=1
+";
+
+    #[test]
+    fn parses_points_diagnostics_and_summary() {
+        let report = Report::parse(LOG);
+        assert_eq!(report.planned, Some(4));
+        assert_eq!(report.points.len(), 4);
+        assert_eq!(report.points[1].description, "remote write then read");
+        assert_eq!(report.points[1].diagnostics.len(), 2);
+        assert!(report.points[2].skipped && report.points[2].passed);
+        assert_eq!(report.points[3].description, "free");
+        assert_eq!(report.summary, Some((3, 1)));
+        assert_eq!(
+            (report.passed(), report.failed(), report.skipped()),
+            (2, 1, 1)
+        );
+        let problems = report.problems();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("offset 4096"));
+    }
+
+    #[test]
+    fn missing_results_fail() {
+        let report = Report::parse("1..3\nok 1 - a\n");
+        assert_eq!(report.failed(), 2);
+        assert!(report.problems()[0].contains("2 of 3 planned"));
+        assert_eq!(
+            Report::parse("booted\n").problems(),
+            ["no TAP test results"]
+        );
+    }
+
+    #[test]
+    fn inconsistent_summary_is_reported() {
+        let report = Report::parse("1..1\nok 1 - a\n0 passed, 1 failed\n");
+        assert!(report.problems()[0].contains("summary says 0 passed"));
+    }
+}

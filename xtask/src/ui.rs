@@ -1,0 +1,97 @@
+//! Console reporting: `==> step` lines, elapsed times and progress lines.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// A long-running step: announced when created, timed when finished.
+pub struct Step {
+    name: String,
+    start: Instant,
+}
+
+impl Step {
+    /// Prints `==> name` and starts the clock.
+    pub fn start(name: impl Into<String>) -> Self {
+        let name = name.into();
+        say(&format!("==> {name}"));
+        Self {
+            name,
+            start: Instant::now(),
+        }
+    }
+
+    /// Time since the step started.
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    /// Prints `==> name (elapsed)`.
+    pub fn done(self) {
+        say(&format!("==> {} ({})", self.name, duration(self.elapsed())));
+    }
+
+    /// Prints `==> name: note (elapsed)`, e.g. "up to date".
+    pub fn done_with(self, note: &str) {
+        say(&format!(
+            "==> {}: {note} ({})",
+            self.name,
+            duration(self.elapsed())
+        ));
+    }
+}
+
+/// An error whose explanation has already been printed: `main` exits
+/// non-zero without adding an `error:` line, so a command's own final
+/// summary stays the last line of output.
+#[derive(Debug)]
+pub struct AlreadyReported;
+
+impl std::fmt::Display for AlreadyReported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failed (see above)")
+    }
+}
+
+impl std::error::Error for AlreadyReported {}
+
+/// Prints a line and flushes, so progress shows up immediately when stdout is a pipe.
+pub fn say(line: &str) {
+    if cfg!(test) {
+        // println! output is captured by the test harness; direct writes are not.
+        println!("{line}");
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (e.g. `| head`) must not abort a build half-way.
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Prints an indented progress line for a running step.
+pub fn progress(line: &str) {
+    say(&format!("    {line}"));
+}
+
+/// Formats a duration as `42s`, `3m07s` or `1h02m`.
+pub fn duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs < 60 {
+        format!("{}.{}s", secs, d.subsec_millis() / 100)
+    } else if secs < 3600 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_durations() {
+        assert_eq!(duration(Duration::from_millis(4_250)), "4.2s");
+        assert_eq!(duration(Duration::from_secs(187)), "3m07s");
+        assert_eq!(duration(Duration::from_secs(3720)), "1h02m");
+    }
+}
