@@ -59,10 +59,7 @@ impl Cluster {
                 }
             }
         }
-        let lmr = match Lmr::new(size, flags, password, chunks) {
-            Ok(lmr) => lmr,
-            Err(e) => return Err(e),
-        };
+        let lmr = Lmr::new(size, flags, password, chunks)?;
         let inserted = self.lmrs.lock().insert(lmr.clone());
         inserted.inspect_err(|_| self.release_chunks(&lmr.chunks))
     }

@@ -3,7 +3,7 @@
 //! Kernel TCP client sockets.
 
 use core::ptr::{addr_of_mut, null_mut, NonNull};
-use kernel::{bindings, prelude::*};
+use kernel::{bindings, error::to_result, prelude::*};
 
 /// A connected kernel TCP socket.
 ///
@@ -117,14 +117,6 @@ impl TcpStream {
             }
             filled += got;
         }
-        Ok(())
-    }
-}
-
-fn to_result(ret: i32) -> Result {
-    if ret < 0 {
-        Err(Error::from_errno(ret))
-    } else {
         Ok(())
     }
 }
