@@ -55,3 +55,87 @@ SYSCALL_DEFINE1(lite_dist_barrier, unsigned int, num)
 {
 	return lite_rs_dist_barrier(num);
 }
+
+SYSCALL_DEFINE4(lite_remote_memset, u64, handle, u64, offset, u64, size,
+		unsigned int, byte)
+{
+	return lite_rs_remote_memset(handle, offset, size, byte);
+}
+
+SYSCALL_DEFINE5(lite_memcpy, u64, src_handle, u64, src_offset, u64, dst_handle,
+		u64, dst_offset, u64, size)
+{
+	return lite_rs_memcpy(src_handle, src_offset, dst_handle, dst_offset,
+			      size);
+}
+
+SYSCALL_DEFINE5(lite_memmove, u64, src_handle, u64, src_offset,
+		u64, dst_handle, u64, dst_offset, u64, size)
+{
+	return lite_rs_memmove(src_handle, src_offset, dst_handle, dst_offset,
+			       size);
+}
+
+SYSCALL_DEFINE4(lite_wrap_alloc, const void __user *, data, u64, size,
+		u64, name, u64, password)
+{
+	return lite_rs_wrap_alloc((unsigned long)data, size, name, password);
+}
+
+SYSCALL_DEFINE4(lite_add_ask_mr_table, u64, name, u64, handle, u64, permission,
+		u64, password)
+{
+	return lite_rs_add_ask_mr_table(name, handle, permission, password);
+}
+
+SYSCALL_DEFINE4(lite_ask_lmr, unsigned int, node, u64, name, u64, permission,
+		u64, password)
+{
+	return lite_rs_ask_lmr(node, name, permission, password);
+}
+
+SYSCALL_DEFINE1(lite_umap_lmr, u64, handle)
+{
+	return lite_rs_umap_lmr(handle);
+}
+
+SYSCALL_DEFINE4(lite_register_lmr, void __user *, buf, u64, size,
+		u64, permission, u64, password)
+{
+	return lite_rs_register_lmr((unsigned long)buf, size, permission,
+				    password);
+}
+
+SYSCALL_DEFINE1(lite_deregister_lmr, u64, handle)
+{
+	return lite_rs_deregister_lmr(handle);
+}
+
+SYSCALL_DEFINE6(lite_rdma_write_async, u64, handle, const void __user *, buf,
+		u64, size, u64, offset, unsigned int, priority, u64, password)
+{
+	return lite_rs_rdma_write_async(handle, (unsigned long)buf, size, offset,
+					priority, password);
+}
+
+SYSCALL_DEFINE6(lite_rdma_read_async, u64, handle, void __user *, buf,
+		u64, size, u64, offset, unsigned int, priority, u64, password)
+{
+	return lite_rs_rdma_read_async(handle, (unsigned long)buf, size, offset,
+				       priority, password);
+}
+
+SYSCALL_DEFINE2(lite_async_wait, u64, op, unsigned int, flags)
+{
+	return lite_rs_async_wait(op, flags);
+}
+
+SYSCALL_DEFINE0(lite_fence)
+{
+	return lite_rs_fence();
+}
+
+SYSCALL_DEFINE2(lite_get_stats, struct lite_stats __user *, stats, u64, size)
+{
+	return lite_rs_get_stats((unsigned long)stats, size);
+}

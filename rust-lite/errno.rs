@@ -31,4 +31,8 @@ errno! {
     EPROTO,
     /// The operation is not supported (e.g. a second RDMA device).
     EOPNOTSUPP,
+    /// The LMR behind a mapping was freed or deregistered by its owner.
+    EKEYREVOKED,
+    /// The operation was cancelled before it ran.
+    ECANCELED,
 }

@@ -9,11 +9,19 @@ use core::ffi::c_char;
 use kernel::bindings;
 
 use crate::internal::{
-    chunk::{self, check_range, chunk_count, chunk_len, pieces, Piece, CHUNK_SIZE, MAX_LMR_SIZE},
+    chunk::{
+        self, check_range, chunk_count, chunk_len, copy_pieces, pieces, pieces_in, CopyPiece, Geometry, Piece,
+        CHUNK_SIZE, MAX_LMR_SIZE,
+    },
     cm_wire::{self, Endpoint, Header, Hello, Kind, Message, WireError, HEADER_LEN, MAX_FRAME_LEN},
     control_wire::{ControlMessage, MESSAGE_LEN},
-    handle, nodes_reached, parse_ipv4,
+    handle,
+    names::{table_len, ChunkDescriptor, NameTable, Published, DESCRIPTOR_LEN},
+    nodes_reached, parse_ipv4,
+    permission::Permission,
+    ring::Ring,
     slot_table::SlotTable,
+    stats::{Stats, STATS_LEN},
 };
 
 extern "C" {
@@ -202,13 +210,51 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             request_id: 0,
             chunk_id: 3,
         },
-        ControlMessage::FreeReply {
+        ControlMessage::StatusReply {
             request_id: 9,
             status: 0,
         },
         ControlMessage::Barrier {
             round: 100,
             reply_wanted: true,
+        },
+        ControlMessage::MemsetRequest {
+            request_id: 11,
+            chunk_id: 0x7fff_ffff_ffff_ffff,
+            offset: CHUNK_SIZE - 1,
+            len: 1,
+            byte: 0xff,
+        },
+        ControlMessage::CopyRequest {
+            request_id: 12,
+            src_chunk_id: 1 << 32 | 1,
+            src_offset: 4095,
+            len: CHUNK_SIZE,
+            dst_node: 63,
+            dst_chunk_id: 2 << 32 | 7,
+            dst_addr: u64::MAX - 1,
+            dst_rkey: u32::MAX,
+        },
+        ControlMessage::AskRequest {
+            request_id: 13,
+            name: u64::MAX,
+            permission: 0x1f,
+            password: 0x0123_4567_89ab_cdef,
+        },
+        ControlMessage::AskReply {
+            request_id: 14,
+            status: -2,
+            lmr_id: 3 << 32 | 4,
+            size: MAX_LMR_SIZE,
+            granted: 0x13,
+            table_addr: 0xffff_8880_1234_5000,
+            table_rkey: 0x8000_0001,
+            chunk_size: 4096,
+            lead: 4095,
+        },
+        ControlMessage::RevokeRequest {
+            request_id: 15,
+            lmr_id: 9 << 32 | 1,
         },
     ];
     for message in messages {
@@ -223,7 +269,10 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
     .encode();
     bytes[0] = 99;
     check!(c, ControlMessage::decode(&bytes).is_err());
-    check!(c, ControlMessage::FreeReply { request_id: 5, status: 0 }.reply_id() == Some(5));
+    check!(c, ControlMessage::StatusReply { request_id: 5, status: 0 }.reply_id() == Some(5));
+    check!(c, ControlMessage::RevokeRequest { request_id: 6, lmr_id: 1 }.request_id() == Some(6));
+    check!(c, ControlMessage::FreeRequest { request_id: 0, chunk_id: 1 }.request_id().is_none());
+    check!(c, ControlMessage::RevokeRequest { request_id: 6, lmr_id: 1 }.reply_id().is_none());
     check!(
         c,
         ControlMessage::Barrier {
@@ -337,4 +386,169 @@ kunit_case!(lite_test_api_before_join, |c| {
         check!(c, liteapi_establish_conn(c"10.0.0.1".as_ptr(), 18500, 1) == -(bindings::ENODEV as i32));
     }
     check!(c, liteapi_get_node_id() == enotconn);
+});
+
+kunit_case!(lite_test_permissions, |c| {
+    let rw = Permission::READ.union(Permission::WRITE);
+    check!(c, Permission::from_bits(0x1f, Permission::ALL).is_ok());
+    check!(c, Permission::from_bits(0x20, Permission::ALL).is_err());
+    check!(c, Permission::from_bits(1 << 63, Permission::ALL).is_err());
+    check!(c, Permission::from_bits(Permission::ADMIN.bits(), Permission::SHAREABLE).is_err());
+    check!(c, rw.require(Permission::READ).is_ok());
+    check!(c, rw.require(rw).is_ok());
+    check!(c, rw.require(Permission::SHARE) == Err(kernel::error::code::EPERM));
+    check!(c, Permission::READ.require(rw).is_err());
+    // Granted = requested, published and allowed by the LMR, never ADMIN.
+    let all = Permission::ALL;
+    check!(c, Permission::grant(all, rw, all) == Ok(rw));
+    check!(c, Permission::grant(Permission::WRITE, Permission::READ, all).is_err());
+    check!(c, Permission::grant(all, all, Permission::READ) == Ok(Permission::READ));
+    check!(c, Permission::grant(Permission::ADMIN, all, all).is_err());
+    check!(c, !Permission::grant(all, all, all).is_ok_and(|g| g.contains(Permission::ADMIN)));
+});
+
+kunit_case!(lite_test_name_table, |c| {
+    let entry = |name, lmr_id| Published {
+        name,
+        lmr_id,
+        permission: Permission::READ,
+        password: 7,
+        value: name as u32,
+    };
+    let mut table = NameTable::new();
+    check!(c, table.insert(entry(1, 10)).is_ok());
+    check!(c, table.insert(entry(2, 10)).is_ok());
+    check!(c, table.insert(entry(3, 20)).is_ok());
+    check!(c, table.insert(entry(1, 30)) == Err(kernel::error::code::EEXIST));
+    check!(c, table.len() == 3);
+    check!(c, table.find(2).is_some_and(|e| e.lmr_id == 10 && e.value == 2));
+    check!(c, table.find(4).is_none());
+    check!(c, table.remove_lmr(10) == 2);
+    check!(c, table.find(1).is_none() && table.find(2).is_none());
+    check!(c, table.len() == 1);
+    // A freed name can be published again, also for another LMR.
+    check!(c, table.insert(entry(1, 40)).is_ok());
+    check!(c, table.find(1).is_some_and(|e| e.lmr_id == 40));
+    check!(c, table.remove_lmr(99) == 0);
+});
+
+kunit_case!(lite_test_chunk_descriptors, |c| {
+    let d = ChunkDescriptor {
+        node: 63,
+        rkey: 0xdead_beef,
+        chunk_id: u64::MAX,
+        addr: 0xffff_8880_0000_1000,
+        len: CHUNK_SIZE,
+    };
+    check!(c, ChunkDescriptor::decode(&d.encode()) == d);
+    check!(c, table_len(1, 4096) == Some(DESCRIPTOR_LEN));
+    check!(c, table_len(128, 4096) == Some(4096));
+    check!(c, table_len(129, 4096).is_none());
+    check!(c, table_len(0, 4096).is_none());
+    check!(c, table_len(usize::MAX, usize::MAX).is_none());
+});
+
+kunit_case!(lite_test_geometry, |c| {
+    check!(c, Geometry::new(0, 0).is_err());
+    check!(c, Geometry::new(4096, 4096).is_err());
+    let page = Geometry::new(4096, 100);
+    check!(c, page.is_ok());
+    let Ok(page) = page else {
+        return;
+    };
+    check!(c, page.chunk_count(1) == Some(1));
+    check!(c, page.chunk_count(3996) == Some(1));
+    check!(c, page.chunk_count(3997) == Some(2));
+    check!(c, page.chunk_count(u64::MAX).is_none());
+    check!(c, page.locate(0) == Some((0, 100)));
+    check!(c, page.locate(3996) == Some((1, 0)));
+    check!(c, page.locate(u64::MAX).is_none());
+    check!(c, Geometry::ALLOCATED.chunk_count(CHUNK_SIZE + 1) == Some(2));
+    // An unaligned registration: pieces follow page edges, lead included.
+    let mut it = pieces_in(page, 3990, 10, u64::MAX);
+    check!(c, it.next() == Some(Piece { chunk: 0, chunk_offset: 4090, len: 6, data_offset: 0 }));
+    check!(c, it.next() == Some(Piece { chunk: 1, chunk_offset: 0, len: 4, data_offset: 6 }));
+    check!(c, it.next().is_none());
+});
+
+kunit_case!(lite_test_copy_pieces, |c| {
+    let alloc = Geometry::ALLOCATED;
+    // Forward across a source chunk edge.
+    let mut it = copy_pieces(alloc, CHUNK_SIZE - 2, alloc, 0, 5, false);
+    check!(c, it.next() == Some(CopyPiece { src_chunk: 0, src_at: CHUNK_SIZE - 2, dst_chunk: 0, dst_at: 0, len: 2 }));
+    check!(c, it.next() == Some(CopyPiece { src_chunk: 1, src_at: 0, dst_chunk: 0, dst_at: 2, len: 3 }));
+    check!(c, it.next().is_none());
+    // Backward yields the same pieces in reverse order.
+    let mut it = copy_pieces(alloc, CHUNK_SIZE - 2, alloc, 0, 5, true);
+    check!(c, it.next() == Some(CopyPiece { src_chunk: 1, src_at: 0, dst_chunk: 0, dst_at: 2, len: 3 }));
+    check!(c, it.next() == Some(CopyPiece { src_chunk: 0, src_at: CHUNK_SIZE - 2, dst_chunk: 0, dst_at: 0, len: 2 }));
+    check!(c, it.next().is_none());
+    // Both edges, pages against chunks, every byte covered exactly once.
+    let Ok(page) = Geometry::new(4096, 10) else {
+        check!(c, false);
+        return;
+    };
+    for backward in [false, true] {
+        let (mut total, mut count) = (0u64, 0);
+        for piece in copy_pieces(page, 5000, alloc, CHUNK_SIZE - 3000, 20_000, backward) {
+            check!(c, piece.len > 0);
+            check!(c, piece.src_at + piece.len <= 4096);
+            check!(c, piece.dst_at + piece.len <= CHUNK_SIZE);
+            total += piece.len;
+            count += 1;
+        }
+        check!(c, total == 20_000);
+        check!(c, count == 7);
+    }
+    check!(c, copy_pieces(alloc, 0, alloc, 0, 0, true).next().is_none());
+});
+
+kunit_case!(lite_test_ring_fifo, |c| {
+    let Ok(mut ring) = Ring::new(3) else {
+        check!(c, false);
+        return;
+    };
+    check!(c, ring.pop().is_none());
+    check!(c, ring.push(1).is_ok() && ring.push(2).is_ok() && ring.push(3).is_ok());
+    check!(c, ring.push(4) == Err(4));
+    check!(c, ring.pop() == Some(1));
+    check!(c, ring.push(4).is_ok());
+    check!(c, ring.pop() == Some(2) && ring.pop() == Some(3) && ring.pop() == Some(4));
+    check!(c, ring.pop().is_none());
+});
+
+kunit_case!(lite_test_stats_layout, |c| {
+    let stats = Stats {
+        lmrs: 1,
+        registrations: 2,
+        mappings: 3,
+        published_names: 4,
+        held_chunks: 5,
+        handles: 6,
+        processes: 7,
+        async_in_flight: 8,
+    };
+    let bytes = stats.to_bytes();
+    check!(c, STATS_LEN == 64);
+    for i in 0..8 {
+        let mut field = [0u8; 8];
+        field.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+        check!(c, u64::from_ne_bytes(field) == i as u64 + 1);
+    }
+});
+
+kunit_case!(lite_test_memory_api_before_join, |c| {
+    use crate::api::kernel_api::*;
+    let enotconn = -(bindings::ENOTCONN as i32);
+    check!(c, liteapi_remote_memset(1, 0, 8, 0) == enotconn);
+    check!(c, liteapi_rdma_mr_memcpy(1, 0, 2, 0, 8) == enotconn);
+    check!(c, liteapi_rdma_mr_memmov(1, 0, 2, 0, 8) == enotconn);
+    check!(c, liteapi_add_askmr_table(1, 1, 1, 0) == enotconn);
+    check!(c, liteapi_ask_mr(1, 1, 1, 0) == i64::from(enotconn));
+    check!(c, liteapi_umap_lmr(1) == enotconn);
+    check!(c, liteapi_deregister_mr(1) == enotconn);
+    let data = [0u8; 8];
+    // SAFETY: `data` holds 8 readable bytes.
+    let wrapped = unsafe { liteapi_wrapup_alloc_for_remote_access(data.as_ptr().cast(), 8, 1, 0) };
+    check!(c, wrapped == i64::from(enotconn));
 });

@@ -31,6 +31,14 @@ LITE_RUST_CASE(cm_wire_rejects_bad_frames)
 LITE_RUST_CASE(ipv4_parsing)
 LITE_RUST_CASE(barrier_counting)
 LITE_RUST_CASE(api_before_join)
+LITE_RUST_CASE(permissions)
+LITE_RUST_CASE(name_table)
+LITE_RUST_CASE(chunk_descriptors)
+LITE_RUST_CASE(geometry)
+LITE_RUST_CASE(copy_pieces)
+LITE_RUST_CASE(ring_fifo)
+LITE_RUST_CASE(stats_layout)
+LITE_RUST_CASE(memory_api_before_join)
 
 static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(chunk_count_and_len),
@@ -45,6 +53,13 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(cm_wire_rejects_bad_frames),
 	KUNIT_CASE(ipv4_parsing),
 	KUNIT_CASE(barrier_counting),
+	KUNIT_CASE(permissions),
+	KUNIT_CASE(name_table),
+	KUNIT_CASE(chunk_descriptors),
+	KUNIT_CASE(geometry),
+	KUNIT_CASE(copy_pieces),
+	KUNIT_CASE(ring_fifo),
+	KUNIT_CASE(stats_layout),
 	{}
 };
 
@@ -55,6 +70,7 @@ static struct kunit_suite lite_internal_suite = {
 
 static struct kunit_case lite_api_cases[] = {
 	KUNIT_CASE(api_before_join),
+	KUNIT_CASE(memory_api_before_join),
 	{}
 };
 

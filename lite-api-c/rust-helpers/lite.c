@@ -68,3 +68,16 @@ bool rust_helper_rdma_protocol_roce(const struct ib_device *device, u32 port_num
 {
 	return rdma_protocol_roce(device, port_num);
 }
+
+u64 rust_helper_ib_dma_map_page(struct ib_device *dev, struct page *page,
+				unsigned long offset, size_t size,
+				enum dma_data_direction direction)
+{
+	return ib_dma_map_page(dev, page, offset, size, direction);
+}
+
+void rust_helper_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
+				   enum dma_data_direction direction)
+{
+	ib_dma_unmap_page(dev, addr, size, direction);
+}

@@ -10,7 +10,7 @@
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use kernel::{error::from_result, prelude::*};
 
-use crate::internal::{node, parse_ipv4, KernelSink, KernelSource};
+use crate::internal::{node, parse_ipv4, Direction, KernelSink, KernelSource};
 
 /// Joins the cluster whose manager listens on `server_ip:eth_port`, using
 /// port `ib_port` of the RDMA device. Returns the node id.
@@ -62,9 +62,8 @@ pub(crate) extern "C" fn liteapi_alloc_remote_mem(
     password: u64,
 ) -> c_long {
     from_result(|| {
-        let handle = node()?
-            .cluster()?
-            .alloc_remote(node_id, size, flags, password)?;
+        let cluster = node()?.cluster()?;
+        let handle = cluster.alloc_remote(&cluster.kernel_process, node_id, size, flags, password)?;
         c_long::try_from(handle).map_err(|_| EINVAL)
     })
 }
@@ -106,7 +105,8 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_write_offset(
         // SAFETY: Guaranteed by the caller.
         let data = unsafe { kernel_slice(buf, size) }?;
         let mut source = KernelSource { rest: data };
-        cluster.rdma_write(lh, &mut source, size, offset, priority, password)?;
+        let direction = Direction::Write(&mut source);
+        cluster.transfer(&cluster.kernel_process, lh, direction, size, offset, priority, password)?;
         Ok(0)
     })
 }
@@ -138,16 +138,122 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
             unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) }
         };
         let mut sink = KernelSink { rest: data };
-        cluster.rdma_read(lh, &mut sink, size, offset, priority, password)?;
+        let direction = Direction::Read(&mut sink);
+        cluster.transfer(&cluster.kernel_process, lh, direction, size, offset, priority, password)?;
         Ok(0)
     })
 }
 
-/// Frees LMR `lh`.
+/// Frees LMR `lh`, revoking its mappings.
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_free(lh: u64) -> c_int {
     from_result(|| {
-        node()?.cluster()?.free(lh)?;
+        let cluster = node()?.cluster()?;
+        cluster.free(&cluster.kernel_process, lh)?;
+        Ok(0)
+    })
+}
+
+/// Revokes LMR `lh` (needs ADMIN): the original's name for [`liteapi_free`].
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_deregister_mr(lh: u64) -> c_int {
+    liteapi_free(lh)
+}
+
+/// Sets `size` bytes of LMR `lh` at `offset` to `byte`.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_remote_memset(lh: u64, offset: u64, size: u64, byte: c_int) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let byte = u32::try_from(byte).map_err(|_| EINVAL)?;
+        cluster.memset(&cluster.kernel_process, lh, offset, size, byte)?;
+        Ok(0)
+    })
+}
+
+/// Copies `size` bytes from `src_lh` at `src_offset` to `dst_lh` at `dst_offset`.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_rdma_mr_memcpy(
+    src_lh: u64,
+    src_offset: u64,
+    dst_lh: u64,
+    dst_offset: u64,
+    size: u64,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let process = &cluster.kernel_process;
+        cluster.copy(process, src_lh, src_offset, dst_lh, dst_offset, size, false)?;
+        Ok(0)
+    })
+}
+
+/// [`liteapi_rdma_mr_memcpy`] that is correct for overlapping ranges.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_rdma_mr_memmov(
+    src_lh: u64,
+    src_offset: u64,
+    dst_lh: u64,
+    dst_offset: u64,
+    size: u64,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let process = &cluster.kernel_process;
+        cluster.copy(process, src_lh, src_offset, dst_lh, dst_offset, size, true)?;
+        Ok(0)
+    })
+}
+
+/// Creates an LMR on this node holding `size` bytes of `data`, published
+/// under `identifier`; returns its handle.
+///
+/// # Safety
+///
+/// `data` must point to `size` readable bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_wrapup_alloc_for_remote_access(
+    data: *const c_void,
+    size: u64,
+    identifier: u64,
+    password: u64,
+) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        // SAFETY: Guaranteed by the caller.
+        let bytes = unsafe { kernel_slice(data, size) }?;
+        let mut source = KernelSource { rest: bytes };
+        let handle = cluster.wrap_alloc(&cluster.kernel_process, &mut source, size, identifier, password)?;
+        c_long::try_from(handle).map_err(|_| EINVAL)
+    })
+}
+
+/// Publishes LMR `lh` under `identifier`, granting at most `permission`.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_add_askmr_table(identifier: u64, lh: u64, permission: u64, password: u64) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        cluster.publish(&cluster.kernel_process, identifier, lh, permission, password)?;
+        Ok(0)
+    })
+}
+
+/// Maps the LMR published as `identifier` on node `owner`; returns a handle.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_ask_mr(owner: c_uint, identifier: u64, permission: u64, password: u64) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let handle = cluster.ask_lmr(&cluster.kernel_process, owner, identifier, permission, password)?;
+        c_long::try_from(handle).map_err(|_| EINVAL)
+    })
+}
+
+/// Drops mapping `lh`.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_umap_lmr(lh: u64) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        cluster.umap(&cluster.kernel_process, lh)?;
         Ok(0)
     })
 }

@@ -4,17 +4,21 @@
 //!
 //! Each `SYSCALL_DEFINE` in `lite_syscalls.c` forwards its arguments to one
 //! function here, which validates them and returns a value or a negative
-//! errno (see `include/uapi/linux/lite.h` for the contract).
+//! errno (see `include/uapi/linux/lite.h` for the contract). Handles are
+//! those of the calling process.
 
 use core::ffi::c_long;
 use kernel::{
     error::from_result,
     prelude::*,
+    sync::Arc,
     uaccess::{UserPtr, UserSlice},
 };
 
 use super::user::read_user_cstr;
-use crate::internal::{node, parse_ipv4};
+use crate::internal::{
+    async_io::AsyncKind, node, parse_ipv4, process::Process, stats::STATS_LEN, Direction,
+};
 
 /// Longest cluster manager address accepted, NUL included (`LITE_MAX_IP_LEN`).
 const MAX_IP_LEN: usize = 16;
@@ -22,6 +26,18 @@ const MAX_IP_LEN: usize = 16;
 /// Converts a user-supplied 64-bit size into a `usize`.
 fn user_len(size: u64) -> Result<usize> {
     usize::try_from(size).map_err(|_| EINVAL)
+}
+
+/// Converts a handle or id into a system call result.
+fn to_ret(value: u64) -> Result<c_long> {
+    c_long::try_from(value).map_err(|_| EINVAL)
+}
+
+/// The joined cluster and the calling process's state.
+fn caller() -> Result<(&'static crate::internal::Cluster, Arc<Process>)> {
+    let cluster = node()?.cluster()?;
+    let process = cluster.current_process()?;
+    Ok((cluster, process))
 }
 
 /// Backend of `lite_join`.
@@ -54,10 +70,8 @@ pub(crate) extern "C" fn lite_rs_get_total_node() -> c_long {
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_alloc_remote(node_id: u32, size: u64, flags: u32, password: u64) -> c_long {
     from_result(|| {
-        let handle = node()?
-            .cluster()?
-            .alloc_remote(node_id, size, flags, password)?;
-        c_long::try_from(handle).map_err(|_| EINVAL)
+        let (cluster, process) = caller()?;
+        to_ret(cluster.alloc_remote(&process, node_id, size, flags, password)?)
     })
 }
 
@@ -72,9 +86,10 @@ pub(crate) extern "C" fn lite_rs_rdma_write(
     password: u64,
 ) -> c_long {
     from_result(|| {
-        let cluster = node()?.cluster()?;
+        let (cluster, process) = caller()?;
         let mut reader = UserSlice::new(buf, user_len(size)?).reader();
-        cluster.rdma_write(handle, &mut reader, size, offset, priority, password)?;
+        let direction = Direction::Write(&mut reader);
+        cluster.transfer(&process, handle, direction, size, offset, priority, password)?;
         Ok(0)
     })
 }
@@ -90,9 +105,10 @@ pub(crate) extern "C" fn lite_rs_rdma_read(
     password: u64,
 ) -> c_long {
     from_result(|| {
-        let cluster = node()?.cluster()?;
+        let (cluster, process) = caller()?;
         let mut writer = UserSlice::new(buf, user_len(size)?).writer();
-        cluster.rdma_read(handle, &mut writer, size, offset, priority, password)?;
+        let direction = Direction::Read(&mut writer);
+        cluster.transfer(&process, handle, direction, size, offset, priority, password)?;
         Ok(0)
     })
 }
@@ -101,7 +117,8 @@ pub(crate) extern "C" fn lite_rs_rdma_read(
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_free(handle: u64) -> c_long {
     from_result(|| {
-        node()?.cluster()?.free(handle)?;
+        let (cluster, process) = caller()?;
+        cluster.free(&process, handle)?;
         Ok(0)
     })
 }
@@ -113,4 +130,182 @@ pub(crate) extern "C" fn lite_rs_dist_barrier(num: u32) -> c_long {
         node()?.cluster()?.dist_barrier(num)?;
         Ok(0)
     })
+}
+
+/// Backend of `lite_remote_memset`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_remote_memset(handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        cluster.memset(&process, handle, offset, size, byte)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_memcpy` (`overlap_safe` false) and `lite_memmove`.
+fn copy(src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64, overlap_safe: bool) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        cluster.copy(&process, src, src_offset, dst, dst_offset, size, overlap_safe)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_memcpy`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_memcpy(src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
+    copy(src, src_offset, dst, dst_offset, size, false)
+}
+
+/// Backend of `lite_memmove`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_memmove(src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
+    copy(src, src_offset, dst, dst_offset, size, true)
+}
+
+/// Backend of `lite_wrap_alloc`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_wrap_alloc(data: UserPtr, size: u64, name: u64, password: u64) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        let mut reader = UserSlice::new(data, user_len(size)?).reader();
+        to_ret(cluster.wrap_alloc(&process, &mut reader, size, name, password)?)
+    })
+}
+
+/// Backend of `lite_add_ask_mr_table`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_add_ask_mr_table(name: u64, handle: u64, permission: u64, password: u64) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        cluster.publish(&process, name, handle, permission, password)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_ask_lmr`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_ask_lmr(owner: u32, name: u64, permission: u64, password: u64) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        to_ret(cluster.ask_lmr(&process, owner, name, permission, password)?)
+    })
+}
+
+/// Backend of `lite_umap_lmr`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_umap_lmr(handle: u64) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        cluster.umap(&process, handle)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_register_lmr`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_register_lmr(buf: UserPtr, size: u64, permission: u64, password: u64) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        to_ret(cluster.register(&process, buf, size, permission, password)?)
+    })
+}
+
+/// Backend of `lite_deregister_lmr`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_deregister_lmr(handle: u64) -> c_long {
+    lite_rs_free(handle)
+}
+
+/// Backend of `lite_rdma_write_async` and `lite_rdma_read_async`.
+fn submit_async(
+    handle: u64,
+    kind: AsyncKind,
+    buf: UserPtr,
+    size: u64,
+    offset: u64,
+    priority: u32,
+    password: u64,
+) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        to_ret(cluster.submit_async(&process, handle, kind, buf, size, offset, priority, password)?)
+    })
+}
+
+/// Backend of `lite_rdma_write_async`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_rdma_write_async(
+    handle: u64,
+    buf: UserPtr,
+    size: u64,
+    offset: u64,
+    priority: u32,
+    password: u64,
+) -> c_long {
+    submit_async(handle, AsyncKind::Write, buf, size, offset, priority, password)
+}
+
+/// Backend of `lite_rdma_read_async`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_rdma_read_async(
+    handle: u64,
+    buf: UserPtr,
+    size: u64,
+    offset: u64,
+    priority: u32,
+    password: u64,
+) -> c_long {
+    submit_async(handle, AsyncKind::Read { dest: buf }, buf, size, offset, priority, password)
+}
+
+/// Backend of `lite_async_wait`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_async_wait(op: u64, flags: u32) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        cluster.async_wait(&process, op, flags)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_fence`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_fence() -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        cluster.fence(&process)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_get_stats`; all counters are 0 before join.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_get_stats(buf: UserPtr, size: u64) -> c_long {
+    from_result(|| {
+        if size < 8 {
+            return Err(EINVAL);
+        }
+        let stats = match node()?.cluster() {
+            Ok(cluster) => cluster.stats(),
+            Err(_) => Default::default(),
+        };
+        let bytes = stats.to_bytes();
+        let len = user_len(size)?.min(STATS_LEN);
+        UserSlice::new(buf, len).writer().write_slice(&bytes[..len])?;
+        Ok(0)
+    })
+}
+
+/// Called by the kernel when the last thread of a process exits: releases
+/// everything the process holds in LITE.
+#[no_mangle]
+pub(crate) extern "C" fn lite_exit_process() {
+    let Ok(node) = node() else {
+        return;
+    };
+    let Ok(cluster) = node.cluster() else {
+        return;
+    };
+    cluster.process_exit(kernel::current!().group_leader().pid());
 }

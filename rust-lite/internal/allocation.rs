@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Creating and freeing LMRs (`lite_alloc_remote`, `lite_free`).
+//! Creating and releasing LMRs (`lite_alloc_remote`, `lite_free`).
 
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
-    chunk::{self, chunk_count, chunk_len},
+    chunk::{self, chunk_count, chunk_len, Geometry},
     cluster::Cluster,
     control_wire::ControlMessage,
-    lmr::{Chunk, Lmr, ALLOC_ATOMIC, ALLOC_FLAGS, ATOMIC_SIZE},
+    lmr::{ChunkRef, Lmr, Origin, ALLOC_ATOMIC, ALLOC_FLAGS, ATOMIC_SIZE},
+    permission::Permission,
+    process::{HandleEntry, Process, Role},
     MAX_NODES, NODE_SPREAD,
 };
-use crate::{errno, verbs::DmaBuffer};
+use crate::errno;
 
 impl Cluster {
-    /// Allocates an LMR of `size` bytes on `target` and returns its handle.
+    /// `lite_alloc_remote`: allocates an LMR of `size` bytes on `target` for
+    /// `process` and returns its handle.
     ///
     /// `target` is a node id (this node included) or [`NODE_SPREAD`] to
     /// spread the chunks round robin over every other node (over this node
@@ -24,7 +27,14 @@ impl Cluster {
     ///
     /// `EINVAL` for a bad size, flags or node id; `EHOSTUNREACH` if `target`
     /// is not a member; `ENOMEM` if a node is out of memory.
-    pub(crate) fn alloc_remote(&self, target: u32, size: u64, flags: u32, password: u64) -> Result<u64> {
+    pub(crate) fn alloc_remote(
+        &self,
+        process: &Process,
+        target: u32,
+        size: u64,
+        flags: u32,
+        password: u64,
+    ) -> Result<u64> {
         chunk::check_size(size)?;
         if flags & !ALLOC_FLAGS != 0 || (flags & ALLOC_ATOMIC != 0 && size != ATOMIC_SIZE) {
             return Err(EINVAL);
@@ -59,15 +69,51 @@ impl Cluster {
                 }
             }
         }
-        let lmr = Lmr::new(size, flags, password, chunks)?;
-        let inserted = self.lmrs.lock().insert(lmr.clone());
-        inserted.inspect_err(|_| self.release_chunks(&lmr.chunks))
+        let mut permission = Permission::READ
+            .union(Permission::WRITE)
+            .union(Permission::SHARE);
+        if flags & ALLOC_ATOMIC != 0 {
+            permission = permission.union(Permission::ATOMIC);
+        }
+        match Lmr::new(size, Geometry::ALLOCATED, permission, Origin::Allocated, chunks) {
+            Ok(lmr) => self.adopt(process, lmr, password),
+            Err(e) => Err(e),
+        }
     }
 
-    fn alloc_chunk(&self, node: u32, len: u64) -> Result<Chunk> {
+    /// Records `lmr`, just created on this node, and gives `process` an
+    /// owner handle to it; releases the LMR's memory if that fails.
+    pub(crate) fn adopt(&self, process: &Process, lmr: Arc<Lmr>, password: u64) -> Result<u64> {
+        let lmr_id = match self.lmrs.lock().insert(lmr.clone()) {
+            Ok(id) => id,
+            Err(e) => {
+                self.release_chunks(&lmr.chunks);
+                return Err(e);
+            }
+        };
+        let entry = HandleEntry {
+            lmr: lmr.clone(),
+            permission: lmr.permission.union(Permission::ADMIN),
+            password,
+            role: Role::Owner { lmr_id },
+        };
+        process.insert(entry).inspect_err(|_| {
+            self.destroy_lmr(lmr_id, &lmr);
+        })
+    }
+
+    fn alloc_chunk(&self, node: u32, len: u64) -> Result<ChunkRef> {
+        let rkey = self.device.pd.global_rkey();
         if node == self.node_id {
-            let len = usize::try_from(len).map_err(|_| EINVAL)?;
-            return Ok(Chunk::Local(DmaBuffer::new(&self.device.device, len)?));
+            let (chunk_id, memory) = self.store.allocate(&self.device.device, self.node_id, len)?;
+            return Ok(ChunkRef {
+                node,
+                chunk_id,
+                addr: memory.dma_range(0, memory.len())?,
+                rkey,
+                len,
+                local: Some(memory),
+            });
         }
         let peer = self.peer(node)?;
         let reply = self.requests.call(&peer, |request_id| ControlMessage::AllocRequest {
@@ -81,55 +127,76 @@ impl Cluster {
                 addr,
                 rkey,
                 ..
-            } => Ok(Chunk::Remote {
+            } => Ok(ChunkRef {
                 node,
                 chunk_id,
                 addr,
                 rkey,
+                len,
+                local: None,
             }),
             ControlMessage::AllocReply { status, .. } if status < 0 => Err(Error::from_errno(status)),
             _ => Err(errno::EPROTO()),
         }
     }
 
-    /// Gives back the remote chunks of an LMR; local ones go with the LMR.
-    fn release_chunks(&self, chunks: &[Chunk]) {
+    /// Gives back the chunks of an LMR to the nodes holding them.
+    pub(crate) fn release_chunks(&self, chunks: &[ChunkRef]) {
         for chunk in chunks {
-            let Chunk::Remote { node, chunk_id, .. } = *chunk else {
+            if chunk.node == self.node_id {
+                if let Err(e) = self.store.release(self.node_id, chunk.chunk_id) {
+                    pr_warn!("cannot release a local chunk: {:?}\n", e);
+                }
                 continue;
-            };
-            let result = self.peer(node).and_then(|peer| {
-                self.requests.call(&peer, |request_id| ControlMessage::FreeRequest {
-                    request_id,
-                    chunk_id,
-                })
+            }
+            let chunk_id = chunk.chunk_id;
+            let result = self.peer(chunk.node).and_then(|peer| {
+                self.requests
+                    .call_uninterruptible(&peer, |request_id| ControlMessage::FreeRequest {
+                        request_id,
+                        chunk_id,
+                    })
             });
             match result {
-                Ok(ControlMessage::FreeReply { status: 0, .. }) => {}
-                Ok(other) => pr_warn!("node {} refused to free a chunk: {:?}\n", node, other),
-                Err(e) => pr_warn!("cannot free a chunk on node {}: {:?}\n", node, e),
+                Ok(ControlMessage::StatusReply { status: 0, .. }) => {}
+                Ok(other) => pr_warn!("node {} refused to free a chunk: {:?}\n", chunk.node, other),
+                Err(e) => pr_warn!("cannot free a chunk on node {}: {:?}\n", chunk.node, e),
             }
         }
     }
 
-    /// Looks up the LMR named by `handle`.
+    /// `lite_free` / `lite_deregister_lmr`: releases the LMR behind an owner
+    /// handle of `process`, revoking every mapping of it first.
     ///
     /// # Errors
     ///
-    /// `EBADF` if no LMR has that handle.
-    pub(crate) fn lmr(&self, handle: u64) -> Result<Arc<Lmr>> {
-        self.lmrs.lock().get(handle).cloned().ok_or(EBADF)
+    /// `EBADF` unknown handle, `EPERM` without ADMIN.
+    pub(crate) fn free(&self, process: &Process, handle: u64) -> Result {
+        let (lmr, permission, _, role) = process.handle(handle)?;
+        permission.require(Permission::ADMIN)?;
+        let Role::Owner { lmr_id } = role else {
+            return Err(EPERM);
+        };
+        process.handles.lock().remove(handle).ok_or(EBADF)?;
+        self.destroy_lmr(lmr_id, &lmr);
+        Ok(())
     }
 
-    /// `lite_free`: releases the LMR once operations under way have finished.
+    /// Closes LMR `lmr_id` of this node for everyone and releases its memory.
     ///
-    /// # Errors
-    ///
-    /// `EBADF` if no LMR has that handle.
-    pub(crate) fn free(&self, handle: u64) -> Result {
-        let lmr = self.lmrs.lock().remove(handle).ok_or(EBADF)?;
-        lmr.close();
-        self.release_chunks(&lmr.chunks);
-        Ok(())
+    /// Operations under way finish first; handles of other processes and
+    /// mappings on other nodes fail with `EKEYREVOKED` afterwards. If a node
+    /// that mapped the LMR does not confirm the revocation, the memory is
+    /// kept rather than freed under a possible writer.
+    pub(crate) fn destroy_lmr(&self, lmr_id: u64, lmr: &Arc<Lmr>) {
+        lmr.close(errno::EKEYREVOKED());
+        self.unpublish(lmr_id);
+        let registered = self.lmrs.lock().remove(lmr_id);
+        drop(registered);
+        if self.revoke_mappings(lmr_id, lmr.mappers()) {
+            self.release_chunks(&lmr.chunks);
+        } else {
+            pr_warn!("LMR {:#x}: a mapper did not confirm revocation; its memory is kept\n", lmr_id);
+        }
     }
 }

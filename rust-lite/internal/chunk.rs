@@ -54,6 +54,50 @@ pub(crate) fn spread_target(nodes: &[u32], index: usize) -> Option<u32> {
     nodes.get(index % nodes.len()).copied()
 }
 
+/// How an LMR's bytes are laid out over its chunks.
+///
+/// Byte `offset` of the LMR is byte `(lead + offset) % chunk_size` of chunk
+/// `(lead + offset) / chunk_size`: allocated LMRs start at the beginning of
+/// their first chunk, registered user memory wherever it starts in its
+/// first page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Bytes per chunk (at least 1).
+    pub(crate) chunk_size: u64,
+    /// Offset of the LMR's first byte in its first chunk (below `chunk_size`).
+    pub(crate) lead: u64,
+}
+
+impl Geometry {
+    /// The layout of allocated LMRs.
+    pub(crate) const ALLOCATED: Geometry = Geometry {
+        chunk_size: CHUNK_SIZE,
+        lead: 0,
+    };
+
+    /// A layout, checked: `chunk_size` at least 1, `lead` below it.
+    pub(crate) fn new(chunk_size: u64, lead: u64) -> Result<Self> {
+        if chunk_size == 0 || lead >= chunk_size {
+            return Err(EINVAL);
+        }
+        Ok(Geometry { chunk_size, lead })
+    }
+
+    /// Number of chunks an LMR of `size` bytes spans.
+    pub(crate) fn chunk_count(&self, size: u64) -> Option<usize> {
+        let span = size.checked_add(self.lead)?;
+        usize::try_from(span.div_ceil(self.chunk_size)).ok()
+    }
+
+    /// Chunk index and offset in it of LMR byte `offset`.
+    pub(crate) fn locate(&self, offset: u64) -> Option<(usize, u64)> {
+        let position = offset.checked_add(self.lead)?;
+        let index = usize::try_from(position / self.chunk_size).ok()?;
+        Some((index, position % self.chunk_size))
+    }
+}
+
+/// A part of an access that lies inside one chunk.
 /// A part of an access that lies inside one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Piece {
@@ -73,6 +117,7 @@ pub(crate) struct Pieces {
     end: u64,
     start: u64,
     max_piece: u64,
+    chunk_size: u64,
 }
 
 /// Cuts the access `[offset, offset + len)` into pieces of at most
@@ -80,11 +125,19 @@ pub(crate) struct Pieces {
 ///
 /// The range must have been checked with [`check_range`].
 pub(crate) fn pieces(offset: u64, len: u64, max_piece: u64) -> Pieces {
+    pieces_in(Geometry::ALLOCATED, offset, len, max_piece)
+}
+
+/// [`pieces`] for an LMR laid out as `geometry`: `chunk_offset` is the
+/// offset inside the chunk, lead included.
+pub(crate) fn pieces_in(geometry: Geometry, offset: u64, len: u64, max_piece: u64) -> Pieces {
+    let start = offset.saturating_add(geometry.lead);
     Pieces {
-        offset,
-        end: offset.saturating_add(len),
-        start: offset,
+        offset: start,
+        end: start.saturating_add(len),
+        start,
         max_piece: max_piece.max(1),
+        chunk_size: geometry.chunk_size.max(1),
     }
 }
 
@@ -95,9 +148,9 @@ impl Iterator for Pieces {
         if self.offset >= self.end {
             return None;
         }
-        let chunk = self.offset / CHUNK_SIZE;
-        let chunk_offset = self.offset % CHUNK_SIZE;
-        let len = (CHUNK_SIZE - chunk_offset)
+        let chunk = self.offset / self.chunk_size;
+        let chunk_offset = self.offset % self.chunk_size;
+        let len = (self.chunk_size - chunk_offset)
             .min(self.end - self.offset)
             .min(self.max_piece);
         let piece = Piece {
@@ -107,6 +160,109 @@ impl Iterator for Pieces {
             data_offset: self.offset - self.start,
         };
         self.offset += len;
+        Some(piece)
+    }
+}
+
+/// A part of a copy that lies inside one source and one destination chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CopyPiece {
+    /// Source chunk index.
+    pub(crate) src_chunk: usize,
+    /// Offset in the source chunk.
+    pub(crate) src_at: u64,
+    /// Destination chunk index.
+    pub(crate) dst_chunk: usize,
+    /// Offset in the destination chunk.
+    pub(crate) dst_at: u64,
+    /// Bytes in this piece.
+    pub(crate) len: u64,
+}
+
+/// Iterator over the pieces of a copy; see [`copy_pieces`].
+pub(crate) struct CopyPieces {
+    src: Geometry,
+    dst: Geometry,
+    src_offset: u64,
+    dst_offset: u64,
+    /// Bytes not yet covered.
+    remaining: u64,
+    backward: bool,
+}
+
+/// Cuts a copy of `len` bytes from `src_offset` of an LMR laid out as `src`
+/// to `dst_offset` of one laid out as `dst` into pieces that each stay
+/// inside one source and one destination chunk.
+///
+/// With `backward` the pieces come from the end of the range to its start,
+/// which keeps a copy to a higher offset of the same memory correct when the
+/// ranges overlap. Ranges must have been checked with [`check_range`].
+pub(crate) fn copy_pieces(
+    src: Geometry,
+    src_offset: u64,
+    dst: Geometry,
+    dst_offset: u64,
+    len: u64,
+    backward: bool,
+) -> CopyPieces {
+    CopyPieces {
+        src,
+        dst,
+        src_offset,
+        dst_offset,
+        remaining: len,
+        backward,
+    }
+}
+
+impl CopyPieces {
+    /// The piece starting `done` bytes into the copy, at most `limit` bytes.
+    fn piece_at(&self, done: u64, limit: u64) -> Option<CopyPiece> {
+        let (src_chunk, src_at) = self.src.locate(self.src_offset.checked_add(done)?)?;
+        let (dst_chunk, dst_at) = self.dst.locate(self.dst_offset.checked_add(done)?)?;
+        let len = limit
+            .min(self.src.chunk_size - src_at)
+            .min(self.dst.chunk_size - dst_at);
+        Some(CopyPiece {
+            src_chunk,
+            src_at,
+            dst_chunk,
+            dst_at,
+            len,
+        })
+    }
+
+    /// Start of the last piece ending at `end` (exclusive), relative to the copy.
+    fn last_piece_start(&self, end: u64) -> Option<u64> {
+        let last = end.checked_sub(1)?;
+        let (_, src_at) = self.src.locate(self.src_offset.checked_add(last)?)?;
+        let (_, dst_at) = self.dst.locate(self.dst_offset.checked_add(last)?)?;
+        // Bytes of the piece before `last` in each chunk, `last` included.
+        let back = (src_at + 1).min(dst_at + 1).min(end);
+        Some(end - back)
+    }
+}
+
+impl Iterator for CopyPieces {
+    type Item = CopyPiece;
+
+    fn next(&mut self) -> Option<CopyPiece> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let piece = if self.backward {
+            let start = self.last_piece_start(self.remaining)?;
+            self.piece_at(start, self.remaining - start)?
+        } else {
+            let piece = self.piece_at(0, self.remaining)?;
+            self.src_offset += piece.len;
+            self.dst_offset += piece.len;
+            piece
+        };
+        if piece.len == 0 {
+            return None;
+        }
+        self.remaining -= piece.len;
         Some(piece)
     }
 }

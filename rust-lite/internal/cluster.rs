@@ -3,19 +3,25 @@
 //! A node's membership in a LITE cluster: its peers and shared state.
 
 use kernel::{
-    new_mutex,
+    c_str, new_mutex,
     prelude::*,
     sync::{Arc, Mutex},
 };
 
 use super::{
+    async_io::IoJob,
     barrier::Barrier,
     control::Requests,
     control_wire::{ControlMessage, MESSAGE_LEN},
-    lmr::Lmr,
+    lmr::{Lmr, Origin},
     memory_store::MemoryStore,
+    names::NameTable,
     peer::Peer,
+    process::{Process, Processes, Role},
+    sharing::{Mappings, NameValue},
     slot_table::SlotTable,
+    stats::Stats,
+    workers::{self, Job, Workers},
     DeviceContext, MAX_NODES,
 };
 use crate::{
@@ -50,9 +56,63 @@ pub(crate) struct Cluster {
     /// Chunks held for other nodes.
     #[pin]
     pub(crate) store: MemoryStore,
-    /// LMRs created on this node, by handle.
+    /// LMRs created on this node, by LMR id.
     #[pin]
     pub(crate) lmrs: Mutex<SlotTable<Arc<Lmr>>>,
+    /// Names published on this node.
+    #[pin]
+    pub(crate) names: Mutex<NameTable<NameValue>>,
+    /// Mappings of other nodes' LMRs.
+    #[pin]
+    pub(crate) mappings: Mutex<Mappings>,
+    /// Per-process state.
+    #[pin]
+    pub(crate) processes: Processes,
+    /// The state shared by kernel callers of the C API.
+    pub(crate) kernel_process: Arc<Process>,
+    /// Peers' requests that take time (memset, copy, revocation).
+    #[pin]
+    pub(crate) control_jobs: Workers<ControlJob>,
+    /// Asynchronous transfers.
+    #[pin]
+    pub(crate) io_jobs: Workers<IoJob>,
+}
+
+/// Threads serving peers' requests.
+const CONTROL_WORKERS: usize = 4;
+
+/// Threads running asynchronous transfers.
+const IO_WORKERS: usize = 8;
+
+/// Queued peer requests: bounded by the requests all peers may have
+/// outstanding at once, so the polling thread never waits for room.
+const CONTROL_QUEUE: usize = MAX_NODES * super::control::MAX_PENDING;
+
+/// Queued asynchronous transfers before submitters wait.
+const IO_QUEUE: usize = 1024;
+
+/// A peer's request run by a worker thread.
+pub(crate) struct ControlJob {
+    peer: Arc<Peer>,
+    message: ControlMessage,
+}
+
+impl Job for ControlJob {
+    fn run(self, cluster: &Cluster) {
+        let status = cluster.execute_request(self.peer.node, self.message);
+        if let Some(request_id) = self.message.request_id() {
+            let reply = ControlMessage::StatusReply {
+                request_id,
+                status: match status {
+                    Ok(()) => 0,
+                    Err(e) => e.to_errno(),
+                },
+            };
+            if let Err(e) = self.peer.send(&reply) {
+                pr_err!("cannot answer node {}: {:?}\n", self.peer.node, e);
+            }
+        }
+    }
 }
 
 impl Cluster {
@@ -60,8 +120,11 @@ impl Cluster {
     pub(crate) fn new(node_id: u32, device: Arc<DeviceContext>, port: PortConfig) -> Result<Arc<Self>> {
         let cq_entries = RECV_DEPTH * MAX_NODES as u32;
         let recv_cq = CompletionQueue::new(device.device.clone(), cq_entries)?;
-        Arc::pin_init(
-            pin_init!(Cluster {
+        let kernel_process = Process::new(0)?;
+        let control_jobs = Workers::new(CONTROL_QUEUE)?;
+        let io_jobs = Workers::new(IO_QUEUE)?;
+        let cluster = Arc::pin_init(
+            try_pin_init!(Cluster {
                 node_id,
                 device,
                 port,
@@ -71,9 +134,81 @@ impl Cluster {
                 barrier <- Barrier::new(),
                 store <- MemoryStore::new(),
                 lmrs <- new_mutex!(SlotTable::new(), "lite:lmrs"),
-            }),
+                names <- new_mutex!(NameTable::new(), "lite:names"),
+                mappings <- new_mutex!(Mappings::new(), "lite:mappings"),
+                processes <- Processes::new(),
+                kernel_process,
+                control_jobs <- control_jobs,
+                io_jobs <- io_jobs,
+            }? Error),
             GFP_KERNEL,
-        )
+        )?;
+        workers::start(&cluster, c_str!("lite_control"), CONTROL_WORKERS, |c| c.control_jobs.serve(&c))?;
+        workers::start(&cluster, c_str!("lite_io"), IO_WORKERS, |c| c.io_jobs.serve(&c))?;
+        Ok(cluster)
+    }
+
+    /// The state of the calling process, created on first use.
+    pub(crate) fn current_process(&self) -> Result<Arc<Process>> {
+        let tgid = kernel::current!().group_leader().pid();
+        self.processes.get_or_create(tgid)
+    }
+
+    /// Releases everything process `tgid` holds: its asynchronous
+    /// operations are cancelled or completed, LMRs it created are freed
+    /// (revoking their mappings), its mappings dropped.
+    pub(crate) fn process_exit(&self, tgid: i32) {
+        let Some(process) = self.processes.remove(tgid) else {
+            return;
+        };
+        self.drain_async(&process);
+        loop {
+            let entry = {
+                let mut handles = process.handles.lock();
+                handles.first_id().and_then(|id| handles.remove(id))
+            };
+            let Some(entry) = entry else {
+                break;
+            };
+            match entry.role {
+                Role::Owner { lmr_id } => self.destroy_lmr(lmr_id, &entry.lmr),
+                Role::Mapping {
+                    mapping_id: Some(id),
+                } => {
+                    let dropped = self.mappings.lock().table_remove(id);
+                    drop(dropped);
+                }
+                Role::Mapping { mapping_id: None } => {}
+            }
+        }
+    }
+
+    /// The node's counters (`lite_get_stats`).
+    pub(crate) fn stats(&self) -> Stats {
+        let (lmrs, registrations) = {
+            let lmrs = self.lmrs.lock();
+            let registered = lmrs.values().filter(|l| l.origin == Origin::Registered).count();
+            (lmrs.len(), registered)
+        };
+        let mapping_handles = |p: &Process| {
+            p.handles
+                .lock()
+                .values()
+                .filter(|e| matches!(e.role, Role::Mapping { .. }))
+                .count()
+        };
+        Stats {
+            lmrs: lmrs as u64,
+            registrations: registrations as u64,
+            mappings: (self.processes.sum(mapping_handles) + mapping_handles(&self.kernel_process)) as u64,
+            published_names: self.names.lock().len() as u64,
+            held_chunks: self.store.len() as u64,
+            handles: (self.processes.sum(|p| p.handles.lock().len()) + self.kernel_process.handles.lock().len())
+                as u64,
+            processes: self.processes.count() as u64,
+            async_in_flight: (self.processes.sum(|p| p.ops.lock().len()) + self.kernel_process.ops.lock().len())
+                as u64,
+        }
     }
 
     /// Creates the connection to `node`, to be connected later.
@@ -187,10 +322,39 @@ impl Cluster {
         }
     }
 
-    fn handle_message(&self, peer: &Peer, message: ControlMessage) {
+    /// Runs a request handed to a worker by [`Cluster::handle_message`].
+    fn execute_request(&self, from: u32, message: ControlMessage) -> Result {
+        match message {
+            ControlMessage::MemsetRequest {
+                chunk_id,
+                offset,
+                len,
+                byte,
+                ..
+            } => self.execute_memset(chunk_id, offset, len, byte),
+            ControlMessage::CopyRequest {
+                src_chunk_id,
+                src_offset,
+                len,
+                dst_node,
+                dst_chunk_id,
+                dst_addr,
+                dst_rkey,
+                ..
+            } => self.execute_copy(src_chunk_id, src_offset, len, dst_node, dst_chunk_id, dst_addr, dst_rkey),
+            ControlMessage::RevokeRequest { lmr_id, .. } => self.close_mappings(from, lmr_id),
+            _ => Err(EINVAL),
+        }
+    }
+
+    fn handle_message(&self, peer: &Arc<Peer>, message: ControlMessage) {
         let reply = match message {
             ControlMessage::AllocRequest { request_id, size } => {
-                Some(match self.store.allocate(&self.device.device, peer.node, size) {
+                let allocated = self
+                    .store
+                    .allocate(&self.device.device, peer.node, size)
+                    .and_then(|(chunk_id, memory)| Ok((chunk_id, memory.dma_range(0, memory.len())?)));
+                Some(match allocated {
                     Ok((chunk_id, addr)) => ControlMessage::AllocReply {
                         request_id,
                         status: 0,
@@ -215,9 +379,36 @@ impl Cluster {
                     Ok(()) => 0,
                     Err(e) => e.to_errno(),
                 };
-                (request_id != 0).then_some(ControlMessage::FreeReply { request_id, status })
+                (request_id != 0).then_some(ControlMessage::StatusReply { request_id, status })
             }
-            ControlMessage::AllocReply { .. } | ControlMessage::FreeReply { .. } => {
+            ControlMessage::AskRequest {
+                request_id,
+                name,
+                permission,
+                password,
+            } => Some(self.answer_ask(peer.node, request_id, name, permission, password)),
+            ControlMessage::MemsetRequest { .. }
+            | ControlMessage::CopyRequest { .. }
+            | ControlMessage::RevokeRequest { .. } => {
+                // These may block (on RDMA, or on operations that need this
+                // very thread to deliver their replies): workers run them.
+                let job = ControlJob {
+                    peer: peer.clone(),
+                    message,
+                };
+                if let Err(job) = self.control_jobs.try_submit(job) {
+                    pr_err!("too many requests from node {}; refusing one\n", peer.node);
+                    job.message.request_id().map(|request_id| ControlMessage::StatusReply {
+                        request_id,
+                        status: EBUSY.to_errno(),
+                    })
+                } else {
+                    None
+                }
+            }
+            ControlMessage::AllocReply { .. }
+            | ControlMessage::StatusReply { .. }
+            | ControlMessage::AskReply { .. } => {
                 if let Some(ControlMessage::AllocReply {
                     status: 0,
                     chunk_id,

@@ -15,7 +15,7 @@ use kernel::{
 };
 
 use super::{control_wire::ControlMessage, peer::Peer};
-use crate::errno;
+use crate::{errno, sys::sched};
 
 /// Most requests outstanding at once on this node.
 pub(crate) const MAX_PENDING: usize = 64;
@@ -72,15 +72,37 @@ impl Requests {
         peer: &Peer,
         build: impl FnOnce(u64) -> ControlMessage,
     ) -> Result<ControlMessage> {
-        let (slot, id) = self.reserve()?;
-        let result = peer.send(&build(id)).and_then(|()| self.wait_reply(slot, id));
+        self.call_with(peer, build, true)
+    }
+
+    /// [`Requests::call`] that signals do not interrupt, for releasing
+    /// resources (also from exiting processes, which may have a fatal signal
+    /// pending); only the timeout ends the wait.
+    pub(crate) fn call_uninterruptible(
+        &self,
+        peer: &Peer,
+        build: impl FnOnce(u64) -> ControlMessage,
+    ) -> Result<ControlMessage> {
+        self.call_with(peer, build, false)
+    }
+
+    fn call_with(
+        &self,
+        peer: &Peer,
+        build: impl FnOnce(u64) -> ControlMessage,
+        interruptible: bool,
+    ) -> Result<ControlMessage> {
+        let (slot, id) = self.reserve(interruptible)?;
+        let result = peer
+            .send(&build(id))
+            .and_then(|()| self.wait_reply(slot, id, interruptible));
         let mut pending = self.pending.lock();
         pending.entries[slot] = Entry { id: 0, reply: None };
         self.changed.notify_all();
         result
     }
 
-    fn reserve(&self) -> Result<(usize, u64)> {
+    fn reserve(&self, interruptible: bool) -> Result<(usize, u64)> {
         let mut pending = self.pending.lock();
         loop {
             if let Some(slot) = pending.entries.iter().position(|e| e.id == 0) {
@@ -89,14 +111,22 @@ impl Requests {
                 pending.entries[slot] = Entry { id, reply: None };
                 return Ok((slot, id));
             }
-            if self.changed.wait_interruptible(&mut pending) {
-                return Err(ERESTARTSYS);
+            if interruptible {
+                if self.changed.wait_interruptible(&mut pending) {
+                    return Err(ERESTARTSYS);
+                }
+            } else {
+                self.changed.wait(&mut pending);
             }
         }
     }
 
-    fn wait_reply(&self, slot: usize, id: u64) -> Result<ControlMessage> {
+    fn wait_reply(&self, slot: usize, id: u64, interruptible: bool) -> Result<ControlMessage> {
         let mut pending = self.pending.lock();
+        // Without `interruptible`, a pending signal makes every wait return
+        // at once, so the wait continues in short uninterruptible sleeps,
+        // counted against the same timeout.
+        let mut slept_ms = 0u32;
         loop {
             let entry = &mut pending.entries[slot];
             if entry.id == id {
@@ -104,11 +134,20 @@ impl Requests {
                     return Ok(reply);
                 }
             }
+            if slept_ms >= REPLY_TIMEOUT_MS {
+                return Err(errno::ETIMEDOUT());
+            }
             match self
                 .changed
                 .wait_interruptible_timeout(&mut pending, msecs_to_jiffies(REPLY_TIMEOUT_MS))
             {
-                CondVarTimeoutResult::Signal { .. } => return Err(ERESTARTSYS),
+                CondVarTimeoutResult::Signal { .. } if interruptible => return Err(ERESTARTSYS),
+                CondVarTimeoutResult::Signal { .. } => {
+                    drop(pending);
+                    sched::sleep_uninterruptible_ms(1);
+                    slept_ms += 1;
+                    pending = self.pending.lock();
+                }
                 CondVarTimeoutResult::Timeout => return Err(errno::ETIMEDOUT()),
                 CondVarTimeoutResult::Woken { .. } => {}
             }

@@ -7,8 +7,8 @@
 //! little-endian:
 //!
 //! ```text
-//! 0       4        8            16      24      32      40          64
-//! | kind  | status | request_id | arg0  | arg1  | arg2  | reserved  |
+//! 0       4        8            16      24      32      40      48      56      64
+//! | kind  | status | request_id | arg0  | arg1  | arg2  | arg3  | arg4  | arg5  |
 //! ```
 //!
 //! A request carries a non-zero `request_id` that its reply echoes; a
@@ -47,8 +47,10 @@ pub(crate) enum ControlMessage {
         /// The chunk to release.
         chunk_id: u64,
     },
-    /// Result of a [`ControlMessage::FreeRequest`].
-    FreeReply {
+    /// Result of a request that only reports success or failure
+    /// ([`ControlMessage::FreeRequest`], [`ControlMessage::MemsetRequest`],
+    /// [`ControlMessage::CopyRequest`], [`ControlMessage::RevokeRequest`]).
+    StatusReply {
         /// The request this answers.
         request_id: u64,
         /// 0 or a negative errno.
@@ -62,6 +64,81 @@ pub(crate) enum ControlMessage {
         /// already reached `round` (answers never ask for an answer).
         reply_wanted: bool,
     },
+    /// Set `len` bytes at `offset` of chunk `chunk_id` (held by the
+    /// receiver) to `byte`.
+    MemsetRequest {
+        /// Echoed in the reply.
+        request_id: u64,
+        /// The chunk, in the receiver's memory store.
+        chunk_id: u64,
+        /// First byte to set.
+        offset: u64,
+        /// Bytes to set.
+        len: u64,
+        /// The value.
+        byte: u8,
+    },
+    /// Copy `len` bytes at `src_offset` of chunk `src_chunk_id` (held by the
+    /// receiver) to the chunk `dst_chunk_id` held by `dst_node`, whose byte
+    /// at the destination has remote address `dst_addr`.
+    CopyRequest {
+        /// Echoed in the reply.
+        request_id: u64,
+        /// The source chunk, in the receiver's memory store.
+        src_chunk_id: u64,
+        /// Offset in the source chunk.
+        src_offset: u64,
+        /// Bytes to copy.
+        len: u64,
+        /// Node holding the destination.
+        dst_node: u32,
+        /// The destination chunk in `dst_node`'s memory store.
+        dst_chunk_id: u64,
+        /// Remote address of the first destination byte.
+        dst_addr: u64,
+        /// Remote key covering the destination.
+        dst_rkey: u32,
+    },
+    /// Map the LMR published under `name` on the receiver.
+    AskRequest {
+        /// Echoed in the reply.
+        request_id: u64,
+        /// The published name.
+        name: u64,
+        /// Permissions wanted.
+        permission: u64,
+        /// The password the name was published with.
+        password: u64,
+    },
+    /// Result of an [`ControlMessage::AskRequest`]: what the asker needs to
+    /// map the LMR; its chunk table is read with RDMA from `table_addr`.
+    AskReply {
+        /// The request this answers.
+        request_id: u64,
+        /// 0 or a negative errno.
+        status: i32,
+        /// The LMR's id on its owner, named again in revocations.
+        lmr_id: u64,
+        /// Size of the LMR in bytes.
+        size: u64,
+        /// Permissions granted.
+        granted: u32,
+        /// Remote address of the chunk table.
+        table_addr: u64,
+        /// Remote key covering the chunk table.
+        table_rkey: u32,
+        /// Bytes per chunk.
+        chunk_size: u64,
+        /// Offset of the LMR's first byte in its first chunk.
+        lead: u64,
+    },
+    /// The sender's LMR `lmr_id` is going away: close every mapping of it.
+    RevokeRequest {
+        /// Echoed in the reply.
+        request_id: u64,
+        /// The LMR's id on the sender.
+        lmr_id: u64,
+    },
 }
 
 /// Why a message could not be decoded.
@@ -74,15 +151,30 @@ pub(crate) enum DecodeError {
 const KIND_ALLOC_REQUEST: u32 = 1;
 const KIND_ALLOC_REPLY: u32 = 2;
 const KIND_FREE_REQUEST: u32 = 3;
-const KIND_FREE_REPLY: u32 = 4;
+const KIND_STATUS_REPLY: u32 = 4;
 const KIND_BARRIER: u32 = 5;
+const KIND_MEMSET_REQUEST: u32 = 6;
+const KIND_COPY_REQUEST: u32 = 7;
+const KIND_ASK_REQUEST: u32 = 8;
+const KIND_ASK_REPLY: u32 = 9;
+const KIND_REVOKE_REQUEST: u32 = 10;
+
+/// Two 32-bit values in one argument.
+fn pack(high: u32, low: u32) -> u64 {
+    (u64::from(high) << 32) | u64::from(low)
+}
+
+/// The two 32-bit values of a [`pack`]ed argument.
+fn unpack(arg: u64) -> (u32, u32) {
+    ((arg >> 32) as u32, arg as u32)
+}
 
 impl ControlMessage {
     /// Encodes the message.
     pub(crate) fn encode(&self) -> [u8; MESSAGE_LEN] {
         let (kind, status, request_id, args) = match *self {
             ControlMessage::AllocRequest { request_id, size } => {
-                (KIND_ALLOC_REQUEST, 0, request_id, [size, 0, 0])
+                (KIND_ALLOC_REQUEST, 0, request_id, [size, 0, 0, 0, 0, 0])
             }
             ControlMessage::AllocReply {
                 request_id,
@@ -94,19 +186,76 @@ impl ControlMessage {
                 KIND_ALLOC_REPLY,
                 status,
                 request_id,
-                [chunk_id, addr, u64::from(rkey)],
+                [chunk_id, addr, u64::from(rkey), 0, 0, 0],
             ),
             ControlMessage::FreeRequest {
                 request_id,
                 chunk_id,
-            } => (KIND_FREE_REQUEST, 0, request_id, [chunk_id, 0, 0]),
-            ControlMessage::FreeReply { request_id, status } => {
-                (KIND_FREE_REPLY, status, request_id, [0, 0, 0])
+            } => (KIND_FREE_REQUEST, 0, request_id, [chunk_id, 0, 0, 0, 0, 0]),
+            ControlMessage::StatusReply { request_id, status } => {
+                (KIND_STATUS_REPLY, status, request_id, [0; 6])
             }
             ControlMessage::Barrier {
                 round,
                 reply_wanted,
-            } => (KIND_BARRIER, 0, 0, [round, u64::from(reply_wanted), 0]),
+            } => (KIND_BARRIER, 0, 0, [round, u64::from(reply_wanted), 0, 0, 0, 0]),
+            ControlMessage::MemsetRequest {
+                request_id,
+                chunk_id,
+                offset,
+                len,
+                byte,
+            } => (
+                KIND_MEMSET_REQUEST,
+                0,
+                request_id,
+                [chunk_id, offset, len, u64::from(byte), 0, 0],
+            ),
+            ControlMessage::CopyRequest {
+                request_id,
+                src_chunk_id,
+                src_offset,
+                len,
+                dst_node,
+                dst_chunk_id,
+                dst_addr,
+                dst_rkey,
+            } => (
+                KIND_COPY_REQUEST,
+                0,
+                request_id,
+                [src_chunk_id, src_offset, len, dst_chunk_id, dst_addr, pack(dst_node, dst_rkey)],
+            ),
+            ControlMessage::AskRequest {
+                request_id,
+                name,
+                permission,
+                password,
+            } => (
+                KIND_ASK_REQUEST,
+                0,
+                request_id,
+                [name, permission, password, 0, 0, 0],
+            ),
+            ControlMessage::AskReply {
+                request_id,
+                status,
+                lmr_id,
+                size,
+                granted,
+                table_addr,
+                table_rkey,
+                chunk_size,
+                lead,
+            } => (
+                KIND_ASK_REPLY,
+                status,
+                request_id,
+                [lmr_id, size, table_addr, pack(granted, table_rkey), chunk_size, lead],
+            ),
+            ControlMessage::RevokeRequest { request_id, lmr_id } => {
+                (KIND_REVOKE_REQUEST, 0, request_id, [lmr_id, 0, 0, 0, 0, 0])
+            }
         };
         let mut out = [0u8; MESSAGE_LEN];
         out[0..4].copy_from_slice(&kind.to_le_bytes());
@@ -130,7 +279,8 @@ impl ControlMessage {
         let kind = u32_at(0);
         let status = u32_at(4) as i32;
         let request_id = u64_at(8);
-        let (arg0, arg1, arg2) = (u64_at(16), u64_at(24), u64_at(32));
+        let arg: [u64; 6] = core::array::from_fn(|i| u64_at(16 + 8 * i));
+        let [arg0, arg1, arg2, arg3, arg4, arg5] = arg;
         Ok(match kind {
             KIND_ALLOC_REQUEST => ControlMessage::AllocRequest {
                 request_id,
@@ -147,20 +297,79 @@ impl ControlMessage {
                 request_id,
                 chunk_id: arg0,
             },
-            KIND_FREE_REPLY => ControlMessage::FreeReply { request_id, status },
+            KIND_STATUS_REPLY => ControlMessage::StatusReply { request_id, status },
             KIND_BARRIER => ControlMessage::Barrier {
                 round: arg0,
                 reply_wanted: arg1 != 0,
             },
+            KIND_MEMSET_REQUEST => ControlMessage::MemsetRequest {
+                request_id,
+                chunk_id: arg0,
+                offset: arg1,
+                len: arg2,
+                byte: arg3 as u8,
+            },
+            KIND_COPY_REQUEST => {
+                let (dst_node, dst_rkey) = unpack(arg5);
+                ControlMessage::CopyRequest {
+                    request_id,
+                    src_chunk_id: arg0,
+                    src_offset: arg1,
+                    len: arg2,
+                    dst_node,
+                    dst_chunk_id: arg3,
+                    dst_addr: arg4,
+                    dst_rkey,
+                }
+            }
+            KIND_ASK_REQUEST => ControlMessage::AskRequest {
+                request_id,
+                name: arg0,
+                permission: arg1,
+                password: arg2,
+            },
+            KIND_ASK_REPLY => {
+                let (granted, table_rkey) = unpack(arg3);
+                ControlMessage::AskReply {
+                    request_id,
+                    status,
+                    lmr_id: arg0,
+                    size: arg1,
+                    granted,
+                    table_addr: arg2,
+                    table_rkey,
+                    chunk_size: arg4,
+                    lead: arg5,
+                }
+            }
+            KIND_REVOKE_REQUEST => ControlMessage::RevokeRequest {
+                request_id,
+                lmr_id: arg0,
+            },
             other => return Err(DecodeError::UnknownKind(other)),
         })
+    }
+
+    /// The request id of a request that wants a reply.
+    pub(crate) fn request_id(&self) -> Option<u64> {
+        let id = match *self {
+            ControlMessage::AllocRequest { request_id, .. }
+            | ControlMessage::FreeRequest { request_id, .. }
+            | ControlMessage::MemsetRequest { request_id, .. }
+            | ControlMessage::CopyRequest { request_id, .. }
+            | ControlMessage::AskRequest { request_id, .. }
+            | ControlMessage::RevokeRequest { request_id, .. } => request_id,
+            _ => 0,
+        };
+        (id != 0).then_some(id)
     }
 
     /// The request id of a reply, if this is one.
     pub(crate) fn reply_id(&self) -> Option<u64> {
         match *self {
             ControlMessage::AllocReply { request_id, .. }
-            | ControlMessage::FreeReply { request_id, .. } => Some(request_id),
+            | ControlMessage::StatusReply { request_id, .. }
+            | ControlMessage::AskReply { request_id, .. } => Some(request_id),
             _ => None,
         }
     }

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! LITE memory regions (LMRs): remote memory named by a handle.
+//! LITE memory regions (LMRs): memory spread over chunks on any nodes.
 
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
     sync::{Arc, CondVar, Mutex},
 };
 
-use crate::verbs::DmaBuffer;
+use super::{chunk::Geometry, chunk_memory::ChunkMemory, permission::Permission};
 
 /// `lite_alloc_remote` flag: an 8-byte LMR for atomics.
 pub(crate) const ALLOC_ATOMIC: u32 = 0x1;
@@ -19,110 +20,176 @@ pub(crate) const ALLOC_FLAGS: u32 = ALLOC_ATOMIC;
 /// Size an atomic LMR must have.
 pub(crate) const ATOMIC_SIZE: u64 = 8;
 
-/// Where one chunk of an LMR lives.
-pub(crate) enum Chunk {
-    /// On this node.
-    Local(DmaBuffer),
-    /// On a peer, reached with RDMA.
-    Remote {
-        /// The peer holding the chunk.
-        node: u32,
-        /// The chunk's id in the peer's memory store.
-        chunk_id: u64,
-        /// Remote address of the chunk.
-        addr: u64,
-        /// Remote key covering the chunk.
-        rkey: u32,
+/// One chunk of an LMR: where it lives and how to reach it.
+pub(crate) struct ChunkRef {
+    /// The node holding the chunk.
+    pub(crate) node: u32,
+    /// The chunk's id in that node's memory store.
+    pub(crate) chunk_id: u64,
+    /// Remote address of the chunk's first byte.
+    pub(crate) addr: u64,
+    /// Remote key covering the chunk.
+    pub(crate) rkey: u32,
+    /// Length in bytes.
+    pub(crate) len: u64,
+    /// The memory, when this node holds it.
+    pub(crate) local: Option<Arc<ChunkMemory>>,
+}
+
+/// Where an LMR comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Allocated on this node's behalf (its chunks may live anywhere).
+    Allocated,
+    /// User memory of a process on this node, pinned.
+    Registered,
+    /// A mapping of LMR `lmr_id` owned by node `owner`.
+    Mapped {
+        /// The owner node.
+        owner: u32,
+        /// The LMR's id on the owner.
+        lmr_id: u64,
     },
 }
 
-/// Operations running on an LMR, and whether it is being freed.
+/// Operations running on an LMR, and why it was closed.
 struct Users {
     active: u32,
-    closing: bool,
+    closed: Option<Error>,
 }
 
-/// An LMR: a size, a password, and the chunks holding its bytes.
+/// An LMR: a size, a layout and the chunks holding its bytes.
 #[pin_data]
 pub(crate) struct Lmr {
     /// Size in bytes.
     pub(crate) size: u64,
-    /// `lite_alloc_remote` flags it was created with.
-    pub(crate) flags: u32,
-    password: u64,
+    /// How bytes map to chunks.
+    pub(crate) geometry: Geometry,
+    /// Every permission the LMR allows (a handle never has more, ADMIN aside).
+    pub(crate) permission: Permission,
+    /// Where it comes from.
+    pub(crate) origin: Origin,
     /// The chunks, in address order.
-    pub(crate) chunks: KVec<Chunk>,
+    pub(crate) chunks: KVec<ChunkRef>,
+    /// Nodes that mapped this LMR by name, one bit per node id.
+    mapped_by: AtomicU64,
     #[pin]
     users: Mutex<Users>,
     #[pin]
     idle: CondVar,
 }
 
-/// Proof that an operation is running on an LMR; the LMR's memory is not
-/// released while one exists.
+/// Proof that an operation is running on an LMR; the LMR is not closed
+/// while one exists.
 pub(crate) struct LmrUse<'a> {
     lmr: &'a Lmr,
 }
 
 impl Drop for LmrUse<'_> {
     fn drop(&mut self) {
-        let mut users = self.lmr.users.lock();
-        users.active -= 1;
-        if users.active == 0 {
-            self.lmr.idle.notify_all();
-        }
+        self.lmr.end();
+    }
+}
+
+/// An [`LmrUse`] that owns a reference to its LMR, for operations that
+/// outlive the call that started them.
+pub(crate) struct OwnedLmrUse {
+    lmr: Arc<Lmr>,
+}
+
+impl OwnedLmrUse {
+    /// The LMR in use.
+    pub(crate) fn lmr(&self) -> &Lmr {
+        &self.lmr
+    }
+}
+
+impl Drop for OwnedLmrUse {
+    fn drop(&mut self) {
+        self.lmr.end();
     }
 }
 
 impl Lmr {
     /// Creates an LMR over `chunks`.
-    pub(crate) fn new(size: u64, flags: u32, password: u64, chunks: KVec<Chunk>) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        size: u64,
+        geometry: Geometry,
+        permission: Permission,
+        origin: Origin,
+        chunks: KVec<ChunkRef>,
+    ) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Lmr {
                 size,
-                flags,
-                password,
+                geometry,
+                permission,
+                origin,
                 chunks,
-                users <- new_mutex!(Users { active: 0, closing: false }, "lite:lmr_users"),
+                mapped_by: AtomicU64::new(0),
+                users <- new_mutex!(Users { active: 0, closed: None }, "lite:lmr_users"),
                 idle <- new_condvar!("lite:lmr_idle"),
             }),
             GFP_KERNEL,
         )
     }
 
-    /// Checks the password given with an access.
-    ///
-    /// # Errors
-    ///
-    /// `EACCES` if it is not the LMR's password.
-    pub(crate) fn check_password(&self, password: u64) -> Result {
-        if password == self.password {
-            Ok(())
-        } else {
-            Err(EACCES)
-        }
-    }
-
     /// Registers a running operation.
     ///
     /// # Errors
     ///
-    /// `EBADF` if the LMR is being freed.
+    /// The error the LMR was closed with.
     pub(crate) fn begin(&self) -> Result<LmrUse<'_>> {
-        let mut users = self.users.lock();
-        if users.closing {
-            return Err(EBADF);
-        }
-        users.active += 1;
+        self.enter()?;
         Ok(LmrUse { lmr: self })
     }
 
-    /// Refuses new operations and waits for running ones to finish.
-    pub(crate) fn close(&self) {
+    /// [`Lmr::begin`] for an operation that outlives its caller.
+    pub(crate) fn begin_owned(self: &Arc<Self>) -> Result<OwnedLmrUse> {
+        self.enter()?;
+        Ok(OwnedLmrUse { lmr: self.clone() })
+    }
+
+    fn enter(&self) -> Result {
         let mut users = self.users.lock();
-        users.closing = true;
+        if let Some(reason) = users.closed {
+            return Err(reason);
+        }
+        users.active += 1;
+        Ok(())
+    }
+
+    fn end(&self) {
+        let mut users = self.users.lock();
+        users.active -= 1;
+        if users.active == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Refuses new operations with `reason` and waits for running ones to
+    /// finish. Returns whether this call closed it (false if it already was).
+    pub(crate) fn close(&self, reason: Error) -> bool {
+        let mut users = self.users.lock();
+        let first = users.closed.is_none();
+        if first {
+            users.closed = Some(reason);
+        }
         while users.active > 0 {
             self.idle.wait(&mut users);
         }
+        first
+    }
+
+    /// Remembers that `node` mapped this LMR.
+    pub(crate) fn add_mapper(&self, node: u32) {
+        if let Some(bit) = 1u64.checked_shl(node) {
+            self.mapped_by.fetch_or(bit, Ordering::AcqRel);
+        }
+    }
+
+    /// Nodes that mapped this LMR, one bit per node id.
+    pub(crate) fn mappers(&self) -> u64 {
+        self.mapped_by.load(Ordering::Acquire)
     }
 }

@@ -7,8 +7,10 @@
 
 mod address;
 mod allocation;
+pub(crate) mod async_io;
 mod barrier;
 pub(crate) mod chunk;
+mod chunk_memory;
 mod cluster;
 #[expect(unreachable_pub, reason = "shared with the userspace cluster manager")]
 pub(crate) mod cm_wire;
@@ -17,18 +19,28 @@ pub(crate) mod control_wire;
 pub(crate) mod handle;
 mod lmr;
 mod membership;
+mod memory_ops;
 mod memory_store;
+pub(crate) mod names;
 mod node;
 mod peer;
+pub(crate) mod permission;
 mod poller;
 mod priority;
+pub(crate) mod process;
+pub(crate) mod registration;
+pub(crate) mod ring;
+mod sharing;
 pub(crate) mod slot_table;
+pub(crate) mod stats;
 mod transfer;
+mod workers;
 
 pub(crate) use address::parse_ipv4;
 pub(crate) use barrier::nodes_reached;
+pub(crate) use cluster::Cluster;
 pub(crate) use node::{node, LiteClient, Node};
-pub(crate) use transfer::{KernelSink, KernelSource};
+pub(crate) use transfer::{Direction, KernelSink, KernelSource};
 
 use kernel::sync::Arc;
 

@@ -89,6 +89,31 @@ impl<T> SlotTable<T> {
         Some(value)
     }
 
+    /// The identifier of the object with the lowest index, if any.
+    pub(crate) fn first_id(&self) -> Option<u64> {
+        self.entries
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.value.is_some())
+            .map(|(index, e)| handle::encode(index, e.generation))
+    }
+
+    /// Identifiers of every object, appended to `out` (which must have room:
+    /// nothing is allocated).
+    pub(crate) fn ids_into(&self, out: &mut KVec<u64>) -> Result {
+        for (index, entry) in self.entries.iter().enumerate() {
+            if entry.value.is_some() {
+                out.push(handle::encode(index, entry.generation), GFP_NOWAIT)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every object in the table.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
+        self.entries.iter().filter_map(|e| e.value.as_ref())
+    }
+
     /// Number of objects in the table.
     pub(crate) fn len(&self) -> usize {
         self.live

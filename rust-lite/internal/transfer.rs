@@ -13,15 +13,17 @@ use kernel::{
 };
 
 use super::{
-    chunk::{self, pieces},
+    chunk::{self, pieces_in},
     cluster::Cluster,
-    lmr::Chunk,
+    lmr::Lmr,
+    permission::Permission,
     priority::Priority,
+    process::Process,
 };
 use crate::verbs::DmaBuffer;
 
 /// Largest piece moved by one RDMA operation.
-const MAX_PIECE: u64 = 256 << 10;
+pub(crate) const MAX_PIECE: u64 = 256 << 10;
 
 /// Smallest staging buffer tried when memory is fragmented.
 const MIN_PIECE: usize = 4096;
@@ -82,42 +84,45 @@ impl Sink for KernelSink<'_> {
 }
 
 /// Direction of a transfer.
-enum Direction<'a> {
+pub(crate) enum Direction<'a> {
+    /// Into the LMR.
     Write(&'a mut dyn Source),
+    /// Out of the LMR.
     Read(&'a mut dyn Sink),
 }
 
 impl Cluster {
-    /// Writes `len` bytes from `source` into LMR `handle` at `offset`.
-    pub(crate) fn rdma_write(
+    /// `lite_rdma_write` / `lite_rdma_read` on a handle of `process`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` bad range or priority, handle errors (`EBADF`, `EACCES`,
+    /// `EPERM`, `EKEYREVOKED`), `EFAULT`, `EIO`.
+    pub(crate) fn transfer(
         &self,
+        process: &Process,
         handle: u64,
-        source: &mut dyn Source,
+        direction: Direction<'_>,
         len: u64,
         offset: u64,
         priority: u32,
         password: u64,
     ) -> Result {
-        self.transfer(handle, Direction::Write(source), len, offset, priority, password)
-    }
-
-    /// Reads `len` bytes of LMR `handle` at `offset` into `sink`.
-    pub(crate) fn rdma_read(
-        &self,
-        handle: u64,
-        sink: &mut dyn Sink,
-        len: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> Result {
-        self.transfer(handle, Direction::Read(sink), len, offset, priority, password)
+        Priority::from_raw(priority)?;
+        let needed = match direction {
+            Direction::Write(_) => Permission::WRITE,
+            Direction::Read(_) => Permission::READ,
+        };
+        let lmr = process.checked(handle, password, needed)?;
+        chunk::check_range(lmr.size, offset, len)?;
+        let _use = lmr.begin()?;
+        self.transfer_lmr(&lmr, direction, len, offset)
     }
 
     /// A staging buffer for a transfer of `len` bytes: as large as the
     /// transfer up to [`MAX_PIECE`], smaller if memory is fragmented.
-    fn staging_buffer(&self, len: u64) -> Result<DmaBuffer> {
-        let mut size = usize::try_from(len.min(MAX_PIECE)).map_err(|_| EINVAL)?;
+    pub(crate) fn staging_buffer(&self, len: u64) -> Result<DmaBuffer> {
+        let mut size = usize::try_from(len.clamp(1, MAX_PIECE)).map_err(|_| EINVAL)?;
         loop {
             match DmaBuffer::new(&self.device.device, size) {
                 Err(e) if e == ENOMEM && size > MIN_PIECE => size = (size / 2).max(MIN_PIECE),
@@ -126,56 +131,42 @@ impl Cluster {
         }
     }
 
-    fn transfer(
-        &self,
-        handle: u64,
-        mut direction: Direction<'_>,
-        len: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> Result {
-        let _priority = Priority::from_raw(priority)?;
-        let lmr = self.lmr(handle)?;
-        lmr.check_password(password)?;
-        chunk::check_range(lmr.size, offset, len)?;
+    /// Moves `len` bytes at `offset` of `lmr`, whose range the caller
+    /// checked and on which the caller holds a use.
+    pub(crate) fn transfer_lmr(&self, lmr: &Lmr, mut direction: Direction<'_>, len: u64, offset: u64) -> Result {
         if len == 0 {
             return Ok(());
         }
-        let _use = lmr.begin()?;
         let mut staging = self.staging_buffer(len)?;
         let max_piece = staging.len() as u64;
-        for piece in pieces(offset, len, max_piece) {
+        for piece in pieces_in(lmr.geometry, offset, len, max_piece) {
             let piece_len = usize::try_from(piece.len).map_err(|_| EINVAL)?;
             let at = usize::try_from(piece.chunk_offset).map_err(|_| EINVAL)?;
             let chunk = lmr.chunks.get(piece.chunk).ok_or(EINVAL)?;
+            let remote_addr = chunk.addr.checked_add(piece.chunk_offset).ok_or(EINVAL)?;
             match &mut direction {
                 Direction::Write(source) => {
                     source.fill(&mut staging, piece_len)?;
-                    match chunk {
-                        Chunk::Local(memory) => memory.copy_from(at, &staging, 0, piece_len)?,
-                        Chunk::Remote {
-                            node, addr, rkey, ..
-                        } => self.peer(*node)?.conn.rdma_write(
+                    match &chunk.local {
+                        Some(memory) => memory.copy_from_buffer(at, &staging, piece_len)?,
+                        None => self.peer(chunk.node)?.conn.rdma_write(
                             &staging,
                             0,
                             piece_len,
-                            addr.checked_add(piece.chunk_offset).ok_or(EINVAL)?,
-                            *rkey,
+                            remote_addr,
+                            chunk.rkey,
                         )?,
                     }
                 }
                 Direction::Read(sink) => {
-                    match chunk {
-                        Chunk::Local(memory) => staging.copy_from(0, memory, at, piece_len)?,
-                        Chunk::Remote {
-                            node, addr, rkey, ..
-                        } => self.peer(*node)?.conn.rdma_read(
+                    match &chunk.local {
+                        Some(memory) => memory.copy_to_buffer(at, &staging, piece_len)?,
+                        None => self.peer(chunk.node)?.conn.rdma_read(
                             &staging,
                             0,
                             piece_len,
-                            addr.checked_add(piece.chunk_offset).ok_or(EINVAL)?,
-                            *rkey,
+                            remote_addr,
+                            chunk.rkey,
                         )?,
                     }
                     sink.drain(&mut staging, piece_len)?;

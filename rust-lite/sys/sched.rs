@@ -36,3 +36,9 @@ pub(crate) fn sleep_timeout_ms(ms: u32) {
     // SAFETY: Called from process context without spinlocks held.
     unsafe { bindings::schedule_timeout(jiffies as _) };
 }
+
+/// Sleeps for about `ms` milliseconds; signals do not end the sleep.
+pub(crate) fn sleep_uninterruptible_ms(ms: u32) {
+    // SAFETY: Called from process context without spinlocks held.
+    unsafe { bindings::msleep(ms) };
+}

@@ -119,6 +119,23 @@ impl DmaBuffer {
         Ok(())
     }
 
+    /// Sets `[at, at + len)` to `byte`.
+    pub(crate) fn fill(&self, at: usize, len: usize, byte: u8) -> Result {
+        let ptr = self.cpu_range(at, len)?;
+        // SAFETY: `cpu_range` checked that the range is inside the owned
+        // allocation; no references into the buffer exist.
+        unsafe { core::ptr::write_bytes(ptr, byte, len) };
+        Ok(())
+    }
+
+    /// CPU address of byte `at`, after checking that `[at, at + len)` is
+    /// inside the buffer. Only for raw copies within this module's types.
+    pub(super) fn cpu_range(&self, at: usize, len: usize) -> Result<*mut u8> {
+        self.check(at, len)?;
+        // SAFETY: `at <= self.len`, so the result stays inside the allocation.
+        Ok(unsafe { self.cpu.as_ptr().add(at) })
+    }
+
     /// Copies `len` bytes from `src` at `src_at` into this buffer at `at`.
     ///
     /// The buffers may be the same one and the ranges may overlap.

@@ -19,6 +19,7 @@ mod cq;
 mod device;
 mod pd;
 mod qp;
+mod user_pages;
 
 pub(crate) use buffer::DmaBuffer;
 pub(crate) use client::{ClientHandler, IbClient};
@@ -28,6 +29,7 @@ pub(crate) use qp::RemoteEnd;
 pub(crate) use cq::{CompletionQueue, WorkCompletion, POLL_BATCH};
 pub(crate) use device::{Device, PortConfig};
 pub(crate) use pd::ProtectionDomain;
+pub(crate) use user_pages::{PinnedPages, PAGE_SIZE};
 
 use kernel::error::Error;
 

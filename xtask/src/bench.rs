@@ -1,10 +1,14 @@
-//! `cargo xtask bench`: LITE's latency against native verbs (perftest).
+//! `cargo xtask bench`: LITE's latency and throughput against native verbs
+//! (perftest).
 //!
 //! Two VMs run the release kernel, each pinned to its own host CPU. Node 1
-//! is the perftest server, node 2 the client; both then run `lite-bench`.
-//! Absolute times under TCG say little, so the report compares LITE with
-//! native verbs measured on the same VMs in the same run. Every number
-//! printed is parsed from the guests' output.
+//! is the perftest server, node 2 the client: first the latency tests
+//! (`ib_write_lat`, `ib_read_lat`), then the bandwidth tests (`ib_write_bw`,
+//! `ib_read_bw`, see [`bw_runs`]); both nodes then run `lite-bench`, which
+//! measures latency, memset/memcpy throughput and asynchronous write/read
+//! throughput. Absolute numbers under TCG say little, so the report
+//! compares LITE with native verbs measured on the same VMs in the same
+//! run. Every number printed is parsed from the guests' output.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,8 +24,26 @@ use crate::{initramfs, logscan, ui};
 /// Message sizes measured, in bytes.
 pub const SIZES: [u64; 5] = [8, 64, 512, 4096, 65536];
 
+/// memset/memcpy sizes, in bytes.
+pub const BW_SIZES: [u64; 4] = [4096, 65536, 1 << 20, 4 << 20];
+
+/// Asynchronous write/read sizes, in bytes.
+pub const ASYNC_SIZES: [u64; 2] = [4096, 65536];
+
+/// Asynchronous operations kept in flight (perftest's `-t`).
+pub const DEPTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Bytes moved per throughput series, LITE's and perftest's alike.
+pub const BW_BYTES: u64 = 16 << 20;
+
+/// Fewest operations per throughput series (`lite-bench`'s minimum too).
+const MIN_BW_ITERS: u64 = 8;
+
+/// perftest refuses fewer iterations than this.
+const PERFTEST_MIN_ITERS: u64 = 5;
+
 /// Upper bound for the whole benchmark run.
-const TIMEOUT: Duration = Duration::from_secs(40 * 60);
+const TIMEOUT: Duration = Duration::from_secs(50 * 60);
 
 /// The headline target: LITE's 64-byte write within 10% of native.
 const TARGET_OP: &str = "write";
@@ -76,6 +98,120 @@ pub struct Lite {
     pub stdev: f64,
 }
 
+/// One perftest bandwidth test client row, in MiB/s (perftest's MB/sec).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NativeBw {
+    /// `write` or `read`.
+    pub op: String,
+    /// Message size in bytes.
+    pub size: u64,
+    /// TX depth (`-t`): operations in flight.
+    pub depth: u32,
+    /// Iterations.
+    pub iterations: u64,
+    /// BW peak.
+    pub peak: f64,
+    /// BW average.
+    pub average: f64,
+    /// MsgRate in Mpps.
+    pub msg_rate: f64,
+}
+
+/// One throughput `LITE-BENCH` line, in MiB/s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiteBw {
+    /// `memset`, `memcpy`, `write_async` or `read_async`.
+    pub op: String,
+    /// Size of one operation in bytes.
+    pub size: u64,
+    /// Operations in flight (asynchronous series only).
+    pub depth: Option<u32>,
+    /// Operations timed.
+    pub iters: u64,
+    /// Total bytes over total time.
+    pub average: f64,
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
+/// One perftest bandwidth run: `ib_<op>_bw -s size -t depth -n iters`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BwRun {
+    /// `write` or `read`.
+    pub op: &'static str,
+    /// Message size in bytes.
+    pub size: u64,
+    /// TX depth.
+    pub depth: u32,
+    /// Iterations.
+    pub iters: u64,
+}
+
+/// Operations per throughput series of `size`-byte operations: [`BW_BYTES`]
+/// worth, at least [`MIN_BW_ITERS`], at most `iters` (which wins). The same
+/// rule as `lite_tools::bench::throughput_iters`, which `lite-bench` uses
+/// with the same budget.
+pub fn bw_iters(size: u64, iters: u32) -> u64 {
+    (BW_BYTES / size.max(1))
+        .max(MIN_BW_ITERS)
+        .min(u64::from(iters))
+        .max(1)
+}
+
+/// The perftest bandwidth runs, in order: `ib_write_bw` for every
+/// asynchronous size at every depth, `ib_write_bw -t 1` for the remaining
+/// memset/memcpy sizes (the baseline for one operation at a time), then
+/// `ib_read_bw` for every asynchronous size at every depth.
+pub fn bw_runs(iters: u32) -> Vec<BwRun> {
+    let run = |op, size, depth| BwRun {
+        op,
+        size,
+        depth,
+        iters: bw_iters(size, iters).max(PERFTEST_MIN_ITERS),
+    };
+    let sweep = |op| {
+        ASYNC_SIZES
+            .iter()
+            .flat_map(move |&size| DEPTHS.iter().map(move |&depth| run(op, size, depth)))
+    };
+    let mut runs: Vec<BwRun> = sweep("write").collect();
+    for size in BW_SIZES {
+        if !runs.iter().any(|r| r.size == size && r.depth == 1) {
+            runs.push(run("write", size, 1));
+        }
+    }
+    runs.extend(sweep("read"));
+    runs
+}
+
+/// The kernel command line parameters of the throughput measurements
+/// (read by the guest's /init).
+pub fn bw_params(iters: u32) -> Vec<String> {
+    let list = |values: &[u64]| {
+        values
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let runs: Vec<String> = bw_runs(iters)
+        .iter()
+        .map(|r| format!("{}:{}:{}:{}", r.op, r.size, r.depth, r.iters))
+        .collect();
+    let depths: Vec<u64> = DEPTHS.iter().copied().map(u64::from).collect();
+    vec![
+        format!("lite.bwruns={}", runs.join(",")),
+        format!("lite.bwsizes={}", list(&BW_SIZES)),
+        format!("lite.asyncsizes={}", list(&ASYNC_SIZES)),
+        format!("lite.depths={}", list(&depths)),
+        format!("lite.bwbytes={BW_BYTES}"),
+    ]
+}
+
 /// `cargo xtask bench`.
 pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
     let cache = Cache::locate()?;
@@ -89,6 +225,7 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
             format!("lite.iters={iters}"),
             format!("lite.sizes={}", sizes.join(",")),
         ];
+        args.extend(bw_params(iters));
         if i == 2 {
             args.push(format!("lite.peer={}", node_ip(1)));
         }
@@ -110,14 +247,22 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
     drop(cluster);
 
     let mut native = Vec::new();
+    let mut native_bw = Vec::new();
     let mut lite: BTreeMap<(String, u64), Lite> = BTreeMap::new();
+    let mut lite_bw: BTreeMap<(String, u64, Option<u32>), LiteBw> = BTreeMap::new();
     let mut problems = Vec::new();
     for (name, path) in &node_logs {
         let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
         native.extend(parse_perftest(&text));
+        native_bw.extend(parse_perftest_bw(&text));
         for row in parse_lite_bench(&text) {
             // Both nodes may report; the first node's numbers are kept.
             lite.entry((row.op.clone(), row.size)).or_insert(row);
+        }
+        for row in parse_lite_throughput(&text) {
+            lite_bw
+                .entry((row.op.clone(), row.size, row.depth))
+                .or_insert(row);
         }
         problems.extend(
             logscan::problems(&text)
@@ -126,6 +271,7 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
         );
     }
     let lite: Vec<Lite> = lite.into_values().collect();
+    let lite_bw: Vec<LiteBw> = lite_bw.into_values().collect();
 
     ui::say(&format!(
         "==> results ({iters} iterations, times in microseconds)"
@@ -134,12 +280,19 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
         ui::say(&format!("    {line}"));
     }
     ui::say(&format!("    {}", target_verdict(&native, &lite)));
+    ui::say(&format!(
+        "==> throughput (MiB/s; up to {iters} operations or {} MiB per series)",
+        BW_BYTES >> 20
+    ));
+    for line in bw_table(&native_bw, &lite_bw) {
+        ui::say(&format!("    {line}"));
+    }
     ui::say(&format!("    logs: {}", logs.display()));
     for problem in &problems {
         ui::say(&format!("    problem: {problem}"));
     }
     waited?;
-    if native.is_empty() && lite.is_empty() {
+    if native.is_empty() && lite.is_empty() && native_bw.is_empty() && lite_bw.is_empty() {
         bail!("no measurements found in the guest logs");
     }
     if !problems.is_empty() {
@@ -151,49 +304,94 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
     Ok(())
 }
 
-/// perftest client results, from the blocks the guest brackets with
+/// The client blocks of a guest log: the fields of each
+/// `LITE-PERFTEST-BEGIN test=ib_X size=N ... side=client` line and the lines
+/// up to the matching `LITE-PERFTEST-END`. A block that never ends (the
+/// guest died in it) is dropped.
+fn perftest_client_blocks(log: &str) -> Vec<(BTreeMap<String, String>, Vec<&str>)> {
+    let mut out = Vec::new();
+    let mut block: Option<(BTreeMap<String, String>, Vec<&str>)> = None;
+    for line in log.lines().map(logscan::strip_timestamp) {
+        if let Some(rest) = line.strip_prefix("LITE-PERFTEST-BEGIN ") {
+            let fields = key_values(rest);
+            block = (fields.get("side").map(String::as_str) == Some("client"))
+                .then(|| (fields, Vec::new()));
+        } else if line.starts_with("LITE-PERFTEST-END ") {
+            out.extend(block.take());
+        } else if let Some((_, lines)) = &mut block {
+            lines.push(line);
+        }
+    }
+    out
+}
+
+/// perftest latency client results, from the blocks the guest brackets with
 /// `LITE-PERFTEST-BEGIN test=ib_X_lat size=N side=client` / `LITE-PERFTEST-END`.
 /// The last valid table row of a block wins (earlier tries may have failed).
 pub fn parse_perftest(log: &str) -> Vec<Native> {
     let mut out = Vec::new();
-    let mut block: Option<(String, u64)> = None;
-    let mut last: Option<Native> = None;
-    for line in log.lines().map(logscan::strip_timestamp) {
-        if let Some(rest) = line.strip_prefix("LITE-PERFTEST-BEGIN ") {
-            let fields = key_values(rest);
-            block = None;
-            last = None;
-            if fields.get("side").map(String::as_str) == Some("client") {
-                let op = fields.get("test").and_then(|t| perftest_op(t));
-                let size = fields.get("size").and_then(|s| s.parse().ok());
-                if let (Some(op), Some(size)) = (op, size) {
-                    block = Some((op.to_string(), size));
+    for (fields, lines) in perftest_client_blocks(log) {
+        let op = fields.get("test").and_then(|t| perftest_op(t));
+        let size: Option<u64> = fields.get("size").and_then(|s| s.parse().ok());
+        let (Some(op), Some(size)) = (op, size) else {
+            continue;
+        };
+        let last = lines
+            .iter()
+            .filter_map(|line| perftest_row::<9>(line))
+            .rfind(|row| row[0] == size as f64);
+        out.extend(last.map(|row| Native {
+            op: op.to_string(),
+            size,
+            iterations: row[1] as u64,
+            min: row[2],
+            max: row[3],
+            typical: row[4],
+            avg: row[5],
+            stdev: row[6],
+            p99: row[7],
+            p999: row[8],
+        }));
+    }
+    out
+}
+
+/// perftest bandwidth client results, from the blocks bracketed with
+/// `LITE-PERFTEST-BEGIN test=ib_X_bw size=N depth=D ... side=client` /
+/// `LITE-PERFTEST-END`: the row under `#bytes #iterations BW peak[MB/sec]
+/// BW average[MB/sec] MsgRate[Mpps]`. The last valid row of a block wins.
+pub fn parse_perftest_bw(log: &str) -> Vec<NativeBw> {
+    let mut out = Vec::new();
+    for (fields, lines) in perftest_client_blocks(log) {
+        let op = fields
+            .get("test")
+            .and_then(|t| t.strip_prefix("ib_")?.strip_suffix("_bw"));
+        let size: Option<u64> = fields.get("size").and_then(|s| s.parse().ok());
+        let depth: Option<u32> = fields.get("depth").and_then(|s| s.parse().ok());
+        let (Some(op), Some(size), Some(depth)) = (op, size, depth) else {
+            continue;
+        };
+        // Gb/sec (--report_gbits) would need converting; never asked for.
+        let mut gbits = false;
+        let mut last = None;
+        for line in &lines {
+            if line.contains("#bytes") {
+                gbits = line.contains("Gb/sec");
+            } else if let Some(row) = perftest_row::<5>(line) {
+                if row[0] == size as f64 && !gbits {
+                    last = Some(row);
                 }
             }
-            continue;
         }
-        if line.starts_with("LITE-PERFTEST-END ") {
-            out.extend(last.take());
-            block = None;
-            continue;
-        }
-        let Some((op, size)) = &block else { continue };
-        if let Some(row) = perftest_row(line) {
-            if row[0] as u64 == *size && row[0].fract() == 0.0 {
-                last = Some(Native {
-                    op: op.clone(),
-                    size: *size,
-                    iterations: row[1] as u64,
-                    min: row[2],
-                    max: row[3],
-                    typical: row[4],
-                    avg: row[5],
-                    stdev: row[6],
-                    p99: row[7],
-                    p999: row[8],
-                });
-            }
-        }
+        out.extend(last.map(|row| NativeBw {
+            op: op.to_string(),
+            size,
+            depth,
+            iterations: row[1] as u64,
+            peak: row[2],
+            average: row[3],
+            msg_rate: row[4],
+        }));
     }
     out
 }
@@ -203,14 +401,16 @@ fn perftest_op(test: &str) -> Option<&str> {
     test.strip_prefix("ib_")?.strip_suffix("_lat")
 }
 
-/// The nine numbers of a perftest latency row; `None` for headers,
-/// separators and rows with `inf`/`nan` (the server side).
-fn perftest_row(line: &str) -> Option<[f64; 9]> {
+/// The `N` numbers of a perftest table row (9 for latency, 5 for
+/// bandwidth); `None` for headers, separators, rows of another width and
+/// rows with `inf`/`nan` (failed clock calibration, the server side). The
+/// first column (bytes) must be an integer.
+fn perftest_row<const N: usize>(line: &str) -> Option<[f64; N]> {
     let fields: Vec<&str> = line.split_whitespace().collect();
-    if fields.len() != 9 {
+    if fields.len() != N || fields[0].parse::<u64>().is_err() {
         return None;
     }
-    let mut row = [0.0; 9];
+    let mut row = [0.0; N];
     for (slot, field) in row.iter_mut().zip(&fields) {
         let value: f64 = field.parse().ok()?;
         if !value.is_finite() || value < 0.0 {
@@ -241,6 +441,35 @@ pub fn parse_lite_bench(log: &str) -> Vec<Lite> {
                 min: num("min_us")?,
                 max: num("max_us")?,
                 stdev: num("stdev_us")?,
+            })
+        })
+        .collect()
+}
+
+/// Throughput `LITE-BENCH op=memset size=4096 [depth=8] iters=.. mibps_avg=..
+/// mibps_median=.. mibps_p10=.. mibps_p90=.. ..` lines; malformed lines are
+/// skipped (as are the latency lines).
+pub fn parse_lite_throughput(log: &str) -> Vec<LiteBw> {
+    log.lines()
+        .filter_map(|line| {
+            let (_, rest) = line.split_once("LITE-BENCH ")?;
+            let kv = key_values(rest);
+            let num = |key: &str| -> Option<f64> {
+                kv.get(key)?.parse::<f64>().ok().filter(|v| v.is_finite())
+            };
+            let depth = match kv.get("depth") {
+                Some(depth) => Some(depth.parse().ok()?),
+                None => None,
+            };
+            Some(LiteBw {
+                op: kv.get("op")?.clone(),
+                size: kv.get("size")?.parse().ok()?,
+                depth,
+                iters: kv.get("iters")?.parse().ok()?,
+                average: num("mibps_avg")?,
+                median: num("mibps_median")?,
+                p10: num("mibps_p10")?,
+                p90: num("mibps_p90")?,
             })
         })
         .collect()
@@ -286,6 +515,98 @@ pub fn table(native: &[Native], lite: &[Lite]) -> Vec<String> {
             spread,
             ratio
         ));
+    }
+    lines
+}
+
+/// The perftest run a LITE throughput series is compared with: memset and
+/// memcpy (one operation at a time) with `ib_write_bw -t 1`, asynchronous
+/// writes and reads with `ib_write_bw` / `ib_read_bw` at `-t` = depth.
+fn native_counterpart(op: &str, depth: Option<u32>) -> Option<(&'static str, u32)> {
+    match (op, depth) {
+        ("memset" | "memcpy", None) => Some(("write", 1)),
+        ("write_async", Some(depth)) => Some(("write", depth)),
+        ("read_async", Some(depth)) => Some(("read", depth)),
+        _ => None,
+    }
+}
+
+/// The throughput comparison table, one string per line: a row for every
+/// planned series ([`BW_SIZES`], [`ASYNC_SIZES`] × [`DEPTHS`]) and for any
+/// other series LITE reported, `-` where a measurement is missing.
+pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
+    let mut keys: Vec<(String, u64, Option<u32>)> = Vec::new();
+    for op in ["memset", "memcpy"] {
+        keys.extend(BW_SIZES.iter().map(|&size| (op.to_string(), size, None)));
+    }
+    for op in ["write_async", "read_async"] {
+        for size in ASYNC_SIZES {
+            keys.extend(DEPTHS.iter().map(|&d| (op.to_string(), size, Some(d))));
+        }
+    }
+    for l in lite {
+        let key = (l.op.clone(), l.size, l.depth);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let row = |cells: [&str; 9]| {
+        format!(
+            "{:<11} {:>7} {:>5}  {:<17} {:>10} {:>9} {:>9} {:>19} {:>11}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            cells[6],
+            cells[7],
+            cells[8]
+        )
+    };
+    let mut lines = vec![
+        "native: perftest BW average with -t (TX depth) = LITE's operations in flight,".to_string(),
+        "1 for memset/memcpy (one at a time); LITE/native = LITE avg / native avg".to_string(),
+        row([
+            "op",
+            "size",
+            "depth",
+            "native",
+            "native avg",
+            "LITE avg",
+            "LITE med",
+            "LITE p10-p90",
+            "LITE/native",
+        ]),
+    ];
+    let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    for (op, size, depth) in keys {
+        let l = lite
+            .iter()
+            .find(|l| l.op == op && l.size == size && l.depth == depth);
+        let counterpart = native_counterpart(&op, depth);
+        let n = counterpart.and_then(|(test, d)| {
+            native
+                .iter()
+                .find(|n| n.op == test && n.size == size && n.depth == d)
+        });
+        let test = counterpart.map_or("-".to_string(), |(test, d)| format!("ib_{test}_bw -t {d}"));
+        let ratio = match (n, l) {
+            (Some(n), Some(l)) if n.average > 0.0 => format!("{:.2}", l.average / n.average),
+            _ => "-".to_string(),
+        };
+        let spread = l.map_or("-".to_string(), |l| format!("{:.2}-{:.2}", l.p10, l.p90));
+        lines.push(row([
+            &op,
+            &size.to_string(),
+            &depth.map_or("1".to_string(), |d| d.to_string()),
+            &test,
+            &cell(n.map(|n| n.average)),
+            &cell(l.map(|l| l.average)),
+            &cell(l.map(|l| l.median)),
+            &spread,
+            &ratio,
+        ]));
     }
     lines
 }
@@ -381,5 +702,218 @@ LITE-PERFTEST-END test=ib_write_lat size=64 side=server rc=0
         }];
         assert!(target_verdict(&native, &slow).contains("NOT met (1.21)"));
         assert!(target_verdict(&native, &[]).contains("not evaluated"));
+    }
+
+    /// perftest 4.5 bandwidth output as the guest logs it: a round with
+    /// failed clock calibration, then a good one; a read test; the server.
+    const BW_CLIENT: &str = "\
+LITE-PERFTEST-BEGIN test=ib_write_bw size=4096 depth=8 iters=1000 side=client
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+ Number of qps   : 1\t\tTransport type : IB
+ TX depth        : 8
+ CQ Moderation   : 8
+ Mtu             : 1024[B]
+---------------------------------------------------------------------------------------
+ local address: LID 0000 QPN 0x0011 PSN 0x2ddf57 RKey 0x000343 VAddr 0x0055b79eea0000
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:02
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 4096       1000             inf                nan\t\t   nan
+---------------------------------------------------------------------------------------
+LITE-PERFTEST: no valid timing in round 1, measuring again
+Couldn't connect to 10.77.0.1:18515
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 4096       1000             25.31              21.47  \t\t   0.005496
+---------------------------------------------------------------------------------------
+LITE-PERFTEST-END test=ib_write_bw size=4096 depth=8 side=client rc=0
+[   12.345678] LITE-PERFTEST-BEGIN test=ib_write_bw size=4096 depth=1 iters=1000 side=client
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 4096       1000             9.80               8.00  \t\t   0.002048
+LITE-PERFTEST-END test=ib_write_bw size=4096 depth=1 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_read_bw size=65536 depth=32 iters=256 side=client
+ #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+ 65536      256              80.00              64.00  \t\t   0.001024
+LITE-PERFTEST-END test=ib_read_bw size=65536 depth=32 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_read_bw size=4096 depth=2 iters=1000 side=client
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 4096       1000             0.20               0.17  \t\t   0.005496
+LITE-PERFTEST-END test=ib_read_bw size=4096 depth=2 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_write_bw size=65536 depth=1 iters=256 side=client
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 65536      256              30.00              20.00  \t\t   0.000320
+LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client
+ 64      1000          1.00        2.00      1.50            1.60        0.10         \t1.90    \t2.00
+LITE-PERFTEST-END test=ib_write_lat size=64 side=client rc=0
+LITE-BENCH op=write size=64 iters=1000 median_us=2100.5 p10_us=1900 p90_us=2500.25 min_us=1500 max_us=5000 stdev_us=300
+LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=10.00 mibps_median=11.00 mibps_p10=9.00 mibps_p90=12.50 mibps_min=5.00 mibps_max=13.00
+LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=19.32 mibps_median=19.00 mibps_p10=18.00 mibps_p90=20.00 mibps_min=17.00 mibps_max=21.00
+LITE-BENCH op=read_async size=65536 depth=32 iters=256 mibps_avg=48.00 mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00 mibps_min=30.00 mibps_max=60.00
+LITE-BENCH op=read_async size=65536 depth=x iters=256 mibps_avg=48.00 mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00
+LITE-BENCH op=memcpy size=4096 iters=1000 mibps_avg=inf mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00
+";
+
+    const BW_SERVER: &str = "\
+LITE-PERFTEST-BEGIN test=ib_write_bw size=4096 depth=8 iters=1000 side=server
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 4096       1000             25.31              21.47  \t\t   0.005496
+LITE-PERFTEST-END test=ib_write_bw size=4096 depth=8 side=server rc=0
+";
+
+    #[test]
+    fn plans_the_perftest_bandwidth_runs() {
+        let runs = bw_runs(1000);
+        // 2 sizes x 6 depths per direction, plus 1 MiB and 4 MiB at depth 1.
+        assert_eq!(runs.len(), 2 * 6 + 2 + 2 * 6);
+        assert_eq!(
+            runs[0],
+            BwRun {
+                op: "write",
+                size: 4096,
+                depth: 1,
+                iters: 1000
+            }
+        );
+        assert_eq!(runs[11].size, 65536);
+        assert_eq!((runs[11].depth, runs[11].iters), (32, 256));
+        assert_eq!(
+            (runs[12].size, runs[12].depth, runs[12].iters),
+            (1 << 20, 1, 16)
+        );
+        assert_eq!(
+            (runs[13].size, runs[13].depth, runs[13].iters),
+            (4 << 20, 1, 8)
+        );
+        assert!(runs[14..].iter().all(|r| r.op == "read"));
+        // Every memset/memcpy size has its depth 1 write baseline.
+        for size in BW_SIZES {
+            assert!(runs
+                .iter()
+                .any(|r| r.op == "write" && r.size == size && r.depth == 1));
+        }
+        // perftest's minimum iteration count.
+        assert!(bw_runs(2).iter().all(|r| r.iters == 5));
+        assert_eq!(bw_iters(4096, 2), 2);
+
+        let params = bw_params(1000);
+        assert!(params[0].starts_with("lite.bwruns=write:4096:1:1000,write:4096:2:1000,"));
+        assert!(params[0].ends_with(",read:65536:32:256"));
+        assert!(params.contains(&"lite.bwsizes=4096,65536,1048576,4194304".to_string()));
+        assert!(params.contains(&"lite.asyncsizes=4096,65536".to_string()));
+        assert!(params.contains(&"lite.depths=1,2,4,8,16,32".to_string()));
+        assert!(params.contains(&"lite.bwbytes=16777216".to_string()));
+        // No spaces: each is one kernel command line word.
+        assert!(params.iter().all(|p| !p.contains(' ')));
+    }
+
+    #[test]
+    fn parses_perftest_bandwidth_client_rows() {
+        let rows = parse_perftest_bw(BW_CLIENT);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            NativeBw {
+                op: "write".into(),
+                size: 4096,
+                depth: 8,
+                iterations: 1000,
+                peak: 25.31,
+                average: 21.47,
+                msg_rate: 0.005496,
+            }
+        );
+        assert_eq!((rows[1].depth, rows[1].average), (1, 8.0));
+        // Newer perftest says MiB/sec for the same unit.
+        assert_eq!(rows[2].op, "read");
+        assert_eq!(
+            (rows[2].size, rows[2].depth, rows[2].average),
+            (65536, 32, 64.0)
+        );
+        // Gb/sec rows and the unfinished block are left out, as is the server.
+        assert!(parse_perftest_bw(BW_SERVER).is_empty());
+        // The latency parser ignores bandwidth blocks and vice versa.
+        let lat = parse_perftest(BW_CLIENT);
+        assert_eq!(lat.len(), 1);
+        assert_eq!(lat[0].typical, 1.5);
+        assert!(parse_perftest_bw(CLIENT).is_empty());
+    }
+
+    #[test]
+    fn parses_lite_throughput_lines_only() {
+        let rows = parse_lite_throughput(BW_CLIENT);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            LiteBw {
+                op: "memset".into(),
+                size: 4096,
+                depth: None,
+                iters: 1000,
+                average: 10.0,
+                median: 11.0,
+                p10: 9.0,
+                p90: 12.5,
+            }
+        );
+        assert_eq!(rows[1].depth, Some(8));
+        assert_eq!(
+            (rows[2].op.as_str(), rows[2].depth),
+            ("read_async", Some(32))
+        );
+        // Latency lines are not throughput lines and the reverse.
+        assert_eq!(parse_lite_bench(BW_CLIENT).len(), 1);
+    }
+
+    #[test]
+    fn throughput_table_compares_with_the_matching_perftest_run() {
+        let native = parse_perftest_bw(BW_CLIENT);
+        let lite = parse_lite_throughput(BW_CLIENT);
+        let table = bw_table(&native, &lite);
+        // Two header lines, the column names, then every planned series.
+        assert_eq!(table.len(), 3 + 2 * 4 + 2 * 2 * 6, "{table:#?}");
+        assert!(table[0].contains("-t (TX depth)"));
+        let find = |prefix: &str, size: &str, depth: &str| {
+            table
+                .iter()
+                .find(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.len() > 3 && f[0] == prefix && f[1] == size && f[2] == depth
+                })
+                .cloned()
+                .unwrap_or_else(|| panic!("no {prefix} {size} {depth} row in {table:#?}"))
+        };
+        // memset 4 KiB against ib_write_bw -t 1 (8.00): 10 / 8.
+        let memset = find("memset", "4096", "1");
+        assert!(memset.contains("ib_write_bw -t 1"), "{memset}");
+        assert!(memset.contains("9.00-12.50"), "{memset}");
+        assert!(memset.trim_end().ends_with("1.25"), "{memset}");
+        // write_async at depth 8 against ib_write_bw -t 8: 19.32 / 21.47.
+        let write = find("write_async", "4096", "8");
+        assert!(write.contains("ib_write_bw -t 8") && write.contains("21.47"));
+        assert!(write.trim_end().ends_with("0.90"), "{write}");
+        // read_async at depth 32 against ib_read_bw -t 32: 48 / 64.
+        let read = find("read_async", "65536", "32");
+        assert!(read.contains("ib_read_bw -t 32"));
+        assert!(read.trim_end().ends_with("0.75"), "{read}");
+        // memcpy has no valid LITE line; 4 MiB has neither measurement.
+        let memcpy = find("memcpy", "4096", "1");
+        assert!(memcpy.contains("8.00") && memcpy.trim_end().ends_with('-'));
+        let big = find("memset", "4194304", "1");
+        let fields: Vec<&str> = big.split_whitespace().collect();
+        assert_eq!(fields[3..6], ["ib_write_bw", "-t", "1"], "{big}");
+        assert!(fields[6..].iter().all(|&f| f == "-"), "{big}");
+        assert_eq!(fields.len(), 11, "{big}");
+        // A series outside the plan still gets a row.
+        let extra = vec![LiteBw {
+            op: "write_async".into(),
+            size: 512,
+            depth: Some(3),
+            ..lite[0].clone()
+        }];
+        let table = bw_table(&[], &extra);
+        assert!(table
+            .last()
+            .is_some_and(|l| l.starts_with("write_async     512     3")));
     }
 }

@@ -9,7 +9,13 @@
 #                      bench-native-client | bench-lite
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
-#   lite.sizes=A,B,..  benchmark message sizes
+#   lite.sizes=A,B,..  benchmark message sizes (latency)
+#   lite.bwruns=OP:SIZE:DEPTH:ITERS,..
+#                      perftest bandwidth runs: ib_OP_bw -s SIZE -t DEPTH -n ITERS
+#   lite.bwsizes=..    lite-bench --bw-sizes (memset/memcpy sizes)
+#   lite.asyncsizes=.. lite-bench --async-sizes
+#   lite.depths=..     lite-bench --depths (async operations in flight)
+#   lite.bwbytes=N     lite-bench --bw-bytes (bytes per throughput series)
 # and always ends with "LITE-GUEST-EXIT rc=<code>" and a reboot, which makes
 # QEMU (started with -no-reboot) exit.
 
@@ -30,6 +36,11 @@ run=
 peer=
 iters=1000
 sizes=8,64,512,4096,65536
+bwruns=
+bwsizes=
+asyncsizes=
+depths=
+bwbytes=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -39,6 +50,11 @@ for arg in $(cat /proc/cmdline); do
 	lite.peer=*) peer=${arg#lite.peer=} ;;
 	lite.iters=*) iters=${arg#lite.iters=} ;;
 	lite.sizes=*) sizes=${arg#lite.sizes=} ;;
+	lite.bwruns=*) bwruns=${arg#lite.bwruns=} ;;
+	lite.bwsizes=*) bwsizes=${arg#lite.bwsizes=} ;;
+	lite.asyncsizes=*) asyncsizes=${arg#lite.asyncsizes=} ;;
+	lite.depths=*) depths=${arg#lite.depths=} ;;
+	lite.bwbytes=*) bwbytes=${arg#lite.bwbytes=} ;;
 	esac
 done
 
@@ -70,7 +86,7 @@ setup_network() {
 	return 1
 }
 
-# perftest latency tests between the two benchmark VMs. The server blocks
+# perftest tests between the two benchmark VMs. The server blocks
 # until a client connected; the client retries until the server listens.
 # perftest calibrates its cycle counter against gettimeofday at start-up;
 # under TCG that sometimes fails and the client's table shows "inf". The
@@ -79,10 +95,12 @@ setup_network() {
 VERDICT_PORT=18600
 MAX_ROUNDS=5
 
+# perftest_server TEST SIZE ITERS [EXTRA perftest ARGS...]
 perftest_server() {
-	test=$1 size=$2
+	test=$1 size=$2 n=$3
+	shift 3
 	while :; do
-		timeout 600 "$test" -d rxe0 -x 1 -s "$size" -n "$iters"
+		timeout 600 "$test" -d rxe0 -x 1 -s "$size" -n "$n" "$@"
 		rc=$?
 		verdict=$(timeout 300 nc -l -p $VERDICT_PORT)
 		[ "$verdict" = again ] || return $rc
@@ -99,13 +117,15 @@ send_verdict() {
 	return 1
 }
 
+# perftest_client TEST SIZE ITERS [EXTRA perftest ARGS...]
 perftest_client() {
-	test=$1 size=$2 round=1
+	test=$1 size=$2 n=$3 round=1
+	shift 3
 	while :; do
 		tries=0
 		rc=1
 		while [ $tries -lt 60 ]; do
-			out=$(timeout 600 "$test" -d rxe0 -x 1 -s "$size" -n "$iters" "$peer" 2>&1)
+			out=$(timeout 600 "$test" -d rxe0 -x 1 -s "$size" -n "$n" "$@" "$peer" 2>&1)
 			rc=$?
 			echo "$out"
 			[ $rc -eq 0 ] && break
@@ -130,7 +150,7 @@ perftest_side() {
 	for test in ib_write_lat ib_read_lat; do
 		for size in $(echo "$sizes" | tr ',' ' '); do
 			echo "LITE-PERFTEST-BEGIN test=$test size=$size side=$side"
-			"perftest_$side" "$test" "$size"
+			"perftest_$side" "$test" "$size" "$iters"
 			rc=$?
 			echo "LITE-PERFTEST-END test=$test size=$size side=$side rc=$rc"
 			[ $rc -eq 0 ] || status=1
@@ -139,8 +159,32 @@ perftest_side() {
 	return $status
 }
 
+# perftest bandwidth tests, one per entry of lite.bwruns (OP:SIZE:DEPTH:ITERS),
+# in the same order on both sides.
+perftest_bw_side() {
+	side=$1
+	status=0
+	for run in $(echo "$bwruns" | tr ',' ' '); do
+		op=${run%%:*} rest=${run#*:}
+		size=${rest%%:*} rest=${rest#*:}
+		depth=${rest%%:*} n=${rest#*:}
+		test=ib_${op}_bw
+		echo "LITE-PERFTEST-BEGIN test=$test size=$size depth=$depth iters=$n side=$side"
+		"perftest_$side" "$test" "$size" "$n" -t "$depth"
+		rc=$?
+		echo "LITE-PERFTEST-END test=$test size=$size depth=$depth side=$side rc=$rc"
+		[ $rc -eq 0 ] || status=1
+	done
+	return $status
+}
+
 lite_bench() {
-	lite-bench --cm "$cm" --iters "$iters" --sizes "$sizes"
+	set -- --cm "$cm" --iters "$iters" --sizes "$sizes"
+	[ -n "$bwsizes" ] && set -- "$@" --bw-sizes "$bwsizes"
+	[ -n "$asyncsizes" ] && set -- "$@" --async-sizes "$asyncsizes"
+	[ -n "$depths" ] && set -- "$@" --depths "$depths"
+	[ -n "$bwbytes" ] && set -- "$@" --bw-bytes "$bwbytes"
+	lite-bench "$@"
 }
 
 rc=0
@@ -155,10 +199,12 @@ test) lite-cluster-test --cm "$cm" --nodes "$nodes" || rc=$? ;;
 kunit) ;; # KUnit ran during boot, before /init.
 bench-native-server)
 	perftest_side server || rc=1
+	perftest_bw_side server || rc=1
 	lite_bench || rc=1
 	;;
 bench-native-client)
 	perftest_side client || rc=1
+	perftest_bw_side client || rc=1
 	lite_bench || rc=1
 	;;
 bench-lite) lite_bench || rc=$? ;;

@@ -29,7 +29,7 @@ use crate::syscalls;
 use crate::ui::{self, Step};
 
 /// Every existing kernel file the series edits; their pristine copies form the base commit.
-pub const EDITED_FILES: [&str; 7] = [
+pub const EDITED_FILES: [&str; 8] = [
     "rust/bindings/bindings_helper.h",
     "rust/helpers/helpers.c",
     "arch/x86/entry/syscalls/syscall_64.tbl",
@@ -37,6 +37,7 @@ pub const EDITED_FILES: [&str; 7] = [
     "kernel/sys_ni.c",
     "drivers/infiniband/Kconfig",
     "drivers/infiniband/ulp/Makefile",
+    "kernel/exit.c",
 ];
 
 /// Directory of the committed series, relative to the repository root.
@@ -309,6 +310,18 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
         file: "drivers/infiniband/ulp/Makefile",
         text: "obj-$(CONFIG_LITE)\t\t\t+= lite/\n".into(),
     });
+    // Handles, mappings and operations belong to processes: release them
+    // when the last thread of a process exits, while its memory still exists.
+    changes.push(Change::InsertAfter {
+        file: "kernel/exit.c",
+        anchor: "#include <linux/uaccess.h>",
+        text: "#include <rdma/lite_api.h>\n".into(),
+    });
+    changes.push(Change::InsertAfter {
+        file: "kernel/exit.c",
+        anchor: "group_dead = atomic_dec_and_test(&tsk->signal->live);",
+        text: "\tif (group_dead)\n\t\tlite_exit_process();\n".into(),
+    });
     patches.push(PatchSpec {
         subject: "RDMA/lite: add LITE, the Local Indirection TiEr for RDMA, in Rust".into(),
         body: "LITE (SOSP'17) gives kernel and user space shared, protected access to\n\
@@ -521,6 +534,10 @@ mod tests {
                 "source \"drivers/infiniband/ulp/rtrs/Kconfig\"\n",
             ),
             ("drivers/infiniband/ulp/Makefile", "obj-y += rtrs/\n"),
+            (
+                "kernel/exit.c",
+                "#include <linux/uaccess.h>\n\tgroup_dead = atomic_dec_and_test(&tsk->signal->live);\n",
+            ),
         ];
         for (rel, text) in files {
             fsutil::write(&pristine.join(rel), text).unwrap();

@@ -86,6 +86,14 @@ pub fn prepare(cache: &Cache, kernel_src: Option<&Path>) -> Result<KernelSource>
                 source.dir.display()
             );
         }
+        // A file the series only started to edit after this tree was
+        // prepared is still untouched in the tree: save its pristine copy.
+        for rel in EDITED_FILES {
+            let saved = source.pristine.join(rel);
+            if !saved.is_file() {
+                fsutil::copy(&source.dir.join(rel), &saved)?;
+            }
+        }
         return Ok(source);
     }
 

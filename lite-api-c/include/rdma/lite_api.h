@@ -37,8 +37,50 @@ int liteapi_rdma_write_offset(u64 lh, const void *buf, u64 size,
 int liteapi_rdma_read_offset(u64 lh, void *buf, u64 size,
 			     unsigned int priority, u64 offset, u64 password);
 
-/* Free LMR lh on every node holding a part of it. */
+/* Free LMR lh on every node holding a part of it, revoking its mappings. */
 int liteapi_free(u64 lh);
+
+/* The original's name for liteapi_free (needs ADMIN). */
+int liteapi_deregister_mr(u64 lh);
+
+/* Set size bytes of LMR lh at offset to byte (0..255). */
+int liteapi_remote_memset(u64 lh, u64 offset, u64 size, int byte);
+
+/* Copy size bytes between LMRs, executed by the nodes holding the source. */
+int liteapi_rdma_mr_memcpy(u64 src_lh, u64 src_offset, u64 dst_lh,
+			   u64 dst_offset, u64 size);
+
+/* As liteapi_rdma_mr_memcpy, correct for overlapping ranges. */
+int liteapi_rdma_mr_memmov(u64 src_lh, u64 src_offset, u64 dst_lh,
+			   u64 dst_offset, u64 size);
+
+/*
+ * Create an LMR on this node holding size bytes of data and publish it under
+ * identifier with READ | WRITE | SHARE. Returns the handle.
+ */
+long liteapi_wrapup_alloc_for_remote_access(const void *data, u64 size,
+					    u64 identifier, u64 password);
+
+/* Publish LMR lh under identifier, granting at most permission. */
+int liteapi_add_askmr_table(u64 identifier, u64 lh, u64 permission,
+			    u64 password);
+
+/* Map the LMR published as identifier on node owner; returns a handle. */
+long liteapi_ask_mr(unsigned int owner, u64 identifier, u64 permission,
+		    u64 password);
+
+/* Drop a mapping made by liteapi_ask_mr. */
+int liteapi_umap_lmr(u64 lh);
+
+/*
+ * Handles of kernel callers are shared by all kernel code; those of each
+ * process are its own and released when it exits.
+ */
+#if IS_ENABLED(CONFIG_LITE)
+void lite_exit_process(void);
+#else
+static inline void lite_exit_process(void) { }
+#endif
 
 /* Wait until num nodes have entered the same barrier round. */
 int liteapi_dist_barrier(unsigned int num);
@@ -55,5 +97,23 @@ long lite_rs_rdma_read(u64 handle, unsigned long buf, u64 size, u64 offset,
 		       unsigned int priority, u64 password);
 long lite_rs_free(u64 handle);
 long lite_rs_dist_barrier(unsigned int num);
+long lite_rs_remote_memset(u64 handle, u64 offset, u64 size, unsigned int byte);
+long lite_rs_memcpy(u64 src, u64 src_offset, u64 dst, u64 dst_offset, u64 size);
+long lite_rs_memmove(u64 src, u64 src_offset, u64 dst, u64 dst_offset, u64 size);
+long lite_rs_wrap_alloc(unsigned long data, u64 size, u64 name, u64 password);
+long lite_rs_add_ask_mr_table(u64 name, u64 handle, u64 permission,
+			      u64 password);
+long lite_rs_ask_lmr(unsigned int node, u64 name, u64 permission, u64 password);
+long lite_rs_umap_lmr(u64 handle);
+long lite_rs_register_lmr(unsigned long buf, u64 size, u64 permission,
+			  u64 password);
+long lite_rs_deregister_lmr(u64 handle);
+long lite_rs_rdma_write_async(u64 handle, unsigned long buf, u64 size,
+			      u64 offset, unsigned int priority, u64 password);
+long lite_rs_rdma_read_async(u64 handle, unsigned long buf, u64 size,
+			     u64 offset, unsigned int priority, u64 password);
+long lite_rs_async_wait(u64 op, unsigned int flags);
+long lite_rs_fence(void);
+long lite_rs_get_stats(unsigned long stats, u64 size);
 
 #endif /* _RDMA_LITE_API_H */

@@ -32,6 +32,58 @@ pub const SYS_LITE_RDMA_READ: c_long = 553;
 pub const SYS_LITE_FREE: c_long = 554;
 /// `lite_dist_barrier`: wait until a number of nodes reach the barrier.
 pub const SYS_LITE_DIST_BARRIER: c_long = 555;
+/// `lite_remote_memset`: set a range of an LMR to one byte value.
+pub const SYS_LITE_REMOTE_MEMSET: c_long = 556;
+/// `lite_memcpy`: copy between LMRs (overlap unspecified).
+pub const SYS_LITE_MEMCPY: c_long = 557;
+/// `lite_memmove`: copy between LMRs, correct for overlapping ranges.
+pub const SYS_LITE_MEMMOVE: c_long = 558;
+/// `lite_wrap_alloc`: create an LMR holding a copy of user data and publish it.
+pub const SYS_LITE_WRAP_ALLOC: c_long = 559;
+/// `lite_add_ask_mr_table`: publish an LMR under a name.
+pub const SYS_LITE_ADD_ASK_MR_TABLE: c_long = 560;
+/// `lite_ask_lmr`: map an LMR published under a name.
+pub const SYS_LITE_ASK_LMR: c_long = 561;
+/// `lite_umap_lmr`: drop a mapping made by `lite_ask_lmr`.
+pub const SYS_LITE_UMAP_LMR: c_long = 562;
+/// `lite_register_lmr`: make user memory an LMR.
+pub const SYS_LITE_REGISTER_LMR: c_long = 563;
+/// `lite_deregister_lmr`: revoke a registered LMR and unpin its pages.
+pub const SYS_LITE_DEREGISTER_LMR: c_long = 564;
+/// `lite_rdma_write_async`: start a write without waiting for it.
+pub const SYS_LITE_RDMA_WRITE_ASYNC: c_long = 565;
+/// `lite_rdma_read_async`: start a read without waiting for it.
+pub const SYS_LITE_RDMA_READ_ASYNC: c_long = 566;
+/// `lite_async_wait`: reap one asynchronous operation.
+pub const SYS_LITE_ASYNC_WAIT: c_long = 567;
+/// `lite_fence`: reap every outstanding asynchronous operation.
+pub const SYS_LITE_FENCE: c_long = 568;
+/// `lite_get_stats`: copy this node's counters.
+pub const SYS_LITE_GET_STATS: c_long = 569;
+
+/// Handle permission: read (sync and async reads, source of memcpy/memmove).
+pub const PERM_READ: u64 = 0x1;
+/// Handle permission: write (sync and async writes, memset, destination of
+/// memcpy/memmove).
+pub const PERM_WRITE: u64 = 0x2;
+/// Handle permission: publish the LMR with [`add_ask_mr_table`].
+pub const PERM_SHARE: u64 = 0x4;
+/// Handle permission: free or deregister the LMR (only its creator has it).
+pub const PERM_ADMIN: u64 = 0x8;
+/// Handle permission: atomic operations on 8-byte LMRs.
+pub const PERM_ATOMIC: u64 = 0x10;
+
+/// [`async_wait`] flag: fail with `-EAGAIN` instead of blocking.
+pub const ASYNC_NOWAIT: u32 = 0x1;
+
+/// Most asynchronous operations one process may have outstanding.
+pub const MAX_ASYNC_OPS: u32 = 64;
+
+/// Largest single asynchronous transfer.
+pub const MAX_ASYNC_SIZE: u64 = 16 << 20;
+
+/// Largest region [`register_lmr`] accepts.
+pub const MAX_REGISTER_SIZE: u64 = 64 << 20;
 
 /// Target node for [`alloc_remote`] that spreads chunks over every other node.
 pub const NODE_SPREAD: u32 = 0;
@@ -60,6 +112,31 @@ pub const MAX_IP_LEN: usize = 16;
 
 /// TCP port the cluster manager listens on by default.
 pub const CM_DEFAULT_PORT: u16 = 18500;
+
+/// Node counters returned by [`get_stats`]; `struct lite_stats` in C.
+///
+/// Fields are only ever appended, so a shorter copy of an older layout is a
+/// prefix of this one.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiteStats {
+    /// LMRs created on this node and not released.
+    pub lmrs: u64,
+    /// Of which registered user memory.
+    pub registrations: u64,
+    /// Mappings made by [`ask_lmr`].
+    pub mappings: u64,
+    /// Names published on this node.
+    pub published_names: u64,
+    /// Chunks this node holds, for any node.
+    pub held_chunks: u64,
+    /// Handles open in all processes.
+    pub handles: u64,
+    /// Processes holding LITE handles or operations.
+    pub processes: u64,
+    /// Asynchronous operations not yet reaped.
+    pub async_in_flight: u64,
+}
 
 /// Maps the C library convention (`-1` and `errno`) back to the kernel's
 /// negative errno. `read_errno` is only called when the call failed, so
@@ -208,6 +285,241 @@ pub fn dist_barrier(num: c_uint) -> c_long {
     unsafe { lite_syscall(SYS_LITE_DIST_BARRIER, [num.into(), 0, 0, 0, 0, 0]) }
 }
 
+/// Sets `size` bytes of the LMR `handle` at `offset` to `byte` (0..=255,
+/// else `-EINVAL`). Needs WRITE. Returns 0.
+pub fn remote_memset(handle: u64, offset: u64, size: u64, byte: c_uint) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe {
+        lite_syscall(
+            SYS_LITE_REMOTE_MEMSET,
+            [handle, offset, size, byte.into(), 0, 0],
+        )
+    }
+}
+
+/// Copies `size` bytes from `src_handle` at `src_offset` to `dst_handle`
+/// at `dst_offset` (the same or different LMRs, on any nodes). The result
+/// is unspecified for overlapping ranges; use [`memmove`] for those. The
+/// source needs READ, the destination WRITE. Returns 0.
+pub fn memcpy(
+    src_handle: u64,
+    src_offset: u64,
+    dst_handle: u64,
+    dst_offset: u64,
+    size: u64,
+) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe {
+        lite_syscall(
+            SYS_LITE_MEMCPY,
+            [src_handle, src_offset, dst_handle, dst_offset, size, 0],
+        )
+    }
+}
+
+/// Like [`memcpy`], but correct for overlapping ranges. Returns 0.
+pub fn memmove(
+    src_handle: u64,
+    src_offset: u64,
+    dst_handle: u64,
+    dst_offset: u64,
+    size: u64,
+) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe {
+        lite_syscall(
+            SYS_LITE_MEMMOVE,
+            [src_handle, src_offset, dst_handle, dst_offset, size, 0],
+        )
+    }
+}
+
+/// Creates an LMR on this node holding a copy of `size` bytes at `data`
+/// and publishes it under `name` with READ | WRITE | SHARE. Returns its
+/// handle (> 0); `-EEXIST` if `name` is already published on this node.
+///
+/// # Safety
+///
+/// `data` must be valid for reads of `size` bytes for the duration of the
+/// call, or be an address the kernel rejects with `-EFAULT`.
+pub unsafe fn wrap_alloc(data: *const c_void, size: u64, name: u64, password: u64) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_WRAP_ALLOC,
+            [data as c_ulong, size, name, password, 0, 0],
+        )
+    }
+}
+
+/// Publishes the LMR `handle` under `name` on this node, granting at most
+/// `permission` (READ | WRITE | SHARE | ATOMIC; ADMIN is never granted).
+/// Needs SHARE and the handle's `password`; only LMRs created on this node
+/// can be published (`-EINVAL` for a mapping). `-EEXIST` if the name is
+/// taken. Returns 0.
+pub fn add_ask_mr_table(name: u64, handle: u64, permission: u64, password: u64) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe {
+        lite_syscall(
+            SYS_LITE_ADD_ASK_MR_TABLE,
+            [name, handle, permission, password, 0, 0],
+        )
+    }
+}
+
+/// Maps the LMR published under `name` on `node` (this node included) and
+/// returns a new handle (> 0) whose permissions are `permission` restricted
+/// to what the name grants. `password` must be the one the name was
+/// published with and becomes the new handle's password. `-ENOENT` no such
+/// name; `-EACCES` wrong password; `-EPERM` nothing requested is granted.
+pub fn ask_lmr(node: c_uint, name: u64, permission: u64, password: u64) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe {
+        lite_syscall(
+            SYS_LITE_ASK_LMR,
+            [node.into(), name, permission, password, 0, 0],
+        )
+    }
+}
+
+/// Drops a mapping made by [`ask_lmr`], also after it was revoked. The
+/// handle is gone afterwards. `-EINVAL` for a handle that is not a
+/// mapping. Returns 0.
+pub fn umap_lmr(handle: u64) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe { lite_syscall(SYS_LITE_UMAP_LMR, [handle, 0, 0, 0, 0, 0]) }
+}
+
+/// Makes `size` bytes of this process's memory at `buf` (at most
+/// [`MAX_REGISTER_SIZE`]) an LMR that other nodes can map once published.
+/// `permission` (any of READ | WRITE | SHARE | ATOMIC) is what the LMR
+/// allows; the handle also gets ADMIN. The pages stay pinned until
+/// [`deregister_lmr`]. Returns the handle (> 0).
+///
+/// # Safety
+///
+/// `buf` must be valid for reads and writes of `size` bytes until the
+/// handle is deregistered (or the process exits), and nothing may rely on
+/// its contents staying unchanged in the meantime: remote nodes may read
+/// and write it at any time. Alternatively it may be an address the
+/// kernel rejects with `-EFAULT`.
+pub unsafe fn register_lmr(buf: *mut c_void, size: u64, permission: u64, password: u64) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_REGISTER_LMR,
+            [buf as c_ulong, size, permission, password, 0, 0],
+        )
+    }
+}
+
+/// Revokes the LMR `handle`: every mapping of it fails with `-EKEYREVOKED`
+/// from then on; operations under way finish first, then the pages are
+/// unpinned. Needs ADMIN. For allocated LMRs it is [`free`]. Returns 0.
+pub fn deregister_lmr(handle: u64) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe { lite_syscall(SYS_LITE_DEREGISTER_LMR, [handle, 0, 0, 0, 0, 0]) }
+}
+
+/// Starts copying `size` bytes (at most [`MAX_ASYNC_SIZE`]) from `buf`
+/// into the LMR `handle` at `offset` and returns the operation id (> 0)
+/// without waiting. The data is taken from `buf` before the call returns.
+/// Blocks while [`MAX_ASYNC_OPS`] operations are outstanding. Reap the id
+/// with [`async_wait`] or [`fence`].
+///
+/// # Safety
+///
+/// `buf` must be valid for reads of `size` bytes for the duration of the
+/// call, or be an address the kernel rejects with `-EFAULT`.
+pub unsafe fn rdma_write_async(
+    handle: u64,
+    buf: *const c_void,
+    size: u64,
+    offset: u64,
+    priority: c_uint,
+    password: u64,
+) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_RDMA_WRITE_ASYNC,
+            [
+                handle,
+                buf as c_ulong,
+                size,
+                offset,
+                priority.into(),
+                password,
+            ],
+        )
+    }
+}
+
+/// Starts copying `size` bytes (at most [`MAX_ASYNC_SIZE`]) of the LMR
+/// `handle` at `offset` into `buf` and returns the operation id (> 0)
+/// without waiting. The data is stored into `buf` when the operation is
+/// reaped by [`async_wait`] or [`fence`]. Blocks while [`MAX_ASYNC_OPS`]
+/// operations are outstanding.
+///
+/// # Safety
+///
+/// `buf` must be valid for writes of `size` bytes, and not accessed by
+/// anything else, from the call until the operation has been reaped (by
+/// [`async_wait`], [`fence`] or process exit), or be an address the kernel
+/// rejects with `-EFAULT`. The kernel writes through it as if it were a
+/// `&mut [u8]` at reap time.
+pub unsafe fn rdma_read_async(
+    handle: u64,
+    buf: *mut c_void,
+    size: u64,
+    offset: u64,
+    priority: c_uint,
+    password: u64,
+) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_RDMA_READ_ASYNC,
+            [
+                handle,
+                buf as c_ulong,
+                size,
+                offset,
+                priority.into(),
+                password,
+            ],
+        )
+    }
+}
+
+/// Reaps asynchronous operation `op`: 0 if it succeeded, its negative
+/// errno if it failed; the id is released either way. With
+/// [`ASYNC_NOWAIT`] in `flags`, `-EAGAIN` if it has not completed yet (the
+/// id stays valid). `-EINVAL` for an unknown id or flags.
+///
+/// Reaping a read stores its data into the buffer given to
+/// [`rdma_read_async`]; that is covered by that call's safety contract.
+pub fn async_wait(op: u64, flags: c_uint) -> c_long {
+    // SAFETY: the call takes no pointers of its own.
+    unsafe { lite_syscall(SYS_LITE_ASYNC_WAIT, [op, flags.into(), 0, 0, 0, 0]) }
+}
+
+/// Waits for and reaps every outstanding asynchronous operation of the
+/// process. Returns 0, or the error of the first failed operation.
+pub fn fence() -> c_long {
+    // SAFETY: the call takes no pointers of its own.
+    unsafe { lite_syscall(SYS_LITE_FENCE, [0; 6]) }
+}
+
+/// Copies `min(size, size_of::<LiteStats>())` bytes of this node's counters
+/// into `stats`. `-EINVAL` if `size` is smaller than 8. Works before join
+/// (all counters 0). Returns 0.
+///
+/// # Safety
+///
+/// `stats` must be valid for writes of `size` bytes (capped at the size
+/// of [`LiteStats`]) for the duration of the call, or be an address the
+/// kernel rejects with `-EFAULT`.
+pub unsafe fn get_stats(stats: *mut LiteStats, size: u64) -> c_long {
+    unsafe { lite_syscall(SYS_LITE_GET_STATS, [stats as c_ulong, size, 0, 0, 0, 0]) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +548,14 @@ mod tests {
         // close(-1) fails with EBADF on every Linux kernel.
         let ret = unsafe { lite_syscall(libc::SYS_close, [c_ulong::MAX, 0, 0, 0, 0, 0]) };
         assert_eq!(ret, -c_long::from(libc::EBADF));
+    }
+
+    #[test]
+    fn lite_stats_has_the_c_layout() {
+        assert_eq!(std::mem::size_of::<LiteStats>(), 64);
+        assert_eq!(std::mem::align_of::<LiteStats>(), 8);
+        assert_eq!(std::mem::offset_of!(LiteStats, lmrs), 0);
+        assert_eq!(std::mem::offset_of!(LiteStats, async_in_flight), 56);
     }
 
     #[test]

@@ -110,6 +110,101 @@ fn rust_constants() -> Vec<(&'static str, &'static str, u128)> {
             "SYS_LITE_DIST_BARRIER",
             syscall(sys::SYS_LITE_DIST_BARRIER),
         ),
+        (
+            "__NR_lite_remote_memset",
+            "SYS_LITE_REMOTE_MEMSET",
+            syscall(sys::SYS_LITE_REMOTE_MEMSET),
+        ),
+        (
+            "__NR_lite_memcpy",
+            "SYS_LITE_MEMCPY",
+            syscall(sys::SYS_LITE_MEMCPY),
+        ),
+        (
+            "__NR_lite_memmove",
+            "SYS_LITE_MEMMOVE",
+            syscall(sys::SYS_LITE_MEMMOVE),
+        ),
+        (
+            "__NR_lite_wrap_alloc",
+            "SYS_LITE_WRAP_ALLOC",
+            syscall(sys::SYS_LITE_WRAP_ALLOC),
+        ),
+        (
+            "__NR_lite_add_ask_mr_table",
+            "SYS_LITE_ADD_ASK_MR_TABLE",
+            syscall(sys::SYS_LITE_ADD_ASK_MR_TABLE),
+        ),
+        (
+            "__NR_lite_ask_lmr",
+            "SYS_LITE_ASK_LMR",
+            syscall(sys::SYS_LITE_ASK_LMR),
+        ),
+        (
+            "__NR_lite_umap_lmr",
+            "SYS_LITE_UMAP_LMR",
+            syscall(sys::SYS_LITE_UMAP_LMR),
+        ),
+        (
+            "__NR_lite_register_lmr",
+            "SYS_LITE_REGISTER_LMR",
+            syscall(sys::SYS_LITE_REGISTER_LMR),
+        ),
+        (
+            "__NR_lite_deregister_lmr",
+            "SYS_LITE_DEREGISTER_LMR",
+            syscall(sys::SYS_LITE_DEREGISTER_LMR),
+        ),
+        (
+            "__NR_lite_rdma_write_async",
+            "SYS_LITE_RDMA_WRITE_ASYNC",
+            syscall(sys::SYS_LITE_RDMA_WRITE_ASYNC),
+        ),
+        (
+            "__NR_lite_rdma_read_async",
+            "SYS_LITE_RDMA_READ_ASYNC",
+            syscall(sys::SYS_LITE_RDMA_READ_ASYNC),
+        ),
+        (
+            "__NR_lite_async_wait",
+            "SYS_LITE_ASYNC_WAIT",
+            syscall(sys::SYS_LITE_ASYNC_WAIT),
+        ),
+        (
+            "__NR_lite_fence",
+            "SYS_LITE_FENCE",
+            syscall(sys::SYS_LITE_FENCE),
+        ),
+        (
+            "__NR_lite_get_stats",
+            "SYS_LITE_GET_STATS",
+            syscall(sys::SYS_LITE_GET_STATS),
+        ),
+        ("LITE_PERM_READ", "PERM_READ", sys::PERM_READ.into()),
+        ("LITE_PERM_WRITE", "PERM_WRITE", sys::PERM_WRITE.into()),
+        ("LITE_PERM_SHARE", "PERM_SHARE", sys::PERM_SHARE.into()),
+        ("LITE_PERM_ADMIN", "PERM_ADMIN", sys::PERM_ADMIN.into()),
+        ("LITE_PERM_ATOMIC", "PERM_ATOMIC", sys::PERM_ATOMIC.into()),
+        (
+            "LITE_ASYNC_NOWAIT",
+            "ASYNC_NOWAIT",
+            sys::ASYNC_NOWAIT.into(),
+        ),
+        (
+            "LITE_MAX_ASYNC_OPS",
+            "MAX_ASYNC_OPS",
+            sys::MAX_ASYNC_OPS.into(),
+        ),
+        (
+            "LITE_MAX_ASYNC_SIZE",
+            "MAX_ASYNC_SIZE",
+            sys::MAX_ASYNC_SIZE.into(),
+        ),
+        (
+            "LITE_MAX_REGISTER_SIZE",
+            "MAX_REGISTER_SIZE",
+            sys::MAX_REGISTER_SIZE.into(),
+        ),
         ("LITE_NODE_SPREAD", "NODE_SPREAD", sys::NODE_SPREAD.into()),
         (
             "LITE_ALLOC_ATOMIC",
@@ -256,40 +351,141 @@ fn assert_compiles(output: std::process::Output, what: &str) {
     );
 }
 
+/// The C examples, each compiled by [`c_examples_compile_with_warnings_as_errors`].
+const EXAMPLES: [&str; 2] = ["lite_hello", "lite_share"];
+
 #[test]
-fn c_example_compiles_with_warnings_as_errors() {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lite_hello");
+fn c_examples_compile_with_warnings_as_errors() {
     let include = repo_path("../include");
-    let source = repo_path("../examples/lite_hello.c");
-    let args = [
-        "-Wall".as_ref(),
-        "-Wextra".as_ref(),
-        "-Werror".as_ref(),
-        "-I".as_ref(),
-        include.as_os_str(),
-        "-o".as_ref(),
-        out.as_os_str(),
-        source.as_os_str(),
-    ];
-    if let Some(output) = run_cc(&args) {
-        assert_compiles(output, "examples/lite_hello.c");
-        assert!(out.exists(), "cc produced no binary");
+    for example in EXAMPLES {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(example);
+        let source = repo_path(&format!("../examples/{example}.c"));
+        let args = [
+            "-Wall".as_ref(),
+            "-Wextra".as_ref(),
+            "-Werror".as_ref(),
+            "-I".as_ref(),
+            include.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            source.as_os_str(),
+        ];
+        let Some(output) = run_cc(&args) else {
+            return;
+        };
+        assert_compiles(output, &format!("examples/{example}.c"));
+        assert!(out.exists(), "cc produced no binary for {example}");
     }
 }
 
 #[test]
-fn c_headers_can_be_included_together() {
+fn every_c_example_is_compiled() {
+    let dir = repo_path("../examples");
+    let entries =
+        std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("read examples directory").path();
+        if path.extension().is_some_and(|ext| ext == "c") {
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            assert!(
+                EXAMPLES.contains(&stem),
+                "{} is not compiled by the ABI test",
+                path.display()
+            );
+        }
+    }
+}
+
+/// The fields of `struct lite_stats` in `LiteStats`, in declaration order,
+/// with their offsets.
+fn rust_stats_fields() -> Vec<(&'static str, usize)> {
+    use std::mem::offset_of;
+    vec![
+        ("lmrs", offset_of!(sys::LiteStats, lmrs)),
+        ("registrations", offset_of!(sys::LiteStats, registrations)),
+        ("mappings", offset_of!(sys::LiteStats, mappings)),
+        (
+            "published_names",
+            offset_of!(sys::LiteStats, published_names),
+        ),
+        ("held_chunks", offset_of!(sys::LiteStats, held_chunks)),
+        ("handles", offset_of!(sys::LiteStats, handles)),
+        ("processes", offset_of!(sys::LiteStats, processes)),
+        (
+            "async_in_flight",
+            offset_of!(sys::LiteStats, async_in_flight),
+        ),
+    ]
+}
+
+/// Names of the fields of `struct lite_stats` in `text`, in order, with
+/// their C types.
+fn c_stats_fields(text: &str) -> Vec<(String, String)> {
+    let start = text
+        .find("struct lite_stats {")
+        .expect("no struct lite_stats definition");
+    let body = &text[start + "struct lite_stats {".len()..];
+    let body = &body[..body.find("};").expect("unterminated struct lite_stats")];
+    body.lines()
+        .map(|line| line.split("/*").next().unwrap_or_default().trim())
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let decl = line
+                .strip_suffix(';')
+                .unwrap_or_else(|| panic!("unexpected struct lite_stats line {line:?}"));
+            let (ty, name) = decl
+                .trim()
+                .rsplit_once(char::is_whitespace)
+                .unwrap_or_else(|| panic!("unexpected struct lite_stats line {line:?}"));
+            (name.to_string(), ty.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn lite_stats_matches_both_headers() {
+    assert_eq!(std::mem::size_of::<sys::LiteStats>(), 64);
+    let rust = rust_stats_fields();
+    for (index, (name, offset)) in rust.iter().enumerate() {
+        assert_eq!(*offset, index * 8, "LiteStats::{name} is misplaced");
+    }
+    let rust_names: Vec<&str> = rust.iter().map(|(name, _)| *name).collect();
+    for (header, u64_type) in [(uapi_header(), "__u64"), (user_header(), "uint64_t")] {
+        let fields = c_stats_fields(&read(&header));
+        let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, rust_names, "fields of {}", header.display());
+        for (name, ty) in &fields {
+            assert_eq!(ty, u64_type, "type of {name} in {}", header.display());
+        }
+    }
+}
+
+#[test]
+fn lite_stats_layout_agrees_in_c() {
+    // Both headers' definitions side by side: the uapi header is read a
+    // second time under another struct name, which also redefines every
+    // constant (any difference is a macro redefinition error).
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let source = dir.join("both_headers.c");
-    // The userspace header first, so the uapi header redefines every
-    // constant: any difference is a macro redefinition error.
-    std::fs::write(
-        &source,
-        "#include \"lite.h\"\n#include <linux/lite.h>\n\
-         int main(void) { return (int)lite_get_node_id() + LITE_MAX_NODES; }\n",
-    )
-    .expect("write test source");
-    let object = dir.join("both_headers.o");
+    let source = dir.join("stats_layout.c");
+    let mut text = String::from(
+        "#include <stddef.h>\n#include \"lite.h\"\n\
+         #undef _UAPI_LINUX_LITE_H\n#define lite_stats lite_stats_uapi\n\
+         #include <linux/lite.h>\n#undef lite_stats\n",
+    );
+    let size = std::mem::size_of::<sys::LiteStats>();
+    text.push_str(&format!(
+        "_Static_assert(sizeof(struct lite_stats) == {size}, \"size\");\n\
+         _Static_assert(sizeof(struct lite_stats_uapi) == {size}, \"uapi size\");\n"
+    ));
+    for (name, offset) in rust_stats_fields() {
+        text.push_str(&format!(
+            "_Static_assert(offsetof(struct lite_stats, {name}) == {offset}, \"{name}\");\n\
+             _Static_assert(offsetof(struct lite_stats_uapi, {name}) == {offset}, \"uapi {name}\");\n"
+        ));
+    }
+    text.push_str("long get(struct lite_stats *s) { return lite_get_stats(s, sizeof(*s)); }\n");
+    std::fs::write(&source, text).expect("write test source");
+    let object = dir.join("stats_layout.o");
     let include = repo_path("../include");
     let uapi_include = repo_path("../../lite-api-c/include/uapi");
     let args = [
@@ -305,6 +501,48 @@ fn c_headers_can_be_included_together() {
         source.as_os_str(),
     ];
     if let Some(output) = run_cc(&args) {
-        assert_compiles(output, "a file including both headers");
+        assert_compiles(output, "the struct lite_stats layout check");
+    }
+}
+
+#[test]
+fn c_headers_can_be_included_together() {
+    // In either order (lite_stats_layout_agrees_in_c checks that the two
+    // definitions are the same); the userspace header also twice.
+    let orders = [
+        ("user_first", "\"lite.h\"", "<linux/lite.h>"),
+        ("uapi_first", "<linux/lite.h>", "\"lite.h\""),
+    ];
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let include = repo_path("../include");
+    let uapi_include = repo_path("../../lite-api-c/include/uapi");
+    for (name, first, second) in orders {
+        let source = dir.join(format!("both_headers_{name}.c"));
+        std::fs::write(
+            &source,
+            format!(
+                "#include {first}\n#include {second}\n#include \"lite.h\"\n\
+                 int main(void) {{ struct lite_stats s = {{ 0 }};\n\
+                 return (int)lite_get_node_id() + LITE_MAX_NODES + (int)s.lmrs; }}\n"
+            ),
+        )
+        .expect("write test source");
+        let object = dir.join(format!("both_headers_{name}.o"));
+        let args = [
+            "-Wall".as_ref(),
+            "-Werror".as_ref(),
+            "-c".as_ref(),
+            "-I".as_ref(),
+            include.as_os_str(),
+            "-I".as_ref(),
+            uapi_include.as_os_str(),
+            "-o".as_ref(),
+            object.as_os_str(),
+            source.as_os_str(),
+        ];
+        let Some(output) = run_cc(&args) else {
+            return;
+        };
+        assert_compiles(output, &format!("a file including both headers ({name})"));
     }
 }

@@ -1,8 +1,13 @@
 //! Pieces of `lite-bench` that do not need a LITE kernel.
 
+use std::collections::VecDeque;
 use std::fmt;
 
-use crate::stats::Summary;
+use crate::stats::{summarize, Summary};
+
+/// Bytes in one "MB" of throughput. perftest's `MB/sec` columns divide by
+/// 2^20 (they are MiB/s), so LITE's figures use the same unit.
+pub const MIB: f64 = 1_048_576.0;
 
 /// Which node holds the benchmarked memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +47,14 @@ pub enum Operation {
     Write,
     /// `lite_rdma_read`.
     Read,
+    /// `lite_remote_memset`.
+    Memset,
+    /// `lite_memcpy`.
+    Memcpy,
+    /// `lite_rdma_write_async`, several in flight.
+    WriteAsync,
+    /// `lite_rdma_read_async`, several in flight.
+    ReadAsync,
 }
 
 impl fmt::Display for Operation {
@@ -49,6 +62,10 @@ impl fmt::Display for Operation {
         f.write_str(match self {
             Operation::Write => "write",
             Operation::Read => "read",
+            Operation::Memset => "memset",
+            Operation::Memcpy => "memcpy",
+            Operation::WriteAsync => "write_async",
+            Operation::ReadAsync => "read_async",
         })
     }
 }
@@ -60,6 +77,159 @@ pub fn result_line(operation: Operation, size: u64, summary: &Summary) -> String
     format!(
         "LITE-BENCH op={operation} size={size} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2}",
         summary.count, summary.median, summary.p10, summary.p90, summary.min, summary.max, summary.stdev
+    )
+}
+
+/// Operations timed for one throughput series: `budget` bytes' worth of
+/// `size`-byte operations, at least `min_iters` and at most `max_iters`
+/// (`max_iters` wins when the two conflict). Keeps large sizes from taking
+/// minutes under emulation while small ones still get many samples.
+pub fn throughput_iters(size: u64, budget: u64, min_iters: usize, max_iters: usize) -> usize {
+    let by_budget = usize::try_from(budget / size.max(1)).unwrap_or(usize::MAX);
+    by_budget.max(min_iters).min(max_iters).max(1)
+}
+
+/// Throughput of one series, in MiB/s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Throughput {
+    /// Operations completed.
+    pub ops: usize,
+    /// Total bytes over total time (what perftest's `BW average` is).
+    pub average: f64,
+    /// Distribution of the per-sample throughputs (one sample per
+    /// operation, or per group of completions for pipelined series).
+    pub samples: Summary,
+}
+
+/// MiB/s for `bytes` moved in `micros` microseconds; `None` for a zero or
+/// negative time.
+pub fn mib_per_s(bytes: u64, micros: f64) -> Option<f64> {
+    (micros > 0.0 && micros.is_finite()).then(|| bytes as f64 / MIB / (micros / 1e6))
+}
+
+/// Throughput of `durations_us.len()` operations of `size` bytes done one
+/// at a time: one sample per operation.
+pub fn throughput_of_ops(size: u64, durations_us: &[f64]) -> Option<Throughput> {
+    let samples: Vec<f64> = durations_us
+        .iter()
+        .map(|&us| mib_per_s(size, us))
+        .collect::<Option<_>>()?;
+    let total_us: f64 = durations_us.iter().sum();
+    let ops = durations_us.len();
+    Some(Throughput {
+        ops,
+        average: mib_per_s(size * ops as u64, total_us)?,
+        samples: summarize(&samples)?,
+    })
+}
+
+/// Number of consecutive groups the completions of a pipelined series are
+/// cut into for the spread: at most 10, each at least `depth` completions
+/// long so that every group spans a full window.
+pub fn completion_groups(ops: usize, depth: usize) -> usize {
+    (ops / depth.max(1)).clamp(1, 10)
+}
+
+/// Throughput of a pipelined series of `size`-byte operations that started
+/// at `start_ns` and whose completions were reaped at `completions_ns`
+/// (ascending). The average covers the whole series; the samples are the
+/// throughputs of `groups` consecutive groups of completions, each measured
+/// from the end of the previous group.
+pub fn throughput_of_completions(
+    size: u64,
+    start_ns: u64,
+    completions_ns: &[u64],
+    groups: usize,
+) -> Option<Throughput> {
+    let ops = completions_ns.len();
+    let end = *completions_ns.last()?;
+    let groups = groups.clamp(1, ops);
+    let micros = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1000.0;
+    let mut samples = Vec::with_capacity(groups);
+    let mut previous_end = start_ns;
+    let mut done = 0;
+    for group in 0..groups {
+        // Spread the remainder over the first groups.
+        let len = ops / groups + usize::from(group < ops % groups);
+        let group_end = completions_ns[done + len - 1];
+        samples.push(mib_per_s(
+            size * len as u64,
+            micros(previous_end, group_end),
+        )?);
+        previous_end = group_end;
+        done += len;
+    }
+    Some(Throughput {
+        ops,
+        average: mib_per_s(size * ops as u64, micros(start_ns, end))?,
+        samples: summarize(&samples)?,
+    })
+}
+
+/// Runs `total` operations keeping up to `depth` in flight: `submit(slot)`
+/// starts one and returns its id, `reap(id)` waits for it; operations are
+/// reaped oldest first. Operation `i` gets slot `i % depth`, and a slot is
+/// only handed out again after its previous operation was reaped, so each
+/// slot can own a buffer. Returns the time (`now()`) of every completion.
+///
+/// On the first error no further operations are started, but those already
+/// in flight are still reaped (their results ignored) before the error is
+/// returned, so no buffer is left in use by the kernel.
+pub fn run_window<E>(
+    total: usize,
+    depth: usize,
+    mut submit: impl FnMut(usize) -> Result<u64, E>,
+    mut reap: impl FnMut(u64) -> Result<(), E>,
+    mut now: impl FnMut() -> u64,
+) -> Result<Vec<u64>, E> {
+    let depth = depth.max(1);
+    let mut in_flight: VecDeque<u64> = VecDeque::with_capacity(depth);
+    let mut completions = Vec::with_capacity(total);
+    let mut started = 0;
+    let mut failure = None;
+    while failure.is_none() && (started < total || !in_flight.is_empty()) {
+        if started < total && in_flight.len() < depth {
+            match submit(started % depth) {
+                Ok(id) => {
+                    in_flight.push_back(id);
+                    started += 1;
+                }
+                Err(e) => failure = Some(e),
+            }
+        } else if let Some(id) = in_flight.pop_front() {
+            match reap(id) {
+                Ok(()) => completions.push(now()),
+                Err(e) => failure = Some(e),
+            }
+        }
+    }
+    match failure {
+        None => Ok(completions),
+        Some(e) => {
+            for id in in_flight {
+                let _ = reap(id);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The result line for one throughput series (MiB/s):
+///
+/// `LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=.. mibps_median=.. mibps_p10=.. mibps_p90=.. mibps_min=.. mibps_max=..`
+///
+/// Pipelined series add `depth=N` (operations in flight) after the size.
+pub fn throughput_line(
+    operation: Operation,
+    size: u64,
+    depth: Option<usize>,
+    throughput: &Throughput,
+) -> String {
+    let depth = depth.map_or(String::new(), |d| format!(" depth={d}"));
+    let s = &throughput.samples;
+    format!(
+        "LITE-BENCH op={operation} size={size}{depth} iters={} mibps_avg={:.2} mibps_median={:.2} mibps_p10={:.2} mibps_p90={:.2} mibps_min={:.2} mibps_max={:.2}",
+        throughput.ops, throughput.average, s.median, s.p10, s.p90, s.min, s.max
     )
 }
 
@@ -85,5 +255,212 @@ mod tests {
             result_line(Operation::Read, 64, &summary),
             "LITE-BENCH op=read size=64 iters=3 median_us=12.50 p10_us=10.50 p90_us=18.50 min_us=10.00 max_us=20.00 stdev_us=5.20"
         );
+    }
+
+    #[test]
+    fn operation_names() {
+        let names: Vec<String> = [
+            Operation::Write,
+            Operation::Read,
+            Operation::Memset,
+            Operation::Memcpy,
+            Operation::WriteAsync,
+            Operation::ReadAsync,
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "write",
+                "read",
+                "memset",
+                "memcpy",
+                "write_async",
+                "read_async"
+            ]
+        );
+    }
+
+    #[test]
+    fn iterations_follow_the_byte_budget() {
+        let budget = 16 << 20;
+        assert_eq!(throughput_iters(4096, budget, 8, 1000), 1000);
+        assert_eq!(throughput_iters(65536, budget, 8, 1000), 256);
+        assert_eq!(throughput_iters(1 << 20, budget, 8, 1000), 16);
+        assert_eq!(throughput_iters(4 << 20, budget, 8, 1000), 8);
+        assert_eq!(throughput_iters(64 << 20, budget, 8, 1000), 8);
+        // Fewer iterations asked for than the minimum: the request wins.
+        assert_eq!(throughput_iters(4 << 20, budget, 8, 3), 3);
+        assert_eq!(throughput_iters(4096, 0, 0, 0), 1);
+    }
+
+    #[test]
+    fn throughput_units_are_mib_per_second() {
+        // 1 MiB in 1 s, 4 KiB in 1 ms.
+        assert_eq!(mib_per_s(1 << 20, 1e6), Some(1.0));
+        assert_eq!(mib_per_s(4096, 1000.0), Some(3.90625));
+        assert_eq!(mib_per_s(4096, 0.0), None);
+    }
+
+    #[test]
+    fn throughput_of_single_operations() {
+        // 1 MiB operations taking 1, 2 and 4 ms: 1000, 500 and 250 MiB/s.
+        let t = throughput_of_ops(1 << 20, &[2000.0, 1000.0, 4000.0]).expect("samples");
+        assert_eq!(t.ops, 3);
+        assert_eq!(t.samples.median, 500.0);
+        assert_eq!((t.samples.min, t.samples.max), (250.0, 1000.0));
+        // 3 MiB in 7 ms.
+        assert!((t.average - 3.0 / 0.007).abs() < 1e-9, "{}", t.average);
+        assert_eq!(throughput_of_ops(4096, &[]), None);
+        assert_eq!(throughput_of_ops(4096, &[10.0, 0.0]), None);
+    }
+
+    #[test]
+    fn throughput_of_pipelined_completions() {
+        // Ten 1 MiB completions, the first five 1 ms apart, then 2 ms apart,
+        // starting at t = 0 (times in ns).
+        let ms = 1_000_000;
+        let completions: Vec<u64> = (1..=5)
+            .map(|i| i * ms)
+            .chain((1..=5).map(|i| 5 * ms + 2 * i * ms))
+            .collect();
+        let t = throughput_of_completions(1 << 20, 0, &completions, 2).expect("completions");
+        assert_eq!(t.ops, 10);
+        // 10 MiB in 15 ms.
+        assert!((t.average - 10.0 / 0.015).abs() < 1e-9);
+        assert_eq!((t.samples.max, t.samples.min), (1000.0, 500.0));
+        // Uneven groups: 10 completions in 3 groups of 4, 3 and 3.
+        let t = throughput_of_completions(1 << 20, 0, &completions, 3).expect("completions");
+        assert_eq!(t.samples.count, 3);
+        // The first group: 4 MiB in 4 ms.
+        assert_eq!(t.samples.max, 1000.0);
+        // More groups than completions: one per completion.
+        let t = throughput_of_completions(1 << 20, 0, &completions[..2], 10).expect("two");
+        assert_eq!(t.samples.count, 2);
+        assert_eq!(throughput_of_completions(4096, 0, &[], 10), None);
+        // Two completions at the same instant make an empty interval.
+        assert_eq!(throughput_of_completions(4096, 0, &[5, 5], 2), None);
+    }
+
+    #[test]
+    fn completion_groups_span_a_window() {
+        assert_eq!(completion_groups(1000, 1), 10);
+        assert_eq!(completion_groups(256, 32), 8);
+        assert_eq!(completion_groups(20, 32), 1);
+        assert_eq!(completion_groups(0, 0), 1);
+    }
+
+    /// A fake asynchronous engine: records which ids are in flight.
+    struct Engine {
+        next_id: u64,
+        in_flight: Vec<(u64, usize)>,
+        max_in_flight: usize,
+        log: Vec<String>,
+        fail_submit_at: Option<u64>,
+        fail_reap_of: Option<u64>,
+    }
+
+    impl Engine {
+        fn new() -> Engine {
+            Engine {
+                next_id: 1,
+                in_flight: Vec::new(),
+                max_in_flight: 0,
+                log: Vec::new(),
+                fail_submit_at: None,
+                fail_reap_of: None,
+            }
+        }
+    }
+
+    fn drive(
+        engine: &std::cell::RefCell<Engine>,
+        total: usize,
+        depth: usize,
+    ) -> Result<Vec<u64>, String> {
+        let mut clock = 0;
+        run_window(
+            total,
+            depth,
+            |slot| {
+                let mut e = engine.borrow_mut();
+                let id = e.next_id;
+                if e.fail_submit_at == Some(id) {
+                    return Err(format!("submit {id} failed"));
+                }
+                assert!(
+                    e.in_flight.iter().all(|&(_, s)| s != slot),
+                    "slot {slot} reused while in flight"
+                );
+                e.next_id += 1;
+                e.in_flight.push((id, slot));
+                e.max_in_flight = e.max_in_flight.max(e.in_flight.len());
+                e.log.push(format!("s{id}"));
+                Ok(id)
+            },
+            |id| {
+                let mut e = engine.borrow_mut();
+                let oldest = e.in_flight.remove(0);
+                assert_eq!(oldest.0, id, "not reaped oldest first");
+                e.log.push(format!("r{id}"));
+                if e.fail_reap_of == Some(id) {
+                    return Err(format!("op {id} failed"));
+                }
+                Ok(())
+            },
+            || {
+                clock += 10;
+                clock
+            },
+        )
+    }
+
+    #[test]
+    fn window_keeps_depth_operations_in_flight() {
+        let engine = std::cell::RefCell::new(Engine::new());
+        let completions = drive(&engine, 7, 3).expect("no failure");
+        assert_eq!(completions, [10, 20, 30, 40, 50, 60, 70]);
+        let e = engine.borrow();
+        assert_eq!(e.max_in_flight, 3);
+        assert!(e.in_flight.is_empty());
+        assert_eq!(e.log.join(" "), "s1 s2 s3 r1 s4 r2 s5 r3 s6 r4 s7 r5 r6 r7");
+        drop(e);
+
+        let engine = std::cell::RefCell::new(Engine::new());
+        assert_eq!(drive(&engine, 3, 1).map(|c| c.len()), Ok(3));
+        assert_eq!(engine.borrow().log.join(" "), "s1 r1 s2 r2 s3 r3");
+        let engine = std::cell::RefCell::new(Engine::new());
+        assert_eq!(drive(&engine, 0, 4), Ok(vec![]));
+    }
+
+    #[test]
+    fn window_drains_in_flight_operations_after_an_error() {
+        let engine = std::cell::RefCell::new(Engine::new());
+        engine.borrow_mut().fail_submit_at = Some(4);
+        assert_eq!(drive(&engine, 10, 4), Err("submit 4 failed".into()));
+        let e = engine.borrow();
+        assert!(e.in_flight.is_empty());
+        assert_eq!(e.log.join(" "), "s1 s2 s3 r1 r2 r3");
+        drop(e);
+
+        let engine = std::cell::RefCell::new(Engine::new());
+        engine.borrow_mut().fail_reap_of = Some(2);
+        assert_eq!(drive(&engine, 10, 3), Err("op 2 failed".into()));
+        let e = engine.borrow();
+        assert!(e.in_flight.is_empty());
+        assert_eq!(e.log.join(" "), "s1 s2 s3 r1 s4 r2 r3 r4");
+    }
+
+    #[test]
+    fn throughput_line_format() {
+        let t = throughput_of_ops(1 << 20, &[2000.0, 1000.0, 4000.0]).expect("samples");
+        assert_eq!(
+            throughput_line(Operation::Memset, 1 << 20, None, &t),
+            "LITE-BENCH op=memset size=1048576 iters=3 mibps_avg=428.57 mibps_median=500.00 mibps_p10=300.00 mibps_p90=900.00 mibps_min=250.00 mibps_max=1000.00"
+        );
+        assert!(throughput_line(Operation::ReadAsync, 4096, Some(8), &t)
+            .starts_with("LITE-BENCH op=read_async size=4096 depth=8 iters=3 mibps_avg="));
     }
 }

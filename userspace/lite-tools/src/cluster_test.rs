@@ -24,6 +24,13 @@ use crate::plan::{boundary_ranges, next_node, plan_data_cases, DataCase};
 use crate::tap::Tap;
 use crate::IB_PORT;
 
+mod io;
+mod memory_ops;
+mod processes;
+mod sharing;
+
+pub use processes::{child_main, CHILD_SUBCOMMAND};
+
 /// Size of the LMR the bad-input cases aim at.
 pub const PROBE_SIZE: u64 = 4096;
 
@@ -94,6 +101,9 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfi
     }
 
     bad_input(kernel, tap, me, nodes, password);
+    memory_ops::run(kernel, tap, me, nodes, password);
+    sharing::run(kernel, tap, me, nodes, password);
+    processes::run(kernel, tap, me, nodes, password);
 
     // Nobody leaves while others may still use its memory.
     tap.check(
@@ -103,7 +113,7 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfi
 }
 
 /// Password of the LMRs node `me` allocates ("LITE" and the node id).
-fn password_of(me: u32) -> u64 {
+pub(crate) fn password_of(me: u32) -> u64 {
     0x4c49_5445_0000_0000 | u64::from(me)
 }
 
@@ -263,7 +273,7 @@ fn expect_no_alloc<K: Kernel>(kernel: &K, ret: c_long, errno: i32) -> Result<(),
 }
 
 /// Human name of an allocation target, relative to this node.
-fn target_name(me: u32, target: u32) -> String {
+pub(crate) fn target_name(me: u32, target: u32) -> String {
     match target {
         NODE_SPREAD => "spread (node 0)".to_string(),
         _ if target == me => format!("node {target} (itself)"),
@@ -709,36 +719,160 @@ mod tests {
         (String::from_utf8_lossy(&out).into_owned(), summary)
     }
 
+    /// Runs the test on every node of a cluster at once, one thread per
+    /// node; the output and summary of each node, in id order.
+    fn run_cluster(nodes: u32, defects: Defects) -> Vec<(String, TapSummary)> {
+        run_kernels(FakeKernel::cluster(nodes, defects), nodes, defects)
+    }
+
+    fn run_kernels(
+        kernels: Vec<FakeKernel>,
+        nodes: u32,
+        defects: Defects,
+    ) -> Vec<(String, TapSummary)> {
+        let results = std::thread::scope(|scope| {
+            let threads: Vec<_> = kernels
+                .iter()
+                .map(|kernel| scope.spawn(move || run_against(kernel, nodes)))
+                .collect();
+            threads
+                .into_iter()
+                .map(|thread| thread.join().expect("node thread panicked"))
+                .collect::<Vec<_>>()
+        });
+        if format!("{defects:?}") == format!("{:?}", Defects::default()) {
+            for kernel in &kernels {
+                assert_eq!(kernel.live_handles(), 0, "handles leaked");
+            }
+            assert_eq!(kernels[0].live_lmrs(), 0, "LMRs leaked");
+        }
+        results
+    }
+
     fn failures(output: &str) -> Vec<&str> {
         output.lines().filter(|l| l.starts_with("not ok")).collect()
     }
 
     #[test]
     fn a_correct_kernel_passes_every_case() {
-        for (me, nodes) in [(1, 1), (2, 2), (2, 3)] {
-            let kernel = FakeKernel::new(me, nodes, Defects::default());
-            let (output, summary) = run_against(&kernel, nodes);
-            assert!(
-                summary.all_passed(),
-                "{me}/{nodes}: {:?}",
-                failures(&output)
-            );
-            assert!(summary.passed > 60, "{output}");
-            assert!(!output.contains("# SKIP"));
-            assert_eq!(kernel.live_lmrs(), 0, "LMRs leaked");
-            assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
-            if nodes > 1 {
-                assert!(output.contains(&format!("node {me} -> spread (node 0), ")));
-                assert!(output.contains("chunk boundary"), "{output}");
+        for nodes in [1, 2, 3] {
+            for (me, (output, summary)) in (1..).zip(run_cluster(nodes, Defects::default())) {
+                assert!(
+                    summary.all_passed(),
+                    "{me}/{nodes}: {:?}",
+                    failures(&output)
+                );
+                assert!(summary.passed > 200, "{output}");
+                let skips = output.matches("# SKIP").count();
+                let expected_skips = output
+                    .matches("# SKIP needs separate processes on the real kernel")
+                    .count();
+                assert_eq!(skips, 3, "{output}");
+                assert_eq!(expected_skips, 3, "{output}");
+                assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
+                if nodes > 1 {
+                    assert!(output.contains(&format!("node {me} -> spread (node 0), ")));
+                    assert!(output.contains("chunk boundary"), "{output}");
+                    assert!(
+                        output.contains("256 MiB LMR on spread (node 0)"),
+                        "{output}"
+                    );
+                }
             }
         }
     }
 
     #[test]
-    fn a_node_that_joined_earlier_skips_the_pre_join_cases() {
-        let kernel = FakeKernel::new(1, 2, Defects::default());
+    fn another_process_cannot_use_a_handle() {
+        let kernel = FakeKernel::new(1, 1, Defects::default());
         assert_eq!(join_with_text(&kernel, "10.0.0.1"), 1);
-        let (output, summary) = run_against(&kernel, 2);
+        let handle = kernel.alloc_remote(1, 4096, 0, 5);
+        assert!(handle > 0);
+        let other = kernel.other_process();
+        assert_eq!(
+            other.free(handle.unsigned_abs()),
+            -c_long::from(libc::EBADF)
+        );
+        let args = ["foreign-handle".to_string(), handle.to_string(), "5".into()];
+        assert_eq!(child_main(&other, &args), 0);
+        assert_eq!(kernel.free(handle.unsigned_abs()), 0);
+    }
+
+    #[test]
+    fn a_single_node_on_its_own_passes_too() {
+        let kernel = FakeKernel::new(1, 1, Defects::default());
+        let (output, summary) = run_against(&kernel, 1);
+        assert!(summary.all_passed(), "{:?}", failures(&output));
+        assert_eq!(kernel.live_lmrs(), 0, "LMRs leaked");
+    }
+
+    #[test]
+    fn unenforced_permissions_are_caught() {
+        let defects = Defects {
+            ignore_permissions: true,
+            ..Defects::default()
+        };
+        let results = run_cluster(3, defects);
+        for (output, summary) in &results {
+            let failed = failures(output);
+            assert!(!summary.all_passed());
+            for expected in [
+                "rdma_read without READ returns -EPERM",
+                "rdma_write without WRITE returns -EPERM",
+                "remote_memset without WRITE returns -EPERM",
+                "memcpy to a destination without WRITE returns -EPERM",
+                "free of a mapping (no ADMIN) returns -EPERM",
+                "add_ask_mr_table of an LMR registered without SHARE returns -EPERM",
+                "ask_lmr asking only WRITE of a READ-only name returns -EPERM",
+            ] {
+                assert!(
+                    failed.iter().any(|l| l.contains(expected)),
+                    "{expected}: {failed:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn memmove_that_only_copies_forwards_is_caught() {
+        let defects = Defects {
+            memmove_forward_only: true,
+            ..Defects::default()
+        };
+        for (output, _) in run_cluster(2, defects) {
+            let failed = failures(&output);
+            assert_eq!(failed.len(), 3, "{failed:?}");
+            assert!(
+                failed
+                    .iter()
+                    .all(|l| l.contains("memmove overlapping upwards (destination above source)")),
+                "{failed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_revocation_is_caught() {
+        let defects = Defects {
+            no_revocation: true,
+            ..Defects::default()
+        };
+        for (output, _) in run_cluster(3, defects) {
+            let failed = failures(&output);
+            // read, write, memset, read_async on both revoked LMRs.
+            assert_eq!(failed.len(), 8, "{failed:?}");
+            assert!(
+                failed.iter().all(|l| l.contains("EKEYREVOKED")),
+                "{failed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_node_that_joined_earlier_skips_the_pre_join_cases() {
+        let kernels = FakeKernel::cluster(2, Defects::default());
+        assert_eq!(join_with_text(&kernels[0], "10.0.0.1"), 1);
+        let (output, summary) = run_kernels(kernels, 2, Defects::default()).remove(0);
         assert!(summary.all_passed(), "{:?}", failures(&output));
         assert_eq!(output.matches("# SKIP node joined before").count(), 12);
     }
@@ -749,7 +883,7 @@ mod tests {
             misplace_later_chunks: true,
             ..Defects::default()
         };
-        let (output, summary) = run_against(&FakeKernel::new(1, 2, defects), 2);
+        let (output, summary) = run_cluster(2, defects).remove(0);
         assert!(!summary.all_passed());
         let failed = failures(&output);
         assert!(failed.iter().all(|l| l.contains("LMR")), "{failed:?}");
@@ -762,13 +896,23 @@ mod tests {
             ignore_password: true,
             ..Defects::default()
         };
-        let (output, summary) = run_against(&FakeKernel::new(2, 3, defects), 3);
+        let (output, summary) = run_cluster(3, defects).remove(1);
         let failed = failures(&output);
-        assert_eq!(summary.failed, 3, "{failed:?}");
+        assert!(summary.failed >= 7, "{failed:?}");
         assert!(failed[0].ends_with(" - rdma_write of 16 B with a wrong password returns -EACCES"));
         assert!(failed[1].ends_with(" - rdma_read of 16 B with a wrong password returns -EACCES"));
         // The write with the wrong password went through.
         assert!(failed[2].ends_with(" - the rejected writes left the probe LMR unchanged"));
+        for expected in [
+            " - add_ask_mr_table with a wrong password returns -EACCES",
+            " - rdma_write_async with a wrong password returns -EACCES",
+            " - node 2: ask_lmr(node 1, wrapped name) with a wrong password returns -EACCES",
+        ] {
+            assert!(
+                failed.iter().any(|l| l.ends_with(expected)),
+                "{expected}: {failed:?}"
+            );
+        }
     }
 
     #[test]
@@ -777,9 +921,9 @@ mod tests {
             keep_freed_handles: true,
             ..Defects::default()
         };
-        let (output, _) = run_against(&FakeKernel::new(1, 2, defects), 2);
+        let (output, _) = run_cluster(2, defects).remove(0);
         let failed = failures(&output);
-        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert!(failed.len() >= 2, "{failed:?}");
         assert!(failed[0].ends_with(" - rdma_write after free returns -EBADF"));
         assert!(failed[1].ends_with(" - rdma_read after free returns -EBADF"));
     }

@@ -1,16 +1,30 @@
-//! An in-memory model of one node's view of LITE, following the uapi
-//! header, so the cluster test can be run on any host. Defects can be
-//! switched on to check that the cluster test notices them.
+//! An in-memory model of LITE, following the uapi header, so the cluster
+//! test can be run on any host. Defects can be switched on to check that
+//! the cluster test notices them.
+//!
+//! A [`FakeKernel`] is one process on one node. [`FakeKernel::new`] makes a
+//! node on its own, whose barriers never wait (its peers are imagined);
+//! [`FakeKernel::cluster`] makes one kernel per node of a cluster sharing
+//! one memory and name space, meant to be driven from one thread per node:
+//! their barriers really wait for each other, names published by node X are
+//! what `ask_lmr(X, ..)` finds, and freeing an LMR revokes its mappings on
+//! every node.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void};
 use std::net::Ipv4Addr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{ALLOC_ATOMIC, CHUNK_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_NODES, PRIORITY_LOW};
+use lite::sys::{
+    LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE,
+    MAX_NODES, MAX_REGISTER_SIZE, NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE,
+    PERM_WRITE, PRIORITY_LOW,
+};
 
 use crate::kernel::Kernel;
+use crate::plan::next_node;
 
 /// Defects the model can be given.
 #[derive(Debug, Clone, Copy, Default)]
@@ -23,95 +37,263 @@ pub struct Defects {
     pub keep_freed_handles: bool,
     /// The cluster manager cannot be reached.
     pub refuse_join: bool,
+    /// Handle permissions (READ, WRITE, SHARE, ADMIN) are not enforced.
+    pub ignore_permissions: bool,
+    /// memmove copies front to back, like a naive memcpy, so an overlapping
+    /// move to a higher offset repeats the start of the source.
+    pub memmove_forward_only: bool,
+    /// Freeing or deregistering an LMR leaves its mappings working.
+    pub no_revocation: bool,
+}
+
+/// Every permission bit the ABI defines.
+const ALL_PERMS: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN | PERM_ATOMIC;
+/// What a name can grant.
+const SHAREABLE: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ATOMIC;
+
+/// Where the bytes of an LMR live.
+enum Backing {
+    Owned(Vec<u8>),
+    /// Registered memory of the creating process.
+    User {
+        address: usize,
+        len: usize,
+    },
 }
 
 struct Lmr {
-    data: Vec<u8>,
+    backing: Backing,
+    /// What the LMR allows (without ADMIN).
+    perms: u64,
+    /// Node that created it.
+    creator: u32,
+    /// Chunks held, by node.
+    chunks: Vec<u32>,
+    /// Freed or deregistered while mappings remained (`no_revocation`
+    /// keeps the data reachable).
+    released: bool,
+}
+
+impl Lmr {
+    fn len(&self) -> usize {
+        match &self.backing {
+            Backing::Owned(data) => data.len(),
+            Backing::User { len, .. } => *len,
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match &mut self.backing {
+            Backing::Owned(data) => data,
+            // SAFETY: whoever registered the memory promised it stays valid
+            // until it is deregistered, which removes this LMR.
+            Backing::User { address, len } => unsafe {
+                std::slice::from_raw_parts_mut(*address as *mut u8, *len)
+            },
+        }
+    }
+}
+
+struct Published {
+    lmr: u64,
+    perms: u64,
     password: u64,
 }
 
+/// What all nodes share.
 #[derive(Default)]
-struct State {
-    joined: bool,
-    next_handle: u64,
+struct Cluster {
+    next_lmr: u64,
     lmrs: BTreeMap<u64, Lmr>,
-    freed: BTreeMap<u64, Lmr>,
+    /// Published names by (node, name).
+    names: BTreeMap<(u32, u64), Published>,
+    /// Mappings per node (for the statistics).
+    mappings: BTreeMap<u32, u64>,
+    /// Barrier: nodes that entered each round.
+    rounds: BTreeMap<u64, u32>,
 }
 
-/// One node of a cluster of `nodes` nodes, all of which are present.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Created,
+    Mapping,
+}
+
+#[derive(Clone, Copy)]
+struct Handle {
+    lmr: u64,
+    perms: u64,
+    password: u64,
+    kind: Kind,
+    /// Freed, but kept by the `keep_freed_handles` defect.
+    freed: bool,
+}
+
+/// An operation started but not reaped.
+struct Op {
+    result: c_long,
+    /// For reads: where to, and the data read.
+    delivery: Option<(usize, Vec<u8>)>,
+    /// NOWAIT polls still answered with -EAGAIN.
+    pending_polls: u32,
+}
+
+#[derive(Default)]
+struct Process {
+    joined: bool,
+    next_handle: u64,
+    handles: BTreeMap<u64, Handle>,
+    next_op: u64,
+    ops: BTreeMap<u64, Op>,
+    barrier_round: u64,
+}
+
+struct Shared {
+    cluster: Mutex<Cluster>,
+    barrier: Condvar,
+}
+
+/// One process on one node of a cluster of `nodes` nodes.
 pub struct FakeKernel {
     id: u32,
     nodes: u32,
     defects: Defects,
-    state: RefCell<State>,
+    /// Whether other nodes exist as threads (otherwise barriers never wait).
+    connected: bool,
+    shared: Arc<Shared>,
+    process: Mutex<Process>,
 }
 
 /// Addresses below this are never mapped, like the first page of a process.
 const FIRST_MAPPED_ADDRESS: usize = 4096;
 
+/// How long a barrier waits for the other nodes before giving up.
+const BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
+
 fn err(errno: i32) -> c_long {
     -c_long::from(errno)
 }
 
+/// What a data operation needs.
+#[derive(Clone, Copy)]
+struct Access {
+    perm: u64,
+    /// Password to check, if the call takes one.
+    password: Option<u64>,
+    /// Accept handles the `keep_freed_handles` defect kept.
+    allow_freed: bool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl FakeKernel {
-    /// A node that will get id `id` when it joins a cluster of `nodes`.
+    /// A node on its own that will get id `id` when it joins a cluster of
+    /// `nodes`; the other nodes are imagined, so barriers return at once.
     pub fn new(id: u32, nodes: u32, defects: Defects) -> Self {
+        Self::node(id, nodes, defects, false, Self::new_shared())
+    }
+
+    /// One kernel per node of a cluster of `nodes`, sharing their memory;
+    /// element i becomes node i + 1.
+    pub fn cluster(nodes: u32, defects: Defects) -> Vec<FakeKernel> {
+        let shared = Self::new_shared();
+        (1..=nodes)
+            .map(|id| Self::node(id, nodes, defects, true, Arc::clone(&shared)))
+            .collect()
+    }
+
+    /// Another process on the same node, with handles of its own.
+    pub fn other_process(&self) -> FakeKernel {
+        let kernel = Self::node(
+            self.id,
+            self.nodes,
+            self.defects,
+            self.connected,
+            Arc::clone(&self.shared),
+        );
+        lock(&kernel.process).joined = lock(&self.process).joined;
+        kernel
+    }
+
+    fn new_shared() -> Arc<Shared> {
+        Arc::new(Shared {
+            cluster: Mutex::new(Cluster {
+                next_lmr: 1,
+                ..Cluster::default()
+            }),
+            barrier: Condvar::new(),
+        })
+    }
+
+    fn node(id: u32, nodes: u32, defects: Defects, connected: bool, shared: Arc<Shared>) -> Self {
         FakeKernel {
             id,
             nodes,
             defects,
-            state: RefCell::new(State {
+            connected,
+            shared,
+            process: Mutex::new(Process {
                 next_handle: 0x1000,
-                ..State::default()
+                next_op: 1,
+                ..Process::default()
             }),
         }
     }
 
-    /// Number of LMRs currently allocated.
+    /// Number of handles this process holds (LMRs, mappings, registrations).
+    pub fn live_handles(&self) -> usize {
+        lock(&self.process).handles.len()
+    }
+
+    /// Number of LMRs in the whole cluster.
     pub fn live_lmrs(&self) -> usize {
-        self.state.borrow().lmrs.len()
+        lock(&self.shared.cluster).lmrs.len()
     }
 
     fn joined(&self) -> bool {
-        self.state.borrow().joined
+        lock(&self.process).joined
     }
 
-    /// Checks the state, priority, handle, password, range and buffer, in
-    /// the order the cluster test's single-fault cases need.
-    fn check_transfer(
+    fn cluster_state(&self) -> MutexGuard<'_, Cluster> {
+        lock(&self.shared.cluster)
+    }
+
+    /// Finds the handle and its LMR and checks that the operation may use
+    /// them, in the order: handle, revocation, password, permission, range.
+    fn check_access(
         &self,
+        process: &Process,
+        cluster: &Cluster,
         handle: u64,
-        address: usize,
-        size: u64,
+        access: Access,
         offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> Result<(), c_long> {
-        if !self.joined() {
-            return Err(err(libc::ENOTCONN));
-        }
-        if priority > PRIORITY_LOW {
-            return Err(err(libc::EINVAL));
-        }
-        let state = self.state.borrow();
-        let lmr = match state.lmrs.get(&handle) {
-            Some(lmr) => lmr,
-            None if self.defects.keep_freed_handles => {
-                state.freed.get(&handle).ok_or(err(libc::EBADF))?
-            }
-            None => return Err(err(libc::EBADF)),
+        size: u64,
+    ) -> Result<u64, c_long> {
+        let entry = match process.handles.get(&handle) {
+            Some(entry) if !entry.freed || access.allow_freed => *entry,
+            _ => return Err(err(libc::EBADF)),
         };
-        if lmr.password != password && !self.defects.ignore_password {
-            return Err(err(libc::EACCES));
+        let lmr = match cluster.lmrs.get(&entry.lmr) {
+            Some(lmr) if !lmr.released || self.defects.no_revocation || entry.freed => lmr,
+            _ => return Err(err(libc::EKEYREVOKED)),
+        };
+        if let Some(password) = access.password {
+            if entry.password != password && !self.defects.ignore_password {
+                return Err(err(libc::EACCES));
+            }
+        }
+        if entry.perms & access.perm != access.perm && !self.defects.ignore_permissions {
+            return Err(err(libc::EPERM));
         }
         let end = offset.checked_add(size).ok_or(err(libc::EINVAL))?;
-        if end > lmr.data.len() as u64 {
+        if end > lmr.len() as u64 {
             return Err(err(libc::EINVAL));
         }
-        if size > 0 && address < FIRST_MAPPED_ADDRESS {
-            return Err(err(libc::EFAULT));
-        }
-        Ok(())
+        Ok(entry.lmr)
     }
 
     /// Where byte `position` of an LMR is stored.
@@ -123,6 +305,280 @@ impl FakeKernel {
             position
         };
         position as usize
+    }
+
+    /// Copies `size` bytes at `offset` of an LMR out, chunk by chunk.
+    fn read_bytes(&self, lmr: &mut Lmr, offset: u64, size: u64) -> Vec<u8> {
+        let mut out = vec![0u8; size as usize];
+        let data = lmr.bytes_mut();
+        for (start, len) in chunk_segments(offset, size) {
+            let from = self.placement(start);
+            let to = (start - offset) as usize;
+            out[to..to + len].copy_from_slice(&data[from..from + len]);
+        }
+        out
+    }
+
+    /// Copies `source` into an LMR at `offset`, chunk by chunk.
+    fn write_bytes(&self, lmr: &mut Lmr, offset: u64, source: &[u8]) {
+        let data = lmr.bytes_mut();
+        for (start, len) in chunk_segments(offset, source.len() as u64) {
+            let from = (start - offset) as usize;
+            let to = self.placement(start);
+            data[to..to + len].copy_from_slice(&source[from..from + len]);
+        }
+    }
+
+    fn new_handle(process: &mut Process, handle: Handle) -> c_long {
+        process.next_handle += 1;
+        let number = process.next_handle;
+        process.handles.insert(number, handle);
+        number as c_long
+    }
+
+    fn new_lmr(cluster: &mut Cluster, lmr: Lmr) -> u64 {
+        let id = cluster.next_lmr;
+        cluster.next_lmr += 1;
+        cluster.lmrs.insert(id, lmr);
+        id
+    }
+
+    /// Which node holds each chunk of `size` bytes allocated on `target`.
+    fn chunk_holders(&self, target: u32, size: u64) -> Vec<u32> {
+        let count = size.div_ceil(CHUNK_SIZE);
+        let mut node = self.id;
+        (0..count)
+            .map(|_| {
+                if target != NODE_SPREAD {
+                    return target;
+                }
+                node = next_node(node, self.nodes);
+                if node == self.id {
+                    node = next_node(node, self.nodes);
+                }
+                node
+            })
+            .collect()
+    }
+
+    /// Releases an LMR created by this process: its names go and its
+    /// mappings are revoked (the defects keep the data reachable).
+    fn release(&self, process: &mut Process, cluster: &mut Cluster, handle: u64) {
+        let Some(entry) = process.handles.get(&handle).copied() else {
+            return;
+        };
+        cluster
+            .names
+            .retain(|_, published| published.lmr != entry.lmr);
+        if self.defects.keep_freed_handles {
+            if let Some(entry) = process.handles.get_mut(&handle) {
+                entry.freed = true;
+            }
+        } else {
+            process.handles.remove(&handle);
+        }
+        let keep = self.defects.keep_freed_handles || self.defects.no_revocation;
+        match cluster.lmrs.get_mut(&entry.lmr) {
+            Some(lmr) if keep => {
+                lmr.released = true;
+                lmr.chunks.clear();
+                if let Backing::User { .. } = lmr.backing {
+                    // The memory goes back to its owner: never touch it again.
+                    lmr.backing = Backing::Owned(vec![0; lmr.len()]);
+                }
+            }
+            _ => {
+                cluster.lmrs.remove(&entry.lmr);
+            }
+        }
+    }
+
+    /// Checks of a transfer's buffer pointer, after everything else.
+    fn check_buffer(address: usize, size: u64) -> Result<(), c_long> {
+        if size > 0 && address < FIRST_MAPPED_ADDRESS {
+            return Err(err(libc::EFAULT));
+        }
+        Ok(())
+    }
+
+    fn transfer_prelude(&self, priority: u32) -> Result<(), c_long> {
+        if !self.joined() {
+            return Err(err(libc::ENOTCONN));
+        }
+        if priority > PRIORITY_LOW {
+            return Err(err(libc::EINVAL));
+        }
+        Ok(())
+    }
+
+    /// A synchronous or asynchronous write.
+    #[allow(clippy::too_many_arguments)]
+    fn do_write(
+        &self,
+        handle: u64,
+        buf: *const c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+        allow_freed: bool,
+    ) -> Result<(), c_long> {
+        self.transfer_prelude(priority)?;
+        let process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let access = Access {
+            perm: PERM_WRITE,
+            password: Some(password),
+            allow_freed,
+        };
+        let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
+        Self::check_buffer(buf as usize, size)?;
+        // SAFETY: the caller guarantees `size` readable bytes at `buf`.
+        let source = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size as usize) };
+        let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
+        self.write_bytes(lmr, offset, source);
+        Ok(())
+    }
+
+    /// A synchronous or asynchronous read; returns the data.
+    #[allow(clippy::too_many_arguments)]
+    fn do_read(
+        &self,
+        handle: u64,
+        buf: *mut c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+        allow_freed: bool,
+    ) -> Result<Vec<u8>, c_long> {
+        self.transfer_prelude(priority)?;
+        let process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let access = Access {
+            perm: PERM_READ,
+            password: Some(password),
+            allow_freed,
+        };
+        let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
+        Self::check_buffer(buf as usize, size)?;
+        let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
+        Ok(self.read_bytes(lmr, offset, size))
+    }
+
+    fn copy(
+        &self,
+        src: (u64, u64),
+        dst: (u64, u64),
+        size: u64,
+        overlap_safe: bool,
+    ) -> Result<(), c_long> {
+        if !self.joined() {
+            return Err(err(libc::ENOTCONN));
+        }
+        let process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let read = Access {
+            perm: PERM_READ,
+            password: None,
+            allow_freed: false,
+        };
+        let write = Access {
+            perm: PERM_WRITE,
+            ..read
+        };
+        let src_lmr = self.check_access(&process, &cluster, src.0, read, src.1, size)?;
+        let dst_lmr = self.check_access(&process, &cluster, dst.0, write, dst.1, size)?;
+        if size == 0 {
+            return Ok(());
+        }
+        let naive = !overlap_safe || self.defects.memmove_forward_only;
+        if naive && src_lmr == dst_lmr && dst.1 > src.1 && dst.1 < src.1 + size {
+            // Front to back in small steps, as a naive copy does: the
+            // moved start overwrites source bytes not yet copied.
+            let step = (dst.1 - src.1).min(4096);
+            let lmr = cluster.lmrs.get_mut(&dst_lmr).ok_or(err(libc::EBADF))?;
+            let mut done = 0;
+            while done < size {
+                let len = step.min(size - done);
+                let bytes = self.read_bytes(lmr, src.1 + done, len);
+                self.write_bytes(lmr, dst.1 + done, &bytes);
+                done += len;
+            }
+            return Ok(());
+        }
+        let bytes = {
+            let lmr = cluster.lmrs.get_mut(&src_lmr).ok_or(err(libc::EBADF))?;
+            self.read_bytes(lmr, src.1, size)
+        };
+        let lmr = cluster.lmrs.get_mut(&dst_lmr).ok_or(err(libc::EBADF))?;
+        self.write_bytes(lmr, dst.1, &bytes);
+        Ok(())
+    }
+
+    fn start_op(&self, result: Result<Option<(usize, Vec<u8>)>, c_long>) -> c_long {
+        let mut process = lock(&self.process);
+        let id = process.next_op;
+        process.next_op += 1;
+        let (result, delivery) = match result {
+            Ok(delivery) => (0, delivery),
+            Err(errno) => (errno, None),
+        };
+        process.ops.insert(
+            id,
+            Op {
+                result,
+                delivery,
+                pending_polls: 1,
+            },
+        );
+        id as c_long
+    }
+
+    fn reap(op: Op) -> c_long {
+        if let Some((address, data)) = op.delivery {
+            // SAFETY: the caller of rdma_read_async promised the buffer
+            // stays valid and unused until the operation is reaped.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), address as *mut u8, data.len()) };
+        }
+        op.result
+    }
+
+    fn stats(&self) -> LiteStats {
+        let process = lock(&self.process);
+        let cluster = self.cluster_state();
+        if !process.joined {
+            return LiteStats::default();
+        }
+        let mine = cluster
+            .lmrs
+            .values()
+            .filter(|lmr| lmr.creator == self.id && !lmr.released);
+        let (mut lmrs, mut registrations) = (0, 0);
+        for lmr in mine {
+            lmrs += 1;
+            if let Backing::User { .. } = lmr.backing {
+                registrations += 1;
+            }
+        }
+        let held_chunks = cluster
+            .lmrs
+            .values()
+            .flat_map(|lmr| lmr.chunks.iter())
+            .filter(|&&node| node == self.id)
+            .count() as u64;
+        let handles = process.handles.len() as u64;
+        let async_in_flight = process.ops.len() as u64;
+        LiteStats {
+            lmrs,
+            registrations,
+            mappings: cluster.mappings.get(&self.id).copied().unwrap_or(0),
+            published_names: cluster.names.keys().filter(|(n, _)| *n == self.id).count() as u64,
+            held_chunks,
+            handles,
+            processes: u64::from(handles + async_in_flight > 0),
+            async_in_flight,
+        }
     }
 }
 
@@ -140,6 +596,10 @@ fn chunk_segments(offset: u64, size: u64) -> impl Iterator<Item = (u64, usize)> 
         start = segment_end;
         Some(segment)
     })
+}
+
+fn result(outcome: Result<(), c_long>) -> c_long {
+    outcome.err().unwrap_or(0)
 }
 
 impl Kernel for FakeKernel {
@@ -166,14 +626,14 @@ impl Kernel for FakeKernel {
         if !valid {
             return err(libc::EINVAL);
         }
-        let mut state = self.state.borrow_mut();
-        if state.joined {
+        let mut process = lock(&self.process);
+        if process.joined {
             return err(libc::EISCONN);
         }
         if self.defects.refuse_join {
             return err(libc::ECONNREFUSED);
         }
-        state.joined = true;
+        process.joined = true;
         self.id.into()
     }
 
@@ -203,18 +663,33 @@ impl Kernel for FakeKernel {
         if flags & ALLOC_ATOMIC != 0 && size != 8 {
             return err(libc::EINVAL);
         }
-        if node > self.nodes || (node == 0 && self.nodes < 2) {
+        if node > self.nodes || (node == NODE_SPREAD && self.nodes < 2) {
             return err(libc::EHOSTUNREACH);
         }
-        let mut state = self.state.borrow_mut();
-        state.next_handle += 1;
-        let handle = state.next_handle;
-        let lmr = Lmr {
-            data: vec![0; size as usize],
-            password,
+        let atomic = if flags & ALLOC_ATOMIC != 0 {
+            PERM_ATOMIC
+        } else {
+            0
         };
-        state.lmrs.insert(handle, lmr);
-        handle as c_long
+        let perms = PERM_READ | PERM_WRITE | PERM_SHARE | atomic;
+        let mut process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let lmr = Lmr {
+            backing: Backing::Owned(vec![0; size as usize]),
+            perms,
+            creator: self.id,
+            chunks: self.chunk_holders(node, size),
+            released: false,
+        };
+        let lmr = Self::new_lmr(&mut cluster, lmr);
+        let handle = Handle {
+            lmr,
+            perms: perms | PERM_ADMIN,
+            password,
+            kind: Kind::Created,
+            freed: false,
+        };
+        Self::new_handle(&mut process, handle)
     }
 
     unsafe fn rdma_write(
@@ -226,24 +701,7 @@ impl Kernel for FakeKernel {
         priority: u32,
         password: u64,
     ) -> c_long {
-        if let Err(ret) =
-            self.check_transfer(handle, buf as usize, size, offset, priority, password)
-        {
-            return ret;
-        }
-        let mut state = self.state.borrow_mut();
-        let State { lmrs, freed, .. } = &mut *state;
-        let Some(lmr) = lmrs.get_mut(&handle).or_else(|| freed.get_mut(&handle)) else {
-            return err(libc::EBADF);
-        };
-        // SAFETY: the caller guarantees `size` readable bytes at `buf`.
-        let source = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size as usize) };
-        for (start, len) in chunk_segments(offset, size) {
-            let from = (start - offset) as usize;
-            let to = self.placement(start);
-            lmr.data[to..to + len].copy_from_slice(&source[from..from + len]);
-        }
-        0
+        result(self.do_write(handle, buf, size, offset, priority, password, true))
     }
 
     unsafe fn rdma_read(
@@ -255,40 +713,37 @@ impl Kernel for FakeKernel {
         priority: u32,
         password: u64,
     ) -> c_long {
-        if let Err(ret) =
-            self.check_transfer(handle, buf as usize, size, offset, priority, password)
-        {
-            return ret;
+        match self.do_read(handle, buf, size, offset, priority, password, true) {
+            Ok(data) => {
+                // SAFETY: the caller guarantees `size` writable bytes at `buf`.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.cast(), data.len()) };
+                0
+            }
+            Err(errno) => errno,
         }
-        let state = self.state.borrow();
-        let Some(lmr) = state.lmrs.get(&handle).or_else(|| state.freed.get(&handle)) else {
-            return err(libc::EBADF);
-        };
-        // SAFETY: the caller guarantees `size` writable bytes at `buf`,
-        // not otherwise accessed during the call.
-        let target = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size as usize) };
-        for (start, len) in chunk_segments(offset, size) {
-            let from = self.placement(start);
-            let to = (start - offset) as usize;
-            target[to..to + len].copy_from_slice(&lmr.data[from..from + len]);
-        }
-        0
     }
 
     fn free(&self, handle: u64) -> c_long {
         if !self.joined() {
             return err(libc::ENOTCONN);
         }
-        let mut state = self.state.borrow_mut();
-        match state.lmrs.remove(&handle) {
-            Some(lmr) => {
-                if self.defects.keep_freed_handles {
-                    state.freed.insert(handle, lmr);
-                }
-                0
-            }
-            None => err(libc::EBADF),
+        let mut process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let entry = match process.handles.get(&handle) {
+            Some(entry) if !entry.freed => *entry,
+            _ => return err(libc::EBADF),
+        };
+        if entry.perms & PERM_ADMIN == 0 && !self.defects.ignore_permissions {
+            return err(libc::EPERM);
         }
+        if entry.kind == Kind::Mapping {
+            // Only reachable with ignore_permissions: drop the mapping.
+            process.handles.remove(&handle);
+            *cluster.mappings.entry(self.id).or_default() -= 1;
+            return 0;
+        }
+        self.release(&mut process, &mut cluster, handle);
+        0
     }
 
     fn dist_barrier(&self, num: u32) -> c_long {
@@ -297,6 +752,335 @@ impl Kernel for FakeKernel {
         }
         if num == 0 || num > MAX_NODES {
             return err(libc::EINVAL);
+        }
+        if !self.connected {
+            return 0;
+        }
+        let round = {
+            let mut process = lock(&self.process);
+            process.barrier_round += 1;
+            process.barrier_round
+        };
+        let mut cluster = self.cluster_state();
+        *cluster.rounds.entry(round).or_default() += 1;
+        self.shared.barrier.notify_all();
+        let (_cluster, timeout) = self
+            .shared
+            .barrier
+            .wait_timeout_while(cluster, BARRIER_TIMEOUT, |cluster| {
+                cluster.rounds.get(&round).copied().unwrap_or(0) < num
+            })
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if timeout.timed_out() {
+            err(libc::ETIMEDOUT)
+        } else {
+            0
+        }
+    }
+
+    fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        let Ok(byte) = u8::try_from(byte) else {
+            return err(libc::EINVAL);
+        };
+        let process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let access = Access {
+            perm: PERM_WRITE,
+            password: None,
+            allow_freed: false,
+        };
+        let lmr = match self.check_access(&process, &cluster, handle, access, offset, size) {
+            Ok(lmr) => lmr,
+            Err(errno) => return errno,
+        };
+        let Some(lmr) = cluster.lmrs.get_mut(&lmr) else {
+            return err(libc::EBADF);
+        };
+        self.write_bytes(lmr, offset, &vec![byte; size as usize]);
+        0
+    }
+
+    fn memcpy(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
+        result(self.copy((src, src_offset), (dst, dst_offset), size, false))
+    }
+
+    fn memmove(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
+        result(self.copy((src, src_offset), (dst, dst_offset), size, true))
+    }
+
+    unsafe fn wrap_alloc(
+        &self,
+        data: *const c_void,
+        size: u64,
+        name: u64,
+        password: u64,
+    ) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        if size == 0 || size > MAX_LMR_SIZE {
+            return err(libc::EINVAL);
+        }
+        if (data as usize) < FIRST_MAPPED_ADDRESS {
+            return err(libc::EFAULT);
+        }
+        let mut process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        if cluster.names.contains_key(&(self.id, name)) {
+            return err(libc::EEXIST);
+        }
+        // SAFETY: the caller guarantees `size` readable bytes at `data`.
+        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
+        let perms = PERM_READ | PERM_WRITE | PERM_SHARE;
+        let lmr = Lmr {
+            backing: Backing::Owned(bytes.to_vec()),
+            perms,
+            creator: self.id,
+            chunks: self.chunk_holders(self.id, size),
+            released: false,
+        };
+        let lmr = Self::new_lmr(&mut cluster, lmr);
+        cluster.names.insert(
+            (self.id, name),
+            Published {
+                lmr,
+                perms,
+                password,
+            },
+        );
+        let handle = Handle {
+            lmr,
+            perms: perms | PERM_ADMIN,
+            password,
+            kind: Kind::Created,
+            freed: false,
+        };
+        Self::new_handle(&mut process, handle)
+    }
+
+    fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        if permission & !SHAREABLE != 0 {
+            return err(libc::EINVAL);
+        }
+        let process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let entry = match process.handles.get(&handle) {
+            Some(entry) if !entry.freed => *entry,
+            _ => return err(libc::EBADF),
+        };
+        if entry.kind == Kind::Mapping {
+            return err(libc::EINVAL);
+        }
+        if entry.password != password && !self.defects.ignore_password {
+            return err(libc::EACCES);
+        }
+        if entry.perms & PERM_SHARE == 0 && !self.defects.ignore_permissions {
+            return err(libc::EPERM);
+        }
+        if cluster.names.contains_key(&(self.id, name)) {
+            return err(libc::EEXIST);
+        }
+        cluster.names.insert(
+            (self.id, name),
+            Published {
+                lmr: entry.lmr,
+                perms: permission,
+                password: entry.password,
+            },
+        );
+        0
+    }
+
+    fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        if permission & !ALL_PERMS != 0 || node == 0 || node >= MAX_NODES {
+            return err(libc::EINVAL);
+        }
+        if node > self.nodes {
+            return err(libc::EHOSTUNREACH);
+        }
+        let mut process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let Some(published) = cluster.names.get(&(node, name)) else {
+            return err(libc::ENOENT);
+        };
+        if published.password != password && !self.defects.ignore_password {
+            return err(libc::EACCES);
+        }
+        let lmr_perms = cluster.lmrs.get(&published.lmr).map_or(0, |lmr| lmr.perms);
+        let mut perms = permission & published.perms & lmr_perms & !PERM_ADMIN;
+        if self.defects.ignore_permissions {
+            perms = permission & !PERM_ADMIN;
+        }
+        if perms == 0 {
+            return err(libc::EPERM);
+        }
+        let lmr = published.lmr;
+        *cluster.mappings.entry(self.id).or_default() += 1;
+        let handle = Handle {
+            lmr,
+            perms,
+            password,
+            kind: Kind::Mapping,
+            freed: false,
+        };
+        Self::new_handle(&mut process, handle)
+    }
+
+    fn umap_lmr(&self, handle: u64) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        let mut process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        match process.handles.get(&handle) {
+            Some(entry) if entry.kind == Kind::Mapping => {
+                process.handles.remove(&handle);
+                *cluster.mappings.entry(self.id).or_default() -= 1;
+                0
+            }
+            Some(entry) if !entry.freed => err(libc::EINVAL),
+            _ => err(libc::EBADF),
+        }
+    }
+
+    unsafe fn register_lmr(
+        &self,
+        buf: *mut c_void,
+        size: u64,
+        permission: u64,
+        password: u64,
+    ) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        if permission & !SHAREABLE != 0 || size == 0 || size > MAX_REGISTER_SIZE {
+            return err(libc::EINVAL);
+        }
+        if (buf as usize) < FIRST_MAPPED_ADDRESS {
+            return err(libc::EFAULT);
+        }
+        let mut process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let lmr = Lmr {
+            backing: Backing::User {
+                address: buf as usize,
+                len: size as usize,
+            },
+            perms: permission,
+            creator: self.id,
+            chunks: Vec::new(),
+            released: false,
+        };
+        let lmr = Self::new_lmr(&mut cluster, lmr);
+        let handle = Handle {
+            lmr,
+            perms: permission | PERM_ADMIN,
+            password,
+            kind: Kind::Created,
+            freed: false,
+        };
+        Self::new_handle(&mut process, handle)
+    }
+
+    fn deregister_lmr(&self, handle: u64) -> c_long {
+        // Deregistering an allocated LMR is freeing it; mappings need ADMIN
+        // either way.
+        self.free(handle)
+    }
+
+    unsafe fn rdma_write_async(
+        &self,
+        handle: u64,
+        buf: *const c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        if size > MAX_ASYNC_SIZE && self.joined() {
+            return err(libc::EINVAL);
+        }
+        match self.do_write(handle, buf, size, offset, priority, password, false) {
+            Ok(()) => self.start_op(Ok(None)),
+            Err(errno) => errno,
+        }
+    }
+
+    unsafe fn rdma_read_async(
+        &self,
+        handle: u64,
+        buf: *mut c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        if size > MAX_ASYNC_SIZE && self.joined() {
+            return err(libc::EINVAL);
+        }
+        match self.do_read(handle, buf, size, offset, priority, password, false) {
+            Ok(data) => self.start_op(Ok(Some((buf as usize, data)))),
+            Err(errno) => errno,
+        }
+    }
+
+    fn async_wait(&self, op: u64, flags: u32) -> c_long {
+        if flags & !ASYNC_NOWAIT != 0 {
+            return err(libc::EINVAL);
+        }
+        let mut process = lock(&self.process);
+        let Some(entry) = process.ops.get_mut(&op) else {
+            return err(libc::EINVAL);
+        };
+        if flags & ASYNC_NOWAIT != 0 && entry.pending_polls > 0 {
+            entry.pending_polls -= 1;
+            return err(libc::EAGAIN);
+        }
+        let Some(entry) = process.ops.remove(&op) else {
+            return err(libc::EINVAL);
+        };
+        drop(process);
+        Self::reap(entry)
+    }
+
+    fn fence(&self) -> c_long {
+        let ops = std::mem::take(&mut lock(&self.process).ops);
+        let mut first = 0;
+        for (_, op) in ops {
+            let ret = Self::reap(op);
+            if first == 0 {
+                first = ret;
+            }
+        }
+        first
+    }
+
+    unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long {
+        if size < 8 {
+            return err(libc::EINVAL);
+        }
+        if (stats as usize) < FIRST_MAPPED_ADDRESS {
+            return err(libc::EFAULT);
+        }
+        let counters = self.stats();
+        let len = (size as usize).min(std::mem::size_of::<LiteStats>());
+        // SAFETY: the caller guarantees `size` writable bytes at `stats`;
+        // at most the struct's size is copied.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                std::ptr::from_ref(&counters).cast::<u8>(),
+                stats.cast::<u8>(),
+                len,
+            );
         }
         0
     }

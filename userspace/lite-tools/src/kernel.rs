@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_void};
 use std::mem::ManuallyDrop;
 
 use libc::c_long;
-use lite::sys;
+use lite::sys::{self, LiteStats};
 
 use crate::errno::describe_result;
 
@@ -56,6 +56,99 @@ pub trait Kernel {
     fn free(&self, handle: u64) -> c_long;
     /// `lite_dist_barrier`.
     fn dist_barrier(&self, num: u32) -> c_long;
+    /// `lite_remote_memset`.
+    fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long;
+    /// `lite_memcpy`.
+    fn memcpy(
+        &self,
+        src_handle: u64,
+        src_offset: u64,
+        dst_handle: u64,
+        dst_offset: u64,
+        size: u64,
+    ) -> c_long;
+    /// `lite_memmove`.
+    fn memmove(
+        &self,
+        src_handle: u64,
+        src_offset: u64,
+        dst_handle: u64,
+        dst_offset: u64,
+        size: u64,
+    ) -> c_long;
+    /// `lite_wrap_alloc`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::wrap_alloc`].
+    unsafe fn wrap_alloc(&self, data: *const c_void, size: u64, name: u64, password: u64)
+        -> c_long;
+    /// `lite_add_ask_mr_table`.
+    fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long;
+    /// `lite_ask_lmr`.
+    fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long;
+    /// `lite_umap_lmr`.
+    fn umap_lmr(&self, handle: u64) -> c_long;
+    /// `lite_register_lmr`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::register_lmr`]: the memory must stay valid, and may be
+    /// changed by other nodes, until it is deregistered or the process exits.
+    unsafe fn register_lmr(
+        &self,
+        buf: *mut c_void,
+        size: u64,
+        permission: u64,
+        password: u64,
+    ) -> c_long;
+    /// `lite_deregister_lmr`.
+    fn deregister_lmr(&self, handle: u64) -> c_long;
+    /// `lite_rdma_write_async`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::rdma_write_async`].
+    unsafe fn rdma_write_async(
+        &self,
+        handle: u64,
+        buf: *const c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long;
+    /// `lite_rdma_read_async`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::rdma_read_async`]: `buf` must stay valid and otherwise
+    /// unused until the operation is reaped.
+    unsafe fn rdma_read_async(
+        &self,
+        handle: u64,
+        buf: *mut c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long;
+    /// `lite_async_wait`.
+    fn async_wait(&self, op: u64, flags: u32) -> c_long;
+    /// `lite_fence`.
+    fn fence(&self) -> c_long;
+    /// `lite_get_stats`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::get_stats`].
+    unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long;
+    /// Whether the program may start copies of itself as further processes
+    /// using the same kernel (true only for the real system calls; an
+    /// in-memory model lives and dies with one process).
+    fn spawns_processes(&self) -> bool {
+        false
+    }
 }
 
 /// The real system calls.
@@ -112,6 +205,113 @@ impl Kernel for Syscalls {
 
     fn dist_barrier(&self, num: u32) -> c_long {
         sys::dist_barrier(num)
+    }
+
+    fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
+        sys::remote_memset(handle, offset, size, byte)
+    }
+
+    fn memcpy(
+        &self,
+        src_handle: u64,
+        src_offset: u64,
+        dst_handle: u64,
+        dst_offset: u64,
+        size: u64,
+    ) -> c_long {
+        sys::memcpy(src_handle, src_offset, dst_handle, dst_offset, size)
+    }
+
+    fn memmove(
+        &self,
+        src_handle: u64,
+        src_offset: u64,
+        dst_handle: u64,
+        dst_offset: u64,
+        size: u64,
+    ) -> c_long {
+        sys::memmove(src_handle, src_offset, dst_handle, dst_offset, size)
+    }
+
+    unsafe fn wrap_alloc(
+        &self,
+        data: *const c_void,
+        size: u64,
+        name: u64,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::wrap_alloc's contract.
+        unsafe { sys::wrap_alloc(data, size, name, password) }
+    }
+
+    fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
+        sys::add_ask_mr_table(name, handle, permission, password)
+    }
+
+    fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long {
+        sys::ask_lmr(node, name, permission, password)
+    }
+
+    fn umap_lmr(&self, handle: u64) -> c_long {
+        sys::umap_lmr(handle)
+    }
+
+    unsafe fn register_lmr(
+        &self,
+        buf: *mut c_void,
+        size: u64,
+        permission: u64,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::register_lmr's contract.
+        unsafe { sys::register_lmr(buf, size, permission, password) }
+    }
+
+    fn deregister_lmr(&self, handle: u64) -> c_long {
+        sys::deregister_lmr(handle)
+    }
+
+    unsafe fn rdma_write_async(
+        &self,
+        handle: u64,
+        buf: *const c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::rdma_write_async's contract.
+        unsafe { sys::rdma_write_async(handle, buf, size, offset, priority, password) }
+    }
+
+    unsafe fn rdma_read_async(
+        &self,
+        handle: u64,
+        buf: *mut c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::rdma_read_async's contract.
+        unsafe { sys::rdma_read_async(handle, buf, size, offset, priority, password) }
+    }
+
+    fn async_wait(&self, op: u64, flags: u32) -> c_long {
+        sys::async_wait(op, flags)
+    }
+
+    fn fence(&self) -> c_long {
+        sys::fence()
+    }
+
+    unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long {
+        // SAFETY: the caller upholds sys::get_stats's contract.
+        unsafe { sys::get_stats(stats, size) }
+    }
+
+    fn spawns_processes(&self) -> bool {
+        true
     }
 }
 

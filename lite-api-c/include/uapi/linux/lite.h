@@ -12,8 +12,12 @@
  *   -EFAULT       a user pointer could not be read or written
  *   -EINVAL       a size, offset, flag or priority is out of range
  *                 (including integer overflow of offset + size)
- *   -EBADF        the LMR handle is unknown (never allocated or freed)
- *   -EACCES       the password does not match the LMR's password
+ *   -EBADF        the LMR handle is unknown to the calling process (never
+ *                 created, freed, unmapped, or another process's handle)
+ *   -EACCES       the password does not match the handle's password
+ *   -EPERM        the handle lacks the permission the operation needs
+ *   -EKEYREVOKED  the LMR behind a mapping was freed or deregistered by
+ *                 its owner; only lite_umap_lmr still accepts the handle
  *   -EHOSTUNREACH the target node is not a member of the cluster
  *   -ENOMEM       the node holding the memory could not allocate it
  *   -EIO          the RDMA operation completed with an error
@@ -32,6 +36,46 @@
 #define __NR_lite_rdma_read		553
 #define __NR_lite_free			554
 #define __NR_lite_dist_barrier		555
+#define __NR_lite_remote_memset		556
+#define __NR_lite_memcpy		557
+#define __NR_lite_memmove		558
+#define __NR_lite_wrap_alloc		559
+#define __NR_lite_add_ask_mr_table	560
+#define __NR_lite_ask_lmr		561
+#define __NR_lite_umap_lmr		562
+#define __NR_lite_register_lmr		563
+#define __NR_lite_deregister_lmr	564
+#define __NR_lite_rdma_write_async	565
+#define __NR_lite_rdma_read_async	566
+#define __NR_lite_async_wait		567
+#define __NR_lite_fence			568
+#define __NR_lite_get_stats		569
+
+/*
+ * Handles and protection
+ *
+ * An LMR handle belongs to the process that received it, like a file
+ * descriptor: the same number means nothing in another process (-EBADF).
+ * Handles are not inherited across fork() and are released when the process
+ * exits: LMRs it created are freed (their mappings on every node are
+ * revoked), its mappings are unmapped, its registrations deregistered and
+ * its asynchronous operations completed before the memory goes.
+ *
+ * Each handle carries permissions (LITE_PERM_*):
+ *   READ   lite_rdma_read, lite_rdma_read_async, source of lite_memcpy/memmove
+ *   WRITE  lite_rdma_write, lite_rdma_write_async, lite_remote_memset,
+ *          destination of lite_memcpy/memmove
+ *   SHARE  lite_add_ask_mr_table
+ *   ADMIN  lite_free, lite_deregister_lmr (only the creator has it)
+ *   ATOMIC atomic operations on 8-byte LMRs
+ * The creator of an LMR holds every permission the LMR has plus ADMIN.
+ *
+ * Passwords: every handle also has the 64-bit password given when it was
+ * created; data operations (read, write, async) must present it. Within one
+ * process they guard against code that learned a handle number but not its
+ * password; across nodes the password of a published name must be given to
+ * lite_ask_lmr, so knowing a 64-bit name is not enough to map the memory.
+ */
 
 /*
  * long lite_join(const char *cm_ip, unsigned int cm_port, unsigned int ib_port)
@@ -51,7 +95,8 @@
  *   Allocate an LMR of size bytes on node (this node included) and return
  *   its handle (> 0). node == LITE_NODE_SPREAD spreads the chunks round
  *   robin over every other node. LMRs larger than LITE_CHUNK_SIZE are split
- *   into chunks. flags: LITE_ALLOC_ATOMIC (size must be 8).
+ *   into chunks. flags: LITE_ALLOC_ATOMIC (size must be 8). The handle
+ *   has READ | WRITE | SHARE | ADMIN (| ATOMIC with LITE_ALLOC_ATOMIC).
  *
  * long lite_rdma_write(__u64 handle, const void *buf, __u64 size,
  *                      __u64 offset, unsigned int priority, __u64 password)
@@ -69,7 +114,129 @@
  *   barrier round. Rounds are numbered per node, so the call can be
  *   repeated. -EINVAL if num is 0 or larger than LITE_MAX_NODES;
  *   -ERESTARTSYS / -EINTR if interrupted by a signal.
+ *
+ * Memory-like operations (executed by the nodes that hold the bytes)
+ *
+ * long lite_remote_memset(__u64 handle, __u64 offset, __u64 size,
+ *                         unsigned int byte)
+ *   Set size bytes at offset to byte (0..255, else -EINVAL). Needs WRITE.
+ *
+ * long lite_memcpy(__u64 src_handle, __u64 src_offset, __u64 dst_handle,
+ *                  __u64 dst_offset, __u64 size)
+ * long lite_memmove(__u64 src_handle, __u64 src_offset, __u64 dst_handle,
+ *                   __u64 dst_offset, __u64 size)
+ *   Copy size bytes between LMRs (the same LMR or two different ones, on
+ *   any nodes). Each part is copied by the node holding the source bytes,
+ *   straight to the node holding the destination. lite_memmove is correct
+ *   for overlapping ranges; lite_memcpy's result is unspecified for them.
+ *   Source needs READ, destination WRITE.
+ *
+ * Sharing by name
+ *
+ * long lite_wrap_alloc(const void *data, __u64 size, __u64 name,
+ *                      __u64 password)
+ *   Create an LMR on this node holding a copy of data and publish it under
+ *   name with READ | WRITE | SHARE. Returns its handle.
+ *   -EEXIST name is already published on this node.
+ *
+ * long lite_add_ask_mr_table(__u64 name, __u64 handle, __u64 permission,
+ *                            __u64 password)
+ *   Publish the LMR behind handle under name on this node, granting at most
+ *   permission (READ | WRITE | SHARE | ATOMIC; ADMIN is never granted).
+ *   Needs SHARE and the handle's password. -EEXIST name already published.
+ *   Only LMRs created on this node can be published (-EINVAL for a mapping).
+ *   The name goes away when the LMR is freed or deregistered.
+ *
+ * long lite_ask_lmr(unsigned int node, __u64 name, __u64 permission,
+ *                   __u64 password)
+ *   Map the LMR published under name on node (this node included) and
+ *   return a new handle for it, with permission restricted to what the name
+ *   grants and the LMR has; password must be the one the name was published
+ *   with and becomes the new handle's password.
+ *   -ENOENT no such name on node; -EACCES wrong password; -EPERM none of
+ *   the requested permissions is granted; -EINVAL unknown permission bits.
+ *
+ * long lite_umap_lmr(__u64 handle)
+ *   Drop a mapping made by lite_ask_lmr (also after it was revoked). The
+ *   handle is gone afterwards. -EINVAL for a handle that is not a mapping
+ *   (use lite_free or lite_deregister_lmr).
+ *
+ * Registering existing memory
+ *
+ * long lite_register_lmr(void *buf, __u64 size, __u64 permission,
+ *                        __u64 password)
+ *   Make size bytes of this process's memory at buf an LMR other nodes can
+ *   map (after lite_add_ask_mr_table). The pages stay pinned until it is
+ *   deregistered. permission (any of READ | WRITE | SHARE | ATOMIC) is what
+ *   the LMR allows; the handle also gets ADMIN. At most
+ *   LITE_MAX_REGISTER_SIZE bytes. -EFAULT if buf is not mapped writable.
+ *
+ * long lite_deregister_lmr(__u64 handle)
+ *   Revoke the LMR: every mapping of it, on every node, fails with
+ *   -EKEYREVOKED from then on; operations under way finish first. Then the
+ *   pages are unpinned. Needs ADMIN. Also accepts allocated LMRs, for which
+ *   it is lite_free.
+ *
+ * Asynchronous I/O
+ *
+ * long lite_rdma_write_async(__u64 handle, const void *buf, __u64 size,
+ *                            __u64 offset, unsigned int priority,
+ *                            __u64 password)
+ * long lite_rdma_read_async(__u64 handle, void *buf, __u64 size,
+ *                           __u64 offset, unsigned int priority,
+ *                           __u64 password)
+ *   Start a transfer and return its operation id (> 0) without waiting.
+ *   Written data is taken from buf before the call returns. Read data is
+ *   stored into buf when the completion is reaped by lite_async_wait or
+ *   lite_fence, so buf must stay valid until then. At most
+ *   LITE_MAX_ASYNC_OPS operations per process are outstanding: a further
+ *   call blocks until one completes. size at most LITE_MAX_ASYNC_SIZE.
+ *
+ * long lite_async_wait(__u64 op, unsigned int flags)
+ *   Reap operation op: 0 if it succeeded, its negative errno if it failed.
+ *   The id is released either way. With LITE_ASYNC_NOWAIT, -EAGAIN if it
+ *   has not completed yet (the id stays valid). -EINVAL unknown id or flags.
+ *
+ * long lite_fence(void)
+ *   Wait for and reap every outstanding operation of the process. Returns
+ *   0, or the error of the first failed operation.
+ *
+ * long lite_get_stats(struct lite_stats *stats, __u64 size)
+ *   Copy min(size, sizeof(struct lite_stats)) bytes of this node's
+ *   counters into stats; fields are only ever appended. -EINVAL if size is
+ *   smaller than 8. Works before join (all counters 0).
  */
+
+/* Permissions of a handle. */
+#define LITE_PERM_READ		0x1ull
+#define LITE_PERM_WRITE		0x2ull
+#define LITE_PERM_SHARE		0x4ull
+#define LITE_PERM_ADMIN		0x8ull
+#define LITE_PERM_ATOMIC	0x10ull
+
+/* lite_async_wait flags. */
+#define LITE_ASYNC_NOWAIT	0x1u
+
+/* Outstanding asynchronous operations per process. */
+#define LITE_MAX_ASYNC_OPS	64
+
+/* Largest single asynchronous transfer. */
+#define LITE_MAX_ASYNC_SIZE	(16u << 20)
+
+/* Largest lite_register_lmr region. */
+#define LITE_MAX_REGISTER_SIZE	(64ull << 20)
+
+/* Node counters returned by lite_get_stats. */
+struct lite_stats {
+	__u64 lmrs;		/* LMRs created on this node and not released */
+	__u64 registrations;	/* of which registered user memory */
+	__u64 mappings;		/* mappings made by lite_ask_lmr */
+	__u64 published_names;	/* names published on this node */
+	__u64 held_chunks;	/* chunks this node holds, for any node */
+	__u64 handles;		/* handles open in all processes */
+	__u64 processes;	/* processes holding LITE handles or operations */
+	__u64 async_in_flight;	/* asynchronous operations not yet reaped */
+};
 
 /* Target node for lite_alloc_remote that spreads chunks over all other nodes. */
 #define LITE_NODE_SPREAD	0

@@ -1,29 +1,55 @@
-//! `lite-bench`: latency of synchronous LITE writes and reads between two
+//! `lite-bench`: latency and throughput of LITE operations between two
 //! nodes.
 //!
 //! Both nodes run it. The node that holds the memory (node 1 by default)
-//! only waits; the other allocates an LMR there and, for every size, times
-//! `--iters` writes and then `--iters` reads one at a time. Each series
-//! prints one line:
+//! only waits; the other allocates LMRs there and measures, in order:
+//!
+//! 1. latency: for every `--sizes` size, `--iters` synchronous writes and
+//!    then `--iters` reads, one at a time;
+//! 2. memory operations: for every `--bw-sizes` size, `lite_remote_memset`
+//!    on an LMR and `lite_memcpy` between two LMRs, all on the memory node
+//!    (so the work is done there), one at a time;
+//! 3. asynchronous transfers: for every `--async-sizes` size and every
+//!    `--depths` depth N, `lite_rdma_write_async` and then
+//!    `lite_rdma_read_async` with N operations kept in flight, reaped
+//!    oldest first with `lite_async_wait`.
+//!
+//! Series of 2 and 3 run `--bw-bytes` bytes' worth of operations (at least
+//! 8, at most `--iters`). Latency series print
 //!
 //! `LITE-BENCH op=write size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. min_us=.. max_us=.. stdev_us=..`
 //!
-//! and the run ends with `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
+//! and throughput series (MiB/s, i.e. perftest's MB/sec)
+//!
+//! `LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=.. mibps_median=.. mibps_p10=.. mibps_p90=.. mibps_min=.. mibps_max=..`
+//! `LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=.. ..`
+//!
+//! where `avg` is total bytes over total time, and the distribution is over
+//! single operations (memset, memcpy) or over up to 10 consecutive groups
+//! of completions (asynchronous series). Every series checks the data it
+//! moved afterwards. The run ends with `LITE-BENCH: ok` or
+//! `LITE-BENCH: FAILED <reason>`.
 
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
 
-use lite::{Lmr, Priority};
+use libc::{c_long, c_void};
+use lite::{sys, Lmr, Priority};
 use lite_tools::args::{in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed};
-use lite_tools::bench::{result_line, Operation, PeerNode};
-use lite_tools::errno::describe_error;
-use lite_tools::stats::{summarize, time_us};
+use lite_tools::bench::{
+    completion_groups, result_line, run_window, throughput_iters, throughput_line,
+    throughput_of_completions, throughput_of_ops, Operation, PeerNode, Throughput,
+};
+use lite_tools::errno::{describe_error, describe_result};
+use lite_tools::stats::{monotonic_ns, summarize, time_us};
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership};
 
 const CLI: Cli = Cli {
     program: "lite-bench",
-    synopsis: "--cm IP [--peer-node auto|ID] [--iters N] [--sizes LIST]",
-    about: "Measures LITE write and read latency between two nodes.",
+    synopsis: "--cm IP [--peer-node auto|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
+               [--async-sizes LIST] [--depths LIST] [--bw-bytes N]",
+    about: "Measures LITE write/read latency and memset, memcpy and asynchronous \
+            write/read throughput between two nodes.",
     options: &[
         OptionSpec {
             name: "cm",
@@ -43,7 +69,28 @@ const CLI: Cli = Cli {
         OptionSpec {
             name: "sizes",
             value_name: "LIST",
-            help: "comma separated sizes in bytes (default 8,64,512,4096,65536)",
+            help: "latency: comma separated sizes in bytes (default 8,64,512,4096,65536)",
+        },
+        OptionSpec {
+            name: "bw-sizes",
+            value_name: "LIST",
+            help: "memset/memcpy sizes in bytes, or none (default 4096,65536,1048576,4194304)",
+        },
+        OptionSpec {
+            name: "async-sizes",
+            value_name: "LIST",
+            help: "asynchronous write/read sizes in bytes, or none (default 4096,65536)",
+        },
+        OptionSpec {
+            name: "depths",
+            value_name: "LIST",
+            help: "asynchronous operations kept in flight (default 1,2,4,8,16,32)",
+        },
+        OptionSpec {
+            name: "bw-bytes",
+            value_name: "N",
+            help: "bytes moved per throughput series, within 8..=--iters operations \
+                   (default 16777216)",
         },
     ],
 };
@@ -64,11 +111,36 @@ const MAX_SIZE: u64 = 64 << 20;
 /// Password of the benchmark LMR ("bench" in ASCII).
 const PASSWORD: u64 = 0x62_656e_6368;
 
+/// Fewest operations in a throughput series (unless `--iters` is lower).
+const MIN_THROUGHPUT_OPS: usize = 8;
+
+/// Untimed operations before each throughput series.
+const THROUGHPUT_WARMUP_OPS: usize = 2;
+
+/// Largest memset/memcpy size accepted (two LMRs of it are allocated).
+const MAX_BW_SIZE: u64 = 64 << 20;
+
 struct Options {
     cm: Ipv4Addr,
     memory_node: u32,
     iters: usize,
     sizes: Vec<u64>,
+    bw_sizes: Vec<u64>,
+    async_sizes: Vec<u64>,
+    depths: Vec<usize>,
+    bw_bytes: u64,
+}
+
+/// A size list bounded by `max`; `none` for an empty list.
+fn parse_size_list(text: &str, max: u64) -> Result<Vec<u64>, String> {
+    if text == "none" {
+        return Ok(Vec::new());
+    }
+    let sizes = parse_positive_list(text)?;
+    match sizes.iter().find(|&&size| size > max) {
+        Some(size) => Err(format!("{size} is larger than {max}")),
+        None => Ok(sizes),
+    }
 }
 
 fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
@@ -84,11 +156,49 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             None => Ok(sizes),
         }
     })?;
+    let bw_sizes = parsed.with("bw-sizes", vec![4096, 65536, 1 << 20, 4 << 20], |text| {
+        parse_size_list(text, MAX_BW_SIZE)
+    })?;
+    let async_sizes = parsed.with("async-sizes", vec![4096, 65536], |text| {
+        parse_size_list(text, sys::MAX_ASYNC_SIZE)
+    })?;
+    let max_depth = u64::from(sys::MAX_ASYNC_OPS);
+    let depths = parsed.with("depths", vec![1, 2, 4, 8, 16, 32], |text| {
+        let depths = parse_positive_list(text)?;
+        match depths.iter().find(|&&depth| depth > max_depth) {
+            Some(depth) => Err(format!("{depth} is more than {max_depth} in flight")),
+            // Bounded by MAX_ASYNC_OPS.
+            None => Ok(depths.into_iter().map(|d| d as usize).collect()),
+        }
+    })?;
+    let bw_bytes = in_range(
+        "bw-bytes",
+        parsed.optional("bw-bytes", 16u64 << 20)?,
+        1..=1 << 40,
+    )?;
+    // The asynchronous buffers hold one slot per operation in flight.
+    let async_span = async_sizes.iter().max().copied().unwrap_or(0)
+        * depths.iter().max().copied().unwrap_or(0) as u64;
+    if async_span > MAX_BW_SIZE {
+        return Err(lite_tools::args::invalid(
+            "depths",
+            &depths
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            format!("the largest async size times the largest depth exceeds {MAX_BW_SIZE} B"),
+        ));
+    }
     Ok(Options {
         cm,
         memory_node: peer.id(),
         iters,
         sizes,
+        bw_sizes,
+        async_sizes,
+        depths,
+        bw_bytes,
     })
 }
 
@@ -134,6 +244,8 @@ fn run(options: &Options) -> Result<(), String> {
         Ok(())
     } else {
         measure(options)
+            .and_then(|()| measure_memory_ops(options))
+            .and_then(|()| measure_async(options))
     };
     // The memory node must not leave while the other still measures, and
     // the measuring node must release it even after a failure.
@@ -212,4 +324,260 @@ fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String
     let summary = summarize(samples).ok_or("no samples")?;
     say(format_args!("{}", result_line(operation, size, &summary)));
     Ok(())
+}
+
+/// Operations in one throughput series of `size`-byte operations.
+fn throughput_ops(options: &Options, size: u64) -> usize {
+    throughput_iters(size, options.bw_bytes, MIN_THROUGHPUT_OPS, options.iters)
+}
+
+/// A raw result of a call that returns 0 on success.
+fn expect_ok(what: impl FnOnce() -> String, ret: c_long) -> Result<(), String> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(format!("{}: {}", what(), describe_result(ret)))
+    }
+}
+
+fn report_throughput(
+    operation: Operation,
+    size: u64,
+    depth: Option<usize>,
+    throughput: Option<Throughput>,
+) -> Result<(), String> {
+    let throughput = throughput.ok_or("no usable samples (zero durations)")?;
+    say(format_args!(
+        "{}",
+        throughput_line(operation, size, depth, &throughput)
+    ));
+    Ok(())
+}
+
+/// `lite_remote_memset` and `lite_memcpy` throughput. Both LMRs live on the
+/// memory node, so the bytes are set and copied there.
+fn measure_memory_ops(options: &Options) -> Result<(), String> {
+    let Some(largest) = options.bw_sizes.iter().copied().max() else {
+        return Ok(());
+    };
+    let node = options.memory_node;
+    let alloc = || {
+        Lmr::alloc(node, largest, 0, PASSWORD)
+            .map_err(|e| format!("alloc {largest} B on node {node}: {}", describe_error(&e)))
+    };
+    let source = alloc()?;
+    let target = alloc()?;
+    say(format_args!(
+        "lite-bench: memset/memcpy on two {largest} B LMRs on node {node}, {} B per series",
+        options.bw_bytes
+    ));
+
+    // memcpy copies this pattern from `source`; reading `target` back
+    // afterwards proves the copies happened.
+    let buffer_len = usize::try_from(largest).map_err(|_| "size too large".to_string())?;
+    let seed = pattern::seed(&[u64::from(node), largest, 0x6d63]);
+    let mut data = vec![0u8; buffer_len];
+    pattern::fill(seed, 0, &mut data);
+    write(&source, &data)?;
+
+    for (index, &size) in options.bw_sizes.iter().enumerate() {
+        let ops = throughput_ops(options, size);
+        // A different byte per size, so an earlier series cannot pass the check.
+        let byte = 0x11u8.wrapping_mul((index as u8).wrapping_add(1)) | 0x80;
+        let memset = || {
+            let ret = sys::remote_memset(target.handle(), 0, size, byte.into());
+            expect_ok(|| format!("memset of {size} B"), ret)
+        };
+        let samples = timed_series(ops, memset)?;
+        let check = &mut data[..size as usize];
+        read(&target, check)?;
+        if let Some(at) = check.iter().position(|&b| b != byte) {
+            return Err(format!(
+                "memset of {size} B left byte {at} at {:#04x}, expected {byte:#04x}",
+                check[at]
+            ));
+        }
+        report_throughput(
+            Operation::Memset,
+            size,
+            None,
+            throughput_of_ops(size, &samples),
+        )?;
+
+        let memcpy = || {
+            let ret = sys::memcpy(source.handle(), 0, target.handle(), 0, size);
+            expect_ok(|| format!("memcpy of {size} B"), ret)
+        };
+        let samples = timed_series(ops, memcpy)?;
+        let check = &mut data[..size as usize];
+        read(&target, check)?;
+        pattern::verify(seed, 0, check)
+            .map_err(|m| format!("memcpy of {size} B copied wrong data: {m}"))?;
+        report_throughput(
+            Operation::Memcpy,
+            size,
+            None,
+            throughput_of_ops(size, &samples),
+        )?;
+    }
+
+    source
+        .free()
+        .and_then(|()| target.free())
+        .map_err(|e| format!("free: {}", describe_error(&e)))
+}
+
+/// Runs `operation` untimed a few times, then `ops` times timed; returns
+/// the durations in microseconds.
+fn timed_series(
+    ops: usize,
+    mut operation: impl FnMut() -> Result<(), String>,
+) -> Result<Vec<f64>, String> {
+    for _ in 0..THROUGHPUT_WARMUP_OPS {
+        operation()?;
+    }
+    let mut samples = Vec::with_capacity(ops);
+    for _ in 0..ops {
+        let (result, micros) = time_us(&mut operation);
+        result?;
+        samples.push(micros);
+    }
+    Ok(samples)
+}
+
+/// Asynchronous write and read throughput with several operations in
+/// flight. Operation slot `i` uses bytes `i * size..` of the LMR and of the
+/// local buffers.
+fn measure_async(options: &Options) -> Result<(), String> {
+    let largest = options.async_sizes.iter().copied().max().unwrap_or(0);
+    let max_depth = options.depths.iter().copied().max().unwrap_or(0);
+    if largest == 0 || max_depth == 0 {
+        return Ok(());
+    }
+    // Bounded by MAX_BW_SIZE when parsed.
+    let span = largest * max_depth as u64;
+    let node = options.memory_node;
+    let lmr = Lmr::alloc(node, span, 0, PASSWORD)
+        .map_err(|e| format!("alloc {span} B on node {node}: {}", describe_error(&e)))?;
+    say(format_args!(
+        "lite-bench: asynchronous transfers against {span} B on node {node}, {} B per series",
+        options.bw_bytes
+    ));
+
+    // The LMR holds the pattern throughout: writes put back what is there.
+    let seed = pattern::seed(&[u64::from(node), span, 0x6173]);
+    let mut source = vec![0u8; span as usize];
+    pattern::fill(seed, 0, &mut source);
+    write(&lmr, &source)?;
+    let mut sink = vec![0u8; span as usize];
+
+    let outcome = async_series(options, &lmr, seed, &source, &mut sink);
+    if outcome.is_err() {
+        // run_window reaps what it started; this catches anything else.
+        let _ = sys::fence();
+    }
+    outcome?;
+    lmr.free()
+        .map_err(|e| format!("free: {}", describe_error(&e)))
+}
+
+fn async_series(
+    options: &Options,
+    lmr: &Lmr,
+    seed: u64,
+    source: &[u8],
+    sink: &mut [u8],
+) -> Result<(), String> {
+    let (handle, password) = (lmr.handle(), lmr.password());
+    let reap = |op: u64| {
+        let ret = sys::async_wait(op, 0);
+        expect_ok(|| format!("lite_async_wait({op})"), ret)
+    };
+    let started = |what: &str, size: u64, ret: c_long| {
+        u64::try_from(ret)
+            .ok()
+            .filter(|&op| op > 0)
+            .ok_or_else(|| format!("{what} of {size} B: {}", describe_result(ret)))
+    };
+    for &size in &options.async_sizes {
+        for &depth in &options.depths {
+            let ops = throughput_ops(options, size);
+            let offset = |slot: usize| slot as u64 * size;
+            let write_one = |slot: usize| {
+                let data = &source[offset(slot) as usize..][..size as usize];
+                // SAFETY: `data` is valid for reads of `size` bytes, and the
+                // kernel copies it before the call returns.
+                let ret = unsafe {
+                    sys::rdma_write_async(
+                        handle,
+                        data.as_ptr().cast::<c_void>(),
+                        size,
+                        offset(slot),
+                        sys::PRIORITY_NONE,
+                        password,
+                    )
+                };
+                started("write_async", size, ret)
+            };
+            run_window(THROUGHPUT_WARMUP_OPS, depth, write_one, reap, monotonic_ns)?;
+            let start = monotonic_ns();
+            let completions = run_window(ops, depth, write_one, reap, monotonic_ns)?;
+            report_throughput(
+                Operation::WriteAsync,
+                size,
+                Some(depth),
+                throughput_of_completions(size, start, &completions, completion_groups(ops, depth)),
+            )?;
+
+            let used = (ops.min(depth) as u64 * size) as usize;
+            // Reads into slots of the buffer at `base`.
+            let reader = |base: *mut u8| {
+                move |slot: usize| {
+                    // SAFETY: slot `slot` of the sink (in bounds: slot < depth
+                    // and the buffer has room for the largest depth) stays
+                    // allocated and untouched until run_window has reaped
+                    // the operation, which is when the kernel stores into
+                    // it; run_window reaps every operation it started, also
+                    // on errors.
+                    let ret = unsafe {
+                        sys::rdma_read_async(
+                            handle,
+                            base.add(offset(slot) as usize).cast::<c_void>(),
+                            size,
+                            offset(slot),
+                            sys::PRIORITY_NONE,
+                            password,
+                        )
+                    };
+                    started("read_async", size, ret)
+                }
+            };
+            run_window(
+                THROUGHPUT_WARMUP_OPS,
+                depth,
+                reader(sink.as_mut_ptr()),
+                reap,
+                monotonic_ns,
+            )?;
+            pattern::poison(seed, 0, &mut sink[..used]);
+            let start = monotonic_ns();
+            let completions =
+                run_window(ops, depth, reader(sink.as_mut_ptr()), reap, monotonic_ns)?;
+            // A fast but wrong read would make the numbers meaningless.
+            pattern::verify(seed, 0, &sink[..used]).map_err(|m| {
+                format!("read_async of {size} B at depth {depth} returned wrong data: {m}")
+            })?;
+            report_throughput(
+                Operation::ReadAsync,
+                size,
+                Some(depth),
+                throughput_of_completions(size, start, &completions, completion_groups(ops, depth)),
+            )?;
+        }
+    }
+    // Writes landed where expected (and the reads above saw them).
+    let mut check = vec![0u8; source.len()];
+    read(lmr, &mut check)?;
+    pattern::verify(seed, 0, &check)
+        .map_err(|m| format!("write_async left wrong data in the LMR: {m}"))
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
 use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
-use lite_tools::cluster_test::{run, TestConfig};
+use lite_tools::cluster_test::{child_main, run, TestConfig, CHILD_SUBCOMMAND};
 use lite_tools::kernel::Syscalls;
 use lite_tools::plan::DATA_BUDGET_BYTES;
 use lite_tools::tap::Tap;
@@ -42,6 +42,11 @@ fn parse_config(parsed: &Parsed) -> Result<TestConfig, ArgError> {
 }
 
 fn main() -> ExitCode {
+    // A copy of this program started by the test as a second process.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(CHILD_SUBCOMMAND) {
+        std::process::exit(child_main(&Syscalls, &args[1..]));
+    }
     let parsed = CLI.parse_env_or_exit();
     let config = match parse_config(&parsed) {
         Ok(config) => config,

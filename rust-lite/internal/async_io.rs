@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Asynchronous transfers (`lite_rdma_write_async`, `lite_rdma_read_async`,
+//! `lite_async_wait`, `lite_fence`).
+//!
+//! Submitting checks the handle, takes a use of the LMR (so it cannot be
+//! revoked under the transfer), copies the data to write into kernel memory
+//! and queues the transfer for LITE's I/O threads; the caller's buffer is not
+//! referenced after the call returns. Read data lands in kernel memory and
+//! is copied to the caller's buffer when the caller reaps the completion, in
+//! its own context. An exiting process's queued transfers are cancelled and
+//! running ones waited for, so nothing outlives it.
+
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, CondVar, Mutex},
+    uaccess::{UserPtr, UserSlice},
+};
+
+use super::{
+    chunk::check_range,
+    cluster::Cluster,
+    lmr::OwnedLmrUse,
+    permission::Permission,
+    priority::Priority,
+    process::Process,
+    transfer::{KernelSink, KernelSource},
+    workers::Job,
+};
+use crate::errno;
+
+/// Outstanding (unreaped) operations per process (`LITE_MAX_ASYNC_OPS`).
+pub(crate) const MAX_ASYNC_OPS: usize = 64;
+
+/// Largest asynchronous transfer (`LITE_MAX_ASYNC_SIZE`).
+pub(crate) const MAX_ASYNC_SIZE: u64 = 16 << 20;
+
+/// `lite_async_wait` flag: do not block.
+pub(crate) const ASYNC_NOWAIT: u32 = 0x1;
+
+/// Which way an operation moves data.
+#[derive(Clone, Copy)]
+pub(crate) enum AsyncKind {
+    /// Into the LMR.
+    Write,
+    /// Out of the LMR, to the user buffer at `dest` once reaped.
+    Read {
+        /// Where the caller wants the bytes.
+        dest: UserPtr,
+    },
+}
+
+/// What a queued operation needs to run.
+struct Work {
+    lmr: OwnedLmrUse,
+    data: KVVec<u8>,
+}
+
+enum Phase {
+    Queued(Work),
+    Running,
+    Done { result: Result, data: KVVec<u8> },
+    Cancelled,
+}
+
+/// One asynchronous operation.
+#[pin_data]
+pub(crate) struct AsyncOp {
+    kind: AsyncKind,
+    offset: u64,
+    #[pin]
+    phase: Mutex<Phase>,
+    #[pin]
+    finished: CondVar,
+}
+
+impl AsyncOp {
+    /// Runs the operation, unless it was cancelled.
+    fn execute(&self, cluster: &Cluster) {
+        let Work { lmr, mut data } = {
+            let mut phase = self.phase.lock();
+            match core::mem::replace(&mut *phase, Phase::Running) {
+                Phase::Queued(work) => work,
+                other => {
+                    *phase = other;
+                    return;
+                }
+            }
+        };
+        let len = data.len() as u64;
+        let result = match self.kind {
+            AsyncKind::Write => cluster.transfer_lmr(
+                lmr.lmr(),
+                super::transfer::Direction::Write(&mut KernelSource { rest: &data }),
+                len,
+                self.offset,
+            ),
+            AsyncKind::Read { .. } => cluster.transfer_lmr(
+                lmr.lmr(),
+                super::transfer::Direction::Read(&mut KernelSink { rest: &mut data }),
+                len,
+                self.offset,
+            ),
+        };
+        // Release the LMR before reporting completion, so a revocation
+        // waiting for it can go on.
+        drop(lmr);
+        *self.phase.lock() = Phase::Done { result, data };
+        self.finished.notify_all();
+    }
+
+    /// Whether the operation has finished (or was cancelled).
+    fn is_finished(&self) -> bool {
+        matches!(*self.phase.lock(), Phase::Done { .. } | Phase::Cancelled)
+    }
+
+    /// Waits until the operation has finished; `interruptible` lets a
+    /// signal end the wait with `ERESTARTSYS`.
+    fn wait_finished(&self, interruptible: bool) -> Result {
+        let mut phase = self.phase.lock();
+        while !matches!(*phase, Phase::Done { .. } | Phase::Cancelled) {
+            if interruptible {
+                if self.finished.wait_interruptible(&mut phase) {
+                    return Err(ERESTARTSYS);
+                }
+            } else {
+                self.finished.wait(&mut phase);
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels the operation if it has not started, else waits for it.
+    fn cancel(&self) {
+        {
+            let mut phase = self.phase.lock();
+            if let Phase::Queued(_) = *phase {
+                let queued = core::mem::replace(&mut *phase, Phase::Cancelled);
+                drop(phase);
+                drop(queued);
+                return;
+            }
+        }
+        let _ = self.wait_finished(false);
+    }
+
+    /// The result of a finished operation; read data goes to the caller.
+    fn reap(&self) -> Result {
+        let phase = core::mem::replace(&mut *self.phase.lock(), Phase::Cancelled);
+        match phase {
+            Phase::Done { result, data } => {
+                result?;
+                if let AsyncKind::Read { dest } = self.kind {
+                    UserSlice::new(dest, data.len()).writer().write_slice(&data)?;
+                }
+                Ok(())
+            }
+            _ => Err(errno::ECANCELED()),
+        }
+    }
+}
+
+/// An operation queued on the I/O threads.
+pub(crate) struct IoJob(Arc<AsyncOp>);
+
+impl Job for IoJob {
+    fn run(self, cluster: &Cluster) {
+        self.0.execute(cluster);
+    }
+}
+
+impl Cluster {
+    /// `lite_rdma_write_async` / `lite_rdma_read_async`: queues a transfer
+    /// of `len` bytes at `offset` and returns its operation id.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` bad size, range or priority; `EAGAIN` with
+    /// [`MAX_ASYNC_OPS`] unreaped operations; handle errors; `EFAULT` if
+    /// the data to write cannot be read.
+    #[expect(clippy::too_many_arguments, reason = "mirrors the system call")]
+    pub(crate) fn submit_async(
+        &self,
+        process: &Process,
+        handle: u64,
+        kind: AsyncKind,
+        buf: UserPtr,
+        len: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> Result<u64> {
+        Priority::from_raw(priority)?;
+        if len > MAX_ASYNC_SIZE {
+            return Err(EINVAL);
+        }
+        let needed = match kind {
+            AsyncKind::Write => Permission::WRITE,
+            AsyncKind::Read { .. } => Permission::READ,
+        };
+        let lmr = process.checked(handle, password, needed)?;
+        check_range(lmr.size, offset, len)?;
+        let size = usize::try_from(len).map_err(|_| EINVAL)?;
+        let mut data = KVVec::from_elem(0u8, size, GFP_KERNEL)?;
+        if let AsyncKind::Write = kind {
+            UserSlice::new(buf, size).reader().read_slice(&mut data)?;
+        }
+        let work = Work {
+            lmr: lmr.begin_owned()?,
+            data,
+        };
+        let op = Arc::pin_init(
+            pin_init!(AsyncOp {
+                kind,
+                offset,
+                phase <- new_mutex!(Phase::Queued(work), "lite:async_phase"),
+                finished <- new_condvar!("lite:async_finished"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let id = {
+            let mut ops = process.ops.lock();
+            if ops.len() >= MAX_ASYNC_OPS {
+                return Err(EAGAIN);
+            }
+            ops.insert(op.clone())?
+        };
+        self.io_jobs.submit(IoJob(op));
+        Ok(id)
+    }
+
+    /// `lite_async_wait`: reaps operation `id` of `process`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unknown id or flags, `EAGAIN` not finished with
+    /// [`ASYNC_NOWAIT`], `ERESTARTSYS` on a signal, or the operation's error.
+    pub(crate) fn async_wait(&self, process: &Process, id: u64, flags: u32) -> Result {
+        if flags & !ASYNC_NOWAIT != 0 {
+            return Err(EINVAL);
+        }
+        let op = process.ops.lock().get(id).cloned().ok_or(EINVAL)?;
+        if flags & ASYNC_NOWAIT != 0 && !op.is_finished() {
+            return Err(EAGAIN);
+        }
+        op.wait_finished(true)?;
+        // Another thread of the process may have reaped it meanwhile.
+        process.ops.lock().remove(id).ok_or(EINVAL)?;
+        op.reap()
+    }
+
+    /// `lite_fence`: reaps every outstanding operation of `process`.
+    ///
+    /// Returns the first error among them.
+    pub(crate) fn fence(&self, process: &Process) -> Result {
+        let mut first_error = None;
+        loop {
+            let next = process.ops.lock().first_id();
+            let Some(id) = next else {
+                break;
+            };
+            match self.async_wait(process, id, 0) {
+                Err(e) if e == ERESTARTSYS => return Err(e),
+                // Reaped concurrently by another thread.
+                Err(e) if e == EINVAL => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+                Ok(()) => {}
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Cancels or waits for every operation of an exiting process.
+    pub(crate) fn drain_async(&self, process: &Process) {
+        loop {
+            let next = {
+                let mut ops = process.ops.lock();
+                ops.first_id().and_then(|id| ops.remove(id))
+            };
+            match next {
+                Some(op) => op.cancel(),
+                None => break,
+            }
+        }
+    }
+}

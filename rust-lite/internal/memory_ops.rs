@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory-like operations on LMRs (`lite_remote_memset`, `lite_memcpy`,
+//! `lite_memmove`), each part executed by the node holding the bytes.
+//!
+//! The caller cuts the range into pieces that stay inside one chunk (one
+//! source and one destination chunk for a copy). A piece in a chunk this
+//! node holds is done here; any other piece is sent as a request to the
+//! node holding the (source) chunk, which sets the bytes itself or copies
+//! them straight to the node holding the destination, so data never makes
+//! a round trip through the caller.
+
+use kernel::prelude::*;
+
+use super::{
+    chunk::{check_range, copy_pieces, pieces_in},
+    chunk_memory::ChunkMemory,
+    cluster::Cluster,
+    control_wire::ControlMessage,
+    lmr::{ChunkRef, Lmr},
+    permission::Permission,
+    process::Process,
+    transfer::MAX_PIECE,
+};
+use crate::errno;
+
+impl Cluster {
+    /// `lite_remote_memset`: sets `len` bytes at `offset` of `handle` to `byte`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` byte above 255 or bad range; handle errors; errors of the
+    /// nodes holding the bytes.
+    pub(crate) fn memset(&self, process: &Process, handle: u64, offset: u64, len: u64, byte: u32) -> Result {
+        let byte = u8::try_from(byte).map_err(|_| EINVAL)?;
+        let lmr = process.permitted(handle, Permission::WRITE)?;
+        check_range(lmr.size, offset, len)?;
+        let _use = lmr.begin()?;
+        for piece in pieces_in(lmr.geometry, offset, len, u64::MAX) {
+            let chunk = lmr.chunks.get(piece.chunk).ok_or(EINVAL)?;
+            let at = usize::try_from(piece.chunk_offset).map_err(|_| EINVAL)?;
+            let piece_len = usize::try_from(piece.len).map_err(|_| EINVAL)?;
+            match &chunk.local {
+                Some(memory) => memory.fill(at, piece_len, byte)?,
+                None => {
+                    let peer = self.peer(chunk.node)?;
+                    let reply = self.requests.call(&peer, |request_id| ControlMessage::MemsetRequest {
+                        request_id,
+                        chunk_id: chunk.chunk_id,
+                        offset: piece.chunk_offset,
+                        len: piece.len,
+                        byte,
+                    })?;
+                    status_of(reply)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `lite_memcpy` (`overlap_safe` false) and `lite_memmove` (true):
+    /// copies `len` bytes from `src_offset` of `src_handle` to `dst_offset`
+    /// of `dst_handle`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` bad ranges; handle errors; errors of the nodes doing the copy.
+    #[expect(clippy::too_many_arguments, reason = "mirrors the system call")]
+    pub(crate) fn copy(
+        &self,
+        process: &Process,
+        src_handle: u64,
+        src_offset: u64,
+        dst_handle: u64,
+        dst_offset: u64,
+        len: u64,
+        overlap_safe: bool,
+    ) -> Result {
+        let src = process.permitted(src_handle, Permission::READ)?;
+        let dst = process.permitted(dst_handle, Permission::WRITE)?;
+        check_range(src.size, src_offset, len)?;
+        check_range(dst.size, dst_offset, len)?;
+        let _src_use = src.begin()?;
+        let _dst_use = dst.begin()?;
+        let backward = overlap_safe && same_memory(&src, &dst) && dst_offset > src_offset;
+        for piece in copy_pieces(src.geometry, src_offset, dst.geometry, dst_offset, len, backward) {
+            let from = src.chunks.get(piece.src_chunk).ok_or(EINVAL)?;
+            let to = dst.chunks.get(piece.dst_chunk).ok_or(EINVAL)?;
+            let dst_addr = to.addr.checked_add(piece.dst_at).ok_or(EINVAL)?;
+            match &from.local {
+                Some(memory) => {
+                    let dst_memory = to.local.as_deref();
+                    self.copy_out(memory, piece.src_at, piece.len, to, dst_memory, piece.dst_at)?;
+                }
+                None => {
+                    let peer = self.peer(from.node)?;
+                    let reply = self.requests.call(&peer, |request_id| ControlMessage::CopyRequest {
+                        request_id,
+                        src_chunk_id: from.chunk_id,
+                        src_offset: piece.src_at,
+                        len: piece.len,
+                        dst_node: to.node,
+                        dst_chunk_id: to.chunk_id,
+                        dst_addr,
+                        dst_rkey: to.rkey,
+                    })?;
+                    status_of(reply)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `len` bytes at `src_at` of `src` (held here) to byte `dst_at`
+    /// of chunk `to`, whose memory is `dst_memory` if this node holds it.
+    fn copy_out(
+        &self,
+        src: &ChunkMemory,
+        src_at: u64,
+        len: u64,
+        to: &ChunkRef,
+        dst_memory: Option<&ChunkMemory>,
+        dst_at: u64,
+    ) -> Result {
+        let src_at = usize::try_from(src_at).map_err(|_| EINVAL)?;
+        let dst_at_usize = usize::try_from(dst_at).map_err(|_| EINVAL)?;
+        let len_usize = usize::try_from(len).map_err(|_| EINVAL)?;
+        if let Some(dst) = dst_memory {
+            return dst.copy_from(dst_at_usize, src, src_at, len_usize);
+        }
+        let peer = self.peer(to.node)?;
+        let dst_addr = to.addr.checked_add(dst_at).ok_or(EINVAL)?;
+        let staging = match src.as_buffer() {
+            Some(_) => None,
+            None => Some(self.staging_buffer(len)?),
+        };
+        let mut done = 0usize;
+        while done < len_usize {
+            let n = (len_usize - done).min(MAX_PIECE as usize);
+            let remote = dst_addr + done as u64;
+            match (src.as_buffer(), &staging) {
+                (Some(buffer), _) => peer.conn.rdma_write(buffer, src_at + done, n, remote, to.rkey)?,
+                (None, Some(staging)) => {
+                    let n = n.min(staging.len());
+                    src.copy_to_buffer(src_at + done, staging, n)?;
+                    peer.conn.rdma_write(staging, 0, n, remote, to.rkey)?;
+                    done += n;
+                    continue;
+                }
+                (None, None) => return Err(EINVAL),
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Holder side of a [`ControlMessage::MemsetRequest`].
+    pub(crate) fn execute_memset(&self, chunk_id: u64, offset: u64, len: u64, byte: u8) -> Result {
+        let memory = self.store.get(chunk_id)?;
+        let at = usize::try_from(offset).map_err(|_| EINVAL)?;
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        memory.fill(at, len, byte)
+    }
+
+    /// Holder side of a [`ControlMessage::CopyRequest`].
+    #[expect(clippy::too_many_arguments, reason = "the fields of the request")]
+    pub(crate) fn execute_copy(
+        &self,
+        src_chunk_id: u64,
+        src_offset: u64,
+        len: u64,
+        dst_node: u32,
+        dst_chunk_id: u64,
+        dst_addr: u64,
+        dst_rkey: u32,
+    ) -> Result {
+        let src = self.store.get(src_chunk_id)?;
+        if dst_node == self.node_id {
+            let dst = self.store.get(dst_chunk_id)?;
+            let base = dst.dma_range(0, 0)?;
+            let dst_at = dst_addr.checked_sub(base).ok_or(EINVAL)?;
+            let to = ChunkRef {
+                node: dst_node,
+                chunk_id: dst_chunk_id,
+                addr: base,
+                rkey: dst_rkey,
+                len: dst.len() as u64,
+                local: None,
+            };
+            return self.copy_out(&src, src_offset, len, &to, Some(&dst), dst_at);
+        }
+        let to = ChunkRef {
+            node: dst_node,
+            chunk_id: dst_chunk_id,
+            addr: dst_addr,
+            rkey: dst_rkey,
+            len,
+            local: None,
+        };
+        self.copy_out(&src, src_offset, len, &to, None, 0)
+    }
+}
+
+/// Whether two LMRs are views of the same memory.
+fn same_memory(a: &Lmr, b: &Lmr) -> bool {
+    match (a.chunks.first(), b.chunks.first()) {
+        (Some(x), Some(y)) => x.node == y.node && x.chunk_id == y.chunk_id,
+        _ => false,
+    }
+}
+
+/// The outcome a [`ControlMessage::StatusReply`] reports.
+pub(crate) fn status_of(reply: ControlMessage) -> Result {
+    match reply {
+        ControlMessage::StatusReply { status: 0, .. } => Ok(()),
+        ControlMessage::StatusReply { status, .. } if status < 0 => Err(Error::from_errno(status)),
+        _ => Err(errno::EPROTO()),
+    }
+}

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What LITE knows of each process: its handles and asynchronous operations.
+//!
+//! Handles are per process, like file descriptors: a process only reaches
+//! the LMRs behind its own handles. A process is identified by its thread
+//! group id; its state is created on first use and released when its last
+//! thread exits (see [`Cluster::process_exit`](super::cluster::Cluster)).
+//! Kernel callers of the C API share one state that lives as long as the
+//! node.
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use super::{async_io::AsyncOp, lmr::Lmr, permission::Permission, slot_table::SlotTable};
+
+/// What a handle is to its process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The process created the LMR; `lmr_id` names it in the node's table.
+    Owner {
+        /// The LMR's id on this node.
+        lmr_id: u64,
+    },
+    /// A mapping from `lite_ask_lmr`; `mapping_id` names it in the node's
+    /// table of mappings of other nodes' LMRs (`None` for an LMR of this node).
+    Mapping {
+        /// The mapping's id on this node, if the LMR is another node's.
+        mapping_id: Option<u64>,
+    },
+}
+
+/// One handle of a process.
+pub(crate) struct HandleEntry {
+    /// The LMR.
+    pub(crate) lmr: Arc<Lmr>,
+    /// What the handle allows.
+    pub(crate) permission: Permission,
+    /// The password data operations must present.
+    pub(crate) password: u64,
+    /// Owner or mapping.
+    pub(crate) role: Role,
+}
+
+impl HandleEntry {
+    /// Checks `password` and that the handle allows `needed`.
+    ///
+    /// # Errors
+    ///
+    /// `EACCES` for a wrong password, `EPERM` for a missing permission.
+    pub(crate) fn check(&self, password: u64, needed: Permission) -> Result {
+        if password != self.password {
+            return Err(EACCES);
+        }
+        self.permission.require(needed)
+    }
+}
+
+/// The LITE state of one process.
+#[pin_data]
+pub(crate) struct Process {
+    /// Thread group id; 0 for kernel callers.
+    pub(crate) tgid: i32,
+    /// Handles, by handle number.
+    #[pin]
+    pub(crate) handles: Mutex<SlotTable<HandleEntry>>,
+    /// Asynchronous operations not yet reaped, by operation id.
+    #[pin]
+    pub(crate) ops: Mutex<SlotTable<Arc<AsyncOp>>>,
+}
+
+impl Process {
+    /// Empty state for thread group `tgid`.
+    pub(crate) fn new(tgid: i32) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Process {
+                tgid,
+                handles <- new_mutex!(SlotTable::new(), "lite:handles"),
+                ops <- new_mutex!(SlotTable::new(), "lite:async_ops"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// A copy of what handle `handle` refers to.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF` if the process has no such handle.
+    pub(crate) fn handle(&self, handle: u64) -> Result<(Arc<Lmr>, Permission, u64, Role)> {
+        let handles = self.handles.lock();
+        let entry = handles.get(handle).ok_or(EBADF)?;
+        Ok((entry.lmr.clone(), entry.permission, entry.password, entry.role))
+    }
+
+    /// The LMR of `handle` after checking password and permission.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF` unknown handle, `EACCES` wrong password, `EPERM` missing permission.
+    pub(crate) fn checked(&self, handle: u64, password: u64, needed: Permission) -> Result<Arc<Lmr>> {
+        let handles = self.handles.lock();
+        let entry = handles.get(handle).ok_or(EBADF)?;
+        entry.check(password, needed)?;
+        Ok(entry.lmr.clone())
+    }
+
+    /// The LMR of `handle` after checking permission only (operations that,
+    /// as in the original LITE, take no password).
+    pub(crate) fn permitted(&self, handle: u64, needed: Permission) -> Result<Arc<Lmr>> {
+        let handles = self.handles.lock();
+        let entry = handles.get(handle).ok_or(EBADF)?;
+        entry.permission.require(needed)?;
+        Ok(entry.lmr.clone())
+    }
+
+    /// Adds a handle.
+    pub(crate) fn insert(&self, entry: HandleEntry) -> Result<u64> {
+        self.handles.lock().insert(entry)
+    }
+}
+
+/// Every process with LITE state, by thread group id.
+#[pin_data]
+pub(crate) struct Processes {
+    #[pin]
+    list: Mutex<KVec<Option<Arc<Process>>>>,
+}
+
+impl Processes {
+    /// No process yet.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Processes {
+            list <- new_mutex!(KVec::new(), "lite:processes"),
+        })
+    }
+
+    /// The state of `tgid`, created if it has none.
+    pub(crate) fn get_or_create(&self, tgid: i32) -> Result<Arc<Process>> {
+        if let Some(process) = self.find(tgid) {
+            return Ok(process);
+        }
+        // Allocate outside the lock; another thread of the same process may
+        // win the race, in which case its state is used.
+        let fresh = Process::new(tgid)?;
+        let mut list = self.list.lock();
+        if let Some(existing) = list.iter().flatten().find(|p| p.tgid == tgid) {
+            return Ok(existing.clone());
+        }
+        match list.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some(fresh.clone()),
+            None => list.push(Some(fresh.clone()), GFP_KERNEL)?,
+        }
+        Ok(fresh)
+    }
+
+    /// The state of `tgid`, if any.
+    pub(crate) fn find(&self, tgid: i32) -> Option<Arc<Process>> {
+        self.list
+            .lock()
+            .iter()
+            .flatten()
+            .find(|p| p.tgid == tgid)
+            .cloned()
+    }
+
+    /// Removes and returns the state of `tgid`.
+    pub(crate) fn remove(&self, tgid: i32) -> Option<Arc<Process>> {
+        let mut list = self.list.lock();
+        let slot = list
+            .iter_mut()
+            .find(|slot| slot.as_ref().is_some_and(|p| p.tgid == tgid))?;
+        slot.take()
+    }
+
+    /// Number of processes with state.
+    pub(crate) fn count(&self) -> usize {
+        self.list.lock().iter().flatten().count()
+    }
+
+    /// Sums `f` over every process.
+    pub(crate) fn sum(&self, f: impl Fn(&Process) -> usize) -> usize {
+        self.list.lock().iter().flatten().map(|p| f(p)).sum()
+    }
+}

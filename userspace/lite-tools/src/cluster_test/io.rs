@@ -1,0 +1,223 @@
+//! Small helpers the newer cluster test cases share: raw transfers by
+//! handle, barriers reported as test points, names, and user memory.
+
+use std::ffi::c_void;
+use std::io::Write;
+
+use libc::c_long;
+use lite::sys::{LiteStats, PRIORITY_NONE};
+
+use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::kernel::Kernel;
+use crate::tap::Tap;
+
+/// Writes `data` at `offset` of `handle`; the raw result.
+pub fn write_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, data: &[u8], pw: u64) -> c_long {
+    // SAFETY: `data` is readable for its whole length during the call.
+    unsafe {
+        kernel.rdma_write(
+            handle,
+            data.as_ptr().cast(),
+            data.len() as u64,
+            offset,
+            PRIORITY_NONE,
+            pw,
+        )
+    }
+}
+
+/// Reads into `buf` from `offset` of `handle`; the raw result.
+pub fn read_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, buf: &mut [u8], pw: u64) -> c_long {
+    // SAFETY: `buf` is exclusively borrowed for the call.
+    unsafe {
+        kernel.rdma_read(
+            handle,
+            buf.as_mut_ptr().cast(),
+            buf.len() as u64,
+            offset,
+            PRIORITY_NONE,
+            pw,
+        )
+    }
+}
+
+/// Reads `len` bytes at `offset`, or describes the failure.
+pub fn read_vec<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    offset: u64,
+    len: usize,
+    pw: u64,
+) -> Result<Vec<u8>, String> {
+    let mut buf = vec![0u8; len];
+    let ret = read_at(kernel, handle, offset, &mut buf, pw);
+    expect_zero(ret).map_err(|e| format!("read of {len} B at offset {offset}: {e}"))?;
+    Ok(buf)
+}
+
+/// Writes `data` at `offset`, or describes the failure.
+pub fn write_ok<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    offset: u64,
+    data: &[u8],
+    pw: u64,
+) -> Result<(), String> {
+    expect_zero(write_at(kernel, handle, offset, data, pw))
+        .map_err(|e| format!("write of {} B at offset {offset}: {e}", data.len()))
+}
+
+/// A read-async whose failure may be reported either when it is started
+/// or when it is reaped: passes when one of them is exactly `-errno`.
+pub fn expect_async_read_errno<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    buf: *mut c_void,
+    size: u64,
+    offset: u64,
+    pw: u64,
+    errno: i32,
+) -> Result<(), String> {
+    // SAFETY: callers pass either a buffer they own for `size` bytes that
+    // outlives this call, or an address the kernel must reject; the
+    // operation is reaped before returning.
+    let ret = unsafe { kernel.rdma_read_async(handle, buf, size, offset, PRIORITY_NONE, pw) };
+    if ret <= 0 {
+        return expect_errno(ret, errno);
+    }
+    let reaped = kernel.async_wait(ret.unsigned_abs(), 0);
+    expect_errno(reaped, errno).map_err(|e| format!("started as operation {ret}, reaped: {e}"))
+}
+
+/// A write-async that must fail with `-errno`, when started or reaped.
+pub fn expect_async_write_errno<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    buf: *const c_void,
+    size: u64,
+    offset: u64,
+    pw: u64,
+    errno: i32,
+) -> Result<(), String> {
+    // SAFETY: as for expect_async_read_errno; the data is taken before
+    // the call returns.
+    let ret = unsafe { kernel.rdma_write_async(handle, buf, size, offset, PRIORITY_NONE, pw) };
+    if ret <= 0 {
+        return expect_errno(ret, errno);
+    }
+    let reaped = kernel.async_wait(ret.unsigned_abs(), 0);
+    expect_errno(reaped, errno).map_err(|e| format!("started as operation {ret}, reaped: {e}"))
+}
+
+/// A new handle (> 0) or a description of the result.
+pub fn handle_of(ret: c_long, what: &str) -> Result<u64, String> {
+    match u64::try_from(ret) {
+        Ok(handle) if handle > 0 => Ok(handle),
+        _ => Err(format!("{what} returned {}", describe_result(ret))),
+    }
+}
+
+/// Reports a handle-returning call; the handle, or 0 (which every later
+/// call rejects) when it failed.
+pub fn check_handle<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> u64 {
+    match handle_of(ret, "the call") {
+        Ok(handle) => {
+            tap.ok(description);
+            handle
+        }
+        Err(reason) => {
+            tap.not_ok(description, &reason);
+            0
+        }
+    }
+}
+
+/// Every node calls this at the same point; reports the result.
+pub fn barrier<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, after: &str) {
+    tap.check(
+        &format!("dist_barrier({nodes}) after {after} returns 0"),
+        expect_zero(kernel.dist_barrier(nodes)),
+    );
+}
+
+/// A name published by `node`, of kind `kind`.
+pub fn name_of(kind: u16, node: u32) -> u64 {
+    0x4c49_5445_0000_0000 | (u64::from(kind) << 16) | u64::from(node)
+}
+
+/// This node's counters.
+pub fn stats<K: Kernel>(kernel: &K) -> Result<LiteStats, String> {
+    let mut stats = LiteStats::default();
+    // SAFETY: `stats` is writable for its whole size.
+    let ret = unsafe { kernel.get_stats(&mut stats, std::mem::size_of::<LiteStats>() as u64) };
+    expect_zero(ret)
+        .map(|()| stats)
+        .map_err(|e| format!("get_stats: {e}"))
+}
+
+/// Anonymous private memory from mmap, page aligned, for registration.
+pub struct UserPages {
+    address: *mut u8,
+    len: usize,
+}
+
+impl UserPages {
+    /// Maps `len` bytes (rounded up to pages), zero filled.
+    pub fn new(len: usize) -> Result<Self, String> {
+        // SAFETY: an anonymous mapping at an address of the kernel's choice.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if address == libc::MAP_FAILED {
+            return Err(format!(
+                "mmap of {len} B: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(UserPages {
+            address: address.cast(),
+            len,
+        })
+    }
+
+    /// Address of byte `offset`.
+    pub fn at(&self, offset: usize) -> *mut u8 {
+        assert!(offset <= self.len);
+        // SAFETY: within the mapping.
+        unsafe { self.address.add(offset) }
+    }
+
+    /// Copies `data` into the mapping at `offset`.
+    pub fn store(&self, offset: usize, data: &[u8]) {
+        assert!(offset + data.len() <= self.len);
+        // SAFETY: within the mapping; nothing else holds a reference.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.at(offset), data.len()) }
+    }
+
+    /// Copies `len` bytes at `offset` out of the mapping, as they are now
+    /// (other nodes may have written them through a registration).
+    pub fn load(&self, offset: usize, len: usize) -> Vec<u8> {
+        assert!(offset + len <= self.len);
+        let mut out = vec![0u8; len];
+        for (i, byte) in out.iter_mut().enumerate() {
+            // SAFETY: within the mapping; volatile, because the memory
+            // changes behind the compiler's back.
+            *byte = unsafe { std::ptr::read_volatile(self.at(offset + i)) };
+        }
+        out
+    }
+}
+
+impl Drop for UserPages {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.address.cast(), self.len) };
+    }
+}

@@ -1,0 +1,997 @@
+//! remote_memset, memcpy/memmove, asynchronous I/O, the large spread LMR,
+//! statistics, and bad input to every new call. None of these needs the
+//! other nodes' cooperation, so there are no barriers here.
+
+use std::ffi::c_void;
+use std::io::Write;
+use std::ptr;
+
+use lite::sys::{
+    LiteStats, ASYNC_NOWAIT, CHUNK_SIZE, MAX_ASYNC_SIZE, MAX_REGISTER_SIZE, NODE_SPREAD, PERM_READ,
+    PRIORITY_NONE,
+};
+
+use super::io::{
+    expect_async_read_errno, expect_async_write_errno, name_of, read_at, read_vec, stats, write_ok,
+    UserPages,
+};
+use super::{target_name, UNKNOWN_HANDLE};
+use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::kernel::{Kernel, Region};
+use crate::pattern;
+use crate::plan::next_node;
+use crate::tap::Tap;
+
+const KIB: u64 = 1024;
+
+/// Size of the LMRs memset and the copies work on: two chunks.
+const OPS_LMR_SIZE: u64 = CHUNK_SIZE + 256 * KIB;
+/// Start of the window (around the chunk boundary) the checks mirror.
+const WINDOW_START: u64 = CHUNK_SIZE - 256 * KIB;
+/// Length of the mirrored window: to the end of the LMR.
+const WINDOW_LEN: u64 = OPS_LMR_SIZE - WINDOW_START;
+
+/// Size of the large spread LMR.
+pub const LARGE_SPREAD_SIZE: u64 = 256 << 20;
+
+/// An LMR with a local copy of what its window should hold.
+struct Mirrored<'k, K: Kernel> {
+    lmr: Region<'k, K>,
+    expected: Vec<u8>,
+    label: String,
+    password: u64,
+}
+
+impl<'k, K: Kernel> Mirrored<'k, K> {
+    fn new(kernel: &'k K, target: u32, me: u32, password: u64) -> Result<Self, String> {
+        let lmr = Region::alloc(kernel, target, OPS_LMR_SIZE, 0, password)?;
+        let seed = pattern::seed(&[u64::from(me), u64::from(target), 0x0905]);
+        let mut expected = vec![0u8; WINDOW_LEN as usize];
+        pattern::fill(seed, WINDOW_START, &mut expected);
+        lmr.write(WINDOW_START, &expected, PRIORITY_NONE)?;
+        Ok(Mirrored {
+            lmr,
+            expected,
+            label: target_name(me, target),
+            password,
+        })
+    }
+
+    fn handle(&self) -> u64 {
+        self.lmr.handle()
+    }
+
+    fn window(&mut self, offset: u64, len: u64) -> &mut [u8] {
+        let start = (offset - WINDOW_START) as usize;
+        &mut self.expected[start..start + len as usize]
+    }
+
+    /// Reads the whole window back and compares it byte by byte; after a
+    /// difference, takes what was found as the new expectation so that
+    /// later cases are judged on their own.
+    fn verify(&mut self, kernel: &K) -> Result<(), String> {
+        let found = read_vec(
+            kernel,
+            self.handle(),
+            WINDOW_START,
+            WINDOW_LEN as usize,
+            self.password,
+        )?;
+        let outcome = pattern::verify_bytes(&found, &self.expected, WINDOW_START)
+            .map_err(|m| format!("LMR on {}: {m}", self.label));
+        self.expected = found;
+        outcome
+    }
+}
+
+/// Runs every case of this module.
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let next = next_node(me, nodes);
+    let spread = if nodes > 1 { NODE_SPREAD } else { me };
+    let mut lmrs = Vec::new();
+    for target in [me, next, spread] {
+        let description = format!(
+            "node {me}: {OPS_LMR_SIZE} B LMR on {} for memset and copies allocated and filled",
+            target_name(me, target)
+        );
+        match Mirrored::new(kernel, target, me, password) {
+            Ok(lmr) => {
+                tap.ok(&description);
+                lmrs.push(lmr);
+            }
+            Err(reason) => tap.not_ok(&description, &reason),
+        }
+    }
+    if lmrs.len() == 3 {
+        memset_cases(kernel, tap, &mut lmrs);
+        copy_cases(kernel, tap, &mut lmrs);
+    }
+    for lmr in lmrs {
+        let label = lmr.label.clone();
+        tap.check(
+            &format!("node {me}: free of the memset/copy LMR on {label} returns 0"),
+            lmr.lmr.free(),
+        );
+    }
+    async_cases(kernel, tap, me, next, password);
+    stats_cases(kernel, tap, me, next, password);
+    large_spread(kernel, tap, me, nodes, password);
+    bad_input(kernel, tap, me, next, password);
+}
+
+fn memset_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mirrored<'_, K>]) {
+    // (offset, size, byte): across the boundary, a few bytes on it, the
+    // first and last byte of the window, all byte values' extremes.
+    let fills: [(u64, u64, u32); 5] = [
+        (CHUNK_SIZE - 96 * KIB, 160 * KIB, 0x5a),
+        (CHUNK_SIZE - 5, 8, 0x00),
+        (CHUNK_SIZE - 1, 2, 0xff),
+        (WINDOW_START, 1, 0x01),
+        (OPS_LMR_SIZE - 3, 3, 0x80),
+    ];
+    for lmr in lmrs.iter_mut() {
+        let mut outcome = Ok(());
+        for &(offset, size, byte) in &fills {
+            let ret = kernel.remote_memset(lmr.handle(), offset, size, byte);
+            if let Err(e) = expect_zero(ret) {
+                outcome = Err(format!("memset({offset}, {size}, {byte:#x}): {e}"));
+                break;
+            }
+            lmr.window(offset, size).fill(byte as u8);
+        }
+        let ret = kernel.remote_memset(lmr.handle(), CHUNK_SIZE, 0, 0x33);
+        let outcome = outcome
+            .and_then(|()| expect_zero(ret).map_err(|e| format!("memset of 0 B: {e}")))
+            .and_then(|()| lmr.verify(kernel));
+        tap.check(
+            &format!(
+                "remote_memset on the LMR on {} with bytes 0x5a, 0x00, 0xff, 0x01, 0x80 \
+                 across the chunk boundary reads back byte for byte",
+                lmr.label
+            ),
+            outcome,
+        );
+    }
+}
+
+/// One copy between (or within) the mirrored LMRs.
+struct Copy {
+    what: &'static str,
+    src: usize,
+    src_offset: u64,
+    dst: usize,
+    dst_offset: u64,
+    len: u64,
+    overlap_safe: bool,
+}
+
+fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mirrored<'_, K>]) {
+    let (local, remote, spread) = (0, 1, 2);
+    let copies = [
+        Copy {
+            what: "memcpy from the local LMR to the remote one, across the boundary",
+            src: local,
+            src_offset: CHUNK_SIZE - 100 * KIB,
+            dst: remote,
+            dst_offset: CHUNK_SIZE - 60 * KIB,
+            len: 200 * KIB,
+            overlap_safe: false,
+        },
+        Copy {
+            what: "memcpy from the remote LMR to the spread one",
+            src: remote,
+            src_offset: CHUNK_SIZE - 3,
+            dst: spread,
+            dst_offset: CHUNK_SIZE - 130 * KIB + 1,
+            len: 128 * KIB + 7,
+            overlap_safe: false,
+        },
+        Copy {
+            what: "memmove from the spread LMR to the local one",
+            src: spread,
+            src_offset: CHUNK_SIZE - 64 * KIB,
+            dst: local,
+            dst_offset: CHUNK_SIZE + 16 * KIB + 3,
+            len: 100 * KIB,
+            overlap_safe: true,
+        },
+        Copy {
+            what:
+                "memcpy within the remote LMR, non-overlapping, from before to after the boundary",
+            src: remote,
+            src_offset: CHUNK_SIZE - 250 * KIB,
+            dst: remote,
+            dst_offset: CHUNK_SIZE + 10 * KIB,
+            len: 50 * KIB,
+            overlap_safe: false,
+        },
+    ];
+    let moves = |index: usize| {
+        [
+            Copy {
+                what: "memmove overlapping upwards (destination above source)",
+                src: index,
+                src_offset: CHUNK_SIZE - 64 * KIB - 1,
+                dst: index,
+                dst_offset: CHUNK_SIZE - 40 * KIB,
+                len: 96 * KIB,
+                overlap_safe: true,
+            },
+            Copy {
+                what: "memmove overlapping downwards (destination below source)",
+                src: index,
+                src_offset: CHUNK_SIZE - 16 * KIB,
+                dst: index,
+                dst_offset: CHUNK_SIZE - 48 * KIB + 5,
+                len: 96 * KIB,
+                overlap_safe: true,
+            },
+        ]
+    };
+    let mut all: Vec<Copy> = copies.into_iter().collect();
+    for index in [local, remote, spread] {
+        all.extend(moves(index));
+    }
+    for copy in all {
+        let ret = if copy.overlap_safe {
+            kernel.memmove(
+                lmrs[copy.src].handle(),
+                copy.src_offset,
+                lmrs[copy.dst].handle(),
+                copy.dst_offset,
+                copy.len,
+            )
+        } else {
+            kernel.memcpy(
+                lmrs[copy.src].handle(),
+                copy.src_offset,
+                lmrs[copy.dst].handle(),
+                copy.dst_offset,
+                copy.len,
+            )
+        };
+        let moved = lmrs[copy.src].window(copy.src_offset, copy.len).to_vec();
+        lmrs[copy.dst]
+            .window(copy.dst_offset, copy.len)
+            .copy_from_slice(&moved);
+        let outcome = expect_zero(ret).and_then(|()| lmrs[copy.dst].verify(kernel));
+        let within = if copy.src == copy.dst {
+            format!(" on {}", lmrs[copy.dst].label)
+        } else {
+            format!(" ({} -> {})", lmrs[copy.src].label, lmrs[copy.dst].label)
+        };
+        tap.check(
+            &format!(
+                "{}{within}: {} B from offset {} to {} reads back byte for byte",
+                copy.what, copy.len, copy.src_offset, copy.dst_offset
+            ),
+            outcome,
+        );
+    }
+    let (a, b) = (lmrs[local].handle(), lmrs[remote].handle());
+    tap.check(
+        "memcpy of 0 B returns 0",
+        expect_zero(kernel.memcpy(a, 0, b, 0, 0)),
+    );
+    tap.check(
+        "memmove of 0 B returns 0",
+        expect_zero(kernel.memmove(a, 0, b, 0, 0)),
+    );
+}
+
+/// Number of operations kept in flight.
+const IN_FLIGHT: u64 = 32;
+/// Size of each of them.
+const ASYNC_PIECE: u64 = 16 * KIB;
+
+fn async_cases<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    target: u32,
+    password: u64,
+) {
+    let description =
+        format!("node {me}: {OPS_LMR_SIZE} B LMR on node {target} for asynchronous I/O allocated");
+    let lmr = match Region::alloc(kernel, target, OPS_LMR_SIZE, 0, password) {
+        Ok(lmr) => {
+            tap.ok(&description);
+            lmr
+        }
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            return;
+        }
+    };
+    let handle = lmr.handle();
+    let seed = pattern::seed(&[u64::from(me), u64::from(target), 0xa5c]);
+    // Pieces run across the chunk boundary.
+    let base = CHUNK_SIZE - IN_FLIGHT / 2 * ASYNC_PIECE;
+    let offset_of = |i: u64| base + i * ASYNC_PIECE;
+
+    let mut data = vec![0u8; (IN_FLIGHT * ASYNC_PIECE) as usize];
+    pattern::fill(seed, base, &mut data);
+    let mut ops = Vec::new();
+    let mut outcome = Ok(());
+    for i in 0..IN_FLIGHT {
+        let piece = &data[(i * ASYNC_PIECE) as usize..((i + 1) * ASYNC_PIECE) as usize];
+        // SAFETY: the data is taken before the call returns.
+        let ret = unsafe {
+            kernel.rdma_write_async(
+                handle,
+                piece.as_ptr().cast(),
+                ASYNC_PIECE,
+                offset_of(i),
+                PRIORITY_NONE,
+                password,
+            )
+        };
+        if ret <= 0 {
+            outcome = Err(format!("write_async {i} returned {}", describe_result(ret)));
+            break;
+        }
+        ops.push(ret.unsigned_abs());
+    }
+    for (i, &op) in ops.iter().enumerate() {
+        let ret = kernel.async_wait(op, 0);
+        if ret != 0 && outcome.is_ok() {
+            outcome = Err(format!("async_wait of write {i}: {}", describe_result(ret)));
+        }
+    }
+    let outcome = outcome.and_then(|()| {
+        let back = read_vec(kernel, handle, base, data.len(), password)?;
+        pattern::verify(seed, base, &back).map_err(|m| format!("read back: {m}"))
+    });
+    tap.check(
+        &format!(
+            "{IN_FLIGHT} rdma_write_async of {ASYNC_PIECE} B in flight, each waited for, land"
+        ),
+        outcome,
+    );
+
+    // Reads in flight: each into its own buffer, checked after its wait.
+    let mut buffers = vec![vec![0u8; ASYNC_PIECE as usize]; IN_FLIGHT as usize];
+    let mut outcome = Ok(());
+    let mut ops = Vec::new();
+    for (i, buf) in buffers.iter_mut().enumerate() {
+        pattern::poison(seed, offset_of(i as u64), buf);
+        // SAFETY: the buffer is neither moved nor touched until reaped below.
+        let ret = unsafe {
+            kernel.rdma_read_async(
+                handle,
+                buf.as_mut_ptr().cast(),
+                ASYNC_PIECE,
+                offset_of(i as u64),
+                PRIORITY_NONE,
+                password,
+            )
+        };
+        if ret <= 0 {
+            outcome = Err(format!("read_async {i} returned {}", describe_result(ret)));
+            break;
+        }
+        ops.push(ret.unsigned_abs());
+    }
+    for (i, &op) in ops.iter().enumerate() {
+        let ret = kernel.async_wait(op, 0);
+        if ret != 0 && outcome.is_ok() {
+            outcome = Err(format!("async_wait of read {i}: {}", describe_result(ret)));
+        }
+        if outcome.is_ok() {
+            outcome = pattern::verify(seed, offset_of(i as u64), &buffers[i])
+                .map_err(|m| format!("read {i}: {m}"));
+        }
+    }
+    tap.check(
+        &format!("{IN_FLIGHT} rdma_read_async of {ASYNC_PIECE} B in flight deliver the data when waited for"),
+        outcome,
+    );
+    let op = ops.first().copied().unwrap_or(UNKNOWN_HANDLE);
+    tap.check(
+        "async_wait of an already reaped operation returns -EINVAL",
+        expect_errno(kernel.async_wait(op, 0), libc::EINVAL),
+    );
+
+    // Polling.
+    let mut buf = vec![0u8; ASYNC_PIECE as usize];
+    pattern::poison(seed, base, &mut buf);
+    // SAFETY: `buf` stays untouched until the operation is reaped below
+    // (or fenced if polling gives up).
+    let ret = unsafe {
+        kernel.rdma_read_async(
+            handle,
+            buf.as_mut_ptr().cast(),
+            ASYNC_PIECE,
+            base,
+            PRIORITY_NONE,
+            password,
+        )
+    };
+    let outcome = if ret > 0 {
+        let op = ret.unsigned_abs();
+        let mut polls = 0u32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let result = loop {
+            let ret = kernel.async_wait(op, ASYNC_NOWAIT);
+            polls += 1;
+            if ret != -libc::c_long::from(libc::EAGAIN) || std::time::Instant::now() > deadline {
+                break ret;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        };
+        if result == -libc::c_long::from(libc::EAGAIN) {
+            kernel.fence();
+            Err(format!("still -EAGAIN after {polls} polls over 10 s"))
+        } else {
+            expect_zero(result)
+                .map_err(|e| format!("after {polls} polls: {e}"))
+                .and_then(|()| pattern::verify(seed, base, &buf).map_err(|m| m.to_string()))
+        }
+    } else {
+        Err(format!("read_async returned {}", describe_result(ret)))
+    };
+    tap.check(
+        "rdma_read_async polled with LITE_ASYNC_NOWAIT until done (-EAGAIN before) delivers the data",
+        outcome,
+    );
+
+    // Fence.
+    let seed2 = pattern::seed(&[seed, 2]);
+    let mut data2 = vec![0u8; (8 * ASYNC_PIECE) as usize];
+    pattern::fill(seed2, base, &mut data2);
+    let mut ops = Vec::new();
+    let mut outcome = Ok(());
+    for i in 0..8u64 {
+        let piece = &data2[(i * ASYNC_PIECE) as usize..((i + 1) * ASYNC_PIECE) as usize];
+        // SAFETY: the data is taken before the call returns.
+        let ret = unsafe {
+            kernel.rdma_write_async(
+                handle,
+                piece.as_ptr().cast(),
+                ASYNC_PIECE,
+                offset_of(i),
+                PRIORITY_NONE,
+                password,
+            )
+        };
+        match u64::try_from(ret) {
+            Ok(op) if op > 0 => ops.push(op),
+            _ => {
+                outcome = Err(format!("write_async {i} returned {}", describe_result(ret)));
+                break;
+            }
+        }
+    }
+    let fenced = kernel.fence();
+    let outcome = outcome
+        .and_then(|()| expect_zero(fenced).map_err(|e| format!("fence: {e}")))
+        .and_then(|()| {
+            let back = read_vec(kernel, handle, base, data2.len(), password)?;
+            pattern::verify(seed2, base, &back).map_err(|m| format!("read back: {m}"))
+        });
+    tap.check(
+        "fence after 8 rdma_write_async returns 0 and the data has landed",
+        outcome,
+    );
+    let op = ops.last().copied().unwrap_or(UNKNOWN_HANDLE);
+    tap.check(
+        "async_wait of an operation reaped by fence returns -EINVAL",
+        expect_errno(kernel.async_wait(op, ASYNC_NOWAIT), libc::EINVAL),
+    );
+    tap.check(
+        "fence with nothing outstanding returns 0",
+        expect_zero(kernel.fence()),
+    );
+    tap.check(
+        &format!("node {me}: free of the asynchronous I/O LMR returns 0"),
+        lmr.free(),
+    );
+}
+
+fn stats_cases<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    target: u32,
+    password: u64,
+) {
+    let outcome = (|| -> Result<(), String> {
+        let before = stats(kernel)?;
+        let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
+        let name = name_of(0x57a7, me);
+        expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ, password))
+            .map_err(|e| format!("add_ask_mr_table: {e}"))?;
+        let mapping =
+            super::io::handle_of(kernel.ask_lmr(me, name, PERM_READ, password), "ask_lmr")?;
+        let pages = UserPages::new(4096)?;
+        // SAFETY: the pages stay mapped until deregistered below.
+        let ret = unsafe { kernel.register_lmr(pages.at(0).cast(), 4096, PERM_READ, password) };
+        let registered = super::io::handle_of(ret, "register_lmr")?;
+        let during = stats(kernel)?;
+        expect_zero(kernel.deregister_lmr(registered)).map_err(|e| format!("deregister: {e}"))?;
+        expect_zero(kernel.umap_lmr(mapping)).map_err(|e| format!("umap: {e}"))?;
+        lmr.free()?;
+        let after = stats(kernel)?;
+        let expected = LiteStats {
+            lmrs: before.lmrs + 2,
+            registrations: before.registrations + 1,
+            mappings: before.mappings + 1,
+            published_names: before.published_names + 1,
+            handles: before.handles + 3,
+            ..during
+        };
+        if during != expected {
+            return Err(format!("before {before:?}, with them {during:?}"));
+        }
+        let restored = LiteStats {
+            held_chunks: after.held_chunks,
+            ..before
+        };
+        if after != restored {
+            return Err(format!("before {before:?}, after release {after:?}"));
+        }
+        Ok(())
+    })();
+    tap.check(
+        "get_stats counts this process's LMR, registration, mapping, name and handles, and forgets them when released",
+        outcome,
+    );
+    let mut stats = LiteStats {
+        registrations: 0xdead,
+        ..LiteStats::default()
+    };
+    // SAFETY: `stats` is writable for its whole size; the kernel may write 8 B.
+    let ret = unsafe { kernel.get_stats(&mut stats, 8) };
+    let outcome = expect_zero(ret).and_then(|()| {
+        if stats.registrations == 0xdead {
+            Ok(())
+        } else {
+            Err(format!("wrote past 8 B: {stats:?}"))
+        }
+    });
+    tap.check(
+        "get_stats with size 8 returns 0 and writes only 8 B",
+        outcome,
+    );
+}
+
+/// Sampled bytes per chunk of the large spread LMR, at four places.
+const SAMPLE: u64 = 512;
+
+fn large_spread<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let target = if nodes > 1 { NODE_SPREAD } else { me };
+    let size = LARGE_SPREAD_SIZE;
+    let label = format!(
+        "node {me}: {} MiB LMR on {}",
+        size >> 20,
+        target_name(me, target)
+    );
+    let lmr = match Region::alloc(kernel, target, size, 0, password) {
+        Ok(lmr) => {
+            tap.ok(&format!("{label} allocated"));
+            lmr
+        }
+        Err(reason) => {
+            tap.not_ok(&format!("{label} allocated"), &reason);
+            return;
+        }
+    };
+    let seed = pattern::seed(&[u64::from(me), size, 0x5bead]);
+    let chunks = size / CHUNK_SIZE;
+    let samples = |chunk: u64| {
+        let start = chunk * CHUNK_SIZE;
+        let inside = start + 4096 + (pattern::seed(&[seed, chunk]) % (CHUNK_SIZE - 3 * 4096));
+        let mut offsets = vec![start, inside & !7, start + CHUNK_SIZE - SAMPLE];
+        if chunk + 1 < chunks {
+            // Straddles the boundary to the next chunk.
+            offsets.push(start + CHUNK_SIZE - SAMPLE / 2 + 1);
+        }
+        offsets
+    };
+    let mut buf = vec![0u8; SAMPLE as usize];
+    let mut written_sum = 0u64;
+    let mut outcome = Ok(());
+    'write: for chunk in 0..chunks {
+        for offset in samples(chunk) {
+            pattern::fill(seed, offset, &mut buf);
+            written_sum = checksum(written_sum, &buf);
+            if let Err(e) = write_ok(kernel, lmr.handle(), offset, &buf, password) {
+                outcome = Err(e);
+                break 'write;
+            }
+        }
+    }
+    tap.check(
+        &format!("{label}: {SAMPLE} B samples written in every chunk, across every boundary"),
+        outcome,
+    );
+    let mut read_sum = 0u64;
+    let mut first_bad = None;
+    let mut outcome = Ok(());
+    'read: for chunk in 0..chunks {
+        for offset in samples(chunk) {
+            let ret = read_at(kernel, lmr.handle(), offset, &mut buf, password);
+            if let Err(e) = expect_zero(ret) {
+                outcome = Err(format!("read at offset {offset}: {e}"));
+                break 'read;
+            }
+            read_sum = checksum(read_sum, &buf);
+            if first_bad.is_none() {
+                first_bad = pattern::verify(seed, offset, &buf).err();
+            }
+        }
+    }
+    let outcome = outcome.and_then(|()| {
+        if read_sum == written_sum && first_bad.is_none() {
+            Ok(())
+        } else {
+            Err(format!(
+                "checksum {read_sum:#x}, expected {written_sum:#x}; first difference: {}",
+                first_bad.map_or("none".to_string(), |m| m.to_string())
+            ))
+        }
+    });
+    tap.check(
+        &format!("{label}: checksum of the samples read back matches"),
+        outcome,
+    );
+    // An LMR larger than the limit, so only the size is wrong; the buffer
+    // is as large as the request in case the kernel ignored the limit.
+    let mut big = vec![0u8; (MAX_ASYNC_SIZE + 1) as usize];
+    let big_ptr = big.as_mut_ptr().cast();
+    tap.check(
+        &format!(
+            "rdma_read_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
+            MAX_ASYNC_SIZE + 1
+        ),
+        expect_async_read_errno(
+            kernel,
+            lmr.handle(),
+            big_ptr,
+            MAX_ASYNC_SIZE + 1,
+            0,
+            password,
+            libc::EINVAL,
+        ),
+    );
+    let big_ptr = big.as_ptr().cast();
+    tap.check(
+        &format!(
+            "rdma_write_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
+            MAX_ASYNC_SIZE + 1
+        ),
+        expect_async_write_errno(
+            kernel,
+            lmr.handle(),
+            big_ptr,
+            MAX_ASYNC_SIZE + 1,
+            0,
+            password,
+            libc::EINVAL,
+        ),
+    );
+    drop(big);
+    tap.check(&format!("{label}: free returns 0"), lmr.free());
+}
+
+/// A simple order-dependent checksum (FNV-1a, 64-bit).
+fn checksum(mut sum: u64, data: &[u8]) -> u64 {
+    if sum == 0 {
+        sum = 0xcbf2_9ce4_8422_2325;
+    }
+    for &byte in data {
+        sum = (sum ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    sum
+}
+
+fn bad_input<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    target: u32,
+    password: u64,
+) {
+    let description = format!("node {me}: 4096 B probe LMR for the new calls' bad input allocated");
+    let lmr = match Region::alloc(kernel, target, 4096, 0, password) {
+        Ok(lmr) => {
+            tap.ok(&description);
+            lmr
+        }
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            return;
+        }
+    };
+    let h = lmr.handle();
+    let unmapped: *mut c_void = ptr::without_provenance_mut(8);
+    let mut scratch = vec![0u8; 4096];
+    let seed = pattern::seed(&[u64::from(me), 0xbad2]);
+    let mut contents = vec![0u8; 4096];
+    pattern::fill(seed, 0, &mut contents);
+    tap.check(
+        "fill the probe LMR for the new calls",
+        lmr.write(0, &contents, PRIORITY_NONE),
+    );
+
+    let checks: Vec<(String, Result<(), String>)> = vec![
+        (
+            "remote_memset with byte 256 returns -EINVAL".into(),
+            expect_errno(kernel.remote_memset(h, 0, 16, 256), libc::EINVAL),
+        ),
+        (
+            "remote_memset of 16 B at offset 4090 of 4096 returns -EINVAL".into(),
+            expect_errno(kernel.remote_memset(h, 4090, 16, 1), libc::EINVAL),
+        ),
+        (
+            "remote_memset with overflowing offset + size returns -EINVAL".into(),
+            expect_errno(kernel.remote_memset(h, u64::MAX, 2, 1), libc::EINVAL),
+        ),
+        (
+            "remote_memset with an unknown handle returns -EBADF".into(),
+            expect_errno(kernel.remote_memset(UNKNOWN_HANDLE, 0, 16, 1), libc::EBADF),
+        ),
+        (
+            "memcpy with an unknown source handle returns -EBADF".into(),
+            expect_errno(kernel.memcpy(UNKNOWN_HANDLE, 0, h, 0, 16), libc::EBADF),
+        ),
+        (
+            "memcpy with an unknown destination handle returns -EBADF".into(),
+            expect_errno(kernel.memcpy(h, 0, UNKNOWN_HANDLE, 0, 16), libc::EBADF),
+        ),
+        (
+            "memcpy with overflowing source offset + size returns -EINVAL".into(),
+            expect_errno(kernel.memcpy(h, u64::MAX, h, 0, 2), libc::EINVAL),
+        ),
+        (
+            "memcpy with a destination range past the end returns -EINVAL".into(),
+            expect_errno(kernel.memcpy(h, 0, h, 4095, 2), libc::EINVAL),
+        ),
+        (
+            "memmove with overflowing destination offset + size returns -EINVAL".into(),
+            expect_errno(kernel.memmove(h, 0, h, u64::MAX, 2), libc::EINVAL),
+        ),
+        (
+            "memmove with an unknown source handle returns -EBADF".into(),
+            expect_errno(kernel.memmove(UNKNOWN_HANDLE, 0, h, 0, 16), libc::EBADF),
+        ),
+        (
+            "memmove of 2^64-1 B returns -EINVAL".into(),
+            expect_errno(kernel.memmove(h, 0, h, 0, u64::MAX), libc::EINVAL),
+        ),
+        (
+            "wrap_alloc from unmapped address 0x8 returns -EFAULT".into(),
+            // SAFETY: address 8 is never mapped; the kernel must not touch it.
+            expect_no_handle(
+                kernel,
+                unsafe { kernel.wrap_alloc(unmapped, 16, name_of(0xbad, me), password) },
+                libc::EFAULT,
+            ),
+        ),
+        (
+            "wrap_alloc of 0 B returns -EINVAL".into(),
+            // SAFETY: nothing is read for 0 bytes.
+            expect_no_handle(
+                kernel,
+                unsafe {
+                    kernel.wrap_alloc(scratch.as_ptr().cast(), 0, name_of(0xbad, me), password)
+                },
+                libc::EINVAL,
+            ),
+        ),
+        (
+            "add_ask_mr_table with unknown permission bit 0x100 returns -EINVAL".into(),
+            expect_errno(
+                kernel.add_ask_mr_table(name_of(0xbad, me), h, 0x100, password),
+                libc::EINVAL,
+            ),
+        ),
+        (
+            "add_ask_mr_table with an unknown handle returns -EBADF".into(),
+            expect_errno(
+                kernel.add_ask_mr_table(name_of(0xbad, me), UNKNOWN_HANDLE, PERM_READ, password),
+                libc::EBADF,
+            ),
+        ),
+        (
+            "add_ask_mr_table with a wrong password returns -EACCES".into(),
+            expect_errno(
+                kernel.add_ask_mr_table(name_of(0xbad, me), h, PERM_READ, password ^ 1),
+                libc::EACCES,
+            ),
+        ),
+        (
+            "ask_lmr with unknown permission bit 0x100 returns -EINVAL".into(),
+            expect_no_handle(
+                kernel,
+                kernel.ask_lmr(me, name_of(0xbad, me), PERM_READ | 0x100, password),
+                libc::EINVAL,
+            ),
+        ),
+        (
+            "ask_lmr of a name never published returns -ENOENT".into(),
+            expect_no_handle(
+                kernel,
+                kernel.ask_lmr(me, name_of(0xbad, me), PERM_READ, password),
+                libc::ENOENT,
+            ),
+        ),
+        (
+            "umap_lmr of an unknown handle returns -EBADF".into(),
+            expect_errno(kernel.umap_lmr(UNKNOWN_HANDLE), libc::EBADF),
+        ),
+        (
+            "umap_lmr of an allocated LMR (not a mapping) returns -EINVAL".into(),
+            expect_errno(kernel.umap_lmr(h), libc::EINVAL),
+        ),
+        (
+            "register_lmr of unmapped address 0x8 returns -EFAULT".into(),
+            // SAFETY: address 8 is never mapped; the kernel must not touch it.
+            expect_no_handle(
+                kernel,
+                unsafe { kernel.register_lmr(unmapped, 4096, PERM_READ, password) },
+                libc::EFAULT,
+            ),
+        ),
+        (
+            "register_lmr of 0 B returns -EINVAL".into(),
+            // SAFETY: nothing is registered for 0 bytes.
+            expect_no_handle(
+                kernel,
+                unsafe { kernel.register_lmr(scratch.as_mut_ptr().cast(), 0, PERM_READ, password) },
+                libc::EINVAL,
+            ),
+        ),
+        (
+            format!(
+                "register_lmr of {} B (over LITE_MAX_REGISTER_SIZE) returns -EINVAL",
+                MAX_REGISTER_SIZE + 4096
+            ),
+            // SAFETY: the kernel must reject the size before pinning anything.
+            expect_no_handle(
+                kernel,
+                unsafe {
+                    kernel.register_lmr(
+                        scratch.as_mut_ptr().cast(),
+                        MAX_REGISTER_SIZE + 4096,
+                        PERM_READ,
+                        password,
+                    )
+                },
+                libc::EINVAL,
+            ),
+        ),
+        (
+            "register_lmr with unknown permission bit 0x100 returns -EINVAL".into(),
+            // SAFETY: the kernel must reject the permission before pinning.
+            expect_no_handle(
+                kernel,
+                unsafe { kernel.register_lmr(scratch.as_mut_ptr().cast(), 4096, 0x100, password) },
+                libc::EINVAL,
+            ),
+        ),
+        (
+            "deregister_lmr of an unknown handle returns -EBADF".into(),
+            expect_errno(kernel.deregister_lmr(UNKNOWN_HANDLE), libc::EBADF),
+        ),
+        (
+            "rdma_write_async from unmapped address 0x8 returns -EFAULT".into(),
+            expect_async_write_errno(kernel, h, unmapped, 16, 0, password, libc::EFAULT),
+        ),
+        (
+            "rdma_read_async into unmapped address 0x8 fails with -EFAULT".into(),
+            expect_async_read_errno(kernel, h, unmapped, 16, 0, password, libc::EFAULT),
+        ),
+        (
+            "rdma_write_async with an unknown handle returns -EBADF".into(),
+            expect_async_write_errno(
+                kernel,
+                UNKNOWN_HANDLE,
+                scratch.as_ptr().cast(),
+                16,
+                0,
+                password,
+                libc::EBADF,
+            ),
+        ),
+        (
+            "rdma_read_async with overflowing offset + size returns -EINVAL".into(),
+            expect_async_read_errno(
+                kernel,
+                h,
+                scratch.as_mut_ptr().cast(),
+                2,
+                u64::MAX,
+                password,
+                libc::EINVAL,
+            ),
+        ),
+        (
+            "rdma_write_async with a wrong password returns -EACCES".into(),
+            expect_async_write_errno(
+                kernel,
+                h,
+                scratch.as_ptr().cast(),
+                16,
+                0,
+                password ^ 1,
+                libc::EACCES,
+            ),
+        ),
+        (
+            "rdma_read_async of 16 B at offset 4090 of 4096 returns -EINVAL".into(),
+            expect_async_read_errno(
+                kernel,
+                h,
+                scratch.as_mut_ptr().cast(),
+                16,
+                4090,
+                password,
+                libc::EINVAL,
+            ),
+        ),
+        (
+            format!("async_wait of unknown operation {UNKNOWN_HANDLE:#x} returns -EINVAL"),
+            expect_errno(kernel.async_wait(UNKNOWN_HANDLE, 0), libc::EINVAL),
+        ),
+        (
+            "async_wait with unknown flag 0x80 returns -EINVAL".into(),
+            expect_errno(kernel.async_wait(UNKNOWN_HANDLE, 0x80), libc::EINVAL),
+        ),
+        (
+            "get_stats with size 7 returns -EINVAL".into(),
+            // SAFETY: the kernel must reject the size before writing.
+            expect_errno(
+                unsafe { kernel.get_stats(scratch.as_mut_ptr().cast(), 7) },
+                libc::EINVAL,
+            ),
+        ),
+        (
+            "get_stats into unmapped address 0x8 returns -EFAULT".into(),
+            // SAFETY: address 8 is never mapped; the kernel must not touch it.
+            expect_errno(
+                unsafe { kernel.get_stats(unmapped.cast(), 64) },
+                libc::EFAULT,
+            ),
+        ),
+    ];
+    for (description, outcome) in checks {
+        tap.check(&description, outcome);
+    }
+    pattern::poison(seed, 0, &mut contents);
+    let unchanged = lmr
+        .read(0, &mut contents, PRIORITY_NONE)
+        .and_then(|()| pattern::verify(seed, 0, &contents).map_err(|m| format!("changed: {m}")));
+    tap.check(
+        "the rejected new calls left the probe LMR unchanged",
+        unchanged,
+    );
+    tap.check(
+        &format!("node {me}: free of the new calls' probe LMR returns 0"),
+        lmr.free(),
+    );
+}
+
+/// Like [`expect_errno`] for a call returning a handle, releasing whatever
+/// was wrongly created.
+fn expect_no_handle<K: Kernel>(kernel: &K, ret: libc::c_long, errno: i32) -> Result<(), String> {
+    if ret > 0 {
+        let handle = ret.unsigned_abs();
+        if kernel.umap_lmr(handle) != 0 {
+            kernel.deregister_lmr(handle);
+        }
+    }
+    expect_errno(ret, errno)
+}

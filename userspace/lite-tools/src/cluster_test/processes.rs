@@ -1,0 +1,533 @@
+//! Cases that need several processes per node: the program starts copies
+//! of itself (`lite-cluster-test __child KIND ARGS..`) as children.
+//!
+//! A child reports on stdout, one line each: `ok DESCRIPTION`,
+//! `fail DESCRIPTION: REASON`, and `ready` when it waits for a line on
+//! stdin before going on. The parent turns `ok`/`fail` lines into test
+//! points. Only the real kernel can be shared with another process, so
+//! these cases are skipped when [`Kernel::spawns_processes`] is false;
+//! their barriers are still entered so all nodes stay in step.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_NONE};
+
+use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, UserPages};
+use super::password_of;
+use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::kernel::{Kernel, Region};
+use crate::pattern;
+use crate::plan::next_node;
+use crate::tap::Tap;
+
+/// First argument that makes the program act as a child.
+pub const CHILD_SUBCOMMAND: &str = "__child";
+
+const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
+const LEAK_NAME: u16 = 0x4c4b;
+const CONCURRENT_NAME: u16 = 0x434f;
+/// Bytes each concurrent child owns in the shared LMR.
+const REGION: u64 = 768 << 10;
+const RECORD: usize = 64;
+const CHILDREN_PER_NODE: u32 = 2;
+
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let real = kernel.spawns_processes();
+    let case = "a second process using this process's handle gets -EBADF for every call";
+    if real {
+        foreign_handle(kernel, tap, me, nodes, password);
+    } else {
+        tap.skip(case, WHY_SKIPPED);
+    }
+    barrier(kernel, tap, nodes, "the foreign handle case");
+    leak(kernel, tap, me, nodes, password, real);
+    concurrent(kernel, tap, me, nodes, real);
+}
+
+fn spawn(args: &[String]) -> Result<Child, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    Command::new(exe)
+        .arg(CHILD_SUBCOMMAND)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("spawning a child: {e}"))
+}
+
+/// Test points a child reported.
+type ChildPoints = Vec<(String, Result<(), String>)>;
+
+/// Reads the child's lines up to `ready` (or the end); its points.
+fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
+    let mut points = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match out.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = line.trim_end();
+        if text == "ready" && until_ready {
+            break;
+        }
+        if let Some(what) = text.strip_prefix("ok ") {
+            points.push((what.to_string(), Ok(())));
+        } else if let Some(rest) = text.strip_prefix("fail ") {
+            let (what, reason) = rest.split_once(": ").unwrap_or((rest, "failed"));
+            points.push((what.to_string(), Err(reason.to_string())));
+        }
+    }
+    points
+}
+
+fn finish(mut child: Child) -> Result<(), String> {
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for the child: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("child exited with {status}"))
+    }
+}
+
+fn foreign_handle<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let target = next_node(me, nodes);
+    let outcome = (|| -> Result<ChildPoints, String> {
+        let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
+        let data = [0x3cu8; 64];
+        lmr.write(0, &data, PRIORITY_NONE)?;
+        let mut child = spawn(&[
+            "foreign-handle".into(),
+            lmr.handle().to_string(),
+            password.to_string(),
+        ])?;
+        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let points = collect(&mut out, false);
+        finish(child)?;
+        let back = read_vec(kernel, lmr.handle(), 0, 64, password)?;
+        if back != data {
+            return Err("the LMR changed through the other process's calls".into());
+        }
+        lmr.free()?;
+        Ok(points)
+    })();
+    match outcome {
+        Ok(points) if !points.is_empty() => {
+            for (what, result) in points {
+                tap.check(&format!("node {me}: second process: {what}"), result);
+            }
+        }
+        Ok(_) => tap.not_ok(
+            "a second process using this process's handle gets -EBADF for every call",
+            "the child reported nothing",
+        ),
+        Err(reason) => tap.not_ok(
+            "a second process using this process's handle gets -EBADF for every call",
+            &reason,
+        ),
+    }
+}
+
+/// The counters process exit must restore.
+fn leak_view(s: &LiteStats) -> [u64; 8] {
+    [
+        s.lmrs,
+        s.registrations,
+        s.mappings,
+        s.published_names,
+        s.held_chunks,
+        s.handles,
+        s.processes,
+        s.async_in_flight,
+    ]
+}
+
+fn leak<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+    real: bool,
+) {
+    let case = format!(
+        "node {me}: a child that exits holding LMRs, a mapping, a registration, a name and 32 async writes leaves get_stats as before"
+    );
+    let name = name_of(LEAK_NAME, me);
+    let published = if real {
+        Region::alloc(kernel, me, 4096, 0, password).and_then(|lmr| {
+            expect_zero(kernel.add_ask_mr_table(
+                name,
+                lmr.handle(),
+                PERM_READ | PERM_WRITE,
+                password,
+            ))
+            .map(|()| lmr)
+        })
+    } else {
+        Err(WHY_SKIPPED.to_string())
+    };
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        "publishing the LMR the exiting child maps",
+    );
+    let outcome = match &published {
+        Ok(_) => (|| -> Result<(), String> {
+            let before = stats(kernel)?;
+            let child = spawn(&[
+                "leak".into(),
+                me.to_string(),
+                next_node(me, nodes).to_string(),
+                name.to_string(),
+                password.to_string(),
+            ])?;
+            let mut child = child;
+            let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+            let points = collect(&mut out, false);
+            finish(child)?;
+            for (what, result) in points {
+                result.map_err(|e| format!("child: {what}: {e}"))?;
+            }
+
+            // Cleanup happens at exit; wait for every node's child.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let now = stats(kernel)?;
+                if leak_view(&now) == leak_view(&before) {
+                    return Ok(());
+                }
+                if Instant::now() > deadline {
+                    return Err(format!("before {before:?}, 10 s after exit {now:?}"));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })(),
+        Err(reason) => Err(reason.clone()),
+    };
+    // Judged after every node's child is gone.
+    barrier(kernel, tap, nodes, "the exiting children");
+    if real {
+        tap.check(&case, outcome);
+    } else {
+        tap.skip(&case, WHY_SKIPPED);
+    }
+    if let Ok(lmr) = published {
+        tap.check(
+            &format!("node {me}: free of the LMR the exiting child mapped"),
+            lmr.free(),
+        );
+    }
+}
+
+fn record(node: u32, child: u32, index: u64) -> [u8; RECORD] {
+    let mut record = [0u8; RECORD];
+    record[..4].copy_from_slice(&node.to_le_bytes());
+    record[4..8].copy_from_slice(&child.to_le_bytes());
+    record[8..16].copy_from_slice(&index.to_le_bytes());
+    pattern::fill(
+        pattern::seed(&[u64::from(node), u64::from(child), index]),
+        0,
+        &mut record[16..56],
+    );
+    let sum = record[..56].iter().fold(0xcbf2_9ce4_8422_2325u64, |s, &b| {
+        (s ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    record[56..].copy_from_slice(&sum.to_le_bytes());
+    record
+}
+
+fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32, real: bool) {
+    let owner = 1;
+    let size = u64::from(nodes * CHILDREN_PER_NODE) * REGION;
+    let name = name_of(CONCURRENT_NAME, owner);
+    let shared = if real && me == owner {
+        let target = if nodes > 1 { NODE_SPREAD } else { me };
+        let lmr = Region::alloc(kernel, target, size, 0, password_of(owner));
+        let published = lmr.as_ref().map_err(Clone::clone).and_then(|lmr| {
+            expect_zero(kernel.add_ask_mr_table(
+                name,
+                lmr.handle(),
+                PERM_READ | PERM_WRITE,
+                password_of(owner),
+            ))
+        });
+        tap.check(
+            &format!("node {me}: {size} B shared LMR for concurrent child processes allocated and published"),
+            published,
+        );
+        lmr.ok()
+    } else {
+        None
+    };
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        "publishing the LMR shared by child processes",
+    );
+    let case = format!("node {me}: {CHILDREN_PER_NODE} child processes write checksummed records concurrently with all nodes and read every other region back with 0 mismatches");
+    let mut children = Vec::new();
+    let mut outcome: Result<(), String> = Ok(());
+    if real {
+        for index in 0..CHILDREN_PER_NODE {
+            let child = spawn(&[
+                "concurrent".into(),
+                owner.to_string(),
+                name.to_string(),
+                password_of(owner).to_string(),
+                me.to_string(),
+                index.to_string(),
+                nodes.to_string(),
+            ]);
+            match child {
+                Ok(mut child) => {
+                    let out = child.stdout.take().map(BufReader::new);
+                    children.push((child, out));
+                }
+                Err(e) => outcome = Err(e),
+            }
+        }
+        for (_, out) in &mut children {
+            if let Some(out) = out {
+                for (what, result) in collect(out, true) {
+                    if outcome.is_ok() {
+                        outcome = result.map_err(|e| format!("child: {what}: {e}"));
+                    }
+                }
+            }
+        }
+    }
+    barrier(kernel, tap, nodes, "every child process wrote its region");
+    for (child, out) in &mut children {
+        if let Some(stdin) = child.stdin.as_mut() {
+            let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
+        }
+        if let Some(out) = out {
+            for (what, result) in collect(out, false) {
+                if outcome.is_ok() {
+                    outcome = result.map_err(|e| format!("child: {what}: {e}"));
+                }
+            }
+        }
+    }
+    for (child, _) in children {
+        let finished = finish(child);
+        if outcome.is_ok() {
+            outcome = finished;
+        }
+    }
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        "every child process read the other regions",
+    );
+    if real {
+        tap.check(&case, outcome);
+    } else {
+        tap.skip(&case, WHY_SKIPPED);
+    }
+    if let Some(lmr) = shared {
+        tap.check(
+            &format!("node {me}: free of the LMR shared by child processes"),
+            lmr.free(),
+        );
+    }
+}
+
+/// Entry point of a child: `args` follow [`CHILD_SUBCOMMAND`]. Returns the
+/// exit status.
+pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
+    let say = |line: String| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    };
+    let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
+    let report = |what: &str, outcome: Result<(), String>| match outcome {
+        Ok(()) => say(format!("ok {what}")),
+        Err(reason) => say(format!("fail {what}: {reason}")),
+    };
+    match args.first().map(String::as_str) {
+        Some("foreign-handle") => {
+            let (h, pw) = (number(1), number(2));
+            let buf = [0u8; 16];
+            let mut read = [0u8; 16];
+            // SAFETY: `buf`/`read` are valid for 16 bytes; the async write
+            // takes its data before returning.
+            let checks = unsafe {
+                [
+                    (
+                        "rdma_read returns -EBADF",
+                        kernel.rdma_read(h, read.as_mut_ptr().cast(), 16, 0, PRIORITY_NONE, pw),
+                    ),
+                    (
+                        "rdma_write returns -EBADF",
+                        kernel.rdma_write(h, buf.as_ptr().cast(), 16, 0, PRIORITY_NONE, pw),
+                    ),
+                    (
+                        "rdma_write_async returns -EBADF",
+                        kernel.rdma_write_async(h, buf.as_ptr().cast(), 16, 0, PRIORITY_NONE, pw),
+                    ),
+                    (
+                        "remote_memset returns -EBADF",
+                        kernel.remote_memset(h, 0, 16, 1),
+                    ),
+                    ("memcpy returns -EBADF", kernel.memcpy(h, 0, h, 32, 16)),
+                    (
+                        "add_ask_mr_table returns -EBADF",
+                        kernel.add_ask_mr_table(name_of(0x4642, 0), h, PERM_READ, pw),
+                    ),
+                    ("umap_lmr returns -EBADF", kernel.umap_lmr(h)),
+                    ("deregister_lmr returns -EBADF", kernel.deregister_lmr(h)),
+                    ("free returns -EBADF", kernel.free(h)),
+                ]
+            };
+            for (what, ret) in checks {
+                report(what, expect_errno(ret, libc::EBADF));
+            }
+            0
+        }
+        Some("leak") => {
+            let (me, next, name, pw) = (number(1) as u32, number(2) as u32, number(3), number(4));
+            let outcome = (|| -> Result<(), String> {
+                let local = handle_of(kernel.alloc_remote(me, 65536, 0, pw), "alloc_remote local")?;
+                let remote = handle_of(
+                    kernel.alloc_remote(next, 65536, 0, pw),
+                    "alloc_remote remote",
+                )?;
+                expect_zero(kernel.add_ask_mr_table(
+                    name_of(LEAK_NAME + 1, me),
+                    local,
+                    PERM_READ | PERM_SHARE,
+                    pw,
+                ))
+                .map_err(|e| format!("publish: {e}"))?;
+                handle_of(
+                    kernel.ask_lmr(me, name, PERM_READ | PERM_WRITE, pw),
+                    "ask_lmr",
+                )?;
+                let pages = UserPages::new(65536)?;
+                // SAFETY: the pages stay mapped until the process exits.
+                handle_of(
+                    unsafe {
+                        kernel.register_lmr(pages.at(0).cast(), 65536, PERM_READ | PERM_WRITE, pw)
+                    },
+                    "register_lmr",
+                )?;
+                std::mem::forget(pages);
+                let data = vec![0x11u8; 2048];
+                for i in 0..32u64 {
+                    // SAFETY: the data is taken before the call returns.
+                    let ret = unsafe {
+                        kernel.rdma_write_async(
+                            remote,
+                            data.as_ptr().cast(),
+                            2048,
+                            i * 2048,
+                            PRIORITY_NONE,
+                            pw,
+                        )
+                    };
+                    handle_of(ret, "rdma_write_async")?;
+                }
+                Ok(())
+            })();
+            report("set up everything and exit without releasing it", outcome);
+            0
+        }
+        Some("concurrent") => {
+            let (owner, name, pw, node, index, nodes) = (
+                number(1) as u32,
+                number(2),
+                number(3),
+                number(4) as u32,
+                number(5) as u32,
+                number(6) as u32,
+            );
+            let mapping = match handle_of(
+                kernel.ask_lmr(owner, name, PERM_READ | PERM_WRITE, pw),
+                "ask_lmr",
+            ) {
+                Ok(h) => h,
+                Err(e) => {
+                    report("map the shared LMR", Err(e));
+                    say("ready".into());
+                    return 1;
+                }
+            };
+            let region_of = |n: u32, c: u32| u64::from((n - 1) * CHILDREN_PER_NODE + c) * REGION;
+            let records = REGION / RECORD as u64;
+            let mut outcome = Ok(());
+            let batch = 256u64;
+            for first in (0..records).step_by(batch as usize) {
+                let mut buf = Vec::with_capacity((batch as usize) * RECORD);
+                for i in first..(first + batch).min(records) {
+                    buf.extend_from_slice(&record(node, index, i));
+                }
+                let offset = region_of(node, index) + first * RECORD as u64;
+                if let Err(e) = write_ok(kernel, mapping, offset, &buf, pw) {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+            report(
+                &format!("write region of child {index} on node {node}"),
+                outcome,
+            );
+            say("ready".into());
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            let mut mismatches = 0u64;
+            let mut failure = None;
+            for n in 1..=nodes {
+                for c in 0..CHILDREN_PER_NODE {
+                    if (n, c) == (node, index) {
+                        continue;
+                    }
+                    match read_vec(kernel, mapping, region_of(n, c), REGION as usize, pw) {
+                        Ok(back) => {
+                            for (i, got) in back.chunks(RECORD).enumerate() {
+                                if got != record(n, c, i as u64) {
+                                    mismatches += 1;
+                                }
+                            }
+                        }
+                        Err(e) => failure = Some(e),
+                    }
+                }
+            }
+            let outcome = match failure {
+                Some(e) => Err(e),
+                None if mismatches == 0 => Ok(()),
+                None => Err(format!("{mismatches} record(s) differ")),
+            };
+            report("read every other region", outcome);
+            let _ = kernel.umap_lmr(mapping);
+            0
+        }
+        other => {
+            eprintln!("unknown child kind {other:?}: {}", describe_result(-22));
+            2
+        }
+    }
+}

@@ -1,0 +1,616 @@
+//! Sharing by name across nodes: wrap_alloc + ask_lmr, restricted
+//! permissions, unmapping, revocation and registered user memory.
+//!
+//! Every node runs every phase at the same time; the barriers in here are
+//! called unconditionally, in the same order on every node, whatever
+//! failed before them.
+
+use std::ffi::c_void;
+use std::io::Write;
+
+use lite::sys::{PERM_READ, PERM_SHARE, PERM_WRITE};
+
+use super::io::{
+    barrier, check_handle, expect_async_read_errno, expect_async_write_errno, name_of, read_at,
+    read_vec, write_at, write_ok, UserPages,
+};
+use super::password_of;
+use crate::errno::{expect_errno, expect_zero};
+use crate::kernel::{Kernel, Region};
+use crate::pattern;
+use crate::plan::next_node;
+use crate::tap::Tap;
+
+const WRAP: u16 = 0x5752;
+const READ_ONLY: u16 = 0x524f;
+const WRITE_ONLY: u16 = 0x574f;
+const READ_WRITE: u16 = 0x5257;
+const REVOKE_ALLOC: u16 = 0x5241;
+const REVOKE_REG: u16 = 0x5252;
+const REG_ALIGNED: u16 = 0x4741;
+const REG_UNALIGNED: u16 = 0x4755;
+
+/// Bytes of wrapped or registered data before the stamp slots.
+const DATA_LEN: usize = 65536;
+/// One stamp slot per node id, after the data.
+const SLOT: usize = 64;
+const STAMP: usize = 16;
+const SLOTS_LEN: usize = SLOT * 64;
+
+fn stamp(writer: u32, owner: u32, kind: u16) -> Vec<u8> {
+    let mut data = vec![0u8; STAMP];
+    let seed = pattern::seed(&[u64::from(writer), u64::from(owner), u64::from(kind), 0x57a3]);
+    pattern::fill(seed, 0, &mut data);
+    data
+}
+
+fn data_seed(owner: u32, kind: u16) -> u64 {
+    pattern::seed(&[u64::from(owner), u64::from(kind)])
+}
+
+/// Expected contents of an LMR of `len` bytes with data and stamp slots,
+/// after `writers` stamped it.
+fn expected_with_stamps(owner: u32, kind: u16, len: usize, writers: &[u32]) -> Vec<u8> {
+    let mut expected = vec![0u8; len];
+    pattern::fill(data_seed(owner, kind), 0, &mut expected);
+    for &writer in writers {
+        let at = DATA_LEN + SLOT * writer as usize;
+        expected[at..at + STAMP].copy_from_slice(&stamp(writer, owner, kind));
+    }
+    expected
+}
+
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    wrapped_names(kernel, tap, me, nodes, password);
+    permissions(kernel, tap, me, nodes, password);
+    revocation(kernel, tap, me, nodes, password);
+    registered_memory(kernel, tap, me, nodes, password);
+}
+
+fn all_nodes(nodes: u32) -> Vec<u32> {
+    (1..=nodes).collect()
+}
+
+fn wrapped_names<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let len = DATA_LEN + SLOTS_LEN;
+    let mut data = vec![0u8; len];
+    pattern::fill(data_seed(me, WRAP), 0, &mut data);
+    let name = name_of(WRAP, me);
+    // SAFETY: `data` is readable for `len` bytes.
+    let ret = unsafe { kernel.wrap_alloc(data.as_ptr().cast(), len as u64, name, password) };
+    let handle = check_handle(
+        tap,
+        &format!("node {me}: wrap_alloc of {len} B under name {name:#x} returns a handle"),
+        ret,
+    );
+    tap.check(
+        &format!("node {me}: the wrapped LMR holds a copy of the data"),
+        read_vec(kernel, handle, 0, len, password)
+            .and_then(|back| pattern::verify_bytes(&back, &data, 0).map_err(|m| m.to_string())),
+    );
+    // SAFETY: as above.
+    let again = unsafe { kernel.wrap_alloc(data.as_ptr().cast(), 16, name, password) };
+    if again > 0 {
+        kernel.free(again.unsigned_abs());
+    }
+    tap.check(
+        &format!("node {me}: wrap_alloc under the same name again returns -EEXIST"),
+        expect_errno(again, libc::EEXIST),
+    );
+    barrier(kernel, tap, nodes, "publishing the wrapped names");
+
+    for owner in all_nodes(nodes) {
+        let owner_name = name_of(WRAP, owner);
+        let owner_pw = password_of(owner);
+        tap.check(
+            &format!("node {me}: ask_lmr(node {owner}, wrapped name) with a wrong password returns -EACCES"),
+            expect_errno(
+                kernel.ask_lmr(owner, owner_name, PERM_READ, owner_pw ^ 0x55),
+                libc::EACCES,
+            ),
+        );
+        tap.check(
+            &format!("node {me}: ask_lmr(node {owner}) of an unpublished name returns -ENOENT"),
+            expect_errno(
+                kernel.ask_lmr(owner, name_of(WRAP + 1, owner), PERM_READ, owner_pw),
+                libc::ENOENT,
+            ),
+        );
+        let ret = kernel.ask_lmr(owner, owner_name, PERM_READ | PERM_WRITE, owner_pw);
+        let mapping = check_handle(
+            tap,
+            &format!("node {me}: ask_lmr(node {owner}, wrapped name, READ|WRITE) returns a handle"),
+            ret,
+        );
+        tap.check(
+            &format!("node {me}: node {owner}'s wrapped data reads back through the mapping"),
+            read_vec(kernel, mapping, 0, DATA_LEN, owner_pw).and_then(|back| {
+                pattern::verify(data_seed(owner, WRAP), 0, &back).map_err(|m| m.to_string())
+            }),
+        );
+        let offset = (DATA_LEN + SLOT * me as usize) as u64;
+        tap.check(
+            &format!("node {me}: write into node {owner}'s wrapped LMR (WRITE granted) returns 0"),
+            write_ok(kernel, mapping, offset, &stamp(me, owner, WRAP), owner_pw),
+        );
+        tap.check(
+            &format!("node {me}: umap_lmr of the mapping of node {owner}'s wrapped LMR returns 0"),
+            expect_zero(kernel.umap_lmr(mapping)),
+        );
+        let mut buf = [0u8; 16];
+        tap.check(
+            &format!(
+                "node {me}: read through the unmapped handle of node {owner}'s LMR returns -EBADF"
+            ),
+            expect_errno(read_at(kernel, mapping, 0, &mut buf, owner_pw), libc::EBADF),
+        );
+        tap.check(
+            &format!("node {me}: umap_lmr of node {owner}'s LMR again returns -EBADF"),
+            expect_errno(kernel.umap_lmr(mapping), libc::EBADF),
+        );
+    }
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        "every node wrote into every wrapped LMR",
+    );
+
+    let expected = expected_with_stamps(me, WRAP, len, &all_nodes(nodes));
+    tap.check(
+        &format!("node {me}: the wrapped LMR holds the writes of nodes 1..={nodes} and nothing else changed"),
+        read_vec(kernel, handle, 0, len, password)
+            .and_then(|back| pattern::verify_bytes(&back, &expected, 0).map_err(|m| m.to_string())),
+    );
+    tap.check(
+        &format!("node {me}: free of the wrapped LMR returns 0"),
+        expect_zero(kernel.free(handle)),
+    );
+}
+
+const PERM_LMR_SIZE: usize = 8192;
+
+fn permissions<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let next = next_node(me, nodes);
+    let seed = pattern::seed(&[u64::from(me), 0x9e53]);
+    let lmr = Region::alloc(kernel, next, PERM_LMR_SIZE as u64, 0, password);
+    let handle = lmr.as_ref().map_or(0, Region::handle);
+    let mut contents = vec![0u8; PERM_LMR_SIZE];
+    pattern::fill(seed, 0, &mut contents);
+    tap.check(
+        &format!("node {me}: {PERM_LMR_SIZE} B LMR on node {next} to publish with restricted permissions allocated and filled"),
+        lmr.as_ref()
+            .map_err(Clone::clone)
+            .and_then(|lmr| write_ok(kernel, lmr.handle(), 0, &contents, password)),
+    );
+    for (kind, perms, what) in [
+        (READ_ONLY, PERM_READ, "READ"),
+        (WRITE_ONLY, PERM_WRITE, "WRITE"),
+        (READ_WRITE, PERM_READ | PERM_WRITE, "READ|WRITE"),
+    ] {
+        tap.check(
+            &format!("node {me}: add_ask_mr_table granting {what} returns 0"),
+            expect_zero(kernel.add_ask_mr_table(name_of(kind, me), handle, perms, password)),
+        );
+    }
+    tap.check(
+        &format!("node {me}: add_ask_mr_table of a name already published returns -EEXIST"),
+        expect_errno(
+            kernel.add_ask_mr_table(name_of(READ_ONLY, me), handle, PERM_READ, password),
+            libc::EEXIST,
+        ),
+    );
+    // Publishing needs SHARE: a registration made without it.
+    let outcome = UserPages::new(4096).and_then(|pages| {
+        // SAFETY: the pages stay mapped until deregistered below.
+        let ret = unsafe {
+            kernel.register_lmr(pages.at(0).cast(), 4096, PERM_READ | PERM_WRITE, password)
+        };
+        let registered = super::io::handle_of(ret, "register_lmr")?;
+        let name = name_of(0x4e53, me);
+        let published = kernel.add_ask_mr_table(name, registered, PERM_READ, password);
+        let deregistered = kernel.deregister_lmr(registered);
+        expect_errno(published, libc::EPERM)?;
+        expect_zero(deregistered).map_err(|e| format!("deregister: {e}"))
+    });
+    tap.check(
+        &format!("node {me}: add_ask_mr_table of an LMR registered without SHARE returns -EPERM"),
+        outcome,
+    );
+    barrier(kernel, tap, nodes, "publishing the restricted names");
+
+    // Use the names of the previous node in the ring, so that every
+    // owner has exactly one other user.
+    let owner = (1..=nodes)
+        .find(|&n| next_node(n, nodes) == me)
+        .unwrap_or(me);
+    let pw = password_of(owner);
+    let at = |what: &str| format!("node {me}: {what} (names of node {owner})");
+    let mut buf = vec![0u8; 16];
+    let scratch = buf.as_mut_ptr().cast::<c_void>();
+
+    tap.check(
+        &at("ask_lmr asking only WRITE of a READ-only name returns -EPERM"),
+        expect_errno(
+            kernel.ask_lmr(owner, name_of(READ_ONLY, owner), PERM_WRITE, pw),
+            libc::EPERM,
+        ),
+    );
+    let ro = check_handle(
+        tap,
+        &at("ask_lmr asking READ|WRITE of a READ-only name returns a handle"),
+        kernel.ask_lmr(owner, name_of(READ_ONLY, owner), PERM_READ | PERM_WRITE, pw),
+    );
+    tap.check(
+        &at("read through the READ-only mapping works"),
+        read_vec(kernel, ro, 0, PERM_LMR_SIZE, pw).and_then(|back| {
+            let seed = pattern::seed(&[u64::from(owner), 0x9e53]);
+            pattern::verify(seed, 0, &back).map_err(|m| m.to_string())
+        }),
+    );
+    let denied = [
+        (
+            "rdma_write without WRITE returns -EPERM",
+            expect_errno(write_at(kernel, ro, 0, &[1u8; 16], pw), libc::EPERM),
+        ),
+        (
+            "rdma_write_async without WRITE fails with -EPERM",
+            expect_async_write_errno(kernel, ro, scratch, 16, 0, pw, libc::EPERM),
+        ),
+        (
+            "remote_memset without WRITE returns -EPERM",
+            expect_errno(kernel.remote_memset(ro, 0, 16, 1), libc::EPERM),
+        ),
+        (
+            "memcpy to a destination without WRITE returns -EPERM",
+            expect_errno(kernel.memcpy(ro, 0, ro, 4096, 16), libc::EPERM),
+        ),
+        (
+            "memmove to a destination without WRITE returns -EPERM",
+            expect_errno(kernel.memmove(ro, 0, ro, 8, 16), libc::EPERM),
+        ),
+        (
+            "free of a mapping (no ADMIN) returns -EPERM",
+            expect_errno(kernel.free(ro), libc::EPERM),
+        ),
+        (
+            "deregister_lmr of a mapping (no ADMIN) returns -EPERM",
+            expect_errno(kernel.deregister_lmr(ro), libc::EPERM),
+        ),
+        (
+            "add_ask_mr_table of a mapping returns -EINVAL",
+            expect_errno(
+                kernel.add_ask_mr_table(name_of(0x4d41, me), ro, PERM_READ, pw),
+                libc::EINVAL,
+            ),
+        ),
+    ];
+    for (what, outcome) in denied {
+        tap.check(&at(what), outcome);
+    }
+
+    let wo = check_handle(
+        tap,
+        &at("ask_lmr asking READ|WRITE of a WRITE-only name returns a handle"),
+        kernel.ask_lmr(
+            owner,
+            name_of(WRITE_ONLY, owner),
+            PERM_READ | PERM_WRITE,
+            pw,
+        ),
+    );
+    let denied = [
+        (
+            "rdma_read without READ returns -EPERM",
+            expect_errno(read_at(kernel, wo, 0, &mut [0u8; 16], pw), libc::EPERM),
+        ),
+        (
+            "rdma_read_async without READ fails with -EPERM",
+            expect_async_read_errno(kernel, wo, scratch, 16, 0, pw, libc::EPERM),
+        ),
+        (
+            "memcpy from a source without READ returns -EPERM",
+            expect_errno(kernel.memcpy(wo, 0, wo, 4096, 16), libc::EPERM),
+        ),
+    ];
+    for (what, outcome) in denied {
+        tap.check(&at(what), outcome);
+    }
+    tap.check(
+        &at("rdma_write through the WRITE-only mapping returns 0"),
+        write_ok(kernel, wo, 0, &stamp(me, owner, WRITE_ONLY), pw),
+    );
+    let rw = check_handle(
+        tap,
+        &at("ask_lmr asking READ|WRITE|SHARE of a READ|WRITE name returns a handle"),
+        kernel.ask_lmr(
+            owner,
+            name_of(READ_WRITE, owner),
+            PERM_READ | PERM_WRITE | PERM_SHARE,
+            pw,
+        ),
+    );
+    tap.check(
+        &at("the READ|WRITE mapping sees the write made through the WRITE-only one"),
+        read_vec(kernel, rw, 0, STAMP, pw).and_then(|back| {
+            pattern::verify_bytes(&back, &stamp(me, owner, WRITE_ONLY), 0)
+                .map_err(|m| m.to_string())
+        }),
+    );
+    tap.check(
+        &at("remote_memset through the READ|WRITE mapping returns 0"),
+        expect_zero(kernel.remote_memset(rw, 4096, 16, 0x77)),
+    );
+    for (handle, what) in [(ro, "READ-only"), (wo, "WRITE-only"), (rw, "READ|WRITE")] {
+        tap.check(
+            &at(&format!("umap_lmr of the {what} mapping returns 0")),
+            expect_zero(kernel.umap_lmr(handle)),
+        );
+    }
+    barrier(kernel, tap, nodes, "using the restricted mappings");
+
+    pattern::fill(seed, 0, &mut contents);
+    // The node after this one uses its names.
+    contents[..STAMP].copy_from_slice(&stamp(next, me, WRITE_ONLY));
+    contents[4096..4096 + 16].fill(0x77);
+    tap.check(
+        &format!("node {me}: the restricted LMR holds only the permitted writes"),
+        read_vec(kernel, handle, 0, PERM_LMR_SIZE, password)
+            .and_then(|back| pattern::verify_bytes(&back, &contents, 0).map_err(|m| m.to_string())),
+    );
+    tap.check(
+        &format!("node {me}: free of the restricted LMR returns 0"),
+        lmr.and_then(Region::free),
+    );
+}
+
+fn revocation<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let next = next_node(me, nodes);
+    let allocated = check_handle(
+        tap,
+        &format!("node {me}: 65536 B LMR on node {next} to revoke allocated"),
+        kernel.alloc_remote(next, 65536, 0, password),
+    );
+    let pages = UserPages::new(8192);
+    let registered = match &pages {
+        // SAFETY: the pages stay mapped until deregistered below.
+        Ok(pages) => unsafe {
+            kernel.register_lmr(
+                pages.at(0).cast(),
+                8192,
+                PERM_READ | PERM_WRITE | PERM_SHARE,
+                password,
+            )
+        },
+        Err(_) => -libc::c_long::from(libc::ENOMEM),
+    };
+    let registered = check_handle(
+        tap,
+        &format!("node {me}: 8192 B buffer to revoke registered"),
+        registered,
+    );
+    for (kind, handle, what) in [
+        (REVOKE_ALLOC, allocated, "allocated"),
+        (REVOKE_REG, registered, "registered"),
+    ] {
+        tap.check(
+            &format!("node {me}: publish the {what} LMR to revoke"),
+            expect_zero(kernel.add_ask_mr_table(
+                name_of(kind, me),
+                handle,
+                PERM_READ | PERM_WRITE,
+                password,
+            )),
+        );
+    }
+    barrier(kernel, tap, nodes, "publishing the LMRs to revoke");
+
+    let owner = (1..=nodes)
+        .find(|&n| next_node(n, nodes) == me)
+        .unwrap_or(me);
+    let pw = password_of(owner);
+    let mut mappings = Vec::new();
+    for (kind, what) in [(REVOKE_ALLOC, "allocated"), (REVOKE_REG, "registered")] {
+        let mapping = check_handle(
+            tap,
+            &format!("node {me}: map node {owner}'s {what} LMR to be revoked"),
+            kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ | PERM_WRITE, pw),
+        );
+        let mut buf = [0u8; 16];
+        tap.check(
+            &format!("node {me}: read node {owner}'s {what} LMR before revocation returns 0"),
+            expect_zero(read_at(kernel, mapping, 0, &mut buf, pw)),
+        );
+        mappings.push((kind, mapping, what));
+    }
+    barrier(kernel, tap, nodes, "mapping the LMRs to revoke");
+
+    tap.check(
+        &format!("node {me}: free of the published allocated LMR returns 0"),
+        expect_zero(kernel.free(allocated)),
+    );
+    tap.check(
+        &format!("node {me}: deregister_lmr of the published registered LMR returns 0"),
+        expect_zero(kernel.deregister_lmr(registered)),
+    );
+    barrier(kernel, tap, nodes, "revoking the published LMRs");
+
+    for (kind, mapping, what) in mappings {
+        let at = |check: &str| format!("node {me}: {check} on node {owner}'s revoked {what} LMR");
+        let mut buf = vec![0u8; 16];
+        let scratch = buf.as_mut_ptr().cast::<c_void>();
+        let checks = [
+            (
+                "rdma_read returns -EKEYREVOKED",
+                expect_errno(
+                    read_at(kernel, mapping, 0, &mut [0u8; 16], pw),
+                    libc::EKEYREVOKED,
+                ),
+            ),
+            (
+                "rdma_write returns -EKEYREVOKED",
+                expect_errno(
+                    write_at(kernel, mapping, 0, &[0u8; 16], pw),
+                    libc::EKEYREVOKED,
+                ),
+            ),
+            (
+                "remote_memset returns -EKEYREVOKED",
+                expect_errno(kernel.remote_memset(mapping, 0, 16, 1), libc::EKEYREVOKED),
+            ),
+            (
+                "rdma_read_async fails with -EKEYREVOKED",
+                expect_async_read_errno(kernel, mapping, scratch, 16, 0, pw, libc::EKEYREVOKED),
+            ),
+            (
+                "ask_lmr of its name returns -ENOENT",
+                expect_errno(
+                    kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ, pw),
+                    libc::ENOENT,
+                ),
+            ),
+            ("umap_lmr returns 0", expect_zero(kernel.umap_lmr(mapping))),
+            (
+                "rdma_read after umap returns -EBADF",
+                expect_errno(read_at(kernel, mapping, 0, &mut [0u8; 16], pw), libc::EBADF),
+            ),
+        ];
+        for (check, outcome) in checks {
+            tap.check(&at(check), outcome);
+        }
+    }
+    tap.check(
+        &format!("node {me}: free of the revoked allocated LMR again returns -EBADF"),
+        expect_errno(kernel.free(allocated), libc::EBADF),
+    );
+    tap.check(
+        &format!("node {me}: deregister_lmr of the revoked registered LMR again returns -EBADF"),
+        expect_errno(kernel.deregister_lmr(registered), libc::EBADF),
+    );
+    drop(pages);
+}
+
+fn registered_memory<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let len = DATA_LEN + SLOTS_LEN;
+    // (kind, what, offset into the mapping): page aligned, and unaligned.
+    let layouts = [
+        (REG_ALIGNED, "page-aligned", 0usize),
+        (REG_UNALIGNED, "unaligned", 100usize),
+    ];
+    let mut buffers = Vec::new();
+    for (kind, what, start) in layouts {
+        let pages = UserPages::new(start + len);
+        let handle = match &pages {
+            Ok(pages) => {
+                let mut data = vec![0u8; len];
+                pattern::fill(data_seed(me, kind), 0, &mut data);
+                pages.store(start, &data);
+                // SAFETY: the pages stay mapped until deregistered below.
+                unsafe {
+                    kernel.register_lmr(
+                        pages.at(start).cast(),
+                        len as u64,
+                        PERM_READ | PERM_WRITE | PERM_SHARE,
+                        password,
+                    )
+                }
+            }
+            Err(_) => -libc::c_long::from(libc::ENOMEM),
+        };
+        let handle = check_handle(
+            tap,
+            &format!("node {me}: register_lmr of a {what} {len} B buffer returns a handle"),
+            handle,
+        );
+        tap.check(
+            &format!("node {me}: publish the {what} registered buffer"),
+            expect_zero(kernel.add_ask_mr_table(
+                name_of(kind, me),
+                handle,
+                PERM_READ | PERM_WRITE,
+                password,
+            )),
+        );
+        buffers.push((kind, what, start, pages, handle));
+    }
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        "registering and publishing user buffers",
+    );
+
+    for owner in all_nodes(nodes) {
+        let pw = password_of(owner);
+        for (kind, what, _) in layouts {
+            let mapping = kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ | PERM_WRITE, pw);
+            let offset = (DATA_LEN + SLOT * me as usize) as u64;
+            let outcome = super::io::handle_of(mapping, "ask_lmr").and_then(|mapping| {
+                let back = read_vec(kernel, mapping, 0, DATA_LEN, pw);
+                let written = write_ok(kernel, mapping, offset, &stamp(me, owner, kind), pw);
+                let unmapped = expect_zero(kernel.umap_lmr(mapping));
+                pattern::verify(data_seed(owner, kind), 0, &back?).map_err(|m| m.to_string())?;
+                written?;
+                unmapped.map_err(|e| format!("umap: {e}"))
+            });
+            tap.check(
+                &format!("node {me}: node {owner}'s {what} registered buffer mapped, read, written and unmapped"),
+                outcome,
+            );
+        }
+    }
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        "every node wrote into every registered buffer",
+    );
+
+    for (kind, what, start, pages, handle) in buffers {
+        let expected = expected_with_stamps(me, kind, len, &all_nodes(nodes));
+        let outcome = match &pages {
+            Ok(pages) => pattern::verify_bytes(&pages.load(start, len), &expected, 0)
+                .map_err(|m| m.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        tap.check(
+            &format!("node {me}: its own {what} buffer shows the writes of nodes 1..={nodes}"),
+            outcome,
+        );
+        tap.check(
+            &format!("node {me}: deregister_lmr of the {what} buffer returns 0"),
+            expect_zero(kernel.deregister_lmr(handle)),
+        );
+        drop(pages);
+    }
+}
