@@ -10,8 +10,8 @@ use kernel::bindings;
 
 use crate::internal::{
     chunk::{
-        self, check_range, chunk_count, chunk_len, copy_pieces, pieces, pieces_in, CopyPiece, Geometry, Piece,
-        CHUNK_SIZE, MAX_LMR_SIZE,
+        self, check_range, chunk_count, chunk_len, copy_pieces, pieces, pieces_in, CopyPiece,
+        Geometry, Piece, CHUNK_SIZE, MAX_LMR_SIZE,
     },
     cm_wire::{self, Endpoint, Header, Hello, Kind, Message, WireError, HEADER_LEN, MAX_FRAME_LEN},
     control_wire::{ControlMessage, MESSAGE_LEN},
@@ -68,7 +68,10 @@ kunit_case!(lite_test_chunk_count_and_len, |c| {
     check!(c, chunk_count(CHUNK_SIZE) == 1);
     check!(c, chunk_count(CHUNK_SIZE + 1) == 2);
     check!(c, chunk_count(3 * CHUNK_SIZE + 5) == 4);
-    check!(c, chunk_count(MAX_LMR_SIZE) == (MAX_LMR_SIZE / CHUNK_SIZE) as usize);
+    check!(
+        c,
+        chunk_count(MAX_LMR_SIZE) == (MAX_LMR_SIZE / CHUNK_SIZE) as usize
+    );
     check!(c, chunk_len(CHUNK_SIZE + 1, 0) == CHUNK_SIZE);
     check!(c, chunk_len(CHUNK_SIZE + 1, 1) == 1);
     check!(c, chunk_len(CHUNK_SIZE + 1, 2) == 0);
@@ -143,7 +146,12 @@ kunit_case!(lite_test_spread_round_robin, |c| {
 });
 
 kunit_case!(lite_test_handle_round_trip, |c| {
-    for (index, generation) in [(0usize, 1u32), (1, 2), (4095, 77), (handle::MAX_INDEX, handle::MAX_GENERATION)] {
+    for (index, generation) in [
+        (0usize, 1u32),
+        (1, 2),
+        (4095, 77),
+        (handle::MAX_INDEX, handle::MAX_GENERATION),
+    ] {
         let id = handle::encode(index, generation);
         check!(c, id != 0);
         check!(c, (id as i64) > 0);
@@ -186,7 +194,10 @@ kunit_case!(lite_test_slot_table_reuse_and_stale_ids, |c| {
         return;
     };
     check!(c, a2 != a);
-    check!(c, handle::decode(a2).map(|(i, _)| i) == handle::decode(a).map(|(i, _)| i));
+    check!(
+        c,
+        handle::decode(a2).map(|(i, _)| i) == handle::decode(a).map(|(i, _)| i)
+    );
     check!(c, table.get(a).is_none());
     check!(c, table.get(a2) == Some(&30));
     check!(c, table.get(0).is_none());
@@ -269,10 +280,42 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
     .encode();
     bytes[0] = 99;
     check!(c, ControlMessage::decode(&bytes).is_err());
-    check!(c, ControlMessage::StatusReply { request_id: 5, status: 0 }.reply_id() == Some(5));
-    check!(c, ControlMessage::RevokeRequest { request_id: 6, lmr_id: 1 }.request_id() == Some(6));
-    check!(c, ControlMessage::FreeRequest { request_id: 0, chunk_id: 1 }.request_id().is_none());
-    check!(c, ControlMessage::RevokeRequest { request_id: 6, lmr_id: 1 }.reply_id().is_none());
+    check!(
+        c,
+        ControlMessage::StatusReply {
+            request_id: 5,
+            status: 0
+        }
+        .reply_id()
+            == Some(5)
+    );
+    check!(
+        c,
+        ControlMessage::RevokeRequest {
+            request_id: 6,
+            lmr_id: 1
+        }
+        .request_id()
+            == Some(6)
+    );
+    check!(
+        c,
+        ControlMessage::FreeRequest {
+            request_id: 0,
+            chunk_id: 1
+        }
+        .request_id()
+        .is_none()
+    );
+    check!(
+        c,
+        ControlMessage::RevokeRequest {
+            request_id: 6,
+            lmr_id: 1
+        }
+        .reply_id()
+        .is_none()
+    );
     check!(
         c,
         ControlMessage::Barrier {
@@ -302,7 +345,10 @@ kunit_case!(lite_test_cm_wire_round_trip, |c| {
         Message::Prepare { peer: 1 },
         Message::QpInfo(endpoint),
         Message::Connect(endpoint),
-        Message::Connected { peer: 1, status: -110 },
+        Message::Connected {
+            peer: 1,
+            status: -110,
+        },
         Message::JoinDone { total_nodes: 3 },
         Message::Failure { errno: -28 },
     ];
@@ -311,7 +357,8 @@ kunit_case!(lite_test_cm_wire_round_trip, |c| {
         let len = message.encode(&mut frame);
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&frame[..HEADER_LEN]);
-        let decoded = Header::decode(&header).and_then(|h| Message::decode(h, &frame[HEADER_LEN..len]));
+        let decoded =
+            Header::decode(&header).and_then(|h| Message::decode(h, &frame[HEADER_LEN..len]));
         check!(c, decoded == Ok(message));
         check!(c, len == HEADER_LEN + message.kind().payload_len());
     }
@@ -335,7 +382,10 @@ kunit_case!(lite_test_cm_wire_rejects_bad_frames, |c| {
     bad[8] = 99;
     check!(c, Header::decode(&bad) == Err(WireError::BadLength));
     let short = Header::new(Kind::QpInfo);
-    check!(c, Message::decode(short, &[0u8; 4]) == Err(WireError::Truncated));
+    check!(
+        c,
+        Message::decode(short, &[0u8; 4]) == Err(WireError::Truncated)
+    );
     check!(c, cm_wire::MAGIC == u32::from_le_bytes(*b"LITE"));
 });
 
@@ -367,23 +417,47 @@ kunit_case!(lite_test_api_before_join, |c| {
     let enotconn = -(bindings::ENOTCONN as i32);
     check!(c, liteapi_get_node_id() == enotconn);
     check!(c, liteapi_get_total_node() == enotconn);
-    check!(c, liteapi_alloc_remote_mem(1, 4096, 0, 0) == i64::from(enotconn));
+    check!(
+        c,
+        liteapi_alloc_remote_mem(1, 4096, 0, 0) == i64::from(enotconn)
+    );
     check!(c, liteapi_free(1) == enotconn);
     check!(c, liteapi_dist_barrier(2) == enotconn);
     let mut buf = [0u8; 8];
     // SAFETY: `buf` is a valid 8-byte buffer for both calls.
     unsafe {
-        check!(c, liteapi_rdma_write_offset(1, buf.as_ptr().cast(), 8, 0, 0, 0) == enotconn);
-        check!(c, liteapi_rdma_read_offset(1, buf.as_mut_ptr().cast(), 8, 0, 0, 0) == enotconn);
+        check!(
+            c,
+            liteapi_rdma_write_offset(1, buf.as_ptr().cast(), 8, 0, 0, 0) == enotconn
+        );
+        check!(
+            c,
+            liteapi_rdma_read_offset(1, buf.as_mut_ptr().cast(), 8, 0, 0, 0) == enotconn
+        );
     }
     // SAFETY: The strings are NUL-terminated; null is allowed.
     unsafe {
-        check!(c, liteapi_establish_conn(core::ptr::null(), 18500, 1) == -(bindings::EINVAL as i32));
-        check!(c, liteapi_establish_conn(c"not-an-ip".as_ptr(), 18500, 1) == -(bindings::EINVAL as i32));
-        check!(c, liteapi_establish_conn(c"10.0.0.1".as_ptr(), 0, 1) == -(bindings::EINVAL as i32));
-        check!(c, liteapi_establish_conn(c"10.0.0.1".as_ptr(), 70000, 1) == -(bindings::EINVAL as i32));
+        check!(
+            c,
+            liteapi_establish_conn(core::ptr::null(), 18500, 1) == -(bindings::EINVAL as i32)
+        );
+        check!(
+            c,
+            liteapi_establish_conn(c"not-an-ip".as_ptr(), 18500, 1) == -(bindings::EINVAL as i32)
+        );
+        check!(
+            c,
+            liteapi_establish_conn(c"10.0.0.1".as_ptr(), 0, 1) == -(bindings::EINVAL as i32)
+        );
+        check!(
+            c,
+            liteapi_establish_conn(c"10.0.0.1".as_ptr(), 70000, 1) == -(bindings::EINVAL as i32)
+        );
         // No RDMA device exists while KUnit runs at boot.
-        check!(c, liteapi_establish_conn(c"10.0.0.1".as_ptr(), 18500, 1) == -(bindings::ENODEV as i32));
+        check!(
+            c,
+            liteapi_establish_conn(c"10.0.0.1".as_ptr(), 18500, 1) == -(bindings::ENODEV as i32)
+        );
     }
     check!(c, liteapi_get_node_id() == enotconn);
 });
@@ -393,18 +467,33 @@ kunit_case!(lite_test_permissions, |c| {
     check!(c, Permission::from_bits(0x1f, Permission::ALL).is_ok());
     check!(c, Permission::from_bits(0x20, Permission::ALL).is_err());
     check!(c, Permission::from_bits(1 << 63, Permission::ALL).is_err());
-    check!(c, Permission::from_bits(Permission::ADMIN.bits(), Permission::SHAREABLE).is_err());
+    check!(
+        c,
+        Permission::from_bits(Permission::ADMIN.bits(), Permission::SHAREABLE).is_err()
+    );
     check!(c, rw.require(Permission::READ).is_ok());
     check!(c, rw.require(rw).is_ok());
-    check!(c, rw.require(Permission::SHARE) == Err(kernel::error::code::EPERM));
+    check!(
+        c,
+        rw.require(Permission::SHARE) == Err(kernel::error::code::EPERM)
+    );
     check!(c, Permission::READ.require(rw).is_err());
     // Granted = requested, published and allowed by the LMR, never ADMIN.
     let all = Permission::ALL;
     check!(c, Permission::grant(all, rw, all) == Ok(rw));
-    check!(c, Permission::grant(Permission::WRITE, Permission::READ, all).is_err());
-    check!(c, Permission::grant(all, all, Permission::READ) == Ok(Permission::READ));
+    check!(
+        c,
+        Permission::grant(Permission::WRITE, Permission::READ, all).is_err()
+    );
+    check!(
+        c,
+        Permission::grant(all, all, Permission::READ) == Ok(Permission::READ)
+    );
     check!(c, Permission::grant(Permission::ADMIN, all, all).is_err());
-    check!(c, !Permission::grant(all, all, all).is_ok_and(|g| g.contains(Permission::ADMIN)));
+    check!(
+        c,
+        !Permission::grant(all, all, all).is_ok_and(|g| g.contains(Permission::ADMIN))
+    );
 });
 
 kunit_case!(lite_test_name_table, |c| {
@@ -419,9 +508,17 @@ kunit_case!(lite_test_name_table, |c| {
     check!(c, table.insert(entry(1, 10)).is_ok());
     check!(c, table.insert(entry(2, 10)).is_ok());
     check!(c, table.insert(entry(3, 20)).is_ok());
-    check!(c, table.insert(entry(1, 30)) == Err(kernel::error::code::EEXIST));
+    check!(
+        c,
+        table.insert(entry(1, 30)) == Err(kernel::error::code::EEXIST)
+    );
     check!(c, table.len() == 3);
-    check!(c, table.find(2).is_some_and(|e| e.lmr_id == 10 && e.value == 2));
+    check!(
+        c,
+        table
+            .find(2)
+            .is_some_and(|e| e.lmr_id == 10 && e.value == 2)
+    );
     check!(c, table.find(4).is_none());
     check!(c, table.remove_lmr(10) == 2);
     check!(c, table.find(1).is_none() && table.find(2).is_none());
@@ -463,11 +560,32 @@ kunit_case!(lite_test_geometry, |c| {
     check!(c, page.locate(0) == Some((0, 100)));
     check!(c, page.locate(3996) == Some((1, 0)));
     check!(c, page.locate(u64::MAX).is_none());
-    check!(c, Geometry::ALLOCATED.chunk_count(CHUNK_SIZE + 1) == Some(2));
+    check!(
+        c,
+        Geometry::ALLOCATED.chunk_count(CHUNK_SIZE + 1) == Some(2)
+    );
     // An unaligned registration: pieces follow page edges, lead included.
     let mut it = pieces_in(page, 3990, 10, u64::MAX);
-    check!(c, it.next() == Some(Piece { chunk: 0, chunk_offset: 4090, len: 6, data_offset: 0 }));
-    check!(c, it.next() == Some(Piece { chunk: 1, chunk_offset: 0, len: 4, data_offset: 6 }));
+    check!(
+        c,
+        it.next()
+            == Some(Piece {
+                chunk: 0,
+                chunk_offset: 4090,
+                len: 6,
+                data_offset: 0
+            })
+    );
+    check!(
+        c,
+        it.next()
+            == Some(Piece {
+                chunk: 1,
+                chunk_offset: 0,
+                len: 4,
+                data_offset: 6
+            })
+    );
     check!(c, it.next().is_none());
 });
 
@@ -475,13 +593,53 @@ kunit_case!(lite_test_copy_pieces, |c| {
     let alloc = Geometry::ALLOCATED;
     // Forward across a source chunk edge.
     let mut it = copy_pieces(alloc, CHUNK_SIZE - 2, alloc, 0, 5, false);
-    check!(c, it.next() == Some(CopyPiece { src_chunk: 0, src_at: CHUNK_SIZE - 2, dst_chunk: 0, dst_at: 0, len: 2 }));
-    check!(c, it.next() == Some(CopyPiece { src_chunk: 1, src_at: 0, dst_chunk: 0, dst_at: 2, len: 3 }));
+    check!(
+        c,
+        it.next()
+            == Some(CopyPiece {
+                src_chunk: 0,
+                src_at: CHUNK_SIZE - 2,
+                dst_chunk: 0,
+                dst_at: 0,
+                len: 2
+            })
+    );
+    check!(
+        c,
+        it.next()
+            == Some(CopyPiece {
+                src_chunk: 1,
+                src_at: 0,
+                dst_chunk: 0,
+                dst_at: 2,
+                len: 3
+            })
+    );
     check!(c, it.next().is_none());
     // Backward yields the same pieces in reverse order.
     let mut it = copy_pieces(alloc, CHUNK_SIZE - 2, alloc, 0, 5, true);
-    check!(c, it.next() == Some(CopyPiece { src_chunk: 1, src_at: 0, dst_chunk: 0, dst_at: 2, len: 3 }));
-    check!(c, it.next() == Some(CopyPiece { src_chunk: 0, src_at: CHUNK_SIZE - 2, dst_chunk: 0, dst_at: 0, len: 2 }));
+    check!(
+        c,
+        it.next()
+            == Some(CopyPiece {
+                src_chunk: 1,
+                src_at: 0,
+                dst_chunk: 0,
+                dst_at: 2,
+                len: 3
+            })
+    );
+    check!(
+        c,
+        it.next()
+            == Some(CopyPiece {
+                src_chunk: 0,
+                src_at: CHUNK_SIZE - 2,
+                dst_chunk: 0,
+                dst_at: 0,
+                len: 2
+            })
+    );
     check!(c, it.next().is_none());
     // Both edges, pages against chunks, every byte covered exactly once.
     let Ok(page) = Geometry::new(4096, 10) else {
@@ -509,11 +667,17 @@ kunit_case!(lite_test_ring_fifo, |c| {
         return;
     };
     check!(c, ring.pop().is_none());
-    check!(c, ring.push(1).is_ok() && ring.push(2).is_ok() && ring.push(3).is_ok());
+    check!(
+        c,
+        ring.push(1).is_ok() && ring.push(2).is_ok() && ring.push(3).is_ok()
+    );
     check!(c, ring.push(4) == Err(4));
     check!(c, ring.pop() == Some(1));
     check!(c, ring.push(4).is_ok());
-    check!(c, ring.pop() == Some(2) && ring.pop() == Some(3) && ring.pop() == Some(4));
+    check!(
+        c,
+        ring.pop() == Some(2) && ring.pop() == Some(3) && ring.pop() == Some(4)
+    );
     check!(c, ring.pop().is_none());
 });
 

@@ -81,3 +81,8 @@ void rust_helper_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
 {
 	ib_dma_unmap_page(dev, addr, size, direction);
 }
+
+pid_t rust_helper_lite_current_tgid(void)
+{
+	return task_tgid_nr(current);
+}

@@ -63,7 +63,8 @@ pub(crate) extern "C" fn liteapi_alloc_remote_mem(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let handle = cluster.alloc_remote(&cluster.kernel_process, node_id, size, flags, password)?;
+        let handle =
+            cluster.alloc_remote(&cluster.kernel_process, node_id, size, flags, password)?;
         c_long::try_from(handle).map_err(|_| EINVAL)
     })
 }
@@ -106,7 +107,15 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_write_offset(
         let data = unsafe { kernel_slice(buf, size) }?;
         let mut source = KernelSource { rest: data };
         let direction = Direction::Write(&mut source);
-        cluster.transfer(&cluster.kernel_process, lh, direction, size, offset, priority, password)?;
+        cluster.transfer(
+            &cluster.kernel_process,
+            lh,
+            direction,
+            size,
+            offset,
+            priority,
+            password,
+        )?;
         Ok(0)
     })
 }
@@ -139,7 +148,15 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
         };
         let mut sink = KernelSink { rest: data };
         let direction = Direction::Read(&mut sink);
-        cluster.transfer(&cluster.kernel_process, lh, direction, size, offset, priority, password)?;
+        cluster.transfer(
+            &cluster.kernel_process,
+            lh,
+            direction,
+            size,
+            offset,
+            priority,
+            password,
+        )?;
         Ok(0)
     })
 }
@@ -162,7 +179,12 @@ pub(crate) extern "C" fn liteapi_deregister_mr(lh: u64) -> c_int {
 
 /// Sets `size` bytes of LMR `lh` at `offset` to `byte`.
 #[no_mangle]
-pub(crate) extern "C" fn liteapi_remote_memset(lh: u64, offset: u64, size: u64, byte: c_int) -> c_int {
+pub(crate) extern "C" fn liteapi_remote_memset(
+    lh: u64,
+    offset: u64,
+    size: u64,
+    byte: c_int,
+) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
         let byte = u32::try_from(byte).map_err(|_| EINVAL)?;
@@ -223,27 +245,55 @@ pub(crate) unsafe extern "C" fn liteapi_wrapup_alloc_for_remote_access(
         // SAFETY: Guaranteed by the caller.
         let bytes = unsafe { kernel_slice(data, size) }?;
         let mut source = KernelSource { rest: bytes };
-        let handle = cluster.wrap_alloc(&cluster.kernel_process, &mut source, size, identifier, password)?;
+        let handle = cluster.wrap_alloc(
+            &cluster.kernel_process,
+            &mut source,
+            size,
+            identifier,
+            password,
+        )?;
         c_long::try_from(handle).map_err(|_| EINVAL)
     })
 }
 
 /// Publishes LMR `lh` under `identifier`, granting at most `permission`.
 #[no_mangle]
-pub(crate) extern "C" fn liteapi_add_askmr_table(identifier: u64, lh: u64, permission: u64, password: u64) -> c_int {
+pub(crate) extern "C" fn liteapi_add_askmr_table(
+    identifier: u64,
+    lh: u64,
+    permission: u64,
+    password: u64,
+) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        cluster.publish(&cluster.kernel_process, identifier, lh, permission, password)?;
+        cluster.publish(
+            &cluster.kernel_process,
+            identifier,
+            lh,
+            permission,
+            password,
+        )?;
         Ok(0)
     })
 }
 
 /// Maps the LMR published as `identifier` on node `owner`; returns a handle.
 #[no_mangle]
-pub(crate) extern "C" fn liteapi_ask_mr(owner: c_uint, identifier: u64, permission: u64, password: u64) -> c_long {
+pub(crate) extern "C" fn liteapi_ask_mr(
+    owner: c_uint,
+    identifier: u64,
+    permission: u64,
+    password: u64,
+) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let handle = cluster.ask_lmr(&cluster.kernel_process, owner, identifier, permission, password)?;
+        let handle = cluster.ask_lmr(
+            &cluster.kernel_process,
+            owner,
+            identifier,
+            permission,
+            password,
+        )?;
         c_long::try_from(handle).map_err(|_| EINVAL)
     })
 }

@@ -68,7 +68,12 @@ pub(crate) extern "C" fn lite_rs_get_total_node() -> c_long {
 
 /// Backend of `lite_alloc_remote`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_alloc_remote(node_id: u32, size: u64, flags: u32, password: u64) -> c_long {
+pub(crate) extern "C" fn lite_rs_alloc_remote(
+    node_id: u32,
+    size: u64,
+    flags: u32,
+    password: u64,
+) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
         to_ret(cluster.alloc_remote(&process, node_id, size, flags, password)?)
@@ -89,7 +94,9 @@ pub(crate) extern "C" fn lite_rs_rdma_write(
         let (cluster, process) = caller()?;
         let mut reader = UserSlice::new(buf, user_len(size)?).reader();
         let direction = Direction::Write(&mut reader);
-        cluster.transfer(&process, handle, direction, size, offset, priority, password)?;
+        cluster.transfer(
+            &process, handle, direction, size, offset, priority, password,
+        )?;
         Ok(0)
     })
 }
@@ -108,7 +115,9 @@ pub(crate) extern "C" fn lite_rs_rdma_read(
         let (cluster, process) = caller()?;
         let mut writer = UserSlice::new(buf, user_len(size)?).writer();
         let direction = Direction::Read(&mut writer);
-        cluster.transfer(&process, handle, direction, size, offset, priority, password)?;
+        cluster.transfer(
+            &process, handle, direction, size, offset, priority, password,
+        )?;
         Ok(0)
     })
 }
@@ -134,7 +143,12 @@ pub(crate) extern "C" fn lite_rs_dist_barrier(num: u32) -> c_long {
 
 /// Backend of `lite_remote_memset`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_remote_memset(handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
+pub(crate) extern "C" fn lite_rs_remote_memset(
+    handle: u64,
+    offset: u64,
+    size: u64,
+    byte: u32,
+) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
         cluster.memset(&process, handle, offset, size, byte)?;
@@ -143,29 +157,61 @@ pub(crate) extern "C" fn lite_rs_remote_memset(handle: u64, offset: u64, size: u
 }
 
 /// Backend of `lite_memcpy` (`overlap_safe` false) and `lite_memmove`.
-fn copy(src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64, overlap_safe: bool) -> c_long {
+fn copy(
+    src: u64,
+    src_offset: u64,
+    dst: u64,
+    dst_offset: u64,
+    size: u64,
+    overlap_safe: bool,
+) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.copy(&process, src, src_offset, dst, dst_offset, size, overlap_safe)?;
+        cluster.copy(
+            &process,
+            src,
+            src_offset,
+            dst,
+            dst_offset,
+            size,
+            overlap_safe,
+        )?;
         Ok(0)
     })
 }
 
 /// Backend of `lite_memcpy`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_memcpy(src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
+pub(crate) extern "C" fn lite_rs_memcpy(
+    src: u64,
+    src_offset: u64,
+    dst: u64,
+    dst_offset: u64,
+    size: u64,
+) -> c_long {
     copy(src, src_offset, dst, dst_offset, size, false)
 }
 
 /// Backend of `lite_memmove`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_memmove(src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
+pub(crate) extern "C" fn lite_rs_memmove(
+    src: u64,
+    src_offset: u64,
+    dst: u64,
+    dst_offset: u64,
+    size: u64,
+) -> c_long {
     copy(src, src_offset, dst, dst_offset, size, true)
 }
 
 /// Backend of `lite_wrap_alloc`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_wrap_alloc(data: UserPtr, size: u64, name: u64, password: u64) -> c_long {
+pub(crate) extern "C" fn lite_rs_wrap_alloc(
+    data: UserPtr,
+    size: u64,
+    name: u64,
+    password: u64,
+) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
         let mut reader = UserSlice::new(data, user_len(size)?).reader();
@@ -175,7 +221,12 @@ pub(crate) extern "C" fn lite_rs_wrap_alloc(data: UserPtr, size: u64, name: u64,
 
 /// Backend of `lite_add_ask_mr_table`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_add_ask_mr_table(name: u64, handle: u64, permission: u64, password: u64) -> c_long {
+pub(crate) extern "C" fn lite_rs_add_ask_mr_table(
+    name: u64,
+    handle: u64,
+    permission: u64,
+    password: u64,
+) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
         cluster.publish(&process, name, handle, permission, password)?;
@@ -185,7 +236,12 @@ pub(crate) extern "C" fn lite_rs_add_ask_mr_table(name: u64, handle: u64, permis
 
 /// Backend of `lite_ask_lmr`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_ask_lmr(owner: u32, name: u64, permission: u64, password: u64) -> c_long {
+pub(crate) extern "C" fn lite_rs_ask_lmr(
+    owner: u32,
+    name: u64,
+    permission: u64,
+    password: u64,
+) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
         to_ret(cluster.ask_lmr(&process, owner, name, permission, password)?)
@@ -204,7 +260,12 @@ pub(crate) extern "C" fn lite_rs_umap_lmr(handle: u64) -> c_long {
 
 /// Backend of `lite_register_lmr`.
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_register_lmr(buf: UserPtr, size: u64, permission: u64, password: u64) -> c_long {
+pub(crate) extern "C" fn lite_rs_register_lmr(
+    buf: UserPtr,
+    size: u64,
+    permission: u64,
+    password: u64,
+) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
         to_ret(cluster.register(&process, buf, size, permission, password)?)
@@ -229,7 +290,9 @@ fn submit_async(
 ) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        to_ret(cluster.submit_async(&process, handle, kind, buf, size, offset, priority, password)?)
+        to_ret(cluster.submit_async(
+            &process, handle, kind, buf, size, offset, priority, password,
+        )?)
     })
 }
 
@@ -243,7 +306,15 @@ pub(crate) extern "C" fn lite_rs_rdma_write_async(
     priority: u32,
     password: u64,
 ) -> c_long {
-    submit_async(handle, AsyncKind::Write, buf, size, offset, priority, password)
+    submit_async(
+        handle,
+        AsyncKind::Write,
+        buf,
+        size,
+        offset,
+        priority,
+        password,
+    )
 }
 
 /// Backend of `lite_rdma_read_async`.
@@ -256,7 +327,15 @@ pub(crate) extern "C" fn lite_rs_rdma_read_async(
     priority: u32,
     password: u64,
 ) -> c_long {
-    submit_async(handle, AsyncKind::Read { dest: buf }, buf, size, offset, priority, password)
+    submit_async(
+        handle,
+        AsyncKind::Read { dest: buf },
+        buf,
+        size,
+        offset,
+        priority,
+        password,
+    )
 }
 
 /// Backend of `lite_async_wait`.
@@ -292,7 +371,9 @@ pub(crate) extern "C" fn lite_rs_get_stats(buf: UserPtr, size: u64) -> c_long {
         };
         let bytes = stats.to_bytes();
         let len = user_len(size)?.min(STATS_LEN);
-        UserSlice::new(buf, len).writer().write_slice(&bytes[..len])?;
+        UserSlice::new(buf, len)
+            .writer()
+            .write_slice(&bytes[..len])?;
         Ok(0)
     })
 }
@@ -307,5 +388,5 @@ pub(crate) extern "C" fn lite_exit_process() {
     let Ok(cluster) = node.cluster() else {
         return;
     };
-    cluster.process_exit(kernel::current!().group_leader().pid());
+    cluster.process_exit(crate::sys::sched::current_tgid());
 }

@@ -17,13 +17,7 @@ pub(crate) fn read_user_cstr<const N: usize>(ptr: UserPtr) -> Result<([u8; N], u
     // SAFETY: `buf` is a writable kernel buffer of `N` bytes;
     // `strncpy_from_user` validates the user pointer itself and copies at
     // most `N` bytes.
-    let copied = unsafe {
-        bindings::strncpy_from_user(
-            buf.as_mut_ptr(),
-            ptr as *const _,
-            N as _,
-        )
-    };
+    let copied = unsafe { bindings::strncpy_from_user(buf.as_mut_ptr(), ptr as *const _, N as _) };
     if copied < 0 {
         return Err(EFAULT);
     }

@@ -75,7 +75,13 @@ impl Cluster {
         if flags & ALLOC_ATOMIC != 0 {
             permission = permission.union(Permission::ATOMIC);
         }
-        match Lmr::new(size, Geometry::ALLOCATED, permission, Origin::Allocated, chunks) {
+        match Lmr::new(
+            size,
+            Geometry::ALLOCATED,
+            permission,
+            Origin::Allocated,
+            chunks,
+        ) {
             Ok(lmr) => self.adopt(process, lmr, password),
             Err(e) => Err(e),
         }
@@ -105,7 +111,9 @@ impl Cluster {
     fn alloc_chunk(&self, node: u32, len: u64) -> Result<ChunkRef> {
         let rkey = self.device.pd.global_rkey();
         if node == self.node_id {
-            let (chunk_id, memory) = self.store.allocate(&self.device.device, self.node_id, len)?;
+            let (chunk_id, memory) = self
+                .store
+                .allocate(&self.device.device, self.node_id, len)?;
             return Ok(ChunkRef {
                 node,
                 chunk_id,
@@ -116,10 +124,12 @@ impl Cluster {
             });
         }
         let peer = self.peer(node)?;
-        let reply = self.requests.call(&peer, |request_id| ControlMessage::AllocRequest {
-            request_id,
-            size: len,
-        })?;
+        let reply = self
+            .requests
+            .call(&peer, |request_id| ControlMessage::AllocRequest {
+                request_id,
+                size: len,
+            })?;
         match reply {
             ControlMessage::AllocReply {
                 status: 0,
@@ -135,7 +145,9 @@ impl Cluster {
                 len,
                 local: None,
             }),
-            ControlMessage::AllocReply { status, .. } if status < 0 => Err(Error::from_errno(status)),
+            ControlMessage::AllocReply { status, .. } if status < 0 => {
+                Err(Error::from_errno(status))
+            }
             _ => Err(errno::EPROTO()),
         }
     }
@@ -151,11 +163,12 @@ impl Cluster {
             }
             let chunk_id = chunk.chunk_id;
             let result = self.peer(chunk.node).and_then(|peer| {
-                self.requests
-                    .call_uninterruptible(&peer, |request_id| ControlMessage::FreeRequest {
+                self.requests.call_uninterruptible(&peer, |request_id| {
+                    ControlMessage::FreeRequest {
                         request_id,
                         chunk_id,
-                    })
+                    }
+                })
             });
             match result {
                 Ok(ControlMessage::StatusReply { status: 0, .. }) => {}
@@ -196,7 +209,10 @@ impl Cluster {
         if self.revoke_mappings(lmr_id, lmr.mappers()) {
             self.release_chunks(&lmr.chunks);
         } else {
-            pr_warn!("LMR {:#x}: a mapper did not confirm revocation; its memory is kept\n", lmr_id);
+            pr_warn!(
+                "LMR {:#x}: a mapper did not confirm revocation; its memory is kept\n",
+                lmr_id
+            );
         }
     }
 }

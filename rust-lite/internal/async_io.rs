@@ -152,7 +152,9 @@ impl AsyncOp {
             Phase::Done { result, data } => {
                 result?;
                 if let AsyncKind::Read { dest } = self.kind {
-                    UserSlice::new(dest, data.len()).writer().write_slice(&data)?;
+                    UserSlice::new(dest, data.len())
+                        .writer()
+                        .write_slice(&data)?;
                 }
                 Ok(())
             }

@@ -59,13 +59,21 @@ impl ChunkMemory {
     pub(crate) fn copy_from_buffer(&self, at: usize, staging: &DmaBuffer, len: usize) -> Result {
         match self {
             ChunkMemory::Buffer(buffer) => buffer.copy_from(at, staging, 0, len),
-            ChunkMemory::Page { pages, index } => pages.copy_from_buffer(*index, at, staging, 0, len),
+            ChunkMemory::Page { pages, index } => {
+                pages.copy_from_buffer(*index, at, staging, 0, len)
+            }
         }
     }
 
     /// Copies `len` bytes of `src` at `src_at` into this memory at `at`; the
     /// two may be the same memory with overlapping ranges.
-    pub(crate) fn copy_from(&self, at: usize, src: &ChunkMemory, src_at: usize, len: usize) -> Result {
+    pub(crate) fn copy_from(
+        &self,
+        at: usize,
+        src: &ChunkMemory,
+        src_at: usize,
+        len: usize,
+    ) -> Result {
         if let (ChunkMemory::Buffer(dst), ChunkMemory::Buffer(src)) = (self, src) {
             return dst.copy_from(at, src, src_at, len);
         }

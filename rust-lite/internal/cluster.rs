@@ -117,7 +117,11 @@ impl Job for ControlJob {
 
 impl Cluster {
     /// Creates the state of a node that was just assigned `node_id`.
-    pub(crate) fn new(node_id: u32, device: Arc<DeviceContext>, port: PortConfig) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        node_id: u32,
+        device: Arc<DeviceContext>,
+        port: PortConfig,
+    ) -> Result<Arc<Self>> {
         let cq_entries = RECV_DEPTH * MAX_NODES as u32;
         let recv_cq = CompletionQueue::new(device.device.clone(), cq_entries)?;
         let kernel_process = Process::new(0)?;
@@ -143,14 +147,18 @@ impl Cluster {
             }? Error),
             GFP_KERNEL,
         )?;
-        workers::start(&cluster, c_str!("lite_control"), CONTROL_WORKERS, |c| c.control_jobs.serve(&c))?;
-        workers::start(&cluster, c_str!("lite_io"), IO_WORKERS, |c| c.io_jobs.serve(&c))?;
+        workers::start(&cluster, c_str!("lite_control"), CONTROL_WORKERS, |c| {
+            c.control_jobs.serve(&c)
+        })?;
+        workers::start(&cluster, c_str!("lite_io"), IO_WORKERS, |c| {
+            c.io_jobs.serve(&c)
+        })?;
         Ok(cluster)
     }
 
     /// The state of the calling process, created on first use.
     pub(crate) fn current_process(&self) -> Result<Arc<Process>> {
-        let tgid = kernel::current!().group_leader().pid();
+        let tgid = crate::sys::sched::current_tgid();
         self.processes.get_or_create(tgid)
     }
 
@@ -187,7 +195,10 @@ impl Cluster {
     pub(crate) fn stats(&self) -> Stats {
         let (lmrs, registrations) = {
             let lmrs = self.lmrs.lock();
-            let registered = lmrs.values().filter(|l| l.origin == Origin::Registered).count();
+            let registered = lmrs
+                .values()
+                .filter(|l| l.origin == Origin::Registered)
+                .count();
             (lmrs.len(), registered)
         };
         let mapping_handles = |p: &Process| {
@@ -197,17 +208,22 @@ impl Cluster {
                 .filter(|e| matches!(e.role, Role::Mapping { .. }))
                 .count()
         };
+        // One lock at a time: each count is taken in its own statement.
+        let mappings = self.processes.sum(mapping_handles) + mapping_handles(&self.kernel_process);
+        let handles = self.processes.sum(|p| p.handles.lock().len());
+        let kernel_handles = self.kernel_process.handles.lock().len();
+        let ops = self.processes.sum(|p| p.ops.lock().len());
+        let kernel_ops = self.kernel_process.ops.lock().len();
+        let published_names = self.names.lock().len();
         Stats {
             lmrs: lmrs as u64,
             registrations: registrations as u64,
-            mappings: (self.processes.sum(mapping_handles) + mapping_handles(&self.kernel_process)) as u64,
-            published_names: self.names.lock().len() as u64,
+            mappings: mappings as u64,
+            published_names: published_names as u64,
             held_chunks: self.store.len() as u64,
-            handles: (self.processes.sum(|p| p.handles.lock().len()) + self.kernel_process.handles.lock().len())
-                as u64,
+            handles: (handles + kernel_handles) as u64,
             processes: self.processes.count() as u64,
-            async_in_flight: (self.processes.sum(|p| p.ops.lock().len()) + self.kernel_process.ops.lock().len())
-                as u64,
+            async_in_flight: (ops + kernel_ops) as u64,
         }
     }
 
@@ -272,7 +288,12 @@ impl Cluster {
     /// Nodes in the cluster as this node sees it: itself and its connected peers.
     pub(crate) fn total_nodes(&self) -> u32 {
         let peers = self.peers.lock();
-        1 + peers.peers.iter().flatten().filter(|p| p.is_connected()).count() as u32
+        1 + peers
+            .peers
+            .iter()
+            .flatten()
+            .filter(|p| p.is_connected())
+            .count() as u32
     }
 
     /// `lite_dist_barrier`: waits until `num` nodes entered the same round.
@@ -341,7 +362,15 @@ impl Cluster {
                 dst_addr,
                 dst_rkey,
                 ..
-            } => self.execute_copy(src_chunk_id, src_offset, len, dst_node, dst_chunk_id, dst_addr, dst_rkey),
+            } => self.execute_copy(
+                src_chunk_id,
+                src_offset,
+                len,
+                dst_node,
+                dst_chunk_id,
+                dst_addr,
+                dst_rkey,
+            ),
             ControlMessage::RevokeRequest { lmr_id, .. } => self.close_mappings(from, lmr_id),
             _ => Err(EINVAL),
         }
@@ -353,7 +382,9 @@ impl Cluster {
                 let allocated = self
                     .store
                     .allocate(&self.device.device, peer.node, size)
-                    .and_then(|(chunk_id, memory)| Ok((chunk_id, memory.dma_range(0, memory.len())?)));
+                    .and_then(|(chunk_id, memory)| {
+                        Ok((chunk_id, memory.dma_range(0, memory.len())?))
+                    });
                 Some(match allocated {
                     Ok((chunk_id, addr)) => ControlMessage::AllocReply {
                         request_id,
@@ -398,10 +429,12 @@ impl Cluster {
                 };
                 if let Err(job) = self.control_jobs.try_submit(job) {
                     pr_err!("too many requests from node {}; refusing one\n", peer.node);
-                    job.message.request_id().map(|request_id| ControlMessage::StatusReply {
-                        request_id,
-                        status: EBUSY.to_errno(),
-                    })
+                    job.message
+                        .request_id()
+                        .map(|request_id| ControlMessage::StatusReply {
+                            request_id,
+                            status: EBUSY.to_errno(),
+                        })
                 } else {
                     None
                 }

@@ -198,7 +198,12 @@ impl ControlMessage {
             ControlMessage::Barrier {
                 round,
                 reply_wanted,
-            } => (KIND_BARRIER, 0, 0, [round, u64::from(reply_wanted), 0, 0, 0, 0]),
+            } => (
+                KIND_BARRIER,
+                0,
+                0,
+                [round, u64::from(reply_wanted), 0, 0, 0, 0],
+            ),
             ControlMessage::MemsetRequest {
                 request_id,
                 chunk_id,
@@ -224,7 +229,14 @@ impl ControlMessage {
                 KIND_COPY_REQUEST,
                 0,
                 request_id,
-                [src_chunk_id, src_offset, len, dst_chunk_id, dst_addr, pack(dst_node, dst_rkey)],
+                [
+                    src_chunk_id,
+                    src_offset,
+                    len,
+                    dst_chunk_id,
+                    dst_addr,
+                    pack(dst_node, dst_rkey),
+                ],
             ),
             ControlMessage::AskRequest {
                 request_id,
@@ -251,7 +263,14 @@ impl ControlMessage {
                 KIND_ASK_REPLY,
                 status,
                 request_id,
-                [lmr_id, size, table_addr, pack(granted, table_rkey), chunk_size, lead],
+                [
+                    lmr_id,
+                    size,
+                    table_addr,
+                    pack(granted, table_rkey),
+                    chunk_size,
+                    lead,
+                ],
             ),
             ControlMessage::RevokeRequest { request_id, lmr_id } => {
                 (KIND_REVOKE_REQUEST, 0, request_id, [lmr_id, 0, 0, 0, 0, 0])
@@ -270,7 +289,9 @@ impl ControlMessage {
 
     /// Decodes a message.
     pub(crate) fn decode(bytes: &[u8; MESSAGE_LEN]) -> Result<Self, DecodeError> {
-        let u32_at = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let u32_at = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
         let u64_at = |at: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&bytes[at..at + 8]);

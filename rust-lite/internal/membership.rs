@@ -85,7 +85,9 @@ fn serve(cluster: &Cluster, stream: &TcpStream, message: Message) -> Result {
                         gid: cluster.port.gid,
                     })
                 }
-                Err(e) => Message::Failure { errno: e.to_errno() },
+                Err(e) => Message::Failure {
+                    errno: e.to_errno(),
+                },
             };
             send(stream, &reply)
         }
@@ -101,7 +103,11 @@ fn serve(cluster: &Cluster, stream: &TcpStream, message: Message) -> Result {
                     };
                     match peer.connect(&end, &cluster.port) {
                         Ok(()) => {
-                            pr_info!("node {} connected to node {}\n", cluster.node_id, remote.peer);
+                            pr_info!(
+                                "node {} connected to node {}\n",
+                                cluster.node_id,
+                                remote.peer
+                            );
                             0
                         }
                         Err(e) => e.to_errno(),

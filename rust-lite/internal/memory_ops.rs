@@ -31,7 +31,14 @@ impl Cluster {
     ///
     /// `EINVAL` byte above 255 or bad range; handle errors; errors of the
     /// nodes holding the bytes.
-    pub(crate) fn memset(&self, process: &Process, handle: u64, offset: u64, len: u64, byte: u32) -> Result {
+    pub(crate) fn memset(
+        &self,
+        process: &Process,
+        handle: u64,
+        offset: u64,
+        len: u64,
+        byte: u32,
+    ) -> Result {
         let byte = u8::try_from(byte).map_err(|_| EINVAL)?;
         let lmr = process.permitted(handle, Permission::WRITE)?;
         check_range(lmr.size, offset, len)?;
@@ -44,13 +51,15 @@ impl Cluster {
                 Some(memory) => memory.fill(at, piece_len, byte)?,
                 None => {
                     let peer = self.peer(chunk.node)?;
-                    let reply = self.requests.call(&peer, |request_id| ControlMessage::MemsetRequest {
-                        request_id,
-                        chunk_id: chunk.chunk_id,
-                        offset: piece.chunk_offset,
-                        len: piece.len,
-                        byte,
-                    })?;
+                    let reply =
+                        self.requests
+                            .call(&peer, |request_id| ControlMessage::MemsetRequest {
+                                request_id,
+                                chunk_id: chunk.chunk_id,
+                                offset: piece.chunk_offset,
+                                len: piece.len,
+                                byte,
+                            })?;
                     status_of(reply)?;
                 }
             }
@@ -83,27 +92,43 @@ impl Cluster {
         let _src_use = src.begin()?;
         let _dst_use = dst.begin()?;
         let backward = overlap_safe && same_memory(&src, &dst) && dst_offset > src_offset;
-        for piece in copy_pieces(src.geometry, src_offset, dst.geometry, dst_offset, len, backward) {
+        for piece in copy_pieces(
+            src.geometry,
+            src_offset,
+            dst.geometry,
+            dst_offset,
+            len,
+            backward,
+        ) {
             let from = src.chunks.get(piece.src_chunk).ok_or(EINVAL)?;
             let to = dst.chunks.get(piece.dst_chunk).ok_or(EINVAL)?;
             let dst_addr = to.addr.checked_add(piece.dst_at).ok_or(EINVAL)?;
             match &from.local {
                 Some(memory) => {
                     let dst_memory = to.local.as_deref();
-                    self.copy_out(memory, piece.src_at, piece.len, to, dst_memory, piece.dst_at)?;
+                    self.copy_out(
+                        memory,
+                        piece.src_at,
+                        piece.len,
+                        to,
+                        dst_memory,
+                        piece.dst_at,
+                    )?;
                 }
                 None => {
                     let peer = self.peer(from.node)?;
-                    let reply = self.requests.call(&peer, |request_id| ControlMessage::CopyRequest {
-                        request_id,
-                        src_chunk_id: from.chunk_id,
-                        src_offset: piece.src_at,
-                        len: piece.len,
-                        dst_node: to.node,
-                        dst_chunk_id: to.chunk_id,
-                        dst_addr,
-                        dst_rkey: to.rkey,
-                    })?;
+                    let reply =
+                        self.requests
+                            .call(&peer, |request_id| ControlMessage::CopyRequest {
+                                request_id,
+                                src_chunk_id: from.chunk_id,
+                                src_offset: piece.src_at,
+                                len: piece.len,
+                                dst_node: to.node,
+                                dst_chunk_id: to.chunk_id,
+                                dst_addr,
+                                dst_rkey: to.rkey,
+                            })?;
                     status_of(reply)?;
                 }
             }
@@ -139,7 +164,10 @@ impl Cluster {
             let n = (len_usize - done).min(MAX_PIECE as usize);
             let remote = dst_addr + done as u64;
             match (src.as_buffer(), &staging) {
-                (Some(buffer), _) => peer.conn.rdma_write(buffer, src_at + done, n, remote, to.rkey)?,
+                (Some(buffer), _) => {
+                    peer.conn
+                        .rdma_write(buffer, src_at + done, n, remote, to.rkey)?
+                }
                 (None, Some(staging)) => {
                     let n = n.min(staging.len());
                     src.copy_to_buffer(src_at + done, staging, n)?;

@@ -35,13 +35,21 @@ impl MemoryStore {
     /// # Errors
     ///
     /// `EINVAL` for a size of 0 or above one chunk, `ENOMEM` if memory is short.
-    pub(crate) fn allocate(&self, device: &Arc<Device>, owner: u32, size: u64) -> Result<(u64, Arc<ChunkMemory>)> {
+    pub(crate) fn allocate(
+        &self,
+        device: &Arc<Device>,
+        owner: u32,
+        size: u64,
+    ) -> Result<(u64, Arc<ChunkMemory>)> {
         let len = usize::try_from(size).map_err(|_| EINVAL)?;
         if len == 0 || len > MAX_DMA_BUFFER {
             return Err(EINVAL);
         }
         // Allocate (and zero) before taking the lock.
-        let memory = Arc::new(ChunkMemory::Buffer(DmaBuffer::new(device, len)?), GFP_KERNEL)?;
+        let memory = Arc::new(
+            ChunkMemory::Buffer(DmaBuffer::new(device, len)?),
+            GFP_KERNEL,
+        )?;
         let id = self.insert(owner, memory.clone())?;
         Ok((id, memory))
     }

@@ -106,7 +106,9 @@ impl ChunkDescriptor {
 
     /// Decodes a descriptor.
     pub(crate) fn decode(bytes: &[u8; DESCRIPTOR_LEN]) -> Self {
-        let u32_at = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let u32_at = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
         let u64_at = |at: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&bytes[at..at + 8]);

@@ -120,7 +120,13 @@ impl Node {
         result
     }
 
-    fn join_with(&self, device: Arc<DeviceContext>, addr: [u8; 4], port: u16, ib_port: u32) -> Result<u32> {
+    fn join_with(
+        &self,
+        device: Arc<DeviceContext>,
+        addr: [u8; 4],
+        port: u16,
+        ib_port: u32,
+    ) -> Result<u32> {
         let port_config = device.device.probe_port(ib_port)?;
         let stream = TcpStream::connect(addr, port)?;
         let node_id = membership::hello(&stream, &port_config)?;
@@ -163,7 +169,9 @@ impl ClientHandler for LiteClient {
             return;
         }
         if node.cluster().is_ok() {
-            pr_err!("the RDMA device of a joined node is going away; LITE on this node stops working\n");
+            pr_err!(
+                "the RDMA device of a joined node is going away; LITE on this node stops working\n"
+            );
         }
         state.device = None;
     }

@@ -80,7 +80,11 @@ impl Permission {
     /// # Errors
     ///
     /// `EPERM` if nothing requested is granted.
-    pub(crate) fn grant(requested: Permission, published: Permission, lmr: Permission) -> Result<Permission> {
+    pub(crate) fn grant(
+        requested: Permission,
+        published: Permission,
+        lmr: Permission,
+    ) -> Result<Permission> {
         let granted = requested
             .intersect(published)
             .intersect(lmr)

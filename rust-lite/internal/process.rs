@@ -93,7 +93,12 @@ impl Process {
     pub(crate) fn handle(&self, handle: u64) -> Result<(Arc<Lmr>, Permission, u64, Role)> {
         let handles = self.handles.lock();
         let entry = handles.get(handle).ok_or(EBADF)?;
-        Ok((entry.lmr.clone(), entry.permission, entry.password, entry.role))
+        Ok((
+            entry.lmr.clone(),
+            entry.permission,
+            entry.password,
+            entry.role,
+        ))
     }
 
     /// The LMR of `handle` after checking password and permission.
@@ -101,7 +106,12 @@ impl Process {
     /// # Errors
     ///
     /// `EBADF` unknown handle, `EACCES` wrong password, `EPERM` missing permission.
-    pub(crate) fn checked(&self, handle: u64, password: u64, needed: Permission) -> Result<Arc<Lmr>> {
+    pub(crate) fn checked(
+        &self,
+        handle: u64,
+        password: u64,
+        needed: Permission,
+    ) -> Result<Arc<Lmr>> {
         let handles = self.handles.lock();
         let entry = handles.get(handle).ok_or(EBADF)?;
         entry.check(password, needed)?;

@@ -30,7 +30,14 @@ impl Cluster {
     ///
     /// `EINVAL` bad size or permission bits, `EFAULT` memory not mapped
     /// writable, `ENOMEM`.
-    pub(crate) fn register(&self, process: &Process, buf: UserPtr, size: u64, permission: u64, password: u64) -> Result<u64> {
+    pub(crate) fn register(
+        &self,
+        process: &Process,
+        buf: UserPtr,
+        size: u64,
+        permission: u64,
+        password: u64,
+    ) -> Result<u64> {
         let permission = Permission::from_bits(permission, Permission::SHAREABLE)?;
         if size == 0 || size > MAX_REGISTER_SIZE {
             return Err(EINVAL);
@@ -40,7 +47,10 @@ impl Cluster {
         let lead = buf % PAGE_SIZE;
         let start = buf - lead;
         let count = (lead + len).div_ceil(PAGE_SIZE);
-        let pages = Arc::new(PinnedPages::pin(&self.device.device, start, count)?, GFP_KERNEL)?;
+        let pages = Arc::new(
+            PinnedPages::pin(&self.device.device, start, count)?,
+            GFP_KERNEL,
+        )?;
         let mut chunks = KVec::with_capacity(count, GFP_KERNEL)?;
         for index in 0..count {
             match self.page_chunk(&pages, index) {

@@ -84,13 +84,20 @@ impl Cluster {
     /// `EINVAL` bits beyond READ|WRITE|SHARE|ATOMIC, a mapping's handle or an
     /// LMR too large to publish; `EBADF`, `EACCES`, `EPERM` (no SHARE);
     /// `EEXIST` name taken.
-    pub(crate) fn publish(&self, process: &Process, name: u64, handle: u64, permission: u64, password: u64) -> Result {
+    pub(crate) fn publish(
+        &self,
+        process: &Process,
+        name: u64,
+        handle: u64,
+        permission: u64,
+        password: u64,
+    ) -> Result {
         let permission = Permission::from_bits(permission, Permission::SHAREABLE)?;
         let (lmr, _, _, role) = process.handle(handle)?;
-        process.checked(handle, password, Permission::SHARE)?;
         let Role::Owner { lmr_id } = role else {
             return Err(EINVAL);
         };
+        process.checked(handle, password, Permission::SHARE)?;
         let table = self.chunk_table(&lmr)?;
         let _use = lmr.begin()?;
         self.names.lock().insert(Published {
@@ -145,7 +152,15 @@ impl Cluster {
             .union(Permission::WRITE)
             .union(Permission::SHARE);
         let filled = self
-            .transfer(process, handle, Direction::Write(data), size, 0, 0, password)
+            .transfer(
+                process,
+                handle,
+                Direction::Write(data),
+                size,
+                0,
+                0,
+                password,
+            )
             .and_then(|()| self.publish(process, name, handle, shared.bits(), password));
         match filled {
             Ok(()) => Ok(handle),
@@ -164,7 +179,14 @@ impl Cluster {
     /// `EINVAL` unknown permission bits or node id, `EHOSTUNREACH`, `ENOENT`
     /// unknown name, `EACCES` wrong password, `EPERM` nothing granted,
     /// `EKEYREVOKED` revoked while being mapped, `EPROTO`.
-    pub(crate) fn ask_lmr(&self, process: &Process, owner: u32, name: u64, permission: u64, password: u64) -> Result<u64> {
+    pub(crate) fn ask_lmr(
+        &self,
+        process: &Process,
+        owner: u32,
+        name: u64,
+        permission: u64,
+        password: u64,
+    ) -> Result<u64> {
         let requested = Permission::from_bits(permission, Permission::ALL)?;
         if owner as usize >= MAX_NODES {
             return Err(EINVAL);
@@ -177,7 +199,10 @@ impl Cluster {
                     return Err(EACCES);
                 }
                 let lmr = entry.value.lmr.clone();
-                (lmr.clone(), Permission::grant(requested, entry.permission, lmr.permission)?)
+                (
+                    lmr.clone(),
+                    Permission::grant(requested, entry.permission, lmr.permission)?,
+                )
             };
             drop(lmr.begin()?);
             return process.insert(HandleEntry {
@@ -188,12 +213,14 @@ impl Cluster {
             });
         }
         let peer = self.peer(owner)?;
-        let reply = self.requests.call(&peer, |request_id| ControlMessage::AskRequest {
-            request_id,
-            name,
-            permission: requested.bits(),
-            password,
-        })?;
+        let reply = self
+            .requests
+            .call(&peer, |request_id| ControlMessage::AskRequest {
+                request_id,
+                name,
+                permission: requested.bits(),
+                password,
+            })?;
         let ControlMessage::AskReply {
             status,
             lmr_id,
@@ -217,7 +244,13 @@ impl Cluster {
         chunk::check_size(size).map_err(|_| errno::EPROTO())?;
         let count = geometry.chunk_count(size).ok_or(errno::EPROTO())?;
         let chunks = self.read_chunk_table(&peer, table_addr, table_rkey, count)?;
-        let lmr = Lmr::new(size, geometry, granted, Origin::Mapped { owner, lmr_id }, chunks)?;
+        let lmr = Lmr::new(
+            size,
+            geometry,
+            granted,
+            Origin::Mapped { owner, lmr_id },
+            chunks,
+        )?;
         let mapping_id = {
             let mut mappings = self.mappings.lock();
             if mappings.is_revoked(owner, lmr_id) {
@@ -241,13 +274,20 @@ impl Cluster {
     }
 
     /// Reads `count` chunk descriptors at `addr` on `peer`.
-    fn read_chunk_table(&self, peer: &Peer, addr: u64, rkey: u32, count: usize) -> Result<KVec<ChunkRef>> {
+    fn read_chunk_table(
+        &self,
+        peer: &Peer,
+        addr: u64,
+        rkey: u32,
+        count: usize,
+    ) -> Result<KVec<ChunkRef>> {
         let len = table_len(count, MAX_DMA_BUFFER).ok_or(errno::EPROTO())?;
         let table = DmaBuffer::new(&self.device.device, len)?;
         let mut at = 0;
         while at < len {
             let piece = (len - at).min(MAX_PIECE as usize);
-            peer.conn.rdma_read(&table, at, piece, addr + at as u64, rkey)?;
+            peer.conn
+                .rdma_read(&table, at, piece, addr + at as u64, rkey)?;
             at += piece;
         }
         let mut chunks = KVec::with_capacity(count, GFP_KERNEL)?;
@@ -256,7 +296,11 @@ impl Cluster {
             table.read_bytes(index * DESCRIPTOR_LEN, &mut bytes)?;
             let d = ChunkDescriptor::decode(&bytes);
             let local = if d.node == self.node_id {
-                Some(self.store.get(d.chunk_id).map_err(|_| errno::EKEYREVOKED())?)
+                Some(
+                    self.store
+                        .get(d.chunk_id)
+                        .map_err(|_| errno::EKEYREVOKED())?,
+                )
             } else {
                 self.peer(d.node)?;
                 None
@@ -308,11 +352,15 @@ impl Cluster {
                 // A node that left cannot reach the memory any more.
                 Err(_) => continue,
             };
-            let reply = self
-                .requests
-                .call_uninterruptible(&peer, |request_id| ControlMessage::RevokeRequest { request_id, lmr_id });
+            let reply = self.requests.call_uninterruptible(&peer, |request_id| {
+                ControlMessage::RevokeRequest { request_id, lmr_id }
+            });
             if !matches!(reply, Ok(ControlMessage::StatusReply { status: 0, .. })) {
-                pr_warn!("node {} did not confirm the revocation of LMR {:#x}\n", node, lmr_id);
+                pr_warn!(
+                    "node {} did not confirm the revocation of LMR {:#x}\n",
+                    node,
+                    lmr_id
+                );
                 confirmed = false;
             }
         }
@@ -320,7 +368,14 @@ impl Cluster {
     }
 
     /// Owner side of `lite_ask_lmr`: answers an [`ControlMessage::AskRequest`].
-    pub(crate) fn answer_ask(&self, from: u32, request_id: u64, name: u64, permission: u64, password: u64) -> ControlMessage {
+    pub(crate) fn answer_ask(
+        &self,
+        from: u32,
+        request_id: u64,
+        name: u64,
+        permission: u64,
+        password: u64,
+    ) -> ControlMessage {
         let refused = |status: Error| ControlMessage::AskReply {
             request_id,
             status: status.to_errno(),

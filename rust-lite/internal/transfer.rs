@@ -133,7 +133,13 @@ impl Cluster {
 
     /// Moves `len` bytes at `offset` of `lmr`, whose range the caller
     /// checked and on which the caller holds a use.
-    pub(crate) fn transfer_lmr(&self, lmr: &Lmr, mut direction: Direction<'_>, len: u64, offset: u64) -> Result {
+    pub(crate) fn transfer_lmr(
+        &self,
+        lmr: &Lmr,
+        mut direction: Direction<'_>,
+        len: u64,
+        offset: u64,
+    ) -> Result {
         if len == 0 {
             return Ok(());
         }

@@ -89,7 +89,12 @@ impl<J: Job> Workers<J> {
 }
 
 /// Starts `count` threads named `name` running `body(cluster)`.
-pub(crate) fn start(cluster: &Arc<Cluster>, name: &'static CStr, count: usize, body: fn(Arc<Cluster>)) -> Result {
+pub(crate) fn start(
+    cluster: &Arc<Cluster>,
+    name: &'static CStr,
+    count: usize,
+    body: fn(Arc<Cluster>),
+) -> Result {
     for _ in 0..count {
         kthread::spawn(name, cluster.clone(), body)?;
     }

@@ -4,13 +4,7 @@
 
 use core::{ffi::c_void, ptr::NonNull};
 use kernel::{
-    bindings,
-    error::from_err_ptr,
-    prelude::*,
-    str::CStr,
-    sync::Arc,
-    task::Task,
-    types::ARef,
+    bindings, error::from_err_ptr, prelude::*, str::CStr, sync::Arc, task::Task, types::ARef,
 };
 
 /// What a new thread starts with.

@@ -42,3 +42,11 @@ pub(crate) fn sleep_uninterruptible_ms(ms: u32) {
     // SAFETY: Called from process context without spinlocks held.
     unsafe { bindings::msleep(ms) };
 }
+
+/// Thread group id (the process id) of the calling task.
+///
+/// Read in C: the `task_struct` layout is only known to C code.
+pub(crate) fn current_tgid() -> i32 {
+    // SAFETY: Reads a field of the current task, which is always valid.
+    unsafe { bindings::lite_current_tgid() }
+}

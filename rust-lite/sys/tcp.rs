@@ -129,7 +129,10 @@ impl Drop for TcpStream {
     fn drop(&mut self) {
         // SAFETY: The socket is owned by this object (type invariant).
         unsafe {
-            bindings::kernel_sock_shutdown(self.sock.as_ptr(), bindings::sock_shutdown_cmd_SHUT_RDWR);
+            bindings::kernel_sock_shutdown(
+                self.sock.as_ptr(),
+                bindings::sock_shutdown_cmd_SHUT_RDWR,
+            );
             bindings::sock_release(self.sock.as_ptr());
         }
     }

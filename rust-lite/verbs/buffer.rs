@@ -139,7 +139,13 @@ impl DmaBuffer {
     /// Copies `len` bytes from `src` at `src_at` into this buffer at `at`.
     ///
     /// The buffers may be the same one and the ranges may overlap.
-    pub(crate) fn copy_from(&self, at: usize, src: &DmaBuffer, src_at: usize, len: usize) -> Result {
+    pub(crate) fn copy_from(
+        &self,
+        at: usize,
+        src: &DmaBuffer,
+        src_at: usize,
+        len: usize,
+    ) -> Result {
         self.check(at, len)?;
         src.check(src_at, len)?;
         // SAFETY: Both ranges are inside owned allocations (checked above);
@@ -153,7 +159,12 @@ impl DmaBuffer {
     /// # Errors
     ///
     /// `EFAULT` if the user memory cannot be read.
-    pub(crate) fn fill_from_user(&mut self, at: usize, reader: &mut UserSliceReader, len: usize) -> Result {
+    pub(crate) fn fill_from_user(
+        &mut self,
+        at: usize,
+        reader: &mut UserSliceReader,
+        len: usize,
+    ) -> Result {
         reader.read_slice(self.slice_mut(at, len)?)
     }
 
@@ -162,7 +173,12 @@ impl DmaBuffer {
     /// # Errors
     ///
     /// `EFAULT` if the user memory cannot be written.
-    pub(crate) fn copy_to_user(&mut self, at: usize, writer: &mut UserSliceWriter, len: usize) -> Result {
+    pub(crate) fn copy_to_user(
+        &mut self,
+        at: usize,
+        writer: &mut UserSliceWriter,
+        len: usize,
+    ) -> Result {
         writer.write_slice(self.slice_mut(at, len)?)
     }
 

@@ -67,7 +67,10 @@ impl<H: ClientHandler> IbClient<H> {
         }
     }
 
-    unsafe extern "C" fn remove_callback(raw: *mut bindings::ib_device, _data: *mut core::ffi::c_void) {
+    unsafe extern "C" fn remove_callback(
+        raw: *mut bindings::ib_device,
+        _data: *mut core::ffi::c_void,
+    ) {
         H::remove(raw);
     }
 }

@@ -80,7 +80,10 @@ impl CompletionSlots {
 
     /// Records the completion of the work request with `wr_id`.
     fn complete(&self, wc: &WorkCompletion) {
-        if let Some(status) = usize::try_from(wc.wr_id).ok().and_then(|i| self.status.get(i)) {
+        if let Some(status) = usize::try_from(wc.wr_id)
+            .ok()
+            .and_then(|i| self.status.get(i))
+        {
             status.store(wc.status, Ordering::Release);
         }
     }
@@ -173,7 +176,8 @@ impl Connection {
         if index >= RECV_DEPTH {
             return Err(EINVAL);
         }
-        self.recv_ring.read_bytes(index as usize * MESSAGE_SIZE, out)?;
+        self.recv_ring
+            .read_bytes(index as usize * MESSAGE_SIZE, out)?;
         self.post_recv(index)
     }
 
@@ -225,8 +229,12 @@ impl Connection {
             // SAFETY: The slot's part of `send_ring` is reserved for this
             // request until `wait` has seen its completion.
             unsafe {
-                self.qp
-                    .post_send(bindings::ib_wr_opcode_IB_WR_SEND, &segment, None, slot as u64)
+                self.qp.post_send(
+                    bindings::ib_wr_opcode_IB_WR_SEND,
+                    &segment,
+                    None,
+                    slot as u64,
+                )
             }
         });
         self.finish(slot, result)

@@ -116,7 +116,9 @@ impl CompletionQueue {
 
     /// Names the task to wake on completion events.
     pub(crate) fn set_waker(&self, task: ARef<Task>) {
-        let raw = ARef::into_raw(task).as_ptr().cast::<bindings::task_struct>();
+        let raw = ARef::into_raw(task)
+            .as_ptr()
+            .cast::<bindings::task_struct>();
         let old = self.waker.swap(raw, Ordering::AcqRel);
         if let Some(old) = NonNull::new(old.cast::<Task>()) {
             // SAFETY: The old pointer carried one reference owned by us.
@@ -130,7 +132,8 @@ impl CompletionQueue {
         let mut wcs: [bindings::ib_wc; POLL_BATCH] = unsafe { core::mem::zeroed() };
         // SAFETY: `ptr` is valid (type invariant) and `wcs` has room for
         // `POLL_BATCH` entries.
-        let n = unsafe { bindings::ib_poll_cq(self.ptr.as_ptr(), POLL_BATCH as i32, wcs.as_mut_ptr()) };
+        let n =
+            unsafe { bindings::ib_poll_cq(self.ptr.as_ptr(), POLL_BATCH as i32, wcs.as_mut_ptr()) };
         let n = usize::try_from(n).unwrap_or(0).min(POLL_BATCH);
         for (wc, slot) in wcs.iter().zip(out.iter_mut()).take(n) {
             *slot = WorkCompletion {

@@ -22,13 +22,13 @@ mod qp;
 mod user_pages;
 
 pub(crate) use buffer::DmaBuffer;
-pub(crate) use client::{ClientHandler, IbClient};
 pub(crate) use buffer::MAX_DMA_BUFFER;
+pub(crate) use client::{ClientHandler, IbClient};
 pub(crate) use connection::{split_recv_wr_id, Connection, RECV_DEPTH};
-pub(crate) use qp::RemoteEnd;
 pub(crate) use cq::{CompletionQueue, WorkCompletion, POLL_BATCH};
 pub(crate) use device::{Device, PortConfig};
 pub(crate) use pd::ProtectionDomain;
+pub(crate) use qp::RemoteEnd;
 pub(crate) use user_pages::{PinnedPages, PAGE_SIZE};
 
 use kernel::error::Error;

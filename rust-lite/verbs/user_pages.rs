@@ -61,7 +61,11 @@ impl PinnedPages {
             };
             if ret <= 0 {
                 Self::unpin(&mut pages[..pinned]);
-                return Err(if ret < 0 { Error::from_errno(ret as i32) } else { EFAULT });
+                return Err(if ret < 0 {
+                    Error::from_errno(ret as i32)
+                } else {
+                    EFAULT
+                });
             }
             pinned += ret as usize;
         }
@@ -123,7 +127,13 @@ impl PinnedPages {
 
     /// Runs `f` with the CPU address of byte `at` of page `index`, after
     /// checking that `[at, at + len)` lies inside that page.
-    fn with_mapped<R>(&self, index: usize, at: usize, len: usize, f: impl FnOnce(*mut u8) -> R) -> Result<R> {
+    fn with_mapped<R>(
+        &self,
+        index: usize,
+        at: usize,
+        len: usize,
+        f: impl FnOnce(*mut u8) -> R,
+    ) -> Result<R> {
         check(at, len)?;
         let page = *self.pages.get(index).ok_or(EINVAL)?;
         // SAFETY: `page` is pinned for the life of `self`.
@@ -162,7 +172,14 @@ impl PinnedPages {
     }
 
     /// Copies `len` bytes of page `index` at `at` into `buffer` at `buffer_at`.
-    pub(crate) fn copy_to_buffer(&self, index: usize, at: usize, buffer: &DmaBuffer, buffer_at: usize, len: usize) -> Result {
+    pub(crate) fn copy_to_buffer(
+        &self,
+        index: usize,
+        at: usize,
+        buffer: &DmaBuffer,
+        buffer_at: usize,
+        len: usize,
+    ) -> Result {
         let dst = buffer.cpu_range(buffer_at, len)?;
         self.with_mapped(index, at, len, |src| {
             // SAFETY: Both ranges were checked; a page and a buffer never overlap.
@@ -171,7 +188,14 @@ impl PinnedPages {
     }
 
     /// Copies `len` bytes of `buffer` at `buffer_at` into page `index` at `at`.
-    pub(crate) fn copy_from_buffer(&self, index: usize, at: usize, buffer: &DmaBuffer, buffer_at: usize, len: usize) -> Result {
+    pub(crate) fn copy_from_buffer(
+        &self,
+        index: usize,
+        at: usize,
+        buffer: &DmaBuffer,
+        buffer_at: usize,
+        len: usize,
+    ) -> Result {
         let src = buffer.cpu_range(buffer_at, len)?;
         self.with_mapped(index, at, len, |dst| {
             // SAFETY: Both ranges were checked; a page and a buffer never overlap.

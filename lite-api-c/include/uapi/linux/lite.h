@@ -143,8 +143,9 @@
  *                            __u64 password)
  *   Publish the LMR behind handle under name on this node, granting at most
  *   permission (READ | WRITE | SHARE | ATOMIC; ADMIN is never granted).
- *   Needs SHARE and the handle's password. -EEXIST name already published.
- *   Only LMRs created on this node can be published (-EINVAL for a mapping).
+ *   Needs SHARE and the handle's password. -EEXIST name already published;
+ *   -EINVAL for other permission bits (ADMIN included) or a mapping's handle
+ *   (only LMRs created on this node can be published).
  *   The name goes away when the LMR is freed or deregistered.
  *
  * long lite_ask_lmr(unsigned int node, __u64 name, __u64 permission,
@@ -189,8 +190,11 @@
  *   Written data is taken from buf before the call returns. Read data is
  *   stored into buf when the completion is reaped by lite_async_wait or
  *   lite_fence, so buf must stay valid until then. At most
- *   LITE_MAX_ASYNC_OPS operations per process are outstanding: a further
- *   call blocks until one completes. size at most LITE_MAX_ASYNC_SIZE.
+ *   LITE_MAX_ASYNC_OPS operations per process may be unreaped: a further
+ *   call fails with -EAGAIN (reap some first). size at most
+ *   LITE_MAX_ASYNC_SIZE. The transfer runs on LITE's I/O threads; handle
+ *   errors are reported by this call, transfer errors (-EIO) by the reap.
+ *   A revocation of the LMR waits for transfers already started.
  *
  * long lite_async_wait(__u64 op, unsigned int flags)
  *   Reap operation op: 0 if it succeeded, its negative errno if it failed.
