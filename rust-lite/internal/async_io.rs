@@ -246,10 +246,7 @@ impl Cluster {
         if flags & ASYNC_NOWAIT != 0 && !op.is_finished() {
             return Err(EAGAIN);
         }
-        op.wait_finished(true)?;
-        // Another thread of the process may have reaped it meanwhile.
-        process.ops.lock().remove(id).ok_or(EINVAL)?;
-        op.reap()
+        reap_when_finished(process, id, &op)?.ok_or(EINVAL)?
     }
 
     /// `lite_fence`: reaps every outstanding operation of `process`.
@@ -258,18 +255,16 @@ impl Cluster {
     pub(crate) fn fence(&self, process: &Process) -> Result {
         let mut first_error = None;
         loop {
-            let next = process.ops.lock().first_id();
-            let Some(id) = next else {
+            let next = {
+                let ops = process.ops.lock();
+                ops.first_id()
+                    .and_then(|id| Some((id, ops.get(id)?.clone())))
+            };
+            let Some((id, op)) = next else {
                 break;
             };
-            match self.async_wait(process, id, 0) {
-                Err(e) if e == ERESTARTSYS => return Err(e),
-                // Reaped concurrently by another thread.
-                Err(e) if e == EINVAL => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-                Ok(()) => {}
+            if let Some(Err(e)) = reap_when_finished(process, id, &op)? {
+                first_error.get_or_insert(e);
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -288,4 +283,15 @@ impl Cluster {
             }
         }
     }
+}
+
+/// Waits (interruptibly) until `op`, operation `id` of `process`, has
+/// finished and reaps it. Returns its result, or `None` if another thread of
+/// the process reaped it meanwhile.
+fn reap_when_finished(process: &Process, id: u64, op: &AsyncOp) -> Result<Option<Result>> {
+    op.wait_finished(true)?;
+    if process.ops.lock().remove(id).is_none() {
+        return Ok(None);
+    }
+    Ok(Some(op.reap()))
 }

@@ -54,6 +54,15 @@ pub(crate) fn spread_target(nodes: &[u32], index: usize) -> Option<u32> {
     nodes.get(index % nodes.len()).copied()
 }
 
+/// Cuts `len` bytes into consecutive `(start, len)` spans of at most `max`
+/// bytes (at least 1), for moving a range in bounded RDMA operations.
+pub(crate) fn spans(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+    let max = max.max(1);
+    (0..len)
+        .step_by(max)
+        .map(move |start| (start, max.min(len - start)))
+}
+
 /// How an LMR's bytes are laid out over its chunks.
 ///
 /// Byte `offset` of the LMR is byte `(lead + offset) % chunk_size` of chunk

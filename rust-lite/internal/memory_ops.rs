@@ -13,11 +13,11 @@
 use kernel::prelude::*;
 
 use super::{
-    chunk::{check_range, copy_pieces, pieces_in},
+    chunk::{check_range, copy_pieces, pieces_in, spans},
     chunk_memory::ChunkMemory,
     cluster::Cluster,
     control_wire::ControlMessage,
-    lmr::{ChunkRef, Lmr},
+    lmr::Lmr,
     permission::Permission,
     process::Process,
     transfer::MAX_PIECE,
@@ -105,15 +105,15 @@ impl Cluster {
             let dst_addr = to.addr.checked_add(piece.dst_at).ok_or(EINVAL)?;
             match &from.local {
                 Some(memory) => {
-                    let dst_memory = to.local.as_deref();
-                    self.copy_out(
-                        memory,
-                        piece.src_at,
-                        piece.len,
-                        to,
-                        dst_memory,
-                        piece.dst_at,
-                    )?;
+                    let target = match to.local.as_deref() {
+                        Some(memory) => CopyTarget::Local(memory, piece.dst_at),
+                        None => CopyTarget::Remote {
+                            node: to.node,
+                            addr: dst_addr,
+                            rkey: to.rkey,
+                        },
+                    };
+                    self.copy_out(memory, piece.src_at, piece.len, target)?;
                 }
                 None => {
                     let peer = self.peer(from.node)?;
@@ -136,48 +136,31 @@ impl Cluster {
         Ok(())
     }
 
-    /// Copies `len` bytes at `src_at` of `src` (held here) to byte `dst_at`
-    /// of chunk `to`, whose memory is `dst_memory` if this node holds it.
-    fn copy_out(
-        &self,
-        src: &ChunkMemory,
-        src_at: u64,
-        len: u64,
-        to: &ChunkRef,
-        dst_memory: Option<&ChunkMemory>,
-        dst_at: u64,
-    ) -> Result {
+    /// Copies `len` bytes at `src_at` of `src` (held here) to `target`.
+    fn copy_out(&self, src: &ChunkMemory, src_at: u64, len: u64, target: CopyTarget<'_>) -> Result {
         let src_at = usize::try_from(src_at).map_err(|_| EINVAL)?;
-        let dst_at_usize = usize::try_from(dst_at).map_err(|_| EINVAL)?;
-        let len_usize = usize::try_from(len).map_err(|_| EINVAL)?;
-        if let Some(dst) = dst_memory {
-            return dst.copy_from(dst_at_usize, src, src_at, len_usize);
-        }
-        let peer = self.peer(to.node)?;
-        let dst_addr = to.addr.checked_add(dst_at).ok_or(EINVAL)?;
-        let staging = match src.as_buffer() {
-            Some(_) => None,
-            None => Some(self.staging_buffer(len)?),
-        };
-        let mut done = 0usize;
-        while done < len_usize {
-            let n = (len_usize - done).min(MAX_PIECE as usize);
-            let remote = dst_addr + done as u64;
-            match (src.as_buffer(), &staging) {
-                (Some(buffer), _) => {
-                    peer.conn
-                        .rdma_write(buffer, src_at + done, n, remote, to.rkey)?
-                }
-                (None, Some(staging)) => {
-                    let n = n.min(staging.len());
-                    src.copy_to_buffer(src_at + done, staging, n)?;
-                    peer.conn.rdma_write(staging, 0, n, remote, to.rkey)?;
-                    done += n;
-                    continue;
-                }
-                (None, None) => return Err(EINVAL),
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        let (node, addr, rkey) = match target {
+            CopyTarget::Local(dst, dst_at) => {
+                let dst_at = usize::try_from(dst_at).map_err(|_| EINVAL)?;
+                return dst.copy_from(dst_at, src, src_at, len);
             }
-            done += n;
+            CopyTarget::Remote { node, addr, rkey } => (node, addr, rkey),
+        };
+        let peer = self.peer(node)?;
+        if let Some(buffer) = src.as_buffer() {
+            for (at, n) in spans(len, MAX_PIECE as usize) {
+                peer.conn
+                    .rdma_write(buffer, src_at + at, n, addr + at as u64, rkey)?;
+            }
+            return Ok(());
+        }
+        // Pinned user pages are not a LITE buffer: stage them.
+        let staging = self.staging_buffer(len as u64)?;
+        for (at, n) in spans(len, staging.len()) {
+            src.copy_to_buffer(src_at + at, &staging, n)?;
+            peer.conn
+                .rdma_write(&staging, 0, n, addr + at as u64, rkey)?;
         }
         Ok(())
     }
@@ -205,28 +188,31 @@ impl Cluster {
         let src = self.store.get(src_chunk_id)?;
         if dst_node == self.node_id {
             let dst = self.store.get(dst_chunk_id)?;
-            let base = dst.dma_range(0, 0)?;
-            let dst_at = dst_addr.checked_sub(base).ok_or(EINVAL)?;
-            let to = ChunkRef {
-                node: dst_node,
-                chunk_id: dst_chunk_id,
-                addr: base,
-                rkey: dst_rkey,
-                len: dst.len() as u64,
-                local: None,
-            };
-            return self.copy_out(&src, src_offset, len, &to, Some(&dst), dst_at);
+            let dst_at = dst_addr.checked_sub(dst.dma_range(0, 0)?).ok_or(EINVAL)?;
+            return self.copy_out(&src, src_offset, len, CopyTarget::Local(&dst, dst_at));
         }
-        let to = ChunkRef {
+        let target = CopyTarget::Remote {
             node: dst_node,
-            chunk_id: dst_chunk_id,
             addr: dst_addr,
             rkey: dst_rkey,
-            len,
-            local: None,
         };
-        self.copy_out(&src, src_offset, len, &to, None, 0)
+        self.copy_out(&src, src_offset, len, target)
     }
+}
+
+/// Where [`Cluster::copy_out`] puts the bytes.
+enum CopyTarget<'a> {
+    /// Memory this node holds, at an offset.
+    Local(&'a ChunkMemory, u64),
+    /// Memory on another node, reached with RDMA.
+    Remote {
+        /// The node holding it.
+        node: u32,
+        /// Remote address of the first byte.
+        addr: u64,
+        /// Remote key covering it.
+        rkey: u32,
+    },
 }
 
 /// Whether two LMRs are views of the same memory.

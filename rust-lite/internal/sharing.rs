@@ -15,7 +15,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
-    chunk::{self, Geometry},
+    chunk::{self, spans, Geometry},
     cluster::Cluster,
     control_wire::ControlMessage,
     lmr::{ChunkRef, Lmr, Origin},
@@ -93,11 +93,15 @@ impl Cluster {
         password: u64,
     ) -> Result {
         let permission = Permission::from_bits(permission, Permission::SHAREABLE)?;
-        let (lmr, _, _, role) = process.handle(handle)?;
-        let Role::Owner { lmr_id } = role else {
-            return Err(EINVAL);
+        let (lmr, lmr_id) = {
+            let handles = process.handles.lock();
+            let entry = handles.get(handle).ok_or(EBADF)?;
+            let Role::Owner { lmr_id } = entry.role else {
+                return Err(EINVAL);
+            };
+            entry.check(password, Permission::SHARE)?;
+            (entry.lmr.clone(), lmr_id)
         };
-        process.checked(handle, password, Permission::SHARE)?;
         let table = self.chunk_table(&lmr)?;
         let _use = lmr.begin()?;
         self.names.lock().insert(Published {
@@ -198,11 +202,9 @@ impl Cluster {
                 if entry.password != password {
                     return Err(EACCES);
                 }
-                let lmr = entry.value.lmr.clone();
-                (
-                    lmr.clone(),
-                    Permission::grant(requested, entry.permission, lmr.permission)?,
-                )
+                let lmr = &entry.value.lmr;
+                let granted = Permission::grant(requested, entry.permission, lmr.permission)?;
+                (lmr.clone(), granted)
             };
             drop(lmr.begin()?);
             return process.insert(HandleEntry {
@@ -268,7 +270,7 @@ impl Cluster {
                 },
             })
             .inspect_err(|_| {
-                let dropped = self.mappings.lock().table.remove(mapping_id);
+                let dropped = self.mappings.lock().table_remove(mapping_id);
                 drop(dropped);
             })
     }
@@ -283,12 +285,8 @@ impl Cluster {
     ) -> Result<KVec<ChunkRef>> {
         let len = table_len(count, MAX_DMA_BUFFER).ok_or(errno::EPROTO())?;
         let table = DmaBuffer::new(&self.device.device, len)?;
-        let mut at = 0;
-        while at < len {
-            let piece = (len - at).min(MAX_PIECE as usize);
-            peer.conn
-                .rdma_read(&table, at, piece, addr + at as u64, rkey)?;
-            at += piece;
+        for (at, n) in spans(len, MAX_PIECE as usize) {
+            peer.conn.rdma_read(&table, at, n, addr + at as u64, rkey)?;
         }
         let mut chunks = KVec::with_capacity(count, GFP_KERNEL)?;
         let mut bytes = [0u8; DESCRIPTOR_LEN];
@@ -332,7 +330,7 @@ impl Cluster {
         };
         let entry = process.handles.lock().remove(handle).ok_or(EBADF)?;
         if let Some(id) = mapping_id {
-            let dropped = self.mappings.lock().table.remove(id);
+            let dropped = self.mappings.lock().table_remove(id);
             drop(dropped);
         }
         drop(entry);

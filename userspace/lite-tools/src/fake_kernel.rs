@@ -412,7 +412,7 @@ impl FakeKernel {
     }
 
     /// A synchronous or asynchronous write.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "mirrors the system call and its flags")]
     fn do_write(
         &self,
         handle: u64,
@@ -441,7 +441,7 @@ impl FakeKernel {
     }
 
     /// A synchronous or asynchronous read; returns the data.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "mirrors the system call and its flags")]
     fn do_read(
         &self,
         handle: u64,
