@@ -23,3 +23,8 @@ EXPORT_SYMBOL_GPL(liteapi_wrapup_alloc_for_remote_access);
 EXPORT_SYMBOL_GPL(liteapi_add_askmr_table);
 EXPORT_SYMBOL_GPL(liteapi_ask_mr);
 EXPORT_SYMBOL_GPL(liteapi_umap_lmr);
+EXPORT_SYMBOL_GPL(liteapi_rdma_asywrite_offset);
+EXPORT_SYMBOL_GPL(liteapi_rdma_asyread_offset);
+EXPORT_SYMBOL_GPL(liteapi_rdma_asywait);
+EXPORT_SYMBOL_GPL(liteapi_rdma_asyfence);
+EXPORT_SYMBOL_GPL(liteapi_register_lmr_with_virt_addr);

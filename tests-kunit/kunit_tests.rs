@@ -63,6 +63,8 @@ macro_rules! kunit_case {
     };
 }
 
+mod cluster;
+
 kunit_case!(lite_test_chunk_count_and_len, |c| {
     check!(c, chunk_count(1) == 1);
     check!(c, chunk_count(CHUNK_SIZE) == 1);

@@ -6,6 +6,7 @@
  */
 
 #include <kunit/test.h>
+#include <rdma/lite_api.h>
 
 void lite_kunit_fail(struct kunit *test, const char *what);
 
@@ -39,6 +40,20 @@ LITE_RUST_CASE(copy_pieces)
 LITE_RUST_CASE(ring_fifo)
 LITE_RUST_CASE(stats_layout)
 LITE_RUST_CASE(memory_api_before_join)
+
+/* Cases that need a joined cluster of two nodes or more; skipped otherwise. */
+#define LITE_RUST_CLUSTER_CASE(name)					\
+	void lite_test_##name(struct kunit *test);			\
+	static void name(struct kunit *test)				\
+	{								\
+		if (liteapi_get_total_node() < 2)			\
+			kunit_skip(test, "needs a joined cluster of 2+ nodes"); \
+		lite_test_##name(test);					\
+	}
+
+LITE_RUST_CLUSTER_CASE(kernel_remote_memory)
+LITE_RUST_CLUSTER_CASE(kernel_async)
+LITE_RUST_CLUSTER_CASE(kernel_registration)
 
 static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(chunk_count_and_len),
@@ -79,6 +94,36 @@ static struct kunit_suite lite_api_suite = {
 	.test_cases = lite_api_cases,
 };
 
-kunit_test_suites(&lite_internal_suite, &lite_api_suite);
+/*
+ * Run by the cluster test through debugfs once the nodes have joined:
+ * echo run > /sys/kernel/debug/kunit/lite_cluster/run
+ */
+static struct kunit_case lite_cluster_cases[] = {
+	KUNIT_CASE_SLOW(kernel_remote_memory),
+	KUNIT_CASE_SLOW(kernel_async),
+	KUNIT_CASE_SLOW(kernel_registration),
+	{}
+};
+
+/*
+ * KUnit remembers that a case skipped (at boot, before the node joined)
+ * and would skip it again without running it: start every run afresh.
+ */
+static int lite_cluster_suite_init(struct kunit_suite *suite)
+{
+	struct kunit_case *test_case;
+
+	for (test_case = suite->test_cases; test_case->run_case; test_case++)
+		test_case->status = KUNIT_SUCCESS;
+	return 0;
+}
+
+static struct kunit_suite lite_cluster_suite = {
+	.name = "lite_cluster",
+	.suite_init = lite_cluster_suite_init,
+	.test_cases = lite_cluster_cases,
+};
+
+kunit_test_suites(&lite_internal_suite, &lite_api_suite, &lite_cluster_suite);
 
 MODULE_LICENSE("GPL");

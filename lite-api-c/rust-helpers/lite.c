@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Helpers for LITE: RDMA verbs that are static inline in <rdma/ib_verbs.h>,
- * and scheduler primitives that are macros. They only dispatch through
+ * and scheduler and wait-queue primitives that are macros. They only dispatch through
  * device ops or touch per-task state, so they link even when ib_core is a
  * module.
  */
 
 #include <linux/kthread.h>
+#include <linux/mm.h>
 #include <linux/sched.h>
+#include <linux/wait.h>
 #include <rdma/ib_verbs.h>
 
 int rust_helper_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *send_wr,
@@ -49,16 +51,6 @@ int rust_helper_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
 	return ib_dma_mapping_error(dev, dma_addr);
 }
 
-void rust_helper_set_current_state_interruptible(void)
-{
-	set_current_state(TASK_INTERRUPTIBLE);
-}
-
-void rust_helper_set_current_state_running(void)
-{
-	__set_current_state(TASK_RUNNING);
-}
-
 void rust_helper_cond_resched(void)
 {
 	cond_resched();
@@ -85,4 +77,23 @@ void rust_helper_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
 pid_t rust_helper_lite_current_tgid(void)
 {
 	return task_tgid_nr(current);
+}
+
+void rust_helper_lite_init_waitqueue_head(struct wait_queue_head *wq_head)
+{
+	init_waitqueue_head(wq_head);
+}
+
+void rust_helper_lite_wake_up_all(struct wait_queue_head *wq_head)
+{
+	wake_up_all(wq_head);
+}
+
+struct page *rust_helper_lite_kernel_addr_to_page(const void *addr)
+{
+	if (is_vmalloc_addr(addr))
+		return vmalloc_to_page(addr);
+	if (virt_addr_valid(addr))
+		return virt_to_page(addr);
+	return NULL;
 }

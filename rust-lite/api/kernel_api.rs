@@ -10,7 +10,10 @@
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use kernel::{error::from_result, prelude::*};
 
-use crate::internal::{node, parse_ipv4, Direction, KernelSink, KernelSource};
+use crate::internal::{
+    async_io::{AsyncBuffer, AsyncKind, KernelBuffer},
+    node, parse_ipv4, Direction, KernelSink, KernelSource,
+};
 
 /// Joins the cluster whose manager listens on `server_ip:eth_port`, using
 /// port `ib_port` of the RDMA device. Returns the node id.
@@ -305,6 +308,145 @@ pub(crate) extern "C" fn liteapi_umap_lmr(lh: u64) -> c_int {
         let cluster = node()?.cluster()?;
         cluster.umap(&cluster.kernel_process, lh)?;
         Ok(0)
+    })
+}
+
+/// Queues a transfer for [`liteapi_rdma_asywrite_offset`] or
+/// [`liteapi_rdma_asyread_offset`].
+///
+/// # Safety
+///
+/// As [`KernelBuffer::new`] for `buf` and `size`.
+unsafe fn submit_async(
+    lh: u64,
+    kind: AsyncKind,
+    buf: *mut c_void,
+    size: u64,
+    priority: c_uint,
+    offset: u64,
+    password: u64,
+) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let len = usize::try_from(size).map_err(|_| EINVAL)?;
+        // SAFETY: Guaranteed by the caller.
+        let buffer = unsafe { KernelBuffer::new(buf.cast::<u8>(), len) }?;
+        let id = cluster.submit_async(
+            &cluster.kernel_process,
+            lh,
+            kind,
+            AsyncBuffer::Kernel(buffer),
+            size,
+            offset,
+            priority,
+            password,
+        )?;
+        c_long::try_from(id).map_err(|_| EINVAL)
+    })
+}
+
+/// Queues a write of `size` bytes of `buf` into LMR `lh` at `offset` and
+/// returns the operation's id for [`liteapi_rdma_asywait`]. The bytes are
+/// copied before the call returns.
+///
+/// # Safety
+///
+/// `buf` must point to `size` readable bytes (or `size` must be 0).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_rdma_asywrite_offset(
+    lh: u64,
+    buf: *const c_void,
+    size: u64,
+    priority: c_uint,
+    offset: u64,
+    password: u64,
+) -> c_long {
+    // SAFETY: A write only reads `buf` before returning, which the caller
+    // guarantees is valid.
+    unsafe {
+        submit_async(
+            lh,
+            AsyncKind::Write,
+            buf.cast_mut(),
+            size,
+            priority,
+            offset,
+            password,
+        )
+    }
+}
+
+/// Queues a read of `size` bytes of LMR `lh` at `offset` and returns the
+/// operation's id. The bytes reach `buf` when the operation is reaped by
+/// [`liteapi_rdma_asywait`] or [`liteapi_rdma_asyfence`].
+///
+/// # Safety
+///
+/// `buf` must point to `size` writable bytes that stay valid, and are not
+/// accessed by others, until the operation is reaped.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_rdma_asyread_offset(
+    lh: u64,
+    buf: *mut c_void,
+    size: u64,
+    priority: c_uint,
+    offset: u64,
+    password: u64,
+) -> c_long {
+    // SAFETY: Guaranteed by the caller.
+    unsafe { submit_async(lh, AsyncKind::Read, buf, size, priority, offset, password) }
+}
+
+/// Reaps asynchronous operation `op` (flags: `LITE_ASYNC_NOWAIT`).
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_rdma_asywait(op: u64, flags: c_uint) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        cluster.async_wait(&cluster.kernel_process, op, flags)?;
+        Ok(0)
+    })
+}
+
+/// Reaps every outstanding asynchronous operation of kernel callers and
+/// returns the first error among them.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_rdma_asyfence() -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        cluster.fence(&cluster.kernel_process)?;
+        Ok(0)
+    })
+}
+
+/// Makes `size` bytes of kernel memory at `addr` an LMR held by this node,
+/// allowing `permission`; returns its owner handle.
+///
+/// # Safety
+///
+/// `addr` must point to `size` bytes of directly mapped or vmalloc memory
+/// that stay allocated until [`liteapi_deregister_mr`] on the handle has
+/// returned 0, and that the caller only accesses as memory other nodes may
+/// read and write concurrently.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_register_lmr_with_virt_addr(
+    addr: *mut c_void,
+    size: u64,
+    permission: u64,
+    password: u64,
+) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        // SAFETY: Guaranteed by the caller.
+        let handle = unsafe {
+            cluster.register_kernel(
+                &cluster.kernel_process,
+                addr.cast::<u8>(),
+                size,
+                permission,
+                password,
+            )
+        }?;
+        c_long::try_from(handle).map_err(|_| EINVAL)
     })
 }
 

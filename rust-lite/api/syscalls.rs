@@ -17,7 +17,11 @@ use kernel::{
 
 use super::user::read_user_cstr;
 use crate::internal::{
-    async_io::AsyncKind, node, parse_ipv4, process::Process, stats::STATS_LEN, Direction,
+    async_io::{AsyncBuffer, AsyncKind},
+    node, parse_ipv4,
+    process::Process,
+    stats::STATS_LEN,
+    Direction,
 };
 
 /// Longest cluster manager address accepted, NUL included (`LITE_MAX_IP_LEN`).
@@ -291,7 +295,14 @@ fn submit_async(
     from_result(|| {
         let (cluster, process) = caller()?;
         to_ret(cluster.submit_async(
-            &process, handle, kind, buf, size, offset, priority, password,
+            &process,
+            handle,
+            kind,
+            AsyncBuffer::User(buf),
+            size,
+            offset,
+            priority,
+            password,
         )?)
     })
 }
@@ -329,7 +340,7 @@ pub(crate) extern "C" fn lite_rs_rdma_read_async(
 ) -> c_long {
     submit_async(
         handle,
-        AsyncKind::Read { dest: buf },
+        AsyncKind::Read,
         buf,
         size,
         offset,

@@ -55,12 +55,14 @@ impl Cluster {
             None
         };
         let count = chunk_count(size);
+        let slot = Lmr::reserve()?;
         let mut chunks = KVec::with_capacity(count, GFP_KERNEL)?;
         for index in 0..count {
             let node = match &spread_over {
                 Some(nodes) => chunk::spread_target(nodes, index).ok_or(EINVAL)?,
                 None => target,
             };
+            // `chunks` has room for every chunk, so pushing cannot fail.
             match self.alloc_chunk(node, chunk_len(size, index)) {
                 Ok(chunk) => chunks.push(chunk, GFP_KERNEL)?,
                 Err(e) => {
@@ -75,16 +77,15 @@ impl Cluster {
         if flags & ALLOC_ATOMIC != 0 {
             permission = permission.union(Permission::ATOMIC);
         }
-        match Lmr::new(
+        let lmr = Lmr::new(
+            slot,
             size,
             Geometry::ALLOCATED,
             permission,
             Origin::Allocated,
             chunks,
-        ) {
-            Ok(lmr) => self.adopt(process, lmr, password),
-            Err(e) => Err(e),
-        }
+        );
+        self.adopt(process, lmr, password)
     }
 
     /// Records `lmr`, just created on this node, and gives `process` an
@@ -191,7 +192,11 @@ impl Cluster {
             return Err(EPERM);
         };
         process.handles.lock().remove(handle).ok_or(EBADF)?;
-        self.destroy_lmr(lmr_id, &lmr);
+        let released = self.destroy_lmr(lmr_id, &lmr);
+        if !released && lmr.origin == Origin::KernelRegistered {
+            // The kernel caller owns the memory and must not free it.
+            return Err(errno::ETIMEDOUT());
+        }
         Ok(())
     }
 
@@ -200,19 +205,22 @@ impl Cluster {
     /// Operations under way finish first; handles of other processes and
     /// mappings on other nodes fail with `EKEYREVOKED` afterwards. If a node
     /// that mapped the LMR does not confirm the revocation, the memory is
-    /// kept rather than freed under a possible writer.
-    pub(crate) fn destroy_lmr(&self, lmr_id: u64, lmr: &Arc<Lmr>) {
+    /// kept rather than freed under a possible writer. Returns whether the
+    /// memory was released.
+    pub(crate) fn destroy_lmr(&self, lmr_id: u64, lmr: &Arc<Lmr>) -> bool {
         lmr.close(errno::EKEYREVOKED());
         self.unpublish(lmr_id);
         let registered = self.lmrs.lock().remove(lmr_id);
         drop(registered);
         if self.revoke_mappings(lmr_id, lmr.mappers()) {
             self.release_chunks(&lmr.chunks);
+            true
         } else {
             pr_warn!(
                 "LMR {:#x}: a mapper did not confirm revocation; its memory is kept\n",
                 lmr_id
             );
+            false
         }
     }
 }

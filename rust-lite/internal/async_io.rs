@@ -11,6 +11,7 @@
 //! its own context. An exiting process's queued transfers are cancelled and
 //! running ones waited for, so nothing outlives it.
 
+use core::ptr::NonNull;
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -39,16 +40,97 @@ pub(crate) const MAX_ASYNC_SIZE: u64 = 16 << 20;
 /// `lite_async_wait` flag: do not block.
 pub(crate) const ASYNC_NOWAIT: u32 = 0x1;
 
+/// A kernel caller's buffer for an asynchronous transfer.
+///
+/// # Invariants
+///
+/// `ptr` points to `len` bytes that are valid for reads and writes, and not
+/// accessed by others, until the operation is reaped (for reads) or
+/// submitted (for writes).
+pub(crate) struct KernelBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: The buffer is handed over to the operation by the contract of
+// `KernelBuffer::new`; only the thread reaping the operation touches it.
+unsafe impl Send for KernelBuffer {}
+// SAFETY: No `&self` method accesses the bytes without `&mut` elsewhere.
+unsafe impl Sync for KernelBuffer {}
+
+impl KernelBuffer {
+    /// Wraps `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// Unless `len` is 0, `ptr` must point to `len` bytes that stay valid
+    /// and untouched by others until the operation using the buffer is
+    /// reaped by [`Cluster::async_wait`] or [`Cluster::fence`] (a read), or
+    /// until [`Cluster::submit_async`] returns (a write).
+    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> Result<Self> {
+        let ptr = match NonNull::new(ptr) {
+            Some(ptr) => ptr,
+            None if len == 0 => NonNull::dangling(),
+            None => return Err(EFAULT),
+        };
+        // INVARIANT: Guaranteed by the caller.
+        Ok(KernelBuffer { ptr, len })
+    }
+
+    fn read_into(&self, out: &mut [u8]) -> Result {
+        if out.len() != self.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: `ptr` is valid for `len` reads (type invariant), and `out`
+        // is a distinct Rust buffer of that length.
+        unsafe { core::ptr::copy_nonoverlapping(self.ptr.as_ptr(), out.as_mut_ptr(), self.len) };
+        Ok(())
+    }
+
+    fn write_from(&self, data: &[u8]) -> Result {
+        if data.len() != self.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: `ptr` is valid for `len` writes (type invariant), and
+        // `data` is a distinct Rust buffer of that length.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr(), self.len) };
+        Ok(())
+    }
+}
+
+/// The caller's side of an asynchronous transfer.
+pub(crate) enum AsyncBuffer {
+    /// Memory of the calling process.
+    User(UserPtr),
+    /// Memory of a kernel caller.
+    Kernel(KernelBuffer),
+}
+
+impl AsyncBuffer {
+    /// Copies the caller's `out.len()` bytes into `out`.
+    fn read_into(&self, out: &mut [u8]) -> Result {
+        match self {
+            AsyncBuffer::User(ptr) => UserSlice::new(*ptr, out.len()).reader().read_slice(out),
+            AsyncBuffer::Kernel(buffer) => buffer.read_into(out),
+        }
+    }
+
+    /// Delivers `data` to the caller.
+    fn write_from(&self, data: &[u8]) -> Result {
+        match self {
+            AsyncBuffer::User(ptr) => UserSlice::new(*ptr, data.len()).writer().write_slice(data),
+            AsyncBuffer::Kernel(buffer) => buffer.write_from(data),
+        }
+    }
+}
+
 /// Which way an operation moves data.
 #[derive(Clone, Copy)]
 pub(crate) enum AsyncKind {
     /// Into the LMR.
     Write,
-    /// Out of the LMR, to the user buffer at `dest` once reaped.
-    Read {
-        /// Where the caller wants the bytes.
-        dest: UserPtr,
-    },
+    /// Out of the LMR, to the caller's buffer once reaped.
+    Read,
 }
 
 /// What a queued operation needs to run.
@@ -68,6 +150,8 @@ enum Phase {
 #[pin_data]
 pub(crate) struct AsyncOp {
     kind: AsyncKind,
+    /// Where read data goes when the operation is reaped.
+    dest: Option<AsyncBuffer>,
     offset: u64,
     #[pin]
     phase: Mutex<Phase>,
@@ -96,7 +180,7 @@ impl AsyncOp {
                 len,
                 self.offset,
             ),
-            AsyncKind::Read { .. } => cluster.transfer_lmr(
+            AsyncKind::Read => cluster.transfer_lmr(
                 lmr.lmr(),
                 super::transfer::Direction::Read(&mut KernelSink { rest: &mut data }),
                 len,
@@ -151,12 +235,10 @@ impl AsyncOp {
         match phase {
             Phase::Done { result, data } => {
                 result?;
-                if let AsyncKind::Read { dest } = self.kind {
-                    UserSlice::new(dest, data.len())
-                        .writer()
-                        .write_slice(&data)?;
+                match &self.dest {
+                    Some(dest) => dest.write_from(&data),
+                    None => Ok(()),
                 }
-                Ok(())
             }
             _ => Err(errno::ECANCELED()),
         }
@@ -187,7 +269,7 @@ impl Cluster {
         process: &Process,
         handle: u64,
         kind: AsyncKind,
-        buf: UserPtr,
+        buf: AsyncBuffer,
         len: u64,
         offset: u64,
         priority: u32,
@@ -199,15 +281,19 @@ impl Cluster {
         }
         let needed = match kind {
             AsyncKind::Write => Permission::WRITE,
-            AsyncKind::Read { .. } => Permission::READ,
+            AsyncKind::Read => Permission::READ,
         };
         let lmr = process.checked(handle, password, needed)?;
         check_range(lmr.size, offset, len)?;
         let size = usize::try_from(len).map_err(|_| EINVAL)?;
         let mut data = KVVec::from_elem(0u8, size, GFP_KERNEL)?;
-        if let AsyncKind::Write = kind {
-            UserSlice::new(buf, size).reader().read_slice(&mut data)?;
-        }
+        let dest = match kind {
+            AsyncKind::Write => {
+                buf.read_into(&mut data)?;
+                None
+            }
+            AsyncKind::Read => Some(buf),
+        };
         let work = Work {
             lmr: lmr.begin_owned()?,
             data,
@@ -215,6 +301,7 @@ impl Cluster {
         let op = Arc::pin_init(
             pin_init!(AsyncOp {
                 kind,
+                dest,
                 offset,
                 phase <- new_mutex!(Phase::Queued(work), "lite:async_phase"),
                 finished <- new_condvar!("lite:async_finished"),

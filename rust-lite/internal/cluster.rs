@@ -179,7 +179,9 @@ impl Cluster {
                 break;
             };
             match entry.role {
-                Role::Owner { lmr_id } => self.destroy_lmr(lmr_id, &entry.lmr),
+                Role::Owner { lmr_id } => {
+                    self.destroy_lmr(lmr_id, &entry.lmr);
+                }
                 Role::Mapping {
                     mapping_id: Some(id),
                 } => {
@@ -197,7 +199,7 @@ impl Cluster {
             let lmrs = self.lmrs.lock();
             let registered = lmrs
                 .values()
-                .filter(|l| l.origin == Origin::Registered)
+                .filter(|l| matches!(l.origin, Origin::Registered | Origin::KernelRegistered))
                 .count();
             (lmrs.len(), registered)
         };

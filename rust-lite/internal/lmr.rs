@@ -2,11 +2,15 @@
 
 //! LITE memory regions (LMRs): memory spread over chunks on any nodes.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::{
+    mem::MaybeUninit,
+    sync::atomic::{AtomicU64, Ordering},
+};
 use kernel::{
+    init::InPlaceWrite,
     new_condvar, new_mutex,
     prelude::*,
-    sync::{Arc, CondVar, Mutex},
+    sync::{Arc, CondVar, Mutex, UniqueArc},
 };
 
 use super::{chunk::Geometry, chunk_memory::ChunkMemory, permission::Permission};
@@ -43,6 +47,8 @@ pub(crate) enum Origin {
     Allocated,
     /// User memory of a process on this node, pinned.
     Registered,
+    /// Kernel memory of a kernel caller on this node.
+    KernelRegistered,
     /// A mapping of LMR `lmr_id` owned by node `owner`.
     Mapped {
         /// The owner node.
@@ -110,28 +116,39 @@ impl Drop for OwnedLmrUse {
     }
 }
 
+/// Memory for an LMR, reserved before its chunks are allocated so that
+/// creating it over them cannot fail and strand them.
+pub(crate) struct LmrSlot(UniqueArc<MaybeUninit<Lmr>>);
+
 impl Lmr {
-    /// Creates an LMR over `chunks`.
+    /// Reserves memory for one LMR.
+    pub(crate) fn reserve() -> Result<LmrSlot> {
+        Ok(LmrSlot(UniqueArc::new_uninit(GFP_KERNEL)?))
+    }
+
+    /// Creates an LMR over `chunks` in `slot`.
     pub(crate) fn new(
+        slot: LmrSlot,
         size: u64,
         geometry: Geometry,
         permission: Permission,
         origin: Origin,
         chunks: KVec<ChunkRef>,
-    ) -> Result<Arc<Self>> {
-        Arc::pin_init(
-            pin_init!(Lmr {
-                size,
-                geometry,
-                permission,
-                origin,
-                chunks,
-                mapped_by: AtomicU64::new(0),
-                users <- new_mutex!(Users { active: 0, closed: None }, "lite:lmr_users"),
-                idle <- new_condvar!("lite:lmr_idle"),
-            }),
-            GFP_KERNEL,
-        )
+    ) -> Arc<Self> {
+        let initialised = slot.0.write_pin_init(pin_init!(Lmr {
+            size,
+            geometry,
+            permission,
+            origin,
+            chunks,
+            mapped_by: AtomicU64::new(0),
+            users <- new_mutex!(Users { active: 0, closed: None }, "lite:lmr_users"),
+            idle <- new_condvar!("lite:lmr_idle"),
+        }));
+        match initialised {
+            Ok(lmr) => lmr.into(),
+            Err(never) => match never {},
+        }
     }
 
     /// Registers a running operation.

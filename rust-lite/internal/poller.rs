@@ -4,13 +4,13 @@
 //! control message from the shared receive completion queue.
 //!
 //! It drains the queue, then arms it and sleeps until the device reports
-//! the next completion (with a periodic wake-up as a safety net).
+//! the next completion (re-checking periodically as a safety net).
 
 use kernel::{c_str, prelude::*, sync::Arc};
 
 use super::cluster::Cluster;
 use crate::{
-    sys::{kthread, sched},
+    sys::{kthread, sched, wait::Sleep},
     verbs::{WorkCompletion, POLL_BATCH},
 };
 
@@ -19,8 +19,7 @@ const IDLE_WAKEUP_MS: u32 = 1000;
 
 /// Starts the polling thread of `cluster`.
 pub(crate) fn start(cluster: Arc<Cluster>) -> Result {
-    let task = kthread::spawn(c_str!("lite_poll"), cluster.clone(), run)?;
-    cluster.recv_cq.set_waker(task);
+    kthread::spawn(c_str!("lite_poll"), cluster, run)?;
     Ok(())
 }
 
@@ -35,11 +34,9 @@ fn run(cluster: Arc<Cluster>) {
             sched::cond_resched();
             continue;
         }
-        sched::prepare_to_sleep();
-        if cluster.recv_cq.arm() {
-            sched::cancel_sleep();
-            continue;
-        }
-        sched::sleep_timeout_ms(IDLE_WAKEUP_MS);
+        // `arm` reports whether completions are waiting: then stop sleeping.
+        cluster
+            .recv_cq
+            .wait_until(Sleep::Idle, IDLE_WAKEUP_MS, || cluster.recv_cq.arm());
     }
 }

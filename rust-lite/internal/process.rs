@@ -12,6 +12,7 @@
 use kernel::{
     new_mutex,
     prelude::*,
+    rbtree::{RBTree, RBTreeNode},
     sync::{Arc, Mutex},
 };
 
@@ -137,14 +138,14 @@ impl Process {
 #[pin_data]
 pub(crate) struct Processes {
     #[pin]
-    list: Mutex<KVec<Option<Arc<Process>>>>,
+    tree: Mutex<RBTree<i32, Arc<Process>>>,
 }
 
 impl Processes {
     /// No process yet.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Processes {
-            list <- new_mutex!(KVec::new(), "lite:processes"),
+            tree <- new_mutex!(RBTree::new(), "lite:processes"),
         })
     }
 
@@ -156,43 +157,34 @@ impl Processes {
         // Allocate outside the lock; another thread of the same process may
         // win the race, in which case its state is used.
         let fresh = Process::new(tgid)?;
-        let mut list = self.list.lock();
-        if let Some(existing) = list.iter().flatten().find(|p| p.tgid == tgid) {
+        let node = RBTreeNode::new(tgid, fresh.clone(), GFP_KERNEL)?;
+        let mut tree = self.tree.lock();
+        if let Some(existing) = tree.get(&tgid) {
             return Ok(existing.clone());
         }
-        match list.iter_mut().find(|slot| slot.is_none()) {
-            Some(slot) => *slot = Some(fresh.clone()),
-            None => list.push(Some(fresh.clone()), GFP_KERNEL)?,
-        }
+        tree.insert(node);
         Ok(fresh)
     }
 
     /// The state of `tgid`, if any.
     pub(crate) fn find(&self, tgid: i32) -> Option<Arc<Process>> {
-        self.list
-            .lock()
-            .iter()
-            .flatten()
-            .find(|p| p.tgid == tgid)
-            .cloned()
+        self.tree.lock().get(&tgid).cloned()
     }
 
     /// Removes and returns the state of `tgid`.
     pub(crate) fn remove(&self, tgid: i32) -> Option<Arc<Process>> {
-        let mut list = self.list.lock();
-        let slot = list
-            .iter_mut()
-            .find(|slot| slot.as_ref().is_some_and(|p| p.tgid == tgid))?;
-        slot.take()
+        let removed = self.tree.lock().remove_node(&tgid)?;
+        // The tree node is freed outside the lock.
+        Some(removed.to_key_value().1)
     }
 
     /// Number of processes with state.
     pub(crate) fn count(&self) -> usize {
-        self.list.lock().iter().flatten().count()
+        self.tree.lock().values().count()
     }
 
     /// Sums `f` over every process.
     pub(crate) fn sum(&self, f: impl Fn(&Process) -> usize) -> usize {
-        self.list.lock().iter().flatten().map(|p| f(p)).sum()
+        self.tree.lock().values().map(|p| f(p)).sum()
     }
 }

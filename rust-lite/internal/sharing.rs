@@ -247,12 +247,13 @@ impl Cluster {
         let count = geometry.chunk_count(size).ok_or(errno::EPROTO())?;
         let chunks = self.read_chunk_table(&peer, table_addr, table_rkey, count)?;
         let lmr = Lmr::new(
+            Lmr::reserve()?,
             size,
             geometry,
             granted,
             Origin::Mapped { owner, lmr_id },
             chunks,
-        )?;
+        );
         let mapping_id = {
             let mut mappings = self.mappings.lock();
             if mappings.is_revoked(owner, lmr_id) {

@@ -14,29 +14,6 @@ pub(crate) fn cond_resched() {
     unsafe { bindings::cond_resched() };
 }
 
-/// Marks the current task as about to sleep interruptibly.
-///
-/// A wake-up between this call and [`sleep`] is not lost: it makes the task
-/// runnable again, so `sleep` returns at once.
-pub(crate) fn prepare_to_sleep() {
-    // SAFETY: Only changes the state of the current task.
-    unsafe { bindings::set_current_state_interruptible() };
-}
-
-/// Marks the current task as running again without sleeping.
-pub(crate) fn cancel_sleep() {
-    // SAFETY: Only changes the state of the current task.
-    unsafe { bindings::set_current_state_running() };
-}
-
-/// Sleeps until woken or for at most `ms` milliseconds, after [`prepare_to_sleep`].
-pub(crate) fn sleep_timeout_ms(ms: u32) {
-    let jiffies = kernel::time::msecs_to_jiffies(ms);
-    let jiffies = i64::try_from(jiffies).unwrap_or(i64::MAX);
-    // SAFETY: Called from process context without spinlocks held.
-    unsafe { bindings::schedule_timeout(jiffies as _) };
-}
-
 /// Sleeps for about `ms` milliseconds; signals do not end the sleep.
 pub(crate) fn sleep_uninterruptible_ms(ms: u32) {
     // SAFETY: Called from process context without spinlocks held.

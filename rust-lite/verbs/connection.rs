@@ -11,19 +11,22 @@
 //! Completions of the send queue are reaped by whichever waiting thread gets
 //! there first and routed to their owners through [`CompletionSlots`]; the
 //! number of slots bounds the work requests in flight, so the send queue can
-//! never overflow. Receives go to a completion queue shared by all
+//! never overflow. A waiter polls briefly, then sleeps until the device's
+//! completion event or the thread that reaped its completion wakes it, so
+//! many waiters do not take the CPU from the device (Soft-RoCE works on the
+//! same CPUs). Receives go to a completion queue shared by all
 //! connections and polled by one kernel thread, which calls
 //! [`Connection::take_message`].
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use kernel::{bindings, prelude::*, sync::Arc};
+use kernel::{bindings, prelude::*, sync::Arc, time::Ktime};
 
 use super::{
     cq::POLL_BATCH,
     qp::{LocalSegment, QueuePair, QueueSizes, RemoteEnd},
     CompletionQueue, DmaBuffer, PortConfig, ProtectionDomain, WorkCompletion,
 };
-use crate::sys::sched;
+use crate::sys::wait::Sleep;
 
 /// Size of every two-sided (SEND/RECV) message.
 pub(crate) const MESSAGE_SIZE: usize = 64;
@@ -36,6 +39,13 @@ const SEND_SLOTS: usize = 64;
 
 /// Status of a slot whose work request has not completed yet.
 const PENDING: u32 = u32::MAX;
+
+/// How long a waiter polls before it sleeps: a completion that arrives
+/// within this time is seen sooner than a sleeping task could be woken.
+const SPIN_NS: i64 = 20_000;
+
+/// Longest sleep between two looks at the send queue, as a safety net.
+const RECHECK_MS: u32 = 10;
 
 /// Tracks which send-queue work requests are in flight and how they ended.
 ///
@@ -53,13 +63,12 @@ impl CompletionSlots {
         }
     }
 
-    /// Claims a free slot, waiting while all are in use.
-    fn acquire(&self) -> usize {
+    /// Claims a free slot, if there is one.
+    fn try_acquire(&self) -> Option<usize> {
         loop {
             let busy = self.busy.load(Ordering::Acquire);
             if busy == u64::MAX {
-                sched::cond_resched();
-                continue;
+                return None;
             }
             let slot = (!busy).trailing_zeros() as usize;
             let claimed = busy | (1u64 << slot);
@@ -69,7 +78,7 @@ impl CompletionSlots {
                 .is_ok()
             {
                 self.status[slot].store(PENDING, Ordering::Release);
-                return slot;
+                return Some(slot);
             }
         }
     }
@@ -199,6 +208,35 @@ impl Connection {
         )
     }
 
+    /// Writes `len` bytes of `local` at `at` to `remote_addr` on the peer and
+    /// hands `imm` to the peer's receive queue with the completion.
+    pub(crate) fn rdma_write_imm(
+        &self,
+        local: &DmaBuffer,
+        at: usize,
+        len: usize,
+        remote: (u64, u32),
+        imm: u32,
+    ) -> Result {
+        self.execute_with_imm(
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+            local,
+            at,
+            len,
+            Some(remote),
+            Some(imm),
+        )
+    }
+
+    /// Gives receive buffer `index`, consumed by a write with immediate
+    /// (which carries no message), back to the device.
+    pub(crate) fn repost_receive(&self, index: u32) -> Result {
+        if index >= RECV_DEPTH {
+            return Err(EINVAL);
+        }
+        self.post_recv(index)
+    }
+
     /// Reads `len` bytes at `remote_addr` on the peer into `local` at `at`.
     pub(crate) fn rdma_read(
         &self,
@@ -219,7 +257,7 @@ impl Connection {
 
     /// Sends one message; it lands in a receive buffer of the peer.
     pub(crate) fn send_message(&self, message: &[u8; MESSAGE_SIZE]) -> Result {
-        let slot = self.slots.acquire();
+        let slot = self.acquire_slot();
         let at = slot * MESSAGE_SIZE;
         let result = self.send_ring.write_bytes(at, message).and_then(|()| {
             let segment = LocalSegment {
@@ -232,6 +270,7 @@ impl Connection {
                 self.qp.post_send(
                     bindings::ib_wr_opcode_IB_WR_SEND,
                     &segment,
+                    None,
                     None,
                     slot as u64,
                 )
@@ -248,34 +287,91 @@ impl Connection {
         len: usize,
         remote: Option<(u64, u32)>,
     ) -> Result {
+        self.execute_with_imm(opcode, local, at, len, remote, None)
+    }
+
+    fn execute_with_imm(
+        &self,
+        opcode: bindings::ib_wr_opcode,
+        local: &DmaBuffer,
+        at: usize,
+        len: usize,
+        remote: Option<(u64, u32)>,
+        imm: Option<u32>,
+    ) -> Result {
         let segment = LocalSegment {
             addr: local.dma_range(at, len)?,
             len: u32::try_from(len).map_err(|_| EINVAL)?,
         };
-        let slot = self.slots.acquire();
+        let slot = self.acquire_slot();
         // SAFETY: `local` is borrowed for this whole call and `finish` does
         // not return before the completion of `slot` has been polled.
-        let posted = unsafe { self.qp.post_send(opcode, &segment, remote, slot as u64) };
+        let posted = unsafe { self.qp.post_send(opcode, &segment, remote, imm, slot as u64) };
         self.finish(slot, posted)
+    }
+
+    /// Claims a send slot, sleeping while all are in use.
+    fn acquire_slot(&self) -> usize {
+        if let Some(slot) = self.slots.try_acquire() {
+            return slot;
+        }
+        let mut claimed = None;
+        self.send_cq
+            .wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
+                self.reap_send_completions();
+                claimed = self.slots.try_acquire();
+                claimed.is_some()
+            });
+        // `wait_until` returns only once the closure claimed a slot.
+        claimed.unwrap_or_default()
+    }
+
+    /// Frees `slot` and wakes any thread waiting for one.
+    fn release_slot(&self, slot: usize) {
+        self.slots.release(slot);
+        self.send_cq.wake_waiters();
+    }
+
+    /// Whether the request in `slot` has completed, after reaping what the
+    /// send queue holds; arms the queue's event when it has not.
+    ///
+    /// Returns `false` only when the queue was armed while empty, so the
+    /// caller may sleep until the event.
+    fn completed_or_armed(&self, slot: usize) -> bool {
+        loop {
+            self.reap_send_completions();
+            if self.slots.status(slot) != PENDING {
+                return true;
+            }
+            if !self.send_cq.arm() {
+                return false;
+            }
+        }
     }
 
     /// Waits for the completion of `slot` if its request was posted, then frees the slot.
     fn finish(&self, slot: usize, posted: Result) -> Result {
         if let Err(e) = posted {
-            self.slots.release(slot);
+            self.release_slot(slot);
             return Err(e);
         }
-        let status = loop {
-            let status = self.slots.status(slot);
-            if status != PENDING {
-                break status;
-            }
+        let spin_start = Ktime::ktime_get();
+        loop {
             self.reap_send_completions();
-            if self.slots.status(slot) == PENDING {
-                sched::cond_resched();
+            if self.slots.status(slot) != PENDING {
+                break;
             }
-        };
-        self.slots.release(slot);
+            if (Ktime::ktime_get() - spin_start).to_ns() > SPIN_NS {
+                self.send_cq
+                    .wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
+                        self.completed_or_armed(slot)
+                    });
+                break;
+            }
+            core::hint::spin_loop();
+        }
+        let status = self.slots.status(slot);
+        self.release_slot(slot);
         if status == bindings::ib_wc_status_IB_WC_SUCCESS {
             Ok(())
         } else {
@@ -283,7 +379,8 @@ impl Connection {
         }
     }
 
-    /// Polls the send CQ unless another thread is already doing so.
+    /// Polls the send CQ unless another thread is already doing so, and
+    /// wakes the waiters if it reaped anything.
     fn reap_send_completions(&self) {
         if self
             .polling
@@ -293,15 +390,20 @@ impl Connection {
             return;
         }
         let mut wcs = [WorkCompletion::default(); POLL_BATCH];
+        let mut reaped = 0;
         loop {
             let n = self.send_cq.poll(&mut wcs);
             for wc in &wcs[..n] {
                 self.slots.complete(wc);
             }
+            reaped += n;
             if n < POLL_BATCH {
                 break;
             }
         }
         self.polling.store(false, Ordering::Release);
+        if reaped > 0 {
+            self.send_cq.wake_waiters();
+        }
     }
 }

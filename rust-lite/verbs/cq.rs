@@ -4,19 +4,18 @@
 
 use core::{
     ffi::c_void,
+    pin::Pin,
     ptr::{null_mut, NonNull},
-    sync::atomic::{AtomicPtr, Ordering},
 };
 use kernel::{
     bindings, c_str,
     error::from_err_ptr,
     prelude::*,
     sync::{Arc, UniqueArc},
-    task::Task,
-    types::ARef,
 };
 
 use super::Device;
+use crate::sys::wait::{Sleep, WaitQueue};
 
 /// Most completions taken from the device per poll call.
 pub(crate) const POLL_BATCH: usize = 8;
@@ -28,6 +27,12 @@ pub(crate) struct WorkCompletion {
     pub(crate) wr_id: u64,
     /// `enum ib_wc_status`; 0 is success.
     pub(crate) status: u32,
+    /// `enum ib_wc_opcode`.
+    pub(crate) opcode: u32,
+    /// Bytes received (for receives and writes with immediate).
+    pub(crate) byte_len: u32,
+    /// The immediate value of a received write with immediate.
+    pub(crate) imm: Option<u32>,
 }
 
 impl WorkCompletion {
@@ -35,27 +40,36 @@ impl WorkCompletion {
     pub(crate) fn succeeded(&self) -> bool {
         self.status == bindings::ib_wc_status_IB_WC_SUCCESS
     }
+
+    /// The immediate value if this completes a received RDMA write with
+    /// immediate (which consumed a receive buffer without writing to it).
+    pub(crate) fn write_imm(&self) -> Option<u32> {
+        if self.opcode == bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM {
+            self.imm
+        } else {
+            None
+        }
+    }
 }
 
 /// A completion queue.
 ///
-/// A queue may name a task to wake when the device adds a completion after
-/// [`CompletionQueue::arm`]; this lets LITE's polling thread sleep when idle.
+/// Tasks waiting for completions sleep on the queue's wait queue, which the
+/// device's completion event wakes after [`CompletionQueue::arm`]; nobody
+/// has to spin while the device works.
 ///
 /// # Invariants
 ///
-/// `ptr` is a CQ created on `device` and owned by this object. `waker` is
-/// null or a task pointer whose reference count this object holds one
-/// reference of.
+/// `ptr` is a CQ created on `device` and owned by this object.
 pub(crate) struct CompletionQueue {
     ptr: NonNull<bindings::ib_cq>,
-    waker: AtomicPtr<bindings::task_struct>,
+    events: Pin<KBox<WaitQueue>>,
     _device: Arc<Device>,
 }
 
 // SAFETY: Polling and arming are thread-safe in the verbs API as LITE uses
 // them (each queue has a single poller at a time, see `Connection`), and the
-// waker is an atomic.
+// wait queue is thread-safe.
 unsafe impl Send for CompletionQueue {}
 // SAFETY: See above.
 unsafe impl Sync for CompletionQueue {}
@@ -69,7 +83,7 @@ impl CompletionQueue {
         let mut this = UniqueArc::new(
             CompletionQueue {
                 ptr: NonNull::dangling(),
-                waker: AtomicPtr::new(null_mut()),
+                events: WaitQueue::new_boxed()?,
                 _device: device.clone(),
             },
             GFP_KERNEL,
@@ -107,23 +121,20 @@ impl CompletionQueue {
         // SAFETY: `context` is the `CompletionQueue` passed at creation,
         // alive until the CQ is destroyed, and no events arrive after that.
         let this = unsafe { &*(context as *const CompletionQueue) };
-        let task = this.waker.load(Ordering::Acquire);
-        if !task.is_null() {
-            // SAFETY: A non-null waker holds a task reference (type invariant).
-            unsafe { bindings::wake_up_process(task) };
-        }
+        this.events.wake_all();
     }
 
-    /// Names the task to wake on completion events.
-    pub(crate) fn set_waker(&self, task: ARef<Task>) {
-        let raw = ARef::into_raw(task)
-            .as_ptr()
-            .cast::<bindings::task_struct>();
-        let old = self.waker.swap(raw, Ordering::AcqRel);
-        if let Some(old) = NonNull::new(old.cast::<Task>()) {
-            // SAFETY: The old pointer carried one reference owned by us.
-            drop(unsafe { ARef::from_raw(old) });
-        }
+    /// Sleeps until `ready()` holds; see [`WaitQueue::wait_until`].
+    ///
+    /// A completion event (requested with [`CompletionQueue::arm`]) or
+    /// [`CompletionQueue::wake_waiters`] wakes the sleeper to re-check.
+    pub(crate) fn wait_until(&self, how: Sleep, recheck_ms: u32, ready: impl FnMut() -> bool) {
+        self.events.wait_until(how, recheck_ms, ready);
+    }
+
+    /// Wakes every task in [`CompletionQueue::wait_until`].
+    pub(crate) fn wake_waiters(&self) {
+        self.events.wake_all();
     }
 
     /// Takes up to [`POLL_BATCH`] completions; returns how many were written to `out`.
@@ -141,6 +152,12 @@ impl CompletionQueue {
                 // a `wr_cqe`, so the `u64` view of the union is the live one.
                 wr_id: unsafe { wc.__bindgen_anon_1.wr_id },
                 status: wc.status,
+                opcode: wc.opcode,
+                byte_len: wc.byte_len,
+                imm: (wc.wc_flags & bindings::ib_wc_flags_IB_WC_WITH_IMM as i32 != 0)
+                    // SAFETY: With `IB_WC_WITH_IMM` set, the device filled
+                    // the union's `imm_data` member.
+                    .then(|| u32::from_be(unsafe { wc.ex.imm_data })),
             };
         }
         n
@@ -165,10 +182,6 @@ impl Drop for CompletionQueue {
             // SAFETY: The CQ is owned by this object; every QP using it holds
             // an `Arc` to it, so none is left.
             unsafe { bindings::ib_destroy_cq_user(self.ptr.as_ptr(), null_mut()) };
-        }
-        if let Some(task) = NonNull::new(self.waker.load(Ordering::Acquire).cast::<Task>()) {
-            // SAFETY: The waker carries one reference owned by us.
-            drop(unsafe { ARef::from_raw(task) });
         }
     }
 }

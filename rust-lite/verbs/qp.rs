@@ -207,7 +207,8 @@ impl QueuePair {
 
     /// Posts one signaled send-queue work request.
     ///
-    /// `remote` is `Some((address, rkey))` for RDMA reads and writes.
+    /// `remote` is `Some((address, rkey))` for RDMA reads and writes; `imm`
+    /// the immediate value of a write with immediate.
     ///
     /// # Safety
     ///
@@ -219,6 +220,7 @@ impl QueuePair {
         opcode: bindings::ib_wr_opcode,
         local: &LocalSegment,
         remote: Option<(u64, u32)>,
+        imm: Option<u32>,
         wr_id: u64,
     ) -> Result {
         let mut sge = bindings::ib_sge {
@@ -235,6 +237,10 @@ impl QueuePair {
         if let Some((addr, rkey)) = remote {
             wr.remote_addr = addr;
             wr.rkey = rkey;
+        }
+        if let Some(imm) = imm {
+            // The immediate travels in network byte order.
+            wr.wr.ex.imm_data = imm.to_be();
         }
         let mut bad: *const bindings::ib_send_wr = null();
         // SAFETY: `ptr` is valid (type invariant); `wr` and `sge` live for

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! User memory pinned in place and mapped for the RDMA device.
+//! Memory pinned in place and mapped for the RDMA device: pages of a
+//! process, or pages of a kernel caller that keeps them allocated.
 
 use core::{ffi::c_void, ptr::null_mut};
 use kernel::{bindings, prelude::*, sync::Arc};
@@ -10,19 +11,32 @@ use super::{Device, DmaBuffer};
 /// Bytes per page.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 
-/// Pages of a process's memory, pinned and mapped for DMA.
+/// Who keeps the pages of [`PinnedPages`] in place.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    /// A long-term pin of user pages, owned by the object.
+    UserPin,
+    /// The kernel caller that registered them.
+    KernelCaller,
+}
+
+/// Pages pinned (or kept by their kernel owner) and mapped for DMA.
 ///
 /// Like [`DmaBuffer`], the memory is shared with the device (and with the
-/// process that owns it), so it is only ever accessed through raw copies.
+/// process or kernel code that owns it), so it is only ever accessed
+/// through raw copies.
 ///
 /// # Invariants
 ///
-/// Every entry of `pages` is a page pinned by `pin_user_pages_fast` with
-/// `FOLL_LONGTERM`, and the pin is owned by this object; `dma[i]` is the
-/// DMA mapping of the whole page `pages[i]` on `device`.
+/// With `holder == UserPin`, every entry of `pages` is a page pinned by
+/// `pin_user_pages_fast` with `FOLL_LONGTERM`, and the pin is owned by this
+/// object; with `KernelCaller`, every page stays allocated while this object
+/// lives. `dma[i]` is the DMA mapping of the whole page `pages[i]` on
+/// `device`.
 pub(crate) struct PinnedPages {
     pages: KVec<*mut bindings::page>,
     dma: KVec<u64>,
+    holder: Holder,
     device: Arc<Device>,
 }
 
@@ -45,7 +59,6 @@ impl PinnedPages {
             return Err(EINVAL);
         }
         let mut pages = KVec::<*mut bindings::page>::from_elem(null_mut(), count, GFP_KERNEL)?;
-        let mut dma = KVec::with_capacity(count, GFP_KERNEL)?;
         let mut pinned = 0usize;
         let flags = bindings::FOLL_WRITE | bindings::FOLL_LONGTERM;
         while pinned < count {
@@ -69,6 +82,65 @@ impl PinnedPages {
             }
             pinned += ret as usize;
         }
+        // INVARIANT: Every page was pinned above.
+        Self::map(device, pages, Holder::UserPin)
+    }
+
+    /// Takes `count` pages of kernel memory starting at the page-aligned
+    /// address `start`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an unaligned start, no pages, or an address that is
+    /// neither directly mapped nor vmalloc memory; `ENOMEM`.
+    ///
+    /// # Safety
+    ///
+    /// The pages must stay allocated until the returned object is dropped.
+    pub(crate) unsafe fn kernel(
+        device: &Arc<Device>,
+        start: *mut u8,
+        count: usize,
+    ) -> Result<Self> {
+        if start as usize % PAGE_SIZE != 0 || count == 0 {
+            return Err(EINVAL);
+        }
+        let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
+        for index in 0..count {
+            let address = (start as usize)
+                .checked_add(index * PAGE_SIZE)
+                .ok_or(EINVAL)?;
+            // SAFETY: The helper only translates the address; it returns
+            // null for one it cannot translate.
+            let page = unsafe { bindings::lite_kernel_addr_to_page(address as *const c_void) };
+            if page.is_null() {
+                return Err(EINVAL);
+            }
+            pages.push(page, GFP_KERNEL)?;
+        }
+        // INVARIANT: The caller keeps the pages allocated.
+        Self::map(device, pages, Holder::KernelCaller)
+    }
+
+    /// Maps `pages`, held as `holder` says, for DMA on `device`; releases
+    /// them on failure.
+    fn map(
+        device: &Arc<Device>,
+        mut pages: KVec<*mut bindings::page>,
+        holder: Holder,
+    ) -> Result<Self> {
+        let release = |pages: &mut [*mut bindings::page]| {
+            if holder == Holder::UserPin {
+                Self::unpin(pages);
+            }
+        };
+        let mut dma = match KVec::with_capacity(pages.len(), GFP_KERNEL) {
+            Ok(dma) => dma,
+            Err(e) => {
+                release(&mut pages);
+                return Err(e.into());
+            }
+        };
         for (i, &page) in pages.iter().enumerate() {
             // SAFETY: `page` is pinned above; `device` is valid.
             let addr = unsafe {
@@ -84,14 +156,15 @@ impl PinnedPages {
             let failed = unsafe { bindings::ib_dma_mapping_error(device.as_ptr(), addr) } != 0;
             if failed || dma.push(addr, GFP_KERNEL).is_err() {
                 Self::unmap(device, &dma[..i.min(dma.len())]);
-                Self::unpin(&mut pages);
+                release(&mut pages);
                 return Err(ENOMEM);
             }
         }
-        // INVARIANT: Every page was pinned and mapped above.
+        // INVARIANT: Every page is held as `holder` says and was mapped above.
         Ok(PinnedPages {
             pages,
             dma,
+            holder,
             device: device.clone(),
         })
     }
@@ -116,6 +189,11 @@ impl PinnedPages {
         }
         // SAFETY: Every entry is a page pinned by `pin_user_pages_fast`.
         unsafe { bindings::unpin_user_pages(pages.as_mut_ptr(), pages.len() as _) };
+    }
+
+    /// Number of pages.
+    pub(crate) fn count(&self) -> usize {
+        self.pages.len()
     }
 
     /// DMA address of byte `at` of page `index`, after checking that
@@ -214,6 +292,8 @@ fn check(at: usize, len: usize) -> Result {
 impl Drop for PinnedPages {
     fn drop(&mut self) {
         Self::unmap(&self.device, &self.dma);
-        Self::unpin(&mut self.pages);
+        if self.holder == Holder::UserPin {
+            Self::unpin(&mut self.pages);
+        }
     }
 }

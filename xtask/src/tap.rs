@@ -142,17 +142,18 @@ impl Report {
     }
 }
 
-/// `ok 1 - desc`, `not ok 2 desc`, `ok 3 - desc # SKIP why`.
+/// `ok 1 - desc`, `not ok 2 - desc`, `ok 3 - desc # SKIP why`.
+///
+/// The dash is required: KUnit prints its own `ok 1 suite` lines on the
+/// same console when a suite runs, and those are not the test's points.
 fn test_point(line: &str) -> Option<TestPoint> {
     let (passed, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
         (false, rest)
     } else {
         (true, line.strip_prefix("ok ")?)
     };
-    let (number, description) = rest.split_once(' ').unwrap_or((rest, ""));
+    let (number, description) = rest.split_once(" - ")?;
     let number = number.parse().ok()?;
-    let description = description.trim_start();
-    let description = description.strip_prefix("- ").unwrap_or(description);
     let (description, directive) = match description.split_once(" # ") {
         Some((d, directive)) => (d, directive),
         None => (description, ""),
@@ -192,7 +193,9 @@ not ok 2 - remote write then read
   cache: skbuff_head_cache, object size: 208, buffer size: 320
 #   handle 7
 ok 3 - barrier # SKIP single node
-ok 4 free
+ok 1 lite_cluster # SKIP
+not ok 1 lite_cluster
+ok 4 - free
 3 passed, 1 failed
 LITE-GUEST-EXIT rc=1
 ";

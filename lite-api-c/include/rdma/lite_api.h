@@ -73,6 +73,34 @@ long liteapi_ask_mr(unsigned int owner, u64 identifier, u64 permission,
 int liteapi_umap_lmr(u64 lh);
 
 /*
+ * Asynchronous transfers of kernel callers. Each returns an operation id
+ * (>= 0) to reap with liteapi_rdma_asywait (flags: LITE_ASYNC_NOWAIT gives
+ * -EAGAIN while it runs) or liteapi_rdma_asyfence, which reaps every
+ * operation of every kernel caller and returns the first error. A write
+ * copies buf before returning; a read fills buf when reaped, so buf must
+ * stay valid until then. At most LITE_MAX_ASYNC_OPS operations of kernel
+ * callers are unreaped at a time (then -EAGAIN), each at most
+ * LITE_MAX_ASYNC_SIZE bytes.
+ */
+long liteapi_rdma_asywrite_offset(u64 lh, const void *buf, u64 size,
+				  unsigned int priority, u64 offset,
+				  u64 password);
+long liteapi_rdma_asyread_offset(u64 lh, void *buf, u64 size,
+				 unsigned int priority, u64 offset, u64 password);
+int liteapi_rdma_asywait(u64 op, unsigned int flags);
+int liteapi_rdma_asyfence(void);
+
+/*
+ * Make size bytes of kernel memory at addr (kmalloc, page allocator or
+ * vmalloc) an LMR held by this node, allowing permission; returns its
+ * owner handle. The memory must stay allocated until liteapi_deregister_mr
+ * on the handle returns 0; if it returns -ETIMEDOUT a mapper did not
+ * confirm the revocation and the memory must be kept.
+ */
+long liteapi_register_lmr_with_virt_addr(void *addr, u64 size, u64 permission,
+					 u64 password);
+
+/*
  * Handles of kernel callers are shared by all kernel code; those of each
  * process are its own and released when it exits.
  */

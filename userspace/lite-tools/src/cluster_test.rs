@@ -25,6 +25,7 @@ use crate::tap::Tap;
 use crate::IB_PORT;
 
 mod io;
+mod kernel_api;
 mod memory_ops;
 mod processes;
 mod sharing;
@@ -104,6 +105,7 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfi
     memory_ops::run(kernel, tap, me, nodes, password);
     sharing::run(kernel, tap, me, nodes, password);
     processes::run(kernel, tap, me, nodes, password);
+    kernel_api::run(kernel, tap, nodes);
 
     // Nobody leaves while others may still use its memory.
     tap.check(
@@ -767,8 +769,16 @@ mod tests {
                 let expected_skips = output
                     .matches("# SKIP needs separate processes on the real kernel")
                     .count();
-                assert_eq!(skips, 3, "{output}");
+                let kernel_api_skips = if nodes > 1 {
+                    output
+                        .matches("# SKIP needs the real kernel's KUnit")
+                        .count()
+                } else {
+                    output.matches("# SKIP needs two nodes or more").count()
+                };
+                assert_eq!(skips, 6, "{output}");
                 assert_eq!(expected_skips, 3, "{output}");
+                assert_eq!(kernel_api_skips, 3, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
                     assert!(output.contains(&format!("node {me} -> spread (node 0), ")));

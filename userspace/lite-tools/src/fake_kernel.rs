@@ -412,7 +412,10 @@ impl FakeKernel {
     }
 
     /// A synchronous or asynchronous write.
-    #[expect(clippy::too_many_arguments, reason = "mirrors the system call and its flags")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the system call and its flags"
+    )]
     fn do_write(
         &self,
         handle: u64,
@@ -441,7 +444,10 @@ impl FakeKernel {
     }
 
     /// A synchronous or asynchronous read; returns the data.
-    #[expect(clippy::too_many_arguments, reason = "mirrors the system call and its flags")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the system call and its flags"
+    )]
     fn do_read(
         &self,
         handle: u64,

@@ -149,6 +149,11 @@ pub trait Kernel {
     fn spawns_processes(&self) -> bool {
         false
     }
+    /// Runs the in-kernel KUnit suite `suite` and returns its KTAP results,
+    /// or `None` if this kernel cannot (an in-memory model).
+    fn run_kunit_suite(&self, _suite: &str) -> Option<std::io::Result<String>> {
+        None
+    }
 }
 
 /// The real system calls.
@@ -313,7 +318,18 @@ impl Kernel for Syscalls {
     fn spawns_processes(&self) -> bool {
         true
     }
+
+    fn run_kunit_suite(&self, suite: &str) -> Option<std::io::Result<String>> {
+        let dir = std::path::Path::new(KUNIT_DEBUGFS).join(suite);
+        Some(
+            std::fs::write(dir.join("run"), "run\n")
+                .and_then(|()| std::fs::read_to_string(dir.join("results"))),
+        )
+    }
 }
+
+/// Where KUnit offers its suites for running after boot.
+const KUNIT_DEBUGFS: &str = "/sys/kernel/debug/kunit";
 
 /// An LMR reached through a [`Kernel`]; freed on drop unless freed
 /// explicitly with [`Region::free`].

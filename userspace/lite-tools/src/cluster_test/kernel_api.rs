@@ -1,0 +1,180 @@
+//! The kernel C API (`liteapi_*`), exercised from inside the kernel by
+//! LITE's `lite_cluster` KUnit suite: remote memory, asynchronous
+//! transfers and registered kernel memory. At boot the node has not joined,
+//! so the suite skips its cases; here, with every node joined, it is run
+//! again through KUnit's debugfs interface and each case reported.
+
+use std::io::Write;
+
+use crate::kernel::Kernel;
+use crate::tap::Tap;
+
+/// The KUnit suite holding the kernel API cases.
+pub const SUITE: &str = "lite_cluster";
+
+/// The cases the suite must report, each as passed.
+pub const CASES: [&str; 3] = [
+    "kernel_remote_memory",
+    "kernel_async",
+    "kernel_registration",
+];
+
+/// How a KUnit case ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseResult {
+    /// `ok N name`.
+    Passed,
+    /// `ok N name # SKIP reason`.
+    Skipped(String),
+    /// `not ok N name`.
+    Failed,
+}
+
+/// The outcome of every case line (`ok`/`not ok`, at any indentation) in
+/// KTAP `results`, by case name; the suite's own line is included too.
+pub fn case_results(results: &str) -> Vec<(String, CaseResult)> {
+    let mut cases = Vec::new();
+    for line in results.lines().map(str::trim_start) {
+        let (failed, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
+            (true, rest)
+        } else if let Some(rest) = line.strip_prefix("ok ") {
+            (false, rest)
+        } else {
+            continue;
+        };
+        let Some((number, rest)) = rest.split_once(' ') else {
+            continue;
+        };
+        if number.parse::<u32>().is_err() {
+            continue;
+        }
+        let (name, directive) = match rest.split_once(" # ") {
+            Some((name, directive)) => (name.trim(), Some(directive.trim())),
+            None => (rest.trim(), None),
+        };
+        let result = match (failed, directive) {
+            (true, _) => CaseResult::Failed,
+            (false, Some(d)) if d.starts_with("SKIP") => {
+                CaseResult::Skipped(d.trim_start_matches("SKIP").trim().to_string())
+            }
+            (false, _) => CaseResult::Passed,
+        };
+        cases.push((name.to_string(), result));
+    }
+    cases
+}
+
+/// Diagnostic lines (`# ...`) of `results` that KUnit printed for failed
+/// checks, for the report.
+fn diagnostics(results: &str) -> String {
+    results
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("# ") && (l.contains("EXPECTATION FAILED") || l.contains(".rs:")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Runs the suite and reports each of [`CASES`].
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32) {
+    let describe = |case: &str| format!("kernel C API in the kernel: KUnit {SUITE}.{case} passes");
+    if nodes < 2 {
+        for case in CASES {
+            tap.skip(&describe(case), "needs two nodes or more");
+        }
+        return;
+    }
+    let results = match kernel.run_kunit_suite(SUITE) {
+        None => {
+            for case in CASES {
+                tap.skip(&describe(case), "needs the real kernel's KUnit");
+            }
+            return;
+        }
+        Some(Err(e)) => {
+            for case in CASES {
+                tap.not_ok(&describe(case), &format!("cannot run the suite: {e}"));
+            }
+            return;
+        }
+        Some(Ok(results)) => results,
+    };
+    report(tap, &results);
+}
+
+/// Reports each of [`CASES`] as `results` give it.
+fn report<W: Write>(tap: &mut Tap<W>, results: &str) {
+    let describe = |case: &str| format!("kernel C API in the kernel: KUnit {SUITE}.{case} passes");
+    let reported = case_results(results);
+    for case in CASES {
+        let outcome = match reported.iter().find(|(name, _)| name == case) {
+            Some((_, CaseResult::Passed)) => Ok(()),
+            Some((_, CaseResult::Skipped(why))) => Err(format!("skipped: {why}")),
+            Some((_, CaseResult::Failed)) => Err(format!("failed: {}", diagnostics(results))),
+            None => Err(format!("not reported; results were: {results:?}")),
+        };
+        tap.check(&describe(case), outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RESULTS: &str = "KTAP version 1\n\
+        # Subtest: lite_cluster\n\
+        # module: lite\n\
+        1..3\n\
+        \x20   ok 1 kernel_remote_memory\n\
+        \x20   # kernel_async: EXPECTATION FAILED at drivers/infiniband/ulp/lite/lite_kunit.c:14\n\
+        \x20   # kernel_async: cluster.rs:120: back[..] == data[..]\n\
+        \x20   not ok 2 kernel_async\n\
+        \x20   ok 3 kernel_registration # SKIP needs a joined cluster of 2+ nodes\n\
+        not ok 1 lite_cluster\n";
+
+    #[test]
+    fn parses_passes_failures_and_skips() {
+        let cases = case_results(RESULTS);
+        assert_eq!(
+            cases,
+            vec![
+                ("kernel_remote_memory".to_string(), CaseResult::Passed),
+                ("kernel_async".to_string(), CaseResult::Failed),
+                (
+                    "kernel_registration".to_string(),
+                    CaseResult::Skipped("needs a joined cluster of 2+ nodes".to_string())
+                ),
+                ("lite_cluster".to_string(), CaseResult::Failed),
+            ]
+        );
+    }
+
+    #[test]
+    fn failures_carry_the_failed_checks() {
+        let text = diagnostics(RESULTS);
+        assert!(
+            text.contains("cluster.rs:120: back[..] == data[..]"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn only_passed_cases_pass() {
+        let mut out = Vec::new();
+        let mut tap = Tap::new(&mut out);
+        report(&mut tap, RESULTS);
+        let summary = tap.finish();
+        assert_eq!((summary.passed, summary.failed), (1, 2));
+        let all_ok = RESULTS
+            .replace("not ok 2", "ok 2")
+            .replace(" # SKIP needs a joined cluster of 2+ nodes", "");
+        let mut out = Vec::new();
+        let mut tap = Tap::new(&mut out);
+        report(&mut tap, &all_ok);
+        assert!(tap.finish().all_passed());
+        let mut out = Vec::new();
+        let mut tap = Tap::new(&mut out);
+        report(&mut tap, "KTAP version 1\n");
+        assert_eq!(tap.finish().failed, 3);
+    }
+}
