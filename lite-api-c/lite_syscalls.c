@@ -139,3 +139,60 @@ SYSCALL_DEFINE2(lite_get_stats, struct lite_stats __user *, stats, u64, size)
 {
 	return lite_rs_get_stats((unsigned long)stats, size);
 }
+
+SYSCALL_DEFINE4(lite_register_application, unsigned int, port, u64, max_size,
+		const char __user *, name, u64, name_len)
+{
+	return lite_rs_register_application(port, max_size, (unsigned long)name,
+					    name_len);
+}
+
+SYSCALL_DEFINE1(lite_unregister_application, unsigned int, port)
+{
+	return lite_rs_unregister_application(port);
+}
+
+SYSCALL_DEFINE2(lite_query_port, unsigned int, node, unsigned int, port)
+{
+	return lite_rs_query_port(node, port);
+}
+
+SYSCALL_DEFINE6(lite_send_reply_imm, unsigned int, node,
+		unsigned int, port_priority, const void __user *, msg, u64, size,
+		void __user *, reply, u64, max_reply)
+{
+	return lite_rs_send_reply_imm(node, port_priority, (unsigned long)msg,
+				      size, (unsigned long)reply, max_reply);
+}
+
+SYSCALL_DEFINE4(lite_send, unsigned int, node, unsigned int, port_priority,
+		const void __user *, msg, u64, size)
+{
+	return lite_rs_send(node, port_priority, (unsigned long)msg, size);
+}
+
+SYSCALL_DEFINE5(lite_receive_message, unsigned int, port, void __user *, buf,
+		u64, max_size, u64 __user *, descriptor, unsigned int, flags)
+{
+	return lite_rs_receive_message(port, (unsigned long)buf, max_size,
+				       (unsigned long)descriptor, flags);
+}
+
+SYSCALL_DEFINE3(lite_reply_message, const void __user *, buf, u64, size,
+		u64, descriptor)
+{
+	return lite_rs_reply_message((unsigned long)buf, size, descriptor);
+}
+
+SYSCALL_DEFINE4(lite_reply_and_receive_message, const void __user *, buf,
+		u64, size, u64, descriptor, struct lite_receive __user *, next)
+{
+	return lite_rs_reply_and_receive_message((unsigned long)buf, size,
+						 descriptor,
+						 (unsigned long)next);
+}
+
+SYSCALL_DEFINE1(lite_send_reply_multicast, struct lite_multicast __user *, call)
+{
+	return lite_rs_send_reply_multicast((unsigned long)call);
+}

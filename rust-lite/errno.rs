@@ -35,4 +35,14 @@ errno! {
     EKEYREVOKED,
     /// The operation was cancelled before it ran.
     ECANCELED,
+    /// The RPC port is already registered.
+    EADDRINUSE,
+    /// The RPC port is not registered on the target node.
+    ECONNREFUSED,
+    /// The process holding the request exited without replying.
+    ECONNRESET,
+    /// A message or reply is larger than its destination allows.
+    EMSGSIZE,
+    /// The RPC port was unregistered while waiting on it.
+    ESHUTDOWN,
 }

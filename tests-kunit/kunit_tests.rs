@@ -718,3 +718,87 @@ kunit_case!(lite_test_memory_api_before_join, |c| {
     let wrapped = unsafe { liteapi_wrapup_alloc_for_remote_access(data.as_ptr().cast(), 8, 1, 0) };
     check!(c, wrapped == i64::from(enotconn));
 });
+
+kunit_case!(lite_test_rpc_immediates, |c| {
+    use crate::internal::rpc_wire::{next_generation, Imm, MAX_PORTS, RING_ALIGN, RING_SIZE};
+    let request = Imm::Request {
+        port: MAX_PORTS - 1,
+        offset: RING_SIZE - RING_ALIGN,
+    };
+    check!(c, request.encode().and_then(Imm::decode) == Some(request));
+    let reply = Imm::Reply {
+        slot: 63,
+        generation: 0x3fff,
+    };
+    check!(c, reply.encode().and_then(Imm::decode) == Some(reply));
+    // Requests and replies never share an encoding.
+    let (Some(req), Some(rep)) = (request.encode(), reply.encode()) else {
+        check!(c, false);
+        return;
+    };
+    check!(c, req >> 30 == 0b10 && rep >> 30 == 0b01);
+    // Out of range fields are refused, not truncated.
+    check!(c, Imm::Request { port: MAX_PORTS, offset: 0 }.encode().is_none());
+    check!(c, Imm::Request { port: 0, offset: 3 }.encode().is_none());
+    check!(c, Imm::Request { port: 0, offset: RING_ALIGN << 24 }.encode().is_none());
+    check!(c, Imm::Reply { slot: 1 << 16, generation: 0 }.encode().is_none());
+    check!(c, Imm::Reply { slot: 0, generation: 1 << 14 }.encode().is_none());
+    check!(c, Imm::decode(0).is_none() && Imm::decode(0xc000_0000).is_none());
+    check!(c, next_generation(0x3fff) == 0 && next_generation(5) == 6);
+});
+
+kunit_case!(lite_test_rpc_header, |c| {
+    use crate::internal::rpc_wire::{footprint, RequestHeader, FLAG_ONE_WAY, HEADER_LEN};
+    let header = RequestHeader {
+        len: 262_144,
+        flags: FLAG_ONE_WAY,
+        port: 63,
+        max_reply: 4096,
+        reply_rkey: 0xdead_beef,
+        reply_addr: 0x1234_5678_9abc_def0,
+        slot: 17,
+        generation: 0x3fff,
+    };
+    check!(c, RequestHeader::decode(&header.encode()) == header);
+    check!(c, !header.wants_reply());
+    check!(c, HEADER_LEN == 32 && footprint(1) == 64 && footprint(32) == 64);
+    check!(c, footprint(33) == 128 && footprint(0) == 64);
+});
+
+kunit_case!(lite_test_rpc_ring_space, |c| {
+    use crate::internal::rpc_wire::{footprint, RingReader, RingWriter};
+    let size = 1024;
+    let mut writer = RingWriter::starting_at(size, 0);
+    let mut reader = RingReader::new(size);
+    // Three 224-byte messages (256 in the ring) fit, a fourth not yet.
+    for expected in [0, 256, 512] {
+        let r = writer.reserve(224);
+        check!(c, r.map(|r| (r.offset, r.pad_at)) == Some((expected, None)));
+        reader.arrived();
+    }
+    check!(c, writer.reserve(480).is_none());
+    // Consuming a quarter of the ring acknowledges it.
+    check!(c, reader.consume(224) == Some(256));
+    check!(c, reader.consume(224) == Some(512));
+    writer.acknowledge(512);
+    // 480 bytes (512 in the ring) do not fit in the 256 left at the end:
+    // the writer pads to the end and starts again at 0.
+    let r = writer.reserve(480);
+    check!(c, r.map(|r| (r.offset, r.pad_at)) == Some((0, Some(768))));
+    reader.arrived();
+    // The reader consumes in order, skipping the pad.
+    check!(c, reader.next_offset() == 512);
+    check!(c, reader.consume(224) == Some(768));
+    check!(c, reader.next_offset() == 768);
+    reader.skip_pad();
+    check!(c, reader.next_offset() == 0);
+    // The last pending message empties the ring: always acknowledged.
+    check!(c, reader.consume(480) == Some(1024 + footprint(480)));
+    check!(c, reader.pending() == 0);
+    // Acknowledgements never move backwards or past what was written.
+    writer.acknowledge(100);
+    writer.acknowledge(1 << 40);
+    check!(c, writer.reserve(448).is_none());
+    writer.acknowledge(1024 + footprint(480));
+    check!(c, writer.reserve(448).is_some());
+});

@@ -40,6 +40,9 @@ LITE_RUST_CASE(copy_pieces)
 LITE_RUST_CASE(ring_fifo)
 LITE_RUST_CASE(stats_layout)
 LITE_RUST_CASE(memory_api_before_join)
+LITE_RUST_CASE(rpc_immediates)
+LITE_RUST_CASE(rpc_header)
+LITE_RUST_CASE(rpc_ring_space)
 
 /* Cases that need a joined cluster of two nodes or more; skipped otherwise. */
 #define LITE_RUST_CLUSTER_CASE(name)					\
@@ -75,6 +78,9 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(copy_pieces),
 	KUNIT_CASE(ring_fifo),
 	KUNIT_CASE(stats_layout),
+	KUNIT_CASE(rpc_immediates),
+	KUNIT_CASE(rpc_header),
+	KUNIT_CASE(rpc_ring_space),
 	{}
 };
 

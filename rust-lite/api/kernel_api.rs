@@ -12,7 +12,9 @@ use kernel::{error::from_result, prelude::*};
 
 use crate::internal::{
     async_io::{AsyncBuffer, AsyncKind, KernelBuffer},
-    node, parse_ipv4, Direction, KernelSink, KernelSource,
+    node, parse_ipv4,
+    rpc::Target,
+    Direction, KernelSink, KernelSource,
 };
 
 /// Joins the cluster whose manager listens on `server_ip:eth_port`, using
@@ -456,5 +458,234 @@ pub(crate) extern "C" fn liteapi_dist_barrier(num: c_uint) -> c_int {
     from_result(|| {
         node()?.cluster()?.dist_barrier(num)?;
         Ok(0)
+    })
+}
+
+/// Builds a mutable slice from a C buffer, allowing a null pointer for zero
+/// bytes.
+///
+/// # Safety
+///
+/// Unless `size` is 0, `buf` must point to `size` writable bytes that stay
+/// valid and untouched by others for `'a`.
+unsafe fn kernel_slice_mut<'a>(buf: *mut c_void, size: u64) -> Result<&'a mut [u8]> {
+    let len = usize::try_from(size).map_err(|_| EINVAL)?;
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if buf.is_null() {
+        return Err(EFAULT);
+    }
+    // SAFETY: Guaranteed by the caller.
+    Ok(unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
+}
+
+/// Copies `data` into `out`, which must have room for it.
+fn deliver(out: &mut [u8], data: &[u8]) -> Result {
+    out.get_mut(..data.len())
+        .ok_or(crate::errno::EMSGSIZE())?
+        .copy_from_slice(data);
+    Ok(())
+}
+
+/// Opens `port` for messages of at most `max_size` bytes; the port belongs
+/// to kernel callers.
+///
+/// # Safety
+///
+/// `name` must point to `name_len` readable bytes (or `name_len` be 0).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_register_application(
+    port: c_uint,
+    max_size: u64,
+    name: *const c_char,
+    name_len: u64,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        // SAFETY: Guaranteed by the caller.
+        let name = unsafe { kernel_slice(name.cast::<c_void>(), name_len) }?;
+        let owner = cluster.kernel_process.tgid;
+        cluster.register_application(owner, port, max_size, name)?;
+        Ok(0)
+    })
+}
+
+/// Closes a port registered by kernel callers.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_unregister_application(port: c_uint) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        cluster.unregister_application(cluster.kernel_process.tgid, port)?;
+        Ok(0)
+    })
+}
+
+/// Connects to `port` on `node_id`; returns the port's largest message size.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_query_port(node_id: c_uint, port: c_uint) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        Ok(cluster.query_port(node_id, port)? as c_long)
+    })
+}
+
+/// Calls `port_priority` on `node_id` with `size` bytes of `msg`; the reply
+/// (at most `max_reply` bytes) goes to `reply`. Returns its length.
+///
+/// # Safety
+///
+/// `msg` must point to `size` readable bytes and `reply` to `max_reply`
+/// writable bytes, distinct from `msg`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
+    node_id: c_uint,
+    port_priority: c_uint,
+    msg: *const c_void,
+    size: u64,
+    reply: *mut c_void,
+    max_reply: u64,
+) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = Target::unpack(port_priority)?;
+        // SAFETY: Guaranteed by the caller.
+        let message = unsafe { kernel_slice(msg, size) }?;
+        // SAFETY: Guaranteed by the caller.
+        let out = unsafe { kernel_slice_mut(reply, max_reply) }?;
+        let answer = cluster.call(node_id, &target, message, max_reply)?;
+        deliver(out, &answer)?;
+        Ok(answer.len() as c_long)
+    })
+}
+
+/// Sends `size` bytes of `msg` to `port_priority` on `node_id`, one way.
+///
+/// # Safety
+///
+/// `msg` must point to `size` readable bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send(
+    node_id: c_uint,
+    port_priority: c_uint,
+    msg: *const c_void,
+    size: u64,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = Target::unpack(port_priority)?;
+        // SAFETY: Guaranteed by the caller.
+        let message = unsafe { kernel_slice(msg, size) }?;
+        cluster.send_one_way(node_id, &target, message)?;
+        Ok(0)
+    })
+}
+
+/// Takes the next message of `port` into `buf` (room `max_size`); stores
+/// its descriptor (0 for one-way) in `*descriptor` and returns its length.
+///
+/// # Safety
+///
+/// `buf` must point to `max_size` writable bytes and `descriptor` to a
+/// writable `u64`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_receive_message(
+    port: c_uint,
+    buf: *mut c_void,
+    max_size: u64,
+    descriptor: *mut u64,
+    flags: c_uint,
+) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        if descriptor.is_null() {
+            return Err(EFAULT);
+        }
+        // SAFETY: Guaranteed by the caller.
+        let out = unsafe { kernel_slice_mut(buf, max_size) }?;
+        let process = &cluster.kernel_process;
+        let (len, id) =
+            cluster.receive(process, port, max_size, flags, |data| deliver(out, data))?;
+        // SAFETY: Non-null and writable by the caller's contract.
+        unsafe { descriptor.write(id) };
+        Ok(len as c_long)
+    })
+}
+
+/// Answers `descriptor` with `size` bytes of `buf`.
+///
+/// # Safety
+///
+/// `buf` must point to `size` readable bytes (or `size` be 0).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_reply_message(
+    buf: *const c_void,
+    size: u64,
+    descriptor: u64,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        // SAFETY: Guaranteed by the caller.
+        let reply = unsafe { kernel_slice(buf, size) }?;
+        cluster.reply(&cluster.kernel_process, descriptor, reply)?;
+        Ok(0)
+    })
+}
+
+/// Calls `port_priority` on every node of `nodes[..count]` with `size`
+/// bytes of `msg`; reply `i` goes to `replies + i * max_reply` and its
+/// length (or negative errno) to `lengths[i]`. Returns how many replied.
+///
+/// # Safety
+///
+/// `nodes` must point to `count` node ids, `lengths` to `count` writable
+/// `i64`s, `msg` to `size` readable bytes and `replies` to
+/// `count * max_reply` writable bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_multicast(
+    count: c_uint,
+    nodes: *const c_uint,
+    port_priority: c_uint,
+    msg: *const c_void,
+    size: u64,
+    replies: *mut c_void,
+    max_reply: u64,
+    lengths: *mut i64,
+) -> c_int {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = Target::unpack(port_priority)?;
+        let count = count as usize;
+        if count == 0 || count > crate::internal::MAX_NODES {
+            return Err(EINVAL);
+        }
+        if nodes.is_null() || lengths.is_null() {
+            return Err(EFAULT);
+        }
+        // SAFETY: Guaranteed by the caller.
+        let nodes = unsafe { core::slice::from_raw_parts(nodes, count) };
+        // SAFETY: Guaranteed by the caller.
+        let lengths = unsafe { core::slice::from_raw_parts_mut(lengths, count) };
+        // SAFETY: Guaranteed by the caller.
+        let message = unsafe { kernel_slice(msg, size) }?;
+        let total = (count as u64).checked_mul(max_reply).ok_or(EINVAL)?;
+        // SAFETY: Guaranteed by the caller.
+        let out = unsafe { kernel_slice_mut(replies, total) }?;
+        let results = cluster.multicast(nodes, &target, message, max_reply)?;
+        let mut replied = 0;
+        for (i, result) in results.iter().enumerate() {
+            let room = max_reply as usize;
+            lengths[i] = match result {
+                Ok(reply) => match deliver(&mut out[i * room..(i + 1) * room], reply) {
+                    Ok(()) => {
+                        replied += 1;
+                        reply.len() as i64
+                    }
+                    Err(e) => i64::from(e.to_errno()),
+                },
+                Err(e) => i64::from(e.to_errno()),
+            };
+        }
+        Ok(replied)
     })
 }

@@ -5,5 +5,6 @@
 //! user and C pointers become safe Rust types.
 
 pub(crate) mod kernel_api;
+mod rpc_syscalls;
 mod syscalls;
 mod user;

@@ -38,7 +38,7 @@ fn to_ret(value: u64) -> Result<c_long> {
 }
 
 /// The joined cluster and the calling process's state.
-fn caller() -> Result<(&'static crate::internal::Cluster, Arc<Process>)> {
+pub(super) fn caller() -> Result<(&'static crate::internal::Cluster, Arc<Process>)> {
     let cluster = node()?.cluster()?;
     let process = cluster.current_process()?;
     Ok((cluster, process))

@@ -18,6 +18,7 @@ use super::{
     names::NameTable,
     peer::Peer,
     process::{Process, Processes, Role},
+    rpc::Rpc,
     sharing::{Mappings, NameValue},
     slot_table::SlotTable,
     stats::Stats,
@@ -76,6 +77,9 @@ pub(crate) struct Cluster {
     /// Asynchronous transfers.
     #[pin]
     pub(crate) io_jobs: Workers<IoJob>,
+    /// Ports and calls.
+    #[pin]
+    pub(crate) rpc: Rpc,
 }
 
 /// Threads serving peers' requests.
@@ -127,6 +131,7 @@ impl Cluster {
         let kernel_process = Process::new(0)?;
         let control_jobs = Workers::new(CONTROL_QUEUE)?;
         let io_jobs = Workers::new(IO_QUEUE)?;
+        let rpc = Rpc::new()?;
         let cluster = Arc::pin_init(
             try_pin_init!(Cluster {
                 node_id,
@@ -144,6 +149,7 @@ impl Cluster {
                 kernel_process,
                 control_jobs <- control_jobs,
                 io_jobs <- io_jobs,
+                rpc <- rpc,
             }? Error),
             GFP_KERNEL,
         )?;
@@ -163,13 +169,15 @@ impl Cluster {
     }
 
     /// Releases everything process `tgid` holds: its asynchronous
-    /// operations are cancelled or completed, LMRs it created are freed
-    /// (revoking their mappings), its mappings dropped.
+    /// operations are cancelled or completed, callers waiting on its RPC
+    /// descriptors are failed and its ports unregistered, LMRs it created
+    /// are freed (revoking their mappings), its mappings dropped.
     pub(crate) fn process_exit(&self, tgid: i32) {
         let Some(process) = self.processes.remove(tgid) else {
             return;
         };
         self.drain_async(&process);
+        self.release_rpc(&process);
         loop {
             let entry = {
                 let mut handles = process.handles.lock();
@@ -334,6 +342,15 @@ impl Cluster {
             // buffers are not reposted.
             return;
         }
+        if let Some(imm) = wc.write_imm() {
+            // An RPC request or reply: its bytes are already where they
+            // belong; only the receive buffer goes back.
+            if let Err(e) = peer.conn.repost_receive(index) {
+                pr_err!("lost a receive buffer of node {}: {:?}\n", node, e);
+            }
+            self.rpc_arrived(node, imm, wc.byte_len);
+            return;
+        }
         let mut bytes = [0u8; MESSAGE_LEN];
         if peer.conn.take_message(index, &mut bytes).is_err() {
             pr_err!("lost a receive buffer of the connection to node {}\n", node);
@@ -420,6 +437,15 @@ impl Cluster {
                 permission,
                 password,
             } => Some(self.answer_ask(peer.node, request_id, name, permission, password)),
+            ControlMessage::QueryPort { request_id, port } => {
+                Some(self.answer_query_port(peer.node, request_id, port))
+            }
+            ControlMessage::RingAck { .. }
+            | ControlMessage::RpcFailed { .. }
+            | ControlMessage::PortClosed { .. } => {
+                self.rpc_control(peer.node, message);
+                None
+            }
             ControlMessage::MemsetRequest { .. }
             | ControlMessage::CopyRequest { .. }
             | ControlMessage::RevokeRequest { .. } => {
@@ -443,7 +469,8 @@ impl Cluster {
             }
             ControlMessage::AllocReply { .. }
             | ControlMessage::StatusReply { .. }
-            | ControlMessage::AskReply { .. } => {
+            | ControlMessage::AskReply { .. }
+            | ControlMessage::QueryPortReply { .. } => {
                 if let Some(ControlMessage::AllocReply {
                     status: 0,
                     chunk_id,

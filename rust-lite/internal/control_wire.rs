@@ -139,6 +139,54 @@ pub(crate) enum ControlMessage {
         /// The LMR's id on the sender.
         lmr_id: u64,
     },
+    /// Where the sender may write requests for `port` of the receiver.
+    QueryPort {
+        /// Echoed in the reply.
+        request_id: u64,
+        /// The receiver's port.
+        port: u32,
+    },
+    /// Result of a [`ControlMessage::QueryPort`]: the ring the receiver
+    /// keeps for the sender's requests to the port.
+    QueryPortReply {
+        /// The request this answers.
+        request_id: u64,
+        /// 0 or a negative errno.
+        status: i32,
+        /// Remote address of the ring.
+        ring_addr: u64,
+        /// Remote key covering the ring.
+        ring_rkey: u32,
+        /// Bytes of the ring.
+        ring_size: u64,
+        /// Largest message the port takes.
+        max_size: u64,
+        /// Position up to which the ring has been consumed: where the
+        /// sender's next request goes.
+        consumed: u64,
+    },
+    /// The receiver's ring for `port` of the sender has been consumed up
+    /// to position `consumed`.
+    RingAck {
+        /// The sender's port.
+        port: u32,
+        /// Bytes consumed since the ring was created.
+        consumed: u64,
+    },
+    /// The request waiting in reply slot `slot` failed with `status`.
+    RpcFailed {
+        /// The receiver's reply slot.
+        slot: u32,
+        /// The slot's generation when the request was sent.
+        generation: u32,
+        /// A negative errno.
+        status: i32,
+    },
+    /// `port` of the sender was unregistered: query it again before use.
+    PortClosed {
+        /// The sender's port.
+        port: u32,
+    },
 }
 
 /// Why a message could not be decoded.
@@ -158,6 +206,11 @@ const KIND_COPY_REQUEST: u32 = 7;
 const KIND_ASK_REQUEST: u32 = 8;
 const KIND_ASK_REPLY: u32 = 9;
 const KIND_REVOKE_REQUEST: u32 = 10;
+const KIND_QUERY_PORT: u32 = 11;
+const KIND_QUERY_PORT_REPLY: u32 = 12;
+const KIND_RING_ACK: u32 = 13;
+const KIND_RPC_FAILED: u32 = 14;
+const KIND_PORT_CLOSED: u32 = 15;
 
 /// Two 32-bit values in one argument.
 fn pack(high: u32, low: u32) -> u64 {
@@ -275,6 +328,49 @@ impl ControlMessage {
             ControlMessage::RevokeRequest { request_id, lmr_id } => {
                 (KIND_REVOKE_REQUEST, 0, request_id, [lmr_id, 0, 0, 0, 0, 0])
             }
+            ControlMessage::QueryPort { request_id, port } => (
+                KIND_QUERY_PORT,
+                0,
+                request_id,
+                [u64::from(port), 0, 0, 0, 0, 0],
+            ),
+            ControlMessage::QueryPortReply {
+                request_id,
+                status,
+                ring_addr,
+                ring_rkey,
+                ring_size,
+                max_size,
+                consumed,
+            } => (
+                KIND_QUERY_PORT_REPLY,
+                status,
+                request_id,
+                [
+                    ring_addr,
+                    u64::from(ring_rkey),
+                    ring_size,
+                    max_size,
+                    consumed,
+                    0,
+                ],
+            ),
+            ControlMessage::RingAck { port, consumed } => {
+                (KIND_RING_ACK, 0, 0, [u64::from(port), consumed, 0, 0, 0, 0])
+            }
+            ControlMessage::RpcFailed {
+                slot,
+                generation,
+                status,
+            } => (
+                KIND_RPC_FAILED,
+                status,
+                0,
+                [pack(generation, slot), 0, 0, 0, 0, 0],
+            ),
+            ControlMessage::PortClosed { port } => {
+                (KIND_PORT_CLOSED, 0, 0, [u64::from(port), 0, 0, 0, 0, 0])
+            }
         };
         let mut out = [0u8; MESSAGE_LEN];
         out[0..4].copy_from_slice(&kind.to_le_bytes());
@@ -367,6 +463,32 @@ impl ControlMessage {
                 request_id,
                 lmr_id: arg0,
             },
+            KIND_QUERY_PORT => ControlMessage::QueryPort {
+                request_id,
+                port: arg0 as u32,
+            },
+            KIND_QUERY_PORT_REPLY => ControlMessage::QueryPortReply {
+                request_id,
+                status,
+                ring_addr: arg0,
+                ring_rkey: arg1 as u32,
+                ring_size: arg2,
+                max_size: arg3,
+                consumed: arg4,
+            },
+            KIND_RING_ACK => ControlMessage::RingAck {
+                port: arg0 as u32,
+                consumed: arg1,
+            },
+            KIND_RPC_FAILED => {
+                let (generation, slot) = unpack(arg0);
+                ControlMessage::RpcFailed {
+                    slot,
+                    generation,
+                    status,
+                }
+            }
+            KIND_PORT_CLOSED => ControlMessage::PortClosed { port: arg0 as u32 },
             other => return Err(DecodeError::UnknownKind(other)),
         })
     }
@@ -379,7 +501,8 @@ impl ControlMessage {
             | ControlMessage::MemsetRequest { request_id, .. }
             | ControlMessage::CopyRequest { request_id, .. }
             | ControlMessage::AskRequest { request_id, .. }
-            | ControlMessage::RevokeRequest { request_id, .. } => request_id,
+            | ControlMessage::RevokeRequest { request_id, .. }
+            | ControlMessage::QueryPort { request_id, .. } => request_id,
             _ => 0,
         };
         (id != 0).then_some(id)
@@ -390,7 +513,8 @@ impl ControlMessage {
         match *self {
             ControlMessage::AllocReply { request_id, .. }
             | ControlMessage::StatusReply { request_id, .. }
-            | ControlMessage::AskReply { request_id, .. } => Some(request_id),
+            | ControlMessage::AskReply { request_id, .. }
+            | ControlMessage::QueryPortReply { request_id, .. } => Some(request_id),
             _ => None,
         }
     }

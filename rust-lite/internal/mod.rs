@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! LITE's internal unit (the original `lite_internal`): the device, the
-//! cluster and its connections, LMRs, control messages and the polling
+//! cluster and its connections, LMRs, RPC, control messages and the polling
 //! thread. Everything here is safe Rust on top of [`crate::verbs`] and
 //! [`crate::sys`].
 
@@ -30,6 +30,10 @@ mod priority;
 pub(crate) mod process;
 pub(crate) mod registration;
 pub(crate) mod ring;
+pub(crate) mod rpc;
+mod rpc_client;
+mod rpc_port;
+pub(crate) mod rpc_wire;
 mod sharing;
 pub(crate) mod slot_table;
 pub(crate) mod stats;

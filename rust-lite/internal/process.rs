@@ -16,7 +16,9 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use super::{async_io::AsyncOp, lmr::Lmr, permission::Permission, slot_table::SlotTable};
+use super::{
+    async_io::AsyncOp, lmr::Lmr, permission::Permission, rpc_port::ReplyTo, slot_table::SlotTable,
+};
 
 /// What a handle is to its process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +73,9 @@ pub(crate) struct Process {
     /// Asynchronous operations not yet reaped, by operation id.
     #[pin]
     pub(crate) ops: Mutex<SlotTable<Arc<AsyncOp>>>,
+    /// Received requests not yet answered, by descriptor.
+    #[pin]
+    pub(crate) descriptors: Mutex<SlotTable<ReplyTo>>,
 }
 
 impl Process {
@@ -81,6 +86,7 @@ impl Process {
                 tgid,
                 handles <- new_mutex!(SlotTable::new(), "lite:handles"),
                 ops <- new_mutex!(SlotTable::new(), "lite:async_ops"),
+                descriptors <- new_mutex!(SlotTable::new(), "lite:rpc_descriptors"),
             }),
             GFP_KERNEL,
         )

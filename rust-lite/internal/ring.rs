@@ -38,6 +38,14 @@ impl<T> Ring<T> {
         Ok(())
     }
 
+    /// The oldest entry.
+    pub(crate) fn peek(&self) -> Option<&T> {
+        if self.len == 0 {
+            return None;
+        }
+        self.slots[self.head].as_ref()
+    }
+
     /// Removes the oldest entry.
     pub(crate) fn pop(&mut self) -> Option<T> {
         if self.len == 0 {

@@ -39,6 +39,11 @@ impl<T> SlotTable<T> {
     ///
     /// `ENOMEM` if the table cannot grow, `ENOSPC` if it is full.
     pub(crate) fn insert(&mut self, value: T) -> Result<u64> {
+        self.insert_or_return(value).map_err(|(e, _)| e)
+    }
+
+    /// [`SlotTable::insert`] that gives `value` back if it fails.
+    pub(crate) fn insert_or_return(&mut self, value: T) -> Result<u64, (Error, T)> {
         let free = self.entries[self.first_free.min(self.entries.len())..]
             .iter()
             .position(|e| e.value.is_none())
@@ -47,15 +52,18 @@ impl<T> SlotTable<T> {
             Some(index) => index,
             None => {
                 if self.entries.len() > handle::MAX_INDEX {
-                    return Err(ENOSPC);
+                    return Err((ENOSPC, value));
                 }
-                self.entries.push(
+                let pushed = self.entries.push(
                     Entry {
                         generation: 0,
                         value: None,
                     },
                     GFP_KERNEL,
-                )?;
+                );
+                if let Err(e) = pushed {
+                    return Err((e.into(), value));
+                }
                 self.entries.len() - 1
             }
         };

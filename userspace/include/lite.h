@@ -22,10 +22,11 @@
 #include <sys/syscall.h>
 
 /*
- * Kept token for token identical to the uapi header. C cannot define
- * struct lite_stats twice, so this block also claims the uapi header's
- * include guard: <linux/lite.h> included afterwards adds nothing, and
- * included before, it makes this block unnecessary.
+ * Kept token for token identical to the uapi header, except that the
+ * structs use <stdint.h> types for the <linux/types.h> ones (same
+ * layout). C cannot define a struct twice, so this block also claims the
+ * uapi header's include guard: <linux/lite.h> included afterwards adds
+ * nothing, and included before, it makes this block unnecessary.
  */
 #ifndef _UAPI_LINUX_LITE_H
 #define _UAPI_LINUX_LITE_H
@@ -53,6 +54,49 @@
 #define __NR_lite_async_wait		567
 #define __NR_lite_fence			568
 #define __NR_lite_get_stats		569
+#define __NR_lite_register_application	570
+#define __NR_lite_unregister_application 571
+#define __NR_lite_query_port		572
+#define __NR_lite_send_reply_imm	573
+#define __NR_lite_send			574
+#define __NR_lite_receive_message	575
+#define __NR_lite_reply_message		576
+#define __NR_lite_reply_and_receive_message 577
+#define __NR_lite_send_reply_multicast	578
+
+/* RPC limits. */
+#define LITE_MAX_PORTS		64
+#define LITE_MAX_MESSAGE_SIZE	(256u << 10)
+#define LITE_MAX_PORT_NAME	32
+#define LITE_RPC_TIMEOUT_MS	60000
+
+/* Port and priority of a send, and the non-blocking flag for lite_send. */
+#define LITE_PORT_PRIORITY(port, priority) ((port) | ((priority) << 16))
+#define LITE_SEND_NONBLOCK	0x80000000u
+
+/* lite_receive_message flags. */
+#define LITE_RECV_NONBLOCK	0x1u
+
+/* The receive half of lite_reply_and_receive_message. */
+struct lite_receive {
+	uint64_t buf;		/* where the message goes */
+	uint64_t max_size;	/* room at buf */
+	uint64_t descriptor;	/* out: the new message's descriptor */
+	uint32_t port;
+	uint32_t flags;		/* LITE_RECV_NONBLOCK */
+};
+
+/* Arguments of lite_send_reply_multicast. */
+struct lite_multicast {
+	uint64_t nodes;		/* const uint32_t[count]: target node ids */
+	uint64_t lengths;	/* int64_t[count], out: reply length or -errno */
+	uint64_t msg;		/* the request */
+	uint64_t size;		/* its length */
+	uint64_t replies;	/* count * max_reply bytes, out */
+	uint64_t max_reply;	/* room per reply */
+	uint32_t count;
+	uint32_t port_priority;	/* LITE_PORT_PRIORITY(port, priority) */
+};
 
 /* Permissions of a handle. */
 #define LITE_PERM_READ		0x1ull
@@ -339,6 +383,135 @@ static inline long lite_fence(void)
 static inline long lite_get_stats(struct lite_stats *stats, uint64_t size)
 {
 	return lite_syscall_result(syscall(__NR_lite_get_stats, stats, size));
+}
+
+/*
+ * Open port (< LITE_MAX_PORTS) for messages of at most max_size bytes
+ * (1..LITE_MAX_MESSAGE_SIZE). name (name_len bytes, at most
+ * LITE_MAX_PORT_NAME, no NUL needed) is informational. Returns 0.
+ * -EADDRINUSE the port is taken. Closed when this process exits.
+ */
+static inline long lite_register_application(unsigned int port,
+					     uint64_t max_size,
+					     const char *name,
+					     uint64_t name_len)
+{
+	return lite_syscall_result(syscall(__NR_lite_register_application,
+					   (unsigned long)port, max_size, name,
+					   name_len));
+}
+
+/*
+ * Close port: blocked receivers get -ESHUTDOWN, callers whose requests
+ * were not received yet -ECONNREFUSED. Returns 0.
+ */
+static inline long lite_unregister_application(unsigned int port)
+{
+	return lite_syscall_result(syscall(__NR_lite_unregister_application,
+					   (unsigned long)port));
+}
+
+/* Connect to port on node and return its max_size. Optional. */
+static inline long lite_query_port(unsigned int node, unsigned int port)
+{
+	return lite_syscall_result(syscall(__NR_lite_query_port,
+					   (unsigned long)node,
+					   (unsigned long)port));
+}
+
+/*
+ * Blocking RPC: send size bytes to port on node (this node included) and
+ * store the reply (at most max_reply bytes) into reply. Returns the
+ * reply's length.
+ */
+static inline long lite_send_reply_imm(unsigned int node, unsigned int port,
+				       const void *msg, uint64_t size,
+				       void *reply, uint64_t max_reply,
+				       unsigned int priority)
+{
+	unsigned long port_priority = LITE_PORT_PRIORITY(port, priority);
+
+	return lite_syscall_result(syscall(__NR_lite_send_reply_imm,
+					   (unsigned long)node, port_priority,
+					   msg, size, reply, max_reply));
+}
+
+/*
+ * One-way message to port on node. Returns 0 once it is in the server's
+ * ring; blocks while the ring is full.
+ */
+static inline long lite_send(unsigned int node, unsigned int port,
+			     const void *msg, uint64_t size,
+			     unsigned int priority)
+{
+	unsigned long port_priority = LITE_PORT_PRIORITY(port, priority);
+
+	return lite_syscall_result(syscall(__NR_lite_send, (unsigned long)node,
+					   port_priority, msg, size));
+}
+
+/* Like lite_send, but -EAGAIN instead of blocking while the ring is full. */
+static inline long lite_send_nonblock(unsigned int node, unsigned int port,
+				      const void *msg, uint64_t size,
+				      unsigned int priority)
+{
+	unsigned long port_priority = LITE_PORT_PRIORITY(port, priority) |
+				      LITE_SEND_NONBLOCK;
+
+	return lite_syscall_result(syscall(__NR_lite_send, (unsigned long)node,
+					   port_priority, msg, size));
+}
+
+/*
+ * Take the next message of port into buf (max_size bytes) and return its
+ * length; *descriptor is its reply descriptor, 0 for a one-way message.
+ * flags: LITE_RECV_NONBLOCK (-EAGAIN when empty). -EMSGSIZE the next
+ * message does not fit (it stays queued).
+ */
+static inline long lite_receive_message(unsigned int port, void *buf,
+					uint64_t max_size,
+					uint64_t *descriptor,
+					unsigned int flags)
+{
+	return lite_syscall_result(syscall(__NR_lite_receive_message,
+					   (unsigned long)port, buf, max_size,
+					   descriptor, (unsigned long)flags));
+}
+
+/*
+ * Answer the request behind descriptor with size bytes at buf. Returns 0.
+ * -ENOENT not an unanswered descriptor of this process; -EMSGSIZE larger
+ * than the caller's max_reply (the descriptor stays valid).
+ */
+static inline long lite_reply_message(const void *buf, uint64_t size,
+				      uint64_t descriptor)
+{
+	return lite_syscall_result(syscall(__NR_lite_reply_message, buf, size,
+					   descriptor));
+}
+
+/*
+ * lite_reply_message, then lite_receive_message as next describes
+ * (next->descriptor receives the new descriptor). Returns the new
+ * message's length, or the reply's error (then nothing is received).
+ */
+static inline long lite_reply_and_receive_message(const void *buf,
+						  uint64_t size,
+						  uint64_t descriptor,
+						  struct lite_receive *next)
+{
+	return lite_syscall_result(syscall(__NR_lite_reply_and_receive_message,
+					   buf, size, descriptor, next));
+}
+
+/*
+ * Send one request to call->count nodes and wait for every reply; see
+ * struct lite_multicast. Returns the number of nodes that replied.
+ */
+static inline long lite_send_reply_multicast(struct lite_multicast *call)
+{
+	return lite_syscall_result(syscall(__NR_lite_send_reply_multicast,
+					   call));
 }
 
 #endif /* _LITE_USERSPACE_H */

@@ -3,12 +3,14 @@
 //!
 //! Two VMs run the release kernel, each pinned to its own host CPU. Node 1
 //! is the perftest server, node 2 the client: first the latency tests
-//! (`ib_write_lat`, `ib_read_lat`), then the bandwidth tests (`ib_write_bw`,
-//! `ib_read_bw`, see [`bw_runs`]); both nodes then run `lite-bench`, which
-//! measures latency, memset/memcpy throughput and asynchronous write/read
-//! throughput. Absolute numbers under TCG say little, so the report
-//! compares LITE with native verbs measured on the same VMs in the same
-//! run. Every number printed is parsed from the guests' output.
+//! (`ib_write_lat`, `ib_read_lat`, `ib_send_lat`), then the bandwidth tests
+//! (`ib_write_bw`, `ib_read_bw`, see [`bw_runs`]); both nodes then run
+//! `lite-bench`, which measures latency, memset/memcpy throughput,
+//! asynchronous write/read throughput, and RPC round trips and throughput.
+//! Absolute numbers under TCG say little, so the report compares LITE with
+//! native verbs measured on the same VMs in the same run: an RPC round
+//! trip with two `ib_send_lat` one-way latencies (perftest reports half a
+//! round trip). Every number printed is parsed from the guests' output.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -43,7 +45,13 @@ const MIN_BW_ITERS: u64 = 8;
 const PERFTEST_MIN_ITERS: u64 = 5;
 
 /// Upper bound for the whole benchmark run.
-const TIMEOUT: Duration = Duration::from_secs(50 * 60);
+const TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// The perftest latency test LITE's RPC is compared with (`ib_send_lat`).
+const RPC_NATIVE_OP: &str = "send";
+
+/// `lite-bench`'s RPC round trip series.
+const RPC_OP: &str = "rpc";
 
 /// The headline target: LITE's 64-byte write within 10% of native.
 const TARGET_OP: &str = "write";
@@ -135,6 +143,25 @@ pub struct LiteBw {
     /// 10th percentile.
     pub p10: f64,
     /// 90th percentile.
+    pub p90: f64,
+}
+
+/// One RPC throughput `LITE-BENCH op=rpc_throughput` line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiteRpcBw {
+    /// Request (and reply) size in bytes.
+    pub size: u64,
+    /// Client threads calling at once.
+    pub threads: u32,
+    /// Calls completed.
+    pub calls: u64,
+    /// Calls per second, all threads together.
+    pub calls_per_s: f64,
+    /// Median round trip under this load, in microseconds.
+    pub median: f64,
+    /// 10th percentile round trip.
+    pub p10: f64,
+    /// 90th percentile round trip.
     pub p90: f64,
 }
 
@@ -250,6 +277,7 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
     let mut native_bw = Vec::new();
     let mut lite: BTreeMap<(String, u64), Lite> = BTreeMap::new();
     let mut lite_bw: BTreeMap<(String, u64, Option<u32>), LiteBw> = BTreeMap::new();
+    let mut lite_rpc_bw: BTreeMap<(u64, u32), LiteRpcBw> = BTreeMap::new();
     let mut problems = Vec::new();
     for (name, path) in &node_logs {
         let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
@@ -264,6 +292,9 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
                 .entry((row.op.clone(), row.size, row.depth))
                 .or_insert(row);
         }
+        for row in parse_lite_rpc_throughput(&text) {
+            lite_rpc_bw.entry((row.size, row.threads)).or_insert(row);
+        }
         problems.extend(
             logscan::problems(&text)
                 .into_iter()
@@ -272,6 +303,7 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
     }
     let lite: Vec<Lite> = lite.into_values().collect();
     let lite_bw: Vec<LiteBw> = lite_bw.into_values().collect();
+    let lite_rpc_bw: Vec<LiteRpcBw> = lite_rpc_bw.into_values().collect();
 
     ui::say(&format!(
         "==> results ({iters} iterations, times in microseconds)"
@@ -287,12 +319,24 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
     for line in bw_table(&native_bw, &lite_bw) {
         ui::say(&format!("    {line}"));
     }
+    ui::say("==> RPC (times in microseconds)");
+    for line in rpc_table(&native, &lite) {
+        ui::say(&format!("    {line}"));
+    }
+    for line in rpc_throughput_table(&lite_rpc_bw) {
+        ui::say(&format!("    {line}"));
+    }
     ui::say(&format!("    logs: {}", logs.display()));
     for problem in &problems {
         ui::say(&format!("    problem: {problem}"));
     }
     waited?;
-    if native.is_empty() && lite.is_empty() && native_bw.is_empty() && lite_bw.is_empty() {
+    if native.is_empty()
+        && lite.is_empty()
+        && native_bw.is_empty()
+        && lite_bw.is_empty()
+        && lite_rpc_bw.is_empty()
+    {
         bail!("no measurements found in the guest logs");
     }
     if !problems.is_empty() {
@@ -475,6 +519,32 @@ pub fn parse_lite_throughput(log: &str) -> Vec<LiteBw> {
         .collect()
 }
 
+/// `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=.. calls_per_s=..
+/// median_us=.. p10_us=.. p90_us=..` lines; malformed lines are skipped.
+pub fn parse_lite_rpc_throughput(log: &str) -> Vec<LiteRpcBw> {
+    log.lines()
+        .filter_map(|line| {
+            let (_, rest) = line.split_once("LITE-BENCH ")?;
+            let kv = key_values(rest);
+            if kv.get("op")? != "rpc_throughput" {
+                return None;
+            }
+            let num = |key: &str| -> Option<f64> {
+                kv.get(key)?.parse::<f64>().ok().filter(|v| v.is_finite())
+            };
+            Some(LiteRpcBw {
+                size: kv.get("size")?.parse().ok()?,
+                threads: kv.get("threads")?.parse().ok()?,
+                calls: kv.get("calls")?.parse().ok()?,
+                calls_per_s: num("calls_per_s")?,
+                median: num("median_us")?,
+                p10: num("p10_us")?,
+                p90: num("p90_us")?,
+            })
+        })
+        .collect()
+}
+
 /// `a=1 b=x` into a map.
 fn key_values(text: &str) -> BTreeMap<String, String> {
     text.split_whitespace()
@@ -485,10 +555,12 @@ fn key_values(text: &str) -> BTreeMap<String, String> {
 
 /// The comparison table, one string per line.
 pub fn table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+    // RPC and its native counterpart have a table of their own.
     let mut keys: Vec<(String, u64)> = native
         .iter()
         .map(|n| (n.op.clone(), n.size))
         .chain(lite.iter().map(|l| (l.op.clone(), l.size)))
+        .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP)
         .collect();
     keys.sort();
     keys.dedup();
@@ -606,6 +678,90 @@ pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
             &cell(l.map(|l| l.median)),
             &spread,
             &ratio,
+        ]));
+    }
+    lines
+}
+
+/// The RPC round trip table, one string per line: for every size either
+/// side measured, `ib_send_lat`'s t_typical (half a round trip), twice
+/// that, LITE's RPC median and spread, and LITE / (2 x native).
+pub fn rpc_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+    let mut sizes: Vec<u64> = native
+        .iter()
+        .filter(|n| n.op == RPC_NATIVE_OP)
+        .map(|n| n.size)
+        .chain(lite.iter().filter(|l| l.op == RPC_OP).map(|l| l.size))
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let row = |cells: [&str; 6]| {
+        format!(
+            "{:>7} {:>16} {:>12} {:>12} {:>19} {:>15}",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
+        )
+    };
+    let mut lines = vec![
+        "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one".to_string(),
+        row([
+            "size",
+            "ib_send_lat typ",
+            "2 x native",
+            "LITE RPC med",
+            "LITE p10-p90",
+            "LITE/(2x nat)",
+        ]),
+    ];
+    let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    for size in sizes {
+        let n = native
+            .iter()
+            .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
+        let l = lite.iter().find(|l| l.op == RPC_OP && l.size == size);
+        let round_trip = n.map(|n| 2.0 * n.typical);
+        let ratio = match (round_trip, l) {
+            (Some(rt), Some(l)) if rt > 0.0 => format!("{:.2}", l.median / rt),
+            _ => "-".to_string(),
+        };
+        let spread = l.map_or("-".to_string(), |l| format!("{:.2}-{:.2}", l.p10, l.p90));
+        lines.push(row([
+            &size.to_string(),
+            &cell(n.map(|n| n.typical)),
+            &cell(round_trip),
+            &cell(l.map(|l| l.median)),
+            &spread,
+            &ratio,
+        ]));
+    }
+    lines
+}
+
+/// The RPC throughput table, one string per line, by size and threads.
+pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
+    let row = |cells: [&str; 6]| {
+        format!(
+            "{:>7} {:>8} {:>8} {:>12} {:>12} {:>19}",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
+        )
+    };
+    let mut lines = vec![row([
+        "size",
+        "threads",
+        "calls",
+        "calls/s",
+        "RPC med",
+        "RPC p10-p90",
+    ])];
+    let mut rows = rows.to_vec();
+    rows.sort_by_key(|r| (r.size, r.threads));
+    for r in rows {
+        lines.push(row([
+            &r.size.to_string(),
+            &r.threads.to_string(),
+            &r.calls.to_string(),
+            &format!("{:.2}", r.calls_per_s),
+            &format!("{:.2}", r.median),
+            &format!("{:.2}-{:.2}", r.p10, r.p90),
         ]));
     }
     lines
@@ -837,6 +993,90 @@ LITE-PERFTEST-END test=ib_write_bw size=4096 depth=8 side=server rc=0
         assert_eq!(lat.len(), 1);
         assert_eq!(lat[0].typical, 1.5);
         assert!(parse_perftest_bw(CLIENT).is_empty());
+    }
+
+    /// perftest's `ib_send_lat` client table and `lite-bench`'s RPC lines.
+    const RPC_LOG: &str = "\
+LITE-PERFTEST-BEGIN test=ib_send_lat size=64 side=client
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 64      1000          800.00        3000.00      1000.00            1100.00        150.00         \t2500.00    \t3000.00  
+LITE-PERFTEST-END test=ib_send_lat size=64 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_send_lat size=8 side=client
+ 8       1000          700.00        2000.00      900.00            950.00        100.00         \t1900.00    \t2000.00
+LITE-PERFTEST-END test=ib_send_lat size=8 side=client rc=0
+LITE-BENCH op=rpc size=64 iters=1000 median_us=2500.00 p10_us=2300.00 p90_us=2900.50 min_us=2000 max_us=9000 stdev_us=400
+LITE-BENCH op=rpc size=512 iters=1000 median_us=2600.00 p10_us=2400.00 p90_us=3000.00 min_us=2100 max_us=9100 stdev_us=410
+LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=1234.50 median_us=3000.00 p10_us=2800.00 p90_us=3500.00
+LITE-BENCH op=rpc_throughput size=64 threads=1 calls=2000 calls_per_s=400.00 median_us=2500.00 p10_us=2400.00 p90_us=2600.00
+LITE-BENCH op=rpc_throughput size=64 threads=x calls=2000 calls_per_s=400.00 median_us=2500.00 p10_us=2400.00 p90_us=2600.00
+";
+
+    #[test]
+    fn compares_rpc_round_trips_with_two_ib_send_lat_one_ways() {
+        let native = parse_perftest(RPC_LOG);
+        assert_eq!(native.len(), 2);
+        assert_eq!((native[0].op.as_str(), native[0].typical), ("send", 1000.0));
+        let lite = parse_lite_bench(RPC_LOG);
+        let table = rpc_table(&native, &lite);
+        // Explanation, column names, then sizes 8, 64 and 512.
+        assert_eq!(table.len(), 5, "{table:#?}");
+        let fields = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(fields(&table[2]), ["8", "900.00", "1800.00", "-", "-", "-"]);
+        // 2500 / (2 x 1000).
+        assert_eq!(
+            fields(&table[3]),
+            [
+                "64",
+                "1000.00",
+                "2000.00",
+                "2500.00",
+                "2300.00-2900.50",
+                "1.25"
+            ]
+        );
+        assert_eq!(fields(&table[4])[..4], ["512", "-", "-", "2600.00"]);
+        // The latency table leaves RPC and ib_send_lat out.
+        let main = super::table(&native, &lite);
+        assert_eq!(main.len(), 2, "{main:#?}");
+        assert!(main[1].starts_with("write "));
+    }
+
+    #[test]
+    fn parses_rpc_throughput_lines_only() {
+        let rows = parse_lite_rpc_throughput(RPC_LOG);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            LiteRpcBw {
+                size: 64,
+                threads: 4,
+                calls: 2000,
+                calls_per_s: 1234.5,
+                median: 3000.0,
+                p10: 2800.0,
+                p90: 3500.0,
+            }
+        );
+        // Neither a latency nor a throughput line of the other kinds.
+        assert!(parse_lite_throughput(RPC_LOG).is_empty());
+        assert_eq!(parse_lite_bench(RPC_LOG).len(), 3);
+        let table = rpc_throughput_table(&rows);
+        assert_eq!(table.len(), 3);
+        // Sorted by threads.
+        assert!(table[1].split_whitespace().eq([
+            "64",
+            "1",
+            "2000",
+            "400.00",
+            "2500.00",
+            "2400.00-2600.00"
+        ]));
+        assert!(table[2].contains("1234.50"));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 #                      bench-native-client | bench-lite
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
-#   lite.sizes=A,B,..  benchmark message sizes (latency)
+#   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
 #   lite.bwruns=OP:SIZE:DEPTH:ITERS,..
 #                      perftest bandwidth runs: ib_OP_bw -s SIZE -t DEPTH -n ITERS
 #   lite.bwsizes=..    lite-bench --bw-sizes (memset/memcpy sizes)
@@ -147,7 +147,8 @@ perftest_client() {
 perftest_side() {
 	side=$1
 	status=0
-	for test in ib_write_lat ib_read_lat; do
+	# ib_send_lat is the native counterpart of LITE's RPC.
+	for test in ib_write_lat ib_read_lat ib_send_lat; do
 		for size in $(echo "$sizes" | tr ',' ' '); do
 			echo "LITE-PERFTEST-BEGIN test=$test size=$size side=$side"
 			"perftest_$side" "$test" "$size" "$iters"
@@ -179,7 +180,7 @@ perftest_bw_side() {
 }
 
 lite_bench() {
-	set -- --cm "$cm" --iters "$iters" --sizes "$sizes"
+	set -- --cm "$cm" --iters "$iters" --sizes "$sizes" --rpc-sizes "$sizes"
 	[ -n "$bwsizes" ] && set -- "$@" --bw-sizes "$bwsizes"
 	[ -n "$asyncsizes" ] && set -- "$@" --async-sizes "$asyncsizes"
 	[ -n "$depths" ] && set -- "$@" --depths "$depths"

@@ -110,6 +110,29 @@ void lite_exit_process(void);
 static inline void lite_exit_process(void) { }
 #endif
 
+/*
+ * RPC for kernel callers, with the semantics of the system calls of the
+ * same names (see <uapi/linux/lite.h>). Ports registered here belong to
+ * kernel callers; descriptors are shared by all kernel callers.
+ */
+int liteapi_register_application(unsigned int port, u64 max_size,
+				 const char *name, u64 name_len);
+int liteapi_unregister_application(unsigned int port);
+long liteapi_query_port(unsigned int node, unsigned int port);
+long liteapi_send_reply_imm(unsigned int node, unsigned int port_priority,
+			    const void *msg, u64 size, void *reply,
+			    u64 max_reply);
+int liteapi_send(unsigned int node, unsigned int port_priority,
+		 const void *msg, u64 size);
+long liteapi_receive_message(unsigned int port, void *buf, u64 max_size,
+			     u64 *descriptor, unsigned int flags);
+int liteapi_reply_message(const void *buf, u64 size, u64 descriptor);
+int liteapi_send_reply_imm_multicast(unsigned int count,
+				     const unsigned int *nodes,
+				     unsigned int port_priority,
+				     const void *msg, u64 size, void *replies,
+				     u64 max_reply, s64 *lengths);
+
 /* Wait until num nodes have entered the same barrier round. */
 int liteapi_dist_barrier(unsigned int num);
 
@@ -143,5 +166,21 @@ long lite_rs_rdma_read_async(u64 handle, unsigned long buf, u64 size,
 long lite_rs_async_wait(u64 op, unsigned int flags);
 long lite_rs_fence(void);
 long lite_rs_get_stats(unsigned long stats, u64 size);
+long lite_rs_register_application(unsigned int port, u64 max_size,
+				  unsigned long name, u64 name_len);
+long lite_rs_unregister_application(unsigned int port);
+long lite_rs_query_port(unsigned int node, unsigned int port);
+long lite_rs_send_reply_imm(unsigned int node, unsigned int port_priority,
+			    unsigned long msg, u64 size, unsigned long reply,
+			    u64 max_reply);
+long lite_rs_send(unsigned int node, unsigned int port_priority,
+		  unsigned long msg, u64 size);
+long lite_rs_receive_message(unsigned int port, unsigned long buf,
+			     u64 max_size, unsigned long descriptor,
+			     unsigned int flags);
+long lite_rs_reply_message(unsigned long buf, u64 size, u64 descriptor);
+long lite_rs_reply_and_receive_message(unsigned long buf, u64 size,
+				       u64 descriptor, unsigned long next);
+long lite_rs_send_reply_multicast(unsigned long call);
 
 #endif /* _RDMA_LITE_API_H */

@@ -25,7 +25,8 @@
 //! shared between processes and nodes by name ([`Lmr::publish`],
 //! [`Lmr::ask`], [`Lmr::wrap`]), backed by this process's own memory
 //! ([`Registration`]) and accessed asynchronously ([`Lmr::write_async`],
-//! [`Lmr::read_async`], [`fence`]).
+//! [`Lmr::read_async`], [`fence`]). Processes also exchange messages:
+//! [`rpc`] has ports, calls with replies, one-way sends and multicast.
 //!
 //! Errors are [`io::Error`]s carrying the kernel's errno, so
 //! [`io::Error::raw_os_error`] gives the exact reason (see the uapi header
@@ -40,6 +41,7 @@ use std::mem::ManuallyDrop;
 
 use libc::c_long;
 
+pub mod rpc;
 pub mod sys;
 
 pub use sys::LiteStats;

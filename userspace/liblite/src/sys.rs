@@ -60,6 +60,39 @@ pub const SYS_LITE_ASYNC_WAIT: c_long = 567;
 pub const SYS_LITE_FENCE: c_long = 568;
 /// `lite_get_stats`: copy this node's counters.
 pub const SYS_LITE_GET_STATS: c_long = 569;
+/// `lite_register_application`: open an RPC port.
+pub const SYS_LITE_REGISTER_APPLICATION: c_long = 570;
+/// `lite_unregister_application`: close an RPC port.
+pub const SYS_LITE_UNREGISTER_APPLICATION: c_long = 571;
+/// `lite_query_port`: connect to a port on a node and learn its message size.
+pub const SYS_LITE_QUERY_PORT: c_long = 572;
+/// `lite_send_reply_imm`: blocking RPC.
+pub const SYS_LITE_SEND_REPLY_IMM: c_long = 573;
+/// `lite_send`: one-way message.
+pub const SYS_LITE_SEND: c_long = 574;
+/// `lite_receive_message`: take the next message of a port.
+pub const SYS_LITE_RECEIVE_MESSAGE: c_long = 575;
+/// `lite_reply_message`: answer a received request.
+pub const SYS_LITE_REPLY_MESSAGE: c_long = 576;
+/// `lite_reply_and_receive_message`: answer, then take the next message.
+pub const SYS_LITE_REPLY_AND_RECEIVE_MESSAGE: c_long = 577;
+/// `lite_send_reply_multicast`: the same RPC to several nodes at once.
+pub const SYS_LITE_SEND_REPLY_MULTICAST: c_long = 578;
+
+/// Number of RPC ports per node; ports are `0..MAX_PORTS`.
+pub const MAX_PORTS: u32 = 64;
+/// Largest message a port can accept ([`register_application`]'s `max_size`).
+pub const MAX_MESSAGE_SIZE: u64 = 256 << 10;
+/// Longest port name, in bytes.
+pub const MAX_PORT_NAME: usize = 32;
+/// How long [`send_reply_imm`] waits for a reply before `-ETIMEDOUT`.
+pub const RPC_TIMEOUT_MS: u32 = 60000;
+/// [`send`] flag, or'ed into `port_priority`: fail with `-EAGAIN` instead
+/// of blocking while the server's ring is full.
+pub const SEND_NONBLOCK: u32 = 0x8000_0000;
+/// [`receive_message`] flag: fail with `-EAGAIN` instead of blocking while
+/// the port is empty.
+pub const RECV_NONBLOCK: u32 = 0x1;
 
 /// Handle permission: read (sync and async reads, source of memcpy/memmove).
 pub const PERM_READ: u64 = 0x1;
@@ -136,6 +169,53 @@ pub struct LiteStats {
     pub processes: u64,
     /// Asynchronous operations not yet reaped.
     pub async_in_flight: u64,
+}
+
+/// The `port_priority` argument of the sends: `LITE_PORT_PRIORITY(port,
+/// priority)` in C. `port` must be below 2^16 (any valid port is), or it
+/// spills into the priority bits.
+pub const fn port_priority(port: u32, priority: u32) -> u32 {
+    port | (priority << 16)
+}
+
+/// The receive half of [`reply_and_receive_message`]; `struct lite_receive`
+/// in C.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiteReceive {
+    /// Address the message is stored at.
+    pub buf: u64,
+    /// Room at `buf`, in bytes.
+    pub max_size: u64,
+    /// Out: the new message's reply descriptor (0 for a one-way message).
+    pub descriptor: u64,
+    /// Port to receive from.
+    pub port: u32,
+    /// [`RECV_NONBLOCK`] or 0.
+    pub flags: u32,
+}
+
+/// Arguments of [`send_reply_multicast`]; `struct lite_multicast` in C.
+/// The addresses are user pointers carried as integers.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiteMulticast {
+    /// `count` node ids (`u32`) to send to.
+    pub nodes: u64,
+    /// Out: `count` `i64`s, the length of each reply or a negative errno.
+    pub lengths: u64,
+    /// The request.
+    pub msg: u64,
+    /// Its length in bytes.
+    pub size: u64,
+    /// Out: `count * max_reply` bytes; reply `i` goes to `i * max_reply`.
+    pub replies: u64,
+    /// Room per reply, in bytes.
+    pub max_reply: u64,
+    /// Number of nodes.
+    pub count: u32,
+    /// [`port_priority`] of the port and priority.
+    pub port_priority: u32,
 }
 
 /// Maps the C library convention (`-1` and `errno`) back to the kernel's
@@ -520,6 +600,208 @@ pub unsafe fn get_stats(stats: *mut LiteStats, size: u64) -> c_long {
     unsafe { lite_syscall(SYS_LITE_GET_STATS, [stats as c_ulong, size, 0, 0, 0, 0]) }
 }
 
+/// Opens `port` (< [`MAX_PORTS`]) on this node for messages of at most
+/// `max_size` bytes (1..=[`MAX_MESSAGE_SIZE`]); the `name_len` bytes at
+/// `name` (at most [`MAX_PORT_NAME`], no NUL needed) are informational.
+/// Returns 0. `-EADDRINUSE` if the port is registered. The port is closed
+/// when the calling process exits.
+///
+/// # Safety
+///
+/// `name` must be valid for reads of `name_len` bytes for the duration of
+/// the call, or be an address the kernel rejects with `-EFAULT`.
+pub unsafe fn register_application(
+    port: c_uint,
+    max_size: u64,
+    name: *const c_char,
+    name_len: u64,
+) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_REGISTER_APPLICATION,
+            [port.into(), max_size, name as c_ulong, name_len, 0, 0],
+        )
+    }
+}
+
+/// Closes `port`: receivers blocked on it return `-ESHUTDOWN`, requests
+/// not received yet fail with `-ECONNREFUSED`. Returns 0. `-ENOENT` not
+/// registered, `-EPERM` registered by another process.
+pub fn unregister_application(port: c_uint) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe {
+        lite_syscall(
+            SYS_LITE_UNREGISTER_APPLICATION,
+            [port.into(), 0, 0, 0, 0, 0],
+        )
+    }
+}
+
+/// Connects to `port` on `node` and returns its `max_size`. Optional:
+/// sends connect on first use. `-ECONNREFUSED` if the port is not
+/// registered there.
+pub fn query_port(node: c_uint, port: c_uint) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe { lite_syscall(SYS_LITE_QUERY_PORT, [node.into(), port.into(), 0, 0, 0, 0]) }
+}
+
+/// Blocking RPC: sends the `size` bytes at `msg` to the port in
+/// `port_priority` (see [`port_priority`]) on `node` (this node included),
+/// waits for the reply and stores it into `reply`. Returns the reply's
+/// length (at most `max_reply`).
+///
+/// # Safety
+///
+/// `msg` must be valid for reads of `size` bytes and `reply` valid for
+/// writes of `max_reply` bytes, not accessed by anything else, for the
+/// duration of the call; either may instead be an address the kernel
+/// rejects with `-EFAULT`.
+pub unsafe fn send_reply_imm(
+    node: c_uint,
+    port_priority: c_uint,
+    msg: *const c_void,
+    size: u64,
+    reply: *mut c_void,
+    max_reply: u64,
+) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_SEND_REPLY_IMM,
+            [
+                node.into(),
+                port_priority.into(),
+                msg as c_ulong,
+                size,
+                reply as c_ulong,
+                max_reply,
+            ],
+        )
+    }
+}
+
+/// One-way message: sends the `size` bytes at `msg` to the port in
+/// `port_priority` on `node`. Returns 0 once the message is in the
+/// server's ring; blocks while the ring is full, or fails with `-EAGAIN`
+/// with [`SEND_NONBLOCK`] in `port_priority`.
+///
+/// # Safety
+///
+/// `msg` must be valid for reads of `size` bytes for the duration of the
+/// call, or be an address the kernel rejects with `-EFAULT`.
+pub unsafe fn send(node: c_uint, port_priority: c_uint, msg: *const c_void, size: u64) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_SEND,
+            [
+                node.into(),
+                port_priority.into(),
+                msg as c_ulong,
+                size,
+                0,
+                0,
+            ],
+        )
+    }
+}
+
+/// Takes the next message of `port` into `buf` and returns its length;
+/// `*descriptor` becomes its reply descriptor (0 for a one-way message).
+/// Blocks until a message arrives unless `flags` has [`RECV_NONBLOCK`]
+/// (then `-EAGAIN`). `-EMSGSIZE` if the next message is longer than
+/// `max_size` (it stays queued); `-ESHUTDOWN` if the port was closed while
+/// waiting.
+///
+/// # Safety
+///
+/// `buf` must be valid for writes of `max_size` bytes and `descriptor` for
+/// a write of a `u64`, neither accessed by anything else during the call;
+/// either may instead be an address the kernel rejects with `-EFAULT`.
+pub unsafe fn receive_message(
+    port: c_uint,
+    buf: *mut c_void,
+    max_size: u64,
+    descriptor: *mut u64,
+    flags: c_uint,
+) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_RECEIVE_MESSAGE,
+            [
+                port.into(),
+                buf as c_ulong,
+                max_size,
+                descriptor as c_ulong,
+                flags.into(),
+                0,
+            ],
+        )
+    }
+}
+
+/// Answers the request behind `descriptor` with the `size` bytes at `buf`.
+/// Returns 0. `-ENOENT` if `descriptor` is not an unanswered descriptor of
+/// this process; `-EMSGSIZE` if `size` exceeds the caller's `max_reply`
+/// (the descriptor stays valid).
+///
+/// # Safety
+///
+/// `buf` must be valid for reads of `size` bytes for the duration of the
+/// call, or be an address the kernel rejects with `-EFAULT`.
+pub unsafe fn reply_message(buf: *const c_void, size: u64, descriptor: u64) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_REPLY_MESSAGE,
+            [buf as c_ulong, size, descriptor, 0, 0, 0],
+        )
+    }
+}
+
+/// [`reply_message`], then [`receive_message`] with the arguments in
+/// `*next` (`next.descriptor` receives the new descriptor). Returns the
+/// new message's length; if the reply fails, its error, and nothing is
+/// received.
+///
+/// # Safety
+///
+/// As [`reply_message`] for `buf`; `next` must be valid for reads and
+/// writes of a [`LiteReceive`], and its `buf` valid for writes of its
+/// `max_size` bytes, during the call (or be addresses the kernel rejects
+/// with `-EFAULT`).
+pub unsafe fn reply_and_receive_message(
+    buf: *const c_void,
+    size: u64,
+    descriptor: u64,
+    next: *mut LiteReceive,
+) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_REPLY_AND_RECEIVE_MESSAGE,
+            [buf as c_ulong, size, descriptor, next as c_ulong, 0, 0],
+        )
+    }
+}
+
+/// Sends one request to `call.count` nodes (at most [`MAX_NODES`]) at once
+/// and waits for every reply: reply `i` goes to `call.replies + i *
+/// call.max_reply` and its length (or negative errno) to
+/// `call.lengths[i]`. Returns the number of nodes that replied, or a
+/// negative errno if the arguments are invalid.
+///
+/// # Safety
+///
+/// `call` must be valid for reads of a [`LiteMulticast`], and the
+/// addresses in it valid for the reads and writes it describes (`nodes`
+/// and `msg` read, `lengths` and `replies` written), during the call; any
+/// of them may instead be an address the kernel rejects with `-EFAULT`.
+pub unsafe fn send_reply_multicast(call: *mut LiteMulticast) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_SEND_REPLY_MULTICAST,
+            [call as c_ulong, 0, 0, 0, 0, 0],
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -556,6 +838,27 @@ mod tests {
         assert_eq!(std::mem::align_of::<LiteStats>(), 8);
         assert_eq!(std::mem::offset_of!(LiteStats, lmrs), 0);
         assert_eq!(std::mem::offset_of!(LiteStats, async_in_flight), 56);
+    }
+
+    #[test]
+    fn rpc_structs_have_the_c_layout() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(
+            (size_of::<LiteReceive>(), align_of::<LiteReceive>()),
+            (32, 8)
+        );
+        assert_eq!(offset_of!(LiteReceive, port), 24);
+        assert_eq!(offset_of!(LiteReceive, flags), 28);
+        assert_eq!(size_of::<LiteMulticast>(), 56);
+        assert_eq!(offset_of!(LiteMulticast, count), 48);
+        assert_eq!(offset_of!(LiteMulticast, port_priority), 52);
+    }
+
+    #[test]
+    fn port_priority_packs_like_the_c_macro() {
+        assert_eq!(port_priority(10, PRIORITY_NONE), 10);
+        assert_eq!(port_priority(63, PRIORITY_LOW), 0x2_003f);
+        assert_eq!(port_priority(5, PRIORITY_HIGH) | SEND_NONBLOCK, 0x8001_0005);
     }
 
     #[test]

@@ -56,14 +56,41 @@ fn abi_defines(text: &str) -> BTreeMap<String, u128> {
         let Some((name, value)) = rest.split_once(char::is_whitespace) else {
             continue; // include guards carry no value
         };
-        if !(name.starts_with("__NR_lite_") || name.starts_with("LITE_")) {
-            continue;
+        if !(name.starts_with("__NR_lite_") || name.starts_with("LITE_")) || name.contains('(') {
+            continue; // function-like macros: see function_macros
         }
         let value = value.split("/*").next().unwrap_or_default();
         let previous = defines.insert(name.to_string(), eval_c_constant(value));
         assert!(previous.is_none(), "{name} defined twice");
     }
     defines
+}
+
+/// Every function-like `#define LITE_*(..) BODY` in `text`: the macro's
+/// head (name and parameters) and its body, whitespace normalised.
+fn function_macros(text: &str) -> BTreeMap<String, String> {
+    let mut macros = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim().strip_prefix("#define") else {
+            continue;
+        };
+        let rest = rest.trim();
+        let Some(open) = rest.find('(') else {
+            continue;
+        };
+        let (name, _) = rest.split_at(open);
+        if !name.starts_with("LITE_") || name.contains(char::is_whitespace) {
+            continue;
+        }
+        let Some(close) = rest.find(')') else {
+            panic!("unterminated macro parameters in {line:?}");
+        };
+        let (head, body) = rest.split_at(close + 1);
+        let body = body.split("/*").next().unwrap_or_default();
+        let normalise = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        macros.insert(normalise(head), normalise(body));
+    }
+    macros
 }
 
 /// The Rust side of the ABI: (C name, Rust name, value).
@@ -180,6 +207,77 @@ fn rust_constants() -> Vec<(&'static str, &'static str, u128)> {
             "SYS_LITE_GET_STATS",
             syscall(sys::SYS_LITE_GET_STATS),
         ),
+        (
+            "__NR_lite_register_application",
+            "SYS_LITE_REGISTER_APPLICATION",
+            syscall(sys::SYS_LITE_REGISTER_APPLICATION),
+        ),
+        (
+            "__NR_lite_unregister_application",
+            "SYS_LITE_UNREGISTER_APPLICATION",
+            syscall(sys::SYS_LITE_UNREGISTER_APPLICATION),
+        ),
+        (
+            "__NR_lite_query_port",
+            "SYS_LITE_QUERY_PORT",
+            syscall(sys::SYS_LITE_QUERY_PORT),
+        ),
+        (
+            "__NR_lite_send_reply_imm",
+            "SYS_LITE_SEND_REPLY_IMM",
+            syscall(sys::SYS_LITE_SEND_REPLY_IMM),
+        ),
+        (
+            "__NR_lite_send",
+            "SYS_LITE_SEND",
+            syscall(sys::SYS_LITE_SEND),
+        ),
+        (
+            "__NR_lite_receive_message",
+            "SYS_LITE_RECEIVE_MESSAGE",
+            syscall(sys::SYS_LITE_RECEIVE_MESSAGE),
+        ),
+        (
+            "__NR_lite_reply_message",
+            "SYS_LITE_REPLY_MESSAGE",
+            syscall(sys::SYS_LITE_REPLY_MESSAGE),
+        ),
+        (
+            "__NR_lite_reply_and_receive_message",
+            "SYS_LITE_REPLY_AND_RECEIVE_MESSAGE",
+            syscall(sys::SYS_LITE_REPLY_AND_RECEIVE_MESSAGE),
+        ),
+        (
+            "__NR_lite_send_reply_multicast",
+            "SYS_LITE_SEND_REPLY_MULTICAST",
+            syscall(sys::SYS_LITE_SEND_REPLY_MULTICAST),
+        ),
+        ("LITE_MAX_PORTS", "MAX_PORTS", sys::MAX_PORTS.into()),
+        (
+            "LITE_MAX_MESSAGE_SIZE",
+            "MAX_MESSAGE_SIZE",
+            sys::MAX_MESSAGE_SIZE.into(),
+        ),
+        (
+            "LITE_MAX_PORT_NAME",
+            "MAX_PORT_NAME",
+            sys::MAX_PORT_NAME as u128,
+        ),
+        (
+            "LITE_RPC_TIMEOUT_MS",
+            "RPC_TIMEOUT_MS",
+            sys::RPC_TIMEOUT_MS.into(),
+        ),
+        (
+            "LITE_SEND_NONBLOCK",
+            "SEND_NONBLOCK",
+            sys::SEND_NONBLOCK.into(),
+        ),
+        (
+            "LITE_RECV_NONBLOCK",
+            "RECV_NONBLOCK",
+            sys::RECV_NONBLOCK.into(),
+        ),
         ("LITE_PERM_READ", "PERM_READ", sys::PERM_READ.into()),
         ("LITE_PERM_WRITE", "PERM_WRITE", sys::PERM_WRITE.into()),
         ("LITE_PERM_SHARE", "PERM_SHARE", sys::PERM_SHARE.into()),
@@ -242,11 +340,12 @@ fn rust_constants() -> Vec<(&'static str, &'static str, u128)> {
     ]
 }
 
-/// Names of the `pub const`s declared in `src/sys.rs`.
+/// Names of the `pub const`s (not `const fn`s) declared in `src/sys.rs`.
 fn rust_const_names() -> Vec<String> {
     read(&repo_path("src/sys.rs"))
         .lines()
         .filter_map(|line| line.trim().strip_prefix("pub const "))
+        .filter(|rest| !rest.starts_with("fn "))
         .filter_map(|rest| rest.split(':').next())
         .map(|name| name.trim().to_string())
         .collect()
@@ -303,6 +402,25 @@ fn userspace_header_matches_uapi_header_both_ways() {
 }
 
 #[test]
+fn function_like_macros_match_in_both_headers() {
+    let uapi = function_macros(&read(&uapi_header()));
+    let user = function_macros(&read(&user_header()));
+    assert_eq!(user, uapi);
+}
+
+#[test]
+fn port_priority_matches_the_c_macro() {
+    let uapi = function_macros(&read(&uapi_header()));
+    assert_eq!(
+        uapi.get("LITE_PORT_PRIORITY(port, priority)")
+            .map(String::as_str),
+        Some("((port) | ((priority) << 16))"),
+        "the macro changed; update sys::port_priority and this test"
+    );
+    assert_eq!(sys::port_priority(7, 2), 7 | (2 << 16));
+}
+
+#[test]
 fn userspace_header_wraps_every_syscall() {
     let uapi = abi_defines(&read(&uapi_header()));
     let user = read(&user_header());
@@ -322,11 +440,15 @@ fn constant_evaluator_understands_the_header_syntax() {
     assert_eq!(eval_c_constant("(1ull << 40)"), 1 << 40);
     assert_eq!(eval_c_constant("0x1u"), 1);
     assert_eq!(eval_c_constant(" 18500 "), 18500);
-    let defines =
-        abi_defines("#define GUARD\n#define LITE_X\t(2u << 3) /* note */\n#define OTHER 5\n");
+    let text = "#define GUARD\n#define LITE_X\t(2u << 3) /* note */\n#define OTHER 5\n\
+                #define LITE_F(a, b) ((a) |  (b)) /* f */\n";
     assert_eq!(
-        defines.into_iter().collect::<Vec<_>>(),
+        abi_defines(text).into_iter().collect::<Vec<_>>(),
         vec![("LITE_X".to_string(), 16)]
+    );
+    assert_eq!(
+        function_macros(text).into_iter().collect::<Vec<_>>(),
+        vec![("LITE_F(a, b)".to_string(), "((a) | (b))".to_string())]
     );
 }
 
@@ -352,7 +474,7 @@ fn assert_compiles(output: std::process::Output, what: &str) {
 }
 
 /// The C examples, each compiled by [`c_examples_compile_with_warnings_as_errors`].
-const EXAMPLES: [&str; 2] = ["lite_hello", "lite_share"];
+const EXAMPLES: [&str; 3] = ["lite_hello", "lite_rpc", "lite_share"];
 
 #[test]
 fn c_examples_compile_with_warnings_as_errors() {
@@ -396,96 +518,170 @@ fn every_c_example_is_compiled() {
     }
 }
 
-/// The fields of `struct lite_stats` in `LiteStats`, in declaration order,
-/// with their offsets.
-fn rust_stats_fields() -> Vec<(&'static str, usize)> {
-    use std::mem::offset_of;
+/// A struct of the ABI: its C name, its Rust size, and its fields in
+/// declaration order with their Rust offsets and uapi types.
+struct AbiStruct {
+    c_name: &'static str,
+    size: usize,
+    fields: Vec<(&'static str, usize, &'static str)>,
+}
+
+/// Every struct of the ABI as the Rust side declares it.
+fn abi_structs() -> Vec<AbiStruct> {
+    use std::mem::{offset_of, size_of};
+    use sys::{LiteMulticast, LiteReceive, LiteStats};
     vec![
-        ("lmrs", offset_of!(sys::LiteStats, lmrs)),
-        ("registrations", offset_of!(sys::LiteStats, registrations)),
-        ("mappings", offset_of!(sys::LiteStats, mappings)),
-        (
-            "published_names",
-            offset_of!(sys::LiteStats, published_names),
-        ),
-        ("held_chunks", offset_of!(sys::LiteStats, held_chunks)),
-        ("handles", offset_of!(sys::LiteStats, handles)),
-        ("processes", offset_of!(sys::LiteStats, processes)),
-        (
-            "async_in_flight",
-            offset_of!(sys::LiteStats, async_in_flight),
-        ),
+        AbiStruct {
+            c_name: "lite_stats",
+            size: size_of::<LiteStats>(),
+            fields: vec![
+                ("lmrs", offset_of!(LiteStats, lmrs), "__u64"),
+                (
+                    "registrations",
+                    offset_of!(LiteStats, registrations),
+                    "__u64",
+                ),
+                ("mappings", offset_of!(LiteStats, mappings), "__u64"),
+                (
+                    "published_names",
+                    offset_of!(LiteStats, published_names),
+                    "__u64",
+                ),
+                ("held_chunks", offset_of!(LiteStats, held_chunks), "__u64"),
+                ("handles", offset_of!(LiteStats, handles), "__u64"),
+                ("processes", offset_of!(LiteStats, processes), "__u64"),
+                (
+                    "async_in_flight",
+                    offset_of!(LiteStats, async_in_flight),
+                    "__u64",
+                ),
+            ],
+        },
+        AbiStruct {
+            c_name: "lite_receive",
+            size: size_of::<LiteReceive>(),
+            fields: vec![
+                ("buf", offset_of!(LiteReceive, buf), "__u64"),
+                ("max_size", offset_of!(LiteReceive, max_size), "__u64"),
+                ("descriptor", offset_of!(LiteReceive, descriptor), "__u64"),
+                ("port", offset_of!(LiteReceive, port), "__u32"),
+                ("flags", offset_of!(LiteReceive, flags), "__u32"),
+            ],
+        },
+        AbiStruct {
+            c_name: "lite_multicast",
+            size: size_of::<LiteMulticast>(),
+            fields: vec![
+                ("nodes", offset_of!(LiteMulticast, nodes), "__u64"),
+                ("lengths", offset_of!(LiteMulticast, lengths), "__u64"),
+                ("msg", offset_of!(LiteMulticast, msg), "__u64"),
+                ("size", offset_of!(LiteMulticast, size), "__u64"),
+                ("replies", offset_of!(LiteMulticast, replies), "__u64"),
+                ("max_reply", offset_of!(LiteMulticast, max_reply), "__u64"),
+                ("count", offset_of!(LiteMulticast, count), "__u32"),
+                (
+                    "port_priority",
+                    offset_of!(LiteMulticast, port_priority),
+                    "__u32",
+                ),
+            ],
+        },
     ]
 }
 
-/// Names of the fields of `struct lite_stats` in `text`, in order, with
-/// their C types.
-fn c_stats_fields(text: &str) -> Vec<(String, String)> {
+/// The userspace header's spelling of a uapi type.
+fn stdint_type(uapi_type: &str) -> &str {
+    match uapi_type {
+        "__u64" => "uint64_t",
+        "__u32" => "uint32_t",
+        other => panic!("no stdint spelling for {other}"),
+    }
+}
+
+/// Names of the fields of `struct NAME` in `text`, in order, with their C
+/// types.
+fn c_struct_fields(text: &str, name: &str) -> Vec<(String, String)> {
+    let opening = format!("struct {name} {{");
     let start = text
-        .find("struct lite_stats {")
-        .expect("no struct lite_stats definition");
-    let body = &text[start + "struct lite_stats {".len()..];
-    let body = &body[..body.find("};").expect("unterminated struct lite_stats")];
+        .find(&opening)
+        .unwrap_or_else(|| panic!("no struct {name} definition"));
+    let body = &text[start + opening.len()..];
+    let body = &body[..body
+        .find("};")
+        .unwrap_or_else(|| panic!("unterminated struct {name}"))];
     body.lines()
         .map(|line| line.split("/*").next().unwrap_or_default().trim())
         .filter(|line| !line.is_empty())
         .map(|line| {
             let decl = line
                 .strip_suffix(';')
-                .unwrap_or_else(|| panic!("unexpected struct lite_stats line {line:?}"));
-            let (ty, name) = decl
+                .unwrap_or_else(|| panic!("unexpected struct {name} line {line:?}"));
+            let (ty, field) = decl
                 .trim()
                 .rsplit_once(char::is_whitespace)
-                .unwrap_or_else(|| panic!("unexpected struct lite_stats line {line:?}"));
-            (name.to_string(), ty.trim().to_string())
+                .unwrap_or_else(|| panic!("unexpected struct {name} line {line:?}"));
+            (field.to_string(), ty.trim().to_string())
         })
         .collect()
 }
 
 #[test]
-fn lite_stats_matches_both_headers() {
-    assert_eq!(std::mem::size_of::<sys::LiteStats>(), 64);
-    let rust = rust_stats_fields();
-    for (index, (name, offset)) in rust.iter().enumerate() {
-        assert_eq!(*offset, index * 8, "LiteStats::{name} is misplaced");
-    }
-    let rust_names: Vec<&str> = rust.iter().map(|(name, _)| *name).collect();
-    for (header, u64_type) in [(uapi_header(), "__u64"), (user_header(), "uint64_t")] {
-        let fields = c_stats_fields(&read(&header));
-        let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
-        assert_eq!(names, rust_names, "fields of {}", header.display());
-        for (name, ty) in &fields {
-            assert_eq!(ty, u64_type, "type of {name} in {}", header.display());
+fn structs_match_both_headers() {
+    for abi in abi_structs() {
+        let name = abi.c_name;
+        // Naturally aligned fields with no padding, as the uapi needs.
+        let mut expected_offset = 0;
+        for (field, offset, ty) in &abi.fields {
+            assert_eq!(*offset, expected_offset, "{name}.{field} is misplaced");
+            expected_offset += if *ty == "__u64" { 8 } else { 4 };
+        }
+        assert_eq!(abi.size, expected_offset, "size of {name}");
+        for (header, user) in [(uapi_header(), false), (user_header(), true)] {
+            let fields = c_struct_fields(&read(&header), name);
+            let expected: Vec<(String, String)> = abi
+                .fields
+                .iter()
+                .map(|(field, _, ty)| {
+                    let ty = if user { stdint_type(ty) } else { ty };
+                    (field.to_string(), ty.to_string())
+                })
+                .collect();
+            assert_eq!(fields, expected, "struct {name} in {}", header.display());
         }
     }
 }
 
 #[test]
-fn lite_stats_layout_agrees_in_c() {
+fn struct_layouts_agree_in_c() {
     // Both headers' definitions side by side: the uapi header is read a
-    // second time under another struct name, which also redefines every
+    // second time with every struct renamed, which also redefines every
     // constant (any difference is a macro redefinition error).
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let source = dir.join("stats_layout.c");
-    let mut text = String::from(
-        "#include <stddef.h>\n#include \"lite.h\"\n\
-         #undef _UAPI_LINUX_LITE_H\n#define lite_stats lite_stats_uapi\n\
-         #include <linux/lite.h>\n#undef lite_stats\n",
-    );
-    let size = std::mem::size_of::<sys::LiteStats>();
-    text.push_str(&format!(
-        "_Static_assert(sizeof(struct lite_stats) == {size}, \"size\");\n\
-         _Static_assert(sizeof(struct lite_stats_uapi) == {size}, \"uapi size\");\n"
-    ));
-    for (name, offset) in rust_stats_fields() {
+    let source = dir.join("struct_layouts.c");
+    let structs = abi_structs();
+    let mut text =
+        String::from("#include <stddef.h>\n#include \"lite.h\"\n#undef _UAPI_LINUX_LITE_H\n");
+    for abi in &structs {
+        text.push_str(&format!("#define {0} {0}_uapi\n", abi.c_name));
+    }
+    text.push_str("#include <linux/lite.h>\n");
+    for abi in &structs {
+        let (name, size) = (abi.c_name, abi.size);
         text.push_str(&format!(
-            "_Static_assert(offsetof(struct lite_stats, {name}) == {offset}, \"{name}\");\n\
-             _Static_assert(offsetof(struct lite_stats_uapi, {name}) == {offset}, \"uapi {name}\");\n"
+            "#undef {name}\n\
+             _Static_assert(sizeof(struct {name}) == {size}, \"{name} size\");\n\
+             _Static_assert(sizeof(struct {name}_uapi) == {size}, \"uapi {name} size\");\n"
         ));
+        for (field, offset, _) in &abi.fields {
+            text.push_str(&format!(
+                "_Static_assert(offsetof(struct {name}, {field}) == {offset}, \"{field}\");\n\
+                 _Static_assert(offsetof(struct {name}_uapi, {field}) == {offset}, \"uapi {field}\");\n"
+            ));
+        }
     }
     text.push_str("long get(struct lite_stats *s) { return lite_get_stats(s, sizeof(*s)); }\n");
     std::fs::write(&source, text).expect("write test source");
-    let object = dir.join("stats_layout.o");
+    let object = dir.join("struct_layouts.o");
     let include = repo_path("../include");
     let uapi_include = repo_path("../../lite-api-c/include/uapi");
     let args = [
@@ -501,13 +697,13 @@ fn lite_stats_layout_agrees_in_c() {
         source.as_os_str(),
     ];
     if let Some(output) = run_cc(&args) {
-        assert_compiles(output, "the struct lite_stats layout check");
+        assert_compiles(output, "the struct layout check");
     }
 }
 
 #[test]
 fn c_headers_can_be_included_together() {
-    // In either order (lite_stats_layout_agrees_in_c checks that the two
+    // In either order (struct_layouts_agree_in_c checks that the two
     // definitions are the same); the userspace header also twice.
     let orders = [
         ("user_first", "\"lite.h\"", "<linux/lite.h>"),

@@ -55,6 +55,8 @@ pub enum Operation {
     WriteAsync,
     /// `lite_rdma_read_async`, several in flight.
     ReadAsync,
+    /// `lite_send_reply_imm` round trip, the reply as long as the request.
+    Rpc,
 }
 
 impl fmt::Display for Operation {
@@ -66,6 +68,7 @@ impl fmt::Display for Operation {
             Operation::Memcpy => "memcpy",
             Operation::WriteAsync => "write_async",
             Operation::ReadAsync => "read_async",
+            Operation::Rpc => "rpc",
         })
     }
 }
@@ -233,10 +236,79 @@ pub fn throughput_line(
     )
 }
 
+/// RPC throughput of one series: `threads` client threads calling at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RpcThroughput {
+    /// Client threads.
+    pub threads: usize,
+    /// Calls completed by all threads together.
+    pub calls: usize,
+    /// Calls over the time from the common start to the last completion.
+    pub calls_per_s: f64,
+    /// Round trip times of the single calls, in microseconds.
+    pub latency: Summary,
+}
+
+/// Throughput of `threads` threads that together completed the calls
+/// timed in `durations_us` within `elapsed_us`; `None` without calls or
+/// with no elapsed time.
+pub fn rpc_throughput(
+    threads: usize,
+    durations_us: &[f64],
+    elapsed_us: f64,
+) -> Option<RpcThroughput> {
+    if !(elapsed_us > 0.0 && elapsed_us.is_finite()) {
+        return None;
+    }
+    Some(RpcThroughput {
+        threads,
+        calls: durations_us.len(),
+        calls_per_s: durations_us.len() as f64 / (elapsed_us / 1e6),
+        latency: summarize(durations_us)?,
+    })
+}
+
+/// Calls each of `threads` threads makes so that together they make about
+/// `total` (at least one each).
+pub fn calls_per_thread(total: usize, threads: usize) -> usize {
+    (total / threads.max(1)).max(1)
+}
+
+/// The result line of one RPC throughput series:
+///
+/// `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
+///
+/// (no `iters`, so that it is not taken for a latency line).
+pub fn rpc_throughput_line(size: u64, throughput: &RpcThroughput) -> String {
+    let l = &throughput.latency;
+    format!(
+        "LITE-BENCH op=rpc_throughput size={size} threads={} calls={} calls_per_s={:.2} median_us={:.2} p10_us={:.2} p90_us={:.2}",
+        throughput.threads, throughput.calls, throughput.calls_per_s, l.median, l.p10, l.p90
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stats::summarize;
+
+    #[test]
+    fn rpc_throughput_counts_calls_over_the_whole_series() {
+        // Two threads, four calls of 100 us each, finished after 200 us.
+        let t = rpc_throughput(2, &[100.0, 100.0, 100.0, 100.0], 200.0).expect("calls");
+        assert_eq!((t.threads, t.calls), (2, 4));
+        assert!((t.calls_per_s - 20_000.0).abs() < 1e-6, "{}", t.calls_per_s);
+        assert_eq!(t.latency.median, 100.0);
+        assert_eq!(
+            rpc_throughput_line(64, &t),
+            "LITE-BENCH op=rpc_throughput size=64 threads=2 calls=4 calls_per_s=20000.00 median_us=100.00 p10_us=100.00 p90_us=100.00"
+        );
+        assert_eq!(rpc_throughput(1, &[], 10.0), None);
+        assert_eq!(rpc_throughput(1, &[1.0], 0.0), None);
+        assert_eq!(calls_per_thread(2000, 16), 125);
+        assert_eq!(calls_per_thread(3, 16), 1);
+        assert_eq!(calls_per_thread(10, 0), 10);
+    }
 
     #[test]
     fn peer_node_parsing() {
@@ -266,6 +338,7 @@ mod tests {
             Operation::Memcpy,
             Operation::WriteAsync,
             Operation::ReadAsync,
+            Operation::Rpc,
         ]
         .iter()
         .map(ToString::to_string)
@@ -278,7 +351,8 @@ mod tests {
                 "memset",
                 "memcpy",
                 "write_async",
-                "read_async"
+                "read_async",
+                "rpc"
             ]
         );
     }

@@ -28,6 +28,7 @@ mod io;
 mod kernel_api;
 mod memory_ops;
 mod processes;
+mod rpc;
 mod sharing;
 
 pub use processes::{child_main, CHILD_SUBCOMMAND};
@@ -105,6 +106,7 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfi
     memory_ops::run(kernel, tap, me, nodes, password);
     sharing::run(kernel, tap, me, nodes, password);
     processes::run(kernel, tap, me, nodes, password);
+    rpc::run(kernel, tap, me, nodes);
     kernel_api::run(kernel, tap, nodes);
 
     // Nobody leaves while others may still use its memory.
@@ -178,6 +180,35 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
         (
             format!("dist_barrier({nodes}) before join returns -ENOTCONN"),
             Box::new(move || expect_errno(kernel.dist_barrier(nodes), libc::ENOTCONN)),
+        ),
+        (
+            "register_application(port 10) before join returns -ENOTCONN".into(),
+            Box::new(|| {
+                // SAFETY: the name is readable for its 4 bytes.
+                let ret = unsafe { kernel.register_application(10, 64, c"port".as_ptr(), 4) };
+                if ret == 0 {
+                    kernel.unregister_application(10);
+                }
+                expect_errno(ret, libc::ENOTCONN)
+            }),
+        ),
+        (
+            "send_reply_imm to node 1 before join returns -ENOTCONN".into(),
+            Box::new(|| {
+                let mut reply = [0u8; 16];
+                // SAFETY: the request is readable and `reply` writable.
+                let ret = unsafe {
+                    kernel.send_reply_imm(
+                        1,
+                        10,
+                        write_buf.as_ptr().cast(),
+                        16,
+                        reply.as_mut_ptr().cast(),
+                        16,
+                    )
+                };
+                expect_errno(ret, libc::ENOTCONN)
+            }),
         ),
         (
             "join with a NULL address returns -EFAULT".into(),
@@ -747,6 +778,7 @@ mod tests {
                 assert_eq!(kernel.live_handles(), 0, "handles leaked");
             }
             assert_eq!(kernels[0].live_lmrs(), 0, "LMRs leaked");
+            assert_eq!(kernels[0].open_ports(), 0, "RPC ports left open");
         }
         results
     }
@@ -776,8 +808,8 @@ mod tests {
                 } else {
                     output.matches("# SKIP needs two nodes or more").count()
                 };
-                assert_eq!(skips, 6, "{output}");
-                assert_eq!(expected_skips, 3, "{output}");
+                assert_eq!(skips, 9, "{output}");
+                assert_eq!(expected_skips, 6, "{output}");
                 assert_eq!(kernel_api_skips, 3, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
@@ -879,12 +911,34 @@ mod tests {
     }
 
     #[test]
+    fn rings_that_drop_messages_when_full_are_caught() {
+        let defects = Defects {
+            drop_when_full: true,
+            ..Defects::default()
+        };
+        for (output, _) in run_cluster(3, defects) {
+            let failed = failures(&output);
+            assert_eq!(failed.len(), 3, "{failed:?}");
+            for expected in [
+                "return -EAGAIN once the ring is full",
+                "held every message node",
+                "got every node's 2000 messages exactly once",
+            ] {
+                assert!(
+                    failed.iter().any(|l| l.contains(expected)),
+                    "{expected}: {failed:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_node_that_joined_earlier_skips_the_pre_join_cases() {
         let kernels = FakeKernel::cluster(2, Defects::default());
         assert_eq!(join_with_text(&kernels[0], "10.0.0.1"), 1);
         let (output, summary) = run_kernels(kernels, 2, Defects::default()).remove(0);
         assert!(summary.all_passed(), "{:?}", failures(&output));
-        assert_eq!(output.matches("# SKIP node joined before").count(), 12);
+        assert_eq!(output.matches("# SKIP node joined before").count(), 14);
     }
 
     #[test]
@@ -946,10 +1000,10 @@ mod tests {
         };
         let (output, summary) = run_against(&FakeKernel::new(1, 2, defects), 2);
         assert_eq!(summary.failed, 1, "{output}");
-        assert_eq!(summary.passed, 11);
-        assert!(output.contains("not ok 12 - join 10.0.0.1:18500 returns a node id in 1..=2"));
+        assert_eq!(summary.passed, 13);
+        assert!(output.contains("not ok 14 - join 10.0.0.1:18500 returns a node id in 1..=2"));
         assert!(output.contains("# returned -111 (-ECONNREFUSED)"));
         assert!(output.contains("Bail out!"));
-        assert!(output.ends_with("1..12\n11 passed, 1 failed\n"));
+        assert!(output.ends_with("1..14\n13 passed, 1 failed\n"));
     }
 }

@@ -8,7 +8,8 @@
 //! one memory and name space, meant to be driven from one thread per node:
 //! their barriers really wait for each other, names published by node X are
 //! what `ask_lmr(X, ..)` finds, and freeing an LMR revokes its mappings on
-//! every node.
+//! every node. RPC ports and messages are modelled in [`rpc`]; dropping a
+//! kernel is its process exiting.
 
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void};
@@ -18,13 +19,15 @@ use std::time::Duration;
 
 use libc::c_long;
 use lite::sys::{
-    LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE,
-    MAX_NODES, MAX_REGISTER_SIZE, NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE,
-    PERM_WRITE, PRIORITY_LOW,
+    LiteMulticast, LiteReceive, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, MAX_ASYNC_SIZE,
+    MAX_IP_LEN, MAX_LMR_SIZE, MAX_NODES, MAX_REGISTER_SIZE, NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC,
+    PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_LOW,
 };
 
 use crate::kernel::Kernel;
 use crate::plan::next_node;
+
+mod rpc;
 
 /// Defects the model can be given.
 #[derive(Debug, Clone, Copy, Default)]
@@ -44,6 +47,9 @@ pub struct Defects {
     pub memmove_forward_only: bool,
     /// Freeing or deregistering an LMR leaves its mappings working.
     pub no_revocation: bool,
+    /// A one-way message sent into a full ring is dropped, and the send
+    /// reports success.
+    pub drop_when_full: bool,
 }
 
 /// Every permission bit the ABI defines.
@@ -151,6 +157,7 @@ struct Process {
 struct Shared {
     cluster: Mutex<Cluster>,
     barrier: Condvar,
+    rpc: rpc::Rpc,
 }
 
 /// One process on one node of a cluster of `nodes` nodes.
@@ -162,6 +169,8 @@ pub struct FakeKernel {
     connected: bool,
     shared: Arc<Shared>,
     process: Mutex<Process>,
+    /// Tells processes apart in the RPC model.
+    process_id: u64,
 }
 
 /// Addresses below this are never mapped, like the first page of a process.
@@ -226,11 +235,14 @@ impl FakeKernel {
                 ..Cluster::default()
             }),
             barrier: Condvar::new(),
+            rpc: rpc::Rpc::new(),
         })
     }
 
     fn node(id: u32, nodes: u32, defects: Defects, connected: bool, shared: Arc<Shared>) -> Self {
+        let process_id = shared.rpc.new_process();
         FakeKernel {
+            process_id,
             id,
             nodes,
             defects,
@@ -254,8 +266,30 @@ impl FakeKernel {
         lock(&self.shared.cluster).lmrs.len()
     }
 
+    /// Number of RPC ports open in the whole cluster.
+    pub fn open_ports(&self) -> usize {
+        self.shared.rpc.open_ports()
+    }
+
     fn joined(&self) -> bool {
         lock(&self.process).joined
+    }
+
+    /// This process as the RPC model sees it, or `-ENOTCONN` before join.
+    fn rpc_caller(&self) -> Result<rpc::Caller, c_long> {
+        if !self.joined() {
+            return Err(err(libc::ENOTCONN));
+        }
+        Ok(self.caller())
+    }
+
+    fn caller(&self) -> rpc::Caller {
+        rpc::Caller {
+            node: self.id,
+            nodes: self.nodes,
+            process: self.process_id,
+            drop_when_full: self.defects.drop_when_full,
+        }
     }
 
     fn cluster_state(&self) -> MutexGuard<'_, Cluster> {
@@ -1089,5 +1123,126 @@ impl Kernel for FakeKernel {
             );
         }
         0
+    }
+
+    unsafe fn register_application(
+        &self,
+        port: u32,
+        max_size: u64,
+        name: *const c_char,
+        name_len: u64,
+    ) -> c_long {
+        match self.rpc_caller() {
+            // SAFETY: the caller upholds the system call's contract.
+            Ok(who) => unsafe {
+                self.shared
+                    .rpc
+                    .register(&who, port, max_size, name as usize, name_len)
+            },
+            Err(errno) => errno,
+        }
+    }
+
+    fn unregister_application(&self, port: u32) -> c_long {
+        match self.rpc_caller() {
+            Ok(who) => self.shared.rpc.unregister(&who, port),
+            Err(errno) => errno,
+        }
+    }
+
+    fn query_port(&self, node: u32, port: u32) -> c_long {
+        match self.rpc_caller() {
+            Ok(who) => self.shared.rpc.query(&who, node, port),
+            Err(errno) => errno,
+        }
+    }
+
+    unsafe fn send_reply_imm(
+        &self,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+        reply: *mut c_void,
+        max_reply: u64,
+    ) -> c_long {
+        match self.rpc_caller() {
+            // SAFETY: the caller upholds the system call's contract.
+            Ok(who) => unsafe {
+                self.shared
+                    .rpc
+                    .call(&who, node, port_priority, (msg, size), (reply, max_reply))
+            },
+            Err(errno) => errno,
+        }
+    }
+
+    unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
+        match self.rpc_caller() {
+            // SAFETY: the caller upholds the system call's contract.
+            Ok(who) => unsafe { self.shared.rpc.send(&who, node, port_priority, msg, size) },
+            Err(errno) => errno,
+        }
+    }
+
+    unsafe fn receive_message(
+        &self,
+        port: u32,
+        buf: *mut c_void,
+        max_size: u64,
+        descriptor: *mut u64,
+        flags: u32,
+    ) -> c_long {
+        match self.rpc_caller() {
+            // SAFETY: the caller upholds the system call's contract.
+            Ok(who) => unsafe {
+                self.shared
+                    .rpc
+                    .receive(&who, port, (buf, max_size), descriptor, flags)
+            },
+            Err(errno) => errno,
+        }
+    }
+
+    unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
+        match self.rpc_caller() {
+            // SAFETY: the caller upholds the system call's contract.
+            Ok(who) => unsafe { self.shared.rpc.reply(&who, buf, size, descriptor) },
+            Err(errno) => errno,
+        }
+    }
+
+    unsafe fn reply_and_receive_message(
+        &self,
+        buf: *const c_void,
+        size: u64,
+        descriptor: u64,
+        next: *mut LiteReceive,
+    ) -> c_long {
+        match self.rpc_caller() {
+            // SAFETY: the caller upholds the system call's contract.
+            Ok(who) => unsafe {
+                self.shared
+                    .rpc
+                    .reply_and_receive(&who, (buf, size), descriptor, next)
+            },
+            Err(errno) => errno,
+        }
+    }
+
+    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
+        match self.rpc_caller() {
+            // SAFETY: the caller upholds the system call's contract.
+            Ok(who) => unsafe { self.shared.rpc.multicast(&who, call) },
+            Err(errno) => errno,
+        }
+    }
+}
+
+impl Drop for FakeKernel {
+    /// The process exits: the kernel closes its ports and fails the
+    /// callers of the requests it received but did not answer.
+    fn drop(&mut self) {
+        self.shared.rpc.exit(&self.caller());
     }
 }

@@ -5,13 +5,15 @@ use std::ffi::{c_char, c_void};
 use std::mem::ManuallyDrop;
 
 use libc::c_long;
-use lite::sys::{self, LiteStats};
+use lite::sys::{self, LiteMulticast, LiteReceive, LiteStats};
 
 use crate::errno::describe_result;
 
 /// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
 /// method returns the raw result (>= 0 or a negative errno).
-pub trait Kernel {
+///
+/// Shared between threads: the RPC cases call it from several at once.
+pub trait Kernel: Sync {
     /// `lite_join`.
     ///
     /// # Safety
@@ -143,6 +145,79 @@ pub trait Kernel {
     ///
     /// As [`sys::get_stats`].
     unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long;
+    /// `lite_register_application`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::register_application`].
+    unsafe fn register_application(
+        &self,
+        port: u32,
+        max_size: u64,
+        name: *const c_char,
+        name_len: u64,
+    ) -> c_long;
+    /// `lite_unregister_application`.
+    fn unregister_application(&self, port: u32) -> c_long;
+    /// `lite_query_port`.
+    fn query_port(&self, node: u32, port: u32) -> c_long;
+    /// `lite_send_reply_imm`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::send_reply_imm`].
+    unsafe fn send_reply_imm(
+        &self,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+        reply: *mut c_void,
+        max_reply: u64,
+    ) -> c_long;
+    /// `lite_send`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::send`].
+    unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long;
+    /// `lite_receive_message`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::receive_message`].
+    unsafe fn receive_message(
+        &self,
+        port: u32,
+        buf: *mut c_void,
+        max_size: u64,
+        descriptor: *mut u64,
+        flags: u32,
+    ) -> c_long;
+    /// `lite_reply_message`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::reply_message`].
+    unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long;
+    /// `lite_reply_and_receive_message`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::reply_and_receive_message`].
+    unsafe fn reply_and_receive_message(
+        &self,
+        buf: *const c_void,
+        size: u64,
+        descriptor: u64,
+        next: *mut LiteReceive,
+    ) -> c_long;
+    /// `lite_send_reply_multicast`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::send_reply_multicast`].
+    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long;
     /// Whether the program may start copies of itself as further processes
     /// using the same kernel (true only for the real system calls; an
     /// in-memory model lives and dies with one process).
@@ -313,6 +388,76 @@ impl Kernel for Syscalls {
     unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long {
         // SAFETY: the caller upholds sys::get_stats's contract.
         unsafe { sys::get_stats(stats, size) }
+    }
+
+    unsafe fn register_application(
+        &self,
+        port: u32,
+        max_size: u64,
+        name: *const c_char,
+        name_len: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::register_application's contract.
+        unsafe { sys::register_application(port, max_size, name, name_len) }
+    }
+
+    fn unregister_application(&self, port: u32) -> c_long {
+        sys::unregister_application(port)
+    }
+
+    fn query_port(&self, node: u32, port: u32) -> c_long {
+        sys::query_port(node, port)
+    }
+
+    unsafe fn send_reply_imm(
+        &self,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+        reply: *mut c_void,
+        max_reply: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::send_reply_imm's contract.
+        unsafe { sys::send_reply_imm(node, port_priority, msg, size, reply, max_reply) }
+    }
+
+    unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
+        // SAFETY: the caller upholds sys::send's contract.
+        unsafe { sys::send(node, port_priority, msg, size) }
+    }
+
+    unsafe fn receive_message(
+        &self,
+        port: u32,
+        buf: *mut c_void,
+        max_size: u64,
+        descriptor: *mut u64,
+        flags: u32,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::receive_message's contract.
+        unsafe { sys::receive_message(port, buf, max_size, descriptor, flags) }
+    }
+
+    unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
+        // SAFETY: the caller upholds sys::reply_message's contract.
+        unsafe { sys::reply_message(buf, size, descriptor) }
+    }
+
+    unsafe fn reply_and_receive_message(
+        &self,
+        buf: *const c_void,
+        size: u64,
+        descriptor: u64,
+        next: *mut LiteReceive,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::reply_and_receive_message's contract.
+        unsafe { sys::reply_and_receive_message(buf, size, descriptor, next) }
+    }
+
+    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
+        // SAFETY: the caller upholds sys::send_reply_multicast's contract.
+        unsafe { sys::send_reply_multicast(call) }
     }
 
     fn spawns_processes(&self) -> bool {

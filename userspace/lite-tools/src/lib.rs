@@ -4,7 +4,8 @@
 //! * `lite-demo`: joins, writes a greeting and a pattern to the next node
 //!   and reads them back.
 //! * `lite-cluster-test`: the cluster test, reported as TAP.
-//! * `lite-bench`: write and read latency between two nodes.
+//! * `lite-bench`: latency and throughput between two nodes, of data
+//!   operations and of RPC.
 //!
 //! The library holds what they share. Everything that does not issue a
 //! LITE system call is unit tested on any Linux host; the cluster test

@@ -50,6 +50,15 @@
 #define __NR_lite_async_wait		567
 #define __NR_lite_fence			568
 #define __NR_lite_get_stats		569
+#define __NR_lite_register_application	570
+#define __NR_lite_unregister_application 571
+#define __NR_lite_query_port		572
+#define __NR_lite_send_reply_imm	573
+#define __NR_lite_send			574
+#define __NR_lite_receive_message	575
+#define __NR_lite_reply_message		576
+#define __NR_lite_reply_and_receive_message 577
+#define __NR_lite_send_reply_multicast	578
 
 /*
  * Handles and protection
@@ -210,6 +219,121 @@
  *   counters into stats; fields are only ever appended. -EINVAL if size is
  *   smaller than 8. Works before join (all counters 0).
  */
+
+/*
+ * RPC and messaging
+ *
+ * A server registers a port; clients on any node (this one included) send
+ * it requests, each written by RDMA write-with-immediate into a ring the
+ * server keeps for that (port, client node), and the reply is written
+ * straight into the caller's reply buffer the same way. Any thread of any
+ * process on the server's node may receive from a registered port; each
+ * message is delivered to exactly one receiver, in arrival order per
+ * client node. Nothing is dropped: a sender whose ring is full waits until
+ * receivers have consumed enough of it.
+ *
+ * long lite_register_application(unsigned int port, __u64 max_size,
+ *                                const char *name, __u64 name_len)
+ *   Open port (< LITE_MAX_PORTS) for messages of at most max_size bytes
+ *   (1..LITE_MAX_MESSAGE_SIZE); name (at most LITE_MAX_PORT_NAME bytes, no
+ *   NUL needed) is informational. Returns 0. -EADDRINUSE the port is
+ *   registered. The port is unregistered when the registering process
+ *   exits.
+ *
+ * long lite_unregister_application(unsigned int port)
+ *   Close port. Receivers blocked on it return -ESHUTDOWN; requests queued
+ *   and not yet received are failed with -ECONNREFUSED to their callers;
+ *   later sends get -ECONNREFUSED. The port can be registered again.
+ *   -ENOENT not registered, -EPERM registered by another process.
+ *
+ * long lite_query_port(unsigned int node, unsigned int port)
+ *   Connect to port on node and return its max_size. Optional: sends do it
+ *   on first use. -ECONNREFUSED the port is not registered there.
+ *
+ * long lite_send_reply_imm(unsigned int node, unsigned int port_priority,
+ *                          const void *msg, __u64 size, void *reply,
+ *                          __u64 max_reply)
+ *   Blocking RPC: send size bytes (at most the port's max_size) to port on
+ *   node and wait for the reply, which is stored into reply. Returns the
+ *   reply's length. port_priority is LITE_PORT_PRIORITY(port, priority).
+ *   -ECONNREFUSED port not registered (or unregistered before the request
+ *   was received), -EMSGSIZE size above the port's max_size, -ECONNRESET
+ *   the receiving process exited without replying, -ETIMEDOUT no reply
+ *   within LITE_RPC_TIMEOUT_MS, -EINTR a signal arrived (the request may
+ *   still be served; its reply is discarded). node may be this node.
+ *
+ * long lite_send(unsigned int node, unsigned int port_priority,
+ *                const void *msg, __u64 size)
+ *   One-way message: returns 0 once the message is in the server's ring.
+ *   Blocks while the ring is full; with LITE_SEND_NONBLOCK or'ed into
+ *   port_priority, returns -EAGAIN instead. Errors as lite_send_reply_imm.
+ *
+ * long lite_receive_message(unsigned int port, void *buf, __u64 max_size,
+ *                           __u64 *descriptor, unsigned int flags)
+ *   Take the next message of port: its bytes go to buf, its length is
+ *   returned, and *descriptor is set to the reply descriptor (0 for a
+ *   one-way message). Blocks until a message arrives unless flags has
+ *   LITE_RECV_NONBLOCK (then -EAGAIN when empty). -EMSGSIZE the next
+ *   message is longer than max_size (it stays queued), -ENOENT port not
+ *   registered, -ESHUTDOWN unregistered while waiting, -EINTR a signal.
+ *   A descriptor belongs to the receiving process and is valid until
+ *   answered; if the process exits first, its callers get -ECONNRESET.
+ *
+ * long lite_reply_message(const void *buf, __u64 size, __u64 descriptor)
+ *   Answer a request. Returns 0. -ENOENT descriptor is not an unanswered
+ *   descriptor of this process (already answered, another process's, or
+ *   never issued), -EMSGSIZE size exceeds the caller's max_reply (the
+ *   descriptor stays valid for a shorter reply).
+ *
+ * long lite_reply_and_receive_message(const void *buf, __u64 size,
+ *                                     __u64 descriptor,
+ *                                     struct lite_receive *next)
+ *   lite_reply_message, then lite_receive_message with the arguments in
+ *   next (next->descriptor receives the new descriptor). Returns the new
+ *   message's length; if the reply fails, its error and nothing is
+ *   received.
+ *
+ * long lite_send_reply_multicast(struct lite_multicast *call)
+ *   Send the same request to call->count nodes (at most LITE_MAX_NODES)
+ *   at once and wait for every reply: reply i (at most call->max_reply
+ *   bytes) goes to call->replies + i * call->max_reply and its length (or
+ *   negative errno) to call->lengths[i]. Returns the number of nodes that
+ *   replied, or a negative errno if the arguments are invalid.
+ */
+
+/* RPC limits. */
+#define LITE_MAX_PORTS		64
+#define LITE_MAX_MESSAGE_SIZE	(256u << 10)
+#define LITE_MAX_PORT_NAME	32
+#define LITE_RPC_TIMEOUT_MS	60000
+
+/* Port and priority of a send, and the non-blocking flag for lite_send. */
+#define LITE_PORT_PRIORITY(port, priority) ((port) | ((priority) << 16))
+#define LITE_SEND_NONBLOCK	0x80000000u
+
+/* lite_receive_message flags. */
+#define LITE_RECV_NONBLOCK	0x1u
+
+/* The receive half of lite_reply_and_receive_message. */
+struct lite_receive {
+	__u64 buf;		/* where the message goes */
+	__u64 max_size;		/* room at buf */
+	__u64 descriptor;	/* out: the new message's descriptor */
+	__u32 port;
+	__u32 flags;		/* LITE_RECV_NONBLOCK */
+};
+
+/* Arguments of lite_send_reply_multicast. */
+struct lite_multicast {
+	__u64 nodes;		/* const __u32[count]: target node ids */
+	__u64 lengths;		/* __s64[count], out: reply length or -errno */
+	__u64 msg;		/* the request */
+	__u64 size;		/* its length */
+	__u64 replies;		/* count * max_reply bytes, out */
+	__u64 max_reply;	/* room per reply */
+	__u32 count;
+	__u32 port_priority;	/* LITE_PORT_PRIORITY(port, priority) */
+};
 
 /* Permissions of a handle. */
 #define LITE_PERM_READ		0x1ull

@@ -12,7 +12,12 @@
 //! 3. asynchronous transfers: for every `--async-sizes` size and every
 //!    `--depths` depth N, `lite_rdma_write_async` and then
 //!    `lite_rdma_read_async` with N operations kept in flight, reaped
-//!    oldest first with `lite_async_wait`.
+//!    oldest first with `lite_async_wait`;
+//! 4. RPC: the memory node serves an echo port (as many threads as the
+//!    most `--rpc-threads`); the measuring node times `--iters` round
+//!    trips (`lite_send_reply_imm`, reply as long as the request) for
+//!    every `--rpc-sizes` size, then for every `--rpc-threads` count N
+//!    lets N threads make `--rpc-calls` 64-byte calls together.
 //!
 //! Series of 2 and 3 run `--bw-bytes` bytes' worth of operations (at least
 //! 8, at most `--iters`). Latency series print
@@ -24,6 +29,10 @@
 //! `LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=.. mibps_median=.. mibps_p10=.. mibps_p90=.. mibps_min=.. mibps_max=..`
 //! `LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=.. ..`
 //!
+//! RPC round trips print as latency series (`op=rpc`), RPC throughput as
+//!
+//! `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
+//!
 //! where `avg` is total bytes over total time, and the distribution is over
 //! single operations (memset, memcpy) or over up to 10 consecutive groups
 //! of completions (asynchronous series). Every series checks the data it
@@ -32,13 +41,17 @@
 
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use libc::{c_long, c_void};
+use lite::rpc::{self, Port, Received};
 use lite::{sys, Lmr, Priority};
 use lite_tools::args::{in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::bench::{
-    completion_groups, result_line, run_window, throughput_iters, throughput_line,
-    throughput_of_completions, throughput_of_ops, Operation, PeerNode, Throughput,
+    calls_per_thread, completion_groups, result_line, rpc_throughput, rpc_throughput_line,
+    run_window, throughput_iters, throughput_line, throughput_of_completions, throughput_of_ops,
+    Operation, PeerNode, Throughput,
 };
 use lite_tools::errno::{describe_error, describe_result};
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
@@ -47,9 +60,10 @@ use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership};
 const CLI: Cli = Cli {
     program: "lite-bench",
     synopsis: "--cm IP [--peer-node auto|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
-               [--async-sizes LIST] [--depths LIST] [--bw-bytes N]",
-    about: "Measures LITE write/read latency and memset, memcpy and asynchronous \
-            write/read throughput between two nodes.",
+               [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
+               [--rpc-threads LIST] [--rpc-calls N]",
+    about: "Measures LITE write/read latency, memset, memcpy and asynchronous \
+            write/read throughput, and RPC latency and throughput between two nodes.",
     options: &[
         OptionSpec {
             name: "cm",
@@ -92,6 +106,22 @@ const CLI: Cli = Cli {
             help: "bytes moved per throughput series, within 8..=--iters operations \
                    (default 16777216)",
         },
+        OptionSpec {
+            name: "rpc-sizes",
+            value_name: "LIST",
+            help: "RPC round trip request (and reply) sizes in bytes, or none \
+                   (default 8,64,512,4096,65536)",
+        },
+        OptionSpec {
+            name: "rpc-threads",
+            value_name: "LIST",
+            help: "RPC throughput: client thread counts, or none (default 1,2,4,8,16)",
+        },
+        OptionSpec {
+            name: "rpc-calls",
+            value_name: "N",
+            help: "RPC throughput: calls per series, shared by its threads (default 2000)",
+        },
     ],
 };
 
@@ -120,6 +150,18 @@ const THROUGHPUT_WARMUP_OPS: usize = 2;
 /// Largest memset/memcpy size accepted (two LMRs of it are allocated).
 const MAX_BW_SIZE: u64 = 64 << 20;
 
+/// Port of the RPC echo server on the memory node.
+const RPC_PORT: u32 = 20;
+
+/// Request size of the RPC throughput series.
+const RPC_THROUGHPUT_SIZE: u64 = 64;
+
+/// Most client (and server) threads of an RPC throughput series.
+const MAX_RPC_THREADS: u64 = 64;
+
+/// How long the measuring node waits for the RPC server to open its port.
+const RPC_SERVER_WAIT: Duration = Duration::from_secs(60);
+
 struct Options {
     cm: Ipv4Addr,
     memory_node: u32,
@@ -129,6 +171,18 @@ struct Options {
     async_sizes: Vec<u64>,
     depths: Vec<usize>,
     bw_bytes: u64,
+    rpc_sizes: Vec<u64>,
+    rpc_threads: Vec<usize>,
+    rpc_calls: usize,
+}
+
+impl Options {
+    /// Largest message the RPC server must accept; `None` without RPC
+    /// series.
+    fn rpc_max_size(&self) -> Option<u64> {
+        let throughput = (!self.rpc_threads.is_empty()).then_some(RPC_THROUGHPUT_SIZE);
+        self.rpc_sizes.iter().copied().chain(throughput).max()
+    }
 }
 
 /// A size list bounded by `max`; `none` for an empty list.
@@ -190,6 +244,18 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             format!("the largest async size times the largest depth exceeds {MAX_BW_SIZE} B"),
         ));
     }
+    let rpc_sizes = parsed.with("rpc-sizes", vec![8, 64, 512, 4096, 65536], |text| {
+        parse_size_list(text, sys::MAX_MESSAGE_SIZE)
+    })?;
+    let rpc_threads = parsed.with("rpc-threads", vec![1, 2, 4, 8, 16], |text| {
+        // Bounded by MAX_RPC_THREADS.
+        parse_size_list(text, MAX_RPC_THREADS).map(|t| t.into_iter().map(|n| n as usize).collect())
+    })?;
+    let rpc_calls = in_range(
+        "rpc-calls",
+        parsed.optional("rpc-calls", 2000)?,
+        1..=10_000_000,
+    )?;
     Ok(Options {
         cm,
         memory_node: peer.id(),
@@ -199,6 +265,9 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         async_sizes,
         depths,
         bw_bytes,
+        rpc_sizes,
+        rpc_threads,
+        rpc_calls,
     })
 }
 
@@ -237,16 +306,20 @@ fn run(options: &Options) -> Result<(), String> {
     };
     barrier()?;
 
-    let outcome = if me == options.memory_node {
+    if me == options.memory_node {
         say(format_args!(
-            "lite-bench: node {me} holds the memory; waiting for the measuring node"
+            "lite-bench: node {me} holds the memory and serves RPC; waiting for the measuring node"
         ));
-        Ok(())
-    } else {
-        measure(options)
-            .and_then(|()| measure_memory_ops(options))
-            .and_then(|()| measure_async(options))
-    };
+        let server = RpcServer::start(options);
+        // The measuring node must not be left waiting, whatever failed.
+        let finished = barrier();
+        let stopped = server.and_then(|server| server.map_or(Ok(()), RpcServer::stop));
+        return stopped.and(finished);
+    }
+    let outcome = measure(options)
+        .and_then(|()| measure_memory_ops(options))
+        .and_then(|()| measure_async(options))
+        .and_then(|()| measure_rpc(options));
     // The memory node must not leave while the other still measures, and
     // the measuring node must release it even after a failure.
     let finished = barrier();
@@ -580,4 +653,214 @@ fn async_series(
     read(lmr, &mut check)?;
     pattern::verify(seed, 0, &check)
         .map_err(|m| format!("write_async left wrong data in the LMR: {m}"))
+}
+
+/// The RPC echo server of the memory node: a port and the threads that
+/// answer every request with its own bytes.
+struct RpcServer {
+    port: Port,
+    threads: Vec<JoinHandle<Result<u64, String>>>,
+}
+
+impl RpcServer {
+    /// Opens the port and starts the threads; `None` without RPC series.
+    fn start(options: &Options) -> Result<Option<RpcServer>, String> {
+        let Some(max_size) = options.rpc_max_size() else {
+            return Ok(None);
+        };
+        let port = Port::register(RPC_PORT, max_size, "lite-bench-echo").map_err(|e| {
+            format!(
+                "register_application(port {RPC_PORT}): {}",
+                describe_error(&e)
+            )
+        })?;
+        let count = options
+            .rpc_threads
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        // Bounded by MAX_MESSAGE_SIZE when parsed.
+        let len = max_size as usize;
+        let threads = (0..count)
+            .map(|_| std::thread::spawn(move || echo(len)))
+            .collect();
+        say(format_args!(
+            "lite-bench: {count} threads answer RPCs of up to {max_size} B on port {RPC_PORT}"
+        ));
+        Ok(Some(RpcServer { port, threads }))
+    }
+
+    /// Closes the port, which ends the threads, and waits for them.
+    fn stop(self) -> Result<(), String> {
+        let closed = self
+            .port
+            .unregister()
+            .map_err(|e| format!("unregister_application: {}", describe_error(&e)));
+        let mut served = 0;
+        let mut outcome = closed;
+        for thread in self.threads {
+            match thread.join() {
+                Ok(Ok(count)) => served += count,
+                Ok(Err(e)) => outcome = outcome.and(Err(e)),
+                Err(_) => outcome = outcome.and(Err("an RPC server thread panicked".into())),
+            }
+        }
+        say(format_args!("lite-bench: answered {served} RPCs"));
+        outcome
+    }
+}
+
+/// One echo thread: answers each request with its own bytes until the
+/// port closes; returns how many it answered. Receives into one buffer
+/// while replying from the other.
+fn echo(len: usize) -> Result<u64, String> {
+    let (mut current, mut next) = (vec![0u8; len], vec![0u8; len]);
+    let mut served = 0;
+    let mut received = rpc::receive(RPC_PORT, &mut current, false);
+    loop {
+        received = match received {
+            Ok(Received {
+                len,
+                descriptor: Some(descriptor),
+            }) => {
+                served += 1;
+                let next_message = descriptor
+                    .reply_and_receive(&current[..len], RPC_PORT, &mut next, false)
+                    .map_err(std::io::Error::from);
+                std::mem::swap(&mut current, &mut next);
+                next_message
+            }
+            // Nothing to answer.
+            Ok(Received {
+                descriptor: None, ..
+            }) => rpc::receive(RPC_PORT, &mut current, false),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ESHUTDOWN | libc::ENOENT)) => {
+                return Ok(served);
+            }
+            Err(e) => return Err(format!("RPC server: {}", describe_error(&e))),
+        };
+    }
+}
+
+/// Waits until the memory node's RPC port is open.
+fn wait_for_server(node: u32) -> Result<(), String> {
+    let deadline = Instant::now() + RPC_SERVER_WAIT;
+    loop {
+        match rpc::query_port(node, RPC_PORT) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "query_port(node {node}, port {RPC_PORT}): {}",
+                    describe_error(&e)
+                ))
+            }
+        }
+    }
+}
+
+/// One echo call: `request` out, the same bytes back into `reply`.
+fn echo_call(node: u32, request: &[u8], reply: &mut [u8]) -> Result<(), String> {
+    let size = request.len();
+    let len = rpc::call(node, RPC_PORT, request, reply, Priority::None)
+        .map_err(|e| format!("RPC of {size} B: {}", describe_error(&e)))?;
+    if len != size {
+        return Err(format!("RPC of {size} B got a {len} B reply"));
+    }
+    Ok(())
+}
+
+/// RPC round trip latency, then throughput with several client threads.
+fn measure_rpc(options: &Options) -> Result<(), String> {
+    if options.rpc_max_size().is_none() {
+        return Ok(());
+    }
+    let node = options.memory_node;
+    wait_for_server(node)?;
+    say(format_args!(
+        "lite-bench: RPC to port {RPC_PORT} on node {node}, {} round trips per size",
+        options.iters
+    ));
+    for &size in &options.rpc_sizes {
+        // Bounded by MAX_MESSAGE_SIZE when parsed.
+        let len = size as usize;
+        let seed = pattern::seed(&[u64::from(node), size, 0x7270]);
+        let mut request = vec![0u8; len];
+        pattern::fill(seed, 0, &mut request);
+        let mut reply = vec![0u8; len];
+        for _ in 0..WARMUP_OPS {
+            echo_call(node, &request, &mut reply)?;
+        }
+        pattern::poison(seed, 0, &mut reply);
+        let mut samples = Vec::with_capacity(options.iters);
+        for _ in 0..options.iters {
+            let (result, micros) = time_us(|| echo_call(node, &request, &mut reply));
+            result?;
+            samples.push(micros);
+        }
+        // A fast but wrong reply would make the numbers meaningless.
+        pattern::verify(seed, 0, &reply)
+            .map_err(|m| format!("RPC of {size} B got a wrong reply: {m}"))?;
+        report(Operation::Rpc, size, &samples)?;
+    }
+    for &threads in &options.rpc_threads {
+        rpc_throughput_series(node, threads, calls_per_thread(options.rpc_calls, threads))?;
+    }
+    Ok(())
+}
+
+/// `threads` threads making `calls` echo calls each, started together.
+fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), String> {
+    let start = std::sync::Barrier::new(threads + 1);
+    let (results, elapsed_us) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|thread| {
+                let start = &start;
+                scope.spawn(move || {
+                    let size = RPC_THROUGHPUT_SIZE;
+                    let seed = pattern::seed(&[u64::from(node), size, thread as u64]);
+                    let mut request = vec![0u8; size as usize];
+                    pattern::fill(seed, 0, &mut request);
+                    let mut reply = vec![0u8; size as usize];
+                    let warm_up = echo_call(node, &request, &mut reply);
+                    // Every thread reaches the start, so nobody waits forever.
+                    start.wait();
+                    warm_up?;
+                    let mut samples = Vec::with_capacity(calls);
+                    for _ in 0..calls {
+                        pattern::poison(seed, 0, &mut reply);
+                        let (result, micros) = time_us(|| echo_call(node, &request, &mut reply));
+                        result?;
+                        samples.push(micros);
+                        pattern::verify(seed, 0, &reply)
+                            .map_err(|m| format!("RPC got another thread's reply: {m}"))?;
+                    }
+                    Ok::<_, String>(samples)
+                })
+            })
+            .collect();
+        start.wait();
+        let began = monotonic_ns();
+        let results: Vec<Result<Vec<f64>, String>> = workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|_| Err("panicked".into())))
+            .collect();
+        let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+        (results, elapsed_us)
+    });
+    let mut samples = Vec::new();
+    for result in results {
+        samples.extend(result.map_err(|e| format!("RPC throughput with {threads} threads: {e}"))?);
+    }
+    let throughput =
+        rpc_throughput(threads, &samples, elapsed_us).ok_or("RPC throughput: no usable samples")?;
+    say(format_args!(
+        "{}",
+        rpc_throughput_line(RPC_THROUGHPUT_SIZE, &throughput)
+    ));
+    Ok(())
 }

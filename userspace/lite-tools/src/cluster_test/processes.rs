@@ -52,7 +52,7 @@ pub(super) fn run<K: Kernel, W: Write>(
     concurrent(kernel, tap, me, nodes, real);
 }
 
-fn spawn(args: &[String]) -> Result<Child, String> {
+pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     Command::new(exe)
         .arg(CHILD_SUBCOMMAND)
@@ -65,10 +65,10 @@ fn spawn(args: &[String]) -> Result<Child, String> {
 }
 
 /// Test points a child reported.
-type ChildPoints = Vec<(String, Result<(), String>)>;
+pub(super) type ChildPoints = Vec<(String, Result<(), String>)>;
 
 /// Reads the child's lines up to `ready` (or the end); its points.
-fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
+pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
     let mut points = Vec::new();
     let mut line = String::new();
     loop {
@@ -91,7 +91,7 @@ fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
     points
 }
 
-fn finish(mut child: Child) -> Result<(), String> {
+pub(super) fn finish(mut child: Child) -> Result<(), String> {
     let status = child
         .wait()
         .map_err(|e| format!("waiting for the child: {e}"))?;
@@ -358,6 +358,9 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes:
 /// Entry point of a child: `args` follow [`CHILD_SUBCOMMAND`]. Returns the
 /// exit status.
 pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
+    if let Some(status) = super::rpc::child_main(kernel, args) {
+        return status;
+    }
     let say = |line: String| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Backends of LITE's RPC system calls (`lite_register_application` …
+//! `lite_send_reply_multicast`); see `include/uapi/linux/lite.h`.
+
+use core::ffi::c_long;
+use kernel::{
+    error::from_result,
+    prelude::*,
+    uaccess::{UserPtr, UserSlice},
+};
+
+use super::syscalls::caller;
+use crate::internal::{
+    node,
+    rpc::Target,
+    rpc_wire::{MAX_MESSAGE_SIZE, MAX_PORT_NAME},
+    MAX_NODES,
+};
+
+/// Copies a request of `size` bytes (1 to `LITE_MAX_MESSAGE_SIZE`) in.
+fn read_message(buf: UserPtr, size: u64) -> Result<KVVec<u8>> {
+    if size == 0 || size > MAX_MESSAGE_SIZE {
+        return Err(EINVAL);
+    }
+    let mut data = KVVec::from_elem(0u8, size as usize, GFP_KERNEL)?;
+    UserSlice::new(buf, size as usize)
+        .reader()
+        .read_slice(&mut data)?;
+    Ok(data)
+}
+
+/// Copies a reply of up to `LITE_MAX_MESSAGE_SIZE` bytes in (0 allowed).
+fn read_reply(buf: UserPtr, size: u64) -> Result<KVVec<u8>> {
+    if size > MAX_MESSAGE_SIZE {
+        return Err(crate::errno::EMSGSIZE());
+    }
+    let mut data = KVVec::from_elem(0u8, size as usize, GFP_KERNEL)?;
+    UserSlice::new(buf, size as usize)
+        .reader()
+        .read_slice(&mut data)?;
+    Ok(data)
+}
+
+/// Copies `data` out to `buf`.
+fn write_out(buf: UserPtr, data: &[u8]) -> Result {
+    UserSlice::new(buf, data.len()).writer().write_slice(data)
+}
+
+/// Room of a reply buffer: `LITE_MAX_MESSAGE_SIZE` is the most any reply
+/// can need. A null buffer with room is refused before anything is sent.
+fn reply_room(buf: UserPtr, max_reply: u64) -> Result<u64> {
+    if buf == 0 && max_reply > 0 {
+        return Err(EFAULT);
+    }
+    Ok(max_reply.min(MAX_MESSAGE_SIZE))
+}
+
+/// Backend of `lite_register_application`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_register_application(
+    port: u32,
+    max_size: u64,
+    name: UserPtr,
+    name_len: u64,
+) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        if name_len > MAX_PORT_NAME as u64 {
+            return Err(EINVAL);
+        }
+        let mut text = [0u8; MAX_PORT_NAME];
+        let text = &mut text[..name_len as usize];
+        UserSlice::new(name, text.len()).reader().read_slice(text)?;
+        cluster.register_application(process.tgid, port, max_size, text)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_unregister_application`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_unregister_application(port: u32) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        cluster.unregister_application(process.tgid, port)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_query_port`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_query_port(node_id: u32, port: u32) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        Ok(cluster.query_port(node_id, port)? as c_long)
+    })
+}
+
+/// Backend of `lite_send_reply_imm`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_send_reply_imm(
+    node_id: u32,
+    port_priority: u32,
+    msg: UserPtr,
+    size: u64,
+    reply: UserPtr,
+    max_reply: u64,
+) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = Target::unpack(port_priority)?;
+        if target.nonblocking {
+            return Err(EINVAL);
+        }
+        let room = reply_room(reply, max_reply)?;
+        let message = read_message(msg, size)?;
+        let answer = cluster.call(node_id, &target, &message, room)?;
+        write_out(reply, &answer)?;
+        Ok(answer.len() as c_long)
+    })
+}
+
+/// Backend of `lite_send`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_send(
+    node_id: u32,
+    port_priority: u32,
+    msg: UserPtr,
+    size: u64,
+) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target = Target::unpack(port_priority)?;
+        let message = read_message(msg, size)?;
+        cluster.send_one_way(node_id, &target, &message)?;
+        Ok(0)
+    })
+}
+
+/// Receives into user memory; see [`crate::internal::Cluster::receive`].
+fn receive_to_user(
+    port: u32,
+    buf: UserPtr,
+    max_size: u64,
+    descriptor: UserPtr,
+    flags: u32,
+) -> Result<c_long> {
+    let (cluster, process) = caller()?;
+    // Fail before taking a message if the descriptor cannot be stored.
+    let descriptor_out = UserSlice::new(descriptor, 8);
+    descriptor_out.writer().write_slice(&0u64.to_ne_bytes())?;
+    let (len, id) =
+        cluster.receive(&process, port, max_size, flags, |data| write_out(buf, data))?;
+    UserSlice::new(descriptor, 8)
+        .writer()
+        .write_slice(&id.to_ne_bytes())?;
+    Ok(len as c_long)
+}
+
+/// Backend of `lite_receive_message`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_receive_message(
+    port: u32,
+    buf: UserPtr,
+    max_size: u64,
+    descriptor: UserPtr,
+    flags: u32,
+) -> c_long {
+    from_result(|| receive_to_user(port, buf, max_size, descriptor, flags))
+}
+
+/// Backend of `lite_reply_message`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_reply_message(buf: UserPtr, size: u64, descriptor: u64) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        let reply = read_reply(buf, size)?;
+        cluster.reply(&process, descriptor, &reply)?;
+        Ok(0)
+    })
+}
+
+/// Size of `struct lite_receive`.
+const RECEIVE_ARGS_LEN: usize = 32;
+
+/// Backend of `lite_reply_and_receive_message`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_reply_and_receive_message(
+    buf: UserPtr,
+    size: u64,
+    descriptor: u64,
+    next: UserPtr,
+) -> c_long {
+    from_result(|| {
+        let mut args = [0u8; RECEIVE_ARGS_LEN];
+        UserSlice::new(next, RECEIVE_ARGS_LEN)
+            .reader()
+            .read_slice(&mut args)?;
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&args[at..at + 8]);
+            u64::from_ne_bytes(b)
+        };
+        let u32_at = |at: usize| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&args[at..at + 4]);
+            u32::from_ne_bytes(b)
+        };
+        let (recv_buf, recv_max, port, flags) = (u64_at(0), u64_at(8), u32_at(24), u32_at(28));
+        {
+            let (cluster, process) = caller()?;
+            let reply = read_reply(buf, size)?;
+            cluster.reply(&process, descriptor, &reply)?;
+        }
+        let descriptor_field = next.checked_add(16).ok_or(EFAULT)?;
+        let recv_buf = UserPtr::try_from(recv_buf).map_err(|_| EFAULT)?;
+        receive_to_user(port, recv_buf, recv_max, descriptor_field, flags)
+    })
+}
+
+/// Size of `struct lite_multicast`.
+const MULTICAST_ARGS_LEN: usize = 56;
+
+/// Backend of `lite_send_reply_multicast`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let mut args = [0u8; MULTICAST_ARGS_LEN];
+        UserSlice::new(call, MULTICAST_ARGS_LEN)
+            .reader()
+            .read_slice(&mut args)?;
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&args[at..at + 8]);
+            u64::from_ne_bytes(b)
+        };
+        let u32_at = |at: usize| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&args[at..at + 4]);
+            u32::from_ne_bytes(b)
+        };
+        let to_ptr = |v: u64| UserPtr::try_from(v).map_err(|_| EFAULT);
+        let (nodes_ptr, lengths_ptr, msg, size) = (u64_at(0), u64_at(8), u64_at(16), u64_at(24));
+        let (replies, max_reply, count, port_priority) =
+            (u64_at(32), u64_at(40), u32_at(48), u32_at(52));
+        let count = count as usize;
+        if count == 0 || count > MAX_NODES {
+            return Err(EINVAL);
+        }
+        let target = Target::unpack(port_priority)?;
+        if target.nonblocking {
+            return Err(EINVAL);
+        }
+        let room = reply_room(to_ptr(replies)?, max_reply)?;
+        // Every reply slot of the output must be addressable.
+        (count as u64)
+            .checked_mul(max_reply)
+            .and_then(|total| total.checked_add(replies))
+            .ok_or(EINVAL)?;
+        let mut raw_nodes = KVec::from_elem(0u8, count * 4, GFP_KERNEL)?;
+        UserSlice::new(to_ptr(nodes_ptr)?, count * 4)
+            .reader()
+            .read_slice(&mut raw_nodes)?;
+        let mut nodes = KVec::with_capacity(count, GFP_KERNEL)?;
+        for raw in raw_nodes.chunks_exact(4) {
+            nodes.push(
+                u32::from_ne_bytes([raw[0], raw[1], raw[2], raw[3]]),
+                GFP_KERNEL,
+            )?;
+        }
+        // Probe the lengths array before sending anything.
+        let lengths = to_ptr(lengths_ptr)?;
+        let zeros = KVec::from_elem(0u8, count * 8, GFP_KERNEL)?;
+        UserSlice::new(lengths, count * 8)
+            .writer()
+            .write_slice(&zeros)?;
+        let message = read_message(to_ptr(msg)?, size)?;
+        let results = cluster.multicast(&nodes, &target, &message, room)?;
+        let mut replied = 0;
+        for (i, result) in results.iter().enumerate() {
+            let length = match result {
+                Ok(reply) => {
+                    let at = replies + i as u64 * max_reply;
+                    match write_out(to_ptr(at)?, reply) {
+                        Ok(()) => {
+                            replied += 1;
+                            reply.len() as i64
+                        }
+                        Err(e) => i64::from(e.to_errno()),
+                    }
+                }
+                Err(e) => i64::from(e.to_errno()),
+            };
+            UserSlice::new(lengths + i * 8, 8)
+                .writer()
+                .write_slice(&length.to_ne_bytes())?;
+        }
+        Ok(replied)
+    })
+}

@@ -1,0 +1,776 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RPC and messaging over RDMA write with immediate
+//! (`lite_register_application` … `lite_send_reply_multicast`).
+//!
+//! A call is two writes with immediate: the request into the ring the
+//! server keeps for (port, this node), the reply straight into the caller's
+//! reply slot. The polling thread sees both arrive as receive completions.
+//! Flow control is by ring space: the server acknowledges consumed space,
+//! and a sender whose ring is full waits (or gets `EAGAIN`), so nothing is
+//! ever overwritten or dropped. Calls to this node's own ports skip RDMA.
+
+use core::pin::Pin;
+use kernel::{prelude::*, sync::Arc};
+
+use super::{
+    cluster::Cluster,
+    control_wire::ControlMessage,
+    priority::Priority,
+    process::Process,
+    rpc_client::{LocalCall, Outcome, RemotePort, ReplySlots, ServerNode, REPLY_SLOTS},
+    rpc_port::{Empty, LocalMessage, Port, ReplyTo, Taken},
+    rpc_wire::{
+        check_port, Imm, RequestHeader, RingWriter, FLAG_ONE_WAY, FLAG_PAD, HEADER_LEN,
+        MAX_MESSAGE_SIZE, MAX_PORTS, MAX_PORT_NAME, RING_SIZE,
+    },
+    MAX_NODES,
+};
+use crate::{errno, verbs::DmaBuffer};
+
+/// `lite_send` flag (in `port_priority`): fail with `EAGAIN` rather than
+/// wait for ring space.
+pub(crate) const SEND_NONBLOCK: u32 = 0x8000_0000;
+
+/// `lite_receive_message` flag: fail with `EAGAIN` rather than wait.
+pub(crate) const RECV_NONBLOCK: u32 = 0x1;
+
+/// RPC state of a node: its ports (server side) and what it knows of other
+/// nodes' ports (client side).
+#[pin_data]
+pub(crate) struct Rpc {
+    ports: KVec<Pin<KBox<Port>>>,
+    servers: KVec<Pin<KBox<ServerNode>>>,
+    #[pin]
+    slots: ReplySlots,
+}
+
+impl Rpc {
+    /// No port registered, none known.
+    pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+        let mut ports = KVec::with_capacity(MAX_PORTS as usize, GFP_KERNEL)?;
+        for _ in 0..MAX_PORTS {
+            ports.push(KBox::pin_init(Port::new()?, GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        let mut servers = KVec::with_capacity(MAX_NODES, GFP_KERNEL)?;
+        for _ in 0..MAX_NODES {
+            servers.push(KBox::pin_init(ServerNode::new()?, GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        let slots = ReplySlots::new()?;
+        Ok(try_pin_init!(Rpc {
+            ports,
+            servers,
+            slots <- slots,
+        }))
+    }
+
+    fn port(&self, port: u32) -> Result<&Port> {
+        Ok(&self.ports[check_port(port)? as usize])
+    }
+
+    fn server(&self, node: u32) -> Result<&ServerNode> {
+        self.servers.get(node as usize).map(|s| &**s).ok_or(EINVAL)
+    }
+}
+
+/// The target of a send: port, priority and flags packed as in
+/// `LITE_PORT_PRIORITY(port, priority) | LITE_SEND_NONBLOCK`.
+pub(crate) struct Target {
+    /// The port.
+    pub(crate) port: u32,
+    /// Fail with `EAGAIN` rather than wait for room.
+    pub(crate) nonblocking: bool,
+}
+
+impl Target {
+    /// Unpacks `port_priority`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a bad port, priority or unknown bits.
+    pub(crate) fn unpack(port_priority: u32) -> Result<Self> {
+        let nonblocking = port_priority & SEND_NONBLOCK != 0;
+        let rest = port_priority & !SEND_NONBLOCK;
+        let port = check_port(rest & 0xffff)?;
+        Priority::from_raw(rest >> 16)?;
+        Ok(Target { port, nonblocking })
+    }
+}
+
+/// A call under way.
+enum Pending {
+    /// To another node: the reply arrives in this slot.
+    Remote(usize),
+    /// To this node.
+    Local(Arc<LocalCall>),
+}
+
+/// Checks a message size.
+fn check_size(len: usize) -> Result {
+    if len == 0 || len as u64 > MAX_MESSAGE_SIZE {
+        Err(EINVAL)
+    } else {
+        Ok(())
+    }
+}
+
+impl Cluster {
+    /// `lite_register_application`: opens `port` for messages of at most
+    /// `max_size` bytes, owned by process `owner`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` bad port, size or name; `EADDRINUSE` port taken.
+    pub(crate) fn register_application(
+        &self,
+        owner: i32,
+        port: u32,
+        max_size: u64,
+        name: &[u8],
+    ) -> Result {
+        if max_size == 0 || max_size > MAX_MESSAGE_SIZE || name.len() > MAX_PORT_NAME {
+            return Err(EINVAL);
+        }
+        let port = self.rpc.port(port)?;
+        let mut state = port.state.lock();
+        if state.owner.is_some() {
+            return Err(errno::EADDRINUSE());
+        }
+        state.owner = Some(owner);
+        state.max_size = max_size;
+        state.name = [0; MAX_PORT_NAME];
+        state.name[..name.len()].copy_from_slice(name);
+        Ok(())
+    }
+
+    /// `lite_unregister_application`: closes `port`, failing the callers
+    /// of requests not yet received and waking blocked receivers.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` bad port, `ENOENT` not registered, `EPERM` registered by
+    /// another process.
+    pub(crate) fn unregister_application(&self, owner: i32, port_number: u32) -> Result {
+        let port = self.rpc.port(port_number)?;
+        let (drained, nodes) = {
+            let mut state = port.state.lock();
+            match state.owner {
+                None => return Err(ENOENT),
+                Some(o) if o != owner => return Err(EPERM),
+                Some(_) => {}
+            }
+            state.owner = None;
+            state.epoch += 1;
+            let drained = state.drain();
+            let mut nodes = KVec::new();
+            for node in state.ring_nodes() {
+                // Without room to note a node it just re-queries later.
+                let _ = nodes.push(node, GFP_KERNEL);
+            }
+            (drained, nodes)
+        };
+        port.arrived.notify_all();
+        port.room.notify_all();
+        for taken in drained? {
+            self.dispose(port_number, taken, errno::ECONNREFUSED());
+        }
+        for node in nodes {
+            if let Ok(peer) = self.peer(node) {
+                let _ = peer.send(&ControlMessage::PortClosed { port: port_number });
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails the caller of a message that will not be received, and
+    /// acknowledges its ring space.
+    fn dispose(&self, port: u32, taken: Taken, error: Error) {
+        self.acknowledge(port, taken.ack);
+        if let Some(reply_to) = taken.reply_to {
+            self.fail_caller(reply_to, error);
+        }
+    }
+
+    fn acknowledge(&self, port: u32, ack: Option<(u32, u64)>) {
+        if let Some((node, consumed)) = ack {
+            if let Ok(peer) = self.peer(node) {
+                if let Err(e) = peer.send(&ControlMessage::RingAck { port, consumed }) {
+                    pr_warn!("cannot acknowledge ring space to node {}: {:?}\n", node, e);
+                }
+            }
+        }
+    }
+
+    fn fail_caller(&self, reply_to: ReplyTo, error: Error) {
+        match reply_to {
+            ReplyTo::Local(call) => call.answer(Err(error)),
+            ReplyTo::Remote { node, header } => {
+                let failed = ControlMessage::RpcFailed {
+                    slot: u32::from(header.slot),
+                    generation: u32::from(header.generation),
+                    status: error.to_errno(),
+                };
+                if let Ok(peer) = self.peer(node) {
+                    let _ = peer.send(&failed);
+                }
+            }
+        }
+    }
+
+    /// `lite_query_port`: learns where to send requests for `port` of
+    /// `node`; returns the port's largest message size.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` bad port, `EHOSTUNREACH`, `ECONNREFUSED` not registered.
+    pub(crate) fn query_port(&self, node: u32, port: u32) -> Result<u64> {
+        check_port(port)?;
+        if node == self.node_id {
+            let state = self.rpc.port(port)?.state.lock();
+            return match state.owner {
+                Some(_) => Ok(state.max_size),
+                None => Err(errno::ECONNREFUSED()),
+            };
+        }
+        let peer = self.peer(node)?;
+        let reply = self
+            .requests
+            .call(&peer, |request_id| ControlMessage::QueryPort {
+                request_id,
+                port,
+            })?;
+        let ControlMessage::QueryPortReply {
+            status,
+            ring_addr,
+            ring_rkey,
+            ring_size,
+            max_size,
+            consumed,
+            ..
+        } = reply
+        else {
+            return Err(errno::EPROTO());
+        };
+        if status < 0 {
+            return Err(Error::from_errno(status));
+        }
+        if ring_size != RING_SIZE || max_size == 0 || max_size > MAX_MESSAGE_SIZE {
+            return Err(errno::EPROTO());
+        }
+        let server = self.rpc.server(node)?;
+        let mut ports = server.ports.lock();
+        ports[port as usize] = Some(RemotePort {
+            ring_addr,
+            ring_rkey,
+            max_size,
+            writer: RingWriter::starting_at(ring_size, consumed),
+        });
+        Ok(max_size)
+    }
+
+    /// Answers a peer's [`ControlMessage::QueryPort`] (polling thread).
+    pub(crate) fn answer_query_port(
+        &self,
+        node: u32,
+        request_id: u64,
+        port: u32,
+    ) -> ControlMessage {
+        let fail = |status: Error| ControlMessage::QueryPortReply {
+            request_id,
+            status: status.to_errno(),
+            ring_addr: 0,
+            ring_rkey: 0,
+            ring_size: 0,
+            max_size: 0,
+            consumed: 0,
+        };
+        let Ok(port_ref) = self.rpc.port(port) else {
+            return fail(EINVAL);
+        };
+        let needs_ring = {
+            let state = port_ref.state.lock();
+            if state.owner.is_none() {
+                return fail(errno::ECONNREFUSED());
+            }
+            !state.has_ring(node)
+        };
+        // Allocate outside the lock; a racing query's ring wins.
+        let memory = if needs_ring {
+            match DmaBuffer::new(&self.device.device, RING_SIZE as usize) {
+                Ok(memory) => Some(memory),
+                Err(e) => return fail(e),
+            }
+        } else {
+            None
+        };
+        let mut state = port_ref.state.lock();
+        let max_size = state.max_size;
+        match state.ring_for(node, memory) {
+            Ok(ring) => match ring.memory.dma_range(0, RING_SIZE as usize) {
+                Ok(ring_addr) => ControlMessage::QueryPortReply {
+                    request_id,
+                    status: 0,
+                    ring_addr,
+                    ring_rkey: self.device.pd.global_rkey(),
+                    ring_size: RING_SIZE,
+                    max_size,
+                    consumed: ring.reader.consumed(),
+                },
+                Err(e) => fail(e),
+            },
+            Err(e) => fail(e),
+        }
+    }
+
+    /// Sends a request (`max_reply` is `None` for a one-way message) and
+    /// returns what to wait on.
+    fn start_call(
+        &self,
+        node: u32,
+        target: &Target,
+        message: &[u8],
+        max_reply: Option<u64>,
+    ) -> Result<Pending> {
+        check_size(message.len())?;
+        if node == self.node_id {
+            return self.start_local(target, message, max_reply);
+        }
+        let peer = self.peer(node)?;
+        let server = self.rpc.server(node)?;
+        let slot = match max_reply {
+            Some(room) => {
+                let room = usize::try_from(room.min(MAX_MESSAGE_SIZE)).map_err(|_| EINVAL)?;
+                let device = &self.device.device;
+                Some(
+                    self.rpc
+                        .slots
+                        .claim(room, |len| DmaBuffer::new(device, len))?,
+                )
+            }
+            None => None,
+        };
+        let sent = self.post_request(&peer, server, node, target, message, slot, max_reply);
+        match (sent, slot) {
+            (Ok(()), Some((slot, _))) => Ok(Pending::Remote(slot)),
+            (Ok(()), None) => Ok(Pending::Remote(usize::MAX)),
+            (Err(e), Some((slot, _))) => {
+                self.rpc.slots.cancel(slot);
+                Err(e)
+            }
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "one request's whole description")]
+    fn post_request(
+        &self,
+        peer: &super::peer::Peer,
+        server: &ServerNode,
+        node: u32,
+        target: &Target,
+        message: &[u8],
+        slot: Option<(usize, u32)>,
+        max_reply: Option<u64>,
+    ) -> Result {
+        let len = message.len();
+        let mut header = RequestHeader {
+            len: len as u32,
+            port: target.port as u16,
+            ..RequestHeader::default()
+        };
+        match (slot, max_reply) {
+            (Some((slot, generation)), Some(room)) => {
+                let slots = self.rpc.slots.slots.lock();
+                let buffer = slots[slot].buffer.as_ref().ok_or(ENOMEM)?;
+                header.reply_addr = buffer.dma_range(0, buffer.len())?;
+                drop(slots);
+                header.reply_rkey = self.device.pd.global_rkey();
+                header.max_reply = room.min(MAX_MESSAGE_SIZE) as u32;
+                header.slot = slot as u16;
+                header.generation = generation as u16;
+            }
+            _ => header.flags = FLAG_ONE_WAY,
+        }
+        let staging = DmaBuffer::new(&self.device.device, HEADER_LEN + len)?;
+        staging.write_bytes(0, &header.encode())?;
+        staging.write_bytes(HEADER_LEN, message)?;
+        let mut ports = server.ports.lock();
+        let (ring_addr, ring_rkey, reservation) = loop {
+            let Some(remote) = ports[target.port as usize].as_mut() else {
+                drop(ports);
+                self.query_port(node, target.port)?;
+                ports = server.ports.lock();
+                continue;
+            };
+            if len as u64 > remote.max_size {
+                return Err(errno::EMSGSIZE());
+            }
+            if let Some(reservation) = remote.writer.reserve(len as u64) {
+                break (remote.ring_addr, remote.ring_rkey, reservation);
+            }
+            if target.nonblocking {
+                return Err(EAGAIN);
+            }
+            if server.room.wait_interruptible(&mut ports) {
+                return Err(EINTR);
+            }
+        };
+        // Posted under the lock so requests reach the ring in the order
+        // their space was reserved.
+        if let Some(pad_at) = reservation.pad_at {
+            let pad = RequestHeader {
+                flags: FLAG_PAD,
+                ..RequestHeader::default()
+            };
+            let pad_buffer = DmaBuffer::new(&self.device.device, HEADER_LEN)?;
+            pad_buffer.write_bytes(0, &pad.encode())?;
+            peer.conn
+                .rdma_write(&pad_buffer, 0, HEADER_LEN, ring_addr + pad_at, ring_rkey)?;
+        }
+        let imm = Imm::Request {
+            port: target.port,
+            offset: reservation.offset,
+        }
+        .encode()
+        .ok_or(EINVAL)?;
+        peer.conn.rdma_write_imm(
+            &staging,
+            0,
+            HEADER_LEN + len,
+            (ring_addr + reservation.offset, ring_rkey),
+            imm,
+        )
+    }
+
+    fn start_local(
+        &self,
+        target: &Target,
+        message: &[u8],
+        max_reply: Option<u64>,
+    ) -> Result<Pending> {
+        let port = self.rpc.port(target.port)?;
+        let mut data = KVVec::with_capacity(message.len(), GFP_KERNEL)?;
+        data.extend_from_slice(message, GFP_KERNEL)?;
+        let call = max_reply.map(LocalCall::new).transpose()?;
+        let mut pending = LocalMessage {
+            data,
+            call: call.clone(),
+        };
+        let mut state = port.state.lock();
+        loop {
+            if state.owner.is_none() {
+                return Err(errno::ECONNREFUSED());
+            }
+            if message.len() as u64 > state.max_size {
+                return Err(errno::EMSGSIZE());
+            }
+            match state.push_local(pending) {
+                Ok(()) => break,
+                Err(back) => pending = back,
+            }
+            if target.nonblocking {
+                return Err(EAGAIN);
+            }
+            if port.room.wait_interruptible(&mut state) {
+                return Err(EINTR);
+            }
+        }
+        drop(state);
+        port.arrived.notify_all();
+        // A one-way message has nobody to wait for.
+        Ok(match call {
+            Some(call) => Pending::Local(call),
+            None => Pending::Remote(usize::MAX),
+        })
+    }
+
+    /// Waits for the reply to `pending`.
+    fn finish_call(&self, pending: Pending) -> Result<KVVec<u8>> {
+        match pending {
+            Pending::Local(call) => call.wait(),
+            Pending::Remote(slot) if slot < REPLY_SLOTS => {
+                self.rpc.slots.wait(slot, |buffer, len| {
+                    let mut reply = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
+                    buffer.read_bytes(0, &mut reply)?;
+                    Ok(reply)
+                })
+            }
+            Pending::Remote(_) => Ok(KVVec::new()),
+        }
+    }
+
+    /// `lite_send_reply_imm`: calls `node` and returns the reply.
+    ///
+    /// # Errors
+    ///
+    /// See the UAPI header.
+    pub(crate) fn call(
+        &self,
+        node: u32,
+        target: &Target,
+        message: &[u8],
+        max_reply: u64,
+    ) -> Result<KVVec<u8>> {
+        let pending = self.start_call(node, target, message, Some(max_reply))?;
+        self.finish_call(pending)
+    }
+
+    /// `lite_send`: a one-way message.
+    pub(crate) fn send_one_way(&self, node: u32, target: &Target, message: &[u8]) -> Result {
+        self.start_call(node, target, message, None).map(|_| ())
+    }
+
+    /// `lite_send_reply_multicast`: calls every node of `nodes` at once and
+    /// gathers the replies (or errors) in order.
+    pub(crate) fn multicast(
+        &self,
+        nodes: &[u32],
+        target: &Target,
+        message: &[u8],
+        max_reply: u64,
+    ) -> Result<KVec<Result<KVVec<u8>>>> {
+        if nodes.is_empty() || nodes.len() > MAX_NODES {
+            return Err(EINVAL);
+        }
+        check_size(message.len())?;
+        let mut pending = KVec::with_capacity(nodes.len(), GFP_KERNEL)?;
+        let mut results = KVec::with_capacity(nodes.len(), GFP_KERNEL)?;
+        for &node in nodes {
+            pending.push(
+                self.start_call(node, target, message, Some(max_reply)),
+                GFP_KERNEL,
+            )?;
+        }
+        for started in pending {
+            results.push(started.and_then(|p| self.finish_call(p)), GFP_KERNEL)?;
+        }
+        Ok(results)
+    }
+
+    /// `lite_receive_message`: takes the next message of `port` that fits
+    /// in `room` bytes, hands its bytes to `deliver` and returns its length
+    /// and descriptor (0 for a one-way message). If `deliver` fails, the
+    /// message's caller gets that error too, so nothing is lost silently.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` bad port or flags, `ENOENT` not registered, `EAGAIN` empty
+    /// with [`RECV_NONBLOCK`], `EMSGSIZE` next message too long,
+    /// `ESHUTDOWN` unregistered while waiting, `EINTR`, or `deliver`'s error.
+    pub(crate) fn receive(
+        &self,
+        process: &Process,
+        port_number: u32,
+        room: u64,
+        flags: u32,
+        deliver: impl FnOnce(&[u8]) -> Result,
+    ) -> Result<(usize, u64)> {
+        if flags & !RECV_NONBLOCK != 0 {
+            return Err(EINVAL);
+        }
+        let port = self.rpc.port(port_number)?;
+        let taken = {
+            let mut state = port.state.lock();
+            if state.owner.is_none() {
+                return Err(ENOENT);
+            }
+            let epoch = state.epoch;
+            loop {
+                if state.owner.is_none() || state.epoch != epoch {
+                    return Err(errno::ESHUTDOWN());
+                }
+                match state.take(room)? {
+                    Ok(taken) => break taken,
+                    Err(Empty::TooLong) => return Err(errno::EMSGSIZE()),
+                    Err(Empty::Nothing) => {}
+                }
+                if flags & RECV_NONBLOCK != 0 {
+                    return Err(EAGAIN);
+                }
+                if port.arrived.wait_interruptible(&mut state) {
+                    return Err(EINTR);
+                }
+            }
+        };
+        port.room.notify_all();
+        self.acknowledge(port_number, taken.ack);
+        let len = taken.data.len();
+        if let Err(e) = deliver(&taken.data) {
+            if let Some(reply_to) = taken.reply_to {
+                self.fail_caller(reply_to, e);
+            }
+            return Err(e);
+        }
+        let descriptor = match taken.reply_to {
+            None => 0,
+            Some(reply_to) => {
+                let inserted = process.descriptors.lock().insert_or_return(reply_to);
+                match inserted {
+                    Ok(id) => id,
+                    Err((e, reply_to)) => {
+                        self.fail_caller(reply_to, e);
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        Ok((len, descriptor))
+    }
+
+    /// `lite_reply_message`: answers `descriptor` of `process` with `reply`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` not an unanswered descriptor of `process`, `EMSGSIZE` the
+    /// reply exceeds the caller's room (the descriptor stays valid),
+    /// `EHOSTUNREACH`, `EIO`.
+    pub(crate) fn reply(&self, process: &Process, descriptor: u64, reply: &[u8]) -> Result {
+        if reply.len() as u64 > MAX_MESSAGE_SIZE {
+            return Err(errno::EMSGSIZE());
+        }
+        {
+            let descriptors = process.descriptors.lock();
+            let room = match descriptors.get(descriptor).ok_or(ENOENT)? {
+                ReplyTo::Local(call) => call.max_reply,
+                ReplyTo::Remote { header, .. } => u64::from(header.max_reply),
+            };
+            if reply.len() as u64 > room {
+                return Err(errno::EMSGSIZE());
+            }
+        }
+        let reply_to = process
+            .descriptors
+            .lock()
+            .remove(descriptor)
+            .ok_or(ENOENT)?;
+        match reply_to {
+            ReplyTo::Local(call) => {
+                let mut data = KVVec::with_capacity(reply.len(), GFP_KERNEL)?;
+                data.extend_from_slice(reply, GFP_KERNEL)?;
+                call.answer(Ok(data));
+                Ok(())
+            }
+            ReplyTo::Remote { node, header } => {
+                let peer = self.peer(node)?;
+                let staging = DmaBuffer::new(&self.device.device, reply.len().max(1))?;
+                staging.write_bytes(0, reply)?;
+                let imm = Imm::Reply {
+                    slot: u32::from(header.slot),
+                    generation: u32::from(header.generation),
+                }
+                .encode()
+                .ok_or(EINVAL)?;
+                peer.conn.rdma_write_imm(
+                    &staging,
+                    0,
+                    reply.len(),
+                    (header.reply_addr, header.reply_rkey),
+                    imm,
+                )
+            }
+        }
+    }
+
+    /// Releases the RPC state of an exiting process: callers waiting on its
+    /// descriptors get `ECONNRESET`, its ports are unregistered.
+    pub(crate) fn release_rpc(&self, process: &Process) {
+        loop {
+            let next = {
+                let mut descriptors = process.descriptors.lock();
+                descriptors.first_id().and_then(|id| descriptors.remove(id))
+            };
+            match next {
+                Some(reply_to) => self.fail_caller(reply_to, errno::ECONNRESET()),
+                None => break,
+            }
+        }
+        for port in 0..MAX_PORTS {
+            let owned = self
+                .rpc
+                .port(port)
+                .is_ok_and(|p| p.state.lock().owner == Some(process.tgid));
+            if owned {
+                let _ = self.unregister_application(process.tgid, port);
+            }
+        }
+    }
+
+    /// A write with immediate arrived from `node` (polling thread).
+    pub(crate) fn rpc_arrived(&self, node: u32, imm: u32, byte_len: u32) {
+        match Imm::decode(imm) {
+            Some(Imm::Request { port, .. }) => self.request_arrived(node, port),
+            Some(Imm::Reply { slot, generation }) => {
+                self.rpc
+                    .slots
+                    .answer(slot as usize, generation, Outcome::Replied(byte_len));
+            }
+            None => pr_warn!("node {} sent an unknown immediate {:#x}\n", node, imm),
+        }
+    }
+
+    fn request_arrived(&self, node: u32, port_number: u32) {
+        let Ok(port) = self.rpc.port(port_number) else {
+            return;
+        };
+        let refused = {
+            let mut state = port.state.lock();
+            if let Err(e) = state.arrived(node) {
+                pr_warn!(
+                    "node {} wrote to port {} without a ring: {:?}\n",
+                    node,
+                    port_number,
+                    e
+                );
+                return;
+            }
+            if state.owner.is_some() {
+                None
+            } else {
+                // Sent before the sender heard of the unregistration.
+                Some(state.take_from_node(node))
+            }
+        };
+        match refused {
+            None => port.arrived.notify_all(),
+            Some(Ok(Ok(taken))) => self.dispose(port_number, taken, errno::ECONNREFUSED()),
+            Some(_) => {}
+        }
+    }
+
+    /// Handles RPC control messages from `node` (polling thread).
+    pub(crate) fn rpc_control(&self, node: u32, message: ControlMessage) {
+        match message {
+            ControlMessage::RingAck { port, consumed } => {
+                if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
+                    let mut ports = server.ports.lock();
+                    if let Some(remote) = ports[port as usize].as_mut() {
+                        remote.writer.acknowledge(consumed);
+                    }
+                    drop(ports);
+                    server.room.notify_all();
+                }
+            }
+            ControlMessage::RpcFailed {
+                slot,
+                generation,
+                status,
+            } => {
+                let error = if status < 0 {
+                    Error::from_errno(status)
+                } else {
+                    errno::EPROTO()
+                };
+                self.rpc
+                    .slots
+                    .answer(slot as usize, generation, Outcome::Failed(error));
+            }
+            ControlMessage::PortClosed { port } => {
+                if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
+                    server.ports.lock()[port as usize] = None;
+                    server.room.notify_all();
+                }
+            }
+            _ => {}
+        }
+    }
+}

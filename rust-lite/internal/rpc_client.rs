@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The client side of RPC: reply slots that replies are written into, the
+//! rings of remote ports this node writes requests to, and calls to this
+//! node's own ports.
+
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, CondVar, CondVarTimeoutResult, Mutex},
+    time::msecs_to_jiffies,
+};
+
+use super::rpc_wire::{next_generation, RingWriter, MAX_PORTS};
+use crate::{errno, verbs::DmaBuffer};
+
+/// Calls of this node waiting for remote replies at once.
+pub(crate) const REPLY_SLOTS: usize = 64;
+
+/// How long a caller waits for a reply (`LITE_RPC_TIMEOUT_MS`).
+pub(crate) const RPC_TIMEOUT_MS: u32 = 60_000;
+
+/// How a call ended, or that it has not yet.
+pub(crate) enum Outcome {
+    /// No answer yet.
+    Waiting,
+    /// Answered with this many bytes.
+    Replied(u32),
+    /// Failed on the server's side.
+    Failed(Error),
+    /// The caller gave up; the slot is reused once the answer comes.
+    Abandoned,
+}
+
+/// One reply slot.
+pub(crate) struct ReplySlot {
+    /// Distinguishes successive calls through the slot.
+    pub(crate) generation: u32,
+    /// `None` while free.
+    pub(crate) outcome: Option<Outcome>,
+    /// Where the server writes the reply; kept for the next call.
+    pub(crate) buffer: Option<DmaBuffer>,
+}
+
+/// Reply slots of this node's remote calls.
+#[pin_data]
+pub(crate) struct ReplySlots {
+    #[pin]
+    pub(crate) slots: Mutex<KVec<ReplySlot>>,
+    #[pin]
+    pub(crate) changed: CondVar,
+}
+
+impl ReplySlots {
+    /// Free slots.
+    pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+        let mut slots = KVec::with_capacity(REPLY_SLOTS, GFP_KERNEL)?;
+        for _ in 0..REPLY_SLOTS {
+            slots.push(
+                ReplySlot {
+                    generation: 0,
+                    outcome: None,
+                    buffer: None,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(try_pin_init!(ReplySlots {
+            slots <- new_mutex!(slots, "lite:reply_slots"),
+            changed <- new_condvar!("lite:reply_slots_changed"),
+        }))
+    }
+
+    /// Claims a slot whose buffer holds at least `room` bytes, made by
+    /// `allocate` if needed. Returns the slot and its generation.
+    pub(crate) fn claim(
+        &self,
+        room: usize,
+        allocate: impl Fn(usize) -> Result<DmaBuffer>,
+    ) -> Result<(usize, u32)> {
+        let mut slots = self.slots.lock();
+        let index = loop {
+            if let Some(index) = slots.iter().position(|s| s.outcome.is_none()) {
+                break index;
+            }
+            if self.changed.wait_interruptible(&mut slots) {
+                return Err(EINTR);
+            }
+        };
+        let slot = &mut slots[index];
+        slot.generation = next_generation(slot.generation);
+        slot.outcome = Some(Outcome::Waiting);
+        let generation = slot.generation;
+        let fits = slot.buffer.as_ref().is_some_and(|b| b.len() >= room);
+        if !fits {
+            let old = slot.buffer.take();
+            drop(slots);
+            // Free and allocate outside the lock.
+            drop(old);
+            let fresh = allocate(room.max(1));
+            let mut slots = self.slots.lock();
+            match fresh {
+                Ok(buffer) => slots[index].buffer = Some(buffer),
+                Err(e) => {
+                    slots[index].outcome = None;
+                    drop(slots);
+                    self.changed.notify_all();
+                    return Err(e);
+                }
+            }
+        }
+        Ok((index, generation))
+    }
+
+    /// Records the answer to the call in `slot` of `generation`; a stale
+    /// answer (of an abandoned or earlier call) only frees the slot.
+    pub(crate) fn answer(&self, slot: usize, generation: u32, answer: Outcome) {
+        let mut slots = self.slots.lock();
+        let Some(entry) = slots.get_mut(slot) else {
+            return;
+        };
+        if entry.generation != generation {
+            return;
+        }
+        match entry.outcome {
+            Some(Outcome::Waiting) => entry.outcome = Some(answer),
+            Some(Outcome::Abandoned) => entry.outcome = None,
+            _ => return,
+        }
+        drop(slots);
+        self.changed.notify_all();
+    }
+
+    /// Waits for the answer to the call in `slot`. On success, `deliver`
+    /// gets the reply buffer and the reply's length.
+    pub(crate) fn wait<T>(
+        &self,
+        slot: usize,
+        deliver: impl FnOnce(&DmaBuffer, usize) -> Result<T>,
+    ) -> Result<T> {
+        let mut slots = self.slots.lock();
+        let mut waited_ms = 0u32;
+        loop {
+            let entry = &mut slots[slot];
+            match entry.outcome.take() {
+                Some(Outcome::Replied(len)) => {
+                    let buffer = entry.buffer.take();
+                    drop(slots);
+                    let result = match &buffer {
+                        Some(buffer) => deliver(buffer, len as usize),
+                        None => Err(EIO),
+                    };
+                    let mut slots = self.slots.lock();
+                    slots[slot].buffer = buffer;
+                    drop(slots);
+                    self.changed.notify_all();
+                    return result;
+                }
+                Some(Outcome::Failed(e)) => {
+                    drop(slots);
+                    self.changed.notify_all();
+                    return Err(e);
+                }
+                other => entry.outcome = other,
+            }
+            let give_up = match self
+                .changed
+                .wait_interruptible_timeout(&mut slots, msecs_to_jiffies(1000))
+            {
+                CondVarTimeoutResult::Signal { .. } => Some(EINTR),
+                CondVarTimeoutResult::Timeout => {
+                    waited_ms += 1000;
+                    (waited_ms >= RPC_TIMEOUT_MS).then(errno::ETIMEDOUT)
+                }
+                CondVarTimeoutResult::Woken { .. } => None,
+            };
+            if let Some(e) = give_up {
+                let entry = &mut slots[slot];
+                if let Some(Outcome::Waiting) = entry.outcome {
+                    // The server may still write the reply: the buffer
+                    // stays with the slot until it does.
+                    entry.outcome = Some(Outcome::Abandoned);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Gives up the call in `slot` before its request was sent.
+    pub(crate) fn cancel(&self, slot: usize) {
+        let mut slots = self.slots.lock();
+        slots[slot].outcome = None;
+        drop(slots);
+        self.changed.notify_all();
+    }
+}
+
+/// A call to a port of this node.
+#[pin_data]
+pub(crate) struct LocalCall {
+    /// Room for the reply.
+    pub(crate) max_reply: u64,
+    #[pin]
+    outcome: Mutex<Option<Result<KVVec<u8>>>>,
+    #[pin]
+    done: CondVar,
+}
+
+impl LocalCall {
+    /// A call waiting for a reply of at most `max_reply` bytes.
+    pub(crate) fn new(max_reply: u64) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(LocalCall {
+                max_reply,
+                outcome <- new_mutex!(None, "lite:local_call"),
+                done <- new_condvar!("lite:local_call_done"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Answers the call (once; later answers are ignored).
+    pub(crate) fn answer(&self, answer: Result<KVVec<u8>>) {
+        let mut outcome = self.outcome.lock();
+        if outcome.is_none() {
+            *outcome = Some(answer);
+            drop(outcome);
+            self.done.notify_all();
+        }
+    }
+
+    /// Waits for the answer.
+    pub(crate) fn wait(&self) -> Result<KVVec<u8>> {
+        let mut outcome = self.outcome.lock();
+        let mut waited_ms = 0u32;
+        loop {
+            if let Some(answer) = outcome.take() {
+                return answer;
+            }
+            match self
+                .done
+                .wait_interruptible_timeout(&mut outcome, msecs_to_jiffies(1000))
+            {
+                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
+                CondVarTimeoutResult::Timeout => {
+                    waited_ms += 1000;
+                    if waited_ms >= RPC_TIMEOUT_MS {
+                        return Err(errno::ETIMEDOUT());
+                    }
+                }
+                CondVarTimeoutResult::Woken { .. } => {}
+            }
+        }
+    }
+}
+
+/// What this node knows of a remote port.
+pub(crate) struct RemotePort {
+    /// Remote address of the ring the server keeps for this node.
+    pub(crate) ring_addr: u64,
+    /// Its remote key.
+    pub(crate) ring_rkey: u32,
+    /// Largest message the port takes.
+    pub(crate) max_size: u64,
+    /// Room in the ring.
+    pub(crate) writer: RingWriter,
+}
+
+/// The remote ports of one server node.
+#[pin_data]
+pub(crate) struct ServerNode {
+    /// By port; `None` until queried.
+    #[pin]
+    pub(crate) ports: Mutex<KVec<Option<RemotePort>>>,
+    /// Signalled when a ring gains room.
+    #[pin]
+    pub(crate) room: CondVar,
+}
+
+impl ServerNode {
+    /// Nothing queried yet.
+    pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+        let mut ports = KVec::with_capacity(MAX_PORTS as usize, GFP_KERNEL)?;
+        for _ in 0..MAX_PORTS {
+            ports.push(None, GFP_KERNEL)?;
+        }
+        Ok(try_pin_init!(ServerNode {
+            ports <- new_mutex!(ports, "lite:server_node"),
+            room <- new_condvar!("lite:server_node_room"),
+        }))
+    }
+}

@@ -1,0 +1,1857 @@
+//! RPC and messaging: every node opens a service port answered by a few
+//! server threads, and calls every node's service (its own included) with
+//! requests of every size, from many threads and processes at once, and by
+//! multicast; a slow receiver is flooded with one-way messages; rings are
+//! filled until senders get `-EAGAIN`; ports are closed under waiting
+//! callers and receivers; and descriptors and arguments are misused.
+//!
+//! Every node runs the same code relative to its own id; the barriers in
+//! here are entered unconditionally, in the same order on every node,
+//! whatever failed before them.
+
+use std::ffi::{c_char, c_void};
+use std::io::{BufReader, Write};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use libc::c_long;
+use lite::sys::{
+    port_priority, LiteMulticast, LiteReceive, MAX_MESSAGE_SIZE, MAX_NODES, MAX_PORTS,
+    MAX_PORT_NAME, PRIORITY_NONE, RECV_NONBLOCK, SEND_NONBLOCK,
+};
+use lite::Priority;
+
+use super::io::barrier;
+use super::processes::{collect, finish, spawn};
+use super::target_name;
+use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::kernel::Kernel;
+use crate::pattern;
+use crate::plan::next_node;
+use crate::tap::Tap;
+
+/// Every node's service: requests get [`transform`]ed replies.
+const SERVICE_PORT: u32 = 10;
+/// Flooded with one-way messages for a slow receiver.
+const FLOOD_PORT: u32 = 11;
+/// Filled until senders get -EAGAIN.
+const FILL_PORT: u32 = 12;
+/// Never registered anywhere.
+const UNUSED_PORT: u32 = 13;
+/// Requests queue up here unreceived until the port is closed.
+const WAIT_PORT: u32 = 14;
+/// A receiver waits here for nothing until the port is closed.
+const IDLE_PORT: u32 = 15;
+/// Descriptor and receive cases, this node only.
+const PRIVATE_PORT: u32 = 16;
+/// Registered by a child process that exits holding a request.
+const EXIT_PORT: u32 = 17;
+
+/// Threads answering each node's service port.
+const SERVER_THREADS: u32 = 3;
+/// Request sizes of the transform cases.
+const SIZES: [u64; 6] = [1, 7, 64, 4096, 65536, MAX_MESSAGE_SIZE];
+/// Threads calling concurrently on each node.
+const CALLER_THREADS: u32 = 4;
+/// Child processes calling concurrently on each node (real kernel only).
+const CALLER_CHILDREN: u32 = 2;
+/// Calls each calling thread or process makes.
+const CALLS_PER_CALLER: u64 = 48;
+/// One-way messages each node sends to each node's flood port.
+const FLOOD_MESSAGES: u32 = 2000;
+/// Size of a flood message.
+const FLOOD_SIZE: usize = 64;
+/// The flood receiver pauses 1 ms after this many messages.
+const FLOOD_PAUSE_EVERY: u32 = 32;
+/// Size of a message that fills a ring.
+const FILL_SIZE: usize = 65536;
+/// Nonblocking sends that must have filled any sane ring (512 MiB).
+const FILL_LIMIT: u32 = 8192;
+/// Largest message the private port accepts.
+const PRIVATE_MAX: u64 = 4096;
+/// How long a thread may take to block in a call.
+const BLOCK_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a port must stay empty, once every sender is done, to count
+/// as drained: a message already in a ring may take a moment to be
+/// noticed by the receiving node.
+const QUIET_PERIOD: Duration = Duration::from_secs(2);
+/// A descriptor the kernel never issues in practice.
+const UNKNOWN_DESCRIPTOR: u64 = 0x7fff_dead_0000;
+/// A priority outside the defined ones.
+const INVALID_PRIORITY: u32 = 99;
+
+const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
+
+/// The reply a service thread gives to `request`: its bytes reversed, each
+/// plus one, so an echo or a reply to another request never passes.
+pub fn transform(request: &[u8]) -> Vec<u8> {
+    request.iter().rev().map(|b| b.wrapping_add(1)).collect()
+}
+
+/// The raw result of registering `port` with `name`.
+fn register<K: Kernel>(kernel: &K, port: u32, max_size: u64, name: &str) -> c_long {
+    // SAFETY: `name` is readable for its length during the call.
+    unsafe {
+        kernel.register_application(
+            port,
+            max_size,
+            name.as_ptr().cast::<c_char>(),
+            name.len() as u64,
+        )
+    }
+}
+
+/// The raw result of an RPC of `msg` with room for `reply.len()` bytes.
+fn call_raw<K: Kernel>(
+    kernel: &K,
+    node: u32,
+    port_priority: u32,
+    msg: &[u8],
+    reply: &mut [u8],
+) -> c_long {
+    // SAFETY: `msg` is readable and `reply` exclusively borrowed and
+    // writable for their lengths during the call.
+    unsafe {
+        kernel.send_reply_imm(
+            node,
+            port_priority,
+            msg.as_ptr().cast(),
+            msg.len() as u64,
+            reply.as_mut_ptr().cast(),
+            reply.len() as u64,
+        )
+    }
+}
+
+fn call<K: Kernel>(kernel: &K, node: u32, port: u32, msg: &[u8], reply: &mut [u8]) -> c_long {
+    call_raw(kernel, node, port, msg, reply)
+}
+
+/// The raw result of a one-way send of `msg`.
+fn send<K: Kernel>(kernel: &K, node: u32, port: u32, msg: &[u8], nonblock: bool) -> c_long {
+    let flags = if nonblock { SEND_NONBLOCK } else { 0 };
+    // SAFETY: `msg` is readable for its length during the call.
+    unsafe { kernel.send(node, port | flags, msg.as_ptr().cast(), msg.len() as u64) }
+}
+
+/// The raw result of a receive into `buf`, and the descriptor.
+fn receive<K: Kernel>(kernel: &K, port: u32, buf: &mut [u8], nonblock: bool) -> (c_long, u64) {
+    let mut descriptor = u64::MAX;
+    let flags = if nonblock { RECV_NONBLOCK } else { 0 };
+    // SAFETY: `buf` and `descriptor` are exclusively borrowed and writable
+    // during the call.
+    let ret = unsafe {
+        kernel.receive_message(
+            port,
+            buf.as_mut_ptr().cast(),
+            buf.len() as u64,
+            &mut descriptor,
+            flags,
+        )
+    };
+    (ret, descriptor)
+}
+
+fn reply<K: Kernel>(kernel: &K, data: &[u8], descriptor: u64) -> c_long {
+    // SAFETY: `data` is readable for its length during the call.
+    unsafe { kernel.reply_message(data.as_ptr().cast(), data.len() as u64, descriptor) }
+}
+
+/// Replies `data` to `descriptor`, then receives from `port` into `buf`;
+/// the raw result and the new descriptor.
+fn reply_and_receive<K: Kernel>(
+    kernel: &K,
+    (data, descriptor): (&[u8], u64),
+    port: u32,
+    buf: &mut [u8],
+    nonblock: bool,
+) -> (c_long, u64) {
+    let mut next = LiteReceive {
+        buf: buf.as_mut_ptr() as u64,
+        max_size: buf.len() as u64,
+        descriptor: u64::MAX,
+        port,
+        flags: if nonblock { RECV_NONBLOCK } else { 0 },
+    };
+    // SAFETY: `data` is readable, `next` and the buffer it points to are
+    // exclusively borrowed and writable during the call.
+    let ret = unsafe {
+        kernel.reply_and_receive_message(
+            data.as_ptr().cast(),
+            data.len() as u64,
+            descriptor,
+            &mut next,
+        )
+    };
+    (ret, next.descriptor)
+}
+
+/// Passes when `ret` is exactly `expected` bytes.
+fn expect_len(ret: c_long, expected: usize) -> Result<(), String> {
+    if ret == expected as c_long {
+        Ok(())
+    } else {
+        Err(format!("expected {expected}, got {}", describe_result(ret)))
+    }
+}
+
+/// Where `found` and `expected` first differ, for a failure message.
+fn compare(found: &[u8], expected: &[u8]) -> Result<(), String> {
+    if found.len() != expected.len() {
+        return Err(format!("{} B instead of {} B", found.len(), expected.len()));
+    }
+    pattern::verify_bytes(found, expected, 0).map_err(|m| m.to_string())
+}
+
+/// Calls `port` on `node` with `request` and checks that the reply is its
+/// [`transform`].
+fn transformed_call<K: Kernel>(
+    kernel: &K,
+    node: u32,
+    port_priority: u32,
+    request: &[u8],
+) -> Result<(), String> {
+    // Room to spare, so a reply that is too long shows.
+    let mut answer = vec![0u8; request.len() + 16];
+    let expected = transform(request);
+    for (byte, want) in answer.iter_mut().zip(&expected) {
+        *byte = !want;
+    }
+    let ret = call_raw(kernel, node, port_priority, request, &mut answer);
+    expect_len(ret, request.len())?;
+    compare(&answer[..request.len()], &expected).map_err(|m| format!("reply differs: {m}"))
+}
+
+/// A request identifying its sender: (node, caller, sequence), then
+/// pattern bytes, 16 to 515 bytes in all.
+fn identified_request(node: u32, caller: u32, seq: u64) -> Vec<u8> {
+    let len = 16 + (seq as usize * 37) % 500;
+    let mut request = vec![0u8; len];
+    request[..4].copy_from_slice(&node.to_le_bytes());
+    request[4..8].copy_from_slice(&caller.to_le_bytes());
+    request[8..16].copy_from_slice(&seq.to_le_bytes());
+    let seed = pattern::seed(&[u64::from(node), u64::from(caller), seq]);
+    pattern::fill(seed, 16, &mut request[16..]);
+    request
+}
+
+/// Calls every node's service [`CALLS_PER_CALLER`] times as caller
+/// `caller` of node `me`, each call checked against its own request.
+fn caller_run<K: Kernel>(kernel: &K, me: u32, nodes: u32, caller: u32) -> Result<(), String> {
+    for seq in 0..CALLS_PER_CALLER {
+        let target = 1 + ((seq + u64::from(caller)) % u64::from(nodes)) as u32;
+        let request = identified_request(me, caller, seq);
+        transformed_call(kernel, target, SERVICE_PORT, &request)
+            .map_err(|e| format!("call {seq} to node {target}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// What one service thread saw.
+struct Served {
+    requests: u64,
+    one_way: u64,
+    /// How its loop ended: `Ok` with the closing errno, or what went wrong.
+    ending: Result<c_long, String>,
+}
+
+/// A service thread: answers requests on `port` with their [`transform`]
+/// until the port is closed. With `combined`, answers and receives the
+/// next request in one call.
+fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served {
+    let mut buf = vec![0u8; MAX_MESSAGE_SIZE as usize];
+    let mut served = Served {
+        requests: 0,
+        one_way: 0,
+        ending: Ok(0),
+    };
+    let (mut ret, mut descriptor) = receive(kernel, port, &mut buf, false);
+    loop {
+        let len = match usize::try_from(ret) {
+            Ok(len) if len <= buf.len() => len,
+            // Closed while waiting, or closed before the next receive.
+            _ if ret == -c_long::from(libc::ESHUTDOWN) || ret == -c_long::from(libc::ENOENT) => {
+                served.ending = Ok(ret);
+                return served;
+            }
+            _ => {
+                served.ending = Err(format!("receive returned {}", describe_result(ret)));
+                return served;
+            }
+        };
+        if descriptor == 0 {
+            served.one_way += 1;
+            (ret, descriptor) = receive(kernel, port, &mut buf, false);
+            continue;
+        }
+        let answer = transform(&buf[..len]);
+        served.requests += 1;
+        if combined {
+            (ret, descriptor) =
+                reply_and_receive(kernel, (&answer, descriptor), port, &mut buf, false);
+        } else {
+            let replied = reply(kernel, &answer, descriptor);
+            if replied != 0 {
+                served.ending = Err(format!("reply returned {}", describe_result(replied)));
+                return served;
+            }
+            (ret, descriptor) = receive(kernel, port, &mut buf, false);
+        }
+    }
+}
+
+/// A thread about to block in a call, observable from another thread.
+#[derive(Default)]
+struct Blocker {
+    tid: AtomicI32,
+    finished: AtomicBool,
+}
+
+impl Blocker {
+    /// Records the calling thread; call right before the blocking call.
+    fn arm(&self) {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+        self.tid
+            .store(i32::try_from(tid).unwrap_or(0), Ordering::SeqCst);
+    }
+
+    /// Waits until the thread sleeps (in the call) or has returned from
+    /// it; fails after [`BLOCK_TIMEOUT`].
+    fn wait_until_blocked(&self, what: &str) -> Result<(), String> {
+        let deadline = Instant::now() + BLOCK_TIMEOUT;
+        loop {
+            if self.finished.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let tid = self.tid.load(Ordering::SeqCst);
+            if tid != 0 && matches!(thread_state(tid), Some('S' | 'D')) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{what} did not block within {BLOCK_TIMEOUT:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Decides when a nonblocking drain of a port ends: once `senders_done`
+/// is set and the port stayed empty for [`QUIET_PERIOD`].
+struct DrainEnd<'a> {
+    senders_done: &'a AtomicBool,
+    empty_since: Option<Instant>,
+}
+
+impl<'a> DrainEnd<'a> {
+    fn new(senders_done: &'a AtomicBool) -> Self {
+        DrainEnd {
+            senders_done,
+            empty_since: None,
+        }
+    }
+
+    /// The port was found empty: whether the drain is over. Waits a
+    /// little before the next try otherwise.
+    fn empty(&mut self) -> bool {
+        if self.senders_done.load(Ordering::SeqCst) {
+            let since = *self.empty_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= QUIET_PERIOD {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        false
+    }
+
+    /// A message arrived.
+    fn message(&mut self) {
+        self.empty_since = None;
+    }
+}
+
+/// The scheduler state (`R`, `S`, `D`, ..) of thread `tid` of this process.
+fn thread_state(tid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; the state follows
+    // the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
+}
+
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let registered = register(kernel, SERVICE_PORT, MAX_MESSAGE_SIZE, "lite-test-service");
+    tap.check(
+        &format!(
+            "node {me}: register_application(port {SERVICE_PORT}, max {MAX_MESSAGE_SIZE} B) returns 0"
+        ),
+        expect_zero(registered),
+    );
+    std::thread::scope(|scope| {
+        let servers: Vec<_> = if registered == 0 {
+            (0..SERVER_THREADS)
+                .map(|index| scope.spawn(move || serve(kernel, SERVICE_PORT, index % 2 == 1)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        barrier(kernel, tap, nodes, "registering the RPC service ports");
+
+        service_calls(kernel, tap, me, nodes);
+        concurrent_calls(kernel, tap, me, nodes);
+        barrier(kernel, tap, nodes, "the concurrent RPCs");
+        multicast(kernel, tap, me, nodes);
+        flood(kernel, tap, me, nodes);
+        fill(kernel, tap, me, nodes);
+        closing(kernel, tap, me, nodes);
+        private_port(kernel, tap, me);
+        processes(kernel, tap, me);
+        bad_input(kernel, tap, me, nodes);
+
+        barrier(kernel, tap, nodes, "the last call to the service ports");
+        tap.check(
+            &format!("node {me}: unregister_application(port {SERVICE_PORT}) returns 0"),
+            expect_zero(kernel.unregister_application(SERVICE_PORT)),
+        );
+        if servers.is_empty() {
+            return;
+        }
+        let mut requests = 0;
+        let mut outcome = Ok(());
+        for server in servers {
+            let served = server.join().unwrap_or_else(|_| Served {
+                requests: 0,
+                one_way: 0,
+                ending: Err("the thread panicked".into()),
+            });
+            requests += served.requests;
+            if outcome.is_ok() {
+                outcome = served.ending.map(drop);
+            }
+            if served.one_way > 0 && outcome.is_ok() {
+                outcome = Err(format!("got {} one-way messages", served.one_way));
+            }
+        }
+        tap.comment(&format!(
+            "node {me}: the service threads answered {requests} requests"
+        ));
+        tap.check(
+            &format!(
+                "node {me}: {SERVER_THREADS} service threads answered every request and returned -ESHUTDOWN or -ENOENT once the port was closed"
+            ),
+            outcome,
+        );
+    });
+}
+
+/// Port lookups and transformed calls of every size to every node.
+fn service_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let all: Vec<u32> = (1..=nodes).collect();
+    let lookups = all.iter().try_for_each(|&node| {
+        let ret = kernel.query_port(node, SERVICE_PORT);
+        expect_len(ret, MAX_MESSAGE_SIZE as usize).map_err(|e| format!("node {node}: {e}"))
+    });
+    tap.check(
+        &format!(
+            "node {me}: query_port(every node, port {SERVICE_PORT}) returns {MAX_MESSAGE_SIZE}"
+        ),
+        lookups,
+    );
+    for &node in &all {
+        for (index, &size) in SIZES.iter().enumerate() {
+            let priority = Priority::ALL[index % Priority::ALL.len()];
+            let mut request = vec![0u8; size as usize];
+            let seed = pattern::seed(&[u64::from(me), u64::from(node), size, 0x52]);
+            pattern::fill(seed, 0, &mut request);
+            tap.check(
+                &format!(
+                    "node {me} -> {}: RPC of {size} B (priority {}) gets the transformed {size} B reply",
+                    target_name(me, node),
+                    priority.name()
+                ),
+                transformed_call(
+                    kernel,
+                    node,
+                    port_priority(SERVICE_PORT, priority.as_raw()),
+                    &request,
+                ),
+            );
+        }
+    }
+}
+
+/// Many threads (and child processes) calling every node at once.
+fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let real = kernel.spawns_processes();
+    let mut children = Vec::new();
+    let mut started = Ok(());
+    if real {
+        for index in 0..CALLER_CHILDREN {
+            let args = [
+                "rpc-callers".to_string(),
+                me.to_string(),
+                nodes.to_string(),
+                (100 + index).to_string(),
+            ];
+            match spawn(&args) {
+                Ok(child) => children.push(child),
+                Err(e) => started = Err(e),
+            }
+        }
+    }
+    let threads: Result<(), String> = std::thread::scope(|scope| {
+        let callers: Vec<_> = (0..CALLER_THREADS)
+            .map(|caller| scope.spawn(move || caller_run(kernel, me, nodes, caller)))
+            .collect();
+        callers
+            .into_iter()
+            .enumerate()
+            .try_for_each(|(caller, thread)| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err("panicked".into()))
+                    .map_err(|e| format!("thread {caller}: {e}"))
+            })
+    });
+    tap.check(
+        &format!(
+            "node {me}: {CALLER_THREADS} threads x {CALLS_PER_CALLER} concurrent RPCs to all {nodes} nodes each get the reply to their own request"
+        ),
+        threads,
+    );
+    let description = format!(
+        "node {me}: {CALLER_CHILDREN} child processes x {CALLS_PER_CALLER} concurrent RPCs to all {nodes} nodes each get the reply to their own request"
+    );
+    if !real {
+        tap.skip(&description, WHY_SKIPPED);
+        return;
+    }
+    let mut outcome = started;
+    for mut child in children {
+        let points = match child.stdout.take() {
+            Some(out) => collect(&mut BufReader::new(out), false),
+            None => vec![("report".into(), Err("no stdout".into()))],
+        };
+        let finished = finish(child);
+        for (what, result) in points {
+            if outcome.is_ok() {
+                outcome = result.map_err(|e| format!("child: {what}: {e}"));
+            }
+        }
+        if outcome.is_ok() {
+            outcome = finished;
+        }
+    }
+    tap.check(&description, outcome);
+}
+
+fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let targets: Vec<u32> = (1..=nodes).collect();
+    let mut request = vec![0u8; 1000];
+    pattern::fill(pattern::seed(&[u64::from(me), 0x4d43]), 0, &mut request);
+    let expected = transform(&request);
+    let max_reply = request.len() as u64;
+    let mut replies = vec![0u8; request.len() * targets.len()];
+    let mut lengths = vec![i64::MIN; targets.len()];
+    let mut args = LiteMulticast {
+        nodes: targets.as_ptr() as u64,
+        lengths: lengths.as_mut_ptr() as u64,
+        msg: request.as_ptr() as u64,
+        size: request.len() as u64,
+        replies: replies.as_mut_ptr() as u64,
+        max_reply,
+        count: nodes,
+        port_priority: SERVICE_PORT,
+    };
+    // SAFETY: `args` describes live buffers of the lengths given.
+    let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+    let outcome = expect_len(ret, targets.len()).and_then(|()| {
+        for (index, &node) in targets.iter().enumerate() {
+            let reply = &replies[index * request.len()..][..request.len()];
+            expect_len(lengths[index] as c_long, request.len())
+                .and_then(|()| compare(reply, &expected))
+                .map_err(|e| format!("node {node}: {e}"))?;
+        }
+        Ok(())
+    });
+    tap.check(
+        &format!(
+            "node {me}: send_reply_multicast of 1000 B to all {nodes} nodes returns {nodes} and every reply is the transformed request"
+        ),
+        outcome,
+    );
+
+    // No node has the port: every entry fails on its own.
+    let mut lengths = vec![i64::MIN; targets.len()];
+    let mut args = LiteMulticast {
+        lengths: lengths.as_mut_ptr() as u64,
+        port_priority: UNUSED_PORT,
+        ..args
+    };
+    // SAFETY: as above.
+    let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+    let refused = -i64::from(libc::ECONNREFUSED);
+    let outcome =
+        expect_len(ret, 0).and_then(|()| match lengths.iter().position(|&l| l != refused) {
+            Some(index) => Err(format!(
+                "node {}: length {}",
+                targets[index],
+                describe_result(lengths[index] as c_long)
+            )),
+            None => Ok(()),
+        });
+    tap.check(
+        &format!(
+            "node {me}: send_reply_multicast to port {UNUSED_PORT} (open nowhere) returns 0 with -ECONNREFUSED for every node"
+        ),
+        outcome,
+    );
+
+    // A node that is not a member fails its own entry only.
+    let mixed = [0, me];
+    let mut lengths = [i64::MIN; 2];
+    let mut replies = vec![0u8; 2 * request.len()];
+    let mut args = LiteMulticast {
+        nodes: mixed.as_ptr() as u64,
+        lengths: lengths.as_mut_ptr() as u64,
+        replies: replies.as_mut_ptr() as u64,
+        count: 2,
+        port_priority: SERVICE_PORT,
+        ..args
+    };
+    // SAFETY: `args` describes live buffers for two nodes.
+    let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+    let outcome = expect_len(ret, 1)
+        .and_then(|()| expect_errno(lengths[0] as c_long, libc::EHOSTUNREACH))
+        .map_err(|e| format!("node 0: {e}"))
+        .and_then(|()| {
+            let reply = &replies[request.len()..];
+            expect_len(lengths[1] as c_long, request.len())
+                .and_then(|()| compare(reply, &expected))
+                .map_err(|e| format!("node {me}: {e}"))
+        });
+    tap.check(
+        &format!(
+            "node {me}: send_reply_multicast to node 0 and itself returns 1, with -EHOSTUNREACH for node 0 and its own reply"
+        ),
+        outcome,
+    );
+}
+
+/// A flood message: sender, sequence number, then pattern bytes.
+fn flood_message(sender: u32, seq: u32) -> [u8; FLOOD_SIZE] {
+    let mut message = [0u8; FLOOD_SIZE];
+    message[..4].copy_from_slice(&sender.to_le_bytes());
+    message[4..8].copy_from_slice(&seq.to_le_bytes());
+    let seed = pattern::seed(&[u64::from(sender), u64::from(seq), 0x464c]);
+    pattern::fill(seed, 8, &mut message[8..]);
+    message
+}
+
+/// Sends the flood to `target`: blocking sends, and every fourth message
+/// a nonblocking one retried while it returns -EAGAIN. Counts the retries.
+fn flood_sender<K: Kernel>(
+    kernel: &K,
+    me: u32,
+    target: u32,
+    retries: &AtomicU64,
+) -> Result<(), String> {
+    for seq in 0..FLOOD_MESSAGES {
+        let message = flood_message(me, seq);
+        let nonblock = seq % 4 == 3;
+        let ret = loop {
+            let ret = send(kernel, target, FLOOD_PORT, &message, nonblock);
+            if !(nonblock && ret == -c_long::from(libc::EAGAIN)) {
+                break ret;
+            }
+            retries.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        expect_zero(ret).map_err(|e| format!("message {seq} to node {target}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The slow receiver of the flood: takes messages without blocking,
+/// pausing now and then, until every sender is done and the port is
+/// drained ([`DrainEnd`]); checks that each sender's messages arrive once
+/// and in order.
+fn flood_receiver<K: Kernel>(kernel: &K, nodes: u32, all_sent: &AtomicBool) -> Result<(), String> {
+    let mut next = vec![0u32; nodes as usize + 1];
+    let mut buf = [0u8; FLOOD_SIZE * 2];
+    let mut received = 0u32;
+    let mut failure = None;
+    let mut end = DrainEnd::new(all_sent);
+    loop {
+        let (ret, descriptor) = receive(kernel, FLOOD_PORT, &mut buf, true);
+        if ret < 0 {
+            if ret != -c_long::from(libc::EAGAIN) {
+                failure.get_or_insert(format!("receive returned {}", describe_result(ret)));
+            }
+            let complete = received == nodes * FLOOD_MESSAGES;
+            if (complete && all_sent.load(Ordering::SeqCst)) || end.empty() {
+                break;
+            }
+            continue;
+        }
+        end.message();
+        // Keep draining after a failure, so that no sender stays blocked.
+        let checked = (|| {
+            expect_len(ret, FLOOD_SIZE)?;
+            if descriptor != 0 {
+                return Err(format!("descriptor {descriptor:#x} for a one-way message"));
+            }
+            let word =
+                |at: usize| u32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
+            let (sender, seq) = (word(0), word(4));
+            let expected = next
+                .get_mut(sender as usize)
+                .filter(|_| sender > 0)
+                .ok_or(format!("message from unknown sender {sender}"))?;
+            if seq != *expected {
+                return Err(format!(
+                    "node {sender}: message {seq} arrived when {} was due",
+                    *expected
+                ));
+            }
+            compare(&buf[..FLOOD_SIZE], &flood_message(sender, seq))
+                .map_err(|m| format!("node {sender} message {seq}: {m}"))?;
+            *expected += 1;
+            Ok(())
+        })();
+        if let Err(e) = checked {
+            failure.get_or_insert(e);
+            continue;
+        }
+        received += 1;
+        if received.is_multiple_of(FLOOD_PAUSE_EVERY) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    match (1..=nodes).find(|&n| next[n as usize] != FLOOD_MESSAGES) {
+        Some(n) => Err(format!(
+            "node {n}: {} of {FLOOD_MESSAGES} messages arrived",
+            next[n as usize]
+        )),
+        None => Ok(()),
+    }
+}
+
+fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    tap.check(
+        &format!("node {me}: register_application(port {FLOOD_PORT}, max 256 B) returns 0"),
+        expect_zero(register(kernel, FLOOD_PORT, 256, "lite-test-flood")),
+    );
+    barrier(kernel, tap, nodes, "registering the flood ports");
+    let all_sent = AtomicBool::new(false);
+    let retries = AtomicU64::new(0);
+    let (sent, received) = std::thread::scope(|scope| {
+        let receiver = scope.spawn(|| flood_receiver(kernel, nodes, &all_sent));
+        let senders: Vec<_> = (1..=nodes)
+            .map(|target| {
+                let retries = &retries;
+                scope.spawn(move || flood_sender(kernel, me, target, retries))
+            })
+            .collect();
+        let sent = senders
+            .into_iter()
+            .try_for_each(|sender| sender.join().unwrap_or_else(|_| Err("panicked".into())));
+        // Every node's messages are in the rings once its sends returned.
+        barrier(kernel, tap, nodes, "every node sent its flood");
+        all_sent.store(true, Ordering::SeqCst);
+        let received = receiver.join().unwrap_or_else(|_| Err("panicked".into()));
+        (sent, received)
+    });
+    tap.check(
+        &format!(
+            "node {me}: {FLOOD_MESSAGES} one-way {FLOOD_SIZE} B messages to port {FLOOD_PORT} of each of the {nodes} nodes sent (blocking, and nonblocking retried on -EAGAIN)"
+        ),
+        sent,
+    );
+    tap.comment(&format!(
+        "node {me}: nonblocking flood sends returned -EAGAIN {} times",
+        retries.load(Ordering::Relaxed)
+    ));
+    tap.check(
+        &format!(
+            "node {me}: the slow receiver on port {FLOOD_PORT} got every node's {FLOOD_MESSAGES} messages exactly once, in order per sender"
+        ),
+        received,
+    );
+    barrier(kernel, tap, nodes, "draining the flood");
+    tap.check(
+        &format!("node {me}: unregister_application(port {FLOOD_PORT}) returns 0"),
+        expect_zero(kernel.unregister_application(FLOOD_PORT)),
+    );
+}
+
+/// Fill messages: kind 0 carries its sequence number, kind 1 the count of
+/// kind 0 messages sent. The bytes after the header are the same pattern
+/// in every message, so that making one is a copy.
+struct FillMessages {
+    template: Vec<u8>,
+}
+
+impl FillMessages {
+    fn new() -> FillMessages {
+        let mut template = vec![0u8; FILL_SIZE];
+        pattern::fill(pattern::seed(&[0x4649]), 5, &mut template[5..]);
+        FillMessages { template }
+    }
+
+    fn make(&self, kind: u8, value: u32) -> Vec<u8> {
+        let mut message = self.template.clone();
+        message[0] = kind;
+        message[1..5].copy_from_slice(&value.to_le_bytes());
+        message
+    }
+}
+
+/// Takes this node's fill port's messages until the count arrives; checks
+/// that the data messages were all there, in order. Does not block, so
+/// that it ends with an error if the port stays empty once every count
+/// was sent (`counts_sent`).
+fn fill_drain<K: Kernel>(
+    kernel: &K,
+    messages: &FillMessages,
+    counts_sent: &AtomicBool,
+) -> Result<u32, String> {
+    let mut buf = vec![0u8; FILL_SIZE];
+    let mut expected = 0u32;
+    let mut end = DrainEnd::new(counts_sent);
+    // Keeps draining after a failure, so that the sender's blocking send
+    // of the count returns.
+    let mut failure = None;
+    loop {
+        let (ret, _) = receive(kernel, FILL_PORT, &mut buf, true);
+        if ret < 0 {
+            if ret != -c_long::from(libc::EAGAIN) {
+                failure.get_or_insert(format!("receive returned {}", describe_result(ret)));
+            }
+            if end.empty() {
+                let missing = format!("{expected} messages arrived, then no count");
+                return Err(failure.unwrap_or(missing));
+            }
+            continue;
+        }
+        end.message();
+        let value = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]);
+        let checked = expect_len(ret, FILL_SIZE)
+            .and_then(|()| compare(&buf, &messages.make(buf[0], value)))
+            .map_err(|m| format!("message {value}: {m}"));
+        if let Err(e) = checked {
+            failure.get_or_insert(e);
+            continue;
+        }
+        if buf[0] == 1 {
+            return match failure {
+                Some(e) => Err(e),
+                None if value == expected => Ok(expected),
+                None => Err(format!("{expected} messages arrived, {value} were sent")),
+            };
+        }
+        if value != expected {
+            failure.get_or_insert(format!("message {value} arrived when {expected} was due"));
+        }
+        expected = value.wrapping_add(1);
+    }
+}
+
+fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let max = FILL_SIZE as u64;
+    tap.check(
+        &format!("node {me}: register_application(port {FILL_PORT}, max {max} B) returns 0"),
+        expect_zero(register(kernel, FILL_PORT, max, "lite-test-fill")),
+    );
+    barrier(kernel, tap, nodes, "registering the fill ports");
+    let target = next_node(me, nodes);
+    let messages = FillMessages::new();
+    let mut count = 0u32;
+    let filled = loop {
+        if count == FILL_LIMIT {
+            break Err(format!(
+                "{count} messages ({} MiB) went in without -EAGAIN",
+                (u64::from(count) * max) >> 20
+            ));
+        }
+        let ret = send(kernel, target, FILL_PORT, &messages.make(0, count), true);
+        if ret == -c_long::from(libc::EAGAIN) && count > 0 {
+            break Ok(());
+        }
+        if let Err(e) = expect_zero(ret) {
+            break Err(format!("message {count}: {e}"));
+        }
+        count += 1;
+    };
+    tap.check(
+        &format!(
+            "node {me} -> {}: nonblocking {FILL_SIZE} B sends to port {FILL_PORT}, which nobody receives from yet, return -EAGAIN once the ring is full",
+            target_name(me, target)
+        ),
+        filled,
+    );
+    tap.comment(&format!(
+        "node {me}: the ring on node {target} took {count} messages"
+    ));
+    barrier(kernel, tap, nodes, "filling the rings");
+    let counts_sent = AtomicBool::new(false);
+    let (counted, drained) = std::thread::scope(|scope| {
+        let drain = scope.spawn(|| fill_drain(kernel, &messages, &counts_sent));
+        // Blocks until the drain on the target made room.
+        let ret = send(kernel, target, FILL_PORT, &messages.make(1, count), false);
+        let counted = expect_zero(ret).map_err(|e| format!("sending the count: {e}"));
+        // Every count is in its ring once the sends returned.
+        barrier(kernel, tap, nodes, "sending the counts of the fill");
+        counts_sent.store(true, Ordering::SeqCst);
+        let drained = drain.join().unwrap_or_else(|_| Err("panicked".into()));
+        (counted, drained)
+    });
+    let closed = expect_zero(kernel.unregister_application(FILL_PORT))
+        .map_err(|e| format!("unregister_application: {e}"));
+    tap.check(
+        &format!(
+            "node {me} -> {}: a blocking send to the full ring returns 0 once its receiver drains it",
+            target_name(me, target)
+        ),
+        counted,
+    );
+    let source = (1..=nodes)
+        .find(|&n| next_node(n, nodes) == me)
+        .unwrap_or(me);
+    tap.check(
+        &format!(
+            "node {me}: port {FILL_PORT} held every message node {source} sent before -EAGAIN, in order and nothing more, and was unregistered"
+        ),
+        drained.and(closed).map(drop),
+    );
+}
+
+/// Calls on closed ports, and closing ports under waiting callers and
+/// receivers.
+fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let all = 1..=nodes;
+    let mut answer = [0u8; 16];
+    let refused = all.clone().try_for_each(|node| {
+        expect_errno(
+            call(kernel, node, UNUSED_PORT, b"anyone?", &mut answer),
+            libc::ECONNREFUSED,
+        )
+        .map_err(|e| format!("node {node}: {e}"))
+    });
+    tap.check(
+        &format!(
+            "node {me}: send_reply_imm to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED"
+        ),
+        refused,
+    );
+    let refused = all.clone().try_for_each(|node| {
+        expect_errno(
+            send(kernel, node, UNUSED_PORT, b"anyone?", false),
+            libc::ECONNREFUSED,
+        )
+        .map_err(|e| format!("node {node}: {e}"))
+    });
+    tap.check(
+        &format!(
+            "node {me}: send to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED"
+        ),
+        refused,
+    );
+    let refused = all.clone().try_for_each(|node| {
+        expect_errno(kernel.query_port(node, UNUSED_PORT), libc::ECONNREFUSED)
+            .map_err(|e| format!("node {node}: {e}"))
+    });
+    tap.check(
+        &format!("node {me}: query_port(every node, port {UNUSED_PORT}) returns -ECONNREFUSED"),
+        refused,
+    );
+
+    for (port, name) in [(WAIT_PORT, "lite-test-wait"), (IDLE_PORT, "lite-test-idle")] {
+        tap.check(
+            &format!("node {me}: register_application(port {port}) returns 0"),
+            expect_zero(register(kernel, port, 64, name)),
+        );
+    }
+    barrier(kernel, tap, nodes, "registering the ports that will close");
+    let target = next_node(me, nodes);
+    let (caller, receiver) = (Blocker::default(), Blocker::default());
+    let (called, received) = std::thread::scope(|scope| {
+        let calling = scope.spawn(|| {
+            let mut answer = [0u8; 16];
+            caller.arm();
+            let ret = call(kernel, target, WAIT_PORT, b"will you answer?", &mut answer);
+            caller.finished.store(true, Ordering::SeqCst);
+            ret
+        });
+        let receiving = scope.spawn(|| {
+            let mut buf = [0u8; 64];
+            receiver.arm();
+            let (ret, _) = receive(kernel, IDLE_PORT, &mut buf, false);
+            receiver.finished.store(true, Ordering::SeqCst);
+            ret
+        });
+        let blocked = caller
+            .wait_until_blocked("the caller")
+            .and(receiver.wait_until_blocked("the receiver"));
+        if let Err(e) = blocked {
+            tap.comment(&format!("node {me}: {e}"));
+        }
+        barrier(
+            kernel,
+            tap,
+            nodes,
+            "every node's caller and receiver blocked",
+        );
+        for port in [WAIT_PORT, IDLE_PORT] {
+            tap.check(
+                &format!("node {me}: unregister_application(port {port}) with a call or receive waiting returns 0"),
+                expect_zero(kernel.unregister_application(port)),
+            );
+        }
+        let failed = -c_long::from(libc::EIO);
+        (
+            calling.join().unwrap_or(failed),
+            receiving.join().unwrap_or(failed),
+        )
+    });
+    tap.check(
+        &format!(
+            "node {me} -> {}: an RPC waiting on port {WAIT_PORT} returns -ECONNREFUSED when its owner unregisters the port",
+            target_name(me, target)
+        ),
+        expect_errno(called, libc::ECONNREFUSED),
+    );
+    tap.check(
+        &format!(
+            "node {me}: a receive waiting on port {IDLE_PORT} returns -ESHUTDOWN when the port is unregistered"
+        ),
+        expect_errno(received, libc::ESHUTDOWN),
+    );
+    barrier(kernel, tap, nodes, "closing ports under waiting calls");
+
+    tap.check(
+        &format!("node {me}: port {WAIT_PORT} can be registered again after unregister"),
+        expect_zero(register(kernel, WAIT_PORT, 128, "lite-test-again")),
+    );
+    tap.check(
+        &format!("node {me}: query_port of port {WAIT_PORT}, registered again with max 128 B, returns 128"),
+        expect_len(kernel.query_port(me, WAIT_PORT), 128),
+    );
+    let too_long = [0u8; 129];
+    tap.check(
+        &format!("node {me}: send_reply_imm of 129 B to its port {WAIT_PORT} (max 128) returns -EMSGSIZE"),
+        expect_errno(call(kernel, me, WAIT_PORT, &too_long, &mut answer), libc::EMSGSIZE),
+    );
+    tap.check(
+        &format!("node {me}: send of 129 B to its port {WAIT_PORT} (max 128) returns -EMSGSIZE"),
+        expect_errno(
+            send(kernel, me, WAIT_PORT, &too_long, false),
+            libc::EMSGSIZE,
+        ),
+    );
+    tap.check(
+        &format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again"),
+        expect_zero(kernel.unregister_application(WAIT_PORT)),
+    );
+    tap.check(
+        &format!(
+            "node {me}: unregister_application(port {WAIT_PORT}) a second time returns -ENOENT"
+        ),
+        expect_errno(kernel.unregister_application(WAIT_PORT), libc::ENOENT),
+    );
+}
+
+/// A call from another thread of this process to the private port, which
+/// this thread receives and answers; `steps` runs between receiving the
+/// request and the end, with the descriptor, and must answer it. Returns
+/// the caller's raw result and reply.
+fn private_call<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    (request, max_reply): (&[u8], usize),
+    steps: impl FnOnce(&mut Tap<W>, u64),
+) -> (c_long, Vec<u8>) {
+    std::thread::scope(|scope| {
+        let calling = scope.spawn(move || {
+            let mut answer = vec![0u8; max_reply];
+            let ret = call(kernel, me, PRIVATE_PORT, request, &mut answer);
+            (ret, answer)
+        });
+        let mut buf = [0u8; PRIVATE_MAX as usize];
+        let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, false);
+        let outcome = expect_len(ret, request.len())
+            .and_then(|()| compare(&buf[..request.len()], request))
+            .and_then(|()| match descriptor {
+                0 => Err("descriptor 0 for a request".to_string()),
+                _ => Ok(()),
+            });
+        tap.check(
+            &format!(
+                "node {me}: receive_message on port {PRIVATE_PORT} returns the {} B request with a descriptor",
+                request.len()
+            ),
+            outcome,
+        );
+        steps(tap, descriptor);
+        calling
+            .join()
+            .unwrap_or((-c_long::from(libc::EIO), Vec::new()))
+    })
+}
+
+/// Descriptor and receive errors on a port only this node uses.
+fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
+    tap.check(
+        &format!(
+            "node {me}: register_application(port {PRIVATE_PORT}, max {PRIVATE_MAX} B) returns 0"
+        ),
+        expect_zero(register(
+            kernel,
+            PRIVATE_PORT,
+            PRIVATE_MAX,
+            "lite-test-private",
+        )),
+    );
+    let fitting = [0x5au8; 16];
+    let (ret, answer) = private_call(kernel, tap, me, (b"question", 16), |tap, descriptor| {
+        tap.check(
+            "reply_message of 17 B to a caller accepting 16 returns -EMSGSIZE",
+            expect_errno(reply(kernel, &[0u8; 17], descriptor), libc::EMSGSIZE),
+        );
+        let unmapped: *const c_void = ptr::without_provenance(8);
+        // SAFETY: address 8 lies in the never-mapped first page; the
+        // kernel must fail with -EFAULT without touching it.
+        let ret = unsafe { kernel.reply_message(unmapped, 16, descriptor) };
+        tap.check(
+            "reply_message from unmapped buffer address 0x8 returns -EFAULT",
+            expect_errno(ret, libc::EFAULT),
+        );
+        tap.check(
+            "after -EMSGSIZE and -EFAULT the descriptor still takes a 16 B reply",
+            expect_zero(reply(kernel, &fitting, descriptor)),
+        );
+        tap.check(
+            "reply_message to an answered descriptor returns -ENOENT",
+            expect_errno(reply(kernel, &fitting, descriptor), libc::ENOENT),
+        );
+    });
+    tap.check(
+        &format!("node {me}: the caller gets the 16 B reply"),
+        expect_len(ret, 16).and_then(|()| compare(&answer[..16], &fitting)),
+    );
+    for (what, descriptor) in [
+        ("descriptor 0 (one-way)".to_string(), 0),
+        (
+            format!("unknown descriptor {UNKNOWN_DESCRIPTOR:#x}"),
+            UNKNOWN_DESCRIPTOR,
+        ),
+    ] {
+        tap.check(
+            &format!("reply_message to {what} returns -ENOENT"),
+            expect_errno(reply(kernel, b"x", descriptor), libc::ENOENT),
+        );
+    }
+
+    // The next message does not fit: it stays queued.
+    let mut message = [0u8; 100];
+    pattern::fill(pattern::seed(&[u64::from(me), 0x100]), 0, &mut message);
+    tap.check(
+        &format!("node {me}: send of 100 B to its own port {PRIVATE_PORT} returns 0"),
+        expect_zero(send(kernel, me, PRIVATE_PORT, &message, false)),
+    );
+    let mut buf = [0u8; 100];
+    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf[..99], true);
+    tap.check(
+        "receive_message into 99 B with a 100 B message next returns -EMSGSIZE",
+        expect_errno(ret, libc::EMSGSIZE),
+    );
+    let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, true);
+    tap.check(
+        "the message stayed queued: a 100 B receive gets it, with descriptor 0 (one-way)",
+        expect_len(ret, 100)
+            .and_then(|()| compare(&buf, &message))
+            .and_then(|()| match descriptor {
+                0 => Ok(()),
+                other => Err(format!("descriptor {other:#x}")),
+            }),
+    );
+    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf, true);
+    tap.check(
+        "receive_message with LITE_RECV_NONBLOCK on an empty port returns -EAGAIN",
+        expect_errno(ret, libc::EAGAIN),
+    );
+
+    // A failed reply receives nothing.
+    let short = *b"short note";
+    let ret = send(kernel, me, PRIVATE_PORT, &short, false);
+    let (failed, _) = reply_and_receive(
+        kernel,
+        (b"x", UNKNOWN_DESCRIPTOR),
+        PRIVATE_PORT,
+        &mut buf,
+        true,
+    );
+    let (ret_after, _) = receive(kernel, PRIVATE_PORT, &mut buf, true);
+    tap.check(
+        "reply_and_receive_message with an unknown descriptor returns -ENOENT and leaves the next message queued",
+        expect_zero(ret)
+            .and_then(|()| expect_errno(failed, libc::ENOENT))
+            .and_then(|()| expect_len(ret_after, short.len()))
+            .and_then(|()| compare(&buf[..short.len()], &short)),
+    );
+
+    let answer_bytes = transform(b"combined");
+    let (ret, answer) = private_call(kernel, tap, me, (b"combined", 64), |tap, descriptor| {
+        let mut next = [0u8; 64];
+        let (ret, _) = reply_and_receive(
+            kernel,
+            (&answer_bytes, descriptor),
+            PRIVATE_PORT,
+            &mut next,
+            true,
+        );
+        tap.check(
+            "reply_and_receive_message with LITE_RECV_NONBLOCK answers, then returns -EAGAIN on the empty port",
+            expect_errno(ret, libc::EAGAIN),
+        );
+    });
+    tap.check(
+        &format!("node {me}: the caller gets the reply sent by reply_and_receive_message"),
+        expect_len(ret, answer_bytes.len())
+            .and_then(|()| compare(&answer[..answer_bytes.len()], &answer_bytes)),
+    );
+
+    let unmapped: *mut c_void = ptr::without_provenance_mut(8);
+    let ret = send(kernel, me, PRIVATE_PORT, &short, false);
+    let mut descriptor = 0u64;
+    // SAFETY: address 8 lies in the never-mapped first page; the kernel
+    // must fail with -EFAULT without writing there.
+    let bad_buf = unsafe {
+        kernel.receive_message(PRIVATE_PORT, unmapped, 64, &mut descriptor, RECV_NONBLOCK)
+    };
+    tap.check(
+        "receive_message into unmapped buffer address 0x8 with a message queued returns -EFAULT",
+        expect_zero(ret).and_then(|()| expect_errno(bad_buf, libc::EFAULT)),
+    );
+    let ret = send(kernel, me, PRIVATE_PORT, &short, false);
+    let mut small = [0u8; 64];
+    // SAFETY: as above for the descriptor address.
+    let bad_descriptor = unsafe {
+        kernel.receive_message(
+            PRIVATE_PORT,
+            small.as_mut_ptr().cast(),
+            64,
+            unmapped.cast(),
+            RECV_NONBLOCK,
+        )
+    };
+    tap.check(
+        "receive_message with descriptor address 0x8 and a message queued returns -EFAULT",
+        expect_zero(ret).and_then(|()| expect_errno(bad_descriptor, libc::EFAULT)),
+    );
+    let (ret, _) = receive_with_flags(kernel, PRIVATE_PORT, &mut small, 0x2);
+    tap.check(
+        "receive_message with unknown flag 0x2 returns -EINVAL",
+        expect_errno(ret, libc::EINVAL),
+    );
+    tap.check(
+        &format!("node {me}: unregister_application(port {PRIVATE_PORT}) returns 0"),
+        expect_zero(kernel.unregister_application(PRIVATE_PORT)),
+    );
+    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut small, true);
+    tap.check(
+        "receive_message on an unregistered port returns -ENOENT",
+        expect_errno(ret, libc::ENOENT),
+    );
+}
+
+fn receive_with_flags<K: Kernel>(
+    kernel: &K,
+    port: u32,
+    buf: &mut [u8],
+    flags: u32,
+) -> (c_long, u64) {
+    let mut descriptor = 0;
+    // SAFETY: `buf` and `descriptor` are exclusively borrowed and writable.
+    let ret = unsafe {
+        kernel.receive_message(
+            port,
+            buf.as_mut_ptr().cast(),
+            buf.len() as u64,
+            &mut descriptor,
+            flags,
+        )
+    };
+    (ret, descriptor)
+}
+
+/// What another process may and may not do with this process's port and
+/// descriptors, and what happens when a process exits holding a request.
+fn processes<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
+    let foreign = format!(
+        "node {me}: another process cannot unregister this process's port or answer its descriptor, but can receive from the port"
+    );
+    let exiting = format!(
+        "node {me}: a process exiting without answering a request fails its caller with -ECONNRESET and closes its port"
+    );
+    if !kernel.spawns_processes() {
+        tap.skip(&foreign, WHY_SKIPPED);
+        tap.skip(&exiting, WHY_SKIPPED);
+        return;
+    }
+    tap.check(&foreign, foreign_process(kernel, me));
+    tap.check(&exiting, exiting_process(kernel, me));
+}
+
+/// Runs a child `foreign` case against a descriptor and a queued one-way
+/// message of this process's private port.
+fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
+    expect_zero(register(
+        kernel,
+        PRIVATE_PORT,
+        PRIVATE_MAX,
+        "lite-test-private",
+    ))
+    .map_err(|e| format!("register_application: {e}"))?;
+    let outcome = std::thread::scope(|scope| -> Result<(), String> {
+        let calling = scope.spawn(|| {
+            let mut answer = [0u8; 16];
+            let ret = call(kernel, me, PRIVATE_PORT, b"mine", &mut answer);
+            expect_len(ret, 4).and_then(|()| compare(&answer[..4], b"MINE"))
+        });
+        let mut buf = [0u8; 64];
+        let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, false);
+        expect_len(ret, 4).map_err(|e| format!("receive: {e}"))?;
+        let queued = expect_zero(send(kernel, me, PRIVATE_PORT, FOREIGN_NOTE, false))
+            .map_err(|e| format!("send: {e}"));
+        let child = queued.and_then(|()| {
+            spawn(&[
+                "rpc-foreign".into(),
+                PRIVATE_PORT.to_string(),
+                descriptor.to_string(),
+            ])
+        });
+        let points = child.and_then(|mut child| {
+            let out = child.stdout.take().ok_or("no stdout")?;
+            let points = collect(&mut BufReader::new(out), false);
+            finish(child).map(|()| points)
+        });
+        // Answer whatever happened, so the caller does not wait forever.
+        let answered = expect_zero(reply(kernel, b"MINE", descriptor))
+            .map_err(|e| format!("the owner's reply after the child: {e}"));
+        let called = calling
+            .join()
+            .unwrap_or_else(|_| Err("panicked".into()))
+            .map_err(|e| format!("the caller: {e}"));
+        let points = points?;
+        if points.len() != 3 {
+            return Err(format!("the child reported {} of 3 checks", points.len()));
+        }
+        for (what, result) in points {
+            result.map_err(|e| format!("child: {what}: {e}"))?;
+        }
+        answered.and(called)
+    });
+    let closed = expect_zero(kernel.unregister_application(PRIVATE_PORT))
+        .map_err(|e| format!("unregister_application: {e}"));
+    outcome.and(closed)
+}
+
+/// The one-way message a foreign process receives.
+const FOREIGN_NOTE: &[u8] = b"for any process";
+
+fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
+    let mut child = spawn(&["rpc-exit".into(), EXIT_PORT.to_string()])?;
+    let out = child.stdout.take().ok_or("no stdout")?;
+    let mut out = BufReader::new(out);
+    let mut points = collect(&mut out, true);
+    let called = if points.iter().all(|(_, result)| result.is_ok()) {
+        let mut answer = [0u8; 16];
+        call(kernel, me, EXIT_PORT, b"last words?", &mut answer)
+    } else {
+        0
+    };
+    points.extend(collect(&mut out, false));
+    let finished = finish(child);
+    for (what, result) in points {
+        result.map_err(|e| format!("child: {what}: {e}"))?;
+    }
+    finished?;
+    expect_errno(called, libc::ECONNRESET).map_err(|e| format!("the caller: {e}"))?;
+    expect_errno(kernel.query_port(me, EXIT_PORT), libc::ECONNREFUSED)
+        .map_err(|e| format!("query_port after the exit: {e}"))
+}
+
+/// Entry point of the RPC child processes: `args` are the child kind and
+/// its arguments. Returns the exit status, or `None` for another kind.
+pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
+    let say = |line: String| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    };
+    let report = |what: &str, outcome: Result<(), String>| match outcome {
+        Ok(()) => say(format!("ok {what}")),
+        Err(reason) => say(format!("fail {what}: {reason}")),
+    };
+    let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
+    match args.first().map(String::as_str)? {
+        "rpc-callers" => {
+            let (me, nodes, caller) = (number(1) as u32, number(2) as u32, number(3) as u32);
+            report(
+                &format!("caller {caller}: {CALLS_PER_CALLER} RPCs"),
+                caller_run(kernel, me, nodes.max(1), caller),
+            );
+            Some(0)
+        }
+        "rpc-foreign" => {
+            let (port, descriptor) = (number(1) as u32, number(2));
+            report(
+                "unregister_application of the parent's port returns -EPERM",
+                expect_errno(kernel.unregister_application(port), libc::EPERM),
+            );
+            report(
+                "reply_message to the parent's descriptor returns -ENOENT",
+                expect_errno(reply(kernel, b"THEIRS", descriptor), libc::ENOENT),
+            );
+            let mut buf = [0u8; 64];
+            let (ret, _) = receive(kernel, port, &mut buf, true);
+            report(
+                "receive_message from the parent's port gets the queued message",
+                expect_len(ret, FOREIGN_NOTE.len())
+                    .and_then(|()| compare(&buf[..FOREIGN_NOTE.len()], FOREIGN_NOTE)),
+            );
+            Some(0)
+        }
+        "rpc-exit" => {
+            let port = number(1) as u32;
+            let registered = expect_zero(register(kernel, port, 64, "lite-test-exit"));
+            let ok = registered.is_ok();
+            report("register_application", registered);
+            say("ready".into());
+            if !ok {
+                return Some(1);
+            }
+            let mut buf = [0u8; 64];
+            let (ret, descriptor) = receive(kernel, port, &mut buf, false);
+            report(
+                "receive a request and exit without answering it",
+                if ret > 0 && descriptor != 0 {
+                    Ok(())
+                } else {
+                    Err(format!("receive returned {}", describe_result(ret)))
+                },
+            );
+            Some(0)
+        }
+        _ => None,
+    }
+}
+
+/// Invalid arguments to every call, each with its exact errno.
+fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let long_name = "n".repeat(MAX_PORT_NAME + 1);
+    let registrations: [(String, u32, u64, &str, i32); 6] = [
+        (
+            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)"),
+            MAX_PORTS,
+            64,
+            "x",
+            libc::EINVAL,
+        ),
+        ("port 1000".into(), 1000, 64, "x", libc::EINVAL),
+        ("max size 0".into(), UNUSED_PORT, 0, "x", libc::EINVAL),
+        (
+            format!(
+                "max size {} (over LITE_MAX_MESSAGE_SIZE)",
+                MAX_MESSAGE_SIZE + 1
+            ),
+            UNUSED_PORT,
+            MAX_MESSAGE_SIZE + 1,
+            "x",
+            libc::EINVAL,
+        ),
+        (
+            format!("a {} B name (over LITE_MAX_PORT_NAME)", MAX_PORT_NAME + 1),
+            UNUSED_PORT,
+            64,
+            &long_name,
+            libc::EINVAL,
+        ),
+        (
+            format!("port {SERVICE_PORT} (already registered)"),
+            SERVICE_PORT,
+            64,
+            "x",
+            libc::EADDRINUSE,
+        ),
+    ];
+    for (what, port, max, name, errno) in registrations {
+        let ret = register(kernel, port, max, name);
+        if ret == 0 && port != SERVICE_PORT {
+            kernel.unregister_application(port);
+        }
+        tap.check(
+            &format!(
+                "register_application of {what} returns -{}",
+                crate::errno::errno_name(errno)
+            ),
+            expect_errno(ret, errno),
+        );
+    }
+    // SAFETY: a null name must be rejected without being read.
+    let ret = unsafe { kernel.register_application(UNUSED_PORT, 64, ptr::null(), 4) };
+    if ret == 0 {
+        kernel.unregister_application(UNUSED_PORT);
+    }
+    tap.check(
+        "register_application with a NULL name of 4 B returns -EFAULT",
+        expect_errno(ret, libc::EFAULT),
+    );
+    tap.check(
+        &format!("unregister_application(port {MAX_PORTS}) returns -EINVAL"),
+        expect_errno(kernel.unregister_application(MAX_PORTS), libc::EINVAL),
+    );
+    tap.check(
+        &format!("unregister_application(port {UNUSED_PORT}), never registered, returns -ENOENT"),
+        expect_errno(kernel.unregister_application(UNUSED_PORT), libc::ENOENT),
+    );
+
+    // Calls, sends and lookups aimed at nodes and ports that cannot be.
+    let absent = MAX_NODES - 1;
+    let mut targets: Vec<(String, u32, u32, i32)> = vec![
+        (
+            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS) of node {me}"),
+            me,
+            MAX_PORTS,
+            libc::EINVAL,
+        ),
+        (
+            format!("port {SERVICE_PORT} of node 0 (never a member)"),
+            0,
+            SERVICE_PORT,
+            libc::EHOSTUNREACH,
+        ),
+        (
+            format!("port {SERVICE_PORT} of node {MAX_NODES} (>= LITE_MAX_NODES)"),
+            MAX_NODES,
+            SERVICE_PORT,
+            libc::EINVAL,
+        ),
+    ];
+    let unreachable = format!("port {SERVICE_PORT} of node {absent} (not in the cluster)");
+    if nodes < absent {
+        targets.push((unreachable, absent, SERVICE_PORT, libc::EHOSTUNREACH));
+    } else {
+        for call in ["query_port", "send_reply_imm", "send"] {
+            tap.skip(
+                &format!("{call} to {unreachable}"),
+                "the cluster is large enough to include it",
+            );
+        }
+    }
+    let errno_name = crate::errno::errno_name;
+    let mut answer = [0u8; 16];
+    for (what, node, port, errno) in &targets {
+        tap.check(
+            &format!("query_port of {what} returns -{}", errno_name(*errno)),
+            expect_errno(kernel.query_port(*node, *port), *errno),
+        );
+        tap.check(
+            &format!("send_reply_imm to {what} returns -{}", errno_name(*errno)),
+            expect_errno(call(kernel, *node, *port, b"hello", &mut answer), *errno),
+        );
+        tap.check(
+            &format!("send to {what} returns -{}", errno_name(*errno)),
+            expect_errno(send(kernel, *node, *port, b"hello", false), *errno),
+        );
+    }
+
+    let service = |priority| port_priority(SERVICE_PORT, priority);
+    let unmapped: *const c_void = ptr::without_provenance(8);
+    let calls: [(String, c_long, i32); 5] = [
+        (
+            format!("with priority {INVALID_PRIORITY}"),
+            call_raw(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer),
+            libc::EINVAL,
+        ),
+        (
+            "of 0 B".into(),
+            call_raw(kernel, me, service(PRIORITY_NONE), &[], &mut answer),
+            libc::EINVAL,
+        ),
+        (
+            "from unmapped address 0x8".into(),
+            // SAFETY: address 8 is never mapped; `answer` is writable.
+            unsafe {
+                kernel.send_reply_imm(
+                    me,
+                    SERVICE_PORT,
+                    unmapped,
+                    16,
+                    answer.as_mut_ptr().cast(),
+                    16,
+                )
+            },
+            libc::EFAULT,
+        ),
+        (
+            "with its reply to unmapped address 0x8".into(),
+            // SAFETY: the request is readable; address 8 is never mapped.
+            unsafe {
+                kernel.send_reply_imm(
+                    me,
+                    SERVICE_PORT,
+                    b"hello".as_ptr().cast(),
+                    5,
+                    unmapped.cast_mut(),
+                    16,
+                )
+            },
+            libc::EFAULT,
+        ),
+        (
+            "with a NULL request of 16 B".into(),
+            // SAFETY: a null request must be rejected without being read.
+            unsafe {
+                kernel.send_reply_imm(
+                    me,
+                    SERVICE_PORT,
+                    ptr::null(),
+                    16,
+                    answer.as_mut_ptr().cast(),
+                    16,
+                )
+            },
+            libc::EFAULT,
+        ),
+    ];
+    for (what, ret, errno) in calls {
+        tap.check(
+            &format!(
+                "send_reply_imm to port {SERVICE_PORT} of node {me} {what} returns -{}",
+                errno_name(errno)
+            ),
+            expect_errno(ret, errno),
+        );
+    }
+    let sends: [(String, c_long, i32); 3] = [
+        (
+            format!("with priority {INVALID_PRIORITY}"),
+            // SAFETY: the message is readable.
+            unsafe { kernel.send(me, service(INVALID_PRIORITY), b"hi".as_ptr().cast(), 2) },
+            libc::EINVAL,
+        ),
+        (
+            "of 0 B".into(),
+            // SAFETY: nothing is read for 0 bytes.
+            unsafe { kernel.send(me, SERVICE_PORT, b"hi".as_ptr().cast(), 0) },
+            libc::EINVAL,
+        ),
+        (
+            "from unmapped address 0x8".into(),
+            // SAFETY: address 8 is never mapped.
+            unsafe { kernel.send(me, SERVICE_PORT, unmapped, 16) },
+            libc::EFAULT,
+        ),
+    ];
+    for (what, ret, errno) in sends {
+        tap.check(
+            &format!(
+                "send to port {SERVICE_PORT} of node {me} {what} returns -{}",
+                errno_name(errno)
+            ),
+            expect_errno(ret, errno),
+        );
+    }
+    let mut buf = [0u8; 16];
+    let (ret, _) = receive(kernel, MAX_PORTS, &mut buf, true);
+    tap.check(
+        &format!("receive_message on port {MAX_PORTS} (>= LITE_MAX_PORTS) returns -EINVAL"),
+        expect_errno(ret, libc::EINVAL),
+    );
+
+    bad_multicasts(kernel, tap, me);
+}
+
+fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
+    let targets = vec![me; MAX_NODES as usize + 1];
+    let mut lengths = vec![0i64; targets.len()];
+    let mut replies = vec![0u8; 16 * targets.len()];
+    let request = *b"hello";
+    let valid = LiteMulticast {
+        nodes: targets.as_ptr() as u64,
+        lengths: lengths.as_mut_ptr() as u64,
+        msg: request.as_ptr() as u64,
+        size: request.len() as u64,
+        replies: replies.as_mut_ptr() as u64,
+        max_reply: 16,
+        count: 1,
+        port_priority: SERVICE_PORT,
+    };
+    let cases = [
+        (
+            "count 0".to_string(),
+            LiteMulticast { count: 0, ..valid },
+            libc::EINVAL,
+        ),
+        (
+            format!("count {} (over LITE_MAX_NODES)", MAX_NODES + 1),
+            LiteMulticast {
+                count: MAX_NODES + 1,
+                ..valid
+            },
+            libc::EINVAL,
+        ),
+        (
+            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)"),
+            LiteMulticast {
+                port_priority: MAX_PORTS,
+                ..valid
+            },
+            libc::EINVAL,
+        ),
+        (
+            "a request of 0 B".to_string(),
+            LiteMulticast { size: 0, ..valid },
+            libc::EINVAL,
+        ),
+        (
+            "the node list at unmapped address 0x8".to_string(),
+            LiteMulticast { nodes: 8, ..valid },
+            libc::EFAULT,
+        ),
+        (
+            "the request at unmapped address 0x8".to_string(),
+            LiteMulticast { msg: 8, ..valid },
+            libc::EFAULT,
+        ),
+    ];
+    for (what, mut args, errno) in cases {
+        // SAFETY: every pointer in `args` is a live buffer at least as long
+        // as `valid` describes, or an address the kernel must reject.
+        let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+        tap.check(
+            &format!(
+                "node {me}: send_reply_multicast with {what} returns -{}",
+                crate::errno::errno_name(errno)
+            ),
+            expect_errno(ret, errno),
+        );
+    }
+    // SAFETY: a null argument must be rejected without being read.
+    let ret = unsafe { kernel.send_reply_multicast(ptr::null_mut()) };
+    tap.check(
+        &format!("node {me}: send_reply_multicast with a NULL argument returns -EFAULT"),
+        expect_errno(ret, libc::EFAULT),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_kernel::{Defects, FakeKernel};
+
+    #[test]
+    fn transformed_replies_differ_from_echoes() {
+        assert_eq!(transform(b"abc"), b"dcb");
+        assert_eq!(transform(&[0xff]), [0]);
+        assert_ne!(transform(b"aa"), b"aa".to_vec());
+    }
+
+    #[test]
+    fn requests_identify_their_caller() {
+        let a = identified_request(1, 2, 3);
+        assert_eq!(&a[..4], &1u32.to_le_bytes());
+        assert_eq!(&a[8..16], &3u64.to_le_bytes());
+        assert_ne!(a, identified_request(1, 3, 3));
+        assert!((16..=515).contains(&identified_request(2, 0, 13).len()));
+    }
+
+    fn joined_node() -> FakeKernel {
+        let kernel = FakeKernel::new(1, 1, Defects::default());
+        // SAFETY: the address is NUL-terminated.
+        let ret = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) };
+        assert_eq!(ret, 1);
+        kernel
+    }
+
+    #[test]
+    fn another_process_may_receive_but_not_close_or_answer() {
+        let owner = joined_node();
+        let other = owner.other_process();
+        assert_eq!(register(&owner, PRIVATE_PORT, PRIVATE_MAX, "p"), 0);
+        std::thread::scope(|scope| {
+            let caller = scope.spawn(|| {
+                let mut answer = [0u8; 8];
+                let ret = call(&owner, 1, PRIVATE_PORT, b"mine", &mut answer);
+                (ret, answer)
+            });
+            let mut buf = [0u8; 8];
+            let (ret, descriptor) = receive(&owner, PRIVATE_PORT, &mut buf, false);
+            assert_eq!(ret, 4);
+            assert_eq!(send(&owner, 1, PRIVATE_PORT, FOREIGN_NOTE, false), 0);
+            let args = [
+                "rpc-foreign".to_string(),
+                PRIVATE_PORT.to_string(),
+                descriptor.to_string(),
+            ];
+            assert_eq!(child_main(&other, &args), Some(0));
+            // What the child checked, checked again here.
+            assert_eq!(
+                other.unregister_application(PRIVATE_PORT),
+                -c_long::from(libc::EPERM)
+            );
+            assert_eq!(
+                reply(&other, b"MINE", descriptor),
+                -c_long::from(libc::ENOENT)
+            );
+            assert_eq!(
+                receive(&other, PRIVATE_PORT, &mut buf, true).0,
+                -c_long::from(libc::EAGAIN)
+            );
+            assert_eq!(reply(&owner, b"MINE", descriptor), 0);
+            let (ret, answer) = caller.join().expect("caller");
+            assert_eq!((ret, &answer[..4]), (4, &b"MINE"[..]));
+        });
+        assert_eq!(owner.unregister_application(PRIVATE_PORT), 0);
+    }
+
+    #[test]
+    fn a_process_exiting_with_a_request_resets_its_caller() {
+        let owner = joined_node();
+        let other = owner.other_process();
+        std::thread::scope(|scope| {
+            let child = scope.spawn(move || {
+                let args = ["rpc-exit".to_string(), EXIT_PORT.to_string()];
+                let status = child_main(&other, &args);
+                drop(other);
+                status
+            });
+            while owner.query_port(1, EXIT_PORT) < 0 {
+                std::thread::yield_now();
+            }
+            let mut answer = [0u8; 8];
+            let ret = call(&owner, 1, EXIT_PORT, b"last words?", &mut answer);
+            assert_eq!(ret, -c_long::from(libc::ECONNRESET));
+            assert_eq!(child.join().expect("child"), Some(0));
+        });
+        assert_eq!(
+            owner.query_port(1, EXIT_PORT),
+            -c_long::from(libc::ECONNREFUSED)
+        );
+        assert_eq!(owner.open_ports(), 0);
+    }
+
+    #[test]
+    fn thread_states_are_read_from_proc() {
+        // SAFETY: gettid takes no arguments.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        assert_eq!(thread_state(tid), Some('R'));
+        assert_eq!(thread_state(-1), None);
+    }
+}

@@ -1,0 +1,831 @@
+//! The model of LITE's RPC and messaging calls, following the "RPC and
+//! messaging" part of the uapi header.
+//!
+//! Ports live per node; each holds one FIFO of messages in which the
+//! messages from each client node are limited as the kernel's ring for
+//! that (port, client node) is, so a sender to a full ring blocks, or gets
+//! `-EAGAIN`, until a receiver makes room. A request's caller waits for its
+//! call to be answered; a receiver gets a descriptor, private to its
+//! process, that names the call.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use libc::c_long;
+use lite::sys::{
+    LiteMulticast, LiteReceive, MAX_MESSAGE_SIZE, MAX_NODES, MAX_PORTS, MAX_PORT_NAME,
+    PRIORITY_LOW, RECV_NONBLOCK, RPC_TIMEOUT_MS, SEND_NONBLOCK,
+};
+
+use super::{err, lock, FIRST_MAPPED_ADDRESS};
+
+/// Messages one (port, client node) ring holds.
+pub(super) const RING_SLOTS: usize = 64;
+
+/// Bytes one (port, client node) ring holds; a message larger than this
+/// still fits an empty ring.
+const RING_BYTES: usize = 1 << 20;
+
+/// How long a caller waits for a reply, and a sender for room in a ring.
+const RPC_TIMEOUT: Duration = Duration::from_millis(RPC_TIMEOUT_MS as u64);
+
+/// How long a receive waits for a message. The kernel waits forever; the
+/// model gives up (with `-ETIMEDOUT`) so that a broken host test fails
+/// instead of hanging.
+const RECEIVE_LIMIT: Duration = Duration::from_secs(120);
+
+/// Who makes a call: one process on one node.
+#[derive(Clone, Copy)]
+pub(super) struct Caller {
+    /// Its node.
+    pub node: u32,
+    /// Nodes in the cluster.
+    pub nodes: u32,
+    /// Its process.
+    pub process: u64,
+    /// The `drop_when_full` defect.
+    pub drop_when_full: bool,
+}
+
+struct Message {
+    /// Client node.
+    from: u32,
+    data: Vec<u8>,
+    /// The call waiting for the reply; `None` for a one-way message.
+    call: Option<u64>,
+}
+
+struct Port {
+    owner: u64,
+    max_size: u64,
+    /// Tells a port apart from an earlier registration of the same number.
+    generation: u64,
+    queue: VecDeque<Message>,
+    /// Receivers wait here for messages (or the port closing).
+    arrived: Arc<Condvar>,
+    /// Senders wait here for room in their ring (or the port closing).
+    room: Arc<Condvar>,
+}
+
+impl Port {
+    /// Whether `size` more bytes from `node` fit its ring.
+    fn has_room(&self, node: u32, size: usize) -> bool {
+        let (slots, bytes) = self
+            .queue
+            .iter()
+            .filter(|m| m.from == node)
+            .fold((0, 0), |(n, b), m| (n + 1, b + m.data.len()));
+        slots == 0 || (slots < RING_SLOTS && bytes + size <= RING_BYTES)
+    }
+}
+
+enum Outcome {
+    /// Queued or being served.
+    Pending,
+    /// The reply, or why there is none.
+    Done(Result<Vec<u8>, c_long>),
+}
+
+struct Call {
+    max_reply: u64,
+    outcome: Outcome,
+    /// The caller waits here.
+    done: Arc<Condvar>,
+}
+
+#[derive(Default)]
+struct State {
+    next_process: u64,
+    next_generation: u64,
+    next_call: u64,
+    next_descriptor: u64,
+    /// By (node, port).
+    ports: BTreeMap<(u32, u32), Port>,
+    /// Calls whose caller still waits.
+    calls: BTreeMap<u64, Call>,
+    /// Unanswered descriptors, by (process, descriptor): their call (which
+    /// may have given up waiting meanwhile).
+    descriptors: BTreeMap<(u64, u64), u64>,
+}
+
+impl State {
+    /// Ends `call` with `outcome`, if its caller still waits.
+    fn finish(&mut self, call: u64, outcome: Result<Vec<u8>, c_long>) {
+        if let Some(call) = self.calls.get_mut(&call) {
+            call.outcome = Outcome::Done(outcome);
+            call.done.notify_all();
+        }
+    }
+
+    /// Removes port `key`, failing the requests nobody received yet.
+    fn close(&mut self, key: (u32, u32)) {
+        if let Some(port) = self.ports.remove(&key) {
+            port.arrived.notify_all();
+            port.room.notify_all();
+            for message in port.queue {
+                if let Some(call) = message.call {
+                    self.finish(call, Err(err(libc::ECONNREFUSED)));
+                }
+            }
+        }
+    }
+}
+
+/// The RPC state of a whole cluster. Each waiter has a condition
+/// variable of its own (per port for receivers and senders, per call for
+/// callers), so that a message wakes only who may care.
+pub(super) struct Rpc {
+    state: Mutex<State>,
+}
+
+/// Port and whether the send may not block, from a `port_priority`.
+fn decode_port_priority(port_priority: u32, nonblock_allowed: bool) -> Result<(u32, bool), c_long> {
+    let nonblock = port_priority & SEND_NONBLOCK != 0;
+    let priority = (port_priority & !SEND_NONBLOCK) >> 16;
+    let port = port_priority & 0xffff;
+    if (nonblock && !nonblock_allowed) || priority > PRIORITY_LOW || port >= MAX_PORTS {
+        return Err(err(libc::EINVAL));
+    }
+    Ok((port, nonblock))
+}
+
+/// `-EINVAL` for a node id beyond any cluster, `-EHOSTUNREACH` for one not
+/// in this cluster (node 0 included: it is never a member).
+fn check_node(who: &Caller, node: u32) -> Result<(), c_long> {
+    if node >= MAX_NODES {
+        return Err(err(libc::EINVAL));
+    }
+    if node == 0 || node > who.nodes {
+        return Err(err(libc::EHOSTUNREACH));
+    }
+    Ok(())
+}
+
+/// `-EFAULT` for a pointer to `size` bytes that cannot be mapped.
+fn check_pointer(address: usize, size: u64) -> Result<(), c_long> {
+    if size > 0 && address < FIRST_MAPPED_ADDRESS {
+        return Err(err(libc::EFAULT));
+    }
+    Ok(())
+}
+
+fn outcome(result: Result<c_long, c_long>) -> c_long {
+    result.unwrap_or_else(|errno| errno)
+}
+
+/// Copies `data` to `address`.
+///
+/// # Safety
+///
+/// `address` must be valid for writes of `data.len()` bytes.
+unsafe fn store(address: usize, data: &[u8]) {
+    // SAFETY: as the caller promised.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), address as *mut u8, data.len()) }
+}
+
+/// Copies `size` bytes from `address`.
+///
+/// # Safety
+///
+/// `address` must be valid for reads of `size` bytes (or `size` be 0).
+unsafe fn load(address: usize, size: u64) -> Vec<u8> {
+    if size == 0 {
+        return Vec::new();
+    }
+    // SAFETY: as the caller promised.
+    unsafe { std::slice::from_raw_parts(address as *const u8, size as usize) }.to_vec()
+}
+
+impl Rpc {
+    pub(super) fn new() -> Rpc {
+        Rpc {
+            state: Mutex::new(State {
+                next_process: 1,
+                next_generation: 1,
+                next_call: 1,
+                next_descriptor: 0x100,
+                ..State::default()
+            }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Waits on `condvar` until `deadline`; `None` once it passed.
+    fn wait<'a>(
+        state: MutexGuard<'a, State>,
+        condvar: &Condvar,
+        deadline: Instant,
+    ) -> Option<MutexGuard<'a, State>> {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        let (state, _) = condvar
+            .wait_timeout(state, left)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Some(state)
+    }
+
+    /// A number for a new process.
+    pub(super) fn new_process(&self) -> u64 {
+        let mut state = self.state();
+        state.next_process += 1;
+        state.next_process
+    }
+
+    /// Ports open in the whole cluster.
+    pub(super) fn open_ports(&self) -> usize {
+        self.state().ports.len()
+    }
+
+    /// What the kernel does when `who`'s process exits: its ports close
+    /// and the callers of its unanswered descriptors get `-ECONNRESET`.
+    pub(super) fn exit(&self, who: &Caller) {
+        let mut state = self.state();
+        let owned: Vec<(u32, u32)> = state
+            .ports
+            .iter()
+            .filter(|(_, port)| port.owner == who.process)
+            .map(|(key, _)| *key)
+            .collect();
+        for key in owned {
+            state.close(key);
+        }
+        let answered: Vec<((u64, u64), u64)> = state
+            .descriptors
+            .iter()
+            .filter(|((process, _), _)| *process == who.process)
+            .map(|(key, call)| (*key, *call))
+            .collect();
+        for (key, call) in answered {
+            state.descriptors.remove(&key);
+            state.finish(call, Err(err(libc::ECONNRESET)));
+        }
+    }
+
+    /// `lite_register_application`.
+    ///
+    /// # Safety
+    ///
+    /// `name` must be readable for `name_len` bytes or below
+    /// [`FIRST_MAPPED_ADDRESS`].
+    pub(super) unsafe fn register(
+        &self,
+        who: &Caller,
+        port: u32,
+        max_size: u64,
+        name: usize,
+        name_len: u64,
+    ) -> c_long {
+        if port >= MAX_PORTS
+            || max_size == 0
+            || max_size > MAX_MESSAGE_SIZE
+            || name_len > MAX_PORT_NAME as u64
+        {
+            return err(libc::EINVAL);
+        }
+        if let Err(errno) = check_pointer(name, name_len) {
+            return errno;
+        }
+        // The name is informational, but the kernel reads it.
+        // SAFETY: checked readable above, as the caller promised.
+        drop(unsafe { load(name, name_len) });
+        let mut state = self.state();
+        if state.ports.contains_key(&(who.node, port)) {
+            return err(libc::EADDRINUSE);
+        }
+        state.next_generation += 1;
+        let generation = state.next_generation;
+        state.ports.insert(
+            (who.node, port),
+            Port {
+                owner: who.process,
+                max_size,
+                generation,
+                queue: VecDeque::new(),
+                arrived: Arc::new(Condvar::new()),
+                room: Arc::new(Condvar::new()),
+            },
+        );
+        0
+    }
+
+    /// `lite_unregister_application`.
+    pub(super) fn unregister(&self, who: &Caller, port: u32) -> c_long {
+        if port >= MAX_PORTS {
+            return err(libc::EINVAL);
+        }
+        let mut state = self.state();
+        match state.ports.get(&(who.node, port)) {
+            None => return err(libc::ENOENT),
+            Some(open) if open.owner != who.process => return err(libc::EPERM),
+            Some(_) => {}
+        }
+        state.close((who.node, port));
+        0
+    }
+
+    /// `lite_query_port`.
+    pub(super) fn query(&self, who: &Caller, node: u32, port: u32) -> c_long {
+        if port >= MAX_PORTS {
+            return err(libc::EINVAL);
+        }
+        if let Err(errno) = check_node(who, node) {
+            return errno;
+        }
+        match self.state().ports.get(&(node, port)) {
+            Some(open) => open.max_size as c_long,
+            None => err(libc::ECONNREFUSED),
+        }
+    }
+
+    /// Puts `data` into the ring of `who`'s node on `port` of `node`,
+    /// waiting for room unless `nonblock`. One-way messages into a full
+    /// ring vanish under the `drop_when_full` defect.
+    fn enqueue(
+        &self,
+        who: &Caller,
+        (node, port): (u32, u32),
+        data: Vec<u8>,
+        call: Option<u64>,
+        nonblock: bool,
+    ) -> Result<(), c_long> {
+        let deadline = Instant::now() + RPC_TIMEOUT;
+        let mut state = self.state();
+        let generation = match state.ports.get(&(node, port)) {
+            Some(open) if data.len() as u64 > open.max_size => return Err(err(libc::EMSGSIZE)),
+            Some(open) => open.generation,
+            None => return Err(err(libc::ECONNREFUSED)),
+        };
+        loop {
+            let open = match state.ports.get_mut(&(node, port)) {
+                Some(open) if open.generation == generation => open,
+                _ => return Err(err(libc::ECONNREFUSED)),
+            };
+            if open.has_room(who.node, data.len()) {
+                open.queue.push_back(Message {
+                    from: who.node,
+                    data,
+                    call,
+                });
+                open.arrived.notify_all();
+                return Ok(());
+            }
+            if call.is_none() && who.drop_when_full {
+                return Ok(());
+            }
+            if nonblock {
+                return Err(err(libc::EAGAIN));
+            }
+            let room = Arc::clone(&open.room);
+            state = Self::wait(state, &room, deadline).ok_or(err(libc::ETIMEDOUT))?;
+        }
+    }
+
+    /// Sends a request and registers its call; the call's number.
+    fn start_call(
+        &self,
+        who: &Caller,
+        target: (u32, u32),
+        data: Vec<u8>,
+        max_reply: u64,
+    ) -> Result<u64, c_long> {
+        let id = {
+            let mut state = self.state();
+            state.next_call += 1;
+            let id = state.next_call;
+            state.calls.insert(
+                id,
+                Call {
+                    max_reply,
+                    outcome: Outcome::Pending,
+                    done: Arc::new(Condvar::new()),
+                },
+            );
+            id
+        };
+        match self.enqueue(who, target, data, Some(id), false) {
+            Ok(()) => Ok(id),
+            Err(errno) => {
+                self.state().calls.remove(&id);
+                Err(errno)
+            }
+        }
+    }
+
+    /// Waits until `deadline` for call `id` to end; the reply or error.
+    fn finish_call(&self, id: u64, deadline: Instant) -> Result<Vec<u8>, c_long> {
+        let mut state = self.state();
+        loop {
+            let done = match state.calls.get(&id) {
+                Some(call) if matches!(call.outcome, Outcome::Pending) => Arc::clone(&call.done),
+                Some(_) => {
+                    return match state.calls.remove(&id).map(|call| call.outcome) {
+                        Some(Outcome::Done(result)) => result,
+                        _ => Err(err(libc::EIO)),
+                    };
+                }
+                None => return Err(err(libc::EIO)),
+            };
+            state = match Self::wait(state, &done, deadline) {
+                Some(state) => state,
+                None => {
+                    // A receiver may still take the request; its reply
+                    // is then discarded.
+                    self.state().calls.remove(&id);
+                    return Err(err(libc::ETIMEDOUT));
+                }
+            };
+        }
+    }
+
+    /// `lite_send_reply_imm`.
+    ///
+    /// # Safety
+    ///
+    /// As [`lite::sys::send_reply_imm`].
+    pub(super) unsafe fn call(
+        &self,
+        who: &Caller,
+        node: u32,
+        port_priority: u32,
+        (msg, size): (*const c_void, u64),
+        (reply, max_reply): (*mut c_void, u64),
+    ) -> c_long {
+        let result = (|| {
+            let (port, _) = decode_port_priority(port_priority, false)?;
+            check_node(who, node)?;
+            if size == 0 {
+                return Err(err(libc::EINVAL));
+            }
+            check_pointer(msg as usize, size)?;
+            check_pointer(reply as usize, max_reply)?;
+            // SAFETY: the caller promised `size` readable bytes at `msg`.
+            let data = unsafe { load(msg as usize, size) };
+            let id = self.start_call(who, (node, port), data, max_reply)?;
+            let answer = self.finish_call(id, Instant::now() + RPC_TIMEOUT)?;
+            // SAFETY: the caller promised `max_reply` writable bytes at
+            // `reply`, and replies are at most that long.
+            unsafe { store(reply as usize, &answer) };
+            Ok(answer.len() as c_long)
+        })();
+        outcome(result)
+    }
+
+    /// `lite_send`.
+    ///
+    /// # Safety
+    ///
+    /// As [`lite::sys::send`].
+    pub(super) unsafe fn send(
+        &self,
+        who: &Caller,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+    ) -> c_long {
+        let result = (|| {
+            let (port, nonblock) = decode_port_priority(port_priority, true)?;
+            check_node(who, node)?;
+            if size == 0 {
+                return Err(err(libc::EINVAL));
+            }
+            check_pointer(msg as usize, size)?;
+            // SAFETY: the caller promised `size` readable bytes at `msg`.
+            let data = unsafe { load(msg as usize, size) };
+            self.enqueue(who, (node, port), data, None, nonblock)?;
+            Ok(0)
+        })();
+        outcome(result)
+    }
+
+    /// `lite_receive_message`.
+    ///
+    /// # Safety
+    ///
+    /// As [`lite::sys::receive_message`].
+    pub(super) unsafe fn receive(
+        &self,
+        who: &Caller,
+        port: u32,
+        (buf, max_size): (*mut c_void, u64),
+        descriptor: *mut u64,
+        flags: u32,
+    ) -> c_long {
+        if flags & !RECV_NONBLOCK != 0 || port >= MAX_PORTS {
+            return err(libc::EINVAL);
+        }
+        if let Err(errno) =
+            check_pointer(buf as usize, max_size).and(check_pointer(descriptor as usize, 8))
+        {
+            return errno;
+        }
+        let deadline = Instant::now() + RECEIVE_LIMIT;
+        let mut state = self.state();
+        let Some(generation) = state.ports.get(&(who.node, port)).map(|p| p.generation) else {
+            return err(libc::ENOENT);
+        };
+        loop {
+            let open = match state.ports.get_mut(&(who.node, port)) {
+                Some(open) if open.generation == generation => open,
+                _ => return err(libc::ESHUTDOWN),
+            };
+            let (arrived, room) = (Arc::clone(&open.arrived), Arc::clone(&open.room));
+            match open.queue.front() {
+                Some(next) if next.data.len() as u64 > max_size => return err(libc::EMSGSIZE),
+                Some(_) => {
+                    let Some(message) = open.queue.pop_front() else {
+                        return err(libc::EIO);
+                    };
+                    let number = match message.call {
+                        Some(call) => {
+                            state.next_descriptor += 1;
+                            let number = state.next_descriptor;
+                            state.descriptors.insert((who.process, number), call);
+                            number
+                        }
+                        None => 0,
+                    };
+                    // SAFETY: the caller promised `max_size` writable bytes
+                    // at `buf`, which the message fits, and a writable u64
+                    // at `descriptor`.
+                    unsafe {
+                        store(buf as usize, &message.data);
+                        descriptor.write_unaligned(number);
+                    }
+                    // Room in the ring for a waiting sender.
+                    room.notify_all();
+                    return message.data.len() as c_long;
+                }
+                None if flags & RECV_NONBLOCK != 0 => return err(libc::EAGAIN),
+                None => {}
+            }
+            state = match Self::wait(state, &arrived, deadline) {
+                Some(state) => state,
+                None => return err(libc::ETIMEDOUT),
+            };
+        }
+    }
+
+    /// `lite_reply_message`.
+    ///
+    /// # Safety
+    ///
+    /// As [`lite::sys::reply_message`].
+    pub(super) unsafe fn reply(
+        &self,
+        who: &Caller,
+        buf: *const c_void,
+        size: u64,
+        descriptor: u64,
+    ) -> c_long {
+        if let Err(errno) = check_pointer(buf as usize, size) {
+            return errno;
+        }
+        let mut state = self.state();
+        let Some(&call) = state.descriptors.get(&(who.process, descriptor)) else {
+            return err(libc::ENOENT);
+        };
+        if let Some(waiting) = state.calls.get(&call) {
+            if size > waiting.max_reply {
+                return err(libc::EMSGSIZE);
+            }
+        }
+        state.descriptors.remove(&(who.process, descriptor));
+        // SAFETY: the caller promised `size` readable bytes at `buf`.
+        let data = unsafe { load(buf as usize, size) };
+        state.finish(call, Ok(data));
+        0
+    }
+
+    /// `lite_reply_and_receive_message`.
+    ///
+    /// # Safety
+    ///
+    /// As [`lite::sys::reply_and_receive_message`].
+    pub(super) unsafe fn reply_and_receive(
+        &self,
+        who: &Caller,
+        (buf, size): (*const c_void, u64),
+        descriptor: u64,
+        next: *mut LiteReceive,
+    ) -> c_long {
+        if let Err(errno) = check_pointer(next as usize, 1) {
+            return errno;
+        }
+        // SAFETY: the caller promised a readable LiteReceive at `next`.
+        let request = unsafe { next.read_unaligned() };
+        // SAFETY: as the caller promised for `buf`.
+        let replied = unsafe { self.reply(who, buf, size, descriptor) };
+        if replied != 0 {
+            return replied;
+        }
+        let mut number = 0u64;
+        // SAFETY: the caller promised `request.buf` writable for
+        // `request.max_size` bytes; `number` is a local.
+        let received = unsafe {
+            self.receive(
+                who,
+                request.port,
+                (request.buf as usize as *mut c_void, request.max_size),
+                &mut number,
+                request.flags,
+            )
+        };
+        // SAFETY: the caller promised a writable LiteReceive at `next`.
+        unsafe { std::ptr::addr_of_mut!((*next).descriptor).write_unaligned(number) };
+        received
+    }
+
+    /// `lite_send_reply_multicast`.
+    ///
+    /// # Safety
+    ///
+    /// As [`lite::sys::send_reply_multicast`].
+    pub(super) unsafe fn multicast(&self, who: &Caller, call: *mut LiteMulticast) -> c_long {
+        if let Err(errno) = check_pointer(call as usize, 1) {
+            return errno;
+        }
+        // SAFETY: the caller promised a readable LiteMulticast at `call`.
+        let call = unsafe { call.read_unaligned() };
+        let result = (|| {
+            let (port, _) = decode_port_priority(call.port_priority, false)?;
+            if call.count == 0 || call.count > MAX_NODES || call.size == 0 {
+                return Err(err(libc::EINVAL));
+            }
+            let count = u64::from(call.count);
+            check_pointer(call.nodes as usize, count * 4)?;
+            check_pointer(call.lengths as usize, count * 8)?;
+            check_pointer(call.msg as usize, call.size)?;
+            let room = call.max_reply.checked_mul(count).ok_or(err(libc::EINVAL))?;
+            check_pointer(call.replies as usize, room)?;
+            // SAFETY: the caller promised `count` readable node ids.
+            let targets: Vec<u32> = unsafe { load(call.nodes as usize, count * 4) }
+                .chunks_exact(4)
+                .map(|id| u32::from_ne_bytes([id[0], id[1], id[2], id[3]]))
+                .collect();
+            // SAFETY: the caller promised `size` readable bytes at `msg`.
+            let data = unsafe { load(call.msg as usize, call.size) };
+            let started: Vec<Result<u64, c_long>> = targets
+                .iter()
+                .map(|&node| {
+                    check_node(who, node)?;
+                    self.start_call(who, (node, port), data.clone(), call.max_reply)
+                })
+                .collect();
+            let deadline = Instant::now() + RPC_TIMEOUT;
+            let mut replied = 0;
+            for (index, started) in started.into_iter().enumerate() {
+                let length = match started.and_then(|id| self.finish_call(id, deadline)) {
+                    Ok(answer) => {
+                        let at = call.replies as usize + index * call.max_reply as usize;
+                        // SAFETY: the caller promised `max_reply` writable
+                        // bytes for every node; replies are at most that.
+                        unsafe { store(at, &answer) };
+                        replied += 1;
+                        answer.len() as i64
+                    }
+                    Err(errno) => errno,
+                };
+                let at = call.lengths as usize + index * 8;
+                // SAFETY: the caller promised `count` writable lengths.
+                unsafe { store(at, &length.to_ne_bytes()) };
+            }
+            Ok(replied)
+        })();
+        outcome(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(node: u32, process: u64) -> Caller {
+        Caller {
+            node,
+            nodes: 2,
+            process,
+            drop_when_full: false,
+        }
+    }
+
+    fn send(rpc: &Rpc, who: &Caller, node: u32, port: u32, data: &[u8], nonblock: bool) -> c_long {
+        let flag = if nonblock { SEND_NONBLOCK } else { 0 };
+        // SAFETY: `data` is readable for its length.
+        unsafe {
+            rpc.send(
+                who,
+                node,
+                port | flag,
+                data.as_ptr().cast(),
+                data.len() as u64,
+            )
+        }
+    }
+
+    fn receive(rpc: &Rpc, who: &Caller, port: u32, buf: &mut [u8]) -> (c_long, u64) {
+        let mut descriptor = u64::MAX;
+        // SAFETY: `buf` and `descriptor` are writable locals.
+        let ret = unsafe {
+            rpc.receive(
+                who,
+                port,
+                (buf.as_mut_ptr().cast(), buf.len() as u64),
+                &mut descriptor,
+                RECV_NONBLOCK,
+            )
+        };
+        (ret, descriptor)
+    }
+
+    #[test]
+    fn a_full_ring_refuses_nonblocking_sends_until_a_receive() {
+        let rpc = Rpc::new();
+        let (server, client) = (caller(1, 1), caller(2, 2));
+        // SAFETY: no name.
+        assert_eq!(unsafe { rpc.register(&server, 3, 64, 0, 0) }, 0);
+        for i in 0..RING_SLOTS {
+            assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], true), 0);
+        }
+        assert_eq!(send(&rpc, &client, 1, 3, b"x", true), err(libc::EAGAIN));
+        // Another client node has a ring of its own.
+        assert_eq!(send(&rpc, &server, 1, 3, b"local", true), 0);
+        let mut buf = [0u8; 64];
+        assert_eq!(receive(&rpc, &server, 3, &mut buf), (1, 0));
+        assert_eq!(buf[0], 0);
+        assert_eq!(send(&rpc, &client, 1, 3, b"y", true), 0);
+        assert_eq!(rpc.unregister(&client, 3), err(libc::ENOENT));
+        assert_eq!(rpc.unregister(&caller(1, 9), 3), err(libc::EPERM));
+        assert_eq!(rpc.unregister(&server, 3), 0);
+        assert_eq!(
+            send(&rpc, &client, 1, 3, b"z", true),
+            err(libc::ECONNREFUSED)
+        );
+        assert_eq!(rpc.open_ports(), 0);
+    }
+
+    #[test]
+    fn the_defect_drops_one_way_messages_into_a_full_ring() {
+        let rpc = Rpc::new();
+        let server = caller(1, 1);
+        let client = Caller {
+            drop_when_full: true,
+            ..caller(2, 2)
+        };
+        // SAFETY: no name.
+        assert_eq!(unsafe { rpc.register(&server, 3, 64, 0, 0) }, 0);
+        for i in 0..=RING_SLOTS {
+            assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], false), 0);
+        }
+        let mut buf = [0u8; 64];
+        let mut received = 0;
+        while receive(&rpc, &server, 3, &mut buf).0 == 1 {
+            received += 1;
+        }
+        assert_eq!(received, RING_SLOTS);
+    }
+
+    #[test]
+    fn exiting_fails_the_callers_of_unanswered_descriptors() {
+        let rpc = Rpc::new();
+        let (server, client) = (caller(1, 1), caller(2, 2));
+        // SAFETY: no name.
+        assert_eq!(unsafe { rpc.register(&server, 5, 64, 0, 0) }, 0);
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| {
+                let mut reply = [0u8; 8];
+                // SAFETY: local buffers.
+                unsafe {
+                    rpc.call(
+                        &client,
+                        1,
+                        5,
+                        (b"req".as_ptr().cast(), 3),
+                        (reply.as_mut_ptr().cast(), 8),
+                    )
+                }
+            });
+            let mut buf = [0u8; 8];
+            let (len, descriptor) = loop {
+                let (len, descriptor) = receive(&rpc, &server, 5, &mut buf);
+                if len != err(libc::EAGAIN) {
+                    break (len, descriptor);
+                }
+                std::thread::yield_now();
+            };
+            assert_eq!(len, 3);
+            assert_ne!(descriptor, 0);
+            // Another process cannot answer it.
+            // SAFETY: `buf` is readable.
+            let foreign = unsafe { rpc.reply(&caller(1, 7), buf.as_ptr().cast(), 1, descriptor) };
+            assert_eq!(foreign, err(libc::ENOENT));
+            rpc.exit(&server);
+            assert_eq!(waiting.join().ok(), Some(err(libc::ECONNRESET)));
+        });
+        assert_eq!(rpc.open_ports(), 0);
+    }
+}
