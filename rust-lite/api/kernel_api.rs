@@ -92,6 +92,25 @@ unsafe fn kernel_slice<'a>(buf: *const c_void, size: u64) -> Result<&'a [u8]> {
     Ok(unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) })
 }
 
+/// Builds a mutable slice from a C buffer, allowing a null pointer for zero
+/// bytes.
+///
+/// # Safety
+///
+/// Unless `size` is 0, `buf` must point to `size` writable bytes that stay
+/// valid and untouched by others for `'a`.
+unsafe fn kernel_slice_mut<'a>(buf: *mut c_void, size: u64) -> Result<&'a mut [u8]> {
+    let len = usize::try_from(size).map_err(|_| EINVAL)?;
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if buf.is_null() {
+        return Err(EFAULT);
+    }
+    // SAFETY: Guaranteed by the caller.
+    Ok(unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
+}
+
 /// Writes `size` bytes from `buf` into LMR `lh` at `offset`.
 ///
 /// # Safety
@@ -142,15 +161,8 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
 ) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let len = usize::try_from(size).map_err(|_| EINVAL)?;
-        let data: &mut [u8] = if len == 0 {
-            &mut []
-        } else if buf.is_null() {
-            return Err(EFAULT);
-        } else {
-            // SAFETY: Guaranteed by the caller.
-            unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) }
-        };
+        // SAFETY: Guaranteed by the caller.
+        let data = unsafe { kernel_slice_mut(buf, size) }?;
         let mut sink = KernelSink { rest: data };
         let direction = Direction::Read(&mut sink);
         cluster.transfer(
@@ -459,25 +471,6 @@ pub(crate) extern "C" fn liteapi_dist_barrier(num: c_uint) -> c_int {
         node()?.cluster()?.dist_barrier(num)?;
         Ok(0)
     })
-}
-
-/// Builds a mutable slice from a C buffer, allowing a null pointer for zero
-/// bytes.
-///
-/// # Safety
-///
-/// Unless `size` is 0, `buf` must point to `size` writable bytes that stay
-/// valid and untouched by others for `'a`.
-unsafe fn kernel_slice_mut<'a>(buf: *mut c_void, size: u64) -> Result<&'a mut [u8]> {
-    let len = usize::try_from(size).map_err(|_| EINVAL)?;
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    if buf.is_null() {
-        return Err(EFAULT);
-    }
-    // SAFETY: Guaranteed by the caller.
-    Ok(unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
 }
 
 /// Copies `data` into `out`, which must have room for it.

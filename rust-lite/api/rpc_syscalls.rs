@@ -42,6 +42,23 @@ fn read_reply(buf: UserPtr, size: u64) -> Result<KVVec<u8>> {
     Ok(data)
 }
 
+/// Native-endian fields of an argument struct copied in from userspace.
+struct Fields<'a>(&'a [u8]);
+
+impl Fields<'_> {
+    fn u64_at(&self, at: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.0[at..at + 8]);
+        u64::from_ne_bytes(b)
+    }
+
+    fn u32_at(&self, at: usize) -> u32 {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&self.0[at..at + 4]);
+        u32::from_ne_bytes(b)
+    }
+}
+
 /// Copies `data` out to `buf`.
 fn write_out(buf: UserPtr, data: &[u8]) -> Result {
     UserSlice::new(buf, data.len()).writer().write_slice(data)
@@ -196,17 +213,9 @@ pub(crate) extern "C" fn lite_rs_reply_and_receive_message(
         UserSlice::new(next, RECEIVE_ARGS_LEN)
             .reader()
             .read_slice(&mut args)?;
-        let u64_at = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&args[at..at + 8]);
-            u64::from_ne_bytes(b)
-        };
-        let u32_at = |at: usize| {
-            let mut b = [0u8; 4];
-            b.copy_from_slice(&args[at..at + 4]);
-            u32::from_ne_bytes(b)
-        };
-        let (recv_buf, recv_max, port, flags) = (u64_at(0), u64_at(8), u32_at(24), u32_at(28));
+        let f = Fields(&args);
+        let (recv_buf, recv_max, port, flags) =
+            (f.u64_at(0), f.u64_at(8), f.u32_at(24), f.u32_at(28));
         {
             let (cluster, process) = caller()?;
             let reply = read_reply(buf, size)?;
@@ -230,20 +239,12 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
         UserSlice::new(call, MULTICAST_ARGS_LEN)
             .reader()
             .read_slice(&mut args)?;
-        let u64_at = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&args[at..at + 8]);
-            u64::from_ne_bytes(b)
-        };
-        let u32_at = |at: usize| {
-            let mut b = [0u8; 4];
-            b.copy_from_slice(&args[at..at + 4]);
-            u32::from_ne_bytes(b)
-        };
+        let f = Fields(&args);
         let to_ptr = |v: u64| UserPtr::try_from(v).map_err(|_| EFAULT);
-        let (nodes_ptr, lengths_ptr, msg, size) = (u64_at(0), u64_at(8), u64_at(16), u64_at(24));
+        let (nodes_ptr, lengths_ptr, msg, size) =
+            (f.u64_at(0), f.u64_at(8), f.u64_at(16), f.u64_at(24));
         let (replies, max_reply, count, port_priority) =
-            (u64_at(32), u64_at(40), u32_at(48), u32_at(52));
+            (f.u64_at(32), f.u64_at(40), f.u32_at(48), f.u32_at(52));
         let count = count as usize;
         if count == 0 || count > MAX_NODES {
             return Err(EINVAL);

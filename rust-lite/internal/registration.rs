@@ -23,6 +23,14 @@ use crate::verbs::{PinnedPages, PAGE_SIZE};
 /// Largest region `lite_register_lmr` accepts (`LITE_MAX_REGISTER_SIZE`).
 pub(crate) const MAX_REGISTER_SIZE: u64 = 64 << 20;
 
+/// Checks the size and permission bits of a region to register.
+fn check_region(size: u64, permission: u64) -> Result<Permission> {
+    if size == 0 || size > MAX_REGISTER_SIZE {
+        return Err(EINVAL);
+    }
+    Permission::from_bits(permission, Permission::SHAREABLE)
+}
+
 impl Cluster {
     /// `lite_register_lmr`: makes `size` bytes at `buf` of the calling
     /// process an LMR allowing `permission`, and returns its owner handle.
@@ -39,10 +47,7 @@ impl Cluster {
         permission: u64,
         password: u64,
     ) -> Result<u64> {
-        let permission = Permission::from_bits(permission, Permission::SHAREABLE)?;
-        if size == 0 || size > MAX_REGISTER_SIZE {
-            return Err(EINVAL);
-        }
+        let permission = check_region(size, permission)?;
         let len = usize::try_from(size).map_err(|_| EINVAL)?;
         buf.checked_add(len).ok_or(EFAULT)?;
         let lead = buf % PAGE_SIZE;
@@ -81,10 +86,7 @@ impl Cluster {
         permission: u64,
         password: u64,
     ) -> Result<u64> {
-        let permission = Permission::from_bits(permission, Permission::SHAREABLE)?;
-        if size == 0 || size > MAX_REGISTER_SIZE {
-            return Err(EINVAL);
-        }
+        let permission = check_region(size, permission)?;
         if addr.is_null() {
             return Err(EFAULT);
         }

@@ -18,7 +18,7 @@ use super::{
     control_wire::ControlMessage,
     priority::Priority,
     process::Process,
-    rpc_client::{LocalCall, Outcome, RemotePort, ReplySlots, ServerNode, REPLY_SLOTS},
+    rpc_client::{ClaimedSlot, LocalCall, Outcome, RemotePort, ReplySlots, ServerNode},
     rpc_port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     rpc_wire::{
         check_port, Imm, RequestHeader, RingWriter, FLAG_ONE_WAY, FLAG_PAD, HEADER_LEN,
@@ -97,8 +97,10 @@ impl Target {
     }
 }
 
-/// A call under way.
+/// A request that was sent.
 enum Pending {
+    /// One way: nothing to wait for.
+    OneWay,
     /// To another node: the reply arrives in this slot.
     Remote(usize),
     /// To this node.
@@ -349,19 +351,18 @@ impl Cluster {
             }
             None => None,
         };
-        let sent = self.post_request(&peer, server, node, target, message, slot, max_reply);
+        let sent = self.post_request(&peer, server, node, target, message, slot.as_ref());
         match (sent, slot) {
-            (Ok(()), Some((slot, _))) => Ok(Pending::Remote(slot)),
-            (Ok(()), None) => Ok(Pending::Remote(usize::MAX)),
-            (Err(e), Some((slot, _))) => {
-                self.rpc.slots.cancel(slot);
+            (Ok(()), Some(claimed)) => Ok(Pending::Remote(claimed.slot)),
+            (Ok(()), None) => Ok(Pending::OneWay),
+            (Err(e), Some(claimed)) => {
+                self.rpc.slots.cancel(claimed.slot);
                 Err(e)
             }
             (Err(e), None) => Err(e),
         }
     }
 
-    #[expect(clippy::too_many_arguments, reason = "one request's whole description")]
     fn post_request(
         &self,
         peer: &super::peer::Peer,
@@ -369,8 +370,7 @@ impl Cluster {
         node: u32,
         target: &Target,
         message: &[u8],
-        slot: Option<(usize, u32)>,
-        max_reply: Option<u64>,
+        reply_slot: Option<&ClaimedSlot>,
     ) -> Result {
         let len = message.len();
         let mut header = RequestHeader {
@@ -378,18 +378,15 @@ impl Cluster {
             port: target.port as u16,
             ..RequestHeader::default()
         };
-        match (slot, max_reply) {
-            (Some((slot, generation)), Some(room)) => {
-                let slots = self.rpc.slots.slots.lock();
-                let buffer = slots[slot].buffer.as_ref().ok_or(ENOMEM)?;
-                header.reply_addr = buffer.dma_range(0, buffer.len())?;
-                drop(slots);
+        match reply_slot {
+            Some(claimed) => {
+                header.reply_addr = claimed.reply_addr;
                 header.reply_rkey = self.device.pd.global_rkey();
-                header.max_reply = room.min(MAX_MESSAGE_SIZE) as u32;
-                header.slot = slot as u16;
-                header.generation = generation as u16;
+                header.max_reply = claimed.room as u32;
+                header.slot = claimed.slot as u16;
+                header.generation = claimed.generation as u16;
             }
-            _ => header.flags = FLAG_ONE_WAY,
+            None => header.flags = FLAG_ONE_WAY,
         }
         let staging = DmaBuffer::new(&self.device.device, HEADER_LEN + len)?;
         staging.write_bytes(0, &header.encode())?;
@@ -480,7 +477,7 @@ impl Cluster {
         // A one-way message has nobody to wait for.
         Ok(match call {
             Some(call) => Pending::Local(call),
-            None => Pending::Remote(usize::MAX),
+            None => Pending::OneWay,
         })
     }
 
@@ -488,14 +485,12 @@ impl Cluster {
     fn finish_call(&self, pending: Pending) -> Result<KVVec<u8>> {
         match pending {
             Pending::Local(call) => call.wait(),
-            Pending::Remote(slot) if slot < REPLY_SLOTS => {
-                self.rpc.slots.wait(slot, |buffer, len| {
-                    let mut reply = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
-                    buffer.read_bytes(0, &mut reply)?;
-                    Ok(reply)
-                })
-            }
-            Pending::Remote(_) => Ok(KVVec::new()),
+            Pending::Remote(slot) => self.rpc.slots.wait(slot, |buffer, len| {
+                let mut reply = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
+                buffer.read_bytes(0, &mut reply)?;
+                Ok(reply)
+            }),
+            Pending::OneWay => Ok(KVVec::new()),
         }
     }
 
@@ -628,21 +623,18 @@ impl Cluster {
         if reply.len() as u64 > MAX_MESSAGE_SIZE {
             return Err(errno::EMSGSIZE());
         }
-        {
-            let descriptors = process.descriptors.lock();
+        let reply_to = {
+            let mut descriptors = process.descriptors.lock();
             let room = match descriptors.get(descriptor).ok_or(ENOENT)? {
                 ReplyTo::Local(call) => call.max_reply,
                 ReplyTo::Remote { header, .. } => u64::from(header.max_reply),
             };
             if reply.len() as u64 > room {
+                // The descriptor stays valid for a reply that fits.
                 return Err(errno::EMSGSIZE());
             }
-        }
-        let reply_to = process
-            .descriptors
-            .lock()
-            .remove(descriptor)
-            .ok_or(ENOENT)?;
+            descriptors.remove(descriptor).ok_or(ENOENT)?
+        };
         match reply_to {
             ReplyTo::Local(call) => {
                 let mut data = KVVec::with_capacity(reply.len(), GFP_KERNEL)?;

@@ -42,6 +42,18 @@ pub(crate) struct ReplySlot {
     pub(crate) buffer: Option<DmaBuffer>,
 }
 
+/// A slot claimed for one call.
+pub(crate) struct ClaimedSlot {
+    /// Its index.
+    pub(crate) slot: usize,
+    /// Its generation for this call.
+    pub(crate) generation: u32,
+    /// DMA address of its reply buffer.
+    pub(crate) reply_addr: u64,
+    /// Bytes the reply buffer takes.
+    pub(crate) room: usize,
+}
+
 /// Reply slots of this node's remote calls.
 #[pin_data]
 pub(crate) struct ReplySlots {
@@ -72,12 +84,12 @@ impl ReplySlots {
     }
 
     /// Claims a slot whose buffer holds at least `room` bytes, made by
-    /// `allocate` if needed. Returns the slot and its generation.
+    /// `allocate` if needed.
     pub(crate) fn claim(
         &self,
         room: usize,
         allocate: impl Fn(usize) -> Result<DmaBuffer>,
-    ) -> Result<(usize, u32)> {
+    ) -> Result<ClaimedSlot> {
         let mut slots = self.slots.lock();
         let index = loop {
             if let Some(index) = slots.iter().position(|s| s.outcome.is_none()) {
@@ -91,25 +103,41 @@ impl ReplySlots {
         slot.generation = next_generation(slot.generation);
         slot.outcome = Some(Outcome::Waiting);
         let generation = slot.generation;
-        let fits = slot.buffer.as_ref().is_some_and(|b| b.len() >= room);
-        if !fits {
-            let old = slot.buffer.take();
-            drop(slots);
-            // Free and allocate outside the lock.
-            drop(old);
-            let fresh = allocate(room.max(1));
-            let mut slots = self.slots.lock();
-            match fresh {
-                Ok(buffer) => slots[index].buffer = Some(buffer),
-                Err(e) => {
-                    slots[index].outcome = None;
-                    drop(slots);
-                    self.changed.notify_all();
-                    return Err(e);
-                }
+        let cached = slot.buffer.as_ref().filter(|b| b.len() >= room);
+        if let Some(reply_addr) = cached.and_then(|b| b.dma_range(0, room).ok()) {
+            return Ok(ClaimedSlot {
+                slot: index,
+                generation,
+                reply_addr,
+                room,
+            });
+        }
+        let old = slot.buffer.take();
+        drop(slots);
+        // Free and allocate outside the lock.
+        drop(old);
+        let fresh = allocate(room.max(1)).and_then(|buffer| {
+            let reply_addr = buffer.dma_range(0, room)?;
+            Ok((buffer, reply_addr))
+        });
+        let mut slots = self.slots.lock();
+        match fresh {
+            Ok((buffer, reply_addr)) => {
+                slots[index].buffer = Some(buffer);
+                Ok(ClaimedSlot {
+                    slot: index,
+                    generation,
+                    reply_addr,
+                    room,
+                })
+            }
+            Err(e) => {
+                slots[index].outcome = None;
+                drop(slots);
+                self.changed.notify_all();
+                Err(e)
             }
         }
-        Ok((index, generation))
     }
 
     /// Records the answer to the call in `slot` of `generation`; a stale

@@ -143,7 +143,8 @@ impl PortState {
             .rings
             .get_mut(node as usize)
             .and_then(Option::as_mut)
-            .ok_or(EPROTO_NO_RING)?;
+            // The client skipped the query that creates the ring.
+            .ok_or(EINVAL)?;
         ring.reader.arrived();
         Ok(())
     }
@@ -257,9 +258,6 @@ impl PortState {
         }
     }
 }
-
-/// No ring exists for a request that arrived: the client skipped the query.
-const EPROTO_NO_RING: Error = EINVAL;
 
 /// One port.
 #[pin_data]
