@@ -196,3 +196,43 @@ SYSCALL_DEFINE1(lite_send_reply_multicast, struct lite_multicast __user *, call)
 {
 	return lite_rs_send_reply_multicast((unsigned long)call);
 }
+
+SYSCALL_DEFINE4(lite_fetch_add, u64, handle, u64 __user *, old, u64, value,
+		unsigned int, priority)
+{
+	return lite_rs_fetch_add(handle, (unsigned long)old, value, priority);
+}
+
+SYSCALL_DEFINE5(lite_compare_swp, u64, handle, u64 __user *, old, u64, expected,
+		u64, new_value, unsigned int, priority)
+{
+	return lite_rs_compare_swp(handle, (unsigned long)old, expected,
+				   new_value, priority);
+}
+
+SYSCALL_DEFINE2(lite_create_lock, unsigned int, home,
+		struct lite_lock __user *, lock)
+{
+	return lite_rs_create_lock(home, (unsigned long)lock);
+}
+
+SYSCALL_DEFINE3(lite_ask_lock, unsigned int, home, unsigned int, number,
+		struct lite_lock __user *, lock)
+{
+	return lite_rs_ask_lock(home, number, (unsigned long)lock);
+}
+
+SYSCALL_DEFINE1(lite_lock, const struct lite_lock __user *, lock)
+{
+	return lite_rs_lock((unsigned long)lock);
+}
+
+SYSCALL_DEFINE1(lite_unlock, const struct lite_lock __user *, lock)
+{
+	return lite_rs_unlock((unsigned long)lock);
+}
+
+SYSCALL_DEFINE1(lite_set_priority, unsigned int, priority)
+{
+	return lite_rs_set_priority(priority);
+}

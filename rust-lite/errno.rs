@@ -37,6 +37,8 @@ errno! {
     ECANCELED,
     /// The RPC port is already registered.
     EADDRINUSE,
+    /// The calling thread already holds the lock.
+    EDEADLK,
     /// The RPC port is not registered on the target node.
     ECONNREFUSED,
     /// The process holding the request exited without replying.

@@ -17,6 +17,9 @@
 //! All `unsafe` code lives in [`verbs`] (RDMA verbs), [`sys`] (threads,
 //! scheduling, sockets) and at the C and user-memory boundary in [`api`].
 
+// `pin_init!` expands recursively per field; the cluster has many.
+#![recursion_limit = "256"]
+
 use kernel::prelude::*;
 
 mod api;

@@ -269,7 +269,47 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             request_id: 15,
             lmr_id: 9 << 32 | 1,
         },
-    ];
+            ControlMessage::CreateLock { request_id: 21 },
+        ControlMessage::AskLock {
+            request_id: 22,
+            number: 4095,
+        },
+        ControlMessage::LockReply {
+            request_id: 23,
+            status: -2,
+            number: 7,
+            addr: 0xffff_8880_0001_0008,
+            rkey: 0x1234_5678,
+        },
+        ControlMessage::ReserveLock {
+            number: 3,
+            ticket: u64::MAX,
+            waiter: 0x0001_0000_0002,
+        },
+        ControlMessage::ReleaseLock {
+            number: 0,
+            ticket: 2,
+        },
+        ControlMessage::AtomicRequest {
+            request_id: 24,
+            addr: 0xffff_8880_0002_0010,
+            rkey: 0xabcd,
+            compare_swap: true,
+            compare: u64::MAX,
+            swap: 1,
+        },
+        ControlMessage::AtomicReply {
+            request_id: 25,
+            status: 0,
+            old: 1 << 63,
+        },
+        ControlMessage::AssignLock {
+            home: 63,
+            number: u32::MAX,
+            ticket: 5,
+            waiter: 9,
+        },
+];
     for message in messages {
         let bytes = message.encode();
         check!(c, bytes.len() == MESSAGE_LEN);
@@ -693,14 +733,24 @@ kunit_case!(lite_test_stats_layout, |c| {
         handles: 6,
         processes: 7,
         async_in_flight: 8,
+        connections: 9,
+        rpc_ports: 10,
+        locks: 11,
+        lock_acquires: 12,
+        lock_waits: 13,
+        atomics: 14,
+        qos_throttled: 15,
     };
     let bytes = stats.to_bytes();
-    check!(c, STATS_LEN == 64);
-    for i in 0..8 {
+    check!(c, STATS_LEN == 15 * 8);
+    for i in 0..15 {
         let mut field = [0u8; 8];
         field.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
         check!(c, u64::from_ne_bytes(field) == i as u64 + 1);
     }
+    let named = stats.named();
+    check!(c, named[0] == ("lmrs", 1));
+    check!(c, named[14] == ("qos_throttled", 15));
 });
 
 kunit_case!(lite_test_memory_api_before_join, |c| {
@@ -801,4 +851,111 @@ kunit_case!(lite_test_rpc_ring_space, |c| {
     check!(c, writer.reserve(448).is_none());
     writer.acknowledge(1024 + footprint(480));
     check!(c, writer.reserve(448).is_some());
+});
+
+kunit_case!(lite_test_lock_hand_over, |c| {
+    use crate::internal::lock_home::{HandOver, Reservation};
+    let r = |node, ticket| Reservation {
+        node,
+        ticket,
+        waiter: ticket * 10,
+    };
+    let mut lock = HandOver::new();
+    // Reservation first: held until the previous ticket is released.
+    check!(c, matches!(lock.reserve(r(2, 2)), Ok(None)));
+    check!(c, matches!(lock.reserve(r(3, 3)), Ok(None)));
+    check!(c, matches!(lock.release(1), Ok(Some(x)) if x == r(2, 2)));
+    // Release first: the turn waits for its reservation.
+    check!(c, matches!(lock.release(3), Ok(None)));
+    check!(c, matches!(lock.reserve(r(1, 4)), Ok(Some(x)) if x == r(1, 4)));
+    check!(c, matches!(lock.release(2), Ok(Some(x)) if x == r(3, 3)));
+    check!(c, lock.is_idle());
+    // Turns go strictly in ticket order, whatever order waiters reserve in.
+    for ticket in [5u64, 3, 4, 2] {
+        check!(c, matches!(lock.reserve(r(1, ticket)), Ok(None)));
+    }
+    for held in 1u64..5 {
+        check!(c, matches!(lock.release(held), Ok(Some(x)) if x.ticket == held + 1));
+    }
+    check!(c, lock.is_idle());
+});
+
+kunit_case!(lite_test_barrier_reuse, |c| {
+    // Three nodes run 100 barrier rounds; each only learns the others'
+    // latest round, possibly late or repeated: a node may leave round r
+    // once all three reached it, and never before.
+    let nodes = 3usize;
+    let mut seen = [[0u64; 3]; 3];
+    for round in 1u64..=100 {
+        for node in 0..nodes {
+            seen[node][node] = round;
+            check!(c, nodes_reached(&seen[node], round) < nodes || node == nodes - 1);
+            for other in 0..nodes {
+                // Maximum of what arrives: a stale repeat changes nothing.
+                seen[other][node] = seen[other][node].max(round);
+                seen[other][node] = seen[other][node].max(round - 1);
+            }
+        }
+        for node in 0..nodes {
+            check!(c, nodes_reached(&seen[node], round) == nodes);
+            check!(c, nodes_reached(&seen[node], round + 1) == 0);
+        }
+    }
+});
+
+kunit_case!(lite_test_qos_decisions, |c| {
+    use crate::internal::qos::{decide, Decision, Params};
+    let on = Params {
+        enabled: true,
+        window_us: 200,
+        delay_us: 50,
+        max_delay_us: 1000,
+    };
+    let off = Params {
+        enabled: false,
+        ..on
+    };
+    // Idle: go at once.
+    check!(c, decide(&on, 0, 10_000, 0) == Decision::Go);
+    // High-priority work in flight or recent: wait one delay.
+    check!(c, decide(&on, 1, 10_000, 0) == Decision::Wait(50));
+    check!(c, decide(&on, 0, 199, 0) == Decision::Wait(50));
+    check!(c, decide(&on, 0, 200, 0) == Decision::Go);
+    // Never longer than the maximum in all.
+    check!(c, decide(&on, 3, 0, 980) == Decision::Wait(20));
+    check!(c, decide(&on, 3, 0, 1000) == Decision::Go);
+    // Switched off: never wait.
+    check!(c, decide(&off, 5, 0, 0) == Decision::Go);
+});
+
+kunit_case!(lite_test_op_latency_buckets, |c| {
+    use crate::internal::op_stats::{latency_bucket, LATENCY_BUCKETS};
+    check!(c, latency_bucket(0) == 0);
+    check!(c, latency_bucket(1) == 0);
+    check!(c, latency_bucket(2) == 1);
+    check!(c, latency_bucket(3) == 2);
+    check!(c, latency_bucket(4) == 2);
+    check!(c, latency_bucket(5) == 3);
+    check!(c, latency_bucket(1 << 20) == 20);
+    check!(c, latency_bucket((1 << 20) + 1) == LATENCY_BUCKETS - 1);
+    check!(c, latency_bucket(u64::MAX) == LATENCY_BUCKETS - 1);
+});
+
+kunit_case!(lite_test_sync_api_before_join, |c| {
+    use crate::api::kernel_api::*;
+    let enotconn = -(bindings::ENOTCONN as i32);
+    let mut old = 0u64;
+    let mut lock = LiteLock::from(crate::internal::lock::LockId { home: 1, number: 0 });
+    // SAFETY: `old` and `lock` are valid for the calls.
+    unsafe {
+        check!(c, liteapi_rdma_fetch_and_add(1, &mut old, 1, 0) == enotconn);
+        check!(c, liteapi_rdma_compare_and_swp(1, &mut old, 0, 1, 0) == enotconn);
+        check!(c, liteapi_create_lock(1, &mut lock) == enotconn);
+        check!(c, liteapi_ask_lock(1, 0, &mut lock) == enotconn);
+        check!(c, liteapi_lock(&lock) == enotconn);
+        check!(c, liteapi_unlock(&lock) == enotconn);
+        check!(c, liteapi_rdma_fetch_and_add(1, core::ptr::null_mut(), 1, 0) < 0);
+        check!(c, liteapi_lock(core::ptr::null()) < 0);
+    }
+    check!(c, liteapi_set_priority(1) == enotconn);
 });

@@ -43,6 +43,11 @@ LITE_RUST_CASE(memory_api_before_join)
 LITE_RUST_CASE(rpc_immediates)
 LITE_RUST_CASE(rpc_header)
 LITE_RUST_CASE(rpc_ring_space)
+LITE_RUST_CASE(lock_hand_over)
+LITE_RUST_CASE(barrier_reuse)
+LITE_RUST_CASE(qos_decisions)
+LITE_RUST_CASE(op_latency_buckets)
+LITE_RUST_CASE(sync_api_before_join)
 
 /* Cases that need a joined cluster of two nodes or more; skipped otherwise. */
 #define LITE_RUST_CLUSTER_CASE(name)					\
@@ -81,6 +86,10 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(rpc_immediates),
 	KUNIT_CASE(rpc_header),
 	KUNIT_CASE(rpc_ring_space),
+	KUNIT_CASE(lock_hand_over),
+	KUNIT_CASE(barrier_reuse),
+	KUNIT_CASE(qos_decisions),
+	KUNIT_CASE(op_latency_buckets),
 	{}
 };
 
@@ -92,6 +101,7 @@ static struct kunit_suite lite_internal_suite = {
 static struct kunit_case lite_api_cases[] = {
 	KUNIT_CASE(api_before_join),
 	KUNIT_CASE(memory_api_before_join),
+	KUNIT_CASE(sync_api_before_join),
 	{}
 };
 

@@ -97,3 +97,32 @@ struct page *rust_helper_lite_kernel_addr_to_page(const void *addr)
 		return virt_to_page(addr);
 	return NULL;
 }
+
+/*
+ * A DMA memory region covering all of the node's memory, with the access
+ * given (remote atomics included), as __ib_alloc_pd() makes for
+ * IB_PD_UNSAFE_GLOBAL_RKEY without REMOTE_ATOMIC. Released with
+ * ib_dereg_mr().
+ */
+struct ib_mr *rust_helper_lite_get_dma_mr(struct ib_pd *pd, int access)
+{
+	struct ib_mr *mr;
+
+	if (!pd->device->ops.get_dma_mr)
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = pd->device->ops.get_dma_mr(pd, access);
+	if (IS_ERR(mr))
+		return mr;
+	mr->device = pd->device;
+	mr->pd = pd;
+	mr->type = IB_MR_TYPE_DMA;
+	mr->uobject = NULL;
+	mr->need_inval = false;
+	atomic_inc(&pd->usecnt);
+	return mr;
+}
+
+pid_t rust_helper_lite_current_pid(void)
+{
+	return task_pid_nr(current);
+}

@@ -12,7 +12,10 @@ use kernel::{error::from_result, prelude::*};
 
 use crate::internal::{
     async_io::{AsyncBuffer, AsyncKind, KernelBuffer},
+    atomics::AtomicOp,
+    lock::LockId,
     node, parse_ipv4,
+    priority::Priority,
     rpc::Target,
     Direction, KernelSink, KernelSource,
 };
@@ -473,6 +476,176 @@ pub(crate) extern "C" fn liteapi_dist_barrier(num: c_uint) -> c_int {
     })
 }
 
+/// `struct lite_lock` of `<uapi/linux/lite.h>`.
+#[repr(C)]
+pub(crate) struct LiteLock {
+    home: u32,
+    number: u32,
+}
+
+impl From<LockId> for LiteLock {
+    fn from(id: LockId) -> Self {
+        LiteLock {
+            home: id.home,
+            number: id.number,
+        }
+    }
+}
+
+/// Runs an atomic operation on the kernel callers' handle `lh` and stores
+/// the old value into `out`.
+///
+/// # Safety
+///
+/// `out` must be null or point to a writable `u64`.
+unsafe fn kernel_atomic(lh: u64, out: *mut u64, op: AtomicOp, priority: c_uint) -> c_int {
+    from_result(|| {
+        if out.is_null() {
+            return Err(EINVAL);
+        }
+        let cluster = node()?.cluster()?;
+        let old = cluster.atomic(&cluster.kernel_process, lh, op, priority)?;
+        // SAFETY: Non-null and writable by the caller's contract.
+        unsafe { out.write(old) };
+        Ok(0)
+    })
+}
+
+/// Adds `value` to the 8-byte LMR `lh`; its previous value goes to `*out`.
+///
+/// # Safety
+///
+/// `out` must be null or point to a writable `u64`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_rdma_fetch_and_add(
+    lh: u64,
+    out: *mut u64,
+    value: u64,
+    priority: c_uint,
+) -> c_int {
+    // SAFETY: Guaranteed by the caller.
+    unsafe { kernel_atomic(lh, out, AtomicOp::FetchAdd(value), priority) }
+}
+
+/// Replaces the 8-byte LMR `lh`'s value with `new_value` if it is
+/// `expected`; its previous value goes to `*out`.
+///
+/// # Safety
+///
+/// `out` must be null or point to a writable `u64`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_rdma_compare_and_swp(
+    lh: u64,
+    out: *mut u64,
+    expected: u64,
+    new_value: u64,
+    priority: c_uint,
+) -> c_int {
+    let op = AtomicOp::CompareSwap {
+        expected,
+        new_value,
+    };
+    // SAFETY: Guaranteed by the caller.
+    unsafe { kernel_atomic(lh, out, op, priority) }
+}
+
+/// Creates a lock kept by `home`; fills `*lock` and returns its number.
+///
+/// # Safety
+///
+/// `lock` must be null or point to a writable `struct lite_lock`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_create_lock(home: c_uint, lock: *mut LiteLock) -> c_int {
+    from_result(|| {
+        if lock.is_null() {
+            return Err(EINVAL);
+        }
+        let id = node()?.cluster()?.create_lock(home)?;
+        // SAFETY: Non-null and writable by the caller's contract.
+        unsafe { lock.write(id.into()) };
+        c_int::try_from(id.number).map_err(|_| EINVAL)
+    })
+}
+
+/// Fills `*lock` for lock `number` of `home`.
+///
+/// # Safety
+///
+/// `lock` must be null or point to a writable `struct lite_lock`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_ask_lock(
+    home: c_uint,
+    number: c_uint,
+    lock: *mut LiteLock,
+) -> c_int {
+    from_result(|| {
+        if lock.is_null() {
+            return Err(EINVAL);
+        }
+        let id = node()?.cluster()?.ask_lock(home, number)?;
+        // SAFETY: Non-null and writable by the caller's contract.
+        unsafe { lock.write(id.into()) };
+        Ok(0)
+    })
+}
+
+/// The lock `lock` points to.
+///
+/// # Safety
+///
+/// `lock` must be null or point to a readable `struct lite_lock`.
+unsafe fn lock_id(lock: *const LiteLock) -> Result<LockId> {
+    if lock.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: Non-null and readable by the caller's contract.
+    let lock = unsafe { &*lock };
+    Ok(LockId {
+        home: lock.home,
+        number: lock.number,
+    })
+}
+
+/// Acquires `*lock` for the calling thread.
+///
+/// # Safety
+///
+/// `lock` must be null or point to a readable `struct lite_lock`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_lock(lock: *const LiteLock) -> c_int {
+    from_result(|| {
+        // SAFETY: Guaranteed by the caller.
+        let id = unsafe { lock_id(lock) }?;
+        node()?.cluster()?.lock(id)?;
+        Ok(0)
+    })
+}
+
+/// Releases `*lock`, held by the calling thread.
+///
+/// # Safety
+///
+/// `lock` must be null or point to a readable `struct lite_lock`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_unlock(lock: *const LiteLock) -> c_int {
+    from_result(|| {
+        // SAFETY: Guaranteed by the caller.
+        let id = unsafe { lock_id(lock) }?;
+        node()?.cluster()?.unlock(id)?;
+        Ok(0)
+    })
+}
+
+/// Sets the kernel callers' default priority; returns the previous one.
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_set_priority(priority: c_uint) -> c_int {
+    from_result(|| {
+        let priority = Priority::from_raw(priority)?;
+        let cluster = node()?.cluster()?;
+        Ok(cluster.kernel_process.default_priority.set(priority).raw() as c_int)
+    })
+}
+
 /// Copies `data` into `out`, which must have room for it.
 fn deliver(out: &mut [u8], data: &[u8]) -> Result {
     out.get_mut(..data.len())
@@ -541,7 +714,8 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let target = Target::unpack(port_priority)?;
+        let target =
+            Target::unpack(port_priority)?.with_default(&cluster.kernel_process.default_priority);
         // SAFETY: Guaranteed by the caller.
         let message = unsafe { kernel_slice(msg, size) }?;
         // SAFETY: Guaranteed by the caller.
@@ -566,7 +740,8 @@ pub(crate) unsafe extern "C" fn liteapi_send(
 ) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let target = Target::unpack(port_priority)?;
+        let target =
+            Target::unpack(port_priority)?.with_default(&cluster.kernel_process.default_priority);
         // SAFETY: Guaranteed by the caller.
         let message = unsafe { kernel_slice(msg, size) }?;
         cluster.send_one_way(node_id, &target, message)?;
@@ -647,7 +822,8 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_multicast(
 ) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let target = Target::unpack(port_priority)?;
+        let target =
+            Target::unpack(port_priority)?.with_default(&cluster.kernel_process.default_priority);
         let count = count as usize;
         if count == 0 || count > crate::internal::MAX_NODES {
             return Err(EINVAL);

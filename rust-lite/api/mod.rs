@@ -6,5 +6,6 @@
 
 pub(crate) mod kernel_api;
 mod rpc_syscalls;
+mod sync_syscalls;
 mod syscalls;
 mod user;

@@ -15,7 +15,7 @@ use crate::internal::{
     node,
     rpc::Target,
     rpc_wire::{MAX_MESSAGE_SIZE, MAX_PORT_NAME},
-    MAX_NODES,
+    Cluster, MAX_NODES,
 };
 
 /// Copies a request of `size` bytes (1 to `LITE_MAX_MESSAGE_SIZE`) in.
@@ -113,6 +113,12 @@ pub(crate) extern "C" fn lite_rs_query_port(node_id: u32, port: u32) -> c_long {
     })
 }
 
+/// The target of a send by the calling process, with its default priority.
+fn caller_target(cluster: &Cluster, port_priority: u32) -> Result<Target> {
+    let process = cluster.current_process()?;
+    Ok(Target::unpack(port_priority)?.with_default(&process.default_priority))
+}
+
 /// Backend of `lite_send_reply_imm`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_send_reply_imm(
@@ -125,7 +131,7 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let target = Target::unpack(port_priority)?;
+        let target = caller_target(cluster, port_priority)?;
         if target.nonblocking {
             return Err(EINVAL);
         }
@@ -147,7 +153,7 @@ pub(crate) extern "C" fn lite_rs_send(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let target = Target::unpack(port_priority)?;
+        let target = caller_target(cluster, port_priority)?;
         let message = read_message(msg, size)?;
         cluster.send_one_way(node_id, &target, &message)?;
         Ok(0)
@@ -249,7 +255,7 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
         if count == 0 || count > MAX_NODES {
             return Err(EINVAL);
         }
-        let target = Target::unpack(port_priority)?;
+        let target = caller_target(cluster, port_priority)?;
         if target.nonblocking {
             return Err(EINVAL);
         }

@@ -23,9 +23,10 @@ use super::{
     chunk::check_range,
     cluster::Cluster,
     lmr::OwnedLmrUse,
+    op_stats::{OpKind, OpTimer},
     permission::Permission,
-    priority::Priority,
     process::Process,
+    qos,
     transfer::{KernelSink, KernelSource},
     workers::Job,
 };
@@ -275,7 +276,7 @@ impl Cluster {
         priority: u32,
         password: u64,
     ) -> Result<u64> {
-        Priority::from_raw(priority)?;
+        let priority = process.default_priority.resolve(priority)?;
         if len > MAX_ASYNC_SIZE {
             return Err(EINVAL);
         }
@@ -315,8 +316,18 @@ impl Cluster {
             }
             ops.insert(op.clone())?
         };
+        // Low-priority transfers wait before they are queued; the counters
+        // count transfers when they start.
+        let admission = qos::admit(priority);
+        let timer = OpTimer::start(
+            match kind {
+                AsyncKind::Write => OpKind::WriteAsync,
+                AsyncKind::Read => OpKind::ReadAsync,
+            },
+            priority,
+        );
         self.io_jobs.submit(IoJob(op));
-        Ok(id)
+        timer.finish(admission, len, Ok(id))
     }
 
     /// `lite_async_wait`: reaps operation `id` of `process`.

@@ -2,6 +2,7 @@
 
 //! A node's membership in a LITE cluster: its peers and shared state.
 
+use core::sync::atomic::Ordering;
 use kernel::{
     c_str, new_mutex,
     prelude::*,
@@ -14,8 +15,11 @@ use super::{
     control::Requests,
     control_wire::{ControlMessage, MESSAGE_LEN},
     lmr::{Lmr, Origin},
+    lock::{LockId, Locks},
+    lock_home::LockHome,
     memory_store::MemoryStore,
     names::NameTable,
+    op_stats::COUNTERS,
     peer::Peer,
     process::{Process, Processes, Role},
     rpc::Rpc,
@@ -80,6 +84,12 @@ pub(crate) struct Cluster {
     /// Ports and calls.
     #[pin]
     pub(crate) rpc: Rpc,
+    /// Locks this node keeps.
+    #[pin]
+    pub(crate) lock_home: LockHome,
+    /// Locks this node's threads use.
+    #[pin]
+    pub(crate) locks: Locks,
 }
 
 /// Threads serving peers' requests.
@@ -95,15 +105,40 @@ const CONTROL_QUEUE: usize = MAX_NODES * super::control::MAX_PENDING;
 /// Queued asynchronous transfers before submitters wait.
 const IO_QUEUE: usize = 1024;
 
-/// A peer's request run by a worker thread.
+/// A peer's request, or this node's own work, run by a worker thread.
 pub(crate) struct ControlJob {
-    peer: Arc<Peer>,
+    /// The peer that asked, `None` for this node's own work.
+    peer: Option<Arc<Peer>>,
     message: ControlMessage,
+}
+
+impl ControlJob {
+    /// Work of this node itself, described as a message.
+    pub(crate) fn local(message: ControlMessage) -> Self {
+        ControlJob {
+            peer: None,
+            message,
+        }
+    }
 }
 
 impl Job for ControlJob {
     fn run(self, cluster: &Cluster) {
-        let status = cluster.execute_request(self.peer.node, self.message);
+        let from = self.peer.as_ref().map_or(cluster.node_id, |p| p.node);
+        if let (Some(peer), Some(reply)) = (&self.peer, cluster.atomic_for_peer(from, self.message))
+        {
+            if let Err(e) = peer.send(&reply) {
+                pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
+            }
+            return;
+        }
+        let status = cluster.execute_request(from, self.message);
+        let Some(peer) = self.peer else {
+            if let Err(e) = status {
+                pr_err!("{:?} failed: {:?}\n", self.message, e);
+            }
+            return;
+        };
         if let Some(request_id) = self.message.request_id() {
             let reply = ControlMessage::StatusReply {
                 request_id,
@@ -112,8 +147,8 @@ impl Job for ControlJob {
                     Err(e) => e.to_errno(),
                 },
             };
-            if let Err(e) = self.peer.send(&reply) {
-                pr_err!("cannot answer node {}: {:?}\n", self.peer.node, e);
+            if let Err(e) = peer.send(&reply) {
+                pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
             }
         }
     }
@@ -132,6 +167,7 @@ impl Cluster {
         let control_jobs = Workers::new(CONTROL_QUEUE)?;
         let io_jobs = Workers::new(IO_QUEUE)?;
         let rpc = Rpc::new()?;
+        let lock_home = LockHome::new(&device.device)?;
         let cluster = Arc::pin_init(
             try_pin_init!(Cluster {
                 node_id,
@@ -150,6 +186,8 @@ impl Cluster {
                 control_jobs <- control_jobs,
                 io_jobs <- io_jobs,
                 rpc <- rpc,
+                lock_home <- lock_home,
+                locks <- Locks::new(),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -173,6 +211,7 @@ impl Cluster {
     /// descriptors are failed and its ports unregistered, LMRs it created
     /// are freed (revoking their mappings), its mappings dropped.
     pub(crate) fn process_exit(&self, tgid: i32) {
+        self.release_locks_of(tgid);
         let Some(process) = self.processes.remove(tgid) else {
             return;
         };
@@ -225,6 +264,8 @@ impl Cluster {
         let ops = self.processes.sum(|p| p.ops.lock().len());
         let kernel_ops = self.kernel_process.ops.lock().len();
         let published_names = self.names.lock().len();
+        let connections = self.connected_peers().map_or(0, |peers| peers.len());
+        let rpc_ports = self.registered_ports();
         Stats {
             lmrs: lmrs as u64,
             registrations: registrations as u64,
@@ -234,6 +275,13 @@ impl Cluster {
             handles: (handles + kernel_handles) as u64,
             processes: self.processes.count() as u64,
             async_in_flight: (ops + kernel_ops) as u64,
+            connections: connections as u64,
+            rpc_ports: rpc_ports as u64,
+            locks: self.kept_locks() as u64,
+            lock_acquires: COUNTERS.lock_acquires.load(Ordering::Relaxed),
+            lock_waits: COUNTERS.lock_waits.load(Ordering::Relaxed),
+            atomics: COUNTERS.atomics.load(Ordering::Relaxed),
+            qos_throttled: COUNTERS.qos_throttled.load(Ordering::Relaxed),
         }
     }
 
@@ -391,6 +439,12 @@ impl Cluster {
                 dst_rkey,
             ),
             ControlMessage::RevokeRequest { lmr_id, .. } => self.close_mappings(from, lmr_id),
+            ControlMessage::AssignLock {
+                home,
+                number,
+                ticket,
+                ..
+            } => self.pass_abandoned_turn(LockId { home, number }, ticket),
             _ => Err(EINVAL),
         }
     }
@@ -446,13 +500,33 @@ impl Cluster {
                 self.rpc_control(peer.node, message);
                 None
             }
+            ControlMessage::CreateLock { .. } | ControlMessage::AskLock { .. } => {
+                self.answer_lock_request(message)
+            }
+            ControlMessage::ReserveLock { .. } | ControlMessage::ReleaseLock { .. } => {
+                self.lock_home_message(peer.node, message);
+                None
+            }
+            ControlMessage::AssignLock {
+                home,
+                number,
+                ticket,
+                waiter,
+            } => {
+                // Only the lock's home hands it over.
+                if home == peer.node {
+                    self.lock_handed(LockId { home, number }, ticket, waiter);
+                }
+                None
+            }
             ControlMessage::MemsetRequest { .. }
             | ControlMessage::CopyRequest { .. }
-            | ControlMessage::RevokeRequest { .. } => {
+            | ControlMessage::RevokeRequest { .. }
+            | ControlMessage::AtomicRequest { .. } => {
                 // These may block (on RDMA, or on operations that need this
                 // very thread to deliver their replies): workers run them.
                 let job = ControlJob {
-                    peer: peer.clone(),
+                    peer: Some(peer.clone()),
                     message,
                 };
                 if let Err(job) = self.control_jobs.try_submit(job) {
@@ -470,7 +544,9 @@ impl Cluster {
             ControlMessage::AllocReply { .. }
             | ControlMessage::StatusReply { .. }
             | ControlMessage::AskReply { .. }
-            | ControlMessage::QueryPortReply { .. } => {
+            | ControlMessage::QueryPortReply { .. }
+            | ControlMessage::LockReply { .. }
+            | ControlMessage::AtomicReply { .. } => {
                 if let Some(ControlMessage::AllocReply {
                     status: 0,
                     chunk_id,

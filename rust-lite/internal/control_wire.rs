@@ -187,6 +187,88 @@ pub(crate) enum ControlMessage {
         /// The sender's port.
         port: u32,
     },
+    /// Create a lock kept by the receiver.
+    CreateLock {
+        /// Echoed in the reply.
+        request_id: u64,
+    },
+    /// Where lock `number` of the receiver lives.
+    AskLock {
+        /// Echoed in the reply.
+        request_id: u64,
+        /// The lock's number on the receiver.
+        number: u32,
+    },
+    /// Result of [`ControlMessage::CreateLock`] or
+    /// [`ControlMessage::AskLock`].
+    LockReply {
+        /// The request this answers.
+        request_id: u64,
+        /// 0 or a negative errno.
+        status: i32,
+        /// The lock's number.
+        number: u32,
+        /// Remote address of the lock's 8-byte ticket word.
+        addr: u64,
+        /// Remote key covering it (with atomic access).
+        rkey: u32,
+    },
+    /// The sender's waiter `waiter` drew `ticket` for lock `number` of the
+    /// receiver: hand it the lock when its turn comes.
+    ReserveLock {
+        /// The lock's number on the receiver.
+        number: u32,
+        /// The ticket drawn.
+        ticket: u64,
+        /// Identifies the waiter on the sender.
+        waiter: u64,
+    },
+    /// The holder of `ticket` released lock `number` of the receiver while
+    /// later tickets were drawn: the next ticket's turn has come.
+    ReleaseLock {
+        /// The lock's number on the receiver.
+        number: u32,
+        /// The released ticket.
+        ticket: u64,
+    },
+    /// Run an RDMA atomic on the sender's own memory at `addr` and report
+    /// the old value: how a node runs atomics on its own memory, so they
+    /// are executed by its device like every other node's.
+    AtomicRequest {
+        /// Echoed in the reply.
+        request_id: u64,
+        /// Remote address of the 8-byte word on the sender.
+        addr: u64,
+        /// The sender's remote key covering it.
+        rkey: u32,
+        /// Compare-and-swap (else fetch-and-add).
+        compare_swap: bool,
+        /// The expected value, or the addend.
+        compare: u64,
+        /// The new value of a compare-and-swap.
+        swap: u64,
+    },
+    /// Result of an [`ControlMessage::AtomicRequest`].
+    AtomicReply {
+        /// The request this answers.
+        request_id: u64,
+        /// 0 or a negative errno.
+        status: i32,
+        /// The value the word held before.
+        old: u64,
+    },
+    /// Waiter `waiter` of the receiver now holds lock `number` of `home`
+    /// with `ticket`.
+    AssignLock {
+        /// The node keeping the lock.
+        home: u32,
+        /// The lock's number there.
+        number: u32,
+        /// The ticket whose turn it is.
+        ticket: u64,
+        /// The waiter, as named in its reservation.
+        waiter: u64,
+    },
 }
 
 /// Why a message could not be decoded.
@@ -211,6 +293,14 @@ const KIND_QUERY_PORT_REPLY: u32 = 12;
 const KIND_RING_ACK: u32 = 13;
 const KIND_RPC_FAILED: u32 = 14;
 const KIND_PORT_CLOSED: u32 = 15;
+const KIND_CREATE_LOCK: u32 = 16;
+const KIND_ASK_LOCK: u32 = 17;
+const KIND_LOCK_REPLY: u32 = 18;
+const KIND_RESERVE_LOCK: u32 = 19;
+const KIND_RELEASE_LOCK: u32 = 20;
+const KIND_ASSIGN_LOCK: u32 = 21;
+const KIND_ATOMIC_REQUEST: u32 = 22;
+const KIND_ATOMIC_REPLY: u32 = 23;
 
 /// Two 32-bit values in one argument.
 fn pack(high: u32, low: u32) -> u64 {
@@ -371,6 +461,77 @@ impl ControlMessage {
             ControlMessage::PortClosed { port } => {
                 (KIND_PORT_CLOSED, 0, 0, [u64::from(port), 0, 0, 0, 0, 0])
             }
+            ControlMessage::CreateLock { request_id } => (KIND_CREATE_LOCK, 0, request_id, [0; 6]),
+            ControlMessage::AskLock { request_id, number } => (
+                KIND_ASK_LOCK,
+                0,
+                request_id,
+                [u64::from(number), 0, 0, 0, 0, 0],
+            ),
+            ControlMessage::LockReply {
+                request_id,
+                status,
+                number,
+                addr,
+                rkey,
+            } => (
+                KIND_LOCK_REPLY,
+                status,
+                request_id,
+                [u64::from(number), addr, u64::from(rkey), 0, 0, 0],
+            ),
+            ControlMessage::ReserveLock {
+                number,
+                ticket,
+                waiter,
+            } => (
+                KIND_RESERVE_LOCK,
+                0,
+                0,
+                [u64::from(number), ticket, waiter, 0, 0, 0],
+            ),
+            ControlMessage::ReleaseLock { number, ticket } => (
+                KIND_RELEASE_LOCK,
+                0,
+                0,
+                [u64::from(number), ticket, 0, 0, 0, 0],
+            ),
+            ControlMessage::AtomicRequest {
+                request_id,
+                addr,
+                rkey,
+                compare_swap,
+                compare,
+                swap,
+            } => (
+                KIND_ATOMIC_REQUEST,
+                0,
+                request_id,
+                [
+                    addr,
+                    pack(u32::from(compare_swap), rkey),
+                    compare,
+                    swap,
+                    0,
+                    0,
+                ],
+            ),
+            ControlMessage::AtomicReply {
+                request_id,
+                status,
+                old,
+            } => (KIND_ATOMIC_REPLY, status, request_id, [old, 0, 0, 0, 0, 0]),
+            ControlMessage::AssignLock {
+                home,
+                number,
+                ticket,
+                waiter,
+            } => (
+                KIND_ASSIGN_LOCK,
+                0,
+                0,
+                [pack(home, number), ticket, waiter, 0, 0, 0],
+            ),
         };
         let mut out = [0u8; MESSAGE_LEN];
         out[0..4].copy_from_slice(&kind.to_le_bytes());
@@ -489,6 +650,52 @@ impl ControlMessage {
                 }
             }
             KIND_PORT_CLOSED => ControlMessage::PortClosed { port: arg0 as u32 },
+            KIND_CREATE_LOCK => ControlMessage::CreateLock { request_id },
+            KIND_ASK_LOCK => ControlMessage::AskLock {
+                request_id,
+                number: arg0 as u32,
+            },
+            KIND_LOCK_REPLY => ControlMessage::LockReply {
+                request_id,
+                status,
+                number: arg0 as u32,
+                addr: arg1,
+                rkey: arg2 as u32,
+            },
+            KIND_RESERVE_LOCK => ControlMessage::ReserveLock {
+                number: arg0 as u32,
+                ticket: arg1,
+                waiter: arg2,
+            },
+            KIND_RELEASE_LOCK => ControlMessage::ReleaseLock {
+                number: arg0 as u32,
+                ticket: arg1,
+            },
+            KIND_ATOMIC_REQUEST => {
+                let (compare_swap, rkey) = unpack(arg1);
+                ControlMessage::AtomicRequest {
+                    request_id,
+                    addr: arg0,
+                    rkey,
+                    compare_swap: compare_swap != 0,
+                    compare: arg2,
+                    swap: arg3,
+                }
+            }
+            KIND_ATOMIC_REPLY => ControlMessage::AtomicReply {
+                request_id,
+                status,
+                old: arg0,
+            },
+            KIND_ASSIGN_LOCK => {
+                let (home, number) = unpack(arg0);
+                ControlMessage::AssignLock {
+                    home,
+                    number,
+                    ticket: arg1,
+                    waiter: arg2,
+                }
+            }
             other => return Err(DecodeError::UnknownKind(other)),
         })
     }
@@ -502,7 +709,10 @@ impl ControlMessage {
             | ControlMessage::CopyRequest { request_id, .. }
             | ControlMessage::AskRequest { request_id, .. }
             | ControlMessage::RevokeRequest { request_id, .. }
-            | ControlMessage::QueryPort { request_id, .. } => request_id,
+            | ControlMessage::QueryPort { request_id, .. }
+            | ControlMessage::CreateLock { request_id }
+            | ControlMessage::AskLock { request_id, .. }
+            | ControlMessage::AtomicRequest { request_id, .. } => request_id,
             _ => 0,
         };
         (id != 0).then_some(id)
@@ -514,7 +724,9 @@ impl ControlMessage {
             ControlMessage::AllocReply { request_id, .. }
             | ControlMessage::StatusReply { request_id, .. }
             | ControlMessage::AskReply { request_id, .. }
-            | ControlMessage::QueryPortReply { request_id, .. } => Some(request_id),
+            | ControlMessage::QueryPortReply { request_id, .. }
+            | ControlMessage::LockReply { request_id, .. }
+            | ControlMessage::AtomicReply { request_id, .. } => Some(request_id),
             _ => None,
         }
     }

@@ -17,7 +17,8 @@ use kernel::{
 };
 
 use super::{
-    async_io::AsyncOp, lmr::Lmr, permission::Permission, rpc_port::ReplyTo, slot_table::SlotTable,
+    async_io::AsyncOp, lmr::Lmr, permission::Permission, priority::DefaultPriority,
+    rpc_port::ReplyTo, slot_table::SlotTable,
 };
 
 /// What a handle is to its process.
@@ -76,6 +77,8 @@ pub(crate) struct Process {
     /// Received requests not yet answered, by descriptor.
     #[pin]
     pub(crate) descriptors: Mutex<SlotTable<ReplyTo>>,
+    /// Priority of calls that pass `LITE_PRIORITY_NONE`.
+    pub(crate) default_priority: DefaultPriority,
 }
 
 impl Process {
@@ -87,6 +90,7 @@ impl Process {
                 handles <- new_mutex!(SlotTable::new(), "lite:handles"),
                 ops <- new_mutex!(SlotTable::new(), "lite:async_ops"),
                 descriptors <- new_mutex!(SlotTable::new(), "lite:rpc_descriptors"),
+                default_priority: DefaultPriority::new(),
             }),
             GFP_KERNEL,
         )

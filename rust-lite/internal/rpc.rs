@@ -16,8 +16,10 @@ use kernel::{prelude::*, sync::Arc};
 use super::{
     cluster::Cluster,
     control_wire::ControlMessage,
-    priority::Priority,
+    op_stats::{OpKind, OpTimer},
+    priority::{DefaultPriority, Priority},
     process::Process,
+    qos,
     rpc_client::{ClaimedSlot, LocalCall, Outcome, RemotePort, ReplySlots, ServerNode},
     rpc_port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     rpc_wire::{
@@ -80,6 +82,9 @@ pub(crate) struct Target {
     pub(crate) port: u32,
     /// Fail with `EAGAIN` rather than wait for room.
     pub(crate) nonblocking: bool,
+    /// The send's priority ([`Priority::None`] until the caller's default
+    /// is applied with [`Target::with_default`]).
+    pub(crate) priority: Priority,
 }
 
 impl Target {
@@ -92,8 +97,18 @@ impl Target {
         let nonblocking = port_priority & SEND_NONBLOCK != 0;
         let rest = port_priority & !SEND_NONBLOCK;
         let port = check_port(rest & 0xffff)?;
-        Priority::from_raw(rest >> 16)?;
-        Ok(Target { port, nonblocking })
+        let priority = Priority::from_raw(rest >> 16)?;
+        Ok(Target {
+            port,
+            nonblocking,
+            priority,
+        })
+    }
+
+    /// The target with the caller's default priority applied.
+    pub(crate) fn with_default(mut self, default: &DefaultPriority) -> Self {
+        self.priority = default.apply(self.priority);
+        self
     }
 }
 
@@ -143,6 +158,16 @@ impl Cluster {
         state.name = [0; MAX_PORT_NAME];
         state.name[..name.len()].copy_from_slice(name);
         Ok(())
+    }
+
+    /// Number of ports registered on this node.
+    pub(crate) fn registered_ports(&self) -> usize {
+        // One port lock at a time.
+        self.rpc
+            .ports
+            .iter()
+            .filter(|p| p.state.lock().owner.is_some())
+            .count()
     }
 
     /// `lite_unregister_application`: closes `port`, failing the callers
@@ -506,13 +531,20 @@ impl Cluster {
         message: &[u8],
         max_reply: u64,
     ) -> Result<KVVec<u8>> {
-        let pending = self.start_call(node, target, message, Some(max_reply))?;
-        self.finish_call(pending)
+        let admission = qos::admit(target.priority);
+        let timer = OpTimer::start(OpKind::RpcCall, target.priority);
+        let answer = self
+            .start_call(node, target, message, Some(max_reply))
+            .and_then(|pending| self.finish_call(pending));
+        timer.finish(admission, message.len() as u64, answer)
     }
 
     /// `lite_send`: a one-way message.
     pub(crate) fn send_one_way(&self, node: u32, target: &Target, message: &[u8]) -> Result {
-        self.start_call(node, target, message, None).map(|_| ())
+        let admission = qos::admit(target.priority);
+        let timer = OpTimer::start(OpKind::RpcSend, target.priority);
+        let sent = self.start_call(node, target, message, None).map(|_| ());
+        timer.finish(admission, message.len() as u64, sent)
     }
 
     /// `lite_send_reply_multicast`: calls every node of `nodes` at once and
@@ -528,6 +560,7 @@ impl Cluster {
             return Err(EINVAL);
         }
         check_size(message.len())?;
+        let _admission = qos::admit(target.priority);
         let mut pending = KVec::with_capacity(nodes.len(), GFP_KERNEL)?;
         let mut results = KVec::with_capacity(nodes.len(), GFP_KERNEL)?;
         for &node in nodes {
@@ -620,6 +653,14 @@ impl Cluster {
     /// reply exceeds the caller's room (the descriptor stays valid),
     /// `EHOSTUNREACH`, `EIO`.
     pub(crate) fn reply(&self, process: &Process, descriptor: u64, reply: &[u8]) -> Result {
+        // Replies are never throttled: a caller waits for each.
+        let admission = qos::admit(Priority::None);
+        let timer = OpTimer::start(OpKind::RpcReply, Priority::None);
+        let sent = self.send_reply(process, descriptor, reply);
+        timer.finish(admission, reply.len() as u64, sent)
+    }
+
+    fn send_reply(&self, process: &Process, descriptor: u64, reply: &[u8]) -> Result {
         if reply.len() as u64 > MAX_MESSAGE_SIZE {
             return Err(errno::EMSGSIZE());
         }

@@ -87,6 +87,13 @@ impl<T> SlotTable<T> {
         self.entry(id).and_then(|e| e.value.as_ref())
     }
 
+    /// The object named by `id`, mutably, if it is still there.
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        self.entry(id)?;
+        let (index, _) = handle::decode(id)?;
+        self.entries.get_mut(index)?.value.as_mut()
+    }
+
     /// Removes and returns the object named by `id`.
     pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
         self.entry(id)?;

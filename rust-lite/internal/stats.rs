@@ -21,27 +21,55 @@ pub(crate) struct Stats {
     pub(crate) processes: u64,
     /// Asynchronous operations not yet reaped.
     pub(crate) async_in_flight: u64,
+    /// RC connections (queue pairs) to peers.
+    pub(crate) connections: u64,
+    /// RPC ports registered on this node.
+    pub(crate) rpc_ports: u64,
+    /// Distributed locks kept by this node.
+    pub(crate) locks: u64,
+    /// `lite_lock` calls that acquired here.
+    pub(crate) lock_acquires: u64,
+    /// Of which waited for another holder.
+    pub(crate) lock_waits: u64,
+    /// Atomic operations issued here.
+    pub(crate) atomics: u64,
+    /// Low-priority operations that waited for high-priority ones.
+    pub(crate) qos_throttled: u64,
 }
 
+/// Number of counters in `struct lite_stats`.
+const FIELDS: usize = 15;
+
 /// Bytes of `struct lite_stats`.
-pub(crate) const STATS_LEN: usize = 8 * 8;
+pub(crate) const STATS_LEN: usize = 8 * FIELDS;
 
 impl Stats {
+    /// Every counter with its `struct lite_stats` field name, in order.
+    pub(crate) fn named(&self) -> [(&'static str, u64); FIELDS] {
+        [
+            ("lmrs", self.lmrs),
+            ("registrations", self.registrations),
+            ("mappings", self.mappings),
+            ("published_names", self.published_names),
+            ("held_chunks", self.held_chunks),
+            ("handles", self.handles),
+            ("processes", self.processes),
+            ("async_in_flight", self.async_in_flight),
+            ("connections", self.connections),
+            ("rpc_ports", self.rpc_ports),
+            ("locks", self.locks),
+            ("lock_acquires", self.lock_acquires),
+            ("lock_waits", self.lock_waits),
+            ("atomics", self.atomics),
+            ("qos_throttled", self.qos_throttled),
+        ]
+    }
+
     /// The counters as `struct lite_stats` lays them out (native endian).
     pub(crate) fn to_bytes(self) -> [u8; STATS_LEN] {
-        let fields = [
-            self.lmrs,
-            self.registrations,
-            self.mappings,
-            self.published_names,
-            self.held_chunks,
-            self.handles,
-            self.processes,
-            self.async_in_flight,
-        ];
         let mut out = [0u8; STATS_LEN];
-        for (i, field) in fields.iter().enumerate() {
-            out[i * 8..i * 8 + 8].copy_from_slice(&field.to_ne_bytes());
+        for (i, (_, value)) in self.named().iter().enumerate() {
+            out[i * 8..i * 8 + 8].copy_from_slice(&value.to_ne_bytes());
         }
         out
     }

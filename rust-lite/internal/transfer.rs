@@ -16,9 +16,10 @@ use super::{
     chunk::{self, pieces_in},
     cluster::Cluster,
     lmr::Lmr,
+    op_stats::{OpKind, OpTimer},
     permission::Permission,
-    priority::Priority,
     process::Process,
+    qos,
 };
 use crate::verbs::DmaBuffer;
 
@@ -108,15 +109,18 @@ impl Cluster {
         priority: u32,
         password: u64,
     ) -> Result {
-        Priority::from_raw(priority)?;
-        let needed = match direction {
-            Direction::Write(_) => Permission::WRITE,
-            Direction::Read(_) => Permission::READ,
+        let priority = process.default_priority.resolve(priority)?;
+        let (needed, kind) = match direction {
+            Direction::Write(_) => (Permission::WRITE, OpKind::Write),
+            Direction::Read(_) => (Permission::READ, OpKind::Read),
         };
         let lmr = process.checked(handle, password, needed)?;
         chunk::check_range(lmr.size, offset, len)?;
         let _use = lmr.begin()?;
-        self.transfer_lmr(&lmr, direction, len, offset)
+        let admission = qos::admit(priority);
+        let timer = OpTimer::start(kind, priority);
+        let moved = self.transfer_lmr(&lmr, direction, len, offset);
+        timer.finish(admission, len, moved)
     }
 
     /// A staging buffer for a transfer of `len` bytes: as large as the

@@ -27,3 +27,18 @@ pub(crate) fn current_tgid() -> i32 {
     // SAFETY: Reads a field of the current task, which is always valid.
     unsafe { bindings::lite_current_tgid() }
 }
+
+/// Sleeps for about `us` microseconds (a little longer, so timers can be
+/// coalesced); signals do not end the sleep.
+pub(crate) fn sleep_us(us: u32) {
+    let min = usize::try_from(us.max(1)).unwrap_or(usize::MAX / 2);
+    let max = min + min / 4 + 1;
+    // SAFETY: Called from process context without spinlocks held.
+    unsafe { bindings::usleep_range_state(min, max, bindings::TASK_UNINTERRUPTIBLE) };
+}
+
+/// Process id of the calling thread (its thread id, as `gettid()` says).
+pub(crate) fn current_pid() -> i32 {
+    // SAFETY: Reads a field of the current task, which is always valid.
+    unsafe { bindings::lite_current_pid() }
+}

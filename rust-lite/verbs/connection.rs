@@ -255,6 +255,73 @@ impl Connection {
         )
     }
 
+    /// Atomically adds `value` to the 8 bytes at `remote_addr` on the peer;
+    /// returns the value they held before.
+    ///
+    /// `result` is an 8-byte scratch buffer of the caller.
+    pub(crate) fn fetch_add(
+        &self,
+        result: &DmaBuffer,
+        remote: (u64, u32),
+        value: u64,
+    ) -> Result<u64> {
+        self.atomic(
+            bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
+            result,
+            remote,
+            value,
+            0,
+        )
+    }
+
+    /// Atomically replaces the 8 bytes at `remote_addr` on the peer with
+    /// `new_value` if they hold `expected`; returns the value they held
+    /// before (the swap happened if it equals `expected`).
+    pub(crate) fn compare_swap(
+        &self,
+        result: &DmaBuffer,
+        remote: (u64, u32),
+        expected: u64,
+        new_value: u64,
+    ) -> Result<u64> {
+        self.atomic(
+            bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
+            result,
+            remote,
+            expected,
+            new_value,
+        )
+    }
+
+    fn atomic(
+        &self,
+        opcode: bindings::ib_wr_opcode,
+        result: &DmaBuffer,
+        remote: (u64, u32),
+        compare: u64,
+        swap: u64,
+    ) -> Result<u64> {
+        if remote.0 % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let segment = LocalSegment {
+            addr: result.dma_range(0, 8)?,
+            len: 8,
+        };
+        let slot = self.acquire_slot();
+        // SAFETY: `result` is borrowed for this whole call and `finish` does
+        // not return before the completion of `slot` has been polled.
+        let posted = unsafe {
+            self.qp
+                .post_atomic(opcode, &segment, remote, compare, swap, slot as u64)
+        };
+        self.finish(slot, posted)?;
+        let mut old = [0u8; 8];
+        result.read_bytes(0, &mut old)?;
+        // The device stores the old value in host byte order.
+        Ok(u64::from_ne_bytes(old))
+    }
+
     /// Sends one message; it lands in a receive buffer of the peer.
     pub(crate) fn send_message(&self, message: &[u8; MESSAGE_SIZE]) -> Result {
         let slot = self.acquire_slot();
@@ -306,7 +373,10 @@ impl Connection {
         let slot = self.acquire_slot();
         // SAFETY: `local` is borrowed for this whole call and `finish` does
         // not return before the completion of `slot` has been polled.
-        let posted = unsafe { self.qp.post_send(opcode, &segment, remote, imm, slot as u64) };
+        let posted = unsafe {
+            self.qp
+                .post_send(opcode, &segment, remote, imm, slot as u64)
+        };
         self.finish(slot, posted)
     }
 

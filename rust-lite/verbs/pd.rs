@@ -7,20 +7,31 @@ use kernel::{bindings, c_str, error::from_err_ptr, prelude::*, sync::Arc};
 
 use super::Device;
 
-/// A protection domain allocated with `IB_PD_UNSAFE_GLOBAL_RKEY`.
+/// A protection domain with one memory region covering all of the node's
+/// memory for remote reads, writes and atomics.
 ///
 /// As in the original LITE, one local key and one remote key cover all of the
 /// node's memory, so no memory region is registered with the device per LMR:
 /// the device holds no per-LMR state, and protection is enforced by LITE
-/// itself (only addresses of live LMR chunks are ever handed to peers).
+/// itself (only addresses of live LMR chunks and locks are ever handed to
+/// peers).
 ///
 /// # Invariants
 ///
-/// `ptr` is a protection domain allocated on `device` and owned by this object.
+/// `ptr` is a protection domain allocated on `device` and owned by this
+/// object; `global_mr` is a DMA memory region of that domain, owned by this
+/// object.
 pub(crate) struct ProtectionDomain {
     ptr: NonNull<bindings::ib_pd>,
+    global_mr: NonNull<bindings::ib_mr>,
     device: Arc<Device>,
 }
+
+/// What peers may do through the global key: read, write and atomics.
+const GLOBAL_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
 
 // SAFETY: Verbs on a PD may be used from any thread.
 unsafe impl Send for ProtectionDomain {}
@@ -32,15 +43,25 @@ impl ProtectionDomain {
     pub(crate) fn new(device: Arc<Device>) -> Result<Self> {
         // SAFETY: `device` is a valid registered device (its type invariant).
         let pd = from_err_ptr(unsafe {
-            bindings::__ib_alloc_pd(
-                device.as_ptr(),
-                bindings::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY,
-                c_str!("lite").as_char_ptr(),
-            )
+            bindings::__ib_alloc_pd(device.as_ptr(), 0, c_str!("lite").as_char_ptr())
         })?;
         let ptr = NonNull::new(pd).ok_or(ENOMEM)?;
-        // INVARIANT: Allocated above and owned from here on.
-        Ok(ProtectionDomain { ptr, device })
+        // SAFETY: `pd` was just allocated on `device` and is not shared yet.
+        let mr = from_err_ptr(unsafe { bindings::lite_get_dma_mr(pd, GLOBAL_ACCESS as i32) });
+        let global_mr = match mr.ok().and_then(NonNull::new) {
+            Some(mr) => mr,
+            None => {
+                // SAFETY: Nothing was created in the PD, which is owned here.
+                unsafe { bindings::ib_dealloc_pd_user(pd, core::ptr::null_mut()) };
+                return Err(mr.err().unwrap_or(ENOMEM));
+            }
+        };
+        // INVARIANT: Both were allocated above and are owned from here on.
+        Ok(ProtectionDomain {
+            ptr,
+            global_mr,
+            device,
+        })
     }
 
     /// The device the PD belongs to.
@@ -60,15 +81,19 @@ impl ProtectionDomain {
 
     /// Remote key peers use to reach this node's memory.
     pub(crate) fn global_rkey(&self) -> u32 {
-        // SAFETY: `ptr` is valid by the type invariant.
-        unsafe { (*self.ptr.as_ptr()).unsafe_global_rkey }
+        // SAFETY: `global_mr` is valid by the type invariant.
+        unsafe { (*self.global_mr.as_ptr()).rkey }
     }
 }
 
 impl Drop for ProtectionDomain {
     fn drop(&mut self) {
+        // SAFETY: The region is owned by this object (type invariant) and no
+        // queue pair is left to use its keys (each holds an `Arc` to the PD).
+        unsafe { bindings::ib_dereg_mr_user(self.global_mr.as_ptr(), core::ptr::null_mut()) };
         // SAFETY: The PD is owned by this object (type invariant); every QP
-        // created in it holds an `Arc` to it, so none is left.
+        // created in it holds an `Arc` to it, so none is left, and its only
+        // memory region was released above.
         unsafe { bindings::ib_dealloc_pd_user(self.ptr.as_ptr(), core::ptr::null_mut()) };
     }
 }

@@ -250,6 +250,45 @@ impl QueuePair {
         Ok(())
     }
 
+    /// Posts one signaled atomic work request on the 8 bytes at `remote`.
+    ///
+    /// The value found there before the operation is stored into `local`
+    /// (8 bytes). For a compare-and-swap, `compare` is the expected value
+    /// and `swap` the new one; for a fetch-and-add, `compare` is the addend.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::post_send`].
+    pub(super) unsafe fn post_atomic(
+        &self,
+        opcode: bindings::ib_wr_opcode,
+        local: &LocalSegment,
+        remote: (u64, u32),
+        compare: u64,
+        swap: u64,
+        wr_id: u64,
+    ) -> Result {
+        let mut sge = bindings::ib_sge {
+            addr: local.addr,
+            length: local.len,
+            lkey: self.lkey(),
+        };
+        let mut wr = bindings::ib_atomic_wr::default();
+        wr.wr.__bindgen_anon_1.wr_id = wr_id;
+        wr.wr.sg_list = &mut sge;
+        wr.wr.num_sge = 1;
+        wr.wr.opcode = opcode;
+        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED as i32;
+        wr.remote_addr = remote.0;
+        wr.rkey = remote.1;
+        wr.compare_add = compare;
+        wr.swap = swap;
+        let mut bad: *const bindings::ib_send_wr = null();
+        // SAFETY: As in `post_send`.
+        check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), &wr.wr, &mut bad) })?;
+        Ok(())
+    }
+
     /// Posts one receive work request.
     ///
     /// # Safety

@@ -63,6 +63,22 @@
 #define __NR_lite_reply_message		576
 #define __NR_lite_reply_and_receive_message 577
 #define __NR_lite_send_reply_multicast	578
+#define __NR_lite_fetch_add		579
+#define __NR_lite_compare_swp		580
+#define __NR_lite_create_lock		581
+#define __NR_lite_ask_lock		582
+#define __NR_lite_lock			583
+#define __NR_lite_unlock		584
+#define __NR_lite_set_priority		585
+
+/* A distributed lock: the node that keeps it and its number there. */
+struct lite_lock {
+	uint32_t home;
+	uint32_t number;
+};
+
+/* Locks one home node can keep. */
+#define LITE_MAX_LOCKS		4096
 
 /* RPC limits. */
 #define LITE_MAX_PORTS		64
@@ -127,6 +143,13 @@ struct lite_stats {
 	uint64_t handles;		/* handles open in all processes */
 	uint64_t processes;		/* processes holding LITE handles or operations */
 	uint64_t async_in_flight;	/* asynchronous operations not yet reaped */
+	uint64_t connections;		/* RC connections (queue pairs) to peers */
+	uint64_t rpc_ports;		/* RPC ports registered on this node */
+	uint64_t locks;			/* distributed locks kept by this node */
+	uint64_t lock_acquires;		/* lite_lock calls that acquired here */
+	uint64_t lock_waits;		/* of which waited for another holder */
+	uint64_t atomics;		/* fetch-add and compare-swap issued here */
+	uint64_t qos_throttled;		/* low-priority operations that waited */
 };
 
 /* Target node for lite_alloc_remote that spreads chunks over all other nodes. */
@@ -512,6 +535,76 @@ static inline long lite_send_reply_multicast(struct lite_multicast *call)
 {
 	return lite_syscall_result(syscall(__NR_lite_send_reply_multicast,
 					   call));
+}
+
+/*
+ * Atomically add value (modulo 2^64) to the 8-byte LMR behind handle
+ * (allocated with LITE_ALLOC_ATOMIC; needs ATOMIC) and store the value it
+ * held before into *old. Returns 0.
+ */
+static inline long lite_fetch_add(uint64_t handle, uint64_t *old,
+				  uint64_t value, unsigned int priority)
+{
+	return lite_syscall_result(syscall(__NR_lite_fetch_add, handle, old,
+					   value, (unsigned long)priority));
+}
+
+/*
+ * Atomically replace the 8-byte LMR's value with new_value if it equals
+ * expected; *old receives the value before either way, so the swap
+ * happened if and only if *old == expected. Returns 0.
+ */
+static inline long lite_compare_swp(uint64_t handle, uint64_t *old,
+				    uint64_t expected, uint64_t new_value,
+				    unsigned int priority)
+{
+	return lite_syscall_result(syscall(__NR_lite_compare_swp, handle, old,
+					   expected, new_value,
+					   (unsigned long)priority));
+}
+
+/*
+ * Create a distributed lock kept by node home (this node included), fill
+ * in *lock and return its number. -ENOSPC home keeps LITE_MAX_LOCKS.
+ */
+static inline long lite_create_lock(unsigned int home, struct lite_lock *lock)
+{
+	return lite_syscall_result(syscall(__NR_lite_create_lock,
+					   (unsigned long)home, lock));
+}
+
+/* Fill in *lock for lock number of home. Returns 0. -ENOENT no such lock. */
+static inline long lite_ask_lock(unsigned int home, unsigned int number,
+				 struct lite_lock *lock)
+{
+	return lite_syscall_result(syscall(__NR_lite_ask_lock,
+					   (unsigned long)home,
+					   (unsigned long)number, lock));
+}
+
+/*
+ * Acquire the lock for the calling thread; callers on all nodes get it in
+ * the order they asked. Returns 0. -EDEADLK the thread holds it already.
+ */
+static inline long lite_lock(const struct lite_lock *lock)
+{
+	return lite_syscall_result(syscall(__NR_lite_lock, lock));
+}
+
+/* Release the lock. Returns 0. -EPERM the calling thread does not hold it. */
+static inline long lite_unlock(const struct lite_lock *lock)
+{
+	return lite_syscall_result(syscall(__NR_lite_unlock, lock));
+}
+
+/*
+ * Set the process's default priority (what LITE_PRIORITY_NONE stands for)
+ * and return the previous default.
+ */
+static inline long lite_set_priority(unsigned int priority)
+{
+	return lite_syscall_result(syscall(__NR_lite_set_priority,
+					   (unsigned long)priority));
 }
 
 #endif /* _LITE_USERSPACE_H */

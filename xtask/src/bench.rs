@@ -1,27 +1,32 @@
 //! `cargo xtask bench`: LITE's latency and throughput against native verbs
-//! (perftest).
+//! (perftest), its atomics and locks, and priority isolation.
 //!
 //! Two VMs run the release kernel, each pinned to its own host CPU. Node 1
 //! is the perftest server, node 2 the client: first the latency tests
-//! (`ib_write_lat`, `ib_read_lat`, `ib_send_lat`), then the bandwidth tests
+//! (`ib_write_lat`, `ib_read_lat`, `ib_send_lat`, and `ib_atomic_lat` with
+//! fetch-and-add and compare-and-swap), then the bandwidth tests
 //! (`ib_write_bw`, `ib_read_bw`, see [`bw_runs`]); both nodes then run
-//! `lite-bench`, which measures latency, memset/memcpy throughput,
-//! asynchronous write/read throughput, and RPC round trips and throughput.
-//! Absolute numbers under TCG say little, so the report compares LITE with
-//! native verbs measured on the same VMs in the same run: an RPC round
-//! trip with two `ib_send_lat` one-way latencies (perftest reports half a
-//! round trip). Every number printed is parsed from the guests' output.
+//! `lite-bench`, which measures latency, atomics, uncontended lock/unlock
+//! pairs, memset/memcpy throughput, asynchronous write/read throughput, RPC
+//! round trips and throughput, and last the isolation of a high-priority
+//! process's writes from low-priority processes saturating the link, with
+//! QoS off and on. A second, short phase boots [`LOCK_NODES`] VMs that all
+//! take turns on one lock. Absolute numbers under TCG say little, so the
+//! report compares LITE with native verbs measured on the same VMs in the
+//! same run (an RPC round trip with two `ib_send_lat` one-way latencies,
+//! since perftest reports half a round trip), and loaded latency with
+//! unloaded latency. Every number printed is parsed from the guests' output.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::cluster::{self, node_ip, Cluster, ClusterSpec};
 use crate::kernel::{self, Flavour};
 use crate::paths::Cache;
-use crate::{initramfs, logscan, ui};
+use crate::{initramfs, interrupt, logscan, ui};
 
 /// Message sizes measured, in bytes.
 pub const SIZES: [u64; 5] = [8, 64, 512, 4096, 65536];
@@ -52,6 +57,27 @@ const RPC_NATIVE_OP: &str = "send";
 
 /// `lite-bench`'s RPC round trip series.
 const RPC_OP: &str = "rpc";
+
+/// perftest's `ib_atomic_lat -A` types and the `lite-bench` series each
+/// is compared with.
+pub const ATOMICS: [(&str, &str); 2] = [
+    ("FETCH_AND_ADD", "fetch_add"),
+    ("CMP_AND_SWAP", "compare_swp"),
+];
+
+/// Nodes of the lock contention phase; every one of them contends.
+pub const LOCK_NODES: usize = 4;
+
+/// Lock/unlock pairs per node in the contention phase (fewer if `--iters`
+/// is lower): the phase boots four TCG-emulated VMs on two host cores.
+pub const LOCK_CONTEND_ITERS: u32 = 300;
+
+/// Upper bound for the lock contention phase.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The isolation target: with QoS on, the high-priority process's median
+/// write latency under load within 1.5x of its unloaded median.
+const QOS_TARGET_RATIO: f64 = 1.5;
 
 /// The headline target: LITE's 64-byte write within 10% of native.
 const TARGET_OP: &str = "write";
@@ -165,6 +191,66 @@ pub struct LiteRpcBw {
     pub p90: f64,
 }
 
+/// Median and 10th-90th percentiles of a series, in microseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
+/// One `LITE-LOCK` line: lock/unlock pairs of one node on one lock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LockRow {
+    /// Nodes taking the lock at the same time (1: uncontended).
+    pub contenders: u32,
+    /// The node that measured.
+    pub node: u32,
+    /// The node that keeps the lock.
+    pub home: u32,
+    /// Lock/unlock pairs timed.
+    pub iters: u64,
+    /// Time `lite_lock` took to return.
+    pub acquire: Spread,
+    /// Time of `lite_lock` plus `lite_unlock`.
+    pub pair: Spread,
+    /// Time the node took for all its pairs, in microseconds.
+    pub busy_us: f64,
+    /// Pairs per second of this node.
+    pub pairs_per_s: f64,
+}
+
+/// One `LITE-QOS` line: the high-priority process's write latency in one
+/// phase of the isolation run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QosRow {
+    /// `unloaded` or `loaded`.
+    pub phase: String,
+    /// `on` or `off`: QoS (traffic prioritization) during the phase.
+    pub qos: String,
+    /// Write size in bytes.
+    pub size: u64,
+    /// Writes timed.
+    pub iters: u64,
+    /// Median, 10th and 90th percentiles.
+    pub latency: Spread,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Low-priority processes writing during the phase.
+    pub loaders: u32,
+    /// Size of each of their writes in bytes.
+    pub load_size: u64,
+    /// Their writes completed.
+    pub load_ops: u64,
+    /// Their throughput, all together, in MiB/s.
+    pub load_mibps: f64,
+    /// Low-priority operations the node throttled during the phase.
+    pub throttled: u64,
+}
+
 /// One perftest bandwidth run: `ib_<op>_bw -s size -t depth -n iters`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BwRun {
@@ -239,6 +325,93 @@ pub fn bw_params(iters: u32) -> Vec<String> {
     ]
 }
 
+/// Everything parsed from the guest logs of a benchmark run.
+#[derive(Default)]
+struct Measurements {
+    native: Vec<Native>,
+    native_bw: Vec<NativeBw>,
+    lite: BTreeMap<(String, u64), Lite>,
+    lite_bw: BTreeMap<(String, u64, Option<u32>), LiteBw>,
+    lite_rpc_bw: BTreeMap<(u64, u32), LiteRpcBw>,
+    locks: BTreeMap<(u32, u32, u32), LockRow>,
+    lock_samples: BTreeMap<(u32, u32), Vec<f64>>,
+    qos: BTreeMap<(String, String), QosRow>,
+    problems: Vec<String>,
+}
+
+impl Measurements {
+    /// Adds what the console log `text` of node `name` holds. Where several
+    /// nodes report the same series, the first node's numbers are kept.
+    fn add_log(&mut self, name: &str, text: &str) {
+        self.native.extend(parse_perftest(text));
+        self.native_bw.extend(parse_perftest_bw(text));
+        for row in parse_lite_bench(text) {
+            self.lite.entry((row.op.clone(), row.size)).or_insert(row);
+        }
+        for row in parse_lite_throughput(text) {
+            self.lite_bw
+                .entry((row.op.clone(), row.size, row.depth))
+                .or_insert(row);
+        }
+        for row in parse_lite_rpc_throughput(text) {
+            self.lite_rpc_bw
+                .entry((row.size, row.threads))
+                .or_insert(row);
+        }
+        for row in parse_lite_lock(text) {
+            self.locks
+                .entry((row.contenders, row.node, row.home))
+                .or_insert(row);
+        }
+        for (key, samples) in parse_lock_samples(text) {
+            self.lock_samples.entry(key).or_default().extend(samples);
+        }
+        for row in parse_lite_qos(text) {
+            self.qos
+                .entry((row.phase.clone(), row.qos.clone()))
+                .or_insert(row);
+        }
+        self.problems.extend(
+            logscan::problems(text)
+                .into_iter()
+                .map(|p| format!("{name}: {p}")),
+        );
+    }
+
+    /// Adds the logs of every node of a finished cluster, each named
+    /// `prefix` + its node name.
+    fn add_logs(&mut self, prefix: &str, node_logs: &NodeLogs) {
+        for (name, path) in node_logs {
+            let text =
+                String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+            self.add_log(&format!("{prefix}{name}"), &text);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.native.is_empty()
+            && self.native_bw.is_empty()
+            && self.lite.is_empty()
+            && self.lite_bw.is_empty()
+            && self.lite_rpc_bw.is_empty()
+            && self.locks.is_empty()
+            && self.qos.is_empty()
+    }
+}
+
+/// Node names and their console logs, in node order.
+type NodeLogs = Vec<(String, PathBuf)>;
+
+/// Boots `spec`, waits up to `timeout` for every VM and returns the node
+/// logs with the outcome of the wait.
+fn boot(spec: &ClusterSpec, timeout: Duration) -> Result<(NodeLogs, Result<()>)> {
+    let mut cluster = Cluster::start(spec)?;
+    let waited = cluster.wait(timeout, &mut || {});
+    let node_logs = cluster.node_logs();
+    drop(cluster);
+    Ok((node_logs, waited))
+}
+
 /// `cargo xtask bench`.
 pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
     let cache = Cache::locate()?;
@@ -268,81 +441,88 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
         manager: &manager,
         logs: &logs,
     };
-    let mut cluster = Cluster::start(&spec)?;
-    let waited = cluster.wait(TIMEOUT, &mut || {});
-    let node_logs = cluster.node_logs();
-    drop(cluster);
-
-    let mut native = Vec::new();
-    let mut native_bw = Vec::new();
-    let mut lite: BTreeMap<(String, u64), Lite> = BTreeMap::new();
-    let mut lite_bw: BTreeMap<(String, u64, Option<u32>), LiteBw> = BTreeMap::new();
-    let mut lite_rpc_bw: BTreeMap<(u64, u32), LiteRpcBw> = BTreeMap::new();
-    let mut problems = Vec::new();
-    for (name, path) in &node_logs {
-        let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
-        native.extend(parse_perftest(&text));
-        native_bw.extend(parse_perftest_bw(&text));
-        for row in parse_lite_bench(&text) {
-            // Both nodes may report; the first node's numbers are kept.
-            lite.entry((row.op.clone(), row.size)).or_insert(row);
-        }
-        for row in parse_lite_throughput(&text) {
-            lite_bw
-                .entry((row.op.clone(), row.size, row.depth))
-                .or_insert(row);
-        }
-        for row in parse_lite_rpc_throughput(&text) {
-            lite_rpc_bw.entry((row.size, row.threads)).or_insert(row);
-        }
-        problems.extend(
-            logscan::problems(&text)
-                .into_iter()
-                .map(|p| format!("{name}: {p}")),
-        );
-    }
-    let lite: Vec<Lite> = lite.into_values().collect();
-    let lite_bw: Vec<LiteBw> = lite_bw.into_values().collect();
-    let lite_rpc_bw: Vec<LiteRpcBw> = lite_rpc_bw.into_values().collect();
+    let (node_logs, waited) = boot(&spec, TIMEOUT)?;
+    let mut m = Measurements::default();
+    m.add_logs("", &node_logs);
+    let native = &m.native;
+    let lite: Vec<Lite> = m.lite.values().cloned().collect();
+    let lite_bw: Vec<LiteBw> = m.lite_bw.values().cloned().collect();
+    let lite_rpc_bw: Vec<LiteRpcBw> = m.lite_rpc_bw.values().cloned().collect();
+    let qos: Vec<QosRow> = m.qos.values().cloned().collect();
 
     ui::say(&format!(
         "==> results ({iters} iterations, times in microseconds)"
     ));
-    for line in table(&native, &lite) {
+    for line in table(native, &lite) {
         ui::say(&format!("    {line}"));
     }
-    ui::say(&format!("    {}", target_verdict(&native, &lite)));
+    ui::say(&format!("    {}", target_verdict(native, &lite)));
+    ui::say("==> atomics on an 8-byte LMR on the other node (times in microseconds)");
+    for line in atomic_table(native, &lite) {
+        ui::say(&format!("    {line}"));
+    }
     ui::say(&format!(
         "==> throughput (MiB/s; up to {iters} operations or {} MiB per series)",
         BW_BYTES >> 20
     ));
-    for line in bw_table(&native_bw, &lite_bw) {
+    for line in bw_table(&m.native_bw, &lite_bw) {
         ui::say(&format!("    {line}"));
     }
     ui::say("==> RPC (times in microseconds)");
-    for line in rpc_table(&native, &lite) {
+    for line in rpc_table(native, &lite) {
         ui::say(&format!("    {line}"));
     }
     for line in rpc_throughput_table(&lite_rpc_bw) {
         ui::say(&format!("    {line}"));
     }
+    ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
+    for line in qos_table(&qos) {
+        ui::say(&format!("    {line}"));
+    }
+    ui::say(&format!("    {}", qos_verdict(&qos)));
+
+    // The contention phase: a cluster of its own, short.
+    let lock_iters = iters.min(LOCK_CONTEND_ITERS);
+    let lock_logs = logs.join("locks");
+    let lock_extra = |_: usize| vec![format!("lite.lockiters={lock_iters}")];
+    let lock_spec = ClusterSpec {
+        roles: vec!["bench-lock".into(); LOCK_NODES],
+        extra_append: &lock_extra,
+        logs: &lock_logs,
+        ..spec
+    };
+    let lock_waited = interrupt::check()
+        .and_then(|()| {
+            std::fs::create_dir_all(&lock_logs)
+                .with_context(|| format!("cannot create {}", lock_logs.display()))
+        })
+        .and_then(|()| boot(&lock_spec, LOCK_TIMEOUT))
+        .and_then(|(node_logs, waited)| {
+            m.add_logs("locks/", &node_logs);
+            waited
+        });
+    let locks: Vec<LockRow> = m.locks.values().cloned().collect();
+    ui::say(&format!(
+        "==> locks (lock/unlock pairs: {iters} uncontended, {lock_iters} per node with \
+         {LOCK_NODES} nodes contending; times in microseconds)"
+    ));
+    for line in lock_table(&locks, &m.lock_samples) {
+        ui::say(&format!("    {line}"));
+    }
+
     ui::say(&format!("    logs: {}", logs.display()));
-    for problem in &problems {
+    for problem in &m.problems {
         ui::say(&format!("    problem: {problem}"));
     }
     waited?;
-    if native.is_empty()
-        && lite.is_empty()
-        && native_bw.is_empty()
-        && lite_bw.is_empty()
-        && lite_rpc_bw.is_empty()
-    {
+    lock_waited.context("the lock contention phase")?;
+    if m.is_empty() {
         bail!("no measurements found in the guest logs");
     }
-    if !problems.is_empty() {
+    if !m.problems.is_empty() {
         bail!(
             "the benchmark run had {} problems (see above)",
-            problems.len()
+            m.problems.len()
         );
     }
     Ok(())
@@ -372,10 +552,21 @@ fn perftest_client_blocks(log: &str) -> Vec<(BTreeMap<String, String>, Vec<&str>
 /// perftest latency client results, from the blocks the guest brackets with
 /// `LITE-PERFTEST-BEGIN test=ib_X_lat size=N side=client` / `LITE-PERFTEST-END`.
 /// The last valid table row of a block wins (earlier tries may have failed).
+/// `ib_atomic_lat` blocks carry `atomic=FETCH_AND_ADD` or
+/// `atomic=CMP_AND_SWAP` and are named after the LITE series they are
+/// compared with ([`ATOMICS`]).
 pub fn parse_perftest(log: &str) -> Vec<Native> {
     let mut out = Vec::new();
     for (fields, lines) in perftest_client_blocks(log) {
-        let op = fields.get("test").and_then(|t| perftest_op(t));
+        let op = match fields.get("test").map(String::as_str) {
+            Some("ib_atomic_lat") => fields.get("atomic").and_then(|kind| {
+                ATOMICS
+                    .iter()
+                    .find(|(flag, _)| flag == kind)
+                    .map(|&(_, op)| op)
+            }),
+            test => test.and_then(perftest_op),
+        };
         let size: Option<u64> = fields.get("size").and_then(|s| s.parse().ok());
         let (Some(op), Some(size)) = (op, size) else {
             continue;
@@ -545,6 +736,103 @@ pub fn parse_lite_rpc_throughput(log: &str) -> Vec<LiteRpcBw> {
         .collect()
 }
 
+/// The fields after `tag` (e.g. `"LITE-LOCK "`) on every line that has it.
+fn tagged_lines<'a>(
+    log: &'a str,
+    tag: &'a str,
+) -> impl Iterator<Item = BTreeMap<String, String>> + 'a {
+    log.lines()
+        .filter_map(move |line| line.split_once(tag).map(|(_, rest)| key_values(rest)))
+}
+
+/// A finite number under `key`.
+fn number(kv: &BTreeMap<String, String>, key: &str) -> Option<f64> {
+    kv.get(key)?.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// An integer under `key`.
+fn integer<T: std::str::FromStr>(kv: &BTreeMap<String, String>, key: &str) -> Option<T> {
+    kv.get(key)?.parse().ok()
+}
+
+/// The `PREFIX_median_us`, `PREFIX_p10_us` and `PREFIX_p90_us` fields
+/// (`median_us` and so on for an empty prefix).
+fn spread(kv: &BTreeMap<String, String>, prefix: &str) -> Option<Spread> {
+    Some(Spread {
+        median: number(kv, &format!("{prefix}median_us"))?,
+        p10: number(kv, &format!("{prefix}p10_us"))?,
+        p90: number(kv, &format!("{prefix}p90_us"))?,
+    })
+}
+
+/// `LITE-LOCK contenders=1 node=2 home=1 iters=.. acquire_median_us=..
+/// acquire_p10_us=.. acquire_p90_us=.. pair_median_us=.. pair_p10_us=..
+/// pair_p90_us=.. busy_us=.. pairs_per_s=..` lines; malformed lines are
+/// skipped.
+pub fn parse_lite_lock(log: &str) -> Vec<LockRow> {
+    tagged_lines(log, "LITE-LOCK ")
+        .filter_map(|kv| {
+            Some(LockRow {
+                contenders: integer(&kv, "contenders")?,
+                node: integer(&kv, "node")?,
+                home: integer(&kv, "home")?,
+                iters: integer(&kv, "iters")?,
+                acquire: spread(&kv, "acquire_")?,
+                pair: spread(&kv, "pair_")?,
+                busy_us: number(&kv, "busy_us")?,
+                pairs_per_s: number(&kv, "pairs_per_s")?,
+            })
+        })
+        .collect()
+}
+
+/// The raw lock-acquire times of `LITE-LOCK-SAMPLES contenders=4 node=2
+/// acquire_us=12.50,13.00,..` lines, by (contenders, node), in log order.
+/// A line with any value that is not a finite number is skipped whole.
+pub fn parse_lock_samples(log: &str) -> BTreeMap<(u32, u32), Vec<f64>> {
+    let mut out: BTreeMap<(u32, u32), Vec<f64>> = BTreeMap::new();
+    for kv in tagged_lines(log, "LITE-LOCK-SAMPLES ") {
+        let (Some(contenders), Some(node), Some(values)) = (
+            integer(&kv, "contenders"),
+            integer(&kv, "node"),
+            kv.get("acquire_us"),
+        ) else {
+            continue;
+        };
+        let values: Option<Vec<f64>> = values
+            .split(',')
+            .map(|v| v.parse::<f64>().ok().filter(|v| v.is_finite()))
+            .collect();
+        if let Some(values) = values {
+            out.entry((contenders, node)).or_default().extend(values);
+        }
+    }
+    out
+}
+
+/// `LITE-QOS phase=unloaded|loaded qos=on|off size=64 iters=.. median_us=..
+/// p10_us=.. p90_us=.. p99_us=.. .. loaders=3 load_size=65536 load_ops=..
+/// load_mibps=.. throttled=..` lines; malformed lines are skipped.
+pub fn parse_lite_qos(log: &str) -> Vec<QosRow> {
+    tagged_lines(log, "LITE-QOS ")
+        .filter_map(|kv| {
+            Some(QosRow {
+                phase: kv.get("phase")?.clone(),
+                qos: kv.get("qos")?.clone(),
+                size: integer(&kv, "size")?,
+                iters: integer(&kv, "iters")?,
+                latency: spread(&kv, "")?,
+                p99: number(&kv, "p99_us")?,
+                loaders: integer(&kv, "loaders")?,
+                load_size: integer(&kv, "load_size")?,
+                load_ops: integer(&kv, "load_ops")?,
+                load_mibps: number(&kv, "load_mibps")?,
+                throttled: integer(&kv, "throttled")?,
+            })
+        })
+        .collect()
+}
+
 /// `a=1 b=x` into a map.
 fn key_values(text: &str) -> BTreeMap<String, String> {
     text.split_whitespace()
@@ -555,12 +843,12 @@ fn key_values(text: &str) -> BTreeMap<String, String> {
 
 /// The comparison table, one string per line.
 pub fn table(native: &[Native], lite: &[Lite]) -> Vec<String> {
-    // RPC and its native counterpart have a table of their own.
+    // RPC and atomics have tables of their own.
     let mut keys: Vec<(String, u64)> = native
         .iter()
         .map(|n| (n.op.clone(), n.size))
         .chain(lite.iter().map(|l| (l.op.clone(), l.size)))
-        .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP)
+        .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP && !is_atomic(op))
         .collect();
     keys.sort();
     keys.dedup();
@@ -765,6 +1053,295 @@ pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
         ]));
     }
     lines
+}
+
+/// Whether `op` is one of LITE's atomic series.
+fn is_atomic(op: &str) -> bool {
+    ATOMICS.iter().any(|&(_, atomic)| atomic == op)
+}
+
+/// Two decimals, or `-`.
+fn cell(value: Option<f64>) -> String {
+    value.map_or("-".to_string(), |v| format!("{v:.2}"))
+}
+
+/// `p10-p90`, or `-`.
+fn spread_cell(spread: Option<&Spread>) -> String {
+    spread.map_or("-".to_string(), |s| format!("{:.2}-{:.2}", s.p10, s.p90))
+}
+
+/// `a / b` with two decimals, or `-` without both or with `b` not positive.
+fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".to_string(),
+    }
+}
+
+/// The `p`-th percentile (0..=100) of ascending `sorted`, interpolated
+/// linearly between the closest ranks as `lite-bench` does.
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
+        return None;
+    }
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let (below, above) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64))
+}
+
+/// Median and 10th-90th percentiles of `samples`.
+fn spread_of(samples: &[f64]) -> Option<Spread> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(Spread {
+        median: percentile(&sorted, 50.0)?,
+        p10: percentile(&sorted, 10.0)?,
+        p90: percentile(&sorted, 90.0)?,
+    })
+}
+
+/// The atomics table, one string per line: for each of [`ATOMICS`],
+/// `ib_atomic_lat`'s t_typical and stdev next to LITE's median and spread,
+/// and the LITE/native ratio.
+pub fn atomic_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+    let row = |cells: [&str; 8]| {
+        format!(
+            "{:<12} {:>5}  {:<30} {:>11} {:>10} {:>10} {:>19} {:>11}",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]
+        )
+    };
+    let mut lines = vec![row([
+        "op",
+        "size",
+        "native",
+        "native med",
+        "native sd",
+        "LITE med",
+        "LITE p10-p90",
+        "LITE/native",
+    ])];
+    for (flag, op) in ATOMICS {
+        let n = native.iter().find(|n| n.op == op);
+        let l = lite.iter().find(|l| l.op == op);
+        let size = n.map(|n| n.size).or(l.map(|l| l.size));
+        lines.push(row([
+            op,
+            &size.map_or("-".to_string(), |s| s.to_string()),
+            &format!("ib_atomic_lat -A {flag}"),
+            &cell(n.map(|n| n.typical)),
+            &cell(n.map(|n| n.stdev)),
+            &cell(l.map(|l| l.median)),
+            &spread_cell(
+                l.map(|l| Spread {
+                    median: l.median,
+                    p10: l.p10,
+                    p90: l.p90,
+                })
+                .as_ref(),
+            ),
+            &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
+        ]));
+    }
+    lines
+}
+
+/// The lock table, one string per line: a row per `LITE-LOCK` line
+/// (uncontended first), and for every contended series an `all` row with
+/// the median and spread of every node's acquire times together (from the
+/// `LITE-LOCK-SAMPLES` lines) and the pairs per second of all nodes
+/// together: every pair over the longest time a node took.
+pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) -> Vec<String> {
+    let row = |cells: [&str; 9]| {
+        format!(
+            "{:>10} {:>5}  {:<9} {:>6} {:>12} {:>19} {:>10} {:>19} {:>10}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            cells[6],
+            cells[7],
+            cells[8]
+        )
+    };
+    let mut lines = vec![
+        "acquire: lite_lock alone; pair: lite_lock + lite_unlock; home: the node keeping the lock"
+            .to_string(),
+        row([
+            "contenders",
+            "node",
+            "home",
+            "pairs",
+            "acquire med",
+            "acquire p10-p90",
+            "pair med",
+            "pair p10-p90",
+            "pairs/s",
+        ]),
+    ];
+    if rows.is_empty() {
+        lines.push("(no LITE-LOCK lines in the guest logs)".to_string());
+        return lines;
+    }
+    let mut rows = rows.to_vec();
+    rows.sort_by_key(|r| (r.contenders, r.node, r.home));
+    let mut groups: Vec<u32> = rows.iter().map(|r| r.contenders).collect();
+    groups.dedup();
+    let mut notes = Vec::new();
+    for contenders in groups {
+        let group: Vec<&LockRow> = rows.iter().filter(|r| r.contenders == contenders).collect();
+        for r in &group {
+            let home = if r.home == r.node {
+                format!("{} (local)", r.home)
+            } else {
+                r.home.to_string()
+            };
+            lines.push(row([
+                &r.contenders.to_string(),
+                &r.node.to_string(),
+                &home,
+                &r.iters.to_string(),
+                &format!("{:.2}", r.acquire.median),
+                &spread_cell(Some(&r.acquire)),
+                &format!("{:.2}", r.pair.median),
+                &spread_cell(Some(&r.pair)),
+                &format!("{:.2}", r.pairs_per_s),
+            ]));
+        }
+        if contenders < 2 {
+            continue;
+        }
+        let pairs: u64 = group.iter().map(|r| r.iters).sum();
+        let longest = group.iter().map(|r| r.busy_us).fold(0.0, f64::max);
+        let all: Vec<f64> = group
+            .iter()
+            .flat_map(|r| samples.get(&(contenders, r.node)).into_iter().flatten())
+            .copied()
+            .collect();
+        let overall = spread_of(&all);
+        let mut homes: Vec<u32> = group.iter().map(|r| r.home).collect();
+        homes.dedup();
+        let home = match homes[..] {
+            [home] => home.to_string(),
+            _ => "-".to_string(),
+        };
+        lines.push(row([
+            &contenders.to_string(),
+            "all",
+            &home,
+            &pairs.to_string(),
+            &cell(overall.map(|s| s.median)),
+            &spread_cell(overall.as_ref()),
+            "-",
+            "-",
+            &ratio_cell(Some(pairs as f64 * 1e6), Some(longest)),
+        ]));
+        if all.len() as u64 != pairs {
+            notes.push(format!(
+                "note: {contenders} contenders: {} of {pairs} acquire times were readable in the logs",
+                all.len()
+            ));
+        }
+    }
+    lines.extend(notes);
+    lines
+}
+
+/// The isolation phases in the order of the table: (phase, QoS).
+const QOS_PHASES: [(&str, &str); 3] = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
+
+/// The isolation table, one string per line: the high-priority process's
+/// write latency in each phase, its ratios to the unloaded figures, and
+/// the low-priority processes' throughput.
+pub fn qos_table(rows: &[QosRow]) -> Vec<String> {
+    let find = |phase: &str, qos: &str| rows.iter().find(|r| r.phase == phase && r.qos == qos);
+    let unloaded = find("unloaded", "on");
+    let row = |cells: [&str; 12]| {
+        format!(
+            "{:<9} {:<4} {:>7} {:>6} {:>10} {:>10} {:>19} {:>9} {:>9} {:>13} {:>9} {:>9}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            cells[6],
+            cells[7],
+            cells[8],
+            cells[9],
+            cells[10],
+            cells[11]
+        )
+    };
+    let mut lines = Vec::new();
+    if let Some(r) = rows.iter().find(|r| r.loaders > 0).or(rows.first()) {
+        lines.push(format!(
+            "high priority: {} B lite_rdma_write; load: {} low-priority processes writing {} B \
+             in a loop; ratios: loaded / unloaded",
+            r.size, r.loaders, r.load_size
+        ));
+    }
+    lines.push(row([
+        "phase",
+        "QoS",
+        "loaders",
+        "writes",
+        "median",
+        "p99",
+        "p10-p90",
+        "med ratio",
+        "p99 ratio",
+        "low-prio MiB/s",
+        "low ops",
+        "throttled",
+    ]));
+    for (phase, qos) in QOS_PHASES {
+        let r = find(phase, qos);
+        let base = if phase == "unloaded" { None } else { unloaded };
+        let loaded = r.filter(|r| r.loaders > 0);
+        lines.push(row([
+            phase,
+            qos,
+            &r.map_or("-".to_string(), |r| r.loaders.to_string()),
+            &r.map_or("-".to_string(), |r| r.iters.to_string()),
+            &cell(r.map(|r| r.latency.median)),
+            &cell(r.map(|r| r.p99)),
+            &spread_cell(r.map(|r| &r.latency)),
+            &ratio_cell(r.map(|r| r.latency.median), base.map(|b| b.latency.median)),
+            &ratio_cell(r.map(|r| r.p99), base.map(|b| b.p99)),
+            &cell(loaded.map(|r| r.load_mibps)),
+            &loaded.map_or("-".to_string(), |r| r.load_ops.to_string()),
+            &r.map_or("-".to_string(), |r| r.throttled.to_string()),
+        ]));
+    }
+    lines
+}
+
+/// Whether, with QoS on, the high-priority median under load is within
+/// [`QOS_TARGET_RATIO`] of the unloaded median; the QoS-off ratio beside.
+pub fn qos_verdict(rows: &[QosRow]) -> String {
+    let median = |phase: &str, qos: &str| {
+        rows.iter()
+            .find(|r| r.phase == phase && r.qos == qos)
+            .map(|r| r.latency.median)
+    };
+    let unloaded = median("unloaded", "on").filter(|&u| u > 0.0);
+    let ratio = |loaded: Option<f64>| Some(loaded? / unloaded?);
+    let off = ratio(median("loaded", "off")).map_or("-".to_string(), |r| format!("{r:.2}"));
+    let what =
+        format!("isolation target (loaded/unloaded median <= {QOS_TARGET_RATIO:.2} with QoS on)");
+    match ratio(median("loaded", "on")) {
+        Some(on) => {
+            let verdict = if on <= QOS_TARGET_RATIO {
+                "met"
+            } else {
+                "NOT met"
+            };
+            format!("{what}: {verdict} ({on:.2}); with QoS off: {off}")
+        }
+        None => format!("{what}: not evaluated, a measurement is missing; with QoS off: {off}"),
+    }
 }
 
 /// Whether LITE's 64-byte write median is within 10% of native's.
@@ -1155,5 +1732,382 @@ LITE-BENCH op=rpc_throughput size=64 threads=x calls=2000 calls_per_s=400.00 med
         assert!(table
             .last()
             .is_some_and(|l| l.starts_with("write_async     512     3")));
+    }
+
+    /// `ib_atomic_lat` client blocks (one of an unknown type) and
+    /// `lite-bench`'s atomic series.
+    const ATOMIC_LOG: &str = "\
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=FETCH_AND_ADD side=client
+---------------------------------------------------------------------------------------
+                    Atomic FETCH_AND_ADD Latency Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+ Outstand reads  : 128
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 8       1000          900.00        3000.00      1000.00            1100.00        120.00         \t2500.00    \t3000.00  
+---------------------------------------------------------------------------------------
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=FETCH_AND_ADD side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=client
+ 8       1000          950.00        3100.00      1050.00            1150.00        130.00         \t2600.00    \t3100.00
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=MASKED side=client
+ 8       1000          1.00        2.00      1.50            1.60        0.10         \t1.90    \t2.00
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=MASKED side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=server
+ 8       1000          inf        inf      inf            inf        inf         \tinf    \tinf
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=server rc=0
+LITE-BENCH op=fetch_add size=8 iters=1000 median_us=1200.00 p10_us=1100.00 p90_us=1500.00 min_us=1000.00 max_us=4000.00 stdev_us=150.00
+LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+";
+
+    #[test]
+    fn parses_ib_atomic_lat_by_atomic_type() {
+        let native = parse_perftest(ATOMIC_LOG);
+        assert_eq!(native.len(), 2, "{native:?}");
+        assert_eq!(
+            (native[0].op.as_str(), native[0].size, native[0].typical),
+            ("fetch_add", 8, 1000.0)
+        );
+        assert_eq!(native[0].stdev, 120.0);
+        assert_eq!(
+            (native[1].op.as_str(), native[1].typical),
+            ("compare_swp", 1050.0)
+        );
+        // The latency table leaves the atomics to their own table.
+        let lite = parse_lite_bench(ATOMIC_LOG);
+        let main = table(&native, &lite);
+        assert_eq!(main.len(), 2, "{main:#?}");
+        assert!(main[1].starts_with("write "));
+    }
+
+    #[test]
+    fn atomic_table_compares_with_ib_atomic_lat() {
+        let native = parse_perftest(ATOMIC_LOG);
+        let lite = parse_lite_bench(ATOMIC_LOG);
+        let table = atomic_table(&native, &lite);
+        assert_eq!(table.len(), 3, "{table:#?}");
+        assert!(table[0].contains("LITE/native"));
+        let fields: Vec<&str> = table[1].split_whitespace().collect();
+        // 1200 / 1000.
+        assert_eq!(
+            fields,
+            [
+                "fetch_add",
+                "8",
+                "ib_atomic_lat",
+                "-A",
+                "FETCH_AND_ADD",
+                "1000.00",
+                "120.00",
+                "1200.00",
+                "1100.00-1500.00",
+                "1.20"
+            ]
+        );
+        // No LITE compare_swp series: native only.
+        let fields: Vec<&str> = table[2].split_whitespace().collect();
+        assert_eq!(
+            fields[..6],
+            [
+                "compare_swp",
+                "8",
+                "ib_atomic_lat",
+                "-A",
+                "CMP_AND_SWAP",
+                "1050.00"
+            ]
+        );
+        assert!(fields[7..].iter().all(|&f| f == "-"), "{fields:?}");
+        // Nothing at all: both rows, all dashes.
+        let empty = atomic_table(&[], &[]);
+        assert_eq!(empty.len(), 3);
+        assert!(empty[2].split_whitespace().skip(5).all(|f| f == "-"));
+    }
+
+    /// Lock lines of both phases: uncontended from node 2, contended from
+    /// four nodes with their raw acquire times (one line of node 3 broken
+    /// by a kernel message).
+    const LOCK_LOG: &str = "\
+LITE-LOCK contenders=1 node=2 home=1 iters=1000 acquire_median_us=800.00 acquire_p10_us=700.00 acquire_p90_us=900.00 pair_median_us=1600.00 pair_p10_us=1500.00 pair_p90_us=1800.00 busy_us=1700000.00 pairs_per_s=588.24
+LITE-LOCK contenders=1 node=2 home=2 iters=1000 acquire_median_us=300.00 acquire_p10_us=250.00 acquire_p90_us=350.00 pair_median_us=600.00 pair_p10_us=550.00 pair_p90_us=700.00 busy_us=650000.00 pairs_per_s=1538.46
+LITE-LOCK contenders=1 node=2 home=1 iters=oops acquire_median_us=1
+LITE-LOCK contenders=4 node=1 home=1 iters=4 acquire_median_us=10.00 acquire_p10_us=5.00 acquire_p90_us=20.00 pair_median_us=15.00 pair_p10_us=9.00 pair_p90_us=25.00 busy_us=800.00 pairs_per_s=5000.00
+LITE-LOCK-SAMPLES contenders=4 node=1 acquire_us=1.00,2.00
+LITE-LOCK-SAMPLES contenders=4 node=1 acquire_us=3.00,4.00
+[   42.000000] LITE-LOCK contenders=4 node=3 home=1 iters=4 acquire_median_us=50.00 acquire_p10_us=40.00 acquire_p90_us=60.00 pair_median_us=55.00 pair_p10_us=45.00 pair_p90_us=65.00 busy_us=1000.00 pairs_per_s=4000.00
+LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=5.00,6.00
+LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=7.00,8.0rxe0: some kernel message
+LITE-LOCK-SAMPLES contenders=4 node=x acquire_us=9.00
+";
+
+    #[test]
+    fn parses_lock_lines_and_samples() {
+        let rows = parse_lite_lock(LOCK_LOG);
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            LockRow {
+                contenders: 1,
+                node: 2,
+                home: 1,
+                iters: 1000,
+                acquire: Spread {
+                    median: 800.0,
+                    p10: 700.0,
+                    p90: 900.0
+                },
+                pair: Spread {
+                    median: 1600.0,
+                    p10: 1500.0,
+                    p90: 1800.0
+                },
+                busy_us: 1_700_000.0,
+                pairs_per_s: 588.24,
+            }
+        );
+        assert_eq!((rows[3].node, rows[3].busy_us), (3, 1000.0));
+        let samples = parse_lock_samples(LOCK_LOG);
+        assert_eq!(samples.len(), 2, "{samples:?}");
+        assert_eq!(samples[&(4, 1)], [1.0, 2.0, 3.0, 4.0]);
+        // The broken line is dropped whole.
+        assert_eq!(samples[&(4, 3)], [5.0, 6.0]);
+        // Other parsers leave lock lines alone.
+        assert!(parse_lite_bench(LOCK_LOG).is_empty());
+        assert!(parse_lite_throughput(LOCK_LOG).is_empty());
+        assert!(parse_lite_qos(LOCK_LOG).is_empty());
+    }
+
+    #[test]
+    fn lock_table_adds_an_overall_row_per_contended_series() {
+        let rows = parse_lite_lock(LOCK_LOG);
+        let samples = parse_lock_samples(LOCK_LOG);
+        let table = lock_table(&rows, &samples);
+        let fields = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        // Explanation, column names, 2 uncontended, 2 contended, all, note.
+        assert_eq!(table.len(), 8, "{table:#?}");
+        assert_eq!(
+            fields(&table[2]),
+            [
+                "1",
+                "2",
+                "1",
+                "1000",
+                "800.00",
+                "700.00-900.00",
+                "1600.00",
+                "1500.00-1800.00",
+                "588.24"
+            ]
+        );
+        assert_eq!(fields(&table[3])[..4], ["1", "2", "2", "(local)"]);
+        assert_eq!(fields(&table[4])[..4], ["4", "1", "1", "(local)"]);
+        assert_eq!(fields(&table[5])[..3], ["4", "3", "1"]);
+        // Samples 1..6 together: median 3.5, p10 1.5, p90 5.5; 8 pairs
+        // over the longest node's 1000 us.
+        assert_eq!(
+            fields(&table[6]),
+            [
+                "4",
+                "all",
+                "1",
+                "8",
+                "3.50",
+                "1.50-5.50",
+                "-",
+                "-",
+                "8000.00"
+            ]
+        );
+        assert_eq!(
+            table.last().map(String::as_str),
+            Some("note: 4 contenders: 6 of 8 acquire times were readable in the logs")
+        );
+        // Complete samples: no note.
+        let mut complete = samples.clone();
+        if let Some(node3) = complete.get_mut(&(4, 3)) {
+            node3.extend([7.0, 8.0]);
+        }
+        let table = lock_table(&rows, &complete);
+        assert_eq!(table.len(), 7);
+        assert_eq!(fields(&table[6])[4..6], ["4.50", "1.70-7.30"]);
+        // Nothing measured.
+        let empty = lock_table(&[], &BTreeMap::new());
+        assert_eq!(empty.len(), 3);
+        assert!(empty[2].contains("no LITE-LOCK lines"));
+    }
+
+    #[test]
+    fn percentiles_interpolate_as_lite_bench_does() {
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), Some(2.5));
+        assert_eq!(percentile(&[5.0], 90.0), Some(5.0));
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile(&[1.0], 101.0), None);
+        let s = spread_of(&[4.0, 1.0, 3.0, 2.0]).expect("samples");
+        assert_eq!(s.median, 2.5);
+        assert!(
+            (s.p10 - 1.3).abs() < 1e-9 && (s.p90 - 3.7).abs() < 1e-9,
+            "{s:?}"
+        );
+        assert_eq!(spread_of(&[]), None);
+    }
+
+    /// The isolation run's phase lines and its load lines.
+    const QOS_LOG: &str = "\
+LITE-QOS phase=unloaded qos=on size=64 iters=1000 median_us=1000.00 p10_us=900.00 p90_us=1200.00 p99_us=2000.00 min_us=800.00 max_us=3000.00 stdev_us=100.00 loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=0
+LITE-QOS phase=loaded qos=off size=64 iters=1000 median_us=4000.00 p10_us=3000.00 p90_us=6000.00 p99_us=9000.00 min_us=900.00 max_us=12000.00 stdev_us=900.00 loaders=3 load_size=65536 load_ops=900 load_mibps=30.00 throttled=0
+LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=300 bytes=19660800 elapsed_us=2000000.00 mibps=10.00
+LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=1300.00 p10_us=1000.00 p90_us=1600.00 p99_us=2600.00 min_us=850.00 max_us=5000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=150 load_mibps=5.50 throttled=140
+LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=nan p10_us=1 p90_us=1 p99_us=1 loaders=3 load_size=65536 load_ops=1 load_mibps=1 throttled=1
+";
+
+    #[test]
+    fn parses_qos_lines_only() {
+        let rows = parse_lite_qos(QOS_LOG);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(
+            rows[1],
+            QosRow {
+                phase: "loaded".into(),
+                qos: "off".into(),
+                size: 64,
+                iters: 1000,
+                latency: Spread {
+                    median: 4000.0,
+                    p10: 3000.0,
+                    p90: 6000.0
+                },
+                p99: 9000.0,
+                loaders: 3,
+                load_size: 65536,
+                load_ops: 900,
+                load_mibps: 30.0,
+                throttled: 0,
+            }
+        );
+        assert_eq!((rows[2].qos.as_str(), rows[2].throttled), ("on", 140));
+        // Not latency, throughput or lock lines.
+        assert!(parse_lite_bench(QOS_LOG).is_empty());
+        assert!(parse_lite_throughput(QOS_LOG).is_empty());
+        assert!(parse_lite_lock(QOS_LOG).is_empty());
+    }
+
+    #[test]
+    fn qos_table_and_verdict() {
+        let rows = parse_lite_qos(QOS_LOG);
+        let table = qos_table(&rows);
+        assert_eq!(table.len(), 5, "{table:#?}");
+        assert!(table[0].contains("64 B lite_rdma_write"), "{table:#?}");
+        assert!(table[0].contains("3 low-priority processes writing 65536 B"));
+        let fields = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            fields(&table[2]),
+            [
+                "unloaded",
+                "on",
+                "0",
+                "1000",
+                "1000.00",
+                "2000.00",
+                "900.00-1200.00",
+                "-",
+                "-",
+                "-",
+                "-",
+                "0"
+            ]
+        );
+        // 4000 / 1000 and 9000 / 2000.
+        assert_eq!(
+            fields(&table[3]),
+            [
+                "loaded",
+                "off",
+                "3",
+                "1000",
+                "4000.00",
+                "9000.00",
+                "3000.00-6000.00",
+                "4.00",
+                "4.50",
+                "30.00",
+                "900",
+                "0"
+            ]
+        );
+        assert_eq!(
+            fields(&table[4])[7..],
+            ["1.30", "1.30", "5.50", "150", "140"]
+        );
+        assert_eq!(
+            qos_verdict(&rows),
+            "isolation target (loaded/unloaded median <= 1.50 with QoS on): met (1.30); with QoS off: 4.00"
+        );
+        let slow: Vec<QosRow> = rows
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                if r.qos == "on" && r.phase == "loaded" {
+                    r.latency.median = 1600.0;
+                }
+                r
+            })
+            .collect();
+        assert!(qos_verdict(&slow).contains(": NOT met (1.60); with QoS off: 4.00"));
+        // Without the QoS-on phase: not evaluated, QoS off still shown.
+        let partial = &rows[..2];
+        assert_eq!(
+            qos_verdict(partial),
+            "isolation target (loaded/unloaded median <= 1.50 with QoS on): not evaluated, \
+             a measurement is missing; with QoS off: 4.00"
+        );
+        assert!(qos_verdict(&[]).ends_with("with QoS off: -"));
+        // Missing phases are rows of dashes.
+        let table = qos_table(partial);
+        assert!(
+            fields(&table[4])[2..].iter().all(|f| f == "-"),
+            "{table:#?}"
+        );
+        let table = qos_table(&[]);
+        assert_eq!(table.len(), 4);
+    }
+
+    #[test]
+    fn measurements_keep_the_first_node_and_count_every_kind() {
+        let mut m = Measurements::default();
+        assert!(m.is_empty());
+        let log = format!("{LOCK_LOG}{QOS_LOG}{ATOMIC_LOG}LITE-GUEST-EXIT rc=0\n");
+        m.add_log("node2", &log);
+        m.add_log("locks/node3", &format!("{LOCK_LOG}LITE-GUEST-EXIT rc=1\n"));
+        assert!(!m.is_empty());
+        assert_eq!(m.locks.len(), 4);
+        assert_eq!(m.qos.len(), 3);
+        assert_eq!(m.native.len(), 2);
+        assert_eq!(m.lite.len(), 2);
+        // Samples from several logs add up.
+        assert_eq!(m.lock_samples[&(4, 1)].len(), 8);
+        assert_eq!(m.problems, ["locks/node3: guest role exited with rc=1"]);
+    }
+
+    #[test]
+    fn the_guest_script_runs_what_the_report_expects() {
+        let init = include_str!("init.sh");
+        // Both sides run ib_atomic_lat with every atomic type compared.
+        let flags: Vec<&str> = ATOMICS.iter().map(|&(flag, _)| flag).collect();
+        assert!(
+            init.contains(&format!("for atomic in {}; do", flags.join(" "))),
+            "init.sh must loop over {flags:?}"
+        );
+        assert!(init.contains("test=ib_atomic_lat size=8 atomic=$atomic side=$side"));
+        // The contention phase's role and parameter.
+        assert!(init.contains("bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\""));
+        assert!(init.contains("lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;"));
     }
 }

@@ -6,7 +6,7 @@
 #   lite.cm=IP         cluster manager address
 #   lite.nodes=N       cluster size
 #   lite.run=ROLE      demo | test | kunit | bench-native-server |
-#                      bench-native-client | bench-lite
+#                      bench-native-client | bench-lite | bench-lock
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
 #   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
@@ -16,6 +16,8 @@
 #   lite.asyncsizes=.. lite-bench --async-sizes
 #   lite.depths=..     lite-bench --depths (async operations in flight)
 #   lite.bwbytes=N     lite-bench --bw-bytes (bytes per throughput series)
+#   lite.lockiters=N   bench-lock: lock/unlock pairs per node (lite-bench
+#                      --contend-iters); every node of the cluster contends
 # and always ends with "LITE-GUEST-EXIT rc=<code>" and a reboot, which makes
 # QEMU (started with -no-reboot) exit.
 
@@ -41,6 +43,7 @@ bwsizes=
 asyncsizes=
 depths=
 bwbytes=
+lockiters=300
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -55,6 +58,7 @@ for arg in $(cat /proc/cmdline); do
 	lite.asyncsizes=*) asyncsizes=${arg#lite.asyncsizes=} ;;
 	lite.depths=*) depths=${arg#lite.depths=} ;;
 	lite.bwbytes=*) bwbytes=${arg#lite.bwbytes=} ;;
+	lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;
 	esac
 done
 
@@ -157,6 +161,15 @@ perftest_side() {
 			[ $rc -eq 0 ] || status=1
 		done
 	done
+	# Atomics are 8 bytes; the counterparts of lite_fetch_add and
+	# lite_compare_swp.
+	for atomic in FETCH_AND_ADD CMP_AND_SWAP; do
+		echo "LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=$atomic side=$side"
+		"perftest_$side" ib_atomic_lat 8 "$iters" -A "$atomic"
+		rc=$?
+		echo "LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=$atomic side=$side rc=$rc"
+		[ $rc -eq 0 ] || status=1
+	done
 	return $status
 }
 
@@ -209,6 +222,8 @@ bench-native-client)
 	lite_bench || rc=1
 	;;
 bench-lite) lite_bench || rc=$? ;;
+# Every node takes one lock kept by node 1, at the same time.
+bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters" || rc=$? ;;
 *)
 	echo "LITE-GUEST: unknown role '$run'"
 	rc=2

@@ -96,7 +96,7 @@ enum Command {
         #[arg(long, hide = true, value_name = "BZIMAGE")]
         kernel: Option<PathBuf>,
     },
-    /// Compare LITE's latency with native RDMA verbs (perftest) on two VMs.
+    /// Compare LITE with native RDMA verbs (perftest) on two VMs, then lock contention on four.
     Bench {
         /// Iterations per operation and message size.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]

@@ -136,6 +136,25 @@ int liteapi_send_reply_imm_multicast(unsigned int count,
 /* Wait until num nodes have entered the same barrier round. */
 int liteapi_dist_barrier(unsigned int num);
 
+/*
+ * Synchronization for kernel callers, with the semantics of the system
+ * calls lite_fetch_add, lite_compare_swp, lite_create_lock, lite_ask_lock,
+ * lite_lock and lite_unlock (see <uapi/linux/lite.h>). The old value is
+ * stored into *out. The holder of a lock is the calling kernel thread.
+ */
+int liteapi_rdma_fetch_and_add(u64 lh, u64 *out, u64 value,
+			       unsigned int priority);
+int liteapi_rdma_compare_and_swp(u64 lh, u64 *out, u64 expected,
+				 u64 new_value, unsigned int priority);
+int liteapi_create_lock(unsigned int home, struct lite_lock *lock);
+int liteapi_ask_lock(unsigned int home, unsigned int number,
+		     struct lite_lock *lock);
+int liteapi_lock(const struct lite_lock *lock);
+int liteapi_unlock(const struct lite_lock *lock);
+
+/* Default priority of kernel callers; returns the previous one. */
+int liteapi_set_priority(unsigned int priority);
+
 /* System call backends (lite_syscalls.c); user pointers are passed as integers. */
 long lite_rs_join(unsigned long cm_ip, unsigned int cm_port, unsigned int ib_port);
 long lite_rs_get_node_id(void);
@@ -182,5 +201,20 @@ long lite_rs_reply_message(unsigned long buf, u64 size, u64 descriptor);
 long lite_rs_reply_and_receive_message(unsigned long buf, u64 size,
 				       u64 descriptor, unsigned long next);
 long lite_rs_send_reply_multicast(unsigned long call);
+long lite_rs_fetch_add(u64 handle, unsigned long old, u64 value,
+		       unsigned int priority);
+long lite_rs_compare_swp(u64 handle, unsigned long old, u64 expected,
+			 u64 new_value, unsigned int priority);
+long lite_rs_create_lock(unsigned int home, unsigned long lock);
+long lite_rs_ask_lock(unsigned int home, unsigned int number,
+		      unsigned long lock);
+long lite_rs_lock(unsigned long lock);
+long lite_rs_unlock(unsigned long lock);
+long lite_rs_set_priority(unsigned int priority);
+
+/* debugfs backends (lite_debugfs.c). */
+ssize_t lite_rs_debugfs_stats(char *buf, size_t len);
+int lite_rs_qos_get(unsigned int id, u64 *value);
+int lite_rs_qos_set(unsigned int id, u64 value);
 
 #endif /* _RDMA_LITE_API_H */

@@ -27,6 +27,8 @@
 //! ([`Registration`]) and accessed asynchronously ([`Lmr::write_async`],
 //! [`Lmr::read_async`], [`fence`]). Processes also exchange messages:
 //! [`rpc`] has ports, calls with replies, one-way sends and multicast.
+//! [`sync`] has atomic counters in remote memory, distributed locks and
+//! the process's default priority.
 //!
 //! Errors are [`io::Error`]s carrying the kernel's errno, so
 //! [`io::Error::raw_os_error`] gives the exact reason (see the uapi header
@@ -42,6 +44,7 @@ use std::mem::ManuallyDrop;
 use libc::c_long;
 
 pub mod rpc;
+pub mod sync;
 pub mod sys;
 
 pub use sys::LiteStats;
@@ -121,6 +124,11 @@ impl Priority {
             Priority::High => sys::PRIORITY_HIGH,
             Priority::Low => sys::PRIORITY_LOW,
         }
+    }
+
+    /// The priority with raw value `raw`, if it is one.
+    pub fn from_raw(raw: u32) -> Option<Priority> {
+        Priority::ALL.into_iter().find(|p| p.as_raw() == raw)
     }
 
     /// Lower-case name, for messages.

@@ -78,6 +78,24 @@ pub const SYS_LITE_REPLY_MESSAGE: c_long = 576;
 pub const SYS_LITE_REPLY_AND_RECEIVE_MESSAGE: c_long = 577;
 /// `lite_send_reply_multicast`: the same RPC to several nodes at once.
 pub const SYS_LITE_SEND_REPLY_MULTICAST: c_long = 578;
+/// `lite_fetch_add`: atomically add to an 8-byte LMR.
+pub const SYS_LITE_FETCH_ADD: c_long = 579;
+/// `lite_compare_swp`: atomically compare and swap an 8-byte LMR.
+pub const SYS_LITE_COMPARE_SWP: c_long = 580;
+/// `lite_create_lock`: create a distributed lock kept by a node.
+pub const SYS_LITE_CREATE_LOCK: c_long = 581;
+/// `lite_ask_lock`: look up an existing distributed lock.
+pub const SYS_LITE_ASK_LOCK: c_long = 582;
+/// `lite_lock`: acquire a distributed lock.
+pub const SYS_LITE_LOCK: c_long = 583;
+/// `lite_unlock`: release a distributed lock.
+pub const SYS_LITE_UNLOCK: c_long = 584;
+/// `lite_set_priority`: set the calling process's default priority.
+pub const SYS_LITE_SET_PRIORITY: c_long = 585;
+
+/// Most distributed locks one home node can keep ([`create_lock`] fails
+/// with `-ENOSPC` beyond).
+pub const MAX_LOCKS: u32 = 4096;
 
 /// Number of RPC ports per node; ports are `0..MAX_PORTS`.
 pub const MAX_PORTS: u32 = 64;
@@ -169,6 +187,31 @@ pub struct LiteStats {
     pub processes: u64,
     /// Asynchronous operations not yet reaped.
     pub async_in_flight: u64,
+    /// RC connections (queue pairs) to peers.
+    pub connections: u64,
+    /// RPC ports registered on this node.
+    pub rpc_ports: u64,
+    /// Distributed locks kept by this node.
+    pub locks: u64,
+    /// [`lock`] calls that acquired here.
+    pub lock_acquires: u64,
+    /// Of which waited for another holder.
+    pub lock_waits: u64,
+    /// Fetch-add and compare-swap issued here.
+    pub atomics: u64,
+    /// Low-priority operations that waited (QoS throttling).
+    pub qos_throttled: u64,
+}
+
+/// A distributed lock: the node that keeps it and its number there;
+/// `struct lite_lock` in C. Filled in by [`create_lock`] and [`ask_lock`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct LiteLock {
+    /// The node that keeps the lock.
+    pub home: u32,
+    /// The lock's number on its home node.
+    pub number: u32,
 }
 
 /// The `port_priority` argument of the sends: `LITE_PORT_PRIORITY(port,
@@ -802,6 +845,119 @@ pub unsafe fn send_reply_multicast(call: *mut LiteMulticast) -> c_long {
     }
 }
 
+/// Atomically adds `value` (modulo 2^64) to the 8-byte LMR `handle` and
+/// stores the value it held before into `*old`. Needs ATOMIC; `-EINVAL`
+/// if the LMR is not exactly 8 bytes at an 8-byte aligned address. No
+/// password is checked. Returns 0.
+///
+/// # Safety
+///
+/// `old` must be valid for a write of a `u64` and not accessed by anything
+/// else during the call, or be an address the kernel rejects with
+/// `-EFAULT`.
+pub unsafe fn fetch_add(handle: u64, old: *mut u64, value: u64, priority: c_uint) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_FETCH_ADD,
+            [handle, old as c_ulong, value, priority.into(), 0, 0],
+        )
+    }
+}
+
+/// Atomically replaces the value of the 8-byte LMR `handle` with
+/// `new_value` if it equals `expected`; `*old` receives the value it held
+/// before either way, so the swap happened if and only if `*old ==
+/// expected`. Needs ATOMIC. Returns 0.
+///
+/// # Safety
+///
+/// As [`fetch_add`] for `old`.
+pub unsafe fn compare_swp(
+    handle: u64,
+    old: *mut u64,
+    expected: u64,
+    new_value: u64,
+    priority: c_uint,
+) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_COMPARE_SWP,
+            [
+                handle,
+                old as c_ulong,
+                expected,
+                new_value,
+                priority.into(),
+                0,
+            ],
+        )
+    }
+}
+
+/// Creates a distributed lock kept by node `home` (this node included),
+/// fills in `*lock` and returns the lock's number. `-ENOSPC` if `home`
+/// keeps [`MAX_LOCKS`] locks already.
+///
+/// # Safety
+///
+/// `lock` must be valid for a write of a [`LiteLock`] and not accessed by
+/// anything else during the call, or be an address the kernel rejects
+/// with `-EFAULT`.
+pub unsafe fn create_lock(home: c_uint, lock: *mut LiteLock) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_CREATE_LOCK,
+            [home.into(), lock as c_ulong, 0, 0, 0, 0],
+        )
+    }
+}
+
+/// Fills in `*lock` for the existing lock `number` kept by `home`.
+/// Returns 0. `-ENOENT` if there is no such lock.
+///
+/// # Safety
+///
+/// As [`create_lock`] for `lock`.
+pub unsafe fn ask_lock(home: c_uint, number: c_uint, lock: *mut LiteLock) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_ASK_LOCK,
+            [home.into(), number.into(), lock as c_ulong, 0, 0, 0],
+        )
+    }
+}
+
+/// Acquires the lock `*lock` for the calling thread, in the order callers
+/// on all nodes asked (FIFO). Returns 0. `-ENOENT` unknown lock,
+/// `-EDEADLK` the thread holds it already, `-EINTR` a signal arrived while
+/// waiting.
+///
+/// # Safety
+///
+/// `lock` must be valid for reads of a [`LiteLock`] during the call, or be
+/// an address the kernel rejects with `-EFAULT`.
+pub unsafe fn lock(lock: *const LiteLock) -> c_long {
+    unsafe { lite_syscall(SYS_LITE_LOCK, [lock as c_ulong, 0, 0, 0, 0, 0]) }
+}
+
+/// Releases the lock `*lock`. Returns 0. `-EPERM` if the calling thread
+/// does not hold it, `-ENOENT` unknown lock.
+///
+/// # Safety
+///
+/// As [`lock`].
+pub unsafe fn unlock(lock: *const LiteLock) -> c_long {
+    unsafe { lite_syscall(SYS_LITE_UNLOCK, [lock as c_ulong, 0, 0, 0, 0, 0]) }
+}
+
+/// Sets the calling process's default priority (used by operations that
+/// pass [`PRIORITY_NONE`]) and returns the previous default. `-EINVAL` for
+/// an unknown priority.
+pub fn set_priority(priority: c_uint) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe { lite_syscall(SYS_LITE_SET_PRIORITY, [priority.into(), 0, 0, 0, 0, 0]) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -834,10 +990,20 @@ mod tests {
 
     #[test]
     fn lite_stats_has_the_c_layout() {
-        assert_eq!(std::mem::size_of::<LiteStats>(), 64);
+        assert_eq!(std::mem::size_of::<LiteStats>(), 120);
         assert_eq!(std::mem::align_of::<LiteStats>(), 8);
         assert_eq!(std::mem::offset_of!(LiteStats, lmrs), 0);
         assert_eq!(std::mem::offset_of!(LiteStats, async_in_flight), 56);
+        assert_eq!(std::mem::offset_of!(LiteStats, connections), 64);
+        assert_eq!(std::mem::offset_of!(LiteStats, qos_throttled), 112);
+    }
+
+    #[test]
+    fn lite_lock_has_the_c_layout() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!((size_of::<LiteLock>(), align_of::<LiteLock>()), (8, 4));
+        assert_eq!(offset_of!(LiteLock, home), 0);
+        assert_eq!(offset_of!(LiteLock, number), 4);
     }
 
     #[test]

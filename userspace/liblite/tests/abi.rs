@@ -252,6 +252,42 @@ fn rust_constants() -> Vec<(&'static str, &'static str, u128)> {
             "SYS_LITE_SEND_REPLY_MULTICAST",
             syscall(sys::SYS_LITE_SEND_REPLY_MULTICAST),
         ),
+        (
+            "__NR_lite_fetch_add",
+            "SYS_LITE_FETCH_ADD",
+            syscall(sys::SYS_LITE_FETCH_ADD),
+        ),
+        (
+            "__NR_lite_compare_swp",
+            "SYS_LITE_COMPARE_SWP",
+            syscall(sys::SYS_LITE_COMPARE_SWP),
+        ),
+        (
+            "__NR_lite_create_lock",
+            "SYS_LITE_CREATE_LOCK",
+            syscall(sys::SYS_LITE_CREATE_LOCK),
+        ),
+        (
+            "__NR_lite_ask_lock",
+            "SYS_LITE_ASK_LOCK",
+            syscall(sys::SYS_LITE_ASK_LOCK),
+        ),
+        (
+            "__NR_lite_lock",
+            "SYS_LITE_LOCK",
+            syscall(sys::SYS_LITE_LOCK),
+        ),
+        (
+            "__NR_lite_unlock",
+            "SYS_LITE_UNLOCK",
+            syscall(sys::SYS_LITE_UNLOCK),
+        ),
+        (
+            "__NR_lite_set_priority",
+            "SYS_LITE_SET_PRIORITY",
+            syscall(sys::SYS_LITE_SET_PRIORITY),
+        ),
+        ("LITE_MAX_LOCKS", "MAX_LOCKS", sys::MAX_LOCKS.into()),
         ("LITE_MAX_PORTS", "MAX_PORTS", sys::MAX_PORTS.into()),
         (
             "LITE_MAX_MESSAGE_SIZE",
@@ -474,7 +510,7 @@ fn assert_compiles(output: std::process::Output, what: &str) {
 }
 
 /// The C examples, each compiled by [`c_examples_compile_with_warnings_as_errors`].
-const EXAMPLES: [&str; 3] = ["lite_hello", "lite_rpc", "lite_share"];
+const EXAMPLES: [&str; 4] = ["lite_hello", "lite_lock", "lite_rpc", "lite_share"];
 
 #[test]
 fn c_examples_compile_with_warnings_as_errors() {
@@ -529,7 +565,7 @@ struct AbiStruct {
 /// Every struct of the ABI as the Rust side declares it.
 fn abi_structs() -> Vec<AbiStruct> {
     use std::mem::{offset_of, size_of};
-    use sys::{LiteMulticast, LiteReceive, LiteStats};
+    use sys::{LiteLock, LiteMulticast, LiteReceive, LiteStats};
     vec![
         AbiStruct {
             c_name: "lite_stats",
@@ -555,6 +591,29 @@ fn abi_structs() -> Vec<AbiStruct> {
                     offset_of!(LiteStats, async_in_flight),
                     "__u64",
                 ),
+                ("connections", offset_of!(LiteStats, connections), "__u64"),
+                ("rpc_ports", offset_of!(LiteStats, rpc_ports), "__u64"),
+                ("locks", offset_of!(LiteStats, locks), "__u64"),
+                (
+                    "lock_acquires",
+                    offset_of!(LiteStats, lock_acquires),
+                    "__u64",
+                ),
+                ("lock_waits", offset_of!(LiteStats, lock_waits), "__u64"),
+                ("atomics", offset_of!(LiteStats, atomics), "__u64"),
+                (
+                    "qos_throttled",
+                    offset_of!(LiteStats, qos_throttled),
+                    "__u64",
+                ),
+            ],
+        },
+        AbiStruct {
+            c_name: "lite_lock",
+            size: size_of::<LiteLock>(),
+            fields: vec![
+                ("home", offset_of!(LiteLock, home), "__u32"),
+                ("number", offset_of!(LiteLock, number), "__u32"),
             ],
         },
         AbiStruct {

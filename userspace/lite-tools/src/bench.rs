@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::stats::{summarize, Summary};
+use crate::stats::{percentile, summarize, Summary};
 
 /// Bytes in one "MB" of throughput. perftest's `MB/sec` columns divide by
 /// 2^20 (they are MiB/s), so LITE's figures use the same unit.
@@ -57,6 +57,10 @@ pub enum Operation {
     ReadAsync,
     /// `lite_send_reply_imm` round trip, the reply as long as the request.
     Rpc,
+    /// `lite_fetch_add` on an 8-byte LMR.
+    FetchAdd,
+    /// `lite_compare_swp` on an 8-byte LMR.
+    CompareSwp,
 }
 
 impl fmt::Display for Operation {
@@ -69,6 +73,8 @@ impl fmt::Display for Operation {
             Operation::WriteAsync => "write_async",
             Operation::ReadAsync => "read_async",
             Operation::Rpc => "rpc",
+            Operation::FetchAdd => "fetch_add",
+            Operation::CompareSwp => "compare_swp",
         })
     }
 }
@@ -287,6 +293,251 @@ pub fn rpc_throughput_line(size: u64, throughput: &RpcThroughput) -> String {
     )
 }
 
+/// Lock/unlock pairs one node timed on one lock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LockSeries {
+    /// Nodes taking the lock at the same time (1: uncontended).
+    pub contenders: u32,
+    /// The node that measured.
+    pub node: u32,
+    /// The node that keeps the lock.
+    pub home: u32,
+    /// Times `lite_lock` took, in microseconds.
+    pub acquire: Summary,
+    /// Times of `lite_lock` plus `lite_unlock`.
+    pub pair: Summary,
+    /// Time for all the pairs, from the first lock to the last unlock.
+    pub busy_us: f64,
+}
+
+impl LockSeries {
+    /// Builds the series from the samples of each pair; `None` without
+    /// samples, with counts that differ or with no time elapsed.
+    pub fn new(
+        contenders: u32,
+        node: u32,
+        home: u32,
+        acquire_us: &[f64],
+        pair_us: &[f64],
+        busy_us: f64,
+    ) -> Option<LockSeries> {
+        if acquire_us.len() != pair_us.len() || !(busy_us > 0.0 && busy_us.is_finite()) {
+            return None;
+        }
+        Some(LockSeries {
+            contenders,
+            node,
+            home,
+            acquire: summarize(acquire_us)?,
+            pair: summarize(pair_us)?,
+            busy_us,
+        })
+    }
+
+    /// Lock/unlock pairs per second.
+    pub fn pairs_per_s(&self) -> f64 {
+        self.pair.count as f64 / (self.busy_us / 1e6)
+    }
+}
+
+/// The result line of one lock series:
+///
+/// `LITE-LOCK contenders=1 node=2 home=1 iters=1000 acquire_median_us=.. acquire_p10_us=.. acquire_p90_us=.. pair_median_us=.. pair_p10_us=.. pair_p90_us=.. busy_us=.. pairs_per_s=..`
+pub fn lock_line(series: &LockSeries) -> String {
+    let (a, p) = (&series.acquire, &series.pair);
+    format!(
+        "LITE-LOCK contenders={} node={} home={} iters={} acquire_median_us={:.2} acquire_p10_us={:.2} acquire_p90_us={:.2} pair_median_us={:.2} pair_p10_us={:.2} pair_p90_us={:.2} busy_us={:.2} pairs_per_s={:.2}",
+        series.contenders,
+        series.node,
+        series.home,
+        p.count,
+        a.median,
+        a.p10,
+        a.p90,
+        p.median,
+        p.p10,
+        p.p90,
+        series.busy_us,
+        series.pairs_per_s()
+    )
+}
+
+/// Raw samples per `LITE-LOCK-SAMPLES` line: short enough that a kernel
+/// message on the console seldom lands inside one.
+pub const SAMPLES_PER_LINE: usize = 32;
+
+/// The raw acquire times of a contended series, so that the host can
+/// combine every node's into one distribution:
+///
+/// `LITE-LOCK-SAMPLES contenders=4 node=2 acquire_us=12.50,13.00,..`
+///
+/// at most `per_line` values a line.
+pub fn lock_sample_lines(
+    contenders: u32,
+    node: u32,
+    acquire_us: &[f64],
+    per_line: usize,
+) -> Vec<String> {
+    acquire_us
+        .chunks(per_line.max(1))
+        .map(|chunk| {
+            let values: Vec<String> = chunk.iter().map(|v| format!("{v:.2}")).collect();
+            format!(
+                "LITE-LOCK-SAMPLES contenders={contenders} node={node} acquire_us={}",
+                values.join(",")
+            )
+        })
+        .collect()
+}
+
+/// The 99th percentile of `samples`; `None` without samples.
+pub fn p99(samples: &[f64]) -> Option<f64> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    percentile(&sorted, 99.0)
+}
+
+/// What one low-priority load process did, as it reports it to its parent
+/// on one line: `done ops=.. bytes=.. elapsed_us=..`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadReport {
+    /// Writes completed.
+    pub ops: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Time from the start of the load to the last write, microseconds.
+    pub elapsed_us: f64,
+}
+
+impl LoadReport {
+    /// The line a load process prints when it stops.
+    pub fn line(&self) -> String {
+        format!(
+            "done ops={} bytes={} elapsed_us={:.2}",
+            self.ops, self.bytes, self.elapsed_us
+        )
+    }
+
+    /// Parses [`LoadReport::line`]'s output.
+    pub fn parse(line: &str) -> Option<LoadReport> {
+        let rest = line.trim_end().strip_prefix("done ")?;
+        let mut ops = None;
+        let mut bytes = None;
+        let mut elapsed_us = None;
+        for field in rest.split_whitespace() {
+            match field.split_once('=')? {
+                ("ops", v) => ops = v.parse().ok(),
+                ("bytes", v) => bytes = v.parse().ok(),
+                ("elapsed_us", v) => elapsed_us = v.parse::<f64>().ok().filter(|v| v.is_finite()),
+                _ => {}
+            }
+        }
+        Some(LoadReport {
+            ops: ops?,
+            bytes: bytes?,
+            elapsed_us: elapsed_us?,
+        })
+    }
+
+    /// MiB/s; 0 when no time elapsed.
+    pub fn mibps(&self) -> f64 {
+        mib_per_s(self.bytes, self.elapsed_us).unwrap_or(0.0)
+    }
+}
+
+/// A phase of the isolation run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QosPhase {
+    /// The high-priority process alone.
+    Unloaded,
+    /// Low-priority processes writing at the same time.
+    Loaded,
+}
+
+impl fmt::Display for QosPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QosPhase::Unloaded => "unloaded",
+            QosPhase::Loaded => "loaded",
+        })
+    }
+}
+
+/// The high-priority process's write latency in one phase of the isolation
+/// run, and what the low-priority processes achieved meanwhile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QosResult {
+    /// The phase.
+    pub phase: QosPhase,
+    /// Whether QoS was on.
+    pub qos: bool,
+    /// Size of the timed writes in bytes.
+    pub size: u64,
+    /// Their latency, microseconds.
+    pub latency: Summary,
+    /// Its 99th percentile.
+    pub p99: f64,
+    /// Size of each low-priority write in bytes.
+    pub load_size: u64,
+    /// One report per low-priority process (none when unloaded).
+    pub load: Vec<LoadReport>,
+    /// Low-priority operations the node throttled during the phase.
+    pub throttled: u64,
+}
+
+/// The result line of one phase of the isolation run:
+///
+/// `LITE-QOS phase=loaded qos=off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
+///
+/// `load_mibps` is the low-priority processes' throughput added up.
+pub fn qos_line(result: &QosResult) -> String {
+    let l = &result.latency;
+    let load_ops: u64 = result.load.iter().map(|r| r.ops).sum();
+    // Not `sum()`, which makes -0.0 of nothing.
+    let load_mibps = result.load.iter().fold(0.0, |total, r| total + r.mibps());
+    format!(
+        "LITE-QOS phase={} qos={} size={} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} p99_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2} loaders={} load_size={} load_ops={load_ops} load_mibps={load_mibps:.2} throttled={}",
+        result.phase,
+        if result.qos { "on" } else { "off" },
+        result.size,
+        l.count,
+        l.median,
+        l.p10,
+        l.p90,
+        result.p99,
+        l.min,
+        l.max,
+        l.stdev,
+        result.load.len(),
+        result.load_size,
+        result.throttled
+    )
+}
+
+/// One low-priority process's share of a phase:
+///
+/// `LITE-QOS-LOAD phase=loaded qos=on loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
+pub fn qos_load_line(phase: QosPhase, qos: bool, loader: usize, report: &LoadReport) -> String {
+    format!(
+        "LITE-QOS-LOAD phase={phase} qos={} loader={loader} ops={} bytes={} elapsed_us={:.2} mibps={:.2}",
+        if qos { "on" } else { "off" },
+        report.ops,
+        report.bytes,
+        report.elapsed_us,
+        report.mibps()
+    )
+}
+
+/// Reads a debugfs switch: `1`/`Y`/`y` is on, `0`/`N`/`n` off (a `u32` or
+/// a `bool` file); `None` for anything else.
+pub fn parse_switch(text: &str) -> Option<bool> {
+    match text.trim() {
+        "1" | "Y" | "y" => Some(true),
+        "0" | "N" | "n" => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,6 +590,8 @@ mod tests {
             Operation::WriteAsync,
             Operation::ReadAsync,
             Operation::Rpc,
+            Operation::FetchAdd,
+            Operation::CompareSwp,
         ]
         .iter()
         .map(ToString::to_string)
@@ -352,7 +605,9 @@ mod tests {
                 "memcpy",
                 "write_async",
                 "read_async",
-                "rpc"
+                "rpc",
+                "fetch_add",
+                "compare_swp"
             ]
         );
     }
@@ -536,5 +791,111 @@ mod tests {
         );
         assert!(throughput_line(Operation::ReadAsync, 4096, Some(8), &t)
             .starts_with("LITE-BENCH op=read_async size=4096 depth=8 iters=3 mibps_avg="));
+    }
+
+    #[test]
+    fn lock_series_line_and_rate() {
+        let s = LockSeries::new(1, 2, 1, &[10.0, 20.0, 30.0], &[15.0, 25.0, 35.0], 100.0)
+            .expect("samples");
+        // 3 pairs in 100 us.
+        assert!((s.pairs_per_s() - 30_000.0).abs() < 1e-6);
+        assert_eq!(
+            lock_line(&s),
+            "LITE-LOCK contenders=1 node=2 home=1 iters=3 acquire_median_us=20.00 acquire_p10_us=12.00 acquire_p90_us=28.00 pair_median_us=25.00 pair_p10_us=17.00 pair_p90_us=33.00 busy_us=100.00 pairs_per_s=30000.00"
+        );
+        assert_eq!(LockSeries::new(1, 2, 1, &[1.0], &[1.0, 2.0], 10.0), None);
+        assert_eq!(LockSeries::new(1, 2, 1, &[1.0], &[2.0], 0.0), None);
+        assert_eq!(LockSeries::new(1, 2, 1, &[], &[], 10.0), None);
+    }
+
+    #[test]
+    fn lock_samples_are_cut_into_lines() {
+        let samples: Vec<f64> = (1..=5).map(f64::from).collect();
+        let lines = lock_sample_lines(4, 3, &samples, 2);
+        assert_eq!(
+            lines,
+            [
+                "LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=1.00,2.00",
+                "LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=3.00,4.00",
+                "LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=5.00",
+            ]
+        );
+        assert!(lock_sample_lines(4, 3, &[], 32).is_empty());
+        assert_eq!(lock_sample_lines(4, 3, &samples, 0).len(), 5);
+    }
+
+    #[test]
+    fn p99_interpolates() {
+        let samples: Vec<f64> = (1..=101).map(f64::from).collect();
+        assert_eq!(p99(&samples), Some(100.0));
+        assert_eq!(p99(&[7.0]), Some(7.0));
+        assert_eq!(p99(&[]), None);
+    }
+
+    #[test]
+    fn load_reports_round_trip() {
+        let r = LoadReport {
+            ops: 16,
+            bytes: 1 << 20,
+            elapsed_us: 500_000.0,
+        };
+        assert_eq!(r.line(), "done ops=16 bytes=1048576 elapsed_us=500000.00");
+        assert_eq!(LoadReport::parse(&format!("{}\n", r.line())), Some(r));
+        assert_eq!(r.mibps(), 2.0);
+        assert_eq!(LoadReport::parse("ready"), None);
+        assert_eq!(LoadReport::parse("done ops=1 bytes=2"), None);
+        assert_eq!(LoadReport::parse("done ops=1 bytes=2 elapsed_us=inf"), None);
+        let idle = LoadReport {
+            elapsed_us: 0.0,
+            ..r
+        };
+        assert_eq!(idle.mibps(), 0.0);
+    }
+
+    #[test]
+    fn qos_lines() {
+        let latency = summarize(&[10.0, 20.0, 30.0]).expect("samples");
+        let load = LoadReport {
+            ops: 16,
+            bytes: 1 << 20,
+            elapsed_us: 1e6,
+        };
+        let result = QosResult {
+            phase: QosPhase::Loaded,
+            qos: false,
+            size: 64,
+            latency,
+            p99: 29.8,
+            load_size: 65536,
+            load: vec![load; 3],
+            throttled: 7,
+        };
+        assert_eq!(
+            qos_line(&result),
+            "LITE-QOS phase=loaded qos=off size=64 iters=3 median_us=20.00 p10_us=12.00 p90_us=28.00 p99_us=29.80 min_us=10.00 max_us=30.00 stdev_us=10.00 loaders=3 load_size=65536 load_ops=48 load_mibps=3.00 throttled=7"
+        );
+        let unloaded = QosResult {
+            phase: QosPhase::Unloaded,
+            qos: true,
+            load: Vec::new(),
+            ..result
+        };
+        assert!(qos_line(&unloaded).starts_with("LITE-QOS phase=unloaded qos=on size=64 "));
+        assert!(qos_line(&unloaded)
+            .ends_with(" loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=7"));
+        assert_eq!(
+            qos_load_line(QosPhase::Loaded, true, 2, &load),
+            "LITE-QOS-LOAD phase=loaded qos=on loader=2 ops=16 bytes=1048576 elapsed_us=1000000.00 mibps=1.00"
+        );
+    }
+
+    #[test]
+    fn debugfs_switches() {
+        assert_eq!(parse_switch("1\n"), Some(true));
+        assert_eq!(parse_switch("Y\n"), Some(true));
+        assert_eq!(parse_switch("0"), Some(false));
+        assert_eq!(parse_switch("N\n"), Some(false));
+        assert_eq!(parse_switch("2"), None);
+        assert_eq!(parse_switch(""), None);
     }
 }

@@ -30,6 +30,7 @@ mod memory_ops;
 mod processes;
 mod rpc;
 mod sharing;
+mod sync;
 
 pub use processes::{child_main, CHILD_SUBCOMMAND};
 
@@ -107,6 +108,7 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfi
     sharing::run(kernel, tap, me, nodes, password);
     processes::run(kernel, tap, me, nodes, password);
     rpc::run(kernel, tap, me, nodes);
+    sync::run(kernel, tap, me, nodes);
     kernel_api::run(kernel, tap, nodes);
 
     // Nobody leaves while others may still use its memory.
@@ -140,7 +142,7 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     let write_buf = [0u8; 16];
     let mut read_buf = [0u8; 16];
     let none = Priority::None.as_raw();
-    let cases: Vec<Check<'_>> = vec![
+    let mut cases: Vec<Check<'_>> = vec![
         (
             "get_node_id before join returns -ENOTCONN".into(),
             Box::new(|| expect_errno(kernel.get_node_id(), libc::ENOTCONN)),
@@ -230,6 +232,9 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
             Box::new(|| expect_errno(join_with_text(kernel, "100.100.100.100.100"), libc::EINVAL)),
         ),
     ];
+    // The joins above fail, so the synchronization calls still find the
+    // node outside the cluster.
+    cases.extend(sync::before_join_cases(kernel));
     for (description, case) in cases {
         if skip {
             tap.skip(&description, "node joined before the test started");
@@ -808,8 +813,8 @@ mod tests {
                 } else {
                     output.matches("# SKIP needs two nodes or more").count()
                 };
-                assert_eq!(skips, 9, "{output}");
-                assert_eq!(expected_skips, 6, "{output}");
+                assert_eq!(skips, 10, "{output}");
+                assert_eq!(expected_skips, 7, "{output}");
                 assert_eq!(kernel_api_skips, 3, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
@@ -938,7 +943,70 @@ mod tests {
         assert_eq!(join_with_text(&kernels[0], "10.0.0.1"), 1);
         let (output, summary) = run_kernels(kernels, 2, Defects::default()).remove(0);
         assert!(summary.all_passed(), "{:?}", failures(&output));
-        assert_eq!(output.matches("# SKIP node joined before").count(), 14);
+        assert_eq!(output.matches("# SKIP node joined before").count(), 21);
+    }
+
+    #[test]
+    fn locks_that_are_not_exclusive_are_caught() {
+        let defects = Defects {
+            lock_not_exclusive: true,
+            ..Defects::default()
+        };
+        for (output, _) in run_cluster(3, defects) {
+            let failed = failures(&output);
+            assert_eq!(failed.len(), 2, "{failed:?}");
+            assert!(
+                failed[0].contains("'s locked counter holds exactly 180 (3 nodes x 60)"),
+                "{failed:?}"
+            );
+            // Nobody ever waited, which the statistics show.
+            assert!(
+                failed[1].contains("the lock waits of the order case"),
+                "{failed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn locks_that_serve_the_newest_waiter_first_are_caught() {
+        let defects = Defects {
+            lock_serves_newest_first: true,
+            ..Defects::default()
+        };
+        for (output, _) in run_cluster(2, defects) {
+            let failed = failures(&output);
+            assert_eq!(failed.len(), 1, "{failed:?}");
+            assert!(
+                failed[0]
+                    .contains("waiters asking 300ms apart get the lock in the order they asked"),
+                "{failed:?}"
+            );
+            assert!(
+                output.contains("# they got it in the order [2, 1, 0]"),
+                "{output}"
+            );
+        }
+    }
+
+    #[test]
+    fn atomics_that_are_not_atomic_are_caught() {
+        let defects = Defects {
+            atomics_not_atomic: true,
+            ..Defects::default()
+        };
+        for (output, _) in run_cluster(3, defects) {
+            let failed = failures(&output);
+            for expected in [
+                "'s atomic LMR holds 180 after every node's fetch_adds",
+                "the old values fetch_add returned from node 1's LMR are all distinct",
+                "after every node's compare_swp increments",
+            ] {
+                assert!(
+                    failed.iter().any(|l| l.contains(expected)),
+                    "{expected}: {failed:?}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -1000,10 +1068,10 @@ mod tests {
         };
         let (output, summary) = run_against(&FakeKernel::new(1, 2, defects), 2);
         assert_eq!(summary.failed, 1, "{output}");
-        assert_eq!(summary.passed, 13);
-        assert!(output.contains("not ok 14 - join 10.0.0.1:18500 returns a node id in 1..=2"));
+        assert_eq!(summary.passed, 20);
+        assert!(output.contains("not ok 21 - join 10.0.0.1:18500 returns a node id in 1..=2"));
         assert!(output.contains("# returned -111 (-ECONNREFUSED)"));
         assert!(output.contains("Bail out!"));
-        assert!(output.ends_with("1..14\n13 passed, 1 failed\n"));
+        assert!(output.ends_with("1..21\n20 passed, 1 failed\n"));
     }
 }

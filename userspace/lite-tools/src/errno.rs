@@ -17,6 +17,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EACCES => "EACCES",
         libc::EFAULT => "EFAULT",
         libc::EBUSY => "EBUSY",
+        libc::EDEADLK => "EDEADLK",
         libc::ENODEV => "ENODEV",
         libc::EINVAL => "EINVAL",
         libc::ENOSPC => "ENOSPC",
@@ -85,6 +86,7 @@ mod tests {
     fn names_of_lite_errnos() {
         assert_eq!(errno_name(libc::ENOTCONN), "ENOTCONN");
         assert_eq!(errno_name(libc::EHOSTUNREACH), "EHOSTUNREACH");
+        assert_eq!(errno_name(libc::EDEADLK), "EDEADLK");
         assert_eq!(errno_name(100_000), "?");
     }
 

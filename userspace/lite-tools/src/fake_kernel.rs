@@ -8,26 +8,31 @@
 //! one memory and name space, meant to be driven from one thread per node:
 //! their barriers really wait for each other, names published by node X are
 //! what `ask_lmr(X, ..)` finds, and freeing an LMR revokes its mappings on
-//! every node. RPC ports and messages are modelled in [`rpc`]; dropping a
-//! kernel is its process exiting.
+//! every node. RPC ports and messages are modelled in [`rpc`], locks,
+//! operation statistics and QoS parameters in [`sync`]; dropping a kernel
+//! is its process exiting.
 
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use libc::c_long;
 use lite::sys::{
-    LiteMulticast, LiteReceive, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, MAX_ASYNC_SIZE,
-    MAX_IP_LEN, MAX_LMR_SIZE, MAX_NODES, MAX_REGISTER_SIZE, NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC,
-    PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_LOW,
+    LiteLock, LiteMulticast, LiteReceive, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE,
+    MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_NODES, MAX_REGISTER_SIZE, NODE_SPREAD,
+    PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_HIGH, PRIORITY_LOW,
+    PRIORITY_NONE,
 };
+use lite::Priority;
 
+use crate::debugfs::{Operation, STATS_FILE};
 use crate::kernel::Kernel;
 use crate::plan::next_node;
 
 mod rpc;
+mod sync;
 
 /// Defects the model can be given.
 #[derive(Debug, Clone, Copy, Default)]
@@ -50,6 +55,21 @@ pub struct Defects {
     /// A one-way message sent into a full ring is dropped, and the send
     /// reports success.
     pub drop_when_full: bool,
+    /// `lite_lock` returns at once, even while another thread holds the lock.
+    pub lock_not_exclusive: bool,
+    /// An unlocked lock goes to the waiter that asked last, not first.
+    pub lock_serves_newest_first: bool,
+    /// fetch-add and compare-swap read, let other threads run, then write.
+    pub atomics_not_atomic: bool,
+}
+
+impl Defects {
+    fn locks(&self) -> sync::LockDefects {
+        sync::LockDefects {
+            not_exclusive: self.lock_not_exclusive,
+            lifo: self.lock_serves_newest_first,
+        }
+    }
 }
 
 /// Every permission bit the ABI defines.
@@ -152,12 +172,15 @@ struct Process {
     next_op: u64,
     ops: BTreeMap<u64, Op>,
     barrier_round: u64,
+    /// Default priority (`lite_set_priority`).
+    priority: u32,
 }
 
 struct Shared {
     cluster: Mutex<Cluster>,
     barrier: Condvar,
     rpc: rpc::Rpc,
+    sync: sync::Sync,
 }
 
 /// One process on one node of a cluster of `nodes` nodes.
@@ -236,6 +259,7 @@ impl FakeKernel {
             }),
             barrier: Condvar::new(),
             rpc: rpc::Rpc::new(),
+            sync: sync::Sync::new(),
         })
     }
 
@@ -609,7 +633,7 @@ impl FakeKernel {
             .count() as u64;
         let handles = process.handles.len() as u64;
         let async_in_flight = process.ops.len() as u64;
-        LiteStats {
+        let mut stats = LiteStats {
             lmrs,
             registrations,
             mappings: cluster.mappings.get(&self.id).copied().unwrap_or(0),
@@ -618,7 +642,165 @@ impl FakeKernel {
             handles,
             processes: u64::from(handles + async_in_flight > 0),
             async_in_flight,
+            // One connection to every other node.
+            connections: u64::from(self.nodes - 1),
+            rpc_ports: self.shared.rpc.ports_on(self.id) as u64,
+            ..LiteStats::default()
+        };
+        drop(cluster);
+        drop(process);
+        self.shared.sync.counters(self.id, &mut stats);
+        stats
+    }
+
+    /// The priority an operation given `priority` runs with, if valid.
+    fn effective_priority(&self, priority: u32) -> Option<Priority> {
+        let priority = if priority == PRIORITY_NONE {
+            lock(&self.process).priority
+        } else {
+            priority
+        };
+        Priority::from_raw(priority)
+    }
+
+    /// Runs `call`, an operation of type `op` moving `bytes` at
+    /// `priority`, and counts it in the node's statistics (calls before
+    /// join or with an invalid priority are not counted).
+    fn counted(
+        &self,
+        op: Operation,
+        priority: u32,
+        bytes: u64,
+        call: impl FnOnce() -> c_long,
+    ) -> c_long {
+        self.counted_as(op, self.effective_priority(priority), bytes, call)
+    }
+
+    /// Like [`FakeKernel::counted`] at a resolved priority; `None` counts
+    /// nothing.
+    fn counted_as(
+        &self,
+        op: Operation,
+        priority: Option<Priority>,
+        bytes: u64,
+        call: impl FnOnce() -> c_long,
+    ) -> c_long {
+        let start = Instant::now();
+        let ret = call();
+        if let (true, Some(priority)) = (self.joined(), priority) {
+            self.shared
+                .sync
+                .record(self.id, op, priority, bytes, ret, start.elapsed());
         }
+        ret
+    }
+
+    /// An atomic operation on the 8-byte LMR behind `handle`: `update`
+    /// gives the new value from the old one, which goes to `*old`.
+    fn atomic(
+        &self,
+        handle: u64,
+        old: *mut u64,
+        priority: u32,
+        update: impl Fn(u64) -> u64,
+    ) -> Result<(), c_long> {
+        self.transfer_prelude(priority)?;
+        let process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let access = Access {
+            perm: PERM_ATOMIC,
+            password: None,
+            allow_freed: false,
+        };
+        let id = self.check_access(&process, &cluster, handle, access, 0, 0)?;
+        let lmr = cluster.lmrs.get_mut(&id).ok_or(err(libc::EBADF))?;
+        let aligned = match lmr.backing {
+            Backing::Owned(_) => true,
+            Backing::User { address, .. } => address % 8 == 0,
+        };
+        if lmr.len() != 8 || !aligned {
+            return Err(err(libc::EINVAL));
+        }
+        Self::check_buffer(old as usize, 8)?;
+        let bytes = self.read_bytes(lmr, 0, 8);
+        let before = u64::from_ne_bytes(bytes.try_into().unwrap_or_default());
+        if self.defects.atomics_not_atomic {
+            drop(cluster);
+            drop(process);
+            std::thread::sleep(Duration::from_millis(1));
+            cluster = self.cluster_state();
+        }
+        let lmr = cluster.lmrs.get_mut(&id).ok_or(err(libc::EBADF))?;
+        self.write_bytes(lmr, 0, &update(before).to_ne_bytes());
+        drop(cluster);
+        // SAFETY: the caller guarantees a writable u64 at `old` (checked
+        // above against the unmapped first page, like the kernel's fault).
+        unsafe { old.write_unaligned(before) };
+        self.shared.sync.count_atomic(self.id);
+        Ok(())
+    }
+
+    /// The lock `*lock` names, after the checks every lock call makes.
+    fn lock_key(&self, lock: *const LiteLock) -> Result<(u32, u32), c_long> {
+        if !self.joined() {
+            return Err(err(libc::ENOTCONN));
+        }
+        if (lock as usize) < FIRST_MAPPED_ADDRESS {
+            return Err(err(libc::EFAULT));
+        }
+        // SAFETY: the caller guarantees a readable LiteLock at `lock`.
+        let LiteLock { home, number } = unsafe { lock.read_unaligned() };
+        self.check_home(home)?;
+        Ok((home, number))
+    }
+
+    /// Checks a lock's home node: a valid id of a member.
+    fn check_home(&self, home: u32) -> Result<(), c_long> {
+        if home == 0 || home >= MAX_NODES {
+            return Err(err(libc::EINVAL));
+        }
+        if home > self.nodes {
+            return Err(err(libc::EHOSTUNREACH));
+        }
+        Ok(())
+    }
+
+    /// Stores `value` into the user's `*lock`.
+    fn store_lock(lock: *mut LiteLock, value: LiteLock) -> Result<(), c_long> {
+        if (lock as usize) < FIRST_MAPPED_ADDRESS {
+            return Err(err(libc::EFAULT));
+        }
+        // SAFETY: the caller guarantees a writable LiteLock at `lock`.
+        unsafe { lock.write_unaligned(value) };
+        Ok(())
+    }
+}
+
+impl FakeKernel {
+    /// `lite_remote_memset`, uncounted.
+    fn memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        let Ok(byte) = u8::try_from(byte) else {
+            return err(libc::EINVAL);
+        };
+        let process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let access = Access {
+            perm: PERM_WRITE,
+            password: None,
+            allow_freed: false,
+        };
+        let lmr = match self.check_access(&process, &cluster, handle, access, offset, size) {
+            Ok(lmr) => lmr,
+            Err(errno) => return errno,
+        };
+        let Some(lmr) = cluster.lmrs.get_mut(&lmr) else {
+            return err(libc::EBADF);
+        };
+        self.write_bytes(lmr, offset, &vec![byte; size as usize]);
+        0
     }
 }
 
@@ -640,6 +822,11 @@ fn chunk_segments(offset: u64, size: u64) -> impl Iterator<Item = (u64, usize)> 
 
 fn result(outcome: Result<(), c_long>) -> c_long {
     outcome.err().unwrap_or(0)
+}
+
+/// The priority in a send's `port_priority`.
+fn priority_of(port_priority: u32) -> u32 {
+    (port_priority & !lite::sys::SEND_NONBLOCK) >> 16
 }
 
 impl Kernel for FakeKernel {
@@ -741,7 +928,9 @@ impl Kernel for FakeKernel {
         priority: u32,
         password: u64,
     ) -> c_long {
-        result(self.do_write(handle, buf, size, offset, priority, password, true))
+        self.counted(Operation::Write, priority, size, || {
+            result(self.do_write(handle, buf, size, offset, priority, password, true))
+        })
     }
 
     unsafe fn rdma_read(
@@ -753,14 +942,16 @@ impl Kernel for FakeKernel {
         priority: u32,
         password: u64,
     ) -> c_long {
-        match self.do_read(handle, buf, size, offset, priority, password, true) {
-            Ok(data) => {
-                // SAFETY: the caller guarantees `size` writable bytes at `buf`.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.cast(), data.len()) };
-                0
+        self.counted(Operation::Read, priority, size, || {
+            match self.do_read(handle, buf, size, offset, priority, password, true) {
+                Ok(data) => {
+                    // SAFETY: the caller guarantees `size` writable bytes at `buf`.
+                    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.cast(), data.len()) };
+                    0
+                }
+                Err(errno) => errno,
             }
-            Err(errno) => errno,
-        }
+        })
     }
 
     fn free(&self, handle: u64) -> c_long {
@@ -819,36 +1010,21 @@ impl Kernel for FakeKernel {
     }
 
     fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        let Ok(byte) = u8::try_from(byte) else {
-            return err(libc::EINVAL);
-        };
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
-        let access = Access {
-            perm: PERM_WRITE,
-            password: None,
-            allow_freed: false,
-        };
-        let lmr = match self.check_access(&process, &cluster, handle, access, offset, size) {
-            Ok(lmr) => lmr,
-            Err(errno) => return errno,
-        };
-        let Some(lmr) = cluster.lmrs.get_mut(&lmr) else {
-            return err(libc::EBADF);
-        };
-        self.write_bytes(lmr, offset, &vec![byte; size as usize]);
-        0
+        self.counted(Operation::Memset, PRIORITY_NONE, size, || {
+            self.memset(handle, offset, size, byte)
+        })
     }
 
     fn memcpy(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
-        result(self.copy((src, src_offset), (dst, dst_offset), size, false))
+        self.counted(Operation::Memcpy, PRIORITY_NONE, size, || {
+            result(self.copy((src, src_offset), (dst, dst_offset), size, false))
+        })
     }
 
     fn memmove(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
-        result(self.copy((src, src_offset), (dst, dst_offset), size, true))
+        self.counted(Operation::Memcpy, PRIORITY_NONE, size, || {
+            result(self.copy((src, src_offset), (dst, dst_offset), size, true))
+        })
     }
 
     unsafe fn wrap_alloc(
@@ -1049,10 +1225,12 @@ impl Kernel for FakeKernel {
         if size > MAX_ASYNC_SIZE && self.joined() {
             return err(libc::EINVAL);
         }
-        match self.do_write(handle, buf, size, offset, priority, password, false) {
-            Ok(()) => self.start_op(Ok(None)),
-            Err(errno) => errno,
-        }
+        self.counted(Operation::WriteAsync, priority, size, || {
+            match self.do_write(handle, buf, size, offset, priority, password, false) {
+                Ok(()) => self.start_op(Ok(None)),
+                Err(errno) => errno,
+            }
+        })
     }
 
     unsafe fn rdma_read_async(
@@ -1067,10 +1245,12 @@ impl Kernel for FakeKernel {
         if size > MAX_ASYNC_SIZE && self.joined() {
             return err(libc::EINVAL);
         }
-        match self.do_read(handle, buf, size, offset, priority, password, false) {
-            Ok(data) => self.start_op(Ok(Some((buf as usize, data)))),
-            Err(errno) => errno,
-        }
+        self.counted(Operation::ReadAsync, priority, size, || {
+            match self.do_read(handle, buf, size, offset, priority, password, false) {
+                Ok(data) => self.start_op(Ok(Some((buf as usize, data)))),
+                Err(errno) => errno,
+            }
+        })
     }
 
     fn async_wait(&self, op: u64, flags: u32) -> c_long {
@@ -1166,23 +1346,27 @@ impl Kernel for FakeKernel {
         reply: *mut c_void,
         max_reply: u64,
     ) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe {
-                self.shared
-                    .rpc
-                    .call(&who, node, port_priority, (msg, size), (reply, max_reply))
-            },
-            Err(errno) => errno,
-        }
+        self.counted(Operation::RpcCall, priority_of(port_priority), size, || {
+            match self.rpc_caller() {
+                // SAFETY: the caller upholds the system call's contract.
+                Ok(who) => unsafe {
+                    self.shared
+                        .rpc
+                        .call(&who, node, port_priority, (msg, size), (reply, max_reply))
+                },
+                Err(errno) => errno,
+            }
+        })
     }
 
     unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe { self.shared.rpc.send(&who, node, port_priority, msg, size) },
-            Err(errno) => errno,
-        }
+        self.counted(Operation::RpcSend, priority_of(port_priority), size, || {
+            match self.rpc_caller() {
+                // SAFETY: the caller upholds the system call's contract.
+                Ok(who) => unsafe { self.shared.rpc.send(&who, node, port_priority, msg, size) },
+                Err(errno) => errno,
+            }
+        })
     }
 
     unsafe fn receive_message(
@@ -1205,11 +1389,13 @@ impl Kernel for FakeKernel {
     }
 
     unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe { self.shared.rpc.reply(&who, buf, size, descriptor) },
-            Err(errno) => errno,
-        }
+        self.counted(Operation::RpcReply, PRIORITY_NONE, size, || {
+            match self.rpc_caller() {
+                // SAFETY: the caller upholds the system call's contract.
+                Ok(who) => unsafe { self.shared.rpc.reply(&who, buf, size, descriptor) },
+                Err(errno) => errno,
+            }
+        })
     }
 
     unsafe fn reply_and_receive_message(
@@ -1237,12 +1423,121 @@ impl Kernel for FakeKernel {
             Err(errno) => errno,
         }
     }
+
+    unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {
+        self.counted(Operation::Atomic, priority, 8, || {
+            result(self.atomic(handle, old, priority, |v| v.wrapping_add(value)))
+        })
+    }
+
+    unsafe fn compare_swp(
+        &self,
+        handle: u64,
+        old: *mut u64,
+        expected: u64,
+        new_value: u64,
+        priority: u32,
+    ) -> c_long {
+        self.counted(Operation::Atomic, priority, 8, || {
+            let swap = |v| if v == expected { new_value } else { v };
+            result(self.atomic(handle, old, priority, swap))
+        })
+    }
+
+    unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        if let Err(errno) = self.check_home(home) {
+            return errno;
+        }
+        if (lock as usize) < FIRST_MAPPED_ADDRESS {
+            return err(libc::EFAULT);
+        }
+        match self.shared.sync.create(home) {
+            Ok(number) => match Self::store_lock(lock, LiteLock { home, number }) {
+                Ok(()) => number.into(),
+                Err(errno) => errno,
+            },
+            Err(errno) => errno,
+        }
+    }
+
+    unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        if let Err(errno) = self.check_home(home) {
+            return errno;
+        }
+        if !self.shared.sync.exists(home, number) {
+            return err(libc::ENOENT);
+        }
+        result(Self::store_lock(lock, LiteLock { home, number }))
+    }
+
+    unsafe fn lock(&self, lock: *const LiteLock) -> c_long {
+        // Locks take no priority: the kernel counts them under "none".
+        self.counted_as(Operation::Lock, Some(Priority::None), 0, || {
+            match self.lock_key(lock) {
+                Ok(key) => self.shared.sync.lock(
+                    sync::Owner::current(self.process_id),
+                    self.id,
+                    key,
+                    self.defects.locks(),
+                ),
+                Err(errno) => errno,
+            }
+        })
+    }
+
+    unsafe fn unlock(&self, lock: *const LiteLock) -> c_long {
+        match self.lock_key(lock) {
+            Ok(key) => self.shared.sync.unlock(
+                sync::Owner::current(self.process_id),
+                key,
+                self.defects.locks(),
+            ),
+            Err(errno) => errno,
+        }
+    }
+
+    fn set_priority(&self, priority: u32) -> c_long {
+        if !self.joined() {
+            return err(libc::ENOTCONN);
+        }
+        if priority != PRIORITY_NONE && priority != PRIORITY_HIGH && priority != PRIORITY_LOW {
+            return err(libc::EINVAL);
+        }
+        let previous = std::mem::replace(&mut lock(&self.process).priority, priority);
+        previous.into()
+    }
+
+    fn read_debugfs(&self, name: &str) -> Option<std::io::Result<String>> {
+        let text = if name == STATS_FILE {
+            Ok(self.shared.sync.stats_text(self.id, self.stats()))
+        } else {
+            self.shared.sync.read_qos(self.id, name)
+        };
+        Some(text.map_err(std::io::Error::from_raw_os_error))
+    }
+
+    fn write_debugfs(&self, name: &str, text: &str) -> Option<std::io::Result<()>> {
+        let written = if name == STATS_FILE {
+            Err(libc::EACCES)
+        } else {
+            self.shared.sync.write_qos(self.id, name, text)
+        };
+        Some(written.map_err(std::io::Error::from_raw_os_error))
+    }
 }
 
 impl Drop for FakeKernel {
-    /// The process exits: the kernel closes its ports and fails the
-    /// callers of the requests it received but did not answer.
+    /// The process exits: the kernel closes its ports, fails the callers
+    /// of the requests it received but did not answer, and releases the
+    /// locks it holds.
     fn drop(&mut self) {
         self.shared.rpc.exit(&self.caller());
+        self.shared.sync.exit(self.process_id, self.defects.locks());
     }
 }

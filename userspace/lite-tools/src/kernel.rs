@@ -5,8 +5,9 @@ use std::ffi::{c_char, c_void};
 use std::mem::ManuallyDrop;
 
 use libc::c_long;
-use lite::sys::{self, LiteMulticast, LiteReceive, LiteStats};
+use lite::sys::{self, LiteLock, LiteMulticast, LiteReceive, LiteStats};
 
+use crate::debugfs;
 use crate::errno::describe_result;
 
 /// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
@@ -218,6 +219,51 @@ pub trait Kernel: Sync {
     ///
     /// As [`sys::send_reply_multicast`].
     unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long;
+    /// `lite_fetch_add`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::fetch_add`].
+    unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long;
+    /// `lite_compare_swp`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::compare_swp`].
+    unsafe fn compare_swp(
+        &self,
+        handle: u64,
+        old: *mut u64,
+        expected: u64,
+        new_value: u64,
+        priority: u32,
+    ) -> c_long;
+    /// `lite_create_lock`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::create_lock`].
+    unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long;
+    /// `lite_ask_lock`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::ask_lock`].
+    unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long;
+    /// `lite_lock`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::lock`].
+    unsafe fn lock(&self, lock: *const LiteLock) -> c_long;
+    /// `lite_unlock`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::unlock`].
+    unsafe fn unlock(&self, lock: *const LiteLock) -> c_long;
+    /// `lite_set_priority`.
+    fn set_priority(&self, priority: u32) -> c_long;
     /// Whether the program may start copies of itself as further processes
     /// using the same kernel (true only for the real system calls; an
     /// in-memory model lives and dies with one process).
@@ -227,6 +273,16 @@ pub trait Kernel: Sync {
     /// Runs the in-kernel KUnit suite `suite` and returns its KTAP results,
     /// or `None` if this kernel cannot (an in-memory model).
     fn run_kunit_suite(&self, _suite: &str) -> Option<std::io::Result<String>> {
+        None
+    }
+    /// Reads file `name` of LITE's debugfs directory (see [`debugfs`]),
+    /// or `None` if this kernel has none.
+    fn read_debugfs(&self, _name: &str) -> Option<std::io::Result<String>> {
+        None
+    }
+    /// Writes `text` to file `name` of LITE's debugfs directory, or `None`
+    /// if this kernel has none.
+    fn write_debugfs(&self, _name: &str, _text: &str) -> Option<std::io::Result<()>> {
         None
     }
 }
@@ -460,6 +516,47 @@ impl Kernel for Syscalls {
         unsafe { sys::send_reply_multicast(call) }
     }
 
+    unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {
+        // SAFETY: the caller upholds sys::fetch_add's contract.
+        unsafe { sys::fetch_add(handle, old, value, priority) }
+    }
+
+    unsafe fn compare_swp(
+        &self,
+        handle: u64,
+        old: *mut u64,
+        expected: u64,
+        new_value: u64,
+        priority: u32,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::compare_swp's contract.
+        unsafe { sys::compare_swp(handle, old, expected, new_value, priority) }
+    }
+
+    unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long {
+        // SAFETY: the caller upholds sys::create_lock's contract.
+        unsafe { sys::create_lock(home, lock) }
+    }
+
+    unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long {
+        // SAFETY: the caller upholds sys::ask_lock's contract.
+        unsafe { sys::ask_lock(home, number, lock) }
+    }
+
+    unsafe fn lock(&self, lock: *const LiteLock) -> c_long {
+        // SAFETY: the caller upholds sys::lock's contract.
+        unsafe { sys::lock(lock) }
+    }
+
+    unsafe fn unlock(&self, lock: *const LiteLock) -> c_long {
+        // SAFETY: the caller upholds sys::unlock's contract.
+        unsafe { sys::unlock(lock) }
+    }
+
+    fn set_priority(&self, priority: u32) -> c_long {
+        sys::set_priority(priority)
+    }
+
     fn spawns_processes(&self) -> bool {
         true
     }
@@ -470,6 +567,14 @@ impl Kernel for Syscalls {
             std::fs::write(dir.join("run"), "run\n")
                 .and_then(|()| std::fs::read_to_string(dir.join("results"))),
         )
+    }
+
+    fn read_debugfs(&self, name: &str) -> Option<std::io::Result<String>> {
+        Some(debugfs::read_file(name))
+    }
+
+    fn write_debugfs(&self, name: &str, text: &str) -> Option<std::io::Result<()>> {
+        Some(debugfs::write_file(name, text))
     }
 }
 

@@ -20,6 +20,7 @@ use std::net::Ipv4Addr;
 pub mod args;
 pub mod bench;
 pub mod cluster_test;
+pub mod debugfs;
 pub mod errno;
 #[cfg(test)]
 mod fake_kernel;

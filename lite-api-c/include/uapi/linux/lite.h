@@ -59,6 +59,13 @@
 #define __NR_lite_reply_message		576
 #define __NR_lite_reply_and_receive_message 577
 #define __NR_lite_send_reply_multicast	578
+#define __NR_lite_fetch_add		579
+#define __NR_lite_compare_swp		580
+#define __NR_lite_create_lock		581
+#define __NR_lite_ask_lock		582
+#define __NR_lite_lock			583
+#define __NR_lite_unlock		584
+#define __NR_lite_set_priority		585
 
 /*
  * Handles and protection
@@ -301,6 +308,81 @@
  *   replied, or a negative errno if the arguments are invalid.
  */
 
+/*
+ * Synchronization
+ *
+ * long lite_fetch_add(__u64 handle, __u64 *old, __u64 value,
+ *                     unsigned int priority)
+ *   Atomically add value (modulo 2^64) to the 8-byte LMR behind handle and
+ *   store the value it held before into *old. Returns 0.
+ * long lite_compare_swp(__u64 handle, __u64 *old, __u64 expected,
+ *                       __u64 new_value, unsigned int priority)
+ *   Atomically replace the LMR's value with new_value if it equals
+ *   expected; *old receives the value it held before either way (the swap
+ *   happened if and only if *old == expected). Returns 0.
+ *   Both are RDMA atomics run by the device of the node holding the LMR,
+ *   also when that is this node (a peer posts them for it), so they are
+ *   atomic with respect to each other from every node; they are not
+ *   ordered with lite_rdma_write to the same LMR. The handle needs ATOMIC.
+ *   -EHOSTUNREACH for an LMR on this node while no peer is connected.
+ *   -EINVAL the LMR is not exactly 8 bytes at an 8-byte aligned address
+ *   (allocate it with LITE_ALLOC_ATOMIC), -EPERM no ATOMIC permission.
+ *   As in the original LITE, atomics do not check a password.
+ *
+ * long lite_create_lock(unsigned int home, struct lite_lock *lock)
+ *   Create a distributed lock kept by node home (this node included) and
+ *   return its number; *lock is filled in. Locks live as long as the home
+ *   node is in the cluster; at most LITE_MAX_LOCKS per home node (-ENOSPC).
+ * long lite_ask_lock(unsigned int home, unsigned int number,
+ *                    struct lite_lock *lock)
+ *   Fill in *lock for an existing lock. -ENOENT no such lock on home.
+ * long lite_lock(const struct lite_lock *lock)
+ *   Acquire the lock: a ticket lock, so callers on all nodes get it in the
+ *   order they asked (FIFO). An uncontended acquire is one RDMA
+ *   fetch-and-add; waiters sleep until the home node hands them the lock.
+ *   The holder is the calling thread. -ENOENT unknown lock, -EDEADLK the
+ *   thread already holds it, -EINTR a signal arrived while waiting (the
+ *   caller's turn is passed on to the next waiter when it comes).
+ * long lite_unlock(const struct lite_lock *lock)
+ *   Release the lock. -EPERM the calling thread does not hold it.
+ *   Locks still held when their process exits are released.
+ *
+ * Priorities and QoS
+ *
+ * Data operations (read, write, their asynchronous forms, atomics) and RPC
+ * sends carry a priority: LITE_PRIORITY_HIGH, LITE_PRIORITY_LOW, or
+ * LITE_PRIORITY_NONE, which stands for the process's default.
+ *
+ * long lite_set_priority(unsigned int priority)
+ *   Set the calling process's default priority (initially
+ *   LITE_PRIORITY_NONE, which is neither throttled nor protected) and
+ *   return the previous default.
+ *
+ * While high-priority operations run on a node, its low-priority
+ * operations wait before they start (traffic prioritization). Parameters,
+ * in /sys/kernel/debug/lite/ (debugfs), settable at run time:
+ *   qos_enabled       1 (default) or 0
+ *   qos_window_us     a low-priority operation waits while a high-priority
+ *                     operation is in flight or ended less than this long
+ *                     ago (default 200)
+ *   qos_delay_us      how long it sleeps before looking again (default 50)
+ *   qos_max_delay_us  the longest it waits in all, so low-priority work is
+ *                     slowed but never starved (default 20000)
+ * /sys/kernel/debug/lite/stats shows the node's counters as text: per
+ * operation type and priority the operations, bytes, errors, time spent
+ * throttled and a latency histogram, plus LMRs, mappings, connections,
+ * RPC ports, locks and lock waits.
+ */
+
+/* A distributed lock: the node that keeps it and its number there. */
+struct lite_lock {
+	__u32 home;
+	__u32 number;
+};
+
+/* Locks one home node can keep. */
+#define LITE_MAX_LOCKS		4096
+
 /* RPC limits. */
 #define LITE_MAX_PORTS		64
 #define LITE_MAX_MESSAGE_SIZE	(256u << 10)
@@ -364,6 +446,13 @@ struct lite_stats {
 	__u64 handles;		/* handles open in all processes */
 	__u64 processes;	/* processes holding LITE handles or operations */
 	__u64 async_in_flight;	/* asynchronous operations not yet reaped */
+	__u64 connections;	/* RC connections (queue pairs) to peers */
+	__u64 rpc_ports;	/* RPC ports registered on this node */
+	__u64 locks;		/* distributed locks kept by this node */
+	__u64 lock_acquires;	/* lite_lock calls that acquired here */
+	__u64 lock_waits;	/* of which waited for another holder */
+	__u64 atomics;		/* fetch-add and compare-swap issued here */
+	__u64 qos_throttled;	/* low-priority operations that waited */
 };
 
 /* Target node for lite_alloc_remote that spreads chunks over all other nodes. */

@@ -1,11 +1,16 @@
 //! `lite-bench`: latency and throughput of LITE operations between two
-//! nodes.
+//! nodes, atomics, locks, and the isolation of high-priority operations.
 //!
 //! Both nodes run it. The node that holds the memory (node 1 by default)
 //! only waits; the other allocates LMRs there and measures, in order:
 //!
 //! 1. latency: for every `--sizes` size, `--iters` synchronous writes and
-//!    then `--iters` reads, one at a time;
+//!    then `--iters` reads, one at a time; then `--iters`
+//!    `lite_fetch_add` and `--iters` `lite_compare_swp` on an 8-byte LMR
+//!    allocated with `LITE_ALLOC_ATOMIC` on the memory node (`op=fetch_add`
+//!    and `op=compare_swp`, size 8), and `--iters` uncontended
+//!    `lite_lock` + `lite_unlock` pairs on a lock kept by the memory node
+//!    and on one kept by this node;
 //! 2. memory operations: for every `--bw-sizes` size, `lite_remote_memset`
 //!    on an LMR and `lite_memcpy` between two LMRs, all on the memory node
 //!    (so the work is done there), one at a time;
@@ -17,7 +22,20 @@
 //!    most `--rpc-threads`); the measuring node times `--iters` round
 //!    trips (`lite_send_reply_imm`, reply as long as the request) for
 //!    every `--rpc-sizes` size, then for every `--rpc-threads` count N
-//!    lets N threads make `--rpc-calls` 64-byte calls together.
+//!    lets N threads make `--rpc-calls` 64-byte calls together;
+//! 5. isolation: a high-priority process (this one, after
+//!    `lite_set_priority(LITE_PRIORITY_HIGH)`, passing priority HIGH too)
+//!    times `--iters` 64-byte writes to the memory node alone (QoS on),
+//!    then while `--qos-loaders` low-priority copies of this program
+//!    (`lite-bench __qos-load NODE SIZE`, priority LOW) write 64 KiB to the
+//!    memory node in a loop, with QoS off and then on (written to
+//!    `/sys/kernel/debug/lite/qos_enabled`, which is restored afterwards).
+//!
+//! With `--contend N` it does none of that: N nodes, all running
+//! `lite-bench --contend N`, take turns on one lock kept by node 1 (node 1
+//! creates it and publishes its number by name), `--contend-iters` pairs
+//! each, then check with a counter under the lock that they excluded each
+//! other.
 //!
 //! Series of 2 and 3 run `--bw-bytes` bytes' worth of operations (at least
 //! 8, at most `--iters`). Latency series print
@@ -33,37 +51,64 @@
 //!
 //! `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
 //!
+//! lock series (1 contender when uncontended) as
+//!
+//! `LITE-LOCK contenders=1 node=2 home=1 iters=1000 acquire_median_us=.. acquire_p10_us=.. acquire_p90_us=.. pair_median_us=.. pair_p10_us=.. pair_p90_us=.. busy_us=.. pairs_per_s=..`
+//!
+//! where acquire is `lite_lock` alone and pair `lite_lock` + `lite_unlock`;
+//! contended series add their raw acquire times, 32 a line:
+//!
+//! `LITE-LOCK-SAMPLES contenders=4 node=2 acquire_us=12.50,13.00,..`
+//!
+//! and each phase of the isolation run prints
+//!
+//! `LITE-QOS phase=unloaded|loaded qos=on|off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
+//! `LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
+//!
+//! (`load_mibps`: the low-priority processes' MiB/s, each over the whole
+//! time it wrote, added up; `throttled`: the growth of the node's
+//! `qos_throttled` counter while the high-priority writes were timed)
+//!
 //! where `avg` is total bytes over total time, and the distribution is over
 //! single operations (memset, memcpy) or over up to 10 consecutive groups
 //! of completions (asynchronous series). Every series checks the data it
 //! moved afterwards. The run ends with `LITE-BENCH: ok` or
 //! `LITE-BENCH: FAILED <reason>`.
 
+use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
-use std::process::ExitCode;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use libc::{c_long, c_void};
 use lite::rpc::{self, Port, Received};
+use lite::sys::LiteLock;
 use lite::{sys, Lmr, Priority};
 use lite_tools::args::{in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::bench::{
-    calls_per_thread, completion_groups, result_line, rpc_throughput, rpc_throughput_line,
-    run_window, throughput_iters, throughput_line, throughput_of_completions, throughput_of_ops,
-    Operation, PeerNode, Throughput,
+    calls_per_thread, completion_groups, lock_line, lock_sample_lines, p99, parse_switch, qos_line,
+    qos_load_line, result_line, rpc_throughput, rpc_throughput_line, run_window, throughput_iters,
+    throughput_line, throughput_of_completions, throughput_of_ops, LoadReport, LockSeries,
+    Operation, PeerNode, QosPhase, QosResult, Throughput, SAMPLES_PER_LINE,
 };
 use lite_tools::errno::{describe_error, describe_result};
+use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
-use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership};
+use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
 
 const CLI: Cli = Cli {
     program: "lite-bench",
     synopsis: "--cm IP [--peer-node auto|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
                [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
-               [--rpc-threads LIST] [--rpc-calls N]",
-    about: "Measures LITE write/read latency, memset, memcpy and asynchronous \
-            write/read throughput, and RPC latency and throughput between two nodes.",
+               [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] \
+               [--contend NODES [--contend-iters N]]",
+    about: "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
+            asynchronous write/read throughput, RPC latency and throughput between two \
+            nodes, and high-priority write latency under low-priority load; or, with \
+            --contend, lock/unlock with several nodes contending.",
     options: &[
         OptionSpec {
             name: "cm",
@@ -122,6 +167,23 @@ const CLI: Cli = Cli {
             value_name: "N",
             help: "RPC throughput: calls per series, shared by its threads (default 2000)",
         },
+        OptionSpec {
+            name: "qos-loaders",
+            value_name: "N",
+            help: "isolation run: low-priority processes loading the link, 0 to skip the run \
+                   (default 3)",
+        },
+        OptionSpec {
+            name: "contend",
+            value_name: "NODES",
+            help: "only measure NODES nodes (all running --contend NODES) taking turns on \
+                   one lock kept by node 1",
+        },
+        OptionSpec {
+            name: "contend-iters",
+            value_name: "N",
+            help: "lock/unlock pairs per node with --contend (default 300)",
+        },
     ],
 };
 
@@ -162,6 +224,36 @@ const MAX_RPC_THREADS: u64 = 64;
 /// How long the measuring node waits for the RPC server to open its port.
 const RPC_SERVER_WAIT: Duration = Duration::from_secs(60);
 
+/// Size of the LMR the atomics work on (what `LITE_ALLOC_ATOMIC` requires).
+const ATOMIC_SIZE: u64 = 8;
+
+/// Name under which the home node publishes the contended lock's number
+/// and the counter that checks mutual exclusion ("lock" in ASCII).
+const LOCK_NAME: u64 = 0x6c6f_636b;
+
+/// Rounds each contending node increments the shared counter under the
+/// lock, after the timed pairs.
+const LOCK_CHECK_ROUNDS: u64 = 10;
+
+/// Size of the high-priority writes of the isolation run.
+const QOS_SIZE: u64 = 64;
+
+/// Size of each low-priority write of the isolation run.
+const QOS_LOAD_SIZE: u64 = 64 * 1024;
+
+/// Most low-priority processes accepted.
+const MAX_QOS_LOADERS: usize = 16;
+
+/// How long the low-priority load runs before the timed writes start.
+const QOS_SETTLE: Duration = Duration::from_millis(200);
+
+/// The QoS switch (debugfs): `1` on, `0` off.
+const QOS_ENABLED: &str = "/sys/kernel/debug/lite/qos_enabled";
+
+/// First argument that makes the program a low-priority load process of
+/// the isolation run: `lite-bench __qos-load NODE SIZE`.
+const LOAD_SUBCOMMAND: &str = "__qos-load";
+
 struct Options {
     cm: Ipv4Addr,
     memory_node: u32,
@@ -174,6 +266,10 @@ struct Options {
     rpc_sizes: Vec<u64>,
     rpc_threads: Vec<usize>,
     rpc_calls: usize,
+    qos_loaders: usize,
+    /// Nodes contending for one lock, with `--contend`.
+    contend: Option<u32>,
+    contend_iters: usize,
 }
 
 impl Options {
@@ -256,6 +352,24 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         parsed.optional("rpc-calls", 2000)?,
         1..=10_000_000,
     )?;
+    let qos_loaders = in_range(
+        "qos-loaders",
+        parsed.optional("qos-loaders", 3)?,
+        0..=MAX_QOS_LOADERS,
+    )?;
+    let contend = match parsed.get("contend") {
+        Some(_) => Some(in_range(
+            "contend",
+            parsed.required("contend")?,
+            2..=MAX_CLUSTER_NODES,
+        )?),
+        None => None,
+    };
+    let contend_iters = in_range(
+        "contend-iters",
+        parsed.optional("contend-iters", 300)?,
+        1..=10_000_000,
+    )?;
     Ok(Options {
         cm,
         memory_node: peer.id(),
@@ -268,10 +382,17 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         rpc_sizes,
         rpc_threads,
         rpc_calls,
+        qos_loaders,
+        contend,
+        contend_iters,
     })
 }
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(LOAD_SUBCOMMAND) {
+        return load_process(&args[1..]);
+    }
     let parsed = CLI.parse_env_or_exit();
     let options = match parse_options(&parsed) {
         Ok(options) => options,
@@ -304,6 +425,9 @@ fn run(options: &Options) -> Result<(), String> {
         }
         Err(e) => return Err(format!("join {cm}: {}", describe_error(&e))),
     };
+    if let Some(nodes) = options.contend {
+        return contend(options, me, nodes);
+    }
     barrier()?;
 
     if me == options.memory_node {
@@ -317,9 +441,12 @@ fn run(options: &Options) -> Result<(), String> {
         return stopped.and(finished);
     }
     let outcome = measure(options)
+        .and_then(|()| measure_atomics(options))
+        .and_then(|()| measure_locks(options, me))
         .and_then(|()| measure_memory_ops(options))
         .and_then(|()| measure_async(options))
-        .and_then(|()| measure_rpc(options));
+        .and_then(|()| measure_rpc(options))
+        .and_then(|()| measure_qos(options));
     // The memory node must not leave while the other still measures, and
     // the measuring node must release it even after a failure.
     let finished = barrier();
@@ -327,8 +454,11 @@ fn run(options: &Options) -> Result<(), String> {
 }
 
 fn barrier() -> Result<(), String> {
-    lite::dist_barrier(BENCH_NODES)
-        .map_err(|e| format!("dist_barrier({BENCH_NODES}): {}", describe_error(&e)))
+    barrier_of(BENCH_NODES)
+}
+
+fn barrier_of(nodes: u32) -> Result<(), String> {
+    lite::dist_barrier(nodes).map_err(|e| format!("dist_barrier({nodes}): {}", describe_error(&e)))
 }
 
 fn measure(options: &Options) -> Result<(), String> {
@@ -863,4 +993,592 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
         rpc_throughput_line(RPC_THROUGHPUT_SIZE, &throughput)
     ));
     Ok(())
+}
+
+/// `lite_fetch_add` and `lite_compare_swp` latency on an 8-byte LMR on the
+/// memory node. Every call's old value is checked: the LMR starts at zero
+/// and each call adds one (the swaps replace the value with the next one).
+fn measure_atomics(options: &Options) -> Result<(), String> {
+    let node = options.memory_node;
+    let lmr = Lmr::alloc(node, ATOMIC_SIZE, sys::ALLOC_ATOMIC, PASSWORD).map_err(|e| {
+        format!(
+            "alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}: {}",
+            describe_error(&e)
+        )
+    })?;
+    say(format_args!(
+        "lite-bench: atomics on an {ATOMIC_SIZE} B LMR on node {node}, {} iterations per series",
+        options.iters
+    ));
+    let handle = lmr.handle();
+    // What the LMR holds; it starts zeroed.
+    let mut value = 0u64;
+    let fetch_add = |expected: u64| {
+        let mut old = 0u64;
+        // SAFETY: `old` is a live u64 that nothing else touches during the call.
+        let ret = unsafe { Syscalls.fetch_add(handle, &mut old, 1, sys::PRIORITY_NONE) };
+        expect_ok(|| "fetch_add".to_string(), ret)?;
+        expect_old("fetch_add", old, expected)
+    };
+    let compare_swp = |expected: u64| {
+        let mut old = 0u64;
+        // SAFETY: as for fetch_add.
+        let ret = unsafe {
+            Syscalls.compare_swp(
+                handle,
+                &mut old,
+                expected,
+                expected.wrapping_add(1),
+                sys::PRIORITY_NONE,
+            )
+        };
+        expect_ok(|| "compare_swp".to_string(), ret)?;
+        expect_old("compare_swp", old, expected)
+    };
+    for (operation, call) in [
+        (
+            Operation::FetchAdd,
+            &fetch_add as &dyn Fn(u64) -> Result<(), String>,
+        ),
+        (Operation::CompareSwp, &compare_swp),
+    ] {
+        for _ in 0..WARMUP_OPS {
+            call(value)?;
+            value += 1;
+        }
+        let mut samples = Vec::with_capacity(options.iters);
+        for _ in 0..options.iters {
+            let (result, micros) = time_us(|| call(value));
+            result?;
+            value += 1;
+            samples.push(micros);
+        }
+        report(operation, ATOMIC_SIZE, &samples)?;
+    }
+    let mut check = [0u8; ATOMIC_SIZE as usize];
+    lmr.read(0, &mut check, Priority::None)
+        .map_err(|e| format!("read of the atomic LMR: {}", describe_error(&e)))?;
+    let held = u64::from_ne_bytes(check);
+    if held != value {
+        return Err(format!(
+            "the atomic LMR holds {held} after {value} increments"
+        ));
+    }
+    lmr.free()
+        .map_err(|e| format!("free: {}", describe_error(&e)))
+}
+
+/// An atomic's old value must be the one expected.
+fn expect_old(what: &str, old: u64, expected: u64) -> Result<(), String> {
+    if old == expected {
+        Ok(())
+    } else {
+        Err(format!("{what} saw {old}, expected {expected}"))
+    }
+}
+
+/// Creates a lock kept by `home`.
+fn create_lock(home: u32) -> Result<LiteLock, String> {
+    let mut lock = LiteLock::default();
+    // SAFETY: `lock` is a live LiteLock that nothing else touches during the call.
+    let ret = unsafe { Syscalls.create_lock(home, &mut lock) };
+    if ret < 0 {
+        return Err(format!(
+            "create_lock(home {home}): {}",
+            describe_result(ret)
+        ));
+    }
+    Ok(lock)
+}
+
+/// The lock `number` kept by `home`.
+fn ask_lock(home: u32, number: u32) -> Result<LiteLock, String> {
+    let mut lock = LiteLock::default();
+    // SAFETY: as in create_lock.
+    let ret = unsafe { Syscalls.ask_lock(home, number, &mut lock) };
+    expect_ok(|| format!("ask_lock(home {home}, number {number})"), ret)?;
+    Ok(lock)
+}
+
+fn acquire(lock: &LiteLock) -> Result<(), String> {
+    // SAFETY: `lock` is a live LiteLock for the duration of the call.
+    let ret = unsafe { Syscalls.lock(lock) };
+    expect_ok(|| format!("lock({}/{})", lock.home, lock.number), ret)
+}
+
+fn release(lock: &LiteLock) -> Result<(), String> {
+    // SAFETY: as in acquire.
+    let ret = unsafe { Syscalls.unlock(lock) };
+    expect_ok(|| format!("unlock({}/{})", lock.home, lock.number), ret)
+}
+
+/// Times `pairs` lock/unlock pairs on `lock` as node `node` with
+/// `contenders` nodes taking part.
+fn time_lock_pairs(
+    lock: &LiteLock,
+    pairs: usize,
+    contenders: u32,
+    node: u32,
+) -> Result<(LockSeries, Vec<f64>), String> {
+    let micros = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1000.0;
+    let mut acquire_us = Vec::with_capacity(pairs);
+    let mut pair_us = Vec::with_capacity(pairs);
+    let begin = monotonic_ns();
+    for _ in 0..pairs {
+        let start = monotonic_ns();
+        let locked = acquire(lock);
+        let acquired = monotonic_ns();
+        locked?;
+        let unlocked = release(lock);
+        let end = monotonic_ns();
+        unlocked?;
+        acquire_us.push(micros(start, acquired));
+        pair_us.push(micros(start, end));
+    }
+    let busy_us = micros(begin, monotonic_ns());
+    let series = LockSeries::new(contenders, node, lock.home, &acquire_us, &pair_us, busy_us)
+        .ok_or("no usable lock samples")?;
+    Ok((series, acquire_us))
+}
+
+/// Uncontended lock/unlock pairs on a lock kept by the memory node and on
+/// one kept by this node.
+fn measure_locks(options: &Options, me: u32) -> Result<(), String> {
+    say(format_args!(
+        "lite-bench: uncontended lock/unlock, locks kept by node {} and by this node {me}, \
+         {} pairs each",
+        options.memory_node, options.iters
+    ));
+    for home in [options.memory_node, me] {
+        let lock = create_lock(home)?;
+        for _ in 0..WARMUP_OPS {
+            acquire(&lock)?;
+            release(&lock)?;
+        }
+        let (series, _) = time_lock_pairs(&lock, options.iters, 1, me)?;
+        say(format_args!("{}", lock_line(&series)));
+    }
+    Ok(())
+}
+
+/// Steps that every node of a cluster takes together: each runs only if
+/// every earlier one succeeded here, and is followed by a barrier that is
+/// entered either way, so one node's failure never leaves the others
+/// waiting.
+struct Steps {
+    nodes: u32,
+    failure: Option<String>,
+}
+
+impl Steps {
+    fn step<T>(&mut self, work: impl FnOnce() -> Result<T, String>) -> Option<T> {
+        let result = match self.failure {
+            None => work().map_err(|e| self.failure = Some(e)).ok(),
+            Some(_) => None,
+        };
+        if let Err(e) = barrier_of(self.nodes) {
+            self.failure.get_or_insert(e);
+        }
+        result
+    }
+
+    fn finish(self) -> Result<(), String> {
+        self.failure.map_or(Ok(()), Err)
+    }
+}
+
+/// `--contend`: every one of `nodes` nodes takes one lock kept by the
+/// memory node `--contend-iters` times, all at once. The home node creates
+/// the lock and publishes, under [`LOCK_NAME`], its number (bytes 0..8) and
+/// a counter (bytes 8..16); afterwards every node increments the counter
+/// [`LOCK_CHECK_ROUNDS`] times under the lock, and the home node checks
+/// that no increment was lost.
+fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
+    let home = options.memory_node;
+    let mut steps = Steps {
+        nodes,
+        failure: None,
+    };
+    // Everyone has joined.
+    steps.step(|| Ok(()));
+    let created = steps.step(|| {
+        if me != home {
+            return Ok(None);
+        }
+        let lock = create_lock(home)?;
+        let mut shared = [0u8; 16];
+        shared[..8].copy_from_slice(&u64::from(lock.number).to_le_bytes());
+        let lmr = Lmr::wrap(&shared, LOCK_NAME, PASSWORD)
+            .map_err(|e| format!("wrap_alloc of the lock's number: {}", describe_error(&e)))?;
+        say(format_args!(
+            "lite-bench: lock {} on node {home} for {nodes} contending nodes",
+            lock.number
+        ));
+        Ok(Some((lock, lmr)))
+    });
+    let mut ready = steps.step(|| {
+        let (lock, lmr) = match created.flatten() {
+            Some(created) => created,
+            None => {
+                let permission = sys::PERM_READ | sys::PERM_WRITE;
+                let lmr = Lmr::ask(home, LOCK_NAME, permission, PASSWORD).map_err(|e| {
+                    format!(
+                        "ask_lmr(node {home}, the lock's name): {}",
+                        describe_error(&e)
+                    )
+                })?;
+                let mut number = [0u8; 8];
+                lmr.read(0, &mut number, Priority::None)
+                    .map_err(|e| format!("read of the lock's number: {}", describe_error(&e)))?;
+                let number = u32::try_from(u64::from_le_bytes(number))
+                    .map_err(|_| "the published lock number is out of range".to_string())?;
+                (ask_lock(home, number)?, lmr)
+            }
+        };
+        for _ in 0..WARMUP_OPS {
+            acquire(&lock)?;
+            release(&lock)?;
+        }
+        Ok((lock, lmr))
+    });
+    let measured = steps.step(|| {
+        let (lock, _) = ready.as_ref().ok_or("no lock")?;
+        let (series, acquired) = time_lock_pairs(lock, options.contend_iters, nodes, me)?;
+        say(format_args!("{}", lock_line(&series)));
+        for line in lock_sample_lines(nodes, me, &acquired, SAMPLES_PER_LINE) {
+            say(format_args!("{line}"));
+        }
+        Ok(())
+    });
+    let incremented = steps.step(|| {
+        measured.ok_or("not measured")?;
+        let (lock, lmr) = ready.as_ref().ok_or("no lock")?;
+        for _ in 0..LOCK_CHECK_ROUNDS {
+            acquire(lock)?;
+            let done = increment(lmr);
+            release(lock)?;
+            done?;
+        }
+        Ok(())
+    });
+    let checked = steps.step(|| {
+        incremented.ok_or("not incremented")?;
+        let (_, lmr) = ready.as_ref().ok_or("no lock")?;
+        if me != home {
+            return Ok(());
+        }
+        let count = counter(lmr)?;
+        let expected = u64::from(nodes) * LOCK_CHECK_ROUNDS;
+        if count != expected {
+            return Err(format!(
+                "the counter under the lock reached {count}, not {expected}: \
+                 the lock did not exclude"
+            ));
+        }
+        say(format_args!(
+            "lite-bench: {nodes} nodes incremented the counter under the lock {count} times"
+        ));
+        Ok(())
+    });
+    // The mappings go before the home node frees the LMR (when `ready`
+    // goes out of scope, after the last barrier).
+    steps.step(|| {
+        checked.ok_or("not checked")?;
+        match ready.take() {
+            Some((_, lmr)) if me != home => lmr
+                .unmap()
+                .map_err(|e| format!("umap of the lock's LMR: {}", describe_error(&e))),
+            _ => Ok(()),
+        }
+    });
+    steps.finish()
+}
+
+/// The counter of the contended lock's LMR.
+fn counter(lmr: &Lmr) -> Result<u64, String> {
+    let mut bytes = [0u8; 8];
+    lmr.read(8, &mut bytes, Priority::None)
+        .map_err(|e| format!("read of the counter: {}", describe_error(&e)))?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+/// Adds one to the counter (read, then write: only correct under the lock).
+fn increment(lmr: &Lmr) -> Result<(), String> {
+    let next = counter(lmr)? + 1;
+    lmr.write(8, &next.to_le_bytes(), Priority::None)
+        .map_err(|e| format!("write of the counter: {}", describe_error(&e)))
+}
+
+/// Sets the calling process's default priority; returns the previous one.
+fn set_priority(priority: u32) -> Result<u32, String> {
+    let ret = Syscalls.set_priority(priority);
+    u32::try_from(ret).map_err(|_| format!("set_priority({priority}): {}", describe_result(ret)))
+}
+
+/// Whether QoS is on ([`QOS_ENABLED`]).
+fn qos_enabled() -> Result<bool, String> {
+    let text = std::fs::read_to_string(QOS_ENABLED).map_err(|e| format!("{QOS_ENABLED}: {e}"))?;
+    parse_switch(&text).ok_or_else(|| format!("{QOS_ENABLED} holds {:?}", text.trim()))
+}
+
+/// Turns QoS on or off and checks that it took.
+fn set_qos(on: bool) -> Result<(), String> {
+    std::fs::write(QOS_ENABLED, if on { "1" } else { "0" })
+        .map_err(|e| format!("writing {QOS_ENABLED}: {e}"))?;
+    match qos_enabled()? {
+        now if now == on => Ok(()),
+        _ => Err(format!("{QOS_ENABLED} did not change")),
+    }
+}
+
+/// The node's count of throttled low-priority operations.
+fn throttled() -> Result<u64, String> {
+    lite::stats()
+        .map(|s| s.qos_throttled)
+        .map_err(|e| format!("get_stats: {}", describe_error(&e)))
+}
+
+/// The isolation run: this process, at high priority, times 64-byte writes
+/// to the memory node alone, then while `--qos-loaders` low-priority
+/// processes write 64 KiB there in a loop, with QoS off and then on.
+fn measure_qos(options: &Options) -> Result<(), String> {
+    if options.qos_loaders == 0 {
+        return Ok(());
+    }
+    let node = options.memory_node;
+    let initial = qos_enabled()?;
+    let lmr = Lmr::alloc(node, QOS_SIZE, 0, PASSWORD)
+        .map_err(|e| format!("alloc {QOS_SIZE} B on node {node}: {}", describe_error(&e)))?;
+    let previous = set_priority(sys::PRIORITY_HIGH)?;
+    say(format_args!(
+        "lite-bench: isolation: {} high-priority {QOS_SIZE} B writes to node {node} per phase; \
+         load: {} low-priority processes writing {QOS_LOAD_SIZE} B",
+        options.iters, options.qos_loaders
+    ));
+    let outcome = [
+        (QosPhase::Unloaded, true),
+        (QosPhase::Loaded, false),
+        (QosPhase::Loaded, true),
+    ]
+    .into_iter()
+    .try_for_each(|(phase, qos)| qos_phase(options, &lmr, phase, qos));
+    let restored = set_qos(initial);
+    let reset = set_priority(previous).map(drop);
+    outcome.and(restored).and(reset)?;
+    lmr.free()
+        .map_err(|e| format!("free: {}", describe_error(&e)))
+}
+
+fn qos_phase(options: &Options, lmr: &Lmr, phase: QosPhase, qos: bool) -> Result<(), String> {
+    set_qos(qos)?;
+    // A pattern of its own per phase, so the check sees this phase's writes.
+    let loaded = phase == QosPhase::Loaded;
+    let seed = pattern::seed(&[
+        u64::from(options.memory_node),
+        QOS_SIZE,
+        u64::from(qos),
+        u64::from(loaded),
+    ]);
+    let mut data = vec![0u8; QOS_SIZE as usize];
+    pattern::fill(seed, 0, &mut data);
+    let write_high = || {
+        lmr.write(0, &data, Priority::High)
+            .map_err(|e| format!("high-priority write: {}", describe_error(&e)))
+    };
+    let mut loaders = Vec::new();
+    if loaded {
+        for _ in 0..options.qos_loaders {
+            loaders.push(Loader::spawn(options.memory_node)?);
+        }
+        for loader in &mut loaders {
+            loader.ready()?;
+        }
+        std::thread::sleep(QOS_SETTLE);
+    }
+    for _ in 0..WARMUP_OPS {
+        write_high()?;
+    }
+    let before = throttled()?;
+    let mut samples = Vec::with_capacity(options.iters);
+    for _ in 0..options.iters {
+        let (result, micros) = time_us(write_high);
+        result?;
+        samples.push(micros);
+    }
+    let after = throttled()?;
+    loaders.iter_mut().for_each(Loader::stop);
+    let load = loaders
+        .into_iter()
+        .map(Loader::report)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut check = vec![0u8; data.len()];
+    lmr.read(0, &mut check, Priority::High)
+        .map_err(|e| format!("read back: {}", describe_error(&e)))?;
+    pattern::verify(seed, 0, &check)
+        .map_err(|m| format!("high-priority writes left wrong data: {m}"))?;
+    let result = QosResult {
+        phase,
+        qos,
+        size: QOS_SIZE,
+        latency: summarize(&samples).ok_or("no samples")?,
+        p99: p99(&samples).ok_or("no samples")?,
+        load_size: QOS_LOAD_SIZE,
+        load,
+        throttled: after.saturating_sub(before),
+    };
+    say(format_args!("{}", qos_line(&result)));
+    for (index, report) in result.load.iter().enumerate() {
+        say(format_args!(
+            "{}",
+            qos_load_line(phase, qos, index + 1, report)
+        ));
+    }
+    Ok(())
+}
+
+/// A low-priority load process: `lite-bench __qos-load NODE SIZE`. It says
+/// `ready` once it is writing, stops when its stdin closes and then says
+/// [`LoadReport::line`] (or `fail REASON`).
+struct Loader {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Loader {
+    fn spawn(node: u32) -> Result<Loader, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let mut child = Command::new(exe)
+            .arg(LOAD_SUBCOMMAND)
+            .arg(node.to_string())
+            .arg(QOS_LOAD_SIZE.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting a load process: {e}"))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let mut loader = Loader {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout.ok_or("a load process without stdout")?),
+        };
+        if loader.stdin.is_none() {
+            loader.stop();
+            return Err("a load process without stdin".into());
+        }
+        Ok(loader)
+    }
+
+    /// The next line the process says.
+    fn line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => Err("a load process ended without a word".into()),
+            Ok(_) => Ok(line.trim_end().to_string()),
+            Err(e) => Err(format!("reading from a load process: {e}")),
+        }
+    }
+
+    /// Waits until the process is writing.
+    fn ready(&mut self) -> Result<(), String> {
+        match self.line()? {
+            line if line == "ready" => Ok(()),
+            line => Err(format!("load process: {line}")),
+        }
+    }
+
+    /// Tells the process to stop.
+    fn stop(&mut self) {
+        self.stdin.take();
+    }
+
+    /// What the process did, once it stopped.
+    fn report(mut self) -> Result<LoadReport, String> {
+        self.stop();
+        let line = self.line()?;
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| format!("waiting for a load process: {e}"))?;
+        match LoadReport::parse(&line) {
+            Some(report) if status.success() => Ok(report),
+            _ => Err(format!("load process ({status}): {line}")),
+        }
+    }
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        // A closed stdin makes it stop; it ends within one write.
+        self.stop();
+        let _ = self.child.wait();
+    }
+}
+
+/// `lite-bench __qos-load NODE SIZE`: a low-priority process of the
+/// isolation run.
+fn load_process(args: &[String]) -> ExitCode {
+    let parsed = match args {
+        [node, size] => node.parse::<u32>().ok().zip(size.parse::<u64>().ok()),
+        _ => None,
+    };
+    let outcome = match parsed {
+        Some((node, size)) if (1..=MAX_SIZE).contains(&size) => load(node, size),
+        _ => Err(format!("usage: lite-bench {LOAD_SUBCOMMAND} NODE SIZE")),
+    };
+    match outcome {
+        Ok(report) => {
+            say(format_args!("{}", report.line()));
+            ExitCode::SUCCESS
+        }
+        Err(reason) => {
+            say(format_args!("fail {reason}"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes `size` bytes to an LMR on `node` at low priority, again and
+/// again, until stdin closes.
+fn load(node: u32, size: u64) -> Result<LoadReport, String> {
+    set_priority(sys::PRIORITY_LOW)?;
+    let lmr = Lmr::alloc(node, size, 0, PASSWORD)
+        .map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))?;
+    let seed = pattern::seed(&[u64::from(node), size, u64::from(std::process::id())]);
+    let mut data = vec![0u8; size as usize];
+    pattern::fill(seed, 0, &mut data);
+    let write_low = || {
+        lmr.write(0, &data, Priority::Low)
+            .map_err(|e| format!("low-priority write of {size} B: {}", describe_error(&e)))
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopper = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        // Nothing is ever sent; the end of stdin is the signal.
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        stopper.store(true, Ordering::SeqCst);
+    });
+    write_low()?;
+    say(format_args!("ready"));
+    let start = monotonic_ns();
+    let mut end = start;
+    let mut ops = 0u64;
+    while !stop.load(Ordering::SeqCst) {
+        write_low()?;
+        ops += 1;
+        end = monotonic_ns();
+    }
+    let mut check = vec![0u8; data.len()];
+    lmr.read(0, &mut check, Priority::Low)
+        .map_err(|e| format!("read back: {}", describe_error(&e)))?;
+    pattern::verify(seed, 0, &check).map_err(|m| format!("writes left wrong data: {m}"))?;
+    lmr.free()
+        .map_err(|e| format!("free: {}", describe_error(&e)))?;
+    Ok(LoadReport {
+        ops,
+        bytes: ops * size,
+        elapsed_us: end.saturating_sub(start) as f64 / 1000.0,
+    })
 }

@@ -372,7 +372,7 @@ impl<'a> DrainEnd<'a> {
 }
 
 /// The scheduler state (`R`, `S`, `D`, ..) of thread `tid` of this process.
-fn thread_state(tid: i32) -> Option<char> {
+pub(super) fn thread_state(tid: i32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
     // The command name may hold spaces and parentheses; the state follows
     // the last ')'.

@@ -240,6 +240,15 @@ impl Rpc {
         self.state().ports.len()
     }
 
+    /// Ports open on `node`.
+    pub(super) fn ports_on(&self, node: u32) -> usize {
+        self.state()
+            .ports
+            .keys()
+            .filter(|(n, _)| *n == node)
+            .count()
+    }
+
     /// What the kernel does when `who`'s process exits: its ports close
     /// and the callers of its unanswered descriptors get `-ECONNRESET`.
     pub(super) fn exit(&self, who: &Caller) {

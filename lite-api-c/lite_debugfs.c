@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * LITE's debugfs files, in /sys/kernel/debug/lite/:
+ *   stats             the node's counters as text (see <uapi/linux/lite.h>)
+ *   qos_enabled       traffic prioritization on (1) or off (0)
+ *   qos_window_us     how long after high-priority work low-priority waits
+ *   qos_delay_us      how long a waiting low-priority operation sleeps
+ *   qos_max_delay_us  the longest a low-priority operation waits in all
+ * The values live in LITE's Rust code, which validates what is written.
+ */
+
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/init.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <rdma/lite_api.h>
+
+/* Room for the counters' text; it is well under this. */
+#define LITE_STATS_TEXT_LEN	(64 * 1024)
+
+static int lite_stats_show(struct seq_file *m, void *unused)
+{
+	ssize_t len;
+	char *text = kvmalloc(LITE_STATS_TEXT_LEN, GFP_KERNEL);
+
+	if (!text)
+		return -ENOMEM;
+	len = lite_rs_debugfs_stats(text, LITE_STATS_TEXT_LEN);
+	if (len >= 0)
+		seq_write(m, text, len);
+	kvfree(text);
+	return len < 0 ? len : 0;
+}
+DEFINE_SHOW_ATTRIBUTE(lite_stats);
+
+#define LITE_QOS_PARAM(name, id)					\
+	static int lite_##name##_get(void *data, u64 *value)		\
+	{								\
+		return lite_rs_qos_get(id, value);			\
+	}								\
+	static int lite_##name##_set(void *data, u64 value)		\
+	{								\
+		return lite_rs_qos_set(id, value);			\
+	}								\
+	DEFINE_DEBUGFS_ATTRIBUTE(lite_##name##_fops, lite_##name##_get,	\
+				 lite_##name##_set, "%llu\n")
+
+/* Ids as in Param::ALL (rust-lite/internal/qos.rs). */
+LITE_QOS_PARAM(qos_enabled, 0);
+LITE_QOS_PARAM(qos_window_us, 1);
+LITE_QOS_PARAM(qos_delay_us, 2);
+LITE_QOS_PARAM(qos_max_delay_us, 3);
+
+static int __init lite_debugfs_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("lite", NULL);
+
+	debugfs_create_file("stats", 0444, dir, NULL, &lite_stats_fops);
+	debugfs_create_file_unsafe("qos_enabled", 0644, dir, NULL,
+				   &lite_qos_enabled_fops);
+	debugfs_create_file_unsafe("qos_window_us", 0644, dir, NULL,
+				   &lite_qos_window_us_fops);
+	debugfs_create_file_unsafe("qos_delay_us", 0644, dir, NULL,
+				   &lite_qos_delay_us_fops);
+	debugfs_create_file_unsafe("qos_max_delay_us", 0644, dir, NULL,
+				   &lite_qos_max_delay_us_fops);
+	return 0;
+}
+late_initcall(lite_debugfs_init);

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Backends of the synchronization and priority system calls, and of the
+//! debugfs files (`/sys/kernel/debug/lite/`).
+
+use core::ffi::{c_int, c_long};
+use kernel::{
+    error::from_result,
+    prelude::*,
+    uaccess::{UserPtr, UserSlice},
+};
+
+use super::syscalls::caller;
+use crate::internal::{
+    atomics::AtomicOp,
+    lock::LockId,
+    node,
+    op_stats::{self, TextBuffer},
+    priority::Priority,
+    qos::{self, Param},
+};
+
+/// Bytes of `struct lite_lock`.
+const LOCK_LEN: usize = 8;
+
+/// Stores `value` at the user's `__u64 *`.
+fn write_u64(ptr: UserPtr, value: u64) -> Result {
+    UserSlice::new(ptr, 8)
+        .writer()
+        .write_slice(&value.to_ne_bytes())
+}
+
+/// Reads a `struct lite_lock`.
+fn read_lock(ptr: UserPtr) -> Result<LockId> {
+    let mut bytes = [0u8; LOCK_LEN];
+    UserSlice::new(ptr, LOCK_LEN)
+        .reader()
+        .read_slice(&mut bytes)?;
+    let [h0, h1, h2, h3, n0, n1, n2, n3] = bytes;
+    Ok(LockId {
+        home: u32::from_ne_bytes([h0, h1, h2, h3]),
+        number: u32::from_ne_bytes([n0, n1, n2, n3]),
+    })
+}
+
+/// Stores a `struct lite_lock`.
+fn write_lock(ptr: UserPtr, id: LockId) -> Result {
+    let mut bytes = [0u8; LOCK_LEN];
+    bytes[..4].copy_from_slice(&id.home.to_ne_bytes());
+    bytes[4..].copy_from_slice(&id.number.to_ne_bytes());
+    UserSlice::new(ptr, LOCK_LEN).writer().write_slice(&bytes)
+}
+
+/// Runs `op` and stores the old value at `old`, which is checked for
+/// writability first so a bad pointer does not leave the operation done
+/// but unreported.
+fn atomic(handle: u64, old: UserPtr, op: AtomicOp, priority: u32) -> Result<c_long> {
+    let (cluster, process) = caller()?;
+    write_u64(old, 0)?;
+    let value = cluster.atomic(&process, handle, op, priority)?;
+    write_u64(old, value)?;
+    Ok(0)
+}
+
+/// Backend of `lite_fetch_add`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_fetch_add(
+    handle: u64,
+    old: UserPtr,
+    value: u64,
+    priority: u32,
+) -> c_long {
+    from_result(|| atomic(handle, old, AtomicOp::FetchAdd(value), priority))
+}
+
+/// Backend of `lite_compare_swp`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_compare_swp(
+    handle: u64,
+    old: UserPtr,
+    expected: u64,
+    new_value: u64,
+    priority: u32,
+) -> c_long {
+    from_result(|| {
+        let op = AtomicOp::CompareSwap {
+            expected,
+            new_value,
+        };
+        atomic(handle, old, op, priority)
+    })
+}
+
+/// Backend of `lite_create_lock`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_create_lock(home: u32, lock: UserPtr) -> c_long {
+    from_result(|| {
+        let (cluster, _) = caller()?;
+        // Checked first: a lock that cannot be reported would be lost.
+        write_lock(lock, LockId { home, number: 0 })?;
+        let id = cluster.create_lock(home)?;
+        write_lock(lock, id)?;
+        Ok(c_long::from(id.number))
+    })
+}
+
+/// Backend of `lite_ask_lock`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_ask_lock(home: u32, number: u32, lock: UserPtr) -> c_long {
+    from_result(|| {
+        let (cluster, _) = caller()?;
+        let id = cluster.ask_lock(home, number)?;
+        write_lock(lock, id)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_lock`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_lock(lock: UserPtr) -> c_long {
+    from_result(|| {
+        let (cluster, _) = caller()?;
+        cluster.lock(read_lock(lock)?)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_unlock`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_unlock(lock: UserPtr) -> c_long {
+    from_result(|| {
+        let (cluster, _) = caller()?;
+        cluster.unlock(read_lock(lock)?)?;
+        Ok(0)
+    })
+}
+
+/// Backend of `lite_set_priority`: returns the previous default.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_set_priority(priority: u32) -> c_long {
+    from_result(|| {
+        let priority = Priority::from_raw(priority)?;
+        let (_, process) = caller()?;
+        Ok(c_long::from(process.default_priority.set(priority).raw()))
+    })
+}
+
+/// Writes the node's counters as text into `buf` (`len` bytes) for
+/// `/sys/kernel/debug/lite/stats`; returns the text's length, or
+/// `-ENOSPC` if it does not fit.
+///
+/// # Safety
+///
+/// `buf` must point to `len` writable bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_debugfs_stats(buf: *mut u8, len: usize) -> isize {
+    if buf.is_null() {
+        return EINVAL.to_errno() as isize;
+    }
+    // SAFETY: The caller guarantees `len` writable bytes at `buf`.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    let stats = node()
+        .and_then(|n| n.cluster())
+        .map(|c| c.stats())
+        .unwrap_or_default();
+    let mut text = TextBuffer::new(out);
+    match op_stats::write_text(&mut text, &stats) {
+        Ok(()) => text.len() as isize,
+        Err(_) => ENOSPC.to_errno() as isize,
+    }
+}
+
+/// Reads QoS parameter `id` (see `lite_debugfs.c`).
+///
+/// # Safety
+///
+/// `value` must point to a writable `u64`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_qos_get(id: u32, value: *mut u64) -> c_int {
+    let Some(param) = Param::from_id(id) else {
+        return EINVAL.to_errno();
+    };
+    if value.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: The caller guarantees `value` is writable.
+    unsafe { value.write(u64::from(qos::param(param))) };
+    0
+}
+
+/// Sets QoS parameter `id` (see `lite_debugfs.c`); `-EINVAL` for a value
+/// out of its range.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_qos_set(id: u32, value: u64) -> c_int {
+    from_result(|| {
+        let param = Param::from_id(id).ok_or(EINVAL)?;
+        qos::set_param(param, value)?;
+        Ok(0)
+    })
+}

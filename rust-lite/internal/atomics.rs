@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Atomic operations on 8-byte LMRs (`lite_fetch_add`, `lite_compare_swp`).
+//!
+//! Both are RDMA atomics executed by the device of the node holding the
+//! word, also when that is this node (a peer posts them for it), so every
+//! node's atomics on one LMR are atomic with respect to each other.
+
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+
+use super::{
+    chunk::pieces_in,
+    cluster::Cluster,
+    control_wire::ControlMessage,
+    lmr::ATOMIC_SIZE,
+    op_stats::{self, OpKind, OpTimer},
+    permission::Permission,
+    process::Process,
+    qos,
+};
+use crate::{errno, verbs::DmaBuffer};
+
+/// An atomic operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtomicOp {
+    /// Add the value (modulo 2^64).
+    FetchAdd(u64),
+    /// Replace `expected` with `new_value`.
+    CompareSwap {
+        /// The value the word must hold.
+        expected: u64,
+        /// What it is replaced with.
+        new_value: u64,
+    },
+}
+
+/// The 8-byte word an atomic operates on: its node and remote address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AtomicTarget {
+    /// Node holding the word.
+    pub(crate) node: u32,
+    /// Remote address of the word.
+    pub(crate) addr: u64,
+    /// Remote key covering it.
+    pub(crate) rkey: u32,
+}
+
+impl Cluster {
+    /// `lite_fetch_add` / `lite_compare_swp` on a handle of `process`;
+    /// returns the value the LMR held before.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`, `EPERM` (no ATOMIC), `EINVAL` (not an 8-byte aligned LMR, bad
+    /// priority), `EKEYREVOKED`, `EHOSTUNREACH`, `EIO`.
+    pub(crate) fn atomic(
+        &self,
+        process: &Process,
+        handle: u64,
+        op: AtomicOp,
+        priority: u32,
+    ) -> Result<u64> {
+        let priority = process.default_priority.resolve(priority)?;
+        let lmr = process.permitted(handle, Permission::ATOMIC)?;
+        if lmr.size != ATOMIC_SIZE {
+            return Err(EINVAL);
+        }
+        let _use = lmr.begin()?;
+        let piece = pieces_in(lmr.geometry, 0, ATOMIC_SIZE, ATOMIC_SIZE)
+            .next()
+            .ok_or(EINVAL)?;
+        if piece.len != ATOMIC_SIZE {
+            return Err(EINVAL);
+        }
+        let chunk = lmr.chunks.get(piece.chunk).ok_or(EINVAL)?;
+        let target = AtomicTarget {
+            node: chunk.node,
+            addr: chunk.addr.checked_add(piece.chunk_offset).ok_or(EINVAL)?,
+            rkey: chunk.rkey,
+        };
+        if target.addr % ATOMIC_SIZE != 0 {
+            return Err(EINVAL);
+        }
+        let admission = qos::admit(priority);
+        let timer = OpTimer::start(OpKind::Atomic, priority);
+        let result = self.atomic_on(target, op);
+        timer.finish(admission, ATOMIC_SIZE, result)
+    }
+
+    /// Runs `op` on the word at `target`; returns its previous value.
+    pub(crate) fn atomic_on(&self, target: AtomicTarget, op: AtomicOp) -> Result<u64> {
+        op_stats::COUNTERS.atomics.fetch_add(1, Ordering::Relaxed);
+        if target.node == self.node_id {
+            return self.atomic_by_peer(target, op);
+        }
+        let result = DmaBuffer::new(&self.device.device, ATOMIC_SIZE as usize)?;
+        let conn = &self.peer(target.node)?.conn;
+        let remote = (target.addr, target.rkey);
+        match op {
+            AtomicOp::FetchAdd(value) => conn.fetch_add(&result, remote, value),
+            AtomicOp::CompareSwap {
+                expected,
+                new_value,
+            } => conn.compare_swap(&result, remote, expected, new_value),
+        }
+    }
+
+    /// Runs `op` on this node's own memory: a peer posts it as an RDMA
+    /// atomic, so this node's device executes it like every other node's
+    /// atomics on the word. The device's atomics are not atomic with respect
+    /// to CPU instructions.
+    ///
+    /// # Errors
+    ///
+    /// `EHOSTUNREACH` if no peer is connected.
+    fn atomic_by_peer(&self, target: AtomicTarget, op: AtomicOp) -> Result<u64> {
+        let helper = self
+            .connected_peers()?
+            .first()
+            .copied()
+            .ok_or_else(errno::EHOSTUNREACH)?;
+        let peer = self.peer(helper)?;
+        let (compare_swap, compare, swap) = match op {
+            AtomicOp::FetchAdd(value) => (false, value, 0),
+            AtomicOp::CompareSwap {
+                expected,
+                new_value,
+            } => (true, expected, new_value),
+        };
+        // Not interruptible: once sent, the operation may have happened, and
+        // its result (a lock ticket, say) must not be lost.
+        let reply = self.requests.call_uninterruptible(&peer, |request_id| {
+            ControlMessage::AtomicRequest {
+                request_id,
+                addr: target.addr,
+                rkey: target.rkey,
+                compare_swap,
+                compare,
+                swap,
+            }
+        })?;
+        match reply {
+            ControlMessage::AtomicReply { status: 0, old, .. } => Ok(old),
+            ControlMessage::AtomicReply { status, .. } if status < 0 => {
+                Err(Error::from_errno(status))
+            }
+            _ => Err(errno::EPROTO()),
+        }
+    }
+
+    /// Runs a peer's [`ControlMessage::AtomicRequest`] on that peer's own
+    /// memory (never on a third node's) and builds the reply.
+    pub(crate) fn atomic_for_peer(
+        &self,
+        from: u32,
+        request: ControlMessage,
+    ) -> Option<ControlMessage> {
+        let ControlMessage::AtomicRequest {
+            request_id,
+            addr,
+            rkey,
+            compare_swap,
+            compare,
+            swap,
+        } = request
+        else {
+            return None;
+        };
+        let op = if compare_swap {
+            AtomicOp::CompareSwap {
+                expected: compare,
+                new_value: swap,
+            }
+        } else {
+            AtomicOp::FetchAdd(compare)
+        };
+        let target = AtomicTarget {
+            node: from,
+            addr,
+            rkey,
+        };
+        let done = if from == self.node_id {
+            Err(EINVAL)
+        } else {
+            self.atomic_on(target, op)
+        };
+        Some(match done {
+            Ok(old) => ControlMessage::AtomicReply {
+                request_id,
+                status: 0,
+                old,
+            },
+            Err(e) => ControlMessage::AtomicReply {
+                request_id,
+                status: e.to_errno(),
+                old: 0,
+            },
+        })
+    }
+}

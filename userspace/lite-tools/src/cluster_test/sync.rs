@@ -1,0 +1,1618 @@
+//! Synchronization, priorities and the statistics file: a counter on node
+//! 1 incremented under a LITE lock by threads and processes of every node;
+//! fetch-add and compare-swap totals; a barrier reused many times; lock
+//! waiters served in the order they asked; locks released when their
+//! holder exits; default priorities; `/sys/kernel/debug/lite`; and misuse
+//! of every call.
+//!
+//! Every node runs the same code relative to its own id; the barriers in
+//! here are entered unconditionally, in the same order on every node,
+//! whatever failed before them.
+
+use std::io::{BufReader, Write};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+use libc::c_long;
+use lite::sys::{
+    LiteLock, LiteStats, ALLOC_ATOMIC, MAX_LOCKS, MAX_NODES, PERM_ATOMIC, PERM_READ, PERM_WRITE,
+    PRIORITY_HIGH, PRIORITY_LOW, PRIORITY_NONE,
+};
+use lite::Priority;
+
+use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, UserPages};
+use super::processes::{collect, finish, spawn, ChildPoints};
+use super::rpc::thread_state;
+use super::{password_of, Check, UNKNOWN_HANDLE};
+use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
+use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::kernel::{Kernel, Region};
+use crate::tap::Tap;
+
+/// Threads per node in the counter, fetch-add and compare-swap cases.
+const THREADS: u32 = 3;
+/// Increments per thread (and per child process).
+const ITERATIONS: u32 = 20;
+/// How long a locked increment keeps the lock between its read and its
+/// write, so that a lock that is not exclusive loses increments.
+const CRITICAL_PAUSE: Duration = Duration::from_millis(1);
+/// Waiters of the lock order case.
+const WAITERS: usize = 3;
+/// Delay between the waiters' requests, so their order is known.
+const STAGGER: Duration = Duration::from_millis(300);
+/// Rounds of the repeated barrier case.
+const ROUNDS: u64 = 100;
+/// Operations of each kind the statistics case issues.
+const STATS_OPS: u64 = 10;
+/// Bytes of the transfers the statistics case issues.
+const STATS_BYTES: usize = 4096;
+/// How long a thread may wait for a lock (or to block in `lite_lock`)
+/// before the case fails and the thread is interrupted.
+const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(30);
+/// A priority outside the defined ones.
+const INVALID_PRIORITY: u32 = 99;
+/// A lock number no home creates in practice (it would need them all).
+const UNKNOWN_LOCK: u32 = MAX_LOCKS - 1;
+
+/// Name kinds of the LMRs node 1 shares.
+const COUNTER_NAME: u16 = 0x5343;
+const ATOMIC_NAME: u16 = 0x5341;
+const ROUNDS_NAME: u16 = 0x5352;
+
+/// Where node 1's counter LMR keeps the counter and the lock number.
+const COUNTER_OFFSET: u64 = 0;
+const LOCK_NUMBER_OFFSET: u64 = 8;
+
+/// The node that keeps the shared counters and lock.
+const OWNER: u32 = 1;
+
+const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
+
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    install_interrupt_handler();
+    locked_counter(kernel, tap, me, nodes);
+    atomics(kernel, tap, me, nodes);
+    barrier_rounds(kernel, tap, me, nodes);
+    let local = local_lock(kernel, tap, me);
+    lock_order(kernel, tap, me, local.as_ref());
+    exiting_holder(kernel, tap, me, local.as_ref());
+    priorities(kernel, tap, me);
+    debugfs(kernel, tap, me, nodes, local.as_ref());
+    bad_input(kernel, tap, me, nodes);
+    barrier(kernel, tap, nodes, "the synchronization cases");
+}
+
+/// `lite_create_lock(home)`; the lock, checked against the number returned.
+fn create_lock<K: Kernel>(kernel: &K, home: u32) -> Result<LiteLock, String> {
+    let mut lock = LiteLock {
+        home: u32::MAX,
+        number: u32::MAX,
+    };
+    // SAFETY: `lock` is exclusively borrowed and writable.
+    let ret = unsafe { kernel.create_lock(home, &mut lock) };
+    let number = u32::try_from(ret)
+        .map_err(|_| format!("create_lock({home}) returned {}", describe_result(ret)))?;
+    let expected = LiteLock { home, number };
+    if lock != expected {
+        return Err(format!(
+            "create_lock returned {number} but filled in {lock:?}"
+        ));
+    }
+    Ok(lock)
+}
+
+/// `lite_ask_lock(home, number)`; the lock, checked.
+fn ask_lock<K: Kernel>(kernel: &K, home: u32, number: u32) -> Result<LiteLock, String> {
+    let mut lock = LiteLock::default();
+    // SAFETY: `lock` is exclusively borrowed and writable.
+    let ret = unsafe { kernel.ask_lock(home, number, &mut lock) };
+    expect_zero(ret).map_err(|e| format!("ask_lock({home}, {number}): {e}"))?;
+    let expected = LiteLock { home, number };
+    if lock != expected {
+        return Err(format!("ask_lock filled in {lock:?}, not {expected:?}"));
+    }
+    Ok(lock)
+}
+
+/// The raw result of `lite_lock`.
+fn lock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
+    // SAFETY: `lock` is readable for the call.
+    unsafe { kernel.lock(lock) }
+}
+
+/// The raw result of `lite_unlock`.
+fn unlock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
+    // SAFETY: `lock` is readable for the call.
+    unsafe { kernel.unlock(lock) }
+}
+
+/// `lite_fetch_add`: the raw result and the old value.
+fn fetch_add_raw<K: Kernel>(kernel: &K, handle: u64, value: u64, priority: u32) -> (c_long, u64) {
+    let mut old = u64::MAX;
+    // SAFETY: `old` is exclusively borrowed and writable.
+    let ret = unsafe { kernel.fetch_add(handle, &mut old, value, priority) };
+    (ret, old)
+}
+
+/// `lite_fetch_add`: the old value, or a description of the failure.
+fn fetch_add<K: Kernel>(kernel: &K, handle: u64, value: u64, priority: u32) -> Result<u64, String> {
+    let (ret, old) = fetch_add_raw(kernel, handle, value, priority);
+    expect_zero(ret)
+        .map(|()| old)
+        .map_err(|e| format!("fetch_add({value}): {e}"))
+}
+
+/// `lite_compare_swp`: the raw result and the old value.
+fn compare_swp_raw<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    expected: u64,
+    new_value: u64,
+    priority: u32,
+) -> (c_long, u64) {
+    let mut old = u64::MAX;
+    // SAFETY: `old` is exclusively borrowed and writable.
+    let ret = unsafe { kernel.compare_swp(handle, &mut old, expected, new_value, priority) };
+    (ret, old)
+}
+
+/// `lite_compare_swp`: the old value, or a description of the failure.
+fn compare_swp<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    expected: u64,
+    new_value: u64,
+) -> Result<u64, String> {
+    let (ret, old) = compare_swp_raw(kernel, handle, expected, new_value, PRIORITY_NONE);
+    expect_zero(ret)
+        .map(|()| old)
+        .map_err(|e| format!("compare_swp({expected}, {new_value}): {e}"))
+}
+
+/// The value of an atomic LMR, read atomically (a fetch-add of 0).
+fn atomic_value<K: Kernel>(kernel: &K, handle: u64) -> Result<u64, String> {
+    fetch_add(kernel, handle, 0, PRIORITY_NONE)
+}
+
+fn read_u64<K: Kernel>(kernel: &K, handle: u64, offset: u64, pw: u64) -> Result<u64, String> {
+    let bytes = read_vec(kernel, handle, offset, 8, pw)?;
+    let bytes: [u8; 8] = bytes.try_into().map_err(|_| "short read".to_string())?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+fn write_u64<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    offset: u64,
+    value: u64,
+    pw: u64,
+) -> Result<(), String> {
+    write_ok(kernel, handle, offset, &value.to_le_bytes(), pw)
+}
+
+/// Locks `mutex`, also after a thread panicked holding it.
+fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The first error of `results`, or `Ok`.
+fn first_error(results: impl IntoIterator<Item = Result<(), String>>) -> Result<(), String> {
+    results.into_iter().collect()
+}
+
+/// A no-op handler for `SIGUSR1`, installed without `SA_RESTART`, so that
+/// the signal makes a thread blocked in `lite_lock` return `-EINTR`.
+fn install_interrupt_handler() {
+    static INSTALLED: Once = Once::new();
+    extern "C" fn ignore(_: libc::c_int) {}
+    INSTALLED.call_once(|| {
+        // SAFETY: a zeroed sigaction is valid; the handler does nothing
+        // and is async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = ignore as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGUSR1, &action, ptr::null_mut());
+        }
+    });
+}
+
+/// A thread about to call `lite_lock`, observable from another thread.
+#[derive(Default)]
+struct Waiter {
+    tid: AtomicI32,
+    finished: AtomicBool,
+}
+
+impl Waiter {
+    /// Records the calling thread; call right before `lite_lock`.
+    fn arm(&self) {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+        self.tid
+            .store(i32::try_from(tid).unwrap_or(0), Ordering::SeqCst);
+    }
+
+    /// The call returned.
+    fn finish(&self) {
+        self.finished.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits until the thread sleeps in the call (or has returned).
+    fn wait_until_blocked(&self) -> Result<(), String> {
+        let deadline = Instant::now() + LOCK_WAIT_LIMIT;
+        loop {
+            if self.finished.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let tid = self.tid.load(Ordering::SeqCst);
+            if tid != 0 && matches!(thread_state(tid), Some('S' | 'D')) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("did not block within {LOCK_WAIT_LIMIT:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Waits until the call returned; after [`LOCK_WAIT_LIMIT`] interrupts
+    /// the thread with `SIGUSR1` until it does. Whether it returned in time.
+    fn wait_finished(&self) -> bool {
+        let deadline = Instant::now() + LOCK_WAIT_LIMIT;
+        let mut in_time = true;
+        while !self.finished.load(Ordering::SeqCst) {
+            if Instant::now() > deadline {
+                in_time = false;
+                let tid = self.tid.load(Ordering::SeqCst);
+                if tid != 0 {
+                    // SAFETY: signals a thread of this process, whose
+                    // SIGUSR1 handler does nothing.
+                    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR1) };
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        in_time
+    }
+}
+
+/// `iterations` increments of the counter at [`COUNTER_OFFSET`] of
+/// `handle`, each a plain read and write under `lock`.
+fn locked_increments<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    pw: u64,
+    lock_: &LiteLock,
+    iterations: u32,
+) -> Result<(), String> {
+    for i in 0..iterations {
+        expect_zero(lock(kernel, lock_)).map_err(|e| format!("lock #{i}: {e}"))?;
+        let step = read_u64(kernel, handle, COUNTER_OFFSET, pw).and_then(|value| {
+            std::thread::sleep(CRITICAL_PAUSE);
+            write_u64(kernel, handle, COUNTER_OFFSET, value + 1, pw)
+        });
+        let unlocked = expect_zero(unlock(kernel, lock_)).map_err(|e| format!("unlock #{i}: {e}"));
+        step.and(unlocked)?;
+    }
+    Ok(())
+}
+
+/// Maps node 1's counter LMR and looks up the lock whose number it holds.
+fn map_counter<K: Kernel>(kernel: &K, name: u64, pw: u64) -> Result<(u64, LiteLock), String> {
+    let handle = handle_of(
+        kernel.ask_lmr(OWNER, name, PERM_READ | PERM_WRITE, pw),
+        "ask_lmr of the counter",
+    )?;
+    let number = read_u64(kernel, handle, LOCK_NUMBER_OFFSET, pw).and_then(|n| {
+        u32::try_from(n).map_err(|_| format!("the counter LMR holds lock number {n}"))
+    });
+    let found = number.and_then(|number| ask_lock(kernel, OWNER, number));
+    match found {
+        Ok(lock) => Ok((handle, lock)),
+        Err(e) => {
+            kernel.umap_lmr(handle);
+            Err(e)
+        }
+    }
+}
+
+/// Node 1 creates a lock and an LMR holding a counter and the lock's
+/// number; every node's threads, and a child process on the real kernel,
+/// increment the counter under the lock; the total must be exact.
+fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let pw = password_of(OWNER);
+    let name = name_of(COUNTER_NAME, OWNER);
+    let owned = (me == OWNER).then(|| {
+        let outcome = (|| -> Result<Region<'_, K>, String> {
+            let lock = create_lock(kernel, OWNER)?;
+            let lmr = Region::alloc(kernel, OWNER, 4096, 0, pw)?;
+            lmr.write(COUNTER_OFFSET, &0u64.to_le_bytes(), PRIORITY_NONE)?;
+            lmr.write(
+                LOCK_NUMBER_OFFSET,
+                &u64::from(lock.number).to_le_bytes(),
+                PRIORITY_NONE,
+            )?;
+            expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
+                .map_err(|e| format!("add_ask_mr_table: {e}"))?;
+            Ok(lmr)
+        })();
+        tap.check(
+            &format!(
+                "node {me}: create_lock(node {me}) and a published counter LMR holding its number"
+            ),
+            outcome.as_ref().map(drop).map_err(Clone::clone),
+        );
+        outcome.ok()
+    });
+    barrier(kernel, tap, nodes, "publishing the locked counter");
+
+    let real = kernel.spawns_processes();
+    let mapped = map_counter(kernel, name, pw);
+    let description = if real {
+        format!("node {me}: {THREADS} threads x {ITERATIONS} and a child process x {ITERATIONS} locked read+write increments of node {OWNER}'s counter succeed")
+    } else {
+        format!("node {me}: {THREADS} threads x {ITERATIONS} locked read+write increments of node {OWNER}'s counter succeed")
+    };
+    let outcome = match &mapped {
+        Ok((handle, lock_)) => {
+            let child = if real {
+                Some(spawn(&[
+                    "sync-counter".into(),
+                    name.to_string(),
+                    pw.to_string(),
+                    lock_.number.to_string(),
+                    ITERATIONS.to_string(),
+                ]))
+            } else {
+                None
+            };
+            let threads = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..THREADS)
+                    .map(|_| {
+                        scope.spawn(|| locked_increments(kernel, *handle, pw, lock_, ITERATIONS))
+                    })
+                    .collect();
+                first_error(workers.into_iter().map(|worker| {
+                    worker
+                        .join()
+                        .unwrap_or_else(|_| Err("a thread panicked".into()))
+                }))
+            });
+            let child = match child {
+                None => Ok(()),
+                Some(child) => child.and_then(|mut child| {
+                    let out = child.stdout.take().ok_or("no stdout")?;
+                    let points = collect(&mut BufReader::new(out), false);
+                    finish(child)?;
+                    child_outcome(points, 1)
+                }),
+            };
+            threads.and(child.map_err(|e| format!("child: {e}")))
+        }
+        Err(e) => Err(e.clone()),
+    };
+    tap.check(&description, outcome);
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        "every node incremented the locked counter",
+    );
+
+    let per_node = THREADS * ITERATIONS + if real { ITERATIONS } else { 0 };
+    let expected = u64::from(nodes) * u64::from(per_node);
+    let outcome = mapped
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|(handle, _)| {
+            let value = read_u64(kernel, *handle, COUNTER_OFFSET, pw)?;
+            if value == expected {
+                Ok(())
+            } else {
+                Err(format!("it holds {value}: increments were lost"))
+            }
+        });
+    tap.check(
+        &format!("node {me}: node {OWNER}'s locked counter holds exactly {expected} ({nodes} nodes x {per_node})"),
+        outcome,
+    );
+    barrier(kernel, tap, nodes, "reading the locked counter");
+    if let Ok((handle, _)) = mapped {
+        kernel.umap_lmr(handle);
+    }
+    if let Some(Some(lmr)) = owned {
+        tap.check(&format!("node {me}: free of the counter LMR"), lmr.free());
+    }
+}
+
+/// The outcome of a child's points: all passed, and `expected` of them.
+fn child_outcome(points: ChildPoints, expected: usize) -> Result<(), String> {
+    if points.len() != expected {
+        return Err(format!("reported {} of {expected} checks", points.len()));
+    }
+    for (what, result) in points {
+        result.map_err(|e| format!("{what}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// What the fetch-add threads of one node saw.
+struct Fetched {
+    shared: Vec<u64>,
+    local: Vec<u64>,
+}
+
+/// fetch-add and compare-swap from every node on an atomic LMR of node 1,
+/// and from this node's threads on one of this node.
+fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let pw = password_of(OWNER);
+    let name = name_of(ATOMIC_NAME, OWNER);
+    let owned = (me == OWNER).then(|| {
+        let outcome = Region::alloc(kernel, OWNER, 8, ALLOC_ATOMIC, pw).and_then(|lmr| {
+            expect_zero(kernel.add_ask_mr_table(
+                name,
+                lmr.handle(),
+                PERM_READ | PERM_WRITE | PERM_ATOMIC,
+                pw,
+            ))
+            .map_err(|e| format!("add_ask_mr_table: {e}"))
+            .map(|()| lmr)
+        });
+        tap.check(
+            &format!("node {me}: an 8 B ATOMIC LMR allocated and published with ATOMIC"),
+            outcome.as_ref().map(drop).map_err(Clone::clone),
+        );
+        outcome.ok()
+    });
+    let local = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me));
+    barrier(kernel, tap, nodes, "publishing the atomic counter");
+
+    let shared = handle_of(
+        kernel.ask_lmr(OWNER, name, PERM_READ | PERM_ATOMIC, pw),
+        "ask_lmr of the atomic counter",
+    );
+    let per_node = u64::from(THREADS * ITERATIONS);
+    let handles = match (&shared, &local) {
+        (Ok(shared), Ok(local)) => Ok((*shared, local.handle())),
+        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+    };
+    let fetched = handles.clone().and_then(|(shared, local)| {
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    scope.spawn(move || -> Result<Fetched, String> {
+                        let mut seen = Fetched {
+                            shared: Vec::new(),
+                            local: Vec::new(),
+                        };
+                        for _ in 0..ITERATIONS {
+                            seen.shared
+                                .push(fetch_add(kernel, shared, 1, PRIORITY_NONE)?);
+                            seen.local.push(fetch_add(kernel, local, 1, PRIORITY_NONE)?);
+                        }
+                        Ok(seen)
+                    })
+                })
+                .collect();
+            let mut all = Fetched {
+                shared: Vec::new(),
+                local: Vec::new(),
+            };
+            for worker in workers {
+                let seen = worker
+                    .join()
+                    .unwrap_or_else(|_| Err("a thread panicked".into()))?;
+                all.shared.extend(seen.shared);
+                all.local.extend(seen.local);
+            }
+            Ok(all)
+        })
+    });
+    tap.check(
+        &format!("node {me}: {THREADS} threads x {ITERATIONS} fetch_add(1) on node {OWNER}'s and on this node's atomic LMR return 0"),
+        fetched.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let distinct = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
+        let mut olds = f.shared.clone();
+        olds.sort_unstable();
+        let before = olds.len();
+        olds.dedup();
+        if olds.len() == before {
+            Ok(())
+        } else {
+            Err(format!("{} duplicates", before - olds.len()))
+        }
+    });
+    tap.check(
+        &format!(
+            "node {me}: the old values fetch_add returned from node {OWNER}'s LMR are all distinct"
+        ),
+        distinct,
+    );
+    let sequence = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
+        let mut olds = f.local.clone();
+        olds.sort_unstable();
+        if olds == (0..per_node).collect::<Vec<_>>() {
+            Ok(())
+        } else {
+            Err(format!("got {olds:?}"))
+        }
+    });
+    tap.check(
+        &format!(
+            "node {me}: fetch_add on this node's atomic LMR returned each of 0..{per_node} once"
+        ),
+        sequence,
+    );
+    barrier(kernel, tap, nodes, "every node's fetch_adds");
+
+    let total = u64::from(nodes) * per_node;
+    let holds = |handle: Result<u64, String>, expected: u64| {
+        handle.and_then(|h| match atomic_value(kernel, h)? {
+            value if value == expected => Ok(()),
+            value => Err(format!("it holds {value}")),
+        })
+    };
+    tap.check(
+        &format!(
+            "node {me}: node {OWNER}'s atomic LMR holds {total} after every node's fetch_adds"
+        ),
+        holds(shared.clone(), total),
+    );
+    tap.check(
+        &format!("node {me}: this node's atomic LMR holds {per_node}"),
+        holds(
+            local.as_ref().map(Region::handle).map_err(Clone::clone),
+            per_node,
+        ),
+    );
+    barrier(kernel, tap, nodes, "reading the fetch_add totals");
+
+    let swapped = shared.clone().and_then(|handle| {
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|_| scope.spawn(move || cas_increments(kernel, handle, ITERATIONS)))
+                .collect();
+            let mut retries = 0;
+            for worker in workers {
+                retries += worker
+                    .join()
+                    .unwrap_or_else(|_| Err("a thread panicked".into()))?;
+            }
+            Ok(retries)
+        })
+    });
+    if let Ok(retries) = &swapped {
+        tap.comment(&format!(
+            "node {me}: the compare_swp increments retried {retries} times"
+        ));
+    }
+    tap.check(
+        &format!("node {me}: {THREADS} threads x {ITERATIONS} compare_swp increments of node {OWNER}'s atomic LMR (retrying on conflict) succeed"),
+        swapped.map(drop),
+    );
+    barrier(kernel, tap, nodes, "every node's compare_swp increments");
+
+    tap.check(
+        &format!(
+            "node {me}: node {OWNER}'s atomic LMR holds {} after every node's compare_swp increments",
+            2 * total
+        ),
+        holds(shared.clone(), 2 * total),
+    );
+    let failing = shared.clone().and_then(|handle| {
+        let current = atomic_value(kernel, handle)?;
+        let wrong = current ^ 0x5a5a_5a5a_0000_0001;
+        let old = compare_swp(kernel, handle, wrong, 7)?;
+        if old != current {
+            return Err(format!("returned {old}, the value is {current}"));
+        }
+        match atomic_value(kernel, handle)? {
+            after if after == current => Ok(()),
+            after => Err(format!("the value changed from {current} to {after}")),
+        }
+    });
+    tap.check(
+        &format!("node {me}: compare_swp with a wrong expected value returns the current value and leaves it unchanged"),
+        failing,
+    );
+    let succeeding = local.as_ref().map_err(Clone::clone).and_then(|lmr| {
+        let old = compare_swp(kernel, lmr.handle(), per_node, 1000)?;
+        let now = atomic_value(kernel, lmr.handle())?;
+        if (old, now) == (per_node, 1000) {
+            Ok(())
+        } else {
+            Err(format!("returned {old}, then the LMR held {now}"))
+        }
+    });
+    tap.check(
+        &format!("node {me}: compare_swp({per_node} -> 1000) on this node's atomic LMR returns {per_node} and swaps"),
+        succeeding,
+    );
+    barrier(kernel, tap, nodes, "the failing compare_swp");
+
+    if let Ok(handle) = shared {
+        kernel.umap_lmr(handle);
+    }
+    if let Ok(lmr) = local {
+        tap.check(
+            &format!("node {me}: free of this node's atomic LMR"),
+            lmr.free(),
+        );
+    }
+    if let Some(Some(lmr)) = owned {
+        tap.check(
+            &format!("node {me}: free of the shared atomic LMR"),
+            lmr.free(),
+        );
+    }
+}
+
+/// `iterations` increments by compare-swap, each retried until it wins;
+/// the number of retries.
+fn cas_increments<K: Kernel>(kernel: &K, handle: u64, iterations: u32) -> Result<u64, String> {
+    let mut guess = 0;
+    let mut retries = 0;
+    for _ in 0..iterations {
+        loop {
+            let old = compare_swp(kernel, handle, guess, guess.wrapping_add(1))?;
+            if old == guess {
+                guess = old.wrapping_add(1);
+                break;
+            }
+            guess = old;
+            retries += 1;
+        }
+    }
+    Ok(retries)
+}
+
+/// The barrier reused [`ROUNDS`] times: before each, every node writes
+/// the round's number into its slot of an LMR on node 1; after it, every
+/// node must see that number in every slot. Slots alternate between two
+/// banks, so a node already in the next round cannot overwrite what a
+/// slower node is still reading.
+fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let pw = password_of(OWNER);
+    let name = name_of(ROUNDS_NAME, OWNER);
+    let bank = u64::from(nodes) * 8;
+    let owned = (me == OWNER).then(|| {
+        let outcome = Region::alloc(kernel, OWNER, 2 * bank, 0, pw).and_then(|lmr| {
+            expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
+                .map_err(|e| format!("add_ask_mr_table: {e}"))
+                .map(|()| lmr)
+        });
+        tap.check(
+            &format!("node {me}: the LMR of the barrier rounds allocated and published"),
+            outcome.as_ref().map(drop).map_err(Clone::clone),
+        );
+        outcome.ok()
+    });
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        "publishing the LMR of the barrier rounds",
+    );
+
+    let mapping = handle_of(
+        kernel.ask_lmr(OWNER, name, PERM_READ | PERM_WRITE, pw),
+        "ask_lmr",
+    );
+    let mut failure = mapping.as_ref().err().cloned();
+    for round in 1..=ROUNDS {
+        let offset = (round % 2) * bank;
+        if let (None, Ok(handle)) = (&failure, &mapping) {
+            let mine = offset + u64::from(me - 1) * 8;
+            if let Err(e) = write_u64(kernel, *handle, mine, round, pw) {
+                failure = Some(format!("round {round}: {e}"));
+            }
+        }
+        let ret = kernel.dist_barrier(nodes);
+        if ret != 0 && failure.is_none() {
+            failure = Some(format!(
+                "round {round}: dist_barrier returned {}",
+                describe_result(ret)
+            ));
+        }
+        if let (None, Ok(handle)) = (&failure, &mapping) {
+            match read_vec(kernel, *handle, offset, bank as usize, pw) {
+                Ok(slots) => {
+                    for (node, slot) in (1..).zip(slots.chunks(8)) {
+                        let value = u64::from_le_bytes(slot.try_into().unwrap_or_default());
+                        if value != round && failure.is_none() {
+                            failure =
+                                Some(format!("round {round}: node {node}'s slot holds {value}"));
+                        }
+                    }
+                }
+                Err(e) => failure = Some(format!("round {round}: {e}")),
+            }
+        }
+    }
+    tap.check(
+        &format!("node {me}: dist_barrier({nodes}) {ROUNDS} times in a row returns 0, each round seeing every node's round number"),
+        failure.map_or(Ok(()), Err),
+    );
+    barrier(kernel, tap, nodes, "the barrier rounds");
+    if let Ok(handle) = mapping {
+        kernel.umap_lmr(handle);
+    }
+    if let Some(Some(lmr)) = owned {
+        tap.check(
+            &format!("node {me}: free of the LMR of the barrier rounds"),
+            lmr.free(),
+        );
+    }
+}
+
+/// A lock kept by this node, for the cases of this node alone.
+fn local_lock<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Option<LiteLock> {
+    let created = create_lock(kernel, me);
+    tap.check(
+        &format!("node {me}: create_lock(node {me}) returns a number and fills in the lock"),
+        created.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let created = created.ok()?;
+    tap.check(
+        &format!(
+            "node {me}: ask_lock(node {me}, {}) fills in the same lock",
+            created.number
+        ),
+        ask_lock(kernel, me, created.number).map(drop),
+    );
+    Some(created)
+}
+
+/// The holder holds; waiters ask one after the other and must get the lock
+/// in that order; a thread that does not hold the lock cannot unlock it,
+/// and the holder cannot lock it again.
+fn lock_order<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    local: Option<&LiteLock>,
+) {
+    let Some(lock_) = local else {
+        tap.not_ok(
+            &format!("node {me}: lock waiters are served in the order they asked"),
+            "no lock",
+        );
+        return;
+    };
+    let held = expect_zero(lock(kernel, lock_));
+    let holding = held.is_ok();
+    tap.check(&format!("node {me}: lock of a free lock returns 0"), held);
+    tap.check(
+        &format!("node {me}: lock by the thread holding it returns -EDEADLK"),
+        expect_errno(lock(kernel, lock_), libc::EDEADLK),
+    );
+    let foreign = std::thread::scope(|scope| {
+        scope
+            .spawn(|| unlock(kernel, lock_))
+            .join()
+            .unwrap_or(c_long::MIN)
+    });
+    tap.check(
+        &format!("node {me}: unlock by a thread that does not hold the lock returns -EPERM"),
+        expect_errno(foreign, libc::EPERM),
+    );
+
+    let order = Mutex::new(Vec::new());
+    let waiters: Vec<Waiter> = (0..WAITERS).map(|_| Waiter::default()).collect();
+    let outcome = std::thread::scope(|scope| -> Result<(), String> {
+        let mut started = Ok(());
+        for (index, waiter) in waiters.iter().enumerate() {
+            let order = &order;
+            scope.spawn(move || {
+                waiter.arm();
+                let ret = lock(kernel, lock_);
+                if ret == 0 {
+                    guard(order).push(Ok(index));
+                    let unlocked = unlock(kernel, lock_);
+                    if unlocked != 0 {
+                        guard(order).push(Err(format!(
+                            "waiter {index}: unlock returned {}",
+                            describe_result(unlocked)
+                        )));
+                    }
+                } else {
+                    guard(order).push(Err(format!(
+                        "waiter {index}: lock returned {}",
+                        describe_result(ret)
+                    )));
+                }
+                waiter.finish();
+            });
+            if started.is_ok() {
+                started = waiter
+                    .wait_until_blocked()
+                    .map_err(|e| format!("waiter {index} {e}"));
+            }
+            std::thread::sleep(STAGGER);
+        }
+        let released = if holding {
+            expect_zero(unlock(kernel, lock_)).map_err(|e| format!("the holder's unlock: {e}"))
+        } else {
+            Err("the holder did not get the lock".into())
+        };
+        let in_time = waiters.iter().all(Waiter::wait_finished);
+        started?;
+        released?;
+        if !in_time {
+            return Err(format!(
+                "a waiter did not get the lock within {LOCK_WAIT_LIMIT:?} and was interrupted"
+            ));
+        }
+        Ok(())
+    });
+    let order = order.into_inner().unwrap_or_else(|e| e.into_inner());
+    let outcome = outcome.and_then(|()| {
+        let mut got = Vec::new();
+        for entry in order {
+            got.push(entry?);
+        }
+        if got == (0..WAITERS).collect::<Vec<_>>() {
+            Ok(())
+        } else {
+            Err(format!("they got it in the order {got:?}"))
+        }
+    });
+    tap.check(
+        &format!("node {me}: {WAITERS} waiters asking {STAGGER:?} apart get the lock in the order they asked once the holder unlocks"),
+        outcome,
+    );
+    let again = expect_zero(lock(kernel, lock_))
+        .and_then(|()| expect_zero(unlock(kernel, lock_)))
+        .map_err(|e| format!("lock or unlock: {e}"));
+    tap.check(
+        &format!("node {me}: the lock is free again once every waiter unlocked"),
+        again,
+    );
+}
+
+/// A child process that exits holding the lock: a thread of this process
+/// waiting for it gets it.
+fn exiting_holder<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    local: Option<&LiteLock>,
+) {
+    let description =
+        format!("node {me}: a child process that exits holding the lock hands it to a waiter of this process");
+    if !kernel.spawns_processes() {
+        tap.skip(&description, WHY_SKIPPED);
+        return;
+    }
+    let Some(lock_) = local else {
+        tap.not_ok(&description, "no lock");
+        return;
+    };
+    let outcome = (|| -> Result<(), String> {
+        let mut child = spawn(&[
+            "sync-hold".into(),
+            lock_.home.to_string(),
+            lock_.number.to_string(),
+        ])?;
+        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut points = collect(&mut out, true);
+        if points.iter().any(|(_, result)| result.is_err()) || points.is_empty() {
+            drop(child.stdin.take());
+            let _ = finish(child);
+            return child_outcome(points, 1).map_err(|e| format!("child: {e}"));
+        }
+        let waiter = Waiter::default();
+        std::thread::scope(|scope| {
+            let got = scope.spawn(|| {
+                waiter.arm();
+                let ret = lock(kernel, lock_);
+                waiter.finish();
+                if ret == 0 {
+                    expect_zero(unlock(kernel, lock_))
+                        .map_err(|e| format!("unlock after getting it: {e}"))
+                } else {
+                    Err(format!("lock returned {}", describe_result(ret)))
+                }
+            });
+            let blocked = waiter.wait_until_blocked();
+            if let Some(stdin) = child.stdin.as_mut() {
+                let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
+            }
+            points.extend(collect(&mut out, false));
+            let finished = finish(child);
+            let in_time = waiter.wait_finished();
+            let got = got
+                .join()
+                .unwrap_or_else(|_| Err("the waiter panicked".into()));
+            blocked.map_err(|e| format!("the waiter {e} behind the child"))?;
+            finished?;
+            child_outcome(points, 1).map_err(|e| format!("child: {e}"))?;
+            if !in_time {
+                return Err(format!(
+                    "the waiter did not get the lock within {LOCK_WAIT_LIMIT:?} of the exit"
+                ));
+            }
+            got
+        })
+    })();
+    tap.check(&description, outcome);
+}
+
+/// `lite_set_priority` returns the previous default and rejects unknown
+/// priorities; fetch-add takes every priority.
+fn priorities<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
+    let expect_value = |ret: c_long, expected: u32| {
+        if ret == c_long::from(expected) {
+            Ok(())
+        } else {
+            Err(format!("expected {expected}, got {}", describe_result(ret)))
+        }
+    };
+    tap.check(
+        &format!(
+            "node {me}: set_priority(HIGH) returns the initial default, NONE ({PRIORITY_NONE})"
+        ),
+        expect_value(kernel.set_priority(PRIORITY_HIGH), PRIORITY_NONE),
+    );
+    tap.check(
+        &format!(
+            "node {me}: set_priority(LOW) returns the previous default, HIGH ({PRIORITY_HIGH})"
+        ),
+        expect_value(kernel.set_priority(PRIORITY_LOW), PRIORITY_HIGH),
+    );
+    tap.check(
+        &format!("node {me}: set_priority({INVALID_PRIORITY}) returns -EINVAL"),
+        expect_errno(kernel.set_priority(INVALID_PRIORITY), libc::EINVAL),
+    );
+    tap.check(
+        &format!("node {me}: set_priority(NONE) returns LOW ({PRIORITY_LOW}): the rejected call changed nothing"),
+        expect_value(kernel.set_priority(PRIORITY_NONE), PRIORITY_LOW),
+    );
+    let outcome = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me)).and_then(|lmr| {
+        for (index, priority) in (0..).zip(Priority::ALL) {
+            let old = fetch_add(kernel, lmr.handle(), 1, priority.as_raw())
+                .map_err(|e| format!("priority {}: {e}", priority.name()))?;
+            if old != index {
+                return Err(format!(
+                    "priority {}: returned {old}, expected {index}",
+                    priority.name()
+                ));
+            }
+        }
+        lmr.free()
+    });
+    tap.check(
+        &format!("node {me}: fetch_add with priority NONE, HIGH and LOW each adds and returns 0"),
+        outcome,
+    );
+}
+
+/// The counters the statistics file must show grown after the operations
+/// of [`debugfs`], and by how much at least.
+fn growth(before: &DebugStats, after: &DebugStats) -> Result<(), String> {
+    let row = |stats: &DebugStats, op, priority| {
+        stats
+            .op(op, priority)
+            .copied()
+            .ok_or_else(|| format!("no row for {op:?} {priority:?}"))
+    };
+    let mut checks = vec![
+        (
+            "atomics".to_string(),
+            before.counters.atomics,
+            after.counters.atomics,
+            2 * STATS_OPS,
+        ),
+        (
+            "lock_acquires".to_string(),
+            before.counters.lock_acquires,
+            after.counters.lock_acquires,
+            STATS_OPS,
+        ),
+        (
+            "op=lock ops (all priorities)".to_string(),
+            before.ops_of(Operation::Lock),
+            after.ops_of(Operation::Lock),
+            STATS_OPS,
+        ),
+    ];
+    let rows = [
+        (Operation::Atomic, Priority::High, STATS_OPS, 0),
+        (Operation::Atomic, Priority::Low, STATS_OPS, 0),
+        (Operation::Write, Priority::High, 1, STATS_BYTES as u64),
+        (Operation::Read, Priority::Low, 1, STATS_BYTES as u64),
+    ];
+    for (op, priority, ops, bytes) in rows {
+        let (was, now) = (row(before, op, priority)?, row(after, op, priority)?);
+        let label = format!("op={} priority={}", op.name(), priority.name());
+        checks.push((format!("{label} ops"), was.ops, now.ops, ops));
+        checks.push((
+            format!("{label} latency_us (sum of the buckets)"),
+            was.latency_count(),
+            now.latency_count(),
+            ops,
+        ));
+        if bytes > 0 {
+            checks.push((format!("{label} bytes"), was.bytes, now.bytes, bytes));
+        }
+    }
+    for (what, was, now, by) in checks {
+        if now < was.saturating_add(by) {
+            return Err(format!(
+                "{what} went from {was} to {now}, expected +{by} or more"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The statistics file parses, agrees with `lite_get_stats` and counts
+/// what this node does; the QoS switch can be turned off and on.
+fn debugfs<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    local: Option<&LiteLock>,
+) {
+    let read = || -> Result<DebugStats, String> {
+        let text = kernel
+            .read_debugfs(STATS_FILE)
+            .ok_or("no debugfs")?
+            .map_err(|e| format!("reading {STATS_FILE}: {e}"))?;
+        parse_stats(&text).map_err(|e| format!("{STATS_FILE}: {e}"))
+    };
+    let available = kernel.read_debugfs(STATS_FILE).is_some();
+    let first = read();
+    let description = format!("node {me}: /sys/kernel/debug/lite/stats is readable and parses");
+    if available {
+        tap.check(&description, first.as_ref().map(drop).map_err(Clone::clone));
+    } else {
+        tap.skip(&description, "this kernel has no debugfs");
+    }
+
+    // Nothing else happens on any node between the two readings.
+    barrier(kernel, tap, nodes, "reading the statistics file");
+    let struct_stats = stats(kernel);
+    let text_stats = read();
+    barrier(kernel, tap, nodes, "comparing the statistics");
+    let agree = struct_stats.and_then(|s| {
+        let text = text_stats?;
+        if text.counters == s {
+            Ok(s)
+        } else {
+            Err(format!("get_stats {s:?}, the file {:?}", text.counters))
+        }
+    });
+    let description =
+        format!("node {me}: get_stats and the statistics file agree on every counter");
+    if available {
+        tap.check(&description, agree.as_ref().map(drop).map_err(Clone::clone));
+    } else {
+        tap.skip(&description, "this kernel has no debugfs");
+    }
+    let sensible = agree.and_then(|s: LiteStats| {
+        if s.connections < u64::from(nodes - 1) {
+            return Err(format!("{} connections for {nodes} nodes", s.connections));
+        }
+        if s.locks < 1 || s.lock_waits < WAITERS as u64 {
+            return Err(format!(
+                "{} locks and {} lock waits after the lock cases",
+                s.locks, s.lock_waits
+            ));
+        }
+        Ok(())
+    });
+    let description = format!("node {me}: the counters show a connection to every other node, this node's locks and the lock waits of the order case");
+    if available {
+        tap.check(&description, sensible);
+    } else {
+        tap.skip(&description, "this kernel has no debugfs");
+    }
+
+    let description = format!("node {me}: fetch_adds, locks, a high-priority write and a low-priority read grow the statistics file's counters and rows");
+    let outcome = (|| -> Result<(), String> {
+        let before = first.clone()?;
+        let lock_ = local.ok_or("no lock")?;
+        let lmr = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me))?;
+        for _ in 0..STATS_OPS {
+            fetch_add(kernel, lmr.handle(), 1, PRIORITY_HIGH)?;
+        }
+        // NONE stands for the process's default.
+        let previous = kernel.set_priority(PRIORITY_LOW);
+        if previous < 0 {
+            return Err(format!(
+                "set_priority returned {}",
+                describe_result(previous)
+            ));
+        }
+        let low = (0..STATS_OPS)
+            .try_for_each(|_| fetch_add(kernel, lmr.handle(), 1, PRIORITY_NONE).map(drop));
+        kernel.set_priority(PRIORITY_NONE);
+        low?;
+        lmr.free()?;
+        for _ in 0..STATS_OPS {
+            expect_zero(lock(kernel, lock_))
+                .and_then(|()| expect_zero(unlock(kernel, lock_)))
+                .map_err(|e| format!("lock or unlock: {e}"))?;
+        }
+        let data = Region::alloc(kernel, me, STATS_BYTES as u64, 0, password_of(me))?;
+        let mut buf = vec![0x5au8; STATS_BYTES];
+        data.write(0, &buf, PRIORITY_HIGH)?;
+        data.read(0, &mut buf, PRIORITY_LOW)?;
+        data.free()?;
+        growth(&before, &read()?)
+    })();
+    if available {
+        tap.check(&description, outcome);
+    } else {
+        tap.skip(&description, "this kernel has no debugfs");
+    }
+
+    let description = format!("node {me}: qos_enabled can be set to 0 and back to 1, and every QoS parameter reads as a number");
+    let outcome = (|| -> Result<(), String> {
+        let read_param = |param: QosParam| -> Result<u64, String> {
+            let text = kernel
+                .read_debugfs(param.file_name())
+                .ok_or("no debugfs")?
+                .map_err(|e| format!("reading {}: {e}", param.file_name()))?;
+            parse_qos(&text).map_err(|e| format!("{}: {e}", param.file_name()))
+        };
+        let write_param = |param: QosParam, value: u64| -> Result<(), String> {
+            kernel
+                .write_debugfs(param.file_name(), &format!("{value}\n"))
+                .ok_or("no debugfs")?
+                .map_err(|e| format!("writing {value} to {}: {e}", param.file_name()))
+        };
+        for param in QosParam::ALL {
+            read_param(param)?;
+        }
+        let enabled = QosParam::Enabled;
+        let original = read_param(enabled)?;
+        for value in [0, 1] {
+            write_param(enabled, value)?;
+            let back = read_param(enabled)?;
+            if back != value {
+                return Err(format!("wrote {value}, read back {back}"));
+            }
+        }
+        write_param(enabled, original)
+    })();
+    if available {
+        tap.check(&description, outcome);
+    } else {
+        tap.skip(&description, "this kernel has no debugfs");
+    }
+}
+
+/// Invalid arguments to every call, each with its exact errno.
+fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let pw = password_of(me);
+    let none = PRIORITY_NONE;
+    let unmapped = ptr::without_provenance_mut::<u64>(8);
+    let atomic = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, pw);
+    let plain = Region::alloc(kernel, me, 8, 0, pw);
+    let handle = |region: &Result<Region<'_, K>, String>| region.as_ref().map_or(0, Region::handle);
+    let (atomic_handle, plain_handle) = (handle(&atomic), handle(&plain));
+    tap.check(
+        &format!("node {me}: an 8 B ATOMIC and an 8 B plain LMR for the bad atomics"),
+        atomic
+            .as_ref()
+            .and(plain.as_ref())
+            .map(drop)
+            .map_err(Clone::clone),
+    );
+
+    let atomics: [(String, c_long, i32); 8] = [
+        (
+            format!("fetch_add of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
+            fetch_add_raw(kernel, UNKNOWN_HANDLE, 1, none).0,
+            libc::EBADF,
+        ),
+        (
+            format!("compare_swp of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
+            compare_swp_raw(kernel, UNKNOWN_HANDLE, 0, 1, none).0,
+            libc::EBADF,
+        ),
+        (
+            "fetch_add on an LMR without ATOMIC returns -EPERM".into(),
+            fetch_add_raw(kernel, plain_handle, 1, none).0,
+            libc::EPERM,
+        ),
+        (
+            "compare_swp on an LMR without ATOMIC returns -EPERM".into(),
+            compare_swp_raw(kernel, plain_handle, 0, 1, none).0,
+            libc::EPERM,
+        ),
+        (
+            format!("fetch_add with priority {INVALID_PRIORITY} returns -EINVAL"),
+            fetch_add_raw(kernel, atomic_handle, 1, INVALID_PRIORITY).0,
+            libc::EINVAL,
+        ),
+        (
+            format!("compare_swp with priority {INVALID_PRIORITY} returns -EINVAL"),
+            compare_swp_raw(kernel, atomic_handle, 0, 1, INVALID_PRIORITY).0,
+            libc::EINVAL,
+        ),
+        (
+            "fetch_add after free returns -EBADF".into(),
+            freed_atomic(kernel, me, pw),
+            libc::EBADF,
+        ),
+        (
+            "fetch_add through a READ-only mapping of an ATOMIC LMR returns -EPERM".into(),
+            read_only_atomic(kernel, me, pw, atomic_handle),
+            libc::EPERM,
+        ),
+    ];
+    for (description, ret, errno) in atomics {
+        tap.check(
+            &format!("node {me}: {description}"),
+            expect_errno(ret, errno),
+        );
+    }
+    let unchanged = atomic.as_ref().map_err(Clone::clone).and_then(|lmr| {
+        match atomic_value(kernel, lmr.handle())? {
+            0 => Ok(()),
+            value => Err(format!("it holds {value}")),
+        }
+    });
+    tap.check(
+        &format!("node {me}: the rejected atomics left the ATOMIC LMR at 0"),
+        unchanged,
+    );
+    // Whether the operation happened before the fault is not specified.
+    // SAFETY: `old` is an unmapped address the kernel must reject.
+    let faults = unsafe {
+        [
+            (
+                "fetch_add with old at unmapped address 0x8 returns -EFAULT",
+                kernel.fetch_add(atomic_handle, unmapped, 1, none),
+            ),
+            (
+                "compare_swp with old at unmapped address 0x8 returns -EFAULT",
+                kernel.compare_swp(atomic_handle, unmapped, 0, 1, none),
+            ),
+        ]
+    };
+    for (description, ret) in faults {
+        tap.check(
+            &format!("node {me}: {description}"),
+            expect_errno(ret, libc::EFAULT),
+        );
+    }
+
+    let registered = (|| -> Result<c_long, String> {
+        let pages = UserPages::new(4096)?;
+        // SAFETY: the pages stay mapped until deregistered below.
+        let ret =
+            unsafe { kernel.register_lmr(pages.at(0).cast(), 16, PERM_READ | PERM_ATOMIC, pw) };
+        let handle = handle_of(ret, "register_lmr of 16 B with ATOMIC")?;
+        let result = fetch_add_raw(kernel, handle, 1, none).0;
+        expect_zero(kernel.deregister_lmr(handle)).map_err(|e| format!("deregister: {e}"))?;
+        Ok(result)
+    })();
+    tap.check(
+        &format!("node {me}: fetch_add on a 16 B LMR registered with ATOMIC returns -EINVAL"),
+        registered.and_then(|ret| expect_errno(ret, libc::EINVAL)),
+    );
+    for (name, region) in [("ATOMIC", atomic), ("plain", plain)] {
+        if let Ok(lmr) = region {
+            tap.check(
+                &format!("node {me}: free of the {name} LMR of the bad atomics"),
+                lmr.free(),
+            );
+        }
+    }
+
+    let absent = MAX_NODES - 1;
+    let description = format!(
+        "node {me}: create_lock on node {absent} (not in the cluster) returns -EHOSTUNREACH"
+    );
+    if nodes < absent {
+        let mut filled = LiteLock::default();
+        // SAFETY: `filled` is writable.
+        let ret = unsafe { kernel.create_lock(absent, &mut filled) };
+        tap.check(&description, expect_errno(ret, libc::EHOSTUNREACH));
+    } else {
+        tap.skip(&description, "the cluster is large enough to include it");
+    }
+    let known = create_lock(kernel, me);
+    tap.check(
+        &format!("node {me}: create_lock(node {me}) for the bad lock calls"),
+        known.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let known = known.unwrap_or(LiteLock {
+        home: me,
+        number: UNKNOWN_LOCK,
+    });
+    let unknown = LiteLock {
+        home: me,
+        number: UNKNOWN_LOCK,
+    };
+    let unmapped_lock = ptr::without_provenance_mut::<LiteLock>(8);
+    let mut filled = LiteLock::default();
+    // SAFETY (every call below): the lock pointers are readable and
+    // writable locals or an unmapped address the kernel must reject.
+    let locks: [(String, c_long, i32); 8] = unsafe {
+        [
+            (
+                "create_lock with the lock at unmapped address 0x8 returns -EFAULT".into(),
+                kernel.create_lock(me, unmapped_lock),
+                libc::EFAULT,
+            ),
+            (
+                "ask_lock of an existing lock into unmapped address 0x8 returns -EFAULT".into(),
+                kernel.ask_lock(me, known.number, unmapped_lock),
+                libc::EFAULT,
+            ),
+            (
+                format!(
+                    "ask_lock(node {me}, {UNKNOWN_LOCK}) of a lock never created returns -ENOENT"
+                ),
+                kernel.ask_lock(me, UNKNOWN_LOCK, &mut filled),
+                libc::ENOENT,
+            ),
+            (
+                "lock with the lock at unmapped address 0x8 returns -EFAULT".into(),
+                kernel.lock(unmapped_lock),
+                libc::EFAULT,
+            ),
+            (
+                "unlock with the lock at unmapped address 0x8 returns -EFAULT".into(),
+                kernel.unlock(unmapped_lock),
+                libc::EFAULT,
+            ),
+            (
+                format!("lock of unknown lock {UNKNOWN_LOCK} on node {me} returns -ENOENT"),
+                lock(kernel, &unknown),
+                libc::ENOENT,
+            ),
+            (
+                format!("unlock of unknown lock {UNKNOWN_LOCK} on node {me} returns -ENOENT"),
+                unlock(kernel, &unknown),
+                libc::ENOENT,
+            ),
+            (
+                "unlock of a lock nobody holds returns -EPERM".into(),
+                unlock(kernel, &known),
+                libc::EPERM,
+            ),
+        ]
+    };
+    for (description, ret, errno) in locks {
+        tap.check(
+            &format!("node {me}: {description}"),
+            expect_errno(ret, errno),
+        );
+    }
+}
+
+/// `lite_fetch_add` on the handle of an ATOMIC LMR already freed.
+fn freed_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64) -> c_long {
+    match Region::alloc(kernel, me, 8, ALLOC_ATOMIC, pw) {
+        Ok(lmr) => {
+            let handle = lmr.handle();
+            if lmr.free().is_err() {
+                return c_long::MIN;
+            }
+            fetch_add_raw(kernel, handle, 1, PRIORITY_NONE).0
+        }
+        Err(_) => c_long::MIN,
+    }
+}
+
+/// `lite_fetch_add` through a mapping of the ATOMIC LMR `handle` that was
+/// granted READ only.
+fn read_only_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64, handle: u64) -> c_long {
+    let name = name_of(ATOMIC_NAME + 1, me);
+    if kernel.add_ask_mr_table(name, handle, PERM_READ, pw) != 0 {
+        return c_long::MIN;
+    }
+    let mapping = kernel.ask_lmr(me, name, PERM_READ | PERM_ATOMIC, pw);
+    let Ok(mapping) = u64::try_from(mapping) else {
+        return c_long::MIN;
+    };
+    let ret = fetch_add_raw(kernel, mapping, 1, PRIORITY_NONE).0;
+    kernel.umap_lmr(mapping);
+    ret
+}
+
+/// The calls of this group before join, each of which must return
+/// `-ENOTCONN`.
+pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
+    let some_lock = LiteLock { home: 1, number: 0 };
+    let not_connected = |ret: c_long| expect_errno(ret, libc::ENOTCONN);
+    vec![
+        (
+            "fetch_add before join returns -ENOTCONN".into(),
+            Box::new(move || not_connected(fetch_add_raw(kernel, 1, 1, PRIORITY_NONE).0)),
+        ),
+        (
+            "compare_swp before join returns -ENOTCONN".into(),
+            Box::new(move || not_connected(compare_swp_raw(kernel, 1, 0, 1, PRIORITY_NONE).0)),
+        ),
+        (
+            "create_lock(node 1) before join returns -ENOTCONN".into(),
+            Box::new(move || {
+                let mut filled = LiteLock::default();
+                // SAFETY: `filled` is writable.
+                not_connected(unsafe { kernel.create_lock(1, &mut filled) })
+            }),
+        ),
+        (
+            "ask_lock(node 1, 0) before join returns -ENOTCONN".into(),
+            Box::new(move || {
+                let mut filled = LiteLock::default();
+                // SAFETY: `filled` is writable.
+                not_connected(unsafe { kernel.ask_lock(1, 0, &mut filled) })
+            }),
+        ),
+        (
+            "lock before join returns -ENOTCONN".into(),
+            Box::new(move || not_connected(lock(kernel, &some_lock))),
+        ),
+        (
+            "unlock before join returns -ENOTCONN".into(),
+            Box::new(move || not_connected(unlock(kernel, &some_lock))),
+        ),
+        (
+            "set_priority(NONE) before join returns -ENOTCONN".into(),
+            Box::new(move || not_connected(kernel.set_priority(PRIORITY_NONE))),
+        ),
+    ]
+}
+
+/// Entry point of the synchronization child processes: `args` are the
+/// child kind and its arguments. Returns the exit status, or `None` for
+/// another kind.
+pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
+    let say = |line: String| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    };
+    let report = |what: &str, outcome: Result<(), String>| match outcome {
+        Ok(()) => say(format!("ok {what}")),
+        Err(reason) => say(format!("fail {what}: {reason}")),
+    };
+    let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
+    match args.first().map(String::as_str)? {
+        "sync-counter" => {
+            let (name, pw, lock_number, iterations) =
+                (number(1), number(2), number(3), number(4) as u32);
+            let outcome = map_counter(kernel, name, pw).and_then(|(handle, lock_)| {
+                let outcome = if u64::from(lock_.number) == lock_number {
+                    locked_increments(kernel, handle, pw, &lock_, iterations)
+                } else {
+                    Err(format!(
+                        "the LMR names lock {}, the parent {lock_number}",
+                        lock_.number
+                    ))
+                };
+                kernel.umap_lmr(handle);
+                outcome
+            });
+            report(&format!("{iterations} locked increments"), outcome);
+            Some(0)
+        }
+        "sync-hold" => {
+            let (home, lock_number) = (number(1) as u32, number(2) as u32);
+            let held = ask_lock(kernel, home, lock_number).and_then(|lock_| {
+                expect_zero(lock(kernel, &lock_)).map_err(|e| format!("lock: {e}"))
+            });
+            let ok = held.is_ok();
+            report("take the lock and exit holding it", held);
+            say("ready".into());
+            if ok {
+                let mut line = String::new();
+                let _ = std::io::stdin().read_line(&mut line);
+            }
+            Some(0)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_kernel::{Defects, FakeKernel};
+
+    fn joined_cluster(nodes: u32, defects: Defects) -> Vec<FakeKernel> {
+        let kernels = FakeKernel::cluster(nodes, defects);
+        for kernel in &kernels {
+            // SAFETY: a NUL-terminated address.
+            let ret = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) };
+            assert!(ret > 0);
+        }
+        kernels
+    }
+
+    #[test]
+    fn a_process_that_exits_holding_a_lock_hands_it_on() {
+        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let held = create_lock(&kernel, 1).expect("create_lock");
+        let child = kernel.other_process();
+        let theirs = ask_lock(&child, 1, held.number).expect("ask_lock");
+        assert_eq!(lock(&child, &theirs), 0);
+        let waiter = Waiter::default();
+        std::thread::scope(|scope| {
+            let got = scope.spawn(|| {
+                waiter.arm();
+                let ret = lock(&kernel, &held);
+                waiter.finish();
+                // The waiting thread holds it now, not the main thread.
+                (ret, unlock(&kernel, &held))
+            });
+            waiter.wait_until_blocked().expect("the waiter blocks");
+            assert!(!waiter.finished.load(Ordering::SeqCst), "got a held lock");
+            assert_eq!(unlock(&kernel, &held), -c_long::from(libc::EPERM));
+            drop(child);
+            assert!(waiter.wait_finished());
+            assert_eq!(got.join().expect("no panic"), (0, 0));
+        });
+    }
+
+    #[test]
+    fn a_child_increments_under_the_parent_s_lock() {
+        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let held = create_lock(&kernel, 1).expect("create_lock");
+        let pw = password_of(OWNER);
+        let name = name_of(COUNTER_NAME, OWNER);
+        let lmr = Region::alloc(&kernel, 1, 4096, 0, pw).expect("alloc");
+        lmr.write(LOCK_NUMBER_OFFSET, &u64::from(held.number).to_le_bytes(), 0)
+            .expect("write");
+        assert_eq!(
+            kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw),
+            0
+        );
+        let child = kernel.other_process();
+        let args = [
+            "sync-counter".to_string(),
+            name.to_string(),
+            pw.to_string(),
+            held.number.to_string(),
+            "5".to_string(),
+        ];
+        assert_eq!(child_main(&child, &args), Some(0));
+        assert_eq!(read_u64(&kernel, lmr.handle(), COUNTER_OFFSET, pw), Ok(5));
+        lmr.free().expect("free");
+    }
+
+    #[test]
+    fn the_holder_is_the_thread_and_the_process() {
+        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let held = create_lock(&kernel, 1).expect("create_lock");
+        assert_eq!(lock(&kernel, &held), 0);
+        let other = kernel.other_process();
+        assert_eq!(unlock(&other, &held), -c_long::from(libc::EPERM));
+        assert_eq!(lock(&kernel, &held), -c_long::from(libc::EDEADLK));
+        assert_eq!(unlock(&kernel, &held), 0);
+        assert_eq!(unlock(&kernel, &held), -c_long::from(libc::EPERM));
+    }
+
+    #[test]
+    fn the_statistics_file_follows_lite_get_stats() {
+        let kernel = joined_cluster(2, Defects::default()).remove(0);
+        let text = kernel
+            .read_debugfs(STATS_FILE)
+            .expect("the model has debugfs")
+            .expect("readable");
+        let parsed = parse_stats(&text).expect("parses");
+        assert_eq!(Ok(parsed.counters), stats(&kernel));
+        assert_eq!(parsed.counters.connections, 1);
+        assert_eq!(
+            kernel
+                .write_debugfs("qos_enabled", "2\n")
+                .expect("debugfs")
+                .map_err(|e| e.raw_os_error()),
+            Err(Some(libc::EINVAL))
+        );
+    }
+}

@@ -1,0 +1,582 @@
+//! LITE's debugfs files in [`DEBUGFS_DIR`]: the node's counters as text
+//! ([`STATS_FILE`], parsed by [`parse_stats`]) and the QoS parameters
+//! ([`QosParam`]), which can be changed at run time.
+//!
+//! The statistics file holds one item per line: `NAME VALUE` for each
+//! field of `struct lite_stats` (same names), then one line per operation
+//! type and priority:
+//!
+//! ```text
+//! op=read priority=high ops=12 bytes=49152 errors=0 throttled=0 throttled_us=0 latency_us=1:0,2:0,...,1048576:0,inf:0
+//! ```
+//!
+//! The latency histogram's buckets are upper bounds in microseconds:
+//! powers of two from 1 to 2^20, then `inf`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+use lite::sys::LiteStats;
+use lite::Priority;
+
+/// Where LITE's debugfs files are.
+pub const DEBUGFS_DIR: &str = "/sys/kernel/debug/lite";
+
+/// The statistics file in [`DEBUGFS_DIR`].
+pub const STATS_FILE: &str = "stats";
+
+/// A QoS parameter: a file in [`DEBUGFS_DIR`] holding one decimal number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QosParam {
+    /// `qos_enabled`: 1 (low-priority operations may be throttled) or 0.
+    Enabled,
+    /// `qos_window_us`: a low-priority operation waits while a
+    /// high-priority one is in flight or ended less than this long ago.
+    WindowUs,
+    /// `qos_delay_us`: how long a throttled operation sleeps before
+    /// looking again.
+    DelayUs,
+    /// `qos_max_delay_us`: the longest a low-priority operation waits in all.
+    MaxDelayUs,
+}
+
+impl QosParam {
+    /// Every parameter.
+    pub const ALL: [QosParam; 4] = [
+        QosParam::Enabled,
+        QosParam::WindowUs,
+        QosParam::DelayUs,
+        QosParam::MaxDelayUs,
+    ];
+
+    /// The file's name in [`DEBUGFS_DIR`].
+    pub fn file_name(self) -> &'static str {
+        match self {
+            QosParam::Enabled => "qos_enabled",
+            QosParam::WindowUs => "qos_window_us",
+            QosParam::DelayUs => "qos_delay_us",
+            QosParam::MaxDelayUs => "qos_max_delay_us",
+        }
+    }
+
+    /// The value after boot, per the uapi header.
+    pub fn default_value(self) -> u64 {
+        match self {
+            QosParam::Enabled => 1,
+            QosParam::WindowUs => 200,
+            QosParam::DelayUs => 50,
+            QosParam::MaxDelayUs => 20000,
+        }
+    }
+}
+
+/// An operation type of the per-operation statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Operation {
+    /// `lite_rdma_read`.
+    Read,
+    /// `lite_rdma_write`.
+    Write,
+    /// `lite_rdma_read_async`.
+    ReadAsync,
+    /// `lite_rdma_write_async`.
+    WriteAsync,
+    /// `lite_fetch_add` and `lite_compare_swp`.
+    Atomic,
+    /// `lite_remote_memset`.
+    Memset,
+    /// `lite_memcpy` and `lite_memmove`.
+    Memcpy,
+    /// `lite_send_reply_imm` (and multicast).
+    RpcCall,
+    /// `lite_send`.
+    RpcSend,
+    /// `lite_reply_message`.
+    RpcReply,
+    /// `lite_lock`.
+    Lock,
+}
+
+impl Operation {
+    /// Every operation type, in the order the kernel lists them.
+    pub const ALL: [Operation; 11] = [
+        Operation::Read,
+        Operation::Write,
+        Operation::ReadAsync,
+        Operation::WriteAsync,
+        Operation::Atomic,
+        Operation::Memset,
+        Operation::Memcpy,
+        Operation::RpcCall,
+        Operation::RpcSend,
+        Operation::RpcReply,
+        Operation::Lock,
+    ];
+
+    /// The name in the statistics file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Read => "read",
+            Operation::Write => "write",
+            Operation::ReadAsync => "read_async",
+            Operation::WriteAsync => "write_async",
+            Operation::Atomic => "atomic",
+            Operation::Memset => "memset",
+            Operation::Memcpy => "memcpy",
+            Operation::RpcCall => "rpc_call",
+            Operation::RpcSend => "rpc_send",
+            Operation::RpcReply => "rpc_reply",
+            Operation::Lock => "lock",
+        }
+    }
+
+    /// The operation named `name` in the statistics file.
+    pub fn from_name(name: &str) -> Option<Operation> {
+        Operation::ALL.into_iter().find(|op| op.name() == name)
+    }
+}
+
+/// The priority named `name` in the statistics file.
+pub fn priority_from_name(name: &str) -> Option<Priority> {
+    Priority::ALL.into_iter().find(|p| p.name() == name)
+}
+
+/// Buckets of the latency histogram: 2^0 ..= 2^20 µs, then unbounded.
+pub const LATENCY_BUCKETS: usize = 22;
+
+/// Upper bound in microseconds of latency bucket `index`; `None` for the
+/// last, unbounded one (or an index past it).
+pub fn latency_bound(index: usize) -> Option<u64> {
+    (index + 1 < LATENCY_BUCKETS).then(|| 1u64 << index)
+}
+
+/// Index of the latency bucket a duration of `us` microseconds falls in:
+/// the first whose upper bound is at least `us`.
+pub fn latency_bucket(us: u64) -> usize {
+    (0..LATENCY_BUCKETS - 1)
+        .find(|&i| us <= 1u64 << i)
+        .unwrap_or(LATENCY_BUCKETS - 1)
+}
+
+/// Counters of one operation type at one priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpStats {
+    /// The operation type.
+    pub op: Operation,
+    /// The priority the operations ran with.
+    pub priority: Priority,
+    /// Operations issued.
+    pub ops: u64,
+    /// Bytes they moved.
+    pub bytes: u64,
+    /// Of the operations, those that failed.
+    pub errors: u64,
+    /// Of the operations, those QoS made wait.
+    pub throttled: u64,
+    /// Time spent throttled in all, in microseconds.
+    pub throttled_us: u64,
+    /// Latency histogram: operations per bucket (see [`latency_bound`]).
+    pub latency_us: [u64; LATENCY_BUCKETS],
+}
+
+impl OpStats {
+    /// All zero.
+    pub fn new(op: Operation, priority: Priority) -> OpStats {
+        OpStats {
+            op,
+            priority,
+            ops: 0,
+            bytes: 0,
+            errors: 0,
+            throttled: 0,
+            throttled_us: 0,
+            latency_us: [0; LATENCY_BUCKETS],
+        }
+    }
+
+    /// Operations counted in the latency histogram.
+    pub fn latency_count(&self) -> u64 {
+        self.latency_us.iter().sum()
+    }
+}
+
+/// The names of the `struct lite_stats` fields, in order, and accessors.
+type CounterField = (&'static str, fn(&mut LiteStats) -> &mut u64);
+
+/// Every field of [`LiteStats`] with its name in the statistics file.
+const COUNTERS: [CounterField; 15] = [
+    ("lmrs", |s| &mut s.lmrs),
+    ("registrations", |s| &mut s.registrations),
+    ("mappings", |s| &mut s.mappings),
+    ("published_names", |s| &mut s.published_names),
+    ("held_chunks", |s| &mut s.held_chunks),
+    ("handles", |s| &mut s.handles),
+    ("processes", |s| &mut s.processes),
+    ("async_in_flight", |s| &mut s.async_in_flight),
+    ("connections", |s| &mut s.connections),
+    ("rpc_ports", |s| &mut s.rpc_ports),
+    ("locks", |s| &mut s.locks),
+    ("lock_acquires", |s| &mut s.lock_acquires),
+    ("lock_waits", |s| &mut s.lock_waits),
+    ("atomics", |s| &mut s.atomics),
+    ("qos_throttled", |s| &mut s.qos_throttled),
+];
+
+/// The contents of the statistics file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DebugStats {
+    /// The node counters, as `lite_get_stats` returns them.
+    pub counters: LiteStats,
+    /// One entry per operation type and priority, in file order.
+    pub ops: Vec<OpStats>,
+}
+
+impl DebugStats {
+    /// All counters zero, with a row for every operation and priority.
+    pub fn new() -> DebugStats {
+        let ops = Operation::ALL
+            .into_iter()
+            .flat_map(|op| Priority::ALL.map(|priority| OpStats::new(op, priority)))
+            .collect();
+        DebugStats {
+            counters: LiteStats::default(),
+            ops,
+        }
+    }
+
+    /// The row of `op` at `priority`.
+    pub fn op(&self, op: Operation, priority: Priority) -> Option<&OpStats> {
+        self.ops
+            .iter()
+            .find(|row| row.op == op && row.priority == priority)
+    }
+
+    /// The row of `op` at `priority`, to update it.
+    pub fn op_mut(&mut self, op: Operation, priority: Priority) -> Option<&mut OpStats> {
+        self.ops
+            .iter_mut()
+            .find(|row| row.op == op && row.priority == priority)
+    }
+
+    /// Operations of type `op` at every priority.
+    pub fn ops_of(&self, op: Operation) -> u64 {
+        self.ops
+            .iter()
+            .filter(|row| row.op == op)
+            .map(|row| row.ops)
+            .sum()
+    }
+}
+
+impl Default for DebugStats {
+    fn default() -> Self {
+        DebugStats::new()
+    }
+}
+
+impl fmt::Display for DebugStats {
+    /// The statistics file's format.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut counters = self.counters;
+        for (name, field) in COUNTERS {
+            writeln!(f, "{name} {}", field(&mut counters))?;
+        }
+        for row in &self.ops {
+            write!(
+                f,
+                "op={} priority={} ops={} bytes={} errors={} throttled={} throttled_us={} latency_us=",
+                row.op.name(),
+                row.priority.name(),
+                row.ops,
+                row.bytes,
+                row.errors,
+                row.throttled,
+                row.throttled_us
+            )?;
+            for (index, count) in row.latency_us.iter().enumerate() {
+                let separator = if index == 0 { "" } else { "," };
+                match latency_bound(index) {
+                    Some(bound) => write!(f, "{separator}{bound}:{count}")?,
+                    None => write!(f, "{separator}inf:{count}")?,
+                }
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_number(text: &str, what: &str) -> Result<u64, String> {
+    text.parse()
+        .map_err(|_| format!("{what}: {text:?} is not a decimal number"))
+}
+
+/// Parses `key=value` of an operation line, insisting on `key`.
+fn field<'a>(item: Option<&'a str>, key: &str) -> Result<&'a str, String> {
+    let item = item.ok_or_else(|| format!("missing {key}="))?;
+    match item.split_once('=') {
+        Some((found, value)) if found == key => Ok(value),
+        _ => Err(format!("expected {key}=..., found {item:?}")),
+    }
+}
+
+fn parse_histogram(text: &str) -> Result<[u64; LATENCY_BUCKETS], String> {
+    let mut histogram = [0; LATENCY_BUCKETS];
+    let mut buckets = text.split(',');
+    for (index, slot) in histogram.iter_mut().enumerate() {
+        let bucket = buckets
+            .next()
+            .ok_or_else(|| format!("latency_us has {index} buckets, expected {LATENCY_BUCKETS}"))?;
+        let (bound, count) = bucket
+            .split_once(':')
+            .ok_or_else(|| format!("latency bucket {bucket:?} is not BOUND:COUNT"))?;
+        let expected = latency_bound(index).map_or("inf".to_string(), |b| b.to_string());
+        if bound != expected {
+            return Err(format!(
+                "latency bucket {index} has bound {bound:?}, expected {expected}"
+            ));
+        }
+        *slot = parse_number(count, &format!("latency bucket {bound}"))?;
+    }
+    if buckets.next().is_some() {
+        return Err(format!(
+            "latency_us has more than {LATENCY_BUCKETS} buckets"
+        ));
+    }
+    Ok(histogram)
+}
+
+fn parse_op_line(line: &str) -> Result<OpStats, String> {
+    let mut items = line.split_whitespace();
+    let op_name = field(items.next(), "op")?;
+    let op = Operation::from_name(op_name).ok_or_else(|| format!("unknown op {op_name:?}"))?;
+    let priority_name = field(items.next(), "priority")?;
+    let priority = priority_from_name(priority_name)
+        .ok_or_else(|| format!("unknown priority {priority_name:?}"))?;
+    let mut row = OpStats::new(op, priority);
+    for (key, slot) in [
+        ("ops", &mut row.ops),
+        ("bytes", &mut row.bytes),
+        ("errors", &mut row.errors),
+        ("throttled", &mut row.throttled),
+        ("throttled_us", &mut row.throttled_us),
+    ] {
+        *slot = parse_number(field(items.next(), key)?, key)?;
+    }
+    row.latency_us = parse_histogram(field(items.next(), "latency_us")?)?;
+    if let Some(extra) = items.next() {
+        return Err(format!("unexpected {extra:?} after latency_us"));
+    }
+    Ok(row)
+}
+
+/// Parses the statistics file. Every `struct lite_stats` field must be
+/// there once, and one line for every operation type and priority; other
+/// `NAME VALUE` lines (counters added later) are ignored.
+pub fn parse_stats(text: &str) -> Result<DebugStats, String> {
+    let mut counters = LiteStats::default();
+    let mut seen = BTreeMap::new();
+    let mut ops: Vec<OpStats> = Vec::new();
+    for (number, line) in (1..).zip(text.lines()) {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = |e: String| format!("line {number}: {e}: {line:?}");
+        if line.starts_with("op=") {
+            let row = parse_op_line(line).map_err(at)?;
+            if ops
+                .iter()
+                .any(|r| r.op == row.op && r.priority == row.priority)
+            {
+                return Err(at("repeated operation and priority".into()));
+            }
+            ops.push(row);
+            continue;
+        }
+        let (name, value) = line
+            .split_once(' ')
+            .ok_or_else(|| at("expected NAME VALUE or op=...".into()))?;
+        let value = parse_number(value.trim(), name).map_err(at)?;
+        if let Some((_, field)) = COUNTERS.iter().find(|(n, _)| *n == name) {
+            if seen.insert(name, value).is_some() {
+                return Err(at("repeated counter".into()));
+            }
+            *field(&mut counters) = value;
+        }
+    }
+    if let Some((missing, _)) = COUNTERS.iter().find(|(n, _)| !seen.contains_key(n)) {
+        return Err(format!("counter {missing} is missing"));
+    }
+    for op in Operation::ALL {
+        for priority in Priority::ALL {
+            if !ops.iter().any(|r| r.op == op && r.priority == priority) {
+                return Err(format!(
+                    "no line for op={} priority={}",
+                    op.name(),
+                    priority.name()
+                ));
+            }
+        }
+    }
+    Ok(DebugStats { counters, ops })
+}
+
+/// Reads file `name` of [`DEBUGFS_DIR`].
+pub fn read_file(name: &str) -> io::Result<String> {
+    std::fs::read_to_string(Path::new(DEBUGFS_DIR).join(name))
+}
+
+/// Writes `text` to file `name` of [`DEBUGFS_DIR`], in one write.
+pub fn write_file(name: &str, text: &str) -> io::Result<()> {
+    std::fs::write(Path::new(DEBUGFS_DIR).join(name), text)
+}
+
+/// Reads and parses the statistics file; a parse error is
+/// [`io::ErrorKind::InvalidData`].
+pub fn read_stats() -> io::Result<DebugStats> {
+    let text = read_file(STATS_FILE)?;
+    parse_stats(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Parses the contents of a QoS parameter file: one decimal number,
+/// optionally followed by a newline.
+pub fn parse_qos(text: &str) -> Result<u64, String> {
+    parse_number(text.trim(), "QoS parameter")
+}
+
+/// Reads QoS parameter `param`.
+pub fn read_qos(param: QosParam) -> io::Result<u64> {
+    let text = read_file(param.file_name())?;
+    parse_qos(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Sets QoS parameter `param` to `value`; the kernel's errno if it
+/// refuses (such as `EINVAL` for `qos_enabled` other than 0 or 1).
+pub fn write_qos(param: QosParam, value: u64) -> io::Result<()> {
+    write_file(param.file_name(), &format!("{value}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> DebugStats {
+        let mut stats = DebugStats::new();
+        stats.counters.lmrs = 3;
+        stats.counters.connections = 2;
+        stats.counters.qos_throttled = 7;
+        let row = stats
+            .op_mut(Operation::Atomic, Priority::High)
+            .expect("every row exists");
+        row.ops = 5;
+        row.bytes = 40;
+        row.latency_us[latency_bucket(3)] = 4;
+        row.latency_us[LATENCY_BUCKETS - 1] = 1;
+        stats
+    }
+
+    #[test]
+    fn buckets_are_powers_of_two_then_inf() {
+        assert_eq!(latency_bound(0), Some(1));
+        assert_eq!(latency_bound(20), Some(1 << 20));
+        assert_eq!(latency_bound(21), None);
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(1), 0);
+        assert_eq!(latency_bucket(3), 2);
+        assert_eq!(latency_bucket(4), 2);
+        assert_eq!(latency_bucket(1 << 20), 20);
+        assert_eq!(latency_bucket((1 << 20) + 1), 21);
+    }
+
+    #[test]
+    fn the_format_round_trips() {
+        let stats = sample();
+        let text = stats.to_string();
+        assert!(text.starts_with("lmrs 3\nregistrations 0\n"), "{text}");
+        assert!(text.contains("\nqos_throttled 7\nop=read priority=none ops=0 "));
+        assert!(text.contains(
+            "op=atomic priority=high ops=5 bytes=40 errors=0 throttled=0 throttled_us=0 \
+             latency_us=1:0,2:0,4:4,8:0,"
+        ));
+        assert!(text.contains(",524288:0,1048576:0,inf:1\n"));
+        assert_eq!(text.lines().count(), 15 + 33);
+        assert_eq!(parse_stats(&text), Ok(stats));
+    }
+
+    #[test]
+    fn the_kernel_s_example_line_parses() {
+        let mut text = DebugStats::new().to_string();
+        text = text.replace(
+            "op=lock priority=low ops=0 bytes=0 errors=0 throttled=0 throttled_us=0 latency_us=1:0,",
+            "op=lock priority=low ops=9 bytes=0 errors=1 throttled=2 throttled_us=300 latency_us=1:8,",
+        );
+        text.push_str("some_later_counter 12\n");
+        let stats = parse_stats(&text).expect("parses");
+        let row = stats.op(Operation::Lock, Priority::Low).expect("row");
+        assert_eq!((row.ops, row.errors, row.throttled), (9, 1, 2));
+        assert_eq!((row.throttled_us, row.latency_count()), (300, 8));
+        assert_eq!(stats.ops_of(Operation::Lock), 9);
+    }
+
+    #[test]
+    fn malformed_files_are_rejected_with_the_line() {
+        let good = sample().to_string();
+        let cases = [
+            (good.replace("lmrs 3\n", ""), "counter lmrs is missing"),
+            (good.replace("lmrs 3", "lmrs three"), "line 1"),
+            (format!("{good}handles 1\n"), "repeated counter"),
+            (
+                good.replace("op=memset priority=low", "op=memset priority=urgent"),
+                "unknown priority",
+            ),
+            (good.replace("op=memset", "op=bzero"), "unknown op"),
+            (good.replace(",inf:1", ""), "latency_us has 21 buckets"),
+            (good.replace(",inf:1", ",inf:1,0:0"), "more than 22"),
+            (
+                good.replace("2:0,4:4", "3:0,4:4"),
+                "bucket 1 has bound \"3\"",
+            ),
+            (good.replace(" bytes=40", ""), "expected bytes=..."),
+            (
+                good.replace("inf:1\n", "inf:1 extra\n"),
+                "unexpected \"extra\"",
+            ),
+            (
+                good.lines()
+                    .filter(|l| !l.starts_with("op=rpc_send priority=high"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                "no line for op=rpc_send priority=high",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = parse_stats(&text).expect_err(expected);
+            assert!(error.contains(expected), "{expected}: {error}");
+        }
+        let repeated = format!("{good}{}\n", good.lines().last().unwrap_or_default());
+        let error = parse_stats(&repeated).expect_err("repeated row");
+        assert!(error.contains("repeated operation"), "{error}");
+    }
+
+    #[test]
+    fn qos_parameters_have_the_documented_files_and_defaults() {
+        let names: Vec<_> = QosParam::ALL.iter().map(|p| p.file_name()).collect();
+        assert_eq!(
+            names,
+            [
+                "qos_enabled",
+                "qos_window_us",
+                "qos_delay_us",
+                "qos_max_delay_us"
+            ]
+        );
+        let defaults: Vec<_> = QosParam::ALL.iter().map(|p| p.default_value()).collect();
+        assert_eq!(defaults, [1, 200, 50, 20000]);
+        assert_eq!(parse_qos("1\n"), Ok(1));
+        assert_eq!(parse_qos(" 200 "), Ok(200));
+        assert!(parse_qos("yes").is_err());
+    }
+}

@@ -1,0 +1,317 @@
+//! The model of LITE's distributed locks, per-node operation statistics
+//! and QoS parameters, following the "Synchronization" and "Priorities
+//! and QoS" parts of the uapi header. (The atomics themselves work on the
+//! LMR bytes, in the main model.)
+//!
+//! A lock is a ticket lock: callers that find it taken queue up and are
+//! handed the lock one at a time in the order they asked. The holder is
+//! one thread of one process; locks a process holds are released when it
+//! exits (its kernel is dropped).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use libc::c_long;
+use lite::sys::{LiteStats, MAX_LOCKS};
+use lite::Priority;
+
+use super::{err, lock};
+use crate::debugfs::{latency_bucket, parse_qos, DebugStats, Operation, QosParam};
+
+/// How long a `lite_lock` waits. The kernel waits forever; the model gives
+/// up (with `-ETIMEDOUT`) so that a broken host test fails instead of
+/// hanging.
+const LOCK_LIMIT: Duration = Duration::from_secs(120);
+
+/// Who holds or wants a lock: a thread of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Owner {
+    /// The process.
+    pub process: u64,
+    /// The thread.
+    pub thread: ThreadId,
+}
+
+impl Owner {
+    /// The calling thread of `process`.
+    pub(super) fn current(process: u64) -> Owner {
+        Owner {
+            process,
+            thread: std::thread::current().id(),
+        }
+    }
+}
+
+/// The lock defects of [`super::Defects`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct LockDefects {
+    /// Every caller gets the lock at once.
+    pub not_exclusive: bool,
+    /// The newest waiter is served first.
+    pub lifo: bool,
+}
+
+#[derive(Default)]
+struct TicketLock {
+    /// At most one, unless the lock is not exclusive.
+    holders: Vec<Owner>,
+    next_ticket: u64,
+    /// Tickets of the waiters, in the order they asked.
+    waiting: VecDeque<u64>,
+    /// The waiter the lock was handed to, which has not woken up yet.
+    handed_to: Option<u64>,
+}
+
+impl TicketLock {
+    fn free(&self) -> bool {
+        self.holders.is_empty() && self.handed_to.is_none()
+    }
+
+    /// Hands the lock to the next waiter once nobody holds it.
+    fn pass_on(&mut self, lifo: bool) -> bool {
+        if !self.free() {
+            return false;
+        }
+        let next = if lifo {
+            self.waiting.pop_back()
+        } else {
+            self.waiting.pop_front()
+        };
+        self.handed_to = next;
+        next.is_some()
+    }
+}
+
+/// What one node counts.
+struct NodeState {
+    /// The per-operation rows (its counters are not used).
+    rows: DebugStats,
+    lock_acquires: u64,
+    lock_waits: u64,
+    atomics: u64,
+    qos: BTreeMap<&'static str, u64>,
+}
+
+impl NodeState {
+    fn new() -> NodeState {
+        NodeState {
+            rows: DebugStats::new(),
+            lock_acquires: 0,
+            lock_waits: 0,
+            atomics: 0,
+            qos: QosParam::ALL
+                .into_iter()
+                .map(|p| (p.file_name(), p.default_value()))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// By (home node, number).
+    locks: BTreeMap<(u32, u32), TicketLock>,
+    /// Next number per home node.
+    next_number: BTreeMap<u32, u32>,
+    nodes: BTreeMap<u32, NodeState>,
+}
+
+impl State {
+    fn node(&mut self, node: u32) -> &mut NodeState {
+        self.nodes.entry(node).or_insert_with(NodeState::new)
+    }
+}
+
+/// Locks, counters and QoS parameters of every node.
+pub(super) struct Sync {
+    state: Mutex<State>,
+    /// Signalled whenever a lock is handed on.
+    handed: Condvar,
+}
+
+impl Sync {
+    pub(super) fn new() -> Sync {
+        Sync {
+            state: Mutex::new(State::default()),
+            handed: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Creates a lock kept by `home`; its number.
+    pub(super) fn create(&self, home: u32) -> Result<u32, c_long> {
+        let mut state = self.state();
+        let kept = state.locks.keys().filter(|(h, _)| *h == home).count();
+        if kept >= MAX_LOCKS as usize {
+            return Err(err(libc::ENOSPC));
+        }
+        let next = state.next_number.entry(home).or_insert(0);
+        let number = *next;
+        *next += 1;
+        state.locks.insert((home, number), TicketLock::default());
+        Ok(number)
+    }
+
+    /// Whether lock `number` of `home` exists.
+    pub(super) fn exists(&self, home: u32, number: u32) -> bool {
+        self.state().locks.contains_key(&(home, number))
+    }
+
+    /// `lite_lock` of lock `key` by `who`, called on node `node`.
+    pub(super) fn lock(
+        &self,
+        who: Owner,
+        node: u32,
+        key: (u32, u32),
+        defects: LockDefects,
+    ) -> c_long {
+        let mut state = self.state();
+        let Some(entry) = state.locks.get_mut(&key) else {
+            return err(libc::ENOENT);
+        };
+        if entry.holders.contains(&who) {
+            return err(libc::EDEADLK);
+        }
+        if defects.not_exclusive || (entry.free() && entry.waiting.is_empty()) {
+            entry.holders.push(who);
+            state.node(node).lock_acquires += 1;
+            return 0;
+        }
+        let ticket = entry.next_ticket;
+        entry.next_ticket += 1;
+        entry.waiting.push_back(ticket);
+        let deadline = Instant::now() + LOCK_LIMIT;
+        loop {
+            let Some(entry) = state.locks.get_mut(&key) else {
+                return err(libc::ENOENT);
+            };
+            if entry.handed_to == Some(ticket) {
+                entry.handed_to = None;
+                entry.holders.push(who);
+                let counts = state.node(node);
+                counts.lock_acquires += 1;
+                counts.lock_waits += 1;
+                return 0;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                entry.waiting.retain(|&t| t != ticket);
+                return err(libc::ETIMEDOUT);
+            }
+            state = self
+                .handed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
+    }
+
+    /// `lite_unlock` of lock `key` by `who`.
+    pub(super) fn unlock(&self, who: Owner, key: (u32, u32), defects: LockDefects) -> c_long {
+        let mut state = self.state();
+        let Some(entry) = state.locks.get_mut(&key) else {
+            return err(libc::ENOENT);
+        };
+        let Some(position) = entry.holders.iter().position(|&h| h == who) else {
+            return err(libc::EPERM);
+        };
+        entry.holders.remove(position);
+        if entry.pass_on(defects.lifo) {
+            self.handed.notify_all();
+        }
+        0
+    }
+
+    /// `process` exits: the locks it holds are released.
+    pub(super) fn exit(&self, process: u64, defects: LockDefects) {
+        let mut state = self.state();
+        let mut handed = false;
+        for entry in state.locks.values_mut() {
+            let before = entry.holders.len();
+            entry.holders.retain(|h| h.process != process);
+            if entry.holders.len() != before {
+                handed |= entry.pass_on(defects.lifo);
+            }
+        }
+        if handed {
+            self.handed.notify_all();
+        }
+    }
+
+    /// Counts an atomic operation issued on `node`.
+    pub(super) fn count_atomic(&self, node: u32) {
+        self.state().node(node).atomics += 1;
+    }
+
+    /// Counts one operation of type `op` at `priority` on `node` that
+    /// moved `bytes` and took `elapsed`; `ret` is its result.
+    pub(super) fn record(
+        &self,
+        node: u32,
+        op: Operation,
+        priority: Priority,
+        bytes: u64,
+        ret: c_long,
+        elapsed: Duration,
+    ) {
+        let mut state = self.state();
+        if let Some(row) = state.node(node).rows.op_mut(op, priority) {
+            row.ops += 1;
+            if ret < 0 {
+                row.errors += 1;
+            } else {
+                row.bytes += bytes;
+            }
+            let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+            row.latency_us[latency_bucket(us)] += 1;
+        }
+    }
+
+    /// Fills in the synchronization counters of `node` in `counters`.
+    pub(super) fn counters(&self, node: u32, counters: &mut LiteStats) {
+        let mut state = self.state();
+        counters.locks = state.locks.keys().filter(|(h, _)| *h == node).count() as u64;
+        let counts = state.node(node);
+        counters.lock_acquires = counts.lock_acquires;
+        counters.lock_waits = counts.lock_waits;
+        counters.atomics = counts.atomics;
+        // The model runs nothing concurrently enough to throttle.
+        counters.qos_throttled = 0;
+    }
+
+    /// The statistics file of `node`, around `counters`.
+    pub(super) fn stats_text(&self, node: u32, counters: LiteStats) -> String {
+        let mut rows = self.state().node(node).rows.clone();
+        rows.counters = counters;
+        rows.to_string()
+    }
+
+    /// Reads QoS file `name` of `node`.
+    pub(super) fn read_qos(&self, node: u32, name: &str) -> Result<String, i32> {
+        let mut state = self.state();
+        let value = state
+            .node(node)
+            .qos
+            .get(name)
+            .copied()
+            .ok_or(libc::ENOENT)?;
+        Ok(format!("{value}\n"))
+    }
+
+    /// Writes QoS file `name` of `node`.
+    pub(super) fn write_qos(&self, node: u32, name: &str, text: &str) -> Result<(), i32> {
+        let mut state = self.state();
+        let slot = state.node(node).qos.get_mut(name).ok_or(libc::ENOENT)?;
+        let value = parse_qos(text).map_err(|_| libc::EINVAL)?;
+        if name == QosParam::Enabled.file_name() && value > 1 {
+            return Err(libc::EINVAL);
+        }
+        *slot = value;
+        Ok(())
+    }
+}
