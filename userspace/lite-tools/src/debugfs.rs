@@ -65,9 +65,9 @@ impl QosParam {
     pub fn default_value(self) -> u64 {
         match self {
             QosParam::Enabled => 1,
-            QosParam::WindowUs => 200,
-            QosParam::DelayUs => 50,
-            QosParam::MaxDelayUs => 20000,
+            QosParam::WindowUs => 500,
+            QosParam::DelayUs => 1000,
+            QosParam::MaxDelayUs => 200_000,
         }
     }
 }
@@ -574,7 +574,7 @@ mod tests {
             ]
         );
         let defaults: Vec<_> = QosParam::ALL.iter().map(|p| p.default_value()).collect();
-        assert_eq!(defaults, [1, 200, 50, 20000]);
+        assert_eq!(defaults, [1, 500, 1000, 200_000]);
         assert_eq!(parse_qos("1\n"), Ok(1));
         assert_eq!(parse_qos(" 200 "), Ok(200));
         assert!(parse_qos("yes").is_err());

@@ -364,10 +364,10 @@
  *   qos_enabled       1 (default) or 0
  *   qos_window_us     a low-priority operation waits while a high-priority
  *                     operation is in flight or ended less than this long
- *                     ago (default 200)
- *   qos_delay_us      how long it sleeps before looking again (default 50)
+ *                     ago (default 500)
+ *   qos_delay_us      how long it sleeps before looking again (default 1000)
  *   qos_max_delay_us  the longest it waits in all, so low-priority work is
- *                     slowed but never starved (default 20000)
+ *                     slowed but never starved (default 200000)
  * /sys/kernel/debug/lite/stats shows the node's counters as text: per
  * operation type and priority the operations, bytes, errors, time spent
  * throttled and a latency histogram, plus LMRs, mappings, connections,
