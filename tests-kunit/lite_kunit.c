@@ -62,6 +62,7 @@ LITE_RUST_CASE(sync_api_before_join)
 LITE_RUST_CLUSTER_CASE(kernel_remote_memory)
 LITE_RUST_CLUSTER_CASE(kernel_async)
 LITE_RUST_CLUSTER_CASE(kernel_registration)
+LITE_RUST_CLUSTER_CASE(kernel_sync)
 
 static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(chunk_count_and_len),
@@ -118,6 +119,7 @@ static struct kunit_case lite_cluster_cases[] = {
 	KUNIT_CASE_SLOW(kernel_remote_memory),
 	KUNIT_CASE_SLOW(kernel_async),
 	KUNIT_CASE_SLOW(kernel_registration),
+	KUNIT_CASE_SLOW(kernel_sync),
 	{}
 };
 

@@ -438,7 +438,8 @@ impl Cluster {
             }
         };
         // Posted under the lock so requests reach the ring in the order
-        // their space was reserved.
+        // their space was reserved; the lock is released once the request
+        // is posted.
         if let Some(pad_at) = reservation.pad_at {
             let pad = RequestHeader {
                 flags: FLAG_PAD,
@@ -455,12 +456,12 @@ impl Cluster {
         }
         .encode()
         .ok_or(EINVAL)?;
-        peer.conn.rdma_write_imm(
+        peer.conn.rdma_write_imm_ordered(
             &staging,
-            0,
             HEADER_LEN + len,
             (ring_addr + reservation.offset, ring_rkey),
             imm,
+            ports,
         )
     }
 

@@ -228,6 +228,39 @@ impl Connection {
         )
     }
 
+    /// [`Connection::rdma_write_imm`] posted while `held` (a lock guard)
+    /// is held; it is released once the request is posted, before the wait
+    /// for its completion. Requests posted under one lock reach the peer in
+    /// the lock's order (a queue pair executes requests in order) without
+    /// serializing their round trips.
+    pub(crate) fn rdma_write_imm_ordered<G>(
+        &self,
+        local: &DmaBuffer,
+        len: usize,
+        remote: (u64, u32),
+        imm: u32,
+        held: G,
+    ) -> Result {
+        let segment = LocalSegment {
+            addr: local.dma_range(0, len)?,
+            len: u32::try_from(len).map_err(|_| EINVAL)?,
+        };
+        let slot = self.acquire_slot();
+        // SAFETY: `local` is borrowed for this whole call and `finish` does
+        // not return before the completion of `slot` has been polled.
+        let posted = unsafe {
+            self.qp.post_send(
+                bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+                &segment,
+                Some(remote),
+                Some(imm),
+                slot as u64,
+            )
+        };
+        drop(held);
+        self.finish(slot, posted)
+    }
+
     /// Gives receive buffer `index`, consumed by a write with immediate
     /// (which carries no message), back to the device.
     pub(crate) fn repost_receive(&self, index: u32) -> Result {

@@ -295,3 +295,58 @@ kunit_case!(lite_test_kernel_registration, |c| {
         );
     }
 });
+
+kunit_case!(lite_test_kernel_sync, |c| {
+    let pw = password();
+    let me = liteapi_get_node_id() as u32;
+    let eperm = -(bindings::EPERM as i32);
+    let edeadlk = -(bindings::EDEADLK as i32);
+    let enoent = -(bindings::ENOENT as i32);
+    // Atomics on an 8-byte LMR on the next node and on this one (which a
+    // peer posts for this node).
+    for node in [next_node(), me] {
+        let lh = liteapi_alloc_remote_mem(node, 8, 1, pw);
+        check!(c, lh > 0);
+        if lh <= 0 {
+            return;
+        }
+        let lh = lh as u64;
+        let mut old = u64::MAX;
+        for i in 0..10u64 {
+            // SAFETY: `old` is a valid `u64`.
+            check!(
+                c,
+                unsafe { liteapi_rdma_fetch_and_add(lh, &mut old, 3, 0) } == 0
+            );
+            check!(c, old == 3 * i);
+        }
+        // SAFETY: `old` is a valid `u64`.
+        unsafe {
+            check!(
+                c,
+                liteapi_rdma_compare_and_swp(lh, &mut old, 999, 5, 1) == 0
+            );
+            check!(c, old == 30);
+            check!(c, liteapi_rdma_compare_and_swp(lh, &mut old, 30, 5, 2) == 0);
+            check!(c, old == 30);
+            check!(c, liteapi_rdma_fetch_and_add(lh, &mut old, 0, 0) == 0);
+            check!(c, old == 5);
+            check!(c, liteapi_rdma_fetch_and_add(lh, &mut old, 0, 7) < 0);
+        }
+        check!(c, liteapi_free(lh) == 0);
+    }
+    // Locks kept here and on the next node: the holder may not take them
+    // twice, and only the holder may release them.
+    for home in [me, next_node()] {
+        let mut lock = LiteLock::from(crate::internal::lock::LockId { home: 0, number: 0 });
+        // SAFETY: `lock` is a valid `struct lite_lock` for every call.
+        unsafe {
+            check!(c, liteapi_create_lock(home, &mut lock) >= 0);
+            check!(c, liteapi_lock(&lock) == 0);
+            check!(c, liteapi_lock(&lock) == edeadlk);
+            check!(c, liteapi_unlock(&lock) == 0);
+            check!(c, liteapi_unlock(&lock) == eperm);
+            check!(c, liteapi_ask_lock(home, 4095, &mut lock) == enoent);
+        }
+    }
+});
