@@ -2,7 +2,7 @@
 
 //! A node's membership in a LITE cluster: its peers and shared state.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::{
     c_str, new_mutex,
     prelude::*,
@@ -90,10 +90,6 @@ pub(crate) struct Cluster {
     /// Locks this node's threads use.
     #[pin]
     pub(crate) locks: Locks,
-    /// Whether a thread is handling receive completions.
-    pub(crate) recv_polling: AtomicBool,
-    /// Threads polling the receive queue while they wait.
-    pub(crate) recv_spinners: AtomicU32,
 }
 
 /// Threads serving peers' requests.
@@ -192,8 +188,6 @@ impl Cluster {
                 rpc <- rpc,
                 lock_home <- lock_home,
                 locks <- Locks::new(),
-                recv_polling: AtomicBool::new(false),
-                recv_spinners: AtomicU32::new(0),
             }? Error),
             GFP_KERNEL,
         )?;

@@ -79,7 +79,7 @@ pub(crate) struct Params {
 }
 
 /// Defaults, in the order of [`Param::ALL`].
-pub(crate) const DEFAULTS: [u32; 4] = [1, 500, 1000, 200_000];
+pub(crate) const DEFAULTS: [u32; 4] = [1, 500, 5000, 200_000];
 
 static PARAMS: [AtomicU32; 4] = [
     AtomicU32::new(DEFAULTS[0]),

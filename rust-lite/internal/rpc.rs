@@ -196,7 +196,7 @@ impl Cluster {
             }
             (drained, nodes)
         };
-        port.notify_arrival();
+        port.arrived.notify_all();
         port.room.notify_all();
         for taken in drained? {
             self.dispose(port_number, taken, errno::ECONNREFUSED());
@@ -499,7 +499,7 @@ impl Cluster {
             }
         }
         drop(state);
-        port.notify_arrival();
+        port.arrived.notify_all();
         // A one-way message has nobody to wait for.
         Ok(match call {
             Some(call) => Pending::Local(call),
@@ -511,14 +511,11 @@ impl Cluster {
     fn finish_call(&self, pending: Pending) -> Result<KVVec<u8>> {
         match pending {
             Pending::Local(call) => call.wait(),
-            Pending::Remote(slot) => {
-                self.spin_on_receives(|| self.rpc.slots.answered(slot));
-                self.rpc.slots.wait(slot, |buffer, len| {
-                    let mut reply = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
-                    buffer.read_bytes(0, &mut reply)?;
-                    Ok(reply)
-                })
-            }
+            Pending::Remote(slot) => self.rpc.slots.wait(slot, |buffer, len| {
+                let mut reply = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
+                buffer.read_bytes(0, &mut reply)?;
+                Ok(reply)
+            }),
             Pending::OneWay => Ok(KVVec::new()),
         }
     }
@@ -607,7 +604,6 @@ impl Cluster {
                 return Err(ENOENT);
             }
             let epoch = state.epoch;
-            let mut spun = false;
             loop {
                 if state.owner.is_none() || state.epoch != epoch {
                     return Err(errno::ESHUTDOWN());
@@ -619,15 +615,6 @@ impl Cluster {
                 }
                 if flags & RECV_NONBLOCK != 0 {
                     return Err(EAGAIN);
-                }
-                if !spun {
-                    // Poll for the request before sleeping (see `poller`).
-                    spun = true;
-                    drop(state);
-                    let seen = port.arrivals();
-                    self.spin_on_receives(|| port.arrivals() != seen);
-                    state = port.state.lock();
-                    continue;
                 }
                 if port.arrived.wait_interruptible(&mut state) {
                     return Err(EINTR);
@@ -778,7 +765,7 @@ impl Cluster {
             }
         };
         match refused {
-            None => port.notify_arrival(),
+            None => port.arrived.notify_all(),
             Some(Ok(Ok(taken))) => self.dispose(port_number, taken, errno::ECONNREFUSED()),
             Some(_) => {}
         }

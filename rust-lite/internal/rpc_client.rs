@@ -159,14 +159,6 @@ impl ReplySlots {
         self.changed.notify_all();
     }
 
-    /// Whether the request in `slot` was answered (or failed).
-    pub(crate) fn answered(&self, slot: usize) -> bool {
-        matches!(
-            self.slots.lock().get(slot).and_then(|s| s.outcome.as_ref()),
-            Some(Outcome::Replied(_) | Outcome::Failed(_))
-        )
-    }
-
     /// Waits for the answer to the call in `slot`. On success, `deliver`
     /// gets the reply buffer and the reply's length.
     pub(crate) fn wait<T>(

@@ -11,7 +11,6 @@
 //! it copies a message out, so the ring is consumed strictly in order and
 //! its space can be acknowledged to the client.
 
-use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -272,9 +271,6 @@ pub(crate) struct Port {
     /// Signalled when local messages are taken.
     #[pin]
     pub(crate) room: CondVar,
-    /// Messages that arrived so far, so a receiver polling the receive
-    /// queue can tell one came without taking the port's lock.
-    arrivals: AtomicU64,
 }
 
 impl Port {
@@ -285,18 +281,6 @@ impl Port {
             state <- new_mutex!(state, "lite:port"),
             arrived <- new_condvar!("lite:port_arrived"),
             room <- new_condvar!("lite:port_room"),
-            arrivals: AtomicU64::new(0),
         }))
-    }
-
-    /// Wakes receivers: a message arrived or the port was unregistered.
-    pub(crate) fn notify_arrival(&self) {
-        self.arrivals.fetch_add(1, Ordering::Release);
-        self.arrived.notify_all();
-    }
-
-    /// How many times [`Port::notify_arrival`] was called.
-    pub(crate) fn arrivals(&self) -> u64 {
-        self.arrivals.load(Ordering::Acquire)
     }
 }

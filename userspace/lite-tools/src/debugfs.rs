@@ -66,7 +66,7 @@ impl QosParam {
         match self {
             QosParam::Enabled => 1,
             QosParam::WindowUs => 500,
-            QosParam::DelayUs => 1000,
+            QosParam::DelayUs => 5000,
             QosParam::MaxDelayUs => 200_000,
         }
     }
@@ -574,7 +574,7 @@ mod tests {
             ]
         );
         let defaults: Vec<_> = QosParam::ALL.iter().map(|p| p.default_value()).collect();
-        assert_eq!(defaults, [1, 500, 1000, 200_000]);
+        assert_eq!(defaults, [1, 500, 5000, 200_000]);
         assert_eq!(parse_qos("1\n"), Ok(1));
         assert_eq!(parse_qos(" 200 "), Ok(200));
         assert!(parse_qos("yes").is_err());

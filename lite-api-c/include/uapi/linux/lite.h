@@ -365,7 +365,7 @@
  *   qos_window_us     a low-priority operation waits while a high-priority
  *                     operation is in flight or ended less than this long
  *                     ago (default 500)
- *   qos_delay_us      how long it sleeps before looking again (default 1000)
+ *   qos_delay_us      how long it sleeps before looking again (default 5000)
  *   qos_max_delay_us  the longest it waits in all, so low-priority work is
  *                     slowed but never starved (default 200000)
  * /sys/kernel/debug/lite/stats shows the node's counters as text: per
