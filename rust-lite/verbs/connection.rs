@@ -241,24 +241,14 @@ impl Connection {
         imm: u32,
         held: G,
     ) -> Result {
-        let segment = LocalSegment {
-            addr: local.dma_range(0, len)?,
-            len: u32::try_from(len).map_err(|_| EINVAL)?,
-        };
-        let slot = self.acquire_slot();
-        // SAFETY: `local` is borrowed for this whole call and `finish` does
-        // not return before the completion of `slot` has been polled.
-        let posted = unsafe {
-            self.qp.post_send(
-                bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
-                &segment,
-                Some(remote),
-                Some(imm),
-                slot as u64,
-            )
-        };
-        drop(held);
-        self.finish(slot, posted)
+        self.execute_releasing(
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+            local,
+            (0, len),
+            Some(remote),
+            Some(imm),
+            held,
+        )
     }
 
     /// Gives receive buffer `index`, consumed by a write with immediate
@@ -399,6 +389,21 @@ impl Connection {
         remote: Option<(u64, u32)>,
         imm: Option<u32>,
     ) -> Result {
+        self.execute_releasing(opcode, local, (at, len), remote, imm, ())
+    }
+
+    /// Posts one request on `len` bytes of `local` at `at` (the `span`),
+    /// drops `held` once it is posted, and waits for its completion.
+    fn execute_releasing<G>(
+        &self,
+        opcode: bindings::ib_wr_opcode,
+        local: &DmaBuffer,
+        span: (usize, usize),
+        remote: Option<(u64, u32)>,
+        imm: Option<u32>,
+        held: G,
+    ) -> Result {
+        let (at, len) = span;
         let segment = LocalSegment {
             addr: local.dma_range(at, len)?,
             len: u32::try_from(len).map_err(|_| EINVAL)?,
@@ -410,6 +415,7 @@ impl Connection {
             self.qp
                 .post_send(opcode, &segment, remote, imm, slot as u64)
         };
+        drop(held);
         self.finish(slot, posted)
     }
 

@@ -205,6 +205,15 @@ impl QueuePair {
         )
     }
 
+    /// The scatter/gather element for `local`.
+    fn sge(&self, local: &LocalSegment) -> bindings::ib_sge {
+        bindings::ib_sge {
+            addr: local.addr,
+            length: local.len,
+            lkey: self.lkey(),
+        }
+    }
+
     /// Posts one signaled send-queue work request.
     ///
     /// `remote` is `Some((address, rkey))` for RDMA reads and writes; `imm`
@@ -223,11 +232,7 @@ impl QueuePair {
         imm: Option<u32>,
         wr_id: u64,
     ) -> Result {
-        let mut sge = bindings::ib_sge {
-            addr: local.addr,
-            length: local.len,
-            lkey: self.lkey(),
-        };
+        let mut sge = self.sge(local);
         let mut wr = bindings::ib_rdma_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.sg_list = &mut sge;
@@ -268,11 +273,7 @@ impl QueuePair {
         swap: u64,
         wr_id: u64,
     ) -> Result {
-        let mut sge = bindings::ib_sge {
-            addr: local.addr,
-            length: local.len,
-            lkey: self.lkey(),
-        };
+        let mut sge = self.sge(local);
         let mut wr = bindings::ib_atomic_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.sg_list = &mut sge;
@@ -296,11 +297,7 @@ impl QueuePair {
     /// As for [`Self::post_send`]: `local` must stay valid until the receive
     /// completes or the QP is destroyed.
     pub(super) unsafe fn post_recv(&self, local: &LocalSegment, wr_id: u64) -> Result {
-        let mut sge = bindings::ib_sge {
-            addr: local.addr,
-            length: local.len,
-            lkey: self.lkey(),
-        };
+        let mut sge = self.sge(local);
         let mut wr = bindings::ib_recv_wr::default();
         wr.__bindgen_anon_1.wr_id = wr_id;
         wr.sg_list = &mut sge;
