@@ -125,28 +125,23 @@ impl ControlJob {
 impl Job for ControlJob {
     fn run(self, cluster: &Cluster) {
         let from = self.peer.as_ref().map_or(cluster.node_id, |p| p.node);
-        if let (Some(peer), Some(reply)) = (&self.peer, cluster.atomic_for_peer(from, self.message))
-        {
-            if let Err(e) = peer.send(&reply) {
-                pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
+        let reply = match self.message {
+            // The one request answered with a value rather than a status.
+            ControlMessage::AtomicRequest { .. } => cluster.atomic_for_peer(from, self.message),
+            message => {
+                let status = cluster.execute_request(from, message);
+                if let (None, Err(e)) = (&self.peer, &status) {
+                    pr_err!("{:?} failed: {:?}\n", message, e);
+                }
+                message
+                    .request_id()
+                    .map(|request_id| ControlMessage::StatusReply {
+                        request_id,
+                        status: status.map_or_else(|e| e.to_errno(), |()| 0),
+                    })
             }
-            return;
-        }
-        let status = cluster.execute_request(from, self.message);
-        let Some(peer) = self.peer else {
-            if let Err(e) = status {
-                pr_err!("{:?} failed: {:?}\n", self.message, e);
-            }
-            return;
         };
-        if let Some(request_id) = self.message.request_id() {
-            let reply = ControlMessage::StatusReply {
-                request_id,
-                status: match status {
-                    Ok(()) => 0,
-                    Err(e) => e.to_errno(),
-                },
-            };
+        if let (Some(peer), Some(reply)) = (self.peer, reply) {
             if let Err(e) = peer.send(&reply) {
                 pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
             }

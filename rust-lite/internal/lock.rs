@@ -219,9 +219,8 @@ impl Locks {
         if state.known.get(&id.key()).is_none() {
             return Err(ENOENT);
         }
-        match state.holders.get(&id.key()) {
-            Some(h) if h.pid == pid => {}
-            _ => return Err(EPERM),
+        if !state.holders.get(&id.key()).is_some_and(|h| h.pid == pid) {
+            return Err(EPERM);
         }
         state.holders.remove(&id.key()).ok_or(EPERM)
     }

@@ -324,9 +324,6 @@ impl Connection {
         compare: u64,
         swap: u64,
     ) -> Result<u64> {
-        if remote.0 % 8 != 0 {
-            return Err(EINVAL);
-        }
         let segment = LocalSegment {
             addr: result.dma_range(0, 8)?,
             len: 8,

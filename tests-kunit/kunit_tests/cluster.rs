@@ -314,10 +314,8 @@ kunit_case!(lite_test_kernel_sync, |c| {
         let mut old = u64::MAX;
         for i in 0..10u64 {
             // SAFETY: `old` is a valid `u64`.
-            check!(
-                c,
-                unsafe { liteapi_rdma_fetch_and_add(lh, &mut old, 3, 0) } == 0
-            );
+            let added = unsafe { liteapi_rdma_fetch_and_add(lh, &mut old, 3, 0) };
+            check!(c, added == 0);
             check!(c, old == 3 * i);
         }
         // SAFETY: `old` is a valid `u64`.
