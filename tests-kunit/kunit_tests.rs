@@ -269,7 +269,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             request_id: 15,
             lmr_id: 9 << 32 | 1,
         },
-            ControlMessage::CreateLock { request_id: 21 },
+        ControlMessage::CreateLock { request_id: 21 },
         ControlMessage::AskLock {
             request_id: 22,
             number: 4095,
@@ -309,7 +309,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             ticket: 5,
             waiter: 9,
         },
-];
+    ];
     for message in messages {
         let bytes = message.encode();
         check!(c, bytes.len() == MESSAGE_LEN);
@@ -788,12 +788,47 @@ kunit_case!(lite_test_rpc_immediates, |c| {
     };
     check!(c, req >> 30 == 0b10 && rep >> 30 == 0b01);
     // Out of range fields are refused, not truncated.
-    check!(c, Imm::Request { port: MAX_PORTS, offset: 0 }.encode().is_none());
+    check!(
+        c,
+        Imm::Request {
+            port: MAX_PORTS,
+            offset: 0
+        }
+        .encode()
+        .is_none()
+    );
     check!(c, Imm::Request { port: 0, offset: 3 }.encode().is_none());
-    check!(c, Imm::Request { port: 0, offset: RING_ALIGN << 24 }.encode().is_none());
-    check!(c, Imm::Reply { slot: 1 << 16, generation: 0 }.encode().is_none());
-    check!(c, Imm::Reply { slot: 0, generation: 1 << 14 }.encode().is_none());
-    check!(c, Imm::decode(0).is_none() && Imm::decode(0xc000_0000).is_none());
+    check!(
+        c,
+        Imm::Request {
+            port: 0,
+            offset: RING_ALIGN << 24
+        }
+        .encode()
+        .is_none()
+    );
+    check!(
+        c,
+        Imm::Reply {
+            slot: 1 << 16,
+            generation: 0
+        }
+        .encode()
+        .is_none()
+    );
+    check!(
+        c,
+        Imm::Reply {
+            slot: 0,
+            generation: 1 << 14
+        }
+        .encode()
+        .is_none()
+    );
+    check!(
+        c,
+        Imm::decode(0).is_none() && Imm::decode(0xc000_0000).is_none()
+    );
     check!(c, next_generation(0x3fff) == 0 && next_generation(5) == 6);
 });
 
@@ -811,7 +846,10 @@ kunit_case!(lite_test_rpc_header, |c| {
     };
     check!(c, RequestHeader::decode(&header.encode()) == header);
     check!(c, !header.wants_reply());
-    check!(c, HEADER_LEN == 32 && footprint(1) == 64 && footprint(32) == 64);
+    check!(
+        c,
+        HEADER_LEN == 32 && footprint(1) == 64 && footprint(32) == 64
+    );
     check!(c, footprint(33) == 128 && footprint(0) == 64);
 });
 
@@ -828,8 +866,8 @@ kunit_case!(lite_test_rpc_ring_space, |c| {
     }
     check!(c, writer.reserve(480).is_none());
     // Consuming a quarter of the ring acknowledges it.
-    check!(c, reader.consume(224) == Some(256));
-    check!(c, reader.consume(224) == Some(512));
+    check!(c, reader.consume(224, false) == Some(256));
+    check!(c, reader.consume(224, false) == Some(512));
     writer.acknowledge(512);
     // 480 bytes (512 in the ring) do not fit in the 256 left at the end:
     // the writer pads to the end and starts again at 0.
@@ -838,12 +876,12 @@ kunit_case!(lite_test_rpc_ring_space, |c| {
     reader.arrived();
     // The reader consumes in order, skipping the pad.
     check!(c, reader.next_offset() == 512);
-    check!(c, reader.consume(224) == Some(768));
+    check!(c, reader.consume(224, false) == Some(768));
     check!(c, reader.next_offset() == 768);
     reader.skip_pad();
     check!(c, reader.next_offset() == 0);
-    // The last pending message empties the ring: always acknowledged.
-    check!(c, reader.consume(480) == Some(1024 + footprint(480)));
+    // A quarter of the ring again (the pad counts).
+    check!(c, reader.consume(480, false) == Some(1024 + footprint(480)));
     check!(c, reader.pending() == 0);
     // Acknowledgements never move backwards or past what was written.
     writer.acknowledge(100);
@@ -851,6 +889,64 @@ kunit_case!(lite_test_rpc_ring_space, |c| {
     check!(c, writer.reserve(448).is_none());
     writer.acknowledge(1024 + footprint(480));
     check!(c, writer.reserve(448).is_some());
+});
+
+kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
+    use crate::internal::rpc_wire::{footprint, RingReader, RingWriter};
+    let size = 4096;
+    let step = footprint(224);
+    let mut writer = RingWriter::starting_at(size, 0);
+    let mut reader = RingReader::new(size);
+    // A lone call in a roomy ring is not acknowledged: no round trip per
+    // call just to report room.
+    let r = writer.reserve(224);
+    check!(c, r.map(|r| r.ack_wanted) == Some(false));
+    reader.arrived();
+    check!(c, reader.consume(224, false).is_none());
+    // Fill the ring; messages ask for an acknowledgement once more than
+    // half of it is unacknowledged.
+    let mut written = 1;
+    let mut last_wanted = false;
+    while let Some(r) = writer.reserve(224) {
+        check!(c, r.ack_wanted == ((written + 1) * step > size / 2));
+        last_wanted = r.ack_wanted;
+        reader.arrived();
+        written += 1;
+    }
+    check!(c, written == size / step && last_wanted);
+    // The reader acknowledges every quarter, and once it is empty after a
+    // flagged message: the full writer learns that all space is free.
+    let mut last_ack = None;
+    for i in 1..written {
+        let flagged = (i + 1) * step > size / 2;
+        if let Some(at) = reader.consume(224, flagged) {
+            last_ack = Some(at);
+        }
+    }
+    check!(c, reader.pending() == 0 && last_ack == Some(written * step));
+    writer.acknowledge(written * step);
+    // Nine more messages: the ninth takes the unacknowledged part past
+    // half the ring. Quarters are acknowledged after the fourth and the
+    // eighth; the ninth, flagged and emptying the ring, is acknowledged
+    // although less than a quarter was consumed since.
+    let mut wanted = [false; 9];
+    for flag in &mut wanted {
+        let r = writer.reserve(224);
+        check!(c, r.is_some());
+        *flag = r.is_some_and(|r| r.ack_wanted);
+        reader.arrived();
+    }
+    let base = written * step;
+    for (i, &flagged) in wanted.iter().enumerate() {
+        let expected = match i {
+            3 => Some(base + 4 * step),
+            7 => Some(base + 8 * step),
+            8 => Some(base + 9 * step),
+            _ => None,
+        };
+        check!(c, flagged == (i == 8));
+        check!(c, reader.consume(224, flagged) == expected);
+    }
 });
 
 kunit_case!(lite_test_lock_hand_over, |c| {
@@ -867,7 +963,10 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     check!(c, matches!(lock.release(1), Ok(Some(x)) if x == r(2, 2)));
     // Release first: the turn waits for its reservation.
     check!(c, matches!(lock.release(3), Ok(None)));
-    check!(c, matches!(lock.reserve(r(1, 4)), Ok(Some(x)) if x == r(1, 4)));
+    check!(
+        c,
+        matches!(lock.reserve(r(1, 4)), Ok(Some(x)) if x == r(1, 4))
+    );
     check!(c, matches!(lock.release(2), Ok(Some(x)) if x == r(3, 3)));
     check!(c, lock.is_idle());
     // Turns go strictly in ticket order, whatever order waiters reserve in.
@@ -875,7 +974,10 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         check!(c, matches!(lock.reserve(r(1, ticket)), Ok(None)));
     }
     for held in 1u64..5 {
-        check!(c, matches!(lock.release(held), Ok(Some(x)) if x.ticket == held + 1));
+        check!(
+            c,
+            matches!(lock.release(held), Ok(Some(x)) if x.ticket == held + 1)
+        );
     }
     check!(c, lock.is_idle());
 });
@@ -889,7 +991,10 @@ kunit_case!(lite_test_barrier_reuse, |c| {
     for round in 1u64..=100 {
         for node in 0..nodes {
             seen[node][node] = round;
-            check!(c, nodes_reached(&seen[node], round) < nodes || node == nodes - 1);
+            check!(
+                c,
+                nodes_reached(&seen[node], round) < nodes || node == nodes - 1
+            );
             for other in 0..nodes {
                 // Maximum of what arrives: a stale repeat changes nothing.
                 seen[other][node] = seen[other][node].max(round);
@@ -949,12 +1054,18 @@ kunit_case!(lite_test_sync_api_before_join, |c| {
     // SAFETY: `old` and `lock` are valid for the calls.
     unsafe {
         check!(c, liteapi_rdma_fetch_and_add(1, &mut old, 1, 0) == enotconn);
-        check!(c, liteapi_rdma_compare_and_swp(1, &mut old, 0, 1, 0) == enotconn);
+        check!(
+            c,
+            liteapi_rdma_compare_and_swp(1, &mut old, 0, 1, 0) == enotconn
+        );
         check!(c, liteapi_create_lock(1, &mut lock) == enotconn);
         check!(c, liteapi_ask_lock(1, 0, &mut lock) == enotconn);
         check!(c, liteapi_lock(&lock) == enotconn);
         check!(c, liteapi_unlock(&lock) == enotconn);
-        check!(c, liteapi_rdma_fetch_and_add(1, core::ptr::null_mut(), 1, 0) < 0);
+        check!(
+            c,
+            liteapi_rdma_fetch_and_add(1, core::ptr::null_mut(), 1, 0) < 0
+        );
         check!(c, liteapi_lock(core::ptr::null()) < 0);
     }
     check!(c, liteapi_set_priority(1) == enotconn);

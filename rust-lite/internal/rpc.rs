@@ -23,8 +23,8 @@ use super::{
     rpc_client::{ClaimedSlot, LocalCall, Outcome, RemotePort, ReplySlots, ServerNode},
     rpc_port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     rpc_wire::{
-        check_port, Imm, RequestHeader, RingWriter, FLAG_ONE_WAY, FLAG_PAD, HEADER_LEN,
-        MAX_MESSAGE_SIZE, MAX_PORTS, MAX_PORT_NAME, RING_SIZE,
+        check_port, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED, FLAG_ONE_WAY, FLAG_PAD,
+        HEADER_LEN, MAX_MESSAGE_SIZE, MAX_PORTS, MAX_PORT_NAME, RING_SIZE,
     },
     MAX_NODES,
 };
@@ -414,7 +414,6 @@ impl Cluster {
             None => header.flags = FLAG_ONE_WAY,
         }
         let staging = DmaBuffer::new(&self.device.device, HEADER_LEN + len)?;
-        staging.write_bytes(0, &header.encode())?;
         staging.write_bytes(HEADER_LEN, message)?;
         let mut ports = server.ports.lock();
         let (ring_addr, ring_rkey, reservation) = loop {
@@ -437,6 +436,10 @@ impl Cluster {
                 return Err(EINTR);
             }
         };
+        if reservation.ack_wanted {
+            header.flags |= FLAG_ACK_WANTED;
+        }
+        staging.write_bytes(0, &header.encode())?;
         // Posted under the lock so requests reach the ring in the order
         // their space was reserved; the lock is released once the request
         // is posted.

@@ -20,7 +20,9 @@ use kernel::{
 use super::{
     ring::Ring,
     rpc_client::LocalCall,
-    rpc_wire::{RequestHeader, RingReader, FLAG_PAD, HEADER_LEN, MAX_PORT_NAME, RING_SIZE},
+    rpc_wire::{
+        RequestHeader, RingReader, FLAG_ACK_WANTED, FLAG_PAD, HEADER_LEN, MAX_PORT_NAME, RING_SIZE,
+    },
     MAX_NODES,
 };
 use crate::verbs::DmaBuffer;
@@ -221,7 +223,7 @@ impl PortState {
                     node
                 );
                 while ring.reader.pending() > 0 {
-                    ring.reader.consume(0);
+                    ring.reader.consume(0, true);
                 }
                 return Ok(Err(Empty::Nothing));
             }
@@ -233,7 +235,7 @@ impl PortState {
                 .read_bytes(at as usize + HEADER_LEN, &mut data)?;
             let ack = ring
                 .reader
-                .consume(len)
+                .consume(len, header.flags & FLAG_ACK_WANTED != 0)
                 .map(|consumed| (node as u32, consumed));
             let reply_to = header.wants_reply().then_some(ReplyTo::Remote {
                 node: node as u32,

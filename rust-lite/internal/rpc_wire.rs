@@ -105,6 +105,10 @@ pub(crate) const FLAG_ONE_WAY: u16 = 0x1;
 /// `RequestHeader::flags`: not a message; the sender wrapped to the ring's
 /// start and the rest of the ring is unused.
 pub(crate) const FLAG_PAD: u16 = 0x2;
+/// `RequestHeader::flags`: the sender is running low on ring space and
+/// wants to hear once this message has been consumed (see
+/// [`RingReader::consume`]).
+pub(crate) const FLAG_ACK_WANTED: u16 = 0x4;
 
 /// The header in front of every message in a ring, little-endian:
 ///
@@ -195,6 +199,9 @@ pub(crate) struct Reservation {
     pub(crate) offset: u64,
     /// Ring offset of a pad header to write first, if the message wrapped.
     pub(crate) pad_at: Option<u64>,
+    /// Whether the message must carry [`FLAG_ACK_WANTED`]: more than half
+    /// the ring is unacknowledged after it.
+    pub(crate) ack_wanted: bool,
 }
 
 impl RingWriter {
@@ -225,6 +232,11 @@ impl RingWriter {
         Some(Reservation {
             offset: at,
             pad_at: (pad > 0).then_some(offset),
+            // A message and its pad take at most half the ring, so a writer
+            // that finds no room has more than half of it unacknowledged,
+            // and so had its last message flagged: the reader's answer to
+            // that flag is what wakes it.
+            ack_wanted: self.head - self.acked > self.size / 2,
         })
     }
 
@@ -244,6 +256,8 @@ pub(crate) struct RingReader {
     acked: u64,
     /// Messages arrived and not consumed.
     pending: u32,
+    /// A consumed message asked for an acknowledgement not yet sent.
+    ack_wanted: bool,
 }
 
 impl RingReader {
@@ -254,6 +268,7 @@ impl RingReader {
             consumed: 0,
             acked: 0,
             pending: 0,
+            ack_wanted: false,
         }
     }
 
@@ -283,18 +298,23 @@ impl RingReader {
         self.consumed += self.size - self.next_offset();
     }
 
-    /// Consumes the next message, of `len` payload bytes.
+    /// Consumes the next message, of `len` payload bytes, whose sender set
+    /// [`FLAG_ACK_WANTED`] if `ack_wanted`.
     ///
     /// Returns the position to acknowledge if an acknowledgement is due:
     /// when a quarter of the ring has been consumed since the last one, or
-    /// when the ring is empty (so a waiting sender always learns of room).
-    pub(crate) fn consume(&mut self, len: u64) -> Option<u64> {
+    /// when the ring is empty and a consumed message asked for one. A
+    /// sender with plenty of room is not sent one for every message, which
+    /// would cost a round trip per call.
+    pub(crate) fn consume(&mut self, len: u64, ack_wanted: bool) -> Option<u64> {
         self.consumed += footprint(len);
         self.pending = self.pending.saturating_sub(1);
+        self.ack_wanted |= ack_wanted;
         let due = self.consumed - self.acked >= self.size / 4
-            || (self.pending == 0 && self.consumed != self.acked);
+            || (self.pending == 0 && self.ack_wanted && self.consumed != self.acked);
         if due {
             self.acked = self.consumed;
+            self.ack_wanted = false;
             Some(self.consumed)
         } else {
             None
