@@ -19,7 +19,7 @@ use super::{
     process::Process,
     qos,
 };
-use crate::{errno, verbs::DmaBuffer};
+use crate::errno;
 
 /// An atomic operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,16 +94,15 @@ impl Cluster {
         if target.node == self.node_id {
             return self.atomic_by_peer(target, op);
         }
-        let result = DmaBuffer::new(&self.device.device, ATOMIC_SIZE as usize)?;
-        let conn = &self.peer(target.node)?.conn;
+        let peer = self.peer(target.node)?;
         let remote = (target.addr, target.rkey);
-        match op {
-            AtomicOp::FetchAdd(value) => conn.fetch_add(&result, remote, value),
+        self.staging.with(ATOMIC_SIZE as usize, |result| match op {
+            AtomicOp::FetchAdd(value) => peer.conn.fetch_add(result, remote, value),
             AtomicOp::CompareSwap {
                 expected,
                 new_value,
-            } => conn.compare_swap(&result, remote, expected, new_value),
-        }
+            } => peer.conn.compare_swap(result, remote, expected, new_value),
+        })
     }
 
     /// Runs `op` on this node's own memory: a peer posts it as an RDMA

@@ -31,7 +31,9 @@ use super::{
 };
 use crate::{
     errno,
-    verbs::{split_recv_wr_id, CompletionQueue, PortConfig, WorkCompletion, RECV_DEPTH},
+    verbs::{
+        split_recv_wr_id, CompletionQueue, PortConfig, StagingPool, WorkCompletion, RECV_DEPTH,
+    },
 };
 
 /// Peers by node id.
@@ -50,6 +52,9 @@ pub(crate) struct Cluster {
     pub(crate) port: PortConfig,
     /// Receive completions of every connection, polled by one thread.
     pub(crate) recv_cq: Arc<CompletionQueue>,
+    /// Buffers for the bytes of requests, replies and atomics.
+    #[pin]
+    pub(crate) staging: StagingPool,
     #[pin]
     peers: Mutex<PeerTable>,
     /// Control requests waiting for replies.
@@ -163,12 +168,14 @@ impl Cluster {
         let io_jobs = Workers::new(IO_QUEUE)?;
         let rpc = Rpc::new()?;
         let lock_home = LockHome::new(&device.device)?;
+        let staging = StagingPool::new(device.device.clone());
         let cluster = Arc::pin_init(
             try_pin_init!(Cluster {
                 node_id,
                 device,
                 port,
                 recv_cq,
+                staging <- staging,
                 peers <- new_mutex!(PeerTable { peers: [const { None }; MAX_NODES] }, "lite:peers"),
                 requests <- Requests::new(),
                 barrier <- Barrier::new(),

@@ -413,59 +413,62 @@ impl Cluster {
             }
             None => header.flags = FLAG_ONE_WAY,
         }
-        let staging = DmaBuffer::new(&self.device.device, HEADER_LEN + len)?;
-        staging.write_bytes(HEADER_LEN, message)?;
-        let mut ports = server.ports.lock();
-        let (ring_addr, ring_rkey, reservation) = loop {
-            let Some(remote) = ports[target.port as usize].as_mut() else {
-                drop(ports);
-                self.query_port(node, target.port)?;
-                ports = server.ports.lock();
-                continue;
-            };
-            if len as u64 > remote.max_size {
-                return Err(errno::EMSGSIZE());
-            }
-            if let Some(reservation) = remote.writer.reserve(len as u64) {
-                break (remote.ring_addr, remote.ring_rkey, reservation);
-            }
-            if target.nonblocking {
-                return Err(EAGAIN);
-            }
-            if server.room.wait_interruptible(&mut ports) {
-                return Err(EINTR);
-            }
-        };
-        if reservation.ack_wanted {
-            header.flags |= FLAG_ACK_WANTED;
-        }
-        staging.write_bytes(0, &header.encode())?;
-        // Posted under the lock so requests reach the ring in the order
-        // their space was reserved; the lock is released once the request
-        // is posted.
-        if let Some(pad_at) = reservation.pad_at {
+        let total = HEADER_LEN + len;
+        // The pad header goes after the request, so that nothing needs to be
+        // allocated once ring space is reserved.
+        self.staging.with(total + HEADER_LEN, |staging| {
+            staging.write_bytes(HEADER_LEN, message)?;
             let pad = RequestHeader {
                 flags: FLAG_PAD,
                 ..RequestHeader::default()
             };
-            let pad_buffer = DmaBuffer::new(&self.device.device, HEADER_LEN)?;
-            pad_buffer.write_bytes(0, &pad.encode())?;
-            peer.conn
-                .rdma_write(&pad_buffer, 0, HEADER_LEN, ring_addr + pad_at, ring_rkey)?;
-        }
-        let imm = Imm::Request {
-            port: target.port,
-            offset: reservation.offset,
-        }
-        .encode()
-        .ok_or(EINVAL)?;
-        peer.conn.rdma_write_imm_ordered(
-            &staging,
-            HEADER_LEN + len,
-            (ring_addr + reservation.offset, ring_rkey),
-            imm,
-            ports,
-        )
+            staging.write_bytes(total, &pad.encode())?;
+            let mut ports = server.ports.lock();
+            let (ring_addr, ring_rkey, reservation) = loop {
+                let Some(remote) = ports[target.port as usize].as_mut() else {
+                    drop(ports);
+                    self.query_port(node, target.port)?;
+                    ports = server.ports.lock();
+                    continue;
+                };
+                if len as u64 > remote.max_size {
+                    return Err(errno::EMSGSIZE());
+                }
+                if let Some(reservation) = remote.writer.reserve(len as u64) {
+                    break (remote.ring_addr, remote.ring_rkey, reservation);
+                }
+                if target.nonblocking {
+                    return Err(EAGAIN);
+                }
+                if server.room.wait_interruptible(&mut ports) {
+                    return Err(EINTR);
+                }
+            };
+            if reservation.ack_wanted {
+                header.flags |= FLAG_ACK_WANTED;
+            }
+            staging.write_bytes(0, &header.encode())?;
+            // Posted under the lock so requests reach the ring in the order
+            // their space was reserved; the lock is released once the
+            // request is posted.
+            if let Some(pad_at) = reservation.pad_at {
+                peer.conn
+                    .rdma_write(staging, total, HEADER_LEN, ring_addr + pad_at, ring_rkey)?;
+            }
+            let imm = Imm::Request {
+                port: target.port,
+                offset: reservation.offset,
+            }
+            .encode()
+            .ok_or(EINVAL)?;
+            peer.conn.rdma_write_imm_ordered(
+                staging,
+                total,
+                (ring_addr + reservation.offset, ring_rkey),
+                imm,
+                ports,
+            )
+        })
     }
 
     fn start_local(
@@ -689,21 +692,22 @@ impl Cluster {
             }
             ReplyTo::Remote { node, header } => {
                 let peer = self.peer(node)?;
-                let staging = DmaBuffer::new(&self.device.device, reply.len().max(1))?;
-                staging.write_bytes(0, reply)?;
                 let imm = Imm::Reply {
                     slot: u32::from(header.slot),
                     generation: u32::from(header.generation),
                 }
                 .encode()
                 .ok_or(EINVAL)?;
-                peer.conn.rdma_write_imm(
-                    &staging,
-                    0,
-                    reply.len(),
-                    (header.reply_addr, header.reply_rkey),
-                    imm,
-                )
+                self.staging.with(reply.len().max(1), |staging| {
+                    staging.write_bytes(0, reply)?;
+                    peer.conn.rdma_write_imm(
+                        staging,
+                        0,
+                        reply.len(),
+                        (header.reply_addr, header.reply_rkey),
+                        imm,
+                    )
+                })
             }
         }
     }

@@ -19,6 +19,7 @@ mod cq;
 mod device;
 mod pd;
 mod qp;
+mod staging;
 mod user_pages;
 
 pub(crate) use buffer::DmaBuffer;
@@ -29,6 +30,7 @@ pub(crate) use cq::{CompletionQueue, WorkCompletion, POLL_BATCH};
 pub(crate) use device::{Device, PortConfig};
 pub(crate) use pd::ProtectionDomain;
 pub(crate) use qp::RemoteEnd;
+pub(crate) use staging::StagingPool;
 pub(crate) use user_pages::{PinnedPages, PAGE_SIZE};
 
 use kernel::error::Error;
