@@ -79,6 +79,10 @@ const LOCK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// write latency under load within 1.5x of its unloaded median.
 const QOS_TARGET_RATIO: f64 = 1.5;
 
+/// The RPC target: a LITE round trip within 1.2x of two `ib_send_lat`
+/// one-way latencies, at every size measured on both sides.
+const RPC_TARGET_RATIO: f64 = 1.2;
+
 /// The headline target: LITE's 64-byte write within 10% of native.
 const TARGET_OP: &str = "write";
 const TARGET_SIZE: u64 = 64;
@@ -472,6 +476,7 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
     for line in rpc_table(native, &lite) {
         ui::say(&format!("    {line}"));
     }
+    ui::say(&format!("    {}", rpc_target_verdict(native, &lite)));
     for line in rpc_throughput_table(&lite_rpc_bw) {
         ui::say(&format!("    {line}"));
     }
@@ -1022,6 +1027,33 @@ pub fn rpc_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
         ]));
     }
     lines
+}
+
+/// Whether every RPC round trip is within [`RPC_TARGET_RATIO`] of two
+/// `ib_send_lat` one-way latencies, naming the worst size.
+pub fn rpc_target_verdict(native: &[Native], lite: &[Lite]) -> String {
+    let what = format!("RPC target (LITE/(2x ib_send_lat) <= {RPC_TARGET_RATIO:.2} at every size)");
+    let worst = lite
+        .iter()
+        .filter(|l| l.op == RPC_OP)
+        .filter_map(|l| {
+            let n = native
+                .iter()
+                .find(|n| n.op == RPC_NATIVE_OP && n.size == l.size)?;
+            (n.typical > 0.0).then(|| (l.median / (2.0 * n.typical), l.size))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match worst {
+        Some((ratio, size)) => {
+            let verdict = if ratio <= RPC_TARGET_RATIO {
+                "met"
+            } else {
+                "NOT met"
+            };
+            format!("{what}: {verdict} (worst {ratio:.2} at {size} B)")
+        }
+        None => format!("{what}: not evaluated, a measurement is missing"),
+    }
 }
 
 /// The RPC throughput table, one string per line, by size and threads.
@@ -1617,6 +1649,22 @@ LITE-BENCH op=rpc_throughput size=64 threads=x calls=2000 calls_per_s=400.00 med
             ]
         );
         assert_eq!(fields(&table[4])[..4], ["512", "-", "-", "2600.00"]);
+        // Only 64 B is measured on both sides: 2500 / 2000.
+        assert_eq!(
+            rpc_target_verdict(&native, &lite),
+            "RPC target (LITE/(2x ib_send_lat) <= 1.20 at every size): NOT met (worst 1.25 at 64 B)"
+        );
+        let fast: Vec<Lite> = lite
+            .iter()
+            .map(|l| Lite {
+                median: 2300.0,
+                ..l.clone()
+            })
+            .collect();
+        assert!(rpc_target_verdict(&native, &fast).ends_with(": met (worst 1.15 at 64 B)"));
+        assert!(
+            rpc_target_verdict(&native, &[]).ends_with("not evaluated, a measurement is missing")
+        );
         // The latency table leaves RPC and ib_send_lat out.
         let main = super::table(&native, &lite);
         assert_eq!(main.len(), 2, "{main:#?}");
