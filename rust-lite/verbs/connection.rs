@@ -11,10 +11,10 @@
 //! Completions of the send queue are reaped by whichever waiting thread gets
 //! there first and routed to their owners through [`CompletionSlots`]; the
 //! number of slots bounds the work requests in flight, so the send queue can
-//! never overflow. A waiter polls briefly, then sleeps until the device's
-//! completion event or the thread that reaped its completion wakes it, so
-//! many waiters do not take the CPU from the device (Soft-RoCE works on the
-//! same CPUs). Receives go to a completion queue shared by all
+//! never overflow. A waiter polls briefly (not on a software device), then
+//! sleeps until the device's completion event or the thread that reaped its
+//! completion wakes it, so many waiters do not take the CPU from the device
+//! (Soft-RoCE works on the same CPUs). Receives go to a completion queue shared by all
 //! connections and polled by one kernel thread, which calls
 //! [`Connection::take_message`].
 
@@ -42,6 +42,9 @@ const PENDING: u32 = u32::MAX;
 
 /// How long a waiter polls before it sleeps: a completion that arrives
 /// within this time is seen sooner than a sleeping task could be woken.
+///
+/// Not on a software device: it sends from a worker thread that needs the
+/// CPU the waiter would spin on, so polling only delays the completion.
 const SPIN_NS: i64 = 20_000;
 
 /// Longest sleep between two looks at the send queue, as a safety net.
@@ -123,6 +126,8 @@ pub(crate) struct Connection {
     slots: CompletionSlots,
     polling: AtomicBool,
     tag: u32,
+    /// How long a waiter polls before it sleeps.
+    spin_ns: i64,
 }
 
 impl Connection {
@@ -150,6 +155,7 @@ impl Connection {
             slots: CompletionSlots::new(),
             polling: AtomicBool::new(false),
             tag,
+            spin_ns: if device.is_software() { 0 } else { SPIN_NS },
         };
         for index in 0..RECV_DEPTH {
             this.post_recv(index)?;
@@ -467,7 +473,7 @@ impl Connection {
             if self.slots.status(slot) != PENDING {
                 break;
             }
-            if (Ktime::ktime_get() - spin_start).to_ns() > SPIN_NS {
+            if (Ktime::ktime_get() - spin_start).to_ns() >= self.spin_ns {
                 self.send_cq
                     .wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
                         self.completed_or_armed(slot)

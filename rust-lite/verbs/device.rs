@@ -49,6 +49,13 @@ impl Device {
         core::ptr::eq(self.ptr.as_ptr(), raw)
     }
 
+    /// Whether the device is implemented in software (Soft-RoCE, siw): it
+    /// has no DMA device of its own and works on this host's CPUs.
+    pub(crate) fn is_software(&self) -> bool {
+        // SAFETY: `ptr` is valid by the type invariant.
+        unsafe { (*self.ptr.as_ptr()).dma_device.is_null() }
+    }
+
     /// Number of physical ports (ports are numbered from 1).
     pub(crate) fn port_count(&self) -> u32 {
         // SAFETY: `ptr` is valid by the type invariant.
