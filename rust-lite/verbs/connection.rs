@@ -14,8 +14,8 @@
 //! never overflow. A waiter polls briefly (not on a software device), then
 //! sleeps until the device's completion event or the thread that reaped its
 //! completion wakes it, so many waiters do not take the CPU from the device
-//! (Soft-RoCE works on the same CPUs). Receives go to a completion queue shared by all
-//! connections and polled by one kernel thread, which calls
+//! (Soft-RoCE works on the same CPUs). Receives go to a completion queue
+//! shared by all connections and polled by one kernel thread, which calls
 //! [`Connection::take_message`].
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};

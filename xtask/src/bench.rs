@@ -857,29 +857,41 @@ pub fn table(native: &[Native], lite: &[Lite]) -> Vec<String> {
         .collect();
     keys.sort();
     keys.dedup();
-    let mut lines = vec![format!(
-        "{:<6} {:>7} {:>13} {:>12} {:>11} {:>19} {:>11}",
-        "op", "size", "native med", "native sd", "LITE med", "LITE p10-p90", "LITE/native"
-    )];
+    let row = |cells: [&str; 7]| {
+        table_row(
+            &[
+                left(6),
+                right(7),
+                right(13),
+                right(12),
+                right(11),
+                right(19),
+                right(11),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![row([
+        "op",
+        "size",
+        "native med",
+        "native sd",
+        "LITE med",
+        "LITE p10-p90",
+        "LITE/native",
+    ])];
     for (op, size) in keys {
         let n = native.iter().find(|n| n.op == op && n.size == size);
         let l = lite.iter().find(|l| l.op == op && l.size == size);
-        let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-        let spread = l.map_or("-".to_string(), |l| format!("{:.2}-{:.2}", l.p10, l.p90));
-        let ratio = match (n, l) {
-            (Some(n), Some(l)) if n.typical > 0.0 => format!("{:.2}", l.median / n.typical),
-            _ => "-".to_string(),
-        };
-        lines.push(format!(
-            "{:<6} {:>7} {:>13} {:>12} {:>11} {:>19} {:>11}",
-            op,
-            size,
-            cell(n.map(|n| n.typical)),
-            cell(n.map(|n| n.stdev)),
-            cell(l.map(|l| l.median)),
-            spread,
-            ratio
-        ));
+        lines.push(row([
+            &op,
+            &size.to_string(),
+            &cell(n.map(|n| n.typical)),
+            &cell(n.map(|n| n.stdev)),
+            &cell(l.map(|l| l.median)),
+            &range_cell(l.map(|l| (l.p10, l.p90))),
+            &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
+        ]));
     }
     lines
 }
@@ -916,17 +928,19 @@ pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
         }
     }
     let row = |cells: [&str; 9]| {
-        format!(
-            "{:<11} {:>7} {:>5}  {:<17} {:>10} {:>9} {:>9} {:>19} {:>11}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            cells[6],
-            cells[7],
-            cells[8]
+        table_row(
+            &[
+                left(11),
+                right(7),
+                right(5),
+                left(17).apart(),
+                right(10),
+                right(9),
+                right(9),
+                right(19),
+                right(11),
+            ],
+            &cells,
         )
     };
     let mut lines = vec![
@@ -944,7 +958,6 @@ pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
             "LITE/native",
         ]),
     ];
-    let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     for (op, size, depth) in keys {
         let l = lite
             .iter()
@@ -956,11 +969,6 @@ pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
                 .find(|n| n.op == test && n.size == size && n.depth == d)
         });
         let test = counterpart.map_or("-".to_string(), |(test, d)| format!("ib_{test}_bw -t {d}"));
-        let ratio = match (n, l) {
-            (Some(n), Some(l)) if n.average > 0.0 => format!("{:.2}", l.average / n.average),
-            _ => "-".to_string(),
-        };
-        let spread = l.map_or("-".to_string(), |l| format!("{:.2}-{:.2}", l.p10, l.p90));
         lines.push(row([
             &op,
             &size.to_string(),
@@ -969,8 +977,8 @@ pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
             &cell(n.map(|n| n.average)),
             &cell(l.map(|l| l.average)),
             &cell(l.map(|l| l.median)),
-            &spread,
-            &ratio,
+            &range_cell(l.map(|l| (l.p10, l.p90))),
+            &ratio_cell(l.map(|l| l.average), n.map(|n| n.average)),
         ]));
     }
     lines
@@ -989,9 +997,16 @@ pub fn rpc_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
     sizes.sort_unstable();
     sizes.dedup();
     let row = |cells: [&str; 6]| {
-        format!(
-            "{:>7} {:>16} {:>12} {:>12} {:>19} {:>15}",
-            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
+        table_row(
+            &[
+                right(7),
+                right(16),
+                right(12),
+                right(12),
+                right(19),
+                right(15),
+            ],
+            &cells,
         )
     };
     let mut lines = vec![
@@ -1005,25 +1020,19 @@ pub fn rpc_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
             "LITE/(2x nat)",
         ]),
     ];
-    let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     for size in sizes {
         let n = native
             .iter()
             .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
         let l = lite.iter().find(|l| l.op == RPC_OP && l.size == size);
         let round_trip = n.map(|n| 2.0 * n.typical);
-        let ratio = match (round_trip, l) {
-            (Some(rt), Some(l)) if rt > 0.0 => format!("{:.2}", l.median / rt),
-            _ => "-".to_string(),
-        };
-        let spread = l.map_or("-".to_string(), |l| format!("{:.2}-{:.2}", l.p10, l.p90));
         lines.push(row([
             &size.to_string(),
             &cell(n.map(|n| n.typical)),
             &cell(round_trip),
             &cell(l.map(|l| l.median)),
-            &spread,
-            &ratio,
+            &range_cell(l.map(|l| (l.p10, l.p90))),
+            &ratio_cell(l.map(|l| l.median), round_trip),
         ]));
     }
     lines
@@ -1059,9 +1068,16 @@ pub fn rpc_target_verdict(native: &[Native], lite: &[Lite]) -> String {
 /// The RPC throughput table, one string per line, by size and threads.
 pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
     let row = |cells: [&str; 6]| {
-        format!(
-            "{:>7} {:>8} {:>8} {:>12} {:>12} {:>19}",
-            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
+        table_row(
+            &[
+                right(7),
+                right(8),
+                right(8),
+                right(12),
+                right(12),
+                right(19),
+            ],
+            &cells,
         )
     };
     let mut lines = vec![row([
@@ -1081,7 +1097,7 @@ pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
             &r.calls.to_string(),
             &format!("{:.2}", r.calls_per_s),
             &format!("{:.2}", r.median),
-            &format!("{:.2}-{:.2}", r.p10, r.p90),
+            &range_cell(Some((r.p10, r.p90))),
         ]));
     }
     lines
@@ -1099,7 +1115,65 @@ fn cell(value: Option<f64>) -> String {
 
 /// `p10-p90`, or `-`.
 fn spread_cell(spread: Option<&Spread>) -> String {
-    spread.map_or("-".to_string(), |s| format!("{:.2}-{:.2}", s.p10, s.p90))
+    range_cell(spread.map(|s| (s.p10, s.p90)))
+}
+
+/// `low-high` with two decimals each, or `-`.
+fn range_cell(range: Option<(f64, f64)>) -> String {
+    range.map_or("-".to_string(), |(low, high)| format!("{low:.2}-{high:.2}"))
+}
+
+/// How one column of a report table is laid out.
+#[derive(Clone, Copy)]
+struct Column {
+    /// Spaces before it (none before the first column).
+    gap: usize,
+    /// Characters it is padded to.
+    width: usize,
+    /// Padded on the right rather than the left.
+    left: bool,
+}
+
+/// A right-aligned column one space after the previous one.
+const fn right(width: usize) -> Column {
+    Column {
+        gap: 1,
+        width,
+        left: false,
+    }
+}
+
+/// A left-aligned column one space after the previous one.
+const fn left(width: usize) -> Column {
+    Column {
+        gap: 1,
+        width,
+        left: true,
+    }
+}
+
+impl Column {
+    /// The column two spaces after the previous one.
+    const fn apart(self) -> Column {
+        Column { gap: 2, ..self }
+    }
+}
+
+/// One line of a report table: `cells` laid out in `columns`.
+fn table_row(columns: &[Column], cells: &[&str]) -> String {
+    let mut line = String::new();
+    for (i, (column, cell)) in columns.iter().zip(cells).enumerate() {
+        if i > 0 {
+            line.push_str(&" ".repeat(column.gap));
+        }
+        let width = column.width;
+        line.push_str(&if column.left {
+            format!("{cell:<width$}")
+        } else {
+            format!("{cell:>width$}")
+        });
+    }
+    line
 }
 
 /// `a / b` with two decimals, or `-` without both or with `b` not positive.
@@ -1137,9 +1211,18 @@ fn spread_of(samples: &[f64]) -> Option<Spread> {
 /// and the LITE/native ratio.
 pub fn atomic_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
     let row = |cells: [&str; 8]| {
-        format!(
-            "{:<12} {:>5}  {:<30} {:>11} {:>10} {:>10} {:>19} {:>11}",
-            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]
+        table_row(
+            &[
+                left(12),
+                right(5),
+                left(30).apart(),
+                right(11),
+                right(10),
+                right(10),
+                right(19),
+                right(11),
+            ],
+            &cells,
         )
     };
     let mut lines = vec![row([
@@ -1184,17 +1267,19 @@ pub fn atomic_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
 /// together: every pair over the longest time a node took.
 pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) -> Vec<String> {
     let row = |cells: [&str; 9]| {
-        format!(
-            "{:>10} {:>5}  {:<9} {:>6} {:>12} {:>19} {:>10} {:>19} {:>10}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            cells[6],
-            cells[7],
-            cells[8]
+        table_row(
+            &[
+                right(10),
+                right(5),
+                left(9).apart(),
+                right(6),
+                right(12),
+                right(19),
+                right(10),
+                right(19),
+                right(10),
+            ],
+            &cells,
         )
     };
     let mut lines = vec![
@@ -1290,20 +1375,22 @@ pub fn qos_table(rows: &[QosRow]) -> Vec<String> {
     let find = |phase: &str, qos: &str| rows.iter().find(|r| r.phase == phase && r.qos == qos);
     let unloaded = find("unloaded", "on");
     let row = |cells: [&str; 12]| {
-        format!(
-            "{:<9} {:<4} {:>7} {:>6} {:>10} {:>10} {:>19} {:>9} {:>9} {:>13} {:>9} {:>9}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            cells[6],
-            cells[7],
-            cells[8],
-            cells[9],
-            cells[10],
-            cells[11]
+        table_row(
+            &[
+                left(9),
+                left(4),
+                right(7),
+                right(6),
+                right(10),
+                right(10),
+                right(19),
+                right(9),
+                right(9),
+                right(13),
+                right(9),
+                right(9),
+            ],
+            &cells,
         )
     };
     let mut lines = Vec::new();
