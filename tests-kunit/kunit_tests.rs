@@ -269,6 +269,37 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             request_id: 15,
             lmr_id: 9 << 32 | 1,
         },
+        ControlMessage::QueryPort {
+            request_id: 19,
+            port: 63,
+            fresh: true,
+        },
+        ControlMessage::QueryPortReply {
+            request_id: 19,
+            status: 0,
+            ring_addr: 0xffff_8880_1234_0000,
+            ring_rkey: 0xdead_beef,
+            ring_size: 1 << 20,
+            max_size: 1 << 18,
+            consumed: 0x1_0000_0040,
+            written: 0x1_0000_1000,
+            epoch: 0xffff_fffe,
+        },
+        ControlMessage::RingAck {
+            port: 1,
+            consumed: u64::MAX - 63,
+        },
+        ControlMessage::RpcFailed {
+            slot: 63,
+            generation: 0x3fff,
+            status: -104,
+        },
+        ControlMessage::PortClosed { port: 62 },
+        ControlMessage::RingBroken {
+            port: 5,
+            epoch: 7,
+            received: 0x2_0000_0000,
+        },
         ControlMessage::CreateLock { request_id: 21 },
         ControlMessage::AskLock {
             request_id: 22,
@@ -854,55 +885,91 @@ kunit_case!(lite_test_rpc_header, |c| {
 });
 
 kunit_case!(lite_test_rpc_ring_space, |c| {
-    use crate::internal::rpc_wire::{footprint, RingReader, RingWriter};
+    use crate::internal::rpc_wire::{footprint, Arrival, RingReader, RingWriter, HEADER_LEN};
     let size = 1024;
-    let mut writer = RingWriter::starting_at(size, 0);
-    let mut reader = RingReader::new(size);
+    let header = HEADER_LEN as u64;
+    let (Some(mut writer), mut reader) = (RingWriter::resuming(size, 0, 0), RingReader::new(size))
+    else {
+        check!(c, false);
+        return;
+    };
     // Three 224-byte messages (256 in the ring) fit, a fourth not yet.
     for expected in [0, 256, 512] {
         let r = writer.reserve(224);
-        check!(c, r.map(|r| (r.offset, r.pad_at)) == Some((expected, None)));
-        reader.arrived();
+        check!(
+            c,
+            r.map(|r| (r.offset, r.position)) == Some((expected, expected))
+        );
+        check!(
+            c,
+            reader.arrive(expected, header + 224)
+                == Ok(Arrival::Request {
+                    offset: expected,
+                    len: 224
+                })
+        );
     }
     check!(c, writer.reserve(480).is_none());
     // Consuming a quarter of the ring acknowledges it.
-    check!(c, reader.consume(224, false) == Some(256));
-    check!(c, reader.consume(224, false) == Some(512));
+    check!(c, reader.next_offset() == Some(0));
+    check!(c, reader.consume(224, false) == Ok(Some(256)));
+    check!(c, reader.next_offset() == Some(256));
+    check!(c, reader.consume(224, false) == Ok(Some(512)));
     writer.acknowledge(512);
     // 480 bytes (512 in the ring) do not fit in the 256 left at the end:
-    // the writer pads to the end and starts again at 0.
+    // the writer leaves the end of the lap unused and starts again at 0;
+    // the reader places the request the same way from its offset alone.
     let r = writer.reserve(480);
-    check!(c, r.map(|r| (r.offset, r.pad_at)) == Some((0, Some(768))));
-    reader.arrived();
-    // The reader consumes in order, skipping the pad.
-    check!(c, reader.next_offset() == 512);
-    check!(c, reader.consume(224, false) == Some(768));
-    check!(c, reader.next_offset() == 768);
-    reader.skip_pad();
-    check!(c, reader.next_offset() == 0);
-    // A quarter of the ring again (the pad counts).
-    check!(c, reader.consume(480, false) == Some(1024 + footprint(480)));
-    check!(c, reader.pending() == 0);
+    check!(c, r.map(|r| (r.offset, r.position)) == Some((0, 1024)));
+    check!(
+        c,
+        reader.arrive(0, header + 480)
+            == Ok(Arrival::Request {
+                offset: 0,
+                len: 480
+            })
+    );
+    check!(c, reader.written() == 1024 + footprint(480));
+    // The reader consumes in order, skipping the unused end of the lap.
+    check!(c, reader.next_offset() == Some(512));
+    check!(c, reader.consume(224, false) == Ok(Some(768)));
+    check!(c, reader.next_offset() == Some(0));
+    // A quarter of the ring again (the unused end counts).
+    check!(
+        c,
+        reader.consume(480, false) == Ok(Some(1024 + footprint(480)))
+    );
+    check!(c, reader.pending() == 0 && reader.next_offset().is_none());
     // Acknowledgements never move backwards or past what was written.
     writer.acknowledge(100);
     writer.acknowledge(1 << 40);
     check!(c, writer.reserve(448).is_none());
     writer.acknowledge(1024 + footprint(480));
     check!(c, writer.reserve(448).is_some());
+    // A writer resumes where the reader says requests go, and refuses
+    // positions no reader could report.
+    check!(c, RingWriter::resuming(size, 512, 512 + size).is_some());
+    check!(c, RingWriter::resuming(size, 512, 513 + size).is_none());
+    check!(c, RingWriter::resuming(size, 512, 511).is_none());
 });
 
 kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
-    use crate::internal::rpc_wire::{footprint, RingReader, RingWriter};
+    use crate::internal::rpc_wire::{footprint, RingReader, RingWriter, HEADER_LEN};
     let size = 4096;
     let step = footprint(224);
-    let mut writer = RingWriter::starting_at(size, 0);
-    let mut reader = RingReader::new(size);
+    let bytes = HEADER_LEN as u64 + 224;
+    let (Some(mut writer), mut reader) = (RingWriter::resuming(size, 0, 0), RingReader::new(size))
+    else {
+        check!(c, false);
+        return;
+    };
     // A lone call in a roomy ring is not acknowledged: no round trip per
     // call just to report room.
     let r = writer.reserve(224);
     check!(c, r.map(|r| r.ack_wanted) == Some(false));
-    reader.arrived();
-    check!(c, reader.consume(224, false).is_none());
+    check!(c, reader.arrive(0, bytes).is_ok());
+    check!(c, reader.next_offset() == Some(0));
+    check!(c, reader.consume(224, false) == Ok(None));
     // Fill the ring; messages ask for an acknowledgement once more than
     // half of it is unacknowledged.
     let mut written = 1;
@@ -910,7 +977,7 @@ kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
     while let Some(r) = writer.reserve(224) {
         check!(c, r.ack_wanted == ((written + 1) * step > size / 2));
         last_wanted = r.ack_wanted;
-        reader.arrived();
+        check!(c, reader.arrive(r.offset, bytes).is_ok());
         written += 1;
     }
     check!(c, written == size / step && last_wanted);
@@ -919,7 +986,8 @@ kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
     let mut last_ack = None;
     for i in 1..written {
         let flagged = (i + 1) * step > size / 2;
-        if let Some(at) = reader.consume(224, flagged) {
+        check!(c, reader.next_offset().is_some());
+        if let Ok(Some(at)) = reader.consume(224, flagged) {
             last_ack = Some(at);
         }
     }
@@ -932,9 +1000,8 @@ kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
     let mut wanted = [false; 9];
     for flag in &mut wanted {
         let r = writer.reserve(224);
-        check!(c, r.is_some());
+        check!(c, r.is_some_and(|r| reader.arrive(r.offset, bytes).is_ok()));
         *flag = r.is_some_and(|r| r.ack_wanted);
-        reader.arrived();
     }
     let base = written * step;
     for (i, &flagged) in wanted.iter().enumerate() {
@@ -945,8 +1012,167 @@ kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
             _ => None,
         };
         check!(c, flagged == (i == 8));
-        check!(c, reader.consume(224, flagged) == expected);
+        check!(c, reader.next_offset().is_some());
+        check!(c, reader.consume(224, flagged) == Ok(expected));
     }
+});
+
+kunit_case!(lite_test_rpc_ring_interleaving, |c| {
+    use crate::internal::rpc_wire::{
+        footprint, Arrival, RingFault, RingReader, RingWriter, HEADER_LEN, MAX_MESSAGE_SIZE,
+        RING_SIZE,
+    };
+    let header = HEADER_LEN as u64;
+    // Calls and multicasts of mixed sizes from several threads share one
+    // writer (reservations in posting order) while receivers consume in
+    // between and acknowledgements come back late: the reader never loses
+    // its place, across many laps.
+    let sizes = [16, 100, 1000, 4096, 10_000, 24_576, MAX_MESSAGE_SIZE, 1];
+    let (Some(mut writer), mut reader) = (
+        RingWriter::resuming(RING_SIZE, 0, 0),
+        RingReader::new(RING_SIZE),
+    ) else {
+        check!(c, false);
+        return;
+    };
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    // Lengths written and not yet consumed, oldest first.
+    let mut in_ring = [0u64; 64];
+    let (mut first, mut count) = (0usize, 0usize);
+    let mut pending_ack = None;
+    let mut faults = 0;
+    let mut sent = 0;
+    for _ in 0..4000 {
+        let roll = next();
+        if roll % 3 != 0 && count < in_ring.len() {
+            // PANIC: the index is reduced modulo the array's length.
+            let len = sizes[(roll >> 8) as usize % sizes.len()];
+            match writer.reserve(len) {
+                Some(r) => {
+                    check!(c, r.position % RING_SIZE == r.offset);
+                    match reader.arrive(r.offset, header + len) {
+                        Ok(Arrival::Request { offset, len: got }) => {
+                            check!(c, offset == r.offset && got == len)
+                        }
+                        _ => faults += 1,
+                    }
+                    // PANIC: the index is reduced modulo the array's length.
+                    in_ring[(first + count) % in_ring.len()] = len;
+                    count += 1;
+                    sent += 1;
+                }
+                None => {
+                    // A full writer waits for the acknowledgement in flight.
+                    if let Some(at) = pending_ack.take() {
+                        writer.acknowledge(at);
+                    }
+                }
+            }
+        } else if count > 0 {
+            check!(c, reader.next_offset().is_some());
+            // PANIC: `first` is kept below the array's length.
+            match reader.consume(in_ring[first], roll & 0x100 != 0) {
+                Ok(Some(at)) => pending_ack = Some(at),
+                Ok(None) => {}
+                Err(_) => faults += 1,
+            }
+            first = (first + 1) % in_ring.len();
+            count -= 1;
+        } else if let Some(at) = pending_ack.take() {
+            writer.acknowledge(at);
+        }
+    }
+    check!(c, faults == 0 && sent > 1000);
+    check!(c, reader.written() > 3 * RING_SIZE);
+    check!(c, reader.pending() as usize == count);
+
+    // Two views of one ring (two answers to concurrent queries) put two
+    // requests at one offset: the second arrival is not where the next
+    // request goes, so the reader breaks the ring instead of reading a
+    // request out of the middle of another.
+    let mut reader = RingReader::new(RING_SIZE);
+    let (Some(mut one), Some(mut other)) = (
+        RingWriter::resuming(RING_SIZE, 0, 0),
+        RingWriter::resuming(RING_SIZE, 0, 0),
+    ) else {
+        check!(c, false);
+        return;
+    };
+    let a = one.reserve(4096).map(|r| r.offset);
+    let b = other.reserve(100).map(|r| r.offset);
+    check!(c, a == Some(0) && b == Some(0));
+    check!(c, reader.arrive(0, header + 4096).is_ok());
+    check!(
+        c,
+        reader.arrive(0, header + 100) == Err(RingFault::Misplaced)
+    );
+    // Writes shorter than a header, longer than a message, or past
+    // unconsumed space are refused too.
+    let mut fresh = RingReader::new(RING_SIZE);
+    check!(c, fresh.arrive(0, header - 1) == Err(RingFault::BadLength));
+    check!(
+        c,
+        fresh.arrive(0, header + MAX_MESSAGE_SIZE + 1) == Err(RingFault::BadLength)
+    );
+    for _ in 0..4 {
+        check!(
+            c,
+            fresh
+                .arrive(fresh.written() % RING_SIZE, header + MAX_MESSAGE_SIZE)
+                .is_ok()
+        );
+    }
+    check!(
+        c,
+        fresh.arrive(fresh.written() % RING_SIZE, header + 1) == Err(RingFault::Overrun)
+    );
+    // A header whose length disagrees with what arrived is caught when the
+    // last waiting request does not end where the writes did.
+    check!(c, fresh.next_offset() == Some(0));
+    check!(c, fresh.consume(MAX_MESSAGE_SIZE, false).is_ok());
+    check!(c, fresh.next_offset().is_some());
+    check!(c, fresh.consume(MAX_MESSAGE_SIZE - 1000, false).is_ok());
+    check!(c, fresh.next_offset().is_some());
+    check!(c, fresh.consume(MAX_MESSAGE_SIZE, false).is_ok());
+    check!(c, fresh.next_offset().is_some());
+    check!(
+        c,
+        fresh.consume(MAX_MESSAGE_SIZE, false) == Err(RingFault::BadHeader)
+    );
+
+    // Breaking discards what waits and everything written until the sender
+    // starts afresh, in a new epoch, where it left off consuming.
+    let consumed = reader.consumed();
+    let broken = reader.break_ring();
+    check!(
+        c,
+        broken.epoch == 0 && broken.received == consumed && broken.discarded == 1
+    );
+    check!(c, reader.is_broken() && reader.next_offset().is_none());
+    check!(
+        c,
+        reader.arrive(4096 + 64, header + 8) == Ok(Arrival::Discarded)
+    );
+    reader.start_afresh();
+    check!(c, !reader.is_broken() && reader.epoch() == 1);
+    check!(c, reader.written() == consumed && reader.pending() == 0);
+    let resumed = RingWriter::resuming(RING_SIZE, reader.consumed(), reader.written());
+    let r = resumed.and_then(|mut w| w.reserve(8));
+    check!(
+        c,
+        r.is_some_and(|r| reader.arrive(r.offset, header + 8).is_ok())
+    );
+    check!(
+        c,
+        reader.next_offset().is_some() && reader.consume(8, false).is_ok()
+    );
+    check!(c, reader.written() == consumed + footprint(8));
 });
 
 kunit_case!(lite_test_lock_hand_over, |c| {

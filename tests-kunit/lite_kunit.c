@@ -44,6 +44,7 @@ LITE_RUST_CASE(rpc_immediates)
 LITE_RUST_CASE(rpc_header)
 LITE_RUST_CASE(rpc_ring_space)
 LITE_RUST_CASE(rpc_ring_acks_on_demand)
+LITE_RUST_CASE(rpc_ring_interleaving)
 LITE_RUST_CASE(lock_hand_over)
 LITE_RUST_CASE(barrier_reuse)
 LITE_RUST_CASE(qos_decisions)
@@ -89,6 +90,7 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(rpc_header),
 	KUNIT_CASE(rpc_ring_space),
 	KUNIT_CASE(rpc_ring_acks_on_demand),
+	KUNIT_CASE(rpc_ring_interleaving),
 	KUNIT_CASE(lock_hand_over),
 	KUNIT_CASE(barrier_reuse),
 	KUNIT_CASE(qos_decisions),

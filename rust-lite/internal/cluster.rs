@@ -493,12 +493,15 @@ impl Cluster {
                 permission,
                 password,
             } => Some(self.answer_ask(peer.node, request_id, name, permission, password)),
-            ControlMessage::QueryPort { request_id, port } => {
-                Some(self.answer_query_port(peer.node, request_id, port))
-            }
+            ControlMessage::QueryPort {
+                request_id,
+                port,
+                fresh,
+            } => Some(self.answer_query_port(peer.node, request_id, port, fresh)),
             ControlMessage::RingAck { .. }
             | ControlMessage::RpcFailed { .. }
-            | ControlMessage::PortClosed { .. } => {
+            | ControlMessage::PortClosed { .. }
+            | ControlMessage::RingBroken { .. } => {
                 self.rpc_control(peer.node, message);
                 None
             }

@@ -145,6 +145,10 @@ pub(crate) enum ControlMessage {
         request_id: u64,
         /// The receiver's port.
         port: u32,
+        /// The sender holds no view of the ring and has nothing in flight
+        /// to it: every request it wrote before has arrived ahead of this
+        /// message, so the ring may start afresh if it was broken.
+        fresh: bool,
     },
     /// Result of a [`ControlMessage::QueryPort`]: the ring the receiver
     /// keeps for the sender's requests to the port.
@@ -161,9 +165,13 @@ pub(crate) enum ControlMessage {
         ring_size: u64,
         /// Largest message the port takes.
         max_size: u64,
-        /// Position up to which the ring has been consumed: where the
-        /// sender's next request goes.
+        /// Position up to which the ring has been consumed.
         consumed: u64,
+        /// Position after the last request that arrived: where the
+        /// sender's next request goes.
+        written: u64,
+        /// How many times the ring was started afresh after breaking.
+        epoch: u32,
     },
     /// The receiver's ring for `port` of the sender has been consumed up
     /// to position `consumed`.
@@ -186,6 +194,18 @@ pub(crate) enum ControlMessage {
     PortClosed {
         /// The sender's port.
         port: u32,
+    },
+    /// The sender found its ring for `port` of the receiver's requests
+    /// corrupt in `epoch` and discarded every request from position
+    /// `received` on, those still in flight included: their callers fail,
+    /// and the receiver queries the port again before its next request.
+    RingBroken {
+        /// The sender's port.
+        port: u32,
+        /// The ring's epoch when it broke.
+        epoch: u32,
+        /// Requests before this position were handed to receivers.
+        received: u64,
     },
     /// Create a lock kept by the receiver.
     CreateLock {
@@ -301,6 +321,7 @@ const KIND_RELEASE_LOCK: u32 = 20;
 const KIND_ASSIGN_LOCK: u32 = 21;
 const KIND_ATOMIC_REQUEST: u32 = 22;
 const KIND_ATOMIC_REPLY: u32 = 23;
+const KIND_RING_BROKEN: u32 = 24;
 
 /// Two 32-bit values in one argument.
 fn pack(high: u32, low: u32) -> u64 {
@@ -418,11 +439,15 @@ impl ControlMessage {
             ControlMessage::RevokeRequest { request_id, lmr_id } => {
                 (KIND_REVOKE_REQUEST, 0, request_id, [lmr_id, 0, 0, 0, 0, 0])
             }
-            ControlMessage::QueryPort { request_id, port } => (
+            ControlMessage::QueryPort {
+                request_id,
+                port,
+                fresh,
+            } => (
                 KIND_QUERY_PORT,
                 0,
                 request_id,
-                [u64::from(port), 0, 0, 0, 0, 0],
+                [u64::from(port), u64::from(fresh), 0, 0, 0, 0],
             ),
             ControlMessage::QueryPortReply {
                 request_id,
@@ -432,17 +457,19 @@ impl ControlMessage {
                 ring_size,
                 max_size,
                 consumed,
+                written,
+                epoch,
             } => (
                 KIND_QUERY_PORT_REPLY,
                 status,
                 request_id,
                 [
                     ring_addr,
-                    u64::from(ring_rkey),
+                    pack(epoch, ring_rkey),
                     ring_size,
                     max_size,
                     consumed,
-                    0,
+                    written,
                 ],
             ),
             ControlMessage::RingAck { port, consumed } => {
@@ -461,6 +488,16 @@ impl ControlMessage {
             ControlMessage::PortClosed { port } => {
                 (KIND_PORT_CLOSED, 0, 0, [u64::from(port), 0, 0, 0, 0, 0])
             }
+            ControlMessage::RingBroken {
+                port,
+                epoch,
+                received,
+            } => (
+                KIND_RING_BROKEN,
+                0,
+                0,
+                [pack(epoch, port), received, 0, 0, 0, 0],
+            ),
             ControlMessage::CreateLock { request_id } => (KIND_CREATE_LOCK, 0, request_id, [0; 6]),
             ControlMessage::AskLock { request_id, number } => (
                 KIND_ASK_LOCK,
@@ -627,16 +664,22 @@ impl ControlMessage {
             KIND_QUERY_PORT => ControlMessage::QueryPort {
                 request_id,
                 port: arg0 as u32,
+                fresh: arg1 != 0,
             },
-            KIND_QUERY_PORT_REPLY => ControlMessage::QueryPortReply {
-                request_id,
-                status,
-                ring_addr: arg0,
-                ring_rkey: arg1 as u32,
-                ring_size: arg2,
-                max_size: arg3,
-                consumed: arg4,
-            },
+            KIND_QUERY_PORT_REPLY => {
+                let (epoch, ring_rkey) = unpack(arg1);
+                ControlMessage::QueryPortReply {
+                    request_id,
+                    status,
+                    ring_addr: arg0,
+                    ring_rkey,
+                    ring_size: arg2,
+                    max_size: arg3,
+                    consumed: arg4,
+                    written: arg5,
+                    epoch,
+                }
+            }
             KIND_RING_ACK => ControlMessage::RingAck {
                 port: arg0 as u32,
                 consumed: arg1,
@@ -650,6 +693,14 @@ impl ControlMessage {
                 }
             }
             KIND_PORT_CLOSED => ControlMessage::PortClosed { port: arg0 as u32 },
+            KIND_RING_BROKEN => {
+                let (epoch, port) = unpack(arg0);
+                ControlMessage::RingBroken {
+                    port,
+                    epoch,
+                    received: arg1,
+                }
+            }
             KIND_CREATE_LOCK => ControlMessage::CreateLock { request_id },
             KIND_ASK_LOCK => ControlMessage::AskLock {
                 request_id,

@@ -20,10 +20,12 @@ use super::{
     priority::{DefaultPriority, Priority},
     process::Process,
     qos,
-    rpc_client::{ClaimedSlot, LocalCall, Outcome, RemotePort, ReplySlots, ServerNode},
+    rpc_client::{
+        ClaimedSlot, LocalCall, Outcome, RemotePort, ReplySlots, SentRequest, ServerNode,
+    },
     rpc_port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     rpc_wire::{
-        check_port, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED, FLAG_ONE_WAY, FLAG_PAD,
+        check_port, Broken, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED, FLAG_ONE_WAY,
         HEADER_LEN, MAX_MESSAGE_SIZE, MAX_PORTS, MAX_PORT_NAME, RING_SIZE,
     },
     MAX_NODES,
@@ -196,6 +198,7 @@ impl Cluster {
             }
             (drained, nodes)
         };
+        self.report_broken_rings(port_number, port, None);
         port.arrived.notify_all();
         port.room.notify_all();
         for taken in drained? {
@@ -244,6 +247,30 @@ impl Cluster {
         }
     }
 
+    /// Tells the senders of `port`'s broken rings which requests were
+    /// discarded, starting with `first` (taken under the port's lock by the
+    /// caller), so that their callers fail at once rather than time out.
+    fn report_broken_rings(&self, port_number: u32, port: &Port, mut first: Option<(u32, Broken)>) {
+        loop {
+            let Some((node, broken)) = first.take().or_else(|| port.state.lock().broken()) else {
+                return;
+            };
+            let report = ControlMessage::RingBroken {
+                port: port_number,
+                epoch: broken.epoch,
+                received: broken.received,
+            };
+            if let Err(e) = self.peer(node).and_then(|peer| peer.send(&report)) {
+                pr_err!(
+                    "cannot tell node {} that its ring for port {} broke: {:?}\n",
+                    node,
+                    port_number,
+                    e
+                );
+            }
+        }
+    }
+
     /// `lite_query_port`: learns where to send requests for `port` of
     /// `node`; returns the port's largest message size.
     ///
@@ -260,11 +287,21 @@ impl Cluster {
             };
         }
         let peer = self.peer(node)?;
+        let server = self.rpc.server(node)?;
+        // A fresh query (no view of the ring) can be answered with where the
+        // next request goes: every request this node wrote with an earlier
+        // view has reached the server ahead of the query.
+        let (fresh, drops) = {
+            let ports = server.ports.lock();
+            let view = &ports[port as usize];
+            (view.remote.is_none(), view.drops)
+        };
         let reply = self
             .requests
             .call(&peer, |request_id| ControlMessage::QueryPort {
                 request_id,
                 port,
+                fresh,
             })?;
         let ControlMessage::QueryPortReply {
             status,
@@ -273,6 +310,8 @@ impl Cluster {
             ring_size,
             max_size,
             consumed,
+            written,
+            epoch,
             ..
         } = reply
         else {
@@ -284,14 +323,21 @@ impl Cluster {
         if ring_size != RING_SIZE || max_size == 0 || max_size > MAX_MESSAGE_SIZE {
             return Err(errno::EPROTO());
         }
-        let server = self.rpc.server(node)?;
+        let writer =
+            RingWriter::resuming(ring_size, consumed, written).ok_or_else(errno::EPROTO)?;
         let mut ports = server.ports.lock();
-        ports[port as usize] = Some(RemotePort {
-            ring_addr,
-            ring_rkey,
-            max_size,
-            writer: RingWriter::starting_at(ring_size, consumed),
-        });
+        let view = &mut ports[port as usize];
+        // Installed only if no view was made or dropped meanwhile: another
+        // answer may describe the ring before requests written since.
+        if fresh && view.remote.is_none() && view.drops == drops {
+            view.remote = Some(RemotePort {
+                ring_addr,
+                ring_rkey,
+                max_size,
+                epoch,
+                writer,
+            });
+        }
         Ok(max_size)
     }
 
@@ -301,6 +347,7 @@ impl Cluster {
         node: u32,
         request_id: u64,
         port: u32,
+        fresh: bool,
     ) -> ControlMessage {
         let fail = |status: Error| ControlMessage::QueryPortReply {
             request_id,
@@ -310,6 +357,8 @@ impl Cluster {
             ring_size: 0,
             max_size: 0,
             consumed: 0,
+            written: 0,
+            epoch: 0,
         };
         let Ok(port_ref) = self.rpc.port(port) else {
             return fail(EINVAL);
@@ -334,15 +383,24 @@ impl Cluster {
         let max_size = state.max_size;
         match state.ring_for(node, memory) {
             Ok(ring) => match ring.memory.dma_range(0, RING_SIZE as usize) {
-                Ok(ring_addr) => ControlMessage::QueryPortReply {
-                    request_id,
-                    status: 0,
-                    ring_addr,
-                    ring_rkey: self.device.pd.global_rkey(),
-                    ring_size: RING_SIZE,
-                    max_size,
-                    consumed: ring.reader.consumed(),
-                },
+                Ok(ring_addr) => {
+                    if fresh {
+                        // This runs on the polling thread, which has seen
+                        // every request the sender wrote before asking.
+                        ring.reader.start_afresh();
+                    }
+                    ControlMessage::QueryPortReply {
+                        request_id,
+                        status: 0,
+                        ring_addr,
+                        ring_rkey: self.device.pd.global_rkey(),
+                        ring_size: RING_SIZE,
+                        max_size,
+                        consumed: ring.reader.consumed(),
+                        written: ring.reader.written(),
+                        epoch: ring.reader.epoch(),
+                    }
+                }
                 Err(e) => fail(e),
             },
             Err(e) => fail(e),
@@ -414,18 +472,11 @@ impl Cluster {
             None => header.flags = FLAG_ONE_WAY,
         }
         let total = HEADER_LEN + len;
-        // The pad header goes after the request, so that nothing needs to be
-        // allocated once ring space is reserved.
-        self.staging.with(total + HEADER_LEN, |staging| {
+        self.staging.with(total, |staging| {
             staging.write_bytes(HEADER_LEN, message)?;
-            let pad = RequestHeader {
-                flags: FLAG_PAD,
-                ..RequestHeader::default()
-            };
-            staging.write_bytes(total, &pad.encode())?;
             let mut ports = server.ports.lock();
-            let (ring_addr, ring_rkey, reservation) = loop {
-                let Some(remote) = ports[target.port as usize].as_mut() else {
+            let (ring_addr, ring_rkey, epoch, reservation) = loop {
+                let Some(remote) = ports[target.port as usize].remote.as_mut() else {
                     drop(ports);
                     self.query_port(node, target.port)?;
                     ports = server.ports.lock();
@@ -435,7 +486,12 @@ impl Cluster {
                     return Err(errno::EMSGSIZE());
                 }
                 if let Some(reservation) = remote.writer.reserve(len as u64) {
-                    break (remote.ring_addr, remote.ring_rkey, reservation);
+                    break (
+                        remote.ring_addr,
+                        remote.ring_rkey,
+                        remote.epoch,
+                        reservation,
+                    );
                 }
                 if target.nonblocking {
                     return Err(EAGAIN);
@@ -448,12 +504,16 @@ impl Cluster {
                 header.flags |= FLAG_ACK_WANTED;
             }
             staging.write_bytes(0, &header.encode())?;
-            // Posted under the lock so requests reach the ring in the order
-            // their space was reserved; the lock is released once the
-            // request is posted.
-            if let Some(pad_at) = reservation.pad_at {
-                peer.conn
-                    .rdma_write(staging, total, HEADER_LEN, ring_addr + pad_at, ring_rkey)?;
+            if let Some(claimed) = reply_slot {
+                self.rpc.slots.record(
+                    claimed.slot,
+                    SentRequest {
+                        node,
+                        port: target.port,
+                        epoch,
+                        position: reservation.position,
+                    },
+                );
             }
             let imm = Imm::Request {
                 port: target.port,
@@ -461,6 +521,9 @@ impl Cluster {
             }
             .encode()
             .ok_or(EINVAL)?;
+            // Posted under the lock so requests reach the ring in the order
+            // their space was reserved; the lock is released once the
+            // request is posted.
             peer.conn.rdma_write_imm_ordered(
                 staging,
                 total,
@@ -604,7 +667,7 @@ impl Cluster {
             return Err(EINVAL);
         }
         let port = self.rpc.port(port_number)?;
-        let taken = {
+        let (taken, broken) = {
             let mut state = port.state.lock();
             if state.owner.is_none() {
                 return Err(ENOENT);
@@ -614,8 +677,15 @@ impl Cluster {
                 if state.owner.is_none() || state.epoch != epoch {
                     return Err(errno::ESHUTDOWN());
                 }
-                match state.take(room)? {
-                    Ok(taken) => break taken,
+                let taken = state.take(room)?;
+                let broken = state.broken();
+                if broken.is_some() {
+                    drop(state);
+                    self.report_broken_rings(port_number, port, broken);
+                    state = port.state.lock();
+                }
+                match taken {
+                    Ok(taken) => break (taken, state.broken()),
                     Err(Empty::TooLong) => return Err(errno::EMSGSIZE()),
                     Err(Empty::Nothing) => {}
                 }
@@ -628,6 +698,9 @@ impl Cluster {
             }
         };
         port.room.notify_all();
+        if broken.is_some() {
+            self.report_broken_rings(port_number, port, broken);
+        }
         self.acknowledge(port_number, taken.ack);
         let len = taken.data.len();
         if let Err(e) = deliver(&taken.data) {
@@ -736,10 +809,13 @@ impl Cluster {
         }
     }
 
-    /// A write with immediate arrived from `node` (polling thread).
+    /// A write with immediate of `byte_len` bytes arrived from `node`
+    /// (polling thread).
     pub(crate) fn rpc_arrived(&self, node: u32, imm: u32, byte_len: u32) {
         match Imm::decode(imm) {
-            Some(Imm::Request { port, .. }) => self.request_arrived(node, port),
+            Some(Imm::Request { port, offset }) => {
+                self.request_arrived(node, port, offset, u64::from(byte_len))
+            }
             Some(Imm::Reply { slot, generation }) => {
                 self.rpc
                     .slots
@@ -749,32 +825,35 @@ impl Cluster {
         }
     }
 
-    fn request_arrived(&self, node: u32, port_number: u32) {
+    fn request_arrived(&self, node: u32, port_number: u32, offset: u64, bytes: u64) {
         let Ok(port) = self.rpc.port(port_number) else {
             return;
         };
-        let refused = {
+        let (queued, refused, broken) = {
             let mut state = port.state.lock();
-            if let Err(e) = state.arrived(node) {
-                pr_warn!(
-                    "node {} wrote to port {} without a ring: {:?}\n",
-                    node,
-                    port_number,
-                    e
-                );
-                return;
-            }
-            if state.owner.is_some() {
-                None
-            } else {
-                // Sent before the sender heard of the unregistration.
-                Some(state.take_from_node(node))
-            }
+            let queued = match state.arrived(node, offset, bytes) {
+                Ok(queued) => queued,
+                Err(e) => {
+                    pr_warn!(
+                        "node {} wrote to port {} without a ring: {:?}\n",
+                        node,
+                        port_number,
+                        e
+                    );
+                    return;
+                }
+            };
+            // A request sent before its sender heard of the unregistration.
+            let refused = (queued && state.owner.is_none()).then(|| state.take_from_node(node));
+            (queued, refused, state.broken())
         };
+        if broken.is_some() {
+            self.report_broken_rings(port_number, port, broken);
+        }
         match refused {
-            None => port.arrived.notify_all(),
+            None if queued => port.arrived.notify_all(),
             Some(Ok(Ok(taken))) => self.dispose(port_number, taken, errno::ECONNREFUSED()),
-            Some(_) => {}
+            _ => {}
         }
     }
 
@@ -784,7 +863,7 @@ impl Cluster {
             ControlMessage::RingAck { port, consumed } => {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
                     let mut ports = server.ports.lock();
-                    if let Some(remote) = ports[port as usize].as_mut() {
+                    if let Some(remote) = ports[port as usize].remote.as_mut() {
                         remote.writer.acknowledge(consumed);
                     }
                     drop(ports);
@@ -807,8 +886,34 @@ impl Cluster {
             }
             ControlMessage::PortClosed { port } => {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
-                    server.ports.lock()[port as usize] = None;
+                    server.ports.lock()[port as usize].drop_remote();
                     server.room.notify_all();
+                }
+            }
+            ControlMessage::RingBroken {
+                port,
+                epoch,
+                received,
+            } => {
+                if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
+                    {
+                        let mut ports = server.ports.lock();
+                        let view = &mut ports[port as usize];
+                        if view.remote.as_ref().is_some_and(|r| r.epoch == epoch) {
+                            view.drop_remote();
+                        }
+                    }
+                    server.room.notify_all();
+                    let failed =
+                        self.rpc
+                            .slots
+                            .fail_discarded(node, port, epoch, received, errno::EPROTO());
+                    pr_err!(
+                        "node {} discarded this node's requests to port {}: {} callers fail\n",
+                        node,
+                        port,
+                        failed
+                    );
                 }
             }
             _ => {}

@@ -32,6 +32,19 @@ pub(crate) enum Outcome {
     Abandoned,
 }
 
+/// Where the request of a call went: which ring, and where in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SentRequest {
+    /// The server node.
+    pub(crate) node: u32,
+    /// The server port.
+    pub(crate) port: u32,
+    /// The ring's epoch.
+    pub(crate) epoch: u32,
+    /// The request's position in the ring.
+    pub(crate) position: u64,
+}
+
 /// One reply slot.
 pub(crate) struct ReplySlot {
     /// Distinguishes successive calls through the slot.
@@ -40,6 +53,8 @@ pub(crate) struct ReplySlot {
     pub(crate) outcome: Option<Outcome>,
     /// Where the server writes the reply; kept for the next call.
     pub(crate) buffer: Option<DmaBuffer>,
+    /// Where the call's request went, once it is being posted.
+    pub(crate) sent: Option<SentRequest>,
 }
 
 /// A slot claimed for one call.
@@ -73,6 +88,7 @@ impl ReplySlots {
                     generation: 0,
                     outcome: None,
                     buffer: None,
+                    sent: None,
                 },
                 GFP_KERNEL,
             )?;
@@ -102,6 +118,7 @@ impl ReplySlots {
         let slot = &mut slots[index];
         slot.generation = next_generation(slot.generation);
         slot.outcome = Some(Outcome::Waiting);
+        slot.sent = None;
         let generation = slot.generation;
         let cached = slot.buffer.as_ref().filter(|b| b.len() >= room);
         if let Some(reply_addr) = cached.and_then(|b| b.dma_range(0, room).ok()) {
@@ -214,6 +231,56 @@ impl ReplySlots {
         }
     }
 
+    /// Notes where the request of the call in `slot` goes, before it is
+    /// posted (and while the ring's view is locked, so that a report of the
+    /// ring breaking cannot miss it).
+    pub(crate) fn record(&self, slot: usize, sent: SentRequest) {
+        if let Some(entry) = self.slots.lock().get_mut(slot) {
+            entry.sent = Some(sent);
+        }
+    }
+
+    /// Fails with `error` every call whose request went to the ring of
+    /// (`node`, `port`) in `epoch` at or after position `received`: the
+    /// server discarded those requests, so no answer will come. Returns how
+    /// many callers were waiting.
+    pub(crate) fn fail_discarded(
+        &self,
+        node: u32,
+        port: u32,
+        epoch: u32,
+        received: u64,
+        error: Error,
+    ) -> usize {
+        let mut failed = 0;
+        let mut slots = self.slots.lock();
+        for entry in slots.iter_mut() {
+            let discarded = entry.sent.is_some_and(|sent| {
+                sent.node == node
+                    && sent.port == port
+                    && sent.epoch == epoch
+                    && sent.position >= received
+            });
+            if !discarded {
+                continue;
+            }
+            entry.sent = None;
+            match entry.outcome {
+                Some(Outcome::Waiting) => {
+                    entry.outcome = Some(Outcome::Failed(error));
+                    failed += 1;
+                }
+                // Its caller gave up; nothing will ever be written into
+                // its buffer now.
+                Some(Outcome::Abandoned) => entry.outcome = None,
+                _ => {}
+            }
+        }
+        drop(slots);
+        self.changed.notify_all();
+        failed
+    }
+
     /// Gives up the call in `slot` before its request was sent.
     pub(crate) fn cancel(&self, slot: usize) {
         let mut slots = self.slots.lock();
@@ -290,16 +357,40 @@ pub(crate) struct RemotePort {
     pub(crate) ring_rkey: u32,
     /// Largest message the port takes.
     pub(crate) max_size: u64,
+    /// The ring's epoch (how often the server started it afresh).
+    pub(crate) epoch: u32,
     /// Room in the ring.
     pub(crate) writer: RingWriter,
 }
 
+/// This node's knowledge of one port of a server node.
+#[derive(Default)]
+pub(crate) struct PortView {
+    /// The port's ring; `None` until queried, and again once the server
+    /// closed the port or found the ring broken.
+    pub(crate) remote: Option<RemotePort>,
+    /// Counts the times `remote` was dropped: a query answered across a
+    /// drop describes a ring that requests may since have been written to,
+    /// so its answer is not installed.
+    pub(crate) drops: u32,
+}
+
+impl PortView {
+    /// Forgets the port's ring; the next request queries it afresh.
+    pub(crate) fn drop_remote(&mut self) {
+        self.remote = None;
+        self.drops = self.drops.wrapping_add(1);
+    }
+}
+
 /// The remote ports of one server node.
+///
+/// Lock order: `ports`, then [`ReplySlots::slots`].
 #[pin_data]
 pub(crate) struct ServerNode {
-    /// By port; `None` until queried.
+    /// By port.
     #[pin]
-    pub(crate) ports: Mutex<KVec<Option<RemotePort>>>,
+    pub(crate) ports: Mutex<KVec<PortView>>,
     /// Signalled when a ring gains room.
     #[pin]
     pub(crate) room: CondVar,
@@ -310,7 +401,7 @@ impl ServerNode {
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
         let mut ports = KVec::with_capacity(MAX_PORTS as usize, GFP_KERNEL)?;
         for _ in 0..MAX_PORTS {
-            ports.push(None, GFP_KERNEL)?;
+            ports.push(PortView::default(), GFP_KERNEL)?;
         }
         Ok(try_pin_init!(ServerNode {
             ports <- new_mutex!(ports, "lite:server_node"),

@@ -21,7 +21,8 @@ use super::{
     ring::Ring,
     rpc_client::LocalCall,
     rpc_wire::{
-        RequestHeader, RingReader, FLAG_ACK_WANTED, FLAG_PAD, HEADER_LEN, MAX_PORT_NAME, RING_SIZE,
+        Arrival, Broken, RequestHeader, RingFault, RingReader, FLAG_ACK_WANTED, HEADER_LEN,
+        MAX_MESSAGE_SIZE, MAX_PORT_NAME, RING_SIZE,
     },
     MAX_NODES,
 };
@@ -57,6 +58,17 @@ pub(crate) struct ServerRing {
     pub(crate) memory: DmaBuffer,
     /// What has arrived and been consumed.
     pub(crate) reader: RingReader,
+    /// The ring broke and its sender has not been told yet.
+    unreported: Option<Broken>,
+}
+
+impl ServerRing {
+    /// The header of the request at ring offset `offset`.
+    fn read_header(&self, offset: u64) -> Option<RequestHeader> {
+        let mut bytes = [0u8; HEADER_LEN];
+        self.memory.read_bytes(offset as usize, &mut bytes).ok()?;
+        Some(RequestHeader::decode(&bytes))
+    }
 }
 
 /// A message taken from a port.
@@ -89,6 +101,8 @@ pub(crate) struct PortState {
     /// Incremented by every unregistration, so blocked receivers notice.
     pub(crate) epoch: u64,
     rings: KVec<Option<ServerRing>>,
+    /// Nodes whose ring broke and who have not been told (bit per node).
+    broken_rings: u64,
     local: Ring<LocalMessage>,
     /// Where the round-robin over sources goes on (rings by node, then the
     /// local queue).
@@ -107,22 +121,28 @@ impl PortState {
             name: [0; MAX_PORT_NAME],
             epoch: 0,
             rings,
+            broken_rings: 0,
             local: Ring::new(LOCAL_QUEUE)?,
             cursor: 0,
         })
     }
 
     /// The ring of `node`, created (with `memory`) if it has none yet.
-    pub(crate) fn ring_for(&mut self, node: u32, memory: Option<DmaBuffer>) -> Result<&ServerRing> {
+    pub(crate) fn ring_for(
+        &mut self,
+        node: u32,
+        memory: Option<DmaBuffer>,
+    ) -> Result<&mut ServerRing> {
         let slot = self.rings.get_mut(node as usize).ok_or(EINVAL)?;
         if slot.is_none() {
             let memory = memory.ok_or(ENOMEM)?;
             *slot = Some(ServerRing {
                 memory,
                 reader: RingReader::new(RING_SIZE),
+                unreported: None,
             });
         }
-        slot.as_ref().ok_or(ENOMEM)
+        slot.as_mut().ok_or(ENOMEM)
     }
 
     /// Whether `node` already has a ring.
@@ -139,16 +159,74 @@ impl PortState {
             .map(|(node, _)| node as u32)
     }
 
-    /// Records a request that arrived in the ring of `node`.
-    pub(crate) fn arrived(&mut self, node: u32) -> Result {
+    /// Records a write of `bytes` bytes with immediate into the ring of
+    /// `node` at ring offset `offset`. Returns whether a request was queued;
+    /// a write that breaks the ring is reported by [`PortState::broken`].
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if `node` has no ring (it skipped the query that makes one).
+    pub(crate) fn arrived(&mut self, node: u32, offset: u64, bytes: u64) -> Result<bool> {
         let ring = self
             .rings
             .get_mut(node as usize)
             .and_then(Option::as_mut)
-            // The client skipped the query that creates the ring.
             .ok_or(EINVAL)?;
-        ring.reader.arrived();
-        Ok(())
+        let checked = ring
+            .reader
+            .arrive(offset, bytes)
+            .and_then(|arrival| match arrival {
+                Arrival::Discarded => Ok(false),
+                Arrival::Request { offset, len } => {
+                    // The header is checked now, while the sender's writes are
+                    // still in step with the ring, so that a lie in it cannot
+                    // make the reader lose its place later.
+                    let header = ring.read_header(offset).ok_or(RingFault::BadHeader)?;
+                    if u64::from(header.len) == len {
+                        Ok(true)
+                    } else {
+                        Err(RingFault::BadHeader)
+                    }
+                }
+            });
+        match checked {
+            Ok(queued) => Ok(queued),
+            Err(fault) => {
+                self.break_ring(node as usize, fault);
+                Ok(false)
+            }
+        }
+    }
+
+    /// Breaks the ring of `node`: its waiting requests are discarded and its
+    /// sender is to be told, so that their callers fail at once.
+    fn break_ring(&mut self, node: usize, fault: RingFault) {
+        if let Some(Some(ring)) = self.rings.get_mut(node) {
+            let broken = ring.reader.break_ring();
+            pr_err!(
+                "node {} corrupted its request ring ({:?}): discarding {} requests\n",
+                node,
+                fault,
+                broken.discarded
+            );
+            ring.unreported = Some(broken);
+            self.broken_rings |= 1u64 << node;
+        }
+    }
+
+    /// Takes the next broken ring whose sender has not been told yet, as
+    /// `(node, what was discarded)`.
+    pub(crate) fn broken(&mut self) -> Option<(u32, Broken)> {
+        while self.broken_rings != 0 {
+            let node = self.broken_rings.trailing_zeros() as usize;
+            self.broken_rings &= !(1u64 << node);
+            if let Some(Some(ring)) = self.rings.get_mut(node) {
+                if let Some(broken) = ring.unreported.take() {
+                    return Some((node as u32, broken));
+                }
+            }
+        }
+        None
     }
 
     /// Queues a local request, or gives it back if the queue is full.
@@ -197,56 +275,53 @@ impl PortState {
         self.take_from_ring(node as usize, u64::MAX)
     }
 
-    /// The next request in the ring of `node`; pads are skipped.
+    /// The next request in the ring of `node`.
     fn take_from_ring(&mut self, node: usize, room: u64) -> Result<Result<Taken, Empty>> {
         let Some(Some(ring)) = self.rings.get_mut(node) else {
             return Ok(Err(Empty::Nothing));
         };
-        loop {
-            if ring.reader.pending() == 0 {
-                return Ok(Err(Empty::Nothing));
-            }
-            let at = ring.reader.next_offset();
-            let mut bytes = [0u8; HEADER_LEN];
-            ring.memory.read_bytes(at as usize, &mut bytes)?;
-            let header = RequestHeader::decode(&bytes);
-            if header.flags & FLAG_PAD != 0 {
-                ring.reader.skip_pad();
-                continue;
-            }
-            let len = u64::from(header.len);
-            if at + HEADER_LEN as u64 + len > RING_SIZE {
-                // Not something a correct client writes: drop the ring's
-                // backlog rather than read past its end.
-                pr_err!(
-                    "node {} wrote a malformed request; dropping its queue\n",
-                    node
-                );
-                while ring.reader.pending() > 0 {
-                    ring.reader.consume(0, true);
-                }
-                return Ok(Err(Empty::Nothing));
-            }
-            if len > room {
-                return Ok(Err(Empty::TooLong));
-            }
-            let mut data = KVVec::from_elem(0u8, len as usize, GFP_KERNEL)?;
-            ring.memory
-                .read_bytes(at as usize + HEADER_LEN, &mut data)?;
-            let ack = ring
-                .reader
-                .consume(len, header.flags & FLAG_ACK_WANTED != 0)
-                .map(|consumed| (node as u32, consumed));
-            let reply_to = header.wants_reply().then_some(ReplyTo::Remote {
-                node: node as u32,
-                header,
-            });
-            return Ok(Ok(Taken {
-                data,
-                reply_to,
-                ack,
-            }));
+        let Some(at) = ring.reader.next_offset() else {
+            return Ok(Err(Empty::Nothing));
+        };
+        let Some(header) = ring.read_header(at) else {
+            self.break_ring(node, RingFault::BadHeader);
+            return Ok(Err(Empty::Nothing));
+        };
+        let len = u64::from(header.len);
+        if len > room {
+            return Ok(Err(Empty::TooLong));
         }
+        if len > MAX_MESSAGE_SIZE {
+            self.break_ring(node, RingFault::BadLength);
+            return Ok(Err(Empty::Nothing));
+        }
+        // Allocated before the request is consumed, so that running out of
+        // memory leaves it queued instead of losing it.
+        let mut data = KVVec::from_elem(0u8, len as usize, GFP_KERNEL)?;
+        let ack = match ring
+            .reader
+            .consume(len, header.flags & FLAG_ACK_WANTED != 0)
+        {
+            Ok(ack) => ack,
+            Err(fault) => {
+                // Rewritten since it arrived: not something a correct
+                // sender does.
+                self.break_ring(node, fault);
+                return Ok(Err(Empty::Nothing));
+            }
+        };
+        // `consume` checked that the request lies within what arrived.
+        ring.memory
+            .read_bytes(at as usize + HEADER_LEN, &mut data)?;
+        let reply_to = header.wants_reply().then_some(ReplyTo::Remote {
+            node: node as u32,
+            header,
+        });
+        Ok(Ok(Taken {
+            data,
+            reply_to,
+            ack: ack.map(|position| (node as u32, position)),
+        }))
     }
 
     /// Takes every queued message, for failing their callers.

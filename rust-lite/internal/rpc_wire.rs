@@ -102,9 +102,6 @@ pub(crate) fn next_generation(generation: u32) -> u32 {
 
 /// `RequestHeader::flags`: no reply is wanted.
 pub(crate) const FLAG_ONE_WAY: u16 = 0x1;
-/// `RequestHeader::flags`: not a message; the sender wrapped to the ring's
-/// start and the rest of the ring is unused.
-pub(crate) const FLAG_PAD: u16 = 0x2;
 /// `RequestHeader::flags`: the sender is running low on ring space and
 /// wants to hear once this message has been consumed (see
 /// [`RingReader::consume`]).
@@ -182,9 +179,30 @@ pub(crate) fn footprint(len: u64) -> u64 {
     (HEADER_LEN as u64 + len).div_ceil(RING_ALIGN) * RING_ALIGN
 }
 
+/// Where a message of footprint `need` goes when the ring's next free
+/// position is `position`: there, or at the start of the next lap if it does
+/// not fit before the ring's end. Returns the message's position.
+///
+/// Writer and reader both place messages with this rule, so the reader
+/// knows where each message starts from its ring offset alone and nothing
+/// marks the unused end of a lap.
+fn place(size: u64, position: u64, need: u64) -> u64 {
+    let tail = size - position % size;
+    if need > tail {
+        position + tail
+    } else {
+        position
+    }
+}
+
 /// A sender's view of a server ring. Positions count bytes since the ring
 /// was created and never wrap; the ring offset is the position modulo the
 /// ring size.
+///
+/// # Invariants
+///
+/// `acked <= head <= acked + size`: the writer never has more than the ring
+/// unacknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RingWriter {
     size: u64,
@@ -197,22 +215,27 @@ pub(crate) struct RingWriter {
 pub(crate) struct Reservation {
     /// Ring offset of the message.
     pub(crate) offset: u64,
-    /// Ring offset of a pad header to write first, if the message wrapped.
-    pub(crate) pad_at: Option<u64>,
+    /// Position of the message; the server reports what it discarded in
+    /// positions, so a caller can tell whether its request was among them.
+    pub(crate) position: u64,
     /// Whether the message must carry [`FLAG_ACK_WANTED`]: more than half
     /// the ring is unacknowledged after it.
     pub(crate) ack_wanted: bool,
 }
 
 impl RingWriter {
-    /// A ring the receiver has consumed up to position `consumed`, with
-    /// nothing of this writer's in flight.
-    pub(crate) fn starting_at(size: u64, consumed: u64) -> Self {
-        RingWriter {
-            size,
-            head: consumed,
-            acked: consumed,
+    /// A ring the receiver has consumed up to position `consumed` and
+    /// received requests up to position `written`, with nothing of this
+    /// writer's in flight; `None` if those positions are inconsistent.
+    pub(crate) fn resuming(size: u64, consumed: u64, written: u64) -> Option<Self> {
+        if written < consumed || written - consumed > size {
+            return None;
         }
+        Some(RingWriter {
+            size,
+            head: written,
+            acked: consumed,
+        })
     }
 
     /// Reserves room for a message of `len` payload bytes, or returns
@@ -222,20 +245,18 @@ impl RingWriter {
         if need > self.size {
             return None;
         }
-        let offset = self.head % self.size;
-        let tail = self.size - offset;
-        let (pad, at) = if need > tail { (tail, 0) } else { (0, offset) };
-        if self.head + pad + need - self.acked > self.size {
+        let position = place(self.size, self.head, need);
+        if position + need - self.acked > self.size {
             return None;
         }
-        self.head += pad + need;
+        self.head = position + need;
         Some(Reservation {
-            offset: at,
-            pad_at: (pad > 0).then_some(offset),
-            // A message and its pad take at most half the ring, so a writer
-            // that finds no room has more than half of it unacknowledged,
-            // and so had its last message flagged: the reader's answer to
-            // that flag is what wakes it.
+            offset: position % self.size,
+            position,
+            // A message and the unused end of a lap before it take at most
+            // half the ring, so a writer that finds no room has more than
+            // half of it unacknowledged, and so had its last message
+            // flagged: the reader's answer to that flag is what wakes it.
             ack_wanted: self.head - self.acked > self.size / 2,
         })
     }
@@ -248,16 +269,72 @@ impl RingWriter {
     }
 }
 
-/// A receiver's view of its ring: messages are consumed in arrival order.
+/// Why a receiver stopped trusting its ring: something a correct sender
+/// never writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RingFault {
+    /// A request landed somewhere other than where the next one goes.
+    Misplaced,
+    /// A request is shorter than its header or longer than any message.
+    BadLength,
+    /// A request's header disagrees with the bytes that arrived.
+    BadHeader,
+    /// More was written than the ring holds unconsumed.
+    Overrun,
+}
+
+/// What [`RingReader::arrive`] made of a write into the ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// A request of `len` payload bytes at ring offset `offset`.
+    Request {
+        /// Where its header starts.
+        offset: u64,
+        /// Its payload bytes.
+        len: u64,
+    },
+    /// The ring is broken: the write is discarded until the sender starts
+    /// afresh.
+    Discarded,
+}
+
+/// A receiver's view of its ring: where every request lies, checked as it
+/// arrives, so a reader never takes its framing from bytes a sender could
+/// have written wrongly.
+///
+/// # Invariants
+///
+/// `acked <= consumed <= written <= consumed + size`; `pending` requests
+/// lie between `consumed` and `written`, with at most one unused lap end
+/// among them (at `wrap_at`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RingReader {
     size: u64,
     consumed: u64,
+    written: u64,
     acked: u64,
-    /// Messages arrived and not consumed.
+    /// Requests arrived and not consumed.
     pending: u32,
+    /// Position of the unused end of a lap among the pending requests.
+    wrap_at: Option<u64>,
     /// A consumed message asked for an acknowledgement not yet sent.
     ack_wanted: bool,
+    /// Found corrupt in this epoch: everything is discarded until the
+    /// sender starts afresh.
+    broken: bool,
+    epoch: u32,
+}
+
+/// What a receiver discarded when its ring broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Broken {
+    /// The ring's epoch.
+    pub(crate) epoch: u32,
+    /// Requests before this position were handed to receivers; every
+    /// request from it on is discarded.
+    pub(crate) received: u64,
+    /// Requests that had arrived and were discarded.
+    pub(crate) discarded: u32,
 }
 
 impl RingReader {
@@ -266,15 +343,50 @@ impl RingReader {
         RingReader {
             size,
             consumed: 0,
+            written: 0,
             acked: 0,
             pending: 0,
+            wrap_at: None,
             ack_wanted: false,
+            broken: false,
+            epoch: 0,
         }
     }
 
-    /// Records the arrival of one message.
-    pub(crate) fn arrived(&mut self) {
+    /// Records a write of `bytes` bytes (header and payload) with
+    /// immediate for ring offset `offset`.
+    ///
+    /// # Errors
+    ///
+    /// The write is not where the sender's next request goes, or does not
+    /// fit: the caller breaks the ring with [`RingReader::break_ring`].
+    pub(crate) fn arrive(&mut self, offset: u64, bytes: u64) -> Result<Arrival, RingFault> {
+        if self.broken {
+            return Ok(Arrival::Discarded);
+        }
+        let len = bytes
+            .checked_sub(HEADER_LEN as u64)
+            .filter(|&len| len <= MAX_MESSAGE_SIZE)
+            .ok_or(RingFault::BadLength)?;
+        let need = footprint(len);
+        let position = place(self.size, self.written, need);
+        if position % self.size != offset {
+            return Err(RingFault::Misplaced);
+        }
+        if position + need - self.consumed > self.size {
+            return Err(RingFault::Overrun);
+        }
+        if position != self.written {
+            // At most one lap end lies among the pending requests: a second
+            // would mean more than a ring's worth was written.
+            if self.wrap_at.is_some() {
+                return Err(RingFault::Overrun);
+            }
+            self.wrap_at = Some(self.written);
+        }
+        self.written = position + need;
         self.pending = self.pending.saturating_add(1);
+        Ok(Arrival::Request { offset, len })
     }
 
     /// Bytes consumed since the ring was created.
@@ -282,43 +394,105 @@ impl RingReader {
         self.consumed
     }
 
-    /// Messages waiting.
+    /// Position after the last request that arrived.
+    pub(crate) fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// How many times the ring started afresh after breaking.
+    pub(crate) fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Requests waiting.
     pub(crate) fn pending(&self) -> u32 {
         self.pending
     }
 
-    /// Ring offset where the next message (or pad) starts.
-    pub(crate) fn next_offset(&self) -> u64 {
-        self.consumed % self.size
+    /// Ring offset of the next request, past the unused end of a lap, or
+    /// `None` if none is waiting.
+    pub(crate) fn next_offset(&mut self) -> Option<u64> {
+        if self.pending == 0 {
+            return None;
+        }
+        if self.wrap_at == Some(self.consumed) {
+            self.consumed += self.size - self.consumed % self.size;
+            self.wrap_at = None;
+        }
+        Some(self.consumed % self.size)
     }
 
-    /// Skips the pad at the current offset: the next message is at the
-    /// ring's start.
-    pub(crate) fn skip_pad(&mut self) {
-        self.consumed += self.size - self.next_offset();
-    }
-
-    /// Consumes the next message, of `len` payload bytes, whose sender set
-    /// [`FLAG_ACK_WANTED`] if `ack_wanted`.
+    /// Consumes the next request, whose header says it has `len` payload
+    /// bytes and whose sender set [`FLAG_ACK_WANTED`] if `ack_wanted`.
     ///
     /// Returns the position to acknowledge if an acknowledgement is due:
     /// when a quarter of the ring has been consumed since the last one, or
     /// when the ring is empty and a consumed message asked for one. A
     /// sender with plenty of room is not sent one for every message, which
     /// would cost a round trip per call.
-    pub(crate) fn consume(&mut self, len: u64, ack_wanted: bool) -> Option<u64> {
-        self.consumed += footprint(len);
-        self.pending = self.pending.saturating_sub(1);
+    ///
+    /// # Errors
+    ///
+    /// The header's length runs past what arrived (or past the end of the
+    /// lap), or the last waiting request does not end where the writes
+    /// did: the caller breaks the ring.
+    pub(crate) fn consume(&mut self, len: u64, ack_wanted: bool) -> Result<Option<u64>, RingFault> {
+        let end = self.consumed + footprint(len);
+        let limit = match self.wrap_at {
+            Some(wrap) if wrap > self.consumed => wrap,
+            _ => self.written,
+        };
+        if self.pending == 0 || end > limit || (self.pending == 1 && end != self.written) {
+            return Err(RingFault::BadHeader);
+        }
+        self.consumed = end;
+        self.pending -= 1;
         self.ack_wanted |= ack_wanted;
         let due = self.consumed - self.acked >= self.size / 4
             || (self.pending == 0 && self.ack_wanted && self.consumed != self.acked);
         if due {
             self.acked = self.consumed;
             self.ack_wanted = false;
-            Some(self.consumed)
+            Ok(Some(self.consumed))
         } else {
-            None
+            Ok(None)
         }
+    }
+
+    /// Stops trusting the ring: every waiting request is discarded, and so
+    /// is every write until [`RingReader::start_afresh`].
+    pub(crate) fn break_ring(&mut self) -> Broken {
+        let discarded = if self.broken { 0 } else { self.pending };
+        self.broken = true;
+        self.pending = 0;
+        self.wrap_at = None;
+        Broken {
+            epoch: self.epoch,
+            received: self.consumed,
+            discarded,
+        }
+    }
+
+    /// Whether the ring is broken.
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// The sender holds no view of the ring and has nothing in flight: a
+    /// broken ring starts a new epoch, empty at the consumed position (so
+    /// positions never go back and late acknowledgements stay harmless).
+    /// Everything consumed counts as acknowledged, since the sender is
+    /// told so.
+    pub(crate) fn start_afresh(&mut self) {
+        if self.broken {
+            self.broken = false;
+            self.epoch = self.epoch.wrapping_add(1);
+            self.written = self.consumed;
+            self.pending = 0;
+            self.wrap_at = None;
+        }
+        self.acked = self.consumed;
+        self.ack_wanted = false;
     }
 }
 

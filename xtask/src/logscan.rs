@@ -14,6 +14,9 @@ pub const CRASH_PATTERNS: &[&str] = &[
     "Call Trace:",
     "panicked",
     "blocked for more than",
+    // LITE found a peer's RPC ring corrupt: no correct node writes one.
+    "corrupted its request ring",
+    "discarded this node's requests",
 ];
 
 /// Marker the guest's `/init` prints last: `LITE-GUEST-EXIT rc=<code>`.

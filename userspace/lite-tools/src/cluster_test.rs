@@ -813,8 +813,8 @@ mod tests {
                 } else {
                     output.matches("# SKIP needs two nodes or more").count()
                 };
-                assert_eq!(skips, 11, "{output}");
-                assert_eq!(expected_skips, 7, "{output}");
+                assert_eq!(skips, 13, "{output}");
+                assert_eq!(expected_skips, 9, "{output}");
                 assert_eq!(kernel_api_skips, 4, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {

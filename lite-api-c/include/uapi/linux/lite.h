@@ -265,9 +265,13 @@
  *   reply's length. port_priority is LITE_PORT_PRIORITY(port, priority).
  *   -ECONNREFUSED port not registered (or unregistered before the request
  *   was received), -EMSGSIZE size above the port's max_size, -ECONNRESET
- *   the receiving process exited without replying, -ETIMEDOUT no reply
- *   within LITE_RPC_TIMEOUT_MS, -EINTR a signal arrived (the request may
- *   still be served; its reply is discarded). node may be this node.
+ *   the receiving process exited without replying (callers whose requests
+ *   were still queued or in flight get -ECONNREFUSED), -EPROTO the server
+ *   found this node's ring for the port corrupt and discarded the request
+ *   unread (never seen with correct nodes; the next call starts a clean
+ *   ring), -ETIMEDOUT no reply within LITE_RPC_TIMEOUT_MS, -EINTR a signal
+ *   arrived (the request may still be served; its reply is discarded).
+ *   node may be this node.
  *
  * long lite_send(unsigned int node, unsigned int port_priority,
  *                const void *msg, __u64 size)

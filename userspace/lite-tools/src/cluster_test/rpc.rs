@@ -1,9 +1,14 @@
 //! RPC and messaging: every node opens a service port answered by a few
 //! server threads, and calls every node's service (its own included) with
 //! requests of every size, from many threads and processes at once, and by
-//! multicast; a slow receiver is flooded with one-way messages; rings are
-//! filled until senders get `-EAGAIN`; ports are closed under waiting
-//! callers and receivers; and descriptors and arguments are misused.
+//! multicast; every node storms every node with calls and multicasts from
+//! several threads at once on ports nobody used before, so that many
+//! threads make a client's first requests to a port together; a server
+//! process receives requests from every node and exits, or is killed,
+//! without answering, and every caller must learn at once; a slow
+//! receiver is flooded with one-way messages; rings are filled until
+//! senders get `-EAGAIN`; ports are closed under waiting callers and
+//! receivers; and descriptors and arguments are misused.
 //!
 //! Every node runs the same code relative to its own id; the barriers in
 //! here are entered unconditionally, in the same order on every node,
@@ -11,8 +16,11 @@
 
 use std::ffi::{c_char, c_void};
 use std::io::{BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ChildStdout};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use libc::c_long;
@@ -47,6 +55,10 @@ const IDLE_PORT: u32 = 15;
 const PRIVATE_PORT: u32 = 16;
 /// Registered by a child process that exits holding a request.
 const EXIT_PORT: u32 = 17;
+/// The storm rounds' ports, this and the next [`STORM_ROUNDS`] - 1.
+const STORM_FIRST_PORT: u32 = 30;
+/// Registered by the dying server processes, one per round.
+const DYING_PORTS: [u32; 2] = [40, 41];
 
 /// Threads answering each node's service port.
 const SERVER_THREADS: u32 = 3;
@@ -80,6 +92,44 @@ const QUIET_PERIOD: Duration = Duration::from_secs(2);
 const UNKNOWN_DESCRIPTOR: u64 = 0x7fff_dead_0000;
 /// A priority outside the defined ones.
 const INVALID_PRIORITY: u32 = 99;
+/// Rounds of the storm, each on a port of its own.
+const STORM_ROUNDS: u32 = 6;
+/// Largest storm request, and the max size of the storm ports.
+const STORM_MAX: usize = 24 << 10;
+/// Request sizes of the storm, which each thread cycles through.
+const STORM_SIZES: [usize; 6] = [16, 100, 1000, 4096, 10000, STORM_MAX];
+/// Threads answering each node's storm port.
+const STORM_SERVERS: u32 = 2;
+/// Threads of each node multicasting to every node in a storm round.
+const STORM_MULTICASTERS: u32 = 2;
+/// Threads of each node calling every node in turn in a storm round.
+const STORM_CALLERS: u32 = 2;
+/// Requests each multicasting or calling storm thread makes per round.
+const STORM_REQUESTS: u64 = 12;
+/// Lookups of every node's port the storm's query thread makes per round.
+const STORM_QUERIES: u32 = 4;
+/// Pause between two lookups of the storm's query thread.
+const STORM_QUERY_PAUSE: Duration = Duration::from_millis(20);
+/// Longest a storm request may take: well under the kernel's 60 s RPC
+/// timeout, so that a request that got stuck shows as such even if it
+/// is answered in the end.
+const STORM_CALL_LIMIT: Duration = Duration::from_secs(20);
+/// No storm thread starts a request later than this after the round
+/// began, so that a thread whose every request times out cannot hold
+/// the round for many RPC timeouts.
+const STORM_ROUND_LIMIT: Duration = Duration::from_secs(50);
+/// Threads of each node calling the dying server at once.
+const DYING_CALLERS: u32 = 3;
+/// Max size of the dying server's port.
+const DYING_MAX: u64 = 1024;
+/// How long the dying server waits for the requests it should hold
+/// before it dies all the same: a lost request must not keep it, and the
+/// node hosting it, waiting forever.
+const DYING_RECEIVE_LIMIT: Duration = Duration::from_secs(20);
+/// Latest a caller of the dying server may return after its death.
+const DYING_NOTICE: Duration = Duration::from_secs(10);
+/// Longest a call to the dying server may take in all.
+const DYING_CALL_LIMIT: Duration = Duration::from_secs(15);
 
 const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
 
@@ -402,6 +452,8 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
         concurrent_calls(kernel, tap, me, nodes);
         barrier(kernel, tap, nodes, "the concurrent RPCs");
         multicast(kernel, tap, me, nodes);
+        storm(kernel, tap, me, nodes);
+        dying_server(kernel, tap, me, nodes);
         flood(kernel, tap, me, nodes);
         fill(kernel, tap, me, nodes);
         closing(kernel, tap, me, nodes);
@@ -637,6 +689,611 @@ fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: 
         ),
         outcome,
     );
+}
+
+/// Port of storm round `round`: every round uses a port nobody used
+/// before, so that every client ring in it is used for the first time.
+fn storm_port(round: u32) -> u32 {
+    STORM_FIRST_PORT + round
+}
+
+/// Size of request `seq` of storm thread `thread`: the threads cycle
+/// through [`STORM_SIZES`] out of step, so that requests of different
+/// sizes meet in the rings from the first request on.
+fn storm_size(thread: u32, seq: u64) -> usize {
+    STORM_SIZES[((seq + u64::from(thread)) % STORM_SIZES.len() as u64) as usize]
+}
+
+/// Request `seq` of storm thread `thread` of node `me` in round `round`:
+/// (node, thread, round, sequence), then pattern bytes, [`storm_size`]
+/// long; its [`transform`] differs from that of any other request, so a
+/// reply delivered to the wrong caller is caught.
+fn storm_request(me: u32, round: u32, thread: u32, seq: u64) -> Vec<u8> {
+    let mut request = vec![0u8; storm_size(thread, seq)];
+    let seq32 = u32::try_from(seq).unwrap_or(u32::MAX);
+    for (at, value) in [me, thread, round, seq32].into_iter().enumerate() {
+        request[at * 4..][..4].copy_from_slice(&value.to_le_bytes());
+    }
+    let seed = pattern::seed(&[
+        u64::from(me),
+        u64::from(thread),
+        u64::from(round),
+        seq,
+        0x5354,
+    ]);
+    pattern::fill(seed, 16, &mut request[16..]);
+    request
+}
+
+/// The node calling storm thread `thread` (a calling one) sends request
+/// `seq` to: every node in turn, the threads out of step.
+fn storm_call_target(thread: u32, seq: u64, nodes: u32) -> u32 {
+    1 + ((seq + u64::from(thread)) % u64::from(nodes)) as u32
+}
+
+/// Requests node `me`'s storm port gets in a round: every node's
+/// multicasts, and the calls every node's calling threads aim at it.
+fn storm_requests_to(me: u32, nodes: u32) -> u64 {
+    let calling = STORM_MULTICASTERS..STORM_MULTICASTERS + STORM_CALLERS;
+    let calls = calling
+        .flat_map(|thread| (0..STORM_REQUESTS).map(move |seq| (thread, seq)))
+        .filter(|&(thread, seq)| storm_call_target(thread, seq, nodes) == me)
+        .count() as u64;
+    u64::from(nodes) * (u64::from(STORM_MULTICASTERS) * STORM_REQUESTS + calls)
+}
+
+/// Sets every byte of `buf` that `expected` covers to its opposite, so
+/// that a reply which does not arrive, or arrives short, cannot pass.
+fn poison_reply(buf: &mut [u8], expected: &[u8]) {
+    for (byte, want) in buf.iter_mut().zip(expected) {
+        *byte = !want;
+    }
+}
+
+/// Passes when a request took at most [`STORM_CALL_LIMIT`]: a request
+/// that took longer was stuck, even if it was answered in the end.
+fn storm_in_time(took: Duration) -> Result<(), String> {
+    if took > STORM_CALL_LIMIT {
+        return Err(format!("took {took:?}, over {STORM_CALL_LIMIT:?}"));
+    }
+    Ok(())
+}
+
+/// Fails once [`STORM_ROUND_LIMIT`] passed since `begun`, so that a storm
+/// thread whose requests time out one after the other does not hold the
+/// round for many RPC timeouts.
+fn storm_not_late(begun: Instant, what: &str) -> Result<(), String> {
+    if begun.elapsed() > STORM_ROUND_LIMIT {
+        return Err(format!(
+            "{what}: not started within {STORM_ROUND_LIMIT:?} of the round's start"
+        ));
+    }
+    Ok(())
+}
+
+/// A storm thread multicasting its requests to every node (this one
+/// included) once `start` lets it go; the first failure.
+fn storm_multicaster<K: Kernel>(
+    kernel: &K,
+    (me, nodes): (u32, u32),
+    (round, port): (u32, u32),
+    thread: u32,
+    start: &Barrier,
+) -> Result<(), String> {
+    let targets: Vec<u32> = (1..=nodes).collect();
+    // Room for the largest reply from every node, so that a reply to
+    // another request, whatever its size, shows in its length.
+    let mut replies = vec![0u8; STORM_MAX * targets.len()];
+    let mut lengths = vec![i64::MIN; targets.len()];
+    start.wait();
+    let begun = Instant::now();
+    for seq in 0..STORM_REQUESTS {
+        let request = storm_request(me, round, thread, seq);
+        let what = format!(
+            "node {me} multicast thread {thread} request {seq} ({} B)",
+            request.len()
+        );
+        storm_not_late(begun, &what)?;
+        let expected = transform(&request);
+        for slot in replies.chunks_mut(STORM_MAX) {
+            poison_reply(slot, &expected);
+        }
+        lengths.fill(i64::MIN);
+        let mut args = LiteMulticast {
+            nodes: targets.as_ptr() as u64,
+            lengths: lengths.as_mut_ptr() as u64,
+            msg: request.as_ptr() as u64,
+            size: request.len() as u64,
+            replies: replies.as_mut_ptr() as u64,
+            max_reply: STORM_MAX as u64,
+            count: nodes,
+            port_priority: port,
+        };
+        let began = Instant::now();
+        // SAFETY: `args` describes live buffers of the lengths given.
+        let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+        let took = began.elapsed();
+        if ret < 0 {
+            return Err(format!(
+                "{what}: returned {} after {took:?}",
+                describe_result(ret)
+            ));
+        }
+        for (index, &node) in targets.iter().enumerate() {
+            let reply = &replies[index * STORM_MAX..][..request.len()];
+            expect_len(lengths[index] as c_long, request.len())
+                .and_then(|()| compare(reply, &expected))
+                .map_err(|e| format!("{what} to node {node}: {e} (after {took:?})"))?;
+        }
+        expect_len(ret, targets.len())
+            .and_then(|()| storm_in_time(took))
+            .map_err(|e| format!("{what}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A storm thread calling every node in turn once `start` lets it go;
+/// the first failure.
+fn storm_caller<K: Kernel>(
+    kernel: &K,
+    (me, nodes): (u32, u32),
+    (round, port): (u32, u32),
+    thread: u32,
+    start: &Barrier,
+) -> Result<(), String> {
+    let mut answer = vec![0u8; STORM_MAX];
+    start.wait();
+    let begun = Instant::now();
+    for seq in 0..STORM_REQUESTS {
+        let target = storm_call_target(thread, seq, nodes);
+        let request = storm_request(me, round, thread, seq);
+        let what = format!(
+            "node {me} calling thread {thread} request {seq} ({} B) to node {target}",
+            request.len()
+        );
+        storm_not_late(begun, &what)?;
+        let expected = transform(&request);
+        poison_reply(&mut answer, &expected);
+        let began = Instant::now();
+        let ret = call(kernel, target, port, &request, &mut answer);
+        let took = began.elapsed();
+        expect_len(ret, request.len())
+            .and_then(|()| compare(&answer[..request.len()], &expected))
+            .and_then(|()| storm_in_time(took))
+            .map_err(|e| format!("{what}: {e} (after {took:?})"))?;
+    }
+    Ok(())
+}
+
+/// A storm thread looking up every node's port now and then while the
+/// others call: a lookup connects to the port too, so it races with the
+/// first requests as a second first call would.
+fn storm_querier<K: Kernel>(
+    kernel: &K,
+    (me, nodes): (u32, u32),
+    port: u32,
+    start: &Barrier,
+) -> Result<(), String> {
+    start.wait();
+    for pass in 0..STORM_QUERIES {
+        if pass > 0 {
+            std::thread::sleep(STORM_QUERY_PAUSE);
+        }
+        for node in 1..=nodes {
+            let began = Instant::now();
+            let ret = kernel.query_port(node, port);
+            let took = began.elapsed();
+            expect_len(ret, STORM_MAX)
+                .and_then(|()| storm_in_time(took))
+                .map_err(|e| {
+                    format!("node {me} query {pass} of port {port} on node {node}: {e} (after {took:?})")
+                })?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs this node's storm threads, all released at the same instant; the
+/// failures of all of them.
+fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Result<(), String> {
+    let port = storm_port(round);
+    let senders = STORM_MULTICASTERS + STORM_CALLERS;
+    // The query thread too.
+    let start = Barrier::new(senders as usize + 1);
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let start = &start;
+        let mut threads: Vec<_> = (0..senders)
+            .map(|thread| {
+                scope.spawn(move || {
+                    if thread < STORM_MULTICASTERS {
+                        storm_multicaster(kernel, (me, nodes), (round, port), thread, start)
+                    } else {
+                        storm_caller(kernel, (me, nodes), (round, port), thread, start)
+                    }
+                })
+            })
+            .collect();
+        threads.push(scope.spawn(move || storm_querier(kernel, (me, nodes), port, start)));
+        threads
+            .into_iter()
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err("a storm thread panicked".into()))
+            })
+            .collect()
+    });
+    let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
+
+/// Every node calls and multicasts to every node at once, from several
+/// threads, on a port none of them used before: the first requests of a
+/// client to a (port, node) must not trample each other however many
+/// threads make them at the same time. Fresh ports make many first uses.
+fn storm<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    for round in 0..STORM_ROUNDS {
+        storm_round(kernel, tap, me, nodes, round);
+    }
+}
+
+/// One storm round on its fresh port: served by [`STORM_SERVERS`]
+/// threads on every node, stormed by every node at once, then closed.
+fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32, round: u32) {
+    let port = storm_port(round);
+    let registered = register(kernel, port, STORM_MAX as u64, "lite-test-storm");
+    std::thread::scope(|scope| {
+        let servers: Vec<_> = if registered == 0 {
+            (0..STORM_SERVERS)
+                .map(|index| scope.spawn(move || serve(kernel, port, index % 2 == 1)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        barrier(
+            kernel,
+            tap,
+            nodes,
+            &format!("registering the port {port} of storm round {round}"),
+        );
+        let stormed = storm_threads(kernel, me, nodes, round);
+        // Nobody calls the port any more once every node passed this.
+        barrier(kernel, tap, nodes, &format!("storm round {round}"));
+        // Closing the port ends the service threads' receives.
+        let closed = kernel.unregister_application(port);
+        let served: Vec<Served> = servers
+            .into_iter()
+            .map(|server| {
+                server.join().unwrap_or_else(|_| Served {
+                    requests: 0,
+                    one_way: 0,
+                    ending: Err("the thread panicked".into()),
+                })
+            })
+            .collect();
+        let expected = storm_requests_to(me, nodes);
+        let answered: u64 = served.iter().map(|s| s.requests).sum();
+        let each: Vec<String> = served.iter().map(|s| s.requests.to_string()).collect();
+        tap.comment(&format!(
+            "node {me}: storm round {round}: the service threads answered [{}] requests, {answered} of the {expected} sent to port {port} of this node",
+            each.join(", ")
+        ));
+        let mut outcome = expect_zero(registered)
+            .map_err(|e| format!("register_application(port {port}): {e}"))
+            .and(stormed)
+            .and(
+                expect_zero(closed)
+                    .map_err(|e| format!("unregister_application(port {port}): {e}")),
+            );
+        for (index, served) in served.into_iter().enumerate() {
+            if outcome.is_ok() {
+                outcome = served
+                    .ending
+                    .map(drop)
+                    .map_err(|e| format!("service thread {index}: {e}"));
+            }
+            if served.one_way > 0 && outcome.is_ok() {
+                outcome = Err(format!(
+                    "service thread {index} got {} one-way messages",
+                    served.one_way
+                ));
+            }
+        }
+        if answered > expected && outcome.is_ok() {
+            outcome = Err(format!(
+                "the service threads answered {answered} requests, more than the {expected} sent: some were served twice"
+            ));
+        }
+        tap.check(
+            &format!(
+                "node {me}: storm round {round} on port {port}, first use: {STORM_MULTICASTERS} multicasting and {STORM_CALLERS} calling threads x {STORM_REQUESTS} requests of {} B to {STORM_MAX} B to all {nodes} nodes, started at once with port lookups, each get the transformed reply within {STORM_CALL_LIMIT:?}",
+                STORM_SIZES[0]
+            ),
+            outcome,
+        );
+    });
+}
+
+/// How the dying server's process ends once it holds its requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Death {
+    /// It returns from main.
+    Exit,
+    /// Its parent kills it with SIGKILL.
+    Kill,
+}
+
+impl Death {
+    /// Its name on the child's command line.
+    fn arg(self) -> &'static str {
+        match self {
+            Death::Exit => "exit",
+            Death::Kill => "kill",
+        }
+    }
+}
+
+/// One round of the dying server case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DyingRound {
+    death: Death,
+    /// Fresh, so that every caller's request is a first use of its ring.
+    port: u32,
+    /// The node whose child process serves the port.
+    server: u32,
+    /// Requests the server receives, of the [`DYING_CALLERS`] of every
+    /// node, before it dies.
+    held: u32,
+}
+
+/// The rounds of the dying server case, the same on every node: the
+/// server process exits holding every node's requests, then one is
+/// killed holding two thirds of them, the rest still queued or on their
+/// way. Each round's server is on another node when there are several.
+fn dying_rounds(nodes: u32) -> [DyingRound; 2] {
+    [
+        DyingRound {
+            death: Death::Exit,
+            port: DYING_PORTS[0],
+            server: if nodes >= 2 { 2 } else { 1 },
+            held: DYING_CALLERS * nodes,
+        },
+        DyingRound {
+            death: Death::Kill,
+            port: DYING_PORTS[1],
+            server: nodes,
+            held: (DYING_CALLERS - 1) * nodes,
+        },
+    ]
+}
+
+/// What one caller of the dying server saw.
+#[derive(Clone, Copy, Debug)]
+struct DyingCall {
+    /// The raw result.
+    ret: c_long,
+    /// How long the call took.
+    took: Duration,
+    /// When it returned.
+    returned: Instant,
+}
+
+/// Calls the dying server once `start` lets this thread go.
+fn dying_call<K: Kernel>(
+    kernel: &K,
+    me: u32,
+    round: DyingRound,
+    caller: u32,
+    start: &Barrier,
+) -> DyingCall {
+    let request = identified_request(me, 200 + caller, u64::from(round.port));
+    // Never answered.
+    let mut answer = [0u8; 64];
+    start.wait();
+    let began = Instant::now();
+    let ret = call(kernel, round.server, round.port, &request, &mut answer);
+    DyingCall {
+        ret,
+        took: began.elapsed(),
+        returned: Instant::now(),
+    }
+}
+
+/// Checks this node's calls to a server that was dead by `died`: each
+/// must fail with -ECONNRESET (its request was received) or, unless
+/// `all_received`, -ECONNREFUSED (it was not), within [`DYING_NOTICE`] of
+/// the death and [`DYING_CALL_LIMIT`] in all. The number of each.
+fn judge_dying(
+    me: u32,
+    calls: &[Result<DyingCall, String>],
+    died: Instant,
+    all_received: bool,
+) -> Result<(u32, u32), String> {
+    let (mut reset, mut refused) = (0, 0);
+    for (caller, outcome) in calls.iter().enumerate() {
+        let what = format!("node {me} caller {caller}");
+        let call = outcome.as_ref().map_err(|e| format!("{what}: {e}"))?;
+        if call.ret == -c_long::from(libc::ECONNRESET) {
+            reset += 1;
+        } else if call.ret == -c_long::from(libc::ECONNREFUSED) && !all_received {
+            refused += 1;
+        } else {
+            let wanted = if all_received {
+                "-ECONNRESET, every request having been received"
+            } else {
+                "-ECONNRESET or -ECONNREFUSED"
+            };
+            return Err(format!(
+                "{what}: got {} after {:?}, expected {wanted}",
+                describe_result(call.ret),
+                call.took
+            ));
+        }
+        let late = call.returned.saturating_duration_since(died);
+        if late > DYING_NOTICE {
+            return Err(format!(
+                "{what}: returned {late:?} after the server's death, over {DYING_NOTICE:?}"
+            ));
+        }
+        if call.took > DYING_CALL_LIMIT {
+            return Err(format!(
+                "{what}: the call took {:?}, over {DYING_CALL_LIMIT:?}",
+                call.took
+            ));
+        }
+    }
+    Ok((reset, refused))
+}
+
+/// The dying server's process and its reports.
+struct DyingServer {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+/// Starts the child serving `round`'s port and waits until it registered
+/// the port.
+fn start_dying_server(round: DyingRound) -> Result<DyingServer, String> {
+    let mut child = spawn(&[
+        "rpc-dying".into(),
+        round.port.to_string(),
+        round.held.to_string(),
+        round.death.arg().into(),
+    ])?;
+    let Some(out) = child.stdout.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err("no stdout".into());
+    };
+    let mut server = DyingServer {
+        child,
+        out: BufReader::new(out),
+    };
+    let registered = collect(&mut server.out, true)
+        .into_iter()
+        .try_for_each(|(what, result)| {
+            result.map_err(|e| format!("the server process: {what}: {e}"))
+        });
+    match registered {
+        Ok(()) => Ok(server),
+        Err(e) => {
+            let _ = server.child.kill();
+            let _ = server.child.wait();
+            Err(e)
+        }
+    }
+}
+
+/// Lets the dying server die as `death` says once it holds its requests
+/// (for a kill, it says `ready` again, then waits to be killed), and
+/// waits until it is gone: what it reported and how it ended.
+fn end_dying_server(mut server: DyingServer, death: Death) -> Result<(), String> {
+    let points = collect(&mut server.out, death == Death::Kill);
+    let ended = match death {
+        Death::Exit => finish(server.child),
+        Death::Kill => {
+            let killed = server
+                .child
+                .kill()
+                .map_err(|e| format!("killing the server process: {e}"));
+            let status = server
+                .child
+                .wait()
+                .map_err(|e| format!("waiting for the server process: {e}"));
+            killed.and(status).and_then(|status| match status.signal() {
+                Some(libc::SIGKILL) => Ok(()),
+                _ => Err(format!(
+                    "the server process ended with {status}, not SIGKILL"
+                )),
+            })
+        }
+    };
+    for (what, result) in points {
+        result.map_err(|e| format!("the server process: {what}: {e}"))?;
+    }
+    ended
+}
+
+/// A server process on one node receives requests from every node and
+/// dies without answering them: every caller, on every node, must learn
+/// at once, not after the RPC timeout.
+fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let real = kernel.spawns_processes();
+    for (index, round) in dying_rounds(nodes).into_iter().enumerate() {
+        let name = ["a", "b"][index];
+        let DyingRound { port, server, .. } = round;
+        let all_received = round.held == DYING_CALLERS * nodes;
+        let description = match round.death {
+            Death::Exit => format!(
+                "node {me} -> {}: dying server round {name}: {DYING_CALLERS} concurrent RPCs to port {port}, all received with every other node's by a server process that then exits without answering, each return -ECONNRESET within {DYING_NOTICE:?} of the exit",
+                target_name(me, server)
+            ),
+            Death::Kill => format!(
+                "node {me} -> {}: dying server round {name}: {DYING_CALLERS} concurrent RPCs to port {port}, {} of the cluster's {} received by a server process then killed with SIGKILL, each return -ECONNRESET or -ECONNREFUSED within {DYING_NOTICE:?} of the kill",
+                target_name(me, server),
+                round.held,
+                DYING_CALLERS * nodes
+            ),
+        };
+        let started = if real && me == server {
+            Some(start_dying_server(round))
+        } else {
+            None
+        };
+        barrier(
+            kernel,
+            tap,
+            nodes,
+            &format!("starting the dying server of round {name} on node {server}"),
+        );
+        let start = Barrier::new(DYING_CALLERS as usize);
+        let (calls, ended, died) = std::thread::scope(|scope| {
+            let callers: Vec<_> = if real {
+                (0..DYING_CALLERS)
+                    .map(|caller| {
+                        let start = &start;
+                        scope.spawn(move || dying_call(kernel, me, round, caller, start))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let ended =
+                started.map(|started| started.and_then(|s| end_dying_server(s, round.death)));
+            // Entered by the server's node once its process is gone: when
+            // it returns anywhere, the server is dead.
+            barrier(
+                kernel,
+                tap,
+                nodes,
+                &format!("the dying server of round {name} on node {server} ended"),
+            );
+            let died = Instant::now();
+            let calls: Vec<Result<DyingCall, String>> = callers
+                .into_iter()
+                .map(|caller| caller.join().map_err(|_| "panicked".to_string()))
+                .collect();
+            (calls, ended, died)
+        });
+        if !real {
+            tap.skip(&description, WHY_SKIPPED);
+            continue;
+        }
+        let judged = judge_dying(me, &calls, died, all_received);
+        if let Ok((reset, refused)) = judged {
+            tap.comment(&format!(
+                "node {me}: dying server round {name}: {reset} callers got -ECONNRESET, {refused} -ECONNREFUSED"
+            ));
+        }
+        let closed = expect_errno(kernel.query_port(server, port), libc::ECONNREFUSED)
+            .map_err(|e| format!("query_port(node {server}, port {port}) after the death: {e}"));
+        let outcome = ended.unwrap_or(Ok(())).and(judged.map(drop)).and(closed);
+        tap.check(&description, outcome);
+    }
 }
 
 /// A flood message: sender, sequence number, then pattern bytes.
@@ -1427,6 +2084,54 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
             );
             Some(0)
         }
+        "rpc-dying" => {
+            let (port, held) = (number(1) as u32, number(2));
+            let killed = args.get(3).map(String::as_str) == Some(Death::Kill.arg());
+            let registered = expect_zero(register(kernel, port, DYING_MAX, "lite-test-dying"));
+            let ok = registered.is_ok();
+            report("register_application", registered);
+            say("ready".into());
+            if !ok {
+                return Some(1);
+            }
+            // Without blocking, so that it gives up if a request never
+            // comes.
+            let mut buf = [0u8; DYING_MAX as usize];
+            let deadline = Instant::now() + DYING_RECEIVE_LIMIT;
+            let mut received = 0;
+            let mut failure = None;
+            while received < held {
+                let (ret, descriptor) = receive(kernel, port, &mut buf, true);
+                if ret == -c_long::from(libc::EAGAIN) {
+                    if Instant::now() > deadline {
+                        failure =
+                            Some(format!("{received} arrived within {DYING_RECEIVE_LIMIT:?}"));
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                if ret <= 0 || descriptor == 0 {
+                    failure = Some(format!(
+                        "receive returned {} with descriptor {descriptor:#x}",
+                        describe_result(ret)
+                    ));
+                    break;
+                }
+                received += 1;
+            }
+            report(
+                &format!("receive {held} requests and hold them unanswered"),
+                failure.map_or(Ok(()), Err),
+            );
+            if killed {
+                // The parent kills it instead of answering.
+                say("ready".into());
+                let mut line = String::new();
+                let _ = std::io::stdin().read_line(&mut line);
+            }
+            Some(0)
+        }
         "rpc-exit" => {
             let port = number(1) as u32;
             let registered = expect_zero(register(kernel, port, 64, "lite-test-exit"));
@@ -1845,6 +2550,187 @@ mod tests {
             -c_long::from(libc::ECONNREFUSED)
         );
         assert_eq!(owner.open_ports(), 0);
+    }
+
+    #[test]
+    fn storm_requests_mix_sizes_and_identify_their_sender() {
+        for thread in 0..STORM_MULTICASTERS + STORM_CALLERS {
+            let sizes: Vec<usize> = (0..STORM_SIZES.len() as u64)
+                .map(|seq| storm_size(thread, seq))
+                .collect();
+            let mut sorted = sizes.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, STORM_SIZES, "thread {thread}");
+        }
+        // The threads start with different sizes.
+        assert_ne!(storm_size(0, 0), storm_size(1, 0));
+        let a = storm_request(2, 3, 1, 7);
+        assert_eq!(a.len(), storm_size(1, 7));
+        assert_eq!(&a[..4], &2u32.to_le_bytes());
+        assert_eq!(&a[4..8], &1u32.to_le_bytes());
+        assert_eq!(&a[8..12], &3u32.to_le_bytes());
+        assert_eq!(&a[12..16], &7u32.to_le_bytes());
+        assert_eq!(a, storm_request(2, 3, 1, 7));
+        // Same size, another sender, round or sequence: another reply.
+        let same_size = storm_request(2, 3, 1, 7 + STORM_SIZES.len() as u64);
+        assert_eq!(same_size.len(), a.len());
+        for other in [
+            same_size,
+            storm_request(1, 3, 1, 7),
+            storm_request(2, 4, 1, 7),
+        ] {
+            assert_ne!(transform(&other), transform(&a));
+        }
+        assert!(STORM_SIZES
+            .iter()
+            .all(|&size| (16..=STORM_MAX).contains(&size)));
+        assert!(STORM_MAX as u64 <= MAX_MESSAGE_SIZE);
+    }
+
+    #[test]
+    fn storm_requests_to_every_node_add_up() {
+        for nodes in 1..=5 {
+            let total: u64 = (1..=nodes).map(|me| storm_requests_to(me, nodes)).sum();
+            let per_node = u64::from(STORM_MULTICASTERS) * STORM_REQUESTS * u64::from(nodes)
+                + u64::from(STORM_CALLERS) * STORM_REQUESTS;
+            assert_eq!(total, u64::from(nodes) * per_node, "{nodes} nodes");
+        }
+    }
+
+    #[test]
+    fn the_new_ports_are_distinct_and_valid() {
+        let mut ports = vec![
+            SERVICE_PORT,
+            FLOOD_PORT,
+            FILL_PORT,
+            UNUSED_PORT,
+            WAIT_PORT,
+            IDLE_PORT,
+            PRIVATE_PORT,
+            EXIT_PORT,
+        ];
+        ports.extend((0..STORM_ROUNDS).map(storm_port));
+        ports.extend(DYING_PORTS);
+        let count = ports.len();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), count);
+        assert!(ports.iter().all(|&port| port < MAX_PORTS));
+    }
+
+    #[test]
+    fn dying_rounds_pick_their_server_the_same_way_everywhere() {
+        let one = dying_rounds(1);
+        assert_eq!((one[0].server, one[1].server), (1, 1));
+        let three = dying_rounds(3);
+        assert_eq!((three[0].server, three[1].server), (2, 3));
+        assert_eq!((three[0].death, three[1].death), (Death::Exit, Death::Kill));
+        assert_eq!((three[0].held, three[1].held), (9, 6));
+        assert_ne!(three[0].port, three[1].port);
+    }
+
+    /// Runs the dying server child in a thread as another process of a
+    /// node on its own, with [`DYING_CALLERS`] callers; their calls and
+    /// when the server was gone.
+    fn dying_round_on_one_node(held: u32, port: u32) -> (Vec<Result<DyingCall, String>>, Instant) {
+        let owner = joined_node();
+        let other = owner.other_process();
+        let round = DyingRound {
+            death: Death::Exit,
+            port,
+            server: 1,
+            held,
+        };
+        let start = Barrier::new(DYING_CALLERS as usize);
+        let (calls, died) = std::thread::scope(|scope| {
+            let child = scope.spawn(move || {
+                let args = [
+                    "rpc-dying".to_string(),
+                    port.to_string(),
+                    held.to_string(),
+                    Death::Exit.arg().to_string(),
+                ];
+                let status = child_main(&other, &args);
+                drop(other);
+                status
+            });
+            while owner.query_port(1, port) < 0 {
+                std::thread::yield_now();
+            }
+            let callers: Vec<_> = (0..DYING_CALLERS)
+                .map(|caller| {
+                    let (owner, start) = (&owner, &start);
+                    scope.spawn(move || dying_call(owner, 1, round, caller, start))
+                })
+                .collect();
+            assert_eq!(child.join().expect("child"), Some(0));
+            let died = Instant::now();
+            let calls: Vec<_> = callers
+                .into_iter()
+                .map(|caller| caller.join().map_err(|_| "panicked".to_string()))
+                .collect();
+            (calls, died)
+        });
+        assert_eq!(owner.query_port(1, port), -c_long::from(libc::ECONNREFUSED));
+        assert_eq!(owner.open_ports(), 0);
+        (calls, died)
+    }
+
+    #[test]
+    fn a_dying_server_fails_every_caller_at_once() {
+        let (calls, died) = dying_round_on_one_node(DYING_CALLERS, DYING_PORTS[0]);
+        assert_eq!(judge_dying(1, &calls, died, true), Ok((DYING_CALLERS, 0)));
+        let (calls, died) = dying_round_on_one_node(DYING_CALLERS - 1, DYING_PORTS[1]);
+        assert_eq!(
+            judge_dying(1, &calls, died, false),
+            Ok((DYING_CALLERS - 1, 1))
+        );
+        // Not every request was received: -ECONNREFUSED for the rest.
+        assert!(judge_dying(1, &calls, died, true).is_err());
+    }
+
+    #[test]
+    fn late_or_timed_out_calls_to_a_dying_server_fail() {
+        let died = Instant::now();
+        let call = |errno: i32, took: u64, after: u64| {
+            Ok(DyingCall {
+                ret: -c_long::from(errno),
+                took: Duration::from_secs(took),
+                returned: died + Duration::from_secs(after),
+            })
+        };
+        let reset = call(libc::ECONNRESET, 1, 0);
+        assert_eq!(
+            judge_dying(1, std::slice::from_ref(&reset), died, true),
+            Ok((1, 0))
+        );
+        for (calls, why) in [
+            (
+                vec![reset.clone(), call(libc::ETIMEDOUT, 60, 59)],
+                "-ETIMEDOUT",
+            ),
+            (vec![call(libc::ECONNRESET, 12, 11)], "11s after"),
+            (vec![call(libc::ECONNREFUSED, 16, 0)], "took 16s"),
+            (
+                vec![reset.clone(), Err("panicked".into())],
+                "caller 1: panicked",
+            ),
+            (
+                vec![Ok(DyingCall {
+                    ret: 5,
+                    ..reset.clone().expect("a call")
+                })],
+                "got 5",
+            ),
+        ] {
+            let judged = judge_dying(2, &calls, died, false);
+            assert!(
+                judged
+                    .as_ref()
+                    .is_err_and(|e| e.contains(why) && e.contains("node 2")),
+                "{why}: {judged:?}"
+            );
+        }
     }
 
     #[test]
