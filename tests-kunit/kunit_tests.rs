@@ -274,6 +274,11 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             port: 63,
             fresh: true,
         },
+        ControlMessage::QueryPort {
+            request_id: 20,
+            port: 0,
+            fresh: false,
+        },
         ControlMessage::QueryPortReply {
             request_id: 19,
             status: 0,
@@ -1042,11 +1047,13 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
         seed ^= seed << 17;
         seed
     };
-    // Lengths written and not yet consumed, oldest first.
-    let mut in_ring = [0u64; 64];
+    // Requests written and not yet consumed, oldest first: length, ring
+    // offset and whether the writer asked for an acknowledgement.
+    let mut in_ring = [(0u64, 0u64, false); 64];
     let (mut first, mut count) = (0usize, 0usize);
     let mut pending_ack = None;
     let mut faults = 0;
+    let mut stalls = 0;
     let mut sent = 0;
     for _ in 0..4000 {
         let roll = next();
@@ -1063,21 +1070,24 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
                         _ => faults += 1,
                     }
                     // PANIC: the index is reduced modulo the array's length.
-                    in_ring[(first + count) % in_ring.len()] = len;
+                    in_ring[(first + count) % in_ring.len()] = (len, r.offset, r.ack_wanted);
                     count += 1;
                     sent += 1;
                 }
-                None => {
+                None => match pending_ack.take() {
                     // A full writer waits for the acknowledgement in flight.
-                    if let Some(at) = pending_ack.take() {
-                        writer.acknowledge(at);
-                    }
-                }
+                    Some(at) => writer.acknowledge(at),
+                    // With nothing queued and no acknowledgement on its
+                    // way, the writer would wait forever.
+                    None if count == 0 => stalls += 1,
+                    None => {}
+                },
             }
         } else if count > 0 {
-            check!(c, reader.next_offset().is_some());
             // PANIC: `first` is kept below the array's length.
-            match reader.consume(in_ring[first], roll & 0x100 != 0) {
+            let (len, offset, flagged) = in_ring[first];
+            check!(c, reader.next_offset() == Some(offset));
+            match reader.consume(len, flagged) {
                 Ok(Some(at)) => pending_ack = Some(at),
                 Ok(None) => {}
                 Err(_) => faults += 1,
@@ -1088,9 +1098,28 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
             writer.acknowledge(at);
         }
     }
-    check!(c, faults == 0 && sent > 1000);
+    check!(c, faults == 0 && stalls == 0 && sent > 1000);
     check!(c, reader.written() > 3 * RING_SIZE);
     check!(c, reader.pending() as usize == count);
+
+    // A reservation whose request was never posted is taken back: the next
+    // request goes where the reader expects one. Only the last one can be.
+    let Some(mut writer) = RingWriter::resuming(RING_SIZE, 0, 0) else {
+        check!(c, false);
+        return;
+    };
+    let kept = writer.reserve(4096);
+    let unposted = writer.reserve(100);
+    if let (Some(kept), Some(unposted)) = (kept, unposted) {
+        writer.cancel(&kept);
+        writer.cancel(&unposted);
+    }
+    let next = writer.reserve(100);
+    check!(
+        c,
+        unposted.is_some() && unposted.map(|r| r.position) == next.map(|r| r.position)
+    );
+    check!(c, next.map(|r| r.position) == Some(footprint(4096)));
 
     // Two views of one ring (two answers to concurrent queries) put two
     // requests at one offset: the second arrival is not where the next
@@ -1148,11 +1177,20 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
 
     // Breaking discards what waits and everything written until the sender
     // starts afresh, in a new epoch, where it left off consuming.
+    check!(
+        c,
+        reader.next_offset() == Some(0) && reader.consume(4096, false).is_ok()
+    );
+    let at = reader.written();
+    check!(
+        c,
+        at == footprint(4096) && reader.arrive(at, header + 8).is_ok()
+    );
     let consumed = reader.consumed();
     let broken = reader.break_ring();
     check!(
         c,
-        broken.epoch == 0 && broken.received == consumed && broken.discarded == 1
+        broken.epoch == 0 && broken.received == at && consumed == at && broken.discarded == 1
     );
     check!(c, reader.is_broken() && reader.next_offset().is_none());
     check!(

@@ -21,7 +21,7 @@ use super::{
     process::Process,
     qos,
     rpc_client::{
-        ClaimedSlot, LocalCall, Outcome, RemotePort, ReplySlots, SentRequest, ServerNode,
+        ClaimedSlot, LocalCall, Outcome, PortView, RemotePort, ReplySlots, SentRequest, ServerNode,
     },
     rpc_port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     rpc_wire::{
@@ -122,6 +122,13 @@ enum Pending {
     Remote(usize),
     /// To this node.
     Local(Arc<LocalCall>),
+}
+
+/// The view of `port` among a server node's ports.
+fn view_of(ports: &mut KVec<PortView>, port: u32) -> &mut PortView {
+    // PANIC: every port number reaching here passed `check_port`, and a
+    // server node keeps a view for each of the `MAX_PORTS` ports.
+    &mut ports[port as usize]
 }
 
 /// Checks a message size.
@@ -288,17 +295,47 @@ impl Cluster {
         }
         let peer = self.peer(node)?;
         let server = self.rpc.server(node)?;
-        // A fresh query (no view of the ring) can be answered with where the
-        // next request goes: every request this node wrote with an earlier
-        // view has reached the server ahead of the query.
+        // A fresh query (no view of the ring, and no other query that may
+        // make one) can be answered with where the next request goes:
+        // nothing of this node's is in flight to the ring, and every request
+        // written with an earlier view reaches the server ahead of the query.
         let (fresh, drops) = {
-            let ports = server.ports.lock();
-            let view = &ports[port as usize];
-            (view.remote.is_none(), view.drops)
+            let mut ports = server.ports.lock();
+            // PANIC: `check_port` above keeps `port` below `MAX_PORTS`.
+            let view = &mut ports[port as usize];
+            let fresh = view.remote.is_none() && !view.querying;
+            view.querying |= fresh;
+            (fresh, view.drops)
         };
+        let answer = self.ask_port(&peer, port, fresh);
+        if !fresh {
+            return answer.map(|remote| remote.max_size);
+        }
+        let mut ports = server.ports.lock();
+        // PANIC: as above.
+        let view = &mut ports[port as usize];
+        view.querying = false;
+        let max_size = answer.map(|remote| {
+            let max_size = remote.max_size;
+            // Not installed if the view was dropped meanwhile: the answer
+            // may describe the ring before requests written since.
+            if view.remote.is_none() && view.drops == drops {
+                view.remote = Some(remote);
+            }
+            max_size
+        });
+        drop(ports);
+        // Senders wait for this query rather than make their own.
+        server.room.notify_all();
+        max_size
+    }
+
+    /// Asks `peer` about its `port` (`fresh` as in
+    /// [`ControlMessage::QueryPort`]).
+    fn ask_port(&self, peer: &super::peer::Peer, port: u32, fresh: bool) -> Result<RemotePort> {
         let reply = self
             .requests
-            .call(&peer, |request_id| ControlMessage::QueryPort {
+            .call(peer, |request_id| ControlMessage::QueryPort {
                 request_id,
                 port,
                 fresh,
@@ -323,22 +360,13 @@ impl Cluster {
         if ring_size != RING_SIZE || max_size == 0 || max_size > MAX_MESSAGE_SIZE {
             return Err(errno::EPROTO());
         }
-        let writer =
-            RingWriter::resuming(ring_size, consumed, written).ok_or_else(errno::EPROTO)?;
-        let mut ports = server.ports.lock();
-        let view = &mut ports[port as usize];
-        // Installed only if no view was made or dropped meanwhile: another
-        // answer may describe the ring before requests written since.
-        if fresh && view.remote.is_none() && view.drops == drops {
-            view.remote = Some(RemotePort {
-                ring_addr,
-                ring_rkey,
-                max_size,
-                epoch,
-                writer,
-            });
-        }
-        Ok(max_size)
+        Ok(RemotePort {
+            ring_addr,
+            ring_rkey,
+            max_size,
+            epoch,
+            writer: RingWriter::resuming(ring_size, consumed, written).ok_or_else(errno::EPROTO)?,
+        })
     }
 
     /// Answers a peer's [`ControlMessage::QueryPort`] (polling thread).
@@ -476,7 +504,14 @@ impl Cluster {
             staging.write_bytes(HEADER_LEN, message)?;
             let mut ports = server.ports.lock();
             let (ring_addr, ring_rkey, epoch, reservation) = loop {
-                let Some(remote) = ports[target.port as usize].remote.as_mut() else {
+                let Some(remote) = view_of(&mut ports, target.port).remote.as_mut() else {
+                    if view_of(&mut ports, target.port).querying {
+                        // Another thread's query is making the view.
+                        if server.room.wait_interruptible(&mut ports) {
+                            return Err(EINTR);
+                        }
+                        continue;
+                    }
                     drop(ports);
                     self.query_port(node, target.port)?;
                     ports = server.ports.lock();
@@ -500,10 +535,27 @@ impl Cluster {
                     return Err(EINTR);
                 }
             };
+            // A request that is not posted gives its ring space back before
+            // the lock is released, or the next request would land where
+            // the server does not expect one.
+            let unposted = |ports: &mut KVec<PortView>| {
+                if let Some(remote) = view_of(ports, target.port).remote.as_mut() {
+                    remote.writer.cancel(&reservation);
+                }
+            };
             if reservation.ack_wanted {
                 header.flags |= FLAG_ACK_WANTED;
             }
-            staging.write_bytes(0, &header.encode())?;
+            let imm = Imm::Request {
+                port: target.port,
+                offset: reservation.offset,
+            }
+            .encode();
+            let prepared = staging.write_bytes(0, &header.encode());
+            let Some(imm) = imm.filter(|_| prepared.is_ok()) else {
+                unposted(&mut *ports);
+                return prepared.and(Err(EINVAL));
+            };
             if let Some(claimed) = reply_slot {
                 self.rpc.slots.record(
                     claimed.slot,
@@ -515,12 +567,6 @@ impl Cluster {
                     },
                 );
             }
-            let imm = Imm::Request {
-                port: target.port,
-                offset: reservation.offset,
-            }
-            .encode()
-            .ok_or(EINVAL)?;
             // Posted under the lock so requests reach the ring in the order
             // their space was reserved; the lock is released once the
             // request is posted.
@@ -529,7 +575,12 @@ impl Cluster {
                 total,
                 (ring_addr + reservation.offset, ring_rkey),
                 imm,
-                ports,
+                move |posted| {
+                    if !posted {
+                        unposted(&mut *ports);
+                    }
+                    drop(ports);
+                },
             )
         })
     }
@@ -687,6 +738,8 @@ impl Cluster {
                 match taken {
                     Ok(taken) => break (taken, state.broken()),
                     Err(Empty::TooLong) => return Err(errno::EMSGSIZE()),
+                    // Something may have arrived while the lock was dropped.
+                    Err(Empty::Nothing) if broken.is_some() => continue,
                     Err(Empty::Nothing) => {}
                 }
                 if flags & RECV_NONBLOCK != 0 {
@@ -863,6 +916,7 @@ impl Cluster {
             ControlMessage::RingAck { port, consumed } => {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
                     let mut ports = server.ports.lock();
+                    // PANIC: `check_port` keeps `port` below `MAX_PORTS`.
                     if let Some(remote) = ports[port as usize].remote.as_mut() {
                         remote.writer.acknowledge(consumed);
                     }
@@ -886,6 +940,7 @@ impl Cluster {
             }
             ControlMessage::PortClosed { port } => {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
+                    // PANIC: `check_port` keeps `port` below `MAX_PORTS`.
                     server.ports.lock()[port as usize].drop_remote();
                     server.room.notify_all();
                 }
@@ -898,8 +953,13 @@ impl Cluster {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
                     {
                         let mut ports = server.ports.lock();
+                        // PANIC: `check_port` keeps `port` below `MAX_PORTS`.
                         let view = &mut ports[port as usize];
-                        if view.remote.as_ref().is_some_and(|r| r.epoch == epoch) {
+                        // A view of a later epoch is left alone: the report
+                        // came late. Otherwise the drop also keeps an
+                        // answer to a query under way, which may describe
+                        // the broken ring, from being installed.
+                        if !matches!(&view.remote, Some(r) if r.epoch != epoch) {
                             view.drop_remote();
                         }
                     }

@@ -373,6 +373,9 @@ pub(crate) struct PortView {
     /// drop describes a ring that requests may since have been written to,
     /// so its answer is not installed.
     pub(crate) drops: u32,
+    /// A query that may install `remote` is under way: one at a time, so
+    /// that no request is in flight to the ring while it is.
+    pub(crate) querying: bool,
 }
 
 impl PortView {

@@ -31,6 +31,14 @@ use crate::verbs::DmaBuffer;
 /// Messages from this node's processes queued on one port.
 const LOCAL_QUEUE: usize = 256;
 
+// Broken rings are noted one bit per node.
+const _: () = assert!(MAX_NODES <= u64::BITS as usize);
+
+/// The bit of `node` (below [`MAX_NODES`]) in a set of nodes.
+fn node_bit(node: usize) -> u64 {
+    1u64 << (node % MAX_NODES)
+}
+
 /// Where the answer to a request goes.
 pub(crate) enum ReplyTo {
     /// A caller on another node, waiting in reply slot `slot`.
@@ -64,10 +72,10 @@ pub(crate) struct ServerRing {
 
 impl ServerRing {
     /// The header of the request at ring offset `offset`.
-    fn read_header(&self, offset: u64) -> Option<RequestHeader> {
+    fn read_header(&self, offset: u64) -> Result<RequestHeader> {
         let mut bytes = [0u8; HEADER_LEN];
-        self.memory.read_bytes(offset as usize, &mut bytes).ok()?;
-        Some(RequestHeader::decode(&bytes))
+        self.memory.read_bytes(offset as usize, &mut bytes)?;
+        Ok(RequestHeader::decode(&bytes))
     }
 }
 
@@ -172,30 +180,31 @@ impl PortState {
             .get_mut(node as usize)
             .and_then(Option::as_mut)
             .ok_or(EINVAL)?;
-        let checked = ring
-            .reader
-            .arrive(offset, bytes)
-            .and_then(|arrival| match arrival {
-                Arrival::Discarded => Ok(false),
-                Arrival::Request { offset, len } => {
-                    // The header is checked now, while the sender's writes are
-                    // still in step with the ring, so that a lie in it cannot
-                    // make the reader lose its place later.
-                    let header = ring.read_header(offset).ok_or(RingFault::BadHeader)?;
-                    if u64::from(header.len) == len {
-                        Ok(true)
-                    } else {
-                        Err(RingFault::BadHeader)
-                    }
+        let fault = match ring.reader.arrive(offset, bytes) {
+            Ok(Arrival::Request { offset, len }) => {
+                // The header is checked now, while the sender's writes are
+                // still in step with the ring, so that a lie in it breaks
+                // the ring before the request is read.
+                match ring.read_header(offset) {
+                    Ok(header) if u64::from(header.len) == len => return Ok(true),
+                    _ => RingFault::BadHeader,
                 }
-            });
-        match checked {
-            Ok(queued) => Ok(queued),
-            Err(fault) => {
-                self.break_ring(node as usize, fault);
-                Ok(false)
             }
-        }
+            Ok(Arrival::Discarded) => {
+                // Reported again for every discarded write, so that a sender
+                // that missed the first report learns of it all the same.
+                ring.unreported = Some(Broken {
+                    epoch: ring.reader.epoch(),
+                    received: ring.reader.consumed(),
+                    discarded: 0,
+                });
+                self.broken_rings |= node_bit(node as usize);
+                return Ok(false);
+            }
+            Err(fault) => fault,
+        };
+        self.break_ring(node as usize, fault);
+        Ok(false)
     }
 
     /// Breaks the ring of `node`: its waiting requests are discarded and its
@@ -210,7 +219,7 @@ impl PortState {
                 broken.discarded
             );
             ring.unreported = Some(broken);
-            self.broken_rings |= 1u64 << node;
+            self.broken_rings |= node_bit(node);
         }
     }
 
@@ -219,7 +228,7 @@ impl PortState {
     pub(crate) fn broken(&mut self) -> Option<(u32, Broken)> {
         while self.broken_rings != 0 {
             let node = self.broken_rings.trailing_zeros() as usize;
-            self.broken_rings &= !(1u64 << node);
+            self.broken_rings &= !node_bit(node);
             if let Some(Some(ring)) = self.rings.get_mut(node) {
                 if let Some(broken) = ring.unreported.take() {
                     return Some((node as u32, broken));
@@ -283,10 +292,7 @@ impl PortState {
         let Some(at) = ring.reader.next_offset() else {
             return Ok(Err(Empty::Nothing));
         };
-        let Some(header) = ring.read_header(at) else {
-            self.break_ring(node, RingFault::BadHeader);
-            return Ok(Err(Empty::Nothing));
-        };
+        let header = ring.read_header(at)?;
         let len = u64::from(header.len);
         if len > room {
             return Ok(Err(Empty::TooLong));
@@ -295,9 +301,12 @@ impl PortState {
             self.break_ring(node, RingFault::BadLength);
             return Ok(Err(Empty::Nothing));
         }
-        // Allocated before the request is consumed, so that running out of
-        // memory leaves it queued instead of losing it.
+        // Read before the request is consumed, so that running out of
+        // memory leaves it queued instead of losing it; a read past the
+        // ring's end fails without consuming anything.
         let mut data = KVVec::from_elem(0u8, len as usize, GFP_KERNEL)?;
+        ring.memory
+            .read_bytes(at as usize + HEADER_LEN, &mut data)?;
         let ack = match ring
             .reader
             .consume(len, header.flags & FLAG_ACK_WANTED != 0)
@@ -310,9 +319,6 @@ impl PortState {
                 return Ok(Err(Empty::Nothing));
             }
         };
-        // `consume` checked that the request lies within what arrived.
-        ring.memory
-            .read_bytes(at as usize + HEADER_LEN, &mut data)?;
         let reply_to = header.wants_reply().then_some(ReplyTo::Remote {
             node: node as u32,
             header,

@@ -221,14 +221,20 @@ pub(crate) struct Reservation {
     /// Whether the message must carry [`FLAG_ACK_WANTED`]: more than half
     /// the ring is unacknowledged after it.
     pub(crate) ack_wanted: bool,
+    /// The writer's head before and after the reservation.
+    heads: (u64, u64),
 }
+
+/// Largest position a ring may report: far beyond any ring's lifetime, and
+/// far enough from `u64::MAX` that no position arithmetic overflows.
+const MAX_POSITION: u64 = u64::MAX / 4;
 
 impl RingWriter {
     /// A ring the receiver has consumed up to position `consumed` and
     /// received requests up to position `written`, with nothing of this
     /// writer's in flight; `None` if those positions are inconsistent.
     pub(crate) fn resuming(size: u64, consumed: u64, written: u64) -> Option<Self> {
-        if written < consumed || written - consumed > size {
+        if written < consumed || written - consumed > size || written > MAX_POSITION {
             return None;
         }
         Some(RingWriter {
@@ -249,16 +255,28 @@ impl RingWriter {
         if position + need - self.acked > self.size {
             return None;
         }
+        let head_before = self.head;
         self.head = position + need;
         Some(Reservation {
             offset: position % self.size,
             position,
+            heads: (head_before, self.head),
             // A message and the unused end of a lap before it take at most
             // half the ring, so a writer that finds no room has more than
             // half of it unacknowledged, and so had its last message
             // flagged: the reader's answer to that flag is what wakes it.
             ack_wanted: self.head - self.acked > self.size / 2,
         })
+    }
+
+    /// Takes back `reservation`, the last one made, whose message was never
+    /// posted: the next message goes where it would have, as the receiver
+    /// expects.
+    pub(crate) fn cancel(&mut self, reservation: &Reservation) {
+        let (before, after) = reservation.heads;
+        if self.head == after {
+            self.head = before;
+        }
     }
 
     /// Records that the receiver consumed everything before `consumed`.

@@ -234,18 +234,20 @@ impl Connection {
         )
     }
 
-    /// [`Connection::rdma_write_imm`] posted while `held` (a lock guard)
-    /// is held; it is released once the request is posted, before the wait
-    /// for its completion. Requests posted under one lock reach the peer in
-    /// the lock's order (a queue pair executes requests in order) without
-    /// serializing their round trips.
-    pub(crate) fn rdma_write_imm_ordered<G>(
+    /// [`Connection::rdma_write_imm`] posted under a lock that
+    /// `once_posted` owns and releases: it is called as soon as the request
+    /// is posted (`true`) or has failed to be (`false`), before the wait for
+    /// its completion. Requests posted under one lock reach the peer in the
+    /// lock's order (a queue pair executes requests in order) without
+    /// serializing their round trips, and a request that was never posted
+    /// can be taken back before anyone else posts.
+    pub(crate) fn rdma_write_imm_ordered(
         &self,
         local: &DmaBuffer,
         len: usize,
         remote: (u64, u32),
         imm: u32,
-        held: G,
+        once_posted: impl FnOnce(bool),
     ) -> Result {
         self.execute_releasing(
             bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
@@ -253,7 +255,7 @@ impl Connection {
             (0, len),
             Some(remote),
             Some(imm),
-            held,
+            once_posted,
         )
     }
 
@@ -392,24 +394,32 @@ impl Connection {
         remote: Option<(u64, u32)>,
         imm: Option<u32>,
     ) -> Result {
-        self.execute_releasing(opcode, local, (at, len), remote, imm, ())
+        self.execute_releasing(opcode, local, (at, len), remote, imm, |_| {})
     }
 
     /// Posts one request on `len` bytes of `local` at `at` (the `span`),
-    /// drops `held` once it is posted, and waits for its completion.
-    fn execute_releasing<G>(
+    /// tells `once_posted` whether it was posted, and waits for its
+    /// completion.
+    fn execute_releasing(
         &self,
         opcode: bindings::ib_wr_opcode,
         local: &DmaBuffer,
         span: (usize, usize),
         remote: Option<(u64, u32)>,
         imm: Option<u32>,
-        held: G,
+        once_posted: impl FnOnce(bool),
     ) -> Result {
         let (at, len) = span;
-        let segment = LocalSegment {
-            addr: local.dma_range(at, len)?,
-            len: u32::try_from(len).map_err(|_| EINVAL)?,
+        let segment = match (local.dma_range(at, len), u32::try_from(len)) {
+            (Ok(addr), Ok(len)) => LocalSegment { addr, len },
+            (Err(e), _) => {
+                once_posted(false);
+                return Err(e);
+            }
+            (_, Err(_)) => {
+                once_posted(false);
+                return Err(EINVAL);
+            }
         };
         let slot = self.acquire_slot();
         // SAFETY: `local` is borrowed for this whole call and `finish` does
@@ -418,7 +428,7 @@ impl Connection {
             self.qp
                 .post_send(opcode, &segment, remote, imm, slot as u64)
         };
-        drop(held);
+        once_posted(posted.is_ok());
         self.finish(slot, posted)
     }
 
