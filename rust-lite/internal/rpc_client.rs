@@ -4,6 +4,7 @@
 //! rings of remote ports this node writes requests to, and calls to this
 //! node's own ports.
 
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -45,6 +46,30 @@ pub(crate) struct SentRequest {
     pub(crate) position: u64,
 }
 
+impl SentRequest {
+    /// The ring and epoch as one word (never 0), so that a reader sees all
+    /// of a record's key or none of it.
+    fn key(&self) -> u64 {
+        (1 << 63)
+            | (u64::from(self.node) << 48)
+            | (u64::from(self.port) << 32)
+            | u64::from(self.epoch)
+    }
+}
+
+/// Where the request of the call in one slot went (a [`SentRequest`]).
+///
+/// Written by the posting thread without the slots' lock, while it holds
+/// the ring's view locked: a report that the ring broke drops the view
+/// under that lock before looking at the records, so it sees every record
+/// of the broken epoch whole. Read under the slots' lock.
+struct SentRecord {
+    /// [`SentRequest::key`], or 0 for none.
+    key: AtomicU64,
+    /// The request's position in the ring.
+    position: AtomicU64,
+}
+
 /// One reply slot.
 pub(crate) struct ReplySlot {
     /// Distinguishes successive calls through the slot.
@@ -53,8 +78,6 @@ pub(crate) struct ReplySlot {
     pub(crate) outcome: Option<Outcome>,
     /// Where the server writes the reply; kept for the next call.
     pub(crate) buffer: Option<DmaBuffer>,
-    /// Where the call's request went, once it is being posted.
-    pub(crate) sent: Option<SentRequest>,
 }
 
 /// A slot claimed for one call.
@@ -74,6 +97,8 @@ pub(crate) struct ClaimedSlot {
 pub(crate) struct ReplySlots {
     #[pin]
     pub(crate) slots: Mutex<KVec<ReplySlot>>,
+    /// Where each slot's request went, by slot.
+    sent: [SentRecord; REPLY_SLOTS],
     #[pin]
     pub(crate) changed: CondVar,
 }
@@ -88,13 +113,18 @@ impl ReplySlots {
                     generation: 0,
                     outcome: None,
                     buffer: None,
-                    sent: None,
                 },
                 GFP_KERNEL,
             )?;
         }
         Ok(try_pin_init!(ReplySlots {
             slots <- new_mutex!(slots, "lite:reply_slots"),
+            sent: [const {
+                SentRecord {
+                    key: AtomicU64::new(0),
+                    position: AtomicU64::new(0),
+                }
+            }; REPLY_SLOTS],
             changed <- new_condvar!("lite:reply_slots_changed"),
         }))
     }
@@ -118,7 +148,9 @@ impl ReplySlots {
         let slot = &mut slots[index];
         slot.generation = next_generation(slot.generation);
         slot.outcome = Some(Outcome::Waiting);
-        slot.sent = None;
+        // PANIC: `index` came from iterating over `slots`, which has
+        // `REPLY_SLOTS` entries like `sent`.
+        self.sent[index].key.store(0, Ordering::Relaxed);
         let generation = slot.generation;
         let cached = slot.buffer.as_ref().filter(|b| b.len() >= room);
         if let Some(reply_addr) = cached.and_then(|b| b.dma_range(0, room).ok()) {
@@ -235,8 +267,9 @@ impl ReplySlots {
     /// posted (and while the ring's view is locked, so that a report of the
     /// ring breaking cannot miss it).
     pub(crate) fn record(&self, slot: usize, sent: SentRequest) {
-        if let Some(entry) = self.slots.lock().get_mut(slot) {
-            entry.sent = Some(sent);
+        if let Some(record) = self.sent.get(slot) {
+            record.position.store(sent.position, Ordering::Relaxed);
+            record.key.store(sent.key(), Ordering::Release);
         }
     }
 
@@ -252,19 +285,22 @@ impl ReplySlots {
         received: u64,
         error: Error,
     ) -> usize {
+        let key = SentRequest {
+            node,
+            port,
+            epoch,
+            position: 0,
+        }
+        .key();
         let mut failed = 0;
         let mut slots = self.slots.lock();
-        for entry in slots.iter_mut() {
-            let discarded = entry.sent.is_some_and(|sent| {
-                sent.node == node
-                    && sent.port == port
-                    && sent.epoch == epoch
-                    && sent.position >= received
-            });
-            if !discarded {
+        for (entry, record) in slots.iter_mut().zip(self.sent.iter()) {
+            if record.key.load(Ordering::Acquire) != key
+                || record.position.load(Ordering::Relaxed) < received
+            {
                 continue;
             }
-            entry.sent = None;
+            record.key.store(0, Ordering::Relaxed);
             match entry.outcome {
                 Some(Outcome::Waiting) => {
                     entry.outcome = Some(Outcome::Failed(error));
@@ -387,8 +423,6 @@ impl PortView {
 }
 
 /// The remote ports of one server node.
-///
-/// Lock order: `ports`, then [`ReplySlots::slots`].
 #[pin_data]
 pub(crate) struct ServerNode {
     /// By port.

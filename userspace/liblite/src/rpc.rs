@@ -125,7 +125,8 @@ pub fn query_port(node: u32, port: u32) -> io::Result<u64> {
 /// Errors: `ECONNREFUSED` the port is not open (or was closed before the
 /// request was received), `EMSGSIZE` `msg` is larger than the port
 /// accepts, `ECONNRESET` the receiving process exited without replying,
-/// `ETIMEDOUT` no reply within [`RPC_TIMEOUT_MS`](crate::sys::RPC_TIMEOUT_MS),
+/// `EPROTO` the server found this node's ring for the port corrupt and
+/// discarded the request unread, `ETIMEDOUT` no reply within [`RPC_TIMEOUT_MS`](crate::sys::RPC_TIMEOUT_MS),
 /// `EINTR` a signal arrived (the request may still be served).
 pub fn call(
     node: u32,
