@@ -6,6 +6,10 @@
  *   qos_window_us     how long after high-priority work low-priority waits
  *   qos_delay_us      how long a waiting low-priority operation sleeps
  *   qos_max_delay_us  the longest a low-priority operation waits in all
+ *   rpc_fault_next    fault injection (write-only): the next RPC request this
+ *                     node posts to the node written here carries a header
+ *                     whose length disagrees with its bytes, so that the
+ *                     server breaks the ring; 0 disarms
  * The values live in LITE's Rust code, which validates what is written.
  */
 
@@ -52,6 +56,13 @@ LITE_QOS_PARAM(qos_window_us, 1);
 LITE_QOS_PARAM(qos_delay_us, 2);
 LITE_QOS_PARAM(qos_max_delay_us, 3);
 
+static int lite_rpc_fault_next_set(void *data, u64 value)
+{
+	return lite_rs_rpc_fault_next(value);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(lite_rpc_fault_next_fops, NULL,
+			 lite_rpc_fault_next_set, "%llu\n");
+
 static int __init lite_debugfs_init(void)
 {
 	struct dentry *dir = debugfs_create_dir("lite", NULL);
@@ -65,6 +76,8 @@ static int __init lite_debugfs_init(void)
 				   &lite_qos_delay_us_fops);
 	debugfs_create_file_unsafe("qos_max_delay_us", 0644, dir, NULL,
 				   &lite_qos_max_delay_us_fops);
+	debugfs_create_file_unsafe("rpc_fault_next", 0200, dir, NULL,
+				   &lite_rpc_fault_next_fops);
 	return 0;
 }
 late_initcall(lite_debugfs_init);

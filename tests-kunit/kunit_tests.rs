@@ -304,6 +304,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             port: 5,
             epoch: 7,
             received: 0x2_0000_0000,
+            injected: true,
         },
         ControlMessage::CreateLock { request_id: 21 },
         ControlMessage::AskLock {
@@ -1187,11 +1188,19 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
         at == footprint(4096) && reader.arrive(at, header + 8).is_ok()
     );
     let consumed = reader.consumed();
-    let broken = reader.break_ring();
+    let broken = reader.break_ring(RingFault::Misplaced);
     check!(
         c,
-        broken.epoch == 0 && broken.received == at && consumed == at && broken.discarded == 1
+        broken.epoch == 0
+            && broken.received == at
+            && consumed == at
+            && broken.discarded == 1
+            && !broken.injected
     );
+    check!(c, {
+        let mut injected = RingReader::new(RING_SIZE);
+        injected.break_ring(RingFault::Injected).injected
+    });
     check!(c, reader.is_broken() && reader.next_offset().is_none());
     check!(
         c,

@@ -3,7 +3,7 @@
 //! Backends of LITE's RPC system calls (`lite_register_application` …
 //! `lite_send_reply_multicast`); see `include/uapi/linux/lite.h`.
 
-use core::ffi::c_long;
+use core::ffi::{c_int, c_long};
 use kernel::{
     error::from_result,
     prelude::*,
@@ -304,5 +304,20 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
                 .write_slice(&length.to_ne_bytes())?;
         }
         Ok(replied)
+    })
+}
+
+/// Arms the RPC fault injection of `lite_debugfs.c`: the next request this
+/// node posts to `node` breaks its ring on the server (0 disarms).
+/// `-EINVAL` for a node id out of range.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_rpc_fault_next(node: u64) -> c_int {
+    from_result(|| {
+        let node = u32::try_from(node)
+            .ok()
+            .filter(|&n| (n as usize) < MAX_NODES)
+            .ok_or(EINVAL)?;
+        crate::internal::rpc::inject_bad_header(node);
+        Ok(0)
     })
 }

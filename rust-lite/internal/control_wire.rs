@@ -206,6 +206,8 @@ pub(crate) enum ControlMessage {
         epoch: u32,
         /// Requests before this position were handed to receivers.
         received: u64,
+        /// The ring broke by fault injection, as its sender asked.
+        injected: bool,
     },
     /// Create a lock kept by the receiver.
     CreateLock {
@@ -492,11 +494,12 @@ impl ControlMessage {
                 port,
                 epoch,
                 received,
+                injected,
             } => (
                 KIND_RING_BROKEN,
                 0,
                 0,
-                [pack(epoch, port), received, 0, 0, 0, 0],
+                [pack(epoch, port), received, u64::from(injected), 0, 0, 0],
             ),
             ControlMessage::CreateLock { request_id } => (KIND_CREATE_LOCK, 0, request_id, [0; 6]),
             ControlMessage::AskLock { request_id, number } => (
@@ -699,6 +702,7 @@ impl ControlMessage {
                     port,
                     epoch,
                     received: arg1,
+                    injected: arg2 != 0,
                 }
             }
             KIND_CREATE_LOCK => ControlMessage::CreateLock { request_id },

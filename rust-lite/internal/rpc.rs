@@ -10,7 +10,10 @@
 //! and a sender whose ring is full waits (or gets `EAGAIN`), so nothing is
 //! ever overwritten or dropped. Calls to this node's own ports skip RDMA.
 
-use core::pin::Pin;
+use core::{
+    pin::Pin,
+    sync::atomic::{AtomicU32, Ordering},
+};
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
@@ -25,8 +28,8 @@ use super::{
     },
     rpc_port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     rpc_wire::{
-        check_port, Broken, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED, FLAG_ONE_WAY,
-        HEADER_LEN, MAX_MESSAGE_SIZE, MAX_PORTS, MAX_PORT_NAME, RING_SIZE,
+        check_port, Broken, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED, FLAG_FAULT_INJECTED,
+        FLAG_ONE_WAY, HEADER_LEN, MAX_MESSAGE_SIZE, MAX_PORTS, MAX_PORT_NAME, RING_SIZE,
     },
     MAX_NODES,
 };
@@ -129,6 +132,27 @@ fn view_of(ports: &mut KVec<PortView>, port: u32) -> &mut PortView {
     // PANIC: every port number reaching here passed `check_port`, and a
     // server node keeps a view for each of the `MAX_PORTS` ports.
     &mut ports[port as usize]
+}
+
+/// Node whose next request gets a header that lies about its length
+/// (fault injection through debugfs), or 0 for none.
+static BAD_HEADER_TO: AtomicU32 = AtomicU32::new(0);
+
+/// Makes the next request this node posts to `node` carry a header whose
+/// length disagrees with its bytes, flagged as injected, so that the server
+/// breaks the ring and its callers fail with `EPROTO`; 0 disarms.
+pub(crate) fn inject_bad_header(node: u32) {
+    BAD_HEADER_TO.store(node, Ordering::Relaxed);
+}
+
+/// Whether the request being posted to `node` is to carry a bad header
+/// (once per arming).
+fn take_bad_header(node: u32) -> bool {
+    node != 0
+        && BAD_HEADER_TO.load(Ordering::Relaxed) == node
+        && BAD_HEADER_TO
+            .compare_exchange(node, 0, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
 }
 
 /// Checks a message size.
@@ -266,6 +290,7 @@ impl Cluster {
                 port: port_number,
                 epoch: broken.epoch,
                 received: broken.received,
+                injected: broken.injected,
             };
             if let Err(e) = self.peer(node).and_then(|peer| peer.send(&report)) {
                 pr_err!(
@@ -545,6 +570,10 @@ impl Cluster {
             };
             if reservation.ack_wanted {
                 header.flags |= FLAG_ACK_WANTED;
+            }
+            if take_bad_header(node) {
+                header.len = header.len.wrapping_add(1);
+                header.flags |= FLAG_FAULT_INJECTED;
             }
             let imm = Imm::Request {
                 port: target.port,
@@ -949,6 +978,7 @@ impl Cluster {
                 port,
                 epoch,
                 received,
+                injected,
             } => {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
                     {
@@ -968,12 +998,21 @@ impl Cluster {
                         self.rpc
                             .slots
                             .fail_discarded(node, port, epoch, received, errno::EPROTO());
-                    pr_err!(
-                        "node {} discarded this node's requests to port {}: {} callers fail\n",
-                        node,
-                        port,
-                        failed
-                    );
+                    if injected {
+                        pr_notice!(
+                            "node {} discarded this node's faulty requests to port {} as injected: {} callers fail\n",
+                            node,
+                            port,
+                            failed
+                        );
+                    } else {
+                        pr_err!(
+                            "node {} discarded this node's requests to port {}: {} callers fail\n",
+                            node,
+                            port,
+                            failed
+                        );
+                    }
                 }
             }
             _ => {}

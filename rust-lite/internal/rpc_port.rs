@@ -21,8 +21,8 @@ use super::{
     ring::Ring,
     rpc_client::LocalCall,
     rpc_wire::{
-        Arrival, Broken, RequestHeader, RingFault, RingReader, FLAG_ACK_WANTED, HEADER_LEN,
-        MAX_MESSAGE_SIZE, MAX_PORT_NAME, RING_SIZE,
+        Arrival, Broken, RequestHeader, RingFault, RingReader, FLAG_ACK_WANTED,
+        FLAG_FAULT_INJECTED, HEADER_LEN, MAX_MESSAGE_SIZE, MAX_PORT_NAME, RING_SIZE,
     },
     MAX_NODES,
 };
@@ -68,6 +68,8 @@ pub(crate) struct ServerRing {
     pub(crate) reader: RingReader,
     /// The ring broke and its sender has not been told yet.
     unreported: Option<Broken>,
+    /// Why the ring last broke.
+    last_fault: Option<RingFault>,
 }
 
 impl ServerRing {
@@ -148,6 +150,7 @@ impl PortState {
                 memory,
                 reader: RingReader::new(RING_SIZE),
                 unreported: None,
+                last_fault: None,
             });
         }
         slot.as_mut().ok_or(ENOMEM)
@@ -187,6 +190,7 @@ impl PortState {
                 // the ring before the request is read.
                 match ring.read_header(offset) {
                     Ok(header) if u64::from(header.len) == len => return Ok(true),
+                    Ok(header) if header.flags & FLAG_FAULT_INJECTED != 0 => RingFault::Injected,
                     _ => RingFault::BadHeader,
                 }
             }
@@ -197,6 +201,7 @@ impl PortState {
                     epoch: ring.reader.epoch(),
                     received: ring.reader.consumed(),
                     discarded: 0,
+                    injected: ring.last_fault == Some(RingFault::Injected),
                 });
                 self.broken_rings |= node_bit(node as usize);
                 return Ok(false);
@@ -211,13 +216,22 @@ impl PortState {
     /// sender is to be told, so that their callers fail at once.
     fn break_ring(&mut self, node: usize, fault: RingFault) {
         if let Some(Some(ring)) = self.rings.get_mut(node) {
-            let broken = ring.reader.break_ring();
-            pr_err!(
-                "node {} corrupted its request ring ({:?}): discarding {} requests\n",
-                node,
-                fault,
-                broken.discarded
-            );
+            let broken = ring.reader.break_ring(fault);
+            ring.last_fault = Some(fault);
+            if broken.injected {
+                pr_notice!(
+                    "node {}'s request ring broken by fault injection: discarding {} requests\n",
+                    node,
+                    broken.discarded
+                );
+            } else {
+                pr_err!(
+                    "node {} corrupted its request ring ({:?}): discarding {} requests\n",
+                    node,
+                    fault,
+                    broken.discarded
+                );
+            }
             ring.unreported = Some(broken);
             self.broken_rings |= node_bit(node);
         }

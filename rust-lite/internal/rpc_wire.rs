@@ -106,6 +106,9 @@ pub(crate) const FLAG_ONE_WAY: u16 = 0x1;
 /// wants to hear once this message has been consumed (see
 /// [`RingReader::consume`]).
 pub(crate) const FLAG_ACK_WANTED: u16 = 0x4;
+/// `RequestHeader::flags`: the header lies about its length on purpose
+/// (fault injection through debugfs), so the ring's breaking is expected.
+pub(crate) const FLAG_FAULT_INJECTED: u16 = 0x8;
 
 /// The header in front of every message in a ring, little-endian:
 ///
@@ -299,6 +302,8 @@ pub(crate) enum RingFault {
     BadHeader,
     /// More was written than the ring holds unconsumed.
     Overrun,
+    /// A header lied about its length as asked by fault injection.
+    Injected,
 }
 
 /// What [`RingReader::arrive`] made of a write into the ring.
@@ -353,6 +358,8 @@ pub(crate) struct Broken {
     pub(crate) received: u64,
     /// Requests that had arrived and were discarded.
     pub(crate) discarded: u32,
+    /// The ring broke by fault injection.
+    pub(crate) injected: bool,
 }
 
 impl RingReader {
@@ -479,7 +486,7 @@ impl RingReader {
 
     /// Stops trusting the ring: every waiting request is discarded, and so
     /// is every write until [`RingReader::start_afresh`].
-    pub(crate) fn break_ring(&mut self) -> Broken {
+    pub(crate) fn break_ring(&mut self, fault: RingFault) -> Broken {
         let discarded = if self.broken { 0 } else { self.pending };
         self.broken = true;
         self.pending = 0;
@@ -488,6 +495,7 @@ impl RingReader {
             epoch: self.epoch,
             received: self.consumed,
             discarded,
+            injected: fault == RingFault::Injected,
         }
     }
 

@@ -1,6 +1,7 @@
 //! LITE's debugfs files in [`DEBUGFS_DIR`]: the node's counters as text
-//! ([`STATS_FILE`], parsed by [`parse_stats`]) and the QoS parameters
-//! ([`QosParam`]), which can be changed at run time.
+//! ([`STATS_FILE`], parsed by [`parse_stats`]), the QoS parameters
+//! ([`QosParam`]), which can be changed at run time, and the RPC fault
+//! injection switch ([`RPC_FAULT_FILE`]).
 //!
 //! The statistics file holds one item per line: `NAME VALUE` for each
 //! field of `struct lite_stats` (same names), then one line per operation
@@ -26,6 +27,13 @@ pub const DEBUGFS_DIR: &str = "/sys/kernel/debug/lite";
 
 /// The statistics file in [`DEBUGFS_DIR`].
 pub const STATS_FILE: &str = "stats";
+
+/// The RPC fault injection file in [`DEBUGFS_DIR`] (write-only): writing
+/// a node id N (decimal) makes the next RPC request this node posts to
+/// node N carry a header whose length disagrees with the bytes written,
+/// which breaks the ring it lands in; `0` disarms it, and an id of 64 or
+/// more is refused with `EINVAL`.
+pub const RPC_FAULT_FILE: &str = "rpc_fault_next";
 
 /// A QoS parameter: a file in [`DEBUGFS_DIR`] holding one decimal number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

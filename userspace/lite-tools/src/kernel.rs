@@ -285,6 +285,13 @@ pub trait Kernel: Sync {
     fn write_debugfs(&self, _name: &str, _text: &str) -> Option<std::io::Result<()>> {
         None
     }
+    /// Whether writing a node id to debugfs file
+    /// [`debugfs::RPC_FAULT_FILE`] makes this node's next RPC request to
+    /// that node carry a corrupt header (true only for the real kernel:
+    /// an in-memory model has no rings to corrupt).
+    fn injects_rpc_faults(&self) -> bool {
+        false
+    }
 }
 
 /// The real system calls.
@@ -575,6 +582,10 @@ impl Kernel for Syscalls {
 
     fn write_debugfs(&self, name: &str, text: &str) -> Option<std::io::Result<()>> {
         Some(debugfs::write_file(name, text))
+    }
+
+    fn injects_rpc_faults(&self) -> bool {
+        true
     }
 }
 

@@ -376,6 +376,12 @@
  * operation type and priority the operations, bytes, errors, time spent
  * throttled and a latency histogram, plus LMRs, mappings, connections,
  * RPC ports, locks and lock waits.
+ *
+ * For testing how callers learn of a corrupt RPC ring, writing a node id
+ * to /sys/kernel/debug/lite/rpc_fault_next (write-only; 0 disarms) makes
+ * the next request this node posts to that node carry a header whose
+ * length disagrees with its bytes: the server breaks the ring, and the
+ * calls whose requests it discarded return -EPROTO.
  */
 
 /* A distributed lock: the node that keeps it and its number there. */
