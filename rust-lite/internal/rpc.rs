@@ -326,8 +326,7 @@ impl Cluster {
         // written with an earlier view reaches the server ahead of the query.
         let (fresh, drops) = {
             let mut ports = server.ports.lock();
-            // PANIC: `check_port` above keeps `port` below `MAX_PORTS`.
-            let view = &mut ports[port as usize];
+            let view = view_of(&mut ports, port);
             let fresh = view.remote.is_none() && !view.querying;
             view.querying |= fresh;
             (fresh, view.drops)
@@ -337,8 +336,7 @@ impl Cluster {
             return answer.map(|remote| remote.max_size);
         }
         let mut ports = server.ports.lock();
-        // PANIC: as above.
-        let view = &mut ports[port as usize];
+        let view = view_of(&mut ports, port);
         view.querying = false;
         let max_size = answer.map(|remote| {
             let max_size = remote.max_size;
@@ -759,17 +757,19 @@ impl Cluster {
                 }
                 let taken = state.take(room)?;
                 let broken = state.broken();
+                let empty = match taken {
+                    Ok(taken) => break (taken, broken),
+                    Err(empty) => empty,
+                };
                 if broken.is_some() {
                     drop(state);
                     self.report_broken_rings(port_number, port, broken);
-                    state = port.state.lock();
-                }
-                match taken {
-                    Ok(taken) => break (taken, state.broken()),
-                    Err(Empty::TooLong) => return Err(errno::EMSGSIZE()),
                     // Something may have arrived while the lock was dropped.
-                    Err(Empty::Nothing) if broken.is_some() => continue,
-                    Err(Empty::Nothing) => {}
+                    state = port.state.lock();
+                    continue;
+                }
+                if let Empty::TooLong = empty {
+                    return Err(errno::EMSGSIZE());
                 }
                 if flags & RECV_NONBLOCK != 0 {
                     return Err(EAGAIN);
@@ -945,8 +945,7 @@ impl Cluster {
             ControlMessage::RingAck { port, consumed } => {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
                     let mut ports = server.ports.lock();
-                    // PANIC: `check_port` keeps `port` below `MAX_PORTS`.
-                    if let Some(remote) = ports[port as usize].remote.as_mut() {
+                    if let Some(remote) = view_of(&mut ports, port).remote.as_mut() {
                         remote.writer.acknowledge(consumed);
                     }
                     drop(ports);
@@ -969,8 +968,7 @@ impl Cluster {
             }
             ControlMessage::PortClosed { port } => {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
-                    // PANIC: `check_port` keeps `port` below `MAX_PORTS`.
-                    server.ports.lock()[port as usize].drop_remote();
+                    view_of(&mut server.ports.lock(), port).drop_remote();
                     server.room.notify_all();
                 }
             }
@@ -983,8 +981,7 @@ impl Cluster {
                 if let (Ok(server), Ok(port)) = (self.rpc.server(node), check_port(port)) {
                     {
                         let mut ports = server.ports.lock();
-                        // PANIC: `check_port` keeps `port` below `MAX_PORTS`.
-                        let view = &mut ports[port as usize];
+                        let view = view_of(&mut ports, port);
                         // A view of a later epoch is left alone: the report
                         // came late. Otherwise the drop also keeps an
                         // answer to a query under way, which may describe

@@ -68,8 +68,6 @@ pub(crate) struct ServerRing {
     pub(crate) reader: RingReader,
     /// The ring broke and its sender has not been told yet.
     unreported: Option<Broken>,
-    /// Why the ring last broke.
-    last_fault: Option<RingFault>,
 }
 
 impl ServerRing {
@@ -150,7 +148,6 @@ impl PortState {
                 memory,
                 reader: RingReader::new(RING_SIZE),
                 unreported: None,
-                last_fault: None,
             });
         }
         slot.as_mut().ok_or(ENOMEM)
@@ -197,12 +194,7 @@ impl PortState {
             Ok(Arrival::Discarded) => {
                 // Reported again for every discarded write, so that a sender
                 // that missed the first report learns of it all the same.
-                ring.unreported = Some(Broken {
-                    epoch: ring.reader.epoch(),
-                    received: ring.reader.consumed(),
-                    discarded: 0,
-                    injected: ring.last_fault == Some(RingFault::Injected),
-                });
+                ring.unreported = ring.reader.broken();
                 self.broken_rings |= node_bit(node as usize);
                 return Ok(false);
             }
@@ -217,7 +209,6 @@ impl PortState {
     fn break_ring(&mut self, node: usize, fault: RingFault) {
         if let Some(Some(ring)) = self.rings.get_mut(node) {
             let broken = ring.reader.break_ring(fault);
-            ring.last_fault = Some(fault);
             if broken.injected {
                 pr_notice!(
                     "node {}'s request ring broken by fault injection: discarding {} requests\n",

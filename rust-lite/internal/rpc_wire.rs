@@ -342,9 +342,9 @@ pub(crate) struct RingReader {
     wrap_at: Option<u64>,
     /// A consumed message asked for an acknowledgement not yet sent.
     ack_wanted: bool,
-    /// Found corrupt in this epoch: everything is discarded until the
-    /// sender starts afresh.
-    broken: bool,
+    /// Why the ring was found corrupt in this epoch, if it was: everything
+    /// is discarded until the sender starts afresh.
+    broken_by: Option<RingFault>,
     epoch: u32,
 }
 
@@ -373,7 +373,7 @@ impl RingReader {
             pending: 0,
             wrap_at: None,
             ack_wanted: false,
-            broken: false,
+            broken_by: None,
             epoch: 0,
         }
     }
@@ -386,7 +386,7 @@ impl RingReader {
     /// The write is not where the sender's next request goes, or does not
     /// fit: the caller breaks the ring with [`RingReader::break_ring`].
     pub(crate) fn arrive(&mut self, offset: u64, bytes: u64) -> Result<Arrival, RingFault> {
-        if self.broken {
+        if self.broken_by.is_some() {
             return Ok(Arrival::Discarded);
         }
         let len = bytes
@@ -402,11 +402,8 @@ impl RingReader {
             return Err(RingFault::Overrun);
         }
         if position != self.written {
-            // At most one lap end lies among the pending requests: a second
-            // would mean more than a ring's worth was written.
-            if self.wrap_at.is_some() {
-                return Err(RingFault::Overrun);
-            }
+            // The overrun check keeps a second lap end from lying among the
+            // pending requests: it would take more than a ring's worth.
             self.wrap_at = Some(self.written);
         }
         self.written = position + need;
@@ -487,21 +484,39 @@ impl RingReader {
     /// Stops trusting the ring: every waiting request is discarded, and so
     /// is every write until [`RingReader::start_afresh`].
     pub(crate) fn break_ring(&mut self, fault: RingFault) -> Broken {
-        let discarded = if self.broken { 0 } else { self.pending };
-        self.broken = true;
+        let discarded = if self.broken_by.is_some() {
+            0
+        } else {
+            self.pending
+        };
+        self.broken_by.get_or_insert(fault);
         self.pending = 0;
         self.wrap_at = None;
         Broken {
+            discarded,
+            ..self.report()
+        }
+    }
+
+    /// What the sender is told while the ring is broken.
+    fn report(&self) -> Broken {
+        Broken {
             epoch: self.epoch,
             received: self.consumed,
-            discarded,
-            injected: fault == RingFault::Injected,
+            discarded: 0,
+            injected: self.broken_by == Some(RingFault::Injected),
         }
+    }
+
+    /// What the sender is told while the ring is broken, or `None` while it
+    /// is not.
+    pub(crate) fn broken(&self) -> Option<Broken> {
+        self.broken_by.map(|_| self.report())
     }
 
     /// Whether the ring is broken.
     pub(crate) fn is_broken(&self) -> bool {
-        self.broken
+        self.broken_by.is_some()
     }
 
     /// The sender holds no view of the ring and has nothing in flight: a
@@ -510,8 +525,7 @@ impl RingReader {
     /// Everything consumed counts as acknowledged, since the sender is
     /// told so.
     pub(crate) fn start_afresh(&mut self) {
-        if self.broken {
-            self.broken = false;
+        if self.broken_by.take().is_some() {
             self.epoch = self.epoch.wrapping_add(1);
             self.written = self.consumed;
             self.pending = 0;
