@@ -6,22 +6,39 @@
 //! reports every failed check to KUnit with its location and expression.
 
 use core::ffi::c_char;
-use kernel::bindings;
+use kernel::{
+    bindings,
+    error::code::{ENOENT, ENOMEM},
+};
 
-use crate::internal::{
-    chunk::{
-        self, check_range, chunk_count, chunk_len, copy_pieces, pieces, pieces_in, CopyPiece,
-        Geometry, Piece, CHUNK_SIZE, MAX_LMR_SIZE,
+use crate::{
+    errno,
+    internal::{
+        atomics::wire::AtomicMessage,
+        barrier::{rounds::nodes_reached, wire::BarrierMessage},
+        cm_wire::{
+            self, Endpoint, Header, Hello, Kind, Message, WireError, HEADER_LEN, MAX_FRAME_LEN,
+        },
+        core::wire::{Frame, Status, MESSAGE_LEN},
+        locks::wire::LockMessage,
+        memory::{
+            chunk::{
+                self, check_range, chunk_count, chunk_len, copy_pieces, pieces, pieces_in,
+                CopyPiece, Geometry, Piece, CHUNK_SIZE, MAX_LMR_SIZE,
+            },
+            handle::Password,
+            ops_wire::MemoryOpMessage,
+            permission::Permission,
+            wire::MemoryMessage,
+        },
+        qos::stats::{Stats, STATS_LEN},
+        rpc::wire::RpcMessage,
+        sharing::{
+            names::{table_len, ChunkDescriptor, NameTable, Published, DESCRIPTOR_LEN},
+            wire::SharingMessage,
+        },
+        util::{address::parse_ipv4, handle, ring::Ring, slot_table::SlotTable},
     },
-    cm_wire::{self, Endpoint, Header, Hello, Kind, Message, WireError, HEADER_LEN, MAX_FRAME_LEN},
-    control_wire::{ControlMessage, MESSAGE_LEN},
-    handle,
-    names::{table_len, ChunkDescriptor, NameTable, Published, DESCRIPTOR_LEN},
-    nodes_reached, parse_ipv4,
-    permission::Permission,
-    ring::Ring,
-    slot_table::SlotTable,
-    stats::{Stats, STATS_LEN},
 };
 
 extern "C" {
@@ -207,38 +224,59 @@ kunit_case!(lite_test_slot_table_reuse_and_stale_ids, |c| {
 });
 
 kunit_case!(lite_test_control_wire_round_trip, |c| {
-    let messages = [
-        ControlMessage::AllocRequest {
+    macro_rules! round_trip {
+        ($message:expr, $family:ident) => {{
+            let message = $message;
+            let bytes = message.to_frame().encode();
+            check!(c, bytes.len() == MESSAGE_LEN);
+            let frame = Frame::decode(&bytes);
+            check!(c, frame.kind().family() == Some($family::FAMILY));
+            check!(c, $family::from_frame(&frame) == Some(message));
+        }};
+    }
+    round_trip!(
+        MemoryMessage::AllocRequest {
             request_id: 7,
             size: CHUNK_SIZE,
         },
-        ControlMessage::AllocReply {
+        MemoryMessage
+    );
+    round_trip!(
+        MemoryMessage::AllocReply {
             request_id: u64::MAX,
-            status: -12,
+            status: ENOMEM.into(),
             chunk_id: 0x1234_0000_0001,
             addr: 0xffff_8880_0000_0000,
             rkey: 0xdead_beef,
         },
-        ControlMessage::FreeRequest {
+        MemoryMessage
+    );
+    round_trip!(
+        MemoryMessage::FreeRequest {
             request_id: 0,
             chunk_id: 3,
         },
-        ControlMessage::StatusReply {
-            request_id: 9,
-            status: 0,
-        },
-        ControlMessage::Barrier {
+        MemoryMessage
+    );
+    round_trip!(
+        BarrierMessage::Entered {
             round: 100,
             reply_wanted: true,
         },
-        ControlMessage::MemsetRequest {
+        BarrierMessage
+    );
+    round_trip!(
+        MemoryOpMessage::MemsetRequest {
             request_id: 11,
             chunk_id: 0x7fff_ffff_ffff_ffff,
             offset: CHUNK_SIZE - 1,
             len: 1,
             byte: 0xff,
         },
-        ControlMessage::CopyRequest {
+        MemoryOpMessage
+    );
+    round_trip!(
+        MemoryOpMessage::CopyRequest {
             request_id: 12,
             src_chunk_id: 1 << 32 | 1,
             src_offset: 4095,
@@ -248,15 +286,21 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             dst_addr: u64::MAX - 1,
             dst_rkey: u32::MAX,
         },
-        ControlMessage::AskRequest {
+        MemoryOpMessage
+    );
+    round_trip!(
+        SharingMessage::AskRequest {
             request_id: 13,
             name: u64::MAX,
             permission: 0x1f,
             password: 0x0123_4567_89ab_cdef,
         },
-        ControlMessage::AskReply {
+        SharingMessage
+    );
+    round_trip!(
+        SharingMessage::AskReply {
             request_id: 14,
-            status: -2,
+            status: ENOENT.into(),
             lmr_id: 3 << 32 | 4,
             size: MAX_LMR_SIZE,
             granted: 0x13,
@@ -265,23 +309,35 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             chunk_size: 4096,
             lead: 4095,
         },
-        ControlMessage::RevokeRequest {
+        SharingMessage
+    );
+    round_trip!(
+        SharingMessage::RevokeRequest {
             request_id: 15,
             lmr_id: 9 << 32 | 1,
         },
-        ControlMessage::QueryPort {
+        SharingMessage
+    );
+    round_trip!(
+        RpcMessage::QueryPort {
             request_id: 19,
             port: 63,
             fresh: true,
         },
-        ControlMessage::QueryPort {
+        RpcMessage
+    );
+    round_trip!(
+        RpcMessage::QueryPort {
             request_id: 20,
             port: 0,
             fresh: false,
         },
-        ControlMessage::QueryPortReply {
+        RpcMessage
+    );
+    round_trip!(
+        RpcMessage::QueryPortReply {
             request_id: 19,
-            status: 0,
+            status: Status::OK,
             ring_addr: 0xffff_8880_1234_0000,
             ring_rkey: 0xdead_beef,
             ring_size: 1 << 20,
@@ -290,44 +346,68 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             written: 0x1_0000_1000,
             epoch: 0xffff_fffe,
         },
-        ControlMessage::RingAck {
+        RpcMessage
+    );
+    round_trip!(
+        RpcMessage::RingAck {
             port: 1,
             consumed: u64::MAX - 63,
         },
-        ControlMessage::RpcFailed {
+        RpcMessage
+    );
+    round_trip!(
+        RpcMessage::RpcFailed {
             slot: 63,
             generation: 0x3fff,
-            status: -104,
+            status: errno::ECONNRESET().into(),
         },
-        ControlMessage::PortClosed { port: 62 },
-        ControlMessage::RingBroken {
+        RpcMessage
+    );
+    round_trip!(RpcMessage::PortClosed { port: 62 }, RpcMessage);
+    round_trip!(
+        RpcMessage::RingBroken {
             port: 5,
             epoch: 7,
             received: 0x2_0000_0000,
             injected: true,
         },
-        ControlMessage::CreateLock { request_id: 21 },
-        ControlMessage::AskLock {
+        RpcMessage
+    );
+    round_trip!(LockMessage::CreateLock { request_id: 21 }, LockMessage);
+    round_trip!(
+        LockMessage::AskLock {
             request_id: 22,
             number: 4095,
         },
-        ControlMessage::LockReply {
+        LockMessage
+    );
+    round_trip!(
+        LockMessage::LockReply {
             request_id: 23,
-            status: -2,
+            status: ENOENT.into(),
             number: 7,
             addr: 0xffff_8880_0001_0008,
             rkey: 0x1234_5678,
         },
-        ControlMessage::ReserveLock {
+        LockMessage
+    );
+    round_trip!(
+        LockMessage::ReserveLock {
             number: 3,
             ticket: u64::MAX,
             waiter: 0x0001_0000_0002,
         },
-        ControlMessage::ReleaseLock {
+        LockMessage
+    );
+    round_trip!(
+        LockMessage::ReleaseLock {
             number: 0,
             ticket: 2,
         },
-        ControlMessage::AtomicRequest {
+        LockMessage
+    );
+    round_trip!(
+        AtomicMessage::AtomicRequest {
             request_id: 24,
             addr: 0xffff_8880_0002_0010,
             rkey: 0xabcd,
@@ -335,75 +415,63 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             compare: u64::MAX,
             swap: 1,
         },
-        ControlMessage::AtomicReply {
+        AtomicMessage
+    );
+    round_trip!(
+        AtomicMessage::AtomicReply {
             request_id: 25,
-            status: 0,
+            status: Status::OK,
             old: 1 << 63,
         },
-        ControlMessage::AssignLock {
+        AtomicMessage
+    );
+    round_trip!(
+        LockMessage::AssignLock {
             home: 63,
             number: u32::MAX,
             ticket: 5,
             waiter: 9,
         },
-    ];
-    for message in messages {
-        let bytes = message.encode();
-        check!(c, bytes.len() == MESSAGE_LEN);
-        check!(c, ControlMessage::decode(&bytes) == Ok(message));
-    }
-    let mut bytes = ControlMessage::Barrier {
+        LockMessage
+    );
+    // A message of one family is not another's, and unknown kinds are refused.
+    let barrier = BarrierMessage::Entered {
         round: 1,
         reply_wanted: false,
     }
-    .encode();
-    bytes[0] = 99;
-    check!(c, ControlMessage::decode(&bytes).is_err());
+    .to_frame();
+    check!(c, MemoryMessage::from_frame(&barrier).is_none());
+    let mut bytes = barrier.encode();
+    bytes[1] = 99;
+    let unknown = Frame::decode(&bytes);
+    check!(c, unknown.kind().family().is_none());
+    check!(c, BarrierMessage::from_frame(&unknown).is_none());
+    // Status-only replies carry their outcome; requests want a reply only
+    // with an id.
+    let status = Frame::status_reply(5, ENOENT.into());
+    check!(c, status.request_id() == 5);
+    check!(c, status.status().to_result() == Err(ENOENT));
     check!(
         c,
-        ControlMessage::StatusReply {
-            request_id: 5,
-            status: 0
-        }
-        .reply_id()
-            == Some(5)
+        Frame::status_reply(5, Status::OK)
+            .status()
+            .to_result()
+            .is_ok()
     );
-    check!(
-        c,
-        ControlMessage::RevokeRequest {
-            request_id: 6,
-            lmr_id: 1
-        }
-        .request_id()
-            == Some(6)
-    );
-    check!(
-        c,
-        ControlMessage::FreeRequest {
-            request_id: 0,
-            chunk_id: 1
-        }
-        .request_id()
-        .is_none()
-    );
-    check!(
-        c,
-        ControlMessage::RevokeRequest {
-            request_id: 6,
-            lmr_id: 1
-        }
-        .reply_id()
-        .is_none()
-    );
-    check!(
-        c,
-        ControlMessage::Barrier {
-            round: 5,
-            reply_wanted: false
-        }
-        .reply_id()
-        .is_none()
-    );
+    check!(c, !status.wants_reply());
+    let revoke = SharingMessage::RevokeRequest {
+        request_id: 6,
+        lmr_id: 1,
+    }
+    .to_frame();
+    check!(c, revoke.wants_reply());
+    let free = MemoryMessage::FreeRequest {
+        request_id: 0,
+        chunk_id: 1,
+    }
+    .to_frame();
+    check!(c, !free.wants_reply());
+    check!(c, !barrier.wants_reply());
 });
 
 kunit_case!(lite_test_cm_wire_round_trip, |c| {
@@ -580,7 +648,7 @@ kunit_case!(lite_test_name_table, |c| {
         name,
         lmr_id,
         permission: Permission::READ,
-        password: 7,
+        password: Password::from_raw(7),
         value: name as u32,
     };
     let mut table = NameTable::new();
@@ -807,7 +875,9 @@ kunit_case!(lite_test_memory_api_before_join, |c| {
 });
 
 kunit_case!(lite_test_rpc_immediates, |c| {
-    use crate::internal::rpc_wire::{next_generation, Imm, MAX_PORTS, RING_ALIGN, RING_SIZE};
+    use crate::internal::rpc::ring_protocol::{
+        next_generation, Imm, MAX_PORTS, RING_ALIGN, RING_SIZE,
+    };
     let request = Imm::Request {
         port: MAX_PORTS - 1,
         offset: RING_SIZE - RING_ALIGN,
@@ -870,7 +940,7 @@ kunit_case!(lite_test_rpc_immediates, |c| {
 });
 
 kunit_case!(lite_test_rpc_header, |c| {
-    use crate::internal::rpc_wire::{footprint, RequestHeader, FLAG_ONE_WAY, HEADER_LEN};
+    use crate::internal::rpc::ring_protocol::{footprint, RequestHeader, FLAG_ONE_WAY, HEADER_LEN};
     let header = RequestHeader {
         len: 262_144,
         flags: FLAG_ONE_WAY,
@@ -891,7 +961,9 @@ kunit_case!(lite_test_rpc_header, |c| {
 });
 
 kunit_case!(lite_test_rpc_ring_space, |c| {
-    use crate::internal::rpc_wire::{footprint, Arrival, RingReader, RingWriter, HEADER_LEN};
+    use crate::internal::rpc::ring_protocol::{
+        footprint, Arrival, RingReader, RingWriter, HEADER_LEN,
+    };
     let size = 1024;
     let header = HEADER_LEN as u64;
     let (Some(mut writer), mut reader) = (RingWriter::resuming(size, 0, 0), RingReader::new(size))
@@ -960,7 +1032,7 @@ kunit_case!(lite_test_rpc_ring_space, |c| {
 });
 
 kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
-    use crate::internal::rpc_wire::{footprint, RingReader, RingWriter, HEADER_LEN};
+    use crate::internal::rpc::ring_protocol::{footprint, RingReader, RingWriter, HEADER_LEN};
     let size = 4096;
     let step = footprint(224);
     let bytes = HEADER_LEN as u64 + 224;
@@ -1024,7 +1096,7 @@ kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
 });
 
 kunit_case!(lite_test_rpc_ring_interleaving, |c| {
-    use crate::internal::rpc_wire::{
+    use crate::internal::rpc::ring_protocol::{
         footprint, Arrival, RingFault, RingReader, RingWriter, HEADER_LEN, MAX_MESSAGE_SIZE,
         RING_SIZE,
     };
@@ -1223,7 +1295,7 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
 });
 
 kunit_case!(lite_test_lock_hand_over, |c| {
-    use crate::internal::lock_home::{HandOver, Reservation};
+    use crate::internal::locks::home::{HandOver, Reservation};
     let r = |node, ticket| Reservation {
         node,
         ticket,
@@ -1282,7 +1354,7 @@ kunit_case!(lite_test_barrier_reuse, |c| {
 });
 
 kunit_case!(lite_test_qos_decisions, |c| {
-    use crate::internal::qos::{decide, Decision, Params};
+    use crate::internal::qos::admission::{decide, Decision, Params};
     let on = Params {
         enabled: true,
         window_us: 200,
@@ -1307,7 +1379,7 @@ kunit_case!(lite_test_qos_decisions, |c| {
 });
 
 kunit_case!(lite_test_op_latency_buckets, |c| {
-    use crate::internal::op_stats::{latency_bucket, LATENCY_BUCKETS};
+    use crate::internal::qos::op_stats::{latency_bucket, LATENCY_BUCKETS};
     check!(c, latency_bucket(0) == 0);
     check!(c, latency_bucket(1) == 0);
     check!(c, latency_bucket(2) == 1);
@@ -1323,7 +1395,7 @@ kunit_case!(lite_test_sync_api_before_join, |c| {
     use crate::api::kernel_api::*;
     let enotconn = -(bindings::ENOTCONN as i32);
     let mut old = 0u64;
-    let mut lock = LiteLock::from(crate::internal::lock::LockId { home: 1, number: 0 });
+    let mut lock = LiteLock::from(crate::internal::locks::lockers::LockId { home: 1, number: 0 });
     // SAFETY: `old` and `lock` are valid for the calls.
     unsafe {
         check!(c, liteapi_rdma_fetch_and_add(1, &mut old, 1, 0) == enotconn);

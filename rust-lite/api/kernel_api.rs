@@ -10,14 +10,26 @@
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use kernel::{error::from_result, prelude::*};
 
-use crate::internal::{
-    async_io::{AsyncBuffer, AsyncKind, KernelBuffer},
-    atomics::AtomicOp,
-    lock::LockId,
-    node, parse_ipv4,
-    priority::Priority,
-    rpc::Target,
-    Direction, KernelSink, KernelSource,
+use crate::{
+    internal::{
+        async_io::{
+            op::{AsyncBuffer, AsyncKind},
+            AsyncDataOp,
+        },
+        atomics::AtomicOp,
+        locks::lockers::LockId,
+        memory::{
+            handle::{LmrHandle, Password},
+            registration::KernelRegion,
+            transfer::{Direction, KernelSink, KernelSource},
+            DataOp,
+        },
+        node,
+        qos::priority::Priority,
+        rpc::Target,
+        util::address::parse_ipv4,
+    },
+    verbs::{KernelBuffer, PinnedPages},
 };
 
 /// Joins the cluster whose manager listens on `server_ip:eth_port`, using
@@ -51,13 +63,13 @@ pub(crate) unsafe extern "C" fn liteapi_establish_conn(
 /// This node's id.
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_get_node_id() -> c_int {
-    from_result(|| Ok(node()?.cluster()?.node_id as c_int))
+    from_result(|| Ok(node()?.cluster()?.core.node_id() as c_int))
 }
 
 /// Number of nodes this node is connected to, itself included.
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_get_total_node() -> c_int {
-    from_result(|| Ok(node()?.cluster()?.total_nodes() as c_int))
+    from_result(|| Ok(node()?.cluster()?.core.total_nodes() as c_int))
 }
 
 /// Allocates an LMR of `size` bytes on `node_id` (0: spread over the other
@@ -71,9 +83,12 @@ pub(crate) extern "C" fn liteapi_alloc_remote_mem(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let handle =
-            cluster.alloc_remote(&cluster.kernel_process, node_id, size, flags, password)?;
-        c_long::try_from(handle).map_err(|_| EINVAL)
+        let password = Password::from_raw(password);
+        let process = &cluster.kernel_process;
+        let handle = cluster
+            .memory
+            .alloc_remote(process, node_id, size, flags, password)?;
+        c_long::try_from(handle.raw()).map_err(|_| EINVAL)
     })
 }
 
@@ -133,16 +148,15 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_write_offset(
         // SAFETY: Guaranteed by the caller.
         let data = unsafe { kernel_slice(buf, size) }?;
         let mut source = KernelSource { rest: data };
-        let direction = Direction::Write(&mut source);
-        cluster.transfer(
-            &cluster.kernel_process,
-            lh,
-            direction,
-            size,
+        let write = DataOp {
+            handle: LmrHandle::from_raw(lh),
+            direction: Direction::Write(&mut source),
+            len: size,
             offset,
             priority,
-            password,
-        )?;
+            password: Password::from_raw(password),
+        };
+        cluster.memory.transfer(&cluster.kernel_process, write)?;
         Ok(0)
     })
 }
@@ -167,16 +181,15 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
         // SAFETY: Guaranteed by the caller.
         let data = unsafe { kernel_slice_mut(buf, size) }?;
         let mut sink = KernelSink { rest: data };
-        let direction = Direction::Read(&mut sink);
-        cluster.transfer(
-            &cluster.kernel_process,
-            lh,
-            direction,
-            size,
+        let read = DataOp {
+            handle: LmrHandle::from_raw(lh),
+            direction: Direction::Read(&mut sink),
+            len: size,
             offset,
             priority,
-            password,
-        )?;
+            password: Password::from_raw(password),
+        };
+        cluster.memory.transfer(&cluster.kernel_process, read)?;
         Ok(0)
     })
 }
@@ -186,7 +199,9 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
 pub(crate) extern "C" fn liteapi_free(lh: u64) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        cluster.free(&cluster.kernel_process, lh)?;
+        cluster
+            .sharing
+            .free(&cluster.kernel_process, LmrHandle::from_raw(lh))?;
         Ok(0)
     })
 }
@@ -208,7 +223,10 @@ pub(crate) extern "C" fn liteapi_remote_memset(
     from_result(|| {
         let cluster = node()?.cluster()?;
         let byte = u32::try_from(byte).map_err(|_| EINVAL)?;
-        cluster.memset(&cluster.kernel_process, lh, offset, size, byte)?;
+        let lh = LmrHandle::from_raw(lh);
+        cluster
+            .memory_ops
+            .memset(&cluster.kernel_process, lh, offset, size, byte)?;
         Ok(0)
     })
 }
@@ -225,7 +243,10 @@ pub(crate) extern "C" fn liteapi_rdma_mr_memcpy(
     from_result(|| {
         let cluster = node()?.cluster()?;
         let process = &cluster.kernel_process;
-        cluster.copy(process, src_lh, src_offset, dst_lh, dst_offset, size, false)?;
+        let (src_lh, dst_lh) = (LmrHandle::from_raw(src_lh), LmrHandle::from_raw(dst_lh));
+        cluster
+            .memory_ops
+            .copy(process, src_lh, src_offset, dst_lh, dst_offset, size, false)?;
         Ok(0)
     })
 }
@@ -242,7 +263,10 @@ pub(crate) extern "C" fn liteapi_rdma_mr_memmov(
     from_result(|| {
         let cluster = node()?.cluster()?;
         let process = &cluster.kernel_process;
-        cluster.copy(process, src_lh, src_offset, dst_lh, dst_offset, size, true)?;
+        let (src_lh, dst_lh) = (LmrHandle::from_raw(src_lh), LmrHandle::from_raw(dst_lh));
+        cluster
+            .memory_ops
+            .copy(process, src_lh, src_offset, dst_lh, dst_offset, size, true)?;
         Ok(0)
     })
 }
@@ -265,14 +289,14 @@ pub(crate) unsafe extern "C" fn liteapi_wrapup_alloc_for_remote_access(
         // SAFETY: Guaranteed by the caller.
         let bytes = unsafe { kernel_slice(data, size) }?;
         let mut source = KernelSource { rest: bytes };
-        let handle = cluster.wrap_alloc(
+        let handle = cluster.sharing.wrap_alloc(
             &cluster.kernel_process,
             &mut source,
             size,
             identifier,
-            password,
+            Password::from_raw(password),
         )?;
-        c_long::try_from(handle).map_err(|_| EINVAL)
+        c_long::try_from(handle.raw()).map_err(|_| EINVAL)
     })
 }
 
@@ -286,12 +310,12 @@ pub(crate) extern "C" fn liteapi_add_askmr_table(
 ) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        cluster.publish(
+        cluster.sharing.publish(
             &cluster.kernel_process,
             identifier,
-            lh,
+            LmrHandle::from_raw(lh),
             permission,
-            password,
+            Password::from_raw(password),
         )?;
         Ok(0)
     })
@@ -307,14 +331,14 @@ pub(crate) extern "C" fn liteapi_ask_mr(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let handle = cluster.ask_lmr(
+        let handle = cluster.sharing.ask_lmr(
             &cluster.kernel_process,
             owner,
             identifier,
             permission,
-            password,
+            Password::from_raw(password),
         )?;
-        c_long::try_from(handle).map_err(|_| EINVAL)
+        c_long::try_from(handle.raw()).map_err(|_| EINVAL)
     })
 }
 
@@ -323,7 +347,9 @@ pub(crate) extern "C" fn liteapi_ask_mr(
 pub(crate) extern "C" fn liteapi_umap_lmr(lh: u64) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        cluster.umap(&cluster.kernel_process, lh)?;
+        cluster
+            .sharing
+            .umap(&cluster.kernel_process, LmrHandle::from_raw(lh))?;
         Ok(0)
     })
 }
@@ -348,16 +374,16 @@ unsafe fn submit_async(
         let len = usize::try_from(size).map_err(|_| EINVAL)?;
         // SAFETY: Guaranteed by the caller.
         let buffer = unsafe { KernelBuffer::new(buf.cast::<u8>(), len) }?;
-        let id = cluster.submit_async(
-            &cluster.kernel_process,
-            lh,
+        let op = AsyncDataOp {
+            handle: LmrHandle::from_raw(lh),
             kind,
-            AsyncBuffer::Kernel(buffer),
-            size,
+            buf: AsyncBuffer::Kernel(buffer),
+            len: size,
             offset,
             priority,
-            password,
-        )?;
+            password: Password::from_raw(password),
+        };
+        let id = cluster.async_io.submit_async(&cluster.kernel_process, op)?;
         c_long::try_from(id).map_err(|_| EINVAL)
     })
 }
@@ -419,7 +445,9 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_asyread_offset(
 pub(crate) extern "C" fn liteapi_rdma_asywait(op: u64, flags: c_uint) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        cluster.async_wait(&cluster.kernel_process, op, flags)?;
+        cluster
+            .async_io
+            .async_wait(&cluster.kernel_process, op, flags)?;
         Ok(0)
     })
 }
@@ -430,7 +458,7 @@ pub(crate) extern "C" fn liteapi_rdma_asywait(op: u64, flags: c_uint) -> c_int {
 pub(crate) extern "C" fn liteapi_rdma_asyfence() -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        cluster.fence(&cluster.kernel_process)?;
+        cluster.async_io.fence(&cluster.kernel_process)?;
         Ok(0)
     })
 }
@@ -453,17 +481,20 @@ pub(crate) unsafe extern "C" fn liteapi_register_lmr_with_virt_addr(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        // SAFETY: Guaranteed by the caller.
-        let handle = unsafe {
-            cluster.register_kernel(
-                &cluster.kernel_process,
-                addr.cast::<u8>(),
-                size,
-                permission,
-                password,
-            )
-        }?;
-        c_long::try_from(handle).map_err(|_| EINVAL)
+        let region = KernelRegion::new(addr as usize, size, permission)?;
+        let start = addr.cast::<u8>().wrapping_sub(addr as usize - region.start);
+        // SAFETY: `start` is the page-aligned start of the caller's memory,
+        // which is directly mapped or vmalloc memory that stays allocated
+        // until its LMR is deregistered with its memory released (the
+        // caller's contract); `region.count` pages cover it.
+        let pages =
+            unsafe { PinnedPages::kernel(&cluster.core.device().device, start, region.count) }?;
+        let process = &cluster.kernel_process;
+        let password = Password::from_raw(password);
+        let handle = cluster
+            .registration
+            .register_kernel(process, &region, pages, password)?;
+        c_long::try_from(handle.raw()).map_err(|_| EINVAL)
     })
 }
 
@@ -471,7 +502,7 @@ pub(crate) unsafe extern "C" fn liteapi_register_lmr_with_virt_addr(
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_dist_barrier(num: c_uint) -> c_int {
     from_result(|| {
-        node()?.cluster()?.dist_barrier(num)?;
+        node()?.cluster()?.barrier.dist_barrier(num)?;
         Ok(0)
     })
 }
@@ -504,7 +535,10 @@ unsafe fn kernel_atomic(lh: u64, out: *mut u64, op: AtomicOp, priority: c_uint) 
             return Err(EINVAL);
         }
         let cluster = node()?.cluster()?;
-        let old = cluster.atomic(&cluster.kernel_process, lh, op, priority)?;
+        let lh = LmrHandle::from_raw(lh);
+        let old = cluster
+            .atomics
+            .atomic(&cluster.kernel_process, lh, op, priority)?;
         // SAFETY: Non-null and writable by the caller's contract.
         unsafe { out.write(old) };
         Ok(0)
@@ -560,7 +594,7 @@ pub(crate) unsafe extern "C" fn liteapi_create_lock(home: c_uint, lock: *mut Lit
         if lock.is_null() {
             return Err(EINVAL);
         }
-        let id = node()?.cluster()?.create_lock(home)?;
+        let id = node()?.cluster()?.locks.create_lock(home)?;
         // SAFETY: Non-null and writable by the caller's contract.
         unsafe { lock.write(id.into()) };
         c_int::try_from(id.number).map_err(|_| EINVAL)
@@ -582,7 +616,7 @@ pub(crate) unsafe extern "C" fn liteapi_ask_lock(
         if lock.is_null() {
             return Err(EINVAL);
         }
-        let id = node()?.cluster()?.ask_lock(home, number)?;
+        let id = node()?.cluster()?.locks.ask_lock(home, number)?;
         // SAFETY: Non-null and writable by the caller's contract.
         unsafe { lock.write(id.into()) };
         Ok(0)
@@ -616,7 +650,7 @@ pub(crate) unsafe extern "C" fn liteapi_lock(lock: *const LiteLock) -> c_int {
     from_result(|| {
         // SAFETY: Guaranteed by the caller.
         let id = unsafe { lock_id(lock) }?;
-        node()?.cluster()?.lock(id)?;
+        node()?.cluster()?.locks.lock(id)?;
         Ok(0)
     })
 }
@@ -631,7 +665,7 @@ pub(crate) unsafe extern "C" fn liteapi_unlock(lock: *const LiteLock) -> c_int {
     from_result(|| {
         // SAFETY: Guaranteed by the caller.
         let id = unsafe { lock_id(lock) }?;
-        node()?.cluster()?.unlock(id)?;
+        node()?.cluster()?.locks.unlock(id)?;
         Ok(0)
     })
 }
@@ -672,7 +706,9 @@ pub(crate) unsafe extern "C" fn liteapi_register_application(
         // SAFETY: Guaranteed by the caller.
         let name = unsafe { kernel_slice(name.cast::<c_void>(), name_len) }?;
         let owner = cluster.kernel_process.tgid;
-        cluster.register_application(owner, port, max_size, name)?;
+        cluster
+            .rpc
+            .register_application(owner, port, max_size, name)?;
         Ok(0)
     })
 }
@@ -682,7 +718,9 @@ pub(crate) unsafe extern "C" fn liteapi_register_application(
 pub(crate) extern "C" fn liteapi_unregister_application(port: c_uint) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        cluster.unregister_application(cluster.kernel_process.tgid, port)?;
+        cluster
+            .rpc
+            .unregister_application(cluster.kernel_process.tgid, port)?;
         Ok(0)
     })
 }
@@ -692,7 +730,7 @@ pub(crate) extern "C" fn liteapi_unregister_application(port: c_uint) -> c_int {
 pub(crate) extern "C" fn liteapi_query_port(node_id: c_uint, port: c_uint) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        Ok(cluster.query_port(node_id, port)? as c_long)
+        Ok(cluster.rpc.query_port(node_id, port)? as c_long)
     })
 }
 
@@ -720,7 +758,7 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
         let message = unsafe { kernel_slice(msg, size) }?;
         // SAFETY: Guaranteed by the caller.
         let out = unsafe { kernel_slice_mut(reply, max_reply) }?;
-        let answer = cluster.call(node_id, &target, message, max_reply)?;
+        let answer = cluster.rpc.call(node_id, &target, message, max_reply)?;
         deliver(out, &answer)?;
         Ok(answer.len() as c_long)
     })
@@ -744,7 +782,7 @@ pub(crate) unsafe extern "C" fn liteapi_send(
             Target::unpack(port_priority)?.with_default(&cluster.kernel_process.default_priority);
         // SAFETY: Guaranteed by the caller.
         let message = unsafe { kernel_slice(msg, size) }?;
-        cluster.send_one_way(node_id, &target, message)?;
+        cluster.rpc.send_one_way(node_id, &target, message)?;
         Ok(0)
     })
 }
@@ -772,8 +810,9 @@ pub(crate) unsafe extern "C" fn liteapi_receive_message(
         // SAFETY: Guaranteed by the caller.
         let out = unsafe { kernel_slice_mut(buf, max_size) }?;
         let process = &cluster.kernel_process;
-        let (len, id) =
-            cluster.receive(process, port, max_size, flags, |data| deliver(out, data))?;
+        let (len, id) = cluster
+            .rpc
+            .receive(process, port, max_size, flags, |data| deliver(out, data))?;
         // SAFETY: Non-null and writable by the caller's contract.
         unsafe { descriptor.write(id) };
         Ok(len as c_long)
@@ -795,7 +834,9 @@ pub(crate) unsafe extern "C" fn liteapi_reply_message(
         let cluster = node()?.cluster()?;
         // SAFETY: Guaranteed by the caller.
         let reply = unsafe { kernel_slice(buf, size) }?;
-        cluster.reply(&cluster.kernel_process, descriptor, reply)?;
+        cluster
+            .rpc
+            .reply(&cluster.kernel_process, descriptor, reply)?;
         Ok(0)
     })
 }
@@ -840,7 +881,7 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_multicast(
         let total = (count as u64).checked_mul(max_reply).ok_or(EINVAL)?;
         // SAFETY: Guaranteed by the caller.
         let out = unsafe { kernel_slice_mut(replies, total) }?;
-        let results = cluster.multicast(nodes, &target, message, max_reply)?;
+        let results = cluster.rpc.multicast(nodes, &target, message, max_reply)?;
         let mut replied = 0;
         for (i, result) in results.iter().enumerate() {
             let room = max_reply as usize;

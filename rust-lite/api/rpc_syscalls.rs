@@ -13,9 +13,11 @@ use kernel::{
 use super::syscalls::caller;
 use crate::internal::{
     node,
-    rpc::Target,
-    rpc_wire::{MAX_MESSAGE_SIZE, MAX_PORT_NAME},
-    Cluster, MAX_NODES,
+    rpc::{
+        ring_protocol::{MAX_MESSAGE_SIZE, MAX_PORT_NAME},
+        Target,
+    },
+    MAX_NODES,
 };
 
 /// Copies a request of `size` bytes (1 to `LITE_MAX_MESSAGE_SIZE`) in.
@@ -89,7 +91,9 @@ pub(crate) extern "C" fn lite_rs_register_application(
         let mut text = [0u8; MAX_PORT_NAME];
         let text = &mut text[..name_len as usize];
         UserSlice::new(name, text.len()).reader().read_slice(text)?;
-        cluster.register_application(process.tgid, port, max_size, text)?;
+        cluster
+            .rpc
+            .register_application(process.tgid, port, max_size, text)?;
         Ok(0)
     })
 }
@@ -99,7 +103,7 @@ pub(crate) extern "C" fn lite_rs_register_application(
 pub(crate) extern "C" fn lite_rs_unregister_application(port: u32) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.unregister_application(process.tgid, port)?;
+        cluster.rpc.unregister_application(process.tgid, port)?;
         Ok(0)
     })
 }
@@ -109,12 +113,12 @@ pub(crate) extern "C" fn lite_rs_unregister_application(port: u32) -> c_long {
 pub(crate) extern "C" fn lite_rs_query_port(node_id: u32, port: u32) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        Ok(cluster.query_port(node_id, port)? as c_long)
+        Ok(cluster.rpc.query_port(node_id, port)? as c_long)
     })
 }
 
 /// The target of a send by the calling process, with its default priority.
-fn caller_target(cluster: &Cluster, port_priority: u32) -> Result<Target> {
+fn caller_target(cluster: &crate::internal::Cluster, port_priority: u32) -> Result<Target> {
     let process = cluster.current_process()?;
     Ok(Target::unpack(port_priority)?.with_default(&process.default_priority))
 }
@@ -137,7 +141,7 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm(
         }
         let room = reply_room(reply, max_reply)?;
         let message = read_message(msg, size)?;
-        let answer = cluster.call(node_id, &target, &message, room)?;
+        let answer = cluster.rpc.call(node_id, &target, &message, room)?;
         write_out(reply, &answer)?;
         Ok(answer.len() as c_long)
     })
@@ -155,12 +159,12 @@ pub(crate) extern "C" fn lite_rs_send(
         let cluster = node()?.cluster()?;
         let target = caller_target(cluster, port_priority)?;
         let message = read_message(msg, size)?;
-        cluster.send_one_way(node_id, &target, &message)?;
+        cluster.rpc.send_one_way(node_id, &target, &message)?;
         Ok(0)
     })
 }
 
-/// Receives into user memory; see [`crate::internal::Cluster::receive`].
+/// Receives into user memory; see [`Rpc::receive`](crate::internal::rpc::Rpc::receive).
 fn receive_to_user(
     port: u32,
     buf: UserPtr,
@@ -172,8 +176,9 @@ fn receive_to_user(
     // Fail before taking a message if the descriptor cannot be stored.
     let descriptor_out = UserSlice::new(descriptor, 8);
     descriptor_out.writer().write_slice(&0u64.to_ne_bytes())?;
-    let (len, id) =
-        cluster.receive(&process, port, max_size, flags, |data| write_out(buf, data))?;
+    let (len, id) = cluster
+        .rpc
+        .receive(&process, port, max_size, flags, |data| write_out(buf, data))?;
     UserSlice::new(descriptor, 8)
         .writer()
         .write_slice(&id.to_ne_bytes())?;
@@ -198,7 +203,7 @@ pub(crate) extern "C" fn lite_rs_reply_message(buf: UserPtr, size: u64, descript
     from_result(|| {
         let (cluster, process) = caller()?;
         let reply = read_reply(buf, size)?;
-        cluster.reply(&process, descriptor, &reply)?;
+        cluster.rpc.reply(&process, descriptor, &reply)?;
         Ok(0)
     })
 }
@@ -225,7 +230,7 @@ pub(crate) extern "C" fn lite_rs_reply_and_receive_message(
         {
             let (cluster, process) = caller()?;
             let reply = read_reply(buf, size)?;
-            cluster.reply(&process, descriptor, &reply)?;
+            cluster.rpc.reply(&process, descriptor, &reply)?;
         }
         let descriptor_field = next.checked_add(16).ok_or(EFAULT)?;
         let recv_buf = UserPtr::try_from(recv_buf).map_err(|_| EFAULT)?;
@@ -283,7 +288,7 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
             .writer()
             .write_slice(&zeros)?;
         let message = read_message(to_ptr(msg)?, size)?;
-        let results = cluster.multicast(&nodes, &target, &message, room)?;
+        let results = cluster.rpc.multicast(&nodes, &target, &message, room)?;
         let mut replied = 0;
         for (i, result) in results.iter().enumerate() {
             let length = match result {

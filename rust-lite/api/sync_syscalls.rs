@@ -13,11 +13,14 @@ use kernel::{
 use super::syscalls::caller;
 use crate::internal::{
     atomics::AtomicOp,
-    lock::LockId,
+    locks::lockers::LockId,
+    memory::handle::LmrHandle,
     node,
-    op_stats::{self, TextBuffer},
-    priority::Priority,
-    qos::{self, Param},
+    qos::{
+        admission::{self, Param},
+        op_stats::{self, TextBuffer},
+        priority::Priority,
+    },
 };
 
 /// Bytes of `struct lite_lock`.
@@ -57,7 +60,9 @@ fn write_lock(ptr: UserPtr, id: LockId) -> Result {
 fn atomic(handle: u64, old: UserPtr, op: AtomicOp, priority: u32) -> Result<c_long> {
     let (cluster, process) = caller()?;
     write_u64(old, 0)?;
-    let value = cluster.atomic(&process, handle, op, priority)?;
+    let value = cluster
+        .atomics
+        .atomic(&process, LmrHandle::from_raw(handle), op, priority)?;
     write_u64(old, value)?;
     Ok(0)
 }
@@ -98,7 +103,7 @@ pub(crate) extern "C" fn lite_rs_create_lock(home: u32, lock: UserPtr) -> c_long
         let (cluster, _) = caller()?;
         // Checked first: a lock that cannot be reported would be lost.
         write_lock(lock, LockId { home, number: 0 })?;
-        let id = cluster.create_lock(home)?;
+        let id = cluster.locks.create_lock(home)?;
         write_lock(lock, id)?;
         Ok(c_long::from(id.number))
     })
@@ -109,7 +114,7 @@ pub(crate) extern "C" fn lite_rs_create_lock(home: u32, lock: UserPtr) -> c_long
 pub(crate) extern "C" fn lite_rs_ask_lock(home: u32, number: u32, lock: UserPtr) -> c_long {
     from_result(|| {
         let (cluster, _) = caller()?;
-        let id = cluster.ask_lock(home, number)?;
+        let id = cluster.locks.ask_lock(home, number)?;
         write_lock(lock, id)?;
         Ok(0)
     })
@@ -120,7 +125,7 @@ pub(crate) extern "C" fn lite_rs_ask_lock(home: u32, number: u32, lock: UserPtr)
 pub(crate) extern "C" fn lite_rs_lock(lock: UserPtr) -> c_long {
     from_result(|| {
         let (cluster, _) = caller()?;
-        cluster.lock(read_lock(lock)?)?;
+        cluster.locks.lock(read_lock(lock)?)?;
         Ok(0)
     })
 }
@@ -130,7 +135,7 @@ pub(crate) extern "C" fn lite_rs_lock(lock: UserPtr) -> c_long {
 pub(crate) extern "C" fn lite_rs_unlock(lock: UserPtr) -> c_long {
     from_result(|| {
         let (cluster, _) = caller()?;
-        cluster.unlock(read_lock(lock)?)?;
+        cluster.locks.unlock(read_lock(lock)?)?;
         Ok(0)
     })
 }
@@ -184,7 +189,7 @@ pub(crate) unsafe extern "C" fn lite_rs_qos_get(id: u32, value: *mut u64) -> c_i
         return EINVAL.to_errno();
     }
     // SAFETY: The caller guarantees `value` is writable.
-    unsafe { value.write(u64::from(qos::param(param))) };
+    unsafe { value.write(u64::from(admission::param(param))) };
     0
 }
 
@@ -194,7 +199,7 @@ pub(crate) unsafe extern "C" fn lite_rs_qos_get(id: u32, value: *mut u64) -> c_i
 pub(crate) extern "C" fn lite_rs_qos_set(id: u32, value: u64) -> c_int {
     from_result(|| {
         let param = Param::from_id(id).ok_or(EINVAL)?;
-        qos::set_param(param, value)?;
+        admission::set_param(param, value)?;
         Ok(0)
     })
 }

@@ -17,11 +17,19 @@ use kernel::{
 
 use super::user::read_user_cstr;
 use crate::internal::{
-    async_io::{AsyncBuffer, AsyncKind},
-    node, parse_ipv4,
+    async_io::{
+        op::{AsyncBuffer, AsyncKind},
+        AsyncDataOp,
+    },
+    memory::{
+        handle::{LmrHandle, Password},
+        transfer::Direction,
+        DataOp,
+    },
+    node,
     process::Process,
-    stats::STATS_LEN,
-    Direction,
+    qos::stats::STATS_LEN,
+    util::address::parse_ipv4,
 };
 
 /// Longest cluster manager address accepted, NUL included (`LITE_MAX_IP_LEN`).
@@ -61,13 +69,13 @@ pub(crate) extern "C" fn lite_rs_join(cm_ip: UserPtr, cm_port: u32, ib_port: u32
 /// Backend of `lite_get_node_id`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_get_node_id() -> c_long {
-    from_result(|| Ok(node()?.cluster()?.node_id as c_long))
+    from_result(|| Ok(node()?.cluster()?.core.node_id() as c_long))
 }
 
 /// Backend of `lite_get_total_node`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_get_total_node() -> c_long {
-    from_result(|| Ok(node()?.cluster()?.total_nodes() as c_long))
+    from_result(|| Ok(node()?.cluster()?.core.total_nodes() as c_long))
 }
 
 /// Backend of `lite_alloc_remote`.
@@ -80,7 +88,11 @@ pub(crate) extern "C" fn lite_rs_alloc_remote(
 ) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        to_ret(cluster.alloc_remote(&process, node_id, size, flags, password)?)
+        let password = Password::from_raw(password);
+        let handle = cluster
+            .memory
+            .alloc_remote(&process, node_id, size, flags, password)?;
+        to_ret(handle.raw())
     })
 }
 
@@ -97,10 +109,15 @@ pub(crate) extern "C" fn lite_rs_rdma_write(
     from_result(|| {
         let (cluster, process) = caller()?;
         let mut reader = UserSlice::new(buf, user_len(size)?).reader();
-        let direction = Direction::Write(&mut reader);
-        cluster.transfer(
-            &process, handle, direction, size, offset, priority, password,
-        )?;
+        let write = DataOp {
+            handle: LmrHandle::from_raw(handle),
+            direction: Direction::Write(&mut reader),
+            len: size,
+            offset,
+            priority,
+            password: Password::from_raw(password),
+        };
+        cluster.memory.transfer(&process, write)?;
         Ok(0)
     })
 }
@@ -118,10 +135,15 @@ pub(crate) extern "C" fn lite_rs_rdma_read(
     from_result(|| {
         let (cluster, process) = caller()?;
         let mut writer = UserSlice::new(buf, user_len(size)?).writer();
-        let direction = Direction::Read(&mut writer);
-        cluster.transfer(
-            &process, handle, direction, size, offset, priority, password,
-        )?;
+        let read = DataOp {
+            handle: LmrHandle::from_raw(handle),
+            direction: Direction::Read(&mut writer),
+            len: size,
+            offset,
+            priority,
+            password: Password::from_raw(password),
+        };
+        cluster.memory.transfer(&process, read)?;
         Ok(0)
     })
 }
@@ -131,7 +153,9 @@ pub(crate) extern "C" fn lite_rs_rdma_read(
 pub(crate) extern "C" fn lite_rs_free(handle: u64) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.free(&process, handle)?;
+        cluster
+            .sharing
+            .free(&process, LmrHandle::from_raw(handle))?;
         Ok(0)
     })
 }
@@ -140,7 +164,7 @@ pub(crate) extern "C" fn lite_rs_free(handle: u64) -> c_long {
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_dist_barrier(num: u32) -> c_long {
     from_result(|| {
-        node()?.cluster()?.dist_barrier(num)?;
+        node()?.cluster()?.barrier.dist_barrier(num)?;
         Ok(0)
     })
 }
@@ -155,7 +179,10 @@ pub(crate) extern "C" fn lite_rs_remote_memset(
 ) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.memset(&process, handle, offset, size, byte)?;
+        let handle = LmrHandle::from_raw(handle);
+        cluster
+            .memory_ops
+            .memset(&process, handle, offset, size, byte)?;
         Ok(0)
     })
 }
@@ -171,11 +198,11 @@ fn copy(
 ) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.copy(
+        cluster.memory_ops.copy(
             &process,
-            src,
+            LmrHandle::from_raw(src),
             src_offset,
-            dst,
+            LmrHandle::from_raw(dst),
             dst_offset,
             size,
             overlap_safe,
@@ -219,7 +246,11 @@ pub(crate) extern "C" fn lite_rs_wrap_alloc(
     from_result(|| {
         let (cluster, process) = caller()?;
         let mut reader = UserSlice::new(data, user_len(size)?).reader();
-        to_ret(cluster.wrap_alloc(&process, &mut reader, size, name, password)?)
+        let password = Password::from_raw(password);
+        let handle = cluster
+            .sharing
+            .wrap_alloc(&process, &mut reader, size, name, password)?;
+        to_ret(handle.raw())
     })
 }
 
@@ -233,7 +264,10 @@ pub(crate) extern "C" fn lite_rs_add_ask_mr_table(
 ) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.publish(&process, name, handle, permission, password)?;
+        let (handle, password) = (LmrHandle::from_raw(handle), Password::from_raw(password));
+        cluster
+            .sharing
+            .publish(&process, name, handle, permission, password)?;
         Ok(0)
     })
 }
@@ -248,7 +282,11 @@ pub(crate) extern "C" fn lite_rs_ask_lmr(
 ) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        to_ret(cluster.ask_lmr(&process, owner, name, permission, password)?)
+        let password = Password::from_raw(password);
+        let handle = cluster
+            .sharing
+            .ask_lmr(&process, owner, name, permission, password)?;
+        to_ret(handle.raw())
     })
 }
 
@@ -257,7 +295,9 @@ pub(crate) extern "C" fn lite_rs_ask_lmr(
 pub(crate) extern "C" fn lite_rs_umap_lmr(handle: u64) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.umap(&process, handle)?;
+        cluster
+            .sharing
+            .umap(&process, LmrHandle::from_raw(handle))?;
         Ok(0)
     })
 }
@@ -272,7 +312,11 @@ pub(crate) extern "C" fn lite_rs_register_lmr(
 ) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        to_ret(cluster.register(&process, buf, size, permission, password)?)
+        let password = Password::from_raw(password);
+        let handle = cluster
+            .registration
+            .register(&process, buf, size, permission, password)?;
+        to_ret(handle.raw())
     })
 }
 
@@ -294,16 +338,16 @@ fn submit_async(
 ) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        to_ret(cluster.submit_async(
-            &process,
-            handle,
+        let op = AsyncDataOp {
+            handle: LmrHandle::from_raw(handle),
             kind,
-            AsyncBuffer::User(buf),
-            size,
+            buf: AsyncBuffer::User(buf),
+            len: size,
             offset,
             priority,
-            password,
-        )?)
+            password: Password::from_raw(password),
+        };
+        to_ret(cluster.async_io.submit_async(&process, op)?)
     })
 }
 
@@ -354,7 +398,7 @@ pub(crate) extern "C" fn lite_rs_rdma_read_async(
 pub(crate) extern "C" fn lite_rs_async_wait(op: u64, flags: u32) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.async_wait(&process, op, flags)?;
+        cluster.async_io.async_wait(&process, op, flags)?;
         Ok(0)
     })
 }
@@ -364,7 +408,7 @@ pub(crate) extern "C" fn lite_rs_async_wait(op: u64, flags: u32) -> c_long {
 pub(crate) extern "C" fn lite_rs_fence() -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.fence(&process)?;
+        cluster.async_io.fence(&process)?;
         Ok(0)
     })
 }

@@ -12,6 +12,7 @@ use kernel::{c_str, prelude::*, sync::Arc};
 use super::{
     cluster::Cluster,
     cm_wire::{Endpoint, Header, Hello, Message, HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN},
+    MAX_NODES,
 };
 use crate::{
     errno,
@@ -49,7 +50,7 @@ pub(crate) fn hello(stream: &TcpStream, port: &PortConfig) -> Result<u32> {
         }),
     )?;
     match receive(stream)? {
-        Message::Welcome { node_id } if node_id != 0 && (node_id as usize) < super::MAX_NODES => {
+        Message::Welcome { node_id } if node_id != 0 && (node_id as usize) < MAX_NODES => {
             Ok(node_id)
         }
         Message::Failure { errno } if errno < 0 => Err(Error::from_errno(errno)),
@@ -73,16 +74,16 @@ pub(crate) fn complete_join(cluster: &Cluster, stream: &TcpStream) -> Result<u32
 fn serve(cluster: &Cluster, stream: &TcpStream, message: Message) -> Result {
     match message {
         Message::Prepare { peer } => {
-            let reply = match cluster.prepare_peer(peer) {
+            let reply = match cluster.core.prepare_peer(peer) {
                 Ok(prepared) => {
                     let (qpn, psn) = prepared.conn.endpoint();
                     Message::QpInfo(Endpoint {
                         peer,
                         qpn,
                         psn,
-                        lid: cluster.port.lid,
-                        mtu: cluster.port.mtu_bytes(),
-                        gid: cluster.port.gid,
+                        lid: cluster.core.port().lid,
+                        mtu: cluster.core.port().mtu_bytes(),
+                        gid: cluster.core.port().gid,
                     })
                 }
                 Err(e) => Message::Failure {
@@ -92,7 +93,7 @@ fn serve(cluster: &Cluster, stream: &TcpStream, message: Message) -> Result {
             send(stream, &reply)
         }
         Message::Connect(remote) => {
-            let status = match cluster.peer_entry(remote.peer) {
+            let status = match cluster.core.peer_entry(remote.peer) {
                 Some(peer) => {
                     let end = RemoteEnd {
                         qpn: remote.qpn,
@@ -101,13 +102,14 @@ fn serve(cluster: &Cluster, stream: &TcpStream, message: Message) -> Result {
                         mtu: remote.mtu,
                         gid: remote.gid,
                     };
-                    match peer.connect(&end, &cluster.port) {
+                    match peer.connect(&end, cluster.core.port()) {
                         Ok(()) => {
                             pr_info!(
                                 "node {} connected to node {}\n",
-                                cluster.node_id,
+                                cluster.core.node_id(),
                                 remote.peer
                             );
+                            cluster.peer_joined(remote.peer);
                             0
                         }
                         Err(e) => e.to_errno(),
@@ -148,7 +150,7 @@ fn run(listener: Arc<Listener>) {
             pr_warn!(
                 "lost the cluster manager ({:?}); nodes joining later cannot reach node {}\n",
                 e,
-                listener.cluster.node_id
+                listener.cluster.core.node_id()
             );
             return;
         }

@@ -1,55 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! LITE's internal unit (the original `lite_internal`): the device, the
-//! cluster and its connections, LMRs, RPC, control messages and the polling
-//! thread. Everything here is safe Rust on top of [`crate::verbs`] and
-//! [`crate::sys`].
+//! LITE's internal unit (the original `lite_internal`), in safe Rust on top
+//! of [`crate::verbs`] and [`crate::sys`].
+//!
+//! A joined node is a [`Cluster`]: a small [`core`] (device, peers and their
+//! connections, the receive queue, pending control requests, the chunks held
+//! for others) and subsystems that each own their state, their control
+//! messages and their reaction to peers: [`memory`] (LMRs, transfers, memory
+//! operations, registration), [`sharing`], [`async_io`], [`rpc`],
+//! [`atomics`], [`locks`] and [`barrier`]; [`qos`] keeps priorities and
+//! statistics. [`process`] holds what each process has of them.
 
-mod address;
-mod allocation;
+#![deny(unsafe_code)]
+
 pub(crate) mod async_io;
 pub(crate) mod atomics;
-mod barrier;
-pub(crate) mod chunk;
-mod chunk_memory;
+pub(crate) mod barrier;
 mod cluster;
 #[expect(unreachable_pub, reason = "shared with the userspace cluster manager")]
 pub(crate) mod cm_wire;
-mod control;
-pub(crate) mod control_wire;
-pub(crate) mod handle;
-mod lmr;
-pub(crate) mod lock;
-pub(crate) mod lock_home;
+pub(crate) mod core;
+pub(crate) mod locks;
 mod membership;
-mod memory_ops;
-mod memory_store;
-pub(crate) mod names;
+pub(crate) mod memory;
 mod node;
-mod peer;
-pub(crate) mod op_stats;
-pub(crate) mod permission;
 mod poller;
-pub(crate) mod priority;
 pub(crate) mod process;
 pub(crate) mod qos;
-pub(crate) mod registration;
-pub(crate) mod ring;
 pub(crate) mod rpc;
-mod rpc_client;
-mod rpc_port;
-pub(crate) mod rpc_wire;
-mod sharing;
-pub(crate) mod slot_table;
-pub(crate) mod stats;
-mod transfer;
-mod workers;
+pub(crate) mod sharing;
+pub(crate) mod util;
 
-pub(crate) use address::parse_ipv4;
-pub(crate) use barrier::nodes_reached;
-pub(crate) use cluster::Cluster;
-pub(crate) use node::{node, LiteClient, Node};
-pub(crate) use transfer::{Direction, KernelSink, KernelSource};
+pub(crate) use self::cluster::Cluster;
+pub(crate) use self::node::{node, LiteClient, Node};
 
 use kernel::sync::Arc;
 

@@ -7,10 +7,6 @@
 //! after a successful join is never freed either: membership lasts for the
 //! life of the node.
 
-use core::{
-    ptr::null_mut,
-    sync::atomic::{AtomicPtr, Ordering},
-};
 use kernel::{
     bindings, new_mutex,
     prelude::*,
@@ -20,7 +16,7 @@ use kernel::{
 use super::{cluster::Cluster, membership, poller, DeviceContext};
 use crate::{
     errno,
-    sys::tcp::TcpStream,
+    sys::{set_once::SetOnce, tcp::TcpStream},
     verbs::{ClientHandler, Device, ProtectionDomain},
 };
 
@@ -34,11 +30,11 @@ struct NodeState {
 pub(crate) struct Node {
     #[pin]
     state: Mutex<NodeState>,
-    /// The joined cluster; null until `join` succeeds, then never changed.
-    cluster: AtomicPtr<Cluster>,
+    /// The joined cluster; set when `join` succeeds, then never changed.
+    cluster: SetOnce<Cluster>,
 }
 
-static NODE: AtomicPtr<Node> = AtomicPtr::new(null_mut());
+static NODE: SetOnce<Node> = SetOnce::new();
 
 /// The node state.
 ///
@@ -46,13 +42,7 @@ static NODE: AtomicPtr<Node> = AtomicPtr::new(null_mut());
 ///
 /// `ENODEV` before LITE has initialised.
 pub(crate) fn node() -> Result<&'static Node> {
-    let ptr = NODE.load(Ordering::Acquire);
-    if ptr.is_null() {
-        return Err(ENODEV);
-    }
-    // SAFETY: A non-null `NODE` was stored by `Node::init` from an `Arc`
-    // that is never released, so it stays valid for the kernel's lifetime.
-    Ok(unsafe { &*ptr })
+    NODE.get().ok_or(ENODEV)
 }
 
 impl Node {
@@ -61,20 +51,12 @@ impl Node {
         let node = Arc::pin_init(
             pin_init!(Node {
                 state <- new_mutex!(NodeState { device: None, joining: false }, "lite:node"),
-                cluster: AtomicPtr::new(null_mut()),
+                cluster: SetOnce::new(),
             }),
             GFP_KERNEL,
         )?;
         // Never released: see `node()`.
-        let raw = Arc::into_raw(node).cast_mut();
-        if NODE
-            .compare_exchange(null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            // SAFETY: `raw` came from `Arc::into_raw` just above and was not published.
-            drop(unsafe { Arc::from_raw(raw) });
-            return Err(EBUSY);
-        }
+        NODE.set(node).map_err(|_| EBUSY)?;
         Ok(())
     }
 
@@ -84,13 +66,7 @@ impl Node {
     ///
     /// `ENOTCONN` if the node has not joined a cluster.
     pub(crate) fn cluster(&self) -> Result<&'static Cluster> {
-        let ptr = self.cluster.load(Ordering::Acquire);
-        if ptr.is_null() {
-            return Err(errno::ENOTCONN());
-        }
-        // SAFETY: A non-null pointer was stored by `join` from an `Arc` that
-        // is never released.
-        Ok(unsafe { &*ptr })
+        self.cluster.get().ok_or_else(errno::ENOTCONN)
     }
 
     /// `lite_join`: joins the cluster managed at `addr:port` using `ib_port`.
@@ -134,8 +110,10 @@ impl Node {
         let total = membership::complete_join(&cluster, &stream)?;
         poller::start(cluster.clone())?;
         membership::keep_membership(cluster.clone(), stream)?;
-        self.cluster
-            .store(Arc::into_raw(cluster).cast_mut(), Ordering::Release);
+        if self.cluster.set(cluster).is_err() {
+            // `joining` lets one join run at a time, and none after success.
+            return Err(errno::EISCONN());
+        }
         pr_info!("joined as node {} of {}\n", node_id, total);
         Ok(node_id)
     }

@@ -26,7 +26,8 @@ pub(crate) fn start(cluster: Arc<Cluster>) -> Result {
 fn run(cluster: Arc<Cluster>) {
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
     loop {
-        let n = cluster.recv_cq.poll(&mut wcs);
+        let recv_cq = cluster.core.recv_cq();
+        let n = recv_cq.poll(&mut wcs);
         for wc in &wcs[..n] {
             cluster.handle_receive(wc);
         }
@@ -35,8 +36,6 @@ fn run(cluster: Arc<Cluster>) {
             continue;
         }
         // `arm` reports whether completions are waiting: then stop sleeping.
-        cluster
-            .recv_cq
-            .wait_until(Sleep::Idle, IDLE_WAKEUP_MS, || cluster.recv_cq.arm());
+        recv_cq.wait_until(Sleep::Idle, IDLE_WAKEUP_MS, || recv_cq.arm());
     }
 }

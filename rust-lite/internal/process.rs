@@ -17,8 +17,15 @@ use kernel::{
 };
 
 use super::{
-    async_io::AsyncOp, lmr::Lmr, permission::Permission, priority::DefaultPriority,
-    rpc_port::ReplyTo, slot_table::SlotTable,
+    async_io::op::AsyncOp,
+    memory::{
+        handle::{LmrHandle, Password},
+        lmr::Lmr,
+        permission::Permission,
+    },
+    qos::priority::DefaultPriority,
+    rpc::port::ReplyTo,
+    util::slot_table::SlotTable,
 };
 
 /// What a handle is to its process.
@@ -44,7 +51,7 @@ pub(crate) struct HandleEntry {
     /// What the handle allows.
     pub(crate) permission: Permission,
     /// The password data operations must present.
-    pub(crate) password: u64,
+    pub(crate) password: Password,
     /// Owner or mapping.
     pub(crate) role: Role,
 }
@@ -55,7 +62,7 @@ impl HandleEntry {
     /// # Errors
     ///
     /// `EACCES` for a wrong password, `EPERM` for a missing permission.
-    pub(crate) fn check(&self, password: u64, needed: Permission) -> Result {
+    pub(crate) fn check(&self, password: Password, needed: Permission) -> Result {
         if password != self.password {
             return Err(EACCES);
         }
@@ -70,7 +77,7 @@ pub(crate) struct Process {
     pub(crate) tgid: i32,
     /// Handles, by handle number.
     #[pin]
-    pub(crate) handles: Mutex<SlotTable<HandleEntry>>,
+    handles: Mutex<SlotTable<HandleEntry>>,
     /// Asynchronous operations not yet reaped, by operation id.
     #[pin]
     pub(crate) ops: Mutex<SlotTable<Arc<AsyncOp>>>,
@@ -101,9 +108,12 @@ impl Process {
     /// # Errors
     ///
     /// `EBADF` if the process has no such handle.
-    pub(crate) fn handle(&self, handle: u64) -> Result<(Arc<Lmr>, Permission, u64, Role)> {
+    pub(crate) fn handle(
+        &self,
+        handle: LmrHandle,
+    ) -> Result<(Arc<Lmr>, Permission, Password, Role)> {
         let handles = self.handles.lock();
-        let entry = handles.get(handle).ok_or(EBADF)?;
+        let entry = handles.get(handle.raw()).ok_or(EBADF)?;
         Ok((
             entry.lmr.clone(),
             entry.permission,
@@ -119,28 +129,72 @@ impl Process {
     /// `EBADF` unknown handle, `EACCES` wrong password, `EPERM` missing permission.
     pub(crate) fn checked(
         &self,
-        handle: u64,
-        password: u64,
+        handle: LmrHandle,
+        password: Password,
         needed: Permission,
     ) -> Result<Arc<Lmr>> {
         let handles = self.handles.lock();
-        let entry = handles.get(handle).ok_or(EBADF)?;
+        let entry = handles.get(handle.raw()).ok_or(EBADF)?;
         entry.check(password, needed)?;
         Ok(entry.lmr.clone())
     }
 
     /// The LMR of `handle` after checking permission only (operations that,
     /// as in the original LITE, take no password).
-    pub(crate) fn permitted(&self, handle: u64, needed: Permission) -> Result<Arc<Lmr>> {
+    pub(crate) fn permitted(&self, handle: LmrHandle, needed: Permission) -> Result<Arc<Lmr>> {
         let handles = self.handles.lock();
-        let entry = handles.get(handle).ok_or(EBADF)?;
+        let entry = handles.get(handle.raw()).ok_or(EBADF)?;
         entry.permission.require(needed)?;
         Ok(entry.lmr.clone())
     }
 
     /// Adds a handle.
-    pub(crate) fn insert(&self, entry: HandleEntry) -> Result<u64> {
-        self.handles.lock().insert(entry)
+    pub(crate) fn insert(&self, entry: HandleEntry) -> Result<LmrHandle> {
+        self.handles.lock().insert(entry).map(LmrHandle::from_raw)
+    }
+
+    /// Takes handle `handle` away from the process.
+    pub(crate) fn remove(&self, handle: LmrHandle) -> Option<HandleEntry> {
+        self.handles.lock().remove(handle.raw())
+    }
+
+    /// Takes any one handle away from the process, for releasing them all.
+    pub(crate) fn remove_any(&self) -> Option<HandleEntry> {
+        let mut handles = self.handles.lock();
+        let id = handles.first_id()?;
+        handles.remove(id)
+    }
+
+    /// The LMR of owner handle `handle` and its id on this node, after
+    /// checking password and permission.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`, `EACCES`, `EPERM` as [`Process::checked`]; `EINVAL` if the
+    /// handle is a mapping.
+    pub(crate) fn owned(
+        &self,
+        handle: LmrHandle,
+        password: Password,
+        needed: Permission,
+    ) -> Result<(Arc<Lmr>, u64)> {
+        let handles = self.handles.lock();
+        let entry = handles.get(handle.raw()).ok_or(EBADF)?;
+        let Role::Owner { lmr_id } = entry.role else {
+            return Err(EINVAL);
+        };
+        entry.check(password, needed)?;
+        Ok((entry.lmr.clone(), lmr_id))
+    }
+
+    /// Number of handles, and of those that are mappings.
+    pub(crate) fn handle_counts(&self) -> (usize, usize) {
+        let handles = self.handles.lock();
+        let mappings = handles
+            .values()
+            .filter(|e| matches!(e.role, Role::Mapping { .. }))
+            .count();
+        (handles.len(), mappings)
     }
 }
 
@@ -191,6 +245,15 @@ impl Processes {
     /// Number of processes with state.
     pub(crate) fn count(&self) -> usize {
         self.tree.lock().values().count()
+    }
+
+    /// Handles of every process, and of those the mappings.
+    pub(crate) fn handle_counts(&self) -> (usize, usize) {
+        self.tree
+            .lock()
+            .values()
+            .map(|p| p.handle_counts())
+            .fold((0, 0), |(h, m), (ph, pm)| (h + ph, m + pm))
     }
 
     /// Sums `f` over every process.

@@ -2,9 +2,12 @@
 
 //! Safe wrappers over the kernel services LITE needs beyond verbs that the
 //! 6.12 `kernel` crate does not wrap: kernel threads, scheduling primitives,
-//! wait queues woken from completion handlers and kernel TCP sockets (for the cluster manager connection).
+//! wait queues woken from completion handlers, kernel TCP sockets (for the
+//! cluster manager connection), and objects that are set once and live for
+//! the rest of the kernel's life.
 
 pub(crate) mod kthread;
 pub(crate) mod sched;
+pub(crate) mod set_once;
 pub(crate) mod tcp;
 pub(crate) mod wait;

@@ -9,15 +9,22 @@ use kernel::{bindings, error::to_result, prelude::*};
 ///
 /// # Invariants
 ///
-/// `sock` is a connected socket created by `sock_create_kern` and owned by
-/// this object.
+/// `sock` is a socket created by `sock_create_kern` and owned by this
+/// object (released in `drop`); it is connected once [`TcpStream::connect`]
+/// has returned it.
 pub(crate) struct TcpStream {
     sock: NonNull<bindings::socket>,
 }
 
-// SAFETY: Kernel sockets may be used from any thread; the socket layer locks.
+// SAFETY: A kernel socket is not tied to the thread that created it: it may
+// be used and released (`drop`) from any thread in process context.
 unsafe impl Send for TcpStream {}
-// SAFETY: As above.
+// SAFETY: The `&self` methods only call `kernel_sendmsg` and
+// `kernel_recvmsg`, which serialise on the socket's own lock (`lock_sock` in
+// `tcp_sendmsg`/`tcp_recvmsg`), so calls from several threads do not race on
+// socket state. Their buffers are the callers' own. Concurrent senders (or
+// receivers) could interleave their bytes, which breaks message framing but
+// not memory safety; LITE uses each stream from one thread at a time.
 unsafe impl Sync for TcpStream {}
 
 impl TcpStream {
@@ -29,8 +36,9 @@ impl TcpStream {
     /// `ENETUNREACH`, or `ERESTARTSYS` if interrupted by a signal.
     pub(crate) fn connect(addr: [u8; 4], port: u16) -> Result<Self> {
         let mut sock: *mut bindings::socket = null_mut();
-        // SAFETY: `init_net` is the initial namespace, always valid; `sock`
-        // is a valid out-parameter.
+        // SAFETY: `init_net` is the initial namespace, which is never freed;
+        // the family, type and protocol are valid constants; `sock` is a
+        // valid out-parameter for the duration of the call.
         to_result(unsafe {
             bindings::sock_create_kern(
                 addr_of_mut!(bindings::init_net),
@@ -41,7 +49,8 @@ impl TcpStream {
             )
         })?;
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
-        // INVARIANT: Owned from here on; released by `drop` if connecting fails.
+        // INVARIANT: Created above and owned from here on; released by
+        // `drop` if connecting fails.
         let this = TcpStream { sock };
         let mut sin = bindings::sockaddr_in {
             sin_family: bindings::AF_INET as u16,
@@ -51,7 +60,9 @@ impl TcpStream {
             },
             ..Default::default()
         };
-        // SAFETY: `sock` is valid; `sin` is a valid `sockaddr_in` for the call.
+        // SAFETY: `sock` is valid (type invariant); `sin` is an initialised
+        // `sockaddr_in` that lives for the call, and the length passed is
+        // its size.
         to_result(unsafe {
             bindings::kernel_connect(
                 this.sock.as_ptr(),
@@ -80,6 +91,10 @@ impl TcpStream {
                 bindings::kernel_sendmsg(self.sock.as_ptr(), &mut msg, &mut vec, 1, data.len())
             };
             let sent = usize::try_from(to_result_len(sent)?).map_err(|_| EIO)?;
+            if sent == 0 {
+                // Nothing was sent and nothing failed: do not spin forever.
+                return Err(EIO);
+            }
             data = data.get(sent..).ok_or(EIO)?;
         }
         Ok(())
@@ -93,6 +108,7 @@ impl TcpStream {
     pub(crate) fn recv_exact(&self, buf: &mut [u8]) -> Result {
         let mut filled = 0;
         while filled < buf.len() {
+            // PANIC: `filled < buf.len()` (loop condition).
             let rest = &mut buf[filled..];
             let mut msg = bindings::msghdr::default();
             let mut vec = bindings::kvec {
@@ -115,6 +131,11 @@ impl TcpStream {
             if got == 0 {
                 return Err(EPIPE);
             }
+            if got > rest.len() {
+                return Err(EIO);
+            }
+            // PANIC: `got <= rest.len() == buf.len() - filled` (checked just
+            // above), so the sum is at most `buf.len()`.
             filled += got;
         }
         Ok(())
@@ -127,7 +148,9 @@ fn to_result_len(ret: i32) -> Result<i32> {
 
 impl Drop for TcpStream {
     fn drop(&mut self) {
-        // SAFETY: The socket is owned by this object (type invariant).
+        // SAFETY: The socket is owned by this object (type invariant) and no
+        // call on it can be in progress (this is `&mut self`); it is not used
+        // after `sock_release`.
         unsafe {
             bindings::kernel_sock_shutdown(
                 self.sock.as_ptr(),

@@ -25,8 +25,11 @@ pub(crate) const MAX_DMA_BUFFER: usize = 4 << 20;
 ///
 /// # Invariants
 ///
-/// `cpu` points to `len` bytes from `alloc_pages_exact`, owned by this
-/// object, and `dma` is their DMA mapping on `device`.
+/// `cpu` points to `len` (1 to [`MAX_DMA_BUFFER`]) bytes from
+/// `alloc_pages_exact`, owned by this object, and `dma` is their DMA mapping
+/// on `device`. No Rust reference into
+/// those bytes exists except the one `slice_mut` makes, whose lifetime is
+/// bounded by a `&mut self` borrow.
 pub(crate) struct DmaBuffer {
     cpu: NonNull<u8>,
     len: usize,
@@ -34,10 +37,24 @@ pub(crate) struct DmaBuffer {
     device: Arc<Device>,
 }
 
-// SAFETY: The buffer is plain memory owned by this object; cross-thread use
-// goes through raw copies or `&mut self`.
+// SAFETY: The buffer is plain kernel memory and a DMA mapping, neither tied
+// to a thread; `drop` may unmap and free them from any thread in process
+// context. `Arc<Device>` is `Send`.
 unsafe impl Send for DmaBuffer {}
-// SAFETY: `&self` methods only copy bytes in and out through raw pointers.
+// SAFETY: Through `&self`, the fields are only read (they never change after
+// `new`), and the bytes are only reached through raw copies of `u8`s
+// (`write_bytes`, `read_bytes`, `fill`, `copy_from`, and `cpu_range` for
+// `PinnedPages`), never through a Rust reference (type invariant), so every
+// value they may hold is valid and the device may write them at any time.
+// Nothing here orders two such copies: their callers do. Copies on disjoint
+// ranges never conflict (a connection's send ring: each thread writes only
+// the slot it claimed atomically); a staging buffer is used by the one thread
+// that took it from its pool. FIXME: LMR memory (`ChunkMemory::Buffer`) is
+// copied by every thread using the LMR with nothing ordering them, so two
+// overlapping copies from different CPUs, one of them a write, are a data
+// race in Rust's memory model (the bytes would be torn, as they are when a
+// peer's RDMA lands meanwhile). Making that sound needs race-tolerant copies
+// (e.g. done in C or with atomics) or a lock per chunk in `internal/`.
 unsafe impl Sync for DmaBuffer {}
 
 impl DmaBuffer {
@@ -51,11 +68,13 @@ impl DmaBuffer {
             return Err(EINVAL);
         }
         let gfp = bindings::GFP_KERNEL | bindings::__GFP_ZERO | bindings::__GFP_NOWARN;
-        // SAFETY: Plain page allocation; the result is checked below.
+        // SAFETY: Plain page allocation of a non-zero size within the page
+        // allocator's largest order, in process context (`GFP_KERNEL`); the
+        // result is checked below.
         let cpu = unsafe { bindings::alloc_pages_exact_noprof(len, gfp) }.cast::<u8>();
         let cpu = NonNull::new(cpu).ok_or(ENOMEM)?;
         // SAFETY: `device` is valid (its type invariant) and `cpu` points to
-        // `len` bytes of kernel memory.
+        // `len` bytes of directly mapped kernel memory owned here.
         let dma = unsafe {
             bindings::ib_dma_map_single(
                 device.as_ptr(),
@@ -66,7 +85,8 @@ impl DmaBuffer {
         };
         // SAFETY: `dma` was just returned by `ib_dma_map_single` on `device`.
         if unsafe { bindings::ib_dma_mapping_error(device.as_ptr(), dma) } != 0 {
-            // SAFETY: `cpu` was allocated above with this length and is unused.
+            // SAFETY: `cpu` was allocated above with this length, is not
+            // mapped (the mapping failed) and is not used afterwards.
             unsafe { bindings::free_pages_exact(cpu.as_ptr().cast::<c_void>(), len) };
             return Err(ENOMEM);
         }
@@ -87,7 +107,19 @@ impl DmaBuffer {
     /// DMA address of byte `at`, after checking that `[at, at + len)` is inside the buffer.
     pub(crate) fn dma_range(&self, at: usize, len: usize) -> Result<u64> {
         self.check(at, len)?;
-        Ok(self.dma + at as u64)
+        // `at <= len` and the mapping covers `len` bytes, so this does not
+        // overflow in practice; checked anyway rather than risk a panic.
+        self.dma.checked_add(at as u64).ok_or(EINVAL)
+    }
+
+    /// As [`DmaBuffer::dma_range`], after also checking that the buffer is
+    /// mapped on `device`, for a work request posted there: its DMA addresses
+    /// mean nothing to another device.
+    pub(super) fn dma_range_on(&self, device: &Device, at: usize, len: usize) -> Result<u64> {
+        if !device.is(self.device.as_ptr()) {
+            return Err(EINVAL);
+        }
+        self.dma_range(at, len)
     }
 
     fn check(&self, at: usize, len: usize) -> Result {
@@ -100,8 +132,11 @@ impl DmaBuffer {
     /// Copies `data` into the buffer at `at`.
     pub(crate) fn write_bytes(&self, at: usize, data: &[u8]) -> Result {
         self.check(at, data.len())?;
-        // SAFETY: The range is inside the owned allocation (checked above)
-        // and `data` cannot overlap it: no references into the buffer exist.
+        // SAFETY: The range is inside the owned allocation (checked above),
+        // so `add` stays in bounds and the destination is valid for writes;
+        // `data` cannot overlap it, as no reference into the buffer exists
+        // while `&self` is shared (type invariant). See the `Sync` impl on
+        // concurrent copies.
         unsafe {
             core::ptr::copy_nonoverlapping(data.as_ptr(), self.cpu.as_ptr().add(at), data.len())
         };
@@ -111,8 +146,11 @@ impl DmaBuffer {
     /// Copies bytes at `at` out of the buffer into `out`.
     pub(crate) fn read_bytes(&self, at: usize, out: &mut [u8]) -> Result {
         self.check(at, out.len())?;
-        // SAFETY: The range is inside the owned allocation (checked above)
-        // and `out` cannot overlap it: no references into the buffer exist.
+        // SAFETY: The range is inside the owned allocation (checked above),
+        // so `add` stays in bounds and the source is valid for reads of
+        // initialised bytes (zeroed at allocation); `out` cannot overlap it,
+        // as no reference into the buffer exists while `&self` is shared
+        // (type invariant). See the `Sync` impl on concurrent copies.
         unsafe {
             core::ptr::copy_nonoverlapping(self.cpu.as_ptr().add(at), out.as_mut_ptr(), out.len())
         };
@@ -123,7 +161,8 @@ impl DmaBuffer {
     pub(crate) fn fill(&self, at: usize, len: usize, byte: u8) -> Result {
         let ptr = self.cpu_range(at, len)?;
         // SAFETY: `cpu_range` checked that the range is inside the owned
-        // allocation; no references into the buffer exist.
+        // allocation, so it is valid for writes; no reference into the
+        // buffer exists while `&self` is shared (type invariant).
         unsafe { core::ptr::write_bytes(ptr, byte, len) };
         Ok(())
     }
@@ -132,7 +171,8 @@ impl DmaBuffer {
     /// inside the buffer. Only for raw copies within this module's types.
     pub(super) fn cpu_range(&self, at: usize, len: usize) -> Result<*mut u8> {
         self.check(at, len)?;
-        // SAFETY: `at <= self.len`, so the result stays inside the allocation.
+        // SAFETY: `at <= at + len <= self.len` (checked above), so the result
+        // is inside the allocation or one past its end.
         Ok(unsafe { self.cpu.as_ptr().add(at) })
     }
 
@@ -148,8 +188,11 @@ impl DmaBuffer {
     ) -> Result {
         self.check(at, len)?;
         src.check(src_at, len)?;
-        // SAFETY: Both ranges are inside owned allocations (checked above);
-        // `copy` handles overlap.
+        // SAFETY: Both ranges are inside owned allocations (checked above),
+        // so both `add`s stay in bounds, the source is valid for reads and
+        // the destination for writes; `copy` handles overlap, which happens
+        // only when `src` is `self`. No reference into either buffer exists
+        // while they are shared (type invariant).
         unsafe { core::ptr::copy(src.cpu.as_ptr().add(src_at), self.cpu.as_ptr().add(at), len) };
         Ok(())
     }
@@ -184,10 +227,15 @@ impl DmaBuffer {
 
     fn slice_mut(&mut self, at: usize, len: usize) -> Result<&mut [u8]> {
         self.check(at, len)?;
-        // SAFETY: The range is inside the owned allocation. `&mut self` means
-        // no operation that lets the device touch this buffer is under way
-        // (those borrow the buffer until they complete), so the reference is
-        // exclusive for its lifetime.
+        // SAFETY: The range is inside the owned allocation (checked above)
+        // and initialised (zeroed at allocation). `&mut self` means no other
+        // access through this object is under way, and no work request this
+        // node posted on it is either (`Connection` borrows the buffer until
+        // the request's completion), so nothing else touches the bytes while
+        // the returned borrow, bounded by `&mut self`, lives. This relies on
+        // the owner not having handed the buffer's address to other nodes,
+        // which LITE only does for memory it never borrows mutably (LMR
+        // chunks, RPC rings, lock words).
         Ok(unsafe { core::slice::from_raw_parts_mut(self.cpu.as_ptr().add(at), len) })
     }
 }
@@ -195,7 +243,9 @@ impl DmaBuffer {
 impl Drop for DmaBuffer {
     fn drop(&mut self) {
         // SAFETY: `dma` is the mapping created in `new` on `device`, and the
-        // memory was allocated there with `len` bytes (type invariant).
+        // memory was allocated there with `len` bytes (type invariant). No
+        // work request on it is in flight (they borrow the buffer until they
+        // complete), and neither is used again.
         unsafe {
             bindings::ib_dma_unmap_single(
                 self.device.as_ptr(),

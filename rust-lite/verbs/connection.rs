@@ -35,7 +35,10 @@ pub(crate) const MESSAGE_SIZE: usize = 64;
 pub(crate) const RECV_DEPTH: u32 = 256;
 
 /// Send-queue work requests in flight per connection.
+///
+/// One bit of [`CompletionSlots::busy`] per slot, so exactly 64.
 const SEND_SLOTS: usize = 64;
+const _: () = assert!(SEND_SLOTS == u64::BITS as usize);
 
 /// Status of a slot whose work request has not completed yet.
 const PENDING: u32 = u32::MAX;
@@ -53,6 +56,13 @@ const RECHECK_MS: u32 = 10;
 /// Tracks which send-queue work requests are in flight and how they ended.
 ///
 /// A work request's `wr_id` is the index of its slot.
+///
+/// # Invariants
+///
+/// Bit `i` of `busy` is set while slot `i` (`i < SEND_SLOTS`) is owned by
+/// the thread that claimed it in `try_acquire`; only that thread passes `i`
+/// to `status` and `release`, so every slot index they get is below
+/// `SEND_SLOTS`.
 struct CompletionSlots {
     busy: AtomicU64,
     status: [AtomicU32; SEND_SLOTS],
@@ -73,6 +83,8 @@ impl CompletionSlots {
             if busy == u64::MAX {
                 return None;
             }
+            // PANIC: `busy != u64::MAX`, so `!busy` has a set bit and `slot <
+            // 64`: the shift cannot overflow.
             let slot = (!busy).trailing_zeros() as usize;
             let claimed = busy | (1u64 << slot);
             if self
@@ -80,13 +92,17 @@ impl CompletionSlots {
                 .compare_exchange(busy, claimed, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
+                // PANIC: `slot < 64 == SEND_SLOTS` (see above).
                 self.status[slot].store(PENDING, Ordering::Release);
+                // INVARIANT: This thread set bit `slot` of `busy`.
                 return Some(slot);
             }
         }
     }
 
     fn release(&self, slot: usize) {
+        // PANIC: `slot < SEND_SLOTS == 64` (type invariant), so the shift
+        // cannot overflow.
         self.busy.fetch_and(!(1u64 << slot), Ordering::AcqRel);
     }
 
@@ -101,6 +117,7 @@ impl CompletionSlots {
     }
 
     fn status(&self, slot: usize) -> u32 {
+        // PANIC: `slot < SEND_SLOTS` (type invariant).
         self.status[slot].load(Ordering::Acquire)
     }
 }
@@ -141,6 +158,8 @@ impl Connection {
         tag: u32,
     ) -> Result<Self> {
         let device = pd.device();
+        // PANIC: Here and below, products of small constants (at most
+        // 256 * 64) that cannot overflow.
         let send_cq = CompletionQueue::new(device.clone(), (SEND_SLOTS * 2) as u32)?;
         let sizes = QueueSizes {
             send: SEND_SLOTS as u32,
@@ -174,14 +193,21 @@ impl Connection {
     }
 
     fn post_recv(&self, index: u32) -> Result {
+        // PANIC: `u32::MAX * 64` fits in a 64-bit `usize`; whether the entry
+        // is inside the ring is checked by `dma_range_on`.
         let at = index as usize * MESSAGE_SIZE;
         let segment = LocalSegment {
-            addr: self.recv_ring.dma_range(at, MESSAGE_SIZE)?,
+            addr: self
+                .recv_ring
+                .dma_range_on(self.qp.device(), at, MESSAGE_SIZE)?,
             len: MESSAGE_SIZE as u32,
         };
-        // SAFETY: The ring entry belongs to `recv_ring`, which lives as long
-        // as the QP (it is dropped after it, see the field order), and is
-        // only read after its receive completed.
+        // SAFETY: The entry is DMA-mapped memory of `recv_ring`, owned by
+        // this connection and on the QP's device, which stays allocated and
+        // mapped until the QP is destroyed (it is dropped after the QP, see
+        // the field order). `DmaBuffer` makes no references into its memory
+        // while shared; the CPU only copies an entry out in `take_message`,
+        // after its receive has completed.
         unsafe { self.qp.post_recv(&segment, recv_wr_id(self.tag, index)) }
     }
 
@@ -191,6 +217,8 @@ impl Connection {
         if index >= RECV_DEPTH {
             return Err(EINVAL);
         }
+        // PANIC: `index < RECV_DEPTH` (checked above), so the product is at
+        // most the ring's length.
         self.recv_ring
             .read_bytes(index as usize * MESSAGE_SIZE, out)?;
         self.post_recv(index)
@@ -333,12 +361,16 @@ impl Connection {
         swap: u64,
     ) -> Result<u64> {
         let segment = LocalSegment {
-            addr: result.dma_range(0, 8)?,
+            addr: result.dma_range_on(self.qp.device(), 0, 8)?,
             len: 8,
         };
         let slot = self.acquire_slot();
-        // SAFETY: `result` is borrowed for this whole call and `finish` does
-        // not return before the completion of `slot` has been polled.
+        // SAFETY: `segment` is 8 bytes of `result`, DMA-mapped on this
+        // device (checked by `dma_range_on`). `result` is borrowed for this
+        // whole call, so it stays allocated and mapped and none of its
+        // `&mut self` methods (the only ones making references into its
+        // memory) can run, and `finish` does not return before the completion
+        // of `slot` (the `wr_id`) has been polled.
         let posted = unsafe {
             self.qp
                 .post_atomic(opcode, &segment, remote, compare, swap, slot as u64)
@@ -353,14 +385,22 @@ impl Connection {
     /// Sends one message; it lands in a receive buffer of the peer.
     pub(crate) fn send_message(&self, message: &[u8; MESSAGE_SIZE]) -> Result {
         let slot = self.acquire_slot();
+        // PANIC: `slot < SEND_SLOTS`, so the product is at most the length
+        // of `send_ring`.
         let at = slot * MESSAGE_SIZE;
         let result = self.send_ring.write_bytes(at, message).and_then(|()| {
             let segment = LocalSegment {
-                addr: self.send_ring.dma_range(at, MESSAGE_SIZE)?,
+                addr: self
+                    .send_ring
+                    .dma_range_on(self.qp.device(), at, MESSAGE_SIZE)?,
                 len: MESSAGE_SIZE as u32,
             };
-            // SAFETY: The slot's part of `send_ring` is reserved for this
-            // request until `wait` has seen its completion.
+            // SAFETY: The slot's part of `send_ring` is DMA-mapped memory
+            // of this connection on the QP's device (checked by `dma_range_on`)
+            // and lives as long as the QP (field order); `send_ring` is never
+            // borrowed mutably. This thread owns `slot` until `finish` has
+            // seen the completion of the request (`wr_id` is the slot), so
+            // nobody writes that part meanwhile.
             unsafe {
                 self.qp.post_send(
                     bindings::ib_wr_opcode_IB_WR_SEND,
@@ -410,7 +450,10 @@ impl Connection {
         once_posted: impl FnOnce(bool),
     ) -> Result {
         let (at, len) = span;
-        let segment = match (local.dma_range(at, len), u32::try_from(len)) {
+        let segment = match (
+            local.dma_range_on(self.qp.device(), at, len),
+            u32::try_from(len),
+        ) {
             (Ok(addr), Ok(len)) => LocalSegment { addr, len },
             (Err(e), _) => {
                 once_posted(false);
@@ -422,8 +465,12 @@ impl Connection {
             }
         };
         let slot = self.acquire_slot();
-        // SAFETY: `local` is borrowed for this whole call and `finish` does
-        // not return before the completion of `slot` has been polled.
+        // SAFETY: `segment` is inside `local`, DMA-mapped on this device
+        // (checked by `dma_range_on`). `local` is borrowed for this whole call,
+        // so it stays allocated and mapped and none of its `&mut self`
+        // methods (the only ones making references into its memory) can run,
+        // and `finish` does not return before the completion of `slot` (the
+        // `wr_id`) has been polled.
         let posted = unsafe {
             self.qp
                 .post_send(opcode, &segment, remote, imm, slot as u64)
@@ -512,19 +559,20 @@ impl Connection {
             return;
         }
         let mut wcs = [WorkCompletion::default(); POLL_BATCH];
-        let mut reaped = 0;
+        let mut reaped = false;
         loop {
             let n = self.send_cq.poll(&mut wcs);
+            // PANIC: `poll` returns at most `POLL_BATCH`.
             for wc in &wcs[..n] {
                 self.slots.complete(wc);
             }
-            reaped += n;
+            reaped |= n > 0;
             if n < POLL_BATCH {
                 break;
             }
         }
         self.polling.store(false, Ordering::Release);
-        if reaped > 0 {
+        if reaped {
             self.send_cq.wake_waiters();
         }
     }

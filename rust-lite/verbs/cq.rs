@@ -60,18 +60,27 @@ impl WorkCompletion {
 ///
 /// # Invariants
 ///
-/// `ptr` is a CQ created on `device` and owned by this object.
+/// Once [`CompletionQueue::new`] has returned the object, `ptr` is a CQ
+/// created on `_device` and owned by this object, whose completion handler
+/// context is this object's address (stable: the object lives in an `Arc`).
+/// Before that, `ptr` may be dangling; such an object is only dropped.
 pub(crate) struct CompletionQueue {
     ptr: NonNull<bindings::ib_cq>,
     events: Pin<KBox<WaitQueue>>,
     _device: Arc<Device>,
 }
 
-// SAFETY: Polling and arming are thread-safe in the verbs API as LITE uses
-// them (each queue has a single poller at a time, see `Connection`), and the
-// wait queue is thread-safe.
+// SAFETY: A CQ is not tied to a thread: it may be polled, armed and destroyed
+// (`drop`) from any thread in process context.
 unsafe impl Send for CompletionQueue {}
-// SAFETY: See above.
+// SAFETY: `&self` methods call `ib_poll_cq` and `ib_req_notify_cq`, which
+// providers serialise per CQ with the CQ's own spinlock (rxe `cq_lock`, mlx5
+// `cq->lock`, taken with interrupts disabled), so concurrent calls do not
+// race on the CQ; each poll writes only into the caller's own arrays. On top
+// of that, LITE has one poller per CQ at a time (`Connection::polling` for a
+// send CQ, the poller thread for the shared receive CQ), so no completion is
+// handed to the wrong thread. The wait queue is `Sync`, and the QPs that pass
+// `as_ptr` to `ib_create_qp_kernel` only take a reference on the CQ.
 unsafe impl Sync for CompletionQueue {}
 
 impl CompletionQueue {
@@ -93,11 +102,16 @@ impl CompletionQueue {
             comp_vector: 0,
             flags: 0,
         };
-        let context = (&*this as *const Self).cast_mut().cast::<c_void>();
+        // Made from a unique borrow and used for the write below, so it
+        // stays usable for the completion handler after the object is shared.
+        let raw: *mut Self = &mut *this;
+        let context = raw.cast::<c_void>();
         // SAFETY: `device` is valid by its type invariant, `attr` is valid for
-        // the call, and `context` points into the `UniqueArc`, which stays at
-        // the same address (it becomes the returned `Arc`) and outlives the
-        // CQ, which is destroyed in `drop`.
+        // the call, `completion_event` has the handler's signature and
+        // `context` is what it expects: it points into the `UniqueArc`, which
+        // stays at the same address (it becomes the returned `Arc`) and
+        // outlives the CQ, which is destroyed in `drop`. The CQ is not armed,
+        // so the handler cannot run before `new` returns.
         let cq = from_err_ptr(unsafe {
             bindings::__ib_create_cq(
                 device.as_ptr(),
@@ -108,8 +122,12 @@ impl CompletionQueue {
                 c_str!("lite").as_char_ptr(),
             )
         })?;
-        // INVARIANT: The CQ was just created and is owned from here on.
-        this.ptr = NonNull::new(cq).ok_or(ENOMEM)?;
+        let cq = NonNull::new(cq).ok_or(ENOMEM)?;
+        // INVARIANT: The CQ was just created on `device` with this object as
+        // context and is owned from here on.
+        // SAFETY: `raw` points to the object inside `this`, which nothing
+        // else can reach yet (the handler cannot run, see above).
+        unsafe { (*raw).ptr = cq };
         Ok(this.into())
     }
 
@@ -117,9 +135,17 @@ impl CompletionQueue {
         self.ptr.as_ptr()
     }
 
+    /// The CQ's completion handler; runs in interrupt context.
+    ///
+    /// # Safety
+    ///
+    /// Only for the IB core: `context` must be the context `new` registered
+    /// with the CQ, that is a pointer to a live `CompletionQueue`.
     unsafe extern "C" fn completion_event(_cq: *mut bindings::ib_cq, context: *mut c_void) {
-        // SAFETY: `context` is the `CompletionQueue` passed at creation,
-        // alive until the CQ is destroyed, and no events arrive after that.
+        // SAFETY: `context` is the `CompletionQueue` passed at creation (see
+        // the safety requirements), alive until the CQ is destroyed in its
+        // `drop`, after which no events arrive. Only a shared reference is
+        // made, and `wake_all` may be called from interrupt context.
         let this = unsafe { &*(context as *const CompletionQueue) };
         this.events.wake_all();
     }
@@ -142,7 +168,8 @@ impl CompletionQueue {
         // SAFETY: `ib_wc` is plain data for which all-zero bytes are valid.
         let mut wcs: [bindings::ib_wc; POLL_BATCH] = unsafe { core::mem::zeroed() };
         // SAFETY: `ptr` is valid (type invariant) and `wcs` has room for
-        // `POLL_BATCH` entries.
+        // `POLL_BATCH` entries, which fits in an `i32`; the provider locks the
+        // CQ itself.
         let n =
             unsafe { bindings::ib_poll_cq(self.ptr.as_ptr(), POLL_BATCH as i32, wcs.as_mut_ptr()) };
         let n = usize::try_from(n).unwrap_or(0).min(POLL_BATCH);
@@ -170,7 +197,8 @@ impl CompletionQueue {
     pub(crate) fn arm(&self) -> bool {
         let flags = bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP
             | bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
-        // SAFETY: `ptr` is valid by the type invariant.
+        // SAFETY: `ptr` is valid by the type invariant and `flags` is a valid
+        // combination; the provider locks the CQ itself.
         unsafe { bindings::ib_req_notify_cq(self.ptr.as_ptr(), flags) != 0 }
     }
 }
@@ -179,8 +207,11 @@ impl Drop for CompletionQueue {
     fn drop(&mut self) {
         // `new` may fail after allocating the object but before the CQ exists.
         if self.ptr != NonNull::dangling() {
-            // SAFETY: The CQ is owned by this object; every QP using it holds
-            // an `Arc` to it, so none is left.
+            // SAFETY: The CQ is owned by this object (type invariant); every QP
+            // using it holds an `Arc` to it, so none is left, and no task can
+            // be polling it (that needs a reference to this object). No
+            // completion event runs after destruction, so `context` is not
+            // used once the object is freed.
             unsafe { bindings::ib_destroy_cq_user(self.ptr.as_ptr(), null_mut()) };
         }
     }

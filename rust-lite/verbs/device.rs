@@ -11,17 +11,27 @@ use super::check;
 ///
 /// # Invariants
 ///
-/// `ptr` points to a registered `ib_device`. The IB core keeps it valid
-/// from the client's `add` callback until its `remove` callback returns, and
-/// LITE's client does not return from `remove` while it still uses the device.
+/// `ptr` points to a registered `ib_device` that stays valid for as long as
+/// this object exists. The IB core keeps a device valid from the client's
+/// `add` callback until its `remove` callback returns; objects are only made
+/// in `add` (see [`Device::from_raw`]), and [`ClientHandler::remove`] must not
+/// return while any of them, or anything created on the device, still exists.
+///
+/// [`ClientHandler::remove`]: super::ClientHandler::remove
 pub(crate) struct Device {
     ptr: NonNull<bindings::ib_device>,
 }
 
-// SAFETY: Verbs calls on an `ib_device` may be made from any thread; the IB
-// core and the drivers do their own locking.
+// SAFETY: An `ib_device` is not tied to a thread: verbs on it may be called
+// from any thread in process context.
 unsafe impl Send for Device {}
-// SAFETY: As above, shared references only lead to thread-safe verbs calls.
+// SAFETY: `&self` methods only read fields the IB core sets before the
+// device is registered and never changes afterwards (`dma_device`,
+// `phys_port_cnt`, the port capability flags behind `rdma_protocol_roce`),
+// or call `ib_query_port` and `rdma_query_gid`, which the core and drivers
+// make safe to call concurrently (the GID table is read under its lock).
+// The other verbs wrappers only pass `as_ptr` to verbs, which do their own
+// locking.
 unsafe impl Sync for Device {}
 
 /// Largest GID table LITE scans for a usable address.
@@ -32,10 +42,15 @@ impl Device {
     ///
     /// # Safety
     ///
-    /// `ptr` must point to a registered `ib_device` that stays valid for the
-    /// lifetime of the returned object (see the type invariants).
+    /// `ptr` must point to an `ib_device` registered with the IB core (as
+    /// passed to an IB client's `add` callback) that stays registered and
+    /// valid until the returned object, and every verbs object created
+    /// through it (PD, CQ, QP, DMA mapping), has been dropped: in practice,
+    /// the client's `remove` callback for this device must not return
+    /// before then.
     pub(crate) unsafe fn from_raw(ptr: NonNull<bindings::ib_device>) -> Self {
-        // INVARIANT: Guaranteed by the caller.
+        // INVARIANT: `ptr` is registered and outlives this object, as the
+        // caller guarantees.
         Device { ptr }
     }
 
@@ -52,13 +67,15 @@ impl Device {
     /// Whether the device is implemented in software (Soft-RoCE, siw): it
     /// has no DMA device of its own and works on this host's CPUs.
     pub(crate) fn is_software(&self) -> bool {
-        // SAFETY: `ptr` is valid by the type invariant.
+        // SAFETY: `ptr` is valid by the type invariant, and `dma_device` is
+        // set before registration and never changed afterwards.
         unsafe { (*self.ptr.as_ptr()).dma_device.is_null() }
     }
 
     /// Number of physical ports (ports are numbered from 1).
     pub(crate) fn port_count(&self) -> u32 {
-        // SAFETY: `ptr` is valid by the type invariant.
+        // SAFETY: `ptr` is valid by the type invariant, and `phys_port_cnt`
+        // is set before registration and never changed afterwards.
         u32::from(unsafe { (*self.ptr.as_ptr()).phys_port_cnt })
     }
 
@@ -81,7 +98,9 @@ impl Device {
         if attr.state != bindings::ib_port_state_IB_PORT_ACTIVE {
             return Err(ENODEV);
         }
-        // SAFETY: `ptr` is valid by the type invariant.
+        // SAFETY: `ptr` is valid by the type invariant and `port` is between
+        // 1 and `phys_port_cnt` (checked above), as the helper's per-port
+        // array lookup requires.
         let roce = unsafe { bindings::rdma_protocol_roce(self.ptr.as_ptr(), port) };
         let table_len = u32::try_from(attr.gid_tbl_len)
             .unwrap_or(0)
@@ -112,19 +131,22 @@ impl Device {
         let mut gid = bindings::ib_gid::default();
         let index = i32::try_from(index).ok()?;
         // SAFETY: `ptr` is valid by the type invariant and `gid` is a valid
-        // out-parameter for the duration of the call.
+        // out-parameter for the duration of the call; `rdma_query_gid`
+        // checks `port` and `index` itself.
         let ret = unsafe { bindings::rdma_query_gid(self.ptr.as_ptr(), port, index, &mut gid) };
         if ret != 0 {
             return None;
         }
-        // SAFETY: Every bit pattern is a valid `[u8; 16]`, so reading the raw
-        // view of the union is sound.
+        // SAFETY: Every bit pattern is a valid `[u8; 16]` and the union is 16
+        // initialised bytes (from `default()`, then filled by the call), so
+        // reading its raw view is sound.
         Some(unsafe { gid.raw })
     }
 }
 
 /// Whether `gid` is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
 fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
+    // PANIC: Constant indices below 16 into a `[u8; 16]`.
     gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff
 }
 

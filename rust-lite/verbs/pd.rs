@@ -20,7 +20,8 @@ use super::Device;
 ///
 /// `ptr` is a protection domain allocated on `device` and owned by this
 /// object; `global_mr` is a DMA memory region of that domain, owned by this
-/// object.
+/// object. Neither is changed after `new`, so their `local_dma_lkey` and
+/// `rkey` are fixed.
 pub(crate) struct ProtectionDomain {
     ptr: NonNull<bindings::ib_pd>,
     global_mr: NonNull<bindings::ib_mr>,
@@ -33,25 +34,33 @@ const GLOBAL_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
     | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
     | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
 
-// SAFETY: Verbs on a PD may be used from any thread.
+// SAFETY: A PD and its memory region are not tied to a thread: they may be
+// used and released (`drop`) from any thread in process context.
 unsafe impl Send for ProtectionDomain {}
-// SAFETY: Shared references only read immutable fields or make thread-safe verbs calls.
+// SAFETY: `&self` methods only read fields fixed at creation
+// (`local_dma_lkey`, the region's `rkey`, `device`), and the other verbs
+// wrappers only pass `as_ptr` to `ib_create_qp_kernel`, which locks on its
+// own (it only bumps the PD's atomic use count).
 unsafe impl Sync for ProtectionDomain {}
 
 impl ProtectionDomain {
     /// Allocates the PD on `device`.
     pub(crate) fn new(device: Arc<Device>) -> Result<Self> {
-        // SAFETY: `device` is a valid registered device (its type invariant).
+        // SAFETY: `device` is a valid registered device (its type invariant);
+        // no flags are requested and the caller name is a static string.
         let pd = from_err_ptr(unsafe {
             bindings::__ib_alloc_pd(device.as_ptr(), 0, c_str!("lite").as_char_ptr())
         })?;
         let ptr = NonNull::new(pd).ok_or(ENOMEM)?;
-        // SAFETY: `pd` was just allocated on `device` and is not shared yet.
+        // SAFETY: `pd` was just allocated on `device` (non-null, not an
+        // error) and is not shared yet; the access flags are valid.
         let mr = from_err_ptr(unsafe { bindings::lite_get_dma_mr(pd, GLOBAL_ACCESS as i32) });
         let global_mr = match mr.ok().and_then(NonNull::new) {
             Some(mr) => mr,
             None => {
-                // SAFETY: Nothing was created in the PD, which is owned here.
+                // SAFETY: `pd` was allocated above and is owned here; no
+                // memory region or QP was created in it (the region failed),
+                // so nothing uses it and it is not used afterwards.
                 unsafe { bindings::ib_dealloc_pd_user(pd, core::ptr::null_mut()) };
                 return Err(mr.err().unwrap_or(ENOMEM));
             }
@@ -75,13 +84,15 @@ impl ProtectionDomain {
 
     /// Local key for scatter/gather entries pointing at kernel memory.
     pub(crate) fn local_dma_lkey(&self) -> u32 {
-        // SAFETY: `ptr` is valid by the type invariant.
+        // SAFETY: `ptr` is valid by the type invariant, and the field is set
+        // when the PD is allocated and never changed.
         unsafe { (*self.ptr.as_ptr()).local_dma_lkey }
     }
 
     /// Remote key peers use to reach this node's memory.
     pub(crate) fn global_rkey(&self) -> u32 {
-        // SAFETY: `global_mr` is valid by the type invariant.
+        // SAFETY: `global_mr` is valid by the type invariant, and its key is
+        // never changed (the region is never re-registered or invalidated).
         unsafe { (*self.global_mr.as_ptr()).rkey }
     }
 }

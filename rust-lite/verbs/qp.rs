@@ -2,10 +2,13 @@
 
 //! Reliable-connected queue pairs.
 
-use core::ptr::{null, null_mut, NonNull};
+use core::{
+    ptr::{null, null_mut, NonNull},
+    sync::atomic::{AtomicBool, Ordering},
+};
 use kernel::{bindings, c_str, error::from_err_ptr, prelude::*, sync::Arc};
 
-use super::{check, device::mtu_from_bytes, CompletionQueue, PortConfig, ProtectionDomain};
+use super::{check, device::mtu_from_bytes, CompletionQueue, Device, PortConfig, ProtectionDomain};
 
 /// Access a connected peer has to this node's memory through the global key.
 const REMOTE_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
@@ -56,7 +59,9 @@ pub(crate) struct RemoteEnd {
 
 /// One scatter/gather element of local memory.
 pub(super) struct LocalSegment {
+    /// DMA address on the QP's device (covered by the PD's local DMA key).
     pub(super) addr: u64,
+    /// Length in bytes.
     pub(super) len: u32,
 }
 
@@ -66,17 +71,30 @@ pub(super) struct LocalSegment {
 ///
 /// `ptr` is an RC QP created in `pd` with `send_cq` and `recv_cq`, owned by
 /// this object. Holding the `Arc`s keeps those alive until the QP is destroyed.
+/// Once `new` has returned, `ib_modify_qp` is only called on it by the
+/// thread that set `modifying` from `false` to `true`, until it stores
+/// `false` again.
 pub(super) struct QueuePair {
     ptr: NonNull<bindings::ib_qp>,
     psn: u32,
+    /// Serialises calls to `ib_modify_qp` (see the invariants).
+    modifying: AtomicBool,
     pd: Arc<ProtectionDomain>,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
 }
 
-// SAFETY: Posting and modifying QPs is thread-safe in the verbs API.
+// SAFETY: A QP is not tied to a thread: it may be used and destroyed (`drop`)
+// from any thread in process context.
 unsafe impl Send for QueuePair {}
-// SAFETY: As above.
+// SAFETY: Of the `&self` methods, `qpn` reads a field fixed at creation, and
+// `post_send`/`post_atomic`/`post_recv` call `ib_post_send`/`ib_post_recv`,
+// which providers serialise per work queue (rxe `sq_lock`/`producer_lock`
+// and `state_lock`, mlx5 `sq.lock`/`rq.lock`) and which may run concurrently
+// with a state change. `connect` calls `ib_modify_qp`, which is not safe to
+// call concurrently on one QP (the core swaps the QP's GID attribute
+// references without a lock): `modifying` lets only one thread at a time do
+// so (type invariant).
 unsafe impl Sync for QueuePair {}
 
 impl QueuePair {
@@ -98,17 +116,21 @@ impl QueuePair {
         attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
         attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
         // SAFETY: `pd` is a valid PD (its type invariant) and `attr` is
-        // valid for the call; the CQs it names outlive the QP (held below).
+        // valid for the call; the CQs it names are valid (their type
+        // invariants) and outlive the QP (held below).
         let qp = from_err_ptr(unsafe {
             bindings::ib_create_qp_kernel(pd.as_ptr(), &mut attr, c_str!("lite").as_char_ptr())
         })?;
         let ptr = NonNull::new(qp).ok_or(ENOMEM)?;
-        // SAFETY: Plain call without arguments.
+        // SAFETY: Plain call without arguments or memory-safety requirements.
         let psn = unsafe { bindings::get_random_u32() } & 0x00ff_ffff;
-        // INVARIANT: Created above and owned from here on.
+        // INVARIANT: Created above and owned from here on; the modification
+        // below runs before the object is returned, so no other thread can
+        // modify the QP concurrently.
         let this = QueuePair {
             ptr,
             psn,
+            modifying: AtomicBool::new(false),
             pd: pd.clone(),
             _send_cq: send_cq.clone(),
             _recv_cq: recv_cq.clone(),
@@ -130,7 +152,8 @@ impl QueuePair {
 
     /// Queue pair number.
     pub(super) fn qpn(&self) -> u32 {
-        // SAFETY: `ptr` is valid by the type invariant.
+        // SAFETY: `ptr` is valid by the type invariant, and `qp_num` is set
+        // at creation and never changed.
         unsafe { (*self.ptr.as_ptr()).qp_num }
     }
 
@@ -139,19 +162,51 @@ impl QueuePair {
         self.psn
     }
 
+    /// The device the QP is on.
+    pub(super) fn device(&self) -> &Device {
+        self.pd.device()
+    }
+
     /// Local key for segments in kernel memory.
     pub(super) fn lkey(&self) -> u32 {
         self.pd.local_dma_lkey()
     }
 
+    /// Calls `ib_modify_qp`.
+    ///
+    /// Callers must be the only thread modifying the QP: `new` before it
+    /// returns the object, or `connect` holding `modifying`.
     fn modify(&self, attr: &mut bindings::ib_qp_attr, mask: u32) -> Result {
-        // SAFETY: `ptr` is valid (type invariant) and `attr` is valid for the call.
+        // SAFETY: `ptr` is valid (type invariant), `attr` is valid for the
+        // call, and no other thread modifies the QP concurrently (required
+        // of the callers above).
         check(unsafe { bindings::ib_modify_qp(self.ptr.as_ptr(), attr, mask as i32) })?;
         Ok(())
     }
 
     /// Connects to `remote`: INIT to RTR to RTS.
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` if another thread is connecting this QP at the same time;
+    /// the error of `ib_modify_qp` if a transition fails.
     pub(super) fn connect(&self, remote: &RemoteEnd, port: &PortConfig) -> Result {
+        if self
+            .modifying
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(EBUSY);
+        }
+        // INVARIANT: This thread set `modifying`, and clears it once it no
+        // longer modifies the QP.
+        let result = self.transition_to_rts(remote, port);
+        self.modifying.store(false, Ordering::Release);
+        result
+    }
+
+    /// INIT to RTR to RTS; the caller holds `modifying`.
+    fn transition_to_rts(&self, remote: &RemoteEnd, port: &PortConfig) -> Result {
         let mut rtr = bindings::ib_qp_attr::default();
         rtr.qp_state = bindings::ib_qp_state_IB_QPS_RTR;
         rtr.path_mtu = mtu_from_bytes(remote.mtu.min(port.mtu_bytes()));
@@ -221,9 +276,14 @@ impl QueuePair {
     ///
     /// # Safety
     ///
-    /// The memory described by `local` must stay valid, and must not be
-    /// accessed in a way that conflicts with the device, until the completion
-    /// for `wr_id` has been polled from the send CQ.
+    /// `local` must describe memory DMA-mapped on this QP's device (reachable
+    /// with the PD's local DMA key) and owned by the caller or an object it
+    /// borrows. From the call until the completion for `wr_id` has been
+    /// polled from the send CQ (or the QP has been destroyed), that memory
+    /// must stay allocated and mapped, and no Rust reference may cover it:
+    /// the device reads it for sends and RDMA writes and writes it for RDMA
+    /// reads, so the CPU may only use raw copies on it meanwhile (which see
+    /// or leave unspecified bytes).
     pub(super) unsafe fn post_send(
         &self,
         opcode: bindings::ib_wr_opcode,
@@ -248,10 +308,15 @@ impl QueuePair {
             wr.wr.ex.imm_data = imm.to_be();
         }
         let mut bad: *const bindings::ib_send_wr = null();
+        // The provider reaches `remote_addr` and `rkey` with `rdma_wr()`
+        // (`container_of`), so pass a pointer to the whole `ib_rdma_wr`, whose
+        // first field is `wr`.
+        let send_wr = core::ptr::addr_of!(wr).cast::<bindings::ib_send_wr>();
         // SAFETY: `ptr` is valid (type invariant); `wr` and `sge` live for
-        // the call, which is all the verbs API needs of them; the memory they
-        // describe is kept valid by the caller.
-        check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), &wr.wr, &mut bad) })?;
+        // the call, which is all the verbs API needs of them, and `send_wr`
+        // covers all of `wr`; the memory they describe stays valid and
+        // unreferenced until completion (safety requirements).
+        check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), send_wr, &mut bad) })?;
         Ok(())
     }
 
@@ -263,7 +328,8 @@ impl QueuePair {
     ///
     /// # Safety
     ///
-    /// As for [`Self::post_send`].
+    /// As for [`Self::post_send`]; `local` must describe 8 bytes, which the
+    /// device writes.
     pub(super) unsafe fn post_atomic(
         &self,
         opcode: bindings::ib_wr_opcode,
@@ -285,8 +351,13 @@ impl QueuePair {
         wr.compare_add = compare;
         wr.swap = swap;
         let mut bad: *const bindings::ib_send_wr = null();
-        // SAFETY: As in `post_send`.
-        check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), &wr.wr, &mut bad) })?;
+        // As in `post_send`: the provider uses `atomic_wr()` (`container_of`).
+        let send_wr = core::ptr::addr_of!(wr).cast::<bindings::ib_send_wr>();
+        // SAFETY: `ptr` is valid (type invariant); `wr` and `sge` live for
+        // the call and `send_wr` covers all of `wr`; the memory `local`
+        // describes stays valid and unreferenced until completion (safety
+        // requirements).
+        check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), send_wr, &mut bad) })?;
         Ok(())
     }
 
@@ -294,8 +365,13 @@ impl QueuePair {
     ///
     /// # Safety
     ///
-    /// As for [`Self::post_send`]: `local` must stay valid until the receive
-    /// completes or the QP is destroyed.
+    /// `local` must describe memory DMA-mapped on this QP's device (reachable
+    /// with the PD's local DMA key) and owned by the caller or an object it
+    /// borrows. Until the completion for `wr_id` has been polled from the
+    /// receive CQ (or the QP has been destroyed), that memory must stay
+    /// allocated and mapped, and no Rust reference may cover it: the device
+    /// may write it at any time, so the CPU may only use raw copies on it
+    /// meanwhile (which see unspecified bytes).
     pub(super) unsafe fn post_recv(&self, local: &LocalSegment, wr_id: u64) -> Result {
         let mut sge = self.sge(local);
         let mut wr = bindings::ib_recv_wr::default();
@@ -303,7 +379,10 @@ impl QueuePair {
         wr.sg_list = &mut sge;
         wr.num_sge = 1;
         let mut bad: *const bindings::ib_recv_wr = null();
-        // SAFETY: As in `post_send`.
+        // SAFETY: `ptr` is valid (type invariant); `wr` and `sge` live for
+        // the call, which is all the verbs API needs of them; the memory
+        // `local` describes stays valid and unreferenced until completion
+        // (safety requirements).
         check(unsafe { bindings::ib_post_recv(self.ptr.as_ptr(), &wr, &mut bad) })?;
         Ok(())
     }
@@ -311,8 +390,10 @@ impl QueuePair {
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
-        // SAFETY: The QP is owned by this object (type invariant). Destroying
-        // it ends all device access to memory its work requests named.
+        // SAFETY: The QP is owned by this object (type invariant) and no call
+        // on it can be in progress (this is `&mut self`). Destroying it ends
+        // all device access to memory its work requests named, and its PD
+        // and CQs are still alive (the `Arc` fields are dropped after this).
         unsafe { bindings::ib_destroy_qp_user(self.ptr.as_ptr(), null_mut()) };
     }
 }

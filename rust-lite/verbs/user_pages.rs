@@ -30,9 +30,11 @@ enum Holder {
 ///
 /// With `holder == UserPin`, every entry of `pages` is a page pinned by
 /// `pin_user_pages_fast` with `FOLL_LONGTERM`, and the pin is owned by this
-/// object; with `KernelCaller`, every page stays allocated while this object
-/// lives. `dma[i]` is the DMA mapping of the whole page `pages[i]` on
-/// `device`.
+/// object; with `KernelCaller`, every page stays allocated, and may be read
+/// and written through this object, while it lives (the contract of
+/// [`PinnedPages::kernel`]). `dma.len() == pages.len()`, and `dma[i]` is the
+/// DMA mapping of the whole page `pages[i]` on `device`, owned by this
+/// object. No Rust reference into the pages is ever made.
 pub(crate) struct PinnedPages {
     pages: KVec<*mut bindings::page>,
     dma: KVec<u64>,
@@ -40,10 +42,20 @@ pub(crate) struct PinnedPages {
     device: Arc<Device>,
 }
 
-// SAFETY: The pages are pinned memory owned by this object; every access
-// goes through raw copies.
+// SAFETY: The page pointers, pins and DMA mappings are not tied to a thread;
+// `drop` may unmap and unpin them from any thread in process context.
+// `Arc<Device>` is `Send`.
 unsafe impl Send for PinnedPages {}
-// SAFETY: `&self` methods only copy bytes in and out through raw pointers.
+// SAFETY: Through `&self`, the fields are only read (they never change after
+// construction), and the pages' bytes are only reached through raw copies of
+// `u8`s inside a `kmap_local_page` mapping of the calling thread, never
+// through a Rust reference (type invariant); every value they may hold is
+// valid, and the owning process or kernel caller and the device may write
+// them at any time. Nothing here orders two such copies. FIXME: as for
+// `DmaBuffer`'s `Sync` impl, the chunks of a registered LMR are copied by
+// every thread using the LMR with nothing ordering them, so two overlapping
+// copies from different CPUs, one of them a write, are a data race in Rust's
+// memory model.
 unsafe impl Sync for PinnedPages {}
 
 impl PinnedPages {
@@ -62,8 +74,17 @@ impl PinnedPages {
         let mut pinned = 0usize;
         let flags = bindings::FOLL_WRITE | bindings::FOLL_LONGTERM;
         while pinned < count {
+            // PANIC: `pinned < count <= i32::MAX`, so the product is below
+            // 2^43; the sum does not overflow either: it is `start` when
+            // `pinned == 0`, and otherwise the end of `pinned` pages of user
+            // memory that were just pinned, which is below the top of the
+            // user address space.
             let address = start + pinned * PAGE_SIZE;
-            // SAFETY: `pages[pinned..]` has room for `count - pinned` entries.
+            // SAFETY: `pages` has `count` entries, so `add(pinned)` stays in
+            // bounds and leaves room for the `count - pinned` entries (a
+            // positive number that fits in an `i32`) the call may write.
+            // `pin_user_pages_fast` only touches the current process's page
+            // tables, which any user address is checked against.
             let ret = unsafe {
                 bindings::pin_user_pages_fast(
                     address,
@@ -73,30 +94,60 @@ impl PinnedPages {
                 )
             };
             if ret <= 0 {
-                Self::unpin(&mut pages[..pinned]);
+                // PANIC: `pinned < count == pages.len()`.
+                let done = &mut pages[..pinned];
+                // SAFETY: The first `pinned` entries were pinned above and
+                // are not used again.
+                unsafe { Self::unpin(done) };
                 return Err(if ret < 0 {
                     Error::from_errno(ret as i32)
                 } else {
                     EFAULT
                 });
             }
+            // PANIC: `0 < ret <= count - pinned` (the call pins at most the
+            // pages asked for), so `pinned` stays at most `count`.
             pinned += ret as usize;
         }
-        // INVARIANT: Every page was pinned above.
+        // INVARIANT: Every page was pinned above with `FOLL_LONGTERM`, and
+        // the pins are handed to `map`.
         Self::map(device, pages, Holder::UserPin)
     }
 
     /// Takes `count` pages of kernel memory starting at the page-aligned
     /// address `start`.
     ///
+    /// The pages are not pinned or referenced: they stay the caller's. Each
+    /// page is looked up once, here, through the direct map or the vmalloc
+    /// page tables, and from then on is reached through its `struct page`
+    /// only.
+    ///
     /// # Errors
     ///
     /// `EINVAL` for an unaligned start, no pages, or an address that is
-    /// neither directly mapped nor vmalloc memory; `ENOMEM`.
+    /// neither directly mapped (`kmalloc`, the page allocator) nor vmalloc
+    /// memory (checked page by page); `ENOMEM`.
     ///
     /// # Safety
     ///
-    /// The pages must stay allocated until the returned object is dropped.
+    /// For as long as the returned object exists (and so for as long as
+    /// any `Arc` it is put into has a reference):
+    ///
+    /// - every one of the `count` pages from `start` must be memory that is
+    ///   allocated when this is called and stays allocated: not freed
+    ///   (`kfree`, `free_pages`, `vfree`, ...) and not handed back to the
+    ///   allocator in any other way, so that neither the page nor its
+    ///   `struct page` is reused; for vmalloc memory, the area must also
+    ///   not be remapped to other pages;
+    /// - the pages must not be memory of a [`DmaBuffer`] (copies between the
+    ///   two assume they never overlap);
+    /// - the whole pages, not only the part the caller means to expose,
+    ///   may be read and written at any time through the returned object
+    ///   (its `write_bytes`, `fill`, `copy_from_buffer`, ... take any offset
+    ///   within a page) and by the device and other nodes through the DMA
+    ///   addresses it hands out: the caller must make sure users of the
+    ///   object stay within memory it may overwrite, and must not hold Rust
+    ///   references to any of those bytes meanwhile.
     pub(crate) unsafe fn kernel(
         device: &Arc<Device>,
         start: *mut u8,
@@ -107,23 +158,31 @@ impl PinnedPages {
         }
         let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
         for index in 0..count {
-            let address = (start as usize)
-                .checked_add(index * PAGE_SIZE)
+            let address = index
+                .checked_mul(PAGE_SIZE)
+                .and_then(|offset| (start as usize).checked_add(offset))
                 .ok_or(EINVAL)?;
-            // SAFETY: The helper only translates the address; it returns
-            // null for one it cannot translate.
+            // SAFETY: The helper only translates the address (it does not
+            // dereference it): it returns null for one that is neither
+            // vmalloc memory nor has a valid direct-map `struct page`. The
+            // translation stays valid because the caller keeps the memory
+            // allocated (safety requirements).
             let page = unsafe { bindings::lite_kernel_addr_to_page(address as *const c_void) };
             if page.is_null() {
                 return Err(EINVAL);
             }
             pages.push(page, GFP_KERNEL)?;
         }
-        // INVARIANT: The caller keeps the pages allocated.
+        // INVARIANT: The caller keeps the pages allocated and lets this
+        // object read and write them (safety requirements).
         Self::map(device, pages, Holder::KernelCaller)
     }
 
     /// Maps `pages`, held as `holder` says, for DMA on `device`; releases
     /// them on failure.
+    ///
+    /// Every entry of `pages` must be held as `holder` says (see the type
+    /// invariants), and with `UserPin` the pins are handed over to this call.
     fn map(
         device: &Arc<Device>,
         mut pages: KVec<*mut bindings::page>,
@@ -131,7 +190,10 @@ impl PinnedPages {
     ) -> Result<Self> {
         let release = |pages: &mut [*mut bindings::page]| {
             if holder == Holder::UserPin {
-                Self::unpin(pages);
+                // SAFETY: With `UserPin`, every entry is a page pinned by
+                // `pin_user_pages_fast` whose pin was handed to `map`, and
+                // `map` fails right after this, never using them again.
+                unsafe { Self::unpin(pages) };
             }
         };
         let mut dma = match KVec::with_capacity(pages.len(), GFP_KERNEL) {
@@ -142,7 +204,10 @@ impl PinnedPages {
             }
         };
         for (i, &page) in pages.iter().enumerate() {
-            // SAFETY: `page` is pinned above; `device` is valid.
+            // SAFETY: `page` is a valid page held as `holder` says for as
+            // long as the mapping may exist (it is unmapped before the pages
+            // are released); `device` is valid (its type invariant); the
+            // offset and length cover exactly the page.
             let addr = unsafe {
                 bindings::ib_dma_map_page(
                     device.as_ptr(),
@@ -154,13 +219,19 @@ impl PinnedPages {
             };
             // SAFETY: `addr` was just returned by `ib_dma_map_page` on `device`.
             let failed = unsafe { bindings::ib_dma_mapping_error(device.as_ptr(), addr) } != 0;
+            // `push` cannot fail: capacity for every page was reserved above.
             if failed || dma.push(addr, GFP_KERNEL).is_err() {
-                Self::unmap(device, &dma[..i.min(dma.len())]);
+                // PANIC: `min` keeps the bound within `dma.len()`.
+                let mapped = &dma[..i.min(dma.len())];
+                // SAFETY: `mapped` holds the mappings made on `device` by
+                // earlier iterations, which are not used again.
+                unsafe { Self::unmap(device, mapped) };
                 release(&mut pages);
                 return Err(ENOMEM);
             }
         }
-        // INVARIANT: Every page is held as `holder` says and was mapped above.
+        // INVARIANT: Every page is held as `holder` says and was mapped above,
+        // one mapping per page, in order.
         Ok(PinnedPages {
             pages,
             dma,
@@ -169,9 +240,18 @@ impl PinnedPages {
         })
     }
 
-    fn unmap(device: &Arc<Device>, dma: &[u64]) {
+    /// Unmaps page mappings.
+    ///
+    /// # Safety
+    ///
+    /// Every entry of `dma` must be a whole-page mapping made by
+    /// `ib_dma_map_page` on `device` (in `map`), not yet unmapped and not
+    /// used afterwards.
+    unsafe fn unmap(device: &Arc<Device>, dma: &[u64]) {
         for &addr in dma {
-            // SAFETY: `addr` is a page mapping made by `pin` on `device`.
+            // SAFETY: `addr` is a live page mapping made on `device` (safety
+            // requirements), unmapped with the size and direction it was
+            // made with.
             unsafe {
                 bindings::ib_dma_unmap_page(
                     device.as_ptr(),
@@ -183,11 +263,20 @@ impl PinnedPages {
         }
     }
 
-    fn unpin(pages: &mut [*mut bindings::page]) {
+    /// Releases user page pins.
+    ///
+    /// # Safety
+    ///
+    /// Every entry of `pages` must be a page pinned by `pin_user_pages_fast`
+    /// whose pin the caller owns and gives up here; the pages must not be
+    /// used through these entries afterwards (nor mapped for DMA anymore).
+    unsafe fn unpin(pages: &mut [*mut bindings::page]) {
         if pages.is_empty() {
             return;
         }
-        // SAFETY: Every entry is a page pinned by `pin_user_pages_fast`.
+        // SAFETY: Every entry is a page pinned by `pin_user_pages_fast` whose
+        // pin is ours to release (safety requirements); the pointer and
+        // length describe exactly those entries.
         unsafe { bindings::unpin_user_pages(pages.as_mut_ptr(), pages.len() as _) };
     }
 
@@ -200,7 +289,13 @@ impl PinnedPages {
     /// `[at, at + len)` lies inside that page.
     pub(crate) fn dma_range(&self, index: usize, at: usize, len: usize) -> Result<u64> {
         check(at, len)?;
-        Ok(self.dma.get(index).ok_or(EINVAL)? + at as u64)
+        // `at <= PAGE_SIZE` and the page is mapped whole, so this does not
+        // overflow in practice; checked anyway.
+        self.dma
+            .get(index)
+            .ok_or(EINVAL)?
+            .checked_add(at as u64)
+            .ok_or(EINVAL)
     }
 
     /// Runs `f` with the CPU address of byte `at` of page `index`, after
@@ -214,12 +309,17 @@ impl PinnedPages {
     ) -> Result<R> {
         check(at, len)?;
         let page = *self.pages.get(index).ok_or(EINVAL)?;
-        // SAFETY: `page` is pinned for the life of `self`.
+        // SAFETY: `page` is a valid page held for the life of `self` (type
+        // invariant). The mapping is local to this thread and released
+        // below, right after `f`, in the same frame.
         let base = unsafe { bindings::kmap_local_page(page) }.cast::<u8>();
-        // SAFETY: `at < PAGE_SIZE`, checked above.
+        // SAFETY: `base` maps the whole page (`PAGE_SIZE` bytes) and
+        // `at <= at + len <= PAGE_SIZE` (checked above), so the result is
+        // inside the mapping or one past its end.
         let result = f(unsafe { base.add(at) });
-        // SAFETY: `base` was mapped just above, and mappings are released in
-        // reverse order.
+        // SAFETY: `base` was returned by `kmap_local_page` just above; `f`
+        // only copies bytes and leaves no other local mapping behind, so this
+        // is the most recent one, as `kunmap_local` requires.
         unsafe { bindings::kunmap_local(base.cast::<c_void>()) };
         Ok(result)
     }
@@ -227,8 +327,10 @@ impl PinnedPages {
     /// Copies `data` into page `index` at `at`.
     pub(crate) fn write_bytes(&self, index: usize, at: usize, data: &[u8]) -> Result {
         self.with_mapped(index, at, data.len(), |dst| {
-            // SAFETY: `dst` points to `data.len()` mapped bytes of a pinned
-            // page, which no Rust reference covers.
+            // SAFETY: `dst` points to `data.len()` mapped bytes of a held
+            // page (`with_mapped` checked the range), valid for writes; no
+            // Rust reference covers them (type invariant), so `data` cannot
+            // overlap them.
             unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
         })
     }
@@ -236,7 +338,10 @@ impl PinnedPages {
     /// Copies bytes of page `index` at `at` into `out`.
     pub(crate) fn read_bytes(&self, index: usize, at: usize, out: &mut [u8]) -> Result {
         self.with_mapped(index, at, out.len(), |src| {
-            // SAFETY: `src` points to `out.len()` mapped bytes of a pinned page.
+            // SAFETY: `src` points to `out.len()` mapped bytes of a held page
+            // (`with_mapped` checked the range), valid for reads; no Rust
+            // reference covers them (type invariant), so `out` cannot overlap
+            // them.
             unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) }
         })
     }
@@ -244,7 +349,8 @@ impl PinnedPages {
     /// Sets `len` bytes of page `index` at `at` to `byte`.
     pub(crate) fn fill(&self, index: usize, at: usize, len: usize, byte: u8) -> Result {
         self.with_mapped(index, at, len, |dst| {
-            // SAFETY: `dst` points to `len` mapped bytes of a pinned page.
+            // SAFETY: `dst` points to `len` mapped bytes of a held page
+            // (`with_mapped` checked the range), valid for writes.
             unsafe { core::ptr::write_bytes(dst, byte, len) }
         })
     }
@@ -260,7 +366,10 @@ impl PinnedPages {
     ) -> Result {
         let dst = buffer.cpu_range(buffer_at, len)?;
         self.with_mapped(index, at, len, |src| {
-            // SAFETY: Both ranges were checked; a page and a buffer never overlap.
+            // SAFETY: `src` is `len` mapped bytes of a held page and `dst`
+            // `len` bytes of `buffer`, which `&buffer` keeps allocated (both
+            // ranges checked); a pinned or caller-held page is never part of
+            // a `DmaBuffer`'s allocation, so they do not overlap.
             unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
         })
     }
@@ -276,7 +385,10 @@ impl PinnedPages {
     ) -> Result {
         let src = buffer.cpu_range(buffer_at, len)?;
         self.with_mapped(index, at, len, |dst| {
-            // SAFETY: Both ranges were checked; a page and a buffer never overlap.
+            // SAFETY: `dst` is `len` mapped bytes of a held page and `src`
+            // `len` bytes of `buffer`, which `&buffer` keeps allocated (both
+            // ranges checked); a pinned or caller-held page is never part of
+            // a `DmaBuffer`'s allocation, so they do not overlap.
             unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
         })
     }
@@ -291,9 +403,16 @@ fn check(at: usize, len: usize) -> Result {
 
 impl Drop for PinnedPages {
     fn drop(&mut self) {
-        Self::unmap(&self.device, &self.dma);
+        // SAFETY: `dma` holds this object's live page mappings on `device`
+        // (type invariant), and this object does not use them again. (This
+        // node posts work requests only on `DmaBuffer`s; the addresses given
+        // to other nodes are revoked by the LMR layer before the last
+        // reference to the pages goes.)
+        unsafe { Self::unmap(&self.device, &self.dma) };
         if self.holder == Holder::UserPin {
-            Self::unpin(&mut self.pages);
+            // SAFETY: With `UserPin`, every entry is a page pinned by this
+            // object (type invariant), unmapped just above and not used again.
+            unsafe { Self::unpin(&mut self.pages) };
         }
     }
 }

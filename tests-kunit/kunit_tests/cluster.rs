@@ -336,7 +336,8 @@ kunit_case!(lite_test_kernel_sync, |c| {
     // Locks kept here and on the next node: the holder may not take them
     // twice, and only the holder may release them.
     for home in [me, next_node()] {
-        let mut lock = LiteLock::from(crate::internal::lock::LockId { home: 0, number: 0 });
+        let mut lock =
+            LiteLock::from(crate::internal::locks::lockers::LockId { home: 0, number: 0 });
         // SAFETY: `lock` is a valid `struct lite_lock` for every call.
         unsafe {
             check!(c, liteapi_create_lock(home, &mut lock) >= 0);

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The distributed barrier (`lite_dist_barrier`); see [`rounds`] for how
+//! nodes agree that a round is complete.
+
+pub(crate) mod rounds;
+pub(crate) mod wire;
+
+use kernel::{prelude::*, sync::Arc};
+
+use self::{
+    rounds::{BarrierRounds, WaitOutcome},
+    wire::BarrierMessage,
+};
+use super::{
+    core::{
+        peer::Peer,
+        subsystem::{Handling, Subsystem},
+        wire::Frame,
+        Core,
+    },
+    MAX_NODES,
+};
+
+/// The distributed barrier of a joined node.
+#[pin_data]
+pub(crate) struct Barrier {
+    core: Arc<Core>,
+    #[pin]
+    rounds: BarrierRounds,
+}
+
+impl Barrier {
+    /// The barrier over `core`, no round entered yet.
+    pub(crate) fn new(core: Arc<Core>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Barrier {
+                core,
+                rounds <- BarrierRounds::new(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// `lite_dist_barrier`: waits until `num` nodes entered the same round.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for 0 or more nodes than a cluster has, `ERESTARTSYS` if a
+    /// signal arrived while waiting.
+    pub(crate) fn dist_barrier(&self, num: u32) -> Result {
+        if num == 0 || num as usize > MAX_NODES {
+            return Err(EINVAL);
+        }
+        let round = self.rounds.enter(self.core.node_id());
+        let entered = BarrierMessage::Entered {
+            round,
+            reply_wanted: true,
+        }
+        .to_frame();
+        loop {
+            for node in self.core.connected_peers()?.iter() {
+                if let Ok(peer) = self.core.peer(*node) {
+                    // A peer that cannot be reached now is retried on the
+                    // next resend; it cannot count towards `num` meanwhile.
+                    let _ = peer.send(&entered);
+                }
+            }
+            match self.rounds.wait(round, num as usize)? {
+                WaitOutcome::Done => return Ok(()),
+                WaitOutcome::Resend => continue,
+            }
+        }
+    }
+}
+
+impl Subsystem for Barrier {
+    fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
+        let Some(BarrierMessage::Entered {
+            round,
+            reply_wanted,
+        }) = BarrierMessage::from_frame(frame)
+        else {
+            return Handling::Done;
+        };
+        self.rounds.arrived(peer.node, round);
+        // A node that finished `round` before the sender joined or heard of
+        // it would otherwise never tell the sender.
+        let own = self.rounds.own_round();
+        if reply_wanted && own >= round {
+            let answer = BarrierMessage::Entered {
+                round: own,
+                reply_wanted: false,
+            };
+            Handling::Answer(answer.to_frame())
+        } else {
+            Handling::Done
+        }
+    }
+}

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rounds of the distributed barrier that this node has seen.
+//!
+//! Each node numbers the barriers it enters: its first call is round 1, the
+//! next round 2 and so on. Entering a round tells every peer "I have reached
+//! round r"; a node leaves round r once `num` nodes (itself included) are
+//! known to have reached it. Because a node only ever reports its latest
+//! round and receivers keep the maximum, messages may be repeated or cross
+//! each other freely: while waiting, a node repeats its round every
+//! [`RESEND_INTERVAL_MS`] and asks for an answer, so a peer that already
+//! left that round (possibly before the waiting node joined) reports it.
+
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{CondVar, CondVarTimeoutResult, Mutex},
+    time::msecs_to_jiffies,
+};
+
+use crate::internal::MAX_NODES;
+
+/// How often a waiting node repeats its round to its peers.
+pub(crate) const RESEND_INTERVAL_MS: u32 = 1000;
+
+/// Per-node view of the barrier rounds.
+struct Rounds {
+    /// The last round this node entered.
+    own: u64,
+    /// The last round each node is known to have entered.
+    seen: [u64; MAX_NODES],
+}
+
+/// How many nodes in `seen` have reached `round`.
+pub(crate) fn nodes_reached(seen: &[u64], round: u64) -> usize {
+    seen.iter().filter(|&&r| r >= round).count()
+}
+
+/// State of the distributed barrier on this node.
+#[pin_data]
+pub(crate) struct BarrierRounds {
+    #[pin]
+    rounds: Mutex<Rounds>,
+    #[pin]
+    changed: CondVar,
+}
+
+/// What a waiter should do next.
+pub(crate) enum WaitOutcome {
+    /// Enough nodes reached the round.
+    Done,
+    /// Time to repeat the round to the peers.
+    Resend,
+}
+
+impl BarrierRounds {
+    /// A barrier no node has entered.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(BarrierRounds {
+            rounds <- new_mutex!(Rounds { own: 0, seen: [0; MAX_NODES] }, "lite:barrier"),
+            changed <- new_condvar!("lite:barrier_changed"),
+        })
+    }
+
+    /// Enters the next round on node `self_id`; returns its number.
+    pub(crate) fn enter(&self, self_id: u32) -> u64 {
+        let mut rounds = self.rounds.lock();
+        rounds.own += 1;
+        let round = rounds.own;
+        if let Some(seen) = rounds.seen.get_mut(self_id as usize) {
+            *seen = round;
+        }
+        round
+    }
+
+    /// The last round this node entered.
+    pub(crate) fn own_round(&self) -> u64 {
+        self.rounds.lock().own
+    }
+
+    /// Records that `node` reached `round`.
+    pub(crate) fn arrived(&self, node: u32, round: u64) {
+        let mut rounds = self.rounds.lock();
+        if let Some(seen) = rounds.seen.get_mut(node as usize) {
+            if round > *seen {
+                *seen = round;
+                self.changed.notify_all();
+            }
+        }
+    }
+
+    /// Waits until `num` nodes reached `round`, or until it is time to resend.
+    ///
+    /// # Errors
+    ///
+    /// `ERESTARTSYS` if a signal is pending.
+    pub(crate) fn wait(&self, round: u64, num: usize) -> Result<WaitOutcome> {
+        let mut rounds = self.rounds.lock();
+        loop {
+            if nodes_reached(&rounds.seen, round) >= num {
+                return Ok(WaitOutcome::Done);
+            }
+            match self
+                .changed
+                .wait_interruptible_timeout(&mut rounds, msecs_to_jiffies(RESEND_INTERVAL_MS))
+            {
+                CondVarTimeoutResult::Signal { .. } => return Err(ERESTARTSYS),
+                CondVarTimeoutResult::Timeout => return Ok(WaitOutcome::Resend),
+                CondVarTimeoutResult::Woken { .. } => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The chunks this node holds: for its own LMRs and on behalf of peers.
+
+use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
+
+use super::chunk_memory::ChunkMemory;
+use crate::internal::util::slot_table::SlotTable;
+use crate::verbs::{Device, DmaBuffer, MAX_DMA_BUFFER};
+
+struct HeldChunk {
+    owner: u32,
+    memory: Arc<ChunkMemory>,
+}
+
+/// Memory held by this node, each chunk owned by the node whose LMR it is
+/// part of and named by a chunk id in control messages.
+#[pin_data]
+pub(crate) struct MemoryStore {
+    #[pin]
+    chunks: Mutex<SlotTable<HeldChunk>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(MemoryStore {
+            chunks <- new_mutex!(SlotTable::new(), "lite:memory_store"),
+        })
+    }
+
+    /// Allocates a zeroed chunk of `size` bytes for `owner`.
+    ///
+    /// Returns the chunk id and the memory.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a size of 0 or above one chunk, `ENOMEM` if memory is short.
+    pub(crate) fn allocate(
+        &self,
+        device: &Arc<Device>,
+        owner: u32,
+        size: u64,
+    ) -> Result<(u64, Arc<ChunkMemory>)> {
+        let len = usize::try_from(size).map_err(|_| EINVAL)?;
+        if len == 0 || len > MAX_DMA_BUFFER {
+            return Err(EINVAL);
+        }
+        // Allocate (and zero) before taking the lock.
+        let memory = Arc::new(
+            ChunkMemory::Buffer(DmaBuffer::new(device, len)?),
+            GFP_KERNEL,
+        )?;
+        let id = self.insert(owner, memory.clone())?;
+        Ok((id, memory))
+    }
+
+    /// Holds `memory` for `owner` and returns its chunk id.
+    pub(crate) fn insert(&self, owner: u32, memory: Arc<ChunkMemory>) -> Result<u64> {
+        self.chunks.lock().insert(HeldChunk { owner, memory })
+    }
+
+    /// The memory of chunk `id`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` if there is no such chunk.
+    pub(crate) fn get(&self, id: u64) -> Result<Arc<ChunkMemory>> {
+        self.chunks
+            .lock()
+            .get(id)
+            .map(|c| c.memory.clone())
+            .ok_or(ENOENT)
+    }
+
+    /// Releases chunk `id` of `owner`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOENT` if there is no such chunk, `EPERM` if it belongs to another node.
+    pub(crate) fn release(&self, owner: u32, id: u64) -> Result {
+        let chunk = {
+            let mut chunks = self.chunks.lock();
+            match chunks.get(id) {
+                None => return Err(ENOENT),
+                Some(chunk) if chunk.owner != owner => return Err(EPERM),
+                Some(_) => chunks.remove(id),
+            }
+        };
+        // Freed here, outside the lock (unless a copy still uses it).
+        drop(chunk);
+        Ok(())
+    }
+
+    /// Number of chunks held.
+    pub(crate) fn len(&self) -> usize {
+        self.chunks.lock().len()
+    }
+}

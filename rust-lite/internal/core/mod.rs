@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The core of a joined node: its device and port, its peers and their
+//! connections, the shared receive completion queue, staging buffers,
+//! control requests waiting for replies, and the chunks it holds for others.
+//!
+//! Subsystems (remote memory, sharing, RPC, locks, ...) take the core by
+//! reference and own everything else; the core moves their control messages
+//! as [`Frame`]s without knowing what they mean.
+//!
+//! # Lock order
+//!
+//! A thread holding one of LITE's locks takes another only in this order
+//! (outer first); locks not listed are leaves, taken with nothing else held:
+//!
+//! 1. a process's handle table (`lite:handles`), then the node's table of
+//!    mappings (`lite:mappings`) or of published names (`lite:names`);
+//! 2. an RPC ring's writer (`lite:rpc_ring`), then the reply slots
+//!    (`lite:rpc_slots`);
+//! 3. the node's process table (`lite:processes`), then one process's handle
+//!    or operation table (statistics only);
+//! 4. an LMR's users (`lite:lmr_users`) after any table: tables are never
+//!    taken while an LMR is being closed.
+//!
+//! No lock is held across an RDMA operation or a wait for a peer, except the
+//! RPC ring writer across posting its write (which does not wait for the
+//! network). Allocations happen before spinlocks are taken.
+
+pub(crate) mod chunk_memory;
+pub(crate) mod memory_store;
+pub(crate) mod peer;
+pub(crate) mod requests;
+pub(crate) mod subsystem;
+pub(crate) mod wire;
+
+use kernel::{
+    c_str, new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use self::{
+    memory_store::MemoryStore,
+    peer::Peer,
+    requests::{Requests, MAX_PENDING},
+    subsystem::Subsystem,
+    wire::{Frame, MESSAGE_LEN},
+};
+use super::{
+    util::workers::{self, Job, Workers},
+    DeviceContext, MAX_NODES,
+};
+use crate::{
+    errno,
+    verbs::{
+        split_recv_wr_id, CompletionQueue, PortConfig, ProtectionDomain, StagingPool,
+        WorkCompletion, RECV_DEPTH,
+    },
+};
+
+/// Threads serving peers' requests that may block.
+const CONTROL_WORKERS: usize = 4;
+
+/// Queued peer requests: bounded by the requests all peers may have
+/// outstanding at once, so the polling thread never waits for room.
+const CONTROL_QUEUE: usize = MAX_NODES * MAX_PENDING;
+
+/// Peers by node id.
+struct PeerTable {
+    peers: [Option<Arc<Peer>>; MAX_NODES],
+}
+
+/// A peer's request that may block, run by a worker thread on behalf of the
+/// subsystem it belongs to.
+pub(crate) struct ControlJob {
+    subsystem: Arc<dyn Subsystem>,
+    peer: Arc<Peer>,
+    frame: Frame,
+}
+
+impl Job for ControlJob {
+    type Context = ();
+
+    fn run(self, _: &()) {
+        if let Some(reply) = self.subsystem.serve(&self.peer, &self.frame) {
+            if let Err(e) = self.peer.send(&reply) {
+                pr_err!("cannot answer node {}: {:?}\n", self.peer.node, e);
+            }
+        }
+    }
+}
+
+/// What one receive completion brought.
+pub(crate) enum Received {
+    /// A control message from a peer.
+    Message(Arc<Peer>, Frame),
+    /// An RPC request or reply written with immediate data.
+    Rpc {
+        /// The node that wrote it.
+        node: u32,
+        /// The immediate data.
+        imm: u32,
+        /// Bytes written.
+        len: u32,
+    },
+    /// The connection to `node` failed: nothing more will arrive from it.
+    /// Reported once per connection.
+    PeerFailed(u32),
+    /// Nothing to hand on.
+    Nothing,
+}
+
+/// The core of a joined node.
+#[pin_data]
+pub(crate) struct Core {
+    node_id: u32,
+    device: Arc<DeviceContext>,
+    port: PortConfig,
+    recv_cq: Arc<CompletionQueue>,
+    /// Buffers for the bytes of requests, replies and atomics.
+    #[pin]
+    pub(crate) staging: StagingPool,
+    #[pin]
+    peers: Mutex<PeerTable>,
+    /// Control requests waiting for replies.
+    #[pin]
+    pub(crate) requests: Requests,
+    /// Chunks held for this and other nodes.
+    #[pin]
+    pub(crate) store: MemoryStore,
+    #[pin]
+    control_jobs: Workers<ControlJob>,
+}
+
+impl Core {
+    /// Creates the core of a node that was just assigned `node_id`.
+    pub(crate) fn new(
+        node_id: u32,
+        device: Arc<DeviceContext>,
+        port: PortConfig,
+    ) -> Result<Arc<Self>> {
+        let cq_entries = RECV_DEPTH * MAX_NODES as u32;
+        let recv_cq = CompletionQueue::new(device.device.clone(), cq_entries)?;
+        let control_jobs = Workers::new(CONTROL_QUEUE)?;
+        let staging = StagingPool::new(device.device.clone());
+        let core = Arc::pin_init(
+            try_pin_init!(Core {
+                node_id,
+                device,
+                port,
+                recv_cq,
+                staging <- staging,
+                peers <- new_mutex!(PeerTable { peers: [const { None }; MAX_NODES] }, "lite:peers"),
+                requests <- Requests::new(),
+                store <- MemoryStore::new(),
+                control_jobs <- control_jobs,
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        workers::start(&core, c_str!("lite_control"), CONTROL_WORKERS, |core| {
+            core.control_jobs.serve(&())
+        })?;
+        Ok(core)
+    }
+
+    /// This node's id (from 1).
+    pub(crate) fn node_id(&self) -> u32 {
+        self.node_id
+    }
+
+    /// The device and its protection domain.
+    pub(crate) fn device(&self) -> &Arc<DeviceContext> {
+        &self.device
+    }
+
+    /// The node's protection domain.
+    pub(crate) fn pd(&self) -> &Arc<ProtectionDomain> {
+        &self.device.pd
+    }
+
+    /// The port in use.
+    pub(crate) fn port(&self) -> &PortConfig {
+        &self.port
+    }
+
+    /// Receive completions of every connection, polled by one thread.
+    pub(crate) fn recv_cq(&self) -> &Arc<CompletionQueue> {
+        &self.recv_cq
+    }
+
+    /// Creates the connection to `node`, to be connected later.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a node id out of range or this node's own id, `EEXIST`
+    /// if the node is already connected.
+    pub(crate) fn prepare_peer(&self, node: u32) -> Result<Arc<Peer>> {
+        let index = node as usize;
+        if node == 0 || node == self.node_id || index >= MAX_NODES {
+            return Err(EINVAL);
+        }
+        // PANIC: `index` was checked against `MAX_NODES` above.
+        if self.peers.lock().peers[index]
+            .as_ref()
+            .is_some_and(|p| p.is_connected())
+        {
+            return Err(EEXIST);
+        }
+        // Create the QP without holding the lock.
+        let peer = Peer::new(node, &self.device.pd, &self.recv_cq, &self.port)?;
+        // PANIC: as above.
+        let old = self.peers.lock().peers[index].replace(peer.clone());
+        drop(old);
+        Ok(peer)
+    }
+
+    /// The peer `node`, whether connected or not.
+    pub(crate) fn peer_entry(&self, node: u32) -> Option<Arc<Peer>> {
+        self.peers.lock().peers.get(node as usize)?.clone()
+    }
+
+    /// The connected peer `node`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an id beyond [`MAX_NODES`], `EHOSTUNREACH` if the node is
+    /// not a connected member of the cluster.
+    pub(crate) fn peer(&self, node: u32) -> Result<Arc<Peer>> {
+        if node as usize >= MAX_NODES {
+            return Err(EINVAL);
+        }
+        match self.peer_entry(node) {
+            Some(peer) if peer.is_connected() => Ok(peer),
+            _ => Err(errno::EHOSTUNREACH()),
+        }
+    }
+
+    /// Ids of the connected peers, ascending.
+    pub(crate) fn connected_peers(&self) -> Result<KVec<u32>> {
+        let mut ids = KVec::with_capacity(MAX_NODES, GFP_KERNEL)?;
+        let peers = self.peers.lock();
+        for peer in peers.peers.iter().flatten() {
+            if peer.is_connected() {
+                // Capacity was reserved above, so this does not allocate.
+                ids.push(peer.node, GFP_NOWAIT)?;
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Nodes in the cluster as this node sees it: itself and its connected peers.
+    pub(crate) fn total_nodes(&self) -> u32 {
+        let peers = self.peers.lock();
+        1 + peers
+            .peers
+            .iter()
+            .flatten()
+            .filter(|p| p.is_connected())
+            .count() as u32
+    }
+
+    /// Takes what one receive completion brought (called by the polling
+    /// thread); the receive buffer goes back to its connection.
+    pub(crate) fn receive(&self, wc: &WorkCompletion) -> Received {
+        let (node, index) = split_recv_wr_id(wc.wr_id);
+        let Some(peer) = self.peer_entry(node) else {
+            return Received::Nothing;
+        };
+        if !wc.succeeded() {
+            // The connection failed or is being torn down; its receive
+            // buffers are not reposted.
+            if peer.is_connected() && peer.note_failure() {
+                return Received::PeerFailed(node);
+            }
+            return Received::Nothing;
+        }
+        if let Some(imm) = wc.write_imm() {
+            // An RPC request or reply: its bytes are already where they
+            // belong; only the receive buffer goes back.
+            if let Err(e) = peer.conn.repost_receive(index) {
+                pr_err!("lost a receive buffer of node {}: {:?}\n", node, e);
+            }
+            return Received::Rpc {
+                node,
+                imm,
+                len: wc.byte_len,
+            };
+        }
+        let mut bytes = [0u8; MESSAGE_LEN];
+        if peer.conn.take_message(index, &mut bytes).is_err() {
+            pr_err!("lost a receive buffer of the connection to node {}\n", node);
+            return Received::Nothing;
+        }
+        Received::Message(peer, Frame::decode(&bytes))
+    }
+
+    /// Has a worker thread run `subsystem`'s handling of `frame` from `peer`,
+    /// for a request that may block (on RDMA, or on operations that need the
+    /// polling thread to deliver their replies).
+    ///
+    /// Returns the reply refusing the request if too many are queued.
+    pub(crate) fn defer(
+        &self,
+        subsystem: Arc<dyn Subsystem>,
+        peer: &Arc<Peer>,
+        frame: Frame,
+    ) -> Option<Frame> {
+        let job = ControlJob {
+            subsystem,
+            peer: peer.clone(),
+            frame,
+        };
+        match self.control_jobs.try_submit(job) {
+            Ok(()) => None,
+            Err(job) => {
+                pr_err!("too many requests from node {}; refusing one\n", peer.node);
+                job.frame
+                    .wants_reply()
+                    .then(|| Frame::status_reply(job.frame.request_id(), EBUSY.into()))
+            }
+        }
+    }
+}

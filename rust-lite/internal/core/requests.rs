@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Control requests to peers and matching of their replies.
+//!
+//! A caller sends a request carrying a fresh request id and sleeps; the
+//! polling thread hands the reply to [`Requests::complete`], which wakes the
+//! caller. At most [`MAX_PENDING`] requests are outstanding per node; more
+//! callers wait for a free entry, which bounds what peers must buffer.
+
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{CondVar, CondVarTimeoutResult, Mutex},
+    time::msecs_to_jiffies,
+};
+
+use super::{
+    peer::Peer,
+    wire::{Frame, Role},
+};
+use crate::{errno, sys::sched};
+
+/// Most requests outstanding at once on this node.
+pub(crate) const MAX_PENDING: usize = 64;
+
+/// How long a caller waits for a reply.
+const REPLY_TIMEOUT_MS: u32 = 30_000;
+
+#[derive(Clone, Copy)]
+struct Entry {
+    /// Request id, 0 if the entry is free.
+    id: u64,
+    reply: Option<Frame>,
+}
+
+struct Pending {
+    next_id: u64,
+    entries: [Entry; MAX_PENDING],
+}
+
+/// Requests waiting for replies.
+#[pin_data]
+pub(crate) struct Requests {
+    #[pin]
+    pending: Mutex<Pending>,
+    #[pin]
+    changed: CondVar,
+}
+
+impl Requests {
+    /// No request outstanding.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Requests {
+            pending <- new_mutex!(
+                Pending {
+                    next_id: 1,
+                    entries: [Entry { id: 0, reply: None }; MAX_PENDING],
+                },
+                "lite:requests"
+            ),
+            changed <- new_condvar!("lite:requests_changed"),
+        })
+    }
+
+    /// Sends the request built by `build` (given its id) to `peer` and
+    /// returns the reply.
+    ///
+    /// # Errors
+    ///
+    /// Errors of the send, `ETIMEDOUT` if no reply came in time, or
+    /// `ERESTARTSYS` if a signal arrived while waiting. A reply arriving
+    /// after the caller gave up is passed back by [`Requests::complete`].
+    pub(crate) fn call(&self, peer: &Peer, build: impl FnOnce(u64) -> Frame) -> Result<Frame> {
+        self.call_with(peer, build, true)
+    }
+
+    /// [`Requests::call`] that signals do not interrupt, for releasing
+    /// resources (also from exiting processes, which may have a fatal signal
+    /// pending); only the timeout ends the wait.
+    pub(crate) fn call_uninterruptible(
+        &self,
+        peer: &Peer,
+        build: impl FnOnce(u64) -> Frame,
+    ) -> Result<Frame> {
+        self.call_with(peer, build, false)
+    }
+
+    fn call_with(
+        &self,
+        peer: &Peer,
+        build: impl FnOnce(u64) -> Frame,
+        interruptible: bool,
+    ) -> Result<Frame> {
+        let (slot, id) = self.reserve(interruptible)?;
+        let result = peer
+            .send(&build(id))
+            .and_then(|()| self.wait_reply(slot, id, interruptible));
+        let mut pending = self.pending.lock();
+        pending.entries[slot] = Entry { id: 0, reply: None };
+        self.changed.notify_all();
+        result
+    }
+
+    fn reserve(&self, interruptible: bool) -> Result<(usize, u64)> {
+        let mut pending = self.pending.lock();
+        loop {
+            if let Some(slot) = pending.entries.iter().position(|e| e.id == 0) {
+                let id = pending.next_id;
+                pending.next_id = pending.next_id.checked_add(1).unwrap_or(1);
+                pending.entries[slot] = Entry { id, reply: None };
+                return Ok((slot, id));
+            }
+            if interruptible {
+                if self.changed.wait_interruptible(&mut pending) {
+                    return Err(ERESTARTSYS);
+                }
+            } else {
+                self.changed.wait(&mut pending);
+            }
+        }
+    }
+
+    fn wait_reply(&self, slot: usize, id: u64, interruptible: bool) -> Result<Frame> {
+        let mut pending = self.pending.lock();
+        // Without `interruptible`, a pending signal makes every wait return
+        // at once, so the wait continues in short uninterruptible sleeps,
+        // counted against the same timeout.
+        let mut slept_ms = 0u32;
+        loop {
+            let entry = &mut pending.entries[slot];
+            if entry.id == id {
+                if let Some(reply) = entry.reply.take() {
+                    return Ok(reply);
+                }
+            }
+            if slept_ms >= REPLY_TIMEOUT_MS {
+                return Err(errno::ETIMEDOUT());
+            }
+            match self
+                .changed
+                .wait_interruptible_timeout(&mut pending, msecs_to_jiffies(REPLY_TIMEOUT_MS))
+            {
+                CondVarTimeoutResult::Signal { .. } if interruptible => return Err(ERESTARTSYS),
+                CondVarTimeoutResult::Signal { .. } => {
+                    drop(pending);
+                    sched::sleep_uninterruptible_ms(1);
+                    slept_ms += 1;
+                    pending = self.pending.lock();
+                }
+                CondVarTimeoutResult::Timeout => return Err(errno::ETIMEDOUT()),
+                CondVarTimeoutResult::Woken { .. } => {}
+            }
+        }
+    }
+
+    /// Hands `reply` to the caller waiting for it.
+    ///
+    /// Returns the reply back if nobody waits for it any more, so the caller
+    /// can undo its effect (for example free an orphaned chunk).
+    pub(crate) fn complete(&self, reply: Frame) -> Option<Frame> {
+        if reply.kind().role() != Some(Role::Reply) {
+            return Some(reply);
+        }
+        let id = reply.request_id();
+        let mut pending = self.pending.lock();
+        match pending.entries.iter_mut().find(|e| e.id == id && id != 0) {
+            Some(entry) => {
+                entry.reply = Some(reply);
+                self.changed.notify_all();
+                None
+            }
+            None => Some(reply),
+        }
+    }
+}

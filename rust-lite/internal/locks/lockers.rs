@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The lockers' side of locks: where the locks this node's threads use
+//! live, which thread holds each, and who waits for which turn.
+
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    rbtree::{RBTree, RBTreeNode},
+    sync::{CondVar, Mutex},
+};
+
+use crate::internal::{atomics::AtomicTarget, util::slot_table::SlotTable};
+
+/// A lock: the node keeping it and its number there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LockId {
+    /// The node keeping the lock.
+    pub(crate) home: u32,
+    /// Its number there.
+    pub(crate) number: u32,
+}
+
+impl LockId {
+    /// The lock's key in this node's tables.
+    pub(crate) fn key(self) -> u64 {
+        (u64::from(self.home) << 32) | u64::from(self.number)
+    }
+}
+
+/// The thread holding a lock and its ticket.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Holder {
+    /// The holding thread.
+    pub(crate) pid: i32,
+    /// Its process.
+    pub(crate) tgid: i32,
+    /// Its ticket.
+    pub(crate) ticket: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// Not yet.
+    Waiting,
+    /// The lock is the waiter's.
+    Granted,
+    /// The waiter left; its turn must be passed on.
+    Abandoned,
+}
+
+struct Waiter {
+    key: u64,
+    ticket: u64,
+    turn: Turn,
+}
+
+/// What became of a hand-over to a waiter of this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Handed {
+    /// The waiter holds the lock now.
+    Taken,
+    /// The waiter left: the ticket must be released for it.
+    Abandoned,
+    /// No such waiter (a stale or forged message).
+    Unknown,
+}
+
+struct State {
+    known: RBTree<u64, AtomicTarget>,
+    holders: RBTree<u64, Holder>,
+    waiters: SlotTable<Waiter>,
+}
+
+/// The locks this node's threads use: where they live, who holds them and
+/// who waits for them.
+#[pin_data]
+pub(crate) struct Lockers {
+    #[pin]
+    state: Mutex<State>,
+    #[pin]
+    turns: CondVar,
+}
+
+impl Lockers {
+    /// No lock known.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Lockers {
+            state <- new_mutex!(
+                State {
+                    known: RBTree::new(),
+                    holders: RBTree::new(),
+                    waiters: SlotTable::new(),
+                },
+                "lite:locks"
+            ),
+            turns <- new_condvar!("lite:lock_turns"),
+        })
+    }
+
+    pub(crate) fn target(&self, id: LockId) -> Option<AtomicTarget> {
+        self.state.lock().known.get(&id.key()).copied()
+    }
+
+    pub(crate) fn learn(&self, id: LockId, target: AtomicTarget) -> Result {
+        let node = RBTreeNode::new(id.key(), target, GFP_KERNEL)?;
+        let mut state = self.state.lock();
+        if state.known.get(&id.key()).is_none() {
+            state.known.insert(node);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn held_by(&self, id: LockId, pid: i32) -> bool {
+        self.state
+            .lock()
+            .holders
+            .get(&id.key())
+            .is_some_and(|h| h.pid == pid)
+    }
+
+    /// A waiter for `id` whose ticket is not drawn yet.
+    pub(crate) fn add_waiter(&self, id: LockId) -> Result<u64> {
+        self.state.lock().waiters.insert(Waiter {
+            key: id.key(),
+            ticket: 0,
+            turn: Turn::Waiting,
+        })
+    }
+
+    pub(crate) fn set_ticket(&self, waiter: u64, ticket: u64) {
+        if let Some(w) = self.state.lock().waiters.get_mut(waiter) {
+            w.ticket = ticket;
+        }
+    }
+
+    pub(crate) fn remove_waiter(&self, waiter: u64) {
+        self.state.lock().waiters.remove(waiter);
+    }
+
+    /// Sleeps until `waiter`'s turn; on a signal, leaves instead.
+    pub(crate) fn wait_turn(&self, waiter: u64) -> Result {
+        let mut state = self.state.lock();
+        loop {
+            let turn = state.waiters.get(waiter).map(|w| w.turn);
+            match turn {
+                Some(Turn::Granted) => {
+                    state.waiters.remove(waiter);
+                    return Ok(());
+                }
+                Some(Turn::Waiting) => {}
+                Some(Turn::Abandoned) | None => return Err(EINVAL),
+            }
+            if self.turns.wait_interruptible(&mut state) {
+                if let Some(w) = state.waiters.get_mut(waiter) {
+                    if w.turn == Turn::Granted {
+                        state.waiters.remove(waiter);
+                        return Ok(());
+                    }
+                    w.turn = Turn::Abandoned;
+                }
+                return Err(EINTR);
+            }
+        }
+    }
+
+    /// Gives up waiting (the reservation could not be sent).
+    pub(crate) fn abandon(&self, waiter: u64) {
+        if let Some(w) = self.state.lock().waiters.get_mut(waiter) {
+            w.turn = Turn::Abandoned;
+        }
+    }
+
+    /// The home node handed lock `id` to `waiter` with `ticket`.
+    pub(crate) fn hand_over(&self, id: LockId, ticket: u64, waiter: u64) -> Handed {
+        let mut state = self.state.lock();
+        let turn = match state.waiters.get_mut(waiter) {
+            Some(w) if w.key == id.key() && w.ticket == ticket => {
+                let turn = w.turn;
+                w.turn = Turn::Granted;
+                turn
+            }
+            _ => return Handed::Unknown,
+        };
+        match turn {
+            Turn::Waiting => {
+                self.turns.notify_all();
+                Handed::Taken
+            }
+            Turn::Abandoned => {
+                state.waiters.remove(waiter);
+                Handed::Abandoned
+            }
+            Turn::Granted => Handed::Unknown,
+        }
+    }
+
+    pub(crate) fn set_holder(&self, node: RBTreeNode<u64, Holder>) {
+        self.state.lock().holders.insert(node);
+    }
+
+    /// Removes the calling thread's hold of `id`.
+    pub(crate) fn take_holder(&self, id: LockId, pid: i32) -> Result<Holder> {
+        let mut state = self.state.lock();
+        if state.known.get(&id.key()).is_none() {
+            return Err(ENOENT);
+        }
+        if !state.holders.get(&id.key()).is_some_and(|h| h.pid == pid) {
+            return Err(EPERM);
+        }
+        state.holders.remove(&id.key()).ok_or(EPERM)
+    }
+
+    /// Removes one lock held by a thread of `tgid`, if any.
+    pub(crate) fn take_one_held_by(&self, tgid: i32) -> Option<(u64, Holder)> {
+        let mut state = self.state.lock();
+        let key = state
+            .holders
+            .iter()
+            .find(|(_, h)| h.tgid == tgid)
+            .map(|(k, _)| *k)?;
+        let holder = state.holders.remove(&key)?;
+        Some((key, holder))
+    }
+}
+
+/// The lock a key of this node's tables names.
+pub(crate) fn id_of_key(key: u64) -> LockId {
+    LockId {
+        home: (key >> 32) as u32,
+        number: key as u32,
+    }
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! LITE memory regions (LMRs): memory spread over chunks on any nodes.
+
+use core::{
+    mem::MaybeUninit,
+    sync::atomic::{AtomicU64, Ordering},
+};
+use kernel::{
+    init::InPlaceWrite,
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, CondVar, Mutex, UniqueArc},
+};
+
+use super::{chunk::Geometry, permission::Permission};
+use crate::internal::core::chunk_memory::ChunkMemory;
+
+/// `lite_alloc_remote` flag: an 8-byte LMR for atomics.
+pub(crate) const ALLOC_ATOMIC: u32 = 0x1;
+
+/// Every flag `lite_alloc_remote` accepts.
+pub(crate) const ALLOC_FLAGS: u32 = ALLOC_ATOMIC;
+
+/// Size an atomic LMR must have.
+pub(crate) const ATOMIC_SIZE: u64 = 8;
+
+/// One chunk of an LMR: where it lives and how to reach it.
+pub(crate) struct ChunkRef {
+    /// The node holding the chunk.
+    pub(crate) node: u32,
+    /// The chunk's id in that node's memory store.
+    pub(crate) chunk_id: u64,
+    /// Remote address of the chunk's first byte.
+    pub(crate) addr: u64,
+    /// Remote key covering the chunk.
+    pub(crate) rkey: u32,
+    /// Length in bytes.
+    pub(crate) len: u64,
+    /// The memory, when this node holds it.
+    pub(crate) local: Option<Arc<ChunkMemory>>,
+}
+
+/// Where an LMR comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Allocated on this node's behalf (its chunks may live anywhere).
+    Allocated,
+    /// User memory of a process on this node, pinned.
+    Registered,
+    /// Kernel memory of a kernel caller on this node.
+    KernelRegistered,
+    /// A mapping of LMR `lmr_id` owned by node `owner`.
+    Mapped {
+        /// The owner node.
+        owner: u32,
+        /// The LMR's id on the owner.
+        lmr_id: u64,
+    },
+}
+
+/// Operations running on an LMR, and why it was closed.
+struct Users {
+    active: u32,
+    closed: Option<Error>,
+}
+
+/// An LMR: a size, a layout and the chunks holding its bytes.
+#[pin_data]
+pub(crate) struct Lmr {
+    /// Size in bytes.
+    pub(crate) size: u64,
+    /// How bytes map to chunks.
+    pub(crate) geometry: Geometry,
+    /// Every permission the LMR allows (a handle never has more, ADMIN aside).
+    pub(crate) permission: Permission,
+    /// Where it comes from.
+    pub(crate) origin: Origin,
+    /// The chunks, in address order.
+    pub(crate) chunks: KVec<ChunkRef>,
+    /// Nodes that mapped this LMR by name, one bit per node id.
+    mapped_by: AtomicU64,
+    #[pin]
+    users: Mutex<Users>,
+    #[pin]
+    idle: CondVar,
+}
+
+/// Proof that an operation is running on an LMR; the LMR is not closed
+/// while one exists.
+pub(crate) struct LmrUse<'a> {
+    lmr: &'a Lmr,
+}
+
+impl Drop for LmrUse<'_> {
+    fn drop(&mut self) {
+        self.lmr.end();
+    }
+}
+
+/// An [`LmrUse`] that owns a reference to its LMR, for operations that
+/// outlive the call that started them.
+pub(crate) struct OwnedLmrUse {
+    lmr: Arc<Lmr>,
+}
+
+impl OwnedLmrUse {
+    /// The LMR in use.
+    pub(crate) fn lmr(&self) -> &Lmr {
+        &self.lmr
+    }
+}
+
+impl Drop for OwnedLmrUse {
+    fn drop(&mut self) {
+        self.lmr.end();
+    }
+}
+
+/// Memory for an LMR, reserved before its chunks are allocated so that
+/// creating it over them cannot fail and strand them.
+pub(crate) struct LmrSlot(UniqueArc<MaybeUninit<Lmr>>);
+
+impl Lmr {
+    /// Reserves memory for one LMR.
+    pub(crate) fn reserve() -> Result<LmrSlot> {
+        Ok(LmrSlot(UniqueArc::new_uninit(GFP_KERNEL)?))
+    }
+
+    /// Creates an LMR over `chunks` in `slot`.
+    pub(crate) fn new(
+        slot: LmrSlot,
+        size: u64,
+        geometry: Geometry,
+        permission: Permission,
+        origin: Origin,
+        chunks: KVec<ChunkRef>,
+    ) -> Arc<Self> {
+        let initialised = slot.0.write_pin_init(pin_init!(Lmr {
+            size,
+            geometry,
+            permission,
+            origin,
+            chunks,
+            mapped_by: AtomicU64::new(0),
+            users <- new_mutex!(Users { active: 0, closed: None }, "lite:lmr_users"),
+            idle <- new_condvar!("lite:lmr_idle"),
+        }));
+        match initialised {
+            Ok(lmr) => lmr.into(),
+            Err(never) => match never {},
+        }
+    }
+
+    /// Registers a running operation.
+    ///
+    /// # Errors
+    ///
+    /// The error the LMR was closed with.
+    pub(crate) fn begin(&self) -> Result<LmrUse<'_>> {
+        self.enter()?;
+        Ok(LmrUse { lmr: self })
+    }
+
+    /// [`Lmr::begin`] for an operation that outlives its caller.
+    pub(crate) fn begin_owned(self: &Arc<Self>) -> Result<OwnedLmrUse> {
+        self.enter()?;
+        Ok(OwnedLmrUse { lmr: self.clone() })
+    }
+
+    fn enter(&self) -> Result {
+        let mut users = self.users.lock();
+        if let Some(reason) = users.closed {
+            return Err(reason);
+        }
+        users.active += 1;
+        Ok(())
+    }
+
+    fn end(&self) {
+        let mut users = self.users.lock();
+        users.active -= 1;
+        if users.active == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Refuses new operations with `reason` and waits for running ones to
+    /// finish. Returns whether this call closed it (false if it already was).
+    pub(crate) fn close(&self, reason: Error) -> bool {
+        let mut users = self.users.lock();
+        let first = users.closed.is_none();
+        if first {
+            users.closed = Some(reason);
+        }
+        while users.active > 0 {
+            self.idle.wait(&mut users);
+        }
+        first
+    }
+
+    /// Remembers that `node` mapped this LMR.
+    pub(crate) fn add_mapper(&self, node: u32) {
+        if let Some(bit) = 1u64.checked_shl(node) {
+            self.mapped_by.fetch_or(bit, Ordering::AcqRel);
+        }
+    }
+
+    /// Nodes that mapped this LMR, one bit per node id.
+    pub(crate) fn mappers(&self) -> u64 {
+        self.mapped_by.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sharing LMRs by name (`lite_wrap_alloc`, `lite_add_ask_mr_table`,
+//! `lite_ask_lmr`, `lite_umap_lmr`) and revoking mappings.
+//!
+//! The owner publishes an LMR under a 64-bit name with the permissions the
+//! name grants and a password. A mapper on another node asks the owner,
+//! which checks the password, notes the mapper and answers with the
+//! location of a chunk table the mapper reads with RDMA; the mapper then
+//! reaches the chunks directly. When the owner frees or deregisters the
+//! LMR, it asks every node that mapped it to close its mappings and waits
+//! for the answers before the memory is released: a mapping never reads
+//! stale data nor writes into freed memory, it fails with `EKEYREVOKED`.
+
+pub(crate) mod names;
+pub(crate) mod wire;
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use self::{
+    names::{table_len, ChunkDescriptor, NameTable, Published, DESCRIPTOR_LEN},
+    wire::SharingMessage,
+};
+use super::{
+    core::{
+        peer::Peer,
+        subsystem::{Handling, Subsystem},
+        wire::{Frame, Status},
+        Core,
+    },
+    memory::{
+        chunk::{self, spans, Geometry},
+        handle::{LmrHandle, Password},
+        lmr::{ChunkRef, Lmr, Origin},
+        permission::Permission,
+        transfer::{Direction, Source, MAX_PIECE},
+        DataOp, RemoteMemory,
+    },
+    process::{HandleEntry, Process, Role},
+    util::slot_table::SlotTable,
+    MAX_NODES,
+};
+use crate::{
+    errno,
+    verbs::{DmaBuffer, MAX_DMA_BUFFER},
+};
+
+/// Revocations remembered, so that a mapping being built when its LMR is
+/// revoked is refused.
+const TOMBSTONES: usize = 256;
+
+/// What a node keeps with a published name.
+pub(crate) struct NameValue {
+    lmr: Arc<Lmr>,
+    /// The LMR's chunk table, read by mappers.
+    table: DmaBuffer,
+}
+
+/// Mappings of other nodes' LMRs held by this node's processes.
+pub(crate) struct Mappings {
+    table: SlotTable<Arc<Lmr>>,
+    /// Recently revoked `(owner, lmr_id)` pairs.
+    tombstones: [(u32, u64); TOMBSTONES],
+    next_tombstone: usize,
+}
+
+impl Mappings {
+    /// No mapping.
+    pub(crate) const fn new() -> Self {
+        Mappings {
+            table: SlotTable::new(),
+            tombstones: [(0, 0); TOMBSTONES],
+            next_tombstone: 0,
+        }
+    }
+
+    /// Removes mapping `id`.
+    pub(crate) fn table_remove(&mut self, id: u64) -> Option<Arc<Lmr>> {
+        self.table.remove(id)
+    }
+
+    fn is_revoked(&self, owner: u32, lmr_id: u64) -> bool {
+        self.tombstones.contains(&(owner, lmr_id))
+    }
+
+    fn bury(&mut self, owner: u32, lmr_id: u64) {
+        self.tombstones[self.next_tombstone] = (owner, lmr_id);
+        self.next_tombstone = (self.next_tombstone + 1) % TOMBSTONES;
+    }
+}
+
+/// Sharing of a joined node: the names it publishes, the mappings its
+/// processes hold of other nodes' LMRs, and the end of an LMR's life.
+#[pin_data]
+pub(crate) struct Sharing {
+    core: Arc<Core>,
+    memory: Arc<RemoteMemory>,
+    /// Names published on this node.
+    #[pin]
+    names: Mutex<NameTable<NameValue>>,
+    /// Mappings of other nodes' LMRs.
+    #[pin]
+    mappings: Mutex<Mappings>,
+}
+
+impl Sharing {
+    /// Sharing over `core` of the LMRs in `memory`, with nothing published.
+    pub(crate) fn new(core: Arc<Core>, memory: Arc<RemoteMemory>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Sharing {
+                core,
+                memory,
+                names <- new_mutex!(NameTable::new(), "lite:names"),
+                mappings <- new_mutex!(Mappings::new(), "lite:mappings"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Names published on this node.
+    pub(crate) fn published_names(&self) -> usize {
+        self.names.lock().len()
+    }
+
+    /// Drops mapping `mapping_id`, of a handle that went away.
+    pub(crate) fn drop_mapping(&self, mapping_id: u64) {
+        let dropped = self.mappings.lock().table_remove(mapping_id);
+        drop(dropped);
+    }
+
+    /// `lite_free` / `lite_deregister_lmr`: releases the LMR behind an owner
+    /// handle of `process`, revoking every mapping of it first.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF` unknown handle, `EPERM` without ADMIN.
+    pub(crate) fn free(&self, process: &Process, handle: LmrHandle) -> Result {
+        let (lmr, permission, _, role) = process.handle(handle)?;
+        permission.require(Permission::ADMIN)?;
+        let Role::Owner { lmr_id } = role else {
+            return Err(EPERM);
+        };
+        process.remove(handle).ok_or(EBADF)?;
+        let released = self.destroy_lmr(lmr_id, &lmr);
+        if !released && lmr.origin == Origin::KernelRegistered {
+            // The kernel caller owns the memory and must not free it.
+            return Err(errno::ETIMEDOUT());
+        }
+        Ok(())
+    }
+
+    /// Closes LMR `lmr_id` of this node for everyone and releases its memory.
+    ///
+    /// Operations under way finish first; handles of other processes and
+    /// mappings on other nodes fail with `EKEYREVOKED` afterwards. If a node
+    /// that mapped the LMR does not confirm the revocation, the memory is
+    /// kept rather than freed under a possible writer. Returns whether the
+    /// memory was released.
+    pub(crate) fn destroy_lmr(&self, lmr_id: u64, lmr: &Arc<Lmr>) -> bool {
+        lmr.close(errno::EKEYREVOKED());
+        self.unpublish(lmr_id);
+        self.memory.forget(lmr_id);
+        if self.revoke_mappings(lmr_id, lmr.mappers()) {
+            self.memory.release_chunks(&lmr.chunks);
+            true
+        } else {
+            pr_warn!(
+                "LMR {:#x}: a mapper did not confirm revocation; its memory is kept\n",
+                lmr_id
+            );
+            false
+        }
+    }
+
+    /// `lite_add_ask_mr_table`: publishes the LMR of `handle` under `name`.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` bits beyond READ|WRITE|SHARE|ATOMIC, a mapping's handle or an
+    /// LMR too large to publish; `EBADF`, `EACCES`, `EPERM` (no SHARE);
+    /// `EEXIST` name taken.
+    pub(crate) fn publish(
+        &self,
+        process: &Process,
+        name: u64,
+        handle: LmrHandle,
+        permission: u64,
+        password: Password,
+    ) -> Result {
+        let permission = Permission::from_bits(permission, Permission::SHAREABLE)?;
+        let (lmr, lmr_id) = process.owned(handle, password, Permission::SHARE)?;
+        let table = self.chunk_table(&lmr)?;
+        let _use = lmr.begin()?;
+        self.names.lock().insert(Published {
+            name,
+            lmr_id,
+            permission,
+            password,
+            value: NameValue {
+                lmr: lmr.clone(),
+                table,
+            },
+        })
+    }
+
+    /// A buffer holding the chunk table of `lmr`.
+    fn chunk_table(&self, lmr: &Lmr) -> Result<DmaBuffer> {
+        let len = table_len(lmr.chunks.len(), MAX_DMA_BUFFER).ok_or(EINVAL)?;
+        let table = DmaBuffer::new(&self.core.device().device, len)?;
+        for (index, chunk) in lmr.chunks.iter().enumerate() {
+            let descriptor = ChunkDescriptor {
+                node: chunk.node,
+                rkey: chunk.rkey,
+                chunk_id: chunk.chunk_id,
+                addr: chunk.addr,
+                len: chunk.len,
+            };
+            table.write_bytes(index * DESCRIPTOR_LEN, &descriptor.encode())?;
+        }
+        Ok(table)
+    }
+
+    /// Removes every name of LMR `lmr_id`.
+    pub(crate) fn unpublish(&self, lmr_id: u64) {
+        self.names.lock().remove_lmr(lmr_id);
+    }
+
+    /// `lite_wrap_alloc`: an LMR on this node holding `size` bytes from
+    /// `data`, published under `name` with READ|WRITE|SHARE.
+    pub(crate) fn wrap_alloc(
+        &self,
+        process: &Process,
+        data: &mut dyn Source,
+        size: u64,
+        name: u64,
+        password: Password,
+    ) -> Result<LmrHandle> {
+        if self.names.lock().find(name).is_some() {
+            return Err(EEXIST);
+        }
+        let handle = self
+            .memory
+            .alloc_remote(process, self.core.node_id(), size, 0, password)?;
+        let shared = Permission::READ
+            .union(Permission::WRITE)
+            .union(Permission::SHARE);
+        let write = DataOp {
+            handle,
+            direction: Direction::Write(data),
+            len: size,
+            offset: 0,
+            priority: 0,
+            password,
+        };
+        let filled = self
+            .memory
+            .transfer(process, write)
+            .and_then(|()| self.publish(process, name, handle, shared.bits(), password));
+        match filled {
+            Ok(()) => Ok(handle),
+            Err(e) => {
+                let _ = self.free(process, handle);
+                Err(e)
+            }
+        }
+    }
+
+    /// `lite_ask_lmr`: maps the LMR published as `name` on `owner` and
+    /// returns a new handle of `process` for it.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` unknown permission bits or node id, `EHOSTUNREACH`, `ENOENT`
+    /// unknown name, `EACCES` wrong password, `EPERM` nothing granted,
+    /// `EKEYREVOKED` revoked while being mapped, `EPROTO`.
+    pub(crate) fn ask_lmr(
+        &self,
+        process: &Process,
+        owner: u32,
+        name: u64,
+        permission: u64,
+        password: Password,
+    ) -> Result<LmrHandle> {
+        let requested = Permission::from_bits(permission, Permission::ALL)?;
+        if owner as usize >= MAX_NODES {
+            return Err(EINVAL);
+        }
+        if owner == self.core.node_id() {
+            let (lmr, granted) = {
+                let names = self.names.lock();
+                let entry = names.find(name).ok_or(ENOENT)?;
+                if entry.password != password {
+                    return Err(EACCES);
+                }
+                let lmr = &entry.value.lmr;
+                let granted = Permission::grant(requested, entry.permission, lmr.permission)?;
+                (lmr.clone(), granted)
+            };
+            drop(lmr.begin()?);
+            return process.insert(HandleEntry {
+                lmr,
+                permission: granted,
+                password,
+                role: Role::Mapping { mapping_id: None },
+            });
+        }
+        let peer = self.core.peer(owner)?;
+        let reply = self.core.requests.call(&peer, |request_id| {
+            SharingMessage::AskRequest {
+                request_id,
+                name,
+                permission: requested.bits(),
+                password: password.raw(),
+            }
+            .to_frame()
+        })?;
+        let Some(SharingMessage::AskReply {
+            status,
+            lmr_id,
+            size,
+            granted,
+            table_addr,
+            table_rkey,
+            chunk_size,
+            lead,
+            ..
+        }) = SharingMessage::from_frame(&reply)
+        else {
+            return Err(errno::EPROTO());
+        };
+        status.to_result()?;
+        let granted = Permission::from_bits(u64::from(granted), Permission::SHAREABLE)
+            .map_err(|_| errno::EPROTO())?;
+        let geometry = Geometry::new(chunk_size, lead).map_err(|_| errno::EPROTO())?;
+        chunk::check_size(size).map_err(|_| errno::EPROTO())?;
+        let count = geometry.chunk_count(size).ok_or(errno::EPROTO())?;
+        let chunks = self.read_chunk_table(&peer, table_addr, table_rkey, count)?;
+        let lmr = Lmr::new(
+            Lmr::reserve()?,
+            size,
+            geometry,
+            granted,
+            Origin::Mapped { owner, lmr_id },
+            chunks,
+        );
+        let mapping_id = {
+            let mut mappings = self.mappings.lock();
+            if mappings.is_revoked(owner, lmr_id) {
+                return Err(errno::EKEYREVOKED());
+            }
+            mappings.table.insert(lmr.clone())?
+        };
+        process
+            .insert(HandleEntry {
+                lmr,
+                permission: granted,
+                password,
+                role: Role::Mapping {
+                    mapping_id: Some(mapping_id),
+                },
+            })
+            .inspect_err(|_| {
+                let dropped = self.mappings.lock().table_remove(mapping_id);
+                drop(dropped);
+            })
+    }
+
+    /// Reads `count` chunk descriptors at `addr` on `peer`.
+    fn read_chunk_table(
+        &self,
+        peer: &Peer,
+        addr: u64,
+        rkey: u32,
+        count: usize,
+    ) -> Result<KVec<ChunkRef>> {
+        let len = table_len(count, MAX_DMA_BUFFER).ok_or(errno::EPROTO())?;
+        let table = DmaBuffer::new(&self.core.device().device, len)?;
+        for (at, n) in spans(len, MAX_PIECE as usize) {
+            peer.conn.rdma_read(&table, at, n, addr + at as u64, rkey)?;
+        }
+        let mut chunks = KVec::with_capacity(count, GFP_KERNEL)?;
+        let mut bytes = [0u8; DESCRIPTOR_LEN];
+        for index in 0..count {
+            table.read_bytes(index * DESCRIPTOR_LEN, &mut bytes)?;
+            let d = ChunkDescriptor::decode(&bytes);
+            let local = if d.node == self.core.node_id() {
+                Some(
+                    self.core
+                        .store
+                        .get(d.chunk_id)
+                        .map_err(|_| errno::EKEYREVOKED())?,
+                )
+            } else {
+                self.core.peer(d.node)?;
+                None
+            };
+            chunks.push(
+                ChunkRef {
+                    node: d.node,
+                    chunk_id: d.chunk_id,
+                    addr: d.addr,
+                    rkey: d.rkey,
+                    len: d.len,
+                    local,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(chunks)
+    }
+
+    /// `lite_umap_lmr`: drops a mapping of `process`.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF` unknown handle, `EINVAL` if the handle is not a mapping.
+    pub(crate) fn umap(&self, process: &Process, handle: LmrHandle) -> Result {
+        let (_, _, _, role) = process.handle(handle)?;
+        let Role::Mapping { mapping_id } = role else {
+            return Err(EINVAL);
+        };
+        let entry = process.remove(handle).ok_or(EBADF)?;
+        if let Some(id) = mapping_id {
+            self.drop_mapping(id);
+        }
+        drop(entry);
+        Ok(())
+    }
+
+    /// Asks every node in `mappers` (one bit per node id) to close its
+    /// mappings of LMR `lmr_id`; returns whether all of them confirmed.
+    pub(crate) fn revoke_mappings(&self, lmr_id: u64, mappers: u64) -> bool {
+        let mut confirmed = true;
+        for node in 0..MAX_NODES as u32 {
+            if mappers & (1u64 << node) == 0 || node == self.core.node_id() {
+                continue;
+            }
+            let peer = match self.core.peer(node) {
+                Ok(peer) => peer,
+                // A node that left cannot reach the memory any more.
+                Err(_) => continue,
+            };
+            let reply = self
+                .core
+                .requests
+                .call_uninterruptible(&peer, |request_id| {
+                    SharingMessage::RevokeRequest { request_id, lmr_id }.to_frame()
+                });
+            if reply.and_then(|reply| reply.status().to_result()).is_err() {
+                pr_warn!(
+                    "node {} did not confirm the revocation of LMR {:#x}\n",
+                    node,
+                    lmr_id
+                );
+                confirmed = false;
+            }
+        }
+        confirmed
+    }
+
+    /// Owner side of `lite_ask_lmr`: answers an [`SharingMessage::AskRequest`].
+    fn answer_ask(
+        &self,
+        from: u32,
+        request_id: u64,
+        name: u64,
+        permission: u64,
+        password: Password,
+    ) -> SharingMessage {
+        let refused = |status: Error| SharingMessage::AskReply {
+            request_id,
+            status: status.into(),
+            lmr_id: 0,
+            size: 0,
+            granted: 0,
+            table_addr: 0,
+            table_rkey: 0,
+            chunk_size: 0,
+            lead: 0,
+        };
+        let Ok(requested) = Permission::from_bits(permission, Permission::ALL) else {
+            return refused(EINVAL);
+        };
+        let names = self.names.lock();
+        let Some(entry) = names.find(name) else {
+            return refused(ENOENT);
+        };
+        if entry.password != password {
+            return refused(EACCES);
+        }
+        let lmr = &entry.value.lmr;
+        let granted = match Permission::grant(requested, entry.permission, lmr.permission) {
+            Ok(granted) => granted,
+            Err(e) => return refused(e),
+        };
+        if let Err(e) = lmr.begin() {
+            return refused(e);
+        }
+        let Ok(table_addr) = entry.value.table.dma_range(0, entry.value.table.len()) else {
+            return refused(EINVAL);
+        };
+        // Noted before answering: a revocation from now on includes `from`.
+        lmr.add_mapper(from);
+        SharingMessage::AskReply {
+            request_id,
+            status: Status::OK,
+            lmr_id: entry.lmr_id,
+            size: lmr.size,
+            granted: granted.bits() as u32,
+            table_addr,
+            table_rkey: self.core.pd().global_rkey(),
+            chunk_size: lmr.geometry.chunk_size,
+            lead: lmr.geometry.lead,
+        }
+    }
+
+    /// Mapper side of a revocation: closes every mapping of LMR `lmr_id` of
+    /// `owner`, waiting for operations on them to finish.
+    fn close_mappings(&self, owner: u32, lmr_id: u64) -> Result {
+        let mut closing = KVec::new();
+        {
+            let mut mappings = self.mappings.lock();
+            mappings.bury(owner, lmr_id);
+            let mut ids = KVec::with_capacity(mappings.table.len(), GFP_KERNEL)?;
+            mappings.table.ids_into(&mut ids)?;
+            for id in ids.iter() {
+                if let Some(lmr) = mappings.table.get(*id) {
+                    if lmr.origin == (Origin::Mapped { owner, lmr_id }) {
+                        closing.push(lmr.clone(), GFP_KERNEL)?;
+                    }
+                }
+            }
+        }
+        for lmr in closing.iter() {
+            lmr.close(errno::EKEYREVOKED());
+        }
+        Ok(())
+    }
+}
+
+impl Subsystem for Sharing {
+    fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
+        match SharingMessage::from_frame(frame) {
+            Some(SharingMessage::AskRequest {
+                request_id,
+                name,
+                permission,
+                password,
+            }) => {
+                let password = Password::from_raw(password);
+                let reply = self.answer_ask(peer.node, request_id, name, permission, password);
+                Handling::Answer(reply.to_frame())
+            }
+            // Closing a mapping waits for the operations on it.
+            Some(SharingMessage::RevokeRequest { .. }) => Handling::Defer,
+            Some(SharingMessage::AskReply { .. }) | None => Handling::Done,
+        }
+    }
+
+    fn serve(&self, peer: &Arc<Peer>, frame: &Frame) -> Option<Frame> {
+        let Some(SharingMessage::RevokeRequest { request_id, lmr_id }) =
+            SharingMessage::from_frame(frame)
+        else {
+            return None;
+        };
+        let closed = self.close_mappings(peer.node, lmr_id);
+        (request_id != 0).then(|| Frame::status_reply(request_id, Status::of(&closed)))
+    }
+}

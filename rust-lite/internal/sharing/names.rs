@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Names under which a node publishes its LMRs (`lite_add_ask_mr_table`),
+//! and the chunk table a mapper reads to reach a published LMR.
+
+use kernel::prelude::*;
+
+use crate::internal::memory::{handle::Password, permission::Permission};
+
+/// One published name.
+pub(crate) struct Published<T> {
+    /// The 64-bit name.
+    pub(crate) name: u64,
+    /// The LMR's id on this node.
+    pub(crate) lmr_id: u64,
+    /// What the name grants at most.
+    pub(crate) permission: Permission,
+    /// What a mapper must present.
+    pub(crate) password: Password,
+    /// What the node keeps with the name.
+    pub(crate) value: T,
+}
+
+/// The names published on a node.
+pub(crate) struct NameTable<T> {
+    entries: KVec<Option<Published<T>>>,
+}
+
+impl<T> NameTable<T> {
+    /// No names.
+    pub(crate) const fn new() -> Self {
+        NameTable {
+            entries: KVec::new(),
+        }
+    }
+
+    /// Publishes `entry`.
+    ///
+    /// # Errors
+    ///
+    /// `EEXIST` if its name is taken, `ENOMEM`.
+    pub(crate) fn insert(&mut self, entry: Published<T>) -> Result {
+        if self.find(entry.name).is_some() {
+            return Err(EEXIST);
+        }
+        match self.entries.iter_mut().find(|e| e.is_none()) {
+            Some(slot) => *slot = Some(entry),
+            None => self.entries.push(Some(entry), GFP_KERNEL)?,
+        }
+        Ok(())
+    }
+
+    /// The entry published under `name`.
+    pub(crate) fn find(&self, name: u64) -> Option<&Published<T>> {
+        self.entries.iter().flatten().find(|e| e.name == name)
+    }
+
+    /// Removes every name of LMR `lmr_id`; returns how many there were.
+    pub(crate) fn remove_lmr(&mut self, lmr_id: u64) -> usize {
+        let mut removed = 0;
+        for slot in self.entries.iter_mut() {
+            if slot.as_ref().is_some_and(|e| e.lmr_id == lmr_id) {
+                *slot = None;
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Number of names.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.iter().flatten().count()
+    }
+}
+
+/// Bytes per entry of a chunk table.
+pub(crate) const DESCRIPTOR_LEN: usize = 32;
+
+/// How a mapper reaches one chunk, as stored in a chunk table:
+/// `node: u32, rkey: u32, chunk_id: u64, addr: u64, len: u64`, little-endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkDescriptor {
+    /// Node holding the chunk.
+    pub(crate) node: u32,
+    /// Remote key covering it.
+    pub(crate) rkey: u32,
+    /// Its id in that node's memory store.
+    pub(crate) chunk_id: u64,
+    /// Its remote address.
+    pub(crate) addr: u64,
+    /// Its length.
+    pub(crate) len: u64,
+}
+
+impl ChunkDescriptor {
+    /// Encodes the descriptor.
+    pub(crate) fn encode(&self) -> [u8; DESCRIPTOR_LEN] {
+        let mut out = [0u8; DESCRIPTOR_LEN];
+        out[0..4].copy_from_slice(&self.node.to_le_bytes());
+        out[4..8].copy_from_slice(&self.rkey.to_le_bytes());
+        out[8..16].copy_from_slice(&self.chunk_id.to_le_bytes());
+        out[16..24].copy_from_slice(&self.addr.to_le_bytes());
+        out[24..32].copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// Decodes a descriptor.
+    pub(crate) fn decode(bytes: &[u8; DESCRIPTOR_LEN]) -> Self {
+        let u32_at = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        ChunkDescriptor {
+            node: u32_at(0),
+            rkey: u32_at(4),
+            chunk_id: u64_at(8),
+            addr: u64_at(16),
+            len: u64_at(24),
+        }
+    }
+}
+
+/// Bytes of the chunk table of an LMR with `chunks` chunks, if it fits in
+/// `max` bytes.
+pub(crate) fn table_len(chunks: usize, max: usize) -> Option<usize> {
+    chunks
+        .checked_mul(DESCRIPTOR_LEN)
+        .filter(|&len| len > 0 && len <= max)
+}
