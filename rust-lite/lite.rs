@@ -46,7 +46,7 @@ struct LiteModule {
 
 impl kernel::Module for LiteModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        internal::Node::init()?;
+        internal::node::Node::init()?;
         let client = verbs::IbClient::register()?;
         pr_info!("ready\n");
         Ok(LiteModule { _client: client })

@@ -24,7 +24,7 @@ use crate::{
             transfer::{Direction, KernelSink, KernelSource},
             DataOp,
         },
-        node,
+        node::node,
         qos::priority::Priority,
         rpc::Target,
         util::address::parse_ipv4,
@@ -866,7 +866,7 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_multicast(
         let target =
             Target::unpack(port_priority)?.with_default(&cluster.kernel_process.default_priority);
         let count = count as usize;
-        if count == 0 || count > crate::internal::MAX_NODES {
+        if count == 0 || count > crate::internal::core::limits::MAX_NODES {
             return Err(EINVAL);
         }
         if nodes.is_null() || lengths.is_null() {

@@ -12,12 +12,12 @@ use kernel::{
 
 use super::syscalls::caller;
 use crate::internal::{
-    node,
+    core::limits::MAX_NODES,
+    node::node,
     rpc::{
         ring_protocol::{MAX_MESSAGE_SIZE, MAX_PORT_NAME},
         Target,
     },
-    MAX_NODES,
 };
 
 /// Copies a request of `size` bytes (1 to `LITE_MAX_MESSAGE_SIZE`) in.
@@ -118,7 +118,10 @@ pub(crate) extern "C" fn lite_rs_query_port(node_id: u32, port: u32) -> c_long {
 }
 
 /// The target of a send by the calling process, with its default priority.
-fn caller_target(cluster: &crate::internal::Cluster, port_priority: u32) -> Result<Target> {
+fn caller_target(
+    cluster: &crate::internal::cluster::Cluster,
+    port_priority: u32,
+) -> Result<Target> {
     let process = cluster.current_process()?;
     Ok(Target::unpack(port_priority)?.with_default(&process.default_priority))
 }

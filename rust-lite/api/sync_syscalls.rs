@@ -15,7 +15,7 @@ use crate::internal::{
     atomics::AtomicOp,
     locks::lockers::LockId,
     memory::handle::LmrHandle,
-    node,
+    node::node,
     qos::{
         admission::{self, Param},
         op_stats::{self, TextBuffer},

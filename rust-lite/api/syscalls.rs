@@ -26,7 +26,7 @@ use crate::internal::{
         transfer::Direction,
         DataOp,
     },
-    node,
+    node::node,
     process::Process,
     qos::stats::STATS_LEN,
     util::address::parse_ipv4,
@@ -46,7 +46,7 @@ fn to_ret(value: u64) -> Result<c_long> {
 }
 
 /// The joined cluster and the calling process's state.
-pub(super) fn caller() -> Result<(&'static crate::internal::Cluster, Arc<Process>)> {
+pub(super) fn caller() -> Result<(&'static crate::internal::cluster::Cluster, Arc<Process>)> {
     let cluster = node()?.cluster()?;
     let process = cluster.current_process()?;
     Ok((cluster, process))

@@ -14,6 +14,7 @@ use super::{
     atomics::Atomics,
     barrier::Barrier,
     core::{
+        device::DeviceContext,
         peer::Peer,
         subsystem::{Handling, Subsystem},
         wire::{Family, Frame, Role},
@@ -25,7 +26,6 @@ use super::{
     qos::{admission, op_stats::COUNTERS, stats::Stats},
     rpc::Rpc,
     sharing::Sharing,
-    DeviceContext,
 };
 use crate::verbs::{PortConfig, WorkCompletion};
 use core::sync::atomic::Ordering;

@@ -12,7 +12,7 @@ use kernel::{c_str, prelude::*, sync::Arc};
 use super::{
     cluster::Cluster,
     cm_wire::{Endpoint, Header, Hello, Message, HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN},
-    MAX_NODES,
+    core::limits::MAX_NODES,
 };
 use crate::{
     errno,

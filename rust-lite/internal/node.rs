@@ -13,7 +13,7 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use super::{cluster::Cluster, membership, poller, DeviceContext};
+use super::{cluster::Cluster, core::device::DeviceContext, membership, poller};
 use crate::{
     errno,
     sys::{set_once::SetOnce, tcp::TcpStream},

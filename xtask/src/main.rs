@@ -6,6 +6,7 @@
 //! the demo, the test suite and the benchmarks. Run `cargo xtask --help`.
 
 mod apply;
+mod architecture;
 mod bench;
 mod cluster;
 mod demo;

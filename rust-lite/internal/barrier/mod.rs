@@ -12,14 +12,12 @@ use self::{
     rounds::{BarrierRounds, WaitOutcome},
     wire::BarrierMessage,
 };
-use super::{
-    core::{
-        peer::Peer,
-        subsystem::{Handling, Subsystem},
-        wire::Frame,
-        Core,
-    },
-    MAX_NODES,
+use super::core::{
+    limits::MAX_NODES,
+    peer::Peer,
+    subsystem::{Handling, Subsystem},
+    wire::Frame,
+    Core,
 };
 
 /// The distributed barrier of a joined node.

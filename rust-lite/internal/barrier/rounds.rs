@@ -18,7 +18,7 @@ use kernel::{
     time::msecs_to_jiffies,
 };
 
-use crate::internal::MAX_NODES;
+use crate::internal::core::limits::MAX_NODES;
 
 /// How often a waiting node repeats its round to its peers.
 pub(crate) const RESEND_INTERVAL_MS: u32 = 1000;

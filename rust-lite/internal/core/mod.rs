@@ -10,23 +10,25 @@
 //!
 //! # Lock order
 //!
-//! A thread holding one of LITE's locks takes another only in this order
-//! (outer first); locks not listed are leaves, taken with nothing else held:
+//! Two of LITE's locks are held at once only in these orders (outer first);
+//! every other lock is taken with none of LITE's locks held, and lockdep
+//! checks all of it in the debug kernel the tests run:
 //!
-//! 1. a process's handle table (`lite:handles`), then the node's table of
-//!    mappings (`lite:mappings`) or of published names (`lite:names`);
-//! 2. an RPC ring's writer (`lite:rpc_ring`), then the reply slots
-//!    (`lite:rpc_slots`);
-//! 3. the node's process table (`lite:processes`), then one process's handle
-//!    or operation table (statistics only);
-//! 4. an LMR's users (`lite:lmr_users`) after any table: tables are never
-//!    taken while an LMR is being closed.
+//! 1. the process table (`lite:processes`), then one process's handles
+//!    (`lite:handles`) or asynchronous operations (`lite:async_ops`), to
+//!    count them for statistics;
+//! 2. the published names (`lite:names`), then an LMR's users
+//!    (`lite:lmr_users`): answering an ask begins a use of the LMR under
+//!    the names' lock.
 //!
-//! No lock is held across an RDMA operation or a wait for a peer, except the
-//! RPC ring writer across posting its write (which does not wait for the
-//! network). Allocations happen before spinlocks are taken.
+//! A client's view of a server's ports (`lite:server_node`) is held while a
+//! request is reserved in the ring and posted, which takes no other lock.
+//! No lock is held across a wait for a peer; allocations happen before
+//! spinlocks are taken.
 
 pub(crate) mod chunk_memory;
+pub(crate) mod device;
+pub(crate) mod limits;
 pub(crate) mod memory_store;
 pub(crate) mod peer;
 pub(crate) mod requests;
@@ -40,16 +42,15 @@ use kernel::{
 };
 
 use self::{
+    device::DeviceContext,
+    limits::MAX_NODES,
     memory_store::MemoryStore,
     peer::Peer,
     requests::{Requests, MAX_PENDING},
     subsystem::Subsystem,
     wire::{Frame, MESSAGE_LEN},
 };
-use super::{
-    util::workers::{self, Job, Workers},
-    DeviceContext, MAX_NODES,
-};
+use super::util::workers::{self, Job, Workers};
 use crate::{
     errno,
     verbs::{

@@ -34,6 +34,7 @@ use self::{
 };
 use super::{
     core::{
+        limits::{MAX_NODES, NODE_SPREAD},
         peer::Peer,
         subsystem::{Handling, Subsystem},
         wire::{Frame, Status},
@@ -45,7 +46,6 @@ use super::{
         op_stats::{OpKind, OpTimer},
     },
     util::slot_table::SlotTable,
-    MAX_NODES, NODE_SPREAD,
 };
 
 /// Remote memory of a joined node.

@@ -34,6 +34,7 @@ use self::{
 };
 use super::{
     core::{
+        limits::MAX_NODES,
         peer::Peer,
         subsystem::{Handling, Subsystem},
         wire::{Frame, Status},
@@ -45,7 +46,6 @@ use super::{
         op_stats::{OpKind, OpTimer},
         priority::{DefaultPriority, Priority},
     },
-    MAX_NODES,
 };
 use crate::{errno, verbs::DmaBuffer};
 

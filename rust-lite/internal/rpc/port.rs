@@ -23,9 +23,11 @@ use super::{
         Arrival, Broken, RequestHeader, RingFault, RingReader, FLAG_ACK_WANTED,
         FLAG_FAULT_INJECTED, HEADER_LEN, MAX_MESSAGE_SIZE, MAX_PORT_NAME, RING_SIZE,
     },
-    MAX_NODES,
 };
-use crate::{internal::util::ring::Ring, verbs::DmaBuffer};
+use crate::{
+    internal::{core::limits::MAX_NODES, util::ring::Ring},
+    verbs::DmaBuffer,
+};
 
 /// Messages from this node's processes queued on one port.
 const LOCAL_QUEUE: usize = 256;

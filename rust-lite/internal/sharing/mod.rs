@@ -27,6 +27,7 @@ use self::{
 };
 use super::{
     core::{
+        limits::MAX_NODES,
         peer::Peer,
         subsystem::{Handling, Subsystem},
         wire::{Frame, Status},
@@ -42,7 +43,6 @@ use super::{
     },
     process::{HandleEntry, Process, Role},
     util::slot_table::SlotTable,
-    MAX_NODES,
 };
 use crate::{
     errno,

@@ -80,66 +80,16 @@ impl QosParam {
     }
 }
 
-/// An operation type of the per-operation statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Operation {
-    /// `lite_rdma_read`.
-    Read,
-    /// `lite_rdma_write`.
-    Write,
-    /// `lite_rdma_read_async`.
-    ReadAsync,
-    /// `lite_rdma_write_async`.
-    WriteAsync,
-    /// `lite_fetch_add` and `lite_compare_swp`.
-    Atomic,
-    /// `lite_remote_memset`.
-    Memset,
-    /// `lite_memcpy` and `lite_memmove`.
-    Memcpy,
-    /// `lite_send_reply_imm` (and multicast).
-    RpcCall,
-    /// `lite_send`.
-    RpcSend,
-    /// `lite_reply_message`.
-    RpcReply,
-    /// `lite_lock`.
-    Lock,
-}
+/// The kernel's operation types and their names in the statistics file:
+/// this is the very file the kernel compiles, so the names cannot drift.
+#[path = "../../../rust-lite/internal/qos/op_kind.rs"]
+mod op_kind;
+
+/// An operation type of the per-operation statistics, in the order the
+/// kernel lists them ([`Operation::ALL`]), named by [`Operation::name`].
+pub use op_kind::OpKind as Operation;
 
 impl Operation {
-    /// Every operation type, in the order the kernel lists them.
-    pub const ALL: [Operation; 11] = [
-        Operation::Read,
-        Operation::Write,
-        Operation::ReadAsync,
-        Operation::WriteAsync,
-        Operation::Atomic,
-        Operation::Memset,
-        Operation::Memcpy,
-        Operation::RpcCall,
-        Operation::RpcSend,
-        Operation::RpcReply,
-        Operation::Lock,
-    ];
-
-    /// The name in the statistics file.
-    pub fn name(self) -> &'static str {
-        match self {
-            Operation::Read => "read",
-            Operation::Write => "write",
-            Operation::ReadAsync => "read_async",
-            Operation::WriteAsync => "write_async",
-            Operation::Atomic => "atomic",
-            Operation::Memset => "memset",
-            Operation::Memcpy => "memcpy",
-            Operation::RpcCall => "rpc_call",
-            Operation::RpcSend => "rpc_send",
-            Operation::RpcReply => "rpc_reply",
-            Operation::Lock => "lock",
-        }
-    }
-
     /// The operation named `name` in the statistics file.
     pub fn from_name(name: &str) -> Option<Operation> {
         Operation::ALL.into_iter().find(|op| op.name() == name)
@@ -512,6 +462,86 @@ mod tests {
         assert!(text.contains(",524288:0,1048576:0,inf:1\n"));
         assert_eq!(text.lines().count(), 15 + 33);
         assert_eq!(parse_stats(&text), Ok(stats));
+    }
+
+    /// The statistics file as the kernel's `op_stats::write_text` writes
+    /// it (not through [`DebugStats`]' `Display`): one row per
+    /// `Operation::ALL` × `Priority::ALL`, in that order, row `i` counting
+    /// `i + 1` operations.
+    fn kernel_text() -> String {
+        let mut text = String::new();
+        for (name, _) in COUNTERS {
+            text.push_str(&format!("{name} 0\n"));
+        }
+        let mut row = 0;
+        for kind in Operation::ALL {
+            for priority in Priority::ALL {
+                row += 1;
+                text.push_str(&format!(
+                    "op={} priority={} ops={row} bytes=0 errors=0 throttled=0 throttled_us=0 latency_us=",
+                    kind.name(),
+                    priority.name(),
+                ));
+                for i in 0..LATENCY_BUCKETS {
+                    if i + 1 < LATENCY_BUCKETS {
+                        text.push_str(&format!("{}:0,", 1u64 << i));
+                    } else {
+                        text.push_str("inf:0\n");
+                    }
+                }
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn operation_names_are_the_kernel_s_documented_ones() {
+        // The names are an interface (userspace/README.md, scripts reading
+        // the file): renaming one in rust-lite/internal/qos/op_kind.rs
+        // must be a deliberate change here too.
+        let names: Vec<_> = Operation::ALL.iter().map(|op| op.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "read",
+                "write",
+                "read_async",
+                "write_async",
+                "atomic",
+                "memset",
+                "memcpy",
+                "rpc_call",
+                "rpc_send",
+                "rpc_reply",
+                "lock"
+            ]
+        );
+        for (index, op) in Operation::ALL.into_iter().enumerate() {
+            assert_eq!(op as usize, index, "{op:?} is out of table order");
+            assert_eq!(Operation::from_name(op.name()), Some(op));
+        }
+        assert_eq!(Operation::from_name("rpc"), None);
+        assert_eq!(Operation::from_name("Read"), None);
+    }
+
+    #[test]
+    fn the_kernel_s_text_parses_row_for_row() {
+        let text = kernel_text();
+        let stats = parse_stats(&text).expect("the kernel's format parses");
+        let rows: Vec<_> = stats
+            .ops
+            .iter()
+            .map(|row| (row.op, row.priority, row.ops))
+            .collect();
+        let expected: Vec<_> = Operation::ALL
+            .into_iter()
+            .flat_map(|op| Priority::ALL.map(|priority| (op, priority)))
+            .zip(1..)
+            .map(|((op, priority), ops)| (op, priority, ops))
+            .collect();
+        assert_eq!(rows, expected);
+        // Userspace writes the same text back.
+        assert_eq!(stats.to_string(), text);
     }
 
     #[test]

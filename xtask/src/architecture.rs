@@ -1,0 +1,719 @@
+//! Architecture rules for LITE's internal unit (`rust-lite/internal/`),
+//! checked on its sources.
+//!
+//! Two rules keep the kernel side reviewable: the internal unit is safe Rust
+//! (everything `unsafe` lives in the thin bindings below it), and its files
+//! depend on each other without cycles, so each one can be read, tested and
+//! changed knowing only the files beneath it.
+//!
+//! The checks read the sources as text: the kernel crate cannot be built on
+//! the host, and a small scanner for comments, literals and paths is enough
+//! for the way the unit writes its imports.
+
+// Only the tests below use the scanner.
+#![cfg(test)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+
+/// Where the internal unit lives, relative to the repository root.
+const INTERNAL_DIR: &str = "rust-lite/internal";
+
+/// The attribute that makes the compiler enforce the no-`unsafe` rule too.
+const DENY_UNSAFE: &str = "#![deny(unsafe_code)]";
+
+/// A file of the internal unit: its path below `rust-lite/internal/`, with
+/// `/` separators (`memory/lmr.rs`).
+type FileName = String;
+
+/// For each file, the other files it uses items from, each with the first
+/// line that uses it.
+type Graph = BTreeMap<FileName, BTreeMap<FileName, usize>>;
+
+/// Reads every `.rs` file under `dir`, keyed by its path below `dir`.
+fn read_sources(dir: &Path) -> BTreeMap<FileName, String> {
+    let mut sources = BTreeMap::new();
+    read_sources_into(dir, "", &mut sources);
+    sources
+}
+
+/// Adds the `.rs` files under `dir`, named with `prefix`, to `sources`.
+fn read_sources_into(dir: &Path, prefix: &str, sources: &mut BTreeMap<FileName, String>) {
+    let entries =
+        fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        let name = path
+            .file_name()
+            .expect("entry name")
+            .to_string_lossy()
+            .into_owned();
+        if path.is_dir() {
+            read_sources_into(&path, &format!("{prefix}{name}/"), sources);
+        } else if name.ends_with(".rs") {
+            let text = fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+            sources.insert(format!("{prefix}{name}"), text);
+        }
+    }
+}
+
+/// `source` with comments (doc comments included) and the contents of string
+/// and character literals blanked out. Newlines stay, so line numbers in the
+/// result are those of `source`; what remains is code only.
+fn code_only(source: &str) -> String {
+    let chars: Vec<char> = source.chars().collect();
+    let mut code = String::with_capacity(source.len());
+    let mut at = 0;
+    while at < chars.len() {
+        let end = non_code_end(&chars, at);
+        if end > at {
+            code.extend(
+                chars[at..end]
+                    .iter()
+                    .map(|&c| if c == '\n' { '\n' } else { ' ' }),
+            );
+            at = end;
+        } else {
+            code.push(chars[at]);
+            at += 1;
+        }
+    }
+    code
+}
+
+/// Where the comment or literal starting at `chars[at]` ends, or `at` if
+/// none starts there.
+fn non_code_end(chars: &[char], at: usize) -> usize {
+    let next = chars.get(at + 1).copied();
+    match chars[at] {
+        '/' if next == Some('/') => line_comment_end(chars, at),
+        '/' if next == Some('*') => block_comment_end(chars, at),
+        '"' => string_end(chars, at),
+        '\'' => char_literal_end(chars, at),
+        'r' if starts_raw_string(chars, at) => raw_string_end(chars, at),
+        _ => at,
+    }
+}
+
+/// End of the `//` comment at `at`: its newline, which is code.
+fn line_comment_end(chars: &[char], at: usize) -> usize {
+    chars[at..]
+        .iter()
+        .position(|&c| c == '\n')
+        .map_or(chars.len(), |n| at + n)
+}
+
+/// End of the `/* */` comment at `at`; Rust block comments nest.
+fn block_comment_end(chars: &[char], mut at: usize) -> usize {
+    let mut depth = 0;
+    while at < chars.len() {
+        match (chars[at], chars.get(at + 1).copied()) {
+            ('/', Some('*')) => {
+                depth += 1;
+                at += 2;
+            }
+            ('*', Some('/')) => {
+                depth -= 1;
+                at += 2;
+                if depth == 0 {
+                    return at;
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    at
+}
+
+/// End of the `"..."` literal at `at`, past its closing quote.
+fn string_end(chars: &[char], mut at: usize) -> usize {
+    at += 1;
+    while at < chars.len() {
+        match chars[at] {
+            '\\' => at += 2,
+            '"' => return at + 1,
+            _ => at += 1,
+        }
+    }
+    at.min(chars.len())
+}
+
+/// End of the character literal at `at`, or `at` when the quote starts a
+/// lifetime or a label instead.
+fn char_literal_end(chars: &[char], at: usize) -> usize {
+    if chars.get(at + 1) == Some(&'\\') {
+        // An escape ('\n', '\'', '\u{..}'): the literal closes at the next
+        // quote after the escaped character.
+        let from = (at + 3).min(chars.len());
+        chars[from..]
+            .iter()
+            .position(|&c| c == '\'')
+            .map_or(chars.len(), |n| from + n + 1)
+    } else if chars.get(at + 2) == Some(&'\'') {
+        at + 3
+    } else {
+        at
+    }
+}
+
+/// Whether a raw string (`r"..."`, `r#"..."#`, also after `b`) starts at the
+/// `r` at `at`, rather than an identifier containing an `r`.
+fn starts_raw_string(chars: &[char], at: usize) -> bool {
+    let before = match at {
+        0 => None,
+        _ if chars[at - 1] == 'b' => at.checked_sub(2).map(|b| chars[b]),
+        _ => Some(chars[at - 1]),
+    };
+    if before.is_some_and(is_identifier_char) {
+        return false;
+    }
+    let hashes = chars[at + 1..].iter().take_while(|&&c| c == '#').count();
+    chars.get(at + 1 + hashes) == Some(&'"')
+}
+
+/// End of the raw string at `at`, past its closing quote and hashes.
+fn raw_string_end(chars: &[char], at: usize) -> usize {
+    let hashes = chars[at + 1..].iter().take_while(|&&c| c == '#').count();
+    let mut from = at + 1 + hashes + 1;
+    while from < chars.len() {
+        let closes = chars[from] == '"'
+            && chars[from + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&c| c == '#')
+                .count()
+                == hashes;
+        if closes {
+            return from + 1 + hashes;
+        }
+        from += 1;
+    }
+    chars.len()
+}
+
+/// Whether `c` can be part of an identifier (or a number).
+fn is_identifier_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// A token of code and the 1-based line it is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Token {
+    text: String,
+    line: usize,
+}
+
+/// Splits code (comments already removed) into identifiers (a macro's
+/// `$crate` counts as one), `::`, and single punctuation characters.
+fn tokens(code: &str) -> Vec<Token> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut found = Vec::new();
+    let mut line = 1;
+    let mut at = 0;
+    while at < chars.len() {
+        let c = chars[at];
+        let identifier_from = if c == '$' { at + 1 } else { at };
+        let identifier_len = chars[identifier_from..]
+            .iter()
+            .take_while(|&&c| is_identifier_char(c))
+            .count();
+        let len = if identifier_len > 0 {
+            identifier_from - at + identifier_len
+        } else if c == ':' && chars.get(at + 1) == Some(&':') {
+            2
+        } else {
+            1
+        };
+        if c == '\n' {
+            line += 1;
+        } else if !c.is_whitespace() {
+            found.push(Token {
+                text: chars[at..at + len].iter().collect(),
+                line,
+            });
+        }
+        at += len;
+    }
+    found
+}
+
+/// Whether a token is an identifier (possibly `$crate`).
+fn is_identifier(token: &str) -> bool {
+    let name = token.strip_prefix('$').unwrap_or(token);
+    name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+}
+
+/// The lines of `source` that use the `unsafe` keyword in code: unsafe
+/// blocks, functions, impls, traits and extern blocks all need it, while
+/// comments, literals and the `unsafe_code` lint name do not count.
+fn unsafe_lines(source: &str) -> Vec<usize> {
+    tokens(&code_only(source))
+        .iter()
+        .filter(|t| t.text == "unsafe")
+        .map(|t| t.line)
+        .collect()
+}
+
+/// A path in a file that may name a module of the internal unit: it starts
+/// at `crate::internal`, `$crate::internal`, `super` or `self`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Reference {
+    /// The path's segments as written (`super`, `memory`, `lmr`, `Lmr`); a
+    /// brace group yields one reference per leaf.
+    segments: Vec<String>,
+    /// The line of the path's last segment.
+    line: usize,
+}
+
+/// The paths in `tokens` that start at `crate`, `$crate`, `super` or `self`,
+/// in `use` declarations (brace groups expanded) or inline in code.
+fn references(tokens: &[Token]) -> Vec<Reference> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < tokens.len() {
+        if starts_relative_path(tokens, at) {
+            at = read_use_tree(tokens, at, &[], &mut found);
+        } else {
+            at += 1;
+        }
+    }
+    found
+}
+
+/// Whether a path from the crate root or the current module starts at
+/// `tokens[at]` (and not in the middle of a longer path).
+fn starts_relative_path(tokens: &[Token], at: usize) -> bool {
+    let text = |i: usize| tokens.get(i).map(|t| t.text.as_str());
+    matches!(text(at), Some("crate" | "$crate" | "super" | "self"))
+        && text(at + 1) == Some("::")
+        && (at == 0 || text(at - 1) != Some("::"))
+}
+
+/// Reads the path or use tree starting at `tokens[at]`, below the segments
+/// in `prefix`, into `found`; returns the index of the first token after it.
+fn read_use_tree(
+    tokens: &[Token],
+    mut at: usize,
+    prefix: &[String],
+    found: &mut Vec<Reference>,
+) -> usize {
+    let text = |i: usize| tokens.get(i).map(|t| t.text.as_str());
+    let mut segments = prefix.to_vec();
+    loop {
+        match text(at) {
+            Some("{") => return read_use_group(tokens, at + 1, &segments, found),
+            Some("*") => {
+                found.push(Reference {
+                    segments,
+                    line: tokens[at].line,
+                });
+                return at + 1;
+            }
+            Some(name) if is_identifier(name) => {
+                segments.push(name.to_owned());
+                let line = tokens[at].line;
+                at += 1;
+                if text(at) == Some("::") {
+                    at += 1;
+                    continue;
+                }
+                if text(at) == Some("as") {
+                    at += 2;
+                }
+                found.push(Reference { segments, line });
+                return at;
+            }
+            _ => return at,
+        }
+    }
+}
+
+/// Reads the trees of the brace group whose contents start at `tokens[at]`;
+/// returns the index after its closing brace.
+fn read_use_group(
+    tokens: &[Token],
+    mut at: usize,
+    prefix: &[String],
+    found: &mut Vec<Reference>,
+) -> usize {
+    while let Some(token) = tokens.get(at) {
+        match token.text.as_str() {
+            "}" => return at + 1,
+            "," => at += 1,
+            _ => {
+                let after = read_use_tree(tokens, at, prefix, found);
+                // Skip anything the tree reader does not understand rather
+                // than stall on it.
+                at = after.max(at + 1);
+            }
+        }
+    }
+    at
+}
+
+/// The module a file holds, as its path below `crate::internal`:
+/// `mod.rs` is `[]`, `memory/mod.rs` is `[memory]` and `memory/lmr.rs` is
+/// `[memory, lmr]`.
+fn module_of(file: &str) -> Vec<String> {
+    let mut module: Vec<String> = file
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(str::to_owned)
+        .collect();
+    if module.last().is_some_and(|last| last == "mod") {
+        module.pop();
+    }
+    module
+}
+
+/// The path below `crate::internal` that `segments`, written in the module
+/// `here`, names; `None` if it leads outside the internal unit.
+fn absolute_path(here: &[String], segments: &[String]) -> Option<Vec<String>> {
+    let (first, rest) = segments.split_first()?;
+    let (start, rest) = match first.as_str() {
+        "crate" | "$crate" => match rest.split_first()? {
+            (second, rest) if second == "internal" => (Vec::new(), rest),
+            _ => return None,
+        },
+        "self" => (here.to_vec(), rest),
+        "super" => (here.split_last()?.1.to_vec(), rest),
+        _ => return None,
+    };
+    absolute_path_from(start, rest)
+}
+
+/// `path` followed by `segments`, in which `super` steps up and `self` stays.
+fn absolute_path_from(mut path: Vec<String>, segments: &[String]) -> Option<Vec<String>> {
+    for segment in segments {
+        match segment.as_str() {
+            "super" => {
+                path.pop()?;
+            }
+            "self" => {}
+            name => path.push(name.to_owned()),
+        }
+    }
+    Some(path)
+}
+
+/// The file holding the deepest module that `path` (below `crate::internal`)
+/// passes through: the file its item comes from.
+fn file_reached<'a>(
+    modules: &'a BTreeMap<Vec<String>, FileName>,
+    path: &[String],
+) -> Option<&'a FileName> {
+    (0..=path.len())
+        .rev()
+        .find_map(|len| modules.get(&path[..len]))
+}
+
+/// The graph of which files use items from which other files, built from
+/// their paths. Declaring a submodule (`mod x;`) is not a use, and neither is
+/// a file naming its own items.
+fn dependency_graph(sources: &BTreeMap<FileName, String>) -> Graph {
+    let modules: BTreeMap<Vec<String>, FileName> = sources
+        .keys()
+        .map(|file| (module_of(file), file.clone()))
+        .collect();
+    let mut graph = Graph::new();
+    for (file, source) in sources {
+        let here = module_of(file);
+        let uses = graph.entry(file.clone()).or_default();
+        for reference in references(&tokens(&code_only(source))) {
+            let Some(path) = absolute_path(&here, &reference.segments) else {
+                continue;
+            };
+            let Some(target) = file_reached(&modules, &path) else {
+                continue;
+            };
+            if target != file {
+                uses.entry(target.clone()).or_insert(reference.line);
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle in `graph`, as the files along it (the last one uses the first),
+/// or `None` if the graph is acyclic.
+fn find_cycle(graph: &Graph) -> Option<Vec<FileName>> {
+    let mut finished = BTreeSet::new();
+    let mut path = Vec::new();
+    graph
+        .keys()
+        .find_map(|file| cycle_from(graph, file, &mut path, &mut finished))
+}
+
+/// Depth-first search from `file`, with `path` the files being visited; a
+/// file met again on `path` closes a cycle.
+fn cycle_from<'a>(
+    graph: &'a Graph,
+    file: &'a FileName,
+    path: &mut Vec<&'a FileName>,
+    finished: &mut BTreeSet<&'a FileName>,
+) -> Option<Vec<FileName>> {
+    if finished.contains(file) {
+        return None;
+    }
+    if let Some(start) = path.iter().position(|&f| f == file) {
+        return Some(path[start..].iter().map(|&f| f.clone()).collect());
+    }
+    path.push(file);
+    for used in graph.get(file).into_iter().flat_map(BTreeMap::keys) {
+        if let Some(cycle) = cycle_from(graph, used, path, finished) {
+            return Some(cycle);
+        }
+    }
+    path.pop();
+    finished.insert(file);
+    None
+}
+
+/// One line per step of `cycle`: which file uses which, and on which line.
+fn describe_cycle(graph: &Graph, cycle: &[FileName]) -> String {
+    let steps = cycle.iter().zip(cycle.iter().cycle().skip(1));
+    steps
+        .map(|(from, to)| {
+            let line = graph[from][to];
+            format!("  {INTERNAL_DIR}/{from}:{line} uses {INTERNAL_DIR}/{to}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::repo_root;
+
+    /// The internal unit's sources in this checkout.
+    fn internal_sources() -> BTreeMap<FileName, String> {
+        let sources = read_sources(&repo_root().join(INTERNAL_DIR));
+        assert!(
+            sources.contains_key("mod.rs"),
+            "{INTERNAL_DIR}/mod.rs is missing"
+        );
+        sources
+    }
+
+    /// In-memory sources from `(file, text)` pairs.
+    fn sources(files: &[(&str, &str)]) -> BTreeMap<FileName, String> {
+        files
+            .iter()
+            .map(|&(file, text)| (file.to_owned(), text.to_owned()))
+            .collect()
+    }
+
+    /// The files `file` uses in the graph of `files`.
+    fn uses(files: &[(&str, &str)], file: &str) -> Vec<FileName> {
+        dependency_graph(&sources(files))[file]
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn strings(segments: &[&str]) -> Vec<String> {
+        segments.iter().map(|&s| s.to_owned()).collect()
+    }
+
+    #[test]
+    fn internal_unit_has_no_unsafe_code() {
+        let found: Vec<String> = internal_sources()
+            .iter()
+            .flat_map(|(file, source)| {
+                unsafe_lines(source).into_iter().map(move |line| {
+                    let text = source.lines().nth(line - 1).unwrap_or("").trim();
+                    format!("  {INTERNAL_DIR}/{file}:{line}: {text}")
+                })
+            })
+            .collect();
+        assert!(
+            found.is_empty(),
+            "unsafe code in the internal unit:\n{}",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn internal_unit_denies_unsafe_code() {
+        let sources = internal_sources();
+        assert!(
+            code_only(&sources["mod.rs"]).contains(DENY_UNSAFE),
+            "{INTERNAL_DIR}/mod.rs lacks {DENY_UNSAFE}"
+        );
+    }
+
+    #[test]
+    fn internal_files_use_each_other_without_cycles() {
+        let graph = dependency_graph(&internal_sources());
+        if let Some(cycle) = find_cycle(&graph) {
+            panic!(
+                "import cycle in the internal unit:\n{}",
+                describe_cycle(&graph, &cycle)
+            );
+        }
+    }
+
+    #[test]
+    fn comments_and_literals_are_blanked_keeping_lines() {
+        let source =
+            "a // x\n/* b /* nested */ c\n*/ \"s // t\" 'q' '\\'' r#\"u\"# d: &'static str\n";
+        let code = code_only(source);
+        assert_eq!(code.lines().count(), source.lines().count());
+        let words: Vec<String> = tokens(&code).into_iter().map(|t| t.text).collect();
+        assert_eq!(words, strings(&["a", "d", ":", "&", "'", "static", "str"]));
+    }
+
+    #[test]
+    fn unsafe_is_found_in_code_only() {
+        let source = "#![deny(unsafe_code)]\n\
+            /// Calling this is not `unsafe {`.\n\
+            // unsafe fn old() {}\n\
+            const S: &str = \"unsafe impl\";\n\
+            fn f() { unsafe { g() } }\n\
+            unsafe impl Send for T {}\n\
+            pub unsafe extern \"C\" fn h() {}\n";
+        assert_eq!(unsafe_lines(source), vec![5, 6, 7]);
+    }
+
+    #[test]
+    fn nested_use_groups_yield_every_leaf() {
+        let code = "use super::{a::{b, c as d}, e::E, self};\nlet x = crate::internal::f::g();";
+        let found: Vec<(Vec<String>, usize)> = references(&tokens(code))
+            .into_iter()
+            .map(|r| (r.segments, r.line))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                (strings(&["super", "a", "b"]), 1),
+                (strings(&["super", "a", "c"]), 1),
+                (strings(&["super", "e", "E"]), 1),
+                (strings(&["super", "self"]), 1),
+                (strings(&["crate", "internal", "f", "g"]), 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn paths_resolve_to_the_deepest_module_file() {
+        let files = [
+            (
+                "mod.rs",
+                "pub(crate) mod memory; pub(crate) mod rpc; pub(crate) mod sharing;",
+            ),
+            (
+                "memory/mod.rs",
+                "pub(crate) mod lmr; pub(crate) struct RemoteMemory;",
+            ),
+            ("memory/lmr.rs", "pub(crate) struct Lmr;"),
+            ("rpc/mod.rs", "mod wire; use self::wire::X;"),
+            ("rpc/wire.rs", "pub(crate) struct X;"),
+            (
+                "sharing/mod.rs",
+                "use super::memory::lmr::Lmr;\nfn f(m: super::memory::RemoteMemory) {}",
+            ),
+        ];
+        assert_eq!(
+            uses(&files, "sharing/mod.rs"),
+            strings(&["memory/lmr.rs", "memory/mod.rs"])
+        );
+        assert_eq!(uses(&files, "rpc/mod.rs"), strings(&["rpc/wire.rs"]));
+        assert_eq!(uses(&files, "mod.rs"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn absolute_paths_cover_every_start() {
+        let here = strings(&["memory", "lmr"]);
+        let resolve = |path: &[&str]| absolute_path(&here, &strings(path));
+        assert_eq!(
+            resolve(&["self", "X"]),
+            Some(strings(&["memory", "lmr", "X"]))
+        );
+        assert_eq!(resolve(&["super", "X"]), Some(strings(&["memory", "X"])));
+        assert_eq!(
+            resolve(&["super", "super", "MAX_NODES"]),
+            Some(strings(&["MAX_NODES"]))
+        );
+        assert_eq!(
+            resolve(&["$crate", "internal", "core", "wire"]),
+            Some(strings(&["core", "wire"]))
+        );
+        assert_eq!(resolve(&["crate", "verbs", "Device"]), None);
+        assert_eq!(resolve(&["super", "super", "super", "sys"]), None);
+    }
+
+    #[test]
+    fn macro_paths_and_self_references_count_as_expected() {
+        let files = [
+            (
+                "core/wire.rs",
+                "macro_rules! m { () => { $crate::internal::core::wire::Frame } }",
+            ),
+            (
+                "memory/wire.rs",
+                "fn f() -> $crate::internal::core::wire::Frame { todo!() }",
+            ),
+        ];
+        assert_eq!(uses(&files, "core/wire.rs"), Vec::<String>::new());
+        assert_eq!(uses(&files, "memory/wire.rs"), strings(&["core/wire.rs"]));
+    }
+
+    #[test]
+    fn a_two_file_cycle_is_reported() {
+        let files = [
+            ("a.rs", "use super::b::B;\npub(crate) struct A;"),
+            (
+                "b.rs",
+                "pub(crate) struct B;\n\nfn f() { let _ = crate::internal::a::A; }",
+            ),
+        ];
+        let graph = dependency_graph(&sources(&files));
+        let cycle = find_cycle(&graph).expect("a cycle");
+        assert_eq!(cycle, strings(&["a.rs", "b.rs"]));
+        assert_eq!(
+            describe_cycle(&graph, &cycle),
+            format!("  {INTERNAL_DIR}/a.rs:1 uses {INTERNAL_DIR}/b.rs\n  {INTERNAL_DIR}/b.rs:3 uses {INTERNAL_DIR}/a.rs")
+        );
+    }
+
+    #[test]
+    fn declaring_a_child_is_not_using_it() {
+        let files = [
+            ("x/mod.rs", "pub(crate) mod child;\npub(crate) struct X;"),
+            ("x/child.rs", "use super::X;\npub(crate) struct Y;"),
+        ];
+        assert_eq!(find_cycle(&dependency_graph(&sources(&files))), None);
+    }
+
+    #[test]
+    fn a_parent_using_its_child_that_uses_it_is_a_cycle() {
+        let files = [
+            (
+                "x/mod.rs",
+                "pub(crate) mod child;\npub(crate) use self::child::Y;\npub(crate) struct X;",
+            ),
+            ("x/child.rs", "use super::X;\npub(crate) struct Y;"),
+        ];
+        assert_eq!(
+            find_cycle(&dependency_graph(&sources(&files))),
+            Some(strings(&["x/child.rs", "x/mod.rs"]))
+        );
+    }
+
+    #[test]
+    fn a_longer_cycle_is_reported_without_its_lead_in() {
+        let files = [
+            ("a.rs", "use super::b::B;"),
+            ("b.rs", "use super::c::C;"),
+            ("c.rs", "use super::d::D;"),
+            ("d.rs", "use super::b::B;"),
+        ];
+        assert_eq!(
+            find_cycle(&dependency_graph(&sources(&files))),
+            Some(strings(&["b.rs", "c.rs", "d.rs"]))
+        );
+    }
+}

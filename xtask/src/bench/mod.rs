@@ -1,0 +1,92 @@
+//! `cargo xtask bench`: LITE's latency and throughput against native verbs
+//! (perftest), its atomics and locks, and priority isolation.
+//!
+//! Two VMs run the release kernel, each pinned to its own host CPU. Node 1
+//! is the perftest server, node 2 the client: first the latency tests
+//! (`ib_write_lat`, `ib_read_lat`, `ib_send_lat`, and `ib_atomic_lat` with
+//! fetch-and-add and compare-and-swap), then the bandwidth tests
+//! (`ib_write_bw`, `ib_read_bw`, see [`run::bw_runs`]); both nodes then run
+//! `lite-bench`, which measures latency, atomics, uncontended lock/unlock
+//! pairs, memset/memcpy throughput, asynchronous write/read throughput, RPC
+//! round trips and throughput, and last the isolation of a high-priority
+//! process's writes from low-priority processes saturating the link, with
+//! QoS off and on. A second, short phase boots [`LOCK_NODES`] VMs that all
+//! take turns on one lock. Absolute numbers under TCG say little, so the
+//! report compares LITE with native verbs measured on the same VMs in the
+//! same run (an RPC round trip with two `ib_send_lat` one-way latencies,
+//! since perftest reports half a round trip), and loaded latency with
+//! unloaded latency. Every number printed is parsed from the guests' output.
+//!
+//! [`run`] boots the clusters and collects their console logs, [`parse`]
+//! turns those logs into typed measurements, and [`report`] computes
+//! medians and spreads and prints the tables.
+
+mod parse;
+mod report;
+mod run;
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::interrupt;
+
+use self::parse::Measurements;
+
+/// Message sizes measured, in bytes.
+pub const SIZES: [u64; 5] = [8, 64, 512, 4096, 65536];
+
+/// memset/memcpy sizes, in bytes.
+pub const BW_SIZES: [u64; 4] = [4096, 65536, 1 << 20, 4 << 20];
+
+/// Asynchronous write/read sizes, in bytes.
+pub const ASYNC_SIZES: [u64; 2] = [4096, 65536];
+
+/// Asynchronous operations kept in flight (perftest's `-t`).
+pub const DEPTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Bytes moved per throughput series, LITE's and perftest's alike.
+pub const BW_BYTES: u64 = 16 << 20;
+
+/// perftest's `ib_atomic_lat -A` types and the `lite-bench` series each
+/// is compared with.
+pub const ATOMICS: [(&str, &str); 2] = [
+    ("FETCH_AND_ADD", "fetch_add"),
+    ("CMP_AND_SWAP", "compare_swp"),
+];
+
+/// Nodes of the lock contention phase; every one of them contends.
+pub const LOCK_NODES: usize = 4;
+
+/// `cargo xtask bench`.
+pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
+    let setup = run::Setup::prepare(kernel_src, kernel_image)?;
+    let comparison = run::comparison_phase(&setup, iters)?;
+    let mut m = Measurements::default();
+    m.add_logs("", &comparison.logs);
+    report::say_comparison(iters, &m);
+
+    // The contention phase: a cluster of its own, short.
+    let lock_iters = run::lock_iters(iters);
+    let lock_waited = interrupt::check()
+        .and_then(|()| run::lock_phase(&setup, lock_iters))
+        .and_then(|phase| {
+            m.add_logs("locks/", &phase.logs);
+            phase.waited
+        });
+    report::say_locks(iters, lock_iters, &m);
+
+    report::say_logs(&setup.logs, &m.problems);
+    comparison.waited?;
+    lock_waited.context("the lock contention phase")?;
+    if m.is_empty() {
+        bail!("no measurements found in the guest logs");
+    }
+    if !m.problems.is_empty() {
+        bail!(
+            "the benchmark run had {} problems (see above)",
+            m.problems.len()
+        );
+    }
+    Ok(())
+}

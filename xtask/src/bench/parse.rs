@@ -1,0 +1,1349 @@
+//! Turning the guests' console output into typed measurements: perftest's
+//! client tables, which the guest brackets with `LITE-PERFTEST-BEGIN` /
+//! `LITE-PERFTEST-END` lines, and `lite-bench`'s `LITE-BENCH`, `LITE-LOCK`,
+//! `LITE-LOCK-SAMPLES` and `LITE-QOS` lines.
+//!
+//! Every parser reads lines through the same few helpers: [`tagged_lines`]
+//! finds the lines carrying a tag, [`Fields`] reads their `key=value`
+//! words, [`columns`] splits a table row, and [`number`], [`integer`] and
+//! [`numbers`] parse values. Malformed lines are skipped, never guessed at:
+//! console output interleaves kernel messages with the benchmark's.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use super::run::NodeLog;
+use super::ATOMICS;
+use crate::logscan;
+
+/// Opens a perftest block: `LITE-PERFTEST-BEGIN test=ib_X size=N ... side=S`.
+const PERFTEST_BEGIN: &str = "LITE-PERFTEST-BEGIN ";
+
+/// Closes a perftest block.
+const PERFTEST_END: &str = "LITE-PERFTEST-END ";
+
+/// `lite-bench`'s latency, throughput and RPC throughput lines.
+const LITE_BENCH: &str = "LITE-BENCH ";
+
+/// `lite-bench`'s lock/unlock lines.
+const LITE_LOCK: &str = "LITE-LOCK ";
+
+/// `lite-bench`'s raw lock-acquire times.
+const LITE_LOCK_SAMPLES: &str = "LITE-LOCK-SAMPLES ";
+
+/// `lite-bench`'s isolation lines.
+const LITE_QOS: &str = "LITE-QOS ";
+
+/// One row of perftest's client table (microseconds).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Native {
+    /// `write` or `read`.
+    pub op: String,
+    /// Message size in bytes.
+    pub size: u64,
+    /// Iterations.
+    pub iterations: u64,
+    /// t_min.
+    pub min: f64,
+    /// t_max.
+    pub max: f64,
+    /// t_typical (perftest's median).
+    pub typical: f64,
+    /// t_avg.
+    pub avg: f64,
+    /// t_stdev.
+    pub stdev: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+}
+
+/// One `LITE-BENCH` line (microseconds).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lite {
+    /// Operation, e.g. `write`.
+    pub op: String,
+    /// Message size in bytes.
+    pub size: u64,
+    /// Iterations.
+    pub iters: u64,
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Standard deviation.
+    pub stdev: f64,
+}
+
+/// One perftest bandwidth test client row, in MiB/s (perftest's MB/sec).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NativeBw {
+    /// `write` or `read`.
+    pub op: String,
+    /// Message size in bytes.
+    pub size: u64,
+    /// TX depth (`-t`): operations in flight.
+    pub depth: u32,
+    /// Iterations.
+    pub iterations: u64,
+    /// BW peak.
+    pub peak: f64,
+    /// BW average.
+    pub average: f64,
+    /// MsgRate in Mpps.
+    pub msg_rate: f64,
+}
+
+/// One throughput `LITE-BENCH` line, in MiB/s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiteBw {
+    /// `memset`, `memcpy`, `write_async` or `read_async`.
+    pub op: String,
+    /// Size of one operation in bytes.
+    pub size: u64,
+    /// Operations in flight (asynchronous series only).
+    pub depth: Option<u32>,
+    /// Operations timed.
+    pub iters: u64,
+    /// Total bytes over total time.
+    pub average: f64,
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
+/// One RPC throughput `LITE-BENCH op=rpc_throughput` line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiteRpcBw {
+    /// Request (and reply) size in bytes.
+    pub size: u64,
+    /// Client threads calling at once.
+    pub threads: u32,
+    /// Calls completed.
+    pub calls: u64,
+    /// Calls per second, all threads together.
+    pub calls_per_s: f64,
+    /// Median round trip under this load, in microseconds.
+    pub median: f64,
+    /// 10th percentile round trip.
+    pub p10: f64,
+    /// 90th percentile round trip.
+    pub p90: f64,
+}
+
+/// Median and 10th-90th percentiles of a series, in microseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
+/// One `LITE-LOCK` line: lock/unlock pairs of one node on one lock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LockRow {
+    /// Nodes taking the lock at the same time (1: uncontended).
+    pub contenders: u32,
+    /// The node that measured.
+    pub node: u32,
+    /// The node that keeps the lock.
+    pub home: u32,
+    /// Lock/unlock pairs timed.
+    pub iters: u64,
+    /// Time `lite_lock` took to return.
+    pub acquire: Spread,
+    /// Time of `lite_lock` plus `lite_unlock`.
+    pub pair: Spread,
+    /// Time the node took for all its pairs, in microseconds.
+    pub busy_us: f64,
+    /// Pairs per second of this node.
+    pub pairs_per_s: f64,
+}
+
+/// One `LITE-QOS` line: the high-priority process's write latency in one
+/// phase of the isolation run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QosRow {
+    /// `unloaded` or `loaded`.
+    pub phase: String,
+    /// `on` or `off`: QoS (traffic prioritization) during the phase.
+    pub qos: String,
+    /// Write size in bytes.
+    pub size: u64,
+    /// Writes timed.
+    pub iters: u64,
+    /// Median, 10th and 90th percentiles.
+    pub latency: Spread,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Low-priority processes writing during the phase.
+    pub loaders: u32,
+    /// Size of each of their writes in bytes.
+    pub load_size: u64,
+    /// Their writes completed.
+    pub load_ops: u64,
+    /// Their throughput, all together, in MiB/s.
+    pub load_mibps: f64,
+    /// Low-priority operations the node throttled during the phase.
+    pub throttled: u64,
+}
+
+/// Everything parsed from the guest logs of a benchmark run.
+#[derive(Default)]
+pub struct Measurements {
+    /// perftest latency client rows, in log order.
+    pub native: Vec<Native>,
+    /// perftest bandwidth client rows, in log order.
+    pub native_bw: Vec<NativeBw>,
+    /// `lite-bench` latency series by (op, size).
+    pub lite: BTreeMap<(String, u64), Lite>,
+    /// `lite-bench` throughput series by (op, size, depth).
+    pub lite_bw: BTreeMap<(String, u64, Option<u32>), LiteBw>,
+    /// `lite-bench` RPC throughput series by (size, threads).
+    pub lite_rpc_bw: BTreeMap<(u64, u32), LiteRpcBw>,
+    /// Lock series by (contenders, node, home).
+    pub locks: BTreeMap<(u32, u32, u32), LockRow>,
+    /// Raw lock-acquire times by (contenders, node), of every node's log.
+    pub lock_samples: BTreeMap<(u32, u32), Vec<f64>>,
+    /// Isolation phases by (phase, QoS).
+    pub qos: BTreeMap<(String, String), QosRow>,
+    /// Crashes and failed guest roles, each prefixed with its node.
+    pub problems: Vec<String>,
+}
+
+impl Measurements {
+    /// Adds what the console log `text` of node `name` holds. Where several
+    /// nodes report the same series, the first node's numbers are kept.
+    pub fn add_log(&mut self, name: &str, text: &str) {
+        self.native.extend(parse_perftest(text));
+        self.native_bw.extend(parse_perftest_bw(text));
+        for row in parse_lite_bench(text) {
+            self.lite.entry((row.op.clone(), row.size)).or_insert(row);
+        }
+        for row in parse_lite_throughput(text) {
+            self.lite_bw
+                .entry((row.op.clone(), row.size, row.depth))
+                .or_insert(row);
+        }
+        for row in parse_lite_rpc_throughput(text) {
+            self.lite_rpc_bw
+                .entry((row.size, row.threads))
+                .or_insert(row);
+        }
+        for row in parse_lite_lock(text) {
+            self.locks
+                .entry((row.contenders, row.node, row.home))
+                .or_insert(row);
+        }
+        for (key, samples) in parse_lock_samples(text) {
+            self.lock_samples.entry(key).or_default().extend(samples);
+        }
+        for row in parse_lite_qos(text) {
+            self.qos
+                .entry((row.phase.clone(), row.qos.clone()))
+                .or_insert(row);
+        }
+        self.problems.extend(
+            logscan::problems(text)
+                .into_iter()
+                .map(|p| format!("{name}: {p}")),
+        );
+    }
+
+    /// Adds the logs of every node of a finished phase, each named
+    /// `prefix` + its node name.
+    pub fn add_logs(&mut self, prefix: &str, logs: &[NodeLog]) {
+        for log in logs {
+            self.add_log(&format!("{prefix}{}", log.name), &log.text);
+        }
+    }
+
+    /// Whether no measurement at all was found.
+    pub fn is_empty(&self) -> bool {
+        self.native.is_empty()
+            && self.native_bw.is_empty()
+            && self.lite.is_empty()
+            && self.lite_bw.is_empty()
+            && self.lite_rpc_bw.is_empty()
+            && self.locks.is_empty()
+            && self.qos.is_empty()
+    }
+}
+
+/// The `key=value` words of a line (`a=1 b=x`), by key. Words without `=`
+/// are ignored and a later word wins over an earlier one with the same
+/// key; a value may itself hold `=`.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Fields<'a>(BTreeMap<&'a str, &'a str>);
+
+impl<'a> Fields<'a> {
+    /// The `key=value` words of `text`.
+    fn parse(text: &'a str) -> Self {
+        Fields(
+            text.split_whitespace()
+                .filter_map(|word| word.split_once('='))
+                .collect(),
+        )
+    }
+
+    /// The value under `key`, as written.
+    fn text(&self, key: &str) -> Option<&'a str> {
+        self.0.get(key).copied()
+    }
+
+    /// Whether `key` is there at all, whatever its value.
+    fn has(&self, key: &str) -> bool {
+        self.0.contains_key(key)
+    }
+
+    /// A finite number under `key`.
+    fn number(&self, key: &str) -> Option<f64> {
+        number(self.text(key)?)
+    }
+
+    /// An integer under `key`.
+    fn integer<T: FromStr>(&self, key: &str) -> Option<T> {
+        integer(self.text(key)?)
+    }
+
+    /// The comma-separated finite numbers under `key` (`1.5,2,3`); `None`
+    /// if any of them is not one.
+    fn numbers(&self, key: &str) -> Option<Vec<f64>> {
+        numbers(self.text(key)?.split(','))
+    }
+
+    /// The `PREFIXmedian_us`, `PREFIXp10_us` and `PREFIXp90_us` fields
+    /// (`median_us` and so on for an empty prefix).
+    fn spread(&self, prefix: &str) -> Option<Spread> {
+        Some(Spread {
+            median: self.number(&format!("{prefix}median_us"))?,
+            p10: self.number(&format!("{prefix}p10_us"))?,
+            p90: self.number(&format!("{prefix}p90_us"))?,
+        })
+    }
+}
+
+/// The text after the first `tag` on `line`, if it has one. Anywhere on
+/// the line, not only at its start: a printk timestamp or the tail of
+/// another process's output may come first on a console line.
+fn after_tag<'a>(line: &'a str, tag: &str) -> Option<&'a str> {
+    line.split_once(tag).map(|(_, rest)| rest)
+}
+
+/// The fields after `tag` (e.g. `"LITE-LOCK "`) on every line that has it.
+fn tagged_lines<'a>(log: &'a str, tag: &'a str) -> impl Iterator<Item = Fields<'a>> + 'a {
+    log.lines()
+        .filter_map(move |line| after_tag(line, tag).map(Fields::parse))
+}
+
+/// The whitespace-separated columns of a table row that has exactly `N`.
+fn columns<const N: usize>(line: &str) -> Option<[&str; N]> {
+    line.split_whitespace().collect::<Vec<_>>().try_into().ok()
+}
+
+/// `text` as a finite number: `inf` and `nan` are what failed
+/// measurements print, never results.
+fn number(text: &str) -> Option<f64> {
+    text.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// `text` as an integer of type `T`.
+fn integer<T: FromStr>(text: &str) -> Option<T> {
+    text.parse().ok()
+}
+
+/// Every one of `texts` as a finite number, or `None` if any is not one:
+/// a series with a value missing would be a different series.
+fn numbers<'a>(texts: impl IntoIterator<Item = &'a str>) -> Option<Vec<f64>> {
+    texts.into_iter().map(number).collect()
+}
+
+/// The client blocks of a guest log: the fields of each
+/// `LITE-PERFTEST-BEGIN test=ib_X size=N ... side=client` line and the lines
+/// up to the matching `LITE-PERFTEST-END`. A block that never ends (the
+/// guest died in it) is dropped.
+fn perftest_client_blocks(log: &str) -> Vec<(Fields<'_>, Vec<&str>)> {
+    let mut out = Vec::new();
+    let mut block: Option<(Fields, Vec<&str>)> = None;
+    for line in log.lines().map(logscan::strip_timestamp) {
+        if let Some(rest) = line.strip_prefix(PERFTEST_BEGIN) {
+            let fields = Fields::parse(rest);
+            block = (fields.text("side") == Some("client")).then(|| (fields, Vec::new()));
+        } else if line.starts_with(PERFTEST_END) {
+            out.extend(block.take());
+        } else if let Some((_, lines)) = &mut block {
+            lines.push(line);
+        }
+    }
+    out
+}
+
+/// The operation a perftest test measures: `ib_write_lat` with `kind`
+/// `_lat` → `write`.
+fn perftest_op<'a>(test: &'a str, kind: &str) -> Option<&'a str> {
+    test.strip_prefix("ib_")?.strip_suffix(kind)
+}
+
+/// The `N` numbers of a perftest table row (9 for latency, 5 for
+/// bandwidth); `None` for headers, separators, rows of another width and
+/// rows with `inf`/`nan` (failed clock calibration, the server side). The
+/// first column (bytes) must be an integer.
+fn perftest_row<const N: usize>(line: &str) -> Option<[f64; N]> {
+    let cells: [&str; N] = columns(line)?;
+    if integer::<u64>(cells[0]).is_none() {
+        return None;
+    }
+    let row = numbers(cells)?;
+    if row.iter().any(|&value| value < 0.0) {
+        return None;
+    }
+    row.try_into().ok()
+}
+
+/// perftest latency client results, from the blocks the guest brackets with
+/// `LITE-PERFTEST-BEGIN test=ib_X_lat size=N side=client` / `LITE-PERFTEST-END`.
+/// The last valid table row of a block wins (earlier tries may have failed).
+/// `ib_atomic_lat` blocks carry `atomic=FETCH_AND_ADD` or
+/// `atomic=CMP_AND_SWAP` and are named after the LITE series they are
+/// compared with ([`ATOMICS`]).
+pub fn parse_perftest(log: &str) -> Vec<Native> {
+    let mut out = Vec::new();
+    for (fields, lines) in perftest_client_blocks(log) {
+        let op = match fields.text("test") {
+            Some("ib_atomic_lat") => fields.text("atomic").and_then(|kind| {
+                ATOMICS
+                    .iter()
+                    .find(|(flag, _)| *flag == kind)
+                    .map(|&(_, op)| op)
+            }),
+            test => test.and_then(|test| perftest_op(test, "_lat")),
+        };
+        let size: Option<u64> = fields.integer("size");
+        let (Some(op), Some(size)) = (op, size) else {
+            continue;
+        };
+        let last = lines
+            .iter()
+            .filter_map(|line| perftest_row::<9>(line))
+            .rfind(|row| row[0] == size as f64);
+        out.extend(last.map(|row| Native {
+            op: op.to_string(),
+            size,
+            iterations: row[1] as u64,
+            min: row[2],
+            max: row[3],
+            typical: row[4],
+            avg: row[5],
+            stdev: row[6],
+            p99: row[7],
+            p999: row[8],
+        }));
+    }
+    out
+}
+
+/// perftest bandwidth client results, from the blocks bracketed with
+/// `LITE-PERFTEST-BEGIN test=ib_X_bw size=N depth=D ... side=client` /
+/// `LITE-PERFTEST-END`: the row under `#bytes #iterations BW peak[MB/sec]
+/// BW average[MB/sec] MsgRate[Mpps]`. The last valid row of a block wins.
+pub fn parse_perftest_bw(log: &str) -> Vec<NativeBw> {
+    let mut out = Vec::new();
+    for (fields, lines) in perftest_client_blocks(log) {
+        let op = fields
+            .text("test")
+            .and_then(|test| perftest_op(test, "_bw"));
+        let size: Option<u64> = fields.integer("size");
+        let depth: Option<u32> = fields.integer("depth");
+        let (Some(op), Some(size), Some(depth)) = (op, size, depth) else {
+            continue;
+        };
+        // Gb/sec (--report_gbits) would need converting; never asked for.
+        let mut gbits = false;
+        let mut last = None;
+        for line in &lines {
+            if line.contains("#bytes") {
+                gbits = line.contains("Gb/sec");
+            } else if let Some(row) = perftest_row::<5>(line) {
+                if row[0] == size as f64 && !gbits {
+                    last = Some(row);
+                }
+            }
+        }
+        out.extend(last.map(|row| NativeBw {
+            op: op.to_string(),
+            size,
+            depth,
+            iterations: row[1] as u64,
+            peak: row[2],
+            average: row[3],
+            msg_rate: row[4],
+        }));
+    }
+    out
+}
+
+/// `LITE-BENCH op=write size=64 iters=1000 median_us=.. p10_us=.. p90_us=..
+/// min_us=.. max_us=.. stdev_us=..` lines; malformed lines are skipped.
+pub fn parse_lite_bench(log: &str) -> Vec<Lite> {
+    tagged_lines(log, LITE_BENCH)
+        .filter_map(|fields| {
+            Some(Lite {
+                op: fields.text("op")?.to_string(),
+                size: fields.integer("size")?,
+                iters: fields.integer("iters")?,
+                median: fields.number("median_us")?,
+                p10: fields.number("p10_us")?,
+                p90: fields.number("p90_us")?,
+                min: fields.number("min_us")?,
+                max: fields.number("max_us")?,
+                stdev: fields.number("stdev_us")?,
+            })
+        })
+        .collect()
+}
+
+/// Throughput `LITE-BENCH op=memset size=4096 [depth=8] iters=.. mibps_avg=..
+/// mibps_median=.. mibps_p10=.. mibps_p90=.. ..` lines; malformed lines are
+/// skipped (as are the latency lines).
+pub fn parse_lite_throughput(log: &str) -> Vec<LiteBw> {
+    tagged_lines(log, LITE_BENCH)
+        .filter_map(|fields| {
+            // Only asynchronous series have a depth; a broken one is no
+            // reason to count the line as a synchronous series.
+            let depth = if fields.has("depth") {
+                Some(fields.integer("depth")?)
+            } else {
+                None
+            };
+            Some(LiteBw {
+                op: fields.text("op")?.to_string(),
+                size: fields.integer("size")?,
+                depth,
+                iters: fields.integer("iters")?,
+                average: fields.number("mibps_avg")?,
+                median: fields.number("mibps_median")?,
+                p10: fields.number("mibps_p10")?,
+                p90: fields.number("mibps_p90")?,
+            })
+        })
+        .collect()
+}
+
+/// `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=.. calls_per_s=..
+/// median_us=.. p10_us=.. p90_us=..` lines; malformed lines are skipped.
+pub fn parse_lite_rpc_throughput(log: &str) -> Vec<LiteRpcBw> {
+    tagged_lines(log, LITE_BENCH)
+        .filter(|fields| fields.text("op") == Some("rpc_throughput"))
+        .filter_map(|fields| {
+            let latency = fields.spread("")?;
+            Some(LiteRpcBw {
+                size: fields.integer("size")?,
+                threads: fields.integer("threads")?,
+                calls: fields.integer("calls")?,
+                calls_per_s: fields.number("calls_per_s")?,
+                median: latency.median,
+                p10: latency.p10,
+                p90: latency.p90,
+            })
+        })
+        .collect()
+}
+
+/// `LITE-LOCK contenders=1 node=2 home=1 iters=.. acquire_median_us=..
+/// acquire_p10_us=.. acquire_p90_us=.. pair_median_us=.. pair_p10_us=..
+/// pair_p90_us=.. busy_us=.. pairs_per_s=..` lines; malformed lines are
+/// skipped.
+pub fn parse_lite_lock(log: &str) -> Vec<LockRow> {
+    tagged_lines(log, LITE_LOCK)
+        .filter_map(|fields| {
+            Some(LockRow {
+                contenders: fields.integer("contenders")?,
+                node: fields.integer("node")?,
+                home: fields.integer("home")?,
+                iters: fields.integer("iters")?,
+                acquire: fields.spread("acquire_")?,
+                pair: fields.spread("pair_")?,
+                busy_us: fields.number("busy_us")?,
+                pairs_per_s: fields.number("pairs_per_s")?,
+            })
+        })
+        .collect()
+}
+
+/// The raw lock-acquire times of `LITE-LOCK-SAMPLES contenders=4 node=2
+/// acquire_us=12.50,13.00,..` lines, by (contenders, node), in log order.
+/// A line with any value that is not a finite number is skipped whole.
+pub fn parse_lock_samples(log: &str) -> BTreeMap<(u32, u32), Vec<f64>> {
+    let mut out: BTreeMap<(u32, u32), Vec<f64>> = BTreeMap::new();
+    for fields in tagged_lines(log, LITE_LOCK_SAMPLES) {
+        let (Some(contenders), Some(node), Some(values)) = (
+            fields.integer("contenders"),
+            fields.integer("node"),
+            fields.numbers("acquire_us"),
+        ) else {
+            continue;
+        };
+        out.entry((contenders, node)).or_default().extend(values);
+    }
+    out
+}
+
+/// `LITE-QOS phase=unloaded|loaded qos=on|off size=64 iters=.. median_us=..
+/// p10_us=.. p90_us=.. p99_us=.. .. loaders=3 load_size=65536 load_ops=..
+/// load_mibps=.. throttled=..` lines; malformed lines are skipped.
+pub fn parse_lite_qos(log: &str) -> Vec<QosRow> {
+    tagged_lines(log, LITE_QOS)
+        .filter_map(|fields| {
+            Some(QosRow {
+                phase: fields.text("phase")?.to_string(),
+                qos: fields.text("qos")?.to_string(),
+                size: fields.integer("size")?,
+                iters: fields.integer("iters")?,
+                latency: fields.spread("")?,
+                p99: fields.number("p99_us")?,
+                loaders: fields.integer("loaders")?,
+                load_size: fields.integer("load_size")?,
+                load_ops: fields.integer("load_ops")?,
+                load_mibps: fields.number("load_mibps")?,
+                throttled: fields.integer("throttled")?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    //! The sample logs here are shared with the report tests, which build
+    //! their tables from what these parsers make of them.
+
+    use super::*;
+
+    /// perftest latency client output as the guest logs it: a failed
+    /// connection, then a table; a read test; `lite-bench` latency lines,
+    /// one of them broken.
+    pub(crate) const CLIENT: &str = "\
+LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client
+Couldn't connect to 10.77.0.1:18515
+LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client
+---------------------------------------------------------------------------------------
+                    RDMA_Write Latency Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 64      1000          1523.45        4012.00      1987.50            2011.13        210.44         \t3020.00    \t4012.00  
+---------------------------------------------------------------------------------------
+LITE-PERFTEST-END test=ib_write_lat size=64 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_read_lat size=8 side=client
+ 8       1000          1.00        2.00      1.50            1.60        0.10         \t1.90    \t2.00
+LITE-PERFTEST-END test=ib_read_lat size=8 side=client rc=0
+LITE-BENCH op=write size=64 iters=1000 median_us=2100.5 p10_us=1900 p90_us=2500.25 min_us=1500 max_us=5000 stdev_us=300
+LITE-BENCH op=write size=64 iters=oops median_us=1
+";
+
+    /// The server side of a latency test, which has no valid timing.
+    const SERVER: &str = "\
+LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=server
+ 64      1000          inf        inf      inf            inf        inf         \tinf    \tinf
+LITE-PERFTEST-END test=ib_write_lat size=64 side=server rc=0
+";
+
+    /// perftest 4.5 bandwidth output as the guest logs it: a round with
+    /// failed clock calibration, then a good one; a read test; the server.
+    pub(crate) const BW_CLIENT: &str = "\
+LITE-PERFTEST-BEGIN test=ib_write_bw size=4096 depth=8 iters=1000 side=client
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+ Number of qps   : 1\t\tTransport type : IB
+ TX depth        : 8
+ CQ Moderation   : 8
+ Mtu             : 1024[B]
+---------------------------------------------------------------------------------------
+ local address: LID 0000 QPN 0x0011 PSN 0x2ddf57 RKey 0x000343 VAddr 0x0055b79eea0000
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:02
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 4096       1000             inf                nan\t\t   nan
+---------------------------------------------------------------------------------------
+LITE-PERFTEST: no valid timing in round 1, measuring again
+Couldn't connect to 10.77.0.1:18515
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 4096       1000             25.31              21.47  \t\t   0.005496
+---------------------------------------------------------------------------------------
+LITE-PERFTEST-END test=ib_write_bw size=4096 depth=8 side=client rc=0
+[   12.345678] LITE-PERFTEST-BEGIN test=ib_write_bw size=4096 depth=1 iters=1000 side=client
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 4096       1000             9.80               8.00  \t\t   0.002048
+LITE-PERFTEST-END test=ib_write_bw size=4096 depth=1 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_read_bw size=65536 depth=32 iters=256 side=client
+ #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]
+ 65536      256              80.00              64.00  \t\t   0.001024
+LITE-PERFTEST-END test=ib_read_bw size=65536 depth=32 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_read_bw size=4096 depth=2 iters=1000 side=client
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 4096       1000             0.20               0.17  \t\t   0.005496
+LITE-PERFTEST-END test=ib_read_bw size=4096 depth=2 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_write_bw size=65536 depth=1 iters=256 side=client
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 65536      256              30.00              20.00  \t\t   0.000320
+LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client
+ 64      1000          1.00        2.00      1.50            1.60        0.10         \t1.90    \t2.00
+LITE-PERFTEST-END test=ib_write_lat size=64 side=client rc=0
+LITE-BENCH op=write size=64 iters=1000 median_us=2100.5 p10_us=1900 p90_us=2500.25 min_us=1500 max_us=5000 stdev_us=300
+LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=10.00 mibps_median=11.00 mibps_p10=9.00 mibps_p90=12.50 mibps_min=5.00 mibps_max=13.00
+LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=19.32 mibps_median=19.00 mibps_p10=18.00 mibps_p90=20.00 mibps_min=17.00 mibps_max=21.00
+LITE-BENCH op=read_async size=65536 depth=32 iters=256 mibps_avg=48.00 mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00 mibps_min=30.00 mibps_max=60.00
+LITE-BENCH op=read_async size=65536 depth=x iters=256 mibps_avg=48.00 mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00
+LITE-BENCH op=memcpy size=4096 iters=1000 mibps_avg=inf mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00
+";
+
+    const BW_SERVER: &str = "\
+LITE-PERFTEST-BEGIN test=ib_write_bw size=4096 depth=8 iters=1000 side=server
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 4096       1000             25.31              21.47  \t\t   0.005496
+LITE-PERFTEST-END test=ib_write_bw size=4096 depth=8 side=server rc=0
+";
+
+    /// perftest's `ib_send_lat` client table and `lite-bench`'s RPC lines.
+    pub(crate) const RPC_LOG: &str = "\
+LITE-PERFTEST-BEGIN test=ib_send_lat size=64 side=client
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 64      1000          800.00        3000.00      1000.00            1100.00        150.00         \t2500.00    \t3000.00  
+LITE-PERFTEST-END test=ib_send_lat size=64 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_send_lat size=8 side=client
+ 8       1000          700.00        2000.00      900.00            950.00        100.00         \t1900.00    \t2000.00
+LITE-PERFTEST-END test=ib_send_lat size=8 side=client rc=0
+LITE-BENCH op=rpc size=64 iters=1000 median_us=2500.00 p10_us=2300.00 p90_us=2900.50 min_us=2000 max_us=9000 stdev_us=400
+LITE-BENCH op=rpc size=512 iters=1000 median_us=2600.00 p10_us=2400.00 p90_us=3000.00 min_us=2100 max_us=9100 stdev_us=410
+LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=1234.50 median_us=3000.00 p10_us=2800.00 p90_us=3500.00
+LITE-BENCH op=rpc_throughput size=64 threads=1 calls=2000 calls_per_s=400.00 median_us=2500.00 p10_us=2400.00 p90_us=2600.00
+LITE-BENCH op=rpc_throughput size=64 threads=x calls=2000 calls_per_s=400.00 median_us=2500.00 p10_us=2400.00 p90_us=2600.00
+";
+
+    /// `ib_atomic_lat` client blocks (one of an unknown type) and
+    /// `lite-bench`'s atomic series.
+    pub(crate) const ATOMIC_LOG: &str = "\
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=FETCH_AND_ADD side=client
+---------------------------------------------------------------------------------------
+                    Atomic FETCH_AND_ADD Latency Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+ Outstand reads  : 128
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 8       1000          900.00        3000.00      1000.00            1100.00        120.00         \t2500.00    \t3000.00  
+---------------------------------------------------------------------------------------
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=FETCH_AND_ADD side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=client
+ 8       1000          950.00        3100.00      1050.00            1150.00        130.00         \t2600.00    \t3100.00
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=MASKED side=client
+ 8       1000          1.00        2.00      1.50            1.60        0.10         \t1.90    \t2.00
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=MASKED side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=server
+ 8       1000          inf        inf      inf            inf        inf         \tinf    \tinf
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=server rc=0
+LITE-BENCH op=fetch_add size=8 iters=1000 median_us=1200.00 p10_us=1100.00 p90_us=1500.00 min_us=1000.00 max_us=4000.00 stdev_us=150.00
+LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+";
+
+    /// Lock lines of both phases: uncontended from node 2, contended from
+    /// four nodes with their raw acquire times (one line of node 3 broken
+    /// by a kernel message).
+    pub(crate) const LOCK_LOG: &str = "\
+LITE-LOCK contenders=1 node=2 home=1 iters=1000 acquire_median_us=800.00 acquire_p10_us=700.00 acquire_p90_us=900.00 pair_median_us=1600.00 pair_p10_us=1500.00 pair_p90_us=1800.00 busy_us=1700000.00 pairs_per_s=588.24
+LITE-LOCK contenders=1 node=2 home=2 iters=1000 acquire_median_us=300.00 acquire_p10_us=250.00 acquire_p90_us=350.00 pair_median_us=600.00 pair_p10_us=550.00 pair_p90_us=700.00 busy_us=650000.00 pairs_per_s=1538.46
+LITE-LOCK contenders=1 node=2 home=1 iters=oops acquire_median_us=1
+LITE-LOCK contenders=4 node=1 home=1 iters=4 acquire_median_us=10.00 acquire_p10_us=5.00 acquire_p90_us=20.00 pair_median_us=15.00 pair_p10_us=9.00 pair_p90_us=25.00 busy_us=800.00 pairs_per_s=5000.00
+LITE-LOCK-SAMPLES contenders=4 node=1 acquire_us=1.00,2.00
+LITE-LOCK-SAMPLES contenders=4 node=1 acquire_us=3.00,4.00
+[   42.000000] LITE-LOCK contenders=4 node=3 home=1 iters=4 acquire_median_us=50.00 acquire_p10_us=40.00 acquire_p90_us=60.00 pair_median_us=55.00 pair_p10_us=45.00 pair_p90_us=65.00 busy_us=1000.00 pairs_per_s=4000.00
+LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=5.00,6.00
+LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=7.00,8.0rxe0: some kernel message
+LITE-LOCK-SAMPLES contenders=4 node=x acquire_us=9.00
+";
+
+    /// The isolation run's phase lines and its load lines.
+    pub(crate) const QOS_LOG: &str = "\
+LITE-QOS phase=unloaded qos=on size=64 iters=1000 median_us=1000.00 p10_us=900.00 p90_us=1200.00 p99_us=2000.00 min_us=800.00 max_us=3000.00 stdev_us=100.00 loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=0
+LITE-QOS phase=loaded qos=off size=64 iters=1000 median_us=4000.00 p10_us=3000.00 p90_us=6000.00 p99_us=9000.00 min_us=900.00 max_us=12000.00 stdev_us=900.00 loaders=3 load_size=65536 load_ops=900 load_mibps=30.00 throttled=0
+LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=300 bytes=19660800 elapsed_us=2000000.00 mibps=10.00
+LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=1300.00 p10_us=1000.00 p90_us=1600.00 p99_us=2600.00 min_us=850.00 max_us=5000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=150 load_mibps=5.50 throttled=140
+LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=nan p10_us=1 p90_us=1 p99_us=1 loaders=3 load_size=65536 load_ops=1 load_mibps=1 throttled=1
+";
+
+    #[test]
+    fn parses_the_client_table_only() {
+        let rows = parse_perftest(CLIENT);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].op, "write");
+        assert_eq!(rows[0].size, 64);
+        assert_eq!(rows[0].iterations, 1000);
+        assert_eq!(rows[0].typical, 1987.5);
+        assert_eq!(rows[0].stdev, 210.44);
+        assert_eq!(rows[0].p999, 4012.0);
+        assert_eq!(rows[1].op, "read");
+        assert!(parse_perftest(SERVER).is_empty());
+    }
+
+    #[test]
+    fn parses_lite_bench_lines_and_skips_malformed_ones() {
+        let rows = parse_lite_bench(CLIENT);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].op, "write");
+        assert_eq!(rows[0].median, 2100.5);
+        assert_eq!(rows[0].p90, 2500.25);
+    }
+
+    #[test]
+    fn parses_perftest_bandwidth_client_rows() {
+        let rows = parse_perftest_bw(BW_CLIENT);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            NativeBw {
+                op: "write".into(),
+                size: 4096,
+                depth: 8,
+                iterations: 1000,
+                peak: 25.31,
+                average: 21.47,
+                msg_rate: 0.005496,
+            }
+        );
+        assert_eq!((rows[1].depth, rows[1].average), (1, 8.0));
+        // Newer perftest says MiB/sec for the same unit.
+        assert_eq!(rows[2].op, "read");
+        assert_eq!(
+            (rows[2].size, rows[2].depth, rows[2].average),
+            (65536, 32, 64.0)
+        );
+        // Gb/sec rows and the unfinished block are left out, as is the server.
+        assert!(parse_perftest_bw(BW_SERVER).is_empty());
+        // The latency parser ignores bandwidth blocks and vice versa.
+        let lat = parse_perftest(BW_CLIENT);
+        assert_eq!(lat.len(), 1);
+        assert_eq!(lat[0].typical, 1.5);
+        assert!(parse_perftest_bw(CLIENT).is_empty());
+    }
+
+    #[test]
+    fn parses_rpc_throughput_lines_only() {
+        let rows = parse_lite_rpc_throughput(RPC_LOG);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            LiteRpcBw {
+                size: 64,
+                threads: 4,
+                calls: 2000,
+                calls_per_s: 1234.5,
+                median: 3000.0,
+                p10: 2800.0,
+                p90: 3500.0,
+            }
+        );
+        // Neither a latency nor a throughput line of the other kinds.
+        assert!(parse_lite_throughput(RPC_LOG).is_empty());
+        assert_eq!(parse_lite_bench(RPC_LOG).len(), 3);
+    }
+
+    #[test]
+    fn parses_lite_throughput_lines_only() {
+        let rows = parse_lite_throughput(BW_CLIENT);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            LiteBw {
+                op: "memset".into(),
+                size: 4096,
+                depth: None,
+                iters: 1000,
+                average: 10.0,
+                median: 11.0,
+                p10: 9.0,
+                p90: 12.5,
+            }
+        );
+        assert_eq!(rows[1].depth, Some(8));
+        assert_eq!(
+            (rows[2].op.as_str(), rows[2].depth),
+            ("read_async", Some(32))
+        );
+        // Latency lines are not throughput lines and the reverse.
+        assert_eq!(parse_lite_bench(BW_CLIENT).len(), 1);
+    }
+
+    #[test]
+    fn parses_ib_atomic_lat_by_atomic_type() {
+        let native = parse_perftest(ATOMIC_LOG);
+        assert_eq!(native.len(), 2, "{native:?}");
+        assert_eq!(
+            (native[0].op.as_str(), native[0].size, native[0].typical),
+            ("fetch_add", 8, 1000.0)
+        );
+        assert_eq!(native[0].stdev, 120.0);
+        assert_eq!(
+            (native[1].op.as_str(), native[1].typical),
+            ("compare_swp", 1050.0)
+        );
+    }
+
+    #[test]
+    fn parses_lock_lines_and_samples() {
+        let rows = parse_lite_lock(LOCK_LOG);
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        assert_eq!(
+            rows[0],
+            LockRow {
+                contenders: 1,
+                node: 2,
+                home: 1,
+                iters: 1000,
+                acquire: Spread {
+                    median: 800.0,
+                    p10: 700.0,
+                    p90: 900.0
+                },
+                pair: Spread {
+                    median: 1600.0,
+                    p10: 1500.0,
+                    p90: 1800.0
+                },
+                busy_us: 1_700_000.0,
+                pairs_per_s: 588.24,
+            }
+        );
+        assert_eq!((rows[3].node, rows[3].busy_us), (3, 1000.0));
+        let samples = parse_lock_samples(LOCK_LOG);
+        assert_eq!(samples.len(), 2, "{samples:?}");
+        assert_eq!(samples[&(4, 1)], [1.0, 2.0, 3.0, 4.0]);
+        // The broken line is dropped whole.
+        assert_eq!(samples[&(4, 3)], [5.0, 6.0]);
+        // Other parsers leave lock lines alone.
+        assert!(parse_lite_bench(LOCK_LOG).is_empty());
+        assert!(parse_lite_throughput(LOCK_LOG).is_empty());
+        assert!(parse_lite_qos(LOCK_LOG).is_empty());
+    }
+
+    #[test]
+    fn parses_qos_lines_only() {
+        let rows = parse_lite_qos(QOS_LOG);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(
+            rows[1],
+            QosRow {
+                phase: "loaded".into(),
+                qos: "off".into(),
+                size: 64,
+                iters: 1000,
+                latency: Spread {
+                    median: 4000.0,
+                    p10: 3000.0,
+                    p90: 6000.0
+                },
+                p99: 9000.0,
+                loaders: 3,
+                load_size: 65536,
+                load_ops: 900,
+                load_mibps: 30.0,
+                throttled: 0,
+            }
+        );
+        assert_eq!((rows[2].qos.as_str(), rows[2].throttled), ("on", 140));
+        // Not latency, throughput or lock lines.
+        assert!(parse_lite_bench(QOS_LOG).is_empty());
+        assert!(parse_lite_throughput(QOS_LOG).is_empty());
+        assert!(parse_lite_lock(QOS_LOG).is_empty());
+    }
+
+    #[test]
+    fn measurements_keep_the_first_node_and_count_every_kind() {
+        let mut m = Measurements::default();
+        assert!(m.is_empty());
+        let log = format!("{LOCK_LOG}{QOS_LOG}{ATOMIC_LOG}LITE-GUEST-EXIT rc=0\n");
+        m.add_log("node2", &log);
+        m.add_log("locks/node3", &format!("{LOCK_LOG}LITE-GUEST-EXIT rc=1\n"));
+        assert!(!m.is_empty());
+        assert_eq!(m.locks.len(), 4);
+        assert_eq!(m.qos.len(), 3);
+        assert_eq!(m.native.len(), 2);
+        assert_eq!(m.lite.len(), 2);
+        // Samples from several logs add up.
+        assert_eq!(m.lock_samples[&(4, 1)].len(), 8);
+        assert_eq!(m.problems, ["locks/node3: guest role exited with rc=1"]);
+    }
+
+    #[test]
+    fn fields_read_key_value_words() {
+        let fields = Fields::parse("op=write size=64 stray a=b=c size=65 empty=");
+        assert_eq!(fields.text("op"), Some("write"));
+        // A later word wins; a value may hold `=`.
+        assert_eq!(fields.integer::<u64>("size"), Some(65));
+        assert_eq!(fields.text("a"), Some("b=c"));
+        // Words without `=` are not keys; an empty value is still there.
+        assert!(!fields.has("stray"));
+        assert!(fields.has("empty"));
+        assert_eq!(fields.number("empty"), None);
+        assert_eq!(fields.text("missing"), None);
+        assert_eq!(fields.number("missing"), None);
+        assert_eq!(Fields::parse("  \t "), Fields::default());
+    }
+
+    #[test]
+    fn fields_read_spreads_and_number_lists() {
+        let fields = Fields::parse(
+            "acquire_median_us=3.5 acquire_p10_us=1.5 acquire_p90_us=5.50 \
+             median_us=10 p10_us=9 p90_us=inf samples=1.00,2.5,3 broken=1.0,x",
+        );
+        assert_eq!(
+            fields.spread("acquire_"),
+            Some(Spread {
+                median: 3.5,
+                p10: 1.5,
+                p90: 5.5
+            })
+        );
+        // One value that is not finite spoils the whole spread or list.
+        assert_eq!(fields.spread(""), None);
+        assert_eq!(fields.spread("pair_"), None);
+        assert_eq!(fields.numbers("samples"), Some(vec![1.0, 2.5, 3.0]));
+        assert_eq!(fields.numbers("broken"), None);
+        assert_eq!(fields.numbers("missing"), None);
+    }
+
+    #[test]
+    fn numbers_must_be_finite_and_integers_whole() {
+        assert_eq!(number("1.5"), Some(1.5));
+        assert_eq!(number("-2"), Some(-2.0));
+        assert_eq!(number("1e3"), Some(1000.0));
+        for bad in ["inf", "-inf", "nan", "NaN", "12x", ""] {
+            assert_eq!(number(bad), None, "{bad:?}");
+        }
+        assert_eq!(integer::<u64>("64"), Some(64));
+        assert_eq!(integer::<u64>("64.0"), None);
+        assert_eq!(integer::<u32>("-1"), None);
+        assert_eq!(integer::<i64>("-1"), Some(-1));
+        assert_eq!(integer::<u32>("4294967296"), None);
+        assert_eq!(numbers("1,2.5".split(',')), Some(vec![1.0, 2.5]));
+        // A sample cut short by a kernel message.
+        assert_eq!(numbers("7.00,8.0rxe0:".split(',')), None);
+        assert_eq!(numbers([]), Some(vec![]));
+    }
+
+    #[test]
+    fn tags_are_found_anywhere_on_a_line() {
+        assert_eq!(
+            after_tag("[   42.000000] LITE-LOCK a=1", LITE_LOCK),
+            Some("a=1")
+        );
+        assert_eq!(after_tag("LITE-QOS a=1", LITE_QOS), Some("a=1"));
+        // A longer tag that starts the same is another tag.
+        assert_eq!(after_tag("LITE-LOCK-SAMPLES a=1", LITE_LOCK), None);
+        assert_eq!(after_tag("LITE-LOCK", LITE_LOCK), None);
+        let log = "LITE-BENCH op=a\r\nother op=b\r\n[ 1.0] LITE-BENCH op=c\n";
+        let ops: Vec<_> = tagged_lines(log, LITE_BENCH)
+            .map(|fields| fields.text("op"))
+            .collect();
+        assert_eq!(ops, [Some("a"), Some("c")]);
+    }
+
+    #[test]
+    fn columns_split_rows_of_one_width() {
+        assert_eq!(
+            columns::<3>(" 64\t1000   2.5 \r"),
+            Some(["64", "1000", "2.5"])
+        );
+        assert_eq!(columns::<3>("64 1000"), None);
+        assert_eq!(columns::<2>("64 1000 2.5"), None);
+        assert_eq!(columns::<1>(""), None);
+    }
+
+    #[test]
+    fn perftest_rows_are_numbers_under_a_byte_count() {
+        // As perftest 4.5 prints them, tabs included.
+        assert_eq!(
+            perftest_row::<5>(
+                " 65536      256              25.10              25.10  \t\t   0.000402"
+            ),
+            Some([65536.0, 256.0, 25.1, 25.1, 0.000402])
+        );
+        let header =
+            " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+        for bad in [
+            header,
+            "---------------------------------------------------------------------------------------",
+            " 4096       1000             inf                nan\t\t   nan",
+            " 4096.0     1000             9.89               4.94   \t\t   0.001265",
+            " 4096       1000             -9.89              4.94   \t\t   0.001265",
+            " 4096       1000             9.89               4.94",
+        ] {
+            assert_eq!(perftest_row::<5>(bad), None, "{bad:?}");
+        }
+        assert_eq!(perftest_op("ib_write_lat", "_lat"), Some("write"));
+        assert_eq!(perftest_op("ib_read_bw", "_bw"), Some("read"));
+        assert_eq!(perftest_op("ib_read_bw", "_lat"), None);
+        assert_eq!(perftest_op("write_lat", "_lat"), None);
+    }
+
+    #[test]
+    fn perftest_blocks_are_client_blocks_that_end() {
+        let log = "\
+LITE-PERFTEST-BEGIN test=ib_write_lat size=8 side=server
+ server line
+LITE-PERFTEST-END test=ib_write_lat size=8 side=server rc=0
+[   12.345678] LITE-PERFTEST-BEGIN test=ib_write_lat size=8 side=client
+[   12.400000] client line\r
+LITE-PERFTEST-END test=ib_write_lat size=8 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_read_lat size=8 side=client
+ the guest died here
+";
+        let blocks = perftest_client_blocks(log);
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(blocks[0].0.text("test"), Some("ib_write_lat"));
+        assert_eq!(blocks[0].1, ["client line"]);
+    }
+
+    /// Lines of one real benchmark run, each kind once, as the client node's
+    /// console logged them (perftest's banners shortened); see [`console`].
+    const REAL_RUN: &str = "\
+LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client
+Couldn't connect to 10.77.0.1:18515
+Unable to open file descriptor for socket connection Unable to init the socket connection
+---------------------------------------------------------------------------------------
+                    RDMA_Write Latency Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+ TX depth        : 1
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 64      1000          230.13         4728.77      289.37   \t       637.68      \t710.40 \t\t3306.50 \t\t4728.77
+---------------------------------------------------------------------------------------
+LITE-PERFTEST-END test=ib_write_lat size=64 side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=FETCH_AND_ADD side=client
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 8       1000          295.92         6156.40      360.31   \t       505.12      \t681.47 \t\t4340.73 \t\t6156.40
+LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=FETCH_AND_ADD side=client rc=0
+LITE-PERFTEST-BEGIN test=ib_read_bw size=65536 depth=32 iters=256 side=client
+ remote address: LID 0000 QPN 0x003b PSN 0x2a1de4 OUT 0x80 RKey 0x002ee9 VAddr 0x007f74ce9be000
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 65536      256              25.10              25.10  \t\t   0.000402
+---------------------------------------------------------------------------------------
+LITE-PERFTEST-END test=ib_read_bw size=65536 depth=32 side=client rc=0
+LITE-BENCH op=write size=64 iters=1000 median_us=413.34 p10_us=348.19 p90_us=531.65 min_us=286.22 max_us=3027.17 stdev_us=144.24
+LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=3.80 mibps_median=4.79 mibps_p10=2.31 mibps_p90=6.53 mibps_min=1.10 mibps_max=8.30
+LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=9.47 mibps_median=9.25 mibps_p10=8.25 mibps_p90=11.62 mibps_min=8.01 mibps_max=11.87
+LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=1877.23 median_us=2033.70 p10_us=1406.15 p90_us=2882.82
+LITE-LOCK contenders=4 node=2 home=1 iters=300 acquire_median_us=5232.80 acquire_p10_us=4459.69 acquire_p90_us=7599.39 pair_median_us=6735.23 pair_p10_us=5612.79 pair_p90_us=9322.74 busy_us=2143023.92 pairs_per_s=139.99
+LITE-LOCK-SAMPLES contenders=4 node=2 acquire_us=9380.87,6082.65,5347.74,7403.92
+LITE-QOS phase=loaded qos=off size=64 iters=1000 median_us=7732.70 p10_us=4661.10 p90_us=14400.73 p99_us=17725.81 min_us=2408.76 max_us=21504.99 stdev_us=3539.87 loaders=3 load_size=65536 load_ops=2662 load_mibps=18.79 throttled=0
+LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=882 bytes=57802752 elapsed_us=8857072.20 mibps=6.22
+LITE-GUEST-EXIT rc=0
+";
+
+    /// `text` with the serial console's line endings, CR LF.
+    fn console(text: &str) -> String {
+        text.replace('\n', "\r\n")
+    }
+
+    #[test]
+    fn parses_a_real_perftest_latency_row() {
+        let rows = parse_perftest(&console(REAL_RUN));
+        assert_eq!(
+            rows,
+            [
+                Native {
+                    op: "write".into(),
+                    size: 64,
+                    iterations: 1000,
+                    min: 230.13,
+                    max: 4728.77,
+                    typical: 289.37,
+                    avg: 637.68,
+                    stdev: 710.40,
+                    p99: 3306.50,
+                    p999: 4728.77,
+                },
+                Native {
+                    op: "fetch_add".into(),
+                    size: 8,
+                    iterations: 1000,
+                    min: 295.92,
+                    max: 6156.40,
+                    typical: 360.31,
+                    avg: 505.12,
+                    stdev: 681.47,
+                    p99: 4340.73,
+                    p999: 6156.40,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_a_real_perftest_bandwidth_row() {
+        assert_eq!(
+            parse_perftest_bw(&console(REAL_RUN)),
+            [NativeBw {
+                op: "read".into(),
+                size: 65536,
+                depth: 32,
+                iterations: 256,
+                peak: 25.10,
+                average: 25.10,
+                msg_rate: 0.000402,
+            }]
+        );
+    }
+
+    #[test]
+    fn parses_a_real_lite_bench_latency_line() {
+        assert_eq!(
+            parse_lite_bench(&console(REAL_RUN)),
+            [Lite {
+                op: "write".into(),
+                size: 64,
+                iters: 1000,
+                median: 413.34,
+                p10: 348.19,
+                p90: 531.65,
+                min: 286.22,
+                max: 3027.17,
+                stdev: 144.24,
+            }]
+        );
+    }
+
+    #[test]
+    fn parses_real_lite_bench_throughput_lines() {
+        assert_eq!(
+            parse_lite_throughput(&console(REAL_RUN)),
+            [
+                LiteBw {
+                    op: "memset".into(),
+                    size: 4096,
+                    depth: None,
+                    iters: 1000,
+                    average: 3.80,
+                    median: 4.79,
+                    p10: 2.31,
+                    p90: 6.53,
+                },
+                LiteBw {
+                    op: "write_async".into(),
+                    size: 4096,
+                    depth: Some(8),
+                    iters: 1000,
+                    average: 9.47,
+                    median: 9.25,
+                    p10: 8.25,
+                    p90: 11.62,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_a_real_rpc_throughput_line() {
+        assert_eq!(
+            parse_lite_rpc_throughput(&console(REAL_RUN)),
+            [LiteRpcBw {
+                size: 64,
+                threads: 4,
+                calls: 2000,
+                calls_per_s: 1877.23,
+                median: 2033.70,
+                p10: 1406.15,
+                p90: 2882.82,
+            }]
+        );
+    }
+
+    #[test]
+    fn parses_a_real_lock_line_and_its_samples() {
+        let log = console(REAL_RUN);
+        assert_eq!(
+            parse_lite_lock(&log),
+            [LockRow {
+                contenders: 4,
+                node: 2,
+                home: 1,
+                iters: 300,
+                acquire: Spread {
+                    median: 5232.80,
+                    p10: 4459.69,
+                    p90: 7599.39,
+                },
+                pair: Spread {
+                    median: 6735.23,
+                    p10: 5612.79,
+                    p90: 9322.74,
+                },
+                busy_us: 2_143_023.92,
+                pairs_per_s: 139.99,
+            }]
+        );
+        assert_eq!(
+            parse_lock_samples(&log),
+            BTreeMap::from([((4, 2), vec![9380.87, 6082.65, 5347.74, 7403.92])])
+        );
+    }
+
+    #[test]
+    fn parses_a_real_qos_line_and_not_its_load_line() {
+        assert_eq!(
+            parse_lite_qos(&console(REAL_RUN)),
+            [QosRow {
+                phase: "loaded".into(),
+                qos: "off".into(),
+                size: 64,
+                iters: 1000,
+                latency: Spread {
+                    median: 7732.70,
+                    p10: 4661.10,
+                    p90: 14400.73,
+                },
+                p99: 17725.81,
+                loaders: 3,
+                load_size: 65536,
+                load_ops: 2662,
+                load_mibps: 18.79,
+                throttled: 0,
+            }]
+        );
+    }
+
+    #[test]
+    fn a_real_run_is_measured_without_problems() {
+        let mut m = Measurements::default();
+        m.add_logs(
+            "",
+            &[NodeLog {
+                name: "node2".into(),
+                text: console(REAL_RUN),
+            }],
+        );
+        assert_eq!(m.native.len(), 2);
+        assert_eq!(m.native_bw.len(), 1);
+        assert_eq!(m.lite.len(), 1);
+        assert_eq!(m.lite_bw.len(), 2);
+        assert_eq!(m.lite_rpc_bw.len(), 1);
+        assert_eq!(m.locks.len(), 1);
+        assert_eq!(m.lock_samples[&(4, 2)].len(), 4);
+        assert_eq!(m.qos.len(), 1);
+        assert!(m.problems.is_empty(), "{:?}", m.problems);
+    }
+}

@@ -1,0 +1,1085 @@
+//! Reporting: medians and spreads of raw samples, the comparison tables
+//! and the verdicts on the targets, printed under `==>` headings.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::parse::{
+    Lite, LiteBw, LiteRpcBw, LockRow, Measurements, Native, NativeBw, QosRow, Spread,
+};
+use super::{ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, LOCK_NODES};
+use crate::ui;
+
+/// The perftest latency test LITE's RPC is compared with (`ib_send_lat`).
+const RPC_NATIVE_OP: &str = "send";
+
+/// `lite-bench`'s RPC round trip series.
+const RPC_OP: &str = "rpc";
+
+/// The isolation target: with QoS on, the high-priority process's median
+/// write latency under load within 1.5x of its unloaded median.
+const QOS_TARGET_RATIO: f64 = 1.5;
+
+/// The RPC target: a LITE round trip within 1.2x of two `ib_send_lat`
+/// one-way latencies, at every size measured on both sides.
+const RPC_TARGET_RATIO: f64 = 1.2;
+
+/// The headline target: LITE's 64-byte write within 10% of native.
+const TARGET_OP: &str = "write";
+const TARGET_SIZE: u64 = 64;
+const TARGET_RATIO: f64 = 1.10;
+
+/// Prints the lines of a table (or a verdict) under the current heading.
+fn say_indented(lines: impl IntoIterator<Item = String>) {
+    for line in lines {
+        ui::say(&format!("    {line}"));
+    }
+}
+
+/// Prints the results of the comparison phase: latency, atomics,
+/// throughput, RPC and isolation, each with its verdict where it has one.
+pub fn say_comparison(iters: u32, m: &Measurements) {
+    let native = &m.native;
+    let lite: Vec<Lite> = m.lite.values().cloned().collect();
+    let lite_bw: Vec<LiteBw> = m.lite_bw.values().cloned().collect();
+    let lite_rpc_bw: Vec<LiteRpcBw> = m.lite_rpc_bw.values().cloned().collect();
+    let qos: Vec<QosRow> = m.qos.values().cloned().collect();
+
+    ui::say(&format!(
+        "==> results ({iters} iterations, times in microseconds)"
+    ));
+    say_indented(table(native, &lite));
+    say_indented([target_verdict(native, &lite)]);
+    ui::say("==> atomics on an 8-byte LMR on the other node (times in microseconds)");
+    say_indented(atomic_table(native, &lite));
+    ui::say(&format!(
+        "==> throughput (MiB/s; up to {iters} operations or {} MiB per series)",
+        BW_BYTES >> 20
+    ));
+    say_indented(bw_table(&m.native_bw, &lite_bw));
+    ui::say("==> RPC (times in microseconds)");
+    say_indented(rpc_table(native, &lite));
+    say_indented([rpc_target_verdict(native, &lite)]);
+    say_indented(rpc_throughput_table(&lite_rpc_bw));
+    ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
+    say_indented(qos_table(&qos));
+    say_indented([qos_verdict(&qos)]);
+}
+
+/// Prints the lock table: `iters` uncontended pairs and `lock_iters` per
+/// node of the contention phase.
+pub fn say_locks(iters: u32, lock_iters: u32, m: &Measurements) {
+    let locks: Vec<LockRow> = m.locks.values().cloned().collect();
+    ui::say(&format!(
+        "==> locks (lock/unlock pairs: {iters} uncontended, {lock_iters} per node with \
+         {LOCK_NODES} nodes contending; times in microseconds)"
+    ));
+    say_indented(lock_table(&locks, &m.lock_samples));
+}
+
+/// Prints where the logs are and every problem found in them.
+pub fn say_logs(logs: &Path, problems: &[String]) {
+    say_indented([format!("logs: {}", logs.display())]);
+    say_indented(problems.iter().map(|problem| format!("problem: {problem}")));
+}
+
+/// The `p`-th percentile (0..=100) of ascending `sorted`, interpolated
+/// linearly between the closest ranks as `lite-bench` does.
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
+        return None;
+    }
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let (below, above) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64))
+}
+
+/// Median and 10th-90th percentiles of `samples`.
+fn spread_of(samples: &[f64]) -> Option<Spread> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(Spread {
+        median: percentile(&sorted, 50.0)?,
+        p10: percentile(&sorted, 10.0)?,
+        p90: percentile(&sorted, 90.0)?,
+    })
+}
+
+/// The comparison table, one string per line.
+pub fn table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+    // RPC and atomics have tables of their own.
+    let mut keys: Vec<(String, u64)> = native
+        .iter()
+        .map(|n| (n.op.clone(), n.size))
+        .chain(lite.iter().map(|l| (l.op.clone(), l.size)))
+        .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP && !is_atomic(op))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let row = |cells: [&str; 7]| {
+        table_row(
+            &[
+                left(6),
+                right(7),
+                right(13),
+                right(12),
+                right(11),
+                right(19),
+                right(11),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![row([
+        "op",
+        "size",
+        "native med",
+        "native sd",
+        "LITE med",
+        "LITE p10-p90",
+        "LITE/native",
+    ])];
+    for (op, size) in keys {
+        let n = native.iter().find(|n| n.op == op && n.size == size);
+        let l = lite.iter().find(|l| l.op == op && l.size == size);
+        lines.push(row([
+            &op,
+            &size.to_string(),
+            &cell(n.map(|n| n.typical)),
+            &cell(n.map(|n| n.stdev)),
+            &cell(l.map(|l| l.median)),
+            &range_cell(l.map(|l| (l.p10, l.p90))),
+            &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
+        ]));
+    }
+    lines
+}
+
+/// The perftest run a LITE throughput series is compared with: memset and
+/// memcpy (one operation at a time) with `ib_write_bw -t 1`, asynchronous
+/// writes and reads with `ib_write_bw` / `ib_read_bw` at `-t` = depth.
+fn native_counterpart(op: &str, depth: Option<u32>) -> Option<(&'static str, u32)> {
+    match (op, depth) {
+        ("memset" | "memcpy", None) => Some(("write", 1)),
+        ("write_async", Some(depth)) => Some(("write", depth)),
+        ("read_async", Some(depth)) => Some(("read", depth)),
+        _ => None,
+    }
+}
+
+/// The throughput comparison table, one string per line: a row for every
+/// planned series ([`BW_SIZES`], [`ASYNC_SIZES`] × [`DEPTHS`]) and for any
+/// other series LITE reported, `-` where a measurement is missing.
+pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
+    let mut keys: Vec<(String, u64, Option<u32>)> = Vec::new();
+    for op in ["memset", "memcpy"] {
+        keys.extend(BW_SIZES.iter().map(|&size| (op.to_string(), size, None)));
+    }
+    for op in ["write_async", "read_async"] {
+        for size in ASYNC_SIZES {
+            keys.extend(DEPTHS.iter().map(|&d| (op.to_string(), size, Some(d))));
+        }
+    }
+    for l in lite {
+        let key = (l.op.clone(), l.size, l.depth);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let row = |cells: [&str; 9]| {
+        table_row(
+            &[
+                left(11),
+                right(7),
+                right(5),
+                left(17).apart(),
+                right(10),
+                right(9),
+                right(9),
+                right(19),
+                right(11),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![
+        "native: perftest BW average with -t (TX depth) = LITE's operations in flight,".to_string(),
+        "1 for memset/memcpy (one at a time); LITE/native = LITE avg / native avg".to_string(),
+        row([
+            "op",
+            "size",
+            "depth",
+            "native",
+            "native avg",
+            "LITE avg",
+            "LITE med",
+            "LITE p10-p90",
+            "LITE/native",
+        ]),
+    ];
+    for (op, size, depth) in keys {
+        let l = lite
+            .iter()
+            .find(|l| l.op == op && l.size == size && l.depth == depth);
+        let counterpart = native_counterpart(&op, depth);
+        let n = counterpart.and_then(|(test, d)| {
+            native
+                .iter()
+                .find(|n| n.op == test && n.size == size && n.depth == d)
+        });
+        let test = counterpart.map_or("-".to_string(), |(test, d)| format!("ib_{test}_bw -t {d}"));
+        lines.push(row([
+            &op,
+            &size.to_string(),
+            &depth.map_or("1".to_string(), |d| d.to_string()),
+            &test,
+            &cell(n.map(|n| n.average)),
+            &cell(l.map(|l| l.average)),
+            &cell(l.map(|l| l.median)),
+            &range_cell(l.map(|l| (l.p10, l.p90))),
+            &ratio_cell(l.map(|l| l.average), n.map(|n| n.average)),
+        ]));
+    }
+    lines
+}
+
+/// The RPC round trip table, one string per line: for every size either
+/// side measured, `ib_send_lat`'s t_typical (half a round trip), twice
+/// that, LITE's RPC median and spread, and LITE / (2 x native).
+pub fn rpc_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+    let mut sizes: Vec<u64> = native
+        .iter()
+        .filter(|n| n.op == RPC_NATIVE_OP)
+        .map(|n| n.size)
+        .chain(lite.iter().filter(|l| l.op == RPC_OP).map(|l| l.size))
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let row = |cells: [&str; 6]| {
+        table_row(
+            &[
+                right(7),
+                right(16),
+                right(12),
+                right(12),
+                right(19),
+                right(15),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![
+        "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one".to_string(),
+        row([
+            "size",
+            "ib_send_lat typ",
+            "2 x native",
+            "LITE RPC med",
+            "LITE p10-p90",
+            "LITE/(2x nat)",
+        ]),
+    ];
+    for size in sizes {
+        let n = native
+            .iter()
+            .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
+        let l = lite.iter().find(|l| l.op == RPC_OP && l.size == size);
+        let round_trip = n.map(|n| 2.0 * n.typical);
+        lines.push(row([
+            &size.to_string(),
+            &cell(n.map(|n| n.typical)),
+            &cell(round_trip),
+            &cell(l.map(|l| l.median)),
+            &range_cell(l.map(|l| (l.p10, l.p90))),
+            &ratio_cell(l.map(|l| l.median), round_trip),
+        ]));
+    }
+    lines
+}
+
+/// Whether every RPC round trip is within [`RPC_TARGET_RATIO`] of two
+/// `ib_send_lat` one-way latencies, naming the worst size.
+pub fn rpc_target_verdict(native: &[Native], lite: &[Lite]) -> String {
+    let what = format!("RPC target (LITE/(2x ib_send_lat) <= {RPC_TARGET_RATIO:.2} at every size)");
+    let worst = lite
+        .iter()
+        .filter(|l| l.op == RPC_OP)
+        .filter_map(|l| {
+            let n = native
+                .iter()
+                .find(|n| n.op == RPC_NATIVE_OP && n.size == l.size)?;
+            (n.typical > 0.0).then(|| (l.median / (2.0 * n.typical), l.size))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match worst {
+        Some((ratio, size)) => {
+            let verdict = if ratio <= RPC_TARGET_RATIO {
+                "met"
+            } else {
+                "NOT met"
+            };
+            format!("{what}: {verdict} (worst {ratio:.2} at {size} B)")
+        }
+        None => format!("{what}: not evaluated, a measurement is missing"),
+    }
+}
+
+/// The RPC throughput table, one string per line, by size and threads.
+pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
+    let row = |cells: [&str; 6]| {
+        table_row(
+            &[
+                right(7),
+                right(8),
+                right(8),
+                right(12),
+                right(12),
+                right(19),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![row([
+        "size",
+        "threads",
+        "calls",
+        "calls/s",
+        "RPC med",
+        "RPC p10-p90",
+    ])];
+    let mut rows = rows.to_vec();
+    rows.sort_by_key(|r| (r.size, r.threads));
+    for r in rows {
+        lines.push(row([
+            &r.size.to_string(),
+            &r.threads.to_string(),
+            &r.calls.to_string(),
+            &format!("{:.2}", r.calls_per_s),
+            &format!("{:.2}", r.median),
+            &range_cell(Some((r.p10, r.p90))),
+        ]));
+    }
+    lines
+}
+
+/// Whether `op` is one of LITE's atomic series.
+fn is_atomic(op: &str) -> bool {
+    ATOMICS.iter().any(|&(_, atomic)| atomic == op)
+}
+
+/// Two decimals, or `-`.
+fn cell(value: Option<f64>) -> String {
+    value.map_or("-".to_string(), |v| format!("{v:.2}"))
+}
+
+/// `p10-p90`, or `-`.
+fn spread_cell(spread: Option<&Spread>) -> String {
+    range_cell(spread.map(|s| (s.p10, s.p90)))
+}
+
+/// `low-high` with two decimals each, or `-`.
+fn range_cell(range: Option<(f64, f64)>) -> String {
+    range.map_or("-".to_string(), |(low, high)| format!("{low:.2}-{high:.2}"))
+}
+
+/// How one column of a report table is laid out.
+#[derive(Clone, Copy)]
+struct Column {
+    /// Spaces before it (none before the first column).
+    gap: usize,
+    /// Characters it is padded to.
+    width: usize,
+    /// Padded on the right rather than the left.
+    left: bool,
+}
+
+/// A right-aligned column one space after the previous one.
+const fn right(width: usize) -> Column {
+    Column {
+        gap: 1,
+        width,
+        left: false,
+    }
+}
+
+/// A left-aligned column one space after the previous one.
+const fn left(width: usize) -> Column {
+    Column {
+        gap: 1,
+        width,
+        left: true,
+    }
+}
+
+impl Column {
+    /// The column two spaces after the previous one.
+    const fn apart(self) -> Column {
+        Column { gap: 2, ..self }
+    }
+}
+
+/// One line of a report table: `cells` laid out in `columns`.
+fn table_row(columns: &[Column], cells: &[&str]) -> String {
+    let mut line = String::new();
+    for (i, (column, cell)) in columns.iter().zip(cells).enumerate() {
+        if i > 0 {
+            line.push_str(&" ".repeat(column.gap));
+        }
+        let width = column.width;
+        line.push_str(&if column.left {
+            format!("{cell:<width$}")
+        } else {
+            format!("{cell:>width$}")
+        });
+    }
+    line
+}
+
+/// `a / b` with two decimals, or `-` without both or with `b` not positive.
+fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".to_string(),
+    }
+}
+
+/// The atomics table, one string per line: for each of [`ATOMICS`],
+/// `ib_atomic_lat`'s t_typical and stdev next to LITE's median and spread,
+/// and the LITE/native ratio.
+pub fn atomic_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+    let row = |cells: [&str; 8]| {
+        table_row(
+            &[
+                left(12),
+                right(5),
+                left(30).apart(),
+                right(11),
+                right(10),
+                right(10),
+                right(19),
+                right(11),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![row([
+        "op",
+        "size",
+        "native",
+        "native med",
+        "native sd",
+        "LITE med",
+        "LITE p10-p90",
+        "LITE/native",
+    ])];
+    for (flag, op) in ATOMICS {
+        let n = native.iter().find(|n| n.op == op);
+        let l = lite.iter().find(|l| l.op == op);
+        let size = n.map(|n| n.size).or(l.map(|l| l.size));
+        lines.push(row([
+            op,
+            &size.map_or("-".to_string(), |s| s.to_string()),
+            &format!("ib_atomic_lat -A {flag}"),
+            &cell(n.map(|n| n.typical)),
+            &cell(n.map(|n| n.stdev)),
+            &cell(l.map(|l| l.median)),
+            &spread_cell(
+                l.map(|l| Spread {
+                    median: l.median,
+                    p10: l.p10,
+                    p90: l.p90,
+                })
+                .as_ref(),
+            ),
+            &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
+        ]));
+    }
+    lines
+}
+
+/// The lock table, one string per line: a row per `LITE-LOCK` line
+/// (uncontended first), and for every contended series an `all` row with
+/// the median and spread of every node's acquire times together (from the
+/// `LITE-LOCK-SAMPLES` lines) and the pairs per second of all nodes
+/// together: every pair over the longest time a node took.
+pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) -> Vec<String> {
+    let row = |cells: [&str; 9]| {
+        table_row(
+            &[
+                right(10),
+                right(5),
+                left(9).apart(),
+                right(6),
+                right(12),
+                right(19),
+                right(10),
+                right(19),
+                right(10),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![
+        "acquire: lite_lock alone; pair: lite_lock + lite_unlock; home: the node keeping the lock"
+            .to_string(),
+        row([
+            "contenders",
+            "node",
+            "home",
+            "pairs",
+            "acquire med",
+            "acquire p10-p90",
+            "pair med",
+            "pair p10-p90",
+            "pairs/s",
+        ]),
+    ];
+    if rows.is_empty() {
+        lines.push("(no LITE-LOCK lines in the guest logs)".to_string());
+        return lines;
+    }
+    let mut rows = rows.to_vec();
+    rows.sort_by_key(|r| (r.contenders, r.node, r.home));
+    let mut groups: Vec<u32> = rows.iter().map(|r| r.contenders).collect();
+    groups.dedup();
+    let mut notes = Vec::new();
+    for contenders in groups {
+        let group: Vec<&LockRow> = rows.iter().filter(|r| r.contenders == contenders).collect();
+        for r in &group {
+            let home = if r.home == r.node {
+                format!("{} (local)", r.home)
+            } else {
+                r.home.to_string()
+            };
+            lines.push(row([
+                &r.contenders.to_string(),
+                &r.node.to_string(),
+                &home,
+                &r.iters.to_string(),
+                &format!("{:.2}", r.acquire.median),
+                &spread_cell(Some(&r.acquire)),
+                &format!("{:.2}", r.pair.median),
+                &spread_cell(Some(&r.pair)),
+                &format!("{:.2}", r.pairs_per_s),
+            ]));
+        }
+        if contenders < 2 {
+            continue;
+        }
+        let pairs: u64 = group.iter().map(|r| r.iters).sum();
+        let longest = group.iter().map(|r| r.busy_us).fold(0.0, f64::max);
+        let all: Vec<f64> = group
+            .iter()
+            .flat_map(|r| samples.get(&(contenders, r.node)).into_iter().flatten())
+            .copied()
+            .collect();
+        let overall = spread_of(&all);
+        let mut homes: Vec<u32> = group.iter().map(|r| r.home).collect();
+        homes.dedup();
+        let home = match homes[..] {
+            [home] => home.to_string(),
+            _ => "-".to_string(),
+        };
+        lines.push(row([
+            &contenders.to_string(),
+            "all",
+            &home,
+            &pairs.to_string(),
+            &cell(overall.map(|s| s.median)),
+            &spread_cell(overall.as_ref()),
+            "-",
+            "-",
+            &ratio_cell(Some(pairs as f64 * 1e6), Some(longest)),
+        ]));
+        if all.len() as u64 != pairs {
+            notes.push(format!(
+                "note: {contenders} contenders: {} of {pairs} acquire times were readable in the logs",
+                all.len()
+            ));
+        }
+    }
+    lines.extend(notes);
+    lines
+}
+
+/// The isolation phases in the order of the table: (phase, QoS).
+const QOS_PHASES: [(&str, &str); 3] = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
+
+/// The isolation table, one string per line: the high-priority process's
+/// write latency in each phase, its ratios to the unloaded figures, and
+/// the low-priority processes' throughput.
+pub fn qos_table(rows: &[QosRow]) -> Vec<String> {
+    let find = |phase: &str, qos: &str| rows.iter().find(|r| r.phase == phase && r.qos == qos);
+    let unloaded = find("unloaded", "on");
+    let row = |cells: [&str; 12]| {
+        table_row(
+            &[
+                left(9),
+                left(4),
+                right(7),
+                right(6),
+                right(10),
+                right(10),
+                right(19),
+                right(9),
+                right(9),
+                right(13),
+                right(9),
+                right(9),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = Vec::new();
+    if let Some(r) = rows.iter().find(|r| r.loaders > 0).or(rows.first()) {
+        lines.push(format!(
+            "high priority: {} B lite_rdma_write; load: {} low-priority processes writing {} B \
+             in a loop; ratios: loaded / unloaded",
+            r.size, r.loaders, r.load_size
+        ));
+    }
+    lines.push(row([
+        "phase",
+        "QoS",
+        "loaders",
+        "writes",
+        "median",
+        "p99",
+        "p10-p90",
+        "med ratio",
+        "p99 ratio",
+        "low-prio MiB/s",
+        "low ops",
+        "throttled",
+    ]));
+    for (phase, qos) in QOS_PHASES {
+        let r = find(phase, qos);
+        let base = if phase == "unloaded" { None } else { unloaded };
+        let loaded = r.filter(|r| r.loaders > 0);
+        lines.push(row([
+            phase,
+            qos,
+            &r.map_or("-".to_string(), |r| r.loaders.to_string()),
+            &r.map_or("-".to_string(), |r| r.iters.to_string()),
+            &cell(r.map(|r| r.latency.median)),
+            &cell(r.map(|r| r.p99)),
+            &spread_cell(r.map(|r| &r.latency)),
+            &ratio_cell(r.map(|r| r.latency.median), base.map(|b| b.latency.median)),
+            &ratio_cell(r.map(|r| r.p99), base.map(|b| b.p99)),
+            &cell(loaded.map(|r| r.load_mibps)),
+            &loaded.map_or("-".to_string(), |r| r.load_ops.to_string()),
+            &r.map_or("-".to_string(), |r| r.throttled.to_string()),
+        ]));
+    }
+    lines
+}
+
+/// Whether, with QoS on, the high-priority median under load is within
+/// [`QOS_TARGET_RATIO`] of the unloaded median; the QoS-off ratio beside.
+pub fn qos_verdict(rows: &[QosRow]) -> String {
+    let median = |phase: &str, qos: &str| {
+        rows.iter()
+            .find(|r| r.phase == phase && r.qos == qos)
+            .map(|r| r.latency.median)
+    };
+    let unloaded = median("unloaded", "on").filter(|&u| u > 0.0);
+    let ratio = |loaded: Option<f64>| Some(loaded? / unloaded?);
+    let off = ratio(median("loaded", "off")).map_or("-".to_string(), |r| format!("{r:.2}"));
+    let what =
+        format!("isolation target (loaded/unloaded median <= {QOS_TARGET_RATIO:.2} with QoS on)");
+    match ratio(median("loaded", "on")) {
+        Some(on) => {
+            let verdict = if on <= QOS_TARGET_RATIO {
+                "met"
+            } else {
+                "NOT met"
+            };
+            format!("{what}: {verdict} ({on:.2}); with QoS off: {off}")
+        }
+        None => format!("{what}: not evaluated, a measurement is missing; with QoS off: {off}"),
+    }
+}
+
+/// Whether LITE's 64-byte write median is within 10% of native's.
+pub fn target_verdict(native: &[Native], lite: &[Lite]) -> String {
+    let n = native
+        .iter()
+        .find(|n| n.op == TARGET_OP && n.size == TARGET_SIZE);
+    let l = lite
+        .iter()
+        .find(|l| l.op == TARGET_OP && l.size == TARGET_SIZE);
+    match (n, l) {
+        (Some(n), Some(l)) if n.typical > 0.0 => {
+            let ratio = l.median / n.typical;
+            let verdict = if ratio <= TARGET_RATIO { "met" } else { "NOT met" };
+            format!(
+                "target (LITE/native <= {TARGET_RATIO:.2} for {TARGET_SIZE} B {TARGET_OP}): {verdict} ({ratio:.2})"
+            )
+        }
+        _ => format!(
+            "target (LITE/native <= {TARGET_RATIO:.2} for {TARGET_SIZE} B {TARGET_OP}): not evaluated, \
+             a measurement is missing"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::parse::tests::{ATOMIC_LOG, BW_CLIENT, CLIENT, LOCK_LOG, QOS_LOG, RPC_LOG};
+    use crate::bench::parse::{
+        parse_lite_bench, parse_lite_lock, parse_lite_qos, parse_lite_rpc_throughput,
+        parse_lite_throughput, parse_lock_samples, parse_perftest, parse_perftest_bw,
+    };
+
+    #[test]
+    fn reports_ratio_and_target() {
+        let native = parse_perftest(CLIENT);
+        let lite = parse_lite_bench(CLIENT);
+        let table = table(&native, &lite);
+        assert_eq!(table.len(), 3);
+        assert!(table[1].starts_with("read "), "{table:?}");
+        assert!(table[2].contains("1987.50") && table[2].contains("1900.00-2500.25"));
+        assert!(table[2].trim_end().ends_with("1.06"), "{table:?}");
+        assert!(target_verdict(&native, &lite).contains(": met (1.06)"));
+        let slow = vec![Lite {
+            median: 2400.0,
+            ..lite[0].clone()
+        }];
+        assert!(target_verdict(&native, &slow).contains("NOT met (1.21)"));
+        assert!(target_verdict(&native, &[]).contains("not evaluated"));
+    }
+
+    #[test]
+    fn rpc_throughput_table_sorts_by_size_and_threads() {
+        let table = rpc_throughput_table(&parse_lite_rpc_throughput(RPC_LOG));
+        assert_eq!(table.len(), 3);
+        // Sorted by threads.
+        assert!(table[1].split_whitespace().eq([
+            "64",
+            "1",
+            "2000",
+            "400.00",
+            "2500.00",
+            "2400.00-2600.00"
+        ]));
+        assert!(table[2].contains("1234.50"));
+    }
+
+    #[test]
+    fn latency_table_leaves_the_atomics_to_their_own_table() {
+        let native = parse_perftest(ATOMIC_LOG);
+        let lite = parse_lite_bench(ATOMIC_LOG);
+        let main = table(&native, &lite);
+        assert_eq!(main.len(), 2, "{main:#?}");
+        assert!(main[1].starts_with("write "));
+    }
+
+    #[test]
+    fn compares_rpc_round_trips_with_two_ib_send_lat_one_ways() {
+        let native = parse_perftest(RPC_LOG);
+        assert_eq!(native.len(), 2);
+        assert_eq!((native[0].op.as_str(), native[0].typical), ("send", 1000.0));
+        let lite = parse_lite_bench(RPC_LOG);
+        let table = rpc_table(&native, &lite);
+        // Explanation, column names, then sizes 8, 64 and 512.
+        assert_eq!(table.len(), 5, "{table:#?}");
+        let fields = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(fields(&table[2]), ["8", "900.00", "1800.00", "-", "-", "-"]);
+        // 2500 / (2 x 1000).
+        assert_eq!(
+            fields(&table[3]),
+            [
+                "64",
+                "1000.00",
+                "2000.00",
+                "2500.00",
+                "2300.00-2900.50",
+                "1.25"
+            ]
+        );
+        assert_eq!(fields(&table[4])[..4], ["512", "-", "-", "2600.00"]);
+        // Only 64 B is measured on both sides: 2500 / 2000.
+        assert_eq!(
+            rpc_target_verdict(&native, &lite),
+            "RPC target (LITE/(2x ib_send_lat) <= 1.20 at every size): NOT met (worst 1.25 at 64 B)"
+        );
+        let fast: Vec<Lite> = lite
+            .iter()
+            .map(|l| Lite {
+                median: 2300.0,
+                ..l.clone()
+            })
+            .collect();
+        assert!(rpc_target_verdict(&native, &fast).ends_with(": met (worst 1.15 at 64 B)"));
+        assert!(
+            rpc_target_verdict(&native, &[]).ends_with("not evaluated, a measurement is missing")
+        );
+        // The latency table leaves RPC and ib_send_lat out.
+        let main = super::table(&native, &lite);
+        assert_eq!(main.len(), 2, "{main:#?}");
+        assert!(main[1].starts_with("write "));
+    }
+
+    #[test]
+    fn throughput_table_compares_with_the_matching_perftest_run() {
+        let native = parse_perftest_bw(BW_CLIENT);
+        let lite = parse_lite_throughput(BW_CLIENT);
+        let table = bw_table(&native, &lite);
+        // Two header lines, the column names, then every planned series.
+        assert_eq!(table.len(), 3 + 2 * 4 + 2 * 2 * 6, "{table:#?}");
+        assert!(table[0].contains("-t (TX depth)"));
+        let find = |prefix: &str, size: &str, depth: &str| {
+            table
+                .iter()
+                .find(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.len() > 3 && f[0] == prefix && f[1] == size && f[2] == depth
+                })
+                .cloned()
+                .unwrap_or_else(|| panic!("no {prefix} {size} {depth} row in {table:#?}"))
+        };
+        // memset 4 KiB against ib_write_bw -t 1 (8.00): 10 / 8.
+        let memset = find("memset", "4096", "1");
+        assert!(memset.contains("ib_write_bw -t 1"), "{memset}");
+        assert!(memset.contains("9.00-12.50"), "{memset}");
+        assert!(memset.trim_end().ends_with("1.25"), "{memset}");
+        // write_async at depth 8 against ib_write_bw -t 8: 19.32 / 21.47.
+        let write = find("write_async", "4096", "8");
+        assert!(write.contains("ib_write_bw -t 8") && write.contains("21.47"));
+        assert!(write.trim_end().ends_with("0.90"), "{write}");
+        // read_async at depth 32 against ib_read_bw -t 32: 48 / 64.
+        let read = find("read_async", "65536", "32");
+        assert!(read.contains("ib_read_bw -t 32"));
+        assert!(read.trim_end().ends_with("0.75"), "{read}");
+        // memcpy has no valid LITE line; 4 MiB has neither measurement.
+        let memcpy = find("memcpy", "4096", "1");
+        assert!(memcpy.contains("8.00") && memcpy.trim_end().ends_with('-'));
+        let big = find("memset", "4194304", "1");
+        let fields: Vec<&str> = big.split_whitespace().collect();
+        assert_eq!(fields[3..6], ["ib_write_bw", "-t", "1"], "{big}");
+        assert!(fields[6..].iter().all(|&f| f == "-"), "{big}");
+        assert_eq!(fields.len(), 11, "{big}");
+        // A series outside the plan still gets a row.
+        let extra = vec![LiteBw {
+            op: "write_async".into(),
+            size: 512,
+            depth: Some(3),
+            ..lite[0].clone()
+        }];
+        let table = bw_table(&[], &extra);
+        assert!(table
+            .last()
+            .is_some_and(|l| l.starts_with("write_async     512     3")));
+    }
+
+    #[test]
+    fn atomic_table_compares_with_ib_atomic_lat() {
+        let native = parse_perftest(ATOMIC_LOG);
+        let lite = parse_lite_bench(ATOMIC_LOG);
+        let table = atomic_table(&native, &lite);
+        assert_eq!(table.len(), 3, "{table:#?}");
+        assert!(table[0].contains("LITE/native"));
+        let fields: Vec<&str> = table[1].split_whitespace().collect();
+        // 1200 / 1000.
+        assert_eq!(
+            fields,
+            [
+                "fetch_add",
+                "8",
+                "ib_atomic_lat",
+                "-A",
+                "FETCH_AND_ADD",
+                "1000.00",
+                "120.00",
+                "1200.00",
+                "1100.00-1500.00",
+                "1.20"
+            ]
+        );
+        // No LITE compare_swp series: native only.
+        let fields: Vec<&str> = table[2].split_whitespace().collect();
+        assert_eq!(
+            fields[..6],
+            [
+                "compare_swp",
+                "8",
+                "ib_atomic_lat",
+                "-A",
+                "CMP_AND_SWAP",
+                "1050.00"
+            ]
+        );
+        assert!(fields[7..].iter().all(|&f| f == "-"), "{fields:?}");
+        // Nothing at all: both rows, all dashes.
+        let empty = atomic_table(&[], &[]);
+        assert_eq!(empty.len(), 3);
+        assert!(empty[2].split_whitespace().skip(5).all(|f| f == "-"));
+    }
+
+    #[test]
+    fn lock_table_adds_an_overall_row_per_contended_series() {
+        let rows = parse_lite_lock(LOCK_LOG);
+        let samples = parse_lock_samples(LOCK_LOG);
+        let table = lock_table(&rows, &samples);
+        let fields = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        // Explanation, column names, 2 uncontended, 2 contended, all, note.
+        assert_eq!(table.len(), 8, "{table:#?}");
+        assert_eq!(
+            fields(&table[2]),
+            [
+                "1",
+                "2",
+                "1",
+                "1000",
+                "800.00",
+                "700.00-900.00",
+                "1600.00",
+                "1500.00-1800.00",
+                "588.24"
+            ]
+        );
+        assert_eq!(fields(&table[3])[..4], ["1", "2", "2", "(local)"]);
+        assert_eq!(fields(&table[4])[..4], ["4", "1", "1", "(local)"]);
+        assert_eq!(fields(&table[5])[..3], ["4", "3", "1"]);
+        // Samples 1..6 together: median 3.5, p10 1.5, p90 5.5; 8 pairs
+        // over the longest node's 1000 us.
+        assert_eq!(
+            fields(&table[6]),
+            [
+                "4",
+                "all",
+                "1",
+                "8",
+                "3.50",
+                "1.50-5.50",
+                "-",
+                "-",
+                "8000.00"
+            ]
+        );
+        assert_eq!(
+            table.last().map(String::as_str),
+            Some("note: 4 contenders: 6 of 8 acquire times were readable in the logs")
+        );
+        // Complete samples: no note.
+        let mut complete = samples.clone();
+        if let Some(node3) = complete.get_mut(&(4, 3)) {
+            node3.extend([7.0, 8.0]);
+        }
+        let table = lock_table(&rows, &complete);
+        assert_eq!(table.len(), 7);
+        assert_eq!(fields(&table[6])[4..6], ["4.50", "1.70-7.30"]);
+        // Nothing measured.
+        let empty = lock_table(&[], &BTreeMap::new());
+        assert_eq!(empty.len(), 3);
+        assert!(empty[2].contains("no LITE-LOCK lines"));
+    }
+
+    #[test]
+    fn percentiles_interpolate_as_lite_bench_does() {
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), Some(2.5));
+        assert_eq!(percentile(&[5.0], 90.0), Some(5.0));
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile(&[1.0], 101.0), None);
+        let s = spread_of(&[4.0, 1.0, 3.0, 2.0]).expect("samples");
+        assert_eq!(s.median, 2.5);
+        assert!(
+            (s.p10 - 1.3).abs() < 1e-9 && (s.p90 - 3.7).abs() < 1e-9,
+            "{s:?}"
+        );
+        assert_eq!(spread_of(&[]), None);
+    }
+
+    #[test]
+    fn qos_table_and_verdict() {
+        let rows = parse_lite_qos(QOS_LOG);
+        let table = qos_table(&rows);
+        assert_eq!(table.len(), 5, "{table:#?}");
+        assert!(table[0].contains("64 B lite_rdma_write"), "{table:#?}");
+        assert!(table[0].contains("3 low-priority processes writing 65536 B"));
+        let fields = |line: &str| {
+            line.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            fields(&table[2]),
+            [
+                "unloaded",
+                "on",
+                "0",
+                "1000",
+                "1000.00",
+                "2000.00",
+                "900.00-1200.00",
+                "-",
+                "-",
+                "-",
+                "-",
+                "0"
+            ]
+        );
+        // 4000 / 1000 and 9000 / 2000.
+        assert_eq!(
+            fields(&table[3]),
+            [
+                "loaded",
+                "off",
+                "3",
+                "1000",
+                "4000.00",
+                "9000.00",
+                "3000.00-6000.00",
+                "4.00",
+                "4.50",
+                "30.00",
+                "900",
+                "0"
+            ]
+        );
+        assert_eq!(
+            fields(&table[4])[7..],
+            ["1.30", "1.30", "5.50", "150", "140"]
+        );
+        assert_eq!(
+            qos_verdict(&rows),
+            "isolation target (loaded/unloaded median <= 1.50 with QoS on): met (1.30); with QoS off: 4.00"
+        );
+        let slow: Vec<QosRow> = rows
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                if r.qos == "on" && r.phase == "loaded" {
+                    r.latency.median = 1600.0;
+                }
+                r
+            })
+            .collect();
+        assert!(qos_verdict(&slow).contains(": NOT met (1.60); with QoS off: 4.00"));
+        // Without the QoS-on phase: not evaluated, QoS off still shown.
+        let partial = &rows[..2];
+        assert_eq!(
+            qos_verdict(partial),
+            "isolation target (loaded/unloaded median <= 1.50 with QoS on): not evaluated, \
+             a measurement is missing; with QoS off: 4.00"
+        );
+        assert!(qos_verdict(&[]).ends_with("with QoS off: -"));
+        // Missing phases are rows of dashes.
+        let table = qos_table(partial);
+        assert!(
+            fields(&table[4])[2..].iter().all(|f| f == "-"),
+            "{table:#?}"
+        );
+        let table = qos_table(&[]);
+        assert_eq!(table.len(), 4);
+    }
+}

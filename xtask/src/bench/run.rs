@@ -1,0 +1,304 @@
+//! Running the benchmark: what the guests are asked to measure (kernel
+//! command line parameters their `/init` reads), booting the comparison
+//! and lock contention clusters, and collecting the nodes' console logs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{ASYNC_SIZES, BW_BYTES, BW_SIZES, DEPTHS, LOCK_NODES, SIZES};
+use crate::cluster::{self, node_ip, Cluster, ClusterSpec};
+use crate::initramfs;
+use crate::kernel::{self, Flavour};
+use crate::paths::Cache;
+
+/// Fewest operations per throughput series (`lite-bench`'s minimum too).
+const MIN_BW_ITERS: u64 = 8;
+
+/// perftest refuses fewer iterations than this.
+const PERFTEST_MIN_ITERS: u64 = 5;
+
+/// Upper bound for the whole benchmark run.
+const TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// Lock/unlock pairs per node in the contention phase (fewer if `--iters`
+/// is lower): the phase boots four TCG-emulated VMs on two host cores.
+const LOCK_CONTEND_ITERS: u32 = 300;
+
+/// Upper bound for the lock contention phase.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Memory of every benchmark VM in MiB.
+const MEMORY_MIB: u32 = 512;
+
+/// One perftest bandwidth run: `ib_<op>_bw -s size -t depth -n iters`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BwRun {
+    /// `write` or `read`.
+    pub op: &'static str,
+    /// Message size in bytes.
+    pub size: u64,
+    /// TX depth.
+    pub depth: u32,
+    /// Iterations.
+    pub iters: u64,
+}
+
+/// Operations per throughput series of `size`-byte operations: [`BW_BYTES`]
+/// worth, at least [`MIN_BW_ITERS`], at most `iters` (which wins). The same
+/// rule as `lite_tools::bench::throughput_iters`, which `lite-bench` uses
+/// with the same budget.
+pub fn bw_iters(size: u64, iters: u32) -> u64 {
+    (BW_BYTES / size.max(1))
+        .max(MIN_BW_ITERS)
+        .min(u64::from(iters))
+        .max(1)
+}
+
+/// The perftest bandwidth runs, in order: `ib_write_bw` for every
+/// asynchronous size at every depth, `ib_write_bw -t 1` for the remaining
+/// memset/memcpy sizes (the baseline for one operation at a time), then
+/// `ib_read_bw` for every asynchronous size at every depth.
+pub fn bw_runs(iters: u32) -> Vec<BwRun> {
+    let run = |op, size, depth| BwRun {
+        op,
+        size,
+        depth,
+        iters: bw_iters(size, iters).max(PERFTEST_MIN_ITERS),
+    };
+    let sweep = |op| {
+        ASYNC_SIZES
+            .iter()
+            .flat_map(move |&size| DEPTHS.iter().map(move |&depth| run(op, size, depth)))
+    };
+    let mut runs: Vec<BwRun> = sweep("write").collect();
+    for size in BW_SIZES {
+        if !runs.iter().any(|r| r.size == size && r.depth == 1) {
+            runs.push(run("write", size, 1));
+        }
+    }
+    runs.extend(sweep("read"));
+    runs
+}
+
+/// The kernel command line parameters of the throughput measurements
+/// (read by the guest's /init).
+pub fn bw_params(iters: u32) -> Vec<String> {
+    let runs: Vec<String> = bw_runs(iters)
+        .iter()
+        .map(|r| format!("{}:{}:{}:{}", r.op, r.size, r.depth, r.iters))
+        .collect();
+    let depths: Vec<u64> = DEPTHS.iter().copied().map(u64::from).collect();
+    vec![
+        format!("lite.bwruns={}", runs.join(",")),
+        format!("lite.bwsizes={}", comma_list(&BW_SIZES)),
+        format!("lite.asyncsizes={}", comma_list(&ASYNC_SIZES)),
+        format!("lite.depths={}", comma_list(&depths)),
+        format!("lite.bwbytes={BW_BYTES}"),
+    ]
+}
+
+/// `values` as one kernel command line value: `4096,65536`.
+fn comma_list(values: &[u64]) -> String {
+    values
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Lock/unlock pairs per node in the contention phase for `--iters`.
+pub fn lock_iters(iters: u32) -> u32 {
+    iters.min(LOCK_CONTEND_ITERS)
+}
+
+/// What both phases boot: the release kernel, the full initramfs and the
+/// cluster manager, and where the run's logs go.
+pub struct Setup {
+    /// Kernel image.
+    kernel: PathBuf,
+    /// Initramfs image.
+    initrd: PathBuf,
+    /// The cluster manager binary.
+    manager: PathBuf,
+    /// The run's log directory (emptied first); the lock contention phase
+    /// logs into its `locks` subdirectory.
+    pub logs: PathBuf,
+}
+
+impl Setup {
+    /// Builds (or takes `kernel_image` for) the release kernel, builds the
+    /// initramfs and the cluster manager, and empties the log directory.
+    pub fn prepare(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<Self> {
+        let cache = Cache::locate()?;
+        let kernel = kernel::image(&cache, Flavour::Release, kernel_src, kernel_image)?;
+        let initrd = initramfs::build(&cache, initramfs::Variant::Full)?;
+        let manager = cluster::build_manager(&cache)?;
+        let logs = cache.run_logs("bench")?;
+        Ok(Setup {
+            kernel,
+            initrd,
+            manager,
+            logs,
+        })
+    }
+
+    /// A cluster of one VM per role, pinned to host CPUs so that timing
+    /// inside a guest is not disturbed by its neighbours.
+    fn spec<'a>(
+        &'a self,
+        roles: Vec<String>,
+        extra_append: &'a dyn Fn(usize) -> Vec<String>,
+        logs: &'a Path,
+    ) -> ClusterSpec<'a> {
+        ClusterSpec {
+            roles,
+            kernel: &self.kernel,
+            initrd: &self.initrd,
+            memory_mib: MEMORY_MIB,
+            extra_append,
+            pin_cpus: true,
+            manager: &self.manager,
+            logs,
+        }
+    }
+}
+
+/// One node's console log, read after its VM stopped.
+pub struct NodeLog {
+    /// The node's name, e.g. `node2`.
+    pub name: String,
+    /// Everything the node printed (invalid UTF-8 replaced; empty if the
+    /// log could not be read).
+    pub text: String,
+}
+
+/// What a finished phase left behind.
+pub struct Phase {
+    /// Every node's console log, in node order.
+    pub logs: Vec<NodeLog>,
+    /// How waiting for the VMs ended: an error if one failed or timed out.
+    pub waited: Result<()>,
+}
+
+/// The comparison phase: node 1 serves perftest, node 2 is its client and
+/// `lite-bench`'s peer, both with `iters` iterations per series.
+pub fn comparison_phase(setup: &Setup, iters: u32) -> Result<Phase> {
+    let sizes: Vec<String> = SIZES.iter().map(u64::to_string).collect();
+    let extra = |i: usize| {
+        let mut args = vec![
+            format!("lite.iters={iters}"),
+            format!("lite.sizes={}", sizes.join(",")),
+        ];
+        args.extend(bw_params(iters));
+        if i == 2 {
+            args.push(format!("lite.peer={}", node_ip(1)));
+        }
+        args
+    };
+    let roles = vec!["bench-native-server".into(), "bench-native-client".into()];
+    boot(&setup.spec(roles, &extra, &setup.logs), TIMEOUT)
+}
+
+/// The lock contention phase: [`LOCK_NODES`] nodes taking turns on one
+/// lock, `lock_iters` pairs each, logging into `locks/`.
+pub fn lock_phase(setup: &Setup, lock_iters: u32) -> Result<Phase> {
+    let logs = setup.logs.join("locks");
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    let extra = |_: usize| vec![format!("lite.lockiters={lock_iters}")];
+    let roles = vec!["bench-lock".into(); LOCK_NODES];
+    boot(&setup.spec(roles, &extra, &logs), LOCK_TIMEOUT)
+}
+
+/// Boots `spec`, waits up to `timeout` for every VM and returns the node
+/// logs with the outcome of the wait.
+fn boot(spec: &ClusterSpec, timeout: Duration) -> Result<Phase> {
+    let mut cluster = Cluster::start(spec)?;
+    let waited = cluster.wait(timeout, &mut || {});
+    let node_logs = cluster.node_logs();
+    // Every VM is stopped first (after a timeout some still run), so no
+    // log is read while it still grows.
+    drop(cluster);
+    let logs = node_logs
+        .into_iter()
+        .map(|(name, path)| NodeLog {
+            name,
+            text: String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned(),
+        })
+        .collect();
+    Ok(Phase { logs, waited })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::ATOMICS;
+
+    #[test]
+    fn plans_the_perftest_bandwidth_runs() {
+        let runs = bw_runs(1000);
+        // 2 sizes x 6 depths per direction, plus 1 MiB and 4 MiB at depth 1.
+        assert_eq!(runs.len(), 2 * 6 + 2 + 2 * 6);
+        assert_eq!(
+            runs[0],
+            BwRun {
+                op: "write",
+                size: 4096,
+                depth: 1,
+                iters: 1000
+            }
+        );
+        assert_eq!(runs[11].size, 65536);
+        assert_eq!((runs[11].depth, runs[11].iters), (32, 256));
+        assert_eq!(
+            (runs[12].size, runs[12].depth, runs[12].iters),
+            (1 << 20, 1, 16)
+        );
+        assert_eq!(
+            (runs[13].size, runs[13].depth, runs[13].iters),
+            (4 << 20, 1, 8)
+        );
+        assert!(runs[14..].iter().all(|r| r.op == "read"));
+        // Every memset/memcpy size has its depth 1 write baseline.
+        for size in BW_SIZES {
+            assert!(runs
+                .iter()
+                .any(|r| r.op == "write" && r.size == size && r.depth == 1));
+        }
+        // perftest's minimum iteration count.
+        assert!(bw_runs(2).iter().all(|r| r.iters == 5));
+        assert_eq!(bw_iters(4096, 2), 2);
+
+        let params = bw_params(1000);
+        assert!(params[0].starts_with("lite.bwruns=write:4096:1:1000,write:4096:2:1000,"));
+        assert!(params[0].ends_with(",read:65536:32:256"));
+        assert!(params.contains(&"lite.bwsizes=4096,65536,1048576,4194304".to_string()));
+        assert!(params.contains(&"lite.asyncsizes=4096,65536".to_string()));
+        assert!(params.contains(&"lite.depths=1,2,4,8,16,32".to_string()));
+        assert!(params.contains(&"lite.bwbytes=16777216".to_string()));
+        // No spaces: each is one kernel command line word.
+        assert!(params.iter().all(|p| !p.contains(' ')));
+    }
+
+    #[test]
+    fn contention_runs_at_most_its_own_pair_count() {
+        assert_eq!(lock_iters(1000), 300);
+        assert_eq!(lock_iters(20), 20);
+    }
+
+    #[test]
+    fn the_guest_script_runs_what_the_report_expects() {
+        let init = include_str!("../init.sh");
+        // Both sides run ib_atomic_lat with every atomic type compared.
+        let flags: Vec<&str> = ATOMICS.iter().map(|&(flag, _)| flag).collect();
+        assert!(
+            init.contains(&format!("for atomic in {}; do", flags.join(" "))),
+            "init.sh must loop over {flags:?}"
+        );
+        assert!(init.contains("test=ib_atomic_lat size=8 atomic=$atomic side=$side"));
+        // The contention phase's role and parameter.
+        assert!(init.contains("bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\""));
+        assert!(init.contains("lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;"));
+    }
+}
