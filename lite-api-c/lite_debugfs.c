@@ -26,7 +26,7 @@
 static int lite_stats_show(struct seq_file *m, void *unused)
 {
 	ssize_t len;
-	char *text = kvmalloc(LITE_STATS_TEXT_LEN, GFP_KERNEL);
+	char *text = kvzalloc(LITE_STATS_TEXT_LEN, GFP_KERNEL);
 
 	if (!text)
 		return -ENOMEM;
@@ -50,7 +50,7 @@ DEFINE_SHOW_ATTRIBUTE(lite_stats);
 	DEFINE_DEBUGFS_ATTRIBUTE(lite_##name##_fops, lite_##name##_get,	\
 				 lite_##name##_set, "%llu\n")
 
-/* Ids as in Param::ALL (rust-lite/internal/qos.rs). */
+/* Ids as in Param::ALL (rust-lite/internal/qos/admission.rs). */
 LITE_QOS_PARAM(qos_enabled, 0);
 LITE_QOS_PARAM(qos_window_us, 1);
 LITE_QOS_PARAM(qos_delay_us, 2);

@@ -12,10 +12,7 @@ use kernel::{error::from_result, prelude::*};
 
 use crate::{
     internal::{
-        async_io::{
-            op::{AsyncBuffer, AsyncKind},
-            AsyncDataOp,
-        },
+        async_io::{op::AsyncBuffer, AsyncData, AsyncDataOp},
         atomics::AtomicOp,
         locks::lockers::LockId,
         memory::{
@@ -37,7 +34,8 @@ use crate::{
 ///
 /// # Safety
 ///
-/// `server_ip` must be null or point to a NUL-terminated string.
+/// `server_ip` must be null or point to a NUL-terminated string that stays
+/// valid, and that nothing else writes, until the call returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_establish_conn(
     server_ip: *const c_char,
@@ -48,7 +46,10 @@ pub(crate) unsafe extern "C" fn liteapi_establish_conn(
         if server_ip.is_null() {
             return Err(EINVAL);
         }
-        // SAFETY: Non-null and NUL-terminated by the caller's contract.
+        // SAFETY: `server_ip` is non-null (checked above), so by this
+        // function's `# Safety` section it points to a NUL-terminated string
+        // that stays valid and unwritten until the call returns; `text`, which
+        // borrows it, is dropped before then.
         let text = unsafe { CStr::from_ptr(server_ip) };
         let addr = parse_ipv4(text.to_bytes()).ok_or(EINVAL)?;
         let port = u16::try_from(eth_port)
@@ -96,8 +97,8 @@ pub(crate) extern "C" fn liteapi_alloc_remote_mem(
 ///
 /// # Safety
 ///
-/// Unless `size` is 0, `buf` must point to `size` readable bytes that stay
-/// valid and unmodified by others for `'a`.
+/// Unless `size` is 0, `buf` must be null or point to `size` readable bytes
+/// of one allocation that stay valid, and that nothing writes, for `'a`.
 unsafe fn kernel_slice<'a>(buf: *const c_void, size: u64) -> Result<&'a [u8]> {
     let len = usize::try_from(size).map_err(|_| EINVAL)?;
     if len == 0 {
@@ -106,7 +107,10 @@ unsafe fn kernel_slice<'a>(buf: *const c_void, size: u64) -> Result<&'a [u8]> {
     if buf.is_null() {
         return Err(EFAULT);
     }
-    // SAFETY: Guaranteed by the caller.
+    // SAFETY: `len` is `size`, which is not 0, and `buf` is non-null (both
+    // checked above), so by this function's `# Safety` section `buf` points
+    // to `len` readable bytes of one allocation (so `len <= isize::MAX`)
+    // that stay valid and unwritten for `'a`; `u8` needs no alignment.
     Ok(unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) })
 }
 
@@ -115,8 +119,9 @@ unsafe fn kernel_slice<'a>(buf: *const c_void, size: u64) -> Result<&'a [u8]> {
 ///
 /// # Safety
 ///
-/// Unless `size` is 0, `buf` must point to `size` writable bytes that stay
-/// valid and untouched by others for `'a`.
+/// Unless `size` is 0, `buf` must be null or point to `size` writable bytes
+/// of one allocation that stay valid, and that nothing else reads or writes,
+/// for `'a`.
 unsafe fn kernel_slice_mut<'a>(buf: *mut c_void, size: u64) -> Result<&'a mut [u8]> {
     let len = usize::try_from(size).map_err(|_| EINVAL)?;
     if len == 0 {
@@ -125,15 +130,26 @@ unsafe fn kernel_slice_mut<'a>(buf: *mut c_void, size: u64) -> Result<&'a mut [u
     if buf.is_null() {
         return Err(EFAULT);
     }
-    // SAFETY: Guaranteed by the caller.
-    Ok(unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
+    let bytes = buf.cast::<u8>();
+    // SAFETY: `len` is `size`, which is not 0, and `buf` is non-null (both
+    // checked above), so by this function's `# Safety` section `bytes`
+    // points to `len` writable bytes of one allocation that nothing else
+    // accesses. The caller's buffer may be uninitialised: zeroing it makes
+    // every byte a valid `u8` before a slice covers it.
+    unsafe { core::ptr::write_bytes(bytes, 0, len) };
+    // SAFETY: As above, `bytes` points to `len` writable bytes of one
+    // allocation (so `len <= isize::MAX`), now initialised, that stay valid
+    // and that nothing else accesses for `'a`; `u8` needs no alignment.
+    Ok(unsafe { core::slice::from_raw_parts_mut(bytes, len) })
 }
 
 /// Writes `size` bytes from `buf` into LMR `lh` at `offset`.
 ///
 /// # Safety
 ///
-/// `buf` must point to `size` readable bytes (or `size` must be 0).
+/// Unless `size` is 0, `buf` must point to `size` readable bytes (one
+/// buffer) that stay valid, and that nothing writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_rdma_write_offset(
     lh: u64,
@@ -145,7 +161,10 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_write_offset(
 ) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `size` is 0, `buf` points to `size` readable bytes
+        // of one buffer that stay valid and unwritten until this call returns
+        // (this function's `# Safety` section); `data` is only used during
+        // the transfer below, so its lifetime ends before then.
         let data = unsafe { kernel_slice(buf, size) }?;
         let mut source = KernelSource { rest: data };
         let write = DataOp {
@@ -165,8 +184,9 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_write_offset(
 ///
 /// # Safety
 ///
-/// `buf` must point to `size` writable bytes not accessed by others during
-/// the call (or `size` must be 0).
+/// Unless `size` is 0, `buf` must point to `size` writable bytes (one
+/// buffer) that stay valid, and that nothing else reads or writes, until the
+/// call returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
     lh: u64,
@@ -178,7 +198,11 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
 ) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `size` is 0, `buf` points to `size` writable bytes
+        // of one buffer that stay valid, and that nothing else accesses,
+        // until this call returns (this function's `# Safety` section);
+        // `data` is only used during the transfer below, so its lifetime ends
+        // before then.
         let data = unsafe { kernel_slice_mut(buf, size) }?;
         let mut sink = KernelSink { rest: data };
         let read = DataOp {
@@ -276,7 +300,9 @@ pub(crate) extern "C" fn liteapi_rdma_mr_memmov(
 ///
 /// # Safety
 ///
-/// `data` must point to `size` readable bytes.
+/// Unless `size` is 0, `data` must point to `size` readable bytes (one
+/// buffer) that stay valid, and that nothing writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_wrapup_alloc_for_remote_access(
     data: *const c_void,
@@ -286,7 +312,10 @@ pub(crate) unsafe extern "C" fn liteapi_wrapup_alloc_for_remote_access(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `size` is 0, `data` points to `size` readable bytes
+        // of one buffer that stay valid and unwritten until this call returns
+        // (this function's `# Safety` section); `bytes` is only used by
+        // `wrap_alloc` below, so its lifetime ends before then.
         let bytes = unsafe { kernel_slice(data, size) }?;
         let mut source = KernelSource { rest: bytes };
         let handle = cluster.sharing.wrap_alloc(
@@ -354,38 +383,26 @@ pub(crate) extern "C" fn liteapi_umap_lmr(lh: u64) -> c_int {
     })
 }
 
-/// Queues a transfer for [`liteapi_rdma_asywrite_offset`] or
-/// [`liteapi_rdma_asyread_offset`].
-///
-/// # Safety
-///
-/// As [`KernelBuffer::new`] for `buf` and `size`.
-unsafe fn submit_async(
+/// Queues the asynchronous transfer of `data`; returns its operation id.
+fn submit_async(
     lh: u64,
-    kind: AsyncKind,
-    buf: *mut c_void,
+    data: AsyncData<'_>,
     size: u64,
     priority: c_uint,
     offset: u64,
     password: u64,
-) -> c_long {
-    from_result(|| {
-        let cluster = node()?.cluster()?;
-        let len = usize::try_from(size).map_err(|_| EINVAL)?;
-        // SAFETY: Guaranteed by the caller.
-        let buffer = unsafe { KernelBuffer::new(buf.cast::<u8>(), len) }?;
-        let op = AsyncDataOp {
-            handle: LmrHandle::from_raw(lh),
-            kind,
-            buf: AsyncBuffer::Kernel(buffer),
-            len: size,
-            offset,
-            priority,
-            password: Password::from_raw(password),
-        };
-        let id = cluster.async_io.submit_async(&cluster.kernel_process, op)?;
-        c_long::try_from(id).map_err(|_| EINVAL)
-    })
+) -> Result<c_long> {
+    let cluster = node()?.cluster()?;
+    let op = AsyncDataOp {
+        handle: LmrHandle::from_raw(lh),
+        data,
+        len: size,
+        offset,
+        priority,
+        password: Password::from_raw(password),
+    };
+    let id = cluster.async_io.submit_async(&cluster.kernel_process, op)?;
+    c_long::try_from(id).map_err(|_| EINVAL)
 }
 
 /// Queues a write of `size` bytes of `buf` into LMR `lh` at `offset` and
@@ -394,7 +411,9 @@ unsafe fn submit_async(
 ///
 /// # Safety
 ///
-/// `buf` must point to `size` readable bytes (or `size` must be 0).
+/// Unless `size` is 0, `buf` must point to `size` readable bytes (one
+/// buffer) that stay valid, and that nothing writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_rdma_asywrite_offset(
     lh: u64,
@@ -404,19 +423,21 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_asywrite_offset(
     offset: u64,
     password: u64,
 ) -> c_long {
-    // SAFETY: A write only reads `buf` before returning, which the caller
-    // guarantees is valid.
-    unsafe {
+    from_result(|| {
+        // SAFETY: Unless `size` is 0, `buf` points to `size` readable bytes
+        // of one buffer that stay valid and unwritten until this call returns
+        // (this function's `# Safety` section), and the slice is dropped
+        // before it returns: the submission copies the bytes.
+        let bytes = unsafe { kernel_slice(buf, size) }?;
         submit_async(
             lh,
-            AsyncKind::Write,
-            buf.cast_mut(),
+            AsyncData::WriteFromKernel(bytes),
             size,
             priority,
             offset,
             password,
         )
-    }
+    })
 }
 
 /// Queues a read of `size` bytes of LMR `lh` at `offset` and returns the
@@ -425,8 +446,12 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_asywrite_offset(
 ///
 /// # Safety
 ///
-/// `buf` must point to `size` writable bytes that stay valid, and are not
-/// accessed by others, until the operation is reaped.
+/// Unless `size` is 0, `buf` must point to `size` writable bytes (one
+/// buffer) that stay valid, and that nothing else reads or writes, until
+/// the operation is reaped: by [`liteapi_rdma_asywait`] on the returned id,
+/// or by [`liteapi_rdma_asyfence`] called by any kernel caller (kernel
+/// callers share their operations). If the call fails, `buf` is not used
+/// after it returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_rdma_asyread_offset(
     lh: u64,
@@ -436,8 +461,17 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_asyread_offset(
     offset: u64,
     password: u64,
 ) -> c_long {
-    // SAFETY: Guaranteed by the caller.
-    unsafe { submit_async(lh, AsyncKind::Read, buf, size, priority, offset, password) }
+    from_result(|| {
+        let len = usize::try_from(size).map_err(|_| EINVAL)?;
+        // SAFETY: `len` is `size`. Unless it is 0, `buf` points to `len`
+        // writable bytes of one buffer that only LITE accesses until the
+        // operation is reaped, when the buffer is dropped, or until this call
+        // returns if it fails, dropping it (this function's `# Safety`
+        // section), as `KernelBuffer::new` requires.
+        let buffer = unsafe { KernelBuffer::new(buf.cast::<u8>(), len) }?;
+        let data = AsyncData::ReadInto(AsyncBuffer::Kernel(buffer));
+        submit_async(lh, data, size, priority, offset, password)
+    })
 }
 
 /// Reaps asynchronous operation `op` (flags: `LITE_ASYNC_NOWAIT`).
@@ -468,10 +502,14 @@ pub(crate) extern "C" fn liteapi_rdma_asyfence() -> c_int {
 ///
 /// # Safety
 ///
-/// `addr` must point to `size` bytes of directly mapped or vmalloc memory
-/// that stay allocated until [`liteapi_deregister_mr`] on the handle has
-/// returned 0, and that the caller only accesses as memory other nodes may
-/// read and write concurrently.
+/// `addr` must point to `size` bytes of directly mapped or vmalloc memory.
+/// Every page the region touches, in whole and not only the region, is
+/// reached by this node and other nodes page by page: those pages must stay
+/// allocated (and, for vmalloc memory, mapped to the same pages) until
+/// [`liteapi_deregister_mr`] on the handle has returned 0, must hold nothing
+/// the caller cannot let other nodes read and overwrite at any time (use
+/// page-aligned allocations), and the caller may only access them as such
+/// shared memory, never through references that assume exclusive access.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_register_lmr_with_virt_addr(
     addr: *mut c_void,
@@ -483,10 +521,13 @@ pub(crate) unsafe extern "C" fn liteapi_register_lmr_with_virt_addr(
         let cluster = node()?.cluster()?;
         let region = KernelRegion::new(addr as usize, size, permission)?;
         let start = addr.cast::<u8>().wrapping_sub(addr as usize - region.start);
-        // SAFETY: `start` is the page-aligned start of the caller's memory,
-        // which is directly mapped or vmalloc memory that stays allocated
-        // until its LMR is deregistered with its memory released (the
-        // caller's contract); `region.count` pages cover it.
+        // SAFETY: `start` is the page-aligned start of the caller's region
+        // and `region.count` pages cover it. By this function's contract,
+        // those whole pages are directly mapped or vmalloc memory that stays
+        // allocated and mapped until the LMR is deregistered with its memory
+        // released (which drops the pages), that other nodes may read and
+        // overwrite, that no Rust reference covers, and that is not a
+        // `DmaBuffer`'s (it is the caller's own memory).
         let pages =
             unsafe { PinnedPages::kernel(&cluster.core.device().device, start, region.count) }?;
         let process = &cluster.kernel_process;
@@ -528,7 +569,9 @@ impl From<LockId> for LiteLock {
 ///
 /// # Safety
 ///
-/// `out` must be null or point to a writable `u64`.
+/// `out` must be null or point to a writable, 8-byte aligned `u64` that
+/// stays valid, and that nothing else reads or writes, until the call
+/// returns.
 unsafe fn kernel_atomic(lh: u64, out: *mut u64, op: AtomicOp, priority: c_uint) -> c_int {
     from_result(|| {
         if out.is_null() {
@@ -539,7 +582,9 @@ unsafe fn kernel_atomic(lh: u64, out: *mut u64, op: AtomicOp, priority: c_uint) 
         let old = cluster
             .atomics
             .atomic(&cluster.kernel_process, lh, op, priority)?;
-        // SAFETY: Non-null and writable by the caller's contract.
+        // SAFETY: `out` is non-null (checked above), so by this function's
+        // `# Safety` section it points to a writable, aligned `u64` that is
+        // still valid and accessed by nothing else.
         unsafe { out.write(old) };
         Ok(0)
     })
@@ -549,7 +594,9 @@ unsafe fn kernel_atomic(lh: u64, out: *mut u64, op: AtomicOp, priority: c_uint) 
 ///
 /// # Safety
 ///
-/// `out` must be null or point to a writable `u64`.
+/// `out` must be null or point to a writable, 8-byte aligned `u64` that
+/// stays valid, and that nothing else reads or writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_rdma_fetch_and_add(
     lh: u64,
@@ -557,7 +604,9 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_fetch_and_add(
     value: u64,
     priority: c_uint,
 ) -> c_int {
-    // SAFETY: Guaranteed by the caller.
+    // SAFETY: `out` is null or points to a writable, aligned `u64` that only
+    // this call accesses until it returns (this function's `# Safety`
+    // section), as `kernel_atomic` requires.
     unsafe { kernel_atomic(lh, out, AtomicOp::FetchAdd(value), priority) }
 }
 
@@ -566,7 +615,9 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_fetch_and_add(
 ///
 /// # Safety
 ///
-/// `out` must be null or point to a writable `u64`.
+/// `out` must be null or point to a writable, 8-byte aligned `u64` that
+/// stays valid, and that nothing else reads or writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_rdma_compare_and_swp(
     lh: u64,
@@ -579,7 +630,9 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_compare_and_swp(
         expected,
         new_value,
     };
-    // SAFETY: Guaranteed by the caller.
+    // SAFETY: `out` is null or points to a writable, aligned `u64` that only
+    // this call accesses until it returns (this function's `# Safety`
+    // section), as `kernel_atomic` requires.
     unsafe { kernel_atomic(lh, out, op, priority) }
 }
 
@@ -587,7 +640,9 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_compare_and_swp(
 ///
 /// # Safety
 ///
-/// `lock` must be null or point to a writable `struct lite_lock`.
+/// `lock` must be null or point to a writable, aligned `struct lite_lock`
+/// that stays valid, and that nothing else reads or writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_create_lock(home: c_uint, lock: *mut LiteLock) -> c_int {
     from_result(|| {
@@ -595,7 +650,10 @@ pub(crate) unsafe extern "C" fn liteapi_create_lock(home: c_uint, lock: *mut Lit
             return Err(EINVAL);
         }
         let id = node()?.cluster()?.locks.create_lock(home)?;
-        // SAFETY: Non-null and writable by the caller's contract.
+        // SAFETY: `lock` is non-null (checked above), so by this function's
+        // `# Safety` section it points to a writable, aligned
+        // `struct lite_lock`, whose layout `LiteLock` has, that is still valid
+        // and accessed by nothing else.
         unsafe { lock.write(id.into()) };
         c_int::try_from(id.number).map_err(|_| EINVAL)
     })
@@ -605,7 +663,9 @@ pub(crate) unsafe extern "C" fn liteapi_create_lock(home: c_uint, lock: *mut Lit
 ///
 /// # Safety
 ///
-/// `lock` must be null or point to a writable `struct lite_lock`.
+/// `lock` must be null or point to a writable, aligned `struct lite_lock`
+/// that stays valid, and that nothing else reads or writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_ask_lock(
     home: c_uint,
@@ -617,7 +677,10 @@ pub(crate) unsafe extern "C" fn liteapi_ask_lock(
             return Err(EINVAL);
         }
         let id = node()?.cluster()?.locks.ask_lock(home, number)?;
-        // SAFETY: Non-null and writable by the caller's contract.
+        // SAFETY: `lock` is non-null (checked above), so by this function's
+        // `# Safety` section it points to a writable, aligned
+        // `struct lite_lock`, whose layout `LiteLock` has, that is still valid
+        // and accessed by nothing else.
         unsafe { lock.write(id.into()) };
         Ok(0)
     })
@@ -627,12 +690,16 @@ pub(crate) unsafe extern "C" fn liteapi_ask_lock(
 ///
 /// # Safety
 ///
-/// `lock` must be null or point to a readable `struct lite_lock`.
+/// `lock` must be null or point to a readable, aligned `struct lite_lock`
+/// that stays valid, and that nothing writes, until the call returns.
 unsafe fn lock_id(lock: *const LiteLock) -> Result<LockId> {
     if lock.is_null() {
         return Err(EINVAL);
     }
-    // SAFETY: Non-null and readable by the caller's contract.
+    // SAFETY: `lock` is non-null (checked above), so by this function's
+    // `# Safety` section it points to a readable, aligned `struct lite_lock`
+    // (the layout of `LiteLock`, whose fields any bits are valid for) that
+    // nothing writes while the reference, used only below, lives.
     let lock = unsafe { &*lock };
     Ok(LockId {
         home: lock.home,
@@ -644,11 +711,15 @@ unsafe fn lock_id(lock: *const LiteLock) -> Result<LockId> {
 ///
 /// # Safety
 ///
-/// `lock` must be null or point to a readable `struct lite_lock`.
+/// `lock` must be null or point to a readable, aligned `struct lite_lock`
+/// that stays valid, and that nothing writes, until the call returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_lock(lock: *const LiteLock) -> c_int {
     from_result(|| {
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: `lock` is null or points to a readable, aligned
+        // `struct lite_lock` that stays valid and unwritten until this call
+        // returns (this function's `# Safety` section), so until `lock_id`
+        // returns.
         let id = unsafe { lock_id(lock) }?;
         node()?.cluster()?.locks.lock(id)?;
         Ok(0)
@@ -659,11 +730,15 @@ pub(crate) unsafe extern "C" fn liteapi_lock(lock: *const LiteLock) -> c_int {
 ///
 /// # Safety
 ///
-/// `lock` must be null or point to a readable `struct lite_lock`.
+/// `lock` must be null or point to a readable, aligned `struct lite_lock`
+/// that stays valid, and that nothing writes, until the call returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_unlock(lock: *const LiteLock) -> c_int {
     from_result(|| {
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: `lock` is null or points to a readable, aligned
+        // `struct lite_lock` that stays valid and unwritten until this call
+        // returns (this function's `# Safety` section), so until `lock_id`
+        // returns.
         let id = unsafe { lock_id(lock) }?;
         node()?.cluster()?.locks.unlock(id)?;
         Ok(0)
@@ -693,7 +768,9 @@ fn deliver(out: &mut [u8], data: &[u8]) -> Result {
 ///
 /// # Safety
 ///
-/// `name` must point to `name_len` readable bytes (or `name_len` be 0).
+/// Unless `name_len` is 0, `name` must point to `name_len` readable bytes
+/// (one buffer) that stay valid, and that nothing writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_register_application(
     port: c_uint,
@@ -703,7 +780,10 @@ pub(crate) unsafe extern "C" fn liteapi_register_application(
 ) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `name_len` is 0, `name` points to `name_len`
+        // readable bytes of one buffer that stay valid and unwritten until
+        // this call returns (this function's `# Safety` section); the slice is
+        // only used by `register_application` below, before then.
         let name = unsafe { kernel_slice(name.cast::<c_void>(), name_len) }?;
         let owner = cluster.kernel_process.tgid;
         cluster
@@ -739,8 +819,11 @@ pub(crate) extern "C" fn liteapi_query_port(node_id: c_uint, port: c_uint) -> c_
 ///
 /// # Safety
 ///
-/// `msg` must point to `size` readable bytes and `reply` to `max_reply`
-/// writable bytes, distinct from `msg`.
+/// Until the call returns, and unless the respective size is 0: `msg` must
+/// point to `size` readable bytes (one buffer) that stay valid and that
+/// nothing writes, and `reply` to `max_reply` writable bytes (one buffer)
+/// that stay valid, that nothing else reads or writes, and that do not
+/// overlap those of `msg`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
     node_id: c_uint,
@@ -754,9 +837,16 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
         let cluster = node()?.cluster()?;
         let target =
             Target::unpack(port_priority)?.with_default(&cluster.kernel_process.default_priority);
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `size` is 0, `msg` points to `size` readable bytes
+        // of one buffer that stay valid and unwritten until this call
+        // returns (this function's `# Safety` section); `message` is only
+        // used in this call.
         let message = unsafe { kernel_slice(msg, size) }?;
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `max_reply` is 0, `reply` points to `max_reply`
+        // writable bytes of one buffer that stay valid, and that nothing else
+        // accesses, until this call returns; they do not overlap `message`
+        // (this function's `# Safety` section). `out` is only used in this
+        // call.
         let out = unsafe { kernel_slice_mut(reply, max_reply) }?;
         let answer = cluster.rpc.call(node_id, &target, message, max_reply)?;
         deliver(out, &answer)?;
@@ -768,7 +858,9 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
 ///
 /// # Safety
 ///
-/// `msg` must point to `size` readable bytes.
+/// Unless `size` is 0, `msg` must point to `size` readable bytes (one
+/// buffer) that stay valid, and that nothing writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_send(
     node_id: c_uint,
@@ -780,7 +872,10 @@ pub(crate) unsafe extern "C" fn liteapi_send(
         let cluster = node()?.cluster()?;
         let target =
             Target::unpack(port_priority)?.with_default(&cluster.kernel_process.default_priority);
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `size` is 0, `msg` points to `size` readable bytes
+        // of one buffer that stay valid and unwritten until this call
+        // returns (this function's `# Safety` section); `message` is only
+        // used by `send_one_way` below, before then.
         let message = unsafe { kernel_slice(msg, size) }?;
         cluster.rpc.send_one_way(node_id, &target, message)?;
         Ok(0)
@@ -792,8 +887,10 @@ pub(crate) unsafe extern "C" fn liteapi_send(
 ///
 /// # Safety
 ///
-/// `buf` must point to `max_size` writable bytes and `descriptor` to a
-/// writable `u64`.
+/// Until the call returns: unless `max_size` is 0, `buf` must point to
+/// `max_size` writable bytes (one buffer) that stay valid and that nothing
+/// else reads or writes; `descriptor` must point to a writable, 8-byte
+/// aligned `u64` that stays valid and that nothing else reads or writes.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_receive_message(
     port: c_uint,
@@ -807,13 +904,19 @@ pub(crate) unsafe extern "C" fn liteapi_receive_message(
         if descriptor.is_null() {
             return Err(EFAULT);
         }
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `max_size` is 0, `buf` points to `max_size` writable
+        // bytes of one buffer that stay valid, and that nothing else
+        // accesses, until this call returns (this function's `# Safety`
+        // section); `out` is only used by `receive` below, before then.
         let out = unsafe { kernel_slice_mut(buf, max_size) }?;
         let process = &cluster.kernel_process;
         let (len, id) = cluster
             .rpc
             .receive(process, port, max_size, flags, |data| deliver(out, data))?;
-        // SAFETY: Non-null and writable by the caller's contract.
+        // SAFETY: `descriptor` is non-null (checked above) and, by this
+        // function's `# Safety` section, points to a writable, aligned `u64`
+        // that is still valid and accessed by nothing else; `out`, which may
+        // cover it, is no longer used.
         unsafe { descriptor.write(id) };
         Ok(len as c_long)
     })
@@ -823,7 +926,9 @@ pub(crate) unsafe extern "C" fn liteapi_receive_message(
 ///
 /// # Safety
 ///
-/// `buf` must point to `size` readable bytes (or `size` be 0).
+/// Unless `size` is 0, `buf` must point to `size` readable bytes (one
+/// buffer) that stay valid, and that nothing writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_reply_message(
     buf: *const c_void,
@@ -832,7 +937,10 @@ pub(crate) unsafe extern "C" fn liteapi_reply_message(
 ) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `size` is 0, `buf` points to `size` readable bytes
+        // of one buffer that stay valid and unwritten until this call
+        // returns (this function's `# Safety` section); the slice is only
+        // used by `Rpc::reply` below, before then.
         let reply = unsafe { kernel_slice(buf, size) }?;
         cluster
             .rpc
@@ -847,9 +955,20 @@ pub(crate) unsafe extern "C" fn liteapi_reply_message(
 ///
 /// # Safety
 ///
-/// `nodes` must point to `count` node ids, `lengths` to `count` writable
-/// `i64`s, `msg` to `size` readable bytes and `replies` to
-/// `count * max_reply` writable bytes.
+/// Until the call returns, each of these must stay valid:
+///
+/// - `nodes` must point to an array of `count` readable `unsigned int`s
+///   that nothing writes;
+/// - `lengths` must point to an array of `count` writable `s64`s that
+///   nothing else reads or writes;
+/// - unless `size` is 0, `msg` must point to `size` readable bytes (one
+///   buffer) that nothing writes;
+/// - unless `count * max_reply` is 0, `replies` must point to
+///   `count * max_reply` writable bytes (one buffer) that nothing else reads
+///   or writes;
+///
+/// and the memory of `lengths` and of `replies` must not overlap each other
+/// or that of `nodes` or `msg`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_multicast(
     count: c_uint,
@@ -872,14 +991,31 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_multicast(
         if nodes.is_null() || lengths.is_null() {
             return Err(EFAULT);
         }
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: `nodes` is non-null (checked above), so by this function's
+        // `# Safety` section it points to an array (aligned, one allocation)
+        // of `count` readable `c_uint`s that stays valid and unwritten until
+        // this call returns; `count <= MAX_NODES` (checked above) keeps its
+        // size far below `isize::MAX`. The slice is only used in this call.
         let nodes = unsafe { core::slice::from_raw_parts(nodes, count) };
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: `lengths` is non-null (checked above), so by this
+        // function's `# Safety` section it points to an array (aligned, one
+        // allocation) of `count` writable `i64`s, which writable kernel memory
+        // also makes readable, that stays valid until this call returns and
+        // that nothing else accesses, not even through `nodes`, `msg` or
+        // `replies`; `count <= MAX_NODES`. The slice is only used in this
+        // call.
         let lengths = unsafe { core::slice::from_raw_parts_mut(lengths, count) };
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: Unless `size` is 0, `msg` points to `size` readable bytes
+        // of one buffer that stay valid and unwritten until this call
+        // returns (this function's `# Safety` section); `message` is only
+        // used in this call.
         let message = unsafe { kernel_slice(msg, size) }?;
         let total = (count as u64).checked_mul(max_reply).ok_or(EINVAL)?;
-        // SAFETY: Guaranteed by the caller.
+        // SAFETY: `total` is `count * max_reply`. Unless it is 0, `replies`
+        // points to `total` writable bytes of one buffer that stay valid,
+        // and that nothing else accesses, until this call returns; they do
+        // not overlap `nodes`, `lengths` or `message` (this function's
+        // `# Safety` section). `out` is only used in this call.
         let out = unsafe { kernel_slice_mut(replies, total) }?;
         let results = cluster.rpc.multicast(nodes, &target, message, max_reply)?;
         let mut replied = 0;

@@ -156,13 +156,19 @@ pub(crate) extern "C" fn lite_rs_set_priority(priority: u32) -> c_long {
 ///
 /// # Safety
 ///
-/// `buf` must point to `len` writable bytes.
+/// `buf` must be null or point to `len` initialised, writable bytes (one
+/// buffer) that stay valid, and that nothing else reads or writes, until the
+/// call returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn lite_rs_debugfs_stats(buf: *mut u8, len: usize) -> isize {
     if buf.is_null() {
         return EINVAL.to_errno() as isize;
     }
-    // SAFETY: The caller guarantees `len` writable bytes at `buf`.
+    // SAFETY: `buf` is non-null (checked above), so by this function's
+    // `# Safety` section it points to `len` writable (and, as kernel memory,
+    // readable) bytes of one buffer, so `len <= isize::MAX`, that stay valid,
+    // and that nothing else accesses, until this call returns; `out` is only
+    // used in this call, and `u8` needs no alignment.
     let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
     let stats = node()
         .and_then(|n| n.cluster())
@@ -179,7 +185,9 @@ pub(crate) unsafe extern "C" fn lite_rs_debugfs_stats(buf: *mut u8, len: usize) 
 ///
 /// # Safety
 ///
-/// `value` must point to a writable `u64`.
+/// `value` must be null or point to a writable, 8-byte aligned `u64` that
+/// stays valid, and that nothing else reads or writes, until the call
+/// returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn lite_rs_qos_get(id: u32, value: *mut u64) -> c_int {
     let Some(param) = Param::from_id(id) else {
@@ -188,7 +196,9 @@ pub(crate) unsafe extern "C" fn lite_rs_qos_get(id: u32, value: *mut u64) -> c_i
     if value.is_null() {
         return EINVAL.to_errno();
     }
-    // SAFETY: The caller guarantees `value` is writable.
+    // SAFETY: `value` is non-null (checked above), so by this function's
+    // `# Safety` section it points to a writable, aligned `u64` that is
+    // valid, and accessed by nothing else, until this call returns.
     unsafe { value.write(u64::from(admission::param(param))) };
     0
 }

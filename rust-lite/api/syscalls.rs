@@ -17,10 +17,7 @@ use kernel::{
 
 use super::user::read_user_cstr;
 use crate::internal::{
-    async_io::{
-        op::{AsyncBuffer, AsyncKind},
-        AsyncDataOp,
-    },
+    async_io::{op::AsyncBuffer, AsyncData, AsyncDataOp},
     memory::{
         handle::{LmrHandle, Password},
         transfer::Direction,
@@ -329,8 +326,7 @@ pub(crate) extern "C" fn lite_rs_deregister_lmr(handle: u64) -> c_long {
 /// Backend of `lite_rdma_write_async` and `lite_rdma_read_async`.
 fn submit_async(
     handle: u64,
-    kind: AsyncKind,
-    buf: UserPtr,
+    data: AsyncData<'_>,
     size: u64,
     offset: u64,
     priority: u32,
@@ -340,8 +336,7 @@ fn submit_async(
         let (cluster, process) = caller()?;
         let op = AsyncDataOp {
             handle: LmrHandle::from_raw(handle),
-            kind,
-            buf: AsyncBuffer::User(buf),
+            data,
             len: size,
             offset,
             priority,
@@ -361,15 +356,8 @@ pub(crate) extern "C" fn lite_rs_rdma_write_async(
     priority: u32,
     password: u64,
 ) -> c_long {
-    submit_async(
-        handle,
-        AsyncKind::Write,
-        buf,
-        size,
-        offset,
-        priority,
-        password,
-    )
+    let data = AsyncData::WriteFromUser(buf);
+    submit_async(handle, data, size, offset, priority, password)
 }
 
 /// Backend of `lite_rdma_read_async`.
@@ -382,15 +370,8 @@ pub(crate) extern "C" fn lite_rs_rdma_read_async(
     priority: u32,
     password: u64,
 ) -> c_long {
-    submit_async(
-        handle,
-        AsyncKind::Read,
-        buf,
-        size,
-        offset,
-        priority,
-        password,
-    )
+    let data = AsyncData::ReadInto(AsyncBuffer::User(buf));
+    submit_async(handle, data, size, offset, priority, password)
 }
 
 /// Backend of `lite_async_wait`.

@@ -216,6 +216,8 @@ impl Cluster {
         let ops = self.processes.sum(|p| p.ops.lock().len());
         let kernel_ops = self.kernel_process.ops.lock().len();
         let connections = self.core.connected_peers().map_or(0, |peers| peers.len());
+        // PANIC: the sums below add counts of objects in memory, far below
+        // `usize::MAX`.
         Stats {
             lmrs: lmrs as u64,
             registrations: registrations as u64,

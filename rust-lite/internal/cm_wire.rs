@@ -133,6 +133,8 @@ impl Header {
 
     /// Encodes the header into the first [`HEADER_LEN`] bytes of `out`.
     pub fn encode(&self, out: &mut [u8; HEADER_LEN]) {
+        // PANIC: constant ranges within the `HEADER_LEN` (12) bytes of `out`,
+        // each as long as the bytes copied into it.
         out[0..4].copy_from_slice(&MAGIC.to_le_bytes());
         out[4..6].copy_from_slice(&VERSION.to_le_bytes());
         out[6..8].copy_from_slice(&(self.kind as u16).to_le_bytes());
@@ -141,6 +143,8 @@ impl Header {
 
     /// Decodes and validates a header.
     pub fn decode(bytes: &[u8; HEADER_LEN]) -> Result<Self, WireError> {
+        // PANIC: every field read here lies within the `HEADER_LEN` (12)
+        // bytes of `bytes`.
         if le_u32(bytes, 0) != MAGIC {
             return Err(WireError::BadMagic);
         }
@@ -241,6 +245,9 @@ impl Message {
         let kind = self.kind();
         let mut header = [0u8; HEADER_LEN];
         Header::new(kind).encode(&mut header);
+        // PANIC: `out` is `HEADER_LEN + MAX_PAYLOAD_LEN` bytes, so `p` is
+        // `MAX_PAYLOAD_LEN` (32) bytes; every range below ends at 32 or
+        // before and is as long as the bytes copied into it.
         out[..HEADER_LEN].copy_from_slice(&header);
         let p = &mut out[HEADER_LEN..];
         match *self {
@@ -269,6 +276,7 @@ impl Message {
                 p[16..32].copy_from_slice(&e.gid);
             }
         }
+        // PANIC: `payload_len() <= MAX_PAYLOAD_LEN`, a small constant.
         HEADER_LEN + kind.payload_len()
     }
 
@@ -278,6 +286,10 @@ impl Message {
             return Err(WireError::Truncated);
         }
         let p = payload;
+        // PANIC: `p` holds at least `kind.payload_len()` bytes (checked
+        // above), and each kind reads only within that length: 18 of 20 for
+        // `Hello`, 8 of 8 for the one- and two-word kinds, 32 of
+        // `ENDPOINT_LEN` (32) for endpoints.
         Ok(match header.kind {
             Kind::Hello => {
                 let mut gid = [0u8; 16];
@@ -323,9 +335,11 @@ impl Message {
 }
 
 fn le_u16(bytes: &[u8], at: usize) -> u16 {
+    // PANIC: callers pass constant offsets with `at + 2 <= bytes.len()`.
     u16::from_le_bytes([bytes[at], bytes[at + 1]])
 }
 
 fn le_u32(bytes: &[u8], at: usize) -> u32 {
+    // PANIC: callers pass constant offsets with `at + 4 <= bytes.len()`.
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }

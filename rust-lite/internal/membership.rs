@@ -37,6 +37,7 @@ fn receive(stream: &TcpStream) -> Result<Message> {
 fn send(stream: &TcpStream, message: &Message) -> Result {
     let mut frame = [0u8; MAX_FRAME_LEN];
     let len = message.encode(&mut frame);
+    // PANIC: `encode` returns the length of the frame it wrote into `frame`.
     stream.send_all(&frame[..len])
 }
 

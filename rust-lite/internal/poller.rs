@@ -28,6 +28,7 @@ fn run(cluster: Arc<Cluster>) {
     loop {
         let recv_cq = cluster.core.recv_cq();
         let n = recv_cq.poll(&mut wcs);
+        // PANIC: `poll` returns at most `POLL_BATCH`, the length of `wcs`.
         for wc in &wcs[..n] {
             cluster.handle_receive(wc);
         }

@@ -249,6 +249,8 @@ impl Processes {
 
     /// Handles of every process, and of those the mappings.
     pub(crate) fn handle_counts(&self) -> (usize, usize) {
+        // PANIC: the sums count handles, each an object in memory, so they
+        // stay far below `usize::MAX`.
         self.tree
             .lock()
             .values()
@@ -258,6 +260,8 @@ impl Processes {
 
     /// Sums `f` over every process.
     pub(crate) fn sum(&self, f: impl Fn(&Process) -> usize) -> usize {
+        // PANIC: callers sum counts of objects in memory, far below
+        // `usize::MAX`.
         self.tree.lock().values().map(|p| f(p)).sum()
     }
 }

@@ -10,7 +10,7 @@ use kernel::{
     uaccess::{UserSliceReader, UserSliceWriter},
 };
 
-use super::Device;
+use super::{shared_memory, Device};
 
 /// Largest buffer: one physically contiguous allocation of the page allocator.
 pub(crate) const MAX_DMA_BUFFER: usize = 4 << 20;
@@ -42,19 +42,13 @@ pub(crate) struct DmaBuffer {
 // context. `Arc<Device>` is `Send`.
 unsafe impl Send for DmaBuffer {}
 // SAFETY: Through `&self`, the fields are only read (they never change after
-// `new`), and the bytes are only reached through raw copies of `u8`s
-// (`write_bytes`, `read_bytes`, `fill`, `copy_from`, and `cpu_range` for
-// `PinnedPages`), never through a Rust reference (type invariant), so every
-// value they may hold is valid and the device may write them at any time.
-// Nothing here orders two such copies: their callers do. Copies on disjoint
-// ranges never conflict (a connection's send ring: each thread writes only
-// the slot it claimed atomically); a staging buffer is used by the one thread
-// that took it from its pool. FIXME: LMR memory (`ChunkMemory::Buffer`) is
-// copied by every thread using the LMR with nothing ordering them, so two
-// overlapping copies from different CPUs, one of them a write, are a data
-// race in Rust's memory model (the bytes would be torn, as they are when a
-// peer's RDMA lands meanwhile). Making that sound needs race-tolerant copies
-// (e.g. done in C or with atomics) or a lock per chunk in `internal/`.
+// `new`), and the bytes are only reached through the C copies of
+// `shared_memory` (`write_bytes`, `read_bytes`, `fill`, `copy_from`, and
+// `cpu_range` for `PinnedPages`), never through a Rust reference (type
+// invariant). Every value the bytes may hold is valid, the device may write
+// them at any time, and concurrent copies from several threads happen
+// outside Rust's memory model, as the device's accesses do (see
+// `shared_memory`): sharing `&DmaBuffer` between threads is sound.
 unsafe impl Sync for DmaBuffer {}
 
 impl DmaBuffer {
@@ -137,9 +131,7 @@ impl DmaBuffer {
         // `data` cannot overlap it, as no reference into the buffer exists
         // while `&self` is shared (type invariant). See the `Sync` impl on
         // concurrent copies.
-        unsafe {
-            core::ptr::copy_nonoverlapping(data.as_ptr(), self.cpu.as_ptr().add(at), data.len())
-        };
+        unsafe { shared_memory::copy_in(self.cpu.as_ptr().add(at), data) };
         Ok(())
     }
 
@@ -151,9 +143,7 @@ impl DmaBuffer {
         // initialised bytes (zeroed at allocation); `out` cannot overlap it,
         // as no reference into the buffer exists while `&self` is shared
         // (type invariant). See the `Sync` impl on concurrent copies.
-        unsafe {
-            core::ptr::copy_nonoverlapping(self.cpu.as_ptr().add(at), out.as_mut_ptr(), out.len())
-        };
+        unsafe { shared_memory::copy_out(out, self.cpu.as_ptr().add(at)) };
         Ok(())
     }
 
@@ -163,7 +153,7 @@ impl DmaBuffer {
         // SAFETY: `cpu_range` checked that the range is inside the owned
         // allocation, so it is valid for writes; no reference into the
         // buffer exists while `&self` is shared (type invariant).
-        unsafe { core::ptr::write_bytes(ptr, byte, len) };
+        unsafe { shared_memory::fill(ptr, byte, len) };
         Ok(())
     }
 
@@ -190,10 +180,12 @@ impl DmaBuffer {
         src.check(src_at, len)?;
         // SAFETY: Both ranges are inside owned allocations (checked above),
         // so both `add`s stay in bounds, the source is valid for reads and
-        // the destination for writes; `copy` handles overlap, which happens
+        // the destination for writes; `copy_within` handles overlap, which happens
         // only when `src` is `self`. No reference into either buffer exists
         // while they are shared (type invariant).
-        unsafe { core::ptr::copy(src.cpu.as_ptr().add(src_at), self.cpu.as_ptr().add(at), len) };
+        unsafe {
+            shared_memory::copy_within(self.cpu.as_ptr().add(at), src.cpu.as_ptr().add(src_at), len)
+        };
         Ok(())
     }
 

@@ -20,6 +20,7 @@ mod device;
 mod kernel_buffer;
 mod pd;
 mod qp;
+mod shared_memory;
 mod staging;
 mod user_pages;
 

@@ -6,7 +6,7 @@
 use core::{ffi::c_void, ptr::null_mut};
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::{Device, DmaBuffer};
+use super::{shared_memory, Device, DmaBuffer};
 
 /// Bytes per page.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
@@ -47,15 +47,12 @@ pub(crate) struct PinnedPages {
 // `Arc<Device>` is `Send`.
 unsafe impl Send for PinnedPages {}
 // SAFETY: Through `&self`, the fields are only read (they never change after
-// construction), and the pages' bytes are only reached through raw copies of
-// `u8`s inside a `kmap_local_page` mapping of the calling thread, never
-// through a Rust reference (type invariant); every value they may hold is
-// valid, and the owning process or kernel caller and the device may write
-// them at any time. Nothing here orders two such copies. FIXME: as for
-// `DmaBuffer`'s `Sync` impl, the chunks of a registered LMR are copied by
-// every thread using the LMR with nothing ordering them, so two overlapping
-// copies from different CPUs, one of them a write, are a data race in Rust's
-// memory model.
+// construction), and the pages' bytes are only reached through the C copies
+// of `shared_memory` inside a `kmap_local_page` mapping of the calling
+// thread, never through a Rust reference (type invariant). Every value they
+// may hold is valid; the owning process or kernel caller, the device and
+// other threads may write them at any time, outside Rust's memory model (see
+// `shared_memory`): sharing `&PinnedPages` between threads is sound.
 unsafe impl Sync for PinnedPages {}
 
 impl PinnedPages {
@@ -331,7 +328,7 @@ impl PinnedPages {
             // page (`with_mapped` checked the range), valid for writes; no
             // Rust reference covers them (type invariant), so `data` cannot
             // overlap them.
-            unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
+            unsafe { shared_memory::copy_in(dst, data) }
         })
     }
 
@@ -342,7 +339,7 @@ impl PinnedPages {
             // (`with_mapped` checked the range), valid for reads; no Rust
             // reference covers them (type invariant), so `out` cannot overlap
             // them.
-            unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) }
+            unsafe { shared_memory::copy_out(out, src) }
         })
     }
 
@@ -351,7 +348,7 @@ impl PinnedPages {
         self.with_mapped(index, at, len, |dst| {
             // SAFETY: `dst` points to `len` mapped bytes of a held page
             // (`with_mapped` checked the range), valid for writes.
-            unsafe { core::ptr::write_bytes(dst, byte, len) }
+            unsafe { shared_memory::fill(dst, byte, len) }
         })
     }
 
@@ -370,7 +367,7 @@ impl PinnedPages {
             // `len` bytes of `buffer`, which `&buffer` keeps allocated (both
             // ranges checked); a pinned or caller-held page is never part of
             // a `DmaBuffer`'s allocation, so they do not overlap.
-            unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
+            unsafe { shared_memory::copy_within(dst, src, len) }
         })
     }
 
@@ -389,7 +386,7 @@ impl PinnedPages {
             // `len` bytes of `buffer`, which `&buffer` keeps allocated (both
             // ranges checked); a pinned or caller-held page is never part of
             // a `DmaBuffer`'s allocation, so they do not overlap.
-            unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
+            unsafe { shared_memory::copy_within(dst, src, len) }
         })
     }
 }

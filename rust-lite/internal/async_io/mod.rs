@@ -13,7 +13,12 @@
 
 pub(crate) mod op;
 
-use kernel::{c_str, prelude::*, sync::Arc};
+use kernel::{
+    c_str,
+    prelude::*,
+    sync::Arc,
+    uaccess::{UserPtr, UserSlice},
+};
 
 use self::op::{AsyncBuffer, AsyncKind, AsyncOp, IoJob, Work};
 use super::{
@@ -48,13 +53,11 @@ const IO_QUEUE: usize = 1024;
 
 /// One `lite_rdma_write_async` or `lite_rdma_read_async`, as both the system
 /// calls and the kernel C API describe it.
-pub(crate) struct AsyncDataOp {
+pub(crate) struct AsyncDataOp<'a> {
     /// The LMR.
     pub(crate) handle: LmrHandle,
-    /// Which way the bytes go.
-    pub(crate) kind: AsyncKind,
-    /// The caller's bytes.
-    pub(crate) buf: AsyncBuffer,
+    /// Which way the bytes go, and the caller's side of them.
+    pub(crate) data: AsyncData<'a>,
     /// Bytes to move.
     pub(crate) len: u64,
     /// Offset in the LMR.
@@ -63,6 +66,17 @@ pub(crate) struct AsyncDataOp {
     pub(crate) priority: u32,
     /// The LMR's password.
     pub(crate) password: Password,
+}
+
+/// The caller's side of an asynchronous transfer.
+pub(crate) enum AsyncData<'a> {
+    /// A write of the calling process's bytes at this address, copied in
+    /// when the write is submitted.
+    WriteFromUser(UserPtr),
+    /// A write of a kernel caller's bytes, copied in when it is submitted.
+    WriteFromKernel(&'a [u8]),
+    /// A read whose bytes go here when the caller reaps it.
+    ReadInto(AsyncBuffer),
 }
 
 /// Asynchronous I/O of a joined node: its queue of transfers and the
@@ -96,11 +110,10 @@ impl AsyncIo {
     /// `EINVAL` bad size, range or priority; `EAGAIN` with
     /// [`MAX_ASYNC_OPS`] unreaped operations; handle errors; `EFAULT` if
     /// the data to write cannot be read.
-    pub(crate) fn submit_async(&self, process: &Process, op: AsyncDataOp) -> Result<u64> {
+    pub(crate) fn submit_async(&self, process: &Process, op: AsyncDataOp<'_>) -> Result<u64> {
         let AsyncDataOp {
             handle,
-            kind,
-            buf,
+            data: caller_data,
             len,
             offset,
             priority,
@@ -110,20 +123,30 @@ impl AsyncIo {
         if len > MAX_ASYNC_SIZE {
             return Err(EINVAL);
         }
-        let needed = match kind {
-            AsyncKind::Write => Permission::WRITE,
-            AsyncKind::Read => Permission::READ,
+        let (kind, needed) = match caller_data {
+            AsyncData::WriteFromUser(_) | AsyncData::WriteFromKernel(_) => {
+                (AsyncKind::Write, Permission::WRITE)
+            }
+            AsyncData::ReadInto(_) => (AsyncKind::Read, Permission::READ),
         };
         let lmr = process.checked(handle, password, needed)?;
         check_range(lmr.size, offset, len)?;
         let size = usize::try_from(len).map_err(|_| EINVAL)?;
         let mut data = KVVec::from_elem(0u8, size, GFP_KERNEL)?;
-        let dest = match kind {
-            AsyncKind::Write => {
-                buf.read_into(&mut data)?;
+        let dest = match caller_data {
+            AsyncData::WriteFromUser(ptr) => {
+                UserSlice::new(ptr, size).reader().read_slice(&mut data)?;
                 None
             }
-            AsyncKind::Read => Some(buf),
+            AsyncData::WriteFromKernel(bytes) => {
+                if bytes.len() != size {
+                    return Err(EINVAL);
+                }
+                // PANIC: both are `size` bytes long (checked above).
+                data.copy_from_slice(bytes);
+                None
+            }
+            AsyncData::ReadInto(buf) => Some(buf),
         };
         let work = Work {
             lmr: lmr.begin_owned()?,

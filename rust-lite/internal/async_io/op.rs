@@ -22,7 +22,7 @@ use crate::{
     verbs::KernelBuffer,
 };
 
-/// The caller's side of an asynchronous transfer.
+/// Where the data of an asynchronous read goes when the caller reaps it.
 pub(crate) enum AsyncBuffer {
     /// Memory of the calling process.
     User(UserPtr),
@@ -31,14 +31,6 @@ pub(crate) enum AsyncBuffer {
 }
 
 impl AsyncBuffer {
-    /// Copies the caller's `out.len()` bytes into `out`.
-    pub(crate) fn read_into(&self, out: &mut [u8]) -> Result {
-        match self {
-            AsyncBuffer::User(ptr) => UserSlice::new(*ptr, out.len()).reader().read_slice(out),
-            AsyncBuffer::Kernel(buffer) => buffer.read_into(out),
-        }
-    }
-
     /// Delivers `data` to the caller.
     pub(crate) fn write_from(&mut self, data: &[u8]) -> Result {
         match self {

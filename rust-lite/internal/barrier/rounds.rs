@@ -65,6 +65,8 @@ impl BarrierRounds {
     /// Enters the next round on node `self_id`; returns its number.
     pub(crate) fn enter(&self, self_id: u32) -> u64 {
         let mut rounds = self.rounds.lock();
+        // PANIC: one increment per `lite_dist_barrier` call on this node; a
+        // `u64` does not run out.
         rounds.own += 1;
         let round = rounds.own;
         if let Some(seen) = rounds.seen.get_mut(self_id as usize) {

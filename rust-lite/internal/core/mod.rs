@@ -140,6 +140,7 @@ impl Core {
         device: Arc<DeviceContext>,
         port: PortConfig,
     ) -> Result<Arc<Self>> {
+        // PANIC: a product of two small constants, far below `u32::MAX`.
         let cq_entries = RECV_DEPTH * MAX_NODES as u32;
         let recv_cq = CompletionQueue::new(device.device.clone(), cq_entries)?;
         let control_jobs = Workers::new(CONTROL_QUEUE)?;
@@ -252,6 +253,7 @@ impl Core {
     /// Nodes in the cluster as this node sees it: itself and its connected peers.
     pub(crate) fn total_nodes(&self) -> u32 {
         let peers = self.peers.lock();
+        // PANIC: at most `MAX_NODES` peers, so the sum fits in a `u32`.
         1 + peers
             .peers
             .iter()

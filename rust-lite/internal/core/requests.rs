@@ -96,6 +96,7 @@ impl Requests {
             .send(&build(id))
             .and_then(|()| self.wait_reply(slot, id, interruptible));
         let mut pending = self.pending.lock();
+        // PANIC: `reserve` returns the index of an entry of `entries`.
         pending.entries[slot] = Entry { id: 0, reply: None };
         self.changed.notify_all();
         result
@@ -107,6 +108,7 @@ impl Requests {
             if let Some(slot) = pending.entries.iter().position(|e| e.id == 0) {
                 let id = pending.next_id;
                 pending.next_id = pending.next_id.checked_add(1).unwrap_or(1);
+                // PANIC: `slot` is a position in `entries`.
                 pending.entries[slot] = Entry { id, reply: None };
                 return Ok((slot, id));
             }
@@ -127,6 +129,7 @@ impl Requests {
         // counted against the same timeout.
         let mut slept_ms = 0u32;
         loop {
+            // PANIC: `slot` comes from `reserve`, an index of `entries`.
             let entry = &mut pending.entries[slot];
             if entry.id == id {
                 if let Some(reply) = entry.reply.take() {
@@ -144,6 +147,7 @@ impl Requests {
                 CondVarTimeoutResult::Signal { .. } => {
                     drop(pending);
                     sched::sleep_uninterruptible_ms(1);
+                    // PANIC: `slept_ms < REPLY_TIMEOUT_MS` (checked above).
                     slept_ms += 1;
                     pending = self.pending.lock();
                 }

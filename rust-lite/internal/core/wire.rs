@@ -171,18 +171,24 @@ pub(crate) enum Slot {
 /// Argument word `index`; declaring an index beyond [`ARGS`] fails to
 /// compile, as slots are evaluated in constant context.
 pub(crate) const fn arg(index: usize) -> Slot {
+    // PANIC: only evaluated in constant context (`control_messages!`), where
+    // a failing assertion is a compile error.
     assert!(index < ARGS);
     Slot::Arg(index)
 }
 
 /// The high half of argument word `index`.
 pub(crate) const fn high(index: usize) -> Slot {
+    // PANIC: only evaluated in constant context (`control_messages!`), where
+    // a failing assertion is a compile error.
     assert!(index < ARGS);
     Slot::High(index)
 }
 
 /// The low half of argument word `index`.
 pub(crate) const fn low(index: usize) -> Slot {
+    // PANIC: only evaluated in constant context (`control_messages!`), where
+    // a failing assertion is a compile error.
     assert!(index < ARGS);
     Slot::Low(index)
 }
@@ -328,6 +334,8 @@ impl Frame {
     pub(crate) fn encode(&self) -> [u8; MESSAGE_LEN] {
         let mut out = [0u8; MESSAGE_LEN];
         let words = Iterator::chain(core::iter::once(self.request_id), self.args.iter().copied());
+        // PANIC: `out` is `MESSAGE_LEN` (64) bytes, so it splits at 8, and
+        // `header` is 8 bytes: both 4-byte ranges are in it.
         let (header, rest) = out.split_at_mut(8);
         header[..4].copy_from_slice(&self.kind.0.to_le_bytes());
         header[4..].copy_from_slice(&self.status.to_le_bytes());
@@ -339,9 +347,12 @@ impl Frame {
 
     /// The frame in `bytes`.
     pub(crate) fn decode(bytes: &[u8; MESSAGE_LEN]) -> Frame {
+        // PANIC: `bytes` is `MESSAGE_LEN` (64) bytes, so it splits at 8.
         let (header, rest) = bytes.split_at(8);
         let u32_at = |at: usize| {
             let mut b = [0u8; 4];
+            // PANIC: called below with `at` 0 and 4 only, and `header` is
+            // 8 bytes, so both 4-byte ranges are in it.
             b.copy_from_slice(&header[at..at + 4]);
             u32::from_le_bytes(b)
         };
@@ -353,7 +364,6 @@ impl Frame {
         }
         let [request_id, args @ ..] = words;
         Frame {
-            // PANIC: `header` is 8 bytes, so both 4-byte ranges are in it.
             kind: Kind(u32_at(0)),
             status: u32_at(4),
             request_id,

@@ -117,6 +117,7 @@ pub(crate) struct LockHome {
 impl LockHome {
     /// Room for [`MAX_LOCKS`] locks, none created.
     pub(crate) fn new(device: &Arc<Device>) -> Result<impl PinInit<Self, Error>> {
+        // PANIC: a product of two small constants.
         let words = DmaBuffer::new(device, MAX_LOCKS as usize * WORD)?;
         Ok(try_pin_init!(LockHome {
             words,
@@ -135,6 +136,8 @@ impl LockHome {
         if number >= MAX_LOCKS {
             return Err(ENOSPC);
         }
+        // PANIC: `number < MAX_LOCKS`, so the product is below the length
+        // of `words`.
         self.words.write_bytes(number as usize * WORD, &[0; WORD])?;
         table.locks.push(HandOver::new(), GFP_KERNEL)?;
         Ok(number)
@@ -154,6 +157,8 @@ impl LockHome {
         if number as usize >= self.count() {
             return Err(ENOENT);
         }
+        // PANIC: `number < count() <= MAX_LOCKS`, so the product is below the
+        // length of `words`.
         self.words.dma_range(number as usize * WORD, WORD)
     }
 

@@ -25,6 +25,7 @@ pub(crate) fn check_size(size: u64) -> Result {
 
 /// Number of chunks of an LMR of `size` bytes.
 pub(crate) fn chunk_count(size: u64) -> usize {
+    // PANIC: `CHUNK_SIZE` is not 0.
     size.div_ceil(CHUNK_SIZE) as usize
 }
 
@@ -51,6 +52,7 @@ pub(crate) fn spread_target(nodes: &[u32], index: usize) -> Option<u32> {
     if nodes.is_empty() {
         return None;
     }
+    // PANIC: `nodes` is not empty (checked above).
     nodes.get(index % nodes.len()).copied()
 }
 
@@ -58,6 +60,8 @@ pub(crate) fn spread_target(nodes: &[u32], index: usize) -> Option<u32> {
 /// bytes (at least 1), for moving a range in bounded RDMA operations.
 pub(crate) fn spans(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
     let max = max.max(1);
+    // PANIC: `max >= 1`, so `step_by` accepts it, and every `start` is
+    // below `len`.
     (0..len)
         .step_by(max)
         .map(move |start| (start, max.min(len - start)))
@@ -95,12 +99,15 @@ impl Geometry {
     /// Number of chunks an LMR of `size` bytes spans.
     pub(crate) fn chunk_count(&self, size: u64) -> Option<usize> {
         let span = size.checked_add(self.lead)?;
+        // PANIC: `chunk_size >= 1`: every `Geometry` comes from
+        // `Geometry::new`, which checks it, or is `ALLOCATED`.
         usize::try_from(span.div_ceil(self.chunk_size)).ok()
     }
 
     /// Chunk index and offset in it of LMR byte `offset`.
     pub(crate) fn locate(&self, offset: u64) -> Option<(usize, u64)> {
         let position = offset.checked_add(self.lead)?;
+        // PANIC: `chunk_size >= 1` (see `chunk_count`).
         let index = usize::try_from(position / self.chunk_size).ok()?;
         Some((index, position % self.chunk_size))
     }
@@ -157,6 +164,9 @@ impl Iterator for Pieces {
         if self.offset >= self.end {
             return None;
         }
+        // PANIC: `chunk_size >= 1` (clamped in `pieces_in`), so
+        // `chunk_offset < chunk_size`; `start <= offset < end` (`offset`
+        // starts at `start` and only grows), and `offset + len <= end`.
         let chunk = self.offset / self.chunk_size;
         let chunk_offset = self.offset % self.chunk_size;
         let len = (self.chunk_size - chunk_offset)
@@ -229,6 +239,7 @@ impl CopyPieces {
     fn piece_at(&self, done: u64, limit: u64) -> Option<CopyPiece> {
         let (src_chunk, src_at) = self.src.locate(self.src_offset.checked_add(done)?)?;
         let (dst_chunk, dst_at) = self.dst.locate(self.dst_offset.checked_add(done)?)?;
+        // PANIC: `locate` returns offsets below the chunk size.
         let len = limit
             .min(self.src.chunk_size - src_at)
             .min(self.dst.chunk_size - dst_at);
@@ -247,6 +258,8 @@ impl CopyPieces {
         let (_, src_at) = self.src.locate(self.src_offset.checked_add(last)?)?;
         let (_, dst_at) = self.dst.locate(self.dst_offset.checked_add(last)?)?;
         // Bytes of the piece before `last` in each chunk, `last` included.
+        // PANIC: `locate` returns offsets below a chunk size, so adding 1
+        // does not overflow, and `back <= end`.
         let back = (src_at + 1).min(dst_at + 1).min(end);
         Some(end - back)
     }
@@ -259,6 +272,11 @@ impl Iterator for CopyPieces {
         if self.remaining == 0 {
             return None;
         }
+        // PANIC: `last_piece_start(end)` is at most `end`. A piece is at
+        // most `limit <= remaining` bytes long. `src_offset + remaining` and
+        // `dst_offset + remaining` stay the ends of the ranges the caller
+        // checked with `check_range`, so advancing the offsets by at most
+        // `remaining` does not overflow.
         let piece = if self.backward {
             let start = self.last_piece_start(self.remaining)?;
             self.piece_at(start, self.remaining - start)?
@@ -271,6 +289,7 @@ impl Iterator for CopyPieces {
         if piece.len == 0 {
             return None;
         }
+        // PANIC: `piece.len <= remaining` (see above).
         self.remaining -= piece.len;
         Some(piece)
     }

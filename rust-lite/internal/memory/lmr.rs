@@ -173,12 +173,17 @@ impl Lmr {
         if let Some(reason) = users.closed {
             return Err(reason);
         }
+        // PANIC: each active use is held by a running call or by one of at
+        // most `MAX_ASYNC_OPS` asynchronous operations per process: far
+        // fewer than `u32::MAX`.
         users.active += 1;
         Ok(())
     }
 
     fn end(&self) {
         let mut users = self.users.lock();
+        // PANIC: `end` runs once per use, when it is dropped, after `enter`
+        // counted it.
         users.active -= 1;
         if users.active == 0 {
             self.idle.notify_all();

@@ -168,19 +168,23 @@ impl MemoryOps {
             CopyTarget::Remote { node, addr, rkey } => (node, addr, rkey),
         };
         let peer = self.core.peer(node)?;
+        // `src_at`, `len` and `addr` come from a peer's request when this
+        // node executes a copy for it: offsets are added with a check.
         if let Some(buffer) = src.as_buffer() {
             for (at, n) in spans(len, MAX_PIECE as usize) {
-                peer.conn
-                    .rdma_write(buffer, src_at + at, n, addr + at as u64, rkey)?;
+                let from = src_at.checked_add(at).ok_or(EINVAL)?;
+                let to = addr.checked_add(at as u64).ok_or(EINVAL)?;
+                peer.conn.rdma_write(buffer, from, n, to, rkey)?;
             }
             return Ok(());
         }
         // Pinned user pages are not a LITE buffer: stage them.
         let staging = staging_buffer(&self.core, len as u64)?;
         for (at, n) in spans(len, staging.len()) {
-            src.copy_to_buffer(src_at + at, &staging, n)?;
-            peer.conn
-                .rdma_write(&staging, 0, n, addr + at as u64, rkey)?;
+            let from = src_at.checked_add(at).ok_or(EINVAL)?;
+            let to = addr.checked_add(at as u64).ok_or(EINVAL)?;
+            src.copy_to_buffer(from, &staging, n)?;
+            peer.conn.rdma_write(&staging, 0, n, to, rkey)?;
         }
         Ok(())
     }

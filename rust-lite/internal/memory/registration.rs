@@ -62,6 +62,8 @@ impl KernelRegion {
         }
         let len = usize::try_from(size).map_err(|_| EINVAL)?;
         addr.checked_add(len).ok_or(EINVAL)?;
+        // PANIC: `PAGE_SIZE` is not 0; `lead <= addr`, and `lead + len <=
+        // addr + len`, which was checked not to overflow.
         let lead = addr % PAGE_SIZE;
         Ok(KernelRegion {
             start: addr - lead,
@@ -103,6 +105,8 @@ impl Registration {
         let permission = check_region(size, permission)?;
         let len = usize::try_from(size).map_err(|_| EINVAL)?;
         buf.checked_add(len).ok_or(EFAULT)?;
+        // PANIC: `PAGE_SIZE` is not 0; `lead <= buf`, and `lead + len <=
+        // buf + len`, which was checked not to overflow.
         let lead = buf % PAGE_SIZE;
         let start = buf - lead;
         let count = (lead + len).div_ceil(PAGE_SIZE);

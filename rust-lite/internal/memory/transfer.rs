@@ -87,6 +87,7 @@ pub(crate) enum Direction<'a> {
 /// A staging buffer for a transfer of `len` bytes: as large as the
 /// transfer up to [`MAX_PIECE`], smaller if memory is fragmented.
 pub(crate) fn staging_buffer(core: &Core, len: u64) -> Result<DmaBuffer> {
+    // PANIC: `1 <= MAX_PIECE`, so `clamp` accepts the bounds.
     let mut size = usize::try_from(len.clamp(1, MAX_PIECE)).map_err(|_| EINVAL)?;
     loop {
         match DmaBuffer::new(&core.device().device, size) {

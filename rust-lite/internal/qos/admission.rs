@@ -105,6 +105,8 @@ static LAST_HIGH_END_NS: AtomicI64 = AtomicI64::new(i64::MIN / 2);
 
 /// The current value of `param`.
 pub(crate) fn param(param: Param) -> u32 {
+    // PANIC: `index` is a `Param` discriminant, below `Param::ALL.len()`,
+    // the length of `PARAMS`.
     PARAMS[param.index()].load(Ordering::Relaxed)
 }
 
@@ -118,6 +120,7 @@ pub(crate) fn set_param(param: Param, value: u64) -> Result {
     if !param.range().contains(&value) {
         return Err(EINVAL);
     }
+    // PANIC: as in `param`.
     PARAMS[param.index()].store(value, Ordering::Relaxed);
     Ok(())
 }
@@ -156,6 +159,7 @@ pub(crate) fn decide(
     if high_in_flight == 0 && since_high_us >= u64::from(params.window_us) {
         return Decision::Go;
     }
+    // PANIC: `waited_us < max_delay_us` (checked above).
     let left = u64::from(params.max_delay_us) - waited_us;
     Decision::Wait(u64::from(params.delay_us).min(left) as u32)
 }
@@ -205,6 +209,8 @@ pub(crate) fn admit(priority: Priority) -> Admission {
                     Decision::Go => break,
                     Decision::Wait(us) => sched::sleep_us(us),
                 }
+                // PANIC: the monotonic clock does not go back and stays far
+                // below `i64::MAX`, so the difference is in `0..=now`.
                 waited_us = u64::try_from((Ktime::ktime_get().to_ns() - start) / 1000).unwrap_or(0);
             }
             if waited_us > 0 {

@@ -30,6 +30,7 @@ pub(crate) fn latency_bucket(us: u64) -> usize {
     if us <= 1 {
         return 0;
     }
+    // PANIC: `us > 1`, and `leading_zeros() <= 64`.
     let bits = (64 - (us - 1).leading_zeros()) as usize;
     bits.min(LATENCY_BUCKETS - 1)
 }
@@ -85,6 +86,9 @@ pub(crate) fn record(
     latency_us: u64,
     throttled_us: u64,
 ) {
+    // PANIC: `OpKind::ALL` lists every kind with `ALL[i] as usize == i`
+    // (checked at compile time in `op_kind`), so `kind as usize < KINDS`;
+    // `priority.index() < PRIORITIES`.
     let counters = &OPS[kind as usize][priority.index()];
     counters.ops.fetch_add(1, Ordering::Relaxed);
     if succeeded {
@@ -98,6 +102,7 @@ pub(crate) fn record(
             .throttled_us
             .fetch_add(throttled_us, Ordering::Relaxed);
     }
+    // PANIC: `latency_bucket` returns at most `LATENCY_BUCKETS - 1`.
     counters.latency[latency_bucket(latency_us)].fetch_add(1, Ordering::Relaxed);
 }
 
@@ -127,6 +132,8 @@ impl OpTimer {
         bytes: u64,
         result: Result<T>,
     ) -> Result<T> {
+        // PANIC: the monotonic clock does not go back and stays far below
+        // `i64::MAX`, so the difference is in `0..=now`.
         let elapsed_ns = Ktime::ktime_get().to_ns() - self.start_ns;
         let latency_us = u64::try_from(elapsed_ns / 1000).unwrap_or(0);
         let throttled_us = admission.throttled_us;
@@ -151,6 +158,7 @@ pub(crate) fn write_text(out: &mut impl Write, stats: &Stats) -> fmt::Result {
     }
     for kind in OpKind::ALL {
         for priority in Priority::ALL {
+            // PANIC: as in `record`.
             let c = &OPS[kind as usize][priority.index()];
             write!(
                 out,
@@ -165,6 +173,8 @@ pub(crate) fn write_text(out: &mut impl Write, stats: &Stats) -> fmt::Result {
             )?;
             for (i, bucket) in c.latency.iter().enumerate() {
                 let n = bucket.load(Ordering::Relaxed);
+                // PANIC: `i < LATENCY_BUCKETS`, and the shift runs only for
+                // `i < LATENCY_BUCKETS - 1`, well below 64.
                 if i + 1 < LATENCY_BUCKETS {
                     write!(out, "{}:{},", 1u64 << i, n)?;
                 } else {
@@ -198,6 +208,7 @@ impl Write for TextBuffer<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
         let room = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        // PANIC: `room` is `end - len == s.len()` bytes long.
         room.copy_from_slice(s.as_bytes());
         self.len = end;
         Ok(())

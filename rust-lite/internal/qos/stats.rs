@@ -69,6 +69,7 @@ impl Stats {
     pub(crate) fn to_bytes(self) -> [u8; STATS_LEN] {
         let mut out = [0u8; STATS_LEN];
         for (i, (_, value)) in self.named().iter().enumerate() {
+            // PANIC: `i < FIELDS` and `out` is `8 * FIELDS` bytes.
             out[i * 8..i * 8 + 8].copy_from_slice(&value.to_ne_bytes());
         }
         out

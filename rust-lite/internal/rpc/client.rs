@@ -145,11 +145,12 @@ impl ReplySlots {
                 return Err(EINTR);
             }
         };
+        // PANIC: `index` came from iterating over `slots`, which has
+        // `REPLY_SLOTS` entries like `sent`.
         let slot = &mut slots[index];
         slot.generation = next_generation(slot.generation);
         slot.outcome = Some(Outcome::Waiting);
-        // PANIC: `index` came from iterating over `slots`, which has
-        // `REPLY_SLOTS` entries like `sent`.
+        // PANIC: as above.
         self.sent[index].key.store(0, Ordering::Relaxed);
         let generation = slot.generation;
         let cached = slot.buffer.as_ref().filter(|b| b.len() >= room);
@@ -170,6 +171,8 @@ impl ReplySlots {
             Ok((buffer, reply_addr))
         });
         let mut slots = self.slots.lock();
+        // PANIC: `index < REPLY_SLOTS` (as above); `slots` never changes
+        // length.
         match fresh {
             Ok((buffer, reply_addr)) => {
                 slots[index].buffer = Some(buffer);
@@ -218,6 +221,8 @@ impl ReplySlots {
         let mut slots = self.slots.lock();
         let mut waited_ms = 0u32;
         loop {
+            // PANIC: `slot` was returned by `claim`, an index below
+            // `REPLY_SLOTS`, and `slots` never changes length.
             let entry = &mut slots[slot];
             match entry.outcome.take() {
                 Some(Outcome::Replied(len)) => {
@@ -228,6 +233,7 @@ impl ReplySlots {
                         None => Err(EIO),
                     };
                     let mut slots = self.slots.lock();
+                    // PANIC: as above.
                     slots[slot].buffer = buffer;
                     drop(slots);
                     self.changed.notify_all();
@@ -246,12 +252,13 @@ impl ReplySlots {
             {
                 CondVarTimeoutResult::Signal { .. } => Some(EINTR),
                 CondVarTimeoutResult::Timeout => {
-                    waited_ms += 1000;
+                    waited_ms = waited_ms.saturating_add(1000);
                     (waited_ms >= RPC_TIMEOUT_MS).then(errno::ETIMEDOUT)
                 }
                 CondVarTimeoutResult::Woken { .. } => None,
             };
             if let Some(e) = give_up {
+                // PANIC: as above.
                 let entry = &mut slots[slot];
                 if let Some(Outcome::Waiting) = entry.outcome {
                     // The server may still write the reply: the buffer
@@ -304,6 +311,7 @@ impl ReplySlots {
             match entry.outcome {
                 Some(Outcome::Waiting) => {
                     entry.outcome = Some(Outcome::Failed(error));
+                    // PANIC: at most one per slot, `REPLY_SLOTS` in all.
                     failed += 1;
                 }
                 // Its caller gave up; nothing will ever be written into
@@ -320,6 +328,8 @@ impl ReplySlots {
     /// Gives up the call in `slot` before its request was sent.
     pub(crate) fn cancel(&self, slot: usize) {
         let mut slots = self.slots.lock();
+        // PANIC: `slot` was returned by `claim`, an index below
+        // `REPLY_SLOTS`, and `slots` never changes length.
         slots[slot].outcome = None;
         drop(slots);
         self.changed.notify_all();
@@ -374,6 +384,8 @@ impl LocalCall {
             {
                 CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
                 CondVarTimeoutResult::Timeout => {
+                    // PANIC: the wait ends once `waited_ms` reaches
+                    // `RPC_TIMEOUT_MS`, far below `u32::MAX`.
                     waited_ms += 1000;
                     if waited_ms >= RPC_TIMEOUT_MS {
                         return Err(errno::ETIMEDOUT());

@@ -210,6 +210,8 @@ impl Rpc {
         state.owner = Some(owner);
         state.max_size = max_size;
         state.name = [0; MAX_PORT_NAME];
+        // PANIC: `name.len() <= MAX_PORT_NAME` (checked above), the length
+        // of `state.name`.
         state.name[..name.len()].copy_from_slice(name);
         Ok(())
     }
@@ -240,6 +242,8 @@ impl Rpc {
                 Some(_) => {}
             }
             state.owner = None;
+            // PANIC: one increment per unregistration; a `u64` does not run
+            // out.
             state.epoch += 1;
             let drained = state.drain();
             let mut nodes = KVec::new();
@@ -404,6 +408,11 @@ impl Rpc {
         if ring_size != RING_SIZE || max_size == 0 || max_size > MAX_MESSAGE_SIZE {
             return Err(errno::EPROTO());
         }
+        // Requests are written at `ring_addr` plus an offset in the ring: a
+        // ring that wraps around the address space is a protocol error.
+        if ring_addr.checked_add(RING_SIZE).is_none() {
+            return Err(errno::EPROTO());
+        }
         Ok(RemotePort {
             ring_addr,
             ring_rkey,
@@ -533,6 +542,7 @@ impl Rpc {
             }
             None => header.flags = FLAG_ONE_WAY,
         }
+        // PANIC: `len <= MAX_MESSAGE_SIZE` (checked by `start_call`).
         let total = HEADER_LEN + len;
         self.core.staging.with(total, |staging| {
             staging.write_bytes(HEADER_LEN, message)?;
@@ -608,6 +618,8 @@ impl Rpc {
             // Posted under the lock so requests reach the ring in the order
             // their space was reserved; the lock is released once the
             // request is posted.
+            // PANIC: `reservation.offset < RING_SIZE`, and `ask_port` checked
+            // that `ring_addr + RING_SIZE` does not overflow.
             peer.conn.rdma_write_imm_ordered(
                 staging,
                 total,

@@ -37,6 +37,8 @@ const _: () = assert!(MAX_NODES <= u64::BITS as usize);
 
 /// The bit of `node` (below [`MAX_NODES`]) in a set of nodes.
 fn node_bit(node: usize) -> u64 {
+    // PANIC: `MAX_NODES` is not 0, and the shift is below `MAX_NODES <= 64`
+    // (checked at compile time above).
     1u64 << (node % MAX_NODES)
 }
 
@@ -252,8 +254,11 @@ impl PortState {
     /// Takes the next message if it fits in `room` bytes, going round the
     /// sources so that no client node starves the others.
     pub(crate) fn take(&mut self, room: u64) -> Result<Result<Taken, Empty>> {
+        // PANIC: a small constant plus 1.
         let sources = MAX_NODES + 1;
         for step in 0..sources {
+            // PANIC: `cursor < sources` (only set modulo `sources`) and `step
+            // < sources`, so the sum is small; `sources` is not 0.
             let source = (self.cursor + step) % sources;
             let taken = if source == MAX_NODES {
                 self.take_local(room)
@@ -263,6 +268,7 @@ impl PortState {
             match taken {
                 Err(Empty::Nothing) => continue,
                 other => {
+                    // PANIC: `source < sources`.
                     self.cursor = (source + 1) % sources;
                     return Ok(other);
                 }
@@ -311,6 +317,8 @@ impl PortState {
         // memory leaves it queued instead of losing it; a read past the
         // ring's end fails without consuming anything.
         let mut data = KVVec::from_elem(0u8, len as usize, GFP_KERNEL)?;
+        // PANIC: `at` is a ring offset, below `RING_SIZE`, so adding
+        // `HEADER_LEN` does not overflow.
         ring.memory
             .read_bytes(at as usize + HEADER_LEN, &mut data)?;
         let ack = match ring

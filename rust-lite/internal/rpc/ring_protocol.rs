@@ -84,6 +84,7 @@ impl Imm {
         match imm & (REQUEST_BIT | REPLY_BIT) {
             REQUEST_BIT => Some(Imm::Request {
                 port: (imm >> PORT_SHIFT) & (MAX_PORTS - 1),
+                // PANIC: below `2^24 * RING_ALIGN`, far from `u64::MAX`.
                 offset: u64::from(imm & OFFSET_MASK) * RING_ALIGN,
             }),
             REPLY_BIT => Some(Imm::Reply {
@@ -97,7 +98,7 @@ impl Imm {
 
 /// The next generation of a reply slot (generations wrap within 14 bits).
 pub(crate) fn next_generation(generation: u32) -> u32 {
-    (generation + 1) & GENERATION_MASK
+    generation.wrapping_add(1) & GENERATION_MASK
 }
 
 /// `RequestHeader::flags`: no reply is wanted.
@@ -140,6 +141,8 @@ impl RequestHeader {
     /// The header's bytes.
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut out = [0u8; HEADER_LEN];
+        // PANIC: constant ranges within the `HEADER_LEN` (32) bytes of `out`,
+        // each as long as the bytes copied into it.
         out[0..4].copy_from_slice(&self.len.to_le_bytes());
         out[4..6].copy_from_slice(&self.flags.to_le_bytes());
         out[6..8].copy_from_slice(&self.port.to_le_bytes());
@@ -153,6 +156,9 @@ impl RequestHeader {
 
     /// Decodes a header.
     pub(crate) fn decode(bytes: &[u8; HEADER_LEN]) -> Self {
+        // PANIC: the closures are called below with constant offsets whose
+        // fields end at byte 28 at most, and `bytes` is `HEADER_LEN` (32)
+        // bytes, as is the range `16..24`.
         let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
         let u32_at = |at: usize| {
             u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
@@ -179,6 +185,8 @@ impl RequestHeader {
 
 /// Bytes a message of `len` payload bytes takes in a ring.
 pub(crate) fn footprint(len: u64) -> u64 {
+    // PANIC: callers pass lengths of at most `MAX_MESSAGE_SIZE`, so the
+    // footprint is a small number; `RING_ALIGN` is not 0.
     (HEADER_LEN as u64 + len).div_ceil(RING_ALIGN) * RING_ALIGN
 }
 
@@ -190,6 +198,11 @@ pub(crate) fn footprint(len: u64) -> u64 {
 /// knows where each message starts from its ring offset alone and nothing
 /// marks the unused end of a lap.
 fn place(size: u64, position: u64, need: u64) -> u64 {
+    // PANIC: `size > 0`: a writer calls this only once `need <= size`, and
+    // every footprint is at least `RING_ALIGN`; a reader's size is a ring's
+    // size, not 0. `position % size < size`. Positions stay far below
+    // `u64::MAX` (see `RingWriter::reserve` and `RingReader::arrive`), so
+    // adding at most `size` does not overflow.
     let tail = size - position % size;
     if need > tail {
         position + tail
@@ -237,6 +250,7 @@ impl RingWriter {
     /// received requests up to position `written`, with nothing of this
     /// writer's in flight; `None` if those positions are inconsistent.
     pub(crate) fn resuming(size: u64, consumed: u64, written: u64) -> Option<Self> {
+        // PANIC: the subtraction runs only when `written >= consumed`.
         if written < consumed || written - consumed > size || written > MAX_POSITION {
             return None;
         }
@@ -255,11 +269,17 @@ impl RingWriter {
             return None;
         }
         let position = place(self.size, self.head, need);
+        // PANIC: `acked <= head <= position` (type invariant, and `place`
+        // only moves forward). `head` starts at most at `MAX_POSITION` and
+        // grows by the bytes this node reserves in the ring (unused lap ends
+        // included), so `position + need` would need some 2^63 bytes of
+        // requests to overflow. `size >= need > 0` (checked above).
         if position + need - self.acked > self.size {
             return None;
         }
         let head_before = self.head;
         self.head = position + need;
+        // PANIC: `size > 0` and `acked <= head` (as above).
         Some(Reservation {
             offset: position % self.size,
             position,
@@ -395,6 +415,11 @@ impl RingReader {
             .ok_or(RingFault::BadLength)?;
         let need = footprint(len);
         let position = place(self.size, self.written, need);
+        // PANIC: `size`, a ring's size, is not 0. `consumed <= written <=
+        // position` (type invariant). Positions start at 0 and grow with the
+        // bytes written to the ring (unused lap ends included), never more
+        // than a ring ahead of `consumed`: `position + need` would need some
+        // 2^64 bytes of requests to overflow.
         if position % self.size != offset {
             return Err(RingFault::Misplaced);
         }
@@ -406,6 +431,7 @@ impl RingReader {
             // pending requests: it would take more than a ring's worth.
             self.wrap_at = Some(self.written);
         }
+        // PANIC: as above.
         self.written = position + need;
         self.pending = self.pending.saturating_add(1);
         Ok(Arrival::Request { offset, len })
@@ -437,6 +463,8 @@ impl RingReader {
         if self.pending == 0 {
             return None;
         }
+        // PANIC: `size` is not 0; `consumed % size < size`, and positions
+        // stay far below `u64::MAX` (see `arrive`).
         if self.wrap_at == Some(self.consumed) {
             self.consumed += self.size - self.consumed % self.size;
             self.wrap_at = None;
@@ -459,6 +487,8 @@ impl RingReader {
     /// lap), or the last waiting request does not end where the writes
     /// did: the caller breaks the ring.
     pub(crate) fn consume(&mut self, len: u64, ack_wanted: bool) -> Result<Option<u64>, RingFault> {
+        // PANIC: `consumed` stays far below `u64::MAX` (see `arrive`), and a
+        // footprint is small.
         let end = self.consumed + footprint(len);
         let limit = match self.wrap_at {
             Some(wrap) if wrap > self.consumed => wrap,
@@ -468,6 +498,8 @@ impl RingReader {
             return Err(RingFault::BadHeader);
         }
         self.consumed = end;
+        // PANIC: `pending > 0` (checked above); `acked <= consumed` (type
+        // invariant).
         self.pending -= 1;
         self.ack_wanted |= ack_wanted;
         let due = self.consumed - self.acked >= self.size / 4

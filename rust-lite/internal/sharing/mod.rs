@@ -88,6 +88,8 @@ impl Mappings {
     }
 
     fn bury(&mut self, owner: u32, lmr_id: u64) {
+        // PANIC: `next_tombstone < TOMBSTONES` (only set modulo it), the
+        // length of `tombstones`.
         self.tombstones[self.next_tombstone] = (owner, lmr_id);
         self.next_tombstone = (self.next_tombstone + 1) % TOMBSTONES;
     }
@@ -219,6 +221,8 @@ impl Sharing {
                 addr: chunk.addr,
                 len: chunk.len,
             };
+            // PANIC: `index < chunks.len()`, and `table_len` checked that
+            // `chunks.len() * DESCRIPTOR_LEN` does not overflow.
             table.write_bytes(index * DESCRIPTOR_LEN, &descriptor.encode())?;
         }
         Ok(table)
@@ -380,11 +384,15 @@ impl Sharing {
         let len = table_len(count, MAX_DMA_BUFFER).ok_or(errno::EPROTO())?;
         let table = DmaBuffer::new(&self.core.device().device, len)?;
         for (at, n) in spans(len, MAX_PIECE as usize) {
-            peer.conn.rdma_read(&table, at, n, addr + at as u64, rkey)?;
+            // `addr` comes from the peer.
+            let from = addr.checked_add(at as u64).ok_or_else(errno::EPROTO)?;
+            peer.conn.rdma_read(&table, at, n, from, rkey)?;
         }
         let mut chunks = KVec::with_capacity(count, GFP_KERNEL)?;
         let mut bytes = [0u8; DESCRIPTOR_LEN];
         for index in 0..count {
+            // PANIC: `index < count`, and `table_len` checked that `count *
+            // DESCRIPTOR_LEN` does not overflow.
             table.read_bytes(index * DESCRIPTOR_LEN, &mut bytes)?;
             let d = ChunkDescriptor::decode(&bytes);
             let local = if d.node == self.core.node_id() {
@@ -436,6 +444,7 @@ impl Sharing {
     pub(crate) fn revoke_mappings(&self, lmr_id: u64, mappers: u64) -> bool {
         let mut confirmed = true;
         for node in 0..MAX_NODES as u32 {
+            // PANIC: `node < MAX_NODES <= 64`.
             if mappers & (1u64 << node) == 0 || node == self.core.node_id() {
                 continue;
             }

@@ -61,6 +61,7 @@ impl<T> NameTable<T> {
         for slot in self.entries.iter_mut() {
             if slot.as_ref().is_some_and(|e| e.lmr_id == lmr_id) {
                 *slot = None;
+                // PANIC: at most one per entry of `entries`.
                 removed += 1;
             }
         }
@@ -96,6 +97,8 @@ impl ChunkDescriptor {
     /// Encodes the descriptor.
     pub(crate) fn encode(&self) -> [u8; DESCRIPTOR_LEN] {
         let mut out = [0u8; DESCRIPTOR_LEN];
+        // PANIC: constant ranges within the `DESCRIPTOR_LEN` (32) bytes of
+        // `out`, each as long as the bytes copied into it.
         out[0..4].copy_from_slice(&self.node.to_le_bytes());
         out[4..8].copy_from_slice(&self.rkey.to_le_bytes());
         out[8..16].copy_from_slice(&self.chunk_id.to_le_bytes());
@@ -106,6 +109,8 @@ impl ChunkDescriptor {
 
     /// Decodes a descriptor.
     pub(crate) fn decode(bytes: &[u8; DESCRIPTOR_LEN]) -> Self {
+        // PANIC: the closures are called below with constant offsets whose
+        // fields end at byte 32 at most, the length of `bytes`.
         let u32_at = |at: usize| {
             u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
         };

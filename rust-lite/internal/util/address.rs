@@ -19,6 +19,8 @@ pub(crate) fn parse_ipv4(text: &[u8]) -> Option<[u8; 4]> {
             if !digit.is_ascii_digit() {
                 return None;
             }
+            // PANIC: at most 3 digits, so `value <= 999`; `digit >= b'0'`
+            // as it is an ASCII digit.
             value = value * 10 + u32::from(digit - b'0');
         }
         *slot = u8::try_from(value).ok()?;

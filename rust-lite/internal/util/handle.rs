@@ -18,6 +18,8 @@ pub(crate) const MAX_INDEX: usize = u32::MAX as usize - 1;
 ///
 /// `index` must be at most [`MAX_INDEX`] and `generation` in `1..=MAX_GENERATION`.
 pub(crate) fn encode(index: usize, generation: u32) -> u64 {
+    // PANIC: `index <= MAX_INDEX < u32::MAX` (precondition), so adding 1
+    // cannot overflow.
     (u64::from(generation) << 32) | (index as u64 + 1)
 }
 
@@ -29,6 +31,7 @@ pub(crate) fn decode(id: u64) -> Option<(usize, u32)> {
     if low == 0 || generation == 0 || generation > MAX_GENERATION {
         return None;
     }
+    // PANIC: `low != 0` (checked above).
     Some((low as usize - 1, generation))
 }
 
@@ -37,6 +40,7 @@ pub(crate) fn next_generation(generation: u32) -> u32 {
     if generation >= MAX_GENERATION {
         1
     } else {
+        // PANIC: `generation < MAX_GENERATION < u32::MAX`.
         generation + 1
     }
 }

@@ -32,6 +32,9 @@ impl<T> Ring<T> {
         if self.len == capacity {
             return Err(value);
         }
+        // PANIC: `capacity >= 1` (see `new`) and `head < capacity`,
+        // `len < capacity`, so neither the sum nor the remainder panics,
+        // `tail < capacity == slots.len()` and `len + 1 <= capacity`.
         let tail = (self.head + self.len) % capacity;
         self.slots[tail] = Some(value);
         self.len += 1;
@@ -43,6 +46,7 @@ impl<T> Ring<T> {
         if self.len == 0 {
             return None;
         }
+        // PANIC: `head < slots.len()` (kept by `pop`).
         self.slots[self.head].as_ref()
     }
 
@@ -51,6 +55,8 @@ impl<T> Ring<T> {
         if self.len == 0 {
             return None;
         }
+        // PANIC: `head < slots.len()`, which is at least 1, and `len > 0`
+        // (checked above).
         let value = self.slots[self.head].take();
         self.head = (self.head + 1) % self.slots.len();
         self.len -= 1;

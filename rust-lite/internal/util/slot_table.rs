@@ -44,6 +44,9 @@ impl<T> SlotTable<T> {
 
     /// [`SlotTable::insert`] that gives `value` back if it fails.
     pub(crate) fn insert_or_return(&mut self, value: T) -> Result<u64, (Error, T)> {
+        // PANIC: The start is clamped to `entries.len()`. A position is found
+        // only in a non-empty tail, so then `first_free <= entries.len()` and
+        // `i + first_free < entries.len()`.
         let free = self.entries[self.first_free.min(self.entries.len())..]
             .iter()
             .position(|e| e.value.is_none())
@@ -64,9 +67,14 @@ impl<T> SlotTable<T> {
                 if let Err(e) = pushed {
                     return Err((e.into(), value));
                 }
+                // PANIC: an entry was just pushed, so the length is at least 1.
                 self.entries.len() - 1
             }
         };
+        // PANIC: `index < entries.len()` in both arms above. `index <=
+        // MAX_INDEX` (the table never grows past it), so `index + 1` does
+        // not overflow; `live` counts occupied entries, at most
+        // `entries.len()`, and `entries[index]` was free until now.
         let entry = &mut self.entries[index];
         entry.generation = handle::next_generation(entry.generation);
         entry.value = Some(value);
@@ -100,6 +108,7 @@ impl<T> SlotTable<T> {
         let (index, _) = handle::decode(id)?;
         let value = self.entries.get_mut(index)?.value.take()?;
         self.first_free = self.first_free.min(index);
+        // PANIC: an occupied entry was just emptied, so `live >= 1`.
         self.live -= 1;
         Some(value)
     }

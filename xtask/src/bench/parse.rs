@@ -403,11 +403,9 @@ fn perftest_op<'a>(test: &'a str, kind: &str) -> Option<&'a str> {
 /// first column (bytes) must be an integer.
 fn perftest_row<const N: usize>(line: &str) -> Option<[f64; N]> {
     let cells: [&str; N] = columns(line)?;
-    if integer::<u64>(cells[0]).is_none() {
-        return None;
-    }
+    let bytes_is_integer = integer::<u64>(cells[0]).is_some();
     let row = numbers(cells)?;
-    if row.iter().any(|&value| value < 0.0) {
+    if !bytes_is_integer || row.iter().any(|&value| value < 0.0) {
         return None;
     }
     row.try_into().ok()
