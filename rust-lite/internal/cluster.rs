@@ -56,6 +56,8 @@ pub(crate) struct Cluster {
     pub(crate) locks: Arc<Locks>,
     /// The distributed barrier.
     pub(crate) barrier: Arc<Barrier>,
+    /// The subsystem owning each family of control messages, by family.
+    owners: [Option<Arc<dyn Subsystem>>; Family::COUNT],
 }
 
 impl Cluster {
@@ -68,38 +70,42 @@ impl Cluster {
         let core = Core::new(node_id, device, port)?;
         let memory = RemoteMemory::new(core.clone())?;
         let atomics = Atomics::new(core.clone())?;
+        let memory_ops = MemoryOps::new(core.clone())?;
+        let sharing = Sharing::new(core.clone(), memory.clone())?;
+        let rpc = Rpc::new(core.clone())?;
+        let locks = Locks::new(core.clone(), atomics.clone())?;
+        let barrier = Barrier::new(core.clone())?;
+        let owners = Family::ALL.map(|family| -> Option<Arc<dyn Subsystem>> {
+            Some(match family {
+                // Status replies only ever answer a request.
+                Family::Status => return None,
+                Family::Memory => memory.clone(),
+                Family::MemoryOps => memory_ops.clone(),
+                Family::Sharing => sharing.clone(),
+                Family::Rpc => rpc.clone(),
+                Family::Atomics => atomics.clone(),
+                Family::Locks => locks.clone(),
+                Family::Barrier => barrier.clone(),
+            })
+        });
         Ok(Arc::new(
             Cluster {
                 processes: Arc::pin_init(Processes::new(), GFP_KERNEL)?,
                 kernel_process: Process::new(0)?,
-                memory_ops: MemoryOps::new(core.clone())?,
                 registration: Registration::new(core.clone(), memory.clone())?,
-                sharing: Sharing::new(core.clone(), memory.clone())?,
                 async_io: AsyncIo::new(core.clone())?,
-                rpc: Rpc::new(core.clone())?,
-                locks: Locks::new(core.clone(), atomics.clone())?,
-                barrier: Barrier::new(core.clone())?,
+                memory_ops,
+                sharing,
+                rpc,
+                locks,
+                barrier,
                 atomics,
                 memory,
                 core,
+                owners,
             },
             GFP_KERNEL,
         )?)
-    }
-
-    /// The subsystem that owns control messages of `family`.
-    fn owner_of(&self, family: Family) -> Option<Arc<dyn Subsystem>> {
-        Some(match family {
-            // Status replies only ever answer a request.
-            Family::Status => return None,
-            Family::Memory => self.memory.clone(),
-            Family::MemoryOps => self.memory_ops.clone(),
-            Family::Sharing => self.sharing.clone(),
-            Family::Rpc => self.rpc.clone(),
-            Family::Atomics => self.atomics.clone(),
-            Family::Locks => self.locks.clone(),
-            Family::Barrier => self.barrier.clone(),
-        })
     }
 
     /// Every subsystem, for news about peers.
@@ -161,13 +167,13 @@ impl Cluster {
         } else {
             frame
         };
-        let Some(subsystem) = self.owner_of(family) else {
+        let Some(subsystem) = self.owners.get(family as usize).and_then(Option::as_ref) else {
             return;
         };
         let reply = match subsystem.on_message(peer, &frame) {
             Handling::Done => None,
             Handling::Answer(reply) => Some(reply),
-            Handling::Defer => self.core.defer(subsystem, peer, frame),
+            Handling::Defer => self.core.defer(subsystem.clone(), peer, frame),
         };
         if let Some(reply) = reply {
             if let Err(e) = peer.send(&reply) {

@@ -167,7 +167,7 @@ impl Atomics {
             Some(AtomicMessage::AtomicReply { status, old, .. }) => {
                 status.to_result().map(|()| old)
             }
-            _ => Err(reply.status().to_result().err().unwrap_or(errno::EPROTO())),
+            _ => Err(reply.status().to_error()),
         }
     }
 

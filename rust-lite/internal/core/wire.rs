@@ -142,6 +142,12 @@ impl Status {
             _ => Err(errno::EPROTO()),
         }
     }
+
+    /// The error of a reply that is not the one its request expects: the
+    /// errno it reports, or `EPROTO` if it reports none.
+    pub(crate) fn to_error(self) -> Error {
+        self.to_result().err().unwrap_or_else(errno::EPROTO)
+    }
 }
 
 /// Largest errno value (`MAX_ERRNO`).

@@ -164,7 +164,7 @@ impl Locks {
                 self.lockers.learn(id, target)?;
                 Ok(id)
             }
-            _ => Err(reply.status().to_result().err().unwrap_or(errno::EPROTO())),
+            _ => Err(reply.status().to_error()),
         }
     }
 

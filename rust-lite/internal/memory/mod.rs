@@ -228,11 +228,7 @@ impl RemoteMemory {
                     local: None,
                 })
             }
-            _ => Err(reply
-                .status()
-                .to_result()
-                .err()
-                .unwrap_or(crate::errno::EPROTO())),
+            _ => Err(reply.status().to_error()),
         }
     }
 

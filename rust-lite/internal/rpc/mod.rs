@@ -978,7 +978,7 @@ impl Rpc {
                 generation,
                 status,
             } => {
-                let error = status.to_result().err().unwrap_or(errno::EPROTO());
+                let error = status.to_error();
                 self.slots
                     .answer(slot as usize, generation, Outcome::Failed(error));
             }
