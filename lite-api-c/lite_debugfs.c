@@ -6,6 +6,12 @@
  *   qos_window_us     how long after high-priority work low-priority waits
  *   qos_delay_us      how long a waiting low-priority operation sleeps
  *   qos_max_delay_us  the longest a low-priority operation waits in all
+ *   membership        this node's view of the cluster: epoch, incarnation,
+ *                     each peer's state and incarnation, when the manager
+ *                     was last heard from, and the two settings below
+ *   heartbeat_ms      how often the node tells the manager it lives
+ *   manager_timeout_ms  how long the node may hear nothing from the manager
+ *                     before it counts itself cut off and fences itself
  *   rpc_fault_next    fault injection (write-only): the next RPC request this
  *                     node posts to the node written here carries a header
  *                     whose length disagrees with its bytes, so that the
@@ -37,6 +43,40 @@ static int lite_stats_show(struct seq_file *m, void *unused)
 	return len < 0 ? len : 0;
 }
 DEFINE_SHOW_ATTRIBUTE(lite_stats);
+
+/* Room for the membership text: 64 peers of one line each, and a few more. */
+#define LITE_MEMBERSHIP_TEXT_LEN	(8 * 1024)
+
+static int lite_membership_show(struct seq_file *m, void *unused)
+{
+	ssize_t len;
+	char *text = kzalloc(LITE_MEMBERSHIP_TEXT_LEN, GFP_KERNEL);
+
+	if (!text)
+		return -ENOMEM;
+	len = lite_rs_debugfs_membership(text, LITE_MEMBERSHIP_TEXT_LEN);
+	if (len >= 0)
+		seq_write(m, text, len);
+	kfree(text);
+	return len < 0 ? len : 0;
+}
+DEFINE_SHOW_ATTRIBUTE(lite_membership);
+
+#define LITE_MEMBERSHIP_PARAM(name, id)					\
+	static int lite_##name##_get(void *data, u64 *value)		\
+	{								\
+		return lite_rs_membership_get(id, value);		\
+	}								\
+	static int lite_##name##_set(void *data, u64 value)		\
+	{								\
+		return lite_rs_membership_set(id, value);		\
+	}								\
+	DEFINE_DEBUGFS_ATTRIBUTE(lite_##name##_fops, lite_##name##_get,	\
+				 lite_##name##_set, "%llu\n")
+
+/* Ids as in SETTINGS (rust-lite/internal/membership/mod.rs). */
+LITE_MEMBERSHIP_PARAM(heartbeat_ms, 0);
+LITE_MEMBERSHIP_PARAM(manager_timeout_ms, 1);
 
 #define LITE_QOS_PARAM(name, id)					\
 	static int lite_##name##_get(void *data, u64 *value)		\
@@ -76,6 +116,12 @@ static int __init lite_debugfs_init(void)
 				   &lite_qos_delay_us_fops);
 	debugfs_create_file_unsafe("qos_max_delay_us", 0644, dir, NULL,
 				   &lite_qos_max_delay_us_fops);
+	debugfs_create_file("membership", 0444, dir, NULL,
+			    &lite_membership_fops);
+	debugfs_create_file_unsafe("heartbeat_ms", 0644, dir, NULL,
+				   &lite_heartbeat_ms_fops);
+	debugfs_create_file_unsafe("manager_timeout_ms", 0644, dir, NULL,
+				   &lite_manager_timeout_ms_fops);
 	debugfs_create_file_unsafe("rpc_fault_next", 0200, dir, NULL,
 				   &lite_rpc_fault_next_fops);
 	return 0;

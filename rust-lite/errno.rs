@@ -47,4 +47,7 @@ errno! {
     EMSGSIZE,
     /// The RPC port was unregistered while waiting on it.
     ESHUTDOWN,
+    /// The node the operation needs was declared dead (or left), or this
+    /// node was fenced off the cluster.
+    EHOSTDOWN,
 }

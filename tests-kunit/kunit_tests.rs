@@ -81,6 +81,7 @@ macro_rules! kunit_case {
 }
 
 mod cluster;
+mod membership;
 
 kunit_case!(lite_test_chunk_count_and_len, |c| {
     check!(c, chunk_count(1) == 1);
@@ -487,17 +488,41 @@ kunit_case!(lite_test_cm_wire_round_trip, |c| {
         Message::Hello(Hello {
             gid: endpoint.gid,
             lid: 5,
+            rejoin_id: 7,
         }),
-        Message::Welcome { node_id: 2 },
-        Message::Prepare { peer: 1 },
+        Message::Welcome {
+            node_id: 2,
+            incarnation: 3,
+        },
+        Message::Prepare {
+            peer: 1,
+            incarnation: 2,
+        },
         Message::QpInfo(endpoint),
         Message::Connect(endpoint),
         Message::Connected {
             peer: 1,
             status: -110,
         },
-        Message::JoinDone { total_nodes: 3 },
+        Message::JoinDone {
+            total_nodes: 3,
+            epoch: 9,
+        },
         Message::Failure { errno: -28 },
+        Message::Heartbeat {
+            node_id: 2,
+            epoch: 9,
+        },
+        Message::HeartbeatAck { epoch: 10 },
+        Message::Suspect {
+            peer: 4,
+            incarnation: 1,
+        },
+        Message::NodeDead {
+            node: 4,
+            incarnation: 1,
+            epoch: 11,
+        },
     ];
     for message in messages {
         let mut frame = [0u8; MAX_FRAME_LEN];
@@ -513,7 +538,11 @@ kunit_case!(lite_test_cm_wire_round_trip, |c| {
 
 kunit_case!(lite_test_cm_wire_rejects_bad_frames, |c| {
     let mut frame = [0u8; MAX_FRAME_LEN];
-    Message::Welcome { node_id: 1 }.encode(&mut frame);
+    Message::Welcome {
+        node_id: 1,
+        incarnation: 1,
+    }
+    .encode(&mut frame);
     let mut header = [0u8; HEADER_LEN];
     header.copy_from_slice(&frame[..HEADER_LEN]);
     let mut bad = header;

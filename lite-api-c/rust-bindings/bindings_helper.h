@@ -7,6 +7,7 @@
 #include <linux/net.h>
 #include <linux/random.h>
 #include <linux/socket.h>
+#include <linux/tcp.h>
 #include <net/sock.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>

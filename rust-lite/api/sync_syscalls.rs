@@ -14,6 +14,7 @@ use super::syscalls::caller;
 use crate::internal::{
     atomics::AtomicOp,
     locks::lockers::LockId,
+    membership,
     memory::handle::LmrHandle,
     node::node,
     qos::{
@@ -179,6 +180,64 @@ pub(crate) unsafe extern "C" fn lite_rs_debugfs_stats(buf: *mut u8, len: usize) 
         Ok(()) => text.len() as isize,
         Err(_) => ENOSPC.to_errno() as isize,
     }
+}
+
+/// Writes the node's membership as text into `buf` (`len` bytes) for
+/// `/sys/kernel/debug/lite/membership`; returns the text's length, or
+/// `-ENOSPC` if it does not fit.
+///
+/// # Safety
+///
+/// As for [`lite_rs_debugfs_stats`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_debugfs_membership(buf: *mut u8, len: usize) -> isize {
+    if buf.is_null() {
+        return EINVAL.to_errno() as isize;
+    }
+    // SAFETY: As in `lite_rs_debugfs_stats`: `buf` is non-null, so by this
+    // function's `# Safety` section it points to `len` writable bytes of one
+    // buffer that stay valid and unshared until this call returns.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    let mut text = TextBuffer::new(out);
+    let written = match node().and_then(|n| n.membership()) {
+        Ok(link) => link.write_text(&mut text),
+        Err(_) => core::fmt::Write::write_str(&mut text, "joined 0\n"),
+    }
+    .and_then(|()| membership::write_settings(&mut text));
+    match written {
+        Ok(()) => text.len() as isize,
+        Err(_) => ENOSPC.to_errno() as isize,
+    }
+}
+
+/// Reads membership setting `id` (see `lite_debugfs.c`).
+///
+/// # Safety
+///
+/// As for [`lite_rs_qos_get`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_membership_get(id: u32, value: *mut u64) -> c_int {
+    let Some(setting) = membership::setting(id) else {
+        return EINVAL.to_errno();
+    };
+    if value.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `value` is non-null (checked above), so by this function's
+    // `# Safety` section it points to a writable, aligned `u64` that is
+    // valid, and accessed by nothing else, until this call returns.
+    unsafe { value.write(u64::from(setting)) };
+    0
+}
+
+/// Sets membership setting `id` (see `lite_debugfs.c`); `-EINVAL` for a
+/// value out of its range.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_membership_set(id: u32, value: u64) -> c_int {
+    from_result(|| {
+        membership::set_setting(id, value)?;
+        Ok(0)
+    })
 }
 
 /// Reads QoS parameter `id` (see `lite_debugfs.c`).

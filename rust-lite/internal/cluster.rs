@@ -130,11 +130,24 @@ impl Cluster {
         }
     }
 
-    /// Peer `node` is gone: every subsystem hears of it.
-    pub(crate) fn peer_gone(&self, node: u32) {
+    /// The manager declared peer `node` (incarnation `incarnation`, or
+    /// whichever is current for `None`) dead, or it left: its connection is
+    /// fenced, callers waiting on it fail with `EHOSTDOWN`, and every
+    /// subsystem releases what it kept for it. Runs once per peer.
+    pub(crate) fn peer_gone(&self, node: u32, incarnation: Option<u32>) {
+        if self.core.fence_peer(node, incarnation).is_none() {
+            return;
+        }
+        pr_notice!("node {} is gone\n", node);
         for subsystem in self.subsystems() {
             subsystem.on_peer_gone(node);
         }
+    }
+
+    /// Periodic work (called by the heartbeat thread): frees what was kept
+    /// for gone nodes once its time came.
+    pub(crate) fn housekeeping(&self) {
+        self.memory.free_orphans();
     }
 
     /// Handles one receive completion (called by the polling thread).
@@ -143,8 +156,10 @@ impl Cluster {
             Received::Message(peer, frame) => self.dispatch(&peer, frame),
             Received::Rpc { node, imm, len } => self.rpc.arrived(node, imm, len),
             Received::PeerFailed(node) => {
+                // Only the manager declares a node dead: a failed
+                // connection makes the peer a suspect it hears of.
                 pr_notice!("the connection to node {} failed\n", node);
-                self.peer_gone(node);
+                self.core.suspect(node);
             }
             Received::Nothing => {}
         }

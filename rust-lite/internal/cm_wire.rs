@@ -31,12 +31,30 @@
 //!
 //! After `JoinDone` the node keeps the connection open; the manager uses it
 //! to run the right-hand side of this exchange when later nodes join.
+//!
+//! Membership after the join:
+//!
+//! ```text
+//! node                       manager
+//!   Heartbeat{node,epoch} -->         every heartbeat interval (500 ms)
+//!                   <------  HeartbeatAck{epoch}
+//!   Suspect{peer,inc}  --->           the connection to `peer` failed
+//!                   <------  NodeDead{node,inc,epoch}  to every survivor,
+//!                            after a silence of `dead_after` (3 s) or when
+//!                            the node's connection to the manager breaks
+//! ```
+//!
+//! Only the manager declares a node dead. The epoch counts membership
+//! changes (joins and deaths) and never goes back, so a node drops any
+//! `NodeDead` whose epoch is not newer than the last it applied; the
+//! incarnation counts the joins of one node id, so news about an earlier
+//! incarnation of a node that rejoined is dropped too.
 
 /// Magic number opening every frame ("LITE" in ASCII, little-endian).
 pub const MAGIC: u32 = u32::from_le_bytes(*b"LITE");
 
 /// Protocol version carried in every frame.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// Size of an encoded [`Header`].
 pub const HEADER_LEN: usize = 12;
@@ -85,6 +103,14 @@ pub enum Kind {
     JoinDone = 7,
     /// Either direction: the request failed; payload [`Message::Failure`].
     Failure = 8,
+    /// Node to manager: this node is alive; payload [`Message::Heartbeat`].
+    Heartbeat = 9,
+    /// Manager to node: answer to a heartbeat; payload [`Message::HeartbeatAck`].
+    HeartbeatAck = 10,
+    /// Node to manager: the connection to a peer failed; payload [`Message::Suspect`].
+    Suspect = 11,
+    /// Manager to node: a node was declared dead; payload [`Message::NodeDead`].
+    NodeDead = 12,
 }
 
 impl Kind {
@@ -99,6 +125,10 @@ impl Kind {
             6 => Kind::Connected,
             7 => Kind::JoinDone,
             8 => Kind::Failure,
+            9 => Kind::Heartbeat,
+            10 => Kind::HeartbeatAck,
+            11 => Kind::Suspect,
+            12 => Kind::NodeDead,
             _ => return Err(WireError::UnknownKind),
         })
     }
@@ -106,8 +136,16 @@ impl Kind {
     /// Payload length that frames of this kind carry.
     pub fn payload_len(self) -> usize {
         match self {
-            Kind::Hello => 20,
-            Kind::Welcome | Kind::Prepare | Kind::Connected | Kind::JoinDone | Kind::Failure => 8,
+            Kind::Hello => 24,
+            Kind::Welcome
+            | Kind::Prepare
+            | Kind::Connected
+            | Kind::JoinDone
+            | Kind::Failure
+            | Kind::Heartbeat
+            | Kind::HeartbeatAck
+            | Kind::Suspect => 8,
+            Kind::NodeDead => 12,
             Kind::QpInfo | Kind::Connect => ENDPOINT_LEN,
         }
     }
@@ -184,6 +222,9 @@ pub struct Hello {
     pub gid: [u8; 16],
     /// LID of the node's port (0 on RoCE).
     pub lid: u16,
+    /// The id the node had before, to be given again as a new incarnation
+    /// if no live node has it; 0 for a node joining for the first time.
+    pub rejoin_id: u32,
 }
 
 /// A decoded frame.
@@ -195,11 +236,15 @@ pub enum Message {
     Welcome {
         /// Assigned node id (>= 1; 0 is the manager).
         node_id: u32,
+        /// How many times this id has joined, this join included (>= 1).
+        incarnation: u32,
     },
     /// See [`Kind::Prepare`].
     Prepare {
         /// Node the QP is to be created for.
         peer: u32,
+        /// That node's incarnation.
+        incarnation: u32,
     },
     /// See [`Kind::QpInfo`].
     QpInfo(Endpoint),
@@ -216,11 +261,41 @@ pub enum Message {
     JoinDone {
         /// Nodes in the cluster including the new one.
         total_nodes: u32,
+        /// Membership epoch after this join.
+        epoch: u32,
     },
     /// See [`Kind::Failure`].
     Failure {
         /// Negative errno describing the failure.
         errno: i32,
+    },
+    /// See [`Kind::Heartbeat`].
+    Heartbeat {
+        /// The sending node.
+        node_id: u32,
+        /// The newest membership epoch the node applied.
+        epoch: u32,
+    },
+    /// See [`Kind::HeartbeatAck`].
+    HeartbeatAck {
+        /// The manager's current membership epoch.
+        epoch: u32,
+    },
+    /// See [`Kind::Suspect`].
+    Suspect {
+        /// The peer whose connection failed.
+        peer: u32,
+        /// The incarnation of that peer the connection was to.
+        incarnation: u32,
+    },
+    /// See [`Kind::NodeDead`].
+    NodeDead {
+        /// The node declared dead.
+        node: u32,
+        /// Its incarnation.
+        incarnation: u32,
+        /// Membership epoch of this change.
+        epoch: u32,
     },
 }
 
@@ -236,6 +311,10 @@ impl Message {
             Message::Connected { .. } => Kind::Connected,
             Message::JoinDone { .. } => Kind::JoinDone,
             Message::Failure { .. } => Kind::Failure,
+            Message::Heartbeat { .. } => Kind::Heartbeat,
+            Message::HeartbeatAck { .. } => Kind::HeartbeatAck,
+            Message::Suspect { .. } => Kind::Suspect,
+            Message::NodeDead { .. } => Kind::NodeDead,
         }
     }
 
@@ -254,11 +333,42 @@ impl Message {
             Message::Hello(h) => {
                 p[0..16].copy_from_slice(&h.gid);
                 p[16..18].copy_from_slice(&h.lid.to_le_bytes());
+                p[20..24].copy_from_slice(&h.rejoin_id.to_le_bytes());
             }
-            Message::Welcome { node_id: a }
-            | Message::Prepare { peer: a }
-            | Message::JoinDone { total_nodes: a } => {
+            Message::Welcome {
+                node_id: a,
+                incarnation: b,
+            }
+            | Message::Prepare {
+                peer: a,
+                incarnation: b,
+            }
+            | Message::JoinDone {
+                total_nodes: a,
+                epoch: b,
+            }
+            | Message::Heartbeat {
+                node_id: a,
+                epoch: b,
+            }
+            | Message::Suspect {
+                peer: a,
+                incarnation: b,
+            } => {
                 p[0..4].copy_from_slice(&a.to_le_bytes());
+                p[4..8].copy_from_slice(&b.to_le_bytes());
+            }
+            Message::HeartbeatAck { epoch } => {
+                p[0..4].copy_from_slice(&epoch.to_le_bytes());
+            }
+            Message::NodeDead {
+                node,
+                incarnation,
+                epoch,
+            } => {
+                p[0..4].copy_from_slice(&node.to_le_bytes());
+                p[4..8].copy_from_slice(&incarnation.to_le_bytes());
+                p[8..12].copy_from_slice(&epoch.to_le_bytes());
             }
             Message::Connected { peer, status } => {
                 p[0..4].copy_from_slice(&peer.to_le_bytes());
@@ -287,9 +397,9 @@ impl Message {
         }
         let p = payload;
         // PANIC: `p` holds at least `kind.payload_len()` bytes (checked
-        // above), and each kind reads only within that length: 18 of 20 for
-        // `Hello`, 8 of 8 for the one- and two-word kinds, 32 of
-        // `ENDPOINT_LEN` (32) for endpoints.
+        // above), and each kind reads only within that length: 8 of 8 for the one- and two-word kinds, 32 of
+        // `ENDPOINT_LEN` (32) for endpoints, 12 of 12 for `NodeDead`, 24 of
+        // 24 for `Hello`.
         Ok(match header.kind {
             Kind::Hello => {
                 let mut gid = [0u8; 16];
@@ -297,14 +407,36 @@ impl Message {
                 Message::Hello(Hello {
                     gid,
                     lid: le_u16(p, 16),
+                    rejoin_id: le_u32(p, 20),
                 })
             }
             Kind::Welcome => Message::Welcome {
                 node_id: le_u32(p, 0),
+                incarnation: le_u32(p, 4),
             },
-            Kind::Prepare => Message::Prepare { peer: le_u32(p, 0) },
+            Kind::Prepare => Message::Prepare {
+                peer: le_u32(p, 0),
+                incarnation: le_u32(p, 4),
+            },
             Kind::JoinDone => Message::JoinDone {
                 total_nodes: le_u32(p, 0),
+                epoch: le_u32(p, 4),
+            },
+            Kind::Heartbeat => Message::Heartbeat {
+                node_id: le_u32(p, 0),
+                epoch: le_u32(p, 4),
+            },
+            Kind::HeartbeatAck => Message::HeartbeatAck {
+                epoch: le_u32(p, 0),
+            },
+            Kind::Suspect => Message::Suspect {
+                peer: le_u32(p, 0),
+                incarnation: le_u32(p, 4),
+            },
+            Kind::NodeDead => Message::NodeDead {
+                node: le_u32(p, 0),
+                incarnation: le_u32(p, 4),
+                epoch: le_u32(p, 8),
             },
             Kind::Connected => Message::Connected {
                 peer: le_u32(p, 0),

@@ -21,7 +21,7 @@ pub(crate) mod cluster;
 pub(crate) mod cm_wire;
 pub(crate) mod core;
 pub(crate) mod locks;
-mod membership;
+pub(crate) mod membership;
 pub(crate) mod memory;
 pub(crate) mod node;
 mod poller;

@@ -13,10 +13,15 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use super::{cluster::Cluster, core::device::DeviceContext, membership, poller};
+use super::{
+    cluster::Cluster,
+    core::device::DeviceContext,
+    membership::{self, Membership},
+    poller,
+};
 use crate::{
     errno,
-    sys::{set_once::SetOnce, tcp::TcpStream},
+    sys::set_once::SetOnce,
     verbs::{ClientHandler, Device, ProtectionDomain},
 };
 
@@ -32,6 +37,8 @@ pub(crate) struct Node {
     state: Mutex<NodeState>,
     /// The joined cluster; set when `join` succeeds, then never changed.
     cluster: SetOnce<Cluster>,
+    /// The link to the cluster manager; set with `cluster`.
+    membership: SetOnce<Membership>,
 }
 
 static NODE: SetOnce<Node> = SetOnce::new();
@@ -52,6 +59,7 @@ impl Node {
             pin_init!(Node {
                 state <- new_mutex!(NodeState { device: None, joining: false }, "lite:node"),
                 cluster: SetOnce::new(),
+                membership: SetOnce::new(),
             }),
             GFP_KERNEL,
         )?;
@@ -67,6 +75,15 @@ impl Node {
     /// `ENOTCONN` if the node has not joined a cluster.
     pub(crate) fn cluster(&self) -> Result<&'static Cluster> {
         self.cluster.get().ok_or_else(errno::ENOTCONN)
+    }
+
+    /// The link to the cluster manager.
+    ///
+    /// # Errors
+    ///
+    /// `ENOTCONN` if the node has not joined a cluster.
+    pub(crate) fn membership(&self) -> Result<&'static Membership> {
+        self.membership.get().ok_or_else(errno::ENOTCONN)
     }
 
     /// `lite_join`: joins the cluster managed at `addr:port` using `ib_port`.
@@ -104,17 +121,23 @@ impl Node {
         ib_port: u32,
     ) -> Result<u32> {
         let port_config = device.device.probe_port(ib_port)?;
-        let stream = TcpStream::connect(addr, port)?;
-        let node_id = membership::hello(&stream, &port_config)?;
+        let (stream, node_id, incarnation) = membership::hello(addr, port, &port_config)?;
         let cluster = Cluster::new(node_id, device, port_config)?;
-        let total = membership::complete_join(&cluster, &stream)?;
+        let membership = Membership::new(cluster.clone(), stream, node_id, incarnation)?;
+        let total = membership.complete_join()?;
         poller::start(cluster.clone())?;
-        membership::keep_membership(cluster.clone(), stream)?;
-        if self.cluster.set(cluster).is_err() {
-            // `joining` lets one join run at a time, and none after success.
+        membership.keep()?;
+        // `joining` lets one join run at a time, and none after success, so
+        // neither is set yet.
+        if self.membership.set(membership).is_err() || self.cluster.set(cluster).is_err() {
             return Err(errno::EISCONN());
         }
-        pr_info!("joined as node {} of {}\n", node_id, total);
+        pr_info!(
+            "joined as node {} (incarnation {}) of {}\n",
+            node_id,
+            incarnation,
+            total
+        );
         Ok(node_id)
     }
 }

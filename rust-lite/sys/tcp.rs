@@ -19,12 +19,13 @@ pub(crate) struct TcpStream {
 // SAFETY: A kernel socket is not tied to the thread that created it: it may
 // be used and released (`drop`) from any thread in process context.
 unsafe impl Send for TcpStream {}
-// SAFETY: The `&self` methods only call `kernel_sendmsg` and
-// `kernel_recvmsg`, which serialise on the socket's own lock (`lock_sock` in
-// `tcp_sendmsg`/`tcp_recvmsg`), so calls from several threads do not race on
-// socket state. Their buffers are the callers' own. Concurrent senders (or
-// receivers) could interleave their bytes, which breaks message framing but
-// not memory safety; LITE uses each stream from one thread at a time.
+// SAFETY: The `&self` methods only call `kernel_sendmsg`, `kernel_recvmsg`
+// and `kernel_sock_shutdown`, which serialise on the socket's own lock
+// (`lock_sock` in `tcp_sendmsg`/`tcp_recvmsg`/`inet_shutdown`), so calls
+// from several threads do not race on socket state. Their buffers are the
+// callers' own. Concurrent senders (or receivers) could interleave their
+// bytes, which breaks message framing but not memory safety; LITE
+// serialises each stream's senders and has one receiver.
 unsafe impl Sync for TcpStream {}
 
 impl TcpStream {
@@ -34,7 +35,12 @@ impl TcpStream {
     ///
     /// What `connect(2)` would return, e.g. `ECONNREFUSED`, `ETIMEDOUT`,
     /// `ENETUNREACH`, or `ERESTARTSYS` if interrupted by a signal.
-    pub(crate) fn connect(addr: [u8; 4], port: u16) -> Result<Self> {
+    ///
+    /// A peer that stops acknowledging is noticed within about
+    /// `silence_ms`: the connect, every send and every receive then fail
+    /// (`TCP_USER_TIMEOUT`, and keepalive probes every second while the
+    /// connection is idle).
+    pub(crate) fn connect(addr: [u8; 4], port: u16, silence_ms: u32) -> Result<Self> {
         let mut sock: *mut bindings::socket = null_mut();
         // SAFETY: `init_net` is the initial namespace, which is never freed;
         // the family, type and protocol are valid constants; `sock` is a
@@ -52,6 +58,7 @@ impl TcpStream {
         // INVARIANT: Created above and owned from here on; released by
         // `drop` if connecting fails.
         let this = TcpStream { sock };
+        this.watch_liveness(silence_ms);
         let mut sin = bindings::sockaddr_in {
             sin_family: bindings::AF_INET as u16,
             sin_port: port.to_be(),
@@ -72,6 +79,37 @@ impl TcpStream {
             )
         })?;
         Ok(this)
+    }
+
+    /// Sets the user timeout and keepalive described at [`TcpStream::connect`].
+    fn watch_liveness(&self, silence_ms: u32) {
+        let probes = silence_ms.div_ceil(1000).clamp(1, 127) as i32;
+        // SAFETY: `sock` is valid (type invariant) and its `sk` is set by
+        // `sock_create_kern` for the life of the socket; these setters take
+        // the socket lock themselves and accept any value in range (the
+        // keepalive ones check theirs and fail harmlessly otherwise).
+        unsafe {
+            let sk = (*self.sock.as_ptr()).sk;
+            bindings::tcp_sock_set_user_timeout(sk, silence_ms as i32);
+            bindings::sock_set_keepalive(sk);
+            let _ = bindings::tcp_sock_set_keepidle(sk, 1);
+            let _ = bindings::tcp_sock_set_keepintvl(sk, 1);
+            let _ = bindings::tcp_sock_set_keepcnt(sk, probes);
+        }
+    }
+
+    /// Shuts the connection down in both directions: a thread blocked
+    /// receiving from it returns.
+    pub(crate) fn shutdown(&self) {
+        // SAFETY: `sock` is valid (type invariant); shutting down takes the
+        // socket lock and may run concurrently with sends and receives,
+        // which then fail.
+        unsafe {
+            bindings::kernel_sock_shutdown(
+                self.sock.as_ptr(),
+                bindings::sock_shutdown_cmd_SHUT_RDWR,
+            );
+        }
     }
 
     /// Sends all of `data`.

@@ -192,6 +192,18 @@ impl Connection {
         self.qp.connect(remote, port)
     }
 
+    /// Fences the connection: the device stops executing its requests and
+    /// completes every outstanding one with an error, so no thread keeps
+    /// waiting on a peer that is gone and the peer cannot reach this node's
+    /// memory through it any more.
+    pub(crate) fn fence(&self) -> Result {
+        self.qp.to_error()?;
+        // Waiters sleep until a completion event; the flushed completions
+        // raise one, but wake them in any case.
+        self.send_cq.wake_waiters();
+        Ok(())
+    }
+
     fn post_recv(&self, index: u32) -> Result {
         // PANIC: `u32::MAX * 64` fits in a 64-bit `usize`; whether the entry
         // is inside the ring is checked by `dma_range_on`.

@@ -26,10 +26,17 @@ const MAX_RD_ATOMIC: u8 = 16;
 /// whole message, which can snowball into a retransmission storm.
 const ACK_TIMEOUT: u8 = 19;
 
-/// Transport retries before a request fails.
-const RETRY_COUNT: u8 = 7;
+/// Transport retries before a request fails: the most that is still finite
+/// (7 means "retry forever" to Soft-RoCE), so a request to a peer that died
+/// fails after at most 7 tries of [`ACK_TIMEOUT`] (about 15 s) even if
+/// nobody fences the connection first.
+const RETRY_COUNT: u8 = 6;
 
-/// Receiver-not-ready retries; 7 means retry for as long as the peer is alive.
+/// Receiver-not-ready retries; 7 means retry for as long as the peer keeps
+/// answering "not ready". Only a live peer answers so (a dead one is caught
+/// by [`RETRY_COUNT`]), and a peer declared dead is fenced, which ends the
+/// retries; a finite count would instead break connections whenever a busy
+/// peer reposts its receive buffers late.
 const RNR_RETRY: u8 = 7;
 
 /// Minimal RNR NAK timer code (12 = 0.64 ms).
@@ -91,7 +98,7 @@ unsafe impl Send for QueuePair {}
 // `post_send`/`post_atomic`/`post_recv` call `ib_post_send`/`ib_post_recv`,
 // which providers serialise per work queue (rxe `sq_lock`/`producer_lock`
 // and `state_lock`, mlx5 `sq.lock`/`rq.lock`) and which may run concurrently
-// with a state change. `connect` calls `ib_modify_qp`, which is not safe to
+// with a state change. `connect` and `to_error` call `ib_modify_qp`, which is not safe to
 // call concurrently on one QP (the core swaps the QP's GID attribute
 // references without a lock): `modifying` lets only one thread at a time do
 // so (type invariant).
@@ -175,7 +182,7 @@ impl QueuePair {
     /// Calls `ib_modify_qp`.
     ///
     /// Callers must be the only thread modifying the QP: `new` before it
-    /// returns the object, or `connect` holding `modifying`.
+    /// returns the object, or `connect` or `to_error` holding `modifying`.
     fn modify(&self, attr: &mut bindings::ib_qp_attr, mask: u32) -> Result {
         // SAFETY: `ptr` is valid (type invariant), `attr` is valid for the
         // call, and no other thread modifies the QP concurrently (required
@@ -201,6 +208,27 @@ impl QueuePair {
         // INVARIANT: This thread set `modifying`, and clears it once it no
         // longer modifies the QP.
         let result = self.transition_to_rts(remote, port);
+        self.modifying.store(false, Ordering::Release);
+        result
+    }
+
+    /// Moves the QP to the error state: the device stops executing its work
+    /// requests and completes every outstanding one with a flush error, so
+    /// nobody waits on it any longer. A QP being connected is moved once
+    /// that ends.
+    pub(super) fn to_error(&self) -> Result {
+        while self
+            .modifying
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // `connect` holds it for two state changes, never for long.
+            crate::sys::sched::sleep_uninterruptible_ms(1);
+        }
+        // INVARIANT: This thread set `modifying`, and clears it below.
+        let mut attr = bindings::ib_qp_attr::default();
+        attr.qp_state = bindings::ib_qp_state_IB_QPS_ERR;
+        let result = self.modify(&mut attr, bindings::ib_qp_attr_mask_IB_QP_STATE);
         self.modifying.store(false, Ordering::Release);
         result
     }

@@ -216,6 +216,9 @@ long lite_rs_set_priority(unsigned int priority);
 ssize_t lite_rs_debugfs_stats(char *buf, size_t len);
 int lite_rs_qos_get(unsigned int id, u64 *value);
 int lite_rs_qos_set(unsigned int id, u64 value);
+ssize_t lite_rs_debugfs_membership(char *buf, size_t len);
+int lite_rs_membership_get(unsigned int id, u64 *value);
+int lite_rs_membership_set(unsigned int id, u64 value);
 int lite_rs_rpc_fault_next(u64 node);
 
 #endif /* _RDMA_LITE_API_H */

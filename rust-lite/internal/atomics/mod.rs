@@ -116,11 +116,11 @@ impl Atomics {
         self.core
             .staging
             .with(ATOMIC_SIZE as usize, |result| match op {
-                AtomicOp::FetchAdd(value) => peer.conn.fetch_add(result, remote, value),
+                AtomicOp::FetchAdd(value) => peer.fetch_add(result, remote, value),
                 AtomicOp::CompareSwap {
                     expected,
                     new_value,
-                } => peer.conn.compare_swap(result, remote, expected, new_value),
+                } => peer.compare_swap(result, remote, expected, new_value),
             })
     }
 

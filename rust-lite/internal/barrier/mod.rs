@@ -45,14 +45,15 @@ impl Barrier {
     /// # Errors
     ///
     /// `EINVAL` for 0 or more nodes than a cluster has, `ERESTARTSYS` if a
-    /// signal arrived while waiting.
+    /// signal arrived while waiting, `EHOSTDOWN` if a node went while
+    /// waiting and too few remain to reach `num`.
     pub(crate) fn dist_barrier(&self, num: u32) -> Result {
         if num == 0 || num as usize > MAX_NODES {
             return Err(EINVAL);
         }
-        let round = self.rounds.enter(self.core.node_id());
-        let entered = BarrierMessage::Entered {
-            round,
+        let entered = self.rounds.enter(self.core.node_id());
+        let message = BarrierMessage::Entered {
+            round: entered.round,
             reply_wanted: true,
         }
         .to_frame();
@@ -61,10 +62,10 @@ impl Barrier {
                 if let Ok(peer) = self.core.peer(*node) {
                     // A peer that cannot be reached now is retried on the
                     // next resend; it cannot count towards `num` meanwhile.
-                    let _ = peer.send(&entered);
+                    let _ = peer.send(&message);
                 }
             }
-            match self.rounds.wait(round, num as usize)? {
+            match self.rounds.wait(entered, num as usize)? {
                 WaitOutcome::Done => return Ok(()),
                 WaitOutcome::Resend => continue,
             }
@@ -73,6 +74,14 @@ impl Barrier {
 }
 
 impl Subsystem for Barrier {
+    fn on_peer_joined(&self, node: u32) {
+        self.rounds.joined(node);
+    }
+
+    fn on_peer_gone(&self, node: u32) {
+        self.rounds.departed(node);
+    }
+
     fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
         let Some(BarrierMessage::Entered {
             round,

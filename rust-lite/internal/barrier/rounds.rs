@@ -18,7 +18,7 @@ use kernel::{
     time::msecs_to_jiffies,
 };
 
-use crate::internal::core::limits::MAX_NODES;
+use crate::{errno, internal::core::limits::MAX_NODES};
 
 /// How often a waiting node repeats its round to its peers.
 pub(crate) const RESEND_INTERVAL_MS: u32 = 1000;
@@ -29,11 +29,28 @@ struct Rounds {
     own: u64,
     /// The last round each node is known to have entered.
     seen: [u64; MAX_NODES],
+    /// Nodes that are gone, one bit per node id (until they rejoin).
+    gone: u64,
+    /// Nodes that joined and are not gone, this one included.
+    alive: u64,
+    /// How many nodes went so far.
+    departures: u64,
 }
 
 /// How many nodes in `seen` have reached `round`.
 pub(crate) fn nodes_reached(seen: &[u64], round: u64) -> usize {
     seen.iter().filter(|&&r| r >= round).count()
+}
+
+/// Whether `num` nodes can still reach `round`: those that reached it, and
+/// those in `alive` (one bit per node id) that may yet.
+pub(crate) fn reachable(seen: &[u64], alive: u64, round: u64, num: usize) -> bool {
+    let possible = seen
+        .iter()
+        .enumerate()
+        .filter(|&(node, &r)| r >= round || (alive >> node) & 1 == 1)
+        .count();
+    possible >= num
 }
 
 /// State of the distributed barrier on this node.
@@ -53,17 +70,29 @@ pub(crate) enum WaitOutcome {
     Resend,
 }
 
+/// A barrier round being waited for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entered {
+    /// The round's number.
+    pub(crate) round: u64,
+    /// [`Rounds::departures`] when it was entered.
+    departures: u64,
+}
+
 impl BarrierRounds {
     /// A barrier no node has entered.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(BarrierRounds {
-            rounds <- new_mutex!(Rounds { own: 0, seen: [0; MAX_NODES] }, "lite:barrier"),
+            rounds <- new_mutex!(
+                Rounds { own: 0, seen: [0; MAX_NODES], gone: 0, alive: 0, departures: 0 },
+                "lite:barrier"
+            ),
             changed <- new_condvar!("lite:barrier_changed"),
         })
     }
 
-    /// Enters the next round on node `self_id`; returns its number.
-    pub(crate) fn enter(&self, self_id: u32) -> u64 {
+    /// Enters the next round on node `self_id`.
+    pub(crate) fn enter(&self, self_id: u32) -> Entered {
         let mut rounds = self.rounds.lock();
         // PANIC: one increment per `lite_dist_barrier` call on this node; a
         // `u64` does not run out.
@@ -72,7 +101,40 @@ impl BarrierRounds {
         if let Some(seen) = rounds.seen.get_mut(self_id as usize) {
             *seen = round;
         }
-        round
+        if let Some(bit) = 1u64.checked_shl(self_id) {
+            rounds.alive |= bit;
+        }
+        Entered {
+            round,
+            departures: rounds.departures,
+        }
+    }
+
+    /// `node` joined: it may take part in rounds.
+    pub(crate) fn joined(&self, node: u32) {
+        let Some(bit) = 1u64.checked_shl(node) else {
+            return;
+        };
+        let mut rounds = self.rounds.lock();
+        rounds.gone &= !bit;
+        rounds.alive |= bit;
+    }
+
+    /// `node` is gone: it counts for no round any more, and waiters that
+    /// can no longer be joined by enough nodes fail.
+    pub(crate) fn departed(&self, node: u32) {
+        let Some(bit) = 1u64.checked_shl(node) else {
+            return;
+        };
+        let mut rounds = self.rounds.lock();
+        rounds.gone |= bit;
+        rounds.alive &= !bit;
+        if let Some(seen) = rounds.seen.get_mut(node as usize) {
+            *seen = 0;
+        }
+        // PANIC: one increment per departure; a `u64` does not run out.
+        rounds.departures += 1;
+        self.changed.notify_all();
     }
 
     /// The last round this node entered.
@@ -83,6 +145,10 @@ impl BarrierRounds {
     /// Records that `node` reached `round`.
     pub(crate) fn arrived(&self, node: u32, round: u64) {
         let mut rounds = self.rounds.lock();
+        if (rounds.gone >> (node % 64)) & 1 == 1 {
+            // Sent before it was declared gone.
+            return;
+        }
         if let Some(seen) = rounds.seen.get_mut(node as usize) {
             if round > *seen {
                 *seen = round;
@@ -91,16 +157,26 @@ impl BarrierRounds {
         }
     }
 
-    /// Waits until `num` nodes reached `round`, or until it is time to resend.
+    /// Waits until `num` nodes reached `entered`'s round, or until it is
+    /// time to resend.
     ///
     /// # Errors
     ///
-    /// `ERESTARTSYS` if a signal is pending.
-    pub(crate) fn wait(&self, round: u64, num: usize) -> Result<WaitOutcome> {
+    /// `ERESTARTSYS` if a signal is pending, `EHOSTDOWN` if a node went
+    /// since the round was entered and too few remain to reach `num`.
+    pub(crate) fn wait(&self, entered: Entered, num: usize) -> Result<WaitOutcome> {
+        let round = entered.round;
         let mut rounds = self.rounds.lock();
         loop {
             if nodes_reached(&rounds.seen, round) >= num {
                 return Ok(WaitOutcome::Done);
+            }
+            // Only a departure fails a round: before it, the nodes missing
+            // may still be joining.
+            if rounds.departures != entered.departures
+                && !reachable(&rounds.seen, rounds.alive, round, num)
+            {
+                return Err(errno::EHOSTDOWN());
             }
             match self
                 .changed

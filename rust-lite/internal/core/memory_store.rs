@@ -11,6 +11,10 @@ use crate::verbs::{Device, DmaBuffer, MAX_DMA_BUFFER};
 struct HeldChunk {
     owner: u32,
     memory: Arc<ChunkMemory>,
+    /// When the chunk is to be freed because its owner is gone
+    /// ([`now_ms`](crate::internal::util::clock::now_ms)), 0 while the
+    /// owner lives.
+    orphaned_until_ms: u64,
 }
 
 /// Memory held by this node, each chunk owned by the node whose LMR it is
@@ -57,7 +61,11 @@ impl MemoryStore {
 
     /// Holds `memory` for `owner` and returns its chunk id.
     pub(crate) fn insert(&self, owner: u32, memory: Arc<ChunkMemory>) -> Result<u64> {
-        self.chunks.lock().insert(HeldChunk { owner, memory })
+        self.chunks.lock().insert(HeldChunk {
+            owner,
+            memory,
+            orphaned_until_ms: 0,
+        })
     }
 
     /// The memory of chunk `id`.
@@ -90,6 +98,52 @@ impl MemoryStore {
         // Freed here, outside the lock (unless a copy still uses it).
         drop(chunk);
         Ok(())
+    }
+
+    /// Marks every chunk held for `owner`, a node that is gone, to be freed
+    /// by [`MemoryStore::free_orphans`] from `until_ms` on; returns how many.
+    pub(crate) fn orphan(&self, owner: u32, until_ms: u64) -> Result<usize> {
+        let mut ids = KVec::new();
+        let mut chunks = self.chunks.lock();
+        // Collected under the lock: the store may change at any time.
+        ids.reserve(chunks.len(), GFP_KERNEL)?;
+        chunks.ids_into(&mut ids)?;
+        let mut marked = 0;
+        for id in ids.iter() {
+            if let Some(chunk) = chunks.get_mut(*id) {
+                if chunk.owner == owner && chunk.orphaned_until_ms == 0 {
+                    chunk.orphaned_until_ms = until_ms.max(1);
+                    // PANIC: at most one per chunk held.
+                    marked += 1;
+                }
+            }
+        }
+        Ok(marked)
+    }
+
+    /// Frees the orphaned chunks whose time came by `now_ms`; returns how
+    /// many.
+    pub(crate) fn free_orphans(&self, now_ms: u64) -> Result<usize> {
+        let mut ids = KVec::new();
+        let mut freed = KVec::new();
+        let mut chunks = self.chunks.lock();
+        ids.reserve(chunks.len(), GFP_KERNEL)?;
+        freed.reserve(chunks.len(), GFP_KERNEL)?;
+        chunks.ids_into(&mut ids)?;
+        for id in ids.iter() {
+            let due = chunks
+                .get(*id)
+                .is_some_and(|c| c.orphaned_until_ms != 0 && c.orphaned_until_ms <= now_ms);
+            if due {
+                if let Some(chunk) = chunks.remove(*id) {
+                    // Room was reserved above, so this does not allocate.
+                    freed.push(chunk, GFP_NOWAIT)?;
+                }
+            }
+        }
+        drop(chunks);
+        // Freed here, outside the lock (unless a copy still uses one).
+        Ok(freed.len())
     }
 
     /// Number of chunks held.

@@ -35,6 +35,7 @@ pub(crate) mod requests;
 pub(crate) mod subsystem;
 pub(crate) mod wire;
 
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     c_str, new_mutex,
     prelude::*,
@@ -104,8 +105,8 @@ pub(crate) enum Received {
         /// Bytes written.
         len: u32,
     },
-    /// The connection to `node` failed: nothing more will arrive from it.
-    /// Reported once per connection.
+    /// The connection to `node` failed while the peer was not known to be
+    /// gone: nothing more will arrive from it. Reported once per connection.
     PeerFailed(u32),
     /// Nothing to hand on.
     Nothing,
@@ -131,6 +132,9 @@ pub(crate) struct Core {
     pub(crate) store: MemoryStore,
     #[pin]
     control_jobs: Workers<ControlJob>,
+    /// Peers whose connection failed, one bit per node id, until the
+    /// membership thread reports them to the manager.
+    suspects: AtomicU64,
 }
 
 impl Core {
@@ -156,6 +160,7 @@ impl Core {
                 requests <- Requests::new(),
                 store <- MemoryStore::new(),
                 control_jobs <- control_jobs,
+                suspects: AtomicU64::new(0),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -196,7 +201,7 @@ impl Core {
     ///
     /// `EINVAL` for a node id out of range or this node's own id, `EEXIST`
     /// if the node is already connected.
-    pub(crate) fn prepare_peer(&self, node: u32) -> Result<Arc<Peer>> {
+    pub(crate) fn prepare_peer(&self, node: u32, incarnation: u32) -> Result<Arc<Peer>> {
         let index = node as usize;
         if node == 0 || node == self.node_id || index >= MAX_NODES {
             return Err(EINVAL);
@@ -209,7 +214,13 @@ impl Core {
             return Err(EEXIST);
         }
         // Create the QP without holding the lock.
-        let peer = Peer::new(node, &self.device.pd, &self.recv_cq, &self.port)?;
+        let peer = Peer::new(
+            node,
+            incarnation,
+            &self.device.pd,
+            &self.recv_cq,
+            &self.port,
+        )?;
         // PANIC: as above.
         let old = self.peers.lock().peers[index].replace(peer.clone());
         drop(old);
@@ -225,16 +236,44 @@ impl Core {
     ///
     /// # Errors
     ///
-    /// `EINVAL` for an id beyond [`MAX_NODES`], `EHOSTUNREACH` if the node is
-    /// not a connected member of the cluster.
+    /// `EINVAL` for an id beyond [`MAX_NODES`], `EHOSTDOWN` if the node was
+    /// a member and is gone, `EHOSTUNREACH` if it is not a connected member
+    /// of the cluster.
     pub(crate) fn peer(&self, node: u32) -> Result<Arc<Peer>> {
         if node as usize >= MAX_NODES {
             return Err(EINVAL);
         }
         match self.peer_entry(node) {
             Some(peer) if peer.is_connected() => Ok(peer),
+            Some(peer) if peer.is_gone() => Err(errno::EHOSTDOWN()),
             _ => Err(errno::EHOSTUNREACH()),
         }
+    }
+
+    /// Fences peer `node` (declared dead, or leaving): its connection stops
+    /// and every control request waiting for it fails with `EHOSTDOWN`.
+    /// Returns the peer if this call fenced it, `None` if it was unknown or
+    /// already fenced, or belongs to another `incarnation` than the one
+    /// named (`None` names whichever is current).
+    pub(crate) fn fence_peer(&self, node: u32, incarnation: Option<u32>) -> Option<Arc<Peer>> {
+        let peer = self.peer_entry(node)?;
+        if incarnation.is_some_and(|i| i != peer.incarnation) || !peer.fence() {
+            return None;
+        }
+        self.requests.fail_node(node);
+        Some(peer)
+    }
+
+    /// Notes that the connection to `node` failed, for the manager to hear.
+    pub(crate) fn suspect(&self, node: u32) {
+        if let Some(bit) = 1u64.checked_shl(node) {
+            self.suspects.fetch_or(bit, Ordering::AcqRel);
+        }
+    }
+
+    /// Takes the peers noted by [`Core::suspect`] since the last call.
+    pub(crate) fn take_suspects(&self) -> u64 {
+        self.suspects.swap(0, Ordering::AcqRel)
     }
 
     /// Ids of the connected peers, ascending.

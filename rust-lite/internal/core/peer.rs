@@ -6,26 +6,39 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use super::wire::Frame;
-use crate::verbs::{CompletionQueue, Connection, PortConfig, ProtectionDomain, RemoteEnd};
+use crate::{
+    errno,
+    verbs::{CompletionQueue, Connection, DmaBuffer, PortConfig, ProtectionDomain, RemoteEnd},
+};
 
 /// A peer node.
 ///
 /// One RC connection per peer is shared by every process on this node, as
 /// in the original LITE; it carries both one-sided RDMA and control messages.
+///
+/// A peer is connected once, and gone (fenced) at most once afterwards: a
+/// node that rejoins gets a new `Peer` with a new connection, so nothing of
+/// its earlier incarnation can arrive through the new one.
 pub(crate) struct Peer {
     /// The peer's node id.
     pub(crate) node: u32,
+    /// The manager's count of this node id's joins, for this peer.
+    pub(crate) incarnation: u32,
     /// The connection to the peer.
     pub(crate) conn: Connection,
     connected: AtomicBool,
-    /// The connection failed and subsystems were told.
+    /// The connection failed and the manager was told.
     failed: AtomicBool,
+    /// The manager declared the peer dead (or it left): its connection is
+    /// fenced and every operation on it fails with `EHOSTDOWN`.
+    gone: AtomicBool,
 }
 
 impl Peer {
     /// Creates the connection to `node`, not yet connected.
     pub(crate) fn new(
         node: u32,
+        incarnation: u32,
         pd: &Arc<ProtectionDomain>,
         recv_cq: &Arc<CompletionQueue>,
         port: &PortConfig,
@@ -33,9 +46,11 @@ impl Peer {
         Ok(Arc::new(
             Peer {
                 node,
+                incarnation,
                 conn: Connection::new(pd, recv_cq, port, node)?,
                 connected: AtomicBool::new(false),
                 failed: AtomicBool::new(false),
+                gone: AtomicBool::new(false),
             },
             GFP_KERNEL,
         )?)
@@ -54,13 +69,134 @@ impl Peer {
         !self.failed.swap(true, Ordering::AcqRel)
     }
 
-    /// Whether the connection is up.
+    /// Whether the connection is up (connected and not gone).
     pub(crate) fn is_connected(&self) -> bool {
-        self.connected.load(Ordering::Acquire)
+        self.connected.load(Ordering::Acquire) && !self.is_gone()
+    }
+
+    /// Whether the peer is gone.
+    pub(crate) fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Acquire)
+    }
+
+    /// Marks the peer gone and fences its connection; returns whether this
+    /// call did it (each peer is fenced once).
+    pub(crate) fn fence(&self) -> bool {
+        if self.gone.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        if let Err(e) = self.conn.fence() {
+            pr_err!(
+                "cannot fence the connection to node {}: {:?}\n",
+                self.node,
+                e
+            );
+        }
+        true
+    }
+
+    /// `error`, or `EHOSTDOWN` if it came from the peer being gone (a
+    /// request flushed by the fence fails with `EIO`).
+    pub(crate) fn explain(&self, error: Error) -> Error {
+        if self.is_gone() {
+            errno::EHOSTDOWN()
+        } else {
+            error
+        }
     }
 
     /// Sends a control message.
     pub(crate) fn send(&self, frame: &Frame) -> Result {
-        self.conn.send_message(&frame.encode())
+        if self.is_gone() {
+            return Err(errno::EHOSTDOWN());
+        }
+        self.conn
+            .send_message(&frame.encode())
+            .map_err(|e| self.explain(e))
+    }
+
+    /// Fails at once if the peer is gone, else runs `op` on the connection,
+    /// explaining its error.
+    fn on_connection<T>(&self, op: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        if self.is_gone() {
+            return Err(errno::EHOSTDOWN());
+        }
+        op(&self.conn).map_err(|e| self.explain(e))
+    }
+
+    /// [`Connection::rdma_write`], failing with `EHOSTDOWN` once the peer is gone.
+    pub(crate) fn rdma_write(
+        &self,
+        local: &DmaBuffer,
+        at: usize,
+        len: usize,
+        remote_addr: u64,
+        rkey: u32,
+    ) -> Result {
+        self.on_connection(|conn| conn.rdma_write(local, at, len, remote_addr, rkey))
+    }
+
+    /// [`Connection::rdma_read`], failing with `EHOSTDOWN` once the peer is gone.
+    pub(crate) fn rdma_read(
+        &self,
+        local: &DmaBuffer,
+        at: usize,
+        len: usize,
+        remote_addr: u64,
+        rkey: u32,
+    ) -> Result {
+        self.on_connection(|conn| conn.rdma_read(local, at, len, remote_addr, rkey))
+    }
+
+    /// [`Connection::rdma_write_imm`], failing with `EHOSTDOWN` once the peer is gone.
+    pub(crate) fn rdma_write_imm(
+        &self,
+        local: &DmaBuffer,
+        at: usize,
+        len: usize,
+        remote: (u64, u32),
+        imm: u32,
+    ) -> Result {
+        self.on_connection(|conn| conn.rdma_write_imm(local, at, len, remote, imm))
+    }
+
+    /// [`Connection::rdma_write_imm_ordered`], failing with `EHOSTDOWN` once
+    /// the peer is gone (`once_posted` is then told nothing was posted).
+    pub(crate) fn rdma_write_imm_ordered(
+        &self,
+        local: &DmaBuffer,
+        len: usize,
+        remote: (u64, u32),
+        imm: u32,
+        once_posted: impl FnOnce(bool),
+    ) -> Result {
+        if self.is_gone() {
+            once_posted(false);
+            return Err(errno::EHOSTDOWN());
+        }
+        self.conn
+            .rdma_write_imm_ordered(local, len, remote, imm, once_posted)
+            .map_err(|e| self.explain(e))
+    }
+
+    /// [`Connection::fetch_add`], failing with `EHOSTDOWN` once the peer is gone.
+    pub(crate) fn fetch_add(
+        &self,
+        result: &DmaBuffer,
+        remote: (u64, u32),
+        value: u64,
+    ) -> Result<u64> {
+        self.on_connection(|conn| conn.fetch_add(result, remote, value))
+    }
+
+    /// [`Connection::compare_swap`], failing with `EHOSTDOWN` once the peer is gone.
+    pub(crate) fn compare_swap(
+        &self,
+        result: &DmaBuffer,
+        remote: (u64, u32),
+        expected: u64,
+        new_value: u64,
+    ) -> Result<u64> {
+        self.on_connection(|conn| conn.compare_swap(result, remote, expected, new_value))
     }
 }

@@ -30,8 +30,17 @@ const REPLY_TIMEOUT_MS: u32 = 30_000;
 struct Entry {
     /// Request id, 0 if the entry is free.
     id: u64,
-    reply: Option<Frame>,
+    /// The node the request went to.
+    node: u32,
+    /// The reply, or why none will come.
+    reply: Option<Result<Frame>>,
 }
+
+const FREE: Entry = Entry {
+    id: 0,
+    node: 0,
+    reply: None,
+};
 
 struct Pending {
     next_id: u64,
@@ -54,7 +63,7 @@ impl Requests {
             pending <- new_mutex!(
                 Pending {
                     next_id: 1,
-                    entries: [Entry { id: 0, reply: None }; MAX_PENDING],
+                    entries: [FREE; MAX_PENDING],
                 },
                 "lite:requests"
             ),
@@ -67,8 +76,9 @@ impl Requests {
     ///
     /// # Errors
     ///
-    /// Errors of the send, `ETIMEDOUT` if no reply came in time, or
-    /// `ERESTARTSYS` if a signal arrived while waiting. A reply arriving
+    /// Errors of the send, `ETIMEDOUT` if no reply came in time,
+    /// `EHOSTDOWN` if the peer is or becomes gone, or `ERESTARTSYS` if a
+    /// signal arrived while waiting. A reply arriving
     /// after the caller gave up is passed back by [`Requests::complete`].
     pub(crate) fn call(&self, peer: &Peer, build: impl FnOnce(u64) -> Frame) -> Result<Frame> {
         self.call_with(peer, build, true)
@@ -91,25 +101,31 @@ impl Requests {
         build: impl FnOnce(u64) -> Frame,
         interruptible: bool,
     ) -> Result<Frame> {
-        let (slot, id) = self.reserve(interruptible)?;
+        let (slot, id) = self.reserve(peer.node, interruptible)?;
+        // Checked after the entry is reserved: a peer gone before this was
+        // seen here, one gone after it fails the entry (`fail_node`).
         let result = peer
             .send(&build(id))
             .and_then(|()| self.wait_reply(slot, id, interruptible));
         let mut pending = self.pending.lock();
         // PANIC: `reserve` returns the index of an entry of `entries`.
-        pending.entries[slot] = Entry { id: 0, reply: None };
+        pending.entries[slot] = FREE;
         self.changed.notify_all();
         result
     }
 
-    fn reserve(&self, interruptible: bool) -> Result<(usize, u64)> {
+    fn reserve(&self, node: u32, interruptible: bool) -> Result<(usize, u64)> {
         let mut pending = self.pending.lock();
         loop {
             if let Some(slot) = pending.entries.iter().position(|e| e.id == 0) {
                 let id = pending.next_id;
                 pending.next_id = pending.next_id.checked_add(1).unwrap_or(1);
                 // PANIC: `slot` is a position in `entries`.
-                pending.entries[slot] = Entry { id, reply: None };
+                pending.entries[slot] = Entry {
+                    id,
+                    node,
+                    reply: None,
+                };
                 return Ok((slot, id));
             }
             if interruptible {
@@ -133,7 +149,7 @@ impl Requests {
             let entry = &mut pending.entries[slot];
             if entry.id == id {
                 if let Some(reply) = entry.reply.take() {
-                    return Ok(reply);
+                    return reply;
                 }
             }
             if slept_ms >= REPLY_TIMEOUT_MS {
@@ -167,13 +183,28 @@ impl Requests {
         }
         let id = reply.request_id();
         let mut pending = self.pending.lock();
-        match pending.entries.iter_mut().find(|e| e.id == id && id != 0) {
+        match pending
+            .entries
+            .iter_mut()
+            .find(|e| e.id == id && id != 0 && e.reply.is_none())
+        {
             Some(entry) => {
-                entry.reply = Some(reply);
+                entry.reply = Some(Ok(reply));
                 self.changed.notify_all();
                 None
             }
             None => Some(reply),
         }
+    }
+
+    /// Fails every request waiting for a reply from `node`, which is gone.
+    pub(crate) fn fail_node(&self, node: u32) {
+        let mut pending = self.pending.lock();
+        for entry in pending.entries.iter_mut() {
+            if entry.id != 0 && entry.node == node && entry.reply.is_none() {
+                entry.reply = Some(Err(errno::EHOSTDOWN()));
+            }
+        }
+        self.changed.notify_all();
     }
 }

@@ -10,7 +10,10 @@ use kernel::{
     sync::{CondVar, Mutex},
 };
 
-use crate::internal::{atomics::AtomicTarget, util::slot_table::SlotTable};
+use crate::{
+    errno,
+    internal::{atomics::AtomicTarget, util::slot_table::SlotTable},
+};
 
 /// A lock: the node keeping it and its number there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +50,8 @@ enum Turn {
     Granted,
     /// The waiter left; its turn must be passed on.
     Abandoned,
+    /// The lock's home is gone: the turn will never come.
+    HomeGone,
 }
 
 struct Waiter {
@@ -149,6 +154,10 @@ impl Lockers {
                     return Ok(());
                 }
                 Some(Turn::Waiting) => {}
+                Some(Turn::HomeGone) => {
+                    state.waiters.remove(waiter);
+                    return Err(errno::EHOSTDOWN());
+                }
                 Some(Turn::Abandoned) | None => return Err(EINVAL),
             }
             if self.turns.wait_interruptible(&mut state) {
@@ -191,7 +200,30 @@ impl Lockers {
                 state.waiters.remove(waiter);
                 Handed::Abandoned
             }
-            Turn::Granted => Handed::Unknown,
+            Turn::Granted | Turn::HomeGone => Handed::Unknown,
+        }
+    }
+
+    /// Fails every waiter for a lock kept by `home`, which is gone.
+    pub(crate) fn fail_home(&self, home: u32) {
+        let mut state = self.state.lock();
+        let mut failed = false;
+        let mut ids = KVec::new();
+        if ids.reserve(state.waiters.len(), GFP_KERNEL).is_err()
+            || state.waiters.ids_into(&mut ids).is_err()
+        {
+            return;
+        }
+        for id in ids.iter() {
+            if let Some(w) = state.waiters.get_mut(*id) {
+                if id_of_key(w.key).home == home && w.turn == Turn::Waiting {
+                    w.turn = Turn::HomeGone;
+                    failed = true;
+                }
+            }
+        }
+        if failed {
+            self.turns.notify_all();
         }
     }
 

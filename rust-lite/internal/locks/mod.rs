@@ -352,6 +352,11 @@ impl Locks {
             peer.send(&assign.to_frame())
         });
         if let Err(e) = sent {
+            if e == errno::EHOSTDOWN() {
+                // The waiter's node is gone: its turn goes to the next.
+                self.pass_turn(id, due.ticket);
+                return;
+            }
             pr_err!(
                 "cannot hand lock {} to node {}: {:?}\n",
                 number,
@@ -362,12 +367,17 @@ impl Locks {
     }
 
     /// Lock `id` was handed to this node's `waiter`; a waiter that left has
-    /// its turn passed on by the lock thread (this may run on the polling
-    /// thread, which must not wait for RDMA).
+    /// its turn passed on.
     fn lock_handed(&self, id: LockId, ticket: u64, waiter: u64) {
-        if self.lockers.hand_over(id, ticket, waiter) != Handed::Abandoned {
-            return;
+        if self.lockers.hand_over(id, ticket, waiter) == Handed::Abandoned {
+            self.pass_turn(id, ticket);
         }
+    }
+
+    /// Has the lock thread pass on the turn of `ticket` on `id`, whose
+    /// waiter left (this may run on the polling thread, which must not wait
+    /// for RDMA).
+    fn pass_turn(&self, id: LockId, ticket: u64) {
         if self.passing.try_submit(PassTurn { id, ticket }).is_err() {
             pr_err!(
                 "lock {}:{} may stay taken: too many jobs\n",
@@ -426,7 +436,9 @@ impl Locks {
                 .lock_target(id)
                 .and_then(|target| self.release_ticket(id, target, holder.ticket));
             if let Err(e) = released {
-                pr_err!("cannot release lock {}:{}: {:?}\n", id.home, id.number, e);
+                if e != errno::EHOSTDOWN() {
+                    pr_err!("cannot release lock {}:{}: {:?}\n", id.home, id.number, e);
+                }
             }
         }
     }
@@ -438,6 +450,12 @@ impl Locks {
 }
 
 impl Subsystem for Locks {
+    /// Waiters for locks the gone node kept fail with `EHOSTDOWN`; turns
+    /// of this node's locks due to its waiters are passed on when they come.
+    fn on_peer_gone(&self, node: u32) {
+        self.lockers.fail_home(node);
+    }
+
     fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
         let Some(message) = LockMessage::from_frame(frame) else {
             return Handling::Done;

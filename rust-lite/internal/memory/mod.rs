@@ -45,8 +45,14 @@ use super::{
         admission,
         op_stats::{OpKind, OpTimer},
     },
-    util::slot_table::SlotTable,
+    util::{clock::now_ms, slot_table::SlotTable},
 };
+use crate::errno;
+
+/// How long chunks held for a node that is gone are kept before they are
+/// freed, in milliseconds: transfers another node started into them before
+/// it heard of the death end well within this.
+pub(crate) const ORPHAN_GRACE_MS: u64 = 5000;
 
 /// Remote memory of a joined node.
 #[pin_data]
@@ -256,6 +262,8 @@ impl RemoteMemory {
             });
             match result.and_then(|reply| reply.status().to_result()) {
                 Ok(()) => {}
+                // The holder is gone, and the chunk with it.
+                Err(e) if e == errno::EHOSTDOWN() => {}
                 Err(e) => pr_warn!("cannot free a chunk on node {}: {:?}\n", chunk.node, e),
             }
         }
@@ -336,7 +344,37 @@ impl RemoteMemory {
     }
 }
 
+impl RemoteMemory {
+    /// Frees the chunks held for gone nodes whose grace period ended
+    /// (called periodically).
+    pub(crate) fn free_orphans(&self) {
+        match self.core.store.free_orphans(now_ms()) {
+            Ok(0) => {}
+            Ok(freed) => pr_info!("freed {} chunks held for gone nodes\n", freed),
+            Err(e) => pr_warn!("cannot free chunks held for gone nodes: {:?}\n", e),
+        }
+    }
+}
+
 impl Subsystem for RemoteMemory {
+    /// Chunks held for the gone node's LMRs are freed after
+    /// [`ORPHAN_GRACE_MS`]: a third node may still be finishing a transfer
+    /// through a mapping of such an LMR when it hears of the death, and the
+    /// memory must not be reused under it.
+    fn on_peer_gone(&self, node: u32) {
+        let until = now_ms().saturating_add(ORPHAN_GRACE_MS);
+        match self.core.store.orphan(node, until) {
+            Ok(0) => {}
+            Ok(count) => pr_info!(
+                "{} chunks held for node {} are freed in {} ms\n",
+                count,
+                node,
+                ORPHAN_GRACE_MS
+            ),
+            Err(e) => pr_warn!("cannot release the chunks of node {}: {:?}\n", node, e),
+        }
+    }
+
     fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
         let reply = match MemoryMessage::from_frame(frame) {
             Some(MemoryMessage::AllocRequest { request_id, size }) => {

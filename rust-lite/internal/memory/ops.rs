@@ -174,7 +174,7 @@ impl MemoryOps {
             for (at, n) in spans(len, MAX_PIECE as usize) {
                 let from = src_at.checked_add(at).ok_or(EINVAL)?;
                 let to = addr.checked_add(at as u64).ok_or(EINVAL)?;
-                peer.conn.rdma_write(buffer, from, n, to, rkey)?;
+                peer.rdma_write(buffer, from, n, to, rkey)?;
             }
             return Ok(());
         }
@@ -184,7 +184,7 @@ impl MemoryOps {
             let from = src_at.checked_add(at).ok_or(EINVAL)?;
             let to = addr.checked_add(at as u64).ok_or(EINVAL)?;
             src.copy_to_buffer(from, &staging, n)?;
-            peer.conn.rdma_write(&staging, 0, n, to, rkey)?;
+            peer.rdma_write(&staging, 0, n, to, rkey)?;
         }
         Ok(())
     }

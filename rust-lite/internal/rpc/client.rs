@@ -325,6 +325,28 @@ impl ReplySlots {
         failed
     }
 
+    /// Fails with `EHOSTDOWN` every call waiting for an answer from `node`,
+    /// which is gone; slots whose callers gave up are free again (nothing
+    /// will be written into them: the connection is fenced).
+    pub(crate) fn fail_node(&self, node: u32) {
+        let mut slots = self.slots.lock();
+        for (entry, record) in slots.iter_mut().zip(self.sent.iter()) {
+            let key = record.key.load(Ordering::Acquire);
+            // The node's bits of `SentRequest::key`.
+            if key == 0 || (key >> 48) & 0x7fff != u64::from(node) {
+                continue;
+            }
+            record.key.store(0, Ordering::Relaxed);
+            match entry.outcome {
+                Some(Outcome::Waiting) => entry.outcome = Some(Outcome::Failed(errno::EHOSTDOWN())),
+                Some(Outcome::Abandoned) => entry.outcome = None,
+                _ => {}
+            }
+        }
+        drop(slots);
+        self.changed.notify_all();
+    }
+
     /// Gives up the call in `slot` before its request was sent.
     pub(crate) fn cancel(&self, slot: usize) {
         let mut slots = self.slots.lock();

@@ -620,7 +620,7 @@ impl Rpc {
             // request is posted.
             // PANIC: `reservation.offset < RING_SIZE`, and `ask_port` checked
             // that `ring_addr + RING_SIZE` does not overflow.
-            peer.conn.rdma_write_imm_ordered(
+            peer.rdma_write_imm_ordered(
                 staging,
                 total,
                 (ring_addr + reservation.offset, ring_rkey),
@@ -878,7 +878,7 @@ impl Rpc {
                 .ok_or(EINVAL)?;
                 self.core.staging.with(reply.len().max(1), |staging| {
                     staging.write_bytes(0, reply)?;
-                    peer.conn.rdma_write_imm(
+                    peer.rdma_write_imm(
                         staging,
                         0,
                         reply.len(),
@@ -1032,7 +1032,39 @@ impl Rpc {
     }
 }
 
+impl Rpc {
+    /// Forgets what this node knew of `node`'s ports (waking senders that
+    /// wait for room in them, whose next query fails) and what its ports
+    /// kept for `node`.
+    fn forget_node(&self, node: u32) {
+        if let Ok(server) = self.server(node) {
+            let mut ports = server.ports.lock();
+            for view in ports.iter_mut() {
+                if view.remote.is_some() {
+                    view.drop_remote();
+                }
+            }
+            drop(ports);
+            server.room.notify_all();
+        }
+        for port in self.ports.iter() {
+            let ring = port.state.lock().forget_node(node);
+            // Freed here, outside the port's lock.
+            drop(ring);
+        }
+    }
+}
+
 impl Subsystem for Rpc {
+    /// Calls to the gone node's ports fail with `EHOSTDOWN`, the rings its
+    /// ports keep for this node are forgotten, and the rings this node's
+    /// ports keep for it are freed with the requests queued in them; a
+    /// receiver answering a request it took from it gets `EHOSTDOWN`.
+    fn on_peer_gone(&self, node: u32) {
+        self.slots.fail_node(node);
+        self.forget_node(node);
+    }
+
     fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
         match RpcMessage::from_frame(frame) {
             Some(RpcMessage::QueryPort {

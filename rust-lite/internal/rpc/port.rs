@@ -344,6 +344,14 @@ impl PortState {
         }))
     }
 
+    /// Forgets the ring of `node`, which is gone, with the requests queued
+    /// in it (nobody waits for their answers any more); returns the ring,
+    /// to be freed once the port's lock is released.
+    pub(crate) fn forget_node(&mut self, node: u32) -> Option<ServerRing> {
+        self.broken_rings &= !node_bit(node as usize);
+        self.rings.get_mut(node as usize)?.take()
+    }
+
     /// Takes every queued message, for failing their callers.
     pub(crate) fn drain(&mut self) -> Result<KVec<Taken>> {
         let mut all = KVec::new();

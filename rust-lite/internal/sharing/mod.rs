@@ -386,7 +386,7 @@ impl Sharing {
         for (at, n) in spans(len, MAX_PIECE as usize) {
             // `addr` comes from the peer.
             let from = addr.checked_add(at as u64).ok_or_else(errno::EPROTO)?;
-            peer.conn.rdma_read(&table, at, n, from, rkey)?;
+            peer.rdma_read(&table, at, n, from, rkey)?;
         }
         let mut chunks = KVec::with_capacity(count, GFP_KERNEL)?;
         let mut bytes = [0u8; DESCRIPTOR_LEN];
@@ -459,13 +459,19 @@ impl Sharing {
                 .call_uninterruptible(&peer, |request_id| {
                     SharingMessage::RevokeRequest { request_id, lmr_id }.to_frame()
                 });
-            if reply.and_then(|reply| reply.status().to_result()).is_err() {
-                pr_warn!(
-                    "node {} did not confirm the revocation of LMR {:#x}\n",
-                    node,
-                    lmr_id
-                );
-                confirmed = false;
+            match reply.and_then(|reply| reply.status().to_result()) {
+                Ok(()) => continue,
+                // Gone while asked: its connection is fenced, so it cannot
+                // reach the memory any more either.
+                Err(e) if e == errno::EHOSTDOWN() => continue,
+                Err(_) => {
+                    pr_warn!(
+                        "node {} did not confirm the revocation of LMR {:#x}\n",
+                        node,
+                        lmr_id
+                    );
+                    confirmed = false;
+                }
             }
         }
         confirmed
@@ -530,28 +536,63 @@ impl Sharing {
     /// Mapper side of a revocation: closes every mapping of LMR `lmr_id` of
     /// `owner`, waiting for operations on them to finish.
     fn close_mappings(&self, owner: u32, lmr_id: u64) -> Result {
+        self.close_mappings_where(
+            |origin| origin == Origin::Mapped { owner, lmr_id },
+            Some((owner, lmr_id)),
+            errno::EKEYREVOKED(),
+        )
+    }
+
+    /// Closes with `error` every mapping whose origin `matches` (burying
+    /// `tombstone`, if any, first), waiting for operations on them to finish.
+    fn close_mappings_where(
+        &self,
+        matches: impl Fn(Origin) -> bool,
+        tombstone: Option<(u32, u64)>,
+        error: Error,
+    ) -> Result {
         let mut closing = KVec::new();
         {
             let mut mappings = self.mappings.lock();
-            mappings.bury(owner, lmr_id);
+            if let Some((owner, lmr_id)) = tombstone {
+                mappings.bury(owner, lmr_id);
+            }
             let mut ids = KVec::with_capacity(mappings.table.len(), GFP_KERNEL)?;
             mappings.table.ids_into(&mut ids)?;
             for id in ids.iter() {
                 if let Some(lmr) = mappings.table.get(*id) {
-                    if lmr.origin == (Origin::Mapped { owner, lmr_id }) {
+                    if matches(lmr.origin) {
                         closing.push(lmr.clone(), GFP_KERNEL)?;
                     }
                 }
             }
         }
         for lmr in closing.iter() {
-            lmr.close(errno::EKEYREVOKED());
+            lmr.close(error);
         }
         Ok(())
     }
 }
 
 impl Subsystem for Sharing {
+    /// Mappings of the gone node's LMRs are closed (their holders get
+    /// `EHOSTDOWN`); its own mappings of this node's LMRs need no revoking
+    /// any more, as its connection is fenced.
+    fn on_peer_gone(&self, node: u32) {
+        let closed = self.close_mappings_where(
+            |origin| matches!(origin, Origin::Mapped { owner, .. } if owner == node),
+            None,
+            errno::EHOSTDOWN(),
+        );
+        if let Err(e) = closed {
+            pr_warn!(
+                "cannot close the mappings of node {}'s LMRs: {:?}\n",
+                node,
+                e
+            );
+        }
+    }
+
     fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
         match SharingMessage::from_frame(frame) {
             Some(SharingMessage::AskRequest {

@@ -2,19 +2,27 @@
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
 
+use crate::ManagerConfig;
+
 /// Usage text printed for `--help` and after a command line error.
 pub const USAGE: &str = "\
-usage: lite-cm [--listen ADDR:PORT]
+usage: lite-cm [--listen ADDR:PORT] [--dead-after-ms MS] [--suspect-grace-ms MS]
 
-LITE cluster manager: assigns node ids and connects every node to every
-other node as they join.
+LITE cluster manager: assigns node ids, connects every node to every
+other node as they join, and tells the nodes when one of them dies.
 
 options:
-  --listen ADDR:PORT  address to listen on (default 0.0.0.0:18500)
-  -h, --help          show this help";
+  --listen ADDR:PORT     address to listen on (default 0.0.0.0:18500)
+  --dead-after-ms MS     declare a node dead once it has been silent (no
+                         heartbeat) for MS milliseconds (default 3000)
+  --suspect-grace-ms MS  when a node reports its connection to a peer
+                         failed, declare the peer dead at once if it has
+                         been silent for MS milliseconds (default 1000)
+  -h, --help             show this help";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +31,8 @@ pub enum Command {
     Run {
         /// Address to listen on.
         listen: SocketAddr,
+        /// Tunables, the defaults but for those given on the command line.
+        config: ManagerConfig,
     },
     /// Print the usage text.
     Help,
@@ -41,6 +51,8 @@ pub enum CliError {
         option: &'static str,
         /// The value given.
         value: String,
+        /// What the option takes.
+        expected: &'static str,
     },
 }
 
@@ -49,10 +61,14 @@ impl fmt::Display for CliError {
         match self {
             CliError::UnknownArgument(arg) => write!(f, "unknown argument '{arg}'"),
             CliError::MissingValue(option) => write!(f, "{option} needs a value"),
-            CliError::InvalidValue { option, value } => {
+            CliError::InvalidValue {
+                option,
+                value,
+                expected,
+            } => {
                 write!(
                     f,
-                    "invalid value '{value}' for {option}: expected ADDR:PORT"
+                    "invalid value '{value}' for {option}: expected {expected}"
                 )
             }
         }
@@ -66,28 +82,60 @@ pub fn default_listen() -> SocketAddr {
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, CM_DEFAULT_PORT))
 }
 
+const LISTEN: &str = "--listen";
+const DEAD_AFTER: &str = "--dead-after-ms";
+const SUSPECT_GRACE: &str = "--suspect-grace-ms";
+
 /// Parses the arguments that follow the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError> {
-    const LISTEN: &str = "--listen";
     let mut listen = default_listen();
+    let mut config = ManagerConfig::default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
-        let value = match arg.as_str() {
-            "-h" | "--help" => return Ok(Command::Help),
-            LISTEN => args.next().ok_or(CliError::MissingValue(LISTEN))?,
-            other => match other.strip_prefix("--listen=") {
-                Some(value) => value.to_string(),
-                None => return Err(CliError::UnknownArgument(arg)),
-            },
+        if arg == "-h" || arg == "--help" {
+            return Ok(Command::Help);
+        }
+        let (name, inline_value) = match arg.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (arg.as_str(), None),
         };
-        // Numeric addresses only: resolving names would make startup
-        // depend on the resolver.
-        listen = value.parse().map_err(|_| CliError::InvalidValue {
-            option: LISTEN,
-            value,
-        })?;
+        let option = match name {
+            LISTEN => LISTEN,
+            DEAD_AFTER => DEAD_AFTER,
+            SUSPECT_GRACE => SUSPECT_GRACE,
+            _ => return Err(CliError::UnknownArgument(arg.clone())),
+        };
+        let value = match inline_value {
+            Some(value) => value,
+            None => args.next().ok_or(CliError::MissingValue(option))?,
+        };
+        match option {
+            DEAD_AFTER => config.dead_after = parse_millis(option, value)?,
+            SUSPECT_GRACE => config.suspect_grace = parse_millis(option, value)?,
+            // Numeric addresses only: resolving names would make startup
+            // depend on the resolver.
+            _ => {
+                listen = value.parse().map_err(|_| CliError::InvalidValue {
+                    option,
+                    value,
+                    expected: "ADDR:PORT",
+                })?;
+            }
+        }
     }
-    Ok(Command::Run { listen })
+    Ok(Command::Run { listen, config })
+}
+
+/// Parses a positive number of milliseconds.
+fn parse_millis(option: &'static str, value: String) -> Result<Duration, CliError> {
+    match value.parse::<u64>() {
+        Ok(millis) if millis > 0 => Ok(Duration::from_millis(millis)),
+        _ => Err(CliError::InvalidValue {
+            option,
+            value,
+            expected: "a number of milliseconds above 0",
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -98,23 +146,53 @@ mod tests {
         parse(args.iter().map(|s| s.to_string()))
     }
 
+    fn run_on(listen: &str, config: ManagerConfig) -> Result<Command, CliError> {
+        Ok(Command::Run {
+            listen: listen.parse().expect("literal address"),
+            config,
+        })
+    }
+
     #[test]
     fn defaults_to_every_interface_on_the_lite_port() {
         assert_eq!(
             parse_strs(&[]),
-            Ok(Command::Run {
-                listen: "0.0.0.0:18500".parse().expect("literal address")
-            })
+            run_on("0.0.0.0:18500", ManagerConfig::default())
         );
     }
 
     #[test]
     fn listen_accepts_both_spellings() {
-        let expected = Ok(Command::Run {
-            listen: "127.0.0.1:9000".parse().expect("literal address"),
-        });
+        let expected = run_on("127.0.0.1:9000", ManagerConfig::default());
         assert_eq!(parse_strs(&["--listen", "127.0.0.1:9000"]), expected);
         assert_eq!(parse_strs(&["--listen=127.0.0.1:9000"]), expected);
+    }
+
+    #[test]
+    fn liveness_times_accept_both_spellings() {
+        let expected = run_on(
+            "0.0.0.0:18500",
+            ManagerConfig {
+                dead_after: Duration::from_millis(1500),
+                suspect_grace: Duration::from_millis(250),
+                ..ManagerConfig::default()
+            },
+        );
+        assert_eq!(
+            parse_strs(&["--dead-after-ms", "1500", "--suspect-grace-ms=250"]),
+            expected
+        );
+        assert_eq!(
+            parse_strs(&["--suspect-grace-ms", "250", "--dead-after-ms=1500"]),
+            expected
+        );
+    }
+
+    #[test]
+    fn usage_states_the_defaults() {
+        let defaults = ManagerConfig::default();
+        assert!(USAGE.contains(&format!("(default {})", defaults.dead_after.as_millis())));
+        assert!(USAGE.contains(&format!("(default {})", defaults.suspect_grace.as_millis())));
     }
 
     #[test]
@@ -133,8 +211,16 @@ mod tests {
             Err(CliError::MissingValue("--listen"))
         );
         assert_eq!(
+            parse_strs(&["--dead-after-ms"]),
+            Err(CliError::MissingValue("--dead-after-ms"))
+        );
+        assert_eq!(
             parse_strs(&["--port", "1"]),
             Err(CliError::UnknownArgument("--port".into()))
+        );
+        assert_eq!(
+            parse_strs(&["--port=1"]),
+            Err(CliError::UnknownArgument("--port=1".into()))
         );
         assert!(matches!(
             parse_strs(&["--listen", "localhost:1"]),
@@ -142,6 +228,21 @@ mod tests {
         ));
         assert!(matches!(
             parse_strs(&["--listen", "1.2.3.4"]),
+            Err(CliError::InvalidValue { .. })
+        ));
+        for bad in ["0", "-5", "1.5", "3s", ""] {
+            assert_eq!(
+                parse_strs(&["--dead-after-ms", bad]),
+                Err(CliError::InvalidValue {
+                    option: "--dead-after-ms",
+                    value: bad.into(),
+                    expected: "a number of milliseconds above 0",
+                }),
+                "{bad:?}"
+            );
+        }
+        assert!(matches!(
+            parse_strs(&["--suspect-grace-ms", "0"]),
             Err(CliError::InvalidValue { .. })
         ));
     }

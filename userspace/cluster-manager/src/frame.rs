@@ -157,10 +157,16 @@ mod tests {
             Message::Hello(Hello {
                 gid: [1; 16],
                 lid: 9,
+                rejoin_id: 4,
             }),
             Message::QpInfo(endpoint),
             Message::Connect(endpoint),
             Message::Failure { errno: -28 },
+            Message::NodeDead {
+                node: 2,
+                incarnation: 3,
+                epoch: 9,
+            },
         ] {
             assert_eq!(round_trip(message), message);
         }
@@ -178,7 +184,14 @@ mod tests {
     #[test]
     fn truncated_payload_is_an_io_error() {
         let mut bytes = Vec::new();
-        write_message(&mut bytes, &Message::Prepare { peer: 2 }).expect("write to a Vec");
+        write_message(
+            &mut bytes,
+            &Message::Prepare {
+                peer: 2,
+                incarnation: 1,
+            },
+        )
+        .expect("write to a Vec");
         bytes.truncate(bytes.len() - 1);
         let mut reader = bytes.as_slice();
         assert!(matches!(
@@ -190,7 +203,14 @@ mod tests {
     #[test]
     fn bad_header_is_rejected_before_reading_a_payload() {
         let mut bytes = Vec::new();
-        write_message(&mut bytes, &Message::Prepare { peer: 2 }).expect("write to a Vec");
+        write_message(
+            &mut bytes,
+            &Message::Prepare {
+                peer: 2,
+                incarnation: 1,
+            },
+        )
+        .expect("write to a Vec");
         bytes[0] ^= 0xff;
         let mut reader = bytes.as_slice();
         assert!(matches!(

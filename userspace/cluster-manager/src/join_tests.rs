@@ -1,12 +1,14 @@
-//! End-to-end tests of joins: a real manager on a loopback port and fake
-//! nodes that speak the wire protocol from threads.
+//! End-to-end tests of joins and membership: a real manager on a loopback
+//! port and fake nodes that speak the wire protocol from threads.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::sync::{mpsc, Arc};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lite::sys::MAX_NODES;
 
@@ -18,6 +20,18 @@ use crate::{ClusterManager, ManagerConfig};
 /// Upper bound on any single wait in these tests, so a bug fails instead
 /// of hanging.
 const TEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often heartbeating fake nodes send a heartbeat; well below every
+/// `dead_after` used here.
+const FAKE_HEARTBEAT: Duration = Duration::from_millis(100);
+
+/// `dead_after` of the tests that wait for a silence to be noticed: short
+/// so that they run quickly, yet six heartbeats long.
+const SHORT_DEAD_AFTER: Duration = Duration::from_millis(600);
+
+/// Slack for the monitor's period and a busy machine when a death is
+/// expected within some time.
+const DETECTION_MARGIN: Duration = Duration::from_secs(1);
 
 const FAKE_MTU: u16 = 1024;
 
@@ -33,6 +47,18 @@ fn quick_config() -> ManagerConfig {
     ManagerConfig {
         io_timeout: Duration::from_secs(5),
         hello_timeout: Duration::from_secs(5),
+        // Longer than any test, so that fake nodes that do not heartbeat
+        // stay members until they leave.
+        dead_after: Duration::from_secs(60),
+        suspect_grace: Duration::from_secs(1),
+    }
+}
+
+/// A manager that notices silence quickly.
+fn short_silence_config() -> ManagerConfig {
+    ManagerConfig {
+        dead_after: SHORT_DEAD_AFTER,
+        ..quick_config()
     }
 }
 
@@ -66,8 +92,8 @@ fn fake_endpoint(owner: u32, peer: u32) -> Endpoint {
 /// How a fake node behaves.
 #[derive(Debug, Clone, Copy)]
 enum Behavior {
-    /// Answers everything; leaves once connected to `peers` nodes.
-    Cooperate { peers: usize },
+    /// Answers everything until the test or the manager ends its connection.
+    Cooperate,
     /// Leaves right after its own join completed.
     LeaveAfterJoin,
     /// Leaves right after receiving its id.
@@ -80,82 +106,314 @@ enum Behavior {
     SilentAfterJoin,
 }
 
+/// How a fake node starts.
+#[derive(Debug, Clone, Copy)]
+struct Setup {
+    behavior: Behavior,
+    /// The id asked for in `Hello`.
+    rejoin_id: u32,
+    /// Whether the node heartbeats, every [`FAKE_HEARTBEAT`], once joined.
+    heartbeat: bool,
+}
+
+impl Setup {
+    fn new(behavior: Behavior) -> Self {
+        Setup {
+            behavior,
+            rejoin_id: 0,
+            heartbeat: false,
+        }
+    }
+
+    fn heartbeating(self) -> Self {
+        Setup {
+            heartbeat: true,
+            ..self
+        }
+    }
+
+    fn rejoining(self, rejoin_id: u32) -> Self {
+        Setup { rejoin_id, ..self }
+    }
+}
+
+/// What a fake node learnt when its join completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Joined {
+    id: u32,
+    incarnation: u32,
+    total_nodes: u32,
+    epoch: u32,
+}
+
+impl Joined {
+    /// What the first version of the protocol told a node: its id and the
+    /// size of the cluster.
+    fn id_and_total(self) -> (u32, u32) {
+        (self.id, self.total_nodes)
+    }
+}
+
+/// A `NodeDead` a fake node received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Death {
+    node: u32,
+    incarnation: u32,
+    epoch: u32,
+}
+
 /// What a fake node saw.
 #[derive(Debug, Default)]
 struct FakeReport {
     id: u32,
+    incarnation: u32,
     total_nodes: u32,
-    prepared: BTreeSet<u32>,
-    connected: BTreeMap<u32, Endpoint>,
+    /// Every `Prepare`, as (peer, incarnation), in arrival order.
+    prepared: Vec<(u32, u32)>,
+    /// Endpoints received by `Connect`, by (peer, incarnation).
+    connected: BTreeMap<(u32, u32), Endpoint>,
+    /// Every `NodeDead`, in arrival order.
+    deaths: Vec<Death>,
 }
 
+/// Where a fake node reports to the test while it runs.
+struct Reporting {
+    /// The end of the join.
+    joined: Sender<Joined>,
+    /// Every `NodeDead`.
+    deaths: Sender<Death>,
+    /// The epoch of every `HeartbeatAck`.
+    acks: Sender<u32>,
+}
+
+/// A fake node running on its own thread, and what the test needs to
+/// watch it and end it.
 struct FakeNode {
-    joined: mpsc::Receiver<(u32, u32)>,
+    /// Whether the behaviour leaves on its own (the test must not end the
+    /// connection before it has played its part).
+    ends_by_itself: bool,
+    /// Writing half, shared with the node and heartbeat threads.
+    writer: Arc<Mutex<TcpStream>>,
+    /// Handle the test ends the connection with.
+    control: TcpStream,
+    /// Tells the heartbeat thread to stop.
+    stop: Arc<AtomicBool>,
+    /// See [`Reporting`].
+    joined: Receiver<Joined>,
+    /// See [`Reporting`].
+    deaths: Receiver<Death>,
+    /// See [`Reporting`].
+    acks: Receiver<u32>,
+    /// Returns what the node saw once its connection ends.
     thread: JoinHandle<FakeReport>,
 }
 
 impl FakeNode {
     fn spawn(manager: SocketAddr, behavior: Behavior) -> Self {
-        let (joined_tx, joined) = mpsc::channel();
-        let thread = thread::spawn(move || run_fake_node(manager, behavior, &joined_tx));
-        FakeNode { joined, thread }
+        Self::spawn_with(manager, Setup::new(behavior))
     }
 
-    /// Waits for the join to complete; returns (id, total nodes).
-    fn wait_joined(&self) -> (u32, u32) {
+    fn spawn_with(manager: SocketAddr, setup: Setup) -> Self {
+        let ends_by_itself = matches!(
+            setup.behavior,
+            Behavior::LeaveAfterJoin
+                | Behavior::LeaveAfterWelcome
+                | Behavior::FailLaterConnects { .. }
+                | Behavior::CorruptLaterAnswers
+        );
+        let stream = TcpStream::connect(manager).expect("connect to manager");
+        stream
+            .set_read_timeout(Some(TEST_TIMEOUT))
+            .expect("set timeout");
+        let control = stream.try_clone().expect("clone stream");
+        let writer = Arc::new(Mutex::new(stream.try_clone().expect("clone stream")));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (joined_tx, joined) = mpsc::channel();
+        let (deaths_tx, deaths) = mpsc::channel();
+        let (acks_tx, acks) = mpsc::channel();
+        let reporting = Reporting {
+            joined: joined_tx,
+            deaths: deaths_tx,
+            acks: acks_tx,
+        };
+        let node_writer = Arc::clone(&writer);
+        let node_stop = Arc::clone(&stop);
+        let mut reading = stream;
+        let thread = thread::spawn(move || {
+            let report = run_fake_node(&mut reading, node_writer, setup, &node_stop, &reporting);
+            // The test holds clones of the stream: end the connection here,
+            // so that a node leaving is seen at once.
+            let _ = reading.shutdown(Shutdown::Both);
+            report
+        });
+        FakeNode {
+            ends_by_itself,
+            writer,
+            control,
+            stop,
+            joined,
+            deaths,
+            acks,
+            thread,
+        }
+    }
+
+    /// Waits for the join to complete.
+    fn wait_joined(&self) -> Joined {
         self.joined
             .recv_timeout(TEST_TIMEOUT)
             .expect("fake node never completed its join")
     }
 
+    /// Waits up to `within` for the next `NodeDead`.
+    fn wait_death(&self, within: Duration) -> Option<Death> {
+        match self.deaths.recv_timeout(within) {
+            Ok(death) => Some(death),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => panic!("fake node stopped"),
+        }
+    }
+
+    /// Asserts that no `NodeDead` arrives within `within`.
+    fn assert_no_death(&self, within: Duration) {
+        assert_eq!(self.wait_death(within), None, "unexpected NodeDead");
+    }
+
+    /// Waits for a `HeartbeatAck` carrying `epoch`.
+    fn wait_ack(&self, epoch: u32) {
+        let deadline = Instant::now() + TEST_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.acks.recv_timeout(left) {
+                Ok(acked) if acked == epoch => return,
+                Ok(_) => {}
+                Err(e) => panic!("no HeartbeatAck with epoch {epoch}: {e}"),
+            }
+        }
+    }
+
+    /// Sends a frame as the node.
+    fn send(&self, message: &Message) {
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        write_message(&mut *writer, message).expect("send as fake node");
+    }
+
+    /// Ends the node (unless it leaves on its own) and returns what it saw.
     fn finish(self) -> FakeReport {
+        self.stop.store(true, Ordering::SeqCst);
+        if !self.ends_by_itself {
+            // Already closed if the manager ended it.
+            let _ = self.control.shutdown(Shutdown::Both);
+        }
         self.thread.join().expect("fake node failed")
     }
 }
 
+/// Whether a read failed because the connection ended, as it does when the
+/// test or the manager ends it.
+fn connection_ended(e: &ProtocolError) -> bool {
+    match e {
+        ProtocolError::Closed => true,
+        ProtocolError::Io(e) => e.kind() == io::ErrorKind::ConnectionReset,
+        _ => false,
+    }
+}
+
+/// Sends a heartbeat every [`FAKE_HEARTBEAT`] until told to stop or the
+/// connection fails.
+fn send_heartbeats(writer: &Mutex<TcpStream>, id: u32, applied: &AtomicU32, stop: &AtomicBool) {
+    while !stop.load(Ordering::SeqCst) {
+        let heartbeat = Message::Heartbeat {
+            node_id: id,
+            epoch: applied.load(Ordering::SeqCst),
+        };
+        let mut stream = writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if write_message(&mut *stream, &heartbeat).is_err() {
+            return;
+        }
+        drop(stream);
+        thread::sleep(FAKE_HEARTBEAT);
+    }
+}
+
+/// Plays a node on `reading` (and `writer`, a clone of it) as `setup`
+/// says, until the connection ends or the behaviour leaves.
 fn run_fake_node(
-    manager: SocketAddr,
-    behavior: Behavior,
-    joined_tx: &mpsc::Sender<(u32, u32)>,
+    reading: &mut TcpStream,
+    writer: Arc<Mutex<TcpStream>>,
+    setup: Setup,
+    stop: &Arc<AtomicBool>,
+    reporting: &Reporting,
 ) -> FakeReport {
-    let mut stream = TcpStream::connect(manager).expect("connect to manager");
-    stream
-        .set_read_timeout(Some(TEST_TIMEOUT))
-        .expect("set timeout");
+    let send = |message: &Message| {
+        let mut stream = writer.lock().unwrap_or_else(PoisonError::into_inner);
+        write_message(&mut *stream, message)
+    };
     let hello = Hello {
         gid: [0xfe; 16],
         lid: 0,
+        rejoin_id: setup.rejoin_id,
     };
-    write_message(&mut stream, &Message::Hello(hello)).expect("send Hello");
+    send(&Message::Hello(hello)).expect("send Hello");
     let mut report = FakeReport::default();
-    match read_message(&mut stream).expect("read Welcome") {
-        Message::Welcome { node_id } => report.id = node_id,
+    match read_message(reading).expect("read Welcome") {
+        Message::Welcome {
+            node_id,
+            incarnation,
+        } => {
+            report.id = node_id;
+            report.incarnation = incarnation;
+        }
         other => panic!("expected Welcome, got {other:?}"),
     }
+    let behavior = setup.behavior;
     if let Behavior::LeaveAfterWelcome = behavior {
         return report;
     }
 
     let id = report.id;
+    // Newest epoch received, for heartbeats.
+    let applied = Arc::new(AtomicU32::new(0));
+    // Incarnation of each peer as of its latest Prepare.
+    let mut incarnations = BTreeMap::new();
     let mut joined = false;
     loop {
-        if let Behavior::Cooperate { peers } = behavior {
-            if joined && report.connected.len() == peers {
-                return report;
-            }
-        }
-        let message = match read_message(&mut stream) {
+        let message = match read_message(reading) {
             Ok(message) => message,
-            Err(ProtocolError::Closed) if matches!(behavior, Behavior::SilentAfterJoin) => {
-                return report;
-            }
+            Err(e) if connection_ended(&e) => return report,
             Err(e) => panic!("fake node {id}: {e}"),
         };
+        // Membership news is recorded whatever the behaviour; the test may
+        // have stopped listening, which is fine.
+        match message {
+            Message::NodeDead {
+                node,
+                incarnation,
+                epoch,
+            } => {
+                assert!(joined, "node {id}: NodeDead before JoinDone");
+                let death = Death {
+                    node,
+                    incarnation,
+                    epoch,
+                };
+                report.deaths.push(death);
+                applied.fetch_max(epoch, Ordering::SeqCst);
+                let _ = reporting.deaths.send(death);
+                continue;
+            }
+            Message::HeartbeatAck { epoch } => {
+                let _ = reporting.acks.send(epoch);
+                continue;
+            }
+            _ => {}
+        }
         if joined {
             match behavior {
                 Behavior::CorruptLaterAnswers => {
                     let mut garbage = [0u8; MAX_FRAME_LEN];
                     garbage[..HEADER_LEN].copy_from_slice(b"JUNKJUNKJUNK");
+                    let mut stream = writer.lock().unwrap_or_else(PoisonError::into_inner);
                     stream.write_all(&garbage).expect("send garbage");
                     return report;
                 }
@@ -164,43 +422,55 @@ fn run_fake_node(
             }
         }
         match message {
-            Message::Prepare { peer } => {
+            Message::Prepare { peer, incarnation } => {
                 assert!(
-                    report.prepared.insert(peer),
-                    "node {id}: Prepare for {peer} twice"
+                    !report.prepared.contains(&(peer, incarnation)),
+                    "node {id}: Prepare for {peer} (incarnation {incarnation}) twice"
                 );
-                write_message(&mut stream, &Message::QpInfo(fake_endpoint(id, peer)))
-                    .expect("send QpInfo");
+                report.prepared.push((peer, incarnation));
+                incarnations.insert(peer, incarnation);
+                send(&Message::QpInfo(fake_endpoint(id, peer))).expect("send QpInfo");
             }
             Message::Connect(endpoint) => {
                 let peer = endpoint.peer;
-                assert!(
-                    report.prepared.contains(&peer),
-                    "node {id}: Connect for {peer} without Prepare"
-                );
+                let Some(&incarnation) = incarnations.get(&peer) else {
+                    panic!("node {id}: Connect for {peer} without Prepare");
+                };
                 let status = match behavior {
                     Behavior::FailLaterConnects { status } if joined => status,
                     _ => 0,
                 };
-                write_message(&mut stream, &Message::Connected { peer, status })
-                    .expect("send Connected");
+                send(&Message::Connected { peer, status }).expect("send Connected");
                 if status != 0 {
                     return report;
                 }
                 assert!(
-                    report.connected.insert(peer, endpoint).is_none(),
-                    "node {id}: Connect for {peer} twice"
+                    report
+                        .connected
+                        .insert((peer, incarnation), endpoint)
+                        .is_none(),
+                    "node {id}: Connect for {peer} (incarnation {incarnation}) twice"
                 );
             }
-            Message::JoinDone { total_nodes } => {
+            Message::JoinDone { total_nodes, epoch } => {
                 assert!(!joined, "node {id}: second JoinDone");
                 joined = true;
                 report.total_nodes = total_nodes;
-                joined_tx
-                    .send((id, total_nodes))
-                    .expect("test still waiting");
+                applied.fetch_max(epoch, Ordering::SeqCst);
+                let _ = reporting.joined.send(Joined {
+                    id,
+                    incarnation: report.incarnation,
+                    total_nodes,
+                    epoch,
+                });
                 if let Behavior::LeaveAfterJoin = behavior {
                     return report;
+                }
+                if setup.heartbeat {
+                    let writer = Arc::clone(&writer);
+                    let applied = Arc::clone(&applied);
+                    let stop = Arc::clone(stop);
+                    thread::spawn(move || send_heartbeats(&writer, id, &applied, &stop));
                 }
             }
             other => panic!("node {id}: unexpected {other:?}"),
@@ -208,12 +478,19 @@ fn run_fake_node(
     }
 }
 
-/// Asserts that `report` was connected to exactly `peers`, each with the
-/// endpoint that peer created for it.
+/// Asserts that `report` was connected to exactly `peers` (all of them
+/// first incarnations), each with the endpoint that peer created for it.
 fn assert_connected_to(report: &FakeReport, peers: &[u32]) {
-    let connected: Vec<u32> = report.connected.keys().copied().collect();
+    let expected: Vec<(u32, u32)> = peers.iter().map(|&peer| (peer, 1)).collect();
+    assert_connected_to_incarnations(report, &expected);
+}
+
+/// Asserts that `report` was connected to exactly `peers`, given as (id,
+/// incarnation), each with the endpoint that peer created for it.
+fn assert_connected_to_incarnations(report: &FakeReport, peers: &[(u32, u32)]) {
+    let connected: Vec<(u32, u32)> = report.connected.keys().copied().collect();
     assert_eq!(connected, peers, "peers of node {}", report.id);
-    for (&peer, endpoint) in &report.connected {
+    for (&(peer, _), endpoint) in &report.connected {
         assert_eq!(
             *endpoint,
             Endpoint {
@@ -243,16 +520,26 @@ fn three_nodes_get_ids_in_join_order_and_a_full_mesh() {
     let (manager, address) = start_manager(quick_config());
     let mut nodes = Vec::new();
     for expected in 1..=3 {
-        let node = FakeNode::spawn(address, Behavior::Cooperate { peers: 2 });
-        assert_eq!(node.wait_joined(), (expected, expected));
+        let node = FakeNode::spawn(address, Behavior::Cooperate);
+        assert_eq!(
+            node.wait_joined(),
+            Joined {
+                id: expected,
+                incarnation: 1,
+                total_nodes: expected,
+                epoch: expected,
+            }
+        );
         nodes.push(node);
     }
     assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+    assert_eq!(manager.epoch(), 3);
     let reports: Vec<FakeReport> = nodes.into_iter().map(FakeNode::finish).collect();
     for report in &reports {
         let others: Vec<u32> = (1..=3).filter(|&id| id != report.id).collect();
         assert_connected_to(report, &others);
-        assert_eq!(report.prepared.iter().copied().collect::<Vec<_>>(), others);
+        let prepared: Vec<(u32, u32)> = others.iter().map(|&peer| (peer, 1)).collect();
+        assert_eq!(report.prepared, prepared);
     }
     let ids: Vec<u32> = reports.iter().map(|r| r.id).collect();
     assert_eq!(ids, vec![1, 2, 3]);
@@ -261,31 +548,47 @@ fn three_nodes_get_ids_in_join_order_and_a_full_mesh() {
 }
 
 #[test]
-fn departed_nodes_are_skipped_and_ids_are_never_reused() {
+fn departed_nodes_are_announced_and_ids_are_never_reused() {
     let (manager, address) = start_manager(quick_config());
-    let first = FakeNode::spawn(address, Behavior::Cooperate { peers: 3 });
-    assert_eq!(first.wait_joined(), (1, 1));
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id_and_total(), (1, 1));
     let leaver = FakeNode::spawn(address, Behavior::LeaveAfterJoin);
-    assert_eq!(leaver.wait_joined(), (2, 2));
+    assert_eq!(leaver.wait_joined().id_and_total(), (2, 2));
     assert_connected_to(&leaver.finish(), &[1]);
+    let gone = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 3,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(gone));
 
-    // Node 2 is gone: the join of node 3 notices and goes on without it.
-    let third = FakeNode::spawn(address, Behavior::Cooperate { peers: 2 });
-    assert_eq!(third.wait_joined(), (3, 2));
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(third.wait_joined().id_and_total(), (3, 2));
     assert_eq!(manager.live_nodes(), vec![1, 3]);
 
     // A newcomer that vanishes mid-join is abandoned, and its id is spent.
+    // Node 1 was already asked to prepare for it, so every member hears
+    // that it is dead.
     let vanishing = FakeNode::spawn(address, Behavior::LeaveAfterWelcome).finish();
     assert_eq!(vanishing.id, 4);
+    let abandoned = Death {
+        node: 4,
+        incarnation: 1,
+        epoch: 5,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(abandoned));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(abandoned));
 
-    let fifth = FakeNode::spawn(address, Behavior::Cooperate { peers: 2 });
-    assert_eq!(fifth.wait_joined(), (5, 3));
+    let fifth = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = fifth.wait_joined();
+    assert_eq!(joined.id_and_total(), (5, 3));
+    assert_eq!(joined.epoch, 6);
     assert_eq!(manager.live_nodes(), vec![1, 3, 5]);
 
     let first = first.finish();
     assert_connected_to(&first, &[2, 3, 5]);
     assert!(
-        first.prepared.contains(&4),
+        first.prepared.contains(&(4, 1)),
         "node 1 was asked to prepare for node 4"
     );
     assert_connected_to(&third.finish(), &[1, 5]);
@@ -294,13 +597,23 @@ fn departed_nodes_are_skipped_and_ids_are_never_reused() {
 
 fn assert_failing_peer_is_dropped(behavior: Behavior, config: ManagerConfig) {
     let (manager, address) = start_manager(config);
-    let first = FakeNode::spawn(address, Behavior::Cooperate { peers: 2 });
-    assert_eq!(first.wait_joined(), (1, 1));
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id_and_total(), (1, 1));
     let failing = FakeNode::spawn(address, behavior);
-    assert_eq!(failing.wait_joined(), (2, 2));
-    let third = FakeNode::spawn(address, Behavior::Cooperate { peers: 1 });
-    assert_eq!(third.wait_joined(), (3, 2));
+    assert_eq!(failing.wait_joined().id_and_total(), (2, 2));
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = third.wait_joined();
+    assert_eq!(joined.id_and_total(), (3, 2));
     assert_eq!(manager.live_nodes(), vec![1, 3]);
+    // The death found during the join is announced after it, with a newer
+    // epoch, to the newcomer too.
+    let dropped = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: joined.epoch + 1,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(dropped));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(dropped));
     assert_connected_to(&failing.finish(), &[1]);
     assert_connected_to(&first.finish(), &[2, 3]);
     assert_connected_to(&third.finish(), &[1]);
@@ -338,31 +651,285 @@ fn bad_magic_is_rejected_without_spending_an_id() {
     stream.write_all(&frame[..len]).expect("send bad frame");
     assert_refused(&mut stream, -libc::EPROTO);
 
-    let node = FakeNode::spawn(address, Behavior::Cooperate { peers: 0 });
-    assert_eq!(node.wait_joined(), (1, 1));
-    assert_eq!(node.finish().id, 1);
+    let node = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(node.wait_joined().id_and_total(), (1, 1));
     assert_eq!(manager.live_nodes(), vec![1]);
+    assert_eq!(node.finish().id, 1);
 }
 
 #[test]
 fn join_must_start_with_hello() {
     let (manager, address) = start_manager(quick_config());
     let mut stream = TcpStream::connect(address).expect("connect");
-    write_message(&mut stream, &Message::JoinDone { total_nodes: 1 }).expect("send");
+    let done = Message::JoinDone {
+        total_nodes: 1,
+        epoch: 1,
+    };
+    write_message(&mut stream, &done).expect("send");
     assert_refused(&mut stream, -libc::EPROTO);
     assert!(manager.live_nodes().is_empty());
+    assert_eq!(manager.epoch(), 0);
 }
 
 #[test]
 fn full_cluster_refuses_with_enospc() {
     let (manager, address) = start_manager(quick_config());
     set_next_id(&manager, MAX_NODES - 1);
-    let last = FakeNode::spawn(address, Behavior::Cooperate { peers: 0 });
-    assert_eq!(last.wait_joined(), (MAX_NODES - 1, 1));
-    last.finish();
+    let last = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(last.wait_joined().id_and_total(), (MAX_NODES - 1, 1));
 
     let mut stream = TcpStream::connect(address).expect("connect");
     write_message(&mut stream, &Message::Hello(Hello::default())).expect("send Hello");
     assert_refused(&mut stream, -libc::ENOSPC);
     assert_eq!(manager.live_nodes(), vec![MAX_NODES - 1]);
+    last.finish();
+}
+
+#[test]
+fn heartbeating_member_stays_alive_past_dead_after() {
+    let (manager, address) = start_manager(short_silence_config());
+    let node = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).heartbeating());
+    assert_eq!(node.wait_joined().id_and_total(), (1, 1));
+    thread::sleep(SHORT_DEAD_AFTER * 3);
+    assert_eq!(manager.live_nodes(), vec![1]);
+    assert_eq!(manager.epoch(), 1);
+    assert!(node.finish().deaths.is_empty());
+}
+
+#[test]
+fn heartbeat_ack_carries_the_current_epoch() {
+    let (manager, address) = start_manager(quick_config());
+    let first = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).heartbeating());
+    assert_eq!(first.wait_joined().epoch, 1);
+    first.wait_ack(1);
+
+    let second = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(second.wait_joined().epoch, 2);
+    first.wait_ack(2);
+
+    second.finish();
+    assert_eq!(
+        first.wait_death(TEST_TIMEOUT),
+        Some(Death {
+            node: 2,
+            incarnation: 1,
+            epoch: 3,
+        })
+    );
+    first.wait_ack(3);
+    assert_eq!(manager.epoch(), 3);
+    first.finish();
+}
+
+#[test]
+fn silent_member_is_declared_dead_and_every_survivor_told_once() {
+    let (manager, address) = start_manager(short_silence_config());
+    let beating = Setup::new(Behavior::Cooperate).heartbeating();
+    let first = FakeNode::spawn_with(address, beating);
+    assert_eq!(first.wait_joined().id, 1);
+    let second = FakeNode::spawn_with(address, beating);
+    assert_eq!(second.wait_joined().id, 2);
+    let silent = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = silent.wait_joined();
+    let silent_since = Instant::now();
+    assert_eq!(joined.id_and_total(), (3, 3));
+
+    let expected = Death {
+        node: 3,
+        incarnation: 1,
+        epoch: joined.epoch + 1,
+    };
+    let death = first.wait_death(SHORT_DEAD_AFTER + DETECTION_MARGIN);
+    let noticed_after = silent_since.elapsed();
+    assert_eq!(death, Some(expected));
+    assert!(
+        noticed_after >= SHORT_DEAD_AFTER / 2,
+        "declared dead after only {noticed_after:?} of silence"
+    );
+    assert_eq!(second.wait_death(TEST_TIMEOUT), Some(expected));
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+    assert_eq!(manager.epoch(), expected.epoch);
+
+    // Exactly one announcement: nothing more while the survivors go on
+    // heartbeating.
+    first.assert_no_death(SHORT_DEAD_AFTER);
+    second.assert_no_death(Duration::ZERO);
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+
+    // The manager hung up on the silent node, which ends it.
+    let silent = silent.finish();
+    assert_eq!(silent.id, 3);
+    assert!(silent.deaths.is_empty());
+    first.finish();
+    second.finish();
+}
+
+#[test]
+fn closed_connection_is_declared_dead_at_once() {
+    let dead_after = Duration::from_secs(6);
+    let (manager, address) = start_manager(ManagerConfig {
+        dead_after,
+        ..quick_config()
+    });
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id, 1);
+    let leaver = FakeNode::spawn(address, Behavior::LeaveAfterJoin);
+    assert_eq!(leaver.wait_joined().id, 2);
+    leaver.finish();
+    assert_eq!(
+        first.wait_death(dead_after / 4),
+        Some(Death {
+            node: 2,
+            incarnation: 1,
+            epoch: 3,
+        }),
+        "no NodeDead within {:?} of the connection closing",
+        dead_after / 4
+    );
+    assert_eq!(manager.live_nodes(), vec![1]);
+    first.finish();
+}
+
+#[test]
+fn rejoin_gets_the_same_id_as_the_next_incarnation() {
+    let (manager, address) = start_manager(quick_config());
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id, 1);
+    let leaver = FakeNode::spawn(address, Behavior::LeaveAfterJoin);
+    assert_eq!(leaver.wait_joined().id, 2);
+    leaver.finish();
+    assert_eq!(
+        first.wait_death(TEST_TIMEOUT),
+        Some(Death {
+            node: 2,
+            incarnation: 1,
+            epoch: 3,
+        })
+    );
+
+    let rejoiner = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).rejoining(2));
+    assert_eq!(
+        rejoiner.wait_joined(),
+        Joined {
+            id: 2,
+            incarnation: 2,
+            total_nodes: 2,
+            epoch: 4,
+        }
+    );
+    // A later newcomer is told the incarnation of every member.
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(third.wait_joined().id_and_total(), (3, 3));
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+
+    let third = third.finish();
+    assert_eq!(third.prepared, vec![(1, 1), (2, 2)]);
+    assert_connected_to_incarnations(&third, &[(1, 1), (2, 2)]);
+    let rejoiner = rejoiner.finish();
+    assert_eq!(rejoiner.incarnation, 2);
+    assert_eq!(rejoiner.prepared, vec![(1, 1), (3, 1)]);
+    assert_connected_to_incarnations(&rejoiner, &[(1, 1), (3, 1)]);
+    let first = first.finish();
+    assert_eq!(first.prepared, vec![(2, 1), (2, 2), (3, 1)]);
+    assert_connected_to_incarnations(&first, &[(2, 1), (2, 2), (3, 1)]);
+}
+
+#[test]
+fn rejoin_of_a_live_or_unknown_id_gets_a_fresh_id() {
+    let (manager, address) = start_manager(quick_config());
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id, 1);
+    let mut nodes = vec![first];
+    for (rejoin_id, expected_id) in [(1, 2), (40, 3), (MAX_NODES + 1, 4)] {
+        let node = FakeNode::spawn_with(
+            address,
+            Setup::new(Behavior::Cooperate).rejoining(rejoin_id),
+        );
+        let joined = node.wait_joined();
+        assert_eq!(
+            (joined.id, joined.incarnation),
+            (expected_id, 1),
+            "rejoin_id {rejoin_id}"
+        );
+        nodes.push(node);
+    }
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3, 4]);
+    let last = nodes.pop().expect("four nodes").finish();
+    assert_eq!(last.prepared, vec![(1, 1), (2, 1), (3, 1)]);
+    for node in nodes {
+        node.finish();
+    }
+}
+
+/// A manager that notices silence slowly but believes suspicions quickly.
+fn suspicion_config() -> ManagerConfig {
+    ManagerConfig {
+        dead_after: Duration::from_secs(6),
+        suspect_grace: Duration::from_millis(400),
+        ..quick_config()
+    }
+}
+
+#[test]
+fn suspect_of_a_silent_node_declares_it_dead_early() {
+    let config = suspicion_config();
+    let (manager, address) = start_manager(config);
+    let reporter = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).heartbeating());
+    assert_eq!(reporter.wait_joined().id, 1);
+    let silent = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = silent.wait_joined();
+    let silent_since = Instant::now();
+    assert_eq!(joined.id, 2);
+    thread::sleep(config.suspect_grace + Duration::from_millis(200));
+
+    // News about another incarnation, or about no member, changes nothing.
+    reporter.send(&Message::Suspect {
+        peer: 2,
+        incarnation: 2,
+    });
+    reporter.send(&Message::Suspect {
+        peer: 9,
+        incarnation: 1,
+    });
+    reporter.assert_no_death(Duration::from_millis(300));
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+
+    reporter.send(&Message::Suspect {
+        peer: 2,
+        incarnation: 1,
+    });
+    assert_eq!(
+        reporter.wait_death(DETECTION_MARGIN),
+        Some(Death {
+            node: 2,
+            incarnation: 1,
+            epoch: joined.epoch + 1,
+        })
+    );
+    assert!(silent_since.elapsed() < config.dead_after / 2);
+    assert_eq!(manager.live_nodes(), vec![1]);
+    silent.finish();
+    reporter.finish();
+}
+
+#[test]
+fn suspect_of_a_heartbeating_node_is_ignored() {
+    let config = suspicion_config();
+    let (manager, address) = start_manager(config);
+    let beating = Setup::new(Behavior::Cooperate).heartbeating();
+    let reporter = FakeNode::spawn_with(address, beating);
+    assert_eq!(reporter.wait_joined().id, 1);
+    let suspected = FakeNode::spawn_with(address, beating);
+    assert_eq!(suspected.wait_joined().id, 2);
+    thread::sleep(config.suspect_grace + Duration::from_millis(200));
+
+    reporter.send(&Message::Suspect {
+        peer: 2,
+        incarnation: 1,
+    });
+    reporter.assert_no_death(config.suspect_grace * 2);
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+    assert_eq!(manager.epoch(), 2);
+    reporter.finish();
+    suspected.finish();
 }

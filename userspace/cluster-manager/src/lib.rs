@@ -1,11 +1,18 @@
 //! LITE cluster manager.
 //!
 //! Nodes join a LITE cluster by connecting to this manager over TCP. The
-//! manager assigns each node an id (1, 2, 3, … in join order, never reused;
-//! 0 stands for the manager) and, for every node already in the cluster,
-//! relays queue pair endpoints both ways so that the newcomer ends up with
-//! a reliable connection to every other node. The wire format and the exact
-//! exchange are defined in [`cm_wire`], which the kernel compiles too.
+//! manager assigns each node an id (1, 2, 3, … in join order, never handed
+//! to another node; 0 stands for the manager) and, for every node already
+//! in the cluster, relays queue pair endpoints both ways so that the
+//! newcomer ends up with a reliable connection to every other node. A node
+//! that comes back may ask for its old id, which it gets as a new
+//! incarnation if no live node has it.
+//!
+//! The manager also owns membership: joined nodes send heartbeats, and a
+//! node that falls silent, whose connection breaks, or that a peer suspects
+//! and that is silent too, is declared dead and every surviving node is
+//! told. The wire format and the exact exchanges are defined in
+//! [`cm_wire`], which the kernel compiles too.
 
 #![warn(missing_docs)]
 

@@ -3,11 +3,11 @@
 use std::process::ExitCode;
 
 use lite_cluster_manager::cli::{self, Command};
-use lite_cluster_manager::{ClusterManager, ManagerConfig};
+use lite_cluster_manager::ClusterManager;
 
 fn main() -> ExitCode {
-    let listen = match cli::parse(std::env::args().skip(1)) {
-        Ok(Command::Run { listen }) => listen,
+    let (listen, config) = match cli::parse(std::env::args().skip(1)) {
+        Ok(Command::Run { listen, config }) => (listen, config),
         Ok(Command::Help) => {
             println!("{}", cli::USAGE);
             return ExitCode::SUCCESS;
@@ -17,7 +17,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let manager = match ClusterManager::bind(listen, ManagerConfig::default()) {
+    let manager = match ClusterManager::bind(listen, config) {
         Ok(manager) => manager,
         Err(e) => {
             eprintln!("lite-cm: cannot listen on {listen}: {e}");

@@ -1,18 +1,42 @@
-//! The cluster manager: node id assignment and queue pair brokering.
+//! The cluster manager: node id assignment, queue pair brokering and
+//! membership.
 //!
 //! Each accepted connection gets a thread that reads the node's `Hello`.
-//! The join itself runs under one global lock, so that every pair of nodes
-//! is connected exactly once and ids follow join order. During a join the
-//! manager talks to every earlier node over the connection that node kept
-//! open after its own join; nobody reads those connections otherwise, so a
-//! node that went away is only noticed when the next join reaches it.
+//! The join itself runs under the registry lock, so that every pair of
+//! nodes is connected exactly once and ids follow join order.
+//!
+//! Once a node has joined, a reader thread owns the reading side of its
+//! connection. It records when the node was last heard from, answers its
+//! heartbeats with the current epoch, hands its suspicions to the monitor
+//! and passes every other frame (the node's answers while a later node
+//! joins) to the join through a channel. The monitor thread declares a
+//! member dead when its connection breaks, when it has been silent for
+//! longer than [`ManagerConfig::dead_after`], or when a peer suspects it
+//! and it has been silent for longer than [`ManagerConfig::suspect_grace`];
+//! every surviving member is then sent `NodeDead`.
+//!
+//! Locks: the registry, then one member's send lock or last-heard time.
+//! Reader threads never take the registry lock, so heartbeats are answered
+//! and recorded while a join holds it. The monitor does need the registry,
+//! so a death it would notice during a join is only declared once the join
+//! ends, with the silence measured up to then; a member that fails the
+//! join itself is removed at once. Deaths are announced after the join,
+//! with epochs newer than the one the join ended at, so the newcomer hears
+//! of them like every other member.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::{self, Display};
 use std::io;
+use std::mem::size_of;
 use std::net::{Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{
+    self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError, TrySendError,
+};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lite::sys::MAX_NODES;
 
@@ -22,34 +46,293 @@ use crate::frame::{read_message, write_message, ProtocolError};
 /// Tunables of a [`ClusterManager`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ManagerConfig {
-    /// Longest a node may take to answer one request during a join.
+    /// Longest a node may take to answer one request during a join, and
+    /// to accept one frame.
     pub io_timeout: Duration,
     /// Longest a new connection may take to send its `Hello`.
     pub hello_timeout: Duration,
+    /// Longest a member may stay silent (nodes send a heartbeat every
+    /// 500 ms) before it is declared dead. Also the TCP user timeout of
+    /// every connection, so unacknowledged data cannot keep a dead node's
+    /// connection alive for longer.
+    pub dead_after: Duration,
+    /// Silence after which a member that a peer suspects is declared dead
+    /// at once instead of after [`ManagerConfig::dead_after`]; a suspected
+    /// member heard from more recently is left alone, since only the
+    /// manager decides who is dead.
+    pub suspect_grace: Duration,
 }
 
 impl Default for ManagerConfig {
     fn default() -> Self {
-        // Generous: nodes may be emulated machines running debug kernels.
         ManagerConfig {
+            // Generous: nodes may be emulated machines running debug kernels.
             io_timeout: Duration::from_secs(30),
             hello_timeout: Duration::from_secs(30),
+            // Six missed heartbeats: a busy emulated node is not mistaken
+            // for a dead one, and a dead one is noticed in seconds.
+            dead_after: Duration::from_secs(3),
+            suspect_grace: Duration::from_secs(1),
         }
+    }
+}
+
+/// How often the monitor looks for silent members.
+const MONITOR_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Idle seconds before TCP sends the first keepalive probe.
+const KEEPALIVE_IDLE_SECS: libc::c_int = 1;
+
+/// Seconds between TCP keepalive probes.
+const KEEPALIVE_INTERVAL_SECS: libc::c_int = 1;
+
+/// Unanswered keepalive probes after which TCP drops the connection.
+const KEEPALIVE_PROBES: libc::c_int = 3;
+
+/// Frames a member may send that no join has asked for yet. A join asks
+/// for one answer at a time, so a longer backlog means the node is not
+/// following the protocol.
+const REPLY_BACKLOG: usize = 4;
+
+/// A frame a member's reader passed on, or why its reader stopped.
+type Reply = Result<Message, ProtocolError>;
+
+/// The parts of a member's connection that its reader thread shares.
+struct Link {
+    /// The member's node id.
+    node: u32,
+    /// The member's incarnation.
+    incarnation: u32,
+    /// The connection; the reader thread has its own handle for reading.
+    stream: TcpStream,
+    /// Held while writing one frame: the join, heartbeat acknowledgements
+    /// and `NodeDead` announcements all write, and frames must not mix.
+    sending: Mutex<()>,
+    /// When the node was last heard from (any frame counts).
+    last_heard: Mutex<Instant>,
+}
+
+impl Link {
+    /// Writes one whole frame.
+    fn send(&self, message: &Message) -> io::Result<()> {
+        let _sending = lock(&self.sending);
+        write_message(&mut &self.stream, message)
+    }
+
+    /// Records that the node was just heard from.
+    fn heard(&self) {
+        *lock(&self.last_heard) = Instant::now();
+    }
+
+    /// How long the node has been silent.
+    fn silence(&self) -> Duration {
+        lock(&self.last_heard).elapsed()
+    }
+
+    /// Shuts the connection down: the node notices, and the reader thread
+    /// reads the end of the stream and stops. Needs no lock, so it never
+    /// waits for a write stuck on a node that does not read.
+    fn close(&self) {
+        // The node may already be gone; there is nothing to report then.
+        let _ = self.stream.shutdown(Shutdown::Both);
     }
 }
 
 /// A node that completed its join.
 struct Member {
-    stream: TcpStream,
+    /// Shared with the member's reader thread.
+    link: Arc<Link>,
+    /// Frames the reader passed on for the join, or why it stopped.
+    replies: Receiver<Reply>,
 }
 
-/// Cluster membership, guarded by the global join lock.
+impl Member {
+    /// Makes `stream`, whose node finished its join as `node`, a member:
+    /// starts the reader thread that owns reading it from now on.
+    fn start(
+        node: u32,
+        incarnation: u32,
+        stream: TcpStream,
+        events: Sender<Event>,
+        epoch: Arc<AtomicU32>,
+    ) -> io::Result<Self> {
+        // Silence is judged by the monitor: a quiet stream is no reason to
+        // stop reading it.
+        stream.set_read_timeout(None)?;
+        let reading = stream.try_clone()?;
+        let link = Arc::new(Link {
+            node,
+            incarnation,
+            stream,
+            sending: Mutex::new(()),
+            last_heard: Mutex::new(Instant::now()),
+        });
+        let (replies_tx, replies) = mpsc::sync_channel(REPLY_BACKLOG);
+        let reader = Reader {
+            link: Arc::clone(&link),
+            stream: reading,
+            replies: replies_tx,
+            events,
+            epoch,
+        };
+        thread::Builder::new()
+            .name(format!("node {node} reader"))
+            .spawn(move || reader.run())?;
+        Ok(Member { link, replies })
+    }
+
+    /// Drops answers that arrived while no join asked for one (a node
+    /// answering a request the manager gave up on), so that they are not
+    /// taken for answers to the next request; fails if the reader stopped.
+    fn discard_stale_replies(&self) -> Result<(), ProtocolError> {
+        loop {
+            match self.replies.try_recv() {
+                Ok(Ok(message)) => log(format_args!(
+                    "node {}: discarded unrequested {:?}",
+                    self.link.node,
+                    message.kind()
+                )),
+                Ok(Err(e)) => return Err(e),
+                Err(TryRecvError::Empty) => return Ok(()),
+                Err(TryRecvError::Disconnected) => return Err(ProtocolError::Closed),
+            }
+        }
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        // Ends the reader thread with the membership.
+        self.link.close();
+    }
+}
+
+/// What a member's reader thread owns.
+struct Reader {
+    /// Shared with the member's registry entry.
+    link: Arc<Link>,
+    /// Reading handle of the member's connection.
+    stream: TcpStream,
+    /// Where frames for the join go.
+    replies: SyncSender<Reply>,
+    /// Where connection losses and suspicions go (to the monitor).
+    events: Sender<Event>,
+    /// The manager's membership epoch, for heartbeat acknowledgements.
+    epoch: Arc<AtomicU32>,
+}
+
+impl Reader {
+    /// Reads the member's frames until its connection fails, then reports
+    /// the loss to the monitor.
+    fn run(mut self) {
+        let reason = loop {
+            let message = match read_message(&mut self.stream) {
+                Ok(message) => message,
+                Err(e) => {
+                    let reason = e.to_string();
+                    // A join waiting for an answer learns at once. A full
+                    // backlog or a member already removed needs no news.
+                    let _ = self.replies.try_send(Err(e));
+                    break reason;
+                }
+            };
+            self.link.heard();
+            match message {
+                // The connection identifies the node, so the id it claims
+                // is not checked.
+                Message::Heartbeat { .. } => {
+                    let ack = Message::HeartbeatAck {
+                        epoch: self.epoch.load(Ordering::SeqCst),
+                    };
+                    if let Err(e) = self.link.send(&ack) {
+                        break format!("cannot acknowledge a heartbeat: {e}");
+                    }
+                }
+                Message::Suspect { peer, incarnation } => {
+                    log(format_args!(
+                        "node {} suspects node {peer} (incarnation {incarnation})",
+                        self.link.node
+                    ));
+                    // The monitor outlives readers unless the manager is
+                    // gone, and then nobody cares.
+                    let _ = self.events.send(Event::Suspect {
+                        reporter: self.link.node,
+                        peer,
+                        incarnation,
+                    });
+                }
+                other => match self.replies.try_send(Ok(other)) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        break format!("sent more than {REPLY_BACKLOG} unrequested frames");
+                    }
+                    // The member was removed; the shutdown that came with
+                    // it ends this loop at the next read.
+                    Err(TrySendError::Disconnected(_)) => {}
+                },
+            }
+        };
+        let _ = self.events.send(Event::ConnectionLost {
+            node: self.link.node,
+            incarnation: self.link.incarnation,
+            reason,
+        });
+    }
+}
+
+/// News for the monitor from the reader threads.
+enum Event {
+    /// Reading a member's connection failed or reached its end.
+    ConnectionLost {
+        /// The member.
+        node: u32,
+        /// Its incarnation, so that news about an earlier incarnation of a
+        /// node that rejoined is not applied to the new one.
+        incarnation: u32,
+        /// What happened.
+        reason: String,
+    },
+    /// A member reports that its connection to `peer` failed.
+    Suspect {
+        /// The member reporting.
+        reporter: u32,
+        /// The node suspected.
+        peer: u32,
+        /// The incarnation of `peer` the failed connection was to.
+        incarnation: u32,
+    },
+}
+
+/// A node whose death is still to be announced.
+struct Death {
+    /// The dead node.
+    node: u32,
+    /// Its incarnation that died.
+    incarnation: u32,
+}
+
+/// Cluster membership, guarded by the registry lock that also serialises
+/// joins.
 struct Registry {
-    /// Next id to hand out; ids are never reused so that a stale queue pair
-    /// can never be mistaken for one belonging to a newer node.
+    /// Timeouts and liveness thresholds.
+    config: ManagerConfig,
+    /// Next id to hand out to a new node; ids are never handed to another
+    /// node, so that a stale queue pair can never be mistaken for one
+    /// belonging to a different node.
     next_id: u32,
+    /// How many times each id handed out so far was handed out (its
+    /// latest incarnation).
+    incarnations: BTreeMap<u32, u32>,
     /// Live members by id; ascending order is the order peers are paired in.
     members: BTreeMap<u32, Member>,
+    /// Membership epoch: incremented (under this lock) on every join and
+    /// every death, never decremented. Shared with reader threads, which
+    /// read it without this lock for heartbeat acknowledgements.
+    epoch: Arc<AtomicU32>,
+    /// Handed to each member's reader thread.
+    events: Sender<Event>,
+    /// Nodes declared dead whose death is not announced yet.
+    unannounced: VecDeque<Death>,
 }
 
 /// Which side of a pairing failed.
@@ -61,15 +344,21 @@ enum PairingError {
 }
 
 impl Registry {
-    fn new() -> Self {
+    /// An empty registry at epoch 0; `events` goes to the monitor.
+    fn new(config: ManagerConfig, events: Sender<Event>) -> Self {
         Registry {
+            config,
             next_id: 1,
+            incarnations: BTreeMap::new(),
             members: BTreeMap::new(),
+            epoch: Arc::new(AtomicU32::new(0)),
+            events,
+            unannounced: VecDeque::new(),
         }
     }
 
-    /// Hands out the next id, or `None` once every id below [`MAX_NODES`]
-    /// has been used.
+    /// Hands out the next new id, or `None` once every id below
+    /// [`MAX_NODES`] has been used.
     fn allocate_id(&mut self) -> Option<u32> {
         if self.next_id >= MAX_NODES {
             return None;
@@ -79,79 +368,298 @@ impl Registry {
         Some(id)
     }
 
-    /// Removes a member and closes its connection so its node notices.
-    fn drop_member(&mut self, id: u32, reason: &dyn std::fmt::Display) {
-        if let Some(member) = self.members.remove(&id) {
-            // The node may already be gone; there is nothing to report then.
-            let _ = member.stream.shutdown(Shutdown::Both);
-            log(format_args!("node {id} disconnected: {reason}"));
+    /// Picks the id and incarnation of a joining node: `rejoin_id` again,
+    /// as its next incarnation, if it was handed out before and no live
+    /// member has it; otherwise a new id. `None` when no id is left.
+    fn assign_id(&mut self, rejoin_id: u32) -> Option<(u32, u32)> {
+        if rejoin_id != 0 && !self.members.contains_key(&rejoin_id) {
+            if let Some(incarnation) = self.incarnations.get_mut(&rejoin_id) {
+                *incarnation = incarnation.saturating_add(1);
+                return Some((rejoin_id, *incarnation));
+            }
+        }
+        let id = self.allocate_id()?;
+        self.incarnations.insert(id, 1);
+        Some((id, 1))
+    }
+
+    /// The current membership epoch.
+    fn epoch(&self) -> u32 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Moves to the next epoch and returns it.
+    fn advance_epoch(&mut self) -> u32 {
+        // Four billion membership changes do not happen; saturating keeps
+        // the epoch from ever going back if they did.
+        let next = self.epoch().saturating_add(1);
+        self.epoch.store(next, Ordering::SeqCst);
+        next
+    }
+
+    /// Queues the announcement of the death of `node`; logs the decision.
+    fn mark_dead(&mut self, node: u32, incarnation: u32, reason: &dyn Display) {
+        log(format_args!(
+            "node {node} (incarnation {incarnation}) declared dead: {reason}"
+        ));
+        self.unannounced.push_back(Death { node, incarnation });
+    }
+
+    /// Removes member `node` if it still is `incarnation`, closes its
+    /// connection so its node notices, and queues the announcement.
+    /// Returns whether it was removed.
+    fn remove_member(&mut self, node: u32, incarnation: u32, reason: &dyn Display) -> bool {
+        match self.members.get(&node) {
+            Some(member) if member.link.incarnation == incarnation => {}
+            // Gone already, or news about an earlier incarnation.
+            _ => return false,
+        }
+        // Dropping the member closes its connection.
+        self.members.remove(&node);
+        self.mark_dead(node, incarnation, reason);
+        true
+    }
+
+    /// Removes a member and announces its death (and any it leads to).
+    fn declare_dead(&mut self, node: u32, incarnation: u32, reason: &dyn Display) {
+        if self.remove_member(node, incarnation, reason) {
+            self.announce_deaths();
         }
     }
 
-    /// Runs a whole join for a node that sent `hello` on `stream`.
-    fn admit(&mut self, mut stream: TcpStream, address: SocketAddr, hello: Hello) {
-        let Some(id) = self.allocate_id() else {
+    /// Tells every member about every queued death, one new epoch each. A
+    /// member that cannot be told is removed in turn and announced later in
+    /// the same loop, so a cascade needs neither recursion nor a second
+    /// pass; it ends because every member is removed at most once.
+    fn announce_deaths(&mut self) {
+        while let Some(death) = self.unannounced.pop_front() {
+            let epoch = self.advance_epoch();
+            let news = Message::NodeDead {
+                node: death.node,
+                incarnation: death.incarnation,
+                epoch,
+            };
+            let mut told = Vec::with_capacity(self.members.len());
+            let mut unreachable = Vec::new();
+            for (&id, member) in &self.members {
+                match member.link.send(&news) {
+                    Ok(()) => told.push(id),
+                    Err(e) => unreachable.push((id, member.link.incarnation, e)),
+                }
+            }
+            log(format_args!(
+                "epoch {epoch}: told nodes {told:?} that node {} (incarnation {}) is dead",
+                death.node, death.incarnation
+            ));
+            for (id, incarnation, e) in unreachable {
+                self.remove_member(
+                    id,
+                    incarnation,
+                    &format_args!("cannot deliver NodeDead: {e}"),
+                );
+            }
+        }
+    }
+
+    /// Declares dead every member silent for longer than `dead_after`.
+    fn declare_silent_members_dead(&mut self) {
+        let silent: Vec<(u32, u32, Duration)> = self
+            .members
+            .iter()
+            .map(|(&id, member)| (id, member.link.incarnation, member.link.silence()))
+            .filter(|&(_, _, silence)| silence > self.config.dead_after)
+            .collect();
+        for (id, incarnation, silence) in silent {
+            self.declare_dead(
+                id,
+                incarnation,
+                &format_args!("silent for {} ms", silence.as_millis()),
+            );
+        }
+    }
+
+    /// Applies news from a reader thread.
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::ConnectionLost {
+                node,
+                incarnation,
+                reason,
+            } => self.declare_dead(
+                node,
+                incarnation,
+                &format_args!("connection lost: {reason}"),
+            ),
+            Event::Suspect {
+                reporter,
+                peer,
+                incarnation,
+            } => self.judge_suspicion(reporter, peer, incarnation),
+        }
+    }
+
+    /// Declares `peer` dead if it is the suspected incarnation and has been
+    /// silent for longer than the grace; a node that still heartbeats may
+    /// merely have lost one connection, which is not the manager's to fix.
+    fn judge_suspicion(&mut self, reporter: u32, peer: u32, incarnation: u32) {
+        let silence = match self.members.get(&peer) {
+            Some(member) if member.link.incarnation == incarnation => member.link.silence(),
+            Some(member) => {
+                log(format_args!(
+                    "suspicion of node {peer} (incarnation {incarnation}) by node {reporter} ignored: the live node {peer} is incarnation {}",
+                    member.link.incarnation
+                ));
+                return;
+            }
+            None => {
+                log(format_args!(
+                    "suspicion of node {peer} (incarnation {incarnation}) by node {reporter} ignored: not a live member"
+                ));
+                return;
+            }
+        };
+        if silence > self.config.suspect_grace {
+            self.declare_dead(
+                peer,
+                incarnation,
+                &format_args!(
+                    "suspected by node {reporter}, silent for {} ms",
+                    silence.as_millis()
+                ),
+            );
+        } else {
+            log(format_args!(
+                "suspicion of node {peer} by node {reporter} ignored: heard from {} ms ago",
+                silence.as_millis()
+            ));
+        }
+    }
+
+    /// Runs a whole join for a node that sent `hello` on `stream`, then
+    /// announces the deaths found on the way, now that the newcomer is a
+    /// member (or gone).
+    fn admit(&mut self, stream: TcpStream, address: SocketAddr, hello: Hello) {
+        self.join(stream, address, hello);
+        self.announce_deaths();
+    }
+
+    /// Assigns the newcomer its id, pairs it with every member and makes
+    /// it a member.
+    fn join(&mut self, mut stream: TcpStream, address: SocketAddr, hello: Hello) {
+        let Some((id, incarnation)) = self.assign_id(hello.rejoin_id) else {
             log(format_args!(
                 "rejected {address}: all {MAX_NODES} node ids are used"
             ));
             refuse(&mut stream, -libc::ENOSPC);
             return;
         };
-        if let Err(e) = write_message(&mut stream, &Message::Welcome { node_id: id }) {
+        let welcome = Message::Welcome {
+            node_id: id,
+            incarnation,
+        };
+        if let Err(e) = write_message(&mut stream, &welcome) {
             log(format_args!(
                 "join of node {id} from {address} abandoned: {e}"
             ));
             return;
         }
 
+        let mut newcomer = Newcomer {
+            stream: &mut stream,
+            epoch: Arc::clone(&self.epoch),
+        };
         let earlier: Vec<u32> = self.members.keys().copied().collect();
         let mut connected = Vec::with_capacity(earlier.len());
         for peer in earlier {
-            match self.pair(peer, id, &mut stream) {
+            let Some(peer_incarnation) = self.members.get(&peer).map(|m| m.link.incarnation) else {
+                continue;
+            };
+            match self.pair(peer, id, incarnation, &mut newcomer) {
                 Ok(()) => connected.push(peer),
-                Err(PairingError::Peer(e)) => self.drop_member(peer, &e),
+                Err(PairingError::Peer(e)) => {
+                    self.remove_member(
+                        peer,
+                        peer_incarnation,
+                        &format_args!("failed while node {id} joined: {e}"),
+                    );
+                }
                 Err(PairingError::Newcomer(e)) => {
                     log(format_args!(
                         "join of node {id} from {address} abandoned while pairing with node {peer}: {e}"
                     ));
                     refuse(&mut stream, e.errno());
+                    // `peer` at least was asked to prepare for the
+                    // newcomer, and earlier ones may be connected to it.
+                    self.mark_dead(id, incarnation, &format_args!("join abandoned: {e}"));
                     return;
                 }
             }
         }
 
+        let member = match Member::start(
+            id,
+            incarnation,
+            stream,
+            self.events.clone(),
+            Arc::clone(&self.epoch),
+        ) {
+            Ok(member) => member,
+            Err(e) => {
+                // The stream went into `Member::start` and was closed with it.
+                log(format_args!(
+                    "join of node {id} from {address} abandoned: cannot start its reader: {e}"
+                ));
+                if !connected.is_empty() {
+                    self.mark_dead(id, incarnation, &format_args!("join abandoned: {e}"));
+                }
+                return;
+            }
+        };
         // Bounded by MAX_NODES, so the count always fits.
         let total_nodes = u32::try_from(self.members.len() + 1).unwrap_or(u32::MAX);
-        if let Err(e) = write_message(&mut stream, &Message::JoinDone { total_nodes }) {
+        // The epoch only moves once the node knows it has joined.
+        let epoch = self.epoch().saturating_add(1);
+        if let Err(e) = member.link.send(&Message::JoinDone { total_nodes, epoch }) {
             log(format_args!(
                 "join of node {id} from {address} abandoned: {e}"
             ));
+            if !connected.is_empty() {
+                self.mark_dead(id, incarnation, &format_args!("join abandoned: {e}"));
+            }
             return;
         }
+        self.epoch.store(epoch, Ordering::SeqCst);
         log(format_args!(
-            "node {id} joined from {address} (gid {}, lid {}), connected to nodes {connected:?}, now {total_nodes} live",
+            "node {id} (incarnation {incarnation}) joined from {address} (gid {}, lid {}), connected to nodes {connected:?}, now {total_nodes} live, epoch {epoch}",
             Ipv6Addr::from(hello.gid),
             hello.lid
         ));
-        self.members.insert(id, Member { stream });
+        self.members.insert(id, member);
     }
 
     /// Connects the queue pairs between the member `peer` and the joining
     /// node `newcomer_id`, in the order the wire protocol prescribes.
     fn pair(
-        &mut self,
+        &self,
         peer: u32,
         newcomer_id: u32,
-        newcomer: &mut TcpStream,
+        newcomer_incarnation: u32,
+        newcomer: &mut Newcomer<'_>,
     ) -> Result<(), PairingError> {
-        let Some(member) = self.members.get_mut(&peer) else {
+        let Some(member) = self.members.get(&peer) else {
             return Ok(());
         };
-        let peer_stream = &mut member.stream;
+        member.discard_stale_replies().map_err(PairingError::Peer)?;
+        let mut earlier = EarlierMember {
+            member,
+            io_timeout: self.config.io_timeout,
+        };
 
-        let peer_endpoint = prepare(peer_stream, newcomer_id).map_err(PairingError::Peer)?;
-        let newcomer_endpoint = prepare(newcomer, peer).map_err(PairingError::Newcomer)?;
-        connect(peer_stream, newcomer_id, newcomer_endpoint).map_err(PairingError::Peer)?;
+        let peer_endpoint =
+            prepare(&mut earlier, newcomer_id, newcomer_incarnation).map_err(PairingError::Peer)?;
+        let newcomer_endpoint =
+            prepare(newcomer, peer, member.link.incarnation).map_err(PairingError::Newcomer)?;
+        connect(&mut earlier, newcomer_id, newcomer_endpoint).map_err(PairingError::Peer)?;
         connect(newcomer, peer, peer_endpoint).map_err(PairingError::Newcomer)?;
         log(format_args!(
             "node {newcomer_id} (qpn {}) <-> node {peer} (qpn {}) connected",
@@ -161,10 +669,76 @@ impl Registry {
     }
 }
 
-/// Asks `stream`'s node to create a queue pair for `peer`; returns its endpoint.
-fn prepare(stream: &mut TcpStream, peer: u32) -> Result<Endpoint, ProtocolError> {
-    write_message(stream, &Message::Prepare { peer })?;
-    match expect(stream, Kind::QpInfo)? {
+/// A node the join talks to.
+trait Counterpart {
+    /// Sends one frame.
+    fn send(&mut self, message: &Message) -> Result<(), ProtocolError>;
+    /// Waits for the node's next answer.
+    fn receive(&mut self) -> Result<Message, ProtocolError>;
+}
+
+/// The joining node, whose connection the join reads itself.
+struct Newcomer<'a> {
+    /// The newcomer's connection.
+    stream: &'a mut TcpStream,
+    /// For acknowledging heartbeats sent before the join ends.
+    epoch: Arc<AtomicU32>,
+}
+
+impl Counterpart for Newcomer<'_> {
+    fn send(&mut self, message: &Message) -> Result<(), ProtocolError> {
+        Ok(write_message(self.stream, message)?)
+    }
+
+    fn receive(&mut self) -> Result<Message, ProtocolError> {
+        loop {
+            match read_message(self.stream)? {
+                // A node may start its heartbeats as soon as it has its id.
+                Message::Heartbeat { .. } => {
+                    let ack = Message::HeartbeatAck {
+                        epoch: self.epoch.load(Ordering::SeqCst),
+                    };
+                    write_message(self.stream, &ack)?;
+                }
+                message => return Ok(message),
+            }
+        }
+    }
+}
+
+/// A member, whose answers come through its reader thread.
+struct EarlierMember<'a> {
+    /// The member.
+    member: &'a Member,
+    /// Longest to wait for one answer.
+    io_timeout: Duration,
+}
+
+impl Counterpart for EarlierMember<'_> {
+    fn send(&mut self, message: &Message) -> Result<(), ProtocolError> {
+        Ok(self.member.link.send(message)?)
+    }
+
+    fn receive(&mut self) -> Result<Message, ProtocolError> {
+        match self.member.replies.recv_timeout(self.io_timeout) {
+            Ok(reply) => reply,
+            Err(RecvTimeoutError::Timeout) => {
+                Err(ProtocolError::Io(io::ErrorKind::TimedOut.into()))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(ProtocolError::Closed),
+        }
+    }
+}
+
+/// Asks `node` to create a queue pair for `peer`, whose incarnation is
+/// `incarnation`; returns its endpoint.
+fn prepare(
+    node: &mut impl Counterpart,
+    peer: u32,
+    incarnation: u32,
+) -> Result<Endpoint, ProtocolError> {
+    node.send(&Message::Prepare { peer, incarnation })?;
+    match expect(node, Kind::QpInfo)? {
         Message::QpInfo(endpoint) if endpoint.peer == peer => Ok(endpoint),
         Message::QpInfo(endpoint) => Err(ProtocolError::WrongPeer {
             expected: peer,
@@ -174,10 +748,10 @@ fn prepare(stream: &mut TcpStream, peer: u32) -> Result<Endpoint, ProtocolError>
     }
 }
 
-/// Tells `stream`'s node to connect its queue pair for `peer` to
-/// `remote_endpoint` (the endpoint `peer` created for that node).
+/// Tells `node` to connect its queue pair for `peer` to `remote_endpoint`
+/// (the endpoint `peer` created for that node).
 fn connect(
-    stream: &mut TcpStream,
+    node: &mut impl Counterpart,
     peer: u32,
     remote_endpoint: Endpoint,
 ) -> Result<(), ProtocolError> {
@@ -186,8 +760,8 @@ fn connect(
         peer,
         ..remote_endpoint
     };
-    write_message(stream, &Message::Connect(endpoint))?;
-    match expect(stream, Kind::Connected)? {
+    node.send(&Message::Connect(endpoint))?;
+    match expect(node, Kind::Connected)? {
         Message::Connected { peer: answered, .. } if answered != peer => {
             Err(ProtocolError::WrongPeer {
                 expected: peer,
@@ -200,16 +774,17 @@ fn connect(
     }
 }
 
-/// Reads the next frame and insists on `kind`; a `Failure` frame becomes
-/// [`ProtocolError::Refused`].
-fn expect(stream: &mut TcpStream, kind: Kind) -> Result<Message, ProtocolError> {
-    match read_message(stream)? {
+/// Waits for the next answer and insists on `kind`; a `Failure` frame
+/// becomes [`ProtocolError::Refused`].
+fn expect(node: &mut impl Counterpart, kind: Kind) -> Result<Message, ProtocolError> {
+    match node.receive()? {
         message if message.kind() == kind => Ok(message),
         Message::Failure { errno } => Err(ProtocolError::Refused { errno }),
         other => Err(unexpected(kind, &other)),
     }
 }
 
+/// The error for `received` arriving where `expected` was due.
 fn unexpected(expected: Kind, received: &Message) -> ProtocolError {
     ProtocolError::Unexpected {
         expected,
@@ -225,24 +800,40 @@ fn refuse(stream: &mut TcpStream, errno: i32) {
 }
 
 /// Writes one event line to stderr.
-fn log(event: std::fmt::Arguments<'_>) {
+fn log(event: fmt::Arguments<'_>) {
     eprintln!("lite-cm: {event}");
 }
 
 /// A cluster manager bound to a TCP address.
 pub struct ClusterManager {
+    /// Where nodes connect.
     listener: TcpListener,
+    /// Handed to every connection's thread.
     config: ManagerConfig,
+    /// Membership; the monitor thread holds a weak reference.
     registry: Arc<Mutex<Registry>>,
+    /// The registry's epoch, readable while a join holds the registry.
+    epoch: Arc<AtomicU32>,
 }
 
 impl ClusterManager {
-    /// Binds the listening socket.
+    /// Binds the listening socket and starts the thread that watches
+    /// members; it ends soon after the manager is dropped.
     pub fn bind(address: impl ToSocketAddrs, config: ManagerConfig) -> io::Result<Self> {
+        let listener = TcpListener::bind(address)?;
+        let (events_tx, events) = mpsc::channel();
+        let registry = Registry::new(config, events_tx);
+        let epoch = Arc::clone(&registry.epoch);
+        let registry = Arc::new(Mutex::new(registry));
+        let watched = Arc::downgrade(&registry);
+        thread::Builder::new()
+            .name("membership monitor".into())
+            .spawn(move || monitor(&watched, &events))?;
         Ok(ClusterManager {
-            listener: TcpListener::bind(address)?,
+            listener,
             config,
-            registry: Arc::new(Mutex::new(Registry::new())),
+            registry,
+            epoch,
         })
     }
 
@@ -256,11 +847,19 @@ impl ClusterManager {
         lock(&self.registry).members.keys().copied().collect()
     }
 
+    /// Membership epoch: how many joins and deaths the manager has seen.
+    pub fn epoch(&self) -> u32 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
     /// Accepts nodes, each connection on its own thread, until the
     /// listening socket fails; returns that failure.
     pub fn run(&self) -> io::Error {
         match self.local_addr() {
-            Ok(address) => log(format_args!("listening on {address}")),
+            Ok(address) => log(format_args!(
+                "listening on {address}; nodes silent for {} ms are dead",
+                self.config.dead_after.as_millis()
+            )),
             Err(e) => return e,
         }
         loop {
@@ -286,6 +885,8 @@ impl ClusterManager {
     }
 }
 
+/// Whether an `accept` failure may pass (rather than meaning the listening
+/// socket is unusable).
 fn is_transient_accept_error(e: &io::Error) -> bool {
     !matches!(
         e.raw_os_error(),
@@ -293,10 +894,104 @@ fn is_transient_accept_error(e: &io::Error) -> bool {
     )
 }
 
-/// Locks the registry; a panic in another join leaves it usable because
-/// every mutation is a single map insert or remove.
-fn lock(registry: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
-    registry.lock().unwrap_or_else(PoisonError::into_inner)
+/// Locks a mutex; a panic in another thread leaves the data usable
+/// because no critical section leaves it half-changed.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The monitor thread: applies the readers' news and declares silent
+/// members dead, until the manager is gone. It waits for the registry lock
+/// like a join, so while a join runs, its checks wait for the join to end.
+fn monitor(registry: &Weak<Mutex<Registry>>, events: &Receiver<Event>) {
+    let mut next_check = Instant::now() + MONITOR_INTERVAL;
+    loop {
+        let event = match events.recv_timeout(next_check.saturating_duration_since(Instant::now()))
+        {
+            Ok(event) => Some(event),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let Some(registry) = registry.upgrade() else {
+            return;
+        };
+        let mut registry = lock(&registry);
+        if let Some(event) = event {
+            registry.handle(event);
+        }
+        // Also after an event, so that a stream of events cannot put the
+        // check off.
+        if Instant::now() >= next_check {
+            registry.declare_silent_members_dead();
+            next_check = Instant::now() + MONITOR_INTERVAL;
+        }
+    }
+}
+
+/// Sets an integer socket option.
+fn set_socket_option(
+    stream: &TcpStream,
+    level: libc::c_int,
+    option: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // Lossless: the size of a C int.
+    let len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the descriptor is open while `stream` is borrowed, and the
+    // option value points at a live c_int of the length given.
+    let result = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            level,
+            option,
+            (&raw const value).cast(),
+            len,
+        )
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Configures a new connection: timeouts for the `Hello` and for writes,
+/// and TCP-level detection of a node that vanished without closing its
+/// connection (keepalive probes when idle, the user timeout when data
+/// stays unacknowledged).
+fn configure_socket(stream: &TcpStream, config: &ManagerConfig) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(config.hello_timeout))?;
+    stream.set_write_timeout(Some(config.io_timeout))?;
+    set_socket_option(stream, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    set_socket_option(
+        stream,
+        libc::IPPROTO_TCP,
+        libc::TCP_KEEPIDLE,
+        KEEPALIVE_IDLE_SECS,
+    )?;
+    set_socket_option(
+        stream,
+        libc::IPPROTO_TCP,
+        libc::TCP_KEEPINTVL,
+        KEEPALIVE_INTERVAL_SECS,
+    )?;
+    set_socket_option(
+        stream,
+        libc::IPPROTO_TCP,
+        libc::TCP_KEEPCNT,
+        KEEPALIVE_PROBES,
+    )?;
+    let user_timeout_ms = libc::c_int::try_from(config.dead_after.as_millis())
+        .unwrap_or(libc::c_int::MAX)
+        // 0 would mean the system default.
+        .max(1);
+    set_socket_option(
+        stream,
+        libc::IPPROTO_TCP,
+        libc::TCP_USER_TIMEOUT,
+        user_timeout_ms,
+    )
 }
 
 /// Serves one connection: reads its `Hello`, then runs the join.
@@ -306,17 +1001,13 @@ fn serve_connection(
     mut stream: TcpStream,
     address: SocketAddr,
 ) {
-    let configured = stream
-        .set_nodelay(true)
-        .and_then(|()| stream.set_read_timeout(Some(config.hello_timeout)))
-        .and_then(|()| stream.set_write_timeout(Some(config.io_timeout)));
-    if let Err(e) = configured {
+    if let Err(e) = configure_socket(&stream, &config) {
         log(format_args!(
             "rejected {address}: cannot configure socket: {e}"
         ));
         return;
     }
-    let hello = match expect(&mut stream, Kind::Hello) {
+    let hello = match read_message(&mut stream) {
         Ok(Message::Hello(hello)) => hello,
         Ok(other) => {
             let e = unexpected(Kind::Hello, &other);
@@ -349,14 +1040,40 @@ pub(crate) fn set_next_id(manager: &ClusterManager, next_id: u32) {
 mod tests {
     use super::*;
 
+    fn registry() -> Registry {
+        let (events, _) = mpsc::channel();
+        Registry::new(ManagerConfig::default(), events)
+    }
+
     #[test]
     fn ids_start_at_one_and_stop_below_max_nodes() {
-        let mut registry = Registry::new();
+        let mut registry = registry();
         let ids: Vec<u32> = std::iter::from_fn(|| registry.allocate_id()).collect();
         assert_eq!(ids.first(), Some(&1));
         assert_eq!(ids.last(), Some(&(MAX_NODES - 1)));
         assert_eq!(ids.len(), (MAX_NODES - 1) as usize);
         assert!(ids.windows(2).all(|pair| pair[1] == pair[0] + 1));
         assert_eq!(registry.allocate_id(), None);
+    }
+
+    #[test]
+    fn only_ids_handed_out_before_come_back_as_new_incarnations() {
+        let mut registry = registry();
+        assert_eq!(registry.assign_id(0), Some((1, 1)));
+        assert_eq!(registry.assign_id(1), Some((1, 2)));
+        assert_eq!(registry.assign_id(1), Some((1, 3)));
+        // Never handed out: a new id, not the one asked for.
+        assert_eq!(registry.assign_id(7), Some((2, 1)));
+        assert_eq!(registry.assign_id(MAX_NODES + 1), Some((3, 1)));
+        assert_eq!(registry.assign_id(2), Some((2, 2)));
+    }
+
+    #[test]
+    fn a_full_id_space_still_takes_rejoins() {
+        let mut registry = registry();
+        registry.next_id = MAX_NODES - 1;
+        assert_eq!(registry.assign_id(0), Some((MAX_NODES - 1, 1)));
+        assert_eq!(registry.assign_id(0), None);
+        assert_eq!(registry.assign_id(MAX_NODES - 1), Some((MAX_NODES - 1, 2)));
     }
 }

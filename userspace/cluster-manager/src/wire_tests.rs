@@ -24,17 +24,41 @@ fn every_message() -> Vec<Message> {
         Message::Hello(Hello {
             gid: *b"0123456789abcdef",
             lid: 0x1234,
+            rejoin_id: 0x0a0b_0c0d,
         }),
-        Message::Welcome { node_id: 63 },
-        Message::Prepare { peer: 0xdead_beef },
+        Message::Welcome {
+            node_id: 63,
+            incarnation: 0x8000_0001,
+        },
+        Message::Prepare {
+            peer: 0xdead_beef,
+            incarnation: 7,
+        },
         Message::QpInfo(endpoint(2)),
         Message::Connect(endpoint(u32::MAX)),
         Message::Connected {
             peer: 7,
             status: -110,
         },
-        Message::JoinDone { total_nodes: 64 },
+        Message::JoinDone {
+            total_nodes: 64,
+            epoch: 0x0102_0304,
+        },
         Message::Failure { errno: -28 },
+        Message::Heartbeat {
+            node_id: 5,
+            epoch: u32::MAX,
+        },
+        Message::HeartbeatAck { epoch: 0xfeed_f00d },
+        Message::Suspect {
+            peer: 12,
+            incarnation: 3,
+        },
+        Message::NodeDead {
+            node: 0x1111_2222,
+            incarnation: 0x3333_4444,
+            epoch: 0x5555_6666,
+        },
     ]
 }
 
@@ -54,8 +78,8 @@ fn decode(frame: &[u8]) -> Result<Message, WireError> {
 fn every_message_round_trips() {
     let messages = every_message();
     let kinds: Vec<Kind> = messages.iter().map(Message::kind).collect();
-    for kind in 1..=8 {
-        let kind = Kind::from_u16(kind).expect("kinds 1..=8 exist");
+    for kind in 1..=12 {
+        let kind = Kind::from_u16(kind).expect("kinds 1..=12 exist");
         assert!(kinds.contains(&kind), "{kind:?} is not covered");
     }
     for message in messages {
@@ -67,12 +91,81 @@ fn every_message_round_trips() {
 
 #[test]
 fn header_layout_is_little_endian_magic_version_kind_len() {
-    let frame = encode(&Message::Prepare { peer: 0x0403_0201 });
+    let frame = encode(&Message::Prepare {
+        peer: 0x0403_0201,
+        incarnation: 0x0807_0605,
+    });
     assert_eq!(&frame[0..4], b"LITE");
-    assert_eq!(&frame[4..6], &[1, 0]);
+    assert_eq!(&frame[4..6], &[2, 0]);
     assert_eq!(&frame[6..8], &[Kind::Prepare as u8, 0]);
     assert_eq!(&frame[8..12], &[8, 0, 0, 0]);
-    assert_eq!(&frame[12..16], &[1, 2, 3, 4]);
+    assert_eq!(&frame[12..20], &[1, 2, 3, 4, 5, 6, 7, 8]);
+}
+
+#[test]
+fn hello_layout_is_gid_lid_padding_rejoin_id() {
+    let frame = encode(&Message::Hello(Hello {
+        gid: *b"0123456789abcdef",
+        lid: 0x0201,
+        rejoin_id: 0x0605_0403,
+    }));
+    let payload = &frame[HEADER_LEN..];
+    assert_eq!(payload.len(), 24);
+    assert_eq!(&payload[0..16], b"0123456789abcdef");
+    assert_eq!(&payload[16..18], &[1, 2]);
+    assert_eq!(&payload[18..20], &[0, 0], "padding is zero");
+    assert_eq!(&payload[20..24], &[3, 4, 5, 6]);
+}
+
+#[test]
+fn membership_payloads_are_words_in_field_order() {
+    let cases = [
+        (
+            Message::Welcome {
+                node_id: 1,
+                incarnation: 2,
+            },
+            vec![1, 2],
+        ),
+        (
+            Message::JoinDone {
+                total_nodes: 3,
+                epoch: 4,
+            },
+            vec![3, 4],
+        ),
+        (
+            Message::Heartbeat {
+                node_id: 5,
+                epoch: 6,
+            },
+            vec![5, 6],
+        ),
+        (Message::HeartbeatAck { epoch: 7 }, vec![7, 0]),
+        (
+            Message::Suspect {
+                peer: 8,
+                incarnation: 9,
+            },
+            vec![8, 9],
+        ),
+        (
+            Message::NodeDead {
+                node: 10,
+                incarnation: 11,
+                epoch: 12,
+            },
+            vec![10, 11, 12],
+        ),
+    ];
+    for (message, words) in cases {
+        let frame = encode(&message);
+        let payload: Vec<u32> = frame[HEADER_LEN..]
+            .chunks(4)
+            .map(|word| u32::from_le_bytes(word.try_into().expect("whole words")))
+            .collect();
+        assert_eq!(payload, words, "{message:?}");
+    }
 }
 
 #[test]
@@ -90,16 +183,22 @@ fn endpoint_layout_matches_the_documented_offsets() {
 
 #[test]
 fn header_validation_rejects_each_bad_field() {
-    let good = encode(&Message::Welcome { node_id: 1 });
+    let good = encode(&Message::Welcome {
+        node_id: 1,
+        incarnation: 1,
+    });
     let mut bad_magic = good.clone();
     bad_magic[3] = b'X';
     assert_eq!(decode(&bad_magic), Err(WireError::BadMagic));
 
-    let mut bad_version = good.clone();
-    bad_version[4] = 2;
-    assert_eq!(decode(&bad_version), Err(WireError::BadVersion));
+    // Version 1 had no membership messages and shorter `Hello`s.
+    for version in [1u16, 3] {
+        let mut bad_version = good.clone();
+        bad_version[4..6].copy_from_slice(&version.to_le_bytes());
+        assert_eq!(decode(&bad_version), Err(WireError::BadVersion));
+    }
 
-    for unknown in [0u16, 9, 0xffff] {
+    for unknown in [0u16, 13, 0xffff] {
         let mut bad_kind = good.clone();
         bad_kind[6..8].copy_from_slice(&unknown.to_le_bytes());
         assert_eq!(decode(&bad_kind), Err(WireError::UnknownKind));
@@ -115,7 +214,7 @@ fn header_validation_rejects_each_bad_field() {
 #[test]
 fn kind_numbers_and_payload_lengths_are_stable() {
     let expected = [
-        (Kind::Hello, 1, 20),
+        (Kind::Hello, 1, 24),
         (Kind::Welcome, 2, 8),
         (Kind::Prepare, 3, 8),
         (Kind::QpInfo, 4, ENDPOINT_LEN),
@@ -123,6 +222,10 @@ fn kind_numbers_and_payload_lengths_are_stable() {
         (Kind::Connected, 6, 8),
         (Kind::JoinDone, 7, 8),
         (Kind::Failure, 8, 8),
+        (Kind::Heartbeat, 9, 8),
+        (Kind::HeartbeatAck, 10, 8),
+        (Kind::Suspect, 11, 8),
+        (Kind::NodeDead, 12, 12),
     ];
     for (kind, number, payload_len) in expected {
         assert_eq!(kind as u16, number);

@@ -19,6 +19,12 @@
  *   -EKEYREVOKED  the LMR behind a mapping was freed or deregistered by
  *                 its owner; only lite_umap_lmr still accepts the handle
  *   -EHOSTUNREACH the target node is not a member of the cluster
+ *   -EHOSTDOWN    a node the operation needs was declared dead by the
+ *                 cluster manager (no heartbeat for its dead-after time,
+ *                 3 s by default), or this node was cut off from the
+ *                 manager and fenced itself; callers already waiting on
+ *                 that node return with it within about a second of the
+ *                 verdict. Data held by a dead node is lost.
  *   -ENOMEM       the node holding the memory could not allocate it
  *   -EIO          the RDMA operation completed with an error
  */

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Joining the cluster through the cluster manager, and staying in it.
+//!
+//! The node keeps its TCP connection to the manager open after joining.
+//! Two kernel threads use it: `lite_cm` reads everything the manager sends
+//! (requests to connect to nodes joining later, answers to heartbeats,
+//! deaths of nodes), and `lite_heartbeat` tells the manager every
+//! [`HEARTBEAT_MS`] that this node lives and which peers' connections
+//! failed. Only the manager declares a node dead; [`view`] decides which of
+//! its messages apply. A node that hears nothing from the manager for
+//! [`MANAGER_TIMEOUT_MS`] (or whose connection to it breaks) is cut off
+//! from the cluster, which expels it in the same time: it fences itself,
+//! so its callers get `EHOSTDOWN` instead of using peers that no longer
+//! count it as a member. Membership thus belongs to the node, not to the
+//! process that called `lite_join`.
+
+pub(crate) mod view;
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use kernel::{
+    c_str, new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use self::view::{MembershipView, Verdict};
+use super::{
+    cluster::Cluster,
+    cm_wire::{Endpoint, Header, Hello, Message, HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN},
+    core::limits::MAX_NODES,
+    util::clock::now_ms,
+};
+use crate::{
+    errno,
+    sys::{kthread, sched, tcp::TcpStream},
+    verbs::{PortConfig, RemoteEnd},
+};
+
+/// How often this node tells the manager it lives, in milliseconds
+/// (debugfs `heartbeat_ms`).
+pub(crate) static HEARTBEAT_MS: AtomicU32 = AtomicU32::new(500);
+
+/// How long this node may hear nothing from the manager before it counts
+/// itself cut off and fences itself, in milliseconds (debugfs
+/// `manager_timeout_ms`); the manager's own `--dead-after-ms` should match.
+pub(crate) static MANAGER_TIMEOUT_MS: AtomicU32 = AtomicU32::new(3000);
+
+/// The settings above, by their debugfs id, with their bounds.
+const SETTINGS: [(&AtomicU32, u32, u32); 2] = [
+    (&HEARTBEAT_MS, 50, 10_000),
+    (&MANAGER_TIMEOUT_MS, 500, 600_000),
+];
+
+/// Reads setting `id` (0 `heartbeat_ms`, 1 `manager_timeout_ms`).
+pub(crate) fn setting(id: u32) -> Option<u32> {
+    let (value, _, _) = SETTINGS.get(id as usize)?;
+    Some(value.load(Ordering::Relaxed))
+}
+
+/// Changes setting `id` (see [`setting`]).
+///
+/// # Errors
+///
+/// `EINVAL` for an unknown id or a value out of the setting's bounds.
+pub(crate) fn set_setting(id: u32, new_value: u64) -> Result {
+    let (value, min, max) = SETTINGS.get(id as usize).ok_or(EINVAL)?;
+    let new_value = u32::try_from(new_value).map_err(|_| EINVAL)?;
+    if new_value < *min || new_value > *max {
+        return Err(EINVAL);
+    }
+    value.store(new_value, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Writes the settings as `name value` lines.
+pub(crate) fn write_settings(out: &mut impl core::fmt::Write) -> core::fmt::Result {
+    writeln!(out, "heartbeat_ms {}", HEARTBEAT_MS.load(Ordering::Relaxed))?;
+    writeln!(
+        out,
+        "manager_timeout_ms {}",
+        MANAGER_TIMEOUT_MS.load(Ordering::Relaxed)
+    )
+}
+
+/// Reads one frame from the manager.
+fn receive(stream: &TcpStream) -> Result<Message> {
+    let mut header = [0u8; HEADER_LEN];
+    stream.recv_exact(&mut header)?;
+    let header = Header::decode(&header).map_err(|_| errno::EPROTO())?;
+    let mut payload = [0u8; MAX_PAYLOAD_LEN];
+    let payload = payload
+        .get_mut(..header.kind.payload_len())
+        .ok_or_else(errno::EPROTO)?;
+    stream.recv_exact(payload)?;
+    Message::decode(header, payload).map_err(|_| errno::EPROTO())
+}
+
+/// Encodes one frame for the manager.
+fn encode(message: &Message) -> ([u8; MAX_FRAME_LEN], usize) {
+    let mut frame = [0u8; MAX_FRAME_LEN];
+    let len = message.encode(&mut frame);
+    (frame, len)
+}
+
+/// Connects to the manager at `addr:port` and introduces this node; returns
+/// the stream, the node id and the incarnation the manager assigns.
+pub(crate) fn hello(
+    addr: [u8; 4],
+    port: u16,
+    port_config: &PortConfig,
+) -> Result<(TcpStream, u32, u32)> {
+    let stream = TcpStream::connect(addr, port, MANAGER_TIMEOUT_MS.load(Ordering::Relaxed))?;
+    let (frame, len) = encode(&Message::Hello(Hello {
+        gid: port_config.gid,
+        lid: port_config.lid,
+        rejoin_id: 0,
+    }));
+    // PANIC: `encode` returns the length of the frame it wrote.
+    stream.send_all(&frame[..len])?;
+    match receive(&stream)? {
+        Message::Welcome {
+            node_id,
+            incarnation,
+        } if node_id != 0 && (node_id as usize) < MAX_NODES && incarnation != 0 => {
+            Ok((stream, node_id, incarnation))
+        }
+        Message::Failure { errno } if errno < 0 => Err(Error::from_errno(errno)),
+        _ => Err(errno::EPROTO()),
+    }
+}
+
+/// A joined node's link to the manager.
+#[pin_data]
+pub(crate) struct Membership {
+    cluster: Arc<Cluster>,
+    stream: TcpStream,
+    /// Serialises the frames of the two threads (and of the join).
+    #[pin]
+    sending: Mutex<()>,
+    #[pin]
+    view: Mutex<MembershipView>,
+    /// When the manager was last heard from ([`now_ms`]).
+    last_heard_ms: AtomicU64,
+}
+
+impl Membership {
+    /// The link of node `node_id` (`incarnation`) over `stream`, before its
+    /// join completes.
+    pub(crate) fn new(
+        cluster: Arc<Cluster>,
+        stream: TcpStream,
+        node_id: u32,
+        incarnation: u32,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Membership {
+                cluster,
+                stream,
+                sending <- new_mutex!((), "lite:cm_sending"),
+                view <- new_mutex!(MembershipView::new(node_id, incarnation, 0), "lite:membership"),
+                last_heard_ms: AtomicU64::new(now_ms()),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn send(&self, message: &Message) -> Result {
+        let (frame, len) = encode(message);
+        let _sending = self.sending.lock();
+        // PANIC: `encode` returns the length of the frame it wrote.
+        self.stream.send_all(&frame[..len])
+    }
+
+    /// Connects to every node already in the cluster, as the manager
+    /// directs; returns the number of nodes once the manager reports the
+    /// join complete.
+    pub(crate) fn complete_join(&self) -> Result<u32> {
+        loop {
+            match receive(&self.stream)? {
+                Message::JoinDone { total_nodes, epoch } => {
+                    self.view.lock().join_done(epoch);
+                    return Ok(total_nodes);
+                }
+                Message::Failure { errno } if errno < 0 => return Err(Error::from_errno(errno)),
+                message => self.serve(message)?,
+            }
+        }
+    }
+
+    fn node_id(&self) -> u32 {
+        self.cluster.core.node_id()
+    }
+
+    /// Answers one request of the manager about a peer.
+    fn serve(&self, message: Message) -> Result {
+        let core = &self.cluster.core;
+        match message {
+            Message::Prepare { peer, incarnation } => {
+                let reply = match core.prepare_peer(peer, incarnation) {
+                    Ok(prepared) => {
+                        let (qpn, psn) = prepared.conn.endpoint();
+                        Message::QpInfo(Endpoint {
+                            peer,
+                            qpn,
+                            psn,
+                            lid: core.port().lid,
+                            mtu: core.port().mtu_bytes(),
+                            gid: core.port().gid,
+                        })
+                    }
+                    Err(e) => Message::Failure {
+                        errno: e.to_errno(),
+                    },
+                };
+                self.send(&reply)
+            }
+            Message::Connect(remote) => {
+                let status = match core.peer_entry(remote.peer) {
+                    Some(peer) => {
+                        let end = RemoteEnd {
+                            qpn: remote.qpn,
+                            psn: remote.psn,
+                            lid: remote.lid,
+                            mtu: remote.mtu,
+                            gid: remote.gid,
+                        };
+                        match peer.connect(&end, core.port()) {
+                            Ok(()) => {
+                                pr_info!(
+                                    "node {} connected to node {} (incarnation {})\n",
+                                    core.node_id(),
+                                    remote.peer,
+                                    peer.incarnation
+                                );
+                                self.view.lock().connected(remote.peer, peer.incarnation);
+                                self.cluster.peer_joined(remote.peer);
+                                0
+                            }
+                            Err(e) => e.to_errno(),
+                        }
+                    }
+                    None => EINVAL.to_errno(),
+                };
+                self.send(&Message::Connected {
+                    peer: remote.peer,
+                    status,
+                })
+            }
+            _ => Err(errno::EPROTO()),
+        }
+    }
+
+    /// Handles one frame the manager sent after the join.
+    fn handle(&self, message: Message) -> Result {
+        self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
+        match message {
+            Message::HeartbeatAck { epoch } => {
+                self.view.lock().manager_epoch_seen(epoch);
+                Ok(())
+            }
+            Message::NodeDead {
+                node,
+                incarnation,
+                epoch,
+            } => {
+                let verdict = self.view.lock().node_dead(node, incarnation, epoch);
+                match verdict {
+                    Verdict::PeerDead => {
+                        pr_notice!(
+                            "the cluster manager declared node {} (incarnation {}) dead, epoch {}\n",
+                            node,
+                            incarnation,
+                            epoch
+                        );
+                        self.cluster.peer_gone(node, Some(incarnation));
+                    }
+                    Verdict::SelfDead => {
+                        self.fence_self("the cluster manager declared this node dead");
+                    }
+                    Verdict::Unknown | Verdict::Stale | Verdict::Invalid => {}
+                }
+                Ok(())
+            }
+            message => self.serve(message),
+        }
+    }
+
+    /// Cuts this node off: every peer is fenced and the manager connection
+    /// closed. Runs once; later calls do nothing.
+    fn fence_self(&self, why: &str) {
+        let peers = {
+            let mut view = self.view.lock();
+            if view.is_fenced() {
+                return;
+            }
+            view.fence_all();
+            self.cluster.core.connected_peers()
+        };
+        pr_warn!(
+            "node {} is cut off from the cluster ({}); operations on other nodes fail with EHOSTDOWN\n",
+            self.node_id(),
+            why
+        );
+        if let Ok(peers) = peers {
+            for node in peers.iter() {
+                self.cluster.peer_gone(*node, None);
+            }
+        }
+        self.stream.shutdown();
+    }
+
+    /// Whether the manager has been silent for longer than allowed.
+    fn manager_silent(&self) -> bool {
+        let silence = now_ms().saturating_sub(self.last_heard_ms.load(Ordering::Relaxed));
+        silence > u64::from(MANAGER_TIMEOUT_MS.load(Ordering::Relaxed))
+    }
+
+    /// One heartbeat: reports failed connections, then says this node lives.
+    fn beat(&self) -> Result {
+        let suspects = self.cluster.core.take_suspects();
+        for node in 0..MAX_NODES as u32 {
+            if suspects & (1u64 << node) == 0 {
+                continue;
+            }
+            let incarnation = self.view.lock().suspect(node);
+            if let Some(incarnation) = incarnation {
+                self.send(&Message::Suspect {
+                    peer: node,
+                    incarnation,
+                })?;
+            }
+        }
+        let epoch = self.view.lock().epoch();
+        self.send(&Message::Heartbeat {
+            node_id: self.node_id(),
+            epoch,
+        })
+    }
+
+    /// Writes the membership and its settings as text (debugfs
+    /// `membership`).
+    pub(crate) fn write_text(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let silence = now_ms().saturating_sub(self.last_heard_ms.load(Ordering::Relaxed));
+        self.view.lock().write_text(out)?;
+        writeln!(out, "manager_last_heard_ms_ago {}", silence)
+    }
+
+    /// Starts the two threads that keep this node in the cluster.
+    pub(crate) fn keep(self: &Arc<Self>) -> Result {
+        self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
+        kthread::spawn(c_str!("lite_cm"), self.clone(), listen)?;
+        kthread::spawn(c_str!("lite_heartbeat"), self.clone(), heartbeat)?;
+        Ok(())
+    }
+}
+
+/// The `lite_cm` thread: reads the manager's frames until the connection
+/// ends.
+fn listen(membership: Arc<Membership>) {
+    loop {
+        let result = receive(&membership.stream).and_then(|message| membership.handle(message));
+        if let Err(e) = result {
+            let fenced = membership.view.lock().is_fenced();
+            if !fenced {
+                pr_warn!("lost the cluster manager ({:?})\n", e);
+                membership.fence_self("lost the cluster manager");
+            }
+            return;
+        }
+    }
+}
+
+/// The `lite_heartbeat` thread: beats until this node is fenced, and does
+/// the cluster's periodic work for as long as the node lives.
+fn heartbeat(membership: Arc<Membership>) {
+    loop {
+        sched::sleep_uninterruptible_ms(HEARTBEAT_MS.load(Ordering::Relaxed));
+        membership.cluster.housekeeping();
+        if membership.view.lock().is_fenced() {
+            continue;
+        }
+        if membership.manager_silent() {
+            membership.fence_self("the cluster manager is silent");
+        } else if let Err(e) = membership.beat() {
+            pr_warn!("cannot reach the cluster manager ({:?})\n", e);
+            membership.fence_self("lost the cluster manager");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Bodies of the membership cases of the `lite_internal` suite: the state
+//! machine deciding which of the cluster manager's verdicts apply, and
+//! barrier rounds that lose nodes.
+
+use kernel::bindings;
+
+use super::Check;
+use crate::internal::{
+    barrier::rounds::reachable,
+    membership::view::{MembershipView, PeerState, Verdict},
+};
+
+kunit_case!(lite_test_membership_epochs_and_incarnations, |c| {
+    // Node 2, first incarnation, joined in epoch 5 and connected to 1 and 3.
+    let mut view = MembershipView::new(2, 1, 0);
+    view.join_done(5);
+    view.connected(1, 1);
+    view.connected(3, 4);
+    check!(c, view.epoch() == 5);
+    check!(c, view.peer(1).map(|p| p.state) == Some(PeerState::Alive));
+    check!(c, view.peer(2).is_none());
+    check!(c, view.peer(9).map(|p| p.state) == Some(PeerState::Absent));
+
+    // Not newer than the join: stale, whatever it names.
+    check!(c, view.node_dead(1, 1, 5) == Verdict::Stale);
+    check!(c, view.node_dead(1, 1, 4) == Verdict::Stale);
+    // An earlier incarnation of node 3 (which rejoined as incarnation 4).
+    check!(c, view.node_dead(3, 3, 6) == Verdict::Stale);
+    check!(c, view.peer(3).map(|p| p.state) == Some(PeerState::Alive));
+    check!(c, view.epoch() == 5);
+    // The current one.
+    check!(c, view.node_dead(3, 4, 6) == Verdict::PeerDead);
+    check!(c, view.peer(3).map(|p| p.state) == Some(PeerState::Dead));
+    check!(c, view.epoch() == 6);
+    // The same message again, and a replay with a newer epoch: no effect.
+    check!(c, view.node_dead(3, 4, 6) == Verdict::Stale);
+    check!(c, view.node_dead(3, 4, 7) == Verdict::Stale);
+    // A node never connected to (died while joining): only the epoch moves.
+    check!(c, view.node_dead(9, 1, 8) == Verdict::Unknown);
+    check!(c, view.epoch() == 8);
+    // Ids no cluster has.
+    check!(c, view.node_dead(0, 1, 20) == Verdict::Invalid);
+    check!(c, view.node_dead(64, 1, 20) == Verdict::Invalid);
+    check!(c, view.node_dead(u32::MAX, 1, 20) == Verdict::Invalid);
+    check!(c, view.epoch() == 8);
+    // Node 3 rejoins as incarnation 5 and is connected again.
+    view.connected(3, 5);
+    check!(c, view.peer(3).map(|p| p.state) == Some(PeerState::Alive));
+    check!(c, view.node_dead(3, 4, 9) == Verdict::Stale);
+    check!(c, view.node_dead(3, 5, 9) == Verdict::PeerDead);
+    check!(c, !view.is_fenced());
+});
+
+kunit_case!(lite_test_membership_suspects_and_self, |c| {
+    let mut view = MembershipView::new(2, 3, 0);
+    view.join_done(10);
+    view.connected(1, 1);
+    // A failed connection is reported once, and only for a live peer.
+    check!(c, view.suspect(1) == Some(1));
+    check!(c, view.suspect(1).is_none());
+    check!(c, view.suspect(7).is_none());
+    check!(c, view.suspect(2).is_none());
+    check!(c, view.suspect(200).is_none());
+    check!(c, view.peer(1).map(|p| p.state) == Some(PeerState::Suspect));
+    // Only the manager's verdict makes it dead.
+    check!(c, view.node_dead(1, 1, 11) == Verdict::PeerDead);
+    check!(c, view.suspect(1).is_none());
+    // The manager's heartbeat answers do not move the applied epoch.
+    view.manager_epoch_seen(40);
+    check!(c, view.epoch() == 11);
+    check!(c, view.node_dead(4, 1, 12) == Verdict::Unknown);
+    // A verdict about an earlier incarnation of this node is stale ...
+    check!(c, view.node_dead(2, 2, 13) == Verdict::Stale);
+    check!(c, !view.is_fenced());
+    // ... one about this incarnation fences it, and every peer with it.
+    view.connected(5, 1);
+    check!(c, view.node_dead(2, 3, 13) == Verdict::SelfDead);
+    check!(c, view.is_fenced());
+    check!(c, view.peer(5).map(|p| p.state) == Some(PeerState::Dead));
+});
+
+kunit_case!(lite_test_barrier_reachable_after_departures, |c| {
+    // Nodes 1..=4 joined; round 3 reached by 1 and 2.
+    let mut seen = [0u64; 64];
+    seen[1] = 3;
+    seen[2] = 3;
+    seen[3] = 2;
+    seen[4] = 2;
+    let alive: u64 = 0b11110;
+    check!(c, reachable(&seen, alive, 3, 4));
+    check!(c, !reachable(&seen, alive, 3, 5));
+    // Node 4 is gone (its entry cleared, its bit dropped).
+    seen[4] = 0;
+    let alive = alive & !(1 << 4);
+    check!(c, !reachable(&seen, alive, 3, 4));
+    check!(c, reachable(&seen, alive, 3, 3));
+    // A node that reached the round before it went no longer counts either.
+    seen[2] = 0;
+    let alive = alive & !(1 << 2);
+    check!(c, !reachable(&seen, alive, 3, 3));
+    check!(c, reachable(&seen, alive, 3, 2));
+});
