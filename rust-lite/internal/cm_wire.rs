@@ -223,7 +223,10 @@ pub struct Hello {
     /// LID of the node's port (0 on RoCE).
     pub lid: u16,
     /// The id the node had before, to be given again as a new incarnation
-    /// if no live node has it; 0 for a node joining for the first time.
+    /// if no live node has it; 0 if the node does not know it (first join,
+    /// or a reboot), and the manager then gives back the id last held by a
+    /// node with this GID, if any. A Hello with the GID of a live member
+    /// is refused with `Failure { errno: -EADDRINUSE }`.
     pub rejoin_id: u32,
 }
 

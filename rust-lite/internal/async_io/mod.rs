@@ -171,7 +171,11 @@ impl AsyncIo {
             },
             priority,
         );
-        self.jobs.submit(IoJob(op));
+        if let Err(IoJob(op)) = self.jobs.submit(IoJob(op)) {
+            // The node is leaving: the operation never runs, and reaping it
+            // reports that.
+            op.cancel();
+        }
         timer.finish(admission, len, Ok(id))
     }
 

@@ -25,11 +25,19 @@ pub(crate) trait Job: Send + 'static {
     fn run(self, context: &Self::Context);
 }
 
+/// The jobs waiting, and whether the pool still takes any.
+struct Queue<J> {
+    jobs: Ring<J>,
+    /// Set by [`Workers::close`]: no job is taken any more, and the threads
+    /// end once the queue is empty.
+    closed: bool,
+}
+
 /// A queue of jobs and the threads that run them.
 #[pin_data]
 pub(crate) struct Workers<J> {
     #[pin]
-    queue: Mutex<Ring<J>>,
+    queue: Mutex<Queue<J>>,
     #[pin]
     queued: CondVar,
     #[pin]
@@ -39,20 +47,24 @@ pub(crate) struct Workers<J> {
 impl<J: Job> Workers<J> {
     /// A pool whose queue holds at most `capacity` jobs.
     pub(crate) fn new(capacity: usize) -> Result<impl PinInit<Self, Error>> {
-        let ring = Ring::new(capacity)?;
+        let jobs = Ring::new(capacity)?;
         Ok(try_pin_init!(Workers {
-            queue <- new_mutex!(ring, "lite:jobs"),
+            queue <- new_mutex!(Queue { jobs, closed: false }, "lite:jobs"),
             queued <- new_condvar!("lite:jobs_queued"),
             room <- new_condvar!("lite:jobs_room"),
         }))
     }
 
-    /// Queues `job`, waiting while the queue is full.
-    pub(crate) fn submit(&self, job: J) {
+    /// Queues `job`, waiting while the queue is full; gives it back if the
+    /// pool is closed.
+    pub(crate) fn submit(&self, job: J) -> Result<(), J> {
         let mut queue = self.queue.lock();
         let mut job = job;
         loop {
-            match queue.push(job) {
+            if queue.closed {
+                return Err(job);
+            }
+            match queue.jobs.push(job) {
                 Ok(()) => break,
                 Err(back) => {
                     job = back;
@@ -62,23 +74,41 @@ impl<J: Job> Workers<J> {
         }
         drop(queue);
         self.queued.notify_one();
+        Ok(())
     }
 
-    /// Queues `job` if there is room, or gives it back.
+    /// Queues `job` if there is room and the pool is open, or gives it back.
     pub(crate) fn try_submit(&self, job: J) -> Result<(), J> {
-        self.queue.lock().push(job)?;
+        {
+            let mut queue = self.queue.lock();
+            if queue.closed {
+                return Err(job);
+            }
+            queue.jobs.push(job)?;
+        }
         self.queued.notify_one();
         Ok(())
     }
 
-    /// Body of a worker thread: runs jobs forever.
+    /// Takes no more jobs; the threads end once they ran the queued ones.
+    pub(crate) fn close(&self) {
+        self.queue.lock().closed = true;
+        self.queued.notify_all();
+        self.room.notify_all();
+    }
+
+    /// Body of a worker thread: runs jobs until the pool is closed and
+    /// empty.
     pub(crate) fn serve(&self, context: &J::Context) {
         loop {
             let job = {
                 let mut queue = self.queue.lock();
                 loop {
-                    if let Some(job) = queue.pop() {
+                    if let Some(job) = queue.jobs.pop() {
                         break job;
+                    }
+                    if queue.closed {
+                        return;
                     }
                     // Kernel threads get no signals; interruptible sleep
                     // keeps idle workers out of the hung-task detector.

@@ -78,6 +78,15 @@ fn fake_gid(owner: u32) -> [u8; 16] {
     Ipv4Addr::new(10, 0, 0, last).to_ipv6_mapped().octets()
 }
 
+/// A port GID no fake node had before (in any test), for a `Hello`: the
+/// manager refuses a GID a live node has and gives a known one its old id.
+fn fresh_gid() -> [u8; 16] {
+    static HOSTS: AtomicU32 = AtomicU32::new(1);
+    let host = HOSTS.fetch_add(1, Ordering::SeqCst);
+    let [.., high, low] = host.to_be_bytes();
+    Ipv4Addr::new(10, 1, high, low).to_ipv6_mapped().octets()
+}
+
 fn fake_endpoint(owner: u32, peer: u32) -> Endpoint {
     Endpoint {
         peer,
@@ -112,6 +121,8 @@ struct Setup {
     behavior: Behavior,
     /// The id asked for in `Hello`.
     rejoin_id: u32,
+    /// The GID sent in `Hello`; a [`fresh_gid`] when `None`.
+    gid: Option<[u8; 16]>,
     /// Whether the node heartbeats, every [`FAKE_HEARTBEAT`], once joined.
     heartbeat: bool,
 }
@@ -121,6 +132,7 @@ impl Setup {
         Setup {
             behavior,
             rejoin_id: 0,
+            gid: None,
             heartbeat: false,
         }
     }
@@ -134,6 +146,13 @@ impl Setup {
 
     fn rejoining(self, rejoin_id: u32) -> Self {
         Setup { rejoin_id, ..self }
+    }
+
+    fn with_gid(self, gid: [u8; 16]) -> Self {
+        Setup {
+            gid: Some(gid),
+            ..self
+        }
     }
 }
 
@@ -174,6 +193,8 @@ struct FakeReport {
     connected: BTreeMap<(u32, u32), Endpoint>,
     /// Every `NodeDead`, in arrival order.
     deaths: Vec<Death>,
+    /// Every `Prepare` and `NodeDead`, in arrival order.
+    timeline: Vec<Message>,
 }
 
 /// Where a fake node reports to the test while it runs.
@@ -214,6 +235,10 @@ impl FakeNode {
     }
 
     fn spawn_with(manager: SocketAddr, setup: Setup) -> Self {
+        let setup = Setup {
+            gid: Some(setup.gid.unwrap_or_else(fresh_gid)),
+            ..setup
+        };
         let ends_by_itself = matches!(
             setup.behavior,
             Behavior::LeaveAfterJoin
@@ -350,7 +375,7 @@ fn run_fake_node(
         write_message(&mut *stream, message)
     };
     let hello = Hello {
-        gid: [0xfe; 16],
+        gid: setup.gid.expect("spawn_with picks a GID"),
         lid: 0,
         rejoin_id: setup.rejoin_id,
     };
@@ -383,6 +408,9 @@ fn run_fake_node(
             Err(e) if connection_ended(&e) => return report,
             Err(e) => panic!("fake node {id}: {e}"),
         };
+        if let Message::Prepare { .. } | Message::NodeDead { .. } = message {
+            report.timeline.push(message);
+        }
         // Membership news is recorded whatever the behaviour; the test may
         // have stopped listening, which is fine.
         match message {
@@ -503,6 +531,11 @@ fn assert_connected_to_incarnations(report: &FakeReport, peers: &[(u32, u32)]) {
     }
 }
 
+/// A `Prepare` for `peer`, whose incarnation is `incarnation`.
+fn prepare(peer: u32, incarnation: u32) -> Message {
+    Message::Prepare { peer, incarnation }
+}
+
 /// Expects the manager to answer with `Failure{errno}` and hang up.
 fn assert_refused(stream: &mut TcpStream, errno: i32) {
     stream
@@ -548,7 +581,7 @@ fn three_nodes_get_ids_in_join_order_and_a_full_mesh() {
 }
 
 #[test]
-fn departed_nodes_are_announced_and_ids_are_never_reused() {
+fn departed_nodes_are_announced_and_new_gids_get_new_ids() {
     let (manager, address) = start_manager(quick_config());
     let first = FakeNode::spawn(address, Behavior::Cooperate);
     assert_eq!(first.wait_joined().id_and_total(), (1, 1));
@@ -791,7 +824,7 @@ fn closed_connection_is_declared_dead_at_once() {
 }
 
 #[test]
-fn rejoin_gets_the_same_id_as_the_next_incarnation() {
+fn rejoin_by_id_gets_the_same_id_as_the_next_incarnation_even_from_a_new_gid() {
     let (manager, address) = start_manager(quick_config());
     let first = FakeNode::spawn(address, Behavior::Cooperate);
     assert_eq!(first.wait_joined().id, 1);
@@ -807,6 +840,7 @@ fn rejoin_gets_the_same_id_as_the_next_incarnation() {
         })
     );
 
+    // From another GID than the node that left (the node moved).
     let rejoiner = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).rejoining(2));
     assert_eq!(
         rejoiner.wait_joined(),
@@ -859,6 +893,189 @@ fn rejoin_of_a_live_or_unknown_id_gets_a_fresh_id() {
     for node in nodes {
         node.finish();
     }
+}
+
+#[test]
+fn rebooted_node_with_the_same_gid_gets_its_id_back() {
+    let (manager, address) = start_manager(quick_config());
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id, 1);
+    let gid = fresh_gid();
+    let crashing = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).with_gid(gid));
+    assert_eq!(crashing.wait_joined().id, 2);
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(third.wait_joined().id_and_total(), (3, 3));
+
+    // Node 2 crashes: its connection ends.
+    let crashed = crashing.finish();
+    assert_eq!(crashed.timeline, vec![prepare(1, 1), prepare(3, 1)]);
+    assert_connected_to(&crashed, &[1, 3]);
+    let crash = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 4,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(crash));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(crash));
+    assert_eq!(manager.live_nodes(), vec![1, 3]);
+
+    // It reboots knowing nothing but its GID, and gets its id back.
+    let rebooted = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).with_gid(gid));
+    assert_eq!(
+        rebooted.wait_joined(),
+        Joined {
+            id: 2,
+            incarnation: 2,
+            total_nodes: 3,
+            epoch: 5,
+        }
+    );
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+    assert_eq!(manager.epoch(), 5);
+
+    // Let every NodeDead arrive before the next node goes, so that each
+    // node saw a known sequence.
+    let rebooted = rebooted.finish();
+    let reboot_ended = Death {
+        node: 2,
+        incarnation: 2,
+        epoch: 6,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(reboot_ended));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(reboot_ended));
+    let first = first.finish();
+    assert_eq!(
+        third.wait_death(TEST_TIMEOUT),
+        Some(Death {
+            node: 1,
+            incarnation: 1,
+            epoch: 7,
+        })
+    );
+    let third = third.finish();
+
+    // The new incarnation was paired with every live member, which heard
+    // of the crash exactly once, before that.
+    assert_eq!(rebooted.id, 2);
+    assert_eq!(rebooted.incarnation, 2);
+    assert_eq!(rebooted.timeline, vec![prepare(1, 1), prepare(3, 1)]);
+    assert_connected_to(&rebooted, &[1, 3]);
+    let dead = |death: Death| Message::NodeDead {
+        node: death.node,
+        incarnation: death.incarnation,
+        epoch: death.epoch,
+    };
+    assert_eq!(
+        first.timeline,
+        vec![
+            prepare(2, 1),
+            prepare(3, 1),
+            dead(crash),
+            prepare(2, 2),
+            dead(reboot_ended),
+        ]
+    );
+    assert_connected_to_incarnations(&first, &[(2, 1), (2, 2), (3, 1)]);
+    assert_eq!(
+        third.timeline,
+        vec![
+            prepare(1, 1),
+            prepare(2, 1),
+            dead(crash),
+            prepare(2, 2),
+            dead(reboot_ended),
+            dead(Death {
+                node: 1,
+                incarnation: 1,
+                epoch: 7,
+            }),
+        ]
+    );
+    assert_connected_to_incarnations(&third, &[(1, 1), (2, 1), (2, 2)]);
+}
+
+#[test]
+fn new_gid_gets_a_new_id_while_a_known_one_gets_its_old_id() {
+    let (manager, address) = start_manager(quick_config());
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id, 1);
+    let gid = fresh_gid();
+    let leaver = FakeNode::spawn_with(address, Setup::new(Behavior::LeaveAfterJoin).with_gid(gid));
+    assert_eq!(leaver.wait_joined().id, 2);
+    leaver.finish();
+    assert_eq!(
+        first.wait_death(TEST_TIMEOUT),
+        Some(Death {
+            node: 2,
+            incarnation: 1,
+            epoch: 3,
+        })
+    );
+
+    // Id 2 is free, but goes to no other GID.
+    let stranger = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = stranger.wait_joined();
+    assert_eq!(
+        (joined.id, joined.incarnation, joined.total_nodes),
+        (3, 1, 2)
+    );
+    let returning = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).with_gid(gid));
+    let joined = returning.wait_joined();
+    assert_eq!(
+        (joined.id, joined.incarnation, joined.total_nodes),
+        (2, 2, 3)
+    );
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+
+    assert_connected_to_incarnations(&returning.finish(), &[(1, 1), (3, 1)]);
+    assert_connected_to_incarnations(&stranger.finish(), &[(1, 1), (2, 2)]);
+    assert_connected_to_incarnations(&first.finish(), &[(2, 1), (2, 2), (3, 1)]);
+}
+
+#[test]
+fn hello_with_the_gid_of_a_live_member_is_refused_with_eaddrinuse() {
+    let (manager, address) = start_manager(quick_config());
+    let gid = fresh_gid();
+    let member = FakeNode::spawn_with(
+        address,
+        Setup::new(Behavior::Cooperate).with_gid(gid).heartbeating(),
+    );
+    assert_eq!(member.wait_joined().id, 1);
+    member.wait_ack(1);
+
+    // Whether or not it asks for an id, and whichever.
+    for rejoin_id in [0, 1, 2] {
+        let mut stream = TcpStream::connect(address).expect("connect");
+        let hello = Hello {
+            gid,
+            lid: 0,
+            rejoin_id,
+        };
+        write_message(&mut stream, &Message::Hello(hello)).expect("send Hello");
+        assert_refused(&mut stream, -libc::EADDRINUSE);
+    }
+
+    // The member is unaffected: still live, still answered, not asked to
+    // prepare for anyone, and no id was spent.
+    assert_eq!(manager.live_nodes(), vec![1]);
+    assert_eq!(manager.epoch(), 1);
+    member.assert_no_death(Duration::from_millis(300));
+    // Acknowledgements arriving from now on answer heartbeats sent after
+    // the refusals.
+    while member.acks.try_recv().is_ok() {}
+    member.wait_ack(1);
+    let next = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = next.wait_joined();
+    assert_eq!(
+        (joined.id, joined.incarnation, joined.total_nodes),
+        (2, 1, 2)
+    );
+    assert_eq!(joined.epoch, 2);
+
+    let member = member.finish();
+    assert_eq!(member.timeline, vec![prepare(2, 1)]);
+    assert_connected_to(&member, &[2]);
+    assert_connected_to(&next.finish(), &[1]);
 }
 
 /// A manager that notices silence slowly but believes suspicions quickly.

@@ -1,12 +1,15 @@
 //! LITE cluster manager.
 //!
 //! Nodes join a LITE cluster by connecting to this manager over TCP. The
-//! manager assigns each node an id (1, 2, 3, … in join order, never handed
-//! to another node; 0 stands for the manager) and, for every node already
-//! in the cluster, relays queue pair endpoints both ways so that the
-//! newcomer ends up with a reliable connection to every other node. A node
-//! that comes back may ask for its old id, which it gets as a new
-//! incarnation if no live node has it.
+//! manager assigns each node an id (1, 2, 3, … in join order; 0 stands for
+//! the manager) and, for every node already in the cluster, relays queue
+//! pair endpoints both ways so that the newcomer ends up with a reliable
+//! connection to every other node. A node that comes back gets its old id
+//! again, as a new incarnation, if no live node has it: the manager knows
+//! it by its port GID (a rebooted node has forgotten its id but not its
+//! address), or by the old id it asks for. An id never goes to a node with
+//! another GID unless that node asks for it, and a node with the GID of a
+//! live node is refused.
 //!
 //! The manager also owns membership: joined nodes send heartbeats, and a
 //! node that falls silent, whose connection breaks, or that a peer suspects

@@ -5,6 +5,23 @@
 //! The join itself runs under the registry lock, so that every pair of
 //! nodes is connected exactly once and ids follow join order.
 //!
+//! Ids: a node that is new to the manager gets the next unused id (1, 2,
+//! 3, … in join order). The registry remembers, for every id it handed
+//! out, the port GID of the node it last went to. A node that crashed and
+//! rebooted does not know its old id (its `Hello` has `rejoin_id` 0) but
+//! comes back with the same GID (RoCE derives GIDs from IP addresses), so
+//! a `Hello` with `rejoin_id` 0 whose GID was recorded for an id that no
+//! live member has gets that id back as its next incarnation; if several
+//! such ids have that GID, the one handed out most recently. A `Hello`
+//! with `rejoin_id` other than 0 gets that id back as its next incarnation
+//! if it was handed out before and no live member has it, even from
+//! another GID (the node moved; the change is logged). Any other node gets
+//! a new id, so an id only goes back to the node that had it, and the
+//! incarnation tells its queue pairs from those of the earlier one. No
+//! two live members share a GID, since RDMA addressing would be
+//! ambiguous: a `Hello` with the GID of a live member is refused with
+//! `EADDRINUSE`, whatever its `rejoin_id`, and the member is left alone.
+//!
 //! Once a node has joined, a reader thread owns the reading side of its
 //! connection. It records when the node was last heard from, answers its
 //! heartbeats with the current epoch, hands its suspicions to the monitor
@@ -316,13 +333,15 @@ struct Death {
 struct Registry {
     /// Timeouts and liveness thresholds.
     config: ManagerConfig,
-    /// Next id to hand out to a new node; ids are never handed to another
-    /// node, so that a stale queue pair can never be mistaken for one
-    /// belonging to a different node.
+    /// Next id to hand out to a new node. An id is only handed out again
+    /// to the node that had it (see the module docs), as its next
+    /// incarnation, so that a stale queue pair can never be mistaken for
+    /// one belonging to a different node or incarnation.
     next_id: u32,
-    /// How many times each id handed out so far was handed out (its
-    /// latest incarnation).
-    incarnations: BTreeMap<u32, u32>,
+    /// Every id handed out so far.
+    ids: BTreeMap<u32, IdRecord>,
+    /// How many times an id was handed out; stamps [`IdRecord::handed_out`].
+    assignments: u64,
     /// Live members by id; ascending order is the order peers are paired in.
     members: BTreeMap<u32, Member>,
     /// Membership epoch: incremented (under this lock) on every join and
@@ -333,6 +352,50 @@ struct Registry {
     events: Sender<Event>,
     /// Nodes declared dead whose death is not announced yet.
     unannounced: VecDeque<Death>,
+}
+
+/// What the registry remembers about an id it handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct IdRecord {
+    /// How many times the id was handed out (its latest incarnation).
+    incarnation: u32,
+    /// Port GID of the node the id was last handed to. While the id is a
+    /// live member's, the member's GID.
+    gid: [u8; 16],
+    /// When the id was last handed out, as [`Registry::assignments`] then:
+    /// the larger, the more recent.
+    handed_out: u64,
+}
+
+/// Why a joining node gets no id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// Every id below [`MAX_NODES`] was handed out, none to this node.
+    NoIdLeft,
+    /// The live member `node` has the GID the joining node claims.
+    GidInUse {
+        /// The member.
+        node: u32,
+    },
+}
+
+impl Refusal {
+    /// The errno the joining node is told.
+    fn errno(self) -> i32 {
+        match self {
+            Refusal::NoIdLeft => -libc::ENOSPC,
+            Refusal::GidInUse { .. } => -libc::EADDRINUSE,
+        }
+    }
+}
+
+impl Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NoIdLeft => write!(f, "all {MAX_NODES} node ids are used"),
+            Refusal::GidInUse { node } => write!(f, "live node {node} has that gid"),
+        }
+    }
 }
 
 /// Which side of a pairing failed.
@@ -349,7 +412,8 @@ impl Registry {
         Registry {
             config,
             next_id: 1,
-            incarnations: BTreeMap::new(),
+            ids: BTreeMap::new(),
+            assignments: 0,
             members: BTreeMap::new(),
             epoch: Arc::new(AtomicU32::new(0)),
             events,
@@ -368,19 +432,62 @@ impl Registry {
         Some(id)
     }
 
-    /// Picks the id and incarnation of a joining node: `rejoin_id` again,
-    /// as its next incarnation, if it was handed out before and no live
-    /// member has it; otherwise a new id. `None` when no id is left.
-    fn assign_id(&mut self, rejoin_id: u32) -> Option<(u32, u32)> {
-        if rejoin_id != 0 && !self.members.contains_key(&rejoin_id) {
-            if let Some(incarnation) = self.incarnations.get_mut(&rejoin_id) {
-                *incarnation = incarnation.saturating_add(1);
-                return Some((rejoin_id, *incarnation));
-            }
+    /// The live member whose port GID is `gid`, if any.
+    fn live_member_with_gid(&self, gid: &[u8; 16]) -> Option<u32> {
+        self.members
+            .keys()
+            .copied()
+            .find(|id| self.ids.get(id).is_some_and(|record| record.gid == *gid))
+    }
+
+    /// The id most recently handed to a node with port GID `gid` among
+    /// those no live member has, if any.
+    fn former_id_of(&self, gid: &[u8; 16]) -> Option<u32> {
+        self.ids
+            .iter()
+            .filter(|&(id, record)| record.gid == *gid && !self.members.contains_key(id))
+            .max_by_key(|&(_, record)| record.handed_out)
+            .map(|(&id, _)| id)
+    }
+
+    /// Picks the id and incarnation of the node that sent `hello`, as the
+    /// module docs describe, and records its GID for that id.
+    fn assign_id(&mut self, hello: &Hello) -> Result<(u32, u32), Refusal> {
+        if let Some(node) = self.live_member_with_gid(&hello.gid) {
+            return Err(Refusal::GidInUse { node });
         }
-        let id = self.allocate_id()?;
-        self.incarnations.insert(id, 1);
-        Some((id, 1))
+        let former = if hello.rejoin_id == 0 {
+            self.former_id_of(&hello.gid)
+        } else {
+            Some(hello.rejoin_id)
+                .filter(|id| self.ids.contains_key(id) && !self.members.contains_key(id))
+        };
+        let handed_out = self.assignments + 1;
+        if let Some((id, record)) = former.and_then(|id| Some((id, self.ids.get_mut(&id)?))) {
+            if record.gid != hello.gid {
+                log(format_args!(
+                    "node {id} rejoins from gid {}, was gid {}",
+                    Ipv6Addr::from(hello.gid),
+                    Ipv6Addr::from(record.gid)
+                ));
+            }
+            record.incarnation = record.incarnation.saturating_add(1);
+            record.gid = hello.gid;
+            record.handed_out = handed_out;
+            self.assignments = handed_out;
+            return Ok((id, record.incarnation));
+        }
+        let id = self.allocate_id().ok_or(Refusal::NoIdLeft)?;
+        self.ids.insert(
+            id,
+            IdRecord {
+                incarnation: 1,
+                gid: hello.gid,
+                handed_out,
+            },
+        );
+        self.assignments = handed_out;
+        Ok((id, 1))
     }
 
     /// The current membership epoch.
@@ -546,12 +653,17 @@ impl Registry {
     /// Assigns the newcomer its id, pairs it with every member and makes
     /// it a member.
     fn join(&mut self, mut stream: TcpStream, address: SocketAddr, hello: Hello) {
-        let Some((id, incarnation)) = self.assign_id(hello.rejoin_id) else {
-            log(format_args!(
-                "rejected {address}: all {MAX_NODES} node ids are used"
-            ));
-            refuse(&mut stream, -libc::ENOSPC);
-            return;
+        let (id, incarnation) = match self.assign_id(&hello) {
+            Ok(assigned) => assigned,
+            Err(refusal) => {
+                log(format_args!(
+                    "rejected {address} (gid {}, rejoin id {}): {refusal}",
+                    Ipv6Addr::from(hello.gid),
+                    hello.rejoin_id
+                ));
+                refuse(&mut stream, refusal.errno());
+                return;
+            }
         };
         let welcome = Message::Welcome {
             node_id: id,
@@ -1038,6 +1150,8 @@ pub(crate) fn set_next_id(manager: &ClusterManager, next_id: u32) {
 
 #[cfg(test)]
 mod tests {
+    use std::net::Ipv4Addr;
+
     use super::*;
 
     fn registry() -> Registry {
@@ -1056,24 +1170,116 @@ mod tests {
         assert_eq!(registry.allocate_id(), None);
     }
 
+    /// IPv4-mapped GID of the host 10.0.0.`host`, as RoCE would report it.
+    fn gid(host: u8) -> [u8; 16] {
+        Ipv4Addr::new(10, 0, 0, host).to_ipv6_mapped().octets()
+    }
+
+    fn hello(host: u8, rejoin_id: u32) -> Hello {
+        Hello {
+            gid: gid(host),
+            lid: 0,
+            rejoin_id,
+        }
+    }
+
+    /// Makes `id`, handed out by `registry`, a live member over a loopback
+    /// connection; returns the node's end of it.
+    fn make_live(registry: &mut Registry, id: u32) -> TcpStream {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let node_end =
+            TcpStream::connect(listener.local_addr().expect("bound address")).expect("connect");
+        let (manager_end, _) = listener.accept().expect("accept");
+        let member = Member::start(
+            id,
+            registry.ids[&id].incarnation,
+            manager_end,
+            registry.events.clone(),
+            Arc::clone(&registry.epoch),
+        )
+        .expect("start member");
+        registry.members.insert(id, member);
+        node_end
+    }
+
     #[test]
     fn only_ids_handed_out_before_come_back_as_new_incarnations() {
         let mut registry = registry();
-        assert_eq!(registry.assign_id(0), Some((1, 1)));
-        assert_eq!(registry.assign_id(1), Some((1, 2)));
-        assert_eq!(registry.assign_id(1), Some((1, 3)));
+        assert_eq!(registry.assign_id(&hello(1, 0)), Ok((1, 1)));
+        // Asked for by id, it comes back even from another GID.
+        assert_eq!(registry.assign_id(&hello(2, 1)), Ok((1, 2)));
+        assert_eq!(registry.assign_id(&hello(3, 1)), Ok((1, 3)));
+        assert_eq!(registry.ids[&1].gid, gid(3));
         // Never handed out: a new id, not the one asked for.
-        assert_eq!(registry.assign_id(7), Some((2, 1)));
-        assert_eq!(registry.assign_id(MAX_NODES + 1), Some((3, 1)));
-        assert_eq!(registry.assign_id(2), Some((2, 2)));
+        assert_eq!(registry.assign_id(&hello(4, 7)), Ok((2, 1)));
+        assert_eq!(registry.assign_id(&hello(5, MAX_NODES + 1)), Ok((3, 1)));
+        assert_eq!(registry.assign_id(&hello(6, 2)), Ok((2, 2)));
+        // Id 1 moved away from the first GID, which is new again.
+        assert_eq!(registry.assign_id(&hello(1, 0)), Ok((4, 1)));
+        assert_eq!(registry.assign_id(&hello(3, 0)), Ok((1, 4)));
+    }
+
+    #[test]
+    fn a_known_gid_gets_the_id_it_had_most_recently() {
+        let mut registry = registry();
+        assert_eq!(registry.former_id_of(&gid(1)), None);
+        assert_eq!(registry.assign_id(&hello(1, 0)), Ok((1, 1)));
+        assert_eq!(registry.assign_id(&hello(2, 0)), Ok((2, 1)));
+        assert_eq!(registry.former_id_of(&gid(1)), Some(1));
+        assert_eq!(registry.former_id_of(&gid(2)), Some(2));
+        assert_eq!(registry.assign_id(&hello(1, 0)), Ok((1, 2)));
+        assert_eq!(registry.assign_id(&hello(2, 0)), Ok((2, 2)));
+        assert_eq!(registry.assign_id(&hello(9, 0)), Ok((3, 1)));
+
+        // Ids 3 and 4 both went to the GID of host 5 last: the one handed
+        // out more recently comes back.
+        assert_eq!(registry.assign_id(&hello(5, 0)), Ok((4, 1)));
+        assert_eq!(registry.assign_id(&hello(5, 3)), Ok((3, 2)));
+        assert_eq!(registry.former_id_of(&gid(5)), Some(3));
+        assert_eq!(registry.assign_id(&hello(5, 0)), Ok((3, 3)));
+        assert_eq!(registry.assign_id(&hello(5, 4)), Ok((4, 2)));
+        assert_eq!(registry.assign_id(&hello(5, 0)), Ok((4, 3)));
+        assert_eq!(registry.former_id_of(&gid(9)), None);
+        assert_eq!(registry.next_id, 5);
+    }
+
+    #[test]
+    fn the_gid_of_a_live_member_is_refused() {
+        let mut registry = registry();
+        assert_eq!(registry.assign_id(&hello(1, 0)), Ok((1, 1)));
+        let _node = make_live(&mut registry, 1);
+        assert_eq!(registry.live_member_with_gid(&gid(1)), Some(1));
+        assert_eq!(registry.live_member_with_gid(&gid(2)), None);
+        assert_eq!(registry.former_id_of(&gid(1)), None);
+        for rejoin_id in [0, 1, 5] {
+            assert_eq!(
+                registry.assign_id(&hello(1, rejoin_id)),
+                Err(Refusal::GidInUse { node: 1 }),
+                "rejoin_id {rejoin_id}"
+            );
+        }
+        // Nothing was handed out.
+        assert_eq!(registry.ids[&1].incarnation, 1);
+        assert_eq!(registry.assignments, 1);
+        assert_eq!(registry.next_id, 2);
+        // The live id itself goes to nobody else.
+        assert_eq!(registry.assign_id(&hello(2, 1)), Ok((2, 1)));
+
+        registry.members.remove(&1);
+        assert_eq!(registry.live_member_with_gid(&gid(1)), None);
+        assert_eq!(registry.assign_id(&hello(1, 0)), Ok((1, 2)));
     }
 
     #[test]
     fn a_full_id_space_still_takes_rejoins() {
         let mut registry = registry();
         registry.next_id = MAX_NODES - 1;
-        assert_eq!(registry.assign_id(0), Some((MAX_NODES - 1, 1)));
-        assert_eq!(registry.assign_id(0), None);
-        assert_eq!(registry.assign_id(MAX_NODES - 1), Some((MAX_NODES - 1, 2)));
+        assert_eq!(registry.assign_id(&hello(1, 0)), Ok((MAX_NODES - 1, 1)));
+        assert_eq!(registry.assign_id(&hello(2, 0)), Err(Refusal::NoIdLeft));
+        assert_eq!(registry.assign_id(&hello(1, 0)), Ok((MAX_NODES - 1, 2)));
+        assert_eq!(
+            registry.assign_id(&hello(3, MAX_NODES - 1)),
+            Ok((MAX_NODES - 1, 3))
+        );
     }
 }
