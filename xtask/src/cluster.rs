@@ -172,6 +172,51 @@ impl Cluster {
             .collect()
     }
 
+    /// Number of nodes (VMs).
+    pub fn nodes(&self) -> usize {
+        self.vms.len()
+    }
+
+    /// Node `i` (from 1).
+    fn vm(&self, i: usize) -> Result<&Vm> {
+        match i.checked_sub(1).and_then(|index| self.vms.get(index)) {
+            Some(vm) => Ok(vm),
+            None => bail!("the cluster has no node {i}"),
+        }
+    }
+
+    /// Node `i` (from 1), mutably.
+    fn vm_mut(&mut self, i: usize) -> Result<&mut Vm> {
+        match i.checked_sub(1).and_then(|index| self.vms.get_mut(index)) {
+            Some(vm) => Ok(vm),
+            None => bail!("the cluster has no node {i}"),
+        }
+    }
+
+    /// Name and serial log of node `i` (from 1); the log grows while the
+    /// node runs.
+    pub fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
+        let vm = self.vm(i)?;
+        Ok((vm.name.clone(), vm.serial_log.clone()))
+    }
+
+    /// Whether node `i`'s QEMU has exited.
+    pub fn node_exited(&mut self, i: usize) -> Result<bool> {
+        Ok(self.vm_mut(i)?.exited())
+    }
+
+    /// Kills node `i`'s QEMU with SIGKILL, as a sudden machine failure
+    /// (see [`Vm::kill_as_failure`]); [`Cluster::wait`] then waits for the
+    /// others only. False if the node had already exited by itself.
+    pub fn kill_node(&mut self, i: usize) -> Result<bool> {
+        Ok(self.vm_mut(i)?.kill_as_failure())
+    }
+
+    /// Kills every VM still running; the cluster stays until dropped.
+    pub fn kill_all(&mut self) {
+        self.vms.iter_mut().for_each(Vm::kill);
+    }
+
     /// Waits for every VM to exit (see [`qemu::wait_all`]).
     pub fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut()) -> Result<()> {
         let step = Step::start("waiting for the VMs to finish");

@@ -5,8 +5,9 @@
 #   lite.ip=ADDR/LEN   address of eth0; also brings up the Soft-RoCE device rxe0
 #   lite.cm=IP         cluster manager address
 #   lite.nodes=N       cluster size
-#   lite.run=ROLE      demo | test | kunit | bench-native-server |
-#                      bench-native-client | bench-lite | bench-lock
+#   lite.run=ROLE      demo | test | failure-survivor | failure-victim |
+#                      kunit | bench-native-server | bench-native-client |
+#                      bench-lite | bench-lock
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
 #   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
@@ -215,6 +216,10 @@ echo "LITE-GUEST-RUN role=$run"
 case "$run" in
 demo) lite-demo --cm "$cm" --nodes "$nodes" || rc=$? ;;
 test) lite-cluster-test --cm "$cm" --nodes "$nodes" || rc=$? ;;
+# The failure test: survivors report TAP; the victim never returns, the
+# harness kills its VM a few seconds after its ready marker.
+failure-survivor) lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$? ;;
+failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || rc=$? ;;
 kunit) ;; # KUnit ran during boot, before /init.
 bench-native-server)
 	perftest_side server || rc=1

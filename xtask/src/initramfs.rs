@@ -35,7 +35,12 @@ const HOST_TOOLS: &[&str] = &[
 ];
 
 /// LITE's guest programs (package `lite-tools`).
-const GUEST_TOOLS: &[&str] = &["lite-demo", "lite-cluster-test", "lite-bench"];
+const GUEST_TOOLS: &[&str] = &[
+    "lite-demo",
+    "lite-cluster-test",
+    "lite-failure-test",
+    "lite-bench",
+];
 
 /// Where libibverbs finds its provider configuration and the rxe provider.
 const RXE_DRIVER_CONF: &str = "/etc/libibverbs.d/rxe.driver";
@@ -344,6 +349,24 @@ mod tests {
             ]
         );
         assert!(parse_ldd("\tlibfoo.so.1 => not found\n").is_err());
+    }
+
+    #[test]
+    fn every_guest_role_runs_a_packed_program() {
+        for (role, program) in [
+            ("demo", "lite-demo"),
+            ("test", "lite-cluster-test"),
+            ("failure-survivor", "lite-failure-test"),
+            ("failure-victim", "lite-failure-test"),
+            ("bench-lock", "lite-bench"),
+        ] {
+            let case = INIT_SCRIPT
+                .lines()
+                .find(|l| l.starts_with(&format!("{role})")))
+                .unwrap_or_else(|| panic!("init.sh has no role {role}"));
+            assert!(case.contains(program), "{case}");
+            assert!(GUEST_TOOLS.contains(&program), "{program} is not packed");
+        }
     }
 
     #[test]

@@ -1,4 +1,9 @@
-//! Scanning guest serial logs for kernel crashes and the guest's exit status.
+//! Scanning guest serial logs for kernel crashes and the guest's exit
+//! status, and watching a growing log for a marker line.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
 
 /// Substrings that mean the kernel (or Rust code in it) went wrong.
 pub const CRASH_PATTERNS: &[&str] = &[
@@ -100,6 +105,70 @@ pub fn problems(log: &str) -> Vec<String> {
     problems
 }
 
+/// Follows a console log that is still being written and tells when a
+/// complete line containing a marker has appeared.
+pub struct MarkerWatch {
+    path: PathBuf,
+    marker: String,
+    /// Bytes of the log read so far.
+    offset: u64,
+    /// The last line read, while it has no newline yet.
+    partial: Vec<u8>,
+    found: bool,
+}
+
+impl MarkerWatch {
+    /// Watches `path` (which need not exist yet) for `marker`.
+    pub fn new(path: PathBuf, marker: &str) -> Self {
+        Self {
+            path,
+            marker: marker.to_string(),
+            offset: 0,
+            partial: Vec::new(),
+            found: false,
+        }
+    }
+
+    /// Reads what was added to the log since the last call; whether the
+    /// marker has appeared by now.
+    pub fn poll(&mut self) -> bool {
+        if self.found {
+            return true;
+        }
+        // A log that does not exist yet or cannot be read right now is
+        // tried again at the next poll.
+        let Ok(mut file) = File::open(&self.path) else {
+            return false;
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return false;
+        }
+        let mut fresh = Vec::new();
+        if file.read_to_end(&mut fresh).is_err() {
+            return false;
+        }
+        self.offset += fresh.len() as u64;
+        self.feed(&fresh)
+    }
+
+    /// Takes in more of the log; whether the marker has appeared by now.
+    /// Only complete lines count, so a marker split across two reads is
+    /// found once its line ends.
+    fn feed(&mut self, bytes: &[u8]) -> bool {
+        self.partial.extend_from_slice(bytes);
+        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            if strip_timestamp(line.trim_end()).contains(&self.marker) {
+                self.found = true;
+                self.partial.clear();
+                break;
+            }
+        }
+        self.found
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +223,34 @@ mod tests {
         assert_eq!(strip_timestamp("[    1.234567] ok 1 lite"), "ok 1 lite");
         assert_eq!(strip_timestamp("[ok] not a stamp"), "[ok] not a stamp");
         assert_eq!(strip_timestamp("    ok 2 x\r"), "    ok 2 x");
+    }
+
+    #[test]
+    fn a_marker_counts_once_its_line_is_complete() {
+        let mut watch = MarkerWatch::new(PathBuf::from("/nonexistent"), "VICTIM ready");
+        assert!(!watch.feed(b"Run /init as init process\nLITE-GUEST-RUN role=x\n"));
+        assert!(!watch.feed(b"[   12.5] lite: node 2 joined\nVICTIM re"));
+        assert!(!watch.feed(b"ady"));
+        assert!(watch.feed(b"\r\nmore output\n"));
+        assert!(watch.feed(b""));
+    }
+
+    #[test]
+    fn a_marker_in_a_missing_or_growing_file_is_found() {
+        let dir = std::env::temp_dir().join(format!("logscan-marker-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("node4.log");
+        let _ = std::fs::remove_file(&path);
+        let mut watch = MarkerWatch::new(path.clone(), "VICTIM ready");
+        assert!(!watch.poll());
+        std::fs::write(&path, "booting\nVICTIM").unwrap();
+        assert!(!watch.poll());
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, b" ready\n").unwrap();
+        assert!(watch.poll());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

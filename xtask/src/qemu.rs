@@ -147,6 +147,8 @@ pub struct Vm {
     /// Serial console log file.
     pub serial_log: PathBuf,
     child: Option<Child>,
+    /// Killed by [`Vm::kill_as_failure`].
+    killed_as_failure: bool,
 }
 
 impl Vm {
@@ -168,6 +170,7 @@ impl Vm {
             name: spec.name.clone(),
             serial_log: spec.serial_log.clone(),
             child: Some(child),
+            killed_as_failure: false,
         })
     }
 
@@ -191,6 +194,24 @@ impl Vm {
             process::kill(&mut child);
         }
     }
+
+    /// Kills QEMU with SIGKILL on purpose, as a test of what the other
+    /// nodes do when a machine dies without warning. [`wait_all`] then
+    /// counts the VM as done, not as failed. Returns false, killing
+    /// nothing, if QEMU had already exited by itself.
+    pub fn kill_as_failure(&mut self) -> bool {
+        if self.exited() {
+            return false;
+        }
+        self.kill();
+        self.killed_as_failure = true;
+        true
+    }
+
+    /// Whether [`Vm::kill_as_failure`] killed the VM.
+    pub fn killed_as_failure(&self) -> bool {
+        self.killed_as_failure
+    }
 }
 
 impl Drop for Vm {
@@ -207,7 +228,8 @@ const FAILURE_GRACE: Duration = Duration::from_secs(180);
 
 /// Waits until every VM has exited, calling `tick` between polls (e.g. to
 /// stream logs). On timeout or Ctrl-C the VMs are killed and an error
-/// returned; see also [`FAILURE_GRACE`].
+/// returned; see also [`FAILURE_GRACE`]. A VM killed with
+/// [`Vm::kill_as_failure`] has exited and is not judged by its console.
 pub fn wait_all(vms: &mut [Vm], timeout: Duration, tick: &mut dyn FnMut()) -> Result<()> {
     let start = Instant::now();
     let mut failed_at: Option<(String, Instant)> = None;
@@ -224,7 +246,7 @@ pub fn wait_all(vms: &mut [Vm], timeout: Duration, tick: &mut dyn FnMut()) -> Re
             if std::mem::replace(checked, true) {
                 continue;
             }
-            if failed_at.is_none() && !vm.succeeded() {
+            if failed_at.is_none() && !vm.killed_as_failure() && !vm.succeeded() {
                 ui::progress(&format!(
                     "{} ended without LITE-GUEST-EXIT rc=0; stopping the others in {}",
                     vm.name,
@@ -270,6 +292,24 @@ mod tests {
             host_tsc_khz("cpu MHz : fast\nflags : constant_tsc tsc_known_freq\n"),
             None
         );
+    }
+
+    #[test]
+    fn a_vm_killed_as_a_failure_is_done_not_failed() {
+        let child = Command::new("sleep").arg("60").spawn().expect("sleep runs");
+        let mut vm = Vm {
+            name: "node4".into(),
+            serial_log: "/nonexistent/node4.log".into(),
+            child: Some(child),
+            killed_as_failure: false,
+        };
+        assert!(!vm.exited());
+        assert!(vm.kill_as_failure());
+        assert!(vm.exited() && vm.killed_as_failure());
+        // Gone already: nothing left to kill.
+        assert!(!vm.kill_as_failure());
+        let mut vms = [vm];
+        wait_all(&mut vms, Duration::from_secs(5), &mut || {}).expect("nothing to wait for");
     }
 
     #[test]

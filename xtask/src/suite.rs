@@ -1,32 +1,59 @@
 //! `cargo xtask test`: every test, ending with one `N passed, M failed` line.
 //!
 //! Steps: host unit tests, patch-series check, debug kernel build, KUnit in
-//! one VM, and the cluster test on three VMs. A step that cannot run
-//! because an earlier one failed counts as one failure. The final count is
-//! KUnit cases + every node's TAP results + one per other check (host
-//! tests, patch check, kernel build, each log scan).
+//! one VM, the cluster test on three VMs, and the failure test on four VMs,
+//! one of which (the victim) is killed while the others depend on it. A
+//! step that cannot run because an earlier one failed counts as one
+//! failure. The final count is KUnit cases + every node's TAP results (the
+//! victim's excepted) + one per other check (host tests, patch check,
+//! kernel build, each log scan, and whether the victim got ready and was
+//! killed).
 
 use std::path::{Path, PathBuf};
+use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::cluster::{self, Cluster, ClusterSpec};
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
+use crate::logscan::MarkerWatch;
 use crate::paths::{repo_root, Cache};
 use crate::process::{self, run_logged};
 use crate::qemu::{self, Vm, VmSpec};
+use crate::ui::Step;
 use crate::{fsutil, interrupt, kunit, logscan, series, source, tap, ui};
 
 /// Number of steps, for `[k/N]`.
-const STEPS: usize = 5;
+const STEPS: usize = 6;
 /// Upper bound for the KUnit boot.
 const KUNIT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// Upper bound for the cluster test.
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(40 * 60);
 /// Nodes in the cluster test.
 const CLUSTER_NODES: usize = 3;
+/// Nodes in the failure test; the last one is the victim.
+const FAILURE_NODES: usize = 4;
+/// Guest role of the failure test's nodes that stay up.
+const SURVIVOR_ROLE: &str = "failure-survivor";
+/// Guest role of the failure test's node that gets killed.
+const VICTIM_ROLE: &str = "failure-victim";
+/// The victim's console line once the survivors depend on it (the
+/// `READY_MARKER` of `lite-failure-test`).
+const VICTIM_READY: &str = "LITE-FAILURE-VICTIM ready";
+/// How long after [`VICTIM_READY`] the victim is killed: the survivors
+/// start the calls that wait on it right after the barrier before it.
+const KILL_DELAY: Duration = Duration::from_secs(5);
+/// Upper bound, from the start of the failure test's cluster, for the
+/// victim to get ready: boot, join and set-up on every node.
+const VICTIM_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
+/// Upper bound for the failure test, from the start of its cluster.
+const FAILURE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// Least time the survivors get after the kill, however late it came:
+/// they give a hung call 60 s and their last barrier 120 s before they
+/// report and exit.
+const SURVIVORS_MIN_TIME: Duration = Duration::from_secs(3 * 60);
 
 /// Passed and failed counts.
 #[derive(Default)]
@@ -83,7 +110,8 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     let Some(kernel) = kernel else {
         skip(4, "KUnit", "no kernel");
         skip(5, "cluster test", "no kernel");
-        tally.failed += 2;
+        skip(6, "failure test", "no kernel");
+        tally.failed += 3;
         return finish(&tally);
     };
 
@@ -95,12 +123,21 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     tally.failed += kunit_counts.failed;
     interrupt::check()?;
 
+    let mut images = None;
     let mut cluster_counts = Tally::default();
     step(5, &format!("cluster test ({CLUSTER_NODES} VMs)"), || {
-        cluster_test(&cache, &kernel, &logs, &mut cluster_counts)
+        cluster_test(&cache, &kernel, &logs, &mut images, &mut cluster_counts)
     });
     tally.passed += cluster_counts.passed;
     tally.failed += cluster_counts.failed;
+    interrupt::check()?;
+
+    let mut failure_counts = Tally::default();
+    step(6, &format!("failure test ({FAILURE_NODES} VMs)"), || {
+        failure_test(&cache, &kernel, &logs, &mut images, &mut failure_counts)
+    });
+    tally.passed += failure_counts.passed;
+    tally.failed += failure_counts.failed;
 
     ui::say(&format!("logs: {}", logs.display()));
     finish(&tally)
@@ -220,24 +257,44 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     Ok(())
 }
 
+/// What the cluster steps boot besides the kernel; built once for both.
+#[derive(Clone)]
+struct ClusterImages {
+    initrd: PathBuf,
+    manager: PathBuf,
+}
+
+/// The initramfs and the cluster manager, built unless `built` has them.
+fn cluster_images(cache: &Cache, built: &mut Option<ClusterImages>) -> Result<ClusterImages> {
+    if let Some(images) = built {
+        return Ok(images.clone());
+    }
+    let images = ClusterImages {
+        initrd: initramfs::build(cache, Variant::Full)?,
+        manager: cluster::build_manager(cache)?,
+    };
+    *built = Some(images.clone());
+    Ok(images)
+}
+
 /// Boots the cluster with role `test` and checks every node's TAP and log.
-fn cluster_test(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Result<()> {
-    let prepared = (|| -> Result<(PathBuf, PathBuf)> {
-        Ok((
-            initramfs::build(cache, Variant::Full)?,
-            cluster::build_manager(cache)?,
-        ))
-    })();
-    let (initrd, manager) = prepared.inspect_err(|_| counts.failed += 1)?;
+fn cluster_test(
+    cache: &Cache,
+    kernel: &Path,
+    logs: &Path,
+    images: &mut Option<ClusterImages>,
+    counts: &mut Tally,
+) -> Result<()> {
+    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
     let no_extra = |_: usize| Vec::new();
     let spec = ClusterSpec {
         roles: vec!["test".to_string(); CLUSTER_NODES],
         kernel,
-        initrd: &initrd,
+        initrd: &images.initrd,
         memory_mib: 1024,
         extra_append: &no_extra,
         pin_cpus: false,
-        manager: &manager,
+        manager: &images.manager,
         logs,
     };
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
@@ -247,29 +304,7 @@ fn cluster_test(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -
 
     let mut problems = Vec::new();
     for (name, path) in &node_logs {
-        let log = read_log(path);
-        let report = tap::Report::parse(&log);
-        counts.passed += report.passed();
-        counts.failed += report.failed();
-        ui::progress(&format!(
-            "{name}: {} passed, {} failed, {} skipped",
-            report.passed(),
-            report.failed(),
-            report.skipped()
-        ));
-        problems.extend(
-            report
-                .problems()
-                .into_iter()
-                .map(|p| format!("[{name}] {p}")),
-        );
-        // A node without any TAP output has no result to count: count it.
-        if report.points.is_empty() && report.planned.is_none() {
-            counts.failed += 1;
-        }
-        let scan = logscan::problems(&log);
-        counts.check(scan.is_empty());
-        problems.extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
+        count_node(name, path, counts, &mut problems);
     }
     if let Err(err) = waited {
         problems.push(format!("{err:#}"));
@@ -280,9 +315,191 @@ fn cluster_test(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -
     Ok(())
 }
 
+/// Counts one node's TAP results and log scan; what is wrong goes to
+/// `problems`, prefixed with the node's name.
+fn count_node(name: &str, path: &Path, counts: &mut Tally, problems: &mut Vec<String>) {
+    let log = read_log(path);
+    let report = tap::Report::parse(&log);
+    counts.passed += report.passed();
+    counts.failed += report.failed();
+    ui::progress(&format!(
+        "{name}: {} passed, {} failed, {} skipped",
+        report.passed(),
+        report.failed(),
+        report.skipped()
+    ));
+    problems.extend(
+        report
+            .problems()
+            .into_iter()
+            .map(|p| format!("[{name}] {p}")),
+    );
+    // A node without any TAP output has no result to count: count it.
+    if report.points.is_empty() && report.planned.is_none() {
+        counts.failed += 1;
+    }
+    let scan = logscan::problems(&log);
+    counts.check(scan.is_empty());
+    problems.extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
+}
+
+/// Guest roles of the failure test's `nodes` nodes: survivors, then the
+/// victim last.
+fn failure_roles(nodes: usize) -> Vec<String> {
+    let mut roles = vec![SURVIVOR_ROLE.to_string(); nodes.saturating_sub(1)];
+    roles.push(VICTIM_ROLE.to_string());
+    roles
+}
+
+/// Boots the failure test's cluster, kills the victim once the survivors
+/// depend on it, and checks the survivors' TAP and logs. The victim's log
+/// ends wherever the kill cut it off: it is neither counted nor scanned,
+/// but the victim has to get ready and to be killed by the harness.
+fn failure_test(
+    cache: &Cache,
+    kernel: &Path,
+    logs: &Path,
+    images: &mut Option<ClusterImages>,
+    counts: &mut Tally,
+) -> Result<()> {
+    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
+    // Its nodes' logs have the cluster test's names: keep them apart.
+    let logs = logs.join("failure");
+    std::fs::create_dir_all(&logs)
+        .with_context(|| format!("cannot create {}", logs.display()))
+        .inspect_err(|_| counts.failed += 1)?;
+    let no_extra = |_: usize| Vec::new();
+    let spec = ClusterSpec {
+        roles: failure_roles(FAILURE_NODES),
+        kernel,
+        initrd: &images.initrd,
+        memory_mib: 1024,
+        extra_append: &no_extra,
+        pin_cpus: false,
+        manager: &images.manager,
+        logs: &logs,
+    };
+    let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
+    let started = Instant::now();
+    let victim = FAILURE_NODES;
+    let killed = kill_when_ready(&mut cluster, victim, started);
+    let waited = match &killed {
+        Ok(()) => {
+            let left = FAILURE_TIMEOUT
+                .saturating_sub(started.elapsed())
+                .max(SURVIVORS_MIN_TIME);
+            cluster.wait(left, &mut || {})
+        }
+        // Without the victim's death the survivors cannot finish; their
+        // logs still tell how far they got.
+        Err(_) => {
+            cluster.kill_all();
+            Ok(())
+        }
+    };
+    let node_logs = cluster.node_logs();
+    drop(cluster);
+
+    let mut problems = Vec::new();
+    counts.check(killed.is_ok());
+    if let Err(err) = killed {
+        problems.push(format!("[node{victim}] {err:#}"));
+    }
+    for (index, (name, path)) in node_logs.iter().enumerate() {
+        if index + 1 != victim {
+            count_node(name, path, counts, &mut problems);
+        }
+    }
+    if let Err(err) = waited {
+        problems.push(format!("{err:#}"));
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(())
+}
+
+/// Waits for node `victim` to print [`VICTIM_READY`], then kills its QEMU
+/// with SIGKILL [`KILL_DELAY`] later. Fails if the marker does not come
+/// within [`VICTIM_READY_TIMEOUT`] of `started`, if any node ends before it
+/// (none can finish while the victim lives, and without every survivor
+/// the victim never gets ready), if the victim ends by itself before the
+/// kill, or on Ctrl-C.
+fn kill_when_ready(cluster: &mut Cluster, victim: usize, started: Instant) -> Result<()> {
+    let (name, log) = cluster.node_log(victim)?;
+    let step = Step::start(format!("waiting for {name} to get ready, then killing it"));
+    let mut watch = MarkerWatch::new(log, VICTIM_READY);
+    while !watch.poll() {
+        interrupt::check()?;
+        for i in 1..=cluster.nodes() {
+            if cluster.node_exited(i)? {
+                let (ended, _) = cluster.node_log(i)?;
+                bail!("{ended} ended before {name} printed \"{VICTIM_READY}\"");
+            }
+        }
+        if started.elapsed() > VICTIM_READY_TIMEOUT {
+            bail!(
+                "{name} did not print \"{VICTIM_READY}\" within {}",
+                ui::duration(VICTIM_READY_TIMEOUT)
+            );
+        }
+        sleep(process::POLL);
+    }
+    ui::progress(&format!(
+        "{name} is ready; killing it in {}",
+        ui::duration(KILL_DELAY)
+    ));
+    let ready_at = Instant::now();
+    while ready_at.elapsed() < KILL_DELAY {
+        interrupt::check()?;
+        sleep(process::POLL);
+    }
+    if !cluster.kill_node(victim)? {
+        bail!("{name} ended by itself before the harness killed it");
+    }
+    ui::progress(&format!("killed {name} (SIGKILL to its QEMU)"));
+    step.done();
+    Ok(())
+}
+
 /// A console log as text; a missing log reads as empty (the scan then fails it).
 fn read_log(path: &Path) -> String {
     std::fs::read(path)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_victim_is_the_last_failure_test_node() {
+        assert_eq!(
+            failure_roles(4),
+            [
+                "failure-survivor",
+                "failure-survivor",
+                "failure-survivor",
+                "failure-victim"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_guest_program_prints_the_marker_the_harness_waits_for() {
+        let guest = include_str!("../../userspace/lite-tools/src/failure_test.rs");
+        assert!(
+            guest.contains(&format!("READY_MARKER: &str = \"{VICTIM_READY}\";")),
+            "lite-failure-test prints another marker"
+        );
+    }
+
+    #[test]
+    fn both_failure_roles_exist_in_the_guest_init() {
+        let init = include_str!("init.sh");
+        for role in [SURVIVOR_ROLE, VICTIM_ROLE] {
+            assert!(init.contains(&format!("\n{role}) ")), "{role}");
+        }
+    }
 }

@@ -92,9 +92,9 @@ impl Atomics {
         }
         let chunk = lmr.chunks.get(piece.chunk).ok_or(EINVAL)?;
         let target = AtomicTarget {
-            node: chunk.node,
-            addr: chunk.addr.checked_add(piece.chunk_offset).ok_or(EINVAL)?,
-            rkey: chunk.rkey,
+            node: chunk.node(),
+            addr: chunk.addr().checked_add(piece.chunk_offset).ok_or(EINVAL)?,
+            rkey: chunk.rkey(),
         };
         if target.addr % ATOMIC_SIZE != 0 {
             return Err(EINVAL);

@@ -4,7 +4,7 @@
 
 use core::{
     mem::MaybeUninit,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::atomic::{AtomicU32, AtomicU64, Ordering},
 };
 use kernel::{
     init::InPlaceWrite,
@@ -25,8 +25,9 @@ pub(crate) const ALLOC_FLAGS: u32 = ALLOC_ATOMIC;
 /// Size an atomic LMR must have.
 pub(crate) const ATOMIC_SIZE: u64 = 8;
 
-/// One chunk of an LMR: where it lives and how to reach it.
-pub(crate) struct ChunkRef {
+/// Where a chunk lives and how to reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Place {
     /// The node holding the chunk.
     pub(crate) node: u32,
     /// The chunk's id in that node's memory store.
@@ -35,10 +36,79 @@ pub(crate) struct ChunkRef {
     pub(crate) addr: u64,
     /// Remote key covering the chunk.
     pub(crate) rkey: u32,
+}
+
+/// One chunk of an LMR.
+///
+/// A chunk on another node may move to a third one (when the node holding
+/// it leaves the cluster): its place changes only through
+/// [`ChunkRef::relocate`], which needs the LMR paused, so an operation,
+/// which runs while it holds a use of the LMR, sees one place throughout.
+pub(crate) struct ChunkRef {
+    node: AtomicU32,
+    chunk_id: AtomicU64,
+    addr: AtomicU64,
+    rkey: AtomicU32,
     /// Length in bytes.
     pub(crate) len: u64,
-    /// The memory, when this node holds it.
+    /// The memory, when this node holds it (such a chunk never moves).
     pub(crate) local: Option<Arc<ChunkMemory>>,
+}
+
+impl ChunkRef {
+    /// A chunk of `len` bytes at `place`, held here if `local`.
+    pub(crate) fn new(place: Place, len: u64, local: Option<Arc<ChunkMemory>>) -> Self {
+        ChunkRef {
+            node: AtomicU32::new(place.node),
+            chunk_id: AtomicU64::new(place.chunk_id),
+            addr: AtomicU64::new(place.addr),
+            rkey: AtomicU32::new(place.rkey),
+            len,
+            local,
+        }
+    }
+
+    // Relaxed loads: a place changes only while the LMR is paused, and
+    // pausing and using the LMR synchronise through its users' lock.
+
+    /// The node holding the chunk.
+    pub(crate) fn node(&self) -> u32 {
+        self.node.load(Ordering::Relaxed)
+    }
+
+    /// The chunk's id in that node's memory store.
+    pub(crate) fn chunk_id(&self) -> u64 {
+        self.chunk_id.load(Ordering::Relaxed)
+    }
+
+    /// Remote address of the chunk's first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr.load(Ordering::Relaxed)
+    }
+
+    /// Remote key covering the chunk.
+    pub(crate) fn rkey(&self) -> u32 {
+        self.rkey.load(Ordering::Relaxed)
+    }
+
+    /// Where the chunk lives.
+    pub(crate) fn place(&self) -> Place {
+        Place {
+            node: self.node(),
+            chunk_id: self.chunk_id(),
+            addr: self.addr(),
+            rkey: self.rkey(),
+        }
+    }
+
+    /// Moves the chunk to `place`, while `_paused` proves that no
+    /// operation uses its LMR.
+    pub(crate) fn relocate(&self, place: Place, _paused: &LmrPause<'_>) {
+        self.node.store(place.node, Ordering::Relaxed);
+        self.chunk_id.store(place.chunk_id, Ordering::Relaxed);
+        self.addr.store(place.addr, Ordering::Relaxed);
+        self.rkey.store(place.rkey, Ordering::Relaxed);
+    }
 }
 
 /// Where an LMR comes from.
@@ -63,6 +133,8 @@ pub(crate) enum Origin {
 struct Users {
     active: u32,
     closed: Option<Error>,
+    /// An [`LmrPause`] exists: new operations wait.
+    paused: bool,
 }
 
 /// An LMR: a size, a layout and the chunks holding its bytes.
@@ -95,6 +167,19 @@ pub(crate) struct LmrUse<'a> {
 impl Drop for LmrUse<'_> {
     fn drop(&mut self) {
         self.lmr.end();
+    }
+}
+
+/// Proof that no operation runs on an LMR and none starts: its chunks may
+/// move. New operations go on when it is dropped.
+pub(crate) struct LmrPause<'a> {
+    lmr: &'a Lmr,
+}
+
+impl Drop for LmrPause<'_> {
+    fn drop(&mut self) {
+        self.lmr.users.lock().paused = false;
+        self.lmr.idle.notify_all();
     }
 }
 
@@ -143,7 +228,10 @@ impl Lmr {
             origin,
             chunks,
             mapped_by: AtomicU64::new(0),
-            users <- new_mutex!(Users { active: 0, closed: None }, "lite:lmr_users"),
+            users <- new_mutex!(
+                Users { active: 0, closed: None, paused: false },
+                "lite:lmr_users"
+            ),
             idle <- new_condvar!("lite:lmr_idle"),
         }));
         match initialised {
@@ -170,8 +258,18 @@ impl Lmr {
 
     fn enter(&self) -> Result {
         let mut users = self.users.lock();
-        if let Some(reason) = users.closed {
-            return Err(reason);
+        loop {
+            if let Some(reason) = users.closed {
+                return Err(reason);
+            }
+            if !users.paused {
+                break;
+            }
+            // A pause moves chunks between peers: it is bounded by their
+            // transfers, which fail once a peer is gone.
+            if self.idle.wait_interruptible(&mut users) {
+                return Err(ERESTARTSYS);
+            }
         }
         // PANIC: each active use is held by a running call or by one of at
         // most `MAX_ASYNC_OPS` asynchronous operations per process: far
@@ -202,6 +300,28 @@ impl Lmr {
             self.idle.wait(&mut users);
         }
         first
+    }
+
+    /// Makes new operations wait and waits for running ones to finish, so
+    /// that chunks can move; they go on when the returned pause is dropped.
+    ///
+    /// # Errors
+    ///
+    /// The error the LMR was closed with, or `EBUSY` if it is paused
+    /// already.
+    pub(crate) fn pause(&self) -> Result<LmrPause<'_>> {
+        let mut users = self.users.lock();
+        if let Some(reason) = users.closed {
+            return Err(reason);
+        }
+        if users.paused {
+            return Err(EBUSY);
+        }
+        users.paused = true;
+        while users.active > 0 {
+            self.idle.wait(&mut users);
+        }
+        Ok(LmrPause { lmr: self })
     }
 
     /// Remembers that `node` mapped this LMR.

@@ -27,7 +27,7 @@ use kernel::{
 use self::{
     chunk::{check_range, check_size, chunk_count, chunk_len, spread_target, Geometry},
     handle::{LmrHandle, Password},
-    lmr::{ChunkRef, Lmr, Origin, ALLOC_ATOMIC, ALLOC_FLAGS, ATOMIC_SIZE},
+    lmr::{ChunkRef, Lmr, Origin, Place, ALLOC_ATOMIC, ALLOC_FLAGS, ATOMIC_SIZE},
     permission::Permission,
     transfer::{transfer_lmr, Direction},
     wire::MemoryMessage,
@@ -199,14 +199,13 @@ impl RemoteMemory {
                 self.core
                     .store
                     .allocate(&self.core.device().device, node, len)?;
-            return Ok(ChunkRef {
+            let place = Place {
                 node,
                 chunk_id,
                 addr: memory.dma_range(0, memory.len())?,
                 rkey,
-                len,
-                local: Some(memory),
-            });
+            };
+            return Ok(ChunkRef::new(place, len, Some(memory)));
         }
         let peer = self.core.peer(node)?;
         let reply = self.core.requests.call(&peer, |request_id| {
@@ -225,14 +224,13 @@ impl RemoteMemory {
                 ..
             }) => {
                 status.to_result()?;
-                Ok(ChunkRef {
+                let place = Place {
                     node,
                     chunk_id,
                     addr,
                     rkey,
-                    len,
-                    local: None,
-                })
+                };
+                Ok(ChunkRef::new(place, len, None))
             }
             _ => Err(reply.status().to_error()),
         }
@@ -242,14 +240,14 @@ impl RemoteMemory {
     pub(crate) fn release_chunks(&self, chunks: &[ChunkRef]) {
         let own = self.core.node_id();
         for chunk in chunks {
-            if chunk.node == own {
-                if let Err(e) = self.core.store.release(own, chunk.chunk_id) {
+            if chunk.node() == own {
+                if let Err(e) = self.core.store.release(own, chunk.chunk_id()) {
                     pr_warn!("cannot release a local chunk: {:?}\n", e);
                 }
                 continue;
             }
-            let chunk_id = chunk.chunk_id;
-            let result = self.core.peer(chunk.node).and_then(|peer| {
+            let chunk_id = chunk.chunk_id();
+            let result = self.core.peer(chunk.node()).and_then(|peer| {
                 self.core
                     .requests
                     .call_uninterruptible(&peer, |request_id| {
@@ -264,7 +262,7 @@ impl RemoteMemory {
                 Ok(()) => {}
                 // The holder is gone, and the chunk with it.
                 Err(e) if e == errno::EHOSTDOWN() => {}
-                Err(e) => pr_warn!("cannot free a chunk on node {}: {:?}\n", chunk.node, e),
+                Err(e) => pr_warn!("cannot free a chunk on node {}: {:?}\n", chunk.node(), e),
             }
         }
     }

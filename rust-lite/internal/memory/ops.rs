@@ -68,11 +68,11 @@ impl MemoryOps {
             match &chunk.local {
                 Some(memory) => memory.fill(at, piece_len, byte)?,
                 None => {
-                    let peer = self.core.peer(chunk.node)?;
+                    let peer = self.core.peer(chunk.node())?;
                     let reply = self.core.requests.call(&peer, |request_id| {
                         MemoryOpMessage::MemsetRequest {
                             request_id,
-                            chunk_id: chunk.chunk_id,
+                            chunk_id: chunk.chunk_id(),
                             offset: piece.chunk_offset,
                             len: piece.len,
                             byte,
@@ -121,31 +121,31 @@ impl MemoryOps {
         ) {
             let from = src.chunks.get(piece.src_chunk).ok_or(EINVAL)?;
             let to = dst.chunks.get(piece.dst_chunk).ok_or(EINVAL)?;
-            let dst_addr = to.addr.checked_add(piece.dst_at).ok_or(EINVAL)?;
+            let dst_addr = to.addr().checked_add(piece.dst_at).ok_or(EINVAL)?;
             match &from.local {
                 Some(memory) => {
                     let target = match to.local.as_deref() {
                         Some(memory) => CopyTarget::Local(memory, piece.dst_at),
                         None => CopyTarget::Remote {
-                            node: to.node,
+                            node: to.node(),
                             addr: dst_addr,
-                            rkey: to.rkey,
+                            rkey: to.rkey(),
                         },
                     };
                     self.copy_out(memory, piece.src_at, piece.len, target)?;
                 }
                 None => {
-                    let peer = self.core.peer(from.node)?;
+                    let peer = self.core.peer(from.node())?;
                     let reply = self.core.requests.call(&peer, |request_id| {
                         MemoryOpMessage::CopyRequest {
                             request_id,
-                            src_chunk_id: from.chunk_id,
+                            src_chunk_id: from.chunk_id(),
                             src_offset: piece.src_at,
                             len: piece.len,
-                            dst_node: to.node,
-                            dst_chunk_id: to.chunk_id,
+                            dst_node: to.node(),
+                            dst_chunk_id: to.chunk_id(),
                             dst_addr,
-                            dst_rkey: to.rkey,
+                            dst_rkey: to.rkey(),
                         }
                         .to_frame()
                     })?;
@@ -286,7 +286,7 @@ enum CopyTarget<'a> {
 /// Whether two LMRs are views of the same memory.
 fn same_memory(a: &Lmr, b: &Lmr) -> bool {
     match (a.chunks.first(), b.chunks.first()) {
-        (Some(x), Some(y)) => x.node == y.node && x.chunk_id == y.chunk_id,
+        (Some(x), Some(y)) => x.node() == y.node() && x.chunk_id() == y.chunk_id(),
         _ => false,
     }
 }

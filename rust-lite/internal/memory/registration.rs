@@ -13,7 +13,7 @@ use kernel::{prelude::*, sync::Arc, uaccess::UserPtr};
 use super::{
     chunk::Geometry,
     handle::{LmrHandle, Password},
-    lmr::{ChunkRef, Lmr, Origin},
+    lmr::{ChunkRef, Lmr, Origin, Place},
     permission::Permission,
     RemoteMemory,
 };
@@ -186,14 +186,13 @@ impl Registration {
             .core
             .store
             .insert(self.core.node_id(), memory.clone())?;
-        Ok(ChunkRef {
+        let place = Place {
             node: self.core.node_id(),
             chunk_id,
             addr,
             rkey: self.core.pd().global_rkey(),
-            len: PAGE_SIZE as u64,
-            local: Some(memory),
-        })
+        };
+        Ok(ChunkRef::new(place, PAGE_SIZE as u64, Some(memory)))
     }
 }
 

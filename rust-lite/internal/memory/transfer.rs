@@ -115,30 +115,30 @@ pub(crate) fn transfer_lmr(
         let piece_len = usize::try_from(piece.len).map_err(|_| EINVAL)?;
         let at = usize::try_from(piece.chunk_offset).map_err(|_| EINVAL)?;
         let chunk = lmr.chunks.get(piece.chunk).ok_or(EINVAL)?;
-        let remote_addr = chunk.addr.checked_add(piece.chunk_offset).ok_or(EINVAL)?;
+        let remote_addr = chunk.addr().checked_add(piece.chunk_offset).ok_or(EINVAL)?;
         match &mut direction {
             Direction::Write(source) => {
                 source.fill(&mut staging, piece_len)?;
                 match &chunk.local {
                     Some(memory) => memory.copy_from_buffer(at, &staging, piece_len)?,
-                    None => core.peer(chunk.node)?.rdma_write(
+                    None => core.peer(chunk.node())?.rdma_write(
                         &staging,
                         0,
                         piece_len,
                         remote_addr,
-                        chunk.rkey,
+                        chunk.rkey(),
                     )?,
                 }
             }
             Direction::Read(sink) => {
                 match &chunk.local {
                     Some(memory) => memory.copy_to_buffer(at, &staging, piece_len)?,
-                    None => core.peer(chunk.node)?.rdma_read(
+                    None => core.peer(chunk.node())?.rdma_read(
                         &staging,
                         0,
                         piece_len,
                         remote_addr,
-                        chunk.rkey,
+                        chunk.rkey(),
                     )?,
                 }
                 sink.drain(&mut staging, piece_len)?;

@@ -36,7 +36,7 @@ use super::{
     memory::{
         chunk::{self, spans, Geometry},
         handle::{LmrHandle, Password},
-        lmr::{ChunkRef, Lmr, Origin},
+        lmr::{ChunkRef, Lmr, Origin, Place},
         permission::Permission,
         transfer::{Direction, Source, MAX_PIECE},
         DataOp, RemoteMemory,
@@ -215,10 +215,10 @@ impl Sharing {
         let table = DmaBuffer::new(&self.core.device().device, len)?;
         for (index, chunk) in lmr.chunks.iter().enumerate() {
             let descriptor = ChunkDescriptor {
-                node: chunk.node,
-                rkey: chunk.rkey,
-                chunk_id: chunk.chunk_id,
-                addr: chunk.addr,
+                node: chunk.node(),
+                rkey: chunk.rkey(),
+                chunk_id: chunk.chunk_id(),
+                addr: chunk.addr(),
                 len: chunk.len,
             };
             // PANIC: `index < chunks.len()`, and `table_len` checked that
@@ -406,17 +406,13 @@ impl Sharing {
                 self.core.peer(d.node)?;
                 None
             };
-            chunks.push(
-                ChunkRef {
-                    node: d.node,
-                    chunk_id: d.chunk_id,
-                    addr: d.addr,
-                    rkey: d.rkey,
-                    len: d.len,
-                    local,
-                },
-                GFP_KERNEL,
-            )?;
+            let place = Place {
+                node: d.node,
+                chunk_id: d.chunk_id,
+                addr: d.addr,
+                rkey: d.rkey,
+            };
+            chunks.push(ChunkRef::new(place, d.len, local), GFP_KERNEL)?;
         }
         Ok(chunks)
     }

@@ -24,7 +24,8 @@ use crate::plan::{boundary_ranges, next_node, plan_data_cases, DataCase};
 use crate::tap::Tap;
 use crate::IB_PORT;
 
-mod io;
+// The failure test shares the raw transfer and statistics helpers.
+pub(crate) mod io;
 mod kernel_api;
 mod memory_ops;
 mod processes;

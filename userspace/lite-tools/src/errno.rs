@@ -33,6 +33,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::ENOTCONN => "ENOTCONN",
         libc::ETIMEDOUT => "ETIMEDOUT",
         libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EHOSTDOWN => "EHOSTDOWN",
         libc::EHOSTUNREACH => "EHOSTUNREACH",
         // The kernel-internal restart code can leak out of an interrupted call.
         512 => "ERESTARTSYS",
@@ -86,6 +87,7 @@ mod tests {
     fn names_of_lite_errnos() {
         assert_eq!(errno_name(libc::ENOTCONN), "ENOTCONN");
         assert_eq!(errno_name(libc::EHOSTUNREACH), "EHOSTUNREACH");
+        assert_eq!(errno_name(libc::EHOSTDOWN), "EHOSTDOWN");
         assert_eq!(errno_name(libc::EDEADLK), "EDEADLK");
         assert_eq!(errno_name(100_000), "?");
     }

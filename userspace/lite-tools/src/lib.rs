@@ -4,12 +4,15 @@
 //! * `lite-demo`: joins, writes a greeting and a pattern to the next node
 //!   and reads them back.
 //! * `lite-cluster-test`: the cluster test, reported as TAP.
+//! * `lite-failure-test`: the node failure test: one node (the victim) is
+//!   killed while the others (the survivors) wait on it; survivors report TAP.
 //! * `lite-bench`: latency and throughput between two nodes, of data
 //!   operations and of RPC.
 //!
 //! The library holds what they share. Everything that does not issue a
 //! LITE system call is unit tested on any Linux host; the cluster test
-//! itself runs there against an in-memory model of the kernel.
+//! itself runs there against an in-memory model of the kernel, and the
+//! failure test against that model with one node's death simulated.
 
 #![warn(missing_docs)]
 
@@ -22,6 +25,7 @@ pub mod bench;
 pub mod cluster_test;
 pub mod debugfs;
 pub mod errno;
+pub mod failure_test;
 #[cfg(test)]
 mod fake_kernel;
 pub mod kernel;

@@ -1,0 +1,93 @@
+//! `lite-failure-test`: the LITE node failure test.
+//!
+//! Every node of the cluster runs it at the same time, one of them as the
+//! victim (see [`lite_tools::failure_test`] for what it checks). A
+//! survivor prints TAP version 13 followed by one line `P passed, F failed`
+//! and exits 0 exactly when F is 0. The victim prints progress lines and
+//! finally [`READY_MARKER`], then waits to be killed with its machine; it
+//! exits (with status 1) only if it cannot take part.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lite::sys::CM_DEFAULT_PORT;
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::failure_test::{run_survivor, run_victim, FailureConfig, Role, READY_MARKER};
+use lite_tools::kernel::Syscalls;
+use lite_tools::tap::Tap;
+use lite_tools::{parse_cm_address, say, MAX_CLUSTER_NODES};
+
+const CLI: Cli = Cli {
+    program: "lite-failure-test",
+    synopsis: "--cm IP --nodes N --role survivor|victim",
+    about: "Runs one node's part of the LITE node failure test.",
+    options: &[
+        OptionSpec {
+            name: "cm",
+            value_name: "IP",
+            help: "IPv4 address of the cluster manager (port 18500)",
+        },
+        OptionSpec {
+            name: "nodes",
+            value_name: "N",
+            help: "number of nodes, the victim included (at least 3)",
+        },
+        OptionSpec {
+            name: "role",
+            value_name: "ROLE",
+            help: "survivor (checks and reports TAP) or victim (gets killed)",
+        },
+    ],
+};
+
+/// How often the victim repeats its marker while it waits to be killed,
+/// in case a kernel message cut into an earlier one on the console.
+const MARKER_REPEAT: Duration = Duration::from_secs(5);
+
+fn parse_config(parsed: &Parsed) -> Result<(FailureConfig, Role), ArgError> {
+    let config = FailureConfig {
+        cm: parsed.required_with("cm", parse_cm_address)?,
+        // The victim and at least two survivors, so that LMR B lives on
+        // another survivor.
+        nodes: in_range("nodes", parsed.required("nodes")?, 3..=MAX_CLUSTER_NODES)?,
+    };
+    let role = parsed.required_with("role", Role::parse)?;
+    Ok((config, role))
+}
+
+fn main() -> ExitCode {
+    let parsed = CLI.parse_env_or_exit();
+    let (config, role) = match parse_config(&parsed) {
+        Ok(parsed) => parsed,
+        Err(error) => CLI.exit_with(&error),
+    };
+    match role {
+        Role::Victim => {
+            let mut out = std::io::stdout();
+            if let Err(reason) = run_victim(&Syscalls, &config, &mut out) {
+                say(format_args!("lite-failure-test: victim: FAILED {reason}"));
+                return ExitCode::FAILURE;
+            }
+            // The port, the lock and the LMRs belong to this process: it
+            // must live until the harness kills the machine.
+            loop {
+                std::thread::sleep(MARKER_REPEAT);
+                say(format_args!("{READY_MARKER}"));
+            }
+        }
+        Role::Survivor => {
+            let mut tap = Tap::new(std::io::stdout());
+            tap.comment(&format!(
+                "lite-failure-test: manager {}:{CM_DEFAULT_PORT}, {} nodes, survivor",
+                config.cm, config.nodes
+            ));
+            run_survivor(&Arc::new(Syscalls), &mut tap, &config);
+            if tap.finish().all_passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

@@ -1,0 +1,1699 @@
+//! The node failure test run by `lite-failure-test`.
+//!
+//! One node of the cluster, the victim, sets up state the other nodes,
+//! the survivors, come to depend on: an RPC port, a lock it holds, memory
+//! the survivors allocated on it and chunks it holds on them. Once the
+//! survivors are waiting on it in every way LITE offers, the victim says so
+//! on its console ([`READY_MARKER`]) and the harness kills its virtual
+//! machine. The survivors then check that every call involving the dead
+//! node fails with `EHOSTDOWN` within a few seconds, that the cluster
+//! shrinks, that the chunks they held for the victim are freed, and that
+//! traffic among themselves goes on unharmed.
+//!
+//! Both roles go through the same barriers (with all `nodes`), each
+//! marking the end of a phase:
+//!
+//! 1. everybody joined, and the victim has registered port [`VICTIM_PORT`];
+//! 2. the survivors found the victim (the only other node with the port)
+//!    and allocated LMR A on it and LMR B on the next survivor; the victim
+//!    created a lock on itself, took it and published its number (taking
+//!    a lock needs a peer, hence not before barrier 1);
+//! 3. the survivors found the victim's lock and noted how many chunks they
+//!    hold, with every survivor's LMR B allocated;
+//! 4. the victim allocated a spread LMR, whose chunks the survivors hold;
+//! 5. the survivors' traffic runs (a write to LMR A has succeeded, so the
+//!    kill always comes after one); the victim then prints its marker.
+//!
+//! After barrier 5 each survivor has five threads going: T1 writes to LMR A
+//! until a write fails, T2 calls the victim's port (nobody receives), T3
+//! waits for the victim's lock, T4 enters a barrier the victim never
+//! enters, T5 writes, reads back and checks data on LMR B. A call that is
+//! still blocked [`HANG_AFTER`] after T1's last successful write is
+//! reported as hung; its thread is left behind and ends with the process.
+//!
+//! Survivors report TAP; the victim only prints progress lines, since its
+//! output ends wherever the kill cuts it off.
+
+use std::ffi::{c_void, CString};
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use libc::c_long;
+use lite::sys::{port_priority, LiteLock, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ, PRIORITY_NONE};
+
+use crate::cluster_test::io::{handle_of, read_at, stats, write_at};
+use crate::cluster_test::password_of;
+use crate::errno::{describe_result, errno_name, expect_errno, expect_zero};
+use crate::kernel::Kernel;
+use crate::pattern;
+use crate::stats::monotonic_ns;
+use crate::tap::Tap;
+use crate::IB_PORT;
+
+#[cfg(test)]
+mod dying;
+
+/// The victim's console line once the survivors wait on it; the harness
+/// kills the victim's machine a few seconds after it appears.
+pub const READY_MARKER: &str = "LITE-FAILURE-VICTIM ready";
+
+/// The RPC port the victim registers: survivors find the victim by it and
+/// call it, and nobody ever receives from it.
+pub const VICTIM_PORT: u32 = 7;
+
+/// Largest message the victim's port accepts.
+const VICTIM_PORT_MAX_SIZE: u64 = 4096;
+
+/// Size of LMR A (on the victim) and LMR B (on the next survivor).
+const LMR_SIZE: u64 = 1 << 20;
+
+/// Size of the victim's spread LMR: three 4 MiB chunks, one per survivor
+/// of a four-node cluster.
+const SPREAD_SIZE: u64 = 12 << 20;
+
+/// Bytes T1 writes to LMR A at a time.
+const WRITE_SIZE: usize = 4096;
+
+/// Bytes T5 writes and reads back on LMR B at a time.
+const TRAFFIC_SIZE: usize = 16 * 1024;
+
+/// Pause between T1's writes and between T5's round trips. Each VM has one
+/// CPU: a loop that never sleeps could starve the kernel thread that sends
+/// this node's heartbeats, and the manager would declare a survivor dead.
+const LOOP_PAUSE: Duration = Duration::from_millis(2);
+
+/// Name under which the victim publishes its lock's number.
+const LOCK_RECORD_NAME: u64 = 0x4641_494c_4c4f_434b;
+
+/// Password of the published lock record.
+const LOCK_RECORD_PASSWORD: u64 = 0x7669_6374_696d;
+
+/// First four bytes of the lock record, so that stale or foreign data is
+/// not taken for a lock number.
+const LOCK_RECORD_MAGIC: u32 = 0x4c4f_434b;
+
+/// Size of the lock record: the magic and the number, little-endian.
+const LOCK_RECORD_LEN: usize = 8;
+
+/// Longest a call involving the victim may take to fail, counted from T1's
+/// last successful write (the kill follows that write within milliseconds):
+/// the manager declares a node dead after 3 s without heartbeat, and the
+/// rest is for telling the survivors.
+pub const MAX_STALL_MS: i64 = 4500;
+
+/// A call still blocked this long after T1's last successful write hangs.
+pub const HANG_AFTER: Duration = Duration::from_secs(60);
+
+/// How long after the traffic started T1 must have seen the failure. The
+/// harness kills the victim 5 s after its marker; this only ends a run in
+/// which nobody killed it.
+const FAILURE_WAIT: Duration = Duration::from_secs(180);
+
+/// How soon after the failure the chunks held for the victim must be freed.
+const CHUNKS_FREED_WITHIN: Duration = Duration::from_secs(10);
+
+/// How often the held chunks are looked at while waiting for them to go.
+const CHUNK_POLL: Duration = Duration::from_millis(200);
+
+/// How long T5 goes on after every call waiting on the victim returned.
+const TRAFFIC_AFTER_RETURNS: Duration = Duration::from_secs(3);
+
+/// Bound of the barriers before the failure. Nodes boot at different
+/// speeds under emulation, and the first barrier waits for the slowest.
+const SETUP_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
+
+/// How long T1 may take to complete its first write.
+const FIRST_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long T5 may take to stop once told to.
+const TRAFFIC_STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Bound of the survivors' last barrier: another survivor may first spend
+/// [`HANG_AFTER`] on a hung call.
+const FINAL_BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How often the main thread looks at the calls it waits for.
+const WAIT_POLL: Duration = Duration::from_millis(100);
+
+/// Which part a node plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Stays up and checks how the cluster copes.
+    Survivor,
+    /// Sets up state the others depend on, then gets killed.
+    Victim,
+}
+
+impl Role {
+    /// The role named `survivor` or `victim`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "survivor" => Ok(Role::Survivor),
+            "victim" => Ok(Role::Victim),
+            _ => Err("expected survivor or victim".to_string()),
+        }
+    }
+}
+
+/// What to test against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailureConfig {
+    /// Address of the cluster manager.
+    pub cm: Ipv4Addr,
+    /// Number of nodes, the victim included.
+    pub nodes: u32,
+}
+
+/// Joins the cluster (or finds this node's id if it is a member already).
+fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
+    let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
+    // SAFETY: `address` is a NUL-terminated string the kernel only reads.
+    let ret = unsafe { kernel.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) };
+    let ret = if ret == -c_long::from(libc::EISCONN) {
+        kernel.get_node_id()
+    } else {
+        ret
+    };
+    match u32::try_from(ret) {
+        Ok(id) if id > 0 => Ok(id),
+        _ => Err(format!("join {cm} returned {}", describe_result(ret))),
+    }
+}
+
+/// The lock record the victim publishes.
+pub fn encode_lock_record(number: u32) -> [u8; LOCK_RECORD_LEN] {
+    let mut record = [0u8; LOCK_RECORD_LEN];
+    record[..4].copy_from_slice(&LOCK_RECORD_MAGIC.to_le_bytes());
+    record[4..].copy_from_slice(&number.to_le_bytes());
+    record
+}
+
+/// The lock number in a lock record.
+pub fn decode_lock_record(record: &[u8; LOCK_RECORD_LEN]) -> Result<u32, String> {
+    let [m0, m1, m2, m3, n0, n1, n2, n3] = *record;
+    let magic = u32::from_le_bytes([m0, m1, m2, m3]);
+    if magic != LOCK_RECORD_MAGIC {
+        return Err(format!(
+            "the record starts with {magic:#010x}, not {LOCK_RECORD_MAGIC:#010x}"
+        ));
+    }
+    Ok(u32::from_le_bytes([n0, n1, n2, n3]))
+}
+
+/// The victim: the one node other than `me` among 1..=nodes on which
+/// `has_port` finds the victim's port (it returns `lite_query_port`'s result).
+pub fn find_victim(me: u32, nodes: u32, has_port: impl Fn(u32) -> c_long) -> Result<u32, String> {
+    let mut found = Vec::new();
+    let mut answers = Vec::new();
+    for node in (1..=nodes).filter(|&n| n != me) {
+        let ret = has_port(node);
+        if ret > 0 {
+            found.push(node);
+        }
+        answers.push(format!("node {node}: {}", describe_result(ret)));
+    }
+    match found.as_slice() {
+        [victim] => Ok(*victim),
+        _ => Err(format!(
+            "{} nodes have port {VICTIM_PORT} ({})",
+            found.len(),
+            answers.join(", ")
+        )),
+    }
+}
+
+/// The survivor after `me` in ascending order of ids, wrapping around;
+/// `None` if `me` is the only survivor.
+pub fn next_survivor(me: u32, victim: u32, nodes: u32) -> Option<u32> {
+    let survivors: Vec<u32> = (1..=nodes).filter(|&n| n != victim).collect();
+    survivors
+        .iter()
+        .copied()
+        .find(|&n| n > me)
+        .or_else(|| survivors.first().copied())
+        .filter(|&n| n != me)
+}
+
+/// This node's `held_chunks` counter.
+fn held_chunks<K: Kernel>(kernel: &K) -> Result<u64, String> {
+    stats(kernel).map(|s| s.held_chunks)
+}
+
+/// Allocates `size` bytes on `node`; the handle.
+fn alloc<K: Kernel>(kernel: &K, node: u32, size: u64, password: u64) -> Result<u64, String> {
+    handle_of(kernel.alloc_remote(node, size, 0, password), "alloc_remote")
+}
+
+/// Writes one line to `out` and flushes it, so that it reaches the
+/// console before the machine is killed.
+fn say_to<W: Write>(out: &mut W, line: &str) {
+    // A broken console leaves nowhere to report to.
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
+/// The victim's progress lines.
+struct VictimLog<'w, W: Write> {
+    out: &'w mut W,
+    problems: u32,
+}
+
+impl<W: Write> VictimLog<'_, W> {
+    fn note(&mut self, text: &str) {
+        say_to(self.out, &format!("lite-failure-test: victim: {text}"));
+    }
+
+    /// Notes `what` as done, or as failed with the reason.
+    fn step(&mut self, what: &str, outcome: Result<(), String>) {
+        match outcome {
+            Ok(()) => self.note(&format!("{what}: ok")),
+            Err(reason) => {
+                self.problems += 1;
+                self.note(&format!("{what}: FAILED: {reason}"));
+            }
+        }
+    }
+}
+
+/// Registers RPC port [`VICTIM_PORT`], by which the survivors find the
+/// victim. Failures are noted and the test goes on: the survivors report
+/// what they find missing.
+fn register_victim_port<K: Kernel, W: Write>(kernel: &K, log: &mut VictimLog<'_, W>) {
+    let name = c"failure-victim";
+    // SAFETY: `name` is readable for its length.
+    let ret = unsafe {
+        kernel.register_application(
+            VICTIM_PORT,
+            VICTIM_PORT_MAX_SIZE,
+            name.as_ptr(),
+            name.to_bytes().len() as u64,
+        )
+    };
+    log.step(
+        &format!("register_application(port {VICTIM_PORT})"),
+        expect_zero(ret),
+    );
+}
+
+/// Creates a lock on this node, takes it (this process holds it until
+/// the machine dies) and publishes its number. Taking a lock needs a peer
+/// (it posts the atomic on this node's memory), so this waits until every
+/// node joined. Failures are noted as in [`register_victim_port`].
+fn hold_victim_lock<K: Kernel, W: Write>(kernel: &K, me: u32, log: &mut VictimLog<'_, W>) {
+    let mut lock = LiteLock::default();
+    // SAFETY: `lock` is writable.
+    let number = unsafe { kernel.create_lock(me, &mut lock) };
+    let Ok(number) = u32::try_from(number) else {
+        log.step(
+            &format!("create_lock(node {me})"),
+            Err(describe_result(number)),
+        );
+        return;
+    };
+    log.step(
+        &format!("create_lock(node {me}) gave lock {number}"),
+        Ok(()),
+    );
+    // SAFETY: `lock` was filled in by create_lock.
+    let ret = unsafe { kernel.lock(&lock) };
+    log.step(&format!("lock of lock {number}"), expect_zero(ret));
+
+    let record = encode_lock_record(number);
+    // SAFETY: `record` is readable for its length.
+    let ret = unsafe {
+        kernel.wrap_alloc(
+            record.as_ptr().cast::<c_void>(),
+            record.len() as u64,
+            LOCK_RECORD_NAME,
+            LOCK_RECORD_PASSWORD,
+        )
+    };
+    log.step(
+        &format!("wrap_alloc of the lock record under {LOCK_RECORD_NAME:#x}"),
+        handle_of(ret, "wrap_alloc").map(drop),
+    );
+}
+
+/// Allocates the spread LMR whose chunks the survivors hold, and fills it.
+/// The LMR stays allocated until the machine dies.
+fn allocate_spread<K: Kernel, W: Write>(kernel: &K, me: u32, log: &mut VictimLog<'_, W>) {
+    let password = password_of(me);
+    let outcome = alloc(kernel, NODE_SPREAD, SPREAD_SIZE, password).and_then(|handle| {
+        let mut data = vec![0u8; SPREAD_SIZE as usize];
+        pattern::fill(pattern::seed(&[u64::from(me), SPREAD_SIZE]), 0, &mut data);
+        expect_zero(write_at(kernel, handle, 0, &data, password)).map_err(|e| format!("write: {e}"))
+    });
+    log.step(
+        &format!("alloc_remote of {} MiB spread and write", SPREAD_SIZE >> 20),
+        outcome,
+    );
+}
+
+/// Runs the victim's part up to its [`READY_MARKER`]; the caller then
+/// keeps the process (and with it the port and the lock) alive until the
+/// machine is killed. An error means the victim cannot go on.
+pub fn run_victim<K: Kernel, W: Write>(
+    kernel: &K,
+    config: &FailureConfig,
+    out: &mut W,
+) -> Result<(), String> {
+    let nodes = config.nodes;
+    let mut log = VictimLog { out, problems: 0 };
+    let me = join(kernel, config.cm)?;
+    log.note(&format!("joined the cluster at {} as node {me}", config.cm));
+    register_victim_port(kernel, &mut log);
+
+    let barrier = |log: &mut VictimLog<'_, W>, after: &str| -> Result<(), String> {
+        expect_zero(kernel.dist_barrier(nodes))
+            .map_err(|e| format!("dist_barrier({nodes}) after {after}: {e}"))?;
+        log.note(&format!("dist_barrier({nodes}) after {after}: ok"));
+        Ok(())
+    };
+    barrier(&mut log, "joining")?;
+    hold_victim_lock(kernel, me, &mut log);
+    barrier(&mut log, "the survivors' allocations")?;
+    barrier(&mut log, "the survivors counted their chunks")?;
+    allocate_spread(kernel, me, &mut log);
+    barrier(&mut log, "the spread allocation")?;
+    barrier(&mut log, "the survivors' traffic started")?;
+    if log.problems > 0 {
+        log.note(&format!(
+            "{} steps failed; the survivors will report it",
+            log.problems
+        ));
+    }
+    say_to(log.out, READY_MARKER);
+    Ok(())
+}
+
+/// Runs `call` on a thread of its own and waits at most `timeout` for its
+/// result. A call that does not return in time stays blocked on its thread,
+/// which ends with the process.
+fn bounded<K, F>(kernel: &Arc<K>, timeout: Duration, call: F) -> Result<c_long, String>
+where
+    K: Kernel + Send + 'static,
+    F: FnOnce(&K) -> c_long + Send + 'static,
+{
+    let (sender, receiver) = mpsc::channel();
+    let kernel = Arc::clone(kernel);
+    thread::Builder::new()
+        .spawn(move || {
+            // Nobody listens any more once the wait timed out.
+            let _ = sender.send(call(&kernel));
+        })
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
+    receiver
+        .recv_timeout(timeout)
+        .map_err(|_| format!("did not return within {} s", timeout.as_secs()))
+}
+
+/// A barrier of `count` nodes as a test point, bounded by `timeout`.
+fn barrier_point<K, W>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    count: u32,
+    timeout: Duration,
+    description: &str,
+) -> bool
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let outcome = bounded(kernel, timeout, move |k| k.dist_barrier(count)).and_then(expect_zero);
+    tap.check(description, outcome)
+}
+
+/// What a survivor set up in phase 1; `None` for what failed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Setup {
+    /// The only other node with the victim's port.
+    victim: Option<u32>,
+    /// The next survivor, holder of LMR B.
+    next: Option<u32>,
+    /// LMR A, on the victim.
+    lmr_a: Option<u64>,
+    /// LMR B, on the next survivor.
+    lmr_b: Option<u64>,
+}
+
+/// Reads the victim's lock record through a mapping, which is dropped
+/// again before the victim dies.
+fn read_lock_record<K: Kernel>(kernel: &K, victim: u32) -> Result<u32, String> {
+    let ret = kernel.ask_lmr(victim, LOCK_RECORD_NAME, PERM_READ, LOCK_RECORD_PASSWORD);
+    let handle = handle_of(ret, "ask_lmr")?;
+    let mut record = [0u8; LOCK_RECORD_LEN];
+    let read = read_at(kernel, handle, 0, &mut record, LOCK_RECORD_PASSWORD);
+    let unmapped = kernel.umap_lmr(handle);
+    expect_zero(read).map_err(|e| format!("read: {e}"))?;
+    expect_zero(unmapped).map_err(|e| format!("umap_lmr: {e}"))?;
+    decode_lock_record(&record)
+}
+
+/// Phase 1 of a survivor: finds the victim, allocates LMR A on it and
+/// LMR B on the next survivor.
+fn set_up_survivor<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+) -> Setup {
+    let mut setup = Setup::default();
+    let password = password_of(me);
+    let found = find_victim(me, nodes, |node| kernel.query_port(node, VICTIM_PORT));
+    let shown = found
+        .as_ref()
+        .map_or("none".to_string(), |v| format!("node {v}"));
+    tap.check(
+        &format!("exactly one other node has RPC port {VICTIM_PORT}: the victim ({shown})"),
+        found.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let Ok(victim) = found else {
+        return setup;
+    };
+    setup.victim = Some(victim);
+
+    let lmr_a = alloc(kernel, victim, LMR_SIZE, password);
+    tap.check(
+        &format!("alloc_remote of 1 MiB on the victim (node {victim}) returns a handle (LMR A)"),
+        lmr_a.as_ref().map(drop).map_err(Clone::clone),
+    );
+    setup.lmr_a = lmr_a.ok();
+
+    setup.next = next_survivor(me, victim, nodes);
+    let lmr_b = match setup.next {
+        Some(next) => alloc(kernel, next, LMR_SIZE, password),
+        None => Err("no other survivor".to_string()),
+    };
+    let next = setup
+        .next
+        .map_or("none".to_string(), |n| format!("node {n}"));
+    tap.check(
+        &format!("alloc_remote of 1 MiB on the next survivor ({next}) returns a handle (LMR B)"),
+        lmr_b.as_ref().map(drop).map_err(Clone::clone),
+    );
+    setup.lmr_b = lmr_b.ok();
+    setup
+}
+
+/// Phase 2 of a survivor: finds the lock the victim holds.
+fn find_victims_lock<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    victim: u32,
+) -> Option<LiteLock> {
+    let number = read_lock_record(kernel, victim);
+    let shown = number.as_ref().map_or("none".to_string(), u32::to_string);
+    tap.check(
+        &format!("the victim published the number of the lock it holds (lock {shown})"),
+        number.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let number = number.ok()?;
+    let mut lock = LiteLock::default();
+    // SAFETY: `lock` is writable.
+    let ret = unsafe { kernel.ask_lock(victim, number, &mut lock) };
+    tap.check(
+        &format!("ask_lock(node {victim}, {number}) returns 0"),
+        expect_zero(ret),
+    )
+    .then_some(lock)
+}
+
+/// A survivor's call that waits on the victim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// T1: `lite_rdma_write` to LMR A, in a loop until it fails.
+    RdmaWrite,
+    /// T2: `lite_send_reply_imm` to the victim's port.
+    SendReplyImm,
+    /// T3: `lite_lock` on the victim's lock.
+    Lock,
+    /// T4: `lite_dist_barrier` with all nodes.
+    DistBarrier,
+}
+
+impl Call {
+    /// Every call, in report order.
+    pub const ALL: [Call; 4] = [
+        Call::RdmaWrite,
+        Call::SendReplyImm,
+        Call::Lock,
+        Call::DistBarrier,
+    ];
+
+    /// The system call's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::RdmaWrite => "rdma_write",
+            Call::SendReplyImm => "send_reply_imm",
+            Call::Lock => "lock",
+            Call::DistBarrier => "dist_barrier",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A call's return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Returned {
+    /// Which call.
+    pub call: Call,
+    /// Its raw result.
+    pub ret: c_long,
+    /// When it returned (`CLOCK_MONOTONIC`, ns).
+    pub at_ns: u64,
+}
+
+/// What became of a call: its return, or why there is none.
+pub type Outcome = Result<Returned, String>;
+
+/// What the survivor's threads share.
+#[derive(Default)]
+struct Progress {
+    /// When T1's last successful write returned; 0 before the first.
+    last_write_ns: AtomicU64,
+    /// When T1's write failed; 0 while none has.
+    failed_ns: AtomicU64,
+    /// Tells T1 to stop writing (when the failure never came).
+    stop_writer: AtomicBool,
+    /// Tells T5 to stop.
+    stop_traffic: AtomicBool,
+}
+
+/// Milliseconds from `from_ns` to `to_ns`, negative if `to_ns` is earlier.
+pub fn elapsed_ms(from_ns: u64, to_ns: u64) -> i64 {
+    let ms = (i128::from(to_ns) - i128::from(from_ns)) / 1_000_000;
+    i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// Why waiting for the calls must stop at `now_ns`, if it must: a call
+/// blocked [`HANG_AFTER`] past the last successful write (or past the start
+/// of the traffic, if no write succeeded), or no failure seen within
+/// [`FAILURE_WAIT`] of the start.
+pub fn stop_waiting(
+    now_ns: u64,
+    started_ns: u64,
+    last_write_ns: u64,
+    failed_ns: u64,
+) -> Option<String> {
+    let reference = if last_write_ns == 0 {
+        started_ns
+    } else {
+        last_write_ns
+    };
+    let after = |duration: Duration| {
+        reference.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX))
+    };
+    if now_ns >= after(HANG_AFTER) {
+        return Some(format!(
+            "hung: still blocked {} s after the last successful write to the victim",
+            HANG_AFTER.as_secs()
+        ));
+    }
+    let failure_deadline =
+        started_ns.saturating_add(u64::try_from(FAILURE_WAIT.as_nanos()).unwrap_or(u64::MAX));
+    if failed_ns == 0 && now_ns >= failure_deadline {
+        return Some(format!(
+            "writes to the victim still succeeded {} s after the traffic started: \
+             was it killed?",
+            FAILURE_WAIT.as_secs()
+        ));
+    }
+    None
+}
+
+/// Waits for the calls in `pending` to report on `returns`, until they all
+/// have or [`stop_waiting`] says to stop; every pending call gets an outcome.
+fn await_calls(
+    returns: &Receiver<Returned>,
+    progress: &Progress,
+    started_ns: u64,
+    mut pending: Vec<Call>,
+    outcomes: &mut [Outcome; 4],
+) {
+    let mut reason = String::new();
+    while !pending.is_empty() {
+        let last = progress.last_write_ns.load(Ordering::SeqCst);
+        let failed = progress.failed_ns.load(Ordering::SeqCst);
+        if let Some(why) = stop_waiting(monotonic_ns(), started_ns, last, failed) {
+            reason = why;
+            break;
+        }
+        match returns.recv_timeout(WAIT_POLL) {
+            Ok(returned) => {
+                pending.retain(|&c| c != returned.call);
+                outcomes[returned.call.index()] = Ok(returned);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                reason = "its thread ended without reporting".to_string();
+                break;
+            }
+        }
+    }
+    for call in pending {
+        outcomes[call.index()] = Err(reason.clone());
+    }
+}
+
+/// The errno check of a call: it must have failed with `EHOSTDOWN`.
+pub fn errno_verdict(outcome: &Outcome) -> Result<(), String> {
+    match outcome {
+        Ok(returned) => expect_errno(returned.ret, libc::EHOSTDOWN),
+        Err(reason) => Err(reason.clone()),
+    }
+}
+
+/// The stall check of a call: its stall in ms (if it returned after a
+/// successful write) and whether that is at most [`MAX_STALL_MS`].
+pub fn stall_verdict(outcome: &Outcome, last_write_ns: u64) -> (Option<i64>, Result<(), String>) {
+    let returned = match outcome {
+        Ok(returned) => returned,
+        Err(reason) => return (None, Err(format!("no return: {reason}"))),
+    };
+    if last_write_ns == 0 {
+        return (
+            None,
+            Err(
+                "no write to the victim ever succeeded, so there is nothing to measure from".into(),
+            ),
+        );
+    }
+    let stall = elapsed_ms(last_write_ns, returned.at_ns);
+    let verdict = if stall <= MAX_STALL_MS {
+        Ok(())
+    } else {
+        Err(format!(
+            "returned {stall} ms after the last successful write, more than {MAX_STALL_MS} ms"
+        ))
+    };
+    (Some(stall), verdict)
+}
+
+/// The result of polling a counter for a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Polled {
+    /// The last value read, or why it could not be.
+    pub value: Result<u64, String>,
+    /// Whether it was the value waited for.
+    pub reached: bool,
+    /// When it was read (`CLOCK_MONOTONIC`, ns).
+    pub at_ns: u64,
+}
+
+/// Reads `read` every `every` until it gives `target` or `deadline_ns`
+/// passes; reads at least once.
+pub fn poll_until(
+    mut read: impl FnMut() -> Result<u64, String>,
+    target: u64,
+    deadline_ns: u64,
+    every: Duration,
+) -> Polled {
+    loop {
+        let value = read();
+        let at_ns = monotonic_ns();
+        let reached = value.as_ref().is_ok_and(|&v| v == target);
+        if reached || at_ns >= deadline_ns {
+            return Polled {
+                value,
+                reached,
+                at_ns,
+            };
+        }
+        thread::sleep(every);
+    }
+}
+
+/// What T5 saw on LMR B.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrafficReport {
+    /// Round trips (write, read back, compare) completed.
+    pub rounds: u64,
+    /// Of which started after T1 saw its write fail.
+    pub rounds_after_failure: u64,
+    /// Round trips whose data came back different.
+    pub mismatches: u64,
+    /// The first difference found.
+    pub first_mismatch: Option<String>,
+    /// The call that failed, which ended the traffic.
+    pub error: Option<String>,
+}
+
+/// An LMR reached by handle.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// Its handle.
+    pub handle: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its password.
+    pub password: u64,
+}
+
+/// T5: until `stop`, writes data that depends on the round to a slot of
+/// `lmr`, reads it back and compares. A round counts as after the failure
+/// when `failed_ns` was set before it started. Ends at the first failed call.
+pub fn run_traffic<K: Kernel>(
+    kernel: &K,
+    lmr: Target,
+    seed: u64,
+    stop: &AtomicBool,
+    failed_ns: &AtomicU64,
+) -> TrafficReport {
+    let mut report = TrafficReport::default();
+    let slots = (lmr.size / TRAFFIC_SIZE as u64).max(1);
+    let mut data = vec![0u8; TRAFFIC_SIZE];
+    let mut back = vec![0u8; TRAFFIC_SIZE];
+    while !stop.load(Ordering::SeqCst) {
+        let after_failure = failed_ns.load(Ordering::SeqCst) != 0;
+        let round = report.rounds;
+        let offset = (round % slots) * TRAFFIC_SIZE as u64;
+        let round_seed = pattern::seed(&[seed, round]);
+        pattern::fill(round_seed, offset, &mut data);
+        let ret = write_at(kernel, lmr.handle, offset, &data, lmr.password);
+        if ret != 0 {
+            report.error = Some(format!(
+                "round {round}: write at offset {offset} returned {}",
+                describe_result(ret)
+            ));
+            break;
+        }
+        pattern::poison(round_seed, offset, &mut back);
+        let ret = read_at(kernel, lmr.handle, offset, &mut back, lmr.password);
+        if ret != 0 {
+            report.error = Some(format!(
+                "round {round}: read at offset {offset} returned {}",
+                describe_result(ret)
+            ));
+            break;
+        }
+        if let Err(mismatch) = pattern::verify(round_seed, offset, &back) {
+            report.mismatches += 1;
+            report
+                .first_mismatch
+                .get_or_insert_with(|| format!("round {round}: {mismatch}"));
+        }
+        report.rounds += 1;
+        if after_failure {
+            report.rounds_after_failure += 1;
+        }
+        thread::sleep(LOOP_PAUSE);
+    }
+    report
+}
+
+/// Starts `body` on a thread of its own, which reports its return on
+/// `returns`.
+fn spawn_call<K, F>(
+    kernel: &Arc<K>,
+    call: Call,
+    returns: &Sender<Returned>,
+    body: F,
+) -> Result<(), String>
+where
+    K: Kernel + Send + 'static,
+    F: FnOnce(&K) -> c_long + Send + 'static,
+{
+    let kernel = Arc::clone(kernel);
+    let returns = returns.clone();
+    thread::Builder::new()
+        .name(call.name().to_string())
+        .spawn(move || {
+            let ret = body(&kernel);
+            let at_ns = monotonic_ns();
+            // The receiver is gone only once the test stopped waiting.
+            let _ = returns.send(Returned { call, ret, at_ns });
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
+/// T1's loop: writes to LMR A until a write fails (whose result it
+/// returns) or it is told to stop (0).
+fn write_until_failure<K: Kernel>(
+    kernel: &K,
+    lmr: Target,
+    seed: u64,
+    progress: &Progress,
+) -> c_long {
+    let slots = (lmr.size / WRITE_SIZE as u64).max(1);
+    let mut data = vec![0u8; WRITE_SIZE];
+    let mut round = 0u64;
+    while !progress.stop_writer.load(Ordering::SeqCst) {
+        let offset = (round % slots) * WRITE_SIZE as u64;
+        pattern::fill(seed, offset, &mut data);
+        let ret = write_at(kernel, lmr.handle, offset, &data, lmr.password);
+        let now = monotonic_ns();
+        if ret != 0 {
+            progress.failed_ns.store(now, Ordering::SeqCst);
+            return ret;
+        }
+        progress.last_write_ns.store(now, Ordering::SeqCst);
+        round += 1;
+        thread::sleep(LOOP_PAUSE);
+    }
+    0
+}
+
+/// Waits until T1's first write succeeded; how long that took in ms.
+fn wait_for_first_write(progress: &Progress, started_ns: u64) -> Result<i64, String> {
+    let deadline = started_ns
+        .saturating_add(u64::try_from(FIRST_WRITE_TIMEOUT.as_nanos()).unwrap_or(u64::MAX));
+    loop {
+        let last = progress.last_write_ns.load(Ordering::SeqCst);
+        if last != 0 {
+            return Ok(elapsed_ms(started_ns, last));
+        }
+        if progress.failed_ns.load(Ordering::SeqCst) != 0 {
+            return Err("the first write failed".to_string());
+        }
+        if monotonic_ns() >= deadline {
+            return Err(format!(
+                "no write completed within {} s",
+                FIRST_WRITE_TIMEOUT.as_secs()
+            ));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The `held_chunks` values around the victim's spread allocation.
+struct ChunkCounts {
+    /// Before the allocation.
+    base: Result<u64, String>,
+    /// While it exists.
+    grown: Result<u64, String>,
+}
+
+/// Everything phase 3 needs, all of it set up.
+struct Ready {
+    me: u32,
+    nodes: u32,
+    victim: u32,
+    lmr_a: u64,
+    /// LMR B and the survivor holding it.
+    lmr_b: Option<(u64, u32)>,
+    lock: Option<LiteLock>,
+}
+
+/// Runs a survivor's part, reporting each test point to `tap`.
+pub fn run_survivor<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, config: &FailureConfig)
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let nodes = config.nodes;
+    let joined = join(kernel.as_ref(), config.cm);
+    let description = format!(
+        "join {}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes} (got {})",
+        config.cm,
+        joined.as_ref().map_or("none".to_string(), u32::to_string)
+    );
+    let me = match joined {
+        Ok(id) if (1..=nodes).contains(&id) => {
+            tap.ok(&description);
+            id
+        }
+        Ok(id) => {
+            tap.not_ok(
+                &description,
+                &format!("got node id {id}; is --nodes right?"),
+            );
+            tap.bail_out("node id out of range");
+            return;
+        }
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            tap.bail_out("cannot test a cluster this node is not part of");
+            return;
+        }
+    };
+
+    // A barrier that fails leaves the nodes out of step: nothing after it
+    // would mean anything.
+    let setup_barrier = |tap: &mut Tap<W>, after: &str| {
+        let ok = barrier_point(
+            kernel,
+            tap,
+            nodes,
+            SETUP_BARRIER_TIMEOUT,
+            &format!("dist_barrier({nodes}) after {after} returns 0"),
+        );
+        if !ok {
+            tap.bail_out("the nodes are out of step");
+        }
+        ok
+    };
+    if !setup_barrier(tap, &format!("all {nodes} nodes joined")) {
+        return;
+    }
+    let setup = set_up_survivor(kernel.as_ref(), tap, me, nodes);
+    if !setup_barrier(tap, "setting up") {
+        return;
+    }
+    let lock = setup
+        .victim
+        .and_then(|victim| find_victims_lock(kernel.as_ref(), tap, victim));
+    let base = held_chunks(kernel.as_ref());
+    if !setup_barrier(tap, "counting the held chunks") {
+        return;
+    }
+    if !setup_barrier(tap, "the victim's spread allocation") {
+        return;
+    }
+    let grown = held_chunks(kernel.as_ref());
+    let show = |v: &Result<u64, String>| v.as_ref().map_or("?".to_string(), u64::to_string);
+    tap.check(
+        &format!(
+            "held_chunks grew while the victim's {} MiB spread LMR exists ({} -> {})",
+            SPREAD_SIZE >> 20,
+            show(&base),
+            show(&grown)
+        ),
+        match (&base, &grown) {
+            (Ok(base), Ok(grown)) if grown > base => Ok(()),
+            (Ok(_), Ok(_)) => Err("no chunk of the victim's LMR is held here".to_string()),
+            (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+        },
+    );
+    let chunks = ChunkCounts { base, grown };
+
+    let (Some(victim), Some(lmr_a)) = (setup.victim, setup.lmr_a) else {
+        // The victim still gets ready, so that the harness kills it and
+        // the other survivors are not held up.
+        setup_barrier(tap, "starting the traffic");
+        tap.bail_out("no victim or no LMR on it: nothing to watch fail");
+        return;
+    };
+    let ready = Ready {
+        me,
+        nodes,
+        victim,
+        lmr_a,
+        lmr_b: setup.lmr_b.zip(setup.next),
+        lock,
+    };
+    watch_failure(kernel, tap, &ready, &chunks);
+}
+
+/// The calls waiting on the victim: what became of each, and those still
+/// awaited.
+struct Calls {
+    outcomes: [Outcome; 4],
+    pending: Vec<Call>,
+}
+
+impl Calls {
+    fn new() -> Self {
+        Calls {
+            outcomes: std::array::from_fn(|_| Err("not started".to_string())),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Notes whether `call`'s thread started.
+    fn started(&mut self, call: Call, spawned: Result<(), String>) {
+        match spawned {
+            Ok(()) => self.pending.push(call),
+            Err(reason) => self.outcomes[call.index()] = Err(reason),
+        }
+    }
+}
+
+/// Starts T1, which writes to LMR A until a write fails.
+fn start_writer<K>(
+    kernel: &Arc<K>,
+    ready: &Ready,
+    progress: &Arc<Progress>,
+    returns: &Sender<Returned>,
+) -> Result<(), String>
+where
+    K: Kernel + Send + 'static,
+{
+    let lmr = Target {
+        handle: ready.lmr_a,
+        size: LMR_SIZE,
+        password: password_of(ready.me),
+    };
+    let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.victim)]);
+    let progress = Arc::clone(progress);
+    spawn_call(kernel, Call::RdmaWrite, returns, move |k| {
+        write_until_failure(k, lmr, seed, &progress)
+    })
+}
+
+/// Starts T5 on LMR B; its report arrives on the returned channel once it
+/// is told to stop.
+fn start_traffic<K>(
+    kernel: &Arc<K>,
+    ready: &Ready,
+    progress: &Arc<Progress>,
+) -> Result<Receiver<TrafficReport>, String>
+where
+    K: Kernel + Send + 'static,
+{
+    let (handle, _) = ready.lmr_b.ok_or("there is no LMR B")?;
+    let lmr = Target {
+        handle,
+        size: LMR_SIZE,
+        password: password_of(ready.me),
+    };
+    let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.nodes)]);
+    let (sender, reports) = mpsc::channel();
+    let kernel = Arc::clone(kernel);
+    let progress = Arc::clone(progress);
+    thread::Builder::new()
+        .name("traffic".into())
+        .spawn(move || {
+            let report = run_traffic(
+                kernel.as_ref(),
+                lmr,
+                seed,
+                &progress.stop_traffic,
+                &progress.failed_ns,
+            );
+            // Nobody listens any more once the wait timed out.
+            let _ = sender.send(report);
+        })
+        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
+    Ok(reports)
+}
+
+/// Starts T2, T3 and T4, which block until the victim dies. Their
+/// buffers belong to their threads, which may outlive the test.
+fn start_blocking_calls<K>(
+    kernel: &Arc<K>,
+    ready: &Ready,
+    returns: &Sender<Returned>,
+    calls: &mut Calls,
+) where
+    K: Kernel + Send + 'static,
+{
+    let victim = ready.victim;
+    let spawned = spawn_call(kernel, Call::SendReplyImm, returns, move |k| {
+        let request = [0x5au8; 64];
+        let mut reply = vec![0u8; VICTIM_PORT_MAX_SIZE as usize];
+        // SAFETY: `request` is readable and `reply` writable for their
+        // lengths, and both live as long as this thread.
+        unsafe {
+            k.send_reply_imm(
+                victim,
+                port_priority(VICTIM_PORT, PRIORITY_NONE),
+                request.as_ptr().cast(),
+                request.len() as u64,
+                reply.as_mut_ptr().cast(),
+                reply.len() as u64,
+            )
+        }
+    });
+    calls.started(Call::SendReplyImm, spawned);
+
+    let spawned = match ready.lock {
+        Some(lock) => spawn_call(kernel, Call::Lock, returns, move |k| {
+            // SAFETY: `lock` is a valid lite_lock owned by this thread.
+            unsafe { k.lock(&lock) }
+        }),
+        None => Err("the victim's lock was not found".to_string()),
+    };
+    calls.started(Call::Lock, spawned);
+
+    let nodes = ready.nodes;
+    let spawned = spawn_call(kernel, Call::DistBarrier, returns, move |k| {
+        k.dist_barrier(nodes)
+    });
+    calls.started(Call::DistBarrier, spawned);
+}
+
+/// Reports, for every call, whether it failed with `EHOSTDOWN` and how
+/// long after T1's last successful write it returned.
+fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_write_ns: u64) {
+    let lock_name = ready
+        .lock
+        .map_or(String::new(), |l| format!(" {}", l.number));
+    for call in Call::ALL {
+        let what = match call {
+            Call::RdmaWrite => format!(
+                "rdma_write of {} KiB to LMR A on the victim (node {})",
+                WRITE_SIZE >> 10,
+                ready.victim
+            ),
+            Call::SendReplyImm => format!("send_reply_imm to port {VICTIM_PORT} on the victim"),
+            Call::Lock => format!("lock of the victim's lock{lock_name}"),
+            Call::DistBarrier => {
+                format!("dist_barrier({}) that the victim never enters", ready.nodes)
+            }
+        };
+        let outcome = &calls.outcomes[call.index()];
+        let got = match outcome {
+            Ok(returned) => describe_result(returned.ret),
+            Err(_) => "no return".to_string(),
+        };
+        tap.check(
+            &format!(
+                "{what} fails with -{} (got {got})",
+                errno_name(libc::EHOSTDOWN)
+            ),
+            errno_verdict(outcome),
+        );
+        let (stall, verdict) = stall_verdict(outcome, last_write_ns);
+        let shown = match stall {
+            Some(ms) => {
+                tap.comment(&format!("stall {} {ms} ms", call.name()));
+                format!("{ms} ms")
+            }
+            None => "no stall measured".to_string(),
+        };
+        tap.check(
+            &format!(
+                "{} returns within {MAX_STALL_MS} ms of the last successful write ({shown})",
+                call.name()
+            ),
+            verdict,
+        );
+    }
+}
+
+/// Lets T5 run until [`TRAFFIC_AFTER_RETURNS`] after `all_returned_ns`,
+/// so that harm done by the cleanup after the death would show, then
+/// stops it and collects its report.
+fn stop_traffic(
+    progress: &Progress,
+    reports: Result<Receiver<TrafficReport>, String>,
+    all_returned_ns: u64,
+) -> Result<TrafficReport, String> {
+    let stop_at = all_returned_ns
+        .saturating_add(u64::try_from(TRAFFIC_AFTER_RETURNS.as_nanos()).unwrap_or(u64::MAX));
+    let now = monotonic_ns();
+    if reports.is_ok() && now < stop_at {
+        thread::sleep(Duration::from_nanos(stop_at - now));
+    }
+    progress.stop_traffic.store(true, Ordering::SeqCst);
+    reports?.recv_timeout(TRAFFIC_STOP_TIMEOUT).map_err(|_| {
+        format!(
+            "the traffic did not stop within {} s of being told to",
+            TRAFFIC_STOP_TIMEOUT.as_secs()
+        )
+    })
+}
+
+/// Phase 3 of a survivor: starts the threads, waits for the victim's
+/// death to reach them and checks the aftermath.
+fn watch_failure<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, ready: &Ready, chunks: &ChunkCounts)
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let nodes = ready.nodes;
+    let progress = Arc::new(Progress::default());
+    let (returns, returned) = mpsc::channel();
+    let mut calls = Calls::new();
+    let started_ns = monotonic_ns();
+
+    let spawned = start_writer(kernel, ready, &progress, &returns);
+    calls.started(Call::RdmaWrite, spawned);
+    let reports = start_traffic(kernel, ready, &progress);
+    let first = wait_for_first_write(&progress, started_ns);
+    tap.check(
+        &format!(
+            "rdma_write of {} KiB to LMR A works while the victim is up (first after {} ms)",
+            WRITE_SIZE >> 10,
+            first.as_ref().map_or("?".to_string(), i64::to_string)
+        ),
+        first.map(drop),
+    );
+    // The victim prints its marker once past this barrier, so the harness
+    // kills it only after a write to it succeeded.
+    let in_step = barrier_point(
+        kernel,
+        tap,
+        nodes,
+        SETUP_BARRIER_TIMEOUT,
+        &format!("dist_barrier({nodes}) with the traffic running returns 0"),
+    );
+    if !in_step {
+        progress.stop_writer.store(true, Ordering::SeqCst);
+        progress.stop_traffic.store(true, Ordering::SeqCst);
+        tap.bail_out("the nodes are out of step");
+        return;
+    }
+    start_blocking_calls(kernel, ready, &returns, &mut calls);
+    // Only the threads hold senders now, so a thread that died unreported
+    // shows as a disconnected channel.
+    drop(returns);
+
+    await_calls(
+        &returned,
+        &progress,
+        started_ns,
+        std::mem::take(&mut calls.pending),
+        &mut calls.outcomes,
+    );
+    let all_returned_ns = monotonic_ns();
+    // T1 is still writing only if the failure never came.
+    progress.stop_writer.store(true, Ordering::SeqCst);
+    let last_write_ns = progress.last_write_ns.load(Ordering::SeqCst);
+    let failed_ns = progress.failed_ns.load(Ordering::SeqCst);
+    report_calls(tap, ready, &calls, last_write_ns);
+
+    let total = kernel.get_total_node();
+    tap.check(
+        &format!(
+            "get_total_node returns {} once the victim is gone (got {})",
+            nodes - 1,
+            describe_result(total)
+        ),
+        if total == c_long::from(nodes - 1) {
+            Ok(())
+        } else {
+            Err(format!("expected {}", nodes - 1))
+        },
+    );
+
+    check_chunks_freed(kernel.as_ref(), tap, chunks, failed_ns);
+
+    let report = stop_traffic(&progress, reports, all_returned_ns);
+    check_traffic(tap, ready.lmr_b.map(|(_, node)| node), &report);
+
+    let survivors = nodes - 1;
+    barrier_point(
+        kernel,
+        tap,
+        survivors,
+        FINAL_BARRIER_TIMEOUT,
+        &format!("final dist_barrier({survivors}) among the survivors returns 0"),
+    );
+    // Only LMR B, which lives on a survivor and which the traffic no longer
+    // uses; LMR A, on the dead node, goes with the process.
+    if let (Some((handle, _)), Ok(_)) = (ready.lmr_b, &report) {
+        kernel.free(handle);
+    }
+}
+
+/// Checks that `held_chunks` is back to its base value within
+/// [`CHUNKS_FREED_WITHIN`] of the failure (`failed_ns`, or now if T1 never
+/// saw it).
+fn check_chunks_freed<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    chunks: &ChunkCounts,
+    failed_ns: u64,
+) {
+    let within = CHUNKS_FREED_WITHIN.as_secs();
+    let base = match &chunks.base {
+        Ok(base) => *base,
+        Err(e) => {
+            tap.not_ok(
+                &format!("held_chunks back to its earlier value within {within} s of the failure"),
+                e,
+            );
+            return;
+        }
+    };
+    let since = if failed_ns == 0 {
+        monotonic_ns()
+    } else {
+        failed_ns
+    };
+    let deadline =
+        since.saturating_add(u64::try_from(CHUNKS_FREED_WITHIN.as_nanos()).unwrap_or(u64::MAX));
+    let polled = poll_until(|| held_chunks(kernel), base, deadline, CHUNK_POLL);
+    let value = polled
+        .value
+        .as_ref()
+        .map_or("?".to_string(), u64::to_string);
+    let grown = chunks
+        .grown
+        .as_ref()
+        .map_or("?".to_string(), u64::to_string);
+    tap.check(
+        &format!(
+            "held_chunks back to {base} within {within} s of the failure (was {grown}, {value} after {} ms)",
+            elapsed_ms(since, polled.at_ns)
+        ),
+        match polled.value {
+            Err(e) => Err(e),
+            Ok(_) if polled.reached => Ok(()),
+            Ok(v) => Err(format!("still {v}: the chunks held for the victim were not freed")),
+        },
+    );
+}
+
+/// Reports T5's results.
+fn check_traffic<W: Write>(
+    tap: &mut Tap<W>,
+    holder: Option<u32>,
+    report: &Result<TrafficReport, String>,
+) {
+    let holder = holder.map_or("none".to_string(), |n| format!("node {n}"));
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            tap.not_ok(
+                &format!("traffic to LMR B on the next survivor ({holder}) comes back intact"),
+                e,
+            );
+            tap.not_ok("traffic to LMR B goes on after the failure", e);
+            return;
+        }
+    };
+    let mut problems = Vec::new();
+    if report.rounds == 0 {
+        problems.push("no round trip completed".to_string());
+    }
+    if let Some(mismatch) = &report.first_mismatch {
+        problems.push(format!("data came back different: {mismatch}"));
+    }
+    if let Some(error) = &report.error {
+        problems.push(error.clone());
+    }
+    tap.check(
+        &format!(
+            "traffic to LMR B on the next survivor ({holder}) comes back intact \
+             ({} round trips, {} mismatches, {})",
+            report.rounds,
+            report.mismatches,
+            if report.error.is_some() {
+                "ended by an error"
+            } else {
+                "no errors"
+            }
+        ),
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        },
+    );
+    tap.check(
+        &format!(
+            "traffic to LMR B goes on after the failure ({} round trips after)",
+            report.rounds_after_failure
+        ),
+        if report.rounds_after_failure > 0 {
+            Ok(())
+        } else {
+            Err("no round trip started after T1's write failed".to_string())
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dying::{self, DeathDefects};
+    use super::*;
+    use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::TapSummary;
+
+    #[test]
+    fn roles_parse() {
+        assert_eq!(Role::parse("survivor"), Ok(Role::Survivor));
+        assert_eq!(Role::parse("victim"), Ok(Role::Victim));
+        assert!(Role::parse("bystander").is_err());
+    }
+
+    #[test]
+    fn the_victim_is_the_only_other_node_with_the_port() {
+        let port_on = |victim: u32| {
+            move |node: u32| {
+                if node == victim {
+                    VICTIM_PORT_MAX_SIZE as c_long
+                } else {
+                    -c_long::from(libc::ECONNREFUSED)
+                }
+            }
+        };
+        assert_eq!(find_victim(1, 4, port_on(4)), Ok(4));
+        assert_eq!(find_victim(3, 4, port_on(2)), Ok(2));
+        let none = find_victim(1, 4, port_on(1)).unwrap_err();
+        assert!(none.starts_with("0 nodes have port 7"), "{none}");
+        assert!(none.contains("node 2: -111 (-ECONNREFUSED)"), "{none}");
+        let two = find_victim(1, 4, |node| if node > 2 { 4096 } else { -111 });
+        assert!(two.unwrap_err().starts_with("2 nodes"));
+    }
+
+    #[test]
+    fn the_next_survivor_wraps_around_and_skips_the_victim() {
+        assert_eq!(next_survivor(1, 4, 4), Some(2));
+        assert_eq!(next_survivor(2, 4, 4), Some(3));
+        assert_eq!(next_survivor(3, 4, 4), Some(1));
+        assert_eq!(next_survivor(1, 2, 4), Some(3));
+        assert_eq!(next_survivor(4, 2, 4), Some(1));
+        assert_eq!(next_survivor(1, 2, 2), None);
+    }
+
+    #[test]
+    fn lock_records_round_trip_and_reject_other_data() {
+        assert_eq!(decode_lock_record(&encode_lock_record(0)), Ok(0));
+        assert_eq!(decode_lock_record(&encode_lock_record(4095)), Ok(4095));
+        assert!(decode_lock_record(&[0; LOCK_RECORD_LEN]).is_err());
+    }
+
+    fn returned(call: Call, ret: c_long, at_ms: u64) -> Outcome {
+        Ok(Returned {
+            call,
+            ret,
+            at_ns: at_ms * 1_000_000,
+        })
+    }
+
+    #[test]
+    fn verdicts_need_ehostdown_soon_after_the_last_write() {
+        let last_write = 10_000 * 1_000_000;
+        let quick = returned(Call::Lock, -112, 13_120);
+        assert_eq!(errno_verdict(&quick), Ok(()));
+        assert_eq!(stall_verdict(&quick, last_write), (Some(3120), Ok(())));
+
+        let slow = returned(Call::Lock, -112, 14_501);
+        let (stall, verdict) = stall_verdict(&slow, last_write);
+        assert_eq!(stall, Some(4501));
+        assert!(verdict.unwrap_err().contains("more than 4500 ms"));
+
+        let wrong = returned(Call::RdmaWrite, -c_long::from(libc::EIO), 13_000);
+        let reason = errno_verdict(&wrong).unwrap_err();
+        assert!(reason.contains("got -5 (-EIO)"), "{reason}");
+
+        let hung: Outcome = Err("hung".into());
+        assert_eq!(errno_verdict(&hung), Err("hung".into()));
+        assert_eq!(stall_verdict(&hung, last_write).0, None);
+        assert!(stall_verdict(&quick, 0).1.is_err());
+    }
+
+    #[test]
+    fn waiting_stops_at_a_hang_or_without_a_failure() {
+        let s = 1_000_000_000;
+        let start = 100 * s;
+        // Writes still succeed: no hang, however long the other calls wait.
+        assert_eq!(
+            stop_waiting(start + 170 * s, start, start + 169 * s, 0),
+            None
+        );
+        // The failure came; a call blocked 60 s after the last write hangs.
+        assert_eq!(
+            stop_waiting(start + 69 * s, start, start + 10 * s, start + 13 * s),
+            None
+        );
+        let hang = stop_waiting(start + 70 * s, start, start + 10 * s, start + 13 * s);
+        assert!(hang.is_some_and(|r| r.starts_with("hung")));
+        // No write ever succeeded: measured from the start.
+        assert!(stop_waiting(start + 60 * s, start, 0, 0).is_some());
+        // Writes went on for 180 s: nobody killed the victim.
+        let unkilled = stop_waiting(start + 180 * s, start, start + 180 * s - 1, 0);
+        assert!(unkilled.is_some_and(|r| r.contains("was it killed")));
+    }
+
+    #[test]
+    fn elapsed_time_can_be_negative() {
+        assert_eq!(elapsed_ms(1_000_000, 4_500_000), 3);
+        assert_eq!(elapsed_ms(4_500_000, 1_000_000), -3);
+    }
+
+    #[test]
+    fn polling_ends_at_the_value_or_the_deadline() {
+        let mut values = [7u64, 6, 5].into_iter();
+        let far = monotonic_ns() + 10_000_000_000;
+        let polled = poll_until(
+            || values.next().ok_or("done".to_string()),
+            5,
+            far,
+            Duration::from_millis(1),
+        );
+        assert!(polled.reached);
+        assert_eq!(polled.value, Ok(5));
+
+        let now = monotonic_ns();
+        let polled = poll_until(|| Ok(9), 5, now, Duration::from_millis(1));
+        assert!(!polled.reached);
+        assert_eq!(polled.value, Ok(9));
+    }
+
+    #[test]
+    fn traffic_checks_every_round_and_counts_those_after_the_failure() {
+        let kernel = FakeKernel::new(1, 2, Defects::default());
+        assert_eq!(join(&kernel, Ipv4Addr::new(10, 0, 0, 1)), Ok(1));
+        let handle = alloc(&kernel, 2, LMR_SIZE, 9).expect("allocation");
+        let lmr = Target {
+            handle,
+            size: LMR_SIZE,
+            password: 9,
+        };
+        let stop = AtomicBool::new(false);
+        let failed = AtomicU64::new(0);
+        let report = thread::scope(|scope| {
+            let traffic = scope.spawn(|| run_traffic(&kernel, lmr, 1, &stop, &failed));
+            thread::sleep(Duration::from_millis(30));
+            failed.store(monotonic_ns(), Ordering::SeqCst);
+            thread::sleep(Duration::from_millis(30));
+            stop.store(true, Ordering::SeqCst);
+            traffic.join().expect("traffic thread")
+        });
+        assert!(report.rounds > report.rounds_after_failure, "{report:?}");
+        assert!(report.rounds_after_failure > 0, "{report:?}");
+        assert_eq!((report.mismatches, report.error), (0, None));
+
+        // A freed LMR ends the traffic with the error.
+        assert_eq!(kernel.free(handle), 0);
+        stop.store(false, Ordering::SeqCst);
+        let report = run_traffic(&kernel, lmr, 1, &stop, &failed);
+        assert_eq!(report.rounds, 0);
+        assert!(report.error.is_some_and(|e| e.contains("EBADF")));
+    }
+
+    #[test]
+    fn the_victim_sets_up_what_the_survivors_find() {
+        let kernels = FakeKernel::cluster(4, Defects::default());
+        let cm = Ipv4Addr::new(10, 0, 0, 1);
+        for kernel in &kernels {
+            assert!(join(kernel, cm).is_ok());
+        }
+        let mut out = Vec::new();
+        let mut log = VictimLog {
+            out: &mut out,
+            problems: 0,
+        };
+        register_victim_port(&kernels[3], &mut log);
+        hold_victim_lock(&kernels[3], 4, &mut log);
+        allocate_spread(&kernels[3], 4, &mut log);
+        let problems = log.problems;
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(problems, 0, "{text}");
+
+        let mut tap_out = Vec::new();
+        let mut tap = Tap::new(&mut tap_out);
+        let setup = set_up_survivor(&kernels[2], &mut tap, 3, 4);
+        let lock = find_victims_lock(&kernels[2], &mut tap, 4);
+        let summary = tap.finish();
+        let tap_text = String::from_utf8_lossy(&tap_out);
+        assert!(summary.all_passed(), "{tap_text}");
+        assert_eq!(summary.passed, 5, "{tap_text}");
+        assert_eq!((setup.victim, setup.next), (Some(4), Some(1)));
+        assert!(setup.lmr_a.is_some() && setup.lmr_b.is_some());
+        assert_eq!(lock.map(|l| l.home), Some(4));
+        assert!(tap_text.contains("the victim (node 4)"), "{tap_text}");
+    }
+
+    #[test]
+    fn the_victim_prints_its_marker_last() {
+        // On its own: the fake's barriers return at once.
+        let kernel = FakeKernel::new(4, 4, Defects::default());
+        let config = FailureConfig {
+            cm: Ipv4Addr::new(10, 0, 0, 1),
+            nodes: 4,
+        };
+        let mut out = Vec::new();
+        assert_eq!(run_victim(&kernel, &config, &mut out), Ok(()));
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.ends_with(&format!("\n{READY_MARKER}\n")), "{text}");
+        assert!(!text.contains("FAILED"), "{text}");
+    }
+
+    #[test]
+    fn a_victim_that_cannot_join_stops() {
+        let defects = Defects {
+            refuse_join: true,
+            ..Defects::default()
+        };
+        let kernel = FakeKernel::new(4, 4, defects);
+        let config = FailureConfig {
+            cm: Ipv4Addr::new(10, 0, 0, 1),
+            nodes: 4,
+        };
+        let mut out = Vec::new();
+        let error = run_victim(&kernel, &config, &mut out).unwrap_err();
+        assert!(error.contains("ECONNREFUSED"), "{error}");
+        assert!(!String::from_utf8_lossy(&out).contains(READY_MARKER));
+    }
+
+    /// Runs the whole test on a four-node model whose node 4 dies shortly
+    /// after its marker; each survivor's output and summary.
+    fn run_with_death(defects: DeathDefects) -> Vec<(String, TapSummary)> {
+        let nodes = dying::cluster(4, defects);
+        let config = FailureConfig {
+            cm: Ipv4Addr::new(10, 0, 0, 1),
+            nodes: 4,
+        };
+        thread::scope(|scope| {
+            let survivors: Vec<_> = nodes[..3]
+                .iter()
+                .map(|node| {
+                    scope.spawn(move || {
+                        let mut out = Vec::new();
+                        let mut tap = Tap::new(&mut out);
+                        run_survivor(node, &mut tap, &config);
+                        let summary = tap.finish();
+                        (String::from_utf8_lossy(&out).into_owned(), summary)
+                    })
+                })
+                .collect();
+            let mut out = Vec::new();
+            let victim = &nodes[3];
+            assert_eq!(run_victim(victim.as_ref(), &config, &mut out), Ok(()));
+            thread::sleep(Duration::from_millis(200));
+            dying::kill(victim);
+            survivors
+                .into_iter()
+                .map(|s| s.join().expect("survivor thread"))
+                .collect()
+        })
+    }
+
+    fn failures(output: &str) -> Vec<&str> {
+        output.lines().filter(|l| l.starts_with("not ok")).collect()
+    }
+
+    #[test]
+    fn survivors_of_a_correct_kernel_pass_every_point() {
+        for (output, summary) in run_with_death(DeathDefects::default()) {
+            assert!(summary.all_passed(), "{:?}\n{output}", failures(&output));
+            assert_eq!(summary.passed, 26, "{output}");
+            for call in Call::ALL {
+                assert!(
+                    output.contains(&format!("\n# stall {} ", call.name())),
+                    "{output}"
+                );
+            }
+            assert!(
+                output.contains("held_chunks back to 1 within 10 s"),
+                "{output}"
+            );
+            assert!(output.contains("get_total_node returns 3 once"), "{output}");
+        }
+    }
+
+    #[test]
+    fn a_dead_node_reported_as_an_io_error_is_caught() {
+        for (output, _) in run_with_death(DeathDefects::write_fails_with_eio()) {
+            let failed = failures(&output);
+            assert_eq!(failed.len(), 1, "{failed:?}");
+            assert!(
+                failed[0].contains("rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -5 (-EIO))"),
+                "{failed:?}"
+            );
+        }
+    }
+}
