@@ -43,3 +43,4 @@ EXPORT_SYMBOL_GPL(liteapi_ask_lock);
 EXPORT_SYMBOL_GPL(liteapi_lock);
 EXPORT_SYMBOL_GPL(liteapi_unlock);
 EXPORT_SYMBOL_GPL(liteapi_set_priority);
+EXPORT_SYMBOL_GPL(liteapi_leave);

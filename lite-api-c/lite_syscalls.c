@@ -236,3 +236,8 @@ SYSCALL_DEFINE1(lite_set_priority, unsigned int, priority)
 {
 	return lite_rs_set_priority(priority);
 }
+
+SYSCALL_DEFINE1(lite_leave, unsigned int, flags)
+{
+	return lite_rs_leave(flags);
+}

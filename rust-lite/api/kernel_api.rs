@@ -67,6 +67,12 @@ pub(crate) extern "C" fn liteapi_get_node_id() -> c_int {
     from_result(|| Ok(node()?.cluster()?.core.node_id() as c_int))
 }
 
+/// Leaves the cluster gracefully (see `lite_leave`).
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_leave(flags: u32) -> c_int {
+    super::syscalls::lite_rs_leave(flags) as c_int
+}
+
 /// Number of nodes this node is connected to, itself included.
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_get_total_node() -> c_int {

@@ -138,7 +138,7 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let target = caller_target(cluster, port_priority)?;
+        let target = caller_target(&cluster, port_priority)?;
         if target.nonblocking {
             return Err(EINVAL);
         }
@@ -160,7 +160,7 @@ pub(crate) extern "C" fn lite_rs_send(
 ) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let target = caller_target(cluster, port_priority)?;
+        let target = caller_target(&cluster, port_priority)?;
         let message = read_message(msg, size)?;
         cluster.rpc.send_one_way(node_id, &target, &message)?;
         Ok(0)
@@ -263,7 +263,7 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
         if count == 0 || count > MAX_NODES {
             return Err(EINVAL);
         }
-        let target = caller_target(cluster, port_priority)?;
+        let target = caller_target(&cluster, port_priority)?;
         if target.nonblocking {
             return Err(EINVAL);
         }

@@ -43,7 +43,7 @@ fn to_ret(value: u64) -> Result<c_long> {
 }
 
 /// The joined cluster and the calling process's state.
-pub(super) fn caller() -> Result<(&'static crate::internal::cluster::Cluster, Arc<Process>)> {
+pub(super) fn caller() -> Result<(Arc<crate::internal::cluster::Cluster>, Arc<Process>)> {
     let cluster = node()?.cluster()?;
     let process = cluster.current_process()?;
     Ok((cluster, process))
@@ -60,6 +60,21 @@ pub(crate) extern "C" fn lite_rs_join(cm_ip: UserPtr, cm_port: u32, ib_port: u32
             .filter(|&p| p != 0)
             .ok_or(EINVAL)?;
         Ok(node()?.join(addr, port, ib_port)? as c_long)
+    })
+}
+
+/// `lite_leave` flag: leave even if chunks held for others cannot move.
+pub(crate) const LEAVE_FORCE: u32 = 0x1;
+
+/// Backend of `lite_leave` (and of `liteapi_leave`).
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_leave(flags: u32) -> c_long {
+    from_result(|| {
+        if flags & !LEAVE_FORCE != 0 {
+            return Err(EINVAL);
+        }
+        node()?.leave(flags & LEAVE_FORCE != 0)?;
+        Ok(0)
     })
 }
 

@@ -208,12 +208,41 @@ impl Cluster {
     /// on its RPC descriptors failed and its ports unregistered, LMRs it
     /// created freed (revoking their mappings), its mappings dropped.
     pub(crate) fn process_exit(&self, tgid: i32) {
-        self.locks.release_locks_of(tgid);
+        self.locks.release_locks_of(Some(tgid));
         let Some(process) = self.processes.remove(tgid) else {
             return;
         };
-        self.async_io.drain_async(&process);
-        self.rpc.release_rpc(&process);
+        self.release_process(&process);
+    }
+
+    /// Releases what every process and kernel caller holds, as if all
+    /// exited (the node leaves the cluster).
+    pub(crate) fn release_all(&self) {
+        while let Some(tgid) = self.processes.any_tgid() {
+            self.process_exit(tgid);
+        }
+        self.locks.release_locks_of(None);
+        self.release_process(&self.kernel_process);
+    }
+
+    /// Asks the owners of the chunks this node holds for other nodes to
+    /// move them elsewhere; returns how many are still held for live nodes.
+    pub(crate) fn evacuate(&self) -> Result<usize> {
+        self.sharing.evacuate_held_chunks()
+    }
+
+    /// Ends this membership: peers are fenced, waiters fail, and the
+    /// threads serving it end.
+    pub(crate) fn shutdown(&self) {
+        self.core.close();
+        self.async_io.close();
+        self.locks.close();
+    }
+
+    /// Releases what `process` holds (see [`Cluster::process_exit`]).
+    fn release_process(&self, process: &Process) {
+        self.async_io.drain_async(process);
+        self.rpc.release_rpc(process);
         while let Some(entry) = process.remove_any() {
             match entry.role {
                 HandleRole::Owner { lmr_id } => {

@@ -42,6 +42,10 @@
 //!                   <------  NodeDead{node,inc,epoch}  to every survivor,
 //!                            after a silence of `dead_after` (3 s) or when
 //!                            the node's connection to the manager breaks
+//!   Leave{node,inc}    --->           the node leaves gracefully
+//!                   <------  NodeDead{node,inc,epoch}  to the leaver and to
+//!                            every other member; then the manager closes
+//!                            the leaver's connection
 //! ```
 //!
 //! Only the manager declares a node dead. The epoch counts membership
@@ -111,6 +115,8 @@ pub enum Kind {
     Suspect = 11,
     /// Manager to node: a node was declared dead; payload [`Message::NodeDead`].
     NodeDead = 12,
+    /// Node to manager: this node leaves the cluster; payload [`Message::Leave`].
+    Leave = 13,
 }
 
 impl Kind {
@@ -129,6 +135,7 @@ impl Kind {
             10 => Kind::HeartbeatAck,
             11 => Kind::Suspect,
             12 => Kind::NodeDead,
+            13 => Kind::Leave,
             _ => return Err(WireError::UnknownKind),
         })
     }
@@ -144,7 +151,8 @@ impl Kind {
             | Kind::Failure
             | Kind::Heartbeat
             | Kind::HeartbeatAck
-            | Kind::Suspect => 8,
+            | Kind::Suspect
+            | Kind::Leave => 8,
             Kind::NodeDead => 12,
             Kind::QpInfo | Kind::Connect => ENDPOINT_LEN,
         }
@@ -291,6 +299,13 @@ pub enum Message {
         /// The incarnation of that peer the connection was to.
         incarnation: u32,
     },
+    /// See [`Kind::Leave`].
+    Leave {
+        /// The leaving node.
+        node_id: u32,
+        /// Its incarnation.
+        incarnation: u32,
+    },
     /// See [`Kind::NodeDead`].
     NodeDead {
         /// The node declared dead.
@@ -318,6 +333,7 @@ impl Message {
             Message::HeartbeatAck { .. } => Kind::HeartbeatAck,
             Message::Suspect { .. } => Kind::Suspect,
             Message::NodeDead { .. } => Kind::NodeDead,
+            Message::Leave { .. } => Kind::Leave,
         }
     }
 
@@ -356,6 +372,10 @@ impl Message {
             }
             | Message::Suspect {
                 peer: a,
+                incarnation: b,
+            }
+            | Message::Leave {
+                node_id: a,
                 incarnation: b,
             } => {
                 p[0..4].copy_from_slice(&a.to_le_bytes());
@@ -434,6 +454,10 @@ impl Message {
             },
             Kind::Suspect => Message::Suspect {
                 peer: le_u32(p, 0),
+                incarnation: le_u32(p, 4),
+            },
+            Kind::Leave => Message::Leave {
+                node_id: le_u32(p, 0),
                 incarnation: le_u32(p, 4),
             },
             Kind::NodeDead => Message::NodeDead {

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The node: which device LITE uses and, once joined, the cluster.
+//! The node: which device LITE uses and, while joined, the cluster.
 //!
 //! There is one [`Node`] for the whole kernel. It is created when LITE
-//! initialises and never freed (LITE is built in). The cluster it points to
-//! after a successful join is never freed either: membership lasts for the
-//! life of the node.
+//! initialises and never freed (LITE is built in). A node joins a cluster,
+//! may leave it (or be cut off from it) and join again: each membership
+//! has its own [`Cluster`], which callers hold for the length of one call,
+//! so a call under way when the node leaves finishes on the cluster it
+//! started on, while later calls get `ENOTCONN`.
 
 use kernel::{
-    bindings, new_mutex,
+    bindings, new_mutex, new_spinlock,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, SpinLock},
 };
 
 use super::{
@@ -27,18 +29,31 @@ use crate::{
 
 struct NodeState {
     device: Option<Arc<DeviceContext>>,
-    joining: bool,
+    /// A join or a leave is under way.
+    busy: bool,
+    /// The id this node had in its last cluster, asked back when it joins
+    /// again (0 before the first join).
+    last_id: u32,
+}
+
+/// A membership: the cluster and the link to its manager.
+#[derive(Clone)]
+struct Joined {
+    cluster: Arc<Cluster>,
+    membership: Arc<Membership>,
 }
 
 /// The node-wide state of LITE.
+///
+/// Lock order: `state`, then `joined`.
 #[pin_data]
 pub(crate) struct Node {
     #[pin]
     state: Mutex<NodeState>,
-    /// The joined cluster; set when `join` succeeds, then never changed.
-    cluster: SetOnce<Cluster>,
-    /// The link to the cluster manager; set with `cluster`.
-    membership: SetOnce<Membership>,
+    /// The current membership; taken and read in a few instructions, so
+    /// every call can afford to look.
+    #[pin]
+    joined: SpinLock<Option<Joined>>,
 }
 
 static NODE: SetOnce<Node> = SetOnce::new();
@@ -57,9 +72,11 @@ impl Node {
     pub(crate) fn init() -> Result {
         let node = Arc::pin_init(
             pin_init!(Node {
-                state <- new_mutex!(NodeState { device: None, joining: false }, "lite:node"),
-                cluster: SetOnce::new(),
-                membership: SetOnce::new(),
+                state <- new_mutex!(
+                    NodeState { device: None, busy: false, last_id: 0 },
+                    "lite:node"
+                ),
+                joined <- new_spinlock!(None, "lite:joined"),
             }),
             GFP_KERNEL,
         )?;
@@ -68,49 +85,94 @@ impl Node {
         Ok(())
     }
 
+    fn joined(&self) -> Result<Joined> {
+        self.joined.lock().clone().ok_or_else(errno::ENOTCONN)
+    }
+
     /// The joined cluster.
     ///
     /// # Errors
     ///
-    /// `ENOTCONN` if the node has not joined a cluster.
-    pub(crate) fn cluster(&self) -> Result<&'static Cluster> {
-        self.cluster.get().ok_or_else(errno::ENOTCONN)
+    /// `ENOTCONN` if the node is not a member of a cluster (never joined,
+    /// left, or leaving).
+    pub(crate) fn cluster(&self) -> Result<Arc<Cluster>> {
+        Ok(self.joined()?.cluster)
     }
 
     /// The link to the cluster manager.
     ///
     /// # Errors
     ///
-    /// `ENOTCONN` if the node has not joined a cluster.
-    pub(crate) fn membership(&self) -> Result<&'static Membership> {
-        self.membership.get().ok_or_else(errno::ENOTCONN)
+    /// `ENOTCONN` as for [`Node::cluster`].
+    pub(crate) fn membership(&self) -> Result<Arc<Membership>> {
+        Ok(self.joined()?.membership)
+    }
+
+    /// Marks a join or leave under way; `EALREADY` if one is.
+    fn begin_change(&self) -> Result<ChangeStart> {
+        let mut state = self.state.lock();
+        if state.busy {
+            return Err(errno::EALREADY());
+        }
+        state.busy = true;
+        Ok(ChangeStart {
+            device: state.device.clone(),
+            last_id: state.last_id,
+        })
+    }
+
+    /// Ends what [`Node::begin_change`] began; `last_id` is the id to ask
+    /// back at the next join, if it changed.
+    fn end_change(&self, last_id: Option<u32>) {
+        let mut state = self.state.lock();
+        state.busy = false;
+        if let Some(id) = last_id {
+            state.last_id = id;
+        }
     }
 
     /// `lite_join`: joins the cluster managed at `addr:port` using `ib_port`.
     ///
+    /// A node that left joins again as the next incarnation of the id it
+    /// had; so does one that was cut off (its old membership ends first).
+    ///
     /// # Errors
     ///
-    /// `EISCONN` if already joined, `EALREADY` while another join runs,
-    /// `ENODEV` without a usable device or port, connection errors from the
-    /// manager, `EPROTO` if the manager misbehaves.
+    /// `EISCONN` if already a member, `EALREADY` while another join or a
+    /// leave runs, `ENODEV` without a usable device or port, connection
+    /// errors from the manager (`EADDRINUSE` while the manager still counts
+    /// an earlier incarnation of this node as alive), `EPROTO` if the
+    /// manager misbehaves.
     pub(crate) fn join(&self, addr: [u8; 4], port: u16, ib_port: u32) -> Result<u32> {
-        if self.cluster().is_ok() {
+        if self
+            .joined()
+            .is_ok_and(|joined| !joined.membership.is_fenced())
+        {
             return Err(errno::EISCONN());
         }
-        let device = {
-            let mut state = self.state.lock();
-            if state.joining {
-                return Err(errno::EALREADY());
-            }
-            state.joining = true;
-            state.device.clone()
-        };
-        let result = match device {
-            Some(device) => self.join_with(device, addr, port, ib_port),
+        let change = self.begin_change()?;
+        let result = self.replace_fenced().and_then(|()| match change.device {
+            Some(device) => self.join_with(device, addr, port, ib_port, change.last_id),
             None => Err(ENODEV),
-        };
-        self.state.lock().joining = false;
+        });
+        self.end_change(result.as_ref().ok().copied());
         result
+    }
+
+    /// Ends the membership of a node that was cut off, if it is one.
+    fn replace_fenced(&self) -> Result {
+        let fenced = {
+            let mut joined = self.joined.lock();
+            match joined.as_ref() {
+                Some(current) if current.membership.is_fenced() => joined.take(),
+                Some(_) => return Err(errno::EISCONN()),
+                None => None,
+            }
+        };
+        if let Some(old) = fenced {
+            old.membership.stop();
+        }
+        Ok(())
     }
 
     fn join_with(
@@ -119,19 +181,30 @@ impl Node {
         addr: [u8; 4],
         port: u16,
         ib_port: u32,
+        rejoin_id: u32,
     ) -> Result<u32> {
         let port_config = device.device.probe_port(ib_port)?;
-        let (stream, node_id, incarnation) = membership::hello(addr, port, &port_config)?;
+        let (stream, node_id, incarnation) =
+            membership::hello(addr, port, &port_config, rejoin_id)?;
         let cluster = Cluster::new(node_id, device, port_config)?;
         let membership = Membership::new(cluster.clone(), stream, node_id, incarnation)?;
-        let total = membership.complete_join()?;
-        poller::start(cluster.clone())?;
-        membership.keep()?;
-        // `joining` lets one join run at a time, and none after success, so
-        // neither is set yet.
-        if self.membership.set(membership).is_err() || self.cluster.set(cluster).is_err() {
-            return Err(errno::EISCONN());
-        }
+        let joined = membership.complete_join().and_then(|total| {
+            poller::start(cluster.clone())?;
+            membership.keep()?;
+            Ok(total)
+        });
+        let total = match joined {
+            Ok(total) => total,
+            Err(e) => {
+                // Threads that started end, and the queue pairs with them.
+                membership.stop();
+                return Err(e);
+            }
+        };
+        *self.joined.lock() = Some(Joined {
+            cluster,
+            membership,
+        });
         pr_info!(
             "joined as node {} (incarnation {}) of {}\n",
             node_id,
@@ -140,6 +213,47 @@ impl Node {
         );
         Ok(node_id)
     }
+
+    /// `lite_leave`: leaves the cluster gracefully. New calls get
+    /// `ENOTCONN` at once, calls under way finish; chunks this node holds
+    /// for other nodes' LMRs move to other nodes first; then everything
+    /// this node's processes hold is released (mappings of its LMRs on
+    /// other nodes are revoked) and the manager tells every other node.
+    ///
+    /// # Errors
+    ///
+    /// `ENOTCONN` if not a member, `EALREADY` while a join or another
+    /// leave runs, `ENOSPC` (or the error that stopped a move) if a chunk
+    /// held for another node could not be moved and `force` is not set;
+    /// the node then stays a member.
+    pub(crate) fn leave(&self, force: bool) -> Result {
+        self.joined()?;
+        self.begin_change()?;
+        let Some(current) = self.joined.lock().take() else {
+            self.end_change(None);
+            return Err(errno::ENOTCONN());
+        };
+        let node_id = current.cluster.core.node_id();
+        match current.membership.leave(force) {
+            Ok(()) => {
+                self.end_change(Some(node_id));
+                pr_info!("node {} left the cluster\n", node_id);
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing was released: the node stays a member.
+                *self.joined.lock() = Some(current);
+                self.end_change(None);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What a join or leave starts from.
+struct ChangeStart {
+    device: Option<Arc<DeviceContext>>,
+    last_id: u32,
 }
 
 /// LITE's IB client: binds the first RDMA device that appears.
@@ -169,7 +283,7 @@ impl ClientHandler for LiteClient {
         if !ours {
             return;
         }
-        if node.cluster().is_ok() {
+        if node.joined().is_ok() {
             pr_err!(
                 "the RDMA device of a joined node is going away; LITE on this node stops working\n"
             );

@@ -4,7 +4,8 @@
 //! control message from the shared receive completion queue.
 //!
 //! It drains the queue, then arms it and sleeps until the device reports
-//! the next completion (re-checking periodically as a safety net).
+//! the next completion (re-checking periodically as a safety net), until
+//! the membership ends.
 
 use kernel::{c_str, prelude::*, sync::Arc};
 
@@ -36,7 +37,12 @@ fn run(cluster: Arc<Cluster>) {
             sched::cond_resched();
             continue;
         }
+        if cluster.core.is_closed() {
+            return;
+        }
         // `arm` reports whether completions are waiting: then stop sleeping.
-        recv_cq.wait_until(Sleep::Idle, IDLE_WAKEUP_MS, || recv_cq.arm());
+        recv_cq.wait_until(Sleep::Idle, IDLE_WAKEUP_MS, || {
+            cluster.core.is_closed() || recv_cq.arm()
+        });
     }
 }

@@ -242,6 +242,11 @@ impl Processes {
         Some(removed.to_key_value().1)
     }
 
+    /// The thread group id of some process with state, if any.
+    pub(crate) fn any_tgid(&self) -> Option<i32> {
+        self.tree.lock().iter().next().map(|(tgid, _)| *tgid)
+    }
+
     /// Number of processes with state.
     pub(crate) fn count(&self) -> usize {
         self.tree.lock().values().count()

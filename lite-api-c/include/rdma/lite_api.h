@@ -155,8 +155,15 @@ int liteapi_unlock(const struct lite_lock *lock);
 /* Default priority of kernel callers; returns the previous one. */
 int liteapi_set_priority(unsigned int priority);
 
+/*
+ * Leaves the cluster gracefully (flags: LITE_LEAVE_FORCE or 0); see
+ * lite_leave in <uapi/linux/lite.h>. 0 or a negative errno.
+ */
+int liteapi_leave(unsigned int flags);
+
 /* System call backends (lite_syscalls.c); user pointers are passed as integers. */
 long lite_rs_join(unsigned long cm_ip, unsigned int cm_port, unsigned int ib_port);
+long lite_rs_leave(unsigned int flags);
 long lite_rs_get_node_id(void);
 long lite_rs_get_total_node(void);
 long lite_rs_alloc_remote(unsigned int node, u64 size, unsigned int flags,

@@ -179,6 +179,12 @@ impl AsyncIo {
         timer.finish(admission, len, Ok(id))
     }
 
+    /// Stops the I/O threads once they ran the transfers queued; later
+    /// transfers are cancelled.
+    pub(crate) fn close(&self) {
+        self.jobs.close();
+    }
+
     /// `lite_async_wait`: reaps operation `id` of `process`.
     ///
     /// # Errors

@@ -16,7 +16,7 @@ use super::core::{
     limits::MAX_NODES,
     peer::Peer,
     subsystem::{Handling, Subsystem},
-    wire::Frame,
+    wire::{Frame, Status},
     Core,
 };
 
@@ -51,6 +51,9 @@ impl Barrier {
         if num == 0 || num as usize > MAX_NODES {
             return Err(EINVAL);
         }
+        if self.rounds.needs_adoption() {
+            self.adopt_round()?;
+        }
         let entered = self.rounds.enter(self.core.node_id());
         let message = BarrierMessage::Entered {
             round: entered.round,
@@ -65,11 +68,42 @@ impl Barrier {
                     let _ = peer.send(&message);
                 }
             }
-            match self.rounds.wait(entered, num as usize)? {
-                WaitOutcome::Done => return Ok(()),
-                WaitOutcome::Resend => continue,
+            match self.rounds.wait(entered, num as usize) {
+                Ok(WaitOutcome::Resend) => continue,
+                Ok(WaitOutcome::Done) => {
+                    self.rounds.finish(entered.round);
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.rounds.finish(entered.round);
+                    return Err(e);
+                }
             }
         }
+    }
+
+    /// Takes the latest round the connected peers finished (see
+    /// [`BarrierRounds::adopt`]); a peer that does not answer counts for
+    /// nothing.
+    fn adopt_round(&self) -> Result {
+        let mut latest = 0;
+        for node in self.core.connected_peers()?.iter() {
+            let Ok(peer) = self.core.peer(*node) else {
+                continue;
+            };
+            let reply = self.core.requests.call(&peer, |request_id| {
+                BarrierMessage::RoundQuery { request_id }.to_frame()
+            });
+            match reply.map(|frame| BarrierMessage::from_frame(&frame)) {
+                Ok(Some(BarrierMessage::RoundReply { finished, .. })) => {
+                    latest = latest.max(finished)
+                }
+                Err(e) if e == ERESTARTSYS => return Err(e),
+                _ => {}
+            }
+        }
+        self.rounds.adopt(latest);
+        Ok(())
     }
 }
 
@@ -83,12 +117,20 @@ impl Subsystem for Barrier {
     }
 
     fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
-        let Some(BarrierMessage::Entered {
-            round,
-            reply_wanted,
-        }) = BarrierMessage::from_frame(frame)
-        else {
-            return Handling::Done;
+        let (round, reply_wanted) = match BarrierMessage::from_frame(frame) {
+            Some(BarrierMessage::Entered {
+                round,
+                reply_wanted,
+            }) => (round, reply_wanted),
+            Some(BarrierMessage::RoundQuery { request_id }) => {
+                let answer = BarrierMessage::RoundReply {
+                    request_id,
+                    status: Status::OK,
+                    finished: self.rounds.finished(),
+                };
+                return Handling::Answer(answer.to_frame());
+            }
+            _ => return Handling::Done,
         };
         self.rounds.arrived(peer.node, round);
         // A node that finished `round` before the sender joined or heard of

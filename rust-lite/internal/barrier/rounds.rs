@@ -3,7 +3,9 @@
 //! The rounds of the distributed barrier that this node has seen.
 //!
 //! Each node numbers the barriers it enters: its first call is round 1, the
-//! next round 2 and so on. Entering a round tells every peer "I have reached
+//! next round 2 and so on; a node that joins an existing cluster (or joins
+//! again) first takes the latest round the others finished, so its calls
+//! line up with theirs. Entering a round tells every peer "I have reached
 //! round r"; a node leaves round r once `num` nodes (itself included) are
 //! known to have reached it. Because a node only ever reports its latest
 //! round and receivers keep the maximum, messages may be repeated or cross
@@ -35,6 +37,10 @@ struct Rounds {
     alive: u64,
     /// How many nodes went so far.
     departures: u64,
+    /// The last round whose barrier call returned here.
+    finished: u64,
+    /// Whether this node's first barrier call took the cluster's round.
+    adopted: bool,
 }
 
 /// How many nodes in `seen` have reached `round`.
@@ -84,7 +90,15 @@ impl BarrierRounds {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(BarrierRounds {
             rounds <- new_mutex!(
-                Rounds { own: 0, seen: [0; MAX_NODES], gone: 0, alive: 0, departures: 0 },
+                Rounds {
+                    own: 0,
+                    seen: [0; MAX_NODES],
+                    gone: 0,
+                    alive: 0,
+                    departures: 0,
+                    finished: 0,
+                    adopted: false,
+                },
                 "lite:barrier"
             ),
             changed <- new_condvar!("lite:barrier_changed"),
@@ -108,6 +122,36 @@ impl BarrierRounds {
             round,
             departures: rounds.departures,
         }
+    }
+
+    /// Whether this is the node's first barrier call since it joined (and
+    /// no other call took the cluster's round yet).
+    pub(crate) fn needs_adoption(&self) -> bool {
+        let rounds = self.rounds.lock();
+        !rounds.adopted && rounds.own == 0
+    }
+
+    /// Takes `finished`, the latest round other nodes finished, as the last
+    /// round of this node, so that its next call enters the round the
+    /// others enter next (or wait in).
+    pub(crate) fn adopt(&self, finished: u64) {
+        let mut rounds = self.rounds.lock();
+        rounds.adopted = true;
+        if rounds.own < finished {
+            rounds.own = finished;
+            rounds.finished = finished;
+        }
+    }
+
+    /// The barrier call of `round` returned.
+    pub(crate) fn finish(&self, round: u64) {
+        let mut rounds = self.rounds.lock();
+        rounds.finished = rounds.finished.max(round);
+    }
+
+    /// The last round whose barrier call returned here.
+    pub(crate) fn finished(&self) -> u64 {
+        self.rounds.lock().finished
     }
 
     /// `node` joined: it may take part in rounds.

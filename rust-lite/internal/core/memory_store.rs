@@ -146,6 +146,27 @@ impl MemoryStore {
         Ok(freed.len())
     }
 
+    /// Owners of the chunks held for other nodes than `own`, one bit per
+    /// node id.
+    pub(crate) fn other_owners(&self, own: u32) -> u64 {
+        self.chunks
+            .lock()
+            .values()
+            .filter(|c| c.owner != own && c.orphaned_until_ms == 0)
+            .fold(0, |owners, c| {
+                owners | 1u64.checked_shl(c.owner).unwrap_or(0)
+            })
+    }
+
+    /// Number of chunks held for `owner` (not orphaned).
+    pub(crate) fn count_owned_by(&self, owner: u32) -> usize {
+        self.chunks
+            .lock()
+            .values()
+            .filter(|c| c.owner == owner && c.orphaned_until_ms == 0)
+            .count()
+    }
+
     /// Number of chunks held.
     pub(crate) fn len(&self) -> usize {
         self.chunks.lock().len()

@@ -35,7 +35,7 @@ pub(crate) mod requests;
 pub(crate) mod subsystem;
 pub(crate) mod wire;
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     c_str, new_mutex,
     prelude::*,
@@ -135,6 +135,8 @@ pub(crate) struct Core {
     /// Peers whose connection failed, one bit per node id, until the
     /// membership thread reports them to the manager.
     suspects: AtomicU64,
+    /// The membership ended: the node's threads for it stop.
+    closed: AtomicBool,
 }
 
 impl Core {
@@ -161,6 +163,7 @@ impl Core {
                 store <- MemoryStore::new(),
                 control_jobs <- control_jobs,
                 suspects: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -269,6 +272,26 @@ impl Core {
         if let Some(bit) = 1u64.checked_shl(node) {
             self.suspects.fetch_or(bit, Ordering::AcqRel);
         }
+    }
+
+    /// Ends the membership: every peer is fenced, and the core's threads
+    /// end once they ran what was queued. Threads of subsystems check
+    /// [`Core::is_closed`].
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Ok(peers) = self.connected_peers() {
+            for node in peers.iter() {
+                self.fence_peer(*node, None);
+            }
+        }
+        self.control_jobs.close();
+        // Wakes the polling thread, which then ends.
+        self.recv_cq.wake_waiters();
+    }
+
+    /// Whether the membership ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Takes the peers noted by [`Core::suspect`] since the last call.

@@ -243,13 +243,14 @@ impl Lockers {
         state.holders.remove(&id.key()).ok_or(EPERM)
     }
 
-    /// Removes one lock held by a thread of `tgid`, if any.
-    pub(crate) fn take_one_held_by(&self, tgid: i32) -> Option<(u64, Holder)> {
+    /// Removes one lock held by a thread of `tgid` (of any process for
+    /// `None`), if any.
+    pub(crate) fn take_one_held_by(&self, tgid: Option<i32>) -> Option<(u64, Holder)> {
         let mut state = self.state.lock();
         let key = state
             .holders
             .iter()
-            .find(|(_, h)| h.tgid == tgid)
+            .find(|(_, h)| tgid.is_none_or(|tgid| h.tgid == tgid))
             .map(|(k, _)| *k)?;
         let holder = state.holders.remove(&key)?;
         Some((key, holder))

@@ -428,8 +428,9 @@ impl Locks {
         }
     }
 
-    /// Releases every lock held by threads of process `tgid`.
-    pub(crate) fn release_locks_of(&self, tgid: i32) {
+    /// Releases every lock held by threads of process `tgid`, or by any
+    /// thread for `None`.
+    pub(crate) fn release_locks_of(&self, tgid: Option<i32>) {
         while let Some((key, holder)) = self.lockers.take_one_held_by(tgid) {
             let id = id_of_key(key);
             let released = self
@@ -441,6 +442,11 @@ impl Locks {
                 }
             }
         }
+    }
+
+    /// Stops the lock thread once it passed on the turns queued.
+    pub(crate) fn close(&self) {
+        self.passing.close();
     }
 
     /// Number of locks this node keeps.

@@ -17,7 +17,7 @@
 
 pub(crate) mod view;
 
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     c_str, new_mutex,
     prelude::*,
@@ -45,6 +45,12 @@ pub(crate) static HEARTBEAT_MS: AtomicU32 = AtomicU32::new(500);
 /// itself cut off and fences itself, in milliseconds (debugfs
 /// `manager_timeout_ms`); the manager's own `--dead-after-ms` should match.
 pub(crate) static MANAGER_TIMEOUT_MS: AtomicU32 = AtomicU32::new(3000);
+
+/// How long a leaving node waits for the manager to confirm, in ms.
+const LEAVE_CONFIRM_MS: u32 = 5000;
+
+/// How often it looks, in ms.
+const LEAVE_POLL_MS: u32 = 20;
 
 /// The settings above, by their debugfs id, with their bounds.
 const SETTINGS: [(&AtomicU32, u32, u32); 2] = [
@@ -105,16 +111,18 @@ fn encode(message: &Message) -> ([u8; MAX_FRAME_LEN], usize) {
 
 /// Connects to the manager at `addr:port` and introduces this node; returns
 /// the stream, the node id and the incarnation the manager assigns.
+/// `rejoin_id` is the id this node had before (0 if none).
 pub(crate) fn hello(
     addr: [u8; 4],
     port: u16,
     port_config: &PortConfig,
+    rejoin_id: u32,
 ) -> Result<(TcpStream, u32, u32)> {
     let stream = TcpStream::connect(addr, port, MANAGER_TIMEOUT_MS.load(Ordering::Relaxed))?;
     let (frame, len) = encode(&Message::Hello(Hello {
         gid: port_config.gid,
         lid: port_config.lid,
-        rejoin_id: 0,
+        rejoin_id,
     }));
     // PANIC: `encode` returns the length of the frame it wrote.
     stream.send_all(&frame[..len])?;
@@ -142,6 +150,10 @@ pub(crate) struct Membership {
     view: Mutex<MembershipView>,
     /// When the manager was last heard from ([`now_ms`]).
     last_heard_ms: AtomicU64,
+    /// The node leaves: the manager's verdict on it is expected.
+    leaving: AtomicBool,
+    /// The membership ended: the threads stop.
+    stopped: AtomicBool,
 }
 
 impl Membership {
@@ -160,6 +172,8 @@ impl Membership {
                 sending <- new_mutex!((), "lite:cm_sending"),
                 view <- new_mutex!(MembershipView::new(node_id, incarnation, 0), "lite:membership"),
                 last_heard_ms: AtomicU64::new(now_ms()),
+                leaving: AtomicBool::new(false),
+                stopped: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )
@@ -286,6 +300,11 @@ impl Membership {
         }
     }
 
+    /// Whether this node was cut off (or left): it is no member any more.
+    pub(crate) fn is_fenced(&self) -> bool {
+        self.view.lock().is_fenced()
+    }
+
     /// Cuts this node off: every peer is fenced and the manager connection
     /// closed. Runs once; later calls do nothing.
     fn fence_self(&self, why: &str) {
@@ -297,11 +316,13 @@ impl Membership {
             view.fence_all();
             self.cluster.core.connected_peers()
         };
-        pr_warn!(
-            "node {} is cut off from the cluster ({}); operations on other nodes fail with EHOSTDOWN\n",
-            self.node_id(),
-            why
-        );
+        if !self.leaving.load(Ordering::Acquire) {
+            pr_warn!(
+                "node {} is cut off from the cluster ({}); operations on other nodes fail with EHOSTDOWN until it joins again\n",
+                self.node_id(),
+                why
+            );
+        }
         if let Ok(peers) = peers {
             for node in peers.iter() {
                 self.cluster.peer_gone(*node, None);
@@ -346,6 +367,51 @@ impl Membership {
         writeln!(out, "manager_last_heard_ms_ago {}", silence)
     }
 
+    /// Ends this membership: the node is fenced, the cluster's threads end
+    /// and the manager connection is closed.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        self.leaving.store(true, Ordering::Release);
+        self.fence_self("stopped");
+        self.cluster.shutdown();
+        self.stream.shutdown();
+    }
+
+    /// Leaves the cluster gracefully (see [`Node::leave`]).
+    ///
+    /// [`Node::leave`]: crate::internal::node::Node::leave
+    pub(crate) fn leave(&self, force: bool) -> Result {
+        if self.is_fenced() {
+            return Err(errno::EHOSTDOWN());
+        }
+        let held = self.cluster.evacuate()?;
+        if held > 0 && !force {
+            pr_warn!(
+                "{} chunks held for other nodes could not move; not leaving\n",
+                held
+            );
+            return Err(ENOSPC);
+        }
+        self.leaving.store(true, Ordering::Release);
+        self.cluster.release_all();
+        let incarnation = self.view.lock().own_incarnation();
+        let told = self.send(&Message::Leave {
+            node_id: self.node_id(),
+            incarnation,
+        });
+        if told.is_ok() {
+            // The manager answers with its verdict on this node; peers
+            // learn of the leave from it, not from broken connections.
+            let mut waited = 0;
+            while !self.is_fenced() && waited < LEAVE_CONFIRM_MS {
+                sched::sleep_uninterruptible_ms(LEAVE_POLL_MS);
+                waited += LEAVE_POLL_MS;
+            }
+        }
+        self.stop();
+        Ok(())
+    }
+
     /// Starts the two threads that keep this node in the cluster.
     pub(crate) fn keep(self: &Arc<Self>) -> Result {
         self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
@@ -361,8 +427,7 @@ fn listen(membership: Arc<Membership>) {
     loop {
         let result = receive(&membership.stream).and_then(|message| membership.handle(message));
         if let Err(e) = result {
-            let fenced = membership.view.lock().is_fenced();
-            if !fenced {
+            if !membership.is_fenced() && !membership.stopped.load(Ordering::Acquire) {
                 pr_warn!("lost the cluster manager ({:?})\n", e);
                 membership.fence_self("lost the cluster manager");
             }
@@ -372,10 +437,13 @@ fn listen(membership: Arc<Membership>) {
 }
 
 /// The `lite_heartbeat` thread: beats until this node is fenced, and does
-/// the cluster's periodic work for as long as the node lives.
+/// the cluster's periodic work until the membership ends.
 fn heartbeat(membership: Arc<Membership>) {
     loop {
         sched::sleep_uninterruptible_ms(HEARTBEAT_MS.load(Ordering::Relaxed));
+        if membership.stopped.load(Ordering::Acquire) {
+            return;
+        }
         membership.cluster.housekeeping();
         if membership.view.lock().is_fenced() {
             continue;

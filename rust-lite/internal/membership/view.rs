@@ -98,6 +98,11 @@ impl MembershipView {
         }
     }
 
+    /// This node's incarnation.
+    pub(crate) fn own_incarnation(&self) -> u32 {
+        self.incarnation
+    }
+
     /// This node's join completed in `epoch`.
     pub(crate) fn join_done(&mut self, epoch: u32) {
         self.epoch = epoch;

@@ -302,6 +302,22 @@ impl Lmr {
         first
     }
 
+    /// Whether the LMR takes new operations now, without waiting.
+    ///
+    /// # Errors
+    ///
+    /// The error it was closed with, or `EAGAIN` while it is paused.
+    pub(crate) fn check_open(&self) -> Result {
+        let users = self.users.lock();
+        if let Some(reason) = users.closed {
+            return Err(reason);
+        }
+        if users.paused {
+            return Err(EAGAIN);
+        }
+        Ok(())
+    }
+
     /// Makes new operations wait and waits for running ones to finish, so
     /// that chunks can move; they go on when the returned pause is dropped.
     ///

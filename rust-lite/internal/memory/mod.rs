@@ -11,6 +11,7 @@
 pub(crate) mod chunk;
 pub(crate) mod handle;
 pub(crate) mod lmr;
+pub(crate) mod migration;
 pub(crate) mod ops;
 pub(crate) mod ops_wire;
 pub(crate) mod permission;
@@ -192,7 +193,8 @@ impl RemoteMemory {
         })
     }
 
-    fn alloc_chunk(&self, node: u32, len: u64) -> Result<ChunkRef> {
+    /// Allocates a chunk of `len` bytes for this node on `node`.
+    pub(crate) fn alloc_chunk(&self, node: u32, len: u64) -> Result<ChunkRef> {
         let rkey = self.core.pd().global_rkey();
         if node == self.core.node_id() {
             let (chunk_id, memory) =

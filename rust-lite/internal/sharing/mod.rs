@@ -213,18 +213,7 @@ impl Sharing {
     fn chunk_table(&self, lmr: &Lmr) -> Result<DmaBuffer> {
         let len = table_len(lmr.chunks.len(), MAX_DMA_BUFFER).ok_or(EINVAL)?;
         let table = DmaBuffer::new(&self.core.device().device, len)?;
-        for (index, chunk) in lmr.chunks.iter().enumerate() {
-            let descriptor = ChunkDescriptor {
-                node: chunk.node(),
-                rkey: chunk.rkey(),
-                chunk_id: chunk.chunk_id(),
-                addr: chunk.addr(),
-                len: chunk.len,
-            };
-            // PANIC: `index < chunks.len()`, and `table_len` checked that
-            // `chunks.len() * DESCRIPTOR_LEN` does not overflow.
-            table.write_bytes(index * DESCRIPTOR_LEN, &descriptor.encode())?;
-        }
+        write_chunk_table(&table, lmr)?;
         Ok(table)
     }
 
@@ -508,7 +497,8 @@ impl Sharing {
             Ok(granted) => granted,
             Err(e) => return refused(e),
         };
-        if let Err(e) = lmr.begin() {
+        // Never waits: this runs on the polling thread.
+        if let Err(e) = lmr.check_open() {
             return refused(e);
         }
         let Ok(table_addr) = entry.value.table.dma_range(0, entry.value.table.len()) else {
@@ -570,6 +560,117 @@ impl Sharing {
     }
 }
 
+impl Sharing {
+    /// Leaving side of a graceful leave: asks the owner of every chunk this
+    /// node holds for another node to move it; returns how many chunks are
+    /// still held for nodes that live.
+    pub(crate) fn evacuate_held_chunks(&self) -> Result<usize> {
+        let own = self.core.node_id();
+        let owners = self.core.store.other_owners(own);
+        for node in 0..MAX_NODES as u32 {
+            // PANIC: `node < MAX_NODES <= 64`.
+            if owners & (1u64 << node) == 0 {
+                continue;
+            }
+            let Ok(peer) = self.core.peer(node) else {
+                // Gone: its chunks are freed after their grace period.
+                continue;
+            };
+            let reply = self
+                .core
+                .requests
+                .call_uninterruptible(&peer, |request_id| {
+                    SharingMessage::EvacuateRequest { request_id }.to_frame()
+                });
+            if let Err(e) = reply.and_then(|reply| reply.status().to_result()) {
+                pr_warn!(
+                    "node {} could not move its chunks off this node: {:?}\n",
+                    node,
+                    e
+                );
+            }
+        }
+        let owners = self.core.store.other_owners(own);
+        let mut held = 0;
+        for node in 0..MAX_NODES as u32 {
+            // PANIC: as above.
+            if owners & (1u64 << node) != 0 && self.core.peer(node).is_ok() {
+                held += self.core.store.count_owned_by(node);
+            }
+        }
+        Ok(held)
+    }
+
+    /// Owner side of a graceful leave: moves the chunks of this node's LMRs
+    /// off `leaving`. LMRs mapped by other nodes stay (their mappers read
+    /// the chunk table when they mapped), and so does the rest of an LMR
+    /// whose move failed.
+    ///
+    /// # Errors
+    ///
+    /// `EBUSY` if a mapped LMR has chunks there, `ENOSPC` if no other node
+    /// can take them, or the first error of a move.
+    fn evacuate_for(&self, leaving: u32) -> Result {
+        let lmrs = self.memory.lmrs_with_chunks_on(leaving)?;
+        let peers = self.core.connected_peers()?;
+        let mut targets = KVec::with_capacity(peers.len(), GFP_KERNEL)?;
+        for &node in peers.iter().filter(|&&node| node != leaving) {
+            targets.push(node, GFP_KERNEL)?;
+        }
+        let mut next = 0usize;
+        let mut first_error = None;
+        for (lmr_id, lmr) in lmrs.iter() {
+            let moved = self.evacuate_lmr(*lmr_id, lmr, leaving, &targets, &mut next);
+            if let Err(e) = moved {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn evacuate_lmr(
+        &self,
+        lmr_id: u64,
+        lmr: &Lmr,
+        leaving: u32,
+        targets: &[u32],
+        next: &mut usize,
+    ) -> Result {
+        let pause = match lmr.pause() {
+            Ok(pause) => pause,
+            // Being freed: its chunks go with it.
+            Err(_) => return Ok(()),
+        };
+        // Asks are refused while paused, so no mapper can appear now.
+        if lmr.mappers() != 0 {
+            return Err(EBUSY);
+        }
+        let moved = self
+            .memory
+            .move_chunks_off(lmr, &pause, leaving, targets, next);
+        // Mappers to come read the new places.
+        if let Err(e) = self.rewrite_chunk_table(lmr_id, lmr) {
+            pr_warn!(
+                "cannot update the chunk table of LMR {:#x}: {:?}\n",
+                lmr_id,
+                e
+            );
+        }
+        drop(pause);
+        moved.map(|_| ())
+    }
+
+    /// Writes the current chunk places of `lmr` into the chunk tables of
+    /// its published names (their length does not change).
+    fn rewrite_chunk_table(&self, lmr_id: u64, lmr: &Lmr) -> Result {
+        let names = self.names.lock();
+        for entry in names.of_lmr(lmr_id) {
+            write_chunk_table(&entry.value.table, lmr)?;
+        }
+        Ok(())
+    }
+}
+
 impl Subsystem for Sharing {
     /// Mappings of the gone node's LMRs are closed (their holders get
     /// `EHOSTDOWN`); its own mappings of this node's LMRs need no revoking
@@ -601,19 +702,42 @@ impl Subsystem for Sharing {
                 let reply = self.answer_ask(peer.node, request_id, name, permission, password);
                 Handling::Answer(reply.to_frame())
             }
-            // Closing a mapping waits for the operations on it.
-            Some(SharingMessage::RevokeRequest { .. }) => Handling::Defer,
+            // Closing a mapping waits for the operations on it, moving
+            // chunks for RDMA.
+            Some(SharingMessage::RevokeRequest { .. } | SharingMessage::EvacuateRequest { .. }) => {
+                Handling::Defer
+            }
             Some(SharingMessage::AskReply { .. }) | None => Handling::Done,
         }
     }
 
     fn serve(&self, peer: &Arc<Peer>, frame: &Frame) -> Option<Frame> {
-        let Some(SharingMessage::RevokeRequest { request_id, lmr_id }) =
-            SharingMessage::from_frame(frame)
-        else {
-            return None;
+        let (request_id, result) = match SharingMessage::from_frame(frame)? {
+            SharingMessage::RevokeRequest { request_id, lmr_id } => {
+                (request_id, self.close_mappings(peer.node, lmr_id))
+            }
+            SharingMessage::EvacuateRequest { request_id } => {
+                (request_id, self.evacuate_for(peer.node))
+            }
+            _ => return None,
         };
-        let closed = self.close_mappings(peer.node, lmr_id);
-        (request_id != 0).then(|| Frame::status_reply(request_id, Status::of(&closed)))
+        (request_id != 0).then(|| Frame::status_reply(request_id, Status::of(&result)))
     }
+}
+
+/// Writes the chunk table of `lmr` into `table`.
+fn write_chunk_table(table: &DmaBuffer, lmr: &Lmr) -> Result {
+    for (index, chunk) in lmr.chunks.iter().enumerate() {
+        let descriptor = ChunkDescriptor {
+            node: chunk.node(),
+            rkey: chunk.rkey(),
+            chunk_id: chunk.chunk_id(),
+            addr: chunk.addr(),
+            len: chunk.len,
+        };
+        let at = index.checked_mul(DESCRIPTOR_LEN).ok_or(EINVAL)?;
+        // A table too short for the LMR fails here, in `write_bytes`.
+        table.write_bytes(at, &descriptor.encode())?;
+    }
+    Ok(())
 }

@@ -55,6 +55,14 @@ impl<T> NameTable<T> {
         self.entries.iter().flatten().find(|e| e.name == name)
     }
 
+    /// Every entry of LMR `lmr_id`.
+    pub(crate) fn of_lmr(&self, lmr_id: u64) -> impl Iterator<Item = &Published<T>> {
+        self.entries
+            .iter()
+            .flatten()
+            .filter(move |e| e.lmr_id == lmr_id)
+    }
+
     /// Removes every name of LMR `lmr_id`; returns how many there were.
     pub(crate) fn remove_lmr(&mut self, lmr_id: u64) -> usize {
         let mut removed = 0;

@@ -50,5 +50,11 @@ control_messages! {
             /// The LMR's id on the sender.
             lmr_id: u64 => arg(0),
         },
+        /// The sender leaves the cluster: move every chunk it holds for the
+        /// receiver's LMRs to other nodes; answered with a status once done.
+        EvacuateRequest = Request 4 {
+            /// Echoed in the reply.
+            request_id: u64 => Slot::RequestId,
+        },
     }
 }

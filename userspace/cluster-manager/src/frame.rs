@@ -42,6 +42,8 @@ pub enum ProtocolError {
         /// Negative errno the node reported.
         status: i32,
     },
+    /// The node sent `Leave`, so the manager waits for no answer from it.
+    Leaving,
 }
 
 impl ProtocolError {
@@ -80,6 +82,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::ConnectFailed { peer, status } => {
                 write!(f, "connecting to node {peer} failed with {status}")
             }
+            ProtocolError::Leaving => write!(f, "node is leaving the cluster"),
         }
     }
 }
@@ -166,6 +169,10 @@ mod tests {
                 node: 2,
                 incarnation: 3,
                 epoch: 9,
+            },
+            Message::Leave {
+                node_id: 2,
+                incarnation: 3,
             },
         ] {
             assert_eq!(round_trip(message), message);

@@ -113,6 +113,9 @@ enum Behavior {
     CorruptLaterAnswers,
     /// Joins, then ignores every request until the manager hangs up.
     SilentAfterJoin,
+    /// Joins, then answers the next `Prepare` with a `Leave` and waits for
+    /// the manager to confirm and hang up.
+    LeaveWhenPrepared,
 }
 
 /// How a fake node starts.
@@ -245,6 +248,7 @@ impl FakeNode {
                 | Behavior::LeaveAfterWelcome
                 | Behavior::FailLaterConnects { .. }
                 | Behavior::CorruptLaterAnswers
+                | Behavior::LeaveWhenPrepared
         );
         let stream = TcpStream::connect(manager).expect("connect to manager");
         stream
@@ -315,6 +319,27 @@ impl FakeNode {
                 Err(e) => panic!("no HeartbeatAck with epoch {epoch}: {e}"),
             }
         }
+    }
+
+    /// Waits for the node's connection to end, as it does when the manager
+    /// hangs up.
+    fn wait_disconnected(&self) {
+        let deadline = Instant::now() + TEST_TIMEOUT;
+        while !self.thread.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "the manager never ended the connection"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `Leave` as the node that joined as `joined`.
+    fn leave(&self, joined: Joined) {
+        self.send(&Message::Leave {
+            node_id: joined.id,
+            incarnation: joined.incarnation,
+        });
     }
 
     /// Sends a frame as the node.
@@ -446,6 +471,16 @@ fn run_fake_node(
                     return report;
                 }
                 Behavior::SilentAfterJoin => continue,
+                Behavior::LeaveWhenPrepared => {
+                    if let Message::Prepare { .. } = message {
+                        send(&Message::Leave {
+                            node_id: id,
+                            incarnation: report.incarnation,
+                        })
+                        .expect("send Leave");
+                        continue;
+                    }
+                }
                 _ => {}
             }
         }
@@ -960,11 +995,6 @@ fn rebooted_node_with_the_same_gid_gets_its_id_back() {
     assert_eq!(rebooted.incarnation, 2);
     assert_eq!(rebooted.timeline, vec![prepare(1, 1), prepare(3, 1)]);
     assert_connected_to(&rebooted, &[1, 3]);
-    let dead = |death: Death| Message::NodeDead {
-        node: death.node,
-        incarnation: death.incarnation,
-        epoch: death.epoch,
-    };
     assert_eq!(
         first.timeline,
         vec![
@@ -1149,4 +1179,255 @@ fn suspect_of_a_heartbeating_node_is_ignored() {
     assert_eq!(manager.epoch(), 2);
     reporter.finish();
     suspected.finish();
+}
+
+/// `NodeDead` as the manager sends it, for comparing timelines.
+fn dead(death: Death) -> Message {
+    Message::NodeDead {
+        node: death.node,
+        incarnation: death.incarnation,
+        epoch: death.epoch,
+    }
+}
+
+#[test]
+fn member_that_leaves_is_confirmed_and_announced_once() {
+    let (manager, address) = start_manager(quick_config());
+    let beating = Setup::new(Behavior::Cooperate).heartbeating();
+    let first = FakeNode::spawn_with(address, beating);
+    assert_eq!(first.wait_joined().id, 1);
+    let leaver = FakeNode::spawn_with(address, beating);
+    let joined = leaver.wait_joined();
+    assert_eq!(joined.id_and_total(), (2, 2));
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(third.wait_joined().id_and_total(), (3, 3));
+
+    leaver.leave(joined);
+    let left = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 4,
+    };
+    // The leaver is told too: that is its confirmation.
+    assert_eq!(leaver.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(manager.live_nodes(), vec![1, 3]);
+    assert_eq!(manager.epoch(), 4);
+    // Then the manager hangs up on it.
+    leaver.wait_disconnected();
+    let leaver = leaver.finish();
+    assert_eq!(leaver.deaths, vec![left]);
+
+    // The end of its connection is no second death.
+    first.assert_no_death(Duration::from_millis(500));
+    third.assert_no_death(Duration::ZERO);
+    assert_eq!(manager.live_nodes(), vec![1, 3]);
+    assert_eq!(manager.epoch(), 4);
+    while first.acks.try_recv().is_ok() {}
+    first.wait_ack(4);
+
+    // A later newcomer is not paired with it.
+    let fourth = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = fourth.wait_joined();
+    assert_eq!((joined.id, joined.total_nodes, joined.epoch), (4, 3, 5));
+    let fourth = fourth.finish();
+    assert_eq!(fourth.prepared, vec![(1, 1), (3, 1)]);
+    assert_connected_to(&fourth, &[1, 3]);
+    assert!(fourth.deaths.is_empty());
+
+    let first = first.finish();
+    assert_eq!(
+        first.timeline[..4],
+        [prepare(2, 1), prepare(3, 1), dead(left), prepare(4, 1)]
+    );
+    assert_connected_to(&first, &[2, 3, 4]);
+    let third = third.finish();
+    assert_eq!(third.deaths.first(), Some(&left));
+    assert_connected_to(&third, &[1, 2, 4]);
+}
+
+#[test]
+fn leave_naming_another_node_or_incarnation_is_ignored() {
+    let (manager, address) = start_manager(quick_config());
+    let beating = Setup::new(Behavior::Cooperate).heartbeating();
+    let first = FakeNode::spawn_with(address, beating);
+    assert_eq!(first.wait_joined().id, 1);
+    let second = FakeNode::spawn_with(address, beating);
+    let joined = second.wait_joined();
+    assert_eq!(joined.id_and_total(), (2, 2));
+
+    for (node_id, incarnation) in [(2, 2), (2, 0), (1, 1), (9, 1)] {
+        second.send(&Message::Leave {
+            node_id,
+            incarnation,
+        });
+    }
+    second.assert_no_death(Duration::from_millis(300));
+    first.assert_no_death(Duration::ZERO);
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+    assert_eq!(manager.epoch(), 2);
+
+    // Still answered, and still paired with a newcomer.
+    while second.acks.try_recv().is_ok() {}
+    second.wait_ack(2);
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    let later = third.wait_joined();
+    assert_eq!((later.id, later.total_nodes, later.epoch), (3, 3, 3));
+
+    // Its own Leave still works.
+    second.leave(joined);
+    let left = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 4,
+    };
+    assert_eq!(second.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(left));
+    second.wait_disconnected();
+    assert_eq!(manager.live_nodes(), vec![1, 3]);
+
+    let second = second.finish();
+    assert_eq!(
+        second.timeline,
+        vec![prepare(1, 1), prepare(3, 1), dead(left)]
+    );
+    assert_connected_to(&second, &[1, 3]);
+    assert_connected_to(&third.finish(), &[1, 2]);
+    assert_connected_to(&first.finish(), &[2, 3]);
+}
+
+#[test]
+fn node_that_left_rejoins_as_its_next_incarnation() {
+    let (manager, address) = start_manager(quick_config());
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id, 1);
+    let gid = fresh_gid();
+    let leaver = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).with_gid(gid));
+    let joined = leaver.wait_joined();
+    assert_eq!(joined.id_and_total(), (2, 2));
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(third.wait_joined().id_and_total(), (3, 3));
+
+    leaver.leave(joined);
+    let left = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 4,
+    };
+    assert_eq!(leaver.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(left));
+    leaver.wait_disconnected();
+    assert_eq!(leaver.finish().deaths, vec![left]);
+
+    // It joins again asking for its id, as a node that left does.
+    let rejoined = FakeNode::spawn_with(
+        address,
+        Setup::new(Behavior::Cooperate).with_gid(gid).rejoining(2),
+    );
+    let joined = rejoined.wait_joined();
+    assert_eq!(
+        joined,
+        Joined {
+            id: 2,
+            incarnation: 2,
+            total_nodes: 3,
+            epoch: 5,
+        }
+    );
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+
+    // It leaves again, and comes back knowing only its GID.
+    rejoined.leave(joined);
+    let left_again = Death {
+        node: 2,
+        incarnation: 2,
+        epoch: 6,
+    };
+    assert_eq!(rejoined.wait_death(TEST_TIMEOUT), Some(left_again));
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(left_again));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(left_again));
+    rejoined.wait_disconnected();
+    let rejoined = rejoined.finish();
+    let rebooted = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).with_gid(gid));
+    assert_eq!(
+        rebooted.wait_joined(),
+        Joined {
+            id: 2,
+            incarnation: 3,
+            total_nodes: 3,
+            epoch: 7,
+        }
+    );
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+
+    // Each incarnation was paired with every live member.
+    assert_eq!(
+        rejoined.timeline,
+        vec![prepare(1, 1), prepare(3, 1), dead(left_again)]
+    );
+    assert_connected_to(&rejoined, &[1, 3]);
+    let rebooted = rebooted.finish();
+    assert_eq!(rebooted.prepared, vec![(1, 1), (3, 1)]);
+    assert_connected_to(&rebooted, &[1, 3]);
+    let first = first.finish();
+    assert_eq!(first.prepared, vec![(2, 1), (3, 1), (2, 2), (2, 3)]);
+    assert!(first.deaths.starts_with(&[left, left_again]));
+    assert_connected_to_incarnations(&first, &[(2, 1), (2, 2), (2, 3), (3, 1)]);
+    let third = third.finish();
+    assert_eq!(third.prepared, vec![(1, 1), (2, 1), (2, 2), (2, 3)]);
+    assert!(third.deaths.starts_with(&[left, left_again]));
+    assert_connected_to_incarnations(&third, &[(1, 1), (2, 1), (2, 2), (2, 3)]);
+}
+
+#[test]
+fn leave_instead_of_an_answer_during_a_join_ends_the_pairing_at_once() {
+    let config = quick_config();
+    let (manager, address) = start_manager(config);
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id, 1);
+    let leaver = FakeNode::spawn(address, Behavior::LeaveWhenPrepared);
+    assert_eq!(leaver.wait_joined().id_and_total(), (2, 2));
+
+    // Node 2 answers the Prepare for node 3 with a Leave: the join does
+    // not wait for an answer that will not come, nor pairs node 3 with it.
+    let started = Instant::now();
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = third.wait_joined();
+    let took = started.elapsed();
+    assert!(
+        took < config.io_timeout / 2,
+        "the join waited {took:?} for a node that left"
+    );
+    assert_eq!((joined.id, joined.total_nodes, joined.epoch), (3, 2, 3));
+
+    // The departure is announced after the join, to the newcomer too, and
+    // confirmed to the leaver, once.
+    let left = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 4,
+    };
+    assert_eq!(leaver.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(left));
+    assert_eq!(third.wait_death(TEST_TIMEOUT), Some(left));
+    leaver.wait_disconnected();
+    first.assert_no_death(Duration::from_millis(500));
+    third.assert_no_death(Duration::ZERO);
+    assert_eq!(manager.live_nodes(), vec![1, 3]);
+    assert_eq!(manager.epoch(), 4);
+
+    let leaver = leaver.finish();
+    assert_eq!(
+        leaver.timeline,
+        vec![prepare(1, 1), prepare(3, 1), dead(left)]
+    );
+    assert_connected_to(&leaver, &[1]);
+    let third = third.finish();
+    assert_eq!(third.prepared, vec![(1, 1)]);
+    assert_connected_to(&third, &[1]);
+    assert_eq!(third.deaths, vec![left]);
+    assert_connected_to(&first.finish(), &[2, 3]);
 }

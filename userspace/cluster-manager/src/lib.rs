@@ -14,8 +14,10 @@
 //! The manager also owns membership: joined nodes send heartbeats, and a
 //! node that falls silent, whose connection breaks, or that a peer suspects
 //! and that is silent too, is declared dead and every surviving node is
-//! told. The wire format and the exact exchanges are defined in
-//! [`cm_wire`], which the kernel compiles too.
+//! told. A node may also leave gracefully: the other nodes are told as they
+//! are of a death, and the node itself is told too, as its confirmation.
+//! The wire format and the exact exchanges are defined in [`cm_wire`],
+//! which the kernel compiles too.
 
 #![warn(missing_docs)]
 

@@ -24,22 +24,35 @@
 //!
 //! Once a node has joined, a reader thread owns the reading side of its
 //! connection. It records when the node was last heard from, answers its
-//! heartbeats with the current epoch, hands its suspicions to the monitor
-//! and passes every other frame (the node's answers while a later node
-//! joins) to the join through a channel. The monitor thread declares a
-//! member dead when its connection breaks, when it has been silent for
-//! longer than [`ManagerConfig::dead_after`], or when a peer suspects it
-//! and it has been silent for longer than [`ManagerConfig::suspect_grace`];
-//! every surviving member is then sent `NodeDead`.
+//! heartbeats with the current epoch, hands its suspicions and its `Leave`
+//! to the monitor and passes every other frame (the node's answers while a
+//! later node joins) to the join through a channel. The monitor thread
+//! declares a member dead when its connection breaks, when it has been
+//! silent for longer than [`ManagerConfig::dead_after`], or when a peer
+//! suspects it and it has been silent for longer than
+//! [`ManagerConfig::suspect_grace`]; every surviving member is then sent
+//! `NodeDead`.
+//!
+//! Leaving: a member that sends `Leave` with its own id and incarnation
+//! leaves gracefully. It is removed like a dead member (one new epoch, a
+//! `NodeDead` to every other member), and is sent that same `NodeDead`
+//! too, as the confirmation it waits for; only then is its connection shut
+//! down, so the end of the connection that follows is no second death. A
+//! `Leave` naming another node or incarnation is logged and ignored. The
+//! id stays the node's: it gets it back as its next incarnation when it
+//! joins again, by `rejoin_id` or by its GID, as after a death.
 //!
 //! Locks: the registry, then one member's send lock or last-heard time.
 //! Reader threads never take the registry lock, so heartbeats are answered
 //! and recorded while a join holds it. The monitor does need the registry,
 //! so a death it would notice during a join is only declared once the join
 //! ends, with the silence measured up to then; a member that fails the
-//! join itself is removed at once. Deaths are announced after the join,
-//! with epochs newer than the one the join ended at, so the newcomer hears
-//! of them like every other member.
+//! join itself is removed at once. A member that sends `Leave` during a
+//! join is marked as leaving at once by its reader, which also wakes a
+//! join waiting for its answer: the join pairs no newcomer with it and
+//! removes it as leaving (not as failed). Deaths and departures are
+//! announced after the join, with epochs newer than the one the join ended
+//! at, so the newcomer hears of them like every other member.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::{self, Display};
@@ -47,7 +60,7 @@ use std::io;
 use std::mem::size_of;
 use std::net::{Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{
     self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError, TrySendError,
 };
@@ -127,6 +140,9 @@ struct Link {
     sending: Mutex<()>,
     /// When the node was last heard from (any frame counts).
     last_heard: Mutex<Instant>,
+    /// Set by the reader thread when the node sent a valid `Leave`; never
+    /// cleared (a node that left joins again on a new connection).
+    leaving: AtomicBool,
 }
 
 impl Link {
@@ -144,6 +160,11 @@ impl Link {
     /// How long the node has been silent.
     fn silence(&self) -> Duration {
         lock(&self.last_heard).elapsed()
+    }
+
+    /// Whether the node asked to leave the cluster.
+    fn is_leaving(&self) -> bool {
+        self.leaving.load(Ordering::SeqCst)
     }
 
     /// Shuts the connection down: the node notices, and the reader thread
@@ -183,6 +204,7 @@ impl Member {
             stream,
             sending: Mutex::new(()),
             last_heard: Mutex::new(Instant::now()),
+            leaving: AtomicBool::new(false),
         });
         let (replies_tx, replies) = mpsc::sync_channel(REPLY_BACKLOG);
         let reader = Reader {
@@ -232,15 +254,16 @@ struct Reader {
     stream: TcpStream,
     /// Where frames for the join go.
     replies: SyncSender<Reply>,
-    /// Where connection losses and suspicions go (to the monitor).
+    /// Where connection losses, suspicions and departures go (to the
+    /// monitor).
     events: Sender<Event>,
     /// The manager's membership epoch, for heartbeat acknowledgements.
     epoch: Arc<AtomicU32>,
 }
 
 impl Reader {
-    /// Reads the member's frames until its connection fails, then reports
-    /// the loss to the monitor.
+    /// Reads the member's frames until its connection fails (or the
+    /// manager shuts it down), then reports the loss to the monitor.
     fn run(mut self) {
         let reason = loop {
             let message = match read_message(&mut self.stream) {
@@ -278,6 +301,10 @@ impl Reader {
                         incarnation,
                     });
                 }
+                Message::Leave {
+                    node_id,
+                    incarnation,
+                } => self.leave(node_id, incarnation),
                 other => match self.replies.try_send(Ok(other)) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
@@ -293,6 +320,39 @@ impl Reader {
             node: self.link.node,
             incarnation: self.link.incarnation,
             reason,
+        });
+    }
+
+    /// Handles a `Leave` the member sent, naming `node_id` and
+    /// `incarnation`: if that is the member, marks it as leaving, wakes a
+    /// join waiting for its answer and tells the monitor, which removes it
+    /// and confirms. Anything else is logged and ignored. Reading goes on:
+    /// the member stays one, heartbeats answered, until the monitor (or a
+    /// join) removes it and shuts its connection down.
+    fn leave(&self, node_id: u32, incarnation: u32) {
+        let link = &self.link;
+        if node_id != link.node || incarnation != link.incarnation {
+            log(format_args!(
+                "node {} (incarnation {}): Leave of node {node_id} (incarnation {incarnation}) ignored: not this member",
+                link.node, link.incarnation
+            ));
+            return;
+        }
+        if link.leaving.swap(true, Ordering::SeqCst) {
+            log(format_args!(
+                "node {} (incarnation {}): repeated Leave ignored",
+                link.node, link.incarnation
+            ));
+            return;
+        }
+        // A join waiting for an answer from this member stops waiting; one
+        // that asks later finds the member leaving. Without a join, the
+        // member is removed (with this channel) soon.
+        let _ = self.replies.try_send(Err(ProtocolError::Leaving));
+        // See `Suspect`: only fails when nobody cares.
+        let _ = self.events.send(Event::Leave {
+            node: link.node,
+            incarnation: link.incarnation,
         });
     }
 }
@@ -318,14 +378,25 @@ enum Event {
         /// The incarnation of `peer` the failed connection was to.
         incarnation: u32,
     },
+    /// A member sent a `Leave` naming itself (its reader checked that).
+    Leave {
+        /// The member.
+        node: u32,
+        /// Its incarnation, as for [`Event::ConnectionLost`].
+        incarnation: u32,
+    },
 }
 
-/// A node whose death is still to be announced.
+/// A node whose death (or departure) is still to be announced.
 struct Death {
     /// The dead node.
     node: u32,
     /// Its incarnation that died.
     incarnation: u32,
+    /// For a node that left: its membership, kept (and so its connection
+    /// kept open) until it is sent the `NodeDead` that confirms its
+    /// departure; dropping it then shuts the connection down.
+    leaver: Option<Member>,
 }
 
 /// Cluster membership, guarded by the registry lock that also serialises
@@ -345,8 +416,9 @@ struct Registry {
     /// Live members by id; ascending order is the order peers are paired in.
     members: BTreeMap<u32, Member>,
     /// Membership epoch: incremented (under this lock) on every join and
-    /// every death, never decremented. Shared with reader threads, which
-    /// read it without this lock for heartbeat acknowledgements.
+    /// every death or departure, never decremented. Shared with reader
+    /// threads, which read it without this lock for heartbeat
+    /// acknowledgements.
     epoch: Arc<AtomicU32>,
     /// Handed to each member's reader thread.
     events: Sender<Event>,
@@ -509,7 +581,30 @@ impl Registry {
         log(format_args!(
             "node {node} (incarnation {incarnation}) declared dead: {reason}"
         ));
-        self.unannounced.push_back(Death { node, incarnation });
+        self.unannounced.push_back(Death {
+            node,
+            incarnation,
+            leaver: None,
+        });
+    }
+
+    /// Removes member `node` if it still is `incarnation`, because it
+    /// leaves, and queues the announcement, to be sent to it too before its
+    /// connection is shut down. Returns whether it was removed.
+    fn depart(&mut self, node: u32, incarnation: u32) -> bool {
+        match self.members.get(&node) {
+            Some(member) if member.link.incarnation == incarnation => {}
+            // Removed already (a join found it leaving, or it died first).
+            _ => return false,
+        }
+        let leaver = self.members.remove(&node);
+        log(format_args!("node {node} (incarnation {incarnation}) left"));
+        self.unannounced.push_back(Death {
+            node,
+            incarnation,
+            leaver,
+        });
+        true
     }
 
     /// Removes member `node` if it still is `incarnation`, closes its
@@ -534,10 +629,12 @@ impl Registry {
         }
     }
 
-    /// Tells every member about every queued death, one new epoch each. A
-    /// member that cannot be told is removed in turn and announced later in
-    /// the same loop, so a cascade needs neither recursion nor a second
-    /// pass; it ends because every member is removed at most once.
+    /// Tells every member about every queued death, one new epoch each,
+    /// and a node that left about its own departure too, after which its
+    /// connection is shut down. A member that cannot be told is removed in
+    /// turn and announced later in the same loop, so a cascade needs
+    /// neither recursion nor a second pass; it ends because every member is
+    /// removed at most once.
     fn announce_deaths(&mut self) {
         while let Some(death) = self.unannounced.pop_front() {
             let epoch = self.advance_epoch();
@@ -554,10 +651,29 @@ impl Registry {
                     Err(e) => unreachable.push((id, member.link.incarnation, e)),
                 }
             }
-            log(format_args!(
-                "epoch {epoch}: told nodes {told:?} that node {} (incarnation {}) is dead",
-                death.node, death.incarnation
-            ));
+            match death.leaver {
+                Some(leaver) => {
+                    // The whole frame is written before the shutdown that
+                    // dropping `leaver` does, so the node reads its
+                    // confirmation before the end of the connection.
+                    let confirmed = leaver.link.send(&news);
+                    drop(leaver);
+                    match confirmed {
+                        Ok(()) => log(format_args!(
+                            "epoch {epoch}: told nodes {told:?} and node {} itself that node {} (incarnation {}) left",
+                            death.node, death.node, death.incarnation
+                        )),
+                        Err(e) => log(format_args!(
+                            "epoch {epoch}: told nodes {told:?} that node {} (incarnation {}) left; cannot confirm it to the node: {e}",
+                            death.node, death.incarnation
+                        )),
+                    }
+                }
+                None => log(format_args!(
+                    "epoch {epoch}: told nodes {told:?} that node {} (incarnation {}) is dead",
+                    death.node, death.incarnation
+                )),
+            }
             for (id, incarnation, e) in unreachable {
                 self.remove_member(
                     id,
@@ -602,6 +718,11 @@ impl Registry {
                 peer,
                 incarnation,
             } => self.judge_suspicion(reporter, peer, incarnation),
+            Event::Leave { node, incarnation } => {
+                if self.depart(node, incarnation) {
+                    self.announce_deaths();
+                }
+            }
         }
     }
 
@@ -640,6 +761,13 @@ impl Registry {
                 silence.as_millis()
             ));
         }
+    }
+
+    /// Whether member `node` sent a valid `Leave`.
+    fn is_leaving(&self, node: u32) -> bool {
+        self.members
+            .get(&node)
+            .is_some_and(|member| member.link.is_leaving())
     }
 
     /// Runs a whole join for a node that sent `hello` on `stream`, then
@@ -688,6 +816,11 @@ impl Registry {
             };
             match self.pair(peer, id, incarnation, &mut newcomer) {
                 Ok(()) => connected.push(peer),
+                Err(PairingError::Peer(_)) if self.is_leaving(peer) => {
+                    // Whatever went wrong, the node is on its way out: it
+                    // leaves, and is confirmed so after the join.
+                    self.depart(peer, peer_incarnation);
+                }
                 Err(PairingError::Peer(e)) => {
                     self.remove_member(
                         peer,
@@ -761,6 +894,10 @@ impl Registry {
         let Some(member) = self.members.get(&peer) else {
             return Ok(());
         };
+        // No queue pairs for a node on its way out.
+        if member.link.is_leaving() {
+            return Err(PairingError::Peer(ProtocolError::Leaving));
+        }
         member.discard_stale_replies().map_err(PairingError::Peer)?;
         let mut earlier = EarlierMember {
             member,
@@ -959,7 +1096,8 @@ impl ClusterManager {
         lock(&self.registry).members.keys().copied().collect()
     }
 
-    /// Membership epoch: how many joins and deaths the manager has seen.
+    /// Membership epoch: how many joins, deaths and departures the manager
+    /// has seen.
     pub fn epoch(&self) -> u32 {
         self.epoch.load(Ordering::SeqCst)
     }

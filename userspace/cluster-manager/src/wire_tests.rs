@@ -59,6 +59,10 @@ fn every_message() -> Vec<Message> {
             incarnation: 0x3333_4444,
             epoch: 0x5555_6666,
         },
+        Message::Leave {
+            node_id: 0x0a0b_0c0d,
+            incarnation: 0xf0e0_d0c0,
+        },
     ]
 }
 
@@ -78,8 +82,8 @@ fn decode(frame: &[u8]) -> Result<Message, WireError> {
 fn every_message_round_trips() {
     let messages = every_message();
     let kinds: Vec<Kind> = messages.iter().map(Message::kind).collect();
-    for kind in 1..=12 {
-        let kind = Kind::from_u16(kind).expect("kinds 1..=12 exist");
+    for kind in 1..=13 {
+        let kind = Kind::from_u16(kind).expect("kinds 1..=13 exist");
         assert!(kinds.contains(&kind), "{kind:?} is not covered");
     }
     for message in messages {
@@ -157,6 +161,13 @@ fn membership_payloads_are_words_in_field_order() {
             },
             vec![10, 11, 12],
         ),
+        (
+            Message::Leave {
+                node_id: 13,
+                incarnation: 14,
+            },
+            vec![13, 14],
+        ),
     ];
     for (message, words) in cases {
         let frame = encode(&message);
@@ -198,7 +209,7 @@ fn header_validation_rejects_each_bad_field() {
         assert_eq!(decode(&bad_version), Err(WireError::BadVersion));
     }
 
-    for unknown in [0u16, 13, 0xffff] {
+    for unknown in [0u16, 14, 0xffff] {
         let mut bad_kind = good.clone();
         bad_kind[6..8].copy_from_slice(&unknown.to_le_bytes());
         assert_eq!(decode(&bad_kind), Err(WireError::UnknownKind));
@@ -226,6 +237,7 @@ fn kind_numbers_and_payload_lengths_are_stable() {
         (Kind::HeartbeatAck, 10, 8),
         (Kind::Suspect, 11, 8),
         (Kind::NodeDead, 12, 12),
+        (Kind::Leave, 13, 8),
     ];
     for (kind, number, payload_len) in expected {
         assert_eq!(kind as u16, number);
@@ -233,4 +245,27 @@ fn kind_numbers_and_payload_lengths_are_stable() {
         assert_eq!(kind.payload_len(), payload_len);
         assert!(payload_len <= MAX_PAYLOAD_LEN);
     }
+}
+
+#[test]
+fn leave_is_kind_13_with_the_node_and_its_incarnation() {
+    let leave = Message::Leave {
+        node_id: 0x0403_0201,
+        incarnation: 0x0807_0605,
+    };
+    assert_eq!(leave.kind(), Kind::Leave);
+    let frame = encode(&leave);
+    assert_eq!(frame.len(), HEADER_LEN + 8);
+    assert_eq!(&frame[6..8], &[13, 0]);
+    assert_eq!(&frame[8..12], &[8, 0, 0, 0]);
+    assert_eq!(&frame[HEADER_LEN..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(decode(&frame), Ok(leave));
+
+    // Only the exact payload length is accepted.
+    for len in [0u32, 7, 9, 12] {
+        let mut bad_len = frame.clone();
+        bad_len[8..12].copy_from_slice(&len.to_le_bytes());
+        assert_eq!(decode(&bad_len), Err(WireError::BadLength), "len {len}");
+    }
+    assert_eq!(decode(&frame[..frame.len() - 1]), Err(WireError::Truncated));
 }

@@ -72,6 +72,7 @@
 #define __NR_lite_lock			583
 #define __NR_lite_unlock		584
 #define __NR_lite_set_priority		585
+#define __NR_lite_leave			586
 
 /*
  * Handles and protection
@@ -107,7 +108,29 @@
  *   Membership belongs to the node and outlives the calling process.
  *   -EISCONN already joined; -ENODEV no RDMA device or port;
  *   -ECONNREFUSED / -ETIMEDOUT the cluster manager cannot be reached;
- *   -EPROTO the cluster manager answered something unexpected.
+ *   -EPROTO the cluster manager answered something unexpected;
+ *   -EALREADY a join or leave is under way; -EADDRINUSE the manager
+ *   still counts an earlier incarnation of this node (same port GID) as
+ *   alive: try again once it declared that one dead.
+ *   A node that left (or was cut off from the manager, see -EHOSTDOWN)
+ *   may join again: it gets its id back as a new incarnation. Handles of
+ *   the earlier membership are gone.
+ *
+ * long lite_leave(unsigned int flags)
+ *   Leave the cluster gracefully. From the call on, new calls on this node
+ *   get -ENOTCONN; calls under way finish. First every chunk this node
+ *   holds for another node's LMR is moved to another node (not this one,
+ *   not the owner) by the LMR's owner, so no data is lost; then
+ *   everything this node's processes hold is released (their LMRs freed,
+ *   mappings of them on other nodes revoked), and the cluster manager
+ *   tells every other node, which then counts this node as gone
+ *   (-EHOSTDOWN). Flags: LITE_LEAVE_FORCE leaves even if chunks could
+ *   not move (their data is lost).
+ *   -ENOTCONN not a member; -EALREADY a join or leave is under way;
+ *   -ENOSPC some chunk held for another node could not move (no other
+ *   node could take it, or its LMR is mapped by other nodes, whose chunk
+ *   tables would go stale): the node stays a member; -EINVAL unknown
+ *   flags.
  *
  * long lite_get_node_id(void)      -> this node's id
  * long lite_get_total_node(void)   -> number of nodes connected, self included
@@ -408,6 +431,9 @@ struct lite_lock {
 /* Port and priority of a send, and the non-blocking flag for lite_send. */
 #define LITE_PORT_PRIORITY(port, priority) ((port) | ((priority) << 16))
 #define LITE_SEND_NONBLOCK	0x80000000u
+
+/* lite_leave flags. */
+#define LITE_LEAVE_FORCE	0x1u
 
 /* lite_receive_message flags. */
 #define LITE_RECV_NONBLOCK	0x1u
