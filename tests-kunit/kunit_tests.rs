@@ -17,7 +17,8 @@ use crate::{
         atomics::wire::AtomicMessage,
         barrier::{rounds::nodes_reached, wire::BarrierMessage},
         cm_wire::{
-            self, Endpoint, Header, Hello, Kind, Message, WireError, HEADER_LEN, MAX_FRAME_LEN,
+            self, Endpoint, Header, Hello, Kind, Message, Resume, WireError, HEADER_LEN,
+            MAX_FRAME_LEN,
         },
         core::wire::{Frame, Status, MESSAGE_LEN},
         locks::wire::LockMessage,
@@ -523,6 +524,17 @@ kunit_case!(lite_test_cm_wire_round_trip, |c| {
             incarnation: 1,
             epoch: 11,
         },
+        Message::Leave {
+            node_id: 2,
+            incarnation: 3,
+        },
+        Message::Resume(Resume {
+            node_id: 2,
+            incarnation: 3,
+            epoch: 12,
+            gid: endpoint.gid,
+        }),
+        Message::Resumed { epoch: 13 },
     ];
     for message in messages {
         let mut frame = [0u8; MAX_FRAME_LEN];

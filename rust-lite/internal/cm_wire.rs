@@ -48,6 +48,20 @@
 //!                            the leaver's connection
 //! ```
 //!
+//! A member whose connection to the manager broke (the manager restarted,
+//! or the connection was reset) connects again and resumes instead of
+//! joining, keeping its id, incarnation and queue pairs:
+//!
+//! ```text
+//!   Resume{node,inc,epoch,gid} -->
+//!                   <------  Resumed{epoch}     still a member, or
+//!                   <------  Failure{-EHOSTDOWN} declared dead meanwhile
+//! ```
+//!
+//! A manager that starts afresh learns its members from their resumes; for
+//! its first `dead_after` it refuses joins with `-EAGAIN`, so that no id of
+//! a member yet to resume is handed out again.
+//!
 //! Only the manager declares a node dead. The epoch counts membership
 //! changes (joins and deaths) and never goes back, so a node drops any
 //! `NodeDead` whose epoch is not newer than the last it applied; the
@@ -117,6 +131,11 @@ pub enum Kind {
     NodeDead = 12,
     /// Node to manager: this node leaves the cluster; payload [`Message::Leave`].
     Leave = 13,
+    /// Node to manager: first frame of a member reconnecting; payload
+    /// [`Resume`].
+    Resume = 14,
+    /// Manager to node: the member resumed; payload [`Message::Resumed`].
+    Resumed = 15,
 }
 
 impl Kind {
@@ -136,6 +155,8 @@ impl Kind {
             11 => Kind::Suspect,
             12 => Kind::NodeDead,
             13 => Kind::Leave,
+            14 => Kind::Resume,
+            15 => Kind::Resumed,
             _ => return Err(WireError::UnknownKind),
         })
     }
@@ -152,7 +173,9 @@ impl Kind {
             | Kind::Heartbeat
             | Kind::HeartbeatAck
             | Kind::Suspect
-            | Kind::Leave => 8,
+            | Kind::Leave
+            | Kind::Resumed => 8,
+            Kind::Resume => 28,
             Kind::NodeDead => 12,
             Kind::QpInfo | Kind::Connect => ENDPOINT_LEN,
         }
@@ -238,6 +261,19 @@ pub struct Hello {
     pub rejoin_id: u32,
 }
 
+/// Payload of [`Kind::Resume`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Resume {
+    /// The member's node id.
+    pub node_id: u32,
+    /// Its incarnation.
+    pub incarnation: u32,
+    /// The newest membership epoch it applied.
+    pub epoch: u32,
+    /// GID of its port.
+    pub gid: [u8; 16],
+}
+
 /// A decoded frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Message {
@@ -306,6 +342,13 @@ pub enum Message {
         /// Its incarnation.
         incarnation: u32,
     },
+    /// See [`Kind::Resume`].
+    Resume(Resume),
+    /// See [`Kind::Resumed`].
+    Resumed {
+        /// The manager's membership epoch.
+        epoch: u32,
+    },
     /// See [`Kind::NodeDead`].
     NodeDead {
         /// The node declared dead.
@@ -334,6 +377,8 @@ impl Message {
             Message::Suspect { .. } => Kind::Suspect,
             Message::NodeDead { .. } => Kind::NodeDead,
             Message::Leave { .. } => Kind::Leave,
+            Message::Resume(_) => Kind::Resume,
+            Message::Resumed { .. } => Kind::Resumed,
         }
     }
 
@@ -381,8 +426,14 @@ impl Message {
                 p[0..4].copy_from_slice(&a.to_le_bytes());
                 p[4..8].copy_from_slice(&b.to_le_bytes());
             }
-            Message::HeartbeatAck { epoch } => {
+            Message::HeartbeatAck { epoch } | Message::Resumed { epoch } => {
                 p[0..4].copy_from_slice(&epoch.to_le_bytes());
+            }
+            Message::Resume(r) => {
+                p[0..4].copy_from_slice(&r.node_id.to_le_bytes());
+                p[4..8].copy_from_slice(&r.incarnation.to_le_bytes());
+                p[8..12].copy_from_slice(&r.epoch.to_le_bytes());
+                p[12..28].copy_from_slice(&r.gid);
             }
             Message::NodeDead {
                 node,
@@ -422,7 +473,7 @@ impl Message {
         // PANIC: `p` holds at least `kind.payload_len()` bytes (checked
         // above), and each kind reads only within that length: 8 of 8 for the one- and two-word kinds, 32 of
         // `ENDPOINT_LEN` (32) for endpoints, 12 of 12 for `NodeDead`, 24 of
-        // 24 for `Hello`.
+        // 24 for `Hello`, 28 of 28 for `Resume`.
         Ok(match header.kind {
             Kind::Hello => {
                 let mut gid = [0u8; 16];
@@ -455,6 +506,19 @@ impl Message {
             Kind::Suspect => Message::Suspect {
                 peer: le_u32(p, 0),
                 incarnation: le_u32(p, 4),
+            },
+            Kind::Resume => {
+                let mut gid = [0u8; 16];
+                gid.copy_from_slice(&p[12..28]);
+                Message::Resume(Resume {
+                    node_id: le_u32(p, 0),
+                    incarnation: le_u32(p, 4),
+                    epoch: le_u32(p, 8),
+                    gid,
+                })
+            }
+            Kind::Resumed => Message::Resumed {
+                epoch: le_u32(p, 0),
             },
             Kind::Leave => Message::Leave {
                 node_id: le_u32(p, 0),

@@ -34,6 +34,9 @@ struct NodeState {
     /// The id this node had in its last cluster, asked back when it joins
     /// again (0 before the first join).
     last_id: u32,
+    /// The manager address and port and the RDMA port of the last join,
+    /// for joining again on its own after being cut off.
+    last_join: Option<([u8; 4], u16, u32)>,
 }
 
 /// A membership: the cluster and the link to its manager.
@@ -73,7 +76,7 @@ impl Node {
         let node = Arc::pin_init(
             pin_init!(Node {
                 state <- new_mutex!(
-                    NodeState { device: None, busy: false, last_id: 0 },
+                    NodeState { device: None, busy: false, last_id: 0, last_join: None },
                     "lite:node"
                 ),
                 joined <- new_spinlock!(None, "lite:joined"),
@@ -155,8 +158,22 @@ impl Node {
             Some(device) => self.join_with(device, addr, port, ib_port, change.last_id),
             None => Err(ENODEV),
         });
+        if result.is_ok() {
+            self.state.lock().last_join = Some((addr, port, ib_port));
+        }
         self.end_change(result.as_ref().ok().copied());
         result
+    }
+
+    /// Joins again the cluster this node was cut off from, if it was (not
+    /// if it left); called by the cut-off membership until it succeeds.
+    fn rejoin_cut_off(&self) -> Result<u32> {
+        let current = self.joined()?;
+        if !current.membership.is_fenced() || current.membership.is_leaving() {
+            return Err(errno::EALREADY());
+        }
+        let (addr, port, ib_port) = self.state.lock().last_join.ok_or_else(errno::ENOTCONN)?;
+        self.join(addr, port, ib_port)
     }
 
     /// Ends the membership of a node that was cut off, if it is one.
@@ -187,7 +204,14 @@ impl Node {
         let (stream, node_id, incarnation) =
             membership::hello(addr, port, &port_config, rejoin_id)?;
         let cluster = Cluster::new(node_id, device, port_config)?;
-        let membership = Membership::new(cluster.clone(), stream, node_id, incarnation)?;
+        let membership = Membership::new(
+            cluster.clone(),
+            (addr, port),
+            stream,
+            node_id,
+            incarnation,
+            rejoin_after_cut_off,
+        )?;
         let joined = membership.complete_join().and_then(|total| {
             poller::start(cluster.clone())?;
             membership.keep()?;
@@ -247,6 +271,17 @@ impl Node {
                 Err(e)
             }
         }
+    }
+}
+
+/// Joins the cluster again after this node was cut off from it (see
+/// [`Membership::new`]).
+fn rejoin_after_cut_off() {
+    let Ok(node) = node() else {
+        return;
+    };
+    if let Ok(id) = node.rejoin_cut_off() {
+        pr_info!("node {} is a member again\n", id);
     }
 }
 

@@ -27,7 +27,9 @@ use kernel::{
 use self::view::{MembershipView, Verdict};
 use super::{
     cluster::Cluster,
-    cm_wire::{Endpoint, Header, Hello, Message, HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN},
+    cm_wire::{
+        Endpoint, Header, Hello, Message, Resume, HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN,
+    },
     core::limits::MAX_NODES,
     util::clock::now_ms,
 };
@@ -45,6 +47,12 @@ pub(crate) static HEARTBEAT_MS: AtomicU32 = AtomicU32::new(500);
 /// itself cut off and fences itself, in milliseconds (debugfs
 /// `manager_timeout_ms`); the manager's own `--dead-after-ms` should match.
 pub(crate) static MANAGER_TIMEOUT_MS: AtomicU32 = AtomicU32::new(3000);
+
+/// How often a node whose manager connection broke tries to resume, in ms.
+const RESUME_RETRY_MS: u32 = 200;
+
+/// How often a node cut off from the cluster tries to join again, in ms.
+const REJOIN_INTERVAL_MS: u64 = 1000;
 
 /// How long a leaving node waits for the manager to confirm, in ms.
 const LEAVE_CONFIRM_MS: u32 = 5000;
@@ -142,10 +150,13 @@ pub(crate) fn hello(
 #[pin_data]
 pub(crate) struct Membership {
     cluster: Arc<Cluster>,
-    stream: TcpStream,
-    /// Serialises the frames of the two threads (and of the join).
+    /// The manager's address and port, to connect again.
+    manager: ([u8; 4], u16),
+    /// The connection to the manager. Locked for each frame sent, which
+    /// serialises the frames of the two threads (and of the join); replaced
+    /// when the node resumes over a new connection.
     #[pin]
-    sending: Mutex<()>,
+    link: Mutex<Arc<TcpStream>>,
     #[pin]
     view: Mutex<MembershipView>,
     /// When the manager was last heard from ([`now_ms`]).
@@ -154,26 +165,34 @@ pub(crate) struct Membership {
     leaving: AtomicBool,
     /// The membership ended: the threads stop.
     stopped: AtomicBool,
+    /// Joins the cluster again; called while this node is cut off.
+    rejoin: fn(),
 }
 
 impl Membership {
     /// The link of node `node_id` (`incarnation`) over `stream`, before its
-    /// join completes.
+    /// join completes. Once the node is cut off from the cluster (not when
+    /// it leaves), `rejoin` is called every [`REJOIN_INTERVAL_MS`] until it
+    /// ends this membership by joining again.
     pub(crate) fn new(
         cluster: Arc<Cluster>,
+        manager: ([u8; 4], u16),
         stream: TcpStream,
         node_id: u32,
         incarnation: u32,
+        rejoin: fn(),
     ) -> Result<Arc<Self>> {
+        let stream = Arc::new(stream, GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(Membership {
                 cluster,
-                stream,
-                sending <- new_mutex!((), "lite:cm_sending"),
+                manager,
+                link <- new_mutex!(stream, "lite:cm_link"),
                 view <- new_mutex!(MembershipView::new(node_id, incarnation, 0), "lite:membership"),
                 last_heard_ms: AtomicU64::new(now_ms()),
                 leaving: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),
+                rejoin,
             }),
             GFP_KERNEL,
         )
@@ -181,9 +200,72 @@ impl Membership {
 
     fn send(&self, message: &Message) -> Result {
         let (frame, len) = encode(message);
-        let _sending = self.sending.lock();
+        let link = self.link.lock();
         // PANIC: `encode` returns the length of the frame it wrote.
-        self.stream.send_all(&frame[..len])
+        link.send_all(&frame[..len])
+    }
+
+    /// The current connection to the manager.
+    fn stream(&self) -> Arc<TcpStream> {
+        self.link.lock().clone()
+    }
+
+    /// After the connection to the manager broke: connects again and
+    /// resumes this node's membership, within [`MANAGER_TIMEOUT_MS`] of
+    /// the last time the manager was heard from; returns the new
+    /// connection.
+    ///
+    /// # Errors
+    ///
+    /// `EHOSTDOWN` if the manager counts this node as gone (or it was
+    /// fenced or stopped meanwhile), `ETIMEDOUT` if the manager could not
+    /// be reached in time.
+    fn resume(&self) -> Result<Arc<TcpStream>> {
+        loop {
+            if self.is_fenced() || self.stopped.load(Ordering::Acquire) {
+                return Err(errno::EHOSTDOWN());
+            }
+            if self.manager_silent() {
+                return Err(errno::ETIMEDOUT());
+            }
+            match self.try_resume() {
+                Ok(stream) => return Ok(stream),
+                Err(e) if e == errno::EHOSTDOWN() => return Err(e),
+                Err(_) => sched::sleep_uninterruptible_ms(RESUME_RETRY_MS),
+            }
+        }
+    }
+
+    fn try_resume(&self) -> Result<Arc<TcpStream>> {
+        let (addr, port) = self.manager;
+        let timeout = MANAGER_TIMEOUT_MS.load(Ordering::Relaxed);
+        let stream = Arc::new(TcpStream::connect(addr, port, timeout)?, GFP_KERNEL)?;
+        let (incarnation, epoch) = {
+            let view = self.view.lock();
+            (view.own_incarnation(), view.epoch())
+        };
+        let (frame, len) = encode(&Message::Resume(Resume {
+            node_id: self.node_id(),
+            incarnation,
+            epoch,
+            gid: self.cluster.core.port().gid,
+        }));
+        // PANIC: `encode` returns the length of the frame it wrote.
+        stream.send_all(&frame[..len])?;
+        match receive(&stream)? {
+            Message::Resumed { epoch } => {
+                self.view.lock().manager_epoch_seen(epoch);
+                self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
+                *self.link.lock() = stream.clone();
+                pr_info!(
+                    "node {} resumed its membership with the cluster manager\n",
+                    self.node_id()
+                );
+                Ok(stream)
+            }
+            Message::Failure { errno } if errno < 0 => Err(Error::from_errno(errno)),
+            _ => Err(errno::EPROTO()),
+        }
     }
 
     /// Connects to every node already in the cluster, as the manager
@@ -191,7 +273,7 @@ impl Membership {
     /// join complete.
     pub(crate) fn complete_join(&self) -> Result<u32> {
         loop {
-            match receive(&self.stream)? {
+            match receive(&self.stream())? {
                 Message::JoinDone { total_nodes, epoch } => {
                     self.view.lock().join_done(epoch);
                     return Ok(total_nodes);
@@ -305,6 +387,11 @@ impl Membership {
         self.view.lock().is_fenced()
     }
 
+    /// Whether this node leaves (or left) the cluster on purpose.
+    pub(crate) fn is_leaving(&self) -> bool {
+        self.leaving.load(Ordering::Acquire)
+    }
+
     /// Cuts this node off: every peer is fenced and the manager connection
     /// closed. Runs once; later calls do nothing.
     fn fence_self(&self, why: &str) {
@@ -328,7 +415,7 @@ impl Membership {
                 self.cluster.peer_gone(*node, None);
             }
         }
-        self.stream.shutdown();
+        self.stream().shutdown();
     }
 
     /// Whether the manager has been silent for longer than allowed.
@@ -374,7 +461,7 @@ impl Membership {
         self.leaving.store(true, Ordering::Release);
         self.fence_self("stopped");
         self.cluster.shutdown();
-        self.stream.shutdown();
+        self.stream().shutdown();
     }
 
     /// Leaves the cluster gracefully (see [`Node::leave`]).
@@ -421,38 +508,62 @@ impl Membership {
     }
 }
 
-/// The `lite_cm` thread: reads the manager's frames until the connection
-/// ends.
+/// The `lite_cm` thread: reads the manager's frames; when the connection
+/// breaks, resumes over a new one, or fences the node if it cannot.
 fn listen(membership: Arc<Membership>) {
+    let mut stream = membership.stream();
     loop {
-        let result = receive(&membership.stream).and_then(|message| membership.handle(message));
-        if let Err(e) = result {
-            if !membership.is_fenced() && !membership.stopped.load(Ordering::Acquire) {
+        let result = receive(&stream).and_then(|message| membership.handle(message));
+        let Err(e) = result else {
+            continue;
+        };
+        if membership.is_fenced() || membership.stopped.load(Ordering::Acquire) {
+            return;
+        }
+        if e == errno::EPROTO() {
+            pr_warn!("the cluster manager broke the protocol\n");
+        }
+        stream.shutdown();
+        match membership.resume() {
+            Ok(resumed) => stream = resumed,
+            Err(e) => {
                 pr_warn!("lost the cluster manager ({:?})\n", e);
                 membership.fence_self("lost the cluster manager");
+                return;
             }
-            return;
         }
     }
 }
 
-/// The `lite_heartbeat` thread: beats until this node is fenced, and does
-/// the cluster's periodic work until the membership ends.
+/// The `lite_heartbeat` thread: beats until this node is fenced, then
+/// tries to join again if it was cut off; does the cluster's periodic work
+/// until the membership ends.
 fn heartbeat(membership: Arc<Membership>) {
+    let mut cut_off_since_ms = None;
     loop {
         sched::sleep_uninterruptible_ms(HEARTBEAT_MS.load(Ordering::Relaxed));
         if membership.stopped.load(Ordering::Acquire) {
             return;
         }
         membership.cluster.housekeeping();
-        if membership.view.lock().is_fenced() {
+        if membership.is_fenced() {
+            if membership.is_leaving() {
+                continue;
+            }
+            let now = now_ms();
+            let since = *cut_off_since_ms.get_or_insert(now);
+            if now.saturating_sub(since) >= REJOIN_INTERVAL_MS {
+                cut_off_since_ms = Some(now);
+                (membership.rejoin)();
+            }
             continue;
         }
         if membership.manager_silent() {
             membership.fence_self("the cluster manager is silent");
-        } else if let Err(e) = membership.beat() {
-            pr_warn!("cannot reach the cluster manager ({:?})\n", e);
-            membership.fence_self("lost the cluster manager");
+        } else {
+            // A failed send breaks the connection, which the `lite_cm`
+            // thread then resumes; the silence check above bounds it.
+            let _ = membership.beat();
         }
     }
 }

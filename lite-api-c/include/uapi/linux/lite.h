@@ -111,7 +111,9 @@
  *   -EPROTO the cluster manager answered something unexpected;
  *   -EALREADY a join or leave is under way; -EADDRINUSE the manager
  *   still counts an earlier incarnation of this node (same port GID) as
- *   alive: try again once it declared that one dead.
+ *   alive: try again once it declared that one dead; -EAGAIN the manager
+ *   has just started and waits for the members of its cluster to come
+ *   back: try again (after its dead-after time, 3 s by default).
  *   A node that left (or was cut off from the manager, see -EHOSTDOWN)
  *   may join again: it gets its id back as a new incarnation. Handles of
  *   the earlier membership are gone.
