@@ -92,7 +92,7 @@ impl Atomics {
         }
         let chunk = lmr.chunks.get(piece.chunk).ok_or(EINVAL)?;
         let target = AtomicTarget {
-            node: chunk.node(),
+            node: chunk.reach()?,
             addr: chunk.addr().checked_add(piece.chunk_offset).ok_or(EINVAL)?,
             rkey: chunk.rkey(),
         };

@@ -204,9 +204,21 @@ impl Lockers {
         }
     }
 
-    /// Fails every waiter for a lock kept by `home`, which is gone.
+    /// Fails every waiter for a lock kept by `home`, which is gone, and
+    /// forgets where its locks live (a node rejoining under that id keeps
+    /// other locks, at other addresses); holds of them are dropped.
     pub(crate) fn fail_home(&self, home: u32) {
         let mut state = self.state.lock();
+        let mut keys = KVec::new();
+        for (key, _) in state.known.iter() {
+            if id_of_key(*key).home == home && keys.push(*key, GFP_KERNEL).is_err() {
+                break;
+            }
+        }
+        for key in keys.iter() {
+            state.known.remove(key);
+            state.holders.remove(key);
+        }
         let mut failed = false;
         let mut ids = KVec::new();
         if ids.reserve(state.waiters.len(), GFP_KERNEL).is_err()

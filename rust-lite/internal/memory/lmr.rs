@@ -4,7 +4,7 @@
 
 use core::{
     mem::MaybeUninit,
-    sync::atomic::{AtomicU32, AtomicU64, Ordering},
+    sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
 };
 use kernel::{
     init::InPlaceWrite,
@@ -14,7 +14,7 @@ use kernel::{
 };
 
 use super::{chunk::Geometry, permission::Permission};
-use crate::internal::core::chunk_memory::ChunkMemory;
+use crate::{errno, internal::core::chunk_memory::ChunkMemory};
 
 /// `lite_alloc_remote` flag: an 8-byte LMR for atomics.
 pub(crate) const ALLOC_ATOMIC: u32 = 0x1;
@@ -49,6 +49,11 @@ pub(crate) struct ChunkRef {
     chunk_id: AtomicU64,
     addr: AtomicU64,
     rkey: AtomicU32,
+    /// The node holding the chunk went (died or left without the chunk
+    /// being moved): its bytes are gone, and the place must never be used
+    /// again, since a node rejoining under the same id holds other memory
+    /// there. Never cleared.
+    lost: AtomicBool,
     /// Length in bytes.
     pub(crate) len: u64,
     /// The memory, when this node holds it (such a chunk never moves).
@@ -63,9 +68,27 @@ impl ChunkRef {
             chunk_id: AtomicU64::new(place.chunk_id),
             addr: AtomicU64::new(place.addr),
             rkey: AtomicU32::new(place.rkey),
+            lost: AtomicBool::new(false),
             len,
             local,
         }
+    }
+
+    /// The node to reach for the chunk's bytes.
+    ///
+    /// # Errors
+    ///
+    /// `EHOSTDOWN` if that node went since: the bytes are gone.
+    pub(crate) fn reach(&self) -> Result<u32> {
+        if self.lost.load(Ordering::Acquire) {
+            return Err(errno::EHOSTDOWN());
+        }
+        Ok(self.node())
+    }
+
+    /// Whether the node holding the chunk went since.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
     }
 
     // Relaxed loads: a place changes only while the LMR is paused, and
@@ -338,6 +361,20 @@ impl Lmr {
             self.idle.wait(&mut users);
         }
         Ok(LmrPause { lmr: self })
+    }
+
+    /// Marks the chunks held by `node`, which went, as lost; returns how
+    /// many.
+    pub(crate) fn lose_chunks_on(&self, node: u32) -> usize {
+        let mut lost = 0;
+        for chunk in self.chunks.iter() {
+            if chunk.local.is_none() && chunk.node() == node {
+                chunk.lost.store(true, Ordering::Release);
+                // PANIC: at most one per chunk.
+                lost += 1;
+            }
+        }
+        lost
     }
 
     /// Remembers that `node` mapped this LMR.

@@ -242,6 +242,10 @@ impl RemoteMemory {
     pub(crate) fn release_chunks(&self, chunks: &[ChunkRef]) {
         let own = self.core.node_id();
         for chunk in chunks {
+            if chunk.is_lost() {
+                // Went with its node.
+                continue;
+            }
             if chunk.node() == own {
                 if let Err(e) = self.core.store.release(own, chunk.chunk_id()) {
                     pr_warn!("cannot release a local chunk: {:?}\n", e);
@@ -345,6 +349,15 @@ impl RemoteMemory {
 }
 
 impl RemoteMemory {
+    /// Marks the chunks of this node's LMRs held by `node`, which went, as
+    /// lost.
+    fn lose_chunks_on(&self, node: u32) {
+        let lmrs = self.lmrs.lock();
+        for lmr in lmrs.values() {
+            lmr.lose_chunks_on(node);
+        }
+    }
+
     /// Frees the chunks held for gone nodes whose grace period ended
     /// (called periodically).
     pub(crate) fn free_orphans(&self) {
@@ -357,11 +370,13 @@ impl RemoteMemory {
 }
 
 impl Subsystem for RemoteMemory {
-    /// Chunks held for the gone node's LMRs are freed after
-    /// [`ORPHAN_GRACE_MS`]: a third node may still be finishing a transfer
+    /// Chunks of this node's LMRs that the gone node held are lost
+    /// (operations on them fail with `EHOSTDOWN`). Chunks held for the gone
+    /// node's LMRs are freed after [`ORPHAN_GRACE_MS`]: a third node may still be finishing a transfer
     /// through a mapping of such an LMR when it hears of the death, and the
     /// memory must not be reused under it.
     fn on_peer_gone(&self, node: u32) {
+        self.lose_chunks_on(node);
         let until = now_ms().saturating_add(ORPHAN_GRACE_MS);
         match self.core.store.orphan(node, until) {
             Ok(0) => {}

@@ -68,7 +68,7 @@ impl MemoryOps {
             match &chunk.local {
                 Some(memory) => memory.fill(at, piece_len, byte)?,
                 None => {
-                    let peer = self.core.peer(chunk.node())?;
+                    let peer = self.core.peer(chunk.reach()?)?;
                     let reply = self.core.requests.call(&peer, |request_id| {
                         MemoryOpMessage::MemsetRequest {
                             request_id,
@@ -127,7 +127,7 @@ impl MemoryOps {
                     let target = match to.local.as_deref() {
                         Some(memory) => CopyTarget::Local(memory, piece.dst_at),
                         None => CopyTarget::Remote {
-                            node: to.node(),
+                            node: to.reach()?,
                             addr: dst_addr,
                             rkey: to.rkey(),
                         },
@@ -135,14 +135,15 @@ impl MemoryOps {
                     self.copy_out(memory, piece.src_at, piece.len, target)?;
                 }
                 None => {
-                    let peer = self.core.peer(from.node())?;
+                    let peer = self.core.peer(from.reach()?)?;
+                    let dst_node = to.reach()?;
                     let reply = self.core.requests.call(&peer, |request_id| {
                         MemoryOpMessage::CopyRequest {
                             request_id,
                             src_chunk_id: from.chunk_id(),
                             src_offset: piece.src_at,
                             len: piece.len,
-                            dst_node: to.node(),
+                            dst_node,
                             dst_chunk_id: to.chunk_id(),
                             dst_addr,
                             dst_rkey: to.rkey(),

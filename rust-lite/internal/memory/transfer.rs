@@ -121,7 +121,7 @@ pub(crate) fn transfer_lmr(
                 source.fill(&mut staging, piece_len)?;
                 match &chunk.local {
                     Some(memory) => memory.copy_from_buffer(at, &staging, piece_len)?,
-                    None => core.peer(chunk.node())?.rdma_write(
+                    None => core.peer(chunk.reach()?)?.rdma_write(
                         &staging,
                         0,
                         piece_len,
@@ -133,7 +133,7 @@ pub(crate) fn transfer_lmr(
             Direction::Read(sink) => {
                 match &chunk.local {
                     Some(memory) => memory.copy_to_buffer(at, &staging, piece_len)?,
-                    None => core.peer(chunk.node())?.rdma_read(
+                    None => core.peer(chunk.reach()?)?.rdma_read(
                         &staging,
                         0,
                         piece_len,

@@ -672,10 +672,14 @@ impl Sharing {
 }
 
 impl Subsystem for Sharing {
-    /// Mappings of the gone node's LMRs are closed (their holders get
-    /// `EHOSTDOWN`); its own mappings of this node's LMRs need no revoking
+    /// Chunks of mappings held by the gone node are lost; mappings of the
+    /// gone node's LMRs are closed (their holders get `EHOSTDOWN`); its own mappings of this node's LMRs need no revoking
     /// any more, as its connection is fenced.
     fn on_peer_gone(&self, node: u32) {
+        // Mappings of third nodes' LMRs may have chunks there too.
+        for lmr in self.mappings.lock().table.values() {
+            lmr.lose_chunks_on(node);
+        }
         let closed = self.close_mappings_where(
             |origin| matches!(origin, Origin::Mapped { owner, .. } if owner == node),
             None,
