@@ -108,7 +108,9 @@ impl Cluster {
         )?)
     }
 
-    /// Every subsystem, for news about peers.
+    /// Every subsystem, for news about peers, in the order they hear it:
+    /// remote memory marks lost chunks before sharing updates the chunk
+    /// tables of published LMRs.
     fn subsystems(&self) -> [&dyn Subsystem; 9] {
         [
             &*self.memory,

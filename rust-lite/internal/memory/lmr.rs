@@ -74,6 +74,23 @@ impl ChunkRef {
         }
     }
 
+    /// A chunk of `len` bytes whose node went before this node learned of
+    /// the chunk (a mapping of an LMR that lost it).
+    pub(crate) fn new_lost(len: u64) -> Self {
+        let chunk = ChunkRef::new(
+            Place {
+                node: 0,
+                chunk_id: 0,
+                addr: 0,
+                rkey: 0,
+            },
+            len,
+            None,
+        );
+        chunk.lost.store(true, Ordering::Release);
+        chunk
+    }
+
     /// The node to reach for the chunk's bytes.
     ///
     /// # Errors

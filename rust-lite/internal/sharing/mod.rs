@@ -384,6 +384,11 @@ impl Sharing {
             // DESCRIPTOR_LEN` does not overflow.
             table.read_bytes(index * DESCRIPTOR_LEN, &mut bytes)?;
             let d = ChunkDescriptor::decode(&bytes);
+            if d.node == 0 {
+                // Its node went: the owner marks such chunks with node 0.
+                chunks.push(ChunkRef::new_lost(d.len), GFP_KERNEL)?;
+                continue;
+            }
             let local = if d.node == self.core.node_id() {
                 Some(
                     self.core
@@ -680,6 +685,20 @@ impl Subsystem for Sharing {
         for lmr in self.mappings.lock().table.values() {
             lmr.lose_chunks_on(node);
         }
+        // The chunk tables of published LMRs that lost chunks (marked by
+        // the memory subsystem, which hears of the death first) must not
+        // lead mappers to come to the old places.
+        {
+            let names = self.names.lock();
+            for entry in names.all() {
+                let lmr = &entry.value.lmr;
+                if lmr.chunks.iter().any(|c| c.is_lost()) {
+                    if let Err(e) = write_chunk_table(&entry.value.table, lmr) {
+                        pr_warn!("cannot update a chunk table: {:?}\n", e);
+                    }
+                }
+            }
+        }
         let closed = self.close_mappings_where(
             |origin| matches!(origin, Origin::Mapped { owner, .. } if owner == node),
             None,
@@ -730,14 +749,27 @@ impl Subsystem for Sharing {
 }
 
 /// Writes the chunk table of `lmr` into `table`.
+///
+/// A lost chunk is written with node 0 (the manager, which holds no chunk)
+/// and no place, so no mapper reaches for its old place.
 fn write_chunk_table(table: &DmaBuffer, lmr: &Lmr) -> Result {
     for (index, chunk) in lmr.chunks.iter().enumerate() {
-        let descriptor = ChunkDescriptor {
-            node: chunk.node(),
-            rkey: chunk.rkey(),
-            chunk_id: chunk.chunk_id(),
-            addr: chunk.addr(),
-            len: chunk.len,
+        let descriptor = if chunk.is_lost() {
+            ChunkDescriptor {
+                node: 0,
+                rkey: 0,
+                chunk_id: 0,
+                addr: 0,
+                len: chunk.len,
+            }
+        } else {
+            ChunkDescriptor {
+                node: chunk.node(),
+                rkey: chunk.rkey(),
+                chunk_id: chunk.chunk_id(),
+                addr: chunk.addr(),
+                len: chunk.len,
+            }
         };
         let at = index.checked_mul(DESCRIPTOR_LEN).ok_or(EINVAL)?;
         // A table too short for the LMR fails here, in `write_bytes`.

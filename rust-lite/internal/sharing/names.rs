@@ -55,6 +55,11 @@ impl<T> NameTable<T> {
         self.entries.iter().flatten().find(|e| e.name == name)
     }
 
+    /// Every entry.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Published<T>> {
+        self.entries.iter().flatten()
+    }
+
     /// Every entry of LMR `lmr_id`.
     pub(crate) fn of_lmr(&self, lmr_id: u64) -> impl Iterator<Item = &Published<T>> {
         self.entries
