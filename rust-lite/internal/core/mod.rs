@@ -18,8 +18,10 @@
 //!    (`lite:handles`) or asynchronous operations (`lite:async_ops`), to
 //!    count them for statistics;
 //! 2. the published names (`lite:names`), then an LMR's users
-//!    (`lite:lmr_users`): answering an ask begins a use of the LMR under
-//!    the names' lock.
+//!    (`lite:lmr_users`): answering an ask checks under the names' lock
+//!    that the LMR is open and not paused;
+//! 3. the node's state (`lite:node`), then its current membership
+//!    (`lite:joined`).
 //!
 //! A client's view of a server's ports (`lite:server_node`) is held while a
 //! request is reserved in the ring and posted, which takes no other lock.

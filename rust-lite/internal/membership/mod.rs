@@ -428,6 +428,7 @@ impl Membership {
     fn beat(&self) -> Result {
         let suspects = self.cluster.core.take_suspects();
         for node in 0..MAX_NODES as u32 {
+            // PANIC: `node < MAX_NODES <= 64`, so the shift cannot overflow.
             if suspects & (1u64 << node) == 0 {
                 continue;
             }

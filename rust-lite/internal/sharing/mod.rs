@@ -598,7 +598,8 @@ impl Sharing {
         let owners = self.core.store.other_owners(own);
         let mut held = 0;
         for node in 0..MAX_NODES as u32 {
-            // PANIC: as above.
+            // PANIC: as above for the shift; the sum counts chunks held,
+            // objects in memory, far below `usize::MAX`.
             if owners & (1u64 << node) != 0 && self.core.peer(node).is_ok() {
                 held += self.core.store.count_owned_by(node);
             }
