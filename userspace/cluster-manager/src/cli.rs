@@ -11,6 +11,7 @@ use crate::ManagerConfig;
 /// Usage text printed for `--help` and after a command line error.
 pub const USAGE: &str = "\
 usage: lite-cm [--listen ADDR:PORT] [--dead-after-ms MS] [--suspect-grace-ms MS]
+               [--startup-grace-ms MS]
 
 LITE cluster manager: assigns node ids, connects every node to every
 other node as they join, and tells the nodes when one of them dies.
@@ -22,6 +23,11 @@ options:
   --suspect-grace-ms MS  when a node reports its connection to a peer
                          failed, declare the peer dead at once if it has
                          been silent for MS milliseconds (default 1000)
+  --startup-grace-ms MS  for MS milliseconds after starting, refuse joins
+                         (EAGAIN: the node must retry) while the members of
+                         an earlier manager resume, so that none of their
+                         ids goes to a new node; 0 for a new cluster
+                         (default: as --dead-after-ms)
   -h, --help             show this help";
 
 /// What the command line asks for.
@@ -85,6 +91,7 @@ pub fn default_listen() -> SocketAddr {
 const LISTEN: &str = "--listen";
 const DEAD_AFTER: &str = "--dead-after-ms";
 const SUSPECT_GRACE: &str = "--suspect-grace-ms";
+const STARTUP_GRACE: &str = "--startup-grace-ms";
 
 /// Parses the arguments that follow the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError> {
@@ -103,6 +110,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             LISTEN => LISTEN,
             DEAD_AFTER => DEAD_AFTER,
             SUSPECT_GRACE => SUSPECT_GRACE,
+            STARTUP_GRACE => STARTUP_GRACE,
             _ => return Err(CliError::UnknownArgument(arg.clone())),
         };
         let value = match inline_value {
@@ -112,6 +120,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
         match option {
             DEAD_AFTER => config.dead_after = parse_millis(option, value)?,
             SUSPECT_GRACE => config.suspect_grace = parse_millis(option, value)?,
+            STARTUP_GRACE => {
+                config.startup_grace = Some(parse_millis_or_zero(option, value)?);
+            }
             // Numeric addresses only: resolving names would make startup
             // depend on the resolver.
             _ => {
@@ -134,6 +145,18 @@ fn parse_millis(option: &'static str, value: String) -> Result<Duration, CliErro
             option,
             value,
             expected: "a number of milliseconds above 0",
+        }),
+    }
+}
+
+/// Parses a number of milliseconds, 0 included.
+fn parse_millis_or_zero(option: &'static str, value: String) -> Result<Duration, CliError> {
+    match value.parse::<u64>() {
+        Ok(millis) => Ok(Duration::from_millis(millis)),
+        _ => Err(CliError::InvalidValue {
+            option,
+            value,
+            expected: "a number of milliseconds",
         }),
     }
 }
@@ -186,6 +209,39 @@ mod tests {
             parse_strs(&["--suspect-grace-ms", "250", "--dead-after-ms=1500"]),
             expected
         );
+    }
+
+    #[test]
+    fn startup_grace_defaults_to_dead_after_and_may_be_zero() {
+        let Ok(Command::Run { config, .. }) = parse_strs(&["--dead-after-ms", "1500"]) else {
+            panic!("a valid command line");
+        };
+        assert_eq!(config.startup_grace, None);
+        assert_eq!(config.grace(), Duration::from_millis(1500));
+        for (args, grace) in [
+            (&["--startup-grace-ms", "0"][..], 0),
+            (
+                &["--startup-grace-ms=2500", "--dead-after-ms", "1500"][..],
+                2500,
+            ),
+        ] {
+            let Ok(Command::Run { config, .. }) = parse_strs(args) else {
+                panic!("a valid command line: {args:?}");
+            };
+            assert_eq!(config.startup_grace, Some(Duration::from_millis(grace)));
+            assert_eq!(config.grace(), Duration::from_millis(grace));
+        }
+        for bad in ["-1", "1.5", "3s", ""] {
+            assert_eq!(
+                parse_strs(&["--startup-grace-ms", bad]),
+                Err(CliError::InvalidValue {
+                    option: "--startup-grace-ms",
+                    value: bad.into(),
+                    expected: "a number of milliseconds",
+                }),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

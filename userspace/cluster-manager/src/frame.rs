@@ -134,7 +134,7 @@ pub fn write_message(stream: &mut impl Write, message: &Message) -> io::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cm_wire::{Endpoint, Hello};
+    use crate::cm_wire::{Endpoint, Hello, Resume};
 
     fn round_trip(message: Message) -> Message {
         let mut bytes = Vec::new();
@@ -174,6 +174,13 @@ mod tests {
                 node_id: 2,
                 incarnation: 3,
             },
+            Message::Resume(Resume {
+                node_id: 2,
+                incarnation: 3,
+                epoch: 9,
+                gid: [5; 16],
+            }),
+            Message::Resumed { epoch: 9 },
         ] {
             assert_eq!(round_trip(message), message);
         }

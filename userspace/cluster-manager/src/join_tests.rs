@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use lite::sys::MAX_NODES;
 
-use crate::cm_wire::{Endpoint, Hello, Message, HEADER_LEN, MAX_FRAME_LEN};
+use crate::cm_wire::{Endpoint, Hello, Message, Resume, HEADER_LEN, MAX_FRAME_LEN};
 use crate::frame::{read_message, write_message, ProtocolError};
 use crate::manager::set_next_id;
 use crate::{ClusterManager, ManagerConfig};
@@ -51,6 +51,8 @@ fn quick_config() -> ManagerConfig {
         // stay members until they leave.
         dead_after: Duration::from_secs(60),
         suspect_grace: Duration::from_secs(1),
+        // Joins right after the start, as if no manager ran before.
+        startup_grace: Some(Duration::ZERO),
     }
 }
 
@@ -128,6 +130,9 @@ struct Setup {
     gid: Option<[u8; 16]>,
     /// Whether the node heartbeats, every [`FAKE_HEARTBEAT`], once joined.
     heartbeat: bool,
+    /// Resume this membership instead of joining (`gid` and `rejoin_id`
+    /// are then unused).
+    resume: Option<Resume>,
 }
 
 impl Setup {
@@ -137,6 +142,14 @@ impl Setup {
             rejoin_id: 0,
             gid: None,
             heartbeat: false,
+            resume: None,
+        }
+    }
+
+    fn resuming(self, resume: Resume) -> Self {
+        Setup {
+            resume: Some(resume),
+            ..self
         }
     }
 
@@ -159,7 +172,9 @@ impl Setup {
     }
 }
 
-/// What a fake node learnt when its join completed.
+/// What a fake node learnt when its join completed; for a node that
+/// resumed, what it resumed as, `total_nodes` 0 and the epoch of
+/// `Resumed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Joined {
     id: u32,
@@ -334,6 +349,12 @@ impl FakeNode {
         }
     }
 
+    /// Stops the heartbeats without closing the connection, as when the
+    /// connection broke on the node's side only.
+    fn stop_heartbeats(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
     /// Sends `Leave` as the node that joined as `joined`.
     fn leave(&self, joined: Joined) {
         self.send(&Message::Leave {
@@ -399,34 +420,61 @@ fn run_fake_node(
         let mut stream = writer.lock().unwrap_or_else(PoisonError::into_inner);
         write_message(&mut *stream, message)
     };
-    let hello = Hello {
-        gid: setup.gid.expect("spawn_with picks a GID"),
-        lid: 0,
-        rejoin_id: setup.rejoin_id,
-    };
-    send(&Message::Hello(hello)).expect("send Hello");
-    let mut report = FakeReport::default();
-    match read_message(reading).expect("read Welcome") {
-        Message::Welcome {
-            node_id,
-            incarnation,
-        } => {
-            report.id = node_id;
-            report.incarnation = incarnation;
+    // Newest epoch received, for heartbeats.
+    let applied = Arc::new(AtomicU32::new(0));
+    let start_heartbeats = |id: u32| {
+        if setup.heartbeat {
+            let writer = Arc::clone(&writer);
+            let applied = Arc::clone(&applied);
+            let stop = Arc::clone(stop);
+            thread::spawn(move || send_heartbeats(&writer, id, &applied, &stop));
         }
-        other => panic!("expected Welcome, got {other:?}"),
-    }
+    };
     let behavior = setup.behavior;
-    if let Behavior::LeaveAfterWelcome = behavior {
-        return report;
+    let mut report = FakeReport::default();
+    let mut joined = false;
+    if let Some(resume) = setup.resume {
+        send(&Message::Resume(resume)).expect("send Resume");
+        let epoch = match read_message(reading).expect("read Resumed") {
+            Message::Resumed { epoch } => epoch,
+            other => panic!("expected Resumed, got {other:?}"),
+        };
+        report.id = resume.node_id;
+        report.incarnation = resume.incarnation;
+        joined = true;
+        applied.store(epoch, Ordering::SeqCst);
+        let _ = reporting.joined.send(Joined {
+            id: resume.node_id,
+            incarnation: resume.incarnation,
+            total_nodes: 0,
+            epoch,
+        });
+        start_heartbeats(resume.node_id);
+    } else {
+        let hello = Hello {
+            gid: setup.gid.expect("spawn_with picks a GID"),
+            lid: 0,
+            rejoin_id: setup.rejoin_id,
+        };
+        send(&Message::Hello(hello)).expect("send Hello");
+        match read_message(reading).expect("read Welcome") {
+            Message::Welcome {
+                node_id,
+                incarnation,
+            } => {
+                report.id = node_id;
+                report.incarnation = incarnation;
+            }
+            other => panic!("expected Welcome, got {other:?}"),
+        }
+        if let Behavior::LeaveAfterWelcome = behavior {
+            return report;
+        }
     }
 
     let id = report.id;
-    // Newest epoch received, for heartbeats.
-    let applied = Arc::new(AtomicU32::new(0));
     // Incarnation of each peer as of its latest Prepare.
     let mut incarnations = BTreeMap::new();
-    let mut joined = false;
     loop {
         let message = match read_message(reading) {
             Ok(message) => message,
@@ -529,12 +577,7 @@ fn run_fake_node(
                 if let Behavior::LeaveAfterJoin = behavior {
                     return report;
                 }
-                if setup.heartbeat {
-                    let writer = Arc::clone(&writer);
-                    let applied = Arc::clone(&applied);
-                    let stop = Arc::clone(stop);
-                    thread::spawn(move || send_heartbeats(&writer, id, &applied, &stop));
-                }
+                start_heartbeats(id);
             }
             other => panic!("node {id}: unexpected {other:?}"),
         }
@@ -1430,4 +1473,444 @@ fn leave_instead_of_an_answer_during_a_join_ends_the_pairing_at_once() {
     assert_connected_to(&third, &[1]);
     assert_eq!(third.deaths, vec![left]);
     assert_connected_to(&first.finish(), &[2, 3]);
+}
+
+/// Opens a connection to the manager and sends `first` on it.
+fn connect_with(address: SocketAddr, first: &Message) -> TcpStream {
+    let mut stream = TcpStream::connect(address).expect("connect");
+    write_message(&mut stream, first).expect("send first frame");
+    stream
+}
+
+/// A `Resume` frame.
+fn resume(node_id: u32, incarnation: u32, epoch: u32, gid: [u8; 16]) -> Message {
+    Message::Resume(Resume {
+        node_id,
+        incarnation,
+        epoch,
+        gid,
+    })
+}
+
+/// A heartbeating fake node that resumes the membership `resume` names.
+fn spawn_resuming(address: SocketAddr, resume: Resume) -> FakeNode {
+    FakeNode::spawn_with(
+        address,
+        Setup::new(Behavior::Cooperate)
+            .heartbeating()
+            .resuming(resume),
+    )
+}
+
+#[test]
+fn member_whose_connection_broke_resumes_and_is_never_declared_dead() {
+    let (manager, address) = start_manager(short_silence_config());
+    let beating = Setup::new(Behavior::Cooperate).heartbeating();
+    let first = FakeNode::spawn_with(address, beating);
+    assert_eq!(first.wait_joined().id, 1);
+    let gid = fresh_gid();
+    let broken = FakeNode::spawn_with(address, beating.with_gid(gid));
+    let joined = broken.wait_joined();
+    assert_eq!((joined.id, joined.incarnation, joined.epoch), (2, 1, 2));
+
+    // The connection breaks on the node's side only: the node falls silent
+    // on it, and resumes over a new one well within `dead_after`.
+    broken.stop_heartbeats();
+    thread::sleep(SHORT_DEAD_AFTER / 2);
+    let resumed = spawn_resuming(
+        address,
+        Resume {
+            node_id: 2,
+            incarnation: 1,
+            epoch: joined.epoch,
+            gid,
+        },
+    );
+    assert_eq!(
+        resumed.wait_joined(),
+        Joined {
+            id: 2,
+            incarnation: 1,
+            total_nodes: 0,
+            epoch: 2,
+        }
+    );
+    // The manager hangs up on the old connection, and its end is no death:
+    // nobody hears of one, long after the old connection's last heartbeat.
+    broken.wait_disconnected();
+    first.assert_no_death(SHORT_DEAD_AFTER * 2);
+    resumed.assert_no_death(Duration::ZERO);
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+    assert_eq!(manager.epoch(), 2);
+    // Its heartbeats over the new connection are answered.
+    while resumed.acks.try_recv().is_ok() {}
+    resumed.wait_ack(2);
+
+    // A newcomer is paired with it over the new connection.
+    let third = FakeNode::spawn(address, Behavior::Cooperate);
+    let later = third.wait_joined();
+    assert_eq!((later.id, later.total_nodes, later.epoch), (3, 3, 3));
+    let third = third.finish();
+    assert_eq!(third.prepared, vec![(1, 1), (2, 1)]);
+    assert_connected_to(&third, &[1, 2]);
+    let third_gone = Death {
+        node: 3,
+        incarnation: 1,
+        epoch: 4,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(third_gone));
+    assert_eq!(resumed.wait_death(TEST_TIMEOUT), Some(third_gone));
+
+    let resumed = resumed.finish();
+    assert_eq!(resumed.timeline, vec![prepare(3, 1), dead(third_gone)]);
+    assert_connected_to(&resumed, &[3]);
+    // Only the end of its current connection is the resumed node's death.
+    let resumed_gone = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 5,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(resumed_gone));
+    let broken = broken.finish();
+    assert_eq!(broken.timeline, vec![prepare(1, 1)]);
+    let first = first.finish();
+    assert_eq!(
+        first.timeline,
+        vec![
+            prepare(2, 1),
+            prepare(3, 1),
+            dead(third_gone),
+            dead(resumed_gone)
+        ]
+    );
+    assert_connected_to(&first, &[2, 3]);
+}
+
+/// A manager that notices silence quickly and starts with a grace long
+/// enough for a few resumes on a busy machine.
+fn restart_config() -> ManagerConfig {
+    ManagerConfig {
+        dead_after: SHORT_DEAD_AFTER,
+        startup_grace: Some(Duration::from_secs(2)),
+        ..quick_config()
+    }
+}
+
+/// Sleeps until the grace of a manager started before `started` is over.
+fn wait_out_the_grace(started: Instant, config: &ManagerConfig) {
+    let over = started + config.grace() + Duration::from_millis(50);
+    thread::sleep(over.saturating_duration_since(Instant::now()));
+}
+
+#[test]
+fn restarted_manager_learns_its_members_from_their_resumes() {
+    let config = restart_config();
+    let grace = config.grace();
+    let (first_manager, first_address) = start_manager(config);
+    let started = Instant::now();
+    // The grace holds for this manager too.
+    let mut early = connect_with(first_address, &Message::Hello(Hello::default()));
+    assert_refused(&mut early, -libc::EAGAIN);
+    wait_out_the_grace(started, &config);
+
+    // Nodes 1, 2 (its second incarnation) and 3 join the first manager.
+    let gids = [fresh_gid(), fresh_gid(), fresh_gid()];
+    let beating = Setup::new(Behavior::Cooperate).heartbeating();
+    let first = FakeNode::spawn_with(first_address, beating.with_gid(gids[0]));
+    assert_eq!(first.wait_joined().id, 1);
+    let crashing = FakeNode::spawn_with(
+        first_address,
+        Setup::new(Behavior::LeaveAfterJoin).with_gid(gids[1]),
+    );
+    assert_eq!(crashing.wait_joined().id, 2);
+    crashing.finish();
+    let crash = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 3,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(crash));
+    let second = FakeNode::spawn_with(first_address, beating.with_gid(gids[1]));
+    assert_eq!(
+        second.wait_joined(),
+        Joined {
+            id: 2,
+            incarnation: 2,
+            total_nodes: 2,
+            epoch: 4,
+        }
+    );
+    let third = FakeNode::spawn_with(first_address, beating.with_gid(gids[2]));
+    assert_eq!(
+        third.wait_joined(),
+        Joined {
+            id: 3,
+            incarnation: 1,
+            total_nodes: 3,
+            epoch: 5,
+        }
+    );
+    assert_eq!(first_manager.live_nodes(), vec![1, 2, 3]);
+    assert_eq!(first_manager.epoch(), 5);
+
+    // The manager goes: every member's connection ends, nobody is dead.
+    first_manager.shutdown();
+    for node in [&first, &second, &third] {
+        node.wait_disconnected();
+    }
+    assert!(
+        TcpStream::connect(first_address).is_err(),
+        "a manager that was shut down still takes connections"
+    );
+    assert!(first_manager.live_nodes().is_empty());
+    let first = first.finish();
+    assert_eq!(first.deaths, vec![crash]);
+    assert_eq!(second.finish().deaths, vec![]);
+    assert_eq!(third.finish().deaths, vec![]);
+
+    // Another manager starts with the same configuration, and the members
+    // resume with it, each with the newest epoch it applied.
+    let restarting = Instant::now();
+    let (manager, address) = start_manager(config);
+    let restarted = Instant::now();
+    let first = spawn_resuming(
+        address,
+        Resume {
+            node_id: 1,
+            incarnation: 1,
+            epoch: crash.epoch,
+            gid: gids[0],
+        },
+    );
+    assert_eq!(
+        first.wait_joined(),
+        Joined {
+            id: 1,
+            incarnation: 1,
+            total_nodes: 0,
+            epoch: 3,
+        }
+    );
+    let third = spawn_resuming(
+        address,
+        Resume {
+            node_id: 3,
+            incarnation: 1,
+            epoch: 5,
+            gid: gids[2],
+        },
+    );
+    assert_eq!(third.wait_joined().epoch, 5);
+    // The epoch never goes back, whatever the order of the resumes.
+    let second = spawn_resuming(
+        address,
+        Resume {
+            node_id: 2,
+            incarnation: 2,
+            epoch: 4,
+            gid: gids[1],
+        },
+    );
+    assert_eq!(
+        second.wait_joined(),
+        Joined {
+            id: 2,
+            incarnation: 2,
+            total_nodes: 0,
+            epoch: 5,
+        }
+    );
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+    assert_eq!(manager.epoch(), 5);
+
+    // Still within the grace: a join is refused for now, an earlier
+    // incarnation of a live node is no member, and a GID is not shared.
+    assert!(
+        restarting.elapsed() < grace,
+        "the resumes took longer than the grace of {grace:?}"
+    );
+    let mut join = connect_with(address, &Message::Hello(Hello::default()));
+    assert_refused(&mut join, -libc::EAGAIN);
+    let mut stale = connect_with(address, &resume(2, 1, 5, gids[1]));
+    assert_refused(&mut stale, -libc::EHOSTDOWN);
+    let mut clash = connect_with(address, &resume(7, 1, 5, gids[0]));
+    assert_refused(&mut clash, -libc::EADDRINUSE);
+    assert!(
+        restarting.elapsed() < grace,
+        "the refusals took longer than the grace of {grace:?}"
+    );
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+    assert_eq!(manager.epoch(), 5);
+
+    // After the grace, a join gets the next id, and is paired with every
+    // member, of the incarnation it resumed as.
+    wait_out_the_grace(restarted, &config);
+    let fourth = FakeNode::spawn_with(address, beating);
+    assert_eq!(
+        fourth.wait_joined(),
+        Joined {
+            id: 4,
+            incarnation: 1,
+            total_nodes: 4,
+            epoch: 6,
+        }
+    );
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3, 4]);
+
+    // A resumed member that falls silent dies like any other.
+    third.stop_heartbeats();
+    let silent = Death {
+        node: 3,
+        incarnation: 1,
+        epoch: 7,
+    };
+    assert_eq!(
+        first.wait_death(SHORT_DEAD_AFTER + DETECTION_MARGIN),
+        Some(silent)
+    );
+    assert_eq!(second.wait_death(TEST_TIMEOUT), Some(silent));
+    assert_eq!(fourth.wait_death(TEST_TIMEOUT), Some(silent));
+    third.wait_disconnected();
+    assert_eq!(manager.live_nodes(), vec![1, 2, 4]);
+    assert_eq!(manager.epoch(), 7);
+
+    let third = third.finish();
+    assert_eq!(third.timeline, vec![prepare(4, 1)]);
+    assert_connected_to(&third, &[4]);
+    let fourth = fourth.finish();
+    assert_eq!(fourth.prepared, vec![(1, 1), (2, 2), (3, 1)]);
+    assert_connected_to_incarnations(&fourth, &[(1, 1), (2, 2), (3, 1)]);
+    assert_eq!(fourth.deaths, vec![silent]);
+    for node in [first, second] {
+        let node = node.finish();
+        assert_eq!(node.timeline[..2], [prepare(4, 1), dead(silent)]);
+        assert_connected_to(&node, &[4]);
+    }
+}
+
+#[test]
+fn resume_within_the_grace_adopts_unknown_ids_but_not_dead_incarnations() {
+    let config = ManagerConfig {
+        startup_grace: Some(Duration::from_secs(60)),
+        ..quick_config()
+    };
+    let (manager, address) = start_manager(config);
+    let gid = fresh_gid();
+    let fifth = spawn_resuming(
+        address,
+        Resume {
+            node_id: 5,
+            incarnation: 3,
+            epoch: 9,
+            gid,
+        },
+    );
+    assert_eq!(
+        fifth.wait_joined(),
+        Joined {
+            id: 5,
+            incarnation: 3,
+            total_nodes: 0,
+            epoch: 9,
+        }
+    );
+    let sixth = spawn_resuming(
+        address,
+        Resume {
+            node_id: 6,
+            incarnation: 1,
+            epoch: 2,
+            gid: fresh_gid(),
+        },
+    );
+    assert_eq!(sixth.wait_joined().epoch, 9);
+    assert_eq!(manager.live_nodes(), vec![5, 6]);
+    assert_eq!(manager.epoch(), 9);
+    let mut join = connect_with(address, &Message::Hello(Hello::default()));
+    assert_refused(&mut join, -libc::EAGAIN);
+
+    // Node 5 dies: no resume brings it back, in the grace or not.
+    fifth.finish();
+    let gone = Death {
+        node: 5,
+        incarnation: 3,
+        epoch: 10,
+    };
+    assert_eq!(sixth.wait_death(TEST_TIMEOUT), Some(gone));
+    for incarnation in [3, 4] {
+        let mut late = connect_with(address, &resume(5, incarnation, 10, gid));
+        assert_refused(&mut late, -libc::EHOSTDOWN);
+    }
+    // Nor are invalid ids or incarnations taken.
+    for (node_id, incarnation) in [(0, 1), (MAX_NODES, 1), (7, 0)] {
+        let mut invalid = connect_with(address, &resume(node_id, incarnation, 1, fresh_gid()));
+        assert_refused(&mut invalid, -libc::EHOSTDOWN);
+    }
+    sixth.assert_no_death(Duration::from_millis(300));
+    assert_eq!(manager.live_nodes(), vec![6]);
+    assert_eq!(manager.epoch(), 10);
+    let sixth = sixth.finish();
+    assert_eq!(sixth.timeline, vec![dead(gone)]);
+}
+
+#[test]
+fn resume_of_a_node_declared_dead_is_refused_and_it_joins_again() {
+    let (manager, address) = start_manager(quick_config());
+    let first = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(first.wait_joined().id, 1);
+    let gid = fresh_gid();
+    let crashing = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).with_gid(gid));
+    let joined = crashing.wait_joined();
+    assert_eq!((joined.id, joined.epoch), (2, 2));
+    crashing.finish();
+    let crash = Death {
+        node: 2,
+        incarnation: 1,
+        epoch: 3,
+    };
+    assert_eq!(first.wait_death(TEST_TIMEOUT), Some(crash));
+
+    let mut late = connect_with(address, &resume(2, 1, joined.epoch, gid));
+    assert_refused(&mut late, -libc::EHOSTDOWN);
+    first.assert_no_death(Duration::from_millis(300));
+    assert_eq!(manager.live_nodes(), vec![1]);
+    assert_eq!(manager.epoch(), 3);
+
+    // Cut off, the node joins again, as its next incarnation.
+    let rejoined = FakeNode::spawn_with(
+        address,
+        Setup::new(Behavior::Cooperate).with_gid(gid).rejoining(2),
+    );
+    assert_eq!(
+        rejoined.wait_joined(),
+        Joined {
+            id: 2,
+            incarnation: 2,
+            total_nodes: 2,
+            epoch: 4,
+        }
+    );
+    assert_connected_to_incarnations(&rejoined.finish(), &[(1, 1)]);
+    assert_connected_to_incarnations(&first.finish(), &[(2, 1), (2, 2)]);
+}
+
+#[test]
+fn resume_of_an_unknown_id_after_the_grace_is_refused() {
+    let (manager, address) = start_manager(quick_config());
+    let mut stranger = connect_with(address, &resume(1, 1, 7, fresh_gid()));
+    assert_refused(&mut stranger, -libc::EHOSTDOWN);
+    assert!(manager.live_nodes().is_empty());
+    // A refused resume moves no epoch and reserves no id.
+    assert_eq!(manager.epoch(), 0);
+    let node = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(
+        node.wait_joined(),
+        Joined {
+            id: 1,
+            incarnation: 1,
+            total_nodes: 1,
+            epoch: 1,
+        }
+    );
+    node.finish();
 }

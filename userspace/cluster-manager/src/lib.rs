@@ -16,6 +16,17 @@
 //! and that is silent too, is declared dead and every surviving node is
 //! told. A node may also leave gracefully: the other nodes are told as they
 //! are of a death, and the node itself is told too, as its confirmation.
+//!
+//! A member whose connection to the manager broke reconnects and resumes
+//! its membership, keeping its id, incarnation and queue pairs, instead of
+//! joining again. That is also how a restarted manager learns its members:
+//! for a start-up grace after it starts (by default as long as a member
+//! may stay silent) it takes the resumes of ids it does not know and
+//! refuses joins with `EAGAIN`, so that no member's id goes to a new node;
+//! a node that joins then must retry. A resume naming a node the manager
+//! declared dead, or an unknown id after the grace, is refused with
+//! `EHOSTDOWN`, and the node joins again.
+//!
 //! The wire format and the exact exchanges are defined in [`cm_wire`],
 //! which the kernel compiles too.
 

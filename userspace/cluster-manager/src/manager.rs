@@ -1,9 +1,10 @@
 //! The cluster manager: node id assignment, queue pair brokering and
 //! membership.
 //!
-//! Each accepted connection gets a thread that reads the node's `Hello`.
-//! The join itself runs under the registry lock, so that every pair of
-//! nodes is connected exactly once and ids follow join order.
+//! Each accepted connection gets a thread that reads the node's first
+//! frame: a `Hello` (a join) or a `Resume` (a member reconnecting, see
+//! below). The join itself runs under the registry lock, so that every
+//! pair of nodes is connected exactly once and ids follow join order.
 //!
 //! Ids: a node that is new to the manager gets the next unused id (1, 2,
 //! 3, … in join order). The registry remembers, for every id it handed
@@ -42,6 +43,57 @@
 //! id stays the node's: it gets it back as its next incarnation when it
 //! joins again, by `rejoin_id` or by its GID, as after a death.
 //!
+//! Resuming: a member whose connection to the manager broke (the manager
+//! restarted, or the connection was reset) connects again and sends
+//! `Resume` with its id, incarnation, newest epoch and GID, under the same
+//! `hello_timeout` as a `Hello`. It keeps its id, its incarnation and its
+//! queue pairs to the other members: nobody is paired, and nobody hears of
+//! it. Under the registry lock, the manager
+//!
+//! - takes a live member of that incarnation (its connection broke, but
+//!   the manager has not declared it dead yet: it only does so once its
+//!   end of the connection ends, or after a silence) back over the new
+//!   connection: the old one is shut down, and its end, which its reader
+//!   reports, is no death, since every connection is numbered and only the
+//!   end of a member's current one counts. Its last-heard time starts
+//!   afresh;
+//! - adopts a node whose id it never handed out while the start-up grace
+//!   runs (see below): a member of the cluster the manager ran before it
+//!   restarted. It becomes a live member with the incarnation and GID it
+//!   names, its GID is recorded for a later rejoin by GID, and new ids are
+//!   handed out above its id from then on;
+//! - refuses anything else with `EHOSTDOWN`: an id this manager declared
+//!   dead (or that left) since, a live id of another incarnation, a member
+//!   that is leaving, an unknown id once the grace is over, an invalid id.
+//!   The node then counts itself cut off and joins again;
+//! - refuses a `Resume` with the GID of another live member with
+//!   `EADDRINUSE`, as a `Hello`.
+//!
+//! A member that resumed is answered `Resumed` with the manager's epoch,
+//! first raised to the node's epoch if that is newer: epochs never go
+//! back, also across a restart of the manager, as nodes drop news whose
+//! epoch is not newer than what they applied. A resume is no membership
+//! change, so it does not move the epoch. From then on the member is
+//! watched like any other: heartbeats, silence, suspicions, `Leave`.
+//!
+//! Start-up grace: for the first [`ManagerConfig::startup_grace`] after it
+//! starts (by default [`ManagerConfig::dead_after`]: a member that has not
+//! resumed by then would be dead anyway), the manager refuses every
+//! `Hello` with `EAGAIN`, so that no id of a member that has yet to resume
+//! goes to a new node. A node that joins during that window must join
+//! again after it (`lite_join` fails with `EAGAIN`). A manager that starts
+//! a new cluster can be given no grace.
+//!
+//! What a restarted manager cannot know: it learns its members from their
+//! resumes only. A member the earlier manager had declared dead and that
+//! resumes within the grace is taken back, and an id of the earlier
+//! cluster whose node died before the restart and that is above every
+//! resumed id may go to a new node as incarnation 1 again.
+//!
+//! [`ClusterManager::shutdown`] stops a manager as its end would (tests
+//! restart a manager with it): no more connections are taken, every
+//! member's connection is shut down and nobody is declared dead.
+//!
 //! Locks: the registry, then one member's send lock or last-heard time.
 //! Reader threads never take the registry lock, so heartbeats are answered
 //! and recorded while a join holds it. The monitor does need the registry,
@@ -60,7 +112,7 @@ use std::io;
 use std::mem::size_of;
 use std::net::{Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{
     self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError, TrySendError,
 };
@@ -70,7 +122,7 @@ use std::time::{Duration, Instant};
 
 use lite::sys::MAX_NODES;
 
-use crate::cm_wire::{Endpoint, Hello, Kind, Message};
+use crate::cm_wire::{Endpoint, Hello, Kind, Message, Resume};
 use crate::frame::{read_message, write_message, ProtocolError};
 
 /// Tunables of a [`ClusterManager`].
@@ -79,7 +131,8 @@ pub struct ManagerConfig {
     /// Longest a node may take to answer one request during a join, and
     /// to accept one frame.
     pub io_timeout: Duration,
-    /// Longest a new connection may take to send its `Hello`.
+    /// Longest a new connection may take to send its `Hello` (or its
+    /// `Resume`).
     pub hello_timeout: Duration,
     /// Longest a member may stay silent (nodes send a heartbeat every
     /// 500 ms) before it is declared dead. Also the TCP user timeout of
@@ -91,6 +144,21 @@ pub struct ManagerConfig {
     /// member heard from more recently is left alone, since only the
     /// manager decides who is dead.
     pub suspect_grace: Duration,
+    /// How long after it starts the manager refuses joins (with `EAGAIN`),
+    /// so that the members of the cluster an earlier manager ran resume
+    /// first and none of their ids goes to another node; `None` stands
+    /// for [`ManagerConfig::dead_after`], after which a member that has
+    /// not resumed would count as dead anyway. `Some(Duration::ZERO)`
+    /// takes joins at once (a new cluster, or tests).
+    pub startup_grace: Option<Duration>,
+}
+
+impl ManagerConfig {
+    /// The start-up grace in force: [`ManagerConfig::startup_grace`], or
+    /// [`ManagerConfig::dead_after`] if that is `None`.
+    pub fn grace(&self) -> Duration {
+        self.startup_grace.unwrap_or(self.dead_after)
+    }
 }
 
 impl Default for ManagerConfig {
@@ -103,6 +171,7 @@ impl Default for ManagerConfig {
             // for a dead one, and a dead one is noticed in seconds.
             dead_after: Duration::from_secs(3),
             suspect_grace: Duration::from_secs(1),
+            startup_grace: None,
         }
     }
 }
@@ -127,12 +196,20 @@ const REPLY_BACKLOG: usize = 4;
 /// A frame a member's reader passed on, or why its reader stopped.
 type Reply = Result<Message, ProtocolError>;
 
+/// Numbers the member connections of this process, so that the end of a
+/// connection a member replaced when it resumed is told from the end of
+/// its current one.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
 /// The parts of a member's connection that its reader thread shares.
 struct Link {
     /// The member's node id.
     node: u32,
     /// The member's incarnation.
     incarnation: u32,
+    /// Tells this connection from the member's earlier ones (see
+    /// [`CONNECTIONS`]).
+    connection: u64,
     /// The connection; the reader thread has its own handle for reading.
     stream: TcpStream,
     /// Held while writing one frame: the join, heartbeat acknowledgements
@@ -201,6 +278,7 @@ impl Member {
         let link = Arc::new(Link {
             node,
             incarnation,
+            connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
             stream,
             sending: Mutex::new(()),
             last_heard: Mutex::new(Instant::now()),
@@ -319,6 +397,7 @@ impl Reader {
         let _ = self.events.send(Event::ConnectionLost {
             node: self.link.node,
             incarnation: self.link.incarnation,
+            connection: self.link.connection,
             reason,
         });
     }
@@ -366,6 +445,9 @@ enum Event {
         /// Its incarnation, so that news about an earlier incarnation of a
         /// node that rejoined is not applied to the new one.
         incarnation: u32,
+        /// Which of its connections (see [`Link::connection`]): the end of
+        /// one the member replaced when it resumed is no death.
+        connection: u64,
         /// What happened.
         reason: String,
     },
@@ -424,6 +506,12 @@ struct Registry {
     events: Sender<Event>,
     /// Nodes declared dead whose death is not announced yet.
     unannounced: VecDeque<Death>,
+    /// When the manager started; joins wait for the start-up grace to
+    /// pass (see [`ManagerConfig::startup_grace`]).
+    started: Instant,
+    /// Set by [`ClusterManager::shutdown`]: the manager takes no node any
+    /// more, and its monitor stops.
+    closed: bool,
 }
 
 /// What the registry remembers about an id it handed out.
@@ -439,24 +527,55 @@ struct IdRecord {
     handed_out: u64,
 }
 
-/// Why a joining node gets no id.
+/// Why a joining node gets no id, or a resuming one no membership.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {
     /// Every id below [`MAX_NODES`] was handed out, none to this node.
     NoIdLeft,
-    /// The live member `node` has the GID the joining node claims.
+    /// The live member `node` has the GID the node claims.
     GidInUse {
         /// The member.
         node: u32,
     },
+    /// A join during the start-up grace, which has `left` to run.
+    StartingUp {
+        /// How much of the grace is left.
+        left: Duration,
+    },
+    /// A resume naming no live member.
+    Gone(Gone),
+}
+
+/// Why the node a `Resume` names is no member (any more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gone {
+    /// Id 0, an id from [`MAX_NODES`] on, or incarnation 0.
+    Invalid,
+    /// The id is live as incarnation `live`, not the one named.
+    OtherIncarnation {
+        /// The live incarnation.
+        live: u32,
+    },
+    /// The member sent `Leave`.
+    Leaving,
+    /// The id was handed out (or resumed) here and is no member now: the
+    /// manager declared its incarnation `latest` dead, or it left.
+    NotLive {
+        /// The id's latest incarnation here.
+        latest: u32,
+    },
+    /// The id was never handed out here, and the start-up grace is over.
+    Unknown,
 }
 
 impl Refusal {
-    /// The errno the joining node is told.
+    /// The errno the node is told.
     fn errno(self) -> i32 {
         match self {
             Refusal::NoIdLeft => -libc::ENOSPC,
             Refusal::GidInUse { .. } => -libc::EADDRINUSE,
+            Refusal::StartingUp { .. } => -libc::EAGAIN,
+            Refusal::Gone(_) => -libc::EHOSTDOWN,
         }
     }
 }
@@ -466,8 +585,35 @@ impl Display for Refusal {
         match self {
             Refusal::NoIdLeft => write!(f, "all {MAX_NODES} node ids are used"),
             Refusal::GidInUse { node } => write!(f, "live node {node} has that gid"),
+            Refusal::StartingUp { left } => write!(
+                f,
+                "starting up: the members of an earlier manager may resume for {} ms more; joins must be retried after that",
+                left.as_millis()
+            ),
+            Refusal::Gone(Gone::Invalid) => write!(f, "no such node id or incarnation"),
+            Refusal::Gone(Gone::OtherIncarnation { live }) => {
+                write!(f, "the live node is incarnation {live}")
+            }
+            Refusal::Gone(Gone::Leaving) => write!(f, "the node is leaving"),
+            Refusal::Gone(Gone::NotLive { latest }) => write!(
+                f,
+                "no live member: its incarnation {latest} was declared dead or left"
+            ),
+            Refusal::Gone(Gone::Unknown) => {
+                write!(f, "unknown id, and the start-up grace is over")
+            }
         }
     }
+}
+
+/// How a `Resume` is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resumption {
+    /// A live member replaces its connection.
+    Reconnect,
+    /// A member of the cluster an earlier manager ran, during the
+    /// start-up grace.
+    Adopt,
 }
 
 /// Which side of a pairing failed.
@@ -490,7 +636,17 @@ impl Registry {
             epoch: Arc::new(AtomicU32::new(0)),
             events,
             unannounced: VecDeque::new(),
+            started: Instant::now(),
+            closed: false,
         }
+    }
+
+    /// What is left of the start-up grace, if it still runs.
+    fn grace_left(&self) -> Option<Duration> {
+        self.config
+            .grace()
+            .checked_sub(self.started.elapsed())
+            .filter(|left| !left.is_zero())
     }
 
     /// Hands out the next new id, or `None` once every id below
@@ -707,12 +863,20 @@ impl Registry {
             Event::ConnectionLost {
                 node,
                 incarnation,
+                connection,
                 reason,
-            } => self.declare_dead(
-                node,
-                incarnation,
-                &format_args!("connection lost: {reason}"),
-            ),
+            } => match self.members.get(&node) {
+                Some(member) if member.link.connection == connection => self.declare_dead(
+                    node,
+                    incarnation,
+                    &format_args!("connection lost: {reason}"),
+                ),
+                Some(member) if member.link.incarnation == incarnation => log(format_args!(
+                    "node {node} (incarnation {incarnation}): the connection it replaced ended: {reason}"
+                )),
+                // Removed already, or news about an earlier incarnation.
+                _ => {}
+            },
             Event::Suspect {
                 reporter,
                 peer,
@@ -774,6 +938,11 @@ impl Registry {
     /// announces the deaths found on the way, now that the newcomer is a
     /// member (or gone).
     fn admit(&mut self, stream: TcpStream, address: SocketAddr, hello: Hello) {
+        if self.closed {
+            log(format_args!("rejected {address}: shutting down"));
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
         self.join(stream, address, hello);
         self.announce_deaths();
     }
@@ -781,7 +950,11 @@ impl Registry {
     /// Assigns the newcomer its id, pairs it with every member and makes
     /// it a member.
     fn join(&mut self, mut stream: TcpStream, address: SocketAddr, hello: Hello) {
-        let (id, incarnation) = match self.assign_id(&hello) {
+        let assigned = match self.grace_left() {
+            Some(left) => Err(Refusal::StartingUp { left }),
+            None => self.assign_id(&hello),
+        };
+        let (id, incarnation) = match assigned {
             Ok(assigned) => assigned,
             Err(refusal) => {
                 log(format_args!(
@@ -880,6 +1053,144 @@ impl Registry {
             hello.lid
         ));
         self.members.insert(id, member);
+    }
+
+    /// Decides whether the node that sent `resume` may resume its
+    /// membership, and how, as the module docs describe.
+    fn judge_resume(&self, resume: &Resume) -> Result<Resumption, Refusal> {
+        let id = resume.node_id;
+        if !(1..MAX_NODES).contains(&id) || resume.incarnation == 0 {
+            return Err(Refusal::Gone(Gone::Invalid));
+        }
+        let resumption = match self.members.get(&id) {
+            Some(member) if member.link.incarnation != resume.incarnation => {
+                return Err(Refusal::Gone(Gone::OtherIncarnation {
+                    live: member.link.incarnation,
+                }));
+            }
+            Some(member) if member.link.is_leaving() => return Err(Refusal::Gone(Gone::Leaving)),
+            Some(_) => Resumption::Reconnect,
+            None => match self.ids.get(&id) {
+                Some(record) => {
+                    return Err(Refusal::Gone(Gone::NotLive {
+                        latest: record.incarnation,
+                    }));
+                }
+                None if self.grace_left().is_none() => return Err(Refusal::Gone(Gone::Unknown)),
+                None => Resumption::Adopt,
+            },
+        };
+        match self.live_member_with_gid(&resume.gid) {
+            Some(node) if node != id => Err(Refusal::GidInUse { node }),
+            _ => Ok(resumption),
+        }
+    }
+
+    /// Resumes the membership that the node that sent `resume`, the first
+    /// frame on `stream`, claims, or refuses it; see the module docs.
+    fn resume(&mut self, mut stream: TcpStream, address: SocketAddr, resume: Resume) {
+        let Resume {
+            node_id: id,
+            incarnation,
+            gid,
+            ..
+        } = resume;
+        if self.closed {
+            log(format_args!("rejected {address}: shutting down"));
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
+        let resumption = match self.judge_resume(&resume) {
+            Ok(resumption) => resumption,
+            Err(refusal) => {
+                log(format_args!(
+                    "refused to resume node {id} (incarnation {incarnation}) from {address} (gid {}): {refusal}",
+                    Ipv6Addr::from(gid)
+                ));
+                refuse(&mut stream, refusal.errno());
+                return;
+            }
+        };
+        // Epochs never go back, also across a restart of the manager: a
+        // node drops news whose epoch is not newer than what it applied.
+        self.epoch.fetch_max(resume.epoch, Ordering::SeqCst);
+        let epoch = self.epoch();
+        if let Err(e) = write_message(&mut stream, &Message::Resumed { epoch }) {
+            log(format_args!(
+                "resume of node {id} (incarnation {incarnation}) from {address} abandoned: {e}"
+            ));
+            return;
+        }
+        let member = match Member::start(
+            id,
+            incarnation,
+            stream,
+            self.events.clone(),
+            Arc::clone(&self.epoch),
+        ) {
+            Ok(member) => member,
+            Err(e) => {
+                // The node finds its new connection closed and resumes
+                // again; nothing changed meanwhile.
+                log(format_args!(
+                    "resume of node {id} (incarnation {incarnation}) from {address} abandoned: cannot start its reader: {e}"
+                ));
+                return;
+            }
+        };
+        match resumption {
+            Resumption::Reconnect => {
+                if let Some(record) = self.ids.get_mut(&id) {
+                    if record.gid != gid {
+                        log(format_args!(
+                            "node {id} resumes from gid {}, was gid {}",
+                            Ipv6Addr::from(gid),
+                            Ipv6Addr::from(record.gid)
+                        ));
+                        record.gid = gid;
+                    }
+                }
+                log(format_args!(
+                    "node {id} (incarnation {incarnation}) resumed from {address} over a new connection, epoch {epoch}"
+                ));
+            }
+            Resumption::Adopt => {
+                // Its id is the node's: remembered for a rejoin by GID, and
+                // never handed out to a new node.
+                let handed_out = self.assignments + 1;
+                self.assignments = handed_out;
+                self.ids.insert(
+                    id,
+                    IdRecord {
+                        incarnation,
+                        gid,
+                        handed_out,
+                    },
+                );
+                self.next_id = self.next_id.max(id + 1);
+                log(format_args!(
+                    "node {id} (incarnation {incarnation}) resumed from {address} (gid {}), a member of the cluster of an earlier manager; now {} live, epoch {epoch}",
+                    Ipv6Addr::from(gid),
+                    self.members.len() + 1
+                ));
+            }
+        }
+        // A live member's earlier connection goes with its old entry: it is
+        // shut down, and its end is no death (see `Event::ConnectionLost`).
+        self.members.insert(id, member);
+    }
+
+    /// Stops taking nodes and closes every member's connection without
+    /// declaring anyone dead: the members resume with the next manager.
+    fn close(&mut self) {
+        self.closed = true;
+        let nodes: Vec<u32> = self.members.keys().copied().collect();
+        // Dropping a member shuts its connection down.
+        self.members.clear();
+        self.unannounced.clear();
+        log(format_args!(
+            "shut down: closed the connections of nodes {nodes:?} without declaring them dead"
+        ));
     }
 
     /// Connects the queue pairs between the member `peer` and the joining
@@ -1063,6 +1374,8 @@ pub struct ClusterManager {
     registry: Arc<Mutex<Registry>>,
     /// The registry's epoch, readable while a join holds the registry.
     epoch: Arc<AtomicU32>,
+    /// Set by [`ClusterManager::shutdown`].
+    stopping: AtomicBool,
 }
 
 impl ClusterManager {
@@ -1083,7 +1396,28 @@ impl ClusterManager {
             config,
             registry,
             epoch,
+            stopping: AtomicBool::new(false),
         })
+    }
+
+    /// Stops the manager as if its process ended: [`ClusterManager::run`]
+    /// returns, the listening socket takes no more connections, every
+    /// member's connection is shut down and the membership monitor stops.
+    /// Nobody is declared dead: the members resume with the next manager.
+    /// Connections that have yet to send their first frame are refused
+    /// once they do.
+    pub fn shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // SAFETY: the descriptor is open while `self.listener` is borrowed.
+        // Shutting a listening socket down ends it as a listener, and wakes
+        // an `accept` waiting on it (with `EINVAL`).
+        if unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) } != 0 {
+            log(format_args!(
+                "cannot shut the listening socket down: {}",
+                io::Error::last_os_error()
+            ));
+        }
+        lock(&self.registry).close();
     }
 
     /// Address the manager listens on (useful when bound to port 0).
@@ -1103,17 +1437,29 @@ impl ClusterManager {
     }
 
     /// Accepts nodes, each connection on its own thread, until the
-    /// listening socket fails; returns that failure.
+    /// listening socket fails or [`ClusterManager::shutdown`] is called;
+    /// returns that failure (or says the manager was shut down).
     pub fn run(&self) -> io::Error {
+        let grace = match self.config.grace() {
+            Duration::ZERO => String::new(),
+            grace => format!(
+                "; joins wait {} ms for the members of an earlier manager to resume",
+                grace.as_millis()
+            ),
+        };
         match self.local_addr() {
             Ok(address) => log(format_args!(
-                "listening on {address}; nodes silent for {} ms are dead",
+                "listening on {address}; nodes silent for {} ms are dead{grace}",
                 self.config.dead_after.as_millis()
             )),
             Err(e) => return e,
         }
         loop {
-            let (stream, address) = match self.listener.accept() {
+            let accepted = self.listener.accept();
+            if self.stopping.load(Ordering::SeqCst) {
+                return io::Error::other("the manager was shut down");
+            }
+            let (stream, address) = match accepted {
                 Ok(accepted) => accepted,
                 Err(e) if is_transient_accept_error(&e) => {
                     log(format_args!("accept failed: {e}"));
@@ -1166,6 +1512,9 @@ fn monitor(registry: &Weak<Mutex<Registry>>, events: &Receiver<Event>) {
             return;
         };
         let mut registry = lock(&registry);
+        if registry.closed {
+            return;
+        }
         if let Some(event) = event {
             registry.handle(event);
         }
@@ -1244,7 +1593,16 @@ fn configure_socket(stream: &TcpStream, config: &ManagerConfig) -> io::Result<()
     )
 }
 
-/// Serves one connection: reads its `Hello`, then runs the join.
+/// How a connection introduces itself.
+enum Introduction {
+    /// A node joins.
+    Hello(Hello),
+    /// A member resumes.
+    Resume(Resume),
+}
+
+/// Serves one connection: reads its `Hello` and runs the join, or reads
+/// its `Resume` and resumes the membership.
 fn serve_connection(
     registry: &Mutex<Registry>,
     config: ManagerConfig,
@@ -1257,8 +1615,9 @@ fn serve_connection(
         ));
         return;
     }
-    let hello = match read_message(&mut stream) {
-        Ok(Message::Hello(hello)) => hello,
+    let introduction = match read_message(&mut stream) {
+        Ok(Message::Hello(hello)) => Introduction::Hello(hello),
+        Ok(Message::Resume(resume)) => Introduction::Resume(resume),
         Ok(other) => {
             let e = unexpected(Kind::Hello, &other);
             log(format_args!("rejected {address}: {e}"));
@@ -1277,7 +1636,10 @@ fn serve_connection(
         ));
         return;
     }
-    lock(registry).admit(stream, address, hello);
+    match introduction {
+        Introduction::Hello(hello) => lock(registry).admit(stream, address, hello),
+        Introduction::Resume(resume) => lock(registry).resume(stream, address, resume),
+    }
 }
 
 /// Lets tests jump ahead in the id space without 63 joins.

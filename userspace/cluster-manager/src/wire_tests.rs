@@ -63,6 +63,13 @@ fn every_message() -> Vec<Message> {
             node_id: 0x0a0b_0c0d,
             incarnation: 0xf0e0_d0c0,
         },
+        Message::Resume(Resume {
+            node_id: 0x0102_0304,
+            incarnation: 0x0506_0708,
+            epoch: 0x090a_0b0c,
+            gid: *b"fedcba9876543210",
+        }),
+        Message::Resumed { epoch: 0xcafe_babe },
     ]
 }
 
@@ -82,8 +89,8 @@ fn decode(frame: &[u8]) -> Result<Message, WireError> {
 fn every_message_round_trips() {
     let messages = every_message();
     let kinds: Vec<Kind> = messages.iter().map(Message::kind).collect();
-    for kind in 1..=13 {
-        let kind = Kind::from_u16(kind).expect("kinds 1..=13 exist");
+    for kind in 1..=15 {
+        let kind = Kind::from_u16(kind).expect("kinds 1..=15 exist");
         assert!(kinds.contains(&kind), "{kind:?} is not covered");
     }
     for message in messages {
@@ -168,6 +175,7 @@ fn membership_payloads_are_words_in_field_order() {
             },
             vec![13, 14],
         ),
+        (Message::Resumed { epoch: 15 }, vec![15, 0]),
     ];
     for (message, words) in cases {
         let frame = encode(&message);
@@ -209,7 +217,7 @@ fn header_validation_rejects_each_bad_field() {
         assert_eq!(decode(&bad_version), Err(WireError::BadVersion));
     }
 
-    for unknown in [0u16, 14, 0xffff] {
+    for unknown in [0u16, 16, 0xffff] {
         let mut bad_kind = good.clone();
         bad_kind[6..8].copy_from_slice(&unknown.to_le_bytes());
         assert_eq!(decode(&bad_kind), Err(WireError::UnknownKind));
@@ -238,6 +246,8 @@ fn kind_numbers_and_payload_lengths_are_stable() {
         (Kind::Suspect, 11, 8),
         (Kind::NodeDead, 12, 12),
         (Kind::Leave, 13, 8),
+        (Kind::Resume, 14, 28),
+        (Kind::Resumed, 15, 8),
     ];
     for (kind, number, payload_len) in expected {
         assert_eq!(kind as u16, number);
@@ -263,6 +273,51 @@ fn leave_is_kind_13_with_the_node_and_its_incarnation() {
 
     // Only the exact payload length is accepted.
     for len in [0u32, 7, 9, 12] {
+        let mut bad_len = frame.clone();
+        bad_len[8..12].copy_from_slice(&len.to_le_bytes());
+        assert_eq!(decode(&bad_len), Err(WireError::BadLength), "len {len}");
+    }
+    assert_eq!(decode(&frame[..frame.len() - 1]), Err(WireError::Truncated));
+}
+
+#[test]
+fn resume_is_kind_14_with_id_incarnation_epoch_and_gid() {
+    let resume = Message::Resume(Resume {
+        node_id: 0x0403_0201,
+        incarnation: 0x0807_0605,
+        epoch: 0x0c0b_0a09,
+        gid: *b"0123456789abcdef",
+    });
+    assert_eq!(resume.kind(), Kind::Resume);
+    let frame = encode(&resume);
+    assert_eq!(frame.len(), HEADER_LEN + 28);
+    assert_eq!(&frame[6..8], &[14, 0]);
+    assert_eq!(&frame[8..12], &[28, 0, 0, 0]);
+    let payload = &frame[HEADER_LEN..];
+    assert_eq!(&payload[0..12], &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert_eq!(&payload[12..28], b"0123456789abcdef");
+    assert_eq!(decode(&frame), Ok(resume));
+
+    for len in [0u32, 8, 24, 27, 29, 32] {
+        let mut bad_len = frame.clone();
+        bad_len[8..12].copy_from_slice(&len.to_le_bytes());
+        assert_eq!(decode(&bad_len), Err(WireError::BadLength), "len {len}");
+    }
+    assert_eq!(decode(&frame[..frame.len() - 1]), Err(WireError::Truncated));
+}
+
+#[test]
+fn resumed_is_kind_15_with_the_epoch() {
+    let resumed = Message::Resumed { epoch: 0x0403_0201 };
+    assert_eq!(resumed.kind(), Kind::Resumed);
+    let frame = encode(&resumed);
+    assert_eq!(frame.len(), HEADER_LEN + 8);
+    assert_eq!(&frame[6..8], &[15, 0]);
+    assert_eq!(&frame[8..12], &[8, 0, 0, 0]);
+    assert_eq!(&frame[HEADER_LEN..], &[1, 2, 3, 4, 0, 0, 0, 0]);
+    assert_eq!(decode(&frame), Ok(resumed));
+
+    for len in [0u32, 4, 12, 28] {
         let mut bad_len = frame.clone();
         bad_len[8..12].copy_from_slice(&len.to_le_bytes());
         assert_eq!(decode(&bad_len), Err(WireError::BadLength), "len {len}");
