@@ -70,6 +70,7 @@
 #define __NR_lite_lock			583
 #define __NR_lite_unlock		584
 #define __NR_lite_set_priority		585
+#define __NR_lite_leave			586
 
 /* A distributed lock: the node that keeps it and its number there. */
 struct lite_lock {
@@ -89,6 +90,9 @@ struct lite_lock {
 /* Port and priority of a send, and the non-blocking flag for lite_send. */
 #define LITE_PORT_PRIORITY(port, priority) ((port) | ((priority) << 16))
 #define LITE_SEND_NONBLOCK	0x80000000u
+
+/* lite_leave flags. */
+#define LITE_LEAVE_FORCE	0x1u
 
 /* lite_receive_message flags. */
 #define LITE_RECV_NONBLOCK	0x1u
@@ -189,6 +193,10 @@ static inline long lite_syscall_result(long ret)
 /*
  * Join the cluster whose manager listens on cm_ip:cm_port (dotted IPv4)
  * using port ib_port of the node's RDMA device. Returns the node id (>= 1).
+ * A node that left (or rebooted) gets its earlier id back. Retry on
+ * -EADDRINUSE (the manager still counts the node's earlier incarnation as
+ * alive) and on -EAGAIN (a manager that just started waits for the members
+ * of its cluster to come back).
  */
 static inline long lite_join(const char *cm_ip, unsigned int cm_port,
 			     unsigned int ib_port)
@@ -196,6 +204,21 @@ static inline long lite_join(const char *cm_ip, unsigned int cm_port,
 	return lite_syscall_result(syscall(__NR_lite_join, cm_ip,
 					   (unsigned long)cm_port,
 					   (unsigned long)ib_port));
+}
+
+/*
+ * Leave the cluster gracefully: chunks this node holds for other nodes'
+ * LMRs move to other nodes first, then everything this node's processes
+ * hold is released. Returns 0; new calls on this node get -ENOTCONN from
+ * then on, and lite_join makes it a member again with the same id.
+ * flags: LITE_LEAVE_FORCE leaves even if a chunk could not move (its data
+ * is lost). -ENOSPC a chunk could not move (the node stays a member);
+ * -ENOTCONN not a member; -EALREADY a join or leave is under way.
+ */
+static inline long lite_leave(unsigned int flags)
+{
+	return lite_syscall_result(syscall(__NR_lite_leave,
+					   (unsigned long)flags));
 }
 
 /* This node's id. */

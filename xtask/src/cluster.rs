@@ -3,7 +3,10 @@
 //! Each run creates a network namespace `lite-<pid>` holding a bridge
 //! `br0` (10.77.0.254/24) and one tap device per VM. QEMU and the cluster
 //! manager run inside that namespace, so nothing the guests send can leave
-//! it. Node `i` (from 1) is 10.77.0.i on `tap<i>`. [`Cluster`]'s `Drop`
+//! it. Node `i` (from 1) is 10.77.0.i on `tap<i>`, with the MAC address
+//! [`qemu::mac`]`(i)`; a node's VM can be booted again
+//! ([`Cluster::restart_node`]) with the same address, MAC and tap, so that
+//! to the cluster it is the same machine rebooted. [`Cluster`]'s `Drop`
 //! kills QEMU and the manager and deletes the namespace, also after errors
 //! and Ctrl-C.
 
@@ -125,43 +128,41 @@ impl Cluster {
 
         cluster.manager = Some(start_manager(spec, &ns_name)?);
 
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         for i in 1..=nodes {
             if i > 1 {
                 sleep_interruptibly(START_GAP)?;
             }
-            let mut append = vec![
-                "console=ttyS0".to_string(),
-                "panic=-1".to_string(),
-                // Only the suite that needs a joined cluster: at boot it
-                // skips its cases, and the cluster test runs it again
-                // through debugfs once the nodes have joined.
-                "kunit.filter_glob=lite_cluster".to_string(),
-                format!("lite.ip={}/24", node_ip(i)),
-                format!("lite.cm={MANAGER_IP}"),
-                format!("lite.nodes={nodes}"),
-                format!("lite.run={}", spec.roles[i - 1]),
-            ];
-            append.extend(qemu::clock_params());
-            append.extend((spec.extra_append)(i));
-            let vm = VmSpec {
-                name: format!("node{i}"),
-                kernel: spec.kernel.to_path_buf(),
-                initrd: spec.initrd.to_path_buf(),
-                append: append.join(" "),
-                memory_mib: spec.memory_mib,
-                serial_log: spec.logs.join(format!("node{i}.log")),
-                nic: Some(Nic {
-                    tap: format!("tap{i}"),
-                    mac: qemu::mac(i),
-                }),
-                cpu: spec.pin_cpus.then_some((i - 1) % cpus),
-            };
+            let vm = node_vm(spec, i, &spec.roles[i - 1], &format!("node{i}"));
             let qemu_log = spec.logs.join(format!("node{i}.qemu.log"));
             cluster.vms.push(Vm::spawn(&vm, Some(&ns_name), &qemu_log)?);
         }
         step.done();
         Ok(cluster)
+    }
+
+    /// Boots node `i` (from 1) again, after its VM ended, as the same
+    /// machine (address, MAC, tap) running `role`. `spec` must be the one
+    /// the cluster started with. The new VM is called `name`, and its logs
+    /// are `<name>.log` and `<name>.qemu.log`, so the first boot's stay;
+    /// from then on the node's name, log and exit are the new VM's.
+    pub fn restart_node(
+        &mut self,
+        spec: &ClusterSpec,
+        i: usize,
+        role: &str,
+        name: &str,
+    ) -> Result<()> {
+        if !self.node_exited(i)? {
+            bail!("node {i} cannot be booted again: its VM still runs");
+        }
+        let Some(netns) = self.netns.as_ref().map(|n| n.name.clone()) else {
+            bail!("the cluster has no network namespace");
+        };
+        let vm = node_vm(spec, i, role, name);
+        let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
+        let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
+        *self.vm_mut(i)? = restarted;
+        Ok(())
     }
 
     /// Node names and their serial logs, in node order.
@@ -240,6 +241,41 @@ impl Drop for Cluster {
     }
 }
 
+/// The VM of node `i` (from 1) of `spec`'s cluster running `role`, called
+/// `name`, its console going to `<name>.log`. Everything that makes it
+/// the same machine to the cluster (address, MAC, tap, and with them the
+/// RDMA device's GID) depends on `i` alone.
+fn node_vm(spec: &ClusterSpec, i: usize, role: &str, name: &str) -> VmSpec {
+    let mut append = vec![
+        "console=ttyS0".to_string(),
+        "panic=-1".to_string(),
+        // Only the suite that needs a joined cluster: at boot it skips its
+        // cases, and the cluster test runs it again through debugfs once
+        // the nodes have joined.
+        "kunit.filter_glob=lite_cluster".to_string(),
+        format!("lite.ip={}/24", node_ip(i)),
+        format!("lite.cm={MANAGER_IP}"),
+        format!("lite.nodes={}", spec.roles.len()),
+        format!("lite.run={role}"),
+    ];
+    append.extend(qemu::clock_params());
+    append.extend((spec.extra_append)(i));
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    VmSpec {
+        name: name.to_string(),
+        kernel: spec.kernel.to_path_buf(),
+        initrd: spec.initrd.to_path_buf(),
+        append: append.join(" "),
+        memory_mib: spec.memory_mib,
+        serial_log: spec.logs.join(format!("{name}.log")),
+        nic: Some(Nic {
+            tap: format!("tap{i}"),
+            mac: qemu::mac(i),
+        }),
+        cpu: spec.pin_cpus.then_some((i - 1) % cpus),
+    }
+}
+
 /// `ip netns exec NS lite-cm --listen 10.77.0.254:18500`, output to `cm.log`.
 fn start_manager(spec: &ClusterSpec, netns: &str) -> Result<Child> {
     let log_path = spec.logs.join("cm.log");
@@ -250,6 +286,9 @@ fn start_manager(spec: &ClusterSpec, netns: &str) -> Result<Child> {
         .arg(spec.manager)
         .arg("--listen")
         .arg(format!("{MANAGER_IP}:{MANAGER_PORT}"))
+        // A new cluster: no member can come back to this manager.
+        .arg("--startup-grace-ms")
+        .arg("0")
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -323,5 +362,52 @@ fn remove_stale_namespaces() {
             ui::progress(&format!("removing stale network namespace {name}"));
             let _ = process::output(Command::new("ip").args(["netns", "del", name]));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec<'a>(logs: &'a Path, extra: &'a dyn Fn(usize) -> Vec<String>) -> ClusterSpec<'a> {
+        ClusterSpec {
+            roles: vec!["failure-survivor".into(), "failure-victim".into()],
+            kernel: Path::new("/k/bzImage"),
+            initrd: Path::new("/i.cpio.gz"),
+            memory_mib: 1024,
+            extra_append: extra,
+            pin_cpus: false,
+            manager: Path::new("/bin/lite-cm"),
+            logs,
+        }
+    }
+
+    #[test]
+    fn a_node_booted_again_is_the_same_machine_with_a_new_role_and_log() {
+        let extra = |i: usize| vec![format!("extra.node={i}")];
+        let spec = spec(Path::new("/logs"), &extra);
+        let first = node_vm(&spec, 2, &spec.roles[1], "node2");
+        let again = node_vm(&spec, 2, "test", "node2-rejoin");
+        assert_eq!(first.name, "node2");
+        assert_eq!(first.serial_log, Path::new("/logs/node2.log"));
+        assert_eq!(again.name, "node2-rejoin");
+        assert_eq!(again.serial_log, Path::new("/logs/node2-rejoin.log"));
+        let nic = |vm: &VmSpec| vm.nic.as_ref().map(|n| (n.tap.clone(), n.mac.clone()));
+        assert_eq!(nic(&first), Some(("tap2".into(), qemu::mac(2))));
+        assert_eq!(nic(&again), nic(&first));
+        assert!(first.append.contains("lite.run=failure-victim"));
+        assert_eq!(
+            again.append,
+            first
+                .append
+                .replace("lite.run=failure-victim", "lite.run=test")
+        );
+        for param in ["lite.ip=10.77.0.2/24", "lite.nodes=2", "extra.node=2"] {
+            assert!(again.append.split(' ').any(|p| p == param), "{param}");
+        }
+        assert_eq!(
+            (again.kernel, again.memory_mib),
+            (first.kernel, first.memory_mib)
+        );
     }
 }

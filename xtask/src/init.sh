@@ -20,7 +20,9 @@
 #   lite.lockiters=N   bench-lock: lock/unlock pairs per node (lite-bench
 #                      --contend-iters); every node of the cluster contends
 # and always ends with "LITE-GUEST-EXIT rc=<code>" and a reboot, which makes
-# QEMU (started with -no-reboot) exit.
+# QEMU (started with -no-reboot) exit. A role that runs several programs
+# prints "LITE-GUEST-PROGRAM <name>" before each: the harness counts each
+# program's TAP on its own, and knows that the programs before it ended.
 
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export HOME=/root
@@ -62,6 +64,11 @@ for arg in $(cat /proc/cmdline); do
 	lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;
 	esac
 done
+
+# Announces the next program of a role that runs several (see above).
+program() {
+	echo "LITE-GUEST-PROGRAM $1"
+}
 
 finish() {
 	echo "LITE-GUEST-EXIT rc=$1"
@@ -217,8 +224,16 @@ case "$run" in
 demo) lite-demo --cm "$cm" --nodes "$nodes" || rc=$? ;;
 test) lite-cluster-test --cm "$cm" --nodes "$nodes" || rc=$? ;;
 # The failure test: survivors report TAP; the victim never returns, the
-# harness kills its VM a few seconds after its ready marker.
-failure-survivor) lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$? ;;
+# harness kills its VM a few seconds after its ready marker. Survivors then
+# run the cluster test with all nodes: the harness boots the victim's VM
+# again (role test) once every survivor printed the second marker. Either
+# program failing fails the role.
+failure-survivor)
+	program lite-failure-test
+	lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$?
+	program lite-cluster-test
+	lite-cluster-test --cm "$cm" --nodes "$nodes" || rc=$?
+	;;
 failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || rc=$? ;;
 kunit) ;; # KUnit ran during boot, before /init.
 bench-native-server)

@@ -2,18 +2,22 @@
 //!
 //! Steps: host unit tests, patch-series check, debug kernel build, KUnit in
 //! one VM, the cluster test on three VMs, and the failure test on four VMs,
-//! one of which (the victim) is killed while the others depend on it. A
-//! step that cannot run because an earlier one failed counts as one
-//! failure. The final count is KUnit cases + every node's TAP results (the
-//! victim's excepted) + one per other check (host tests, patch check,
-//! kernel build, each log scan, and whether the victim got ready and was
-//! killed).
+//! one of which (the victim) is killed while the others depend on it; the
+//! others (the survivors) then take turns leaving and joining again, and
+//! once they are done the victim's VM boots again, joins with its old id,
+//! and all four run the cluster test together. A step that cannot run
+//! because an earlier one failed counts as one failure. The final count is
+//! KUnit cases + every program's TAP results on every node (those of the
+//! victim's first boot excepted) + one per other check (host tests, patch
+//! check, kernel build, each log scan, whether the victim got ready and was
+//! killed, whether its VM was booted again, and whether it joined with its
+//! old id).
 
 use std::path::{Path, PathBuf};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use crate::cluster::{self, Cluster, ClusterSpec};
 use crate::initramfs::{self, Variant};
@@ -39,6 +43,11 @@ const FAILURE_NODES: usize = 4;
 const SURVIVOR_ROLE: &str = "failure-survivor";
 /// Guest role of the failure test's node that gets killed.
 const VICTIM_ROLE: &str = "failure-victim";
+/// Guest role of the victim's VM when it boots again: the cluster test,
+/// with the survivors.
+const REJOIN_ROLE: &str = "test";
+/// The survivors' programs, in order, as their `/init` names them.
+const SURVIVOR_PROGRAMS: [&str; 2] = ["lite-failure-test", "lite-cluster-test"];
 /// The victim's console line once the survivors depend on it (the
 /// `READY_MARKER` of `lite-failure-test`).
 const VICTIM_READY: &str = "LITE-FAILURE-VICTIM ready";
@@ -48,12 +57,11 @@ const KILL_DELAY: Duration = Duration::from_secs(5);
 /// Upper bound, from the start of the failure test's cluster, for the
 /// victim to get ready: boot, join and set-up on every node.
 const VICTIM_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
-/// Upper bound for the failure test, from the start of its cluster.
-const FAILURE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-/// Least time the survivors get after the kill, however late it came:
-/// they give a hung call 60 s and their last barrier 120 s before they
-/// report and exit.
-const SURVIVORS_MIN_TIME: Duration = Duration::from_secs(3 * 60);
+/// Upper bound, from the kill, for every survivor to end the failure
+/// program: a hung call gets 60 s and their barrier 120 s, then the ten
+/// leave/rejoin cycles take a few seconds each (each wait in them is
+/// bounded by 30 to 120 s).
+const SURVIVORS_DONE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// Passed and failed counts.
 #[derive(Default)]
@@ -133,7 +141,10 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     interrupt::check()?;
 
     let mut failure_counts = Tally::default();
-    step(6, &format!("failure test ({FAILURE_NODES} VMs)"), || {
+    let name = format!(
+        "failure test, then the cluster test on the rejoined cluster ({FAILURE_NODES} VMs)"
+    );
+    step(6, &name, || {
         failure_test(&cache, &kernel, &logs, &mut images, &mut failure_counts)
     });
     tally.passed += failure_counts.passed;
@@ -319,11 +330,42 @@ fn cluster_test(
 /// `problems`, prefixed with the node's name.
 fn count_node(name: &str, path: &Path, counts: &mut Tally, problems: &mut Vec<String>) {
     let log = read_log(path);
-    let report = tap::Report::parse(&log);
+    count_tap(name, &log, counts, problems);
+    count_scan(name, &log, counts, problems);
+}
+
+/// Like [`count_node`] for a node whose role runs `programs` one after the
+/// other: each program's TAP is counted on its own, and a program that
+/// never started counts as one failure.
+fn count_programs(
+    name: &str,
+    path: &Path,
+    programs: &[&str],
+    counts: &mut Tally,
+    problems: &mut Vec<String>,
+) {
+    let log = read_log(path);
+    let outputs = tap::split_programs(&log);
+    for program in programs {
+        let label = format!("{name} {program}");
+        match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
+            Some(output) => count_tap(&label, &output.text, counts, problems),
+            None => {
+                counts.failed += 1;
+                problems.push(format!("[{label}] never started"));
+            }
+        }
+    }
+    count_scan(name, &log, counts, problems);
+}
+
+/// Counts the TAP results in `output`, one program's, reported as `label`.
+fn count_tap(label: &str, output: &str, counts: &mut Tally, problems: &mut Vec<String>) {
+    let report = tap::Report::parse(output);
     counts.passed += report.passed();
     counts.failed += report.failed();
     ui::progress(&format!(
-        "{name}: {} passed, {} failed, {} skipped",
+        "{label}: {} passed, {} failed, {} skipped",
         report.passed(),
         report.failed(),
         report.skipped()
@@ -332,13 +374,17 @@ fn count_node(name: &str, path: &Path, counts: &mut Tally, problems: &mut Vec<St
         report
             .problems()
             .into_iter()
-            .map(|p| format!("[{name}] {p}")),
+            .map(|p| format!("[{label}] {p}")),
     );
-    // A node without any TAP output has no result to count: count it.
+    // A program without any TAP output has no result to count: count it.
     if report.points.is_empty() && report.planned.is_none() {
         counts.failed += 1;
     }
-    let scan = logscan::problems(&log);
+}
+
+/// Counts the scan of a node's whole log for crashes and its exit.
+fn count_scan(name: &str, log: &str, counts: &mut Tally, problems: &mut Vec<String>) {
+    let scan = logscan::problems(log);
     counts.check(scan.is_empty());
     problems.extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
 }
@@ -352,9 +398,13 @@ fn failure_roles(nodes: usize) -> Vec<String> {
 }
 
 /// Boots the failure test's cluster, kills the victim once the survivors
-/// depend on it, and checks the survivors' TAP and logs. The victim's log
-/// ends wherever the kill cut it off: it is neither counted nor scanned,
-/// but the victim has to get ready and to be killed by the harness.
+/// depend on it, boots the victim's VM again once the survivors are done
+/// with the failure program, and checks every node's TAP and log: each
+/// survivor's two programs (the failure test, then the cluster test with
+/// all four nodes) and the second boot's cluster test. The victim's first
+/// log ends wherever the kill cut it off: it is neither counted nor
+/// scanned, but the victim has to get ready and to be killed by the
+/// harness, and its VM to be booted again.
 fn failure_test(
     cache: &Cache,
     kernel: &Path,
@@ -382,16 +432,16 @@ fn failure_test(
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
     let started = Instant::now();
     let victim = FAILURE_NODES;
+    let (_, first_boot_log) = cluster.node_log(victim)?;
     let killed = kill_when_ready(&mut cluster, victim, started);
-    let waited = match &killed {
-        Ok(()) => {
-            let left = FAILURE_TIMEOUT
-                .saturating_sub(started.elapsed())
-                .max(SURVIVORS_MIN_TIME);
-            cluster.wait(left, &mut || {})
-        }
-        // Without the victim's death the survivors cannot finish; their
-        // logs still tell how far they got.
+    let rebooted = match &killed {
+        Ok(()) => boot_victim_again(&mut cluster, &spec, victim),
+        Err(_) => Err(anyhow!("not booted again: it was not killed")),
+    };
+    let waited = match &rebooted {
+        Ok(()) => cluster.wait(CLUSTER_TIMEOUT, &mut || {}),
+        // Without the victim's death, or without its return, the survivors
+        // cannot finish; their logs still tell how far they got.
         Err(_) => {
             cluster.kill_all();
             Ok(())
@@ -402,12 +452,20 @@ fn failure_test(
 
     let mut problems = Vec::new();
     counts.check(killed.is_ok());
-    if let Err(err) = killed {
+    counts.check(rebooted.is_ok());
+    for err in [killed.err(), rebooted.err()].into_iter().flatten() {
         problems.push(format!("[node{victim}] {err:#}"));
     }
     for (index, (name, path)) in node_logs.iter().enumerate() {
         if index + 1 != victim {
+            count_programs(name, path, &SURVIVOR_PROGRAMS, counts, &mut problems);
+        } else if rebooted_log(name, victim) {
             count_node(name, path, counts, &mut problems);
+            let same_id = same_node_again(&read_log(&first_boot_log), &read_log(path));
+            counts.check(same_id.is_ok());
+            if let Err(err) = same_id {
+                problems.push(format!("[{name}] {err}"));
+            }
         }
     }
     if let Err(err) = waited {
@@ -416,6 +474,103 @@ fn failure_test(
     if !problems.is_empty() {
         bail!("{}", problems.join("\n"));
     }
+    Ok(())
+}
+
+/// What the kernel prints when the node joined: `joined as node N
+/// (incarnation I) of T`.
+const JOINED_AS: &str = "joined as node ";
+
+/// The id and incarnation of the last join in a console log.
+fn last_join(log: &str) -> Option<(u32, u32)> {
+    log.lines().rev().find_map(|line| {
+        let (_, rest) = line.split_once(JOINED_AS)?;
+        let (id, rest) = rest.split_once(" (incarnation ")?;
+        let (incarnation, _) = rest.split_once(')')?;
+        Some((id.trim().parse().ok()?, incarnation.trim().parse().ok()?))
+    })
+}
+
+/// Checks that the machine whose consoles are `first` and `again` joined
+/// the second time with the id it had the first time, as a later
+/// incarnation: the manager recognised the rebooted machine.
+fn same_node_again(first: &str, again: &str) -> Result<(), String> {
+    let Some((id, incarnation)) = last_join(first) else {
+        return Err("its first boot never joined".to_string());
+    };
+    let Some((new_id, new_incarnation)) = last_join(again) else {
+        return Err(format!("it never joined again (it was node {id})"));
+    };
+    if new_id != id {
+        return Err(format!(
+            "it was node {id}, and joined again as node {new_id}"
+        ));
+    }
+    if new_incarnation <= incarnation {
+        return Err(format!(
+            "node {id} joined again as incarnation {new_incarnation}, not after {incarnation}"
+        ));
+    }
+    Ok(())
+}
+
+/// Name of the VM that boots node `victim` again.
+fn rebooted_name(victim: usize) -> String {
+    format!("node{victim}-rejoin")
+}
+
+/// Whether `name` is the VM that booted node `victim` again (whose log
+/// is counted), not its first, killed one.
+fn rebooted_log(name: &str, victim: usize) -> bool {
+    name == rebooted_name(victim)
+}
+
+/// Waits until every survivor's console shows that its failure program
+/// ended (its `/init` announces the cluster test), then boots node
+/// `victim`'s VM again with role [`REJOIN_ROLE`]. Fails if a survivor
+/// ends first, if that takes more than [`SURVIVORS_DONE_TIMEOUT`], or on
+/// Ctrl-C.
+fn boot_victim_again(cluster: &mut Cluster, spec: &ClusterSpec, victim: usize) -> Result<()> {
+    let name = rebooted_name(victim);
+    let marker = format!("{}{}", tap::PROGRAM_MARKER, SURVIVOR_PROGRAMS[1]);
+    let step = Step::start(format!(
+        "waiting for the survivors to finish the failure test, then booting {name}"
+    ));
+    let mut watches = Vec::new();
+    for i in (1..=cluster.nodes()).filter(|&i| i != victim) {
+        let (survivor, log) = cluster.node_log(i)?;
+        watches.push((i, survivor, MarkerWatch::new(log, &marker)));
+    }
+    let since = Instant::now();
+    loop {
+        interrupt::check()?;
+        let mut waiting = Vec::new();
+        for (i, survivor, watch) in &mut watches {
+            if watch.poll() {
+                continue;
+            }
+            if cluster.node_exited(*i)? {
+                bail!("{survivor} ended before it started the cluster test");
+            }
+            waiting.push(survivor.clone());
+        }
+        if waiting.is_empty() {
+            break;
+        }
+        if since.elapsed() > SURVIVORS_DONE_TIMEOUT {
+            bail!(
+                "{} did not finish the failure test within {} of the kill",
+                waiting.join(", "),
+                ui::duration(SURVIVORS_DONE_TIMEOUT)
+            );
+        }
+        sleep(process::POLL);
+    }
+    cluster.restart_node(spec, victim, REJOIN_ROLE, &name)?;
+    ui::progress(&format!(
+        "the survivors run the cluster test; booted {name} (same address and MAC, role {REJOIN_ROLE})"
+    ));
+    step.done();
     Ok(())
 }
 
@@ -496,10 +651,123 @@ mod tests {
     }
 
     #[test]
-    fn both_failure_roles_exist_in_the_guest_init() {
+    fn both_failure_roles_and_the_rejoin_role_exist_in_the_guest_init() {
         let init = include_str!("init.sh");
-        for role in [SURVIVOR_ROLE, VICTIM_ROLE] {
-            assert!(init.contains(&format!("\n{role}) ")), "{role}");
+        for role in [SURVIVOR_ROLE, VICTIM_ROLE, REJOIN_ROLE] {
+            assert!(init.contains(&format!("\n{role})")), "{role}");
         }
+    }
+
+    /// The body of `role`'s case in the guest's `/init`.
+    fn role_body(role: &str) -> &'static str {
+        let init = include_str!("init.sh");
+        let start = init
+            .find(&format!("\n{role})"))
+            .unwrap_or_else(|| panic!("no role {role}"));
+        let body = &init[start + role.len() + 2..];
+        &body[..body
+            .find(";;")
+            .unwrap_or_else(|| panic!("role {role} has no end"))]
+    }
+
+    #[test]
+    fn survivors_announce_their_programs_in_the_order_they_are_counted() {
+        let body = role_body(SURVIVOR_ROLE);
+        let mut from = 0;
+        for program in SURVIVOR_PROGRAMS {
+            let announced = body[from..]
+                .find(&format!("program {program}\n"))
+                .map(|at| from + at)
+                .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
+            let run = body[announced..]
+                .find(&format!("\t{program} --cm"))
+                .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
+            from = announced + run;
+        }
+        // The marker /init prints is the one the harness splits at.
+        let init = include_str!("init.sh");
+        assert!(init.contains(&format!("echo \"{}$1\"", tap::PROGRAM_MARKER)));
+        // The cluster test, on every node of the failure test's cluster.
+        assert!(role_body(REJOIN_ROLE).contains("lite-cluster-test --cm"));
+        assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\""));
+    }
+
+    #[test]
+    fn the_rebooted_victim_must_join_with_its_old_id() {
+        let first = "[    5.1] lite: joined as node 4 (incarnation 1) of 4\nkilled\n";
+        let again = "lite: joined as node 4 (incarnation 2) of 4\n";
+        assert_eq!(last_join(first), Some((4, 1)));
+        assert_eq!(same_node_again(first, again), Ok(()));
+        let other = same_node_again(first, "lite: joined as node 5 (incarnation 1) of 5\n");
+        assert!(other.unwrap_err().contains("joined again as node 5"));
+        let stale = same_node_again(first, first);
+        assert!(stale.unwrap_err().contains("incarnation 1, not after 1"));
+        assert!(same_node_again("booted\n", again).is_err());
+        assert!(same_node_again(first, "").is_err());
+        // The kernel's message, as the harness reads it.
+        let kernel = include_str!("../../rust-lite/internal/node.rs");
+        assert!(kernel.contains(&format!(
+            "\"{JOINED_AS}{{}} (incarnation {{}}) of {{}}\\n\""
+        )));
+    }
+
+    #[test]
+    fn only_the_victims_second_boot_is_counted() {
+        assert_eq!(rebooted_name(4), "node4-rejoin");
+        assert!(rebooted_log("node4-rejoin", 4));
+        assert!(!rebooted_log("node4", 4));
+        assert!(!rebooted_log("node3-rejoin", 4));
+    }
+
+    #[test]
+    fn a_survivor_is_counted_per_program_and_a_missing_one_fails() {
+        let dir = std::env::temp_dir().join(format!("suite-count-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let log = dir.join("node1.log");
+        let failure = "TAP version 13\nok 1 - a\nok 2 - b\n1..2\n2 passed, 0 failed\n";
+        let cluster = "TAP version 13\nok 1 - c # SKIP joined before\nnot ok 2 - d\n# why\n\
+                       1..2\n1 passed, 1 failed\n";
+        std::fs::write(
+            &log,
+            format!(
+                "boot\n1..1\nLITE-GUEST-PROGRAM lite-failure-test\n{failure}\
+                 LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=1\n"
+            ),
+        )
+        .expect("write log");
+        let (mut counts, mut problems) = (Tally::default(), Vec::new());
+        count_programs(
+            "node1",
+            &log,
+            &SURVIVOR_PROGRAMS,
+            &mut counts,
+            &mut problems,
+        );
+        // a, b; d; and the scan (rc=1).
+        assert_eq!((counts.passed, counts.failed), (2, 2), "{problems:?}");
+        assert!(problems
+            .iter()
+            .any(|p| p.starts_with("[node1 lite-cluster-test] not ok 2 - d")));
+        assert!(problems
+            .iter()
+            .any(|p| p == "[node1] guest role exited with rc=1"));
+
+        // Cut off before the cluster test: it counts as one failure.
+        std::fs::write(
+            &log,
+            format!("LITE-GUEST-PROGRAM lite-failure-test\n{failure}"),
+        )
+        .expect("write log");
+        let (mut counts, mut problems) = (Tally::default(), Vec::new());
+        count_programs(
+            "node1",
+            &log,
+            &SURVIVOR_PROGRAMS,
+            &mut counts,
+            &mut problems,
+        );
+        assert_eq!((counts.passed, counts.failed), (2, 2), "{problems:?}");
+        assert!(problems.contains(&"[node1 lite-cluster-test] never started".to_string()));
+        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 }

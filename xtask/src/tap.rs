@@ -11,8 +11,60 @@
 //!
 //! Result lines start at column 0; `#` lines after a `not ok` are its
 //! diagnostics. Kernel messages in between are ignored.
+//!
+//! A guest role that runs several programs one after the other prints
+//! [`PROGRAM_MARKER`] and the program's name before each; every program
+//! has its own numbering, plan and summary, so [`split_programs`] cuts the
+//! log there and each part is parsed on its own.
 
 use crate::logscan::strip_timestamp;
+
+/// Start of the line the guest's `/init` prints before each program of a
+/// role that runs several: `LITE-GUEST-PROGRAM <name>`.
+pub const PROGRAM_MARKER: &str = "LITE-GUEST-PROGRAM ";
+
+/// The console output of one program of a role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramOutput {
+    /// The program's name from its marker; `None` for a whole log without
+    /// markers.
+    pub name: Option<String>,
+    /// Its lines, up to the next marker or the end of the log.
+    pub text: String,
+}
+
+/// Cuts a console log at every line with a [`PROGRAM_MARKER`] into each
+/// program's output, in order. What comes before the first marker (the
+/// boot) belongs to no program and is left out; a log without markers is
+/// one part, unnamed.
+pub fn split_programs(log: &str) -> Vec<ProgramOutput> {
+    let mut parts: Vec<ProgramOutput> = Vec::new();
+    let mut before_any = String::new();
+    for raw in log.lines() {
+        // Anywhere in the line, as the harness watches for it: a kernel
+        // message may have begun the line.
+        if let Some((_, name)) = strip_timestamp(raw).split_once(PROGRAM_MARKER) {
+            parts.push(ProgramOutput {
+                name: Some(name.trim().to_string()),
+                text: String::new(),
+            });
+            continue;
+        }
+        let text = match parts.last_mut() {
+            Some(part) => &mut part.text,
+            None => &mut before_any,
+        };
+        text.push_str(raw);
+        text.push('\n');
+    }
+    if parts.is_empty() {
+        parts.push(ProgramOutput {
+            name: None,
+            text: before_any,
+        });
+    }
+    parts
+}
 
 /// One TAP test point.
 #[derive(Debug, PartialEq, Eq)]
@@ -228,6 +280,71 @@ LITE-GUEST-EXIT rc=1
             Report::parse("booted\n").problems(),
             ["no TAP test results"]
         );
+    }
+
+    /// A survivor of the failure test: two programs, each with its plan
+    /// and summary, after boot-time KUnit output with a plan of its own.
+    const TWO_PROGRAMS: &str = "\
+KTAP version 1
+1..1
+ok 1 lite_cluster # SKIP
+LITE-GUEST-RUN role=failure-survivor
+[    9.5] LITE-GUEST-PROGRAM lite-failure-test
+TAP version 13
+ok 1 - join
+not ok 2 - leave
+# expected 0
+1..2
+1 passed, 1 failed
+LITE-GUEST-PROGRAM lite-cluster-test
+TAP version 13
+ok 1 - get_node_id # SKIP joined before
+ok 2 - barrier
+[   80.1] lite: node 4 joined
+ok 3 - free
+1..3
+3 passed, 0 failed
+LITE-GUEST-EXIT rc=1
+";
+
+    #[test]
+    fn two_programs_in_one_log_are_parsed_apart() {
+        let parts = split_programs(TWO_PROGRAMS);
+        let names: Vec<Option<&str>> = parts.iter().map(|p| p.name.as_deref()).collect();
+        assert_eq!(
+            names,
+            [Some("lite-failure-test"), Some("lite-cluster-test")]
+        );
+        assert!(
+            !parts[0].text.contains("KTAP"),
+            "the boot belongs to no program"
+        );
+        let failure = Report::parse(&parts[0].text);
+        assert_eq!((failure.planned, failure.summary), (Some(2), Some((1, 1))));
+        assert_eq!((failure.passed(), failure.failed()), (1, 1));
+        assert_eq!(failure.points[1].diagnostics, ["# expected 0"]);
+        let cluster = Report::parse(&parts[1].text);
+        assert_eq!((cluster.planned, cluster.summary), (Some(3), Some((3, 0))));
+        assert_eq!(
+            (cluster.passed(), cluster.skipped(), cluster.failed()),
+            (2, 1, 0)
+        );
+        assert!(cluster.problems().is_empty(), "{:?}", cluster.problems());
+        assert!(parts[1].text.contains("LITE-GUEST-EXIT rc=1"));
+
+        // Parsed as one, the second plan and summary would hide the first.
+        let merged = Report::parse(TWO_PROGRAMS);
+        assert_eq!(merged.planned, Some(3));
+        assert!(!merged.problems().is_empty());
+    }
+
+    #[test]
+    fn a_log_without_markers_is_one_unnamed_program() {
+        let parts = split_programs(LOG);
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].name, None);
+        assert_eq!(Report::parse(&parts[0].text), Report::parse(LOG));
+        assert_eq!(split_programs("")[0].text, "");
     }
 
     #[test]

@@ -77,12 +77,45 @@ fn check_u32(ret: c_long) -> io::Result<u32> {
 /// node's id (>= 1).
 ///
 /// Membership belongs to the node, not the process: it outlives the caller
-/// and a second join fails with `EISCONN`.
+/// and a second join fails with `EISCONN`. A node that [`leave`]s (or
+/// reboots) and joins again gets its earlier id back; the join fails with
+/// `EADDRINUSE` while the manager still counts the node's earlier
+/// incarnation as alive, and with `EAGAIN` while a manager that just
+/// started waits for its members to come back (try again a few seconds
+/// later in both cases).
 pub fn join(cm_ip: &str, cm_port: u16, ib_port: u32) -> io::Result<u32> {
     // An embedded NUL would silently cut the address short.
     let cm_ip = CString::new(cm_ip).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: `cm_ip` is NUL-terminated and lives until the call returns.
     check_u32(unsafe { sys::join(cm_ip.as_ptr(), cm_port.into(), ib_port) })
+}
+
+/// Leaves the cluster gracefully, for the whole node.
+///
+/// From the start of the call, new LITE calls on this node fail with
+/// `ENOTCONN`. Chunks this node holds for other nodes' LMRs are first
+/// moved, with their bytes, to a third node by their owners; then
+/// everything this node's processes hold is released (their LMRs are
+/// freed and other nodes' mappings of them revoked), and the other nodes
+/// count this node as gone. [`join`] makes it a member again, with the
+/// same id; handles from before the leave are gone.
+///
+/// Fails with `ENOSPC` if some chunk could not move (no third node, or its
+/// LMR is mapped by other nodes); the node then stays a member. With
+/// `force`, the node leaves anyway and the data of those chunks is lost.
+/// `ENOTCONN` if the node is not a member, `EALREADY` while a join or
+/// leave is under way.
+pub fn leave(force: bool) -> io::Result<()> {
+    check(sys::leave(leave_flags(force))).map(drop)
+}
+
+/// The `lite_leave` flags for [`leave`].
+fn leave_flags(force: bool) -> u32 {
+    if force {
+        sys::LEAVE_FORCE
+    } else {
+        0
+    }
 }
 
 /// Returns this node's id.
@@ -737,6 +770,12 @@ mod tests {
         assert_eq!(err.and_then(|e| e.raw_os_error()), Some(libc::EIO));
         let err = check(-(1 << 33) - 2).err();
         assert_eq!(err.and_then(|e| e.raw_os_error()), Some(libc::EIO));
+    }
+
+    #[test]
+    fn only_a_forced_leave_sets_the_force_flag() {
+        assert_eq!(leave_flags(false), 0);
+        assert_eq!(leave_flags(true), sys::LEAVE_FORCE);
     }
 
     #[test]

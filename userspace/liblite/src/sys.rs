@@ -92,6 +92,8 @@ pub const SYS_LITE_LOCK: c_long = 583;
 pub const SYS_LITE_UNLOCK: c_long = 584;
 /// `lite_set_priority`: set the calling process's default priority.
 pub const SYS_LITE_SET_PRIORITY: c_long = 585;
+/// `lite_leave`: leave the cluster gracefully.
+pub const SYS_LITE_LEAVE: c_long = 586;
 
 /// Most distributed locks one home node can keep ([`create_lock`] fails
 /// with `-ENOSPC` beyond).
@@ -111,6 +113,10 @@ pub const SEND_NONBLOCK: u32 = 0x8000_0000;
 /// [`receive_message`] flag: fail with `-EAGAIN` instead of blocking while
 /// the port is empty.
 pub const RECV_NONBLOCK: u32 = 0x1;
+
+/// [`leave`] flag: leave even if a chunk held for another node could not
+/// move (its data is lost) instead of failing with `-ENOSPC`.
+pub const LEAVE_FORCE: u32 = 0x1;
 
 /// Handle permission: read (sync and async reads, source of memcpy/memmove).
 pub const PERM_READ: u64 = 0x1;
@@ -296,6 +302,12 @@ unsafe fn lite_syscall(nr: c_long, args: [c_ulong; 6]) -> c_long {
 /// Joins the cluster whose manager listens on `cm_ip:cm_port`, using port
 /// `ib_port` of the node's RDMA device. Returns the node id (>= 1).
 ///
+/// A node that left (or rebooted) gets its earlier id back, as a new
+/// incarnation; `-EADDRINUSE` while the manager still counts the earlier
+/// incarnation as alive (try again once it declared it dead), `-EAGAIN`
+/// while a manager that just started waits for the members of its cluster
+/// to come back (try again a few seconds later).
+///
 /// # Safety
 ///
 /// `cm_ip` must point to a NUL-terminated string that stays valid for the
@@ -308,6 +320,25 @@ pub unsafe fn join(cm_ip: *const c_char, cm_port: c_uint, ib_port: c_uint) -> c_
             [cm_ip as c_ulong, cm_port.into(), ib_port.into(), 0, 0, 0],
         )
     }
+}
+
+/// Leaves the cluster gracefully. Returns 0.
+///
+/// New calls on this node get `-ENOTCONN` from the start of the call on;
+/// calls under way finish. The owners of the chunks this node holds for
+/// other nodes' LMRs first move them, with their bytes, to a third node;
+/// then everything this node's processes hold is released, and the
+/// cluster manager tells the other nodes, which count this node as gone.
+/// A later [`join`] makes the node a member again with the same id.
+///
+/// `flags` is 0 or [`LEAVE_FORCE`]. `-ENOTCONN` if the node is not a
+/// member, `-EALREADY` while a join or leave is under way, `-ENOSPC` if a
+/// chunk could not move (no third node, or its LMR is mapped by other
+/// nodes) and [`LEAVE_FORCE`] was not given (the node stays a member),
+/// `-EINVAL` for unknown flags.
+pub fn leave(flags: c_uint) -> c_long {
+    // SAFETY: the call takes no pointers.
+    unsafe { lite_syscall(SYS_LITE_LEAVE, [flags.into(), 0, 0, 0, 0, 0]) }
 }
 
 /// Returns this node's id.

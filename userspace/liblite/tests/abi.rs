@@ -287,6 +287,11 @@ fn rust_constants() -> Vec<(&'static str, &'static str, u128)> {
             "SYS_LITE_SET_PRIORITY",
             syscall(sys::SYS_LITE_SET_PRIORITY),
         ),
+        (
+            "__NR_lite_leave",
+            "SYS_LITE_LEAVE",
+            syscall(sys::SYS_LITE_LEAVE),
+        ),
         ("LITE_MAX_LOCKS", "MAX_LOCKS", sys::MAX_LOCKS.into()),
         ("LITE_MAX_PORTS", "MAX_PORTS", sys::MAX_PORTS.into()),
         (
@@ -314,6 +319,7 @@ fn rust_constants() -> Vec<(&'static str, &'static str, u128)> {
             "RECV_NONBLOCK",
             sys::RECV_NONBLOCK.into(),
         ),
+        ("LITE_LEAVE_FORCE", "LEAVE_FORCE", sys::LEAVE_FORCE.into()),
         ("LITE_PERM_READ", "PERM_READ", sys::PERM_READ.into()),
         ("LITE_PERM_WRITE", "PERM_WRITE", sys::PERM_WRITE.into()),
         ("LITE_PERM_SHARE", "PERM_SHARE", sys::PERM_SHARE.into()),
@@ -468,6 +474,45 @@ fn userspace_header_wraps_every_syscall() {
             );
         }
     }
+}
+
+#[test]
+fn leave_wrapper_has_its_number_flag_and_signature_in_c() {
+    // The C wrapper must be `long lite_leave(unsigned int)`: assigning it to
+    // a pointer of that type is an error under -Werror otherwise.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let source = dir.join("leave_wrapper.c");
+    std::fs::write(
+        &source,
+        format!(
+            "#include \"lite.h\"\n\
+             _Static_assert(__NR_lite_leave == {}, \"number\");\n\
+             _Static_assert(LITE_LEAVE_FORCE == {}u, \"flag\");\n\
+             long (*const leave_call)(unsigned int) = lite_leave;\n\
+             long leave_forced(void) {{ return leave_call(LITE_LEAVE_FORCE); }}\n",
+            sys::SYS_LITE_LEAVE,
+            sys::LEAVE_FORCE
+        ),
+    )
+    .expect("write test source");
+    let object = dir.join("leave_wrapper.o");
+    let include = repo_path("../include");
+    let args = [
+        "-Wall".as_ref(),
+        "-Wextra".as_ref(),
+        "-Werror".as_ref(),
+        "-c".as_ref(),
+        "-I".as_ref(),
+        include.as_os_str(),
+        "-o".as_ref(),
+        object.as_os_str(),
+        source.as_os_str(),
+    ];
+    if let Some(output) = run_cc(&args) {
+        assert_compiles(output, "the lite_leave wrapper check");
+    }
+    // The newest call, right after lite_set_priority.
+    assert_eq!(sys::SYS_LITE_LEAVE, sys::SYS_LITE_SET_PRIORITY + 1);
 }
 
 #[test]

@@ -3,7 +3,11 @@
 //! Node ids follow join order, so nothing here depends on which machine
 //! gets which id: every node runs the same cases relative to its own id,
 //! which also makes the data cases a concurrency test (all nodes hit each
-//! other's memory at the same time).
+//! other's memory at the same time). What the cases do rely on is that the
+//! ids of the N nodes are exactly 1..=N (see [`crate::plan`]); the join
+//! checks that of every node, also of one that joined before the test (a
+//! node that left or rebooted and joined again has its old id back, so a
+//! cluster that lost and regained members still has ids 1..=N).
 //!
 //! The test talks to LITE through [`Kernel`], so that it can be checked
 //! against an in-memory model on hosts without LITE.
@@ -14,7 +18,7 @@ use std::net::Ipv4Addr;
 use std::ptr;
 
 use libc::c_long;
-use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
+use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
 use lite::Priority;
 
 use crate::errno::{describe_result, expect_errno, expect_zero};
@@ -46,6 +50,9 @@ const INVALID_PRIORITY: u32 = 99;
 
 /// A flag bit `lite_alloc_remote` does not define.
 const UNKNOWN_ALLOC_FLAG: u32 = 0x80;
+
+/// The flag bit after `LITE_LEAVE_FORCE`, which `lite_leave` does not define.
+const UNKNOWN_LEAVE_FLAG: u32 = LEAVE_FORCE << 1;
 
 /// Largest single transfer; bigger LMRs are moved in pieces of this size
 /// so that the buffers fit a small machine however large the cluster.
@@ -104,7 +111,7 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfi
         data_case(kernel, tap, me, case, Priority::None, password, &mut buffer);
     }
 
-    bad_input(kernel, tap, me, nodes, password);
+    bad_input(kernel, tap, me, config, password);
     memory_ops::run(kernel, tap, me, nodes, password);
     sharing::run(kernel, tap, me, nodes, password);
     processes::run(kernel, tap, me, nodes, password);
@@ -185,6 +192,10 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
             Box::new(move || expect_errno(kernel.dist_barrier(nodes), libc::ENOTCONN)),
         ),
         (
+            "leave(0) before join returns -ENOTCONN".into(),
+            Box::new(|| expect_errno(kernel.leave(0), libc::ENOTCONN)),
+        ),
+        (
             "register_application(port 10) before join returns -ENOTCONN".into(),
             Box::new(|| {
                 // SAFETY: the name is readable for its 4 bytes.
@@ -256,8 +267,17 @@ fn join<K: Kernel, W: Write>(
     let TestConfig { cm, nodes, .. } = *config;
     let description = format!("join {cm}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes}");
     let me = if earlier_id > 0 {
-        tap.skip(&description, "node joined before the test started");
-        u32::try_from(earlier_id).ok()?
+        // Every case relies on the ids being 1..=N, whoever joined when.
+        let id = u32::try_from(earlier_id).ok()?;
+        tap.check(
+            &format!("node id {id}, from a join before the test started, is in 1..={nodes}"),
+            if (1..=nodes).contains(&id) {
+                Ok(())
+            } else {
+                Err(format!("got node id {id}; is --nodes right?"))
+            },
+        );
+        id
     } else {
         let ret = join_with_text(kernel, &cm.to_string());
         let Ok(id) = u32::try_from(ret) else {
@@ -438,9 +458,10 @@ fn bad_input<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
     me: u32,
-    nodes: u32,
+    config: &TestConfig,
     password: u64,
 ) {
+    let TestConfig { cm, nodes, .. } = *config;
     let target = next_node(me, nodes);
     let description = format!("allocate the {PROBE_SIZE} B probe LMR on node {target}");
     let probe = match Region::alloc(kernel, target, PROBE_SIZE, 0, password) {
@@ -468,6 +489,7 @@ fn bad_input<K: Kernel, W: Write>(
             expect_errno(kernel.dist_barrier(num), libc::EINVAL),
         );
     }
+    leave_with_unknown_flag(kernel, tap, me, cm);
 
     pattern::poison(seed, 0, &mut contents);
     let unchanged = probe
@@ -478,6 +500,37 @@ fn bad_input<K: Kernel, W: Write>(
         unchanged,
     );
     tap.check("free the probe LMR", probe.free());
+}
+
+/// `lite_leave` with a flag it does not define must fail and leave the
+/// node a member. A kernel that left anyway is joined again at once through
+/// the manager at `cm`, so that the other nodes, busy with this node's
+/// memory, suffer as little as possible from it.
+fn leave_with_unknown_flag<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    cm: Ipv4Addr,
+) {
+    let ret = kernel.leave(UNKNOWN_LEAVE_FLAG);
+    let mut outcome = expect_errno(ret, libc::EINVAL);
+    if ret == 0 {
+        let rejoined = join_with_text(kernel, &cm.to_string());
+        outcome = outcome.map_err(|e| {
+            format!(
+                "{e}: the node left the cluster; joining again returned {}",
+                describe_result(rejoined)
+            )
+        });
+    }
+    tap.check(
+        &format!("leave({UNKNOWN_LEAVE_FLAG:#x}) (unknown flag) returns -EINVAL"),
+        outcome,
+    );
+    tap.check(
+        &format!("get_node_id still returns {me} after the rejected leave"),
+        expect_value(kernel.get_node_id(), me.into()),
+    );
 }
 
 fn bad_transfers<K: Kernel, W: Write>(
@@ -955,6 +1008,60 @@ mod tests {
     }
 
     #[test]
+    fn four_nodes_after_a_death_and_a_rejoin_pass_every_case() {
+        // As in the failure test: nodes 1 to 3 joined long before and node
+        // 3 also left and joined again; node 4 died, and its rebooted
+        // machine joins afresh. The ids are 1..=4 all the same.
+        let kernels = FakeKernel::cluster(4, Defects::default());
+        for (id, kernel) in (1..).zip(&kernels[..3]) {
+            assert_eq!(join_with_text(kernel, "10.0.0.1"), id);
+        }
+        assert_eq!(kernels[2].leave(0), 0);
+        assert_eq!(join_with_text(&kernels[2], "10.0.0.1"), 3);
+        kernels[3].fail_node();
+        assert_eq!(kernels[0].get_total_node(), 3);
+        for (me, (output, summary)) in (1..).zip(run_kernels(kernels, 4, Defects::default())) {
+            assert!(summary.all_passed(), "{me}: {:?}", failures(&output));
+            let earlier = output.matches("# SKIP node joined before").count();
+            assert_eq!(earlier, if me < 4 { 21 } else { 0 }, "{output}");
+            if me < 4 {
+                let checked =
+                    format!("node id {me}, from a join before the test started, is in 1..=4");
+                assert!(output.contains(&checked), "{output}");
+            }
+            let fresh = output.contains("ok 1 - get_node_id before join returns -ENOTCONN\n");
+            assert_eq!(fresh, me == 4, "{output}");
+            assert!(output.contains(" - get_total_node returns 4\n"), "{output}");
+        }
+    }
+
+    #[test]
+    fn a_leave_that_accepts_an_unknown_flag_is_caught_and_undone() {
+        let defects = Defects {
+            leave_accepts_unknown_flags: true,
+            ..Defects::default()
+        };
+        // Three nodes, so that the chunks a leaving node holds can move.
+        for (output, _) in run_cluster(3, defects) {
+            let failed = failures(&output);
+            assert!(
+                failed[0].ends_with(" - leave(0x2) (unknown flag) returns -EINVAL"),
+                "{failed:?}"
+            );
+            assert!(
+                output.contains("the node left the cluster; joining again returned"),
+                "{output}"
+            );
+            // Joined again with its id, the node goes on with the test; only
+            // the probe LMR its leave freed is missed.
+            assert!(output.contains(" - get_node_id still returns "), "{output}");
+            assert_eq!(failed.len(), 3, "{failed:?}");
+            assert!(failed[1].ends_with(" - the rejected writes left the probe LMR unchanged"));
+            assert!(failed[2].ends_with(" - free the probe LMR"));
+        }
+    }
+
+    #[test]
     fn locks_that_are_not_exclusive_are_caught() {
         let defects = Defects {
             lock_not_exclusive: true,
@@ -1076,10 +1183,10 @@ mod tests {
         };
         let (output, summary) = run_against(&FakeKernel::new(1, 2, defects), 2);
         assert_eq!(summary.failed, 1, "{output}");
-        assert_eq!(summary.passed, 20);
-        assert!(output.contains("not ok 21 - join 10.0.0.1:18500 returns a node id in 1..=2"));
+        assert_eq!(summary.passed, 21);
+        assert!(output.contains("not ok 22 - join 10.0.0.1:18500 returns a node id in 1..=2"));
         assert!(output.contains("# returned -111 (-ECONNREFUSED)"));
         assert!(output.contains("Bail out!"));
-        assert!(output.ends_with("1..21\n20 passed, 1 failed\n"));
+        assert!(output.ends_with("1..22\n21 passed, 1 failed\n"));
     }
 }

@@ -26,6 +26,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EPROTO => "EPROTO",
         libc::EMSGSIZE => "EMSGSIZE",
         libc::EADDRINUSE => "EADDRINUSE",
+        libc::EALREADY => "EALREADY",
         libc::EOVERFLOW => "EOVERFLOW",
         libc::ECONNRESET => "ECONNRESET",
         libc::ESHUTDOWN => "ESHUTDOWN",

@@ -31,6 +31,12 @@
 //! still blocked [`HANG_AFTER`] after T1's last successful write is
 //! reported as hung; its thread is left behind and ends with the process.
 //!
+//! Once the survivors met in a last barrier of their own, the highest of
+//! them leaves the cluster gracefully and joins again, [`CYCLES`] times,
+//! while the others check that it goes and comes back, that the chunks
+//! their LMRs had on it moved with their bytes and that their traffic goes
+//! on (see [`rejoin`]).
+//!
 //! Survivors report TAP; the victim only prints progress lines, since its
 //! output ends wherever the kill cuts it off.
 
@@ -57,6 +63,9 @@ use crate::IB_PORT;
 
 #[cfg(test)]
 mod dying;
+pub mod rejoin;
+
+pub use rejoin::{CyclePacing, CYCLES};
 
 /// The victim's console line once the survivors wait on it; the harness
 /// kills the victim's machine a few seconds after it appears.
@@ -167,6 +176,8 @@ pub struct FailureConfig {
     pub cm: Ipv4Addr,
     /// Number of nodes, the victim included.
     pub nodes: u32,
+    /// How the survivors' leave/rejoin cycles are paced.
+    pub pacing: CyclePacing,
 }
 
 /// Joins the cluster (or finds this node's id if it is a member already).
@@ -393,10 +404,11 @@ pub fn run_victim<K: Kernel, W: Write>(
 /// Runs `call` on a thread of its own and waits at most `timeout` for its
 /// result. A call that does not return in time stays blocked on its thread,
 /// which ends with the process.
-fn bounded<K, F>(kernel: &Arc<K>, timeout: Duration, call: F) -> Result<c_long, String>
+fn bounded<K, T, F>(kernel: &Arc<K>, timeout: Duration, call: F) -> Result<T, String>
 where
     K: Kernel + Send + 'static,
-    F: FnOnce(&K) -> c_long + Send + 'static,
+    T: Send + 'static,
+    F: FnOnce(&K) -> T + Send + 'static,
 {
     let (sender, receiver) = mpsc::channel();
     let kernel = Arc::clone(kernel);
@@ -999,7 +1011,17 @@ where
         lmr_b: setup.lmr_b.zip(setup.next),
         lock,
     };
-    watch_failure(kernel, tap, &ready, &chunks);
+    if !watch_failure(kernel, tap, &ready, &chunks) {
+        return;
+    }
+    let phase = rejoin::Phase {
+        me,
+        victim,
+        nodes,
+        cm: config.cm,
+        pacing: config.pacing,
+    };
+    rejoin::run(kernel, tap, &phase);
 }
 
 /// The calls waiting on the victim: what became of each, and those still
@@ -1203,8 +1225,14 @@ fn stop_traffic(
 }
 
 /// Phase 3 of a survivor: starts the threads, waits for the victim's
-/// death to reach them and checks the aftermath.
-fn watch_failure<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, ready: &Ready, chunks: &ChunkCounts)
+/// death to reach them and checks the aftermath. Whether the survivors
+/// are still in step (their last barrier passed).
+fn watch_failure<K, W>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    ready: &Ready,
+    chunks: &ChunkCounts,
+) -> bool
 where
     K: Kernel + Send + 'static,
     W: Write,
@@ -1240,7 +1268,7 @@ where
         progress.stop_writer.store(true, Ordering::SeqCst);
         progress.stop_traffic.store(true, Ordering::SeqCst);
         tap.bail_out("the nodes are out of step");
-        return;
+        return false;
     }
     start_blocking_calls(kernel, ready, &returns, &mut calls);
     // Only the threads hold senders now, so a thread that died unreported
@@ -1281,7 +1309,7 @@ where
     check_traffic(tap, ready.lmr_b.map(|(_, node)| node), &report);
 
     let survivors = nodes - 1;
-    barrier_point(
+    let in_step = barrier_point(
         kernel,
         tap,
         survivors,
@@ -1289,10 +1317,15 @@ where
         &format!("final dist_barrier({survivors}) among the survivors returns 0"),
     );
     // Only LMR B, which lives on a survivor and which the traffic no longer
-    // uses; LMR A, on the dead node, goes with the process.
+    // uses; LMR A, on the dead node, goes with the process (or with this
+    // node's leave in the next phase).
     if let (Some((handle, _)), Ok(_)) = (ready.lmr_b, &report) {
         kernel.free(handle);
     }
+    if !in_step {
+        tap.bail_out("the survivors are out of step");
+    }
+    in_step
 }
 
 /// Checks that `held_chunks` is back to its base value within
@@ -1604,6 +1637,7 @@ mod tests {
         let config = FailureConfig {
             cm: Ipv4Addr::new(10, 0, 0, 1),
             nodes: 4,
+            pacing: TEST_PACING,
         };
         let mut out = Vec::new();
         assert_eq!(run_victim(&kernel, &config, &mut out), Ok(()));
@@ -1622,6 +1656,7 @@ mod tests {
         let config = FailureConfig {
             cm: Ipv4Addr::new(10, 0, 0, 1),
             nodes: 4,
+            pacing: TEST_PACING,
         };
         let mut out = Vec::new();
         let error = run_victim(&kernel, &config, &mut out).unwrap_err();
@@ -1636,6 +1671,7 @@ mod tests {
         let config = FailureConfig {
             cm: Ipv4Addr::new(10, 0, 0, 1),
             nodes: 4,
+            pacing: TEST_PACING,
         };
         thread::scope(|scope| {
             let survivors: Vec<_> = nodes[..3]
@@ -1666,11 +1702,22 @@ mod tests {
         output.lines().filter(|l| l.starts_with("not ok")).collect()
     }
 
+    /// Cycles paced for a model whose membership changes at once, still
+    /// with several reads of the cluster's size in every state.
+    const TEST_PACING: CyclePacing = CyclePacing {
+        poll: Duration::from_millis(5),
+        away: Duration::from_millis(100),
+        back: Duration::from_millis(60),
+    };
+
+    /// Test points of the failure phase, before the leave/rejoin cycles.
+    const FAILURE_POINTS: u32 = 26;
+
     #[test]
     fn survivors_of_a_correct_kernel_pass_every_point() {
-        for (output, summary) in run_with_death(DeathDefects::default()) {
-            assert!(summary.all_passed(), "{:?}\n{output}", failures(&output));
-            assert_eq!(summary.passed, 26, "{output}");
+        let results = run_with_death(DeathDefects::default());
+        for (output, summary) in &results {
+            assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
             for call in Call::ALL {
                 assert!(
                     output.contains(&format!("\n# stall {} ", call.name())),
@@ -1682,7 +1729,88 @@ mod tests {
                 "{output}"
             );
             assert!(output.contains("get_total_node returns 3 once"), "{output}");
+            // The failure's points come first, unchanged in number.
+            assert!(
+                output.contains(&format!(
+                    "\nok {FAILURE_POINTS} - final dist_barrier(3) among the survivors returns 0\n"
+                )),
+                "{output}"
+            );
+            assert!(
+                output.contains(
+                    "leave/rejoin: dist_barrier(3) of the survivors after the cycles returns 0"
+                ),
+                "{output}"
+            );
         }
+        // Nodes 1 and 2 watch node 3 leave and come back.
+        for (output, summary) in &results[..2] {
+            assert_eq!(summary.passed, FAILURE_POINTS + 26, "{output}");
+            let followed = output
+                .lines()
+                .filter(|l| {
+                    l.contains("get_total_node went from 3 to 2 and back to 3 (node 3 left")
+                })
+                .count();
+            assert_eq!(followed, CYCLES as usize, "{output}");
+            assert_eq!(
+                output
+                    .matches("reads back whole with this node's pattern")
+                    .count(),
+                10
+            );
+            assert!(
+                output.contains("during the cycles comes back intact"),
+                "{output}"
+            );
+        }
+        let (output, summary) = &results[2];
+        assert_eq!(summary.passed, FAILURE_POINTS + 44, "{output}");
+        assert_eq!(
+            output.matches("\n# leave ").count(),
+            CYCLES as usize,
+            "{output}"
+        );
+        assert_eq!(
+            output.matches("\n# rejoin ").count(),
+            CYCLES as usize,
+            "{output}"
+        );
+        // Two chunks of each observer's spread LMR, which the first leave moved.
+        assert!(
+            output.contains("before its first leave (held_chunks 4)"),
+            "{output}"
+        );
+        assert!(
+            output.contains("held_chunks on node 3 is 0 after its last join"),
+            "{output}"
+        );
+        assert!(
+            output.contains("join returns node 3's id again (got 3)\n"),
+            "{output}"
+        );
+    }
+
+    #[test]
+    fn bytes_lost_by_a_leave_are_caught() {
+        let defects = DeathDefects::with_kernel(Defects {
+            leave_loses_moved_bytes: true,
+            ..Defects::default()
+        });
+        let results = run_with_death(defects);
+        for (output, _) in &results[..2] {
+            let failed = failures(output);
+            // Every check after the first leave, which zeroed two chunks.
+            assert_eq!(failed.len(), CYCLES as usize, "{failed:?}");
+            assert!(
+                failed
+                    .iter()
+                    .all(|l| l.contains("spread LMR reads back whole")),
+                "{failed:?}"
+            );
+            assert!(output.contains("byte(s) differ"), "{output}");
+        }
+        assert!(failures(&results[2].0).is_empty(), "{}", results[2].0);
     }
 
     #[test]

@@ -11,8 +11,15 @@
 //! every node. RPC ports and messages are modelled in [`rpc`], locks,
 //! operation statistics and QoS parameters in [`sync`]; dropping a kernel
 //! is its process exiting.
+//!
+//! Membership is kept per process (the real kernel keeps it per node):
+//! `lite_leave` releases what the calling process holds, moves the chunks
+//! its node holds for other nodes' LMRs to a third node and takes the node
+//! out of the cluster's count until it joins again, with the same id.
+//! Neither the mapped-LMR rule of a leave nor the refusal of a join while
+//! an earlier incarnation counts as alive is modelled.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_void};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -21,15 +28,15 @@ use std::time::{Duration, Instant};
 use libc::c_long;
 use lite::sys::{
     LiteLock, LiteMulticast, LiteReceive, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE,
-    MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_NODES, MAX_REGISTER_SIZE, NODE_SPREAD,
-    PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_HIGH, PRIORITY_LOW,
-    PRIORITY_NONE,
+    LEAVE_FORCE, MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_NODES, MAX_REGISTER_SIZE,
+    NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_HIGH,
+    PRIORITY_LOW, PRIORITY_NONE,
 };
 use lite::Priority;
 
 use crate::debugfs::{Operation, STATS_FILE};
 use crate::kernel::Kernel;
-use crate::plan::next_node;
+use crate::plan::others_in_ring_order;
 
 mod rpc;
 mod sync;
@@ -61,6 +68,11 @@ pub struct Defects {
     pub lock_serves_newest_first: bool,
     /// fetch-add and compare-swap read, let other threads run, then write.
     pub atomics_not_atomic: bool,
+    /// `lite_leave` accepts flags it does not define (and leaves).
+    pub leave_accepts_unknown_flags: bool,
+    /// The chunks a leaving node held for others move without their bytes
+    /// (they arrive zeroed).
+    pub leave_loses_moved_bytes: bool,
 }
 
 impl Defects {
@@ -137,6 +149,9 @@ struct Cluster {
     mappings: BTreeMap<u32, u64>,
     /// Barrier: nodes that entered each round.
     rounds: BTreeMap<u64, u32>,
+    /// Nodes that are not members now: they left, or failed (see
+    /// [`FakeKernel::fail_node`]).
+    gone: BTreeSet<u32>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -401,22 +416,81 @@ impl FakeKernel {
         id
     }
 
-    /// Which node holds each chunk of `size` bytes allocated on `target`.
-    fn chunk_holders(&self, target: u32, size: u64) -> Vec<u32> {
+    /// Which node holds each chunk of `size` bytes allocated on `target`:
+    /// a spread LMR goes round robin over the other members, starting
+    /// after this node.
+    fn chunk_holders(&self, cluster: &Cluster, target: u32, size: u64) -> Vec<u32> {
         let count = size.div_ceil(CHUNK_SIZE);
-        let mut node = self.id;
-        (0..count)
-            .map(|_| {
-                if target != NODE_SPREAD {
-                    return target;
-                }
-                node = next_node(node, self.nodes);
-                if node == self.id {
-                    node = next_node(node, self.nodes);
-                }
-                node
+        if target != NODE_SPREAD {
+            return vec![target; count as usize];
+        }
+        let others: Vec<u32> = others_in_ring_order(self.id, self.nodes)
+            .into_iter()
+            .filter(|node| !cluster.gone.contains(node))
+            .collect();
+        (0..count as usize)
+            .map(|chunk| {
+                others
+                    .get(chunk % others.len().max(1))
+                    .copied()
+                    .unwrap_or(0)
             })
             .collect()
+    }
+
+    /// Whether `node` is a member of the cluster (an id in range that did
+    /// not leave or fail).
+    fn is_member(cluster: &Cluster, node: u32, nodes: u32) -> bool {
+        (1..=nodes).contains(&node) && !cluster.gone.contains(&node)
+    }
+
+    /// Moves every chunk this node holds for another node's LMR to a third
+    /// member (neither this node nor the LMR's creator), as the owners do
+    /// when a node leaves. Without `force`, nothing moves unless every
+    /// chunk can (`-ENOSPC`); with it, chunks that cannot move are held by
+    /// no node any more (the model keeps their bytes, the kernel would not).
+    fn move_held_chunks(&self, cluster: &mut Cluster, force: bool) -> Result<(), c_long> {
+        let nodes = self.nodes;
+        let me = self.id;
+        let mut moves = Vec::new();
+        for (&id, lmr) in &cluster.lmrs {
+            if lmr.creator == me {
+                continue;
+            }
+            let thirds: Vec<u32> = (1..=nodes)
+                .filter(|&n| n != me && n != lmr.creator && Self::is_member(cluster, n, nodes))
+                .collect();
+            let held = lmr.chunks.iter().enumerate().filter(|(_, &n)| n == me);
+            for (turn, (chunk, _)) in held.enumerate() {
+                match thirds.get(turn % thirds.len().max(1)) {
+                    Some(&third) => moves.push((id, chunk, third)),
+                    None if force => moves.push((id, chunk, 0)),
+                    None => return Err(err(libc::ENOSPC)),
+                }
+            }
+        }
+        for (id, chunk, third) in moves {
+            let Some(lmr) = cluster.lmrs.get_mut(&id) else {
+                continue;
+            };
+            if let Some(holder) = lmr.chunks.get_mut(chunk) {
+                *holder = third;
+            }
+            if self.defects.leave_loses_moved_bytes {
+                let data = lmr.bytes_mut();
+                let start = (chunk as u64 * CHUNK_SIZE) as usize;
+                let end = (start + CHUNK_SIZE as usize).min(data.len());
+                data[start..end].fill(0);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes this node out of the cluster as if the manager had declared it
+    /// dead: the other nodes stop counting it, and nothing new goes to it.
+    /// What it created or holds stays (the caller models what goes).
+    pub fn fail_node(&self) {
+        self.cluster_state().gone.insert(self.id);
     }
 
     /// Releases an LMR created by this process: its names go and its
@@ -861,7 +935,40 @@ impl Kernel for FakeKernel {
             return err(libc::ECONNREFUSED);
         }
         process.joined = true;
+        // A node that left or failed comes back with its id.
+        self.cluster_state().gone.remove(&self.id);
         self.id.into()
+    }
+
+    fn leave(&self, flags: u32) -> c_long {
+        if flags & !LEAVE_FORCE != 0 && !self.defects.leave_accepts_unknown_flags {
+            return err(libc::EINVAL);
+        }
+        let mut process = lock(&self.process);
+        if !process.joined {
+            return err(libc::ENOTCONN);
+        }
+        let mut cluster = self.cluster_state();
+        if let Err(errno) = self.move_held_chunks(&mut cluster, flags & LEAVE_FORCE != 0) {
+            return errno;
+        }
+        let handles: Vec<(u64, Kind)> = process
+            .handles
+            .iter()
+            .map(|(&number, handle)| (number, handle.kind))
+            .collect();
+        for (number, kind) in handles {
+            match kind {
+                Kind::Created => self.release(&mut process, &mut cluster, number),
+                Kind::Mapping => *cluster.mappings.entry(self.id).or_default() -= 1,
+            }
+        }
+        // Handles of the old membership are gone, even those a defect keeps.
+        process.handles.clear();
+        process.ops.clear();
+        process.joined = false;
+        cluster.gone.insert(self.id);
+        0
     }
 
     fn get_node_id(&self) -> c_long {
@@ -874,7 +981,8 @@ impl Kernel for FakeKernel {
 
     fn get_total_node(&self) -> c_long {
         if self.joined() {
-            self.nodes.into()
+            let gone = self.cluster_state().gone.len() as u32;
+            self.nodes.saturating_sub(gone).into()
         } else {
             err(libc::ENOTCONN)
         }
@@ -901,11 +1009,20 @@ impl Kernel for FakeKernel {
         let perms = PERM_READ | PERM_WRITE | PERM_SHARE | atomic;
         let mut process = lock(&self.process);
         let mut cluster = self.cluster_state();
+        let chunks = self.chunk_holders(&cluster, node, size);
+        let reachable = if node == NODE_SPREAD {
+            !chunks.contains(&0)
+        } else {
+            Self::is_member(&cluster, node, self.nodes)
+        };
+        if !reachable {
+            return err(libc::EHOSTUNREACH);
+        }
         let lmr = Lmr {
             backing: Backing::Owned(vec![0; size as usize]),
             perms,
             creator: self.id,
-            chunks: self.chunk_holders(node, size),
+            chunks,
             released: false,
         };
         let lmr = Self::new_lmr(&mut cluster, lmr);
@@ -1055,7 +1172,7 @@ impl Kernel for FakeKernel {
             backing: Backing::Owned(bytes.to_vec()),
             perms,
             creator: self.id,
-            chunks: self.chunk_holders(self.id, size),
+            chunks: self.chunk_holders(&cluster, self.id, size),
             released: false,
         };
         let lmr = Self::new_lmr(&mut cluster, lmr);

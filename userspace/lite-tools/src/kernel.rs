@@ -21,6 +21,8 @@ pub trait Kernel: Sync {
     ///
     /// As [`sys::join`].
     unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long;
+    /// `lite_leave`.
+    fn leave(&self, flags: u32) -> c_long;
     /// `lite_get_node_id`.
     fn get_node_id(&self) -> c_long;
     /// `lite_get_total_node`.
@@ -302,6 +304,10 @@ impl Kernel for Syscalls {
     unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long {
         // SAFETY: the caller upholds sys::join's contract.
         unsafe { sys::join(cm_ip, cm_port, ib_port) }
+    }
+
+    fn leave(&self, flags: u32) -> c_long {
+        sys::leave(flags)
     }
 
     fn get_node_id(&self) -> c_long {

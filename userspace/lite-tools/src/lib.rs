@@ -5,7 +5,8 @@
 //!   and reads them back.
 //! * `lite-cluster-test`: the cluster test, reported as TAP.
 //! * `lite-failure-test`: the node failure test: one node (the victim) is
-//!   killed while the others (the survivors) wait on it; survivors report TAP.
+//!   killed while the others (the survivors) wait on it, then one survivor
+//!   leaves the cluster and joins again, ten times; survivors report TAP.
 //! * `lite-bench`: latency and throughput between two nodes, of data
 //!   operations and of RPC.
 //!

@@ -4,6 +4,13 @@
 //! so the test does not depend on which machine got which id. The plan is
 //! bounded by a data budget because the nodes may be emulated machines
 //! moving only tens of megabytes per second.
+//!
+//! The ids of a cluster of N nodes must be exactly 1..=N: targets are
+//! found by walking that ring ([`next_node`], [`others_in_ring_order`]).
+//! The cluster manager hands ids out in join order and gives a node that
+//! left, or rebooted, its id back (found by its port GID), so a cluster
+//! that lost a node and got it back still has ids 1..=N, whichever machine
+//! holds which.
 
 use lite::sys::{CHUNK_SIZE, NODE_SPREAD};
 
@@ -233,6 +240,27 @@ mod tests {
             .collect();
         assert_eq!(sizes_on_spread, DATA_SIZES.to_vec());
         assert!(plan.run.iter().map(DataCase::traffic).sum::<u64>() <= 150 * MIB);
+    }
+
+    #[test]
+    fn four_node_plan_fits_the_budget_with_every_node_a_target() {
+        // The failure test runs the cluster test on four nodes.
+        for me in 1..=4 {
+            let plan = plan_data_cases(me, 4, DATA_BUDGET_BYTES);
+            assert_eq!(plan.spread_size, 24 * MIB);
+            let traffic: u64 =
+                plan.run.iter().map(DataCase::traffic).sum::<u64>() + 2 * plan.spread_size;
+            assert!(traffic <= DATA_BUDGET_BYTES, "node {me}: {traffic}");
+            for node in 1..=4 {
+                assert!(
+                    plan.run.iter().any(|c| c.target == node),
+                    "node {me} -> {node}"
+                );
+            }
+            // The largest single LMR of the plan, whatever the node.
+            let largest = plan.run.iter().map(|c| c.size).max().unwrap_or(0);
+            assert_eq!(largest, 3 * CHUNK_SIZE + 5);
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! Every node of the cluster runs it at the same time, one of them as the
 //! victim (see [`lite_tools::failure_test`] for what it checks). A
 //! survivor prints TAP version 13 followed by one line `P passed, F failed`
-//! and exits 0 exactly when F is 0. The victim prints progress lines and
+//! and exits 0 exactly when F is 0; it leaves the node a member of the
+//! cluster, so that other programs can go on using it. The victim prints progress lines and
 //! finally [`READY_MARKER`], then waits to be killed with its machine; it
 //! exits (with status 1) only if it cannot take part.
 
@@ -13,7 +14,9 @@ use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
 use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
-use lite_tools::failure_test::{run_survivor, run_victim, FailureConfig, Role, READY_MARKER};
+use lite_tools::failure_test::{
+    run_survivor, run_victim, CyclePacing, FailureConfig, Role, READY_MARKER,
+};
 use lite_tools::kernel::Syscalls;
 use lite_tools::tap::Tap;
 use lite_tools::{parse_cm_address, say, MAX_CLUSTER_NODES};
@@ -51,6 +54,7 @@ fn parse_config(parsed: &Parsed) -> Result<(FailureConfig, Role), ArgError> {
         // The victim and at least two survivors, so that LMR B lives on
         // another survivor.
         nodes: in_range("nodes", parsed.required("nodes")?, 3..=MAX_CLUSTER_NODES)?,
+        pacing: CyclePacing::VMS,
     };
     let role = parsed.required_with("role", Role::parse)?;
     Ok((config, role))

@@ -8,7 +8,7 @@
 //! every node waits until the victim enters it too (or dies). At the death
 //! the victim's LMRs are freed (their chunks with them), and the survivors'
 //! calls involving the victim fail with `EHOSTDOWN`; the cluster shrinks
-//! by one.
+//! by one. Leaving and joining again pass through to the model.
 
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_void};
@@ -52,11 +52,13 @@ impl Fate {
     }
 }
 
-/// How a survivor's kernel misbehaves at the death.
+/// How a survivor's kernel misbehaves at the death, and otherwise.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeathDefects {
     /// Writes to the dead node fail with `EIO` instead of `EHOSTDOWN`.
     write_fails_with_eio: bool,
+    /// Defects of the model underneath, on every node.
+    kernel: Defects,
 }
 
 impl DeathDefects {
@@ -64,6 +66,15 @@ impl DeathDefects {
     pub fn write_fails_with_eio() -> Self {
         DeathDefects {
             write_fails_with_eio: true,
+            ..DeathDefects::default()
+        }
+    }
+
+    /// A correct death on a model with `kernel`'s defects.
+    pub fn with_kernel(kernel: Defects) -> Self {
+        DeathDefects {
+            kernel,
+            ..DeathDefects::default()
         }
     }
 }
@@ -86,7 +97,7 @@ pub struct Node {
 pub fn cluster(nodes: u32, defects: DeathDefects) -> Vec<Arc<Node>> {
     let fate = Arc::new(Fate::default());
     (1..=nodes)
-        .zip(FakeKernel::cluster(nodes, Defects::default()))
+        .zip(FakeKernel::cluster(nodes, defects.kernel))
         .map(|(id, inner)| {
             Arc::new(Node {
                 inner,
@@ -108,6 +119,7 @@ pub fn kill(victim: &Node) {
     for handle in created {
         victim.inner.free(handle);
     }
+    victim.inner.fail_node();
     victim.fate.state().dead = true;
     victim.fate.changed.notify_all();
 }
@@ -159,16 +171,17 @@ impl Kernel for Node {
         unsafe { self.inner.join(cm_ip, cm_port, ib_port) }
     }
 
+    fn leave(&self, flags: u32) -> c_long {
+        self.inner.leave(flags)
+    }
+
     fn get_node_id(&self) -> c_long {
         self.inner.get_node_id()
     }
 
     fn get_total_node(&self) -> c_long {
-        if self.dead() {
-            c_long::from(self.nodes - 1)
-        } else {
-            self.inner.get_total_node()
-        }
+        // The model counts the dead victim out (see `kill`).
+        self.inner.get_total_node()
     }
 
     fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {

@@ -1,0 +1,902 @@
+//! The failure test's last phase: one survivor leaves the cluster and joins
+//! again, [`CYCLES`] times in a row, while the other survivors watch.
+//!
+//! The survivors are the nodes other than the victim, which is dead by
+//! now. The highest of them, the leaver, calls `lite_leave`, checks that
+//! its node is out (its calls get `ENOTCONN`), joins again and expects its
+//! id back. The others, the observers, each hold a spread LMR, some of
+//! whose chunks the leaver holds at first (its first leave has to move
+//! them to another observer, with their bytes), and run checked traffic
+//! between themselves throughout. They follow the cycles by the cluster's
+//! size alone, without barriers: a thread reads `lite_get_total_node`
+//! every [`CyclePacing::poll`] and notes each change, and every cycle must
+//! take the count down by one and back up, each within [`CHANGE_TIMEOUT`].
+//! After each cycle an observer reads its whole spread LMR back. The
+//! leaver stays out [`CyclePacing::away`] before it joins again, and once
+//! the cluster is whole again it waits [`CyclePacing::back`] before it
+//! leaves again, so that every size lasts several reads.
+//!
+//! A barrier of all survivors starts the phase (everything allocated) and
+//! one ends it: the leaver's first barrier after its last join has to take
+//! the round the others are at. Every wait is bounded; what does not end
+//! in time is reported as a failure.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use libc::c_long;
+use lite::sys::{CM_DEFAULT_PORT, NODE_SPREAD};
+
+use super::{alloc, barrier_point, bounded, elapsed_ms, held_chunks, run_traffic, Target};
+use crate::cluster_test::io::{read_at, write_at};
+use crate::cluster_test::password_of;
+use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::kernel::Kernel;
+use crate::pattern;
+use crate::stats::monotonic_ns;
+use crate::tap::Tap;
+use crate::IB_PORT;
+
+/// Leave/rejoin cycles in a row.
+pub const CYCLES: u32 = 10;
+
+/// Size of each observer's spread LMR: four 4 MiB chunks, round robin over
+/// the other survivors, so that with three survivors two are on the leaver.
+const SPREAD_LMR_SIZE: u64 = 16 << 20;
+
+/// Size of the LMR each observer's traffic goes to, on another observer.
+const TRAFFIC_LMR_SIZE: u64 = 1 << 20;
+
+/// Size of the LMR the leaver allocates before each leave, to try its
+/// handle once it is out.
+const OLD_HANDLE_SIZE: u64 = 4096;
+
+/// Longest one membership change may take to show: the cluster's size
+/// going down (counted from the end of the previous cycle) or back up
+/// (from going down) for an observer, being whole again after the join for
+/// the leaver; also how long the leaver keeps trying to join again while
+/// the manager refuses it with `EADDRINUSE` or `EAGAIN`.
+pub const CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bound of one `lite_leave` or `lite_join` call, and of writing or reading
+/// a whole spread LMR.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Bound of the phase's barriers: the others may first spend up to
+/// [`CHANGE_TIMEOUT`] on a cycle that does not come.
+const BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Pause between joins the manager refused for now (`EADDRINUSE`,
+/// `EAGAIN`).
+const JOIN_RETRY: Duration = Duration::from_millis(500);
+
+/// How long the observers' traffic may take to stop once told to.
+const TRAFFIC_STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How the cycles are paced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CyclePacing {
+    /// How often the observers read the cluster's size (and the leaver
+    /// waits for it to be whole).
+    pub poll: Duration,
+    /// How long the leaver stays out before it joins again.
+    pub away: Duration,
+    /// How long the leaver waits, once the cluster is whole again, before
+    /// it leaves again.
+    pub back: Duration,
+}
+
+impl CyclePacing {
+    /// On the test machines: each size lasts ten reads or more.
+    pub const VMS: CyclePacing = CyclePacing {
+        poll: Duration::from_millis(100),
+        away: Duration::from_secs(1),
+        back: Duration::from_secs(1),
+    };
+}
+
+/// The part a survivor plays in the cycles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Leaves and joins again; `observers` are the other survivors.
+    Leaver {
+        /// The survivors that stay, in ascending order.
+        observers: Vec<u32>,
+    },
+    /// Follows the cycles; its traffic goes to an LMR on `peer`.
+    Observer {
+        /// The survivor that leaves.
+        leaver: u32,
+        /// The observer holding this one's traffic LMR.
+        peer: u32,
+    },
+}
+
+/// `me`'s part among the survivors of a cluster of `nodes` whose `victim`
+/// died: the highest survivor leaves, and each observer's traffic goes to
+/// the next observer (wrapping around). `None` if `me` is no survivor or
+/// there are fewer than three: a leaving node's chunks need a third node
+/// to move to.
+pub fn part(me: u32, victim: u32, nodes: u32) -> Option<Part> {
+    let survivors: Vec<u32> = (1..=nodes).filter(|&n| n != victim).collect();
+    let (&leaver, observers) = survivors.split_last()?;
+    if survivors.len() < 3 || !survivors.contains(&me) {
+        return None;
+    }
+    if me == leaver {
+        return Some(Part::Leaver {
+            observers: observers.to_vec(),
+        });
+    }
+    let peer = observers
+        .iter()
+        .copied()
+        .find(|&n| n > me)
+        .or_else(|| observers.first().copied())?;
+    Some(Part::Observer { leaver, peer })
+}
+
+/// What every survivor knows about the phase.
+pub(super) struct Phase {
+    /// This node's id.
+    pub me: u32,
+    /// The dead node.
+    pub victim: u32,
+    /// Nodes of the cluster, the victim included.
+    pub nodes: u32,
+    /// Address of the cluster manager, for joining again.
+    pub cm: Ipv4Addr,
+    /// How the cycles are paced.
+    pub pacing: CyclePacing,
+}
+
+impl Phase {
+    /// The survivors: the cluster's size while everybody is in.
+    fn survivors(&self) -> u32 {
+        self.nodes - 1
+    }
+}
+
+/// Runs this survivor's part of the cycles, reporting to `tap`.
+pub(super) fn run<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase)
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    match part(phase.me, phase.victim, phase.nodes) {
+        Some(Part::Leaver { observers }) => leave_and_rejoin(kernel, tap, phase, &observers),
+        Some(Part::Observer { leaver, peer }) => observe(kernel, tap, phase, leaver, peer),
+        None => tap.skip(
+            "leave/rejoin cycles",
+            "they need three survivors (a leaving node's chunks move to a third node)",
+        ),
+    }
+}
+
+/// A barrier of all survivors as a test point; whether it passed.
+fn survivors_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase, when: &str) -> bool
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let survivors = phase.survivors();
+    barrier_point(
+        kernel,
+        tap,
+        survivors,
+        BARRIER_TIMEOUT,
+        &format!("leave/rejoin: dist_barrier({survivors}) of the survivors {when} returns 0"),
+    )
+}
+
+/// Nanoseconds of `duration`, saturated, for deadlines on the
+/// `CLOCK_MONOTONIC` scale.
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The leaver's part: [`CYCLES`] times leave, check that the node is out,
+/// join again and wait until the cluster is whole.
+fn leave_and_rejoin<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase, observers: &[u32])
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let me = phase.me;
+    if !survivors_barrier(kernel, tap, phase, "before the cycles") {
+        tap.bail_out("the survivors are out of step");
+        return;
+    }
+    let held = held_chunks(kernel.as_ref());
+    let shown = held.as_ref().map_or("?".to_string(), u64::to_string);
+    tap.check(
+        &format!(
+            "leave/rejoin: node {me} holds chunks of the observers' spread LMRs before \
+             its first leave (held_chunks {shown})"
+        ),
+        match held {
+            Ok(0) => Err("no chunk is held here, so no leave would move any".to_string()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        },
+    );
+
+    for cycle in 1..=CYCLES {
+        match one_cycle(kernel, tap, phase, observers, cycle) {
+            CycleEnd::Completed => {
+                if cycle < CYCLES {
+                    thread::sleep(phase.pacing.back);
+                }
+            }
+            CycleEnd::StillMember => {
+                if cycle < CYCLES {
+                    tap.comment(&format!("cycles {} to {CYCLES} not run", cycle + 1));
+                }
+                break;
+            }
+            CycleEnd::Out => {
+                tap.bail_out("this node left the cluster and could not join again");
+                return;
+            }
+        }
+    }
+
+    let held = held_chunks(kernel.as_ref());
+    let shown = held.as_ref().map_or("?".to_string(), u64::to_string);
+    tap.check(
+        &format!(
+            "leave/rejoin: held_chunks on node {me} is 0 after its last join \
+             (its chunks moved away; got {shown})"
+        ),
+        match held {
+            Ok(0) => Ok(()),
+            Ok(n) => Err(format!("{n} chunks held by a node that joined afresh")),
+            Err(e) => Err(e),
+        },
+    );
+    survivors_barrier(kernel, tap, phase, "after the cycles");
+}
+
+/// How a cycle of the leaver ended.
+enum CycleEnd {
+    /// Left, joined again and saw the cluster whole.
+    Completed,
+    /// Did not leave (or the leave did not return): the node is, or may
+    /// still be, a member, and further cycles would fail the same way.
+    StillMember,
+    /// Left and could not join again.
+    Out,
+}
+
+/// One cycle of the leaver.
+fn one_cycle<K, W>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    phase: &Phase,
+    observers: &[u32],
+    cycle: u32,
+) -> CycleEnd
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let me = phase.me;
+    let password = password_of(me);
+    // A handle of this membership, to try once the node is out.
+    let old = match observers.first() {
+        Some(&holder) => alloc(kernel.as_ref(), holder, OLD_HANDLE_SIZE, password),
+        None => Err("no observer to allocate on".to_string()),
+    };
+
+    let started = monotonic_ns();
+    let left = bounded(kernel, CALL_TIMEOUT, |k| k.leave(0));
+    let took = elapsed_ms(started, monotonic_ns());
+    tap.comment(&format!("leave {took} ms"));
+    let left_ok = tap.check(
+        &format!("leave/rejoin cycle {cycle}: leave(0) on node {me} returns 0"),
+        left.and_then(expect_zero),
+    );
+    if !left_ok {
+        return CycleEnd::StillMember;
+    }
+
+    tap.check(
+        &format!(
+            "leave/rejoin cycle {cycle}: once left, get_node_id, leave(0) again and \
+             rdma_write on a handle from before the leave return -ENOTCONN"
+        ),
+        out_of_the_cluster(kernel.as_ref(), old, password),
+    );
+    thread::sleep(phase.pacing.away);
+
+    let started = monotonic_ns();
+    let joined = join_again(kernel, phase.cm);
+    let took = elapsed_ms(started, monotonic_ns());
+    tap.comment(&format!("rejoin {took} ms"));
+    let shown = joined
+        .as_ref()
+        .map_or("none".to_string(), |id| id.to_string());
+    let rejoined = joined.is_ok();
+    tap.check(
+        &format!("leave/rejoin cycle {cycle}: join returns node {me}'s id again (got {shown})"),
+        joined.and_then(|id| {
+            if id == me {
+                Ok(())
+            } else {
+                Err(format!("joined as node {id}, not {me}"))
+            }
+        }),
+    );
+    if !rejoined {
+        return CycleEnd::Out;
+    }
+
+    let whole = phase.survivors();
+    let started = monotonic_ns();
+    let deadline = started.saturating_add(nanos(CHANGE_TIMEOUT));
+    let total = loop {
+        let total = kernel.get_total_node();
+        if total == c_long::from(whole) || monotonic_ns() >= deadline {
+            break total;
+        }
+        thread::sleep(phase.pacing.poll);
+    };
+    let took = elapsed_ms(started, monotonic_ns());
+    tap.check(
+        &format!(
+            "leave/rejoin cycle {cycle}: get_total_node returns {whole} after the join \
+             (got {}, after {took} ms)",
+            describe_result(total)
+        ),
+        if total == c_long::from(whole) {
+            Ok(())
+        } else {
+            Err(format!(
+                "still {} after {} s",
+                describe_result(total),
+                CHANGE_TIMEOUT.as_secs()
+            ))
+        },
+    );
+    CycleEnd::Completed
+}
+
+/// Checks that the node is out of the cluster: its calls, also one on
+/// `old`, a handle from before the leave, get `ENOTCONN`.
+fn out_of_the_cluster<K: Kernel>(
+    kernel: &K,
+    old: Result<u64, String>,
+    password: u64,
+) -> Result<(), String> {
+    let mut problems = Vec::new();
+    if let Err(e) = expect_errno(kernel.get_node_id(), libc::ENOTCONN) {
+        problems.push(format!("get_node_id: {e}"));
+    }
+    let again = kernel.leave(0);
+    if let Err(e) = expect_errno(again, libc::ENOTCONN) {
+        problems.push(format!("leave(0) again: {e}"));
+    }
+    match old {
+        Ok(handle) => {
+            let data = [0x4cu8; 16];
+            let ret = write_at(kernel, handle, 0, &data, password);
+            if let Err(e) = expect_errno(ret, libc::ENOTCONN) {
+                problems.push(format!("rdma_write on handle {handle:#x}: {e}"));
+            }
+        }
+        Err(e) => problems.push(format!("no handle from before the leave to try: {e}")),
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// Joins the cluster at `cm` again, trying for up to [`CHANGE_TIMEOUT`]
+/// while the manager refuses for now: `EADDRINUSE` (it still counts this
+/// node's earlier incarnation as alive) or `EAGAIN` (it just started); the
+/// node id.
+fn join_again<K>(kernel: &Arc<K>, cm: Ipv4Addr) -> Result<u32, String>
+where
+    K: Kernel + Send + 'static,
+{
+    let deadline = monotonic_ns().saturating_add(nanos(CHANGE_TIMEOUT));
+    let mut refusals = 0u32;
+    loop {
+        let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
+        let ret = bounded(kernel, CALL_TIMEOUT, move |k| {
+            // SAFETY: `address` is a NUL-terminated string that lives
+            // until the call returns; the kernel only reads it.
+            unsafe { k.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) }
+        })?;
+        let for_now = [libc::EADDRINUSE, libc::EAGAIN].map(|errno| -c_long::from(errno));
+        if for_now.contains(&ret) && monotonic_ns() < deadline {
+            refusals += 1;
+            thread::sleep(JOIN_RETRY);
+            continue;
+        }
+        return match u32::try_from(ret) {
+            Ok(id) if id > 0 => Ok(id),
+            _ => Err(format!(
+                "join {cm} returned {} (after {refusals} refusals for now)",
+                describe_result(ret)
+            )),
+        };
+    }
+}
+
+/// A change of the cluster's size, as a [`SizeWatch`] saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SizeChange {
+    /// `lite_get_total_node`'s new result.
+    total: c_long,
+    /// When it was read (`CLOCK_MONOTONIC`, ns).
+    at_ns: u64,
+}
+
+/// A thread that reads the cluster's size every so often and reports each
+/// change, so that no change is missed while the observer is busy.
+struct SizeWatch {
+    changes: Receiver<SizeChange>,
+    stop: Arc<AtomicBool>,
+}
+
+impl SizeWatch {
+    /// Starts reading every `every`; the first reading is the first change.
+    fn start<K>(kernel: &Arc<K>, every: Duration) -> Result<Self, String>
+    where
+        K: Kernel + Send + 'static,
+    {
+        let (sender, changes) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let kernel = Arc::clone(kernel);
+        let stopped = Arc::clone(&stop);
+        thread::Builder::new()
+            .name("cluster-size".into())
+            .spawn(move || {
+                let mut last = None;
+                while !stopped.load(Ordering::SeqCst) {
+                    let total = kernel.get_total_node();
+                    if last != Some(total) {
+                        last = Some(total);
+                        let change = SizeChange {
+                            total,
+                            at_ns: monotonic_ns(),
+                        };
+                        if sender.send(change).is_err() {
+                            return;
+                        }
+                    }
+                    thread::sleep(every);
+                }
+            })
+            .map_err(|e| format!("cannot start the thread reading the cluster's size: {e}"))?;
+        Ok(SizeWatch { changes, stop })
+    }
+
+    /// Waits until the size becomes `target`, read no later than
+    /// `deadline_ns`; when that was. Sizes neither `target` nor in
+    /// `expected` on the way are added to `odd`.
+    fn wait_for(
+        &self,
+        target: c_long,
+        expected: &[c_long],
+        deadline_ns: u64,
+        odd: &mut Vec<String>,
+    ) -> Result<u64, String> {
+        loop {
+            let left = Duration::from_nanos(deadline_ns.saturating_sub(monotonic_ns()));
+            match self.changes.recv_timeout(left) {
+                Ok(change) if change.at_ns > deadline_ns => {
+                    return Err(format!(
+                        "get_total_node did not return {target} in time (the next change, to \
+                         {}, came {} ms late)",
+                        describe_result(change.total),
+                        elapsed_ms(deadline_ns, change.at_ns)
+                    ))
+                }
+                Ok(change) if change.total == target => return Ok(change.at_ns),
+                Ok(change) => {
+                    if !expected.contains(&change.total) {
+                        odd.push(describe_result(change.total));
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!(
+                        "get_total_node did not return {target} in time ({} s)",
+                        CHANGE_TIMEOUT.as_secs()
+                    ))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err("the thread reading the cluster's size ended".to_string())
+                }
+            }
+        }
+    }
+}
+
+impl Drop for SizeWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// What an observer set up; `None` for what failed.
+struct Observed {
+    /// The spread LMR, filled with this node's pattern.
+    spread: Option<Target>,
+    /// The traffic LMR on the peer.
+    traffic: Option<Target>,
+}
+
+/// The observer's part: sets up, then follows every cycle and checks its
+/// spread LMR after each.
+fn observe<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase, leaver: u32, peer: u32)
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let me = phase.me;
+    let seed = pattern::seed(&[u64::from(me), SPREAD_LMR_SIZE, 0x1ea7e]);
+    // Before anything else, so that it sees the cluster whole at first.
+    let watch = SizeWatch::start(kernel, phase.pacing.poll);
+    let observed = set_up_observer(kernel, tap, me, peer, seed);
+    let stop_traffic = Arc::new(AtomicBool::new(false));
+    let traffic = observed.traffic.map(|lmr| {
+        start_traffic(
+            kernel,
+            lmr,
+            pattern::seed(&[u64::from(me), 0x7a1c]),
+            &stop_traffic,
+        )
+    });
+
+    if !survivors_barrier(kernel, tap, phase, "before the cycles") {
+        stop_traffic.store(true, Ordering::SeqCst);
+        tap.bail_out("the survivors are out of step");
+        return;
+    }
+    let mut cycle_from_ns = monotonic_ns();
+    match &watch {
+        Ok(watch) => {
+            for cycle in 1..=CYCLES {
+                let followed = follow_cycle(tap, phase, watch, leaver, cycle, cycle_from_ns);
+                check_spread(kernel, tap, observed.spread, seed, cycle);
+                match followed {
+                    Some(back_ns) => cycle_from_ns = back_ns,
+                    None => {
+                        if cycle < CYCLES {
+                            tap.comment(&format!(
+                                "cycles {} to {CYCLES} not followed: cycle {cycle} did not \
+                                 complete",
+                                cycle + 1
+                            ));
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        Err(e) => tap.not_ok(
+            &format!("leave/rejoin: node {me} follows the cluster's size"),
+            e,
+        ),
+    }
+    drop(watch);
+
+    stop_traffic.store(true, Ordering::SeqCst);
+    check_observer_traffic(tap, peer, traffic);
+    survivors_barrier(kernel, tap, phase, "after the cycles");
+    let freed: Vec<String> = [("spread", observed.spread), ("traffic", observed.traffic)]
+        .into_iter()
+        .filter_map(|(name, lmr)| {
+            let lmr = lmr?;
+            expect_zero(kernel.free(lmr.handle))
+                .err()
+                .map(|e| format!("the {name} LMR: {e}"))
+        })
+        .collect();
+    tap.check(
+        "leave/rejoin: free of the spread and traffic LMRs returns 0",
+        if freed.is_empty() {
+            Ok(())
+        } else {
+            Err(freed.join("\n"))
+        },
+    );
+}
+
+/// Allocates and fills the spread LMR and allocates the traffic LMR on
+/// `peer`, one test point each.
+fn set_up_observer<K, W>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    me: u32,
+    peer: u32,
+    seed: u64,
+) -> Observed
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let password = password_of(me);
+    let spread =
+        alloc(kernel.as_ref(), NODE_SPREAD, SPREAD_LMR_SIZE, password).and_then(|handle| {
+            let lmr = Target {
+                handle,
+                size: SPREAD_LMR_SIZE,
+                password,
+            };
+            bounded(kernel, CALL_TIMEOUT, move |k| fill(k, lmr, seed))?.map(|()| lmr)
+        });
+    tap.check(
+        &format!(
+            "leave/rejoin: alloc_remote of {} MiB spread (node 0) and a write of node {me}'s \
+             pattern over all of it return 0",
+            SPREAD_LMR_SIZE >> 20
+        ),
+        spread.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let traffic = alloc(kernel.as_ref(), peer, TRAFFIC_LMR_SIZE, password).map(|handle| Target {
+        handle,
+        size: TRAFFIC_LMR_SIZE,
+        password,
+    });
+    tap.check(
+        &format!(
+            "leave/rejoin: alloc_remote of {} MiB on node {peer} for traffic during the \
+             cycles returns a handle",
+            TRAFFIC_LMR_SIZE >> 20
+        ),
+        traffic.as_ref().map(drop).map_err(Clone::clone),
+    );
+    Observed {
+        spread: spread.ok(),
+        traffic: traffic.ok(),
+    }
+}
+
+/// Writes the pattern of `seed` over all of `lmr`.
+fn fill<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
+    let mut data = vec![0u8; lmr.size as usize];
+    pattern::fill(seed, 0, &mut data);
+    expect_zero(write_at(kernel, lmr.handle, 0, &data, lmr.password))
+        .map_err(|e| format!("write of {} B: {e}", lmr.size))
+}
+
+/// Reads all of `lmr` back and compares it with the pattern of `seed`.
+fn read_and_verify<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
+    let mut data = vec![0u8; lmr.size as usize];
+    pattern::poison(seed, 0, &mut data);
+    expect_zero(read_at(kernel, lmr.handle, 0, &mut data, lmr.password))
+        .map_err(|e| format!("read of {} B: {e}", lmr.size))?;
+    pattern::verify(seed, 0, &data).map_err(|m| m.to_string())
+}
+
+/// Waits for cycle `cycle`: the cluster's size down by one, then whole
+/// again, reported as one test point. `from_ns` is when the cycle could
+/// begin (the end of the previous one). When the cluster was whole again,
+/// if it was.
+fn follow_cycle<W: Write>(
+    tap: &mut Tap<W>,
+    phase: &Phase,
+    watch: &SizeWatch,
+    leaver: u32,
+    cycle: u32,
+    from_ns: u64,
+) -> Option<u64> {
+    let whole = c_long::from(phase.survivors());
+    let without = whole - 1;
+    let sizes = [whole, without];
+    let mut odd = Vec::new();
+    let down = watch.wait_for(
+        without,
+        &sizes,
+        from_ns.saturating_add(nanos(CHANGE_TIMEOUT)),
+        &mut odd,
+    );
+    let back = down.as_ref().map_err(Clone::clone).and_then(|&down_ns| {
+        watch
+            .wait_for(
+                whole,
+                &sizes,
+                down_ns.saturating_add(nanos(CHANGE_TIMEOUT)),
+                &mut odd,
+            )
+            .map(|back_ns| (down_ns, back_ns))
+    });
+    if let Ok((down_ns, back_ns)) = back {
+        tap.comment(&format!(
+            "cycle {cycle}: {without} nodes {} ms after the cycle could begin, for {} ms",
+            elapsed_ms(from_ns, down_ns),
+            elapsed_ms(down_ns, back_ns)
+        ));
+    }
+    let outcome = match (&back, odd.is_empty()) {
+        (Ok(_), true) => Ok(()),
+        (Ok(_), false) => Err(format!("get_total_node also returned {}", odd.join(", "))),
+        (Err(e), _) if odd.is_empty() => Err(e.clone()),
+        (Err(e), _) => Err(format!(
+            "{e}; get_total_node also returned {}",
+            odd.join(", ")
+        )),
+    };
+    tap.check(
+        &format!(
+            "leave/rejoin cycle {cycle}: get_total_node went from {whole} to {without} and \
+             back to {whole} (node {leaver} left and joined again)"
+        ),
+        outcome,
+    );
+    back.ok().map(|(_, back_ns)| back_ns)
+}
+
+/// Reads the whole spread LMR back after cycle `cycle`, as a test point.
+fn check_spread<K, W>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    spread: Option<Target>,
+    seed: u64,
+    cycle: u32,
+) where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let outcome = match spread {
+        Some(lmr) => bounded(kernel, CALL_TIMEOUT, move |k| read_and_verify(k, lmr, seed))
+            .and_then(|verdict| verdict),
+        None => Err("there is no spread LMR to read".to_string()),
+    };
+    tap.check(
+        &format!(
+            "leave/rejoin cycle {cycle}: the {} MiB spread LMR reads back whole with this \
+             node's pattern",
+            SPREAD_LMR_SIZE >> 20
+        ),
+        outcome,
+    );
+}
+
+/// Starts the observer's traffic on `lmr`; its report arrives on the
+/// returned channel once `stop` is set.
+fn start_traffic<K>(
+    kernel: &Arc<K>,
+    lmr: Target,
+    seed: u64,
+    stop: &Arc<AtomicBool>,
+) -> Result<Receiver<super::TrafficReport>, String>
+where
+    K: Kernel + Send + 'static,
+{
+    let (sender, reports) = mpsc::channel();
+    let kernel = Arc::clone(kernel);
+    let stop = Arc::clone(stop);
+    thread::Builder::new()
+        .name("rejoin-traffic".into())
+        .spawn(move || {
+            // No failure to count rounds after: nothing dies in this phase.
+            let never = AtomicU64::new(0);
+            let report = run_traffic(kernel.as_ref(), lmr, seed, &stop, &never);
+            // Nobody listens any more once the wait timed out.
+            let _ = sender.send(report);
+        })
+        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
+    Ok(reports)
+}
+
+/// Collects the traffic's report (its thread was told to stop) and checks
+/// that every round trip came back intact.
+fn check_observer_traffic<W: Write>(
+    tap: &mut Tap<W>,
+    peer: u32,
+    traffic: Option<Result<Receiver<super::TrafficReport>, String>>,
+) {
+    let report = traffic
+        .ok_or_else(|| "there is no traffic LMR".to_string())
+        .and_then(|started| started)
+        .and_then(|reports| {
+            reports.recv_timeout(TRAFFIC_STOP_TIMEOUT).map_err(|_| {
+                format!(
+                    "the traffic did not stop within {} s of being told to",
+                    TRAFFIC_STOP_TIMEOUT.as_secs()
+                )
+            })
+        });
+    let (description, outcome) = match report {
+        Ok(report) => {
+            let mut problems = Vec::new();
+            if report.rounds == 0 {
+                problems.push("no round trip completed".to_string());
+            }
+            if let Some(mismatch) = &report.first_mismatch {
+                problems.push(format!("data came back different: {mismatch}"));
+            }
+            if let Some(error) = &report.error {
+                problems.push(error.clone());
+            }
+            (
+                format!(
+                    "leave/rejoin: traffic to node {peer} during the cycles comes back intact \
+                     ({} round trips, {} mismatches)",
+                    report.rounds, report.mismatches
+                ),
+                if problems.is_empty() {
+                    Ok(())
+                } else {
+                    Err(problems.join("\n"))
+                },
+            )
+        }
+        Err(e) => (
+            format!("leave/rejoin: traffic to node {peer} during the cycles comes back intact"),
+            Err(e),
+        ),
+    };
+    tap.check(&description, outcome);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_highest_survivor_leaves_and_the_others_send_to_each_other() {
+        assert_eq!(
+            part(3, 4, 4),
+            Some(Part::Leaver {
+                observers: vec![1, 2]
+            })
+        );
+        assert_eq!(part(1, 4, 4), Some(Part::Observer { leaver: 3, peer: 2 }));
+        assert_eq!(part(2, 4, 4), Some(Part::Observer { leaver: 3, peer: 1 }));
+        // Whichever node died.
+        assert_eq!(
+            part(4, 2, 4),
+            Some(Part::Leaver {
+                observers: vec![1, 3]
+            })
+        );
+        assert_eq!(part(3, 2, 4), Some(Part::Observer { leaver: 4, peer: 1 }));
+        assert_eq!(part(2, 5, 5), Some(Part::Observer { leaver: 4, peer: 3 }));
+        assert_eq!(part(3, 5, 5), Some(Part::Observer { leaver: 4, peer: 1 }));
+    }
+
+    #[test]
+    fn no_part_without_three_survivors_or_for_the_victim() {
+        assert_eq!(part(1, 3, 3), None);
+        assert_eq!(part(2, 3, 3), None);
+        assert_eq!(part(4, 4, 4), None);
+    }
+
+    #[test]
+    fn a_size_watch_reports_every_change_and_times_out() {
+        use crate::fake_kernel::{Defects, FakeKernel};
+
+        let kernels = FakeKernel::cluster(3, Defects::default());
+        for kernel in &kernels {
+            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
+        }
+        let kernels: Vec<Arc<FakeKernel>> = kernels.into_iter().map(Arc::new).collect();
+        let watch = SizeWatch::start(&kernels[0], Duration::from_millis(2)).expect("watch");
+        let soon = || monotonic_ns() + nanos(Duration::from_secs(5));
+        let mut odd = Vec::new();
+        assert!(watch.wait_for(3, &[3, 2], soon(), &mut odd).is_ok());
+        assert_eq!(kernels[2].leave(0), 0);
+        let down = watch.wait_for(2, &[3, 2], soon(), &mut odd).expect("down");
+        assert!(super::super::join(kernels[2].as_ref(), Ipv4Addr::new(10, 0, 0, 1)) == Ok(3));
+        let back = watch.wait_for(3, &[3, 2], soon(), &mut odd).expect("back");
+        assert!(back >= down);
+        assert!(odd.is_empty(), "{odd:?}");
+        // Nothing changes any more.
+        let quick = monotonic_ns() + nanos(Duration::from_millis(50));
+        let late = watch.wait_for(2, &[3, 2], quick, &mut odd).unwrap_err();
+        assert!(late.contains("did not return 2"), "{late}");
+    }
+}
