@@ -154,10 +154,10 @@ impl Node {
             return Err(errno::EISCONN());
         }
         let change = self.begin_change()?;
-        let result = self.replace_fenced().and_then(|()| match change.device {
+        let result = match change.device {
             Some(device) => self.join_with(device, addr, port, ib_port, change.last_id),
             None => Err(ENODEV),
-        });
+        };
         if result.is_ok() {
             self.state.lock().last_join = Some((addr, port, ib_port));
         }
@@ -203,6 +203,9 @@ impl Node {
         let port_config = device.device.probe_port(ib_port)?;
         let (stream, node_id, incarnation) =
             membership::hello(addr, port, &port_config, rejoin_id)?;
+        // Only now that the manager took this node back does a membership
+        // it was cut off from end: until then it keeps trying to rejoin.
+        self.replace_fenced()?;
         let cluster = Cluster::new(node_id, device, port_config)?;
         let membership = Membership::new(
             cluster.clone(),

@@ -3,10 +3,12 @@
 //! Each run creates a network namespace `lite-<pid>` holding a bridge
 //! `br0` (10.77.0.254/24) and one tap device per VM. QEMU and the cluster
 //! manager run inside that namespace, so nothing the guests send can leave
-//! it. Node `i` (from 1) is 10.77.0.i on `tap<i>`, with the MAC address
-//! [`qemu::mac`]`(i)`; a node's VM can be booted again
+//! it. Node `i` (from 1) is 10.77.0.i on `tap<i>` ([`tap_name`]), with the
+//! MAC address [`qemu::mac`]`(i)`; a node's VM can be booted again
 //! ([`Cluster::restart_node`]) with the same address, MAC and tap, so that
-//! to the cluster it is the same machine rebooted. [`Cluster`]'s `Drop`
+//! to the cluster it is the same machine rebooted, and its link can be
+//! taken down and up again ([`Cluster::set_link`]), as in a network
+//! partition. [`Cluster`]'s `Drop`
 //! kills QEMU and the manager and deletes the namespace, also after errors
 //! and Ctrl-C.
 
@@ -37,6 +39,12 @@ const START_GAP: Duration = Duration::from_secs(2);
 /// Guest address of node `i` (from 1).
 pub fn node_ip(i: usize) -> String {
     format!("10.77.0.{i}")
+}
+
+/// The tap device of node `i` (from 1) in the cluster's namespace: the
+/// VM's only link to the bridge.
+pub fn tap_name(i: usize) -> String {
+    format!("tap{i}")
 }
 
 /// Builds the host cluster manager; returns the `lite-cm` binary.
@@ -118,7 +126,7 @@ impl Cluster {
         netns.ip(&["addr", "add", &format!("{MANAGER_IP}/24"), "dev", "br0"])?;
         netns.ip(&["link", "set", "br0", "up"])?;
         for i in 1..=nodes {
-            let tap = format!("tap{i}");
+            let tap = tap_name(i);
             netns.ip(&["tuntap", "add", &tap, "mode", "tap"])?;
             netns.ip(&["link", "set", &tap, "master", "br0"])?;
             netns.ip(&["link", "set", &tap, "up"])?;
@@ -213,6 +221,20 @@ impl Cluster {
         Ok(self.vm_mut(i)?.kill_as_failure())
     }
 
+    /// Takes node `i`'s network link down (`up` false) or brings it up
+    /// again: its tap device, so that the node can reach neither the
+    /// manager nor any other node while its VM and NIC run on, as in a
+    /// network partition. Returns the tap's name.
+    pub fn set_link(&self, i: usize, up: bool) -> Result<String> {
+        self.vm(i)?;
+        let Some(netns) = &self.netns else {
+            bail!("the cluster has no network namespace");
+        };
+        let tap = tap_name(i);
+        netns.ip(&link_state_args(&tap, up))?;
+        Ok(tap)
+    }
+
     /// Kills every VM still running; the cluster stays until dropped.
     pub fn kill_all(&mut self) {
         self.vms.iter_mut().for_each(Vm::kill);
@@ -269,7 +291,7 @@ fn node_vm(spec: &ClusterSpec, i: usize, role: &str, name: &str) -> VmSpec {
         memory_mib: spec.memory_mib,
         serial_log: spec.logs.join(format!("{name}.log")),
         nic: Some(Nic {
-            tap: format!("tap{i}"),
+            tap: tap_name(i),
             mac: qemu::mac(i),
         }),
         cpu: spec.pin_cpus.then_some((i - 1) % cpus),
@@ -332,9 +354,21 @@ impl Netns {
 
     /// `ip -n NAME ARGS...`.
     fn ip(&self, args: &[&str]) -> Result<()> {
-        process::output(Command::new("ip").args(["-n", &self.name]).args(args))?;
+        process::output(&mut ip_command(&self.name, args))?;
         Ok(())
     }
+}
+
+/// `ip -n NETNS ARGS...`: `ip` acting inside network namespace `netns`.
+fn ip_command(netns: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["-n", netns]).args(args);
+    cmd
+}
+
+/// The `ip` arguments that take link `tap` up or down.
+fn link_state_args(tap: &str, up: bool) -> [&str; 4] {
+    ["link", "set", tap, if up { "up" } else { "down" }]
 }
 
 impl Drop for Netns {
@@ -408,6 +442,25 @@ mod tests {
         assert_eq!(
             (again.kernel, again.memory_mib),
             (first.kernel, first.memory_mib)
+        );
+    }
+
+    #[test]
+    fn a_nodes_link_goes_down_and_up_through_its_own_tap_in_the_namespace() {
+        let extra = |_: usize| Vec::new();
+        let spec = spec(Path::new("/logs"), &extra);
+        let vm = node_vm(&spec, 2, &spec.roles[1], "node2");
+        let tap = vm.nic.map(|n| n.tap).unwrap_or_default();
+        assert_eq!(tap, tap_name(2));
+        let down = ip_command("lite-42", &link_state_args(&tap, false));
+        assert_eq!(process::describe(&down), "ip -n lite-42 link set tap2 down");
+        let up = ip_command("lite-42", &link_state_args(&tap, true));
+        assert_eq!(process::describe(&up), "ip -n lite-42 link set tap2 up");
+        // The namespace's own set-up goes through the same command.
+        let add = ip_command("lite-42", &["tuntap", "add", "tap1", "mode", "tap"]);
+        assert_eq!(
+            process::describe(&add),
+            "ip -n lite-42 tuntap add tap1 mode tap"
         );
     }
 }

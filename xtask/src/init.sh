@@ -6,7 +6,8 @@
 #   lite.cm=IP         cluster manager address
 #   lite.nodes=N       cluster size
 #   lite.run=ROLE      demo | test | failure-survivor | failure-victim |
-#                      kunit | bench-native-server | bench-native-client |
+#                      partition-survivor | partition-cut | kunit |
+#                      bench-native-server | bench-native-client |
 #                      bench-lite | bench-lock
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
@@ -235,6 +236,11 @@ failure-survivor)
 	lite-cluster-test --cm "$cm" --nodes "$nodes" || rc=$?
 	;;
 failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || rc=$? ;;
+# The partition test: every node reports TAP. Once the cut node prints its
+# ready marker, the harness takes its link down for a while; it has to
+# join again on its own.
+partition-survivor) lite-partition-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$? ;;
+partition-cut) lite-partition-test --cm "$cm" --nodes "$nodes" --role cut || rc=$? ;;
 kunit) ;; # KUnit ran during boot, before /init.
 bench-native-server)
 	perftest_side server || rc=1

@@ -39,6 +39,7 @@ const GUEST_TOOLS: &[&str] = &[
     "lite-demo",
     "lite-cluster-test",
     "lite-failure-test",
+    "lite-partition-test",
     "lite-bench",
 ];
 
@@ -361,6 +362,8 @@ mod tests {
                 &["lite-failure-test", "lite-cluster-test"],
             ),
             ("failure-victim", &["lite-failure-test"]),
+            ("partition-survivor", &["lite-partition-test"]),
+            ("partition-cut", &["lite-partition-test"]),
             ("bench-lock", &["lite-bench"]),
         ] {
             let start = INIT_SCRIPT

@@ -129,6 +129,11 @@ impl MarkerWatch {
         }
     }
 
+    /// The marker watched for.
+    pub fn marker(&self) -> &str {
+        &self.marker
+    }
+
     /// Reads what was added to the log since the last call; whether the
     /// marker has appeared by now.
     pub fn poll(&mut self) -> bool {

@@ -89,7 +89,7 @@ enum Command {
         #[arg(long, hide = true, value_name = "BZIMAGE")]
         kernel: Option<PathBuf>,
     },
-    /// Run every test: host tests, patch check, kernel build, KUnit, the cluster test and the failure test.
+    /// Run every test: host tests, patch check, kernel build, KUnit, the cluster test, the failure test and the partition test.
     Test {
         #[command(flatten)]
         source: SourceArgs,

@@ -1,17 +1,19 @@
 //! `cargo xtask test`: every test, ending with one `N passed, M failed` line.
 //!
 //! Steps: host unit tests, patch-series check, debug kernel build, KUnit in
-//! one VM, the cluster test on three VMs, and the failure test on four VMs,
-//! one of which (the victim) is killed while the others depend on it; the
-//! others (the survivors) then take turns leaving and joining again, and
+//! one VM, the cluster test on three VMs, the failure test on four VMs,
+//! one of which (the victim) is killed while the others depend on it (the
+//! others, the survivors, then take turns leaving and joining again, and
 //! once they are done the victim's VM boots again, joins with its old id,
-//! and all four run the cluster test together. A step that cannot run
-//! because an earlier one failed counts as one failure. The final count is
-//! KUnit cases + every program's TAP results on every node (those of the
-//! victim's first boot excepted) + one per other check (host tests, patch
-//! check, kernel build, each log scan, whether the victim got ready and was
-//! killed, whether its VM was booted again, and whether it joined with its
-//! old id).
+//! and all four run the cluster test together), and the partition test on
+//! three VMs, one of which is cut off from the network for a while and has
+//! to join again on its own. A step that cannot run because an earlier one
+//! failed counts as one failure. The final count is KUnit cases + every
+//! program's TAP results on every node (those of the victim's first boot
+//! excepted) + one per other check (host tests, patch check, kernel build,
+//! each log scan, whether the victim got ready and was killed, whether its
+//! VM was booted again, whether it joined with its old id, and whether the
+//! cut node got ready and its link went down and came back).
 
 use std::path::{Path, PathBuf};
 use std::thread::sleep;
@@ -30,7 +32,7 @@ use crate::ui::Step;
 use crate::{fsutil, interrupt, kunit, logscan, series, source, tap, ui};
 
 /// Number of steps, for `[k/N]`.
-const STEPS: usize = 6;
+const STEPS: usize = 7;
 /// Upper bound for the KUnit boot.
 const KUNIT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// Upper bound for the cluster test.
@@ -62,6 +64,29 @@ const VICTIM_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
 /// leave/rejoin cycles take a few seconds each (each wait in them is
 /// bounded by 30 to 120 s).
 const SURVIVORS_DONE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Nodes in the partition test; the last one is cut off.
+const PARTITION_NODES: usize = 3;
+/// Guest role of the partition test's nodes that stay connected.
+const PARTITION_SURVIVOR_ROLE: &str = "partition-survivor";
+/// Guest role of the partition test's node that is cut off.
+const PARTITION_CUT_ROLE: &str = "partition-cut";
+/// The cut node's console line once its writes land on a survivor (the
+/// `READY_MARKER` of `lite-partition-test`, which prints it as a TAP
+/// comment).
+const CUT_READY: &str = "LITE-PARTITION-CUT ready";
+/// Upper bound, from the start of the partition test's cluster, for the
+/// cut node to get ready: boot, join and set-up on every node.
+const CUT_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
+/// How long the cut node's link stays down: well past the 3 s after which
+/// the manager expels it and it counts itself cut off, so that it has to
+/// join again as a new incarnation, and long enough for a few of its
+/// attempts to join again to fail.
+const CUT_LENGTH: Duration = Duration::from_secs(10);
+/// Upper bound, from the link coming back, for every node to finish: the
+/// guests bound each of their waits (90 s for the node to be back, six
+/// minutes for the last barrier).
+const PARTITION_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
 /// Passed and failed counts.
 #[derive(Default)]
@@ -119,7 +144,8 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         skip(4, "KUnit", "no kernel");
         skip(5, "cluster test", "no kernel");
         skip(6, "failure test", "no kernel");
-        tally.failed += 3;
+        skip(7, "partition test", "no kernel");
+        tally.failed += 4;
         return finish(&tally);
     };
 
@@ -149,6 +175,16 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     });
     tally.passed += failure_counts.passed;
     tally.failed += failure_counts.failed;
+    interrupt::check()?;
+
+    let mut partition_counts = Tally::default();
+    step(
+        7,
+        &format!("partition test ({PARTITION_NODES} VMs)"),
+        || partition_test(&cache, &kernel, &logs, &mut images, &mut partition_counts),
+    );
+    tally.passed += partition_counts.passed;
+    tally.failed += partition_counts.failed;
 
     ui::say(&format!("logs: {}", logs.display()));
     finish(&tally)
@@ -584,22 +620,13 @@ fn kill_when_ready(cluster: &mut Cluster, victim: usize, started: Instant) -> Re
     let (name, log) = cluster.node_log(victim)?;
     let step = Step::start(format!("waiting for {name} to get ready, then killing it"));
     let mut watch = MarkerWatch::new(log, VICTIM_READY);
-    while !watch.poll() {
-        interrupt::check()?;
-        for i in 1..=cluster.nodes() {
-            if cluster.node_exited(i)? {
-                let (ended, _) = cluster.node_log(i)?;
-                bail!("{ended} ended before {name} printed \"{VICTIM_READY}\"");
-            }
-        }
-        if started.elapsed() > VICTIM_READY_TIMEOUT {
-            bail!(
-                "{name} did not print \"{VICTIM_READY}\" within {}",
-                ui::duration(VICTIM_READY_TIMEOUT)
-            );
-        }
-        sleep(process::POLL);
-    }
+    await_marker(
+        &mut watch,
+        &name,
+        started,
+        VICTIM_READY_TIMEOUT,
+        &mut || first_ended(cluster),
+    )?;
     ui::progress(&format!(
         "{name} is ready; killing it in {}",
         ui::duration(KILL_DELAY)
@@ -613,6 +640,150 @@ fn kill_when_ready(cluster: &mut Cluster, victim: usize, started: Instant) -> Re
         bail!("{name} ended by itself before the harness killed it");
     }
     ui::progress(&format!("killed {name} (SIGKILL to its QEMU)"));
+    step.done();
+    Ok(())
+}
+
+/// Waits until `watch` sees its marker on the console of node `name`.
+/// Fails if `ended` (asked between polls) names a node that ended first
+/// (none can finish while the node is not ready, and without every other
+/// node it never gets ready), if `timeout` passes from `started`, or on
+/// Ctrl-C.
+fn await_marker(
+    watch: &mut MarkerWatch,
+    name: &str,
+    started: Instant,
+    timeout: Duration,
+    ended: &mut dyn FnMut() -> Result<Option<String>>,
+) -> Result<()> {
+    while !watch.poll() {
+        interrupt::check()?;
+        if let Some(ended) = ended()? {
+            bail!("{ended} ended before {name} printed \"{}\"", watch.marker());
+        }
+        if started.elapsed() > timeout {
+            bail!(
+                "{name} did not print \"{}\" within {}",
+                watch.marker(),
+                ui::duration(timeout)
+            );
+        }
+        sleep(process::POLL);
+    }
+    Ok(())
+}
+
+/// The name of the first node of `cluster` whose VM has ended, if any.
+fn first_ended(cluster: &mut Cluster) -> Result<Option<String>> {
+    for i in 1..=cluster.nodes() {
+        if cluster.node_exited(i)? {
+            return Ok(Some(cluster.node_log(i)?.0));
+        }
+    }
+    Ok(None)
+}
+
+/// Guest roles of the partition test's `nodes` nodes: survivors, then the
+/// node to cut off last.
+fn partition_roles(nodes: usize) -> Vec<String> {
+    let mut roles = vec![PARTITION_SURVIVOR_ROLE.to_string(); nodes.saturating_sub(1)];
+    roles.push(PARTITION_CUT_ROLE.to_string());
+    roles
+}
+
+/// Boots the partition test's cluster, cuts the last node off the network
+/// once it is ready and connects it again [`CUT_LENGTH`] later, then
+/// checks every node's TAP and log: a network cut is no crash, so every
+/// log is scanned as always. That the cut node got ready and its link went
+/// down and came back is one more check.
+fn partition_test(
+    cache: &Cache,
+    kernel: &Path,
+    logs: &Path,
+    images: &mut Option<ClusterImages>,
+    counts: &mut Tally,
+) -> Result<()> {
+    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
+    // Its nodes' logs have the cluster test's names: keep them apart.
+    let logs = logs.join("partition");
+    std::fs::create_dir_all(&logs)
+        .with_context(|| format!("cannot create {}", logs.display()))
+        .inspect_err(|_| counts.failed += 1)?;
+    let no_extra = |_: usize| Vec::new();
+    let spec = ClusterSpec {
+        roles: partition_roles(PARTITION_NODES),
+        kernel,
+        initrd: &images.initrd,
+        memory_mib: 1024,
+        extra_append: &no_extra,
+        pin_cpus: false,
+        manager: &images.manager,
+        logs: &logs,
+    };
+    let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
+    let started = Instant::now();
+    let cut = PARTITION_NODES;
+    let partitioned = cut_when_ready(&mut cluster, cut, started);
+    let waited = match &partitioned {
+        Ok(()) => cluster.wait(PARTITION_TIMEOUT, &mut || {}),
+        // Without the cut the nodes wait out every bound of theirs; their
+        // logs still tell how far they got.
+        Err(_) => {
+            cluster.kill_all();
+            Ok(())
+        }
+    };
+    let node_logs = cluster.node_logs();
+    drop(cluster);
+
+    let mut problems = Vec::new();
+    counts.check(partitioned.is_ok());
+    if let Err(err) = partitioned {
+        problems.push(format!("[node{cut}] {err:#}"));
+    }
+    for (name, path) in &node_logs {
+        count_node(name, path, counts, &mut problems);
+    }
+    if let Err(err) = waited {
+        problems.push(format!("{err:#}"));
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(())
+}
+
+/// Waits for node `cut` to print [`CUT_READY`], then takes its link down
+/// and brings it up again [`CUT_LENGTH`] later, saying when (from
+/// `started`, the start of the cluster). Fails if the marker does not
+/// come within [`CUT_READY_TIMEOUT`] of `started`, if any node ends before
+/// it, if `ip` fails, or on Ctrl-C.
+fn cut_when_ready(cluster: &mut Cluster, cut: usize, started: Instant) -> Result<()> {
+    let (name, log) = cluster.node_log(cut)?;
+    let step = Step::start(format!(
+        "waiting for {name} to get ready, then cutting it off the network for {}",
+        ui::duration(CUT_LENGTH)
+    ));
+    let mut watch = MarkerWatch::new(log, CUT_READY);
+    await_marker(&mut watch, &name, started, CUT_READY_TIMEOUT, &mut || {
+        first_ended(cluster)
+    })?;
+    let tap = cluster.set_link(cut, false)?;
+    let down_at = Instant::now();
+    ui::progress(&format!(
+        "{name} is ready; took its link ({tap}) down {} after the cluster started",
+        ui::duration(started.elapsed())
+    ));
+    while down_at.elapsed() < CUT_LENGTH {
+        interrupt::check()?;
+        sleep(process::POLL);
+    }
+    cluster.set_link(cut, true)?;
+    ui::progress(&format!(
+        "brought {name}'s link ({tap}) up again {} after the cluster started, after {} down",
+        ui::duration(started.elapsed()),
+        ui::duration(down_at.elapsed())
+    ));
     step.done();
     Ok(())
 }
@@ -717,6 +888,94 @@ mod tests {
         assert!(rebooted_log("node4-rejoin", 4));
         assert!(!rebooted_log("node4", 4));
         assert!(!rebooted_log("node3-rejoin", 4));
+    }
+
+    #[test]
+    fn the_cut_node_is_the_last_partition_test_node() {
+        assert_eq!(
+            partition_roles(3),
+            ["partition-survivor", "partition-survivor", "partition-cut"]
+        );
+    }
+
+    #[test]
+    fn the_partition_program_prints_the_marker_the_harness_waits_for() {
+        let guest = include_str!("../../userspace/lite-tools/src/partition_test.rs");
+        assert!(
+            guest.contains(&format!("READY_MARKER: &str = \"{CUT_READY}\";")),
+            "lite-partition-test prints another marker"
+        );
+        // As a TAP comment, which the harness finds like any other line.
+        assert!(guest.contains("tap.comment(READY_MARKER)"));
+        let mut watch = MarkerWatch::new("/nonexistent".into(), CUT_READY);
+        assert_eq!(watch.marker(), CUT_READY);
+        assert!(!watch.poll());
+    }
+
+    #[test]
+    fn each_partition_role_runs_the_partition_program_in_its_part() {
+        for (role, part) in [
+            (PARTITION_SURVIVOR_ROLE, "survivor"),
+            (PARTITION_CUT_ROLE, "cut"),
+        ] {
+            let body = role_body(role);
+            assert!(
+                body.contains(&format!(
+                    "lite-partition-test --cm \"$cm\" --nodes \"$nodes\" --role {part} "
+                )),
+                "{role}: {body}"
+            );
+        }
+    }
+
+    #[test]
+    fn waiting_for_a_marker_ends_at_the_marker_at_an_ended_node_or_at_the_timeout() {
+        let dir = std::env::temp_dir().join(format!("suite-marker-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let ready = dir.join("node3.log");
+        std::fs::write(&ready, format!("boot\n[   40.2] # {CUT_READY}\nmore\n"))
+            .expect("write log");
+        let mut nobody_ended = || -> Result<Option<String>> { Ok(None) };
+        let mut watch = MarkerWatch::new(ready, CUT_READY);
+        let found = await_marker(
+            &mut watch,
+            "node3",
+            Instant::now(),
+            Duration::from_secs(60),
+            &mut nobody_ended,
+        );
+        assert!(found.is_ok(), "{found:?}");
+
+        let booting = dir.join("node3-booting.log");
+        std::fs::write(&booting, "boot\n").expect("write log");
+        let mut node1_ended = || -> Result<Option<String>> { Ok(Some("node1".to_string())) };
+        let ended = await_marker(
+            &mut MarkerWatch::new(booting.clone(), CUT_READY),
+            "node3",
+            Instant::now(),
+            Duration::from_secs(60),
+            &mut node1_ended,
+        )
+        .unwrap_err();
+        assert_eq!(
+            ended.to_string(),
+            format!("node1 ended before node3 printed \"{CUT_READY}\"")
+        );
+
+        let late = await_marker(
+            &mut MarkerWatch::new(booting, CUT_READY),
+            "node3",
+            Instant::now(),
+            Duration::ZERO,
+            &mut nobody_ended,
+        )
+        .unwrap_err();
+        assert!(
+            late.to_string()
+                .starts_with(&format!("node3 did not print \"{CUT_READY}\" within")),
+            "{late}"
+        );
+        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 
     #[test]

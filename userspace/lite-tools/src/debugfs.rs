@@ -1,7 +1,8 @@
 //! LITE's debugfs files in [`DEBUGFS_DIR`]: the node's counters as text
 //! ([`STATS_FILE`], parsed by [`parse_stats`]), the QoS parameters
-//! ([`QosParam`]), which can be changed at run time, and the RPC fault
-//! injection switch ([`RPC_FAULT_FILE`]).
+//! ([`QosParam`]), which can be changed at run time, the RPC fault
+//! injection switch ([`RPC_FAULT_FILE`]) and the node's view of the
+//! membership ([`membership`]).
 //!
 //! The statistics file holds one item per line: `NAME VALUE` for each
 //! field of `struct lite_stats` (same names), then one line per operation
@@ -21,6 +22,8 @@ use std::path::Path;
 
 use lite::sys::LiteStats;
 use lite::Priority;
+
+pub mod membership;
 
 /// Where LITE's debugfs files are.
 pub const DEBUGFS_DIR: &str = "/sys/kernel/debug/lite";

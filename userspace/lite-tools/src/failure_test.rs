@@ -181,7 +181,7 @@ pub struct FailureConfig {
 }
 
 /// Joins the cluster (or finds this node's id if it is a member already).
-fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
+pub(crate) fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
     let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
     // SAFETY: `address` is a NUL-terminated string the kernel only reads.
     let ret = unsafe { kernel.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) };
@@ -219,6 +219,17 @@ pub fn decode_lock_record(record: &[u8; LOCK_RECORD_LEN]) -> Result<u32, String>
 /// The victim: the one node other than `me` among 1..=nodes on which
 /// `has_port` finds the victim's port (it returns `lite_query_port`'s result).
 pub fn find_victim(me: u32, nodes: u32, has_port: impl Fn(u32) -> c_long) -> Result<u32, String> {
+    find_port_owner(me, nodes, VICTIM_PORT, has_port)
+}
+
+/// The one node other than `me` among 1..=nodes on which `has_port` finds
+/// RPC port `port` (it returns `lite_query_port`'s result for a node).
+pub fn find_port_owner(
+    me: u32,
+    nodes: u32,
+    port: u32,
+    has_port: impl Fn(u32) -> c_long,
+) -> Result<u32, String> {
     let mut found = Vec::new();
     let mut answers = Vec::new();
     for node in (1..=nodes).filter(|&n| n != me) {
@@ -231,7 +242,7 @@ pub fn find_victim(me: u32, nodes: u32, has_port: impl Fn(u32) -> c_long) -> Res
     match found.as_slice() {
         [victim] => Ok(*victim),
         _ => Err(format!(
-            "{} nodes have port {VICTIM_PORT} ({})",
+            "{} nodes have port {port} ({})",
             found.len(),
             answers.join(", ")
         )),
@@ -404,7 +415,7 @@ pub fn run_victim<K: Kernel, W: Write>(
 /// Runs `call` on a thread of its own and waits at most `timeout` for its
 /// result. A call that does not return in time stays blocked on its thread,
 /// which ends with the process.
-fn bounded<K, T, F>(kernel: &Arc<K>, timeout: Duration, call: F) -> Result<T, String>
+pub(crate) fn bounded<K, T, F>(kernel: &Arc<K>, timeout: Duration, call: F) -> Result<T, String>
 where
     K: Kernel + Send + 'static,
     T: Send + 'static,
@@ -424,7 +435,7 @@ where
 }
 
 /// A barrier of `count` nodes as a test point, bounded by `timeout`.
-fn barrier_point<K, W>(
+pub(crate) fn barrier_point<K, W>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     count: u32,

@@ -493,6 +493,13 @@ impl FakeKernel {
         self.cluster_state().gone.insert(self.id);
     }
 
+    /// Counts this node in the cluster again after [`FakeKernel::fail_node`],
+    /// keeping every handle its process holds: what a kernel would do
+    /// whose handles wrongly outlive the membership they belong to.
+    pub fn revive_node(&self) {
+        self.cluster_state().gone.remove(&self.id);
+    }
+
     /// Releases an LMR created by this process: its names go and its
     /// mappings are revoked (the defects keep the data reachable).
     fn release(&self, process: &mut Process, cluster: &mut Cluster, handle: u64) {

@@ -7,13 +7,18 @@
 //! * `lite-failure-test`: the node failure test: one node (the victim) is
 //!   killed while the others (the survivors) wait on it, then one survivor
 //!   leaves the cluster and joins again, ten times; survivors report TAP.
+//! * `lite-partition-test`: the network partition test: one node is cut
+//!   off from the network for a while and must join again on its own,
+//!   while nothing it writes through its old handles lands; every node
+//!   reports TAP.
 //! * `lite-bench`: latency and throughput between two nodes, of data
 //!   operations and of RPC.
 //!
 //! The library holds what they share. Everything that does not issue a
 //! LITE system call is unit tested on any Linux host; the cluster test
 //! itself runs there against an in-memory model of the kernel, and the
-//! failure test against that model with one node's death simulated.
+//! failure and partition tests against that model with one node's death
+//! or cut simulated.
 
 #![warn(missing_docs)]
 
@@ -30,6 +35,7 @@ pub mod failure_test;
 #[cfg(test)]
 mod fake_kernel;
 pub mod kernel;
+pub mod partition_test;
 pub mod pattern;
 pub mod plan;
 pub mod stats;

@@ -1,0 +1,81 @@
+//! `lite-partition-test`: the LITE network partition test.
+//!
+//! Every node of the cluster runs it at the same time, one of them as the
+//! node the harness cuts off from the network for a while (see
+//! [`lite_tools::partition_test`] for what it checks). Every node prints
+//! TAP version 13 followed by one line `P passed, F failed` and exits 0
+//! exactly when F is 0. The cut node prints
+//! [`lite_tools::partition_test::READY_MARKER`] (as a TAP comment) when the
+//! harness is to take its link down.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use lite::sys::CM_DEFAULT_PORT;
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::kernel::Syscalls;
+use lite_tools::partition_test::{run_cut, run_survivor, Pacing, PartitionConfig, Role};
+use lite_tools::tap::Tap;
+use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
+
+const CLI: Cli = Cli {
+    program: "lite-partition-test",
+    synopsis: "--cm IP --nodes N --role survivor|cut",
+    about: "Runs one node's part of the LITE network partition test.",
+    options: &[
+        OptionSpec {
+            name: "cm",
+            value_name: "IP",
+            help: "IPv4 address of the cluster manager (port 18500)",
+        },
+        OptionSpec {
+            name: "nodes",
+            value_name: "N",
+            help: "number of nodes, the cut node included (at least 2)",
+        },
+        OptionSpec {
+            name: "role",
+            value_name: "ROLE",
+            help: "survivor (stays connected) or cut (the harness cuts it off)",
+        },
+    ],
+};
+
+fn parse_config(parsed: &Parsed) -> Result<(PartitionConfig, Role), ArgError> {
+    let config = PartitionConfig {
+        cm: parsed.required_with("cm", parse_cm_address)?,
+        // The cut node and at least one survivor, which holds the LMR the
+        // cut node writes to.
+        nodes: in_range("nodes", parsed.required("nodes")?, 2..=MAX_CLUSTER_NODES)?,
+        pacing: Pacing::VMS,
+    };
+    let role = parsed.required_with("role", Role::parse)?;
+    Ok((config, role))
+}
+
+fn main() -> ExitCode {
+    let parsed = CLI.parse_env_or_exit();
+    let (config, role) = match parse_config(&parsed) {
+        Ok(parsed) => parsed,
+        Err(error) => CLI.exit_with(&error),
+    };
+    let mut tap = Tap::new(std::io::stdout());
+    let name = match role {
+        Role::Survivor => "survivor",
+        Role::Cut => "cut",
+    };
+    tap.comment(&format!(
+        "lite-partition-test: manager {}:{CM_DEFAULT_PORT}, {} nodes, {name}",
+        config.cm, config.nodes
+    ));
+    let kernel = Arc::new(Syscalls);
+    match role {
+        Role::Survivor => run_survivor(&kernel, &mut tap, &config),
+        Role::Cut => run_cut(&kernel, &mut tap, &config),
+    }
+    if tap.finish().all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

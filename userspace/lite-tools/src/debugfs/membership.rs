@@ -1,0 +1,302 @@
+//! The membership file in [`DEBUGFS_DIR`](super::DEBUGFS_DIR): the node's
+//! view of the cluster.
+//!
+//! While the node is a member (or was cut off and has not joined again
+//! yet) the file holds `NAME VALUE` lines, then one line per peer it ever
+//! connected to, then more `NAME VALUE` lines (how long ago the manager
+//! was heard from, the settings):
+//!
+//! ```text
+//! node 3
+//! incarnation 1
+//! epoch 5
+//! manager_epoch 5
+//! fenced 0
+//! peer 1 alive incarnation 1
+//! peer 2 dead incarnation 1
+//! manager_last_heard_ms_ago 120
+//! heartbeat_ms 500
+//! manager_timeout_ms 3000
+//! ```
+//!
+//! A node that is no member shows `joined 0` instead of everything up to
+//! the peers.
+
+use std::fmt;
+
+/// The membership file's name.
+pub const MEMBERSHIP_FILE: &str = "membership";
+
+/// A peer's state as the node sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerState {
+    /// Connected.
+    Alive,
+    /// Its connection failed; the manager has not decided yet.
+    Suspect,
+    /// Declared dead by the manager (or fenced by a node cut off).
+    Dead,
+    /// Never connected since this node joined (the kernel does not list
+    /// such peers).
+    Absent,
+}
+
+impl PeerState {
+    /// Every state.
+    pub const ALL: [PeerState; 4] = [
+        PeerState::Alive,
+        PeerState::Suspect,
+        PeerState::Dead,
+        PeerState::Absent,
+    ];
+
+    /// The state's name in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            PeerState::Alive => "alive",
+            PeerState::Suspect => "suspect",
+            PeerState::Dead => "dead",
+            PeerState::Absent => "absent",
+        }
+    }
+
+    /// The state named `name`.
+    pub fn from_name(name: &str) -> Option<PeerState> {
+        PeerState::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// One `peer` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// The peer's node id.
+    pub node: u32,
+    /// Its state.
+    pub state: PeerState,
+    /// The incarnation this node connected to.
+    pub incarnation: u32,
+}
+
+/// The membership of a node that is a member, or was cut off and has not
+/// joined again yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeMembership {
+    /// This node's id.
+    pub node: u32,
+    /// How many times this id joined, this time included.
+    pub incarnation: u32,
+    /// The membership epoch last applied.
+    pub epoch: u32,
+    /// Whether this node is fenced: cut off, declared dead, or leaving.
+    pub fenced: bool,
+    /// Every peer the node connected to, in file order.
+    pub peers: Vec<Peer>,
+}
+
+impl NodeMembership {
+    /// The line of peer `node`, if there is one.
+    pub fn peer(&self, node: u32) -> Option<Peer> {
+        self.peers.iter().copied().find(|p| p.node == node)
+    }
+}
+
+impl fmt::Display for NodeMembership {
+    /// The file's format, up to the peers (the kernel adds more lines).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "node {}", self.node)?;
+        writeln!(f, "incarnation {}", self.incarnation)?;
+        writeln!(f, "epoch {}", self.epoch)?;
+        writeln!(f, "manager_epoch {}", self.epoch)?;
+        writeln!(f, "fenced {}", u8::from(self.fenced))?;
+        for peer in &self.peers {
+            writeln!(
+                f,
+                "peer {} {} incarnation {}",
+                peer.node,
+                peer.state.name(),
+                peer.incarnation
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What the membership file shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MembershipFile {
+    /// `joined 0`: the node is no member (never joined, left, or between
+    /// the end of a cut-off membership and the next join).
+    NotJoined,
+    /// The node's membership.
+    Member(NodeMembership),
+}
+
+fn number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("{what}: {text:?} is not a decimal number"))
+}
+
+/// `peer <id> <state> incarnation <n>`, without the leading `peer`.
+fn parse_peer(rest: &str) -> Result<Peer, String> {
+    let items: Vec<&str> = rest.split_whitespace().collect();
+    let [node, state, "incarnation", incarnation] = items.as_slice() else {
+        return Err("expected peer ID STATE incarnation N".to_string());
+    };
+    Ok(Peer {
+        node: number(node, "peer id")?,
+        state: PeerState::from_name(state).ok_or_else(|| format!("unknown state {state:?}"))?,
+        incarnation: number(incarnation, "incarnation")?,
+    })
+}
+
+/// Parses the membership file. `node`, `incarnation`, `epoch` and `fenced`
+/// must be there once each (unless the file says `joined 0`); other
+/// `NAME VALUE` lines are ignored.
+pub fn parse_membership(text: &str) -> Result<MembershipFile, String> {
+    let mut node = None;
+    let mut incarnation = None;
+    let mut epoch = None;
+    let mut fenced = None;
+    let mut peers = Vec::new();
+    for (line_number, line) in (1..).zip(text.lines()) {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = |e: String| format!("line {line_number}: {e}: {line:?}");
+        let (name, value) = line
+            .split_once(' ')
+            .ok_or_else(|| at("expected NAME VALUE".into()))?;
+        let value = value.trim();
+        let slot = match name {
+            "joined" if value == "0" => return Ok(MembershipFile::NotJoined),
+            "peer" => {
+                peers.push(parse_peer(value).map_err(at)?);
+                continue;
+            }
+            "node" => &mut node,
+            "incarnation" => &mut incarnation,
+            "epoch" => &mut epoch,
+            "fenced" => &mut fenced,
+            _ => continue,
+        };
+        if slot
+            .replace(number::<u32>(value, name).map_err(at)?)
+            .is_some()
+        {
+            return Err(at("repeated".into()));
+        }
+    }
+    let missing = |what: &str| format!("{what} is missing");
+    let fenced = match fenced.ok_or_else(|| missing("fenced"))? {
+        0 => false,
+        1 => true,
+        other => return Err(format!("fenced is {other}, not 0 or 1")),
+    };
+    Ok(MembershipFile::Member(NodeMembership {
+        node: node.ok_or_else(|| missing("node"))?,
+        incarnation: incarnation.ok_or_else(|| missing("incarnation"))?,
+        epoch: epoch.ok_or_else(|| missing("epoch"))?,
+        fenced,
+        peers,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file of a node cut off from the cluster, as the kernel writes it.
+    const CUT_OFF: &str = "node 3\nincarnation 1\nepoch 5\nmanager_epoch 6\nfenced 1\n\
+                           peer 1 dead incarnation 1\npeer 2 dead incarnation 2\n\
+                           manager_last_heard_ms_ago 4120\nheartbeat_ms 500\n\
+                           manager_timeout_ms 3000\n";
+
+    #[test]
+    fn a_members_file_parses_with_its_peers() {
+        let MembershipFile::Member(view) = parse_membership(CUT_OFF).expect("parses") else {
+            panic!("a member's file read as no member");
+        };
+        assert_eq!((view.node, view.incarnation, view.epoch), (3, 1, 5));
+        assert!(view.fenced);
+        assert_eq!(
+            view.peer(2),
+            Some(Peer {
+                node: 2,
+                state: PeerState::Dead,
+                incarnation: 2
+            })
+        );
+        assert_eq!(view.peer(3), None);
+        assert_eq!(view.peers.len(), 2);
+    }
+
+    #[test]
+    fn a_node_that_is_no_member_says_joined_0() {
+        let text = "joined 0\nheartbeat_ms 500\nmanager_timeout_ms 3000\n";
+        assert_eq!(parse_membership(text), Ok(MembershipFile::NotJoined));
+    }
+
+    #[test]
+    fn the_format_round_trips() {
+        let view = NodeMembership {
+            node: 1,
+            incarnation: 2,
+            epoch: 9,
+            fenced: false,
+            peers: vec![
+                Peer {
+                    node: 2,
+                    state: PeerState::Alive,
+                    incarnation: 1,
+                },
+                Peer {
+                    node: 3,
+                    state: PeerState::Suspect,
+                    incarnation: 4,
+                },
+            ],
+        };
+        let text = format!("{view}manager_last_heard_ms_ago 3\n");
+        assert_eq!(parse_membership(&text), Ok(MembershipFile::Member(view)));
+    }
+
+    #[test]
+    fn malformed_files_are_rejected() {
+        for (text, why) in [
+            ("node 1\nincarnation 1\nepoch 1\n", "fenced is missing"),
+            ("node 1\nincarnation 1\nepoch 1\nfenced 2\n", "not 0 or 1"),
+            ("node 1\nnode 2\n", "repeated"),
+            ("node x\n", "not a decimal number"),
+            ("fenced\n", "expected NAME VALUE"),
+            ("peer 2 alive 1\n", "expected peer ID STATE"),
+            ("peer 2 gone incarnation 1\n", "unknown state"),
+        ] {
+            let error = parse_membership(text).unwrap_err();
+            assert!(error.contains(why), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_parser_reads_what_the_kernel_writes() {
+        let view = include_str!("../../../../rust-lite/internal/membership/view.rs");
+        for line in [
+            "\"node {}\"",
+            "\"incarnation {}\"",
+            "\"epoch {}\"",
+            "\"fenced {}\"",
+            "\"peer {} {} incarnation {}\"",
+        ] {
+            assert!(view.contains(line), "the kernel no longer writes {line}");
+        }
+        for state in PeerState::ALL {
+            assert!(
+                view.contains(&format!("=> \"{}\"", state.name())),
+                "the kernel has no state {}",
+                state.name()
+            );
+        }
+        let api = include_str!("../../../../rust-lite/api/sync_syscalls.rs");
+        assert!(api.contains("\"joined 0\\n\""));
+    }
+}

@@ -1,0 +1,1253 @@
+//! The network partition test run by `lite-partition-test`.
+//!
+//! One node of the cluster, the cut node, is cut off from the network for
+//! a while: the harness takes its link down once the node says it is
+//! ready ([`READY_MARKER`]) and brings it back ten seconds later. The
+//! manager expels the silent node, the others fence it, and the cut node,
+//! hearing nothing from the manager, fences every peer itself. Once the
+//! link is back it joins again on its own, with its old id, as a new
+//! incarnation; everything its processes held belonged to the old
+//! membership.
+//!
+//! Both roles go through the same barriers (with all `nodes`):
+//!
+//! 1. everybody joined, and the cut node has registered port [`CUT_PORT`]
+//!    (the survivors find it by that port);
+//! 2. the holder (the lowest survivor) allocated LMR Y on itself and
+//!    published it by name;
+//! 3. the cut node mapped Y and its writer thread has written pattern P2
+//!    over all of Y at least once; it keeps writing P2 into Y, 4 KiB at a
+//!    time, until the end.
+//!
+//! After barrier 3 the cut node prints its marker and watches its own
+//! membership: it has to see itself cut off (`fenced 1` in debugfs), its
+//! writes fail with `EHOSTDOWN`, and then itself a member again with its
+//! old id and a larger incarnation, its old mapping gone and the cluster
+//! whole. The survivors wait for the cluster to shrink; then the holder
+//! writes a canary pattern P3 over Y and re-reads Y every
+//! [`Pacing::canary_every`] until the end: no write of the cut node may
+//! land once it is expelled, neither while its link is down nor after it
+//! came back and joined again. The survivors then wait for the cluster to
+//! be whole again and check that they see the cut node alive as a newer
+//! incarnation. A last barrier of all nodes ends the test: the rejoined
+//! node's first barrier takes the round the others are at.
+//!
+//! Every node reports TAP; every wait is bounded, and what does not
+//! happen in time is a failed test point.
+
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use libc::c_long;
+use lite::sys::{CM_DEFAULT_PORT, PERM_READ, PERM_WRITE};
+
+use crate::cluster_test::io::{handle_of, read_at, write_at};
+use crate::debugfs::membership::{
+    parse_membership, MembershipFile, NodeMembership, PeerState, MEMBERSHIP_FILE,
+};
+use crate::debugfs::DEBUGFS_DIR;
+use crate::errno::{describe_result, errno_name, expect_zero};
+use crate::failure_test::{barrier_point, elapsed_ms, find_port_owner, join, poll_until};
+use crate::kernel::Kernel;
+use crate::pattern;
+use crate::stats::monotonic_ns;
+use crate::tap::Tap;
+
+#[cfg(test)]
+mod model;
+
+/// The cut node's console line once its writes to LMR Y land; the harness
+/// takes the node's link down when it appears. It is a TAP comment, so it
+/// does not disturb the node's TAP.
+pub const READY_MARKER: &str = "LITE-PARTITION-CUT ready";
+
+/// The RPC port the cut node registers, by which the survivors find it.
+pub const CUT_PORT: u32 = 8;
+
+/// Largest message the cut node's port accepts (nobody sends any).
+const CUT_PORT_MAX_SIZE: u64 = 4096;
+
+/// Size of LMR Y.
+const LMR_SIZE: u64 = 1 << 20;
+
+/// Name under which the holder publishes LMR Y ("PARTITIO").
+const LMR_NAME: u64 = 0x5041_5254_4954_494f;
+
+/// Password of LMR Y and of its name ("cut-off").
+const LMR_PASSWORD: u64 = 0x0063_7574_2d6f_6666;
+
+/// Bytes the cut node's writer writes at a time.
+const WRITE_SIZE: usize = 4096;
+
+/// Writes of [`WRITE_SIZE`] that cover LMR Y once.
+const SLOTS: u64 = LMR_SIZE / WRITE_SIZE as u64;
+
+/// Pause after each write of the cut node's writer. Each VM has one CPU: a
+/// loop that never sleeps could starve the kernel thread that sends this
+/// node's heartbeats, and the manager would expel it before the cut.
+const LOOP_PAUSE: Duration = Duration::from_millis(2);
+
+/// Bound of the barriers before the cut. Nodes boot at different speeds
+/// under emulation, and the first barrier waits for the slowest.
+const SETUP_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
+
+/// How long the writer may take to cover LMR Y once.
+const FIRST_PASS_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long after the last barrier (survivors) or the marker (the cut
+/// node) the cut must show: the harness acts on the marker within a
+/// fraction of a second, and both sides notice the silence after 3 s.
+const CUT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long after the cut showed the cut node must be back: the link is
+/// down for 10 s, and the node tries to join again every second once the
+/// manager has expelled it.
+const REJOIN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How long after the cluster is whole again a survivor's membership file
+/// may take to show the new incarnation.
+const PEER_BACK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long after joining again the cut node may take to count every node.
+const TOTAL_BACK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a thread may take to stop once told to (a write under way may
+/// wait out the connection's retries).
+const THREAD_STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Bound of the last barrier: the cut node may first spend every bound
+/// above on checks that fail.
+const FINAL_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
+
+/// Which part a node plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Stays connected and watches the cut node go and come back.
+    Survivor,
+    /// Gets cut off from the network, and joins again on its own.
+    Cut,
+}
+
+impl Role {
+    /// The role named `survivor` or `cut`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "survivor" => Ok(Role::Survivor),
+            "cut" => Ok(Role::Cut),
+            _ => Err("expected survivor or cut".to_string()),
+        }
+    }
+}
+
+/// How often things are looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pacing {
+    /// How often the cluster's size, the membership file and the writer's
+    /// progress are read while waiting for them.
+    pub poll: Duration,
+    /// How often the holder re-reads LMR Y after writing the canary.
+    pub canary_every: Duration,
+    /// How often the cut node repeats its marker until it is cut off, in
+    /// case a kernel message cut into an earlier one on the console.
+    pub marker_every: Duration,
+}
+
+impl Pacing {
+    /// On the test machines.
+    pub const VMS: Pacing = Pacing {
+        poll: Duration::from_millis(100),
+        canary_every: Duration::from_millis(200),
+        marker_every: Duration::from_secs(5),
+    };
+}
+
+/// What to test against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionConfig {
+    /// Address of the cluster manager.
+    pub cm: Ipv4Addr,
+    /// Number of nodes, the cut node included.
+    pub nodes: u32,
+    /// How often things are looked at.
+    pub pacing: Pacing,
+}
+
+/// Nanoseconds of `duration`, saturated, for deadlines on the
+/// `CLOCK_MONOTONIC` scale.
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The point `duration` after `from_ns`.
+fn after(from_ns: u64, duration: Duration) -> u64 {
+    from_ns.saturating_add(nanos(duration))
+}
+
+/// The node holding LMR Y: the lowest node other than the cut node.
+pub fn holder_of(cut: u32, nodes: u32) -> Option<u32> {
+    (1..=nodes).find(|&n| n != cut)
+}
+
+/// Seed of P2, what the cut node writes into LMR Y on `holder`.
+fn cut_pattern(cut: u32, holder: u32) -> u64 {
+    pattern::seed(&[u64::from(cut), u64::from(holder), LMR_SIZE, 2])
+}
+
+/// Seed of P3, the canary the holder writes over LMR Y once the cut node
+/// is expelled.
+fn canary_pattern(cut: u32, holder: u32) -> u64 {
+    pattern::seed(&[u64::from(holder), u64::from(cut), LMR_SIZE, 3])
+}
+
+/// Reads and parses this node's membership file.
+fn read_membership<K: Kernel>(kernel: &K) -> Result<MembershipFile, String> {
+    match kernel.read_debugfs(MEMBERSHIP_FILE) {
+        None => Err("this kernel has no debugfs".to_string()),
+        Some(Err(e)) => Err(format!("cannot read {DEBUGFS_DIR}/{MEMBERSHIP_FILE}: {e}")),
+        Some(Ok(text)) => parse_membership(&text),
+    }
+}
+
+/// The membership file in a few words, for diagnostics.
+fn describe_membership(file: &Result<MembershipFile, String>) -> String {
+    match file {
+        Ok(MembershipFile::NotJoined) => "joined 0".to_string(),
+        Ok(MembershipFile::Member(view)) => format!(
+            "node {} incarnation {} fenced {}",
+            view.node,
+            view.incarnation,
+            u8::from(view.fenced)
+        ),
+        Err(e) => e.clone(),
+    }
+}
+
+/// The cluster's size, or the error as text.
+fn total_nodes<K: Kernel>(kernel: &K) -> Result<u64, String> {
+    let ret = kernel.get_total_node();
+    u64::try_from(ret).map_err(|_| describe_result(ret))
+}
+
+/// Calls `probe` every `every` until it returns `Some` or `deadline_ns`
+/// passes (it is called at least once); the value and when it came.
+fn poll_for<T>(
+    deadline_ns: u64,
+    every: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> Option<(T, u64)> {
+    loop {
+        if let Some(value) = probe() {
+            return Some((value, monotonic_ns()));
+        }
+        if monotonic_ns() >= deadline_ns {
+            return None;
+        }
+        thread::sleep(every);
+    }
+}
+
+/// Joins as a test point; the node id, or `None` after bailing out.
+fn join_point<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    config: &PartitionConfig,
+) -> Option<u32> {
+    let nodes = config.nodes;
+    let joined = join(kernel, config.cm);
+    let description = format!(
+        "join {}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes} (got {})",
+        config.cm,
+        joined.as_ref().map_or("none".to_string(), u32::to_string)
+    );
+    match joined {
+        Ok(id) if (1..=nodes).contains(&id) => {
+            tap.ok(&description);
+            Some(id)
+        }
+        Ok(id) => {
+            tap.not_ok(
+                &description,
+                &format!("got node id {id}; is --nodes right?"),
+            );
+            tap.bail_out("node id out of range");
+            None
+        }
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            tap.bail_out("cannot test a cluster this node is not part of");
+            None
+        }
+    }
+}
+
+/// A barrier of every node before the cut as a test point; a failed one
+/// leaves the nodes out of step, and nothing after it would mean anything.
+fn setup_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str) -> bool
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let ok = barrier_point(
+        kernel,
+        tap,
+        nodes,
+        SETUP_BARRIER_TIMEOUT,
+        &format!("dist_barrier({nodes}) after {what} returns 0"),
+    );
+    if !ok {
+        tap.bail_out("the nodes are out of step");
+    }
+    ok
+}
+
+/// The last barrier of every node as a test point.
+fn final_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str)
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    barrier_point(
+        kernel,
+        tap,
+        nodes,
+        FINAL_BARRIER_TIMEOUT,
+        &format!("final dist_barrier({nodes}) {what} returns 0"),
+    );
+}
+
+// ---------------------------------------------------------------------
+// The survivors
+
+/// LMR Y as its holder has it.
+#[derive(Debug, Clone, Copy)]
+struct HeldLmr {
+    handle: u64,
+}
+
+/// The holder's part before the cut: allocates LMR Y on itself and
+/// publishes it by name for the cut node to write to.
+fn publish_lmr<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Option<HeldLmr> {
+    let allocated = handle_of(
+        kernel.alloc_remote(me, LMR_SIZE, 0, LMR_PASSWORD),
+        "alloc_remote",
+    );
+    tap.check(
+        &format!(
+            "alloc_remote of {} MiB on this node (node {me}) returns a handle (LMR Y)",
+            LMR_SIZE >> 20
+        ),
+        allocated.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let handle = allocated.ok()?;
+    let ret = kernel.add_ask_mr_table(LMR_NAME, handle, PERM_READ | PERM_WRITE, LMR_PASSWORD);
+    tap.check(
+        &format!("add_ask_mr_table publishes LMR Y under {LMR_NAME:#x} with READ|WRITE"),
+        expect_zero(ret),
+    )
+    .then_some(HeldLmr { handle })
+}
+
+/// Peer `cut`'s state and incarnation in a membership file, or what the
+/// file showed instead.
+fn peer_line(file: &Result<MembershipFile, String>, cut: u32) -> Result<(PeerState, u32), String> {
+    match file {
+        Ok(MembershipFile::Member(view)) => view
+            .peer(cut)
+            .map(|p| (p.state, p.incarnation))
+            .ok_or_else(|| format!("no line for peer {cut}")),
+        other => Err(describe_membership(other)),
+    }
+}
+
+/// Checks that this survivor sees the cut node alive before the cut; its
+/// incarnation then.
+fn cut_peer_before<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, cut: u32) -> Option<u32> {
+    let line = peer_line(&read_membership(kernel), cut);
+    let shown = match &line {
+        Ok((state, incarnation)) => format!("{} incarnation {incarnation}", state.name()),
+        Err(_) => "?".to_string(),
+    };
+    let outcome = match &line {
+        Ok((PeerState::Alive, _)) => Ok(()),
+        Ok((state, _)) => Err(format!("peer {cut} is {}", state.name())),
+        Err(e) => Err(e.clone()),
+    };
+    tap.check(
+        &format!(
+            "membership shows the node to cut off (node {cut}) alive before the cut ({shown})"
+        ),
+        outcome,
+    )
+    .then(|| line.ok().map(|(_, incarnation)| incarnation))
+    .flatten()
+}
+
+/// Checks that LMR Y holds P2 everywhere: the cut node's writes land while
+/// it is connected, so the canary later tells something.
+fn check_writes_landed<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    lmr: HeldLmr,
+    cut: u32,
+    me: u32,
+) {
+    let seed = cut_pattern(cut, me);
+    let mut data = vec![0u8; LMR_SIZE as usize];
+    pattern::poison(seed, 0, &mut data);
+    let ret = read_at(kernel, lmr.handle, 0, &mut data, LMR_PASSWORD);
+    let outcome = expect_zero(ret)
+        .map_err(|e| format!("read: {e}"))
+        .and_then(|()| pattern::verify(seed, 0, &data).map_err(|m| m.to_string()));
+    tap.check(
+        &format!("LMR Y holds what node {cut} wrote into it before the cut"),
+        outcome,
+    );
+}
+
+/// What the holder's canary reads found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CanaryReport {
+    /// Reads of the whole LMR that returned 0.
+    pub reads: u64,
+    /// Bytes that differed from the canary, summed over every read.
+    pub differing_bytes: u64,
+    /// The first difference found.
+    pub first_difference: Option<String>,
+    /// Reads that failed.
+    pub failed_reads: u64,
+    /// The first failure.
+    pub first_failure: Option<String>,
+}
+
+impl CanaryReport {
+    /// Notes one read of the whole LMR: its result and the data read.
+    pub fn record(&mut self, ret: c_long, seed: u64, data: &[u8]) {
+        if ret != 0 {
+            self.failed_reads += 1;
+            self.first_failure.get_or_insert_with(|| {
+                format!("read {}: {}", self.reads + 1, describe_result(ret))
+            });
+            return;
+        }
+        self.reads += 1;
+        if let Err(mismatch) = pattern::verify(seed, 0, data) {
+            self.differing_bytes += mismatch.count;
+            self.first_difference
+                .get_or_insert_with(|| format!("read {}: {mismatch}", self.reads));
+        }
+    }
+
+    /// Whether the canary stayed whole in every read, and at least one
+    /// read succeeded.
+    pub fn verdict(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        if let Some(difference) = &self.first_difference {
+            problems.push(format!(
+                "{} bytes differed in all; {difference}",
+                self.differing_bytes
+            ));
+        }
+        if let Some(failure) = &self.first_failure {
+            problems.push(format!("{} reads failed; {failure}", self.failed_reads));
+        }
+        if self.reads == 0 {
+            problems.push("no read succeeded".to_string());
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+}
+
+/// Reads all of LMR Y once and notes what it holds.
+fn read_canary<K: Kernel>(kernel: &K, handle: u64, seed: u64, report: &mut CanaryReport) {
+    let mut data = vec![0u8; LMR_SIZE as usize];
+    pattern::poison(seed, 0, &mut data);
+    let ret = read_at(kernel, handle, 0, &mut data, LMR_PASSWORD);
+    report.record(ret, seed, &data);
+}
+
+/// The holder's canary: written once the cut node is expelled, read back
+/// by a thread until told to stop.
+struct Canary {
+    handle: u64,
+    seed: u64,
+    stop: Arc<AtomicBool>,
+    reports: Receiver<CanaryReport>,
+}
+
+/// Writes P3 over all of LMR Y (a test point) and starts the thread that
+/// re-reads it every `every`.
+fn start_canary<K, W>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    lmr: HeldLmr,
+    cut: u32,
+    me: u32,
+    every: Duration,
+) -> Option<Canary>
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let seed = canary_pattern(cut, me);
+    let mut data = vec![0u8; LMR_SIZE as usize];
+    pattern::fill(seed, 0, &mut data);
+    let ret = write_at(kernel.as_ref(), lmr.handle, 0, &data, LMR_PASSWORD);
+    if !tap.check(
+        &format!(
+            "rdma_write of the canary over all {} MiB of LMR Y returns 0",
+            LMR_SIZE >> 20
+        ),
+        expect_zero(ret),
+    ) {
+        return None;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sender, reports) = mpsc::channel();
+    let reader_kernel = Arc::clone(kernel);
+    let reader_stop = Arc::clone(&stop);
+    let handle = lmr.handle;
+    let spawned = thread::Builder::new().name("canary".into()).spawn(move || {
+        let mut report = CanaryReport::default();
+        while !reader_stop.load(Ordering::SeqCst) {
+            read_canary(reader_kernel.as_ref(), handle, seed, &mut report);
+            thread::sleep(every);
+        }
+        // Nobody listens any more once the wait timed out.
+        let _ = sender.send(report);
+    });
+    if let Err(e) = spawned {
+        tap.not_ok(
+            "the canary reader starts",
+            &format!("cannot start a thread: {e}"),
+        );
+        return None;
+    }
+    Some(Canary {
+        handle,
+        seed,
+        stop,
+        reports,
+    })
+}
+
+/// Stops the canary reader, reads LMR Y a last time (after the last
+/// barrier, so after every write the cut node ever issued) and reports
+/// whether the canary stayed whole.
+fn finish_canary<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    canary: Option<Canary>,
+    cut: u32,
+    every: Duration,
+) {
+    let description = |report: Option<&CanaryReport>| {
+        let (reads, differing) = report.map_or(("no".to_string(), "?".to_string()), |r| {
+            (r.reads.to_string(), r.differing_bytes.to_string())
+        });
+        format!(
+            "LMR Y keeps the canary while node {cut} is cut off and after it joined again: \
+             {differing} bytes differ in {reads} reads, every {} ms",
+            every.as_millis()
+        )
+    };
+    let Some(canary) = canary else {
+        tap.not_ok(&description(None), "the canary was never written");
+        return;
+    };
+    canary.stop.store(true, Ordering::SeqCst);
+    let mut report = match canary.reports.recv_timeout(THREAD_STOP_TIMEOUT) {
+        Ok(report) => report,
+        Err(_) => {
+            tap.not_ok(
+                &description(None),
+                &format!(
+                    "the canary reader did not stop within {} s",
+                    THREAD_STOP_TIMEOUT.as_secs()
+                ),
+            );
+            return;
+        }
+    };
+    read_canary(kernel, canary.handle, canary.seed, &mut report);
+    tap.check(&description(Some(&report)), report.verdict());
+}
+
+/// A wait for the cluster's size to reach a value.
+struct TotalWait<'a> {
+    /// The size waited for.
+    target: u32,
+    /// What reaching it shows, for the description ("node 3 is expelled").
+    what: &'a str,
+    /// When the wait started.
+    from_ns: u64,
+    /// What happened then, for the description ("the last barrier").
+    since: &'a str,
+    /// The longest wait.
+    timeout: Duration,
+}
+
+/// Reads `lite_get_total_node` every `every` until it returns what `wait`
+/// waits for, as a test point; when it did.
+fn total_point<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    wait: &TotalWait<'_>,
+    every: Duration,
+) -> Option<u64> {
+    let target = wait.target;
+    let polled = poll_until(
+        || total_nodes(kernel),
+        u64::from(target),
+        after(wait.from_ns, wait.timeout),
+        every,
+    );
+    let took = elapsed_ms(wait.from_ns, polled.at_ns);
+    let shown = if polled.reached {
+        tap.comment(&format!("get_total_node {target} after {took} ms"));
+        format!("after {took} ms")
+    } else {
+        format!("still {}", describe_total(&polled.value))
+    };
+    tap.check(
+        &format!(
+            "get_total_node returns {target} once {}, within {} s of {} ({shown})",
+            wait.what,
+            wait.timeout.as_secs(),
+            wait.since
+        ),
+        if polled.reached {
+            Ok(())
+        } else {
+            Err(format!(
+                "got {} after {took} ms",
+                describe_total(&polled.value)
+            ))
+        },
+    )
+    .then_some(polled.at_ns)
+}
+
+/// A value of `lite_get_total_node` for humans.
+fn describe_total(value: &Result<u64, String>) -> String {
+    value.as_ref().map_or_else(Clone::clone, u64::to_string)
+}
+
+/// Waits until the membership file shows the cut node alive as an
+/// incarnation after `before`, as a test point.
+fn cut_peer_back<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    cut: u32,
+    before: Option<u32>,
+    every: Duration,
+) {
+    let shown_before = before.map_or("?".to_string(), |i| i.to_string());
+    let mut last = Err("not read".to_string());
+    let found = before.and_then(|before| {
+        poll_for(after(monotonic_ns(), PEER_BACK_TIMEOUT), every, || {
+            last = peer_line(&read_membership(kernel), cut);
+            match last {
+                Ok((PeerState::Alive, incarnation)) if incarnation > before => Some(incarnation),
+                _ => None,
+            }
+        })
+    });
+    let shown = match (&found, &last) {
+        (Some((incarnation, _)), _) => format!("incarnation {incarnation}"),
+        (None, Ok((state, incarnation))) => format!("{} incarnation {incarnation}", state.name()),
+        (None, Err(_)) => "?".to_string(),
+    };
+    tap.check(
+        &format!(
+            "membership shows node {cut} alive again as a later incarnation than {shown_before} ({shown})"
+        ),
+        match (found, before, last) {
+            (Some(_), _, _) => Ok(()),
+            (None, None, _) => Err("its incarnation before the cut is unknown".to_string()),
+            (None, Some(_), Ok((state, incarnation))) => Err(format!(
+                "still {} incarnation {incarnation} after {} s",
+                state.name(),
+                PEER_BACK_TIMEOUT.as_secs()
+            )),
+            (None, Some(_), Err(e)) => Err(e),
+        },
+    );
+}
+
+/// Runs a survivor's part, reporting each test point to `tap`.
+pub fn run_survivor<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, config: &PartitionConfig)
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let nodes = config.nodes;
+    let pacing = config.pacing;
+    let Some(me) = join_point(kernel.as_ref(), tap, config) else {
+        return;
+    };
+    if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
+        return;
+    }
+    let found = find_port_owner(me, nodes, CUT_PORT, |node| {
+        kernel.query_port(node, CUT_PORT)
+    });
+    let shown = found
+        .as_ref()
+        .map_or("none".to_string(), |c| format!("node {c}"));
+    tap.check(
+        &format!("exactly one other node has RPC port {CUT_PORT}: the node to cut off ({shown})"),
+        found.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let cut = found.ok();
+    let holder = cut.and_then(|cut| holder_of(cut, nodes));
+    let lmr = if holder == Some(me) {
+        publish_lmr(kernel.as_ref(), tap, me)
+    } else {
+        None
+    };
+    let incarnation_before = cut.and_then(|cut| cut_peer_before(kernel.as_ref(), tap, cut));
+    if !setup_barrier(kernel, tap, nodes, "publishing LMR Y") {
+        return;
+    }
+    if !setup_barrier(kernel, tap, nodes, "the cut node's writer covered LMR Y") {
+        return;
+    }
+    let Some(cut) = cut else {
+        // The cut node still gets ready and is cut off, so that it is not
+        // held up; there is nothing to watch here.
+        tap.bail_out("no node to cut off");
+        return;
+    };
+    if let Some(lmr) = lmr {
+        check_writes_landed(kernel.as_ref(), tap, lmr, cut, me);
+    }
+
+    let waiting_since = monotonic_ns();
+    let shrunk = total_point(
+        kernel.as_ref(),
+        tap,
+        &TotalWait {
+            target: nodes - 1,
+            what: &format!("node {cut} is expelled"),
+            from_ns: waiting_since,
+            since: "the last barrier",
+            timeout: CUT_TIMEOUT,
+        },
+        pacing.poll,
+    );
+    let canary = lmr.and_then(|lmr| start_canary(kernel, tap, lmr, cut, me, pacing.canary_every));
+    total_point(
+        kernel.as_ref(),
+        tap,
+        &TotalWait {
+            target: nodes,
+            what: &format!("node {cut} joined again"),
+            from_ns: shrunk.unwrap_or_else(monotonic_ns),
+            since: "the cut",
+            timeout: REJOIN_TIMEOUT,
+        },
+        pacing.poll,
+    );
+    cut_peer_back(kernel.as_ref(), tap, cut, incarnation_before, pacing.poll);
+    final_barrier(kernel, tap, nodes, "with the node that was cut off");
+    if lmr.is_some() {
+        finish_canary(kernel.as_ref(), tap, canary, cut, pacing.canary_every);
+    }
+}
+
+// ---------------------------------------------------------------------
+// The cut node
+
+/// What the cut node's writer saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriterReport {
+    /// Writes that returned 0 before the first failure.
+    pub successes: u64,
+    /// The first failed write's result.
+    pub first_failure: Option<c_long>,
+    /// When it returned (`CLOCK_MONOTONIC`, ns).
+    pub first_failure_ns: u64,
+    /// Writes issued after the first failure.
+    pub later_writes: u64,
+    /// Of which returned 0.
+    pub later_successes: u64,
+    /// The results of the writes after the first failure, each once, in
+    /// the order they first came.
+    pub later_results: Vec<c_long>,
+}
+
+impl WriterReport {
+    /// Notes one write's result `ret`, returned at `at_ns`.
+    pub fn record(&mut self, ret: c_long, at_ns: u64) {
+        if self.first_failure.is_none() {
+            if ret == 0 {
+                self.successes += 1;
+            } else {
+                self.first_failure = Some(ret);
+                self.first_failure_ns = at_ns;
+            }
+            return;
+        }
+        self.later_writes += 1;
+        if ret == 0 {
+            self.later_successes += 1;
+        }
+        if !self.later_results.contains(&ret) {
+            self.later_results.push(ret);
+        }
+    }
+
+    /// The first failure must be `EHOSTDOWN`, the fenced connection's
+    /// error, or at worst `EIO`, a write the cut broke under way.
+    pub fn first_failure_verdict(&self) -> Result<(), String> {
+        match self.first_failure {
+            None => Err(format!("no write failed ({} succeeded)", self.successes)),
+            Some(ret) if ret == -c_long::from(libc::EHOSTDOWN) => Ok(()),
+            Some(ret) if ret == -c_long::from(libc::EIO) => Ok(()),
+            Some(ret) => Err(format!(
+                "expected -{} or -{}, got {}",
+                errno_name(libc::EHOSTDOWN),
+                errno_name(libc::EIO),
+                describe_result(ret)
+            )),
+        }
+    }
+
+    /// No write may succeed once one failed: the handle belongs to the
+    /// membership the cut ended.
+    pub fn later_writes_verdict(&self) -> Result<(), String> {
+        if self.later_successes == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} of {} writes after the first failure returned 0",
+                self.later_successes, self.later_writes
+            ))
+        }
+    }
+
+    /// The later results for humans: `-112 (-EHOSTDOWN), -9 (-EBADF)`.
+    fn later_results_text(&self) -> String {
+        if self.later_results.is_empty() {
+            return "none".to_string();
+        }
+        let shown: Vec<String> = self
+            .later_results
+            .iter()
+            .map(|&r| describe_result(r))
+            .collect();
+        shown.join(", ")
+    }
+}
+
+/// What the writer and the main thread share.
+#[derive(Default)]
+struct WriterProgress {
+    /// Writes that succeeded before the first failure.
+    successes: AtomicU64,
+    /// A write failed.
+    failed: AtomicBool,
+    /// Tells the writer to stop.
+    stop: AtomicBool,
+}
+
+/// The writer's loop: writes P2 into LMR Y through `handle`, 4 KiB at a
+/// time round the whole LMR, until told to stop.
+fn write_until_stopped<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    seed: u64,
+    progress: &WriterProgress,
+) -> WriterReport {
+    let mut report = WriterReport::default();
+    let mut data = vec![0u8; WRITE_SIZE];
+    let mut round = 0u64;
+    while !progress.stop.load(Ordering::SeqCst) {
+        let offset = (round % SLOTS) * WRITE_SIZE as u64;
+        pattern::fill(seed, offset, &mut data);
+        let ret = write_at(kernel, handle, offset, &data, LMR_PASSWORD);
+        report.record(ret, monotonic_ns());
+        if report.first_failure.is_none() {
+            progress.successes.store(report.successes, Ordering::SeqCst);
+        } else {
+            progress.failed.store(true, Ordering::SeqCst);
+        }
+        round += 1;
+        thread::sleep(LOOP_PAUSE);
+    }
+    report
+}
+
+/// The cut node's writer thread.
+struct Writer {
+    progress: Arc<WriterProgress>,
+    reports: Receiver<WriterReport>,
+}
+
+/// Starts the writer on the mapping `handle` of LMR Y.
+fn start_writer<K>(kernel: &Arc<K>, handle: u64, seed: u64) -> Result<Writer, String>
+where
+    K: Kernel + Send + 'static,
+{
+    let progress = Arc::new(WriterProgress::default());
+    let (sender, reports) = mpsc::channel();
+    let thread_kernel = Arc::clone(kernel);
+    let thread_progress = Arc::clone(&progress);
+    thread::Builder::new()
+        .name("writer".into())
+        .spawn(move || {
+            let report =
+                write_until_stopped(thread_kernel.as_ref(), handle, seed, &thread_progress);
+            // Nobody listens any more once the wait timed out.
+            let _ = sender.send(report);
+        })
+        .map_err(|e| format!("cannot start the writer: {e}"))?;
+    Ok(Writer { progress, reports })
+}
+
+/// Waits until the writer covered LMR Y once, as a test point.
+fn first_pass_point<W: Write>(tap: &mut Tap<W>, writer: &Result<Writer, String>, every: Duration) {
+    let started = monotonic_ns();
+    let outcome = writer.as_ref().map_err(Clone::clone).and_then(|writer| {
+        let progress = &writer.progress;
+        let done = poll_for(after(started, FIRST_PASS_TIMEOUT), every, || {
+            let covered = progress.successes.load(Ordering::SeqCst) >= SLOTS;
+            (covered || progress.failed.load(Ordering::SeqCst)).then_some(covered)
+        });
+        match done {
+            Some((true, at)) => Ok(elapsed_ms(started, at)),
+            Some((false, _)) => Err(format!(
+                "a write failed after {} succeeded",
+                progress.successes.load(Ordering::SeqCst)
+            )),
+            None => Err(format!(
+                "{} of {SLOTS} writes done after {} s",
+                progress.successes.load(Ordering::SeqCst),
+                FIRST_PASS_TIMEOUT.as_secs()
+            )),
+        }
+    });
+    let shown = outcome
+        .as_ref()
+        .map_or("not done".to_string(), |ms| format!("took {ms} ms"));
+    tap.check(
+        &format!(
+            "rdma_write of {} KiB covers all of LMR Y before the cut ({SLOTS} writes, {shown})",
+            WRITE_SIZE >> 10
+        ),
+        outcome.map(drop),
+    );
+}
+
+/// Stops the writer and reports what it saw once the node was cut off.
+fn finish_writer<W: Write>(tap: &mut Tap<W>, writer: Result<Writer, String>) {
+    let report = writer.and_then(|writer| {
+        writer.progress.stop.store(true, Ordering::SeqCst);
+        writer
+            .reports
+            .recv_timeout(THREAD_STOP_TIMEOUT)
+            .map_err(|_| {
+                format!(
+                    "the writer did not stop within {} s of being told to",
+                    THREAD_STOP_TIMEOUT.as_secs()
+                )
+            })
+    });
+    let report = match report {
+        Ok(report) => report,
+        Err(reason) => {
+            tap.not_ok(
+                "the writer's writes fail once this node is cut off",
+                &reason,
+            );
+            tap.not_ok(
+                "no write succeeds after the writer's first failure",
+                &reason,
+            );
+            return;
+        }
+    };
+    let got = report
+        .first_failure
+        .map_or("no failure".to_string(), describe_result);
+    tap.comment(&format!(
+        "writer: {} writes before the first failure, then {} more ({})",
+        report.successes,
+        report.later_writes,
+        report.later_results_text()
+    ));
+    tap.check(
+        &format!(
+            "the writer's writes fail once this node is cut off: the first failure is \
+             -{} or at worst -{} (got {got})",
+            errno_name(libc::EHOSTDOWN),
+            errno_name(libc::EIO)
+        ),
+        report.first_failure_verdict(),
+    );
+    tap.check(
+        &format!(
+            "no write succeeds after the writer's first failure ({} of {} did)",
+            report.later_successes, report.later_writes
+        ),
+        report.later_writes_verdict(),
+    );
+}
+
+/// Checks that this node is a member, not fenced; its incarnation.
+fn own_membership_before<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+) -> Option<u32> {
+    let file = read_membership(kernel);
+    let outcome = match &file {
+        Ok(MembershipFile::Member(view)) if view.node == me && !view.fenced => Ok(view.incarnation),
+        other => Err(format!("read {}", describe_membership(other))),
+    };
+    let shown = outcome.as_ref().map_or("?".to_string(), |i| i.to_string());
+    tap.check(
+        &format!("membership shows node {me} not fenced before the cut (incarnation {shown})"),
+        outcome.as_ref().map(drop).map_err(Clone::clone),
+    )
+    .then(|| outcome.ok())
+    .flatten()
+}
+
+/// Whether the membership file shows this node cut off: fenced, or no
+/// member any more (a join attempt after the cut ended the membership,
+/// which only a fenced node does on its own).
+pub fn shows_cut_off(file: &MembershipFile) -> bool {
+    match file {
+        MembershipFile::Member(view) => view.fenced,
+        MembershipFile::NotJoined => true,
+    }
+}
+
+/// Whether the membership file shows node `me` a member again, not
+/// fenced, as an incarnation after `before`.
+pub fn shows_member_again(file: &MembershipFile, me: u32, before: u32) -> bool {
+    matches!(file, MembershipFile::Member(NodeMembership { node, incarnation, fenced: false, .. })
+        if *node == me && *incarnation > before)
+}
+
+/// Prints the marker, then watches the membership file until this node
+/// sees itself cut off, repeating the marker meanwhile; a test point, and
+/// when the cut showed.
+fn await_cut<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, pacing: Pacing) -> Option<u64> {
+    let marked = monotonic_ns();
+    tap.comment(READY_MARKER);
+    let mut last_marker = marked;
+    let mut last = Err("not read".to_string());
+    let seen = poll_for(after(marked, CUT_TIMEOUT), pacing.poll, || {
+        last = read_membership(kernel);
+        if last.as_ref().is_ok_and(shows_cut_off) {
+            return Some(describe_membership(&last));
+        }
+        if monotonic_ns() >= after(last_marker, pacing.marker_every) {
+            tap.comment(READY_MARKER);
+            last_marker = monotonic_ns();
+        }
+        None
+    });
+    let shown = match &seen {
+        Some((what, at)) => format!("{what} after {} ms", elapsed_ms(marked, *at)),
+        None => "not seen".to_string(),
+    };
+    tap.check(
+        &format!(
+            "membership shows this node cut off within {} s of its ready marker ({shown})",
+            CUT_TIMEOUT.as_secs()
+        ),
+        match &seen {
+            Some(_) => Ok(()),
+            None => Err(format!("still {}", describe_membership(&last))),
+        },
+    )
+    .then(|| seen.map(|(_, at)| at))
+    .flatten()
+}
+
+/// Waits until this node is a member again on its own: its old id, not
+/// fenced, a later incarnation than `before`; a test point.
+fn await_member_again<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    before: Option<u32>,
+    cut_at: Option<u64>,
+    every: Duration,
+) {
+    let from = cut_at.unwrap_or_else(monotonic_ns);
+    let mut last_id = 0;
+    let mut last = Err("not read".to_string());
+    let back = before.and_then(|before| {
+        poll_for(after(from, REJOIN_TIMEOUT), every, || {
+            last_id = kernel.get_node_id();
+            if last_id != c_long::from(me) {
+                return None;
+            }
+            last = read_membership(kernel);
+            match &last {
+                Ok(file) if shows_member_again(file, me, before) => {
+                    Some(describe_membership(&last))
+                }
+                _ => None,
+            }
+        })
+    });
+    let shown = match &back {
+        Some((what, at)) => format!("{what} after {} ms", elapsed_ms(from, *at)),
+        None => "not seen".to_string(),
+    };
+    tap.check(
+        &format!(
+            "this node is a member again within {} s of the cut, with its old id and a later \
+             incarnation than {} ({shown})",
+            REJOIN_TIMEOUT.as_secs(),
+            before.map_or("?".to_string(), |i| i.to_string())
+        ),
+        match (&back, before) {
+            (Some(_), _) => Ok(()),
+            (None, None) => Err("its incarnation before the cut is unknown".to_string()),
+            (None, Some(_)) => Err(format!(
+                "get_node_id returned {}, membership: {}",
+                describe_result(last_id),
+                describe_membership(&last)
+            )),
+        },
+    );
+}
+
+/// Checks that the mapping of LMR Y from before the cut is gone with the
+/// old membership.
+fn check_old_mapping<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, mapping: Option<u64>) {
+    let Some(handle) = mapping else {
+        tap.not_ok(
+            "a write through the mapping from before the cut fails",
+            "LMR Y was never mapped",
+        );
+        return;
+    };
+    let data = [0u8; 64];
+    let ret = write_at(kernel, handle, 0, &data, LMR_PASSWORD);
+    tap.check(
+        &format!(
+            "a write through the mapping from before the cut fails (got {})",
+            describe_result(ret)
+        ),
+        if ret == 0 {
+            Err("it returned 0: a handle of the old membership still works".to_string())
+        } else {
+            Ok(())
+        },
+    );
+}
+
+/// Registers RPC port [`CUT_PORT`], by which the survivors find this node.
+fn register_cut_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>) {
+    let name = c"partition-cut";
+    // SAFETY: `name` is readable for its length.
+    let ret = unsafe {
+        kernel.register_application(
+            CUT_PORT,
+            CUT_PORT_MAX_SIZE,
+            name.as_ptr(),
+            name.to_bytes().len() as u64,
+        )
+    };
+    tap.check(
+        &format!("register_application(port {CUT_PORT}) returns 0"),
+        expect_zero(ret),
+    );
+}
+
+/// Runs the cut node's part, reporting each test point to `tap`.
+pub fn run_cut<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, config: &PartitionConfig)
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let nodes = config.nodes;
+    let pacing = config.pacing;
+    let Some(me) = join_point(kernel.as_ref(), tap, config) else {
+        return;
+    };
+    register_cut_port(kernel.as_ref(), tap);
+    let incarnation_before = own_membership_before(kernel.as_ref(), tap, me);
+    if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
+        return;
+    }
+    if !setup_barrier(kernel, tap, nodes, "publishing LMR Y") {
+        return;
+    }
+    let holder = holder_of(me, nodes);
+    let mapping = match holder {
+        Some(holder) => handle_of(
+            kernel.ask_lmr(holder, LMR_NAME, PERM_WRITE, LMR_PASSWORD),
+            "ask_lmr",
+        ),
+        None => Err("no other node".to_string()),
+    };
+    let shown = holder.map_or("none".to_string(), |h| format!("node {h}"));
+    tap.check(
+        &format!("ask_lmr of LMR Y on its holder ({shown}) for WRITE returns a handle"),
+        mapping.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let mapping = mapping.ok();
+    let writer = match (mapping, holder) {
+        (Some(handle), Some(holder)) => start_writer(kernel, handle, cut_pattern(me, holder)),
+        _ => Err("LMR Y is not mapped".to_string()),
+    };
+    first_pass_point(tap, &writer, pacing.poll);
+    if !setup_barrier(kernel, tap, nodes, "the cut node's writer covered LMR Y") {
+        if let Ok(writer) = &writer {
+            writer.progress.stop.store(true, Ordering::SeqCst);
+        }
+        return;
+    }
+
+    let cut_at = await_cut(kernel.as_ref(), tap, pacing);
+    await_member_again(
+        kernel.as_ref(),
+        tap,
+        me,
+        incarnation_before,
+        cut_at,
+        pacing.poll,
+    );
+    // Every write the writer issued has returned before the holder's last
+    // read of LMR Y, which comes after the last barrier.
+    finish_writer(tap, writer);
+    check_old_mapping(kernel.as_ref(), tap, mapping);
+    total_point(
+        kernel.as_ref(),
+        tap,
+        &TotalWait {
+            target: nodes,
+            what: "this node joined again",
+            from_ns: monotonic_ns(),
+            since: "that",
+            timeout: TOTAL_BACK_TIMEOUT,
+        },
+        pacing.poll,
+    );
+    final_barrier(
+        kernel,
+        tap,
+        nodes,
+        "as the node's first after joining again",
+    );
+}
+
+#[cfg(test)]
+mod tests;

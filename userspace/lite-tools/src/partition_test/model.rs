@@ -1,0 +1,479 @@
+//! A model of a network partition on top of the in-memory kernel, so that
+//! the whole partition test can run on a host.
+//!
+//! Each node of a [`FakeKernel::cluster`] is wrapped in a [`Node`] that
+//! knows which node gets cut off (the last one). [`cut`] fences that node
+//! and takes it out of the others' count: its transfers fail with
+//! `EHOSTDOWN` and land nowhere, and its membership file says `fenced 1`
+//! while the others list it as dead. [`rejoin`] makes it a member again
+//! as its next incarnation: everything its process held belonged to the
+//! old membership and is gone (the model leaves and joins again underneath),
+//! and the others list it as alive again. Everything else passes through.
+
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use libc::c_long;
+use lite::sys::{LiteLock, LiteMulticast, LiteReceive, LiteStats, CM_DEFAULT_PORT};
+
+use crate::debugfs::membership::{NodeMembership, Peer, PeerState, MEMBERSHIP_FILE};
+use crate::fake_kernel::{Defects, FakeKernel};
+use crate::kernel::Kernel;
+use crate::IB_PORT;
+
+/// Where the cut stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Before the cut.
+    Connected,
+    /// The cut node is cut off.
+    Cut,
+    /// The cut node joined again.
+    Rejoined,
+}
+
+/// How the model's kernel gets the partition wrong.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CutDefects {
+    /// The cut node's writes still land (and succeed) while it is cut off.
+    pub writes_land_while_cut: bool,
+    /// The cut node's handles survive its new join, so its old mapping
+    /// writes into the LMR again.
+    pub handles_survive_rejoin: bool,
+    /// The cut node's transfers fail with `EIO` rather than `EHOSTDOWN`.
+    pub transfers_fail_with_eio: bool,
+}
+
+/// One node (one process) of a cluster with a node to cut off.
+pub struct Node {
+    inner: FakeKernel,
+    id: u32,
+    cut_node: u32,
+    nodes: u32,
+    stage: Arc<Mutex<Stage>>,
+    defects: CutDefects,
+}
+
+/// A cluster of `nodes` whose last node gets cut off; element i is node i + 1.
+pub fn cluster(nodes: u32, defects: CutDefects) -> Vec<Arc<Node>> {
+    let stage = Arc::new(Mutex::new(Stage::Connected));
+    (1..=nodes)
+        .zip(FakeKernel::cluster(nodes, Defects::default()))
+        .map(|(id, inner)| {
+            Arc::new(Node {
+                inner,
+                id,
+                cut_node: nodes,
+                nodes,
+                stage: Arc::clone(&stage),
+                defects,
+            })
+        })
+        .collect()
+}
+
+/// Cuts `node` (the cut node) off: it fences every peer, once its
+/// transfer under way (if any) ended, and the others expel it. In that
+/// order, so that nothing it writes lands once the others count it out.
+pub fn cut(node: &Node) {
+    *node.stage() = Stage::Cut;
+    node.inner.fail_node();
+}
+
+/// Makes the cut node `node` a member again, as its next incarnation.
+pub fn rejoin(node: &Node) {
+    if node.defects.handles_survive_rejoin {
+        node.inner.revive_node();
+    } else {
+        // The old membership ends with everything its processes held.
+        node.inner.leave(0);
+        let address = c"10.77.0.254";
+        // SAFETY: `address` is a NUL-terminated string.
+        let joined = unsafe {
+            node.inner
+                .join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT)
+        };
+        assert_eq!(joined, c_long::from(node.id), "the model joins again");
+    }
+    *node.stage() = Stage::Rejoined;
+}
+
+impl Node {
+    fn stage(&self) -> MutexGuard<'_, Stage> {
+        self.stage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn is_cut_node(&self) -> bool {
+        self.id == self.cut_node
+    }
+
+    /// Runs `transfer`, unless this is the cut node and it is cut off:
+    /// then its transfers fail and land nowhere. The cut node's transfers
+    /// hold the stage while they run, so that a cut waits for the one
+    /// under way, as fencing a connection does.
+    fn transfer(&self, transfer: impl FnOnce() -> c_long) -> c_long {
+        if !self.is_cut_node() {
+            return transfer();
+        }
+        let stage = self.stage();
+        if *stage != Stage::Cut || self.defects.writes_land_while_cut {
+            return transfer();
+        }
+        let errno = if self.defects.transfers_fail_with_eio {
+            libc::EIO
+        } else {
+            libc::EHOSTDOWN
+        };
+        -c_long::from(errno)
+    }
+
+    /// The node's membership file as the kernel would show it now.
+    fn membership(&self) -> NodeMembership {
+        let stage = *self.stage();
+        let cut_incarnation = if stage == Stage::Rejoined { 2 } else { 1 };
+        let peers = (1..=self.nodes)
+            .filter(|&peer| peer != self.id)
+            .map(|peer| {
+                let (state, incarnation) = if self.is_cut_node() {
+                    let state = if stage == Stage::Cut {
+                        PeerState::Dead
+                    } else {
+                        PeerState::Alive
+                    };
+                    (state, 1)
+                } else if peer == self.cut_node {
+                    let state = if stage == Stage::Cut {
+                        PeerState::Dead
+                    } else {
+                        PeerState::Alive
+                    };
+                    (state, cut_incarnation)
+                } else {
+                    (PeerState::Alive, 1)
+                };
+                Peer {
+                    node: peer,
+                    state,
+                    incarnation,
+                }
+            })
+            .collect();
+        let epoch = match stage {
+            Stage::Connected => 3,
+            Stage::Cut => 4,
+            Stage::Rejoined => 5,
+        };
+        NodeMembership {
+            node: self.id,
+            incarnation: if self.is_cut_node() {
+                cut_incarnation
+            } else {
+                1
+            },
+            epoch,
+            fenced: self.is_cut_node() && stage == Stage::Cut,
+            peers,
+        }
+    }
+}
+
+impl Kernel for Node {
+    unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.join(cm_ip, cm_port, ib_port) }
+    }
+
+    fn leave(&self, flags: u32) -> c_long {
+        self.inner.leave(flags)
+    }
+
+    fn get_node_id(&self) -> c_long {
+        self.inner.get_node_id()
+    }
+
+    fn get_total_node(&self) -> c_long {
+        self.inner.get_total_node()
+    }
+
+    fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
+        self.inner.alloc_remote(node, size, flags, password)
+    }
+
+    unsafe fn rdma_write(
+        &self,
+        handle: u64,
+        buf: *const c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        self.transfer(|| unsafe {
+            self.inner
+                .rdma_write(handle, buf, size, offset, priority, password)
+        })
+    }
+
+    unsafe fn rdma_read(
+        &self,
+        handle: u64,
+        buf: *mut c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        self.transfer(|| unsafe {
+            self.inner
+                .rdma_read(handle, buf, size, offset, priority, password)
+        })
+    }
+
+    fn free(&self, handle: u64) -> c_long {
+        self.inner.free(handle)
+    }
+
+    fn dist_barrier(&self, num: u32) -> c_long {
+        self.inner.dist_barrier(num)
+    }
+
+    fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
+        self.inner.remote_memset(handle, offset, size, byte)
+    }
+
+    fn memcpy(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
+        self.inner.memcpy(src, src_offset, dst, dst_offset, size)
+    }
+
+    fn memmove(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
+        self.inner.memmove(src, src_offset, dst, dst_offset, size)
+    }
+
+    unsafe fn wrap_alloc(
+        &self,
+        data: *const c_void,
+        size: u64,
+        name: u64,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.wrap_alloc(data, size, name, password) }
+    }
+
+    fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
+        self.inner
+            .add_ask_mr_table(name, handle, permission, password)
+    }
+
+    fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long {
+        self.inner.ask_lmr(node, name, permission, password)
+    }
+
+    fn umap_lmr(&self, handle: u64) -> c_long {
+        self.inner.umap_lmr(handle)
+    }
+
+    unsafe fn register_lmr(
+        &self,
+        buf: *mut c_void,
+        size: u64,
+        permission: u64,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.register_lmr(buf, size, permission, password) }
+    }
+
+    fn deregister_lmr(&self, handle: u64) -> c_long {
+        self.inner.deregister_lmr(handle)
+    }
+
+    unsafe fn rdma_write_async(
+        &self,
+        handle: u64,
+        buf: *const c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe {
+            self.inner
+                .rdma_write_async(handle, buf, size, offset, priority, password)
+        }
+    }
+
+    unsafe fn rdma_read_async(
+        &self,
+        handle: u64,
+        buf: *mut c_void,
+        size: u64,
+        offset: u64,
+        priority: u32,
+        password: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe {
+            self.inner
+                .rdma_read_async(handle, buf, size, offset, priority, password)
+        }
+    }
+
+    fn async_wait(&self, op: u64, flags: u32) -> c_long {
+        self.inner.async_wait(op, flags)
+    }
+
+    fn fence(&self) -> c_long {
+        self.inner.fence()
+    }
+
+    unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.get_stats(stats, size) }
+    }
+
+    unsafe fn register_application(
+        &self,
+        port: u32,
+        max_size: u64,
+        name: *const c_char,
+        name_len: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe {
+            self.inner
+                .register_application(port, max_size, name, name_len)
+        }
+    }
+
+    fn unregister_application(&self, port: u32) -> c_long {
+        self.inner.unregister_application(port)
+    }
+
+    fn query_port(&self, node: u32, port: u32) -> c_long {
+        self.inner.query_port(node, port)
+    }
+
+    unsafe fn send_reply_imm(
+        &self,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+        reply: *mut c_void,
+        max_reply: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe {
+            self.inner
+                .send_reply_imm(node, port_priority, msg, size, reply, max_reply)
+        }
+    }
+
+    unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.send(node, port_priority, msg, size) }
+    }
+
+    unsafe fn receive_message(
+        &self,
+        port: u32,
+        buf: *mut c_void,
+        max_size: u64,
+        descriptor: *mut u64,
+        flags: u32,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe {
+            self.inner
+                .receive_message(port, buf, max_size, descriptor, flags)
+        }
+    }
+
+    unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.reply_message(buf, size, descriptor) }
+    }
+
+    unsafe fn reply_and_receive_message(
+        &self,
+        buf: *const c_void,
+        size: u64,
+        descriptor: u64,
+        next: *mut LiteReceive,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe {
+            self.inner
+                .reply_and_receive_message(buf, size, descriptor, next)
+        }
+    }
+
+    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.send_reply_multicast(call) }
+    }
+
+    unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.fetch_add(handle, old, value, priority) }
+    }
+
+    unsafe fn compare_swp(
+        &self,
+        handle: u64,
+        old: *mut u64,
+        expected: u64,
+        new_value: u64,
+        priority: u32,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe {
+            self.inner
+                .compare_swp(handle, old, expected, new_value, priority)
+        }
+    }
+
+    unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.create_lock(home, lock) }
+    }
+
+    unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.ask_lock(home, number, lock) }
+    }
+
+    unsafe fn lock(&self, lock: *const LiteLock) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.lock(lock) }
+    }
+
+    unsafe fn unlock(&self, lock: *const LiteLock) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.inner.unlock(lock) }
+    }
+
+    fn set_priority(&self, priority: u32) -> c_long {
+        self.inner.set_priority(priority)
+    }
+
+    fn read_debugfs(&self, name: &str) -> Option<std::io::Result<String>> {
+        if name != MEMBERSHIP_FILE {
+            return self.inner.read_debugfs(name);
+        }
+        Some(Ok(format!(
+            "{}manager_last_heard_ms_ago 10\nheartbeat_ms 500\nmanager_timeout_ms 3000\n",
+            self.membership()
+        )))
+    }
+
+    fn write_debugfs(&self, name: &str, text: &str) -> Option<std::io::Result<()>> {
+        self.inner.write_debugfs(name, text)
+    }
+}
