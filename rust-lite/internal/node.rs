@@ -178,13 +178,23 @@ impl Node {
 
     /// Ends the membership of a node that was cut off, if it is one.
     fn replace_fenced(&self) -> Result {
+        // Looked at outside the spinlock: the membership's state is behind
+        // a mutex.
+        let Ok(current) = self.joined() else {
+            return Ok(());
+        };
+        if !current.membership.is_fenced() {
+            return Err(errno::EISCONN());
+        }
         let fenced = {
             let mut joined = self.joined.lock();
-            match joined.as_ref() {
-                Some(current) if current.membership.is_fenced() => joined.take(),
-                Some(_) => return Err(errno::EISCONN()),
-                None => None,
-            }
+            // Only a join or leave replaces the membership, and this one
+            // holds `busy`: it is still the one looked at.
+            joined
+                .as_ref()
+                .is_some_and(|j| Arc::ptr_eq(&j.membership, &current.membership))
+                .then(|| joined.take())
+                .flatten()
         };
         if let Some(old) = fenced {
             old.membership.stop();
@@ -228,7 +238,9 @@ impl Node {
                 return Err(e);
             }
         };
-        *self.joined.lock() = Some(Joined {
+        // Whatever was there is dropped after the spinlock is released
+        // (dropping a membership may sleep).
+        let _previous = self.joined.lock().replace(Joined {
             cluster,
             membership,
         });
@@ -268,8 +280,9 @@ impl Node {
                 Ok(())
             }
             Err(e) => {
-                // Nothing was released: the node stays a member.
-                *self.joined.lock() = Some(current);
+                // Nothing was released: the node stays a member (nothing
+                // else can have taken the place: this leave holds `busy`).
+                let _none = self.joined.lock().replace(current);
                 self.end_change(None);
                 Err(e)
             }

@@ -8,7 +8,8 @@
 #   lite.run=ROLE      demo | test | failure-survivor | failure-victim |
 #                      partition-survivor | partition-cut | kunit |
 #                      bench-native-server | bench-native-client |
-#                      bench-lite | bench-lock
+#                      bench-lite | bench-lock | bench-failure-survivor |
+#                      bench-failure-victim
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
 #   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
@@ -255,6 +256,12 @@ bench-native-client)
 bench-lite) lite_bench || rc=$? ;;
 # Every node takes one lock kept by node 1, at the same time.
 bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters" || rc=$? ;;
+# The benchmark's failure phase: the failure test's program alone, no
+# cluster test after it (the victim's VM is not booted again). Survivors
+# print their stall, leave and rejoin times as TAP comments; the harness
+# kills the victim's VM a few seconds after its ready marker.
+bench-failure-survivor) lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$? ;;
+bench-failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || rc=$? ;;
 *)
 	echo "LITE-GUEST: unknown role '$run'"
 	rc=2

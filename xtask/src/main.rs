@@ -11,6 +11,7 @@ mod bench;
 mod cluster;
 mod demo;
 mod edits;
+mod failure;
 mod fsutil;
 mod initramfs;
 mod interrupt;
@@ -97,7 +98,7 @@ enum Command {
         #[arg(long, hide = true, value_name = "BZIMAGE")]
         kernel: Option<PathBuf>,
     },
-    /// Compare LITE with native RDMA verbs (perftest) on two VMs, then lock contention on four.
+    /// Compare LITE with native RDMA verbs (perftest) on two VMs, then lock contention and failure handling on four.
     Bench {
         /// Iterations per operation and message size.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]

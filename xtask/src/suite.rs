@@ -29,7 +29,7 @@ use crate::paths::{repo_root, Cache};
 use crate::process::{self, run_logged};
 use crate::qemu::{self, Vm, VmSpec};
 use crate::ui::Step;
-use crate::{fsutil, interrupt, kunit, logscan, series, source, tap, ui};
+use crate::{failure, fsutil, interrupt, kunit, logscan, series, source, tap, ui};
 
 /// Number of steps, for `[k/N]`.
 const STEPS: usize = 7;
@@ -40,7 +40,7 @@ const CLUSTER_TIMEOUT: Duration = Duration::from_secs(40 * 60);
 /// Nodes in the cluster test.
 const CLUSTER_NODES: usize = 3;
 /// Nodes in the failure test; the last one is the victim.
-const FAILURE_NODES: usize = 4;
+const FAILURE_NODES: usize = failure::NODES;
 /// Guest role of the failure test's nodes that stay up.
 const SURVIVOR_ROLE: &str = "failure-survivor";
 /// Guest role of the failure test's node that gets killed.
@@ -50,20 +50,6 @@ const VICTIM_ROLE: &str = "failure-victim";
 const REJOIN_ROLE: &str = "test";
 /// The survivors' programs, in order, as their `/init` names them.
 const SURVIVOR_PROGRAMS: [&str; 2] = ["lite-failure-test", "lite-cluster-test"];
-/// The victim's console line once the survivors depend on it (the
-/// `READY_MARKER` of `lite-failure-test`).
-const VICTIM_READY: &str = "LITE-FAILURE-VICTIM ready";
-/// How long after [`VICTIM_READY`] the victim is killed: the survivors
-/// start the calls that wait on it right after the barrier before it.
-const KILL_DELAY: Duration = Duration::from_secs(5);
-/// Upper bound, from the start of the failure test's cluster, for the
-/// victim to get ready: boot, join and set-up on every node.
-const VICTIM_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
-/// Upper bound, from the kill, for every survivor to end the failure
-/// program: a hung call gets 60 s and their barrier 120 s, then the ten
-/// leave/rejoin cycles take a few seconds each (each wait in them is
-/// bounded by 30 to 120 s).
-const SURVIVORS_DONE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// Nodes in the partition test; the last one is cut off.
 const PARTITION_NODES: usize = 3;
@@ -428,9 +414,7 @@ fn count_scan(name: &str, log: &str, counts: &mut Tally, problems: &mut Vec<Stri
 /// Guest roles of the failure test's `nodes` nodes: survivors, then the
 /// victim last.
 fn failure_roles(nodes: usize) -> Vec<String> {
-    let mut roles = vec![SURVIVOR_ROLE.to_string(); nodes.saturating_sub(1)];
-    roles.push(VICTIM_ROLE.to_string());
-    roles
+    failure::roles(nodes, SURVIVOR_ROLE, VICTIM_ROLE)
 }
 
 /// Boots the failure test's cluster, kills the victim once the survivors
@@ -469,7 +453,7 @@ fn failure_test(
     let started = Instant::now();
     let victim = FAILURE_NODES;
     let (_, first_boot_log) = cluster.node_log(victim)?;
-    let killed = kill_when_ready(&mut cluster, victim, started);
+    let killed = failure::kill_when_ready(&mut cluster, victim, started);
     let rebooted = match &killed {
         Ok(()) => boot_victim_again(&mut cluster, &spec, victim),
         Err(_) => Err(anyhow!("not booted again: it was not killed")),
@@ -564,8 +548,8 @@ fn rebooted_log(name: &str, victim: usize) -> bool {
 /// Waits until every survivor's console shows that its failure program
 /// ended (its `/init` announces the cluster test), then boots node
 /// `victim`'s VM again with role [`REJOIN_ROLE`]. Fails if a survivor
-/// ends first, if that takes more than [`SURVIVORS_DONE_TIMEOUT`], or on
-/// Ctrl-C.
+/// ends first, if that takes more than
+/// [`failure::SURVIVORS_DONE_TIMEOUT`], or on Ctrl-C.
 fn boot_victim_again(cluster: &mut Cluster, spec: &ClusterSpec, victim: usize) -> Result<()> {
     let name = rebooted_name(victim);
     let marker = format!("{}{}", tap::PROGRAM_MARKER, SURVIVOR_PROGRAMS[1]);
@@ -593,11 +577,11 @@ fn boot_victim_again(cluster: &mut Cluster, spec: &ClusterSpec, victim: usize) -
         if waiting.is_empty() {
             break;
         }
-        if since.elapsed() > SURVIVORS_DONE_TIMEOUT {
+        if since.elapsed() > failure::SURVIVORS_DONE_TIMEOUT {
             bail!(
                 "{} did not finish the failure test within {} of the kill",
                 waiting.join(", "),
-                ui::duration(SURVIVORS_DONE_TIMEOUT)
+                ui::duration(failure::SURVIVORS_DONE_TIMEOUT)
             );
         }
         sleep(process::POLL);
@@ -610,85 +594,10 @@ fn boot_victim_again(cluster: &mut Cluster, spec: &ClusterSpec, victim: usize) -
     Ok(())
 }
 
-/// Waits for node `victim` to print [`VICTIM_READY`], then kills its QEMU
-/// with SIGKILL [`KILL_DELAY`] later. Fails if the marker does not come
-/// within [`VICTIM_READY_TIMEOUT`] of `started`, if any node ends before it
-/// (none can finish while the victim lives, and without every survivor
-/// the victim never gets ready), if the victim ends by itself before the
-/// kill, or on Ctrl-C.
-fn kill_when_ready(cluster: &mut Cluster, victim: usize, started: Instant) -> Result<()> {
-    let (name, log) = cluster.node_log(victim)?;
-    let step = Step::start(format!("waiting for {name} to get ready, then killing it"));
-    let mut watch = MarkerWatch::new(log, VICTIM_READY);
-    await_marker(
-        &mut watch,
-        &name,
-        started,
-        VICTIM_READY_TIMEOUT,
-        &mut || first_ended(cluster),
-    )?;
-    ui::progress(&format!(
-        "{name} is ready; killing it in {}",
-        ui::duration(KILL_DELAY)
-    ));
-    let ready_at = Instant::now();
-    while ready_at.elapsed() < KILL_DELAY {
-        interrupt::check()?;
-        sleep(process::POLL);
-    }
-    if !cluster.kill_node(victim)? {
-        bail!("{name} ended by itself before the harness killed it");
-    }
-    ui::progress(&format!("killed {name} (SIGKILL to its QEMU)"));
-    step.done();
-    Ok(())
-}
-
-/// Waits until `watch` sees its marker on the console of node `name`.
-/// Fails if `ended` (asked between polls) names a node that ended first
-/// (none can finish while the node is not ready, and without every other
-/// node it never gets ready), if `timeout` passes from `started`, or on
-/// Ctrl-C.
-fn await_marker(
-    watch: &mut MarkerWatch,
-    name: &str,
-    started: Instant,
-    timeout: Duration,
-    ended: &mut dyn FnMut() -> Result<Option<String>>,
-) -> Result<()> {
-    while !watch.poll() {
-        interrupt::check()?;
-        if let Some(ended) = ended()? {
-            bail!("{ended} ended before {name} printed \"{}\"", watch.marker());
-        }
-        if started.elapsed() > timeout {
-            bail!(
-                "{name} did not print \"{}\" within {}",
-                watch.marker(),
-                ui::duration(timeout)
-            );
-        }
-        sleep(process::POLL);
-    }
-    Ok(())
-}
-
-/// The name of the first node of `cluster` whose VM has ended, if any.
-fn first_ended(cluster: &mut Cluster) -> Result<Option<String>> {
-    for i in 1..=cluster.nodes() {
-        if cluster.node_exited(i)? {
-            return Ok(Some(cluster.node_log(i)?.0));
-        }
-    }
-    Ok(None)
-}
-
 /// Guest roles of the partition test's `nodes` nodes: survivors, then the
 /// node to cut off last.
 fn partition_roles(nodes: usize) -> Vec<String> {
-    let mut roles = vec![PARTITION_SURVIVOR_ROLE.to_string(); nodes.saturating_sub(1)];
-    roles.push(PARTITION_CUT_ROLE.to_string());
-    roles
+    failure::roles(nodes, PARTITION_SURVIVOR_ROLE, PARTITION_CUT_ROLE)
 }
 
 /// Boots the partition test's cluster, cuts the last node off the network
@@ -765,8 +674,8 @@ fn cut_when_ready(cluster: &mut Cluster, cut: usize, started: Instant) -> Result
         ui::duration(CUT_LENGTH)
     ));
     let mut watch = MarkerWatch::new(log, CUT_READY);
-    await_marker(&mut watch, &name, started, CUT_READY_TIMEOUT, &mut || {
-        first_ended(cluster)
+    failure::await_marker(&mut watch, &name, started, CUT_READY_TIMEOUT, &mut || {
+        failure::first_ended(cluster)
     })?;
     let tap = cluster.set_link(cut, false)?;
     let down_at = Instant::now();
@@ -809,15 +718,6 @@ mod tests {
                 "failure-survivor",
                 "failure-victim"
             ]
-        );
-    }
-
-    #[test]
-    fn the_guest_program_prints_the_marker_the_harness_waits_for() {
-        let guest = include_str!("../../userspace/lite-tools/src/failure_test.rs");
-        assert!(
-            guest.contains(&format!("READY_MARKER: &str = \"{VICTIM_READY}\";")),
-            "lite-failure-test prints another marker"
         );
     }
 
@@ -926,56 +826,6 @@ mod tests {
                 "{role}: {body}"
             );
         }
-    }
-
-    #[test]
-    fn waiting_for_a_marker_ends_at_the_marker_at_an_ended_node_or_at_the_timeout() {
-        let dir = std::env::temp_dir().join(format!("suite-marker-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
-        let ready = dir.join("node3.log");
-        std::fs::write(&ready, format!("boot\n[   40.2] # {CUT_READY}\nmore\n"))
-            .expect("write log");
-        let mut nobody_ended = || -> Result<Option<String>> { Ok(None) };
-        let mut watch = MarkerWatch::new(ready, CUT_READY);
-        let found = await_marker(
-            &mut watch,
-            "node3",
-            Instant::now(),
-            Duration::from_secs(60),
-            &mut nobody_ended,
-        );
-        assert!(found.is_ok(), "{found:?}");
-
-        let booting = dir.join("node3-booting.log");
-        std::fs::write(&booting, "boot\n").expect("write log");
-        let mut node1_ended = || -> Result<Option<String>> { Ok(Some("node1".to_string())) };
-        let ended = await_marker(
-            &mut MarkerWatch::new(booting.clone(), CUT_READY),
-            "node3",
-            Instant::now(),
-            Duration::from_secs(60),
-            &mut node1_ended,
-        )
-        .unwrap_err();
-        assert_eq!(
-            ended.to_string(),
-            format!("node1 ended before node3 printed \"{CUT_READY}\"")
-        );
-
-        let late = await_marker(
-            &mut MarkerWatch::new(booting, CUT_READY),
-            "node3",
-            Instant::now(),
-            Duration::ZERO,
-            &mut nobody_ended,
-        )
-        .unwrap_err();
-        assert!(
-            late.to_string()
-                .starts_with(&format!("node3 did not print \"{CUT_READY}\" within")),
-            "{late}"
-        );
-        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 
     #[test]

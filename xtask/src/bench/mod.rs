@@ -11,7 +11,11 @@
 //! round trips and throughput, and last the isolation of a high-priority
 //! process's writes from low-priority processes saturating the link, with
 //! QoS off and on. A second, short phase boots [`LOCK_NODES`] VMs that all
-//! take turns on one lock. Absolute numbers under TCG say little, so the
+//! take turns on one lock. A last phase boots [`FAILURE_NODES`] VMs that
+//! run the failure test's program alone: the last node is killed once the
+//! others depend on it, and the survivors report how long their calls
+//! waiting on it stalled, then one of them leaves and joins again ten
+//! times. Absolute numbers under TCG say little, so the
 //! report compares LITE with native verbs measured on the same VMs in the
 //! same run (an RPC round trip with two `ib_send_lat` one-way latencies,
 //! since perftest reports half a round trip), and loaded latency with
@@ -29,7 +33,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::interrupt;
+use crate::{failure, interrupt};
 
 use self::parse::Measurements;
 
@@ -58,6 +62,9 @@ pub const ATOMICS: [(&str, &str); 2] = [
 /// Nodes of the lock contention phase; every one of them contends.
 pub const LOCK_NODES: usize = 4;
 
+/// Nodes of the failure phase: survivors, then the victim (the last).
+pub const FAILURE_NODES: usize = failure::NODES;
+
 /// `cargo xtask bench`.
 pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
     let setup = run::Setup::prepare(kernel_src, kernel_image)?;
@@ -76,9 +83,19 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
         });
     report::say_locks(iters, lock_iters, &m);
 
+    // The failure phase: four VMs again, the last of them killed.
+    let failure_waited = interrupt::check()
+        .and_then(|()| run::failure_phase(&setup))
+        .and_then(|phase| {
+            m.add_failure_logs("failure/", &phase.logs, FAILURE_NODES);
+            phase.waited
+        });
+    report::say_failure(&m);
+
     report::say_logs(&setup.logs, &m.problems);
     comparison.waited?;
     lock_waited.context("the lock contention phase")?;
+    failure_waited.context("the failure phase")?;
     if m.is_empty() {
         bail!("no measurements found in the guest logs");
     }

@@ -1,7 +1,8 @@
 //! Turning the guests' console output into typed measurements: perftest's
 //! client tables, which the guest brackets with `LITE-PERFTEST-BEGIN` /
-//! `LITE-PERFTEST-END` lines, and `lite-bench`'s `LITE-BENCH`, `LITE-LOCK`,
-//! `LITE-LOCK-SAMPLES` and `LITE-QOS` lines.
+//! `LITE-PERFTEST-END` lines, `lite-bench`'s `LITE-BENCH`, `LITE-LOCK`,
+//! `LITE-LOCK-SAMPLES` and `LITE-QOS` lines, and the TAP comments in which
+//! `lite-failure-test`'s survivors give their stall, leave and rejoin times.
 //!
 //! Every parser reads lines through the same few helpers: [`tagged_lines`]
 //! finds the lines carrying a tag, [`Fields`] reads their `key=value`
@@ -33,6 +34,21 @@ const LITE_LOCK_SAMPLES: &str = "LITE-LOCK-SAMPLES ";
 
 /// `lite-bench`'s isolation lines.
 const LITE_QOS: &str = "LITE-QOS ";
+
+/// `lite-failure-test`'s TAP comment on a call that waited on the killed
+/// node: `# stall <call> <N> ms`.
+const STALL_COMMENT: &str = "# stall ";
+
+/// `lite-failure-test`'s TAP comment on one `lite_leave`: `# leave <N> ms`.
+const LEAVE_COMMENT: &str = "# leave ";
+
+/// `lite-failure-test`'s TAP comment on one join after a leave:
+/// `# rejoin <N> ms`.
+const REJOIN_COMMENT: &str = "# rejoin ";
+
+/// What `lite-failure-test`'s test points of one leave/rejoin cycle start
+/// with: `leave/rejoin cycle <K>: ...`.
+const CYCLE_POINT: &str = "leave/rejoin cycle ";
 
 /// One row of perftest's client table (microseconds).
 #[derive(Clone, Debug, PartialEq)]
@@ -201,6 +217,46 @@ pub struct QosRow {
     pub throttled: u64,
 }
 
+/// How long after a survivor's last successful write to the killed node
+/// one of its calls waiting on that node returned (`# stall <call> <N>
+/// ms`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stall {
+    /// `rdma_write`, `send_reply_imm`, `lock` or `dist_barrier`.
+    pub call: String,
+    /// Milliseconds.
+    pub ms: i64,
+}
+
+/// How long one `lite_leave` took (`# leave <N> ms`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Leave {
+    /// The leave/rejoin cycle, from 1; the first leave moves chunks.
+    pub cycle: u32,
+    /// Milliseconds.
+    pub ms: i64,
+}
+
+/// What one survivor of the failure phase reported, in log order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FailureNode {
+    /// The node's name, e.g. `failure/node1`.
+    pub node: String,
+    /// Its calls that waited on the killed node.
+    pub stalls: Vec<Stall>,
+    /// Its leaves (only the survivor that leaves and joins again has any).
+    pub leaves: Vec<Leave>,
+    /// How long each of its joins after a leave took, in ms.
+    pub rejoins: Vec<i64>,
+}
+
+impl FailureNode {
+    /// Whether the node reported no time at all.
+    pub fn is_empty(&self) -> bool {
+        self.stalls.is_empty() && self.leaves.is_empty() && self.rejoins.is_empty()
+    }
+}
+
 /// Everything parsed from the guest logs of a benchmark run.
 #[derive(Default)]
 pub struct Measurements {
@@ -220,6 +276,9 @@ pub struct Measurements {
     pub lock_samples: BTreeMap<(u32, u32), Vec<f64>>,
     /// Isolation phases by (phase, QoS).
     pub qos: BTreeMap<(String, String), QosRow>,
+    /// The failure phase's survivors, in node order (its victim is not
+    /// among them).
+    pub failure: Vec<FailureNode>,
     /// Crashes and failed guest roles, each prefixed with its node.
     pub problems: Vec<String>,
 }
@@ -271,6 +330,22 @@ impl Measurements {
         }
     }
 
+    /// Adds the logs of the failure phase's nodes, each named `prefix` +
+    /// its node name, but for that of node `victim` (from 1): its log ends
+    /// wherever the kill cut it off, so it is neither parsed nor scanned
+    /// (as in the failure test). Every other node counts as a survivor,
+    /// also one that reported nothing.
+    pub fn add_failure_logs(&mut self, prefix: &str, logs: &[NodeLog], victim: usize) {
+        for (index, log) in logs.iter().enumerate() {
+            if index + 1 == victim {
+                continue;
+            }
+            let name = format!("{prefix}{}", log.name);
+            self.add_log(&name, &log.text);
+            self.failure.push(parse_failure(&name, &log.text));
+        }
+    }
+
     /// Whether no measurement at all was found.
     pub fn is_empty(&self) -> bool {
         self.native.is_empty()
@@ -280,6 +355,7 @@ impl Measurements {
             && self.lite_rpc_bw.is_empty()
             && self.locks.is_empty()
             && self.qos.is_empty()
+            && self.failure.iter().all(FailureNode::is_empty)
     }
 }
 
@@ -622,6 +698,60 @@ pub fn parse_lite_qos(log: &str) -> Vec<QosRow> {
         .collect()
 }
 
+/// The milliseconds of a comment's rest: `<N> ms`.
+fn milliseconds(rest: &str) -> Option<i64> {
+    match columns(rest)? {
+        [ms, "ms"] => integer(ms),
+        _ => None,
+    }
+}
+
+/// The cycle a `leave/rejoin cycle <K>: ...` test point is about.
+fn cycle_of(line: &str) -> Option<u32> {
+    let (cycle, _) = after_tag(line, CYCLE_POINT)?.split_once(':')?;
+    integer(cycle)
+}
+
+/// The times survivor `node` of the failure phase gave in its console log
+/// `log`: `# stall <call> <N> ms`, `# leave <N> ms` and `# rejoin <N> ms`
+/// comments. A leave belongs to the cycle after the last one a test point
+/// or an earlier leave named (a leave's comment comes before its cycle's
+/// test points), so that a comment a kernel message broke (and which is
+/// skipped, like any malformed line) cannot make a later leave pass for
+/// the first.
+pub fn parse_failure(node: &str, log: &str) -> FailureNode {
+    let mut out = FailureNode {
+        node: node.to_string(),
+        ..FailureNode::default()
+    };
+    let mut last_cycle = 0;
+    for line in log.lines() {
+        if let Some(rest) = after_tag(line, STALL_COMMENT) {
+            if let Some([call, ms, "ms"]) = columns(rest) {
+                if let Some(ms) = integer(ms) {
+                    out.stalls.push(Stall {
+                        call: call.to_string(),
+                        ms,
+                    });
+                }
+            }
+        } else if let Some(rest) = after_tag(line, LEAVE_COMMENT) {
+            if let Some(ms) = milliseconds(rest) {
+                last_cycle += 1;
+                out.leaves.push(Leave {
+                    cycle: last_cycle,
+                    ms,
+                });
+            }
+        } else if let Some(rest) = after_tag(line, REJOIN_COMMENT) {
+            out.rejoins.extend(milliseconds(rest));
+        } else if let Some(cycle) = cycle_of(line) {
+            last_cycle = last_cycle.max(cycle);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     //! The sample logs here are shared with the report tests, which build
@@ -782,6 +912,111 @@ LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=300 bytes=19660800 elapsed_us=20
 LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=1300.00 p10_us=1000.00 p90_us=1600.00 p99_us=2600.00 min_us=850.00 max_us=5000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=150 load_mibps=5.50 throttled=140
 LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=nan p10_us=1 p90_us=1 p99_us=1 loaders=3 load_size=65536 load_ops=1 load_mibps=1 throttled=1
 ";
+
+    /// A survivor of the failure phase that watches the leaves, as its
+    /// console logged it (a real run, shortened): kernel messages between
+    /// the TAP lines, four stall comments, the first cycle.
+    pub(crate) const FAILURE_OBSERVER: &str = "\
+LITE-GUEST-RUN role=bench-failure-survivor
+TAP version 13
+# lite-failure-test: manager 10.77.0.254:18500, 4 nodes, survivor
+ok 12 - rdma_write of 4 KiB to LMR A works while the victim is up (first after 27 ms)
+ok 13 - dist_barrier(4) with the traffic running returns 0
+lite: the cluster manager declared node 4 (incarnation 1) dead, epoch 5
+lite: node 4 is gone
+ok 14 - rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -112 (-EHOSTDOWN))
+# stall rdma_write 2970 ms
+ok 15 - rdma_write returns within 4500 ms of the last successful write (2970 ms)
+ok 16 - send_reply_imm to port 7 on the victim fails with -EHOSTDOWN (got -112 (-EHOSTDOWN))
+# stall send_reply_imm 2951 ms
+ok 17 - send_reply_imm returns within 4500 ms of the last successful write (2951 ms)
+ok 18 - lock of the victim's lock 0 fails with -EHOSTDOWN (got -112 (-EHOSTDOWN))
+# stall lock 2944 ms
+ok 19 - lock returns within 4500 ms of the last successful write (2944 ms)
+ok 20 - dist_barrier(4) that the victim never enters fails with -EHOSTDOWN (got -112 (-EHOSTDOWN))
+# stall dist_barrier 2973 ms
+ok 21 - dist_barrier returns within 4500 ms of the last successful write (2973 ms)
+ok 22 - get_total_node returns 3 once the victim is gone (got 3)
+ok 29 - leave/rejoin: dist_barrier(3) of the survivors before the cycles returns 0
+lite: the cluster manager declared node 3 (incarnation 1) dead, epoch 6
+# cycle 1: 2 nodes 13309 ms after the cycle could begin, for 1203 ms
+ok 30 - leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3 (node 3 left and joined again)
+ok 31 - leave/rejoin cycle 1: the 16 MiB spread LMR reads back whole with this node's pattern
+1..31
+31 passed, 0 failed
+LITE-GUEST-EXIT rc=0
+";
+
+    /// The survivor that leaves and joins again (a real run, shortened to
+    /// four cycles), the comment on its second leave broken by a kernel
+    /// message.
+    pub(crate) const FAILURE_LEAVER: &str = "\
+LITE-GUEST-RUN role=bench-failure-survivor
+TAP version 13
+ok 14 - rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -112 (-EHOSTDOWN))
+# stall rdma_write 2919 ms
+ok 15 - rdma_write returns within 4500 ms of the last successful write (2919 ms)
+# stall send_reply_imm 2910 ms
+# stall lock 2904 ms
+# stall dist_barrier 2922 ms
+ok 28 - leave/rejoin: node 3 holds chunks of the observers' spread LMRs before its first leave (held_chunks 4)
+lite: node 3 left the cluster
+# leave 13302 ms
+ok 29 - leave/rejoin cycle 1: leave(0) on node 3 returns 0
+ok 30 - leave/rejoin cycle 1: once left, get_node_id, leave(0) again and rdma_write on a handle from before the leave return -ENOTCONN
+lite: joined as node 3 (incarnation 2) of 3
+# rejoin 207 ms
+ok 31 - leave/rejoin cycle 1: join returns node 3's id again (got 3)
+ok 32 - leave/rejoin cycle 1: get_total_node returns 3 after the join (got 3, after 0 ms)
+# leave 9lite: node 3 left the cluster
+2 ms
+ok 33 - leave/rejoin cycle 2: leave(0) on node 3 returns 0
+ok 34 - leave/rejoin cycle 2: once left, get_node_id, leave(0) again and rdma_write on a handle from before the leave return -ENOTCONN
+# rejoin 316 ms
+ok 35 - leave/rejoin cycle 2: join returns node 3's id again (got 3)
+ok 36 - leave/rejoin cycle 2: get_total_node returns 3 after the join (got 3, after 0 ms)
+# leave 158 ms
+ok 37 - leave/rejoin cycle 3: leave(0) on node 3 returns 0
+# rejoin 527 ms
+ok 39 - leave/rejoin cycle 3: join returns node 3's id again (got 3)
+# leave 187 ms
+ok 41 - leave/rejoin cycle 4: leave(0) on node 3 returns 0
+# rejoin 330 ms
+ok 43 - leave/rejoin cycle 4: join returns node 3's id again (got 3)
+ok 69 - leave/rejoin: held_chunks on node 3 is 0 after its last join (its chunks moved away; got 0)
+1..69
+69 passed, 0 failed
+LITE-GUEST-EXIT rc=0
+";
+
+    /// The victim's console up to the kill: no exit line, nothing to
+    /// parse.
+    pub(crate) const FAILURE_VICTIM: &str = "\
+LITE-GUEST-RUN role=bench-failure-victim
+lite-failure-test: victim: dist_barrier(4) after the survivors' traffic started: ok
+LITE-FAILURE-VICTIM ready
+LITE-FAILURE-VICTIM re";
+
+    /// The failure phase's four node logs as the harness collects them:
+    /// node 2 is an observer whose lock stall a kernel message broke.
+    pub(crate) fn failure_logs() -> Vec<NodeLog> {
+        let broken = FAILURE_OBSERVER.replace(
+            "# stall lock 2944 ms\n",
+            "# stall lock 29lite: node 4 is gone\n44 ms\n",
+        );
+        [
+            ("node1", FAILURE_OBSERVER.to_string()),
+            ("node2", broken),
+            ("node3", FAILURE_LEAVER.to_string()),
+            ("node4", FAILURE_VICTIM.to_string()),
+        ]
+        .into_iter()
+        .map(|(name, text)| NodeLog {
+            name: name.into(),
+            text: console(&text),
+        })
+        .collect()
+    }
 
     #[test]
     fn parses_the_client_table_only() {
@@ -983,6 +1218,110 @@ LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=nan p10_us=1 p90_us=1 
         // Samples from several logs add up.
         assert_eq!(m.lock_samples[&(4, 1)].len(), 8);
         assert_eq!(m.problems, ["locks/node3: guest role exited with rc=1"]);
+    }
+
+    #[test]
+    fn parses_a_survivors_stall_comments() {
+        let node = parse_failure("failure/node1", &console(FAILURE_OBSERVER));
+        assert_eq!(node.node, "failure/node1");
+        let stalls: Vec<(&str, i64)> = node
+            .stalls
+            .iter()
+            .map(|s| (s.call.as_str(), s.ms))
+            .collect();
+        assert_eq!(
+            stalls,
+            [
+                ("rdma_write", 2970),
+                ("send_reply_imm", 2951),
+                ("lock", 2944),
+                ("dist_barrier", 2973)
+            ]
+        );
+        // An observer neither leaves nor joins again; its own comments on
+        // the cycles are no leave times.
+        assert!(node.leaves.is_empty() && node.rejoins.is_empty());
+        assert!(!node.is_empty());
+        // The other parsers leave the failure program's lines alone.
+        assert!(parse_lite_bench(FAILURE_LEAVER).is_empty());
+        assert!(parse_lite_lock(FAILURE_LEAVER).is_empty());
+    }
+
+    #[test]
+    fn leaves_keep_their_cycle_when_a_comment_is_broken() {
+        let node = parse_failure("node3", &console(FAILURE_LEAVER));
+        assert_eq!(node.stalls.len(), 4);
+        // The second leave's comment is broken: the next one is still the
+        // third cycle's, not taken for the first or second.
+        assert_eq!(
+            node.leaves,
+            [
+                Leave {
+                    cycle: 1,
+                    ms: 13302
+                },
+                Leave { cycle: 3, ms: 158 },
+                Leave { cycle: 4, ms: 187 }
+            ]
+        );
+        assert_eq!(node.rejoins, [207, 316, 527, 330]);
+        // A leave whose cycle's test points are all missing still follows
+        // the leave before it.
+        let log = "# leave 900 ms\n# leave 80 ms\nok 9 - leave/rejoin cycle 2: leave(0)\n\
+                   # leave 70 ms\n";
+        let cycles: Vec<u32> = parse_failure("n", log)
+            .leaves
+            .iter()
+            .map(|l| l.cycle)
+            .collect();
+        assert_eq!(cycles, [1, 2, 3]);
+    }
+
+    #[test]
+    fn failure_comments_must_be_whole() {
+        let log = "\
+# stall lock 2944\n# stall lock x ms\n# stall 2944 ms\n# stall lock 2944 s\n\
+# leave 12 ms extra\n# leave ms\n# rejoin -\n# leave(0) again: got -107\n\
+not ok 3 - leave/rejoin cycle x: leave(0)\n[   61.5] # stall lock 3001 ms\n# rejoin 12 ms\r\n";
+        let node = parse_failure("n", log);
+        assert_eq!(
+            node.stalls,
+            [Stall {
+                call: "lock".into(),
+                ms: 3001
+            }]
+        );
+        assert!(node.leaves.is_empty());
+        assert_eq!(node.rejoins, [12]);
+        assert!(parse_failure("n", "").is_empty());
+        assert_eq!(cycle_of("ok 9 - leave/rejoin cycle 10: join"), Some(10));
+        assert_eq!(cycle_of("ok 9 - leave/rejoin: dist_barrier(3)"), None);
+        assert_eq!(milliseconds(" 5 ms\r"), Some(5));
+    }
+
+    #[test]
+    fn the_victims_log_is_neither_parsed_nor_scanned() {
+        let mut m = Measurements::default();
+        m.add_failure_logs("failure/", &failure_logs(), 4);
+        let names: Vec<&str> = m.failure.iter().map(|n| n.node.as_str()).collect();
+        assert_eq!(names, ["failure/node1", "failure/node2", "failure/node3"]);
+        // The kernel message broke node 2's lock stall: three are left.
+        assert_eq!(m.failure[1].stalls.len(), 3);
+        assert!(m.failure[1].stalls.iter().all(|s| s.call != "lock"));
+        assert!(m.problems.is_empty(), "{:?}", m.problems);
+        assert!(!m.is_empty());
+        // A survivor that failed is a problem, and still a survivor.
+        let mut logs = failure_logs();
+        logs[0].text = "LITE-GUEST-EXIT rc=1\n".into();
+        let mut m = Measurements::default();
+        m.add_failure_logs("failure/", &logs, 4);
+        assert_eq!(m.failure.len(), 3);
+        assert!(m.failure[0].is_empty());
+        assert_eq!(m.problems, ["failure/node1: guest role exited with rc=1"]);
+        // Nothing but empty survivors: no measurement.
+        let mut m = Measurements::default();
+        m.add_failure_logs("failure/", &logs[..1], 4);
+        assert!(m.is_empty());
     }
 
     #[test]

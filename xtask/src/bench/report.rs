@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::parse::{
-    Lite, LiteBw, LiteRpcBw, LockRow, Measurements, Native, NativeBw, QosRow, Spread,
+    FailureNode, Lite, LiteBw, LiteRpcBw, LockRow, Measurements, Native, NativeBw, QosRow, Spread,
 };
-use super::{ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, LOCK_NODES};
-use crate::ui;
+use super::{ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES};
+use crate::{failure, ui};
 
 /// The perftest latency test LITE's RPC is compared with (`ib_send_lat`).
 const RPC_NATIVE_OP: &str = "send";
@@ -28,6 +28,21 @@ const RPC_TARGET_RATIO: f64 = 1.2;
 const TARGET_OP: &str = "write";
 const TARGET_SIZE: u64 = 64;
 const TARGET_RATIO: f64 = 1.10;
+
+/// The calls waiting on the killed node whose stalls `lite-failure-test`
+/// reports, in its order.
+const STALL_CALLS: [&str; 4] = ["rdma_write", "send_reply_imm", "lock", "dist_barrier"];
+
+/// After how long without a heartbeat the cluster manager declares a node
+/// dead: `lite-cm`'s default `--dead-after-ms`, which the harness keeps.
+const DEAD_AFTER_MS: i64 = 3000;
+
+/// The failure test's bound on a stall (`lite-failure-test`'s
+/// `MAX_STALL_MS`): a call returning later fails it.
+const STALL_BOUND_MS: i64 = 4500;
+
+/// Leave/rejoin cycles of the failure program (its `CYCLES`).
+const LEAVE_CYCLES: u32 = 10;
 
 /// Prints the lines of a table (or a verdict) under the current heading.
 fn say_indented(lines: impl IntoIterator<Item = String>) {
@@ -75,6 +90,18 @@ pub fn say_locks(iters: u32, lock_iters: u32, m: &Measurements) {
          {LOCK_NODES} nodes contending; times in microseconds)"
     ));
     say_indented(lock_table(&locks, &m.lock_samples));
+}
+
+/// Prints the failure phase's table: stalls and detection, leave and
+/// rejoin times, with the bounds.
+pub fn say_failure(m: &Measurements) {
+    ui::say(&format!(
+        "==> failure handling ({FAILURE_NODES} VMs, node{FAILURE_NODES} killed {} s after it \
+         was ready; then one survivor leaves and joins again {LEAVE_CYCLES} times; \
+         times in milliseconds)",
+        failure::KILL_DELAY.as_secs()
+    ));
+    say_indented(failure_table(&m.failure));
 }
 
 /// Prints where the logs are and every problem found in them.
@@ -674,6 +701,282 @@ pub fn qos_table(rows: &[QosRow]) -> Vec<String> {
     lines
 }
 
+/// Count, median, minimum and maximum of a series.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Summary {
+    count: usize,
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+/// The [`Summary`] of `values`; `None` if there are none.
+fn summary(values: &[i64]) -> Option<Summary> {
+    let mut sorted: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+    sorted.sort_by(f64::total_cmp);
+    Some(Summary {
+        count: sorted.len(),
+        median: percentile(&sorted, 50.0)?,
+        min: *sorted.first()?,
+        max: *sorted.last()?,
+    })
+}
+
+/// Milliseconds as measured (whole), a median between two of them with
+/// one decimal, or `-`.
+fn ms_cell(value: Option<f64>) -> String {
+    match value {
+        Some(v) if v.fract() == 0.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "-".to_string(),
+    }
+}
+
+/// The stall of `call` a survivor reported (the first, should it report
+/// one twice).
+fn stall_of(node: &FailureNode, call: &str) -> Option<i64> {
+    node.stalls.iter().find(|s| s.call == call).map(|s| s.ms)
+}
+
+/// A survivor's detection time: its smallest stall, when the first of its
+/// calls waiting on the killed node was released.
+fn detection_of(node: &FailureNode) -> Option<i64> {
+    node.stalls.iter().map(|s| s.ms).min()
+}
+
+/// The failure table, one string per line: for each metric the count,
+/// median, minimum and maximum of what the survivors reported, and for
+/// the stalls the manager's dead-after time and the test's bound; then
+/// each survivor's stalls, the verdict on the bound, and notes on what
+/// the logs lacked. Detection is each survivor's smallest stall: the
+/// first of its calls waiting on the killed node that the death released
+/// (the failure program gives no time of its own for the cluster's size
+/// going down). The first leave moves the chunks the leaving node holds
+/// for the others' LMRs, so it is reported apart from the later ones.
+pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
+    if nodes.is_empty() {
+        return vec!["(no survivor logs: the failure phase did not run)".to_string()];
+    }
+    if nodes.iter().all(FailureNode::is_empty) {
+        return vec![format!(
+            "(no stall, leave or rejoin times in the logs of {})",
+            names(nodes.iter())
+        )];
+    }
+    let row = |cells: [&str; 7]| {
+        table_row(
+            &[
+                left(30),
+                right(5),
+                right(9),
+                right(8),
+                right(8),
+                right(10),
+                right(6),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![
+        "stall: from a survivor's last successful write to the killed node (the kill follows \
+         it within milliseconds) to the return of a call waiting on that node"
+            .to_string(),
+        "detection: each survivor's smallest stall, the first of its waiting calls released \
+         (the program prints no time of its own for when lite_get_total_node dropped)"
+            .to_string(),
+        format!(
+            "dead-after: the manager declares a silent node dead after {DEAD_AFTER_MS} ms; \
+             bound: the failure test fails a stall over {STALL_BOUND_MS} ms"
+        ),
+        row([
+            "metric",
+            "count",
+            "median",
+            "min",
+            "max",
+            "dead-after",
+            "bound",
+        ]),
+    ];
+    let metric = |name: &str, values: &[i64], bounded: bool| {
+        let s = summary(values);
+        let (dead_after, bound) = if bounded {
+            (DEAD_AFTER_MS.to_string(), STALL_BOUND_MS.to_string())
+        } else {
+            ("-".to_string(), "-".to_string())
+        };
+        row([
+            name,
+            &values.len().to_string(),
+            &ms_cell(s.map(|s| s.median)),
+            &ms_cell(s.map(|s| s.min)),
+            &ms_cell(s.map(|s| s.max)),
+            &dead_after,
+            &bound,
+        ])
+    };
+    let detection: Vec<i64> = nodes.iter().filter_map(detection_of).collect();
+    lines.push(metric("detection", &detection, true));
+    for call in STALL_CALLS {
+        let stalls: Vec<i64> = nodes.iter().filter_map(|n| stall_of(n, call)).collect();
+        lines.push(metric(&format!("stall {call}"), &stalls, true));
+    }
+    let worst: Vec<i64> = nodes
+        .iter()
+        .filter_map(|n| n.stalls.iter().map(|s| s.ms).max())
+        .collect();
+    lines.push(metric("worst stall (per survivor)", &worst, true));
+    let leaves = |first: bool| -> Vec<i64> {
+        nodes
+            .iter()
+            .flat_map(|n| &n.leaves)
+            .filter(|l| (l.cycle == 1) == first)
+            .map(|l| l.ms)
+            .collect()
+    };
+    lines.push(metric(
+        "leave, cycle 1 (moves chunks)",
+        &leaves(true),
+        false,
+    ));
+    lines.push(metric(
+        &format!("leave, cycles 2-{LEAVE_CYCLES}"),
+        &leaves(false),
+        false,
+    ));
+    let rejoins: Vec<i64> = nodes.iter().flat_map(|n| n.rejoins.clone()).collect();
+    lines.push(metric("rejoin", &rejoins, false));
+
+    lines.extend(stall_table(nodes));
+    lines.push(stall_verdict(nodes));
+    lines.extend(failure_notes(nodes));
+    lines
+}
+
+/// `a, b and c` of the nodes' names.
+fn names<'a>(nodes: impl Iterator<Item = &'a FailureNode>) -> String {
+    let names: Vec<&str> = nodes.map(|n| n.node.as_str()).collect();
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => "no node".to_string(),
+    }
+}
+
+/// Each survivor's stalls and its detection time, `-` for what its log
+/// lacks; nothing if no survivor reported a stall.
+fn stall_table(nodes: &[FailureNode]) -> Vec<String> {
+    if nodes.iter().all(|n| n.stalls.is_empty()) {
+        return Vec::new();
+    }
+    let row = |cells: [&str; 6]| {
+        table_row(
+            &[
+                left(16),
+                right(11),
+                right(15),
+                right(8),
+                right(13),
+                right(10),
+            ],
+            &cells,
+        )
+    };
+    let mut header = ["survivor"; 6];
+    header[1..5].copy_from_slice(&STALL_CALLS);
+    header[5] = "detection";
+    let mut lines = vec![row(header)];
+    for node in nodes {
+        let cells: Vec<String> = STALL_CALLS
+            .iter()
+            .map(|call| ms_cell(stall_of(node, call).map(|ms| ms as f64)))
+            .collect();
+        let detection = detection_of(node);
+        lines.push(row([
+            &node.node,
+            &cells[0],
+            &cells[1],
+            &cells[2],
+            &cells[3],
+            &ms_cell(detection.map(|ms| ms as f64)),
+        ]));
+    }
+    lines
+}
+
+/// Whether every stall is within [`STALL_BOUND_MS`], naming the worst.
+pub fn stall_verdict(nodes: &[FailureNode]) -> String {
+    let what = format!("stall bound (every stall <= {STALL_BOUND_MS} ms)");
+    // The first of equal stalls, in node order.
+    let mut worst: Option<(i64, &str, &str)> = None;
+    for node in nodes {
+        for stall in &node.stalls {
+            if worst.is_none_or(|(ms, _, _)| stall.ms > ms) {
+                worst = Some((stall.ms, &node.node, &stall.call));
+            }
+        }
+    }
+    match worst {
+        Some((ms, node, call)) => {
+            let verdict = if ms <= STALL_BOUND_MS {
+                "met"
+            } else {
+                "NOT met"
+            };
+            format!("{what}: {verdict} (worst {ms} ms, {call} on {node})")
+        }
+        None => format!("{what}: not evaluated, no stall was measured"),
+    }
+}
+
+/// Notes on what the survivors' logs lack: stalls fewer than one per
+/// call and survivor, leave and rejoin times fewer than the cycles.
+fn failure_notes(nodes: &[FailureNode]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let expected = nodes.len() * STALL_CALLS.len();
+    let stalls: usize = nodes.iter().map(|n| n.stalls.len()).sum();
+    if stalls == 0 {
+        notes.push(format!(
+            "note: no stall times in the logs of {}",
+            names(nodes.iter())
+        ));
+    } else if stalls < expected {
+        notes.push(format!(
+            "note: {stalls} of {expected} stall times were readable in the logs"
+        ));
+    }
+    let leavers: Vec<&FailureNode> = nodes
+        .iter()
+        .filter(|n| !n.leaves.is_empty() || !n.rejoins.is_empty())
+        .collect();
+    if leavers.is_empty() {
+        notes.push(
+            "note: no leave or rejoin times in the logs: the leave/rejoin cycles did not run"
+                .to_string(),
+        );
+        return notes;
+    }
+    let leaves: usize = leavers.iter().map(|n| n.leaves.len()).sum();
+    let rejoins: usize = leavers.iter().map(|n| n.rejoins.len()).sum();
+    let cycles = LEAVE_CYCLES as usize;
+    let mut note = format!(
+        "leave and rejoin: {} ({leaves} leave and {rejoins} rejoin times",
+        names(leavers.iter().copied())
+    );
+    if leaves < cycles || rejoins < cycles {
+        note.push_str(&format!(" of {cycles} cycles readable in the logs"));
+    }
+    note.push(')');
+    if !leavers
+        .iter()
+        .any(|n| n.leaves.iter().any(|l| l.cycle == 1))
+    {
+        note.push_str("; the first leave's time is missing");
+    }
+    notes.push(note);
+    notes
+}
+
 /// Whether, with QoS on, the high-priority median under load is within
 /// [`QOS_TARGET_RATIO`] of the unloaded median; the QoS-off ratio beside.
 pub fn qos_verdict(rows: &[QosRow]) -> String {
@@ -726,7 +1029,9 @@ pub fn target_verdict(native: &[Native], lite: &[Lite]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{ATOMIC_LOG, BW_CLIENT, CLIENT, LOCK_LOG, QOS_LOG, RPC_LOG};
+    use crate::bench::parse::tests::{
+        failure_logs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, QOS_LOG, RPC_LOG,
+    };
     use crate::bench::parse::{
         parse_lite_bench, parse_lite_lock, parse_lite_qos, parse_lite_rpc_throughput,
         parse_lite_throughput, parse_lock_samples, parse_perftest, parse_perftest_bw,
@@ -982,6 +1287,217 @@ mod tests {
         let empty = lock_table(&[], &BTreeMap::new());
         assert_eq!(empty.len(), 3);
         assert!(empty[2].contains("no LITE-LOCK lines"));
+    }
+
+    /// The words of a table line.
+    fn words(line: &str) -> Vec<&str> {
+        line.split_whitespace().collect()
+    }
+
+    #[test]
+    fn failure_table_reports_detection_stalls_leaves_and_rejoins() {
+        let mut m = Measurements::default();
+        m.add_failure_logs("failure/", &failure_logs(), 4);
+        let table = failure_table(&m.failure);
+        // Three explanations, the column names, nine metrics, the
+        // survivors' stalls (names and three nodes), verdict, two notes.
+        assert_eq!(table.len(), 4 + 9 + 4 + 1 + 2, "{table:#?}");
+        assert!(table[1].starts_with("detection: each survivor's smallest stall"));
+        assert!(table[2].contains("after 3000 ms") && table[2].contains("over 4500 ms"));
+        assert_eq!(
+            words(&table[3]),
+            [
+                "metric",
+                "count",
+                "median",
+                "min",
+                "max",
+                "dead-after",
+                "bound"
+            ]
+        );
+        // Smallest stalls 2944, 2951 (no lock stall) and 2904.
+        assert_eq!(
+            words(&table[4]),
+            ["detection", "3", "2944", "2904", "2951", "3000", "4500"]
+        );
+        assert_eq!(
+            words(&table[5]),
+            [
+                "stall",
+                "rdma_write",
+                "3",
+                "2970",
+                "2919",
+                "2970",
+                "3000",
+                "4500"
+            ]
+        );
+        // Node 2's lock stall was broken: two, their median between them.
+        assert_eq!(
+            words(&table[7]),
+            ["stall", "lock", "2", "2924", "2904", "2944", "3000", "4500"]
+        );
+        assert_eq!(words(&table[8])[..3], ["stall", "dist_barrier", "3"]);
+        // Largest stalls 2973, 2973 and 2922.
+        assert_eq!(
+            words(&table[9]),
+            [
+                "worst",
+                "stall",
+                "(per",
+                "survivor)",
+                "3",
+                "2973",
+                "2922",
+                "2973",
+                "3000",
+                "4500"
+            ]
+        );
+        // The first leave apart; the second's time was unreadable.
+        assert_eq!(
+            words(&table[10])[5..],
+            ["1", "13302", "13302", "13302", "-", "-"]
+        );
+        assert!(table[10].starts_with("leave, cycle 1 (moves chunks)"));
+        assert_eq!(
+            words(&table[11]),
+            ["leave,", "cycles", "2-10", "2", "172.5", "158", "187", "-", "-"]
+        );
+        assert_eq!(
+            words(&table[12]),
+            ["rejoin", "4", "323", "207", "527", "-", "-"]
+        );
+        assert_eq!(
+            words(&table[13]),
+            [
+                "survivor",
+                "rdma_write",
+                "send_reply_imm",
+                "lock",
+                "dist_barrier",
+                "detection"
+            ]
+        );
+        assert_eq!(
+            words(&table[15]),
+            ["failure/node2", "2970", "2951", "-", "2973", "2951"]
+        );
+        assert_eq!(
+            table[17],
+            "stall bound (every stall <= 4500 ms): met (worst 2973 ms, dist_barrier on failure/node1)"
+        );
+        assert_eq!(
+            table[18],
+            "note: 11 of 12 stall times were readable in the logs"
+        );
+        assert_eq!(
+            table[19],
+            "leave and rejoin: failure/node3 (3 leave and 4 rejoin times of 10 cycles readable \
+             in the logs)"
+        );
+    }
+
+    #[test]
+    fn a_failure_phase_without_data_says_so() {
+        assert_eq!(
+            failure_table(&[]),
+            ["(no survivor logs: the failure phase did not run)"]
+        );
+        let nobody = |name: &str| FailureNode {
+            node: name.into(),
+            ..FailureNode::default()
+        };
+        assert_eq!(
+            failure_table(&[nobody("node1"), nobody("node2"), nobody("node3")]),
+            ["(no stall, leave or rejoin times in the logs of node1, node2 and node3)"]
+        );
+        // Stalls, but the cycles never ran: dashes, not zeros, and a note.
+        let mut m = Measurements::default();
+        m.add_failure_logs("", &failure_logs()[..1], 4);
+        let table = failure_table(&m.failure);
+        for line in &table[10..13] {
+            assert_eq!(
+                words(line)[words(line).len() - 6..],
+                ["0", "-", "-", "-", "-", "-"]
+            );
+        }
+        assert_eq!(
+            table.last().map(String::as_str),
+            Some("note: no leave or rejoin times in the logs: the leave/rejoin cycles did not run")
+        );
+        // Cycles, but no stall: the verdict is not evaluated.
+        let leaver = FailureNode {
+            stalls: Vec::new(),
+            ..crate::bench::parse::parse_failure("node3", FAILURE_LEAVER)
+        };
+        let table = failure_table(&[nobody("node1"), leaver]);
+        assert_eq!(
+            words(&table[4]),
+            ["detection", "0", "-", "-", "-", "3000", "4500"]
+        );
+        assert!(table.contains(
+            &"stall bound (every stall <= 4500 ms): not evaluated, no stall was measured"
+                .to_string()
+        ));
+        assert!(table.contains(&"note: no stall times in the logs of node1 and node3".to_string()));
+    }
+
+    #[test]
+    fn a_stall_over_the_bound_and_a_missing_first_leave_are_named() {
+        let mut nodes = vec![crate::bench::parse::parse_failure("node3", FAILURE_LEAVER)];
+        nodes[0].stalls[2].ms = 4501;
+        nodes[0].leaves.remove(0);
+        assert_eq!(
+            stall_verdict(&nodes),
+            "stall bound (every stall <= 4500 ms): NOT met (worst 4501 ms, lock on node3)"
+        );
+        let table = failure_table(&nodes);
+        assert!(table[10].starts_with("leave, cycle 1"), "{table:#?}");
+        assert_eq!(words(&table[10])[5..], ["0", "-", "-", "-", "-", "-"]);
+        assert!(
+            table
+                .last()
+                .is_some_and(|l| l.ends_with("; the first leave's time is missing")),
+            "{table:#?}"
+        );
+    }
+
+    #[test]
+    fn the_failure_bounds_are_those_of_the_manager_and_the_test() {
+        let test = include_str!("../../../userspace/lite-tools/src/failure_test.rs");
+        assert!(test.contains(&format!("pub const MAX_STALL_MS: i64 = {STALL_BOUND_MS};")));
+        for call in STALL_CALLS {
+            assert!(test.contains(&format!(" => \"{call}\",")), "{call}");
+        }
+        let rejoin = include_str!("../../../userspace/lite-tools/src/failure_test/rejoin.rs");
+        assert!(rejoin.contains(&format!("pub const CYCLES: u32 = {LEAVE_CYCLES};")));
+        // The manager runs with its default dead-after time.
+        let manager = include_str!("../../../userspace/cluster-manager/src/cli.rs");
+        assert!(manager.contains(&format!(
+            "heartbeat) for MS milliseconds (default {DEAD_AFTER_MS})"
+        )));
+        assert!(!include_str!("../cluster.rs").contains("--dead-after-ms"));
+    }
+
+    #[test]
+    fn milliseconds_show_as_measured() {
+        assert_eq!(ms_cell(Some(2944.0)), "2944");
+        assert_eq!(ms_cell(Some(172.5)), "172.5");
+        assert_eq!(ms_cell(Some(-3.0)), "-3");
+        assert_eq!(ms_cell(None), "-");
+        assert_eq!(
+            summary(&[5, 1, 3]),
+            Some(Summary {
+                count: 3,
+                median: 3.0,
+                min: 1.0,
+                max: 5.0
+            })
+        );
+        assert_eq!(summary(&[]), None);
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! Running the benchmark: what the guests are asked to measure (kernel
-//! command line parameters their `/init` reads), booting the comparison
-//! and lock contention clusters, and collecting the nodes' console logs.
+//! command line parameters their `/init` reads), booting the comparison,
+//! lock contention and failure clusters, and collecting the nodes' console
+//! logs.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::{ASYNC_SIZES, BW_BYTES, BW_SIZES, DEPTHS, LOCK_NODES, SIZES};
+use super::{ASYNC_SIZES, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES, SIZES};
 use crate::cluster::{self, node_ip, Cluster, ClusterSpec};
+use crate::failure;
 use crate::initramfs;
 use crate::kernel::{self, Flavour};
 use crate::paths::Cache;
@@ -28,6 +30,12 @@ const LOCK_CONTEND_ITERS: u32 = 300;
 
 /// Upper bound for the lock contention phase.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Guest role of the failure phase's nodes that stay up.
+pub const FAILURE_SURVIVOR_ROLE: &str = "bench-failure-survivor";
+
+/// Guest role of the failure phase's node that gets killed (the last).
+pub const FAILURE_VICTIM_ROLE: &str = "bench-failure-victim";
 
 /// Memory of every benchmark VM in MiB.
 const MEMORY_MIB: u32 = 512;
@@ -122,8 +130,8 @@ pub struct Setup {
     initrd: PathBuf,
     /// The cluster manager binary.
     manager: PathBuf,
-    /// The run's log directory (emptied first); the lock contention phase
-    /// logs into its `locks` subdirectory.
+    /// The run's log directory (emptied first); the lock contention and
+    /// failure phases log into its `locks` and `failure` subdirectories.
     pub logs: PathBuf,
 }
 
@@ -211,11 +219,42 @@ pub fn lock_phase(setup: &Setup, lock_iters: u32) -> Result<Phase> {
     boot(&setup.spec(roles, &extra, &logs), LOCK_TIMEOUT)
 }
 
+/// The failure phase: [`FAILURE_NODES`] nodes running `lite-failure-test`
+/// alone, the last one the victim, whose VM is killed
+/// [`failure::KILL_DELAY`] after its ready marker, exactly as in the
+/// failure test; the survivors then finish the program, leave/rejoin
+/// cycles included. Logs into `failure/`. `waited` fails if the victim
+/// did not get ready or was not killed by the harness (the survivors are
+/// then stopped at once: without its death they cannot finish).
+pub fn failure_phase(setup: &Setup) -> Result<Phase> {
+    let logs = setup.logs.join("failure");
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    let no_extra = |_: usize| Vec::new();
+    let roles = failure::roles(FAILURE_NODES, FAILURE_SURVIVOR_ROLE, FAILURE_VICTIM_ROLE);
+    let spec = setup.spec(roles, &no_extra, &logs);
+    let mut cluster = Cluster::start(&spec)?;
+    let started = Instant::now();
+    let waited = match failure::kill_when_ready(&mut cluster, FAILURE_NODES, started) {
+        Ok(()) => cluster.wait(failure::SURVIVORS_DONE_TIMEOUT, &mut || {}),
+        Err(err) => {
+            cluster.kill_all();
+            Err(err.context(format!("node{FAILURE_NODES} (the victim) was not killed")))
+        }
+    };
+    Ok(collect(cluster, waited))
+}
+
 /// Boots `spec`, waits up to `timeout` for every VM and returns the node
 /// logs with the outcome of the wait.
 fn boot(spec: &ClusterSpec, timeout: Duration) -> Result<Phase> {
     let mut cluster = Cluster::start(spec)?;
     let waited = cluster.wait(timeout, &mut || {});
+    Ok(collect(cluster, waited))
+}
+
+/// Stops what still runs of `cluster` and reads every node's log; the
+/// phase ended as `waited` says.
+fn collect(cluster: Cluster, waited: Result<()>) -> Phase {
     let node_logs = cluster.node_logs();
     // Every VM is stopped first (after a timeout some still run), so no
     // log is read while it still grows.
@@ -227,7 +266,7 @@ fn boot(spec: &ClusterSpec, timeout: Duration) -> Result<Phase> {
             text: String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned(),
         })
         .collect();
-    Ok(Phase { logs, waited })
+    Phase { logs, waited }
 }
 
 #[cfg(test)]
@@ -300,5 +339,31 @@ mod tests {
         // The contention phase's role and parameter.
         assert!(init.contains("bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\""));
         assert!(init.contains("lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;"));
+        // The failure phase's roles: the failure program alone, each in
+        // its part.
+        for (role, part) in [
+            (FAILURE_SURVIVOR_ROLE, "survivor"),
+            (FAILURE_VICTIM_ROLE, "victim"),
+        ] {
+            let case = format!(
+                "\n{role}) lite-failure-test --cm \"$cm\" --nodes \"$nodes\" --role {part} \
+                 || rc=$? ;;\n"
+            );
+            assert!(init.contains(&case), "{case}");
+        }
+    }
+
+    #[test]
+    fn the_failure_phase_kills_the_last_of_its_nodes() {
+        let roles = failure::roles(FAILURE_NODES, FAILURE_SURVIVOR_ROLE, FAILURE_VICTIM_ROLE);
+        assert_eq!(
+            roles,
+            [
+                "bench-failure-survivor",
+                "bench-failure-survivor",
+                "bench-failure-survivor",
+                "bench-failure-victim"
+            ]
+        );
     }
 }

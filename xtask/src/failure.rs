@@ -1,0 +1,192 @@
+//! The harness side of a node failure, shared by the failure test
+//! (`cargo xtask test`) and the failure phase of `cargo xtask bench`, which
+//! both run `lite-failure-test` on [`NODES`] VMs: the survivors first,
+//! the victim last ([`roles`]). Once the victim's console says that the
+//! survivors depend on it ([`VICTIM_READY`]), its QEMU is killed
+//! [`KILL_DELAY`] later ([`kill_when_ready`]). [`await_marker`] and
+//! [`first_ended`] watch a running cluster's consoles for the partition
+//! test too.
+
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+
+use crate::cluster::Cluster;
+use crate::logscan::MarkerWatch;
+use crate::ui::{self, Step};
+use crate::{interrupt, process};
+
+/// Nodes of a failure run: the victim and three survivors, so that the
+/// survivors' leave/rejoin cycles have a third node to move the leaving
+/// node's chunks to.
+pub const NODES: usize = 4;
+
+/// The victim's console line once the survivors depend on it (the
+/// `READY_MARKER` of `lite-failure-test`).
+pub const VICTIM_READY: &str = "LITE-FAILURE-VICTIM ready";
+
+/// How long after [`VICTIM_READY`] the victim is killed: the survivors
+/// start the calls that wait on it right after the barrier before it.
+pub const KILL_DELAY: Duration = Duration::from_secs(5);
+
+/// Upper bound, from the start of the cluster, for the victim to get
+/// ready: boot, join and set-up on every node.
+pub const VICTIM_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
+
+/// Upper bound, from the kill, for every survivor to end the failure
+/// program: a hung call gets 60 s and their barrier 120 s, then the ten
+/// leave/rejoin cycles take a few seconds each (each wait in them is
+/// bounded by 30 to 120 s).
+pub const SURVIVORS_DONE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Guest roles of `nodes` nodes: `survivor` for all but the last, which
+/// plays `last` (the victim, or the node cut off in the partition test).
+pub fn roles(nodes: usize, survivor: &str, last: &str) -> Vec<String> {
+    let mut roles = vec![survivor.to_string(); nodes.saturating_sub(1)];
+    roles.push(last.to_string());
+    roles
+}
+
+/// Waits for node `victim` to print [`VICTIM_READY`], then kills its QEMU
+/// with SIGKILL [`KILL_DELAY`] later. Fails if the marker does not come
+/// within [`VICTIM_READY_TIMEOUT`] of `started`, if any node ends before it
+/// (none can finish while the victim lives, and without every survivor
+/// the victim never gets ready), if the victim ends by itself before the
+/// kill, or on Ctrl-C.
+pub fn kill_when_ready(cluster: &mut Cluster, victim: usize, started: Instant) -> Result<()> {
+    let (name, log) = cluster.node_log(victim)?;
+    let step = Step::start(format!("waiting for {name} to get ready, then killing it"));
+    let mut watch = MarkerWatch::new(log, VICTIM_READY);
+    await_marker(
+        &mut watch,
+        &name,
+        started,
+        VICTIM_READY_TIMEOUT,
+        &mut || first_ended(cluster),
+    )?;
+    ui::progress(&format!(
+        "{name} is ready; killing it in {}",
+        ui::duration(KILL_DELAY)
+    ));
+    let ready_at = Instant::now();
+    while ready_at.elapsed() < KILL_DELAY {
+        interrupt::check()?;
+        sleep(process::POLL);
+    }
+    if !cluster.kill_node(victim)? {
+        bail!("{name} ended by itself before the harness killed it");
+    }
+    ui::progress(&format!("killed {name} (SIGKILL to its QEMU)"));
+    step.done();
+    Ok(())
+}
+
+/// Waits until `watch` sees its marker on the console of node `name`.
+/// Fails if `ended` (asked between polls) names a node that ended first
+/// (none can finish while the node is not ready, and without every other
+/// node it never gets ready), if `timeout` passes from `started`, or on
+/// Ctrl-C.
+pub fn await_marker(
+    watch: &mut MarkerWatch,
+    name: &str,
+    started: Instant,
+    timeout: Duration,
+    ended: &mut dyn FnMut() -> Result<Option<String>>,
+) -> Result<()> {
+    while !watch.poll() {
+        interrupt::check()?;
+        if let Some(ended) = ended()? {
+            bail!("{ended} ended before {name} printed \"{}\"", watch.marker());
+        }
+        if started.elapsed() > timeout {
+            bail!(
+                "{name} did not print \"{}\" within {}",
+                watch.marker(),
+                ui::duration(timeout)
+            );
+        }
+        sleep(process::POLL);
+    }
+    Ok(())
+}
+
+/// The name of the first node of `cluster` whose VM has ended, if any.
+pub fn first_ended(cluster: &mut Cluster) -> Result<Option<String>> {
+    for i in 1..=cluster.nodes() {
+        if cluster.node_exited(i)? {
+            return Ok(Some(cluster.node_log(i)?.0));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_node_plays_the_other_part() {
+        assert_eq!(roles(4, "s", "v"), ["s", "s", "s", "v"]);
+        assert_eq!(roles(1, "s", "v"), ["v"]);
+    }
+
+    #[test]
+    fn the_guest_program_prints_the_marker_the_harness_waits_for() {
+        let guest = include_str!("../../userspace/lite-tools/src/failure_test.rs");
+        assert!(
+            guest.contains(&format!("READY_MARKER: &str = \"{VICTIM_READY}\";")),
+            "lite-failure-test prints another marker"
+        );
+    }
+
+    #[test]
+    fn waiting_for_a_marker_ends_at_the_marker_at_an_ended_node_or_at_the_timeout() {
+        let dir = std::env::temp_dir().join(format!("failure-marker-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let ready = dir.join("node4.log");
+        std::fs::write(&ready, format!("boot\n[   40.2] {VICTIM_READY}\nmore\n"))
+            .expect("write log");
+        let mut nobody_ended = || -> Result<Option<String>> { Ok(None) };
+        let mut watch = MarkerWatch::new(ready, VICTIM_READY);
+        let found = await_marker(
+            &mut watch,
+            "node4",
+            Instant::now(),
+            Duration::from_secs(60),
+            &mut nobody_ended,
+        );
+        assert!(found.is_ok(), "{found:?}");
+
+        let booting = dir.join("node4-booting.log");
+        std::fs::write(&booting, "boot\n").expect("write log");
+        let mut node1_ended = || -> Result<Option<String>> { Ok(Some("node1".to_string())) };
+        let ended = await_marker(
+            &mut MarkerWatch::new(booting.clone(), VICTIM_READY),
+            "node4",
+            Instant::now(),
+            Duration::from_secs(60),
+            &mut node1_ended,
+        )
+        .unwrap_err();
+        assert_eq!(
+            ended.to_string(),
+            format!("node1 ended before node4 printed \"{VICTIM_READY}\"")
+        );
+
+        let late = await_marker(
+            &mut MarkerWatch::new(booting, VICTIM_READY),
+            "node4",
+            Instant::now(),
+            Duration::ZERO,
+            &mut nobody_ended,
+        )
+        .unwrap_err();
+        assert!(
+            late.to_string()
+                .starts_with(&format!("node4 did not print \"{VICTIM_READY}\" within")),
+            "{late}"
+        );
+        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
+    }
+}
