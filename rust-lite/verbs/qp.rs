@@ -98,10 +98,10 @@ unsafe impl Send for QueuePair {}
 // `post_send`/`post_atomic`/`post_recv` call `ib_post_send`/`ib_post_recv`,
 // which providers serialise per work queue (rxe `sq_lock`/`producer_lock`
 // and `state_lock`, mlx5 `sq.lock`/`rq.lock`) and which may run concurrently
-// with a state change. `connect` and `to_error` call `ib_modify_qp`, which is not safe to
-// call concurrently on one QP (the core swaps the QP's GID attribute
-// references without a lock): `modifying` lets only one thread at a time do
-// so (type invariant).
+// with a state change. `connect` and `to_error` call `ib_modify_qp`, which
+// is not safe to call concurrently on one QP (the core swaps the QP's GID
+// attribute references without a lock): `modifying` lets only one thread at
+// a time do so (type invariant).
 unsafe impl Sync for QueuePair {}
 
 impl QueuePair {

@@ -68,17 +68,13 @@ impl Barrier {
                     let _ = peer.send(&message);
                 }
             }
-            match self.rounds.wait(entered, num as usize) {
-                Ok(WaitOutcome::Resend) => continue,
-                Ok(WaitOutcome::Done) => {
-                    self.rounds.finish(entered.round);
-                    return Ok(());
-                }
-                Err(e) => {
-                    self.rounds.finish(entered.round);
-                    return Err(e);
-                }
+            let outcome = self.rounds.wait(entered, num as usize);
+            if let Ok(WaitOutcome::Resend) = outcome {
+                continue;
             }
+            // Done or failed, the call returns: the round is finished here.
+            self.rounds.finish(entered.round);
+            return outcome.map(|_| ());
         }
     }
 
