@@ -47,6 +47,9 @@ errno! {
     EMSGSIZE,
     /// The RPC port was unregistered while waiting on it.
     ESHUTDOWN,
+    /// The lock was taken, but its last holder's node died (or left)
+    /// holding it.
+    EOWNERDEAD,
     /// The node the operation needs was declared dead (or left), or this
     /// node was fenced off the cluster.
     EHOSTDOWN,

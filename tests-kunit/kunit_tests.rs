@@ -395,16 +395,29 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
     );
     round_trip!(
         LockMessage::ReserveLock {
+            request_id: 26,
             number: 3,
-            ticket: u64::MAX,
-            waiter: 0x0001_0000_0002,
+            waiter: u64::MAX,
+        },
+        LockMessage
+    );
+    round_trip!(
+        LockMessage::ReserveReply {
+            request_id: 27,
+            status: Status::OK,
+            number: 4095,
+            hold: 0x00ff_ffff,
+            granted: 1,
+            owner_died: 1,
         },
         LockMessage
     );
     round_trip!(
         LockMessage::ReleaseLock {
+            request_id: 28,
             number: 0,
-            ticket: 2,
+            hold: 2,
+            owner_died: 1,
         },
         LockMessage
     );
@@ -431,7 +444,8 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
         LockMessage::AssignLock {
             home: 63,
             number: u32::MAX,
-            ticket: 5,
+            hold: 5,
+            owner_died: 1,
             waiter: 9,
         },
         LockMessage
@@ -1335,37 +1349,159 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
     check!(c, reader.written() == consumed + footprint(8));
 });
 
+/// One lock word in plain memory, for the home's hand-over logic; with
+/// `stale_peeks`, every guess of it is wrong.
+struct FakeLockWord(core::cell::Cell<u64>, bool);
+
+impl crate::internal::locks::home::WordAccess for FakeLockWord {
+    fn compare_swap(
+        &self,
+        _number: u32,
+        expected: crate::internal::locks::word::LockWord,
+        new: crate::internal::locks::word::LockWord,
+    ) -> kernel::error::Result<crate::internal::locks::word::LockWord> {
+        let before = self.0.get();
+        if before == expected.0 {
+            self.0.set(new.0);
+        }
+        Ok(crate::internal::locks::word::LockWord(before))
+    }
+
+    fn peek(&self, _number: u32) -> crate::internal::locks::word::LockWord {
+        let value = self.0.get();
+        crate::internal::locks::word::LockWord(if self.1 { !value } else { value })
+    }
+}
+
 kunit_case!(lite_test_lock_hand_over, |c| {
-    use crate::internal::locks::home::{HandOver, Reservation};
-    let r = |node, ticket| Reservation {
-        node,
-        ticket,
-        waiter: ticket * 10,
+    use crate::internal::locks::{
+        home::{Queue, Reservation, Reserved},
+        word::{Hold, LockWord},
     };
-    let mut lock = HandOver::new();
-    // Reservation first: held until the previous ticket is released.
-    check!(c, matches!(lock.reserve(r(2, 2)), Ok(None)));
-    check!(c, matches!(lock.reserve(r(3, 3)), Ok(None)));
-    check!(c, matches!(lock.release(1), Ok(Some(x)) if x == r(2, 2)));
-    // Release first: the turn waits for its reservation.
-    check!(c, matches!(lock.release(3), Ok(None)));
+    let word = FakeLockWord(core::cell::Cell::new(0), true);
+    let r = |node, waiter| Reservation { node, waiter };
+    let mut lock = Queue::new();
+    // A free lock is granted at once, and the word names the holder.
+    let granted = lock.reserve(&word, 0, r(2, 20));
     check!(
         c,
-        matches!(lock.reserve(r(1, 4)), Ok(Some(x)) if x == r(1, 4))
+        matches!(granted, Ok(Reserved::Granted(g)) if g.reservation == r(2, 20) && !g.owner_died)
     );
-    check!(c, matches!(lock.release(2), Ok(Some(x)) if x == r(3, 3)));
-    check!(c, lock.is_idle());
-    // Turns go strictly in ticket order, whatever order waiters reserve in.
-    for ticket in [5u64, 3, 4, 2] {
-        check!(c, matches!(lock.reserve(r(1, ticket)), Ok(None)));
-    }
-    for held in 1u64..5 {
+    let Ok(Reserved::Granted(first)) = granted else {
+        return;
+    };
+    check!(c, LockWord(word.0.get()).hold() == Some(first.word_hold()));
+    // Taken: waiters queue in order of arrival and are counted in the word.
+    for waiter in [30u64, 10, 40] {
         check!(
             c,
-            matches!(lock.release(held), Ok(Some(x)) if x.ticket == held + 1)
+            matches!(
+                lock.reserve(&word, 0, r((waiter / 10) as u32, waiter)),
+                Ok(Reserved::Queued)
+            )
         );
     }
-    check!(c, lock.is_idle());
+    check!(c, LockWord(word.0.get()).waiters() == 3 && lock.len() == 3);
+    // A stale release (not the word's hold) changes nothing.
+    let stale = Hold {
+        node: 7,
+        number: first.hold,
+    };
+    check!(c, matches!(lock.release(&word, 0, stale, false), Ok(None)));
+    let mut hold = first.word_hold();
+    for expected in [r(3, 30), r(1, 10), r(4, 40)] {
+        let next = lock.release(&word, 0, hold, false);
+        check!(
+            c,
+            matches!(next, Ok(Some(g)) if g.reservation == expected && !g.owner_died)
+        );
+        let Ok(Some(next)) = next else {
+            return;
+        };
+        check!(c, LockWord(word.0.get()).hold() == Some(next.word_hold()));
+        hold = next.word_hold();
+    }
+    check!(c, LockWord(word.0.get()).waiters() == 0 && lock.len() == 0);
+    // The last holder frees it (the holder's own compare-and-swap, here
+    // through the home).
+    check!(c, matches!(lock.release(&word, 0, hold, false), Ok(None)));
+    check!(c, word.0.get() == 0);
+    // A taker of the free lock without the home (hold 0) is named too.
+    let fast = LockWord::held(Hold { node: 5, number: 0 }, 0);
+    word.0.set(fast.0);
+    check!(
+        c,
+        matches!(lock.reserve(&word, 0, r(6, 60)), Ok(Reserved::Queued))
+    );
+    let next = lock.release(&word, 0, Hold { node: 5, number: 0 }, false);
+    check!(
+        c,
+        matches!(next, Ok(Some(g)) if g.reservation == r(6, 60) && g.hold != 0)
+    );
+});
+
+kunit_case!(lite_test_lock_owner_died, |c| {
+    use crate::internal::locks::{
+        home::{Queue, Reservation, Reserved},
+        word::{Hold, LockWord},
+    };
+    let word = FakeLockWord(core::cell::Cell::new(0), false);
+    let r = |node, waiter| Reservation { node, waiter };
+    let mut lock = Queue::new();
+    // Node 2 holds the lock; node 3 and node 2 again wait, then node 4.
+    let dead = LockWord::held(Hold { node: 2, number: 0 }, 0);
+    word.0.set(dead.0);
+    for (node, waiter) in [(3u32, 1u64), (2, 2), (4, 3)] {
+        check!(
+            c,
+            matches!(
+                lock.reserve(&word, 0, r(node, waiter)),
+                Ok(Reserved::Queued)
+            )
+        );
+    }
+    // Node 2 dies: its waiter leaves the queue, and its hold goes to the
+    // first waiter of a live node, told that the owner died.
+    let next = lock.node_gone(&word, 0, 2);
+    check!(
+        c,
+        matches!(next, Ok(Some(g)) if g.reservation == r(3, 1) && g.owner_died)
+    );
+    let Ok(Some(next)) = next else {
+        return;
+    };
+    check!(c, LockWord(word.0.get()).waiters() == 1 && lock.len() == 1);
+    // A node holding nothing dies: nothing changes.
+    check!(c, matches!(lock.node_gone(&word, 0, 9), Ok(None)));
+    check!(c, LockWord(word.0.get()).hold() == Some(next.word_hold()));
+    // The new holder releases normally: node 4 is told nothing.
+    let last = lock.release(&word, 0, next.word_hold(), false);
+    check!(
+        c,
+        matches!(last, Ok(Some(g)) if g.reservation == r(4, 3) && !g.owner_died)
+    );
+    let Ok(Some(last)) = last else {
+        return;
+    };
+    // Node 4 dies holding it with nobody waiting: the lock is orphaned, and
+    // its next taker is told.
+    check!(c, matches!(lock.node_gone(&word, 0, 4), Ok(None)));
+    check!(c, word.0.get() == LockWord::ORPHANED.0);
+    check!(c, LockWord(word.0.get()).is_free() && last.hold != 0);
+    let taken = lock.reserve(&word, 0, r(5, 4));
+    check!(c, matches!(taken, Ok(Reserved::Granted(g)) if g.owner_died));
+    // Once released, the lock is plainly free again.
+    if let Ok(Reserved::Granted(g)) = taken {
+        check!(
+            c,
+            matches!(lock.release(&word, 0, g.word_hold(), false), Ok(None))
+        );
+    }
+    check!(c, word.0.get() == LockWord::FREE.0);
+    check!(
+        c,
+        matches!(lock.reserve(&word, 0, r(5, 5)), Ok(Reserved::Granted(g)) if !g.owner_died)
+    );
 });
 
 kunit_case!(lite_test_barrier_reuse, |c| {

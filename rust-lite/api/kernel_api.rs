@@ -727,7 +727,7 @@ pub(crate) unsafe extern "C" fn liteapi_lock(lock: *const LiteLock) -> c_int {
         // returns (this function's `# Safety` section), so until `lock_id`
         // returns.
         let id = unsafe { lock_id(lock) }?;
-        node()?.cluster()?.locks.lock(id)?;
+        node()?.cluster()?.locks.lock(id)?.to_result()?;
         Ok(0)
     })
 }

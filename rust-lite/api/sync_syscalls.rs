@@ -126,7 +126,7 @@ pub(crate) extern "C" fn lite_rs_ask_lock(home: u32, number: u32, lock: UserPtr)
 pub(crate) extern "C" fn lite_rs_lock(lock: UserPtr) -> c_long {
     from_result(|| {
         let (cluster, _) = caller()?;
-        cluster.locks.lock(read_lock(lock)?)?;
+        cluster.locks.lock(read_lock(lock)?)?.to_result()?;
         Ok(0)
     })
 }

@@ -148,7 +148,7 @@ impl Atomics {
             } => (true, expected, new_value),
         };
         // Not interruptible: once sent, the operation may have happened, and
-        // its result (a lock ticket, say) must not be lost.
+        // its result (a lock taken, say) must not be lost.
         let reply = self
             .core
             .requests

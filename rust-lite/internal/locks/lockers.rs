@@ -31,15 +31,25 @@ impl LockId {
     }
 }
 
-/// The thread holding a lock and its ticket.
+/// The thread holding a lock and the number of its hold.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Holder {
     /// The holding thread.
     pub(crate) pid: i32,
     /// Its process.
     pub(crate) tgid: i32,
-    /// Its ticket.
-    pub(crate) ticket: u64,
+    /// The number of the hold, as the lock's word names it.
+    pub(crate) hold: u32,
+}
+
+/// A lock taken: the number of the hold, and whether the last holder died
+/// holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Taken {
+    /// The number of the hold.
+    pub(crate) hold: u32,
+    /// Whether the last holder's node died (or left) holding the lock.
+    pub(crate) owner_died: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +57,7 @@ enum Turn {
     /// Not yet.
     Waiting,
     /// The lock is the waiter's.
-    Granted,
+    Granted(Taken),
     /// The waiter left; its turn must be passed on.
     Abandoned,
     /// The lock's home is gone: the turn will never come.
@@ -56,7 +66,6 @@ enum Turn {
 
 struct Waiter {
     key: u64,
-    ticket: u64,
     turn: Turn,
 }
 
@@ -65,9 +74,10 @@ struct Waiter {
 pub(crate) enum Handed {
     /// The waiter holds the lock now.
     Taken,
-    /// The waiter left: the ticket must be released for it.
+    /// The waiter left (or never learnt it was queued): the hold must be
+    /// ended for it.
     Abandoned,
-    /// No such waiter (a stale or forged message).
+    /// The waiter has the lock already or cannot take it (a duplicate).
     Unknown,
 }
 
@@ -124,19 +134,12 @@ impl Lockers {
             .is_some_and(|h| h.pid == pid)
     }
 
-    /// A waiter for `id` whose ticket is not drawn yet.
+    /// A waiter for `id`, before it asks the home for its turn.
     pub(crate) fn add_waiter(&self, id: LockId) -> Result<u64> {
         self.state.lock().waiters.insert(Waiter {
             key: id.key(),
-            ticket: 0,
             turn: Turn::Waiting,
         })
-    }
-
-    pub(crate) fn set_ticket(&self, waiter: u64, ticket: u64) {
-        if let Some(w) = self.state.lock().waiters.get_mut(waiter) {
-            w.ticket = ticket;
-        }
     }
 
     pub(crate) fn remove_waiter(&self, waiter: u64) {
@@ -144,14 +147,14 @@ impl Lockers {
     }
 
     /// Sleeps until `waiter`'s turn; on a signal, leaves instead.
-    pub(crate) fn wait_turn(&self, waiter: u64) -> Result {
+    pub(crate) fn wait_turn(&self, waiter: u64) -> Result<Taken> {
         let mut state = self.state.lock();
         loop {
             let turn = state.waiters.get(waiter).map(|w| w.turn);
             match turn {
-                Some(Turn::Granted) => {
+                Some(Turn::Granted(taken)) => {
                     state.waiters.remove(waiter);
-                    return Ok(());
+                    return Ok(taken);
                 }
                 Some(Turn::Waiting) => {}
                 Some(Turn::HomeGone) => {
@@ -162,9 +165,9 @@ impl Lockers {
             }
             if self.turns.wait_interruptible(&mut state) {
                 if let Some(w) = state.waiters.get_mut(waiter) {
-                    if w.turn == Turn::Granted {
+                    if let Turn::Granted(taken) = w.turn {
                         state.waiters.remove(waiter);
-                        return Ok(());
+                        return Ok(taken);
                     }
                     w.turn = Turn::Abandoned;
                 }
@@ -173,26 +176,27 @@ impl Lockers {
         }
     }
 
-    /// Gives up waiting (the reservation could not be sent).
+    /// Gives up waiting (the home may have queued the waiter without
+    /// saying so).
     pub(crate) fn abandon(&self, waiter: u64) {
         if let Some(w) = self.state.lock().waiters.get_mut(waiter) {
             w.turn = Turn::Abandoned;
         }
     }
 
-    /// The home node handed lock `id` to `waiter` with `ticket`.
-    pub(crate) fn hand_over(&self, id: LockId, ticket: u64, waiter: u64) -> Handed {
+    /// The home node handed lock `id` to `waiter`.
+    pub(crate) fn hand_over(&self, id: LockId, waiter: u64, taken: Taken) -> Handed {
         let mut state = self.state.lock();
         let turn = match state.waiters.get_mut(waiter) {
-            Some(w) if w.key == id.key() && w.ticket == ticket => {
-                let turn = w.turn;
-                w.turn = Turn::Granted;
-                turn
-            }
-            _ => return Handed::Unknown,
+            Some(w) if w.key == id.key() => w.turn,
+            // Its caller gave up before it learnt it was queued.
+            _ => return Handed::Abandoned,
         };
         match turn {
             Turn::Waiting => {
+                if let Some(w) = state.waiters.get_mut(waiter) {
+                    w.turn = Turn::Granted(taken);
+                }
                 self.turns.notify_all();
                 Handed::Taken
             }
@@ -200,7 +204,7 @@ impl Lockers {
                 state.waiters.remove(waiter);
                 Handed::Abandoned
             }
-            Turn::Granted | Turn::HomeGone => Handed::Unknown,
+            Turn::Granted(_) | Turn::HomeGone => Handed::Unknown,
         }
     }
 
@@ -227,11 +231,22 @@ impl Lockers {
             return;
         }
         for id in ids.iter() {
-            if let Some(w) = state.waiters.get_mut(*id) {
-                if id_of_key(w.key).home == home && w.turn == Turn::Waiting {
+            let Some(w) = state.waiters.get_mut(*id) else {
+                continue;
+            };
+            if id_of_key(w.key).home != home {
+                continue;
+            }
+            match w.turn {
+                Turn::Waiting => {
                     w.turn = Turn::HomeGone;
                     failed = true;
                 }
+                // Nobody will hand these over any more.
+                Turn::Abandoned => {
+                    state.waiters.remove(*id);
+                }
+                Turn::Granted(_) | Turn::HomeGone => {}
             }
         }
         if failed {

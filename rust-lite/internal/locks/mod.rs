@@ -6,21 +6,25 @@
 //!
 //! See [`home`] for the protocol. An uncontended lock and unlock are one
 //! RDMA atomic each; a waiter sleeps until the lock's home node hands it the
-//! lock, in ticket order. The holder is a thread: only it may unlock. Locks
-//! held by a process that exits are released; a waiter interrupted by a
-//! signal leaves, and when its turn comes the lock is passed on for it.
+//! lock, in the order waiters asked. The holder is a thread: only it may
+//! unlock. Locks held by a process that exits are released; a waiter
+//! interrupted by a signal leaves, and when its turn comes the lock is
+//! passed on for it. A lock held by a node that dies or leaves goes to the
+//! next waiter, whose `lite_lock` says so (`EOWNERDEAD`).
 
 pub(crate) mod home;
 pub(crate) mod lockers;
 pub(crate) mod wire;
+pub(crate) mod word;
 
 use core::sync::atomic::Ordering;
 use kernel::{c_str, prelude::*, rbtree::RBTreeNodeReservation, sync::Arc};
 
 use self::{
-    home::{LockHome, Reservation},
-    lockers::{id_of_key, Handed, Holder, LockId, Lockers},
+    home::{Grant, LockHome, Reservation, Reserved, WordAccess},
+    lockers::{id_of_key, Handed, Holder, LockId, Lockers, Taken},
     wire::LockMessage,
+    word::{Hold, LockWord},
 };
 use super::{
     atomics::{AtomicOp, AtomicTarget, Atomics},
@@ -39,29 +43,115 @@ use super::{
 };
 use crate::{errno, sys::sched};
 
-/// Turns queued for passing on before a waiter that left keeps its lock
-/// taken.
-const PASSING_QUEUE: usize = 256;
+/// Jobs queued for each lock thread before further ones are refused.
+const LOCK_JOBS: usize = 256;
 
-/// A turn whose waiter left, to be passed on by the lock thread (the
-/// polling thread, which may learn of it, must not wait for RDMA).
-struct PassTurn {
+/// Times a request the home was too busy for is sent again, and the wait
+/// in between: the home's queue drains in far less than their product.
+const HOME_BUSY_TRIES: u32 = 100;
+const HOME_BUSY_WAIT_MS: u32 = 10;
+
+/// A hold whose waiter left before taking it, to be ended by the passing
+/// thread (the polling thread, which learns of it, must not wait for RDMA).
+struct PassOn {
     id: LockId,
-    ticket: u64,
+    hold: u32,
+    owner_died: bool,
 }
 
-impl Job for PassTurn {
+impl Job for PassOn {
     type Context = Locks;
 
     fn run(self, locks: &Locks) {
-        if let Err(e) = locks.pass_abandoned_turn(self.id, self.ticket) {
-            pr_err!(
-                "lock {}:{} may stay taken: {:?}\n",
-                self.id.home,
-                self.id.number,
-                e
-            );
+        if let Err(e) = locks.pass_on(self.id, self.hold, self.owner_died) {
+            if e != errno::EHOSTDOWN() {
+                pr_err!(
+                    "lock {}:{} may stay taken: {:?}\n",
+                    self.id.home,
+                    self.id.number,
+                    e
+                );
+            }
         }
+    }
+}
+
+/// Work of the home thread, which alone serves the locks this node keeps
+/// for other nodes. It waits for RDMA atomics on their words (run by a
+/// peer's control workers), never for another node's lock threads, so no
+/// two nodes' lock threads wait for each other.
+enum HomeJob {
+    /// A waiter's or holder's request from `peer`.
+    Request {
+        peer: Arc<Peer>,
+        message: LockMessage,
+    },
+    /// `node` is gone: end its holds and drop its waiters.
+    NodeGone { node: u32 },
+}
+
+impl Job for HomeJob {
+    type Context = Locks;
+
+    fn run(self, locks: &Locks) {
+        match self {
+            HomeJob::Request { peer, message } => {
+                if let Some(reply) = locks.serve_home_request(peer.node, message) {
+                    if let Err(e) = peer.send(&reply) {
+                        pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
+                    }
+                }
+            }
+            HomeJob::NodeGone { node } => {
+                let words = HomeWords(locks);
+                locks
+                    .home
+                    .node_gone(&words, node, |number, grant| locks.deliver(number, grant));
+            }
+        }
+    }
+}
+
+/// How `lite_lock` took a lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Acquired {
+    /// Its last holder released it.
+    Released,
+    /// Its last holder's node died or left holding it (`EOWNERDEAD`).
+    OwnerDied,
+}
+
+impl Acquired {
+    /// The result the C interfaces report: `EOWNERDEAD` with the lock held,
+    /// as robust mutexes do.
+    pub(crate) fn to_result(self) -> Result {
+        match self {
+            Acquired::Released => Ok(()),
+            Acquired::OwnerDied => Err(errno::EOWNERDEAD()),
+        }
+    }
+}
+
+/// The words of the locks this node keeps, reached by RDMA atomics.
+struct HomeWords<'a>(&'a Locks);
+
+impl WordAccess for HomeWords<'_> {
+    fn compare_swap(&self, number: u32, expected: LockWord, new: LockWord) -> Result<LockWord> {
+        let locks = self.0;
+        let target = AtomicTarget {
+            node: locks.core.node_id(),
+            addr: locks.home.word_dma_addr(number)?,
+            rkey: locks.core.pd().global_rkey(),
+        };
+        let op = AtomicOp::CompareSwap {
+            expected: expected.0,
+            new_value: new.0,
+        };
+        locks.atomics.atomic_on(target, op).map(LockWord)
+    }
+
+    fn peek(&self, number: u32) -> LockWord {
+        self.0.home.peek(number)
     }
 }
 
@@ -76,16 +166,20 @@ pub(crate) struct Locks {
     /// Locks this node keeps.
     #[pin]
     home: LockHome,
-    /// Turns to pass on.
+    /// Holds nobody here took, to end.
     #[pin]
-    passing: Workers<PassTurn>,
+    passing: Workers<PassOn>,
+    /// Requests to this node as a home.
+    #[pin]
+    home_jobs: Workers<HomeJob>,
 }
 
 impl Locks {
-    /// Locks over `core`, drawing tickets with `atomics`.
+    /// Locks over `core`, taking them with `atomics`.
     pub(crate) fn new(core: Arc<Core>, atomics: Arc<Atomics>) -> Result<Arc<Self>> {
         let home = LockHome::new(&core.device().device)?;
-        let passing = Workers::new(PASSING_QUEUE)?;
+        let passing = Workers::new(LOCK_JOBS)?;
+        let home_jobs = Workers::new(LOCK_JOBS)?;
         let locks = Arc::pin_init(
             try_pin_init!(Locks {
                 core,
@@ -93,11 +187,15 @@ impl Locks {
                 lockers <- Lockers::new(),
                 home <- home,
                 passing <- passing,
+                home_jobs <- home_jobs,
             }? Error),
             GFP_KERNEL,
         )?;
         workers::start(&locks, c_str!("lite_locks"), 1, |locks| {
             locks.passing.serve(&locks)
+        })?;
+        workers::start(&locks, c_str!("lite_lock_home"), 1, |locks| {
+            locks.home_jobs.serve(&locks)
         })?;
         Ok(locks)
     }
@@ -168,7 +266,7 @@ impl Locks {
         }
     }
 
-    /// Where the ticket word of `id` lives, asking its home the first time.
+    /// Where the word of `id` lives, asking its home the first time.
     fn lock_target(&self, id: LockId) -> Result<AtomicTarget> {
         if let Some(target) = self.lockers.target(id) {
             return Ok(target);
@@ -221,77 +319,115 @@ impl Locks {
     /// # Errors
     ///
     /// `ENOENT` unknown lock, `EDEADLK` the thread holds it already,
-    /// `EINTR` a signal arrived while waiting, `EHOSTUNREACH`, `EIO`.
-    pub(crate) fn lock(&self, id: LockId) -> Result {
+    /// `EINTR` a signal arrived while waiting, `EAGAIN` too many waiters,
+    /// `EHOSTDOWN` the home is gone, `EHOSTUNREACH`, `EIO`.
+    pub(crate) fn lock(&self, id: LockId) -> Result<Acquired> {
         let target = self.lock_target(id)?;
         let pid = sched::current_pid();
         if self.lockers.held_by(id, pid) {
             return Err(errno::EDEADLK());
         }
-        // Allocated before the ticket is drawn: once it is, the lock must be
+        // Allocated before the lock is taken: once it is, it must be
         // recorded as held.
         let room = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let admission = admit(Priority::None);
         let timer = OpTimer::start(OpKind::Lock, Priority::None);
         let acquired = self.acquire(id, target);
-        let ticket = timer.finish(admission, 0, acquired)?;
+        let taken = timer.finish(admission, 0, acquired)?;
         let holder = Holder {
             pid,
             tgid: sched::current_tgid(),
-            ticket,
+            hold: taken.hold,
         };
         self.lockers.set_holder(room.into_node(id.key(), holder));
         COUNTERS.lock_acquires.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(if taken.owner_died {
+            Acquired::OwnerDied
+        } else {
+            Acquired::Released
+        })
     }
 
-    /// Draws a ticket and waits for its turn; returns the ticket.
-    fn acquire(&self, id: LockId, target: AtomicTarget) -> Result<u64> {
-        // The waiter exists before the ticket is drawn: once drawn, a turn
-        // must always have somebody to take it or pass it on.
-        let waiter = self.lockers.add_waiter(id)?;
-        let old = match self.atomics.atomic_on(target, AtomicOp::FetchAdd(1)) {
-            Ok(old) => old,
-            Err(e) => {
-                self.lockers.remove_waiter(waiter);
-                return Err(e);
-            }
+    /// Takes `id` if it is free, else waits for the home to hand it over.
+    fn acquire(&self, id: LockId, target: AtomicTarget) -> Result<Taken> {
+        let mine = LockWord::held(
+            Hold {
+                node: self.core.node_id(),
+                number: 0,
+            },
+            0,
+        );
+        let op = AtomicOp::CompareSwap {
+            expected: LockWord::FREE.0,
+            new_value: mine.0,
         };
-        let ticket = old.wrapping_add(1);
-        if old == 0 {
-            self.lockers.remove_waiter(waiter);
-            return Ok(ticket);
+        if self.atomics.atomic_on(target, op)? == LockWord::FREE.0 {
+            return Ok(Taken {
+                hold: 0,
+                owner_died: false,
+            });
         }
         COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
-        self.lockers.set_ticket(waiter, ticket);
-        let reservation = Reservation {
-            node: self.core.node_id(),
-            ticket,
-            waiter,
-        };
-        if let Err(e) = self.reserve_turn(id, reservation) {
-            pr_err!("lock {}:{} may stay taken: {:?}\n", id.home, id.number, e);
-            self.lockers.abandon(waiter);
-            return Err(e);
+        // The waiter exists before the home hears of it: a hand-over must
+        // always find somebody to take it or pass it on.
+        let waiter = self.lockers.add_waiter(id)?;
+        match self.reserve_turn(id, waiter) {
+            Ok(Reserved::Granted(grant)) => {
+                self.lockers.remove_waiter(waiter);
+                Ok(Taken {
+                    hold: grant.hold,
+                    owner_died: grant.owner_died,
+                })
+            }
+            Ok(Reserved::Queued) => self.lockers.wait_turn(waiter),
+            Err(e) => {
+                if e == errno::ETIMEDOUT() {
+                    // The home may have queued it: its turn is passed on.
+                    self.lockers.abandon(waiter);
+                } else {
+                    self.lockers.remove_waiter(waiter);
+                }
+                Err(e)
+            }
         }
-        self.lockers.wait_turn(waiter)?;
-        Ok(ticket)
     }
 
-    /// Tells `id`'s home that `reservation` waits for its turn.
-    fn reserve_turn(&self, id: LockId, reservation: Reservation) -> Result {
-        if id.home == self.core.node_id() {
-            if let Some(due) = self.home.reserve(id.number, reservation)? {
-                self.hand_lock(id.number, due);
-            }
-            return Ok(());
+    /// Asks `id`'s home for `waiter`'s turn.
+    fn reserve_turn(&self, id: LockId, waiter: u64) -> Result<Reserved> {
+        let me = self.core.node_id();
+        if id.home == me {
+            let reservation = Reservation { node: me, waiter };
+            return self.home.reserve(&HomeWords(self), id.number, reservation);
         }
-        let reserve = LockMessage::ReserveLock {
+        let peer = self.core.peer(id.home)?;
+        // Not interruptible: once sent, the home may queue the waiter, and
+        // whether it did must not be lost (a wait for the turn follows, and
+        // that one a signal ends).
+        let reply = self.call_home(&peer, |request_id| LockMessage::ReserveLock {
+            request_id,
             number: id.number,
-            ticket: reservation.ticket,
-            waiter: reservation.waiter,
-        };
-        self.core.peer(id.home)?.send(&reserve.to_frame())
+            waiter,
+        })?;
+        match LockMessage::from_frame(&reply) {
+            Some(LockMessage::ReserveReply {
+                status,
+                hold,
+                granted,
+                owner_died,
+                ..
+            }) => {
+                status.to_result()?;
+                if granted == 0 {
+                    return Ok(Reserved::Queued);
+                }
+                Ok(Reserved::Granted(Grant {
+                    reservation: Reservation { node: me, waiter },
+                    hold,
+                    owner_died: owner_died != 0,
+                }))
+            }
+            _ => Err(reply.status().to_error()),
+        }
     }
 
     /// `lite_unlock`: releases `id`, held by the calling thread.
@@ -299,86 +435,141 @@ impl Locks {
     /// # Errors
     ///
     /// `ENOENT` unknown lock, `EPERM` the thread does not hold it,
-    /// `EHOSTUNREACH`, `EIO`.
+    /// `EHOSTDOWN` the home is gone, `EHOSTUNREACH`, `EIO`.
     pub(crate) fn unlock(&self, id: LockId) -> Result {
         let target = self.lock_target(id)?;
         let holder = self.lockers.take_holder(id, sched::current_pid())?;
-        self.release_ticket(id, target, holder.ticket)
+        self.end_hold(id, target, holder.hold, false)
     }
 
-    /// Ends the turn of `ticket` on `id`.
-    fn release_ticket(&self, id: LockId, target: AtomicTarget, ticket: u64) -> Result {
-        let old = self.atomics.atomic_on(
-            target,
-            AtomicOp::CompareSwap {
-                expected: ticket,
-                new_value: 0,
-            },
-        )?;
-        if old == ticket {
-            // No later ticket: the lock is free.
-            return Ok(());
+    /// Ends this node's hold `hold` of `id`: frees the lock if nobody
+    /// waits, else has the home hand it on (telling the next holder that
+    /// the owner died if `owner_died`).
+    fn end_hold(&self, id: LockId, target: AtomicTarget, hold: u32, owner_died: bool) -> Result {
+        let hold = Hold {
+            node: self.core.node_id(),
+            number: hold,
+        };
+        if !owner_died {
+            let mine = LockWord::held(hold, 0);
+            let op = AtomicOp::CompareSwap {
+                expected: mine.0,
+                new_value: LockWord::FREE.0,
+            };
+            let before = LockWord(self.atomics.atomic_on(target, op)?);
+            if before == mine || before.hold() != Some(hold) {
+                // Freed, or no longer this node's: its home ended the hold
+                // while this node was cut off from the cluster.
+                return Ok(());
+            }
         }
         if id.home == self.core.node_id() {
-            if let Some(due) = self.home.release(id.number, ticket)? {
-                self.hand_lock(id.number, due);
+            let grant = self
+                .home
+                .release(&HomeWords(self), id.number, hold, owner_died)?;
+            if let Some(grant) = grant {
+                self.deliver(id.number, grant);
             }
             return Ok(());
         }
-        let release = LockMessage::ReleaseLock {
+        let peer = self.core.peer(id.home)?;
+        // Not interruptible: an exiting process releases its locks with a
+        // fatal signal pending.
+        let reply = self.call_home(&peer, |request_id| LockMessage::ReleaseLock {
+            request_id,
             number: id.number,
-            ticket,
-        };
-        self.core.peer(id.home)?.send(&release.to_frame())
+            hold: hold.number,
+            owner_died: u32::from(owner_died),
+        })?;
+        reply.status().to_result()
     }
 
-    /// Hands lock `number` of this node to the waiter of `due`.
-    fn hand_lock(&self, number: u32, due: Reservation) {
-        let id = LockId {
-            home: self.core.node_id(),
-            number,
-        };
-        if due.node == self.core.node_id() {
-            self.lock_handed(id, due.ticket, due.waiter);
-            return;
-        }
-        let sent = self.core.peer(due.node).and_then(|peer| {
-            let assign = LockMessage::AssignLock {
-                home: self.core.node_id(),
-                number,
-                ticket: due.ticket,
-                waiter: due.waiter,
-            };
-            peer.send(&assign.to_frame())
-        });
-        if let Err(e) = sent {
-            if e == errno::EHOSTDOWN() {
-                // The waiter's node is gone: its turn goes to the next.
-                self.pass_turn(id, due.ticket);
-                return;
+    /// Sends a request built by `build` to the home `peer` and returns the
+    /// reply, asking again while the home is too busy to take it.
+    fn call_home(&self, peer: &Peer, build: impl Fn(u64) -> LockMessage) -> Result<Frame> {
+        let mut tries = 0;
+        loop {
+            let reply = self
+                .core
+                .requests
+                .call_uninterruptible(peer, |request_id| build(request_id).to_frame())?;
+            if reply.status() != Status::from(EBUSY) || tries >= HOME_BUSY_TRIES {
+                return Ok(reply);
             }
-            pr_err!(
-                "cannot hand lock {} to node {}: {:?}\n",
+            tries += 1;
+            sched::sleep_uninterruptible_ms(HOME_BUSY_WAIT_MS);
+        }
+    }
+
+    /// Hands lock `number` of this node over as `grant` says; a hold whose
+    /// waiter is gone or left is ended at once, and the lock goes on.
+    fn deliver(&self, number: u32, grant: Grant) {
+        let me = self.core.node_id();
+        let id = LockId { home: me, number };
+        let mut next = Some(grant);
+        while let Some(grant) = next.take() {
+            let taken = Taken {
+                hold: grant.hold,
+                owner_died: grant.owner_died,
+            };
+            let node = grant.reservation.node;
+            let waiter = grant.reservation.waiter;
+            let delivered = if node == me {
+                self.lockers.hand_over(id, waiter, taken) != Handed::Abandoned
+            } else {
+                let assign = LockMessage::AssignLock {
+                    home: me,
+                    number,
+                    hold: grant.hold,
+                    owner_died: u32::from(grant.owner_died),
+                    waiter,
+                };
+                match self
+                    .core
+                    .peer(node)
+                    .and_then(|p| p.send(&assign.to_frame()))
+                {
+                    Ok(()) => true,
+                    Err(e) if e == errno::EHOSTDOWN() || e == errno::EHOSTUNREACH() => false,
+                    Err(e) => {
+                        pr_err!("cannot hand lock {} to node {}: {:?}\n", number, node, e);
+                        true
+                    }
+                }
+            };
+            if delivered {
+                continue;
+            }
+            match self.home.release(
+                &HomeWords(self),
                 number,
-                due.node,
-                e
-            );
+                grant.word_hold(),
+                grant.owner_died,
+            ) {
+                Ok(grant) => next = grant,
+                Err(e) => pr_err!("lock {} may stay taken: {:?}\n", number, e),
+            }
         }
     }
 
-    /// Lock `id` was handed to this node's `waiter`; a waiter that left has
-    /// its turn passed on.
-    fn lock_handed(&self, id: LockId, ticket: u64, waiter: u64) {
-        if self.lockers.hand_over(id, ticket, waiter) == Handed::Abandoned {
-            self.pass_turn(id, ticket);
+    /// Lock `id` was handed to this node's `waiter`; a hold its waiter
+    /// does not take is passed on.
+    fn lock_handed(&self, id: LockId, waiter: u64, taken: Taken) {
+        if self.lockers.hand_over(id, waiter, taken) == Handed::Abandoned {
+            self.pass_on_later(id, taken);
         }
     }
 
-    /// Has the lock thread pass on the turn of `ticket` on `id`, whose
-    /// waiter left (this may run on the polling thread, which must not wait
-    /// for RDMA).
-    fn pass_turn(&self, id: LockId, ticket: u64) {
-        if self.passing.try_submit(PassTurn { id, ticket }).is_err() {
+    /// Has the lock thread end hold `taken` of `id`, which nobody here
+    /// takes (this may run on the polling thread, which must not wait for
+    /// RDMA).
+    fn pass_on_later(&self, id: LockId, taken: Taken) {
+        let job = PassOn {
+            id,
+            hold: taken.hold,
+            owner_died: taken.owner_died,
+        };
+        if self.passing.try_submit(job).is_err() {
             pr_err!(
                 "lock {}:{} may stay taken: too many jobs\n",
                 id.home,
@@ -387,44 +578,71 @@ impl Locks {
         }
     }
 
-    /// Passes on a turn whose waiter left (run by the lock thread).
-    fn pass_abandoned_turn(&self, id: LockId, ticket: u64) -> Result {
+    /// Ends a hold nobody took (run by the lock thread).
+    fn pass_on(&self, id: LockId, hold: u32, owner_died: bool) -> Result {
         let target = self.lock_target(id)?;
-        self.release_ticket(id, target, ticket)
+        self.end_hold(id, target, hold, owner_died)
     }
 
-    /// Handles a lockers' message to this node as a home.
-    fn lock_home_message(&self, from: u32, message: LockMessage) {
-        let (number, due) = match message {
+    /// Serves a waiter's or holder's request to this node as a home.
+    fn serve_home_request(&self, from: u32, message: LockMessage) -> Option<Frame> {
+        let words = HomeWords(self);
+        match message {
             LockMessage::ReserveLock {
+                request_id,
                 number,
-                ticket,
                 waiter,
-            } => (
-                number,
-                self.home.reserve(
-                    number,
-                    Reservation {
-                        node: from,
-                        ticket,
-                        waiter,
+            } => {
+                let reservation = Reservation { node: from, waiter };
+                let reply = match self.home.reserve(&words, number, reservation) {
+                    Ok(reserved) => {
+                        let grant = match reserved {
+                            Reserved::Granted(grant) => Some(grant),
+                            Reserved::Queued => None,
+                        };
+                        LockMessage::ReserveReply {
+                            request_id,
+                            status: Status::OK,
+                            number,
+                            hold: grant.map_or(0, |g| g.hold),
+                            granted: u32::from(grant.is_some()),
+                            owner_died: u32::from(grant.is_some_and(|g| g.owner_died)),
+                        }
+                    }
+                    Err(e) => LockMessage::ReserveReply {
+                        request_id,
+                        status: e.into(),
+                        number,
+                        hold: 0,
+                        granted: 0,
+                        owner_died: 0,
                     },
-                ),
-            ),
-            LockMessage::ReleaseLock { number, ticket } => {
-                (number, self.home.release(number, ticket))
+                };
+                Some(reply.to_frame())
             }
-            _ => return,
-        };
-        match due {
-            Ok(Some(due)) => self.hand_lock(number, due),
-            Ok(None) => {}
-            Err(e) => pr_err!(
-                "lock {} message from node {} failed: {:?}\n",
+            LockMessage::ReleaseLock {
+                request_id,
                 number,
-                from,
-                e
-            ),
+                hold,
+                owner_died,
+            } => {
+                // A node ends only its own holds.
+                let hold = Hold {
+                    node: from,
+                    number: hold,
+                };
+                let status = match self.home.release(&words, number, hold, owner_died != 0) {
+                    Ok(grant) => {
+                        if let Some(grant) = grant {
+                            self.deliver(number, grant);
+                        }
+                        Status::OK
+                    }
+                    Err(e) => e.into(),
+                };
+                Some(Frame::status_reply(request_id, status))
+            }
+            _ => None,
         }
     }
 
@@ -435,7 +653,7 @@ impl Locks {
             let id = id_of_key(key);
             let released = self
                 .lock_target(id)
-                .and_then(|target| self.release_ticket(id, target, holder.ticket));
+                .and_then(|target| self.end_hold(id, target, holder.hold, false));
             if let Err(e) = released {
                 if e != errno::EHOSTDOWN() {
                     pr_err!("cannot release lock {}:{}: {:?}\n", id.home, id.number, e);
@@ -444,9 +662,10 @@ impl Locks {
         }
     }
 
-    /// Stops the lock thread once it passed on the turns queued.
+    /// Stops the lock threads once they ran the jobs queued.
     pub(crate) fn close(&self) {
         self.passing.close();
+        self.home_jobs.close();
     }
 
     /// Number of locks this node keeps.
@@ -456,10 +675,21 @@ impl Locks {
 }
 
 impl Subsystem for Locks {
-    /// Waiters for locks the gone node kept fail with `EHOSTDOWN`; turns
-    /// of this node's locks due to its waiters are passed on when they come.
+    /// Waiters for locks the gone node kept fail with `EHOSTDOWN`; its
+    /// holds of this node's locks end with the owner dead and its waiters
+    /// leave their queues.
     fn on_peer_gone(&self, node: u32) {
         self.lockers.fail_home(node);
+        if self.home.count() == 0 {
+            return;
+        }
+        if self
+            .home_jobs
+            .try_submit(HomeJob::NodeGone { node })
+            .is_err()
+        {
+            pr_err!("locks held by gone node {} may stay taken\n", node);
+        }
     }
 
     fn on_message(&self, peer: &Arc<Peer>, frame: &Frame) -> Handling {
@@ -470,19 +700,54 @@ impl Subsystem for Locks {
             LockMessage::CreateLock { .. } | LockMessage::AskLock { .. } => self
                 .answer_lock_request(message)
                 .map_or(Handling::Done, |reply| Handling::Answer(reply.to_frame())),
-            LockMessage::ReserveLock { .. } | LockMessage::ReleaseLock { .. } => {
-                self.lock_home_message(peer.node, message);
-                Handling::Done
+            // The home's side waits for RDMA atomics on its words.
+            LockMessage::ReserveLock { request_id, .. }
+            | LockMessage::ReleaseLock { request_id, .. } => {
+                let job = HomeJob::Request {
+                    peer: peer.clone(),
+                    message,
+                };
+                match self.home_jobs.try_submit(job) {
+                    Ok(()) => Handling::Done,
+                    Err(_) => Handling::Answer(Frame::status_reply(request_id, EBUSY.into())),
+                }
             }
             LockMessage::AssignLock {
                 home,
                 number,
-                ticket,
+                hold,
+                owner_died,
                 waiter,
             } => {
                 // Only the lock's home hands it over.
                 if home == peer.node {
-                    self.lock_handed(LockId { home, number }, ticket, waiter);
+                    let taken = Taken {
+                        hold,
+                        owner_died: owner_died != 0,
+                    };
+                    self.lock_handed(LockId { home, number }, waiter, taken);
+                }
+                Handling::Done
+            }
+            LockMessage::ReserveReply {
+                status,
+                number,
+                hold,
+                granted,
+                owner_died,
+                ..
+            } => {
+                // A grant whose waiter stopped waiting for it: pass it on.
+                if status == Status::OK && granted != 0 {
+                    let id = LockId {
+                        home: peer.node,
+                        number,
+                    };
+                    let taken = Taken {
+                        hold,
+                        owner_died: owner_died != 0,
+                    };
+                    self.pass_on_later(id, taken);
                 }
                 Handling::Done
             }

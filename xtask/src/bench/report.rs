@@ -33,6 +33,10 @@ const TARGET_RATIO: f64 = 1.10;
 /// reports, in its order.
 const STALL_CALLS: [&str; 4] = ["rdma_write", "send_reply_imm", "lock", "dist_barrier"];
 
+/// The call of the one survivor that waits for a lock the dead node held
+/// (kept by another survivor), which it gets with `EOWNERDEAD`.
+const OWNER_DEAD_CALL: &str = "lock_owner_dead";
+
 /// After how long without a heartbeat the cluster manager declares a node
 /// dead: `lite-cm`'s default `--dead-after-ms`, which the harness keeps.
 const DEAD_AFTER_MS: i64 = 3000;
@@ -821,6 +825,16 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
         let stalls: Vec<i64> = nodes.iter().filter_map(|n| stall_of(n, call)).collect();
         lines.push(metric(&format!("stall {call}"), &stalls, true));
     }
+    // One survivor waits for the lock the dead node held on another one.
+    let owner_dead: Vec<i64> = nodes
+        .iter()
+        .filter_map(|n| stall_of(n, OWNER_DEAD_CALL))
+        .collect();
+    lines.push(metric(
+        &format!("stall {OWNER_DEAD_CALL} (handed over)"),
+        &owner_dead,
+        true,
+    ));
     let worst: Vec<i64> = nodes
         .iter()
         .filter_map(|n| n.stalls.iter().map(|s| s.ms).max())
@@ -1299,9 +1313,9 @@ mod tests {
         let mut m = Measurements::default();
         m.add_failure_logs("failure/", &failure_logs(), 4);
         let table = failure_table(&m.failure);
-        // Three explanations, the column names, nine metrics, the
+        // Three explanations, the column names, ten metrics, the
         // survivors' stalls (names and three nodes), verdict, two notes.
-        assert_eq!(table.len(), 4 + 9 + 4 + 1 + 2, "{table:#?}");
+        assert_eq!(table.len(), 4 + 10 + 4 + 1 + 2, "{table:#?}");
         assert!(table[1].starts_with("detection: each survivor's smallest stall"));
         assert!(table[2].contains("after 3000 ms") && table[2].contains("over 4500 ms"));
         assert_eq!(
@@ -1340,9 +1354,14 @@ mod tests {
             ["stall", "lock", "2", "2924", "2904", "2944", "3000", "4500"]
         );
         assert_eq!(words(&table[8])[..3], ["stall", "dist_barrier", "3"]);
+        // No survivor of these logs waited for a lock the victim held.
+        assert_eq!(
+            words(&table[9])[..5],
+            ["stall", "lock_owner_dead", "(handed", "over)", "0"]
+        );
         // Largest stalls 2973, 2973 and 2922.
         assert_eq!(
-            words(&table[9]),
+            words(&table[10]),
             [
                 "worst",
                 "stall",
@@ -1358,20 +1377,20 @@ mod tests {
         );
         // The first leave apart; the second's time was unreadable.
         assert_eq!(
-            words(&table[10])[5..],
+            words(&table[11])[5..],
             ["1", "13302", "13302", "13302", "-", "-"]
         );
-        assert!(table[10].starts_with("leave, cycle 1 (moves chunks)"));
+        assert!(table[11].starts_with("leave, cycle 1 (moves chunks)"));
         assert_eq!(
-            words(&table[11]),
+            words(&table[12]),
             ["leave,", "cycles", "2-10", "2", "172.5", "158", "187", "-", "-"]
         );
         assert_eq!(
-            words(&table[12]),
+            words(&table[13]),
             ["rejoin", "4", "323", "207", "527", "-", "-"]
         );
         assert_eq!(
-            words(&table[13]),
+            words(&table[14]),
             [
                 "survivor",
                 "rdma_write",
@@ -1382,19 +1401,19 @@ mod tests {
             ]
         );
         assert_eq!(
-            words(&table[15]),
+            words(&table[16]),
             ["failure/node2", "2970", "2951", "-", "2973", "2951"]
         );
         assert_eq!(
-            table[17],
+            table[18],
             "stall bound (every stall <= 4500 ms): met (worst 2973 ms, dist_barrier on failure/node1)"
         );
         assert_eq!(
-            table[18],
+            table[19],
             "note: 11 of 12 stall times were readable in the logs"
         );
         assert_eq!(
-            table[19],
+            table[20],
             "leave and rejoin: failure/node3 (3 leave and 4 rejoin times of 10 cycles readable \
              in the logs)"
         );
@@ -1418,7 +1437,7 @@ mod tests {
         let mut m = Measurements::default();
         m.add_failure_logs("", &failure_logs()[..1], 4);
         let table = failure_table(&m.failure);
-        for line in &table[10..13] {
+        for line in &table[11..14] {
             assert_eq!(
                 words(line)[words(line).len() - 6..],
                 ["0", "-", "-", "-", "-", "-"]
@@ -1455,8 +1474,8 @@ mod tests {
             "stall bound (every stall <= 4500 ms): NOT met (worst 4501 ms, lock on node3)"
         );
         let table = failure_table(&nodes);
-        assert!(table[10].starts_with("leave, cycle 1"), "{table:#?}");
-        assert_eq!(words(&table[10])[5..], ["0", "-", "-", "-", "-", "-"]);
+        assert!(table[11].starts_with("leave, cycle 1"), "{table:#?}");
+        assert_eq!(words(&table[11])[5..], ["0", "-", "-", "-", "-", "-"]);
         assert!(
             table
                 .last()

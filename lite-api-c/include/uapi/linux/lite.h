@@ -372,12 +372,18 @@
  *                    struct lite_lock *lock)
  *   Fill in *lock for an existing lock. -ENOENT no such lock on home.
  * long lite_lock(const struct lite_lock *lock)
- *   Acquire the lock: a ticket lock, so callers on all nodes get it in the
- *   order they asked (FIFO). An uncontended acquire is one RDMA
- *   fetch-and-add; waiters sleep until the home node hands them the lock.
- *   The holder is the calling thread. -ENOENT unknown lock, -EDEADLK the
- *   thread already holds it, -EINTR a signal arrived while waiting (the
- *   caller's turn is passed on to the next waiter when it comes).
+ *   Acquire the lock. Callers on all nodes get it in the order they asked
+ *   (FIFO). An uncontended acquire is one RDMA compare-and-swap; waiters
+ *   sleep until the home node hands them the lock. The holder is the
+ *   calling thread. -ENOENT unknown lock, -EDEADLK the thread already holds
+ *   it, -EINTR a signal arrived while waiting (the caller's turn is passed
+ *   on to the next waiter when it comes), -EHOSTDOWN the home node is gone,
+ *   -EAGAIN too many waiters.
+ *   -EOWNERDEAD: the lock IS acquired, but the previous holder's node died
+ *   or left while holding it, so what it protects may be inconsistent (as
+ *   with robust mutexes). The next waiter gets it within the failure
+ *   detection bound; with nobody waiting, the next caller is told.
+ *   Unlock it as usual.
  * long lite_unlock(const struct lite_lock *lock)
  *   Release the lock. -EPERM the calling thread does not hold it.
  *   Locks still held when their process exits are released.

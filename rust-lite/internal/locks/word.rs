@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The 8-byte word of a lock, in its home node's memory, which every node
+//! reaches with RDMA atomics.
+//!
+//! The word names the node holding the lock, so that the home can release
+//! a lock whose holder's node died, and counts the waiters queued at the
+//! home, so that a holder's release fails (and goes through the home) when
+//! someone waits:
+//!
+//! ```text
+//!  63            48 47            24 23             0
+//! | holder node + 1 |   hold number   | waiters queued |
+//! ```
+//!
+//! 0 is free. A word with no holder but a hold number is free too, but its
+//! last holder died: the next taker is told so ([`LockWord::ORPHANED`]).
+//! The hold number tells one hold of a node apart from a later one, so a
+//! stale release is recognised; holds taken without the home (the word was
+//! free) have number 0, the home numbers those it hands over from 1.
+
+/// Bits of the waiter count and of the hold number.
+const FIELD_BITS: u32 = 24;
+const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
+const HOLD_SHIFT: u32 = FIELD_BITS;
+const HOLDER_SHIFT: u32 = 2 * FIELD_BITS;
+
+/// Waiters one lock can queue.
+pub(crate) const MAX_WAITERS: u32 = FIELD_MASK as u32;
+
+/// A lock word's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LockWord(pub(crate) u64);
+
+/// Who holds a lock, as its word says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hold {
+    /// The holder's node.
+    pub(crate) node: u32,
+    /// Number of this hold (0: taken without the home).
+    pub(crate) number: u32,
+}
+
+impl LockWord {
+    /// Free, and nobody died holding it.
+    pub(crate) const FREE: LockWord = LockWord(0);
+
+    /// Free, and its last holder died holding it.
+    pub(crate) const ORPHANED: LockWord = LockWord(1 << HOLD_SHIFT);
+
+    /// Held by `hold`, with `waiters` queued at the home.
+    pub(crate) fn held(hold: Hold, waiters: u32) -> LockWord {
+        LockWord(
+            ((u64::from(hold.node) + 1) << HOLDER_SHIFT)
+                | ((u64::from(hold.number) & FIELD_MASK) << HOLD_SHIFT)
+                | (u64::from(waiters) & FIELD_MASK),
+        )
+    }
+
+    /// The hold, if the lock is held.
+    pub(crate) fn hold(self) -> Option<Hold> {
+        let node = (self.0 >> HOLDER_SHIFT) as u32;
+        (node != 0).then(|| Hold {
+            node: node - 1,
+            number: ((self.0 >> HOLD_SHIFT) & FIELD_MASK) as u32,
+        })
+    }
+
+    /// Waiters queued at the home.
+    pub(crate) fn waiters(self) -> u32 {
+        (self.0 & FIELD_MASK) as u32
+    }
+
+    /// Whether the lock can be taken (free or orphaned).
+    pub(crate) fn is_free(self) -> bool {
+        self.hold().is_none()
+    }
+}
+
+/// The number of the hold after `number`, for hand-overs by the home
+/// (never 0, which holds taken without the home use).
+pub(crate) fn next_hold_number(number: u32) -> u32 {
+    let next = number.wrapping_add(1) & MAX_WAITERS;
+    if next == 0 {
+        1
+    } else {
+        next
+    }
+}
