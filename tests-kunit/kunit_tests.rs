@@ -321,6 +321,22 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
         SharingMessage
     );
     round_trip!(
+        SharingMessage::HoldMappings {
+            request_id: 16,
+            lmr_id: u64::MAX,
+        },
+        SharingMessage
+    );
+    round_trip!(
+        SharingMessage::ResumeMappings {
+            request_id: 17,
+            lmr_id: 3,
+            table_addr: 0xffff_8880_4321_0000,
+            table_rkey: u32::MAX,
+        },
+        SharingMessage
+    );
+    round_trip!(
         RpcMessage::QueryPort {
             request_id: 19,
             port: 63,
@@ -1502,6 +1518,31 @@ kunit_case!(lite_test_lock_owner_died, |c| {
         c,
         matches!(lock.reserve(&word, 0, r(5, 5)), Ok(Reserved::Granted(g)) if !g.owner_died)
     );
+});
+
+kunit_case!(lite_test_mapping_moves, |c| {
+    use crate::internal::sharing::Mappings;
+    let mut mappings = Mappings::new();
+    let before = mappings.moves();
+    check!(c, !mappings.moved_since(2, 7, before));
+    // A mapping whose chunk table was read before a move is refused; other
+    // LMRs are not affected.
+    mappings.note_move(2, 7);
+    check!(c, mappings.moved_since(2, 7, before));
+    check!(c, !mappings.moved_since(2, 8, before));
+    check!(c, !mappings.moved_since(3, 7, before));
+    // One read after the move is fine.
+    let after = mappings.moves();
+    check!(c, !mappings.moved_since(2, 7, after));
+    // Too many moves to remember: every mapping begun before is refused.
+    for lmr_id in 100..400u64 {
+        mappings.note_move(3, lmr_id);
+    }
+    check!(c, mappings.moved_since(2, 8, after));
+    let now = mappings.moves();
+    mappings.note_move(3, 1);
+    check!(c, !mappings.moved_since(2, 8, now));
+    check!(c, mappings.moved_since(3, 1, now));
 });
 
 kunit_case!(lite_test_barrier_reuse, |c| {

@@ -50,6 +50,7 @@ LITE_RUST_CASE(rpc_ring_acks_on_demand)
 LITE_RUST_CASE(rpc_ring_interleaving)
 LITE_RUST_CASE(lock_hand_over)
 LITE_RUST_CASE(lock_owner_died)
+LITE_RUST_CASE(mapping_moves)
 LITE_RUST_CASE(barrier_reuse)
 LITE_RUST_CASE(qos_decisions)
 LITE_RUST_CASE(op_latency_buckets)
@@ -100,6 +101,7 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(rpc_ring_interleaving),
 	KUNIT_CASE(lock_hand_over),
 	KUNIT_CASE(lock_owner_died),
+	KUNIT_CASE(mapping_moves),
 	KUNIT_CASE(barrier_reuse),
 	KUNIT_CASE(qos_decisions),
 	KUNIT_CASE(op_latency_buckets),

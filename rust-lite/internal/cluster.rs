@@ -150,6 +150,7 @@ impl Cluster {
     /// for gone nodes once its time came.
     pub(crate) fn housekeeping(&self) {
         self.memory.free_orphans();
+        self.sharing.drop_held_mappings(None);
     }
 
     /// Handles one receive completion (called by the polling thread).

@@ -607,7 +607,11 @@ static inline long lite_ask_lock(unsigned int home, unsigned int number,
 
 /*
  * Acquire the lock for the calling thread; callers on all nodes get it in
- * the order they asked. Returns 0. -EDEADLK the thread holds it already.
+ * the order they asked. Returns 0, or -EOWNERDEAD when the lock is held
+ * all the same but its previous holder's node died or left while holding
+ * it (what it guards may be half updated; only the next taker is told,
+ * and unlocks as usual). -EDEADLK the thread holds it already, -EHOSTDOWN
+ * the lock's home node is gone, -EAGAIN too many waiters.
  */
 static inline long lite_lock(const struct lite_lock *lock)
 {

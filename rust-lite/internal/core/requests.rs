@@ -140,6 +140,10 @@ impl Requests {
 
     fn wait_reply(&self, slot: usize, id: u64, interruptible: bool) -> Result<Frame> {
         let mut pending = self.pending.lock();
+        // The condition variable is shared by every request, so a wake-up
+        // is often another's: the wait goes on for what is left of the
+        // timeout, not for a fresh one.
+        let mut remaining = msecs_to_jiffies(REPLY_TIMEOUT_MS);
         // Without `interruptible`, a pending signal makes every wait return
         // at once, so the wait continues in short uninterruptible sleeps,
         // counted against the same timeout.
@@ -152,23 +156,24 @@ impl Requests {
                     return reply;
                 }
             }
-            if slept_ms >= REPLY_TIMEOUT_MS {
+            if slept_ms >= REPLY_TIMEOUT_MS || remaining == 0 {
                 return Err(errno::ETIMEDOUT());
             }
             match self
                 .changed
-                .wait_interruptible_timeout(&mut pending, msecs_to_jiffies(REPLY_TIMEOUT_MS))
+                .wait_interruptible_timeout(&mut pending, remaining)
             {
                 CondVarTimeoutResult::Signal { .. } if interruptible => return Err(ERESTARTSYS),
-                CondVarTimeoutResult::Signal { .. } => {
+                CondVarTimeoutResult::Signal { jiffies } => {
+                    remaining = jiffies;
                     drop(pending);
                     sched::sleep_uninterruptible_ms(1);
                     // PANIC: `slept_ms < REPLY_TIMEOUT_MS` (checked above).
                     slept_ms += 1;
                     pending = self.pending.lock();
                 }
-                CondVarTimeoutResult::Timeout => return Err(errno::ETIMEDOUT()),
-                CondVarTimeoutResult::Woken { .. } => {}
+                CondVarTimeoutResult::Timeout => remaining = 0,
+                CondVarTimeoutResult::Woken { jiffies } => remaining = jiffies,
             }
         }
     }

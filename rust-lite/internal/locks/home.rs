@@ -21,6 +21,7 @@
 //! waiter), so the home's own compare-and-swaps only race with a taker of
 //! a free lock or a holder releasing one nobody waits for.
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{new_mutex, prelude::*, sync::Mutex};
 
 use super::word::{next_hold_number, Hold, LockWord, MAX_WAITERS};
@@ -95,6 +96,26 @@ pub(crate) trait WordAccess {
 fn confirm(words: &impl WordAccess, number: u32, seen: LockWord) -> Result<Option<LockWord>> {
     let actual = words.compare_swap(number, seen, seen)?;
     Ok((actual != seen).then_some(actual))
+}
+
+/// Compare-and-swap of lock `number`'s word from `seen` to `next`; returns
+/// its value before, as [`WordAccess::compare_swap`]. A swap whose outcome
+/// is unknown (the peer posting it failed after it may have run) is checked:
+/// every `next` the home writes is one nobody else writes, so a word that
+/// reads `next` took it.
+///
+/// # Errors
+///
+/// The error of the swap, if the word still reads `seen` or cannot be read.
+fn swap(words: &impl WordAccess, number: u32, seen: LockWord, next: LockWord) -> Result<LockWord> {
+    match words.compare_swap(number, seen, next) {
+        Ok(before) => Ok(before),
+        Err(e) => match words.compare_swap(number, next, next) {
+            Ok(actual) if actual == next => Ok(seen),
+            Ok(actual) if actual != seen => Ok(actual),
+            _ => Err(e),
+        },
+    }
 }
 
 /// The waiters queued for one lock, in order of arrival. Entries are
@@ -198,7 +219,7 @@ impl Queue {
                 // reach the holder's bits.
                 LockWord(seen.0 + 1)
             };
-            let before = words.compare_swap(number, seen, next)?;
+            let before = swap(words, number, seen, next)?;
             if before != seen {
                 seen = before;
                 continue;
@@ -270,7 +291,7 @@ impl Queue {
                     }
                 },
             };
-            let before = words.compare_swap(number, seen, next)?;
+            let before = swap(words, number, seen, next)?;
             if before != seen {
                 seen = before;
                 continue;
@@ -309,7 +330,7 @@ impl Queue {
                         }
                     }
                 }
-                let before = words.compare_swap(number, seen, LockWord(seen.0 - 1))?;
+                let before = swap(words, number, seen, LockWord(seen.0 - 1))?;
                 if before == seen {
                     removed = true;
                     break;
@@ -334,9 +355,14 @@ struct Table {
 }
 
 /// The locks this node keeps.
+///
+/// The table's mutex is held across the home's compare-and-swaps, which go
+/// through a peer: the polling thread never takes it (see [`LockHome::count`]).
 #[pin_data]
 pub(crate) struct LockHome {
     words: DmaBuffer,
+    /// Locks created: only grows, under the table's mutex.
+    created: AtomicU32,
     #[pin]
     table: Mutex<Table>,
 }
@@ -348,6 +374,7 @@ impl LockHome {
         let words = DmaBuffer::new(device, MAX_LOCKS as usize * WORD)?;
         Ok(try_pin_init!(LockHome {
             words,
+            created: AtomicU32::new(0),
             table <- new_mutex!(Table { locks: KVec::new() }, "lite:lock_home"),
         }? Error))
     }
@@ -367,12 +394,14 @@ impl LockHome {
         // of `words`.
         self.words.write_bytes(number as usize * WORD, &[0; WORD])?;
         table.locks.push(Queue::new(), GFP_KERNEL)?;
+        // Published after the queue exists, so a lock counted has one.
+        self.created.store(number + 1, Ordering::Release);
         Ok(number)
     }
 
-    /// Number of locks created.
+    /// Number of locks created, without waiting for the table.
     pub(crate) fn count(&self) -> usize {
-        self.table.lock().locks.len()
+        self.created.load(Ordering::Acquire) as usize
     }
 
     /// Address of lock `number`'s word, as peers reach it.
@@ -450,25 +479,28 @@ impl LockHome {
 
     /// `node` is gone: ends its holds and drops its waiters on every lock
     /// kept here. Calls `deliver` with each lock's number and grant, after
-    /// the table is unlocked.
+    /// the table is unlocked. Returns false if no peer is left to reach the
+    /// words through.
     pub(crate) fn node_gone(
         &self,
         words: &impl WordAccess,
         node: u32,
         mut deliver: impl FnMut(u32, Grant),
-    ) {
+    ) -> bool {
         let mut number = 0u32;
         loop {
             let outcome = {
                 let mut table = self.table.lock();
                 let Some(queue) = table.locks.get_mut(number as usize) else {
-                    return;
+                    return true;
                 };
                 queue.node_gone(words, number, node)
             };
             match outcome {
                 Ok(Some(grant)) => deliver(number, grant),
                 Ok(None) => {}
+                // No peer left to reach the words through.
+                Err(e) if e == errno::EHOSTUNREACH() => return false,
                 Err(e) => pr_err!(
                     "lock {} may stay taken by gone node {}: {:?}\n",
                     number,

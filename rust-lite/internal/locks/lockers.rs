@@ -177,11 +177,17 @@ impl Lockers {
     }
 
     /// Gives up waiting (the home may have queued the waiter without
-    /// saying so).
-    pub(crate) fn abandon(&self, waiter: u64) {
-        if let Some(w) = self.state.lock().waiters.get_mut(waiter) {
-            w.turn = Turn::Abandoned;
+    /// saying so). Returns the lock if it was handed over meanwhile: the
+    /// waiter holds it then.
+    pub(crate) fn abandon(&self, waiter: u64) -> Option<Taken> {
+        let mut state = self.state.lock();
+        let w = state.waiters.get_mut(waiter)?;
+        if let Turn::Granted(taken) = w.turn {
+            state.waiters.remove(waiter);
+            return Some(taken);
         }
+        w.turn = Turn::Abandoned;
+        None
     }
 
     /// The home node handed lock `id` to `waiter`.
@@ -223,6 +229,17 @@ impl Lockers {
             state.known.remove(key);
             state.holders.remove(key);
         }
+        self.fail_waiters_locked(&mut state, home);
+    }
+
+    /// Fails every waiter for a lock kept by `home`, which cannot hand
+    /// locks over any more.
+    pub(crate) fn fail_waiters_of(&self, home: u32) {
+        let mut state = self.state.lock();
+        self.fail_waiters_locked(&mut state, home);
+    }
+
+    fn fail_waiters_locked(&self, state: &mut State, home: u32) {
         let mut failed = false;
         let mut ids = KVec::new();
         if ids.reserve(state.waiters.len(), GFP_KERNEL).is_err()

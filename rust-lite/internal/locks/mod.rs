@@ -96,17 +96,29 @@ impl Job for HomeJob {
     fn run(self, locks: &Locks) {
         match self {
             HomeJob::Request { peer, message } => {
-                if let Some(reply) = locks.serve_home_request(peer.node, message) {
-                    if let Err(e) = peer.send(&reply) {
+                let Some((reply, granted)) = locks.serve_home_request(peer.node, message) else {
+                    return;
+                };
+                if let Err(e) = peer.send(&reply) {
+                    if e != errno::EHOSTDOWN() {
                         pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
+                    }
+                    // Nobody learns of this grant: the lock goes on.
+                    if let Some((number, grant)) = granted {
+                        locks.end_hold_at_home(number, grant);
                     }
                 }
             }
             HomeJob::NodeGone { node } => {
                 let words = HomeWords(locks);
-                locks
+                let reachable = locks
                     .home
                     .node_gone(&words, node, |number, grant| locks.deliver(number, grant));
+                if !reachable {
+                    // No peer is left to reach this node's lock words: the
+                    // waiters for them would wait for nothing.
+                    locks.lockers.fail_waiters_of(locks.core.node_id());
+                }
             }
         }
     }
@@ -381,13 +393,13 @@ impl Locks {
             }
             Ok(Reserved::Queued) => self.lockers.wait_turn(waiter),
             Err(e) => {
-                if e == errno::ETIMEDOUT() {
-                    // The home may have queued it: its turn is passed on.
-                    self.lockers.abandon(waiter);
-                } else {
+                if e != errno::ETIMEDOUT() {
                     self.lockers.remove_waiter(waiter);
+                    return Err(e);
                 }
-                Err(e)
+                // The home may have queued it: its turn is passed on, unless
+                // it came already.
+                self.lockers.abandon(waiter).ok_or(e)
             }
         }
     }
@@ -439,7 +451,26 @@ impl Locks {
     pub(crate) fn unlock(&self, id: LockId) -> Result {
         let target = self.lock_target(id)?;
         let holder = self.lockers.take_holder(id, sched::current_pid())?;
-        self.end_hold(id, target, holder.hold, false)
+        self.end_hold_or_retry(id, target, holder.hold)
+    }
+
+    /// Ends this node's hold `hold` of `id`; if that fails while the home
+    /// lives, the lock thread tries again, so the lock is never left taken.
+    fn end_hold_or_retry(&self, id: LockId, target: AtomicTarget, hold: u32) -> Result {
+        match self.end_hold(id, target, hold, false) {
+            Err(e) if e != errno::EHOSTDOWN() => {
+                let taken = Taken {
+                    hold,
+                    owner_died: false,
+                };
+                if self.pass_on_later(id, taken) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+            result => result,
+        }
     }
 
     /// Ends this node's hold `hold` of `id`: frees the lock if nobody
@@ -530,10 +561,13 @@ impl Locks {
                     .and_then(|p| p.send(&assign.to_frame()))
                 {
                     Ok(()) => true,
-                    Err(e) if e == errno::EHOSTDOWN() || e == errno::EHOSTUNREACH() => false,
                     Err(e) => {
-                        pr_err!("cannot hand lock {} to node {}: {:?}\n", number, node, e);
-                        true
+                        if e != errno::EHOSTDOWN() && e != errno::EHOSTUNREACH() {
+                            pr_err!("cannot hand lock {} to node {}: {:?}\n", number, node, e);
+                        }
+                        // The lock goes on to the next waiter rather than
+                        // stay with one that cannot learn of it.
+                        false
                     }
                 }
             };
@@ -563,19 +597,21 @@ impl Locks {
     /// Has the lock thread end hold `taken` of `id`, which nobody here
     /// takes (this may run on the polling thread, which must not wait for
     /// RDMA).
-    fn pass_on_later(&self, id: LockId, taken: Taken) {
+    fn pass_on_later(&self, id: LockId, taken: Taken) -> bool {
         let job = PassOn {
             id,
             hold: taken.hold,
             owner_died: taken.owner_died,
         };
-        if self.passing.try_submit(job).is_err() {
+        let queued = self.passing.try_submit(job).is_ok();
+        if !queued {
             pr_err!(
                 "lock {}:{} may stay taken: too many jobs\n",
                 id.home,
                 id.number
             );
         }
+        queued
     }
 
     /// Ends a hold nobody took (run by the lock thread).
@@ -584,22 +620,32 @@ impl Locks {
         self.end_hold(id, target, hold, owner_died)
     }
 
-    /// Serves a waiter's or holder's request to this node as a home.
-    fn serve_home_request(&self, from: u32, message: LockMessage) -> Option<Frame> {
+    /// Serves a locker's request to this node as a home; returns the reply
+    /// and the lock it grants, if any.
+    fn serve_home_request(
+        &self,
+        from: u32,
+        message: LockMessage,
+    ) -> Option<(Frame, Option<(u32, Grant)>)> {
         let words = HomeWords(self);
         match message {
+            LockMessage::CreateLock { .. } => self
+                .answer_lock_request(message)
+                .map(|reply| (reply.to_frame(), None)),
             LockMessage::ReserveLock {
                 request_id,
                 number,
                 waiter,
             } => {
                 let reservation = Reservation { node: from, waiter };
+                let mut granted = None;
                 let reply = match self.home.reserve(&words, number, reservation) {
                     Ok(reserved) => {
                         let grant = match reserved {
                             Reserved::Granted(grant) => Some(grant),
                             Reserved::Queued => None,
                         };
+                        granted = grant.map(|g| (number, g));
                         LockMessage::ReserveReply {
                             request_id,
                             status: Status::OK,
@@ -618,7 +664,7 @@ impl Locks {
                         owner_died: 0,
                     },
                 };
-                Some(reply.to_frame())
+                Some((reply.to_frame(), granted))
             }
             LockMessage::ReleaseLock {
                 request_id,
@@ -640,9 +686,24 @@ impl Locks {
                     }
                     Err(e) => e.into(),
                 };
-                Some(Frame::status_reply(request_id, status))
+                Some((Frame::status_reply(request_id, status), None))
             }
             _ => None,
+        }
+    }
+
+    /// Ends a hold of lock `number` of this node that its waiter will never
+    /// take, and hands the lock on.
+    fn end_hold_at_home(&self, number: u32, grant: Grant) {
+        match self.home.release(
+            &HomeWords(self),
+            number,
+            grant.word_hold(),
+            grant.owner_died,
+        ) {
+            Ok(Some(next)) => self.deliver(number, next),
+            Ok(None) => {}
+            Err(e) => pr_err!("lock {} may stay taken: {:?}\n", number, e),
         }
     }
 
@@ -653,7 +714,7 @@ impl Locks {
             let id = id_of_key(key);
             let released = self
                 .lock_target(id)
-                .and_then(|target| self.end_hold(id, target, holder.hold, false));
+                .and_then(|target| self.end_hold_or_retry(id, target, holder.hold));
             if let Err(e) = released {
                 if e != errno::EHOSTDOWN() {
                     pr_err!("cannot release lock {}:{}: {:?}\n", id.home, id.number, e);
@@ -683,11 +744,9 @@ impl Subsystem for Locks {
         if self.home.count() == 0 {
             return;
         }
-        if self
-            .home_jobs
-            .try_submit(HomeJob::NodeGone { node })
-            .is_err()
-        {
+        // Waits while the queue is full (this is a membership thread, which
+        // the home thread never waits for): the holds must end.
+        if self.home_jobs.submit(HomeJob::NodeGone { node }).is_err() {
             pr_err!("locks held by gone node {} may stay taken\n", node);
         }
     }
@@ -697,11 +756,14 @@ impl Subsystem for Locks {
             return Handling::Done;
         };
         match message {
-            LockMessage::CreateLock { .. } | LockMessage::AskLock { .. } => self
+            // Never waits: the lock count needs no lock.
+            LockMessage::AskLock { .. } => self
                 .answer_lock_request(message)
                 .map_or(Handling::Done, |reply| Handling::Answer(reply.to_frame())),
-            // The home's side waits for RDMA atomics on its words.
-            LockMessage::ReserveLock { request_id, .. }
+            // The home's side waits for its table, held across RDMA atomics
+            // on its words.
+            LockMessage::CreateLock { request_id }
+            | LockMessage::ReserveLock { request_id, .. }
             | LockMessage::ReleaseLock { request_id, .. } => {
                 let job = HomeJob::Request {
                     peer: peer.clone(),

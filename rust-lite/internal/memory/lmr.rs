@@ -143,7 +143,7 @@ impl ChunkRef {
 
     /// Moves the chunk to `place`, while `_paused` proves that no
     /// operation uses its LMR.
-    pub(crate) fn relocate(&self, place: Place, _paused: &LmrPause<'_>) {
+    pub(crate) fn relocate(&self, place: Place, _paused: &impl Paused) {
         self.node.store(place.node, Ordering::Relaxed);
         self.chunk_id.store(place.chunk_id, Ordering::Relaxed);
         self.addr.store(place.addr, Ordering::Relaxed);
@@ -223,6 +223,54 @@ impl Drop for LmrPause<'_> {
     }
 }
 
+/// Uses of `a` and `b` at once (one use if they are the same LMR), for an
+/// operation between two LMRs. It never waits out a pause of one while
+/// holding a use of the other, which the pause could be waiting for.
+///
+/// # Errors
+///
+/// As [`Lmr::begin`].
+pub(crate) fn begin_both<'a>(a: &'a Lmr, b: &'a Lmr) -> Result<(LmrUse<'a>, Option<LmrUse<'a>>)> {
+    if core::ptr::eq(a, b) {
+        return Ok((a.begin()?, None));
+    }
+    loop {
+        let first = a.begin()?;
+        if let Some(second) = b.try_begin()? {
+            return Ok((first, Some(second)));
+        }
+        drop(first);
+        b.wait_unpaused()?;
+    }
+}
+
+/// Proof that an LMR is paused: no operation runs on it and none starts.
+pub(crate) trait Paused {}
+
+impl Paused for LmrPause<'_> {}
+
+/// An [`LmrPause`] that owns a reference to its LMR, kept by a node mapping
+/// another node's LMR while the owner moves its chunks (across messages).
+pub(crate) struct HeldPause {
+    lmr: Arc<Lmr>,
+}
+
+impl HeldPause {
+    /// The paused LMR.
+    pub(crate) fn lmr(&self) -> &Arc<Lmr> {
+        &self.lmr
+    }
+}
+
+impl Paused for HeldPause {}
+
+impl Drop for HeldPause {
+    fn drop(&mut self) {
+        self.lmr.users.lock().paused = false;
+        self.lmr.idle.notify_all();
+    }
+}
+
 /// An [`LmrUse`] that owns a reference to its LMR, for operations that
 /// outlive the call that started them.
 pub(crate) struct OwnedLmrUse {
@@ -296,6 +344,36 @@ impl Lmr {
         Ok(OwnedLmrUse { lmr: self.clone() })
     }
 
+    /// [`Lmr::begin`] that does not wait out a pause: `None` while paused.
+    fn try_begin(&self) -> Result<Option<LmrUse<'_>>> {
+        let mut users = self.users.lock();
+        if let Some(reason) = users.closed {
+            return Err(reason);
+        }
+        if users.paused {
+            return Ok(None);
+        }
+        // PANIC: as in `enter`.
+        users.active += 1;
+        Ok(Some(LmrUse { lmr: self }))
+    }
+
+    /// Waits until the LMR is not paused.
+    fn wait_unpaused(&self) -> Result {
+        let mut users = self.users.lock();
+        loop {
+            if let Some(reason) = users.closed {
+                return Err(reason);
+            }
+            if !users.paused {
+                return Ok(());
+            }
+            if self.idle.wait_interruptible(&mut users) {
+                return Err(ERESTARTSYS);
+            }
+        }
+    }
+
     fn enter(&self) -> Result {
         let mut users = self.users.lock();
         loop {
@@ -335,27 +413,13 @@ impl Lmr {
         let first = users.closed.is_none();
         if first {
             users.closed = Some(reason);
+            // Operations waiting out a pause fail now.
+            self.idle.notify_all();
         }
         while users.active > 0 {
             self.idle.wait(&mut users);
         }
         first
-    }
-
-    /// Whether the LMR takes new operations now, without waiting.
-    ///
-    /// # Errors
-    ///
-    /// The error it was closed with, or `EAGAIN` while it is paused.
-    pub(crate) fn check_open(&self) -> Result {
-        let users = self.users.lock();
-        if let Some(reason) = users.closed {
-            return Err(reason);
-        }
-        if users.paused {
-            return Err(EAGAIN);
-        }
-        Ok(())
     }
 
     /// Makes new operations wait and waits for running ones to finish, so
@@ -366,6 +430,22 @@ impl Lmr {
     /// The error the LMR was closed with, or `EBUSY` if it is paused
     /// already.
     pub(crate) fn pause(&self) -> Result<LmrPause<'_>> {
+        self.stop_users()?;
+        Ok(LmrPause { lmr: self })
+    }
+
+    /// [`Lmr::pause`] with a pause that owns a reference to the LMR.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lmr::pause`].
+    pub(crate) fn hold_paused(self: &Arc<Self>) -> Result<HeldPause> {
+        self.stop_users()?;
+        Ok(HeldPause { lmr: self.clone() })
+    }
+
+    /// Marks the LMR paused and waits for its running operations.
+    fn stop_users(&self) -> Result {
         let mut users = self.users.lock();
         if let Some(reason) = users.closed {
             return Err(reason);
@@ -377,7 +457,7 @@ impl Lmr {
         while users.active > 0 {
             self.idle.wait(&mut users);
         }
-        Ok(LmrPause { lmr: self })
+        Ok(())
     }
 
     /// Marks the chunks held by `node`, which went, as lost; returns how
@@ -394,11 +474,25 @@ impl Lmr {
         lost
     }
 
-    /// Remembers that `node` mapped this LMR.
-    pub(crate) fn add_mapper(&self, node: u32) {
+    /// Remembers that `node` maps this LMR, if it takes new operations now
+    /// (without waiting): checked together, so a pause that moves chunks
+    /// either sees the new mapper or is seen by it.
+    ///
+    /// # Errors
+    ///
+    /// The error the LMR was closed with, or `EAGAIN` while it is paused.
+    pub(crate) fn add_mapper_if_open(&self, node: u32) -> Result {
+        let users = self.users.lock();
+        if let Some(reason) = users.closed {
+            return Err(reason);
+        }
+        if users.paused {
+            return Err(EAGAIN);
+        }
         if let Some(bit) = 1u64.checked_shl(node) {
             self.mapped_by.fetch_or(bit, Ordering::AcqRel);
         }
+        Ok(())
     }
 
     /// Nodes that mapped this LMR, one bit per node id.

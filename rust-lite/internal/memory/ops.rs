@@ -15,7 +15,7 @@ use kernel::{prelude::*, sync::Arc};
 use super::{
     chunk::{check_range, copy_pieces, pieces_in, spans},
     handle::LmrHandle,
-    lmr::Lmr,
+    lmr::{begin_both, Lmr},
     ops_wire::MemoryOpMessage,
     permission::Permission,
     transfer::{staging_buffer, MAX_PIECE},
@@ -108,8 +108,7 @@ impl MemoryOps {
         let dst = process.permitted(dst_handle, Permission::WRITE)?;
         check_range(src.size, src_offset, len)?;
         check_range(dst.size, dst_offset, len)?;
-        let _src_use = src.begin()?;
-        let _dst_use = dst.begin()?;
+        let _uses = begin_both(&src, &dst)?;
         let backward = overlap_safe && same_memory(&src, &dst) && dst_offset > src_offset;
         for piece in copy_pieces(
             src.geometry,

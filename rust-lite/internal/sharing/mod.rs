@@ -12,6 +12,7 @@
 //! for the answers before the memory is released: a mapping never reads
 //! stale data nor writes into freed memory, it fails with `EKEYREVOKED`.
 
+mod moves;
 pub(crate) mod names;
 pub(crate) mod wire;
 
@@ -36,7 +37,7 @@ use super::{
     memory::{
         chunk::{self, spans, Geometry},
         handle::{LmrHandle, Password},
-        lmr::{ChunkRef, Lmr, Origin, Place},
+        lmr::{ChunkRef, HeldPause, Lmr, Origin, Place},
         permission::Permission,
         transfer::{Direction, Source, MAX_PIECE},
         DataOp, RemoteMemory,
@@ -60,12 +61,27 @@ pub(crate) struct NameValue {
     table: DmaBuffer,
 }
 
+/// Mappings of one LMR paused while its owner moves chunks.
+struct HeldMappings {
+    owner: u32,
+    lmr_id: u64,
+    /// When the owner asked (ms of the monotonic clock).
+    since_ms: u64,
+    pauses: KVec<HeldPause>,
+}
+
 /// Mappings of other nodes' LMRs held by this node's processes.
 pub(crate) struct Mappings {
     table: SlotTable<Arc<Lmr>>,
     /// Recently revoked `(owner, lmr_id)` pairs.
     tombstones: [(u32, u64); TOMBSTONES],
     next_tombstone: usize,
+    /// Mappings paused for their owners.
+    held: KVec<Option<HeldMappings>>,
+    /// Moves announced so far, and the last ones `(owner, lmr_id, move)`:
+    /// a mapping built from a chunk table read across a move is refused.
+    moves: u64,
+    recent_moves: [(u32, u64, u64); TOMBSTONES],
 }
 
 impl Mappings {
@@ -75,7 +91,33 @@ impl Mappings {
             table: SlotTable::new(),
             tombstones: [(0, 0); TOMBSTONES],
             next_tombstone: 0,
+            held: KVec::new(),
+            moves: 0,
+            recent_moves: [(0, 0, 0); TOMBSTONES],
         }
+    }
+
+    /// Moves announced so far.
+    pub(crate) fn moves(&self) -> u64 {
+        self.moves
+    }
+
+    /// Notes that the owner of `(owner, lmr_id)` moves its chunks.
+    pub(crate) fn note_move(&mut self, owner: u32, lmr_id: u64) {
+        self.moves = self.moves.wrapping_add(1);
+        // PANIC: the remainder is below `TOMBSTONES`, the array's length.
+        self.recent_moves[(self.moves % TOMBSTONES as u64) as usize] = (owner, lmr_id, self.moves);
+    }
+
+    /// Whether `(owner, lmr_id)` moved chunks after `moves_before` (or
+    /// may have: too many moves to tell).
+    pub(crate) fn moved_since(&self, owner: u32, lmr_id: u64, moves_before: u64) -> bool {
+        let since = self.moves.wrapping_sub(moves_before);
+        since >= TOMBSTONES as u64
+            || self.recent_moves.iter().any(|&(o, l, m)| {
+                let after = m.wrapping_sub(moves_before);
+                o == owner && l == lmr_id && after != 0 && after <= since
+            })
     }
 
     /// Removes mapping `id`.
@@ -269,7 +311,8 @@ impl Sharing {
     ///
     /// `EINVAL` unknown permission bits or node id, `EHOSTUNREACH`, `ENOENT`
     /// unknown name, `EACCES` wrong password, `EPERM` nothing granted,
-    /// `EKEYREVOKED` revoked while being mapped, `EPROTO`.
+    /// `EKEYREVOKED` revoked while being mapped, `EAGAIN` its chunks are
+    /// moving (or moved while being mapped), `EPROTO`.
     pub(crate) fn ask_lmr(
         &self,
         process: &Process,
@@ -302,6 +345,7 @@ impl Sharing {
             });
         }
         let peer = self.core.peer(owner)?;
+        let moves_before = self.mappings.lock().moves();
         let reply = self.core.requests.call(&peer, |request_id| {
             SharingMessage::AskRequest {
                 request_id,
@@ -344,6 +388,11 @@ impl Sharing {
             let mut mappings = self.mappings.lock();
             if mappings.is_revoked(owner, lmr_id) {
                 return Err(errno::EKEYREVOKED());
+            }
+            // The chunk table read may predate a move: the caller asks
+            // again.
+            if mappings.moved_since(owner, lmr_id, moves_before) {
+                return Err(EAGAIN);
             }
             mappings.table.insert(lmr.clone())?
         };
@@ -502,15 +551,14 @@ impl Sharing {
             Ok(granted) => granted,
             Err(e) => return refused(e),
         };
-        // Never waits: this runs on the polling thread.
-        if let Err(e) = lmr.check_open() {
-            return refused(e);
-        }
         let Ok(table_addr) = entry.value.table.dma_range(0, entry.value.table.len()) else {
             return refused(EINVAL);
         };
-        // Noted before answering: a revocation from now on includes `from`.
-        lmr.add_mapper(from);
+        // Noted before answering: a revocation or a move from now on
+        // includes `from`. Never waits: this runs on the polling thread.
+        if let Err(e) = lmr.add_mapper_if_open(from) {
+            return refused(e);
+        }
         SharingMessage::AskReply {
             request_id,
             status: Status::OK,
@@ -608,14 +656,13 @@ impl Sharing {
     }
 
     /// Owner side of a graceful leave: moves the chunks of this node's LMRs
-    /// off `leaving`. LMRs mapped by other nodes stay (their mappers read
-    /// the chunk table when they mapped), and so does the rest of an LMR
-    /// whose move failed.
+    /// off `leaving` (see [`moves`] for LMRs other nodes mapped). The rest of
+    /// an LMR whose move failed stays.
     ///
     /// # Errors
     ///
-    /// `EBUSY` if a mapped LMR has chunks there, `ENOSPC` if no other node
-    /// can take them, or the first error of a move.
+    /// `ENOSPC` if no other node can take them, or the first error of a
+    /// move.
     fn evacuate_for(&self, leaving: u32) -> Result {
         let lmrs = self.memory.lmrs_with_chunks_on(leaving)?;
         let peers = self.core.connected_peers()?;
@@ -648,12 +695,18 @@ impl Sharing {
             Err(_) => return Ok(()),
         };
         // Asks are refused while paused, so no mapper can appear now.
-        if lmr.mappers() != 0 {
-            return Err(EBUSY);
+        let mappers = lmr.mappers();
+        let mut usable = KVec::with_capacity(targets.len(), GFP_KERNEL)?;
+        for &node in targets.iter() {
+            // PANIC: node ids are below `MAX_NODES <= 64`.
+            if mappers & (1u64 << node) == 0 {
+                usable.push(node, GFP_KERNEL)?;
+            }
         }
+        let held = self.hold_mappers(lmr_id, lmr, mappers)?;
         let moved = self
             .memory
-            .move_chunks_off(lmr, &pause, leaving, targets, next);
+            .move_chunks_off(lmr, &pause, leaving, &usable, next);
         // Mappers to come read the new places.
         if let Err(e) = self.rewrite_chunk_table(lmr_id, lmr) {
             pr_warn!(
@@ -662,6 +715,7 @@ impl Sharing {
                 e
             );
         }
+        self.resume_mappers(lmr_id, lmr, &held);
         drop(pause);
         moved.map(|_| ())
     }
@@ -682,6 +736,7 @@ impl Subsystem for Sharing {
     /// gone node's LMRs are closed (their holders get `EHOSTDOWN`); its own mappings of this node's LMRs need no revoking
     /// any more, as its connection is fenced.
     fn on_peer_gone(&self, node: u32) {
+        self.drop_held_mappings(Some(node));
         // Mappings of third nodes' LMRs may have chunks there too.
         for lmr in self.mappings.lock().table.values() {
             lmr.lose_chunks_on(node);
@@ -728,9 +783,12 @@ impl Subsystem for Sharing {
             }
             // Closing a mapping waits for the operations on it, moving
             // chunks for RDMA.
-            Some(SharingMessage::RevokeRequest { .. } | SharingMessage::EvacuateRequest { .. }) => {
-                Handling::Defer
-            }
+            Some(
+                SharingMessage::RevokeRequest { .. }
+                | SharingMessage::EvacuateRequest { .. }
+                | SharingMessage::HoldMappings { .. }
+                | SharingMessage::ResumeMappings { .. },
+            ) => Handling::Defer,
             Some(SharingMessage::AskReply { .. }) | None => Handling::Done,
         }
     }
@@ -743,6 +801,18 @@ impl Subsystem for Sharing {
             SharingMessage::EvacuateRequest { request_id } => {
                 (request_id, self.evacuate_for(peer.node))
             }
+            SharingMessage::HoldMappings { request_id, lmr_id } => {
+                (request_id, self.hold_mappings(peer.node, lmr_id))
+            }
+            SharingMessage::ResumeMappings {
+                request_id,
+                lmr_id,
+                table_addr,
+                table_rkey,
+            } => (
+                request_id,
+                self.resume_mappings(peer.node, lmr_id, table_addr, table_rkey),
+            ),
             _ => return None,
         };
         (request_id != 0).then(|| Frame::status_reply(request_id, Status::of(&result)))

@@ -56,5 +56,28 @@ control_messages! {
             /// Echoed in the reply.
             request_id: u64 => Slot::RequestId,
         },
+        /// The sender is about to move chunks of its LMR `lmr_id`: pause
+        /// every mapping of it (waiting for their operations) until
+        /// [`SharingMessage::ResumeMappings`]; answered with a status.
+        HoldMappings = Request 5 {
+            /// Echoed in the reply.
+            request_id: u64 => Slot::RequestId,
+            /// The LMR's id on the sender.
+            lmr_id: u64 => arg(0),
+        },
+        /// The chunks of the sender's LMR `lmr_id` moved: read their places
+        /// from the chunk table at `table_addr` and resume the mappings
+        /// paused by [`SharingMessage::HoldMappings`]; answered with a
+        /// status.
+        ResumeMappings = Request 6 {
+            /// Echoed in the reply.
+            request_id: u64 => Slot::RequestId,
+            /// The LMR's id on the sender.
+            lmr_id: u64 => arg(0),
+            /// Remote address of the chunk table.
+            table_addr: u64 => arg(1),
+            /// Remote key covering it.
+            table_rkey: u32 => low(2),
+        },
     }
 }

@@ -11,8 +11,12 @@
 //! // Tell the other nodes `lock.number()` (and publish the counter), then:
 //! let ticket = counter.fetch_add(1, Priority::None)?;
 //! {
-//!     let _held = lock.lock()?;
-//!     // ... exclusive across every node until `_held` is dropped ...
+//!     let held = lock.lock()?;
+//!     if held.owner_died() {
+//!         // The last holder's node went while holding it: check what the
+//!         // lock guards before relying on it.
+//!     }
+//!     // ... exclusive across every node until `held` is dropped ...
 //! }
 //! # let _ = ticket;
 //! # Ok::<(), std::io::Error>(())
@@ -25,6 +29,8 @@
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
+
+use libc::c_long;
 
 use crate::sys::{self, LiteLock};
 use crate::{check, Lmr, Permission, Priority};
@@ -119,7 +125,7 @@ impl AtomicLmr {
     }
 }
 
-/// A distributed lock, kept by its home node: a ticket lock, so callers on
+/// A distributed lock, kept by its home node: a FIFO lock, so callers on
 /// every node get it in the order they asked.
 ///
 /// A `Lock` is only a name (home node and number): it can be copied, sent
@@ -176,16 +182,23 @@ impl Lock {
 
     /// Blocks until the calling thread holds the lock, and returns a guard
     /// that releases it when dropped. `EDEADLK` if this thread holds it
-    /// already, `EINTR` if a signal arrived while waiting.
+    /// already, `EINTR` if a signal arrived while waiting, `EHOSTDOWN` if
+    /// the lock's home node is gone.
+    ///
+    /// When the previous holder's node died or left while holding the lock,
+    /// the kernel returns `EOWNERDEAD` with the lock held: this is a guard
+    /// too, whose [`LockGuard::owner_died`] says so, since what the lock
+    /// guards may have been left half updated.
     ///
     /// The holder is the calling thread, so the guard cannot be sent to
     /// another thread. Locks still held when the process exits are
     /// released.
     pub fn lock(&self) -> io::Result<LockGuard<'_>> {
         // SAFETY: `raw` is readable for the call.
-        check(unsafe { sys::lock(&self.raw) })?;
+        let owner_died = held(unsafe { sys::lock(&self.raw) })?;
         Ok(LockGuard {
             lock: self,
+            owner_died,
             _holder_thread: PhantomData,
         })
     }
@@ -199,12 +212,23 @@ impl Lock {
     }
 }
 
+/// Whether `lite_lock`'s result `ret` means the lock is held: `Ok(true)`
+/// if it is, but its previous holder's node died (`EOWNERDEAD`).
+fn held(ret: c_long) -> io::Result<bool> {
+    if ret == -c_long::from(libc::EOWNERDEAD) {
+        return Ok(true);
+    }
+    check(ret).map(|_| false)
+}
+
 /// Proof that the calling thread holds a [`Lock`]; dropping it releases
 /// the lock. Not [`Send`]: only the holding thread can release it.
 #[derive(Debug)]
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard<'a> {
     lock: &'a Lock,
+    /// `lite_lock` returned `EOWNERDEAD`.
+    owner_died: bool,
     /// The lock belongs to this thread.
     _holder_thread: PhantomData<*const ()>,
 }
@@ -213,6 +237,14 @@ impl LockGuard<'_> {
     /// The lock held.
     pub fn lock(&self) -> &Lock {
         self.lock
+    }
+
+    /// Whether the previous holder's node died or left while holding the
+    /// lock (`lite_lock` returned `EOWNERDEAD`). The lock is held all the
+    /// same, but what it guards may be half updated. Only the acquisition
+    /// right after the death is told; later ones are ordinary.
+    pub fn owner_died(&self) -> bool {
+        self.owner_died
     }
 
     /// Releases the lock and reports whether the kernel did.
@@ -278,6 +310,20 @@ mod tests {
         assert_eq!(format!("{lock:?}"), "Lock { home: 2, number: 7 }");
         assert_eq!(errno(lock.lock()), Some(libc::ENOSYS));
         assert_eq!(errno(lock.unlock()), Some(libc::ENOSYS));
+    }
+
+    #[test]
+    fn a_lock_whose_owner_died_is_held_all_the_same() {
+        assert_eq!(held(0).ok(), Some(false));
+        assert_eq!(held(-c_long::from(libc::EOWNERDEAD)).ok(), Some(true));
+        assert_eq!(
+            errno(held(-c_long::from(libc::EDEADLK))),
+            Some(libc::EDEADLK)
+        );
+        assert_eq!(
+            errno(held(-c_long::from(libc::EHOSTDOWN))),
+            Some(libc::EHOSTDOWN)
+        );
     }
 
     #[test]

@@ -959,9 +959,12 @@ pub unsafe fn ask_lock(home: c_uint, number: c_uint, lock: *mut LiteLock) -> c_l
 }
 
 /// Acquires the lock `*lock` for the calling thread, in the order callers
-/// on all nodes asked (FIFO). Returns 0. `-ENOENT` unknown lock,
-/// `-EDEADLK` the thread holds it already, `-EINTR` a signal arrived while
-/// waiting.
+/// on all nodes asked (FIFO). Returns 0, or `-EOWNERDEAD` when the lock is
+/// held all the same but its previous holder's node died or left while
+/// holding it (the next taker is told once; unlock it as usual).
+/// `-ENOENT` unknown lock, `-EDEADLK` the thread holds it already,
+/// `-EINTR` a signal arrived while waiting, `-EHOSTDOWN` the lock's home
+/// node is gone.
 ///
 /// # Safety
 ///

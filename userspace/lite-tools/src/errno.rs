@@ -36,6 +36,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::ECONNREFUSED => "ECONNREFUSED",
         libc::EHOSTDOWN => "EHOSTDOWN",
         libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::EOWNERDEAD => "EOWNERDEAD",
         // The kernel-internal restart code can leak out of an interrupted call.
         512 => "ERESTARTSYS",
         _ => "?",
@@ -90,6 +91,8 @@ mod tests {
         assert_eq!(errno_name(libc::EHOSTUNREACH), "EHOSTUNREACH");
         assert_eq!(errno_name(libc::EHOSTDOWN), "EHOSTDOWN");
         assert_eq!(errno_name(libc::EDEADLK), "EDEADLK");
+        assert_eq!(errno_name(libc::EOWNERDEAD), "EOWNERDEAD");
+        assert_eq!(errno_name(130), "EOWNERDEAD");
         assert_eq!(errno_name(100_000), "?");
     }
 

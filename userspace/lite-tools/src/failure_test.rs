@@ -1,14 +1,21 @@
 //! The node failure test run by `lite-failure-test`.
 //!
 //! One node of the cluster, the victim, sets up state the other nodes,
-//! the survivors, come to depend on: an RPC port, a lock it holds, memory
-//! the survivors allocated on it and chunks it holds on them. Once the
-//! survivors are waiting on it in every way LITE offers, the victim says so
-//! on its console ([`READY_MARKER`]) and the harness kills its virtual
-//! machine. The survivors then check that every call involving the dead
-//! node fails with `EHOSTDOWN` within a few seconds, that the cluster
-//! shrinks, that the chunks they held for the victim are freed, and that
-//! traffic among themselves goes on unharmed.
+//! the survivors, come to depend on: an RPC port, locks it holds (one kept
+//! by itself, two kept by a survivor), memory the survivors allocated on
+//! it and chunks it holds on them. Once the survivors are waiting on it in
+//! every way LITE offers, the victim says so on its console
+//! ([`READY_MARKER`]) and the harness kills its virtual machine. The
+//! survivors then check that every call involving the dead node fails with
+//! `EHOSTDOWN` within a few seconds, that the locks it held on a survivor
+//! go to their next taker with `EOWNERDEAD` (held, but the holder died),
+//! that the cluster shrinks, that the chunks they held for the victim are
+//! freed, and that traffic among themselves goes on unharmed.
+//!
+//! Two survivors have parts of their own: survivor A, the lowest id other
+//! than the victim's, keeps the victim's locks W ("waited") and O
+//! ("orphaned"); survivor B, the survivor after A ([`next_survivor`]),
+//! waits for lock W. Any other survivor does neither.
 //!
 //! Both roles go through the same barriers (with all `nodes`), each
 //! marking the end of a phase:
@@ -16,10 +23,12 @@
 //! 1. everybody joined, and the victim has registered port [`VICTIM_PORT`];
 //! 2. the survivors found the victim (the only other node with the port)
 //!    and allocated LMR A on it and LMR B on the next survivor; the victim
-//!    created a lock on itself, took it and published its number (taking
-//!    a lock needs a peer, hence not before barrier 1);
-//! 3. the survivors found the victim's lock and noted how many chunks they
-//!    hold, with every survivor's LMR B allocated;
+//!    created a lock on itself and locks W and O on survivor A, took all
+//!    three and published their numbers and A's id in a lock record
+//!    (taking a lock needs a peer, hence not before barrier 1);
+//! 3. the survivors found the victim's lock (B also lock W, A lock O) and
+//!    noted how many chunks they hold, with every survivor's LMR B
+//!    allocated;
 //! 4. the victim allocated a spread LMR, whose chunks the survivors hold;
 //! 5. the survivors' traffic runs (a write to LMR A has succeeded, so the
 //!    kill always comes after one); the victim then prints its marker.
@@ -27,15 +36,24 @@
 //! After barrier 5 each survivor has five threads going: T1 writes to LMR A
 //! until a write fails, T2 calls the victim's port (nobody receives), T3
 //! waits for the victim's lock, T4 enters a barrier the victim never
-//! enters, T5 writes, reads back and checks data on LMR B. A call that is
-//! still blocked [`HANG_AFTER`] after T1's last successful write is
-//! reported as hung; its thread is left behind and ends with the process.
+//! enters, T5 writes, reads back and checks data on LMR B. Survivor B has
+//! a sixth, T6, which waits for lock W: at the death W must be handed to
+//! it with `EOWNERDEAD`, within the same bound as the calls that fail;
+//! T6 then unlocks W, and locks and unlocks it once more (0 each time). A
+//! call that is still blocked [`HANG_AFTER`] after T1's last successful
+//! write is reported as hung; its thread is left behind and ends with the
+//! process.
+//!
+//! Once its waiting calls returned, so that the death is known, survivor A
+//! takes lock O, which nobody waited for: the first `lite_lock` must
+//! return `EOWNERDEAD`, the unlock and a lock and unlock after it 0.
 //!
 //! Once the survivors met in a last barrier of their own, the highest of
 //! them leaves the cluster gracefully and joins again, [`CYCLES`] times,
 //! while the others check that it goes and comes back, that the chunks
-//! their LMRs had on it moved with their bytes and that their traffic goes
-//! on (see [`rejoin`]).
+//! their LMRs had on it moved with their bytes (also those of the LMR it
+//! maps during its first leave) and that their traffic goes on (see
+//! [`rejoin`]).
 //!
 //! Survivors report TAP; the victim only prints progress lines, since its
 //! output ends wherever the kill cuts it off.
@@ -96,18 +114,28 @@ const TRAFFIC_SIZE: usize = 16 * 1024;
 /// this node's heartbeats, and the manager would declare a survivor dead.
 const LOOP_PAUSE: Duration = Duration::from_millis(2);
 
-/// Name under which the victim publishes its lock's number.
+/// Name under which the victim publishes its lock record.
 const LOCK_RECORD_NAME: u64 = 0x4641_494c_4c4f_434b;
 
 /// Password of the published lock record.
 const LOCK_RECORD_PASSWORD: u64 = 0x7669_6374_696d;
 
 /// First four bytes of the lock record, so that stale or foreign data is
-/// not taken for a lock number.
+/// not taken for lock numbers.
 const LOCK_RECORD_MAGIC: u32 = 0x4c4f_434b;
 
-/// Size of the lock record: the magic and the number, little-endian.
-const LOCK_RECORD_LEN: usize = 8;
+/// Size of the lock record: the magic, the number of the victim's own
+/// lock, survivor A's id and the numbers of locks W and O, each a
+/// little-endian `u32`.
+const LOCK_RECORD_LEN: usize = 20;
+
+/// A lock number in the record for a lock the victim could not create
+/// (numbers are below `LITE_MAX_LOCKS`).
+const NO_LOCK: u32 = u32::MAX;
+
+/// How long survivor A's `lite_lock` of lock O, and every unlock and later
+/// lock of W and O, may take: once the death is known, nobody holds them.
+const RELOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Longest a call involving the victim may take to fail, counted from T1's
 /// last successful write (the kill follows that write within milliseconds):
@@ -196,24 +224,61 @@ pub(crate) fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
     }
 }
 
-/// The lock record the victim publishes.
-pub fn encode_lock_record(number: u32) -> [u8; LOCK_RECORD_LEN] {
-    let mut record = [0u8; LOCK_RECORD_LEN];
-    record[..4].copy_from_slice(&LOCK_RECORD_MAGIC.to_le_bytes());
-    record[4..].copy_from_slice(&number.to_le_bytes());
-    record
+/// What the victim publishes about the locks it holds; a number is `None`
+/// for a lock it could not create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockRecord {
+    /// The lock kept by the victim itself.
+    pub own: Option<u32>,
+    /// Survivor A, which keeps locks W and O.
+    pub home: u32,
+    /// Lock W, which survivor B waits for.
+    pub waited: Option<u32>,
+    /// Lock O, which nobody waits for.
+    pub orphaned: Option<u32>,
 }
 
-/// The lock number in a lock record.
-pub fn decode_lock_record(record: &[u8; LOCK_RECORD_LEN]) -> Result<u32, String> {
-    let [m0, m1, m2, m3, n0, n1, n2, n3] = *record;
-    let magic = u32::from_le_bytes([m0, m1, m2, m3]);
+/// The lock record the victim publishes.
+pub fn encode_lock_record(record: &LockRecord) -> [u8; LOCK_RECORD_LEN] {
+    let number = |n: Option<u32>| n.unwrap_or(NO_LOCK);
+    let fields = [
+        LOCK_RECORD_MAGIC,
+        number(record.own),
+        record.home,
+        number(record.waited),
+        number(record.orphaned),
+    ];
+    let mut bytes = [0u8; LOCK_RECORD_LEN];
+    for (slot, field) in bytes.chunks_exact_mut(4).zip(fields) {
+        slot.copy_from_slice(&field.to_le_bytes());
+    }
+    bytes
+}
+
+/// The lock record in `bytes`.
+pub fn decode_lock_record(bytes: &[u8; LOCK_RECORD_LEN]) -> Result<LockRecord, String> {
+    let mut fields = [0u32; LOCK_RECORD_LEN / 4];
+    for (field, b) in fields.iter_mut().zip(bytes.chunks_exact(4)) {
+        *field = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+    let [magic, own, home, waited, orphaned] = fields;
     if magic != LOCK_RECORD_MAGIC {
         return Err(format!(
             "the record starts with {magic:#010x}, not {LOCK_RECORD_MAGIC:#010x}"
         ));
     }
-    Ok(u32::from_le_bytes([n0, n1, n2, n3]))
+    let number = |n: u32| (n != NO_LOCK).then_some(n);
+    Ok(LockRecord {
+        own: number(own),
+        home,
+        waited: number(waited),
+        orphaned: number(orphaned),
+    })
+}
+
+/// Survivor A: the lowest id among 1..=nodes other than `victim`.
+pub fn survivor_a(victim: u32, nodes: u32) -> Option<u32> {
+    (1..=nodes).find(|&n| n != victim)
 }
 
 /// The victim: the one node other than `me` among 1..=nodes on which
@@ -321,30 +386,56 @@ fn register_victim_port<K: Kernel, W: Write>(kernel: &K, log: &mut VictimLog<'_,
     );
 }
 
-/// Creates a lock on this node, takes it (this process holds it until
-/// the machine dies) and publishes its number. Taking a lock needs a peer
-/// (it posts the atomic on this node's memory), so this waits until every
-/// node joined. Failures are noted as in [`register_victim_port`].
-fn hold_victim_lock<K: Kernel, W: Write>(kernel: &K, me: u32, log: &mut VictimLog<'_, W>) {
+/// Creates a lock kept by `home` and takes it; this process holds it until
+/// the machine dies. Its number, or `None` if it could not be created.
+/// Failures are noted as in [`register_victim_port`].
+fn create_and_take<K: Kernel, W: Write>(
+    kernel: &K,
+    home: u32,
+    label: &str,
+    log: &mut VictimLog<'_, W>,
+) -> Option<u32> {
     let mut lock = LiteLock::default();
     // SAFETY: `lock` is writable.
-    let number = unsafe { kernel.create_lock(me, &mut lock) };
+    let number = unsafe { kernel.create_lock(home, &mut lock) };
     let Ok(number) = u32::try_from(number) else {
         log.step(
-            &format!("create_lock(node {me})"),
+            &format!("create_lock(node {home}) for {label}"),
             Err(describe_result(number)),
         );
-        return;
+        return None;
     };
     log.step(
-        &format!("create_lock(node {me}) gave lock {number}"),
+        &format!("create_lock(node {home}) gave {label} {number}"),
         Ok(()),
     );
     // SAFETY: `lock` was filled in by create_lock.
     let ret = unsafe { kernel.lock(&lock) };
-    log.step(&format!("lock of lock {number}"), expect_zero(ret));
+    log.step(&format!("lock of {label} {number}"), expect_zero(ret));
+    Some(number)
+}
 
-    let record = encode_lock_record(number);
+/// Creates a lock on this node and locks W and O on survivor A, takes all
+/// three and publishes the lock record. Taking a lock needs a peer (a peer
+/// posts the atomic on this node's memory), so this waits until every
+/// node joined. Failures are noted as in [`register_victim_port`].
+fn hold_victim_locks<K: Kernel, W: Write>(
+    kernel: &K,
+    me: u32,
+    nodes: u32,
+    log: &mut VictimLog<'_, W>,
+) {
+    let Some(home) = survivor_a(me, nodes) else {
+        log.step("finding survivor A", Err("no other node".to_string()));
+        return;
+    };
+    let record = LockRecord {
+        own: create_and_take(kernel, me, "lock", log),
+        home,
+        waited: create_and_take(kernel, home, "lock W", log),
+        orphaned: create_and_take(kernel, home, "lock O", log),
+    };
+    let record = encode_lock_record(&record);
     // SAFETY: `record` is readable for its length.
     let ret = unsafe {
         kernel.wrap_alloc(
@@ -396,7 +487,7 @@ pub fn run_victim<K: Kernel, W: Write>(
         Ok(())
     };
     barrier(&mut log, "joining")?;
-    hold_victim_lock(kernel, me, &mut log);
+    hold_victim_locks(kernel, me, nodes, &mut log);
     barrier(&mut log, "the survivors' allocations")?;
     barrier(&mut log, "the survivors counted their chunks")?;
     allocate_spread(kernel, me, &mut log);
@@ -465,7 +556,7 @@ struct Setup {
 
 /// Reads the victim's lock record through a mapping, which is dropped
 /// again before the victim dies.
-fn read_lock_record<K: Kernel>(kernel: &K, victim: u32) -> Result<u32, String> {
+fn read_lock_record<K: Kernel>(kernel: &K, victim: u32) -> Result<LockRecord, String> {
     let ret = kernel.ask_lmr(victim, LOCK_RECORD_NAME, PERM_READ, LOCK_RECORD_PASSWORD);
     let handle = handle_of(ret, "ask_lmr")?;
     let mut record = [0u8; LOCK_RECORD_LEN];
@@ -522,27 +613,129 @@ fn set_up_survivor<K: Kernel, W: Write>(
     setup
 }
 
-/// Phase 2 of a survivor: finds the lock the victim holds.
-fn find_victims_lock<K: Kernel, W: Write>(
+/// What a survivor does with the locks the victim holds on survivor A.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum LockDuty {
+    /// Neither A nor B (or the lock record was not found).
+    #[default]
+    None,
+    /// Survivor B: T6 waits for lock W, kept by `home`.
+    WaitFor {
+        home: u32,
+        /// `None` if it was not found.
+        lock: Option<LiteLock>,
+    },
+    /// Survivor A: takes lock O once the death is known.
+    TakeOrphan {
+        /// `None` if it was not found.
+        lock: Option<LiteLock>,
+    },
+}
+
+/// The victim's locks a survivor found in phase 2.
+#[derive(Debug, Default, Clone, Copy)]
+struct VictimLocks {
+    /// The lock kept by the victim.
+    own: Option<LiteLock>,
+    duty: LockDuty,
+}
+
+/// A lock record for humans.
+fn describe_record(record: &LockRecord) -> String {
+    let number = |n: Option<u32>| n.map_or("none".to_string(), |n| n.to_string());
+    format!(
+        "lock {} on itself, W {} and O {} on survivor A (node {})",
+        number(record.own),
+        number(record.waited),
+        number(record.orphaned),
+        record.home
+    )
+}
+
+/// Checks that the victim published every lock, and that survivor A is
+/// the lowest id other than the victim's.
+fn check_record(record: &LockRecord, victim: u32, nodes: u32) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for (number, lock) in [
+        (record.own, "its own lock"),
+        (record.waited, "lock W"),
+        (record.orphaned, "lock O"),
+    ] {
+        if number.is_none() {
+            problems.push(format!("the victim could not create {lock}"));
+        }
+    }
+    let expected = survivor_a(victim, nodes);
+    if Some(record.home) != expected {
+        problems.push(format!(
+            "survivor A should be the lowest id other than the victim's ({})",
+            expected.map_or("none".to_string(), |a| format!("node {a}"))
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// `ask_lock` of lock `number` of `home` as a test point; `suffix` follows
+/// the call in the description.
+fn ask_lock_point<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
-    victim: u32,
+    home: u32,
+    number: u32,
+    suffix: &str,
 ) -> Option<LiteLock> {
-    let number = read_lock_record(kernel, victim);
-    let shown = number.as_ref().map_or("none".to_string(), u32::to_string);
-    tap.check(
-        &format!("the victim published the number of the lock it holds (lock {shown})"),
-        number.as_ref().map(drop).map_err(Clone::clone),
-    );
-    let number = number.ok()?;
     let mut lock = LiteLock::default();
     // SAFETY: `lock` is writable.
-    let ret = unsafe { kernel.ask_lock(victim, number, &mut lock) };
+    let ret = unsafe { kernel.ask_lock(home, number, &mut lock) };
     tap.check(
-        &format!("ask_lock(node {victim}, {number}) returns 0"),
+        &format!("ask_lock(node {home}, {number}){suffix} returns 0"),
         expect_zero(ret),
     )
     .then_some(lock)
+}
+
+/// Phase 2 of a survivor: reads the victim's lock record and finds the
+/// lock the victim keeps, and lock W on survivor B or lock O on survivor A.
+fn find_victims_locks<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    victim: u32,
+    nodes: u32,
+) -> VictimLocks {
+    let mut locks = VictimLocks::default();
+    let record = read_lock_record(kernel, victim);
+    let shown = record.as_ref().map_or("none".to_string(), describe_record);
+    tap.check(
+        &format!("the victim published the locks it holds ({shown})"),
+        record
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|r| check_record(r, victim, nodes)),
+    );
+    let Ok(record) = record else {
+        return locks;
+    };
+    locks.own = record
+        .own
+        .and_then(|number| ask_lock_point(kernel, tap, victim, number, ""));
+    let home = record.home;
+    if me == home {
+        let lock = record
+            .orphaned
+            .and_then(|number| ask_lock_point(kernel, tap, home, number, " (lock O)"));
+        locks.duty = LockDuty::TakeOrphan { lock };
+    } else if next_survivor(home, victim, nodes) == Some(me) {
+        let lock = record
+            .waited
+            .and_then(|number| ask_lock_point(kernel, tap, home, number, " (lock W)"));
+        locks.duty = LockDuty::WaitFor { home, lock };
+    }
+    locks
 }
 
 /// A survivor's call that waits on the victim.
@@ -554,26 +747,42 @@ pub enum Call {
     SendReplyImm,
     /// T3: `lite_lock` on the victim's lock.
     Lock,
+    /// T6, on survivor B only: `lite_lock` on lock W, which the victim holds
+    /// on survivor A.
+    WaitedLock,
     /// T4: `lite_dist_barrier` with all nodes.
     DistBarrier,
 }
 
 impl Call {
     /// Every call, in report order.
-    pub const ALL: [Call; 4] = [
+    pub const ALL: [Call; 5] = [
         Call::RdmaWrite,
         Call::SendReplyImm,
         Call::Lock,
+        Call::WaitedLock,
         Call::DistBarrier,
     ];
 
-    /// The system call's name.
+    /// The system call's name, told apart for the lock that must come with
+    /// `EOWNERDEAD`; it names the call's stall.
     pub fn name(self) -> &'static str {
         match self {
             Call::RdmaWrite => "rdma_write",
             Call::SendReplyImm => "send_reply_imm",
             Call::Lock => "lock",
+            Call::WaitedLock => "lock_owner_dead",
             Call::DistBarrier => "dist_barrier",
+        }
+    }
+
+    /// The errno the call must return with once the victim is dead: every
+    /// call fails with `EHOSTDOWN`, except that lock W is handed over, held,
+    /// with `EOWNERDEAD`.
+    pub fn expected_errno(self) -> i32 {
+        match self {
+            Call::WaitedLock => libc::EOWNERDEAD,
+            _ => libc::EHOSTDOWN,
         }
     }
 
@@ -658,7 +867,7 @@ fn await_calls(
     progress: &Progress,
     started_ns: u64,
     mut pending: Vec<Call>,
-    outcomes: &mut [Outcome; 4],
+    outcomes: &mut [Outcome; Call::ALL.len()],
 ) {
     let mut reason = String::new();
     while !pending.is_empty() {
@@ -685,10 +894,11 @@ fn await_calls(
     }
 }
 
-/// The errno check of a call: it must have failed with `EHOSTDOWN`.
+/// The errno check of a call: it must have returned with its
+/// [`Call::expected_errno`].
 pub fn errno_verdict(outcome: &Outcome) -> Result<(), String> {
     match outcome {
-        Ok(returned) => expect_errno(returned.ret, libc::EHOSTDOWN),
+        Ok(returned) => expect_errno(returned.ret, returned.call.expected_errno()),
         Err(reason) => Err(reason.clone()),
     }
 }
@@ -922,7 +1132,7 @@ struct Ready {
     lmr_a: u64,
     /// LMR B and the survivor holding it.
     lmr_b: Option<(u64, u32)>,
-    lock: Option<LiteLock>,
+    locks: VictimLocks,
 }
 
 /// Runs a survivor's part, reporting each test point to `tap`.
@@ -980,9 +1190,9 @@ where
     if !setup_barrier(tap, "setting up") {
         return;
     }
-    let lock = setup
-        .victim
-        .and_then(|victim| find_victims_lock(kernel.as_ref(), tap, victim));
+    let locks = setup.victim.map_or(VictimLocks::default(), |victim| {
+        find_victims_locks(kernel.as_ref(), tap, me, victim, nodes)
+    });
     let base = held_chunks(kernel.as_ref());
     if !setup_barrier(tap, "counting the held chunks") {
         return;
@@ -1020,7 +1230,7 @@ where
         victim,
         lmr_a,
         lmr_b: setup.lmr_b.zip(setup.next),
-        lock,
+        locks,
     };
     if !watch_failure(kernel, tap, &ready, &chunks) {
         return;
@@ -1038,7 +1248,7 @@ where
 /// The calls waiting on the victim: what became of each, and those still
 /// awaited.
 struct Calls {
-    outcomes: [Outcome; 4],
+    outcomes: [Outcome; Call::ALL.len()],
     pending: Vec<Call>,
 }
 
@@ -1118,14 +1328,97 @@ where
     Ok(reports)
 }
 
-/// Starts T2, T3 and T4, which block until the victim dies. Their
-/// buffers belong to their threads, which may outlive the test.
+/// What a survivor's unlock, and lock and unlock after it, of a lock it
+/// got from the dead victim returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Relocked {
+    /// `lite_unlock` right after the lock came.
+    pub unlock: c_long,
+    /// `lite_lock` once more.
+    pub lock_again: c_long,
+    /// `lite_unlock` after that.
+    pub unlock_again: c_long,
+}
+
+/// What became of the unlock and the later lock and unlock of a lock got
+/// from the dead victim, or why they were not tried or did not return.
+pub type RelockOutcome = Result<Relocked, String>;
+
+/// Releases `lock`, whose `lite_lock` by this thread returned `taken`, then
+/// takes and releases it once more. Not tried unless the lock is held.
+fn release_and_relock<K: Kernel>(kernel: &K, lock: &LiteLock, taken: c_long) -> RelockOutcome {
+    if taken != 0 && taken != -c_long::from(libc::EOWNERDEAD) {
+        return Err(format!(
+            "not tried: lite_lock returned {}, so the lock is not held",
+            describe_result(taken)
+        ));
+    }
+    // SAFETY: `lock` is a valid lite_lock, readable for the call.
+    let unlock = unsafe { kernel.unlock(lock) };
+    // SAFETY: as above.
+    let lock_again = unsafe { kernel.lock(lock) };
+    // SAFETY: as above.
+    let unlock_again = unsafe { kernel.unlock(lock) };
+    Ok(Relocked {
+        unlock,
+        lock_again,
+        unlock_again,
+    })
+}
+
+/// Starts a thread that takes `lock` and gives `taken` what `lite_lock`
+/// returned and when, then runs [`release_and_relock`], whose outcome
+/// arrives on the returned channel. Only the holding thread can release a
+/// lock, hence all of it on one thread.
+fn spawn_taker<K, F>(
+    kernel: &Arc<K>,
+    lock: LiteLock,
+    name: &str,
+    taken: F,
+) -> Result<Receiver<RelockOutcome>, String>
+where
+    K: Kernel + Send + 'static,
+    F: FnOnce(c_long, u64) + Send + 'static,
+{
+    let kernel = Arc::clone(kernel);
+    let (sender, relocked) = mpsc::channel();
+    thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            // SAFETY: `lock` is a valid lite_lock owned by this thread.
+            let ret = unsafe { kernel.lock(&lock) };
+            taken(ret, monotonic_ns());
+            // The receiver is gone only once the test stopped waiting.
+            let _ = sender.send(release_and_relock(kernel.as_ref(), &lock, ret));
+        })
+        .map(|_| relocked)
+        .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
+/// The outcome `relocked` brings within [`RELOCK_TIMEOUT`].
+fn await_relocked(relocked: &Receiver<RelockOutcome>) -> RelockOutcome {
+    relocked
+        .recv_timeout(RELOCK_TIMEOUT)
+        .map_err(|_| {
+            format!(
+                "the unlock or the lock after it did not return within {} s",
+                RELOCK_TIMEOUT.as_secs()
+            )
+        })
+        .and_then(|outcome| outcome)
+}
+
+/// Starts T2, T3 and T4, which block until the victim dies, and on
+/// survivor B T6, which waits for lock W; T6's later unlock and lock
+/// arrive on the returned channel. Their buffers belong to their threads,
+/// which may outlive the test.
 fn start_blocking_calls<K>(
     kernel: &Arc<K>,
     ready: &Ready,
     returns: &Sender<Returned>,
     calls: &mut Calls,
-) where
+) -> Option<Receiver<RelockOutcome>>
+where
     K: Kernel + Send + 'static,
 {
     let victim = ready.victim;
@@ -1147,7 +1440,7 @@ fn start_blocking_calls<K>(
     });
     calls.started(Call::SendReplyImm, spawned);
 
-    let spawned = match ready.lock {
+    let spawned = match ready.locks.own {
         Some(lock) => spawn_call(kernel, Call::Lock, returns, move |k| {
             // SAFETY: `lock` is a valid lite_lock owned by this thread.
             unsafe { k.lock(&lock) }
@@ -1161,15 +1454,57 @@ fn start_blocking_calls<K>(
         k.dist_barrier(nodes)
     });
     calls.started(Call::DistBarrier, spawned);
+
+    let LockDuty::WaitFor { lock, .. } = ready.locks.duty else {
+        return None;
+    };
+    let call = Call::WaitedLock;
+    let spawned = match lock {
+        Some(lock) => {
+            let returns = returns.clone();
+            spawn_taker(kernel, lock, call.name(), move |ret, at_ns| {
+                // The receiver is gone only once the test stopped waiting.
+                let _ = returns.send(Returned { call, ret, at_ns });
+            })
+        }
+        None => Err("lock W was not found".to_string()),
+    };
+    match spawned {
+        Ok(relocked) => {
+            calls.started(call, Ok(()));
+            Some(relocked)
+        }
+        Err(reason) => {
+            calls.started(call, Err(reason));
+            None
+        }
+    }
 }
 
-/// Reports, for every call, whether it failed with `EHOSTDOWN` and how
-/// long after T1's last successful write it returned.
+/// `lock W 3` for lock W number 3, `lock W` if it was not found.
+fn lock_label(letter: &str, lock: Option<LiteLock>) -> String {
+    match lock {
+        Some(lock) => format!("lock {letter} {}", lock.number),
+        None => format!("lock {letter}"),
+    }
+}
+
+/// Reports, for every call this survivor made, whether it returned with
+/// its [`Call::expected_errno`] and how long after T1's last successful
+/// write it returned.
 fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_write_ns: u64) {
     let lock_name = ready
-        .lock
+        .locks
+        .own
         .map_or(String::new(), |l| format!(" {}", l.number));
+    let waited = match ready.locks.duty {
+        LockDuty::WaitFor { home, lock } => Some((lock_label("W", lock), home)),
+        _ => None,
+    };
     for call in Call::ALL {
+        if call == Call::WaitedLock && waited.is_none() {
+            continue;
+        }
         let what = match call {
             Call::RdmaWrite => format!(
                 "rdma_write of {} KiB to LMR A on the victim (node {})",
@@ -1178,6 +1513,9 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
             ),
             Call::SendReplyImm => format!("send_reply_imm to port {VICTIM_PORT} on the victim"),
             Call::Lock => format!("lock of the victim's lock{lock_name}"),
+            Call::WaitedLock => waited.as_ref().map_or(String::new(), |(name, home)| {
+                format!("lock of {name} on survivor A (node {home}), which the victim held,")
+            }),
             Call::DistBarrier => {
                 format!("dist_barrier({}) that the victim never enters", ready.nodes)
             }
@@ -1187,10 +1525,15 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
             Ok(returned) => describe_result(returned.ret),
             Err(_) => "no return".to_string(),
         };
+        let verb = if call == Call::WaitedLock {
+            "returns"
+        } else {
+            "fails with"
+        };
         tap.check(
             &format!(
-                "{what} fails with -{} (got {got})",
-                errno_name(libc::EHOSTDOWN)
+                "{what} {verb} -{} (got {got})",
+                errno_name(call.expected_errno())
             ),
             errno_verdict(outcome),
         );
@@ -1281,7 +1624,7 @@ where
         tap.bail_out("the nodes are out of step");
         return false;
     }
-    start_blocking_calls(kernel, ready, &returns, &mut calls);
+    let w_relocked = start_blocking_calls(kernel, ready, &returns, &mut calls);
     // Only the threads hold senders now, so a thread that died unreported
     // shows as a disconnected channel.
     drop(returns);
@@ -1299,6 +1642,18 @@ where
     let last_write_ns = progress.last_write_ns.load(Ordering::SeqCst);
     let failed_ns = progress.failed_ns.load(Ordering::SeqCst);
     report_calls(tap, ready, &calls, last_write_ns);
+    match ready.locks.duty {
+        LockDuty::WaitFor { lock, .. } => {
+            let relocked = match (&calls.outcomes[Call::WaitedLock.index()], &w_relocked) {
+                (Ok(_), Some(relocked)) => await_relocked(relocked),
+                (Err(reason), _) => Err(format!("not tried: no lock of W ({reason})")),
+                (Ok(_), None) => Err("T6 did not start".to_string()),
+            };
+            report_relocked(tap, &lock_label("W", lock), &relocked);
+        }
+        LockDuty::TakeOrphan { lock } => take_orphaned_lock(kernel, tap, lock),
+        LockDuty::None => {}
+    }
 
     let total = kernel.get_total_node();
     tap.check(
@@ -1337,6 +1692,80 @@ where
         tap.bail_out("the survivors are out of step");
     }
     in_step
+}
+
+/// Reports the unlock, and the lock and unlock after it, of `name`, a lock
+/// this survivor got from the dead victim.
+fn report_relocked<W: Write>(tap: &mut Tap<W>, name: &str, relocked: &RelockOutcome) {
+    let (unlock, again) = match relocked {
+        Ok(r) => (
+            describe_result(r.unlock),
+            format!(
+                "{}, {}",
+                describe_result(r.lock_again),
+                describe_result(r.unlock_again)
+            ),
+        ),
+        Err(_) => ("no return".to_string(), "no return".to_string()),
+    };
+    tap.check(
+        &format!("unlock of {name}, taken over from the dead victim, returns 0 (got {unlock})"),
+        relocked
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|r| expect_zero(r.unlock)),
+    );
+    tap.check(
+        &format!("lock and unlock of {name} once more return 0 (got {again})"),
+        relocked.as_ref().map_err(Clone::clone).and_then(|r| {
+            expect_zero(r.lock_again)
+                .map_err(|e| format!("lock: {e}"))
+                .and_then(|()| expect_zero(r.unlock_again).map_err(|e| format!("unlock: {e}")))
+        }),
+    );
+}
+
+/// Survivor A, once the death is known: takes lock O, which the victim
+/// held and nobody waited for, so that it must come with `EOWNERDEAD`,
+/// then releases it and takes and releases it once more.
+fn take_orphaned_lock<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, lock: Option<LiteLock>)
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let name = lock_label("O", lock);
+    let (sender, taken) = mpsc::channel();
+    let relocked = match lock {
+        Some(lock) => spawn_taker(kernel, lock, "lock_orphaned", move |ret, _| {
+            // The receiver is gone only once the test stopped waiting.
+            let _ = sender.send(ret);
+        }),
+        None => Err("lock O was not found".to_string()),
+    };
+    let ret = relocked.as_ref().map_err(Clone::clone).and_then(|_| {
+        taken
+            .recv_timeout(RELOCK_TIMEOUT)
+            .map_err(|_| format!("did not return within {} s", RELOCK_TIMEOUT.as_secs()))
+    });
+    let got = ret
+        .as_ref()
+        .map_or("no return".to_string(), |&r| describe_result(r));
+    tap.check(
+        &format!(
+            "lock of {name}, kept here, which the dead victim held and nobody waited for, \
+             returns -{} (got {got})",
+            errno_name(libc::EOWNERDEAD)
+        ),
+        ret.as_ref()
+            .map_err(Clone::clone)
+            .and_then(|&r| expect_errno(r, libc::EOWNERDEAD)),
+    );
+    let relocked = match (ret, relocked) {
+        (Ok(_), Ok(relocked)) => await_relocked(&relocked),
+        (Err(reason), _) => Err(format!("not tried: no lock of O ({reason})")),
+        (Ok(_), Err(reason)) => Err(reason),
+    };
+    report_relocked(tap, &name, &relocked);
 }
 
 /// Checks that `held_chunks` is back to its base value within
@@ -1493,9 +1922,63 @@ mod tests {
 
     #[test]
     fn lock_records_round_trip_and_reject_other_data() {
-        assert_eq!(decode_lock_record(&encode_lock_record(0)), Ok(0));
-        assert_eq!(decode_lock_record(&encode_lock_record(4095)), Ok(4095));
+        let full = LockRecord {
+            own: Some(0),
+            home: 1,
+            waited: Some(4094),
+            orphaned: Some(4095),
+        };
+        assert_eq!(decode_lock_record(&encode_lock_record(&full)), Ok(full));
+        let bytes = encode_lock_record(&full);
+        assert_eq!(&bytes[..4], &LOCK_RECORD_MAGIC.to_le_bytes());
+        assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
+        let partial = LockRecord {
+            own: None,
+            waited: Some(3),
+            orphaned: None,
+            ..full
+        };
+        assert_eq!(
+            decode_lock_record(&encode_lock_record(&partial)),
+            Ok(partial)
+        );
         assert!(decode_lock_record(&[0; LOCK_RECORD_LEN]).is_err());
+    }
+
+    #[test]
+    fn survivor_a_is_the_lowest_id_other_than_the_victim_s() {
+        assert_eq!(survivor_a(4, 4), Some(1));
+        assert_eq!(survivor_a(1, 3), Some(2));
+        assert_eq!(survivor_a(1, 1), None);
+        // Survivor B follows A.
+        assert_eq!(next_survivor(2, 1, 3), Some(3));
+    }
+
+    #[test]
+    fn records_are_checked_for_every_lock_and_for_survivor_a() {
+        let record = LockRecord {
+            own: Some(0),
+            home: 1,
+            waited: Some(0),
+            orphaned: Some(1),
+        };
+        assert_eq!(check_record(&record, 4, 4), Ok(()));
+        assert_eq!(
+            describe_record(&record),
+            "lock 0 on itself, W 0 and O 1 on survivor A (node 1)"
+        );
+        let missing = LockRecord {
+            waited: None,
+            home: 2,
+            ..record
+        };
+        let reason = check_record(&missing, 4, 4).unwrap_err();
+        assert!(reason.contains("could not create lock W"), "{reason}");
+        assert!(
+            reason.contains("lowest id other than the victim's (node 1)"),
+            "{reason}"
+        );
+        assert!(describe_record(&missing).contains("W none"));
     }
 
     fn returned(call: Call, ret: c_long, at_ms: u64) -> Outcome {
@@ -1521,6 +2004,17 @@ mod tests {
         let wrong = returned(Call::RdmaWrite, -c_long::from(libc::EIO), 13_000);
         let reason = errno_verdict(&wrong).unwrap_err();
         assert!(reason.contains("got -5 (-EIO)"), "{reason}");
+
+        // Lock W is held once it returns: EOWNERDEAD, not EHOSTDOWN or 0.
+        let handed = returned(Call::WaitedLock, -130, 13_100);
+        assert_eq!(errno_verdict(&handed), Ok(()));
+        for ret in [0, -112] {
+            let reason = errno_verdict(&returned(Call::WaitedLock, ret, 13_100)).unwrap_err();
+            assert!(
+                reason.starts_with("expected -EOWNERDEAD (-130)"),
+                "{reason}"
+            );
+        }
 
         let hung: Outcome = Err("hung".into());
         assert_eq!(errno_verdict(&hung), Err("hung".into()));
@@ -1621,24 +2115,51 @@ mod tests {
             problems: 0,
         };
         register_victim_port(&kernels[3], &mut log);
-        hold_victim_lock(&kernels[3], 4, &mut log);
+        hold_victim_locks(&kernels[3], 4, 4, &mut log);
         allocate_spread(&kernels[3], 4, &mut log);
         let problems = log.problems;
         let text = String::from_utf8_lossy(&out);
         assert_eq!(problems, 0, "{text}");
 
+        assert!(
+            text.contains("create_lock(node 1) gave lock W 0: ok"),
+            "{text}"
+        );
+        assert!(text.contains("lock of lock O 1: ok"), "{text}");
+
+        // Node 3 is neither A nor B; node 1 is A, node 2 B.
         let mut tap_out = Vec::new();
         let mut tap = Tap::new(&mut tap_out);
         let setup = set_up_survivor(&kernels[2], &mut tap, 3, 4);
-        let lock = find_victims_lock(&kernels[2], &mut tap, 4);
+        let locks = find_victims_locks(&kernels[2], &mut tap, 3, 4, 4);
         let summary = tap.finish();
         let tap_text = String::from_utf8_lossy(&tap_out);
         assert!(summary.all_passed(), "{tap_text}");
         assert_eq!(summary.passed, 5, "{tap_text}");
         assert_eq!((setup.victim, setup.next), (Some(4), Some(1)));
         assert!(setup.lmr_a.is_some() && setup.lmr_b.is_some());
-        assert_eq!(lock.map(|l| l.home), Some(4));
+        assert_eq!(locks.own.map(|l| l.home), Some(4));
+        assert_eq!(locks.duty, LockDuty::None);
         assert!(tap_text.contains("the victim (node 4)"), "{tap_text}");
+        assert!(
+            tap_text.contains("(lock 0 on itself, W 0 and O 1 on survivor A (node 1))"),
+            "{tap_text}"
+        );
+
+        let mut tap = Tap::new(Vec::new());
+        let a = find_victims_locks(&kernels[0], &mut tap, 1, 4, 4);
+        let b = find_victims_locks(&kernels[1], &mut tap, 2, 4, 4);
+        assert!(tap.finish().all_passed());
+        let o = LiteLock { home: 1, number: 1 };
+        let w = LiteLock { home: 1, number: 0 };
+        assert_eq!(a.duty, LockDuty::TakeOrphan { lock: Some(o) });
+        assert_eq!(
+            b.duty,
+            LockDuty::WaitFor {
+                home: 1,
+                lock: Some(w)
+            }
+        );
     }
 
     #[test]
@@ -1678,14 +2199,20 @@ mod tests {
     /// Runs the whole test on a four-node model whose node 4 dies shortly
     /// after its marker; each survivor's output and summary.
     fn run_with_death(defects: DeathDefects) -> Vec<(String, TapSummary)> {
-        let nodes = dying::cluster(4, defects);
+        run_with_death_on(4, defects)
+    }
+
+    /// As [`run_with_death`], with `count` nodes, the last the victim.
+    fn run_with_death_on(count: u32, defects: DeathDefects) -> Vec<(String, TapSummary)> {
+        let nodes = dying::cluster(count, defects);
         let config = FailureConfig {
             cm: Ipv4Addr::new(10, 0, 0, 1),
-            nodes: 4,
+            nodes: count,
             pacing: TEST_PACING,
         };
+        let (survivors, victim) = nodes.split_at(nodes.len() - 1);
         thread::scope(|scope| {
-            let survivors: Vec<_> = nodes[..3]
+            let survivors: Vec<_> = survivors
                 .iter()
                 .map(|node| {
                     scope.spawn(move || {
@@ -1698,7 +2225,7 @@ mod tests {
                 })
                 .collect();
             let mut out = Vec::new();
-            let victim = &nodes[3];
+            let victim = &victim[0];
             assert_eq!(run_victim(victim.as_ref(), &config, &mut out), Ok(()));
             thread::sleep(Duration::from_millis(200));
             dying::kill(victim);
@@ -1714,36 +2241,53 @@ mod tests {
     }
 
     /// Cycles paced for a model whose membership changes at once, still
-    /// with several reads of the cluster's size in every state.
+    /// with several reads of the cluster's size in every state; a change
+    /// that does not come is given up on sooner than on the machines.
     const TEST_PACING: CyclePacing = CyclePacing {
         poll: Duration::from_millis(5),
         away: Duration::from_millis(100),
         back: Duration::from_millis(60),
+        change: Duration::from_secs(5),
     };
 
-    /// Test points of the failure phase, before the leave/rejoin cycles.
+    /// Test points of the failure phase, before the leave/rejoin cycles, of
+    /// a survivor that is neither A nor B.
     const FAILURE_POINTS: u32 = 26;
+
+    /// Survivor A's further points: ask_lock of lock O, its lock, the
+    /// unlock, the lock and unlock after it.
+    const A_POINTS: u32 = 4;
+
+    /// Survivor B's: ask_lock of lock W, T6's errno and stall, the unlock,
+    /// the lock and unlock after it.
+    const B_POINTS: u32 = 5;
 
     #[test]
     fn survivors_of_a_correct_kernel_pass_every_point() {
         let results = run_with_death(DeathDefects::default());
-        for (output, summary) in &results {
+        let points = [
+            FAILURE_POINTS + A_POINTS,
+            FAILURE_POINTS + B_POINTS,
+            FAILURE_POINTS,
+        ];
+        for (node, (output, summary)) in (1..).zip(&results) {
             assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
             for call in Call::ALL {
-                assert!(
-                    output.contains(&format!("\n# stall {} ", call.name())),
-                    "{output}"
-                );
+                // Only survivor B, node 2, waits for lock W.
+                let stall = format!("\n# stall {} ", call.name());
+                let expected = node == 2 || call != Call::WaitedLock;
+                assert_eq!(output.contains(&stall), expected, "{output}");
             }
             assert!(
                 output.contains("held_chunks back to 1 within 10 s"),
                 "{output}"
             );
             assert!(output.contains("get_total_node returns 3 once"), "{output}");
-            // The failure's points come first, unchanged in number.
+            // The failure's points come first.
             assert!(
                 output.contains(&format!(
-                    "\nok {FAILURE_POINTS} - final dist_barrier(3) among the survivors returns 0\n"
+                    "\nok {} - final dist_barrier(3) among the survivors returns 0\n",
+                    points[node - 1]
                 )),
                 "{output}"
             );
@@ -1754,9 +2298,41 @@ mod tests {
                 "{output}"
             );
         }
-        // Nodes 1 and 2 watch node 3 leave and come back.
-        for (output, summary) in &results[..2] {
-            assert_eq!(summary.passed, FAILURE_POINTS + 26, "{output}");
+        let (a, b) = (&results[0].0, &results[1].0);
+        assert!(
+            a.contains(
+                " - lock of lock O 1, kept here, which the dead victim held and nobody waited \
+                 for, returns -EOWNERDEAD (got -130 (-EOWNERDEAD))\n"
+            ),
+            "{a}"
+        );
+        assert!(
+            b.contains(
+                " - lock of lock W 0 on survivor A (node 1), which the victim held, returns \
+                 -EOWNERDEAD (got -130 (-EOWNERDEAD))\n"
+            ),
+            "{b}"
+        );
+        for (output, name) in [(a, "lock O 1"), (b, "lock W 0")] {
+            assert!(
+                output.contains(&format!(
+                    " - unlock of {name}, taken over from the dead victim, returns 0 (got 0)\n"
+                )),
+                "{output}"
+            );
+            assert!(
+                output.contains(&format!(
+                    " - lock and unlock of {name} once more return 0 (got 0, 0)\n"
+                )),
+                "{output}"
+            );
+        }
+        assert!(!results[2].0.contains("lock W"), "{}", results[2].0);
+        assert!(!results[2].0.contains("lock O"), "{}", results[2].0);
+        // Nodes 1 and 2 watch node 3 leave and come back; node 1 also
+        // publishes its spread LMR for node 3 to map.
+        for ((output, summary), points) in results[..2].iter().zip([points[0] + 1, points[1]]) {
+            assert_eq!(summary.passed, points + 26, "{output}");
             let followed = output
                 .lines()
                 .filter(|l| {
@@ -1775,8 +2351,37 @@ mod tests {
                 "{output}"
             );
         }
+        assert!(
+            results[0].0.contains(
+                " - leave/rejoin: add_ask_mr_table of the spread LMR as name \
+                 0x5350524541444c4d (for node 3 to map) returns 0\n"
+            ),
+            "{}",
+            results[0].0
+        );
+        assert!(
+            !results[1].0.contains("add_ask_mr_table"),
+            "{}",
+            results[1].0
+        );
         let (output, summary) = &results[2];
-        assert_eq!(summary.passed, FAILURE_POINTS + 44, "{output}");
+        assert_eq!(summary.passed, FAILURE_POINTS + 45, "{output}");
+        assert!(
+            output.contains(
+                " - leave/rejoin: leaver (node 3) mapped observer 1's spread LMR and read it \
+                 back intact through the mapping (16 MiB, node 1's pattern)\n"
+            ),
+            "{output}"
+        );
+        // Only the first leave happens while the mapping exists.
+        assert_eq!(output.matches(", keeping its mapping").count(), 1);
+        assert!(
+            output.contains(
+                " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
+                 node 1's spread LMR\n"
+            ),
+            "{output}"
+        );
         assert_eq!(
             output.matches("\n# leave ").count(),
             CYCLES as usize,
@@ -1803,6 +2408,53 @@ mod tests {
     }
 
     #[test]
+    fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
+        let results = run_with_death_on(3, DeathDefects::default());
+        // Node 1 is survivor A, node 2 survivor B (and the leaver).
+        for ((output, summary), points) in results.iter().zip([A_POINTS, B_POINTS]) {
+            let failed = failures(output);
+            assert!(failed.is_empty(), "{failed:?}\n{output}");
+            assert!(summary.passed > FAILURE_POINTS + points, "{output}");
+            assert!(
+                output.contains(&format!(
+                    "\nok {} - final dist_barrier(2) among the survivors returns 0\n",
+                    FAILURE_POINTS + points
+                )),
+                "{output}"
+            );
+        }
+        assert!(results[0].0.contains("lock O 1, kept here"));
+        assert!(results[1].0.contains("\n# stall lock_owner_dead "));
+    }
+
+    #[test]
+    fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
+        let defects = DeathDefects::with_kernel(Defects {
+            lock_hides_owner_death: true,
+            ..Defects::default()
+        });
+        let results = run_with_death(defects);
+        let failed: Vec<Vec<&str>> = results.iter().map(|(o, _)| failures(o)).collect();
+        // Survivor A takes lock O with 0, survivor B gets lock W with 0;
+        // both still hold it, so unlocking works.
+        assert_eq!(failed[0].len(), 1, "{:?}", failed[0]);
+        assert!(
+            failed[0][0].contains("lock of lock O 1, kept here")
+                && failed[0][0].ends_with("returns -EOWNERDEAD (got 0)"),
+            "{:?}",
+            failed[0]
+        );
+        assert_eq!(failed[1].len(), 1, "{:?}", failed[1]);
+        assert!(
+            failed[1][0].contains("lock of lock W 0 on survivor A (node 1)")
+                && failed[1][0].ends_with("returns -EOWNERDEAD (got 0)"),
+            "{:?}",
+            failed[1]
+        );
+        assert!(failed[2].is_empty(), "{:?}", failed[2]);
+    }
+
+    #[test]
     fn bytes_lost_by_a_leave_are_caught() {
         let defects = DeathDefects::with_kernel(Defects {
             leave_loses_moved_bytes: true,
@@ -1822,6 +2474,58 @@ mod tests {
             assert!(output.contains("byte(s) differ"), "{output}");
         }
         assert!(failures(&results[2].0).is_empty(), "{}", results[2].0);
+    }
+
+    #[test]
+    fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
+        let defects = DeathDefects::with_kernel(Defects {
+            leave_refuses_mapped_lmrs: true,
+            ..Defects::default()
+        });
+        let results = run_with_death(defects);
+        // Node 3 stays: the observers see no cycle, and their spread LMRs,
+        // which did not move, read back whole.
+        for (output, _) in &results[..2] {
+            let failed = failures(output);
+            assert_eq!(failed.len(), 1, "{failed:?}\n{output}");
+            assert!(
+                failed[0].contains(
+                    "leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3"
+                ),
+                "{failed:?}"
+            );
+            assert!(
+                output.contains("# get_total_node did not return 2 in time (5000 ms)"),
+                "{output}"
+            );
+            assert!(
+                output.contains("cycle 1: the 16 MiB spread LMR reads back whole"),
+                "{output}"
+            );
+        }
+        let output = &results[2].0;
+        let failed = failures(output);
+        assert_eq!(failed.len(), 2, "{failed:?}\n{output}");
+        assert!(
+            failed[0].ends_with(
+                " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
+                 node 1's spread LMR"
+            ),
+            "{failed:?}"
+        );
+        assert!(
+            output.contains(
+                "\n# expected 0, got -28 (-ENOSPC): the leave refused to move the chunks held \
+                 here, while this node maps node 1's spread LMR"
+            ),
+            "{output}"
+        );
+        assert!(output.contains("\n# cycles 2 to 10 not run\n"), "{output}");
+        // Its chunks never moved.
+        assert!(
+            failed[1].contains("held_chunks on node 3 is 0 after its last join"),
+            "{failed:?}"
+        );
     }
 
     #[test]

@@ -13,11 +13,13 @@
 //! is its process exiting.
 //!
 //! Membership is kept per process (the real kernel keeps it per node):
-//! `lite_leave` releases what the calling process holds, moves the chunks
-//! its node holds for other nodes' LMRs to a third node and takes the node
-//! out of the cluster's count until it joins again, with the same id.
-//! Neither the mapped-LMR rule of a leave nor the refusal of a join while
-//! an earlier incarnation counts as alive is modelled.
+//! `lite_leave` releases what the calling process holds (its locks go to
+//! their next takers with `EOWNERDEAD`), moves the chunks its node holds
+//! for other nodes' LMRs to a third node and takes the node out of the
+//! cluster's count until it joins again, with the same id. Chunks of
+//! mapped LMRs move too, but never to a node that maps the LMR (nor to
+//! its creator). The refusal of a join while an earlier incarnation
+//! counts as alive is not modelled.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_void};
@@ -66,6 +68,9 @@ pub struct Defects {
     pub lock_not_exclusive: bool,
     /// An unlocked lock goes to the waiter that asked last, not first.
     pub lock_serves_newest_first: bool,
+    /// A lock whose holder's node failed or left goes to its next taker
+    /// with 0 instead of `EOWNERDEAD`, as if the holder had released it.
+    pub lock_hides_owner_death: bool,
     /// fetch-add and compare-swap read, let other threads run, then write.
     pub atomics_not_atomic: bool,
     /// `lite_leave` accepts flags it does not define (and leaves).
@@ -73,6 +78,9 @@ pub struct Defects {
     /// The chunks a leaving node held for others move without their bytes
     /// (they arrive zeroed).
     pub leave_loses_moved_bytes: bool,
+    /// A leave fails with `ENOSPC` when an LMR with chunks on the leaving
+    /// node is mapped (by any node), as before mapped LMRs could move.
+    pub leave_refuses_mapped_lmrs: bool,
 }
 
 impl Defects {
@@ -80,6 +88,7 @@ impl Defects {
         sync::LockDefects {
             not_exclusive: self.lock_not_exclusive,
             lifo: self.lock_serves_newest_first,
+            hide_owner_death: self.lock_hides_owner_death,
         }
     }
 }
@@ -107,6 +116,9 @@ struct Lmr {
     creator: u32,
     /// Chunks held, by node.
     chunks: Vec<u32>,
+    /// Mappings of it (`lite_ask_lmr`), by node: a leave moves no chunk to
+    /// these nodes.
+    mappers: BTreeMap<u32, u64>,
     /// Freed or deregistered while mappings remained (`no_revocation`
     /// keeps the data reachable).
     released: bool,
@@ -152,6 +164,29 @@ struct Cluster {
     /// Nodes that are not members now: they left, or failed (see
     /// [`FakeKernel::fail_node`]).
     gone: BTreeSet<u32>,
+}
+
+impl Cluster {
+    /// Counts a mapping of LMR `lmr` made on `node`.
+    fn map(&mut self, node: u32, lmr: u64) {
+        *self.mappings.entry(node).or_default() += 1;
+        if let Some(lmr) = self.lmrs.get_mut(&lmr) {
+            *lmr.mappers.entry(node).or_default() += 1;
+        }
+    }
+
+    /// Counts a mapping of LMR `lmr` on `node` out again.
+    fn unmap(&mut self, node: u32, lmr: u64) {
+        *self.mappings.entry(node).or_default() -= 1;
+        if let Some(lmr) = self.lmrs.get_mut(&lmr) {
+            if let Some(count) = lmr.mappers.get_mut(&node) {
+                *count -= 1;
+                if *count == 0 {
+                    lmr.mappers.remove(&node);
+                }
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -445,10 +480,11 @@ impl FakeKernel {
     }
 
     /// Moves every chunk this node holds for another node's LMR to a third
-    /// member (neither this node nor the LMR's creator), as the owners do
-    /// when a node leaves. Without `force`, nothing moves unless every
-    /// chunk can (`-ENOSPC`); with it, chunks that cannot move are held by
-    /// no node any more (the model keeps their bytes, the kernel would not).
+    /// member (neither this node, nor the LMR's creator, nor a node that
+    /// maps the LMR), as the owners do when a node leaves. Without `force`,
+    /// nothing moves unless every chunk can (`-ENOSPC`); with it, chunks
+    /// that cannot move are held by no node any more (the model keeps
+    /// their bytes, the kernel would not).
     fn move_held_chunks(&self, cluster: &mut Cluster, force: bool) -> Result<(), c_long> {
         let nodes = self.nodes;
         let me = self.id;
@@ -457,9 +493,20 @@ impl FakeKernel {
             if lmr.creator == me {
                 continue;
             }
-            let thirds: Vec<u32> = (1..=nodes)
-                .filter(|&n| n != me && n != lmr.creator && Self::is_member(cluster, n, nodes))
-                .collect();
+            // With the defect, a mapped LMR's chunks cannot move at all.
+            let thirds: Vec<u32> =
+                if self.defects.leave_refuses_mapped_lmrs && !lmr.mappers.is_empty() {
+                    Vec::new()
+                } else {
+                    (1..=nodes)
+                        .filter(|&n| {
+                            n != me
+                                && n != lmr.creator
+                                && !lmr.mappers.contains_key(&n)
+                                && Self::is_member(cluster, n, nodes)
+                        })
+                        .collect()
+                };
             let held = lmr.chunks.iter().enumerate().filter(|(_, &n)| n == me);
             for (turn, (chunk, _)) in held.enumerate() {
                 match thirds.get(turn % thirds.len().max(1)) {
@@ -488,9 +535,16 @@ impl FakeKernel {
 
     /// Takes this node out of the cluster as if the manager had declared it
     /// dead: the other nodes stop counting it, and nothing new goes to it.
-    /// What it created or holds stays (the caller models what goes).
+    /// The locks its threads hold go to their next waiters, or to whoever
+    /// takes them next, with `EOWNERDEAD`, and its threads' own waits for
+    /// locks end. Whatever else it created or holds stays (the caller
+    /// models what goes).
     pub fn fail_node(&self) {
         self.cluster_state().gone.insert(self.id);
+        let id = self.id;
+        self.shared
+            .sync
+            .holders_gone(|owner| owner.node == id, self.defects.locks());
     }
 
     /// Counts this node in the cluster again after [`FakeKernel::fail_node`],
@@ -959,15 +1013,15 @@ impl Kernel for FakeKernel {
         if let Err(errno) = self.move_held_chunks(&mut cluster, flags & LEAVE_FORCE != 0) {
             return errno;
         }
-        let handles: Vec<(u64, Kind)> = process
+        let handles: Vec<(u64, Handle)> = process
             .handles
             .iter()
-            .map(|(&number, handle)| (number, handle.kind))
+            .map(|(&number, handle)| (number, *handle))
             .collect();
-        for (number, kind) in handles {
-            match kind {
+        for (number, handle) in handles {
+            match handle.kind {
                 Kind::Created => self.release(&mut process, &mut cluster, number),
-                Kind::Mapping => *cluster.mappings.entry(self.id).or_default() -= 1,
+                Kind::Mapping => cluster.unmap(self.id, handle.lmr),
             }
         }
         // Handles of the old membership are gone, even those a defect keeps.
@@ -975,6 +1029,12 @@ impl Kernel for FakeKernel {
         process.ops.clear();
         process.joined = false;
         cluster.gone.insert(self.id);
+        drop(cluster);
+        drop(process);
+        let me = self.process_id;
+        self.shared
+            .sync
+            .holders_gone(|owner| owner.process == me, self.defects.locks());
         0
     }
 
@@ -1031,6 +1091,7 @@ impl Kernel for FakeKernel {
             creator: self.id,
             chunks,
             released: false,
+            mappers: BTreeMap::new(),
         };
         let lmr = Self::new_lmr(&mut cluster, lmr);
         let handle = Handle {
@@ -1094,7 +1155,7 @@ impl Kernel for FakeKernel {
         if entry.kind == Kind::Mapping {
             // Only reachable with ignore_permissions: drop the mapping.
             process.handles.remove(&handle);
-            *cluster.mappings.entry(self.id).or_default() -= 1;
+            cluster.unmap(self.id, entry.lmr);
             return 0;
         }
         self.release(&mut process, &mut cluster, handle);
@@ -1181,6 +1242,7 @@ impl Kernel for FakeKernel {
             creator: self.id,
             chunks: self.chunk_holders(&cluster, self.id, size),
             released: false,
+            mappers: BTreeMap::new(),
         };
         let lmr = Self::new_lmr(&mut cluster, lmr);
         cluster.names.insert(
@@ -1264,7 +1326,7 @@ impl Kernel for FakeKernel {
             return err(libc::EPERM);
         }
         let lmr = published.lmr;
-        *cluster.mappings.entry(self.id).or_default() += 1;
+        cluster.map(self.id, lmr);
         let handle = Handle {
             lmr,
             perms,
@@ -1283,8 +1345,9 @@ impl Kernel for FakeKernel {
         let mut cluster = self.cluster_state();
         match process.handles.get(&handle) {
             Some(entry) if entry.kind == Kind::Mapping => {
+                let lmr = entry.lmr;
                 process.handles.remove(&handle);
-                *cluster.mappings.entry(self.id).or_default() -= 1;
+                cluster.unmap(self.id, lmr);
                 0
             }
             Some(entry) if !entry.freed => err(libc::EINVAL),
@@ -1319,6 +1382,7 @@ impl Kernel for FakeKernel {
             creator: self.id,
             chunks: Vec::new(),
             released: false,
+            mappers: BTreeMap::new(),
         };
         let lmr = Self::new_lmr(&mut cluster, lmr);
         let handle = Handle {
@@ -1605,8 +1669,7 @@ impl Kernel for FakeKernel {
         self.counted_as(Operation::Lock, Some(Priority::None), 0, || {
             match self.lock_key(lock) {
                 Ok(key) => self.shared.sync.lock(
-                    sync::Owner::current(self.process_id),
-                    self.id,
+                    sync::Owner::current(self.id, self.process_id),
                     key,
                     self.defects.locks(),
                 ),
@@ -1618,7 +1681,7 @@ impl Kernel for FakeKernel {
     unsafe fn unlock(&self, lock: *const LiteLock) -> c_long {
         match self.lock_key(lock) {
             Ok(key) => self.shared.sync.unlock(
-                sync::Owner::current(self.process_id),
+                sync::Owner::current(self.id, self.process_id),
                 key,
                 self.defects.locks(),
             ),

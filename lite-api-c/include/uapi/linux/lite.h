@@ -122,7 +122,9 @@
  *   Leave the cluster gracefully. From the call on, new calls on this node
  *   get -ENOTCONN; calls under way finish. First every chunk this node
  *   holds for another node's LMR is moved to another node (not this one,
- *   not the owner) by the LMR's owner, so no data is lost; then
+ *   not the owner, not a node that mapped the LMR) by the LMR's owner, so
+ *   no data is lost; mappings of the LMR on other nodes pause meanwhile and
+ *   follow the chunks; then
  *   everything this node's processes hold is released (their LMRs freed,
  *   mappings of them on other nodes revoked), and the cluster manager
  *   tells every other node, which then counts this node as gone
@@ -130,8 +132,7 @@
  *   not move (their data is lost).
  *   -ENOTCONN not a member; -EALREADY a join or leave is under way;
  *   -ENOSPC some chunk held for another node could not move (no other
- *   node could take it, or its LMR is mapped by other nodes, whose chunk
- *   tables would go stale): the node stays a member; -EINVAL unknown
+ *   node could take it): the node stays a member; -EINVAL unknown
  *   flags.
  *
  * long lite_get_node_id(void)      -> this node's id
@@ -202,7 +203,8 @@
  *   grants and the LMR has; password must be the one the name was published
  *   with and becomes the new handle's password.
  *   -ENOENT no such name on node; -EACCES wrong password; -EPERM none of
- *   the requested permissions is granted; -EINVAL unknown permission bits.
+ *   the requested permissions is granted; -EINVAL unknown permission bits;
+ *   -EAGAIN the LMR's chunks are moving off a node that leaves (ask again).
  *
  * long lite_umap_lmr(__u64 handle)
  *   Drop a mapping made by lite_ask_lmr (also after it was revoked). The

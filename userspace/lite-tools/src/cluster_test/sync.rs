@@ -1560,6 +1560,27 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_whose_holder_s_node_left_or_failed_comes_with_eownerdead() {
+        let kernels = joined_cluster(3, Defects::default());
+        let owner_dead = -c_long::from(libc::EOWNERDEAD);
+        let held = create_lock(&kernels[0], 1).expect("create_lock");
+        let theirs = ask_lock(&kernels[1], 1, held.number).expect("ask_lock");
+        assert_eq!(lock(&kernels[1], &theirs), 0);
+        assert_eq!(kernels[1].leave(0), 0);
+        assert_eq!(lock(&kernels[0], &held), owner_dead);
+        assert_eq!(unlock(&kernels[0], &held), 0);
+
+        let theirs = ask_lock(&kernels[2], 1, held.number).expect("ask_lock");
+        assert_eq!(lock(&kernels[2], &theirs), 0);
+        kernels[2].fail_node();
+        assert_eq!(lock(&kernels[0], &held), owner_dead);
+        assert_eq!(unlock(&kernels[0], &held), 0);
+        // Only the first taker is told.
+        assert_eq!(lock(&kernels[0], &held), 0);
+        assert_eq!(unlock(&kernels[0], &held), 0);
+    }
+
+    #[test]
     fn a_child_increments_under_the_parent_s_lock() {
         let kernel = joined_cluster(1, Defects::default()).remove(0);
         let held = create_lock(&kernel, 1).expect("create_lock");

@@ -4,11 +4,14 @@
 //! Each node of a [`FakeKernel::cluster`] is wrapped in a [`Node`] that
 //! knows which node is the victim. Until [`kill`] is called, calls pass
 //! through, except those the real kernel would keep waiting on the victim:
-//! an RPC call to it and its locks wait for its death, and a barrier of
-//! every node waits until the victim enters it too (or dies). At the death
-//! the victim's LMRs are freed (their chunks with them), and the survivors'
-//! calls involving the victim fail with `EHOSTDOWN`; the cluster shrinks
-//! by one. Leaving and joining again pass through to the model.
+//! an RPC call to it and the locks it keeps wait for its death, and a
+//! barrier of every node waits until the victim enters it too (or dies).
+//! A lock kept by a survivor that the victim holds waits in the model
+//! underneath. At the death the victim's LMRs are freed (their chunks with
+//! them), the survivors' calls involving the victim fail with `EHOSTDOWN`,
+//! and the model hands the locks the victim held on survivors over with
+//! `EOWNERDEAD` (see [`FakeKernel::fail_node`]); the cluster shrinks by
+//! one. Leaving and joining again pass through to the model.
 
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_void};
@@ -113,7 +116,8 @@ pub fn cluster(nodes: u32, defects: DeathDefects) -> Vec<Arc<Node>> {
         .collect()
 }
 
-/// Kills the victim: its LMRs go, and everybody learns of its death.
+/// Kills the victim: its LMRs go, the locks it holds on survivors go to
+/// their waiters (or are orphaned), and everybody learns of its death.
 pub fn kill(victim: &Node) {
     let created: Vec<u64> = victim.tracked().iter().copied().collect();
     for handle in created {
@@ -464,10 +468,12 @@ impl Kernel for Node {
         // SAFETY: the caller guarantees a readable LiteLock at `lock`.
         let home = unsafe { lock.read_unaligned() }.home;
         if home == self.victim && !self.is_victim() {
-            // The victim holds it until it dies.
+            // The victim holds it until it dies, and it dies with its home.
             self.fate.wait_for(|_| false);
             return host_down();
         }
+        // A survivor's lock the victim holds waits in the model, whose
+        // `fail_node` at the death hands it over with `EOWNERDEAD`.
         // SAFETY: the caller upholds the contract.
         unsafe { self.inner.lock(lock) }
     }

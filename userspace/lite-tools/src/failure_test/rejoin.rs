@@ -10,16 +10,26 @@
 //! between themselves throughout. They follow the cycles by the cluster's
 //! size alone, without barriers: a thread reads `lite_get_total_node`
 //! every [`CyclePacing::poll`] and notes each change, and every cycle must
-//! take the count down by one and back up, each within [`CHANGE_TIMEOUT`].
-//! After each cycle an observer reads its whole spread LMR back. The
-//! leaver stays out [`CyclePacing::away`] before it joins again, and once
-//! the cluster is whole again it waits [`CyclePacing::back`] before it
-//! leaves again, so that every size lasts several reads.
+//! take the count down by one and back up, each within
+//! [`CyclePacing::change`]. After each cycle an observer reads its whole
+//! spread LMR back. The leaver stays out [`CyclePacing::away`] before it
+//! joins again, and once the cluster is whole again it waits
+//! [`CyclePacing::back`] before it leaves again, so that every size lasts
+//! several reads.
 //!
-//! A barrier of all survivors starts the phase (everything allocated) and
-//! one ends it: the leaver's first barrier after its last join has to take
-//! the round the others are at. Every wait is bounded; what does not end
-//! in time is reported as a failure.
+//! The lowest observer also publishes its spread LMR ([`SPREAD_NAME`]).
+//! Before its first leave the leaver maps it (`lite_ask_lmr`, retried
+//! while it fails with `EAGAIN`, which it may while the LMR's chunks move),
+//! reads all of it through the mapping and keeps the mapping: the leave
+//! then has to move chunks of an LMR that the leaver itself maps. The
+//! owner pauses the mappings, moves the chunks (never to a node that maps
+//! the LMR) and the mappings follow; the leave must succeed unforced, and
+//! the owner's read-back after the cycle shows that the bytes moved intact.
+//!
+//! A barrier of all survivors starts the phase (everything allocated and
+//! published) and one ends it: the leaver's first barrier after its last
+//! join has to take the round the others are at. Every wait is bounded;
+//! what does not end in time is reported as a failure.
 
 use std::ffi::CString;
 use std::io::Write;
@@ -31,10 +41,10 @@ use std::thread;
 use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{CM_DEFAULT_PORT, NODE_SPREAD};
+use lite::sys::{CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
 use super::{alloc, barrier_point, bounded, elapsed_ms, held_chunks, run_traffic, Target};
-use crate::cluster_test::io::{read_at, write_at};
+use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
@@ -50,6 +60,18 @@ pub const CYCLES: u32 = 10;
 /// the other survivors, so that with three survivors two are on the leaver.
 const SPREAD_LMR_SIZE: u64 = 16 << 20;
 
+/// Name under which the lowest observer publishes its spread LMR for the
+/// leaver to map ("SPREADLM"). The name's password is the LMR's own,
+/// [`password_of`] the observer.
+const SPREAD_NAME: u64 = 0x5350_5245_4144_4c4d;
+
+/// How often the leaver tries `lite_ask_lmr` of the published spread LMR
+/// while it fails with `EAGAIN` (its chunks are moving).
+const MAP_TRIES: u32 = 10;
+
+/// Pause between those tries.
+const MAP_RETRY: Duration = Duration::from_millis(200);
+
 /// Size of the LMR each observer's traffic goes to, on another observer.
 const TRAFFIC_LMR_SIZE: u64 = 1 << 20;
 
@@ -57,19 +79,12 @@ const TRAFFIC_LMR_SIZE: u64 = 1 << 20;
 /// handle once it is out.
 const OLD_HANDLE_SIZE: u64 = 4096;
 
-/// Longest one membership change may take to show: the cluster's size
-/// going down (counted from the end of the previous cycle) or back up
-/// (from going down) for an observer, being whole again after the join for
-/// the leaver; also how long the leaver keeps trying to join again while
-/// the manager refuses it with `EADDRINUSE` or `EAGAIN`.
-pub const CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Bound of one `lite_leave` or `lite_join` call, and of writing or reading
 /// a whole spread LMR.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bound of the phase's barriers: the others may first spend up to
-/// [`CHANGE_TIMEOUT`] on a cycle that does not come.
+/// [`CyclePacing::change`] on a cycle that does not come.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Pause between joins the manager refused for now (`EADDRINUSE`,
@@ -90,6 +105,12 @@ pub struct CyclePacing {
     /// How long the leaver waits, once the cluster is whole again, before
     /// it leaves again.
     pub back: Duration,
+    /// Longest one membership change may take to show: the cluster's size
+    /// going down (counted from the end of the previous cycle) or back up
+    /// (from going down) for an observer, being whole again after the join
+    /// for the leaver; also how long the leaver keeps trying to join again
+    /// while the manager refuses it with `EADDRINUSE` or `EAGAIN`.
+    pub change: Duration,
 }
 
 impl CyclePacing {
@@ -98,6 +119,7 @@ impl CyclePacing {
         poll: Duration::from_millis(100),
         away: Duration::from_secs(1),
         back: Duration::from_secs(1),
+        change: Duration::from_secs(30),
     };
 }
 
@@ -115,12 +137,16 @@ pub enum Part {
         leaver: u32,
         /// The observer holding this one's traffic LMR.
         peer: u32,
+        /// Whether it publishes its spread LMR for the leaver to map: the
+        /// lowest observer does.
+        publishes: bool,
     },
 }
 
 /// `me`'s part among the survivors of a cluster of `nodes` whose `victim`
-/// died: the highest survivor leaves, and each observer's traffic goes to
-/// the next observer (wrapping around). `None` if `me` is no survivor or
+/// died: the highest survivor leaves, each observer's traffic goes to the
+/// next observer (wrapping around), and the lowest observer publishes its
+/// spread LMR. `None` if `me` is no survivor or
 /// there are fewer than three: a leaving node's chunks need a third node
 /// to move to.
 pub fn part(me: u32, victim: u32, nodes: u32) -> Option<Part> {
@@ -139,7 +165,11 @@ pub fn part(me: u32, victim: u32, nodes: u32) -> Option<Part> {
         .copied()
         .find(|&n| n > me)
         .or_else(|| observers.first().copied())?;
-    Some(Part::Observer { leaver, peer })
+    Some(Part::Observer {
+        leaver,
+        peer,
+        publishes: observers.first() == Some(&me),
+    })
 }
 
 /// What every survivor knows about the phase.
@@ -171,7 +201,11 @@ where
 {
     match part(phase.me, phase.victim, phase.nodes) {
         Some(Part::Leaver { observers }) => leave_and_rejoin(kernel, tap, phase, &observers),
-        Some(Part::Observer { leaver, peer }) => observe(kernel, tap, phase, leaver, peer),
+        Some(Part::Observer {
+            leaver,
+            peer,
+            publishes,
+        }) => observe(kernel, tap, phase, leaver, peer, publishes),
         None => tap.skip(
             "leave/rejoin cycles",
             "they need three survivors (a leaving node's chunks move to a third node)",
@@ -201,8 +235,9 @@ fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The leaver's part: [`CYCLES`] times leave, check that the node is out,
-/// join again and wait until the cluster is whole.
+/// The leaver's part: maps the lowest observer's spread LMR, then
+/// [`CYCLES`] times leaves, checks that the node is out, joins again and
+/// waits until the cluster is whole.
 fn leave_and_rejoin<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase, observers: &[u32])
 where
     K: Kernel + Send + 'static,
@@ -213,6 +248,9 @@ where
         tap.bail_out("the survivors are out of step");
         return;
     }
+    let mapped = observers
+        .first()
+        .and_then(|&owner| map_spread_point(kernel, tap, me, owner));
     let held = held_chunks(kernel.as_ref());
     let shown = held.as_ref().map_or("?".to_string(), u64::to_string);
     tap.check(
@@ -228,7 +266,9 @@ where
     );
 
     for cycle in 1..=CYCLES {
-        match one_cycle(kernel, tap, phase, observers, cycle) {
+        // Only the first leave happens while the mapping exists.
+        let mapped = mapped.filter(|_| cycle == 1);
+        match one_cycle(kernel, tap, phase, observers, cycle, mapped) {
             CycleEnd::Completed => {
                 if cycle < CYCLES {
                     thread::sleep(phase.pacing.back);
@@ -274,13 +314,92 @@ enum CycleEnd {
     Out,
 }
 
-/// One cycle of the leaver.
+/// Maps the spread LMR `owner` published, reads all of it through the
+/// mapping and compares it with `owner`'s pattern, as a test point. The
+/// mapping is kept, for the first leave to move chunks of a mapped LMR;
+/// `owner` if it was made.
+fn map_spread_point<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, me: u32, owner: u32) -> Option<u32>
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let (mapping, read) = match bounded(kernel, CALL_TIMEOUT, move |k| map_and_read(k, owner)) {
+        Ok(outcome) => outcome,
+        // The mapping may have been made: the leave tells either way.
+        Err(e) => (Err(e.clone()), Err(e)),
+    };
+    let mapped = mapping.is_ok();
+    tap.check(
+        &format!(
+            "leave/rejoin: leaver (node {me}) mapped observer {owner}'s spread LMR and read \
+             it back intact through the mapping ({} MiB, node {owner}'s pattern)",
+            SPREAD_LMR_SIZE >> 20
+        ),
+        mapping.and(read),
+    );
+    mapped.then_some(owner)
+}
+
+/// Maps the spread LMR `owner` published, trying again while `ask_lmr`
+/// fails with `EAGAIN`, then reads it through the mapping. What became of
+/// the mapping (its handle) and of the read.
+fn map_and_read<K: Kernel>(kernel: &K, owner: u32) -> (Result<u64, String>, Result<(), String>) {
+    let password = password_of(owner);
+    let again = -c_long::from(libc::EAGAIN);
+    let mut tries = 1;
+    let ret = loop {
+        let ret = kernel.ask_lmr(owner, SPREAD_NAME, PERM_READ, password);
+        if ret != again || tries == MAP_TRIES {
+            break ret;
+        }
+        tries += 1;
+        thread::sleep(MAP_RETRY);
+    };
+    let mapping = handle_of(
+        ret,
+        &format!("ask_lmr(node {owner}, name {SPREAD_NAME:#x}) (try {tries} of {MAP_TRIES})"),
+    );
+    let read = match mapping {
+        Ok(handle) => {
+            let lmr = Target {
+                handle,
+                size: SPREAD_LMR_SIZE,
+                password,
+            };
+            read_and_verify(kernel, lmr, spread_seed(owner))
+                .map_err(|e| format!("through mapping {handle:#x}: {e}"))
+        }
+        Err(_) => Ok(()),
+    };
+    (mapping, read)
+}
+
+/// The verdict on a leave that returned `ret`. `mapped` is the observer
+/// whose spread LMR this node maps during the leave, if it does: the
+/// chunks it holds of that LMR have to move all the same, so a refusal to
+/// move a chunk is called out.
+fn leave_verdict(ret: c_long, mapped: Option<u32>) -> Result<(), String> {
+    expect_zero(ret).map_err(|e| {
+        let refused = [libc::ENOSPC, libc::EBUSY].map(|errno| -c_long::from(errno));
+        match mapped {
+            Some(owner) if refused.contains(&ret) => format!(
+                "{e}: the leave refused to move the chunks held here, while this node maps \
+                 node {owner}'s spread LMR (chunks of a mapped LMR must move too)"
+            ),
+            _ => e,
+        }
+    })
+}
+
+/// One cycle of the leaver; `mapped` is the observer whose spread LMR it
+/// maps during this cycle's leave, if it does.
 fn one_cycle<K, W>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     phase: &Phase,
     observers: &[u32],
     cycle: u32,
+    mapped: Option<u32>,
 ) -> CycleEnd
 where
     K: Kernel + Send + 'static,
@@ -298,9 +417,12 @@ where
     let left = bounded(kernel, CALL_TIMEOUT, |k| k.leave(0));
     let took = elapsed_ms(started, monotonic_ns());
     tap.comment(&format!("leave {took} ms"));
+    let mapping = mapped.map_or(String::new(), |owner| {
+        format!(", keeping its mapping of node {owner}'s spread LMR")
+    });
     let left_ok = tap.check(
-        &format!("leave/rejoin cycle {cycle}: leave(0) on node {me} returns 0"),
-        left.and_then(expect_zero),
+        &format!("leave/rejoin cycle {cycle}: leave(0) on node {me} returns 0{mapping}"),
+        left.and_then(|ret| leave_verdict(ret, mapped)),
     );
     if !left_ok {
         return CycleEnd::StillMember;
@@ -316,7 +438,7 @@ where
     thread::sleep(phase.pacing.away);
 
     let started = monotonic_ns();
-    let joined = join_again(kernel, phase.cm);
+    let joined = join_again(kernel, phase.cm, phase.pacing.change);
     let took = elapsed_ms(started, monotonic_ns());
     tap.comment(&format!("rejoin {took} ms"));
     let shown = joined
@@ -339,7 +461,7 @@ where
 
     let whole = phase.survivors();
     let started = monotonic_ns();
-    let deadline = started.saturating_add(nanos(CHANGE_TIMEOUT));
+    let deadline = started.saturating_add(nanos(phase.pacing.change));
     let total = loop {
         let total = kernel.get_total_node();
         if total == c_long::from(whole) || monotonic_ns() >= deadline {
@@ -360,7 +482,7 @@ where
             Err(format!(
                 "still {} after {} s",
                 describe_result(total),
-                CHANGE_TIMEOUT.as_secs()
+                phase.pacing.change.as_secs()
             ))
         },
     );
@@ -399,15 +521,15 @@ fn out_of_the_cluster<K: Kernel>(
     }
 }
 
-/// Joins the cluster at `cm` again, trying for up to [`CHANGE_TIMEOUT`]
-/// while the manager refuses for now: `EADDRINUSE` (it still counts this
-/// node's earlier incarnation as alive) or `EAGAIN` (it just started); the
-/// node id.
-fn join_again<K>(kernel: &Arc<K>, cm: Ipv4Addr) -> Result<u32, String>
+/// Joins the cluster at `cm` again, trying for up to `patience` while the
+/// manager refuses for now: `EADDRINUSE` (it still counts this node's
+/// earlier incarnation as alive) or `EAGAIN` (it just started); the node
+/// id.
+fn join_again<K>(kernel: &Arc<K>, cm: Ipv4Addr, patience: Duration) -> Result<u32, String>
 where
     K: Kernel + Send + 'static,
 {
-    let deadline = monotonic_ns().saturating_add(nanos(CHANGE_TIMEOUT));
+    let deadline = monotonic_ns().saturating_add(nanos(patience));
     let mut refusals = 0u32;
     loop {
         let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
@@ -481,16 +603,18 @@ impl SizeWatch {
         Ok(SizeWatch { changes, stop })
     }
 
-    /// Waits until the size becomes `target`, read no later than
-    /// `deadline_ns`; when that was. Sizes neither `target` nor in
+    /// Waits until the size becomes `target`, read no later than `within`
+    /// after `since_ns`; when that was. Sizes neither `target` nor in
     /// `expected` on the way are added to `odd`.
     fn wait_for(
         &self,
         target: c_long,
         expected: &[c_long],
-        deadline_ns: u64,
+        since_ns: u64,
+        within: Duration,
         odd: &mut Vec<String>,
     ) -> Result<u64, String> {
+        let deadline_ns = since_ns.saturating_add(nanos(within));
         loop {
             let left = Duration::from_nanos(deadline_ns.saturating_sub(monotonic_ns()));
             match self.changes.recv_timeout(left) {
@@ -510,8 +634,8 @@ impl SizeWatch {
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(format!(
-                        "get_total_node did not return {target} in time ({} s)",
-                        CHANGE_TIMEOUT.as_secs()
+                        "get_total_node did not return {target} in time ({} ms)",
+                        within.as_millis()
                     ))
                 }
                 Err(RecvTimeoutError::Disconnected) => {
@@ -536,18 +660,31 @@ struct Observed {
     traffic: Option<Target>,
 }
 
-/// The observer's part: sets up, then follows every cycle and checks its
-/// spread LMR after each.
-fn observe<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase, leaver: u32, peer: u32)
-where
+/// The pattern of `node`'s spread LMR.
+fn spread_seed(node: u32) -> u64 {
+    pattern::seed(&[u64::from(node), SPREAD_LMR_SIZE, 0x1ea7e])
+}
+
+/// The observer's part: sets up (and publishes its spread LMR if it
+/// `publishes`), then follows every cycle and checks its spread LMR after
+/// each.
+fn observe<K, W>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    phase: &Phase,
+    leaver: u32,
+    peer: u32,
+    publishes: bool,
+) where
     K: Kernel + Send + 'static,
     W: Write,
 {
     let me = phase.me;
-    let seed = pattern::seed(&[u64::from(me), SPREAD_LMR_SIZE, 0x1ea7e]);
+    let seed = spread_seed(me);
     // Before anything else, so that it sees the cluster whole at first.
     let watch = SizeWatch::start(kernel, phase.pacing.poll);
-    let observed = set_up_observer(kernel, tap, me, peer, seed);
+    let mapper = publishes.then_some(leaver);
+    let observed = set_up_observer(kernel, tap, me, peer, mapper, seed);
     let stop_traffic = Arc::new(AtomicBool::new(false));
     let traffic = observed.traffic.map(|lmr| {
         start_traffic(
@@ -613,13 +750,15 @@ where
     );
 }
 
-/// Allocates and fills the spread LMR and allocates the traffic LMR on
-/// `peer`, one test point each.
+/// Allocates and fills the spread LMR, publishes it for `mapper` to map
+/// if there is one, and allocates the traffic LMR on `peer`, one test
+/// point each.
 fn set_up_observer<K, W>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     me: u32,
     peer: u32,
+    mapper: Option<u32>,
     seed: u64,
 ) -> Observed
 where
@@ -644,6 +783,24 @@ where
         ),
         spread.as_ref().map(drop).map_err(Clone::clone),
     );
+    if let Some(mapper) = mapper {
+        let published = match &spread {
+            Ok(lmr) => expect_zero(kernel.add_ask_mr_table(
+                SPREAD_NAME,
+                lmr.handle,
+                PERM_READ,
+                lmr.password,
+            )),
+            Err(_) => Err("there is no spread LMR to publish".to_string()),
+        };
+        tap.check(
+            &format!(
+                "leave/rejoin: add_ask_mr_table of the spread LMR as name {SPREAD_NAME:#x} \
+                 (for node {mapper} to map) returns 0"
+            ),
+            published,
+        );
+    }
     let traffic = alloc(kernel.as_ref(), peer, TRAFFIC_LMR_SIZE, password).map(|handle| Target {
         handle,
         size: TRAFFIC_LMR_SIZE,
@@ -696,20 +853,11 @@ fn follow_cycle<W: Write>(
     let without = whole - 1;
     let sizes = [whole, without];
     let mut odd = Vec::new();
-    let down = watch.wait_for(
-        without,
-        &sizes,
-        from_ns.saturating_add(nanos(CHANGE_TIMEOUT)),
-        &mut odd,
-    );
+    let within = phase.pacing.change;
+    let down = watch.wait_for(without, &sizes, from_ns, within, &mut odd);
     let back = down.as_ref().map_err(Clone::clone).and_then(|&down_ns| {
         watch
-            .wait_for(
-                whole,
-                &sizes,
-                down_ns.saturating_add(nanos(CHANGE_TIMEOUT)),
-                &mut odd,
-            )
+            .wait_for(whole, &sizes, down_ns, within, &mut odd)
             .map(|back_ns| (down_ns, back_ns))
     });
     if let Ok((down_ns, back_ns)) = back {
@@ -845,6 +993,15 @@ fn check_observer_traffic<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fake_kernel::{Defects, FakeKernel};
+
+    fn observer(leaver: u32, peer: u32, publishes: bool) -> Option<Part> {
+        Some(Part::Observer {
+            leaver,
+            peer,
+            publishes,
+        })
+    }
 
     #[test]
     fn the_highest_survivor_leaves_and_the_others_send_to_each_other() {
@@ -854,8 +1011,9 @@ mod tests {
                 observers: vec![1, 2]
             })
         );
-        assert_eq!(part(1, 4, 4), Some(Part::Observer { leaver: 3, peer: 2 }));
-        assert_eq!(part(2, 4, 4), Some(Part::Observer { leaver: 3, peer: 1 }));
+        // The lowest observer publishes its spread LMR.
+        assert_eq!(part(1, 4, 4), observer(3, 2, true));
+        assert_eq!(part(2, 4, 4), observer(3, 1, false));
         // Whichever node died.
         assert_eq!(
             part(4, 2, 4),
@@ -863,9 +1021,103 @@ mod tests {
                 observers: vec![1, 3]
             })
         );
-        assert_eq!(part(3, 2, 4), Some(Part::Observer { leaver: 4, peer: 1 }));
-        assert_eq!(part(2, 5, 5), Some(Part::Observer { leaver: 4, peer: 3 }));
-        assert_eq!(part(3, 5, 5), Some(Part::Observer { leaver: 4, peer: 1 }));
+        assert_eq!(part(1, 2, 4), observer(4, 3, true));
+        assert_eq!(part(3, 2, 4), observer(4, 1, false));
+        assert_eq!(part(2, 1, 4), observer(4, 3, true));
+        assert_eq!(part(2, 5, 5), observer(4, 3, false));
+        assert_eq!(part(3, 5, 5), observer(4, 1, false));
+    }
+
+    #[test]
+    fn a_refused_leave_while_mapping_says_so() {
+        assert_eq!(leave_verdict(0, Some(1)), Ok(()));
+        for errno in [libc::ENOSPC, libc::EBUSY] {
+            let ret = -c_long::from(errno);
+            let reason = leave_verdict(ret, Some(1)).unwrap_err();
+            assert!(reason.starts_with("expected 0, got -"), "{reason}");
+            assert!(
+                reason.contains("while this node maps node 1's spread LMR"),
+                "{reason}"
+            );
+            // Without a mapping, the errno alone.
+            assert_eq!(
+                leave_verdict(ret, None),
+                Err(format!("expected 0, got {}", describe_result(ret)))
+            );
+        }
+        let other = leave_verdict(-c_long::from(libc::EALREADY), Some(1)).unwrap_err();
+        assert_eq!(other, "expected 0, got -114 (-EALREADY)");
+    }
+
+    /// `kernel`'s `held_chunks` counter.
+    fn held(kernel: &FakeKernel) -> u64 {
+        held_chunks(kernel).expect("get_stats")
+    }
+
+    #[test]
+    fn a_leave_moves_a_mapped_lmr_s_chunks_but_never_to_a_mapper() {
+        let kernels = FakeKernel::cluster(4, Defects::default());
+        for kernel in &kernels {
+            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
+        }
+        let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
+        assert_eq!(
+            kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7),
+            0
+        );
+        let lmr = Target {
+            handle,
+            size: SPREAD_LMR_SIZE,
+            password: 7,
+        };
+        assert_eq!(fill(&kernels[0], lmr, 5), Ok(()));
+        // Node 1's chunks are on nodes 2, 3, 4 and 2; node 4 maps the LMR.
+        let before: Vec<u64> = kernels.iter().map(held).collect();
+        assert_eq!(before, [0, 2, 1, 1]);
+        let mapping = kernels[3].ask_lmr(1, SPREAD_NAME, PERM_READ, 7);
+        assert!(mapping > 0, "{mapping}");
+        assert_eq!(kernels[1].leave(0), 0);
+        // Both of node 2's chunks went to node 3, not to the mapper.
+        assert_eq!(held(&kernels[2]), 3);
+        assert_eq!(held(&kernels[3]), 1);
+        let lmr = Target {
+            handle: mapping.unsigned_abs(),
+            size: SPREAD_LMR_SIZE,
+            password: 7,
+        };
+        assert_eq!(read_and_verify(&kernels[3], lmr, 5), Ok(()));
+
+        // With node 2 out, node 3's chunks have nowhere to go.
+        assert_eq!(kernels[2].leave(0), -c_long::from(libc::ENOSPC));
+        assert_eq!(kernels[2].get_node_id(), 3);
+        assert_eq!(kernels[3].umap_lmr(lmr.handle), 0);
+        assert_eq!(kernels[2].leave(0), 0);
+        assert_eq!(held(&kernels[3]), 4);
+    }
+
+    #[test]
+    fn the_defect_refuses_a_leave_while_an_lmr_with_chunks_there_is_mapped() {
+        let defects = Defects {
+            leave_refuses_mapped_lmrs: true,
+            ..Defects::default()
+        };
+        let kernels = FakeKernel::cluster(3, defects);
+        for kernel in &kernels {
+            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
+        }
+        let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
+        assert_eq!(
+            kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7),
+            0
+        );
+        // Mapped by the leaving node itself.
+        let mapping = kernels[2].ask_lmr(1, SPREAD_NAME, PERM_READ, 7);
+        assert!(mapping > 0, "{mapping}");
+        assert_eq!(kernels[2].leave(0), -c_long::from(libc::ENOSPC));
+        assert_eq!(held(&kernels[2]), 2);
+        assert_eq!(kernels[2].umap_lmr(mapping.unsigned_abs()), 0);
+        assert_eq!(kernels[2].leave(0), 0);
+        assert_eq!(held(&kernels[1]), 4);
     }
 
     #[test]
@@ -877,26 +1129,32 @@ mod tests {
 
     #[test]
     fn a_size_watch_reports_every_change_and_times_out() {
-        use crate::fake_kernel::{Defects, FakeKernel};
-
         let kernels = FakeKernel::cluster(3, Defects::default());
         for kernel in &kernels {
             assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
         }
         let kernels: Vec<Arc<FakeKernel>> = kernels.into_iter().map(Arc::new).collect();
         let watch = SizeWatch::start(&kernels[0], Duration::from_millis(2)).expect("watch");
-        let soon = || monotonic_ns() + nanos(Duration::from_secs(5));
+        let soon = Duration::from_secs(5);
         let mut odd = Vec::new();
-        assert!(watch.wait_for(3, &[3, 2], soon(), &mut odd).is_ok());
+        assert!(watch
+            .wait_for(3, &[3, 2], monotonic_ns(), soon, &mut odd)
+            .is_ok());
         assert_eq!(kernels[2].leave(0), 0);
-        let down = watch.wait_for(2, &[3, 2], soon(), &mut odd).expect("down");
+        let down = watch
+            .wait_for(2, &[3, 2], monotonic_ns(), soon, &mut odd)
+            .expect("down");
         assert!(super::super::join(kernels[2].as_ref(), Ipv4Addr::new(10, 0, 0, 1)) == Ok(3));
-        let back = watch.wait_for(3, &[3, 2], soon(), &mut odd).expect("back");
+        let back = watch
+            .wait_for(3, &[3, 2], monotonic_ns(), soon, &mut odd)
+            .expect("back");
         assert!(back >= down);
         assert!(odd.is_empty(), "{odd:?}");
         // Nothing changes any more.
-        let quick = monotonic_ns() + nanos(Duration::from_millis(50));
-        let late = watch.wait_for(2, &[3, 2], quick, &mut odd).unwrap_err();
-        assert!(late.contains("did not return 2"), "{late}");
+        let quick = Duration::from_millis(50);
+        let late = watch
+            .wait_for(2, &[3, 2], monotonic_ns(), quick, &mut odd)
+            .unwrap_err();
+        assert!(late.contains("did not return 2 in time (50 ms)"), "{late}");
     }
 }

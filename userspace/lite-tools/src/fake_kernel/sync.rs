@@ -3,10 +3,13 @@
 //! and QoS" parts of the uapi header. (The atomics themselves work on the
 //! LMR bytes, in the main model.)
 //!
-//! A lock is a ticket lock: callers that find it taken queue up and are
+//! A lock is a FIFO lock: callers that find it taken queue up and are
 //! handed the lock one at a time in the order they asked. The holder is
 //! one thread of one process; locks a process holds are released when it
-//! exits (its kernel is dropped).
+//! exits (its kernel is dropped). A lock whose holder's node fails or
+//! leaves goes to the next waiter, or to the next caller if nobody waits,
+//! with `EOWNERDEAD` instead of 0: it is held all the same, but what it
+//! guarded may be half updated ([`Sync::holders_gone`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -25,9 +28,11 @@ use crate::debugfs::{latency_bucket, parse_qos, DebugStats, Operation, QosParam}
 /// hanging.
 const LOCK_LIMIT: Duration = Duration::from_secs(120);
 
-/// Who holds or wants a lock: a thread of a process.
+/// Who holds or wants a lock: a thread of a process on a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Owner {
+    /// The node.
+    pub node: u32,
     /// The process.
     pub process: u64,
     /// The thread.
@@ -35,9 +40,10 @@ pub(super) struct Owner {
 }
 
 impl Owner {
-    /// The calling thread of `process`.
-    pub(super) fn current(process: u64) -> Owner {
+    /// The calling thread of `process` on `node`.
+    pub(super) fn current(node: u32, process: u64) -> Owner {
         Owner {
+            node,
             process,
             thread: std::thread::current().id(),
         }
@@ -51,6 +57,16 @@ pub(super) struct LockDefects {
     pub not_exclusive: bool,
     /// The newest waiter is served first.
     pub lifo: bool,
+    /// A lock whose holder's node went is taken next with 0, as if the
+    /// holder had released it.
+    pub hide_owner_death: bool,
+}
+
+/// A caller queued for a lock.
+#[derive(Debug, Clone, Copy)]
+struct Waiter {
+    ticket: u64,
+    who: Owner,
 }
 
 #[derive(Default)]
@@ -58,10 +74,13 @@ struct TicketLock {
     /// At most one, unless the lock is not exclusive.
     holders: Vec<Owner>,
     next_ticket: u64,
-    /// Tickets of the waiters, in the order they asked.
-    waiting: VecDeque<u64>,
+    /// The waiters, in the order they asked.
+    waiting: VecDeque<Waiter>,
     /// The waiter the lock was handed to, which has not woken up yet.
     handed_to: Option<u64>,
+    /// Its last holder's node went while holding it: the next to take it
+    /// is told so.
+    owner_died: bool,
 }
 
 impl TicketLock {
@@ -79,8 +98,18 @@ impl TicketLock {
         } else {
             self.waiting.pop_front()
         };
-        self.handed_to = next;
+        self.handed_to = next.map(|w| w.ticket);
         next.is_some()
+    }
+
+    /// `who` holds the lock now; what its `lite_lock` returns.
+    fn take(&mut self, who: Owner) -> c_long {
+        self.holders.push(who);
+        if std::mem::take(&mut self.owner_died) {
+            err(libc::EOWNERDEAD)
+        } else {
+            0
+        }
     }
 }
 
@@ -162,14 +191,9 @@ impl Sync {
         self.state().locks.contains_key(&(home, number))
     }
 
-    /// `lite_lock` of lock `key` by `who`, called on node `node`.
-    pub(super) fn lock(
-        &self,
-        who: Owner,
-        node: u32,
-        key: (u32, u32),
-        defects: LockDefects,
-    ) -> c_long {
+    /// `lite_lock` of lock `key` by `who`: 0 or `-EOWNERDEAD` once `who`
+    /// holds it.
+    pub(super) fn lock(&self, who: Owner, key: (u32, u32), defects: LockDefects) -> c_long {
         let mut state = self.state();
         let Some(entry) = state.locks.get_mut(&key) else {
             return err(libc::ENOENT);
@@ -178,13 +202,13 @@ impl Sync {
             return err(libc::EDEADLK);
         }
         if defects.not_exclusive || (entry.free() && entry.waiting.is_empty()) {
-            entry.holders.push(who);
-            state.node(node).lock_acquires += 1;
-            return 0;
+            let ret = entry.take(who);
+            state.node(who.node).lock_acquires += 1;
+            return ret;
         }
         let ticket = entry.next_ticket;
         entry.next_ticket += 1;
-        entry.waiting.push_back(ticket);
+        entry.waiting.push_back(Waiter { ticket, who });
         let deadline = Instant::now() + LOCK_LIMIT;
         loop {
             let Some(entry) = state.locks.get_mut(&key) else {
@@ -192,15 +216,19 @@ impl Sync {
             };
             if entry.handed_to == Some(ticket) {
                 entry.handed_to = None;
-                entry.holders.push(who);
-                let counts = state.node(node);
+                let ret = entry.take(who);
+                let counts = state.node(who.node);
                 counts.lock_acquires += 1;
                 counts.lock_waits += 1;
-                return 0;
+                return ret;
+            }
+            if !entry.waiting.iter().any(|w| w.ticket == ticket) {
+                // Dropped by `holders_gone`: this caller's node went.
+                return err(libc::EHOSTDOWN);
             }
             let now = Instant::now();
             if now >= deadline {
-                entry.waiting.retain(|&t| t != ticket);
+                entry.waiting.retain(|w| w.ticket != ticket);
                 return err(libc::ETIMEDOUT);
             }
             state = self
@@ -225,6 +253,25 @@ impl Sync {
             self.handed.notify_all();
         }
         0
+    }
+
+    /// The holders and waiters `gone` picks went with their node (it
+    /// failed or left): their queued calls end, and each lock they held
+    /// goes to its next waiter, or to whoever takes it next, with
+    /// `EOWNERDEAD` (0 with the `hide_owner_death` defect).
+    pub(super) fn holders_gone(&self, gone: impl Fn(&Owner) -> bool, defects: LockDefects) {
+        let mut state = self.state();
+        for entry in state.locks.values_mut() {
+            entry.waiting.retain(|w| !gone(&w.who));
+            let before = entry.holders.len();
+            entry.holders.retain(|h| !gone(h));
+            if entry.holders.len() != before {
+                entry.owner_died |= !defects.hide_owner_death;
+                entry.pass_on(defects.lifo);
+            }
+        }
+        // Dropped waiters must wake up too.
+        self.handed.notify_all();
     }
 
     /// `process` exits: the locks it holds are released.
@@ -313,5 +360,91 @@ impl Sync {
         }
         *slot = value;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::thread;
+
+    use super::*;
+
+    const KEY: (u32, u32) = (1, 0);
+
+    fn owner(node: u32) -> Owner {
+        Owner::current(node, u64::from(node))
+    }
+
+    fn gone_node(sync: &Sync, node: u32, defects: LockDefects) {
+        sync.holders_gone(|o| o.node == node, defects);
+    }
+
+    /// Waits until `count` callers queue for [`KEY`].
+    fn wait_for_waiters(sync: &Sync, count: usize) {
+        while sync.state().locks[&KEY].waiting.len() < count {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_dead_holder_s_lock_goes_to_its_waiter_with_eownerdead() {
+        let sync = Sync::new();
+        let defects = LockDefects::default();
+        assert_eq!(sync.create(1), Ok(0));
+        assert_eq!(sync.lock(owner(3), KEY, defects), 0);
+        thread::scope(|scope| {
+            let waiter = scope.spawn(|| {
+                let got = sync.lock(owner(2), KEY, defects);
+                (got, sync.unlock(owner(2), KEY, defects))
+            });
+            wait_for_waiters(&sync, 1);
+            gone_node(&sync, 3, defects);
+            assert_eq!(waiter.join().expect("no panic"), (err(libc::EOWNERDEAD), 0));
+        });
+        // Told once: later holds are ordinary.
+        assert_eq!(sync.lock(owner(2), KEY, defects), 0);
+        assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
+    }
+
+    #[test]
+    fn a_dead_holder_s_lock_nobody_waits_for_goes_to_the_next_caller() {
+        let sync = Sync::new();
+        let defects = LockDefects::default();
+        assert_eq!(sync.create(1), Ok(0));
+        assert_eq!(sync.lock(owner(3), KEY, defects), 0);
+        gone_node(&sync, 3, defects);
+        assert_eq!(sync.lock(owner(1), KEY, defects), err(libc::EOWNERDEAD));
+        assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
+        assert_eq!(sync.lock(owner(2), KEY, defects), 0);
+        assert_eq!(sync.unlock(owner(2), KEY, defects), 0);
+    }
+
+    #[test]
+    fn a_gone_node_s_waiters_stop_waiting_and_others_are_untouched() {
+        let sync = Sync::new();
+        let defects = LockDefects::default();
+        assert_eq!(sync.create(1), Ok(0));
+        assert_eq!(sync.lock(owner(1), KEY, defects), 0);
+        thread::scope(|scope| {
+            let waiter = scope.spawn(|| sync.lock(owner(3), KEY, defects));
+            wait_for_waiters(&sync, 1);
+            gone_node(&sync, 3, defects);
+            assert_eq!(waiter.join().expect("no panic"), err(libc::EHOSTDOWN));
+        });
+        assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
+        assert_eq!(sync.lock(owner(2), KEY, defects), 0);
+    }
+
+    #[test]
+    fn the_defect_hands_a_dead_holder_s_lock_over_with_0() {
+        let sync = Sync::new();
+        let defects = LockDefects {
+            hide_owner_death: true,
+            ..LockDefects::default()
+        };
+        assert_eq!(sync.create(1), Ok(0));
+        assert_eq!(sync.lock(owner(3), KEY, defects), 0);
+        gone_node(&sync, 3, defects);
+        assert_eq!(sync.lock(owner(1), KEY, defects), 0);
     }
 }
