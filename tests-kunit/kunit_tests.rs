@@ -1407,7 +1407,8 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         return;
     };
     check!(c, LockWord(word.0.get()).hold() == Some(first.word_hold()));
-    // Taken: waiters queue in order of arrival and are counted in the word.
+    // Taken: waiters queue in order of arrival, and the word says managed,
+    // so the holder's own release fails.
     for waiter in [30u64, 10, 40] {
         check!(
             c,
@@ -1417,15 +1418,19 @@ kunit_case!(lite_test_lock_hand_over, |c| {
             )
         );
     }
-    check!(c, LockWord(word.0.get()).waiters() == 3 && lock.len() == 3);
-    // A stale release (not the word's hold) changes nothing.
+    check!(
+        c,
+        LockWord(word.0.get()).is_managed() && lock.is_managed() && lock.len() == 3
+    );
+    let managed_word = word.0.get();
+    // A stale release (not the current hold) changes nothing.
     let stale = Hold {
         node: 7,
         number: first.hold,
     };
     check!(c, matches!(lock.release(&word, 0, stale, false), Ok(None)));
     let mut hold = first.word_hold();
-    for expected in [r(3, 30), r(1, 10), r(4, 40)] {
+    for (i, expected) in [r(3, 30), r(1, 10), r(4, 40)].into_iter().enumerate() {
         let next = lock.release(&word, 0, hold, false);
         check!(
             c,
@@ -1434,26 +1439,37 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         let Ok(Some(next)) = next else {
             return;
         };
-        check!(c, LockWord(word.0.get()).hold() == Some(next.word_hold()));
+        if i < 2 {
+            // Between waiters the word does not change.
+            check!(c, lock.is_managed() && word.0.get() == managed_word);
+        } else {
+            // The last waiter gets it unmanaged, named in the word.
+            check!(c, !lock.is_managed());
+            check!(c, word.0.get() == LockWord::held(next.word_hold(), false).0);
+        }
         hold = next.word_hold();
     }
-    check!(c, LockWord(word.0.get()).waiters() == 0 && lock.len() == 0);
-    // The last holder frees it (the holder's own compare-and-swap, here
-    // through the home).
+    check!(c, lock.len() == 0);
+    // Its hold ended through the home (a grant nobody took), the lock is
+    // free.
     check!(c, matches!(lock.release(&word, 0, hold, false), Ok(None)));
     check!(c, word.0.get() == 0);
     // A taker of the free lock without the home (hold 0) is named too.
-    let fast = LockWord::held(Hold { node: 5, number: 0 }, 0);
+    let fast = LockWord::held(Hold { node: 5, number: 0 }, false);
     word.0.set(fast.0);
     check!(
         c,
         matches!(lock.reserve(&word, 0, r(6, 60)), Ok(Reserved::Queued))
     );
+    check!(c, word.0.get() == fast.managed().0);
     let next = lock.release(&word, 0, Hold { node: 5, number: 0 }, false);
     check!(
         c,
         matches!(next, Ok(Some(g)) if g.reservation == r(6, 60) && g.hold != 0)
     );
+    if let Ok(Some(g)) = next {
+        check!(c, word.0.get() == LockWord::held(g.word_hold(), false).0);
+    }
 });
 
 kunit_case!(lite_test_lock_owner_died, |c| {
@@ -1465,7 +1481,7 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     let r = |node, waiter| Reservation { node, waiter };
     let mut lock = Queue::new();
     // Node 2 holds the lock; node 3 and node 2 again wait, then node 4.
-    let dead = LockWord::held(Hold { node: 2, number: 0 }, 0);
+    let dead = LockWord::held(Hold { node: 2, number: 0 }, false);
     word.0.set(dead.0);
     for (node, waiter) in [(3u32, 1u64), (2, 2), (4, 3)] {
         check!(
@@ -1486,11 +1502,11 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     let Ok(Some(next)) = next else {
         return;
     };
-    check!(c, LockWord(word.0.get()).waiters() == 1 && lock.len() == 1);
+    check!(c, lock.len() == 1 && lock.is_managed());
     // A node holding nothing dies: nothing changes.
     check!(c, matches!(lock.node_gone(&word, 0, 9), Ok(None)));
-    check!(c, LockWord(word.0.get()).hold() == Some(next.word_hold()));
-    // The new holder releases normally: node 4 is told nothing.
+    // The new holder releases normally: node 4 is told nothing, and holds
+    // the lock unmanaged.
     let last = lock.release(&word, 0, next.word_hold(), false);
     check!(
         c,
@@ -1499,11 +1515,12 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     let Ok(Some(last)) = last else {
         return;
     };
+    check!(c, LockWord(word.0.get()).hold() == Some(last.word_hold()));
     // Node 4 dies holding it with nobody waiting: the lock is orphaned, and
     // its next taker is told.
     check!(c, matches!(lock.node_gone(&word, 0, 4), Ok(None)));
     check!(c, word.0.get() == LockWord::ORPHANED.0);
-    check!(c, LockWord(word.0.get()).is_free() && last.hold != 0);
+    check!(c, LockWord(word.0.get()).is_free());
     let taken = lock.reserve(&word, 0, r(5, 4));
     check!(c, matches!(taken, Ok(Reserved::Granted(g)) if g.owner_died));
     // Once released, the lock is plainly free again.
@@ -1517,6 +1534,21 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     check!(
         c,
         matches!(lock.reserve(&word, 0, r(5, 5)), Ok(Reserved::Granted(g)) if !g.owner_died)
+    );
+    // The holder of a managed lock dies with its waiters all gone too: the
+    // lock is orphaned.
+    check!(
+        c,
+        matches!(lock.reserve(&word, 0, r(6, 6)), Ok(Reserved::Queued))
+    );
+    check!(c, matches!(lock.node_gone(&word, 0, 6), Ok(None)));
+    check!(c, lock.is_managed() && lock.len() == 0);
+    let hold = LockWord(word.0.get()).hold();
+    check!(c, hold.is_some_and(|h| h.node == 5));
+    check!(c, matches!(lock.node_gone(&word, 0, 5), Ok(None)));
+    check!(
+        c,
+        word.0.get() == LockWord::ORPHANED.0 && !lock.is_managed()
     );
 });
 

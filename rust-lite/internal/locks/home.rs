@@ -6,25 +6,28 @@
 //! lock with one RDMA compare-and-swap that writes its node into the word,
 //! and releases it with another back to free. When the lock is taken, the
 //! locker asks this node (the home) for its turn instead: the home queues
-//! it and counts it in the word, so the holder's release fails and comes
-//! here too, and the home hands the lock to the first in the queue (FIFO),
-//! writing the new holder into the word.
+//! it and, for the first waiter, marks the word managed, so that holders'
+//! releases fail and come here; the home then hands the lock to the first
+//! in the queue (FIFO). Once the last waiter gets it, the home writes it
+//! into the word unmanaged again, so that its release is one
+//! compare-and-swap.
 //!
-//! Because the word always names the holder's node and the home knows
-//! every waiter, the home can end the hold of a node that died: the lock
-//! goes to the next waiter, told that the owner died, or is left
-//! [`LockWord::ORPHANED`] for the next taker to be told.
+//! While a lock is managed only the home changes its word (a holder's
+//! release expects it unmanaged, a taker expects it free), so the home
+//! knows the word and the holder without asking the device: hand-overs
+//! between waiters cost no RDMA atomic. Outside that, its compare-and-swaps
+//! only race with a taker of a free lock or a holder releasing one nobody
+//! waits for.
 //!
-//! Invariant, kept under the table's mutex: while a lock is held, its word
-//! counts exactly the waiters in its queue. Only the home changes the word
-//! while anyone is queued (a holder's compare-and-swap to free expects no
-//! waiter), so the home's own compare-and-swaps only race with a taker of
-//! a free lock or a holder releasing one nobody waits for.
+//! Because the home knows every holder (from the word, or itself while it
+//! manages the lock) and every waiter, it can end the hold of a node that
+//! died: the lock goes to the next waiter, told that the owner died, or is
+//! left [`LockWord::ORPHANED`] for the next taker to be told.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{new_mutex, prelude::*, sync::Mutex};
 
-use super::word::{next_hold_number, Hold, LockWord, MAX_WAITERS};
+use super::word::{next_hold_number, Hold, LockWord};
 use crate::errno;
 use crate::verbs::{Device, DmaBuffer};
 use kernel::sync::Arc;
@@ -118,6 +121,14 @@ fn swap(words: &impl WordAccess, number: u32, seen: LockWord, next: LockWord) ->
     }
 }
 
+/// A lock the home manages: the word (which only the home changes now) and
+/// the current holder.
+#[derive(Debug, Clone, Copy)]
+struct Managed {
+    word: LockWord,
+    holder: Hold,
+}
+
 /// The waiters queued for one lock, in order of arrival. Entries are
 /// emptied in place and reused, so the queue only allocates when it grows.
 pub(crate) struct Queue {
@@ -127,6 +138,8 @@ pub(crate) struct Queue {
     arrivals: u64,
     /// Number of the last hold the home handed over.
     last_hold: u32,
+    /// Set while the home manages the lock.
+    managed: Option<Managed>,
 }
 
 impl Queue {
@@ -136,11 +149,12 @@ impl Queue {
             entries: KVec::new(),
             arrivals: 0,
             last_hold: 0,
+            managed: None,
         }
     }
 
     /// Makes sure [`Queue::push`] has a free entry, so nothing allocates
-    /// once the word counts the waiter.
+    /// once the word says the lock is managed.
     fn make_room(&mut self) -> Result {
         if self.entries.iter().all(Option::is_some) {
             self.entries.push(None, GFP_KERNEL)?;
@@ -166,13 +180,6 @@ impl Queue {
             .map(|(i, _, r)| (i, r))
     }
 
-    /// Index of a waiter of `node`.
-    fn of_node(&self, node: u32) -> Option<usize> {
-        self.entries
-            .iter()
-            .position(|e| e.is_some_and(|(_, r)| r.node == node))
-    }
-
     fn remove(&mut self, index: usize) {
         if let Some(entry) = self.entries.get_mut(index) {
             *entry = None;
@@ -184,13 +191,18 @@ impl Queue {
         self.entries.iter().filter(|e| e.is_some()).count()
     }
 
+    /// Whether the home manages the lock (someone waited for it).
+    pub(crate) fn is_managed(&self) -> bool {
+        self.managed.is_some()
+    }
+
     /// `reservation` arrived: takes the lock for it if it is free, else
     /// queues it.
     ///
     /// # Errors
     ///
-    /// `EAGAIN` the queue is full or the word kept changing, `ENOMEM`, and
-    /// errors of `words`.
+    /// `EAGAIN` the word kept changing, `EPROTO` the word says managed but
+    /// the home does not manage it, `ENOMEM`, and errors of `words`.
     pub(crate) fn reserve(
         &mut self,
         words: &impl WordAccess,
@@ -198,40 +210,41 @@ impl Queue {
         reservation: Reservation,
     ) -> Result<Reserved> {
         self.make_room()?;
+        if self.managed.is_some() {
+            self.push(reservation);
+            return Ok(Reserved::Queued);
+        }
         let hold = Hold {
             node: reservation.node,
             number: next_hold_number(self.last_hold),
         };
         let mut seen = words.peek(number);
         for _ in 0..CAS_ATTEMPTS {
-            let next = if seen.is_free() {
-                LockWord::held(hold, 0)
-            } else if seen.waiters() >= MAX_WAITERS {
-                match confirm(words, number, seen)? {
-                    None => return Err(EAGAIN),
+            let (next, holder) = match seen.hold() {
+                None => (LockWord::held(hold, false), None),
+                Some(_) if seen.is_managed() => match confirm(words, number, seen)? {
+                    None => return Err(errno::EPROTO()),
                     Some(actual) => {
                         seen = actual;
                         continue;
                     }
-                }
-            } else {
-                // PANIC: `waiters() < MAX_WAITERS`, so the count does not
-                // reach the holder's bits.
-                LockWord(seen.0 + 1)
+                },
+                Some(holder) => (seen.managed(), Some(holder)),
             };
             let before = swap(words, number, seen, next)?;
             if before != seen {
                 seen = before;
                 continue;
             }
-            if seen.is_free() {
+            let Some(holder) = holder else {
                 self.last_hold = hold.number;
                 return Ok(Reserved::Granted(Grant {
                     reservation,
                     hold: hold.number,
                     owner_died: seen != LockWord::FREE,
                 }));
-            }
+            };
+            self.managed = Some(Managed { word: next, holder });
             self.push(reservation);
             return Ok(Reserved::Queued);
         }
@@ -240,12 +253,12 @@ impl Queue {
 
     /// Ends `hold`: hands the lock to the first waiter, or frees it
     /// (orphaned if `owner_died`). Returns the grant to deliver, if any. A
-    /// hold the word does not name any more is stale and changes nothing.
+    /// hold that is not the current one is stale and changes nothing.
     ///
     /// # Errors
     ///
-    /// `EPROTO` the word and the queue disagree, `EAGAIN` the word kept
-    /// changing, and errors of `words`.
+    /// `EPROTO` the word changed while the home managed it, `EAGAIN` the
+    /// word kept changing, and errors of `words`.
     pub(crate) fn release(
         &mut self,
         words: &impl WordAccess,
@@ -253,10 +266,93 @@ impl Queue {
         hold: Hold,
         owner_died: bool,
     ) -> Result<Option<Grant>> {
+        match self.managed {
+            Some(managed) if managed.holder == hold => {
+                self.hand_on(words, number, managed, owner_died)
+            }
+            Some(_) => Ok(None),
+            None => self.free_unmanaged(words, number, hold, owner_died),
+        }
+    }
+
+    /// Ends the current hold of a managed lock: the first waiter gets it;
+    /// the last one gets it unmanaged. With nobody left the lock is freed.
+    fn hand_on(
+        &mut self,
+        words: &impl WordAccess,
+        number: u32,
+        managed: Managed,
+        owner_died: bool,
+    ) -> Result<Option<Grant>> {
+        let Some((index, reservation)) = self.first() else {
+            let free = if owner_died {
+                LockWord::ORPHANED
+            } else {
+                LockWord::FREE
+            };
+            self.leave_managed(words, number, managed, free)?;
+            return Ok(None);
+        };
+        let grant = Grant {
+            reservation,
+            hold: next_hold_number(self.last_hold),
+            owner_died,
+        };
+        if self.len() == 1 {
+            self.leave_managed(
+                words,
+                number,
+                managed,
+                LockWord::held(grant.word_hold(), false),
+            )?;
+        } else {
+            self.managed = Some(Managed {
+                holder: grant.word_hold(),
+                ..managed
+            });
+        }
+        self.remove(index);
+        self.last_hold = grant.hold;
+        Ok(Some(grant))
+    }
+
+    /// Writes `next` over the word of a managed lock, which only the home
+    /// changed since it began to manage it.
+    fn leave_managed(
+        &mut self,
+        words: &impl WordAccess,
+        number: u32,
+        managed: Managed,
+        next: LockWord,
+    ) -> Result {
+        let before = swap(words, number, managed.word, next)?;
+        if before != managed.word {
+            return Err(errno::EPROTO());
+        }
+        self.managed = None;
+        Ok(())
+    }
+
+    /// Ends `hold` of a lock nobody waits for: a hold its taker will never
+    /// take, or one of a node that died.
+    fn free_unmanaged(
+        &mut self,
+        words: &impl WordAccess,
+        number: u32,
+        hold: Hold,
+        owner_died: bool,
+    ) -> Result<Option<Grant>> {
+        let free = if owner_died {
+            LockWord::ORPHANED
+        } else {
+            LockWord::FREE
+        };
         let mut seen = words.peek(number);
         for _ in 0..CAS_ATTEMPTS {
-            if seen.hold() != Some(hold) {
+            if seen.hold() != Some(hold) || seen.is_managed() {
                 match confirm(words, number, seen)? {
+                    None if seen.is_managed() => return Err(errno::EPROTO()),
+                    // Not this hold any more: stale.
                     None => return Ok(None),
                     Some(actual) => {
                         seen = actual;
@@ -264,43 +360,11 @@ impl Queue {
                     }
                 }
             }
-            let first = self.first();
-            let (next, grant) = match first {
-                None if seen.waiters() == 0 => {
-                    let free = if owner_died {
-                        LockWord::ORPHANED
-                    } else {
-                        LockWord::FREE
-                    };
-                    (free, None)
-                }
-                Some((index, reservation)) if seen.waiters() > 0 => {
-                    let grant = Grant {
-                        reservation,
-                        hold: next_hold_number(self.last_hold),
-                        owner_died,
-                    };
-                    let word = LockWord::held(grant.word_hold(), seen.waiters() - 1);
-                    (word, Some((index, grant)))
-                }
-                _ => match confirm(words, number, seen)? {
-                    None => return Err(errno::EPROTO()),
-                    Some(actual) => {
-                        seen = actual;
-                        continue;
-                    }
-                },
-            };
-            let before = swap(words, number, seen, next)?;
-            if before != seen {
-                seen = before;
-                continue;
+            let before = swap(words, number, seen, free)?;
+            if before == seen {
+                return Ok(None);
             }
-            return Ok(grant.map(|(index, grant)| {
-                self.remove(index);
-                self.last_hold = grant.hold;
-                grant
-            }));
+            seen = before;
         }
         Err(EAGAIN)
     }
@@ -317,35 +381,20 @@ impl Queue {
         number: u32,
         node: u32,
     ) -> Result<Option<Grant>> {
-        while let Some(index) = self.of_node(node) {
-            let mut seen = words.peek(number);
-            let mut removed = false;
-            for _ in 0..CAS_ATTEMPTS {
-                if seen.waiters() == 0 {
-                    match confirm(words, number, seen)? {
-                        None => return Err(errno::EPROTO()),
-                        Some(actual) => {
-                            seen = actual;
-                            continue;
-                        }
-                    }
-                }
-                let before = swap(words, number, seen, LockWord(seen.0 - 1))?;
-                if before == seen {
-                    removed = true;
-                    break;
-                }
-                seen = before;
+        for entry in self.entries.iter_mut() {
+            if entry.is_some_and(|(_, r)| r.node == node) {
+                *entry = None;
             }
-            if !removed {
-                return Err(EAGAIN);
-            }
-            self.remove(index);
         }
-        let seen = words.peek(number);
-        match seen.hold() {
-            Some(hold) if hold.node == node => self.release(words, number, hold, true),
-            _ => Ok(None),
+        match self.managed {
+            Some(managed) if managed.holder.node == node => {
+                self.hand_on(words, number, managed, true)
+            }
+            Some(_) => Ok(None),
+            None => match words.peek(number).hold() {
+                Some(hold) if hold.node == node => self.free_unmanaged(words, number, hold, true),
+                _ => Ok(None),
+            },
         }
     }
 }

@@ -331,7 +331,7 @@ impl Locks {
     /// # Errors
     ///
     /// `ENOENT` unknown lock, `EDEADLK` the thread holds it already,
-    /// `EINTR` a signal arrived while waiting, `EAGAIN` too many waiters,
+    /// `EINTR` a signal arrived while waiting, `EAGAIN` the lock's word kept changing under the home,
     /// `EHOSTDOWN` the home is gone, `EHOSTUNREACH`, `EIO`.
     pub(crate) fn lock(&self, id: LockId) -> Result<Acquired> {
         let target = self.lock_target(id)?;
@@ -367,7 +367,7 @@ impl Locks {
                 node: self.core.node_id(),
                 number: 0,
             },
-            0,
+            false,
         );
         let op = AtomicOp::CompareSwap {
             expected: LockWord::FREE.0,
@@ -482,15 +482,16 @@ impl Locks {
             number: hold,
         };
         if !owner_died {
-            let mine = LockWord::held(hold, 0);
+            let mine = LockWord::held(hold, false);
             let op = AtomicOp::CompareSwap {
                 expected: mine.0,
                 new_value: LockWord::FREE.0,
             };
             let before = LockWord(self.atomics.atomic_on(target, op)?);
-            if before == mine || before.hold() != Some(hold) {
-                // Freed, or no longer this node's: its home ended the hold
-                // while this node was cut off from the cluster.
+            // Freed; or, unmanaged, no longer this node's: its home ended
+            // the hold while this node was cut off from the cluster. A
+            // managed lock names an earlier holder: the home knows.
+            if before == mine || (!before.is_managed() && before.hold() != Some(hold)) {
                 return Ok(());
             }
         }

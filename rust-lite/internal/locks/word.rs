@@ -3,36 +3,36 @@
 //! The 8-byte word of a lock, in its home node's memory, which every node
 //! reaches with RDMA atomics.
 //!
-//! The word names the node holding the lock, so that the home can release
-//! a lock whose holder's node died, and counts the waiters queued at the
-//! home, so that a holder's release fails (and goes through the home) when
-//! someone waits:
+//! The word names the node holding the lock, so that the home can end the
+//! hold of a node that died, and says whether the home manages the lock
+//! (someone waits), so that a holder's release fails and goes through the
+//! home:
 //!
 //! ```text
-//!  63            48 47            24 23             0
-//! | holder node + 1 |   hold number   | waiters queued |
+//!  63            48 47            24 23           1     0
+//! | holder node + 1 |   hold number   |    (zero)    | managed |
 //! ```
 //!
 //! 0 is free. A word with no holder but a hold number is free too, but its
 //! last holder died: the next taker is told so ([`LockWord::ORPHANED`]).
 //! The hold number tells one hold of a node apart from a later one, so a
 //! stale release is recognised; holds taken without the home (the word was
-//! free) have number 0, the home numbers those it hands over from 1.
+//! free) have number 0, the home numbers those it hands over from 1. While
+//! the lock is managed, only the home changes the word, and the holder it
+//! names may be an earlier one: the home keeps the current one.
 
-/// Bits of the waiter count and of the hold number.
-const FIELD_BITS: u32 = 24;
-const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
-const HOLD_SHIFT: u32 = FIELD_BITS;
-const HOLDER_SHIFT: u32 = 2 * FIELD_BITS;
-
-/// Waiters one lock can queue.
-pub(crate) const MAX_WAITERS: u32 = FIELD_MASK as u32;
+/// Bits of the hold number.
+const HOLD_BITS: u32 = 24;
+const HOLD_MASK: u64 = (1 << HOLD_BITS) - 1;
+const HOLD_SHIFT: u32 = 24;
+const HOLDER_SHIFT: u32 = 48;
+const MANAGED: u64 = 1;
 
 /// A lock word's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LockWord(pub(crate) u64);
 
-/// Who holds a lock, as its word says.
+/// Who holds a lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Hold {
     /// The holder's node.
@@ -48,27 +48,32 @@ impl LockWord {
     /// Free, and its last holder died holding it.
     pub(crate) const ORPHANED: LockWord = LockWord(1 << HOLD_SHIFT);
 
-    /// Held by `hold`, with `waiters` queued at the home.
-    pub(crate) fn held(hold: Hold, waiters: u32) -> LockWord {
+    /// Held by `hold`, managed by the home if `managed`.
+    pub(crate) fn held(hold: Hold, managed: bool) -> LockWord {
         LockWord(
             ((u64::from(hold.node) + 1) << HOLDER_SHIFT)
-                | ((u64::from(hold.number) & FIELD_MASK) << HOLD_SHIFT)
-                | (u64::from(waiters) & FIELD_MASK),
+                | ((u64::from(hold.number) & HOLD_MASK) << HOLD_SHIFT)
+                | if managed { MANAGED } else { 0 },
         )
     }
 
-    /// The hold, if the lock is held.
+    /// The same word, managed by the home.
+    pub(crate) fn managed(self) -> LockWord {
+        LockWord(self.0 | MANAGED)
+    }
+
+    /// The hold the word names, if the lock is held.
     pub(crate) fn hold(self) -> Option<Hold> {
         let node = (self.0 >> HOLDER_SHIFT) as u32;
         (node != 0).then(|| Hold {
             node: node - 1,
-            number: ((self.0 >> HOLD_SHIFT) & FIELD_MASK) as u32,
+            number: ((self.0 >> HOLD_SHIFT) & HOLD_MASK) as u32,
         })
     }
 
-    /// Waiters queued at the home.
-    pub(crate) fn waiters(self) -> u32 {
-        (self.0 & FIELD_MASK) as u32
+    /// Whether the home manages the lock.
+    pub(crate) fn is_managed(self) -> bool {
+        self.0 & MANAGED != 0
     }
 
     /// Whether the lock can be taken (free or orphaned).
@@ -80,7 +85,7 @@ impl LockWord {
 /// The number of the hold after `number`, for hand-overs by the home
 /// (never 0, which holds taken without the home use).
 pub(crate) fn next_hold_number(number: u32) -> u32 {
-    let next = number.wrapping_add(1) & MAX_WAITERS;
+    let next = (u64::from(number.wrapping_add(1)) & HOLD_MASK) as u32;
     if next == 0 {
         1
     } else {

@@ -380,7 +380,7 @@
  *   calling thread. -ENOENT unknown lock, -EDEADLK the thread already holds
  *   it, -EINTR a signal arrived while waiting (the caller's turn is passed
  *   on to the next waiter when it comes), -EHOSTDOWN the home node is gone,
- *   -EAGAIN too many waiters.
+ *   -EAGAIN the lock changed hands too often meanwhile (try again).
  *   -EOWNERDEAD: the lock IS acquired, but the previous holder's node died
  *   or left while holding it, so what it protects may be inconsistent (as
  *   with robust mutexes). The next waiter gets it within the failure
