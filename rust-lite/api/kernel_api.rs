@@ -70,7 +70,10 @@ pub(crate) extern "C" fn liteapi_get_node_id() -> c_int {
 /// Leaves the cluster gracefully (see `lite_leave`).
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_leave(flags: u32) -> c_int {
-    super::syscalls::lite_rs_leave(flags) as c_int
+    from_result(|| {
+        super::syscalls::leave(flags)?;
+        Ok(0)
+    })
 }
 
 /// Number of nodes this node is connected to, itself included.

@@ -19,6 +19,7 @@ use crate::internal::{
         Target,
     },
 };
+use crate::sys::cred;
 
 /// Copies a request of `size` bytes (1 to `LITE_MAX_MESSAGE_SIZE`) in.
 fn read_message(buf: UserPtr, size: u64) -> Result<KVVec<u8>> {
@@ -317,10 +318,13 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
 
 /// Arms the RPC fault injection of `lite_debugfs.c`: the next request this
 /// node posts to `node` breaks its ring on the server (0 disarms).
-/// `-EINVAL` for a node id out of range.
+/// `-EINVAL` for a node id out of range, `-EPERM` without `CAP_NET_ADMIN`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_rpc_fault_next(node: u64) -> c_int {
     from_result(|| {
+        if !cred::may_administer() {
+            return Err(EPERM);
+        }
         let node = u32::try_from(node)
             .ok()
             .filter(|&n| (n as usize) < MAX_NODES)

@@ -23,6 +23,7 @@ use crate::internal::{
         priority::Priority,
     },
 };
+use crate::sys::cred;
 
 /// Bytes of `struct lite_lock`.
 const LOCK_LEN: usize = 8;
@@ -231,10 +232,13 @@ pub(crate) unsafe extern "C" fn lite_rs_membership_get(id: u32, value: *mut u64)
 }
 
 /// Sets membership setting `id` (see `lite_debugfs.c`); `-EINVAL` for a
-/// value out of its range.
+/// value out of its range, `-EPERM` without `CAP_NET_ADMIN`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_membership_set(id: u32, value: u64) -> c_int {
     from_result(|| {
+        if !cred::may_administer() {
+            return Err(EPERM);
+        }
         membership::set_setting(id, value)?;
         Ok(0)
     })
@@ -263,10 +267,13 @@ pub(crate) unsafe extern "C" fn lite_rs_qos_get(id: u32, value: *mut u64) -> c_i
 }
 
 /// Sets QoS parameter `id` (see `lite_debugfs.c`); `-EINVAL` for a value
-/// out of its range.
+/// out of its range, `-EPERM` without `CAP_NET_ADMIN`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_qos_set(id: u32, value: u64) -> c_int {
     from_result(|| {
+        if !cred::may_administer() {
+            return Err(EPERM);
+        }
         let param = Param::from_id(id).ok_or(EINVAL)?;
         admission::set_param(param, value)?;
         Ok(0)

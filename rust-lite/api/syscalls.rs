@@ -28,6 +28,7 @@ use crate::internal::{
     qos::stats::STATS_LEN,
     util::address::parse_ipv4,
 };
+use crate::sys::cred;
 
 /// Longest cluster manager address accepted, NUL included (`LITE_MAX_IP_LEN`).
 const MAX_IP_LEN: usize = 16;
@@ -53,6 +54,9 @@ pub(super) fn caller() -> Result<(Arc<crate::internal::cluster::Cluster>, Arc<Pr
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_join(cm_ip: UserPtr, cm_port: u32, ib_port: u32) -> c_long {
     from_result(|| {
+        if !cred::may_administer() {
+            return Err(EPERM);
+        }
         let (text, len) = read_user_cstr::<MAX_IP_LEN>(cm_ip)?;
         let addr = parse_ipv4(&text[..len]).ok_or(EINVAL)?;
         let port = u16::try_from(cm_port)
@@ -66,16 +70,24 @@ pub(crate) extern "C" fn lite_rs_join(cm_ip: UserPtr, cm_port: u32, ib_port: u32
 /// `lite_leave` flag: leave even if chunks held for others cannot move.
 pub(crate) const LEAVE_FORCE: u32 = 0x1;
 
-/// Backend of `lite_leave` (and of `liteapi_leave`).
+/// Backend of `lite_leave`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_leave(flags: u32) -> c_long {
     from_result(|| {
-        if flags & !LEAVE_FORCE != 0 {
-            return Err(EINVAL);
+        if !cred::may_administer() {
+            return Err(EPERM);
         }
-        node()?.leave(flags & LEAVE_FORCE != 0)?;
+        leave(flags)?;
         Ok(0)
     })
+}
+
+/// Leaves the cluster (`lite_leave` and `liteapi_leave`).
+pub(super) fn leave(flags: u32) -> Result {
+    if flags & !LEAVE_FORCE != 0 {
+        return Err(EINVAL);
+    }
+    node()?.leave(flags & LEAVE_FORCE != 0)
 }
 
 /// Backend of `lite_get_node_id`.

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Safe wrappers over the kernel services LITE needs beyond verbs that the
-//! 6.12 `kernel` crate does not wrap: kernel threads, scheduling primitives,
+//! 6.12 `kernel` crate does not wrap: privileges, kernel threads, scheduling primitives,
 //! wait queues woken from completion handlers, kernel TCP sockets (for the
 //! cluster manager connection), and objects that are set once and live for
 //! the rest of the kernel's life.
 
+pub(crate) mod cred;
 pub(crate) mod kthread;
 pub(crate) mod sched;
 pub(crate) mod set_once;

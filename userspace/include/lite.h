@@ -196,7 +196,8 @@ static inline long lite_syscall_result(long ret)
  * A node that left (or rebooted) gets its earlier id back. Retry on
  * -EADDRINUSE (the manager still counts the node's earlier incarnation as
  * alive) and on -EAGAIN (a manager that just started waits for the members
- * of its cluster to come back).
+ * of its cluster to come back). -EPERM the caller lacks CAP_NET_ADMIN
+ * (checked before anything else).
  */
 static inline long lite_join(const char *cm_ip, unsigned int cm_port,
 			     unsigned int ib_port)
@@ -213,7 +214,9 @@ static inline long lite_join(const char *cm_ip, unsigned int cm_port,
  * then on, and lite_join makes it a member again with the same id.
  * flags: LITE_LEAVE_FORCE leaves even if a chunk could not move (its data
  * is lost). -ENOSPC a chunk could not move (the node stays a member);
- * -ENOTCONN not a member; -EALREADY a join or leave is under way.
+ * -ENOTCONN not a member; -EALREADY a join or leave is under way; -EINVAL
+ * unknown flags; -EPERM the caller lacks CAP_NET_ADMIN (checked before
+ * anything else). Using LMRs, RPC and locks needs no privilege.
  */
 static inline long lite_leave(unsigned int flags)
 {
@@ -611,7 +614,8 @@ static inline long lite_ask_lock(unsigned int home, unsigned int number,
  * all the same but its previous holder's node died or left while holding
  * it (what it guards may be half updated; only the next taker is told,
  * and unlocks as usual). -EDEADLK the thread holds it already, -EHOSTDOWN
- * the lock's home node is gone, -EAGAIN too many waiters.
+ * the lock's home node is gone, -EAGAIN the lock changed hands too
+ * often meanwhile (try again).
  */
 static inline long lite_lock(const struct lite_lock *lock)
 {

@@ -83,6 +83,9 @@ fn check_u32(ret: c_long) -> io::Result<u32> {
 /// incarnation as alive, and with `EAGAIN` while a manager that just
 /// started waits for its members to come back (try again a few seconds
 /// later in both cases).
+///
+/// Needs `CAP_NET_ADMIN`; without it the join fails with `EPERM` before
+/// anything else is checked. Using LMRs, RPC and locks needs none.
 pub fn join(cm_ip: &str, cm_port: u16, ib_port: u32) -> io::Result<u32> {
     // An embedded NUL would silently cut the address short.
     let cm_ip = CString::new(cm_ip).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
@@ -104,7 +107,8 @@ pub fn join(cm_ip: &str, cm_port: u16, ib_port: u32) -> io::Result<u32> {
 /// LMR is mapped by other nodes); the node then stays a member. With
 /// `force`, the node leaves anyway and the data of those chunks is lost.
 /// `ENOTCONN` if the node is not a member, `EALREADY` while a join or
-/// leave is under way.
+/// leave is under way. Needs `CAP_NET_ADMIN`, like [`join`]: `EPERM`
+/// without it, before anything else is checked.
 pub fn leave(force: bool) -> io::Result<()> {
     check(sys::leave(leave_flags(force))).map(drop)
 }

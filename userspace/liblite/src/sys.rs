@@ -306,7 +306,8 @@ unsafe fn lite_syscall(nr: c_long, args: [c_ulong; 6]) -> c_long {
 /// incarnation; `-EADDRINUSE` while the manager still counts the earlier
 /// incarnation as alive (try again once it declared it dead), `-EAGAIN`
 /// while a manager that just started waits for the members of its cluster
-/// to come back (try again a few seconds later).
+/// to come back (try again a few seconds later). `-EPERM` if the caller
+/// lacks `CAP_NET_ADMIN`, checked before anything else.
 ///
 /// # Safety
 ///
@@ -335,7 +336,8 @@ pub unsafe fn join(cm_ip: *const c_char, cm_port: c_uint, ib_port: c_uint) -> c_
 /// member, `-EALREADY` while a join or leave is under way, `-ENOSPC` if a
 /// chunk could not move (no third node, or its LMR is mapped by other
 /// nodes) and [`LEAVE_FORCE`] was not given (the node stays a member),
-/// `-EINVAL` for unknown flags.
+/// `-EINVAL` for unknown flags, `-EPERM` if the caller lacks
+/// `CAP_NET_ADMIN` (checked before anything else).
 pub fn leave(flags: c_uint) -> c_long {
     // SAFETY: the call takes no pointers.
     unsafe { lite_syscall(SYS_LITE_LEAVE, [flags.into(), 0, 0, 0, 0, 0]) }

@@ -32,6 +32,7 @@ use crate::IB_PORT;
 pub(crate) mod io;
 mod kernel_api;
 mod memory_ops;
+mod privilege;
 mod processes;
 mod rpc;
 mod sharing;
@@ -89,6 +90,10 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfi
         return;
     };
     let password = password_of(me);
+    privilege::run(kernel, tap, me, config);
+    // No node goes on while another may still be joining again after an
+    // unprivileged leave that went through.
+    io::barrier(kernel, tap, nodes, "the unprivileged processes");
     let mut buffer = Vec::new();
 
     let plan = plan_data_cases(me, nodes, config.data_budget);
@@ -1058,6 +1063,33 @@ mod tests {
             assert_eq!(failed.len(), 3, "{failed:?}");
             assert!(failed[1].ends_with(" - the rejected writes left the probe LMR unchanged"));
             assert!(failed[2].ends_with(" - free the probe LMR"));
+        }
+    }
+
+    #[test]
+    fn an_unprivileged_join_that_is_not_refused_is_caught() {
+        let defects = Defects {
+            join_without_privilege: true,
+            ..Defects::default()
+        };
+        for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
+            let failed = failures(&output);
+            assert_eq!(failed.len(), 2, "{failed:?}");
+            let prefix = format!(
+                " - node {me}: an unprivileged process (modelled) gets -EPERM from lite_join("
+            );
+            assert!(failed.iter().all(|l| l.contains(&prefix)), "{failed:?}");
+            assert!(
+                output.contains("# expected -EPERM (-1), got -106 (-EISCONN)\n"),
+                "{output}"
+            );
+            // The rest of the probe and the test go on unaffected.
+            assert!(
+                output.contains(&format!(
+                    " - node {me}: an unprivileged process (modelled) can create a lock on node {me}, lock and unlock it\n"
+                )),
+                "{output}"
+            );
         }
     }
 

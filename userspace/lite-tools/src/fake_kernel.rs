@@ -12,6 +12,10 @@
 //! operation statistics and QoS parameters in [`sync`]; dropping a kernel
 //! is its process exiting.
 //!
+//! Processes are privileged (`CAP_NET_ADMIN`) unless made with
+//! [`Kernel::unprivileged_process`]: those get `EPERM` from `lite_join`
+//! and `lite_leave` before anything else is checked.
+//!
 //! Membership is kept per process (the real kernel keeps it per node):
 //! `lite_leave` releases what the calling process holds (its locks go to
 //! their next takers with `EOWNERDEAD`), moves the chunks its node holds
@@ -81,6 +85,12 @@ pub struct Defects {
     /// A leave fails with `ENOSPC` when an LMR with chunks on the leaving
     /// node is mapped (by any node), as before mapped LMRs could move.
     pub leave_refuses_mapped_lmrs: bool,
+    /// `lite_join` does not check the caller's privilege: an unprivileged
+    /// process gets what a privileged one would (`EISCONN` on a member).
+    pub join_without_privilege: bool,
+    /// `lite_leave` does not check the caller's privilege: an unprivileged
+    /// process takes the node out of the cluster.
+    pub leave_without_privilege: bool,
 }
 
 impl Defects {
@@ -244,6 +254,9 @@ pub struct FakeKernel {
     process: Mutex<Process>,
     /// Tells processes apart in the RPC model.
     process_id: u64,
+    /// Whether the process has `CAP_NET_ADMIN`, which joining and leaving
+    /// need.
+    privileged: bool,
 }
 
 /// Addresses below this are never mapped, like the first page of a process.
@@ -288,9 +301,10 @@ impl FakeKernel {
             .collect()
     }
 
-    /// Another process on the same node, with handles of its own.
+    /// Another process on the same node, with handles of its own and the
+    /// privilege of this one.
     pub fn other_process(&self) -> FakeKernel {
-        let kernel = Self::node(
+        let mut kernel = Self::node(
             self.id,
             self.nodes,
             self.defects,
@@ -298,6 +312,7 @@ impl FakeKernel {
             Arc::clone(&self.shared),
         );
         lock(&kernel.process).joined = lock(&self.process).joined;
+        kernel.privileged = self.privileged;
         kernel
     }
 
@@ -322,6 +337,7 @@ impl FakeKernel {
             defects,
             connected,
             shared,
+            privileged: true,
             process: Mutex::new(Process {
                 next_handle: 0x1000,
                 next_op: 1,
@@ -966,6 +982,9 @@ fn priority_of(port_priority: u32) -> u32 {
 
 impl Kernel for FakeKernel {
     unsafe fn join(&self, cm_ip: *const c_char, _cm_port: u32, _ib_port: u32) -> c_long {
+        if !self.privileged && !self.defects.join_without_privilege {
+            return err(libc::EPERM);
+        }
         if (cm_ip as usize) < FIRST_MAPPED_ADDRESS {
             return err(libc::EFAULT);
         }
@@ -1002,6 +1021,9 @@ impl Kernel for FakeKernel {
     }
 
     fn leave(&self, flags: u32) -> c_long {
+        if !self.privileged && !self.defects.leave_without_privilege {
+            return err(libc::EPERM);
+        }
         if flags & !LEAVE_FORCE != 0 && !self.defects.leave_accepts_unknown_flags {
             return err(libc::EINVAL);
         }
@@ -1698,6 +1720,12 @@ impl Kernel for FakeKernel {
         }
         let previous = std::mem::replace(&mut lock(&self.process).priority, priority);
         previous.into()
+    }
+
+    fn unprivileged_process(&self) -> Option<Self> {
+        let mut kernel = self.other_process();
+        kernel.privileged = false;
+        Some(kernel)
     }
 
     fn read_debugfs(&self, name: &str) -> Option<std::io::Result<String>> {

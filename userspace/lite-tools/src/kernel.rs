@@ -272,6 +272,16 @@ pub trait Kernel: Sync {
     fn spawns_processes(&self) -> bool {
         false
     }
+    /// Another process on this node, a member like this one, but without
+    /// `CAP_NET_ADMIN`, the privilege joining and leaving need; `None` if
+    /// this kernel cannot make one within this process (the real kernel:
+    /// the caller starts a copy of the program under another user then).
+    fn unprivileged_process(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
     /// Runs the in-kernel KUnit suite `suite` and returns its KTAP results,
     /// or `None` if this kernel cannot (an in-memory model).
     fn run_kunit_suite(&self, _suite: &str) -> Option<std::io::Result<String>> {

@@ -106,6 +106,8 @@
  *   NUL-terminated, at most LITE_MAX_IP_LEN bytes including the NUL) using
  *   port ib_port of the node's RDMA device. Returns the node id (>= 1).
  *   Membership belongs to the node and outlives the calling process.
+ *   Joining and leaving need CAP_NET_ADMIN (-EPERM, checked first); using
+ *   LMRs, RPC and locks needs no privilege.
  *   -EISCONN already joined; -ENODEV no RDMA device or port;
  *   -ECONNREFUSED / -ETIMEDOUT the cluster manager cannot be reached;
  *   -EPROTO the cluster manager answered something unexpected;
@@ -130,7 +132,8 @@
  *   tells every other node, which then counts this node as gone
  *   (-EHOSTDOWN). Flags: LITE_LEAVE_FORCE leaves even if chunks could
  *   not move (their data is lost).
- *   -ENOTCONN not a member; -EALREADY a join or leave is under way;
+ *   -EPERM without CAP_NET_ADMIN; -ENOTCONN not a member; -EALREADY a join
+ *   or leave is under way;
  *   -ENOSPC some chunk held for another node could not move (no other
  *   node could take it): the node stays a member; -EINVAL unknown
  *   flags.
@@ -403,7 +406,8 @@
  *
  * While high-priority operations run on a node, its low-priority
  * operations wait before they start (traffic prioritization). Parameters,
- * in /sys/kernel/debug/lite/ (debugfs), settable at run time:
+ * in /sys/kernel/debug/lite/ (debugfs), settable at run time by a task
+ * with CAP_NET_ADMIN (others get -EPERM):
  *   qos_enabled       1 (default) or 0
  *   qos_window_us     a low-priority operation waits while a high-priority
  *                     operation is in flight or ended less than this long

@@ -85,7 +85,7 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
 }
 
 /// `lite_create_lock(home)`; the lock, checked against the number returned.
-fn create_lock<K: Kernel>(kernel: &K, home: u32) -> Result<LiteLock, String> {
+pub(super) fn create_lock<K: Kernel>(kernel: &K, home: u32) -> Result<LiteLock, String> {
     let mut lock = LiteLock {
         home: u32::MAX,
         number: u32::MAX,

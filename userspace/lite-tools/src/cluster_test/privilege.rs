@@ -1,0 +1,546 @@
+//! Privilege: joining and leaving need `CAP_NET_ADMIN`, using LMRs and
+//! locks needs nothing.
+//!
+//! Every node starts a copy of the program as user and group 65534
+//! (`nobody`, no capabilities), which must get `-EPERM` from `lite_join`
+//! and `lite_leave`, also for requests that would fail otherwise (the
+//! privilege is checked first), and must still be able to use an LMR and a
+//! lock. This process then checks that the node is still a member and that
+//! its own calls still work.
+//!
+//! The nodes do this between the join barrier and a barrier of their own,
+//! touching nothing of the other nodes but one small LMR each, so that a
+//! kernel letting the unprivileged leave through disturbs no other case;
+//! this node then joins again at once.
+//!
+//! A kernel model cannot start a process under another user: there the same
+//! calls run in an unprivileged process of the model
+//! ([`Kernel::unprivileged_process`]).
+
+use std::fs;
+use std::io::{BufReader, Write};
+use std::net::Ipv4Addr;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use libc::c_long;
+use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
+
+use super::processes::{collect, finish, ChildPoints, CHILD_SUBCOMMAND};
+use super::{
+    expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
+};
+use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::kernel::{Kernel, Region};
+use crate::pattern;
+use crate::plan::next_node;
+use crate::tap::Tap;
+use crate::IB_PORT;
+
+/// User and group the unprivileged copy runs as (`nobody`, `nogroup`).
+const NOBODY: u32 = 65534;
+
+/// Child kind (after [`CHILD_SUBCOMMAND`]) of the unprivileged copy.
+const KIND: &str = "unprivileged";
+
+/// Size of the LMRs allocated here.
+const LMR_SIZE: u64 = 4096;
+
+/// What the unprivileged process needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Probe {
+    /// The manager, which it tries to join.
+    cm: Ipv4Addr,
+    /// This node.
+    me: u32,
+    /// Where its LMR goes.
+    target: u32,
+    /// The password of its LMR.
+    password: u64,
+}
+
+impl Probe {
+    /// The child's command line after [`CHILD_SUBCOMMAND`].
+    fn to_args(self) -> Vec<String> {
+        vec![
+            KIND.to_string(),
+            self.cm.to_string(),
+            self.me.to_string(),
+            self.target.to_string(),
+            self.password.to_string(),
+        ]
+    }
+
+    /// The inverse of [`Probe::to_args`], given what follows [`KIND`].
+    fn from_args(args: &[String]) -> Result<Probe, String> {
+        let [cm, me, target, password] = args else {
+            return Err(format!("expected CM NODE TARGET PASSWORD, got {args:?}"));
+        };
+        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
+        Ok(Probe {
+            cm: cm.parse().map_err(|_| bad("manager address", cm))?,
+            me: me.parse().map_err(|_| bad("node", me))?,
+            target: target.parse().map_err(|_| bad("target node", target))?,
+            password: password.parse().map_err(|_| bad("password", password))?,
+        })
+    }
+}
+
+/// Checks, on a node that is a member, what a process without
+/// `CAP_NET_ADMIN` may do; reports as test points, then checks that the
+/// node is still a member.
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, config: &TestConfig) {
+    let probe = Probe {
+        cm: config.cm,
+        me,
+        target: next_node(me, config.nodes),
+        password: password_of(me),
+    };
+    let total = kernel.get_total_node();
+    if kernel.spawns_processes() {
+        let (points, exit) = in_child(probe);
+        report(tap, me, &format!("uid {NOBODY}"), points);
+        tap.check(
+            &format!("node {me}: the copy of this program started as uid {NOBODY}, gid {NOBODY} exits with status 0"),
+            exit,
+        );
+    } else if let Some(process) = kernel.unprivileged_process() {
+        tap.comment(&format!(
+            "node {me}: no process started as uid {NOBODY}: the kernel model runs the unprivileged calls in an unprivileged process of its own"
+        ));
+        report(tap, me, "modelled", unprivileged_calls(&process, probe));
+    } else {
+        tap.skip(
+            &format!("node {me}: an unprivileged process gets -EPERM from lite_join and lite_leave and can use LMRs and locks"),
+            "this kernel offers no unprivileged process",
+        );
+        return;
+    }
+    still_member(kernel, tap, probe, total);
+}
+
+fn report<W: Write>(tap: &mut Tap<W>, me: u32, who: &str, points: ChildPoints) {
+    if points.is_empty() {
+        tap.not_ok(
+            &format!("node {me}: an unprivileged process ({who}) reports its calls"),
+            "it reported nothing",
+        );
+    }
+    for (what, outcome) in points {
+        tap.check(
+            &format!("node {me}: an unprivileged process ({who}) {what}"),
+            outcome,
+        );
+    }
+}
+
+/// The calls a process without `CAP_NET_ADMIN` makes on member node
+/// `probe.me`, each with its verdict. The descriptions hold no `": "`, as
+/// a child's `fail` lines need.
+fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
+    let Probe {
+        cm,
+        me,
+        target,
+        password,
+    } = probe;
+    let eperm = |ret| expect_errno(ret, libc::EPERM);
+    // Joins first: on a member node, a join that skips the privilege check
+    // fails harmlessly with -EISCONN; after a leave that wrongly went
+    // through it would join for real.
+    vec![
+        (
+            format!("gets -EPERM from lite_join({cm}, {CM_DEFAULT_PORT}, {IB_PORT})"),
+            eperm(join_with_text(kernel, &cm.to_string())),
+        ),
+        (
+            "gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first".into(),
+            eperm(join_with_text(kernel, "not-an-ip")),
+        ),
+        (
+            "gets -EPERM from lite_leave(0)".into(),
+            eperm(kernel.leave(0)),
+        ),
+        (
+            "gets -EPERM from lite_leave(LITE_LEAVE_FORCE)".into(),
+            eperm(kernel.leave(LEAVE_FORCE)),
+        ),
+        (
+            format!(
+                "gets -EPERM from lite_leave({UNKNOWN_LEAVE_FLAG:#x}), the privilege being checked before the flags"
+            ),
+            eperm(kernel.leave(UNKNOWN_LEAVE_FLAG)),
+        ),
+        (
+            format!(
+                "can allocate a {LMR_SIZE} B LMR on {}, write a pattern, read it back and free it",
+                target_name(me, target)
+            ),
+            lmr_round_trip(kernel, me, target, password),
+        ),
+        (
+            format!("can create a lock on node {me}, lock and unlock it"),
+            lock_round_trip(kernel, me),
+        ),
+    ]
+}
+
+/// Allocates an LMR on `target`, writes a pattern, reads it back and frees it.
+fn lmr_round_trip<K: Kernel>(
+    kernel: &K,
+    me: u32,
+    target: u32,
+    password: u64,
+) -> Result<(), String> {
+    let lmr = Region::alloc(kernel, target, LMR_SIZE, 0, password)?;
+    let seed = pattern::seed(&[u64::from(me), u64::from(target), u64::from(NOBODY)]);
+    let mut data = vec![0u8; LMR_SIZE as usize];
+    pattern::fill(seed, 0, &mut data);
+    lmr.write(0, &data, PRIORITY_NONE)?;
+    pattern::poison(seed, 0, &mut data);
+    lmr.read(0, &mut data, PRIORITY_NONE)?;
+    pattern::verify(seed, 0, &data).map_err(|m| format!("data read back differs: {m}"))?;
+    lmr.free()
+}
+
+/// Creates a lock kept by node `me`, takes it and releases it.
+fn lock_round_trip<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
+    let lock = super::sync::create_lock(kernel, me)?;
+    // SAFETY: `lock` was filled in by create_lock and outlives the call.
+    expect_zero(unsafe { kernel.lock(&lock) }).map_err(|e| format!("lock: {e}"))?;
+    // SAFETY: as above.
+    expect_zero(unsafe { kernel.unlock(&lock) }).map_err(|e| format!("unlock: {e}"))
+}
+
+/// The node must be a member as before, and this process's calls must
+/// work. A node that left after all is joined again at once, so that the
+/// other nodes, waiting in the next barrier, can go on with it.
+fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe, total: c_long) {
+    let Probe {
+        cm,
+        me,
+        target,
+        password,
+    } = probe;
+    let id = kernel.get_node_id();
+    let outcome = if id == -c_long::from(libc::ENOTCONN) {
+        let rejoined = join_with_text(kernel, &cm.to_string());
+        Err(format!(
+            "get_node_id returned {}: the node left the cluster; joining again returned {}",
+            describe_result(id),
+            describe_result(rejoined)
+        ))
+    } else {
+        expect_value(id, me.into())
+            .map_err(|e| format!("get_node_id: {e}"))
+            .and_then(|()| {
+                expect_value(kernel.get_total_node(), total)
+                    .map_err(|e| format!("get_total_node: {e}"))
+            })
+    };
+    tap.check(
+        &format!(
+            "node {me}: still a member after the unprivileged process (get_node_id returns {me}, get_total_node {total})"
+        ),
+        outcome,
+    );
+    tap.check(
+        &format!(
+            "node {me}: this process can still allocate, write, read and free a {LMR_SIZE} B LMR on {}",
+            target_name(me, target)
+        ),
+        lmr_round_trip(kernel, me, target, password),
+    );
+}
+
+/// Runs the unprivileged calls in a copy of this program started as
+/// `nobody`; the points it reported, and how it ended.
+fn in_child(probe: Probe) -> (ChildPoints, Result<(), String>) {
+    let mut child = match spawn_as_nobody(&probe.to_args()) {
+        Ok(child) => child,
+        Err(reason) => return (Vec::new(), Err(reason)),
+    };
+    let points = match child.stdout.take() {
+        Some(out) => collect(&mut BufReader::new(out), false),
+        None => Vec::new(),
+    };
+    (points, finish(child))
+}
+
+/// Starts `lite-cluster-test __child ARGS..` as user and group `nobody`.
+///
+/// Between fork and exec, std calls setgid, then `setgroups(0, NULL)`
+/// (what [`CommandExt::uid`] does when no groups are given; setting them
+/// explicitly is not stable yet), then setuid: the copy keeps neither a
+/// supplementary group nor, since its uid is no longer 0, any capability.
+/// It then runs on its own: the program is static and reads no file
+/// (it checks its credentials in `/proc/self`, its own).
+fn spawn_as_nobody(args: &[String]) -> Result<Child, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    Command::new(&exe)
+        .arg(CHILD_SUBCOMMAND)
+        .args(args)
+        .gid(NOBODY)
+        .uid(NOBODY)
+        // The working directory of root may be closed to nobody.
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "starting {} as uid {NOBODY}, gid {NOBODY}: {e}{}",
+                exe.display(),
+                closed_to_others(&exe)
+                    .map(|p| format!(" ({} is not open to others)", p.display()))
+                    .unwrap_or_default()
+            )
+        })
+}
+
+/// The first of `exe` and the directories above it that others may not
+/// search or execute, which would keep nobody from running it.
+fn closed_to_others(exe: &Path) -> Option<&Path> {
+    let mut paths: Vec<&Path> = exe.ancestors().collect();
+    paths.reverse();
+    paths.into_iter().find(|path| {
+        fs::metadata(path)
+            .map(|m| m.permissions().mode() & 0o001 == 0)
+            .unwrap_or(false)
+    })
+}
+
+/// Entry point of the unprivileged copy: `args` follow
+/// [`CHILD_SUBCOMMAND`]. The exit status, or `None` for other kinds.
+pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
+    let (kind, rest) = args.split_first()?;
+    if kind != KIND {
+        return None;
+    }
+    let probe = match Probe::from_args(rest) {
+        Ok(probe) => probe,
+        Err(reason) => {
+            eprintln!("{KIND}: {reason}");
+            return Some(2);
+        }
+    };
+    let mut points = vec![(
+        format!(
+            "runs as uid {NOBODY} and gid {NOBODY} with no supplementary group and no effective capability"
+        ),
+        credentials(),
+    )];
+    points.extend(unprivileged_calls(kernel, probe));
+    for (what, outcome) in points {
+        match outcome {
+            Ok(()) => crate::say(format_args!("ok {what}")),
+            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
+        }
+    }
+    Some(0)
+}
+
+/// Whether this process is nobody, with nothing left of root's privilege.
+fn credentials() -> Result<(), String> {
+    // SAFETY: these calls only read the calling process's credentials.
+    let ids = unsafe {
+        [
+            libc::getuid(),
+            libc::geteuid(),
+            libc::getgid(),
+            libc::getegid(),
+        ]
+    };
+    if ids != [NOBODY; 4] {
+        let [uid, euid, gid, egid] = ids;
+        return Err(format!("uid {uid}, euid {euid}, gid {gid}, egid {egid}"));
+    }
+    // SAFETY: with a size of 0, getgroups only counts the groups.
+    let groups = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+    if groups != 0 {
+        return Err(format!("getgroups counts {groups} supplementary group(s)"));
+    }
+    let status =
+        fs::read_to_string("/proc/self/status").map_err(|e| format!("/proc/self/status: {e}"))?;
+    let effective = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .map(str::trim)
+        .ok_or("/proc/self/status has no CapEff line")?;
+    match u64::from_str_radix(effective, 16) {
+        Ok(0) => Ok(()),
+        _ => Err(format!("effective capabilities {effective}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_kernel::{Defects, FakeKernel};
+
+    const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+    /// Node 1 of `nodes`, joined, and the probe it would start.
+    fn member(nodes: u32, defects: Defects) -> (FakeKernel, Probe) {
+        let kernel = FakeKernel::new(1, nodes, defects);
+        assert_eq!(join_with_text(&kernel, &CM.to_string()), 1);
+        let probe = Probe {
+            cm: CM,
+            me: 1,
+            target: next_node(1, nodes),
+            password: password_of(1),
+        };
+        (kernel, probe)
+    }
+
+    fn failures(points: &ChildPoints) -> Vec<&str> {
+        points
+            .iter()
+            .filter(|(_, outcome)| outcome.is_err())
+            .map(|(what, _)| what.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn an_unprivileged_process_may_use_lmrs_and_locks_but_not_join_or_leave() {
+        let (kernel, probe) = member(2, Defects::default());
+        let process = kernel.unprivileged_process().expect("the model has one");
+        let points = unprivileged_calls(&process, probe);
+        assert_eq!(points.len(), 7);
+        assert!(failures(&points).is_empty(), "{points:?}");
+        assert!(points.iter().all(|(what, _)| !what.contains(": ")));
+        drop(process);
+        // The privileged process is untouched: still a member, nothing left.
+        assert_eq!(kernel.get_node_id(), 1);
+        assert_eq!(kernel.get_total_node(), 2);
+        assert_eq!(kernel.live_lmrs(), 0);
+        // And it may leave, unlike the other.
+        assert_eq!(kernel.leave(0), 0);
+    }
+
+    #[test]
+    fn the_probe_reports_every_point_and_the_node_stays_a_member() {
+        let (kernel, _) = member(3, Defects::default());
+        let config = TestConfig {
+            cm: CM,
+            nodes: 3,
+            data_budget: 0,
+        };
+        let mut out = Vec::new();
+        let mut tap = Tap::new(&mut out);
+        run(&kernel, &mut tap, 1, &config);
+        let summary = tap.finish();
+        let output = String::from_utf8_lossy(&out);
+        assert!(summary.all_passed(), "{output}");
+        assert_eq!(summary.passed, 9, "{output}");
+        assert!(
+            output.contains("# node 1: no process started as uid 65534: the kernel model runs"),
+            "{output}"
+        );
+        assert!(
+            output.contains(
+                "ok 1 - node 1: an unprivileged process (modelled) gets -EPERM from lite_join(10.0.0.1, 18500, 1)\n"
+            ),
+            "{output}"
+        );
+        assert!(output.contains(" - node 1: still a member after the unprivileged process (get_node_id returns 1, get_total_node 3)\n"), "{output}");
+        assert_eq!(kernel.live_lmrs(), 0);
+    }
+
+    #[test]
+    fn a_join_that_does_not_check_the_privilege_is_caught() {
+        let defects = Defects {
+            join_without_privilege: true,
+            ..Defects::default()
+        };
+        let (kernel, probe) = member(2, defects);
+        let process = kernel.unprivileged_process().expect("the model has one");
+        let points = unprivileged_calls(&process, probe);
+        assert_eq!(
+            failures(&points),
+            [
+                "gets -EPERM from lite_join(10.0.0.1, 18500, 1)",
+                "gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first",
+            ]
+        );
+        assert_eq!(
+            points[0].1,
+            Err("expected -EPERM (-1), got -106 (-EISCONN)".to_string())
+        );
+    }
+
+    #[test]
+    fn a_leave_that_does_not_check_the_privilege_is_caught() {
+        let defects = Defects {
+            leave_without_privilege: true,
+            ..Defects::default()
+        };
+        let (kernel, _) = member(3, defects);
+        let config = TestConfig {
+            cm: CM,
+            nodes: 3,
+            data_budget: 0,
+        };
+        let mut out = Vec::new();
+        let mut tap = Tap::new(&mut out);
+        run(&kernel, &mut tap, 1, &config);
+        tap.finish();
+        let output = String::from_utf8_lossy(&out);
+        let failed: Vec<&str> = output.lines().filter(|l| l.starts_with("not ok")).collect();
+        assert!(
+            failed[0].ends_with(
+                " - node 1: an unprivileged process (modelled) gets -EPERM from lite_leave(0)"
+            ),
+            "{output}"
+        );
+        // The model keeps membership per process: the node is out of the
+        // count, though this process still has its id.
+        assert!(
+            output.contains(" - node 1: still a member after the unprivileged process (get_node_id returns 1, get_total_node 3)\n# get_total_node: expected 3, got 2\n"),
+            "{output}"
+        );
+    }
+
+    #[test]
+    fn the_probe_survives_the_command_line() {
+        let probe = Probe {
+            cm: CM,
+            me: 3,
+            target: 1,
+            password: password_of(3),
+        };
+        let args = probe.to_args();
+        assert_eq!(args[0], KIND);
+        assert_eq!(Probe::from_args(&args[1..]), Ok(probe));
+        assert!(Probe::from_args(&args[1..4]).is_err());
+        let mut bad = args[1..].to_vec();
+        bad[0] = "localhost".into();
+        assert!(Probe::from_args(&bad).is_err());
+    }
+
+    #[test]
+    fn other_kinds_of_child_are_left_to_the_other_cases() {
+        let (kernel, _) = member(2, Defects::default());
+        assert_eq!(child_main(&kernel, &["leak".to_string()]), None);
+        assert_eq!(child_main(&kernel, &[]), None);
+        assert_eq!(child_main(&kernel, &[KIND.to_string()]), Some(2));
+    }
+
+    #[test]
+    fn a_program_others_cannot_reach_is_named() {
+        assert_eq!(closed_to_others(Path::new("/bin/sh")), None);
+        let dir = std::env::temp_dir().join(format!("lite-closed-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("temporary directory");
+        let exe = dir.join("program");
+        fs::write(&exe, b"").expect("file");
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o750)).expect("chmod");
+        let found = closed_to_others(&exe).map(Path::to_path_buf);
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs::remove_dir_all(&dir).expect("cleanup");
+        assert_eq!(found, Some(dir));
+    }
+}
