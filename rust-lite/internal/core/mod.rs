@@ -237,6 +237,15 @@ impl Core {
         self.peers.lock().peers.get(node as usize)?.clone()
     }
 
+    /// The peers still reachable among `nodes` (one bit per node id), this
+    /// node left out, in id order.
+    pub(crate) fn peers_among(&self, nodes: u64) -> impl Iterator<Item = Arc<Peer>> + '_ {
+        (0..MAX_NODES as u32)
+            // PANIC: `node < MAX_NODES <= 64`, so the shift is in range.
+            .filter(move |&node| nodes & (1u64 << node) != 0 && node != self.node_id())
+            .filter_map(move |node| self.peer(node).ok())
+    }
+
     /// The connected peer `node`.
     ///
     /// # Errors

@@ -482,16 +482,9 @@ impl Sharing {
     /// mappings of LMR `lmr_id`; returns whether all of them confirmed.
     pub(crate) fn revoke_mappings(&self, lmr_id: u64, mappers: u64) -> bool {
         let mut confirmed = true;
-        for node in 0..MAX_NODES as u32 {
-            // PANIC: `node < MAX_NODES <= 64`.
-            if mappers & (1u64 << node) == 0 || node == self.core.node_id() {
-                continue;
-            }
-            let peer = match self.core.peer(node) {
-                Ok(peer) => peer,
-                // A node that left cannot reach the memory any more.
-                Err(_) => continue,
-            };
+        // A node that left cannot reach the memory any more.
+        for peer in self.core.peers_among(mappers) {
+            let node = peer.node;
             let reply = self
                 .core
                 .requests
@@ -620,15 +613,10 @@ impl Sharing {
     pub(crate) fn evacuate_held_chunks(&self) -> Result<usize> {
         let own = self.core.node_id();
         let owners = self.core.store.other_owners(own);
-        for node in 0..MAX_NODES as u32 {
-            // PANIC: `node < MAX_NODES <= 64`.
-            if owners & (1u64 << node) == 0 {
-                continue;
-            }
-            let Ok(peer) = self.core.peer(node) else {
-                // Gone: its chunks are freed after their grace period.
-                continue;
-            };
+        // Owners that are gone: their chunks are freed after their grace
+        // period.
+        for peer in self.core.peers_among(owners) {
+            let node = peer.node;
             let reply = self
                 .core
                 .requests

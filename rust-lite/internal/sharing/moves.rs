@@ -185,14 +185,7 @@ impl Sharing {
         mappers: u64,
     ) -> Result<KVec<Arc<super::Peer>>> {
         let mut held = KVec::with_capacity(MAX_NODES, GFP_KERNEL)?;
-        for node in 0..MAX_NODES as u32 {
-            // PANIC: `node < MAX_NODES <= 64`.
-            if mappers & (1u64 << node) == 0 || node == self.core.node_id() {
-                continue;
-            }
-            let Ok(peer) = self.core.peer(node) else {
-                continue;
-            };
+        for peer in self.core.peers_among(mappers) {
             let reply = self
                 .core
                 .requests
