@@ -27,6 +27,7 @@ mod series;
 mod source;
 mod suite;
 mod syscalls;
+mod syzlang;
 mod tap;
 mod ui;
 

@@ -149,8 +149,8 @@ fn matching_paren(text: &str) -> Option<usize> {
 }
 
 /// Blanks out C comments and the contents of string and character
-/// literals, so that only code is searched for `SYSCALL_DEFINE`.
-fn code_only(source: &str) -> String {
+/// literals, so that only code is searched (here for `SYSCALL_DEFINE`).
+pub fn code_only(source: &str) -> String {
     let mut out = String::with_capacity(source.len());
     let mut chars = source.chars().peekable();
     while let Some(c) = chars.next() {

@@ -1,0 +1,1368 @@
+//! The syzkaller descriptions of LITE's system calls (`config/syzkaller/`),
+//! checked against the C sources they describe.
+//!
+//! syzkaller does not notice when a description stops matching the kernel:
+//! a wrong number fuzzes another call, a shifted or missing argument passes
+//! values where the kernel expects others, a struct with a field too few is
+//! laid out wrong. The test below compares `lite.txt` and `lite.txt.const`
+//! with
+//!
+//! - the `__NR_lite_*` numbers of the uapi header: every call described,
+//!   nothing else, and the same numbers in `lite.txt.const`;
+//! - the `SYSCALL_DEFINEn` of `lite_syscalls.c`, the entry points the kernel
+//!   compiles, hence the authority on arguments: as many, named alike, a
+//!   pointer where C has one, integers of the C width where the description
+//!   fixes a width;
+//! - the `long lite_*(...)` prototypes the header documents, which must
+//!   agree with those definitions too;
+//! - the header's structs: same fields, in order, of the same widths;
+//! - the header's constants: `lite.txt.const` holds their values, and
+//!   `lite.txt` uses none that file lacks (syzkaller would silently drop
+//!   the calls using it).
+//!
+//! The files are read as text by small scanners, enough for the way they
+//! are written; syzkaller's compiler checks the syntax proper. Widths are
+//! those of x86_64, the only architecture LITE numbers its calls for.
+
+// Only the tests below use the scanners.
+#![cfg(test)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::syscalls;
+
+/// The inputs, relative to the repository root.
+const HEADER_PATH: &str = "lite-api-c/include/uapi/linux/lite.h";
+const SYSCALLS_C_PATH: &str = "lite-api-c/lite_syscalls.c";
+const TXT_PATH: &str = "config/syzkaller/lite.txt";
+const CONST_PATH: &str = "config/syzkaller/lite.txt.const";
+
+/// Short names of the inputs, for messages.
+const HEADER: &str = "lite.h";
+const SYSCALLS_C: &str = "lite_syscalls.c";
+const TXT: &str = "lite.txt";
+const CONST: &str = "lite.txt.const";
+
+/// The architecture whose values `lite.txt.const` must give.
+const ARCH: &str = "amd64";
+
+/// The four texts compared.
+struct Sources<'a> {
+    header: &'a str,
+    syscalls_c: &'a str,
+    txt: &'a str,
+    consts: &'a str,
+}
+
+/// A declaration, `(type, name)`: a C parameter or field, or a syzlang
+/// argument or field.
+type Decl = (String, String);
+
+/// What a value occupies, as far as the checks can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Width {
+    Pointer,
+    Bytes(u64),
+    /// A syscall argument whose syzlang type leaves its width to the
+    /// register (`flags`, `len` or `const` without a base type).
+    Register,
+    Unknown,
+}
+
+impl Width {
+    fn describe(self) -> String {
+        match self {
+            Width::Pointer => "a pointer".to_string(),
+            Width::Bytes(8) => "an 8-byte integer".to_string(),
+            Width::Bytes(n) => format!("a {n}-byte integer"),
+            Width::Register => "a register-wide integer".to_string(),
+            Width::Unknown => "of unknown width".to_string(),
+        }
+    }
+
+    /// Inside structs pointers are `ptr64`-sized fields.
+    fn in_struct(self) -> Width {
+        match self {
+            Width::Pointer => Width::Bytes(8),
+            w => w,
+        }
+    }
+}
+
+/// Every drift between the descriptions and the C sources, one message
+/// each; empty when they agree.
+fn check(src: &Sources) -> Vec<String> {
+    let mut problems = Vec::new();
+    let numbers = match syscalls::parse_numbers(src.header) {
+        Ok(n) => n,
+        Err(e) => return vec![format!("{HEADER}: {e}")],
+    };
+    let definitions: BTreeMap<String, syscalls::Params> =
+        match syscalls::parse_definitions(src.syscalls_c) {
+            Ok(d) => d.into_iter().collect(),
+            Err(e) => return vec![format!("{SYSCALLS_C}: {e}")],
+        };
+    let header = parse_header(src.header, &mut problems);
+    let syz = parse_syzlang(src.txt, &mut problems);
+    let consts = match parse_consts(src.consts) {
+        Ok(c) => c,
+        Err(e) => return vec![format!("{CONST}: {e}")],
+    };
+
+    check_coverage(&numbers, &definitions, &syz, &mut problems);
+    check_numbers(&numbers, &consts, &mut problems);
+    check_constants(&header, &syz, &consts, &mut problems);
+    check_prototypes(&numbers, &header, &definitions, &mut problems);
+    let types = Types {
+        resources: &syz.resources,
+        aliases: &syz.aliases,
+    };
+    for call in &syz.calls {
+        if let Some(params) = definitions.get(&call.base) {
+            check_arguments(call, params, &types, &mut problems);
+        }
+    }
+    check_structs(&header, &syz, &types, &mut problems);
+    problems
+}
+
+/// Each numbered call is described and has a definition; each described
+/// call is numbered.
+fn check_coverage(
+    numbers: &[(String, u32)],
+    definitions: &BTreeMap<String, syscalls::Params>,
+    syz: &Syzlang,
+    problems: &mut Vec<String>,
+) {
+    let described: BTreeSet<&str> = syz.calls.iter().map(|c| c.base.as_str()).collect();
+    for (name, _) in numbers {
+        if !described.contains(name.as_str()) {
+            problems.push(format!(
+                "{name}: {HEADER} numbers it (__NR_{name}) but {TXT} does not describe it"
+            ));
+        }
+        if !definitions.contains_key(name) {
+            problems.push(format!(
+                "{name}: {HEADER} numbers it but {SYSCALLS_C} has no SYSCALL_DEFINE for it"
+            ));
+        }
+    }
+    for call in &syz.calls {
+        if !numbers.iter().any(|(n, _)| *n == call.base) {
+            problems.push(format!(
+                "{}: {TXT}:{} describes it but {HEADER} has no __NR_{}",
+                call.name, call.line, call.base
+            ));
+        }
+    }
+}
+
+/// `lite.txt.const` gives every call the header's number.
+fn check_numbers(numbers: &[(String, u32)], consts: &ConstFile, problems: &mut Vec<String>) {
+    for (name, number) in numbers {
+        let key = format!("__NR_{name}");
+        match consts.values.get(&key) {
+            None => problems.push(format!("{key}: {CONST} lacks it ({number} in {HEADER})")),
+            Some(None) => problems.push(format!(
+                "{key}: {CONST} leaves it undefined for {ARCH} ({number} in {HEADER})"
+            )),
+            Some(Some(v)) if *v != u64::from(*number) => {
+                problems.push(format!("{key}: {v} in {CONST} but {number} in {HEADER}"))
+            }
+            Some(Some(_)) => {}
+        }
+    }
+}
+
+/// `lite.txt.const` holds only the header's constants (or the description's
+/// own `define`s), with the header's values, and every constant `lite.txt`
+/// uses.
+fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems: &mut Vec<String>) {
+    for (name, value) in &consts.values {
+        match header.defines.get(name) {
+            // The numbers have their own check.
+            Some(_) if name.starts_with("__NR_") => {}
+            Some(Some(expected)) => {
+                if let Some(v) = value {
+                    if v != expected {
+                        problems.push(format!("{name}: {v} in {CONST} but {expected} in {HEADER}"));
+                    }
+                }
+            }
+            // Not a plain number in C (an expression the scanner does not
+            // evaluate): only its presence is checked.
+            Some(None) => {}
+            None if syz.defines.contains(name) => {}
+            None => problems.push(format!(
+                "{name}: {CONST} has it but {HEADER} does not define it"
+            )),
+        }
+    }
+    for (name, line) in &syz.consts_used {
+        if !consts.values.contains_key(name) {
+            problems.push(format!("{name}: {TXT}:{line} uses it but {CONST} lacks it"));
+        }
+    }
+}
+
+/// The prototypes documented in the header match the definitions.
+fn check_prototypes(
+    numbers: &[(String, u32)],
+    header: &Header,
+    definitions: &BTreeMap<String, syscalls::Params>,
+    problems: &mut Vec<String>,
+) {
+    for (name, _) in numbers {
+        if !header.prototypes.contains_key(name) {
+            problems.push(format!(
+                "{name}: {HEADER} documents no prototype `long {name}(...)`"
+            ));
+        }
+    }
+    for (name, documented) in &header.prototypes {
+        if !numbers.iter().any(|(n, _)| n == name) {
+            problems.push(format!(
+                "{name}: {HEADER} documents it but does not number it"
+            ));
+            continue;
+        }
+        let Some(defined) = definitions.get(name) else {
+            continue;
+        };
+        compare_decls(
+            name,
+            "argument",
+            (HEADER, documented, &c_width),
+            (SYSCALLS_C, defined, &c_width),
+            false,
+            problems,
+        );
+    }
+}
+
+/// A described call's arguments match the definition's parameters.
+fn check_arguments(
+    call: &SynCall,
+    params: &syscalls::Params,
+    types: &Types,
+    problems: &mut Vec<String>,
+) {
+    let width = |ty: &str| types.width(ty, 0);
+    compare_decls(
+        &call.name,
+        "argument",
+        (TXT, &call.args, &width),
+        (SYSCALLS_C, params, &c_width),
+        false,
+        problems,
+    );
+}
+
+/// Described structs match the header's, and each header struct is
+/// described.
+fn check_structs(header: &Header, syz: &Syzlang, types: &Types, problems: &mut Vec<String>) {
+    let width = |ty: &str| types.width(ty, 0);
+    for (name, fields) in &header.structs {
+        let Some(described) = syz.structs.get(name) else {
+            problems.push(format!(
+                "struct {name}: {HEADER} defines it but {TXT} does not describe it"
+            ));
+            continue;
+        };
+        compare_decls(
+            &format!("struct {name}"),
+            "field",
+            (TXT, described, &width),
+            (HEADER, fields, &c_width),
+            true,
+            problems,
+        );
+    }
+}
+
+/// One side of a comparison: a file's label, its declarations and how it
+/// tells their widths.
+type Side<'a> = (&'a str, &'a [Decl], &'a dyn Fn(&str) -> Width);
+
+/// Compares two declaration lists (arguments or fields) of `what`: count,
+/// names in order and, where both sides tell, widths.
+fn compare_decls(
+    what: &str,
+    kind: &str,
+    (file_a, decls_a, width_a): Side,
+    (file_b, decls_b, width_b): Side,
+    in_struct: bool,
+    problems: &mut Vec<String>,
+) {
+    if decls_a.len() != decls_b.len() {
+        let names = |d: &[Decl]| {
+            d.iter()
+                .map(|(_, n)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        problems.push(format!(
+            "{what}: {file_a} has {} {kind}(s) ({}), {file_b} has {} ({})",
+            decls_a.len(),
+            names(decls_a),
+            decls_b.len(),
+            names(decls_b)
+        ));
+        return;
+    }
+    for (i, ((ty_a, name_a), (ty_b, name_b))) in decls_a.iter().zip(decls_b).enumerate() {
+        let at = format!("{what}: {kind} {}", i + 1);
+        if name_a != name_b {
+            problems.push(format!(
+                "{at} is `{name_a}` in {file_a} but `{name_b}` in {file_b}"
+            ));
+            continue;
+        }
+        let (mut wa, mut wb) = (width_a(ty_a), width_b(ty_b));
+        if in_struct {
+            (wa, wb) = (wa.in_struct(), wb.in_struct());
+        }
+        if widths_disagree(wa, wb) {
+            problems.push(format!(
+                "{at} `{name_a}` is `{ty_a}`, {}, in {file_a} but `{ty_b}`, {}, in {file_b}",
+                wa.describe(),
+                wb.describe()
+            ));
+        }
+    }
+}
+
+/// Whether two widths certainly differ: a pointer against an integer, or
+/// integers of different sizes.
+fn widths_disagree(a: Width, b: Width) -> bool {
+    match (a, b) {
+        (Width::Unknown, _) | (_, Width::Unknown) => false,
+        (Width::Pointer, Width::Pointer) => false,
+        (Width::Pointer, _) | (_, Width::Pointer) => true,
+        (Width::Bytes(x), Width::Bytes(y)) => x != y,
+        _ => false,
+    }
+}
+
+/// The width of a C type as the header and `lite_syscalls.c` spell them.
+fn c_width(ty: &str) -> Width {
+    if ty.contains('*') {
+        return Width::Pointer;
+    }
+    let words: Vec<&str> = ty
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "const" | "volatile" | "__user"))
+        .collect();
+    match words.join(" ").as_str() {
+        "u8" | "__u8" | "s8" | "__s8" | "char" | "unsigned char" => Width::Bytes(1),
+        "u16" | "__u16" | "s16" | "__s16" | "short" | "unsigned short" => Width::Bytes(2),
+        "u32" | "__u32" | "s32" | "__s32" | "int" | "unsigned" | "unsigned int" => Width::Bytes(4),
+        "u64" | "__u64" | "s64" | "__s64" | "long" | "unsigned long" | "long long"
+        | "unsigned long long" => Width::Bytes(8),
+        _ => Width::Unknown,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The uapi header
+
+/// What the checks need from the uapi header.
+#[derive(Default)]
+struct Header {
+    /// Every `#define`d object-like macro, with its value when it is an
+    /// integer the scanner can evaluate.
+    defines: BTreeMap<String, Option<u64>>,
+    /// `struct name { fields };`
+    structs: BTreeMap<String, Vec<Decl>>,
+    /// The `long lite_*(...)` prototypes of the comments.
+    prototypes: BTreeMap<String, Vec<Decl>>,
+}
+
+fn parse_header(text: &str, problems: &mut Vec<String>) -> Header {
+    let code = syscalls::code_only(text);
+    let mut header = Header::default();
+    for line in code.lines() {
+        let mut words = line.split_whitespace();
+        if words.next() != Some("#define") {
+            continue;
+        }
+        // Function-like macros (`NAME(args)`) are no constants.
+        let Some(name) = words.next().filter(|n| n.chars().all(is_ident_char)) else {
+            continue;
+        };
+        let value = words.collect::<Vec<_>>().join(" ");
+        header.defines.insert(name.to_string(), eval_c(&value));
+    }
+    parse_c_structs(&code, &mut header, problems);
+    parse_prototypes(&comment_text(text), &mut header, problems);
+    header
+}
+
+/// Evaluates the integer expressions the header uses: literals with
+/// suffixes, parentheses and `<<`.
+fn eval_c(expr: &str) -> Option<u64> {
+    let expr = expr.trim();
+    if let Some(inner) = expr.strip_prefix('(').and_then(|e| e.strip_suffix(')')) {
+        return eval_c(inner);
+    }
+    if let Some((a, b)) = expr.split_once("<<") {
+        let (a, b) = (eval_c(a)?, u32::try_from(eval_c(b)?).ok()?);
+        let shifted = a.checked_shl(b)?;
+        return (shifted >> b == a).then_some(shifted);
+    }
+    let digits = expr.trim_end_matches(['u', 'U', 'l', 'L']);
+    if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        u64::from_str_radix(hex, 16).ok()
+    } else if let Some(octal) = digits.strip_prefix('0').filter(|o| !o.is_empty()) {
+        u64::from_str_radix(octal, 8).ok()
+    } else {
+        digits.parse().ok()
+    }
+}
+
+/// `struct NAME { TYPE FIELD; ... };` in C code without comments.
+fn parse_c_structs(code: &str, header: &mut Header, problems: &mut Vec<String>) {
+    let mut rest = code;
+    while let Some(pos) = rest.find("struct ") {
+        let after = &rest[pos + "struct ".len()..];
+        rest = after;
+        let name: String = after.chars().take_while(|&c| is_ident_char(c)).collect();
+        let Some(body) = after[name.len()..].trim_start().strip_prefix('{') else {
+            continue; // a use, not a definition
+        };
+        let Some(end) = body.find('}') else {
+            problems.push(format!("struct {name}: unterminated in {HEADER}"));
+            return;
+        };
+        let mut fields = Vec::new();
+        for decl in body[..end]
+            .split(';')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+        {
+            // `TYPE a, b` declares several fields of one type.
+            let mut parts = decl.split(',');
+            let first = parts.next().unwrap_or_default();
+            let Some((ty, field)) = split_c_decl(first) else {
+                problems.push(format!("struct {name}: cannot read `{decl}` in {HEADER}"));
+                continue;
+            };
+            fields.push((ty.clone(), field));
+            for more in parts {
+                let more = more.trim();
+                let stars = more.chars().take_while(|&c| c == '*').count();
+                let ty = format!("{ty}{}", "*".repeat(stars));
+                fields.push((ty, more[stars..].trim().to_string()));
+            }
+        }
+        header.structs.insert(name, fields);
+        rest = &body[end..];
+    }
+}
+
+/// Splits `const char *name` or `__u8 name[16]` into its type
+/// (`const char *`, `__u8 [16]`) and name.
+fn split_c_decl(decl: &str) -> Option<(String, String)> {
+    let decl = decl.trim();
+    let (decl, array) = match decl.find('[') {
+        Some(at) => (decl[..at].trim_end(), &decl[at..]),
+        None => (decl, ""),
+    };
+    let start = decl
+        .char_indices()
+        .rev()
+        .take_while(|&(_, c)| is_ident_char(c))
+        .last()
+        .map(|(i, _)| i)?;
+    let ty = decl[..start].trim();
+    if ty.is_empty() {
+        return None;
+    }
+    let ty = if array.is_empty() {
+        ty.to_string()
+    } else {
+        format!("{ty} {array}")
+    };
+    Some((ty, decl[start..].to_string()))
+}
+
+/// The text of the C comments of `source`, with the ` * ` that starts
+/// their lines removed.
+fn comment_text(source: &str) -> String {
+    let mut out = String::new();
+    let mut rest = source;
+    while let Some(start) = rest.find("/*") {
+        let body = &rest[start + 2..];
+        let end = body.find("*/").unwrap_or(body.len());
+        for line in body[..end].lines() {
+            out.push_str(line.trim_start().trim_start_matches('*').trim_start());
+            out.push('\n');
+        }
+        rest = &body[(end + 2).min(body.len())..];
+    }
+    out
+}
+
+/// Prototypes `long lite_name(params)` that start a comment line; they may
+/// continue on the next lines.
+fn parse_prototypes(comments: &str, header: &mut Header, problems: &mut Vec<String>) {
+    let lines: Vec<&str> = comments.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(rest) = line.strip_prefix("long lite_") else {
+            continue;
+        };
+        let mut text = format!("lite_{rest}");
+        for more in &lines[i + 1..] {
+            if text.contains(')') {
+                break;
+            }
+            text.push(' ');
+            text.push_str(more);
+        }
+        let (Some(open), Some(close)) = (text.find('('), text.find(')')) else {
+            problems.push(format!("{HEADER}: cannot read the prototype `long {text}`"));
+            continue;
+        };
+        let name = text[..open].trim().to_string();
+        let inner = text[open + 1..close].trim();
+        let mut params = Vec::new();
+        if inner != "void" && !inner.is_empty() {
+            for param in inner.split(',') {
+                match split_c_decl(param) {
+                    Some(decl) => params.push(decl),
+                    None => problems.push(format!(
+                        "{name}: cannot read the parameter `{}` documented in {HEADER}",
+                        param.trim()
+                    )),
+                }
+            }
+        }
+        if header.prototypes.insert(name.clone(), params).is_some() {
+            problems.push(format!("{name}: {HEADER} documents it twice"));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The syzlang descriptions
+
+/// A syscall description, `name$variant(args) ret`.
+struct SynCall {
+    /// With the variant, as written.
+    name: String,
+    /// Before `$`: the kernel's name of the call.
+    base: String,
+    args: Vec<Decl>,
+    line: usize,
+}
+
+/// What the checks need from a syzlang file.
+#[derive(Default)]
+struct Syzlang {
+    calls: Vec<SynCall>,
+    structs: BTreeMap<String, Vec<Decl>>,
+    /// Resource name to underlying type.
+    resources: BTreeMap<String, String>,
+    /// Type alias name to underlying type (templates excluded).
+    aliases: BTreeMap<String, String>,
+    /// Names given by `define`.
+    defines: BTreeSet<String>,
+    /// Constants the descriptions use, each with the first line using it.
+    consts_used: BTreeMap<String, usize>,
+}
+
+/// The block a line belongs to.
+enum Block {
+    TopLevel,
+    Struct(String, Vec<Decl>),
+    /// A union or a template body: nothing to compare.
+    Skipped {
+        closer: char,
+    },
+}
+
+fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
+    let mut syz = Syzlang::default();
+    let mut template_params = BTreeSet::new();
+    let mut block = Block::TopLevel;
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let line = strip_comment(raw).trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        if !matches!(first, "include" | "incdir") {
+            for name in constants_in(line) {
+                syz.consts_used.entry(name).or_insert(line_no);
+            }
+        }
+        match &mut block {
+            Block::Struct(name, fields) => {
+                if line.starts_with('}') {
+                    syz.structs
+                        .insert(std::mem::take(name), std::mem::take(fields));
+                    block = Block::TopLevel;
+                } else {
+                    let (field, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+                    let (ty, _attrs) = split_type(rest.trim());
+                    if ty.is_empty() {
+                        problems.push(format!("{TXT}:{line_no}: a field without a type"));
+                    }
+                    fields.push((ty.to_string(), field.to_string()));
+                }
+                continue;
+            }
+            Block::Skipped { closer } => {
+                if line.starts_with(*closer) {
+                    block = Block::TopLevel;
+                }
+                continue;
+            }
+            Block::TopLevel => {}
+        }
+        match first {
+            "include" | "incdir" | "meta" => continue,
+            "define" => {
+                if let Some(name) = words.next() {
+                    syz.defines.insert(name.to_string());
+                }
+                continue;
+            }
+            "resource" => {
+                let decl = line.strip_prefix("resource").unwrap_or_default().trim();
+                let decl = decl.split(':').next().unwrap_or_default().trim();
+                let parsed = parse_type(decl);
+                match parsed.args.as_slice() {
+                    [base] => {
+                        syz.resources.insert(parsed.name, base.clone());
+                    }
+                    _ => problems.push(format!("{TXT}:{line_no}: cannot read the resource")),
+                }
+                continue;
+            }
+            "type" => {
+                let rest = line.strip_prefix("type").unwrap_or_default().trim();
+                let name: String = rest.chars().take_while(|&c| is_ident_char(c)).collect();
+                let after = &rest[name.len()..];
+                if let Some(params) = after.strip_prefix('[') {
+                    let params = params.split(']').next().unwrap_or_default();
+                    template_params.extend(params.split(',').map(|p| p.trim().to_string()));
+                } else {
+                    syz.aliases.insert(name, after.trim().to_string());
+                }
+                if line.ends_with('{') {
+                    block = Block::Skipped { closer: '}' };
+                } else if line.ends_with('[') {
+                    block = Block::Skipped { closer: ']' };
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let name: String = line
+            .chars()
+            .take_while(|&c| is_ident_char(c) || c == '$')
+            .collect();
+        let after = line[name.len()..].trim_start();
+        if name.is_empty() {
+            problems.push(format!("{TXT}:{line_no}: cannot read `{line}`"));
+        } else if after.starts_with('=') {
+            // Flags; their constants are already collected.
+        } else if after == "{" {
+            block = Block::Struct(name, Vec::new());
+        } else if after == "[" {
+            block = Block::Skipped { closer: ']' };
+        } else if after.starts_with('(') {
+            match parse_call(&name, after, line_no) {
+                Ok(call) => syz.calls.push(call),
+                Err(e) => problems.push(format!("{TXT}:{line_no}: {e}")),
+            }
+        } else {
+            problems.push(format!("{TXT}:{line_no}: cannot read `{line}`"));
+        }
+    }
+    if !matches!(block, Block::TopLevel) {
+        problems.push(format!("{TXT}: the last struct or union is not closed"));
+    }
+    for param in &template_params {
+        syz.consts_used.remove(param);
+    }
+    syz
+}
+
+/// `(args) ret (attrs)` after the name of a call.
+fn parse_call(name: &str, after: &str, line: usize) -> Result<SynCall, String> {
+    let inner = &after[1..];
+    let close = closing_bracket(inner).ok_or_else(|| format!("{name}: unclosed `(`"))?;
+    let mut args = Vec::new();
+    for arg in split_top(&inner[..close], ',') {
+        let arg = arg.trim();
+        let Some((arg_name, ty)) = arg.split_once(char::is_whitespace) else {
+            return Err(format!("{name}: argument `{arg}` has no type"));
+        };
+        args.push((ty.trim().to_string(), arg_name.to_string()));
+    }
+    let base = name.split('$').next().unwrap_or(name).to_string();
+    Ok(SynCall {
+        name: name.to_string(),
+        base,
+        args,
+        line,
+    })
+}
+
+/// The resources and type aliases that give a syzlang type its width.
+struct Types<'a> {
+    resources: &'a BTreeMap<String, String>,
+    aliases: &'a BTreeMap<String, String>,
+}
+
+impl Types<'_> {
+    /// The width of syzlang type `ty` on x86_64.
+    fn width(&self, ty: &str, depth: usize) -> Width {
+        // Resources and aliases refer to each other only a few levels deep.
+        if depth > 16 {
+            return Width::Unknown;
+        }
+        let parsed = parse_type(ty);
+        match parsed.name.as_str() {
+            "ptr" | "ptr64" | "buffer" | "vma" | "vma64" => Width::Pointer,
+            "intptr" | "boolptr" => Width::Bytes(8),
+            // The base type, when given, comes last.
+            "const" | "flags" | "len" | "bytesize" | "bytesize2" | "bytesize4" | "bytesize8"
+            | "bitsize" | "offsetof" | "proc" | "fileoff" => match parsed.args.last() {
+                Some(base) if int_bytes(base).is_some() || base == "intptr" => {
+                    self.width(base, depth + 1)
+                }
+                _ => Width::Register,
+            },
+            name => {
+                if let Some(bytes) = int_bytes(name) {
+                    Width::Bytes(bytes)
+                } else if let Some(base) = self.resources.get(name) {
+                    self.width(base, depth + 1)
+                } else if let Some(underlying) = self.aliases.get(name) {
+                    self.width(underlying, depth + 1)
+                } else {
+                    Width::Unknown
+                }
+            }
+        }
+    }
+}
+
+/// The size of `intN`, `intNbe` and `boolN`.
+fn int_bytes(name: &str) -> Option<u64> {
+    let bits = name
+        .strip_prefix("int")
+        .or_else(|| name.strip_prefix("bool"))?;
+    match bits.strip_suffix("be").unwrap_or(bits) {
+        "8" => Some(1),
+        "16" => Some(2),
+        "32" => Some(4),
+        "64" => Some(8),
+        _ => None,
+    }
+}
+
+/// A syzlang type: `name[args]`.
+#[derive(Debug, PartialEq, Eq)]
+struct SynType {
+    name: String,
+    args: Vec<String>,
+}
+
+fn parse_type(text: &str) -> SynType {
+    let text = text.trim();
+    match text.find('[') {
+        Some(open) if text.ends_with(']') => SynType {
+            name: text[..open].trim().to_string(),
+            args: split_top(&text[open + 1..text.len() - 1], ',')
+                .into_iter()
+                .map(|a| a.trim().to_string())
+                .collect(),
+        },
+        _ => SynType {
+            name: text.to_string(),
+            args: Vec::new(),
+        },
+    }
+}
+
+/// Splits a field's `type (attrs)` into the type and the rest: the type
+/// ends at the first blank outside brackets.
+fn split_type(text: &str) -> (&str, &str) {
+    let mut depth = 0i32;
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' | '(' => depth += 1,
+            ']' | ')' => depth -= 1,
+            c if c.is_whitespace() && depth == 0 => return (&text[..i], text[i..].trim()),
+            _ => {}
+        }
+    }
+    (text, "")
+}
+
+/// Splits at `sep` outside brackets, parentheses and quotes.
+fn split_top(text: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut quote = None;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '`' | '\'') => quote = Some(c),
+            (None, '[' | '(') => depth += 1,
+            (None, ']' | ')') => depth -= 1,
+            (None, c) if c == sep && depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    if !text[start..].trim().is_empty() || !parts.is_empty() {
+        parts.push(&text[start..]);
+    }
+    parts
+}
+
+/// Index of the bracket closing one already opened.
+fn closing_bracket(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' if depth == 0 => return Some(i),
+            ')' | ']' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `line` without its `#` comment (a `#` in a string is kept).
+fn strip_comment(line: &str) -> &str {
+    let mut quote = None;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '`') => quote = Some(c),
+            (None, '#') => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// Identifiers of `line` (outside strings) that name constants: upper
+/// case ones, and system call numbers.
+fn constants_in(line: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut word = String::new();
+    let mut quote = None;
+    for c in line.chars().chain([' ']) {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        if is_ident_char(c) {
+            word.push(c);
+            continue;
+        }
+        let is_const = word.starts_with("__NR_")
+            || (word.chars().any(|c| c.is_ascii_uppercase())
+                && !word.chars().any(|c| c.is_ascii_lowercase())
+                && !word.starts_with(|c: char| c.is_ascii_digit()));
+        if is_const {
+            found.push(std::mem::take(&mut word));
+        }
+        word.clear();
+        if matches!(c, '"' | '`') {
+            quote = Some(c);
+        }
+    }
+    found
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+// ---------------------------------------------------------------------------
+// The const file
+
+/// A `.const` file: values for `ARCH`; `None` for `???` (undefined).
+struct ConstFile {
+    values: BTreeMap<String, Option<u64>>,
+}
+
+/// Reads the format syz-extract and syz-sysgen write: an `arches = ...`
+/// line, then `NAME = VALUE`, where VALUE is a default and/or
+/// `arch[:arch...]:value` entries, `???` meaning undefined.
+fn parse_consts(text: &str) -> Result<ConstFile, String> {
+    let mut seen_arches = false;
+    let mut values = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let at = i + 1;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, value) = line
+            .split_once('=')
+            .map(|(n, v)| (n.trim(), v.trim()))
+            .ok_or_else(|| format!("line {at}: expected NAME = VALUE"))?;
+        if !seen_arches {
+            if name != "arches" {
+                return Err(format!("line {at}: the first line must be `arches = ...`"));
+            }
+            if !value.split(',').any(|a| a.trim() == ARCH) {
+                return Err(format!("line {at}: `arches` does not list {ARCH}"));
+            }
+            seen_arches = true;
+            continue;
+        }
+        let mut default = None;
+        let mut specific = None;
+        for entry in value.split(',') {
+            let fields: Vec<&str> = entry.split(':').map(str::trim).collect();
+            let Some((value, for_arches)) = fields.split_last() else {
+                continue;
+            };
+            let parsed = parse_const_value(value)
+                .ok_or_else(|| format!("line {at}: bad value `{}`", entry.trim()))?;
+            if for_arches.is_empty() {
+                default = Some(parsed);
+            } else if for_arches.contains(&ARCH) {
+                specific = Some(parsed);
+            }
+        }
+        let Some(value) = specific.or(default) else {
+            // Given for other architectures only.
+            continue;
+        };
+        if values.insert(name.to_string(), value).is_some() {
+            return Err(format!("line {at}: {name} is given twice"));
+        }
+    }
+    if !seen_arches {
+        return Err("no `arches = ...` line".to_string());
+    }
+    Ok(ConstFile { values })
+}
+
+/// A `.const` value: `???`, decimal or `0x` hexadecimal.
+fn parse_const_value(text: &str) -> Option<Option<u64>> {
+    if text == "???" {
+        return Some(None);
+    }
+    let parsed = match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    };
+    parsed.map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::repo_root;
+
+    fn read(path: &str) -> String {
+        let path = repo_root().join(path);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+    }
+
+    /// The repository's four files.
+    struct Repo {
+        header: String,
+        syscalls_c: String,
+        txt: String,
+        consts: String,
+    }
+
+    impl Repo {
+        fn load() -> Self {
+            Self {
+                header: read(HEADER_PATH),
+                syscalls_c: read(SYSCALLS_C_PATH),
+                txt: read(TXT_PATH),
+                consts: read(CONST_PATH),
+            }
+        }
+
+        fn sources(&self) -> Sources<'_> {
+            Sources {
+                header: &self.header,
+                syscalls_c: &self.syscalls_c,
+                txt: &self.txt,
+                consts: &self.consts,
+            }
+        }
+    }
+
+    #[test]
+    fn syzkaller_descriptions_match_the_uapi_header() {
+        let repo = Repo::load();
+        let problems = check(&repo.sources());
+        assert!(
+            problems.is_empty(),
+            "{TXT_PATH} and {CONST_PATH} drifted from {HEADER_PATH} and {SYSCALLS_C_PATH}:\n  {}",
+            problems.join("\n  ")
+        );
+        // Every call is described, so the scanners did read the files.
+        let numbers = syscalls::parse_numbers(&repo.header).unwrap();
+        let syz = parse_syzlang(&repo.txt, &mut Vec::new());
+        assert_eq!(syz.calls.len(), numbers.len());
+        assert_eq!(
+            parse_header(&repo.header, &mut Vec::new()).prototypes.len(),
+            numbers.len()
+        );
+    }
+
+    /// Runs the check on the repository's files after `edit`, which must
+    /// change one of them.
+    fn check_edited(edit: impl FnOnce(&mut Repo)) -> Vec<String> {
+        let mut repo = Repo::load();
+        let before = (repo.header.clone(), repo.txt.clone(), repo.consts.clone());
+        edit(&mut repo);
+        assert_ne!(
+            before,
+            (repo.header.clone(), repo.txt.clone(), repo.consts.clone()),
+            "the edit did not apply"
+        );
+        check(&repo.sources())
+    }
+
+    fn assert_reported(problems: &[String], needle: &str) {
+        assert!(
+            problems.iter().any(|p| p.contains(needle)),
+            "expected a problem containing {needle:?}, got {problems:#?}"
+        );
+    }
+
+    #[test]
+    fn a_call_missing_from_the_descriptions_is_reported() {
+        let problems = check_edited(|r| {
+            r.txt = r
+                .txt
+                .lines()
+                .filter(|l| !l.starts_with("lite_free("))
+                .collect::<Vec<_>>()
+                .join("\n");
+        });
+        assert_reported(
+            &problems,
+            "lite_free: lite.h numbers it (__NR_lite_free) but lite.txt does not describe it",
+        );
+    }
+
+    #[test]
+    fn a_described_call_the_header_lacks_is_reported() {
+        let problems = check_edited(|r| r.txt.push_str("lite_frobnicate$x(handle lite_handle)\n"));
+        assert_reported(&problems, "lite_frobnicate$x: lite.txt:");
+        assert_reported(&problems, "has no __NR_lite_frobnicate");
+    }
+
+    #[test]
+    fn a_renumbered_call_is_reported() {
+        let problems = check_edited(|r| {
+            r.header = r.header.replace(
+                "#define __NR_lite_join\t\t\t548",
+                "#define __NR_lite_join\t\t\t600",
+            );
+        });
+        assert_reported(
+            &problems,
+            "__NR_lite_join: 548 in lite.txt.const but 600 in lite.h",
+        );
+    }
+
+    #[test]
+    fn an_argument_added_in_c_is_reported() {
+        let problems = check_edited(|r| {
+            r.syscalls_c = r.syscalls_c.replace(
+                "SYSCALL_DEFINE1(lite_free, u64, handle)",
+                "SYSCALL_DEFINE2(lite_free, u64, handle, unsigned int, flags)",
+            );
+            r.header = r.header.replace(
+                "long lite_free(__u64 handle)",
+                "long lite_free(__u64 handle, unsigned int flags)",
+            );
+        });
+        assert_reported(
+            &problems,
+            "lite_free: lite.txt has 1 argument(s) (handle), lite_syscalls.c has 2 (handle, flags)",
+        );
+    }
+
+    #[test]
+    fn a_prototype_documented_wrong_is_reported() {
+        let problems = check_edited(|r| {
+            r.header = r.header.replace(
+                "long lite_dist_barrier(unsigned int num)",
+                "long lite_dist_barrier(void)",
+            );
+        });
+        assert_reported(
+            &problems,
+            "lite_dist_barrier: lite.h has 0 argument(s) (), lite_syscalls.c has 1 (num)",
+        );
+    }
+
+    #[test]
+    fn swapped_or_retyped_arguments_are_reported() {
+        let problems = check_edited(|r| {
+            r.txt = r.txt.replace(
+                "lite_fetch_add(handle lite_handle, old ptr[out, int64], value int64,",
+                "lite_fetch_add(handle lite_handle, value int64, old ptr[out, int64],",
+            );
+            r.txt = r.txt.replace(
+                "lite_unregister_application(port lite_port)",
+                "lite_unregister_application(port int64)",
+            );
+            r.txt = r.txt.replace(
+                "lite_free(handle lite_handle)",
+                "lite_free(handle ptr[in, int64])",
+            );
+        });
+        assert_reported(
+            &problems,
+            "lite_fetch_add: argument 2 is `value` in lite.txt but `old` in lite_syscalls.c",
+        );
+        assert_reported(
+            &problems,
+            "lite_unregister_application: argument 1 `port` is `int64`, an 8-byte integer, \
+             in lite.txt but `unsigned int`, a 4-byte integer, in lite_syscalls.c",
+        );
+        assert_reported(
+            &problems,
+            "lite_free: argument 1 `handle` is `ptr[in, int64]`, a pointer",
+        );
+    }
+
+    #[test]
+    fn struct_drift_is_reported() {
+        let problems = check_edited(|r| {
+            r.header = r.header.replace(
+                "\t__u64 qos_throttled;",
+                "\t__u64 qos_throttled;\n\t__u64 revoked;",
+            );
+            r.header = r.header.replace("\t__u32 number;\n", "\t__u64 number;\n");
+            r.txt = r
+                .txt
+                .replace("\tmax_size\tlen[buf, int64]", "\tmaxsize\tlen[buf, int64]");
+        });
+        assert_reported(
+            &problems,
+            "struct lite_stats: lite.txt has 15 field(s) (lmrs, ",
+        );
+        assert_reported(&problems, "lite.h has 16 (lmrs, ");
+        assert_reported(
+            &problems,
+            "struct lite_lock: field 2 `number` is `lite_lock_number`, a 4-byte integer, \
+             in lite.txt but `__u64`, an 8-byte integer, in lite.h",
+        );
+        assert_reported(
+            &problems,
+            "struct lite_receive: field 2 is `maxsize` in lite.txt but `max_size` in lite.h",
+        );
+    }
+
+    #[test]
+    fn an_undescribed_header_struct_is_reported() {
+        let problems = check_edited(|r| {
+            r.header = r.header.replace(
+                "#endif /* _UAPI_LINUX_LITE_H */",
+                "struct lite_new {\n\t__u64 a, b;\n};\n#endif /* _UAPI_LINUX_LITE_H */",
+            );
+        });
+        assert_reported(
+            &problems,
+            "struct lite_new: lite.h defines it but lite.txt does not describe it",
+        );
+    }
+
+    #[test]
+    fn constant_drift_is_reported() {
+        let problems = check_edited(|r| {
+            r.header = r.header.replace("(256u << 10)", "(128u << 10)");
+            r.consts = r.consts.replace("LITE_MAX_PORTS = 64\n", "");
+            r.consts.push_str("LITE_GONE = 1\n");
+        });
+        assert_reported(
+            &problems,
+            "LITE_MAX_MESSAGE_SIZE: 262144 in lite.txt.const but 131072 in lite.h",
+        );
+        assert_reported(&problems, "LITE_MAX_PORTS: lite.txt:");
+        assert_reported(&problems, "uses it but lite.txt.const lacks it");
+        assert_reported(
+            &problems,
+            "LITE_GONE: lite.txt.const has it but lite.h does not define it",
+        );
+    }
+
+    #[test]
+    fn a_number_missing_from_the_const_file_is_reported() {
+        let problems = check_edited(|r| {
+            r.consts = r
+                .consts
+                .replace("__NR_lite_fence = 568", "__NR_lite_fence = amd64:???");
+            r.consts = r.consts.replace("__NR_lite_lock = 583\n", "");
+        });
+        assert_reported(
+            &problems,
+            "__NR_lite_fence: lite.txt.const leaves it undefined for amd64",
+        );
+        assert_reported(
+            &problems,
+            "__NR_lite_lock: lite.txt.const lacks it (583 in lite.h)",
+        );
+    }
+
+    #[test]
+    fn syzlang_types_have_their_widths() {
+        let resources = BTreeMap::from([
+            ("h".to_string(), "int64".to_string()),
+            ("sub".to_string(), "h".to_string()),
+        ]);
+        let aliases = BTreeMap::from([("p".to_string(), "flags[ps, int32]".to_string())]);
+        let types = Types {
+            resources: &resources,
+            aliases: &aliases,
+        };
+        let w = |t: &str| types.width(t, 0);
+        assert_eq!(w("int16be"), Width::Bytes(2));
+        assert_eq!(w("int32[0:256]"), Width::Bytes(4));
+        assert_eq!(w("bool8"), Width::Bytes(1));
+        assert_eq!(w("intptr"), Width::Bytes(8));
+        assert_eq!(w("sub"), Width::Bytes(8));
+        assert_eq!(w("p"), Width::Bytes(4));
+        assert_eq!(w("len[buf, int16]"), Width::Bytes(2));
+        assert_eq!(w("len[buf]"), Width::Register);
+        assert_eq!(w("const[X]"), Width::Register);
+        assert_eq!(w("ptr[in, array[int8]]"), Width::Pointer);
+        assert_eq!(w("buffer[out]"), Width::Pointer);
+        assert_eq!(w("vma"), Width::Pointer);
+        assert_eq!(w("array[int8, 16]"), Width::Unknown);
+        assert_eq!(w("int64:20"), Width::Unknown);
+    }
+
+    #[test]
+    fn c_declarations_are_split() {
+        let split = |d: &str| split_c_decl(d).unwrap();
+        assert_eq!(
+            split("const char *cm_ip"),
+            ("const char *".into(), "cm_ip".into())
+        );
+        assert_eq!(split("__u64 handle"), ("__u64".into(), "handle".into()));
+        assert_eq!(split("__u8 name[16]"), ("__u8 [16]".into(), "name".into()));
+        assert_eq!(split_c_decl("handle"), None);
+        assert_eq!(c_width("const struct lite_lock *"), Width::Pointer);
+        assert_eq!(c_width("unsigned int"), Width::Bytes(4));
+        assert_eq!(c_width("u64"), Width::Bytes(8));
+        assert_eq!(c_width("__u8 [16]"), Width::Unknown);
+    }
+
+    #[test]
+    fn header_values_are_evaluated() {
+        assert_eq!(eval_c("548"), Some(548));
+        assert_eq!(eval_c("0x80000000u"), Some(0x8000_0000));
+        assert_eq!(eval_c("0x10ull"), Some(16));
+        assert_eq!(eval_c("(256u << 10)"), Some(262_144));
+        assert_eq!(eval_c("(1ull << 40)"), Some(1 << 40));
+        assert_eq!(eval_c("((port) | ((priority) << 16))"), None);
+        assert_eq!(eval_c(""), None);
+    }
+
+    #[test]
+    fn const_files_are_read_per_architecture() {
+        let file = parse_consts(
+            "# comment\narches = 386, amd64\nA = 1\nB = 2, amd64:3\nC = 386:4\nD = amd64:???\nE = 0x10\n",
+        )
+        .unwrap();
+        assert_eq!(
+            file.values,
+            BTreeMap::from([
+                ("A".to_string(), Some(1)),
+                ("B".to_string(), Some(3)),
+                ("D".to_string(), None),
+                ("E".to_string(), Some(16)),
+            ])
+        );
+        assert!(parse_consts("A = 1\n").is_err());
+        assert!(parse_consts("arches = arm64\nA = 1\n").is_err());
+        assert!(parse_consts("arches = amd64\nA = x\n").is_err());
+        assert!(parse_consts("arches = amd64\nA = 1\nA = 2\n").is_err());
+    }
+
+    #[test]
+    fn syzlang_is_read_line_by_line() {
+        let text = "include <uapi/linux/lite.h>\n\
+            resource r[int32]: 0, R_SPECIAL\n\
+            type t flags[fs, int64]\n\
+            type tmpl[DIR, BASE] {\n\
+            \tf\tconst[DIR, BASE]\n\
+            }\n\
+            # call(not really)\n\
+            call$v(a ptr[in, string[\"#x\"]], b flags[fs]) r (timeout[10])\n\
+            u [\n\
+            \tx\tint8\n\
+            ]\n\
+            s {\n\
+            \tf1\tptr64[in, array[int8]]\t(in)\n\
+            \tf2\tlen[f1, int32]\n\
+            } [packed]\n\
+            fs = F_ONE, 0x2, __NR_other\n\
+            strs = \"A_B\", \"c\"\n";
+        let mut problems = Vec::new();
+        let syz = parse_syzlang(text, &mut problems);
+        assert_eq!(problems, Vec::<String>::new());
+        assert_eq!(syz.calls.len(), 1);
+        assert_eq!(syz.calls[0].name, "call$v");
+        assert_eq!(syz.calls[0].base, "call");
+        assert_eq!(
+            syz.calls[0].args,
+            [
+                ("ptr[in, string[\"#x\"]]".to_string(), "a".to_string()),
+                ("flags[fs]".to_string(), "b".to_string())
+            ]
+        );
+        assert_eq!(
+            syz.structs["s"],
+            [
+                ("ptr64[in, array[int8]]".to_string(), "f1".to_string()),
+                ("len[f1, int32]".to_string(), "f2".to_string())
+            ]
+        );
+        assert!(!syz.structs.contains_key("u"));
+        assert_eq!(syz.resources["r"], "int32");
+        assert_eq!(syz.aliases["t"], "flags[fs, int64]");
+        assert!(!syz.aliases.contains_key("tmpl"));
+        let used: Vec<&str> = syz.consts_used.keys().map(String::as_str).collect();
+        assert_eq!(used, ["F_ONE", "R_SPECIAL", "__NR_other"]);
+    }
+
+    #[test]
+    fn unreadable_syzlang_is_reported() {
+        let mut problems = Vec::new();
+        parse_syzlang("call(a ptr[in, int8]\nwhat is this\ns {\n", &mut problems);
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        assert!(problems[0].contains("lite.txt:1: call: unclosed `(`"));
+        assert!(problems[1].contains("lite.txt:2: cannot read"));
+        assert!(problems[2].contains("not closed"));
+    }
+}
