@@ -105,7 +105,9 @@ impl Job for HomeJob {
                     }
                     // Nobody learns of this grant: the lock goes on.
                     if let Some((number, grant)) = granted {
-                        locks.end_hold_at_home(number, grant);
+                        if let Some(next) = locks.end_hold_at_home(number, grant) {
+                            locks.deliver(number, next);
+                        }
                     }
                 }
             }
@@ -572,17 +574,8 @@ impl Locks {
                     }
                 }
             };
-            if delivered {
-                continue;
-            }
-            match self.home.release(
-                &HomeWords(self),
-                number,
-                grant.word_hold(),
-                grant.owner_died,
-            ) {
-                Ok(grant) => next = grant,
-                Err(e) => pr_err!("lock {} may stay taken: {:?}\n", number, e),
+            if !delivered {
+                next = self.end_hold_at_home(number, grant);
             }
         }
     }
@@ -694,18 +687,19 @@ impl Locks {
     }
 
     /// Ends a hold of lock `number` of this node that its waiter will never
-    /// take, and hands the lock on.
-    fn end_hold_at_home(&self, number: u32, grant: Grant) {
-        match self.home.release(
-            &HomeWords(self),
-            number,
-            grant.word_hold(),
-            grant.owner_died,
-        ) {
-            Ok(Some(next)) => self.deliver(number, next),
-            Ok(None) => {}
-            Err(e) => pr_err!("lock {} may stay taken: {:?}\n", number, e),
-        }
+    /// take; returns the grant that hands the lock on, if any.
+    fn end_hold_at_home(&self, number: u32, grant: Grant) -> Option<Grant> {
+        self.home
+            .release(
+                &HomeWords(self),
+                number,
+                grant.word_hold(),
+                grant.owner_died,
+            )
+            .unwrap_or_else(|e| {
+                pr_err!("lock {} may stay taken: {:?}\n", number, e);
+                None
+            })
     }
 
     /// Releases every lock held by threads of process `tgid`, or by any

@@ -218,8 +218,7 @@ pub(crate) struct LmrPause<'a> {
 
 impl Drop for LmrPause<'_> {
     fn drop(&mut self) {
-        self.lmr.users.lock().paused = false;
-        self.lmr.idle.notify_all();
+        self.lmr.end_pause();
     }
 }
 
@@ -266,8 +265,7 @@ impl Paused for HeldPause {}
 
 impl Drop for HeldPause {
     fn drop(&mut self) {
-        self.lmr.users.lock().paused = false;
-        self.lmr.idle.notify_all();
+        self.lmr.end_pause();
     }
 }
 
@@ -442,6 +440,12 @@ impl Lmr {
     pub(crate) fn hold_paused(self: &Arc<Self>) -> Result<HeldPause> {
         self.stop_users()?;
         Ok(HeldPause { lmr: self.clone() })
+    }
+
+    /// Lets operations start again once a pause ends.
+    fn end_pause(&self) {
+        self.users.lock().paused = false;
+        self.idle.notify_all();
     }
 
     /// Marks the LMR paused and waits for its running operations.
