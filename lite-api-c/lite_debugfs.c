@@ -2,6 +2,12 @@
 /*
  * LITE's debugfs files, in /sys/kernel/debug/lite/:
  *   stats             the node's counters as text (see <uapi/linux/lite.h>)
+ *   resources         what the node holds (LMRs, chunks, handles, ports,
+ *                     reply slots, locks, DMA buffers, memory regions, pool
+ *                     bytes), one "name value" line each
+ *   access_probe      reading it checks that the device refuses RDMA
+ *                     access outside LITE's memory regions: one line per
+ *                     check, "ok NAME" or "FAIL NAME: why"
  *   qos_enabled       traffic prioritization on (1) or off (0)
  *   qos_window_us     how long after high-priority work low-priority waits
  *   qos_delay_us      how long a waiting low-priority operation sleeps
@@ -43,6 +49,38 @@ static int lite_stats_show(struct seq_file *m, void *unused)
 	return len < 0 ? len : 0;
 }
 DEFINE_SHOW_ATTRIBUTE(lite_stats);
+
+/* Room for the resources' text: a few short lines. */
+#define LITE_RESOURCES_TEXT_LEN	512
+
+static int lite_resources_show(struct seq_file *m, void *unused)
+{
+	char text[LITE_RESOURCES_TEXT_LEN];
+	ssize_t len = lite_rs_debugfs_resources(text, sizeof(text));
+
+	if (len >= 0)
+		seq_write(m, text, len);
+	return len < 0 ? len : 0;
+}
+DEFINE_SHOW_ATTRIBUTE(lite_resources);
+
+/* Room for the access checks' results: a few lines. */
+#define LITE_PROBE_TEXT_LEN	1024
+
+static int lite_access_probe_show(struct seq_file *m, void *unused)
+{
+	ssize_t len;
+	char *text = kzalloc(LITE_PROBE_TEXT_LEN, GFP_KERNEL);
+
+	if (!text)
+		return -ENOMEM;
+	len = lite_rs_debugfs_access_probe(text, LITE_PROBE_TEXT_LEN);
+	if (len >= 0)
+		seq_write(m, text, len);
+	kfree(text);
+	return len < 0 ? len : 0;
+}
+DEFINE_SHOW_ATTRIBUTE(lite_access_probe);
 
 /* Room for the membership text: 64 peers of one line each, and a few more. */
 #define LITE_MEMBERSHIP_TEXT_LEN	(8 * 1024)
@@ -108,6 +146,10 @@ static int __init lite_debugfs_init(void)
 	struct dentry *dir = debugfs_create_dir("lite", NULL);
 
 	debugfs_create_file("stats", 0444, dir, NULL, &lite_stats_fops);
+	debugfs_create_file("resources", 0444, dir, NULL,
+			    &lite_resources_fops);
+	debugfs_create_file("access_probe", 0400, dir, NULL,
+			    &lite_access_probe_fops);
 	debugfs_create_file_unsafe("qos_enabled", 0644, dir, NULL,
 				   &lite_qos_enabled_fops);
 	debugfs_create_file_unsafe("qos_window_us", 0644, dir, NULL,

@@ -25,6 +25,8 @@ errno! {
     EALREADY,
     /// The node is not a member of the cluster.
     EHOSTUNREACH,
+    /// The node and the cluster manager do not hold the same secret.
+    EKEYREJECTED,
     /// A peer did not answer in time.
     ETIMEDOUT,
     /// The cluster manager or a peer broke the protocol.

@@ -40,6 +40,7 @@ use crate::{
         },
         util::{address::parse_ipv4, handle, ring::Ring, slot_table::SlotTable},
     },
+    sys::secret::hmac_sha256,
 };
 
 extern "C" {
@@ -565,6 +566,12 @@ kunit_case!(lite_test_cm_wire_round_trip, |c| {
             gid: endpoint.gid,
         }),
         Message::Resumed { epoch: 13 },
+        Message::Challenge { nonce: [7; 16] },
+        Message::Auth {
+            nonce: [8; 16],
+            proof: [9; 32],
+        },
+        Message::AuthOk { proof: [10; 32] },
     ];
     for message in messages {
         let mut frame = [0u8; MAX_FRAME_LEN];
@@ -605,6 +612,58 @@ kunit_case!(lite_test_cm_wire_rejects_bad_frames, |c| {
         Message::decode(short, &[0u8; 4]) == Err(WireError::Truncated)
     );
     check!(c, cm_wire::MAGIC == u32::from_le_bytes(*b"LITE"));
+});
+
+kunit_case!(lite_test_manager_authentication, |c| {
+    // RFC 4231, test case 2.
+    let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+    let expected = [
+        0x5b, 0xdc, 0xc1, 0x46, 0xbf, 0x60, 0x75, 0x4e, 0x6a, 0x04, 0x24, 0x26, 0x08, 0x95, 0x75,
+        0xc7, 0x5a, 0x00, 0x3f, 0x08, 0x9d, 0x27, 0x39, 0x83, 0x9d, 0xec, 0x58, 0xb9, 0x64, 0xec,
+        0x38, 0x43,
+    ];
+    check!(c, mac == Ok(expected));
+    // The proofs of the two sides differ, and depend on both nonces.
+    let (manager, node) = ([1u8; 16], [2u8; 16]);
+    let mut input = [0u8; cm_wire::AUTH_INPUT_LEN];
+    let len = cm_wire::auth_input(cm_wire::NODE_LABEL, &manager, &node, &mut input);
+    let node_proof = hmac_sha256(b"secret", &input[..len]);
+    let len = cm_wire::auth_input(cm_wire::MANAGER_LABEL, &node, &manager, &mut input);
+    let manager_proof = hmac_sha256(b"secret", &input[..len]);
+    check!(c, node_proof.is_ok() && node_proof != manager_proof);
+    let len = cm_wire::auth_input(cm_wire::NODE_LABEL, &manager, &[3u8; 16], &mut input);
+    check!(c, hmac_sha256(b"secret", &input[..len]) != node_proof);
+    check!(
+        c,
+        hmac_sha256(b"other secret", &input[..len]) != hmac_sha256(b"secret", &input[..len])
+    );
+    // A tag covers direction, sequence number and every byte of the frame.
+    let mut frame = [0u8; MAX_FRAME_LEN];
+    let frame_len = Message::HeartbeatAck { epoch: 4 }.encode(&mut frame);
+    let tag = |direction, sequence, frame: &[u8]| {
+        let mut input = [0u8; cm_wire::TAG_INPUT_LEN];
+        cm_wire::tag_input(direction, sequence, frame, &mut input)
+            .ok_or(ENOMEM)
+            .and_then(|len| hmac_sha256(b"session", &input[..len]))
+    };
+    let first = tag(cm_wire::MANAGER_TO_NODE, 0, &frame[..frame_len]);
+    check!(c, first.is_ok());
+    check!(
+        c,
+        tag(cm_wire::MANAGER_TO_NODE, 1, &frame[..frame_len]) != first
+    );
+    check!(
+        c,
+        tag(cm_wire::NODE_TO_MANAGER, 0, &frame[..frame_len]) != first
+    );
+    frame[HEADER_LEN] ^= 1;
+    check!(
+        c,
+        tag(cm_wire::MANAGER_TO_NODE, 0, &frame[..frame_len]) != first
+    );
+    check!(c, cm_wire::same_bytes(b"abc", b"abc"));
+    check!(c, !cm_wire::same_bytes(b"abc", b"abd"));
+    check!(c, !cm_wire::same_bytes(b"abc", b"ab"));
 });
 
 kunit_case!(lite_test_ipv4_parsing, |c| {

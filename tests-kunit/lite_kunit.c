@@ -29,6 +29,7 @@ LITE_RUST_CASE(slot_table_reuse_and_stale_ids)
 LITE_RUST_CASE(control_wire_round_trip)
 LITE_RUST_CASE(cm_wire_round_trip)
 LITE_RUST_CASE(cm_wire_rejects_bad_frames)
+LITE_RUST_CASE(manager_authentication)
 LITE_RUST_CASE(ipv4_parsing)
 LITE_RUST_CASE(barrier_counting)
 LITE_RUST_CASE(membership_epochs_and_incarnations)
@@ -82,6 +83,7 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(control_wire_round_trip),
 	KUNIT_CASE(cm_wire_round_trip),
 	KUNIT_CASE(cm_wire_rejects_bad_frames),
+	KUNIT_CASE(manager_authentication),
 	KUNIT_CASE(ipv4_parsing),
 	KUNIT_CASE(barrier_counting),
 	KUNIT_CASE(membership_epochs_and_incarnations),

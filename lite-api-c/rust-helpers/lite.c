@@ -6,9 +6,14 @@
  * module.
  */
 
+#include <crypto/hash.h>
+#include <keys/user-type.h>
+#include <linux/key.h>
 #include <linux/kthread.h>
 #include <linux/mm.h>
+#include <linux/scatterlist.h>
 #include <linux/sched.h>
+#include <linux/slab.h>
 #include <linux/wait.h>
 #include <rdma/ib_verbs.h>
 
@@ -99,27 +104,105 @@ struct page *rust_helper_lite_kernel_addr_to_page(const void *addr)
 }
 
 /*
- * A DMA memory region covering all of the node's memory, with the access
- * given (remote atomics included), as __ib_alloc_pd() makes for
- * IB_PD_UNSAFE_GLOBAL_RKEY without REMOTE_ATOMIC. Released with
- * ib_dereg_mr().
+ * Maps `count` DMA-mapped ranges of `len` bytes each (whole pages of
+ * `page_size` bytes) into a fast-registration memory region that peers
+ * address from `iova` on, the ranges back to back. The region is only
+ * usable after an IB_WR_REG_MR work request (lite_post_reg_mr()).
  */
-struct ib_mr *rust_helper_lite_get_dma_mr(struct ib_pd *pd, int access)
+int rust_helper_lite_map_mr(struct ib_mr *mr, const u64 *dma, u32 count, u32 len,
+			    u32 page_size, u64 iova)
 {
-	struct ib_mr *mr;
+	struct scatterlist *sgl;
+	u32 i;
+	int mapped;
 
-	if (!pd->device->ops.get_dma_mr)
-		return ERR_PTR(-EOPNOTSUPP);
-	mr = pd->device->ops.get_dma_mr(pd, access);
-	if (IS_ERR(mr))
-		return mr;
-	mr->device = pd->device;
-	mr->pd = pd;
-	mr->type = IB_MR_TYPE_DMA;
-	mr->uobject = NULL;
-	mr->need_inval = false;
-	atomic_inc(&pd->usecnt);
-	return mr;
+	if (!count || !len || page_size < PAGE_SIZE || len % page_size ||
+	    iova % page_size)
+		return -EINVAL;
+	sgl = kvcalloc(count, sizeof(*sgl), GFP_KERNEL | __GFP_NOWARN);
+	if (!sgl)
+		return -ENOMEM;
+	sg_init_table(sgl, count);
+	for (i = 0; i < count; i++) {
+		sg_dma_address(&sgl[i]) = dma[i];
+		sg_dma_len(&sgl[i]) = len;
+	}
+	mapped = ib_map_mr_sg(mr, sgl, count, NULL, page_size);
+	kvfree(sgl);
+	if (mapped < 0)
+		return mapped;
+	if (mapped != count)
+		return -EINVAL;
+	mr->iova = iova;
+	return 0;
+}
+
+/*
+ * Posts a signaled IB_WR_REG_MR for `mr` with a fresh key byte and the
+ * access given; the region's keys are those of `mr` once it completes.
+ */
+int rust_helper_lite_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, int access, u64 wr_id)
+{
+	struct ib_reg_wr wr = {};
+	const struct ib_send_wr *bad;
+
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	wr.wr.opcode = IB_WR_REG_MR;
+	wr.wr.wr_id = wr_id;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.mr = mr;
+	wr.key = mr->rkey;
+	wr.access = access;
+	return ib_post_send(qp, &wr.wr, &bad);
+}
+
+/*
+ * HMAC-SHA256 of `len` bytes at `data` with the `keylen`-byte `key`, into
+ * the 32 bytes at `out`. Used for the few frames exchanged with the
+ * cluster manager, so the transform is not kept between calls.
+ */
+int rust_helper_lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
+				 unsigned int len, u8 *out)
+{
+	struct crypto_shash *tfm = crypto_alloc_shash("hmac(sha256)", 0, 0);
+	int err;
+
+	if (IS_ERR(tfm))
+		return PTR_ERR(tfm);
+	err = crypto_shash_setkey(tfm, key, keylen);
+	if (!err)
+		err = crypto_shash_tfm_digest(tfm, data, len, out);
+	crypto_free_shash(tfm);
+	return err;
+}
+
+/*
+ * Copies the cluster's secret, the payload of the "user" key "lite:cluster"
+ * in the caller's keyrings, into the `len` bytes at `buf`; returns its
+ * length, -ENOKEY if there is no such key, -EMSGSIZE if it is longer than
+ * `len`, or another key error (revoked, expired, no permission).
+ */
+int rust_helper_lite_read_cluster_secret(u8 *buf, unsigned int len)
+{
+	const struct user_key_payload *payload;
+	struct key *key = request_key(&key_type_user, "lite:cluster", NULL);
+	int ret;
+
+	if (IS_ERR(key))
+		return PTR_ERR(key);
+	down_read(&key->sem);
+	payload = user_key_payload_locked(key);
+	if (!payload) {
+		ret = -EKEYREVOKED;
+	} else if (payload->datalen > len) {
+		ret = -EMSGSIZE;
+	} else {
+		memcpy(buf, payload->data, payload->datalen);
+		ret = payload->datalen;
+	}
+	up_read(&key->sem);
+	key_put(key);
+	return ret;
 }
 
 pid_t rust_helper_lite_current_pid(void)

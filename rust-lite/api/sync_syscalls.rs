@@ -13,6 +13,7 @@ use kernel::{
 use super::syscalls::caller;
 use crate::internal::{
     atomics::AtomicOp,
+    cluster,
     locks::lockers::LockId,
     membership,
     memory::handle::LmrHandle,
@@ -180,6 +181,60 @@ pub(crate) unsafe extern "C" fn lite_rs_debugfs_stats(buf: *mut u8, len: usize) 
     match op_stats::write_text(&mut text, &stats) {
         Ok(()) => text.len() as isize,
         Err(_) => ENOSPC.to_errno() as isize,
+    }
+}
+
+/// Writes what the node holds as text into `buf` (`len` bytes) for
+/// `/sys/kernel/debug/lite/resources`; returns the text's length, or
+/// `-ENOSPC` if it does not fit.
+///
+/// # Safety
+///
+/// As for [`lite_rs_debugfs_stats`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_debugfs_resources(buf: *mut u8, len: usize) -> isize {
+    if buf.is_null() {
+        return EINVAL.to_errno() as isize;
+    }
+    // SAFETY: As in `lite_rs_debugfs_stats`: `buf` is non-null, so by this
+    // function's `# Safety` section it points to `len` writable bytes of one
+    // buffer that stay valid and unshared until this call returns.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    let mut text = TextBuffer::new(out);
+    let written = match node().and_then(|n| n.cluster()) {
+        Ok(cluster) => cluster.write_resources(&mut text),
+        Err(_) => cluster::write_device_resources(&mut text),
+    };
+    match written {
+        Ok(()) => text.len() as isize,
+        Err(_) => ENOSPC.to_errno() as isize,
+    }
+}
+
+/// Runs the device access checks and writes their results as text into
+/// `buf` (`len` bytes) for `/sys/kernel/debug/lite/access_probe`; returns
+/// the text's length, `-ENOTCONN` before join, or `-ENOSPC` if it does not
+/// fit.
+///
+/// # Safety
+///
+/// As for [`lite_rs_debugfs_stats`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_debugfs_access_probe(buf: *mut u8, len: usize) -> isize {
+    if buf.is_null() {
+        return EINVAL.to_errno() as isize;
+    }
+    // SAFETY: As in `lite_rs_debugfs_stats`: `buf` is non-null, so by this
+    // function's `# Safety` section it points to `len` writable bytes of one
+    // buffer that stay valid and unshared until this call returns.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    let mut text = TextBuffer::new(out);
+    match node()
+        .and_then(|n| n.cluster())
+        .and_then(|cluster| cluster.probe_access(&mut text))
+    {
+        Ok(()) => text.len() as isize,
+        Err(e) => e.to_errno() as isize,
     }
 }
 

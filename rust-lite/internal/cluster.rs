@@ -22,12 +22,13 @@ use super::{
     },
     locks::Locks,
     memory::{ops::MemoryOps, registration::Registration, RemoteMemory},
+    probe::Probe,
     process::{Process, Processes, Role as HandleRole},
     qos::{admission, op_stats::COUNTERS, stats::Stats},
     rpc::Rpc,
     sharing::Sharing,
 };
-use crate::verbs::{PortConfig, WorkCompletion};
+use crate::verbs::{self, PortConfig, WorkCompletion};
 use core::sync::atomic::Ordering;
 
 /// Everything a joined node shares between its users.
@@ -56,6 +57,8 @@ pub(crate) struct Cluster {
     pub(crate) locks: Arc<Locks>,
     /// The distributed barrier.
     pub(crate) barrier: Arc<Barrier>,
+    /// The device access probe.
+    probe: Arc<Probe>,
     /// The subsystem owning each family of control messages, by family.
     owners: [Option<Arc<dyn Subsystem>>; Family::COUNT],
 }
@@ -75,6 +78,7 @@ impl Cluster {
         let rpc = Rpc::new(core.clone())?;
         let locks = Locks::new(core.clone(), atomics.clone())?;
         let barrier = Barrier::new(core.clone())?;
+        let probe = Probe::new(core.clone())?;
         let owners = Family::ALL.map(|family| -> Option<Arc<dyn Subsystem>> {
             Some(match family {
                 // Status replies only ever answer a request.
@@ -86,6 +90,7 @@ impl Cluster {
                 Family::Atomics => atomics.clone(),
                 Family::Locks => locks.clone(),
                 Family::Barrier => barrier.clone(),
+                Family::Probe => probe.clone(),
             })
         });
         Ok(Arc::new(
@@ -99,6 +104,7 @@ impl Cluster {
                 rpc,
                 locks,
                 barrier,
+                probe,
                 atomics,
                 memory,
                 core,
@@ -111,7 +117,7 @@ impl Cluster {
     /// Every subsystem, for news about peers, in the order they hear it:
     /// remote memory marks lost chunks before sharing updates the chunk
     /// tables of published LMRs.
-    fn subsystems(&self) -> [&dyn Subsystem; 9] {
+    fn subsystems(&self) -> [&dyn Subsystem; 10] {
         [
             &*self.memory,
             &*self.memory_ops,
@@ -122,6 +128,7 @@ impl Cluster {
             &*self.atomics,
             &*self.locks,
             &*self.barrier,
+            &*self.probe,
         ]
     }
 
@@ -151,6 +158,8 @@ impl Cluster {
     pub(crate) fn housekeeping(&self) {
         self.memory.free_orphans();
         self.sharing.drop_held_mappings(None);
+        self.core.pool.trim();
+        self.core.ring_pool.trim();
     }
 
     /// Handles one receive completion (called by the polling thread).
@@ -259,6 +268,50 @@ impl Cluster {
         }
     }
 
+    /// Writes what the node holds, one `name value` line each
+    /// (`/sys/kernel/debug/lite/resources`): once every user of LITE is
+    /// gone, all of it but the pool's spare memory returns to what the
+    /// node held right after joining.
+    pub(crate) fn write_resources(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let stats = self.stats();
+        let (segments, bytes) = self.core.pool.usage();
+        let (ring_segments, ring_bytes) = self.core.ring_pool.usage();
+        let named = [
+            ("lmrs", stats.lmrs),
+            ("registrations", stats.registrations),
+            ("mappings", stats.mappings),
+            ("names", stats.published_names),
+            ("handles", stats.handles),
+            ("chunks", stats.held_chunks),
+            ("async_ops", stats.async_in_flight),
+            ("rpc_ports", stats.rpc_ports),
+            ("reply_slots", self.rpc.reply_slots_in_use() as u64),
+            ("locks", stats.locks),
+            ("pool_segments", segments as u64),
+            ("pool_bytes", bytes),
+            ("rpc_rings", self.rpc.rings() as u64),
+            ("ring_segments", ring_segments as u64),
+            ("ring_bytes", ring_bytes),
+            // Buffers kept: for reuse by idle reply slots and the staging
+            // pool, and the RPC rings. Part of `dma_buffers`.
+            (
+                "kept_buffers",
+                (self.rpc.kept_reply_buffers() + self.core.staging.kept() + self.rpc.rings())
+                    as u64,
+            ),
+        ];
+        for (name, value) in named {
+            writeln!(out, "{name} {value}")?;
+        }
+        write_device_counts(out)
+    }
+
+    /// Checks that the device refuses remote access outside LITE's memory
+    /// regions (`/sys/kernel/debug/lite/access_probe`).
+    pub(crate) fn probe_access(&self, out: &mut impl core::fmt::Write) -> Result {
+        self.probe.run(out)
+    }
+
     /// The node's counters (`lite_get_stats`).
     pub(crate) fn stats(&self) -> Stats {
         let (lmrs, registrations) = self.memory.count();
@@ -289,4 +342,17 @@ impl Cluster {
             qos_throttled: admission::throttled(),
         }
     }
+}
+
+/// Writes the device resources LITE holds on a node that is not joined:
+/// whatever is left of pools (nothing, once a membership ended).
+pub(crate) fn write_device_resources(out: &mut impl core::fmt::Write) -> core::fmt::Result {
+    write_device_counts(out)?;
+    writeln!(out, "pool_bytes {}", verbs::pool_bytes())
+}
+
+/// Writes the counts of DMA buffers and memory regions.
+fn write_device_counts(out: &mut impl core::fmt::Write) -> core::fmt::Result {
+    writeln!(out, "dma_buffers {}", verbs::live_dma_buffers())?;
+    writeln!(out, "memory_regions {}", verbs::live_memory_regions())
 }

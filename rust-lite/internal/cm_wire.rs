@@ -12,7 +12,33 @@
 //! Every frame is a 12-byte [`Header`] followed by a payload whose length
 //! depends only on the [`Kind`]. All integers are little-endian.
 //!
-//! A join runs as follows (the manager serialises joins):
+//! Every connection starts with mutual authentication by the cluster's
+//! secret `K`, which the manager and every node hold (the manager in a
+//! file, a node in its kernel keyring):
+//!
+//! ```text
+//! node                       manager
+//!                   <------  Challenge{nonce_m}           on accept
+//!   Auth{nonce_n, proof_n} ->  proof_n = HMAC(K, NODE_LABEL | nonce_m | nonce_n)
+//!                   <------  AuthOk{proof_m}             proof_m = HMAC(K, MANAGER_LABEL | nonce_n | nonce_m)
+//!                   <------  Failure{-EKEYREJECTED}      instead, for a wrong proof; then closes
+//! ```
+//!
+//! HMAC is HMAC-SHA256. A node that finds `proof_m` wrong drops the
+//! connection (`EKEYREJECTED`): only a holder of `K` can act as its
+//! manager. After `AuthOk`, in both directions, every frame is followed
+//! by a [`TAG_LEN`]-byte tag, the first bytes of
+//! `HMAC(S, direction | sequence | frame)` ([`tag_input`]) with the session
+//! key `S = HMAC(K, SESSION_LABEL | nonce_m | nonce_n)`, the direction
+//! [`NODE_TO_MANAGER`] or [`MANAGER_TO_NODE`] and a sequence number
+//! counting that direction's tagged frames from 0. A frame whose tag does
+//! not match ends the connection: frames cannot be forged, altered,
+//! replayed or reordered. The authentication frames (`Challenge`, `Auth`,
+//! `AuthOk`, or the `Failure` that refuses the node) carry no tag; tagging
+//! starts with the first frame after `AuthOk`, sequence 0 in each
+//! direction.
+//!
+//! A join then runs as follows (the manager serialises joins):
 //!
 //! ```text
 //! node N                     manager                      node P (each earlier node)
@@ -72,7 +98,7 @@
 pub const MAGIC: u32 = u32::from_le_bytes(*b"LITE");
 
 /// Protocol version carried in every frame.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 
 /// Size of an encoded [`Header`].
 pub const HEADER_LEN: usize = 12;
@@ -80,8 +106,42 @@ pub const HEADER_LEN: usize = 12;
 /// Size of an encoded [`Endpoint`].
 pub const ENDPOINT_LEN: usize = 32;
 
+/// Bytes of a nonce of the authentication.
+pub const NONCE_LEN: usize = 16;
+
+/// Bytes of an HMAC-SHA256 result: a proof of the authentication, the
+/// session key.
+pub const MAC_LEN: usize = 32;
+
+/// Bytes of the tag that follows every frame after the authentication.
+pub const TAG_LEN: usize = 16;
+
+/// Largest secret a node or the manager uses.
+pub const MAX_SECRET_LEN: usize = 256;
+
+/// Label of the node's proof.
+pub const NODE_LABEL: &[u8] = b"LITE node proof v3";
+
+/// Label of the manager's proof.
+pub const MANAGER_LABEL: &[u8] = b"LITE manager proof v3";
+
+/// Label of the session key.
+pub const SESSION_LABEL: &[u8] = b"LITE session key v3";
+
+/// Direction byte of frames a node sends.
+pub const NODE_TO_MANAGER: u8 = b'N';
+
+/// Direction byte of frames the manager sends.
+pub const MANAGER_TO_NODE: u8 = b'M';
+
+/// Largest input of the HMACs of the authentication: a label and two nonces.
+pub const AUTH_INPUT_LEN: usize = 32 + 2 * NONCE_LEN;
+
+/// Largest input of a tag's HMAC: direction, sequence number and frame.
+pub const TAG_INPUT_LEN: usize = 1 + 8 + MAX_FRAME_LEN;
+
 /// Largest payload of any frame kind.
-pub const MAX_PAYLOAD_LEN: usize = ENDPOINT_LEN;
+pub const MAX_PAYLOAD_LEN: usize = NONCE_LEN + MAC_LEN;
 
 /// Largest encoded frame.
 pub const MAX_FRAME_LEN: usize = HEADER_LEN + MAX_PAYLOAD_LEN;
@@ -136,6 +196,15 @@ pub enum Kind {
     Resume = 14,
     /// Manager to node: the member resumed; payload [`Message::Resumed`].
     Resumed = 15,
+    /// Manager to node: first frame of every connection; payload: the
+    /// manager's nonce.
+    Challenge = 16,
+    /// Node to manager: answer to the challenge; payload: the node's nonce
+    /// and its proof.
+    Auth = 17,
+    /// Manager to node: the node's proof is right; payload: the manager's
+    /// proof.
+    AuthOk = 18,
 }
 
 impl Kind {
@@ -157,6 +226,9 @@ impl Kind {
             13 => Kind::Leave,
             14 => Kind::Resume,
             15 => Kind::Resumed,
+            16 => Kind::Challenge,
+            17 => Kind::Auth,
+            18 => Kind::AuthOk,
             _ => return Err(WireError::UnknownKind),
         })
     }
@@ -178,6 +250,9 @@ impl Kind {
             Kind::Resume => 28,
             Kind::NodeDead => 12,
             Kind::QpInfo | Kind::Connect => ENDPOINT_LEN,
+            Kind::Challenge => NONCE_LEN,
+            Kind::Auth => NONCE_LEN + MAC_LEN,
+            Kind::AuthOk => MAC_LEN,
         }
     }
 }
@@ -349,6 +424,23 @@ pub enum Message {
         /// The manager's membership epoch.
         epoch: u32,
     },
+    /// See [`Kind::Challenge`].
+    Challenge {
+        /// The manager's nonce.
+        nonce: [u8; NONCE_LEN],
+    },
+    /// See [`Kind::Auth`].
+    Auth {
+        /// The node's nonce.
+        nonce: [u8; NONCE_LEN],
+        /// `HMAC(K, NODE_LABEL | manager's nonce | node's nonce)`.
+        proof: [u8; MAC_LEN],
+    },
+    /// See [`Kind::AuthOk`].
+    AuthOk {
+        /// `HMAC(K, MANAGER_LABEL | node's nonce | manager's nonce)`.
+        proof: [u8; MAC_LEN],
+    },
     /// See [`Kind::NodeDead`].
     NodeDead {
         /// The node declared dead.
@@ -379,6 +471,9 @@ impl Message {
             Message::Leave { .. } => Kind::Leave,
             Message::Resume(_) => Kind::Resume,
             Message::Resumed { .. } => Kind::Resumed,
+            Message::Challenge { .. } => Kind::Challenge,
+            Message::Auth { .. } => Kind::Auth,
+            Message::AuthOk { .. } => Kind::AuthOk,
         }
     }
 
@@ -389,7 +484,7 @@ impl Message {
         let mut header = [0u8; HEADER_LEN];
         Header::new(kind).encode(&mut header);
         // PANIC: `out` is `HEADER_LEN + MAX_PAYLOAD_LEN` bytes, so `p` is
-        // `MAX_PAYLOAD_LEN` (32) bytes; every range below ends at 32 or
+        // `MAX_PAYLOAD_LEN` (48) bytes; every range below ends at 48 or
         // before and is as long as the bytes copied into it.
         out[..HEADER_LEN].copy_from_slice(&header);
         let p = &mut out[HEADER_LEN..];
@@ -451,6 +546,12 @@ impl Message {
             Message::Failure { errno } => {
                 p[0..4].copy_from_slice(&errno.to_le_bytes());
             }
+            Message::Challenge { nonce } => p[0..NONCE_LEN].copy_from_slice(&nonce),
+            Message::Auth { nonce, proof } => {
+                p[0..NONCE_LEN].copy_from_slice(&nonce);
+                p[NONCE_LEN..NONCE_LEN + MAC_LEN].copy_from_slice(&proof);
+            }
+            Message::AuthOk { proof } => p[0..MAC_LEN].copy_from_slice(&proof),
             Message::QpInfo(e) | Message::Connect(e) => {
                 p[0..4].copy_from_slice(&e.peer.to_le_bytes());
                 p[4..8].copy_from_slice(&e.qpn.to_le_bytes());
@@ -473,7 +574,8 @@ impl Message {
         // PANIC: `p` holds at least `kind.payload_len()` bytes (checked
         // above), and each kind reads only within that length: 8 of 8 for the one- and two-word kinds, 32 of
         // `ENDPOINT_LEN` (32) for endpoints, 12 of 12 for `NodeDead`, 24 of
-        // 24 for `Hello`, 28 of 28 for `Resume`.
+        // 24 for `Hello`, 28 of 28 for `Resume`, 16, 48 and 32 of as many
+        // for `Challenge`, `Auth` and `AuthOk`.
         Ok(match header.kind {
             Kind::Hello => {
                 let mut gid = [0u8; 16];
@@ -536,6 +638,23 @@ impl Message {
             Kind::Failure => Message::Failure {
                 errno: le_u32(p, 0) as i32,
             },
+            Kind::Challenge => {
+                let mut nonce = [0u8; NONCE_LEN];
+                nonce.copy_from_slice(&p[0..NONCE_LEN]);
+                Message::Challenge { nonce }
+            }
+            Kind::Auth => {
+                let mut nonce = [0u8; NONCE_LEN];
+                nonce.copy_from_slice(&p[0..NONCE_LEN]);
+                let mut proof = [0u8; MAC_LEN];
+                proof.copy_from_slice(&p[NONCE_LEN..NONCE_LEN + MAC_LEN]);
+                Message::Auth { nonce, proof }
+            }
+            Kind::AuthOk => {
+                let mut proof = [0u8; MAC_LEN];
+                proof.copy_from_slice(&p[0..MAC_LEN]);
+                Message::AuthOk { proof }
+            }
             Kind::QpInfo | Kind::Connect => {
                 let mut gid = [0u8; 16];
                 gid.copy_from_slice(&p[16..32]);
@@ -555,6 +674,53 @@ impl Message {
             }
         })
     }
+}
+
+/// Writes `label | first | second` into `out`, the input of a proof or of
+/// the session key; returns its length.
+///
+/// For the node's proof `first` is the manager's nonce and `second` the
+/// node's; for the manager's proof the other way round; for the session key
+/// the manager's nonce first.
+pub fn auth_input(
+    label: &[u8],
+    first: &[u8; NONCE_LEN],
+    second: &[u8; NONCE_LEN],
+    out: &mut [u8; AUTH_INPUT_LEN],
+) -> usize {
+    // The labels are constants of this file, all shorter than 32 bytes.
+    let label = &label[..label.len().min(AUTH_INPUT_LEN - 2 * NONCE_LEN)];
+    let at = label.len();
+    // PANIC: `at <= 32`, so every range ends at most at `AUTH_INPUT_LEN`.
+    out[..at].copy_from_slice(label);
+    out[at..at + NONCE_LEN].copy_from_slice(first);
+    out[at + NONCE_LEN..at + 2 * NONCE_LEN].copy_from_slice(second);
+    at + 2 * NONCE_LEN
+}
+
+/// Writes `direction | sequence (little-endian) | frame` into `out`, the
+/// input of the tag of `frame`; returns its length, or `None` if `frame` is
+/// longer than any frame.
+pub fn tag_input(
+    direction: u8,
+    sequence: u64,
+    frame: &[u8],
+    out: &mut [u8; TAG_INPUT_LEN],
+) -> Option<usize> {
+    if frame.len() > MAX_FRAME_LEN {
+        return None;
+    }
+    // PANIC: `frame.len() <= MAX_FRAME_LEN`, so every range ends at most at
+    // `TAG_INPUT_LEN`.
+    out[0] = direction;
+    out[1..9].copy_from_slice(&sequence.to_le_bytes());
+    out[9..9 + frame.len()].copy_from_slice(frame);
+    Some(9 + frame.len())
+}
+
+/// Compares two byte strings in time independent of where they differ.
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 fn le_u16(bytes: &[u8], at: usize) -> u16 {

@@ -8,7 +8,8 @@
 //! for others) and subsystems that each own their state, their control
 //! messages and their reaction to peers: [`memory`] (LMRs, transfers, memory
 //! operations, registration), [`sharing`], [`async_io`], [`rpc`],
-//! [`atomics`], [`locks`] and [`barrier`]; [`qos`] keeps priorities and
+//! [`atomics`], [`locks`], [`barrier`] and [`probe`] (the device access
+//! checks); [`qos`] keeps priorities and
 //! statistics. [`process`] holds what each process has of them.
 
 #![deny(unsafe_code)]
@@ -25,6 +26,7 @@ pub(crate) mod membership;
 pub(crate) mod memory;
 pub(crate) mod node;
 mod poller;
+pub(crate) mod probe;
 pub(crate) mod process;
 pub(crate) mod qos;
 pub(crate) mod rpc;

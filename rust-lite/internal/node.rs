@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     errno,
-    sys::set_once::SetOnce,
+    sys::{secret::Secret, set_once::SetOnce},
     verbs::{ClientHandler, Device, ProtectionDomain},
 };
 
@@ -34,9 +34,9 @@ struct NodeState {
     /// The id this node had in its last cluster, asked back when it joins
     /// again (0 before the first join).
     last_id: u32,
-    /// The manager address and port and the RDMA port of the last join,
-    /// for joining again on its own after being cut off.
-    last_join: Option<([u8; 4], u16, u32)>,
+    /// The manager address and port, the RDMA port and the cluster secret
+    /// of the last join, for joining again on its own after being cut off.
+    last_join: Option<([u8; 4], u16, u32, Secret)>,
 }
 
 /// A membership: the cluster and the link to its manager.
@@ -145,7 +145,9 @@ impl Node {
     /// leave runs, `ENODEV` without a usable device or port, connection
     /// errors from the manager (`EADDRINUSE` while the manager still counts
     /// an earlier incarnation of this node as alive), `EPROTO` if the
-    /// manager misbehaves.
+    /// manager misbehaves, `ENOKEY` if the caller's keyrings hold no
+    /// cluster secret (the "user" key `lite:cluster`), `EKEYREJECTED` if the
+    /// manager and this node do not hold the same secret.
     pub(crate) fn join(&self, addr: [u8; 4], port: u16, ib_port: u32) -> Result<u32> {
         if self
             .joined()
@@ -153,13 +155,27 @@ impl Node {
         {
             return Err(errno::EISCONN());
         }
+        // Read in the caller's context: only its keyrings hold the secret.
+        // Without a device there is nothing to join with, key or not.
+        let secret = Secret::from_keyring().map_err(|e| {
+            if self.state.lock().device.is_some() {
+                e
+            } else {
+                ENODEV
+            }
+        })?;
+        self.join_using(addr, port, ib_port, secret)
+    }
+
+    /// [`Node::join`] with the cluster secret at hand.
+    fn join_using(&self, addr: [u8; 4], port: u16, ib_port: u32, secret: Secret) -> Result<u32> {
         let change = self.begin_change()?;
         let result = match change.device {
-            Some(device) => self.join_with(device, addr, port, ib_port, change.last_id),
+            Some(device) => self.join_with(device, (addr, port), ib_port, change.last_id, &secret),
             None => Err(ENODEV),
         };
         if result.is_ok() {
-            self.state.lock().last_join = Some((addr, port, ib_port));
+            self.state.lock().last_join = Some((addr, port, ib_port, secret));
         }
         self.end_change(result.as_ref().ok().copied());
         result
@@ -172,8 +188,16 @@ impl Node {
         if !current.membership.is_fenced() || current.membership.is_leaving() {
             return Err(errno::EALREADY());
         }
-        let (addr, port, ib_port) = self.state.lock().last_join.ok_or_else(errno::ENOTCONN)?;
-        self.join(addr, port, ib_port)
+        let (addr, port, ib_port, secret) = self
+            .state
+            .lock()
+            .last_join
+            .clone()
+            .ok_or_else(errno::ENOTCONN)?;
+        if self.joined().is_ok_and(|j| !j.membership.is_fenced()) {
+            return Err(errno::EISCONN());
+        }
+        self.join_using(addr, port, ib_port, secret)
     }
 
     /// Ends the membership of a node that was cut off, if it is one.
@@ -205,14 +229,15 @@ impl Node {
     fn join_with(
         &self,
         device: Arc<DeviceContext>,
-        addr: [u8; 4],
-        port: u16,
+        manager: ([u8; 4], u16),
         ib_port: u32,
         rejoin_id: u32,
+        secret: &Secret,
     ) -> Result<u32> {
+        let (addr, port) = manager;
         let port_config = device.device.probe_port(ib_port)?;
-        let (stream, node_id, incarnation) =
-            membership::hello(addr, port, &port_config, rejoin_id)?;
+        let (channel, node_id, incarnation) =
+            membership::hello(addr, port, &port_config, rejoin_id, secret)?;
         // Only now that the manager took this node back does a membership
         // it was cut off from end: until then it keeps trying to rejoin.
         self.replace_fenced()?;
@@ -220,7 +245,8 @@ impl Node {
         let membership = Membership::new(
             cluster.clone(),
             (addr, port),
-            stream,
+            channel,
+            secret.clone(),
             node_id,
             incarnation,
             rejoin_after_cut_off,
@@ -275,6 +301,9 @@ impl Node {
         let node_id = current.cluster.core.node_id();
         match current.membership.leave(force) {
             Ok(()) => {
+                // A node that left does not rejoin on its own: it needs
+                // neither the manager's address nor the secret any more.
+                self.state.lock().last_join = None;
                 self.end_change(Some(node_id));
                 pr_info!("node {} left the cluster\n", node_id);
                 Ok(())

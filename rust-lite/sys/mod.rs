@@ -3,12 +3,14 @@
 //! Safe wrappers over the kernel services LITE needs beyond verbs that the
 //! 6.12 `kernel` crate does not wrap: privileges, kernel threads, scheduling primitives,
 //! wait queues woken from completion handlers, kernel TCP sockets (for the
-//! cluster manager connection), and objects that are set once and live for
+//! cluster manager connection), the cluster secret and HMAC-SHA256 (which
+//! authenticate that connection), and objects that are set once and live for
 //! the rest of the kernel's life.
 
 pub(crate) mod cred;
 pub(crate) mod kthread;
 pub(crate) mod sched;
+pub(crate) mod secret;
 pub(crate) mod set_once;
 pub(crate) mod tcp;
 pub(crate) mod wait;

@@ -2,7 +2,11 @@
 
 //! Memory the RDMA device can read and write.
 
-use core::{ffi::c_void, ptr::NonNull};
+use core::{
+    ffi::c_void,
+    ptr::NonNull,
+    sync::atomic::{AtomicU64, Ordering},
+};
 use kernel::{
     bindings,
     prelude::*,
@@ -10,10 +14,31 @@ use kernel::{
     uaccess::{UserSliceReader, UserSliceWriter},
 };
 
-use super::{shared_memory, Device};
+use super::{remote_pool::Segment, shared_memory, Device};
 
 /// Largest buffer: one physically contiguous allocation of the page allocator.
 pub(crate) const MAX_DMA_BUFFER: usize = 4 << 20;
+
+/// Buffers alive on this node, for `/sys/kernel/debug/lite/resources`.
+static LIVE_BUFFERS: AtomicU64 = AtomicU64::new(0);
+
+/// Number of DMA buffers allocated on this node and not yet freed.
+pub(crate) fn live_dma_buffers() -> u64 {
+    LIVE_BUFFERS.load(Ordering::Relaxed)
+}
+
+/// Where the bytes of a [`DmaBuffer`] come from.
+enum Backing {
+    /// Pages of its own, which no peer can reach.
+    Pages,
+    /// Pages of a segment of the remote memory pool, which peers reach
+    /// through the segment's memory region.
+    Segment {
+        segment: Arc<Segment>,
+        /// Offset of the buffer in the segment.
+        at: usize,
+    },
+}
 
 /// Zeroed, physically contiguous kernel memory mapped for DMA on a device.
 ///
@@ -25,21 +50,26 @@ pub(crate) const MAX_DMA_BUFFER: usize = 4 << 20;
 ///
 /// # Invariants
 ///
-/// `cpu` points to `len` (1 to [`MAX_DMA_BUFFER`]) bytes from
-/// `alloc_pages_exact`, owned by this object, and `dma` is their DMA mapping
-/// on `device`. No Rust reference into
-/// those bytes exists except the one `slice_mut` makes, whose lifetime is
-/// bounded by a `&mut self` borrow.
+/// `cpu` points to `len` (1 to [`MAX_DMA_BUFFER`]) bytes and `dma` is their
+/// DMA mapping on `device`. With [`Backing::Pages`], the bytes are an
+/// allocation of `alloc_pages_exact` and the mapping are owned by this
+/// object; with [`Backing::Segment`], they are the pages at `at` of the
+/// segment's memory, reserved for this object in the segment's page map,
+/// and the segment (held) keeps them allocated and mapped. No Rust reference
+/// into those bytes exists except the one `slice_mut` makes for
+/// [`Backing::Pages`], whose lifetime is bounded by a `&mut self` borrow.
 pub(crate) struct DmaBuffer {
     cpu: NonNull<u8>,
     len: usize,
     dma: u64,
     device: Arc<Device>,
+    backing: Backing,
 }
 
-// SAFETY: The buffer is plain kernel memory and a DMA mapping, neither tied
-// to a thread; `drop` may unmap and free them from any thread in process
-// context. `Arc<Device>` is `Send`.
+// SAFETY: The buffer is plain kernel memory and a DMA mapping, or pages of a
+// pool segment, none tied to a thread; `drop` may unmap and free them, or
+// give them back to the segment, from any thread in process context.
+// `Arc<Device>` and `Arc<Segment>` are `Send`.
 unsafe impl Send for DmaBuffer {}
 // SAFETY: Through `&self`, the fields are only read (they never change after
 // `new`), and the bytes are only reached through the C copies of
@@ -84,13 +114,56 @@ impl DmaBuffer {
             unsafe { bindings::free_pages_exact(cpu.as_ptr().cast::<c_void>(), len) };
             return Err(ENOMEM);
         }
-        // INVARIANT: Allocated and mapped above.
+        LIVE_BUFFERS.fetch_add(1, Ordering::Relaxed);
+        // INVARIANT: Allocated and mapped above, owned from here on.
         Ok(DmaBuffer {
             cpu,
             len,
             dma,
             device: device.clone(),
+            backing: Backing::Pages,
         })
+    }
+
+    /// A buffer of `len` bytes at `at` of `memory`, the memory of `segment`,
+    /// whose pages from `at` on the caller reserved for it in the segment's
+    /// page map; they are given back when the buffer is dropped.
+    pub(super) fn carved(
+        segment: Arc<Segment>,
+        memory: &DmaBuffer,
+        at: usize,
+        len: usize,
+    ) -> Result<Self> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        let cpu = NonNull::new(memory.cpu_range(at, len)?).ok_or(EINVAL)?;
+        let dma = memory.dma_range(at, len)?;
+        LIVE_BUFFERS.fetch_add(1, Ordering::Relaxed);
+        // INVARIANT: `[at, at + len)` is inside `memory` (checked by
+        // `cpu_range`), whose pages there the caller reserved for this buffer,
+        // and `segment`, which owns `memory`, is held.
+        Ok(DmaBuffer {
+            cpu,
+            len,
+            dma,
+            device: memory.device.clone(),
+            backing: Backing::Segment { segment, at },
+        })
+    }
+
+    /// The address and key peers use to reach `[at, at + len)` of the
+    /// buffer, after checking that the range is inside it.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a range outside the buffer, or a buffer that is not from
+    /// the remote memory pool (no peer can reach it).
+    pub(crate) fn remote_range(&self, at: usize, len: usize) -> Result<(u64, u32)> {
+        match &self.backing {
+            Backing::Segment { segment, .. } => Ok((self.dma_range(at, len)?, segment.rkey())),
+            Backing::Pages => Err(EINVAL),
+        }
     }
 
     /// Length in bytes.
@@ -218,34 +291,44 @@ impl DmaBuffer {
     }
 
     fn slice_mut(&mut self, at: usize, len: usize) -> Result<&mut [u8]> {
+        if !matches!(self.backing, Backing::Pages) {
+            // Peers may write pool memory at any time.
+            return Err(EINVAL);
+        }
         self.check(at, len)?;
         // SAFETY: The range is inside the owned allocation (checked above)
         // and initialised (zeroed at allocation). `&mut self` means no other
         // access through this object is under way, and no work request this
         // node posted on it is either (`Connection` borrows the buffer until
         // the request's completion), so nothing else touches the bytes while
-        // the returned borrow, bounded by `&mut self`, lives. This relies on
-        // the owner not having handed the buffer's address to other nodes,
-        // which LITE only does for memory it never borrows mutably (LMR
-        // chunks, RPC rings, lock words).
+        // the returned borrow, bounded by `&mut self`, lives. Peers cannot
+        // reach them either: they have their own pages (checked above), which
+        // no memory region covers.
         Ok(unsafe { core::slice::from_raw_parts_mut(self.cpu.as_ptr().add(at), len) })
     }
 }
 
+/// Dropping a buffer may sleep: the last buffer of a segment the pool
+/// released deregisters the segment's memory region.
 impl Drop for DmaBuffer {
     fn drop(&mut self) {
-        // SAFETY: `dma` is the mapping created in `new` on `device`, and the
-        // memory was allocated there with `len` bytes (type invariant). No
-        // work request on it is in flight (they borrow the buffer until they
-        // complete), and neither is used again.
-        unsafe {
-            bindings::ib_dma_unmap_single(
-                self.device.as_ptr(),
-                self.dma,
-                self.len,
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
-            );
-            bindings::free_pages_exact(self.cpu.as_ptr().cast::<c_void>(), self.len);
+        LIVE_BUFFERS.fetch_sub(1, Ordering::Relaxed);
+        match &self.backing {
+            Backing::Segment { segment, at } => segment.give_back(*at, self.len),
+            // SAFETY: `dma` is the mapping created in `new` on `device`, and
+            // the memory was allocated there with `len` bytes, both owned by
+            // this object (type invariant). No work request on it is in
+            // flight (they borrow the buffer until they complete), no memory
+            // region covers it, and neither is used again.
+            Backing::Pages => unsafe {
+                bindings::ib_dma_unmap_single(
+                    self.device.as_ptr(),
+                    self.dma,
+                    self.len,
+                    bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+                );
+                bindings::free_pages_exact(self.cpu.as_ptr().cast::<c_void>(), self.len);
+            },
         }
     }
 }

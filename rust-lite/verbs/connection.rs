@@ -326,6 +326,46 @@ impl Connection {
         )
     }
 
+    /// Writes (`write`) or reads `len` bytes of `local` at 0 to or from
+    /// `remote` on the peer, and reports how the device ended it:
+    /// `Ok(true)` if it completed, `Ok(false)` if the peer's device refused
+    /// the access (a remote access error, after which the connection is in
+    /// the error state).
+    ///
+    /// # Errors
+    ///
+    /// `EIO` if the request failed otherwise, or the error of posting it.
+    pub(crate) fn try_access(
+        &self,
+        write: bool,
+        local: &DmaBuffer,
+        len: usize,
+        remote: (u64, u32),
+    ) -> Result<bool> {
+        let opcode = if write {
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE
+        } else {
+            bindings::ib_wr_opcode_IB_WR_RDMA_READ
+        };
+        let segment = LocalSegment {
+            addr: local.dma_range_on(self.qp.device(), 0, len)?,
+            len: u32::try_from(len).map_err(|_| EINVAL)?,
+        };
+        let slot = self.acquire_slot();
+        // SAFETY: As in `execute_releasing`: `segment` is inside `local`,
+        // DMA-mapped on this device, and `local` is borrowed until
+        // `finish_status` has seen the completion of `slot`.
+        let posted = unsafe {
+            self.qp
+                .post_send(opcode, &segment, Some(remote), None, slot as u64)
+        };
+        match self.finish_status(slot, posted)? {
+            bindings::ib_wc_status_IB_WC_SUCCESS => Ok(true),
+            bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR => Ok(false),
+            _ => Err(EIO),
+        }
+    }
+
     /// Atomically adds `value` to the 8 bytes at `remote_addr` on the peer;
     /// returns the value they held before.
     ///
@@ -532,6 +572,15 @@ impl Connection {
 
     /// Waits for the completion of `slot` if its request was posted, then frees the slot.
     fn finish(&self, slot: usize, posted: Result) -> Result {
+        if self.finish_status(slot, posted)? == bindings::ib_wc_status_IB_WC_SUCCESS {
+            Ok(())
+        } else {
+            Err(EIO)
+        }
+    }
+
+    /// As [`Connection::finish`], returning the completion's status.
+    fn finish_status(&self, slot: usize, posted: Result) -> Result<u32> {
         if let Err(e) = posted {
             self.release_slot(slot);
             return Err(e);
@@ -553,11 +602,7 @@ impl Connection {
         }
         let status = self.slots.status(slot);
         self.release_slot(slot);
-        if status == bindings::ib_wc_status_IB_WC_SUCCESS {
-            Ok(())
-        } else {
-            Err(EIO)
-        }
+        Ok(status)
     }
 
     /// Polls the send CQ unless another thread is already doing so, and

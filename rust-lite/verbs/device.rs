@@ -72,6 +72,13 @@ impl Device {
         unsafe { (*self.ptr.as_ptr()).dma_device.is_null() }
     }
 
+    /// Most pages one fast-registration memory region maps (at least 1).
+    pub(crate) fn max_region_pages(&self) -> u32 {
+        // SAFETY: `ptr` is valid by the type invariant, and `attrs` is set
+        // before registration and never changed afterwards.
+        unsafe { (*self.ptr.as_ptr()).attrs.max_fast_reg_page_list_len }.max(1)
+    }
+
     /// Number of physical ports (ports are numbered from 1).
     pub(crate) fn port_count(&self) -> u32 {
         // SAFETY: `ptr` is valid by the type invariant, and `phys_port_cnt`

@@ -18,21 +18,25 @@ mod connection;
 mod cq;
 mod device;
 mod kernel_buffer;
+mod memory_region;
 mod pd;
 mod qp;
+mod remote_pool;
 mod shared_memory;
 mod staging;
 mod user_pages;
 
-pub(crate) use buffer::DmaBuffer;
 pub(crate) use buffer::MAX_DMA_BUFFER;
+pub(crate) use buffer::{live_dma_buffers, DmaBuffer};
 pub(crate) use client::{ClientHandler, IbClient};
 pub(crate) use connection::{split_recv_wr_id, Connection, RECV_DEPTH};
 pub(crate) use cq::{CompletionQueue, WorkCompletion, POLL_BATCH};
 pub(crate) use device::{Device, PortConfig};
 pub(crate) use kernel_buffer::KernelBuffer;
+pub(crate) use memory_region::live_memory_regions;
 pub(crate) use pd::ProtectionDomain;
 pub(crate) use qp::RemoteEnd;
+pub(crate) use remote_pool::{pool_bytes, RemotePool};
 pub(crate) use staging::StagingPool;
 pub(crate) use user_pages::{PinnedPages, PAGE_SIZE};
 

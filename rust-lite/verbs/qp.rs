@@ -389,6 +389,28 @@ impl QueuePair {
         Ok(())
     }
 
+    /// Posts one signaled registration of `mr` with a fresh key and
+    /// `access`.
+    ///
+    /// # Safety
+    ///
+    /// `mr` must be a fast-registration region of this QP's PD, mapped
+    /// (`lite_map_mr`) over memory that stays DMA-mapped on this QP's device
+    /// while the region lives, and not registered already; `mr` must stay
+    /// allocated until the completion for `wr_id` has been polled from the
+    /// send CQ (or the QP has been destroyed).
+    pub(super) unsafe fn post_reg_mr(
+        &self,
+        mr: *mut bindings::ib_mr,
+        access: u32,
+        wr_id: u64,
+    ) -> Result {
+        // SAFETY: `ptr` is valid (type invariant); `mr` is a mapped region of
+        // the same PD that outlives the request (safety requirements).
+        check(unsafe { bindings::lite_post_reg_mr(self.ptr.as_ptr(), mr, access as i32, wr_id) })?;
+        Ok(())
+    }
+
     /// Posts one receive work request.
     ///
     /// # Safety

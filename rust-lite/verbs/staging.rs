@@ -57,6 +57,11 @@ impl StagingPool {
         result
     }
 
+    /// Buffers kept for reuse.
+    pub(crate) fn kept(&self) -> usize {
+        self.free.lock().iter().filter(|b| b.is_some()).count()
+    }
+
     fn give_back(&self, buffer: DmaBuffer) {
         let mut free = self.free.lock();
         if let Some(slot) = free.iter_mut().find(|slot| slot.is_none()) {

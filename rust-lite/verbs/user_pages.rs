@@ -6,7 +6,10 @@
 use core::{ffi::c_void, ptr::null_mut};
 use kernel::{bindings, prelude::*, sync::Arc};
 
-use super::{shared_memory, Device, DmaBuffer};
+use super::{
+    memory_region::{MemoryRegion, Registrar},
+    shared_memory, Device, DmaBuffer,
+};
 
 /// Bytes per page.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
@@ -34,12 +37,16 @@ enum Holder {
 /// and written through this object, while it lives (the contract of
 /// [`PinnedPages::kernel`]). `dma.len() == pages.len()`, and `dma[i]` is the
 /// DMA mapping of the whole page `pages[i]` on `device`, owned by this
-/// object. No Rust reference into the pages is ever made.
+/// object. `regions`, once registered, cover those mappings in order, each
+/// `region_pages` of them (the last one the rest). No Rust reference into
+/// the pages is ever made.
 pub(crate) struct PinnedPages {
     pages: KVec<*mut bindings::page>,
     dma: KVec<u64>,
     holder: Holder,
     device: Arc<Device>,
+    regions: KVec<MemoryRegion>,
+    region_pages: usize,
 }
 
 // SAFETY: The page pointers, pins and DMA mappings are not tied to a thread;
@@ -234,6 +241,8 @@ impl PinnedPages {
             dma,
             holder,
             device: device.clone(),
+            regions: KVec::new(),
+            region_pages: 0,
         })
     }
 
@@ -277,22 +286,62 @@ impl PinnedPages {
         unsafe { bindings::unpin_user_pages(pages.as_mut_ptr(), pages.len() as _) };
     }
 
+    /// Registers the pages as memory regions (as few as the device allows),
+    /// so peers can reach them, and nothing around them, with
+    /// [`PinnedPages::remote_range`].
+    ///
+    /// # Errors
+    ///
+    /// `EALREADY` if they are registered already, or the registrar's error.
+    pub(crate) fn register(&mut self, registrar: &Registrar) -> Result {
+        if !self.regions.is_empty() {
+            return Err(crate::errno::EALREADY());
+        }
+        // At least 1 (`Device::max_region_pages`), as `chunks` needs.
+        let per_region = registrar.max_region_pages();
+        let mut regions = KVec::with_capacity(self.dma.len().div_ceil(per_region), GFP_KERNEL)?;
+        for pages in self.dma.chunks(per_region) {
+            let iova = *pages.first().ok_or(EINVAL)?;
+            // SAFETY: Every entry of `dma` is a whole-page mapping on the
+            // device owned by this object (type invariant), which `drop`
+            // releases only after the regions; the pages are only reached
+            // through raw copies.
+            let region = unsafe { registrar.register(pages, PAGE_SIZE, PAGE_SIZE, iova)? };
+            // Room for every region was reserved above.
+            regions.push(region, GFP_KERNEL)?;
+        }
+        self.regions = regions;
+        self.region_pages = per_region;
+        Ok(())
+    }
+
+    /// The address and key peers use to reach `[at, at + len)` of page
+    /// `index`, after checking that the range is inside that page.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a range outside the page, or pages never registered.
+    pub(crate) fn remote_range(&self, index: usize, at: usize, len: usize) -> Result<(u64, u32)> {
+        check(at, len)?;
+        if index >= self.dma.len() {
+            return Err(EINVAL);
+        }
+        if self.region_pages == 0 {
+            return Err(EINVAL);
+        }
+        // PANIC: `region_pages` is not 0 (checked above).
+        let region = self.regions.get(index / self.region_pages).ok_or(EINVAL)?;
+        // PANIC: as above; `index % region_pages < region_pages <= i32::MAX`
+        // and `at <= PAGE_SIZE`, so this does not overflow a 64-bit `usize`.
+        region.remote_range(
+            ((index % self.region_pages) * PAGE_SIZE + at) as u64,
+            len as u64,
+        )
+    }
+
     /// Number of pages.
     pub(crate) fn count(&self) -> usize {
         self.pages.len()
-    }
-
-    /// DMA address of byte `at` of page `index`, after checking that
-    /// `[at, at + len)` lies inside that page.
-    pub(crate) fn dma_range(&self, index: usize, at: usize, len: usize) -> Result<u64> {
-        check(at, len)?;
-        // `at <= PAGE_SIZE` and the page is mapped whole, so this does not
-        // overflow in practice; checked anyway.
-        self.dma
-            .get(index)
-            .ok_or(EINVAL)?
-            .checked_add(at as u64)
-            .ok_or(EINVAL)
     }
 
     /// Runs `f` with the CPU address of byte `at` of page `index`, after
@@ -400,6 +449,8 @@ fn check(at: usize, len: usize) -> Result {
 
 impl Drop for PinnedPages {
     fn drop(&mut self) {
+        // Peers lose their way to the pages before they are unmapped.
+        self.regions = KVec::new();
         // SAFETY: `dma` holds this object's live page mappings on `device`
         // (type invariant), and this object does not use them again. (This
         // node posts work requests only on `DmaBuffer`s; the addresses given

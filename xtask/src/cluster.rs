@@ -11,6 +11,11 @@
 //! partition. [`Cluster`]'s `Drop`
 //! kills QEMU and the manager and deletes the namespace, also after errors
 //! and Ctrl-C.
+//!
+//! Every cluster has a fresh secret that the manager and the nodes prove
+//! to each other ([`ClusterSecretFiles`]): the manager reads it from a
+//! private file, the VMs boot an initrd that holds it (the cached
+//! initramfs and a small archive appended), also when booted again.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -25,6 +30,7 @@ use crate::paths::{repo_root, Cache};
 use crate::prereqs;
 use crate::process::{self, run_logged};
 use crate::qemu::{self, Nic, Vm, VmSpec};
+use crate::secret::ClusterSecretFiles;
 use crate::ui::{self, Step};
 
 /// Address of the bridge, where the cluster manager listens.
@@ -76,7 +82,7 @@ pub struct ClusterSpec<'a> {
     pub roles: Vec<String>,
     /// Kernel image.
     pub kernel: &'a Path,
-    /// Initramfs image.
+    /// Initramfs image; the VMs boot it with the cluster's secret added.
     pub initrd: &'a Path,
     /// Memory per VM in MiB.
     pub memory_mib: u32,
@@ -95,6 +101,8 @@ pub struct Cluster {
     vms: Vec<Vm>,
     manager: Option<Child>,
     netns: Option<Netns>,
+    /// Removed after the VMs and the manager are gone.
+    secret: ClusterSecretFiles,
 }
 
 impl Cluster {
@@ -119,6 +127,8 @@ impl Cluster {
             vms: Vec::new(),
             manager: None,
             netns: None,
+            secret: ClusterSecretFiles::create(spec.initrd)
+                .context("cannot make the cluster's secret")?,
         };
         let netns = Netns::create(&format!("{NETNS_PREFIX}{}", std::process::id()))?;
         netns.ip(&["link", "set", "lo", "up"])?;
@@ -134,13 +144,18 @@ impl Cluster {
         let ns_name = netns.name.clone();
         cluster.netns = Some(netns);
 
-        cluster.manager = Some(start_manager(spec, &ns_name)?);
+        cluster.manager = Some(start_manager(
+            spec,
+            &ns_name,
+            &cluster.secret.secret_file(),
+        )?);
 
+        let initrd = cluster.secret.initrd();
         for i in 1..=nodes {
             if i > 1 {
                 sleep_interruptibly(START_GAP)?;
             }
-            let vm = node_vm(spec, i, &spec.roles[i - 1], &format!("node{i}"));
+            let vm = node_vm(spec, &initrd, i, &spec.roles[i - 1], &format!("node{i}"));
             let qemu_log = spec.logs.join(format!("node{i}.qemu.log"));
             cluster.vms.push(Vm::spawn(&vm, Some(&ns_name), &qemu_log)?);
         }
@@ -149,7 +164,8 @@ impl Cluster {
     }
 
     /// Boots node `i` (from 1) again, after its VM ended, as the same
-    /// machine (address, MAC, tap) running `role`. `spec` must be the one
+    /// machine (address, MAC, tap, cluster secret) running `role`. `spec`
+    /// must be the one
     /// the cluster started with. The new VM is called `name`, and its logs
     /// are `<name>.log` and `<name>.qemu.log`, so the first boot's stay;
     /// from then on the node's name, log and exit are the new VM's.
@@ -166,7 +182,7 @@ impl Cluster {
         let Some(netns) = self.netns.as_ref().map(|n| n.name.clone()) else {
             bail!("the cluster has no network namespace");
         };
-        let vm = node_vm(spec, i, role, name);
+        let vm = node_vm(spec, &self.secret.initrd(), i, role, name);
         let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
         let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
         *self.vm_mut(i)? = restarted;
@@ -264,10 +280,11 @@ impl Drop for Cluster {
 }
 
 /// The VM of node `i` (from 1) of `spec`'s cluster running `role`, called
-/// `name`, its console going to `<name>.log`. Everything that makes it
-/// the same machine to the cluster (address, MAC, tap, and with them the
-/// RDMA device's GID) depends on `i` alone.
-fn node_vm(spec: &ClusterSpec, i: usize, role: &str, name: &str) -> VmSpec {
+/// `name`, booting `initrd` (the cluster's, with its secret), its console
+/// going to `<name>.log`. Everything that makes it the same machine to the
+/// cluster (address, MAC, tap, and with them the RDMA device's GID)
+/// depends on `i` alone.
+fn node_vm(spec: &ClusterSpec, initrd: &Path, i: usize, role: &str, name: &str) -> VmSpec {
     let mut append = vec![
         "console=ttyS0".to_string(),
         "panic=-1".to_string(),
@@ -286,7 +303,7 @@ fn node_vm(spec: &ClusterSpec, i: usize, role: &str, name: &str) -> VmSpec {
     VmSpec {
         name: name.to_string(),
         kernel: spec.kernel.to_path_buf(),
-        initrd: spec.initrd.to_path_buf(),
+        initrd: initrd.to_path_buf(),
         append: append.join(" "),
         memory_mib: spec.memory_mib,
         serial_log: spec.logs.join(format!("{name}.log")),
@@ -298,20 +315,29 @@ fn node_vm(spec: &ClusterSpec, i: usize, role: &str, name: &str) -> VmSpec {
     }
 }
 
-/// `ip netns exec NS lite-cm --listen 10.77.0.254:18500`, output to `cm.log`.
-fn start_manager(spec: &ClusterSpec, netns: &str) -> Result<Child> {
+/// `ip netns exec NS lite-cm --listen 10.77.0.254:18500 --secret-file
+/// FILE ...`.
+fn manager_command(manager: &Path, netns: &str, secret_file: &Path) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns])
+        .arg(manager)
+        .arg("--listen")
+        .arg(format!("{MANAGER_IP}:{MANAGER_PORT}"))
+        .arg("--secret-file")
+        .arg(secret_file)
+        // A new cluster: no member can come back to this manager.
+        .arg("--startup-grace-ms")
+        .arg("0");
+    cmd
+}
+
+/// Starts the manager (see [`manager_command`]), output to `cm.log`.
+fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<Child> {
     let log_path = spec.logs.join("cm.log");
     let log =
         File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", netns])
-        .arg(spec.manager)
-        .arg("--listen")
-        .arg(format!("{MANAGER_IP}:{MANAGER_PORT}"))
-        // A new cluster: no member can come back to this manager.
-        .arg("--startup-grace-ms")
-        .arg("0")
-        .stdin(Stdio::null())
+    let mut cmd = manager_command(spec.manager, netns, secret_file);
+    cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
     let mut child = cmd
@@ -420,8 +446,9 @@ mod tests {
     fn a_node_booted_again_is_the_same_machine_with_a_new_role_and_log() {
         let extra = |i: usize| vec![format!("extra.node={i}")];
         let spec = spec(Path::new("/logs"), &extra);
-        let first = node_vm(&spec, 2, &spec.roles[1], "node2");
-        let again = node_vm(&spec, 2, "test", "node2-rejoin");
+        let initrd = Path::new("/tmp/lite-cluster-1-0/initramfs-with-secret.cpio.gz");
+        let first = node_vm(&spec, initrd, 2, &spec.roles[1], "node2");
+        let again = node_vm(&spec, initrd, 2, "test", "node2-rejoin");
         assert_eq!(first.name, "node2");
         assert_eq!(first.serial_log, Path::new("/logs/node2.log"));
         assert_eq!(again.name, "node2-rejoin");
@@ -443,13 +470,31 @@ mod tests {
             (again.kernel, again.memory_mib),
             (first.kernel, first.memory_mib)
         );
+        // The same secret, and none on the command line.
+        assert_eq!(again.initrd, initrd);
+        assert_eq!(first.initrd, initrd);
+        assert!(!first.append.contains("secret"), "{}", first.append);
+    }
+
+    #[test]
+    fn the_manager_reads_the_clusters_secret_file() {
+        let cmd = manager_command(
+            Path::new("/bin/lite-cm"),
+            "lite-42",
+            Path::new("/tmp/lite-cluster-42-0/cluster.secret"),
+        );
+        assert_eq!(
+            process::describe(&cmd),
+            "ip netns exec lite-42 /bin/lite-cm --listen 10.77.0.254:18500 \
+             --secret-file /tmp/lite-cluster-42-0/cluster.secret --startup-grace-ms 0"
+        );
     }
 
     #[test]
     fn a_nodes_link_goes_down_and_up_through_its_own_tap_in_the_namespace() {
         let extra = |_: usize| Vec::new();
         let spec = spec(Path::new("/logs"), &extra);
-        let vm = node_vm(&spec, 2, &spec.roles[1], "node2");
+        let vm = node_vm(&spec, Path::new("/i.cpio.gz"), 2, &spec.roles[1], "node2");
         let tap = vm.nic.map(|n| n.tap).unwrap_or_default();
         assert_eq!(tap, tap_name(2));
         let down = ip_command("lite-42", &link_state_args(&tap, false));

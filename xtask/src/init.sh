@@ -5,7 +5,7 @@
 #   lite.ip=ADDR/LEN   address of eth0; also brings up the Soft-RoCE device rxe0
 #   lite.cm=IP         cluster manager address
 #   lite.nodes=N       cluster size
-#   lite.run=ROLE      demo | test | failure-survivor | failure-victim |
+#   lite.run=ROLE      demo | test | fuzz | failure-survivor | failure-victim |
 #                      partition-survivor | partition-cut | kunit |
 #                      bench-native-server | bench-native-client |
 #                      bench-lite | bench-lock | bench-failure-survivor |
@@ -21,6 +21,9 @@
 #   lite.bwbytes=N     lite-bench --bw-bytes (bytes per throughput series)
 #   lite.lockiters=N   bench-lock: lock/unlock pairs per node (lite-bench
 #                      --contend-iters); every node of the cluster contends
+#   lite.fuzzsecs=N    seconds of lite-fuzz: role fuzz, and role test after
+#                      the cluster test (0, the default: test does not fuzz)
+#   lite.seed=X        lite-fuzz's seed (default: lite-fuzz takes the clock)
 # and always ends with "LITE-GUEST-EXIT rc=<code>" and a reboot, which makes
 # QEMU (started with -no-reboot) exit. A role that runs several programs
 # prints "LITE-GUEST-PROGRAM <name>" before each: the harness counts each
@@ -49,6 +52,8 @@ asyncsizes=
 depths=
 bwbytes=
 lockiters=300
+fuzzsecs=0
+seed=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -64,12 +69,40 @@ for arg in $(cat /proc/cmdline); do
 	lite.depths=*) depths=${arg#lite.depths=} ;;
 	lite.bwbytes=*) bwbytes=${arg#lite.bwbytes=} ;;
 	lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;
+	lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;
+	lite.seed=*) seed=${arg#lite.seed=} ;;
 	esac
 done
 
 # Announces the next program of a role that runs several (see above).
 program() {
 	echo "LITE-GUEST-PROGRAM $1"
+}
+
+# LITE's resource counters once every node joined, saved by
+# lite-cluster-test and compared by lite-resources after the tests.
+RESOURCES_BASELINE=/tmp/lite-resources.baseline
+
+# Prints kmemleak's report between markers the harness reads:
+# LITE-KMEMLEAK-BEGIN, the report, then LITE-KMEMLEAK-END rc=<status>,
+# 0 if both scans and the read succeeded. An object is reported only once
+# a scan found it unreferenced and unchanged since the scan before, and
+# older than 5 s: hence two scans, some seconds apart. Scanning 1 GiB takes
+# tens of seconds under TCG, and a signal ends a scan early, so each step
+# is bounded.
+KMEMLEAK=/sys/kernel/debug/kmemleak
+kmemleak_report() {
+	echo "LITE-KMEMLEAK-BEGIN"
+	leak_scan=0
+	if [ ! -e "$KMEMLEAK" ]; then
+		echo "LITE-GUEST: $KMEMLEAK is missing (a kernel without CONFIG_DEBUG_KMEMLEAK?)"
+		leak_scan=1
+	fi
+	[ $leak_scan -eq 0 ] && { timeout 300 sh -c "echo scan > $KMEMLEAK" || leak_scan=$?; }
+	[ $leak_scan -eq 0 ] && sleep 6
+	[ $leak_scan -eq 0 ] && { timeout 300 sh -c "echo scan > $KMEMLEAK" || leak_scan=$?; }
+	[ $leak_scan -eq 0 ] && { timeout 120 cat "$KMEMLEAK" || leak_scan=$?; }
+	echo "LITE-KMEMLEAK-END rc=$leak_scan"
 }
 
 finish() {
@@ -221,10 +254,39 @@ if [ -n "$ip" ]; then
 	setup_network || finish 1
 fi
 
+# The cluster's secret, which lite_join proves to the manager: the harness
+# appends it to the initrd, so it never shows on the kernel command line,
+# and it goes to root's user keyring before any program runs.
+CLUSTER_SECRET=/etc/lite/cluster.secret
+if [ -e "$CLUSTER_SECRET" ]; then
+	key=$(lite-secret load "$CLUSTER_SECRET") || {
+		echo "LITE-GUEST: cannot load the cluster secret $CLUSTER_SECRET into the kernel keyring"
+		finish 1
+	}
+	echo "LITE-GUEST: cluster secret loaded into the user keyring (key $key)"
+fi
+
 echo "LITE-GUEST-RUN role=$run"
 case "$run" in
 demo) lite-demo --cm "$cm" --nodes "$nodes" || rc=$? ;;
-test) lite-cluster-test --cm "$cm" --nodes "$nodes" || rc=$? ;;
+# The cluster test. Once every program has ended, LITE's resources must
+# come back to what they were after the join (lite-resources waits for
+# other nodes' programs to let go of this node's memory), and then no leak
+# may involve LITE (the harness reads kmemleak's report).
+test)
+	program lite-cluster-test
+	lite-cluster-test --cm "$cm" --nodes "$nodes" --resources-baseline "$RESOURCES_BASELINE" || rc=$?
+	# Then every node fuzzes the system calls, all together, if asked to.
+	if [ "$fuzzsecs" -gt 0 ] 2>/dev/null; then
+		program lite-fuzz
+		lite-fuzz --cm "$cm" --nodes "$nodes" --seconds "$fuzzsecs" ${seed:+--seed "$seed"} || rc=$?
+	fi
+	program lite-resources
+	lite-resources --baseline "$RESOURCES_BASELINE" || rc=$?
+	kmemleak_report
+	;;
+# Fuzzing alone (cargo xtask fuzz): every node joins and fuzzes.
+fuzz) lite-fuzz --cm "$cm" --nodes "$nodes" --seconds "$fuzzsecs" ${seed:+--seed "$seed"} || rc=$? ;;
 # The failure test: survivors report TAP; the victim never returns, the
 # harness kills its VM a few seconds after its ready marker. Survivors then
 # run the cluster test with all nodes: the harness boots the victim's VM

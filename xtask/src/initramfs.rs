@@ -41,6 +41,9 @@ const GUEST_TOOLS: &[&str] = &[
     "lite-failure-test",
     "lite-partition-test",
     "lite-bench",
+    "lite-resources",
+    "lite-secret",
+    "lite-fuzz",
 ];
 
 /// Where libibverbs finds its provider configuration and the rxe provider.
@@ -356,7 +359,11 @@ mod tests {
     fn every_guest_role_runs_a_packed_program() {
         for (role, programs) in [
             ("demo", &["lite-demo"][..]),
-            ("test", &["lite-cluster-test"]),
+            (
+                "test",
+                &["lite-cluster-test", "lite-fuzz", "lite-resources"],
+            ),
+            ("fuzz", &["lite-fuzz"]),
             (
                 "failure-survivor",
                 &["lite-failure-test", "lite-cluster-test"],
@@ -383,5 +390,17 @@ mod tests {
         assert!(INIT_SCRIPT.starts_with("#!/bin/sh\n"));
         assert!(INIT_SCRIPT.contains(crate::logscan::EXIT_MARKER));
         assert!(INIT_SCRIPT.contains("reboot -f"));
+    }
+
+    #[test]
+    fn init_script_loads_the_cluster_secret_before_any_role() {
+        let path = format!("CLUSTER_SECRET=/{}\n", crate::secret::GUEST_SECRET_PATH);
+        let defined = INIT_SCRIPT.find(&path).expect("init.sh names the secret");
+        let load = INIT_SCRIPT
+            .find("lite-secret load \"$CLUSTER_SECRET\") || {")
+            .expect("init.sh loads the secret, failing the boot otherwise");
+        let roles = INIT_SCRIPT.find("case \"$run\" in").expect("the roles");
+        assert!(defined < load && load < roles);
+        assert!(GUEST_TOOLS.contains(&"lite-secret"));
     }
 }

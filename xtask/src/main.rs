@@ -13,16 +13,20 @@ mod demo;
 mod edits;
 mod failure;
 mod fsutil;
+mod fuzz;
 mod initramfs;
 mod interrupt;
 mod kernel;
+mod kmemleak;
 mod kunit;
 mod logscan;
+mod newc;
 mod patchset;
 mod paths;
 mod prereqs;
 mod process;
 mod qemu;
+mod secret;
 mod series;
 mod source;
 mod suite;
@@ -99,6 +103,23 @@ enum Command {
         #[arg(long, hide = true, value_name = "BZIMAGE")]
         kernel: Option<PathBuf>,
     },
+    /// Fuzz LITE's system calls on a QEMU cluster (debug kernel): every node runs lite-fuzz.
+    Fuzz {
+        /// How long every node fuzzes, in minutes.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=7 * 24 * 60))]
+        minutes: u32,
+        /// Seed of the run, decimal or 0x-hex (default: from the clock); printed to replay it.
+        #[arg(long, value_parser = fuzz::parse_seed)]
+        seed: Option<u64>,
+        /// Number of nodes (virtual machines) in the cluster.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
+        nodes: u8,
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Boot this kernel image instead of building one.
+        #[arg(long, hide = true, value_name = "BZIMAGE")]
+        kernel: Option<PathBuf>,
+    },
     /// Compare LITE with native RDMA verbs (perftest) on two VMs, then lock contention and failure handling on four.
     Bench {
         /// Iterations per operation and message size.
@@ -139,6 +160,19 @@ fn main() -> ExitCode {
         Command::Test { source, kernel } => {
             suite::run(source.kernel_src.as_deref(), kernel.as_deref())
         }
+        Command::Fuzz {
+            minutes,
+            seed,
+            nodes,
+            source,
+            kernel,
+        } => fuzz::run(
+            minutes,
+            seed,
+            usize::from(nodes),
+            source.kernel_src.as_deref(),
+            kernel.as_deref(),
+        ),
         Command::Bench {
             iters,
             source,

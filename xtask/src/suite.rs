@@ -1,7 +1,8 @@
 //! `cargo xtask test`: every test, ending with one `N passed, M failed` line.
 //!
 //! Steps: host unit tests, patch-series check, debug kernel build, KUnit in
-//! one VM, the cluster test on three VMs, the failure test on four VMs,
+//! one VM, the cluster test on three VMs (then a minute of `lite-fuzz` on
+//! all three at once), the failure test on four VMs,
 //! one of which (the victim) is killed while the others depend on it (the
 //! others, the survivors, then take turns leaving and joining again, and
 //! once they are done the victim's VM boots again, joins with its old id,
@@ -11,7 +12,8 @@
 //! failed counts as one failure. The final count is KUnit cases + every
 //! program's TAP results on every node (those of the victim's first boot
 //! excepted) + one per other check (host tests, patch check, kernel build,
-//! each log scan, whether the victim got ready and was killed, whether its
+//! each log scan, each kmemleak scan at the end of the cluster test (a
+//! leak involving LITE fails it), whether the victim got ready and was killed, whether its
 //! VM was booted again, whether it joined with its old id, and whether the
 //! cut node got ready and its link went down and came back).
 
@@ -29,14 +31,17 @@ use crate::paths::{repo_root, Cache};
 use crate::process::{self, run_logged};
 use crate::qemu::{self, Vm, VmSpec};
 use crate::ui::Step;
-use crate::{failure, fsutil, interrupt, kunit, logscan, series, source, tap, ui};
+use crate::{failure, fsutil, fuzz, interrupt, kmemleak, kunit, logscan, series, source, tap, ui};
 
 /// Number of steps, for `[k/N]`.
 const STEPS: usize = 7;
 /// Upper bound for the KUnit boot.
 const KUNIT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
-/// Upper bound for the cluster test.
-const CLUSTER_TIMEOUT: Duration = Duration::from_secs(40 * 60);
+/// Upper bound for the cluster test, fuzzing included (its time, and a
+/// margin for its start, its end and the processes' clean-up).
+const CLUSTER_TIMEOUT: Duration = Duration::from_secs(40 * 60 + FUZZ_SECONDS + 10 * 60);
+/// Seconds every node of the cluster test fuzzes after the cluster test.
+const FUZZ_SECONDS: u64 = 60;
 /// Nodes in the cluster test.
 const CLUSTER_NODES: usize = 3;
 /// Nodes in the failure test; the last one is the victim.
@@ -47,9 +52,20 @@ const SURVIVOR_ROLE: &str = "failure-survivor";
 const VICTIM_ROLE: &str = "failure-victim";
 /// Guest role of the victim's VM when it boots again: the cluster test,
 /// with the survivors.
-const REJOIN_ROLE: &str = "test";
+const REJOIN_ROLE: &str = TEST_ROLE;
 /// The survivors' programs, in order, as their `/init` names them.
 const SURVIVOR_PROGRAMS: [&str; 2] = ["lite-failure-test", "lite-cluster-test"];
+/// Guest role of the cluster test's nodes (and of the victim's second boot).
+const TEST_ROLE: &str = "test";
+/// The programs of role [`TEST_ROLE`], in order, as its `/init` names
+/// them; the last checks that LITE's resources came back to their
+/// baseline, and a kmemleak scan follows it.
+const TEST_PROGRAMS: [&str; 2] = ["lite-cluster-test", "lite-resources"];
+/// The programs of role [`TEST_ROLE`] when the harness asks it to fuzz
+/// (`lite.fuzzsecs=`, as the cluster test does): `lite-fuzz` runs between
+/// the cluster test and the resource check. The victim's second boot does
+/// not fuzz, as its survivors do not.
+const FUZZED_TEST_PROGRAMS: [&str; 3] = ["lite-cluster-test", fuzz::PROGRAM, "lite-resources"];
 
 /// Nodes in the partition test; the last one is cut off.
 const PARTITION_NODES: usize = 3;
@@ -319,13 +335,19 @@ fn cluster_test(
     counts: &mut Tally,
 ) -> Result<()> {
     let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
-    let no_extra = |_: usize| Vec::new();
+    let seed = fuzz::seed_from_clock();
+    ui::progress(&format!(
+        "lite-fuzz seed {seed:#x}; replay the fuzzing alone with: {}",
+        fuzz::replay_command(FUZZ_SECONDS.div_ceil(60), seed, CLUSTER_NODES)
+    ));
+    let fuzz_params = fuzz::kernel_params(FUZZ_SECONDS, seed);
+    let fuzzing = |_: usize| fuzz_params.clone();
     let spec = ClusterSpec {
-        roles: vec!["test".to_string(); CLUSTER_NODES],
+        roles: vec![TEST_ROLE.to_string(); CLUSTER_NODES],
         kernel,
         initrd: &images.initrd,
         memory_mib: 1024,
-        extra_append: &no_extra,
+        extra_append: &fuzzing,
         pin_cpus: false,
         manager: &images.manager,
         logs,
@@ -337,7 +359,7 @@ fn cluster_test(
 
     let mut problems = Vec::new();
     for (name, path) in &node_logs {
-        count_node(name, path, counts, &mut problems);
+        count_test_role(name, path, &FUZZED_TEST_PROGRAMS, counts, &mut problems);
     }
     if let Err(err) = waited {
         problems.push(format!("{err:#}"));
@@ -379,6 +401,31 @@ fn count_programs(
         }
     }
     count_scan(name, &log, counts, problems);
+}
+
+/// Like [`count_programs`] for a node of role [`TEST_ROLE`], whose
+/// `programs` ([`TEST_PROGRAMS`], or [`FUZZED_TEST_PROGRAMS`]) end with a
+/// kmemleak scan: one more check, failed by a scan that did not run or by
+/// a leak involving LITE; other leaks are only shown.
+fn count_test_role(
+    name: &str,
+    path: &Path,
+    programs: &[&str],
+    counts: &mut Tally,
+    problems: &mut Vec<String>,
+) {
+    count_programs(name, path, programs, counts, problems);
+    let findings = kmemleak::check(&read_log(path));
+    counts.check(findings.problems.is_empty());
+    for warning in &findings.warnings {
+        ui::progress(&format!("[{name}] warning: {warning}"));
+    }
+    problems.extend(
+        findings
+            .problems
+            .into_iter()
+            .map(|p| format!("[{name}] {p}")),
+    );
 }
 
 /// Counts the TAP results in `output`, one program's, reported as `label`.
@@ -480,7 +527,7 @@ fn failure_test(
         if index + 1 != victim {
             count_programs(name, path, &SURVIVOR_PROGRAMS, counts, &mut problems);
         } else if rebooted_log(name, victim) {
-            count_node(name, path, counts, &mut problems);
+            count_test_role(name, path, &TEST_PROGRAMS, counts, &mut problems);
             let same_id = same_node_again(&read_log(&first_boot_log), &read_log(path));
             counts.check(same_id.is_ok());
             if let Err(err) = same_id {
@@ -761,6 +808,157 @@ mod tests {
         // The cluster test, on every node of the failure test's cluster.
         assert!(role_body(REJOIN_ROLE).contains("lite-cluster-test --cm"));
         assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\""));
+    }
+
+    #[test]
+    fn the_test_role_runs_its_programs_in_order_then_the_leak_scan_last() {
+        let body = role_body(TEST_ROLE);
+        let mut from = 0;
+        for program in TEST_PROGRAMS {
+            let announced = body[from..]
+                .find(&format!("program {program}\n"))
+                .map(|at| from + at)
+                .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
+            let run = body[announced..]
+                .find(&format!("\t{program} --"))
+                .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
+            from = announced + run;
+        }
+        // The baseline the cluster test saves is the one compared.
+        assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" --resources-baseline \"$RESOURCES_BASELINE\""));
+        assert!(body.contains("lite-resources --baseline \"$RESOURCES_BASELINE\""));
+        // The scan comes after every program, as the role's last step.
+        let last = body.lines().map(str::trim).rfind(|l| !l.is_empty());
+        assert_eq!(last, Some("kmemleak_report"), "{body}");
+        assert!(body[from..].contains("kmemleak_report"));
+    }
+
+    #[test]
+    fn a_test_node_counts_each_program_and_its_leak_scan() {
+        let dir = std::env::temp_dir().join(format!("suite-test-role-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let log = dir.join("node2.log");
+        let cluster = "TAP version 13\nok 1 - join\n1..1\n1 passed, 0 failed\n";
+        let resources = "TAP version 13\nok 1 - resources back to baseline: lmrs 0 -> 0\n\
+                         1..1\n1 passed, 0 failed\n";
+        let leak = "unreferenced object 0xffff888005a3c000 (size 64):\n  \
+                    comm \"kworker/0:1\", pid 7, jiffies 4294940170\n  backtrace (crc 0):\n    \
+                    __kmalloc_noprof+0x1cc/0x3d0\n    lite_rs_join+0x10/0x90\n";
+        let write = |leaks: &str| {
+            std::fs::write(
+                &log,
+                format!(
+                    "LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}\
+                     LITE-GUEST-PROGRAM lite-resources\n{resources}\
+                     LITE-KMEMLEAK-BEGIN\n{leaks}LITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=0\n"
+                ),
+            )
+            .expect("write log");
+        };
+        let count = || {
+            let (mut counts, mut problems) = (Tally::default(), Vec::new());
+            count_test_role("node2", &log, &TEST_PROGRAMS, &mut counts, &mut problems);
+            (counts.passed, counts.failed, problems)
+        };
+
+        write("");
+        // join, lmrs, the log scan and the kmemleak scan.
+        let (passed, failed, problems) = count();
+        assert_eq!((passed, failed), (4, 0), "{problems:?}");
+
+        write(leak);
+        let (passed, failed, problems) = count();
+        assert_eq!((passed, failed), (3, 1), "{problems:?}");
+        assert!(problems[0].starts_with("[node2] kmemleak reports leaks involving LITE: 1"));
+
+        // No scan at all: the resources program and the scan are missing.
+        std::fs::write(
+            &log,
+            format!("LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=0\n"),
+        )
+        .expect("write log");
+        let (passed, failed, problems) = count();
+        assert_eq!((passed, failed), (2, 2), "{problems:?}");
+        assert!(problems.contains(&"[node2 lite-resources] never started".to_string()));
+        assert!(problems
+            .iter()
+            .any(|p| p.contains("the leak scan did not run")));
+        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
+    }
+
+    #[test]
+    fn the_test_role_fuzzes_before_the_resource_check_when_asked() {
+        let body = role_body(TEST_ROLE);
+        let mut from = 0;
+        for program in FUZZED_TEST_PROGRAMS {
+            let announced = body[from..]
+                .find(&format!("program {program}\n"))
+                .map(|at| from + at)
+                .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
+            let run = body[announced..]
+                .find(&format!("\t{program} --"))
+                .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
+            from = announced + run;
+        }
+        // Only with a fuzzing time from the harness, and with its seed.
+        let announced = body
+            .find("program lite-fuzz")
+            .expect("lite-fuzz is announced");
+        let condition = body[..announced]
+            .rfind("if [ \"$fuzzsecs\" -gt 0 ]")
+            .expect("fuzzing depends on lite.fuzzsecs");
+        assert!(body[condition..].contains(
+            "lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}"
+        ));
+        assert!(include_str!("init.sh").contains("\nfuzzsecs=0\n"));
+        assert_eq!(
+            fuzz::kernel_params(FUZZ_SECONDS, 1),
+            ["lite.fuzzsecs=60", "lite.seed=0x1"]
+        );
+        assert!(CLUSTER_TIMEOUT >= Duration::from_secs(40 * 60 + FUZZ_SECONDS));
+    }
+
+    #[test]
+    fn a_fuzzed_test_node_counts_the_fuzzer_as_a_program() {
+        let dir = std::env::temp_dir().join(format!("suite-fuzzed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let log = dir.join("node1.log");
+        let one_point =
+            |what: &str| format!("TAP version 13\nok 1 - {what}\n1..1\n1 passed, 0 failed\n");
+        let fuzz = "TAP version 13\nok 1 - fuzz: every LITE system call was called\n\
+                    not ok 2 - fuzz: no alarms\n# 1 alarms\n1..2\n1 passed, 1 failed\n";
+        std::fs::write(
+            &log,
+            format!(
+                "LITE-GUEST-PROGRAM lite-cluster-test\n{}LITE-GUEST-PROGRAM lite-fuzz\n{fuzz}\
+                 LITE-GUEST-PROGRAM lite-resources\n{}\
+                 LITE-KMEMLEAK-BEGIN\nLITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=1\n",
+                one_point("join"),
+                one_point("resources back to baseline: lmrs 0 -> 0")
+            ),
+        )
+        .expect("write log");
+        let (mut counts, mut problems) = (Tally::default(), Vec::new());
+        count_test_role(
+            "node1",
+            &log,
+            &FUZZED_TEST_PROGRAMS,
+            &mut counts,
+            &mut problems,
+        );
+        // join, every call, resources and the leak scan pass; no alarms and
+        // the log scan (rc=1) fail.
+        assert_eq!((counts.passed, counts.failed), (4, 2), "{problems:?}");
+        assert!(problems
+            .iter()
+            .any(|p| p.starts_with("[node1 lite-fuzz] not ok 2 - fuzz: no alarms")));
+
+        // Counted without the fuzzer (the victim's second boot), its TAP is
+        // no part of the count.
+        let (mut counts, mut problems) = (Tally::default(), Vec::new());
+        count_test_role("node1", &log, &TEST_PROGRAMS, &mut counts, &mut problems);
+        assert_eq!((counts.passed, counts.failed), (3, 1), "{problems:?}");
+        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 
     #[test]

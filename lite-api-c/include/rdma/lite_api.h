@@ -221,6 +221,8 @@ long lite_rs_set_priority(unsigned int priority);
 
 /* debugfs backends (lite_debugfs.c). */
 ssize_t lite_rs_debugfs_stats(char *buf, size_t len);
+ssize_t lite_rs_debugfs_resources(char *buf, size_t len);
+ssize_t lite_rs_debugfs_access_probe(char *buf, size_t len);
 int lite_rs_qos_get(unsigned int id, u64 *value);
 int lite_rs_qos_set(unsigned int id, u64 value);
 ssize_t lite_rs_debugfs_membership(char *buf, size_t len);

@@ -31,11 +31,12 @@ impl ChunkMemory {
         }
     }
 
-    /// DMA address of byte `at`, after checking `[at, at + len)`.
-    pub(crate) fn dma_range(&self, at: usize, len: usize) -> Result<u64> {
+    /// The address and key peers reach `[at, at + len)` with, after checking
+    /// the range.
+    pub(crate) fn remote_range(&self, at: usize, len: usize) -> Result<(u64, u32)> {
         match self {
-            ChunkMemory::Buffer(buffer) => buffer.dma_range(at, len),
-            ChunkMemory::Page { pages, index } => pages.dma_range(*index, at, len),
+            ChunkMemory::Buffer(buffer) => buffer.remote_range(at, len),
+            ChunkMemory::Page { pages, index } => pages.remote_range(*index, at, len),
         }
     }
 

@@ -6,7 +6,7 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use super::chunk_memory::ChunkMemory;
 use crate::internal::util::slot_table::SlotTable;
-use crate::verbs::{Device, DmaBuffer, MAX_DMA_BUFFER};
+use crate::verbs::{RemotePool, MAX_DMA_BUFFER};
 
 struct HeldChunk {
     owner: u32,
@@ -42,7 +42,7 @@ impl MemoryStore {
     /// `EINVAL` for a size of 0 or above one chunk, `ENOMEM` if memory is short.
     pub(crate) fn allocate(
         &self,
-        device: &Arc<Device>,
+        pool: &RemotePool,
         owner: u32,
         size: u64,
     ) -> Result<(u64, Arc<ChunkMemory>)> {
@@ -51,10 +51,7 @@ impl MemoryStore {
             return Err(EINVAL);
         }
         // Allocate (and zero) before taking the lock.
-        let memory = Arc::new(
-            ChunkMemory::Buffer(DmaBuffer::new(device, len)?),
-            GFP_KERNEL,
-        )?;
+        let memory = Arc::new(ChunkMemory::Buffer(pool.allocate(len)?), GFP_KERNEL)?;
         let id = self.insert(owner, memory.clone())?;
         Ok((id, memory))
     }

@@ -57,8 +57,8 @@ use super::util::workers::{self, Job, Workers};
 use crate::{
     errno,
     verbs::{
-        split_recv_wr_id, CompletionQueue, PortConfig, ProtectionDomain, StagingPool,
-        WorkCompletion, RECV_DEPTH,
+        split_recv_wr_id, CompletionQueue, PortConfig, RemotePool, StagingPool, WorkCompletion,
+        RECV_DEPTH,
     },
 };
 
@@ -132,6 +132,14 @@ pub(crate) struct Core {
     /// Chunks held for this and other nodes.
     #[pin]
     pub(crate) store: MemoryStore,
+    /// The memory peers can reach: chunks, rings, reply slots, lock words
+    /// and tables are carved from it.
+    #[pin]
+    pub(crate) pool: RemotePool,
+    /// The memory of the RPC rings this node keeps for its ports' clients:
+    /// a pool of its own, as rings live as long as the node once made.
+    #[pin]
+    pub(crate) ring_pool: RemotePool,
     #[pin]
     control_jobs: Workers<ControlJob>,
     /// Peers whose connection failed, one bit per node id, until the
@@ -153,6 +161,8 @@ impl Core {
         let recv_cq = CompletionQueue::new(device.device.clone(), cq_entries)?;
         let control_jobs = Workers::new(CONTROL_QUEUE)?;
         let staging = StagingPool::new(device.device.clone());
+        let pool = RemotePool::new(&device.pd, &port)?;
+        let ring_pool = RemotePool::new(&device.pd, &port)?;
         let core = Arc::pin_init(
             try_pin_init!(Core {
                 node_id,
@@ -163,6 +173,8 @@ impl Core {
                 peers <- new_mutex!(PeerTable { peers: [const { None }; MAX_NODES] }, "lite:peers"),
                 requests <- Requests::new(),
                 store <- MemoryStore::new(),
+                pool <- pool,
+                ring_pool <- ring_pool,
                 control_jobs <- control_jobs,
                 suspects: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
@@ -183,11 +195,6 @@ impl Core {
     /// The device and its protection domain.
     pub(crate) fn device(&self) -> &Arc<DeviceContext> {
         &self.device
-    }
-
-    /// The node's protection domain.
-    pub(crate) fn pd(&self) -> &Arc<ProtectionDomain> {
-        &self.device.pd
     }
 
     /// The port in use.
@@ -275,6 +282,9 @@ impl Core {
             return None;
         }
         self.requests.fail_node(node);
+        // Keys the peer may have kept reach nothing handed out from now on.
+        self.pool.retire_all();
+        self.ring_pool.retire_all();
         Some(peer)
     }
 

@@ -49,11 +49,13 @@ pub(crate) enum Family {
     Locks = 6,
     /// The distributed barrier.
     Barrier = 7,
+    /// The device access probe.
+    Probe = 8,
 }
 
 impl Family {
     /// Number of families; family values are below it.
-    pub(crate) const COUNT: usize = 8;
+    pub(crate) const COUNT: usize = 9;
 
     /// Every family, by value.
     pub(crate) const ALL: [Family; Family::COUNT] = [
@@ -65,6 +67,7 @@ impl Family {
         Family::Atomics,
         Family::Locks,
         Family::Barrier,
+        Family::Probe,
     ];
 
     /// The family with value `value`.

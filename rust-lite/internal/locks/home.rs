@@ -29,8 +29,7 @@ use kernel::{new_mutex, prelude::*, sync::Mutex};
 
 use super::word::{next_hold_number, Hold, LockWord};
 use crate::errno;
-use crate::verbs::{Device, DmaBuffer};
-use kernel::sync::Arc;
+use crate::verbs::{DmaBuffer, RemotePool};
 
 /// Locks one node can keep (`LITE_MAX_LOCKS`).
 pub(crate) const MAX_LOCKS: u32 = 4096;
@@ -418,9 +417,9 @@ pub(crate) struct LockHome {
 
 impl LockHome {
     /// Room for [`MAX_LOCKS`] locks, none created.
-    pub(crate) fn new(device: &Arc<Device>) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(pool: &RemotePool) -> Result<impl PinInit<Self, Error>> {
         // PANIC: a product of two small constants.
-        let words = DmaBuffer::new(device, MAX_LOCKS as usize * WORD)?;
+        let words = pool.allocate(MAX_LOCKS as usize * WORD)?;
         Ok(try_pin_init!(LockHome {
             words,
             created: AtomicU32::new(0),
@@ -453,32 +452,32 @@ impl LockHome {
         self.created.load(Ordering::Acquire) as usize
     }
 
-    /// Address of lock `number`'s word, as peers reach it.
+    /// Address and key of lock `number`'s word, as peers reach it.
     ///
     /// # Errors
     ///
     /// `ENOENT` if there is no such lock.
-    pub(crate) fn word_addr(&self, number: u32) -> Result<u64> {
+    pub(crate) fn word_addr(&self, number: u32) -> Result<(u64, u32)> {
         if number as usize >= self.count() {
             return Err(ENOENT);
         }
-        self.word_dma_addr(number)
+        self.word_remote_range(number)
     }
 
-    /// Address of the word of lock `number`, which may not exist yet. Does
-    /// not take the table's mutex, so the home's own compare-and-swaps can
-    /// run under it.
+    /// Address and key of the word of lock `number`, which may not exist
+    /// yet. Does not take the table's mutex, so the home's own
+    /// compare-and-swaps can run under it.
     ///
     /// # Errors
     ///
     /// `ENOENT` if `number` is not below [`MAX_LOCKS`].
-    pub(crate) fn word_dma_addr(&self, number: u32) -> Result<u64> {
+    pub(crate) fn word_remote_range(&self, number: u32) -> Result<(u64, u32)> {
         if number >= MAX_LOCKS {
             return Err(ENOENT);
         }
         // PANIC: `number < MAX_LOCKS`, so the product is below the length
         // of `words`.
-        self.words.dma_range(number as usize * WORD, WORD)
+        self.words.remote_range(number as usize * WORD, WORD)
     }
 
     /// The word of lock `number` as this node's memory holds it (a guess:

@@ -152,10 +152,11 @@ struct HomeWords<'a>(&'a Locks);
 impl WordAccess for HomeWords<'_> {
     fn compare_swap(&self, number: u32, expected: LockWord, new: LockWord) -> Result<LockWord> {
         let locks = self.0;
+        let (addr, rkey) = locks.home.word_remote_range(number)?;
         let target = AtomicTarget {
             node: locks.core.node_id(),
-            addr: locks.home.word_dma_addr(number)?,
-            rkey: locks.core.pd().global_rkey(),
+            addr,
+            rkey,
         };
         let op = AtomicOp::CompareSwap {
             expected: expected.0,
@@ -191,7 +192,7 @@ pub(crate) struct Locks {
 impl Locks {
     /// Locks over `core`, taking them with `atomics`.
     pub(crate) fn new(core: Arc<Core>, atomics: Arc<Atomics>) -> Result<Arc<Self>> {
-        let home = LockHome::new(&core.device().device)?;
+        let home = LockHome::new(&core.pool)?;
         let passing = Workers::new(LOCK_JOBS)?;
         let home_jobs = Workers::new(LOCK_JOBS)?;
         let locks = Arc::pin_init(
@@ -248,10 +249,11 @@ impl Locks {
             home: self.core.node_id(),
             number,
         };
+        let (addr, rkey) = self.home.word_addr(number)?;
         let target = AtomicTarget {
             node: self.core.node_id(),
-            addr: self.home.word_addr(number)?,
-            rkey: self.core.pd().global_rkey(),
+            addr,
+            rkey,
         };
         self.lockers.learn(id, target)?;
         Ok(id)
@@ -311,12 +313,12 @@ impl Locks {
         };
         let found = number.and_then(|n| Ok((n, self.home.word_addr(n)?)));
         Some(match found {
-            Ok((number, addr)) => LockMessage::LockReply {
+            Ok((number, (addr, rkey))) => LockMessage::LockReply {
                 request_id,
                 status: Status::OK,
                 number,
                 addr,
-                rkey: self.core.pd().global_rkey(),
+                rkey,
             },
             Err(e) => LockMessage::LockReply {
                 request_id,

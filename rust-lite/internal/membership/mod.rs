@@ -15,6 +15,7 @@
 //! count it as a member. Membership thus belongs to the node, not to the
 //! process that called `lite_join`.
 
+pub(crate) mod channel;
 pub(crate) mod view;
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -24,18 +25,17 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
+use self::channel::ManagerChannel;
 use self::view::{MembershipView, Verdict};
 use super::{
     cluster::Cluster,
-    cm_wire::{
-        Endpoint, Header, Hello, Message, Resume, HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD_LEN,
-    },
+    cm_wire::{Endpoint, Hello, Message, Resume},
     core::limits::MAX_NODES,
     util::clock::now_ms,
 };
 use crate::{
     errno,
-    sys::{kthread, sched, tcp::TcpStream},
+    sys::{kthread, sched, secret::Secret},
     verbs::{PortConfig, RemoteEnd},
 };
 
@@ -97,49 +97,30 @@ pub(crate) fn write_settings(out: &mut impl core::fmt::Write) -> core::fmt::Resu
     )
 }
 
-/// Reads one frame from the manager.
-fn receive(stream: &TcpStream) -> Result<Message> {
-    let mut header = [0u8; HEADER_LEN];
-    stream.recv_exact(&mut header)?;
-    let header = Header::decode(&header).map_err(|_| errno::EPROTO())?;
-    let mut payload = [0u8; MAX_PAYLOAD_LEN];
-    let payload = payload
-        .get_mut(..header.kind.payload_len())
-        .ok_or_else(errno::EPROTO)?;
-    stream.recv_exact(payload)?;
-    Message::decode(header, payload).map_err(|_| errno::EPROTO())
-}
-
-/// Encodes one frame for the manager.
-fn encode(message: &Message) -> ([u8; MAX_FRAME_LEN], usize) {
-    let mut frame = [0u8; MAX_FRAME_LEN];
-    let len = message.encode(&mut frame);
-    (frame, len)
-}
-
-/// Connects to the manager at `addr:port` and introduces this node; returns
-/// the stream, the node id and the incarnation the manager assigns.
-/// `rejoin_id` is the id this node had before (0 if none).
+/// Connects to the manager at `addr:port`, authenticates with `secret`
+/// and introduces this node; returns the connection, the node id and the
+/// incarnation the manager assigns. `rejoin_id` is the id this node had
+/// before (0 if none).
 pub(crate) fn hello(
     addr: [u8; 4],
     port: u16,
     port_config: &PortConfig,
     rejoin_id: u32,
-) -> Result<(TcpStream, u32, u32)> {
-    let stream = TcpStream::connect(addr, port, MANAGER_TIMEOUT_MS.load(Ordering::Relaxed))?;
-    let (frame, len) = encode(&Message::Hello(Hello {
+    secret: &Secret,
+) -> Result<(ManagerChannel, u32, u32)> {
+    let timeout = MANAGER_TIMEOUT_MS.load(Ordering::Relaxed);
+    let channel = ManagerChannel::open(addr, port, timeout, secret)?;
+    channel.send(&Message::Hello(Hello {
         gid: port_config.gid,
         lid: port_config.lid,
         rejoin_id,
-    }));
-    // PANIC: `encode` returns the length of the frame it wrote.
-    stream.send_all(&frame[..len])?;
-    match receive(&stream)? {
+    }))?;
+    match channel.receive()? {
         Message::Welcome {
             node_id,
             incarnation,
         } if node_id != 0 && (node_id as usize) < MAX_NODES && incarnation != 0 => {
-            Ok((stream, node_id, incarnation))
+            Ok((channel, node_id, incarnation))
         }
         Message::Failure { errno } if errno < 0 => Err(Error::from_errno(errno)),
         _ => Err(errno::EPROTO()),
@@ -156,7 +137,9 @@ pub(crate) struct Membership {
     /// serialises the frames of the two threads (and of the join); replaced
     /// when the node resumes over a new connection.
     #[pin]
-    link: Mutex<Arc<TcpStream>>,
+    link: Mutex<Arc<ManagerChannel>>,
+    /// The cluster's secret, to authenticate again when resuming.
+    secret: Secret,
     #[pin]
     view: Mutex<MembershipView>,
     /// When the manager was last heard from ([`now_ms`]).
@@ -170,24 +153,26 @@ pub(crate) struct Membership {
 }
 
 impl Membership {
-    /// The link of node `node_id` (`incarnation`) over `stream`, before its
+    /// The link of node `node_id` (`incarnation`) over `channel`, before its
     /// join completes. Once the node is cut off from the cluster (not when
     /// it leaves), `rejoin` is called every [`REJOIN_INTERVAL_MS`] until it
     /// ends this membership by joining again.
     pub(crate) fn new(
         cluster: Arc<Cluster>,
         manager: ([u8; 4], u16),
-        stream: TcpStream,
+        channel: ManagerChannel,
+        secret: Secret,
         node_id: u32,
         incarnation: u32,
         rejoin: fn(),
     ) -> Result<Arc<Self>> {
-        let stream = Arc::new(stream, GFP_KERNEL)?;
+        let channel = Arc::new(channel, GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(Membership {
                 cluster,
                 manager,
-                link <- new_mutex!(stream, "lite:cm_link"),
+                link <- new_mutex!(channel, "lite:cm_link"),
+                secret,
                 view <- new_mutex!(MembershipView::new(node_id, incarnation, 0), "lite:membership"),
                 last_heard_ms: AtomicU64::new(now_ms()),
                 leaving: AtomicBool::new(false),
@@ -199,14 +184,11 @@ impl Membership {
     }
 
     fn send(&self, message: &Message) -> Result {
-        let (frame, len) = encode(message);
-        let link = self.link.lock();
-        // PANIC: `encode` returns the length of the frame it wrote.
-        link.send_all(&frame[..len])
+        self.link.lock().send(message)
     }
 
     /// The current connection to the manager.
-    fn stream(&self) -> Arc<TcpStream> {
+    fn channel(&self) -> Arc<ManagerChannel> {
         self.link.lock().clone()
     }
 
@@ -220,7 +202,7 @@ impl Membership {
     /// `EHOSTDOWN` if the manager counts this node as gone (or it was
     /// fenced or stopped meanwhile), `ETIMEDOUT` if the manager could not
     /// be reached in time.
-    fn resume(&self) -> Result<Arc<TcpStream>> {
+    fn resume(&self) -> Result<Arc<ManagerChannel>> {
         loop {
             if self.is_fenced() || self.stopped.load(Ordering::Acquire) {
                 return Err(errno::EHOSTDOWN());
@@ -229,39 +211,41 @@ impl Membership {
                 return Err(errno::ETIMEDOUT());
             }
             match self.try_resume() {
-                Ok(stream) => return Ok(stream),
+                Ok(channel) => return Ok(channel),
                 Err(e) if e == errno::EHOSTDOWN() => return Err(e),
                 Err(_) => sched::sleep_uninterruptible_ms(RESUME_RETRY_MS),
             }
         }
     }
 
-    fn try_resume(&self) -> Result<Arc<TcpStream>> {
+    fn try_resume(&self) -> Result<Arc<ManagerChannel>> {
         let (addr, port) = self.manager;
         let timeout = MANAGER_TIMEOUT_MS.load(Ordering::Relaxed);
-        let stream = Arc::new(TcpStream::connect(addr, port, timeout)?, GFP_KERNEL)?;
+        // Only the manager's authenticated word ends the membership: a
+        // failure to connect and authenticate is retried, whatever it is.
+        let channel = ManagerChannel::open(addr, port, timeout, &self.secret)
+            .map_err(|_| errno::ETIMEDOUT())?;
+        let channel = Arc::new(channel, GFP_KERNEL)?;
         let (incarnation, epoch) = {
             let view = self.view.lock();
             (view.own_incarnation(), view.epoch())
         };
-        let (frame, len) = encode(&Message::Resume(Resume {
+        channel.send(&Message::Resume(Resume {
             node_id: self.node_id(),
             incarnation,
             epoch,
             gid: self.cluster.core.port().gid,
-        }));
-        // PANIC: `encode` returns the length of the frame it wrote.
-        stream.send_all(&frame[..len])?;
-        match receive(&stream)? {
+        }))?;
+        match channel.receive()? {
             Message::Resumed { epoch } => {
                 self.view.lock().manager_epoch_seen(epoch);
                 self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
-                *self.link.lock() = stream.clone();
+                *self.link.lock() = channel.clone();
                 pr_info!(
                     "node {} resumed its membership with the cluster manager\n",
                     self.node_id()
                 );
-                Ok(stream)
+                Ok(channel)
             }
             Message::Failure { errno } if errno < 0 => Err(Error::from_errno(errno)),
             _ => Err(errno::EPROTO()),
@@ -273,7 +257,7 @@ impl Membership {
     /// join complete.
     pub(crate) fn complete_join(&self) -> Result<u32> {
         loop {
-            match receive(&self.stream())? {
+            match self.channel().receive()? {
                 Message::JoinDone { total_nodes, epoch } => {
                     self.view.lock().join_done(epoch);
                     return Ok(total_nodes);
@@ -415,7 +399,7 @@ impl Membership {
                 self.cluster.peer_gone(*node, None);
             }
         }
-        self.stream().shutdown();
+        self.channel().shutdown();
     }
 
     /// Whether the manager has been silent for longer than allowed.
@@ -462,7 +446,7 @@ impl Membership {
         self.leaving.store(true, Ordering::Release);
         self.fence_self("stopped");
         self.cluster.shutdown();
-        self.stream().shutdown();
+        self.channel().shutdown();
     }
 
     /// Leaves the cluster gracefully (see [`Node::leave`]).
@@ -512,9 +496,11 @@ impl Membership {
 /// The `lite_cm` thread: reads the manager's frames; when the connection
 /// breaks, resumes over a new one, or fences the node if it cannot.
 fn listen(membership: Arc<Membership>) {
-    let mut stream = membership.stream();
+    let mut channel = membership.channel();
     loop {
-        let result = receive(&stream).and_then(|message| membership.handle(message));
+        let result = channel
+            .receive()
+            .and_then(|message| membership.handle(message));
         let Err(e) = result else {
             continue;
         };
@@ -524,9 +510,9 @@ fn listen(membership: Arc<Membership>) {
         if e == errno::EPROTO() {
             pr_warn!("the cluster manager broke the protocol\n");
         }
-        stream.shutdown();
+        channel.shutdown();
         match membership.resume() {
-            Ok(resumed) => stream = resumed,
+            Ok(resumed) => channel = resumed,
             Err(e) => {
                 pr_warn!("lost the cluster manager ({:?})\n", e);
                 membership.fence_self("lost the cluster manager");

@@ -195,16 +195,13 @@ impl RemoteMemory {
 
     /// Allocates a chunk of `len` bytes for this node on `node`.
     pub(crate) fn alloc_chunk(&self, node: u32, len: u64) -> Result<ChunkRef> {
-        let rkey = self.core.pd().global_rkey();
         if node == self.core.node_id() {
-            let (chunk_id, memory) =
-                self.core
-                    .store
-                    .allocate(&self.core.device().device, node, len)?;
+            let (chunk_id, memory) = self.core.store.allocate(&self.core.pool, node, len)?;
+            let (addr, rkey) = memory.remote_range(0, memory.len())?;
             let place = Place {
                 node,
                 chunk_id,
-                addr: memory.dma_range(0, memory.len())?,
+                addr,
                 rkey,
             };
             return Ok(ChunkRef::new(place, len, Some(memory)));
@@ -278,15 +275,15 @@ impl RemoteMemory {
         let allocated = self
             .core
             .store
-            .allocate(&self.core.device().device, from, size)
-            .and_then(|(chunk_id, memory)| Ok((chunk_id, memory.dma_range(0, memory.len())?)));
+            .allocate(&self.core.pool, from, size)
+            .and_then(|(chunk_id, memory)| Ok((chunk_id, memory.remote_range(0, memory.len())?)));
         let reply = match allocated {
-            Ok((chunk_id, addr)) => MemoryMessage::AllocReply {
+            Ok((chunk_id, (addr, rkey))) => MemoryMessage::AllocReply {
                 request_id,
                 status: Status::OK,
                 chunk_id,
                 addr,
-                rkey: self.core.pd().global_rkey(),
+                rkey,
             },
             Err(e) => MemoryMessage::AllocReply {
                 request_id,

@@ -212,7 +212,9 @@ impl MemoryOps {
         let src = self.core.store.get(src_chunk_id)?;
         if dst_node == self.core.node_id() {
             let dst = self.core.store.get(dst_chunk_id)?;
-            let dst_at = dst_addr.checked_sub(dst.dma_range(0, 0)?).ok_or(EINVAL)?;
+            let dst_at = dst_addr
+                .checked_sub(dst.remote_range(0, 0)?.0)
+                .ok_or(EINVAL)?;
             return self.copy_out(&src, src_offset, len, CopyTarget::Local(&dst, dst_at));
         }
         let target = CopyTarget::Remote {

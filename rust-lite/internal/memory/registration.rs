@@ -148,7 +148,7 @@ impl Registration {
     fn register_pages(
         &self,
         process: &Process,
-        pages: PinnedPages,
+        mut pages: PinnedPages,
         lead: usize,
         size: u64,
         permission: Permission,
@@ -156,6 +156,9 @@ impl Registration {
         password: Password,
     ) -> Result<LmrHandle> {
         let count = pages.count();
+        // Peers reach these pages, and nothing around them, through a
+        // memory region of their own.
+        pages.register(self.core.pool.registrar())?;
         let geometry = Geometry::new(PAGE_SIZE as u64, lead as u64)?;
         let slot = Lmr::reserve()?;
         let pages = Arc::new(pages, GFP_KERNEL)?;
@@ -181,7 +184,7 @@ impl Registration {
             },
             GFP_KERNEL,
         )?;
-        let addr = memory.dma_range(0, PAGE_SIZE)?;
+        let (addr, rkey) = memory.remote_range(0, PAGE_SIZE)?;
         let chunk_id = self
             .core
             .store
@@ -190,7 +193,7 @@ impl Registration {
             node: self.core.node_id(),
             chunk_id,
             addr,
-            rkey: self.core.pd().global_rkey(),
+            rkey,
         };
         Ok(ChunkRef::new(place, PAGE_SIZE as u64, Some(memory)))
     }

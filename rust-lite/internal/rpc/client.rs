@@ -18,6 +18,11 @@ use crate::{errno, verbs::DmaBuffer};
 /// Calls of this node waiting for remote replies at once.
 pub(crate) const REPLY_SLOTS: usize = 64;
 
+/// Largest reply buffer a slot keeps for its next call; larger ones go
+/// back to the pool once their reply is delivered, so idle slots hold
+/// little memory.
+const KEPT_REPLY_BUFFER: usize = 4096;
+
 /// How long a caller waits for a reply (`LITE_RPC_TIMEOUT_MS`).
 pub(crate) const RPC_TIMEOUT_MS: u32 = 60_000;
 
@@ -86,8 +91,8 @@ pub(crate) struct ClaimedSlot {
     pub(crate) slot: usize,
     /// Its generation for this call.
     pub(crate) generation: u32,
-    /// DMA address of its reply buffer.
-    pub(crate) reply_addr: u64,
+    /// Address and key peers write its reply buffer with.
+    pub(crate) reply_addr: (u64, u32),
     /// Bytes the reply buffer takes.
     pub(crate) room: usize,
 }
@@ -104,6 +109,24 @@ pub(crate) struct ReplySlots {
 }
 
 impl ReplySlots {
+    /// Reply buffers idle slots keep for their next call.
+    pub(crate) fn kept_buffers(&self) -> usize {
+        self.slots
+            .lock()
+            .iter()
+            .filter(|slot| slot.outcome.is_none() && slot.buffer.is_some())
+            .count()
+    }
+
+    /// Slots claimed by a call whose reply is not consumed yet.
+    pub(crate) fn in_use(&self) -> usize {
+        self.slots
+            .lock()
+            .iter()
+            .filter(|slot| slot.outcome.is_some())
+            .count()
+    }
+
     /// Free slots.
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
         let mut slots = KVec::with_capacity(REPLY_SLOTS, GFP_KERNEL)?;
@@ -154,7 +177,7 @@ impl ReplySlots {
         self.sent[index].key.store(0, Ordering::Relaxed);
         let generation = slot.generation;
         let cached = slot.buffer.as_ref().filter(|b| b.len() >= room);
-        if let Some(reply_addr) = cached.and_then(|b| b.dma_range(0, room).ok()) {
+        if let Some(reply_addr) = cached.and_then(|b| b.remote_range(0, room).ok()) {
             return Ok(ClaimedSlot {
                 slot: index,
                 generation,
@@ -167,7 +190,7 @@ impl ReplySlots {
         // Free and allocate outside the lock.
         drop(old);
         let fresh = allocate(room.max(1)).and_then(|buffer| {
-            let reply_addr = buffer.dma_range(0, room)?;
+            let reply_addr = buffer.remote_range(0, room)?;
             Ok((buffer, reply_addr))
         });
         let mut slots = self.slots.lock();
@@ -232,9 +255,10 @@ impl ReplySlots {
                         Some(buffer) => deliver(buffer, len as usize),
                         None => Err(EIO),
                     };
+                    let kept = buffer.filter(|b| b.len() <= KEPT_REPLY_BUFFER);
                     let mut slots = self.slots.lock();
                     // PANIC: as above.
-                    slots[slot].buffer = buffer;
+                    slots[slot].buffer = kept;
                     drop(slots);
                     self.changed.notify_all();
                     return result;

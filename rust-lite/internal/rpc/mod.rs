@@ -47,7 +47,7 @@ use super::{
         priority::{DefaultPriority, Priority},
     },
 };
-use crate::{errno, verbs::DmaBuffer};
+use crate::errno;
 
 /// `lite_send` flag (in `port_priority`): fail with `EAGAIN` rather than
 /// wait for ring space.
@@ -216,13 +216,32 @@ impl Rpc {
         Ok(())
     }
 
-    /// Number of ports registered on this node.
+    /// Reply buffers kept by idle reply slots.
+    pub(crate) fn kept_reply_buffers(&self) -> usize {
+        self.slots.kept_buffers()
+    }
+
+    /// Reply slots of this node's calls whose replies are not consumed yet.
+    pub(crate) fn reply_slots_in_use(&self) -> usize {
+        self.slots.in_use()
+    }
+
+    /// Ports registered on this node.
     pub(crate) fn registered_ports(&self) -> usize {
         // One port lock at a time.
         self.ports
             .iter()
             .filter(|p| p.state.lock().owner.is_some())
             .count()
+    }
+
+    /// Rings this node keeps for its ports' clients.
+    pub(crate) fn rings(&self) -> usize {
+        // One port lock at a time.
+        self.ports
+            .iter()
+            .map(|p| p.state.lock().ring_nodes().count())
+            .sum()
     }
 
     /// `lite_unregister_application`: closes `port`, failing the callers
@@ -447,7 +466,7 @@ impl Rpc {
         };
         // Allocate outside the lock; a racing query's ring wins.
         let memory = if needs_ring {
-            match DmaBuffer::new(&self.core.device().device, RING_SIZE as usize) {
+            match self.core.ring_pool.allocate(RING_SIZE as usize) {
                 Ok(memory) => Some(memory),
                 Err(e) => return fail(e),
             }
@@ -457,8 +476,8 @@ impl Rpc {
         let mut state = port_ref.state.lock();
         let max_size = state.max_size;
         match state.ring_for(node, memory) {
-            Ok(ring) => match ring.memory.dma_range(0, RING_SIZE as usize) {
-                Ok(ring_addr) => {
+            Ok(ring) => match ring.memory.remote_range(0, RING_SIZE as usize) {
+                Ok((ring_addr, ring_rkey)) => {
                     if fresh {
                         // This runs on the polling thread, which has seen
                         // every request the sender wrote before asking.
@@ -468,7 +487,7 @@ impl Rpc {
                         request_id,
                         status: Status::OK,
                         ring_addr,
-                        ring_rkey: self.core.pd().global_rkey(),
+                        ring_rkey,
                         ring_size: RING_SIZE,
                         max_size,
                         consumed: ring.reader.consumed(),
@@ -500,8 +519,8 @@ impl Rpc {
         let slot = match max_reply {
             Some(room) => {
                 let room = usize::try_from(room.min(MAX_MESSAGE_SIZE)).map_err(|_| EINVAL)?;
-                let device = &self.core.device().device;
-                Some(self.slots.claim(room, |len| DmaBuffer::new(device, len))?)
+                let pool = &self.core.pool;
+                Some(self.slots.claim(room, |len| pool.allocate(len))?)
             }
             None => None,
         };
@@ -534,8 +553,7 @@ impl Rpc {
         };
         match reply_slot {
             Some(claimed) => {
-                header.reply_addr = claimed.reply_addr;
-                header.reply_rkey = self.core.pd().global_rkey();
+                (header.reply_addr, header.reply_rkey) = claimed.reply_addr;
                 header.max_reply = claimed.room as u32;
                 header.slot = claimed.slot as u16;
                 header.generation = claimed.generation as u16;

@@ -251,10 +251,10 @@ impl Sharing {
         })
     }
 
-    /// A buffer holding the chunk table of `lmr`.
+    /// A buffer holding the chunk table of `lmr`, which peers can read.
     fn chunk_table(&self, lmr: &Lmr) -> Result<DmaBuffer> {
         let len = table_len(lmr.chunks.len(), MAX_DMA_BUFFER).ok_or(EINVAL)?;
-        let table = DmaBuffer::new(&self.core.device().device, len)?;
+        let table = self.core.pool.allocate(len)?;
         write_chunk_table(&table, lmr)?;
         Ok(table)
     }
@@ -544,7 +544,9 @@ impl Sharing {
             Ok(granted) => granted,
             Err(e) => return refused(e),
         };
-        let Ok(table_addr) = entry.value.table.dma_range(0, entry.value.table.len()) else {
+        let Ok((table_addr, table_rkey)) =
+            entry.value.table.remote_range(0, entry.value.table.len())
+        else {
             return refused(EINVAL);
         };
         // Noted before answering: a revocation or a move from now on
@@ -559,7 +561,7 @@ impl Sharing {
             size: lmr.size,
             granted: granted.bits() as u32,
             table_addr,
-            table_rkey: self.core.pd().global_rkey(),
+            table_rkey,
             chunk_size: lmr.geometry.chunk_size,
             lead: lmr.geometry.lead,
         }

@@ -217,9 +217,9 @@ impl Sharing {
         // A table of its own: the LMR may have no published name left.
         let table = self
             .chunk_table(lmr)
-            .and_then(|table| Ok((table.dma_range(0, table.len())?, table)));
+            .and_then(|table| Ok((table.remote_range(0, table.len())?, table)));
         let (table_addr, table_rkey, _table) = match table {
-            Ok((addr, table)) => (addr, self.core.pd().global_rkey(), Some(table)),
+            Ok(((addr, rkey), table)) => (addr, rkey, Some(table)),
             // The mappers close their mappings when they read nothing.
             Err(_) => (0, 0, None),
         };

@@ -2,21 +2,31 @@
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
 
+use crate::auth::CREATE_SECRET_HINT;
 use crate::ManagerConfig;
 
 /// Usage text printed for `--help` and after a command line error.
 pub const USAGE: &str = "\
-usage: lite-cm [--listen ADDR:PORT] [--dead-after-ms MS] [--suspect-grace-ms MS]
-               [--startup-grace-ms MS]
+usage: lite-cm --secret-file FILE [--listen ADDR:PORT] [--dead-after-ms MS]
+               [--suspect-grace-ms MS] [--startup-grace-ms MS]
 
 LITE cluster manager: assigns node ids, connects every node to every
 other node as they join, and tells the nodes when one of them dies.
+Only nodes holding the cluster's secret may join, and only to a manager
+that holds it too.
 
 options:
+  --secret-file FILE     the cluster's secret: the whole file, 1 to 256
+                         bytes, readable by its owner only (required; create
+                         one with: head -c 32 /dev/urandom > FILE; chmod 600
+                         FILE). Every node holds the same bytes as the
+                         \"user\" key lite:cluster in its keyring:
+                         keyctl padd user lite:cluster @u < FILE
   --listen ADDR:PORT     address to listen on (default 0.0.0.0:18500)
   --dead-after-ms MS     declare a node dead once it has been silent (no
                          heartbeat) for MS milliseconds (default 3000)
@@ -31,12 +41,14 @@ options:
   -h, --help             show this help";
 
 /// What the command line asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// Run the manager on this address.
     Run {
         /// Address to listen on.
         listen: SocketAddr,
+        /// The file holding the cluster's secret.
+        secret_file: PathBuf,
         /// Tunables, the defaults but for those given on the command line.
         config: ManagerConfig,
     },
@@ -51,6 +63,8 @@ pub enum CliError {
     UnknownArgument(String),
     /// An option given without its value.
     MissingValue(&'static str),
+    /// No `--secret-file`.
+    MissingSecretFile,
     /// A value that does not parse.
     InvalidValue {
         /// The option.
@@ -67,6 +81,10 @@ impl fmt::Display for CliError {
         match self {
             CliError::UnknownArgument(arg) => write!(f, "unknown argument '{arg}'"),
             CliError::MissingValue(option) => write!(f, "{option} needs a value"),
+            CliError::MissingSecretFile => write!(
+                f,
+                "{SECRET_FILE} FILE is required: the cluster's secret, which every node holds too; {CREATE_SECRET_HINT}"
+            ),
             CliError::InvalidValue {
                 option,
                 value,
@@ -88,6 +106,7 @@ pub fn default_listen() -> SocketAddr {
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, CM_DEFAULT_PORT))
 }
 
+const SECRET_FILE: &str = "--secret-file";
 const LISTEN: &str = "--listen";
 const DEAD_AFTER: &str = "--dead-after-ms";
 const SUSPECT_GRACE: &str = "--suspect-grace-ms";
@@ -96,6 +115,7 @@ const STARTUP_GRACE: &str = "--startup-grace-ms";
 /// Parses the arguments that follow the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError> {
     let mut listen = default_listen();
+    let mut secret_file = None;
     let mut config = ManagerConfig::default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -107,6 +127,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             None => (arg.as_str(), None),
         };
         let option = match name {
+            SECRET_FILE => SECRET_FILE,
             LISTEN => LISTEN,
             DEAD_AFTER => DEAD_AFTER,
             SUSPECT_GRACE => SUSPECT_GRACE,
@@ -118,6 +139,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             None => args.next().ok_or(CliError::MissingValue(option))?,
         };
         match option {
+            SECRET_FILE if value.is_empty() => return Err(CliError::MissingValue(option)),
+            SECRET_FILE => secret_file = Some(PathBuf::from(value)),
             DEAD_AFTER => config.dead_after = parse_millis(option, value)?,
             SUSPECT_GRACE => config.suspect_grace = parse_millis(option, value)?,
             STARTUP_GRACE => {
@@ -134,7 +157,12 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             }
         }
     }
-    Ok(Command::Run { listen, config })
+    let secret_file = secret_file.ok_or(CliError::MissingSecretFile)?;
+    Ok(Command::Run {
+        listen,
+        secret_file,
+        config,
+    })
 }
 
 /// Parses a positive number of milliseconds.
@@ -165,13 +193,22 @@ fn parse_millis_or_zero(option: &'static str, value: String) -> Result<Duration,
 mod tests {
     use super::*;
 
+    const SECRET: &str = "/etc/lite/cluster.secret";
+
+    /// Parses `args` after a `--secret-file`, which every run needs.
     fn parse_strs(args: &[&str]) -> Result<Command, CliError> {
-        parse(args.iter().map(|s| s.to_string()))
+        parse(
+            [SECRET_FILE, SECRET]
+                .iter()
+                .chain(args)
+                .map(|s| s.to_string()),
+        )
     }
 
     fn run_on(listen: &str, config: ManagerConfig) -> Result<Command, CliError> {
         Ok(Command::Run {
             listen: listen.parse().expect("literal address"),
+            secret_file: PathBuf::from(SECRET),
             config,
         })
     }
@@ -182,6 +219,42 @@ mod tests {
             parse_strs(&[]),
             run_on("0.0.0.0:18500", ManagerConfig::default())
         );
+    }
+
+    #[test]
+    fn the_secret_file_is_required_and_its_error_says_how_to_make_one() {
+        let without = |args: &[&str]| parse(args.iter().map(|s| s.to_string()));
+        assert_eq!(without(&[]), Err(CliError::MissingSecretFile));
+        assert_eq!(
+            without(&["--listen", "127.0.0.1:9000"]),
+            Err(CliError::MissingSecretFile)
+        );
+        let message = CliError::MissingSecretFile.to_string();
+        assert!(
+            message.starts_with("--secret-file FILE is required"),
+            "{message}"
+        );
+        assert!(
+            message.contains("head -c 32 /dev/urandom > FILE; chmod 600 FILE"),
+            "{message}"
+        );
+        assert_eq!(
+            without(&["--secret-file=/s"]),
+            Ok(Command::Run {
+                listen: default_listen(),
+                secret_file: PathBuf::from("/s"),
+                config: ManagerConfig::default(),
+            })
+        );
+        assert_eq!(
+            without(&["--secret-file"]),
+            Err(CliError::MissingValue("--secret-file"))
+        );
+        assert_eq!(
+            without(&["--secret-file="]),
+            Err(CliError::MissingValue("--secret-file"))
+        );
+        assert_eq!(without(&["--help"]), Ok(Command::Help));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! End-to-end tests of joins and membership: a real manager on a loopback
-//! port and fake nodes that speak the wire protocol from threads.
+//! port and fake nodes that speak the wire protocol from threads, each
+//! authenticated with the cluster's secret first.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -13,9 +14,9 @@ use std::time::{Duration, Instant};
 use lite::sys::MAX_NODES;
 
 use crate::cm_wire::{Endpoint, Hello, Message, Resume, HEADER_LEN, MAX_FRAME_LEN};
-use crate::frame::{read_message, write_message, ProtocolError};
+use crate::frame::{read_message, write_message, Channel, Inbound, Outbound, ProtocolError};
 use crate::manager::set_next_id;
-use crate::{ClusterManager, ManagerConfig};
+use crate::{ClusterManager, ClusterSecret, ManagerConfig};
 
 /// Upper bound on any single wait in these tests, so a bug fails instead
 /// of hanging.
@@ -35,8 +36,21 @@ const DETECTION_MARGIN: Duration = Duration::from_secs(1);
 
 const FAKE_MTU: u16 = 1024;
 
+/// The secret of the managers and fake nodes of these tests.
+fn cluster_secret() -> ClusterSecret {
+    ClusterSecret::new(b"join tests".to_vec()).expect("valid secret")
+}
+
 fn start_manager(config: ManagerConfig) -> (Arc<ClusterManager>, SocketAddr) {
-    let manager = Arc::new(ClusterManager::bind("127.0.0.1:0", config).expect("bind loopback"));
+    start_manager_with(config, cluster_secret())
+}
+
+fn start_manager_with(
+    config: ManagerConfig,
+    secret: ClusterSecret,
+) -> (Arc<ClusterManager>, SocketAddr) {
+    let manager =
+        Arc::new(ClusterManager::bind("127.0.0.1:0", config, secret).expect("bind loopback"));
     let address = manager.local_addr().expect("bound address");
     let runner = Arc::clone(&manager);
     thread::spawn(move || runner.run());
@@ -97,6 +111,49 @@ fn fake_endpoint(owner: u32, peer: u32) -> Endpoint {
         lid: 0,
         mtu: FAKE_MTU,
         gid: fake_gid(owner),
+    }
+}
+
+/// Connects to the manager at `address` and authenticates as a node
+/// holding `secret`.
+fn authenticate_with(
+    address: SocketAddr,
+    secret: &ClusterSecret,
+) -> Result<Channel<TcpStream>, ProtocolError> {
+    let stream = TcpStream::connect(address).expect("connect to manager");
+    stream
+        .set_read_timeout(Some(TEST_TIMEOUT))
+        .expect("set timeout");
+    Channel::connect(stream, secret)
+}
+
+/// Connects to the manager at `address` as a node holding the secret.
+fn authenticated(address: SocketAddr) -> Channel<TcpStream> {
+    authenticate_with(address, &cluster_secret()).expect("authenticate with the manager")
+}
+
+/// The writing side of a fake node's connection, shared by the node and
+/// heartbeat threads.
+struct NodeWriter {
+    stream: TcpStream,
+    outbound: Outbound,
+}
+
+impl NodeWriter {
+    fn send(&mut self, message: &Message) -> io::Result<()> {
+        self.outbound.write(&mut self.stream, message)
+    }
+}
+
+/// The reading side of a fake node's connection.
+struct NodeReader {
+    stream: TcpStream,
+    inbound: Inbound,
+}
+
+impl NodeReader {
+    fn receive(&mut self) -> Result<Message, ProtocolError> {
+        self.inbound.read(&mut self.stream)
     }
 }
 
@@ -232,7 +289,7 @@ struct FakeNode {
     /// connection before it has played its part).
     ends_by_itself: bool,
     /// Writing half, shared with the node and heartbeat threads.
-    writer: Arc<Mutex<TcpStream>>,
+    writer: Arc<Mutex<NodeWriter>>,
     /// Handle the test ends the connection with.
     control: TcpStream,
     /// Tells the heartbeat thread to stop.
@@ -265,12 +322,12 @@ impl FakeNode {
                 | Behavior::CorruptLaterAnswers
                 | Behavior::LeaveWhenPrepared
         );
-        let stream = TcpStream::connect(manager).expect("connect to manager");
-        stream
-            .set_read_timeout(Some(TEST_TIMEOUT))
-            .expect("set timeout");
+        let (stream, outbound, inbound) = authenticated(manager).into_parts();
         let control = stream.try_clone().expect("clone stream");
-        let writer = Arc::new(Mutex::new(stream.try_clone().expect("clone stream")));
+        let writer = Arc::new(Mutex::new(NodeWriter {
+            stream: stream.try_clone().expect("clone stream"),
+            outbound,
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         let (joined_tx, joined) = mpsc::channel();
         let (deaths_tx, deaths) = mpsc::channel();
@@ -282,12 +339,12 @@ impl FakeNode {
         };
         let node_writer = Arc::clone(&writer);
         let node_stop = Arc::clone(&stop);
-        let mut reading = stream;
+        let mut reading = NodeReader { stream, inbound };
         let thread = thread::spawn(move || {
             let report = run_fake_node(&mut reading, node_writer, setup, &node_stop, &reporting);
             // The test holds clones of the stream: end the connection here,
             // so that a node leaving is seen at once.
-            let _ = reading.shutdown(Shutdown::Both);
+            let _ = reading.stream.shutdown(Shutdown::Both);
             report
         });
         FakeNode {
@@ -366,7 +423,7 @@ impl FakeNode {
     /// Sends a frame as the node.
     fn send(&self, message: &Message) {
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        write_message(&mut *writer, message).expect("send as fake node");
+        writer.send(message).expect("send as fake node");
     }
 
     /// Ends the node (unless it leaves on its own) and returns what it saw.
@@ -392,17 +449,17 @@ fn connection_ended(e: &ProtocolError) -> bool {
 
 /// Sends a heartbeat every [`FAKE_HEARTBEAT`] until told to stop or the
 /// connection fails.
-fn send_heartbeats(writer: &Mutex<TcpStream>, id: u32, applied: &AtomicU32, stop: &AtomicBool) {
+fn send_heartbeats(writer: &Mutex<NodeWriter>, id: u32, applied: &AtomicU32, stop: &AtomicBool) {
     while !stop.load(Ordering::SeqCst) {
         let heartbeat = Message::Heartbeat {
             node_id: id,
             epoch: applied.load(Ordering::SeqCst),
         };
-        let mut stream = writer.lock().unwrap_or_else(PoisonError::into_inner);
-        if write_message(&mut *stream, &heartbeat).is_err() {
+        let mut writer = writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if writer.send(&heartbeat).is_err() {
             return;
         }
-        drop(stream);
+        drop(writer);
         thread::sleep(FAKE_HEARTBEAT);
     }
 }
@@ -410,15 +467,15 @@ fn send_heartbeats(writer: &Mutex<TcpStream>, id: u32, applied: &AtomicU32, stop
 /// Plays a node on `reading` (and `writer`, a clone of it) as `setup`
 /// says, until the connection ends or the behaviour leaves.
 fn run_fake_node(
-    reading: &mut TcpStream,
-    writer: Arc<Mutex<TcpStream>>,
+    reading: &mut NodeReader,
+    writer: Arc<Mutex<NodeWriter>>,
     setup: Setup,
     stop: &Arc<AtomicBool>,
     reporting: &Reporting,
 ) -> FakeReport {
     let send = |message: &Message| {
-        let mut stream = writer.lock().unwrap_or_else(PoisonError::into_inner);
-        write_message(&mut *stream, message)
+        let mut writer = writer.lock().unwrap_or_else(PoisonError::into_inner);
+        writer.send(message)
     };
     // Newest epoch received, for heartbeats.
     let applied = Arc::new(AtomicU32::new(0));
@@ -435,7 +492,7 @@ fn run_fake_node(
     let mut joined = false;
     if let Some(resume) = setup.resume {
         send(&Message::Resume(resume)).expect("send Resume");
-        let epoch = match read_message(reading).expect("read Resumed") {
+        let epoch = match reading.receive().expect("read Resumed") {
             Message::Resumed { epoch } => epoch,
             other => panic!("expected Resumed, got {other:?}"),
         };
@@ -457,7 +514,7 @@ fn run_fake_node(
             rejoin_id: setup.rejoin_id,
         };
         send(&Message::Hello(hello)).expect("send Hello");
-        match read_message(reading).expect("read Welcome") {
+        match reading.receive().expect("read Welcome") {
             Message::Welcome {
                 node_id,
                 incarnation,
@@ -476,7 +533,7 @@ fn run_fake_node(
     // Incarnation of each peer as of its latest Prepare.
     let mut incarnations = BTreeMap::new();
     loop {
-        let message = match read_message(reading) {
+        let message = match reading.receive() {
             Ok(message) => message,
             Err(e) if connection_ended(&e) => return report,
             Err(e) => panic!("fake node {id}: {e}"),
@@ -514,8 +571,8 @@ fn run_fake_node(
                 Behavior::CorruptLaterAnswers => {
                     let mut garbage = [0u8; MAX_FRAME_LEN];
                     garbage[..HEADER_LEN].copy_from_slice(b"JUNKJUNKJUNK");
-                    let mut stream = writer.lock().unwrap_or_else(PoisonError::into_inner);
-                    stream.write_all(&garbage).expect("send garbage");
+                    let mut writer = writer.lock().unwrap_or_else(PoisonError::into_inner);
+                    writer.stream.write_all(&garbage).expect("send garbage");
                     return report;
                 }
                 Behavior::SilentAfterJoin => continue,
@@ -615,15 +672,21 @@ fn prepare(peer: u32, incarnation: u32) -> Message {
 }
 
 /// Expects the manager to answer with `Failure{errno}` and hang up.
-fn assert_refused(stream: &mut TcpStream, errno: i32) {
-    stream
-        .set_read_timeout(Some(TEST_TIMEOUT))
-        .expect("set timeout");
+fn assert_refused(channel: &mut Channel<TcpStream>, errno: i32) {
     assert_eq!(
-        read_message(stream).expect("Failure frame"),
+        channel.receive().expect("Failure frame"),
         Message::Failure { errno }
     );
-    assert!(matches!(read_message(stream), Err(ProtocolError::Closed)));
+    assert_closed(channel);
+}
+
+/// Expects the manager to hang up without another frame.
+fn assert_closed(channel: &mut Channel<TcpStream>) {
+    let end = channel.receive();
+    assert!(
+        matches!(&end, Err(e) if connection_ended(e)),
+        "expected the end of the connection, got {end:?}"
+    );
 }
 
 #[test]
@@ -758,9 +821,12 @@ fn bad_magic_is_rejected_without_spending_an_id() {
     let mut frame = [0u8; MAX_FRAME_LEN];
     let len = Message::Hello(Hello::default()).encode(&mut frame);
     frame[0] = b'X';
-    let mut stream = TcpStream::connect(address).expect("connect");
-    stream.write_all(&frame[..len]).expect("send bad frame");
-    assert_refused(&mut stream, -libc::EPROTO);
+    let mut channel = authenticated(address);
+    channel
+        .stream_mut()
+        .write_all(&frame[..len])
+        .expect("send bad frame");
+    assert_refused(&mut channel, -libc::EPROTO);
 
     let node = FakeNode::spawn(address, Behavior::Cooperate);
     assert_eq!(node.wait_joined().id_and_total(), (1, 1));
@@ -771,13 +837,13 @@ fn bad_magic_is_rejected_without_spending_an_id() {
 #[test]
 fn join_must_start_with_hello() {
     let (manager, address) = start_manager(quick_config());
-    let mut stream = TcpStream::connect(address).expect("connect");
+    let mut channel = authenticated(address);
     let done = Message::JoinDone {
         total_nodes: 1,
         epoch: 1,
     };
-    write_message(&mut stream, &done).expect("send");
-    assert_refused(&mut stream, -libc::EPROTO);
+    channel.send(&done).expect("send");
+    assert_refused(&mut channel, -libc::EPROTO);
     assert!(manager.live_nodes().is_empty());
     assert_eq!(manager.epoch(), 0);
 }
@@ -789,11 +855,200 @@ fn full_cluster_refuses_with_enospc() {
     let last = FakeNode::spawn(address, Behavior::Cooperate);
     assert_eq!(last.wait_joined().id_and_total(), (MAX_NODES - 1, 1));
 
-    let mut stream = TcpStream::connect(address).expect("connect");
-    write_message(&mut stream, &Message::Hello(Hello::default())).expect("send Hello");
-    assert_refused(&mut stream, -libc::ENOSPC);
+    let mut channel = authenticated(address);
+    channel
+        .send(&Message::Hello(Hello::default()))
+        .expect("send Hello");
+    assert_refused(&mut channel, -libc::ENOSPC);
     assert_eq!(manager.live_nodes(), vec![MAX_NODES - 1]);
     last.finish();
+}
+
+#[test]
+fn a_node_with_another_secret_is_refused_with_ekeyrejected_and_spends_no_id() {
+    let (manager, address) = start_manager(quick_config());
+    let other = ClusterSecret::new(b"another cluster".to_vec()).expect("valid secret");
+    match authenticate_with(address, &other) {
+        Err(e @ ProtocolError::Refused { .. }) => assert_eq!(e.errno(), -libc::EKEYREJECTED),
+        Err(e) => panic!("expected a refusal, got {e}"),
+        Ok(_) => panic!("a node with another secret was let in"),
+    }
+
+    // By hand: the refusal carries no tag, and the connection ends.
+    let mut stream = TcpStream::connect(address).expect("connect");
+    stream
+        .set_read_timeout(Some(TEST_TIMEOUT))
+        .expect("set timeout");
+    let Message::Challenge { nonce } = read_message(&mut stream).expect("Challenge") else {
+        panic!("the manager must open with a Challenge");
+    };
+    let guess = Message::Auth {
+        nonce,
+        proof: [0x5a; 32],
+    };
+    write_message(&mut stream, &guess).expect("send Auth");
+    assert_eq!(
+        read_message(&mut stream).expect("Failure frame"),
+        Message::Failure {
+            errno: -libc::EKEYREJECTED
+        }
+    );
+    assert!(matches!(
+        read_message(&mut stream),
+        Err(ProtocolError::Closed)
+    ));
+
+    assert!(manager.live_nodes().is_empty());
+    assert_eq!(manager.epoch(), 0);
+    let node = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(node.wait_joined().id_and_total(), (1, 1));
+    node.finish();
+}
+
+#[test]
+fn a_node_that_skips_the_authentication_is_dropped() {
+    let (manager, address) = start_manager(quick_config());
+    let mut stream = TcpStream::connect(address).expect("connect");
+    stream
+        .set_read_timeout(Some(TEST_TIMEOUT))
+        .expect("set timeout");
+    assert_eq!(
+        read_message(&mut stream).expect("Challenge").kind(),
+        crate::cm_wire::Kind::Challenge
+    );
+    let hello = Message::Hello(Hello {
+        gid: fresh_gid(),
+        lid: 0,
+        rejoin_id: 0,
+    });
+    write_message(&mut stream, &hello).expect("send Hello");
+    assert!(matches!(
+        read_message(&mut stream),
+        Err(ProtocolError::Closed)
+    ));
+    assert!(manager.live_nodes().is_empty());
+}
+
+/// Joins as the node after members `peers` over `channel`, answering the
+/// pairing with fake endpoints; what the join told.
+fn join_by_hand(channel: &mut Channel<TcpStream>, peers: &[u32]) -> Joined {
+    let hello = Hello {
+        gid: fresh_gid(),
+        lid: 0,
+        rejoin_id: 0,
+    };
+    channel.send(&Message::Hello(hello)).expect("send Hello");
+    let Message::Welcome {
+        node_id: id,
+        incarnation,
+    } = channel.receive().expect("Welcome")
+    else {
+        panic!("expected Welcome");
+    };
+    for &peer in peers {
+        assert!(matches!(
+            channel.receive().expect("Prepare"),
+            Message::Prepare { peer: asked, .. } if asked == peer
+        ));
+        channel
+            .send(&Message::QpInfo(fake_endpoint(id, peer)))
+            .expect("send QpInfo");
+        assert!(matches!(
+            channel.receive().expect("Connect"),
+            Message::Connect(endpoint) if endpoint.peer == peer
+        ));
+        channel
+            .send(&Message::Connected { peer, status: 0 })
+            .expect("send Connected");
+    }
+    let Message::JoinDone { total_nodes, epoch } = channel.receive().expect("JoinDone") else {
+        panic!("expected JoinDone");
+    };
+    Joined {
+        id,
+        incarnation,
+        total_nodes,
+        epoch,
+    }
+}
+
+#[test]
+fn a_tampered_frame_closes_the_connection() {
+    let (manager, address) = start_manager(quick_config());
+
+    // A Hello whose GID was changed on the way: no answer, no id spent.
+    let mut channel = authenticated(address);
+    let mut hello = channel.seal(&Message::Hello(Hello {
+        gid: fresh_gid(),
+        lid: 0,
+        rejoin_id: 0,
+    }));
+    hello[HEADER_LEN] ^= 0x01;
+    channel.stream_mut().write_all(&hello).expect("send");
+    assert_closed(&mut channel);
+    assert!(manager.live_nodes().is_empty());
+    assert_eq!(manager.epoch(), 0);
+
+    // A member's heartbeat whose epoch was changed: its connection ends,
+    // so it is dead to the others.
+    let observer = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(observer.wait_joined().id, 1);
+    let mut member = authenticated(address);
+    let joined = join_by_hand(&mut member, &[1]);
+    assert_eq!(joined.id_and_total(), (2, 2));
+    let mut heartbeat = member.seal(&Message::Heartbeat {
+        node_id: 2,
+        epoch: joined.epoch,
+    });
+    heartbeat[HEADER_LEN + 4] ^= 0x80;
+    member.stream_mut().write_all(&heartbeat).expect("send");
+    assert_closed(&mut member);
+    assert_eq!(
+        observer.wait_death(TEST_TIMEOUT),
+        Some(Death {
+            node: 2,
+            incarnation: 1,
+            epoch: joined.epoch + 1,
+        })
+    );
+    assert_eq!(manager.live_nodes(), vec![1]);
+    observer.finish();
+}
+
+#[test]
+fn a_replayed_frame_closes_the_connection() {
+    let (manager, address) = start_manager(quick_config());
+    let observer = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(observer.wait_joined().id, 1);
+    let mut member = authenticated(address);
+    let joined = join_by_hand(&mut member, &[1]);
+    let heartbeat = member.seal(&Message::Heartbeat {
+        node_id: joined.id,
+        epoch: joined.epoch,
+    });
+    member.stream_mut().write_all(&heartbeat).expect("send");
+    // The epoch it carries may still be the one before this join: what
+    // matters here is that the first copy is answered.
+    assert!(matches!(
+        member.receive().expect("HeartbeatAck"),
+        Message::HeartbeatAck { .. }
+    ));
+    // The very same bytes again.
+    member
+        .stream_mut()
+        .write_all(&heartbeat)
+        .expect("send again");
+    assert_closed(&mut member);
+    assert_eq!(
+        observer.wait_death(TEST_TIMEOUT),
+        Some(Death {
+            node: joined.id,
+            incarnation: 1,
+            epoch: joined.epoch + 1,
+        })
+    );
+    assert_eq!(manager.live_nodes(), vec![1]);
+    observer.finish();
 }
 
 #[test]
@@ -1118,14 +1373,14 @@ fn hello_with_the_gid_of_a_live_member_is_refused_with_eaddrinuse() {
 
     // Whether or not it asks for an id, and whichever.
     for rejoin_id in [0, 1, 2] {
-        let mut stream = TcpStream::connect(address).expect("connect");
+        let mut channel = authenticated(address);
         let hello = Hello {
             gid,
             lid: 0,
             rejoin_id,
         };
-        write_message(&mut stream, &Message::Hello(hello)).expect("send Hello");
-        assert_refused(&mut stream, -libc::EADDRINUSE);
+        channel.send(&Message::Hello(hello)).expect("send Hello");
+        assert_refused(&mut channel, -libc::EADDRINUSE);
     }
 
     // The member is unaffected: still live, still answered, not asked to
@@ -1475,11 +1730,12 @@ fn leave_instead_of_an_answer_during_a_join_ends_the_pairing_at_once() {
     assert_connected_to(&first.finish(), &[2, 3]);
 }
 
-/// Opens a connection to the manager and sends `first` on it.
-fn connect_with(address: SocketAddr, first: &Message) -> TcpStream {
-    let mut stream = TcpStream::connect(address).expect("connect");
-    write_message(&mut stream, first).expect("send first frame");
-    stream
+/// Opens an authenticated connection to the manager and sends `first` on
+/// it.
+fn connect_with(address: SocketAddr, first: &Message) -> Channel<TcpStream> {
+    let mut channel = authenticated(address);
+    channel.send(first).expect("send first frame");
+    channel
 }
 
 /// A `Resume` frame.

@@ -27,6 +27,14 @@
 //! declared dead, or an unknown id after the grace, is refused with
 //! `EHOSTDOWN`, and the node joins again.
 //!
+//! Every connection starts with mutual authentication by the cluster's
+//! secret, which the manager reads from a file and every node holds in its
+//! kernel keyring (see [`auth`]); from then on every frame carries a tag
+//! that ties it to the connection and to its place in the stream (see
+//! [`frame::Channel`]). A node without the secret is refused with
+//! `EKEYREJECTED`, and a frame that was forged, altered, replayed or
+//! reordered ends its connection.
+//!
 //! The wire format and the exact exchanges are defined in [`cm_wire`],
 //! which the kernel compiles too.
 
@@ -35,10 +43,12 @@
 #[path = "../../../rust-lite/internal/cm_wire.rs"]
 pub mod cm_wire;
 
+pub mod auth;
 pub mod cli;
 pub mod frame;
 mod manager;
 
+pub use auth::ClusterSecret;
 pub use manager::{ClusterManager, ManagerConfig};
 
 #[cfg(test)]

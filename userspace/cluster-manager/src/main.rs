@@ -2,22 +2,41 @@
 
 use std::process::ExitCode;
 
-use lite_cluster_manager::cli::{self, Command};
-use lite_cluster_manager::ClusterManager;
+use lite_cluster_manager::cli::{self, CliError, Command};
+use lite_cluster_manager::{ClusterManager, ClusterSecret};
 
 fn main() -> ExitCode {
-    let (listen, config) = match cli::parse(std::env::args().skip(1)) {
-        Ok(Command::Run { listen, config }) => (listen, config),
+    let (listen, secret_file, config) = match cli::parse(std::env::args().skip(1)) {
+        Ok(Command::Run {
+            listen,
+            secret_file,
+            config,
+        }) => (listen, secret_file, config),
         Ok(Command::Help) => {
             println!("{}", cli::USAGE);
             return ExitCode::SUCCESS;
+        }
+        // Says all there is to do; the usage would bury it.
+        Err(e @ CliError::MissingSecretFile) => {
+            eprintln!("lite-cm: {e}");
+            return ExitCode::from(2);
         }
         Err(e) => {
             eprintln!("lite-cm: {e}\n{}", cli::USAGE);
             return ExitCode::from(2);
         }
     };
-    let manager = match ClusterManager::bind(listen, config) {
+    let secret = match ClusterSecret::read_file(&secret_file) {
+        Ok(secret) => secret,
+        Err(e) => {
+            eprintln!(
+                "lite-cm: cannot use {} as the cluster secret: {e}",
+                secret_file.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let manager = match ClusterManager::bind(listen, config, secret) {
         Ok(manager) => manager,
         Err(e) => {
             eprintln!("lite-cm: cannot listen on {listen}: {e}");

@@ -1,7 +1,13 @@
 //! The cluster manager: node id assignment, queue pair brokering and
 //! membership.
 //!
-//! Each accepted connection gets a thread that reads the node's first
+//! Each accepted connection gets a thread that first authenticates the
+//! node by the cluster's secret ([`Channel::accept`]): a node whose proof
+//! is wrong is refused with `EKEYREJECTED` and dropped, which is logged.
+//! Every frame after that goes through the connection's [`Channel`], so it
+//! is tagged when written and its tag checked when read; a frame whose tag
+//! is wrong ends the connection (logged, and for a member a death like any
+//! other end of its connection). The thread then reads the node's first
 //! frame: a `Hello` (a join) or a `Resume` (a member reconnecting, see
 //! below). The join itself runs under the registry lock, so that every
 //! pair of nodes is connected exactly once and ids follow join order.
@@ -122,8 +128,9 @@ use std::time::{Duration, Instant};
 
 use lite::sys::MAX_NODES;
 
+use crate::auth::ClusterSecret;
 use crate::cm_wire::{Endpoint, Hello, Kind, Message, Resume};
-use crate::frame::{read_message, write_message, ProtocolError};
+use crate::frame::{Channel, Inbound, Outbound, ProtocolError};
 
 /// Tunables of a [`ClusterManager`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,9 +219,11 @@ struct Link {
     connection: u64,
     /// The connection; the reader thread has its own handle for reading.
     stream: TcpStream,
-    /// Held while writing one frame: the join, heartbeat acknowledgements
-    /// and `NodeDead` announcements all write, and frames must not mix.
-    sending: Mutex<()>,
+    /// Tags the frames written to the node; held while writing one: the
+    /// join, heartbeat acknowledgements and `NodeDead` announcements all
+    /// write, frames must not mix, and they must leave in the order of
+    /// their sequence numbers.
+    sending: Mutex<Outbound>,
     /// When the node was last heard from (any frame counts).
     last_heard: Mutex<Instant>,
     /// Set by the reader thread when the node sent a valid `Leave`; never
@@ -225,8 +234,7 @@ struct Link {
 impl Link {
     /// Writes one whole frame.
     fn send(&self, message: &Message) -> io::Result<()> {
-        let _sending = lock(&self.sending);
-        write_message(&mut &self.stream, message)
+        lock(&self.sending).write(&mut &self.stream, message)
     }
 
     /// Records that the node was just heard from.
@@ -262,15 +270,16 @@ struct Member {
 }
 
 impl Member {
-    /// Makes `stream`, whose node finished its join as `node`, a member:
+    /// Makes `channel`, whose node finished its join as `node`, a member:
     /// starts the reader thread that owns reading it from now on.
     fn start(
         node: u32,
         incarnation: u32,
-        stream: TcpStream,
+        channel: Channel<TcpStream>,
         events: Sender<Event>,
         epoch: Arc<AtomicU32>,
     ) -> io::Result<Self> {
+        let (stream, outbound, inbound) = channel.into_parts();
         // Silence is judged by the monitor: a quiet stream is no reason to
         // stop reading it.
         stream.set_read_timeout(None)?;
@@ -280,7 +289,7 @@ impl Member {
             incarnation,
             connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
             stream,
-            sending: Mutex::new(()),
+            sending: Mutex::new(outbound),
             last_heard: Mutex::new(Instant::now()),
             leaving: AtomicBool::new(false),
         });
@@ -288,6 +297,7 @@ impl Member {
         let reader = Reader {
             link: Arc::clone(&link),
             stream: reading,
+            inbound,
             replies: replies_tx,
             events,
             epoch,
@@ -330,6 +340,8 @@ struct Reader {
     link: Arc<Link>,
     /// Reading handle of the member's connection.
     stream: TcpStream,
+    /// Checks the tags of the member's frames.
+    inbound: Inbound,
     /// Where frames for the join go.
     replies: SyncSender<Reply>,
     /// Where connection losses, suspicions and departures go (to the
@@ -344,7 +356,7 @@ impl Reader {
     /// manager shuts it down), then reports the loss to the monitor.
     fn run(mut self) {
         let reason = loop {
-            let message = match read_message(&mut self.stream) {
+            let message = match self.inbound.read(&mut self.stream) {
                 Ok(message) => message,
                 Err(e) => {
                     let reason = e.to_string();
@@ -934,22 +946,22 @@ impl Registry {
             .is_some_and(|member| member.link.is_leaving())
     }
 
-    /// Runs a whole join for a node that sent `hello` on `stream`, then
+    /// Runs a whole join for a node that sent `hello` on `channel`, then
     /// announces the deaths found on the way, now that the newcomer is a
     /// member (or gone).
-    fn admit(&mut self, stream: TcpStream, address: SocketAddr, hello: Hello) {
+    fn admit(&mut self, channel: Channel<TcpStream>, address: SocketAddr, hello: Hello) {
         if self.closed {
             log(format_args!("rejected {address}: shutting down"));
-            let _ = stream.shutdown(Shutdown::Both);
+            let _ = channel.stream().shutdown(Shutdown::Both);
             return;
         }
-        self.join(stream, address, hello);
+        self.join(channel, address, hello);
         self.announce_deaths();
     }
 
     /// Assigns the newcomer its id, pairs it with every member and makes
     /// it a member.
-    fn join(&mut self, mut stream: TcpStream, address: SocketAddr, hello: Hello) {
+    fn join(&mut self, mut channel: Channel<TcpStream>, address: SocketAddr, hello: Hello) {
         let assigned = match self.grace_left() {
             Some(left) => Err(Refusal::StartingUp { left }),
             None => self.assign_id(&hello),
@@ -962,7 +974,7 @@ impl Registry {
                     Ipv6Addr::from(hello.gid),
                     hello.rejoin_id
                 ));
-                refuse(&mut stream, refusal.errno());
+                refuse(&mut channel, refusal.errno());
                 return;
             }
         };
@@ -970,7 +982,7 @@ impl Registry {
             node_id: id,
             incarnation,
         };
-        if let Err(e) = write_message(&mut stream, &welcome) {
+        if let Err(e) = channel.send(&welcome) {
             log(format_args!(
                 "join of node {id} from {address} abandoned: {e}"
             ));
@@ -978,7 +990,7 @@ impl Registry {
         }
 
         let mut newcomer = Newcomer {
-            stream: &mut stream,
+            channel: &mut channel,
             epoch: Arc::clone(&self.epoch),
         };
         let earlier: Vec<u32> = self.members.keys().copied().collect();
@@ -1005,7 +1017,7 @@ impl Registry {
                     log(format_args!(
                         "join of node {id} from {address} abandoned while pairing with node {peer}: {e}"
                     ));
-                    refuse(&mut stream, e.errno());
+                    refuse(&mut channel, e.errno());
                     // `peer` at least was asked to prepare for the
                     // newcomer, and earlier ones may be connected to it.
                     self.mark_dead(id, incarnation, &format_args!("join abandoned: {e}"));
@@ -1017,13 +1029,13 @@ impl Registry {
         let member = match Member::start(
             id,
             incarnation,
-            stream,
+            channel,
             self.events.clone(),
             Arc::clone(&self.epoch),
         ) {
             Ok(member) => member,
             Err(e) => {
-                // The stream went into `Member::start` and was closed with it.
+                // The channel went into `Member::start` and was closed with it.
                 log(format_args!(
                     "join of node {id} from {address} abandoned: cannot start its reader: {e}"
                 ));
@@ -1087,8 +1099,8 @@ impl Registry {
     }
 
     /// Resumes the membership that the node that sent `resume`, the first
-    /// frame on `stream`, claims, or refuses it; see the module docs.
-    fn resume(&mut self, mut stream: TcpStream, address: SocketAddr, resume: Resume) {
+    /// frame on `channel`, claims, or refuses it; see the module docs.
+    fn resume(&mut self, mut channel: Channel<TcpStream>, address: SocketAddr, resume: Resume) {
         let Resume {
             node_id: id,
             incarnation,
@@ -1097,7 +1109,7 @@ impl Registry {
         } = resume;
         if self.closed {
             log(format_args!("rejected {address}: shutting down"));
-            let _ = stream.shutdown(Shutdown::Both);
+            let _ = channel.stream().shutdown(Shutdown::Both);
             return;
         }
         let resumption = match self.judge_resume(&resume) {
@@ -1107,7 +1119,7 @@ impl Registry {
                     "refused to resume node {id} (incarnation {incarnation}) from {address} (gid {}): {refusal}",
                     Ipv6Addr::from(gid)
                 ));
-                refuse(&mut stream, refusal.errno());
+                refuse(&mut channel, refusal.errno());
                 return;
             }
         };
@@ -1115,7 +1127,7 @@ impl Registry {
         // node drops news whose epoch is not newer than what it applied.
         self.epoch.fetch_max(resume.epoch, Ordering::SeqCst);
         let epoch = self.epoch();
-        if let Err(e) = write_message(&mut stream, &Message::Resumed { epoch }) {
+        if let Err(e) = channel.send(&Message::Resumed { epoch }) {
             log(format_args!(
                 "resume of node {id} (incarnation {incarnation}) from {address} abandoned: {e}"
             ));
@@ -1124,7 +1136,7 @@ impl Registry {
         let member = match Member::start(
             id,
             incarnation,
-            stream,
+            channel,
             self.events.clone(),
             Arc::clone(&self.epoch),
         ) {
@@ -1240,25 +1252,25 @@ trait Counterpart {
 /// The joining node, whose connection the join reads itself.
 struct Newcomer<'a> {
     /// The newcomer's connection.
-    stream: &'a mut TcpStream,
+    channel: &'a mut Channel<TcpStream>,
     /// For acknowledging heartbeats sent before the join ends.
     epoch: Arc<AtomicU32>,
 }
 
 impl Counterpart for Newcomer<'_> {
     fn send(&mut self, message: &Message) -> Result<(), ProtocolError> {
-        Ok(write_message(self.stream, message)?)
+        Ok(self.channel.send(message)?)
     }
 
     fn receive(&mut self) -> Result<Message, ProtocolError> {
         loop {
-            match read_message(self.stream)? {
+            match self.channel.receive()? {
                 // A node may start its heartbeats as soon as it has its id.
                 Message::Heartbeat { .. } => {
                     let ack = Message::HeartbeatAck {
                         epoch: self.epoch.load(Ordering::SeqCst),
                     };
-                    write_message(self.stream, &ack)?;
+                    self.channel.send(&ack)?;
                 }
                 message => return Ok(message),
             }
@@ -1354,9 +1366,9 @@ fn unexpected(expected: Kind, received: &Message) -> ProtocolError {
 
 /// Tells a node its request failed; it is about to be disconnected, so a
 /// failure to deliver the news changes nothing.
-fn refuse(stream: &mut TcpStream, errno: i32) {
-    let _ = write_message(stream, &Message::Failure { errno });
-    let _ = stream.shutdown(Shutdown::Both);
+fn refuse(channel: &mut Channel<TcpStream>, errno: i32) {
+    let _ = channel.send(&Message::Failure { errno });
+    let _ = channel.stream().shutdown(Shutdown::Both);
 }
 
 /// Writes one event line to stderr.
@@ -1370,6 +1382,8 @@ pub struct ClusterManager {
     listener: TcpListener,
     /// Handed to every connection's thread.
     config: ManagerConfig,
+    /// What nodes must prove they hold; handed to every connection's thread.
+    secret: Arc<ClusterSecret>,
     /// Membership; the monitor thread holds a weak reference.
     registry: Arc<Mutex<Registry>>,
     /// The registry's epoch, readable while a join holds the registry.
@@ -1380,8 +1394,13 @@ pub struct ClusterManager {
 
 impl ClusterManager {
     /// Binds the listening socket and starts the thread that watches
-    /// members; it ends soon after the manager is dropped.
-    pub fn bind(address: impl ToSocketAddrs, config: ManagerConfig) -> io::Result<Self> {
+    /// members; it ends soon after the manager is dropped. Only nodes that
+    /// hold `secret` get past the authentication.
+    pub fn bind(
+        address: impl ToSocketAddrs,
+        config: ManagerConfig,
+        secret: ClusterSecret,
+    ) -> io::Result<Self> {
         let listener = TcpListener::bind(address)?;
         let (events_tx, events) = mpsc::channel();
         let registry = Registry::new(config, events_tx);
@@ -1394,6 +1413,7 @@ impl ClusterManager {
         Ok(ClusterManager {
             listener,
             config,
+            secret: Arc::new(secret),
             registry,
             epoch,
             stopping: AtomicBool::new(false),
@@ -1471,9 +1491,10 @@ impl ClusterManager {
             };
             let registry = Arc::clone(&self.registry);
             let config = self.config;
+            let secret = Arc::clone(&self.secret);
             let spawned = thread::Builder::new()
                 .name(format!("join {address}"))
-                .spawn(move || serve_connection(&registry, config, stream, address));
+                .spawn(move || serve_connection(&registry, config, &secret, stream, address));
             if let Err(e) = spawned {
                 log(format_args!("cannot serve {address}: {e}"));
             }
@@ -1601,12 +1622,13 @@ enum Introduction {
     Resume(Resume),
 }
 
-/// Serves one connection: reads its `Hello` and runs the join, or reads
-/// its `Resume` and resumes the membership.
+/// Serves one connection: authenticates the node, then reads its `Hello`
+/// and runs the join, or reads its `Resume` and resumes the membership.
 fn serve_connection(
     registry: &Mutex<Registry>,
     config: ManagerConfig,
-    mut stream: TcpStream,
+    secret: &ClusterSecret,
+    stream: TcpStream,
     address: SocketAddr,
 ) {
     if let Err(e) = configure_socket(&stream, &config) {
@@ -1615,30 +1637,52 @@ fn serve_connection(
         ));
         return;
     }
-    let introduction = match read_message(&mut stream) {
+    // Under the same `hello_timeout` as the first frame.
+    let mut channel = match Channel::accept(stream, secret) {
+        Ok(channel) => channel,
+        Err(e @ ProtocolError::WrongProof) => {
+            log(format_args!(
+                "rejected {address}: {e} (the node holds another secret); refused with EKEYREJECTED"
+            ));
+            return;
+        }
+        Err(e) => {
+            log(format_args!(
+                "rejected {address}: authentication failed: {e}"
+            ));
+            return;
+        }
+    };
+    let introduction = match channel.receive() {
         Ok(Message::Hello(hello)) => Introduction::Hello(hello),
         Ok(Message::Resume(resume)) => Introduction::Resume(resume),
         Ok(other) => {
             let e = unexpected(Kind::Hello, &other);
             log(format_args!("rejected {address}: {e}"));
-            refuse(&mut stream, e.errno());
+            refuse(&mut channel, e.errno());
+            return;
+        }
+        Err(e @ ProtocolError::BadTag) => {
+            // Nothing more is said on a connection someone tampers with.
+            log(format_args!("rejected {address}: {e}; connection closed"));
+            let _ = channel.stream().shutdown(Shutdown::Both);
             return;
         }
         Err(e) => {
             log(format_args!("rejected {address}: {e}"));
-            refuse(&mut stream, e.errno());
+            refuse(&mut channel, e.errno());
             return;
         }
     };
-    if let Err(e) = stream.set_read_timeout(Some(config.io_timeout)) {
+    if let Err(e) = channel.stream().set_read_timeout(Some(config.io_timeout)) {
         log(format_args!(
             "rejected {address}: cannot configure socket: {e}"
         ));
         return;
     }
     match introduction {
-        Introduction::Hello(hello) => lock(registry).admit(stream, address, hello),
-        Introduction::Resume(resume) => lock(registry).resume(stream, address, resume),
+        Introduction::Hello(hello) => lock(registry).admit(channel, address, hello),
+        Introduction::Resume(resume) => lock(registry).resume(channel, address, resume),
     }
 }
 
@@ -1683,13 +1727,20 @@ mod tests {
         }
     }
 
-    /// Makes `id`, handed out by `registry`, a live member over a loopback
-    /// connection; returns the node's end of it.
-    fn make_live(registry: &mut Registry, id: u32) -> TcpStream {
+    /// Makes `id`, handed out by `registry`, a live member over an
+    /// authenticated loopback connection; returns the node's end of it.
+    fn make_live(registry: &mut Registry, id: u32) -> Channel<TcpStream> {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let node_end =
-            TcpStream::connect(listener.local_addr().expect("bound address")).expect("connect");
+        let address = listener.local_addr().expect("bound address");
+        let secret = ClusterSecret::new(b"secret".to_vec()).expect("valid secret");
+        let node_secret = secret.clone();
+        let node = thread::spawn(move || {
+            let stream = TcpStream::connect(address).expect("connect");
+            Channel::connect(stream, &node_secret).expect("node authenticates")
+        });
         let (manager_end, _) = listener.accept().expect("accept");
+        let manager_end = Channel::accept(manager_end, &secret).expect("manager authenticates");
+        let node_end = node.join().expect("node thread");
         let member = Member::start(
             id,
             registry.ids[&id].incarnation,

@@ -70,6 +70,16 @@ fn every_message() -> Vec<Message> {
             gid: *b"fedcba9876543210",
         }),
         Message::Resumed { epoch: 0xcafe_babe },
+        Message::Challenge {
+            nonce: *b"manager nonce 16",
+        },
+        Message::Auth {
+            nonce: *b"node nonce of 16",
+            proof: *b"0123456789abcdef0123456789ABCDEF",
+        },
+        Message::AuthOk {
+            proof: *b"fedcba9876543210FEDCBA9876543210",
+        },
     ]
 }
 
@@ -89,8 +99,8 @@ fn decode(frame: &[u8]) -> Result<Message, WireError> {
 fn every_message_round_trips() {
     let messages = every_message();
     let kinds: Vec<Kind> = messages.iter().map(Message::kind).collect();
-    for kind in 1..=15 {
-        let kind = Kind::from_u16(kind).expect("kinds 1..=15 exist");
+    for kind in 1..=18 {
+        let kind = Kind::from_u16(kind).expect("kinds 1..=18 exist");
         assert!(kinds.contains(&kind), "{kind:?} is not covered");
     }
     for message in messages {
@@ -107,7 +117,7 @@ fn header_layout_is_little_endian_magic_version_kind_len() {
         incarnation: 0x0807_0605,
     });
     assert_eq!(&frame[0..4], b"LITE");
-    assert_eq!(&frame[4..6], &[2, 0]);
+    assert_eq!(&frame[4..6], &[3, 0]);
     assert_eq!(&frame[6..8], &[Kind::Prepare as u8, 0]);
     assert_eq!(&frame[8..12], &[8, 0, 0, 0]);
     assert_eq!(&frame[12..20], &[1, 2, 3, 4, 5, 6, 7, 8]);
@@ -210,14 +220,15 @@ fn header_validation_rejects_each_bad_field() {
     bad_magic[3] = b'X';
     assert_eq!(decode(&bad_magic), Err(WireError::BadMagic));
 
-    // Version 1 had no membership messages and shorter `Hello`s.
-    for version in [1u16, 3] {
+    // Version 1 had no membership messages and shorter `Hello`s, version 2
+    // no authentication.
+    for version in [1u16, 2, 4] {
         let mut bad_version = good.clone();
         bad_version[4..6].copy_from_slice(&version.to_le_bytes());
         assert_eq!(decode(&bad_version), Err(WireError::BadVersion));
     }
 
-    for unknown in [0u16, 16, 0xffff] {
+    for unknown in [0u16, 19, 0xffff] {
         let mut bad_kind = good.clone();
         bad_kind[6..8].copy_from_slice(&unknown.to_le_bytes());
         assert_eq!(decode(&bad_kind), Err(WireError::UnknownKind));
@@ -248,6 +259,9 @@ fn kind_numbers_and_payload_lengths_are_stable() {
         (Kind::Leave, 13, 8),
         (Kind::Resume, 14, 28),
         (Kind::Resumed, 15, 8),
+        (Kind::Challenge, 16, NONCE_LEN),
+        (Kind::Auth, 17, NONCE_LEN + MAC_LEN),
+        (Kind::AuthOk, 18, MAC_LEN),
     ];
     for (kind, number, payload_len) in expected {
         assert_eq!(kind as u16, number);
@@ -323,4 +337,69 @@ fn resumed_is_kind_15_with_the_epoch() {
         assert_eq!(decode(&bad_len), Err(WireError::BadLength), "len {len}");
     }
     assert_eq!(decode(&frame[..frame.len() - 1]), Err(WireError::Truncated));
+}
+
+#[test]
+fn authentication_payloads_are_nonces_then_proofs() {
+    let challenge = encode(&Message::Challenge { nonce: [1; 16] });
+    assert_eq!(&challenge[6..12], &[16, 0, 16, 0, 0, 0]);
+    assert_eq!(&challenge[HEADER_LEN..], &[1; 16]);
+
+    let mut proof = [0u8; 32];
+    for (i, byte) in proof.iter_mut().enumerate() {
+        *byte = i as u8;
+    }
+    let auth = encode(&Message::Auth {
+        nonce: [0xee; 16],
+        proof,
+    });
+    assert_eq!(&auth[6..12], &[17, 0, 48, 0, 0, 0]);
+    assert_eq!(&auth[HEADER_LEN..HEADER_LEN + 16], &[0xee; 16]);
+    assert_eq!(&auth[HEADER_LEN + 16..], &proof);
+
+    let ok = encode(&Message::AuthOk { proof });
+    assert_eq!(&ok[6..12], &[18, 0, 32, 0, 0, 0]);
+    assert_eq!(&ok[HEADER_LEN..], &proof);
+    assert_eq!(MAX_PAYLOAD_LEN, 48, "Auth is the longest payload");
+}
+
+#[test]
+fn auth_input_is_label_then_both_nonces() {
+    let mut out = [0u8; AUTH_INPUT_LEN];
+    let len = auth_input(NODE_LABEL, &[1; 16], &[2; 16], &mut out);
+    assert_eq!(len, NODE_LABEL.len() + 32);
+    assert_eq!(&out[..NODE_LABEL.len()], NODE_LABEL);
+    assert_eq!(&out[NODE_LABEL.len()..NODE_LABEL.len() + 16], &[1; 16]);
+    assert_eq!(&out[NODE_LABEL.len() + 16..len], &[2; 16]);
+    for label in [NODE_LABEL, MANAGER_LABEL, SESSION_LABEL] {
+        assert!(label.len() <= AUTH_INPUT_LEN - 2 * NONCE_LEN, "{label:?}");
+    }
+    assert_ne!(NODE_LABEL, MANAGER_LABEL);
+    assert_ne!(MANAGER_LABEL, SESSION_LABEL);
+}
+
+#[test]
+fn tag_input_is_direction_sequence_then_frame() {
+    let frame = encode(&Message::HeartbeatAck { epoch: 7 });
+    let mut out = [0u8; TAG_INPUT_LEN];
+    let len =
+        tag_input(MANAGER_TO_NODE, 0x0102_0304_0506_0708, &frame, &mut out).expect("a frame fits");
+    assert_eq!(len, 9 + frame.len());
+    assert_eq!(out[0], b'M');
+    assert_eq!(&out[1..9], &[8, 7, 6, 5, 4, 3, 2, 1]);
+    assert_eq!(&out[9..len], frame.as_slice());
+    assert_eq!(NODE_TO_MANAGER, b'N');
+    assert!(tag_input(NODE_TO_MANAGER, 0, &[0; MAX_FRAME_LEN + 1], &mut out).is_none());
+}
+
+// A tag is a prefix of an HMAC-SHA256 result.
+const _: () = assert!(TAG_LEN <= MAC_LEN);
+
+#[test]
+fn same_bytes_needs_equal_length_and_content() {
+    assert!(same_bytes(b"", b""));
+    assert!(same_bytes(b"abc", b"abc"));
+    assert!(!same_bytes(b"abc", b"abd"));
+    assert!(!same_bytes(b"abc", b"ab"));
+    assert!(!same_bytes(b"ab", b"abc"));
 }

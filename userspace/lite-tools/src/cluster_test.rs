@@ -29,8 +29,10 @@ use crate::tap::Tap;
 use crate::IB_PORT;
 
 // The failure test shares the raw transfer and statistics helpers.
+mod device_access;
 pub(crate) mod io;
 mod kernel_api;
+mod membership_auth;
 mod memory_ops;
 mod privilege;
 mod processes;
@@ -76,6 +78,18 @@ type Check<'a> = (String, Box<dyn FnOnce() -> Result<(), String> + 'a>);
 
 /// Runs the whole cluster test, reporting each test point to `tap`.
 pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfig) {
+    run_with_joined_hook(kernel, tap, config, |_, _| {});
+}
+
+/// Like [`run`]; `all_joined` runs once every node has joined, before this
+/// node makes any LMR of the test (to note LITE's resources as they are
+/// with every peer connected and no test memory).
+pub fn run_with_joined_hook<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    config: &TestConfig,
+    all_joined: impl FnOnce(&K, &mut Tap<W>),
+) {
     let nodes = config.nodes;
     let earlier_id = kernel.get_node_id();
     let already_member = earlier_id > 0;
@@ -85,12 +99,15 @@ pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfi
         ));
     }
     before_join(kernel, tap, nodes, already_member);
+    membership_auth::run(kernel, tap, config, already_member);
     let Some(me) = join(kernel, tap, config, earlier_id) else {
         tap.bail_out("cannot test a cluster this node is not part of");
         return;
     };
+    all_joined(kernel, tap);
     let password = password_of(me);
     privilege::run(kernel, tap, me, config);
+    device_access::run(kernel, tap, me, nodes);
     // No node goes on while another may still be joining again after an
     // unprivileged leave that went through.
     io::barrier(kernel, tap, nodes, "the unprivileged processes");
@@ -878,7 +895,15 @@ mod tests {
                 let fault_skips = output
                     .matches("# SKIP needs the real kernel's RPC fault injection")
                     .count();
-                assert_eq!(skips, 13 + corrupt_skips, "{output}");
+                let device_skips = output
+                    .matches("# SKIP an in-memory model has no device to probe")
+                    .count();
+                let keyring_skips = output
+                    .matches("# SKIP needs the real kernel's keyrings")
+                    .count();
+                assert_eq!(skips, 17 + corrupt_skips, "{output}");
+                assert_eq!(device_skips, 1, "{output}");
+                assert_eq!(keyring_skips, 3, "{output}");
                 assert_eq!(fault_skips, corrupt_skips, "{output}");
                 assert_eq!(expected_skips, 9, "{output}");
                 assert_eq!(kernel_api_skips, 4, "{output}");
@@ -917,6 +942,36 @@ mod tests {
         let (output, summary) = run_against(&kernel, 1);
         assert!(summary.all_passed(), "{:?}", failures(&output));
         assert_eq!(kernel.live_lmrs(), 0, "LMRs leaked");
+    }
+
+    #[test]
+    fn the_joined_hook_runs_once_after_the_join_before_any_lmr() {
+        let kernel = FakeKernel::new(1, 1, Defects::default());
+        let config = TestConfig {
+            cm: Ipv4Addr::new(10, 0, 0, 1),
+            nodes: 1,
+            data_budget: TEST_BUDGET,
+        };
+        let mut out = Vec::new();
+        let mut tap = Tap::new(&mut out);
+        let mut seen = Vec::new();
+        run_with_joined_hook(&kernel, &mut tap, &config, |kernel, tap| {
+            seen.push((kernel.get_node_id(), kernel.live_lmrs(), tap.points()));
+        });
+        assert!(tap.finish().all_passed());
+        let output = String::from_utf8_lossy(&out);
+        let [(id, lmrs, points)] = seen[..] else {
+            panic!("the hook ran {} times", seen.len());
+        };
+        assert_eq!((id, lmrs), (1, 0));
+        let total_node = output
+            .lines()
+            .find(|l| l.contains("get_total_node returns 1"))
+            .and_then(|l| l.strip_prefix("ok "))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse::<u32>().ok());
+        // Right after the last point of the join.
+        assert_eq!(Some(points), total_node, "{output}");
     }
 
     #[test]
@@ -1009,7 +1064,7 @@ mod tests {
         assert_eq!(join_with_text(&kernels[0], "10.0.0.1"), 1);
         let (output, summary) = run_kernels(kernels, 2, Defects::default()).remove(0);
         assert!(summary.all_passed(), "{:?}", failures(&output));
-        assert_eq!(output.matches("# SKIP node joined before").count(), 21);
+        assert_eq!(output.matches("# SKIP node joined before").count(), 24);
     }
 
     #[test]
@@ -1028,7 +1083,7 @@ mod tests {
         for (me, (output, summary)) in (1..).zip(run_kernels(kernels, 4, Defects::default())) {
             assert!(summary.all_passed(), "{me}: {:?}", failures(&output));
             let earlier = output.matches("# SKIP node joined before").count();
-            assert_eq!(earlier, if me < 4 { 21 } else { 0 }, "{output}");
+            assert_eq!(earlier, if me < 4 { 24 } else { 0 }, "{output}");
             if me < 4 {
                 let checked =
                     format!("node id {me}, from a join before the test started, is in 1..=4");
@@ -1215,10 +1270,10 @@ mod tests {
         };
         let (output, summary) = run_against(&FakeKernel::new(1, 2, defects), 2);
         assert_eq!(summary.failed, 1, "{output}");
-        assert_eq!(summary.passed, 21);
-        assert!(output.contains("not ok 22 - join 10.0.0.1:18500 returns a node id in 1..=2"));
+        assert_eq!(summary.passed, 24);
+        assert!(output.contains("not ok 25 - join 10.0.0.1:18500 returns a node id in 1..=2"));
         assert!(output.contains("# returned -111 (-ECONNREFUSED)"));
         assert!(output.contains("Bail out!"));
-        assert!(output.ends_with("1..22\n21 passed, 1 failed\n"));
+        assert!(output.ends_with("1..25\n24 passed, 1 failed\n"));
     }
 }

@@ -28,6 +28,12 @@ pub mod membership;
 /// Where LITE's debugfs files are.
 pub const DEBUGFS_DIR: &str = "/sys/kernel/debug/lite";
 
+/// The device access checks in [`DEBUGFS_DIR`] (root only): reading it
+/// makes the node issue RDMA operations to itself through a queue pair of
+/// its own, inside and outside LITE's memory regions, and returns one line
+/// per check, `ok NAME` or `FAIL NAME: why`.
+pub const ACCESS_PROBE_FILE: &str = "access_probe";
+
 /// The statistics file in [`DEBUGFS_DIR`].
 pub const STATS_FILE: &str = "stats";
 

@@ -17,6 +17,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EACCES => "EACCES",
         libc::EFAULT => "EFAULT",
         libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
         libc::EDEADLK => "EDEADLK",
         libc::ENODEV => "ENODEV",
         libc::EINVAL => "EINVAL",
@@ -37,6 +38,9 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EHOSTDOWN => "EHOSTDOWN",
         libc::EHOSTUNREACH => "EHOSTUNREACH",
         libc::EOWNERDEAD => "EOWNERDEAD",
+        libc::EKEYREVOKED => "EKEYREVOKED",
+        libc::ENOKEY => "ENOKEY",
+        libc::EKEYREJECTED => "EKEYREJECTED",
         // The kernel-internal restart code can leak out of an interrupted call.
         512 => "ERESTARTSYS",
         _ => "?",

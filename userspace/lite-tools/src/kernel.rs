@@ -292,6 +292,17 @@ pub trait Kernel: Sync {
     fn read_debugfs(&self, _name: &str) -> Option<std::io::Result<String>> {
         None
     }
+    /// Whether the node has an RDMA device whose own checks of remote
+    /// access can be probed (false for an in-memory model).
+    fn has_rdma_device(&self) -> bool {
+        false
+    }
+    /// Whether `lite_join` proves the cluster's secret, found in the
+    /// calling process's kernel keyrings, to the manager (false for an
+    /// in-memory model, which has no keyrings).
+    fn checks_cluster_secret(&self) -> bool {
+        false
+    }
     /// Writes `text` to file `name` of LITE's debugfs directory, or `None`
     /// if this kernel has none.
     fn write_debugfs(&self, _name: &str, _text: &str) -> Option<std::io::Result<()>> {
@@ -601,6 +612,14 @@ impl Kernel for Syscalls {
     }
 
     fn injects_rpc_faults(&self) -> bool {
+        true
+    }
+
+    fn has_rdma_device(&self) -> bool {
+        true
+    }
+
+    fn checks_cluster_secret(&self) -> bool {
         true
     }
 }

@@ -13,6 +13,13 @@
 //!   reports TAP.
 //! * `lite-bench`: latency and throughput between two nodes, of data
 //!   operations and of RPC.
+//! * `lite-fuzz`: random sequences of every system call from several
+//!   processes and threads on every node, each result checked against the
+//!   call's documented errors; reports TAP.
+//! * `lite-resources`: once the tests have ended, checks that LITE's
+//!   resource counters came back to what they were before the tests.
+//! * `lite-secret`: puts the cluster's secret in the kernel keyring, where
+//!   `lite_join` finds it.
 //!
 //! The library holds what they share. Everything that does not issue a
 //! LITE system call is unit tested on any Linux host; the cluster test
@@ -34,10 +41,13 @@ pub mod errno;
 pub mod failure_test;
 #[cfg(test)]
 mod fake_kernel;
+pub mod fuzz;
 pub mod kernel;
+pub mod keyring;
 pub mod partition_test;
 pub mod pattern;
 pub mod plan;
+pub mod resources;
 pub mod stats;
 pub mod tap;
 

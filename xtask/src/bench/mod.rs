@@ -8,9 +8,11 @@
 //! (`ib_write_bw`, `ib_read_bw`, see [`run::bw_runs`]); both nodes then run
 //! `lite-bench`, which measures latency, atomics, uncontended lock/unlock
 //! pairs, memset/memcpy throughput, asynchronous write/read throughput, RPC
-//! round trips and throughput, and last the isolation of a high-priority
-//! process's writes from low-priority processes saturating the link, with
-//! QoS off and on. A second, short phase boots [`LOCK_NODES`] VMs that all
+//! round trips and throughput, the isolation of a high-priority process's
+//! writes from low-priority processes saturating the link, with QoS off
+//! and on, and last how many memory regions node 2 registers as its live
+//! LMRs grow from 1 to 1000 (they must follow the pool's memory, not the
+//! LMR count). A second, short phase boots [`LOCK_NODES`] VMs that all
 //! take turns on one lock. A last phase boots [`FAILURE_NODES`] VMs that
 //! run the failure test's program alone: the last node is killed once the
 //! others depend on it, and the survivors report how long their calls

@@ -1,6 +1,7 @@
 //! Turning the guests' console output into typed measurements: perftest's
 //! client tables, which the guest brackets with `LITE-PERFTEST-BEGIN` /
-//! `LITE-PERFTEST-END` lines, `lite-bench`'s `LITE-BENCH`, `LITE-LOCK`,
+//! `LITE-PERFTEST-END` lines, `lite-bench`'s `LITE-BENCH` (memory region
+//! counts too), `LITE-LOCK`,
 //! `LITE-LOCK-SAMPLES` and `LITE-QOS` lines, and the TAP comments in which
 //! `lite-failure-test`'s survivors give their stall, leave and rejoin times.
 //!
@@ -217,6 +218,25 @@ pub struct QosRow {
     pub throttled: u64,
 }
 
+/// One `LITE-BENCH op=regions` line: the measuring node's resource
+/// counters with this many LMRs alive.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegionRow {
+    /// Bytes of each LMR.
+    pub size: u64,
+    /// LMRs the node created that are alive (its `lmrs` counter).
+    pub lmrs: u64,
+    /// How many of the LMRs are on the measuring node itself, the others
+    /// being on the other node: only theirs take the node's pool memory.
+    pub local: u64,
+    /// Memory regions the node registered.
+    pub memory_regions: u64,
+    /// Segments of the node's remote memory pool, one memory region each.
+    pub pool_segments: u64,
+    /// Bytes of those segments.
+    pub pool_bytes: u64,
+}
+
 /// How long after a survivor's last successful write to the killed node
 /// one of its calls waiting on that node returned (`# stall <call> <N>
 /// ms`).
@@ -276,6 +296,8 @@ pub struct Measurements {
     pub lock_samples: BTreeMap<(u32, u32), Vec<f64>>,
     /// Isolation phases by (phase, QoS).
     pub qos: BTreeMap<(String, String), QosRow>,
+    /// Memory region counts by (LMR size, live LMRs).
+    pub regions: BTreeMap<(u64, u64), RegionRow>,
     /// The failure phase's survivors, in node order (its victim is not
     /// among them).
     pub failure: Vec<FailureNode>,
@@ -314,6 +336,9 @@ impl Measurements {
             self.qos
                 .entry((row.phase.clone(), row.qos.clone()))
                 .or_insert(row);
+        }
+        for row in parse_lite_regions(text) {
+            self.regions.entry((row.size, row.lmrs)).or_insert(row);
         }
         self.problems.extend(
             logscan::problems(text)
@@ -355,6 +380,7 @@ impl Measurements {
             && self.lite_rpc_bw.is_empty()
             && self.locks.is_empty()
             && self.qos.is_empty()
+            && self.regions.is_empty()
             && self.failure.iter().all(FailureNode::is_empty)
     }
 }
@@ -698,6 +724,24 @@ pub fn parse_lite_qos(log: &str) -> Vec<QosRow> {
         .collect()
 }
 
+/// `LITE-BENCH op=regions size=4096 lmrs=.. local=.. memory_regions=..
+/// pool_segments=.. pool_bytes=..` lines; malformed lines are skipped.
+pub fn parse_lite_regions(log: &str) -> Vec<RegionRow> {
+    tagged_lines(log, LITE_BENCH)
+        .filter(|fields| fields.text("op") == Some("regions"))
+        .filter_map(|fields| {
+            Some(RegionRow {
+                size: fields.integer("size")?,
+                lmrs: fields.integer("lmrs")?,
+                local: fields.integer("local")?,
+                memory_regions: fields.integer("memory_regions")?,
+                pool_segments: fields.integer("pool_segments")?,
+                pool_bytes: fields.integer("pool_bytes")?,
+            })
+        })
+        .collect()
+}
+
 /// The milliseconds of a comment's rest: `<N> ms`.
 fn milliseconds(rest: &str) -> Option<i64> {
     match columns(rest)? {
@@ -911,6 +955,18 @@ LITE-QOS phase=loaded qos=off size=64 iters=1000 median_us=4000.00 p10_us=3000.0
 LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=300 bytes=19660800 elapsed_us=2000000.00 mibps=10.00
 LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=1300.00 p10_us=1000.00 p90_us=1600.00 p99_us=2600.00 min_us=850.00 max_us=5000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=150 load_mibps=5.50 throttled=140
 LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=nan p10_us=1 p90_us=1 p99_us=1 loaders=3 load_size=65536 load_ops=1 load_mibps=1 throttled=1
+";
+
+    /// The memory region series: 4 KiB LMRs up to 1000, one line broken
+    /// by a kernel message, then 100 LMRs of 64 KiB (pool: 4 MiB segments).
+    pub(crate) const REGIONS_LOG: &str = "\
+LITE-BENCH op=regions size=4096 lmrs=1 local=1 memory_regions=3 pool_segments=1 pool_bytes=4194304
+LITE-BENCH op=regions size=4096 lmrs=10 local=5 memory_regions=3 pool_segments=1 pool_bytes=4194304
+[   80.123456] LITE-BENCH op=regions size=4096 lmrs=100 local=50 memory_regions=3 pool_segments=1 pool_bytes=4194304
+LITE-BENCH op=regions size=4096 lmrs=1000 local=500 memory_regions=4 pool_segments=2 pool_bytes=8388608
+LITE-BENCH op=regions size=4096 lmrs=1000 local=500 memory_regions=4 pool_segrxe0: some kernel message
+LITE-BENCH op=regions size=65536 lmrs=100 local=50 memory_regions=4 pool_segments=2 pool_bytes=8388608
+LITE-BENCH op=regions size=65536 lmrs=x local=50 memory_regions=4 pool_segments=2 pool_bytes=8388608
 ";
 
     /// A survivor of the failure phase that watches the leaves, as its
@@ -1201,6 +1257,36 @@ LITE-FAILURE-VICTIM re";
         assert!(parse_lite_bench(QOS_LOG).is_empty());
         assert!(parse_lite_throughput(QOS_LOG).is_empty());
         assert!(parse_lite_lock(QOS_LOG).is_empty());
+    }
+
+    #[test]
+    fn parses_memory_region_lines_only() {
+        let rows = parse_lite_regions(&console(REGIONS_LOG));
+        assert_eq!(rows.len(), 5, "{rows:?}");
+        assert_eq!(
+            rows[3],
+            RegionRow {
+                size: 4096,
+                lmrs: 1000,
+                local: 500,
+                memory_regions: 4,
+                pool_segments: 2,
+                pool_bytes: 8 << 20,
+            }
+        );
+        // Found after a timestamp; the 64 KiB row last.
+        assert_eq!(rows[2].lmrs, 100);
+        assert_eq!((rows[4].size, rows[4].lmrs), (65536, 100));
+        // Not latency or throughput lines, and those are not region lines.
+        assert!(parse_lite_bench(REGIONS_LOG).is_empty());
+        assert!(parse_lite_throughput(REGIONS_LOG).is_empty());
+        assert!(parse_lite_regions(CLIENT).is_empty());
+        assert!(parse_lite_regions(BW_CLIENT).is_empty());
+        assert!(parse_lite_regions(&console(REAL_RUN)).is_empty());
+        let mut m = Measurements::default();
+        m.add_log("node2", REGIONS_LOG);
+        assert_eq!(m.regions.len(), 5);
+        assert!(!m.is_empty());
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! Reporting: medians and spreads of raw samples, the comparison tables
-//! and the verdicts on the targets, printed under `==>` headings.
+//! Reporting: medians and spreads of raw samples, the comparison tables,
+//! the memory region counts and the verdicts on the targets, printed under
+//! `==>` headings.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::parse::{
-    FailureNode, Lite, LiteBw, LiteRpcBw, LockRow, Measurements, Native, NativeBw, QosRow, Spread,
+    FailureNode, Lite, LiteBw, LiteRpcBw, LockRow, Measurements, Native, NativeBw, QosRow,
+    RegionRow, Spread,
 };
 use super::{ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES};
 use crate::{failure, ui};
@@ -48,6 +50,9 @@ const STALL_BOUND_MS: i64 = 4500;
 /// Leave/rejoin cycles of the failure program (its `CYCLES`).
 const LEAVE_CYCLES: u32 = 10;
 
+/// Bytes in a MiB.
+const MIB: f64 = 1_048_576.0;
+
 /// Prints the lines of a table (or a verdict) under the current heading.
 fn say_indented(lines: impl IntoIterator<Item = String>) {
     for line in lines {
@@ -83,6 +88,10 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
     say_indented(qos_table(&qos));
     say_indented([qos_verdict(&qos)]);
+    let regions: Vec<RegionRow> = m.regions.values().cloned().collect();
+    ui::say("==> memory regions as LMRs grow (the measuring node's resources file)");
+    say_indented(regions_table(&regions));
+    say_indented([regions_verdict(&regions)]);
 }
 
 /// Prints the lock table: `iters` uncontended pairs and `lock_iters` per
@@ -705,6 +714,104 @@ pub fn qos_table(rows: &[QosRow]) -> Vec<String> {
     lines
 }
 
+/// The memory region table, one string per line: the measuring node's
+/// memory regions and pool after each step, by LMR size and count.
+pub fn regions_table(rows: &[RegionRow]) -> Vec<String> {
+    let row = |cells: [&str; 5]| {
+        table_row(
+            &[right(6), right(9), right(15), right(14), right(9)],
+            &cells,
+        )
+    };
+    let mut lines = vec![
+        "LMRs alive, half of them (every other one) on this node and half on the other; \
+         counters read right after each step's allocations"
+            .to_string(),
+        row([
+            "LMRs",
+            "LMR size",
+            "memory regions",
+            "pool segments",
+            "pool MiB",
+        ]),
+    ];
+    if rows.is_empty() {
+        lines.push("(no LITE-BENCH op=regions lines in the guest logs)".to_string());
+        return lines;
+    }
+    for r in rows {
+        lines.push(row([
+            &r.lmrs.to_string(),
+            &r.size.to_string(),
+            &r.memory_regions.to_string(),
+            &r.pool_segments.to_string(),
+            &format!("{:.2}", r.pool_bytes as f64 / MIB),
+        ]));
+    }
+    lines
+}
+
+/// Why `row` does not keep memory regions flat against `base`, the row
+/// with the fewest LMRs: a region beyond `base`'s that no new pool segment
+/// accounts for, or a pool too small to hold this node's LMRs (which then
+/// must have regions of their own); `None` if it does.
+fn regions_problem(base: &RegionRow, row: &RegionRow) -> Option<String> {
+    let grown = |from: u64, to: u64| i128::from(to) - i128::from(from);
+    let regions = grown(base.memory_regions, row.memory_regions);
+    let segments = grown(base.pool_segments, row.pool_segments);
+    let local_bytes = u128::from(row.local) * u128::from(row.size);
+    if regions > segments {
+        Some(format!(
+            "{} LMRs of {} B: memory regions {} -> {}, pool segments only {} -> {}",
+            row.lmrs,
+            row.size,
+            base.memory_regions,
+            row.memory_regions,
+            base.pool_segments,
+            row.pool_segments
+        ))
+    } else if u128::from(row.pool_bytes) < local_bytes {
+        Some(format!(
+            "{} LMRs of {} B: the pool's {:.2} MiB cannot hold the {:.2} MiB of the {} on this node",
+            row.lmrs,
+            row.size,
+            row.pool_bytes as f64 / MIB,
+            local_bytes as f64 / MIB,
+            row.local
+        ))
+    } else {
+        None
+    }
+}
+
+/// Whether the measuring node's memory regions stay flat as LMRs grow:
+/// against the row with the fewest LMRs, every other row may add memory
+/// regions only as pool segments, and its pool must hold the bytes of the
+/// LMRs on this node. Names the largest row when met, the first that
+/// fails when not.
+pub fn regions_verdict(rows: &[RegionRow]) -> String {
+    let what = "memory regions stay flat (every region beyond the fewest-LMR row's is a new \
+                pool segment, and the pool holds this node's LMR bytes)";
+    // The first of equal rows, in table order.
+    let base = rows.iter().min_by_key(|r| r.lmrs);
+    let largest = rows.iter().rev().max_by_key(|r| r.lmrs);
+    let (Some(base), Some(largest), true) = (base, largest, rows.len() > 1) else {
+        return format!("{what}: not evaluated, a measurement is missing");
+    };
+    match rows.iter().find_map(|r| regions_problem(base, r)) {
+        Some(problem) => format!("{what}: NOT met ({problem})"),
+        None => format!(
+            "{what}: met ({} -> {} LMRs: memory regions {} -> {}, pool segments {} -> {})",
+            base.lmrs,
+            largest.lmrs,
+            base.memory_regions,
+            largest.memory_regions,
+            base.pool_segments,
+            largest.pool_segments
+        ),
+    }
+}
+
 /// Count, median, minimum and maximum of a series.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Summary {
@@ -1044,11 +1151,13 @@ pub fn target_verdict(native: &[Native], lite: &[Lite]) -> String {
 mod tests {
     use super::*;
     use crate::bench::parse::tests::{
-        failure_logs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, QOS_LOG, RPC_LOG,
+        failure_logs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, QOS_LOG,
+        REGIONS_LOG, RPC_LOG,
     };
     use crate::bench::parse::{
-        parse_lite_bench, parse_lite_lock, parse_lite_qos, parse_lite_rpc_throughput,
-        parse_lite_throughput, parse_lock_samples, parse_perftest, parse_perftest_bw,
+        parse_lite_bench, parse_lite_lock, parse_lite_qos, parse_lite_regions,
+        parse_lite_rpc_throughput, parse_lite_throughput, parse_lock_samples, parse_perftest,
+        parse_perftest_bw,
     };
 
     #[test]
@@ -1616,5 +1725,57 @@ mod tests {
         );
         let table = qos_table(&[]);
         assert_eq!(table.len(), 4);
+    }
+
+    #[test]
+    fn regions_table_and_verdict() {
+        let rows = parse_lite_regions(REGIONS_LOG);
+        let table = regions_table(&rows);
+        assert_eq!(table.len(), 7, "{table:#?}");
+        let cells = |line: usize| table[line].split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            cells(1),
+            "LMRs LMR size memory regions pool segments pool MiB"
+        );
+        assert_eq!(cells(2), "1 4096 3 1 4.00");
+        assert_eq!(cells(5), "1000 4096 4 2 8.00");
+        assert_eq!(cells(6), "100 65536 4 2 8.00");
+        let what = "memory regions stay flat (every region beyond the fewest-LMR row's is a new \
+                    pool segment, and the pool holds this node's LMR bytes)";
+        assert_eq!(
+            regions_verdict(&rows),
+            format!("{what}: met (1 -> 1000 LMRs: memory regions 3 -> 4, pool segments 1 -> 2)")
+        );
+        // A region per LMR that no pool segment explains.
+        let mut per_lmr = rows.clone();
+        per_lmr[3].memory_regions = 503;
+        assert_eq!(
+            regions_verdict(&per_lmr),
+            format!(
+                "{what}: NOT met (1000 LMRs of 4096 B: memory regions 3 -> 503, \
+                 pool segments only 1 -> 2)"
+            )
+        );
+        // Fewer segments again need fewer regions too.
+        let mut shrunk = rows.clone();
+        shrunk[4].pool_segments = 1;
+        assert!(regions_verdict(&shrunk).contains("NOT met (100 LMRs of 65536 B:"));
+        // 50 local LMRs of 64 KiB are 3.125 MiB: a 2 MiB pool cannot hold them.
+        let mut small_pool = rows.clone();
+        small_pool[4].pool_bytes = 2 << 20;
+        assert!(regions_verdict(&small_pool).ends_with(
+            "NOT met (100 LMRs of 65536 B: the pool's 2.00 MiB cannot hold the 3.12 MiB \
+             of the 50 on this node)"
+        ));
+        for missing in [&rows[..1], &[]] {
+            assert_eq!(
+                regions_verdict(missing),
+                format!("{what}: not evaluated, a measurement is missing")
+            );
+        }
+        assert_eq!(
+            regions_table(&[])[2],
+            "(no LITE-BENCH op=regions lines in the guest logs)"
+        );
     }
 }

@@ -108,6 +108,12 @@
  *   Membership belongs to the node and outlives the calling process.
  *   Joining and leaving need CAP_NET_ADMIN (-EPERM, checked first); using
  *   LMRs, RPC and locks needs no privilege.
+ *   The node and the manager authenticate each other with the cluster's
+ *   secret, the payload of the "user" key "lite:cluster" in the caller's
+ *   keyrings (e.g. keyctl padd user lite:cluster @u < FILE), and protect
+ *   every frame between them: -ENOKEY no such key; -EKEYREJECTED the
+ *   manager refused this node's secret, or proved no knowledge of it;
+ *   -EINVAL an empty key or one longer than 256 bytes.
  *   -EISCONN already joined; -ENODEV no RDMA device or port;
  *   -ECONNREFUSED / -ETIMEDOUT the cluster manager cannot be reached;
  *   -EPROTO the cluster manager answered something unexpected;
@@ -390,7 +396,8 @@
  *   detection bound; with nobody waiting, the next caller is told.
  *   Unlock it as usual.
  * long lite_unlock(const struct lite_lock *lock)
- *   Release the lock. -EPERM the calling thread does not hold it.
+ *   Release the lock. -ENOENT unknown lock, -EPERM the calling thread
+ *   does not hold it.
  *   Locks still held when their process exits are released.
  *
  * Priorities and QoS

@@ -1,5 +1,6 @@
 //! `lite-bench`: latency and throughput of LITE operations between two
-//! nodes, atomics, locks, and the isolation of high-priority operations.
+//! nodes, atomics, locks, the isolation of high-priority operations, and
+//! the memory regions a node registers as its live LMRs grow.
 //!
 //! Both nodes run it. The node that holds the memory (node 1 by default)
 //! only waits; the other allocates LMRs there and measures, in order:
@@ -29,7 +30,13 @@
 //!    then while `--qos-loaders` low-priority copies of this program
 //!    (`lite-bench __qos-load NODE SIZE`, priority LOW) write 64 KiB to the
 //!    memory node in a loop, with QoS off and then on (written to
-//!    `/sys/kernel/debug/lite/qos_enabled`, which is restored afterwards).
+//!    `/sys/kernel/debug/lite/qos_enabled`, which is restored afterwards);
+//! 6. memory regions: 4 KiB LMRs, alternately on this node and on the
+//!    memory node, are allocated and kept until 1, 10, 100 and 1000 are
+//!    alive, then (those freed) 100 LMRs of 64 KiB; after each step the
+//!    node's `/sys/kernel/debug/lite/resources` says how many memory
+//!    regions and pool segments it holds, which must follow the pool's
+//!    memory, not the number of LMRs.
 //!
 //! With `--contend N` it does none of that: N nodes, all running
 //! `lite-bench --contend N`, take turns on one lock kept by node 1 (node 1
@@ -69,6 +76,15 @@
 //! time it wrote, added up; `throttled`: the growth of the node's
 //! `qos_throttled` counter while the high-priority writes were timed)
 //!
+//! and each step of the memory region series
+//!
+//! `LITE-BENCH op=regions size=4096 lmrs=.. local=.. memory_regions=.. pool_segments=.. pool_bytes=..`
+//!
+//! (`size`: bytes of each LMR; `local`: how many of the LMRs are on this
+//! node, the others being on the memory node; the rest as the resources
+//! file gives them right after the step's allocations, `lmrs` counting
+//! every LMR this node created)
+//!
 //! where `avg` is total bytes over total time, and the distribution is over
 //! single operations (memset, memcpy) or over up to 10 consecutive groups
 //! of completions (asynchronous series). Every series checks the data it
@@ -94,8 +110,10 @@ use lite_tools::bench::{
     throughput_line, throughput_of_completions, throughput_of_ops, LoadReport, LockSeries,
     Operation, PeerNode, QosPhase, QosResult, Throughput, SAMPLES_PER_LINE,
 };
+use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
 use lite_tools::kernel::{Kernel, Syscalls};
+use lite_tools::resources::{self, RESOURCES_FILE};
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
 
@@ -107,7 +125,8 @@ const CLI: Cli = Cli {
                [--contend NODES [--contend-iters N]]",
     about: "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
             asynchronous write/read throughput, RPC latency and throughput between two \
-            nodes, and high-priority write latency under low-priority load; or, with \
+            nodes, high-priority write latency under low-priority load, and the memory \
+            regions the node registers as live LMRs grow; or, with \
             --contend, lock/unlock with several nodes contending.",
     options: &[
         OptionSpec {
@@ -249,6 +268,19 @@ const QOS_SETTLE: Duration = Duration::from_millis(200);
 
 /// The QoS switch (debugfs): `1` on, `0` off.
 const QOS_ENABLED: &str = "/sys/kernel/debug/lite/qos_enabled";
+
+/// Live LMRs after each step of the memory region series.
+const REGION_STEPS: [usize; 4] = [1, 10, 100, 1000];
+
+/// Size of the LMRs of the memory region series' steps.
+const REGION_LMR_SIZE: u64 = 4096;
+
+/// The memory region series' last row: this many LMRs of
+/// [`REGION_LARGE_SIZE`].
+const REGION_LARGE_COUNT: usize = 100;
+
+/// Size of the LMRs of the memory region series' last row.
+const REGION_LARGE_SIZE: u64 = 64 * 1024;
 
 /// First argument that makes the program a low-priority load process of
 /// the isolation run: `lite-bench __qos-load NODE SIZE`.
@@ -446,7 +478,8 @@ fn run(options: &Options) -> Result<(), String> {
         .and_then(|()| measure_memory_ops(options))
         .and_then(|()| measure_async(options))
         .and_then(|()| measure_rpc(options))
-        .and_then(|()| measure_qos(options));
+        .and_then(|()| measure_qos(options))
+        .and_then(|()| measure_regions(options, me));
     // The memory node must not leave while the other still measures, and
     // the measuring node must release it even after a failure.
     let finished = barrier();
@@ -1434,6 +1467,106 @@ fn qos_phase(options: &Options, lmr: &Lmr, phase: QosPhase, qos: bool) -> Result
         ));
     }
     Ok(())
+}
+
+/// Memory regions as live LMRs grow: LMRs of [`REGION_LMR_SIZE`],
+/// alternately on this node and on the memory node, are allocated and kept
+/// until each of [`REGION_STEPS`] is alive, then, those freed,
+/// [`REGION_LARGE_COUNT`] of [`REGION_LARGE_SIZE`]; each step reports this
+/// node's resources file right after its allocations.
+fn measure_regions(options: &Options, me: u32) -> Result<(), String> {
+    let peer = options.memory_node;
+    // A kernel without the file fails here, before allocating anything.
+    read_region_counters()?;
+    say(format_args!(
+        "lite-bench: memory regions with {REGION_STEPS:?} LMRs of {REGION_LMR_SIZE} B, then \
+         {REGION_LARGE_COUNT} of {REGION_LARGE_SIZE} B, alternately on this node {me} and on \
+         node {peer}"
+    ));
+    let started = Instant::now();
+    let mut small = Vec::new();
+    for count in REGION_STEPS {
+        alloc_alternately(&mut small, count, REGION_LMR_SIZE, me, peer)?;
+        report_regions(REGION_LMR_SIZE, small.len())?;
+    }
+    free_all(small)?;
+    let mut large = Vec::new();
+    alloc_alternately(&mut large, REGION_LARGE_COUNT, REGION_LARGE_SIZE, me, peer)?;
+    report_regions(REGION_LARGE_SIZE, large.len())?;
+    free_all(large)?;
+    say(format_args!(
+        "lite-bench: memory region series took {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}
+
+/// Allocates `size`-byte LMRs into `lmrs` until it holds `count`: the
+/// first, third and so on on node `local`, the others on node `peer`.
+fn alloc_alternately(
+    lmrs: &mut Vec<Lmr>,
+    count: usize,
+    size: u64,
+    local: u32,
+    peer: u32,
+) -> Result<(), String> {
+    while lmrs.len() < count {
+        let node = if lmrs.len().is_multiple_of(2) {
+            local
+        } else {
+            peer
+        };
+        let lmr = Lmr::alloc(node, size, 0, PASSWORD).map_err(|e| {
+            format!(
+                "alloc {size} B on node {node} with {} LMRs alive: {}",
+                lmrs.len(),
+                describe_error(&e)
+            )
+        })?;
+        lmrs.push(lmr);
+    }
+    Ok(())
+}
+
+/// Frees every LMR of `lmrs` (on an error, dropping frees the rest).
+fn free_all(lmrs: Vec<Lmr>) -> Result<(), String> {
+    lmrs.into_iter().try_for_each(|lmr| {
+        lmr.free()
+            .map_err(|e| format!("free: {}", describe_error(&e)))
+    })
+}
+
+/// Prints the resources file's counters with `alive` LMRs of `size` bytes
+/// allocated by [`alloc_alternately`].
+fn report_regions(size: u64, alive: usize) -> Result<(), String> {
+    let [lmrs, memory_regions, pool_segments, pool_bytes] = read_region_counters()?;
+    say(format_args!(
+        "LITE-BENCH op=regions size={size} lmrs={lmrs} local={} memory_regions={memory_regions} \
+         pool_segments={pool_segments} pool_bytes={pool_bytes}",
+        alive.div_ceil(2)
+    ));
+    Ok(())
+}
+
+/// `lmrs`, `memory_regions`, `pool_segments` and `pool_bytes` of this
+/// node's resources file.
+fn read_region_counters() -> Result<[u64; 4], String> {
+    let path = format!("{DEBUGFS_DIR}/{RESOURCES_FILE}");
+    let text = debugfs::read_file(RESOURCES_FILE)
+        .map_err(|e| format!("{path}: {e}: this kernel does not report its memory regions"))?;
+    let counters = resources::parse(&text).map_err(|e| format!("{path}: {e}"))?;
+    let counter = |name: &str| {
+        counters
+            .get(name)
+            .copied()
+            .ok_or_else(|| format!("{path} lists no {name}"))
+    };
+    Ok([
+        counter("lmrs")?,
+        counter("memory_regions")?,
+        counter("pool_segments")?,
+        counter("pool_bytes")?,
+    ])
 }
 
 /// A low-priority load process: `lite-bench __qos-load NODE SIZE`. It says

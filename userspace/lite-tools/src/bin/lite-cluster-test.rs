@@ -4,20 +4,26 @@
 //! [`lite_tools::cluster_test`] for what it checks). The output is TAP
 //! version 13 followed by one line `P passed, F failed`; the exit status
 //! is 0 exactly when F is 0.
+//!
+//! With `--resources-baseline FILE` it saves LITE's resource counters to
+//! FILE once every node joined, before it makes any LMR, for
+//! `lite-resources` to compare with after the tests.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
 use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
-use lite_tools::cluster_test::{child_main, run, TestConfig, CHILD_SUBCOMMAND};
-use lite_tools::kernel::Syscalls;
+use lite_tools::cluster_test::{child_main, run_with_joined_hook, TestConfig, CHILD_SUBCOMMAND};
+use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::plan::DATA_BUDGET_BYTES;
+use lite_tools::resources::{save_baseline, RESOURCES_FILE};
 use lite_tools::tap::Tap;
 use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
 
 const CLI: Cli = Cli {
     program: "lite-cluster-test",
-    synopsis: "--cm IP --nodes N",
+    synopsis: "--cm IP --nodes N [--resources-baseline FILE]",
     about: "Runs the LITE cluster test on this node and reports TAP.",
     options: &[
         OptionSpec {
@@ -29,6 +35,11 @@ const CLI: Cli = Cli {
             name: "nodes",
             value_name: "N",
             help: "number of nodes running the test",
+        },
+        OptionSpec {
+            name: "resources-baseline",
+            value_name: "FILE",
+            help: "save LITE's resource counters to FILE once all nodes joined",
         },
     ],
 };
@@ -57,7 +68,12 @@ fn main() -> ExitCode {
         "lite-cluster-test: manager {}:{CM_DEFAULT_PORT}, {} nodes",
         config.cm, config.nodes
     ));
-    run(&Syscalls, &mut tap, &config);
+    let baseline = parsed.get("resources-baseline").map(PathBuf::from);
+    run_with_joined_hook(&Syscalls, &mut tap, &config, |kernel, tap| {
+        if let Some(path) = &baseline {
+            save_baseline(tap, kernel.read_debugfs(RESOURCES_FILE), path);
+        }
+    });
     if tap.finish().all_passed() {
         ExitCode::SUCCESS
     } else {

@@ -364,6 +364,9 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if let Some(status) = super::sync::child_main(kernel, args) {
         return status;
     }
+    if let Some(status) = super::membership_auth::child_main(kernel, args) {
+        return status;
+    }
     if let Some(status) = super::privilege::child_main(kernel, args) {
         return status;
     }

@@ -1,0 +1,101 @@
+//! `lite-fuzz`: the LITE system call fuzzer.
+//!
+//! Every node of the cluster runs it at the same time (see
+//! [`lite_tools::fuzz`] for what it does). The output is TAP version 13
+//! followed by one line `P passed, F failed`; the exit status is 0 exactly
+//! when F is 0.
+
+use std::process::ExitCode;
+
+use lite::sys::CM_DEFAULT_PORT;
+use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::fuzz::{
+    parse_seed, run, seed_from_clock, FuzzConfig, DEFAULT_PROCS, DEFAULT_SECONDS, DEFAULT_THREADS,
+    MAX_FUZZ_PROCS, MAX_FUZZ_THREADS,
+};
+use lite_tools::tap::Tap;
+use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
+
+const CLI: Cli = Cli {
+    program: "lite-fuzz",
+    synopsis: "--cm IP --nodes N [--seconds S] [--seed X] [--procs P] [--threads T]",
+    about: "Fuzzes LITE's system calls on this node, with every other node of the cluster, and reports TAP.",
+    options: &[
+        OptionSpec {
+            name: "cm",
+            value_name: "IP",
+            help: "IPv4 address of the cluster manager (port 18500)",
+        },
+        OptionSpec {
+            name: "nodes",
+            value_name: "N",
+            help: "number of nodes, all running lite-fuzz",
+        },
+        OptionSpec {
+            name: "seconds",
+            value_name: "S",
+            help: "how long to fuzz (default 60)",
+        },
+        OptionSpec {
+            name: "seed",
+            value_name: "X",
+            help: "seed, decimal or 0x-hex (default: from the clock)",
+        },
+        OptionSpec {
+            name: "procs",
+            value_name: "P",
+            help: "fuzzing processes (default 3, at most 8)",
+        },
+        OptionSpec {
+            name: "threads",
+            value_name: "T",
+            help: "threads per process (default 3, at most 8)",
+        },
+    ],
+};
+
+fn parse_config(parsed: &Parsed) -> Result<FuzzConfig, ArgError> {
+    let seed = match parsed.get("seed") {
+        Some(text) => parse_seed(text).map_err(|reason| invalid("seed", text, reason))?,
+        None => seed_from_clock(),
+    };
+    Ok(FuzzConfig {
+        cm: parsed.required_with("cm", parse_cm_address)?,
+        nodes: in_range("nodes", parsed.required("nodes")?, 1..=MAX_CLUSTER_NODES)?,
+        seconds: in_range(
+            "seconds",
+            parsed.optional("seconds", DEFAULT_SECONDS)?,
+            1..=7 * 24 * 3600,
+        )?,
+        seed,
+        procs: in_range(
+            "procs",
+            parsed.optional("procs", DEFAULT_PROCS)?,
+            1..=MAX_FUZZ_PROCS,
+        )?,
+        threads: in_range(
+            "threads",
+            parsed.optional("threads", DEFAULT_THREADS)?,
+            1..=MAX_FUZZ_THREADS,
+        )?,
+    })
+}
+
+fn main() -> ExitCode {
+    let parsed = CLI.parse_env_or_exit();
+    let config = match parse_config(&parsed) {
+        Ok(config) => config,
+        Err(error) => CLI.exit_with(&error),
+    };
+    let mut tap = Tap::new(std::io::stdout());
+    tap.comment(&format!(
+        "lite-fuzz: manager {}:{CM_DEFAULT_PORT}, {} nodes",
+        config.cm, config.nodes
+    ));
+    run(&mut tap, &config);
+    if tap.finish().all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

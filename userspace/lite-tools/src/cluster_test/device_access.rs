@@ -1,0 +1,113 @@
+//! Remote access confined by the device: peers reach only memory LITE
+//! registered (its pool of LMR chunks, rings, reply slots, lock words and
+//! tables, and registered user buffers), and the device itself refuses
+//! everything else, not LITE's software on the target.
+//!
+//! The node's kernel runs the checks on request ([`ACCESS_PROBE_FILE`]),
+//! against every peer: through a queue pair the peer makes for the check
+//! (a refused access breaks a queue pair, so LITE's own connections are
+//! not used), RDMA writes and reads with a key of the peer's pool to a pool
+//! buffer (accepted), to the peer's kernel memory outside every region
+//! (refused by the peer's device, the memory unchanged), past the end of a
+//! region (refused), and with the key of a region the peer released
+//! (refused). Each line of the answer is one TAP point here.
+
+use std::io::Write;
+
+use crate::debugfs::ACCESS_PROBE_FILE;
+use crate::kernel::Kernel;
+use crate::tap::Tap;
+
+/// Checks the kernel runs against each peer; fewer lines mean a check
+/// went missing.
+const CHECKS: usize = 5;
+
+/// Runs the device's access checks from this node against its `nodes - 1`
+/// peers and reports each.
+pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    let what = format!("node {me}: the peers' devices confine remote access to LITE's regions");
+    if !kernel.has_rdma_device() {
+        tap.skip(&what, "an in-memory model has no device to probe");
+        return;
+    }
+    let text = match kernel.read_debugfs(ACCESS_PROBE_FILE) {
+        Some(Ok(text)) => text,
+        Some(Err(err)) => {
+            tap.not_ok(&what, &format!("cannot read {ACCESS_PROBE_FILE}: {err}"));
+            return;
+        }
+        None => {
+            tap.not_ok(&what, "this kernel has no debugfs");
+            return;
+        }
+    };
+    let checks = parse(&text);
+    for (name, outcome) in &checks {
+        tap.check(&format!("node {me} -> {name}"), outcome.clone());
+    }
+    let expected = CHECKS * (nodes.max(1) as usize - 1);
+    tap.check(
+        &format!("node {me}: all {expected} device access checks ran ({CHECKS} per peer)"),
+        if checks.len() == expected {
+            Ok(())
+        } else {
+            Err(format!("{} ran:\n{text}", checks.len()))
+        },
+    );
+}
+
+/// Each check of the kernel's answer with its outcome: lines are
+/// `ok NAME`, `FAIL NAME` or `FAIL NAME: error ERRNO`.
+fn parse(text: &str) -> Vec<(String, Result<(), String>)> {
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| match line.strip_prefix("ok ") {
+            Some(name) => (name.to_string(), Ok(())),
+            None => {
+                let rest = line.strip_prefix("FAIL ").unwrap_or(line);
+                match rest.rsplit_once(": error ") {
+                    Some((name, errno)) => (
+                        name.to_string(),
+                        Err(format!("the check failed with error {errno}")),
+                    ),
+                    None => (
+                        rest.to_string(),
+                        Err("the device did not behave as it must".to_string()),
+                    ),
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_check_is_a_failed_point_with_its_reason() {
+        let checks = parse(
+            "ok node 2: a write into a buffer of the remote memory pool is accepted\n\
+             FAIL node 2: a write outside LITE's regions is refused, the memory unchanged\n\
+             FAIL node 3: a read outside LITE's regions is refused: error -5\n",
+        );
+        assert_eq!(checks.len(), 3);
+        assert_eq!(
+            checks[0],
+            (
+                "node 2: a write into a buffer of the remote memory pool is accepted".to_string(),
+                Ok(())
+            )
+        );
+        assert_eq!(
+            checks[1].0,
+            "node 2: a write outside LITE's regions is refused, the memory unchanged"
+        );
+        assert!(checks[1].1.is_err());
+        assert_eq!(
+            checks[2].0,
+            "node 3: a read outside LITE's regions is refused"
+        );
+        assert!(checks[2].1.as_ref().unwrap_err().contains("-5"));
+    }
+}

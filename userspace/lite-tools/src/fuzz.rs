@@ -1,0 +1,642 @@
+//! `lite-fuzz`: random sequences of every LITE system call, from several
+//! processes with several threads each, on every node of a cluster at
+//! once, each result checked against the call's contract.
+//!
+//! Each node's fuzzer ([`run`]) joins (or finds the node joined), waits
+//! until the fuzzers of the other nodes are ready too ([`rendezvous`]),
+//! then forks its fuzzing processes ([`worker`]) and one unprivileged
+//! process ([`privileged`]) and watches them: a call that runs longer
+//! than [`HUNG_AFTER_MS`] is reported as hung. Arguments come from the
+//! process's live resources, released ones, other processes' and other
+//! nodes' ([`pool`]), boundary values and bad pointers ([`memory`]);
+//! races pit threads and child processes against each other ([`races`]).
+//! Every result is judged against the errors the uapi header documents
+//! for the call ([`errnos`], [`expect`]); what breaks the contract is an
+//! alarm, printed at once with the call and its arguments.
+//!
+//! The run is seeded: every thread draws from a stream derived from the
+//! seed, the node, the process and the thread ([`rng`]), so the same seed
+//! replays the same sequence of steps on the same node (what the calls
+//! return depends on timing, and with it the handles the steps pick).
+//!
+//! The output is TAP with a few test points (no alarms, every call made,
+//! nothing hung, every process ended normally, the node still a member,
+//! its counters back where they were) and the counts of every call's
+//! results as comments ([`report`]).
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use lite::sys::{LiteStats, CM_DEFAULT_PORT};
+
+use crate::errno::describe_error;
+use crate::tap::Tap;
+use crate::{join_cluster, Membership};
+
+mod calls;
+mod effects;
+mod errnos;
+mod expect;
+mod generate;
+mod memory;
+mod pool;
+mod privileged;
+mod races;
+mod rendezvous;
+pub mod report;
+mod rng;
+mod shared;
+mod signals;
+mod worker;
+
+use self::calls::Syscall;
+use self::shared::{now_ms, Shared, MAX_PROCS, MAX_THREADS, UNPRIVILEGED};
+
+/// Default fuzzing time, in seconds.
+pub const DEFAULT_SECONDS: u64 = 60;
+/// Default fuzzing processes per node.
+pub const DEFAULT_PROCS: u32 = 3;
+/// Default threads per fuzzing process.
+pub const DEFAULT_THREADS: u32 = 3;
+/// Most fuzzing processes per node.
+pub const MAX_FUZZ_PROCS: u32 = MAX_PROCS as u32;
+/// Most threads per fuzzing process.
+pub const MAX_FUZZ_THREADS: u32 = MAX_THREADS as u32;
+/// A call still running this long is hung: longer than any bound the
+/// kernel puts on its own waits (30 s for a peer's answer), though
+/// signals keep interrupting it.
+pub const HUNG_AFTER_MS: u64 = 45_000;
+/// How long to wait for the other nodes' fuzzers to start.
+const START_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// How long to wait for the other nodes' fuzzers to finish.
+const END_TIMEOUT: Duration = Duration::from_secs(2 * 60);
+/// How long a node stays after it saw that every other node is done.
+const LINGER: Duration = Duration::from_secs(5);
+/// How long after the end of fuzzing the processes may take to finish
+/// (their last calls, the process's release of everything it held).
+const FINISH_GRACE_MS: u64 = 90_000;
+/// How long the node's counters may take to come back after the
+/// processes ended.
+const COUNTERS_SETTLE: Duration = Duration::from_secs(15);
+/// How long a first join may be refused for reasons that pass.
+const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What to fuzz and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FuzzConfig {
+    /// The cluster manager's address.
+    pub cm: Ipv4Addr,
+    /// Nodes in the cluster, ids `1..=nodes`; all run the fuzzer.
+    pub nodes: u32,
+    /// How long to fuzz.
+    pub seconds: u64,
+    /// The seed of every random choice.
+    pub seed: u64,
+    /// Fuzzing processes.
+    pub procs: u32,
+    /// Threads per fuzzing process.
+    pub threads: u32,
+}
+
+/// A seed from the clock and the process id.
+pub fn seed_from_clock() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    rng::mix(nanos ^ u64::from(std::process::id()) << 32)
+}
+
+/// Parses a seed: decimal, or hexadecimal with `0x`.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|e| format!("expected a decimal or 0x-hexadecimal 64-bit seed ({e})"))
+}
+
+/// The command line that replays `config` on a node.
+pub fn replay_command(config: &FuzzConfig) -> String {
+    format!(
+        "lite-fuzz --cm {} --nodes {} --seconds {} --seed {:#x} --procs {} --threads {}",
+        config.cm, config.nodes, config.seconds, config.seed, config.procs, config.threads
+    )
+}
+
+/// Runs the fuzzer on this node, reporting to `tap`.
+pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
+    tap.comment(&format!("{}{:#x}", report::SEED_PREFIX, config.seed));
+    tap.comment(&format!(
+        "{}{} (on every node; the same seed replays the same steps on each)",
+        report::REPLAY_PREFIX,
+        replay_command(config)
+    ));
+    let me = match join(config.cm) {
+        Ok(membership) => {
+            let how = match membership {
+                Membership::Joined(_) => "joined",
+                Membership::AlreadyMember(_) => "had joined before",
+            };
+            tap.ok(&format!(
+                "fuzz: node {} is a member of the cluster ({how})",
+                membership.id()
+            ));
+            membership.id()
+        }
+        Err(reason) => {
+            tap.not_ok("fuzz: this node is a member of the cluster", &reason);
+            tap.bail_out("cannot fuzz a cluster this node is not part of");
+            return;
+        }
+    };
+
+    let ready = rendezvous::announce(me, pool::READY);
+    if let Err(error) = &ready {
+        tap.comment(&format!(
+            "publishing this node's start: {}",
+            describe_error(error)
+        ));
+    }
+    let late = rendezvous::await_others(me, config.nodes, pool::READY, START_TIMEOUT, false);
+    tap.check(
+        &format!("fuzz: all {} nodes started lite-fuzz", config.nodes),
+        match (&ready, late.is_empty()) {
+            (Err(error), _) => Err(format!(
+                "this node's start could not be published: {}",
+                describe_error(error)
+            )),
+            (_, false) => Err(format!(
+                "nodes {late:?} did not start within {} s; fuzzing anyway",
+                START_TIMEOUT.as_secs()
+            )),
+            _ => Ok(()),
+        },
+    );
+
+    let shared = match Shared::map() {
+        Ok(shared) => shared,
+        Err(error) => {
+            tap.bail_out(&format!("cannot map the shared counters: {error}"));
+            return;
+        }
+    };
+    let baseline = lite::stats().ok();
+    let outcome = fuzz(tap, config, me, shared);
+    report_counts(tap, shared, outcome.hung);
+
+    tap.check(
+        &format!(
+            "fuzz: {} fuzzing processes and the unprivileged one ended by themselves with status 0",
+            config.procs
+        ),
+        if outcome.exits.is_empty() {
+            Ok(())
+        } else {
+            Err(outcome.exits.join("\n"))
+        },
+    );
+    tap.check(
+        &format!(
+            "fuzz: no call hung (each returned within {} s)",
+            HUNG_AFTER_MS / 1000
+        ),
+        if outcome.hung == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} calls hung (see the alarms above)",
+                outcome.hung
+            ))
+        },
+    );
+    let never: Vec<&str> = Syscall::ALL
+        .into_iter()
+        .filter(|&call| shared.calls_of(call) == 0)
+        .map(Syscall::name)
+        .collect();
+    tap.check(
+        "fuzz: every LITE system call was called",
+        if never.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("never called: {}", never.join(", ")))
+        },
+    );
+    let alarms = shared.alarms();
+    tap.check(
+        "fuzz: no alarms",
+        if alarms == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "{alarms} alarms (details above); replay with: {}",
+                replay_command(config)
+            ))
+        },
+    );
+    tap.check(
+        &format!("fuzz: node {me} is still a member with the same id"),
+        match lite::node_id() {
+            Ok(id) if id == me => Ok(()),
+            Ok(id) => Err(format!("lite_get_node_id returns {id}")),
+            Err(error) => Err(format!(
+                "lite_get_node_id fails: {}",
+                describe_error(&error)
+            )),
+        },
+    );
+    match baseline {
+        Some(baseline) => {
+            tap.check(
+                "fuzz: this node's counters of LMRs, names, mappings, handles, processes, asynchronous operations and ports are back where they started",
+                counters_settle(&baseline),
+            );
+        }
+        None => tap.skip(
+            "fuzz: this node's counters are back where they started",
+            "lite_get_stats failed before fuzzing",
+        ),
+    }
+
+    let done = rendezvous::announce(me, pool::DONE);
+    let missing = rendezvous::await_others(me, config.nodes, pool::DONE, END_TIMEOUT, true);
+    if !missing.is_empty() {
+        tap.comment(&format!(
+            "nodes {missing:?} did not finish within {} s of this one",
+            END_TIMEOUT.as_secs()
+        ));
+    }
+    std::thread::sleep(LINGER);
+    drop(done);
+    drop(ready);
+}
+
+/// Joins, or finds the node joined, retrying while the manager asks to.
+fn join(cm: Ipv4Addr) -> Result<Membership, String> {
+    let start = std::time::Instant::now();
+    loop {
+        match join_cluster(cm) {
+            Ok(membership) => return Ok(membership),
+            Err(error)
+                if start.elapsed() < JOIN_TIMEOUT
+                    && matches!(
+                        error.raw_os_error(),
+                        Some(
+                            libc::EAGAIN
+                                | libc::EADDRINUSE
+                                | libc::EALREADY
+                                | libc::ETIMEDOUT
+                                | libc::ECONNREFUSED
+                        )
+                    ) =>
+            {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(error) => {
+                return Err(format!(
+                    "lite_join({cm}, {CM_DEFAULT_PORT}) failed: {}",
+                    describe_error(&error)
+                ))
+            }
+        }
+    }
+}
+
+/// How the processes ended.
+struct Outcome {
+    /// What was wrong with their ends.
+    exits: Vec<String>,
+    /// Calls reported hung.
+    hung: u64,
+}
+
+/// A forked process being watched.
+struct ChildProcess {
+    pid: libc::pid_t,
+    name: String,
+    /// Its record in the shared memory.
+    record: usize,
+    status: Option<i32>,
+}
+
+/// Forks `body` as a child process that leaves with its return value;
+/// `record` is its index among the shared records.
+fn spawn(name: String, record: usize, body: impl FnOnce() -> i32) -> Result<ChildProcess, String> {
+    // Nothing buffered may be printed twice.
+    let _ = std::io::stdout().flush();
+    // SAFETY: this process has a single thread (the coordinator starts
+    // none), so the child may run any code; it leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = body();
+        // SAFETY: ends the child without the parent's cleanup (its handles
+        // and LMRs are the parent's to release).
+        unsafe { libc::_exit(code) };
+    }
+    if pid < 0 {
+        return Err(format!(
+            "fork for {name}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(ChildProcess {
+        pid,
+        name,
+        record,
+        status: None,
+    })
+}
+
+/// Forks the processes, watches them until they end and returns how.
+fn fuzz<W: Write>(
+    tap: &mut Tap<W>,
+    config: &FuzzConfig,
+    me: u32,
+    shared: &'static Shared,
+) -> Outcome {
+    let deadline_ms = now_ms() + config.seconds * 1000;
+    let mut children = Vec::new();
+    let mut exits = Vec::new();
+    for proc in 0..config.procs.min(MAX_FUZZ_PROCS) {
+        let plan = worker::ProcessPlan {
+            seed: config.seed,
+            me,
+            nodes: config.nodes,
+            procs: config.procs,
+            threads: config.threads,
+            proc,
+            deadline_ms,
+            shared,
+        };
+        match spawn(
+            format!("fuzzing process {proc}"),
+            proc as usize,
+            move || worker::process_main(plan),
+        ) {
+            Ok(child) => children.push(child),
+            Err(reason) => exits.push(reason),
+        }
+    }
+    let (mut settings, missing) = privileged::open_settings();
+    if !missing.is_empty() {
+        tap.comment(&format!(
+            "settings the unprivileged process cannot try: {}",
+            missing.join("; ")
+        ));
+    }
+    let unprivileged = spawn("the unprivileged process".to_string(), UNPRIVILEGED, || {
+        privileged::unprivileged_main(privileged::UnprivilegedPlan {
+            seed: config.seed,
+            me,
+            cm: config.cm,
+            deadline_ms,
+            shared,
+            settings: &mut settings,
+        })
+    });
+    drop(settings);
+    match unprivileged {
+        Ok(child) => children.push(child),
+        Err(reason) => exits.push(reason),
+    }
+    tap.comment(&format!(
+        "fuzzing for {} s with {} processes of {} threads, and an unprivileged process",
+        config.seconds, config.procs, config.threads
+    ));
+
+    let mut hung = 0;
+    let mut killed_at = None;
+    loop {
+        let now = now_ms();
+        // A process that ended leaves no call running.
+        let running: Vec<usize> = children
+            .iter()
+            .filter(|c| c.status.is_none())
+            .map(|c| c.record)
+            .collect();
+        hung += report_hung(shared, me, now, &running);
+        if now >= deadline_ms {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        for child in children.iter_mut().filter(|c| c.status.is_none()) {
+            let mut status = 0;
+            // SAFETY: polls a child of this process without blocking.
+            if unsafe { libc::waitpid(child.pid, &mut status, libc::WNOHANG) } == child.pid {
+                child.status = Some(status);
+            }
+        }
+        let running: Vec<&ChildProcess> = children.iter().filter(|c| c.status.is_none()).collect();
+        if running.is_empty() {
+            break;
+        }
+        match killed_at {
+            None if now >= deadline_ms + FINISH_GRACE_MS => {
+                for child in &running {
+                    exits.push(format!(
+                        "{} did not finish within {} s of the end: killed",
+                        child.name,
+                        FINISH_GRACE_MS / 1000
+                    ));
+                    // SAFETY: kills a child of this process.
+                    unsafe { libc::kill(child.pid, libc::SIGKILL) };
+                }
+                killed_at = Some(now);
+            }
+            Some(at) if now >= at + 10_000 => {
+                for child in &running {
+                    exits.push(format!("{} could not be reaped after SIGKILL", child.name));
+                }
+                break;
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    for child in &children {
+        match child.status {
+            Some(status) if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 => {}
+            Some(status) if libc::WIFEXITED(status) => exits.push(format!(
+                "{} exited with status {}",
+                child.name,
+                libc::WEXITSTATUS(status)
+            )),
+            Some(status) if libc::WIFSIGNALED(status) => exits.push(format!(
+                "{} was killed by signal {}",
+                child.name,
+                libc::WTERMSIG(status)
+            )),
+            _ => {}
+        }
+    }
+    Outcome { exits, hung }
+}
+
+/// Reports each call of the processes with records `running` that has
+/// run longer than [`HUNG_AFTER_MS`], once; returns how many were new.
+fn report_hung(shared: &Shared, me: u32, now: u64, running: &[usize]) -> u64 {
+    let mut found = 0;
+    for (proc, record) in shared.procs.iter().enumerate() {
+        if !running.contains(&proc) {
+            continue;
+        }
+        for (index, slot) in record.slots.iter().enumerate() {
+            let Some((call, step, args, started)) = slot.current() else {
+                continue;
+            };
+            if now.saturating_sub(started) < HUNG_AFTER_MS
+                || slot.hung_reported.swap(started, Ordering::Relaxed) == started
+            {
+                continue;
+            }
+            found += 1;
+            let who = if proc == UNPRIVILEGED {
+                format!("node {me} unprivileged process step {step}")
+            } else if index < MAX_THREADS {
+                format!("node {me} proc {proc} thread {index} step {step}")
+            } else {
+                format!(
+                    "node {me} proc {proc} thread {} (helper) step {step}",
+                    index - MAX_THREADS
+                )
+            };
+            report::alarm(
+                shared,
+                proc,
+                &who,
+                &calls::describe_call(call, &args),
+                &format!(
+                    "hung: still running after {} s, though signalled every {} ms",
+                    (now - started) / 1000,
+                    signals::RESIGNAL_MS
+                ),
+            );
+        }
+    }
+    found
+}
+
+/// Prints every call's counts and the totals as TAP comments.
+fn report_counts<W: Write>(tap: &mut Tap<W>, shared: &Shared, hung: u64) {
+    let mut total = 0;
+    for call in Syscall::ALL {
+        total += shared.calls_of(call);
+        tap.comment(&report::calls_line(shared, call));
+    }
+    tap.comment(&report::total_line(total, shared.alarms(), hung));
+}
+
+/// The counters that only this node's processes change, by name.
+fn local_counters(stats: &LiteStats) -> [(&'static str, u64); 8] {
+    [
+        ("lmrs", stats.lmrs),
+        ("registrations", stats.registrations),
+        ("mappings", stats.mappings),
+        ("published_names", stats.published_names),
+        ("handles", stats.handles),
+        ("processes", stats.processes),
+        ("async_in_flight", stats.async_in_flight),
+        ("rpc_ports", stats.rpc_ports),
+    ]
+}
+
+/// Waits until the local counters equal `baseline`'s, for at most
+/// [`COUNTERS_SETTLE`]; names the ones that differ.
+fn counters_settle(baseline: &LiteStats) -> Result<(), String> {
+    let start = std::time::Instant::now();
+    loop {
+        let differ = match lite::stats() {
+            Ok(now) => {
+                let mut differ = String::new();
+                for ((name, before), (_, after)) in local_counters(baseline)
+                    .into_iter()
+                    .zip(local_counters(&now))
+                {
+                    if before != after {
+                        let _ = write!(differ, "{name} {before} before, {after} after; ");
+                    }
+                }
+                differ
+            }
+            Err(error) => format!("lite_get_stats fails: {}", describe_error(&error)),
+        };
+        if differ.is_empty() {
+            return Ok(());
+        }
+        if start.elapsed() >= COUNTERS_SETTLE {
+            return Err(format!(
+                "{} s after the processes ended: {}",
+                COUNTERS_SETTLE.as_secs(),
+                differ.trim_end_matches("; ")
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_parse_in_both_bases() {
+        assert_eq!(parse_seed("42"), Ok(42));
+        assert_eq!(parse_seed("0x2a"), Ok(42));
+        assert_eq!(parse_seed(" 0X2A "), Ok(42));
+        assert_eq!(parse_seed("0xffffffffffffffff"), Ok(u64::MAX));
+        assert!(parse_seed("0x").is_err());
+        assert!(parse_seed("-1").is_err());
+        assert!(parse_seed("seed").is_err());
+        assert_ne!(seed_from_clock(), seed_from_clock() ^ 1);
+    }
+
+    #[test]
+    fn the_replay_command_round_trips_the_seed() {
+        let config = FuzzConfig {
+            cm: Ipv4Addr::new(10, 77, 0, 254),
+            nodes: 3,
+            seconds: 60,
+            seed: 0xdead_beef,
+            procs: 3,
+            threads: 2,
+        };
+        let command = replay_command(&config);
+        assert_eq!(
+            command,
+            "lite-fuzz --cm 10.77.0.254 --nodes 3 --seconds 60 --seed 0xdeadbeef --procs 3 --threads 2"
+        );
+        let seed = command
+            .split_once("--seed ")
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .map(parse_seed);
+        assert_eq!(seed, Some(Ok(0xdead_beef)));
+    }
+
+    #[test]
+    fn every_call_but_join_and_leave_is_drawn_by_the_fuzzing_threads() {
+        let drawn: Vec<Syscall> = generate::drawn_calls().collect();
+        for call in Syscall::ALL {
+            let by_unprivileged = matches!(call, Syscall::Join | Syscall::Leave);
+            assert_eq!(drawn.contains(&call), !by_unprivileged, "{call:?}");
+        }
+    }
+
+    #[test]
+    fn the_counters_compared_are_those_local_processes_change() {
+        let stats = LiteStats {
+            handles: 3,
+            held_chunks: 9,
+            ..LiteStats::default()
+        };
+        let names: Vec<&str> = local_counters(&stats).iter().map(|(n, _)| *n).collect();
+        assert!(names.contains(&"handles"));
+        assert!(!names.contains(&"held_chunks"), "other nodes change it");
+        assert!(
+            !names.contains(&"locks"),
+            "locks live as long as their home"
+        );
+    }
+}

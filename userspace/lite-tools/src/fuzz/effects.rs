@@ -1,0 +1,296 @@
+//! What a call's result changes: the handles, names, ports, locks,
+//! operations and descriptors a process holds (its pool) and the locks a
+//! thread holds, as far as the result makes them certain.
+
+use lite::sys::{LiteLock, ASYNC_NOWAIT};
+
+use super::calls::Syscall;
+use super::generate::{OutParams, Planned, ThreadState};
+use super::pool::{pack_lock, LmrKind, LmrRecord, Pool};
+use super::shared::ProcShared;
+
+/// What a successful (or, where noted, failed) call changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Effect {
+    None,
+    /// The result is a new handle of this kind.
+    NewLmr {
+        kind: LmrKind,
+        size: Option<u64>,
+        password: u64,
+        permission: u64,
+    },
+    /// `handle` is released on success.
+    Release {
+        handle: u64,
+    },
+    /// `name` is published for `handle` on success.
+    Publish {
+        name: u64,
+        handle: u64,
+    },
+    /// `port` is registered on success.
+    RegisterPort {
+        port: u32,
+        max_size: u64,
+    },
+    /// `port` is closed on success.
+    ClosePort {
+        port: u32,
+    },
+    /// The out-parameter lock names a lock on success.
+    LearnLock,
+    /// The thread holds `lock` on success (or `EOWNERDEAD`).
+    Lock(LiteLock),
+    /// The thread no longer holds `lock` on success.
+    Unlock(LiteLock),
+    /// The result is an asynchronous operation id.
+    NewOp,
+    /// `op` is reaped unless the call was interrupted or told to not wait.
+    Reap {
+        op: u64,
+    },
+    /// Every operation started before is reaped.
+    Fence,
+    /// The out-parameter descriptor is a new one on success.
+    Receive,
+    /// `descriptor` is answered on success.
+    Reply {
+        descriptor: u64,
+    },
+    /// `descriptor` is answered, and the next descriptor is in the
+    /// out-parameter receive record.
+    ReplyAndReceive {
+        descriptor: u64,
+    },
+}
+
+/// Records what a call's result changes in the process's pool and the
+/// thread's state, reading the out-parameters the kernel wrote.
+pub(crate) fn apply(
+    planned: &Planned,
+    ret: i64,
+    pool: &mut Pool,
+    state: &mut ThreadState,
+    out: &OutParams,
+    own: &ProcShared,
+) {
+    let ok = ret >= 0;
+    let errno = if ok { 0 } else { ret.unsigned_abs() as i32 };
+    match planned.effect {
+        Effect::None => {}
+        Effect::NewLmr {
+            kind,
+            size,
+            password,
+            permission,
+        } if ok => {
+            let handle = ret as u64;
+            if pool.lmr(handle).is_none() {
+                pool.add_lmr(LmrRecord {
+                    handle,
+                    password,
+                    size,
+                    permission,
+                    kind,
+                });
+                own.handles.offer(handle);
+                if let LmrKind::Wrapped { name } = kind {
+                    own.names.offer(name);
+                }
+            }
+        }
+        Effect::Release { handle } if ok => pool.release_lmr(handle),
+        Effect::Publish { name, handle } if ok => {
+            pool.names.push((name, handle));
+            own.names.offer(name);
+        }
+        Effect::RegisterPort { port, max_size } if ok => pool.ports.push((port, max_size)),
+        Effect::ClosePort { port } if ok || errno == libc::ENOENT || errno == libc::EPERM => {
+            pool.ports.retain(|&(p, _)| p != port)
+        }
+        Effect::LearnLock if ok => {
+            let lock = out.lock;
+            pool.add_lock(lock);
+            own.locks.offer(pack_lock(lock));
+            if planned.call == Syscall::CreateLock {
+                state.locks_created += 1;
+            }
+        }
+        Effect::Lock(lock) if ok || errno == libc::EOWNERDEAD => {
+            state.uncertain.retain(|&l| l != lock);
+            if !state.held.contains(&lock) {
+                state.held.push(lock);
+            }
+        }
+        Effect::Lock(lock)
+            if ![
+                libc::EINTR,
+                libc::EAGAIN,
+                libc::ENOENT,
+                libc::EDEADLK,
+                libc::EINVAL,
+                libc::EFAULT,
+                libc::EHOSTUNREACH,
+            ]
+            .contains(&errno) =>
+        {
+            // Neither taken nor refused for sure.
+            state.held.retain(|&l| l != lock);
+            if !state.uncertain.contains(&lock) {
+                state.uncertain.push(lock);
+            }
+        }
+        Effect::Unlock(lock) => {
+            if ok {
+                state.held.retain(|&l| l != lock);
+                state.uncertain.retain(|&l| l != lock);
+            } else if state.held.contains(&lock) && errno != libc::EFAULT {
+                state.held.retain(|&l| l != lock);
+                state.uncertain.push(lock);
+            }
+        }
+        Effect::NewOp if ok => {
+            pool.ops.push(ret as u64);
+            own.ops.offer(ret as u64);
+        }
+        // Reaped whatever the operation's result, unless not waited for;
+        // only the process's own ids count (another's may equal a later one).
+        Effect::Reap { op }
+            if ![libc::EAGAIN, libc::EINTR].contains(&errno)
+                && planned.args[1] as u32 & !ASYNC_NOWAIT == 0
+                && pool.ops.contains(&op) =>
+        {
+            pool.reaped(op)
+        }
+        Effect::Fence if errno != libc::EINTR => pool.ops.clear(),
+        Effect::Receive if ok => {
+            let descriptor = out.descriptor;
+            if descriptor != 0 {
+                pool.descriptors.push(descriptor);
+                own.descriptors.offer(descriptor);
+            }
+        }
+        Effect::Reply { descriptor } => {
+            if ok {
+                pool.answered(descriptor);
+            } else if errno == libc::ENOENT {
+                pool.descriptors.retain(|&d| d != descriptor);
+            }
+        }
+        Effect::ReplyAndReceive { descriptor } => {
+            if ok {
+                pool.answered(descriptor);
+                let next = out.receive.descriptor;
+                if next != 0 {
+                    pool.descriptors.push(next);
+                    own.descriptors.offer(next);
+                }
+            } else if errno != libc::EMSGSIZE && errno != libc::EFAULT {
+                // Whether the reply went out before the receive failed is
+                // unknown: the descriptor is used no more either way.
+                pool.descriptors.retain(|&d| d != descriptor);
+            }
+        }
+        _ => {}
+    }
+    // A release that failed oddly leaves the handle in doubt.
+    if let Effect::Release { handle } = planned.effect {
+        if !ok && ![libc::EBADF, libc::EPERM, libc::EINVAL, libc::EINTR].contains(&errno) {
+            pool.forget_lmr(handle);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::expect::Expect;
+    use crate::fuzz::shared::Shared;
+
+    #[test]
+    fn effects_track_handles_locks_and_descriptors() {
+        let shared = Shared::map().expect("shared");
+        let own = &shared.procs[0];
+        let mut pool = Pool::default();
+        let mut state = ThreadState::default();
+        let mut out = OutParams::new();
+        let planned = |effect| Planned {
+            call: Syscall::AllocRemote,
+            args: [0; 6],
+            expect: Expect::default(),
+            interrupt_after_ms: 0,
+            effect,
+        };
+        let new = Effect::NewLmr {
+            kind: LmrKind::Allocated { atomic: false },
+            size: Some(64),
+            password: 1,
+            permission: 0xf,
+        };
+        apply(
+            &planned(new),
+            0x1_0000_0001,
+            &mut pool,
+            &mut state,
+            &out,
+            own,
+        );
+        assert_eq!(pool.lmrs.len(), 1);
+        let release = Effect::Release {
+            handle: 0x1_0000_0001,
+        };
+        apply(
+            &planned(release),
+            -i64::from(libc::EINTR),
+            &mut pool,
+            &mut state,
+            &out,
+            own,
+        );
+        assert_eq!(pool.lmrs.len(), 1, "an interrupted free releases nothing");
+        apply(&planned(release), 0, &mut pool, &mut state, &out, own);
+        assert!(pool.is_stale(0x1_0000_0001));
+
+        let lock = LiteLock { home: 1, number: 3 };
+        apply(
+            &planned(Effect::Lock(lock)),
+            -i64::from(libc::EOWNERDEAD),
+            &mut pool,
+            &mut state,
+            &out,
+            own,
+        );
+        assert_eq!(state.held, [lock]);
+        apply(
+            &planned(Effect::Unlock(lock)),
+            0,
+            &mut pool,
+            &mut state,
+            &out,
+            own,
+        );
+        assert!(state.held.is_empty());
+
+        out.descriptor = 77;
+        apply(
+            &planned(Effect::Receive),
+            5,
+            &mut pool,
+            &mut state,
+            &out,
+            own,
+        );
+        assert_eq!(pool.descriptors, [77]);
+        apply(
+            &planned(Effect::Reply { descriptor: 77 }),
+            0,
+            &mut pool,
+            &mut state,
+            &out,
+            own,
+        );
+        assert!(pool.descriptors.is_empty());
+        assert!(pool.stale_descriptors.contains(&77));
+    }
+}

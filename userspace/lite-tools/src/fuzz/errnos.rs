@@ -1,0 +1,478 @@
+//! Which errors each call may return, from the uapi header's contracts
+//! (`include/uapi/linux/lite.h`), and how results are counted.
+//!
+//! The header lists errors common to every call, then documents each
+//! call's own. [`documented`] is that list per call; a host test reads the
+//! header's comments and checks that the table names every error the
+//! header gives a call, and nothing the header does not document for it
+//! (or for a call its text refers to, as `lite_send` does with "errors as
+//! lite_send_reply_imm").
+//!
+//! `EINTR` is judged apart: any call may be interrupted by a signal while
+//! it waits for a peer, so `EINTR` passes for every call, but only if a
+//! signal reached the calling thread during the call.
+
+use libc::{
+    EACCES, EADDRINUSE, EAGAIN, EALREADY, EBADF, ECONNREFUSED, ECONNRESET, EDEADLK, EEXIST, EFAULT,
+    EHOSTDOWN, EHOSTUNREACH, EINTR, EINVAL, EIO, EISCONN, EKEYREJECTED, EKEYREVOKED, EMSGSIZE,
+    ENODEV, ENOENT, ENOKEY, ENOMEM, ENOSPC, ENOTCONN, EOWNERDEAD, EPERM, EPROTO, ESHUTDOWN,
+    ETIMEDOUT,
+};
+
+use super::calls::Syscall;
+
+/// Errors the header lists as common to every call.
+pub(crate) const COMMON: [i32; 11] = [
+    ENOTCONN,
+    EFAULT,
+    EINVAL,
+    EBADF,
+    EACCES,
+    EPERM,
+    EKEYREVOKED,
+    EHOSTUNREACH,
+    EHOSTDOWN,
+    ENOMEM,
+    EIO,
+];
+
+/// The kernel's restart codes (`ERESTARTSYS` .. `ERESTART_RESTARTBLOCK`),
+/// which must never reach userspace: a signal handler without
+/// `SA_RESTART` turns them into `EINTR`.
+pub(crate) const RESTART_CODES: std::ops::RangeInclusive<i32> = 512..=516;
+
+/// The errors `call` documents besides [`COMMON`].
+pub(crate) fn documented(call: Syscall) -> &'static [i32] {
+    match call {
+        Syscall::Join => &[
+            EPERM,
+            EISCONN,
+            EALREADY,
+            EADDRINUSE,
+            EAGAIN,
+            ENODEV,
+            ECONNREFUSED,
+            ETIMEDOUT,
+            EPROTO,
+            ENOKEY,
+            EKEYREJECTED,
+        ],
+        Syscall::Leave => &[EPERM, ENOTCONN, EALREADY, ENOSPC, EINVAL],
+        Syscall::GetNodeId
+        | Syscall::GetTotalNode
+        | Syscall::AllocRemote
+        | Syscall::RdmaWrite
+        | Syscall::RdmaRead
+        | Syscall::Free
+        | Syscall::Memcpy
+        | Syscall::Memmove
+        | Syscall::Fence
+        | Syscall::SendReplyMulticast
+        | Syscall::FetchAdd
+        | Syscall::SetPriority => &[],
+        Syscall::DistBarrier => &[EINVAL, EINTR],
+        Syscall::RemoteMemset => &[EINVAL],
+        Syscall::WrapAlloc => &[EEXIST],
+        Syscall::AddAskMrTable => &[EEXIST, EINVAL],
+        Syscall::AskLmr => &[ENOENT, EACCES, EPERM, EINVAL, EAGAIN],
+        Syscall::UmapLmr => &[EINVAL],
+        Syscall::RegisterLmr => &[EFAULT],
+        Syscall::DeregisterLmr => &[EKEYREVOKED],
+        Syscall::RdmaWriteAsync | Syscall::RdmaReadAsync => &[EAGAIN, EIO],
+        Syscall::AsyncWait => &[EAGAIN, EINVAL],
+        Syscall::GetStats => &[EINVAL],
+        Syscall::RegisterApplication => &[EADDRINUSE],
+        Syscall::UnregisterApplication => &[ENOENT, EPERM],
+        Syscall::QueryPort => &[ECONNREFUSED],
+        Syscall::SendReplyImm => &[ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT, EINTR],
+        Syscall::Send => &[
+            EAGAIN,
+            ECONNREFUSED,
+            EMSGSIZE,
+            ECONNRESET,
+            EPROTO,
+            ETIMEDOUT,
+            EINTR,
+        ],
+        Syscall::ReceiveMessage => &[EAGAIN, EMSGSIZE, ENOENT, ESHUTDOWN, EINTR],
+        Syscall::ReplyMessage => &[ENOENT, EMSGSIZE],
+        Syscall::ReplyAndReceiveMessage => &[ENOENT, EMSGSIZE, EAGAIN, ESHUTDOWN, EINTR],
+        Syscall::CompareSwp => &[EHOSTUNREACH, EINVAL, EPERM],
+        Syscall::CreateLock => &[ENOSPC],
+        Syscall::AskLock => &[ENOENT],
+        Syscall::Lock => &[ENOENT, EDEADLK, EINTR, EHOSTDOWN, EAGAIN, EOWNERDEAD],
+        Syscall::Unlock => &[ENOENT, EPERM],
+    }
+}
+
+/// Whether the header allows `call` to fail with `errno` (see the module
+/// comment for `EINTR`).
+pub(crate) fn allowed(call: Syscall, errno: i32) -> bool {
+    COMMON.contains(&errno) || documented(call).contains(&errno)
+}
+
+/// Result buckets counted per call: success, each errno up to
+/// [`MAX_ERRNO`], the restart codes, anything else.
+pub(crate) const OUTCOMES: usize = MAX_ERRNO as usize + 3;
+
+/// Largest errno with a bucket of its own (`EHWPOISON`).
+pub(crate) const MAX_ERRNO: i32 = 133;
+
+/// Bucket of the restart codes.
+const RESTART_BUCKET: usize = MAX_ERRNO as usize + 1;
+
+/// Bucket of results that are neither success nor an errno.
+const OTHER_BUCKET: usize = MAX_ERRNO as usize + 2;
+
+/// The bucket a raw result is counted in.
+pub(crate) fn outcome_bucket(ret: i64) -> usize {
+    if ret >= 0 {
+        return 0;
+    }
+    match ret.checked_neg().map(i32::try_from) {
+        Some(Ok(errno)) if (1..=MAX_ERRNO).contains(&errno) => errno as usize,
+        Some(Ok(errno)) if RESTART_CODES.contains(&errno) => RESTART_BUCKET,
+        _ => OTHER_BUCKET,
+    }
+}
+
+/// The name a bucket is reported under: `ok`, an errno's name such as
+/// `EINVAL` (or `E123` for one without a name here), `ERESTART`, `other`.
+pub(crate) fn outcome_name(bucket: usize) -> String {
+    match bucket {
+        0 => "ok".to_string(),
+        RESTART_BUCKET => "ERESTART".to_string(),
+        OTHER_BUCKET => "other".to_string(),
+        errno => match crate::errno::errno_name(errno as i32) {
+            "?" => format!("E{errno}"),
+            name => name.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+
+    const HEADER: &str = include_str!("../../../../lite-api-c/include/uapi/linux/lite.h");
+
+    /// What the header says about one call.
+    #[derive(Debug, Default)]
+    struct HeaderCall {
+        /// Arguments in its prototype.
+        arity: usize,
+        /// Errors named in its own description.
+        direct: BTreeSet<i32>,
+        /// Other calls its description names.
+        refers_to: BTreeSet<String>,
+    }
+
+    /// Errors the header names in one call's description that are other
+    /// calls' results (what `lite_unregister_application` does to blocked
+    /// receivers and queued callers, what a receiver's exit does to its
+    /// callers), not the call's own.
+    const OTHERS_RESULTS: [(Syscall, i32); 3] = [
+        (Syscall::UnregisterApplication, ESHUTDOWN),
+        (Syscall::UnregisterApplication, ECONNREFUSED),
+        (Syscall::ReceiveMessage, ECONNRESET),
+    ];
+
+    fn errno_value(name: &str) -> Option<i32> {
+        let all = [
+            ("EPERM", EPERM),
+            ("ENOENT", ENOENT),
+            ("EINTR", EINTR),
+            ("EIO", EIO),
+            ("EBADF", EBADF),
+            ("EAGAIN", EAGAIN),
+            ("ENOMEM", ENOMEM),
+            ("EACCES", EACCES),
+            ("EFAULT", EFAULT),
+            ("EEXIST", EEXIST),
+            ("ENODEV", ENODEV),
+            ("EINVAL", EINVAL),
+            ("ENOSPC", ENOSPC),
+            ("EDEADLK", EDEADLK),
+            ("EPROTO", EPROTO),
+            ("EMSGSIZE", EMSGSIZE),
+            ("EADDRINUSE", EADDRINUSE),
+            ("ECONNRESET", ECONNRESET),
+            ("EISCONN", EISCONN),
+            ("ENOTCONN", ENOTCONN),
+            ("ESHUTDOWN", ESHUTDOWN),
+            ("ETIMEDOUT", ETIMEDOUT),
+            ("ECONNREFUSED", ECONNREFUSED),
+            ("EHOSTDOWN", EHOSTDOWN),
+            ("EHOSTUNREACH", EHOSTUNREACH),
+            ("EALREADY", EALREADY),
+            ("EKEYREVOKED", EKEYREVOKED),
+            ("EOWNERDEAD", EOWNERDEAD),
+            ("ENOKEY", ENOKEY),
+            ("EKEYREJECTED", EKEYREJECTED),
+            ("ERESTARTSYS", 512),
+        ];
+        all.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
+    }
+
+    /// Every `-EXXX` in `text`; panics on one this test cannot name.
+    fn errnos_in(text: &str) -> BTreeSet<i32> {
+        let mut found = BTreeSet::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("-E") {
+            let name: String = rest[at + 1..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            let starts_word = !rest[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric());
+            rest = &rest[at + 1 + name.len()..];
+            if !starts_word || name.len() < 3 {
+                continue;
+            }
+            let value = errno_value(&name)
+                .unwrap_or_else(|| panic!("the header names {name}, unknown to this test"));
+            found.insert(value);
+        }
+        found
+    }
+
+    /// `lite_xxx` names in `text`.
+    fn calls_named_in(text: &str) -> BTreeSet<String> {
+        let mut found = BTreeSet::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("lite_") {
+            let name: String = rest[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest = &rest[at + name.len()..];
+            if Syscall::from_name(&name).is_some() {
+                found.insert(name);
+            }
+        }
+        found
+    }
+
+    /// The text of every `/* ... */` comment, one ` * ` line per line.
+    fn comment_lines(header: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut inside = false;
+        for line in header.lines() {
+            let trimmed = line.trim_start();
+            if !inside && trimmed.starts_with("/*") {
+                inside = true;
+            }
+            if inside {
+                lines.push(line.to_string());
+                if trimmed.ends_with("*/") {
+                    inside = false;
+                    lines.push(String::new());
+                }
+            }
+        }
+        lines
+    }
+
+    /// The header's errors common to every call (its first comment).
+    fn header_common(header: &str) -> BTreeSet<i32> {
+        let start = header
+            .find("Errors common to every call")
+            .expect("the header lists the common errors");
+        let end = start + header[start..].find("*/").expect("the comment ends");
+        errnos_in(&header[start..end])
+    }
+
+    /// Splits the header's documentation into each call's prototype and
+    /// description. A description is the `*   `-indented text after one
+    /// or more prototypes (`* long lite_...(`), and ends at the next
+    /// prototype or at a paragraph that is not indented (a new section).
+    fn header_calls(header: &str) -> BTreeMap<String, HeaderCall> {
+        let mut calls: BTreeMap<String, HeaderCall> = BTreeMap::new();
+        // The calls whose description is being read, and the text so far.
+        let mut group: Vec<String> = Vec::new();
+        let mut text = String::new();
+        let mut prototype: Option<(String, String)> = None;
+        let flush = |group: &mut Vec<String>,
+                     text: &mut String,
+                     calls: &mut BTreeMap<String, HeaderCall>| {
+            for name in group.drain(..) {
+                let entry = calls.entry(name.clone()).or_default();
+                entry.direct.extend(errnos_in(text));
+                let mut named = calls_named_in(text);
+                named.remove(&name);
+                entry.refers_to.extend(named);
+            }
+            text.clear();
+        };
+        for line in comment_lines(header) {
+            let body = line.trim_start().strip_prefix('*').unwrap_or("");
+            if let Some((name, mut params)) = prototype.take() {
+                // A prototype continued on the next line.
+                params.push_str(body.trim());
+                if let Some(close) = params.find(')') {
+                    finish_prototype(&mut calls, &name, &params[..close]);
+                    text.push_str(&params[close + 1..]);
+                    text.push('\n');
+                } else {
+                    prototype = Some((name, params));
+                }
+                continue;
+            }
+            if let Some(signature) = body.trim_start().strip_prefix("long lite_") {
+                if body.starts_with(" long") {
+                    if !text.trim().is_empty() {
+                        flush(&mut group, &mut text, &mut calls);
+                    }
+                    let name: String = format!(
+                        "lite_{}",
+                        signature
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect::<String>()
+                    );
+                    let open = signature.find('(').expect("a prototype has arguments");
+                    let params = signature[open + 1..].to_string();
+                    group.push(name.clone());
+                    if let Some(close) = params.find(')') {
+                        finish_prototype(&mut calls, &name, &params[..close]);
+                        text.push_str(&params[close + 1..]);
+                        text.push('\n');
+                    } else {
+                        prototype = Some((name, params));
+                    }
+                    continue;
+                }
+            }
+            let indented = body.starts_with("   ") || body.trim().is_empty();
+            if !indented {
+                flush(&mut group, &mut text, &mut calls);
+            } else if !group.is_empty() {
+                text.push_str(body);
+                text.push('\n');
+            }
+        }
+        flush(&mut group, &mut text, &mut calls);
+        calls
+    }
+
+    fn finish_prototype(calls: &mut BTreeMap<String, HeaderCall>, name: &str, params: &str) {
+        let params = params.trim();
+        let arity = if params.is_empty() || params == "void" {
+            0
+        } else {
+            params.split(',').count()
+        };
+        calls.entry(name.to_string()).or_default().arity = arity;
+    }
+
+    fn names(errnos: &BTreeSet<i32>) -> Vec<&'static str> {
+        errnos
+            .iter()
+            .map(|&e| crate::errno::errno_name(e))
+            .collect()
+    }
+
+    #[test]
+    fn the_common_errors_are_the_headers() {
+        let table: BTreeSet<i32> = COMMON.into_iter().collect();
+        assert_eq!(names(&header_common(HEADER)), names(&table));
+    }
+
+    #[test]
+    fn the_table_covers_every_call_and_every_error_the_header_documents() {
+        let header = header_calls(HEADER);
+        let common: BTreeSet<i32> = COMMON.into_iter().collect();
+        let header_names: BTreeSet<&str> = header.keys().map(String::as_str).collect();
+        let table_names: BTreeSet<&str> = Syscall::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(header_names, table_names, "documented calls");
+        let mut problems = Vec::new();
+        for call in Syscall::ALL {
+            let documented_here = &header[call.name()];
+            if documented_here.arity != call.arity() {
+                problems.push(format!(
+                    "{}: the header's prototype has {} arguments, the fuzzer passes {}",
+                    call.name(),
+                    documented_here.arity,
+                    call.arity()
+                ));
+            }
+            let table: BTreeSet<i32> = documented(call).iter().copied().collect();
+            // "-ERESTARTSYS / -EINTR": userspace sees the second.
+            let own: BTreeSet<i32> = documented_here
+                .direct
+                .iter()
+                .map(|&e| if e == 512 { EINTR } else { e })
+                .filter(|e| !OTHERS_RESULTS.contains(&(call, *e)))
+                .collect();
+            let missing: BTreeSet<i32> = own.difference(&table).copied().collect();
+            let missing: BTreeSet<i32> = missing.difference(&common).copied().collect();
+            if !missing.is_empty() {
+                problems.push(format!(
+                    "{}: the header documents {:?}, missing from the table",
+                    call.name(),
+                    names(&missing)
+                ));
+            }
+            // What the table allows must be documented for the call, for a
+            // call its text refers to, or common.
+            let mut known: BTreeSet<i32> = documented_here.direct.clone();
+            for other in &documented_here.refers_to {
+                known.extend(header[other].direct.iter().copied());
+            }
+            known.extend(common.iter().copied());
+            // ERESTARTSYS is documented as "-ERESTARTSYS / -EINTR": userspace
+            // sees the second.
+            if known.contains(&512) {
+                known.insert(EINTR);
+            }
+            let extra: BTreeSet<i32> = table.difference(&known).copied().collect();
+            if !extra.is_empty() {
+                problems.push(format!(
+                    "{}: the table allows {:?}, which the header does not document",
+                    call.name(),
+                    names(&extra)
+                ));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn the_header_reader_finds_groups_references_and_section_ends() {
+        let header = header_calls(HEADER);
+        // Two prototypes sharing one description.
+        assert_eq!(header["lite_rdma_write"].arity, 6);
+        assert_eq!(header["lite_rdma_read"].arity, 6);
+        assert!(header["lite_send"]
+            .refers_to
+            .contains("lite_send_reply_imm"));
+        assert!(header["lite_send"].direct.contains(&EAGAIN));
+        assert!(header["lite_lock"].direct.contains(&EOWNERDEAD));
+        // The QoS section after lite_set_priority is no part of it.
+        assert!(header["lite_set_priority"].direct.is_empty());
+        assert_eq!(header["lite_get_node_id"].arity, 0);
+        assert!(header["lite_dist_barrier"].direct.contains(&512));
+    }
+
+    #[test]
+    fn results_land_in_their_buckets() {
+        assert_eq!(outcome_bucket(0), 0);
+        assert_eq!(outcome_bucket(12345), 0);
+        assert_eq!(outcome_bucket(-i64::from(EINVAL)), EINVAL as usize);
+        assert_eq!(outcome_bucket(-512), RESTART_BUCKET);
+        assert_eq!(outcome_bucket(-4095), OTHER_BUCKET);
+        assert_eq!(outcome_bucket(i64::MIN), OTHER_BUCKET);
+        assert_eq!(outcome_name(0), "ok");
+        assert_eq!(outcome_name(EINVAL as usize), "EINVAL");
+        assert_eq!(outcome_name(RESTART_BUCKET), "ERESTART");
+        assert_eq!(outcome_name(OTHER_BUCKET), "other");
+        assert_eq!(outcome_name(120), "E120");
+        assert!(allowed(Syscall::Lock, EOWNERDEAD));
+        assert!(allowed(Syscall::Free, EBADF));
+        assert!(!allowed(Syscall::Free, EOWNERDEAD));
+    }
+}

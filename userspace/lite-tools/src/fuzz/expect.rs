@@ -1,0 +1,253 @@
+//! What a call may return, and the verdict on what it did return.
+//!
+//! Every result is judged against the call's documented errors
+//! ([`super::errnos`]). On top of that, a call may be certain to fail (a
+//! released handle, a pointer the kernel cannot access, a size out of
+//! range: success is an alarm), certain to succeed (a clean-up the
+//! contract promises), limited to a few errors (what a race must end
+//! with), or return a value in a known range.
+
+use libc::{EHOSTDOWN, EINTR, EIO, ENOMEM, ENOTCONN};
+
+use super::calls::Syscall;
+use super::errnos::{allowed, RESTART_CODES};
+use crate::errno::errno_name;
+
+/// Failures that say the node or a peer went away (or memory ran out),
+/// which no call can be blamed for: tolerated where a call must succeed.
+pub(crate) const NODE_TROUBLE: [i32; 4] = [EHOSTDOWN, ENOTCONN, ENOMEM, EIO];
+
+/// What a successful result must be.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Value {
+    /// Anything non-negative.
+    #[default]
+    Any,
+    /// Exactly 0.
+    Zero,
+    /// A handle, operation id or other identifier: above 0.
+    Positive,
+    /// Within `low..=high`.
+    Range(i64, i64),
+}
+
+impl Value {
+    fn check(self, ret: i64) -> Result<(), String> {
+        let fits = match self {
+            Value::Any => true,
+            Value::Zero => ret == 0,
+            Value::Positive => ret > 0,
+            Value::Range(low, high) => (low..=high).contains(&ret),
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(format!(
+                "succeeded with {ret}, expected {}",
+                self.describe()
+            ))
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Value::Any => "any value".to_string(),
+            Value::Zero => "0".to_string(),
+            Value::Positive => "a value above 0".to_string(),
+            Value::Range(low, high) => format!("{low}..={high}"),
+        }
+    }
+}
+
+/// The expectations of one call beyond its documented errors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Expect {
+    /// Why the call cannot succeed, if it cannot.
+    pub(crate) must_fail: Option<&'static str>,
+    /// Why the call must succeed (failures in [`NODE_TROUBLE`], and
+    /// `EINTR` after a signal, excepted).
+    pub(crate) must_succeed: Option<&'static str>,
+    /// The only errors it may fail with (and [`NODE_TROUBLE`]), and why;
+    /// `EINTR` is not among them unless listed.
+    pub(crate) only: Option<(&'static [i32], &'static str)>,
+    /// What success must return.
+    pub(crate) value: Value,
+}
+
+impl Expect {
+    /// Expects `value` on success.
+    pub(crate) fn value(value: Value) -> Expect {
+        Expect {
+            value,
+            ..Expect::default()
+        }
+    }
+
+    /// Marks the call as certain to fail for `reason` if `condition` holds
+    /// (the first reason found is kept).
+    pub(crate) fn fail_if(&mut self, condition: bool, reason: &'static str) {
+        if condition && self.must_fail.is_none() {
+            self.must_fail = Some(reason);
+        }
+    }
+}
+
+/// The verdict on `ret`, what `call` returned; `signaled` tells whether a
+/// signal reached the thread while the call ran. `Err` is an alarm.
+pub(crate) fn judge(
+    call: Syscall,
+    ret: i64,
+    signaled: bool,
+    expect: &Expect,
+) -> Result<(), String> {
+    if ret >= 0 {
+        if let Some(reason) = expect.must_fail {
+            return Err(format!("succeeded ({ret}), though it must fail: {reason}"));
+        }
+        return expect.value.check(ret);
+    }
+    let Ok(errno) = i32::try_from(ret.unsigned_abs()) else {
+        return Err(format!("returned {ret}, which is no errno"));
+    };
+    let name = errno_name(errno);
+    if RESTART_CODES.contains(&errno) {
+        return Err(format!(
+            "returned the kernel's restart code {errno}, which must never reach userspace"
+        ));
+    }
+    if errno == EINTR {
+        if !signaled {
+            return Err("returned -EINTR, but no signal arrived during the call".to_string());
+        }
+    } else if !allowed(call, errno) {
+        return Err(format!(
+            "returned -{name} ({errno}), which the header does not document for {}",
+            call.name()
+        ));
+    }
+    let trouble = NODE_TROUBLE.contains(&errno);
+    if let Some(reason) = expect.must_succeed {
+        // A signal may end any call early.
+        if !trouble && errno != EINTR {
+            return Err(format!(
+                "failed with -{name}, though it must succeed: {reason}"
+            ));
+        }
+    }
+    if let Some((errnos, reason)) = expect.only {
+        if !trouble && !errnos.contains(&errno) {
+            let wanted: Vec<String> = errnos
+                .iter()
+                .map(|&e| format!("-{}", errno_name(e)))
+                .collect();
+            return Err(format!(
+                "failed with -{name}, expected one of {}: {reason}",
+                wanted.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use libc::{EBADF, ECONNRESET, EOWNERDEAD, ESHUTDOWN};
+
+    use super::*;
+
+    fn errno(e: i32) -> i64 {
+        -i64::from(e)
+    }
+
+    #[test]
+    fn documented_errors_pass_and_others_do_not() {
+        let none = Expect::default();
+        assert_eq!(judge(Syscall::Free, errno(EBADF), false, &none), Ok(()));
+        assert_eq!(
+            judge(Syscall::Lock, errno(EOWNERDEAD), false, &none),
+            Ok(())
+        );
+        let odd = judge(Syscall::Free, errno(EOWNERDEAD), false, &none);
+        assert!(odd.unwrap_err().contains("does not document for lite_free"));
+        assert!(judge(Syscall::Free, -512, true, &none)
+            .unwrap_err()
+            .contains("restart code 512"));
+        assert!(judge(Syscall::Free, i64::MIN, false, &none).is_err());
+    }
+
+    #[test]
+    fn eintr_needs_a_signal() {
+        let none = Expect::default();
+        assert_eq!(
+            judge(Syscall::AllocRemote, errno(EINTR), true, &none),
+            Ok(())
+        );
+        assert!(judge(Syscall::Lock, errno(EINTR), false, &none)
+            .unwrap_err()
+            .contains("no signal"));
+    }
+
+    #[test]
+    fn certain_failures_and_successes() {
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(false, "not this");
+        expect.fail_if(true, "a released handle");
+        expect.fail_if(true, "a second reason");
+        assert_eq!(expect.must_fail, Some("a released handle"));
+        let verdict = judge(Syscall::Free, 0, false, &expect).unwrap_err();
+        assert!(
+            verdict.contains("must fail: a released handle"),
+            "{verdict}"
+        );
+        assert_eq!(judge(Syscall::Free, errno(EBADF), false, &expect), Ok(()));
+
+        let succeed = Expect {
+            must_succeed: Some("a mapping may always be dropped"),
+            ..Expect::default()
+        };
+        assert!(judge(Syscall::UmapLmr, errno(EBADF), false, &succeed).is_err());
+        assert_eq!(
+            judge(Syscall::UmapLmr, errno(EHOSTDOWN), false, &succeed),
+            Ok(())
+        );
+        assert_eq!(
+            judge(Syscall::UmapLmr, errno(EINTR), true, &succeed),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn races_may_end_only_as_documented() {
+        let expect = Expect {
+            only: Some((&[ESHUTDOWN, libc::ENOENT], "the port was closed")),
+            ..Expect::default()
+        };
+        assert_eq!(
+            judge(Syscall::ReceiveMessage, errno(ESHUTDOWN), false, &expect),
+            Ok(())
+        );
+        let stuck = judge(Syscall::ReceiveMessage, errno(EINTR), true, &expect).unwrap_err();
+        assert!(
+            stuck.contains("expected one of -ESHUTDOWN, -ENOENT"),
+            "{stuck}"
+        );
+        assert!(judge(Syscall::ReceiveMessage, errno(ECONNRESET), false, &expect).is_err());
+    }
+
+    #[test]
+    fn values_are_checked() {
+        assert!(judge(Syscall::Free, 3, false, &Expect::value(Value::Zero)).is_err());
+        assert!(judge(
+            Syscall::AllocRemote,
+            0,
+            false,
+            &Expect::value(Value::Positive)
+        )
+        .is_err());
+        let range = Expect::value(Value::Range(1, 64));
+        assert_eq!(judge(Syscall::GetTotalNode, 3, false, &range), Ok(()));
+        assert!(judge(Syscall::GetTotalNode, 65, false, &range)
+            .unwrap_err()
+            .contains("1..=64"));
+    }
+}

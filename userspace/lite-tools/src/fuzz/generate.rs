@@ -1,0 +1,1727 @@
+//! The call generators: one random call per step, its arguments drawn
+//! from the process's resources (live, released, other processes' and
+//! other nodes'), boundary values and bad pointers, with what it must do
+//! ([`Expect`]) and what its success changes ([`Effect`]).
+
+use std::ptr::addr_of_mut;
+
+use lite::sys::{
+    LiteLock, LiteMulticast, LiteReceive, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, MAX_ASYNC_SIZE,
+    MAX_LMR_SIZE, MAX_LOCKS, MAX_MESSAGE_SIZE, MAX_NODES, MAX_PORTS, MAX_PORT_NAME,
+    MAX_REGISTER_SIZE, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, RECV_NONBLOCK,
+    SEND_NONBLOCK,
+};
+
+use super::calls::Syscall;
+use super::effects::Effect;
+use super::expect::{Expect, Value};
+use super::memory::{Arena, BadPointer, ASYNC_AREA, BULK_AREA, MAX_FUZZ_LMR, PAGE, SCRATCH};
+use super::pool::{
+    fuzz_name, size_class, size_of_name, unpack_lock, LmrKind, LmrRecord, Pool, MAX_LMRS,
+    MAX_LMR_BYTES, MAX_PORTS_HELD, MAX_REGISTRATIONS, NAME_SLOTS, POOL_PORTS, SHARED_PASSWORD,
+    SIZE_CLASSES,
+};
+use super::rng::Rng;
+use super::shared::{ProcShared, Shared};
+
+/// How long a call that should not block may run before a signal is sent
+/// to interrupt it (then again every few hundred milliseconds).
+pub(crate) const RUNNING_CALL_MS: u64 = 5_000;
+/// Locks one thread creates at most (locks live as long as their home).
+const MAX_LOCKS_CREATED: u32 = 64;
+/// Every permission a handle can be asked for or granted, ADMIN aside.
+const GRANTABLE: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ATOMIC;
+
+/// What a process's generators know of it.
+pub(crate) struct Context<'a> {
+    /// This node.
+    pub(crate) me: u32,
+    /// Nodes in the cluster (ids `1..=nodes`).
+    pub(crate) nodes: u32,
+    /// Fuzzing processes per node.
+    pub(crate) procs: u32,
+    /// This process's index.
+    pub(crate) proc: u32,
+    /// This process's memory for the kernel.
+    pub(crate) arena: &'a Arena,
+    /// What all processes share.
+    pub(crate) shared: &'static Shared,
+}
+
+impl Context<'_> {
+    /// This process's shared record.
+    pub(crate) fn own(&self) -> &'static ProcShared {
+        &self.shared.procs[self.proc as usize]
+    }
+
+    /// Another fuzzing process's record (this one's if it is alone).
+    fn other(&self, rng: &mut Rng) -> &'static ProcShared {
+        let other = (self.proc + 1 + rng.below(u64::from(self.procs.max(2) - 1)) as u32)
+            % self.procs.max(1);
+        &self.shared.procs[other as usize]
+    }
+}
+
+/// What one thread keeps for itself.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadState {
+    /// Its index in the process.
+    pub(crate) thread: u32,
+    /// Locks it holds (the holder of a lock is a thread).
+    pub(crate) held: Vec<LiteLock>,
+    /// Locks whose state is unknown after an odd result.
+    pub(crate) uncertain: Vec<LiteLock>,
+    /// Locks it created.
+    pub(crate) locks_created: u32,
+}
+
+/// The out-parameters of one thread's calls, written by the kernel.
+#[repr(C)]
+pub(crate) struct OutParams {
+    pub(crate) lock: LiteLock,
+    pub(crate) descriptor: u64,
+    pub(crate) old: u64,
+    pub(crate) receive: LiteReceive,
+    pub(crate) multicast: LiteMulticast,
+    pub(crate) nodes: [u32; MAX_NODES as usize],
+    pub(crate) lengths: [i64; MAX_NODES as usize],
+}
+
+impl OutParams {
+    /// Zeroed parameters.
+    pub(crate) fn new() -> Box<OutParams> {
+        Box::new(OutParams {
+            lock: LiteLock::default(),
+            descriptor: 0,
+            old: 0,
+            receive: LiteReceive::default(),
+            multicast: LiteMulticast::default(),
+            nodes: [0; MAX_NODES as usize],
+            lengths: [0; MAX_NODES as usize],
+        })
+    }
+
+    fn lock_address(&mut self) -> u64 {
+        addr_of_mut!(self.lock) as u64
+    }
+
+    fn descriptor_address(&mut self) -> u64 {
+        addr_of_mut!(self.descriptor) as u64
+    }
+
+    fn old_address(&mut self) -> u64 {
+        addr_of_mut!(self.old) as u64
+    }
+
+    fn receive_address(&mut self) -> u64 {
+        addr_of_mut!(self.receive) as u64
+    }
+
+    fn multicast_address(&mut self) -> u64 {
+        addr_of_mut!(self.multicast) as u64
+    }
+}
+
+/// One call to make.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Planned {
+    pub(crate) call: Syscall,
+    pub(crate) args: [u64; 6],
+    pub(crate) expect: Expect,
+    /// How long it may block before it is interrupted.
+    pub(crate) interrupt_after_ms: u64,
+    pub(crate) effect: Effect,
+}
+
+/// A handle to pass, and what is certain about it.
+#[derive(Debug, Clone, Copy)]
+enum HandleChoice {
+    /// One the process holds.
+    Own(LmrRecord),
+    /// One the process released: never valid again.
+    Stale(u64),
+    /// Another process's, which may or may not mean something here.
+    Foreign(u64),
+    /// A made-up value.
+    MadeUp(u64),
+}
+
+impl HandleChoice {
+    fn raw(self) -> u64 {
+        match self {
+            HandleChoice::Own(record) => record.handle,
+            HandleChoice::Stale(h) | HandleChoice::Foreign(h) | HandleChoice::MadeUp(h) => h,
+        }
+    }
+
+    /// Whether no call can accept it: released, or never a handle (handles
+    /// are above 0 and fit a non-negative return value).
+    fn certainly_invalid(self) -> bool {
+        match self {
+            HandleChoice::Stale(_) => true,
+            HandleChoice::MadeUp(h) => h == 0 || h > i64::MAX as u64,
+            _ => false,
+        }
+    }
+
+    fn record(self) -> Option<LmrRecord> {
+        match self {
+            HandleChoice::Own(record) => Some(record),
+            _ => None,
+        }
+    }
+
+    fn size(self) -> Option<u64> {
+        self.record().and_then(|r| r.size)
+    }
+
+    /// Whether it is a handle of this process that certainly lacks
+    /// `permission`.
+    fn lacks(self, permission: u64) -> bool {
+        self.record()
+            .is_some_and(|r| r.permission & permission == 0)
+    }
+}
+
+/// Where a buffer goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Area {
+    Scratch,
+    Async,
+    Bulk,
+}
+
+/// Draws one step's call.
+pub(crate) struct Planner<'a, 'c> {
+    pub(crate) rng: &'a mut Rng,
+    pub(crate) ctx: &'a Context<'c>,
+    pub(crate) pool: &'a Pool,
+    pub(crate) state: &'a ThreadState,
+    pub(crate) out: &'a mut OutParams,
+}
+
+/// How often each call is drawn, per thousand-ish (`lite_join` and
+/// `lite_leave` are the unprivileged process's).
+const WEIGHTS: [(Syscall, u32); 37] = [
+    (Syscall::GetNodeId, 8),
+    (Syscall::GetTotalNode, 8),
+    (Syscall::AllocRemote, 60),
+    (Syscall::RdmaWrite, 60),
+    (Syscall::RdmaRead, 60),
+    (Syscall::Free, 35),
+    (Syscall::DistBarrier, 12),
+    (Syscall::RemoteMemset, 30),
+    (Syscall::Memcpy, 22),
+    (Syscall::Memmove, 22),
+    (Syscall::WrapAlloc, 25),
+    (Syscall::AddAskMrTable, 25),
+    (Syscall::AskLmr, 40),
+    (Syscall::UmapLmr, 20),
+    (Syscall::RegisterLmr, 20),
+    (Syscall::DeregisterLmr, 18),
+    (Syscall::RdmaWriteAsync, 35),
+    (Syscall::RdmaReadAsync, 35),
+    (Syscall::AsyncWait, 40),
+    (Syscall::Fence, 8),
+    (Syscall::GetStats, 8),
+    (Syscall::RegisterApplication, 20),
+    (Syscall::UnregisterApplication, 10),
+    (Syscall::QueryPort, 15),
+    (Syscall::SendReplyImm, 35),
+    (Syscall::Send, 30),
+    (Syscall::ReceiveMessage, 50),
+    (Syscall::ReplyMessage, 30),
+    (Syscall::ReplyAndReceiveMessage, 15),
+    (Syscall::SendReplyMulticast, 10),
+    (Syscall::FetchAdd, 22),
+    (Syscall::CompareSwp, 22),
+    (Syscall::CreateLock, 8),
+    (Syscall::AskLock, 18),
+    (Syscall::Lock, 30),
+    (Syscall::Unlock, 35),
+    (Syscall::SetPriority, 8),
+];
+
+/// The calls a fuzzing thread draws from.
+#[cfg(test)]
+pub(crate) fn drawn_calls() -> impl Iterator<Item = Syscall> {
+    WEIGHTS.iter().map(|&(call, _)| call)
+}
+
+/// Sizes allocations mostly use, and chunk edges.
+const SMALL_SIZES: [u64; 9] = [1, 7, 8, 9, 64, 4095, 4096, 4097, 65536];
+const CHUNK_SIZES: [u64; 4] = [CHUNK_SIZE - 1, CHUNK_SIZE, CHUNK_SIZE + 1, MAX_FUZZ_LMR];
+/// Sizes no allocation may accept.
+const BAD_SIZES: [u64; 4] = [0, MAX_LMR_SIZE + 1, u64::MAX, i64::MIN as u64];
+/// Message sizes.
+const MESSAGE_SIZES: [u64; 6] = [1, 8, 64, 4096, 65536, MAX_MESSAGE_SIZE];
+
+fn priority_ok(raw: u64) -> bool {
+    raw as u32 <= 2
+}
+
+impl Planner<'_, '_> {
+    /// Draws the call of one step.
+    pub(crate) fn plan(&mut self) -> Planned {
+        let weights: Vec<u32> = WEIGHTS.iter().map(|&(_, w)| w).collect();
+        let call = WEIGHTS[self.rng.weighted(&weights)].0;
+        self.plan_call(call)
+    }
+
+    /// Draws arguments for `call`.
+    pub(crate) fn plan_call(&mut self, call: Syscall) -> Planned {
+        match call {
+            Syscall::GetNodeId => {
+                self.simple(call, Value::Range(self.ctx.me.into(), self.ctx.me.into()))
+            }
+            Syscall::GetTotalNode => self.simple(call, Value::Range(1, MAX_NODES.into())),
+            Syscall::AllocRemote => self.alloc_remote(),
+            Syscall::RdmaWrite => self.transfer(call, true, false),
+            Syscall::RdmaRead => self.transfer(call, false, false),
+            Syscall::RdmaWriteAsync => self.transfer(call, true, true),
+            Syscall::RdmaReadAsync => self.transfer(call, false, true),
+            Syscall::Free | Syscall::DeregisterLmr => self.free(call),
+            Syscall::DistBarrier => self.barrier(),
+            Syscall::RemoteMemset => self.memset(),
+            Syscall::Memcpy | Syscall::Memmove => self.copy(call),
+            Syscall::WrapAlloc => self.wrap_alloc(),
+            Syscall::AddAskMrTable => self.publish(),
+            Syscall::AskLmr => self.ask_lmr(),
+            Syscall::UmapLmr => self.umap(),
+            Syscall::RegisterLmr => self.register_lmr(),
+            Syscall::AsyncWait => self.async_wait(),
+            Syscall::Fence => Planned {
+                call,
+                args: [0; 6],
+                expect: Expect::value(Value::Zero),
+                interrupt_after_ms: self.blocking_ms(),
+                effect: Effect::Fence,
+            },
+            Syscall::GetStats => self.get_stats(),
+            Syscall::RegisterApplication => self.register_port(),
+            Syscall::UnregisterApplication => self.unregister_port(),
+            Syscall::QueryPort => self.query_port(),
+            Syscall::SendReplyImm | Syscall::Send => self.send(call),
+            Syscall::ReceiveMessage => self.receive(),
+            Syscall::ReplyMessage => self.reply(),
+            Syscall::ReplyAndReceiveMessage => self.reply_and_receive(),
+            Syscall::SendReplyMulticast => self.multicast(),
+            Syscall::FetchAdd | Syscall::CompareSwp => self.atomic(call),
+            Syscall::CreateLock => self.create_lock(),
+            Syscall::AskLock => self.ask_lock(),
+            Syscall::Lock => self.lock(),
+            Syscall::Unlock => self.unlock(),
+            Syscall::SetPriority => self.set_priority(),
+            // The unprivileged process's calls; a fuzzing thread asks for
+            // its node id instead.
+            Syscall::Join | Syscall::Leave => self.simple(
+                Syscall::GetNodeId,
+                Value::Range(self.ctx.me.into(), self.ctx.me.into()),
+            ),
+        }
+    }
+
+    fn simple(&mut self, call: Syscall, value: Value) -> Planned {
+        Planned {
+            call,
+            args: [0; 6],
+            expect: Expect::value(value),
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::None,
+        }
+    }
+
+    /// How long a call that blocks by design waits before a signal.
+    fn blocking_ms(&mut self) -> u64 {
+        self.rng.between(100, 3000)
+    }
+
+    /// A node id: this one, another member, the spread target 0, or one
+    /// out of range (some only in their upper 32 bits, which the kernel
+    /// drops).
+    fn node(&mut self) -> u64 {
+        let me = u64::from(self.ctx.me);
+        match self.rng.below(100) {
+            0..=34 => me,
+            35..=79 => self.rng.between(1, self.ctx.nodes.max(1).into()),
+            80..=84 => 0,
+            _ => self.rng.choose(
+                &[
+                    u64::from(self.ctx.nodes) + 1,
+                    63,
+                    64,
+                    65,
+                    u64::from(u32::MAX),
+                    1 << 32 | me,
+                ],
+                64,
+            ),
+        }
+    }
+
+    /// Another member of the cluster, or this node if it is alone.
+    fn peer(&mut self) -> u32 {
+        let nodes = self.ctx.nodes.max(1);
+        if nodes == 1 {
+            return self.ctx.me;
+        }
+        let other = self.rng.between(1, u64::from(nodes - 1)) as u32;
+        if other >= self.ctx.me {
+            other + 1
+        } else {
+            other
+        }
+    }
+
+    fn priority(&mut self) -> u64 {
+        if self.rng.percent(85) {
+            self.rng.below(3)
+        } else {
+            self.rng
+                .choose(&[3, 4, u64::from(u32::MAX), 1 << 32 | 1], 3)
+        }
+    }
+
+    /// The password of a new LMR: mostly the shared one, so that other
+    /// fuzzers can map it once it is published.
+    fn lmr_password(&mut self) -> u64 {
+        if self.rng.percent(80) {
+            SHARED_PASSWORD
+        } else {
+            self.rng.next_u64()
+        }
+    }
+
+    fn made_up_handle(&mut self) -> u64 {
+        let random = self.rng.next_u64();
+        self.rng.choose(
+            &[
+                0,
+                1,
+                u64::MAX,
+                i64::MIN as u64,
+                1 << 32,
+                0x1_0000_0001,
+                random,
+            ],
+            0,
+        )
+    }
+
+    /// A handle, preferring the process's own that `prefer` accepts.
+    fn handle(&mut self, prefer: impl Fn(&LmrRecord) -> bool) -> HandleChoice {
+        let roll = self.rng.below(100);
+        if roll < 72 {
+            let preferred: Vec<&LmrRecord> = self.pool.lmrs.iter().filter(|r| prefer(r)).collect();
+            if let Some(record) = self.rng.pick(&preferred) {
+                return HandleChoice::Own(**record);
+            }
+            if let Some(record) = self.rng.pick(&self.pool.lmrs) {
+                return HandleChoice::Own(*record);
+            }
+        }
+        if roll < 80 {
+            let stale: Vec<u64> = self.pool.stale_handles.iter().copied().collect();
+            if let Some(&handle) = self.rng.pick(&stale) {
+                return HandleChoice::Stale(handle);
+            }
+        }
+        if roll < 87 {
+            let other = self.ctx.other(self.rng);
+            if let Some(handle) = other.handles.pick(self.rng) {
+                if self.pool.lmr(handle).is_none() {
+                    return HandleChoice::Foreign(handle);
+                }
+            }
+        }
+        HandleChoice::MadeUp(self.made_up_handle())
+    }
+
+    /// The right password of `choice`, or now and then a wrong one.
+    fn password(&mut self, choice: HandleChoice) -> (u64, bool) {
+        match choice.record() {
+            Some(record) if self.rng.percent(92) => (record.password, false),
+            Some(record) => (record.password ^ (1 + self.rng.below(u64::MAX - 1)), true),
+            None => (self.rng.next_u64(), false),
+        }
+    }
+
+    /// An offset and length in an LMR of `size` bytes (4 KiB if unknown),
+    /// mostly inside it; whether the range is certainly outside.
+    fn range(&mut self, size: Option<u64>) -> (u64, u64, bool) {
+        let s = size.unwrap_or(PAGE as u64).max(1);
+        let (offset, len) = match self.rng.below(100) {
+            0..=49 => {
+                let offset = self.rng.below(s);
+                let len = self.rng.between(0, (s - offset).min(4096));
+                (offset, len)
+            }
+            50..=59 => (0, s),
+            60..=69 if s > CHUNK_SIZE => {
+                let offset = CHUNK_SIZE - self.rng.between(1, 64);
+                (offset, self.rng.between(1, 128).min(s - offset))
+            }
+            60..=74 => (s, 0),
+            _ => self.rng.choose(
+                &[
+                    (s, 1),
+                    (s - 1, 2),
+                    (u64::MAX, 1),
+                    (1, u64::MAX),
+                    (i64::MIN as u64, 8),
+                    (0, s + 1),
+                    (s + 4096, 0),
+                    (0, u64::MAX),
+                ],
+                (s, 1),
+            ),
+        };
+        let outside = size.is_some() && offset.checked_add(len).is_none_or(|end| end > s);
+        (offset, len, outside)
+    }
+
+    /// A buffer of `len` bytes the kernel reads (`kernel_writes` false) or
+    /// writes; whether that certainly faults.
+    fn buffer(&mut self, len: u64, kernel_writes: bool, area: Area) -> (u64, bool) {
+        if self.rng.percent(12) {
+            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+            let faults = if kernel_writes {
+                kind.faults_writing(len)
+            } else {
+                kind.faults_reading(len)
+            };
+            return (self.ctx.arena.bad_pointer(kind), faults);
+        }
+        let (start, room) = match area {
+            Area::Scratch => (self.ctx.arena.scratch(self.state.thread as usize), SCRATCH),
+            Area::Async => (self.ctx.arena.async_area(), ASYNC_AREA),
+            Area::Bulk => (self.ctx.arena.bulk_area(), BULK_AREA),
+        };
+        let room = room as u64;
+        let slack = room.saturating_sub(len.min(room));
+        (start + self.rng.below(slack + 1), false)
+    }
+
+    /// A buffer for a received message of up to `room` bytes; whether
+    /// every message (at least one byte) would fault, so that the receive
+    /// certainly fails (a message, or the lack of one, is an error).
+    fn message_buffer(&mut self, room: u64) -> (u64, bool) {
+        let (buf, _) = self.buffer(room, true, Area::Async);
+        let bad = BadPointer::ALL
+            .into_iter()
+            .find(|&kind| self.ctx.arena.bad_pointer(kind) == buf);
+        (buf, bad.is_some_and(|kind| kind.faults_writing(1)))
+    }
+
+    fn alloc_remote(&mut self) -> Planned {
+        let node = self.node();
+        let atomic = self.rng.percent(15);
+        let mut flags = if atomic { u64::from(ALLOC_ATOMIC) } else { 0 };
+        let mut size = if atomic {
+            8
+        } else if self.rng.percent(80) {
+            self.rng.choose(&SMALL_SIZES, 64)
+        } else if self.rng.percent(40) {
+            self.rng.choose(&CHUNK_SIZES, CHUNK_SIZE)
+        } else {
+            self.rng.choose(&BAD_SIZES, 0)
+        };
+        if self.rng.percent(5) {
+            flags = self.rng.choose(&[2, 3, u64::from(u32::MAX), 1 << 32], 2);
+        }
+        let full = self.pool.lmrs.len() >= MAX_LMRS
+            || self.pool.allocated_bytes().saturating_add(size) > MAX_LMR_BYTES;
+        if full && (1..=MAX_LMR_SIZE).contains(&size) {
+            size = self.rng.choose(&BAD_SIZES, 0);
+        }
+        let password = self.lmr_password();
+        let f = flags as u32;
+        let mut expect = Expect::value(Value::Positive);
+        expect.fail_if(
+            size == 0 || size > MAX_LMR_SIZE,
+            "size 0 or above LITE_MAX_LMR_SIZE",
+        );
+        expect.fail_if(f & !ALLOC_ATOMIC != 0, "unknown flags");
+        expect.fail_if(
+            f & ALLOC_ATOMIC != 0 && size != 8,
+            "LITE_ALLOC_ATOMIC with a size other than 8",
+        );
+        expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
+        let atomic = f & ALLOC_ATOMIC != 0;
+        let permission =
+            PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN | if atomic { PERM_ATOMIC } else { 0 };
+        Planned {
+            call: Syscall::AllocRemote,
+            args: [node, size, flags, password, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::NewLmr {
+                kind: LmrKind::Allocated { atomic },
+                size: Some(size),
+                password,
+                permission,
+            },
+        }
+    }
+
+    fn transfer(&mut self, call: Syscall, write: bool, asynchronous: bool) -> Planned {
+        let choice = self.handle(|_| true);
+        let (offset, mut len, outside) = self.range(choice.size());
+        if asynchronous && self.rng.percent(3) {
+            len = MAX_ASYNC_SIZE + 1;
+        }
+        let area = if asynchronous && !write {
+            Area::Async
+        } else {
+            Area::Scratch
+        };
+        let (buf, faults) = self.buffer(len, !write, area);
+        let priority = self.priority();
+        let (password, wrong_password) = self.password(choice);
+        let needed = if write { PERM_WRITE } else { PERM_READ };
+        let mut expect = Expect::value(if asynchronous {
+            Value::Positive
+        } else {
+            Value::Zero
+        });
+        expect.fail_if(
+            choice.certainly_invalid(),
+            "a handle that is no handle of this process",
+        );
+        expect.fail_if(outside, "offset + size past the end of the LMR");
+        expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
+        expect.fail_if(wrong_password, "a wrong password");
+        expect.fail_if(choice.lacks(needed), "a handle without the permission");
+        // An asynchronous read stores its data only when it is reaped.
+        expect.fail_if(
+            faults && (write || !asynchronous),
+            "a buffer the kernel cannot access",
+        );
+        if asynchronous {
+            expect.fail_if(len > MAX_ASYNC_SIZE, "a size above LITE_MAX_ASYNC_SIZE");
+        }
+        Planned {
+            call,
+            args: [choice.raw(), buf, len, offset, priority, password],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: if asynchronous {
+                Effect::NewOp
+            } else {
+                Effect::None
+            },
+        }
+    }
+
+    fn free(&mut self, call: Syscall) -> Planned {
+        let choice = self.handle(|r| r.kind.is_owner());
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(
+            choice.certainly_invalid(),
+            "a handle that is no handle of this process",
+        );
+        expect.fail_if(
+            choice.record().is_some_and(|r| !r.kind.is_owner()),
+            "a mapping's handle, which lacks ADMIN",
+        );
+        Planned {
+            call,
+            args: [choice.raw(), 0, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::Release {
+                handle: choice.raw(),
+            },
+        }
+    }
+
+    fn barrier(&mut self) -> Planned {
+        let nodes = u64::from(self.ctx.nodes.max(1));
+        let num = match self.rng.below(100) {
+            0..=69 => self.rng.between(1, nodes),
+            70..=79 => self.rng.between(nodes + 1, MAX_NODES.into()),
+            _ => self
+                .rng
+                .choose(&[0, 65, u64::from(u32::MAX), 1 << 32 | 1], 0),
+        };
+        let n = num as u32;
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(
+            n == 0 || n > MAX_NODES,
+            "a count of 0 or above LITE_MAX_NODES",
+        );
+        Planned {
+            call: Syscall::DistBarrier,
+            args: [num, 0, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: self.blocking_ms(),
+            effect: Effect::None,
+        }
+    }
+
+    fn memset(&mut self) -> Planned {
+        let choice = self.handle(|r| r.permission & PERM_WRITE != 0);
+        let (offset, len, outside) = self.range(choice.size());
+        let byte = if self.rng.percent(90) {
+            self.rng.below(256)
+        } else {
+            self.rng
+                .choose(&[256, u64::from(u32::MAX), 1 << 32 | 7], 256)
+        };
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(
+            choice.certainly_invalid(),
+            "a handle that is no handle of this process",
+        );
+        expect.fail_if(outside, "offset + size past the end of the LMR");
+        expect.fail_if(byte as u32 > 255, "a byte value above 255");
+        expect.fail_if(choice.lacks(PERM_WRITE), "a handle without WRITE");
+        Planned {
+            call: Syscall::RemoteMemset,
+            args: [choice.raw(), offset, len, byte, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::None,
+        }
+    }
+
+    fn copy(&mut self, call: Syscall) -> Planned {
+        let src = self.handle(|r| r.permission & PERM_READ != 0);
+        let dst = if self.rng.percent(30) {
+            src
+        } else {
+            self.handle(|r| r.permission & PERM_WRITE != 0)
+        };
+        let (src_offset, len, src_outside) = self.range(src.size());
+        let dst_size = dst.size().unwrap_or(PAGE as u64);
+        let dst_offset = if self.rng.percent(85) {
+            self.rng.below(dst_size.saturating_sub(len) + 1)
+        } else {
+            self.rng
+                .choose(&[dst_size, u64::MAX, dst_size.saturating_sub(1)], dst_size)
+        };
+        let dst_outside =
+            dst.size().is_some() && dst_offset.checked_add(len).is_none_or(|end| end > dst_size);
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(
+            src.certainly_invalid(),
+            "a source that is no handle of this process",
+        );
+        expect.fail_if(
+            dst.certainly_invalid(),
+            "a destination that is no handle of this process",
+        );
+        expect.fail_if(src_outside, "the source range past the end of its LMR");
+        expect.fail_if(dst_outside, "the destination range past the end of its LMR");
+        expect.fail_if(src.lacks(PERM_READ), "a source without READ");
+        expect.fail_if(dst.lacks(PERM_WRITE), "a destination without WRITE");
+        Planned {
+            call,
+            args: [src.raw(), src_offset, dst.raw(), dst_offset, len, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::None,
+        }
+    }
+
+    /// A name of this process for an LMR of `size` bytes.
+    fn own_name(&mut self, size: Option<u64>) -> u64 {
+        let class = size.map_or(super::pool::UNSIZED_CLASS, size_class);
+        fuzz_name(
+            self.ctx.me,
+            self.ctx.proc,
+            class,
+            self.rng.below(NAME_SLOTS),
+        )
+    }
+
+    fn wrap_alloc(&mut self) -> Planned {
+        let class = self.rng.index(SIZE_CLASSES.len());
+        let full = self.pool.lmrs.len() >= MAX_LMRS
+            || self.pool.allocated_bytes() + SIZE_CLASSES[class] > MAX_LMR_BYTES;
+        let size = if full || self.rng.percent(10) {
+            self.rng.choose(&[0, MAX_LMR_SIZE + 1, u64::MAX], 0)
+        } else {
+            SIZE_CLASSES[class]
+        };
+        let name = match self.rng.below(100) {
+            0..=84 => self.own_name(Some(size)),
+            85..=92 => self.rng.pick(&self.pool.names).map_or(0, |&(name, _)| name),
+            _ => self.rng.choose(&[0, u64::MAX, 1], 0),
+        };
+        let (data, faults) = self.buffer(size, false, Area::Bulk);
+        let password = SHARED_PASSWORD;
+        let mut expect = Expect::value(Value::Positive);
+        expect.fail_if(faults, "data the kernel cannot read");
+        Planned {
+            call: Syscall::WrapAlloc,
+            args: [data, size, name, password, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::NewLmr {
+                kind: LmrKind::Wrapped { name },
+                size: Some(size),
+                password,
+                permission: PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN,
+            },
+        }
+    }
+
+    /// Permission bits to ask for or grant: mostly some of the grantable
+    /// ones; whether they are certainly refused (unknown bits, or ADMIN
+    /// where `admin_refused`).
+    fn permission(&mut self, admin_refused: bool) -> (u64, bool) {
+        if self.rng.percent(88) {
+            let bits = self.rng.between(1, GRANTABLE) & GRANTABLE;
+            return (if bits == 0 { PERM_READ } else { bits }, false);
+        }
+        let bad = self
+            .rng
+            .choose(&[0x20, 1 << 40, u64::MAX, PERM_ADMIN | PERM_READ], 0x20);
+        let refused =
+            bad & !(GRANTABLE | PERM_ADMIN) != 0 || (admin_refused && bad & PERM_ADMIN != 0);
+        (bad, refused)
+    }
+
+    fn publish(&mut self) -> Planned {
+        let choice = self.handle(|r| r.kind.is_owner() && r.permission & PERM_SHARE != 0);
+        let name = if self.rng.percent(85) {
+            self.own_name(choice.size())
+        } else {
+            self.rng.choose(&[0, u64::MAX, 2], 0)
+        };
+        let (permission, refused) = self.permission(true);
+        let (password, wrong_password) = self.password(choice);
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(
+            choice.certainly_invalid(),
+            "a handle that is no handle of this process",
+        );
+        expect.fail_if(refused, "permission bits that cannot be granted");
+        expect.fail_if(wrong_password, "a wrong password");
+        expect.fail_if(
+            choice.record().is_some_and(|r| !r.kind.is_owner()),
+            "a mapping's handle, which cannot be published",
+        );
+        expect.fail_if(choice.lacks(PERM_SHARE), "a handle without SHARE");
+        Planned {
+            call: Syscall::AddAskMrTable,
+            args: [name, choice.raw(), permission, password, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::Publish {
+                name,
+                handle: choice.raw(),
+            },
+        }
+    }
+
+    fn ask_lmr(&mut self) -> Planned {
+        let node = match self.rng.below(100) {
+            0..=34 => u64::from(self.ctx.me),
+            35..=89 => u64::from(self.peer()),
+            _ => self.node(),
+        };
+        let name = match self.rng.below(100) {
+            // A name another process of this node published.
+            0..=29 if node as u32 == self.ctx.me => {
+                let other = self.ctx.other(self.rng);
+                other.names.pick(self.rng).unwrap_or(0)
+            }
+            0..=89 => fuzz_name(
+                node as u32,
+                self.rng.below(u64::from(self.ctx.procs.max(1))) as u32,
+                self.rng.below(SIZE_CLASSES.len() as u64),
+                self.rng.below(NAME_SLOTS),
+            ),
+            _ => self.rng.choose(&[0, u64::MAX, 3], 0),
+        };
+        let (permission, refused) = self.permission(false);
+        let password = if self.rng.percent(92) {
+            SHARED_PASSWORD
+        } else {
+            self.rng.next_u64()
+        };
+        let mut expect = Expect::value(Value::Positive);
+        expect.fail_if(refused, "unknown permission bits");
+        expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
+        Planned {
+            call: Syscall::AskLmr,
+            args: [node, name, permission, password, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::NewLmr {
+                kind: LmrKind::Mapping {
+                    owner: node as u32,
+                    name,
+                },
+                size: size_of_name(name),
+                password,
+                permission,
+            },
+        }
+    }
+
+    fn umap(&mut self) -> Planned {
+        let choice = self.handle(|r| !r.kind.is_owner());
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(
+            choice.certainly_invalid(),
+            "a handle that is no handle of this process",
+        );
+        expect.fail_if(
+            choice.record().is_some_and(|r| r.kind.is_owner()),
+            "a handle that is no mapping",
+        );
+        Planned {
+            call: Syscall::UmapLmr,
+            args: [choice.raw(), 0, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::Release {
+                handle: choice.raw(),
+            },
+        }
+    }
+
+    fn register_lmr(&mut self) -> Planned {
+        let full =
+            self.pool.registrations() >= MAX_REGISTRATIONS || self.pool.lmrs.len() >= MAX_LMRS;
+        let size = if full || self.rng.percent(12) {
+            self.rng.choose(&[0, MAX_REGISTER_SIZE + 1, u64::MAX], 0)
+        } else {
+            self.rng.choose(
+                &[
+                    8,
+                    8,
+                    64,
+                    PAGE as u64,
+                    PAGE as u64 + 1,
+                    65536,
+                    CHUNK_SIZE + PAGE as u64,
+                ],
+                PAGE as u64,
+            )
+        };
+        let (mut buf, faults) = self.buffer(size, true, Area::Bulk);
+        if !faults && size == 8 {
+            buf &= !7;
+        }
+        let (permission, refused) = self.permission(false);
+        let password = self.lmr_password();
+        let mut expect = Expect::value(Value::Positive);
+        expect.fail_if(
+            size == 0 || size > MAX_REGISTER_SIZE,
+            "size 0 or above LITE_MAX_REGISTER_SIZE",
+        );
+        expect.fail_if(faults, "memory not mapped writable");
+        expect.fail_if(refused, "unknown permission bits");
+        Planned {
+            call: Syscall::RegisterLmr,
+            args: [buf, size, permission, password, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::NewLmr {
+                kind: LmrKind::Registered,
+                size: Some(size),
+                password,
+                permission: permission | PERM_ADMIN,
+            },
+        }
+    }
+
+    fn async_wait(&mut self) -> Planned {
+        let (op, certain) = match self.rng.below(100) {
+            0..=64 if !self.pool.ops.is_empty() => (self.rng.choose(&self.pool.ops, 0), false),
+            0..=74 if !self.pool.stale_ops.is_empty() => {
+                let stale: Vec<u64> = self.pool.stale_ops.iter().copied().collect();
+                (self.rng.choose(&stale, 0), true)
+            }
+            0..=84 => {
+                let other = self.ctx.other(self.rng);
+                match other.ops.pick(self.rng) {
+                    Some(op) if !self.pool.ops.contains(&op) => (op, false),
+                    _ => (0, true),
+                }
+            }
+            _ => {
+                let op = self.rng.choose(&[0, u64::MAX, i64::MIN as u64], 0);
+                (op, true)
+            }
+        };
+        let flags = match self.rng.below(100) {
+            0..=39 => 0,
+            40..=91 => u64::from(ASYNC_NOWAIT),
+            _ => self.rng.choose(&[2, 3, 0x8000_0000], 2),
+        };
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(certain, "an operation id this process does not have");
+        expect.fail_if(flags as u32 & !ASYNC_NOWAIT != 0, "unknown flags");
+        let interrupt_after_ms = if flags == 0 {
+            self.blocking_ms()
+        } else {
+            RUNNING_CALL_MS
+        };
+        Planned {
+            call: Syscall::AsyncWait,
+            args: [op, flags, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms,
+            effect: Effect::Reap { op },
+        }
+    }
+
+    fn get_stats(&mut self) -> Planned {
+        let size = if self.rng.percent(85) {
+            self.rng.choose(&[120, 8, 64, 4096, u64::MAX], 120)
+        } else {
+            self.rng.choose(&[0, 7], 0)
+        };
+        // The kernel writes at most its struct's size, far below a scratch
+        // buffer, whatever size is given.
+        let (buf, faults) = self.buffer(size.min(4096), true, Area::Scratch);
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(size < 8, "a size below 8");
+        expect.fail_if(faults, "a buffer the kernel cannot write");
+        Planned {
+            call: Syscall::GetStats,
+            args: [buf, size, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::None,
+        }
+    }
+
+    fn pool_port(&mut self) -> u64 {
+        self.rng.below(POOL_PORTS.into())
+    }
+
+    /// A port this process registered (or a pool port).
+    fn own_port(&mut self) -> u64 {
+        match self.rng.pick(&self.pool.ports) {
+            Some(&(port, _)) => port.into(),
+            None => self.pool_port(),
+        }
+    }
+
+    fn bad_port(&mut self) -> u64 {
+        self.rng.choose(&[64, 100, 1000], 64)
+    }
+
+    fn register_port(&mut self) -> Planned {
+        let full = self.pool.ports.len() >= MAX_PORTS_HELD;
+        let port = if full || self.rng.percent(10) {
+            self.bad_port()
+        } else {
+            self.pool_port()
+        };
+        let max_size = if self.rng.percent(90) {
+            self.rng.choose(&MESSAGE_SIZES, 4096)
+        } else {
+            self.rng.choose(&[0, MAX_MESSAGE_SIZE + 1, u64::MAX], 0)
+        };
+        let name_len = if self.rng.percent(90) {
+            self.rng.between(0, MAX_PORT_NAME as u64)
+        } else {
+            self.rng.choose(&[MAX_PORT_NAME as u64 + 1, u64::MAX], 33)
+        };
+        let (name, faults) = if self.rng.percent(40) {
+            (self.ctx.arena.bad_pointer(BadPointer::ReadOnly), false)
+        } else {
+            self.buffer(name_len.min(MAX_PORT_NAME as u64), false, Area::Scratch)
+        };
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
+        expect.fail_if(
+            max_size == 0 || max_size > MAX_MESSAGE_SIZE,
+            "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
+        );
+        expect.fail_if(
+            name_len > MAX_PORT_NAME as u64,
+            "a name longer than LITE_MAX_PORT_NAME",
+        );
+        expect.fail_if(faults && name_len > 0, "a name the kernel cannot read");
+        Planned {
+            call: Syscall::RegisterApplication,
+            args: [port, max_size, name, name_len, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::RegisterPort {
+                port: port as u32,
+                max_size,
+            },
+        }
+    }
+
+    fn unregister_port(&mut self) -> Planned {
+        let port = match self.rng.below(100) {
+            0..=69 => self.own_port(),
+            70..=89 => self.pool_port(),
+            _ => self.bad_port(),
+        };
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
+        Planned {
+            call: Syscall::UnregisterApplication,
+            args: [port, 0, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::ClosePort { port: port as u32 },
+        }
+    }
+
+    fn query_port(&mut self) -> Planned {
+        let node = self.node();
+        let port = match self.rng.below(100) {
+            0..=84 => self.pool_port(),
+            85..=89 => 63,
+            _ => self.bad_port(),
+        };
+        let mut expect = Expect::value(Value::Range(1, MAX_MESSAGE_SIZE as i64));
+        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
+        expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
+        Planned {
+            call: Syscall::QueryPort,
+            args: [node, port, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::None,
+        }
+    }
+
+    /// A target node for a send; whether it is certainly refused.
+    fn send_node(&mut self) -> (u64, bool) {
+        let node = match self.rng.below(100) {
+            0..=39 => u64::from(self.ctx.me),
+            40..=89 => u64::from(self.peer()),
+            _ => self.node(),
+        };
+        (node, node as u32 >= MAX_NODES)
+    }
+
+    /// A `port_priority` for a send to `node`; whether it is certainly
+    /// refused (a bad port or priority, or the non-blocking flag where
+    /// `nonblock_refused`), and whether it carries that flag.
+    fn port_priority(
+        &mut self,
+        node: u64,
+        nonblock_percent: u32,
+        nonblock_refused: bool,
+    ) -> (u64, bool, bool) {
+        let port = match self.rng.below(100) {
+            0..=49 if node as u32 == self.ctx.me => self.own_port(),
+            0..=94 => self.pool_port(),
+            _ => self.bad_port(),
+        };
+        let priority = if self.rng.percent(92) {
+            self.rng.below(3)
+        } else {
+            self.rng.between(3, 0x7fff)
+        };
+        let nonblock = self.rng.percent(nonblock_percent);
+        let port_priority = port
+            | priority << 16
+            | if nonblock {
+                u64::from(SEND_NONBLOCK)
+            } else {
+                0
+            };
+        let refused = port as u32 >= MAX_PORTS || priority > 2 || (nonblock && nonblock_refused);
+        (port_priority, refused, nonblock)
+    }
+
+    fn message_size(&mut self) -> u64 {
+        if self.rng.percent(90) {
+            self.rng.choose(&MESSAGE_SIZES[..5], 64)
+        } else {
+            self.rng.choose(&[0, MAX_MESSAGE_SIZE + 1, u64::MAX], 0)
+        }
+    }
+
+    fn send(&mut self, call: Syscall) -> Planned {
+        let with_reply = call == Syscall::SendReplyImm;
+        let (node, node_refused) = self.send_node();
+        let (port_priority, port_refused, nonblock) =
+            self.port_priority(node, if with_reply { 3 } else { 50 }, with_reply);
+        let refused = node_refused || port_refused;
+        let size = self.message_size();
+        let (msg, faults) = self.buffer(size, false, Area::Scratch);
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(refused, "a bad node, port, priority or flag");
+        expect.fail_if(
+            size == 0 || size > MAX_MESSAGE_SIZE,
+            "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
+        );
+        expect.fail_if(faults, "a message the kernel cannot read");
+        let mut args = [node, port_priority, msg, size, 0, 0];
+        if with_reply {
+            let max_reply = self.rng.choose(&[0, 1, 64, 4096, 65536, u64::MAX], 64);
+            let room = max_reply.min(MAX_MESSAGE_SIZE);
+            let reply = if self.rng.percent(6) {
+                0
+            } else {
+                self.buffer(room, true, Area::Scratch).0
+            };
+            expect.fail_if(reply == 0 && max_reply > 0, "a null reply buffer with room");
+            expect.value = Value::Range(0, room as i64);
+            args[4] = reply;
+            args[5] = max_reply;
+        }
+        Planned {
+            call,
+            args,
+            expect,
+            interrupt_after_ms: if nonblock {
+                RUNNING_CALL_MS
+            } else {
+                self.rng.between(200, 3000)
+            },
+            effect: Effect::None,
+        }
+    }
+
+    /// Flags of a receive: mostly non-blocking; whether they are unknown.
+    fn receive_flags(&mut self) -> (u64, bool) {
+        match self.rng.below(100) {
+            0..=64 => (u64::from(RECV_NONBLOCK), false),
+            65..=94 => (0, false),
+            _ => (self.rng.choose(&[2, 3, 0x8000_0000], 2), true),
+        }
+    }
+
+    fn receive_port(&mut self) -> u64 {
+        match self.rng.below(100) {
+            0..=64 => self.own_port(),
+            65..=89 => self.pool_port(),
+            _ => self.bad_port(),
+        }
+    }
+
+    fn receive(&mut self) -> Planned {
+        let port = self.receive_port();
+        let max_size = self
+            .rng
+            .choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE, u64::MAX], 4096);
+        let (buf, buf_faults) = self.message_buffer(max_size.min(MAX_MESSAGE_SIZE));
+        let (descriptor, descriptor_faults) = if self.rng.percent(92) {
+            (self.out.descriptor_address(), false)
+        } else {
+            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(8))
+        };
+        let (flags, unknown) = self.receive_flags();
+        let mut expect = Expect::value(Value::Range(0, MAX_MESSAGE_SIZE as i64));
+        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
+        expect.fail_if(unknown, "unknown flags");
+        expect.fail_if(descriptor_faults, "a descriptor the kernel cannot write");
+        // Messages are never empty: one taken would fault, none is an error.
+        expect.fail_if(buf_faults, "a buffer the kernel cannot write");
+        Planned {
+            call: Syscall::ReceiveMessage,
+            args: [port, buf, max_size, descriptor, flags, 0],
+            expect,
+            interrupt_after_ms: if flags == 0 {
+                self.blocking_ms()
+            } else {
+                RUNNING_CALL_MS
+            },
+            effect: Effect::Receive,
+        }
+    }
+
+    /// A descriptor to answer; whether it certainly is none of this
+    /// process's unanswered ones.
+    fn descriptor(&mut self) -> (u64, bool) {
+        match self.rng.below(100) {
+            0..=59 if !self.pool.descriptors.is_empty() => {
+                (self.rng.choose(&self.pool.descriptors, 0), false)
+            }
+            0..=69 if !self.pool.stale_descriptors.is_empty() => {
+                let stale: Vec<u64> = self.pool.stale_descriptors.iter().copied().collect();
+                (self.rng.choose(&stale, 0), true)
+            }
+            0..=79 => {
+                let other = self.ctx.other(self.rng);
+                match other.descriptors.pick(self.rng) {
+                    Some(d) if !self.pool.descriptors.contains(&d) => (d, false),
+                    _ => (0, true),
+                }
+            }
+            // A one-way message's descriptor is 0: never answerable.
+            80..=89 => (0, true),
+            _ => (self.rng.next_u64(), false),
+        }
+    }
+
+    fn reply_size(&mut self) -> u64 {
+        if self.rng.percent(92) {
+            self.rng
+                .choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE], 64)
+        } else {
+            self.rng.choose(&[MAX_MESSAGE_SIZE + 1, u64::MAX], u64::MAX)
+        }
+    }
+
+    fn reply(&mut self) -> Planned {
+        let (descriptor, stale) = self.descriptor();
+        let size = self.reply_size();
+        let (buf, faults) = self.buffer(size, false, Area::Scratch);
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(
+            stale,
+            "a descriptor that is no unanswered one of this process",
+        );
+        expect.fail_if(
+            size > MAX_MESSAGE_SIZE,
+            "a reply above LITE_MAX_MESSAGE_SIZE",
+        );
+        expect.fail_if(faults, "a reply the kernel cannot read");
+        Planned {
+            call: Syscall::ReplyMessage,
+            args: [buf, size, descriptor, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::Reply { descriptor },
+        }
+    }
+
+    fn reply_and_receive(&mut self) -> Planned {
+        let (descriptor, stale) = self.descriptor();
+        let size = self.reply_size();
+        let (buf, faults) = self.buffer(size, false, Area::Scratch);
+        let port = self.receive_port();
+        let max_size = self
+            .rng
+            .choose(&[1, 64, 4096, MAX_MESSAGE_SIZE, u64::MAX], 4096);
+        let (recv_buf, recv_faults) = self.message_buffer(max_size.min(MAX_MESSAGE_SIZE));
+        let (flags, unknown) = self.receive_flags();
+        self.out.receive = LiteReceive {
+            buf: recv_buf,
+            max_size,
+            descriptor: 0,
+            port: port as u32,
+            flags: flags as u32,
+        };
+        let (next, next_faults) = if self.rng.percent(90) {
+            (self.out.receive_address(), false)
+        } else {
+            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+            // Read-only is bad too: the new descriptor is written there.
+            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(32))
+        };
+        let mut expect = Expect::value(Value::Range(0, MAX_MESSAGE_SIZE as i64));
+        expect.fail_if(
+            stale,
+            "a descriptor that is no unanswered one of this process",
+        );
+        expect.fail_if(
+            size > MAX_MESSAGE_SIZE,
+            "a reply above LITE_MAX_MESSAGE_SIZE",
+        );
+        expect.fail_if(faults, "a reply the kernel cannot read");
+        expect.fail_if(next_faults, "a receive record the kernel cannot access");
+        if !next_faults {
+            expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
+            expect.fail_if(unknown, "unknown receive flags");
+            expect.fail_if(recv_faults, "a receive buffer the kernel cannot write");
+        }
+        Planned {
+            call: Syscall::ReplyAndReceiveMessage,
+            args: [buf, size, descriptor, next, 0, 0],
+            expect,
+            interrupt_after_ms: if flags == 0 {
+                self.blocking_ms()
+            } else {
+                RUNNING_CALL_MS
+            },
+            effect: Effect::ReplyAndReceive { descriptor },
+        }
+    }
+
+    fn multicast(&mut self) -> Planned {
+        let nodes = u64::from(self.ctx.nodes.max(1));
+        let count = match self.rng.below(100) {
+            0..=69 => self.rng.between(1, nodes),
+            70..=84 => self.rng.between(1, MAX_NODES.into()),
+            _ => self.rng.choose(&[0, 65, u64::from(u32::MAX)], 0),
+        } as u32;
+        for i in 0..(count.min(MAX_NODES) as usize) {
+            self.out.nodes[i] = match self.rng.below(100) {
+                0..=79 => self.rng.between(1, nodes) as u32,
+                _ => self.rng.choose(&[0, 64, u32::MAX, self.ctx.me], 0),
+            };
+        }
+        let (port_priority, refused, _) = self.port_priority(u64::from(self.ctx.me), 3, true);
+        let size = self.message_size();
+        let (msg, msg_faults) = self.buffer(size, false, Area::Scratch);
+        // At most 64 replies of 16 KiB: inside the arena from any scratch.
+        let max_reply = self.rng.choose(&[0, 64, 4096, 16384], 64);
+        let replies = if self.rng.percent(5) {
+            0
+        } else {
+            self.buffer(
+                u64::from(count.min(MAX_NODES)) * max_reply,
+                true,
+                Area::Scratch,
+            )
+            .0
+        };
+        let (lengths, lengths_fault) = if self.rng.percent(92) {
+            (addr_of_mut!(self.out.lengths) as u64, false)
+        } else {
+            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+            let room = u64::from(count.min(MAX_NODES)) * 8;
+            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(room))
+        };
+        self.out.multicast = LiteMulticast {
+            nodes: addr_of_mut!(self.out.nodes) as u64,
+            lengths,
+            msg,
+            size,
+            replies,
+            max_reply,
+            count,
+            port_priority: port_priority as u32,
+        };
+        let (call, call_faults) = if self.rng.percent(92) {
+            (self.out.multicast_address(), false)
+        } else {
+            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+            (self.ctx.arena.bad_pointer(kind), kind.faults_reading(56))
+        };
+        let mut expect = Expect::value(Value::Range(0, count.min(MAX_NODES).into()));
+        expect.fail_if(call_faults, "a call record the kernel cannot read");
+        if !call_faults {
+            expect.fail_if(count == 0 || count > MAX_NODES, "a count of 0 or above 64");
+            expect.fail_if(refused, "a bad port, priority or flag");
+            expect.fail_if(
+                size == 0 || size > MAX_MESSAGE_SIZE,
+                "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
+            );
+            expect.fail_if(msg_faults, "a message the kernel cannot read");
+            expect.fail_if(lengths_fault, "a lengths array the kernel cannot write");
+            expect.fail_if(
+                replies == 0 && max_reply > 0,
+                "a null reply buffer with room",
+            );
+        }
+        Planned {
+            call: Syscall::SendReplyMulticast,
+            args: [call, 0, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: self.rng.between(200, 3000),
+            effect: Effect::None,
+        }
+    }
+
+    fn atomic(&mut self, call: Syscall) -> Planned {
+        let choice = self.handle(|r| r.size == Some(8) && r.permission & PERM_ATOMIC != 0);
+        let (old, faults) = if self.rng.percent(90) {
+            (self.out.old_address(), false)
+        } else {
+            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(8))
+        };
+        let priority = self.priority();
+        let value = self.rng.choose(&[0, 1, u64::MAX], 1);
+        let value = if self.rng.percent(50) {
+            value
+        } else {
+            self.rng.next_u64()
+        };
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(
+            choice.certainly_invalid(),
+            "a handle that is no handle of this process",
+        );
+        expect.fail_if(
+            choice.record().is_some_and(|r| r.never_atomic()),
+            "a handle without ATOMIC or not of 8 bytes",
+        );
+        expect.fail_if(faults, "an old-value pointer the kernel cannot write");
+        expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
+        let args = if call == Syscall::FetchAdd {
+            [choice.raw(), old, value, priority, 0, 0]
+        } else {
+            let new_value = self.rng.next_u64();
+            [choice.raw(), old, value, new_value, priority, 0]
+        };
+        Planned {
+            call,
+            args,
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::None,
+        }
+    }
+
+    /// A home node for a lock.
+    fn home(&mut self) -> u64 {
+        match self.rng.below(100) {
+            0..=49 => self.ctx.me.into(),
+            50..=89 => self.peer().into(),
+            _ => self.node(),
+        }
+    }
+
+    fn create_lock(&mut self) -> Planned {
+        let home = self.home();
+        // Past its quota a thread only tries with a bad pointer, which is
+        // refused before a lock is created.
+        let bad = self.state.locks_created >= MAX_LOCKS_CREATED || self.rng.percent(10);
+        let (lock, faults) = if bad {
+            let kind = self.rng.choose(&BadPointer::ALL[..6], BadPointer::Null);
+            (self.ctx.arena.bad_pointer(kind), true)
+        } else {
+            (self.out.lock_address(), false)
+        };
+        let mut expect = Expect::value(Value::Range(0, i64::from(MAX_LOCKS) - 1));
+        expect.fail_if(faults, "a lock record the kernel cannot write");
+        expect.fail_if(home as u32 >= MAX_NODES, "a node id of 64 or more");
+        Planned {
+            call: Syscall::CreateLock,
+            args: [home, lock, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::LearnLock,
+        }
+    }
+
+    /// A lock this process knows of (its own or another process's), if any.
+    fn known_lock(&mut self) -> Option<LiteLock> {
+        if self.rng.percent(70) {
+            if let Some(&lock) = self.rng.pick(&self.pool.locks) {
+                return Some(lock);
+            }
+        }
+        let other = self.ctx.other(self.rng);
+        other.locks.pick(self.rng).map(unpack_lock)
+    }
+
+    fn ask_lock(&mut self) -> Planned {
+        let (home, number) = match (self.rng.below(100), self.known_lock()) {
+            (0..=49, Some(lock)) => (u64::from(lock.home), u64::from(lock.number)),
+            (0..=84, _) => (self.home(), self.rng.below(64)),
+            _ => (
+                self.home(),
+                self.rng
+                    .choose(&[u64::from(MAX_LOCKS), u64::from(u32::MAX)], 4096),
+            ),
+        };
+        let (lock, faults) = if self.rng.percent(90) {
+            (self.out.lock_address(), false)
+        } else {
+            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(8))
+        };
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(number as u32 >= MAX_LOCKS, "a lock number no home keeps");
+        expect.fail_if(faults, "a lock record the kernel cannot write");
+        expect.fail_if(home as u32 >= MAX_NODES, "a node id of 64 or more");
+        Planned {
+            call: Syscall::AskLock,
+            args: [home, number, lock, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::LearnLock,
+        }
+    }
+
+    /// The lock record argument for `lock`: the out-parameter filled with
+    /// it, or a bad pointer. Whether the kernel certainly cannot use it: it
+    /// cannot read it, or reads the read-only page's pattern, which names
+    /// no node of a cluster.
+    fn lock_argument(&mut self, lock: LiteLock) -> (u64, bool) {
+        if self.rng.percent(93) {
+            self.out.lock = lock;
+            (self.out.lock_address(), false)
+        } else {
+            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+            let certain = kind == BadPointer::ReadOnly || kind.faults_reading(8);
+            (self.ctx.arena.bad_pointer(kind), certain)
+        }
+    }
+
+    fn made_up_lock(&mut self) -> LiteLock {
+        LiteLock {
+            home: self.home() as u32,
+            number: self.rng.choose(&[MAX_LOCKS, u32::MAX], MAX_LOCKS),
+        }
+    }
+
+    fn lock(&mut self) -> Planned {
+        let (lock, held) = match self.rng.below(100) {
+            0..=7 if !self.state.held.is_empty() => {
+                (self.rng.choose(&self.state.held, LiteLock::default()), true)
+            }
+            0..=89 => match self.known_lock() {
+                Some(lock) => (lock, self.state.held.contains(&lock)),
+                None => (self.made_up_lock(), false),
+            },
+            _ => (self.made_up_lock(), false),
+        };
+        let (pointer, bad) = self.lock_argument(lock);
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(bad, "a lock record the kernel cannot read");
+        expect.fail_if(
+            held && !self.state.uncertain.contains(&lock),
+            "a lock this thread holds",
+        );
+        expect.fail_if(lock.number >= MAX_LOCKS, "a lock number no home keeps");
+        expect.fail_if(lock.home >= MAX_NODES, "a node id of 64 or more");
+        Planned {
+            call: Syscall::Lock,
+            args: [pointer, 0, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: self.blocking_ms(),
+            effect: Effect::Lock(lock),
+        }
+    }
+
+    fn unlock(&mut self) -> Planned {
+        let lock = match self.rng.below(100) {
+            0..=59 if !self.state.held.is_empty() => {
+                self.rng.choose(&self.state.held, LiteLock::default())
+            }
+            0..=84 => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
+            _ => self.made_up_lock(),
+        };
+        let (pointer, bad) = self.lock_argument(lock);
+        let not_held = !self.state.held.contains(&lock) && !self.state.uncertain.contains(&lock);
+        let mut expect = Expect::value(Value::Zero);
+        expect.fail_if(bad, "a lock record the kernel cannot read");
+        expect.fail_if(not_held, "a lock this thread does not hold");
+        Planned {
+            call: Syscall::Unlock,
+            args: [pointer, 0, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::Unlock(lock),
+        }
+    }
+
+    fn set_priority(&mut self) -> Planned {
+        let priority = self.priority();
+        let mut expect = Expect::value(Value::Range(0, 2));
+        expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
+        Planned {
+            call: Syscall::SetPriority,
+            args: [priority, 0, 0, 0, 0, 0],
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::shared::Shared;
+
+    fn context<'a>(arena: &'a Arena, shared: &'static Shared) -> Context<'a> {
+        Context {
+            me: 2,
+            nodes: 3,
+            procs: 3,
+            proc: 1,
+            arena,
+            shared,
+        }
+    }
+
+    #[test]
+    fn the_same_seed_plans_the_same_calls() {
+        let arena = Arena::new(2).expect("arena");
+        let shared = Shared::map().expect("shared");
+        let ctx = context(&arena, shared);
+        let plan = |seed| {
+            let mut rng = Rng::from_seed(seed);
+            let pool = Pool::default();
+            let state = ThreadState::default();
+            let mut out = OutParams::new();
+            (0..3000)
+                .map(|_| {
+                    let mut step = rng.split();
+                    let mut planner = Planner {
+                        rng: &mut step,
+                        ctx: &ctx,
+                        pool: &pool,
+                        state: &state,
+                        out: &mut out,
+                    };
+                    let planned = planner.plan();
+                    (planned.call, planned.expect.must_fail.is_some())
+                })
+                .collect::<Vec<_>>()
+        };
+        let first = plan(9);
+        assert_eq!(first, plan(9));
+        assert_ne!(first, plan(10));
+        // Every drawn call comes up in a few thousand steps.
+        for call in drawn_calls() {
+            assert!(
+                first.iter().any(|&(c, _)| c == call),
+                "{call:?} never drawn"
+            );
+        }
+        assert!(first.iter().any(|&(_, certain)| certain));
+    }
+
+    #[test]
+    fn released_handles_must_fail_and_live_ones_need_not() {
+        let arena = Arena::new(1).expect("arena");
+        let shared = Shared::map().expect("shared");
+        let ctx = context(&arena, shared);
+        let mut pool = Pool::default();
+        pool.release_lmr(0x1_0000_0003);
+        let state = ThreadState::default();
+        let mut out = OutParams::new();
+        let mut rng = Rng::from_seed(5);
+        let mut stale_seen = false;
+        for _ in 0..400 {
+            let mut planner = Planner {
+                rng: &mut rng,
+                ctx: &ctx,
+                pool: &pool,
+                state: &state,
+                out: &mut out,
+            };
+            let planned = planner.plan_call(Syscall::Free);
+            if planned.args[0] == 0x1_0000_0003 {
+                stale_seen = true;
+                assert!(planned.expect.must_fail.is_some());
+            }
+        }
+        assert!(stale_seen);
+    }
+
+    #[test]
+    fn buffers_the_kernel_writes_stay_in_the_arena() {
+        let arena = Arena::new(2).expect("arena");
+        let shared = Shared::map().expect("shared");
+        let ctx = context(&arena, shared);
+        let pool = Pool::default();
+        let state = ThreadState {
+            thread: 1,
+            ..ThreadState::default()
+        };
+        let mut out = OutParams::new();
+        let mut rng = Rng::from_seed(11);
+        for _ in 0..2000 {
+            let mut planner = Planner {
+                rng: &mut rng,
+                ctx: &ctx,
+                pool: &pool,
+                state: &state,
+                out: &mut out,
+            };
+            let planned = planner.plan_call(Syscall::RdmaRead);
+            let (buf, len) = (planned.args[1], planned.args[2]);
+            let bad = BadPointer::ALL.iter().any(|&k| arena.bad_pointer(k) == buf);
+            if !bad && planned.expect.must_fail.is_none() {
+                assert!(arena.holds(buf, len.min(MAX_FUZZ_LMR)), "{buf:#x} {len}");
+            }
+        }
+    }
+}

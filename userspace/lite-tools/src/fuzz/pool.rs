@@ -1,0 +1,326 @@
+//! The resources a fuzzing process holds (its pool, shared by its
+//! threads), what it released (stale ones, which must be refused), and
+//! how fuzzers on different nodes find each other's names and ports.
+//!
+//! Names carry the node, the process and a size class, so that a fuzzer
+//! guessing a name on another node also knows the size of what it maps.
+//! Most LMRs are created with one password shared by every fuzzer
+//! ([`SHARED_PASSWORD`]), and a name is published with its LMR's password,
+//! so that guessing a name is mostly enough to map it (and a wrong
+//! password a deliberate choice).
+
+use std::collections::VecDeque;
+
+use lite::sys::{LiteLock, CHUNK_SIZE, MAX_PORTS, PERM_ATOMIC};
+
+use super::memory::PAGE;
+
+/// Tag of every name the fuzzers publish ("LF").
+const NAME_TAG: u64 = 0x4c46 << 48;
+/// The process field of the coordinator's names (not a fuzzing process).
+const COORDINATOR: u64 = 0xff;
+/// Names per (node, process, size class).
+pub(crate) const NAME_SLOTS: u64 = 4;
+/// Sizes of the LMRs published under names, by class.
+pub(crate) const SIZE_CLASSES: [u64; 4] = [64, PAGE as u64, 65536, CHUNK_SIZE + PAGE as u64];
+/// The class of a name whose LMR's size is none of [`SIZE_CLASSES`].
+pub(crate) const UNSIZED_CLASS: u64 = 15;
+
+/// Name `slot` of size class `class` of process `proc` on node `node`.
+pub(crate) fn fuzz_name(node: u32, proc: u32, class: u64, slot: u64) -> u64 {
+    NAME_TAG
+        | (u64::from(node) & 0xff) << 40
+        | (u64::from(proc) & 0xff) << 32
+        | (class & 0xff) << 16
+        | (slot & 0xffff)
+}
+
+/// The size class of an LMR of `size` bytes.
+pub(crate) fn size_class(size: u64) -> u64 {
+    SIZE_CLASSES
+        .iter()
+        .position(|&s| s == size)
+        .map_or(UNSIZED_CLASS, |class| class as u64)
+}
+
+/// The size of the LMR behind a fuzzer's name, if the name tells it.
+pub(crate) fn size_of_name(name: u64) -> Option<u64> {
+    if name & (0xffff << 48) != NAME_TAG {
+        return None;
+    }
+    SIZE_CLASSES.get(((name >> 16) & 0xff) as usize).copied()
+}
+
+/// The password of most LMRs the fuzzers create, and of every name they
+/// ask for.
+pub(crate) const SHARED_PASSWORD: u64 = 0x4c46_7061_7373_7764;
+
+/// The name the coordinator of node `node` publishes when its fuzzers
+/// start (`kind` [`READY`]) and when they are done ([`DONE`]).
+pub(crate) fn coordinator_name(node: u32, kind: u64) -> u64 {
+    NAME_TAG | (u64::from(node) & 0xff) << 40 | COORDINATOR << 32 | kind
+}
+
+/// Kind of the coordinator's name published when fuzzing starts.
+pub(crate) const READY: u64 = 1;
+/// Kind of the coordinator's name published when fuzzing is done.
+pub(crate) const DONE: u64 = 2;
+
+/// Ports every fuzzer registers, receives on and calls, on any node.
+pub(crate) const POOL_PORTS: u32 = 32;
+
+/// The port of thread `thread` of process `proc` (of `threads` each) for
+/// races with processes of its own: above [`POOL_PORTS`], which random
+/// calls never use, so no other process takes its messages.
+pub(crate) fn race_port(proc: u32, threads: u32, thread: u32) -> u32 {
+    POOL_PORTS + (proc * threads + thread) % (MAX_PORTS - POOL_PORTS)
+}
+
+/// Packs a lock for [`super::shared::Offered`].
+pub(crate) fn pack_lock(lock: LiteLock) -> u64 {
+    u64::from(lock.home) << 32 | u64::from(lock.number)
+}
+
+/// Unpacks a lock packed by [`pack_lock`].
+pub(crate) fn unpack_lock(value: u64) -> LiteLock {
+    LiteLock {
+        home: (value >> 32) as u32,
+        number: value as u32,
+    }
+}
+
+/// How a process came to hold an LMR handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LmrKind {
+    /// `lite_alloc_remote` (with `LITE_ALLOC_ATOMIC` if `atomic`).
+    Allocated { atomic: bool },
+    /// `lite_wrap_alloc` under `name`.
+    Wrapped { name: u64 },
+    /// `lite_register_lmr`.
+    Registered,
+    /// `lite_ask_lmr` of `name` on `owner`.
+    Mapping { owner: u32, name: u64 },
+}
+
+impl LmrKind {
+    /// Whether the handle is the LMR's creator's (ADMIN).
+    pub(crate) fn is_owner(self) -> bool {
+        !matches!(self, LmrKind::Mapping { .. })
+    }
+}
+
+/// An LMR handle the process holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LmrRecord {
+    pub(crate) handle: u64,
+    pub(crate) password: u64,
+    /// Its size, when known.
+    pub(crate) size: Option<u64>,
+    /// The permissions asked for or given (`LITE_PERM_*`).
+    pub(crate) permission: u64,
+    pub(crate) kind: LmrKind,
+}
+
+impl LmrRecord {
+    /// Whether the handle certainly lacks ATOMIC or is not an 8-byte LMR,
+    /// so that atomics on it must fail.
+    pub(crate) fn never_atomic(&self) -> bool {
+        let lacks_atomic = self.permission & PERM_ATOMIC == 0;
+        let wrong_size = self.size.is_some_and(|size| size != 8);
+        match self.kind {
+            // What a mapping got is at most what it asked for.
+            LmrKind::Mapping { .. } => lacks_atomic,
+            _ => lacks_atomic || wrong_size,
+        }
+    }
+}
+
+/// Bounds that keep a process's footprint small enough for every node.
+pub(crate) const MAX_LMRS: usize = 32;
+/// Bytes of LMRs one process allocates at most (its own and remote).
+pub(crate) const MAX_LMR_BYTES: u64 = 16 << 20;
+/// Ports one process keeps registered at most.
+pub(crate) const MAX_PORTS_HELD: usize = 4;
+/// Registrations one process keeps at most.
+pub(crate) const MAX_REGISTRATIONS: usize = 8;
+/// Released identifiers remembered, per kind.
+const STALE: usize = 32;
+
+/// What a process holds, shared by its threads.
+#[derive(Debug, Default)]
+pub(crate) struct Pool {
+    pub(crate) lmrs: Vec<LmrRecord>,
+    /// Handles released by a call that returned 0: never valid again.
+    pub(crate) stale_handles: VecDeque<u64>,
+    /// Names published by this process, with their LMR's handle.
+    pub(crate) names: Vec<(u64, u64)>,
+    /// Ports registered by this process, with their message size.
+    pub(crate) ports: Vec<(u32, u64)>,
+    /// Locks created or asked for.
+    pub(crate) locks: Vec<LiteLock>,
+    /// Asynchronous operations not reaped yet.
+    pub(crate) ops: Vec<u64>,
+    /// Operations reaped (their ids are never valid again).
+    pub(crate) stale_ops: VecDeque<u64>,
+    /// Descriptors received and not answered yet.
+    pub(crate) descriptors: Vec<u64>,
+    /// Descriptors answered with success.
+    pub(crate) stale_descriptors: VecDeque<u64>,
+}
+
+fn remember(list: &mut VecDeque<u64>, value: u64) {
+    if list.len() == STALE {
+        list.pop_front();
+    }
+    list.push_back(value);
+}
+
+impl Pool {
+    /// Bytes of the LMRs this process allocated and still holds.
+    pub(crate) fn allocated_bytes(&self) -> u64 {
+        self.lmrs
+            .iter()
+            .filter(|r| matches!(r.kind, LmrKind::Allocated { .. } | LmrKind::Wrapped { .. }))
+            .filter_map(|r| r.size)
+            .sum()
+    }
+
+    /// Registrations held.
+    pub(crate) fn registrations(&self) -> usize {
+        self.lmrs
+            .iter()
+            .filter(|r| r.kind == LmrKind::Registered)
+            .count()
+    }
+
+    /// The record of `handle`.
+    pub(crate) fn lmr(&self, handle: u64) -> Option<&LmrRecord> {
+        self.lmrs.iter().find(|r| r.handle == handle)
+    }
+
+    /// Adds an LMR the process now holds.
+    pub(crate) fn add_lmr(&mut self, record: LmrRecord) {
+        if let LmrKind::Wrapped { name } = record.kind {
+            self.names.push((name, record.handle));
+        }
+        self.lmrs.push(record);
+    }
+
+    /// `handle` was released (freed, deregistered or unmapped): it and the
+    /// names of its LMR are gone.
+    pub(crate) fn release_lmr(&mut self, handle: u64) {
+        self.lmrs.retain(|r| r.handle != handle);
+        self.names.retain(|&(_, h)| h != handle);
+        remember(&mut self.stale_handles, handle);
+    }
+
+    /// `handle` may or may not be valid any more (a release that failed
+    /// oddly): it is neither used as valid nor as certainly stale.
+    pub(crate) fn forget_lmr(&mut self, handle: u64) {
+        self.lmrs.retain(|r| r.handle != handle);
+        self.names.retain(|&(_, h)| h != handle);
+    }
+
+    /// Whether `handle` was released by this process.
+    #[cfg(test)]
+    pub(crate) fn is_stale(&self, handle: u64) -> bool {
+        self.stale_handles.contains(&handle)
+    }
+
+    /// An asynchronous operation was reaped.
+    pub(crate) fn reaped(&mut self, op: u64) {
+        self.ops.retain(|&o| o != op);
+        remember(&mut self.stale_ops, op);
+    }
+
+    /// A descriptor was answered.
+    pub(crate) fn answered(&mut self, descriptor: u64) {
+        self.descriptors.retain(|&d| d != descriptor);
+        remember(&mut self.stale_descriptors, descriptor);
+    }
+
+    /// Adds a lock, once.
+    pub(crate) fn add_lock(&mut self, lock: LiteLock) {
+        if !self.locks.contains(&lock) {
+            if self.locks.len() >= 64 {
+                self.locks.remove(0);
+            }
+            self.locks.push(lock);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lite::sys::PERM_ADMIN;
+
+    use super::*;
+
+    #[test]
+    fn names_tell_their_node_size_and_password() {
+        let name = fuzz_name(3, 1, 2, 3);
+        assert_eq!(size_of_name(name), Some(65536));
+        assert_eq!(size_of_name(fuzz_name(3, 1, UNSIZED_CLASS, 0)), None);
+        assert_eq!(size_of_name(42), None);
+        assert_ne!(name, fuzz_name(2, 1, 2, 3));
+        assert_ne!(name, fuzz_name(3, 2, 2, 3));
+        assert_eq!(size_class(4096), 1);
+        assert_eq!(size_class(4097), UNSIZED_CLASS);
+        assert_ne!(coordinator_name(1, READY), coordinator_name(2, READY));
+        assert_ne!(coordinator_name(1, READY), coordinator_name(1, DONE));
+        assert_ne!(coordinator_name(1, READY), fuzz_name(1, 0, 0, 1));
+    }
+
+    #[test]
+    fn race_ports_stay_above_the_pool() {
+        for proc in 0..8 {
+            for thread in 0..8 {
+                let port = race_port(proc, 8, thread);
+                assert!((POOL_PORTS..MAX_PORTS).contains(&port));
+            }
+        }
+        assert_ne!(race_port(0, 3, 1), race_port(1, 3, 1));
+    }
+
+    #[test]
+    fn released_handles_become_stale_and_lose_their_names() {
+        let mut pool = Pool::default();
+        let record = LmrRecord {
+            handle: 5,
+            password: 1,
+            size: Some(64),
+            permission: 7,
+            kind: LmrKind::Wrapped { name: 99 },
+        };
+        pool.add_lmr(record);
+        assert_eq!(pool.names, [(99, 5)]);
+        assert_eq!(pool.allocated_bytes(), 64);
+        pool.release_lmr(5);
+        assert!(pool.is_stale(5));
+        assert!(pool.names.is_empty() && pool.lmrs.is_empty());
+        for op in 0..40 {
+            pool.reaped(op);
+        }
+        assert_eq!(pool.stale_ops.len(), STALE);
+        let lock = LiteLock { home: 2, number: 7 };
+        assert_eq!(unpack_lock(pack_lock(lock)), lock);
+    }
+
+    #[test]
+    fn atomics_are_certain_to_fail_only_without_atomic_or_size() {
+        let mut record = LmrRecord {
+            handle: 1,
+            password: 0,
+            size: Some(8),
+            permission: PERM_ATOMIC | PERM_ADMIN,
+            kind: LmrKind::Allocated { atomic: true },
+        };
+        assert!(!record.never_atomic());
+        record.size = Some(16);
+        assert!(record.never_atomic());
+        record.kind = LmrKind::Mapping { owner: 1, name: 0 };
+        assert!(!record.never_atomic());
+        record.permission = 0x3;
+        assert!(record.never_atomic());
+    }
+}

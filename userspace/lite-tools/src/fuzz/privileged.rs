@@ -1,0 +1,258 @@
+//! The privileged calls, made by a process without privilege.
+//!
+//! `lite_join`, `lite_leave` and writing LITE's settings in debugfs (the
+//! QoS parameters, the membership timings, the RPC fault injection) need
+//! `CAP_NET_ADMIN`. Made by the fuzzer as root they would disturb the
+//! cluster, so a child drops to user and group 65534 (`nobody`) and makes
+//! them, with every kind of argument, over and over: each must fail with
+//! exactly `EPERM`, checked before anything else. The settings files are
+//! opened by root before the child drops its privilege (nobody could not
+//! open them), so the write reaches LITE's own check; what is written is
+//! the value the setting already has (0, which disarms, for the fault
+//! injection), so that even a write that wrongly went through changes
+//! nothing. Once a join got through the check, no leave is tried.
+
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE};
+
+use super::calls::{issue, Syscall};
+use super::memory::{KERNEL_ADDRESS, LOW_PAGE};
+use super::report::{self, call_and_result};
+use super::rng::Rng;
+use super::shared::{now_ms, Shared, UNPRIVILEGED};
+use crate::debugfs::{self, DEBUGFS_DIR, RPC_FAULT_FILE};
+
+/// User and group of the unprivileged process (`nobody`, `nogroup`).
+pub(crate) const NOBODY: u32 = 65534;
+
+/// The settings written: debugfs files holding a number.
+const SETTINGS: [&str; 6] = [
+    "qos_enabled",
+    "qos_window_us",
+    "qos_delay_us",
+    "qos_max_delay_us",
+    "heartbeat_ms",
+    "manager_timeout_ms",
+];
+
+/// A setting opened for writing by root, and the text to write to it.
+pub(crate) struct Setting {
+    name: &'static str,
+    file: File,
+    value: String,
+}
+
+/// Opens LITE's writable settings for writing (as root) and reads their
+/// values; the settings that could not be opened are named in the `Err`s.
+pub(crate) fn open_settings() -> (Vec<Setting>, Vec<String>) {
+    let mut settings = Vec::new();
+    let mut missing = Vec::new();
+    let open = |name: &str| {
+        OpenOptions::new()
+            .write(true)
+            .open(format!("{DEBUGFS_DIR}/{name}"))
+    };
+    for name in SETTINGS {
+        let value = debugfs::read_file(name).map(|text| text.trim().to_string());
+        match (value, open(name)) {
+            (Ok(value), Ok(file)) if !value.is_empty() => {
+                settings.push(Setting { name, file, value })
+            }
+            (Err(error), _) | (_, Err(error)) => missing.push(format!("{name}: {error}")),
+            _ => missing.push(format!("{name}: empty")),
+        }
+    }
+    match open(RPC_FAULT_FILE) {
+        Ok(file) => settings.push(Setting {
+            name: RPC_FAULT_FILE,
+            file,
+            value: "0".to_string(),
+        }),
+        Err(error) => missing.push(format!("{RPC_FAULT_FILE}: {error}")),
+    }
+    (settings, missing)
+}
+
+/// Gives up root for good: no supplementary group, user and group
+/// [`NOBODY`], and with them every capability.
+fn drop_privilege() -> io::Result<()> {
+    // SAFETY: these calls only change the credentials of this process,
+    // which has a single thread.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setresgid(NOBODY, NOBODY, NOBODY) != 0
+            || libc::setresuid(NOBODY, NOBODY, NOBODY) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Checks that the process kept nothing of root's privilege.
+fn check_unprivileged() -> Result<(), String> {
+    // SAFETY: these calls only read the process's credentials.
+    let ids = unsafe {
+        [
+            libc::getuid(),
+            libc::geteuid(),
+            libc::getgid(),
+            libc::getegid(),
+        ]
+    };
+    if ids != [NOBODY; 4] {
+        return Err(format!("uid, euid, gid, egid are {ids:?}"));
+    }
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("/proc/self/status: {e}"))?;
+    let effective = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .map(str::trim)
+        .ok_or("/proc/self/status has no CapEff line")?;
+    match u64::from_str_radix(effective, 16) {
+        Ok(0) => Ok(()),
+        _ => Err(format!("effective capabilities {effective}")),
+    }
+}
+
+/// What the unprivileged process needs.
+pub(crate) struct UnprivilegedPlan<'a> {
+    pub(crate) seed: u64,
+    pub(crate) me: u32,
+    pub(crate) cm: Ipv4Addr,
+    pub(crate) deadline_ms: u64,
+    pub(crate) shared: &'static Shared,
+    pub(crate) settings: &'a mut [Setting],
+}
+
+/// The body of the forked unprivileged process; returns its exit status.
+pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
+    let shared = plan.shared;
+    let origin = format!("node {} unprivileged process", plan.me);
+    if let Err(error) = drop_privilege() {
+        report::alarm(
+            shared,
+            UNPRIVILEGED,
+            &origin,
+            "dropping root",
+            &error.to_string(),
+        );
+        return 1;
+    }
+    if let Err(reason) = check_unprivileged() {
+        report::alarm(shared, UNPRIVILEGED, &origin, "dropping root", &reason);
+        return 1;
+    }
+    let addresses: Vec<CString> = [
+        plan.cm.to_string(),
+        "not-an-ip".to_string(),
+        String::new(),
+        "255.255.255.255.255".to_string(),
+        "1.2.3.4".to_string(),
+    ]
+    .into_iter()
+    .filter_map(|text| CString::new(text).ok())
+    .collect();
+    let mut pointers: Vec<u64> = addresses.iter().map(|a| a.as_ptr() as u64).collect();
+    pointers.extend([0, KERNEL_ADDRESS, LOW_PAGE, u64::MAX]);
+    let mut rng = Rng::for_stream(plan.seed, plan.me, UNPRIVILEGED as u32, 0);
+    let slot = &shared.procs[UNPRIVILEGED].slots[0];
+    let mut join_went_through = false;
+    let mut step = 0u64;
+    while now_ms() < plan.deadline_ms && !shared.stopped() {
+        let mut step_rng = rng.split();
+        let roll = step_rng.below(100);
+        if roll < 60 || plan.settings.is_empty() {
+            let call = if roll < 35 || join_went_through {
+                Syscall::Join
+            } else {
+                Syscall::Leave
+            };
+            let args = match call {
+                Syscall::Join => [
+                    step_rng.choose(&pointers, 0),
+                    step_rng.choose(
+                        &[u64::from(CM_DEFAULT_PORT), 0, 65536, u64::from(u32::MAX)],
+                        0,
+                    ),
+                    step_rng.choose(&[1, 0, 2, u64::from(u32::MAX)], 1),
+                    0,
+                    0,
+                    0,
+                ],
+                _ => [
+                    step_rng.choose(&[0, u64::from(LEAVE_FORCE), 2, u64::from(u32::MAX)], 0),
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                ],
+            };
+            slot.begin(call, step, &args, 0);
+            // SAFETY: the address pointers are NUL-terminated strings
+            // that live until the end of this function, or addresses the
+            // kernel rejects; lite_leave takes no pointer.
+            let ret = unsafe { issue(call, args) };
+            slot.end();
+            shared.procs[UNPRIVILEGED].count(call, ret);
+            if ret != -i64::from(libc::EPERM) {
+                join_went_through |= call == Syscall::Join;
+                report::alarm(
+                    shared,
+                    UNPRIVILEGED,
+                    &format!("{origin} step {step}"),
+                    &call_and_result(call, &args, ret),
+                    "a process without CAP_NET_ADMIN must get -EPERM, checked first",
+                );
+            }
+        } else {
+            let index = step_rng.index(plan.settings.len());
+            let setting = &mut plan.settings[index];
+            let text = format!("{}\n", setting.value);
+            let written = setting.file.write(text.as_bytes());
+            let refused = matches!(&written, Err(e) if e.raw_os_error() == Some(libc::EPERM));
+            if !refused {
+                report::alarm(
+                    shared,
+                    UNPRIVILEGED,
+                    &format!("{origin} step {step}"),
+                    &format!(
+                        "writing {:?} to {DEBUGFS_DIR}/{} (fd {})",
+                        setting.value,
+                        setting.name,
+                        setting.file.as_raw_fd()
+                    ),
+                    &format!("a process without CAP_NET_ADMIN must get EPERM, got {written:?}"),
+                );
+            }
+        }
+        step += 1;
+        std::thread::sleep(Duration::from_millis(step_rng.between(20, 120)));
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_debugfs_is_reported_not_fatal() {
+        // On a host without LITE, nothing can be opened; every file is named.
+        if std::path::Path::new(DEBUGFS_DIR).exists() {
+            return;
+        }
+        let (settings, missing) = open_settings();
+        assert!(settings.is_empty());
+        assert_eq!(missing.len(), SETTINGS.len() + 1);
+        assert!(missing.iter().any(|m| m.starts_with("rpc_fault_next: ")));
+    }
+}

@@ -1,0 +1,133 @@
+//! What the fuzzer prints: alarms as they happen, and the summary at the
+//! end, as TAP comments in formats the harness (`cargo xtask fuzz`) reads:
+//!
+//! ```text
+//! # lite-fuzz seed=0x2a
+//! # ALARM node 1 proc 0 thread 2 step 17: lite_free(0x100000001) returned 0: succeeded (0), though ...
+//! # lite-fuzz calls lite_free=120 ok=80 EBADF=30 EINTR=10
+//! # lite-fuzz total calls=9000 alarms=0 hung=0
+//! ```
+//!
+//! Lines are written with one `write` each, straight to the file
+//! descriptor, so that the lines of the processes and threads of a run
+//! never interleave and a process forked from a thread can print too.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use super::calls::{describe_call, Syscall};
+use super::errnos::{outcome_name, OUTCOMES};
+use super::shared::Shared;
+use crate::errno::describe_result;
+
+/// Start of the seed line (after `# `).
+pub const SEED_PREFIX: &str = "lite-fuzz seed=";
+/// Start of the replay line (after `# `).
+pub const REPLAY_PREFIX: &str = "lite-fuzz replay: ";
+/// Start of an alarm (after `# `).
+pub const ALARM_PREFIX: &str = "ALARM ";
+/// Start of a call's counts (after `# `).
+pub const CALLS_PREFIX: &str = "lite-fuzz calls ";
+/// Start of the totals (after `# `).
+pub const TOTAL_PREFIX: &str = "lite-fuzz total ";
+
+/// Alarms one process prints in full; later ones are only counted.
+const PRINTED_PER_PROCESS: u64 = 40;
+
+/// Writes `line` and a newline to stdout with one `write`.
+pub(crate) fn emit(line: &str) {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    let mut written = 0;
+    while written < bytes.len() {
+        let rest = &bytes[written..];
+        // SAFETY: writes bytes of a live buffer to stdout.
+        let n = unsafe { libc::write(1, rest.as_ptr().cast(), rest.len()) };
+        if n > 0 {
+            written += n as usize;
+        } else if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        } else {
+            // Nowhere left to report to; the exit status still tells.
+            return;
+        }
+    }
+}
+
+/// Counts an alarm of process `proc` and prints it (the first
+/// [`PRINTED_PER_PROCESS`] of each process in full).
+pub(crate) fn alarm(shared: &Shared, proc: usize, origin: &str, what: &str, reason: &str) {
+    let Some(record) = shared.procs.get(proc) else {
+        return;
+    };
+    record.alarms.fetch_add(1, Ordering::Relaxed);
+    if record.alarms_printed.fetch_add(1, Ordering::Relaxed) < PRINTED_PER_PROCESS {
+        emit(&format!("# {ALARM_PREFIX}{origin}: {what}: {reason}"));
+    }
+}
+
+/// A call and its result for an alarm: `lite_free(0x5) returned -9 (-EBADF)`.
+pub(crate) fn call_and_result(call: Syscall, args: &[u64; 6], ret: i64) -> String {
+    format!(
+        "{} returned {}",
+        describe_call(call, args),
+        describe_result(ret)
+    )
+}
+
+/// The line with the counts of `call`: calls, then every outcome seen.
+pub(crate) fn calls_line(shared: &Shared, call: Syscall) -> String {
+    let mut line = format!("{CALLS_PREFIX}{}={}", call.name(), shared.calls_of(call));
+    for bucket in 0..OUTCOMES {
+        let count = shared.outcomes_of(call, bucket);
+        if count > 0 {
+            let _ = write!(line, " {}={count}", outcome_name(bucket));
+        }
+    }
+    line
+}
+
+/// The totals line.
+pub(crate) fn total_line(calls: u64, alarms: u64, hung: u64) -> String {
+    format!("{TOTAL_PREFIX}calls={calls} alarms={alarms} hung={hung}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::shared::Shared;
+
+    #[test]
+    fn counts_print_in_the_harness_format() {
+        let shared = Shared::map().expect("shared");
+        shared.procs[0].count(Syscall::Free, 0);
+        shared.procs[1].count(Syscall::Free, -i64::from(libc::EBADF));
+        shared.procs[1].count(Syscall::Free, -i64::from(libc::EBADF));
+        assert_eq!(
+            calls_line(shared, Syscall::Free),
+            "lite-fuzz calls lite_free=3 ok=1 EBADF=2"
+        );
+        assert_eq!(
+            calls_line(shared, Syscall::Fence),
+            "lite-fuzz calls lite_fence=0"
+        );
+        assert_eq!(
+            total_line(3, 0, 0),
+            "lite-fuzz total calls=3 alarms=0 hung=0"
+        );
+        assert_eq!(
+            call_and_result(Syscall::Free, &[5, 0, 0, 0, 0, 0], -9),
+            "lite_free(5) returned -9 (-EBADF)"
+        );
+    }
+
+    #[test]
+    fn alarms_are_counted_per_process() {
+        let shared = Shared::map().expect("shared");
+        alarm(shared, 2, "test", "a call", "a reason");
+        alarm(shared, 99, "test", "a call", "out of range: ignored");
+        assert_eq!(shared.alarms(), 1);
+        assert_eq!(shared.procs[2].alarms.load(Ordering::Relaxed), 1);
+    }
+}

@@ -1,0 +1,196 @@
+//! The fuzzer's random numbers: splitmix64 to seed, xoshiro256** to draw.
+//!
+//! Every thread of every process draws from its own stream, derived from
+//! the run's seed, the node, the process and the thread
+//! ([`Rng::for_stream`]), and every step of a thread from a stream split
+//! off the thread's ([`Rng::split`]): how many numbers one step draws never
+//! shifts the next step, so the same seed replays the same sequence of
+//! steps whatever the calls returned.
+
+/// One splitmix64 step: advances `state` and returns the next output.
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A 64-bit mix of `value`, for deriving seeds and passwords.
+pub(crate) fn mix(value: u64) -> u64 {
+    let mut state = value;
+    splitmix64(&mut state)
+}
+
+/// A xoshiro256** generator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rng {
+    state: [u64; 4],
+}
+
+impl Rng {
+    /// A generator whose state is expanded from `seed` by splitmix64 (which
+    /// never yields an all-zero state from four consecutive outputs).
+    pub(crate) fn from_seed(seed: u64) -> Rng {
+        let mut s = seed;
+        Rng {
+            state: [
+                splitmix64(&mut s),
+                splitmix64(&mut s),
+                splitmix64(&mut s),
+                splitmix64(&mut s),
+            ],
+        }
+    }
+
+    /// The stream of thread `thread` of process `proc` on node `node` in a
+    /// run seeded with `seed`.
+    pub(crate) fn for_stream(seed: u64, node: u32, proc: u32, thread: u32) -> Rng {
+        let key = mix(mix(mix(seed) ^ u64::from(node)) ^ u64::from(proc)) ^ u64::from(thread);
+        Rng::from_seed(mix(key))
+    }
+
+    /// The next 64 random bits.
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        let s = &mut self.state;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// A number in `0..bound` (0 if `bound` is 0), without modulo bias
+    /// worth mentioning (Lemire's multiply-shift).
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+    }
+
+    /// A number in `low..=high`; `low` if the range is empty.
+    pub(crate) fn between(&mut self, low: u64, high: u64) -> u64 {
+        if high <= low {
+            return low;
+        }
+        match (high - low).checked_add(1) {
+            Some(span) => low + self.below(span),
+            None => self.next_u64(),
+        }
+    }
+
+    /// An index below `len` (0 if `len` is 0).
+    pub(crate) fn index(&mut self, len: usize) -> usize {
+        self.below(len as u64) as usize
+    }
+
+    /// True with probability `per_mille` / 1000.
+    pub(crate) fn per_mille(&mut self, per_mille: u32) -> bool {
+        self.below(1000) < u64::from(per_mille)
+    }
+
+    /// True with probability `percent` / 100.
+    pub(crate) fn percent(&mut self, percent: u32) -> bool {
+        self.below(100) < u64::from(percent)
+    }
+
+    /// One element of `items`, or `None` if it is empty.
+    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+        if items.is_empty() {
+            None
+        } else {
+            items.get(self.index(items.len()))
+        }
+    }
+
+    /// One element of a non-empty constant list.
+    pub(crate) fn choose<T: Copy>(&mut self, items: &[T], fallback: T) -> T {
+        self.pick(items).copied().unwrap_or(fallback)
+    }
+
+    /// An index into `weights`, each chosen in proportion to its weight;
+    /// the last index if every weight is 0.
+    pub(crate) fn weighted(&mut self, weights: &[u32]) -> usize {
+        let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+        let mut at = self.below(total);
+        for (index, &weight) in weights.iter().enumerate() {
+            if at < u64::from(weight) {
+                return index;
+            }
+            at -= u64::from(weight);
+        }
+        weights.len().saturating_sub(1)
+    }
+
+    /// A new generator seeded from this one's next output: the stream of
+    /// one step, independent of how much the step draws.
+    pub(crate) fn split(&mut self) -> Rng {
+        Rng::from_seed(self.next_u64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix_matches_the_reference_outputs() {
+        // The first outputs of the reference splitmix64 seeded with 0.
+        let mut state = 0;
+        assert_eq!(splitmix64(&mut state), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(splitmix64(&mut state), 0x6e78_9e6a_a1b9_65f4);
+    }
+
+    #[test]
+    fn streams_replay_and_differ() {
+        let draw = |mut rng: Rng| (0..8).map(|_| rng.next_u64()).collect::<Vec<_>>();
+        let a = draw(Rng::for_stream(42, 1, 0, 0));
+        assert_eq!(a, draw(Rng::for_stream(42, 1, 0, 0)));
+        for other in [
+            Rng::for_stream(43, 1, 0, 0),
+            Rng::for_stream(42, 2, 0, 0),
+            Rng::for_stream(42, 1, 1, 0),
+            Rng::for_stream(42, 1, 0, 1),
+        ] {
+            assert_ne!(a, draw(other));
+        }
+    }
+
+    #[test]
+    fn a_step_does_not_shift_the_next() {
+        let mut one = Rng::from_seed(7);
+        let mut two = one.clone();
+        let mut step = one.split();
+        for _ in 0..10 {
+            step.next_u64();
+        }
+        let _ = two.split();
+        assert_eq!(one.next_u64(), two.next_u64());
+    }
+
+    #[test]
+    fn bounded_draws_stay_in_range() {
+        let mut rng = Rng::from_seed(1);
+        for _ in 0..1000 {
+            assert!(rng.below(10) < 10);
+            let b = rng.between(5, 9);
+            assert!((5..=9).contains(&b));
+        }
+        assert_eq!(rng.below(0), 0);
+        assert_eq!(rng.between(3, 3), 3);
+        assert_eq!(rng.between(9, 2), 9);
+        let _ = rng.between(0, u64::MAX);
+        assert_eq!(rng.pick::<u8>(&[]), None);
+        assert_eq!(rng.choose::<u8>(&[], 4), 4);
+        assert_eq!(rng.weighted(&[0, 0, 5]), 2);
+        assert_eq!(rng.weighted(&[0, 0]), 1);
+        let mut seen = [0u32; 3];
+        for _ in 0..3000 {
+            seen[rng.weighted(&[1, 0, 2])] += 1;
+        }
+        assert_eq!(seen[1], 0);
+        assert!(seen[2] > seen[0], "{seen:?}");
+    }
+}

@@ -1,0 +1,259 @@
+//! Memory shared by every process of a run (mapped before the fork): the
+//! counters, what each thread is calling right now (for the watchdog and
+//! the signals that interrupt blocking calls), and the resources each
+//! process offers the others (handles, locks, operation ids, descriptors,
+//! names), so that they can try each other's.
+
+use std::io;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+use super::calls::{Syscall, SYSCALLS};
+use super::errnos::{outcome_bucket, OUTCOMES};
+use super::rng::Rng;
+
+/// Most fuzzing processes per node.
+pub(crate) const MAX_PROCS: usize = 8;
+/// Most fuzzing threads per process.
+pub(crate) const MAX_THREADS: usize = 8;
+/// Call slots per process: one per thread and one per thread's helper.
+pub(crate) const SLOTS: usize = 2 * MAX_THREADS;
+/// Index of the unprivileged process among the processes' records.
+pub(crate) const UNPRIVILEGED: usize = MAX_PROCS;
+/// Entries of each ring of offered resources.
+const RING: usize = 16;
+
+/// Milliseconds of `CLOCK_MONOTONIC`, the same in every process; never 0.
+pub(crate) fn now_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write to.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1000)
+        .saturating_add(ts.tv_nsec as u64 / 1_000_000)
+        .max(1)
+}
+
+/// What one thread is calling.
+#[repr(C)]
+pub(crate) struct CallSlot {
+    /// The thread's id (for `tgkill`), 0 before it starts.
+    pub(crate) tid: AtomicI32,
+    /// The call's index in [`Syscall::ALL`] plus one; 0 between calls.
+    pub(crate) call: AtomicU32,
+    /// The step of the thread's sequence the call belongs to.
+    pub(crate) step: AtomicU64,
+    /// Its arguments.
+    pub(crate) args: [AtomicU64; 6],
+    /// When it started ([`now_ms`]).
+    pub(crate) started_ms: AtomicU64,
+    /// How long it may block before a signal interrupts it (0: never).
+    pub(crate) interrupt_after_ms: AtomicU64,
+    /// When a signal was last sent to interrupt it.
+    pub(crate) last_signal_ms: AtomicU64,
+    /// The `started_ms` of the call already reported as hung.
+    pub(crate) hung_reported: AtomicU64,
+}
+
+impl CallSlot {
+    /// Records that `call` starts.
+    pub(crate) fn begin(&self, call: Syscall, step: u64, args: &[u64; 6], interrupt_after_ms: u64) {
+        self.step.store(step, Ordering::Relaxed);
+        for (slot, &arg) in self.args.iter().zip(args) {
+            slot.store(arg, Ordering::Relaxed);
+        }
+        self.interrupt_after_ms
+            .store(interrupt_after_ms, Ordering::Relaxed);
+        self.last_signal_ms.store(0, Ordering::Relaxed);
+        self.started_ms.store(now_ms(), Ordering::Relaxed);
+        self.call.store(call.index() as u32 + 1, Ordering::Release);
+    }
+
+    /// Records that the call returned.
+    pub(crate) fn end(&self) {
+        self.call.store(0, Ordering::Release);
+    }
+
+    /// The call under way, its step, arguments and start.
+    pub(crate) fn current(&self) -> Option<(Syscall, u64, [u64; 6], u64)> {
+        let call = self.call.load(Ordering::Acquire);
+        let call = Syscall::from_index((call as usize).checked_sub(1)?)?;
+        let args = std::array::from_fn(|i| self.args[i].load(Ordering::Relaxed));
+        Some((
+            call,
+            self.step.load(Ordering::Relaxed),
+            args,
+            self.started_ms.load(Ordering::Relaxed),
+        ))
+    }
+}
+
+/// A ring of resource identifiers a process offers the others.
+#[repr(C)]
+pub(crate) struct Offered {
+    entries: [AtomicU64; RING],
+    cursor: AtomicU64,
+}
+
+impl Offered {
+    /// Offers `value` (not 0), replacing the oldest entry.
+    pub(crate) fn offer(&self, value: u64) {
+        let at = self.cursor.fetch_add(1, Ordering::Relaxed) as usize % RING;
+        self.entries[at].store(value, Ordering::Relaxed);
+    }
+
+    /// One offered value, if the entry drawn holds one.
+    pub(crate) fn pick(&self, rng: &mut Rng) -> Option<u64> {
+        let value = self.entries[rng.index(RING)].load(Ordering::Relaxed);
+        (value != 0).then_some(value)
+    }
+}
+
+/// One process's record.
+#[repr(C)]
+pub(crate) struct ProcShared {
+    /// Results per call and outcome bucket.
+    pub(crate) counts: [[AtomicU64; OUTCOMES]; SYSCALLS],
+    /// Alarms raised.
+    pub(crate) alarms: AtomicU64,
+    /// Alarms printed in full (the rest are counted only).
+    pub(crate) alarms_printed: AtomicU64,
+    /// What each thread and helper is calling.
+    pub(crate) slots: [CallSlot; SLOTS],
+    /// Its LMR handles.
+    pub(crate) handles: Offered,
+    /// Its locks, `home << 32 | number`.
+    pub(crate) locks: Offered,
+    /// Its asynchronous operation ids.
+    pub(crate) ops: Offered,
+    /// Its RPC descriptors.
+    pub(crate) descriptors: Offered,
+    /// Names it published.
+    pub(crate) names: Offered,
+}
+
+impl ProcShared {
+    /// Counts one result of `call`.
+    pub(crate) fn count(&self, call: Syscall, ret: i64) {
+        self.counts[call.index()][outcome_bucket(ret)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Calls of `call` counted, any outcome.
+    pub(crate) fn calls_of(&self, call: Syscall) -> u64 {
+        self.counts[call.index()]
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+/// Everything shared.
+#[repr(C)]
+pub(crate) struct Shared {
+    /// Set when the fuzzing time is over.
+    pub(crate) stop: AtomicBool,
+    /// The fuzzing processes, then the unprivileged one ([`UNPRIVILEGED`]).
+    pub(crate) procs: [ProcShared; MAX_PROCS + 1],
+}
+
+impl Shared {
+    /// Maps the shared record, all zeros (every counter 0, no call, no
+    /// offer), for this process and the children it forks from now on.
+    /// It stays mapped until the process exits.
+    pub(crate) fn map() -> io::Result<&'static Shared> {
+        let len = std::mem::size_of::<Shared>();
+        // SAFETY: a fresh anonymous shared mapping, referred to by nothing.
+        let base = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the mapping is page aligned, as long as `Shared` and
+        // zero-filled; all zeros is a valid value of every atomic in it, and
+        // it is never unmapped, so the reference may live forever. Processes
+        // share it only through atomics.
+        Ok(unsafe { &*(base as *const Shared) })
+    }
+
+    /// Whether the run is over.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Total alarms of every process.
+    pub(crate) fn alarms(&self) -> u64 {
+        self.procs
+            .iter()
+            .map(|p| p.alarms.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Calls of `call` in every process.
+    pub(crate) fn calls_of(&self, call: Syscall) -> u64 {
+        self.procs.iter().map(|p| p.calls_of(call)).sum()
+    }
+
+    /// Results of `call` in outcome bucket `bucket`, in every process.
+    pub(crate) fn outcomes_of(&self, call: Syscall, bucket: usize) -> u64 {
+        self.procs
+            .iter()
+            .map(|p| p.counts[call.index()][bucket].load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_offers_are_shared_with_a_child() {
+        let shared = Shared::map().expect("mapping");
+        let proc = &shared.procs[1];
+        proc.count(Syscall::Free, 0);
+        proc.handles.offer(7);
+        // SAFETY: the child only touches atomics in the shared mapping and
+        // leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            proc.count(Syscall::Free, -i64::from(libc::EBADF));
+            shared.stop.store(true, Ordering::Relaxed);
+            // SAFETY: ends the child without running the parent's cleanup.
+            unsafe { libc::_exit(0) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(shared.stopped());
+        assert_eq!(shared.calls_of(Syscall::Free), 2);
+        assert_eq!(shared.outcomes_of(Syscall::Free, libc::EBADF as usize), 1);
+        let mut rng = Rng::from_seed(3);
+        let picked = (0..200).filter_map(|_| proc.handles.pick(&mut rng)).next();
+        assert_eq!(picked, Some(7));
+    }
+
+    #[test]
+    fn a_slot_tells_what_runs() {
+        let shared = Shared::map().expect("mapping");
+        let slot = &shared.procs[0].slots[3];
+        assert!(slot.current().is_none());
+        slot.begin(Syscall::Lock, 9, &[1, 2, 3, 4, 5, 6], 100);
+        let (call, step, args, started) = slot.current().expect("a call");
+        assert_eq!((call, step, args[5]), (Syscall::Lock, 9, 6));
+        assert!(started > 0);
+        slot.end();
+        assert!(slot.current().is_none());
+    }
+}

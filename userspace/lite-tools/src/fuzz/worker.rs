@@ -1,0 +1,269 @@
+//! A fuzzing process: its threads, each drawing one call (or now and then
+//! a race) per step from its own stream until the time is up, and the
+//! interrupter that keeps their calls from blocking for long.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::calls::{issue, Syscall};
+use super::effects::{apply, Effect};
+use super::expect::{judge, Expect, Value};
+use super::generate::{Context, OutParams, Planned, Planner, ThreadState, RUNNING_CALL_MS};
+use super::memory::Arena;
+use super::pool::Pool;
+use super::races;
+use super::report::{self, call_and_result};
+use super::rng::Rng;
+use super::shared::{now_ms, CallSlot, Shared, MAX_THREADS};
+use super::signals;
+
+/// The stream index of a process's interrupter (not a thread's).
+const INTERRUPTER_STREAM: u32 = 0xffff;
+
+/// What a fuzzing process is told when it is forked.
+#[derive(Clone, Copy)]
+pub(crate) struct ProcessPlan {
+    pub(crate) seed: u64,
+    pub(crate) me: u32,
+    pub(crate) nodes: u32,
+    pub(crate) procs: u32,
+    pub(crate) threads: u32,
+    pub(crate) proc: u32,
+    /// When to stop ([`now_ms`]).
+    pub(crate) deadline_ms: u64,
+    pub(crate) shared: &'static Shared,
+}
+
+/// One process's run, shared by its threads.
+pub(crate) struct Run<'a> {
+    pub(crate) plan: ProcessPlan,
+    pub(crate) ctx: Context<'a>,
+    pool: Mutex<Pool>,
+}
+
+impl Run<'_> {
+    /// The pool, also if a thread panicked holding it.
+    pub(crate) fn pool(&self) -> MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether fuzzing is over.
+    pub(crate) fn over(&self) -> bool {
+        now_ms() >= self.plan.deadline_ms || self.plan.shared.stopped()
+    }
+}
+
+/// Makes calls for one thread (or its helper) through its call slot.
+pub(crate) struct Caller<'r, 'a> {
+    pub(crate) run: &'r Run<'a>,
+    pub(crate) slot: &'static CallSlot,
+    pub(crate) thread: u32,
+    /// Whether this is the thread's helper (in races).
+    pub(crate) helper: bool,
+}
+
+impl Caller<'_, '_> {
+    /// Issues `call`, recording it in the slot (so that it is interrupted
+    /// after `interrupt_after_ms` and watched for hangs) and counting it.
+    /// Returns the result and whether a signal arrived meanwhile.
+    pub(crate) fn call(
+        &self,
+        step: u64,
+        call: Syscall,
+        args: [u64; 6],
+        interrupt_after_ms: u64,
+    ) -> (i64, bool) {
+        let before = signals::handled();
+        self.slot.begin(call, step, &args, interrupt_after_ms);
+        // SAFETY: the fuzzer's pointers point into the process's arena
+        // (which nothing references and anything may be written to), into
+        // the calling thread's out-parameters (not referenced during the
+        // call), to the arena's read-only page, or are bad pointers the
+        // kernel must refuse; see `memory` and `generate`.
+        let ret = unsafe { issue(call, args) };
+        self.slot.end();
+        let signaled = signals::handled() != before;
+        self.run.ctx.own().count(call, ret);
+        (ret, signaled)
+    }
+
+    /// [`Caller::call`] and the verdict on the result.
+    pub(crate) fn run(&self, step: u64, planned: &Planned) -> i64 {
+        let (ret, signaled) =
+            self.call(step, planned.call, planned.args, planned.interrupt_after_ms);
+        self.check(
+            step,
+            planned.call,
+            &planned.args,
+            ret,
+            signaled,
+            &planned.expect,
+        );
+        ret
+    }
+
+    /// A call with plain expectations: `value` on success, documented
+    /// errors otherwise.
+    pub(crate) fn simple(&self, step: u64, call: Syscall, args: [u64; 6], value: Value) -> i64 {
+        let planned = Planned {
+            call,
+            args,
+            expect: Expect::value(value),
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect: Effect::None,
+        };
+        self.run(step, &planned)
+    }
+
+    /// Raises an alarm if `ret` breaks `expect`.
+    pub(crate) fn check(
+        &self,
+        step: u64,
+        call: Syscall,
+        args: &[u64; 6],
+        ret: i64,
+        signaled: bool,
+        expect: &Expect,
+    ) {
+        if let Err(reason) = judge(call, ret, signaled, expect) {
+            self.alarm(step, &call_and_result(call, args, ret), &reason);
+        }
+    }
+
+    /// Raises an alarm about `what` at step `step` of this thread.
+    pub(crate) fn alarm(&self, step: u64, what: &str, reason: &str) {
+        let plan = &self.run.plan;
+        let origin = format!(
+            "node {} proc {} thread {}{} step {step}",
+            plan.me,
+            plan.proc,
+            self.thread,
+            if self.helper { " (helper)" } else { "" }
+        );
+        report::alarm(plan.shared, plan.proc as usize, &origin, what, reason);
+    }
+}
+
+/// Counts a finished thread when dropped, also when it panics.
+struct Finished<'a>(&'a AtomicUsize);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The body of a forked fuzzing process; returns its exit status.
+pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
+    let origin = format!("node {} proc {}", plan.me, plan.proc);
+    if let Err(error) = signals::install_handler() {
+        report::alarm(
+            plan.shared,
+            plan.proc as usize,
+            &origin,
+            "sigaction(SIGUSR1)",
+            &error.to_string(),
+        );
+        return 1;
+    }
+    let threads = (plan.threads as usize).clamp(1, MAX_THREADS);
+    let arena = match Arena::new(threads) {
+        Ok(arena) => arena,
+        Err(error) => {
+            report::alarm(
+                plan.shared,
+                plan.proc as usize,
+                &origin,
+                "mapping the arena",
+                &error.to_string(),
+            );
+            return 1;
+        }
+    };
+    let run = Run {
+        plan,
+        ctx: Context {
+            me: plan.me,
+            nodes: plan.nodes,
+            procs: plan.procs,
+            proc: plan.proc,
+            arena: &arena,
+            shared: plan.shared,
+        },
+        pool: Mutex::new(Pool::default()),
+    };
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let interrupter_rng = Rng::for_stream(plan.seed, plan.me, plan.proc, INTERRUPTER_STREAM);
+        let own = run.ctx.own();
+        let finished = &finished;
+        scope.spawn(move || {
+            signals::interrupter(own, 2 * MAX_THREADS, interrupter_rng, || {
+                finished.load(Ordering::Relaxed) == threads
+            })
+        });
+        for thread in 0..threads as u32 {
+            let run = &run;
+            scope.spawn(move || {
+                let _finished = Finished(finished);
+                thread_main(run, thread);
+            });
+        }
+    });
+    0
+}
+
+/// One fuzzing thread.
+fn thread_main(run: &Run<'_>, thread: u32) {
+    let own = run.ctx.own();
+    let slot = &own.slots[thread as usize];
+    slot.tid.store(signals::gettid(), Ordering::Relaxed);
+    let caller = Caller {
+        run,
+        slot,
+        thread,
+        helper: false,
+    };
+    let helper = Caller {
+        run,
+        slot: &own.slots[MAX_THREADS + thread as usize],
+        thread,
+        helper: true,
+    };
+    let plan = run.plan;
+    let mut rng = Rng::for_stream(plan.seed, plan.me, plan.proc, thread);
+    let mut state = ThreadState {
+        thread,
+        ..ThreadState::default()
+    };
+    let mut out = OutParams::new();
+    let mut step = 0u64;
+    while !run.over() {
+        let mut step_rng = rng.split();
+        if step_rng.per_mille(races::RACE_PER_MILLE) {
+            races::run(&caller, &helper, &mut step_rng, step, &mut state, &mut out);
+        } else {
+            let planned = {
+                let pool = run.pool();
+                Planner {
+                    rng: &mut step_rng,
+                    ctx: &run.ctx,
+                    pool: &pool,
+                    state: &state,
+                    out: &mut out,
+                }
+                .plan()
+            };
+            let ret = caller.run(step, &planned);
+            apply(&planned, ret, &mut run.pool(), &mut state, &out, own);
+        }
+        step += 1;
+    }
+    // The process's exit releases the rest; unlocking here takes the
+    // ordinary path for the locks still held.
+    for lock in std::mem::take(&mut state.held) {
+        out.lock = lock;
+        let pointer = std::ptr::addr_of_mut!(out.lock) as u64;
+        caller.simple(step, Syscall::Unlock, [pointer, 0, 0, 0, 0, 0], Value::Zero);
+    }
+}

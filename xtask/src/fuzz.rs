@@ -1,0 +1,436 @@
+//! `cargo xtask fuzz`: boot a cluster on the debug kernel and run
+//! `lite-fuzz` on every node for a while.
+//!
+//! Every node runs guest role [`ROLE`], which joins and fuzzes for the
+//! given time with the given seed (`lite.fuzzsecs=`, `lite.seed=` on the
+//! kernel command line). Alarms show up as they happen; afterwards each
+//! node's calls, errno counts, alarms, TAP results and kernel log scan are
+//! reported, with the seed and the command that replays the run. Any
+//! alarm, failed test point or log problem fails the command.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::kernel::{self, Flavour};
+use crate::logscan::strip_timestamp;
+use crate::paths::Cache;
+use crate::{initramfs, interrupt, logscan, tap, ui};
+
+/// Guest role that only fuzzes.
+pub const ROLE: &str = "fuzz";
+/// The fuzzer, as the guest's `/init` runs it.
+pub const PROGRAM: &str = "lite-fuzz";
+/// Time for booting, joining and the fuzzers' start and end, on top of
+/// the fuzzing time.
+const MARGIN: Duration = Duration::from_secs(20 * 60);
+
+/// Start of the guest's summary lines, after `# ` (see
+/// `userspace/lite-tools/src/fuzz/report.rs`, which prints them).
+const CALLS_PREFIX: &str = "lite-fuzz calls ";
+const TOTAL_PREFIX: &str = "lite-fuzz total ";
+const ALARM_PREFIX: &str = "ALARM ";
+
+/// A seed from the clock.
+pub fn seed_from_clock() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    // splitmix64's finaliser spreads the clock's low bits over the word.
+    let mut z = nanos ^ u64::from(std::process::id()) << 40;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Parses `--seed`: decimal, or hexadecimal with `0x`.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|e| format!("expected a decimal or 0x-hexadecimal 64-bit seed ({e})"))
+}
+
+/// The kernel parameters that make a node fuzz for `seconds` with `seed`.
+pub fn kernel_params(seconds: u64, seed: u64) -> Vec<String> {
+    vec![
+        format!("lite.fuzzsecs={seconds}"),
+        format!("lite.seed={seed:#x}"),
+    ]
+}
+
+/// The command that replays a run.
+pub fn replay_command(minutes: u64, seed: u64, nodes: usize) -> String {
+    format!("cargo xtask fuzz --minutes {minutes} --seed {seed:#x} --nodes {nodes}")
+}
+
+/// `cargo xtask fuzz`.
+pub fn run(
+    minutes: u32,
+    seed: Option<u64>,
+    nodes: usize,
+    kernel_src: Option<&Path>,
+    kernel_image: Option<&Path>,
+) -> Result<()> {
+    let seed = seed.unwrap_or_else(seed_from_clock);
+    let replay = replay_command(minutes.into(), seed, nodes);
+    ui::say(&format!("lite-fuzz seed {seed:#x}; replay with: {replay}"));
+    let cache = Cache::locate()?;
+    let kernel = kernel::image(&cache, Flavour::Debug, kernel_src, kernel_image)?;
+    let initrd = initramfs::build(&cache, initramfs::Variant::Full)?;
+    let manager = cluster::build_manager(&cache)?;
+    let logs = cache.run_logs("fuzz")?;
+    let seconds = u64::from(minutes) * 60;
+    let params = kernel_params(seconds, seed);
+    let extra = |_: usize| params.clone();
+    let spec = ClusterSpec {
+        roles: vec![ROLE.to_string(); nodes],
+        kernel: &kernel,
+        initrd: &initrd,
+        memory_mib: 1024,
+        extra_append: &extra,
+        pin_cpus: false,
+        manager: &manager,
+        logs: &logs,
+    };
+    let mut cluster = Cluster::start(&spec)?;
+    let mut tails: Vec<AlarmTail> = cluster
+        .node_logs()
+        .into_iter()
+        .map(|(name, path)| AlarmTail::new(name, path))
+        .collect();
+    let timeout = Duration::from_secs(seconds) + MARGIN;
+    let waited = cluster.wait(timeout, &mut || tails.iter_mut().for_each(AlarmTail::poll));
+    tails.iter_mut().for_each(AlarmTail::poll);
+    drop(cluster);
+    interrupt::check()?;
+
+    ui::say("==> fuzz summary");
+    let mut failed = 0;
+    let mut cluster_counts: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for tail in &tails {
+        let log = std::fs::read(&tail.path).unwrap_or_default();
+        let log = String::from_utf8_lossy(&log);
+        let node = NodeReport::parse(&log);
+        for line in node.describe(&tail.name) {
+            ui::say(&format!("    {line}"));
+        }
+        if !node.problems().is_empty() {
+            failed += 1;
+        }
+        for (call, outcomes) in &node.calls {
+            let merged = cluster_counts.entry(call.clone()).or_default();
+            for (outcome, count) in outcomes {
+                *merged.entry(outcome.clone()).or_default() += count;
+            }
+        }
+    }
+    ui::say("    calls on all nodes (calls: outcomes):");
+    for line in call_table(&cluster_counts) {
+        ui::say(&format!("      {line}"));
+    }
+    ui::say(&format!("    logs: {}", logs.display()));
+    ui::say(&format!("    seed {seed:#x}; replay with: {replay}"));
+    waited?;
+    if failed > 0 {
+        ui::say(&format!(
+            "fuzzing found problems on {failed} of {nodes} nodes"
+        ));
+        return Err(ui::AlreadyReported.into());
+    }
+    ui::say(&format!("fuzzing found nothing on {nodes} nodes"));
+    Ok(())
+}
+
+/// What one node's console says about its fuzzing.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct NodeReport {
+    /// Per call: outcome (`calls`, `ok`, errno names) and count.
+    calls: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The totals line's values.
+    totals: BTreeMap<String, u64>,
+    /// Alarm lines.
+    alarms: Vec<String>,
+    /// The fuzzer's TAP.
+    tap: tap::Report,
+    /// The kernel log scan's findings and the guest's exit.
+    log_problems: Vec<String>,
+}
+
+impl NodeReport {
+    fn parse(log: &str) -> NodeReport {
+        let mut report = NodeReport {
+            tap: tap::Report::parse(log),
+            log_problems: logscan::problems(log),
+            ..NodeReport::default()
+        };
+        for line in log.lines() {
+            let Some(comment) = strip_timestamp(line).trim_end().strip_prefix("# ") else {
+                continue;
+            };
+            if let Some(counts) = comment.strip_prefix(CALLS_PREFIX) {
+                let mut fields = counts.split_whitespace().filter_map(|f| f.split_once('='));
+                if let Some((call, total)) = fields.next() {
+                    let outcomes = report.calls.entry(call.to_string()).or_default();
+                    outcomes.insert("calls".to_string(), total.parse().unwrap_or(0));
+                    for (outcome, count) in fields {
+                        outcomes.insert(outcome.to_string(), count.parse().unwrap_or(0));
+                    }
+                }
+            } else if let Some(totals) = comment.strip_prefix(TOTAL_PREFIX) {
+                for (key, value) in totals.split_whitespace().filter_map(|f| f.split_once('=')) {
+                    report
+                        .totals
+                        .insert(key.to_string(), value.parse().unwrap_or(0));
+                }
+            } else if comment.starts_with(ALARM_PREFIX) {
+                report.alarms.push(comment.to_string());
+            }
+        }
+        report
+    }
+
+    fn total(&self, key: &str) -> Option<u64> {
+        self.totals.get(key).copied()
+    }
+
+    /// Everything that fails the node.
+    fn problems(&self) -> Vec<String> {
+        let mut problems = self.log_problems.clone();
+        problems.extend(self.tap.problems());
+        if self.tap.points.is_empty() {
+            problems.push("lite-fuzz reported no TAP".to_string());
+        }
+        match self.total("alarms") {
+            None => problems.push("lite-fuzz printed no totals (it did not finish)".to_string()),
+            Some(0) if self.alarms.is_empty() => {}
+            Some(alarms) => {
+                problems.push(format!("{} alarms", alarms.max(self.alarms.len() as u64)))
+            }
+        }
+        problems
+    }
+
+    /// Lines describing the node for the summary.
+    fn describe(&self, name: &str) -> Vec<String> {
+        let number = |key| self.total(key).map_or("?".to_string(), |n| n.to_string());
+        let problems = self.problems();
+        let mut lines = vec![format!(
+            "{name}: {} calls, {} alarms, {} hung; TAP {} passed, {} failed; {}",
+            number("calls"),
+            number("alarms"),
+            number("hung"),
+            self.tap.passed(),
+            self.tap.failed(),
+            if self.log_problems.is_empty() {
+                "kernel log clean"
+            } else {
+                "kernel log has problems"
+            }
+        )];
+        let mut errnos: BTreeMap<&str, u64> = BTreeMap::new();
+        for outcomes in self.calls.values() {
+            for (outcome, count) in outcomes {
+                if outcome != "calls" && outcome != "ok" {
+                    *errnos.entry(outcome).or_default() += count;
+                }
+            }
+        }
+        let mut errnos: Vec<(&str, u64)> = errnos.into_iter().collect();
+        errnos.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let errnos: Vec<String> = errnos.iter().map(|(e, n)| format!("{e} {n}")).collect();
+        if !errnos.is_empty() {
+            lines.push(format!("  errnos: {}", errnos.join(", ")));
+        }
+        for alarm in self.alarms.iter().take(10) {
+            lines.push(format!("  {alarm}"));
+        }
+        if self.alarms.len() > 10 {
+            lines.push(format!(
+                "  ... {} more alarms in the log",
+                self.alarms.len() - 10
+            ));
+        }
+        for problem in problems.iter().filter(|p| !p.ends_with(" alarms")) {
+            for (i, text) in problem.lines().enumerate() {
+                lines.push(format!(
+                    "  {}{text}",
+                    if i == 0 { "problem: " } else { "  " }
+                ));
+            }
+        }
+        lines
+    }
+}
+
+/// One line per call: its name, calls and outcomes, most frequent first.
+fn call_table(counts: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
+    let width = counts.keys().map(String::len).max().unwrap_or(0);
+    counts
+        .iter()
+        .map(|(call, outcomes)| {
+            let total = outcomes.get("calls").copied().unwrap_or(0);
+            let mut rest: Vec<(&String, &u64)> =
+                outcomes.iter().filter(|(o, _)| *o != "calls").collect();
+            rest.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let rest: Vec<String> = rest.iter().map(|(o, n)| format!("{o} {n}")).collect();
+            format!("{call:<width$} {total:>8}: {}", rest.join(", "))
+        })
+        .collect()
+}
+
+/// Follows a node's growing console and shows its alarms and failed test
+/// points as they come.
+struct AlarmTail {
+    name: String,
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl AlarmTail {
+    fn new(name: String, path: PathBuf) -> Self {
+        Self {
+            name,
+            path,
+            offset: 0,
+            partial: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self) {
+        // A log not there yet, or unreadable for now, is read next time.
+        let Ok(mut file) = File::open(&self.path) else {
+            return;
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut fresh = Vec::new();
+        let Ok(n) = file.read_to_end(&mut fresh) else {
+            return;
+        };
+        self.offset += n as u64;
+        self.partial.extend_from_slice(&fresh);
+        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = strip_timestamp(line.trim_end());
+            let shown = line.starts_with(&format!("# {ALARM_PREFIX}"))
+                || line.starts_with("not ok ")
+                || line.starts_with("Bail out!")
+                || line.starts_with(&format!("# {TOTAL_PREFIX}"));
+            if shown {
+                ui::say(&format!("[{}] {line}", self.name));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "\
+[    3.0] Run /init as init process
+LITE-GUEST-RUN role=fuzz
+TAP version 13
+# lite-fuzz seed=0x2a
+ok 1 - fuzz: node 1 is a member of the cluster (joined)
+[   40.1] lite: node 2 joined
+# ALARM node 1 proc 0 thread 2 step 17: lite_free(0x5) returned 0: succeeded (0), though it must fail
+# lite-fuzz calls lite_free=3 ok=1 EBADF=2
+# lite-fuzz calls lite_fence=4 ok=3 EINTR=1
+# lite-fuzz total calls=7 alarms=1 hung=0
+not ok 2 - fuzz: no alarms
+# 1 alarms
+1..2
+1 passed, 1 failed
+LITE-GUEST-EXIT rc=1
+";
+
+    #[test]
+    fn a_nodes_console_gives_its_counts_alarms_and_verdict() {
+        let report = NodeReport::parse(LOG);
+        assert_eq!(report.calls["lite_free"]["calls"], 3);
+        assert_eq!(report.calls["lite_free"]["EBADF"], 2);
+        assert_eq!(report.calls["lite_fence"]["EINTR"], 1);
+        assert_eq!(report.total("calls"), Some(7));
+        assert_eq!(report.alarms.len(), 1);
+        let problems = report.problems();
+        assert!(problems.iter().any(|p| p == "1 alarms"), "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("rc=1")), "{problems:?}");
+        let lines = report.describe("node1");
+        assert!(lines[0].starts_with("node1: 7 calls, 1 alarms, 0 hung; TAP 1 passed, 1 failed"));
+        assert_eq!(lines[1], "  errnos: EBADF 2, EINTR 1");
+        assert!(lines[2].starts_with("  ALARM node 1 proc 0"));
+    }
+
+    #[test]
+    fn a_clean_run_has_no_problems_and_a_cut_one_does() {
+        let clean = "TAP version 13\nok 1 - fuzz: no alarms\n\
+                     # lite-fuzz total calls=10 alarms=0 hung=0\n1..1\n1 passed, 0 failed\n\
+                     LITE-GUEST-EXIT rc=0\n";
+        assert_eq!(NodeReport::parse(clean).problems(), Vec::<String>::new());
+        let cut = "TAP version 13\nok 1 - fuzz: joined\n";
+        let problems = NodeReport::parse(cut).problems();
+        assert!(
+            problems.iter().any(|p| p.contains("no totals")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn the_table_sums_outcomes_per_call() {
+        let mut counts = BTreeMap::new();
+        counts.insert(
+            "lite_free".to_string(),
+            BTreeMap::from([
+                ("calls".to_string(), 5),
+                ("ok".to_string(), 2),
+                ("EBADF".to_string(), 3),
+            ]),
+        );
+        assert_eq!(call_table(&counts), ["lite_free        5: EBADF 3, ok 2"]);
+    }
+
+    #[test]
+    fn seeds_and_parameters_reach_the_guest_and_the_replay() {
+        assert_eq!(parse_seed("0x2a"), Ok(42));
+        assert_eq!(parse_seed("42"), Ok(42));
+        assert!(parse_seed("x").is_err());
+        assert_eq!(
+            kernel_params(60, 42),
+            ["lite.fuzzsecs=60", "lite.seed=0x2a"]
+        );
+        assert_eq!(
+            replay_command(2, 42, 3),
+            "cargo xtask fuzz --minutes 2 --seed 0x2a --nodes 3"
+        );
+        let init = include_str!("init.sh");
+        assert!(init.contains("lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;"));
+        assert!(init.contains("lite.seed=*) seed=${arg#lite.seed=} ;;"));
+        assert!(init.contains(&format!("\n{ROLE}) {PROGRAM} --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${{seed:+--seed \"$seed\"}}")));
+    }
+
+    #[test]
+    fn the_summary_formats_are_the_guests() {
+        let guest = include_str!("../../userspace/lite-tools/src/fuzz/report.rs");
+        for (name, value) in [
+            ("CALLS_PREFIX", CALLS_PREFIX),
+            ("TOTAL_PREFIX", TOTAL_PREFIX),
+            ("ALARM_PREFIX", ALARM_PREFIX),
+        ] {
+            assert!(
+                guest.contains(&format!("pub const {name}: &str = \"{value}\";")),
+                "{name}"
+            );
+        }
+    }
+}

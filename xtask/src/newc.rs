@@ -1,0 +1,221 @@
+//! Small cpio archives in the "newc" format, written by hand.
+//!
+//! Linux unpacks an initrd that is several cpio archives one after the
+//! other, compressed or not, so a few files can be added to a cached
+//! initramfs by appending an archive of their own. Each entry is a 110-byte
+//! ASCII header (`070701` and 13 eight-digit hexadecimal fields), the path
+//! and its NUL padded to a multiple of 4 bytes, then the data padded the
+//! same way; a `TRAILER!!!` entry ends the archive. Everything belongs to
+//! root and has mtime 0, so an archive depends on its entries alone.
+
+/// Magic of a newc header.
+const MAGIC: &[u8] = b"070701";
+
+/// Bytes of a newc header.
+const HEADER_LEN: usize = 110;
+
+/// Name of the entry that ends an archive.
+const TRAILER: &str = "TRAILER!!!";
+
+/// File type bits of a directory (`S_IFDIR`).
+pub const DIRECTORY: u32 = 0o040000;
+
+/// File type bits of a regular file (`S_IFREG`).
+pub const REGULAR_FILE: u32 = 0o100000;
+
+/// One member of an archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// Path relative to the root, without a leading `/`.
+    pub path: &'a str,
+    /// File type and permission bits, e.g. `REGULAR_FILE | 0o400`.
+    pub mode: u32,
+    /// Contents of a regular file; empty for a directory.
+    pub data: &'a [u8],
+}
+
+/// The archive of `entries`, in their order, with its trailer. Parents
+/// must come before what they hold: the kernel creates no directory on its
+/// own.
+pub fn archive(entries: &[Entry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let is_directory = entry.mode & 0o170000 == DIRECTORY;
+        // Inode numbers only need to differ; 0 is left out.
+        let inode = index + 1;
+        let links = if is_directory { 2 } else { 1 };
+        push_entry(&mut out, inode, entry.mode, links, entry.path, entry.data);
+    }
+    push_entry(&mut out, 0, 0, 1, TRAILER, &[]);
+    out
+}
+
+/// Appends one entry: header, NUL-terminated path, data, each padded.
+fn push_entry(out: &mut Vec<u8>, inode: usize, mode: u32, links: u32, path: &str, data: &[u8]) {
+    let fields = [
+        inode,
+        mode as usize,
+        0, // uid
+        0, // gid
+        links as usize,
+        0, // mtime
+        data.len(),
+        0, // devmajor
+        0, // devminor
+        0, // rdevmajor
+        0, // rdevminor
+        path.len() + 1,
+        0, // check, unused by newc
+    ];
+    let start = out.len();
+    out.extend_from_slice(MAGIC);
+    for field in fields {
+        out.extend_from_slice(format!("{field:08X}").as_bytes());
+    }
+    debug_assert_eq!(out.len() - start, HEADER_LEN);
+    out.extend_from_slice(path.as_bytes());
+    out.push(0);
+    pad_to_4(out);
+    out.extend_from_slice(data);
+    pad_to_4(out);
+}
+
+/// Appends zeros up to the next multiple of 4 bytes.
+pub fn pad_to_4(out: &mut Vec<u8>) {
+    out.resize(out.len().next_multiple_of(4), 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    /// One entry read back: its header fields, path and data.
+    #[derive(Debug)]
+    struct Parsed {
+        fields: Vec<usize>,
+        path: String,
+        data: Vec<u8>,
+    }
+
+    /// Reads an archive back, checking magic and alignment as the kernel
+    /// does.
+    fn parse(mut bytes: &[u8]) -> Vec<Parsed> {
+        let total = bytes.len();
+        let mut entries = Vec::new();
+        loop {
+            assert_eq!((total - bytes.len()) % 4, 0, "entry not 4-byte aligned");
+            assert_eq!(&bytes[..6], MAGIC);
+            let fields: Vec<usize> = bytes[6..HEADER_LEN]
+                .chunks(8)
+                .map(|field| {
+                    let text = std::str::from_utf8(field).expect("ASCII");
+                    usize::from_str_radix(text, 16).expect("hexadecimal")
+                })
+                .collect();
+            assert_eq!(fields.len(), 13);
+            let name_len = fields[11];
+            let name = &bytes[HEADER_LEN..HEADER_LEN + name_len];
+            assert_eq!(name.last(), Some(&0), "path without its NUL");
+            let path = String::from_utf8(name[..name_len - 1].to_vec()).expect("UTF-8 path");
+            let data_at = (HEADER_LEN + name_len).next_multiple_of(4);
+            assert!(bytes[HEADER_LEN + name_len..data_at]
+                .iter()
+                .all(|&b| b == 0));
+            let size = fields[6];
+            let data = bytes[data_at..data_at + size].to_vec();
+            let next = (data_at + size).next_multiple_of(4);
+            bytes = &bytes[next..];
+            let done = path == TRAILER;
+            entries.push(Parsed { fields, path, data });
+            if done {
+                assert!(bytes.is_empty(), "bytes after the trailer");
+                return entries;
+            }
+        }
+    }
+
+    fn sample() -> Vec<u8> {
+        archive(&[
+            Entry {
+                path: "etc",
+                mode: DIRECTORY | 0o755,
+                data: &[],
+            },
+            Entry {
+                path: "etc/lite",
+                mode: DIRECTORY | 0o755,
+                data: &[],
+            },
+            Entry {
+                path: "etc/lite/cluster.secret",
+                mode: REGULAR_FILE | 0o400,
+                data: b"abc",
+            },
+        ])
+    }
+
+    #[test]
+    fn entries_and_trailer_read_back_aligned() {
+        let bytes = sample();
+        assert_eq!(bytes.len() % 4, 0);
+        let entries = parse(&bytes);
+        let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["etc", "etc/lite", "etc/lite/cluster.secret", TRAILER]
+        );
+        let secret = &entries[2];
+        assert_eq!(secret.data, b"abc");
+        assert_eq!(secret.fields[1], 0o100400, "mode");
+        assert_eq!(&secret.fields[2..4], &[0, 0], "owned by root");
+        assert_eq!(secret.fields[4], 1, "links");
+        assert_eq!(entries[1].fields[1], 0o040755);
+        let inodes: Vec<usize> = entries[..3].iter().map(|e| e.fields[0]).collect();
+        assert_eq!(inodes, [1, 2, 3]);
+        assert_eq!(entries[3].fields[6], 0, "the trailer holds nothing");
+    }
+
+    #[test]
+    fn every_length_of_path_and_data_is_padded() {
+        for len in 0..9 {
+            let path = "p".repeat(len + 1);
+            let data = vec![0xa5; len];
+            let bytes = archive(&[Entry {
+                path: &path,
+                mode: REGULAR_FILE | 0o644,
+                data: &data,
+            }]);
+            let entries = parse(&bytes);
+            assert_eq!(entries[0].path, path);
+            assert_eq!(entries[0].data, data);
+        }
+    }
+
+    /// GNU cpio, where installed, lists the same entries.
+    #[test]
+    fn cpio_reads_the_archive() {
+        let Ok(mut cpio) = Command::new("cpio")
+            .args(["-i", "-t", "--quiet"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+        else {
+            return;
+        };
+        cpio.stdin
+            .take()
+            .expect("stdin")
+            .write_all(&sample())
+            .expect("feed cpio");
+        let out = cpio.wait_with_output().expect("cpio runs");
+        assert!(out.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "etc\netc/lite\netc/lite/cluster.secret\n"
+        );
+    }
+}

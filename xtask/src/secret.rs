@@ -1,0 +1,180 @@
+//! The secret of one cluster run, and how it reaches the manager and the
+//! guests.
+//!
+//! Every cluster gets a fresh random secret. The manager reads it from a
+//! file (`lite-cm --secret-file`); the guests find it in their initramfs as
+//! [`GUEST_SECRET_PATH`], which their `/init` loads into the kernel keyring
+//! with `lite-secret load`, so it never appears on a kernel command line.
+//! The cluster's initrd is the cached initramfs followed by a small cpio
+//! archive holding that one file (Linux unpacks concatenated archives).
+//! Both files are readable by their owner only, in a private temporary
+//! directory that is removed with this value; a VM booted again gets the
+//! same initrd, and so the same secret.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::fsutil::TempDir;
+use crate::newc::{self, Entry, DIRECTORY, REGULAR_FILE};
+
+/// Where the guests find the secret (relative to their root).
+pub const GUEST_SECRET_PATH: &str = "etc/lite/cluster.secret";
+
+/// Bytes of a cluster's secret.
+const SECRET_LEN: usize = 32;
+
+/// The secret of one cluster: the manager's secret file and the guests'
+/// initrd, removed when dropped.
+pub struct ClusterSecretFiles {
+    dir: TempDir,
+}
+
+impl ClusterSecretFiles {
+    /// Makes a fresh secret, the manager's file and the initrd of the
+    /// guests: `base_initrd` followed by an archive holding the secret.
+    pub fn create(base_initrd: &Path) -> Result<Self> {
+        let dir = TempDir::new("lite-cluster")?;
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.path().display()))?;
+        let files = ClusterSecretFiles { dir };
+        let mut secret = [0u8; SECRET_LEN];
+        File::open("/dev/urandom")
+            .and_then(|mut random| random.read_exact(&mut secret))
+            .context("cannot read /dev/urandom for the cluster's secret")?;
+        write_private(&files.secret_file(), &secret)?;
+
+        let initrd = files.initrd();
+        // The copy holds no secret until the archive is appended, after it
+        // was made private.
+        fs::copy(base_initrd, &initrd).with_context(|| {
+            format!(
+                "cannot copy {} to {}",
+                base_initrd.display(),
+                initrd.display()
+            )
+        })?;
+        fs::set_permissions(&initrd, fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", initrd.display()))?;
+        let base_len = fs::metadata(&initrd)
+            .with_context(|| format!("cannot stat {}", initrd.display()))?
+            .len();
+        let mut appended = OpenOptions::new()
+            .append(true)
+            .open(&initrd)
+            .with_context(|| format!("cannot open {}", initrd.display()))?;
+        appended
+            .write_all(&secret_suffix(base_len, &secret))
+            .with_context(|| format!("cannot write {}", initrd.display()))?;
+        Ok(files)
+    }
+
+    /// The file the manager reads the secret from.
+    pub fn secret_file(&self) -> PathBuf {
+        self.dir.path().join("cluster.secret")
+    }
+
+    /// The initrd of the cluster's guests.
+    pub fn initrd(&self) -> PathBuf {
+        self.dir.path().join("initramfs-with-secret.cpio.gz")
+    }
+}
+
+/// Creates `path` readable and writable by its owner only, holding `bytes`.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// What follows an initrd of `base_len` bytes to add the secret: zeros up
+/// to a multiple of 4 bytes (the kernel looks for an archive's magic only
+/// there, and skips zeros), then an archive with [`GUEST_SECRET_PATH`],
+/// readable by root only, and its directories.
+fn secret_suffix(base_len: u64, secret: &[u8]) -> Vec<u8> {
+    let padding = base_len.next_multiple_of(4) - base_len;
+    let mut suffix = vec![0u8; padding as usize];
+    suffix.extend(newc::archive(&[
+        Entry {
+            path: "etc",
+            mode: DIRECTORY | 0o755,
+            data: &[],
+        },
+        Entry {
+            path: "etc/lite",
+            mode: DIRECTORY | 0o755,
+            data: &[],
+        },
+        Entry {
+            path: GUEST_SECRET_PATH,
+            mode: REGULAR_FILE | 0o400,
+            data: secret,
+        },
+    ]));
+    suffix
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suffix_starts_aligned_and_holds_the_secret_for_root_only() {
+        for base_len in 0..8u64 {
+            let suffix = secret_suffix(base_len, b"0123456789abcdef0123456789abcdef");
+            let archive_at = suffix
+                .iter()
+                .position(|&b| b != 0)
+                .expect("an archive follows the padding");
+            assert_eq!((base_len + archive_at as u64) % 4, 0, "base {base_len}");
+            assert!(archive_at < 4);
+            let archive = &suffix[archive_at..];
+            assert!(archive.starts_with(b"070701"));
+            let text = String::from_utf8_lossy(archive);
+            assert!(text.contains("etc/lite/cluster.secret\0"));
+            assert!(text.contains("0123456789abcdef0123456789abcdef"));
+            // The file's mode: a regular file, 0400.
+            assert!(text.contains("000081000000"), "{text}");
+            assert!(text.contains("TRAILER!!!"));
+        }
+    }
+
+    #[test]
+    fn every_cluster_gets_its_own_private_secret_and_initrd() {
+        let scratch = TempDir::new("lite-secret-test").expect("scratch directory");
+        let base = scratch.path().join("base.cpio.gz");
+        fs::write(&base, b"gzip data of odd length").expect("write");
+        let first = ClusterSecretFiles::create(&base).expect("first cluster");
+        let second = ClusterSecretFiles::create(&base).expect("second cluster");
+        let mode = |path: &Path| fs::metadata(path).expect("exists").permissions().mode() & 0o777;
+        for files in [&first, &second] {
+            assert_eq!(mode(&files.secret_file()), 0o600);
+            assert_eq!(mode(&files.initrd()), 0o600);
+            assert_eq!(mode(files.dir.path()), 0o700);
+            let secret = fs::read(files.secret_file()).expect("secret");
+            assert_eq!(secret.len(), SECRET_LEN);
+            let initrd = fs::read(files.initrd()).expect("initrd");
+            assert!(initrd.starts_with(b"gzip data of odd length"));
+            let base_len = b"gzip data of odd length".len() as u64;
+            assert_eq!(
+                &initrd[base_len as usize..],
+                secret_suffix(base_len, &secret).as_slice()
+            );
+        }
+        assert_ne!(
+            fs::read(first.secret_file()).expect("secret"),
+            fs::read(second.secret_file()).expect("secret")
+        );
+        let dir = first.dir.path().to_path_buf();
+        drop(first);
+        assert!(!dir.exists(), "the secret outlived its cluster");
+    }
+}
