@@ -4,14 +4,13 @@
 //! the guest starts its role (`LITE-GUEST-RUN`), its lines are shown
 //! prefixed with `[node<i>]`.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 
 use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::fsutil::LogFollower;
 use crate::kernel::{self, Flavour};
 use crate::paths::Cache;
 use crate::{initramfs, interrupt, logscan, ui};
@@ -54,7 +53,7 @@ pub fn run(nodes: usize, kernel_src: Option<&Path>, kernel_image: Option<&Path>)
 
     ui::say("==> demo summary");
     let mut failed = 0;
-    for (name, path) in tails.iter().map(|t| (&t.name, &t.path)) {
+    for (name, path) in tails.iter().map(|t| (&t.name, t.log.path())) {
         let log = std::fs::read(path).unwrap_or_default();
         let problems = logscan::problems(&String::from_utf8_lossy(&log));
         if problems.is_empty() {
@@ -78,9 +77,7 @@ pub fn run(nodes: usize, kernel_src: Option<&Path>, kernel_image: Option<&Path>)
 /// Follows a growing console log and prints its role output with a prefix.
 struct Tail {
     name: String,
-    path: PathBuf,
-    offset: u64,
-    partial: Vec<u8>,
+    log: LogFollower,
     started: bool,
 }
 
@@ -88,32 +85,14 @@ impl Tail {
     fn new(name: &str, path: PathBuf) -> Self {
         Self {
             name: name.to_string(),
-            path,
-            offset: 0,
-            partial: Vec::new(),
+            log: LogFollower::new(path),
             started: false,
         }
     }
 
     /// Prints the complete lines added since the last call.
     fn poll(&mut self) {
-        // The log may not exist yet or be briefly unreadable: try again later.
-        let Ok(mut file) = File::open(&self.path) else {
-            return;
-        };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return;
-        }
-        let mut fresh = Vec::new();
-        let Ok(n) = file.read_to_end(&mut fresh) else {
-            return;
-        };
-        self.offset += n as u64;
-        self.partial.extend_from_slice(&fresh);
-        while let Some(pos) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=pos).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
+        for line in self.log.new_lines() {
             if !self.started && line.contains(RUN_MARKER) {
                 self.started = true;
             }

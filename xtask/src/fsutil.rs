@@ -149,6 +149,55 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// Follows a file that keeps growing (a VM's console log): each call of
+/// [`LogFollower::new_lines`] returns the complete lines added since the
+/// last one.
+pub struct LogFollower {
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl LogFollower {
+    /// Follows `path` from its start.
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            offset: 0,
+            partial: Vec::new(),
+        }
+    }
+
+    /// The file followed.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The complete lines added since the last call, without their line
+    /// ends. A file not there yet, or unreadable for now, is read next time.
+    pub fn new_lines(&mut self) -> Vec<String> {
+        let Ok(mut file) = File::open(&self.path) else {
+            return Vec::new();
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let mut fresh = Vec::new();
+        let Ok(n) = file.read_to_end(&mut fresh) else {
+            return Vec::new();
+        };
+        self.offset += n as u64;
+        self.partial.extend_from_slice(&fresh);
+        let mut lines = Vec::new();
+        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            lines.push(line.trim_end_matches(['\n', '\r']).to_string());
+        }
+        lines
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

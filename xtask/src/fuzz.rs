@@ -9,14 +9,13 @@
 //! alarm, failed test point or log problem fails the command.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::fsutil::LogFollower;
 use crate::kernel::{self, Flavour};
 use crate::logscan::strip_timestamp;
 use crate::paths::Cache;
@@ -115,7 +114,7 @@ pub fn run(
     let mut failed = 0;
     let mut cluster_counts: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for tail in &tails {
-        let log = std::fs::read(&tail.path).unwrap_or_default();
+        let log = std::fs::read(tail.log.path()).unwrap_or_default();
         let log = String::from_utf8_lossy(&log);
         let node = NodeReport::parse(&log);
         for line in node.describe(&tail.name) {
@@ -289,38 +288,19 @@ fn call_table(counts: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
 /// points as they come.
 struct AlarmTail {
     name: String,
-    path: PathBuf,
-    offset: u64,
-    partial: Vec<u8>,
+    log: LogFollower,
 }
 
 impl AlarmTail {
     fn new(name: String, path: PathBuf) -> Self {
         Self {
             name,
-            path,
-            offset: 0,
-            partial: Vec::new(),
+            log: LogFollower::new(path),
         }
     }
 
     fn poll(&mut self) {
-        // A log not there yet, or unreadable for now, is read next time.
-        let Ok(mut file) = File::open(&self.path) else {
-            return;
-        };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return;
-        }
-        let mut fresh = Vec::new();
-        let Ok(n) = file.read_to_end(&mut fresh) else {
-            return;
-        };
-        self.offset += n as u64;
-        self.partial.extend_from_slice(&fresh);
-        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
+        for line in self.log.new_lines() {
             let line = strip_timestamp(line.trim_end());
             let shown = line.starts_with(&format!("# {ALARM_PREFIX}"))
                 || line.starts_with("not ok ")
