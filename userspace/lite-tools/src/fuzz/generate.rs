@@ -73,6 +73,9 @@ pub(crate) struct ThreadState {
     pub(crate) uncertain: Vec<LiteLock>,
     /// Locks it created.
     pub(crate) locks_created: u32,
+    /// Locks that did not come back after a child waiting for them was
+    /// killed, with the step: checked again when fuzzing is over.
+    pub(crate) locks_away: Vec<(LiteLock, u64)>,
 }
 
 /// The out-parameters of one thread's calls, written by the kernel.

@@ -40,6 +40,10 @@ const WOKEN_WITHIN_MS: u64 = 15_000;
 /// How long a lock may take to come back after its waiting child died
 /// (other nodes may have queued for it meanwhile).
 const LOCK_BACK_WITHIN_MS: u64 = 25_000;
+/// How long a lock that did not come back during the run may take once
+/// fuzzing is over: by then every thread gives back what it holds, so only
+/// a turn that was never passed on keeps it away.
+const LOCK_BACK_AFTER_RUN_MS: u64 = 40_000;
 /// How long a child may take to report over its pipe.
 const CHILD_REPORT_MS: i32 = 30_000;
 /// Name slots of the races, apart from those other fuzzers guess.
@@ -71,6 +75,39 @@ const RACES: [Race; 9] = [
 ];
 
 /// Runs one race, drawn from `rng`.
+/// Takes once more each lock that did not come back after its waiting
+/// child was killed, now that fuzzing is over and every thread has given
+/// back its locks; one that still stays away lost the child's turn.
+pub(crate) fn recheck_locks_away(
+    caller: &Caller<'_, '_>,
+    helper: &Caller<'_, '_>,
+    rng: &mut Rng,
+    state: &mut ThreadState,
+    out: &mut OutParams,
+) {
+    for (lock, step) in std::mem::take(&mut state.locks_away) {
+        let mut race_run = RaceRun {
+            caller,
+            helper,
+            rng: &mut *rng,
+            step,
+            state: &mut *state,
+            out: &mut *out,
+        };
+        let since = now_ms();
+        if race_run.take_lock(lock, LOCK_BACK_AFTER_RUN_MS) {
+            race_run.give_back(lock);
+        } else if now_ms() - since >= LOCK_BACK_AFTER_RUN_MS {
+            caller.alarm(
+                step,
+                &format!("lite_lock({}:{})", lock.home, lock.number),
+                "the lock did not come back after the child waiting for it was killed: \
+                 not within 25 s, nor within 40 s after fuzzing ended",
+            );
+        }
+    }
+}
+
 pub(crate) fn run(
     caller: &Caller<'_, '_>,
     helper: &Caller<'_, '_>,
@@ -663,16 +700,14 @@ impl RaceRun<'_, '_, '_> {
         if !self.give_back(lock) {
             return;
         }
-        // The child's turn must be passed on: the lock comes back.
+        // The child's turn must be passed on: the lock comes back. Others
+        // learn the lock and may hold it for long, so a lock that stays
+        // away is checked again after the run, when nobody holds it.
         let since = now_ms();
         if self.take_lock(lock, LOCK_BACK_WITHIN_MS) {
             self.give_back(lock);
         } else if now_ms() - since >= LOCK_BACK_WITHIN_MS {
-            self.caller.alarm(
-                self.step,
-                &format!("lite_lock({}:{})", lock.home, lock.number),
-                "the lock did not come back within 25 s after the child waiting for it was killed",
-            );
+            self.state.locks_away.push((lock, self.step));
         }
     }
 

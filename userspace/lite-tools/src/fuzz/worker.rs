@@ -260,10 +260,22 @@ fn thread_main(run: &Run<'_>, thread: u32) {
         step += 1;
     }
     // The process's exit releases the rest; unlocking here takes the
-    // ordinary path for the locks still held.
+    // ordinary path for the locks still held, and for those that may be.
     for lock in std::mem::take(&mut state.held) {
         out.lock = lock;
         let pointer = std::ptr::addr_of_mut!(out.lock) as u64;
         caller.simple(step, Syscall::Unlock, [pointer, 0, 0, 0, 0, 0], Value::Zero);
     }
+    for lock in std::mem::take(&mut state.uncertain) {
+        out.lock = lock;
+        let pointer = std::ptr::addr_of_mut!(out.lock) as u64;
+        // Refused unless this thread holds it: either is fine.
+        caller.call(
+            step,
+            Syscall::Unlock,
+            [pointer, 0, 0, 0, 0, 0],
+            RUNNING_CALL_MS,
+        );
+    }
+    races::recheck_locks_away(&caller, &helper, &mut rng, &mut state, &mut out);
 }
