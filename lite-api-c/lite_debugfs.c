@@ -8,6 +8,9 @@
  *   access_probe      reading it checks that the device refuses RDMA
  *                     access outside LITE's memory regions: one line per
  *                     check, "ok NAME" or "FAIL NAME: why"
+ *   quotas            per-user limits and usage, and what each other node
+ *                     may hold here; one command per write changes a limit
+ *                     (see "Quotas" in <uapi/linux/lite.h>)
  *   qos_enabled       traffic prioritization on (1) or off (0)
  *   qos_window_us     how long after high-priority work low-priority waits
  *   qos_delay_us      how long a waiting low-priority operation sleeps
@@ -30,6 +33,8 @@
 #include <linux/init.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
 #include <rdma/lite_api.h>
 
 /* Room for the counters' text; it is well under this. */
@@ -81,6 +86,55 @@ static int lite_access_probe_show(struct seq_file *m, void *unused)
 	return len < 0 ? len : 0;
 }
 DEFINE_SHOW_ATTRIBUTE(lite_access_probe);
+
+/* Room for the quotas' text: a few hundred users and 64 nodes. */
+#define LITE_QUOTAS_TEXT_LEN	(64 * 1024)
+/* Longest command line accepted. */
+#define LITE_QUOTAS_LINE_LEN	256
+
+static int lite_quotas_show(struct seq_file *m, void *unused)
+{
+	ssize_t len;
+	char *text = kvzalloc(LITE_QUOTAS_TEXT_LEN, GFP_KERNEL);
+
+	if (!text)
+		return -ENOMEM;
+	len = lite_rs_debugfs_quotas(text, LITE_QUOTAS_TEXT_LEN);
+	if (len >= 0)
+		seq_write(m, text, len);
+	kvfree(text);
+	return len < 0 ? len : 0;
+}
+
+static int lite_quotas_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, lite_quotas_show, inode->i_private);
+}
+
+static ssize_t lite_quotas_write(struct file *file, const char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	char *line;
+	int ret;
+
+	if (count == 0 || count > LITE_QUOTAS_LINE_LEN)
+		return -EINVAL;
+	line = memdup_user_nul(ubuf, count);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
+	ret = lite_rs_quotas_write(line, count);
+	kfree(line);
+	return ret < 0 ? ret : count;
+}
+
+static const struct file_operations lite_quotas_fops = {
+	.owner = THIS_MODULE,
+	.open = lite_quotas_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = lite_quotas_write,
+};
 
 /* Room for the membership text: 64 peers of one line each, and a few more. */
 #define LITE_MEMBERSHIP_TEXT_LEN	(8 * 1024)
@@ -150,6 +204,7 @@ static int __init lite_debugfs_init(void)
 			    &lite_resources_fops);
 	debugfs_create_file("access_probe", 0400, dir, NULL,
 			    &lite_access_probe_fops);
+	debugfs_create_file("quotas", 0644, dir, NULL, &lite_quotas_fops);
 	debugfs_create_file_unsafe("qos_enabled", 0644, dir, NULL,
 				   &lite_qos_enabled_fops);
 	debugfs_create_file_unsafe("qos_window_us", 0644, dir, NULL,

@@ -55,4 +55,7 @@ errno! {
     /// The node the operation needs was declared dead (or left), or this
     /// node was fenced off the cluster.
     EHOSTDOWN,
+    /// The caller's user, or this node at the node serving it, would hold
+    /// more than its quota allows.
+    EDQUOT,
 }

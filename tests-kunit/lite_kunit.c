@@ -38,6 +38,8 @@ LITE_RUST_CASE(barrier_reachable_after_departures)
 LITE_RUST_CASE(api_before_join)
 LITE_RUST_CASE(permissions)
 LITE_RUST_CASE(name_table)
+LITE_RUST_CASE(quota_commands)
+LITE_RUST_CASE(quota_charges)
 LITE_RUST_CASE(chunk_descriptors)
 LITE_RUST_CASE(geometry)
 LITE_RUST_CASE(copy_pieces)
@@ -91,6 +93,8 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(barrier_reachable_after_departures),
 	KUNIT_CASE(permissions),
 	KUNIT_CASE(name_table),
+	KUNIT_CASE(quota_commands),
+	KUNIT_CASE(quota_charges),
 	KUNIT_CASE(chunk_descriptors),
 	KUNIT_CASE(geometry),
 	KUNIT_CASE(copy_pieces),

@@ -8,11 +8,14 @@
 
 #include <crypto/hash.h>
 #include <keys/user-type.h>
+#include <linux/cred.h>
 #include <linux/key.h>
 #include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
 #include <rdma/ib_verbs.h>
@@ -208,4 +211,46 @@ int rust_helper_lite_read_cluster_secret(u8 *buf, unsigned int len)
 pid_t rust_helper_lite_current_pid(void)
 {
 	return task_pid_nr(current);
+}
+
+/* The calling task's real uid, as the initial user namespace sees it. */
+u32 rust_helper_lite_current_uid(void)
+{
+	return from_kuid_munged(&init_user_ns, current_uid());
+}
+
+/* Bytes of RAM the kernel manages. */
+u64 rust_helper_lite_total_ram_bytes(void)
+{
+	return (u64)totalram_pages() << PAGE_SHIFT;
+}
+
+/*
+ * Counts `pages` pinned pages against the calling process's RLIMIT_MEMLOCK,
+ * as ib_umem_get() does: -ENOMEM beyond the limit unless the caller has
+ * CAP_IPC_LOCK, -EFAULT for a task without memory. On success *mm is the
+ * process's mm, grabbed until lite_uncharge_pinned_vm().
+ */
+int rust_helper_lite_charge_pinned_vm(unsigned long pages, struct mm_struct **mm)
+{
+	struct mm_struct *own = current->mm;
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+
+	if (!own)
+		return -EFAULT;
+	if (atomic64_add_return(pages, &own->pinned_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(pages, &own->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(own);
+	*mm = own;
+	return 0;
+}
+
+/* Gives back what lite_charge_pinned_vm() counted and drops the mm. */
+void rust_helper_lite_uncharge_pinned_vm(struct mm_struct *mm, unsigned long pages)
+{
+	atomic64_sub(pages, &mm->pinned_vm);
+	mmdrop(mm);
 }

@@ -23,6 +23,7 @@ use crate::{
         },
         node::node,
         qos::priority::Priority,
+        quota::Payer,
         rpc::Target,
         util::address::parse_ipv4,
     },
@@ -658,7 +659,7 @@ pub(crate) unsafe extern "C" fn liteapi_create_lock(home: c_uint, lock: *mut Lit
         if lock.is_null() {
             return Err(EINVAL);
         }
-        let id = node()?.cluster()?.locks.create_lock(home)?;
+        let id = node()?.cluster()?.locks.create_lock(Payer::Kernel, home)?;
         // SAFETY: `lock` is non-null (checked above), so by this function's
         // `# Safety` section it points to a writable, aligned
         // `struct lite_lock`, whose layout `LiteLock` has, that is still valid
@@ -794,10 +795,9 @@ pub(crate) unsafe extern "C" fn liteapi_register_application(
         // this call returns (this function's `# Safety` section); the slice is
         // only used by `register_application` below, before then.
         let name = unsafe { kernel_slice(name.cast::<c_void>(), name_len) }?;
-        let owner = cluster.kernel_process.tgid;
         cluster
             .rpc
-            .register_application(owner, port, max_size, name)?;
+            .register_application(&cluster.kernel_process, port, max_size, name)?;
         Ok(0)
     })
 }

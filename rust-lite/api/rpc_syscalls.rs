@@ -94,7 +94,7 @@ pub(crate) extern "C" fn lite_rs_register_application(
         UserSlice::new(name, text.len()).reader().read_slice(text)?;
         cluster
             .rpc
-            .register_application(process.tgid, port, max_size, text)?;
+            .register_application(&process, port, max_size, text)?;
         Ok(0)
     })
 }

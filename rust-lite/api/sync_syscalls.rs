@@ -23,6 +23,7 @@ use crate::internal::{
         op_stats::{self, TextBuffer},
         priority::Priority,
     },
+    quota::{command::Command, Payer},
 };
 use crate::sys::cred;
 
@@ -103,10 +104,10 @@ pub(crate) extern "C" fn lite_rs_compare_swp(
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_create_lock(home: u32, lock: UserPtr) -> c_long {
     from_result(|| {
-        let (cluster, _) = caller()?;
+        let (cluster, process) = caller()?;
         // Checked first: a lock that cannot be reported would be lost.
         write_lock(lock, LockId { home, number: 0 })?;
-        let id = cluster.locks.create_lock(home)?;
+        let id = cluster.locks.create_lock(Payer::of(&process), home)?;
         write_lock(lock, id)?;
         Ok(c_long::from(id.number))
     })
@@ -209,6 +210,71 @@ pub(crate) unsafe extern "C" fn lite_rs_debugfs_resources(buf: *mut u8, len: usi
         Ok(()) => text.len() as isize,
         Err(_) => ENOSPC.to_errno() as isize,
     }
+}
+
+/// Writes the quotas (limits, every user's usage, and the bytes held for
+/// each other node) as text into `buf` (`len` bytes) for
+/// `/sys/kernel/debug/lite/quotas`; returns the text's length, or
+/// `-ENOSPC` if it does not fit.
+///
+/// # Safety
+///
+/// As for [`lite_rs_debugfs_stats`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_debugfs_quotas(buf: *mut u8, len: usize) -> isize {
+    if buf.is_null() {
+        return EINVAL.to_errno() as isize;
+    }
+    // SAFETY: As in `lite_rs_debugfs_stats`: `buf` is non-null, so by this
+    // function's `# Safety` section it points to `len` writable bytes of one
+    // buffer that stay valid and unshared until this call returns.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    let mut text = TextBuffer::new(out);
+    let node = match node() {
+        Ok(node) => node,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let written = node
+        .quotas()
+        .write_text(&mut text)
+        .and_then(|()| match node.cluster() {
+            Ok(cluster) => cluster
+                .core
+                .store
+                .write_served(cluster.core.node_id(), &mut text),
+            Err(_) => Ok(()),
+        });
+    match written {
+        Ok(()) => text.len() as isize,
+        Err(_) => ENOSPC.to_errno() as isize,
+    }
+}
+
+/// Applies one line written to `/sys/kernel/debug/lite/quotas` (see
+/// [`Command`]): 0, `-EPERM` without `CAP_NET_ADMIN`, `-EINVAL` for a line
+/// that is not a command.
+///
+/// # Safety
+///
+/// `line` must point to `len` readable bytes that stay valid and unwritten
+/// until this call returns.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_quotas_write(line: *const u8, len: usize) -> c_int {
+    from_result(|| {
+        if !cred::may_administer() {
+            return Err(EPERM);
+        }
+        if line.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `line` is non-null, so by this function's `# Safety`
+        // section it points to `len` readable bytes that nothing writes
+        // until this call returns.
+        let line = unsafe { core::slice::from_raw_parts(line, len) };
+        let command = Command::parse(line)?;
+        node()?.quotas().apply(command)?;
+        Ok(0)
+    })
 }
 
 /// Runs the device access checks and writes their results as text into

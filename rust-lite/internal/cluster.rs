@@ -25,6 +25,7 @@ use super::{
     probe::Probe,
     process::{Process, Processes, Role as HandleRole},
     qos::{admission, op_stats::COUNTERS, stats::Stats},
+    quota::Quotas,
     rpc::Rpc,
     sharing::Sharing,
 };
@@ -69,8 +70,9 @@ impl Cluster {
         node_id: u32,
         device: Arc<DeviceContext>,
         port: PortConfig,
+        quotas: Arc<Quotas>,
     ) -> Result<Arc<Self>> {
-        let core = Core::new(node_id, device, port)?;
+        let core = Core::new(node_id, device, port, quotas)?;
         let memory = RemoteMemory::new(core.clone())?;
         let atomics = Atomics::new(core.clone())?;
         let memory_ops = MemoryOps::new(core.clone())?;

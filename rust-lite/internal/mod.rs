@@ -10,7 +10,8 @@
 //! operations, registration), [`sharing`], [`async_io`], [`rpc`],
 //! [`atomics`], [`locks`], [`barrier`] and [`probe`] (the device access
 //! checks); [`qos`] keeps priorities and
-//! statistics. [`process`] holds what each process has of them.
+//! statistics. [`process`] holds what each process has of them, and
+//! [`quota`] what each user may hold.
 
 #![deny(unsafe_code)]
 
@@ -29,6 +30,7 @@ mod poller;
 pub(crate) mod probe;
 pub(crate) mod process;
 pub(crate) mod qos;
+pub(crate) mod quota;
 pub(crate) mod rpc;
 pub(crate) mod sharing;
 pub(crate) mod util;

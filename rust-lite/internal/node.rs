@@ -20,10 +20,11 @@ use super::{
     core::device::DeviceContext,
     membership::{self, Membership},
     poller,
+    quota::Quotas,
 };
 use crate::{
     errno,
-    sys::{secret::Secret, set_once::SetOnce},
+    sys::{ram, secret::Secret, set_once::SetOnce},
     verbs::{ClientHandler, Device, ProtectionDomain},
 };
 
@@ -57,6 +58,8 @@ pub(crate) struct Node {
     /// every call can afford to look.
     #[pin]
     joined: SpinLock<Option<Joined>>,
+    /// What users and other nodes may hold; outlives memberships.
+    quotas: Arc<Quotas>,
 }
 
 static NODE: SetOnce<Node> = SetOnce::new();
@@ -73,6 +76,8 @@ pub(crate) fn node() -> Result<&'static Node> {
 impl Node {
     /// Creates the node state; called once when LITE initialises.
     pub(crate) fn init() -> Result {
+        // Each other node's LMRs may hold half of this node's RAM.
+        let quotas = Quotas::new(ram::total_ram_bytes() / 2)?;
         let node = Arc::pin_init(
             pin_init!(Node {
                 state <- new_mutex!(
@@ -80,12 +85,18 @@ impl Node {
                     "lite:node"
                 ),
                 joined <- new_spinlock!(None, "lite:joined"),
+                quotas,
             }),
             GFP_KERNEL,
         )?;
         // Never released: see `node()`.
         NODE.set(node).map_err(|_| EBUSY)?;
         Ok(())
+    }
+
+    /// The node's quotas.
+    pub(crate) fn quotas(&self) -> &Arc<Quotas> {
+        &self.quotas
     }
 
     fn joined(&self) -> Result<Joined> {
@@ -241,7 +252,7 @@ impl Node {
         // Only now that the manager took this node back does a membership
         // it was cut off from end: until then it keeps trying to rejoin.
         self.replace_fenced()?;
-        let cluster = Cluster::new(node_id, device, port_config)?;
+        let cluster = Cluster::new(node_id, device, port_config, self.quotas.clone())?;
         let membership = Membership::new(
             cluster.clone(),
             (addr, port),

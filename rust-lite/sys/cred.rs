@@ -15,3 +15,11 @@ pub(crate) fn may_administer() -> bool {
     // auditing; it has no other requirement.
     unsafe { bindings::capable(cap) }
 }
+
+/// The real uid of the calling task, as the initial user namespace sees it
+/// (the user LITE's quotas charge).
+pub(crate) fn current_uid() -> u32 {
+    // SAFETY: `lite_current_uid` only reads the credentials of `current`,
+    // which stay valid for as long as the calling code runs.
+    unsafe { bindings::lite_current_uid() }
+}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Safe wrappers over the kernel services LITE needs beyond verbs that the
-//! 6.12 `kernel` crate does not wrap: privileges, kernel threads, scheduling primitives,
+//! 6.12 `kernel` crate does not wrap: privileges and the caller's uid, the
+//! amount of RAM, kernel threads, scheduling primitives,
 //! wait queues woken from completion handlers, kernel TCP sockets (for the
 //! cluster manager connection), the cluster secret and HMAC-SHA256 (which
 //! authenticate that connection), and objects that are set once and live for
@@ -9,6 +10,7 @@
 
 pub(crate) mod cred;
 pub(crate) mod kthread;
+pub(crate) mod ram;
 pub(crate) mod sched;
 pub(crate) mod secret;
 pub(crate) mod set_once;

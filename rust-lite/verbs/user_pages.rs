@@ -3,7 +3,10 @@
 //! Memory pinned in place and mapped for the RDMA device: pages of a
 //! process, or pages of a kernel caller that keeps them allocated.
 
-use core::{ffi::c_void, ptr::null_mut};
+use core::{
+    ffi::c_void,
+    ptr::{null_mut, NonNull},
+};
 use kernel::{bindings, prelude::*, sync::Arc};
 
 use super::{
@@ -47,6 +50,9 @@ pub(crate) struct PinnedPages {
     device: Arc<Device>,
     regions: KVec<MemoryRegion>,
     region_pages: usize,
+    /// With `UserPin`, the pages counted against the process's
+    /// `RLIMIT_MEMLOCK`; given back after they are unpinned.
+    pinned_vm: Option<PinnedVmCharge>,
 }
 
 // SAFETY: The page pointers, pins and DMA mappings are not tied to a thread;
@@ -69,11 +75,14 @@ impl PinnedPages {
     /// # Errors
     ///
     /// `EINVAL` for an unaligned start or no pages, `EFAULT` if a page is not
-    /// mapped writable, `ENOMEM` if memory or a mapping is unavailable.
+    /// mapped writable, `ENOMEM` if memory or a mapping is unavailable or
+    /// the pages would exceed the process's `RLIMIT_MEMLOCK`.
     pub(crate) fn pin(device: &Arc<Device>, start: usize, count: usize) -> Result<Self> {
         if start % PAGE_SIZE != 0 || count == 0 || count > i32::MAX as usize {
             return Err(EINVAL);
         }
+        // Counted before pinning, as `ibv_reg_mr` does.
+        let pinned_vm = PinnedVmCharge::new(count)?;
         let mut pages = KVec::<*mut bindings::page>::from_elem(null_mut(), count, GFP_KERNEL)?;
         let mut pinned = 0usize;
         let flags = bindings::FOLL_WRITE | bindings::FOLL_LONGTERM;
@@ -115,7 +124,9 @@ impl PinnedPages {
         }
         // INVARIANT: Every page was pinned above with `FOLL_LONGTERM`, and
         // the pins are handed to `map`.
-        Self::map(device, pages, Holder::UserPin)
+        let mut pinned = Self::map(device, pages, Holder::UserPin)?;
+        pinned.pinned_vm = Some(pinned_vm);
+        Ok(pinned)
     }
 
     /// Takes `count` pages of kernel memory starting at the page-aligned
@@ -243,6 +254,7 @@ impl PinnedPages {
             device: device.clone(),
             regions: KVec::new(),
             region_pages: 0,
+            pinned_vm: None,
         })
     }
 
@@ -462,5 +474,55 @@ impl Drop for PinnedPages {
             // object (type invariant), unmapped just above and not used again.
             unsafe { Self::unpin(&mut self.pages) };
         }
+    }
+}
+
+/// Pages counted against a process's `RLIMIT_MEMLOCK` (its `pinned_vm`,
+/// as `ibv_reg_mr` counts them), given back when dropped.
+///
+/// # Invariants
+///
+/// `mm` was grabbed by `lite_charge_pinned_vm`, which added `pages` to its
+/// `pinned_vm`; the reference and the count are this object's to give back.
+struct PinnedVmCharge {
+    mm: NonNull<bindings::mm_struct>,
+    pages: usize,
+}
+
+// SAFETY: The reference to the mm and the count are not tied to a thread:
+// `lite_uncharge_pinned_vm` may run on any thread in process context.
+unsafe impl Send for PinnedVmCharge {}
+// SAFETY: Nothing is reached through `&PinnedVmCharge`.
+unsafe impl Sync for PinnedVmCharge {}
+
+impl PinnedVmCharge {
+    /// Counts `pages` against the calling process's `RLIMIT_MEMLOCK`.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` beyond the limit (without `CAP_IPC_LOCK`), `EFAULT` for a
+    /// task without user memory.
+    fn new(pages: usize) -> Result<Self> {
+        let mut mm = null_mut();
+        // SAFETY: `mm` is a valid place for the helper to store the grabbed
+        // mm in; the helper only touches the current task's mm.
+        let ret = unsafe { bindings::lite_charge_pinned_vm(pages as _, &mut mm) };
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: On success the helper grabbed the mm and counted the
+        // pages; both are handed to this object.
+        Ok(PinnedVmCharge {
+            mm: NonNull::new(mm).ok_or(EFAULT)?,
+            pages,
+        })
+    }
+}
+
+impl Drop for PinnedVmCharge {
+    fn drop(&mut self) {
+        // SAFETY: The mm is grabbed and the pages counted by this object
+        // (type invariant), given back exactly once, here.
+        unsafe { bindings::lite_uncharge_pinned_vm(self.mm.as_ptr(), self.pages as _) };
     }
 }

@@ -4,8 +4,10 @@
 
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
-use super::chunk_memory::ChunkMemory;
-use crate::internal::util::slot_table::SlotTable;
+use core::fmt::{self, Write};
+
+use super::{chunk_memory::ChunkMemory, limits::MAX_NODES};
+use crate::internal::{quota, util::slot_table::SlotTable};
 use crate::verbs::{RemotePool, MAX_DMA_BUFFER};
 
 struct HeldChunk {
@@ -17,42 +19,91 @@ struct HeldChunk {
     orphaned_until_ms: u64,
 }
 
+struct StoreState {
+    chunks: SlotTable<HeldChunk>,
+    /// Bytes of the chunks held for each node, by node id.
+    bytes_for: [u64; MAX_NODES],
+}
+
+impl StoreState {
+    fn insert(&mut self, chunk: HeldChunk) -> Result<u64> {
+        let (owner, len) = (chunk.owner, chunk.memory.len() as u64);
+        let id = self.chunks.insert(chunk)?;
+        if let Some(bytes) = self.bytes_for.get_mut(owner as usize) {
+            *bytes = bytes.saturating_add(len);
+        }
+        Ok(id)
+    }
+
+    fn remove(&mut self, id: u64) -> Option<HeldChunk> {
+        let chunk = self.chunks.remove(id)?;
+        if let Some(bytes) = self.bytes_for.get_mut(chunk.owner as usize) {
+            *bytes = bytes.saturating_sub(chunk.memory.len() as u64);
+        }
+        Some(chunk)
+    }
+
+    fn bytes_held_for(&self, owner: u32) -> u64 {
+        self.bytes_for.get(owner as usize).copied().unwrap_or(0)
+    }
+}
+
 /// Memory held by this node, each chunk owned by the node whose LMR it is
 /// part of and named by a chunk id in control messages.
 #[pin_data]
 pub(crate) struct MemoryStore {
     #[pin]
-    chunks: Mutex<SlotTable<HeldChunk>>,
+    chunks: Mutex<StoreState>,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(MemoryStore {
-            chunks <- new_mutex!(SlotTable::new(), "lite:memory_store"),
+            chunks <- new_mutex!(
+                StoreState { chunks: SlotTable::new(), bytes_for: [0; MAX_NODES] },
+                "lite:memory_store"
+            ),
         })
     }
 
-    /// Allocates a zeroed chunk of `size` bytes for `owner`.
+    /// Allocates a zeroed chunk of `size` bytes for `owner`, whose chunks
+    /// may hold at most `limit` bytes here in all.
     ///
     /// Returns the chunk id and the memory.
     ///
     /// # Errors
     ///
-    /// `EINVAL` for a size of 0 or above one chunk, `ENOMEM` if memory is short.
+    /// `EINVAL` for a size of 0 or above one chunk, `EDQUOT` beyond `limit`,
+    /// `ENOMEM` if memory is short.
     pub(crate) fn allocate(
         &self,
         pool: &RemotePool,
         owner: u32,
         size: u64,
+        limit: u64,
     ) -> Result<(u64, Arc<ChunkMemory>)> {
         let len = usize::try_from(size).map_err(|_| EINVAL)?;
         if len == 0 || len > MAX_DMA_BUFFER {
             return Err(EINVAL);
         }
+        // Refused before allocating, and checked again when inserting.
+        if !quota::within(self.bytes_held_for(owner), size, limit) {
+            return Err(crate::errno::EDQUOT());
+        }
         // Allocate (and zero) before taking the lock.
         let memory = Arc::new(ChunkMemory::Buffer(pool.allocate(len)?), GFP_KERNEL)?;
-        let id = self.insert(owner, memory.clone())?;
+        let id = {
+            let mut state = self.chunks.lock();
+            if !quota::within(state.bytes_held_for(owner), size, limit) {
+                return Err(crate::errno::EDQUOT());
+            }
+            state.insert(HeldChunk {
+                owner,
+                memory: memory.clone(),
+                orphaned_until_ms: 0,
+            })?
+        };
         Ok((id, memory))
     }
 
@@ -65,6 +116,23 @@ impl MemoryStore {
         })
     }
 
+    /// Bytes of the chunks held for `owner`.
+    pub(crate) fn bytes_held_for(&self, owner: u32) -> u64 {
+        self.chunks.lock().bytes_held_for(owner)
+    }
+
+    /// Writes `served node N remote_memory=BYTES` for every node other than
+    /// `own` this node holds chunks for.
+    pub(crate) fn write_served(&self, own: u32, out: &mut impl Write) -> fmt::Result {
+        let bytes_for = self.chunks.lock().bytes_for;
+        for (node, bytes) in bytes_for.iter().enumerate() {
+            if *bytes != 0 && node != own as usize {
+                writeln!(out, "served node {node} remote_memory={bytes}")?;
+            }
+        }
+        Ok(())
+    }
+
     /// The memory of chunk `id`.
     ///
     /// # Errors
@@ -73,6 +141,7 @@ impl MemoryStore {
     pub(crate) fn get(&self, id: u64) -> Result<Arc<ChunkMemory>> {
         self.chunks
             .lock()
+            .chunks
             .get(id)
             .map(|c| c.memory.clone())
             .ok_or(ENOENT)
@@ -85,11 +154,11 @@ impl MemoryStore {
     /// `ENOENT` if there is no such chunk, `EPERM` if it belongs to another node.
     pub(crate) fn release(&self, owner: u32, id: u64) -> Result {
         let chunk = {
-            let mut chunks = self.chunks.lock();
-            match chunks.get(id) {
+            let mut state = self.chunks.lock();
+            match state.chunks.get(id) {
                 None => return Err(ENOENT),
                 Some(chunk) if chunk.owner != owner => return Err(EPERM),
-                Some(_) => chunks.remove(id),
+                Some(_) => state.remove(id),
             }
         };
         // Freed here, outside the lock (unless a copy still uses it).
@@ -101,7 +170,8 @@ impl MemoryStore {
     /// by [`MemoryStore::free_orphans`] from `until_ms` on; returns how many.
     pub(crate) fn orphan(&self, owner: u32, until_ms: u64) -> Result<usize> {
         let mut ids = KVec::new();
-        let mut chunks = self.chunks.lock();
+        let mut state = self.chunks.lock();
+        let chunks = &mut state.chunks;
         // Collected under the lock: the store may change at any time.
         ids.reserve(chunks.len(), GFP_KERNEL)?;
         chunks.ids_into(&mut ids)?;
@@ -123,22 +193,23 @@ impl MemoryStore {
     pub(crate) fn free_orphans(&self, now_ms: u64) -> Result<usize> {
         let mut ids = KVec::new();
         let mut freed = KVec::new();
-        let mut chunks = self.chunks.lock();
-        ids.reserve(chunks.len(), GFP_KERNEL)?;
-        freed.reserve(chunks.len(), GFP_KERNEL)?;
-        chunks.ids_into(&mut ids)?;
+        let mut state = self.chunks.lock();
+        ids.reserve(state.chunks.len(), GFP_KERNEL)?;
+        freed.reserve(state.chunks.len(), GFP_KERNEL)?;
+        state.chunks.ids_into(&mut ids)?;
         for id in ids.iter() {
-            let due = chunks
+            let due = state
+                .chunks
                 .get(*id)
                 .is_some_and(|c| c.orphaned_until_ms != 0 && c.orphaned_until_ms <= now_ms);
             if due {
-                if let Some(chunk) = chunks.remove(*id) {
+                if let Some(chunk) = state.remove(*id) {
                     // Room was reserved above, so this does not allocate.
                     freed.push(chunk, GFP_NOWAIT)?;
                 }
             }
         }
-        drop(chunks);
+        drop(state);
         // Freed here, outside the lock (unless a copy still uses one).
         Ok(freed.len())
     }
@@ -148,6 +219,7 @@ impl MemoryStore {
     pub(crate) fn other_owners(&self, own: u32) -> u64 {
         self.chunks
             .lock()
+            .chunks
             .values()
             .filter(|c| c.owner != own && c.orphaned_until_ms == 0)
             .fold(0, |owners, c| {
@@ -159,6 +231,7 @@ impl MemoryStore {
     pub(crate) fn count_owned_by(&self, owner: u32) -> usize {
         self.chunks
             .lock()
+            .chunks
             .values()
             .filter(|c| c.owner == owner && c.orphaned_until_ms == 0)
             .count()
@@ -166,6 +239,6 @@ impl MemoryStore {
 
     /// Number of chunks held.
     pub(crate) fn len(&self) -> usize {
-        self.chunks.lock().len()
+        self.chunks.lock().chunks.len()
     }
 }

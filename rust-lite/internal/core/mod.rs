@@ -26,7 +26,8 @@
 //! A client's view of a server's ports (`lite:server_node`) is held while a
 //! request is reserved in the ring and posted, which takes no other lock.
 //! No lock is held across a wait for a peer; allocations happen before
-//! spinlocks are taken.
+//! spinlocks are taken. The quotas' lock (`lite:quotas`) is innermost: a
+//! charge is given back wherever its holder goes away, under any lock.
 
 pub(crate) mod chunk_memory;
 pub(crate) mod device;
@@ -53,6 +54,7 @@ use self::{
     subsystem::Subsystem,
     wire::{Frame, MESSAGE_LEN},
 };
+use super::quota::Quotas;
 use super::util::workers::{self, Job, Workers};
 use crate::{
     errno,
@@ -142,6 +144,9 @@ pub(crate) struct Core {
     pub(crate) ring_pool: RemotePool,
     #[pin]
     control_jobs: Workers<ControlJob>,
+    /// What this node's users may hold, and what other nodes' LMRs may
+    /// hold here (the node's, shared by its memberships).
+    pub(crate) quotas: Arc<Quotas>,
     /// Peers whose connection failed, one bit per node id, until the
     /// membership thread reports them to the manager.
     suspects: AtomicU64,
@@ -155,6 +160,7 @@ impl Core {
         node_id: u32,
         device: Arc<DeviceContext>,
         port: PortConfig,
+        quotas: Arc<Quotas>,
     ) -> Result<Arc<Self>> {
         // PANIC: a product of two small constants, far below `u32::MAX`.
         let cq_entries = RECV_DEPTH * MAX_NODES as u32;
@@ -176,6 +182,7 @@ impl Core {
                 pool <- pool,
                 ring_pool <- ring_pool,
                 control_jobs <- control_jobs,
+                quotas,
                 suspects: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
             }? Error),

@@ -18,7 +18,12 @@ pub(crate) mod wire;
 pub(crate) mod word;
 
 use core::sync::atomic::Ordering;
-use kernel::{c_str, prelude::*, rbtree::RBTreeNodeReservation, sync::Arc};
+use kernel::{
+    c_str, new_mutex,
+    prelude::*,
+    rbtree::RBTreeNodeReservation,
+    sync::{Arc, Mutex},
+};
 
 use self::{
     home::{Grant, LockHome, Reservation, Reserved, WordAccess},
@@ -38,6 +43,10 @@ use super::{
         admission::admit,
         op_stats::{OpKind, OpTimer, COUNTERS},
         priority::Priority,
+    },
+    quota::{
+        amounts::{Amounts, Resource},
+        Charge, Payer,
     },
     util::workers::{self, Job, Workers},
 };
@@ -187,6 +196,10 @@ pub(crate) struct Locks {
     /// Requests to this node as a home.
     #[pin]
     home_jobs: Workers<HomeJob>,
+    /// What the locks this node's users created hold of their quotas:
+    /// locks are never destroyed, so they count for the membership.
+    #[pin]
+    created: Mutex<KVec<Charge>>,
 }
 
 impl Locks {
@@ -203,6 +216,7 @@ impl Locks {
                 home <- home,
                 passing <- passing,
                 home_jobs <- home_jobs,
+                created <- new_mutex!(KVec::new(), "lite:created_locks"),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -220,17 +234,28 @@ impl Locks {
     /// # Errors
     ///
     /// `EHOSTUNREACH` home not a member, `ENOSPC` home keeps the most locks
-    /// it can, `ETIMEDOUT`, `ENOMEM`.
-    pub(crate) fn create_lock(&self, home: u32) -> Result<LockId> {
-        if home == self.core.node_id() {
+    /// it can, `EDQUOT` beyond `payer`'s locks quota, `ETIMEDOUT`, `ENOMEM`.
+    pub(crate) fn create_lock(&self, payer: Payer, home: u32) -> Result<LockId> {
+        let charge = self
+            .core
+            .quotas
+            .charge(payer, Amounts::of(Resource::Locks, 1))?;
+        // Room for the charge is made before the lock exists.
+        self.created.lock().reserve(1, GFP_KERNEL)?;
+        let id = if home == self.core.node_id() {
             let number = self.home.create()?;
-            return self.learn_local_lock(number);
-        }
-        let peer = self.core.peer(home)?;
-        let reply = self.core.requests.call(&peer, |request_id| {
-            LockMessage::CreateLock { request_id }.to_frame()
-        })?;
-        self.learn_lock(home, reply)
+            self.learn_local_lock(number)?
+        } else {
+            let peer = self.core.peer(home)?;
+            let reply = self.core.requests.call(&peer, |request_id| {
+                LockMessage::CreateLock { request_id }.to_frame()
+            })?;
+            self.learn_lock(home, reply)?
+        };
+        // Room was reserved above (and only pushes use it), so this does
+        // not allocate; were it to fail, the charge would go back early.
+        let _ = self.created.lock().push(charge, GFP_NOWAIT);
+        Ok(id)
     }
 
     /// `lite_ask_lock`: finds lock `number` of `home`.

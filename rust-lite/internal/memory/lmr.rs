@@ -14,7 +14,10 @@ use kernel::{
 };
 
 use super::{chunk::Geometry, permission::Permission};
-use crate::{errno, internal::core::chunk_memory::ChunkMemory};
+use crate::{
+    errno,
+    internal::{core::chunk_memory::ChunkMemory, quota::Charge},
+};
 
 /// `lite_alloc_remote` flag: an 8-byte LMR for atomics.
 pub(crate) const ALLOC_ATOMIC: u32 = 0x1;
@@ -190,6 +193,10 @@ pub(crate) struct Lmr {
     pub(crate) origin: Origin,
     /// The chunks, in address order.
     pub(crate) chunks: KVec<ChunkRef>,
+    /// What the LMR holds of its creator's quotas, until its memory is
+    /// released (nothing for a mapping).
+    #[pin]
+    charge: Mutex<Charge>,
     /// Nodes that mapped this LMR by name, one bit per node id.
     mapped_by: AtomicU64,
     #[pin]
@@ -306,6 +313,7 @@ impl Lmr {
         permission: Permission,
         origin: Origin,
         chunks: KVec<ChunkRef>,
+        charge: Charge,
     ) -> Arc<Self> {
         let initialised = slot.0.write_pin_init(pin_init!(Lmr {
             size,
@@ -313,6 +321,7 @@ impl Lmr {
             permission,
             origin,
             chunks,
+            charge <- new_mutex!(charge, "lite:lmr_charge"),
             mapped_by: AtomicU64::new(0),
             users <- new_mutex!(
                 Users { active: 0, closed: None, paused: false },
@@ -324,6 +333,13 @@ impl Lmr {
             Ok(lmr) => lmr.into(),
             Err(never) => match never {},
         }
+    }
+
+    /// Gives back what the LMR holds of its creator's quotas, once its
+    /// memory is released.
+    pub(crate) fn give_back_charge(&self) {
+        let charge = core::mem::replace(&mut *self.charge.lock(), Charge::none());
+        drop(charge);
     }
 
     /// Registers a running operation.

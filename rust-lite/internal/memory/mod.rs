@@ -46,6 +46,11 @@ use super::{
         admission,
         op_stats::{OpKind, OpTimer},
     },
+    quota::{
+        self,
+        amounts::{Amounts, Resource},
+        Payer,
+    },
     util::{clock::now_ms, slot_table::SlotTable},
 };
 use crate::errno;
@@ -102,7 +107,8 @@ impl RemoteMemory {
     /// # Errors
     ///
     /// `EINVAL` for a bad size, flags or node id; `EHOSTUNREACH` if `target`
-    /// is not a member; `ENOMEM` if a node is out of memory.
+    /// is not a member; `EDQUOT` beyond the caller's quota or a serving
+    /// node's limit for this node; `ENOMEM` if a node is out of memory.
     pub(crate) fn alloc_remote(
         &self,
         process: &Process,
@@ -130,6 +136,10 @@ impl RemoteMemory {
             }
             None
         };
+        let charge = self.core.quotas.charge(
+            Payer::of(process),
+            Amounts::of(Resource::RemoteMemory, size).with(Resource::Lmrs, 1),
+        )?;
         let count = chunk_count(size);
         let slot = Lmr::reserve()?;
         let mut chunks = KVec::with_capacity(count, GFP_KERNEL)?;
@@ -160,6 +170,7 @@ impl RemoteMemory {
             permission,
             Origin::Allocated,
             chunks,
+            charge,
         );
         self.adopt(process, lmr, password)
     }
@@ -196,7 +207,10 @@ impl RemoteMemory {
     /// Allocates a chunk of `len` bytes for this node on `node`.
     pub(crate) fn alloc_chunk(&self, node: u32, len: u64) -> Result<ChunkRef> {
         if node == self.core.node_id() {
-            let (chunk_id, memory) = self.core.store.allocate(&self.core.pool, node, len)?;
+            let (chunk_id, memory) =
+                self.core
+                    .store
+                    .allocate(&self.core.pool, node, len, quota::amounts::UNLIMITED)?;
             let (addr, rkey) = memory.remote_range(0, memory.len())?;
             let place = Place {
                 node,
@@ -275,7 +289,12 @@ impl RemoteMemory {
         let allocated = self
             .core
             .store
-            .allocate(&self.core.pool, from, size)
+            .allocate(
+                &self.core.pool,
+                from,
+                size,
+                self.core.quotas.node_limit(from),
+            )
             .and_then(|(chunk_id, memory)| Ok((chunk_id, memory.remote_range(0, memory.len())?)));
         let reply = match allocated {
             Ok((chunk_id, (addr, rkey))) => MemoryMessage::AllocReply {

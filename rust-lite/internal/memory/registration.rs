@@ -21,6 +21,10 @@ use crate::{
     internal::{
         core::{chunk_memory::ChunkMemory, subsystem::Subsystem, Core},
         process::Process,
+        quota::{
+            amounts::{Amounts, Resource},
+            Charge, Payer,
+        },
     },
     verbs::{PinnedPages, PAGE_SIZE},
 };
@@ -75,6 +79,15 @@ impl KernelRegion {
     }
 }
 
+/// What becomes of registered pages: the LMR's bytes start `lead` bytes
+/// into the first page and run for `size` bytes.
+struct Region {
+    lead: usize,
+    size: u64,
+    permission: Permission,
+    origin: Origin,
+}
+
 /// Registration of memory this node's callers already have.
 pub(crate) struct Registration {
     core: Arc<Core>,
@@ -93,7 +106,8 @@ impl Registration {
     /// # Errors
     ///
     /// `EINVAL` bad size or permission bits, `EFAULT` memory not mapped
-    /// writable, `ENOMEM`.
+    /// writable, `EDQUOT` beyond the caller's pinned memory or LMR quota,
+    /// `ENOMEM` (also beyond the process's `RLIMIT_MEMLOCK`).
     pub(crate) fn register(
         &self,
         process: &Process,
@@ -110,16 +124,19 @@ impl Registration {
         let lead = buf % PAGE_SIZE;
         let start = buf - lead;
         let count = (lead + len).div_ceil(PAGE_SIZE);
+        let pinned_bytes = (count as u64).checked_mul(PAGE_SIZE as u64).ok_or(EINVAL)?;
+        let charge = self.core.quotas.charge(
+            Payer::of(process),
+            Amounts::of(Resource::PinnedMemory, pinned_bytes).with(Resource::Lmrs, 1),
+        )?;
         let pages = PinnedPages::pin(&self.core.device().device, start, count)?;
-        self.register_pages(
-            process,
-            pages,
+        let region = Region {
             lead,
             size,
             permission,
-            Origin::Registered,
-            password,
-        )
+            origin: Origin::Registered,
+        };
+        self.register_pages(process, pages, region, password, charge)
     }
 
     /// `liteapi_register_lmr_with_virt_addr`: makes the pages of `region`,
@@ -138,23 +155,30 @@ impl Registration {
         if pages.count() != region.count {
             return Err(EINVAL);
         }
-        let origin = Origin::KernelRegistered;
-        let (lead, size, permission) = (region.lead, region.size, region.permission);
-        self.register_pages(process, pages, lead, size, permission, origin, password)
+        let region = Region {
+            lead: region.lead,
+            size: region.size,
+            permission: region.permission,
+            origin: Origin::KernelRegistered,
+        };
+        self.register_pages(process, pages, region, password, Charge::none())
     }
-    /// Turns `pages`, whose first `lead` bytes are not part of the region,
-    /// into an LMR of `size` bytes held by this node.
-    #[expect(clippy::too_many_arguments, reason = "one per property of the region")]
+    /// Turns `pages` into the LMR `region` describes, held by this node and
+    /// holding `charge`.
     fn register_pages(
         &self,
         process: &Process,
         mut pages: PinnedPages,
-        lead: usize,
-        size: u64,
-        permission: Permission,
-        origin: Origin,
+        region: Region,
         password: Password,
+        charge: Charge,
     ) -> Result<LmrHandle> {
+        let Region {
+            lead,
+            size,
+            permission,
+            origin,
+        } = region;
         let count = pages.count();
         // Peers reach these pages, and nothing around them, through a
         // memory region of their own.
@@ -172,7 +196,7 @@ impl Registration {
                 }
             }
         }
-        let lmr = Lmr::new(slot, size, geometry, permission, origin, chunks);
+        let lmr = Lmr::new(slot, size, geometry, permission, origin, chunks, charge);
         self.memory.adopt(process, lmr, password)
     }
 

@@ -46,6 +46,10 @@ use super::{
         op_stats::{OpKind, OpTimer},
         priority::{DefaultPriority, Priority},
     },
+    quota::{
+        amounts::{Amounts, Resource},
+        Charge, Payer,
+    },
 };
 use crate::errno;
 
@@ -194,7 +198,7 @@ impl Rpc {
     /// `EINVAL` bad port, size or name; `EADDRINUSE` port taken.
     pub(crate) fn register_application(
         &self,
-        owner: i32,
+        process: &Process,
         port: u32,
         max_size: u64,
         name: &[u8],
@@ -203,11 +207,16 @@ impl Rpc {
             return Err(EINVAL);
         }
         let port = self.port(port)?;
+        let charge = self
+            .core
+            .quotas
+            .charge(Payer::of(process), Amounts::of(Resource::RpcPorts, 1))?;
         let mut state = port.state.lock();
         if state.owner.is_some() {
             return Err(errno::EADDRINUSE());
         }
-        state.owner = Some(owner);
+        state.owner = Some(process.tgid);
+        state.charge = charge;
         state.max_size = max_size;
         state.name = [0; MAX_PORT_NAME];
         // PANIC: `name.len() <= MAX_PORT_NAME` (checked above), the length
@@ -253,7 +262,7 @@ impl Rpc {
     /// another process.
     pub(crate) fn unregister_application(&self, owner: i32, port_number: u32) -> Result {
         let port = self.port(port_number)?;
-        let (drained, nodes) = {
+        let (drained, nodes, charge) = {
             let mut state = port.state.lock();
             match state.owner {
                 None => return Err(ENOENT),
@@ -261,6 +270,8 @@ impl Rpc {
                 Some(_) => {}
             }
             state.owner = None;
+            // Given back once the lock is released.
+            let charge = core::mem::replace(&mut state.charge, Charge::none());
             // PANIC: one increment per unregistration; a `u64` does not run
             // out.
             state.epoch += 1;
@@ -270,8 +281,9 @@ impl Rpc {
                 // Without room to note a node it just re-queries later.
                 let _ = nodes.push(node, GFP_KERNEL);
             }
-            (drained, nodes)
+            (drained, nodes, charge)
         };
+        drop(charge);
         self.report_broken_rings(port_number, port, None);
         port.arrived.notify_all();
         port.room.notify_all();

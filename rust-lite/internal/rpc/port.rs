@@ -25,7 +25,7 @@ use super::{
     },
 };
 use crate::{
-    internal::{core::limits::MAX_NODES, util::ring::Ring},
+    internal::{core::limits::MAX_NODES, quota::Charge, util::ring::Ring},
     verbs::DmaBuffer,
 };
 
@@ -111,6 +111,8 @@ pub(crate) struct PortState {
     pub(crate) name: [u8; MAX_PORT_NAME],
     /// Incremented by every unregistration, so blocked receivers notice.
     pub(crate) epoch: u64,
+    /// The registration's part of its owner's quota.
+    pub(crate) charge: Charge,
     rings: KVec<Option<ServerRing>>,
     /// Nodes whose ring broke and who have not been told (bit per node).
     broken_rings: u64,
@@ -131,6 +133,7 @@ impl PortState {
             max_size: 0,
             name: [0; MAX_PORT_NAME],
             epoch: 0,
+            charge: Charge::none(),
             rings,
             broken_rings: 0,
             local: Ring::new(LOCAL_QUEUE)?,

@@ -43,6 +43,10 @@ use super::{
         DataOp, RemoteMemory,
     },
     process::{HandleEntry, Process, Role},
+    quota::{
+        amounts::{Amounts, Resource},
+        Charge, Payer,
+    },
     util::slot_table::SlotTable,
 };
 use crate::{
@@ -59,6 +63,8 @@ pub(crate) struct NameValue {
     lmr: Arc<Lmr>,
     /// The LMR's chunk table, read by mappers.
     table: DmaBuffer,
+    /// The name's part of its publisher's quota.
+    _charge: Charge,
 }
 
 /// Mappings of one LMR paused while its owner moves chunks.
@@ -210,6 +216,7 @@ impl Sharing {
         self.memory.forget(lmr_id);
         if self.revoke_mappings(lmr_id, lmr.mappers()) {
             self.memory.release_chunks(&lmr.chunks);
+            lmr.give_back_charge();
             true
         } else {
             pr_warn!(
@@ -226,7 +233,7 @@ impl Sharing {
     ///
     /// `EINVAL` bits beyond READ|WRITE|SHARE|ATOMIC, a mapping's handle or an
     /// LMR too large to publish; `EBADF`, `EACCES`, `EPERM` (no SHARE);
-    /// `EEXIST` name taken.
+    /// `EEXIST` name taken; `EDQUOT` beyond the caller's names quota.
     pub(crate) fn publish(
         &self,
         process: &Process,
@@ -237,6 +244,10 @@ impl Sharing {
     ) -> Result {
         let permission = Permission::from_bits(permission, Permission::SHAREABLE)?;
         let (lmr, lmr_id) = process.owned(handle, password, Permission::SHARE)?;
+        let charge = self
+            .core
+            .quotas
+            .charge(Payer::of(process), Amounts::of(Resource::Names, 1))?;
         let table = self.chunk_table(&lmr)?;
         let _use = lmr.begin()?;
         self.names.lock().insert(Published {
@@ -247,6 +258,7 @@ impl Sharing {
             value: NameValue {
                 lmr: lmr.clone(),
                 table,
+                _charge: charge,
             },
         })
     }
@@ -383,6 +395,7 @@ impl Sharing {
             granted,
             Origin::Mapped { owner, lmr_id },
             chunks,
+            Charge::none(),
         );
         let mapping_id = {
             let mut mappings = self.mappings.lock();

@@ -101,6 +101,53 @@
  */
 
 /*
+ * Quotas
+ *
+ * Each node limits what every user (real uid, as the initial user namespace
+ * sees it) of its processes holds through LITE; calls that would go beyond
+ * a limit fail with -EDQUOT and change nothing:
+ *   remote_memory  bytes of LMRs allocated (lite_alloc_remote,
+ *                  lite_wrap_alloc), wherever their chunks are
+ *   pinned_memory  bytes of this node's memory registered (lite_register_lmr)
+ *   lmrs           LMRs created (allocated, wrapped or registered)
+ *   names          names published (lite_wrap_alloc, lite_add_ask_mr_table)
+ *   rpc_ports      RPC ports registered (lite_register_application)
+ *   locks          locks created (lite_create_lock); a lock counts for as
+ *                  long as the creating node is a member, as locks are
+ *                  never destroyed
+ * Registered pages also count against the process's RLIMIT_MEMLOCK, like
+ * ibv_reg_mr: -ENOMEM beyond it, unless the caller has CAP_IPC_LOCK.
+ * A node serving allocations also limits the bytes each other node's LMRs
+ * may hold on it (remote_memory per node); beyond it, the allocating call
+ * fails with -EDQUOT. Defaults: remote_memory 1 GiB, pinned_memory
+ * unlimited, 65536 lmrs, 4096 names, 1024 rpc_ports, 4096 locks per user;
+ * half of the serving node's RAM per other node. Kernel callers of the C
+ * API are not charged to a user.
+ *
+ * The limits and every user's usage are in /sys/kernel/debug/lite/quotas
+ * (debugfs), one line each:
+ *   limit default remote_memory=V pinned_memory=V lmrs=V names=V
+ *         rpc_ports=V locks=V            (all on one line)
+ *   limit uid U remote_memory=V ...      a user with limits of its own
+ *   limit node default remote_memory=V   per other node, on this node
+ *   limit node N remote_memory=V         for node N
+ *   usage uid U remote_memory=C pinned_memory=C lmrs=C names=C
+ *         rpc_ports=C locks=C            a user holding something
+ *   served node N remote_memory=C        bytes held here for node N
+ * where V is a number or "unlimited" and C a number. A task with
+ * CAP_NET_ADMIN writes one line at a time to change them (-EPERM
+ * otherwise, -EINVAL for a line that is not one of these):
+ *   limit default KEY=V ...              changes only the keys given
+ *   limit uid U KEY=V ...                the user's own limits, starting
+ *                                        from the defaults
+ *   limit uid U default                  the user follows the defaults
+ *   limit node default remote_memory=V
+ *   limit node N remote_memory=V
+ *   limit node N default
+ * A limit below what a user already holds refuses further charges only.
+ */
+
+/*
  * long lite_join(const char *cm_ip, unsigned int cm_port, unsigned int ib_port)
  *   Join the cluster whose manager listens on cm_ip:cm_port (dotted IPv4,
  *   NUL-terminated, at most LITE_MAX_IP_LEN bytes including the NUL) using
@@ -154,6 +201,8 @@
  *   robin over every other node. LMRs larger than LITE_CHUNK_SIZE are split
  *   into chunks. flags: LITE_ALLOC_ATOMIC (size must be 8). The handle
  *   has READ | WRITE | SHARE | ADMIN (| ATOMIC with LITE_ALLOC_ATOMIC).
+ *   -EDQUOT the caller's remote_memory or lmrs quota, or a serving node's
+ *   limit for this node, would be exceeded (see Quotas).
  *
  * long lite_rdma_write(__u64 handle, const void *buf, __u64 size,
  *                      __u64 offset, unsigned int priority, __u64 password)
@@ -194,7 +243,8 @@
  *                      __u64 password)
  *   Create an LMR on this node holding a copy of data and publish it under
  *   name with READ | WRITE | SHARE. Returns its handle.
- *   -EEXIST name is already published on this node.
+ *   -EEXIST name is already published on this node; -EDQUOT the caller's
+ *   remote_memory, lmrs or names quota would be exceeded.
  *
  * long lite_add_ask_mr_table(__u64 name, __u64 handle, __u64 permission,
  *                            __u64 password)
@@ -202,7 +252,8 @@
  *   permission (READ | WRITE | SHARE | ATOMIC; ADMIN is never granted).
  *   Needs SHARE and the handle's password. -EEXIST name already published;
  *   -EINVAL for other permission bits (ADMIN included) or a mapping's handle
- *   (only LMRs created on this node can be published).
+ *   (only LMRs created on this node can be published); -EDQUOT the
+ *   caller's names quota would be exceeded.
  *   The name goes away when the LMR is freed or deregistered.
  *
  * long lite_ask_lmr(unsigned int node, __u64 name, __u64 permission,
@@ -228,7 +279,9 @@
  *   map (after lite_add_ask_mr_table). The pages stay pinned until it is
  *   deregistered. permission (any of READ | WRITE | SHARE | ATOMIC) is what
  *   the LMR allows; the handle also gets ADMIN. At most
- *   LITE_MAX_REGISTER_SIZE bytes. -EFAULT if buf is not mapped writable.
+ *   LITE_MAX_REGISTER_SIZE bytes. -EFAULT if buf is not mapped writable;
+ *   -EDQUOT the caller's pinned_memory or lmrs quota would be exceeded;
+ *   -ENOMEM the pages would exceed RLIMIT_MEMLOCK (see Quotas).
  *
  * long lite_deregister_lmr(__u64 handle)
  *   Revoke the LMR: every mapping of it, on every node, fails with
@@ -286,8 +339,8 @@
  *   Open port (< LITE_MAX_PORTS) for messages of at most max_size bytes
  *   (1..LITE_MAX_MESSAGE_SIZE); name (at most LITE_MAX_PORT_NAME bytes, no
  *   NUL needed) is informational. Returns 0. -EADDRINUSE the port is
- *   registered. The port is unregistered when the registering process
- *   exits.
+ *   registered; -EDQUOT the caller's rpc_ports quota would be exceeded.
+ *   The port is unregistered when the registering process exits.
  *
  * long lite_unregister_application(unsigned int port)
  *   Close port. Receivers blocked on it return -ESHUTDOWN; requests queued
@@ -378,7 +431,8 @@
  * long lite_create_lock(unsigned int home, struct lite_lock *lock)
  *   Create a distributed lock kept by node home (this node included) and
  *   return its number; *lock is filled in. Locks live as long as the home
- *   node is in the cluster; at most LITE_MAX_LOCKS per home node (-ENOSPC).
+ *   node is in the cluster; at most LITE_MAX_LOCKS per home node (-ENOSPC);
+ *   -EDQUOT the caller's locks quota would be exceeded.
  * long lite_ask_lock(unsigned int home, unsigned int number,
  *                    struct lite_lock *lock)
  *   Fill in *lock for an existing lock. -ENOENT no such lock on home.
