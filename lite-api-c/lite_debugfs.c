@@ -8,6 +8,10 @@
  *   access_probe      reading it checks that the device refuses RDMA
  *                     access outside LITE's memory regions: one line per
  *                     check, "ok NAME" or "FAIL NAME: why"
+ *   admin_group       a gid whose members may administer LITE (join,
+ *                     leave, these settings) like holders of CAP_NET_ADMIN;
+ *                     4294967295 (the default) for none; only CAP_NET_ADMIN
+ *                     changes it
  *   quotas            per-user limits and usage, and what each other node
  *                     may hold here; one command per write changes a limit
  *                     (see "Quotas" in <uapi/linux/lite.h>)
@@ -188,6 +192,18 @@ LITE_QOS_PARAM(qos_window_us, 1);
 LITE_QOS_PARAM(qos_delay_us, 2);
 LITE_QOS_PARAM(qos_max_delay_us, 3);
 
+static int lite_admin_group_get(void *data, u64 *value)
+{
+	return lite_rs_admin_group_get(value);
+}
+
+static int lite_admin_group_set(void *data, u64 value)
+{
+	return lite_rs_admin_group_set(value);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(lite_admin_group_fops, lite_admin_group_get,
+			 lite_admin_group_set, "%llu\n");
+
 static int lite_rpc_fault_next_set(void *data, u64 value)
 {
 	return lite_rs_rpc_fault_next(value);
@@ -205,6 +221,8 @@ static int __init lite_debugfs_init(void)
 	debugfs_create_file("access_probe", 0400, dir, NULL,
 			    &lite_access_probe_fops);
 	debugfs_create_file("quotas", 0644, dir, NULL, &lite_quotas_fops);
+	debugfs_create_file_unsafe("admin_group", 0644, dir, NULL,
+				   &lite_admin_group_fops);
 	debugfs_create_file_unsafe("qos_enabled", 0644, dir, NULL,
 				   &lite_qos_enabled_fops);
 	debugfs_create_file_unsafe("qos_window_us", 0644, dir, NULL,

@@ -219,6 +219,17 @@ u32 rust_helper_lite_current_uid(void)
 	return from_kuid_munged(&init_user_ns, current_uid());
 }
 
+/*
+ * Whether the calling task belongs to group `gid` of the initial user
+ * namespace (as its fsgid or a supplementary group).
+ */
+bool rust_helper_lite_in_group(u32 gid)
+{
+	kgid_t group = make_kgid(&init_user_ns, gid);
+
+	return gid_valid(group) && in_group_p(group);
+}
+
 /* Bytes of RAM the kernel manages. */
 u64 rust_helper_lite_total_ram_bytes(void)
 {

@@ -365,6 +365,39 @@ pub(crate) extern "C" fn lite_rs_membership_set(id: u32, value: u64) -> c_int {
     })
 }
 
+/// Reads the administrators' group into `value` (`u32::MAX` for none).
+///
+/// # Safety
+///
+/// As for [`lite_rs_qos_get`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn lite_rs_admin_group_get(value: *mut u64) -> c_int {
+    if value.is_null() {
+        return EINVAL.to_errno();
+    }
+    let gid = cred::admin_group().unwrap_or(u32::MAX);
+    // SAFETY: `value` is non-null (checked above), so by this function's
+    // `# Safety` section it points to a writable, aligned `u64` that is
+    // valid, and accessed by nothing else, until this call returns.
+    unsafe { value.write(u64::from(gid)) };
+    0
+}
+
+/// Sets the administrators' group (`u32::MAX` for none); `-EINVAL` for a
+/// value above `u32::MAX`, `-EPERM` without `CAP_NET_ADMIN` (members of the
+/// group may not hand it on).
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_admin_group_set(value: u64) -> c_int {
+    from_result(|| {
+        if !cred::has_net_admin() {
+            return Err(EPERM);
+        }
+        let gid = u32::try_from(value).map_err(|_| EINVAL)?;
+        cred::set_admin_group((gid != u32::MAX).then_some(gid));
+        Ok(0)
+    })
+}
+
 /// Reads QoS parameter `id` (see `lite_debugfs.c`).
 ///
 /// # Safety

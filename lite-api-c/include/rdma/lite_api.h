@@ -225,6 +225,8 @@ ssize_t lite_rs_debugfs_resources(char *buf, size_t len);
 ssize_t lite_rs_debugfs_access_probe(char *buf, size_t len);
 ssize_t lite_rs_debugfs_quotas(char *buf, size_t len);
 int lite_rs_quotas_write(const char *line, size_t len);
+int lite_rs_admin_group_get(u64 *value);
+int lite_rs_admin_group_set(u64 value);
 int lite_rs_qos_get(unsigned int id, u64 *value);
 int lite_rs_qos_set(unsigned int id, u64 value);
 ssize_t lite_rs_debugfs_membership(char *buf, size_t len);

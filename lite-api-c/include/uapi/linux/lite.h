@@ -135,8 +135,9 @@
  *         rpc_ports=C locks=C            a user holding something
  *   served node N remote_memory=C        bytes held here for node N
  * where V is a number or "unlimited" and C a number. A task with
- * CAP_NET_ADMIN writes one line at a time to change them (-EPERM
- * otherwise, -EINVAL for a line that is not one of these):
+ * CAP_NET_ADMIN (or in the admin group, see lite_join) writes one line at
+ * a time to change them (-EPERM otherwise, -EINVAL for a line that is not
+ * one of these):
  *   limit default KEY=V ...              changes only the keys given
  *   limit uid U KEY=V ...                the user's own limits, starting
  *                                        from the defaults
@@ -153,8 +154,9 @@
  *   NUL-terminated, at most LITE_MAX_IP_LEN bytes including the NUL) using
  *   port ib_port of the node's RDMA device. Returns the node id (>= 1).
  *   Membership belongs to the node and outlives the calling process.
- *   Joining and leaving need CAP_NET_ADMIN (-EPERM, checked first); using
- *   LMRs, RPC and locks needs no privilege.
+ *   Joining and leaving need CAP_NET_ADMIN, or membership of the group
+ *   set in /sys/kernel/debug/lite/admin_group (-EPERM, checked first);
+ *   using LMRs, RPC and locks needs no privilege.
  *   The node and the manager authenticate each other with the cluster's
  *   secret, the payload of the "user" key "lite:cluster" in the caller's
  *   keyrings (e.g. keyctl padd user lite:cluster @u < FILE), and protect
@@ -185,7 +187,7 @@
  *   tells every other node, which then counts this node as gone
  *   (-EHOSTDOWN). Flags: LITE_LEAVE_FORCE leaves even if chunks could
  *   not move (their data is lost).
- *   -EPERM without CAP_NET_ADMIN; -ENOTCONN not a member; -EALREADY a join
+ *   -EPERM without CAP_NET_ADMIN (or the admin group); -ENOTCONN not a member; -EALREADY a join
  *   or leave is under way;
  *   -ENOSPC some chunk held for another node could not move (no other
  *   node could take it): the node stays a member; -EINVAL unknown
@@ -468,7 +470,7 @@
  * While high-priority operations run on a node, its low-priority
  * operations wait before they start (traffic prioritization). Parameters,
  * in /sys/kernel/debug/lite/ (debugfs), settable at run time by a task
- * with CAP_NET_ADMIN (others get -EPERM):
+ * with CAP_NET_ADMIN or in the admin group (others get -EPERM):
  *   qos_enabled       1 (default) or 0
  *   qos_window_us     a low-priority operation waits while a high-priority
  *                     operation is in flight or ended less than this long
