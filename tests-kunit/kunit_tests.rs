@@ -1828,7 +1828,11 @@ kunit_case!(lite_test_quota_charges, |c| {
     let other = quotas.charge(Payer::User(1001), lmr(1 << 20));
     check!(c, other.is_ok());
     check!(c, quotas.charge(Payer::Kernel, lmr(u64::MAX)).is_ok());
-    check!(c, quotas.usage(0) == Amounts::ZERO);
+    // A new user's refused first charge leaves no trace.
+    check!(
+        c,
+        quotas.charge(Payer::User(1002), lmr(2 << 30)).err() == Some(errno::EDQUOT())
+    );
     // Dropping a charge gives it back.
     drop(first);
     check!(c, quotas.usage(1000) == lmr(40));
@@ -1854,6 +1858,7 @@ kunit_case!(lite_test_quota_charges, |c| {
     );
     check!(c, has(b"usage uid 1001 remote_memory=1048576 "));
     check!(c, has(b"limit node default remote_memory=1048576\n"));
+    check!(c, !has(b"uid 1002"));
     // Back to the defaults: the larger default allows more.
     check!(c, set("limit uid 1000 default").is_ok());
     check!(c, quotas.charge(user, lmr(1000)).is_ok());
@@ -1870,6 +1875,12 @@ kunit_case!(lite_test_quota_charges, |c| {
         c,
         quotas.usage(1000) == Amounts::ZERO && quotas.usage(1001) == Amounts::ZERO
     );
+    // A user back on the defaults and holding nothing is forgotten.
+    let mut text = [0u8; 1024];
+    let mut out = TextBuffer::new(&mut text);
+    check!(c, quotas.write_text(&mut out).is_ok());
+    let len = out.len();
+    check!(c, !text[..len].windows(4).any(|w| w == b"uid "));
     // Node limits.
     check!(c, quotas.node_limit(5) == 1 << 20);
     check!(c, set("limit node 5 remote_memory=7").is_ok());

@@ -21,7 +21,8 @@ struct HeldChunk {
 
 struct StoreState {
     chunks: SlotTable<HeldChunk>,
-    /// Bytes of the chunks held for each node, by node id.
+    /// Bytes of the chunks held for each node, by node id (orphans aside:
+    /// a node that comes back is not charged for its predecessor's).
     bytes_for: [u64; MAX_NODES],
 }
 
@@ -37,10 +38,17 @@ impl StoreState {
 
     fn remove(&mut self, id: u64) -> Option<HeldChunk> {
         let chunk = self.chunks.remove(id)?;
+        if chunk.orphaned_until_ms == 0 {
+            self.uncount(&chunk);
+        }
+        Some(chunk)
+    }
+
+    /// Takes `chunk` out of the bytes held for its owner.
+    fn uncount(&mut self, chunk: &HeldChunk) {
         if let Some(bytes) = self.bytes_for.get_mut(chunk.owner as usize) {
             *bytes = bytes.saturating_sub(chunk.memory.len() as u64);
         }
-        Some(chunk)
     }
 
     fn bytes_held_for(&self, owner: u32) -> u64 {
@@ -171,19 +179,22 @@ impl MemoryStore {
     pub(crate) fn orphan(&self, owner: u32, until_ms: u64) -> Result<usize> {
         let mut ids = KVec::new();
         let mut state = self.chunks.lock();
-        let chunks = &mut state.chunks;
         // Collected under the lock: the store may change at any time.
-        ids.reserve(chunks.len(), GFP_KERNEL)?;
-        chunks.ids_into(&mut ids)?;
+        ids.reserve(state.chunks.len(), GFP_KERNEL)?;
+        state.chunks.ids_into(&mut ids)?;
         let mut marked = 0;
         for id in ids.iter() {
-            if let Some(chunk) = chunks.get_mut(*id) {
+            if let Some(chunk) = state.chunks.get_mut(*id) {
                 if chunk.owner == owner && chunk.orphaned_until_ms == 0 {
                     chunk.orphaned_until_ms = until_ms.max(1);
                     // PANIC: at most one per chunk held.
                     marked += 1;
                 }
             }
+        }
+        // Orphans no longer count for their owner's id.
+        if let Some(bytes) = state.bytes_for.get_mut(owner as usize) {
+            *bytes = 0;
         }
         Ok(marked)
     }

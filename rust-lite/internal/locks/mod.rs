@@ -196,8 +196,9 @@ pub(crate) struct Locks {
     /// Requests to this node as a home.
     #[pin]
     home_jobs: Workers<HomeJob>,
-    /// What the locks this node's users created hold of their quotas:
-    /// locks are never destroyed, so they count for the membership.
+    /// What the locks this node's users created hold of their quotas, one
+    /// charge per user: locks are never destroyed, so they count for the
+    /// membership.
     #[pin]
     created: Mutex<KVec<Charge>>,
 }
@@ -240,8 +241,6 @@ impl Locks {
             .core
             .quotas
             .charge(payer, Amounts::of(Resource::Locks, 1))?;
-        // Room for the charge is made before the lock exists.
-        self.created.lock().reserve(1, GFP_KERNEL)?;
         let id = if home == self.core.node_id() {
             let number = self.home.create()?;
             self.learn_local_lock(number)?
@@ -252,9 +251,15 @@ impl Locks {
             })?;
             self.learn_lock(home, reply)?
         };
-        // Room was reserved above (and only pushes use it), so this does
-        // not allocate; were it to fail, the charge would go back early.
-        let _ = self.created.lock().push(charge, GFP_NOWAIT);
+        if !charge.is_none() {
+            // One charge per user: usually added to the user's, without
+            // allocating. Without memory for it, the charge goes back early.
+            let mut created = self.created.lock();
+            match created.iter_mut().find(|c| c.same_payer(&charge)) {
+                Some(held) => held.absorb(charge),
+                None => drop(created.push(charge, GFP_KERNEL)),
+            }
+        }
         Ok(id)
     }
 

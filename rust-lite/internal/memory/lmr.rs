@@ -193,8 +193,9 @@ pub(crate) struct Lmr {
     pub(crate) origin: Origin,
     /// The chunks, in address order.
     pub(crate) chunks: KVec<ChunkRef>,
-    /// What the LMR holds of its creator's quotas, until its memory is
-    /// released (nothing for a mapping).
+    /// What the LMR holds of its creator's quotas (nothing for a mapping).
+    /// It goes back when the LMR goes: a handle of this node that mapped
+    /// the LMR by name keeps its local chunks alive after it is freed.
     #[pin]
     charge: Mutex<Charge>,
     /// Nodes that mapped this LMR by name, one bit per node id.
@@ -335,11 +336,12 @@ impl Lmr {
         }
     }
 
-    /// Gives back what the LMR holds of its creator's quotas, once its
-    /// memory is released.
-    pub(crate) fn give_back_charge(&self) {
-        let charge = core::mem::replace(&mut *self.charge.lock(), Charge::none());
-        drop(charge);
+    /// Takes what the LMR holds of its creator's quotas, for memory kept
+    /// beyond the LMR (see [`RemoteMemory::keep_charge`]).
+    ///
+    /// [`RemoteMemory::keep_charge`]: super::RemoteMemory::keep_charge
+    pub(crate) fn take_charge(&self) -> Charge {
+        core::mem::replace(&mut *self.charge.lock(), Charge::none())
     }
 
     /// Registers a running operation.

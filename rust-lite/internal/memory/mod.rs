@@ -49,7 +49,7 @@ use super::{
     quota::{
         self,
         amounts::{Amounts, Resource},
-        Payer,
+        Charge, Payer,
     },
     util::{clock::now_ms, slot_table::SlotTable},
 };
@@ -67,6 +67,10 @@ pub(crate) struct RemoteMemory {
     /// LMRs created on this node, by LMR id.
     #[pin]
     lmrs: Mutex<SlotTable<Arc<Lmr>>>,
+    /// Charges of LMRs whose memory is kept after they went (a mapper did
+    /// not confirm their revocation), for as long as the membership.
+    #[pin]
+    kept_charges: Mutex<KVec<Charge>>,
 }
 
 impl RemoteMemory {
@@ -76,6 +80,7 @@ impl RemoteMemory {
             pin_init!(RemoteMemory {
                 core,
                 lmrs <- new_mutex!(SlotTable::new(), "lite:lmrs"),
+                kept_charges <- new_mutex!(KVec::new(), "lite:kept_charges"),
             }),
             GFP_KERNEL,
         )
@@ -89,6 +94,20 @@ impl RemoteMemory {
             .filter(|l| matches!(l.origin, Origin::Registered | Origin::KernelRegistered))
             .count();
         (lmrs.len(), registered)
+    }
+
+    /// Keeps `charge` for the rest of the membership: the memory it is for
+    /// is not released.
+    pub(crate) fn keep_charge(&self, charge: Charge) {
+        if charge.is_none() {
+            return;
+        }
+        let mut kept = self.kept_charges.lock();
+        match kept.iter_mut().find(|k| k.same_payer(&charge)) {
+            Some(held) => held.absorb(charge),
+            // Without memory for it, the charge goes back early.
+            None => drop(kept.push(charge, GFP_KERNEL)),
+        }
     }
 
     /// Removes LMR `lmr_id` from the node's table.

@@ -70,6 +70,9 @@ impl Amounts {
     pub(crate) const DEFAULT_LIMITS: Amounts =
         Amounts([1 << 30, UNLIMITED, 65536, 4096, 1024, 4096]);
 
+    /// No limit on anything.
+    pub(crate) const UNLIMITED: Amounts = Amounts([UNLIMITED; Resource::COUNT]);
+
     /// `amount` of `resource` and nothing else.
     pub(crate) const fn of(resource: Resource, amount: u64) -> Amounts {
         Amounts::ZERO.with(resource, amount)

@@ -307,6 +307,35 @@ impl Charge {
             amounts: Amounts::ZERO,
         }
     }
+
+    /// Whether the charge is of nothing.
+    pub(crate) fn is_none(&self) -> bool {
+        self.quotas.is_none()
+    }
+
+    /// Whether `other` is charged to the same user of the same quotas.
+    pub(crate) fn same_payer(&self, other: &Charge) -> bool {
+        match (&self.quotas, &other.quotas) {
+            (Some(mine), Some(theirs)) => Arc::ptr_eq(mine, theirs) && self.uid == other.uid,
+            _ => false,
+        }
+    }
+
+    /// Adds `other`, charged to the same payer (see [`Charge::same_payer`]),
+    /// to this charge; the sum goes back when this charge does. A charge of
+    /// another payer is dropped instead (and so given back).
+    pub(crate) fn absorb(&mut self, mut other: Charge) {
+        if !self.same_payer(&other) {
+            return;
+        }
+        // Against no limit, only an overflow fails: the sum saturates.
+        self.amounts = self
+            .amounts
+            .plus_within(&other.amounts, &Amounts::UNLIMITED)
+            .unwrap_or(Amounts::UNLIMITED);
+        // Now part of this charge: `other` gives nothing back.
+        other.quotas = None;
+    }
 }
 
 impl Drop for Charge {

@@ -216,9 +216,10 @@ impl Sharing {
         self.memory.forget(lmr_id);
         if self.revoke_mappings(lmr_id, lmr.mappers()) {
             self.memory.release_chunks(&lmr.chunks);
-            lmr.give_back_charge();
             true
         } else {
+            // The memory stays, and so does its creator's charge.
+            self.memory.keep_charge(lmr.take_charge());
             pr_warn!(
                 "LMR {:#x}: a mapper did not confirm revocation; its memory is kept\n",
                 lmr_id

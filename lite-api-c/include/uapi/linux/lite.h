@@ -134,10 +134,11 @@
  *   usage uid U remote_memory=C pinned_memory=C lmrs=C names=C
  *         rpc_ports=C locks=C            a user holding something
  *   served node N remote_memory=C        bytes held here for node N
- * where V is a number or "unlimited" and C a number. A task with
- * CAP_NET_ADMIN (or in the admin group, see lite_join) writes one line at
- * a time to change them (-EPERM otherwise, -EINVAL for a line that is not
- * one of these):
+ * where V is a number or "unlimited" and C a number. A task that opened
+ * the file with CAP_NET_ADMIN (or in the admin group, see lite_join)
+ * writes one line at a time to change them (-EPERM otherwise, -EINVAL for
+ * a line that is not one of these); debugfs itself is open to root only
+ * unless the administrator mounts it otherwise:
  *   limit default KEY=V ...              changes only the keys given
  *   limit uid U KEY=V ...                the user's own limits, starting
  *                                        from the defaults
