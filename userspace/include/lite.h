@@ -238,7 +238,9 @@ static inline long lite_get_total_node(void)
 
 /*
  * Allocate an LMR of size bytes on node (LITE_NODE_SPREAD: over all other
- * nodes) and return its handle (> 0).
+ * nodes) and return its handle (> 0). -EDQUOT the caller's remote_memory
+ * or lmrs quota, or a serving node's limit for this node, would be
+ * exceeded.
  */
 static inline long lite_alloc_remote(unsigned int node, uint64_t size,
 				     unsigned int flags, uint64_t password)
@@ -315,7 +317,9 @@ static inline long lite_memmove(uint64_t src_handle, uint64_t src_offset,
 
 /*
  * Create an LMR on this node holding a copy of data and publish it under
- * name with READ | WRITE | SHARE. Returns its handle. -EEXIST name taken.
+ * name with READ | WRITE | SHARE. Returns its handle. -EEXIST name taken;
+ * -EDQUOT the caller's remote_memory, lmrs or names quota would be
+ * exceeded.
  */
 static inline long lite_wrap_alloc(const void *data, uint64_t size,
 				   uint64_t name, uint64_t password)
@@ -327,7 +331,8 @@ static inline long lite_wrap_alloc(const void *data, uint64_t size,
 /*
  * Publish the LMR behind handle under name on this node, granting at most
  * permission (LITE_PERM_*, never ADMIN). Needs SHARE and the handle's
- * password. Returns 0. -EEXIST name taken.
+ * password. Returns 0. -EEXIST name taken; -EDQUOT the caller's names
+ * quota would be exceeded.
  */
 static inline long lite_add_ask_mr_table(uint64_t name, uint64_t handle,
 					 uint64_t permission,
@@ -360,7 +365,9 @@ static inline long lite_umap_lmr(uint64_t handle)
  * Make size bytes (at most LITE_MAX_REGISTER_SIZE) of this process's memory
  * at buf an LMR, allowing permission; the pages stay pinned, and may be
  * read and written by other nodes, until lite_deregister_lmr. Returns the
- * handle.
+ * handle. -EDQUOT the caller's pinned_memory or lmrs quota would be
+ * exceeded; -ENOMEM the pages would exceed RLIMIT_MEMLOCK (unless the
+ * caller has CAP_IPC_LOCK).
  */
 static inline long lite_register_lmr(void *buf, uint64_t size,
 				     uint64_t permission, uint64_t password)
@@ -438,7 +445,8 @@ static inline long lite_get_stats(struct lite_stats *stats, uint64_t size)
  * Open port (< LITE_MAX_PORTS) for messages of at most max_size bytes
  * (1..LITE_MAX_MESSAGE_SIZE). name (name_len bytes, at most
  * LITE_MAX_PORT_NAME, no NUL needed) is informational. Returns 0.
- * -EADDRINUSE the port is taken. Closed when this process exits.
+ * -EADDRINUSE the port is taken; -EDQUOT the caller's rpc_ports quota
+ * would be exceeded. Closed when this process exits.
  */
 static inline long lite_register_application(unsigned int port,
 					     uint64_t max_size,
@@ -591,7 +599,9 @@ static inline long lite_compare_swp(uint64_t handle, uint64_t *old,
 
 /*
  * Create a distributed lock kept by node home (this node included), fill
- * in *lock and return its number. -ENOSPC home keeps LITE_MAX_LOCKS.
+ * in *lock and return its number. -ENOSPC home keeps LITE_MAX_LOCKS;
+ * -EDQUOT the caller's locks quota would be exceeded (a lock stays
+ * charged while this node is a member).
  */
 static inline long lite_create_lock(unsigned int home, struct lite_lock *lock)
 {

@@ -231,7 +231,9 @@ pub struct Lmr {
 impl Lmr {
     /// Allocates `size` bytes on `node` ([`sys::NODE_SPREAD`] spreads the
     /// chunks over every other node). `flags` is 0 or [`sys::ALLOC_ATOMIC`];
-    /// `password` guards every later read and write.
+    /// `password` guards every later read and write. `EDQUOT` if the
+    /// caller's `remote_memory` or `lmrs` quota, or a serving node's limit
+    /// for this node, would be exceeded.
     pub fn alloc(node: u32, size: u64, flags: u32, password: u64) -> io::Result<Lmr> {
         let handle = check(sys::alloc_remote(node, size, flags, password))?;
         Ok(Lmr {
@@ -245,7 +247,8 @@ impl Lmr {
     /// Creates an LMR on this node holding a copy of `data` and publishes
     /// it under `name` with READ | WRITE | SHARE, for [`Lmr::ask`] with
     /// `password`. Fails with `EEXIST` if `name` is already published on
-    /// this node.
+    /// this node, `EDQUOT` if the caller's `remote_memory`, `lmrs` or
+    /// `names` quota would be exceeded.
     pub fn wrap(data: &[u8], name: u64, password: u64) -> io::Result<Lmr> {
         let size = byte_count(data.len());
         // SAFETY: `data` is readable for its whole length during the call.
@@ -281,7 +284,8 @@ impl Lmr {
     /// [`ask`](Lmr::ask) for it with this LMR's password. The name goes
     /// away when the LMR is freed. Only LMRs created on this node can be
     /// published (`EINVAL` otherwise, also for mappings); `EEXIST` if the
-    /// name is taken.
+    /// name is taken; `EDQUOT` if the caller's `names` quota would be
+    /// exceeded.
     pub fn publish(&self, name: u64, permission: Permission) -> io::Result<()> {
         check(sys::add_ask_mr_table(
             name,
@@ -672,7 +676,9 @@ impl<'a> Registration<'a> {
 
     /// Registers `buf` (at most [`sys::MAX_REGISTER_SIZE`] bytes),
     /// allowing `permission` (any of READ | WRITE | SHARE | ATOMIC). The
-    /// handle also gets ADMIN.
+    /// handle also gets ADMIN. `EDQUOT` if the caller's `pinned_memory` or
+    /// `lmrs` quota would be exceeded; `ENOMEM` if the pages would exceed
+    /// the process's `RLIMIT_MEMLOCK` (unless it has `CAP_IPC_LOCK`).
     ///
     /// # Safety
     ///
@@ -701,7 +707,8 @@ impl<'a> Registration<'a> {
 
     /// Publishes the registered memory under `name` on this node, granting
     /// at most `permission` to those who [`Lmr::ask`] for it with this
-    /// registration's password. Needs SHARE; `EEXIST` if the name is taken.
+    /// registration's password. Needs SHARE; `EEXIST` if the name is taken,
+    /// `EDQUOT` if the caller's `names` quota would be exceeded.
     /// The name goes away when the registration ends.
     pub fn publish(&self, name: u64, permission: Permission) -> io::Result<()> {
         check(sys::add_ask_mr_table(

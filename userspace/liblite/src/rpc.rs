@@ -67,7 +67,8 @@ impl Port {
     /// this node for messages of at most `max_size` bytes (1 to
     /// [`MAX_MESSAGE_SIZE`](crate::sys::MAX_MESSAGE_SIZE)). `name` (at most
     /// [`MAX_PORT_NAME`](crate::sys::MAX_PORT_NAME) bytes) is
-    /// informational. `EADDRINUSE` if the port is taken.
+    /// informational. `EADDRINUSE` if the port is taken; `EDQUOT` if the
+    /// caller's `rpc_ports` quota would be exceeded.
     pub fn register(number: u32, max_size: u64, name: &str) -> io::Result<Port> {
         // SAFETY: `name` is readable for its whole length during the call.
         let ret = unsafe {

@@ -148,7 +148,9 @@ impl fmt::Debug for Lock {
 
 impl Lock {
     /// Creates a lock kept by node `home` (this node included). `ENOSPC`
-    /// if `home` keeps [`sys::MAX_LOCKS`] locks already.
+    /// if `home` keeps [`sys::MAX_LOCKS`] locks already; `EDQUOT` if the
+    /// caller's `locks` quota would be exceeded (a lock stays charged for
+    /// as long as this node is a member).
     pub fn create(home: u32) -> io::Result<Lock> {
         let mut raw = LiteLock::default();
         // SAFETY: `raw` is a live, exclusively borrowed LiteLock.

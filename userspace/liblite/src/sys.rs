@@ -356,7 +356,9 @@ pub fn get_total_node() -> c_long {
 }
 
 /// Allocates an LMR of `size` bytes on `node` ([`NODE_SPREAD`] spreads it
-/// over every other node) and returns its handle (> 0).
+/// over every other node) and returns its handle (> 0). `-EDQUOT` if the
+/// caller's `remote_memory` or `lmrs` quota, or a serving node's limit for
+/// this node, would be exceeded.
 pub fn alloc_remote(node: c_uint, size: u64, flags: c_uint, password: u64) -> c_long {
     // SAFETY: the call takes no pointers.
     unsafe {
@@ -492,7 +494,9 @@ pub fn memmove(
 
 /// Creates an LMR on this node holding a copy of `size` bytes at `data`
 /// and publishes it under `name` with READ | WRITE | SHARE. Returns its
-/// handle (> 0); `-EEXIST` if `name` is already published on this node.
+/// handle (> 0); `-EEXIST` if `name` is already published on this node;
+/// `-EDQUOT` if the caller's `remote_memory`, `lmrs` or `names` quota
+/// would be exceeded.
 ///
 /// # Safety
 ///
@@ -511,7 +515,8 @@ pub unsafe fn wrap_alloc(data: *const c_void, size: u64, name: u64, password: u6
 /// `permission` (READ | WRITE | SHARE | ATOMIC; ADMIN is never granted).
 /// Needs SHARE and the handle's `password`; only LMRs created on this node
 /// can be published (`-EINVAL` for a mapping). `-EEXIST` if the name is
-/// taken. Returns 0.
+/// taken; `-EDQUOT` if the caller's `names` quota would be exceeded.
+/// Returns 0.
 pub fn add_ask_mr_table(name: u64, handle: u64, permission: u64, password: u64) -> c_long {
     // SAFETY: the call takes no pointers.
     unsafe {
@@ -549,7 +554,10 @@ pub fn umap_lmr(handle: u64) -> c_long {
 /// [`MAX_REGISTER_SIZE`]) an LMR that other nodes can map once published.
 /// `permission` (any of READ | WRITE | SHARE | ATOMIC) is what the LMR
 /// allows; the handle also gets ADMIN. The pages stay pinned until
-/// [`deregister_lmr`]. Returns the handle (> 0).
+/// [`deregister_lmr`]. Returns the handle (> 0). `-EDQUOT` if the caller's
+/// `pinned_memory` or `lmrs` quota would be exceeded; `-ENOMEM` if the
+/// pages would exceed the process's `RLIMIT_MEMLOCK` (unless it has
+/// `CAP_IPC_LOCK`).
 ///
 /// # Safety
 ///
@@ -679,8 +687,9 @@ pub unsafe fn get_stats(stats: *mut LiteStats, size: u64) -> c_long {
 /// Opens `port` (< [`MAX_PORTS`]) on this node for messages of at most
 /// `max_size` bytes (1..=[`MAX_MESSAGE_SIZE`]); the `name_len` bytes at
 /// `name` (at most [`MAX_PORT_NAME`], no NUL needed) are informational.
-/// Returns 0. `-EADDRINUSE` if the port is registered. The port is closed
-/// when the calling process exits.
+/// Returns 0. `-EADDRINUSE` if the port is registered; `-EDQUOT` if the
+/// caller's `rpc_ports` quota would be exceeded. The port is closed when
+/// the calling process exits.
 ///
 /// # Safety
 ///
@@ -929,7 +938,9 @@ pub unsafe fn compare_swp(
 
 /// Creates a distributed lock kept by node `home` (this node included),
 /// fills in `*lock` and returns the lock's number. `-ENOSPC` if `home`
-/// keeps [`MAX_LOCKS`] locks already.
+/// keeps [`MAX_LOCKS`] locks already; `-EDQUOT` if the caller's `locks`
+/// quota would be exceeded (a lock stays charged for as long as this node
+/// is a member).
 ///
 /// # Safety
 ///

@@ -36,6 +36,7 @@ mod membership_auth;
 mod memory_ops;
 mod privilege;
 mod processes;
+mod quotas;
 mod rpc;
 mod sharing;
 mod sync;
@@ -140,6 +141,8 @@ pub fn run_with_joined_hook<K: Kernel, W: Write>(
     rpc::run(kernel, tap, me, nodes);
     sync::run(kernel, tap, me, nodes);
     kernel_api::run(kernel, tap, nodes);
+    // Last, so that the serving limits it sets disturb no other case.
+    quotas::run(kernel, tap, me, nodes, password);
 
     // Nobody leaves while others may still use its memory.
     tap.check(
@@ -901,7 +904,12 @@ mod tests {
                 let keyring_skips = output
                     .matches("# SKIP needs the real kernel's keyrings")
                     .count();
-                assert_eq!(skips, 17 + corrupt_skips, "{output}");
+                // A single node has nobody to limit on it.
+                let serving_skips = output
+                    .matches("# SKIP needs a second node to allocate on this one")
+                    .count();
+                assert_eq!(serving_skips, usize::from(nodes == 1), "{output}");
+                assert_eq!(skips, 17 + corrupt_skips + serving_skips, "{output}");
                 assert_eq!(device_skips, 1, "{output}");
                 assert_eq!(keyring_skips, 3, "{output}");
                 assert_eq!(fault_skips, corrupt_skips, "{output}");
@@ -997,6 +1005,38 @@ mod tests {
                     failed.iter().any(|l| l.contains(expected)),
                     "{expected}: {failed:?}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn unenforced_quotas_are_caught() {
+        let defects = Defects {
+            ignore_quotas: true,
+            ..Defects::default()
+        };
+        for (me, (output, _)) in (1..).zip(run_cluster(3, defects)) {
+            let failed = failures(&output);
+            let uid = quotas::UID_BASE + me;
+            let previous = if me == 1 { 3 } else { me - 1 };
+            let mut expected: Vec<String> = [
+                "alloc_remote of 516 KiB more",
+                "add_ask_mr_table of a fourth name",
+                "wrap_alloc of 4 KiB under a fifth name",
+                "register_lmr of 4 KiB more, beyond its pinned_memory quota",
+                "alloc_remote of 4 KiB more",
+                "register_application of port 52",
+                "create_lock",
+            ]
+            .iter()
+            .map(|call| format!(" - node {me}: a process of uid {uid} gets -EDQUOT from {call}"))
+            .collect();
+            expected.push(format!(
+                " - node {me}: alloc_remote of 1024 KiB more on node {previous} returns -EDQUOT"
+            ));
+            assert_eq!(failed.len(), expected.len(), "{failed:?}");
+            for (line, start) in failed.iter().zip(&expected) {
+                assert!(line.contains(start.as_str()), "{start}: {failed:?}");
             }
         }
     }

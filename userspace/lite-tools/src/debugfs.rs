@@ -1,8 +1,8 @@
 //! LITE's debugfs files in [`DEBUGFS_DIR`]: the node's counters as text
 //! ([`STATS_FILE`], parsed by [`parse_stats`]), the QoS parameters
 //! ([`QosParam`]), which can be changed at run time, the RPC fault
-//! injection switch ([`RPC_FAULT_FILE`]) and the node's view of the
-//! membership ([`membership`]).
+//! injection switch ([`RPC_FAULT_FILE`]), the node's view of the
+//! membership ([`membership`]) and the users' quotas ([`quotas`]).
 //!
 //! The statistics file holds one item per line: `NAME VALUE` for each
 //! field of `struct lite_stats` (same names), then one line per operation
@@ -24,6 +24,7 @@ use lite::sys::LiteStats;
 use lite::Priority;
 
 pub mod membership;
+pub mod quotas;
 
 /// Where LITE's debugfs files are.
 pub const DEBUGFS_DIR: &str = "/sys/kernel/debug/lite";

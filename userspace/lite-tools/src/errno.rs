@@ -41,6 +41,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EKEYREVOKED => "EKEYREVOKED",
         libc::ENOKEY => "ENOKEY",
         libc::EKEYREJECTED => "EKEYREJECTED",
+        libc::EDQUOT => "EDQUOT",
         // The kernel-internal restart code can leak out of an interrupted call.
         512 => "ERESTARTSYS",
         _ => "?",
@@ -97,6 +98,7 @@ mod tests {
         assert_eq!(errno_name(libc::EDEADLK), "EDEADLK");
         assert_eq!(errno_name(libc::EOWNERDEAD), "EOWNERDEAD");
         assert_eq!(errno_name(130), "EOWNERDEAD");
+        assert_eq!(errno_name(libc::EDQUOT), "EDQUOT");
         assert_eq!(errno_name(100_000), "?");
     }
 

@@ -9,12 +9,16 @@
 //! their barriers really wait for each other, names published by node X are
 //! what `ask_lmr(X, ..)` finds, and freeing an LMR revokes its mappings on
 //! every node. RPC ports and messages are modelled in [`rpc`], locks,
-//! operation statistics and QoS parameters in [`sync`]; dropping a kernel
-//! is its process exiting.
+//! operation statistics and QoS parameters in [`sync`], the users' and
+//! nodes' quotas in [`quotas`]; dropping a kernel is its process exiting
+//! (what it created is released, its mappings dropped, its ports closed,
+//! its locks released).
 //!
-//! Processes are privileged (`CAP_NET_ADMIN`) unless made with
-//! [`Kernel::unprivileged_process`]: those get `EPERM` from `lite_join`
-//! and `lite_leave` before anything else is checked.
+//! Processes are root's and privileged (`CAP_NET_ADMIN`, `CAP_IPC_LOCK`)
+//! unless made with [`Kernel::unprivileged_process`] or
+//! [`Kernel::process_of_user`]: those get `EPERM` from `lite_join`,
+//! `lite_leave` and writes to debugfs before anything else is checked,
+//! and cannot register more than their `RLIMIT_MEMLOCK` allows.
 //!
 //! Membership is kept per process (the real kernel keeps it per node):
 //! `lite_leave` releases what the calling process holds (its locks go to
@@ -40,10 +44,15 @@ use lite::sys::{
 };
 use lite::Priority;
 
+use crate::debugfs::quotas::{parse_command, Limit, Limits, Resource, Usage, QUOTAS_FILE};
 use crate::debugfs::{Operation, STATS_FILE};
 use crate::kernel::Kernel;
 use crate::plan::others_in_ring_order;
 
+/// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
+const NOBODY: u32 = 65534;
+
+mod quotas;
 mod rpc;
 mod sync;
 
@@ -91,6 +100,12 @@ pub struct Defects {
     /// `lite_leave` does not check the caller's privilege: an unprivileged
     /// process takes the node out of the cluster.
     pub leave_without_privilege: bool,
+    /// Quotas are counted (the quotas file shows them) but never enforced:
+    /// no call fails with `EDQUOT`, neither beyond a user's limit nor
+    /// beyond what a node may hold on another.
+    pub ignore_quotas: bool,
+    /// `lite_register_lmr` ignores the caller's `RLIMIT_MEMLOCK`.
+    pub ignore_memlock_limit: bool,
 }
 
 impl Defects {
@@ -132,6 +147,8 @@ struct Lmr {
     /// Freed or deregistered while mappings remained (`no_revocation`
     /// keeps the data reachable).
     released: bool,
+    /// User of the process that created it, whose quota it is charged to.
+    uid: u32,
 }
 
 impl Lmr {
@@ -158,6 +175,8 @@ struct Published {
     lmr: u64,
     perms: u64,
     password: u64,
+    /// User of the process that published it, whose quota it is charged to.
+    uid: u32,
 }
 
 /// What all nodes share.
@@ -174,6 +193,8 @@ struct Cluster {
     /// Nodes that are not members now: they left, or failed (see
     /// [`FakeKernel::fail_node`]).
     gone: BTreeSet<u32>,
+    /// Each node's quotas (a node without an entry has the defaults).
+    quotas: BTreeMap<u32, quotas::NodeQuotas>,
 }
 
 impl Cluster {
@@ -234,6 +255,8 @@ struct Process {
     barrier_round: u64,
     /// Default priority (`lite_set_priority`).
     priority: u32,
+    /// Soft `RLIMIT_MEMLOCK` in bytes.
+    memlock_limit: u64,
 }
 
 struct Shared {
@@ -254,9 +277,12 @@ pub struct FakeKernel {
     process: Mutex<Process>,
     /// Tells processes apart in the RPC model.
     process_id: u64,
-    /// Whether the process has `CAP_NET_ADMIN`, which joining and leaving
-    /// need.
+    /// Whether the process has `CAP_NET_ADMIN`, which joining, leaving
+    /// and writing debugfs need, and `CAP_IPC_LOCK`, which lifts
+    /// `RLIMIT_MEMLOCK`.
     privileged: bool,
+    /// The process's (real) user, whose quotas it is charged to.
+    uid: u32,
 }
 
 /// Addresses below this are never mapped, like the first page of a process.
@@ -313,6 +339,7 @@ impl FakeKernel {
         );
         lock(&kernel.process).joined = lock(&self.process).joined;
         kernel.privileged = self.privileged;
+        kernel.uid = self.uid;
         kernel
     }
 
@@ -338,9 +365,11 @@ impl FakeKernel {
             connected,
             shared,
             privileged: true,
+            uid: 0,
             process: Mutex::new(Process {
                 next_handle: 0x1000,
                 next_op: 1,
+                memlock_limit: quotas::MEMLOCK_HARD_LIMIT,
                 ..Process::default()
             }),
         }
@@ -378,8 +407,38 @@ impl FakeKernel {
             node: self.id,
             nodes: self.nodes,
             process: self.process_id,
+            uid: self.uid,
             drop_when_full: self.defects.drop_when_full,
         }
+    }
+
+    /// The limits of this process's user on its node.
+    fn own_limits(&self, cluster: &Cluster) -> Limits {
+        match cluster.quotas.get(&self.id) {
+            Some(node) => node.limits_of(self.uid),
+            None => quotas::NodeQuotas::default().limits_of(self.uid),
+        }
+    }
+
+    /// Whether this process's user may take `charge` more on its node:
+    /// `EDQUOT` otherwise (unless the `ignore_quotas` defect).
+    fn check_quota(&self, cluster: &Cluster, charge: Usage) -> Result<(), c_long> {
+        if self.defects.ignore_quotas {
+            return Ok(());
+        }
+        let ports = self.shared.rpc.ports_of_user(self.id, self.uid);
+        let held = quotas::usage_of(cluster, self.id, self.uid, ports);
+        if quotas::allows(&self.own_limits(cluster), &held, &charge) {
+            Ok(())
+        } else {
+            Err(err(libc::EDQUOT))
+        }
+    }
+
+    /// What a new LMR of `size` bytes charges: its memory (`remote_memory`
+    /// or `pinned_memory`) and one of `lmrs`.
+    fn lmr_charge(memory: Resource, size: u64) -> Usage {
+        Usage::default().with(memory, size).with(Resource::Lmrs, 1)
     }
 
     fn cluster_state(&self) -> MutexGuard<'_, Cluster> {
@@ -928,6 +987,78 @@ impl FakeKernel {
 }
 
 impl FakeKernel {
+    /// `ENOMEM` if registering `len` bytes at `address` would pin more
+    /// pages than the process's `RLIMIT_MEMLOCK` allows with what its
+    /// registrations pin already (unless it has `CAP_IPC_LOCK`, or the
+    /// `ignore_memlock_limit` defect).
+    fn check_memlock(
+        &self,
+        process: &Process,
+        cluster: &Cluster,
+        address: usize,
+        len: usize,
+    ) -> Result<(), c_long> {
+        if self.privileged || self.defects.ignore_memlock_limit {
+            return Ok(());
+        }
+        let pinned: u64 = process
+            .handles
+            .values()
+            .filter(|handle| handle.kind == Kind::Created && !handle.freed)
+            .filter_map(|handle| cluster.lmrs.get(&handle.lmr))
+            .map(|lmr| match lmr.backing {
+                Backing::User { address, len } => quotas::pages_spanned(address, len),
+                Backing::Owned(_) => 0,
+            })
+            .sum();
+        let allowed = process.memlock_limit / quotas::PAGE;
+        if pinned + quotas::pages_spanned(address, len) > allowed {
+            Err(err(libc::ENOMEM))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// This node's quotas file.
+    fn quotas_text(&self) -> String {
+        let ports = self.shared.rpc.ports_by_user(self.id);
+        let cluster = self.cluster_state();
+        let member = Self::is_member(&cluster, self.id, self.nodes);
+        quotas::file_text(&cluster, self.id, self.nodes, &ports, member)
+    }
+
+    /// A line written to this node's quotas file.
+    fn write_quotas(&self, text: &str) -> Result<(), i32> {
+        let command = parse_command(text).map_err(|_| libc::EINVAL)?;
+        self.cluster_state()
+            .quotas
+            .entry(self.id)
+            .or_default()
+            .apply(command)
+    }
+
+    /// What the kernel does with an exiting process's handles: the LMRs
+    /// it created are released (their names go, their mappings are
+    /// revoked), its mappings dropped, its operations completed.
+    fn release_everything(&self) {
+        let mut process = lock(&self.process);
+        let mut cluster = self.cluster_state();
+        let handles: Vec<(u64, Handle)> = process
+            .handles
+            .iter()
+            .map(|(&number, handle)| (number, *handle))
+            .collect();
+        for (number, handle) in handles {
+            match handle.kind {
+                Kind::Created if !handle.freed => self.release(&mut process, &mut cluster, number),
+                Kind::Created => {}
+                Kind::Mapping => cluster.unmap(self.id, handle.lmr),
+            }
+        }
+        process.handles.clear();
+        process.ops.clear();
+    }
+
     /// `lite_remote_memset`, uncounted.
     fn memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
         if !self.joined() {
@@ -1051,6 +1182,8 @@ impl Kernel for FakeKernel {
         process.ops.clear();
         process.joined = false;
         cluster.gone.insert(self.id);
+        // Locks are charged for as long as the node is a member.
+        cluster.quotas.entry(self.id).or_default().forget_locks();
         drop(cluster);
         drop(process);
         let me = self.process_id;
@@ -1107,6 +1240,15 @@ impl Kernel for FakeKernel {
         if !reachable {
             return err(libc::EHOSTUNREACH);
         }
+        if let Err(errno) =
+            self.check_quota(&cluster, Self::lmr_charge(Resource::RemoteMemory, size))
+        {
+            return errno;
+        }
+        if !self.defects.ignore_quotas && !quotas::serving_allows(&cluster, self.id, &chunks, size)
+        {
+            return err(libc::EDQUOT);
+        }
         let lmr = Lmr {
             backing: Backing::Owned(vec![0; size as usize]),
             perms,
@@ -1114,6 +1256,7 @@ impl Kernel for FakeKernel {
             chunks,
             released: false,
             mappers: BTreeMap::new(),
+            uid: self.uid,
         };
         let lmr = Self::new_lmr(&mut cluster, lmr);
         let handle = Handle {
@@ -1255,6 +1398,10 @@ impl Kernel for FakeKernel {
         if cluster.names.contains_key(&(self.id, name)) {
             return err(libc::EEXIST);
         }
+        let charge = Self::lmr_charge(Resource::RemoteMemory, size).with(Resource::Names, 1);
+        if let Err(errno) = self.check_quota(&cluster, charge) {
+            return errno;
+        }
         // SAFETY: the caller guarantees `size` readable bytes at `data`.
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
         let perms = PERM_READ | PERM_WRITE | PERM_SHARE;
@@ -1265,6 +1412,7 @@ impl Kernel for FakeKernel {
             chunks: self.chunk_holders(&cluster, self.id, size),
             released: false,
             mappers: BTreeMap::new(),
+            uid: self.uid,
         };
         let lmr = Self::new_lmr(&mut cluster, lmr);
         cluster.names.insert(
@@ -1273,6 +1421,7 @@ impl Kernel for FakeKernel {
                 lmr,
                 perms,
                 password,
+                uid: self.uid,
             },
         );
         let handle = Handle {
@@ -1310,12 +1459,17 @@ impl Kernel for FakeKernel {
         if cluster.names.contains_key(&(self.id, name)) {
             return err(libc::EEXIST);
         }
+        let charge = Usage::default().with(Resource::Names, 1);
+        if let Err(errno) = self.check_quota(&cluster, charge) {
+            return errno;
+        }
         cluster.names.insert(
             (self.id, name),
             Published {
                 lmr: entry.lmr,
                 perms: permission,
                 password: entry.password,
+                uid: self.uid,
             },
         );
         0
@@ -1395,6 +1549,16 @@ impl Kernel for FakeKernel {
         }
         let mut process = lock(&self.process);
         let mut cluster = self.cluster_state();
+        // Whole pages are pinned, and charged.
+        let pinned = quotas::pages_spanned(buf as usize, size as usize) * quotas::PAGE;
+        if let Err(errno) =
+            self.check_quota(&cluster, Self::lmr_charge(Resource::PinnedMemory, pinned))
+        {
+            return errno;
+        }
+        if let Err(errno) = self.check_memlock(&process, &cluster, buf as usize, size as usize) {
+            return errno;
+        }
         let lmr = Lmr {
             backing: Backing::User {
                 address: buf as usize,
@@ -1405,6 +1569,7 @@ impl Kernel for FakeKernel {
             chunks: Vec::new(),
             released: false,
             mappers: BTreeMap::new(),
+            uid: self.uid,
         };
         let lmr = Self::new_lmr(&mut cluster, lmr);
         let handle = Handle {
@@ -1522,14 +1687,21 @@ impl Kernel for FakeKernel {
         name: *const c_char,
         name_len: u64,
     ) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe {
-                self.shared
-                    .rpc
-                    .register(&who, port, max_size, name as usize, name_len)
-            },
-            Err(errno) => errno,
+        let who = match self.rpc_caller() {
+            Ok(who) => who,
+            Err(errno) => return errno,
+        };
+        let quota = if self.defects.ignore_quotas {
+            Limit::Unlimited
+        } else {
+            self.own_limits(&self.cluster_state())
+                .get(Resource::RpcPorts)
+        };
+        // SAFETY: the caller upholds the system call's contract.
+        unsafe {
+            self.shared
+                .rpc
+                .register_within(&who, port, max_size, name as usize, name_len, quota)
         }
     }
 
@@ -1664,11 +1836,24 @@ impl Kernel for FakeKernel {
         if (lock as usize) < FIRST_MAPPED_ADDRESS {
             return err(libc::EFAULT);
         }
+        let mut cluster = self.cluster_state();
+        let charge = Usage::default().with(Resource::Locks, 1);
+        if let Err(errno) = self.check_quota(&cluster, charge) {
+            return errno;
+        }
         match self.shared.sync.create(home) {
-            Ok(number) => match Self::store_lock(lock, LiteLock { home, number }) {
-                Ok(()) => number.into(),
-                Err(errno) => errno,
-            },
+            Ok(number) => {
+                cluster
+                    .quotas
+                    .entry(self.id)
+                    .or_default()
+                    .charge_lock(self.uid);
+                drop(cluster);
+                match Self::store_lock(lock, LiteLock { home, number }) {
+                    Ok(()) => number.into(),
+                    Err(errno) => errno,
+                }
+            }
             Err(errno) => errno,
         }
     }
@@ -1723,16 +1908,30 @@ impl Kernel for FakeKernel {
     }
 
     fn unprivileged_process(&self) -> Option<Self> {
+        self.process_of_user(NOBODY)
+    }
+
+    fn process_of_user(&self, uid: u32) -> Option<Self> {
         let mut kernel = self.other_process();
         kernel.privileged = false;
+        kernel.uid = uid;
         Some(kernel)
     }
 
+    fn set_memlock_limit(&self, bytes: Option<u64>) -> Option<std::io::Result<u64>> {
+        let wanted = bytes.unwrap_or(quotas::MEMLOCK_HARD_LIMIT);
+        if wanted > quotas::MEMLOCK_HARD_LIMIT && !self.privileged {
+            return Some(Err(std::io::Error::from_raw_os_error(libc::EPERM)));
+        }
+        lock(&self.process).memlock_limit = wanted;
+        Some(Ok(wanted))
+    }
+
     fn read_debugfs(&self, name: &str) -> Option<std::io::Result<String>> {
-        let text = if name == STATS_FILE {
-            Ok(self.shared.sync.stats_text(self.id, self.stats()))
-        } else {
-            self.shared.sync.read_qos(self.id, name)
+        let text = match name {
+            STATS_FILE => Ok(self.shared.sync.stats_text(self.id, self.stats())),
+            QUOTAS_FILE => Ok(self.quotas_text()),
+            _ => self.shared.sync.read_qos(self.id, name),
         };
         Some(text.map_err(std::io::Error::from_raw_os_error))
     }
@@ -1740,6 +1939,11 @@ impl Kernel for FakeKernel {
     fn write_debugfs(&self, name: &str, text: &str) -> Option<std::io::Result<()>> {
         let written = if name == STATS_FILE {
             Err(libc::EACCES)
+        } else if !self.privileged {
+            // LITE's settings need CAP_NET_ADMIN.
+            Err(libc::EPERM)
+        } else if name == QUOTAS_FILE {
+            self.write_quotas(text)
         } else {
             self.shared.sync.write_qos(self.id, name, text)
         };
@@ -1752,6 +1956,7 @@ impl Drop for FakeKernel {
     /// of the requests it received but did not answer, and releases the
     /// locks it holds.
     fn drop(&mut self) {
+        self.release_everything();
         self.shared.rpc.exit(&self.caller());
         self.shared.sync.exit(self.process_id, self.defects.locks());
     }

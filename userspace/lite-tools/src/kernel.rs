@@ -282,6 +282,25 @@ pub trait Kernel: Sync {
     {
         None
     }
+    /// Another process on this node, a member like this one, of user
+    /// `uid` (its real uid, which LITE's quotas charge) and without any
+    /// privilege (neither `CAP_NET_ADMIN` nor `CAP_IPC_LOCK`); `None` if
+    /// this kernel cannot make one within this process (the real kernel:
+    /// the caller starts a copy of the program as that user then).
+    fn process_of_user(&self, _uid: u32) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+    /// Sets the soft `RLIMIT_MEMLOCK` of this process, which bounds the
+    /// memory it may register (`lite_register_lmr` fails with `ENOMEM`
+    /// beyond it, unless the process has `CAP_IPC_LOCK`), to `bytes`, or
+    /// to its hard limit for `None`; returns the soft limit then in force
+    /// (`u64::MAX`: none). `None` if this kernel cannot.
+    fn set_memlock_limit(&self, _bytes: Option<u64>) -> Option<std::io::Result<u64>> {
+        None
+    }
     /// Runs the in-kernel KUnit suite `suite` and returns its KTAP results,
     /// or `None` if this kernel cannot (an in-memory model).
     fn run_kunit_suite(&self, _suite: &str) -> Option<std::io::Result<String>> {
@@ -595,6 +614,10 @@ impl Kernel for Syscalls {
         true
     }
 
+    fn set_memlock_limit(&self, bytes: Option<u64>) -> Option<std::io::Result<u64>> {
+        Some(set_memlock_soft_limit(bytes))
+    }
+
     fn run_kunit_suite(&self, suite: &str) -> Option<std::io::Result<String>> {
         let dir = std::path::Path::new(KUNIT_DEBUGFS).join(suite);
         Some(
@@ -622,6 +645,25 @@ impl Kernel for Syscalls {
     fn checks_cluster_secret(&self) -> bool {
         true
     }
+}
+
+/// Sets this process's soft `RLIMIT_MEMLOCK` to `bytes`, or to the hard
+/// limit for `None`; the soft limit then in force.
+fn set_memlock_soft_limit(bytes: Option<u64>) -> std::io::Result<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    limit.rlim_cur = bytes.unwrap_or(limit.rlim_max);
+    // SAFETY: setrlimit only reads the struct it is given.
+    if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(limit.rlim_cur)
 }
 
 /// Where KUnit offers its suites for running after boot.

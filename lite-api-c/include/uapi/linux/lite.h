@@ -108,7 +108,8 @@
  * a limit fail with -EDQUOT and change nothing:
  *   remote_memory  bytes of LMRs allocated (lite_alloc_remote,
  *                  lite_wrap_alloc), wherever their chunks are
- *   pinned_memory  bytes of this node's memory registered (lite_register_lmr)
+ *   pinned_memory  bytes of the pages of this node's memory registered
+ *                  (lite_register_lmr; whole pages)
  *   lmrs           LMRs created (allocated, wrapped or registered)
  *   names          names published (lite_wrap_alloc, lite_add_ask_mr_table)
  *   rpc_ports      RPC ports registered (lite_register_application)
@@ -134,14 +135,15 @@
  *   usage uid U remote_memory=C pinned_memory=C lmrs=C names=C
  *         rpc_ports=C locks=C            a user holding something
  *   served node N remote_memory=C        bytes held here for node N
- * where V is a number or "unlimited" and C a number. A task that opened
+ * where V is a number below 2^64 - 1 or "unlimited" and C a number. A task that opened
  * the file with CAP_NET_ADMIN (or in the admin group, see lite_join)
  * writes one line at a time to change them (-EPERM otherwise, -EINVAL for
  * a line that is not one of these); debugfs itself is open to root only
  * unless the administrator mounts it otherwise:
  *   limit default KEY=V ...              changes only the keys given
- *   limit uid U KEY=V ...                the user's own limits, starting
- *                                        from the defaults
+ *   limit uid U KEY=V ...                the user's own limits (those it
+ *                                        has, else the defaults) with
+ *                                        only the keys given changed
  *   limit uid U default                  the user follows the defaults
  *   limit node default remote_memory=V
  *   limit node N remote_memory=V

@@ -258,7 +258,7 @@ fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe,
 /// Runs the unprivileged calls in a copy of this program started as
 /// `nobody`; the points it reported, and how it ended.
 fn in_child(probe: Probe) -> (ChildPoints, Result<(), String>) {
-    let mut child = match spawn_as_nobody(&probe.to_args()) {
+    let mut child = match spawn_as(NOBODY, &probe.to_args()) {
         Ok(child) => child,
         Err(reason) => return (Vec::new(), Err(reason)),
     };
@@ -269,7 +269,8 @@ fn in_child(probe: Probe) -> (ChildPoints, Result<(), String>) {
     (points, finish(child))
 }
 
-/// Starts `lite-cluster-test __child ARGS..` as user and group `nobody`.
+/// Starts `lite-cluster-test __child ARGS..` as user and group `uid`,
+/// with its stdin and stdout piped.
 ///
 /// Between fork and exec, std calls setgid, then `setgroups(0, NULL)`
 /// (what [`CommandExt::uid`] does when no groups are given; setting them
@@ -277,22 +278,22 @@ fn in_child(probe: Probe) -> (ChildPoints, Result<(), String>) {
 /// supplementary group nor, since its uid is no longer 0, any capability.
 /// It then runs on its own: the program is static and reads no file
 /// (it checks its credentials in `/proc/self`, its own).
-fn spawn_as_nobody(args: &[String]) -> Result<Child, String> {
+pub(super) fn spawn_as(uid: u32, args: &[String]) -> Result<Child, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     Command::new(&exe)
         .arg(CHILD_SUBCOMMAND)
         .args(args)
-        .gid(NOBODY)
-        .uid(NOBODY)
-        // The working directory of root may be closed to nobody.
+        .gid(uid)
+        .uid(uid)
+        // The working directory of root may be closed to others.
         .current_dir("/")
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| {
             format!(
-                "starting {} as uid {NOBODY}, gid {NOBODY}: {e}{}",
+                "starting {} as uid {uid}, gid {uid}: {e}{}",
                 exe.display(),
                 closed_to_others(&exe)
                     .map(|p| format!(" ({} is not open to others)", p.display()))
@@ -331,7 +332,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
         format!(
             "runs as uid {NOBODY} and gid {NOBODY} with no supplementary group and no effective capability"
         ),
-        credentials(),
+        credentials_of(NOBODY),
     )];
     points.extend(unprivileged_calls(kernel, probe));
     for (what, outcome) in points {
@@ -343,8 +344,9 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     Some(0)
 }
 
-/// Whether this process is nobody, with nothing left of root's privilege.
-fn credentials() -> Result<(), String> {
+/// Whether this process runs as user and group `id` (which is how it was
+/// started), with nothing left of root's privilege.
+pub(super) fn credentials_of(id: u32) -> Result<(), String> {
     // SAFETY: these calls only read the calling process's credentials.
     let ids = unsafe {
         [
@@ -354,7 +356,7 @@ fn credentials() -> Result<(), String> {
             libc::getegid(),
         ]
     };
-    if ids != [NOBODY; 4] {
+    if ids != [id; 4] {
         let [uid, euid, gid, egid] = ids;
         return Err(format!("uid {uid}, euid {euid}, gid {gid}, egid {egid}"));
     }

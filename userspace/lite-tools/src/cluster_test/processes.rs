@@ -370,6 +370,9 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if let Some(status) = super::privilege::child_main(kernel, args) {
         return status;
     }
+    if let Some(status) = super::quotas::child_main(kernel, args) {
+        return status;
+    }
     let say = |line: String| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());

@@ -20,6 +20,7 @@ use lite::sys::{
 };
 
 use super::{err, lock, FIRST_MAPPED_ADDRESS};
+use crate::debugfs::quotas::Limit;
 
 /// Messages one (port, client node) ring holds.
 pub(super) const RING_SLOTS: usize = 64;
@@ -45,6 +46,8 @@ pub(super) struct Caller {
     pub nodes: u32,
     /// Its process.
     pub process: u64,
+    /// Its process's user, whose `rpc_ports` quota a port is charged to.
+    pub uid: u32,
     /// The `drop_when_full` defect.
     pub drop_when_full: bool,
 }
@@ -59,6 +62,8 @@ struct Message {
 
 struct Port {
     owner: u64,
+    /// User of the owner, whose quota the port is charged to.
+    uid: u32,
     max_size: u64,
     /// Tells a port apart from an earlier registration of the same number.
     generation: u64,
@@ -111,6 +116,14 @@ struct State {
 }
 
 impl State {
+    /// Ports open on `node` by processes of user `uid`.
+    fn ports_of_user(&self, node: u32, uid: u32) -> u64 {
+        self.ports
+            .range((node, 0)..=(node, u32::MAX))
+            .filter(|(_, port)| port.uid == uid)
+            .count() as u64
+    }
+
     /// Ends `call` with `outcome`, if its caller still waits.
     fn finish(&mut self, call: u64, outcome: Result<Vec<u8>, c_long>) {
         if let Some(call) = self.calls.get_mut(&call) {
@@ -249,6 +262,20 @@ impl Rpc {
             .count()
     }
 
+    /// Ports open on `node` by processes of user `uid`.
+    pub(super) fn ports_of_user(&self, node: u32, uid: u32) -> u64 {
+        self.state().ports_of_user(node, uid)
+    }
+
+    /// Ports open on `node`, counted by the user of their owner.
+    pub(super) fn ports_by_user(&self, node: u32) -> BTreeMap<u32, u64> {
+        let mut counts = BTreeMap::new();
+        for ((_, _), port) in self.state().ports.range((node, 0)..=(node, u32::MAX)) {
+            *counts.entry(port.uid).or_default() += 1;
+        }
+        counts
+    }
+
     /// What the kernel does when `who`'s process exits: its ports close
     /// and the callers of its unanswered descriptors get `-ECONNRESET`.
     pub(super) fn exit(&self, who: &Caller) {
@@ -274,12 +301,13 @@ impl Rpc {
         }
     }
 
-    /// `lite_register_application`.
+    /// `lite_register_application`, whatever the caller's quota.
     ///
     /// # Safety
     ///
     /// `name` must be readable for `name_len` bytes or below
     /// [`FIRST_MAPPED_ADDRESS`].
+    #[cfg(test)]
     pub(super) unsafe fn register(
         &self,
         who: &Caller,
@@ -287,6 +315,25 @@ impl Rpc {
         max_size: u64,
         name: usize,
         name_len: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds the contract.
+        unsafe { self.register_within(who, port, max_size, name, name_len, Limit::Unlimited) }
+    }
+
+    /// `lite_register_application` by a process whose user may hold
+    /// `quota` ports on its node (`EDQUOT` beyond).
+    ///
+    /// # Safety
+    ///
+    /// As `register`.
+    pub(super) unsafe fn register_within(
+        &self,
+        who: &Caller,
+        port: u32,
+        max_size: u64,
+        name: usize,
+        name_len: u64,
+        quota: Limit,
     ) -> c_long {
         if port >= MAX_PORTS
             || max_size == 0
@@ -305,12 +352,17 @@ impl Rpc {
         if state.ports.contains_key(&(who.node, port)) {
             return err(libc::EADDRINUSE);
         }
+        let held = state.ports_of_user(who.node, who.uid);
+        if !quota.allows(held + 1) {
+            return err(libc::EDQUOT);
+        }
         state.next_generation += 1;
         let generation = state.next_generation;
         state.ports.insert(
             (who.node, port),
             Port {
                 owner: who.process,
+                uid: who.uid,
                 max_size,
                 generation,
                 queue: VecDeque::new(),
@@ -718,6 +770,7 @@ mod tests {
             node,
             nodes: 2,
             process,
+            uid: 0,
             drop_when_full: false,
         }
     }

@@ -13,10 +13,10 @@
 //! signal reached the calling thread during the call.
 
 use libc::{
-    EACCES, EADDRINUSE, EAGAIN, EALREADY, EBADF, ECONNREFUSED, ECONNRESET, EDEADLK, EEXIST, EFAULT,
-    EHOSTDOWN, EHOSTUNREACH, EINTR, EINVAL, EIO, EISCONN, EKEYREJECTED, EKEYREVOKED, EMSGSIZE,
-    ENODEV, ENOENT, ENOKEY, ENOMEM, ENOSPC, ENOTCONN, EOWNERDEAD, EPERM, EPROTO, ESHUTDOWN,
-    ETIMEDOUT,
+    EACCES, EADDRINUSE, EAGAIN, EALREADY, EBADF, ECONNREFUSED, ECONNRESET, EDEADLK, EDQUOT, EEXIST,
+    EFAULT, EHOSTDOWN, EHOSTUNREACH, EINTR, EINVAL, EIO, EISCONN, EKEYREJECTED, EKEYREVOKED,
+    EMSGSIZE, ENODEV, ENOENT, ENOKEY, ENOMEM, ENOSPC, ENOTCONN, EOWNERDEAD, EPERM, EPROTO,
+    ESHUTDOWN, ETIMEDOUT,
 };
 
 use super::calls::Syscall;
@@ -60,7 +60,6 @@ pub(crate) fn documented(call: Syscall) -> &'static [i32] {
         Syscall::Leave => &[EPERM, ENOTCONN, EALREADY, ENOSPC, EINVAL],
         Syscall::GetNodeId
         | Syscall::GetTotalNode
-        | Syscall::AllocRemote
         | Syscall::RdmaWrite
         | Syscall::RdmaRead
         | Syscall::Free
@@ -70,18 +69,19 @@ pub(crate) fn documented(call: Syscall) -> &'static [i32] {
         | Syscall::SendReplyMulticast
         | Syscall::FetchAdd
         | Syscall::SetPriority => &[],
+        Syscall::AllocRemote => &[EDQUOT],
         Syscall::DistBarrier => &[EINVAL, EINTR],
         Syscall::RemoteMemset => &[EINVAL],
-        Syscall::WrapAlloc => &[EEXIST],
-        Syscall::AddAskMrTable => &[EEXIST, EINVAL],
+        Syscall::WrapAlloc => &[EEXIST, EDQUOT],
+        Syscall::AddAskMrTable => &[EEXIST, EINVAL, EDQUOT],
         Syscall::AskLmr => &[ENOENT, EACCES, EPERM, EINVAL, EAGAIN],
         Syscall::UmapLmr => &[EINVAL],
-        Syscall::RegisterLmr => &[EFAULT],
+        Syscall::RegisterLmr => &[EFAULT, EDQUOT],
         Syscall::DeregisterLmr => &[EKEYREVOKED],
         Syscall::RdmaWriteAsync | Syscall::RdmaReadAsync => &[EAGAIN, EIO],
         Syscall::AsyncWait => &[EAGAIN, EINVAL],
         Syscall::GetStats => &[EINVAL],
-        Syscall::RegisterApplication => &[EADDRINUSE],
+        Syscall::RegisterApplication => &[EADDRINUSE, EDQUOT],
         Syscall::UnregisterApplication => &[ENOENT, EPERM],
         Syscall::QueryPort => &[ECONNREFUSED],
         Syscall::SendReplyImm => &[ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT, EINTR],
@@ -98,7 +98,7 @@ pub(crate) fn documented(call: Syscall) -> &'static [i32] {
         Syscall::ReplyMessage => &[ENOENT, EMSGSIZE],
         Syscall::ReplyAndReceiveMessage => &[ENOENT, EMSGSIZE, EAGAIN, ESHUTDOWN, EINTR],
         Syscall::CompareSwp => &[EHOSTUNREACH, EINVAL, EPERM],
-        Syscall::CreateLock => &[ENOSPC],
+        Syscall::CreateLock => &[ENOSPC, EDQUOT],
         Syscall::AskLock => &[ENOENT],
         Syscall::Lock => &[ENOENT, EDEADLK, EINTR, EHOSTDOWN, EAGAIN, EOWNERDEAD],
         Syscall::Unlock => &[ENOENT, EPERM],
@@ -211,6 +211,7 @@ mod tests {
             ("EOWNERDEAD", EOWNERDEAD),
             ("ENOKEY", ENOKEY),
             ("EKEYREJECTED", EKEYREJECTED),
+            ("EDQUOT", EDQUOT),
             ("ERESTARTSYS", 512),
         ];
         all.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)

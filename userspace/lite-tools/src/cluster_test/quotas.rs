@@ -1,0 +1,1353 @@
+//! Quotas: what each user may hold through LITE on a node, and what the
+//! LMRs of each node may hold on another (see "Quotas" in the uapi
+//! header). On every node:
+//!
+//! * the quotas file parses, with the default limits;
+//! * lines that are no command are refused with `EINVAL` and change no
+//!   limit;
+//! * a user of the test's own ([`UID_BASE`] + node id, which nothing else
+//!   uses) gets limits a little above what it holds already (its locks
+//!   stay charged across runs of the test in one membership), and a
+//!   process of that user, without privilege, goes up to each limit and
+//!   one step beyond, in an order that leaves exactly one limit to blame
+//!   for each refusal (checked against what it holds before each call):
+//!   `remote_memory`, `names`, its `RLIMIT_MEMLOCK` (lowered below its
+//!   `pinned_memory` quota: `ENOMEM`), `pinned_memory`, `lmrs`,
+//!   `rpc_ports`, `locks`; then it finds the quotas file closed to its
+//!   writes. While it holds all of that, this process (root, under the
+//!   default limits) checks that the user's usage shows exactly what the
+//!   process reports it holds and that its own allocation beyond the
+//!   user's quota goes through; once the user's process exited, that the
+//!   usage is back to what it was but for the locks (never destroyed,
+//!   they stay charged); then it resets the user's limits;
+//! * with every node, between barriers: each node limits what the LMRs of
+//!   the next node in the ring may hold on it to 1 MiB more than they
+//!   hold; that node allocates 512 KiB there (within the limit), then
+//!   1 MiB more (`EDQUOT`); the serving node sees the 512 KiB as served;
+//!   once it reset the limit, the 1 MiB more goes through. This runs after
+//!   every other case, so that nothing else allocates meanwhile.
+//!
+//! The user's calls run in a copy of this program started as that user on
+//! the real kernel (reporting over its stdout as [`super::processes`]
+//! describes, plus one `holds USAGE` line before `ready`; it exits when
+//! told to), and in a process of the model for that user on a kernel model
+//! ([`Kernel::process_of_user`]).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdout};
+use std::time::{Duration, Instant};
+
+use libc::c_long;
+use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
+
+use super::io::{barrier, handle_of, name_of, UserPages};
+use super::privilege::{credentials_of, spawn_as};
+use super::processes::{finish, ChildPoints};
+use super::{expect_no_alloc, target_name};
+use crate::debugfs::quotas::{
+    parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
+    DEFAULT_LIMITS, QUOTAS_FILE,
+};
+use crate::debugfs::DEBUGFS_DIR;
+use crate::errno::{describe_error, expect_errno, expect_zero};
+use crate::kernel::{Kernel, Region};
+use crate::plan::next_node;
+use crate::tap::Tap;
+
+/// Child kind (after the child subcommand) of the quota user's process.
+const KIND: &str = "quota-user";
+
+/// The quota user of node N is `UID_BASE + N`.
+pub(super) const UID_BASE: u32 = 4242;
+
+/// How much more than it holds the quota user may hold, per resource.
+const ALLOWANCES: Usage = PerResource([1 << 20, 64 << 10, 8, 3, 2, 2]);
+
+/// Size of the small LMRs and registrations.
+const SMALL: u64 = 4096;
+
+/// Size of the first LMR, half the `remote_memory` allowance.
+const HALF: u64 = 512 << 10;
+
+/// What the user's process lowers its `RLIMIT_MEMLOCK` to: less than its
+/// `pinned_memory` allowance.
+const MEMLOCK_LIMIT: u64 = 16 << 10;
+
+/// First RPC port the user's process registers.
+const FIRST_PORT: u32 = 50;
+
+/// Kind of the names the user's process publishes (see [`name_of`]), plus
+/// their index.
+const NAME_KIND: u16 = 0x5100;
+
+/// What this process allocates while the user's process holds its quota:
+/// more than the user's `remote_memory` allowance.
+const ROOT_ALLOCATION: u64 = 2 << 20;
+
+/// How much more than they hold the LMRs of the next node may hold on
+/// this one during the serving limit case.
+const SERVING_LIMIT: u64 = 1 << 20;
+
+/// Longest the user's usage may take to come back after its process exited.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The first word of the child's line reporting what it holds.
+const HOLDS: &str = "holds";
+
+/// Lines that are no command of the quotas file.
+const MALFORMED: [&str; 8] = [
+    "limit default no_such_resource=1",
+    "limit default lmrs=many",
+    "limit default lmrs=-1",
+    "limit default lmrs=18446744073709551616",
+    "limit default lmrs=7 no_such_resource=1",
+    "limit uid someone lmrs=1",
+    "limit node 2 lmrs=5",
+    "usage uid 0 lmrs=0",
+];
+
+/// What the quota user's process needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct UserPlan {
+    /// This node.
+    me: u32,
+    /// Where its LMRs go.
+    target: u32,
+    /// Its user and group.
+    uid: u32,
+    /// The password of its LMRs.
+    password: u64,
+}
+
+impl UserPlan {
+    /// The child's command line after the child subcommand.
+    fn to_args(self) -> Vec<String> {
+        vec![
+            KIND.to_string(),
+            self.me.to_string(),
+            self.target.to_string(),
+            self.uid.to_string(),
+            self.password.to_string(),
+        ]
+    }
+
+    /// The inverse of [`UserPlan::to_args`], given what follows [`KIND`].
+    fn from_args(args: &[String]) -> Result<UserPlan, String> {
+        let [me, target, uid, password] = args else {
+            return Err(format!("expected NODE TARGET UID PASSWORD, got {args:?}"));
+        };
+        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
+        Ok(UserPlan {
+            me: me.parse().map_err(|_| bad("node", me))?,
+            target: target.parse().map_err(|_| bad("target node", target))?,
+            uid: uid.parse().map_err(|_| bad("uid", uid))?,
+            password: password.parse().map_err(|_| bad("password", password))?,
+        })
+    }
+}
+
+/// `size` in KiB, for descriptions.
+fn kib(size: u64) -> String {
+    format!("{} KiB", size >> 10)
+}
+
+/// What a new LMR of `size` bytes charges: its memory and one of `lmrs`.
+fn lmr_charge(memory: Resource, size: u64) -> Usage {
+    Usage::default().with(memory, size).with(Resource::Lmrs, 1)
+}
+
+/// One of `resource`.
+fn one(resource: Resource) -> Usage {
+    Usage::default().with(resource, 1)
+}
+
+/// Reads and parses this node's quotas file.
+fn read_quotas<K: Kernel>(kernel: &K) -> Result<QuotasFile, String> {
+    let text = kernel
+        .read_debugfs(QUOTAS_FILE)
+        .ok_or("this kernel has no debugfs")?
+        .map_err(|e| format!("reading {QUOTAS_FILE}: {}", describe_error(&e)))?;
+    parse_quotas(&text).map_err(|e| format!("{QUOTAS_FILE}: {e}"))
+}
+
+/// Writes `command` to this node's quotas file.
+fn write_quotas<K: Kernel>(kernel: &K, command: &Command) -> Result<(), String> {
+    kernel
+        .write_debugfs(QUOTAS_FILE, &format!("{command}\n"))
+        .ok_or("this kernel has no debugfs")?
+        .map_err(|e| format!("writing \"{command}\": {}", describe_error(&e)))
+}
+
+/// Runs the quota cases on node `me` of `nodes`, after every other case.
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    if kernel.read_debugfs(QUOTAS_FILE).is_none() {
+        tap.skip(
+            &format!("node {me}: users and nodes hold no more than their quotas allow"),
+            "this kernel has no debugfs",
+        );
+        return;
+    }
+    the_file(kernel, tap, me);
+    malformed_lines(kernel, tap, me);
+    user_quotas(kernel, tap, me, nodes, password);
+    serving_limits(kernel, tap, me, nodes, password);
+}
+
+/// The file parses, with the default limits.
+fn the_file<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
+    let file = read_quotas(kernel);
+    tap.check(
+        &format!("node {me}: {DEBUGFS_DIR}/{QUOTAS_FILE} parses, with the default limits of every resource and of other nodes"),
+        file.as_ref().map(drop).map_err(Clone::clone),
+    );
+    if let Ok(file) = file {
+        if file.defaults != DEFAULT_LIMITS {
+            tap.comment(&format!(
+                "node {me}: the default limits are {}, not the documented {DEFAULT_LIMITS}",
+                file.defaults
+            ));
+        }
+    }
+}
+
+/// Every line of [`MALFORMED`] is refused with `EINVAL` and changes no
+/// limit; what a kernel changed anyway is put back.
+fn malformed_lines<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
+    let before = read_quotas(kernel).map(|file| file.limits_only());
+    for line in MALFORMED {
+        let outcome = match kernel.write_debugfs(QUOTAS_FILE, &format!("{line}\n")) {
+            None => Err("this kernel has no debugfs".to_string()),
+            Some(Ok(())) => Err("the line was accepted".to_string()),
+            Some(Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            Some(Err(e)) => Err(format!("expected EINVAL, got {}", describe_error(&e))),
+        };
+        tap.check(
+            &format!("node {me}: writing \"{line}\" to the quotas file fails with EINVAL"),
+            outcome,
+        );
+    }
+    let outcome = before.and_then(|before| {
+        let after = read_quotas(kernel)?.limits_only();
+        if after == before {
+            return Ok(());
+        }
+        let restored = restore_limits(kernel, &before, &after);
+        Err(format!(
+            "before:\n{before}after:\n{after}{}",
+            restored
+                .err()
+                .map(|e| format!("putting them back failed: {e}"))
+                .unwrap_or_default()
+        ))
+    });
+    tap.check(
+        &format!("node {me}: the refused lines changed no limit"),
+        outcome,
+    );
+}
+
+/// Writes what it takes to bring the limits from `now` back to `wanted`.
+fn restore_limits<K: Kernel>(
+    kernel: &K,
+    wanted: &QuotasFile,
+    now: &QuotasFile,
+) -> Result<(), String> {
+    let mut commands = vec![
+        Command::Defaults(wanted.defaults.iter().collect()),
+        Command::NodeDefault(wanted.node_default),
+    ];
+    for uid in now.users.keys() {
+        commands.push(match wanted.users.get(uid) {
+            Some(limits) => Command::user_limits(*uid, limits),
+            None => Command::UserDefault(*uid),
+        });
+    }
+    for node in now.nodes.keys() {
+        commands.push(match wanted.nodes.get(node) {
+            Some(limit) => Command::Node(*node, *limit),
+            None => Command::NodeReset(*node),
+        });
+    }
+    commands
+        .iter()
+        .try_for_each(|command| write_quotas(kernel, command))
+}
+
+/// The quota user's limits: `ALLOWANCES` over what it holds.
+fn limits_over(held: &Usage) -> Limits {
+    Limits::from_fn(|r| Limit::At(held.get(r).saturating_add(ALLOWANCES.get(r))))
+}
+
+/// The per-user case on node `me` (see the module comment).
+fn user_quotas<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    let uid = UID_BASE + me;
+    let target = next_node(me, nodes);
+    let description = format!(
+        "node {me}: \"limit uid {uid} ...\" gives uid {uid} limits of its own ({ALLOWANCES} over what it holds), which the quotas file shows"
+    );
+    let before = match read_quotas(kernel) {
+        Ok(file) => file.usage_of(uid),
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            return;
+        }
+    };
+    let limits = limits_over(&before);
+    let set = write_quotas(kernel, &Command::user_limits(uid, &limits))
+        .and_then(|()| shows_limits(kernel, uid, &limits));
+    let limits_set = set.is_ok();
+    tap.check(&description, set);
+    if limits_set {
+        let plan = UserPlan {
+            me,
+            target,
+            uid,
+            password,
+        };
+        with_user_process(kernel, tap, plan, before, &limits);
+    }
+    tap.check(
+        &format!("node {me}: \"limit uid {uid} default\" takes uid {uid}'s own limits away (no limit uid {uid} line)"),
+        write_quotas(kernel, &Command::UserDefault(uid)).and_then(|()| {
+            match read_quotas(kernel)?.users.get(&uid) {
+                None => Ok(()),
+                Some(limits) => Err(format!("the file still shows {limits}")),
+            }
+        }),
+    );
+}
+
+/// Whether the quotas file shows `limits` as user `uid`'s own.
+fn shows_limits<K: Kernel>(kernel: &K, uid: u32, limits: &Limits) -> Result<(), String> {
+    match read_quotas(kernel)?.users.get(&uid) {
+        Some(shown) if shown == limits => Ok(()),
+        Some(shown) => Err(format!("the file shows {shown}")),
+        None => Err(format!("the file has no limit uid {uid} line")),
+    }
+}
+
+/// Runs the quota user's process and checks, while it holds what it
+/// could get and after it exited, what the quotas file shows. `before`
+/// is what the user held before, `limits` its limits now.
+fn with_user_process<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    plan: UserPlan,
+    before: Usage,
+    limits: &Limits,
+) {
+    let UserPlan {
+        me,
+        target,
+        uid,
+        password,
+    } = plan;
+    let who = format!("node {me}: a process of uid {uid}");
+    let started = if kernel.spawns_processes() {
+        start_child(plan)
+    } else if let Some(process) = kernel.process_of_user(uid) {
+        tap.comment(&format!(
+            "node {me}: no process started as uid {uid}: the kernel model runs its calls in a process of its own for that user"
+        ));
+        let (points, held) = user_calls(&process, plan);
+        Ok(Started {
+            points,
+            usage: Ok(held.usage),
+            holder: Holder::Model {
+                process,
+                pages: held.pages,
+            },
+        })
+    } else {
+        tap.skip(
+            &format!("{who} holds no more than its quotas allow"),
+            "this kernel offers no process of another user",
+        );
+        return;
+    };
+    let Started {
+        points,
+        usage,
+        holder,
+    } = match started {
+        Ok(started) => started,
+        Err(reason) => {
+            tap.not_ok(&format!("{who} starts"), &reason);
+            return;
+        }
+    };
+    if points.is_empty() {
+        tap.not_ok(&format!("{who} reports its calls"), "it reported nothing");
+    }
+    for (what, outcome) in points {
+        tap.check(&format!("{who} {what}"), outcome);
+    }
+    let expected = usage.map(|held| (held, before.plus(&held)));
+    tap.check(
+        &format!("node {me}: while its process holds what it got, usage uid {uid} shows that on top of what uid {uid} held before"),
+        expected.clone().and_then(|(held, expected)| {
+            let shown = read_quotas(kernel)?.usage_of(uid);
+            if shown == expected {
+                Ok(())
+            } else {
+                Err(format!(
+                    "it shows {shown}; before {before}, the process holds {held}"
+                ))
+            }
+        }),
+    );
+    tap.check(
+        &format!("node {me}: the limit uid {uid} line still shows the limits set, the writes of uid {uid} having been refused"),
+        shows_limits(kernel, uid, limits),
+    );
+    tap.check(
+        &format!(
+            "node {me}: this process (uid 0, default limits) can still allocate {} on {}, more than uid {uid}'s remote_memory quota",
+            kib(ROOT_ALLOCATION),
+            target_name(me, target)
+        ),
+        Region::alloc(kernel, target, ROOT_ALLOCATION, 0, password).and_then(Region::free),
+    );
+    tap.check(&format!("{who} exits"), holder.release());
+    let locks = expected
+        .as_ref()
+        .map_or(0, |(held, _)| held.get(Resource::Locks));
+    let after = before.with(Resource::Locks, before.get(Resource::Locks) + locks);
+    tap.check(
+        &format!("node {me}: once its process exited, usage uid {uid} is back to what it was before but for the {locks} locks it created, which stay charged"),
+        expected.and_then(|_| wait_for_usage(kernel, uid, &after)),
+    );
+}
+
+/// Waits until the quotas file shows `expected` as user `uid`'s usage.
+fn wait_for_usage<K: Kernel>(kernel: &K, uid: u32, expected: &Usage) -> Result<(), String> {
+    let deadline = Instant::now() + RELEASE_TIMEOUT;
+    loop {
+        let shown = read_quotas(kernel)?.usage_of(uid);
+        if shown == *expected {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{} s after the exit it shows {shown}, expected {expected}",
+                RELEASE_TIMEOUT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The quota user's process, started, with what it reported.
+struct Started<K> {
+    points: ChildPoints,
+    /// What it holds, as it reported.
+    usage: Result<Usage, String>,
+    holder: Holder<K>,
+}
+
+/// The quota user's process while it holds what it got.
+enum Holder<K> {
+    /// A copy of this program (the real kernel), waiting for a line on
+    /// its stdin before it exits.
+    Child {
+        child: Child,
+        out: BufReader<ChildStdout>,
+    },
+    /// A process of the model, and the memory its registrations pin.
+    Model { process: K, pages: Vec<UserPages> },
+}
+
+impl<K> Holder<K> {
+    /// Lets the process exit, and reports how it ended.
+    fn release(self) -> Result<(), String> {
+        match self {
+            Holder::Child { mut child, mut out } => {
+                if let Some(stdin) = child.stdin.as_mut() {
+                    let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
+                }
+                let (late, _) = read_report(&mut out);
+                let finished = finish(child);
+                match late.into_iter().find(|(_, outcome)| outcome.is_err()) {
+                    Some((what, Err(reason))) => Err(format!("it reported late {what}: {reason}")),
+                    _ => finished,
+                }
+            }
+            Holder::Model { process, pages } => {
+                // The process exits before the memory it registered goes.
+                drop(process);
+                drop(pages);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Starts the quota user's process as a copy of this program and reads
+/// its report up to `ready`.
+fn start_child<K>(plan: UserPlan) -> Result<Started<K>, String> {
+    let mut child = spawn_as(plan.uid, &plan.to_args())?;
+    let Some(stdout) = child.stdout.take() else {
+        let _ = finish(child);
+        return Err("the child has no stdout".to_string());
+    };
+    let mut out = BufReader::new(stdout);
+    let (points, usage) = read_report(&mut out);
+    Ok(Started {
+        points,
+        usage: usage.unwrap_or_else(|| Err(format!("the child reported no {HOLDS} line"))),
+        holder: Holder::Child { child, out },
+    })
+}
+
+/// Reads the child's lines up to `ready` (or the end): its points and
+/// the usage its `holds` line reports.
+fn read_report<R: BufRead>(out: &mut R) -> (ChildPoints, Option<Result<Usage, String>>) {
+    let mut points = Vec::new();
+    let mut usage = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match out.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = line.trim_end();
+        if text == "ready" {
+            break;
+        }
+        if let Some(held) = text.strip_prefix(HOLDS) {
+            usage = Some(parse_usage(held).map_err(|e| format!("its {HOLDS} line: {e}")));
+        } else if let Some(what) = text.strip_prefix("ok ") {
+            points.push((what.to_string(), Ok(())));
+        } else if let Some(rest) = text.strip_prefix("fail ") {
+            let (what, reason) = rest.split_once(": ").unwrap_or((rest, "failed"));
+            points.push((what.to_string(), Err(reason.to_string())));
+        }
+    }
+    (points, usage)
+}
+
+/// Entry point of the quota user's process: `args` follow the child
+/// subcommand. The exit status, or `None` for other kinds.
+pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
+    let (kind, rest) = args.split_first()?;
+    if kind != KIND {
+        return None;
+    }
+    let plan = match UserPlan::from_args(rest) {
+        Ok(plan) => plan,
+        Err(reason) => {
+            eprintln!("{KIND}: {reason}");
+            return Some(2);
+        }
+    };
+    let uid = plan.uid;
+    let mut points = vec![(
+        format!("runs as uid {uid} and gid {uid} with no supplementary group and no effective capability"),
+        credentials_of(uid),
+    )];
+    let (calls, held) = user_calls(kernel, plan);
+    points.extend(calls);
+    for (what, outcome) in points {
+        match outcome {
+            Ok(()) => crate::say(format_args!("ok {what}")),
+            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
+        }
+    }
+    crate::say(format_args!("{HOLDS} {}", held.usage));
+    crate::say(format_args!("ready"));
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    // The kernel releases everything at exit; the registered memory stays
+    // mapped until then.
+    std::mem::forget(held.pages);
+    Some(0)
+}
+
+/// What the quota user's process holds once its calls are done.
+struct Held {
+    /// As the quotas count it.
+    usage: Usage,
+    /// The memory its registrations pin, which must stay mapped as long
+    /// as they do.
+    pages: Vec<UserPages>,
+}
+
+/// The calls of the quota user's process, each with its verdict (the
+/// descriptions hold no `": "`, as a child's `fail` lines need), and
+/// what it holds afterwards.
+fn user_calls<K: Kernel>(kernel: &K, plan: UserPlan) -> (ChildPoints, Held) {
+    let mut user = UserCalls {
+        kernel,
+        plan,
+        held: Usage::default(),
+        pages: Vec::new(),
+        points: Vec::new(),
+    };
+    let first = user.remote_memory();
+    user.names(first);
+    user.pinned_memory();
+    user.lmrs();
+    user.rpc_ports();
+    user.locks();
+    user.quotas_file_closed();
+    let UserCalls {
+        held,
+        pages,
+        points,
+        ..
+    } = user;
+    (points, Held { usage: held, pages })
+}
+
+/// The quota user's process at work.
+struct UserCalls<'k, K: Kernel> {
+    kernel: &'k K,
+    plan: UserPlan,
+    /// What it holds, as the quotas count it.
+    held: Usage,
+    /// The memory its registrations pin.
+    pages: Vec<UserPages>,
+    points: ChildPoints,
+}
+
+impl<K: Kernel> UserCalls<'_, K> {
+    fn point(&mut self, what: String, outcome: Result<(), String>) {
+        self.points.push((what, outcome));
+    }
+
+    fn target(&self) -> String {
+        target_name(self.plan.me, self.plan.target)
+    }
+
+    fn name(&self, index: u16) -> u64 {
+        name_of(NAME_KIND + index, self.plan.me)
+    }
+
+    /// Allocates `size` bytes on the target; the handle.
+    fn alloc(&mut self, size: u64) -> Result<u64, String> {
+        let ret = self
+            .kernel
+            .alloc_remote(self.plan.target, size, 0, self.plan.password);
+        let handle = handle_of(ret, &format!("alloc_remote of {}", kib(size)))?;
+        self.held = self.held.plus(&lmr_charge(Resource::RemoteMemory, size));
+        Ok(handle)
+    }
+
+    /// Frees an LMR of `size` bytes.
+    fn free(&mut self, handle: u64, size: u64) -> Result<(), String> {
+        expect_zero(self.kernel.free(handle)).map_err(|e| format!("free: {e}"))?;
+        self.held = self.held.minus(&lmr_charge(Resource::RemoteMemory, size));
+        Ok(())
+    }
+
+    /// Registers `size` bytes of fresh memory; the handle.
+    fn register(&mut self, size: u64) -> Result<u64, String> {
+        let pages = UserPages::new(size as usize)?;
+        // SAFETY: the pages stay mapped for as long as the process holds
+        // them (kept in `self.pages`, then until the process exits).
+        let ret = unsafe {
+            self.kernel.register_lmr(
+                pages.at(0).cast(),
+                size,
+                PERM_READ | PERM_WRITE,
+                self.plan.password,
+            )
+        };
+        self.pages.push(pages);
+        let handle = handle_of(ret, &format!("register_lmr of {}", kib(size)))?;
+        self.held = self.held.plus(&lmr_charge(Resource::PinnedMemory, size));
+        Ok(handle)
+    }
+
+    /// Whether a call charging `charge` would, from what the process
+    /// holds, exceed the quota of `blame` and no other (`None`: no quota
+    /// at all), so that its refusal can be blamed on that one.
+    fn only_exceeds(&self, charge: &Usage, blame: Option<Resource>) -> Result<(), String> {
+        if let Some(blamed) = blame {
+            if charge.get(blamed) == 0 {
+                return Err(format!("the call charges no {}", blamed.name()));
+            }
+        }
+        for (resource, amount) in charge.iter() {
+            if amount == 0 {
+                continue;
+            }
+            let total = self.held.get(resource).saturating_add(amount);
+            let allowance = ALLOWANCES.get(resource);
+            let exceeds = total > allowance;
+            if exceeds != (blame == Some(resource)) {
+                return Err(format!(
+                    "no refusal to blame on {} alone: holding {}, the call would bring {} to {total} of {allowance}",
+                    blame.map_or("RLIMIT_MEMLOCK", Resource::name),
+                    self.held,
+                    resource.name()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A call that must fail with `-errno`, `blame`'s quota being the
+    /// only one it would exceed. A call that went through anyway is
+    /// undone by `undo` if it can be (its charge stays held otherwise).
+    fn refused(
+        &mut self,
+        what: String,
+        (charge, blame): (Usage, Option<Resource>),
+        errno: i32,
+        call: impl FnOnce(&K) -> c_long,
+        undo: impl FnOnce(&K, u64) -> bool,
+    ) {
+        let outcome = self.only_exceeds(&charge, blame).and_then(|()| {
+            let ret = call(self.kernel);
+            if let Ok(made) = u64::try_from(ret) {
+                if !undo(self.kernel, made) {
+                    self.held = self.held.plus(&charge);
+                }
+            }
+            expect_errno(ret, errno)
+        });
+        self.point(what, outcome);
+    }
+
+    /// Up to the `remote_memory` quota and beyond; the handle of the LMR
+    /// it keeps (0 if it has none).
+    fn remote_memory(&mut self) -> u64 {
+        let (target, node, password) = (self.target(), self.plan.target, self.plan.password);
+        let quota = ALLOWANCES.get(Resource::RemoteMemory);
+        let first = self.alloc(HALF);
+        self.point(
+            format!(
+                "allocates {} on {target}, within its remote_memory quota of {}",
+                kib(HALF),
+                kib(quota)
+            ),
+            first.as_ref().map(drop).map_err(Clone::clone),
+        );
+        let beyond = quota - HALF + SMALL;
+        self.refused(
+            format!(
+                "gets -EDQUOT from alloc_remote of {} more on {target}, beyond its remote_memory quota",
+                kib(beyond)
+            ),
+            (
+                lmr_charge(Resource::RemoteMemory, beyond),
+                Some(Resource::RemoteMemory),
+            ),
+            libc::EDQUOT,
+            |kernel| kernel.alloc_remote(node, beyond, 0, password),
+            |kernel, handle| kernel.free(handle) == 0,
+        );
+        let second = self.alloc(quota - HALF);
+        let outcome = second.and_then(|handle| self.free(handle, quota - HALF));
+        self.point(
+            format!(
+                "allocates {} more, exactly up to its remote_memory quota, and frees it",
+                kib(quota - HALF)
+            ),
+            outcome,
+        );
+        first.unwrap_or(0)
+    }
+
+    /// Up to the `names` quota and beyond, by `lite_wrap_alloc` and
+    /// `lite_add_ask_mr_table`; `first` is an LMR it holds.
+    fn names(&mut self, first: u64) {
+        let (me, password) = (self.plan.me, self.plan.password);
+        let quota = ALLOWANCES.get(Resource::Names);
+        let data = [0x51u8; SMALL as usize];
+        let wrapped_name = self.name(0);
+        // SAFETY: `data` is readable for its whole length during the call.
+        let ret = unsafe {
+            self.kernel
+                .wrap_alloc(data.as_ptr().cast(), SMALL, wrapped_name, password)
+        };
+        let mut outcome = handle_of(ret, "wrap_alloc").map(|_| {
+            let charge = lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1);
+            self.held = self.held.plus(&charge);
+        });
+        let publish = |user: &mut Self, handle: u64, index: u16| {
+            let name = user.name(index);
+            let ret = user
+                .kernel
+                .add_ask_mr_table(name, handle, PERM_READ, password);
+            let published = expect_zero(ret).map_err(|e| format!("add_ask_mr_table: {e}"));
+            if published.is_ok() {
+                user.held = user.held.plus(&one(Resource::Names));
+            }
+            published
+        };
+        outcome = outcome.and_then(|()| publish(self, first, 1));
+        let other = self.alloc(SMALL);
+        outcome = outcome.and(other.clone().and_then(|handle| publish(self, handle, 2)));
+        self.point(
+            format!(
+                "publishes {quota} names on node {me}, its names quota, by wrap_alloc of {} and add_ask_mr_table of two LMRs",
+                kib(SMALL)
+            ),
+            outcome,
+        );
+        // An LMR of its own not published yet.
+        let unpublished = self.alloc(SMALL).unwrap_or(0);
+        let fourth = self.name(3);
+        self.refused(
+            "gets -EDQUOT from add_ask_mr_table of a fourth name, beyond its names quota"
+                .to_string(),
+            (one(Resource::Names), Some(Resource::Names)),
+            libc::EDQUOT,
+            |kernel| kernel.add_ask_mr_table(fourth, unpublished, PERM_READ, password),
+            |_, _| false,
+        );
+        let fifth = self.name(4);
+        self.refused(
+            format!(
+                "gets -EDQUOT from wrap_alloc of {} under a fifth name, beyond its names quota",
+                kib(SMALL)
+            ),
+            (
+                lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1),
+                Some(Resource::Names),
+            ),
+            libc::EDQUOT,
+            // SAFETY: `data` is readable for its whole length during the call.
+            |kernel| unsafe { kernel.wrap_alloc(data.as_ptr().cast(), SMALL, fifth, password) },
+            |kernel, handle| kernel.free(handle) == 0,
+        );
+    }
+
+    /// Registers one more page, which must be refused with `-errno`.
+    fn refused_registration(&mut self, what: String, blame: Option<Resource>, errno: i32) {
+        let pages = match UserPages::new(SMALL as usize) {
+            Ok(pages) => pages,
+            Err(reason) => {
+                self.point(what, Err(reason));
+                return;
+            }
+        };
+        let (address, password) = (pages.at(0), self.plan.password);
+        // Kept mapped: a registration that went through may not be undone.
+        self.pages.push(pages);
+        self.refused(
+            what,
+            (lmr_charge(Resource::PinnedMemory, SMALL), blame),
+            errno,
+            // SAFETY: the page stays mapped as long as the process holds it.
+            |kernel| unsafe {
+                kernel.register_lmr(address.cast(), SMALL, PERM_READ | PERM_WRITE, password)
+            },
+            |kernel, handle| kernel.deregister_lmr(handle) == 0,
+        );
+    }
+
+    /// `RLIMIT_MEMLOCK` below the `pinned_memory` quota, then up to the
+    /// quota and beyond.
+    fn pinned_memory(&mut self) {
+        let quota = ALLOWANCES.get(Resource::PinnedMemory);
+        let lowered = match self.kernel.set_memlock_limit(Some(MEMLOCK_LIMIT)) {
+            Some(Ok(limit)) if limit == MEMLOCK_LIMIT => Ok(()),
+            Some(Ok(limit)) => Err(format!("the soft limit is {limit} B")),
+            Some(Err(e)) => Err(format!("setrlimit: {e}")),
+            None => Err("this kernel cannot set it".to_string()),
+        };
+        self.point(
+            format!("lowers its RLIMIT_MEMLOCK to {}", kib(MEMLOCK_LIMIT)),
+            lowered,
+        );
+        let within = self.register(MEMLOCK_LIMIT).map(drop);
+        self.point(
+            format!(
+                "registers {} of its memory, within RLIMIT_MEMLOCK and its pinned_memory quota of {}",
+                kib(MEMLOCK_LIMIT),
+                kib(quota)
+            ),
+            within,
+        );
+        self.refused_registration(
+            format!(
+                "gets -ENOMEM from register_lmr of {} more, beyond its RLIMIT_MEMLOCK but within its pinned_memory quota",
+                kib(SMALL)
+            ),
+            None,
+            libc::ENOMEM,
+        );
+        let needed = quota + SMALL;
+        let raised = match self.kernel.set_memlock_limit(None) {
+            Some(Ok(limit)) if limit >= needed => Ok(()),
+            Some(Ok(limit)) => Err(format!(
+                "its hard limit of {limit} B is below the {needed} B the next registrations need"
+            )),
+            Some(Err(e)) => Err(format!("setrlimit: {e}")),
+            None => Err("this kernel cannot set it".to_string()),
+        };
+        self.point(
+            format!(
+                "raises RLIMIT_MEMLOCK to its hard limit, at least {}",
+                kib(needed)
+            ),
+            raised,
+        );
+        let rest = quota.saturating_sub(self.held.get(Resource::PinnedMemory));
+        let outcome = if rest == 0 {
+            Err("it holds its whole quota already".to_string())
+        } else {
+            self.register(rest).map(drop)
+        };
+        self.point(
+            format!(
+                "registers {} more, exactly up to its pinned_memory quota",
+                kib(rest)
+            ),
+            outcome,
+        );
+        self.refused_registration(
+            format!(
+                "gets -EDQUOT from register_lmr of {} more, beyond its pinned_memory quota",
+                kib(SMALL)
+            ),
+            Some(Resource::PinnedMemory),
+            libc::EDQUOT,
+        );
+    }
+
+    /// Up to the `lmrs` quota and beyond, with small allocations.
+    fn lmrs(&mut self) {
+        let (target, node, password) = (self.target(), self.plan.target, self.plan.password);
+        let quota = ALLOWANCES.get(Resource::Lmrs);
+        let mut outcome = Ok(());
+        while outcome.is_ok() && self.held.get(Resource::Lmrs) < quota {
+            outcome = self.alloc(SMALL).map(drop);
+        }
+        self.point(
+            format!(
+                "allocates {} LMRs on {target} up to its lmrs quota of {quota}",
+                kib(SMALL)
+            ),
+            outcome,
+        );
+        self.refused(
+            format!(
+                "gets -EDQUOT from alloc_remote of {} more on {target}, beyond its lmrs quota",
+                kib(SMALL)
+            ),
+            (
+                lmr_charge(Resource::RemoteMemory, SMALL),
+                Some(Resource::Lmrs),
+            ),
+            libc::EDQUOT,
+            |kernel| kernel.alloc_remote(node, SMALL, 0, password),
+            |kernel, handle| kernel.free(handle) == 0,
+        );
+    }
+
+    /// Registers RPC port `port`; the raw result.
+    fn register_port(kernel: &K, port: u32) -> c_long {
+        // SAFETY: the name is readable for its 5 bytes.
+        unsafe { kernel.register_application(port, 64, c"quota".as_ptr(), 5) }
+    }
+
+    /// Up to the `rpc_ports` quota and beyond.
+    fn rpc_ports(&mut self) {
+        let quota = ALLOWANCES.get(Resource::RpcPorts);
+        let mut port = FIRST_PORT;
+        let mut outcome = Ok(());
+        while outcome.is_ok() && self.held.get(Resource::RpcPorts) < quota {
+            outcome = expect_zero(Self::register_port(self.kernel, port))
+                .map_err(|e| format!("register_application(port {port}): {e}"));
+            if outcome.is_ok() {
+                self.held = self.held.plus(&one(Resource::RpcPorts));
+            }
+            port += 1;
+        }
+        self.point(
+            format!(
+                "registers RPC ports {FIRST_PORT} to {} up to its rpc_ports quota of {quota}",
+                port - 1
+            ),
+            outcome,
+        );
+        self.refused(
+            format!(
+                "gets -EDQUOT from register_application of port {port}, beyond its rpc_ports quota"
+            ),
+            (one(Resource::RpcPorts), Some(Resource::RpcPorts)),
+            libc::EDQUOT,
+            |kernel| Self::register_port(kernel, port),
+            |kernel, _| kernel.unregister_application(port) == 0,
+        );
+    }
+
+    /// Up to the `locks` quota and beyond.
+    fn locks(&mut self) {
+        let me = self.plan.me;
+        let quota = ALLOWANCES.get(Resource::Locks);
+        let mut outcome = Ok(());
+        while outcome.is_ok() && self.held.get(Resource::Locks) < quota {
+            outcome = super::sync::create_lock(self.kernel, me).map(drop);
+            if outcome.is_ok() {
+                self.held = self.held.plus(&one(Resource::Locks));
+            }
+        }
+        self.point(
+            format!("creates locks on node {me} up to its locks quota of {quota}"),
+            outcome,
+        );
+        let mut lock = LiteLock::default();
+        let record = std::ptr::addr_of_mut!(lock);
+        self.refused(
+            format!("gets -EDQUOT from create_lock on node {me}, beyond its locks quota"),
+            (one(Resource::Locks), Some(Resource::Locks)),
+            libc::EDQUOT,
+            // SAFETY: `lock` is a live LiteLock nothing else uses.
+            |kernel| unsafe { kernel.create_lock(me, record) },
+            // A lock is never destroyed: it stays charged.
+            |_, _| false,
+        );
+    }
+
+    /// Writes to the quotas file are refused: debugfs is open to root
+    /// only (`EACCES`), and LITE wants `CAP_NET_ADMIN` (`EPERM`) of a
+    /// writer that could open it.
+    fn quotas_file_closed(&mut self) {
+        let command = Command::UserDefault(self.plan.uid);
+        let outcome = match self
+            .kernel
+            .write_debugfs(QUOTAS_FILE, &format!("{command}\n"))
+        {
+            None => Err("this kernel has no debugfs".to_string()),
+            Some(Ok(())) => Err("the write went through".to_string()),
+            Some(Err(e)) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) => Ok(()),
+            Some(Err(e)) => Err(format!(
+                "expected EPERM or EACCES, got {}",
+                describe_error(&e)
+            )),
+        };
+        self.point(
+            format!("gets EPERM or EACCES writing \"{command}\" to the quotas file"),
+            outcome,
+        );
+    }
+}
+
+/// The node whose next node in the ring 1..=nodes is `me`.
+fn previous_node(me: u32, nodes: u32) -> u32 {
+    (me + nodes - 2) % nodes + 1
+}
+
+/// The per-node case, with every node (see the module comment).
+fn serving_limits<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+) {
+    if nodes < 2 {
+        tap.skip(
+            &format!("node {me}: the LMRs of other nodes hold no more on this node than it allows"),
+            "needs a second node to allocate on this one",
+        );
+        return;
+    }
+    // This node limits the next one's LMRs, and allocates on the previous
+    // one, which limits this node's.
+    let limited = next_node(me, nodes);
+    let server = previous_node(me, nodes);
+    barrier(kernel, tap, nodes, "the user quota cases of every node");
+    let served_before = read_quotas(kernel).map(|file| file.served_for(limited));
+    let set = served_before.clone().and_then(|before| {
+        let limit = Limit::At(before + SERVING_LIMIT);
+        write_quotas(kernel, &Command::Node(limited, limit))?;
+        match read_quotas(kernel)?.nodes.get(&limited) {
+            Some(shown) if *shown == limit => Ok(()),
+            Some(shown) => Err(format!("the file shows {shown}, not {limit}")),
+            None => Err(format!("the file has no limit node {limited} line")),
+        }
+    });
+    tap.check(
+        &format!("node {me}: \"limit node {limited} remote_memory=N\" lets the LMRs of node {limited} hold {} more on this node than they do, which the quotas file shows", kib(SERVING_LIMIT)),
+        set,
+    );
+    barrier(kernel, tap, nodes, "limiting the next nodes");
+    let held = Region::alloc(kernel, server, HALF, 0, password);
+    tap.check(
+        &format!(
+            "node {me}: alloc_remote of {} on node {server}, within node {server}'s limit for node {me}, returns a handle",
+            kib(HALF)
+        ),
+        held.as_ref().map(drop).map_err(Clone::clone),
+    );
+    let beyond = kernel.alloc_remote(server, SERVING_LIMIT, 0, password);
+    tap.check(
+        &format!(
+            "node {me}: alloc_remote of {} more on node {server} returns -EDQUOT (node {server}'s limit for node {me})",
+            kib(SERVING_LIMIT)
+        ),
+        expect_no_alloc(kernel, beyond, libc::EDQUOT),
+    );
+    barrier(kernel, tap, nodes, "allocating on the previous nodes");
+    let served = served_before.and_then(|before| {
+        let now = read_quotas(kernel)?.served_for(limited);
+        if now >= before + HALF {
+            Ok(())
+        } else {
+            Err(format!("it shows {now} B, before {before} B"))
+        }
+    });
+    tap.check(
+        &format!(
+            "node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here",
+            kib(HALF)
+        ),
+        served,
+    );
+    barrier(kernel, tap, nodes, "reading what the next nodes hold");
+    let reset =
+        write_quotas(kernel, &Command::NodeReset(limited)).and_then(|()| {
+            match read_quotas(kernel)?.nodes.get(&limited) {
+                None => Ok(()),
+                Some(shown) => Err(format!("the file still shows {shown}")),
+            }
+        });
+    tap.check(
+        &format!("node {me}: \"limit node {limited} default\" gives node {limited} the default limit again (no limit node {limited} line)"),
+        reset,
+    );
+    barrier(kernel, tap, nodes, "resetting the limits of the next nodes");
+    tap.check(
+        &format!(
+            "node {me}: with node {server}'s limit for node {me} back to the default, alloc_remote of {} more on node {server} returns a handle",
+            kib(SERVING_LIMIT)
+        ),
+        Region::alloc(kernel, server, SERVING_LIMIT, 0, password).and_then(Region::free),
+    );
+    if let Ok(held) = held {
+        tap.check(
+            &format!("node {me}: free of the {} LMR on node {server}", kib(HALF)),
+            held.free(),
+        );
+    }
+    barrier(kernel, tap, nodes, "the serving limit case");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_kernel::{Defects, FakeKernel};
+
+    /// Node 1 of `nodes`, joined.
+    fn member(nodes: u32, defects: Defects) -> FakeKernel {
+        let kernel = FakeKernel::new(1, nodes, defects);
+        assert_eq!(super::super::join_with_text(&kernel, "10.0.0.1"), 1);
+        kernel
+    }
+
+    fn plan(nodes: u32) -> UserPlan {
+        UserPlan {
+            me: 1,
+            target: next_node(1, nodes),
+            uid: UID_BASE + 1,
+            password: 7,
+        }
+    }
+
+    fn failures(points: &ChildPoints) -> Vec<&str> {
+        points
+            .iter()
+            .filter(|(_, outcome)| outcome.is_err())
+            .map(|(what, _)| what.as_str())
+            .collect()
+    }
+
+    /// Gives user `uid` limits of `ALLOWANCES`.
+    fn limit_user(kernel: &FakeKernel, uid: u32) {
+        let limits = limits_over(&Usage::default());
+        write_quotas(kernel, &Command::user_limits(uid, &limits)).expect("limits set");
+    }
+
+    #[test]
+    fn a_user_goes_up_to_every_limit_and_no_further() {
+        let kernel = member(2, Defects::default());
+        let plan = plan(2);
+        limit_user(&kernel, plan.uid);
+        let process = kernel.process_of_user(plan.uid).expect("the model has one");
+        let (points, held) = user_calls(&process, plan);
+        assert!(failures(&points).is_empty(), "{points:?}");
+        assert!(points.iter().all(|(what, _)| !what.contains(": ")));
+        let expected = Usage::default()
+            .with(Resource::RemoteMemory, HALF + 5 * SMALL)
+            .with(Resource::PinnedMemory, 64 << 10)
+            .with(Resource::Lmrs, 8)
+            .with(Resource::Names, 3)
+            .with(Resource::RpcPorts, 2)
+            .with(Resource::Locks, 2);
+        assert_eq!(held.usage, expected);
+        let file = read_quotas(&kernel).expect("readable");
+        assert_eq!(file.usage_of(plan.uid), expected);
+        drop(process);
+        drop(held.pages);
+        // Only the locks stay.
+        let file = read_quotas(&kernel).expect("readable");
+        assert_eq!(
+            file.usage_of(plan.uid),
+            Usage::default().with(Resource::Locks, 2)
+        );
+        assert_eq!(kernel.live_lmrs(), 0);
+    }
+
+    #[test]
+    fn unenforced_quotas_fail_every_refusal() {
+        let defects = Defects {
+            ignore_quotas: true,
+            ..Defects::default()
+        };
+        let kernel = member(2, defects);
+        let plan = plan(2);
+        limit_user(&kernel, plan.uid);
+        let process = kernel.process_of_user(plan.uid).expect("the model has one");
+        let (points, held) = user_calls(&process, plan);
+        let failed = failures(&points);
+        assert_eq!(failed.len(), 7, "{failed:?}");
+        assert!(
+            failed.iter().all(|what| what.contains("-EDQUOT")),
+            "{failed:?}"
+        );
+        // What went through anyway was undone where it can be: only the
+        // extra name and lock stay.
+        assert_eq!(held.usage.get(Resource::Names), 4);
+        assert_eq!(held.usage.get(Resource::Locks), 3);
+        assert_eq!(held.usage.get(Resource::Lmrs), 8);
+        assert_eq!(
+            read_quotas(&kernel).expect("readable").usage_of(plan.uid),
+            held.usage
+        );
+        drop(process);
+        drop(held.pages);
+    }
+
+    #[test]
+    fn an_ignored_memlock_limit_is_caught() {
+        let defects = Defects {
+            ignore_memlock_limit: true,
+            ..Defects::default()
+        };
+        let kernel = member(1, defects);
+        let plan = plan(1);
+        limit_user(&kernel, plan.uid);
+        let process = kernel.process_of_user(plan.uid).expect("the model has one");
+        let (points, held) = user_calls(&process, plan);
+        assert_eq!(
+            failures(&points),
+            ["gets -ENOMEM from register_lmr of 4 KiB more, beyond its RLIMIT_MEMLOCK but within its pinned_memory quota"]
+        );
+        drop(process);
+        drop(held.pages);
+    }
+
+    #[test]
+    fn a_refusal_another_limit_could_explain_is_not_counted() {
+        let kernel = member(1, Defects::default());
+        let process = kernel.process_of_user(UID_BASE).expect("the model has one");
+        let mut user = UserCalls {
+            kernel: &process,
+            plan: plan(1),
+            held: ALLOWANCES.with(Resource::Lmrs, 0),
+            pages: Vec::new(),
+            points: Vec::new(),
+        };
+        // Everything but lmrs is used up: a refusal of one more LMR could
+        // be remote_memory's, so it cannot be blamed on lmrs.
+        let charge = lmr_charge(Resource::RemoteMemory, SMALL);
+        assert!(user.only_exceeds(&charge, Some(Resource::Lmrs)).is_err());
+        assert!(user
+            .only_exceeds(&charge, Some(Resource::RemoteMemory))
+            .is_ok());
+        assert!(user.only_exceeds(&charge, None).is_err());
+        user.held = Usage::default();
+        assert!(user.only_exceeds(&charge, None).is_ok());
+        assert!(user
+            .only_exceeds(&one(Resource::Names), Some(Resource::Locks))
+            .is_err());
+    }
+
+    #[test]
+    fn the_plan_survives_the_command_line() {
+        let plan = plan(3);
+        let args = plan.to_args();
+        assert_eq!(args[0], KIND);
+        assert_eq!(UserPlan::from_args(&args[1..]), Ok(plan));
+        assert!(UserPlan::from_args(&args[1..4]).is_err());
+        let mut bad = args[1..].to_vec();
+        bad[2] = "root".into();
+        assert!(UserPlan::from_args(&bad).is_err());
+    }
+
+    #[test]
+    fn the_childs_report_carries_its_points_and_holdings() {
+        let text = "ok runs as uid 4243\nfail gets -EDQUOT from x: expected -EDQUOT (-122), got 0\nholds remote_memory=1 pinned_memory=2 lmrs=3 names=4 rpc_ports=5 locks=6\nready\nok late\n";
+        let mut out = text.as_bytes();
+        let (points, usage) = read_report(&mut out);
+        assert_eq!(points.len(), 2);
+        assert_eq!(
+            points[1],
+            (
+                "gets -EDQUOT from x".to_string(),
+                Err("expected -EDQUOT (-122), got 0".to_string())
+            )
+        );
+        assert_eq!(usage, Some(Ok(PerResource([1, 2, 3, 4, 5, 6]))));
+        let (late, usage) = read_report(&mut out);
+        assert_eq!(late, [("late".to_string(), Ok(()))]);
+        assert_eq!(usage, None);
+    }
+
+    #[test]
+    fn other_kinds_of_child_are_left_to_the_other_cases() {
+        let kernel = member(2, Defects::default());
+        assert_eq!(child_main(&kernel, &["leak".to_string()]), None);
+        assert_eq!(child_main(&kernel, &[KIND.to_string()]), Some(2));
+    }
+
+    #[test]
+    fn the_ring_runs_both_ways() {
+        for nodes in 2..6 {
+            for me in 1..=nodes {
+                assert_eq!(next_node(previous_node(me, nodes), nodes), me);
+            }
+        }
+        assert_eq!(previous_node(1, 3), 3);
+        assert_eq!(previous_node(2, 2), 1);
+    }
+
+    #[test]
+    fn malformed_lines_that_change_limits_are_caught_and_undone() {
+        let kernel = member(2, Defects::default());
+        let before = read_quotas(&kernel).expect("readable").limits_only();
+        // What a kernel that applied part of a refused line would leave.
+        write_quotas(
+            &kernel,
+            &Command::Defaults(vec![(Resource::Lmrs, Limit::At(7))]),
+        )
+        .expect("written");
+        write_quotas(&kernel, &Command::Node(2, Limit::At(5))).expect("written");
+        let after = read_quotas(&kernel).expect("readable").limits_only();
+        assert_ne!(before, after);
+        restore_limits(&kernel, &before, &after).expect("restored");
+        assert_eq!(
+            read_quotas(&kernel).expect("readable").limits_only(),
+            before
+        );
+    }
+}
