@@ -23,7 +23,7 @@ use crate::internal::{
         op_stats::{self, TextBuffer},
         priority::Priority,
     },
-    quota::{command::Command, Payer},
+    quota::command::Command,
 };
 use crate::sys::cred;
 
@@ -107,7 +107,7 @@ pub(crate) extern "C" fn lite_rs_create_lock(home: u32, lock: UserPtr) -> c_long
         let (cluster, process) = caller()?;
         // Checked first: a lock that cannot be reported would be lost.
         write_lock(lock, LockId { home, number: 0 })?;
-        let id = cluster.locks.create_lock(Payer::of(&process), home)?;
+        let id = cluster.locks.create_lock(process.payer(), home)?;
         write_lock(lock, id)?;
         Ok(c_long::from(id.number))
     })

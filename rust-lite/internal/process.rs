@@ -24,9 +24,11 @@ use super::{
         permission::Permission,
     },
     qos::priority::DefaultPriority,
+    quota::Payer,
     rpc::port::ReplyTo,
     util::slot_table::SlotTable,
 };
+use crate::sys::cred;
 
 /// What a handle is to its process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +91,16 @@ pub(crate) struct Process {
 }
 
 impl Process {
+    /// Who pays for what the calling task creates for this process: its
+    /// user, or nobody for kernel callers.
+    pub(crate) fn payer(&self) -> Payer {
+        if self.tgid == 0 {
+            Payer::Kernel
+        } else {
+            Payer::User(cred::current_uid())
+        }
+    }
+
     /// Empty state for thread group `tgid`.
     pub(crate) fn new(tgid: i32) -> Result<Arc<Self>> {
         Arc::pin_init(

@@ -7,7 +7,7 @@ use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 use core::fmt::{self, Write};
 
 use super::{chunk_memory::ChunkMemory, limits::MAX_NODES};
-use crate::internal::{quota, util::slot_table::SlotTable};
+use crate::internal::{quota::amounts::within, util::slot_table::SlotTable};
 use crate::verbs::{RemotePool, MAX_DMA_BUFFER};
 
 struct HeldChunk {
@@ -96,14 +96,14 @@ impl MemoryStore {
             return Err(EINVAL);
         }
         // Refused before allocating, and checked again when inserting.
-        if !quota::within(self.bytes_held_for(owner), size, limit) {
+        if !within(self.bytes_held_for(owner), size, limit) {
             return Err(crate::errno::EDQUOT());
         }
         // Allocate (and zero) before taking the lock.
         let memory = Arc::new(ChunkMemory::Buffer(pool.allocate(len)?), GFP_KERNEL)?;
         let id = {
             let mut state = self.chunks.lock();
-            if !quota::within(state.bytes_held_for(owner), size, limit) {
+            if !within(state.bytes_held_for(owner), size, limit) {
                 return Err(crate::errno::EDQUOT());
             }
             state.insert(HeldChunk {

@@ -49,7 +49,7 @@ use super::{
     quota::{
         self,
         amounts::{Amounts, Resource},
-        Charge, Payer,
+        Charge,
     },
     util::{clock::now_ms, slot_table::SlotTable},
 };
@@ -156,7 +156,7 @@ impl RemoteMemory {
             None
         };
         let charge = self.core.quotas.charge(
-            Payer::of(process),
+            process.payer(),
             Amounts::of(Resource::RemoteMemory, size).with(Resource::Lmrs, 1),
         )?;
         let count = chunk_count(size);

@@ -23,7 +23,7 @@ use crate::{
         process::Process,
         quota::{
             amounts::{Amounts, Resource},
-            Charge, Payer,
+            Charge,
         },
     },
     verbs::{PinnedPages, PAGE_SIZE},
@@ -126,7 +126,7 @@ impl Registration {
         let count = (lead + len).div_ceil(PAGE_SIZE);
         let pinned_bytes = (count as u64).checked_mul(PAGE_SIZE as u64).ok_or(EINVAL)?;
         let charge = self.core.quotas.charge(
-            Payer::of(process),
+            process.payer(),
             Amounts::of(Resource::PinnedMemory, pinned_bytes).with(Resource::Lmrs, 1),
         )?;
         let pages = PinnedPages::pin(&self.core.device().device, start, count)?;

@@ -141,6 +141,11 @@ impl Amounts {
     }
 }
 
+/// Whether `limit` allows `held + more`.
+pub(crate) fn within(held: u64, more: u64, limit: u64) -> bool {
+    limit == UNLIMITED || held.checked_add(more).is_some_and(|total| total <= limit)
+}
+
 /// Writes a limit: its number, or `unlimited`.
 pub(crate) fn write_value(out: &mut impl Write, value: u64) -> fmt::Result {
     if value == UNLIMITED {

@@ -23,11 +23,10 @@ use kernel::{
 };
 
 use self::{
-    amounts::{write_value, Amounts, Resource, UNLIMITED},
+    amounts::{write_value, Amounts, Resource},
     command::{Changes, Command},
 };
-use super::{core::limits::MAX_NODES, process::Process};
-use crate::sys::cred;
+use super::core::limits::MAX_NODES;
 
 /// Who pays for what a call creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,17 +35,6 @@ pub(crate) enum Payer {
     User(u32),
     /// A kernel caller of the C API, not charged.
     Kernel,
-}
-
-impl Payer {
-    /// The payer for a call of `process` made by the calling task.
-    pub(crate) fn of(process: &Process) -> Payer {
-        if process.tgid == 0 {
-            Payer::Kernel
-        } else {
-            Payer::User(cred::current_uid())
-        }
-    }
 }
 
 /// One user: its own limits, if it has any, and what it holds.
@@ -344,9 +332,4 @@ impl Drop for Charge {
             quotas.uncharge(self.uid, &self.amounts);
         }
     }
-}
-
-/// Whether `limit` allows `held + more`.
-pub(crate) fn within(held: u64, more: u64, limit: u64) -> bool {
-    limit == UNLIMITED || held.checked_add(more).is_some_and(|total| total <= limit)
 }

@@ -48,7 +48,7 @@ use super::{
     },
     quota::{
         amounts::{Amounts, Resource},
-        Charge, Payer,
+        Charge,
     },
 };
 use crate::errno;
@@ -210,7 +210,7 @@ impl Rpc {
         let charge = self
             .core
             .quotas
-            .charge(Payer::of(process), Amounts::of(Resource::RpcPorts, 1))?;
+            .charge(process.payer(), Amounts::of(Resource::RpcPorts, 1))?;
         let mut state = port.state.lock();
         if state.owner.is_some() {
             return Err(errno::EADDRINUSE());

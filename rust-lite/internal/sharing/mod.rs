@@ -45,7 +45,7 @@ use super::{
     process::{HandleEntry, Process, Role},
     quota::{
         amounts::{Amounts, Resource},
-        Charge, Payer,
+        Charge,
     },
     util::slot_table::SlotTable,
 };
@@ -248,7 +248,7 @@ impl Sharing {
         let charge = self
             .core
             .quotas
-            .charge(Payer::of(process), Amounts::of(Resource::Names, 1))?;
+            .charge(process.payer(), Amounts::of(Resource::Names, 1))?;
         let table = self.chunk_table(&lmr)?;
         let _use = lmr.begin()?;
         self.names.lock().insert(Published {

@@ -1169,11 +1169,28 @@ mod tests {
         };
         for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
             let failed = failures(&output);
-            assert_eq!(failed.len(), 2, "{failed:?}");
+            assert_eq!(failed.len(), 6, "{failed:?}");
             let prefix = format!(
                 " - node {me}: an unprivileged process (modelled) gets -EPERM from lite_join("
             );
-            assert!(failed.iter().all(|l| l.contains(&prefix)), "{failed:?}");
+            assert!(
+                failed[..2].iter().all(|l| l.contains(&prefix)),
+                "{failed:?}"
+            );
+            // So do the processes outside the admin group, and those of a
+            // group that is no longer the admin group.
+            let group = 4300 + me;
+            for (line, situation) in failed[2..].iter().zip([
+                format!("gid 65534 (not admin group {group})"),
+                format!("gid 65534 (not admin group {group})"),
+                format!("gid {group} (no longer the admin group)"),
+                format!("gid {group} (no longer the admin group)"),
+            ]) {
+                let expected = format!(
+                    " - node {me}: a process of uid 65534 and {situation} gets -EPERM from lite_join("
+                );
+                assert!(line.contains(&expected), "{failed:?}");
+            }
             assert!(
                 output.contains("# expected -EPERM (-1), got -106 (-EISCONN)\n"),
                 "{output}"
@@ -1182,6 +1199,41 @@ mod tests {
             assert!(
                 output.contains(&format!(
                     " - node {me}: an unprivileged process (modelled) can create a lock on node {me}, lock and unlock it\n"
+                )),
+                "{output}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_admin_group_that_gives_no_privilege_is_caught() {
+        let defects = Defects {
+            ignore_admin_group: true,
+            ..Defects::default()
+        };
+        for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
+            let group = 4300 + me;
+            let who = format!(
+                " - node {me}: a process of uid 65534 and gid {group} (the admin group) gets"
+            );
+            let failed = failures(&output);
+            assert_eq!(failed.len(), 2, "{failed:?}");
+            assert!(
+                failed[0].ends_with(&format!(
+                    "{who} -EISCONN from lite_join(10.0.0.1, 18500, 1), having passed the privilege check on a member node"
+                )),
+                "{failed:?}"
+            );
+            assert!(
+                failed[1].ends_with(&format!(
+                    "{who} -EINVAL from lite_join(\"not-an-ip\"), having passed the privilege check"
+                )),
+                "{failed:?}"
+            );
+            // The group is gone again afterwards.
+            assert!(
+                output.contains(&format!(
+                    " - node {me}: admin_group reads 4294967295 (no group), its default\n"
                 )),
                 "{output}"
             );

@@ -1,8 +1,9 @@
 //! LITE's debugfs files in [`DEBUGFS_DIR`]: the node's counters as text
 //! ([`STATS_FILE`], parsed by [`parse_stats`]), the QoS parameters
 //! ([`QosParam`]), which can be changed at run time, the RPC fault
-//! injection switch ([`RPC_FAULT_FILE`]), the node's view of the
-//! membership ([`membership`]) and the users' quotas ([`quotas`]).
+//! injection switch ([`RPC_FAULT_FILE`]), the administrators' group
+//! ([`ADMIN_GROUP_FILE`], parsed by [`parse_admin_group`]), the node's view
+//! of the membership ([`membership`]) and the users' quotas ([`quotas`]).
 //!
 //! The statistics file holds one item per line: `NAME VALUE` for each
 //! field of `struct lite_stats` (same names), then one line per operation
@@ -44,6 +45,18 @@ pub const STATS_FILE: &str = "stats";
 /// which breaks the ring it lands in; `0` disarms it, and an id of 64 or
 /// more is refused with `EINVAL`.
 pub const RPC_FAULT_FILE: &str = "rpc_fault_next";
+
+/// The administrators' group file in [`DEBUGFS_DIR`] (mode 0644): a gid
+/// (of the initial user namespace) whose members join, leave and change
+/// LITE's settings like holders of `CAP_NET_ADMIN`, or [`NO_ADMIN_GROUP`]
+/// for none, the default. Reading it gives the gid in decimal and a
+/// newline; writing a decimal number sets it, which only `CAP_NET_ADMIN`
+/// may do (`EPERM` otherwise, for the group's members too), and a number
+/// above [`NO_ADMIN_GROUP`] is refused with `EINVAL`.
+pub const ADMIN_GROUP_FILE: &str = "admin_group";
+
+/// What [`ADMIN_GROUP_FILE`] holds while no group administers LITE.
+pub const NO_ADMIN_GROUP: u32 = u32::MAX;
 
 /// A QoS parameter: a file in [`DEBUGFS_DIR`] holding one decimal number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -415,6 +428,16 @@ pub fn parse_qos(text: &str) -> Result<u64, String> {
     parse_number(text.trim(), "QoS parameter")
 }
 
+/// Parses the contents of [`ADMIN_GROUP_FILE`]: a gid in decimal
+/// ([`NO_ADMIN_GROUP`] for none) followed by a newline.
+pub fn parse_admin_group(text: &str) -> Result<u32, String> {
+    let number = text
+        .strip_suffix('\n')
+        .ok_or_else(|| format!("admin group {text:?} does not end with a newline"))?;
+    let value = parse_number(number, "admin group")?;
+    u32::try_from(value).map_err(|_| format!("admin group {value} is above {NO_ADMIN_GROUP}"))
+}
+
 /// Reads QoS parameter `param`.
 pub fn read_qos(param: QosParam) -> io::Result<u64> {
     let text = read_file(param.file_name())?;
@@ -626,5 +649,16 @@ mod tests {
         assert_eq!(parse_qos("1\n"), Ok(1));
         assert_eq!(parse_qos(" 200 "), Ok(200));
         assert!(parse_qos("yes").is_err());
+    }
+
+    #[test]
+    fn the_admin_group_is_a_gid_and_a_newline() {
+        assert_eq!(parse_admin_group("4294967295\n"), Ok(NO_ADMIN_GROUP));
+        assert_eq!(parse_admin_group("4301\n"), Ok(4301));
+        assert!(parse_admin_group("4301").is_err());
+        assert!(parse_admin_group(" 4301\n").is_err());
+        assert!(parse_admin_group("staff\n").is_err());
+        let error = parse_admin_group("4294967296\n").expect_err("above u32");
+        assert!(error.contains("above 4294967295"), "{error}");
     }
 }

@@ -15,10 +15,15 @@
 //! its locks released).
 //!
 //! Processes are root's and privileged (`CAP_NET_ADMIN`, `CAP_IPC_LOCK`)
-//! unless made with [`Kernel::unprivileged_process`] or
-//! [`Kernel::process_of_user`]: those get `EPERM` from `lite_join`,
-//! `lite_leave` and writes to debugfs before anything else is checked,
-//! and cannot register more than their `RLIMIT_MEMLOCK` allows.
+//! unless made with [`Kernel::unprivileged_process`],
+//! [`Kernel::process_of_user`] or [`Kernel::process_of_user_and_group`]:
+//! those get `EPERM` from `lite_join`, `lite_leave` and writes to debugfs
+//! before anything else is checked, unless their group is their node's
+//! administrators' group ([`ADMIN_GROUP_FILE`], which only a privileged
+//! process sets; it then joins, leaves and writes the settings like one),
+//! and cannot register more than their `RLIMIT_MEMLOCK` allows. The model
+//! follows LITE's own checks: it has no debugfs permissions of its own,
+//! which keep everyone but root out on a real node.
 //!
 //! Membership is kept per process (the real kernel keeps it per node):
 //! `lite_leave` releases what the calling process holds (its locks go to
@@ -45,7 +50,7 @@ use lite::sys::{
 use lite::Priority;
 
 use crate::debugfs::quotas::{parse_command, Limit, Limits, Resource, Usage, QUOTAS_FILE};
-use crate::debugfs::{Operation, STATS_FILE};
+use crate::debugfs::{Operation, ADMIN_GROUP_FILE, NO_ADMIN_GROUP, STATS_FILE};
 use crate::kernel::Kernel;
 use crate::plan::others_in_ring_order;
 
@@ -106,6 +111,11 @@ pub struct Defects {
     pub ignore_quotas: bool,
     /// `lite_register_lmr` ignores the caller's `RLIMIT_MEMLOCK`.
     pub ignore_memlock_limit: bool,
+    /// Membership of the node's administrators' group gives no privilege:
+    /// its members get `EPERM` from `lite_join`, `lite_leave` and writes
+    /// to LITE's settings like any other process without `CAP_NET_ADMIN`
+    /// (the group file itself reads and writes as it should).
+    pub ignore_admin_group: bool,
 }
 
 impl Defects {
@@ -195,6 +205,9 @@ struct Cluster {
     gone: BTreeSet<u32>,
     /// Each node's quotas (a node without an entry has the defaults).
     quotas: BTreeMap<u32, quotas::NodeQuotas>,
+    /// Each node's administrators' group ([`ADMIN_GROUP_FILE`]); a node
+    /// without an entry has none. Like the kernel's, it outlives leaves.
+    admin_groups: BTreeMap<u32, u32>,
 }
 
 impl Cluster {
@@ -283,6 +296,10 @@ pub struct FakeKernel {
     privileged: bool,
     /// The process's (real) user, whose quotas it is charged to.
     uid: u32,
+    /// The process's group (real, effective and file system gid; it has
+    /// no supplementary group), which may be its node's administrators'
+    /// group.
+    gid: u32,
 }
 
 /// Addresses below this are never mapped, like the first page of a process.
@@ -340,6 +357,7 @@ impl FakeKernel {
         lock(&kernel.process).joined = lock(&self.process).joined;
         kernel.privileged = self.privileged;
         kernel.uid = self.uid;
+        kernel.gid = self.gid;
         kernel
     }
 
@@ -366,6 +384,7 @@ impl FakeKernel {
             shared,
             privileged: true,
             uid: 0,
+            gid: 0,
             process: Mutex::new(Process {
                 next_handle: 0x1000,
                 next_op: 1,
@@ -392,6 +411,15 @@ impl FakeKernel {
 
     fn joined(&self) -> bool {
         lock(&self.process).joined
+    }
+
+    /// Whether this process may join, leave and change LITE's settings:
+    /// it has `CAP_NET_ADMIN`, or its group is its node's administrators'
+    /// group (unless the `ignore_admin_group` defect).
+    fn may_administer(&self) -> bool {
+        self.privileged
+            || (!self.defects.ignore_admin_group
+                && self.cluster_state().admin_groups.get(&self.id) == Some(&self.gid))
     }
 
     /// This process as the RPC model sees it, or `-ENOTCONN` before join.
@@ -1037,6 +1065,33 @@ impl FakeKernel {
             .apply(command)
     }
 
+    /// This node's administrators' group file.
+    fn admin_group_text(&self) -> String {
+        let cluster = self.cluster_state();
+        let gid = cluster.admin_groups.get(&self.id).copied();
+        format!("{}\n", gid.unwrap_or(NO_ADMIN_GROUP))
+    }
+
+    /// A number written to this node's administrators' group file, checked
+    /// in the kernel's order: `EINVAL` for anything but a decimal number
+    /// (and a newline), then `EPERM` without `CAP_NET_ADMIN` (the group's
+    /// members may not hand it on), then `EINVAL` above [`NO_ADMIN_GROUP`].
+    fn write_admin_group(&self, text: &str) -> Result<(), i32> {
+        let number = text.strip_suffix('\n').unwrap_or(text);
+        let value: u64 = number.parse().map_err(|_| libc::EINVAL)?;
+        if !self.privileged {
+            return Err(libc::EPERM);
+        }
+        let gid = u32::try_from(value).map_err(|_| libc::EINVAL)?;
+        let mut cluster = self.cluster_state();
+        if gid == NO_ADMIN_GROUP {
+            cluster.admin_groups.remove(&self.id);
+        } else {
+            cluster.admin_groups.insert(self.id, gid);
+        }
+        Ok(())
+    }
+
     /// What the kernel does with an exiting process's handles: the LMRs
     /// it created are released (their names go, their mappings are
     /// revoked), its mappings dropped, its operations completed.
@@ -1113,7 +1168,7 @@ fn priority_of(port_priority: u32) -> u32 {
 
 impl Kernel for FakeKernel {
     unsafe fn join(&self, cm_ip: *const c_char, _cm_port: u32, _ib_port: u32) -> c_long {
-        if !self.privileged && !self.defects.join_without_privilege {
+        if !self.may_administer() && !self.defects.join_without_privilege {
             return err(libc::EPERM);
         }
         if (cm_ip as usize) < FIRST_MAPPED_ADDRESS {
@@ -1152,7 +1207,7 @@ impl Kernel for FakeKernel {
     }
 
     fn leave(&self, flags: u32) -> c_long {
-        if !self.privileged && !self.defects.leave_without_privilege {
+        if !self.may_administer() && !self.defects.leave_without_privilege {
             return err(libc::EPERM);
         }
         if flags & !LEAVE_FORCE != 0 && !self.defects.leave_accepts_unknown_flags {
@@ -1912,9 +1967,14 @@ impl Kernel for FakeKernel {
     }
 
     fn process_of_user(&self, uid: u32) -> Option<Self> {
+        self.process_of_user_and_group(uid, uid)
+    }
+
+    fn process_of_user_and_group(&self, uid: u32, gid: u32) -> Option<Self> {
         let mut kernel = self.other_process();
         kernel.privileged = false;
         kernel.uid = uid;
+        kernel.gid = gid;
         Some(kernel)
     }
 
@@ -1931,6 +1991,7 @@ impl Kernel for FakeKernel {
         let text = match name {
             STATS_FILE => Ok(self.shared.sync.stats_text(self.id, self.stats())),
             QUOTAS_FILE => Ok(self.quotas_text()),
+            ADMIN_GROUP_FILE => Ok(self.admin_group_text()),
             _ => self.shared.sync.read_qos(self.id, name),
         };
         Some(text.map_err(std::io::Error::from_raw_os_error))
@@ -1939,8 +2000,10 @@ impl Kernel for FakeKernel {
     fn write_debugfs(&self, name: &str, text: &str) -> Option<std::io::Result<()>> {
         let written = if name == STATS_FILE {
             Err(libc::EACCES)
-        } else if !self.privileged {
-            // LITE's settings need CAP_NET_ADMIN.
+        } else if name == ADMIN_GROUP_FILE {
+            self.write_admin_group(text)
+        } else if !self.may_administer() {
+            // LITE's settings need CAP_NET_ADMIN or the admin group.
             Err(libc::EPERM)
         } else if name == QUOTAS_FILE {
             self.write_quotas(text)

@@ -283,11 +283,24 @@ pub trait Kernel: Sync {
         None
     }
     /// Another process on this node, a member like this one, of user
-    /// `uid` (its real uid, which LITE's quotas charge) and without any
-    /// privilege (neither `CAP_NET_ADMIN` nor `CAP_IPC_LOCK`); `None` if
-    /// this kernel cannot make one within this process (the real kernel:
-    /// the caller starts a copy of the program as that user then).
+    /// `uid` (its real uid, which LITE's quotas charge) and group `uid`
+    /// and without any privilege (neither `CAP_NET_ADMIN` nor
+    /// `CAP_IPC_LOCK`); `None` if this kernel cannot make one within this
+    /// process (the real kernel: the caller starts a copy of the program
+    /// as that user then).
     fn process_of_user(&self, _uid: u32) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+    /// Like [`Kernel::process_of_user`], but of group `gid` (its real,
+    /// effective and file system gid, with no supplementary group), which
+    /// may be the node's administrators' group
+    /// ([`debugfs::ADMIN_GROUP_FILE`]); `None` if this kernel cannot make
+    /// one within this process (the real kernel: the caller starts a copy
+    /// of the program as that user and group then).
+    fn process_of_user_and_group(&self, _uid: u32, _gid: u32) -> Option<Self>
     where
         Self: Sized,
     {

@@ -1,5 +1,5 @@
-//! Privilege: joining and leaving need `CAP_NET_ADMIN`, using LMRs and
-//! locks needs nothing.
+//! Privilege: joining and leaving need `CAP_NET_ADMIN` (or membership of
+//! the administrators' group), using LMRs and locks needs nothing.
 //!
 //! Every node starts a copy of the program as user and group 65534
 //! (`nobody`, no capabilities), which must get `-EPERM` from `lite_join`
@@ -13,9 +13,15 @@
 //! kernel letting the unprivileged leave through disturbs no other case;
 //! this node then joins again at once.
 //!
+//! Between that process and the membership check, [`admin_group`]
+//! checks that processes of `nobody` in the group named in debugfs
+//! `admin_group` pass the privilege check of `lite_join` (they never call
+//! `lite_leave`), while others, and the same once the group is unset, do
+//! not.
+//!
 //! A kernel model cannot start a process under another user: there the same
 //! calls run in an unprivileged process of the model
-//! ([`Kernel::unprivileged_process`]).
+//! ([`Kernel::unprivileged_process`], [`Kernel::process_of_user_and_group`]).
 
 use std::fs;
 use std::io::{BufReader, Write};
@@ -38,6 +44,8 @@ use crate::pattern;
 use crate::plan::next_node;
 use crate::tap::Tap;
 use crate::IB_PORT;
+
+mod admin_group;
 
 /// User and group the unprivileged copy runs as (`nobody`, `nogroup`).
 const NOBODY: u32 = 65534;
@@ -99,26 +107,31 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, co
         password: password_of(me),
     };
     let total = kernel.get_total_node();
-    if kernel.spawns_processes() {
-        let (points, exit) = in_child(probe);
+    let probed = if kernel.spawns_processes() {
+        let (points, exit) = in_child(NOBODY, NOBODY, &probe.to_args());
         report(tap, me, &format!("uid {NOBODY}"), points);
         tap.check(
             &format!("node {me}: the copy of this program started as uid {NOBODY}, gid {NOBODY} exits with status 0"),
             exit,
         );
+        true
     } else if let Some(process) = kernel.unprivileged_process() {
         tap.comment(&format!(
             "node {me}: no process started as uid {NOBODY}: the kernel model runs the unprivileged calls in an unprivileged process of its own"
         ));
         report(tap, me, "modelled", unprivileged_calls(&process, probe));
+        true
     } else {
         tap.skip(
             &format!("node {me}: an unprivileged process gets -EPERM from lite_join and lite_leave and can use LMRs and locks"),
             "this kernel offers no unprivileged process",
         );
-        return;
+        false
+    };
+    admin_group::run(kernel, tap, me, config.cm);
+    if probed {
+        still_member(kernel, tap, probe, total);
     }
-    still_member(kernel, tap, probe, total);
 }
 
 fn report<W: Write>(tap: &mut Tap<W>, me: u32, who: &str, points: ChildPoints) {
@@ -255,10 +268,10 @@ fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe,
     );
 }
 
-/// Runs the unprivileged calls in a copy of this program started as
-/// `nobody`; the points it reported, and how it ended.
-fn in_child(probe: Probe) -> (ChildPoints, Result<(), String>) {
-    let mut child = match spawn_as(NOBODY, &probe.to_args()) {
+/// Runs a copy of this program (`__child ARGS..`) started as user `uid`
+/// and group `gid`; the points it reported, and how it ended.
+fn in_child(uid: u32, gid: u32, args: &[String]) -> (ChildPoints, Result<(), String>) {
+    let mut child = match spawn_as_user_and_group(uid, gid, args) {
         Ok(child) => child,
         Err(reason) => return (Vec::new(), Err(reason)),
     };
@@ -270,20 +283,27 @@ fn in_child(probe: Probe) -> (ChildPoints, Result<(), String>) {
 }
 
 /// Starts `lite-cluster-test __child ARGS..` as user and group `uid`,
-/// with its stdin and stdout piped.
+/// with its stdin and stdout piped (see [`spawn_as_user_and_group`]).
+pub(super) fn spawn_as(uid: u32, args: &[String]) -> Result<Child, String> {
+    spawn_as_user_and_group(uid, uid, args)
+}
+
+/// Starts `lite-cluster-test __child ARGS..` as user `uid` and group
+/// `gid`, with its stdin and stdout piped.
 ///
 /// Between fork and exec, std calls setgid, then `setgroups(0, NULL)`
 /// (what [`CommandExt::uid`] does when no groups are given; setting them
 /// explicitly is not stable yet), then setuid: the copy keeps neither a
-/// supplementary group nor, since its uid is no longer 0, any capability.
+/// supplementary group nor, since its uid is no longer 0, any capability;
+/// `gid` is its real, effective and file system group.
 /// It then runs on its own: the program is static and reads no file
 /// (it checks its credentials in `/proc/self`, its own).
-pub(super) fn spawn_as(uid: u32, args: &[String]) -> Result<Child, String> {
+fn spawn_as_user_and_group(uid: u32, gid: u32, args: &[String]) -> Result<Child, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     Command::new(&exe)
         .arg(CHILD_SUBCOMMAND)
         .args(args)
-        .gid(uid)
+        .gid(gid)
         .uid(uid)
         // The working directory of root may be closed to others.
         .current_dir("/")
@@ -293,7 +313,7 @@ pub(super) fn spawn_as(uid: u32, args: &[String]) -> Result<Child, String> {
         .spawn()
         .map_err(|e| {
             format!(
-                "starting {} as uid {uid}, gid {uid}: {e}{}",
+                "starting {} as uid {uid}, gid {gid}: {e}{}",
                 exe.display(),
                 closed_to_others(&exe)
                     .map(|p| format!(" ({} is not open to others)", p.display()))
@@ -317,6 +337,9 @@ fn closed_to_others(exe: &Path) -> Option<&Path> {
 /// Entry point of the unprivileged copy: `args` follow
 /// [`CHILD_SUBCOMMAND`]. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
+    if let Some(status) = admin_group::child_main(kernel, args) {
+        return Some(status);
+    }
     let (kind, rest) = args.split_first()?;
     if kind != KIND {
         return None;
@@ -347,6 +370,13 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
 /// Whether this process runs as user and group `id` (which is how it was
 /// started), with nothing left of root's privilege.
 pub(super) fn credentials_of(id: u32) -> Result<(), String> {
+    credentials_of_user_and_group(id, id)
+}
+
+/// Whether this process runs as user `uid` and group `gid` (which is how
+/// it was started), with no supplementary group and nothing left of
+/// root's privilege.
+fn credentials_of_user_and_group(uid: u32, gid: u32) -> Result<(), String> {
     // SAFETY: these calls only read the calling process's credentials.
     let ids = unsafe {
         [
@@ -356,7 +386,7 @@ pub(super) fn credentials_of(id: u32) -> Result<(), String> {
             libc::getegid(),
         ]
     };
-    if ids != [id; 4] {
+    if ids != [uid, uid, gid, gid] {
         let [uid, euid, gid, egid] = ids;
         return Err(format!("uid {uid}, euid {euid}, gid {gid}, egid {egid}"));
     }
@@ -437,7 +467,7 @@ mod tests {
         let summary = tap.finish();
         let output = String::from_utf8_lossy(&out);
         assert!(summary.all_passed(), "{output}");
-        assert_eq!(summary.passed, 9, "{output}");
+        assert_eq!(summary.passed, 23, "{output}");
         assert!(
             output.contains("# node 1: no process started as uid 65534: the kernel model runs"),
             "{output}"

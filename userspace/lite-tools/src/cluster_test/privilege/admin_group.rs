@@ -1,0 +1,558 @@
+//! The administrators' group (debugfs [`ADMIN_GROUP_FILE`]): members of
+//! the group a holder of `CAP_NET_ADMIN` names there pass LITE's
+//! privilege check like holders of the capability; nobody else does.
+//!
+//! On every node, this process (root):
+//!
+//! * reads the file, which must hold [`NO_ADMIN_GROUP`], its default
+//!   (whatever it holds is put back at the end);
+//! * writes the node's own group, [`GID_BASE`] + node id (which nothing
+//!   else uses), and reads it back; a number above [`NO_ADMIN_GROUP`]
+//!   must be refused with `EINVAL`, changing nothing;
+//! * starts a process of user `nobody` in that group, without any
+//!   capability, which must get `-EISCONN` from `lite_join` with the
+//!   cluster's manager (it passed the privilege check, and the node is a
+//!   member) and `-EINVAL` from `lite_join("not-an-ip")`, and must fail
+//!   with `EPERM` or `EACCES` to write the file (only `CAP_NET_ADMIN`
+//!   changes it, and debugfs is open to root only); then a process of
+//!   `nobody` in group `nogroup`, which must get `-EPERM` from both joins
+//!   and fail to write the file too; the file still holds the group then;
+//! * writes [`NO_ADMIN_GROUP`] back and reads it; a process of `nobody`
+//!   in the former group now gets `-EPERM` from both joins.
+//!
+//! No process here calls `lite_leave`, which the group allows too: a
+//! member's leave would take the node out of the cluster.
+//!
+//! The processes are copies of this program on the real kernel (reporting
+//! as [`super::super::processes`] describes), and processes of the model
+//! on a kernel model ([`Kernel::process_of_user_and_group`]).
+
+use std::io::Write;
+use std::net::Ipv4Addr;
+
+use lite::sys::CM_DEFAULT_PORT;
+
+use super::{credentials_of_user_and_group, in_child, ChildPoints, NOBODY};
+use crate::cluster_test::join_with_text;
+use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
+use crate::errno::{describe_error, errno_name, expect_errno};
+use crate::kernel::Kernel;
+use crate::tap::Tap;
+use crate::IB_PORT;
+
+/// Child kind (after the child subcommand) of the processes started here.
+const KIND: &str = "admin-group";
+
+/// The administrators' group node N sets is `GID_BASE + N`.
+const GID_BASE: u32 = 4300;
+
+/// What LITE's privilege check must make of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// It passes, as a member of the administrators' group.
+    Admitted,
+    /// It is refused with `EPERM`.
+    Refused,
+}
+
+impl Verdict {
+    /// Its name on the child's command line.
+    fn name(self) -> &'static str {
+        match self {
+            Verdict::Admitted => "admitted",
+            Verdict::Refused => "refused",
+        }
+    }
+
+    /// The verdict named `name`.
+    fn from_name(name: &str) -> Option<Verdict> {
+        [Verdict::Admitted, Verdict::Refused]
+            .into_iter()
+            .find(|verdict| verdict.name() == name)
+    }
+}
+
+/// What a process of this case needs to know. It runs as `nobody`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct GroupProbe {
+    /// The manager, which it tries to join.
+    cm: Ipv4Addr,
+    /// Its group.
+    gid: u32,
+    /// What its joins must get.
+    verdict: Verdict,
+}
+
+impl GroupProbe {
+    /// The child's command line after the child subcommand.
+    fn to_args(self) -> Vec<String> {
+        vec![
+            KIND.to_string(),
+            self.cm.to_string(),
+            self.gid.to_string(),
+            self.verdict.name().to_string(),
+        ]
+    }
+
+    /// The inverse of [`GroupProbe::to_args`], given what follows [`KIND`].
+    fn from_args(args: &[String]) -> Result<GroupProbe, String> {
+        let [cm, gid, verdict] = args else {
+            return Err(format!("expected CM GID VERDICT, got {args:?}"));
+        };
+        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
+        Ok(GroupProbe {
+            cm: cm.parse().map_err(|_| bad("manager address", cm))?,
+            gid: gid.parse().map_err(|_| bad("group", gid))?,
+            verdict: Verdict::from_name(verdict).ok_or_else(|| bad("verdict", verdict))?,
+        })
+    }
+}
+
+/// Checks the administrators' group on member node `me`, whose manager
+/// is `cm` (see the module comment); reports as test points.
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm: Ipv4Addr) {
+    let group = GID_BASE + me;
+    let Some(first_read) = kernel.read_debugfs(ADMIN_GROUP_FILE) else {
+        tap.skip(
+            &format!("node {me}: members of the group in {ADMIN_GROUP_FILE} pass the privilege check of lite_join"),
+            "this kernel has no debugfs",
+        );
+        return;
+    };
+    if !kernel.spawns_processes() {
+        tap.comment(&format!(
+            "node {me}: no process started as uid {NOBODY} in another group: the kernel model runs their calls in processes of its own"
+        ));
+    }
+    let original = first_read
+        .map_err(|e| format!("reading it: {}", describe_error(&e)))
+        .and_then(|text| parse_admin_group(&text));
+    tap.check(
+        &format!("node {me}: {ADMIN_GROUP_FILE} reads {NO_ADMIN_GROUP} (no group), its default"),
+        original.clone().and_then(|gid| {
+            if gid == NO_ADMIN_GROUP {
+                Ok(())
+            } else {
+                Err(format!("it reads {gid} (put back at the end)"))
+            }
+        }),
+    );
+    tap.check(
+        &format!("node {me}: root writes {group} to {ADMIN_GROUP_FILE}, which then reads {group}"),
+        set_group(kernel, group),
+    );
+    let too_big = u64::from(NO_ADMIN_GROUP) + 1;
+    tap.check(
+        &format!("node {me}: root gets EINVAL writing {too_big} to {ADMIN_GROUP_FILE}, which still reads {group}"),
+        refused_write(kernel, &too_big.to_string(), &[libc::EINVAL])
+            .and_then(|()| reads(kernel, group)),
+    );
+    let member = GroupProbe {
+        cm,
+        gid: group,
+        verdict: Verdict::Admitted,
+    };
+    probe_process(kernel, tap, me, member, "the admin group");
+    let outsider = GroupProbe {
+        cm,
+        gid: NOBODY,
+        verdict: Verdict::Refused,
+    };
+    probe_process(
+        kernel,
+        tap,
+        me,
+        outsider,
+        &format!("not admin group {group}"),
+    );
+    tap.check(
+        &format!("node {me}: {ADMIN_GROUP_FILE} still reads {group} after the unprivileged processes' writes"),
+        reads(kernel, group),
+    );
+    tap.check(
+        &format!("node {me}: root writes {NO_ADMIN_GROUP} to {ADMIN_GROUP_FILE}, which then reads {NO_ADMIN_GROUP}"),
+        set_group(kernel, NO_ADMIN_GROUP),
+    );
+    let former_member = GroupProbe {
+        cm,
+        gid: group,
+        verdict: Verdict::Refused,
+    };
+    probe_process(kernel, tap, me, former_member, "no longer the admin group");
+    if let Ok(gid) = original {
+        if gid != NO_ADMIN_GROUP {
+            tap.check(
+                &format!("node {me}: {ADMIN_GROUP_FILE} is set back to {gid}, what it read before"),
+                set_group(kernel, gid),
+            );
+        }
+    }
+}
+
+/// Runs `probe`'s calls in a process of `nobody` in group `probe.gid`,
+/// described as `situation`, and reports them.
+fn probe_process<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    probe: GroupProbe,
+    situation: &str,
+) {
+    let gid = probe.gid;
+    let who = format!("node {me}: a process of uid {NOBODY} and gid {gid} ({situation})");
+    if kernel.spawns_processes() {
+        let (points, exit) = in_child(NOBODY, gid, &probe.to_args());
+        report(tap, &who, points);
+        tap.check(&format!("{who} exits with status 0"), exit);
+    } else if let Some(process) = kernel.process_of_user_and_group(NOBODY, gid) {
+        report(tap, &who, group_calls(&process, probe));
+    } else {
+        let errno = join_errno(probe.verdict);
+        tap.skip(
+            &format!("{who} gets -{} from lite_join", errno_name(errno)),
+            "this kernel offers no process of another user and group",
+        );
+    }
+}
+
+/// Reports a process's points, each prefixed with `who`.
+fn report<W: Write>(tap: &mut Tap<W>, who: &str, points: ChildPoints) {
+    if points.is_empty() {
+        tap.not_ok(&format!("{who} reports its calls"), "it reported nothing");
+    }
+    for (what, outcome) in points {
+        tap.check(&format!("{who} {what}"), outcome);
+    }
+}
+
+/// What `lite_join` with the real manager must return, negated, to a
+/// process of `verdict` on a member node.
+fn join_errno(verdict: Verdict) -> i32 {
+    match verdict {
+        Verdict::Admitted => libc::EISCONN,
+        Verdict::Refused => libc::EPERM,
+    }
+}
+
+/// The calls of a process of `nobody` in group `probe.gid` on a member
+/// node, each with its verdict. The descriptions hold no `": "`, as a
+/// child's `fail` lines need. It never calls `lite_leave`.
+fn group_calls<K: Kernel>(kernel: &K, probe: GroupProbe) -> ChildPoints {
+    let GroupProbe { cm, verdict, .. } = probe;
+    let (bad_address, why) = match verdict {
+        Verdict::Admitted => (libc::EINVAL, "having passed the privilege check"),
+        Verdict::Refused => (libc::EPERM, "the privilege being checked first"),
+    };
+    let real = join_errno(verdict);
+    let member_node = match verdict {
+        Verdict::Admitted => ", having passed the privilege check on a member node",
+        Verdict::Refused => "",
+    };
+    vec![
+        (
+            format!(
+                "gets -{} from lite_join({cm}, {CM_DEFAULT_PORT}, {IB_PORT}){member_node}",
+                errno_name(real)
+            ),
+            expect_errno(join_with_text(kernel, &cm.to_string()), real),
+        ),
+        (
+            format!(
+                "gets -{} from lite_join(\"not-an-ip\"), {why}",
+                errno_name(bad_address)
+            ),
+            expect_errno(join_with_text(kernel, "not-an-ip"), bad_address),
+        ),
+        (
+            format!("gets EPERM or EACCES writing {NO_ADMIN_GROUP} to {ADMIN_GROUP_FILE}"),
+            refused_write(
+                kernel,
+                &NO_ADMIN_GROUP.to_string(),
+                &[libc::EPERM, libc::EACCES],
+            ),
+        ),
+    ]
+}
+
+/// Writes `gid` to the administrators' group file and reads it back.
+fn set_group<K: Kernel>(kernel: &K, gid: u32) -> Result<(), String> {
+    match kernel.write_debugfs(ADMIN_GROUP_FILE, &format!("{gid}\n")) {
+        None => return Err("this kernel has no debugfs".to_string()),
+        Some(Err(e)) => return Err(format!("writing it: {}", describe_error(&e))),
+        Some(Ok(())) => {}
+    }
+    reads(kernel, gid)
+}
+
+/// Whether the administrators' group file reads `gid`.
+fn reads<K: Kernel>(kernel: &K, gid: u32) -> Result<(), String> {
+    let text = match kernel.read_debugfs(ADMIN_GROUP_FILE) {
+        None => return Err("this kernel has no debugfs".to_string()),
+        Some(Err(e)) => return Err(format!("reading it: {}", describe_error(&e))),
+        Some(Ok(text)) => text,
+    };
+    match parse_admin_group(&text)? {
+        found if found == gid => Ok(()),
+        found => Err(format!("it reads {found}")),
+    }
+}
+
+/// Whether writing `number` to the administrators' group file fails with
+/// one of `errnos`.
+fn refused_write<K: Kernel>(kernel: &K, number: &str, errnos: &[i32]) -> Result<(), String> {
+    let expected = errnos
+        .iter()
+        .map(|&errno| errno_name(errno))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    match kernel.write_debugfs(ADMIN_GROUP_FILE, &format!("{number}\n")) {
+        None => Err("this kernel has no debugfs".to_string()),
+        Some(Ok(())) => Err(format!("the write went through; expected {expected}")),
+        Some(Err(e))
+            if e.raw_os_error()
+                .is_some_and(|errno| errnos.contains(&errno)) =>
+        {
+            Ok(())
+        }
+        Some(Err(e)) => Err(format!("expected {expected}, got {}", describe_error(&e))),
+    }
+}
+
+/// Entry point of a process started here: `args` follow the child
+/// subcommand. The exit status, or `None` for other kinds.
+pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
+    let (kind, rest) = args.split_first()?;
+    if kind != KIND {
+        return None;
+    }
+    let probe = match GroupProbe::from_args(rest) {
+        Ok(probe) => probe,
+        Err(reason) => {
+            eprintln!("{KIND}: {reason}");
+            return Some(2);
+        }
+    };
+    let gid = probe.gid;
+    let mut points = vec![(
+        format!(
+            "runs as uid {NOBODY} and gid {gid} with no supplementary group and no effective capability"
+        ),
+        credentials_of_user_and_group(NOBODY, gid),
+    )];
+    points.extend(group_calls(kernel, probe));
+    for (what, outcome) in points {
+        match outcome {
+            Ok(()) => crate::say(format_args!("ok {what}")),
+            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
+        }
+    }
+    Some(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use libc::c_long;
+
+    use super::*;
+    use crate::fake_kernel::{Defects, FakeKernel};
+
+    const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+    /// Node 2 of 3, joined.
+    fn member(defects: Defects) -> FakeKernel {
+        let kernel = FakeKernel::new(2, 3, defects);
+        assert_eq!(join_with_text(&kernel, &CM.to_string()), 2);
+        kernel
+    }
+
+    /// The TAP output of the case on `kernel` (node 2).
+    fn output_of(kernel: &FakeKernel) -> String {
+        let mut out = Vec::new();
+        let mut tap = Tap::new(&mut out);
+        run(kernel, &mut tap, 2, CM);
+        tap.finish();
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn failed(output: &str) -> Vec<&str> {
+        output
+            .lines()
+            .filter(|line| line.starts_with("not ok"))
+            .collect()
+    }
+
+    fn admin_group(kernel: &FakeKernel) -> String {
+        match kernel.read_debugfs(ADMIN_GROUP_FILE) {
+            Some(Ok(text)) => text,
+            other => panic!("the model's admin group file: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn members_pass_the_privilege_check_and_others_do_not() {
+        let kernel = member(Defects::default());
+        let output = output_of(&kernel);
+        assert!(failed(&output).is_empty(), "{output}");
+        assert!(output.ends_with("1..14\n14 passed, 0 failed\n"), "{output}");
+        for point in [
+            "ok 1 - node 2: admin_group reads 4294967295 (no group), its default\n",
+            "ok 2 - node 2: root writes 4302 to admin_group, which then reads 4302\n",
+            "ok 3 - node 2: root gets EINVAL writing 4294967296 to admin_group, which still reads 4302\n",
+            "ok 4 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EISCONN from lite_join(10.0.0.1, 18500, 1), having passed the privilege check on a member node\n",
+            "ok 5 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EINVAL from lite_join(\"not-an-ip\"), having passed the privilege check\n",
+            "ok 6 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets EPERM or EACCES writing 4294967295 to admin_group\n",
+            "ok 7 - node 2: a process of uid 65534 and gid 65534 (not admin group 4302) gets -EPERM from lite_join(10.0.0.1, 18500, 1)\n",
+            "ok 10 - node 2: admin_group still reads 4302 after the unprivileged processes' writes\n",
+            "ok 11 - node 2: root writes 4294967295 to admin_group, which then reads 4294967295\n",
+            "ok 12 - node 2: a process of uid 65534 and gid 4302 (no longer the admin group) gets -EPERM from lite_join(10.0.0.1, 18500, 1)\n",
+        ] {
+            assert!(output.contains(point), "{point}{output}");
+        }
+        assert_eq!(admin_group(&kernel), "4294967295\n");
+        // The node is a member as before.
+        assert_eq!(kernel.get_node_id(), 2);
+        assert_eq!(kernel.get_total_node(), 3);
+    }
+
+    #[test]
+    fn a_kernel_ignoring_the_group_is_caught() {
+        let defects = Defects {
+            ignore_admin_group: true,
+            ..Defects::default()
+        };
+        let output = output_of(&member(defects));
+        assert_eq!(
+            failed(&output),
+            [
+                "not ok 4 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EISCONN from lite_join(10.0.0.1, 18500, 1), having passed the privilege check on a member node",
+                "not ok 5 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EINVAL from lite_join(\"not-an-ip\"), having passed the privilege check",
+            ],
+            "{output}"
+        );
+        assert!(
+            output.contains("# expected -EISCONN (-106), got -1 (-EPERM)\n"),
+            "{output}"
+        );
+    }
+
+    #[test]
+    fn a_kernel_admitting_everyone_is_caught() {
+        let defects = Defects {
+            join_without_privilege: true,
+            ..Defects::default()
+        };
+        let output = output_of(&member(defects));
+        let failures = failed(&output)
+            .into_iter()
+            .map(|line| line.split_once(" - ").map_or(line, |(_, what)| what))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            failures,
+            [
+                "node 2: a process of uid 65534 and gid 65534 (not admin group 4302) gets -EPERM from lite_join(10.0.0.1, 18500, 1)",
+                "node 2: a process of uid 65534 and gid 65534 (not admin group 4302) gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first",
+                "node 2: a process of uid 65534 and gid 4302 (no longer the admin group) gets -EPERM from lite_join(10.0.0.1, 18500, 1)",
+                "node 2: a process of uid 65534 and gid 4302 (no longer the admin group) gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_group_set_before_is_reported_and_set_back() {
+        let kernel = member(Defects::default());
+        assert!(matches!(
+            kernel.write_debugfs(ADMIN_GROUP_FILE, "77\n"),
+            Some(Ok(()))
+        ));
+        let output = output_of(&kernel);
+        assert_eq!(
+            failed(&output),
+            ["not ok 1 - node 2: admin_group reads 4294967295 (no group), its default"],
+            "{output}"
+        );
+        assert!(output.contains("# it reads 77 (put back at the end)\n"));
+        assert!(
+            output.contains("ok 15 - node 2: admin_group is set back to 77, what it read before\n")
+        );
+        assert_eq!(admin_group(&kernel), "77\n");
+    }
+
+    #[test]
+    fn the_model_lets_members_leave_and_change_settings_but_not_the_group() {
+        let kernel = member(Defects::default());
+        let process = kernel
+            .process_of_user_and_group(NOBODY, 4302)
+            .expect("the model has one");
+        let outsider = kernel.process_of_user(NOBODY).expect("the model has one");
+        let errno = |written: Option<std::io::Result<()>>| {
+            written
+                .and_then(|result| result.err())
+                .and_then(|e| e.raw_os_error())
+        };
+        assert_eq!(process.leave(0), -c_long::from(libc::EPERM));
+        assert_eq!(
+            errno(process.write_debugfs("qos_enabled", "0\n")),
+            Some(libc::EPERM)
+        );
+        assert_eq!(
+            errno(kernel.write_debugfs(ADMIN_GROUP_FILE, "x\n")),
+            Some(libc::EINVAL)
+        );
+        assert_eq!(
+            errno(process.write_debugfs(ADMIN_GROUP_FILE, "x\n")),
+            Some(libc::EINVAL)
+        );
+        assert!(matches!(
+            kernel.write_debugfs(ADMIN_GROUP_FILE, "4302"),
+            Some(Ok(()))
+        ));
+        assert_eq!(admin_group(&kernel), "4302\n");
+        assert!(matches!(
+            process.write_debugfs("qos_enabled", "0\n"),
+            Some(Ok(()))
+        ));
+        assert_eq!(
+            errno(outsider.write_debugfs("qos_enabled", "1\n")),
+            Some(libc::EPERM)
+        );
+        // Members may not hand the group on.
+        assert_eq!(
+            errno(process.write_debugfs(ADMIN_GROUP_FILE, "1\n")),
+            Some(libc::EPERM)
+        );
+        assert_eq!(outsider.leave(0), -c_long::from(libc::EPERM));
+        assert_eq!(process.leave(0), 0);
+        assert_eq!(kernel.get_total_node(), 2);
+        assert_eq!(join_with_text(&process, &CM.to_string()), 2);
+        assert_eq!(kernel.get_total_node(), 3);
+    }
+
+    #[test]
+    fn the_probe_survives_the_command_line() {
+        let probe = GroupProbe {
+            cm: CM,
+            gid: 4303,
+            verdict: Verdict::Admitted,
+        };
+        let args = probe.to_args();
+        assert_eq!(args[0], KIND);
+        assert_eq!(GroupProbe::from_args(&args[1..]), Ok(probe));
+        assert!(GroupProbe::from_args(&args[1..3]).is_err());
+        let mut bad = args[1..].to_vec();
+        bad[2] = "maybe".into();
+        assert!(GroupProbe::from_args(&bad).is_err());
+        let refused = GroupProbe {
+            verdict: Verdict::Refused,
+            ..probe
+        };
+        assert_eq!(GroupProbe::from_args(&refused.to_args()[1..]), Ok(refused));
+    }
+
+    #[test]
+    fn other_kinds_of_child_are_left_to_the_other_cases() {
+        let kernel = member(Defects::default());
+        assert_eq!(child_main(&kernel, &["unprivileged".to_string()]), None);
+        assert_eq!(child_main(&kernel, &[]), None);
+        assert_eq!(child_main(&kernel, &[KIND.to_string()]), Some(2));
+    }
+}
