@@ -2248,6 +2248,7 @@ mod tests {
         away: Duration::from_millis(100),
         back: Duration::from_millis(60),
         change: Duration::from_secs(5),
+        first_leave: Duration::from_secs(5),
     };
 
     /// Test points of the failure phase, before the leave/rejoin cycles, of
