@@ -2345,7 +2345,13 @@ mod tests {
                 output
                     .matches("reads back whole with this node's pattern")
                     .count(),
-                10
+                2
+            );
+            assert_eq!(
+                output
+                    .matches("reads back around every chunk boundary with this node's pattern")
+                    .count(),
+                CYCLES as usize - 2
             );
             assert!(
                 output.contains("during the cycles comes back intact"),
@@ -2469,7 +2475,7 @@ mod tests {
             assert!(
                 failed
                     .iter()
-                    .all(|l| l.contains("spread LMR reads back whole")),
+                    .all(|l| l.contains("spread LMR reads back")),
                 "{failed:?}"
             );
             assert!(output.contains("byte(s) differ"), "{output}");

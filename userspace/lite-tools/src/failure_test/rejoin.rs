@@ -41,7 +41,7 @@ use std::thread;
 use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
+use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
 use super::{alloc, barrier_point, bounded, elapsed_ms, held_chunks, run_traffic, Target};
 use crate::cluster_test::io::{handle_of, read_at, write_at};
@@ -79,14 +79,19 @@ const TRAFFIC_LMR_SIZE: u64 = 1 << 20;
 /// handle once it is out.
 const OLD_HANDLE_SIZE: u64 = 4096;
 
+/// Bytes read around each chunk boundary of the spread LMR after the
+/// cycles that do not read it whole.
+const SAMPLE_WINDOW: u64 = 64 << 10;
+
 /// Bound of one `lite_leave` or `lite_join` call, and of writing or reading
 /// a whole spread LMR.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bound of the phase's barriers: the others may first spend up to
 /// [`CyclePacing::change`] on a cycle that does not come, and the
-/// observers read their 16 MiB spread LMR back after every cycle, which
-/// under emulation can leave them minutes behind the leaver's last join.
+/// observers read their 16 MiB spread LMR back after the first and the
+/// last cycle, which under emulation can leave them minutes behind the
+/// leaver's last join.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Pause between joins the manager refused for now (`EADDRINUSE`,
@@ -837,11 +842,45 @@ fn fill<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
 
 /// Reads all of `lmr` back and compares it with the pattern of `seed`.
 fn read_and_verify<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
-    let mut data = vec![0u8; lmr.size as usize];
-    pattern::poison(seed, 0, &mut data);
-    expect_zero(read_at(kernel, lmr.handle, 0, &mut data, lmr.password))
-        .map_err(|e| format!("read of {} B: {e}", lmr.size))?;
-    pattern::verify(seed, 0, &data).map_err(|m| m.to_string())
+    read_and_verify_window(kernel, lmr, seed, 0, lmr.size)
+}
+
+/// Reads `len` bytes at `offset` of `lmr` and checks them against the
+/// pattern of `seed`.
+fn read_and_verify_window<K: Kernel>(
+    kernel: &K,
+    lmr: Target,
+    seed: u64,
+    offset: u64,
+    len: u64,
+) -> Result<(), String> {
+    let mut data = vec![0u8; len as usize];
+    pattern::poison(seed, offset, &mut data);
+    expect_zero(read_at(kernel, lmr.handle, offset, &mut data, lmr.password))
+        .map_err(|e| format!("read of {len} B at {offset}: {e}"))?;
+    pattern::verify(seed, offset, &data).map_err(|m| m.to_string())
+}
+
+/// The windows of a spread LMR of `size` bytes read after the cycles in
+/// between the first and the last: [`SAMPLE_WINDOW`] bytes around every
+/// chunk boundary, and the first and last bytes, as `(offset, len)`.
+fn sample_windows(size: u64) -> Vec<(u64, u64)> {
+    let half = SAMPLE_WINDOW / 2;
+    let mut windows = vec![(0, SAMPLE_WINDOW.min(size))];
+    let mut boundary = CHUNK_SIZE;
+    while boundary < size {
+        windows.push((boundary - half, SAMPLE_WINDOW.min(size - (boundary - half))));
+        boundary += CHUNK_SIZE;
+    }
+    windows.push((size.saturating_sub(SAMPLE_WINDOW), SAMPLE_WINDOW.min(size)));
+    windows
+}
+
+/// Reads the windows of [`sample_windows`] of `lmr` back.
+fn read_and_verify_samples<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
+    sample_windows(lmr.size)
+        .into_iter()
+        .try_for_each(|(offset, len)| read_and_verify_window(kernel, lmr, seed, offset, len))
 }
 
 /// Waits for cycle `cycle`: the cluster's size down by one, then whole
@@ -898,7 +937,10 @@ fn follow_cycle<W: Write>(
     back.ok().map(|(_, back_ns)| back_ns)
 }
 
-/// Reads the whole spread LMR back after cycle `cycle`, as a test point.
+/// Reads the spread LMR back after cycle `cycle`, as a test point: whole
+/// after the first cycle (whose leave moved the chunks the leaver held)
+/// and the last, around every chunk boundary after the others, so that the
+/// observers keep up with the leaver under emulation.
 fn check_spread<K, W>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -909,14 +951,26 @@ fn check_spread<K, W>(
     K: Kernel + Send + 'static,
     W: Write,
 {
+    let whole = cycle == 1 || cycle == CYCLES;
     let outcome = match spread {
-        Some(lmr) => bounded(kernel, CALL_TIMEOUT, move |k| read_and_verify(k, lmr, seed))
-            .and_then(|verdict| verdict),
+        Some(lmr) if whole => {
+            bounded(kernel, CALL_TIMEOUT, move |k| read_and_verify(k, lmr, seed))
+                .and_then(|verdict| verdict)
+        }
+        Some(lmr) => bounded(kernel, CALL_TIMEOUT, move |k| {
+            read_and_verify_samples(k, lmr, seed)
+        })
+        .and_then(|verdict| verdict),
         None => Err("there is no spread LMR to read".to_string()),
+    };
+    let how = if whole {
+        "whole"
+    } else {
+        "around every chunk boundary"
     };
     tap.check(
         &format!(
-            "leave/rejoin cycle {cycle}: the {} MiB spread LMR reads back whole with this \
+            "leave/rejoin cycle {cycle}: the {} MiB spread LMR reads back {how} with this \
              node's pattern",
             SPREAD_LMR_SIZE >> 20
         ),
@@ -1013,6 +1067,23 @@ mod tests {
             peer,
             publishes,
         })
+    }
+
+    #[test]
+    fn the_samples_straddle_every_chunk_boundary_and_reach_both_ends() {
+        let half = SAMPLE_WINDOW / 2;
+        assert_eq!(
+            sample_windows(SPREAD_LMR_SIZE),
+            vec![
+                (0, SAMPLE_WINDOW),
+                (CHUNK_SIZE - half, SAMPLE_WINDOW),
+                (2 * CHUNK_SIZE - half, SAMPLE_WINDOW),
+                (3 * CHUNK_SIZE - half, SAMPLE_WINDOW),
+                (SPREAD_LMR_SIZE - SAMPLE_WINDOW, SAMPLE_WINDOW),
+            ]
+        );
+        // Smaller than a window: the whole LMR, twice.
+        assert_eq!(sample_windows(100), vec![(0, 100), (0, 100)]);
     }
 
     #[test]
