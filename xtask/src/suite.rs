@@ -464,14 +464,6 @@ fn failure_roles(nodes: usize) -> Vec<String> {
     failure::roles(nodes, SURVIVOR_ROLE, VICTIM_ROLE)
 }
 
-/// Boots the failure test's cluster, kills the victim once the survivors
-/// depend on it, boots the victim's VM again once the survivors are done
-/// with the failure program, and checks every node's TAP and log: each
-/// survivor's two programs (the failure test, then the cluster test with
-/// all four nodes) and the second boot's cluster test. The victim's first
-/// log ends wherever the kill cut it off: it is neither counted nor
-/// scanned, but the victim has to get ready and to be killed by the
-/// harness, and its VM to be booted again.
 /// Kernel parameters of node `i` of the failure phase: the survivors run
 /// without kmemleak, which slows emulated RDMA transfers by half again and
 /// is never scanned on them; the victim keeps it for its second boot,
@@ -484,6 +476,14 @@ fn failure_phase_append(i: usize) -> Vec<String> {
     }
 }
 
+/// Boots the failure test's cluster, kills the victim once the survivors
+/// depend on it, boots the victim's VM again once the survivors are done
+/// with the failure program, and checks every node's TAP and log: each
+/// survivor's two programs (the failure test, then the cluster test with
+/// all four nodes) and the second boot's cluster test. The victim's first
+/// log ends wherever the kill cut it off: it is neither counted nor
+/// scanned, but the victim has to get ready and to be killed by the
+/// harness, and its VM to be booted again.
 fn failure_test(
     cache: &Cache,
     kernel: &Path,

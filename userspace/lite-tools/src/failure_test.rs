@@ -2473,9 +2473,7 @@ mod tests {
             // Every check after the first leave, which zeroed two chunks.
             assert_eq!(failed.len(), CYCLES as usize, "{failed:?}");
             assert!(
-                failed
-                    .iter()
-                    .all(|l| l.contains("spread LMR reads back")),
+                failed.iter().all(|l| l.contains("spread LMR reads back")),
                 "{failed:?}"
             );
             assert!(output.contains("byte(s) differ"), "{output}");

@@ -952,21 +952,21 @@ fn check_spread<K, W>(
     W: Write,
 {
     let whole = cycle == 1 || cycle == CYCLES;
-    let outcome = match spread {
-        Some(lmr) if whole => {
-            bounded(kernel, CALL_TIMEOUT, move |k| read_and_verify(k, lmr, seed))
-                .and_then(|verdict| verdict)
-        }
-        Some(lmr) => bounded(kernel, CALL_TIMEOUT, move |k| {
-            read_and_verify_samples(k, lmr, seed)
-        })
-        .and_then(|verdict| verdict),
-        None => Err("there is no spread LMR to read".to_string()),
+    let read: fn(&K, Target, u64) -> Result<(), String> = if whole {
+        read_and_verify
+    } else {
+        read_and_verify_samples
     };
     let how = if whole {
         "whole"
     } else {
         "around every chunk boundary"
+    };
+    let outcome = match spread {
+        Some(lmr) => {
+            bounded(kernel, CALL_TIMEOUT, move |k| read(k, lmr, seed)).and_then(|verdict| verdict)
+        }
+        None => Err("there is no spread LMR to read".to_string()),
     };
     tap.check(
         &format!(
