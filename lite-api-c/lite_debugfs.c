@@ -75,19 +75,20 @@ static int lite_resources_show(struct seq_file *m, void *unused)
 DEFINE_SHOW_ATTRIBUTE(lite_resources);
 
 /* Room for the access checks' results: a few lines. */
-#define LITE_PROBE_TEXT_LEN	1024
+/* A line of about 100 bytes per check and peer, up to 63 peers. */
+#define LITE_PROBE_TEXT_LEN	65536
 
 static int lite_access_probe_show(struct seq_file *m, void *unused)
 {
 	ssize_t len;
-	char *text = kzalloc(LITE_PROBE_TEXT_LEN, GFP_KERNEL);
+	char *text = kvzalloc(LITE_PROBE_TEXT_LEN, GFP_KERNEL);
 
 	if (!text)
 		return -ENOMEM;
 	len = lite_rs_debugfs_access_probe(text, LITE_PROBE_TEXT_LEN);
 	if (len >= 0)
 		seq_write(m, text, len);
-	kfree(text);
+	kvfree(text);
 	return len < 0 ? len : 0;
 }
 DEFINE_SHOW_ATTRIBUTE(lite_access_probe);

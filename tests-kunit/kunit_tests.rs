@@ -8,7 +8,7 @@
 use core::ffi::c_char;
 use kernel::{
     bindings,
-    error::code::{EINVAL, ENOENT, ENOMEM},
+    error::code::{EINVAL, EIO, ENOENT, ENOMEM},
 };
 
 use crate::{
@@ -21,6 +21,10 @@ use crate::{
             MAX_FRAME_LEN,
         },
         core::wire::{Frame, Status, MESSAGE_LEN},
+        keys::{
+            part_frame,
+            wire::{KeysMessage, FIRST_PART, LAST_PART},
+        },
         locks::wire::LockMessage,
         memory::{
             chunk::{
@@ -49,6 +53,7 @@ use crate::{
         util::{address::parse_ipv4, handle, ring::Ring, slot_table::SlotTable},
     },
     sys::secret::hmac_sha256,
+    verbs::RemoteKeys,
 };
 
 extern "C" {
@@ -1890,4 +1895,68 @@ kunit_case!(lite_test_quota_charges, |c| {
     );
     check!(c, set("limit node 5 default").is_ok());
     check!(c, quotas.node_limit(5) == 1 << 20);
+});
+
+kunit_case!(lite_test_remote_key_tables, |c| {
+    let Ok(keys) = RemoteKeys::new() else {
+        check!(c, false);
+        return;
+    };
+    // Before the peer's first table, accesses wait; a gone connection ends
+    // the wait.
+    check!(c, keys.wait_ready(|| true) == Err(EIO));
+    // A table in two parts is in force once its last part arrived.
+    check!(
+        c,
+        keys.receive(&[(0x300, 0x301), (0x100, 0x101)], true, false)
+            .is_ok()
+    );
+    check!(c, keys.wait_ready(|| true) == Err(EIO));
+    check!(c, keys.post_translated((8, 0x100), |r| r) == (8, 0x100));
+    check!(c, keys.receive(&[(0x200, 0x201)], false, true).is_ok());
+    check!(c, keys.wait_ready(|| true).is_ok());
+    check!(c, keys.post_translated((8, 0x100), |r| r) == (8, 0x101));
+    check!(c, keys.post_translated((9, 0x200), |r| r) == (9, 0x201));
+    check!(c, keys.post_translated((0, 0x300), |r| r) == (0, 0x301));
+    // Keys never replaced go out as given.
+    check!(c, keys.post_translated((0, 0x150), |r| r) == (0, 0x150));
+    // A new table replaces the old one whole.
+    check!(c, keys.receive(&[(0x200, 0x202)], true, true).is_ok());
+    check!(c, keys.post_translated((0, 0x100), |r| r) == (0, 0x100));
+    check!(c, keys.post_translated((0, 0x200), |r| r) == (0, 0x202));
+    // An empty table makes every key go out as given.
+    check!(c, keys.receive(&[], true, true).is_ok());
+    check!(c, keys.post_translated((0, 0x200), |r| r) == (0, 0x200));
+
+    // Parts travel as control messages: identity high, current key low.
+    let frame = part_frame(
+        5,
+        &[(1, 2), (u32::MAX, 0x8000_0000)],
+        FIRST_PART | LAST_PART,
+    );
+    let decoded = KeysMessage::from_frame(&Frame::decode(&frame.encode()));
+    check!(
+        c,
+        decoded
+            == Some(KeysMessage::KeyTablePart {
+                request_id: 5,
+                pair0: (1 << 32) | 2,
+                pair1: (u64::from(u32::MAX) << 32) | 0x8000_0000,
+                pair2: 0,
+                pair3: 0,
+                pair4: 0,
+                count: 2,
+                flags: FIRST_PART | LAST_PART,
+            })
+    );
+    // More pairs than a part holds are cut, never read past.
+    let long = [(7, 8); 9];
+    let frame = part_frame(0, &long, 0);
+    check!(
+        c,
+        matches!(
+            KeysMessage::from_frame(&frame),
+            Some(KeysMessage::KeyTablePart { count: 5, .. })
+        )
+    );
 });

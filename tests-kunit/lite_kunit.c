@@ -58,6 +58,7 @@ LITE_RUST_CASE(barrier_reuse)
 LITE_RUST_CASE(qos_decisions)
 LITE_RUST_CASE(op_latency_buckets)
 LITE_RUST_CASE(sync_api_before_join)
+LITE_RUST_CASE(remote_key_tables)
 
 /* Cases that need a joined cluster of two nodes or more; skipped otherwise. */
 #define LITE_RUST_CLUSTER_CASE(name)					\
@@ -123,6 +124,7 @@ static struct kunit_case lite_api_cases[] = {
 	KUNIT_CASE(api_before_join),
 	KUNIT_CASE(memory_api_before_join),
 	KUNIT_CASE(sync_api_before_join),
+	KUNIT_CASE(remote_key_tables),
 	{}
 };
 

@@ -20,6 +20,7 @@ use super::{
         wire::{Family, Frame, Role},
         Core, Received,
     },
+    keys::Keys,
     locks::Locks,
     memory::{ops::MemoryOps, registration::Registration, RemoteMemory},
     probe::Probe,
@@ -60,6 +61,8 @@ pub(crate) struct Cluster {
     pub(crate) barrier: Arc<Barrier>,
     /// The device access probe.
     probe: Arc<Probe>,
+    /// Key changes.
+    pub(crate) keys: Arc<Keys>,
     /// The subsystem owning each family of control messages, by family.
     owners: [Option<Arc<dyn Subsystem>>; Family::COUNT],
 }
@@ -80,7 +83,8 @@ impl Cluster {
         let rpc = Rpc::new(core.clone())?;
         let locks = Locks::new(core.clone(), atomics.clone())?;
         let barrier = Barrier::new(core.clone())?;
-        let probe = Probe::new(core.clone())?;
+        let keys = Keys::new(core.clone())?;
+        let probe = Probe::new(core.clone(), keys.clone())?;
         let owners = Family::ALL.map(|family| -> Option<Arc<dyn Subsystem>> {
             Some(match family {
                 // Status replies only ever answer a request.
@@ -93,6 +97,7 @@ impl Cluster {
                 Family::Locks => locks.clone(),
                 Family::Barrier => barrier.clone(),
                 Family::Probe => probe.clone(),
+                Family::Keys => keys.clone(),
             })
         });
         Ok(Arc::new(
@@ -107,6 +112,7 @@ impl Cluster {
                 locks,
                 barrier,
                 probe,
+                keys,
                 atomics,
                 memory,
                 core,
@@ -116,11 +122,13 @@ impl Cluster {
         )?)
     }
 
-    /// Every subsystem, for news about peers, in the order they hear it:
-    /// remote memory marks lost chunks before sharing updates the chunk
-    /// tables of published LMRs.
-    fn subsystems(&self) -> [&dyn Subsystem; 10] {
+    /// Every subsystem, for news about peers, in the order they hear it: a
+    /// peer that joined gets this node's keys before anything else; remote
+    /// memory marks lost chunks before sharing updates the chunk tables of
+    /// published LMRs.
+    fn subsystems(&self) -> [&dyn Subsystem; 11] {
         [
+            &*self.keys,
             &*self.memory,
             &*self.memory_ops,
             &*self.registration,
@@ -145,6 +153,11 @@ impl Cluster {
     /// whichever is current for `None`) dead, or it left: its connection is
     /// fenced, callers waiting on it fail with `EHOSTDOWN`, and every
     /// subsystem releases what it kept for it. Runs once per peer.
+    ///
+    /// When the manager named the peer, this node's keys change before the
+    /// membership goes on, so the peer's next incarnation cannot use what
+    /// this one kept. (`None` comes from this node's own fencing, after
+    /// which its keys go with the membership.)
     pub(crate) fn peer_gone(&self, node: u32, incarnation: Option<u32>) {
         if self.core.fence_peer(node, incarnation).is_none() {
             return;
@@ -152,6 +165,15 @@ impl Cluster {
         pr_notice!("node {} is gone\n", node);
         for subsystem in self.subsystems() {
             subsystem.on_peer_gone(node);
+        }
+        if incarnation.is_some() {
+            if let Err(e) = self.keys.replace_keys() {
+                pr_err!(
+                    "cannot replace this node's keys after node {} went: {:?}\n",
+                    node,
+                    e
+                );
+            }
         }
     }
 
@@ -249,6 +271,7 @@ impl Cluster {
     /// threads serving it end.
     pub(crate) fn shutdown(&self) {
         self.core.close();
+        self.keys.close();
         self.async_io.close();
         self.locks.close();
     }

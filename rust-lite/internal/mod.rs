@@ -8,8 +8,8 @@
 //! for others) and subsystems that each own their state, their control
 //! messages and their reaction to peers: [`memory`] (LMRs, transfers, memory
 //! operations, registration), [`sharing`], [`async_io`], [`rpc`],
-//! [`atomics`], [`locks`], [`barrier`] and [`probe`] (the device access
-//! checks); [`qos`] keeps priorities and
+//! [`atomics`], [`locks`], [`barrier`], [`probe`] (the device access
+//! checks) and [`keys`] (key changes when a peer is fenced); [`qos`] keeps priorities and
 //! statistics. [`process`] holds what each process has of them, and
 //! [`quota`] what each user may hold.
 
@@ -22,6 +22,7 @@ pub(crate) mod cluster;
 #[expect(unreachable_pub, reason = "shared with the userspace cluster manager")]
 pub(crate) mod cm_wire;
 pub(crate) mod core;
+pub(crate) mod keys;
 pub(crate) mod locks;
 pub(crate) mod membership;
 pub(crate) mod memory;

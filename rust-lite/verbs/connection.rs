@@ -24,7 +24,7 @@ use kernel::{bindings, prelude::*, sync::Arc, time::Ktime};
 use super::{
     cq::POLL_BATCH,
     qp::{LocalSegment, QueuePair, QueueSizes, RemoteEnd},
-    CompletionQueue, DmaBuffer, PortConfig, ProtectionDomain, WorkCompletion,
+    CompletionQueue, DmaBuffer, PortConfig, ProtectionDomain, RemoteKeys, WorkCompletion,
 };
 use crate::sys::wait::Sleep;
 
@@ -145,6 +145,10 @@ pub(crate) struct Connection {
     tag: u32,
     /// How long a waiter polls before it sleeps.
     spin_ns: i64,
+    /// The peer's replaced keys, translated in every remote access.
+    keys: Arc<RemoteKeys>,
+    /// The connection was fenced.
+    fenced: AtomicBool,
 }
 
 impl Connection {
@@ -175,6 +179,8 @@ impl Connection {
             polling: AtomicBool::new(false),
             tag,
             spin_ns: if device.is_software() { 0 } else { SPIN_NS },
+            keys: RemoteKeys::new()?,
+            fenced: AtomicBool::new(false),
         };
         for index in 0..RECV_DEPTH {
             this.post_recv(index)?;
@@ -197,11 +203,22 @@ impl Connection {
     /// waiting on a peer that is gone and the peer cannot reach this node's
     /// memory through it any more.
     pub(crate) fn fence(&self) -> Result {
+        self.fenced.store(true, Ordering::Release);
         self.qp.to_error()?;
         // Waiters sleep until a completion event; the flushed completions
         // raise one, but wake them in any case.
         self.send_cq.wake_waiters();
         Ok(())
+    }
+
+    /// How the peer's keys are translated on this connection.
+    pub(crate) fn keys(&self) -> &RemoteKeys {
+        &self.keys
+    }
+
+    /// Waits until the peer's keys are known (see [`RemoteKeys`]).
+    fn wait_for_keys(&self) -> Result {
+        self.keys.wait_ready(|| self.fenced.load(Ordering::Acquire))
     }
 
     fn post_recv(&self, index: u32) -> Result {
@@ -351,14 +368,17 @@ impl Connection {
             addr: local.dma_range_on(self.qp.device(), 0, len)?,
             len: u32::try_from(len).map_err(|_| EINVAL)?,
         };
+        self.wait_for_keys()?;
         let slot = self.acquire_slot();
-        // SAFETY: As in `execute_releasing`: `segment` is inside `local`,
-        // DMA-mapped on this device, and `local` is borrowed until
-        // `finish_status` has seen the completion of `slot`.
-        let posted = unsafe {
-            self.qp
-                .post_send(opcode, &segment, Some(remote), None, slot as u64)
-        };
+        let posted = self.keys.post_translated(remote, |remote| {
+            // SAFETY: As in `execute_releasing`: `segment` is inside
+            // `local`, DMA-mapped on this device, and `local` is borrowed
+            // until `finish_status` has seen the completion of `slot`.
+            unsafe {
+                self.qp
+                    .post_send(opcode, &segment, Some(remote), None, slot as u64)
+            }
+        });
         match self.finish_status(slot, posted)? {
             bindings::ib_wc_status_IB_WC_SUCCESS => Ok(true),
             bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR => Ok(false),
@@ -416,17 +436,20 @@ impl Connection {
             addr: result.dma_range_on(self.qp.device(), 0, 8)?,
             len: 8,
         };
+        self.wait_for_keys()?;
         let slot = self.acquire_slot();
-        // SAFETY: `segment` is 8 bytes of `result`, DMA-mapped on this
-        // device (checked by `dma_range_on`). `result` is borrowed for this
-        // whole call, so it stays allocated and mapped and none of its
-        // `&mut self` methods (the only ones making references into its
-        // memory) can run, and `finish` does not return before the completion
-        // of `slot` (the `wr_id`) has been polled.
-        let posted = unsafe {
-            self.qp
-                .post_atomic(opcode, &segment, remote, compare, swap, slot as u64)
-        };
+        let posted = self.keys.post_translated(remote, |remote| {
+            // SAFETY: `segment` is 8 bytes of `result`, DMA-mapped on this
+            // device (checked by `dma_range_on`). `result` is borrowed for
+            // this whole call, so it stays allocated and mapped and none of
+            // its `&mut self` methods (the only ones making references into
+            // its memory) can run, and `finish` does not return before the
+            // completion of `slot` (the `wr_id`) has been polled.
+            unsafe {
+                self.qp
+                    .post_atomic(opcode, &segment, remote, compare, swap, slot as u64)
+            }
+        });
         self.finish(slot, posted)?;
         let mut old = [0u8; 8];
         result.read_bytes(0, &mut old)?;
@@ -516,16 +539,30 @@ impl Connection {
                 return Err(EINVAL);
             }
         };
+        if remote.is_some() {
+            if let Err(e) = self.wait_for_keys() {
+                once_posted(false);
+                return Err(e);
+            }
+        }
         let slot = self.acquire_slot();
-        // SAFETY: `segment` is inside `local`, DMA-mapped on this device
-        // (checked by `dma_range_on`). `local` is borrowed for this whole call,
-        // so it stays allocated and mapped and none of its `&mut self`
-        // methods (the only ones making references into its memory) can run,
-        // and `finish` does not return before the completion of `slot` (the
-        // `wr_id`) has been polled.
-        let posted = unsafe {
-            self.qp
-                .post_send(opcode, &segment, remote, imm, slot as u64)
+        let post = |remote| {
+            // SAFETY: `segment` is inside `local`, DMA-mapped on this device
+            // (checked by `dma_range_on`). `local` is borrowed for this whole
+            // call, so it stays allocated and mapped and none of its `&mut
+            // self` methods (the only ones making references into its
+            // memory) can run, and `finish` does not return before the
+            // completion of `slot` (the `wr_id`) has been polled.
+            unsafe {
+                self.qp
+                    .post_send(opcode, &segment, remote, imm, slot as u64)
+            }
+        };
+        let posted = match remote {
+            Some(remote) => self
+                .keys
+                .post_translated(remote, |remote| post(Some(remote))),
+            None => post(None),
         };
         once_posted(posted.is_ok());
         self.finish(slot, posted)

@@ -19,6 +19,7 @@ use super::{
     check,
     cq::POLL_BATCH,
     qp::{QueuePair, QueueSizes, RemoteEnd},
+    region_keys::{KeyRegistry, KeyedRegion},
     CompletionQueue, PortConfig, ProtectionDomain, WorkCompletion, PAGE_SIZE,
 };
 
@@ -41,8 +42,8 @@ pub(crate) fn live_memory_regions() -> u64 {
 }
 
 /// A registered memory region: peers holding its remote key can read, write
-/// and use atomics on its bytes, from [`MemoryRegion::iova`] on, and nowhere
-/// else.
+/// and use atomics on its bytes, from its I/O virtual address on, and
+/// nowhere else.
 ///
 /// # Invariants
 ///
@@ -86,27 +87,11 @@ impl MemoryRegion {
         unsafe { (*self.ptr.as_ptr()).rkey }
     }
 
-    /// The address peers use for the region's first byte.
-    pub(crate) fn iova(&self) -> u64 {
-        // SAFETY: As in `rkey`.
-        unsafe { (*self.ptr.as_ptr()).iova }
-    }
-
     /// Length of the region in bytes.
     pub(crate) fn len(&self) -> u64 {
-        // SAFETY: As in `rkey`.
+        // SAFETY: `ptr` is valid (type invariant); the length is fixed once
+        // the region is registered.
         unsafe { (*self.ptr.as_ptr()).length }
-    }
-
-    /// The remote address of `[at, at + len)` of the region, after checking
-    /// that the range is inside it.
-    pub(crate) fn remote_range(&self, at: u64, len: u64) -> Result<(u64, u32)> {
-        match at.checked_add(len) {
-            Some(end) if end <= self.len() => {
-                Ok((self.iova().checked_add(at).ok_or(EINVAL)?, self.rkey()))
-            }
-            _ => Err(EINVAL),
-        }
     }
 }
 
@@ -138,23 +123,61 @@ pub(crate) struct Registrar {
     cq: Arc<CompletionQueue>,
     pd: Arc<ProtectionDomain>,
     port: PortConfig,
+    /// The node's regions whose keys change together.
+    keys: Arc<KeyRegistry>,
 }
 
 impl Registrar {
-    /// Creates the queue pair in `pd` on `port` and connects it to itself.
+    /// Creates the queue pair in `pd` on `port` and connects it to itself;
+    /// regions it registers join `keys`.
     pub(crate) fn new(
         pd: &Arc<ProtectionDomain>,
         port: &PortConfig,
+        keys: &Arc<KeyRegistry>,
     ) -> Result<impl PinInit<Self, Error>> {
         let cq = CompletionQueue::new(pd.device().clone(), 8)?;
         let qp = Self::loopback(pd, &cq, port)?;
-        let (pd, port) = (pd.clone(), port.clone());
+        let (pd, port, keys) = (pd.clone(), port.clone(), keys.clone());
         Ok(try_pin_init!(Registrar {
             qp <- new_mutex!(qp, "lite:registrar"),
             cq,
             pd,
             port,
+            keys,
         }? Error))
+    }
+
+    /// Registers memory as [`Registrar::register`] does, as a region whose
+    /// key changes with the node's others ([`Registrar::rekey`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Registrar::register`]; `EAGAIN` if the device kept giving keys
+    /// that peers translate.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Registrar::register`], until the returned region is dropped.
+    pub(super) unsafe fn register_keyed(
+        &self,
+        dma: &[u64],
+        len: usize,
+        page_size: usize,
+        iova: u64,
+    ) -> Result<KeyedRegion> {
+        // SAFETY: The caller's guarantees, passed on.
+        unsafe { self.keys.register(self, dma, len, page_size, iova) }
+    }
+
+    /// Replaces the key of every region of the node
+    /// ([`KeyRegistry::rekey`]).
+    pub(crate) fn rekey(&self) -> Result {
+        self.keys.rekey(self)
+    }
+
+    /// The node's regions whose keys change together.
+    pub(crate) fn keys(&self) -> &Arc<KeyRegistry> {
+        &self.keys
     }
 
     fn loopback(

@@ -9,23 +9,20 @@
 //! the number of LMRs, and the rest of the node's memory has no key a peer
 //! could use.
 //!
-//! When a peer is fenced, every segment is retired: new buffers come from
-//! new segments with new keys, and a retired segment is released once its
-//! last buffer is, so keys a fenced peer may have kept never reach memory
-//! handed out after it was fenced. (Long-lived buffers keep their segment:
-//! after [`MAX_RETIRED`] retired segments are held, fences retire no more,
-//! so a flapping peer cannot make the pool grow without bound.)
+//! Each segment's region changes its key with the node's other regions
+//! when a peer is fenced ([`super::region_keys`]), buffers in use included.
 //!
 //! A key covers its whole segment: a peer that was handed one buffer of a
 //! segment can reach the other buffers of that segment too. The device
 //! keeps peers out of everything else; LITE's software keeps them to what
 //! they were handed.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{new_mutex, new_spinlock, prelude::*, sync::Arc, sync::Mutex, sync::SpinLock};
 
 use super::{
-    memory_region::{MemoryRegion, Registrar},
+    memory_region::Registrar,
+    region_keys::{KeyRegistry, KeyedRegion},
     Device, DmaBuffer, PortConfig, ProtectionDomain, MAX_DMA_BUFFER, PAGE_SIZE,
 };
 
@@ -41,10 +38,6 @@ const MAP_WORDS: usize = SEGMENT_PAGES.div_ceil(64);
 /// Empty segments kept registered, so that a node allocating and freeing
 /// LMRs does not register and release a region each time.
 const SPARE_SEGMENTS: usize = 1;
-
-/// Most retired segments still holding buffers before fences stop
-/// retiring.
-const MAX_RETIRED: usize = 8;
 
 /// Bytes of all segments, for `/sys/kernel/debug/lite/resources`.
 static POOL_BYTES: AtomicU64 = AtomicU64::new(0);
@@ -126,7 +119,7 @@ impl PageMap {
 /// `region` is registered over all of `memory`, which outlives it (field
 /// order: the region is dropped first).
 struct RegisteredMemory {
-    region: MemoryRegion,
+    region: KeyedRegion,
     memory: DmaBuffer,
 }
 
@@ -140,8 +133,6 @@ pub(crate) struct Segment {
     registered: RegisteredMemory,
     #[pin]
     map: SpinLock<PageMap>,
-    /// No new buffer is carved from the segment.
-    retired: AtomicBool,
 }
 
 impl Segment {
@@ -169,7 +160,7 @@ impl Segment {
         // SAFETY: `[dma, dma + len)` is the mapping of `memory`, which
         // `RegisteredMemory` keeps mapped until after the region is dropped
         // (field order); its bytes are only reached through raw copies.
-        let region = unsafe { registrar.register(&[dma], len, page_size, dma)? };
+        let region = unsafe { registrar.register_keyed(&[dma], len, page_size, dma)? };
         let registered = RegisteredMemory { region, memory };
         let map = PageMap {
             used: [0; MAP_WORDS],
@@ -180,7 +171,6 @@ impl Segment {
             pin_init!(Segment {
                 registered,
                 map <- new_spinlock!(map, "lite:pool_segment"),
-                retired: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )?;
@@ -190,9 +180,6 @@ impl Segment {
 
     /// Carves `len` bytes (whole pages) for a buffer, if they fit.
     fn carve(self: &Arc<Self>, len: usize) -> Option<DmaBuffer> {
-        if self.retired.load(Ordering::Acquire) {
-            return None;
-        }
         let pages = len.div_ceil(PAGE_SIZE);
         let first = self.map.lock().take(pages)?;
         match DmaBuffer::carved(
@@ -216,9 +203,9 @@ impl Segment {
             .give_back(at / PAGE_SIZE, len.div_ceil(PAGE_SIZE));
     }
 
-    /// The key peers reach the segment with.
+    /// The key peers name the segment by.
     pub(super) fn rkey(&self) -> u32 {
-        self.registered.region.rkey()
+        self.registered.region.identity()
     }
 
     fn is_empty(&self) -> bool {
@@ -242,24 +229,22 @@ pub(crate) struct RemotePool {
     registrar: Registrar,
     #[pin]
     segments: Mutex<KVec<Arc<Segment>>>,
-    /// Counts calls of [`RemotePool::retire_all`], so that a segment made
-    /// during one is retired too.
-    retirements: AtomicU64,
     device: Arc<Device>,
 }
 
 impl RemotePool {
-    /// An empty pool registering its segments in `pd`, through `port`.
+    /// An empty pool registering its segments in `pd`, through `port`, as
+    /// regions of `keys`.
     pub(crate) fn new(
         pd: &Arc<ProtectionDomain>,
         port: &PortConfig,
+        keys: &Arc<KeyRegistry>,
     ) -> Result<impl PinInit<Self, Error>> {
-        let registrar = Registrar::new(pd, port)?;
+        let registrar = Registrar::new(pd, port, keys)?;
         let device = pd.device().clone();
         Ok(try_pin_init!(RemotePool {
             registrar <- registrar,
             segments <- new_mutex!(KVec::new(), "lite:remote_pool"),
-            retirements: AtomicU64::new(0),
             device,
         }? Error))
     }
@@ -286,16 +271,9 @@ impl RemotePool {
         let buffer = match found {
             Some(buffer) => buffer,
             None => {
-                let retirements = self.retirements.load(Ordering::Acquire);
                 let segment = Segment::new(&self.registrar, &self.device, len)?;
                 let buffer = segment.carve(len).ok_or(ENOMEM)?;
-                let mut segments = self.segments.lock();
-                if self.retirements.load(Ordering::Acquire) != retirements {
-                    // Made while a peer was fenced: its key may have gone
-                    // to that peer.
-                    segment.retired.store(true, Ordering::Release);
-                }
-                segments.push(segment, GFP_KERNEL)?;
+                self.segments.lock().push(segment, GFP_KERNEL)?;
                 buffer
             }
         };
@@ -304,29 +282,7 @@ impl RemotePool {
         Ok(buffer)
     }
 
-    /// Retires every segment: buffers carved from now on come from new
-    /// segments, with new keys.
-    pub(crate) fn retire_all(&self) {
-        let segments = self.segments.lock();
-        self.retirements.fetch_add(1, Ordering::AcqRel);
-        let retired = segments
-            .iter()
-            .filter(|s| s.retired.load(Ordering::Acquire))
-            .count();
-        if retired >= MAX_RETIRED {
-            pr_warn!(
-                "{} retired memory segments still in use: keys are kept\n",
-                retired
-            );
-            return;
-        }
-        for segment in segments.iter() {
-            segment.retired.store(true, Ordering::Release);
-        }
-    }
-
-    /// Releases empty retired segments, and empty segments beyond
-    /// [`SPARE_SEGMENTS`].
+    /// Releases empty segments beyond [`SPARE_SEGMENTS`].
     pub(crate) fn trim(&self) {
         let mut segments = self.segments.lock();
         let count = segments.len();
@@ -338,11 +294,10 @@ impl RemotePool {
         };
         let mut spare = 0;
         for segment in core::mem::replace(&mut *segments, KVec::new()) {
-            let keep = !segment.is_empty()
-                || (!segment.retired.load(Ordering::Acquire) && {
-                    spare += 1;
-                    spare <= SPARE_SEGMENTS
-                });
+            let keep = !segment.is_empty() || {
+                spare += 1;
+                spare <= SPARE_SEGMENTS
+            };
             // Both have room for every segment, so neither push fails.
             // Segments are carved only under `segments`, so one that is
             // empty stays empty once it is out of the list.

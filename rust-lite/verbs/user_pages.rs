@@ -10,7 +10,8 @@ use core::{
 use kernel::{bindings, prelude::*, sync::Arc};
 
 use super::{
-    memory_region::{MemoryRegion, Registrar},
+    memory_region::Registrar,
+    region_keys::KeyedRegion,
     shared_memory, Device, DmaBuffer,
 };
 
@@ -48,7 +49,7 @@ pub(crate) struct PinnedPages {
     dma: KVec<u64>,
     holder: Holder,
     device: Arc<Device>,
-    regions: KVec<MemoryRegion>,
+    regions: KVec<KeyedRegion>,
     region_pages: usize,
     /// With `UserPin`, the pages counted against the process's
     /// `RLIMIT_MEMLOCK`; given back after they are unpinned.
@@ -318,7 +319,7 @@ impl PinnedPages {
             // device owned by this object (type invariant), which `drop`
             // releases only after the regions; the pages are only reached
             // through raw copies.
-            let region = unsafe { registrar.register(pages, PAGE_SIZE, PAGE_SIZE, iova)? };
+            let region = unsafe { registrar.register_keyed(pages, PAGE_SIZE, PAGE_SIZE, iova)? };
             // Room for every region was reserved above.
             regions.push(region, GFP_KERNEL)?;
         }

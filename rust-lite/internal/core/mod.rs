@@ -59,8 +59,8 @@ use super::util::workers::{self, Job, Workers};
 use crate::{
     errno,
     verbs::{
-        split_recv_wr_id, CompletionQueue, PortConfig, RemotePool, StagingPool, WorkCompletion,
-        RECV_DEPTH,
+        split_recv_wr_id, CompletionQueue, KeyRegistry, PortConfig, RemotePool, StagingPool,
+        WorkCompletion, RECV_DEPTH,
     },
 };
 
@@ -167,8 +167,10 @@ impl Core {
         let recv_cq = CompletionQueue::new(device.device.clone(), cq_entries)?;
         let control_jobs = Workers::new(CONTROL_QUEUE)?;
         let staging = StagingPool::new(device.device.clone());
-        let pool = RemotePool::new(&device.pd, &port)?;
-        let ring_pool = RemotePool::new(&device.pd, &port)?;
+        // Both pools' regions change keys together.
+        let keys = KeyRegistry::new()?;
+        let pool = RemotePool::new(&device.pd, &port, &keys)?;
+        let ring_pool = RemotePool::new(&device.pd, &port, &keys)?;
         let core = Arc::pin_init(
             try_pin_init!(Core {
                 node_id,
@@ -289,9 +291,6 @@ impl Core {
             return None;
         }
         self.requests.fail_node(node);
-        // Keys the peer may have kept reach nothing handed out from now on.
-        self.pool.retire_all();
-        self.ring_pool.retire_all();
         Some(peer)
     }
 

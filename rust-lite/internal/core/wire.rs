@@ -51,11 +51,13 @@ pub(crate) enum Family {
     Barrier = 7,
     /// The device access probe.
     Probe = 8,
+    /// Keys of memory regions that changed.
+    Keys = 9,
 }
 
 impl Family {
     /// Number of families; family values are below it.
-    pub(crate) const COUNT: usize = 9;
+    pub(crate) const COUNT: usize = 10;
 
     /// Every family, by value.
     pub(crate) const ALL: [Family; Family::COUNT] = [
@@ -68,6 +70,7 @@ impl Family {
         Family::Locks,
         Family::Barrier,
         Family::Probe,
+        Family::Keys,
     ];
 
     /// The family with value `value`.

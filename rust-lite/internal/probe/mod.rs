@@ -18,14 +18,17 @@ pub(crate) mod wire;
 use core::fmt::Write;
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
-use self::wire::ProbeMessage;
+use self::wire::{ProbeMessage, TARGET_LIVE, TARGET_RELEASED, TARGET_REPLACED};
 use super::core::{
     peer::Peer,
     subsystem::{Handling, Subsystem},
     wire::{Frame, Status},
     Core,
 };
-use crate::verbs::{CompletionQueue, Connection, DmaBuffer, RemoteEnd, RemotePool, RECV_DEPTH};
+use super::keys::Keys;
+use crate::verbs::{
+    CompletionQueue, Connection, DmaBuffer, KeyRegistry, RemoteEnd, RemotePool, RECV_DEPTH,
+};
 
 /// Bytes each access writes or reads.
 const PROBE_LEN: usize = 64;
@@ -35,6 +38,9 @@ const CANARY: u8 = 0x5a;
 
 /// Bytes the prober writes.
 const PATTERN: u8 = 0xa5;
+
+/// How long a target waits for its peers to take its new keys.
+const SETTLE_MS: u32 = 30_000;
 
 /// Beyond the end of any region (segments are at most 4 MiB).
 const PAST_REGIONS: u64 = 8 << 20;
@@ -52,16 +58,29 @@ enum Check {
     PastEnd,
     /// A write with the key of a region released since is refused.
     Released,
+    /// A write with the key a live buffer had before the target replaced
+    /// its keys (as it does when a peer is fenced) is refused.
+    Replaced,
 }
 
 impl Check {
-    const ALL: [Check; 5] = [
+    const ALL: [Check; 6] = [
         Check::PoolWrite,
         Check::OutsideWrite,
         Check::OutsideRead,
         Check::PastEnd,
         Check::Released,
+        Check::Replaced,
     ];
+
+    /// What the target offers for the check.
+    fn target(self) -> u32 {
+        match self {
+            Check::Released => TARGET_RELEASED,
+            Check::Replaced => TARGET_REPLACED,
+            _ => TARGET_LIVE,
+        }
+    }
 
     fn name(self) -> &'static str {
         match self {
@@ -72,6 +91,9 @@ impl Check {
             Check::OutsideRead => "a read outside LITE's regions is refused",
             Check::PastEnd => "a write past the end of a region is refused",
             Check::Released => "a write with the key of a released region is refused",
+            Check::Replaced => {
+                "a write into memory in use with a key replaced since is refused, the memory unchanged"
+            }
         }
     }
 }
@@ -89,6 +111,8 @@ struct OpenProbe {
 #[pin_data]
 pub(crate) struct Probe {
     core: Arc<Core>,
+    /// Replaces the target's keys for [`Check::Replaced`].
+    keys: Arc<Keys>,
     /// Open checks of probers, one per prober at a time.
     #[pin]
     open: Mutex<KVec<OpenProbe>>,
@@ -96,10 +120,11 @@ pub(crate) struct Probe {
 
 impl Probe {
     /// The probe of the node of `core`.
-    pub(crate) fn new(core: Arc<Core>) -> Result<Arc<Self>> {
+    pub(crate) fn new(core: Arc<Core>, keys: Arc<Keys>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Probe {
                 core,
+                keys,
                 open <- new_mutex!(KVec::new(), "lite:probe"),
             }),
             GFP_KERNEL,
@@ -146,7 +171,7 @@ impl Probe {
                 gid_low: gid_half(&port.gid, 8),
                 lid: u32::from(port.lid),
                 mtu: u32::from(port.mtu_bytes()),
-                released: check == Check::Released,
+                target: check.target(),
             }
             .to_frame()
         })?;
@@ -178,7 +203,7 @@ impl Probe {
         buffer.fill(0, PROBE_LEN, PATTERN)?;
         let past = target_addr.checked_add(PAST_REGIONS).ok_or(EINVAL)?;
         let accepted = match check {
-            Check::PoolWrite | Check::Released => {
+            Check::PoolWrite | Check::Released | Check::Replaced => {
                 local.try_access(true, &buffer, PROBE_LEN, (target_addr, target_rkey))
             }
             Check::OutsideWrite => {
@@ -194,7 +219,7 @@ impl Probe {
         let accepted = accepted?;
         Ok(match check {
             Check::PoolWrite => accepted && written && intact,
-            _ => !accepted && intact,
+            _ => !accepted && !written && intact,
         })
     }
 
@@ -221,7 +246,10 @@ impl Probe {
     /// not yet connected.
     fn connection(&self) -> Result<Connection> {
         let cq = CompletionQueue::new(self.core.device().device.clone(), RECV_DEPTH * 2)?;
-        Connection::new(&self.core.device().pd, &cq, self.core.port(), u32::MAX)
+        let connection = Connection::new(&self.core.device().pd, &cq, self.core.port(), u32::MAX)?;
+        // A stranger to LITE's keys: what it is given is what the device sees.
+        connection.keys().use_as_given();
+        Ok(connection)
     }
 
     /// Target side of a [`ProbeMessage::ProbeOpen`].
@@ -234,7 +262,7 @@ impl Probe {
         gid: [u8; 16],
         lid: u32,
         mtu: u32,
-        released: bool,
+        offered: u32,
     ) -> Result<(OpenProbe, (u32, u32), (u64, u32), u64)> {
         let connection = self.connection()?;
         let end = RemoteEnd {
@@ -248,12 +276,23 @@ impl Probe {
         let canary = DmaBuffer::new(&self.core.device().device, PROBE_LEN)?;
         canary.fill(0, PROBE_LEN, CANARY)?;
         let canary_addr = canary.dma_range(0, PROBE_LEN)?;
-        let (target, remote) = if released {
-            (None, self.released_region()?)
-        } else {
-            let buffer = self.core.pool.allocate(PROBE_LEN)?;
-            let remote = buffer.remote_range(0, PROBE_LEN)?;
-            (Some(buffer), remote)
+        let (target, remote) = match offered {
+            TARGET_RELEASED => (None, self.released_region()?),
+            TARGET_LIVE | TARGET_REPLACED => {
+                let buffer = self.core.pool.allocate(PROBE_LEN)?;
+                // Peers name regions by identity; the probe's queue pair
+                // translates nothing, so it gets the key the device knows.
+                let (addr, identity) = buffer.remote_range(0, PROBE_LEN)?;
+                let key = if offered == TARGET_REPLACED {
+                    self.keys.replace_keys()?;
+                    self.keys.wait_settled(SETTLE_MS)?;
+                    identity
+                } else {
+                    self.core.pool.registrar().keys().current(identity)
+                };
+                (Some(buffer), (addr, key))
+            }
+            _ => return Err(EINVAL),
         };
         let endpoint = connection.endpoint();
         let open = OpenProbe {
@@ -268,7 +307,11 @@ impl Probe {
     /// The address and key of a buffer of a pool released since.
     fn released_region(&self) -> Result<(u64, u32)> {
         let pool = KBox::pin_init(
-            RemotePool::new(&self.core.device().pd, self.core.port())?,
+            RemotePool::new(
+                &self.core.device().pd,
+                self.core.port(),
+                &KeyRegistry::new()?,
+            )?,
             GFP_KERNEL,
         )?;
         let buffer = pool.allocate(PROBE_LEN)?;
@@ -287,7 +330,7 @@ impl Probe {
             gid_low,
             lid,
             mtu,
-            released,
+            target,
         } = message
         else {
             return None;
@@ -296,13 +339,13 @@ impl Probe {
         self.take(prober);
         let gid = gid_of(gid_high, gid_low);
         let port = self.core.port();
-        let opened = self
-            .open(prober, qpn, psn, gid, lid, mtu, released)
-            .and_then(|(open, endpoint, remote, canary_addr)| {
+        let opened = self.open(prober, qpn, psn, gid, lid, mtu, target).and_then(
+            |(open, endpoint, remote, canary_addr)| {
                 let mut table = self.open.lock();
                 table.push(open, GFP_KERNEL)?;
                 Ok((endpoint, remote, canary_addr))
-            });
+            },
+        );
         Some(
             match opened {
                 Ok(((qpn, psn), (target_addr, target_rkey), canary_addr)) => {

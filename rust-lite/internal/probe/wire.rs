@@ -6,6 +6,15 @@
 
 use crate::internal::core::wire::{control_messages, Status};
 
+/// A live buffer of the pool, with its current key.
+pub(crate) const TARGET_LIVE: u32 = 0;
+
+/// The address and key of a region released since.
+pub(crate) const TARGET_RELEASED: u32 = 1;
+
+/// A live buffer, with the key it had before the target replaced its keys.
+pub(crate) const TARGET_REPLACED: u32 = 2;
+
 control_messages! {
     /// The device access probe between a prober and a target node.
     pub(crate) enum ProbeMessage in Probe {
@@ -26,9 +35,9 @@ control_messages! {
             lid: u32 => low(3),
             /// Its path MTU in bytes.
             mtu: u32 => high(3),
-            /// Offer the address and key of a region released since, rather
-            /// than a live buffer.
-            released: bool => arg(4),
+            /// What to offer: [`TARGET_LIVE`], [`TARGET_RELEASED`] or
+            /// [`TARGET_REPLACED`].
+            target: u32 => low(4),
         },
         /// Answer to a [`ProbeMessage::ProbeOpen`].
         ProbeOpened = Reply 2 {

@@ -9,8 +9,10 @@
 //! not used), RDMA writes and reads with a key of the peer's pool to a pool
 //! buffer (accepted), to the peer's kernel memory outside every region
 //! (refused by the peer's device, the memory unchanged), past the end of a
-//! region (refused), and with the key of a region the peer released
-//! (refused). Each line of the answer is one TAP point here.
+//! region (refused), with the key of a region the peer released
+//! (refused), and with the key a buffer in use had before the peer replaced
+//! its keys, as it does when a node is fenced (refused, the buffer
+//! unchanged). Each line of the answer is one TAP point here.
 
 use std::io::Write;
 
@@ -20,7 +22,7 @@ use crate::tap::Tap;
 
 /// Checks the kernel runs against each peer; fewer lines mean a check
 /// went missing.
-const CHECKS: usize = 5;
+const CHECKS: usize = 6;
 
 /// Runs the device's access checks from this node against its `nodes - 1`
 /// peers and reports each.
