@@ -1,8 +1,8 @@
 //! Raw LITE system calls.
 //!
 //! One function per system call, with the constants their arguments use.
-//! The numbers and constants mirror `include/uapi/linux/lite.h`; a test
-//! checks that they stay in step.
+//! The numbers, constants and structures are generated from
+//! `include/uapi/linux/lite.h` when the crate is built.
 //!
 //! Every function returns the raw result: a non-negative value on success
 //! or a negative errno on failure, exactly as the kernel reports it. The C
@@ -16,209 +16,189 @@
 
 use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 
+/// The ABI as `include/uapi/linux/lite.h` declares it, generated from the
+/// header at build time (`build.rs`). The names below give it Rust names
+/// and types; the values and layouts come from here only.
+#[allow(
+    dead_code,
+    missing_docs,
+    non_camel_case_types,
+    non_upper_case_globals,
+    clippy::all,
+    clippy::pedantic
+)]
+mod uapi {
+    include!(concat!(env!("OUT_DIR"), "/uapi.rs"));
+}
+
+// The narrowing casts below keep every value.
+const _: () = assert!(uapi::LITE_CM_DEFAULT_PORT <= u16::MAX as u32);
+
 /// `lite_join`: join a cluster through its manager.
-pub const SYS_LITE_JOIN: c_long = 548;
+pub const SYS_LITE_JOIN: c_long = uapi::__NR_lite_join as c_long;
 /// `lite_get_node_id`: this node's id.
-pub const SYS_LITE_GET_NODE_ID: c_long = 549;
+pub const SYS_LITE_GET_NODE_ID: c_long = uapi::__NR_lite_get_node_id as c_long;
 /// `lite_get_total_node`: number of connected nodes, this one included.
-pub const SYS_LITE_GET_TOTAL_NODE: c_long = 550;
+pub const SYS_LITE_GET_TOTAL_NODE: c_long = uapi::__NR_lite_get_total_node as c_long;
 /// `lite_alloc_remote`: allocate an LMR on a node.
-pub const SYS_LITE_ALLOC_REMOTE: c_long = 551;
+pub const SYS_LITE_ALLOC_REMOTE: c_long = uapi::__NR_lite_alloc_remote as c_long;
 /// `lite_rdma_write`: copy user memory into an LMR.
-pub const SYS_LITE_RDMA_WRITE: c_long = 552;
+pub const SYS_LITE_RDMA_WRITE: c_long = uapi::__NR_lite_rdma_write as c_long;
 /// `lite_rdma_read`: copy an LMR into user memory.
-pub const SYS_LITE_RDMA_READ: c_long = 553;
+pub const SYS_LITE_RDMA_READ: c_long = uapi::__NR_lite_rdma_read as c_long;
 /// `lite_free`: release an LMR.
-pub const SYS_LITE_FREE: c_long = 554;
+pub const SYS_LITE_FREE: c_long = uapi::__NR_lite_free as c_long;
 /// `lite_dist_barrier`: wait until a number of nodes reach the barrier.
-pub const SYS_LITE_DIST_BARRIER: c_long = 555;
+pub const SYS_LITE_DIST_BARRIER: c_long = uapi::__NR_lite_dist_barrier as c_long;
 /// `lite_remote_memset`: set a range of an LMR to one byte value.
-pub const SYS_LITE_REMOTE_MEMSET: c_long = 556;
+pub const SYS_LITE_REMOTE_MEMSET: c_long = uapi::__NR_lite_remote_memset as c_long;
 /// `lite_memcpy`: copy between LMRs (overlap unspecified).
-pub const SYS_LITE_MEMCPY: c_long = 557;
+pub const SYS_LITE_MEMCPY: c_long = uapi::__NR_lite_memcpy as c_long;
 /// `lite_memmove`: copy between LMRs, correct for overlapping ranges.
-pub const SYS_LITE_MEMMOVE: c_long = 558;
+pub const SYS_LITE_MEMMOVE: c_long = uapi::__NR_lite_memmove as c_long;
 /// `lite_wrap_alloc`: create an LMR holding a copy of user data and publish it.
-pub const SYS_LITE_WRAP_ALLOC: c_long = 559;
+pub const SYS_LITE_WRAP_ALLOC: c_long = uapi::__NR_lite_wrap_alloc as c_long;
 /// `lite_add_ask_mr_table`: publish an LMR under a name.
-pub const SYS_LITE_ADD_ASK_MR_TABLE: c_long = 560;
+pub const SYS_LITE_ADD_ASK_MR_TABLE: c_long = uapi::__NR_lite_add_ask_mr_table as c_long;
 /// `lite_ask_lmr`: map an LMR published under a name.
-pub const SYS_LITE_ASK_LMR: c_long = 561;
+pub const SYS_LITE_ASK_LMR: c_long = uapi::__NR_lite_ask_lmr as c_long;
 /// `lite_umap_lmr`: drop a mapping made by `lite_ask_lmr`.
-pub const SYS_LITE_UMAP_LMR: c_long = 562;
+pub const SYS_LITE_UMAP_LMR: c_long = uapi::__NR_lite_umap_lmr as c_long;
 /// `lite_register_lmr`: make user memory an LMR.
-pub const SYS_LITE_REGISTER_LMR: c_long = 563;
+pub const SYS_LITE_REGISTER_LMR: c_long = uapi::__NR_lite_register_lmr as c_long;
 /// `lite_deregister_lmr`: revoke a registered LMR and unpin its pages.
-pub const SYS_LITE_DEREGISTER_LMR: c_long = 564;
+pub const SYS_LITE_DEREGISTER_LMR: c_long = uapi::__NR_lite_deregister_lmr as c_long;
 /// `lite_rdma_write_async`: start a write without waiting for it.
-pub const SYS_LITE_RDMA_WRITE_ASYNC: c_long = 565;
+pub const SYS_LITE_RDMA_WRITE_ASYNC: c_long = uapi::__NR_lite_rdma_write_async as c_long;
 /// `lite_rdma_read_async`: start a read without waiting for it.
-pub const SYS_LITE_RDMA_READ_ASYNC: c_long = 566;
+pub const SYS_LITE_RDMA_READ_ASYNC: c_long = uapi::__NR_lite_rdma_read_async as c_long;
 /// `lite_async_wait`: reap one asynchronous operation.
-pub const SYS_LITE_ASYNC_WAIT: c_long = 567;
+pub const SYS_LITE_ASYNC_WAIT: c_long = uapi::__NR_lite_async_wait as c_long;
 /// `lite_fence`: reap every outstanding asynchronous operation.
-pub const SYS_LITE_FENCE: c_long = 568;
+pub const SYS_LITE_FENCE: c_long = uapi::__NR_lite_fence as c_long;
 /// `lite_get_stats`: copy this node's counters.
-pub const SYS_LITE_GET_STATS: c_long = 569;
+pub const SYS_LITE_GET_STATS: c_long = uapi::__NR_lite_get_stats as c_long;
 /// `lite_register_application`: open an RPC port.
-pub const SYS_LITE_REGISTER_APPLICATION: c_long = 570;
+pub const SYS_LITE_REGISTER_APPLICATION: c_long = uapi::__NR_lite_register_application as c_long;
 /// `lite_unregister_application`: close an RPC port.
-pub const SYS_LITE_UNREGISTER_APPLICATION: c_long = 571;
+pub const SYS_LITE_UNREGISTER_APPLICATION: c_long =
+    uapi::__NR_lite_unregister_application as c_long;
 /// `lite_query_port`: connect to a port on a node and learn its message size.
-pub const SYS_LITE_QUERY_PORT: c_long = 572;
+pub const SYS_LITE_QUERY_PORT: c_long = uapi::__NR_lite_query_port as c_long;
 /// `lite_send_reply_imm`: blocking RPC.
-pub const SYS_LITE_SEND_REPLY_IMM: c_long = 573;
+pub const SYS_LITE_SEND_REPLY_IMM: c_long = uapi::__NR_lite_send_reply_imm as c_long;
 /// `lite_send`: one-way message.
-pub const SYS_LITE_SEND: c_long = 574;
+pub const SYS_LITE_SEND: c_long = uapi::__NR_lite_send as c_long;
 /// `lite_receive_message`: take the next message of a port.
-pub const SYS_LITE_RECEIVE_MESSAGE: c_long = 575;
+pub const SYS_LITE_RECEIVE_MESSAGE: c_long = uapi::__NR_lite_receive_message as c_long;
 /// `lite_reply_message`: answer a received request.
-pub const SYS_LITE_REPLY_MESSAGE: c_long = 576;
+pub const SYS_LITE_REPLY_MESSAGE: c_long = uapi::__NR_lite_reply_message as c_long;
 /// `lite_reply_and_receive_message`: answer, then take the next message.
-pub const SYS_LITE_REPLY_AND_RECEIVE_MESSAGE: c_long = 577;
+pub const SYS_LITE_REPLY_AND_RECEIVE_MESSAGE: c_long =
+    uapi::__NR_lite_reply_and_receive_message as c_long;
 /// `lite_send_reply_multicast`: the same RPC to several nodes at once.
-pub const SYS_LITE_SEND_REPLY_MULTICAST: c_long = 578;
+pub const SYS_LITE_SEND_REPLY_MULTICAST: c_long = uapi::__NR_lite_send_reply_multicast as c_long;
 /// `lite_fetch_add`: atomically add to an 8-byte LMR.
-pub const SYS_LITE_FETCH_ADD: c_long = 579;
+pub const SYS_LITE_FETCH_ADD: c_long = uapi::__NR_lite_fetch_add as c_long;
 /// `lite_compare_swp`: atomically compare and swap an 8-byte LMR.
-pub const SYS_LITE_COMPARE_SWP: c_long = 580;
+pub const SYS_LITE_COMPARE_SWP: c_long = uapi::__NR_lite_compare_swp as c_long;
 /// `lite_create_lock`: create a distributed lock kept by a node.
-pub const SYS_LITE_CREATE_LOCK: c_long = 581;
+pub const SYS_LITE_CREATE_LOCK: c_long = uapi::__NR_lite_create_lock as c_long;
 /// `lite_ask_lock`: look up an existing distributed lock.
-pub const SYS_LITE_ASK_LOCK: c_long = 582;
+pub const SYS_LITE_ASK_LOCK: c_long = uapi::__NR_lite_ask_lock as c_long;
 /// `lite_lock`: acquire a distributed lock.
-pub const SYS_LITE_LOCK: c_long = 583;
+pub const SYS_LITE_LOCK: c_long = uapi::__NR_lite_lock as c_long;
 /// `lite_unlock`: release a distributed lock.
-pub const SYS_LITE_UNLOCK: c_long = 584;
+pub const SYS_LITE_UNLOCK: c_long = uapi::__NR_lite_unlock as c_long;
 /// `lite_set_priority`: set the calling process's default priority.
-pub const SYS_LITE_SET_PRIORITY: c_long = 585;
+pub const SYS_LITE_SET_PRIORITY: c_long = uapi::__NR_lite_set_priority as c_long;
 /// `lite_leave`: leave the cluster gracefully.
-pub const SYS_LITE_LEAVE: c_long = 586;
+pub const SYS_LITE_LEAVE: c_long = uapi::__NR_lite_leave as c_long;
 
 /// Most distributed locks one home node can keep ([`create_lock`] fails
 /// with `-ENOSPC` beyond).
-pub const MAX_LOCKS: u32 = 4096;
+pub const MAX_LOCKS: u32 = uapi::LITE_MAX_LOCKS;
 
 /// Number of RPC ports per node; ports are `0..MAX_PORTS`.
-pub const MAX_PORTS: u32 = 64;
+pub const MAX_PORTS: u32 = uapi::LITE_MAX_PORTS;
 /// Largest message a port can accept ([`register_application`]'s `max_size`).
-pub const MAX_MESSAGE_SIZE: u64 = 256 << 10;
+pub const MAX_MESSAGE_SIZE: u64 = uapi::LITE_MAX_MESSAGE_SIZE as u64;
 /// Longest port name, in bytes.
-pub const MAX_PORT_NAME: usize = 32;
+pub const MAX_PORT_NAME: usize = uapi::LITE_MAX_PORT_NAME as usize;
 /// How long [`send_reply_imm`] waits for a reply before `-ETIMEDOUT`.
-pub const RPC_TIMEOUT_MS: u32 = 60000;
+pub const RPC_TIMEOUT_MS: u32 = uapi::LITE_RPC_TIMEOUT_MS;
 /// [`send`] flag, or'ed into `port_priority`: fail with `-EAGAIN` instead
 /// of blocking while the server's ring is full.
-pub const SEND_NONBLOCK: u32 = 0x8000_0000;
+pub const SEND_NONBLOCK: u32 = uapi::LITE_SEND_NONBLOCK;
 /// [`receive_message`] flag: fail with `-EAGAIN` instead of blocking while
 /// the port is empty.
-pub const RECV_NONBLOCK: u32 = 0x1;
+pub const RECV_NONBLOCK: u32 = uapi::LITE_RECV_NONBLOCK;
 
 /// [`leave`] flag: leave even if a chunk held for another node could not
 /// move (its data is lost) instead of failing with `-ENOSPC`.
-pub const LEAVE_FORCE: u32 = 0x1;
+pub const LEAVE_FORCE: u32 = uapi::LITE_LEAVE_FORCE;
 
 /// Handle permission: read (sync and async reads, source of memcpy/memmove).
-pub const PERM_READ: u64 = 0x1;
+pub const PERM_READ: u64 = uapi::LITE_PERM_READ as u64;
 /// Handle permission: write (sync and async writes, memset, destination of
 /// memcpy/memmove).
-pub const PERM_WRITE: u64 = 0x2;
+pub const PERM_WRITE: u64 = uapi::LITE_PERM_WRITE as u64;
 /// Handle permission: publish the LMR with [`add_ask_mr_table`].
-pub const PERM_SHARE: u64 = 0x4;
+pub const PERM_SHARE: u64 = uapi::LITE_PERM_SHARE as u64;
 /// Handle permission: free or deregister the LMR (only its creator has it).
-pub const PERM_ADMIN: u64 = 0x8;
+pub const PERM_ADMIN: u64 = uapi::LITE_PERM_ADMIN as u64;
 /// Handle permission: atomic operations on 8-byte LMRs.
-pub const PERM_ATOMIC: u64 = 0x10;
+pub const PERM_ATOMIC: u64 = uapi::LITE_PERM_ATOMIC as u64;
 
 /// [`async_wait`] flag: fail with `-EAGAIN` instead of blocking.
-pub const ASYNC_NOWAIT: u32 = 0x1;
+pub const ASYNC_NOWAIT: u32 = uapi::LITE_ASYNC_NOWAIT;
 
 /// Most asynchronous operations one process may have outstanding.
-pub const MAX_ASYNC_OPS: u32 = 64;
+pub const MAX_ASYNC_OPS: u32 = uapi::LITE_MAX_ASYNC_OPS;
 
 /// Largest single asynchronous transfer.
-pub const MAX_ASYNC_SIZE: u64 = 16 << 20;
+pub const MAX_ASYNC_SIZE: u64 = uapi::LITE_MAX_ASYNC_SIZE as u64;
 
 /// Largest region [`register_lmr`] accepts.
-pub const MAX_REGISTER_SIZE: u64 = 64 << 20;
+pub const MAX_REGISTER_SIZE: u64 = uapi::LITE_MAX_REGISTER_SIZE as u64;
 
 /// Target node for [`alloc_remote`] that spreads chunks over every other node.
-pub const NODE_SPREAD: u32 = 0;
+pub const NODE_SPREAD: u32 = uapi::LITE_NODE_SPREAD;
 
 /// [`alloc_remote`] flag: the LMR is used for atomics (its size must be 8).
-pub const ALLOC_ATOMIC: u32 = 0x1;
+pub const ALLOC_ATOMIC: u32 = uapi::LITE_ALLOC_ATOMIC;
 
 /// Data operation priority: no preference.
-pub const PRIORITY_NONE: u32 = 0;
+pub const PRIORITY_NONE: u32 = uapi::LITE_PRIORITY_NONE;
 /// Data operation priority: latency sensitive.
-pub const PRIORITY_HIGH: u32 = 1;
+pub const PRIORITY_HIGH: u32 = uapi::LITE_PRIORITY_HIGH;
 /// Data operation priority: background traffic.
-pub const PRIORITY_LOW: u32 = 2;
+pub const PRIORITY_LOW: u32 = uapi::LITE_PRIORITY_LOW;
 
 /// Size of one LMR chunk; larger LMRs span several chunks.
-pub const CHUNK_SIZE: u64 = 4 << 20;
+pub const CHUNK_SIZE: u64 = uapi::LITE_CHUNK_SIZE as u64;
 
 /// Largest LMR one call may allocate.
-pub const MAX_LMR_SIZE: u64 = 1 << 40;
+pub const MAX_LMR_SIZE: u64 = uapi::LITE_MAX_LMR_SIZE;
 
 /// Most nodes one cluster may hold; valid node ids are below this.
-pub const MAX_NODES: u32 = 64;
+pub const MAX_NODES: u32 = uapi::LITE_MAX_NODES;
 
 /// Longest cluster manager address accepted by [`join`], NUL included.
-pub const MAX_IP_LEN: usize = 16;
+pub const MAX_IP_LEN: usize = uapi::LITE_MAX_IP_LEN as usize;
 
 /// TCP port the cluster manager listens on by default.
-pub const CM_DEFAULT_PORT: u16 = 18500;
+pub const CM_DEFAULT_PORT: u16 = uapi::LITE_CM_DEFAULT_PORT as u16;
 
 /// Node counters returned by [`get_stats`]; `struct lite_stats` in C.
 ///
 /// Fields are only ever appended, so a shorter copy of an older layout is a
 /// prefix of this one.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LiteStats {
-    /// LMRs created on this node and not released.
-    pub lmrs: u64,
-    /// Of which registered user memory.
-    pub registrations: u64,
-    /// Mappings made by [`ask_lmr`].
-    pub mappings: u64,
-    /// Names published on this node.
-    pub published_names: u64,
-    /// Chunks this node holds, for any node.
-    pub held_chunks: u64,
-    /// Handles open in all processes.
-    pub handles: u64,
-    /// Processes holding LITE handles or operations.
-    pub processes: u64,
-    /// Asynchronous operations not yet reaped.
-    pub async_in_flight: u64,
-    /// RC connections (queue pairs) to peers.
-    pub connections: u64,
-    /// RPC ports registered on this node.
-    pub rpc_ports: u64,
-    /// Distributed locks kept by this node.
-    pub locks: u64,
-    /// [`lock`] calls that acquired here.
-    pub lock_acquires: u64,
-    /// Of which waited for another holder.
-    pub lock_waits: u64,
-    /// Fetch-add and compare-swap issued here.
-    pub atomics: u64,
-    /// Low-priority operations that waited (QoS throttling).
-    pub qos_throttled: u64,
-}
+pub type LiteStats = uapi::lite_stats;
 
 /// A distributed lock: the node that keeps it and its number there;
 /// `struct lite_lock` in C. Filled in by [`create_lock`] and [`ask_lock`].
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct LiteLock {
-    /// The node that keeps the lock.
-    pub home: u32,
-    /// The lock's number on its home node.
-    pub number: u32,
-}
+pub type LiteLock = uapi::lite_lock;
 
 /// The `port_priority` argument of the sends: `LITE_PORT_PRIORITY(port,
 /// priority)` in C. `port` must be below 2^16 (any valid port is), or it
@@ -229,43 +209,11 @@ pub const fn port_priority(port: u32, priority: u32) -> u32 {
 
 /// The receive half of [`reply_and_receive_message`]; `struct lite_receive`
 /// in C.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LiteReceive {
-    /// Address the message is stored at.
-    pub buf: u64,
-    /// Room at `buf`, in bytes.
-    pub max_size: u64,
-    /// Out: the new message's reply descriptor (0 for a one-way message).
-    pub descriptor: u64,
-    /// Port to receive from.
-    pub port: u32,
-    /// [`RECV_NONBLOCK`] or 0.
-    pub flags: u32,
-}
+pub type LiteReceive = uapi::lite_receive;
 
 /// Arguments of [`send_reply_multicast`]; `struct lite_multicast` in C.
 /// The addresses are user pointers carried as integers.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LiteMulticast {
-    /// `count` node ids (`u32`) to send to.
-    pub nodes: u64,
-    /// Out: `count` `i64`s, the length of each reply or a negative errno.
-    pub lengths: u64,
-    /// The request.
-    pub msg: u64,
-    /// Its length in bytes.
-    pub size: u64,
-    /// Out: `count * max_reply` bytes; reply `i` goes to `i * max_reply`.
-    pub replies: u64,
-    /// Room per reply, in bytes.
-    pub max_reply: u64,
-    /// Number of nodes.
-    pub count: u32,
-    /// [`port_priority`] of the port and priority.
-    pub port_priority: u32,
-}
+pub type LiteMulticast = uapi::lite_multicast;
 
 /// Maps the C library convention (`-1` and `errno`) back to the kernel's
 /// negative errno. `read_errno` is only called when the call failed, so
