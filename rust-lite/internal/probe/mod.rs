@@ -39,6 +39,12 @@ const CANARY: u8 = 0x5a;
 /// Bytes the prober writes.
 const PATTERN: u8 = 0xa5;
 
+/// Tries of a write the device must accept (see [`Probe::check_settled`]).
+const WRITE_ATTEMPTS: u32 = 3;
+
+/// Pause before trying such a write again, for a change of keys to settle.
+const RETRY_PAUSE_MS: u32 = 500;
+
 /// How long a target waits for its peers to take its new keys.
 const SETTLE_MS: u32 = 30_000;
 
@@ -140,7 +146,7 @@ impl Probe {
         }
         for node in peers.iter() {
             for check in Check::ALL {
-                let line = match self.check(*node, check) {
+                let line = match self.check_settled(*node, check) {
                     Ok(true) => writeln!(out, "ok node {node}: {}", check.name()),
                     Ok(false) => writeln!(out, "FAIL node {node}: {}", check.name()),
                     Err(e) => writeln!(
@@ -154,6 +160,23 @@ impl Probe {
             }
         }
         Ok(())
+    }
+
+    /// [`Probe::check`], tried again when a write the device must accept
+    /// was refused: the probe's queue pair uses the key the target gave,
+    /// which a change of the target's keys meanwhile (another prober's
+    /// [`Check::Replaced`], or a fence) retires. A device that refuses
+    /// such writes fails every attempt.
+    fn check_settled(&self, node: u32, check: Check) -> Result<bool> {
+        let mut outcome = self.check(node, check);
+        for _ in 1..WRITE_ATTEMPTS {
+            if check != Check::PoolWrite || matches!(outcome, Ok(true)) {
+                break;
+            }
+            crate::sys::sched::sleep_uninterruptible_ms(RETRY_PAUSE_MS);
+            outcome = self.check(node, check);
+        }
+        outcome
     }
 
     /// Runs `check` against `node`; whether the device behaved as it must.
