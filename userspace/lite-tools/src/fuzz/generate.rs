@@ -1534,14 +1534,18 @@ impl Planner<'_, '_> {
     /// it, or a bad pointer. Whether the kernel certainly cannot use it: it
     /// cannot read it, or reads the read-only page's pattern, which names
     /// no node of a cluster.
-    fn lock_argument(&mut self, lock: LiteLock) -> (u64, bool) {
+    /// The pointer to pass for `lock`; whether the call must fault on it;
+    /// and whether it points at `lock` (a bad pointer that does not fault
+    /// for certain may let the kernel read any record, so what `lock`
+    /// holds decides nothing then).
+    fn lock_argument(&mut self, lock: LiteLock) -> (u64, bool, bool) {
         if self.rng.percent(93) {
             self.out.lock = lock;
-            (self.out.lock_address(), false)
+            (self.out.lock_address(), false, true)
         } else {
             let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
             let certain = kind == BadPointer::ReadOnly || kind.faults_reading(8);
-            (self.ctx.arena.bad_pointer(kind), certain)
+            (self.ctx.arena.bad_pointer(kind), certain, false)
         }
     }
 
@@ -1563,15 +1567,21 @@ impl Planner<'_, '_> {
             },
             _ => (self.made_up_lock(), false),
         };
-        let (pointer, bad) = self.lock_argument(lock);
+        let (pointer, bad, is_record) = self.lock_argument(lock);
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(bad, "a lock record the kernel cannot read");
         expect.fail_if(
-            held && !self.state.uncertain.contains(&lock),
+            is_record && held && !self.state.uncertain.contains(&lock),
             "a lock this thread holds",
         );
-        expect.fail_if(lock.number >= MAX_LOCKS, "a lock number no home keeps");
-        expect.fail_if(lock.home >= MAX_NODES, "a node id of 64 or more");
+        expect.fail_if(
+            is_record && lock.number >= MAX_LOCKS,
+            "a lock number no home keeps",
+        );
+        expect.fail_if(
+            is_record && lock.home >= MAX_NODES,
+            "a node id of 64 or more",
+        );
         Planned {
             call: Syscall::Lock,
             args: [pointer, 0, 0, 0, 0, 0],
@@ -1589,11 +1599,11 @@ impl Planner<'_, '_> {
             0..=84 => self.known_lock().unwrap_or_else(|| self.made_up_lock()),
             _ => self.made_up_lock(),
         };
-        let (pointer, bad) = self.lock_argument(lock);
+        let (pointer, bad, is_record) = self.lock_argument(lock);
         let not_held = !self.state.held.contains(&lock) && !self.state.uncertain.contains(&lock);
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(bad, "a lock record the kernel cannot read");
-        expect.fail_if(not_held, "a lock this thread does not hold");
+        expect.fail_if(is_record && not_held, "a lock this thread does not hold");
         Planned {
             call: Syscall::Unlock,
             args: [pointer, 0, 0, 0, 0, 0],
