@@ -80,16 +80,6 @@ impl KeyedRegion {
         self.cell.identity
     }
 
-    /// The key the device knows the region by now, if it is registered.
-    pub(crate) fn current_key(&self) -> Option<u32> {
-        self.cell
-            .registrations
-            .lock()
-            .current
-            .as_ref()
-            .map(MemoryRegion::rkey)
-    }
-
     /// The remote address and identity of `[at, at + len)` of the region,
     /// after checking that the range is inside it.
     pub(crate) fn remote_range(&self, at: u64, len: u64) -> Result<(u64, u32)> {

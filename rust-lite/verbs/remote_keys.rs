@@ -113,7 +113,7 @@ impl RemoteKeys {
 
 /// The current key for `key` in `table` (sorted by identity): its
 /// replacement, or itself.
-pub(crate) fn translate(table: &[(u32, u32)], key: u32) -> u32 {
+fn translate(table: &[(u32, u32)], key: u32) -> u32 {
     match table.binary_search_by_key(&key, |&(identity, _)| identity) {
         // PANIC: `binary_search` returns the index of an entry.
         Ok(index) => table[index].1,
