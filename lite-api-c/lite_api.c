@@ -33,6 +33,7 @@ EXPORT_SYMBOL_GPL(liteapi_unregister_application);
 EXPORT_SYMBOL_GPL(liteapi_query_port);
 EXPORT_SYMBOL_GPL(liteapi_send_reply_imm);
 EXPORT_SYMBOL_GPL(liteapi_send);
+EXPORT_SYMBOL_GPL(liteapi_send_reply_imm_async);
 EXPORT_SYMBOL_GPL(liteapi_receive_message);
 EXPORT_SYMBOL_GPL(liteapi_reply_message);
 EXPORT_SYMBOL_GPL(liteapi_send_reply_imm_multicast);

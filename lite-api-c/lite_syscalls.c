@@ -165,6 +165,15 @@ SYSCALL_DEFINE6(lite_send_reply_imm, unsigned int, node,
 				      size, (unsigned long)reply, max_reply);
 }
 
+SYSCALL_DEFINE6(lite_send_reply_imm_async, unsigned int, node,
+		unsigned int, port_priority, const void __user *, msg, u64, size,
+		void __user *, reply, u64, max_reply)
+{
+	return lite_rs_send_reply_imm_async(node, port_priority,
+					    (unsigned long)msg, size,
+					    (unsigned long)reply, max_reply);
+}
+
 SYSCALL_DEFINE4(lite_send, unsigned int, node, unsigned int, port_priority,
 		const void __user *, msg, u64, size)
 {

@@ -489,10 +489,10 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_asyread_offset(
 pub(crate) extern "C" fn liteapi_rdma_asywait(op: u64, flags: c_uint) -> c_int {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        cluster
+        let len = cluster
             .async_io
             .async_wait(&cluster.kernel_process, op, flags)?;
-        Ok(0)
+        c_int::try_from(len).map_err(|_| EINVAL)
     })
 }
 
@@ -860,6 +860,58 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
         let answer = cluster.rpc.call(node_id, &target, message, max_reply)?;
         deliver(out, &answer)?;
         Ok(answer.len() as c_long)
+    })
+}
+
+/// Posts a call of `size` bytes of `msg` to `port_priority` on `node_id`
+/// and returns its operation id: [`liteapi_rdma_asywait`] on it (or
+/// [`liteapi_rdma_asyfence`]) waits for the reply, stores it into `reply`
+/// (at most `max_reply` bytes) and returns its length.
+///
+/// # Safety
+///
+/// Unless `size` is 0, `msg` must point to `size` readable bytes (one
+/// buffer) that stay valid, and that nothing writes, until the call returns.
+/// Unless `max_reply` is 0, `reply` must point to `max_reply` writable bytes
+/// (one buffer) that only LITE accesses until the operation is reaped, or
+/// until this call returns if it fails.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_async(
+    node_id: c_uint,
+    port_priority: c_uint,
+    msg: *const c_void,
+    size: u64,
+    reply: *mut c_void,
+    max_reply: u64,
+) -> c_long {
+    from_result(|| {
+        let cluster = node()?.cluster()?;
+        let target =
+            Target::unpack(port_priority)?.with_default(&cluster.kernel_process.default_priority);
+        if target.nonblocking {
+            return Err(EINVAL);
+        }
+        // SAFETY: Unless `size` is 0, `msg` points to `size` readable bytes
+        // of one buffer that stay valid and unwritten until this call
+        // returns (this function's `# Safety` section); `message` is only
+        // used in this call.
+        let message = unsafe { kernel_slice(msg, size) }?;
+        let room = usize::try_from(max_reply).map_err(|_| EINVAL)?;
+        // SAFETY: Unless `max_reply` is 0, `reply` points to `room` writable
+        // bytes of one buffer that only LITE accesses until the operation is
+        // reaped (when the buffer is dropped), or until this call returns if
+        // it fails (dropping it), as `KernelBuffer::new` requires.
+        let buffer = unsafe { KernelBuffer::new(reply.cast::<u8>(), room) }?;
+        let id = cluster.async_io.submit_call(
+            &cluster.kernel_process,
+            &cluster.rpc,
+            node_id,
+            &target,
+            message,
+            max_reply,
+            AsyncBuffer::Kernel(buffer),
+        )?;
+        c_long::try_from(id).map_err(|_| EINVAL)
     })
 }
 

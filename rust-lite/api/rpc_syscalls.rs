@@ -10,8 +10,9 @@ use kernel::{
     uaccess::{UserPtr, UserSlice},
 };
 
-use super::syscalls::caller;
+use super::syscalls::{caller, to_ret};
 use crate::internal::{
+    async_io::op::AsyncBuffer,
     core::limits::MAX_NODES,
     node::node,
     rpc::{
@@ -148,6 +149,37 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm(
         let answer = cluster.rpc.call(node_id, &target, &message, room)?;
         write_out(reply, &answer)?;
         Ok(answer.len() as c_long)
+    })
+}
+
+/// Backend of `lite_send_reply_imm_async`.
+#[no_mangle]
+pub(crate) extern "C" fn lite_rs_send_reply_imm_async(
+    node_id: u32,
+    port_priority: u32,
+    msg: UserPtr,
+    size: u64,
+    reply: UserPtr,
+    max_reply: u64,
+) -> c_long {
+    from_result(|| {
+        let (cluster, process) = caller()?;
+        let target = Target::unpack(port_priority)?.with_default(&process.default_priority);
+        if target.nonblocking {
+            return Err(EINVAL);
+        }
+        let room = reply_room(reply, max_reply)?;
+        let message = read_message(msg, size)?;
+        let id = cluster.async_io.submit_call(
+            &process,
+            &cluster.rpc,
+            node_id,
+            &target,
+            &message,
+            room,
+            AsyncBuffer::User(reply),
+        )?;
+        to_ret(id)
     })
 }
 

@@ -39,7 +39,7 @@ fn user_len(size: u64) -> Result<usize> {
 }
 
 /// Converts a handle or id into a system call result.
-fn to_ret(value: u64) -> Result<c_long> {
+pub(super) fn to_ret(value: u64) -> Result<c_long> {
     c_long::try_from(value).map_err(|_| EINVAL)
 }
 
@@ -406,8 +406,7 @@ pub(crate) extern "C" fn lite_rs_rdma_read_async(
 pub(crate) extern "C" fn lite_rs_async_wait(op: u64, flags: u32) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        cluster.async_io.async_wait(&process, op, flags)?;
-        Ok(0)
+        to_ret(cluster.async_io.async_wait(&process, op, flags)?)
     })
 }
 

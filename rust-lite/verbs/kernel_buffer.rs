@@ -50,19 +50,20 @@ impl KernelBuffer {
         Ok(KernelBuffer { ptr, len })
     }
 
-    /// Copies `data`, which must be as long as the buffer, into it.
+    /// Copies `data`, which must not be longer than the buffer, to its
+    /// start.
     ///
     /// # Errors
     ///
-    /// `EINVAL` if the lengths differ.
+    /// `EINVAL` if `data` is longer than the buffer.
     pub(crate) fn write_from(&mut self, data: &[u8]) -> Result {
-        if data.len() != self.len {
+        if data.len() > self.len {
             return Err(EINVAL);
         }
-        // SAFETY: `ptr` is valid for `len` writes and accessed only through
-        // this buffer (type invariant), so `data`, a Rust slice of the same
-        // length, does not overlap it.
-        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr(), self.len) };
+        // SAFETY: `ptr` is valid for `len >= data.len()` writes and accessed
+        // only through this buffer (type invariant), so `data`, a Rust slice,
+        // does not overlap it.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr(), data.len()) };
         Ok(())
     }
 }

@@ -32,6 +32,8 @@ int main(int argc, char **argv)
 	}
 
 	node_id = lite_join(argv[1], LITE_CM_DEFAULT_PORT, 1);
+	if (node_id == -EISCONN)
+		node_id = lite_get_node_id();
 	if (node_id < 0)
 		return fail("lite_join", node_id);
 	total = lite_get_total_node();

@@ -71,6 +71,7 @@
 #define __NR_lite_unlock		584
 #define __NR_lite_set_priority		585
 #define __NR_lite_leave			586
+#define __NR_lite_send_reply_imm_async	587
 
 /* A distributed lock: the node that keeps it and its number there. */
 struct lite_lock {
@@ -86,6 +87,9 @@ struct lite_lock {
 #define LITE_MAX_MESSAGE_SIZE	(256u << 10)
 #define LITE_MAX_PORT_NAME	32
 #define LITE_RPC_TIMEOUT_MS	60000
+
+/* Unreaped lite_send_reply_imm_async calls per process. */
+#define LITE_MAX_ASYNC_CALLS	32
 
 /* Port and priority of a send, and the non-blocking flag for lite_send. */
 #define LITE_PORT_PRIORITY(port, priority) ((port) | ((priority) << 16))
@@ -489,6 +493,25 @@ static inline long lite_send_reply_imm(unsigned int node, unsigned int port,
 	unsigned long port_priority = LITE_PORT_PRIORITY(port, priority);
 
 	return lite_syscall_result(syscall(__NR_lite_send_reply_imm,
+					   (unsigned long)node, port_priority,
+					   msg, size, reply, max_reply));
+}
+
+/*
+ * Post the RPC lite_send_reply_imm would make and return an operation id
+ * at once; lite_async_wait on it returns the reply's length once the reply
+ * is in reply (which must stay valid until then), or the call's error.
+ * -EAGAIN with LITE_MAX_ASYNC_CALLS calls unreaped.
+ */
+static inline long lite_send_reply_imm_async(unsigned int node,
+					     unsigned int port,
+					     const void *msg, uint64_t size,
+					     void *reply, uint64_t max_reply,
+					     unsigned int priority)
+{
+	unsigned long port_priority = LITE_PORT_PRIORITY(port, priority);
+
+	return lite_syscall_result(syscall(__NR_lite_send_reply_imm_async,
 					   (unsigned long)node, port_priority,
 					   msg, size, reply, max_reply));
 }

@@ -47,6 +47,24 @@ const GUEST_TOOLS: &[&str] = &[
 ];
 
 /// Where libibverbs finds its provider configuration and the rxe provider.
+/// C programs `userspace/compat`'s build script places in
+/// `<profile>/lite-c/` (its `GUEST_PROGRAMS`), installed in `/usr/bin`.
+const GUEST_C_PROGRAMS: &[&str] = &[
+    "lite-compat-test",
+    "lite-compat-test-static",
+    "lite_hello",
+    "lite_share",
+    "lite_rpc",
+    "lite_lock",
+];
+
+/// The compatibility library the shared-linked programs load, installed
+/// in `/usr/lib` (their run path includes `$ORIGIN/../lib`).
+const GUEST_C_LIBRARY: &str = "lite-lib.so";
+
+/// Where `userspace/compat`'s build script puts its artifacts.
+const C_ARTIFACT_DIR: &str = "lite-c";
+
 const RXE_DRIVER_CONF: &str = "/etc/libibverbs.d/rxe.driver";
 const PROVIDER_DIR: &str = "/usr/lib/x86_64-linux-gnu/libibverbs";
 
@@ -71,9 +89,9 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
         Variant::Minimal => "initramfs-minimal",
     };
     let step = Step::start(format!("building {name}"));
-    let guest_bins = match variant {
+    let guest = match variant {
         Variant::Full => build_guest_tools(cache)?,
-        Variant::Minimal => Vec::new(),
+        Variant::Minimal => GuestBuild::default(),
     };
     let dir = cache.initramfs();
     let root = dir.join(format!("{name}.root"));
@@ -120,10 +138,23 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
         libs.extend(shared_libraries(&provider)?);
         libs.insert(provider);
     }
+    for program in &guest.c_programs {
+        let name = program.file_name().context("C program without a name")?;
+        copy_executable(program, &root.join("usr/bin").join(name))?;
+        // The compatibility library is installed below, from the build.
+        libs.extend(
+            shared_libraries(program)?
+                .into_iter()
+                .filter(|lib| lib.file_name() != Some(GUEST_C_LIBRARY.as_ref())),
+        );
+    }
+    if let Some(library) = &guest.c_library {
+        copy_executable(library, &root.join("usr/lib").join(GUEST_C_LIBRARY))?;
+    }
     for lib in &libs {
         install_library(&root, lib)?;
     }
-    for bin in &guest_bins {
+    for bin in &guest.rust_tools {
         let name = bin.file_name().context("guest tool without a name")?;
         copy_executable(bin, &root.join("bin").join(name))?;
     }
@@ -137,8 +168,20 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
     Ok(image)
 }
 
-/// `cargo build --release -p lite-tools` as static binaries for the guest.
-fn build_guest_tools(cache: &Cache) -> Result<Vec<PathBuf>> {
+/// What runs in the guests, built from `userspace/`.
+#[derive(Default)]
+struct GuestBuild {
+    /// `lite-tools`' programs, static.
+    rust_tools: Vec<PathBuf>,
+    /// `userspace/compat`'s programs (dynamically linked C).
+    c_programs: Vec<PathBuf>,
+    /// `lite-lib.so`.
+    c_library: Option<PathBuf>,
+}
+
+/// `cargo build --release -p lite-tools -p lite-compat` for the guest: the
+/// Rust tools as static binaries, the C programs and library with `cc`.
+fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
     let target_dir = repo_root().join("target/guest");
     let log = cache.logs().join("guest-tools.log");
     let _ = fs::remove_file(&log);
@@ -150,6 +193,8 @@ fn build_guest_tools(cache: &Cache) -> Result<Vec<PathBuf>> {
                 "--release",
                 "-p",
                 "lite-tools",
+                "-p",
+                "lite-compat",
                 "--target",
                 GUEST_TARGET,
             ])
@@ -159,22 +204,30 @@ fn build_guest_tools(cache: &Cache) -> Result<Vec<PathBuf>> {
             // explicit --target, RUSTFLAGS spares build scripts and proc macros.
             .env("RUSTFLAGS", "-C target-feature=+crt-static"),
         &log,
-        "cargo build -p lite-tools",
+        "cargo build -p lite-tools -p lite-compat",
         &|l| l.trim_start().starts_with("Compiling"),
     )
     .context("building LITE's guest tools failed")?;
     let out = target_dir.join(GUEST_TARGET).join("release");
-    GUEST_TOOLS
-        .iter()
-        .map(|name| {
-            let bin = out.join(name);
-            if bin.is_file() {
-                Ok(bin)
-            } else {
-                bail!("lite-tools did not produce {}", bin.display())
-            }
-        })
-        .collect()
+    let existing = |path: PathBuf, what: &str| {
+        if path.is_file() {
+            Ok(path)
+        } else {
+            bail!("{what} did not produce {}", path.display())
+        }
+    };
+    let c_dir = out.join(C_ARTIFACT_DIR);
+    Ok(GuestBuild {
+        rust_tools: GUEST_TOOLS
+            .iter()
+            .map(|name| existing(out.join(name), "lite-tools"))
+            .collect::<Result<_>>()?,
+        c_programs: GUEST_C_PROGRAMS
+            .iter()
+            .map(|name| existing(c_dir.join(name), "lite-compat"))
+            .collect::<Result<_>>()?,
+        c_library: Some(existing(c_dir.join(GUEST_C_LIBRARY), "lite-compat")?),
+    })
 }
 
 /// Copies static busybox and links every applet it has into /bin.
@@ -336,6 +389,25 @@ fn list_entries(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn guest_c_programs_are_the_ones_lite_compat_builds() {
+        let lib = fs::read_to_string(repo_root().join("userspace/compat/src/lib.rs"))
+            .expect("userspace/compat/src/lib.rs");
+        let section = lib
+            .split("pub const GUEST_PROGRAMS: &[&str] = &[")
+            .nth(1)
+            .and_then(|rest| rest.split("];").next())
+            .expect("GUEST_PROGRAMS in userspace/compat/src/lib.rs");
+        let listed: Vec<&str> = section
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .collect();
+        assert_eq!(listed, GUEST_C_PROGRAMS);
+        assert!(lib.contains(&format!("GUEST_LIBRARY: &str = \"{GUEST_C_LIBRARY}\"")));
+        assert!(lib.contains(&format!("ARTIFACT_DIR: &str = \"{C_ARTIFACT_DIR}\"")));
+    }
 
     #[test]
     fn parses_ldd_output() {

@@ -19,6 +19,8 @@ use crate::ui::{self, Step};
 /// Debian packages every command needs: kernel build, QEMU and guest tools.
 pub const PACKAGES: &[&str] = &[
     "clang",
+    "gcc",
+    "libc6-dev",
     "lld",
     "llvm",
     "libclang-dev",

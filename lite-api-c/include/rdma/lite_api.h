@@ -124,6 +124,14 @@ long liteapi_send_reply_imm(unsigned int node, unsigned int port_priority,
 			    u64 max_reply);
 int liteapi_send(unsigned int node, unsigned int port_priority,
 		 const void *msg, u64 size);
+/*
+ * Post a call and return its operation id; liteapi_rdma_asywait on it
+ * returns the reply's length once the reply is in reply, which must stay
+ * valid until then.
+ */
+long liteapi_send_reply_imm_async(unsigned int node,
+				  unsigned int port_priority, const void *msg,
+				  u64 size, void *reply, u64 max_reply);
 long liteapi_receive_message(unsigned int port, void *buf, u64 max_size,
 			     u64 *descriptor, unsigned int flags);
 int liteapi_reply_message(const void *buf, u64 size, u64 descriptor);
@@ -199,6 +207,9 @@ long lite_rs_query_port(unsigned int node, unsigned int port);
 long lite_rs_send_reply_imm(unsigned int node, unsigned int port_priority,
 			    unsigned long msg, u64 size, unsigned long reply,
 			    u64 max_reply);
+long lite_rs_send_reply_imm_async(unsigned int node,
+				  unsigned int port_priority, unsigned long msg,
+				  u64 size, unsigned long reply, u64 max_reply);
 long lite_rs_send(unsigned int node, unsigned int port_priority,
 		  unsigned long msg, u64 size);
 long lite_rs_receive_message(unsigned int port, unsigned long buf,

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Asynchronous transfers (`lite_rdma_write_async`, `lite_rdma_read_async`,
-//! `lite_async_wait`, `lite_fence`).
+//! Asynchronous operations (`lite_rdma_write_async`, `lite_rdma_read_async`,
+//! `lite_send_reply_imm_async`, `lite_async_wait`, `lite_fence`).
+//!
+//! An asynchronous RPC call is posted by its caller like a blocking one and
+//! reaped like a transfer: reaping copies the reply to the caller's buffer
+//! and returns its length.
 //!
 //! Submitting checks the handle, takes a use of the LMR (so it cannot be
 //! revoked under the transfer), copies the data to write into kernel memory
@@ -33,6 +37,7 @@ use super::{
         admission,
         op_stats::{OpKind, OpTimer},
     },
+    rpc::{client::MAX_ASYNC_CALLS, Rpc, Target},
     util::workers::{self, Workers},
 };
 
@@ -123,11 +128,11 @@ impl AsyncIo {
         if len > MAX_ASYNC_SIZE {
             return Err(EINVAL);
         }
-        let (kind, needed) = match caller_data {
+        let (kind, needed, op_kind) = match caller_data {
             AsyncData::WriteFromUser(_) | AsyncData::WriteFromKernel(_) => {
-                (AsyncKind::Write, Permission::WRITE)
+                (AsyncKind::Write, Permission::WRITE, OpKind::WriteAsync)
             }
-            AsyncData::ReadInto(_) => (AsyncKind::Read, Permission::READ),
+            AsyncData::ReadInto(_) => (AsyncKind::Read, Permission::READ, OpKind::ReadAsync),
         };
         let lmr = process.checked(handle, password, needed)?;
         check_range(lmr.size, offset, len)?;
@@ -164,19 +169,60 @@ impl AsyncIo {
         // Low-priority transfers wait before they are queued; the counters
         // count transfers when they start.
         let admission = admission::admit(priority);
-        let timer = OpTimer::start(
-            match kind {
-                AsyncKind::Write => OpKind::WriteAsync,
-                AsyncKind::Read => OpKind::ReadAsync,
-            },
-            priority,
-        );
+        let timer = OpTimer::start(op_kind, priority);
         if let Err(IoJob(op)) = self.jobs.submit(IoJob(op)) {
             // The node is leaving: the operation never runs, and reaping it
             // reports that.
             op.cancel();
         }
         timer.finish(admission, len, Ok(id))
+    }
+
+    /// `lite_send_reply_imm_async`: posts a call of `message` to `node` and
+    /// returns its operation id; reaping it delivers the reply (at most
+    /// `max_reply` bytes) to `dest` and returns the reply's length.
+    ///
+    /// # Errors
+    ///
+    /// `EAGAIN` with [`MAX_ASYNC_OPS`] unreaped operations or
+    /// [`MAX_ASYNC_CALLS`] unreaped calls; the errors of posting a call
+    /// (see [`Rpc::call_async`]).
+    pub(crate) fn submit_call(
+        &self,
+        process: &Process,
+        rpc: &Arc<Rpc>,
+        node: u32,
+        target: &Target,
+        message: &[u8],
+        max_reply: u64,
+        dest: AsyncBuffer,
+    ) -> Result<u64> {
+        // The operation is in the table before the request goes out, so a
+        // posted call always has an id to be reaped by.
+        let op = AsyncOp::new_call()?;
+        let id = {
+            let mut ops = process.ops.lock();
+            let calls = ops.values().filter(|op| op.is_call()).count();
+            if ops.len() >= MAX_ASYNC_OPS || calls >= MAX_ASYNC_CALLS {
+                return Err(EAGAIN);
+            }
+            ops.insert(op.clone())?
+        };
+        // Dropping a posted call that cannot be recorded gives it up.
+        let posted = rpc
+            .call_async(node, target, message, max_reply)
+            .and_then(|call| Ok(Arc::new(call, GFP_KERNEL)?));
+        match posted {
+            Ok(call) => {
+                op.posted(call, dest);
+                Ok(id)
+            }
+            Err(e) => {
+                op.not_posted(e);
+                process.ops.lock().remove(id);
+                Err(e)
+            }
+        }
     }
 
     /// Stops the I/O threads once they ran the transfers queued; later
@@ -191,7 +237,8 @@ impl AsyncIo {
     ///
     /// `EINVAL` unknown id or flags, `EAGAIN` not finished with
     /// [`ASYNC_NOWAIT`], `ERESTARTSYS` on a signal, or the operation's error.
-    pub(crate) fn async_wait(&self, process: &Process, id: u64, flags: u32) -> Result {
+    /// Returns the reply's length for a call, else 0.
+    pub(crate) fn async_wait(&self, process: &Process, id: u64, flags: u32) -> Result<u64> {
         if flags & !ASYNC_NOWAIT != 0 {
             return Err(EINVAL);
         }
@@ -239,13 +286,14 @@ impl AsyncIo {
 }
 
 /// Asynchronous transfers involve only this node's callers and the LMR's
-/// chunks; a peer that goes away fails the transfers that reach it.
+/// chunks; a peer that goes away fails the transfers that reach it, and RPC
+/// fails the calls waiting for its answers.
 impl Subsystem for AsyncIo {}
 
 /// Waits (interruptibly) until `op`, operation `id` of `process`, has
 /// finished and reaps it. Returns its result, or `None` if another thread of
 /// the process reaped it meanwhile.
-fn reap_when_finished(process: &Process, id: u64, op: &AsyncOp) -> Result<Option<Result>> {
+fn reap_when_finished(process: &Process, id: u64, op: &AsyncOp) -> Result<Option<Result<u64>>> {
     op.wait_finished(true)?;
     if process.ops.lock().remove(id).is_none() {
         return Ok(None);

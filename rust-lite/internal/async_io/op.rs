@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One asynchronous transfer, from submission until its caller reaps it.
+//! One asynchronous operation (a transfer or an RPC call), from submission
+//! until its caller reaps it.
 
 use kernel::{
     new_condvar, new_mutex,
@@ -40,6 +41,18 @@ impl AsyncBuffer {
     }
 }
 
+/// A request posted elsewhere whose reply the caller reaps later (an RPC
+/// call): what an asynchronous operation needs of it.
+pub(crate) trait PendingReply: Send + Sync {
+    /// Whether the reply came, or the caller's wait for it is over.
+    fn is_settled(&self) -> bool;
+    /// Waits until [`PendingReply::is_settled`]; `ERESTARTSYS` on a signal
+    /// (the request goes on).
+    fn wait_settled(&self) -> Result;
+    /// Takes the reply (once), or the request's error.
+    fn take_reply(&self) -> Result<KVVec<u8>>;
+}
+
 /// Which way an operation moves data.
 #[derive(Clone, Copy)]
 pub(crate) enum AsyncKind {
@@ -47,6 +60,8 @@ pub(crate) enum AsyncKind {
     Write,
     /// Out of the LMR, to the caller's buffer once reaped.
     Read,
+    /// An RPC call, whose reply goes to the caller's buffer once reaped.
+    Call,
 }
 
 /// What a queued operation needs to run.
@@ -61,13 +76,25 @@ pub(crate) struct Work {
 
 /// Where an operation stands.
 enum Phase {
+    /// A transfer waiting for an I/O thread.
     Queued(Work),
+    /// A transfer on an I/O thread.
     Running,
+    /// A transfer that ended.
     Done {
         result: Result,
         data: KVVec<u8>,
         dest: Option<AsyncBuffer>,
     },
+    /// A call whose request is being posted.
+    Posting,
+    /// A posted call; its reply goes to `dest`. Dropping `call` gives it
+    /// up.
+    Calling {
+        call: Arc<dyn PendingReply>,
+        dest: AsyncBuffer,
+    },
+    /// Reaped, or cancelled before it ran.
     Cancelled,
 }
 
@@ -94,6 +121,36 @@ impl AsyncOp {
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// A call about to be posted; [`AsyncOp::posted`] or
+    /// [`AsyncOp::not_posted`] tells how posting went.
+    pub(crate) fn new_call() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(AsyncOp {
+                kind: AsyncKind::Call,
+                offset: 0,
+                phase <- new_mutex!(Phase::Posting, "lite:async_phase"),
+                finished <- new_condvar!("lite:async_finished"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The call was posted; its reply goes to `dest` when reaped.
+    pub(crate) fn posted(&self, call: Arc<dyn PendingReply>, dest: AsyncBuffer) {
+        *self.phase.lock() = Phase::Calling { call, dest };
+        self.finished.notify_all();
+    }
+
+    /// Posting the call failed with `error`.
+    pub(crate) fn not_posted(&self, error: Error) {
+        *self.phase.lock() = Phase::Done {
+            result: Err(error),
+            data: KVVec::new(),
+            dest: None,
+        };
+        self.finished.notify_all();
     }
 
     /// Runs the operation, unless it was cancelled.
@@ -128,6 +185,8 @@ impl AsyncOp {
                 len,
                 self.offset,
             ),
+            // Calls are posted by their callers, never queued.
+            AsyncKind::Call => Err(EINVAL),
         };
         // Release the LMR before reporting completion, so a revocation
         // waiting for it can go on.
@@ -136,16 +195,39 @@ impl AsyncOp {
         self.finished.notify_all();
     }
 
-    /// Whether the operation has finished (or was cancelled).
+    /// Whether the operation is an RPC call.
+    pub(crate) fn is_call(&self) -> bool {
+        matches!(self.kind, AsyncKind::Call)
+    }
+
+    /// Whether the operation has finished (or was cancelled); a call, once
+    /// its answer came or its caller's wait for it is over.
     pub(crate) fn is_finished(&self) -> bool {
-        matches!(*self.phase.lock(), Phase::Done { .. } | Phase::Cancelled)
+        match &*self.phase.lock() {
+            Phase::Done { .. } | Phase::Cancelled => true,
+            Phase::Calling { call, .. } => call.is_settled(),
+            Phase::Queued(_) | Phase::Running | Phase::Posting => false,
+        }
     }
 
     /// Waits until the operation has finished; `interruptible` lets a
-    /// signal end the wait with `ERESTARTSYS`.
+    /// signal end the wait with `ERESTARTSYS`. A posted call is only ever
+    /// waited for interruptibly (cancelling one abandons it instead).
     pub(crate) fn wait_finished(&self, interruptible: bool) -> Result {
         let mut phase = self.phase.lock();
-        while !matches!(*phase, Phase::Done { .. } | Phase::Cancelled) {
+        loop {
+            match &*phase {
+                Phase::Done { .. } | Phase::Cancelled => return Ok(()),
+                Phase::Calling { call, .. } => {
+                    if !interruptible {
+                        return Ok(());
+                    }
+                    let call = call.clone();
+                    drop(phase);
+                    return call.wait_settled();
+                }
+                Phase::Queued(_) | Phase::Running | Phase::Posting => {}
+            }
             if interruptible {
                 if self.finished.wait_interruptible(&mut phase) {
                     return Err(ERESTARTSYS);
@@ -154,33 +236,40 @@ impl AsyncOp {
                 self.finished.wait(&mut phase);
             }
         }
-        Ok(())
     }
 
-    /// Cancels the operation if it has not started, else waits for it.
+    /// Cancels the operation if it has not started (a posted call is
+    /// abandoned: its reply is discarded), else waits for it.
     pub(crate) fn cancel(&self) {
         {
             let mut phase = self.phase.lock();
-            if let Phase::Queued(_) = *phase {
-                let queued = core::mem::replace(&mut *phase, Phase::Cancelled);
+            if let Phase::Queued(_) | Phase::Calling { .. } = *phase {
+                let dropped = core::mem::replace(&mut *phase, Phase::Cancelled);
                 drop(phase);
-                drop(queued);
+                // Frees the work, or abandons the call, outside the lock.
+                drop(dropped);
                 return;
             }
         }
         let _ = self.wait_finished(false);
     }
 
-    /// The result of a finished operation; read data goes to the caller.
-    pub(crate) fn reap(&self) -> Result {
+    /// The result of a finished operation: read data or a call's reply goes
+    /// to the caller. Returns the reply's length for a call, else 0.
+    pub(crate) fn reap(&self) -> Result<u64> {
         let phase = core::mem::replace(&mut *self.phase.lock(), Phase::Cancelled);
         match phase {
             Phase::Done { result, data, dest } => {
                 result?;
                 match dest {
-                    Some(mut dest) => dest.write_from(&data),
-                    None => Ok(()),
+                    Some(mut dest) => dest.write_from(&data).map(|()| 0),
+                    None => Ok(0),
                 }
+            }
+            Phase::Calling { call, mut dest } => {
+                let reply = call.take_reply()?;
+                dest.write_from(&reply)?;
+                Ok(reply.len() as u64)
             }
             _ => Err(errno::ECANCELED()),
         }

@@ -33,11 +33,13 @@ pub enum OpKind {
     RpcReply,
     /// `lite_lock` (time to acquire).
     Lock,
+    /// `lite_send_reply_imm_async` (counted when posted).
+    RpcCallAsync,
 }
 
 impl OpKind {
     /// Every kind, in table order: `OpKind::ALL[i] as usize == i`.
-    pub const ALL: [OpKind; 11] = [
+    pub const ALL: [OpKind; 12] = [
         OpKind::Read,
         OpKind::Write,
         OpKind::ReadAsync,
@@ -49,6 +51,7 @@ impl OpKind {
         OpKind::RpcSend,
         OpKind::RpcReply,
         OpKind::Lock,
+        OpKind::RpcCallAsync,
     ];
 
     /// Name in the counters' text.
@@ -65,6 +68,7 @@ impl OpKind {
             OpKind::RpcSend => "rpc_send",
             OpKind::RpcReply => "rpc_reply",
             OpKind::Lock => "lock",
+            OpKind::RpcCallAsync => "rpc_call_async",
         }
     }
 }

@@ -13,10 +13,16 @@ use kernel::{
 };
 
 use super::ring_protocol::{next_generation, RingWriter, MAX_PORTS};
-use crate::{errno, verbs::DmaBuffer};
+use crate::{errno, internal::util::clock::now_ms, verbs::DmaBuffer};
 
-/// Calls of this node waiting for remote replies at once.
-pub(crate) const REPLY_SLOTS: usize = 64;
+/// Calls of this node waiting for remote replies at once: room for every
+/// process's asynchronous calls (at most [`MAX_ASYNC_CALLS`] each) beside
+/// blocking ones.
+pub(crate) const REPLY_SLOTS: usize = 256;
+
+/// Unreaped asynchronous calls per process (`LITE_MAX_ASYNC_CALLS`), so one
+/// process cannot hold every reply slot of its node.
+pub(crate) const MAX_ASYNC_CALLS: usize = 32;
 
 /// Largest reply buffer a slot keeps for its next call; larger ones go
 /// back to the pool once their reply is delivered, so idle slots hold
@@ -25,6 +31,16 @@ const KEPT_REPLY_BUFFER: usize = 4096;
 
 /// How long a caller waits for a reply (`LITE_RPC_TIMEOUT_MS`).
 pub(crate) const RPC_TIMEOUT_MS: u32 = 60_000;
+
+/// A request that was sent.
+pub(crate) enum Pending {
+    /// One way: nothing to wait for.
+    OneWay,
+    /// To another node: the reply arrives in this slot.
+    Remote(usize),
+    /// To this node.
+    Local(Arc<LocalCall>),
+}
 
 /// How a call ended, or that it has not yet.
 pub(crate) enum Outcome {
@@ -36,6 +52,9 @@ pub(crate) enum Outcome {
     Failed(Error),
     /// The caller gave up; the slot is reused once the answer comes.
     Abandoned,
+    /// The caller is copying the reply out; the slot is free once its
+    /// buffer is back.
+    Delivering,
 }
 
 /// Where the request of a call went: which ring, and where in it.
@@ -234,63 +253,124 @@ impl ReplySlots {
         self.changed.notify_all();
     }
 
-    /// Waits for the answer to the call in `slot`. On success, `deliver`
-    /// gets the reply buffer and the reply's length.
+    /// Waits for the answer to the call in `slot`, for at most
+    /// [`RPC_TIMEOUT_MS`]. On success, `deliver` gets the reply buffer and
+    /// the reply's length. A caller that stops waiting (signal, timeout)
+    /// abandons the call.
     pub(crate) fn wait<T>(
         &self,
         slot: usize,
         deliver: impl FnOnce(&DmaBuffer, usize) -> Result<T>,
     ) -> Result<T> {
+        let deadline_ms = now_ms().saturating_add(u64::from(RPC_TIMEOUT_MS));
+        if let Err(e) = self.wait_answered(slot, deadline_ms) {
+            self.abandon(slot);
+            return Err(if e == ERESTARTSYS { EINTR } else { e });
+        }
+        self.take_answer(slot, deliver)
+    }
+
+    /// Whether the call in `slot` has been answered (or failed).
+    pub(crate) fn is_answered(&self, slot: usize) -> bool {
+        matches!(
+            self.slots.lock().get(slot).and_then(|s| s.outcome.as_ref()),
+            Some(Outcome::Replied(_) | Outcome::Failed(_))
+        )
+    }
+
+    /// Waits until the call in `slot` is answered or the monotonic clock
+    /// reaches `deadline_ms`, whichever comes first; the answer stays in
+    /// the slot.
+    ///
+    /// # Errors
+    ///
+    /// `ERESTARTSYS` if a signal arrived (the call goes on).
+    pub(crate) fn wait_answered(&self, slot: usize, deadline_ms: u64) -> Result {
         let mut slots = self.slots.lock();
-        let mut waited_ms = 0u32;
         loop {
-            // PANIC: `slot` was returned by `claim`, an index below
-            // `REPLY_SLOTS`, and `slots` never changes length.
-            let entry = &mut slots[slot];
-            match entry.outcome.take() {
-                Some(Outcome::Replied(len)) => {
-                    let buffer = entry.buffer.take();
-                    drop(slots);
-                    let result = match &buffer {
-                        Some(buffer) => deliver(buffer, len as usize),
-                        None => Err(EIO),
-                    };
-                    let kept = buffer.filter(|b| b.len() <= KEPT_REPLY_BUFFER);
-                    let mut slots = self.slots.lock();
-                    // PANIC: as above.
-                    slots[slot].buffer = kept;
-                    drop(slots);
-                    self.changed.notify_all();
-                    return result;
-                }
-                Some(Outcome::Failed(e)) => {
-                    drop(slots);
-                    self.changed.notify_all();
-                    return Err(e);
-                }
-                other => entry.outcome = other,
+            let answered = matches!(
+                slots.get(slot).and_then(|s| s.outcome.as_ref()),
+                Some(Outcome::Replied(_) | Outcome::Failed(_))
+            );
+            let now = now_ms();
+            if answered || now >= deadline_ms {
+                return Ok(());
             }
-            let give_up = match self
+            // At most a second at a time, so the deadline is noticed even
+            // when nothing changes.
+            let wait_ms = (deadline_ms - now).min(1000) as u32;
+            if let CondVarTimeoutResult::Signal { .. } = self
                 .changed
-                .wait_interruptible_timeout(&mut slots, msecs_to_jiffies(1000))
+                .wait_interruptible_timeout(&mut slots, msecs_to_jiffies(wait_ms))
             {
-                CondVarTimeoutResult::Signal { .. } => Some(EINTR),
-                CondVarTimeoutResult::Timeout => {
-                    waited_ms = waited_ms.saturating_add(1000);
-                    (waited_ms >= RPC_TIMEOUT_MS).then(errno::ETIMEDOUT)
-                }
-                CondVarTimeoutResult::Woken { .. } => None,
-            };
-            if let Some(e) = give_up {
-                // PANIC: as above.
-                let entry = &mut slots[slot];
-                if let Some(Outcome::Waiting) = entry.outcome {
-                    // The server may still write the reply: the buffer
-                    // stays with the slot until it does.
-                    entry.outcome = Some(Outcome::Abandoned);
-                    return Err(e);
-                }
+                return Err(ERESTARTSYS);
             }
+        }
+    }
+
+    /// Takes the answer to the call in `slot` and frees the slot: `deliver`
+    /// gets the reply buffer and the reply's length, or the call's error
+    /// is returned. A call not answered yet is abandoned (`ETIMEDOUT`).
+    pub(crate) fn take_answer<T>(
+        &self,
+        slot: usize,
+        deliver: impl FnOnce(&DmaBuffer, usize) -> Result<T>,
+    ) -> Result<T> {
+        let mut slots = self.slots.lock();
+        let Some(entry) = slots.get_mut(slot) else {
+            return Err(EINVAL);
+        };
+        match entry.outcome.take() {
+            Some(Outcome::Replied(len)) => {
+                // The slot stays claimed while the reply is copied out, so
+                // no other call gets it before its buffer is back.
+                entry.outcome = Some(Outcome::Delivering);
+                let buffer = entry.buffer.take();
+                drop(slots);
+                let result = match &buffer {
+                    Some(buffer) => deliver(buffer, len as usize),
+                    None => Err(EIO),
+                };
+                let kept = buffer.filter(|b| b.len() <= KEPT_REPLY_BUFFER);
+                let mut slots = self.slots.lock();
+                if let Some(entry) = slots.get_mut(slot) {
+                    entry.buffer = kept;
+                    entry.outcome = None;
+                }
+                drop(slots);
+                self.changed.notify_all();
+                result
+            }
+            Some(Outcome::Failed(e)) => {
+                drop(slots);
+                self.changed.notify_all();
+                Err(e)
+            }
+            other => {
+                entry.outcome = other;
+                drop(slots);
+                self.abandon(slot);
+                Err(errno::ETIMEDOUT())
+            }
+        }
+    }
+
+    /// Gives up the call in `slot`: the slot is free at once if the call
+    /// was answered, else when its answer comes (the server may still
+    /// write the reply, so the buffer stays with the slot until then).
+    pub(crate) fn abandon(&self, slot: usize) {
+        let mut slots = self.slots.lock();
+        let Some(entry) = slots.get_mut(slot) else {
+            return;
+        };
+        match entry.outcome {
+            Some(Outcome::Waiting) => entry.outcome = Some(Outcome::Abandoned),
+            Some(Outcome::Replied(_) | Outcome::Failed(_)) => {
+                entry.outcome = None;
+                drop(slots);
+                self.changed.notify_all();
+            }
+            _ => {}
         }
     }
 
@@ -416,28 +496,55 @@ impl LocalCall {
         }
     }
 
-    /// Waits for the answer.
+    /// Waits for the answer, for at most [`RPC_TIMEOUT_MS`].
     pub(crate) fn wait(&self) -> Result<KVVec<u8>> {
+        let deadline_ms = now_ms().saturating_add(u64::from(RPC_TIMEOUT_MS));
+        self.wait_answered(deadline_ms)
+            .map_err(|_| EINTR)
+            .and_then(|()| self.take_answer())
+    }
+
+    /// Whether the call has been answered.
+    pub(crate) fn is_answered(&self) -> bool {
+        self.outcome.lock().is_some()
+    }
+
+    /// Waits until the call is answered or the monotonic clock reaches
+    /// `deadline_ms`; the answer stays with the call.
+    ///
+    /// # Errors
+    ///
+    /// `ERESTARTSYS` if a signal arrived.
+    pub(crate) fn wait_answered(&self, deadline_ms: u64) -> Result {
         let mut outcome = self.outcome.lock();
-        let mut waited_ms = 0u32;
         loop {
-            if let Some(answer) = outcome.take() {
-                return answer;
+            let now = now_ms();
+            if outcome.is_some() || now >= deadline_ms {
+                return Ok(());
             }
-            match self
+            let wait_ms = (deadline_ms - now).min(1000) as u32;
+            if let CondVarTimeoutResult::Signal { .. } = self
                 .done
-                .wait_interruptible_timeout(&mut outcome, msecs_to_jiffies(1000))
+                .wait_interruptible_timeout(&mut outcome, msecs_to_jiffies(wait_ms))
             {
-                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
-                CondVarTimeoutResult::Timeout => {
-                    // PANIC: the wait ends once `waited_ms` reaches
-                    // `RPC_TIMEOUT_MS`, far below `u32::MAX`.
-                    waited_ms += 1000;
-                    if waited_ms >= RPC_TIMEOUT_MS {
-                        return Err(errno::ETIMEDOUT());
-                    }
-                }
-                CondVarTimeoutResult::Woken { .. } => {}
+                return Err(ERESTARTSYS);
+            }
+        }
+    }
+
+    /// Takes the answer; `ETIMEDOUT` if none has come. Later answers are
+    /// ignored.
+    pub(crate) fn take_answer(&self) -> Result<KVVec<u8>> {
+        let mut outcome = self.outcome.lock();
+        match outcome.take() {
+            Some(answer) => {
+                // Keep the call answered, so a late answer is ignored.
+                *outcome = Some(Err(errno::ECANCELED()));
+                answer
+            }
+            None => {
+                *outcome = Some(Err(errno::ECANCELED()));
+                Err(errno::ETIMEDOUT())
             }
         }
     }

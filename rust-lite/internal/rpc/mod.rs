@@ -14,6 +14,7 @@ use core::{
     pin::Pin,
     sync::atomic::{AtomicU32, Ordering},
 };
+pub(crate) mod call_in_flight;
 pub(crate) mod client;
 pub(crate) mod port;
 pub(crate) mod ring_protocol;
@@ -22,8 +23,10 @@ pub(crate) mod wire;
 use kernel::{prelude::*, sync::Arc};
 
 use self::{
+    call_in_flight::CallInFlight,
     client::{
-        ClaimedSlot, LocalCall, Outcome, PortView, RemotePort, ReplySlots, SentRequest, ServerNode,
+        ClaimedSlot, LocalCall, Outcome, Pending, PortView, RemotePort, ReplySlots, SentRequest,
+        ServerNode,
     },
     port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     ring_protocol::{
@@ -67,8 +70,8 @@ pub(crate) struct Rpc {
     core: Arc<Core>,
     ports: KVec<Pin<KBox<Port>>>,
     servers: KVec<Pin<KBox<ServerNode>>>,
-    #[pin]
-    slots: ReplySlots,
+    /// Shared with the asynchronous calls waiting in them.
+    slots: Arc<ReplySlots>,
 }
 
 impl Rpc {
@@ -82,13 +85,13 @@ impl Rpc {
         for _ in 0..MAX_NODES {
             servers.push(KBox::pin_init(ServerNode::new()?, GFP_KERNEL)?, GFP_KERNEL)?;
         }
-        let slots = ReplySlots::new()?;
+        let slots = Arc::pin_init(ReplySlots::new()?, GFP_KERNEL)?;
         Arc::pin_init(
             try_pin_init!(Rpc {
                 core,
                 ports,
                 servers,
-                slots <- slots,
+                slots,
             }? Error),
             GFP_KERNEL,
         )
@@ -140,16 +143,6 @@ impl Target {
         self.priority = default.apply(self.priority);
         self
     }
-}
-
-/// A request that was sent.
-enum Pending {
-    /// One way: nothing to wait for.
-    OneWay,
-    /// To another node: the reply arrives in this slot.
-    Remote(usize),
-    /// To this node.
-    Local(Arc<LocalCall>),
 }
 
 /// The view of `port` among a server node's ports.
@@ -738,6 +731,24 @@ impl Rpc {
             .start_call(node, target, message, Some(max_reply))
             .and_then(|pending| self.finish_call(pending));
         timer.finish(admission, message.len() as u64, answer)
+    }
+
+    /// `lite_send_reply_imm_async`: posts a call to `node` whose reply is
+    /// reaped later. Errors of posting are returned here; those of the
+    /// call, when it is reaped.
+    pub(crate) fn call_async(
+        &self,
+        node: u32,
+        target: &Target,
+        message: &[u8],
+        max_reply: u64,
+    ) -> Result<CallInFlight> {
+        let admission = admission::admit(target.priority);
+        let timer = OpTimer::start(OpKind::RpcCallAsync, target.priority);
+        let posted = self
+            .start_call(node, target, message, Some(max_reply))
+            .and_then(|pending| CallInFlight::new(self.slots.clone(), pending));
+        timer.finish(admission, message.len() as u64, posted)
     }
 
     /// `lite_send`: a one-way message.

@@ -499,7 +499,7 @@ impl Drop for Lmr {
 }
 
 /// Reaps operation `op`, retrying if a signal interrupts the wait.
-fn reap(op: u64, flags: u32) -> c_long {
+pub(crate) fn reap(op: u64, flags: u32) -> c_long {
     loop {
         let ret = sys::async_wait(op, flags);
         if ret != -c_long::from(libc::EINTR) {

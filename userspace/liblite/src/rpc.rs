@@ -30,10 +30,11 @@
 
 use std::fmt;
 use std::io;
+use std::mem::ManuallyDrop;
 
 use libc::c_long;
 
-use crate::{byte_count, check, Priority};
+use crate::{byte_count, check, reap, Priority};
 
 /// Fails with `EINVAL` for a port number that would not fit the 16 bits
 /// [`sys::port_priority`](crate::sys::port_priority) gives it, so that it
@@ -150,6 +151,128 @@ pub fn call(
         )
     };
     check_len(ret)
+}
+
+/// Posts the call [`call`] would make and returns at once; the reply is
+/// stored at the start of `reply` when the call is reaped
+/// ([`AsyncCall::wait`], [`AsyncCall::poll`], or dropping it). One thread
+/// may keep up to [`MAX_ASYNC_CALLS`](crate::sys::MAX_ASYNC_CALLS) calls in
+/// flight; beyond that, `EAGAIN`. Errors of posting are returned here
+/// (`ECONNREFUSED`, `EMSGSIZE`, ...), those of the call by the reap.
+pub fn call_async<'a>(
+    node: u32,
+    port: u32,
+    msg: &[u8],
+    reply: &'a mut [u8],
+    priority: Priority,
+) -> io::Result<AsyncCall<'a>> {
+    let port_priority = port_priority(port, priority)?;
+    // The kernel writes the reply when the call is reaped, which may be
+    // after this value is forgotten (`lite_fence`): it writes into memory
+    // of its own, freed only once the call is known to be reaped.
+    let mut bounce = ManuallyDrop::new(vec![0u8; reply.len()].into_boxed_slice());
+    // SAFETY: `msg` is readable for its whole length during the call;
+    // `bounce` stays allocated and untouched until the call is reaped
+    // (see `Drop for AsyncCall`), and is leaked if that never happens.
+    let ret = unsafe {
+        crate::sys::send_reply_imm_async(
+            node,
+            port_priority,
+            msg.as_ptr().cast(),
+            byte_count(msg.len()),
+            bounce.as_mut_ptr().cast(),
+            byte_count(bounce.len()),
+        )
+    };
+    match check(ret) {
+        Ok(op) => Ok(AsyncCall {
+            op,
+            outcome: None,
+            bounce,
+            reply: Some(reply),
+            delivered: false,
+        }),
+        Err(e) => {
+            // SAFETY: the call failed, so the kernel never uses `bounce`.
+            unsafe { ManuallyDrop::drop(&mut bounce) };
+            Err(e)
+        }
+    }
+}
+
+/// A call posted by [`call_async`], holding the reply buffer borrowed
+/// until it is reaped. Dropping an unreaped call waits for it (the buffer
+/// receives the reply if it came).
+#[derive(Debug)]
+#[must_use = "dropping an asynchronous call waits for its reply"]
+pub struct AsyncCall<'a> {
+    op: u64,
+    /// `None` until reaped; then the raw result (the reply's length).
+    outcome: Option<c_long>,
+    /// Where the kernel stores the reply; freed only once the call is
+    /// known to be reaped (see `Drop`).
+    bounce: ManuallyDrop<Box<[u8]>>,
+    /// The caller's buffer; `None` once handed back.
+    reply: Option<&'a mut [u8]>,
+    /// Whether the reply has been copied into `reply`.
+    delivered: bool,
+}
+
+impl<'a> AsyncCall<'a> {
+    /// The operation id the kernel assigned.
+    pub fn id(&self) -> u64 {
+        self.op
+    }
+
+    /// Waits for the reply; returns its length and hands the buffer back.
+    pub fn wait(mut self) -> io::Result<(usize, &'a mut [u8])> {
+        let len = self.reap_with(0)?;
+        Ok((len, self.reply.take().unwrap_or_default()))
+    }
+
+    /// Checks for the reply without blocking: `Ok(None)` while the call is
+    /// in flight, the reply's length once it came (the buffer then holds
+    /// it), the call's error if it failed.
+    pub fn poll(&mut self) -> io::Result<Option<usize>> {
+        if self.outcome.is_none() {
+            let ret = reap(self.op, crate::sys::ASYNC_NOWAIT);
+            if ret == -c_long::from(libc::EAGAIN) {
+                return Ok(None);
+            }
+            self.outcome = Some(ret);
+        }
+        self.finish().map(Some)
+    }
+
+    fn reap_with(&mut self, flags: u32) -> io::Result<usize> {
+        if self.outcome.is_none() {
+            self.outcome = Some(reap(self.op, flags));
+        }
+        self.finish()
+    }
+
+    /// The outcome of the reaped call; copies the reply out once.
+    fn finish(&mut self) -> io::Result<usize> {
+        let len = check_len(self.outcome.unwrap_or(0))?;
+        if !self.delivered {
+            let reply = self.reply.as_deref_mut().and_then(|r| r.get_mut(..len));
+            if let (Some(reply), Some(data)) = (reply, self.bounce.get(..len)) {
+                reply.copy_from_slice(data);
+            }
+            self.delivered = true;
+        }
+        Ok(len)
+    }
+}
+
+impl Drop for AsyncCall<'_> {
+    fn drop(&mut self) {
+        // Reaping releases the id whatever the outcome, so afterwards the
+        // kernel no longer writes into `bounce`.
+        let _ = self.reap_with(0);
+        // SAFETY: `bounce` is not used again.
+        unsafe { ManuallyDrop::drop(&mut self.bounce) };
+    }
 }
 
 fn send_raw(node: u32, port: u32, msg: &[u8], priority: Priority, flags: u32) -> io::Result<()> {

@@ -87,6 +87,8 @@ pub const SYS_LITE_UNREGISTER_APPLICATION: c_long =
 pub const SYS_LITE_QUERY_PORT: c_long = uapi::__NR_lite_query_port as c_long;
 /// `lite_send_reply_imm`: blocking RPC.
 pub const SYS_LITE_SEND_REPLY_IMM: c_long = uapi::__NR_lite_send_reply_imm as c_long;
+/// `lite_send_reply_imm_async`: post an RPC call, reap its reply later.
+pub const SYS_LITE_SEND_REPLY_IMM_ASYNC: c_long = uapi::__NR_lite_send_reply_imm_async as c_long;
 /// `lite_send`: one-way message.
 pub const SYS_LITE_SEND: c_long = uapi::__NR_lite_send as c_long;
 /// `lite_receive_message`: take the next message of a port.
@@ -155,6 +157,9 @@ pub const ASYNC_NOWAIT: u32 = uapi::LITE_ASYNC_NOWAIT;
 
 /// Most asynchronous operations one process may have outstanding.
 pub const MAX_ASYNC_OPS: u32 = uapi::LITE_MAX_ASYNC_OPS;
+
+/// Most [`send_reply_imm_async`] calls one process may have unreaped.
+pub const MAX_ASYNC_CALLS: u32 = uapi::LITE_MAX_ASYNC_CALLS;
 
 /// Largest single asynchronous transfer.
 pub const MAX_ASYNC_SIZE: u64 = uapi::LITE_MAX_ASYNC_SIZE as u64;
@@ -600,13 +605,15 @@ pub unsafe fn rdma_read_async(
     }
 }
 
-/// Reaps asynchronous operation `op`: 0 if it succeeded, its negative
-/// errno if it failed; the id is released either way. With
+/// Reaps asynchronous operation `op`: 0 if it succeeded (the reply's
+/// length for a [`send_reply_imm_async`] call), its negative errno if it
+/// failed; the id is released either way. With
 /// [`ASYNC_NOWAIT`] in `flags`, `-EAGAIN` if it has not completed yet (the
 /// id stays valid). `-EINVAL` for an unknown id or flags.
 ///
-/// Reaping a read stores its data into the buffer given to
-/// [`rdma_read_async`]; that is covered by that call's safety contract.
+/// Reaping a read or a call stores its data into the buffer given to
+/// [`rdma_read_async`] or [`send_reply_imm_async`]; that is covered by
+/// that call's safety contract.
 pub fn async_wait(op: u64, flags: c_uint) -> c_long {
     // SAFETY: the call takes no pointers of its own.
     unsafe { lite_syscall(SYS_LITE_ASYNC_WAIT, [op, flags.into(), 0, 0, 0, 0]) }
@@ -700,6 +707,41 @@ pub unsafe fn send_reply_imm(
     unsafe {
         lite_syscall(
             SYS_LITE_SEND_REPLY_IMM,
+            [
+                node.into(),
+                port_priority.into(),
+                msg as c_ulong,
+                size,
+                reply as c_ulong,
+                max_reply,
+            ],
+        )
+    }
+}
+
+/// Posts the RPC [`send_reply_imm`] would make and returns an operation id
+/// (> 0) without waiting; [`async_wait`] on it returns the reply's length
+/// once the reply is in `reply`, or the call's error. `-EAGAIN` with
+/// [`MAX_ASYNC_OPS`] operations or [`MAX_ASYNC_CALLS`] calls unreaped.
+///
+/// # Safety
+///
+/// `msg` must be valid for reads of `size` bytes for the duration of the
+/// call. `reply` must stay valid for writes of `max_reply` bytes, and not
+/// be accessed by anything else, until the operation is reaped (or the
+/// process exits); either may instead be an address the kernel rejects
+/// with `-EFAULT` (for `reply`, when the operation is reaped).
+pub unsafe fn send_reply_imm_async(
+    node: c_uint,
+    port_priority: c_uint,
+    msg: *const c_void,
+    size: u64,
+    reply: *mut c_void,
+    max_reply: u64,
+) -> c_long {
+    unsafe {
+        lite_syscall(
+            SYS_LITE_SEND_REPLY_IMM_ASYNC,
             [
                 node.into(),
                 port_priority.into(),

@@ -29,6 +29,7 @@ use crate::tap::Tap;
 use crate::IB_PORT;
 
 // The failure test shares the raw transfer and statistics helpers.
+mod c_programs;
 mod device_access;
 pub(crate) mod io;
 mod kernel_api;
@@ -38,6 +39,7 @@ mod privilege;
 mod processes;
 mod quotas;
 mod rpc;
+mod rpc_async;
 mod sharing;
 mod sync;
 
@@ -140,6 +142,7 @@ pub fn run_with_joined_hook<K: Kernel, W: Write>(
     processes::run(kernel, tap, me, nodes, password);
     rpc::run(kernel, tap, me, nodes);
     sync::run(kernel, tap, me, nodes);
+    c_programs::run(kernel, tap, config.cm, me, nodes);
     kernel_api::run(kernel, tap, nodes);
     // Last, so that the serving limits it sets disturb no other case.
     quotas::run(kernel, tap, me, nodes, password);
@@ -909,11 +912,11 @@ mod tests {
                     .matches("# SKIP needs a second node to allocate on this one")
                     .count();
                 assert_eq!(serving_skips, usize::from(nodes == 1), "{output}");
-                assert_eq!(skips, 17 + corrupt_skips + serving_skips, "{output}");
+                assert_eq!(skips, 22 + corrupt_skips + serving_skips, "{output}");
                 assert_eq!(device_skips, 1, "{output}");
                 assert_eq!(keyring_skips, 3, "{output}");
                 assert_eq!(fault_skips, corrupt_skips, "{output}");
-                assert_eq!(expected_skips, 9, "{output}");
+                assert_eq!(expected_skips, 14, "{output}");
                 assert_eq!(kernel_api_skips, 4, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {

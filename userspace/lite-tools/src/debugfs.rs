@@ -493,7 +493,7 @@ mod tests {
              latency_us=1:0,2:0,4:4,8:0,"
         ));
         assert!(text.contains(",524288:0,1048576:0,inf:1\n"));
-        assert_eq!(text.lines().count(), 15 + 33);
+        assert_eq!(text.lines().count(), 15 + 36);
         assert_eq!(parse_stats(&text), Ok(stats));
     }
 
@@ -546,7 +546,8 @@ mod tests {
                 "rpc_call",
                 "rpc_send",
                 "rpc_reply",
-                "lock"
+                "lock",
+                "rpc_call_async"
             ]
         );
         for (index, op) in Operation::ALL.into_iter().enumerate() {

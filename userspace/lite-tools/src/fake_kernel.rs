@@ -43,9 +43,9 @@ use std::time::{Duration, Instant};
 use libc::c_long;
 use lite::sys::{
     LiteLock, LiteMulticast, LiteReceive, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE,
-    LEAVE_FORCE, MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_NODES, MAX_REGISTER_SIZE,
-    NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_HIGH,
-    PRIORITY_LOW, PRIORITY_NONE,
+    LEAVE_FORCE, MAX_ASYNC_CALLS, MAX_ASYNC_SIZE, MAX_MESSAGE_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_NODES,
+    MAX_REGISTER_SIZE, NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE,
+    PRIORITY_HIGH, PRIORITY_LOW, PRIORITY_NONE,
 };
 use lite::Priority;
 
@@ -256,6 +256,8 @@ struct Op {
     delivery: Option<(usize, Vec<u8>)>,
     /// NOWAIT polls still answered with -EAGAIN.
     pending_polls: u32,
+    /// Whether it is an RPC call (`lite_send_reply_imm_async`).
+    is_call: bool,
 }
 
 #[derive(Default)]
@@ -832,9 +834,28 @@ impl FakeKernel {
                 result,
                 delivery,
                 pending_polls: 1,
+                is_call: false,
             },
         );
         id as c_long
+    }
+
+    /// An answered asynchronous call: reaping it returns `len` and
+    /// delivers the reply, or returns the delivery's error.
+    fn start_call_op(
+        &self,
+        len: c_long,
+        delivery: Result<Option<(usize, Vec<u8>)>, c_long>,
+    ) -> c_long {
+        let id = self.start_op(delivery);
+        let mut process = lock(&self.process);
+        if let Some(op) = process.ops.get_mut(&(id as u64)) {
+            op.is_call = true;
+            if op.result == 0 {
+                op.result = len;
+            }
+        }
+        id
     }
 
     fn reap(op: Op) -> c_long {
@@ -1707,7 +1728,8 @@ impl Kernel for FakeKernel {
         let mut first = 0;
         for (_, op) in ops {
             let ret = Self::reap(op);
-            if first == 0 {
+            // A call's reply length is success too.
+            if first == 0 && ret < 0 {
                 first = ret;
             }
         }
@@ -1794,6 +1816,63 @@ impl Kernel for FakeKernel {
                 Err(errno) => errno,
             }
         })
+    }
+
+    unsafe fn send_reply_imm_async(
+        &self,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+        reply: *mut c_void,
+        max_reply: u64,
+    ) -> c_long {
+        let calls = lock(&self.process)
+            .ops
+            .values()
+            .filter(|op| op.is_call)
+            .count();
+        if calls >= MAX_ASYNC_CALLS as usize {
+            return err(libc::EAGAIN);
+        }
+        self.counted(
+            Operation::RpcCallAsync,
+            priority_of(port_priority),
+            size,
+            || {
+                // The model answers the call at once into memory of its own;
+                // reaping delivers the reply, or -EFAULT for a bad buffer.
+                let room = max_reply.min(MAX_MESSAGE_SIZE);
+                let mut answer = vec![0u8; room as usize];
+                let ret = match self.rpc_caller() {
+                    // SAFETY: the caller upholds the system call's contract for
+                    // `msg`; `answer` has `room` writable bytes.
+                    Ok(who) => unsafe {
+                        self.shared.rpc.call(
+                            &who,
+                            node,
+                            port_priority,
+                            (msg, size),
+                            (answer.as_mut_ptr().cast(), room),
+                        )
+                    },
+                    Err(errno) => errno,
+                };
+                if ret < 0 {
+                    return ret;
+                }
+                answer.truncate(ret as usize);
+                if reply.is_null() && max_reply > 0 {
+                    return err(libc::EFAULT);
+                }
+                let delivery = if (reply as usize) < FIRST_MAPPED_ADDRESS && ret > 0 {
+                    Err(err(libc::EFAULT))
+                } else {
+                    Ok(Some((reply as usize, answer)))
+                };
+                self.start_call_op(ret, delivery)
+            },
+        )
     }
 
     unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {

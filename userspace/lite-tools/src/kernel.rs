@@ -178,6 +178,20 @@ pub trait Kernel: Sync {
         reply: *mut c_void,
         max_reply: u64,
     ) -> c_long;
+    /// `lite_send_reply_imm_async`.
+    ///
+    /// # Safety
+    ///
+    /// As [`sys::send_reply_imm_async`].
+    unsafe fn send_reply_imm_async(
+        &self,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+        reply: *mut c_void,
+        max_reply: u64,
+    ) -> c_long;
     /// `lite_send`.
     ///
     /// # Safety
@@ -542,6 +556,19 @@ impl Kernel for Syscalls {
     ) -> c_long {
         // SAFETY: the caller upholds sys::send_reply_imm's contract.
         unsafe { sys::send_reply_imm(node, port_priority, msg, size, reply, max_reply) }
+    }
+
+    unsafe fn send_reply_imm_async(
+        &self,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+        reply: *mut c_void,
+        max_reply: u64,
+    ) -> c_long {
+        // SAFETY: the caller upholds sys::send_reply_imm_async's contract.
+        unsafe { sys::send_reply_imm_async(node, port_priority, msg, size, reply, max_reply) }
     }
 
     unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {

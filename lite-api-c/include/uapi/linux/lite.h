@@ -73,6 +73,7 @@
 #define __NR_lite_unlock		584
 #define __NR_lite_set_priority		585
 #define __NR_lite_leave			586
+#define __NR_lite_send_reply_imm_async	587
 
 /*
  * Handles and protection
@@ -313,7 +314,9 @@
  *   A revocation of the LMR waits for transfers already started.
  *
  * long lite_async_wait(__u64 op, unsigned int flags)
- *   Reap operation op: 0 if it succeeded, its negative errno if it failed.
+ *   Reap operation op: 0 if it succeeded (for an RPC call of
+ *   lite_send_reply_imm_async, the reply's length), its negative errno if
+ *   it failed.
  *   The id is released either way. With LITE_ASYNC_NOWAIT, -EAGAIN if it
  *   has not completed yet (the id stays valid). -EINVAL unknown id or flags.
  *
@@ -372,6 +375,22 @@
  *   ring), -ETIMEDOUT no reply within LITE_RPC_TIMEOUT_MS, -EINTR a signal
  *   arrived (the request may still be served; its reply is discarded).
  *   node may be this node.
+ *
+ * long lite_send_reply_imm_async(unsigned int node,
+ *                                unsigned int port_priority,
+ *                                const void *msg, __u64 size, void *reply,
+ *                                __u64 max_reply)
+ *   Post the same call without waiting for the reply and return an
+ *   operation id (> 0), reaped like an asynchronous transfer:
+ *   lite_async_wait returns the reply's length once the reply is in
+ *   reply (which must stay valid until then), or the call's error as
+ *   lite_send_reply_imm would; lite_fence reaps every call too. The
+ *   message is taken from msg before the call returns. Errors found
+ *   while posting (bad arguments, -ECONNREFUSED, -EMSGSIZE, -EINTR) are
+ *   returned at once; -EAGAIN with LITE_MAX_ASYNC_OPS operations or
+ *   LITE_MAX_ASYNC_CALLS calls of the process unreaped. A bad reply
+ *   buffer is reported by the reap (-EFAULT). Calls not reaped when the
+ *   process exits are abandoned (their replies discarded).
  *
  * long lite_send(unsigned int node, unsigned int port_priority,
  *                const void *msg, __u64 size)
@@ -507,6 +526,9 @@ struct lite_lock {
 #define LITE_MAX_MESSAGE_SIZE	(256u << 10)
 #define LITE_MAX_PORT_NAME	32
 #define LITE_RPC_TIMEOUT_MS	60000
+
+/* Unreaped lite_send_reply_imm_async calls per process. */
+#define LITE_MAX_ASYNC_CALLS	32
 
 /* Port and priority of a send, and the non-blocking flag for lite_send. */
 #define LITE_PORT_PRIORITY(port, priority) ((port) | ((priority) << 16))

@@ -25,7 +25,7 @@ use crate::tap::Tap;
 /// First argument that makes the program act as a child.
 pub const CHILD_SUBCOMMAND: &str = "__child";
 
-const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
+pub(super) const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
 const LEAK_NAME: u16 = 0x4c4b;
 const CONCURRENT_NAME: u16 = 0x434f;
 /// Bytes each concurrent child owns in the shared LMR.

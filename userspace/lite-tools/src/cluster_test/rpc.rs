@@ -44,13 +44,13 @@ use crate::plan::next_node;
 use crate::tap::Tap;
 
 /// Every node's service: requests get [`transform`]ed replies.
-const SERVICE_PORT: u32 = 10;
+pub(super) const SERVICE_PORT: u32 = 10;
 /// Flooded with one-way messages for a slow receiver.
 const FLOOD_PORT: u32 = 11;
 /// Filled until senders get -EAGAIN.
 const FILL_PORT: u32 = 12;
 /// Never registered anywhere.
-const UNUSED_PORT: u32 = 13;
+pub(super) const UNUSED_PORT: u32 = 13;
 /// Requests queue up here unreceived until the port is closed.
 const WAIT_PORT: u32 = 14;
 /// A receiver waits here for nothing until the port is closed.
@@ -267,7 +267,7 @@ fn reply_and_receive<K: Kernel>(
 }
 
 /// Passes when `ret` is exactly `expected` bytes.
-fn expect_len(ret: c_long, expected: usize) -> Result<(), String> {
+pub(super) fn expect_len(ret: c_long, expected: usize) -> Result<(), String> {
     if ret == expected as c_long {
         Ok(())
     } else {
@@ -276,7 +276,7 @@ fn expect_len(ret: c_long, expected: usize) -> Result<(), String> {
 }
 
 /// Where `found` and `expected` first differ, for a failure message.
-fn compare(found: &[u8], expected: &[u8]) -> Result<(), String> {
+pub(super) fn compare(found: &[u8], expected: &[u8]) -> Result<(), String> {
     if found.len() != expected.len() {
         return Err(format!("{} B instead of {} B", found.len(), expected.len()));
     }
@@ -304,7 +304,7 @@ fn transformed_call<K: Kernel>(
 
 /// A request identifying its sender: (node, caller, sequence), then
 /// pattern bytes, 16 to 515 bytes in all.
-fn identified_request(node: u32, caller: u32, seq: u64) -> Vec<u8> {
+pub(super) fn identified_request(node: u32, caller: u32, seq: u64) -> Vec<u8> {
     let len = 16 + (seq as usize * 37) % 500;
     let mut request = vec![0u8; len];
     request[..4].copy_from_slice(&node.to_le_bytes());
@@ -479,6 +479,7 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
 
         service_calls(kernel, tap, me, nodes);
         concurrent_calls(kernel, tap, me, nodes);
+        super::rpc_async::run(kernel, tap, me, nodes);
         barrier(kernel, tap, nodes, "the concurrent RPCs");
         multicast(kernel, tap, me, nodes);
         storm(kernel, tap, me, nodes);

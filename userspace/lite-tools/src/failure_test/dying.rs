@@ -369,6 +369,26 @@ impl Kernel for Node {
         self.inner.query_port(node, port)
     }
 
+    unsafe fn send_reply_imm_async(
+        &self,
+        node: u32,
+        port_priority: u32,
+        msg: *const c_void,
+        size: u64,
+        reply: *mut c_void,
+        max_reply: u64,
+    ) -> c_long {
+        if node == self.victim && !self.is_victim() {
+            // Posting to a dead node fails; the model answers at once.
+            return host_down();
+        }
+        // SAFETY: the caller upholds the contract.
+        unsafe {
+            self.inner
+                .send_reply_imm_async(node, port_priority, msg, size, reply, max_reply)
+        }
+    }
+
     unsafe fn send_reply_imm(
         &self,
         node: u32,

@@ -45,10 +45,11 @@ pub(crate) enum Syscall {
     Unlock,
     SetPriority,
     Leave,
+    SendReplyImmAsync,
 }
 
 /// Number of LITE system calls.
-pub(crate) const SYSCALLS: usize = 39;
+pub(crate) const SYSCALLS: usize = 40;
 
 impl Syscall {
     /// Every call, in system call number order.
@@ -92,6 +93,7 @@ impl Syscall {
         Syscall::Unlock,
         Syscall::SetPriority,
         Syscall::Leave,
+        Syscall::SendReplyImmAsync,
     ];
 
     /// Position in [`Syscall::ALL`].
@@ -133,6 +135,7 @@ impl Syscall {
             Syscall::UnregisterApplication => sys::SYS_LITE_UNREGISTER_APPLICATION,
             Syscall::QueryPort => sys::SYS_LITE_QUERY_PORT,
             Syscall::SendReplyImm => sys::SYS_LITE_SEND_REPLY_IMM,
+            Syscall::SendReplyImmAsync => sys::SYS_LITE_SEND_REPLY_IMM_ASYNC,
             Syscall::Send => sys::SYS_LITE_SEND,
             Syscall::ReceiveMessage => sys::SYS_LITE_RECEIVE_MESSAGE,
             Syscall::ReplyMessage => sys::SYS_LITE_REPLY_MESSAGE,
@@ -178,6 +181,7 @@ impl Syscall {
             Syscall::UnregisterApplication => "lite_unregister_application",
             Syscall::QueryPort => "lite_query_port",
             Syscall::SendReplyImm => "lite_send_reply_imm",
+            Syscall::SendReplyImmAsync => "lite_send_reply_imm_async",
             Syscall::Send => "lite_send",
             Syscall::ReceiveMessage => "lite_receive_message",
             Syscall::ReplyMessage => "lite_reply_message",
@@ -231,7 +235,8 @@ impl Syscall {
             | Syscall::RdmaRead
             | Syscall::RdmaWriteAsync
             | Syscall::RdmaReadAsync
-            | Syscall::SendReplyImm => 6,
+            | Syscall::SendReplyImm
+            | Syscall::SendReplyImmAsync => 6,
         }
     }
 }

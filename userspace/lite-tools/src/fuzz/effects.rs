@@ -46,6 +46,9 @@ pub(crate) enum Effect {
     Unlock(LiteLock),
     /// The result is an asynchronous operation id.
     NewOp,
+    /// A new asynchronous RPC call (an operation whose reap returns the
+    /// reply's length).
+    NewCall,
     /// `op` is reaped unless the call was interrupted or told to not wait.
     Reap {
         op: u64,
@@ -154,6 +157,11 @@ pub(crate) fn apply(
             pool.ops.push(ret as u64);
             own.ops.offer(ret as u64);
         }
+        Effect::NewCall if ok => {
+            pool.ops.push(ret as u64);
+            pool.calls.push(ret as u64);
+            own.ops.offer(ret as u64);
+        }
         // Reaped whatever the operation's result, unless not waited for;
         // only the process's own ids count (another's may equal a later one).
         Effect::Reap { op }
@@ -163,7 +171,10 @@ pub(crate) fn apply(
         {
             pool.reaped(op)
         }
-        Effect::Fence if errno != libc::EINTR => pool.ops.clear(),
+        Effect::Fence if errno != libc::EINTR => {
+            pool.ops.clear();
+            pool.calls.clear();
+        }
         Effect::Receive if ok => {
             let descriptor = out.descriptor;
             if descriptor != 0 {

@@ -85,6 +85,7 @@ pub(crate) fn documented(call: Syscall) -> &'static [i32] {
         Syscall::UnregisterApplication => &[ENOENT, EPERM],
         Syscall::QueryPort => &[ECONNREFUSED],
         Syscall::SendReplyImm => &[ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT, EINTR],
+        Syscall::SendReplyImmAsync => &[ECONNREFUSED, EMSGSIZE, EINTR, EAGAIN],
         Syscall::Send => &[
             EAGAIN,
             ECONNREFUSED,

@@ -205,7 +205,7 @@ pub(crate) struct Planner<'a, 'c> {
 
 /// How often each call is drawn, per thousand-ish (`lite_join` and
 /// `lite_leave` are the unprivileged process's).
-const WEIGHTS: [(Syscall, u32); 37] = [
+const WEIGHTS: [(Syscall, u32); 38] = [
     (Syscall::GetNodeId, 8),
     (Syscall::GetTotalNode, 8),
     (Syscall::AllocRemote, 60),
@@ -231,6 +231,7 @@ const WEIGHTS: [(Syscall, u32); 37] = [
     (Syscall::UnregisterApplication, 10),
     (Syscall::QueryPort, 15),
     (Syscall::SendReplyImm, 35),
+    (Syscall::SendReplyImmAsync, 20),
     (Syscall::Send, 30),
     (Syscall::ReceiveMessage, 50),
     (Syscall::ReplyMessage, 30),
@@ -304,7 +305,7 @@ impl Planner<'_, '_> {
             Syscall::RegisterApplication => self.register_port(),
             Syscall::UnregisterApplication => self.unregister_port(),
             Syscall::QueryPort => self.query_port(),
-            Syscall::SendReplyImm | Syscall::Send => self.send(call),
+            Syscall::SendReplyImm | Syscall::SendReplyImmAsync | Syscall::Send => self.send(call),
             Syscall::ReceiveMessage => self.receive(),
             Syscall::ReplyMessage => self.reply(),
             Syscall::ReplyAndReceiveMessage => self.reply_and_receive(),
@@ -957,7 +958,12 @@ impl Planner<'_, '_> {
             40..=91 => u64::from(ASYNC_NOWAIT),
             _ => self.rng.choose(&[2, 3, 0x8000_0000], 2),
         };
-        let mut expect = Expect::value(Value::Zero);
+        // Reaping a call returns its reply's length.
+        let mut expect = Expect::value(if self.pool.calls.contains(&op) {
+            Value::Range(0, MAX_MESSAGE_SIZE as i64)
+        } else {
+            Value::Zero
+        });
         expect.fail_if(certain, "an operation id this process does not have");
         expect.fail_if(flags as u32 & !ASYNC_NOWAIT != 0, "unknown flags");
         let interrupt_after_ms = if flags == 0 {
@@ -1142,7 +1148,8 @@ impl Planner<'_, '_> {
     }
 
     fn send(&mut self, call: Syscall) -> Planned {
-        let with_reply = call == Syscall::SendReplyImm;
+        let with_reply = matches!(call, Syscall::SendReplyImm | Syscall::SendReplyImmAsync);
+        let asynchronous = call == Syscall::SendReplyImmAsync;
         let (node, node_refused) = self.send_node();
         let (port_priority, port_refused, nonblock) =
             self.port_priority(node, if with_reply { 3 } else { 50 }, with_reply);
@@ -1166,7 +1173,12 @@ impl Planner<'_, '_> {
                 self.buffer(room, true, Area::Scratch).0
             };
             expect.fail_if(reply == 0 && max_reply > 0, "a null reply buffer with room");
-            expect.value = Value::Range(0, room as i64);
+            // A call's id, or a blocking call's reply length.
+            expect.value = if asynchronous {
+                Value::Positive
+            } else {
+                Value::Range(0, room as i64)
+            };
             args[4] = reply;
             args[5] = max_reply;
         }
@@ -1179,7 +1191,11 @@ impl Planner<'_, '_> {
             } else {
                 self.rng.between(200, 3000)
             },
-            effect: Effect::None,
+            effect: if asynchronous {
+                Effect::NewCall
+            } else {
+                Effect::None
+            },
         }
     }
 

@@ -160,6 +160,8 @@ pub(crate) struct Pool {
     pub(crate) locks: Vec<LiteLock>,
     /// Asynchronous operations not reaped yet.
     pub(crate) ops: Vec<u64>,
+    /// Those of `ops` that are RPC calls (reaping one returns a length).
+    pub(crate) calls: Vec<u64>,
     /// Operations reaped (their ids are never valid again).
     pub(crate) stale_ops: VecDeque<u64>,
     /// Descriptors received and not answered yet.
@@ -230,6 +232,7 @@ impl Pool {
     /// An asynchronous operation was reaped.
     pub(crate) fn reaped(&mut self, op: u64) {
         self.ops.retain(|&o| o != op);
+        self.calls.retain(|&o| o != op);
         remember(&mut self.stale_ops, op);
     }
 

@@ -1,0 +1,211 @@
+//! LITE's C programs, run on every node at once: the compatibility
+//! library's test (linked with `lite-lib.so` and with `liblite-compat.a`)
+//! and the C examples of `userspace/examples/`, all built by
+//! `userspace/compat` and installed in the guests' `/usr/bin`.
+
+use std::io::{BufReader, Read, Write};
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use super::io::barrier;
+use super::processes::collect;
+use super::processes::WHY_SKIPPED;
+use crate::kernel::Kernel;
+use crate::tap::Tap;
+
+/// Where the guests have the C programs.
+const PROGRAM_DIR: &str = "/usr/bin";
+
+/// The compatibility test, linked both ways.
+const COMPAT_TESTS: [&str; 2] = ["lite-compat-test", "lite-compat-test-static"];
+
+/// Longest a program may run.
+const PROGRAM_LIMIT: Duration = Duration::from_secs(180);
+
+/// The node serving `lite_rpc`'s calls.
+const RPC_SERVER: u32 = 1;
+
+/// A finished program: how it ended and what it printed.
+struct Finished {
+    status: ExitStatus,
+    stdout: String,
+}
+
+/// Starts `program` with `args`, stdout piped.
+fn start(program: &str, args: &[String]) -> Result<std::process::Child, String> {
+    Command::new(Path::new(PROGRAM_DIR).join(program))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("starting {program}: {e}"))
+}
+
+/// Waits for `child` for at most [`PROGRAM_LIMIT`] (killing it then),
+/// reading its output meanwhile.
+fn finish(program: &str, mut child: std::process::Child) -> Result<Finished, String> {
+    let reader = child.stdout.take().map(|mut out| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            text
+        })
+    });
+    let begun = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if begun.elapsed() > PROGRAM_LIMIT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{program} still ran after {PROGRAM_LIMIT:?}"));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("waiting for {program}: {e}")),
+        }
+    };
+    let stdout = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+    Ok(Finished { status, stdout })
+}
+
+/// Runs `program` to the end.
+fn run_program(program: &str, args: &[String]) -> Result<Finished, String> {
+    finish(program, start(program, args)?)
+}
+
+/// Checks that the program exited with 0 and printed `wanted` lines.
+fn judge(finished: &Finished, wanted: &[&str]) -> Result<(), String> {
+    if !finished.status.success() {
+        return Err(format!(
+            "exited with {}; printed: {}",
+            finished.status,
+            finished.stdout.trim_end()
+        ));
+    }
+    match wanted.iter().find(|w| !finished.stdout.contains(*w)) {
+        Some(missing) => Err(format!(
+            "printed no \"{missing}\": {}",
+            finished.stdout.trim_end()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Runs one build of the compatibility test and reports its points.
+fn compat_test<W: Write>(tap: &mut Tap<W>, program: &str, me: u32, nodes: u32) {
+    let outcome = run_program(program, &[me.to_string(), nodes.to_string()]);
+    let finished = match outcome {
+        Ok(finished) => finished,
+        Err(e) => {
+            tap.check(&format!("node {me}: {program} runs to the end"), Err(e));
+            return;
+        }
+    };
+    let points = collect(&mut BufReader::new(finished.stdout.as_bytes()), false);
+    let mut ran_all = false;
+    for (what, result) in points {
+        if what.starts_with("all ") && what.ends_with(" checks ran") {
+            ran_all = true;
+            continue;
+        }
+        tap.check(&format!("{program}: {what}"), result);
+    }
+    let ending = if !ran_all {
+        Err(format!("it stopped early ({})", finished.status))
+    } else if !finished.status.success() {
+        Err(format!("it exited with {}", finished.status))
+    } else {
+        Ok(())
+    };
+    tap.check(
+        &format!("node {me}: {program} ran every check and exited with 0"),
+        ending,
+    );
+}
+
+/// `lite_rpc`: node [`RPC_SERVER`] serves, the last node calls it.
+fn rpc_example<W: Write>(tap: &mut Tap<W>, cm: &str, me: u32, nodes: u32) {
+    let client = nodes;
+    if me == RPC_SERVER {
+        let outcome = run_program("lite_rpc", &[cm.to_string(), "server".into()])
+            .and_then(|f| judge(&f, &["stopped"]));
+        tap.check(
+            &format!("node {me}: lite_rpc server answers until told to stop"),
+            outcome,
+        );
+    }
+    if me == client {
+        let outcome = run_program(
+            "lite_rpc",
+            &[cm.to_string(), "client".into(), RPC_SERVER.to_string()],
+        )
+        .and_then(|f| judge(&f, &["hello -> ", "remote -> ", "procedure -> "]));
+        tap.check(
+            &format!(
+                "node {me}: lite_rpc client gets a reply to each request from node {RPC_SERVER}"
+            ),
+            outcome,
+        );
+    }
+}
+
+/// Runs the C programs of node `me`.
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    cm: Ipv4Addr,
+    me: u32,
+    nodes: u32,
+) {
+    let names = [
+        "the compatibility library's test, both builds",
+        "lite_hello",
+        "lite_share",
+        "lite_rpc",
+        "lite_lock",
+    ];
+    if !kernel.spawns_processes() {
+        for name in names {
+            tap.skip(&format!("node {me}: {name}"), WHY_SKIPPED);
+        }
+        return;
+    }
+    let cm = cm.to_string();
+    barrier(kernel, tap, nodes, "the C programs");
+    for program in COMPAT_TESTS {
+        compat_test(tap, program, me, nodes);
+    }
+
+    let hello = run_program("lite_hello", &[cm.clone()])
+        .and_then(|f| judge(&f, &["read back from node", ": hello"]));
+    tap.check(
+        &format!("node {me}: lite_hello writes hello to another node and reads it back"),
+        hello,
+    );
+
+    let wanted: &[&str] = match me {
+        1 => &["published"],
+        2 => &["read from node 1: shared by name"],
+        _ => &[],
+    };
+    let share =
+        run_program("lite_share", &[cm.clone(), nodes.to_string()]).and_then(|f| judge(&f, wanted));
+    tap.check(
+        &format!("node {me}: lite_share on {nodes} nodes (node 2 reads what node 1 published)"),
+        share,
+    );
+
+    barrier(kernel, tap, nodes, "lite_rpc");
+    rpc_example(tap, &cm, me, nodes);
+
+    barrier(kernel, tap, nodes, "lite_lock");
+    let lock = run_program("lite_lock", &[cm, nodes.to_string()]).and_then(|f| judge(&f, &[]));
+    tap.check(
+        &format!("node {me}: lite_lock on {nodes} nodes counts every increment under the lock"),
+        lock,
+    );
+    barrier(kernel, tap, nodes, "the C programs' end");
+}

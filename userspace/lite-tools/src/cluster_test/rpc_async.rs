@@ -1,0 +1,290 @@
+//! Asynchronous RPC (`lite_send_reply_imm_async`): one thread keeps many
+//! calls in flight to the service ports of every node and reaps them with
+//! `lite_async_wait` (blocking and polling) and `lite_fence`; bad arguments
+//! fail at once, a bad reply buffer when the call is reaped.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use libc::c_long;
+use lite::sys::{port_priority, ASYNC_NOWAIT, MAX_ASYNC_CALLS, PRIORITY_NONE, SEND_NONBLOCK};
+
+use super::rpc::{compare, expect_len, identified_request, transform, SERVICE_PORT, UNUSED_PORT};
+use super::target_name;
+use crate::errno::{describe_result, expect_errno};
+use crate::kernel::Kernel;
+use crate::plan::next_node;
+use crate::tap::Tap;
+
+/// Caller numbers in the requests, apart from the blocking callers'.
+const FIRST_CALLER: u32 = 900;
+
+/// Calls reaped by one `lite_fence`.
+const FENCED_CALLS: usize = 8;
+
+/// How long a polled call may take.
+const POLL_LIMIT: Duration = Duration::from_secs(30);
+
+/// An address no process has mapped.
+const UNMAPPED: usize = 0x8;
+
+/// A posted call: its id (or the error posting returned), its request and
+/// the buffer its reply goes to.
+struct Posted {
+    id: c_long,
+    request: Vec<u8>,
+    reply: Vec<u8>,
+}
+
+/// Posts a call of `request` to the service port of `node`; the reply
+/// buffer has room to spare and holds the opposite of the expected reply,
+/// so a short or missing reply shows.
+fn post<K: Kernel>(kernel: &K, node: u32, request: Vec<u8>) -> Posted {
+    let mut reply = vec![0u8; request.len() + 16];
+    for (byte, want) in reply.iter_mut().zip(transform(&request)) {
+        *byte = !want;
+    }
+    // SAFETY: `request` is readable during the call; `reply` stays
+    // allocated and untouched until the call is reaped (the caller reaps
+    // every posted call before dropping it).
+    let id = unsafe {
+        kernel.send_reply_imm_async(
+            node,
+            port_priority(SERVICE_PORT, PRIORITY_NONE),
+            request.as_ptr().cast(),
+            request.len() as u64,
+            reply.as_mut_ptr().cast(),
+            reply.len() as u64,
+        )
+    };
+    Posted { id, request, reply }
+}
+
+/// Checks a reaped call's result and reply.
+fn judge(posted: &Posted, ret: c_long) -> Result<(), String> {
+    expect_len(ret, posted.request.len())?;
+    compare(
+        &posted.reply[..posted.request.len()],
+        &transform(&posted.request),
+    )
+    .map_err(|m| format!("reply differs: {m}"))
+}
+
+/// Reaps every call of `calls` that was posted, whatever else fails, so no
+/// reply buffer is dropped while the kernel may still write it.
+fn reap_all<K: Kernel>(kernel: &K, calls: &[Posted]) {
+    for call in calls.iter().filter(|c| c.id > 0) {
+        let _ = kernel.async_wait(call.id as u64, 0);
+    }
+}
+
+/// Posts [`MAX_ASYNC_CALLS`] calls to `node` from one thread, checks that
+/// one more gets `-EAGAIN`, then reaps them last first.
+fn full_window<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
+    let caller = FIRST_CALLER + node;
+    let mut calls: Vec<Posted> = (0..u64::from(MAX_ASYNC_CALLS))
+        .map(|seq| post(kernel, node, identified_request(me, caller, seq)))
+        .collect();
+    let posted = calls.iter().enumerate().try_for_each(|(seq, c)| {
+        if c.id > 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "posting call {seq} returned {}",
+                describe_result(c.id)
+            ))
+        }
+    });
+    if let Err(e) = posted {
+        reap_all(kernel, &calls);
+        return Err(e);
+    }
+    let extra = post(kernel, node, identified_request(me, caller, 1000));
+    if extra.id > 0 {
+        let _ = kernel.async_wait(extra.id as u64, 0);
+        reap_all(kernel, &calls);
+        return Err(format!(
+            "call {} of one process was posted (id {}) instead of -EAGAIN",
+            MAX_ASYNC_CALLS + 1,
+            extra.id
+        ));
+    }
+    let mut outcome = expect_errno(extra.id, libc::EAGAIN)
+        .map_err(|e| format!("call {} beyond the limit: {e}", MAX_ASYNC_CALLS + 1));
+    for (seq, call) in calls.iter_mut().enumerate().rev() {
+        let ret = kernel.async_wait(call.id as u64, 0);
+        call.id = 0;
+        if outcome.is_ok() {
+            outcome = judge(call, ret).map_err(|e| format!("call {seq}: {e}"));
+        }
+    }
+    outcome
+}
+
+/// Posts one call and polls it with `LITE_ASYNC_NOWAIT` until it is done.
+fn polled<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
+    let call = post(kernel, node, identified_request(me, FIRST_CALLER, 7));
+    if call.id <= 0 {
+        return Err(format!("posting returned {}", describe_result(call.id)));
+    }
+    let begun = Instant::now();
+    loop {
+        let ret = kernel.async_wait(call.id as u64, ASYNC_NOWAIT);
+        if ret != -c_long::from(libc::EAGAIN) {
+            return judge(&call, ret);
+        }
+        if begun.elapsed() > POLL_LIMIT {
+            let _ = kernel.async_wait(call.id as u64, 0);
+            return Err(format!("still in flight after {POLL_LIMIT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Posts [`FENCED_CALLS`] calls and reaps them all with one `lite_fence`;
+/// their ids are gone afterwards.
+fn fenced<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
+    let calls: Vec<Posted> = (0..FENCED_CALLS as u64)
+        .map(|seq| post(kernel, node, identified_request(me, FIRST_CALLER + 1, seq)))
+        .collect();
+    if let Some((seq, c)) = calls.iter().enumerate().find(|(_, c)| c.id <= 0) {
+        reap_all(kernel, &calls);
+        return Err(format!(
+            "posting call {seq} returned {}",
+            describe_result(c.id)
+        ));
+    }
+    let fence = kernel.fence();
+    if fence != 0 {
+        reap_all(kernel, &calls);
+        return Err(format!("fence returned {}", describe_result(fence)));
+    }
+    for (seq, call) in calls.iter().enumerate() {
+        judge(call, call.request.len() as c_long).map_err(|e| format!("call {seq}: {e}"))?;
+        expect_errno(kernel.async_wait(call.id as u64, 0), libc::EINVAL)
+            .map_err(|e| format!("reaping call {seq} again: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The raw result of posting with the given arguments (any call posted is
+/// reaped, its result returned as the second value).
+fn post_raw<K: Kernel>(
+    kernel: &K,
+    node: u32,
+    port_priority: u32,
+    msg: (usize, u64),
+    reply: (usize, u64),
+) -> (c_long, Option<c_long>) {
+    // SAFETY: every address given is either a live buffer of the caller
+    // with at least the given length, or one no process maps (the kernel
+    // must refuse it); a posted call is reaped before returning.
+    let id = unsafe {
+        kernel.send_reply_imm_async(
+            node,
+            port_priority,
+            msg.0 as *const _,
+            msg.1,
+            reply.0 as *mut _,
+            reply.1,
+        )
+    };
+    let reaped = (id > 0).then(|| kernel.async_wait(id as u64, 0));
+    (id, reaped)
+}
+
+/// Bad arguments fail at once; a bad reply buffer fails the reap.
+fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node: u32) {
+    let request = identified_request(me, FIRST_CALLER + 2, 0);
+    let mut reply = vec![0u8; request.len()];
+    let msg = (request.as_ptr() as usize, request.len() as u64);
+    let room = (reply.as_mut_ptr() as usize, reply.len() as u64);
+    let service = port_priority(SERVICE_PORT, PRIORITY_NONE);
+    let cases: [(&str, u32, (usize, u64), (usize, u64), i32); 5] = [
+        (
+            "an unregistered port",
+            port_priority(UNUSED_PORT, PRIORITY_NONE),
+            msg,
+            room,
+            libc::ECONNREFUSED,
+        ),
+        (
+            "an unmapped message",
+            service,
+            (UNMAPPED, msg.1),
+            room,
+            libc::EFAULT,
+        ),
+        ("an empty message", service, (msg.0, 0), room, libc::EINVAL),
+        (
+            "LITE_SEND_NONBLOCK",
+            service | SEND_NONBLOCK,
+            msg,
+            room,
+            libc::EINVAL,
+        ),
+        (
+            "a null reply buffer with room",
+            service,
+            msg,
+            (0, 64),
+            libc::EFAULT,
+        ),
+    ];
+    for (what, port_priority, msg, reply, errno) in cases {
+        let (id, reaped) = post_raw(kernel, node, port_priority, msg, reply);
+        let outcome = match reaped {
+            Some(ret) => Err(format!("was posted (reaped: {})", describe_result(ret))),
+            None => expect_errno(id, errno),
+        };
+        tap.check(
+            &format!(
+                "node {me} -> {}: send_reply_imm_async with {what} returns -{}",
+                target_name(me, node),
+                crate::errno::errno_name(errno)
+            ),
+            outcome,
+        );
+    }
+    let (id, reaped) = post_raw(kernel, node, service, msg, (UNMAPPED, 64));
+    let outcome = match reaped {
+        Some(ret) => expect_errno(ret, libc::EFAULT),
+        None => Err(format!("posting returned {}", describe_result(id))),
+    };
+    tap.check(
+        &format!(
+            "node {me} -> {}: send_reply_imm_async into an unmapped reply buffer is posted, and reaping it returns -EFAULT",
+            target_name(me, node)
+        ),
+        outcome,
+    );
+}
+
+/// Runs the asynchronous RPC checks of node `me` against every node.
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    for node in 1..=nodes {
+        tap.check(
+            &format!(
+                "node {me} -> {}: one thread keeps {MAX_ASYNC_CALLS} send_reply_imm_async calls in flight, one more gets -EAGAIN, and each reaped call returns its own reply",
+                target_name(me, node)
+            ),
+            full_window(kernel, me, node),
+        );
+    }
+    let next = next_node(me, nodes);
+    tap.check(
+        &format!(
+            "node {me} -> {}: a send_reply_imm_async call polled with LITE_ASYNC_NOWAIT (-EAGAIN until done) returns its reply",
+            target_name(me, next)
+        ),
+        polled(kernel, me, next),
+    );
+    tap.check(
+        &format!(
+            "node {me} -> {}: lite_fence reaps {FENCED_CALLS} send_reply_imm_async calls, each reply in its buffer, and their ids are gone",
+            target_name(me, next)
+        ),
+        fenced(kernel, me, next),
+    );
+    bad_arguments(kernel, tap, me, next);
+}
