@@ -22,7 +22,11 @@ enum Link {
 /// Programs: name, source (relative to this crate), linking.
 const PROGRAMS: &[(&str, &str, Link)] = &[
     ("lite-compat-test", "tests/lite_compat_test.c", Link::Shared),
-    ("lite-compat-test-static", "tests/lite_compat_test.c", Link::Static),
+    (
+        "lite-compat-test-static",
+        "tests/lite_compat_test.c",
+        Link::Static,
+    ),
     ("lite_hello", "../examples/lite_hello.c", Link::HeaderOnly),
     ("lite_share", "../examples/lite_share.c", Link::HeaderOnly),
     ("lite_rpc", "../examples/lite_rpc.c", Link::HeaderOnly),
@@ -57,10 +61,12 @@ fn main() {
         .pic(true);
     library.compile("lite-compat");
 
+    // The bare compiler: cc's own flags would follow the Rust target's
+    // (`-static` with `crt-static`), but these programs link dynamically.
     let compiler = library.get_compiler();
+    let compiler = compiler.path();
     let shared = out_dir.join("lite-lib.so");
-    run(compiler
-        .to_command()
+    run(Command::new(compiler)
         .args(FLAGS)
         .args(["-shared", "-fPIC", "-Wl,-soname,lite-lib.so"])
         .arg("-I")
@@ -73,7 +79,7 @@ fn main() {
         .arg("-lpthread"));
 
     for &(name, source, link) in PROGRAMS {
-        let mut command = compiler.to_command();
+        let mut command = Command::new(compiler);
         command
             .args(FLAGS)
             .arg("-I")
@@ -122,7 +128,8 @@ fn copy(file: &Path, dir: &Path) {
     let to = dir.join(name);
     // Replace rather than overwrite: a running program keeps its old copy.
     let _ = fs::remove_file(&to);
-    fs::copy(file, &to).unwrap_or_else(|e| panic!("copying {} to {}: {e}", file.display(), to.display()));
+    fs::copy(file, &to)
+        .unwrap_or_else(|e| panic!("copying {} to {}: {e}", file.display(), to.display()));
 }
 
 fn run(command: &mut Command) {

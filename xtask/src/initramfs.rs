@@ -2,9 +2,11 @@
 //!
 //! Dynamically linked host tools (`rdma`, perftest, `ibv_devinfo`) are
 //! copied with every library `ldd` lists and the ELF interpreter, plus the
-//! rxe verbs provider that libibverbs loads at run time. LITE's own guest
-//! programs are built statically. The image is a gzipped newc cpio archive
-//! whose entries are in sorted order.
+//! rxe verbs provider that libibverbs loads at run time. LITE's Rust guest
+//! programs are built statically; its C programs (`userspace/compat`) link
+//! `lite-lib.so` and libc, and Python comes with its standard library and
+//! the `lite` package (see `guest_python`). The image is a gzipped newc
+//! cpio archive whose entries are in sorted order.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -15,6 +17,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 use crate::fsutil;
+use crate::guest_python;
 use crate::paths::{repo_root, Cache};
 use crate::process::{self, run_logged};
 use crate::ui::Step;
@@ -148,6 +151,9 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
                 .filter(|lib| lib.file_name() != Some(GUEST_C_LIBRARY.as_ref())),
         );
     }
+    if variant == Variant::Full {
+        guest_python::install(&root, cache, &mut libs)?;
+    }
     if let Some(library) = &guest.c_library {
         copy_executable(library, &root.join("usr/lib").join(GUEST_C_LIBRARY))?;
     }
@@ -278,7 +284,7 @@ fn rxe_provider() -> Result<PathBuf> {
 }
 
 /// Libraries (and the ELF interpreter) `ldd` lists for a binary.
-fn shared_libraries(binary: &Path) -> Result<BTreeSet<PathBuf>> {
+pub(crate) fn shared_libraries(binary: &Path) -> Result<BTreeSet<PathBuf>> {
     let out = process::output(Command::new("ldd").arg(binary))?;
     parse_ldd(&out).with_context(|| format!("ldd {}", binary.display()))
 }
@@ -326,7 +332,7 @@ fn install_library(root: &Path, lib: &Path) -> Result<()> {
 }
 
 /// Copies a file (following symlinks) and makes it executable.
-fn copy_executable(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_executable(from: &Path, to: &Path) -> Result<()> {
     fsutil::copy(from, to)?;
     fs::set_permissions(to, fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot chmod {}", to.display()))
@@ -399,11 +405,7 @@ mod tests {
             .nth(1)
             .and_then(|rest| rest.split("];").next())
             .expect("GUEST_PROGRAMS in userspace/compat/src/lib.rs");
-        let listed: Vec<&str> = section
-            .split('"')
-            .skip(1)
-            .step_by(2)
-            .collect();
+        let listed: Vec<&str> = section.split('"').skip(1).step_by(2).collect();
         assert_eq!(listed, GUEST_C_PROGRAMS);
         assert!(lib.contains(&format!("GUEST_LIBRARY: &str = \"{GUEST_C_LIBRARY}\"")));
         assert!(lib.contains(&format!("ARTIFACT_DIR: &str = \"{C_ARTIFACT_DIR}\"")));

@@ -14,6 +14,7 @@ mod edits;
 mod failure;
 mod fsutil;
 mod fuzz;
+mod guest_python;
 mod initramfs;
 mod interrupt;
 mod kernel;

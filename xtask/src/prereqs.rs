@@ -36,6 +36,10 @@ pub const PACKAGES: &[&str] = &[
     "ibverbs-utils",
     "ibverbs-providers",
     "perftest",
+    "python3",
+    "python3-pip",
+    "python3-setuptools",
+    "python3-wheel",
     "rdma-core",
     "rsync",
 ];

@@ -1,7 +1,8 @@
-//! LITE's C programs, run on every node at once: the compatibility
-//! library's test (linked with `lite-lib.so` and with `liblite-compat.a`)
-//! and the C examples of `userspace/examples/`, all built by
-//! `userspace/compat` and installed in the guests' `/usr/bin`.
+//! LITE's C and Python programs, run on every node at once: the
+//! compatibility library's test (linked with `lite-lib.so` and with
+//! `liblite-compat.a`) and the C examples of `userspace/examples/`, all
+//! built by `userspace/compat` and installed in the guests' `/usr/bin`, and
+//! the Python package's cluster test.
 
 use std::io::{BufReader, Read, Write};
 use std::net::Ipv4Addr;
@@ -17,6 +18,10 @@ use crate::tap::Tap;
 
 /// Where the guests have the C programs.
 const PROGRAM_DIR: &str = "/usr/bin";
+
+/// The Python package's cluster test in the guests (where the harness's
+/// `guest_python` puts it).
+const PYTHON_TEST: &str = "/usr/share/lite/python/cluster_test.py";
 
 /// The compatibility test, linked both ways.
 const COMPAT_TESTS: [&str; 2] = ["lite-compat-test", "lite-compat-test-static"];
@@ -94,13 +99,14 @@ fn judge(finished: &Finished, wanted: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Runs one build of the compatibility test and reports its points.
-fn compat_test<W: Write>(tap: &mut Tap<W>, program: &str, me: u32, nodes: u32) {
-    let outcome = run_program(program, &[me.to_string(), nodes.to_string()]);
+/// Runs a test program that reports points (`ok WHAT`, `fail WHAT: WHY`,
+/// last `ok all N checks ran`) and reports them as `label: WHAT`.
+fn points_test<W: Write>(tap: &mut Tap<W>, label: &str, program: &str, args: &[String], me: u32) {
+    let outcome = run_program(program, args);
     let finished = match outcome {
         Ok(finished) => finished,
         Err(e) => {
-            tap.check(&format!("node {me}: {program} runs to the end"), Err(e));
+            tap.check(&format!("node {me}: {label} runs to the end"), Err(e));
             return;
         }
     };
@@ -111,7 +117,7 @@ fn compat_test<W: Write>(tap: &mut Tap<W>, program: &str, me: u32, nodes: u32) {
             ran_all = true;
             continue;
         }
-        tap.check(&format!("{program}: {what}"), result);
+        tap.check(&format!("{label}: {what}"), result);
     }
     let ending = if !ran_all {
         Err(format!("it stopped early ({})", finished.status))
@@ -121,7 +127,7 @@ fn compat_test<W: Write>(tap: &mut Tap<W>, program: &str, me: u32, nodes: u32) {
         Ok(())
     };
     tap.check(
-        &format!("node {me}: {program} ran every check and exited with 0"),
+        &format!("node {me}: {label} ran every check and exited with 0"),
         ending,
     );
 }
@@ -162,6 +168,7 @@ pub(super) fn run<K: Kernel, W: Write>(
 ) {
     let names = [
         "the compatibility library's test, both builds",
+        "the Python package's cluster test",
         "lite_hello",
         "lite_share",
         "lite_rpc",
@@ -175,9 +182,13 @@ pub(super) fn run<K: Kernel, W: Write>(
     }
     let cm = cm.to_string();
     barrier(kernel, tap, nodes, "the C programs");
+    let me_nodes = [me.to_string(), nodes.to_string()];
     for program in COMPAT_TESTS {
-        compat_test(tap, program, me, nodes);
+        points_test(tap, program, program, &me_nodes, me);
     }
+    let mut python_args = vec![PYTHON_TEST.to_string()];
+    python_args.extend(me_nodes);
+    points_test(tap, "python", "python3", &python_args, me);
 
     let hello = run_program("lite_hello", &[cm.clone()])
         .and_then(|f| judge(&f, &["read back from node", ": hello"]));
