@@ -74,6 +74,7 @@ LITE_RUST_CLUSTER_CASE(kernel_remote_memory)
 LITE_RUST_CLUSTER_CASE(kernel_async)
 LITE_RUST_CLUSTER_CASE(kernel_registration)
 LITE_RUST_CLUSTER_CASE(kernel_sync)
+LITE_RUST_CLUSTER_CASE(kernel_rpc_async)
 
 static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(chunk_count_and_len),
@@ -142,6 +143,7 @@ static struct kunit_case lite_cluster_cases[] = {
 	KUNIT_CASE_SLOW(kernel_async),
 	KUNIT_CASE_SLOW(kernel_registration),
 	KUNIT_CASE_SLOW(kernel_sync),
+	KUNIT_CASE_SLOW(kernel_rpc_async),
 	{}
 };
 

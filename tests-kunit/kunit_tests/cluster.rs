@@ -349,3 +349,101 @@ kunit_case!(lite_test_kernel_sync, |c| {
         }
     }
 });
+
+/// Port of the asynchronous RPC case, on every node (ports are per node).
+const ASYNC_RPC_PORT: u32 = 57;
+
+/// Calls the asynchronous RPC case keeps in flight.
+const ASYNC_CALLS: usize = 8;
+
+/// `lite_recv` flag: fail with `EAGAIN` rather than wait.
+const RECV_NONBLOCK: u32 = 0x1;
+
+kunit_case!(lite_test_kernel_rpc_async, |c| {
+    let name = b"kunit-rpc-async";
+    // SAFETY: `name` is readable for its length during the call.
+    let registered = unsafe {
+        liteapi_register_application(ASYNC_RPC_PORT, 256, name.as_ptr().cast(), name.len() as u64)
+    };
+    check!(c, registered == 0);
+    if registered != 0 {
+        return;
+    }
+    let me = liteapi_get_node_id() as u32;
+    // Calls to this node's own port, all posted before any is served.
+    let mut replies = [[0u8; 64]; ASYNC_CALLS];
+    let mut ops = [0i64; ASYNC_CALLS];
+    for (i, (reply, op)) in replies.iter_mut().zip(ops.iter_mut()).enumerate() {
+        let request = [i as u8 + 1; 16];
+        // SAFETY: `request` is readable during the call; `reply` is
+        // writable and untouched until the operation is reaped below
+        // (every posted operation is).
+        *op = unsafe {
+            liteapi_send_reply_imm_async(
+                me,
+                ASYNC_RPC_PORT,
+                request.as_ptr().cast(),
+                request.len() as u64,
+                reply.as_mut_ptr().cast(),
+                reply.len() as u64,
+            )
+        };
+    }
+    check!(c, ops.iter().all(|&op| op > 0));
+    // Serve them: each reply is its request's first byte, 32 times.
+    let posted = ops.iter().filter(|&&op| op > 0).count();
+    let mut served = 0;
+    for _ in 0..posted {
+        let mut request = [0u8; 256];
+        let mut descriptor = 0u64;
+        // SAFETY: `request` and `descriptor` are writable for the call.
+        let len = unsafe {
+            liteapi_receive_message(
+                ASYNC_RPC_PORT,
+                request.as_mut_ptr().cast(),
+                request.len() as u64,
+                &mut descriptor,
+                RECV_NONBLOCK,
+            )
+        };
+        if len != 16 {
+            break;
+        }
+        let answer = [request[0]; 32];
+        // SAFETY: `answer` is readable for the call.
+        let replied = unsafe {
+            liteapi_reply_message(answer.as_ptr().cast(), answer.len() as u64, descriptor)
+        };
+        if replied != 0 {
+            break;
+        }
+        served += 1;
+    }
+    check!(c, served == posted);
+    // Reaped last first, each returns its own reply's length and bytes.
+    let mut ok = true;
+    for (i, (reply, &op)) in replies.iter().zip(ops.iter()).enumerate().rev() {
+        if op > 0 {
+            ok &= liteapi_rdma_asywait(op as u64, 0) == 32;
+            ok &= reply[..32].iter().all(|&b| b == i as u8 + 1)
+                && reply[32..].iter().all(|&b| b == 0);
+        }
+    }
+    check!(c, ok);
+    // A port nobody registered refuses the call when it is posted.
+    let mut reply = [0u8; 8];
+    // SAFETY: the message and reply are valid buffers; a refused call is
+    // never reaped.
+    let refused = unsafe {
+        liteapi_send_reply_imm_async(
+            me,
+            ASYNC_RPC_PORT + 1,
+            b"x".as_ptr().cast(),
+            1,
+            reply.as_mut_ptr().cast(),
+            reply.len() as u64,
+        )
+    };
+    check!(c, refused == errno(bindings::ECONNREFUSED));
+    check!(c, liteapi_unregister_application(ASYNC_RPC_PORT) == 0);
+});

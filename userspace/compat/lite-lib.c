@@ -160,7 +160,7 @@ static int key_for(long handle, uint64_t password, int (*release)(uint64_t))
 /* The handle (and password) behind key, or EBADF. */
 static int handle_of(unsigned long key, uint64_t *handle, uint64_t *password)
 {
-	int ret = fail_errno(EBADF);
+	int found = 0;
 
 	pthread_mutex_lock(&keys_lock);
 	forget_inherited_keys();
@@ -169,10 +169,10 @@ static int handle_of(unsigned long key, uint64_t *handle, uint64_t *password)
 		*handle = keys[key - FIRST_KEY].handle;
 		if (password)
 			*password = keys[key - FIRST_KEY].password;
-		ret = 0;
+		found = 1;
 	}
 	pthread_mutex_unlock(&keys_lock);
-	return ret;
+	return found ? 0 : fail_errno(EBADF);
 }
 
 static int release_lmr(uint64_t handle)

@@ -31,7 +31,8 @@ static int fail(const char *what, long ret)
 /* Node 1: publish the message, wait until node 2 has read it, free it. */
 static int publish(void)
 {
-	static const char message[] = "shared by name";
+	/* Room for what node 2 reads (63 bytes and a NUL). */
+	static const char message[64] = "shared by name";
 	long handle, ret;
 
 	handle = lite_wrap_alloc(message, sizeof(message), SHARE_NAME,

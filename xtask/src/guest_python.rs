@@ -39,6 +39,10 @@ const SKIPPED: &[&str] = &[
 /// Where the guests find the `lite` package (on Debian's `sys.path`).
 const SITE_DIR: &str = "usr/lib/python3/dist-packages";
 
+/// The README's Python snippet in the guests (`README_EXAMPLE` in
+/// `userspace/lite-tools/src/cluster_test/c_programs.rs`).
+pub const README_EXAMPLE: &str = "/usr/share/lite/python/readme_example.py";
+
 /// The package's cluster test in the guests (`lite-cluster-test` runs it:
 /// `PYTHON_TEST` in `userspace/lite-tools/src/cluster_test/c_programs.rs`).
 pub const CLUSTER_TEST: &str = "/usr/share/lite/python/cluster_test.py";
@@ -77,7 +81,19 @@ pub fn install(root: &Path, cache: &Cache, libs: &mut BTreeSet<PathBuf>) -> Resu
     fsutil::copy(
         &repo_root().join("userspace/python/tests/cluster_test.py"),
         &root.join(CLUSTER_TEST.trim_start_matches('/')),
+    )?;
+    let readme = fsutil::read_to_string(&repo_root().join("README.md"))?;
+    fsutil::write(
+        &root.join(README_EXAMPLE.trim_start_matches('/')),
+        python_snippet(&readme).context("README.md has no ```python block")?,
     )
+}
+
+/// The first ```` ```python ```` block of a Markdown text.
+fn python_snippet(markdown: &str) -> Option<String> {
+    let start = markdown.find("```python\n")? + "```python\n".len();
+    let len = markdown[start..].find("```\n")?;
+    Some(markdown[start..start + len].to_string())
 }
 
 /// `pip install --target` of a copy of `userspace/python` (so the build
@@ -119,6 +135,22 @@ mod tests {
         )
         .expect("the cluster test's program runner");
         assert!(runner.contains(&format!("const PYTHON_TEST: &str = \"{CLUSTER_TEST}\";")));
+        assert!(runner.contains(&format!(
+            "const README_EXAMPLE: &str = \"{README_EXAMPLE}\";"
+        )));
+    }
+
+    #[test]
+    fn takes_the_first_python_block() {
+        let text =
+            "# x\n```sh\nls\n```\n```python\nimport lite\nprint(1)\n```\n```python\nno\n```\n";
+        assert_eq!(
+            python_snippet(text).as_deref(),
+            Some("import lite\nprint(1)\n")
+        );
+        assert_eq!(python_snippet("```sh\nls\n```\n"), None);
+        let readme = fsutil::read_to_string(&repo_root().join("README.md")).expect("README.md");
+        assert!(python_snippet(&readme).is_some_and(|s| s.contains("import lite")));
     }
 
     /// The package's host tests (`userspace/python/tests/test_*.py`), and
@@ -127,7 +159,16 @@ mod tests {
     fn the_python_package_passes_its_host_tests() {
         let package = repo_root().join("userspace/python");
         let unittest = Command::new(INTERPRETER)
-            .args(["-B", "-m", "unittest", "discover", "-s", "tests", "-p", "test_*.py"])
+            .args([
+                "-B",
+                "-m",
+                "unittest",
+                "discover",
+                "-s",
+                "tests",
+                "-p",
+                "test_*.py",
+            ])
             .current_dir(&package)
             .env("PYTHONPATH", package.join("src"))
             .output()
@@ -138,7 +179,11 @@ mod tests {
             String::from_utf8_lossy(&unittest.stderr)
         );
         let compiled = Command::new(INTERPRETER)
-            .args(["-B", "-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
+            .args([
+                "-B",
+                "-c",
+                "import ast, sys; ast.parse(open(sys.argv[1]).read())",
+            ])
             .arg(package.join("tests/cluster_test.py"))
             .status()
             .expect("python3 runs");

@@ -28,11 +28,12 @@ static int checks, failures;
 static void report(int ok, const char *what, const char *why)
 {
 	checks++;
+	/* "fail WHAT: WHY": WHAT holds no ": ". */
 	if (ok) {
-		printf("ok node %u: %s\n", me, what);
+		printf("ok %s\n", what);
 	} else {
 		failures++;
-		printf("fail node %u: %s: %s\n", me, what, why);
+		printf("fail %s: %s\n", what, why);
 	}
 	fflush(stdout);
 }
@@ -431,7 +432,7 @@ static void *serve(void *arg)
 /* Calls the next node's server and checks the upcased reply. */
 static void check_reply(const char *what, int len, const char *reply, char letter)
 {
-	char want[32], up[32], why[128];
+	char want[32], up[32] = { 0 }, why[128];
 
 	snprintf(want, sizeof(want), "%c from %u", letter, me);
 	upcase(want, (int)strlen(want), up);

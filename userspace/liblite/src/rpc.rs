@@ -1,8 +1,10 @@
 //! RPC and messaging between processes on the nodes of a cluster.
 //!
 //! A server opens a [`Port`] on its node; clients anywhere in the cluster
-//! (this node included) [`call`] it and wait for the reply, or [`send`] it
-//! one-way messages. Any thread of any process on the server's node may
+//! (this node included) [`call`] it and wait for the reply, post calls with
+//! [`call_async`] and reap their replies later (up to
+//! [`MAX_ASYNC_CALLS`](crate::sys::MAX_ASYNC_CALLS) in flight per process),
+//! or [`send`] it one-way messages. Any thread of any process on the server's node may
 //! [`receive`] from the port; each message goes to exactly one receiver,
 //! in arrival order per client node, and nothing is dropped: a sender
 //! whose ring on the server is full waits (or, with [`try_send`], fails

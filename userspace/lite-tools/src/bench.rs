@@ -293,6 +293,20 @@ pub fn rpc_throughput_line(size: u64, throughput: &RpcThroughput) -> String {
     )
 }
 
+/// The result line of one asynchronous RPC series, one thread keeping
+/// `depth` calls in flight:
+///
+/// `LITE-BENCH op=rpc_async size=64 depth=8 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
+///
+/// where the times are each call's, from posting to reaping.
+pub fn rpc_async_line(size: u64, depth: usize, throughput: &RpcThroughput) -> String {
+    let l = &throughput.latency;
+    format!(
+        "LITE-BENCH op=rpc_async size={size} depth={depth} calls={} calls_per_s={:.2} median_us={:.2} p10_us={:.2} p90_us={:.2}",
+        throughput.calls, throughput.calls_per_s, l.median, l.p10, l.p90
+    )
+}
+
 /// Lock/unlock pairs one node timed on one lock.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LockSeries {
@@ -553,6 +567,10 @@ mod tests {
         assert_eq!(
             rpc_throughput_line(64, &t),
             "LITE-BENCH op=rpc_throughput size=64 threads=2 calls=4 calls_per_s=20000.00 median_us=100.00 p10_us=100.00 p90_us=100.00"
+        );
+        assert_eq!(
+            rpc_async_line(64, 8, &t),
+            "LITE-BENCH op=rpc_async size=64 depth=8 calls=4 calls_per_s=20000.00 median_us=100.00 p10_us=100.00 p90_us=100.00"
         );
         assert_eq!(rpc_throughput(1, &[], 10.0), None);
         assert_eq!(rpc_throughput(1, &[1.0], 0.0), None);

@@ -912,12 +912,12 @@ mod tests {
                     .matches("# SKIP needs a second node to allocate on this one")
                     .count();
                 assert_eq!(serving_skips, usize::from(nodes == 1), "{output}");
-                assert_eq!(skips, 23 + corrupt_skips + serving_skips, "{output}");
+                assert_eq!(skips, 24 + corrupt_skips + serving_skips, "{output}");
                 assert_eq!(device_skips, 1, "{output}");
                 assert_eq!(keyring_skips, 3, "{output}");
                 assert_eq!(fault_skips, corrupt_skips, "{output}");
-                assert_eq!(expected_skips, 15, "{output}");
-                assert_eq!(kernel_api_skips, 4, "{output}");
+                assert_eq!(expected_skips, 16, "{output}");
+                assert_eq!(kernel_api_skips, 5, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
                     assert!(output.contains(&format!("node {me} -> spread (node 0), ")));

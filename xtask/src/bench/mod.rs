@@ -51,6 +51,10 @@ pub const ASYNC_SIZES: [u64; 2] = [4096, 65536];
 /// Asynchronous operations kept in flight (perftest's `-t`).
 pub const DEPTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
+/// Size of the asynchronous RPC series (`lite-bench`'s 64-byte RPC
+/// throughput size) and of the `ib_send_bw` runs they are compared with.
+pub const RPC_ASYNC_SIZE: u64 = 64;
+
 /// Bytes moved per throughput series, LITE's and perftest's alike.
 pub const BW_BYTES: u64 = 16 << 20;
 

@@ -139,6 +139,26 @@ pub struct LiteBw {
     pub p90: f64,
 }
 
+/// One asynchronous RPC `LITE-BENCH op=rpc_async` line: one thread keeping
+/// `depth` calls in flight.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiteRpcAsync {
+    /// Request (and reply) size in bytes.
+    pub size: u64,
+    /// Calls in flight.
+    pub depth: u32,
+    /// Calls completed.
+    pub calls: u64,
+    /// Calls per second.
+    pub calls_per_s: f64,
+    /// Median time from posting a call to reaping it, in microseconds.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
 /// One RPC throughput `LITE-BENCH op=rpc_throughput` line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LiteRpcBw {
@@ -290,6 +310,8 @@ pub struct Measurements {
     pub lite_bw: BTreeMap<(String, u64, Option<u32>), LiteBw>,
     /// `lite-bench` RPC throughput series by (size, threads).
     pub lite_rpc_bw: BTreeMap<(u64, u32), LiteRpcBw>,
+    /// `lite-bench` asynchronous RPC series by (size, depth).
+    pub lite_rpc_async: BTreeMap<(u64, u32), LiteRpcAsync>,
     /// Lock series by (contenders, node, home).
     pub locks: BTreeMap<(u32, u32, u32), LockRow>,
     /// Raw lock-acquire times by (contenders, node), of every node's log.
@@ -322,6 +344,11 @@ impl Measurements {
         for row in parse_lite_rpc_throughput(text) {
             self.lite_rpc_bw
                 .entry((row.size, row.threads))
+                .or_insert(row);
+        }
+        for row in parse_lite_rpc_async(text) {
+            self.lite_rpc_async
+                .entry((row.size, row.depth))
                 .or_insert(row);
         }
         for row in parse_lite_lock(text) {
@@ -378,6 +405,7 @@ impl Measurements {
             && self.lite.is_empty()
             && self.lite_bw.is_empty()
             && self.lite_rpc_bw.is_empty()
+            && self.lite_rpc_async.is_empty()
             && self.locks.is_empty()
             && self.qos.is_empty()
             && self.regions.is_empty()
@@ -652,6 +680,26 @@ pub fn parse_lite_rpc_throughput(log: &str) -> Vec<LiteRpcBw> {
             Some(LiteRpcBw {
                 size: fields.integer("size")?,
                 threads: fields.integer("threads")?,
+                calls: fields.integer("calls")?,
+                calls_per_s: fields.number("calls_per_s")?,
+                median: latency.median,
+                p10: latency.p10,
+                p90: latency.p90,
+            })
+        })
+        .collect()
+}
+
+/// `LITE-BENCH op=rpc_async size=64 depth=8 calls=.. calls_per_s=..
+/// median_us=.. p10_us=.. p90_us=..` lines; malformed lines are skipped.
+pub fn parse_lite_rpc_async(log: &str) -> Vec<LiteRpcAsync> {
+    tagged_lines(log, LITE_BENCH)
+        .filter(|fields| fields.text("op") == Some("rpc_async"))
+        .filter_map(|fields| {
+            let latency = fields.spread("")?;
+            Some(LiteRpcAsync {
+                size: fields.integer("size")?,
+                depth: fields.integer("depth")?,
                 calls: fields.integer("calls")?,
                 calls_per_s: fields.number("calls_per_s")?,
                 median: latency.median,
@@ -1127,6 +1175,28 @@ LITE-FAILURE-VICTIM re";
         assert_eq!(lat.len(), 1);
         assert_eq!(lat[0].typical, 1.5);
         assert!(parse_perftest_bw(CLIENT).is_empty());
+    }
+
+    #[test]
+    fn parses_async_rpc_lines_only() {
+        let log = "LITE-BENCH op=rpc_async size=64 depth=8 calls=300 calls_per_s=812.50 median_us=9000.00 p10_us=8000.00 p90_us=11000.00\n\
+                   LITE-BENCH op=rpc_async size=64 depth=x calls=300 calls_per_s=812.50 median_us=9000.00 p10_us=8000.00 p90_us=11000.00\n\
+                   LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=1234.50 median_us=3000.00 p10_us=2800.00 p90_us=3500.00\n";
+        assert_eq!(
+            parse_lite_rpc_async(log),
+            [LiteRpcAsync {
+                size: 64,
+                depth: 8,
+                calls: 300,
+                calls_per_s: 812.5,
+                median: 9000.0,
+                p10: 8000.0,
+                p90: 11000.0,
+            }]
+        );
+        // Neither a latency nor a throughput series.
+        assert!(parse_lite_bench(log).is_empty());
+        assert!(parse_lite_throughput(log).is_empty());
     }
 
     #[test]

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::parse::{
-    FailureNode, Lite, LiteBw, LiteRpcBw, LockRow, Measurements, Native, NativeBw, QosRow,
-    RegionRow, Spread,
+    FailureNode, Lite, LiteBw, LiteRpcAsync, LiteRpcBw, LockRow, Measurements, Native, NativeBw,
+    QosRow, RegionRow, Spread,
 };
-use super::{ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES};
+use super::{
+    ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES, RPC_ASYNC_SIZE,
+};
 use crate::{failure, ui};
 
 /// The perftest latency test LITE's RPC is compared with (`ib_send_lat`).
@@ -85,6 +87,11 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     say_indented(rpc_table(native, &lite));
     say_indented([rpc_target_verdict(native, &lite)]);
     say_indented(rpc_throughput_table(&lite_rpc_bw));
+    let lite_rpc_async: Vec<LiteRpcAsync> = m.lite_rpc_async.values().cloned().collect();
+    ui::say(&format!(
+        "==> asynchronous RPC from one thread ({RPC_ASYNC_SIZE} B calls, times in microseconds)"
+    ));
+    say_indented(rpc_async_table(&m.native_bw, &lite_rpc_async));
     ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
     say_indented(qos_table(&qos));
     say_indented([qos_verdict(&qos)]);
@@ -397,6 +404,71 @@ pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
             &format!("{:.2}", r.calls_per_s),
             &format!("{:.2}", r.median),
             &range_cell(Some((r.p10, r.p90))),
+        ]));
+    }
+    lines
+}
+
+/// The asynchronous RPC table, one string per line: for every depth in
+/// [`DEPTHS`] (and any other reported), one thread's calls per second with
+/// that many `lite_send_reply_imm_async` calls in flight, beside
+/// `ib_send_bw`'s one-way messages per second at the same `-t`. A call is
+/// two messages (request and reply) and a server's work, so the ratio is
+/// a lower bound of what LITE adds.
+pub fn rpc_async_table(native: &[NativeBw], rows: &[LiteRpcAsync]) -> Vec<String> {
+    let row = |cells: [&str; 7]| {
+        table_row(
+            &[
+                right(7),
+                right(7),
+                right(12),
+                right(16),
+                right(11),
+                right(12),
+                right(19),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = vec![
+        "native: ib_send_bw messages/s at -t = calls in flight (one way, no server work);"
+            .to_string(),
+        "LITE/native = LITE calls/s / native messages/s".to_string(),
+        row([
+            "depth",
+            "calls",
+            "calls/s",
+            "native msgs/s",
+            "LITE/native",
+            "call med",
+            "call p10-p90",
+        ]),
+    ];
+    let mut depths: Vec<u32> = DEPTHS.to_vec();
+    for r in rows.iter().filter(|r| r.size == RPC_ASYNC_SIZE) {
+        if !depths.contains(&r.depth) {
+            depths.push(r.depth);
+        }
+    }
+    depths.sort_unstable();
+    for depth in depths {
+        let lite = rows
+            .iter()
+            .find(|r| r.size == RPC_ASYNC_SIZE && r.depth == depth);
+        let native_rate = native
+            .iter()
+            .find(|n| n.op == RPC_NATIVE_OP && n.size == RPC_ASYNC_SIZE && n.depth == depth)
+            .map(|n| n.msg_rate * 1e6)
+            .filter(|rate| *rate > 0.0);
+        let ratio = lite.zip(native_rate).map(|(l, rate)| l.calls_per_s / rate);
+        lines.push(row([
+            &depth.to_string(),
+            &lite.map_or("-".to_string(), |l| l.calls.to_string()),
+            &cell(lite.map(|l| l.calls_per_s)),
+            &cell(native_rate),
+            &ratio.map_or("-".to_string(), |r| format!("{r:.4}")),
+            &cell(lite.map(|l| l.median)),
+            &range_cell(lite.map(|l| (l.p10, l.p90))),
         ]));
     }
     lines
@@ -1156,8 +1228,8 @@ mod tests {
     };
     use crate::bench::parse::{
         parse_lite_bench, parse_lite_lock, parse_lite_qos, parse_lite_regions,
-        parse_lite_rpc_throughput, parse_lite_throughput, parse_lock_samples, parse_perftest,
-        parse_perftest_bw,
+        parse_lite_rpc_async, parse_lite_rpc_throughput, parse_lite_throughput, parse_lock_samples,
+        parse_perftest, parse_perftest_bw,
     };
 
     #[test]
@@ -1176,6 +1248,40 @@ mod tests {
         }];
         assert!(target_verdict(&native, &slow).contains("NOT met (1.21)"));
         assert!(target_verdict(&native, &[]).contains("not evaluated"));
+    }
+
+    #[test]
+    fn rpc_async_table_compares_each_depth_with_ib_send_bw() {
+        let native = [NativeBw {
+            op: "send".into(),
+            size: 64,
+            depth: 8,
+            iterations: 300,
+            peak: 1.0,
+            average: 0.5,
+            msg_rate: 0.004,
+        }];
+        let rows = parse_lite_rpc_async(
+            "LITE-BENCH op=rpc_async size=64 depth=8 calls=300 calls_per_s=800.00 median_us=9000.00 p10_us=8000.00 p90_us=11000.00\n",
+        );
+        let table = rpc_async_table(&native, &rows);
+        // Two notes, the header and one row per planned depth.
+        assert_eq!(table.len(), 3 + DEPTHS.len());
+        let depth8: Vec<&str> = table[3 + 3].split_whitespace().collect();
+        assert_eq!(
+            depth8,
+            [
+                "8",
+                "300",
+                "800.00",
+                "4000.00",
+                "0.2000",
+                "9000.00",
+                "8000.00-11000.00"
+            ]
+        );
+        let depth1: Vec<&str> = table[3].split_whitespace().collect();
+        assert_eq!(depth1, ["1", "-", "-", "-", "-", "-", "-"]);
     }
 
     #[test]

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::{ASYNC_SIZES, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES, SIZES};
+use super::{
+    ASYNC_SIZES, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES, RPC_ASYNC_SIZE, SIZES,
+};
 use crate::cluster::{self, node_ip, Cluster, ClusterSpec};
 use crate::failure;
 use crate::initramfs;
@@ -66,8 +68,10 @@ pub fn bw_iters(size: u64, iters: u32) -> u64 {
 
 /// The perftest bandwidth runs, in order: `ib_write_bw` for every
 /// asynchronous size at every depth, `ib_write_bw -t 1` for the remaining
-/// memset/memcpy sizes (the baseline for one operation at a time), then
-/// `ib_read_bw` for every asynchronous size at every depth.
+/// memset/memcpy sizes (the baseline for one operation at a time),
+/// `ib_read_bw` for every asynchronous size at every depth, then
+/// `ib_send_bw` of [`RPC_ASYNC_SIZE`] bytes at every depth (the baseline
+/// of asynchronous RPC).
 pub fn bw_runs(iters: u32) -> Vec<BwRun> {
     let run = |op, size, depth| BwRun {
         op,
@@ -87,6 +91,11 @@ pub fn bw_runs(iters: u32) -> Vec<BwRun> {
         }
     }
     runs.extend(sweep("read"));
+    runs.extend(
+        DEPTHS
+            .iter()
+            .map(|&depth| run("send", RPC_ASYNC_SIZE, depth)),
+    );
     runs
 }
 
@@ -277,8 +286,9 @@ mod tests {
     #[test]
     fn plans_the_perftest_bandwidth_runs() {
         let runs = bw_runs(1000);
-        // 2 sizes x 6 depths per direction, plus 1 MiB and 4 MiB at depth 1.
-        assert_eq!(runs.len(), 2 * 6 + 2 + 2 * 6);
+        // 2 sizes x 6 depths per direction, plus 1 MiB and 4 MiB at depth
+        // 1, plus 64-byte sends at 6 depths.
+        assert_eq!(runs.len(), 2 * 6 + 2 + 2 * 6 + 6);
         assert_eq!(
             runs[0],
             BwRun {
@@ -298,7 +308,10 @@ mod tests {
             (runs[13].size, runs[13].depth, runs[13].iters),
             (4 << 20, 1, 8)
         );
-        assert!(runs[14..].iter().all(|r| r.op == "read"));
+        assert!(runs[14..26].iter().all(|r| r.op == "read"));
+        assert!(runs[26..]
+            .iter()
+            .all(|r| r.op == "send" && r.size == RPC_ASYNC_SIZE));
         // Every memset/memcpy size has its depth 1 write baseline.
         for size in BW_SIZES {
             assert!(runs
@@ -311,7 +324,7 @@ mod tests {
 
         let params = bw_params(1000);
         assert!(params[0].starts_with("lite.bwruns=write:4096:1:1000,write:4096:2:1000,"));
-        assert!(params[0].ends_with(",read:65536:32:256"));
+        assert!(params[0].ends_with(",read:65536:32:256,send:64:1:1000,send:64:2:1000,send:64:4:1000,send:64:8:1000,send:64:16:1000,send:64:32:1000"));
         assert!(params.contains(&"lite.bwsizes=4096,65536,1048576,4194304".to_string()));
         assert!(params.contains(&"lite.asyncsizes=4096,65536".to_string()));
         assert!(params.contains(&"lite.depths=1,2,4,8,16,32".to_string()));

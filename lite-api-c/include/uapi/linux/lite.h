@@ -316,13 +316,16 @@
  * long lite_async_wait(__u64 op, unsigned int flags)
  *   Reap operation op: 0 if it succeeded (for an RPC call of
  *   lite_send_reply_imm_async, the reply's length), its negative errno if
- *   it failed.
+ *   it failed: for a call, what lite_send_reply_imm would return
+ *   (-ECONNREFUSED, -EMSGSIZE, -ECONNRESET, -EPROTO, -ETIMEDOUT,
+ *   -EHOSTDOWN), or -EFAULT if the reply cannot be stored.
  *   The id is released either way. With LITE_ASYNC_NOWAIT, -EAGAIN if it
  *   has not completed yet (the id stays valid). -EINVAL unknown id or flags.
  *
  * long lite_fence(void)
  *   Wait for and reap every outstanding operation of the process. Returns
- *   0, or the error of the first failed operation.
+ *   0, or the error of the first failed operation (as lite_async_wait
+ *   reports it).
  *
  * long lite_get_stats(struct lite_stats *stats, __u64 size)
  *   Copy min(size, sizeof(struct lite_stats)) bytes of this node's

@@ -23,7 +23,10 @@
 //!    most `--rpc-threads`); the measuring node times `--iters` round
 //!    trips (`lite_send_reply_imm`, reply as long as the request) for
 //!    every `--rpc-sizes` size, then for every `--rpc-threads` count N
-//!    lets N threads make `--rpc-calls` 64-byte calls together;
+//!    lets N threads make `--rpc-calls` 64-byte calls together, then for
+//!    every `--depths` depth N up to `LITE_MAX_ASYNC_CALLS` lets one thread
+//!    make `--rpc-calls` 64-byte calls with `lite_send_reply_imm_async`,
+//!    N in flight, reaped oldest first;
 //! 5. isolation: a high-priority process (this one, after
 //!    `lite_set_priority(LITE_PRIORITY_HIGH)`, passing priority HIGH too)
 //!    times `--iters` 64-byte writes to the memory node alone (QoS on),
@@ -57,6 +60,10 @@
 //! RPC round trips print as latency series (`op=rpc`), RPC throughput as
 //!
 //! `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
+//!
+//! and asynchronous RPC (times from posting a call to reaping it) as
+//!
+//! `LITE-BENCH op=rpc_async size=64 depth=8 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
 //!
 //! lock series (1 contender when uncontended) as
 //!
@@ -106,9 +113,9 @@ use lite::{sys, Lmr, Priority};
 use lite_tools::args::{in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::bench::{
     calls_per_thread, completion_groups, lock_line, lock_sample_lines, p99, parse_switch, qos_line,
-    qos_load_line, result_line, rpc_throughput, rpc_throughput_line, run_window, throughput_iters,
-    throughput_line, throughput_of_completions, throughput_of_ops, LoadReport, LockSeries,
-    Operation, PeerNode, QosPhase, QosResult, Throughput, SAMPLES_PER_LINE,
+    qos_load_line, result_line, rpc_async_line, rpc_throughput, rpc_throughput_line, run_window,
+    throughput_iters, throughput_line, throughput_of_completions, throughput_of_ops, LoadReport,
+    LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput, SAMPLES_PER_LINE,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -973,6 +980,62 @@ fn measure_rpc(options: &Options) -> Result<(), String> {
     for &threads in &options.rpc_threads {
         rpc_throughput_series(node, threads, calls_per_thread(options.rpc_calls, threads))?;
     }
+    let async_depths = options.depths.iter().copied();
+    for depth in async_depths.filter(|&d| d <= sys::MAX_ASYNC_CALLS as usize) {
+        rpc_async_series(node, depth, options.rpc_calls)?;
+    }
+    Ok(())
+}
+
+/// Posts an echo call of `request` whose reply goes to `reply` (poisoned
+/// first, so a missing reply shows); returns it and when it was posted.
+fn post_echo<'a>(
+    node: u32,
+    request: &[u8],
+    reply: &'a mut [u8],
+    seed: u64,
+) -> Result<(rpc::AsyncCall<'a>, u64), String> {
+    pattern::poison(seed, 0, reply);
+    let call = rpc::call_async(node, RPC_PORT, request, reply, Priority::None)
+        .map_err(|e| format!("call_async: {}", describe_error(&e)))?;
+    Ok((call, monotonic_ns()))
+}
+
+/// One thread keeping `depth` 64-byte echo calls in flight with
+/// `lite_send_reply_imm_async`, `calls` in all, reaped oldest first; every
+/// reply is checked.
+fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String> {
+    let size = RPC_THROUGHPUT_SIZE;
+    let seed = pattern::seed(&[u64::from(node), size, 0x6173, depth as u64]);
+    let mut request = vec![0u8; size as usize];
+    pattern::fill(seed, 0, &mut request);
+    let request = &request;
+    let mut buffers: Vec<Vec<u8>> = (0..depth).map(|_| vec![0u8; size as usize]).collect();
+    let mut samples = Vec::with_capacity(calls);
+    let began = monotonic_ns();
+    let mut window = std::collections::VecDeque::with_capacity(depth);
+    for buffer in buffers.iter_mut().take(calls) {
+        window.push_back(post_echo(node, request, buffer, seed)?);
+    }
+    let mut posted = window.len();
+    while let Some((call, start)) = window.pop_front() {
+        let (len, reply) = call
+            .wait()
+            .map_err(|e| format!("async RPC with {depth} in flight: {}", describe_error(&e)))?;
+        samples.push(monotonic_ns().saturating_sub(start) as f64 / 1000.0);
+        if len != size as usize {
+            return Err(format!("async RPC of {size} B got a {len} B reply"));
+        }
+        pattern::verify(seed, 0, reply).map_err(|m| format!("async RPC got a wrong reply: {m}"))?;
+        if posted < calls {
+            window.push_back(post_echo(node, request, reply, seed)?);
+            posted += 1;
+        }
+    }
+    let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    let throughput =
+        rpc_throughput(1, &samples, elapsed_us).ok_or("async RPC: no usable samples")?;
+    say(format_args!("{}", rpc_async_line(size, depth, &throughput)));
     Ok(())
 }
 

@@ -23,6 +23,9 @@ const PROGRAM_DIR: &str = "/usr/bin";
 /// `guest_python` puts it).
 const PYTHON_TEST: &str = "/usr/share/lite/python/cluster_test.py";
 
+/// The README's Python snippet in the guests.
+const README_EXAMPLE: &str = "/usr/share/lite/python/readme_example.py";
+
 /// The compatibility test, linked both ways.
 const COMPAT_TESTS: [&str; 2] = ["lite-compat-test", "lite-compat-test-static"];
 
@@ -169,6 +172,7 @@ pub(super) fn run<K: Kernel, W: Write>(
     let names = [
         "the compatibility library's test, both builds",
         "the Python package's cluster test",
+        "the README's Python snippet",
         "lite_hello",
         "lite_share",
         "lite_rpc",
@@ -189,6 +193,12 @@ pub(super) fn run<K: Kernel, W: Write>(
     let mut python_args = vec![PYTHON_TEST.to_string()];
     python_args.extend(me_nodes);
     points_test(tap, "python", "python3", &python_args, me);
+    let snippet =
+        run_program("python3", &[README_EXAMPLE.to_string()]).and_then(|f| judge(&f, &[]));
+    tap.check(
+        &format!("node {me}: the README's Python snippet runs without an error"),
+        snippet,
+    );
 
     let hello = run_program("lite_hello", &[cm.clone()])
         .and_then(|f| judge(&f, &["read back from node", ": hello"]));

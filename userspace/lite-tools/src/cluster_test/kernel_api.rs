@@ -13,11 +13,12 @@ use crate::tap::Tap;
 pub const SUITE: &str = "lite_cluster";
 
 /// The cases the suite must report, each as passed.
-pub const CASES: [&str; 4] = [
+pub const CASES: [&str; 5] = [
     "kernel_remote_memory",
     "kernel_async",
     "kernel_registration",
     "kernel_sync",
+    "kernel_rpc_async",
 ];
 
 /// How a KUnit case ended.
@@ -125,13 +126,14 @@ mod tests {
     const RESULTS: &str = "KTAP version 1\n\
         # Subtest: lite_cluster\n\
         # module: lite\n\
-        1..4\n\
+        1..5\n\
         \x20   ok 1 kernel_remote_memory\n\
         \x20   # kernel_async: EXPECTATION FAILED at drivers/infiniband/ulp/lite/lite_kunit.c:14\n\
         \x20   # kernel_async: cluster.rs:120: back[..] == data[..]\n\
         \x20   not ok 2 kernel_async\n\
         \x20   ok 3 kernel_registration # SKIP needs a joined cluster of 2+ nodes\n\
         \x20   ok 4 kernel_sync\n\
+        \x20   ok 5 kernel_rpc_async\n\
         not ok 1 lite_cluster\n";
 
     #[test]
@@ -147,6 +149,7 @@ mod tests {
                     CaseResult::Skipped("needs a joined cluster of 2+ nodes".to_string())
                 ),
                 ("kernel_sync".to_string(), CaseResult::Passed),
+                ("kernel_rpc_async".to_string(), CaseResult::Passed),
                 ("lite_cluster".to_string(), CaseResult::Failed),
             ]
         );
@@ -167,7 +170,7 @@ mod tests {
         let mut tap = Tap::new(&mut out);
         report(&mut tap, RESULTS);
         let summary = tap.finish();
-        assert_eq!((summary.passed, summary.failed), (2, 2));
+        assert_eq!((summary.passed, summary.failed), (3, 2));
         let all_ok = RESULTS
             .replace("not ok 2", "ok 2")
             .replace(" # SKIP needs a joined cluster of 2+ nodes", "");

@@ -65,7 +65,6 @@ pub(crate) fn documented(call: Syscall) -> &'static [i32] {
         | Syscall::Free
         | Syscall::Memcpy
         | Syscall::Memmove
-        | Syscall::Fence
         | Syscall::SendReplyMulticast
         | Syscall::FetchAdd
         | Syscall::SetPriority => &[],
@@ -79,7 +78,17 @@ pub(crate) fn documented(call: Syscall) -> &'static [i32] {
         Syscall::RegisterLmr => &[EFAULT, EDQUOT],
         Syscall::DeregisterLmr => &[EKEYREVOKED],
         Syscall::RdmaWriteAsync | Syscall::RdmaReadAsync => &[EAGAIN, EIO],
-        Syscall::AsyncWait => &[EAGAIN, EINVAL],
+        // A call's errors come with its reap.
+        Syscall::AsyncWait => &[
+            EAGAIN,
+            EINVAL,
+            ECONNREFUSED,
+            EMSGSIZE,
+            ECONNRESET,
+            EPROTO,
+            ETIMEDOUT,
+        ],
+        Syscall::Fence => &[ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT],
         Syscall::GetStats => &[EINVAL],
         Syscall::RegisterApplication => &[EADDRINUSE, EDQUOT],
         Syscall::UnregisterApplication => &[ENOENT, EPERM],

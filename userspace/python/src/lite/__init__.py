@@ -70,6 +70,8 @@ def join(cm_ip: str, cm_port: int = CM_DEFAULT_PORT, ib_port: int = 1) -> int:
     """Joins the cluster whose manager listens on ``cm_ip:cm_port`` and
     returns this node's id (needs ``CAP_NET_ADMIN`` and the cluster secret
     in the caller's keyrings; see ``lite_join`` in the uapi header)."""
+    if not isinstance(cm_ip, str):
+        raise TypeError(f"cm_ip must be a str, not {type(cm_ip).__name__}")
     address = cm_ip.encode() + b"\0"
     pinned = readable(address)
     return _call("join", pinned.address, u32("cm_port", cm_port), u32("ib_port", ib_port))

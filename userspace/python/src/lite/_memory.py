@@ -54,9 +54,10 @@ class AsyncOp:
         if self._result is None:
             try:
                 self._result = call("async_wait", self.id, flags)
+            except (BlockingIOError, InterruptedError):
+                # Not reaped: the operation and its buffers stay.
+                raise
             except OSError as e:
-                if e.errno == errno.EAGAIN and flags:
-                    raise
                 self._result = -(e.errno or errno.EIO)
             self._keep = None
         if self._result < 0:
@@ -70,7 +71,7 @@ class AsyncOp:
             try:
                 return self._reap(0)
             except InterruptedError:
-                self._result = None
+                continue
 
     def done(self) -> bool:
         """Whether the operation finished (raises its error if it failed)."""
@@ -138,11 +139,11 @@ class Lmr:
 
     @classmethod
     def register(cls, buffer: Any, *,
-                 permission: int = Permission.READ | Permission.WRITE,
+                 permission: int = Permission.READ | Permission.WRITE | Permission.SHARE,
                  password: int = 0) -> "Lmr":
         """Makes this process's writable ``buffer`` an LMR other nodes can
-        map once published; the buffer is pinned (and kept referenced)
-        until the LMR is released."""
+        map once published (:meth:`publish` needs SHARE); the buffer is
+        pinned (and kept referenced) until the LMR is released."""
         pinned = writable(buffer)
         handle = call("register_lmr", pinned.address, pinned.length,
                       u64("permission", int(permission)), u64("password", password))

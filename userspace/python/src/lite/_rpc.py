@@ -54,6 +54,8 @@ class Port:
     each message goes to one receiver."""
 
     def __init__(self, port: int, max_size: int = 4096, name: str = "") -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, not {type(name).__name__}")
         encoded = name.encode()
         self.port = u32("port", port)
         self.max_size = u64("max_size", max_size)
