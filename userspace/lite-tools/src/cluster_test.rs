@@ -912,7 +912,7 @@ mod tests {
                     .matches("# SKIP needs a second node to allocate on this one")
                     .count();
                 assert_eq!(serving_skips, usize::from(nodes == 1), "{output}");
-                assert_eq!(skips, 24 + corrupt_skips + serving_skips, "{output}");
+                assert_eq!(skips, 25 + corrupt_skips + serving_skips, "{output}");
                 assert_eq!(device_skips, 1, "{output}");
                 assert_eq!(keyring_skips, 3, "{output}");
                 assert_eq!(fault_skips, corrupt_skips, "{output}");
