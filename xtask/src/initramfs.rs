@@ -26,12 +26,13 @@ use crate::ui::Step;
 const INIT_SCRIPT: &str = include_str!("init.sh");
 
 /// Host programs the guest needs, by the names they are looked up with.
-const HOST_TOOLS: &[&str] = &[
+pub(crate) const HOST_TOOLS: &[&str] = &[
     "rdma",
     "ibv_devinfo",
     "ib_write_lat",
     "ib_read_lat",
     "ib_send_lat",
+    "ib_send_bw",
     "ib_write_bw",
     "ib_read_bw",
     "ib_atomic_lat",

@@ -318,6 +318,14 @@ mod tests {
                 .iter()
                 .any(|r| r.op == "write" && r.size == size && r.depth == 1));
         }
+        // Every perftest program the plan runs is in the guest image.
+        for r in &runs {
+            let program = format!("ib_{}_bw", r.op);
+            assert!(
+                crate::initramfs::HOST_TOOLS.contains(&program.as_str()),
+                "{program} is not packed into the guests"
+            );
+        }
         // perftest's minimum iteration count.
         assert!(bw_runs(2).iter().all(|r| r.iters == 5));
         assert_eq!(bw_iters(4096, 2), 2);
