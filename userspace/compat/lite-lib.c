@@ -55,35 +55,11 @@ static void open_zero_fd(void)
 }
 
 /*
- * Copies len bytes from src to the caller's dst, or fails with EFAULT if
- * dst is not writable. The kernel proves dst writable by filling it from
- * /dev/zero (or a pipe) first.
+ * Copies len bytes from src to dst through a pipe: the kernel reads src
+ * and writes dst, so either one being unmapped gives -1 with EFAULT rather
+ * than a crash.
  */
-static int store_checked(void *dst, const void *src, size_t len)
-{
-	int fds[2];
-	ssize_t done;
-
-	pthread_once(&zero_fd_once, open_zero_fd);
-	if (zero_fd >= 0) {
-		done = read(zero_fd, dst, len);
-	} else {
-		if (pipe2(fds, O_CLOEXEC) != 0)
-			return -1;
-		done = write(fds[1], src, len);
-		if (done == (ssize_t)len)
-			done = read(fds[0], dst, len);
-		close(fds[0]);
-		close(fds[1]);
-	}
-	if (done != (ssize_t)len)
-		return fail_errno(EFAULT);
-	memcpy(dst, src, len);
-	return 0;
-}
-
-/* Copies len bytes of the caller's src to dst, or fails with EFAULT. */
-static int load_checked(void *dst, const void *src, size_t len)
+static int pipe_copy(void *dst, const void *src, size_t len)
 {
 	int fds[2];
 	ssize_t done;
@@ -96,6 +72,22 @@ static int load_checked(void *dst, const void *src, size_t len)
 	close(fds[0]);
 	close(fds[1]);
 	return done == (ssize_t)len ? 0 : fail_errno(EFAULT);
+}
+
+/*
+ * Copies len bytes from src to the caller's dst, or fails with EFAULT if
+ * dst is not writable: the kernel proves dst writable by filling it from
+ * /dev/zero first (one system call), or through a pipe without it.
+ */
+static int store_checked(void *dst, const void *src, size_t len)
+{
+	pthread_once(&zero_fd_once, open_zero_fd);
+	if (zero_fd < 0)
+		return pipe_copy(dst, src, len);
+	if (read(zero_fd, dst, len) != (ssize_t)len)
+		return fail_errno(EFAULT);
+	memcpy(dst, src, len);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -879,7 +871,7 @@ static int load_lock(const remote_spinlock_t *in, struct lite_lock *lock)
 {
 	remote_spinlock_t form;
 
-	if (load_checked(&form, in, sizeof(form)) != 0)
+	if (pipe_copy(&form, in, sizeof(form)) != 0)
 		return -1;
 	if (form.lock_num < 0)
 		return fail_errno(EINVAL);

@@ -10,7 +10,7 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
-use super::client::{Pending, ReplySlots};
+use super::client::{copied_reply, Pending, ReplySlots};
 use crate::{
     errno,
     internal::{async_io::op::PendingReply, rpc::client::RPC_TIMEOUT_MS, util::clock::now_ms},
@@ -48,46 +48,6 @@ impl CallInFlight {
         })
     }
 
-    /// Whether the answer came, or the caller's wait for it is over.
-    pub(crate) fn is_settled(&self) -> bool {
-        now_ms() >= self.deadline_ms
-            || match &self.pending {
-                Pending::Remote(slot) => self.slots.is_answered(*slot),
-                Pending::Local(call) => call.is_answered(),
-                Pending::OneWay => true,
-            }
-    }
-
-    /// Waits until [`Self::is_settled`].
-    ///
-    /// # Errors
-    ///
-    /// `ERESTARTSYS` if a signal arrived; the call goes on.
-    pub(crate) fn wait_settled(&self) -> Result {
-        match &self.pending {
-            Pending::Remote(slot) => self.slots.wait_answered(*slot, self.deadline_ms),
-            Pending::Local(call) => call.wait_answered(self.deadline_ms),
-            Pending::OneWay => Ok(()),
-        }
-    }
-
-    /// Takes the reply; `ETIMEDOUT` (the call is abandoned) if it has not
-    /// come, `ECANCELED` if it was taken or abandoned before.
-    pub(crate) fn take_reply(&self) -> Result<KVVec<u8>> {
-        if self.ended.swap(true, Ordering::AcqRel) {
-            return Err(errno::ECANCELED());
-        }
-        match &self.pending {
-            Pending::Remote(slot) => self.slots.take_answer(*slot, |buffer, len| {
-                let mut reply = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
-                buffer.read_bytes(0, &mut reply)?;
-                Ok(reply)
-            }),
-            Pending::Local(call) => call.take_answer(),
-            Pending::OneWay => Err(errno::ECANCELED()),
-        }
-    }
-
     /// Gives the call up: its reply, when it comes, is discarded. Nothing
     /// happens if the reply was taken.
     pub(crate) fn abandon(&self) {
@@ -111,15 +71,39 @@ impl Drop for CallInFlight {
 }
 
 impl PendingReply for CallInFlight {
+    /// Whether the answer came, or the caller's wait for it is over.
     fn is_settled(&self) -> bool {
-        CallInFlight::is_settled(self)
+        now_ms() >= self.deadline_ms
+            || match &self.pending {
+                Pending::Remote(slot) => self.slots.is_answered(*slot),
+                Pending::Local(call) => call.is_answered(),
+                Pending::OneWay => true,
+            }
     }
 
+    /// Waits until [`PendingReply::is_settled`].
+    ///
+    /// # Errors
+    ///
+    /// `ERESTARTSYS` if a signal arrived; the call goes on.
     fn wait_settled(&self) -> Result {
-        CallInFlight::wait_settled(self)
+        match &self.pending {
+            Pending::Remote(slot) => self.slots.wait_answered(*slot, self.deadline_ms),
+            Pending::Local(call) => call.wait_answered(self.deadline_ms),
+            Pending::OneWay => Ok(()),
+        }
     }
 
+    /// Takes the reply; `ETIMEDOUT` (the call is abandoned) if it has not
+    /// come, `ECANCELED` if it was taken or abandoned before.
     fn take_reply(&self) -> Result<KVVec<u8>> {
-        CallInFlight::take_reply(self)
+        if self.ended.swap(true, Ordering::AcqRel) {
+            return Err(errno::ECANCELED());
+        }
+        match &self.pending {
+            Pending::Remote(slot) => self.slots.take_answer(*slot, copied_reply),
+            Pending::Local(call) => call.take_answer(),
+            Pending::OneWay => Err(errno::ECANCELED()),
+        }
     }
 }

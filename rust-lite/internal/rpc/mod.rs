@@ -25,8 +25,8 @@ use kernel::{prelude::*, sync::Arc};
 use self::{
     call_in_flight::CallInFlight,
     client::{
-        ClaimedSlot, LocalCall, Outcome, Pending, PortView, RemotePort, ReplySlots, SentRequest,
-        ServerNode,
+        copied_reply, ClaimedSlot, LocalCall, Outcome, Pending, PortView, RemotePort, ReplySlots,
+        SentRequest, ServerNode,
     },
     port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     ring_protocol::{
@@ -704,11 +704,7 @@ impl Rpc {
     fn finish_call(&self, pending: Pending) -> Result<KVVec<u8>> {
         match pending {
             Pending::Local(call) => call.wait(),
-            Pending::Remote(slot) => self.slots.wait(slot, |buffer, len| {
-                let mut reply = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
-                buffer.read_bytes(0, &mut reply)?;
-                Ok(reply)
-            }),
+            Pending::Remote(slot) => self.slots.wait(slot, copied_reply),
             Pending::OneWay => Ok(KVVec::new()),
         }
     }
