@@ -177,8 +177,9 @@ impl Cluster {
         }
     }
 
-    /// Periodic work (called by the heartbeat thread): frees what was kept
-    /// for gone nodes once its time came.
+    /// Periodic work (called by the `lite_housekeep` thread): frees what
+    /// was kept for gone nodes once its time came, and pool memory no
+    /// longer needed.
     pub(crate) fn housekeeping(&self) {
         self.memory.free_orphans();
         self.sharing.drop_held_mappings(None);

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::fsutil::LogFollower;
 use crate::interrupt;
 use crate::paths::{repo_root, Cache};
 use crate::prereqs;
@@ -94,7 +95,17 @@ pub struct ClusterSpec<'a> {
     pub manager: &'a Path,
     /// Directory for node and manager logs.
     pub logs: &'a Path,
+    /// Silence after which the manager declares a node dead and a node
+    /// counts itself cut off (`lite-cm --dead-after-ms` and the guests'
+    /// `lite.cmtimeout`); `None` keeps LITE's defaults (3000 ms both).
+    pub dead_after_ms: Option<u32>,
 }
+
+/// [`ClusterSpec::dead_after_ms`] of the clusters that test the API rather
+/// than failure detection. Under TCG a busy host can stop one VM's vCPU
+/// for seconds; such a stall is no node failure, and these runs must not
+/// take it for one.
+pub const API_TEST_DEAD_AFTER_MS: u32 = 10_000;
 
 /// A running cluster; everything is torn down on drop.
 pub struct Cluster {
@@ -257,7 +268,7 @@ impl Cluster {
     }
 
     /// Waits for every VM to exit (see [`qemu::wait_all`]).
-    pub fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut()) -> Result<()> {
+    pub fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         let step = Step::start("waiting for the VMs to finish");
         qemu::wait_all(&mut self.vms, timeout, tick)?;
         step.done();
@@ -279,6 +290,41 @@ impl Drop for Cluster {
     }
 }
 
+/// Watches the manager's log of a cluster where no node is failed on
+/// purpose: a node declared dead there means the run can no longer test
+/// what it meant to, and its peers may wait for it until the timeout, so
+/// [`NoDeathWatch::check`] ends the wait at once instead.
+pub struct NoDeathWatch {
+    log: LogFollower,
+}
+
+impl NoDeathWatch {
+    /// Watches `spec`'s manager log.
+    pub fn new(spec: &ClusterSpec) -> Self {
+        Self {
+            log: LogFollower::new(spec.logs.join("cm.log")),
+        }
+    }
+
+    /// Fails with the manager's line if it declared a node dead since the
+    /// last call; for [`Cluster::wait`]'s tick.
+    pub fn check(&mut self) -> Result<()> {
+        match self.log.new_lines().into_iter().find(|l| is_death(l)) {
+            Some(line) => bail!(
+                "no node fails in this run, yet the cluster manager declared one dead \
+                 ({}); stopped the VMs",
+                line.trim()
+            ),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Whether a line of the manager's log declares a node dead.
+fn is_death(line: &str) -> bool {
+    line.contains(") declared dead: ")
+}
+
 /// The VM of node `i` (from 1) of `spec`'s cluster running `role`, called
 /// `name`, booting `initrd` (the cluster's, with its secret), its console
 /// going to `<name>.log`. Everything that makes it the same machine to the
@@ -297,6 +343,7 @@ fn node_vm(spec: &ClusterSpec, initrd: &Path, i: usize, role: &str, name: &str) 
         format!("lite.nodes={}", spec.roles.len()),
         format!("lite.run={role}"),
     ];
+    append.extend(spec.dead_after_ms.map(|ms| format!("lite.cmtimeout={ms}")));
     append.extend(qemu::clock_params());
     append.extend((spec.extra_append)(i));
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -317,7 +364,12 @@ fn node_vm(spec: &ClusterSpec, initrd: &Path, i: usize, role: &str, name: &str) 
 
 /// `ip netns exec NS lite-cm --listen 10.77.0.254:18500 --secret-file
 /// FILE ...`.
-fn manager_command(manager: &Path, netns: &str, secret_file: &Path) -> Command {
+fn manager_command(
+    manager: &Path,
+    netns: &str,
+    secret_file: &Path,
+    dead_after_ms: Option<u32>,
+) -> Command {
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", netns])
         .arg(manager)
@@ -328,6 +380,9 @@ fn manager_command(manager: &Path, netns: &str, secret_file: &Path) -> Command {
         // A new cluster: no member can come back to this manager.
         .arg("--startup-grace-ms")
         .arg("0");
+    if let Some(ms) = dead_after_ms {
+        cmd.arg("--dead-after-ms").arg(ms.to_string());
+    }
     cmd
 }
 
@@ -336,7 +391,7 @@ fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<
     let log_path = spec.logs.join("cm.log");
     let log =
         File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
-    let mut cmd = manager_command(spec.manager, netns, secret_file);
+    let mut cmd = manager_command(spec.manager, netns, secret_file, spec.dead_after_ms);
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -439,6 +494,7 @@ mod tests {
             pin_cpus: false,
             manager: Path::new("/bin/lite-cm"),
             logs,
+            dead_after_ms: None,
         }
     }
 
@@ -482,12 +538,67 @@ mod tests {
             Path::new("/bin/lite-cm"),
             "lite-42",
             Path::new("/tmp/lite-cluster-42-0/cluster.secret"),
+            None,
         );
         assert_eq!(
             process::describe(&cmd),
             "ip netns exec lite-42 /bin/lite-cm --listen 10.77.0.254:18500 \
              --secret-file /tmp/lite-cluster-42-0/cluster.secret --startup-grace-ms 0"
         );
+    }
+
+    #[test]
+    fn the_death_watch_stops_at_the_managers_verdict_only() {
+        let dir = std::env::temp_dir().join(format!("lite-deathwatch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let extra = |_: usize| Vec::new();
+        let spec = spec(&dir, &extra);
+        let log = dir.join("cm.log");
+        std::fs::write(
+            &log,
+            "lite-cm: node 1 (incarnation 1) joined from 10.77.0.1:1, now 1 live, epoch 1\n\
+             lite-cm: node 3 was silent for 1600 ms (late; dead after 3000 ms)\n",
+        )
+        .expect("write the log");
+        let mut watch = NoDeathWatch::new(&spec);
+        assert!(watch.check().is_ok());
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .expect("log");
+        std::io::Write::write_all(
+            &mut file,
+            b"lite-cm: node 3 (incarnation 1) declared dead: silent for 3082 ms\n",
+        )
+        .expect("append");
+        let err = watch.check().expect_err("a death ends the wait");
+        assert!(
+            err.to_string()
+                .contains("node 3 (incarnation 1) declared dead"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn a_longer_dead_after_reaches_the_manager_and_every_node() {
+        let cmd = manager_command(
+            Path::new("/bin/lite-cm"),
+            "lite-42",
+            Path::new("/s"),
+            Some(API_TEST_DEAD_AFTER_MS),
+        );
+        assert!(process::describe(&cmd).ends_with("--dead-after-ms 10000"));
+        let extra = |_: usize| Vec::new();
+        let mut spec = spec(Path::new("/logs"), &extra);
+        let default = node_vm(&spec, Path::new("/i"), 1, "test", "node1");
+        assert!(!default.append.contains("lite.cmtimeout"));
+        spec.dead_after_ms = Some(API_TEST_DEAD_AFTER_MS);
+        let longer = node_vm(&spec, Path::new("/i"), 1, "test", "node1");
+        assert!(longer
+            .append
+            .split(' ')
+            .any(|p| p == "lite.cmtimeout=10000"));
     }
 
     #[test]

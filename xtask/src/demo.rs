@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
 use crate::fsutil::LogFollower;
 use crate::kernel::{self, Flavour};
 use crate::paths::Cache;
@@ -38,14 +38,19 @@ pub fn run(nodes: usize, kernel_src: Option<&Path>, kernel_image: Option<&Path>)
         pin_cpus: false,
         manager: &manager,
         logs: &logs,
+        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
     };
     let mut cluster = Cluster::start(&spec)?;
+    let mut no_death = NoDeathWatch::new(&spec);
     let mut tails: Vec<Tail> = cluster
         .node_logs()
         .into_iter()
         .map(|(name, path)| Tail::new(&name, path))
         .collect();
-    let waited = cluster.wait(TIMEOUT, &mut || tails.iter_mut().for_each(Tail::poll));
+    let waited = cluster.wait(TIMEOUT, &mut || {
+        tails.iter_mut().for_each(Tail::poll);
+        no_death.check()
+    });
     tails.iter_mut().for_each(Tail::poll);
     drop(cluster);
     // After Ctrl-C the nodes were killed half-way: a summary would only list that.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
 use crate::fsutil::LogFollower;
 use crate::kernel::{self, Flavour};
 use crate::logscan::strip_timestamp;
@@ -97,15 +97,20 @@ pub fn run(
         pin_cpus: false,
         manager: &manager,
         logs: &logs,
+        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
     };
     let mut cluster = Cluster::start(&spec)?;
+    let mut no_death = NoDeathWatch::new(&spec);
     let mut tails: Vec<AlarmTail> = cluster
         .node_logs()
         .into_iter()
         .map(|(name, path)| AlarmTail::new(name, path))
         .collect();
     let timeout = Duration::from_secs(seconds) + MARGIN;
-    let waited = cluster.wait(timeout, &mut || tails.iter_mut().for_each(AlarmTail::poll));
+    let waited = cluster.wait(timeout, &mut || {
+        tails.iter_mut().for_each(AlarmTail::poll);
+        no_death.check()
+    });
     tails.iter_mut().for_each(AlarmTail::poll);
     drop(cluster);
     interrupt::check()?;

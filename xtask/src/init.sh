@@ -24,6 +24,9 @@
 #   lite.fuzzsecs=N    seconds of lite-fuzz: role fuzz, and role test after
 #                      the cluster test (0, the default: test does not fuzz)
 #   lite.seed=X        lite-fuzz's seed (default: lite-fuzz takes the clock)
+#   lite.cmtimeout=MS  silence of the cluster manager after which this node
+#                      counts itself cut off (LITE's manager_timeout_ms);
+#                      the harness gives the manager the same dead-after
 # and always ends with "LITE-GUEST-EXIT rc=<code>" and a reboot, which makes
 # QEMU (started with -no-reboot) exit. A role that runs several programs
 # prints "LITE-GUEST-PROGRAM <name>" before each: the harness counts each
@@ -54,6 +57,7 @@ bwbytes=
 lockiters=300
 fuzzsecs=0
 seed=
+cmtimeout=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -71,6 +75,7 @@ for arg in $(cat /proc/cmdline); do
 	lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;
 	lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;
 	lite.seed=*) seed=${arg#lite.seed=} ;;
+	lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;
 	esac
 done
 
@@ -264,6 +269,16 @@ if [ -e "$CLUSTER_SECRET" ]; then
 		finish 1
 	}
 	echo "LITE-GUEST: cluster secret loaded into the user keyring (key $key)"
+fi
+
+# Before any program joins: a node and its manager must agree on the
+# silence that ends a membership.
+if [ -n "$cmtimeout" ]; then
+	echo "$cmtimeout" > /sys/kernel/debug/lite/manager_timeout_ms || {
+		echo "LITE-GUEST: cannot set LITE's manager_timeout_ms to $cmtimeout"
+		finish 1
+	}
+	echo "LITE-GUEST: manager_timeout_ms is $cmtimeout"
 fi
 
 echo "LITE-GUEST-RUN role=$run"

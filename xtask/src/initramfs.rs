@@ -478,4 +478,16 @@ mod tests {
         assert!(defined < load && load < roles);
         assert!(GUEST_TOOLS.contains(&"lite-secret"));
     }
+
+    #[test]
+    fn init_script_sets_the_manager_timeout_before_any_role() {
+        let parsed = INIT_SCRIPT
+            .find("lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;")
+            .expect("init.sh reads lite.cmtimeout");
+        let set = INIT_SCRIPT
+            .find("echo \"$cmtimeout\" > /sys/kernel/debug/lite/manager_timeout_ms || {")
+            .expect("init.sh sets manager_timeout_ms, failing the boot otherwise");
+        let roles = INIT_SCRIPT.find("case \"$run\" in").expect("the roles");
+        assert!(parsed < set && set < roles);
+    }
 }

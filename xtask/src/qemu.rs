@@ -227,16 +227,23 @@ impl Drop for Vm {
 const FAILURE_GRACE: Duration = Duration::from_secs(180);
 
 /// Waits until every VM has exited, calling `tick` between polls (e.g. to
-/// stream logs). On timeout or Ctrl-C the VMs are killed and an error
-/// returned; see also [`FAILURE_GRACE`]. A VM killed with
+/// stream logs). On timeout, Ctrl-C or an error from `tick` the VMs are
+/// killed and an error returned; see also [`FAILURE_GRACE`]. A VM killed with
 /// [`Vm::kill_as_failure`] has exited and is not judged by its console.
-pub fn wait_all(vms: &mut [Vm], timeout: Duration, tick: &mut dyn FnMut()) -> Result<()> {
+pub fn wait_all(
+    vms: &mut [Vm],
+    timeout: Duration,
+    tick: &mut dyn FnMut() -> Result<()>,
+) -> Result<()> {
     let start = Instant::now();
     let mut failed_at: Option<(String, Instant)> = None;
     // Each exited VM's console is checked once.
     let mut checked = vec![false; vms.len()];
     loop {
-        tick();
+        if let Err(err) = tick() {
+            vms.iter_mut().for_each(Vm::kill);
+            return Err(err);
+        }
         let mut running = Vec::new();
         for (vm, checked) in vms.iter_mut().zip(checked.iter_mut()) {
             if !vm.exited() {
@@ -309,7 +316,7 @@ mod tests {
         // Gone already: nothing left to kill.
         assert!(!vm.kill_as_failure());
         let mut vms = [vm];
-        wait_all(&mut vms, Duration::from_secs(5), &mut || {}).expect("nothing to wait for");
+        wait_all(&mut vms, Duration::from_secs(5), &mut || Ok(())).expect("nothing to wait for");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
 use crate::logscan::MarkerWatch;
@@ -271,7 +271,7 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
         cpu: None,
     };
     let mut vms = vec![Vm::spawn(&spec, None, &logs.join("kunit.qemu.log"))?];
-    let waited = qemu::wait_all(&mut vms, KUNIT_TIMEOUT, &mut || {});
+    let waited = qemu::wait_all(&mut vms, KUNIT_TIMEOUT, &mut || Ok(()));
     drop(vms);
 
     let log = read_log(&serial_log);
@@ -351,9 +351,11 @@ fn cluster_test(
         pin_cpus: false,
         manager: &images.manager,
         logs,
+        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
     };
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
-    let waited = cluster.wait(CLUSTER_TIMEOUT, &mut || {});
+    let mut no_death = NoDeathWatch::new(&spec);
+    let waited = cluster.wait(CLUSTER_TIMEOUT, &mut || no_death.check());
     let node_logs = cluster.node_logs();
     drop(cluster);
 
@@ -506,6 +508,7 @@ fn failure_test(
         pin_cpus: false,
         manager: &images.manager,
         logs: &logs,
+        dead_after_ms: None,
     };
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
     let started = Instant::now();
@@ -517,7 +520,7 @@ fn failure_test(
         Err(_) => Err(anyhow!("not booted again: it was not killed")),
     };
     let waited = match &rebooted {
-        Ok(()) => cluster.wait(CLUSTER_TIMEOUT, &mut || {}),
+        Ok(()) => cluster.wait(CLUSTER_TIMEOUT, &mut || Ok(())),
         // Without the victim's death, or without its return, the survivors
         // cannot finish; their logs still tell how far they got.
         Err(_) => {
@@ -686,13 +689,14 @@ fn partition_test(
         pin_cpus: false,
         manager: &images.manager,
         logs: &logs,
+        dead_after_ms: None,
     };
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
     let started = Instant::now();
     let cut = PARTITION_NODES;
     let partitioned = cut_when_ready(&mut cluster, cut, started);
     let waited = match &partitioned {
-        Ok(()) => cluster.wait(PARTITION_TIMEOUT, &mut || {}),
+        Ok(()) => cluster.wait(PARTITION_TIMEOUT, &mut || Ok(())),
         // Without the cut the nodes wait out every bound of theirs; their
         // logs still tell how far they got.
         Err(_) => {

@@ -7,7 +7,9 @@
 //! (requests to connect to nodes joining later, answers to heartbeats,
 //! deaths of nodes), and `lite_heartbeat` tells the manager every
 //! [`HEARTBEAT_MS`] that this node lives and which peers' connections
-//! failed. Only the manager declares a node dead; [`view`] decides which of
+//! failed. The cluster's periodic work has a thread of its own,
+//! `lite_housekeep`, so that freeing large buffers never delays a
+//! heartbeat. Only the manager declares a node dead; [`view`] decides which of
 //! its messages apply. A node that hears nothing from the manager for
 //! [`MANAGER_TIMEOUT_MS`] (or whose connection to it breaks) is cut off
 //! from the cluster, which expels it in the same time: it fences itself,
@@ -59,6 +61,9 @@ const LEAVE_CONFIRM_MS: u32 = 5000;
 
 /// How often it looks, in ms.
 const LEAVE_POLL_MS: u32 = 20;
+
+/// Interval of the cluster's periodic work (`lite_housekeep`).
+const HOUSEKEEPING_MS: u32 = 500;
 
 /// The settings above, by their debugfs id, with their bounds.
 const SETTINGS: [(&AtomicU32, u32, u32); 2] = [
@@ -489,6 +494,7 @@ impl Membership {
         self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
         kthread::spawn(c_str!("lite_cm"), self.clone(), listen)?;
         kthread::spawn(c_str!("lite_heartbeat"), self.clone(), heartbeat)?;
+        kthread::spawn(c_str!("lite_housekeep"), self.clone(), housekeep)?;
         Ok(())
     }
 }
@@ -522,9 +528,20 @@ fn listen(membership: Arc<Membership>) {
     }
 }
 
+/// The `lite_housekeep` thread: does the cluster's periodic work until the
+/// membership ends.
+fn housekeep(membership: Arc<Membership>) {
+    loop {
+        sched::sleep_uninterruptible_ms(HOUSEKEEPING_MS);
+        if membership.stopped.load(Ordering::Acquire) {
+            return;
+        }
+        membership.cluster.housekeeping();
+    }
+}
+
 /// The `lite_heartbeat` thread: beats until this node is fenced, then
-/// tries to join again if it was cut off; does the cluster's periodic work
-/// until the membership ends.
+/// tries to join again if it was cut off, until the membership ends.
 fn heartbeat(membership: Arc<Membership>) {
     let mut cut_off_since_ms = None;
     loop {
@@ -532,7 +549,6 @@ fn heartbeat(membership: Arc<Membership>) {
         if membership.stopped.load(Ordering::Acquire) {
             return;
         }
-        membership.cluster.housekeeping();
         if membership.is_fenced() {
             if membership.is_leaving() {
                 continue;

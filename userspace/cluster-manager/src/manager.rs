@@ -226,6 +226,10 @@ struct Link {
     sending: Mutex<Outbound>,
     /// When the node was last heard from (any frame counts).
     last_heard: Mutex<Instant>,
+    /// A silence longer than this, though shorter than `dead_after`, is
+    /// logged when it ends: near misses show how close a slow node came
+    /// to being declared dead.
+    late_after: Duration,
     /// Set by the reader thread when the node sent a valid `Leave`; never
     /// cleared (a node that left joins again on a new connection).
     leaving: AtomicBool,
@@ -237,9 +241,14 @@ impl Link {
         lock(&self.sending).write(&mut &self.stream, message)
     }
 
-    /// Records that the node was just heard from.
-    fn heard(&self) {
-        *lock(&self.last_heard) = Instant::now();
+    /// Records that the node was just heard from; returns the silence
+    /// this ended.
+    fn heard(&self) -> Duration {
+        let now = Instant::now();
+        let mut last_heard = lock(&self.last_heard);
+        let silence = now.saturating_duration_since(*last_heard);
+        *last_heard = now;
+        silence
     }
 
     /// How long the node has been silent.
@@ -278,6 +287,7 @@ impl Member {
         channel: Channel<TcpStream>,
         events: Sender<Event>,
         epoch: Arc<AtomicU32>,
+        dead_after: Duration,
     ) -> io::Result<Self> {
         let (stream, outbound, inbound) = channel.into_parts();
         // Silence is judged by the monitor: a quiet stream is no reason to
@@ -291,6 +301,7 @@ impl Member {
             stream,
             sending: Mutex::new(outbound),
             last_heard: Mutex::new(Instant::now()),
+            late_after: dead_after / 2,
             leaving: AtomicBool::new(false),
         });
         let (replies_tx, replies) = mpsc::sync_channel(REPLY_BACKLOG);
@@ -366,7 +377,15 @@ impl Reader {
                     break reason;
                 }
             };
-            self.link.heard();
+            let silence = self.link.heard();
+            if silence > self.link.late_after {
+                log(format_args!(
+                    "node {} was silent for {} ms (late; dead after {} ms)",
+                    self.link.node,
+                    silence.as_millis(),
+                    (self.link.late_after * 2).as_millis()
+                ));
+            }
             match message {
                 // The connection identifies the node, so the id it claims
                 // is not checked.
@@ -1032,6 +1051,7 @@ impl Registry {
             channel,
             self.events.clone(),
             Arc::clone(&self.epoch),
+            self.config.dead_after,
         ) {
             Ok(member) => member,
             Err(e) => {
@@ -1139,6 +1159,7 @@ impl Registry {
             channel,
             self.events.clone(),
             Arc::clone(&self.epoch),
+            self.config.dead_after,
         ) {
             Ok(member) => member,
             Err(e) => {
@@ -1747,6 +1768,7 @@ mod tests {
             manager_end,
             registry.events.clone(),
             Arc::clone(&registry.epoch),
+            registry.config.dead_after,
         )
         .expect("start member");
         registry.members.insert(id, member);

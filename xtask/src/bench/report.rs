@@ -1713,7 +1713,9 @@ mod tests {
         assert!(manager.contains(&format!(
             "heartbeat) for MS milliseconds (default {DEAD_AFTER_MS})"
         )));
-        assert!(!include_str!("../cluster.rs").contains("--dead-after-ms"));
+        let run = include_str!("run.rs");
+        assert!(run.contains("dead_after_ms: None,"));
+        assert!(!run.contains("API_TEST_DEAD_AFTER_MS"));
     }
 
     #[test]

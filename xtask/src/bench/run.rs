@@ -178,6 +178,7 @@ impl Setup {
             pin_cpus: true,
             manager: &self.manager,
             logs,
+            dead_after_ms: None,
         }
     }
 }
@@ -244,7 +245,7 @@ pub fn failure_phase(setup: &Setup) -> Result<Phase> {
     let mut cluster = Cluster::start(&spec)?;
     let started = Instant::now();
     let waited = match failure::kill_when_ready(&mut cluster, FAILURE_NODES, started) {
-        Ok(()) => cluster.wait(failure::SURVIVORS_DONE_TIMEOUT, &mut || {}),
+        Ok(()) => cluster.wait(failure::SURVIVORS_DONE_TIMEOUT, &mut || Ok(())),
         Err(err) => {
             cluster.kill_all();
             Err(err.context(format!("node{FAILURE_NODES} (the victim) was not killed")))
@@ -257,7 +258,7 @@ pub fn failure_phase(setup: &Setup) -> Result<Phase> {
 /// logs with the outcome of the wait.
 fn boot(spec: &ClusterSpec, timeout: Duration) -> Result<Phase> {
     let mut cluster = Cluster::start(spec)?;
-    let waited = cluster.wait(timeout, &mut || {});
+    let waited = cluster.wait(timeout, &mut || Ok(()));
     Ok(collect(cluster, waited))
 }
 
