@@ -1,4 +1,6 @@
-//! `cargo xtask demo`: boot a cluster and run `lite-demo` on every node.
+//! `cargo xtask demo`: boot a cluster and run `lite-demo` on every node;
+//! `cargo xtask apps`: the same with the paper's applications (role `apps`:
+//! each application over LITE, over TCP and alone, at a small size).
 //!
 //! Each node's console is followed while the cluster runs; from the moment
 //! the guest starts its role (`LITE-GUEST-RUN`), its lines are shown
@@ -21,16 +23,40 @@ const TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Marker the guest prints when it starts its role.
 pub const RUN_MARKER: &str = "LITE-GUEST-RUN";
 
-/// `cargo xtask demo`.
-pub fn run(nodes: usize, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
+/// What a showcase run boots and how it names itself.
+#[derive(Debug, Clone, Copy)]
+pub enum Showcase {
+    /// `lite-demo`: remote memory written and read back.
+    Demo,
+    /// The paper's applications (`userspace/apps`).
+    Apps,
+}
+
+impl Showcase {
+    fn role(self) -> &'static str {
+        match self {
+            Showcase::Demo => "demo",
+            Showcase::Apps => "apps",
+        }
+    }
+}
+
+/// `cargo xtask demo` and `cargo xtask apps`.
+pub fn run(
+    showcase: Showcase,
+    nodes: usize,
+    kernel_src: Option<&Path>,
+    kernel_image: Option<&Path>,
+) -> Result<()> {
+    let role = showcase.role();
     let cache = Cache::locate()?;
     let kernel = kernel::image(&cache, Flavour::Debug, kernel_src, kernel_image)?;
     let initrd = initramfs::build(&cache, initramfs::Variant::Full)?;
     let manager = cluster::build_manager(&cache)?;
-    let logs = cache.run_logs("demo")?;
+    let logs = cache.run_logs(role)?;
     let no_extra = |_: usize| Vec::new();
     let spec = ClusterSpec {
-        roles: vec!["demo".to_string(); nodes],
+        roles: vec![role.to_string(); nodes],
         kernel: &kernel,
         initrd: &initrd,
         memory_mib: 1024,
@@ -56,7 +82,7 @@ pub fn run(nodes: usize, kernel_src: Option<&Path>, kernel_image: Option<&Path>)
     // After Ctrl-C the nodes were killed half-way: a summary would only list that.
     interrupt::check()?;
 
-    ui::say("==> demo summary");
+    ui::say(&format!("==> {role} summary"));
     let mut failed = 0;
     for (name, path) in tails.iter().map(|t| (&t.name, t.log.path())) {
         let log = std::fs::read(path).unwrap_or_default();
@@ -73,9 +99,9 @@ pub fn run(nodes: usize, kernel_src: Option<&Path>, kernel_image: Option<&Path>)
     ui::say(&format!("    logs: {}", logs.display()));
     waited?;
     if failed > 0 {
-        bail!("the demo failed on {failed} of {nodes} nodes");
+        bail!("the {role} run failed on {failed} of {nodes} nodes");
     }
-    ui::say(&format!("demo succeeded on all {nodes} nodes"));
+    ui::say(&format!("the {role} run succeeded on all {nodes} nodes"));
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 #                      partition-survivor | partition-cut | kunit |
 #                      bench-native-server | bench-native-client |
 #                      bench-lite | bench-lock | bench-failure-survivor |
-#                      bench-failure-victim
+#                      bench-failure-victim | bench-apps | apps
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
 #   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
@@ -24,6 +24,7 @@
 #   lite.fuzzsecs=N    seconds of lite-fuzz: role fuzz, and role test after
 #                      the cluster test (0, the default: test does not fuzz)
 #   lite.seed=X        lite-fuzz's seed (default: lite-fuzz takes the clock)
+#   lite.approunds=N   bench-apps: rounds of every application run
 #   lite.cmtimeout=MS  silence of the cluster manager after which this node
 #                      counts itself cut off (LITE's manager_timeout_ms);
 #                      the harness gives the manager the same dead-after
@@ -58,6 +59,7 @@ lockiters=300
 fuzzsecs=0
 seed=
 cmtimeout=
+approunds=3
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -76,6 +78,7 @@ for arg in $(cat /proc/cmdline); do
 	lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;
 	lite.seed=*) seed=${arg#lite.seed=} ;;
 	lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;
+	lite.approunds=*) approunds=${arg#lite.approunds=} ;;
 	esac
 done
 
@@ -254,6 +257,57 @@ lite_bench() {
 	lite-bench "$@"
 }
 
+# The paper's applications, each over LITE, over TCP between the same
+# nodes, and alone on every node, in lite.approunds rounds; at the
+# benchmark's sizes, or small with the argument "small" (cargo xtask apps). Node i is 10.77.0.i and TCP rank i - 1; every
+# TCP run takes a port of its own so none waits for the last one's
+# sockets. Every run prints one LITE-APP line on its gathering rank.
+bench_apps() {
+	if [ "$1" = small ]; then
+		set -- "lite-log --records 150 --threads 2 --kill-test 1" \
+			"lite-mapreduce --job wordcount --size 1M --threads 2" \
+			"lite-mapreduce --job invindex --size 512K --threads 2" \
+			"lite-graph --algo pagerank --scale 12 --edge-factor 8" \
+			"lite-graph --algo components --scale 12 --edge-factor 8"
+	else
+		set -- "lite-log --records 1000 --threads 2" \
+			"lite-mapreduce --job wordcount --size 16M --threads 2" \
+			"lite-mapreduce --job invindex --size 8M --threads 2" \
+			"lite-graph --algo pagerank --scale 17 --edge-factor 8" \
+			"lite-graph --algo components --scale 17 --edge-factor 8"
+	fi
+	runs=
+	for app_run in "$@"; do
+		runs="$runs$app_run;"
+	done
+	me=${ip%%/*}
+	rank=$((${me##*.} - 1))
+	hosts=
+	i=1
+	while [ $i -le "$nodes" ]; do
+		hosts="$hosts${hosts:+,}${me%.*}.$i"
+		i=$((i + 1))
+	done
+	port=18800
+	round=1
+	while [ $round -le "$approunds" ]; do
+		rest=$runs
+		while [ -n "$rest" ]; do
+			app_run=${rest%%;*}
+			rest=${rest#*;}
+			# $app_run is split into the program and its options on purpose.
+			# shellcheck disable=SC2086
+			set -- $app_run
+			echo "LITE-APP-RUN round=$round $*"
+			"$@" --transport lite --cm "$cm" --nodes "$nodes" || rc=$?
+			"$@" --transport tcp --hosts "$hosts" --rank "$rank" --port "$port" || rc=$?
+			port=$((port + 1))
+			"$@" --transport local || rc=$?
+		done
+		round=$((round + 1))
+	done
+}
+
 rc=0
 if [ -n "$ip" ]; then
 	setup_network || finish 1
@@ -332,6 +386,11 @@ bench-native-client)
 	;;
 bench-lite) lite_bench || rc=$? ;;
 # Every node takes one lock kept by node 1, at the same time.
+bench-apps) bench_apps ;;
+apps)
+	approunds=1
+	bench_apps small
+	;;
 bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters" || rc=$? ;;
 # The benchmark's failure phase: the failure test's program alone, no
 # cluster test after it (the victim's VM is not booted again). Survivors

@@ -50,6 +50,10 @@ const GUEST_TOOLS: &[&str] = &[
     "lite-fuzz",
 ];
 
+/// The paper's applications (package `lite-apps`), run by the cluster test
+/// and the benchmark.
+pub(crate) const GUEST_APPS: &[&str] = &["lite-log", "lite-mapreduce", "lite-graph"];
+
 /// Where libibverbs finds its provider configuration and the rxe provider.
 /// C programs `userspace/compat`'s build script places in
 /// `<profile>/lite-c/` (its `GUEST_PROGRAMS`), installed in `/usr/bin`.
@@ -186,8 +190,9 @@ struct GuestBuild {
     c_library: Option<PathBuf>,
 }
 
-/// `cargo build --release -p lite-tools -p lite-compat` for the guest: the
-/// Rust tools as static binaries, the C programs and library with `cc`.
+/// `cargo build --release -p lite-tools -p lite-apps -p lite-compat` for
+/// the guest: the Rust tools and applications as static binaries, the C
+/// programs and library with `cc`.
 fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
     let target_dir = repo_root().join("target/guest");
     let log = cache.logs().join("guest-tools.log");
@@ -201,6 +206,8 @@ fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
                 "-p",
                 "lite-tools",
                 "-p",
+                "lite-apps",
+                "-p",
                 "lite-compat",
                 "--target",
                 GUEST_TARGET,
@@ -211,7 +218,7 @@ fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
             // explicit --target, RUSTFLAGS spares build scripts and proc macros.
             .env("RUSTFLAGS", "-C target-feature=+crt-static"),
         &log,
-        "cargo build -p lite-tools -p lite-compat",
+        "cargo build -p lite-tools -p lite-apps -p lite-compat",
         &|l| l.trim_start().starts_with("Compiling"),
     )
     .context("building LITE's guest tools failed")?;
@@ -228,6 +235,11 @@ fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
         rust_tools: GUEST_TOOLS
             .iter()
             .map(|name| existing(out.join(name), "lite-tools"))
+            .chain(
+                GUEST_APPS
+                    .iter()
+                    .map(|name| existing(out.join(name), "lite-apps")),
+            )
             .collect::<Result<_>>()?,
         c_programs: GUEST_C_PROGRAMS
             .iter()

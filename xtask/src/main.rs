@@ -96,6 +96,17 @@ enum Command {
         #[arg(long, hide = true, value_name = "BZIMAGE")]
         kernel: Option<PathBuf>,
     },
+    /// Boot a QEMU cluster and run the paper's applications (LITE-Log, LITE-MapReduce, LITE-Graph) over LITE, over TCP and alone.
+    Apps {
+        /// Number of nodes (virtual machines) in the cluster.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
+        nodes: u8,
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Boot this kernel image instead of building one.
+        #[arg(long, hide = true, value_name = "BZIMAGE")]
+        kernel: Option<PathBuf>,
+    },
     /// Run every test: host tests, patch check, kernel build, KUnit, the cluster test, the failure test and the partition test.
     Test {
         #[command(flatten)]
@@ -154,6 +165,17 @@ fn main() -> ExitCode {
             source,
             kernel,
         } => demo::run(
+            demo::Showcase::Demo,
+            usize::from(nodes),
+            source.kernel_src.as_deref(),
+            kernel.as_deref(),
+        ),
+        Command::Apps {
+            nodes,
+            source,
+            kernel,
+        } => demo::run(
+            demo::Showcase::Apps,
             usize::from(nodes),
             source.kernel_src.as_deref(),
             kernel.as_deref(),

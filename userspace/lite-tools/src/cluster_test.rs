@@ -29,6 +29,7 @@ use crate::tap::Tap;
 use crate::IB_PORT;
 
 // The failure test shares the raw transfer and statistics helpers.
+mod apps;
 mod c_programs;
 mod device_access;
 pub(crate) mod io;
@@ -143,6 +144,7 @@ pub fn run_with_joined_hook<K: Kernel, W: Write>(
     rpc::run(kernel, tap, me, nodes);
     sync::run(kernel, tap, me, nodes);
     c_programs::run(kernel, tap, config.cm, me, nodes);
+    apps::run(kernel, tap, config.cm, me, nodes);
     kernel_api::run(kernel, tap, nodes);
     // Last, so that the serving limits it sets disturb no other case.
     quotas::run(kernel, tap, me, nodes, password);
@@ -912,11 +914,17 @@ mod tests {
                     .matches("# SKIP needs a second node to allocate on this one")
                     .count();
                 assert_eq!(serving_skips, usize::from(nodes == 1), "{output}");
-                assert_eq!(skips, 25 + corrupt_skips + serving_skips, "{output}");
+                // The applications: 5 runs, each over LITE, TCP and alone.
+                let app_skips = 15;
+                assert_eq!(
+                    skips,
+                    25 + app_skips + corrupt_skips + serving_skips,
+                    "{output}"
+                );
                 assert_eq!(device_skips, 1, "{output}");
                 assert_eq!(keyring_skips, 3, "{output}");
                 assert_eq!(fault_skips, corrupt_skips, "{output}");
-                assert_eq!(expected_skips, 16, "{output}");
+                assert_eq!(expected_skips, 16 + app_skips, "{output}");
                 assert_eq!(kernel_api_skips, 5, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {

@@ -17,7 +17,9 @@
 //! run the failure test's program alone: the last node is killed once the
 //! others depend on it, and the survivors report how long their calls
 //! waiting on it stalled, then one of them leaves and joins again ten
-//! times. Absolute numbers under TCG say little, so the
+//! times. Then clusters of 2 and 4 VMs run the paper's applications
+//! (LITE-Log, LITE-MapReduce, LITE-Graph) over LITE, over TCP and alone
+//! ([`apps`]). Absolute numbers under TCG say little, so the
 //! report compares LITE with native verbs measured on the same VMs in the
 //! same run (an RPC round trip with two `ib_send_lat` one-way latencies,
 //! since perftest reports half a round trip), and loaded latency with
@@ -27,6 +29,7 @@
 //! turns those logs into typed measurements, and [`report`] computes
 //! medians and spreads and prints the tables.
 
+mod apps;
 mod parse;
 mod report;
 mod run;
@@ -71,6 +74,13 @@ pub const LOCK_NODES: usize = 4;
 /// Nodes of the failure phase: survivors, then the victim (the last).
 pub const FAILURE_NODES: usize = failure::NODES;
 
+/// The applications' source files (under `userspace/apps/src/`) holding
+/// their LITE code, whose lines the report counts.
+const APP_LITE_FILES: [(&str, &str); 2] = [
+    ("LITE-Log", "log/lite.rs"),
+    ("MapReduce, Graph", "lite_exchange.rs"),
+];
+
 /// `cargo xtask bench`.
 pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
     let setup = run::Setup::prepare(kernel_src, kernel_image)?;
@@ -98,10 +108,30 @@ pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -
         });
     report::say_failure(&m);
 
+    // The applications: a cluster per size, each version in turn.
+    let mut app_runs = Vec::new();
+    let mut apps_waited = Ok(());
+    for nodes in apps::APP_NODES {
+        let waited = interrupt::check()
+            .and_then(|()| apps::phase(&setup, nodes))
+            .and_then(|phase| {
+                m.add_logs(&format!("apps{nodes}/"), &phase.logs);
+                for log in &phase.logs {
+                    app_runs.extend(apps::parse_app_runs(&log.text));
+                }
+                phase.waited
+            });
+        if apps_waited.is_ok() {
+            apps_waited = waited.with_context(|| format!("the {nodes}-node application phase"));
+        }
+    }
+    apps::say(&app_runs, &APP_LITE_FILES);
+
     report::say_logs(&setup.logs, &m.problems);
     comparison.waited?;
     lock_waited.context("the lock contention phase")?;
     failure_waited.context("the failure phase")?;
+    apps_waited?;
     if m.is_empty() {
         bail!("no measurements found in the guest logs");
     }

@@ -42,6 +42,9 @@ pub const FAILURE_VICTIM_ROLE: &str = "bench-failure-victim";
 /// Memory of every benchmark VM in MiB.
 const MEMORY_MIB: u32 = 512;
 
+/// Longest an application phase may take.
+const APPS_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+
 /// One perftest bandwidth run: `ib_<op>_bw -s size -t depth -n iters`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BwRun {
@@ -180,6 +183,19 @@ impl Setup {
             logs,
             dead_after_ms: None,
         }
+    }
+}
+
+impl Setup {
+    /// Boots the application phase's cluster of `roles` and waits for it
+    /// (see [`super::apps::phase`]).
+    pub(super) fn boot_apps(
+        &self,
+        roles: Vec<String>,
+        extra_append: &dyn Fn(usize) -> Vec<String>,
+        logs: &Path,
+    ) -> Result<Phase> {
+        boot(&self.spec(roles, extra_append, logs), APPS_TIMEOUT)
     }
 }
 

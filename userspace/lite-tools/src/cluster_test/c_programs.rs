@@ -36,9 +36,9 @@ const PROGRAM_LIMIT: Duration = Duration::from_secs(180);
 const RPC_SERVER: u32 = 1;
 
 /// A finished program: how it ended and what it printed.
-struct Finished {
-    status: ExitStatus,
-    stdout: String,
+pub(super) struct Finished {
+    pub(super) status: ExitStatus,
+    pub(super) stdout: String,
 }
 
 /// Starts `program` with `args`, stdout piped.
@@ -54,7 +54,7 @@ fn start(program: &str, args: &[String]) -> Result<std::process::Child, String> 
 
 /// Waits for `child` for at most [`PROGRAM_LIMIT`] (killing it then),
 /// reading its output meanwhile.
-fn finish(program: &str, mut child: std::process::Child) -> Result<Finished, String> {
+pub(super) fn finish(program: &str, mut child: std::process::Child) -> Result<Finished, String> {
     let reader = child.stdout.take().map(|mut out| {
         std::thread::spawn(move || {
             let mut text = String::new();

@@ -1,0 +1,66 @@
+//! LITE-Graph: PageRank or connected components on a generated R-MAT
+//! power-law graph, across the nodes, checked against a single-process
+//! reference.
+//!
+//! ```text
+//! lite-graph [--transport lite|tcp|local ...] [--algo pagerank|components]
+//!            [--scale 14] [--edge-factor 8] [--iterations 10] [--seed 1]
+//! ```
+//!
+//! Rank 0 prints one `LITE-APP` line; every rank exits 1 if the result did
+//! not match the reference.
+
+use lite_apps::cli::{fail, Options};
+use lite_apps::graph::{self, Algorithm, Rmat, EXCHANGE_TAG};
+
+const PROGRAM: &str = "lite-graph";
+
+fn main() {
+    let options = Options::parse(
+        std::env::args().skip(1),
+        &["algo", "scale", "edge-factor", "iterations", "seed"],
+    )
+    .unwrap_or_else(|e| fail(PROGRAM, &e, true));
+    let algo = options.text("algo", "pagerank");
+    let algorithm = Algorithm::from_name(algo).unwrap_or_else(|| {
+        fail(
+            PROGRAM,
+            &format!("unknown --algo {algo:?} (pagerank or components)"),
+            true,
+        )
+    });
+    let small = |name: &str, default: u64| {
+        let value = options
+            .number(name, default)
+            .unwrap_or_else(|e| fail(PROGRAM, &e, true));
+        u32::try_from(value)
+            .unwrap_or_else(|_| fail(PROGRAM, &format!("--{name} is too large"), true))
+    };
+    let (scale, edge_factor, iterations) = (
+        small("scale", 14),
+        small("edge-factor", 8),
+        small("iterations", 10),
+    );
+    let seed = options
+        .number("seed", 1)
+        .unwrap_or_else(|e| fail(PROGRAM, &e, true));
+    let rmat = Rmat::new(scale, edge_factor, seed).unwrap_or_else(|_| {
+        fail(
+            PROGRAM,
+            "--scale must be 1..=31 and --edge-factor at least 1",
+            true,
+        )
+    });
+
+    let mut exchange = options
+        .connect(EXCHANGE_TAG)
+        .unwrap_or_else(|e| fail(PROGRAM, &format!("connecting: {e}"), false));
+    let report = graph::run(exchange.as_mut(), &rmat, algorithm, iterations)
+        .unwrap_or_else(|e| fail(PROGRAM, &format!("{}: {e}", algorithm.name()), false));
+    if exchange.rank() == 0 {
+        println!("{report}");
+    }
+    if !report.checked {
+        fail(PROGRAM, "the result does not match the reference", false);
+    }
+}

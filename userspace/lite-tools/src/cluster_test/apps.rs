@@ -1,0 +1,199 @@
+//! The paper's applications (`userspace/apps`), run on every node at once at
+//! a small size: LITE-Log with concurrent appenders on every node and a
+//! writer killed mid-append, LITE-MapReduce's two jobs and LITE-Graph's
+//! two algorithms, each over LITE, over TCP (their baselines) and alone on
+//! the node. Every run checks its result against a single-process
+//! reference and exits with 1 if it differs; the rank that gathers the
+//! result prints it as a `LITE-APP ... checked=yes` line.
+
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
+
+use super::c_programs::finish;
+use super::io::barrier;
+use super::processes::WHY_SKIPPED;
+use crate::kernel::Kernel;
+use crate::tap::Tap;
+
+/// Where the guests have LITE's Rust programs.
+const PROGRAM_DIR: &str = "/bin";
+
+/// First TCP port of the TCP versions; each run takes the next one, so
+/// that no run waits for the last one's sockets to close.
+const FIRST_TCP_PORT: u16 = 18710;
+
+/// One application run: program, what it does, its own options.
+struct AppRun {
+    program: &'static str,
+    what: &'static str,
+    args: &'static [&'static str],
+}
+
+/// Every run, each over LITE, TCP and alone; small enough for TCG guests.
+const RUNS: [AppRun; 5] = [
+    AppRun {
+        program: "lite-log",
+        what: "LITE-Log, concurrent appends from every node and a writer killed mid-append",
+        args: &["--records", "150", "--threads", "2", "--kill-test", "1"],
+    },
+    AppRun {
+        program: "lite-mapreduce",
+        what: "LITE-MapReduce word count",
+        args: &["--job", "wordcount", "--size", "1M", "--threads", "2"],
+    },
+    AppRun {
+        program: "lite-mapreduce",
+        what: "LITE-MapReduce inverted index",
+        args: &["--job", "invindex", "--size", "512K", "--threads", "2"],
+    },
+    AppRun {
+        program: "lite-graph",
+        what: "LITE-Graph PageRank",
+        args: &["--algo", "pagerank", "--scale", "12", "--edge-factor", "8"],
+    },
+    AppRun {
+        program: "lite-graph",
+        what: "LITE-Graph connected components",
+        args: &[
+            "--algo",
+            "components",
+            "--scale",
+            "12",
+            "--edge-factor",
+            "8",
+        ],
+    },
+];
+
+/// This guest's address (the harness gives node `i` 10.77.0.i, on the
+/// kernel command line as `lite.ip=ADDR/LEN`).
+fn own_address() -> Result<Ipv4Addr, String> {
+    let cmdline = std::fs::read_to_string("/proc/cmdline").map_err(|e| e.to_string())?;
+    cmdline
+        .split_whitespace()
+        .find_map(|arg| arg.strip_prefix("lite.ip="))
+        .and_then(|ip| ip.split('/').next())
+        .and_then(|ip| ip.parse().ok())
+        .ok_or_else(|| format!("no lite.ip= on the kernel command line: {cmdline}"))
+}
+
+/// The TCP hosts of an `nodes`-node guest cluster, in rank order, and this
+/// guest's rank among them.
+fn tcp_layout(own: Ipv4Addr, nodes: u32) -> Result<(String, u32), String> {
+    let [a, b, c, last] = own.octets();
+    let rank = u32::from(last)
+        .checked_sub(1)
+        .filter(|rank| *rank < nodes)
+        .ok_or_else(|| format!("{own} is not one of the cluster's {nodes} addresses"))?;
+    let hosts = (1..=nodes)
+        .map(|i| format!("{a}.{b}.{c}.{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    Ok((hosts, rank))
+}
+
+/// Runs `program` with `args` to the end and judges it: exit status 0,
+/// and a `LITE-APP` line, if it printed one, saying `checked=yes`.
+fn run_and_judge(program: &str, args: &[String]) -> Result<(), String> {
+    let child = Command::new(std::path::Path::new(PROGRAM_DIR).join(program))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("starting {program}: {e}"))?;
+    let finished = finish(program, child)?;
+    let report = finished
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("LITE-APP "));
+    if !finished.status.success() {
+        return Err(format!(
+            "exited with {}; printed: {}",
+            finished.status,
+            finished.stdout.trim_end()
+        ));
+    }
+    match report {
+        Some(line) if !line.split_whitespace().any(|f| f == "checked=yes") => {
+            Err(format!("its result differs from the reference: {line}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Runs the applications on node `me`.
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    cm: Ipv4Addr,
+    me: u32,
+    nodes: u32,
+) {
+    if !kernel.spawns_processes() {
+        for app in &RUNS {
+            for transport in ["LITE", "TCP", "alone"] {
+                tap.skip(
+                    &format!("node {me}: {} ({transport})", app.what),
+                    WHY_SKIPPED,
+                );
+            }
+        }
+        return;
+    }
+    let layout = own_address().and_then(|own| tcp_layout(own, nodes));
+    for (port, app) in (FIRST_TCP_PORT..).zip(RUNS.iter()) {
+        let own_args = app.args.iter().map(|a| a.to_string());
+        barrier(kernel, tap, nodes, app.what);
+        let mut lite: Vec<String> = ["--transport", "lite", "--cm"]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        lite.extend([cm.to_string(), "--nodes".into(), nodes.to_string()]);
+        lite.extend(own_args.clone());
+        tap.check(
+            &format!("node {me}: {} (LITE) matches the reference", app.what),
+            run_and_judge(app.program, &lite),
+        );
+
+        let tcp = layout.clone().and_then(|(hosts, rank)| {
+            let mut args: Vec<String> = vec![
+                "--transport".into(),
+                "tcp".into(),
+                "--hosts".into(),
+                hosts,
+                "--rank".into(),
+                rank.to_string(),
+                "--port".into(),
+                port.to_string(),
+            ];
+            args.extend(own_args.clone());
+            run_and_judge(app.program, &args)
+        });
+        tap.check(
+            &format!("node {me}: {} (TCP) matches the reference", app.what),
+            tcp,
+        );
+
+        let mut alone: Vec<String> = vec!["--transport".into(), "local".into()];
+        alone.extend(own_args);
+        tap.check(
+            &format!("node {me}: {} (alone) matches the reference", app.what),
+            run_and_judge(app.program, &alone),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_ranks_follow_the_guests_addresses() {
+        let (hosts, rank) = tcp_layout(Ipv4Addr::new(10, 77, 0, 3), 3).expect("a member");
+        assert_eq!((hosts.as_str(), rank), ("10.77.0.1,10.77.0.2,10.77.0.3", 2));
+        assert!(tcp_layout(Ipv4Addr::new(10, 77, 0, 4), 3).is_err());
+        assert!(tcp_layout(Ipv4Addr::new(10, 77, 0, 0), 3).is_err());
+    }
+}

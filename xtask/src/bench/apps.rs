@@ -1,0 +1,263 @@
+//! The benchmark's application phases: the paper's applications
+//! (`userspace/apps`) on clusters of [`APP_NODES`] VMs, each over LITE, over
+//! TCP sockets between the same VMs (what a user would write without LITE)
+//! and alone on one VM, in several rounds. Every run prints one
+//! `LITE-APP` line (see `userspace/apps/src/report.rs`); the report gives,
+//! per application and cluster size, the median run time and spread of
+//! each version, LITE's speedup over both, and the lines of the
+//! applications' code that touch LITE.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+
+use super::run::{Phase, Setup};
+use crate::paths::repo_root;
+use crate::ui;
+
+/// Cluster sizes of the application phases (the paper's scaling, 2 to 4).
+pub const APP_NODES: [usize; 2] = [2, 4];
+
+/// Rounds of every application run per phase.
+pub const APP_ROUNDS: u32 = 3;
+
+/// The guest role of the application phases.
+pub const APPS_ROLE: &str = "bench-apps";
+
+/// The applications' jobs in report order, with their work unit.
+const JOBS: [&str; 5] = ["log", "wordcount", "invindex", "pagerank", "components"];
+
+/// Versions in report order.
+const TRANSPORTS: [&str; 3] = ["local", "tcp", "lite"];
+
+/// One `LITE-APP` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppRun {
+    /// Job (`log`, `wordcount`, ...).
+    pub app: String,
+    /// `lite`, `tcp` or `local`.
+    pub transport: String,
+    /// Ranks that took part.
+    pub nodes: u32,
+    /// Work done, in `unit`s.
+    pub work: u64,
+    /// Unit of `work`.
+    pub unit: String,
+    /// Run time in seconds.
+    pub seconds: f64,
+    /// Whether the result matched the reference.
+    pub checked: bool,
+}
+
+/// The `LITE-APP` lines of `text`; malformed ones are skipped.
+pub fn parse_app_runs(text: &str) -> Vec<AppRun> {
+    text.lines()
+        .filter_map(|line| line.find("LITE-APP ").map(|at| &line[at..]))
+        .filter_map(|line| {
+            let fields: BTreeMap<&str, &str> = line
+                .split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .collect();
+            let seconds: f64 = fields.get("seconds")?.parse().ok()?;
+            seconds.is_finite().then_some(())?;
+            Some(AppRun {
+                app: fields.get("app")?.to_string(),
+                transport: fields.get("transport")?.to_string(),
+                nodes: fields.get("nodes")?.parse().ok()?,
+                work: fields.get("work")?.parse().ok()?,
+                unit: fields.get("unit")?.to_string(),
+                seconds,
+                checked: *fields.get("checked")? == "yes",
+            })
+        })
+        .collect()
+}
+
+/// Boots `nodes` VMs running every application [`APP_ROUNDS`] times;
+/// logs into `apps<nodes>/`.
+pub fn phase(setup: &Setup, nodes: usize) -> Result<Phase> {
+    let logs = setup.logs.join(format!("apps{nodes}"));
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    let extra = |_: usize| vec![format!("lite.approunds={APP_ROUNDS}")];
+    let roles = vec![APPS_ROLE.to_string(); nodes];
+    setup.boot_apps(roles, &extra, &logs)
+}
+
+/// Median, minimum and maximum of `values`.
+fn median_min_max(values: &[f64]) -> Option<(f64, f64, f64)> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = match n {
+        0 => return None,
+        n if n % 2 == 1 => sorted[n / 2],
+        // PANIC: n >= 2 here, so both indices exist.
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    };
+    Some((median, sorted[0], sorted[n - 1]))
+}
+
+/// The applications' table, one string per line: per job and cluster size,
+/// each version's median time (min-max over its runs), LITE's speedup over
+/// TCP and over one node, and the run counts; failed checks are named.
+pub fn table(runs: &[AppRun]) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9}",
+        "job",
+        "nodes",
+        "local s (min-max)",
+        "tcp s (min-max)",
+        "lite s (min-max)",
+        "lite/tcp",
+        "lite/1"
+    )];
+    let cell = |job: &str, transport: &str, nodes: Option<u32>| {
+        let times: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.app == job && r.transport == transport && r.checked)
+            .filter(|r| nodes.is_none_or(|n| r.nodes == n))
+            .map(|r| r.seconds)
+            .collect();
+        median_min_max(&times)
+    };
+    let mut sizes: Vec<u32> = runs
+        .iter()
+        .filter(|r| r.transport != "local")
+        .map(|r| r.nodes)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let show = |m: Option<(f64, f64, f64)>| match m {
+        Some((median, min, max)) => format!("{median:.3} ({min:.3}-{max:.3})"),
+        None => "-".to_string(),
+    };
+    let speedup = |slow: Option<(f64, f64, f64)>, fast: Option<(f64, f64, f64)>| match (slow, fast)
+    {
+        (Some((s, _, _)), Some((f, _, _))) if f > 0.0 => format!("{:.2}x", s / f),
+        _ => "-".to_string(),
+    };
+    for job in JOBS {
+        let local = cell(job, "local", None);
+        for &nodes in &sizes {
+            let tcp = cell(job, "tcp", Some(nodes));
+            let lite = cell(job, "lite", Some(nodes));
+            if tcp.is_none() && lite.is_none() {
+                continue;
+            }
+            lines.push(format!(
+                "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9}",
+                job,
+                nodes,
+                show(local),
+                show(tcp),
+                show(lite),
+                speedup(tcp, lite),
+                speedup(local, lite)
+            ));
+        }
+    }
+    for transport in TRANSPORTS {
+        let failed = runs
+            .iter()
+            .filter(|r| r.transport == transport && !r.checked)
+            .count();
+        if failed > 0 {
+            lines.push(format!(
+                "{failed} {transport} run(s) differed from the reference"
+            ));
+        }
+    }
+    lines.push(
+        "lite/tcp and lite/1: how many times faster LITE's median is than TCP's and than one node's"
+            .to_string(),
+    );
+    lines
+}
+
+/// Lines of code, without blank lines, comments and tests, of the source
+/// files under `userspace/apps/src/` that touch LITE, as the paper counted
+/// its applications' LITE code.
+pub fn lite_lines_table(files: &[(&str, &str)]) -> Vec<String> {
+    let root = repo_root().join("userspace/apps/src");
+    files
+        .iter()
+        .map(|(app, file)| {
+            let count = std::fs::read_to_string(root.join(file))
+                .map(|text| code_lines(&text).to_string())
+                .unwrap_or_else(|_| "?".to_string());
+            format!("{app:<15} {count:>5} lines touching LITE ({file})")
+        })
+        .collect()
+}
+
+/// Lines of `source` that are code: not blank, not only a comment, not in
+/// its `#[cfg(test)]` module (which is taken to run to the end).
+fn code_lines(source: &str) -> usize {
+    source
+        .lines()
+        .take_while(|line| line.trim() != "#[cfg(test)]")
+        .filter(|line| {
+            let t = line.trim();
+            !t.is_empty() && !t.starts_with("//")
+        })
+        .count()
+}
+
+/// Prints the applications' tables.
+pub fn say(runs: &[AppRun], lite_files: &[(&str, &str)]) {
+    ui::say(&format!(
+        "==> applications ({} rounds; clusters of {:?} VMs on this host's cores; each version \
+         checks its result against a single-process reference)",
+        APP_ROUNDS, APP_NODES
+    ));
+    for line in table(runs) {
+        ui::say(&format!("    {line}"));
+    }
+    for line in lite_lines_table(lite_files) {
+        ui::say(&format!("    {line}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "\
+[  1.0] LITE-APP app=wordcount transport=lite nodes=2 work=100 unit=bytes seconds=0.5 per_s=200.00 checked=yes
+LITE-APP app=wordcount transport=tcp nodes=2 work=100 unit=bytes seconds=1.0 per_s=100.00 checked=yes
+LITE-APP app=wordcount transport=local nodes=1 work=100 unit=bytes seconds=2.0 per_s=50.00 checked=yes
+LITE-APP app=wordcount transport=local nodes=1 work=100 unit=bytes seconds=4.0 per_s=25.00 checked=yes
+LITE-APP app=pagerank transport=lite nodes=2 work=9 unit=edges seconds=nan per_s=0 checked=yes
+LITE-APP app=pagerank transport=tcp nodes=2 work=9 unit=edges seconds=1.0 per_s=9 checked=no
+LITE-APP app=broken
+";
+
+    #[test]
+    fn parses_every_well_formed_line() {
+        let runs = parse_app_runs(LOG);
+        assert_eq!(runs.len(), 5);
+        assert_eq!(runs[0].app, "wordcount");
+        assert_eq!(runs[0].seconds, 0.5);
+        assert!(!runs[4].checked);
+    }
+
+    #[test]
+    fn the_table_compares_medians_and_names_failed_checks() {
+        let table = table(&parse_app_runs(LOG));
+        let row = table
+            .iter()
+            .find(|l| l.starts_with("wordcount"))
+            .expect("a wordcount row");
+        assert!(row.contains("3.000 (2.000-4.000)"), "{row}");
+        assert!(row.contains("2.00x") && row.contains("6.00x"), "{row}");
+        assert!(table
+            .iter()
+            .any(|l| l == "1 tcp run(s) differed from the reference"));
+    }
+
+    #[test]
+    fn counts_code_lines_only() {
+        let source = "//! doc\n\nfn a() {\n    // why\n    b();\n}\n#[cfg(test)]\nmod tests {}\n";
+        assert_eq!(code_lines(source), 3);
+    }
+}
