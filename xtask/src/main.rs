@@ -132,11 +132,14 @@ enum Command {
         #[arg(long, hide = true, value_name = "BZIMAGE")]
         kernel: Option<PathBuf>,
     },
-    /// Compare LITE with native RDMA verbs (perftest) on two VMs, then lock contention and failure handling on four.
+    /// Compare LITE with native RDMA verbs (perftest) on two VMs, then lock contention and failure handling on four, then the paper's applications against TCP on two and four.
     Bench {
         /// Iterations per operation and message size.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         iters: u32,
+        /// Run only the application phases.
+        #[arg(long)]
+        apps_only: bool,
         #[command(flatten)]
         source: SourceArgs,
         /// Boot this kernel image instead of building one.
@@ -198,9 +201,15 @@ fn main() -> ExitCode {
         ),
         Command::Bench {
             iters,
+            apps_only,
             source,
             kernel,
-        } => bench::run(iters, source.kernel_src.as_deref(), kernel.as_deref()),
+        } => bench::run(
+            iters,
+            apps_only,
+            source.kernel_src.as_deref(),
+            kernel.as_deref(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -35,17 +35,6 @@ pub enum Transport {
     Local,
 }
 
-impl Transport {
-    /// The name on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Lite => "lite",
-            Transport::Tcp => "tcp",
-            Transport::Local => "local",
-        }
-    }
-}
-
 /// The parsed command line: the shared options and the application's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -125,8 +114,11 @@ impl Options {
             Transport::Local => options.nodes = 1,
             Transport::Lite => {}
         }
-        if options.nodes == 0 {
-            return Err("--nodes must be at least 1".into());
+        if options.nodes == 0 || options.nodes > lite::sys::MAX_NODES as usize {
+            return Err(format!(
+                "the number of nodes must be 1 to {}",
+                lite::sys::MAX_NODES
+            ));
         }
         Ok(options)
     }
@@ -240,6 +232,8 @@ mod tests {
             "--size 1",
             "--nodes",
             "--nodes x",
+            "--transport lite --cm a --nodes 0",
+            "--transport lite --cm a --nodes 100000",
             "stray",
         ] {
             assert!(Options::parse(args(bad), &[]).is_err(), "{bad}");

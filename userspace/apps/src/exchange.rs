@@ -5,11 +5,13 @@
 //! an application's algorithm is written once and runs over LITE memory
 //! ([`crate::lite_exchange`]), over TCP sockets ([`crate::tcp_exchange`],
 //! what a user would write without LITE), or in one process
-//! ([`LocalExchange`]). [`ThreadMesh`] runs several ranks as threads of one
-//! process, for tests.
+//! ([`LocalExchange`]). The tests run several ranks as threads of one
+//! process (`ThreadMesh`).
 
 use std::io;
+#[cfg(test)]
 use std::sync::mpsc::{channel, Receiver, Sender};
+#[cfg(test)]
 use std::sync::{Arc, Barrier};
 
 /// All-to-all exchange between `nodes()` ranks, `0..nodes()`.
@@ -78,7 +80,7 @@ pub trait Exchange {
 }
 
 /// `EINVAL` unless `outgoing` has one part per rank.
-pub fn check_parts(outgoing: &[Vec<u8>], nodes: usize) -> io::Result<()> {
+pub(crate) fn check_parts(outgoing: &[Vec<u8>], nodes: usize) -> io::Result<()> {
     if outgoing.len() == nodes {
         Ok(())
     } else {
@@ -115,16 +117,18 @@ impl Exchange for LocalExchange {
 
 /// Ranks as threads of one process, exchanging through channels: lets the
 /// tests run a distributed algorithm without a cluster.
-pub struct ThreadMesh {
+#[cfg(test)]
+pub(crate) struct ThreadMesh {
     rank: usize,
     to: Vec<Sender<Vec<u8>>>,
     from: Vec<Receiver<Vec<u8>>>,
     barrier: Arc<Barrier>,
 }
 
+#[cfg(test)]
 impl ThreadMesh {
     /// One endpoint per rank, for `nodes` ranks.
-    pub fn new(nodes: usize) -> Vec<ThreadMesh> {
+    pub(crate) fn new(nodes: usize) -> Vec<ThreadMesh> {
         let barrier = Arc::new(Barrier::new(nodes));
         // channels[s][d] carries from rank s to rank d.
         let mut senders: Vec<Vec<Sender<Vec<u8>>>> = (0..nodes).map(|_| Vec::new()).collect();
@@ -151,7 +155,7 @@ impl ThreadMesh {
 
     /// Runs `body` on `nodes` ranks, one thread each; returns their results
     /// in rank order.
-    pub fn run<T: Send>(nodes: usize, body: impl Fn(&mut ThreadMesh) -> T + Sync) -> Vec<T> {
+    pub(crate) fn run<T: Send>(nodes: usize, body: impl Fn(&mut ThreadMesh) -> T + Sync) -> Vec<T> {
         let meshes = ThreadMesh::new(nodes);
         std::thread::scope(|scope| {
             let handles: Vec<_> = meshes
@@ -169,6 +173,7 @@ impl ThreadMesh {
     }
 }
 
+#[cfg(test)]
 impl Exchange for ThreadMesh {
     fn rank(&self) -> usize {
         self.rank

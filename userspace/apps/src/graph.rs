@@ -9,9 +9,9 @@
 //! - Supersteps: each rank scatters messages along its vertices' out-edges,
 //!   combines them per destination vertex, sends one part per owner rank
 //!   (u32 vertex id and value records) in one all-to-all, then gathers and
-//!   applies to its own vertices. A sum over all vertices (PageRank's
-//!   dangling rank) and the count of changed values go through
-//!   `all_sum_f64` and `all_sum_u64`.
+//!   applies to its own vertices. The count of changed values goes through
+//!   `all_sum_u64`, and a sum over all vertices (PageRank's dangling rank),
+//!   for the programs that use one, through `all_sum_f64`.
 //! - Check: rank 0 gathers the final values and compares them with a
 //!   single-process reference over the whole graph, then tells every rank
 //!   the verdict.
@@ -27,13 +27,12 @@ mod rmat;
 use std::io;
 use std::time::Instant;
 
-pub use engine::{
-    decode_messages, decode_values, encode_messages, encode_values, execute, gather_values,
-    LocalGraph, Outcome, Partition, VertexProgram, Wire,
-};
+use engine::{execute, gather_values, LocalGraph};
+pub use engine::{VertexProgram, Wire};
 pub use programs::{Components, PageRank, DAMPING};
-pub use reference::pagerank_matches;
-pub use rmat::{EdgeList, EdgeSource, Rmat, SplitMix64};
+#[cfg(test)]
+use rmat::EdgeList;
+pub use rmat::{EdgeSource, Rmat, MAX_DRAWS};
 
 use crate::exchange::Exchange;
 use crate::report::AppReport;
@@ -95,7 +94,10 @@ pub fn run(
             &PageRank { vertices },
             iterations,
             |ranks, edges| {
-                pagerank_matches(ranks, &reference::pagerank(vertices, edges, iterations))
+                reference::pagerank_matches(
+                    ranks,
+                    &reference::pagerank(vertices, edges, iterations),
+                )
             },
         ),
         // Label propagation settles within (diameter + 1) supersteps.
@@ -138,7 +140,9 @@ fn run_checked<P: VertexProgram>(
         app,
         transport: exchange.transport(),
         nodes: exchange.nodes(),
-        work: local.total_edges * u64::from(outcome.supersteps),
+        work: local
+            .total_edges
+            .saturating_mul(u64::from(outcome.supersteps)),
         unit: "edges",
         elapsed,
         checked,

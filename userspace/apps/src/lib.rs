@@ -18,10 +18,12 @@
 pub mod cli;
 pub mod exchange;
 pub mod graph;
+mod lite_barrier;
 pub mod lite_exchange;
 pub mod log;
 pub mod mapreduce;
 pub mod report;
+pub(crate) mod rng;
 pub mod tcp_exchange;
 
 pub use exchange::Exchange;

@@ -2,59 +2,84 @@
 //!
 //! # Protocol
 //!
-//! Every rank owns two LMRs on its own node, both published for READ
-//! under names derived from the application's tag and the rank:
+//! Every rank owns LMRs on its own node, all published for READ under
+//! names derived from the application's tag and the rank:
 //!
-//! - a *directory*, fixed for the lifetime of the exchange: one
-//!   [`Entry`] per destination rank, telling (round, outbox generation,
-//!   offset, length) of the part for that rank;
-//! - an *outbox*, holding this round's outgoing parts back to back. It is
-//!   replaced by a bigger one, under a new generation's name, when the
-//!   parts outgrow it; the directory stays where it is, so readers learn
-//!   of the change from the generation in their entry and map the new
-//!   outbox then.
+//! - a *directory*, fixed for the lifetime of the exchange: two sets of
+//!   [`Entry`]s, one per round parity, each with one entry per destination
+//!   rank telling (round, outbox generation, offset, length) of the part
+//!   for that rank;
+//! - two *outboxes*, one per round parity, each holding the outgoing parts
+//!   of the latest round of its parity back to back. Each is replaced by a
+//!   bigger one, under a new generation's name, when the parts outgrow it,
+//!   independently of the other; the directory stays where it is, so
+//!   readers learn of the change from the generation in their entry and
+//!   map the new outbox then.
 //!
-//! One all-to-all round:
+//! All-to-all round `r` (counted from 1) uses parity `p = r % 2`:
 //!
-//! 1. each rank writes its parts into its outbox and then its directory;
-//! 2. barrier: every outbox and directory of this round is complete;
-//! 3. each rank RDMA-reads its entry in every peer's directory, then its
-//!    part from that peer's outbox (all peers at once, one thread each);
-//! 4. barrier: nobody reads any more, so outboxes and directories may be
-//!    rewritten by the next round.
+//! 1. each rank writes its parts into its outbox `p` and then its entries
+//!    `p` into its directory;
+//! 2. barrier `r`, the round's only one: every outbox and entry of round
+//!    `r` is complete;
+//! 3. each rank RDMA-reads its entry `p` in every peer's directory, then
+//!    its part from that peer's outbox `p` (all peers at once, one thread
+//!    each), and the round is over for it.
+//!
+//! No second barrier protects the reads, because nothing a round reads is
+//! rewritten before every rank finished reading it. Round `r + 1` writes
+//! only the other parity. The buffers of parity `p` (outbox `p`, which may
+//! also be freed to grow, and entries `p`) are rewritten only in round
+//! `r + 2`, which a writer starts only after passing barrier `r + 1`. That
+//! barrier completes only once every rank entered it, and a reader enters
+//! it only after its step 3 of round `r` finished. So every read of round
+//! `r` ends before any rank rewrites what was read. (Extra
+//! [`Exchange::barrier`] calls between rounds only add ordering.) The
+//! price is the memory of a second outbox.
 //!
 //! Pull rather than push: the reader knows when it is ready and where its
 //! data should go, and a writer never needs room in somebody else's
 //! memory, so no rank has to size or grant receive buffers for the
 //! others. A part is copied once into the owner's outbox (a local copy)
 //! and crosses the network once, in a single read. The round number in
-//! each entry catches ranks that got out of step (or one whose writing
-//! failed: it then leaves its old entries, and its peers fail with
-//! `EPROTO` instead of reading stale data or waiting forever).
+//! each entry catches ranks that got out of step, and one whose writing
+//! failed: it still enters the barrier but leaves its entries of an older
+//! round, so its peers fail with `EPROTO` instead of reading stale data or
+//! waiting forever.
 
 use std::io;
 use std::thread;
+use std::time::Duration;
 
 use lite::sys::{CHUNK_SIZE, MAX_LMR_SIZE, MAX_NODES, PERM_READ};
 use lite::{Lmr, Priority};
 
 use crate::exchange::{check_parts, Exchange};
+use crate::lite_barrier::BoundedBarrier;
 
 /// High byte of every name this module publishes, so that they do not
 /// clash with names other programs publish on the same node.
 const NAME_PREFIX: u64 = 0xe7 << 56;
 
 /// Bits of a name holding the generation (0 is the directory).
-const GENERATION_BITS: u32 = 18;
+const GENERATION_BITS: u32 = 17;
+
+/// Bits of a name holding the parity of the outbox.
+const PARITY_BITS: u32 = 1;
 
 /// Bits of a name holding the rank: enough for [`MAX_NODES`] ranks.
 const RANK_BITS: u32 = 6;
 
-// Every rank fits its bits, and the fields fill the name exactly.
-const _: () = assert!(MAX_NODES as u64 <= 1 << RANK_BITS);
-const _: () = assert!(8 + 32 + RANK_BITS + GENERATION_BITS == 64);
+/// Rounds alternate between this many outboxes and sets of entries.
+const PARITIES: usize = 2;
 
-/// Highest outbox generation a name can hold.
+// Every rank and parity fits its bits, and the fields (prefix, tag, rank,
+// parity, generation) fill the name exactly.
+const _: () = assert!(MAX_NODES as u64 <= 1 << RANK_BITS);
+const _: () = assert!(PARITIES as u64 <= 1 << PARITY_BITS);
+const _: () = assert!(8 + 32 + RANK_BITS + PARITY_BITS + GENERATION_BITS == 64);
+
+/// Highest outbox generation a name can hold, per parity.
 const MAX_GENERATION: u64 = (1 << GENERATION_BITS) - 1;
 
 /// Size of one encoded directory [`Entry`].
@@ -62,6 +87,14 @@ const ENTRY_LEN: usize = 32;
 
 /// Parts start at multiples of this in an outbox (cache-line aligned).
 const PART_ALIGN: u64 = 64;
+
+/// Longest a rank waits in a barrier for the others: they may be busy
+/// with their own share of the work until then.
+const BARRIER_LIMIT: Duration = Duration::from_secs(600);
+
+/// Longest a departing rank waits for the others to finish reading its
+/// last round before freeing its LMRs.
+const DEPARTURE_LIMIT: Duration = Duration::from_secs(60);
 
 /// Smallest outbox: one chunk, enough for the small exchanges (sums,
 /// gathers) most rounds are.
@@ -106,7 +139,9 @@ impl Entry {
     }
 }
 
-/// A whole directory, as written into its LMR: the entries in rank order.
+/// Entries as written into a directory's LMR, in order: a whole
+/// directory (parity by parity, each in rank order) or one parity's
+/// entries.
 fn encode_directory(entries: &[Entry]) -> Vec<u8> {
     entries.iter().flat_map(|entry| entry.encode()).collect()
 }
@@ -159,14 +194,47 @@ fn whole_chunks(bytes: u64) -> u64 {
         .min(MAX_LMR_SIZE)
 }
 
-/// The name rank `rank`'s LMR of `generation` (0 for its directory) is
-/// published under, for the application tagged `tag`.
-fn lmr_name(tag: u32, rank: usize, generation: u64) -> u64 {
+/// The name rank `rank`'s outbox of `parity` and `generation` (from 1) is
+/// published under, for the application tagged `tag`; generation 0 of
+/// parity 0 is the directory's name (see [`directory_name`]).
+fn lmr_name(tag: u32, rank: usize, parity: usize, generation: u64) -> u64 {
     let rank = (rank as u64) & ((1 << RANK_BITS) - 1);
+    let parity = (parity as u64) & ((1 << PARITY_BITS) - 1);
     NAME_PREFIX
-        | (u64::from(tag) << (GENERATION_BITS + RANK_BITS))
-        | (rank << GENERATION_BITS)
+        | (u64::from(tag) << (RANK_BITS + PARITY_BITS + GENERATION_BITS))
+        | (rank << (PARITY_BITS + GENERATION_BITS))
+        | (parity << GENERATION_BITS)
         | (generation & MAX_GENERATION)
+}
+
+/// The name rank `rank`'s directory is published under, for the
+/// application tagged `tag`.
+fn directory_name(tag: u32, rank: usize) -> u64 {
+    lmr_name(tag, rank, 0, 0)
+}
+
+/// Which outbox and which entries round `round` uses: below [`PARITIES`].
+fn parity_of(round: u64) -> usize {
+    // The remainder is below 2, so the cast cannot truncate.
+    (round % PARITIES as u64) as usize
+}
+
+/// Where the entry of `parity` for `destination` starts in a directory of
+/// `nodes` ranks. The entries of one parity are contiguous, in rank order,
+/// so a round writes them with one write at `entry_offset(parity, 0, _)`.
+fn entry_offset(parity: usize, destination: usize, nodes: usize) -> u64 {
+    ((parity * nodes + destination) * ENTRY_LEN) as u64
+}
+
+/// `EPROTO` unless `entry` describes a part of round `round` that can be
+/// read: an entry of an older round is stale (its writer failed or is out
+/// of step), and a non-empty part must name an outbox generation.
+fn check_entry(entry: &Entry, round: u64) -> io::Result<()> {
+    let bad_generation = entry.generation == 0 || entry.generation > MAX_GENERATION;
+    if entry.round != round || (entry.length > 0 && bad_generation) {
+        return Err(io::Error::from_raw_os_error(libc::EPROTO));
+    }
+    Ok(())
 }
 
 /// The password of every LMR of the application tagged `tag`: the same on
@@ -192,7 +260,7 @@ fn node_of(rank: usize) -> io::Result<u32> {
     u32::try_from(rank + 1).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
-/// This rank's outbox.
+/// An outbox: this rank's own, or a mapping of a peer's.
 #[derive(Debug)]
 struct Outbox {
     lmr: Lmr,
@@ -205,30 +273,50 @@ struct PeerView {
     rank: usize,
     node: u32,
     directory: Lmr,
-    /// The peer's outbox as last mapped, with its generation.
-    outbox: Option<Outbox>,
+    /// The peer's outbox of each parity as last mapped, with its
+    /// generation.
+    outboxes: [Option<Outbox>; PARITIES],
+}
+
+/// What a reader needs to pull its part of one round from any peer.
+#[derive(Debug, Clone, Copy)]
+struct Pull {
+    /// The round; an entry of any other round is stale.
+    round: u64,
+    /// The round's parity: which entries and outbox hold its parts.
+    parity: usize,
+    /// Where the reader's entry of this parity is in every directory.
+    entry_at: u64,
+    tag: u32,
+    password: u64,
 }
 
 /// The ranks of an application exchanging data through LMRs on their own
 /// nodes (see the module documentation for the protocol).
 ///
-/// Dropping it unmaps the peers' LMRs and frees this rank's own, which
-/// also withdraws their names.
+/// Dropping it waits (for at most [`DEPARTURE_LIMIT`]) until every rank
+/// is done with the last round, then unmaps the peers' LMRs (directories
+/// and outboxes of both parities) and frees this rank's own, which also
+/// withdraws their names.
 #[derive(Debug)]
 pub struct LiteExchange {
     // Mappings go before the LMRs they may point at (fields drop in
     // order): peers' views first, then this rank's own LMRs.
     /// Views of every rank, indexed by rank; `None` for this one.
     peers: Vec<Option<PeerView>>,
-    outbox: Option<Outbox>,
+    /// This rank's outbox of each parity, once it had parts to send.
+    outboxes: [Option<Outbox>; PARITIES],
     directory: Lmr,
     rank: usize,
     tag: u32,
     password: u64,
     /// All-to-all rounds started so far.
     round: u64,
-    /// Last outbox generation allocated (names are never reused).
-    generation: u64,
+    /// Last outbox generation allocated per parity (names are never
+    /// reused).
+    generations: [u64; PARITIES],
+    /// The ranks' barrier; no wait on a rank that exited lasts forever.
+    barrier: BoundedBarrier,
 }
 
 impl LiteExchange {
@@ -251,51 +339,59 @@ impl LiteExchange {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let password = password_for(tag);
-        let entries = vec![Entry::default(); nodes];
+        let entries = vec![Entry::default(); PARITIES * nodes];
         let empty = encode_directory(&entries);
         let directory = Lmr::alloc(own_node, empty.len() as u64, 0, password)?;
         // Round 0 everywhere: nothing has been sent yet.
         directory.write(0, &empty, Priority::None)?;
-        directory.publish(lmr_name(tag, rank, 0), PERM_READ)?;
-        lite::dist_barrier(nodes as u32)?;
+        directory.publish(directory_name(tag, rank), PERM_READ)?;
+        // `check_ranks` bounded `nodes` by MAX_NODES: it fits a u32.
+        let mut barrier = BoundedBarrier::new(nodes as u32)?;
+        barrier.wait(BARRIER_LIMIT)?;
         let mut peers = Vec::with_capacity(nodes);
         for peer in 0..nodes {
             peers.push(if peer == rank {
                 None
             } else {
                 let node = node_of(peer)?;
-                let name = lmr_name(tag, peer, 0);
+                let name = directory_name(tag, peer);
                 Some(PeerView {
                     rank: peer,
                     node,
                     directory: Lmr::ask(node, name, PERM_READ, password)?,
-                    outbox: None,
+                    outboxes: [None, None],
                 })
             });
         }
         Ok(LiteExchange {
             peers,
-            outbox: None,
+            outboxes: [None, None],
             directory,
             rank,
             tag,
             password,
             round: 0,
-            generation: 0,
+            generations: [0; PARITIES],
+            barrier,
         })
     }
 
-    /// Steps 1 of a round: this round's parts into the outbox, then their
-    /// places into the directory.
-    fn stage(&mut self, outgoing: &[Vec<u8>]) -> io::Result<()> {
+    /// Step 1 of a round of `parity`: the parts into that parity's
+    /// outbox, then their places into that parity's entries.
+    fn stage(&mut self, outgoing: &[Vec<u8>], parity: usize) -> io::Result<()> {
         let lengths: Vec<u64> = outgoing.iter().map(|part| part.len() as u64).collect();
         let (places, needed) = layout(&lengths, self.rank)?;
-        let capacity = self.outbox.as_ref().map_or(0, |outbox| outbox.lmr.size());
+        // PANIC: `parity` comes from `parity_of`, so it is below PARITIES.
+        let capacity = self.outboxes[parity]
+            .as_ref()
+            .map_or(0, |outbox| outbox.lmr.size());
         if let Some(wanted) = grown_capacity(needed, capacity) {
-            self.replace_outbox(wanted, whole_chunks(needed))?;
+            self.replace_outbox(parity, wanted, whole_chunks(needed))?;
         }
-        let generation = self.outbox.as_ref().map_or(0, |outbox| outbox.generation);
-        if let Some(outbox) = &self.outbox {
+        // PANIC: as above.
+        let outbox = self.outboxes[parity].as_ref();
+        let generation = outbox.map_or(0, |outbox| outbox.generation);
+        if let Some(outbox) = outbox {
             for (part, &(offset, length)) in outgoing.iter().zip(&places) {
                 if length > 0 {
                     // No size limit on a synchronous write: LITE splits it.
@@ -312,24 +408,29 @@ impl LiteExchange {
                 length,
             })
             .collect();
+        let at = entry_offset(parity, 0, self.peers.len());
         self.directory
-            .write(0, &encode_directory(&entries), Priority::None)
+            .write(at, &encode_directory(&entries), Priority::None)
     }
 
-    /// Frees the outbox and allocates a `wanted`-byte one under the next
-    /// generation, or a `minimum`-byte one if this user's quota or the
-    /// node's memory cannot hold `wanted` bytes.
-    fn replace_outbox(&mut self, wanted: u64, minimum: u64) -> io::Result<()> {
-        // The old one first: nobody reads it since the last round's second
-        // barrier, and keeping both could exceed the quota.
-        if let Some(old) = self.outbox.take() {
+    /// Frees the outbox of `parity` and allocates a `wanted`-byte one under
+    /// that parity's next generation, or a `minimum`-byte one if this
+    /// user's quota or the node's memory cannot hold `wanted` bytes.
+    fn replace_outbox(&mut self, parity: usize, wanted: u64, minimum: u64) -> io::Result<()> {
+        // The old one first: its last readers (two rounds ago) finished
+        // before the previous round's barrier, and keeping it could exceed
+        // the quota.
+        // PANIC: `parity` comes from `parity_of`, so it is below PARITIES.
+        if let Some(old) = self.outboxes[parity].take() {
             old.lmr.free()?;
         }
-        let generation = self.generation + 1;
+        // PANIC: as above.
+        let generation = self.generations[parity] + 1;
         if generation > MAX_GENERATION {
             return Err(io::Error::from_raw_os_error(libc::EOVERFLOW));
         }
-        self.generation = generation;
+        // PANIC: as above.
+        self.generations[parity] = generation;
         let own_node = node_of(self.rank)?;
         let lmr = match Lmr::alloc(own_node, wanted, 0, self.password) {
             Err(e)
@@ -340,21 +441,29 @@ impl LiteExchange {
             }
             other => other?,
         };
-        lmr.publish(lmr_name(self.tag, self.rank, generation), PERM_READ)?;
-        self.outbox = Some(Outbox { lmr, generation });
+        let name = lmr_name(self.tag, self.rank, parity, generation);
+        lmr.publish(name, PERM_READ)?;
+        // PANIC: as above.
+        self.outboxes[parity] = Some(Outbox { lmr, generation });
         Ok(())
     }
 
-    /// Step 3 of a round: this rank's part from every peer, indexed by
-    /// rank (empty for this rank).
-    fn collect(&mut self) -> io::Result<Vec<Vec<u8>>> {
-        let (rank, round, tag, password) = (self.rank, self.round, self.tag, self.password);
-        let fetch = move |peer: &mut PeerView| fetch_part(peer, rank, round, tag, password);
+    /// Step 3 of a round of `parity`: this rank's part from every peer,
+    /// indexed by rank (empty for this rank).
+    fn collect(&mut self, parity: usize) -> io::Result<Vec<Vec<u8>>> {
+        let pull = Pull {
+            round: self.round,
+            parity,
+            entry_at: entry_offset(parity, self.rank, self.peers.len()),
+            tag: self.tag,
+            password: self.password,
+        };
         let mut incoming: Vec<Vec<u8>> = vec![Vec::new(); self.peers.len()];
         let mut views: Vec<&mut PeerView> = self.peers.iter_mut().flatten().collect();
         if let [only] = views.as_mut_slice() {
             // Two ranks: no thread needed to overlap reads.
-            incoming[only.rank] = fetch(only)?;
+            // PANIC: views are of ranks below `peers.len()`.
+            incoming[only.rank] = fetch_part(only, pull)?;
             return Ok(incoming);
         }
         thread::scope(|scope| {
@@ -363,12 +472,13 @@ impl LiteExchange {
                 let peer = view.rank;
                 let reader = thread::Builder::new()
                     .name("lite-fetch".into())
-                    .spawn_scoped(scope, move || fetch(view))?;
+                    .spawn_scoped(scope, move || fetch_part(view, pull))?;
                 readers.push((peer, reader));
             }
             let mut first_error = None;
             for (peer, reader) in readers {
                 match reader.join() {
+                    // PANIC: views are of ranks below `peers.len()`.
                     Ok(Ok(part)) => incoming[peer] = part,
                     Ok(Err(e)) => {
                         first_error.get_or_insert(e);
@@ -384,40 +494,39 @@ impl LiteExchange {
     }
 }
 
-/// Reads rank `rank`'s part of round `round` from `peer`: its directory
-/// entry, then (mapping a new outbox generation if needed) the part.
-fn fetch_part(
-    peer: &mut PeerView,
-    rank: usize,
-    round: u64,
-    tag: u32,
-    password: u64,
-) -> io::Result<Vec<u8>> {
+/// Reads this rank's part of `pull`'s round from `peer`: its directory
+/// entry of the round's parity, then (mapping a new outbox generation if
+/// needed) the part from the outbox of that parity.
+fn fetch_part(peer: &mut PeerView, pull: Pull) -> io::Result<Vec<u8>> {
     let mut bytes = [0u8; ENTRY_LEN];
-    let at = (rank * ENTRY_LEN) as u64;
-    peer.directory.read(at, &mut bytes, Priority::None)?;
+    peer.directory
+        .read(pull.entry_at, &mut bytes, Priority::None)?;
     let entry = Entry::decode(&bytes);
-    if entry.round != round {
-        return Err(io::Error::from_raw_os_error(libc::EPROTO));
-    }
+    check_entry(&entry, pull.round)?;
     if entry.length == 0 {
         return Ok(Vec::new());
     }
-    let current = peer.outbox.as_ref().map(|outbox| outbox.generation);
-    if current != Some(entry.generation) {
+    // PANIC: `pull.parity` comes from `parity_of`, so it is below PARITIES.
+    let cached = &mut peer.outboxes[pull.parity];
+    if cached.as_ref().map(|outbox| outbox.generation) != Some(entry.generation) {
         // The old mapping is revoked once its owner freed it; drop it.
-        peer.outbox = None;
-        let name = lmr_name(tag, peer.rank, entry.generation);
-        let lmr = Lmr::ask(peer.node, name, PERM_READ, password)?;
-        peer.outbox = Some(Outbox {
+        *cached = None;
+        let name = lmr_name(pull.tag, peer.rank, pull.parity, entry.generation);
+        let lmr = Lmr::ask(peer.node, name, PERM_READ, pull.password)?;
+        *cached = Some(Outbox {
             lmr,
             generation: entry.generation,
         });
     }
+    // The length comes from another node's memory: no allocation beyond
+    // what an LMR can hold.
+    if entry.length > MAX_LMR_SIZE {
+        return Err(io::Error::from_raw_os_error(libc::EPROTO));
+    }
     let length =
         usize::try_from(entry.length).map_err(|_| io::Error::from_raw_os_error(libc::EPROTO))?;
     let mut part = vec![0u8; length];
-    if let Some(outbox) = &peer.outbox {
+    if let Some(outbox) = cached {
         // No size limit on a synchronous read: LITE splits it.
         outbox.lmr.read(entry.offset, &mut part, Priority::None)?;
     }
@@ -437,31 +546,45 @@ impl Exchange for LiteExchange {
     ///
     /// `EINVAL` for a wrong number of parts; `EFBIG` if the parts exceed
     /// the largest LMR; `EPROTO` if a peer did not publish this round's
-    /// parts (it failed, or ranks got out of step); LITE's error
+    /// parts (it failed, or ranks got out of step); `EOVERFLOW` once an
+    /// outbox grew more often than names can count; LITE's error
     /// otherwise.
     fn all_to_all(&mut self, mut outgoing: Vec<Vec<u8>>) -> io::Result<Vec<Vec<u8>>> {
         check_parts(&outgoing, self.nodes())?;
         self.round += 1;
-        // A rank that fails to stage still takes part in both barriers, so
+        let parity = parity_of(self.round);
+        // A rank that fails to stage still takes part in the barrier, so
         // that its peers fail (on the stale round) rather than wait.
-        let staged = self.stage(&outgoing);
+        let staged = self.stage(&outgoing, parity);
         self.barrier()?;
-        let collected = match staged {
-            Ok(()) => self.collect(),
-            Err(e) => Err(e),
-        };
-        self.barrier()?;
-        let mut incoming = collected?;
+        staged?;
+        // No barrier after the reads: `collect` returns only once they all
+        // ended, and writers rewrite these buffers only two rounds on,
+        // after the next round's barrier, which waits for this rank.
+        let mut incoming = self.collect(parity)?;
+        // PANIC: `check_parts` made `outgoing` and `incoming` one part per
+        // rank, and `rank` is below the number of ranks.
         incoming[self.rank] = std::mem::take(&mut outgoing[self.rank]);
         Ok(incoming)
     }
 
     fn barrier(&mut self) -> io::Result<()> {
-        lite::dist_barrier(self.peers.len() as u32)
+        self.barrier.wait(BARRIER_LIMIT)
     }
 
     fn transport(&self) -> &'static str {
         "lite"
+    }
+}
+
+impl Drop for LiteExchange {
+    fn drop(&mut self) {
+        // Peers may still be reading the last round from this rank's
+        // outbox (rounds end without a barrier); after a failure nobody
+        // may come, hence the limit.
+        if self.round > 0 {
+            let _ = self.barrier.wait(DEPARTURE_LIMIT);
+        }
     }
 }
 
@@ -483,6 +606,116 @@ mod tests {
         let second: [u8; ENTRY_LEN] = directory[ENTRY_LEN..].try_into().expect("one entry");
         assert_eq!(Entry::decode(&second), entry);
         assert!(directory[..ENTRY_LEN].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn rounds_alternate_parities() {
+        assert_eq!(parity_of(0), 0);
+        assert_eq!(parity_of(1), 1);
+        assert_eq!(parity_of(2), 0);
+        for round in [1, 2, 3, 1000, u64::MAX - 2] {
+            assert!(parity_of(round) < PARITIES);
+            assert_ne!(parity_of(round), parity_of(round + 1));
+            assert_eq!(parity_of(round), parity_of(round + 2));
+        }
+    }
+
+    #[test]
+    fn entries_are_indexed_by_parity_then_destination() {
+        for nodes in [1, 2, 3, MAX_NODES as usize] {
+            let size = (PARITIES * nodes * ENTRY_LEN) as u64;
+            let mut seen = std::collections::HashSet::new();
+            for parity in 0..PARITIES {
+                let block = entry_offset(parity, 0, nodes);
+                for destination in 0..nodes {
+                    let at = entry_offset(parity, destination, nodes);
+                    assert_eq!(at, block + (destination * ENTRY_LEN) as u64);
+                    assert!(at + ENTRY_LEN as u64 <= size);
+                    assert!(seen.insert(at), "{parity} {destination} of {nodes}");
+                }
+            }
+        }
+    }
+
+    /// A directory's bytes after `stage` wrote the entries of `round` for
+    /// `nodes` ranks, each carrying the round and its destination.
+    fn stage_round(directory: &mut [u8], round: u64, nodes: usize) {
+        let entries: Vec<Entry> = (0..nodes as u64)
+            .map(|destination| Entry {
+                round,
+                generation: 1,
+                offset: destination,
+                length: 1,
+            })
+            .collect();
+        let at = entry_offset(parity_of(round), 0, nodes) as usize;
+        let bytes = encode_directory(&entries);
+        directory[at..at + bytes.len()].copy_from_slice(&bytes);
+    }
+
+    /// The entry a reader `rank` reads in round `round`.
+    fn read_entry(directory: &[u8], round: u64, rank: usize, nodes: usize) -> Entry {
+        let at = entry_offset(parity_of(round), rank, nodes) as usize;
+        let bytes: [u8; ENTRY_LEN] = directory[at..at + ENTRY_LEN].try_into().expect("entry");
+        Entry::decode(&bytes)
+    }
+
+    #[test]
+    fn a_round_leaves_the_other_parity_alone() {
+        let nodes = 3;
+        let mut directory = encode_directory(&vec![Entry::default(); PARITIES * nodes]);
+        stage_round(&mut directory, 1, nodes);
+        stage_round(&mut directory, 2, nodes);
+        // Round 2 did not touch what round 1's readers may still read.
+        for rank in 0..nodes {
+            let first = read_entry(&directory, 1, rank, nodes);
+            assert_eq!((first.round, first.offset), (1, rank as u64));
+            assert!(check_entry(&first, 1).is_ok());
+            let second = read_entry(&directory, 2, rank, nodes);
+            assert_eq!((second.round, second.offset), (2, rank as u64));
+            assert!(check_entry(&second, 2).is_ok());
+        }
+        // A writer that failed to stage round 3 left round 1's entries.
+        let stale = read_entry(&directory, 3, 0, nodes);
+        let err = check_entry(&stale, 3).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EPROTO));
+    }
+
+    #[test]
+    fn stale_or_unreadable_entries_are_eproto() {
+        let good = Entry {
+            round: 5,
+            generation: 3,
+            offset: 64,
+            length: 10,
+        };
+        assert!(check_entry(&good, 5).is_ok());
+        // Empty parts need no outbox.
+        let empty = Entry {
+            generation: 0,
+            length: 0,
+            ..good
+        };
+        assert!(check_entry(&empty, 5).is_ok());
+        let unnamed = Entry {
+            generation: 0,
+            ..good
+        };
+        let unnameable = Entry {
+            generation: MAX_GENERATION + 1,
+            ..good
+        };
+        let bad = [
+            (good, 3),
+            (good, 6),
+            (Entry::default(), 1),
+            (unnamed, 5),
+            (unnameable, 5),
+        ];
+        for (entry, round) in bad {
+            let err = check_entry(&entry, round).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EPROTO), "{entry:?} {round}");
+        }
     }
 
     #[test]
@@ -526,17 +759,28 @@ mod tests {
     }
 
     #[test]
-    fn names_are_distinct_per_tag_rank_and_generation() {
+    fn names_are_distinct_per_tag_rank_parity_and_generation() {
         let mut names = std::collections::HashSet::new();
         for tag in [0, 1, 0x1234_5678, u32::MAX] {
             for rank in [0, 1, MAX_NODES as usize - 1] {
-                for generation in [0, 1, 2, MAX_GENERATION] {
-                    let name = lmr_name(tag, rank, generation);
-                    assert_eq!(name >> 56, NAME_PREFIX >> 56);
-                    assert!(names.insert(name), "{tag} {rank} {generation}");
+                for parity in 0..PARITIES {
+                    for generation in [0, 1, 2, MAX_GENERATION] {
+                        let name = lmr_name(tag, rank, parity, generation);
+                        assert_eq!(name >> 56, NAME_PREFIX >> 56);
+                        let fields = format!("{tag} {rank} {parity} {generation}");
+                        assert!(names.insert(name), "{fields}");
+                    }
                 }
+                // Outboxes start at generation 1, so no outbox of either
+                // parity is named like the directory.
+                assert_eq!(directory_name(tag, rank), lmr_name(tag, rank, 0, 0));
             }
         }
+        // Each field sits in its own bits: tag, rank, parity, generation.
+        assert_eq!(lmr_name(0, 0, 0, MAX_GENERATION), NAME_PREFIX | 0x1_ffff);
+        assert_eq!(lmr_name(0, 0, 1, 0), NAME_PREFIX | 1 << 17);
+        assert_eq!(lmr_name(0, 63, 0, 0), NAME_PREFIX | 0x3f << 18);
+        assert_eq!(lmr_name(u32::MAX, 0, 0, 0), NAME_PREFIX | 0xffff_ffff << 24);
     }
 
     #[test]

@@ -26,6 +26,15 @@
 //! Space is never reused: [`Log::truncate`] only moves `head`, and once
 //! the index or the data area is full, appends fail with `ENOSPC`.
 //!
+//! A reservation that finds the log full has still moved the tail past
+//! the end. Each appender (a thread appending through one [`Log`]) makes
+//! at most one such reservation: afterwards its `Log` checks the tail
+//! first, and the tail stays past the end for good. Each overshoots by at
+//! most one slot and [`MAX_RECORD_SIZE`] bytes, so the margins below
+//! ([`MAX_DATA_BYTES`] and [`MAX_RECORDS`] are half of what the tail's
+//! fields hold) it would take 2^19 appenders racing past a full log for
+//! the data bytes to carry into the slot count.
+//!
 //! The algorithm is written once against [`LogStore`], which has three
 //! implementations: [`LiteStore`] (LMRs and RDMA atomics; the log's data
 //! is spread over the nodes), [`TcpStore`] (a client of a [`LogServer`],
@@ -49,11 +58,12 @@ pub use tcp::{LogServer, TcpStore};
 /// Largest record [`Log::append`] accepts.
 pub const MAX_RECORD_SIZE: usize = 1 << 20;
 
-/// Largest data area: the tail's 40 data bits with room to spare, so that
-/// reservations that overshoot a full log never carry into the slot count.
+/// Largest data area: half of what the tail's 40 data bits hold, so that
+/// reservations overshooting a full log (see the module documentation) do
+/// not carry into the slot count.
 pub const MAX_DATA_BYTES: u64 = 1 << 39;
 
-/// Most slots a log can have: the tail's 24 slot bits with room to spare.
+/// Most slots a log can have: half of what the tail's 24 slot bits hold.
 pub const MAX_RECORDS: u64 = 1 << 23;
 
 /// Bytes of one index entry (and of the index header before them).
@@ -200,7 +210,8 @@ pub struct Log {
     store: Arc<dyn LogStore>,
     geometry: Geometry,
     /// Set once an append found the log full: later appends check the tail
-    /// before reserving, so a full log's tail is not pushed further.
+    /// before reserving, so each appender pushes a full log's tail at most
+    /// once (see the module documentation).
     seen_full: AtomicBool,
 }
 
@@ -251,7 +262,8 @@ impl Log {
     }
 
     /// The log's size.
-    pub fn geometry(&self) -> Geometry {
+    #[cfg(test)]
+    pub(crate) fn geometry(&self) -> Geometry {
         self.geometry
     }
 
@@ -342,7 +354,8 @@ impl Log {
 
     /// Bytes of the data area reserved so far (including padding and the
     /// space of uncommitted records).
-    pub fn data_used(&self) -> io::Result<u64> {
+    #[cfg(test)]
+    pub(crate) fn data_used(&self) -> io::Result<u64> {
         Ok((self.tail()? % ONE_SLOT).min(self.geometry.data_bytes))
     }
 
@@ -361,6 +374,7 @@ impl Log {
         if slot >= self.end()? {
             return Ok(SlotState::Unreserved);
         }
+        // PANIC: read_entries returns `count` (here 1) entries.
         Ok(match self.read_entries(slot, 1)?[0] {
             Entry::Uncommitted => SlotState::Uncommitted,
             Entry::Committed { .. } => SlotState::Committed,
@@ -533,8 +547,11 @@ impl Log {
 pub struct Tailer {
     /// Every slot below it was handed over or skipped for good.
     settled: u64,
-    /// Slots at or above `settled` already handed over.
-    delivered: BTreeSet<u64>,
+    /// Committed slots at or above `settled` already handed over (or
+    /// skipped as corrupt).
+    passed: BTreeSet<u64>,
+    /// Committed records skipped because they failed their checksum.
+    corrupt: u64,
 }
 
 impl Tailer {
@@ -542,14 +559,15 @@ impl Tailer {
     pub fn new(slot: u64) -> Tailer {
         Tailer {
             settled: slot,
-            delivered: BTreeSet::new(),
+            ..Tailer::default()
         }
     }
 
     /// Hands every committed record not handed over yet to `visit`, in
     /// slot order, and returns how many. An uncommitted slot is looked at
     /// again by the next poll, until its writer commits it or it is
-    /// abandoned. `EIO` if a committed record fails its checksum.
+    /// abandoned. A committed record that fails its checksum is skipped
+    /// and counted in [`Tailer::corrupt`].
     pub fn poll(&mut self, log: &Log, mut visit: impl FnMut(u64, &[u8])) -> io::Result<u64> {
         self.settled = self.settled.max(log.head()?);
         let mut handed = 0;
@@ -559,14 +577,15 @@ impl Tailer {
             let settled_now = match entry {
                 Entry::Uncommitted => false,
                 Entry::Abandoned => true,
-                Entry::Committed { .. } if self.delivered.contains(&slot) => true,
+                Entry::Committed { .. } if self.passed.contains(&slot) => true,
                 Entry::Committed { .. } => {
-                    if !log.read_record(entry, &mut record)? {
-                        return Err(errno(libc::EIO));
+                    if log.read_record(entry, &mut record)? {
+                        visit(slot, &record);
+                        handed += 1;
+                    } else {
+                        self.corrupt += 1;
                     }
-                    visit(slot, &record);
-                    handed += 1;
-                    self.delivered.insert(slot);
+                    self.passed.insert(slot);
                     true
                 }
             };
@@ -576,7 +595,7 @@ impl Tailer {
             }
             Ok(true)
         })?;
-        self.delivered = self.delivered.split_off(&self.settled);
+        self.passed = self.passed.split_off(&self.settled);
         Ok(handed)
     }
 
@@ -585,10 +604,16 @@ impl Tailer {
     pub fn position(&self) -> u64 {
         self.settled
     }
+
+    /// Committed records skipped so far because they failed their
+    /// checksum.
+    pub fn corrupt(&self) -> u64 {
+        self.corrupt
+    }
 }
 
 /// A 32-bit checksum of `bytes` (a 64-bit multiply-xorshift hash, folded).
-pub fn checksum(bytes: &[u8]) -> u32 {
+fn checksum(bytes: &[u8]) -> u32 {
     let mut hash = mix(0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64);
     let mut words = bytes.chunks_exact(8);
     for word in &mut words {
@@ -597,6 +622,7 @@ pub fn checksum(bytes: &[u8]) -> u32 {
         hash = mix(hash ^ u64::from_le_bytes(w));
     }
     let mut last = [0u8; 8];
+    // PANIC: the remainder of 8-byte chunks is shorter than 8 bytes.
     last[..words.remainder().len()].copy_from_slice(words.remainder());
     hash = mix(hash ^ u64::from_le_bytes(last));
     (hash ^ (hash >> 32)) as u32
@@ -604,7 +630,7 @@ pub fn checksum(bytes: &[u8]) -> u32 {
 
 /// A 64-bit finalizer (MurmurHash3's): every input bit affects every
 /// output bit.
-pub fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;

@@ -42,6 +42,7 @@ pub mod codec;
 pub mod reference;
 pub mod text;
 
+pub use text::MAX_SIZE;
 use text::{generate, split_at_lines};
 
 use std::collections::HashMap;
@@ -59,6 +60,9 @@ pub const EXCHANGE_TAG: u32 = 0x4d41_5052;
 
 /// Reduce buckets per rank: the reduce workers' units of work.
 const BUCKETS: usize = 64;
+
+/// The most worker threads a rank runs.
+pub const MAX_THREADS: usize = 256;
 
 /// A job's result: every word and its value, sorted by word.
 pub type Output<V> = Vec<(Vec<u8>, V)>;
@@ -158,17 +162,19 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 ///
 /// # Errors
 ///
-/// `EINVAL` if `threads` is 0 or a line does not start with a document id;
-/// `EPROTO` if a rank receives a malformed buffer; the exchange's errors.
+/// `EINVAL` if `threads` is not within `1..=`[`MAX_THREADS`] or a line does
+/// not start with a document id; `EPROTO` if a rank receives a malformed
+/// buffer; the error of a worker thread that could not start; the
+/// exchange's errors.
 pub fn map_reduce<J: Job>(
     exchange: &mut dyn Exchange,
     input: Option<&[u8]>,
     threads: usize,
 ) -> io::Result<Option<Output<J::Value>>> {
-    if threads == 0 {
+    let nodes = exchange.nodes();
+    if !(1..=MAX_THREADS).contains(&threads) || nodes == 0 {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
-    let nodes = exchange.nodes();
 
     // Split: rank 0 scatters one split per rank.
     let splits = match input {
@@ -181,8 +187,9 @@ pub fn map_reduce<J: Job>(
     let split = from_rank(0, exchange.all_to_all(splits)?)?;
 
     // Map, then shuffle each rank's partitions to it.
-    let pieces = split_at_lines(&split, threads);
-    let mapped = in_parallel(pieces.len(), |worker| map::<J>(pieces[worker], nodes))?;
+    let mapped = in_parallel(split_at_lines(&split, threads), |piece| {
+        map::<J>(piece, nodes)
+    })?;
     let mut outgoing = vec![Vec::new(); nodes];
     for partitions in mapped {
         for (out, partition) in outgoing.iter_mut().zip(partitions) {
@@ -219,15 +226,23 @@ fn from_rank(rank: usize, mut incoming: Vec<Vec<u8>>) -> io::Result<Vec<u8>> {
     }
 }
 
-/// Runs `work(0)`, .., `work(count - 1)` on as many threads; returns their
-/// results in order, or the first error.
-fn in_parallel<T: Send>(
-    count: usize,
-    work: impl Fn(usize) -> io::Result<T> + Sync,
+/// Runs `work` on each of `inputs`, one thread each; returns the results
+/// in order, or the first error.
+///
+/// # Errors
+///
+/// The first error of `work`; the error of a thread that could not start
+/// (the threads already started finish first).
+fn in_parallel<I: Send, T: Send>(
+    inputs: impl IntoIterator<Item = I>,
+    work: impl Fn(I) -> io::Result<T> + Sync,
 ) -> io::Result<Vec<T>> {
     thread::scope(|scope| {
         let work = &work;
-        let workers: Vec<_> = (0..count).map(|i| scope.spawn(move || work(i))).collect();
+        let workers = inputs
+            .into_iter()
+            .map(|input| thread::Builder::new().spawn_scoped(scope, move || work(input)))
+            .collect::<io::Result<Vec<_>>>()?;
         workers
             .into_iter()
             .map(|worker| {
@@ -257,16 +272,19 @@ fn map<J: Job>(piece: &[u8], nodes: usize) -> io::Result<Vec<Vec<u8>>> {
     let mut slots = vec![Vec::new(); slot_count];
     for (word, mut value) in combined {
         J::finish(&mut value);
+        // PANIC: the remainder is below `slot_count`, the number of slots.
         let slot = &mut slots[(fnv1a(word) % slot_count as u64) as usize];
         codec::put_bytes(slot, word);
         J::encode(&value, slot);
     }
+    // Each run of `nodes` slots is one bucket, on every rank in turn.
     let mut partitions = vec![Vec::new(); nodes];
-    for (slot, records) in slots.iter().enumerate() {
-        if !records.is_empty() {
-            let partition = &mut partitions[slot % nodes];
-            codec::put_varint(partition, (slot / nodes) as u64);
-            codec::put_bytes(partition, records);
+    for (bucket, ranks) in slots.chunks(nodes).enumerate() {
+        for (partition, records) in partitions.iter_mut().zip(ranks) {
+            if !records.is_empty() {
+                codec::put_varint(partition, bucket as u64);
+                codec::put_bytes(partition, records);
+            }
         }
     }
     Ok(partitions)
@@ -288,7 +306,7 @@ fn reduce<J: Job>(incoming: &[Vec<u8>], threads: usize) -> io::Result<Vec<u8>> {
         }
     }
     let workers = threads.min(BUCKETS);
-    let reduced = in_parallel(workers, |worker| {
+    let reduced = in_parallel(0..workers, |worker| {
         let mut out = Vec::new();
         for bucket in buckets.iter().skip(worker).step_by(workers) {
             let mut merged = HashMap::<&[u8], J::Value>::new();
@@ -335,9 +353,10 @@ impl JobKind {
 pub struct Config {
     /// The job.
     pub job: JobKind,
-    /// Bytes of input to generate (at least; whole lines).
+    /// Bytes of input to generate (at least; whole lines), at most
+    /// [`MAX_SIZE`].
     pub size: usize,
-    /// Worker threads on each rank.
+    /// Worker threads on each rank, `1..=`[`MAX_THREADS`].
     pub threads: usize,
     /// Seed of the input generator.
     pub seed: u64,
@@ -350,8 +369,13 @@ pub struct Config {
 ///
 /// # Errors
 ///
-/// As [`map_reduce`].
+/// `EINVAL` if the size or the number of threads is out of range (on every
+/// rank, before any exchange); `ENOMEM` if rank 0 cannot hold the input; as
+/// [`map_reduce`].
 pub fn run(exchange: &mut dyn Exchange, config: &Config) -> io::Result<AppReport> {
+    if config.size > MAX_SIZE || !(1..=MAX_THREADS).contains(&config.threads) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
     match config.job {
         JobKind::WordCount => run_job::<WordCount>(exchange, config, reference::word_count),
         JobKind::InvertedIndex => {
@@ -365,7 +389,11 @@ fn run_job<J: Job>(
     config: &Config,
     reference: fn(&[u8]) -> io::Result<Output<J::Value>>,
 ) -> io::Result<AppReport> {
-    let input = (exchange.rank() == 0).then(|| generate(config.size, config.seed));
+    let input = if exchange.rank() == 0 {
+        Some(generate(config.size, config.seed)?)
+    } else {
+        None
+    };
     let start = Instant::now();
     let output = map_reduce::<J>(exchange, input.as_deref(), config.threads)?;
     let elapsed = start.elapsed();
@@ -422,7 +450,7 @@ mod tests {
 
     #[test]
     fn mapreduce_equals_the_reference_on_1_to_4_ranks() {
-        let input = generate(60_000, 11);
+        let input = generate(60_000, 11).unwrap();
         let counts = reference::word_count(&input).unwrap();
         let index = reference::inverted_index(&input).unwrap();
         assert!(counts.len() > 1000 && index.len() == counts.len());
@@ -480,7 +508,7 @@ mod tests {
             seed: 5,
         };
         let reports = ThreadMesh::run(3, |mesh| run(mesh, &config).unwrap());
-        let work = generate(30_000, 5).len() as u64;
+        let work = generate(30_000, 5).unwrap().len() as u64;
         for report in reports {
             assert!(report.checked);
             assert_eq!(
@@ -503,8 +531,20 @@ mod tests {
         let einval = Some(libc::EINVAL);
         let bad = map_reduce::<WordCount>(&mut LocalExchange, Some(b"0 a\nword\n"), 1);
         assert_eq!(bad.unwrap_err().raw_os_error(), einval);
-        let idle = map_reduce::<WordCount>(&mut LocalExchange, Some(b"0 a\n"), 0);
-        assert_eq!(idle.unwrap_err().raw_os_error(), einval);
+        for threads in [0, MAX_THREADS + 1] {
+            let idle = map_reduce::<WordCount>(&mut LocalExchange, Some(b"0 a\n"), threads);
+            assert_eq!(idle.unwrap_err().raw_os_error(), einval);
+        }
+        let huge = Config {
+            job: JobKind::WordCount,
+            size: MAX_SIZE + 1,
+            threads: 1,
+            seed: 1,
+        };
+        assert_eq!(
+            run(&mut LocalExchange, &huge).unwrap_err().raw_os_error(),
+            einval
+        );
         assert_eq!(JobKind::parse("invindex"), Some(JobKind::InvertedIndex));
         assert_eq!(JobKind::parse("sort"), None);
     }

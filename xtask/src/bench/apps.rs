@@ -24,7 +24,7 @@ pub const APP_ROUNDS: u32 = 3;
 /// The guest role of the application phases.
 pub const APPS_ROLE: &str = "bench-apps";
 
-/// The applications' jobs in report order, with their work unit.
+/// The applications' jobs in report order.
 const JOBS: [&str; 5] = ["log", "wordcount", "invindex", "pagerank", "components"];
 
 /// Versions in report order.
@@ -33,6 +33,8 @@ const TRANSPORTS: [&str; 3] = ["local", "tcp", "lite"];
 /// One `LITE-APP` line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppRun {
+    /// VMs of the phase it ran in (a local run's neighbours were busy too).
+    pub cluster: usize,
     /// Job (`log`, `wordcount`, ...).
     pub app: String,
     /// `lite`, `tcp` or `local`.
@@ -49,8 +51,9 @@ pub struct AppRun {
     pub checked: bool,
 }
 
-/// The `LITE-APP` lines of `text`; malformed ones are skipped.
-pub fn parse_app_runs(text: &str) -> Vec<AppRun> {
+/// The `LITE-APP` lines of `text`, a log of the `cluster`-VM phase;
+/// malformed ones are skipped.
+pub fn parse_app_runs(text: &str, cluster: usize) -> Vec<AppRun> {
     text.lines()
         .filter_map(|line| line.find("LITE-APP ").map(|at| &line[at..]))
         .filter_map(|line| {
@@ -61,6 +64,7 @@ pub fn parse_app_runs(text: &str) -> Vec<AppRun> {
             let seconds: f64 = fields.get("seconds")?.parse().ok()?;
             seconds.is_finite().then_some(())?;
             Some(AppRun {
+                cluster,
                 app: fields.get("app")?.to_string(),
                 transport: fields.get("transport")?.to_string(),
                 nodes: fields.get("nodes")?.parse().ok()?,
@@ -90,16 +94,19 @@ fn median_min_max(values: &[f64]) -> Option<(f64, f64, f64)> {
     let n = sorted.len();
     let median = match n {
         0 => return None,
+        // PANIC: n / 2 < n.
         n if n % 2 == 1 => sorted[n / 2],
         // PANIC: n >= 2 here, so both indices exist.
         n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     };
+    // PANIC: n >= 1 here.
     Some((median, sorted[0], sorted[n - 1]))
 }
 
 /// The applications' table, one string per line: per job and cluster size,
-/// each version's median time (min-max over its runs), LITE's speedup over
-/// TCP and over one node, and the run counts; failed checks are named.
+/// each version's median time (min-max over its runs; the local runs of
+/// the same phase), LITE's speedup over TCP and over one node; runs whose
+/// result differed are counted.
 pub fn table(runs: &[AppRun]) -> Vec<String> {
     let mut lines = vec![format!(
         "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9}",
@@ -111,20 +118,16 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
         "lite/tcp",
         "lite/1"
     )];
-    let cell = |job: &str, transport: &str, nodes: Option<u32>| {
+    let cell = |job: &str, transport: &str, cluster: usize| {
         let times: Vec<f64> = runs
             .iter()
             .filter(|r| r.app == job && r.transport == transport && r.checked)
-            .filter(|r| nodes.is_none_or(|n| r.nodes == n))
+            .filter(|r| r.cluster == cluster)
             .map(|r| r.seconds)
             .collect();
         median_min_max(&times)
     };
-    let mut sizes: Vec<u32> = runs
-        .iter()
-        .filter(|r| r.transport != "local")
-        .map(|r| r.nodes)
-        .collect();
+    let mut sizes: Vec<usize> = runs.iter().map(|r| r.cluster).collect();
     sizes.sort_unstable();
     sizes.dedup();
     let show = |m: Option<(f64, f64, f64)>| match m {
@@ -137,10 +140,10 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
         _ => "-".to_string(),
     };
     for job in JOBS {
-        let local = cell(job, "local", None);
         for &nodes in &sizes {
-            let tcp = cell(job, "tcp", Some(nodes));
-            let lite = cell(job, "lite", Some(nodes));
+            let local = cell(job, "local", nodes);
+            let tcp = cell(job, "tcp", nodes);
+            let lite = cell(job, "lite", nodes);
             if tcp.is_none() && lite.is_none() {
                 continue;
             }
@@ -234,7 +237,7 @@ LITE-APP app=broken
 
     #[test]
     fn parses_every_well_formed_line() {
-        let runs = parse_app_runs(LOG);
+        let runs = parse_app_runs(LOG, 2);
         assert_eq!(runs.len(), 5);
         assert_eq!(runs[0].app, "wordcount");
         assert_eq!(runs[0].seconds, 0.5);
@@ -243,7 +246,13 @@ LITE-APP app=broken
 
     #[test]
     fn the_table_compares_medians_and_names_failed_checks() {
-        let table = table(&parse_app_runs(LOG));
+        let mut runs = parse_app_runs(LOG, 2);
+        // A 4-VM phase's local run is not the 2-VM phase's baseline.
+        runs.extend(parse_app_runs(
+            "LITE-APP app=wordcount transport=local nodes=1 work=1 unit=bytes seconds=99 per_s=0 checked=yes",
+            4,
+        ));
+        let table = table(&runs);
         let row = table
             .iter()
             .find(|l| l.starts_with("wordcount"))

@@ -81,58 +81,66 @@ const APP_LITE_FILES: [(&str, &str); 2] = [
     ("MapReduce, Graph", "lite_exchange.rs"),
 ];
 
-/// `cargo xtask bench`.
-pub fn run(iters: u32, kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
+/// `cargo xtask bench`; with `apps_only`, only the application phases.
+pub fn run(
+    iters: u32,
+    apps_only: bool,
+    kernel_src: Option<&Path>,
+    kernel_image: Option<&Path>,
+) -> Result<()> {
     let setup = run::Setup::prepare(kernel_src, kernel_image)?;
-    let comparison = run::comparison_phase(&setup, iters)?;
     let mut m = Measurements::default();
-    m.add_logs("", &comparison.logs);
-    report::say_comparison(iters, &m);
+    let mut waits = Vec::new();
+    if !apps_only {
+        let comparison = run::comparison_phase(&setup, iters)?;
+        m.add_logs("", &comparison.logs);
+        report::say_comparison(iters, &m);
+        waits.push(comparison.waited);
 
-    // The contention phase: a cluster of its own, short.
-    let lock_iters = run::lock_iters(iters);
-    let lock_waited = interrupt::check()
-        .and_then(|()| run::lock_phase(&setup, lock_iters))
-        .and_then(|phase| {
-            m.add_logs("locks/", &phase.logs);
-            phase.waited
-        });
-    report::say_locks(iters, lock_iters, &m);
+        // The contention phase: a cluster of its own, short.
+        let lock_iters = run::lock_iters(iters);
+        let lock_waited = interrupt::check()
+            .and_then(|()| run::lock_phase(&setup, lock_iters))
+            .and_then(|phase| {
+                m.add_logs("locks/", &phase.logs);
+                phase.waited
+            });
+        report::say_locks(iters, lock_iters, &m);
+        waits.push(lock_waited.context("the lock contention phase"));
 
-    // The failure phase: four VMs again, the last of them killed.
-    let failure_waited = interrupt::check()
-        .and_then(|()| run::failure_phase(&setup))
-        .and_then(|phase| {
-            m.add_failure_logs("failure/", &phase.logs, FAILURE_NODES);
-            phase.waited
-        });
-    report::say_failure(&m);
+        // The failure phase: four VMs again, the last of them killed.
+        let failure_waited = interrupt::check()
+            .and_then(|()| run::failure_phase(&setup))
+            .and_then(|phase| {
+                m.add_failure_logs("failure/", &phase.logs, FAILURE_NODES);
+                phase.waited
+            });
+        report::say_failure(&m);
+        waits.push(failure_waited.context("the failure phase"));
+    }
 
     // The applications: a cluster per size, each version in turn.
     let mut app_runs = Vec::new();
-    let mut apps_waited = Ok(());
     for nodes in apps::APP_NODES {
         let waited = interrupt::check()
             .and_then(|()| apps::phase(&setup, nodes))
             .and_then(|phase| {
                 m.add_logs(&format!("apps{nodes}/"), &phase.logs);
                 for log in &phase.logs {
-                    app_runs.extend(apps::parse_app_runs(&log.text));
+                    app_runs.extend(apps::parse_app_runs(&log.text, nodes));
                 }
                 phase.waited
             });
-        if apps_waited.is_ok() {
-            apps_waited = waited.with_context(|| format!("the {nodes}-node application phase"));
-        }
+        waits.push(waited.with_context(|| format!("the {nodes}-node application phase")));
     }
     apps::say(&app_runs, &APP_LITE_FILES);
 
     report::say_logs(&setup.logs, &m.problems);
-    comparison.waited?;
-    lock_waited.context("the lock contention phase")?;
-    failure_waited.context("the failure phase")?;
-    apps_waited?;
-    if m.is_empty() {
+    waits.into_iter().collect::<Result<Vec<()>>>()?;
+    if app_runs.is_empty() {
+        bail!("no application run reported a result");
+    }
+    if !apps_only && m.is_empty() {
         bail!("no measurements found in the guest logs");
     }
     if !m.problems.is_empty() {

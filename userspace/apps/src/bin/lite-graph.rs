@@ -11,7 +11,7 @@
 //! not match the reference.
 
 use lite_apps::cli::{fail, Options};
-use lite_apps::graph::{self, Algorithm, Rmat, EXCHANGE_TAG};
+use lite_apps::graph::{self, Algorithm, Rmat, EXCHANGE_TAG, MAX_DRAWS};
 
 const PROGRAM: &str = "lite-graph";
 
@@ -45,11 +45,11 @@ fn main() {
         .number("seed", 1)
         .unwrap_or_else(|e| fail(PROGRAM, &e, true));
     let rmat = Rmat::new(scale, edge_factor, seed).unwrap_or_else(|_| {
-        fail(
-            PROGRAM,
-            "--scale must be 1..=31 and --edge-factor at least 1",
-            true,
-        )
+        let message = format!(
+            "--scale must be 1 to 31, --edge-factor at least 1, and \
+             edge-factor * 2^scale at most {MAX_DRAWS}"
+        );
+        fail(PROGRAM, &message, true)
     });
 
     let mut exchange = options

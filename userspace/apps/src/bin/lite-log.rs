@@ -7,8 +7,8 @@
 //!          [--kill-test 1] [--log-port P]
 //! ```
 //!
-//! Prints one `LITE-APP app=log ...` line; exits with 1 if the log did not
-//! hold every rank's records exactly once and intact.
+//! Rank 0 prints one `LITE-APP app=log ...` line; every rank exits with 1
+//! if the log did not hold every rank's records exactly once and intact.
 
 use lite_apps::cli::{fail, Options};
 use lite_apps::log::{self, Settings};
@@ -26,10 +26,12 @@ fn main() {
         return;
     }
     match log::run(&options, &settings) {
-        Ok(report) => {
-            println!("{report}");
+        Ok((rank, report)) => {
+            if rank == 0 {
+                println!("{report}");
+            }
             if !report.checked {
-                std::process::exit(1);
+                fail(PROGRAM, "the log did not check out", false);
             }
         }
         Err(e) => fail(PROGRAM, &e.to_string(), false),

@@ -6,11 +6,13 @@
 //!                [--threads 2] [--seed 1]
 //! ```
 //!
+//! The input is at most 4G, and each rank runs 1 to 256 worker threads.
+//!
 //! Rank 0 prints one `LITE-APP` line (see `lite_apps::report`); every rank
 //! exits with status 1 if the result did not match the reference.
 
 use lite_apps::cli::{fail, Options};
-use lite_apps::mapreduce::{self, Config, JobKind};
+use lite_apps::mapreduce::{self, Config, JobKind, MAX_SIZE, MAX_THREADS};
 
 const PROGRAM: &str = "lite-mapreduce";
 
@@ -46,16 +48,20 @@ fn config(options: &Options) -> Result<Config, String> {
     let job = options.text("job", "wordcount");
     let job = JobKind::parse(job)
         .ok_or_else(|| format!("unknown job {job:?} (wordcount or invindex)"))?;
-    let too_big = |name: &str| format!("--{name} is too large");
     let size = options.number("size", 2 << 20)?;
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|&size| size <= MAX_SIZE)
+        .ok_or_else(|| format!("--size must be at most {}G", MAX_SIZE >> 30))?;
     let threads = options.number("threads", 2)?;
-    if threads == 0 {
-        return Err("--threads must be at least 1".into());
-    }
+    let threads = usize::try_from(threads)
+        .ok()
+        .filter(|threads| (1..=MAX_THREADS).contains(threads))
+        .ok_or_else(|| format!("--threads must be 1 to {MAX_THREADS}"))?;
     Ok(Config {
         job,
-        size: usize::try_from(size).map_err(|_| too_big("size"))?,
-        threads: usize::try_from(threads).map_err(|_| too_big("threads"))?,
+        size,
+        threads,
         seed: options.number("seed", 1)?,
     })
 }

@@ -59,6 +59,11 @@ pub trait VertexProgram: Sync {
     /// Whether every edge carries messages both ways.
     const UNDIRECTED: bool;
 
+    /// Whether [`apply`](VertexProgram::apply) uses the superstep's global
+    /// sum: it costs a collective every superstep, which the engine skips
+    /// for a program without one.
+    const USES_GLOBAL_SUM: bool;
+
     /// The value of `vertex` before the first superstep.
     fn initial(&self, vertex: u32) -> Self::Value;
 
@@ -67,13 +72,15 @@ pub trait VertexProgram: Sync {
     fn combine(&self, a: Self::Message, b: Self::Message) -> Self::Message;
 
     /// A vertex's share of a sum over all vertices handed to every
-    /// [`apply`](VertexProgram::apply) of the superstep (0 if unused).
+    /// [`apply`](VertexProgram::apply) of the superstep; only called if
+    /// [`USES_GLOBAL_SUM`](VertexProgram::USES_GLOBAL_SUM).
     fn global_share(&self, _value: Self::Value, _out_degree: usize) -> f64 {
         0.0
     }
 
     /// Apply: the new value from the gathered messages (`None` if none
-    /// arrived) and the superstep's global sum.
+    /// arrived) and the superstep's global sum (0 without
+    /// [`USES_GLOBAL_SUM`](VertexProgram::USES_GLOBAL_SUM)).
     fn apply(
         &self,
         value: Self::Value,
@@ -95,7 +102,7 @@ pub trait VertexProgram: Sync {
 /// Which rank owns which vertex: vertex `v` belongs to rank `v % nodes`,
 /// where it has the local index `v / nodes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Partition {
+pub(crate) struct Partition {
     /// This rank.
     pub rank: usize,
     /// Number of ranks.
@@ -130,7 +137,7 @@ impl Partition {
 /// This rank's part of the graph: the out-edges of the vertices it owns,
 /// in compressed sparse row form.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalGraph {
+pub(crate) struct LocalGraph {
     /// Who owns what.
     pub partition: Partition,
     /// Out-edges of local vertex `i` are `targets[offsets[i]..offsets[i + 1]]`.
@@ -177,22 +184,14 @@ impl LocalGraph {
                 kept.push((t, s));
             }
         }
-        // Counting sort by source into CSR.
-        let owned = partition.owned_by(rank);
-        let mut offsets = vec![0usize; owned + 1];
-        for &(s, _) in &kept {
-            offsets[partition.local(s) + 1] += 1;
-        }
-        for i in 0..owned {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut next = offsets.clone();
-        let mut targets = vec![0u32; kept.len()];
-        for (s, t) in kept {
-            let slot = &mut next[partition.local(s)];
-            targets[*slot] = t;
-            *slot += 1;
-        }
+        // CSR: the edges sorted by source, stably so that each vertex keeps
+        // its edges' order; local vertex `i`'s edges start after those of
+        // the vertices before it.
+        kept.sort_by_key(|&(s, _)| s);
+        let offsets = (0..=partition.owned_by(rank))
+            .map(|i| kept.partition_point(|&(s, _)| partition.local(s) < i))
+            .collect();
+        let targets = kept.into_iter().map(|(_, t)| t).collect();
         Ok(LocalGraph {
             partition,
             offsets,
@@ -203,18 +202,24 @@ impl LocalGraph {
 
     /// Number of vertices this rank owns.
     pub fn owned(&self) -> usize {
-        self.offsets.len() - 1
+        // `offsets` has one entry more than there are vertices.
+        self.offsets.len().saturating_sub(1)
     }
 
-    /// Out-edge targets of local vertex `index`.
-    pub fn targets(&self, index: usize) -> &[u32] {
-        &self.targets[self.offsets[index]..self.offsets[index + 1]]
+    /// The out-edge targets of each of this rank's vertices, by local
+    /// index.
+    pub fn adjacency(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        self.offsets.windows(2).map(|bounds| {
+            // PANIC: windows of 2 have 2 bounds; `build` made them
+            // non-decreasing and at most `targets.len()`.
+            &self.targets[bounds[0]..bounds[1]]
+        })
     }
 }
 
 /// What a run of the engine produced on one rank.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome<V> {
+pub(crate) struct Outcome<V> {
     /// Values of this rank's vertices, by local index.
     pub values: Vec<V>,
     /// Supersteps run.
@@ -226,7 +231,7 @@ pub struct Outcome<V> {
 /// # Errors
 ///
 /// The exchange's error; `EPROTO` if a rank sent a malformed part.
-pub fn execute<P: VertexProgram>(
+pub(crate) fn execute<P: VertexProgram>(
     exchange: &mut dyn Exchange,
     graph: &LocalGraph,
     program: &P,
@@ -245,22 +250,27 @@ pub fn execute<P: VertexProgram>(
         .collect();
     let mut supersteps = 0;
     while supersteps < max_supersteps {
-        let share: f64 = (0..owned)
-            .map(|i| program.global_share(values[i], graph.targets(i).len()))
-            .sum();
-        let global = exchange.all_sum_f64(share)?;
+        let global = if P::USES_GLOBAL_SUM {
+            let share = values
+                .iter()
+                .zip(graph.adjacency())
+                .map(|(&value, targets)| program.global_share(value, targets.len()))
+                .sum();
+            exchange.all_sum_f64(share)?
+        } else {
+            0.0
+        };
 
-        for i in 0..owned {
-            let targets = graph.targets(i);
-            let Some(message) = program.scatter(values[i], targets.len(), changed[i]) else {
+        for ((&value, &changed), targets) in values.iter().zip(&changed).zip(graph.adjacency()) {
+            let Some(message) = program.scatter(value, targets.len(), changed) else {
                 continue;
             };
             for &t in targets {
+                // PANIC: `build` checked `t < vertices`, so its owner is a
+                // rank, and its local index is below the number of vertices
+                // that rank owns, the length of its outbox.
                 let slot = &mut outbox[partition.owner(t)][partition.local(t)];
-                *slot = Some(match *slot {
-                    Some(m) => program.combine(m, message),
-                    None => message,
-                });
+                combine_into(program, slot, message);
             }
         }
         let outgoing = outbox
@@ -273,18 +283,17 @@ pub fn execute<P: VertexProgram>(
         let mut gathered: Vec<Option<P::Message>> = vec![None; owned];
         for part in &incoming {
             decode_messages::<P::Message>(&partition, part, |i, message| {
-                gathered[i] = Some(match gathered[i] {
-                    Some(m) => program.combine(m, message),
-                    None => message,
-                });
+                // PANIC: `decode_messages` only delivers this rank's
+                // vertices, whose local indices are below `owned`.
+                combine_into(program, &mut gathered[i], message);
             })?;
         }
         let mut changes = 0u64;
-        for i in 0..owned {
-            let new = program.apply(values[i], gathered[i], global);
-            changed[i] = new != values[i];
-            changes += u64::from(changed[i]);
-            values[i] = new;
+        for ((value, changed), gathered) in values.iter_mut().zip(&mut changed).zip(gathered) {
+            let new = program.apply(*value, gathered, global);
+            *changed = new != *value;
+            changes += u64::from(*changed);
+            *value = new;
         }
         supersteps += 1;
         // Unchanged values would give the same messages again.
@@ -295,9 +304,18 @@ pub fn execute<P: VertexProgram>(
     Ok(Outcome { values, supersteps })
 }
 
+/// Folds `message` into `slot` with the program's combine; an empty slot
+/// takes it as it is.
+fn combine_into<P: VertexProgram>(program: &P, slot: &mut Option<P::Message>, message: P::Message) {
+    *slot = Some(match *slot {
+        Some(m) => program.combine(m, message),
+        None => message,
+    });
+}
+
 /// Encodes (and empties) the messages to `rank`'s vertices, indexed by
 /// their local index there, as records of vertex id (u32) and message.
-pub fn encode_messages<M: Wire>(
+pub(crate) fn encode_messages<M: Wire>(
     partition: &Partition,
     rank: usize,
     messages: &mut [Option<M>],
@@ -319,7 +337,7 @@ pub fn encode_messages<M: Wire>(
 ///
 /// `EPROTO` if the part is truncated or names a vertex this rank does not
 /// own.
-pub fn decode_messages<M: Wire>(
+pub(crate) fn decode_messages<M: Wire>(
     partition: &Partition,
     part: &[u8],
     mut deliver: impl FnMut(usize, M),
@@ -330,6 +348,7 @@ pub fn decode_messages<M: Wire>(
         return Err(malformed());
     }
     for record in records {
+        // PANIC: every record is `u32::SIZE + M::SIZE` bytes long.
         let (id, message) = record.split_at(u32::SIZE);
         let vertex = u32::get(id).ok_or_else(malformed)?;
         let message = M::get(message).ok_or_else(malformed)?;
@@ -342,7 +361,7 @@ pub fn decode_messages<M: Wire>(
 }
 
 /// Encodes vertex values in order.
-pub fn encode_values<V: Wire>(values: &[V]) -> Vec<u8> {
+pub(crate) fn encode_values<V: Wire>(values: &[V]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * V::SIZE);
     for &value in values {
         value.put(&mut out);
@@ -355,9 +374,9 @@ pub fn encode_values<V: Wire>(values: &[V]) -> Vec<u8> {
 /// # Errors
 ///
 /// `EPROTO` unless `bytes` holds exactly `count` values.
-pub fn decode_values<V: Wire>(bytes: &[u8], count: usize) -> io::Result<Vec<V>> {
+pub(crate) fn decode_values<V: Wire>(bytes: &[u8], count: usize) -> io::Result<Vec<V>> {
     let malformed = || io::Error::from_raw_os_error(libc::EPROTO);
-    if bytes.len() != count * V::SIZE {
+    if count.checked_mul(V::SIZE) != Some(bytes.len()) {
         return Err(malformed());
     }
     bytes
@@ -373,7 +392,7 @@ pub fn decode_values<V: Wire>(bytes: &[u8], count: usize) -> io::Result<Vec<V>> 
 ///
 /// The exchange's error; `EPROTO` if a rank sent the wrong number of
 /// values.
-pub fn gather_values<V: Wire>(
+pub(crate) fn gather_values<V: Wire>(
     exchange: &mut dyn Exchange,
     partition: &Partition,
     values: &[V],
@@ -381,16 +400,27 @@ pub fn gather_values<V: Wire>(
     let Some(parts) = exchange.gather(encode_values(values))? else {
         return Ok(None);
     };
-    let mut all: Vec<Option<V>> = vec![None; partition.vertices as usize];
-    for (rank, part) in parts.iter().enumerate() {
-        let values = decode_values::<V>(part, partition.owned_by(rank))?;
-        for (index, value) in values.into_iter().enumerate() {
-            all[partition.global(rank, index) as usize] = Some(value);
-        }
+    let malformed = || io::Error::from_raw_os_error(libc::EPROTO);
+    if parts.len() != partition.nodes {
+        return Err(malformed());
     }
-    // Every vertex has exactly one owner, so every slot is filled.
-    all.into_iter()
-        .map(|v| v.ok_or_else(|| io::Error::from_raw_os_error(libc::EPROTO)))
+    let mut by_rank = parts
+        .iter()
+        .enumerate()
+        .map(|(rank, part)| decode_values::<V>(part, partition.owned_by(rank)))
+        .collect::<io::Result<Vec<_>>>()?
+        .into_iter()
+        .map(Vec::into_iter)
+        .collect::<Vec<_>>();
+    // Each rank's values come in vertex order, so every vertex's is the
+    // next one of its owner's.
+    (0..partition.vertices)
+        .map(|v| {
+            by_rank
+                .get_mut(partition.owner(v))
+                .and_then(Iterator::next)
+                .ok_or_else(malformed)
+        })
         .collect::<io::Result<Vec<V>>>()
         .map(Some)
 }
@@ -460,12 +490,13 @@ mod tests {
         };
         let directed = LocalGraph::build(&list, 0, 2, false).expect("builds");
         assert_eq!((directed.owned(), directed.total_edges), (3, 6));
-        assert_eq!(directed.targets(0), &[1, 3, 1]); // vertex 0
-        assert_eq!(directed.targets(1), &[0]); // vertex 2
-        assert_eq!(directed.targets(2), &[] as &[u32]); // vertex 4
+        // Vertices 0, 2 and 4.
+        let targets: Vec<&[u32]> = directed.adjacency().collect();
+        assert_eq!(targets, [&[1, 3, 1][..], &[0], &[]]);
         let undirected = LocalGraph::build(&list, 1, 2, true).expect("builds");
-        assert_eq!(undirected.targets(0), &[0, 2, 0]); // vertex 1
-        assert_eq!(undirected.targets(1), &[0, 4]); // vertex 3
+        // Vertices 1 and 3.
+        let targets: Vec<&[u32]> = undirected.adjacency().collect();
+        assert_eq!(targets, [&[0, 2, 0][..], &[0, 4]]);
         let bad = EdgeList {
             vertices: 2,
             edges: vec![(0, 2)],

@@ -17,6 +17,7 @@ impl VertexProgram for PageRank {
     type Value = f64;
     type Message = f64;
     const UNDIRECTED: bool = false;
+    const USES_GLOBAL_SUM: bool = true;
 
     fn initial(&self, _vertex: u32) -> f64 {
         1.0 / f64::from(self.vertices)
@@ -54,6 +55,7 @@ impl VertexProgram for Components {
     type Value = u32;
     type Message = u32;
     const UNDIRECTED: bool = true;
+    const USES_GLOBAL_SUM: bool = false;
 
     fn initial(&self, vertex: u32) -> u32 {
         vertex

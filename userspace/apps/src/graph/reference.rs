@@ -5,10 +5,13 @@ use super::programs::DAMPING;
 
 /// PageRank after `iterations` iterations, with the same damping and
 /// dangling-vertex rule as [`super::programs::PageRank`].
-pub fn pagerank(vertices: u32, edges: &[(u32, u32)], iterations: u32) -> Vec<f64> {
+///
+/// Every edge must be below `vertices`, as `LocalGraph::build` checked.
+pub(crate) fn pagerank(vertices: u32, edges: &[(u32, u32)], iterations: u32) -> Vec<f64> {
     let n = vertices as usize;
     let mut out_degree = vec![0u32; n];
     for &(s, _) in edges {
+        // PANIC: `s < vertices`, the length.
         out_degree[s as usize] += 1;
     }
     let mut rank = vec![1.0 / n as f64; n];
@@ -21,6 +24,7 @@ pub fn pagerank(vertices: u32, edges: &[(u32, u32)], iterations: u32) -> Vec<f64
             .sum();
         let mut incoming = vec![0.0; n];
         for &(s, t) in edges {
+            // PANIC: `s` and `t` are below `vertices`, the lengths.
             incoming[t as usize] += rank[s as usize] / f64::from(out_degree[s as usize]);
         }
         for (r, sum) in rank.iter_mut().zip(incoming) {
@@ -32,9 +36,13 @@ pub fn pagerank(vertices: u32, edges: &[(u32, u32)], iterations: u32) -> Vec<f64
 
 /// Each vertex's component, named by its smallest vertex, treating edges
 /// as undirected: union-find where the smaller root always wins.
-pub fn components(vertices: u32, edges: &[(u32, u32)]) -> Vec<u32> {
+///
+/// Every edge must be below `vertices`, as `LocalGraph::build` checked.
+pub(crate) fn components(vertices: u32, edges: &[(u32, u32)]) -> Vec<u32> {
     let mut parent: Vec<u32> = (0..vertices).collect();
     fn root(parent: &mut [u32], mut v: u32) -> u32 {
+        // PANIC: every index here is a vertex (`v` or a parent), below
+        // `parent.len()`.
         while parent[v as usize] != v {
             // Path halving.
             parent[v as usize] = parent[parent[v as usize] as usize];
@@ -44,6 +52,7 @@ pub fn components(vertices: u32, edges: &[(u32, u32)]) -> Vec<u32> {
     }
     for &(s, t) in edges {
         let (a, b) = (root(&mut parent, s), root(&mut parent, t));
+        // PANIC: roots are vertices, below `parent.len()`.
         parent[a.max(b) as usize] = a.min(b);
     }
     (0..vertices).map(|v| root(&mut parent, v)).collect()
@@ -55,7 +64,7 @@ pub fn components(vertices: u32, edges: &[(u32, u32)]) -> Vec<u32> {
 /// different order, as the partitioned engine does, changes each by a
 /// relative error of at most about (in-degree) x 2^-53 per iteration: far
 /// below 1e-9 for any graph here, while a real bug shows up far above it.
-pub fn pagerank_matches(ranks: &[f64], reference: &[f64]) -> bool {
+pub(crate) fn pagerank_matches(ranks: &[f64], reference: &[f64]) -> bool {
     ranks.len() == reference.len()
         && ranks
             .iter()

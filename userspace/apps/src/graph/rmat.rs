@@ -3,6 +3,8 @@
 
 use std::io;
 
+use crate::rng::SplitMix64;
+
 /// A graph that every rank can enumerate, edge for edge in the same order,
 /// so each rank keeps its own edges and no input is distributed.
 pub trait EdgeSource: Sync {
@@ -15,14 +17,16 @@ pub trait EdgeSource: Sync {
 }
 
 /// A graph given as a list of edges.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EdgeList {
+pub(crate) struct EdgeList {
     /// Number of vertices.
     pub vertices: u32,
     /// Directed edges `(source, target)`, each below `vertices`.
     pub edges: Vec<(u32, u32)>,
 }
 
+#[cfg(test)]
 impl EdgeSource for EdgeList {
     fn vertices(&self) -> u32 {
         self.vertices
@@ -54,16 +58,24 @@ const A: u64 = 37_355;
 const AB: u64 = 49_807;
 const ABC: u64 = 62_259;
 
+/// The most edges a generator draws: 2^32, already 32 GiB as the edge list
+/// rank 0 keeps to check the result.
+pub const MAX_DRAWS: u64 = 1 << 32;
+
 impl Rmat {
     /// A generator of `2^scale` vertices and `edge_factor * 2^scale` edge
     /// draws from `seed`.
     ///
     /// # Errors
     ///
-    /// `EINVAL` unless `1 <= scale <= 31` (ids are `u32`) and
-    /// `edge_factor >= 1`.
+    /// `EINVAL` unless `1 <= scale <= 31` (ids are `u32`), `edge_factor`
+    /// is at least 1 and the draws are at most [`MAX_DRAWS`].
     pub fn new(scale: u32, edge_factor: u32, seed: u64) -> io::Result<Rmat> {
-        if !(1..=31).contains(&scale) || edge_factor == 0 {
+        // `scale <= 31`, so the shift keeps every bit of a u32 factor.
+        if !(1..=31).contains(&scale)
+            || edge_factor == 0
+            || u64::from(edge_factor) << scale > MAX_DRAWS
+        {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         Ok(Rmat {
@@ -73,7 +85,8 @@ impl Rmat {
         })
     }
 
-    /// Number of edges drawn (before self-loops are dropped).
+    /// Number of edges drawn (before self-loops are dropped): at most
+    /// [`MAX_DRAWS`].
     pub fn draws(&self) -> u64 {
         u64::from(self.edge_factor) << self.scale
     }
@@ -114,33 +127,9 @@ impl EdgeSource for Rmat {
     }
 }
 
-/// SplitMix64 (Steele, Lea, Flood, OOPSLA'14): small, fast, and the same
-/// stream on every node for the same seed.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splitmix_matches_its_reference_output() {
-        // First outputs for seed 1234567 of the reference C implementation.
-        let mut random = SplitMix64(1_234_567);
-        assert_eq!(random.next_u64(), 6_457_827_717_110_365_317);
-        assert_eq!(random.next_u64(), 3_203_168_211_198_807_973);
-    }
 
     #[test]
     fn the_same_seed_gives_the_same_graph() {
@@ -177,7 +166,7 @@ mod tests {
 
     #[test]
     fn out_of_range_parameters_are_einval() {
-        for (scale, factor) in [(0, 8), (32, 8), (10, 0)] {
+        for (scale, factor) in [(0, 8), (32, 8), (10, 0), (31, 3), (1, u32::MAX)] {
             let err = Rmat::new(scale, factor, 1).unwrap_err();
             assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
         }

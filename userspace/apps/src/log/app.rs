@@ -9,9 +9,9 @@
 
 use std::collections::HashSet;
 use std::io::{self, BufRead, BufReader, Write};
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::{errno, mix, Geometry, LiteStore, Log, LogServer, MemStore, SlotState, TcpStore};
@@ -33,7 +33,8 @@ use crate::report::AppReport;
 /// - `--log-port P`: TCP port of the log server on rank 0 (default: the
 ///   `--port` + 100);
 /// - `--stalled-writer 1`: internal, the writer process `--kill-test`
-///   starts and kills.
+///   starts and kills; it reads the log's password from its stdin, then
+///   waits for the end of its stdin.
 pub const OPTIONS: &[&str] = &[
     "records",
     "record-size",
@@ -60,8 +61,9 @@ const STALLED_THREAD: u16 = u16::MAX;
 /// Size of a stalled writer's record; it writes half of it.
 const STALLED_RECORD: usize = 64 << 10;
 
-/// How long a stalled writer waits to be killed before giving up.
-const STALL_TIME: Duration = Duration::from_secs(300);
+/// How long a rank waits for its stalled writer to say which slot it
+/// reserved.
+const STALL_WAIT: Duration = Duration::from_secs(60);
 
 /// Sizes of the records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +111,8 @@ impl Settings {
             },
         };
         let nodes = options.nodes as u64;
+        let too_big = || "--records, --threads and --nodes ask for too much".to_string();
+        records.checked_mul(nodes).ok_or_else(too_big)?;
         let mut settings = Settings {
             records,
             sizes,
@@ -120,19 +124,31 @@ impl Settings {
             kill_test: options.number("kill-test", 0)? != 0,
             log_port: 0,
         };
-        let needed: u64 = (0..options.nodes)
-            .map(|rank| {
-                settings
-                    .keys(rank as u16)
-                    .map(|k| padded(settings.size(k)))
-                    .sum::<u64>()
-            })
-            .sum::<u64>()
-            + nodes * padded(STALLED_RECORD);
-        let roomy = (needed + needed / 4).next_multiple_of(1 << 20).max(8 << 20);
+        let mut needed = nodes
+            .checked_mul(padded(STALLED_RECORD))
+            .ok_or_else(too_big)?;
+        for rank in 0..options.nodes {
+            for key in settings.keys(rank as u16) {
+                let size = padded(settings.size(key));
+                needed = needed.checked_add(size).ok_or_else(too_big)?;
+            }
+        }
+        let roomy = needed
+            .checked_add(needed / 4)
+            .and_then(|n| n.checked_next_multiple_of(1 << 20))
+            .ok_or_else(too_big)?
+            .max(8 << 20);
+        let slots = nodes
+            .checked_mul(records + 1)
+            .and_then(|n| n.checked_mul(2))
+            .ok_or_else(too_big)?
+            .max(4096);
         settings.geometry = Geometry {
-            data_bytes: options.number("log-size", roomy)?.next_multiple_of(8),
-            max_records: options.number("max-records", (2 * nodes * (records + 1)).max(4096))?,
+            data_bytes: options
+                .number("log-size", roomy)?
+                .checked_next_multiple_of(8)
+                .ok_or("--log-size is too large")?,
+            max_records: options.number("max-records", slots)?,
         };
         settings.geometry.check().map_err(|_| {
             format!(
@@ -222,10 +238,12 @@ impl Key {
     }
 }
 
-/// Runs `lite-log` on this rank and returns its report.
-pub fn run(options: &Options, settings: &Settings) -> io::Result<AppReport> {
+/// Runs `lite-log` on this rank; returns the rank and the report, whose
+/// check covers every rank.
+pub fn run(options: &Options, settings: &Settings) -> io::Result<(usize, AppReport)> {
     let mut ranks = options.connect(TAG)?;
-    run_ranks(options, settings, ranks.as_mut())
+    let report = run_ranks(options, settings, ranks.as_mut())?;
+    Ok((ranks.rank(), report))
 }
 
 /// [`run`] over ranks already connected.
@@ -235,13 +253,13 @@ fn run_ranks(
     ranks: &mut dyn Exchange,
 ) -> io::Result<AppReport> {
     let (rank, nodes) = (ranks.rank(), ranks.nodes());
-    let (log, _server) = open_log(options, settings, ranks)?;
+    let (log, password, _server) = open_log(options, settings, ranks)?;
     let mut problems = 0;
     let mut stalled = u64::MAX;
     if settings.kill_test {
         // A failure here fails the check, but every rank goes on to the
         // end, so that none waits for it in a barrier.
-        match stall_a_writer(options, &log, rank) {
+        match stall_a_writer(options, &log, password, rank) {
             Ok(slot) => stalled = slot,
             Err(e) => {
                 eprintln!("lite-log: rank {rank}: stalled writer: {e}");
@@ -252,11 +270,7 @@ fn run_ranks(
     let stalled: Vec<u64> = ranks
         .all_gather(&stalled.to_le_bytes())?
         .iter()
-        .filter_map(|b| {
-            <[u8; 8]>::try_from(b.as_slice())
-                .ok()
-                .map(u64::from_le_bytes)
-        })
+        .flat_map(|part| le_words(part))
         .filter(|slot| *slot != u64::MAX)
         .collect();
 
@@ -289,73 +303,99 @@ fn run_ranks(
     })
 }
 
-/// Rank 0 creates the log; then every rank opens it. The server that
-/// holds it over TCP is returned too, to keep it running.
+/// Rank 0 creates the log; then every rank opens it. Returns the log,
+/// its password (LITE only; writer processes need it to open the log)
+/// and, on rank 0 over TCP, the server holding the log, to keep it
+/// running.
 fn open_log(
     options: &Options,
     settings: &Settings,
     ranks: &mut dyn Exchange,
-) -> io::Result<(Log, Option<LogServer>)> {
+) -> io::Result<(Log, u64, Option<LogServer>)> {
     let geometry = settings.geometry;
     if options.transport == Transport::Local {
         let store = Arc::new(MemStore::new(geometry)?);
-        return Ok((Log::create(store, geometry)?, None));
+        return Ok((Log::create(store, geometry)?, 0, None));
     }
     let mut created = None;
     let mut server = None;
+    let mut password = 0;
     let mut outcome = Ok(());
     if ranks.rank() == 0 {
         outcome = (|| {
             match options.transport {
                 Transport::Lite => {
                     let store = LiteStore::create(TAG, &geometry)?;
+                    password = store.password();
                     created = Some(Log::create(Arc::new(store), geometry)?);
                 }
                 _ => {
                     let store = Arc::new(MemStore::new(geometry)?);
                     Log::create(Arc::clone(&store) as _, geometry)?;
-                    server = Some(LogServer::start(("0.0.0.0", settings.log_port), store)?);
+                    // Listens on every interface of the family the other
+                    // ranks reach rank 0 by.
+                    let rank0 = rank0_log_server(options, settings)?;
+                    let any: IpAddr = match rank0 {
+                        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+                        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+                    };
+                    server = Some(LogServer::start((any, rank0.port()), store)?);
                 }
             }
             Ok::<(), io::Error>(())
         })();
     }
-    // Tells every rank whether rank 0 managed, so that none waits forever.
+    // Tells every rank whether rank 0 managed, so that none waits forever,
+    // and the password of the log.
     let code = outcome
         .as_ref()
         .err()
         .map_or(0, |e| e.raw_os_error().unwrap_or(libc::EIO));
-    let codes = ranks.all_gather(&code.to_le_bytes())?;
-    if let Some(code) = codes
-        .first()
-        .and_then(|c| <[u8; 4]>::try_from(c.as_slice()).ok())
-    {
-        let code = i32::from_le_bytes(code);
-        if code != 0 {
-            outcome?;
-            return Err(errno(code));
-        }
+    // Errnos are positive.
+    let mut message = u64::from(code.unsigned_abs()).to_le_bytes().to_vec();
+    message.extend_from_slice(&password.to_le_bytes());
+    let parts = ranks.all_gather(&message)?;
+    let &[code, password] = le_words(parts.first().map_or(&[], Vec::as_slice)).as_slice() else {
+        return Err(errno(libc::EPROTO));
+    };
+    if code != 0 {
+        outcome?;
+        return Err(errno(i32::try_from(code).unwrap_or(libc::EIO)));
     }
     let log = match created {
         Some(log) => log,
-        None => Log::open(open_store(options, settings)?)?,
+        None => Log::open(open_store(options, settings, password)?)?,
     };
-    Ok((log, server))
+    Ok((log, password, server))
 }
 
 /// Maps the log rank 0 created (LITE) or connects to its server (TCP).
-fn open_store(options: &Options, settings: &Settings) -> io::Result<Arc<dyn super::LogStore>> {
+fn open_store(
+    options: &Options,
+    settings: &Settings,
+    password: u64,
+) -> io::Result<Arc<dyn super::LogStore>> {
     Ok(match options.transport {
-        Transport::Lite => Arc::new(LiteStore::open(CREATOR_NODE, TAG)?),
-        Transport::Tcp => {
-            let rank0 = options.hosts.first().ok_or_else(|| errno(libc::EINVAL))?;
-            Arc::new(TcpStore::connect(log_server_address(
-                rank0,
-                settings.log_port,
-            )?)?)
-        }
+        Transport::Lite => Arc::new(LiteStore::open(CREATOR_NODE, TAG, password)?),
+        Transport::Tcp => Arc::new(TcpStore::connect(rank0_log_server(options, settings)?)?),
         Transport::Local => return Err(errno(libc::EINVAL)),
     })
+}
+
+/// The address of rank 0's log server.
+fn rank0_log_server(options: &Options, settings: &Settings) -> io::Result<SocketAddr> {
+    let rank0 = options.hosts.first().ok_or_else(|| errno(libc::EINVAL))?;
+    log_server_address(rank0, settings.log_port)
+}
+
+/// The little-endian words in `bytes` (a trailing partial word is left
+/// out).
+fn le_words(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .filter_map(|word| word.try_into().ok())
+        .map(u64::from_le_bytes)
+        .collect()
 }
 
 /// Where rank 0's log server listens: the host of rank 0's address
@@ -402,10 +442,9 @@ fn append_records(log: &Log, settings: &Settings, rank: u16) -> (u64, u64) {
             })
             .collect();
         // A thread that panicked appended nothing we can count on.
-        let lost = settings.per_thread(0);
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or((0, lost)))
+        (0..)
+            .zip(workers)
+            .map(|(thread, w)| w.join().unwrap_or((0, settings.per_thread(thread))))
             .collect()
     });
     outcomes
@@ -434,7 +473,10 @@ fn verify(log: &Log, settings: &Settings, nodes: usize, stalled: &[u64]) -> io::
             _ => damaged += 1,
         }
     })?;
-    let expected = settings.records * nodes as u64;
+    let expected = settings
+        .records
+        .checked_mul(nodes as u64)
+        .ok_or_else(|| errno(libc::EINVAL))?;
     let missing = expected.saturating_sub(seen.len() as u64);
     let mut problems = duplicates + damaged + missing + summary.corrupt;
     let mut still_stalled = 0;
@@ -488,30 +530,24 @@ fn checkpoint_and_truncate(log: &Log, stalled: &[u64]) -> io::Result<u64> {
 /// Starts a writer process that reserves a slot, writes half its record
 /// and stops; kills it once it said so, and returns its slot. Over one
 /// process (`local`), a reservation that is never committed stands in.
-fn stall_a_writer(options: &Options, log: &Log, rank: usize) -> io::Result<u64> {
+fn stall_a_writer(options: &Options, log: &Log, password: u64, rank: usize) -> io::Result<u64> {
     if options.transport == Transport::Local {
-        let key = stalled_key(rank);
         let reservation = log.reserve(STALLED_RECORD)?;
-        log.fill(
-            &reservation,
-            &key.record(STALLED_RECORD)[..STALLED_RECORD / 2],
-        )?;
+        log.fill(&reservation, &half_stalled_record(rank))?;
         return Ok(reservation.slot);
     }
+    // Its stdin stays open until it is killed; should this process die
+    // first, the writer sees the end of its stdin and exits.
     let mut child = Command::new(std::env::current_exe()?)
         .args(std::env::args().skip(1))
         .args(["--stalled-writer", "1"])
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
-    let mut line = String::new();
-    let said = match child.stdout.take() {
-        Some(out) => BufReader::new(out).read_line(&mut line).map(drop),
-        None => Err(errno(libc::EPIPE)),
-    };
+    let said = hear_stalled_slot(&mut child, password);
     let killed = child.kill();
     child.wait()?;
-    said?;
+    let line = said?;
     killed?;
     line.trim()
         .strip_prefix("stalled slot=")
@@ -524,31 +560,59 @@ fn stall_a_writer(options: &Options, log: &Log, rank: usize) -> io::Result<u64> 
         })
 }
 
-fn stalled_key(rank: usize) -> Key {
-    Key {
+/// Gives a stalled writer the log's password and returns the line it
+/// then prints; `ETIMEDOUT` if none came within [`STALL_WAIT`].
+fn hear_stalled_slot(child: &mut Child, password: u64) -> io::Result<String> {
+    let stdin = child.stdin.as_mut().ok_or_else(|| errno(libc::EPIPE))?;
+    writeln!(stdin, "{password:016x}")?;
+    stdin.flush()?;
+    let out = child.stdout.take().ok_or_else(|| errno(libc::EPIPE))?;
+    // Read on a thread, so that a writer that hangs cannot hang us.
+    let (said, hear) = mpsc::channel();
+    std::thread::Builder::new().spawn(move || {
+        let mut line = String::new();
+        let _ = said.send(BufReader::new(out).read_line(&mut line).map(|_| line));
+    })?;
+    hear.recv_timeout(STALL_WAIT).map_err(|e| match e {
+        mpsc::RecvTimeoutError::Timeout => errno(libc::ETIMEDOUT),
+        mpsc::RecvTimeoutError::Disconnected => errno(libc::EPIPE),
+    })?
+}
+
+/// The first half of the record a stalled writer of rank `rank` never
+/// commits.
+fn half_stalled_record(rank: usize) -> Vec<u8> {
+    let key = Key {
         rank: rank as u16,
         thread: STALLED_THREAD,
         seq: 0,
-    }
+    };
+    let mut record = key.record(STALLED_RECORD);
+    record.truncate(STALLED_RECORD / 2);
+    record
 }
 
-/// The writer process of `--kill-test`: maps the log, reserves a slot,
-/// writes half its record, prints `stalled slot=N` and waits to be
-/// killed.
+/// The writer process of `--kill-test`: reads the log's password (hex)
+/// from stdin, maps the log, reserves a slot, writes half its record,
+/// prints `stalled slot=N` and waits to be killed, or for the end of its
+/// stdin (the rank that started it is gone).
 pub fn run_stalled_writer(options: &Options, settings: &Settings) -> io::Result<()> {
     let rank = match options.transport {
         Transport::Lite => (lite::node_id()? as usize).saturating_sub(1),
         _ => options.rank,
     };
-    let log = Log::open(open_store(options, settings)?)?;
+    let mut input = io::stdin().lock();
+    let mut line = String::new();
+    input.read_line(&mut line)?;
+    let password = u64::from_str_radix(line.trim(), 16).map_err(|_| errno(libc::EINVAL))?;
+    let log = Log::open(open_store(options, settings, password)?)?;
     let reservation = log.reserve(STALLED_RECORD)?;
-    let record = stalled_key(rank).record(STALLED_RECORD);
-    log.fill(&reservation, &record[..STALLED_RECORD / 2])?;
+    log.fill(&reservation, &half_stalled_record(rank))?;
     let mut out = io::stdout().lock();
     writeln!(out, "stalled slot={}", reservation.slot)?;
     out.flush()?;
-    std::thread::sleep(STALL_TIME);
-    Err(errno(libc::ETIMEDOUT))
+    io::copy(&mut input, &mut io::sink())?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -564,8 +628,9 @@ mod tests {
     fn a_local_run_with_a_stalled_writer_checks_out() {
         let options = options("--records 60 --threads 3 --kill-test 1");
         let settings = Settings::from_options(&options).unwrap();
-        let report = run(&options, &settings).unwrap();
+        let (rank, report) = run(&options, &settings).unwrap();
         assert!(report.checked);
+        assert_eq!(rank, 0);
         assert_eq!(
             (report.app, report.transport, report.work),
             ("log", "local", 60)
@@ -603,6 +668,7 @@ mod tests {
             "--record-size 2M",
             "--threads 0",
             "--log-size 1T",
+            "--log-size 18446744073709551615",
         ] {
             assert!(Settings::from_options(&options(bad)).is_err(), "{bad}");
         }

@@ -17,14 +17,13 @@ pub struct MemStore {
 
 impl MemStore {
     /// Zeroed memory for a log of `geometry`'s size. `EINVAL` for a
-    /// geometry beyond the limits.
+    /// geometry beyond the limits, `ENOMEM` if there is not enough memory.
     pub fn new(geometry: Geometry) -> io::Result<MemStore> {
         geometry.check()?;
-        let bytes = |n: u64| usize::try_from(n).map_err(|_| errno(libc::ENOMEM));
         Ok(MemStore {
             words: Default::default(),
-            index: Mutex::new(vec![0; bytes(geometry.index_bytes())?]),
-            data: Mutex::new(vec![0; bytes(geometry.data_bytes)?]),
+            index: Mutex::new(zeroed(geometry.index_bytes())?),
+            data: Mutex::new(zeroed(geometry.data_bytes)?),
         })
     }
 
@@ -34,6 +33,18 @@ impl MemStore {
             Area::Data => &self.data,
         }
     }
+}
+
+/// `n` zero bytes; `ENOMEM` rather than an abort if they cannot be had
+/// (`n` comes from the command line).
+fn zeroed(n: u64) -> io::Result<Vec<u8>> {
+    let n = usize::try_from(n).map_err(|_| errno(libc::ENOMEM))?;
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(n)
+        .map_err(|_| errno(libc::ENOMEM))?;
+    bytes.resize(n, 0);
+    Ok(bytes)
 }
 
 /// The range `offset..offset + len` of an area of `size` bytes; `EINVAL`
@@ -48,10 +59,12 @@ fn range(offset: u64, len: usize, size: usize) -> io::Result<std::ops::Range<usi
 
 impl LogStore for MemStore {
     fn fetch_add(&self, word: Word, value: u64) -> io::Result<u64> {
+        // PANIC: a Word is 0, 1 or 2, an index of `words`.
         Ok(self.words[word as usize].fetch_add(value, Ordering::SeqCst))
     }
 
     fn compare_swap(&self, word: Word, expected: u64, new: u64) -> io::Result<u64> {
+        // PANIC: a Word is 0, 1 or 2, an index of `words`.
         let word = &self.words[word as usize];
         let result = word.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst);
         Ok(result.unwrap_or_else(|actual| actual))
@@ -62,6 +75,7 @@ impl LogStore for MemStore {
         // the log does not handle (a torn write at worst), so go on.
         let mut memory = self.area(area).lock().unwrap_or_else(|e| e.into_inner());
         let range = range(offset, bytes.len(), memory.len())?;
+        // PANIC: `range` checked that it lies within `memory`.
         memory[range].copy_from_slice(bytes);
         Ok(())
     }
@@ -69,6 +83,7 @@ impl LogStore for MemStore {
     fn read(&self, area: Area, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let memory = self.area(area).lock().unwrap_or_else(|e| e.into_inner());
         let range = range(offset, buf.len(), memory.len())?;
+        // PANIC: `range` checked that it lies within `memory`.
         buf.copy_from_slice(&memory[range]);
         Ok(())
     }

@@ -6,11 +6,13 @@
 //! little-endian), followed by `b` bytes for a write. The reply is
 //! `{errno or 0, value}`, followed by `b` bytes for a successful read.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{sleep, JoinHandle};
+use std::time::Duration;
 
 use super::{errno, Area, LogStore, Word};
 
@@ -22,11 +24,30 @@ const COMPARE_SWAP: u8 = 2;
 const WRITE: u8 = 3;
 const READ: u8 = 4;
 
+/// Longest a request may take to be sent or answered, and a server
+/// connection may stay idle: generous, but finite, so that a peer that
+/// vanished without closing its socket cannot hang the other end.
+const IO_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Limit of one connection attempt, and how many a client makes.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const CONNECT_ATTEMPTS: u32 = 5;
+
+/// Pause between connection attempts, and after a failed accept.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// How often the server looks for new clients (and for being dropped).
+const ACCEPT_POLL: Duration = Duration::from_millis(10);
+
+/// The server's open connections, by number, to shut down with it.
+type Connections = Mutex<HashMap<u64, TcpStream>>;
+
 /// Serves a [`LogStore`] to [`TcpStore`] clients, one thread per
-/// connection, until dropped.
+/// connection, until dropped; dropping it also ends every connection.
 pub struct LogServer {
     address: SocketAddr,
     stopping: Arc<AtomicBool>,
+    open: Arc<Connections>,
     acceptor: Option<JoinHandle<()>>,
 }
 
@@ -34,26 +55,32 @@ impl LogServer {
     /// Listens on `address` (port 0 picks a free port) and serves `store`.
     pub fn start(address: impl ToSocketAddrs, store: Arc<dyn LogStore>) -> io::Result<LogServer> {
         let listener = TcpListener::bind(address)?;
+        // Polled, so that the acceptor notices when the server is dropped.
+        listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let stop = Arc::clone(&stopping);
-        let acceptor = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                // A failed accept concerns that one client only.
-                if let Ok(stream) = stream {
-                    let store = Arc::clone(&store);
-                    // A client that goes away mid-request only ends its
-                    // own connection; the log is left as it was.
-                    std::thread::spawn(move || serve(stream, &*store));
+        let open = Arc::new(Connections::default());
+        let (stop, connections) = (Arc::clone(&stopping), Arc::clone(&open));
+        let acceptor = std::thread::Builder::new().spawn(move || {
+            let mut number = 0;
+            while !stop.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        number += 1;
+                        // A client that cannot be served concerns that
+                        // client only.
+                        let _ = admit(stream, number, &store, &connections);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => sleep(ACCEPT_POLL),
+                    // Out of file descriptors, say: wait rather than spin.
+                    Err(_) => sleep(RETRY_PAUSE),
                 }
             }
-        });
+        })?;
         Ok(LogServer {
             address,
             stopping,
+            open,
             acceptor: Some(acceptor),
         })
     }
@@ -67,25 +94,42 @@ impl LogServer {
 impl Drop for LogServer {
     fn drop(&mut self) {
         self.stopping.store(true, Ordering::SeqCst);
-        // Wakes the acceptor, which then sees `stopping`.
-        let mut wake = self.address;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(match wake.ip() {
-                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-                IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
-            });
+        // Once the acceptor is gone, no connection is added to `open`.
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
         }
-        if TcpStream::connect(wake).is_ok() {
-            if let Some(acceptor) = self.acceptor.take() {
-                let _ = acceptor.join();
-            }
+        // Their threads then see the end of the stream and finish.
+        for stream in lock(&self.open).values() {
+            let _ = stream.shutdown(Shutdown::Both);
         }
     }
 }
 
+/// Serves a new client, connection `number`, on a thread of its own.
+fn admit(
+    stream: TcpStream,
+    number: u64,
+    store: &Arc<dyn LogStore>,
+    open: &Arc<Connections>,
+) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    configure(&stream)?;
+    lock(open).insert(number, stream.try_clone()?);
+    let (store, connections) = (Arc::clone(store), Arc::clone(open));
+    let spawned = std::thread::Builder::new().spawn(move || {
+        // A client that goes away mid-request only ends its own
+        // connection; the log is left as it was.
+        let _ = serve(stream, &*store);
+        lock(&connections).remove(&number);
+    });
+    if spawned.is_err() {
+        lock(open).remove(&number);
+    }
+    spawned.map(drop)
+}
+
 /// Answers one client's requests until it disconnects.
 fn serve(mut stream: TcpStream, store: &dyn LogStore) -> io::Result<()> {
-    stream.set_nodelay(true)?;
     let mut header = [0u8; 24];
     let mut payload = Vec::new();
     loop {
@@ -101,13 +145,14 @@ fn serve(mut stream: TcpStream, store: &dyn LogStore) -> io::Result<()> {
             return Err(errno(libc::EINVAL));
         }
         payload.resize(transfer as usize, 0);
+        if op == WRITE {
+            // Whatever the target, so that the stream stays in step.
+            stream.read_exact(&mut payload)?;
+        }
         let result = match (op, word(target), area(target)) {
             (FETCH_ADD, Some(word), _) => store.fetch_add(word, a),
             (COMPARE_SWAP, Some(word), _) => store.compare_swap(word, a, b),
-            (WRITE, _, Some(area)) => {
-                stream.read_exact(&mut payload)?;
-                store.write(area, a, &payload).map(|()| 0)
-            }
+            (WRITE, _, Some(area)) => store.write(area, a, &payload).map(|()| 0),
             (READ, _, Some(area)) => store.read(area, a, &mut payload).map(|()| 0),
             _ => Err(errno(libc::EINVAL)),
         };
@@ -117,6 +162,19 @@ fn serve(mut stream: TcpStream, store: &dyn LogStore) -> io::Result<()> {
         }
         stream.write_all(&out)?;
     }
+}
+
+/// Sets the options every connection of the protocol uses.
+fn configure(stream: &TcpStream) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))
+}
+
+/// Locks `mutex`, also after a panic elsewhere: what it guards (streams
+/// and their numbers) stays usable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn reply(result: &io::Result<u64>) -> [u8; 16] {
@@ -163,6 +221,7 @@ fn encode(op: u8, target: u8, a: u64, b: u64) -> [u8; 24] {
 fn decode(header: &[u8; 24]) -> (u8, u8, u64, u64) {
     let word = |at: usize| {
         let mut bytes = [0u8; 8];
+        // PANIC: called with 8 and 16 only, within the 24 bytes.
         bytes.copy_from_slice(&header[at..at + 8]);
         u64::from_le_bytes(bytes)
     };
@@ -170,7 +229,8 @@ fn decode(header: &[u8; 24]) -> (u8, u8, u64, u64) {
 }
 
 /// A log's memory behind a [`LogServer`]. Threads share it: each request
-/// takes an idle connection, or opens one.
+/// takes an idle connection, or opens one. A connection left idle for
+/// longer than the server waits ([`IO_TIMEOUT`]) is closed by it.
 #[derive(Debug)]
 pub struct TcpStore {
     server: SocketAddr,
@@ -178,39 +238,49 @@ pub struct TcpStore {
 }
 
 impl TcpStore {
-    /// Connects to the log server at `server`.
-    pub fn connect(server: impl ToSocketAddrs) -> io::Result<TcpStore> {
-        let stream = TcpStream::connect(server)?;
-        stream.set_nodelay(true)?;
+    /// Connects to the log server at `server`, trying a few times (it may
+    /// be starting up).
+    pub fn connect(server: SocketAddr) -> io::Result<TcpStore> {
         Ok(TcpStore {
-            server: stream.peer_addr()?,
-            idle: Mutex::new(vec![stream]),
+            server,
+            idle: Mutex::new(vec![connect(server)?]),
         })
     }
 
     /// Sends one request and returns the reply's value; a read's bytes go
     /// to `into`.
     fn call(&self, header: [u8; 24], payload: &[u8], into: &mut [u8]) -> io::Result<u64> {
-        let taken = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let taken = lock(&self.idle).pop();
         let mut stream = match taken {
             Some(stream) => stream,
-            None => {
-                let stream = TcpStream::connect(self.server)?;
-                stream.set_nodelay(true)?;
-                stream
-            }
+            None => connect(self.server)?,
         };
         // A connection that failed mid-request is out of step: drop it.
         let (status, value) = request(&mut stream, &header, payload, into)?;
-        self.idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(stream);
+        lock(&self.idle).push(stream);
         match status {
             0 => Ok(value),
             code => Err(errno(i32::try_from(code).unwrap_or(libc::EIO))),
         }
     }
+}
+
+/// A new connection to the server at `server`, with
+/// [`CONNECT_ATTEMPTS`] attempts of at most [`CONNECT_TIMEOUT`] each.
+fn connect(server: SocketAddr) -> io::Result<TcpStream> {
+    let mut attempt = 1;
+    let stream = loop {
+        match TcpStream::connect_timeout(&server, CONNECT_TIMEOUT) {
+            Ok(stream) => break stream,
+            Err(_) if attempt < CONNECT_ATTEMPTS => {
+                attempt += 1;
+                sleep(RETRY_PAUSE);
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    configure(&stream)?;
+    Ok(stream)
 }
 
 /// `EINVAL` for a read or write larger than one request may carry.

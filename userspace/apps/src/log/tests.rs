@@ -240,13 +240,11 @@ fn torn_entries_and_damaged_records_are_never_delivered() {
     let (seen, summary) = contents(&log);
     assert!(seen.is_empty());
     assert_eq!((summary.corrupt, summary.uncommitted), (1, 2));
-    assert_eq!(
-        Tailer::new(good)
-            .poll(&log, |_, _| {})
-            .unwrap_err()
-            .raw_os_error(),
-        Some(libc::EIO)
-    );
+    // A tailer skips it too, counts it, and moves past it.
+    let mut tailer = Tailer::new(good);
+    assert_eq!(tailer.poll(&log, |_, _| panic!("corrupt")).unwrap(), 0);
+    tailer.poll(&log, |_, _| panic!("corrupt")).unwrap();
+    assert_eq!((tailer.corrupt(), tailer.position()), (1, good + 1));
 }
 
 #[test]
@@ -332,4 +330,30 @@ fn the_tcp_log_server_serves_concurrent_clients() {
     store.read(Area::Data, 0, &mut buf[..8]).unwrap();
     assert_eq!(buf[..8], [7; 8]);
     drop(server);
+}
+
+#[test]
+fn a_write_to_no_area_is_refused_without_running_its_payload() {
+    use std::io::{Read, Write};
+    let memory = Arc::new(MemStore::new(geometry(4096, 16)).unwrap());
+    let server = LogServer::start("127.0.0.1:0", Arc::clone(&memory) as _).unwrap();
+    let mut raw = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    let header = |op: u8, target: u8, a: u64, b: u64| {
+        let mut h = vec![op, target, 0, 0, 0, 0, 0, 0];
+        h.extend(a.to_le_bytes());
+        h.extend(b.to_le_bytes());
+        h
+    };
+    // A write to target 9, whose payload reads as a fetch-and-add of 5.
+    let mut message = header(3, 9, 0, 24);
+    message.extend(header(1, 0, 5, 0));
+    raw.write_all(&message).unwrap();
+    let mut reply = [0u8; 16];
+    raw.read_exact(&mut reply).unwrap();
+    assert_eq!(reply[..8], (libc::EINVAL as u64).to_le_bytes());
+    // The next request is answered as such, and the payload never ran.
+    raw.write_all(&header(1, 0, 0, 0)).unwrap();
+    raw.read_exact(&mut reply).unwrap();
+    assert_eq!(reply, [0; 16]);
+    assert_eq!(memory.fetch_add(Word::Tail, 0).unwrap(), 0);
 }

@@ -7,6 +7,15 @@
 use std::collections::HashSet;
 use std::io;
 
+use crate::rng::SplitMix64;
+
+/// The most input [`generate`] makes: 4 GiB.
+pub const MAX_SIZE: usize = 4 << 30;
+
+/// Room past `size` for the last line: an id and at most 16 words of at
+/// most 10 letters fit.
+const LAST_LINE: usize = 256;
+
 /// Number of distinct words the generator draws from.
 pub const VOCABULARY: usize = 4000;
 
@@ -16,35 +25,23 @@ const WORDS_PER_DOCUMENT: std::ops::RangeInclusive<u64> = 4..=16;
 /// Letters per generated word: uniform in this range.
 const LETTERS_PER_WORD: std::ops::RangeInclusive<u64> = 2..=10;
 
-/// SplitMix64: a tiny, fast, seedable generator, so that the input is the
-/// same on every machine.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `range` (the slight modulo bias does not matter here).
-    fn in_range(&mut self, range: std::ops::RangeInclusive<u64>) -> u64 {
-        range.start() + self.next() % (range.end() - range.start() + 1)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// At least `size` bytes of documents (whole lines: at most one line more),
 /// the same for the same `seed`. Document ids count from 0; words follow a
 /// Zipf distribution (the `k`-th most frequent word is drawn with weight
 /// `1/k`) over [`VOCABULARY`] generated words, like natural text.
-pub fn generate(size: usize, seed: u64) -> Vec<u8> {
+///
+/// # Errors
+///
+/// `EINVAL` if `size` is above [`MAX_SIZE`]; `ENOMEM` if the text does not
+/// fit in memory.
+pub fn generate(size: usize, seed: u64) -> io::Result<Vec<u8>> {
+    if size > MAX_SIZE {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // Allocated once, up front: a size too large fails here, not mid-way.
+    let mut text = Vec::new();
+    text.try_reserve_exact(size + LAST_LINE)
+        .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
     let mut rng = SplitMix64(seed);
     let vocabulary = vocabulary(&mut rng);
     let mut cumulative = Vec::with_capacity(vocabulary.len());
@@ -53,7 +50,6 @@ pub fn generate(size: usize, seed: u64) -> Vec<u8> {
         total += 1.0 / k as f64;
         cumulative.push(total);
     }
-    let mut text = Vec::with_capacity(size + 256);
     let mut id = 0u32;
     while text.len() < size {
         text.extend_from_slice(id.to_string().as_bytes());
@@ -63,15 +59,18 @@ pub fn generate(size: usize, seed: u64) -> Vec<u8> {
                 text.push(b' ');
             }
             let drawn = rng.unit() * total;
+            // The first word whose cumulative weight passes the draw (the
+            // last, should rounding leave the draw past them all).
             let k = cumulative
                 .partition_point(|&c| c <= drawn)
-                .min(vocabulary.len() - 1);
+                .min(VOCABULARY - 1);
+            // PANIC: `k < VOCABULARY`, the vocabulary's length.
             text.extend_from_slice(vocabulary[k].as_bytes());
         }
         text.push(b'\n');
         id = id.wrapping_add(1);
     }
-    text
+    Ok(text)
 }
 
 /// [`VOCABULARY`] distinct lowercase words, most frequent first.
@@ -95,20 +94,37 @@ pub fn split_at_lines(text: &[u8], parts: usize) -> Vec<&[u8]> {
     let mut pieces = Vec::with_capacity(parts);
     let mut start = 0;
     for k in 1..=parts {
-        let end = line_start_at_or_after(text, (text.len() * k / parts).max(start));
-        let end = if k == parts { text.len() } else { end };
+        let end = if k == parts {
+            text.len()
+        } else {
+            line_start_at_or_after(text, share(text.len(), k, parts).max(start))
+        };
+        // PANIC: `start <= end <= text.len()`: `end` is a line start at or
+        // after `start`, or the end of the text.
         pieces.push(&text[start..end]);
         start = end;
     }
     pieces
 }
 
+/// `len * k / parts`, rounded down, for `1 <= k <= parts`.
+fn share(len: usize, k: usize, parts: usize) -> usize {
+    // Widened, as `len * k` may not fit in a usize; the quotient is at most
+    // `len`, so it does.
+    let share = len as u128 * k as u128 / parts as u128;
+    usize::try_from(share).unwrap_or(len)
+}
+
 /// The first position at or after `pos` where a line starts (or the end).
 fn line_start_at_or_after(text: &[u8], pos: usize) -> usize {
-    if pos == 0 {
+    let Some(before) = pos.checked_sub(1) else {
         return 0;
-    }
-    match text[pos - 1..].iter().position(|&b| b == b'\n') {
+    };
+    // A line starts just after the first newline at or after `pos - 1`.
+    match text
+        .get(before..)
+        .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+    {
         Some(newline) => pos + newline,
         None => text.len(),
     }
@@ -140,9 +156,9 @@ mod tests {
 
     #[test]
     fn the_generator_is_deterministic_and_writes_numbered_lines() {
-        let text = generate(50_000, 7);
-        assert_eq!(text, generate(50_000, 7));
-        assert_ne!(text, generate(50_000, 8));
+        let text = generate(50_000, 7).unwrap();
+        assert_eq!(text, generate(50_000, 7).unwrap());
+        assert_ne!(text, generate(50_000, 8).unwrap());
         assert!(text.len() >= 50_000 && text.len() < 50_000 + 200);
         assert_eq!(text.last(), Some(&b'\n'));
         let lines: Vec<&[u8]> = text
@@ -154,12 +170,14 @@ mod tests {
             assert_eq!(id as usize, n);
             assert!(WORDS_PER_DOCUMENT.contains(&(words.count() as u64)));
         }
-        assert!(generate(0, 7).is_empty());
+        assert!(generate(0, 7).unwrap().is_empty());
+        let too_big = generate(MAX_SIZE + 1, 7).unwrap_err();
+        assert_eq!(too_big.raw_os_error(), Some(libc::EINVAL));
     }
 
     #[test]
     fn word_frequencies_are_skewed() {
-        let text = generate(200_000, 1);
+        let text = generate(200_000, 1).unwrap();
         let mut counts = std::collections::HashMap::new();
         for line in text.split(|&b| b == b'\n') {
             if let Some((_, words)) = parse_document(line).unwrap() {
@@ -180,7 +198,7 @@ mod tests {
 
     #[test]
     fn splits_are_whole_lines_and_cover_the_text() {
-        let generated = generate(10_000, 3);
+        let generated = generate(10_000, 3).unwrap();
         let texts: [&[u8]; 5] = [&generated, b"", b"0 a\n", b"0 a\n1 b", b"\n\n0 a\n\n"];
         for text in texts {
             for parts in 1..=7 {
