@@ -270,11 +270,11 @@ bench_apps() {
 			"lite-graph --algo pagerank --scale 12 --edge-factor 8" \
 			"lite-graph --algo components --scale 12 --edge-factor 8"
 	else
-		set -- "lite-log --records 300 --threads 2 --record-size 4096" \
-			"lite-mapreduce --job wordcount --size 4M --threads 2" \
-			"lite-mapreduce --job invindex --size 2M --threads 2" \
-			"lite-graph --algo pagerank --scale 16 --edge-factor 16" \
-			"lite-graph --algo components --scale 16 --edge-factor 16"
+		set -- "lite-log --records 1000 --threads 2 --record-size 4096" \
+			"lite-mapreduce --job wordcount --size 16M --threads 2" \
+			"lite-mapreduce --job invindex --size 8M --threads 2" \
+			"lite-graph --algo pagerank --scale 17 --edge-factor 16" \
+			"lite-graph --algo components --scale 17 --edge-factor 16"
 	fi
 	runs=
 	for app_run in "$@"; do

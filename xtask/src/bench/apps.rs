@@ -105,19 +105,32 @@ fn median_min_max(values: &[f64]) -> Option<(f64, f64, f64)> {
 
 /// The applications' table, one string per line: per job and cluster size,
 /// each version's median time (min-max over its runs; the local runs of
-/// the same phase), LITE's speedup over TCP and over one node; runs whose
-/// result differed are counted.
+/// the same phase), LITE's speedup over TCP and over one node, and LITE's
+/// throughput; runs whose result differed are counted.
 pub fn table(runs: &[AppRun]) -> Vec<String> {
     let mut lines = vec![format!(
-        "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9}",
+        "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9} {:>18}",
         "job",
         "nodes",
         "local s (min-max)",
         "tcp s (min-max)",
         "lite s (min-max)",
         "lite/tcp",
-        "lite/1"
+        "lite/1",
+        "lite per s"
     )];
+    // LITE's throughput at its median time, in the job's unit.
+    let throughput = |job: &str, cluster: usize, seconds: Option<(f64, f64, f64)>| {
+        let run = runs
+            .iter()
+            .find(|r| r.app == job && r.transport == "lite" && r.cluster == cluster);
+        match (run, seconds) {
+            (Some(run), Some((median, _, _))) if median > 0.0 => {
+                format!("{:.0} {}", run.work as f64 / median, run.unit)
+            }
+            _ => "-".to_string(),
+        }
+    };
     let cell = |job: &str, transport: &str, cluster: usize| {
         let times: Vec<f64> = runs
             .iter()
@@ -148,14 +161,15 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
                 continue;
             }
             lines.push(format!(
-                "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9}",
+                "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9} {:>18}",
                 job,
                 nodes,
                 show(local),
                 show(tcp),
                 show(lite),
                 speedup(tcp, lite),
-                speedup(local, lite)
+                speedup(local, lite),
+                throughput(job, nodes, lite)
             ));
         }
     }
@@ -259,6 +273,7 @@ LITE-APP app=broken
             .expect("a wordcount row");
         assert!(row.contains("3.000 (2.000-4.000)"), "{row}");
         assert!(row.contains("2.00x") && row.contains("6.00x"), "{row}");
+        assert!(row.ends_with("200 bytes"), "{row}");
         assert!(table
             .iter()
             .any(|l| l == "1 tcp run(s) differed from the reference"));

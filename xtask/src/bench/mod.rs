@@ -76,9 +76,10 @@ pub const FAILURE_NODES: usize = failure::NODES;
 
 /// The applications' source files (under `userspace/apps/src/`) holding
 /// their LITE code, whose lines the report counts.
-const APP_LITE_FILES: [(&str, &str); 2] = [
+const APP_LITE_FILES: [(&str, &str); 3] = [
     ("LITE-Log", "log/lite.rs"),
     ("MapReduce, Graph", "lite_exchange.rs"),
+    ("every application", "lite_barrier.rs"),
 ];
 
 /// `cargo xtask bench`; with `apps_only`, only the application phases.
