@@ -17,6 +17,7 @@
 //! private file, the VMs boot an initrd that holds it (the cached
 //! initramfs and a small archive appended), also when booted again.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,6 +28,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::fsutil::LogFollower;
 use crate::interrupt;
+use crate::logscan;
 use crate::paths::{repo_root, Cache};
 use crate::prereqs;
 use crate::process::{self, run_logged};
@@ -43,9 +45,12 @@ const NETNS_PREFIX: &str = "lite-";
 /// Delay between VM starts, so they do not all boot on the same cores at once.
 const START_GAP: Duration = Duration::from_secs(2);
 
+/// The guests' subnet, up to the last byte: node `i` is this followed by `i`.
+const NODE_SUBNET_PREFIX: &str = "10.77.0.";
+
 /// Guest address of node `i` (from 1).
 pub fn node_ip(i: usize) -> String {
-    format!("10.77.0.{i}")
+    format!("{NODE_SUBNET_PREFIX}{i}")
 }
 
 /// The tap device of node `i` (from 1) in the cluster's namespace: the
@@ -294,8 +299,16 @@ impl Drop for Cluster {
 /// purpose: a node declared dead there means the run can no longer test
 /// what it meant to, and its peers may wait for it until the timeout, so
 /// [`NoDeathWatch::check`] ends the wait at once instead.
+///
+/// A node whose guest already reported `LITE-GUEST-EXIT` has finished its
+/// role and powered off; the manager declaring it dead afterwards is the
+/// expected end of its membership, not a failure, while its peers may
+/// still be running their last checks.
 pub struct NoDeathWatch {
     log: LogFollower,
+    logs: PathBuf,
+    /// VM index (from 1) of each LITE node id, from the manager's join lines.
+    vm_of_node: HashMap<u32, usize>,
 }
 
 impl NoDeathWatch {
@@ -303,26 +316,69 @@ impl NoDeathWatch {
     pub fn new(spec: &ClusterSpec) -> Self {
         Self {
             log: LogFollower::new(spec.logs.join("cm.log")),
+            logs: spec.logs.to_path_buf(),
+            vm_of_node: HashMap::new(),
         }
     }
 
     /// Fails with the manager's line if it declared a node dead since the
-    /// last call; for [`Cluster::wait`]'s tick.
+    /// last call, unless that node's guest had already finished; for
+    /// [`Cluster::wait`]'s tick.
     pub fn check(&mut self) -> Result<()> {
-        match self.log.new_lines().into_iter().find(|l| is_death(l)) {
-            Some(line) => bail!(
-                "no node fails in this run, yet the cluster manager declared one dead \
-                 ({}); stopped the VMs",
-                line.trim()
-            ),
-            None => Ok(()),
+        for line in self.log.new_lines() {
+            if let Some((node, vm)) = parse_join(&line) {
+                self.vm_of_node.insert(node, vm);
+            }
+            if !is_death(&line) {
+                continue;
+            }
+            let finished = parse_death(&line)
+                .and_then(|node| self.vm_of_node.get(&node))
+                .is_some_and(|&vm| self.guest_finished(vm));
+            if !finished {
+                bail!(
+                    "no node fails in this run, yet the cluster manager declared one dead \
+                     ({}); stopped the VMs",
+                    line.trim()
+                );
+            }
         }
+        Ok(())
+    }
+
+    /// Whether the guest of VM `vm` (from 1) reported its exit.
+    fn guest_finished(&self, vm: usize) -> bool {
+        let log = std::fs::read(self.logs.join(format!("node{vm}.log"))).unwrap_or_default();
+        logscan::guest_exit(&String::from_utf8_lossy(&log)).is_some()
     }
 }
 
 /// Whether a line of the manager's log declares a node dead.
 fn is_death(line: &str) -> bool {
     line.contains(") declared dead: ")
+}
+
+/// The node id of a manager line `node N (incarnation K) declared dead: ...`.
+fn parse_death(line: &str) -> Option<u32> {
+    let (head, _) = line.split_once(") declared dead: ")?;
+    node_id_before_incarnation(head)
+}
+
+/// The node id and VM index (from 1) of a manager line
+/// `node N (incarnation K) joined from 10.77.0.I:PORT ...`.
+fn parse_join(line: &str) -> Option<(u32, usize)> {
+    let (head, rest) = line.split_once(") joined from ")?;
+    let node = node_id_before_incarnation(head)?;
+    let address = rest.split(':').next()?;
+    let vm = address.strip_prefix(NODE_SUBNET_PREFIX)?.parse().ok()?;
+    Some((node, vm))
+}
+
+/// `N` of a text ending in `node N (incarnation K`.
+fn node_id_before_incarnation(head: &str) -> Option<u32> {
+    let (before, _) = head.rsplit_once(" (incarnation ")?;
+    let (_, id) = before.rsplit_once("node ")?;
+    id.parse().ok()
 }
 
 /// The VM of node `i` (from 1) of `spec`'s cluster running `role`, called
@@ -578,6 +634,73 @@ mod tests {
             "{err}"
         );
         std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn the_death_watch_lets_a_finished_guest_go() {
+        let dir = std::env::temp_dir().join(format!("lite-deathwatch-done-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let extra = |_: usize| Vec::new();
+        let spec = spec(&dir, &extra);
+        let log = dir.join("cm.log");
+        // LITE node ids follow the join order, not the VM index.
+        std::fs::write(
+            &log,
+            "lite-cm: node 1 (incarnation 1) joined from 10.77.0.2:58532 (gid ::ffff:10.77.0.2, lid 0), connected to nodes [], now 1 live, epoch 1\n\
+             lite-cm: node 2 (incarnation 1) joined from 10.77.0.1:58892 (gid ::ffff:10.77.0.1, lid 0), connected to nodes [1], now 2 live, epoch 2\n",
+        )
+        .expect("write the log");
+        std::fs::write(
+            dir.join("node2.log"),
+            "LITE-GUEST-EXIT rc=0\r\nreboot: Restarting system\r\n",
+        )
+        .expect("write node2's log");
+        std::fs::write(
+            dir.join("node1.log"),
+            "LITE-GUEST-PROGRAM lite-resources\r\n",
+        )
+        .expect("write node1's log");
+        let mut watch = NoDeathWatch::new(&spec);
+        assert!(watch.check().is_ok());
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .expect("log");
+        std::io::Write::write_all(
+            &mut file,
+            b"lite-cm: node 1 (incarnation 1) declared dead: silent for 10040 ms\n",
+        )
+        .expect("append");
+        assert!(watch.check().is_ok(), "node 1 is VM 2, which had finished");
+        std::io::Write::write_all(
+            &mut file,
+            b"lite-cm: node 2 (incarnation 1) declared dead: silent for 10040 ms\n",
+        )
+        .expect("append");
+        let err = watch.check().expect_err("VM 1 was still running");
+        assert!(
+            err.to_string()
+                .contains("node 2 (incarnation 1) declared dead"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn manager_lines_give_node_ids_and_vms() {
+        assert_eq!(
+            parse_join("lite-cm: node 12 (incarnation 3) joined from 10.77.0.4:1 (gid x)"),
+            Some((12, 4))
+        );
+        assert_eq!(
+            parse_join("lite-cm: node 1 (incarnation 1) joined from 10.9.0.4:1"),
+            None
+        );
+        assert_eq!(
+            parse_death("lite-cm: node 7 (incarnation 2) declared dead: silent for 1 ms"),
+            Some(7)
+        );
+        assert_eq!(parse_death("lite-cm: node 7 was silent for 1600 ms"), None);
     }
 
     #[test]
