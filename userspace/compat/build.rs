@@ -1,5 +1,6 @@
 //! Builds LITE's C userspace with the `cc` crate: the compatibility library
-//! (static and shared), its test program, and the C examples. They land in
+//! (static and shared), its test program, the C examples and the
+//! benchmark's native verbs baseline. They land in
 //! `<target-dir>/<profile>/lite-c/` (see `src/lib.rs`), where the harness
 //! packs them into the guests and users link against them.
 
@@ -17,6 +18,8 @@ enum Link {
     Static,
     /// Against nothing of LITE's (the header's inline wrappers suffice).
     HeaderOnly,
+    /// Against libibverbs alone: the native baseline of the benchmark.
+    Verbs,
 }
 
 /// Programs: name, source (relative to this crate), linking.
@@ -31,6 +34,11 @@ const PROGRAMS: &[(&str, &str, Link)] = &[
     ("lite_share", "../examples/lite_share.c", Link::HeaderOnly),
     ("lite_rpc", "../examples/lite_rpc.c", Link::HeaderOnly),
     ("lite_lock", "../examples/lite_lock.c", Link::HeaderOnly),
+    (
+        "lite-verbs-bench",
+        "../verbs-baseline/lite_verbs_bench.c",
+        Link::Verbs,
+    ),
 ];
 
 /// Warnings are errors: the C code is ours and builds cleanly.
@@ -47,6 +55,7 @@ fn main() {
         "tests",
         "../include/lite.h",
         "../examples",
+        "../verbs-baseline",
     ] {
         println!("cargo:rerun-if-changed={watched}");
     }
@@ -99,6 +108,9 @@ fn main() {
                 command.arg(out_dir.join("liblite-compat.a"));
             }
             Link::HeaderOnly => {}
+            Link::Verbs => {
+                command.args(["-libverbs", "-lm"]);
+            }
         }
         run(command.arg("-lpthread"));
     }

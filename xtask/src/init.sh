@@ -25,6 +25,11 @@
 #                      the cluster test (0, the default: test does not fuzz)
 #   lite.seed=X        lite-fuzz's seed (default: lite-fuzz takes the clock)
 #   lite.approunds=N   bench-apps: rounds of every application run
+#   lite.rounds=N      bench-native-*: interleaved rounds of the native verbs
+#                      baseline and LITE's latency series (0: none)
+#   lite.rounditers=N  operations per series in each of those rounds
+#   lite.comparison=0  bench-native-*: the rounds alone, without perftest and
+#                      the other lite-bench series (default 1)
 #   lite.cmtimeout=MS  silence of the cluster manager after which this node
 #                      counts itself cut off (LITE's manager_timeout_ms);
 #                      the harness gives the manager the same dead-after
@@ -56,6 +61,9 @@ asyncsizes=
 depths=
 bwbytes=
 lockiters=300
+rounds=0
+rounditers=300
+comparison=1
 fuzzsecs=0
 seed=
 cmtimeout=
@@ -75,6 +83,9 @@ for arg in $(cat /proc/cmdline); do
 	lite.depths=*) depths=${arg#lite.depths=} ;;
 	lite.bwbytes=*) bwbytes=${arg#lite.bwbytes=} ;;
 	lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;
+	lite.rounds=*) rounds=${arg#lite.rounds=} ;;
+	lite.rounditers=*) rounditers=${arg#lite.rounditers=} ;;
+	lite.comparison=*) comparison=${arg#lite.comparison=} ;;
 	lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;
 	lite.seed=*) seed=${arg#lite.seed=} ;;
 	lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;
@@ -248,6 +259,45 @@ perftest_bw_side() {
 	return $status
 }
 
+# The interleaved comparison: each round runs the native verbs baseline
+# (lite-verbs-bench: node 1 serves, node 2 measures) and LITE's same series
+# (lite-bench --series latency) in the same VMs, so that drift of the
+# emulator between rounds moves both sides of each round's ratio. Odd
+# rounds start with the baseline, even ones with LITE, so that neither
+# side always runs first. Every line between the two markers belongs to
+# that round.
+verbs_round() {
+	if [ "$1" = server ]; then
+		timeout 600 lite-verbs-bench --server --wait event
+	else
+		timeout 600 lite-verbs-bench --client "$peer" --wait event \
+			--iters "$rounditers" --sizes "$sizes"
+	fi
+}
+
+lite_round() {
+	lite-bench --cm "$cm" --series latency --iters "$rounditers" \
+		--sizes "$sizes" --rpc-sizes "$sizes"
+}
+
+latency_rounds() {
+	status=0
+	round=1
+	while [ "$round" -le "$rounds" ]; do
+		echo "LITE-ROUND-BEGIN round=$round"
+		if [ $((round % 2)) -eq 1 ]; then
+			verbs_round "$1" || status=1
+			lite_round || status=1
+		else
+			lite_round || status=1
+			verbs_round "$1" || status=1
+		fi
+		echo "LITE-ROUND-END round=$round"
+		round=$((round + 1))
+	done
+	return $status
+}
+
 lite_bench() {
 	set -- --cm "$cm" --iters "$iters" --sizes "$sizes" --rpc-sizes "$sizes"
 	[ -n "$bwsizes" ] && set -- "$@" --bw-sizes "$bwsizes"
@@ -374,15 +424,14 @@ failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || r
 partition-survivor) lite-partition-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$? ;;
 partition-cut) lite-partition-test --cm "$cm" --nodes "$nodes" --role cut || rc=$? ;;
 kunit) ;; # KUnit ran during boot, before /init.
-bench-native-server)
-	perftest_side server || rc=1
-	perftest_bw_side server || rc=1
-	lite_bench || rc=1
-	;;
-bench-native-client)
-	perftest_side client || rc=1
-	perftest_bw_side client || rc=1
-	lite_bench || rc=1
+bench-native-server | bench-native-client)
+	side=${run#bench-native-}
+	latency_rounds "$side" || rc=1
+	if [ "$comparison" != 0 ]; then
+		perftest_side "$side" || rc=1
+		perftest_bw_side "$side" || rc=1
+		lite_bench || rc=1
+	fi
 	;;
 bench-lite) lite_bench || rc=$? ;;
 # Every node takes one lock kept by node 1, at the same time.

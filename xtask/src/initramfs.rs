@@ -64,6 +64,7 @@ const GUEST_C_PROGRAMS: &[&str] = &[
     "lite_share",
     "lite_rpc",
     "lite_lock",
+    "lite-verbs-bench",
 ];
 
 /// The compatibility library the shared-linked programs load, installed

@@ -137,9 +137,27 @@ enum Command {
         /// Iterations per operation and message size.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         iters: u32,
-        /// Run only the application phases.
-        #[arg(long)]
+        /// Interleaved rounds of LITE and the native verbs baseline (the
+        /// latency part); each figure's verdict is its median ratio.
+        #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=100))]
+        rounds: u32,
+        /// Operations per series in each interleaved round.
+        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(5..=1_000_000))]
+        round_iters: u32,
+        /// Measure only these parts (comma-separated).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        only: Vec<bench::Part>,
+        /// Run only the application phases (the same as --only apps).
+        #[arg(long, hide = true)]
         apps_only: bool,
+        /// Directory for the figures (bench.json), the charts and a summary;
+        /// by default a new directory under the cache, named at the end.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// Compare two reports' figures and exit, flagging regressions
+        /// beyond the measured spread.
+        #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"])]
+        compare: Option<Vec<PathBuf>>,
         #[command(flatten)]
         source: SourceArgs,
         /// Boot this kernel image instead of building one.
@@ -201,15 +219,31 @@ fn main() -> ExitCode {
         ),
         Command::Bench {
             iters,
+            rounds,
+            round_iters,
+            mut only,
             apps_only,
+            report,
+            compare,
             source,
             kernel,
-        } => bench::run(
-            iters,
-            apps_only,
-            source.kernel_src.as_deref(),
-            kernel.as_deref(),
-        ),
+        } => match compare.as_deref() {
+            Some([old, new]) => bench::compare(old, new),
+            Some(_) => Err(anyhow::anyhow!("--compare takes two reports")),
+            None => {
+                if apps_only {
+                    only.push(bench::Part::Apps);
+                }
+                let options = bench::Options {
+                    iters,
+                    rounds,
+                    round_iters,
+                    only,
+                    report,
+                };
+                bench::run(&options, source.kernel_src.as_deref(), kernel.as_deref())
+            }
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -31,7 +31,9 @@ use crate::paths::{repo_root, Cache};
 use crate::process::{self, run_logged};
 use crate::qemu::{self, Vm, VmSpec};
 use crate::ui::Step;
-use crate::{failure, fsutil, fuzz, interrupt, kmemleak, kunit, logscan, series, source, tap, ui};
+use crate::{
+    failure, fsutil, fuzz, interrupt, kmemleak, kunit, logscan, prereqs, series, source, tap, ui,
+};
 
 /// Number of steps, for `[k/N]`.
 const STEPS: usize = 7;
@@ -112,6 +114,9 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     let cache = Cache::locate()?;
     let logs = cache.run_logs("test")?;
     let mut tally = Tally::default();
+    // The host tests build C against libibverbs and run bindgen, so the
+    // packages come first on a fresh machine.
+    prereqs::ensure_packages(&cache, prereqs::PACKAGES)?;
 
     let ok = step(1, "host tests (cargo test --workspace)", || {
         host_tests(&logs)

@@ -9,7 +9,9 @@
 //!   `lite-compat-test-static` (linked with `liblite-compat.a`): every
 //!   compatibility function, run on every node by the cluster test;
 //! - the C examples of `userspace/examples/`, built against
-//!   `userspace/include/lite.h`.
+//!   `userspace/include/lite.h`;
+//! - `lite-verbs-bench` (`userspace/verbs-baseline/`, on libibverbs): what
+//!   LITE does for each operation the benchmark measures, on plain verbs.
 //!
 //! The crate itself has no Rust API: [`ARTIFACTS`] names what it builds.
 
@@ -24,6 +26,7 @@ pub const ARTIFACTS: &[&str] = &[
     "lite_share",
     "lite_rpc",
     "lite_lock",
+    "lite-verbs-bench",
 ];
 
 /// Programs among [`ARTIFACTS`] that run in the guests.
@@ -34,6 +37,7 @@ pub const GUEST_PROGRAMS: &[&str] = &[
     "lite_share",
     "lite_rpc",
     "lite_lock",
+    "lite-verbs-bench",
 ];
 
 /// The shared library the guests need for `lite-compat-test`.

@@ -1,44 +1,50 @@
-//! `cargo xtask bench`: LITE's latency and throughput against native verbs
-//! (perftest), its atomics and locks, and priority isolation.
+//! `cargo xtask bench`: LITE's latency and throughput against native verbs,
+//! its atomics and locks, priority isolation, failure handling and the
+//! paper's applications.
 //!
-//! Two VMs run the release kernel, each pinned to its own host CPU. Node 1
-//! is the perftest server, node 2 the client: first the latency tests
-//! (`ib_write_lat`, `ib_read_lat`, `ib_send_lat`, and `ib_atomic_lat` with
-//! fetch-and-add and compare-and-swap), then the bandwidth tests
-//! (`ib_write_bw`, `ib_read_bw`, see [`run::bw_runs`]); both nodes then run
-//! `lite-bench`, which measures latency, atomics, uncontended lock/unlock
-//! pairs, memset/memcpy throughput, asynchronous write/read throughput, RPC
-//! round trips and throughput, the isolation of a high-priority process's
-//! writes from low-priority processes saturating the link, with QoS off
-//! and on, and last how many memory regions node 2 registers as its live
-//! LMRs grow from 1 to 1000 (they must follow the pool's memory, not the
-//! LMR count). A second, short phase boots [`LOCK_NODES`] VMs that all
-//! take turns on one lock. A last phase boots [`FAILURE_NODES`] VMs that
-//! run the failure test's program alone: the last node is killed once the
-//! others depend on it, and the survivors report how long their calls
-//! waiting on it stalled, then one of them leaves and joins again ten
-//! times. Then clusters of 2 and 4 VMs run the paper's applications
-//! (LITE-Log, LITE-MapReduce, LITE-Graph) over LITE, over TCP and alone
-//! ([`apps`]). Absolute numbers under TCG say little, so the
-//! report compares LITE with native verbs measured on the same VMs in the
-//! same run (an RPC round trip with two `ib_send_lat` one-way latencies,
-//! since perftest reports half a round trip), and loaded latency with
-//! unloaded latency. Every number printed is parsed from the guests' output.
+//! Two VMs run the release kernel, each pinned to its own host CPU. First
+//! they alternate, for `--rounds` rounds, the native verbs baseline
+//! (`lite-verbs-bench`, which does on libibverbs exactly what LITE does for
+//! a synchronous write, read, atomic or RPC, waiting for completions the
+//! way LITE does on the device) and LITE's same series (`lite-bench
+//! --series latency`); the ratio is taken per round, and each verdict is
+//! the median ratio's ([`rounds`]). Node 1 then serves perftest and node 2
+//! is its client: the latency tests (`ib_write_lat`, `ib_read_lat`,
+//! `ib_send_lat`, `ib_atomic_lat`), kept as the well-known reference, and
+//! the bandwidth tests (`ib_write_bw`, `ib_read_bw`, `ib_send_bw`, see
+//! [`run::bw_runs`]); both nodes then run the whole of `lite-bench`:
+//! latency, atomics, uncontended lock/unlock pairs, memset/memcpy
+//! throughput, asynchronous write/read throughput, RPC round trips and
+//! throughput, the isolation of a high-priority process's writes from
+//! low-priority processes saturating the link, with QoS off and on, and
+//! last how many memory regions node 2 registers as its live LMRs grow.
+//! A second, short phase boots [`LOCK_NODES`] VMs that all take turns on
+//! one lock. A third boots [`FAILURE_NODES`] VMs that run the failure
+//! test's program alone: the last node is killed once the others depend on
+//! it, and the survivors report how long their calls waiting on it
+//! stalled, then one of them leaves and joins again ten times. Then
+//! clusters of 2 and 4 VMs run the paper's applications over LITE, over
+//! TCP and alone ([`apps`]). `--only` picks some of these [`Part`]s. Every
+//! number printed is parsed from the guests' output.
 //!
 //! [`run`] boots the clusters and collects their console logs, [`parse`]
-//! turns those logs into typed measurements, and [`report`] computes
-//! medians and spreads and prints the tables.
+//! turns those logs into typed measurements, [`report`] and [`rounds`]
+//! compute medians and spreads and print the tables, [`figures`] writes
+//! them as JSON (and compares two runs) and [`charts`] draws them.
 
 mod apps;
+mod charts;
+mod figures;
 mod parse;
 mod report;
+mod rounds;
 mod run;
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::{failure, interrupt};
+use crate::{failure, interrupt, ui};
 
 use self::parse::Measurements;
 
@@ -82,22 +88,152 @@ const APP_LITE_FILES: [(&str, &str); 3] = [
     ("every application", "lite_barrier.rs"),
 ];
 
-/// `cargo xtask bench`; with `apps_only`, only the application phases.
+/// The parts of the benchmark `--only` selects, each measured in its own
+/// phase (the first two share the comparison phase's two VMs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Part {
+    /// The interleaved rounds of LITE and the native verbs baseline:
+    /// write, read, atomics and RPC round trips.
+    Latency,
+    /// perftest and every other `lite-bench` series: throughput, RPC
+    /// throughput, asynchronous RPC, isolation, memory regions.
+    Comparison,
+    /// Lock/unlock, uncontended and with [`LOCK_NODES`] nodes contending.
+    Locks,
+    /// The failure phase.
+    Failure,
+    /// The paper's applications.
+    Apps,
+}
+
+/// What `cargo xtask bench` measures and where it reports.
+pub struct Options {
+    /// Operations per series of the one-off series.
+    pub iters: u32,
+    /// Interleaved rounds of the latency comparison.
+    pub rounds: u32,
+    /// Operations per series in each round.
+    pub round_iters: u32,
+    /// The parts to measure; empty for all.
+    pub only: Vec<Part>,
+    /// Where the figures (JSON) and charts go; a new directory under the
+    /// cache when not given.
+    pub report: Option<std::path::PathBuf>,
+}
+
+impl Options {
+    /// Whether `part` is measured.
+    fn runs(&self, part: Part) -> bool {
+        self.only.is_empty() || self.only.contains(&part)
+    }
+}
+
+/// `cargo xtask bench --compare OLD NEW`.
+pub fn compare(old: &Path, new: &Path) -> Result<()> {
+    figures::compare(old, new)
+}
+
+/// Writes the run's figures (`bench.json`), its charts (SVG and PNG) and a
+/// Markdown summary showing them with the verdicts, into `--report DIR` or
+/// a new directory under the cache, and names the directory.
+fn write_report(
+    options: &Options,
+    m: &Measurements,
+    app_runs: &[apps::AppRun],
+    elapsed: std::time::Duration,
+) -> Result<()> {
+    let finished_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let dir = match &options.report {
+        Some(dir) => dir.clone(),
+        None => crate::paths::Cache::locate()?
+            .root()
+            .join("bench-reports")
+            .join(finished_unix.to_string()),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let round_figures = rounds::figures(&m.rounds);
+    let mut verdicts = rounds::verdicts(&round_figures);
+    verdicts.extend(report::verdict_lines(m));
+    let report = figures::Report {
+        format: figures::FORMAT,
+        finished_unix,
+        duration_s: elapsed.as_secs_f64(),
+        verdicts: verdicts.clone(),
+        figures: figures::collect(m, app_runs),
+    };
+    let json = dir.join("bench.json");
+    figures::write(&report, &json)?;
+
+    let (lines, ratios) = charts::charts(m);
+    let mut summary = format!(
+        "# LITE benchmark\n\n{} figures in `bench.json`; the run took {}.\n\n## Verdicts\n\n",
+        report.figures.len(),
+        ui::duration(elapsed)
+    );
+    for verdict in &verdicts {
+        summary.push_str(&format!("- {verdict}\n"));
+    }
+    if let Some(ratios) = &ratios {
+        ratios.draw(&dir)?;
+        summary.push_str(&format!(
+            "\n## {}\n\nMedian of the per-round ratios, bar from the lowest to the highest round; \
+             the black tick is the target (green: met).\n\n![{0}]({}.svg)\n",
+            ratios.title, ratios.name
+        ));
+    }
+    for chart in &lines {
+        chart.draw(&dir)?;
+        summary.push_str(&format!(
+            "\n## {}\n\n![{0}]({}.svg)\n",
+            chart.title, chart.name
+        ));
+    }
+    let summary_path = dir.join("summary.md");
+    std::fs::write(&summary_path, summary)
+        .with_context(|| format!("cannot write {}", summary_path.display()))?;
+    ui::say(&format!(
+        "==> report: {} (figures in bench.json, {} charts as SVG and PNG, summary.md)",
+        dir.display(),
+        lines.len() + usize::from(ratios.is_some())
+    ));
+    Ok(())
+}
+
+/// `cargo xtask bench`.
 pub fn run(
-    iters: u32,
-    apps_only: bool,
+    options: &Options,
     kernel_src: Option<&Path>,
     kernel_image: Option<&Path>,
 ) -> Result<()> {
+    let started = std::time::Instant::now();
     let setup = run::Setup::prepare(kernel_src, kernel_image)?;
+    let iters = options.iters;
     let mut m = Measurements::default();
     let mut waits = Vec::new();
-    if !apps_only {
-        let comparison = run::comparison_phase(&setup, iters)?;
+    if options.runs(Part::Latency) || options.runs(Part::Comparison) {
+        let plan = run::ComparisonPlan {
+            iters,
+            rounds: if options.runs(Part::Latency) {
+                options.rounds
+            } else {
+                0
+            },
+            round_iters: options.round_iters,
+            full: options.runs(Part::Comparison),
+        };
+        let comparison = run::comparison_phase(&setup, plan)?;
         m.add_logs("", &comparison.logs);
-        report::say_comparison(iters, &m);
+        if options.runs(Part::Latency) {
+            report::say_rounds(options.rounds, options.round_iters, &m);
+        }
+        if options.runs(Part::Comparison) {
+            report::say_comparison(iters, &m);
+        }
         waits.push(comparison.waited);
-
+    }
+    if options.runs(Part::Locks) {
         // The contention phase: a cluster of its own, short.
         let lock_iters = run::lock_iters(iters);
         let lock_waited = interrupt::check()
@@ -108,7 +244,8 @@ pub fn run(
             });
         report::say_locks(iters, lock_iters, &m);
         waits.push(lock_waited.context("the lock contention phase"));
-
+    }
+    if options.runs(Part::Failure) {
         // The failure phase: four VMs again, the last of them killed.
         let failure_waited = interrupt::check()
             .and_then(|()| run::failure_phase(&setup))
@@ -122,27 +259,39 @@ pub fn run(
 
     // The applications: a cluster per size, each version in turn.
     let mut app_runs = Vec::new();
-    for nodes in apps::APP_NODES {
-        let waited = interrupt::check()
-            .and_then(|()| apps::phase(&setup, nodes))
-            .and_then(|phase| {
-                m.add_logs(&format!("apps{nodes}/"), &phase.logs);
-                for log in &phase.logs {
-                    app_runs.extend(apps::parse_app_runs(&log.text, nodes));
-                }
-                phase.waited
-            });
-        waits.push(waited.with_context(|| format!("the {nodes}-node application phase")));
+    if options.runs(Part::Apps) {
+        for nodes in apps::APP_NODES {
+            let waited = interrupt::check()
+                .and_then(|()| apps::phase(&setup, nodes))
+                .and_then(|phase| {
+                    m.add_logs(&format!("apps{nodes}/"), &phase.logs);
+                    for log in &phase.logs {
+                        app_runs.extend(apps::parse_app_runs(&log.text, nodes));
+                    }
+                    phase.waited
+                });
+            waits.push(waited.with_context(|| format!("the {nodes}-node application phase")));
+        }
+        apps::say(&app_runs, &APP_LITE_FILES);
     }
-    apps::say(&app_runs, &APP_LITE_FILES);
 
     report::say_logs(&setup.logs, &m.problems);
+    let elapsed = started.elapsed();
+    let written = write_report(options, &m, &app_runs, elapsed);
+    ui::say(&format!("==> the benchmark took {}", ui::duration(elapsed)));
+    written?;
     waits.into_iter().collect::<Result<Vec<()>>>()?;
-    if app_runs.is_empty() {
+    if options.runs(Part::Apps) && app_runs.is_empty() {
         bail!("no application run reported a result");
     }
-    if !apps_only && m.is_empty() {
+    let measured_in_vms = [Part::Latency, Part::Comparison, Part::Locks, Part::Failure]
+        .into_iter()
+        .any(|part| options.runs(part));
+    if measured_in_vms && m.is_empty() {
         bail!("no measurements found in the guest logs");
+    }
+    if options.runs(Part::Latency) && rounds::figures(&m.rounds).is_empty() {
+        bail!("no interleaved round reported both LITE and the native verbs baseline");
     }
     if !m.problems.is_empty() {
         bail!(

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use super::rounds::{self, Round};
 use super::run::NodeLog;
 use super::ATOMICS;
 use crate::logscan;
@@ -26,6 +27,9 @@ const PERFTEST_END: &str = "LITE-PERFTEST-END ";
 
 /// `lite-bench`'s latency, throughput and RPC throughput lines.
 const LITE_BENCH: &str = "LITE-BENCH ";
+
+/// The native verbs baseline's latency lines (`lite-verbs-bench`).
+const LITE_VERBS: &str = "LITE-VERBS ";
 
 /// `lite-bench`'s lock/unlock lines.
 const LITE_LOCK: &str = "LITE-LOCK ";
@@ -323,6 +327,8 @@ pub struct Measurements {
     /// The failure phase's survivors, in node order (its victim is not
     /// among them).
     pub failure: Vec<FailureNode>,
+    /// The interleaved comparison's rounds, by number, of every node's log.
+    pub rounds: BTreeMap<u32, Round>,
     /// Crashes and failed guest roles, each prefixed with its node.
     pub problems: Vec<String>,
 }
@@ -330,7 +336,14 @@ pub struct Measurements {
 impl Measurements {
     /// Adds what the console log `text` of node `name` holds. Where several
     /// nodes report the same series, the first node's numbers are kept.
-    pub fn add_log(&mut self, name: &str, text: &str) {
+    pub fn add_log(&mut self, name: &str, log: &str) {
+        // The rounds measure the same series with fewer operations; they
+        // are kept apart from the one-off series.
+        let (outside, rounds) = rounds::split_rounds(log);
+        for (number, text) in rounds {
+            rounds::add_round_text(self.rounds.entry(number).or_default(), &text);
+        }
+        let text = outside.as_str();
         self.native.extend(parse_perftest(text));
         self.native_bw.extend(parse_perftest_bw(text));
         for row in parse_lite_bench(text) {
@@ -368,7 +381,7 @@ impl Measurements {
             self.regions.entry((row.size, row.lmrs)).or_insert(row);
         }
         self.problems.extend(
-            logscan::problems(text)
+            logscan::problems(log)
                 .into_iter()
                 .map(|p| format!("{name}: {p}")),
         );
@@ -409,6 +422,7 @@ impl Measurements {
             && self.locks.is_empty()
             && self.qos.is_empty()
             && self.regions.is_empty()
+            && self.rounds.is_empty()
             && self.failure.iter().all(FailureNode::is_empty)
     }
 }
@@ -626,7 +640,13 @@ pub fn parse_perftest_bw(log: &str) -> Vec<NativeBw> {
 /// `LITE-BENCH op=write size=64 iters=1000 median_us=.. p10_us=.. p90_us=..
 /// min_us=.. max_us=.. stdev_us=..` lines; malformed lines are skipped.
 pub fn parse_lite_bench(log: &str) -> Vec<Lite> {
-    tagged_lines(log, LITE_BENCH)
+    latency_lines(log, LITE_BENCH)
+}
+
+/// The latency series (`op= size= iters= median_us= p10_us= p90_us=
+/// min_us= max_us= stdev_us=`) on the lines tagged `tag`.
+fn latency_lines(log: &str, tag: &str) -> Vec<Lite> {
+    tagged_lines(log, tag)
         .filter_map(|fields| {
             Some(Lite {
                 op: fields.text("op")?.to_string(),
@@ -641,6 +661,13 @@ pub fn parse_lite_bench(log: &str) -> Vec<Lite> {
             })
         })
         .collect()
+}
+
+/// `LITE-VERBS op=write size=64 wait=event iters=.. median_us=.. ..`
+/// lines of the native verbs baseline, in the shape of `lite-bench`'s;
+/// malformed lines are skipped.
+pub fn parse_verbs_baseline(log: &str) -> Vec<Lite> {
+    latency_lines(log, LITE_VERBS)
 }
 
 /// Throughput `LITE-BENCH op=memset size=4096 [depth=8] iters=.. mibps_avg=..

@@ -9,6 +9,7 @@ use super::parse::{
     FailureNode, Lite, LiteBw, LiteRpcAsync, LiteRpcBw, LockRow, Measurements, Native, NativeBw,
     QosRow, RegionRow, Spread,
 };
+use super::rounds;
 use super::{
     ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES, RPC_ASYNC_SIZE,
 };
@@ -23,15 +24,6 @@ const RPC_OP: &str = "rpc";
 /// The isolation target: with QoS on, the high-priority process's median
 /// write latency under load within 1.5x of its unloaded median.
 const QOS_TARGET_RATIO: f64 = 1.5;
-
-/// The RPC target: a LITE round trip within 1.2x of two `ib_send_lat`
-/// one-way latencies, at every size measured on both sides.
-const RPC_TARGET_RATIO: f64 = 1.2;
-
-/// The headline target: LITE's 64-byte write within 10% of native.
-const TARGET_OP: &str = "write";
-const TARGET_SIZE: u64 = 64;
-const TARGET_RATIO: f64 = 1.10;
 
 /// The calls waiting on the killed node whose stalls `lite-failure-test`
 /// reports, in its order.
@@ -72,10 +64,11 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     let qos: Vec<QosRow> = m.qos.values().cloned().collect();
 
     ui::say(&format!(
-        "==> results ({iters} iterations, times in microseconds)"
+        "==> against perftest, for reference ({iters} iterations, times in microseconds; \
+         perftest reports half a ping-pong of busy-polling processes, not LITE's operation, \
+         so the verdicts are those of the interleaved comparison above)"
     ));
     say_indented(table(native, &lite));
-    say_indented([target_verdict(native, &lite)]);
     ui::say("==> atomics on an 8-byte LMR on the other node (times in microseconds)");
     say_indented(atomic_table(native, &lite));
     ui::say(&format!(
@@ -85,7 +78,6 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     say_indented(bw_table(&m.native_bw, &lite_bw));
     ui::say("==> RPC (times in microseconds)");
     say_indented(rpc_table(native, &lite));
-    say_indented([rpc_target_verdict(native, &lite)]);
     say_indented(rpc_throughput_table(&lite_rpc_bw));
     let lite_rpc_async: Vec<LiteRpcAsync> = m.lite_rpc_async.values().cloned().collect();
     ui::say(&format!(
@@ -99,6 +91,38 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     ui::say("==> memory regions as LMRs grow (the measuring node's resources file)");
     say_indented(regions_table(&regions));
     say_indented([regions_verdict(&regions)]);
+}
+
+/// Prints the interleaved comparison with the native verbs baseline: the
+/// per-round ratios' median and range, and one verdict line per target.
+pub fn say_rounds(rounds: u32, round_iters: u32, m: &Measurements) {
+    ui::say(&format!(
+        "==> LITE against the native verbs baseline (lite-verbs-bench: the same operation, \
+         waiting for completions as LITE does), {} of {rounds} interleaved rounds, {round_iters} \
+         operations per series; ratios per round",
+        m.rounds.len()
+    ));
+    let figures = rounds::figures(&m.rounds);
+    say_indented(rounds::table(&figures));
+    say_indented(rounds::verdicts(&figures));
+}
+
+/// The verdicts beside the interleaved comparison's, for the parts that
+/// were measured: isolation, memory regions and failure stalls.
+pub fn verdict_lines(m: &Measurements) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !m.qos.is_empty() {
+        let qos: Vec<QosRow> = m.qos.values().cloned().collect();
+        lines.push(qos_verdict(&qos));
+    }
+    if !m.regions.is_empty() {
+        let regions: Vec<RegionRow> = m.regions.values().cloned().collect();
+        lines.push(regions_verdict(&regions));
+    }
+    if !m.failure.is_empty() {
+        lines.push(stall_verdict(&m.failure));
+    }
+    lines
 }
 
 /// Prints the lock table: `iters` uncontended pairs and `lock_iters` per
@@ -344,33 +368,6 @@ pub fn rpc_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
     lines
 }
 
-/// Whether every RPC round trip is within [`RPC_TARGET_RATIO`] of two
-/// `ib_send_lat` one-way latencies, naming the worst size.
-pub fn rpc_target_verdict(native: &[Native], lite: &[Lite]) -> String {
-    let what = format!("RPC target (LITE/(2x ib_send_lat) <= {RPC_TARGET_RATIO:.2} at every size)");
-    let worst = lite
-        .iter()
-        .filter(|l| l.op == RPC_OP)
-        .filter_map(|l| {
-            let n = native
-                .iter()
-                .find(|n| n.op == RPC_NATIVE_OP && n.size == l.size)?;
-            (n.typical > 0.0).then(|| (l.median / (2.0 * n.typical), l.size))
-        })
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    match worst {
-        Some((ratio, size)) => {
-            let verdict = if ratio <= RPC_TARGET_RATIO {
-                "met"
-            } else {
-                "NOT met"
-            };
-            format!("{what}: {verdict} (worst {ratio:.2} at {size} B)")
-        }
-        None => format!("{what}: not evaluated, a measurement is missing"),
-    }
-}
-
 /// The RPC throughput table, one string per line, by size and threads.
 pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
     let row = |cells: [&str; 6]| {
@@ -496,7 +493,7 @@ fn range_cell(range: Option<(f64, f64)>) -> String {
 
 /// How one column of a report table is laid out.
 #[derive(Clone, Copy)]
-struct Column {
+pub(super) struct Column {
     /// Spaces before it (none before the first column).
     gap: usize,
     /// Characters it is padded to.
@@ -506,7 +503,7 @@ struct Column {
 }
 
 /// A right-aligned column one space after the previous one.
-const fn right(width: usize) -> Column {
+pub(super) const fn right(width: usize) -> Column {
     Column {
         gap: 1,
         width,
@@ -515,7 +512,7 @@ const fn right(width: usize) -> Column {
 }
 
 /// A left-aligned column one space after the previous one.
-const fn left(width: usize) -> Column {
+pub(super) const fn left(width: usize) -> Column {
     Column {
         gap: 1,
         width,
@@ -525,13 +522,13 @@ const fn left(width: usize) -> Column {
 
 impl Column {
     /// The column two spaces after the previous one.
-    const fn apart(self) -> Column {
+    pub(super) const fn apart(self) -> Column {
         Column { gap: 2, ..self }
     }
 }
 
 /// One line of a report table: `cells` laid out in `columns`.
-fn table_row(columns: &[Column], cells: &[&str]) -> String {
+pub(super) fn table_row(columns: &[Column], cells: &[&str]) -> String {
     let mut line = String::new();
     for (i, (column, cell)) in columns.iter().zip(cells).enumerate() {
         if i > 0 {
@@ -1196,29 +1193,6 @@ pub fn qos_verdict(rows: &[QosRow]) -> String {
     }
 }
 
-/// Whether LITE's 64-byte write median is within 10% of native's.
-pub fn target_verdict(native: &[Native], lite: &[Lite]) -> String {
-    let n = native
-        .iter()
-        .find(|n| n.op == TARGET_OP && n.size == TARGET_SIZE);
-    let l = lite
-        .iter()
-        .find(|l| l.op == TARGET_OP && l.size == TARGET_SIZE);
-    match (n, l) {
-        (Some(n), Some(l)) if n.typical > 0.0 => {
-            let ratio = l.median / n.typical;
-            let verdict = if ratio <= TARGET_RATIO { "met" } else { "NOT met" };
-            format!(
-                "target (LITE/native <= {TARGET_RATIO:.2} for {TARGET_SIZE} B {TARGET_OP}): {verdict} ({ratio:.2})"
-            )
-        }
-        _ => format!(
-            "target (LITE/native <= {TARGET_RATIO:.2} for {TARGET_SIZE} B {TARGET_OP}): not evaluated, \
-             a measurement is missing"
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1241,13 +1215,6 @@ mod tests {
         assert!(table[1].starts_with("read "), "{table:?}");
         assert!(table[2].contains("1987.50") && table[2].contains("1900.00-2500.25"));
         assert!(table[2].trim_end().ends_with("1.06"), "{table:?}");
-        assert!(target_verdict(&native, &lite).contains(": met (1.06)"));
-        let slow = vec![Lite {
-            median: 2400.0,
-            ..lite[0].clone()
-        }];
-        assert!(target_verdict(&native, &slow).contains("NOT met (1.21)"));
-        assert!(target_verdict(&native, &[]).contains("not evaluated"));
     }
 
     #[test]
@@ -1337,22 +1304,6 @@ mod tests {
             ]
         );
         assert_eq!(fields(&table[4])[..4], ["512", "-", "-", "2600.00"]);
-        // Only 64 B is measured on both sides: 2500 / 2000.
-        assert_eq!(
-            rpc_target_verdict(&native, &lite),
-            "RPC target (LITE/(2x ib_send_lat) <= 1.20 at every size): NOT met (worst 1.25 at 64 B)"
-        );
-        let fast: Vec<Lite> = lite
-            .iter()
-            .map(|l| Lite {
-                median: 2300.0,
-                ..l.clone()
-            })
-            .collect();
-        assert!(rpc_target_verdict(&native, &fast).ends_with(": met (worst 1.15 at 64 B)"));
-        assert!(
-            rpc_target_verdict(&native, &[]).ends_with("not evaluated, a measurement is missing")
-        );
         // The latency table leaves RPC and ib_send_lat out.
         let main = super::table(&native, &lite);
         assert_eq!(main.len(), 2, "{main:#?}");

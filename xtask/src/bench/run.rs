@@ -216,14 +216,32 @@ pub struct Phase {
     pub waited: Result<()>,
 }
 
-/// The comparison phase: node 1 serves perftest, node 2 is its client and
-/// `lite-bench`'s peer, both with `iters` iterations per series.
-pub fn comparison_phase(setup: &Setup, iters: u32) -> Result<Phase> {
+/// What the two VMs of the comparison phase measure.
+#[derive(Clone, Copy, Debug)]
+pub struct ComparisonPlan {
+    /// Operations per series of the one-off series.
+    pub iters: u32,
+    /// Interleaved rounds of the native verbs baseline and LITE (0: none).
+    pub rounds: u32,
+    /// Operations per series in each round.
+    pub round_iters: u32,
+    /// Whether perftest and every `lite-bench` series run after the rounds.
+    pub full: bool,
+}
+
+/// The comparison phase: first the interleaved rounds (node 1 serves the
+/// native verbs baseline, node 2 measures it), then, if `plan.full`, node
+/// 1 serves perftest, node 2 is its client and `lite-bench`'s peer.
+pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
     let sizes: Vec<String> = SIZES.iter().map(u64::to_string).collect();
+    let iters = plan.iters;
     let extra = |i: usize| {
         let mut args = vec![
             format!("lite.iters={iters}"),
             format!("lite.sizes={}", sizes.join(",")),
+            format!("lite.rounds={}", plan.rounds),
+            format!("lite.rounditers={}", plan.round_iters),
+            format!("lite.comparison={}", u8::from(plan.full)),
         ];
         args.extend(bw_params(iters));
         if i == 2 {

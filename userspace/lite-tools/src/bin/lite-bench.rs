@@ -41,6 +41,11 @@
 //!    regions and pool segments it holds, which must follow the pool's
 //!    memory, not the number of LMRs.
 //!
+//! With `--series latency` it measures only the latency series of 1 and
+//! the RPC round trips of 4: one round of the benchmark's interleaved
+//! comparison with the native verbs baseline (`lite-verbs-bench`), which
+//! alternates the two programs in the same VMs.
+//!
 //! With `--contend N` it does none of that: N nodes, all running
 //! `lite-bench --contend N`, take turns on one lock kept by node 1 (node 1
 //! creates it and publishes its number by name), `--contend-iters` pairs
@@ -129,7 +134,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP [--peer-node auto|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
                [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
                [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] \
-               [--contend NODES [--contend-iters N]]",
+               [--series all|latency] [--contend NODES [--contend-iters N]]",
     about: "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
             asynchronous write/read throughput, RPC latency and throughput between two \
             nodes, high-priority write latency under low-priority load, and the memory \
@@ -198,6 +203,12 @@ const CLI: Cli = Cli {
             value_name: "N",
             help: "isolation run: low-priority processes loading the link, 0 to skip the run \
                    (default 3)",
+        },
+        OptionSpec {
+            name: "series",
+            value_name: "all|latency",
+            help: "latency: only the write/read latency, atomics and RPC round trip series \
+                   (one round of the benchmark's interleaved comparison; default all)",
         },
         OptionSpec {
             name: "contend",
@@ -306,6 +317,9 @@ struct Options {
     rpc_threads: Vec<usize>,
     rpc_calls: usize,
     qos_loaders: usize,
+    /// With `--series latency`, only the series the benchmark's
+    /// interleaved rounds compare with the native verbs baseline.
+    latency_only: bool,
     /// Nodes contending for one lock, with `--contend`.
     contend: Option<u32>,
     contend_iters: usize,
@@ -396,6 +410,11 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         parsed.optional("qos-loaders", 3)?,
         0..=MAX_QOS_LOADERS,
     )?;
+    let latency_only = parsed.with("series", false, |text| match text {
+        "all" => Ok(false),
+        "latency" => Ok(true),
+        _ => Err("expected all or latency".to_string()),
+    })?;
     let contend = match parsed.get("contend") {
         Some(_) => Some(in_range(
             "contend",
@@ -422,6 +441,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         rpc_threads,
         rpc_calls,
         qos_loaders,
+        latency_only,
         contend,
         contend_iters,
     })
@@ -478,6 +498,13 @@ fn run(options: &Options) -> Result<(), String> {
         let finished = barrier();
         let stopped = server.and_then(|server| server.map_or(Ok(()), RpcServer::stop));
         return stopped.and(finished);
+    }
+    if options.latency_only {
+        let outcome = measure(options)
+            .and_then(|()| measure_atomics(options))
+            .and_then(|()| measure_rpc_round_trips(options));
+        let finished = barrier();
+        return outcome.and(finished);
     }
     let outcome = measure(options)
         .and_then(|()| measure_atomics(options))
@@ -949,6 +976,23 @@ fn measure_rpc(options: &Options) -> Result<(), String> {
     if options.rpc_max_size().is_none() {
         return Ok(());
     }
+    measure_rpc_round_trips(options)?;
+    let node = options.memory_node;
+    for &threads in &options.rpc_threads {
+        rpc_throughput_series(node, threads, calls_per_thread(options.rpc_calls, threads))?;
+    }
+    let async_depths = options.depths.iter().copied();
+    for depth in async_depths.filter(|&d| d <= sys::MAX_ASYNC_CALLS as usize) {
+        rpc_async_series(node, depth, options.rpc_calls)?;
+    }
+    Ok(())
+}
+
+/// `--iters` echo round trips for every `--rpc-sizes` size, each reply checked.
+fn measure_rpc_round_trips(options: &Options) -> Result<(), String> {
+    if options.rpc_sizes.is_empty() {
+        return Ok(());
+    }
     let node = options.memory_node;
     wait_for_server(node)?;
     say(format_args!(
@@ -976,13 +1020,6 @@ fn measure_rpc(options: &Options) -> Result<(), String> {
         pattern::verify(seed, 0, &reply)
             .map_err(|m| format!("RPC of {size} B got a wrong reply: {m}"))?;
         report(Operation::Rpc, size, &samples)?;
-    }
-    for &threads in &options.rpc_threads {
-        rpc_throughput_series(node, threads, calls_per_thread(options.rpc_calls, threads))?;
-    }
-    let async_depths = options.depths.iter().copied();
-    for depth in async_depths.filter(|&d| d <= sys::MAX_ASYNC_CALLS as usize) {
-        rpc_async_series(node, depth, options.rpc_calls)?;
     }
     Ok(())
 }

@@ -1,0 +1,901 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lite-verbs-bench: the native verbs baseline of LITE's benchmark. It does
+ * on plain libibverbs exactly what LITE does for each operation it is
+ * compared with, so that the ratio of the two is LITE's own overhead:
+ *
+ *   write, read     one signaled RDMA write (read) of SIZE bytes from a
+ *                   registered buffer to a remote MR, then a wait for its
+ *                   completion (LITE's synchronous lite_rdma_write/read);
+ *   fetch_add,      one signaled 8-byte atomic on a remote MR, then a wait
+ *   compare_swp     for its completion (lite_fetch_add, lite_compare_swp);
+ *   rpc             a SEND of SIZE bytes answered by a SEND of SIZE bytes
+ *                   from a server thread that waits for each request
+ *                   (lite_send_reply_imm against an echo port).
+ *
+ * Waits follow --wait: "event" arms the completion queue and sleeps on its
+ * completion channel until the device signals (what LITE does on a
+ * software device such as rxe, on both the calling and the serving side);
+ * "poll" spins on ibv_poll_cq (what perftest does).
+ *
+ * Usage:
+ *   lite-verbs-bench --server [--port P] [--gid-index I] [--wait event|poll]
+ *   lite-verbs-bench --client HOST [--port P] [--gid-index I]
+ *       [--wait event|poll] [--iters N] [--sizes A,B,..] [--ops LIST]
+ *
+ * The client measures and prints one line per series, in the keys of
+ * lite-bench's latency lines:
+ *
+ *   LITE-VERBS op=write size=64 wait=event iters=N median_us=.. p10_us=..
+ *       p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. cpu_us_per_op=..
+ *
+ * where cpu_us_per_op is this process's user and system time per
+ * operation. The two sides exchange their queue pair and memory region
+ * over one TCP connection, which also tells the server each RPC series'
+ * size and length. Every wait is bounded (WAIT_TIMEOUT_MS); the program
+ * ends with status 0 exactly when every series completed successfully.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define DEFAULT_PORT 18650
+#define DEFAULT_ITERS 1000
+#define DEFAULT_GID_INDEX 1
+#define MAX_SIZES 16
+#define MAX_SIZE (4u << 20)
+#define MAX_ITERS 1000000
+/* Operations before each series that are not timed. */
+#define WARMUP 16
+/* Longest wait for one completion or one control line. */
+#define WAIT_TIMEOUT_MS 30000
+/* Longest time the client keeps trying to reach the server. */
+#define CONNECT_TRIES 120
+/* Receive requests the server keeps posted during an RPC series. */
+#define RECV_DEPTH 16
+#define QUEUE_DEPTH 64
+#define PSN_MASK 0xffffff
+/* RC retries: 7 would mean "retry forever" on rxe. */
+#define RETRY_COUNT 6
+#define LINE_MAX_LEN 256
+
+enum wait_policy { WAIT_EVENT, WAIT_POLL };
+
+enum op { OP_WRITE, OP_READ, OP_FETCH_ADD, OP_COMPARE_SWP, OP_RPC, OP_COUNT };
+
+static const char *const op_names[OP_COUNT] = {
+	"write", "read", "fetch_add", "compare_swp", "rpc",
+};
+
+struct config {
+	int server;
+	const char *host;
+	int port;
+	int gid_index;
+	enum wait_policy wait;
+	long iters;
+	unsigned long sizes[MAX_SIZES];
+	int nsizes;
+	int ops[OP_COUNT];
+};
+
+/* One side's view of the connection. */
+struct endpoint {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t buf_len;
+	struct ibv_mr *atomic_mr;
+	uint64_t *atomic_word;
+	uint64_t *atomic_result;
+	struct ibv_mr *result_mr;
+	union ibv_gid gid;
+	uint8_t port_num;
+	int armed;
+	enum wait_policy wait;
+	/* Peer. */
+	uint64_t remote_addr;
+	uint32_t remote_rkey;
+	uint64_t remote_atomic_addr;
+	uint32_t remote_atomic_rkey;
+};
+
+/* The queue pair and memory one side offers the other. */
+struct offer {
+	uint32_t qpn;
+	uint32_t psn;
+	union ibv_gid gid;
+	uint64_t addr;
+	uint32_t rkey;
+	uint64_t atomic_addr;
+	uint32_t atomic_rkey;
+};
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "lite-verbs-bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	printf("LITE-VERBS: FAILED\n");
+	exit(1);
+}
+
+static void usage(void) __attribute__((noreturn));
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: lite-verbs-bench --server [--port P] [--gid-index I] [--wait event|poll]\n"
+		"       lite-verbs-bench --client HOST [--port P] [--gid-index I] [--wait event|poll]\n"
+		"                        [--iters N] [--sizes A,B,..] [--ops write,read,fetch_add,compare_swp,rpc]\n");
+	exit(2);
+}
+
+static long parse_number(const char *text, long min, long max, const char *what)
+{
+	char *end;
+	long value;
+
+	errno = 0;
+	value = strtol(text, &end, 10);
+	if (errno || end == text || *end || value < min || value > max) {
+		fprintf(stderr, "lite-verbs-bench: %s must be a number from %ld to %ld, not \"%s\"\n",
+			what, min, max, text);
+		usage();
+	}
+	return value;
+}
+
+static void parse_sizes(struct config *cfg, char *list)
+{
+	char *save = NULL;
+
+	cfg->nsizes = 0;
+	for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		if (cfg->nsizes == MAX_SIZES)
+			die("at most %d sizes", MAX_SIZES);
+		cfg->sizes[cfg->nsizes++] = (unsigned long)parse_number(item, 1, MAX_SIZE, "a size");
+	}
+	if (!cfg->nsizes)
+		usage();
+}
+
+static void parse_ops(struct config *cfg, char *list)
+{
+	char *save = NULL;
+
+	memset(cfg->ops, 0, sizeof(cfg->ops));
+	for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		int found = 0;
+
+		for (int op = 0; op < OP_COUNT; op++) {
+			if (!strcmp(item, op_names[op])) {
+				cfg->ops[op] = 1;
+				found = 1;
+			}
+		}
+		if (!found)
+			die("unknown operation \"%s\"", item);
+	}
+}
+
+static void parse_args(struct config *cfg, int argc, char **argv)
+{
+	static char default_sizes[] = "8,64,512,4096,65536";
+	int role_given = 0;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->port = DEFAULT_PORT;
+	cfg->gid_index = DEFAULT_GID_INDEX;
+	cfg->wait = WAIT_EVENT;
+	cfg->iters = DEFAULT_ITERS;
+	parse_sizes(cfg, default_sizes);
+	for (int op = 0; op < OP_COUNT; op++)
+		cfg->ops[op] = 1;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(arg, "--server")) {
+			cfg->server = 1;
+			role_given++;
+			continue;
+		}
+		if (!value)
+			usage();
+		i++;
+		if (!strcmp(arg, "--client")) {
+			cfg->host = value;
+			role_given++;
+		} else if (!strcmp(arg, "--port")) {
+			cfg->port = (int)parse_number(value, 1, 65535, "the port");
+		} else if (!strcmp(arg, "--gid-index")) {
+			cfg->gid_index = (int)parse_number(value, 0, 255, "the GID index");
+		} else if (!strcmp(arg, "--iters")) {
+			cfg->iters = parse_number(value, 1, MAX_ITERS, "the iterations");
+		} else if (!strcmp(arg, "--wait")) {
+			if (!strcmp(value, "event"))
+				cfg->wait = WAIT_EVENT;
+			else if (!strcmp(value, "poll"))
+				cfg->wait = WAIT_POLL;
+			else
+				usage();
+		} else if (!strcmp(arg, "--sizes")) {
+			char *copy = strdup(value);
+
+			if (!copy)
+				die("out of memory");
+			parse_sizes(cfg, copy);
+			free(copy);
+		} else if (!strcmp(arg, "--ops")) {
+			char *copy = strdup(value);
+
+			if (!copy)
+				die("out of memory");
+			parse_ops(cfg, copy);
+			free(copy);
+		} else {
+			usage();
+		}
+	}
+	if (role_given != 1)
+		usage();
+}
+
+/* --- time and statistics ------------------------------------------------ */
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static double cpu_us(void)
+{
+	struct rusage usage;
+
+	getrusage(RUSAGE_SELF, &usage);
+	return (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 +
+	       (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Linear interpolation between ranks, as lite-bench computes it. */
+static double percentile(const double *sorted, long n, double p)
+{
+	double rank = p / 100.0 * (double)(n - 1);
+	long below = (long)floor(rank), above = (long)ceil(rank);
+
+	return sorted[below] + (sorted[above] - sorted[below]) * (rank - (double)below);
+}
+
+static void report(const struct config *cfg, int op, unsigned long size, double *samples,
+		   long n, double cpu_total)
+{
+	double sum = 0, squares = 0, mean, stdev;
+
+	qsort(samples, (size_t)n, sizeof(*samples), compare_doubles);
+	for (long i = 0; i < n; i++)
+		sum += samples[i];
+	mean = sum / (double)n;
+	for (long i = 0; i < n; i++)
+		squares += (samples[i] - mean) * (samples[i] - mean);
+	stdev = n > 1 ? sqrt(squares / (double)(n - 1)) : 0;
+	printf("LITE-VERBS op=%s size=%lu wait=%s iters=%ld median_us=%.2f p10_us=%.2f "
+	       "p90_us=%.2f p99_us=%.2f min_us=%.2f max_us=%.2f stdev_us=%.2f cpu_us_per_op=%.2f\n",
+	       op_names[op], size, cfg->wait == WAIT_EVENT ? "event" : "poll", n,
+	       percentile(samples, n, 50), percentile(samples, n, 10), percentile(samples, n, 90),
+	       percentile(samples, n, 99), samples[0], samples[n - 1], stdev, cpu_total / (double)n);
+	fflush(stdout);
+}
+
+/* --- the control connection -------------------------------------------- */
+
+static int control_listen(int port)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) || listen(fd, 1))
+		die("listening on port %d: %s", port, strerror(errno));
+	return fd;
+}
+
+static int control_accept(int listener)
+{
+	struct pollfd pfd = { .fd = listener, .events = POLLIN };
+	int fd;
+
+	/* The client starts within seconds of the server, or never. */
+	if (poll(&pfd, 1, WAIT_TIMEOUT_MS * 10) != 1)
+		die("no client connected within %d s", WAIT_TIMEOUT_MS * 10 / 1000);
+	fd = accept(listener, NULL, NULL);
+	if (fd < 0)
+		die("accept: %s", strerror(errno));
+	return fd;
+}
+
+static int control_connect(const char *host, int port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *found;
+	char service[16];
+	int fd = -1;
+
+	snprintf(service, sizeof(service), "%d", port);
+	if (getaddrinfo(host, service, &hints, &found))
+		die("cannot resolve %s", host);
+	for (int tries = 0; tries < CONNECT_TRIES; tries++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0)
+			die("socket: %s", strerror(errno));
+		if (!connect(fd, found->ai_addr, found->ai_addrlen))
+			break;
+		close(fd);
+		fd = -1;
+		sleep(1);
+	}
+	freeaddrinfo(found);
+	if (fd < 0)
+		die("cannot reach the server at %s:%d", host, port);
+	return fd;
+}
+
+static void send_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void send_line(int fd, const char *fmt, ...)
+{
+	char line[LINE_MAX_LEN];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (len < 0 || len >= (int)sizeof(line) - 1)
+		die("control line too long");
+	line[len++] = '\n';
+	for (int sent = 0; sent < len;) {
+		ssize_t n = send(fd, line + sent, (size_t)(len - sent), MSG_NOSIGNAL);
+
+		if (n <= 0)
+			die("control connection: %s", n ? strerror(errno) : "closed");
+		sent += (int)n;
+	}
+}
+
+/* Reads one line (without its '\n') into line, waiting at most WAIT_TIMEOUT_MS per byte. */
+static void recv_line(int fd, char *line, size_t size)
+{
+	size_t len = 0;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		char c;
+		ssize_t n;
+
+		if (poll(&pfd, 1, WAIT_TIMEOUT_MS) != 1)
+			die("the peer sent nothing for %d s", WAIT_TIMEOUT_MS / 1000);
+		n = recv(fd, &c, 1, 0);
+		if (n <= 0)
+			die("control connection: %s", n ? strerror(errno) : "closed by the peer");
+		if (c == '\n')
+			break;
+		if (len + 1 >= size)
+			die("control line too long");
+		line[len++] = c;
+	}
+	line[len] = 0;
+}
+
+static void send_offer(int fd, const struct offer *o)
+{
+	char gid[33];
+
+	for (int i = 0; i < 16; i++)
+		snprintf(gid + 2 * i, 3, "%02x", o->gid.raw[i]);
+	send_line(fd, "QP %" PRIu32 " %" PRIu32 " %s %" PRIx64 " %" PRIu32 " %" PRIx64 " %" PRIu32,
+		  o->qpn, o->psn, gid, o->addr, o->rkey, o->atomic_addr, o->atomic_rkey);
+}
+
+static void recv_offer(int fd, struct offer *o)
+{
+	char line[LINE_MAX_LEN], gid[33];
+
+	recv_line(fd, line, sizeof(line));
+	if (sscanf(line, "QP %" SCNu32 " %" SCNu32 " %32s %" SCNx64 " %" SCNu32 " %" SCNx64 " %" SCNu32,
+		   &o->qpn, &o->psn, gid, &o->addr, &o->rkey, &o->atomic_addr, &o->atomic_rkey) != 7 ||
+	    strlen(gid) != 32)
+		die("malformed offer \"%s\"", line);
+	for (int i = 0; i < 16; i++) {
+		unsigned int byte;
+
+		if (sscanf(gid + 2 * i, "%2x", &byte) != 1)
+			die("malformed GID in \"%s\"", line);
+		o->gid.raw[i] = (uint8_t)byte;
+	}
+}
+
+/* --- verbs ---------------------------------------------------------------- */
+
+static void open_endpoint(struct endpoint *ep, const struct config *cfg, size_t buf_len)
+{
+	struct ibv_device **devices = ibv_get_device_list(NULL);
+	struct ibv_qp_init_attr qp_attr = { 0 };
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+	memset(ep, 0, sizeof(*ep));
+	ep->wait = cfg->wait;
+	ep->port_num = 1;
+	if (!devices || !devices[0])
+		die("no RDMA device");
+	ep->ctx = ibv_open_device(devices[0]);
+	ibv_free_device_list(devices);
+	if (!ep->ctx)
+		die("ibv_open_device: %s", strerror(errno));
+	if (ibv_query_gid(ep->ctx, ep->port_num, cfg->gid_index, &ep->gid))
+		die("no GID %d on port %d", cfg->gid_index, ep->port_num);
+	ep->pd = ibv_alloc_pd(ep->ctx);
+	ep->channel = ibv_create_comp_channel(ep->ctx);
+	if (!ep->pd || !ep->channel)
+		die("ibv_alloc_pd/ibv_create_comp_channel: %s", strerror(errno));
+	ep->cq = ibv_create_cq(ep->ctx, 2 * QUEUE_DEPTH, NULL, ep->channel, 0);
+	if (!ep->cq)
+		die("ibv_create_cq: %s", strerror(errno));
+
+	ep->buf_len = buf_len;
+	/* Requests and replies each get their half in RPC series. */
+	ep->buf = aligned_alloc(4096, 2 * buf_len);
+	ep->atomic_word = aligned_alloc(64, 64);
+	ep->atomic_result = aligned_alloc(64, 64);
+	if (!ep->buf || !ep->atomic_word || !ep->atomic_result)
+		die("out of memory");
+	memset(ep->buf, 0x5a, 2 * buf_len);
+	memset(ep->atomic_word, 0, 64);
+	memset(ep->atomic_result, 0, 64);
+	ep->mr = ibv_reg_mr(ep->pd, ep->buf, 2 * buf_len, access);
+	ep->atomic_mr = ibv_reg_mr(ep->pd, ep->atomic_word, 64, access | IBV_ACCESS_REMOTE_ATOMIC);
+	ep->result_mr = ibv_reg_mr(ep->pd, ep->atomic_result, 64, IBV_ACCESS_LOCAL_WRITE);
+	if (!ep->mr || !ep->atomic_mr || !ep->result_mr)
+		die("ibv_reg_mr: %s", strerror(errno));
+
+	qp_attr.send_cq = ep->cq;
+	qp_attr.recv_cq = ep->cq;
+	qp_attr.qp_type = IBV_QPT_RC;
+	qp_attr.cap.max_send_wr = QUEUE_DEPTH;
+	qp_attr.cap.max_recv_wr = QUEUE_DEPTH;
+	qp_attr.cap.max_send_sge = 1;
+	qp_attr.cap.max_recv_sge = 1;
+	ep->qp = ibv_create_qp(ep->pd, &qp_attr);
+	if (!ep->qp)
+		die("ibv_create_qp: %s", strerror(errno));
+}
+
+static struct offer own_offer(const struct endpoint *ep)
+{
+	struct offer o = {
+		.qpn = ep->qp->qp_num,
+		.psn = (uint32_t)lrand48() & PSN_MASK,
+		.gid = ep->gid,
+		.addr = (uintptr_t)ep->buf,
+		.rkey = ep->mr->rkey,
+		.atomic_addr = (uintptr_t)ep->atomic_word,
+		.atomic_rkey = ep->atomic_mr->rkey,
+	};
+	return o;
+}
+
+static void connect_qp(struct endpoint *ep, const struct config *cfg, const struct offer *mine,
+		       const struct offer *peer)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = ep->port_num,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+	};
+
+	if (ibv_modify_qp(ep->qp, &attr,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("QP to INIT: %s", strerror(errno));
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = peer->qpn;
+	attr.rq_psn = peer->psn;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.grh.dgid = peer->gid;
+	attr.ah_attr.grh.sgid_index = (uint8_t)cfg->gid_index;
+	attr.ah_attr.grh.hop_limit = 1;
+	attr.ah_attr.port_num = ep->port_num;
+	if (ibv_modify_qp(ep->qp, &attr,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("QP to RTR: %s", strerror(errno));
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = mine->psn;
+	attr.timeout = 14;
+	attr.retry_cnt = RETRY_COUNT;
+	attr.rnr_retry = RETRY_COUNT;
+	attr.max_rd_atomic = 1;
+	if (ibv_modify_qp(ep->qp, &attr,
+			  IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		die("QP to RTS: %s", strerror(errno));
+
+	ep->remote_addr = peer->addr;
+	ep->remote_rkey = peer->rkey;
+	ep->remote_atomic_addr = peer->atomic_addr;
+	ep->remote_atomic_rkey = peer->atomic_rkey;
+}
+
+/*
+ * Waits for the next completion and returns it in wc. With WAIT_EVENT the
+ * queue is armed and the thread sleeps on the completion channel whenever
+ * a poll finds nothing, re-polling after arming so that no completion
+ * slips between the poll and the arming.
+ */
+static void next_completion(struct endpoint *ep, struct ibv_wc *wc)
+{
+	for (;;) {
+		int n = ibv_poll_cq(ep->cq, 1, wc);
+
+		if (n < 0)
+			die("ibv_poll_cq failed");
+		if (n == 1) {
+			if (wc->status != IBV_WC_SUCCESS)
+				die("work request %" PRIu64 " completed with %s", wc->wr_id,
+				    ibv_wc_status_str(wc->status));
+			return;
+		}
+		if (ep->wait == WAIT_POLL)
+			continue;
+		if (!ep->armed) {
+			if (ibv_req_notify_cq(ep->cq, 0))
+				die("ibv_req_notify_cq failed");
+			ep->armed = 1;
+			continue;
+		}
+		struct pollfd pfd = { .fd = ep->channel->fd, .events = POLLIN };
+		struct ibv_cq *cq;
+		void *context;
+
+		if (poll(&pfd, 1, WAIT_TIMEOUT_MS) != 1)
+			die("no completion within %d s", WAIT_TIMEOUT_MS / 1000);
+		if (ibv_get_cq_event(ep->channel, &cq, &context))
+			die("ibv_get_cq_event failed");
+		ibv_ack_cq_events(cq, 1);
+		ep->armed = 0;
+	}
+}
+
+/* Waits for the completion of work request wr_id; others must not come. */
+static void wait_for(struct endpoint *ep, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	next_completion(ep, &wc);
+	if (wc.wr_id != wr_id)
+		die("completion of %" PRIu64 " while waiting for %" PRIu64, wc.wr_id, wr_id);
+}
+
+static void post_send(struct endpoint *ep, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(ep->qp, wr, &bad))
+		die("ibv_post_send: %s", strerror(errno));
+}
+
+static void post_recv(struct endpoint *ep, uint64_t wr_id, size_t offset, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(ep->buf + offset),
+		.length = (uint32_t)len,
+		.lkey = ep->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (ibv_post_recv(ep->qp, &wr, &bad))
+		die("ibv_post_recv: %s", strerror(errno));
+}
+
+/* Work request ids: what a completion belongs to. */
+#define WR_ONE_SIDED 1
+#define WR_REQUEST 2
+#define WR_REPLY_RECV 3
+#define WR_REQUEST_RECV 4
+#define WR_REPLY 5
+
+/*
+ * One synchronous one-sided operation, as LITE does it. `remote_value`
+ * tracks the remote atomic word: fetch_add adds 1 to it and compare_swp
+ * swaps in its successor, so every compare_swp succeeds and both check
+ * what they found.
+ */
+static void one_sided(struct endpoint *ep, int op, unsigned long size, uint64_t *remote_value)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)ep->buf, .length = (uint32_t)size,
+			       .lkey = ep->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = WR_ONE_SIDED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+
+	switch (op) {
+	case OP_WRITE:
+	case OP_READ:
+		wr.opcode = op == OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+		wr.wr.rdma.remote_addr = ep->remote_addr;
+		wr.wr.rdma.rkey = ep->remote_rkey;
+		break;
+	default:
+		sge.addr = (uintptr_t)ep->atomic_result;
+		sge.length = 8;
+		sge.lkey = ep->result_mr->lkey;
+		wr.opcode = op == OP_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.remote_addr = ep->remote_atomic_addr;
+		wr.wr.atomic.rkey = ep->remote_atomic_rkey;
+		wr.wr.atomic.compare_add = op == OP_FETCH_ADD ? 1 : *remote_value;
+		wr.wr.atomic.swap = *remote_value + 1;
+		break;
+	}
+	post_send(ep, &wr);
+	wait_for(ep, WR_ONE_SIDED);
+	if (op == OP_FETCH_ADD || op == OP_COMPARE_SWP) {
+		if (*ep->atomic_result != *remote_value)
+			die("%s found %" PRIu64 ", expected %" PRIu64, op_names[op],
+			    *ep->atomic_result, *remote_value);
+		(*remote_value)++;
+	}
+}
+
+/* One RPC round trip: the reply's receive is posted before the request goes out. */
+static void rpc_call(struct endpoint *ep, unsigned long size)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)ep->buf, .length = (uint32_t)size,
+			       .lkey = ep->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = WR_REQUEST,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	int sent = 0, replied = 0;
+
+	post_recv(ep, WR_REPLY_RECV, ep->buf_len, size);
+	post_send(ep, &wr);
+	while (!sent || !replied) {
+		struct ibv_wc wc;
+
+		next_completion(ep, &wc);
+		if (wc.wr_id == WR_REQUEST)
+			sent = 1;
+		else if (wc.wr_id == WR_REPLY_RECV && wc.byte_len == size)
+			replied = 1;
+		else
+			die("unexpected completion %" PRIu64 " (%u bytes) in an RPC", wc.wr_id,
+			    wc.byte_len);
+	}
+}
+
+static void client(const struct config *cfg)
+{
+	struct endpoint ep;
+	struct offer mine, peer;
+	unsigned long largest = 8;
+	double *samples;
+	int fd;
+
+	for (int i = 0; i < cfg->nsizes; i++)
+		if (cfg->sizes[i] > largest)
+			largest = cfg->sizes[i];
+	samples = calloc((size_t)cfg->iters, sizeof(*samples));
+	if (!samples)
+		die("out of memory");
+	fd = control_connect(cfg->host, cfg->port);
+	send_line(fd, "HELLO %lu", largest);
+	open_endpoint(&ep, cfg, largest);
+	recv_offer(fd, &peer);
+	mine = own_offer(&ep);
+	send_offer(fd, &mine);
+	connect_qp(&ep, cfg, &mine, &peer);
+	/* The server's queue pair must be ready to receive before the first request. */
+	{
+		char line[LINE_MAX_LEN];
+
+		recv_line(fd, line, sizeof(line));
+		if (strcmp(line, "CONNECTED"))
+			die("the server answered \"%s\" to the offer", line);
+	}
+
+	uint64_t remote_value = 0;
+
+	for (int op = 0; op < OP_COUNT; op++) {
+		int atomic = op == OP_FETCH_ADD || op == OP_COMPARE_SWP;
+
+		if (!cfg->ops[op])
+			continue;
+		for (int s = 0; s < cfg->nsizes; s++) {
+			unsigned long size = atomic ? 8 : cfg->sizes[s];
+			double cpu_start;
+			char line[LINE_MAX_LEN];
+
+			if (atomic && s > 0)
+				break;
+			if (op == OP_RPC) {
+				send_line(fd, "RPC %lu %ld", size, cfg->iters + WARMUP);
+				recv_line(fd, line, sizeof(line));
+				if (strcmp(line, "READY"))
+					die("the server answered \"%s\" to an RPC series", line);
+			}
+			for (int i = 0; i < WARMUP; i++) {
+				if (op == OP_RPC)
+					rpc_call(&ep, size);
+				else
+					one_sided(&ep, op, size, &remote_value);
+			}
+			cpu_start = cpu_us();
+			for (long i = 0; i < cfg->iters; i++) {
+				double start = now_us();
+
+				if (op == OP_RPC)
+					rpc_call(&ep, size);
+				else
+					one_sided(&ep, op, size, &remote_value);
+				samples[i] = now_us() - start;
+			}
+			report(cfg, op, size, samples, cfg->iters, cpu_us() - cpu_start);
+			if (op == OP_RPC) {
+				recv_line(fd, line, sizeof(line));
+				if (strcmp(line, "DONE"))
+					die("the server answered \"%s\" after an RPC series", line);
+			}
+		}
+	}
+	send_line(fd, "BYE");
+	close(fd);
+	free(samples);
+	printf("LITE-VERBS: ok\n");
+}
+
+/*
+ * Answers `count` requests of `size` bytes with replies as long. READY goes
+ * to the client once the first receives are posted, so that no request
+ * finds the receive queue empty.
+ */
+static void serve_rpc(struct endpoint *ep, int fd, unsigned long size, long count)
+{
+	long posted = 0, answered = 0, sent = 0;
+
+	while (posted < count && posted < RECV_DEPTH) {
+		post_recv(ep, WR_REQUEST_RECV, 0, size);
+		posted++;
+	}
+	send_line(fd, "READY");
+	while (answered < count || sent < answered) {
+		struct ibv_wc wc;
+
+		next_completion(ep, &wc);
+		if (wc.wr_id == WR_REPLY) {
+			sent++;
+			continue;
+		}
+		if (wc.wr_id != WR_REQUEST_RECV || wc.byte_len != size)
+			die("unexpected completion %" PRIu64 " (%u bytes) while serving", wc.wr_id,
+			    wc.byte_len);
+		answered++;
+		if (posted < count) {
+			post_recv(ep, WR_REQUEST_RECV, 0, size);
+			posted++;
+		}
+
+		struct ibv_sge sge = { .addr = (uintptr_t)(ep->buf + ep->buf_len),
+				       .length = (uint32_t)size, .lkey = ep->mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = WR_REPLY,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED,
+		};
+		post_send(ep, &wr);
+	}
+}
+
+static void server(const struct config *cfg)
+{
+	struct endpoint ep;
+	struct offer mine, peer;
+	char line[LINE_MAX_LEN];
+	unsigned long largest;
+	int listener = control_listen(cfg->port);
+	int fd = control_accept(listener);
+
+	recv_line(fd, line, sizeof(line));
+	if (sscanf(line, "HELLO %lu", &largest) != 1 || largest < 8 || largest > MAX_SIZE)
+		die("malformed greeting \"%s\"", line);
+	open_endpoint(&ep, cfg, largest);
+	mine = own_offer(&ep);
+	send_offer(fd, &mine);
+	recv_offer(fd, &peer);
+	connect_qp(&ep, cfg, &mine, &peer);
+	send_line(fd, "CONNECTED");
+	for (;;) {
+		unsigned long size;
+		long count;
+
+		recv_line(fd, line, sizeof(line));
+		if (!strcmp(line, "BYE"))
+			break;
+		if (sscanf(line, "RPC %lu %ld", &size, &count) != 2 || size < 1 || size > largest ||
+		    count < 1 || count > MAX_ITERS + WARMUP)
+			die("malformed request \"%s\"", line);
+		serve_rpc(&ep, fd, size, count);
+		send_line(fd, "DONE");
+	}
+	close(fd);
+	close(listener);
+	printf("LITE-VERBS: ok\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg;
+
+	parse_args(&cfg, argc, argv);
+	srand48((long)getpid() ^ (long)time(NULL));
+	if (cfg.server)
+		server(&cfg);
+	else
+		client(&cfg);
+	return 0;
+}

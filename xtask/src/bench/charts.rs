@@ -1,0 +1,481 @@
+//! Charts of a benchmark run, drawn with plotters as SVG and PNG files:
+//! latency against size per operation (LITE beside the native verbs
+//! baseline and perftest), the interleaved comparison's ratios with their
+//! spread over the rounds, throughput against depth, and the isolation
+//! run. Text is laid out with the DejaVu Sans font (package
+//! fonts-dejavu-core), loaded once.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::{register_font, FontStyle};
+
+use super::parse::Measurements;
+use super::rounds::{self, Figure};
+use super::{ASYNC_SIZES, SIZES};
+
+/// The font every chart's text uses.
+pub const FONT_FILE: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// Family name the charts ask for.
+const FAMILY: &str = "sans-serif";
+
+/// Pixels of every chart.
+const SIZE: (u32, u32) = (900, 560);
+
+/// Colours of the series, in order.
+const PALETTE: [RGBColor; 5] = [
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0xff, 0x7f, 0x0e),
+];
+
+/// Registers [`FONT_FILE`] once; later calls return the first outcome.
+fn font() -> Result<()> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            let bytes = std::fs::read(FONT_FILE)
+                .map_err(|e| format!("cannot read {FONT_FILE} (package fonts-dejavu-core): {e}"))?;
+            // plotters keeps the font for the process's lifetime.
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            register_font(FAMILY, FontStyle::Normal, bytes)
+                .map_err(|_| format!("{FONT_FILE} is not a usable font"))
+        })
+        .clone()
+        .map_err(|e| anyhow!(e))
+}
+
+/// A chart of lines through points.
+pub struct LineChart {
+    /// File name without extension.
+    pub name: String,
+    /// Title.
+    pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// Logarithmic x axis.
+    pub log_x: bool,
+    /// Logarithmic y axis.
+    pub log_y: bool,
+    /// Named series of (x, y) points, x ascending.
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Points of one ratio chart: label, median, min, max.
+pub struct RatioChart {
+    /// File name without extension.
+    pub name: String,
+    /// Title.
+    pub title: String,
+    /// One entry per figure: label, median, low, high, target.
+    pub entries: Vec<(String, f64, f64, f64, Option<f64>)>,
+}
+
+/// A tick label: no decimals from 10 on, two below.
+fn tick(value: f64) -> String {
+    if value.abs() >= 10.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// Axis bounds around `values`, padded; logarithmic axes stay positive.
+fn bounds(values: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
+    let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+        low = low.min(v);
+        high = high.max(v);
+    }
+    if low > high {
+        return None;
+    }
+    Some(if log {
+        (low / 1.5, high * 1.5)
+    } else {
+        // Linear axes start at zero, so that heights compare.
+        let pad = ((high - low) * 0.1).max(high.abs() * 0.05).max(1e-9);
+        (low.min(0.0), high + pad)
+    })
+}
+
+fn draw_lines<DB: DrawingBackend>(chart: &LineChart, area: &DrawingArea<DB, Shift>) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let points = || chart.series.iter().flat_map(|(_, p)| p.iter().copied());
+    let (x0, x1) = bounds(points().map(|p| p.0), chart.log_x).context("no points")?;
+    let (y0, y1) = bounds(points().map(|p| p.1), chart.log_y).context("no points")?;
+    area.fill(&WHITE).map_err(|e| anyhow!("{e:?}"))?;
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .caption(&chart.title, (FAMILY, 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72);
+    macro_rules! finish {
+        ($ctx:expr) => {{
+            let mut ctx = $ctx;
+            ctx.configure_mesh()
+                .x_label_formatter(&|x| tick(*x))
+                .y_label_formatter(&|y| tick(*y))
+                .x_desc(chart.x_label.as_str())
+                .y_desc(chart.y_label.as_str())
+                .label_style((FAMILY, 14))
+                .draw()
+                .map_err(|e| anyhow!("{e:?}"))?;
+            for (i, (name, pts)) in chart.series.iter().enumerate() {
+                // PANIC: the index is taken modulo the palette's length.
+                let colour = PALETTE[i % PALETTE.len()];
+                ctx.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))
+                    .map_err(|e| anyhow!("{e:?}"))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                    });
+                ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                    .map_err(|e| anyhow!("{e:?}"))?;
+            }
+            ctx.configure_series_labels()
+                .label_font((FAMILY, 14))
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(|e| anyhow!("{e:?}"))?;
+        }};
+    }
+    match (chart.log_x, chart.log_y) {
+        (true, true) => finish!(builder
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .map_err(|e| anyhow!("{e:?}"))?),
+        (true, false) => finish!(builder
+            .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+            .map_err(|e| anyhow!("{e:?}"))?),
+        (false, true) => finish!(builder
+            .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+            .map_err(|e| anyhow!("{e:?}"))?),
+        (false, false) => finish!(builder
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(|e| anyhow!("{e:?}"))?),
+    }
+    area.present().map_err(|e| anyhow!("{e:?}"))?;
+    Ok(())
+}
+
+/// Height of a ratio chart with `entries` figures: one row each.
+fn ratio_chart_height(entries: usize) -> u32 {
+    let rows = u32::try_from(entries).unwrap_or(u32::MAX);
+    rows.saturating_mul(28).saturating_add(140).max(SIZE.1)
+}
+
+fn draw_ratios<DB: DrawingBackend>(chart: &RatioChart, area: &DrawingArea<DB, Shift>) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let values = chart
+        .entries
+        .iter()
+        .flat_map(|e| [e.1, e.2, e.3, e.4.unwrap_or(e.1)]);
+    let (_, high) = bounds(values.chain([1.0]), false).context("no figures")?;
+    let n = chart.entries.len();
+    area.fill(&WHITE).map_err(|e| anyhow!("{e:?}"))?;
+    // Figures run down the chart, the first at the top.
+    let row = |i: usize| (n - 1 - i) as f64;
+    let labels: Vec<String> = chart.entries.iter().map(|e| e.0.clone()).collect();
+    let mut ctx = ChartBuilder::on(area)
+        .caption(&chart.title, (FAMILY, 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(130)
+        .build_cartesian_2d(0.0f64..high, -0.5f64..(n as f64 - 0.5))
+        .map_err(|e| anyhow!("{e:?}"))?;
+    ctx.configure_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|y| {
+            let r = y.round();
+            if (y - r).abs() > 1e-6 || r < 0.0 || r >= n as f64 {
+                return String::new();
+            }
+            // PANIC: 0 <= r < n, so n - 1 - r is an index of `labels`.
+            labels[n - 1 - r as usize].clone()
+        })
+        .x_desc("LITE / native: median of the rounds, bar from the lowest to the highest")
+        .label_style((FAMILY, 14))
+        .disable_y_mesh()
+        .draw()
+        .map_err(|e| anyhow!("{e:?}"))?;
+    ctx.draw_series(std::iter::once(PathElement::new(
+        vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+        BLACK.mix(0.5),
+    )))
+    .map_err(|e| anyhow!("{e:?}"))?;
+    for (i, (_, median, low, high, target)) in chart.entries.iter().enumerate() {
+        let y = row(i);
+        let colour = match target {
+            Some(t) if median <= t => PALETTE[2],
+            Some(_) => PALETTE[0],
+            None => PALETTE[1],
+        };
+        ctx.draw_series(std::iter::once(ErrorBar::new_horizontal(
+            y,
+            *low,
+            *median,
+            *high,
+            colour.filled(),
+            10,
+        )))
+        .map_err(|e| anyhow!("{e:?}"))?;
+        if let Some(t) = target {
+            ctx.draw_series(std::iter::once(PathElement::new(
+                vec![(*t, y - 0.35), (*t, y + 0.35)],
+                BLACK.stroke_width(2),
+            )))
+            .map_err(|e| anyhow!("{e:?}"))?;
+        }
+    }
+    area.present().map_err(|e| anyhow!("{e:?}"))?;
+    Ok(())
+}
+
+/// Draws `draw` into `dir/name.svg` and `dir/name.png`, `size` pixels;
+/// returns the SVG's path.
+fn both(
+    dir: &Path,
+    name: &str,
+    size: (u32, u32),
+    draw: &dyn Fn(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
+    draw_png: &dyn Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
+) -> Result<PathBuf> {
+    font()?;
+    let svg = dir.join(format!("{name}.svg"));
+    let png = dir.join(format!("{name}.png"));
+    draw(&SVGBackend::new(&svg, size).into_drawing_area())
+        .with_context(|| format!("drawing {}", svg.display()))?;
+    draw_png(&BitMapBackend::new(&png, size).into_drawing_area())
+        .with_context(|| format!("drawing {}", png.display()))?;
+    Ok(svg)
+}
+
+impl LineChart {
+    /// Draws the chart as SVG and PNG in `dir`; returns the SVG's path.
+    pub fn draw(&self, dir: &Path) -> Result<PathBuf> {
+        both(dir, &self.name, SIZE, &|a| draw_lines(self, a), &|a| {
+            draw_lines(self, a)
+        })
+    }
+}
+
+impl RatioChart {
+    /// Draws the chart as SVG and PNG in `dir`; returns the SVG's path.
+    pub fn draw(&self, dir: &Path) -> Result<PathBuf> {
+        let size = (SIZE.0, ratio_chart_height(self.entries.len()));
+        both(dir, &self.name, size, &|a| draw_ratios(self, a), &|a| {
+            draw_ratios(self, a)
+        })
+    }
+}
+
+/// A series' points from `(size, value)` pairs, sizes as x.
+fn by_size(points: impl Iterator<Item = (u64, f64)>) -> Vec<(f64, f64)> {
+    let mut points: Vec<(f64, f64)> = points
+        .filter(|p| p.1.is_finite() && p.1 > 0.0)
+        .map(|(s, v)| (s as f64, v))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points
+}
+
+/// Every chart `m` has data for, with a caption each; a chart without data
+/// is left out.
+pub fn charts(m: &Measurements) -> (Vec<LineChart>, Option<RatioChart>) {
+    let figures: Vec<Figure> = rounds::figures(&m.rounds);
+    let mut lines = Vec::new();
+    for (op, perftest_op, perftest_factor, title) in [
+        ("write", "write", 1.0, "Synchronous RDMA write"),
+        ("read", "read", 1.0, "Synchronous RDMA read"),
+        (
+            "rpc",
+            "send",
+            2.0,
+            "RPC round trip (request and reply of the same size)",
+        ),
+    ] {
+        let mut series = Vec::new();
+        let lite = by_size(
+            figures
+                .iter()
+                .filter(|f| f.op == op)
+                .map(|f| (f.size, f.lite.median)),
+        );
+        let native = by_size(
+            figures
+                .iter()
+                .filter(|f| f.op == op)
+                .map(|f| (f.size, f.native.median)),
+        );
+        let one_off = by_size(
+            m.lite
+                .values()
+                .filter(|l| l.op == op && SIZES.contains(&l.size))
+                .map(|l| (l.size, l.median)),
+        );
+        let perftest = by_size(
+            m.native
+                .iter()
+                .filter(|n| n.op == perftest_op)
+                .map(|n| (n.size, n.typical * perftest_factor)),
+        );
+        for (name, points) in [
+            ("LITE (rounds)", lite),
+            ("native verbs, same wait (rounds)", native),
+            ("LITE (one-off series)", one_off),
+            (
+                if op == "rpc" {
+                    "perftest ib_send_lat x2 (busy polling)"
+                } else {
+                    "perftest (half a busy-polling ping-pong)"
+                },
+                perftest,
+            ),
+        ] {
+            if !points.is_empty() {
+                series.push((name.to_string(), points));
+            }
+        }
+        if !series.is_empty() {
+            lines.push(LineChart {
+                name: format!("latency-{op}"),
+                title: format!("{title}: median latency"),
+                x_label: "bytes".into(),
+                y_label: "microseconds".into(),
+                log_x: true,
+                log_y: true,
+                series,
+            });
+        }
+    }
+    for op in ["write", "read"] {
+        for size in ASYNC_SIZES {
+            let lite = by_size(
+                m.lite_bw
+                    .values()
+                    .filter(|b| b.op == format!("{op}_async") && b.size == size)
+                    .filter_map(|b| Some((u64::from(b.depth?), b.average))),
+            );
+            let native = by_size(
+                m.native_bw
+                    .iter()
+                    .filter(|n| n.op == op && n.size == size)
+                    .map(|n| (u64::from(n.depth), n.average)),
+            );
+            let mut series = Vec::new();
+            if !lite.is_empty() {
+                series.push(("LITE asynchronous".to_string(), lite));
+            }
+            if !native.is_empty() {
+                series.push((format!("perftest ib_{op}_bw"), native));
+            }
+            if !series.is_empty() {
+                lines.push(LineChart {
+                    name: format!("throughput-{op}-{size}"),
+                    title: format!("{size} B RDMA {op}s: throughput against operations in flight"),
+                    x_label: "operations in flight".into(),
+                    y_label: "MiB/s".into(),
+                    log_x: true,
+                    log_y: false,
+                    series,
+                });
+            }
+        }
+    }
+    let rpc_async = by_size(
+        m.lite_rpc_async
+            .values()
+            .map(|r| (u64::from(r.depth), r.calls_per_s)),
+    );
+    let rpc_threads = by_size(
+        m.lite_rpc_bw
+            .values()
+            .map(|r| (u64::from(r.threads), r.calls_per_s)),
+    );
+    let mut rpc_series = Vec::new();
+    if !rpc_async.is_empty() {
+        rpc_series.push(("one thread, N asynchronous calls".to_string(), rpc_async));
+    }
+    if !rpc_threads.is_empty() {
+        rpc_series.push(("N threads, synchronous calls".to_string(), rpc_threads));
+    }
+    if !rpc_series.is_empty() {
+        lines.push(LineChart {
+            name: "rpc-throughput".into(),
+            title: "64 B RPC throughput".into(),
+            x_label: "calls in flight (N)".into(),
+            y_label: "calls per second".into(),
+            log_x: true,
+            log_y: false,
+            series: rpc_series,
+        });
+    }
+    let ratios = (!figures.is_empty()).then(|| RatioChart {
+        name: "ratios".into(),
+        title: "LITE against the native verbs baseline, per interleaved round".into(),
+        entries: figures
+            .iter()
+            .map(|f| {
+                (
+                    format!("{} {} B", f.op, f.size),
+                    f.ratio.median,
+                    f.ratio.min,
+                    f.ratio.max,
+                    f.target,
+                )
+            })
+            .collect(),
+    });
+    (lines, ratios)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_are_drawn_as_svg_and_png() {
+        let mut m = Measurements::default();
+        m.add_log(
+            "node2",
+            "LITE-ROUND-BEGIN round=1\n\
+             LITE-VERBS op=write size=8 wait=event iters=9 median_us=100 p10_us=1 p90_us=1 p99_us=1 min_us=1 max_us=1 stdev_us=1 cpu_us_per_op=1\n\
+             LITE-VERBS op=write size=64 wait=event iters=9 median_us=110 p10_us=1 p90_us=1 p99_us=1 min_us=1 max_us=1 stdev_us=1 cpu_us_per_op=1\n\
+             LITE-BENCH op=write size=8 iters=9 median_us=120 p10_us=1 p90_us=1 min_us=1 max_us=1 stdev_us=1\n\
+             LITE-BENCH op=write size=64 iters=9 median_us=115 p10_us=1 p90_us=1 min_us=1 max_us=1 stdev_us=1\n\
+             LITE-ROUND-END round=1\n",
+        );
+        let (lines, ratios) = charts(&m);
+        assert_eq!(lines.len(), 1);
+        let ratios = ratios.expect("a ratio chart");
+        assert_eq!(ratios.entries.len(), 2);
+        let dir = std::env::temp_dir().join(format!("lite-charts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("directory");
+        let svg = lines[0].draw(&dir).expect("latency chart");
+        let text = std::fs::read_to_string(&svg).expect("svg");
+        assert!(
+            text.contains("<svg") && text.contains("LITE (rounds)"),
+            "{svg:?}"
+        );
+        let png = std::fs::read(dir.join("latency-write.png")).expect("png");
+        assert_eq!(&png[1..4], b"PNG");
+        ratios.draw(&dir).expect("ratio chart");
+        assert!(dir.join("ratios.png").exists());
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+}

@@ -1,0 +1,472 @@
+//! The machine-readable report: every figure of a run as one flat record
+//! (a key naming what was measured, its unit, which direction is better,
+//! the value and the spread it came with), written to `bench.json`, and
+//! `cargo xtask bench --compare OLD NEW`, which lines two such files up
+//! and flags each figure that got worse beyond the spread measured for it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::apps::AppRun;
+use super::parse::Measurements;
+use super::rounds;
+use crate::ui;
+
+/// Version of the file's layout.
+pub const FORMAT: u32 = 1;
+
+/// Change assumed for a figure measured without a spread, so that noise
+/// alone does not flag it.
+const DEFAULT_TOLERANCE: f64 = 0.10;
+
+/// Which way a figure improves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Times, ratios of times.
+    Lower,
+    /// Throughputs.
+    Higher,
+}
+
+/// One measured figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// What it is, `/`-separated: `latency/write/64/ratio`.
+    pub key: String,
+    /// `us`, `x` (a ratio), `MiB/s`, `calls/s`, `pairs/s`, `s`.
+    pub unit: String,
+    /// Which way is better.
+    pub better: Better,
+    /// The value (a median unless the key says otherwise).
+    pub value: f64,
+    /// Low end of its spread (min over rounds, or p10), if measured.
+    pub low: Option<f64>,
+    /// High end of its spread (max over rounds, or p90), if measured.
+    pub high: Option<f64>,
+}
+
+/// A whole run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// Seconds since the epoch when the run ended.
+    pub finished_unix: u64,
+    /// How long the run took, in seconds.
+    pub duration_s: f64,
+    /// The verdict lines, as printed.
+    pub verdicts: Vec<String>,
+    /// Every figure.
+    pub figures: Vec<Figure>,
+}
+
+/// Builds figures with less repetition.
+struct Figures(Vec<Figure>);
+
+impl Figures {
+    fn add(
+        &mut self,
+        key: String,
+        unit: &str,
+        better: Better,
+        value: f64,
+        spread: Option<(f64, f64)>,
+    ) {
+        if !value.is_finite() {
+            return;
+        }
+        self.0.push(Figure {
+            key,
+            unit: unit.to_string(),
+            better,
+            value,
+            low: spread.map(|s| s.0),
+            high: spread.map(|s| s.1),
+        });
+    }
+}
+
+/// Every figure of `m` and `apps`.
+pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
+    let mut f = Figures(Vec::new());
+    for fig in rounds::figures(&m.rounds) {
+        let base = format!("latency/{}/{}", fig.op, fig.size);
+        let span = |r: &rounds::Range| Some((r.min, r.max));
+        f.add(
+            format!("{base}/ratio"),
+            "x",
+            Better::Lower,
+            fig.ratio.median,
+            span(&fig.ratio),
+        );
+        f.add(
+            format!("{base}/lite"),
+            "us",
+            Better::Lower,
+            fig.lite.median,
+            span(&fig.lite),
+        );
+        f.add(
+            format!("{base}/native"),
+            "us",
+            Better::Lower,
+            fig.native.median,
+            span(&fig.native),
+        );
+    }
+    for n in &m.native {
+        f.add(
+            format!("perftest/{}/{}", n.op, n.size),
+            "us",
+            Better::Lower,
+            n.typical,
+            None,
+        );
+    }
+    for l in m.lite.values() {
+        f.add(
+            format!("lite/{}/{}", l.op, l.size),
+            "us",
+            Better::Lower,
+            l.median,
+            Some((l.p10, l.p90)),
+        );
+    }
+    for b in m.lite_bw.values() {
+        let depth = b.depth.map_or(String::new(), |d| format!("/depth{d}"));
+        f.add(
+            format!("throughput/{}/{}{depth}", b.op, b.size),
+            "MiB/s",
+            Better::Higher,
+            b.average,
+            Some((b.p10, b.p90)),
+        );
+    }
+    for n in &m.native_bw {
+        f.add(
+            format!("perftest_bw/{}/{}/depth{}", n.op, n.size, n.depth),
+            "MiB/s",
+            Better::Higher,
+            n.average,
+            None,
+        );
+    }
+    for r in m.lite_rpc_bw.values() {
+        f.add(
+            format!("rpc_throughput/{}/threads{}", r.size, r.threads),
+            "calls/s",
+            Better::Higher,
+            r.calls_per_s,
+            None,
+        );
+    }
+    for r in m.lite_rpc_async.values() {
+        f.add(
+            format!("rpc_async/{}/depth{}", r.size, r.depth),
+            "calls/s",
+            Better::Higher,
+            r.calls_per_s,
+            None,
+        );
+    }
+    for l in m.locks.values() {
+        let base = format!(
+            "locks/contenders{}/node{}/home{}",
+            l.contenders, l.node, l.home
+        );
+        f.add(
+            format!("{base}/pair"),
+            "us",
+            Better::Lower,
+            l.pair.median,
+            Some((l.pair.p10, l.pair.p90)),
+        );
+        f.add(
+            format!("{base}/pairs_per_s"),
+            "pairs/s",
+            Better::Higher,
+            l.pairs_per_s,
+            None,
+        );
+    }
+    for q in m.qos.values() {
+        f.add(
+            format!("qos/{}/{}", q.phase, q.qos),
+            "us",
+            Better::Lower,
+            q.latency.median,
+            Some((q.latency.p10, q.latency.p90)),
+        );
+    }
+    for r in m.regions.values() {
+        f.add(
+            format!("regions/{}/{}", r.size, r.lmrs),
+            "regions",
+            Better::Lower,
+            r.memory_regions as f64,
+            None,
+        );
+    }
+    // The applications ran in rounds: median and range of the seconds.
+    let mut app_seconds: BTreeMap<(String, usize, String), Vec<f64>> = BTreeMap::new();
+    for run in apps.iter().filter(|r| r.checked) {
+        app_seconds
+            .entry((run.app.clone(), run.cluster, run.transport.clone()))
+            .or_default()
+            .push(run.seconds);
+    }
+    for ((app, cluster, transport), seconds) in app_seconds {
+        if let Some(range) = rounds::Range::of(&seconds) {
+            f.add(
+                format!("apps/{app}/{cluster}/{transport}"),
+                "s",
+                Better::Lower,
+                range.median,
+                Some((range.min, range.max)),
+            );
+        }
+    }
+    f.0
+}
+
+/// Writes `report` to `path` as JSON.
+pub fn write(report: &Report, path: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(report).context("encoding the report")?;
+    std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Reads a report written by [`write`].
+pub fn read(path: &Path) -> Result<Report> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let report: Report = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a benchmark report", path.display()))?;
+    anyhow::ensure!(
+        report.format == FORMAT,
+        "{} has layout {}, this tool reads {FORMAT}",
+        path.display(),
+        report.format
+    );
+    Ok(report)
+}
+
+/// How one figure moved between two reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// The figure's key.
+    pub key: String,
+    /// Its unit.
+    pub unit: String,
+    /// Old value.
+    pub old: f64,
+    /// New value.
+    pub new: f64,
+    /// new / old - 1, signed so that positive is worse.
+    pub worse_by: f64,
+    /// Whether it got worse beyond both runs' spreads.
+    pub regression: bool,
+    /// Whether it got better beyond both runs' spreads.
+    pub improvement: bool,
+}
+
+/// The end of `f`'s spread above its value (`up`) or below it,
+/// or the value moved by [`DEFAULT_TOLERANCE`] without a spread.
+fn bound(f: &Figure, up: bool) -> f64 {
+    let measured = if up { f.high } else { f.low };
+    measured.unwrap_or(if up {
+        f.value * (1.0 + DEFAULT_TOLERANCE)
+    } else {
+        f.value * (1.0 - DEFAULT_TOLERANCE)
+    })
+}
+
+/// The figures both reports have, in the new report's order. A figure is a
+/// regression when its new value is worse than the old spread's worse end
+/// and the old value is better than the new spread's better end (so two
+/// overlapping spreads never flag); improvements likewise.
+pub fn changes(old: &Report, new: &Report) -> Vec<Change> {
+    let old_by_key: BTreeMap<&str, &Figure> =
+        old.figures.iter().map(|f| (f.key.as_str(), f)).collect();
+    new.figures
+        .iter()
+        .filter_map(|n| {
+            let o = old_by_key.get(n.key.as_str())?;
+            if o.value == 0.0 {
+                return None;
+            }
+            let higher_is_worse = n.better == Better::Lower;
+            let change = n.value / o.value - 1.0;
+            let worse_by = if higher_is_worse { change } else { -change };
+            let beyond = |a: &Figure, b: &Figure, a_up: bool| {
+                // Whether a's value lies beyond b's spread on a_up's side.
+                if a_up {
+                    a.value > bound(b, true) && bound(a, false) > b.value
+                } else {
+                    a.value < bound(b, false) && bound(a, true) < b.value
+                }
+            };
+            Some(Change {
+                key: n.key.clone(),
+                unit: n.unit.clone(),
+                old: o.value,
+                new: n.value,
+                worse_by,
+                regression: beyond(n, o, higher_is_worse),
+                improvement: beyond(n, o, !higher_is_worse),
+            })
+        })
+        .collect()
+}
+
+/// `cargo xtask bench --compare OLD NEW`: prints every shared figure's
+/// change and fails when one regressed beyond the spreads.
+pub fn compare(old_path: &Path, new_path: &Path) -> Result<()> {
+    let old = read(old_path)?;
+    let new = read(new_path)?;
+    let changes = changes(&old, &new);
+    ui::say(&format!(
+        "==> {} against {}: {} figures in both",
+        new_path.display(),
+        old_path.display(),
+        changes.len()
+    ));
+    for c in &changes {
+        let flag = if c.regression {
+            "  REGRESSION"
+        } else if c.improvement {
+            "  improved"
+        } else {
+            ""
+        };
+        ui::say(&format!(
+            "    {:<48} {:>12.2} -> {:>12.2} {:<8} {:>+7.1}% worse{flag}",
+            c.key,
+            c.old,
+            c.new,
+            c.unit,
+            100.0 * c.worse_by
+        ));
+    }
+    let regressions = changes.iter().filter(|c| c.regression).count();
+    anyhow::ensure!(
+        regressions == 0,
+        "{regressions} figures regressed beyond the measured spread"
+    );
+    ui::say("    no figure regressed beyond the measured spread");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figure(key: &str, better: Better, value: f64, spread: Option<(f64, f64)>) -> Figure {
+        Figure {
+            key: key.to_string(),
+            unit: "us".to_string(),
+            better,
+            value,
+            low: spread.map(|s| s.0),
+            high: spread.map(|s| s.1),
+        }
+    }
+
+    fn report(figures: Vec<Figure>) -> Report {
+        Report {
+            format: FORMAT,
+            finished_unix: 0,
+            duration_s: 1.0,
+            verdicts: Vec::new(),
+            figures,
+        }
+    }
+
+    #[test]
+    fn a_report_survives_the_file() {
+        let dir = std::env::temp_dir().join(format!("lite-figures-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("directory");
+        let path = dir.join("bench.json");
+        let original = report(vec![figure(
+            "latency/write/64/ratio",
+            Better::Lower,
+            1.1,
+            Some((1.0, 1.2)),
+        )]);
+        write(&original, &path).expect("write");
+        assert_eq!(read(&path).expect("read"), original);
+        std::fs::write(&path, "{\"format\": 99}").expect("write");
+        assert!(read(&path).is_err());
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn only_changes_beyond_both_spreads_count() {
+        let old = report(vec![
+            figure("a", Better::Lower, 100.0, Some((95.0, 105.0))),
+            figure("b", Better::Lower, 100.0, Some((95.0, 105.0))),
+            figure("c", Better::Higher, 100.0, Some((95.0, 105.0))),
+            figure("d", Better::Lower, 100.0, None),
+            figure("gone", Better::Lower, 1.0, None),
+        ]);
+        let new = report(vec![
+            // Worse, but the spreads overlap.
+            figure("a", Better::Lower, 104.0, Some((100.0, 110.0))),
+            // Worse beyond both spreads.
+            figure("b", Better::Lower, 130.0, Some((120.0, 140.0))),
+            // A throughput that fell beyond both spreads.
+            figure("c", Better::Higher, 70.0, Some((65.0, 75.0))),
+            // No spread: 10% either way is noise, 20% is not.
+            figure("d", Better::Lower, 80.0, None),
+            figure("new", Better::Lower, 1.0, None),
+        ]);
+        let changes = changes(&old, &new);
+        let keys: Vec<&str> = changes.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(keys, ["a", "b", "c", "d"]);
+        assert!(!changes[0].regression && !changes[0].improvement);
+        assert!(changes[1].regression);
+        assert!((changes[1].worse_by - 0.30).abs() < 1e-9);
+        assert!(changes[2].regression, "{:?}", changes[2]);
+        assert!((changes[2].worse_by - 0.30).abs() < 1e-9);
+        assert!(changes[3].improvement && !changes[3].regression);
+    }
+
+    #[test]
+    fn figures_come_from_rounds_and_one_off_series() {
+        let mut m = Measurements::default();
+        m.add_log(
+            "node2",
+            "LITE-ROUND-BEGIN round=1\n\
+             LITE-VERBS op=read size=64 wait=event iters=9 median_us=100.00 p10_us=1 p90_us=1 p99_us=1 min_us=1 max_us=1 stdev_us=1 cpu_us_per_op=1\n\
+             LITE-BENCH op=read size=64 iters=9 median_us=120.00 p10_us=1 p90_us=1 min_us=1 max_us=1 stdev_us=1\n\
+             LITE-ROUND-END round=1\n\
+             LITE-BENCH op=write size=8 iters=9 median_us=50.00 p10_us=40 p90_us=60 min_us=1 max_us=1 stdev_us=1\n",
+        );
+        let apps = [AppRun {
+            cluster: 2,
+            app: "log".into(),
+            transport: "lite".into(),
+            nodes: 2,
+            work: 1,
+            unit: "records".into(),
+            seconds: 2.5,
+            checked: true,
+        }];
+        let figures = collect(&m, &apps);
+        let find = |key: &str| figures.iter().find(|f| f.key == key).cloned();
+        let ratio = find("latency/read/64/ratio").expect("ratio");
+        assert!((ratio.value - 1.2).abs() < 1e-9);
+        assert_eq!(
+            find("lite/write/8").map(|f| (f.value, f.low, f.high)),
+            Some((50.0, Some(40.0), Some(60.0)))
+        );
+        assert_eq!(find("apps/log/2/lite").map(|f| f.value), Some(2.5));
+        assert!(
+            find("lite/read/64").is_none(),
+            "round series stay out of the one-off ones"
+        );
+    }
+}

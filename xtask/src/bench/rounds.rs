@@ -1,0 +1,435 @@
+//! The interleaved comparison: in each round the guests run the native
+//! verbs baseline (`lite-verbs-bench`, which does exactly what LITE does
+//! for each operation, with LITE's wait policy) and then LITE's same
+//! series (`lite-bench --series latency`), in the same VMs. The emulator's
+//! speed drifts by tens of percent over minutes, but within a round both
+//! sides see nearly the same speed, so the ratio is computed per round and
+//! the report gives the median ratio with its min-max over the rounds. A
+//! verdict is "met" only when the median ratio is within target, and the
+//! report says when the rounds disagree about it.
+
+use std::collections::BTreeMap;
+
+use super::parse::{parse_lite_bench, parse_verbs_baseline, Lite};
+use super::report::{left, right, table_row};
+
+/// Opens a round in a guest log: `LITE-ROUND-BEGIN round=N`.
+const ROUND_BEGIN: &str = "LITE-ROUND-BEGIN round=";
+
+/// Closes a round.
+const ROUND_END: &str = "LITE-ROUND-END round=";
+
+/// Operations compared, in report order, with the size every target
+/// applies to (`None`: every size) and the target ratio.
+const TARGETS: [(&str, Option<u64>, f64); 5] = [
+    ("write", Some(64), 1.05),
+    ("read", Some(64), 1.05),
+    ("fetch_add", None, 1.05),
+    ("compare_swp", None, 1.05),
+    ("rpc", None, 1.10),
+];
+
+/// The series of one round, by (operation, size).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Round {
+    /// The native verbs baseline's series.
+    pub native: BTreeMap<(String, u64), Lite>,
+    /// LITE's series.
+    pub lite: BTreeMap<(String, u64), Lite>,
+}
+
+/// The text of `log` outside every round, and each round's text by its
+/// number. An unterminated round (a VM stopped mid-round) ends the log.
+pub fn split_rounds(log: &str) -> (String, BTreeMap<u32, String>) {
+    let mut outside = String::new();
+    let mut rounds: BTreeMap<u32, String> = BTreeMap::new();
+    let mut current: Option<u32> = None;
+    for line in log.lines() {
+        if let Some(number) = marker(line, ROUND_BEGIN) {
+            current = Some(number);
+            continue;
+        }
+        if marker(line, ROUND_END).is_some() {
+            current = None;
+            continue;
+        }
+        let text = match current {
+            Some(number) => rounds.entry(number).or_default(),
+            None => &mut outside,
+        };
+        text.push_str(line);
+        text.push('\n');
+    }
+    (outside, rounds)
+}
+
+/// The round number after `tag` on `line`.
+fn marker(line: &str, tag: &str) -> Option<u32> {
+    let (_, rest) = line.split_once(tag)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// Adds the series of one round's text (of any node) to `round`; where two
+/// nodes report the same series the first is kept.
+pub fn add_round_text(round: &mut Round, text: &str) {
+    for row in parse_verbs_baseline(text) {
+        round
+            .native
+            .entry((row.op.clone(), row.size))
+            .or_insert(row);
+    }
+    for row in parse_lite_bench(text) {
+        round.lite.entry((row.op.clone(), row.size)).or_insert(row);
+    }
+}
+
+/// Median and range of a few values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    /// Median (the mean of the middle two for an even count).
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Range {
+    /// The median and range of `values`; `None` for none.
+    pub fn of(values: &[f64]) -> Option<Range> {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = match n {
+            0 => return None,
+            // PANIC: n is odd and positive, so n / 2 < n.
+            _ if n % 2 == 1 => sorted[n / 2],
+            // PANIC: n is even and at least 2, so n / 2 - 1 and n / 2 are below n.
+            _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+        };
+        Some(Range {
+            median,
+            min: sorted[0],
+            max: sorted[n - 1],
+        })
+    }
+}
+
+/// One compared series over every round that measured both sides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// Operation (`lite-bench`'s name).
+    pub op: String,
+    /// Bytes per operation.
+    pub size: u64,
+    /// Rounds with both sides measured.
+    pub rounds: usize,
+    /// Native medians over the rounds (microseconds).
+    pub native: Range,
+    /// LITE medians over the rounds (microseconds).
+    pub lite: Range,
+    /// LITE/native per round.
+    pub ratio: Range,
+    /// The ratio this figure must stay within, if it has a target.
+    pub target: Option<f64>,
+}
+
+/// Where a figure stands against its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Median ratio within target, and every round agrees.
+    Met,
+    /// Median ratio within target, but some round was not.
+    MetRoundsDisagree,
+    /// Median ratio beyond target, but some round was within.
+    NotMetRoundsDisagree,
+    /// Median ratio beyond target in every round.
+    NotMet,
+}
+
+impl Verdict {
+    /// Whether the target counts as met (the median decides).
+    pub fn is_met(self) -> bool {
+        matches!(self, Verdict::Met | Verdict::MetRoundsDisagree)
+    }
+
+    /// How the report words it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::MetRoundsDisagree => "met (rounds disagree)",
+            Verdict::NotMetRoundsDisagree => "NOT met (rounds disagree)",
+            Verdict::NotMet => "NOT met",
+        }
+    }
+}
+
+impl Figure {
+    /// The verdict against the target, if the figure has one.
+    pub fn verdict(&self) -> Option<Verdict> {
+        let target = self.target?;
+        let within = self.ratio.median <= target;
+        let disagree = self.ratio.min <= target && self.ratio.max > target;
+        Some(match (within, disagree) {
+            (true, false) => Verdict::Met,
+            (true, true) => Verdict::MetRoundsDisagree,
+            (false, true) => Verdict::NotMetRoundsDisagree,
+            (false, false) => Verdict::NotMet,
+        })
+    }
+}
+
+/// The target ratio of `op` at `size`, if any.
+fn target_of(op: &str, size: u64) -> Option<f64> {
+    TARGETS
+        .iter()
+        .find(|(o, s, _)| *o == op && s.is_none_or(|s| s == size))
+        .map(|(_, _, ratio)| *ratio)
+}
+
+/// Report order of an operation: that of [`TARGETS`], unknown ones last.
+fn order_of(op: &str) -> usize {
+    TARGETS
+        .iter()
+        .position(|(o, _, _)| *o == op)
+        .unwrap_or(TARGETS.len())
+}
+
+/// Every series measured on both sides in at least one round, in report
+/// order (operation, then size).
+pub fn figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
+    let mut per_series: BTreeMap<(usize, String, u64), Vec<(f64, f64)>> = BTreeMap::new();
+    for round in rounds.values() {
+        for (key, native) in &round.native {
+            let Some(lite) = round.lite.get(key) else {
+                continue;
+            };
+            if native.median > 0.0 {
+                per_series
+                    .entry((order_of(&key.0), key.0.clone(), key.1))
+                    .or_default()
+                    .push((native.median, lite.median));
+            }
+        }
+    }
+    per_series
+        .into_iter()
+        .filter_map(|((_, op, size), pairs)| {
+            let natives: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+            let lites: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+            let ratios: Vec<f64> = pairs.iter().map(|(n, l)| l / n).collect();
+            Some(Figure {
+                target: target_of(&op, size),
+                op,
+                size,
+                rounds: pairs.len(),
+                native: Range::of(&natives)?,
+                lite: Range::of(&lites)?,
+                ratio: Range::of(&ratios)?,
+            })
+        })
+        .collect()
+}
+
+/// The interleaved comparison's table, one string per line.
+pub fn table(figures: &[Figure]) -> Vec<String> {
+    let columns = [
+        left(11),
+        right(6),
+        right(6).apart(),
+        right(20).apart(),
+        right(20).apart(),
+        right(20).apart(),
+        right(6).apart(),
+        left(25).apart(),
+    ];
+    let mut lines = vec![table_row(
+        &columns,
+        &[
+            "op",
+            "size",
+            "rounds",
+            "native us (min-max)",
+            "LITE us (min-max)",
+            "LITE/native (min-max)",
+            "target",
+            "verdict",
+        ],
+    )];
+    for f in figures {
+        let span = |r: &Range| format!("{:.1} ({:.1}-{:.1})", r.median, r.min, r.max);
+        let ratio = format!(
+            "{:.2} ({:.2}-{:.2})",
+            f.ratio.median, f.ratio.min, f.ratio.max
+        );
+        let target = f.target.map_or("-".to_string(), |t| format!("{t:.2}"));
+        let verdict = f.verdict().map_or("-", Verdict::describe);
+        lines.push(table_row(
+            &columns,
+            &[
+                &f.op,
+                &f.size.to_string(),
+                &f.rounds.to_string(),
+                &span(&f.native),
+                &span(&f.lite),
+                &ratio,
+                &target,
+                verdict,
+            ],
+        ));
+    }
+    lines
+}
+
+/// One line per target: met or not, by the median ratio, with the worst
+/// figure it covers; a target without figures is named as not evaluated.
+pub fn verdicts(figures: &[Figure]) -> Vec<String> {
+    TARGETS
+        .iter()
+        .map(|(op, size, target)| {
+            let what = match size {
+                Some(size) => format!("{op} at {size} B"),
+                None => format!("{op} at every size"),
+            };
+            let covered: Vec<&Figure> = figures
+                .iter()
+                .filter(|f| f.op == *op && size.is_none_or(|s| s == f.size))
+                .collect();
+            let worst = covered
+                .iter()
+                .max_by(|a, b| a.ratio.median.total_cmp(&b.ratio.median));
+            match worst {
+                Some(worst) => {
+                    let met = covered
+                        .iter()
+                        .all(|f| f.verdict().is_some_and(Verdict::is_met));
+                    let disagree = covered.iter().any(|f| {
+                        matches!(
+                            f.verdict(),
+                            Some(Verdict::MetRoundsDisagree | Verdict::NotMetRoundsDisagree)
+                        )
+                    });
+                    format!(
+                        "target LITE/native <= {target:.2} for {what}: {}{} (median {:.2} at {} B, \
+                         rounds {:.2}-{:.2})",
+                        if met { "met" } else { "NOT met" },
+                        if disagree { ", rounds disagree" } else { "" },
+                        worst.ratio.median,
+                        worst.size,
+                        worst.ratio.min,
+                        worst.ratio.max
+                    )
+                }
+                None => format!(
+                    "target LITE/native <= {target:.2} for {what}: not evaluated, no round \
+                     measured both sides"
+                ),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODE2: &str = "\
+LITE-ROUND-BEGIN round=1\r
+LITE-VERBS op=write size=64 wait=event iters=300 median_us=100.00 p10_us=90.00 p90_us=120.00 p99_us=150.00 min_us=80.00 max_us=200.00 stdev_us=10.00 cpu_us_per_op=20.00\r
+LITE-VERBS op=rpc size=64 wait=event iters=300 median_us=300.00 p10_us=290.00 p90_us=320.00 p99_us=350.00 min_us=280.00 max_us=400.00 stdev_us=10.00 cpu_us_per_op=30.00\r
+LITE-BENCH op=write size=64 iters=300 median_us=110.00 p10_us=100.00 p90_us=130.00 min_us=90.00 max_us=210.00 stdev_us=11.00\r
+LITE-BENCH op=rpc size=64 iters=300 median_us=320.00 p10_us=300.00 p90_us=340.00 min_us=290.00 max_us=420.00 stdev_us=12.00\r
+LITE-ROUND-END round=1\r
+LITE-ROUND-BEGIN round=2\r
+LITE-VERBS op=write size=64 wait=event iters=300 median_us=50.00 p10_us=45.00 p90_us=60.00 p99_us=70.00 min_us=40.00 max_us=90.00 stdev_us=5.00 cpu_us_per_op=10.00\r
+LITE-BENCH op=write size=64 iters=300 median_us=51.00 p10_us=46.00 p90_us=61.00 min_us=41.00 max_us=91.00 stdev_us=5.00\r
+LITE-ROUND-END round=2\r
+LITE-ROUND-BEGIN round=3\r
+LITE-VERBS op=write size=64 wait=event iters=300 median_us=200.00 p10_us=190.00 p90_us=220.00 p99_us=250.00 min_us=180.00 max_us=300.00 stdev_us=20.00 cpu_us_per_op=40.00\r
+LITE-BENCH op=write size=64 iters=300 median_us=206.00 p10_us=196.00 p90_us=226.00 min_us=186.00 max_us=306.00 stdev_us=20.00\r
+LITE-ROUND-END round=3\r
+LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client\r
+LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 min_us=1.00 max_us=1.00 stdev_us=1.00\r
+";
+
+    fn rounds_of(logs: &[&str]) -> BTreeMap<u32, Round> {
+        let mut rounds: BTreeMap<u32, Round> = BTreeMap::new();
+        for log in logs {
+            for (number, text) in split_rounds(log).1 {
+                add_round_text(rounds.entry(number).or_default(), &text);
+            }
+        }
+        rounds
+    }
+
+    #[test]
+    fn rounds_are_split_from_the_rest_of_the_log() {
+        let (outside, rounds) = split_rounds(NODE2);
+        assert_eq!(rounds.len(), 3);
+        assert!(outside.contains("median_us=999.00"));
+        assert!(!outside.contains("LITE-VERBS"));
+        assert!(rounds[&1].contains("op=rpc"));
+        assert!(!rounds[&2].contains("op=rpc"));
+    }
+
+    #[test]
+    fn ratios_are_taken_per_round_and_summarised_by_their_median() {
+        let figures = figures(&rounds_of(&[NODE2]));
+        let write = figures
+            .iter()
+            .find(|f| f.op == "write")
+            .expect("write figure");
+        assert_eq!(write.rounds, 3);
+        // Per round: 1.10, 1.02, 1.03. The medians of each side alone
+        // (100 and 110) would give 1.10.
+        assert!((write.ratio.median - 1.03).abs() < 1e-9, "{write:?}");
+        assert!((write.ratio.min - 1.02).abs() < 1e-9);
+        assert!((write.ratio.max - 1.10).abs() < 1e-9);
+        assert_eq!(write.target, Some(1.05));
+        assert_eq!(write.verdict(), Some(Verdict::MetRoundsDisagree));
+        let rpc = figures.iter().find(|f| f.op == "rpc").expect("rpc figure");
+        assert_eq!(rpc.rounds, 1);
+        assert_eq!(rpc.verdict(), Some(Verdict::Met));
+        // Report order follows the targets: write before rpc.
+        assert_eq!(figures[0].op, "write");
+    }
+
+    #[test]
+    fn verdicts_follow_the_median_and_name_disagreement() {
+        let figures = figures(&rounds_of(&[NODE2]));
+        let lines = verdicts(&figures);
+        assert_eq!(lines.len(), TARGETS.len());
+        assert!(
+            lines[0].contains("write at 64 B: met, rounds disagree (median 1.03"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].contains("read at 64 B: not evaluated"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[4].contains("rpc at every size: met"), "{}", lines[4]);
+        let table = table(&figures);
+        assert_eq!(table.len(), 3);
+        assert!(table[1].contains("1.03 (1.02-1.10)"), "{}", table[1]);
+    }
+
+    #[test]
+    fn a_figure_beyond_target_in_every_round_is_not_met() {
+        let slow = NODE2.replace("median_us=51.00", "median_us=80.00");
+        let slow = slow.replace("median_us=206.00", "median_us=300.00");
+        let figures = figures(&rounds_of(&[&slow]));
+        let write = &figures[0];
+        assert_eq!(write.verdict(), Some(Verdict::NotMet));
+        assert!(verdicts(&figures)[0].contains("NOT met (median 1.50"));
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_middle_pair_mean() {
+        let range = Range::of(&[4.0, 1.0, 3.0, 2.0]).expect("range");
+        assert_eq!(range.median, 2.5);
+        assert_eq!((range.min, range.max), (1.0, 4.0));
+        assert_eq!(Range::of(&[]), None);
+    }
+}
