@@ -342,13 +342,14 @@ pub fn compare(old_path: &Path, new_path: &Path) -> Result<()> {
         } else {
             ""
         };
+        let direction = if c.worse_by > 0.0 { "worse" } else { "better" };
         ui::say(&format!(
-            "    {:<48} {:>12.2} -> {:>12.2} {:<8} {:>+7.1}% worse{flag}",
+            "    {:<48} {:>12.2} -> {:>12.2} {:<8} {:>6.1}% {direction}{flag}",
             c.key,
             c.old,
             c.new,
             c.unit,
-            100.0 * c.worse_by
+            100.0 * c.worse_by.abs()
         ));
     }
     let regressions = changes.iter().filter(|c| c.regression).count();
