@@ -200,7 +200,7 @@ pub(super) fn run<K: Kernel, W: Write>(
         snippet,
     );
 
-    let hello = run_program("lite_hello", &[cm.clone()])
+    let hello = run_program("lite_hello", std::slice::from_ref(&cm))
         .and_then(|f| judge(&f, &["read back from node", ": hello"]));
     tap.check(
         &format!("node {me}: lite_hello writes hello to another node and reads it back"),

@@ -193,6 +193,13 @@ fn post_raw<K: Kernel>(
     (id, reaped)
 }
 
+/// A user buffer as the system call takes it: address and length.
+type UserBuffer = (usize, u64);
+
+/// One bad-argument case: what is wrong, the port and priority word, the
+/// message, the reply buffer, and the errno expected.
+type BadCase = (&'static str, u32, UserBuffer, UserBuffer, i32);
+
 /// Bad arguments fail at once; a bad reply buffer fails the reap.
 fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node: u32) {
     let request = identified_request(me, FIRST_CALLER + 2, 0);
@@ -200,7 +207,7 @@ fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nod
     let msg = (request.as_ptr() as usize, request.len() as u64);
     let room = (reply.as_mut_ptr() as usize, reply.len() as u64);
     let service = port_priority(SERVICE_PORT, PRIORITY_NONE);
-    let cases: [(&str, u32, (usize, u64), (usize, u64), i32); 5] = [
+    let cases: [BadCase; 5] = [
         (
             "an unregistered port",
             port_priority(UNUSED_PORT, PRIORITY_NONE),
