@@ -603,6 +603,15 @@ mod tests {
         );
     }
 
+    /// Appends `line` and a line end to the file at `path`, as the manager does.
+    fn append_line(path: &Path, line: &str) {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .expect("the log");
+        std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).expect("append");
+    }
+
     #[test]
     fn the_death_watch_stops_at_the_managers_verdict_only() {
         let dir = std::env::temp_dir().join(format!("lite-deathwatch-{}", std::process::id()));
@@ -618,15 +627,10 @@ mod tests {
         .expect("write the log");
         let mut watch = NoDeathWatch::new(&spec);
         assert!(watch.check().is_ok());
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&log)
-            .expect("log");
-        std::io::Write::write_all(
-            &mut file,
-            b"lite-cm: node 3 (incarnation 1) declared dead: silent for 3082 ms\n",
-        )
-        .expect("append");
+        append_line(
+            &log,
+            "lite-cm: node 3 (incarnation 1) declared dead: silent for 3082 ms",
+        );
         let err = watch.check().expect_err("a death ends the wait");
         assert!(
             err.to_string()
@@ -662,21 +666,15 @@ mod tests {
         .expect("write node1's log");
         let mut watch = NoDeathWatch::new(&spec);
         assert!(watch.check().is_ok());
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&log)
-            .expect("log");
-        std::io::Write::write_all(
-            &mut file,
-            b"lite-cm: node 1 (incarnation 1) declared dead: silent for 10040 ms\n",
-        )
-        .expect("append");
+        append_line(
+            &log,
+            "lite-cm: node 1 (incarnation 1) declared dead: silent for 10040 ms",
+        );
         assert!(watch.check().is_ok(), "node 1 is VM 2, which had finished");
-        std::io::Write::write_all(
-            &mut file,
-            b"lite-cm: node 2 (incarnation 1) declared dead: silent for 10040 ms\n",
-        )
-        .expect("append");
+        append_line(
+            &log,
+            "lite-cm: node 2 (incarnation 1) declared dead: silent for 10040 ms",
+        );
         let err = watch.check().expect_err("VM 1 was still running");
         assert!(
             err.to_string()

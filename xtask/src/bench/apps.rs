@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 
+use super::rounds::Range;
 use super::run::{Phase, Setup};
 use crate::paths::repo_root;
 use crate::ui;
@@ -87,22 +88,6 @@ pub fn phase(setup: &Setup, nodes: usize) -> Result<Phase> {
     setup.boot_apps(roles, &extra, &logs)
 }
 
-/// Median, minimum and maximum of `values`.
-fn median_min_max(values: &[f64]) -> Option<(f64, f64, f64)> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = match n {
-        0 => return None,
-        // PANIC: n / 2 < n.
-        n if n % 2 == 1 => sorted[n / 2],
-        // PANIC: n >= 2 here, so both indices exist.
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    };
-    // PANIC: n >= 1 here.
-    Some((median, sorted[0], sorted[n - 1]))
-}
-
 /// The applications' table, one string per line: per job and cluster size,
 /// each version's median time (min-max over its runs; the local runs of
 /// the same phase), LITE's speedup over TCP and over one node, and LITE's
@@ -120,13 +105,13 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
         "lite per s"
     )];
     // LITE's throughput at its median time, in the job's unit.
-    let throughput = |job: &str, cluster: usize, seconds: Option<(f64, f64, f64)>| {
+    let throughput = |job: &str, cluster: usize, seconds: Option<Range>| {
         let run = runs
             .iter()
             .find(|r| r.app == job && r.transport == "lite" && r.cluster == cluster);
         match (run, seconds) {
-            (Some(run), Some((median, _, _))) if median > 0.0 => {
-                format!("{:.0} {}", run.work as f64 / median, run.unit)
+            (Some(run), Some(range)) if range.median > 0.0 => {
+                format!("{:.0} {}", run.work as f64 / range.median, run.unit)
             }
             _ => "-".to_string(),
         }
@@ -138,18 +123,17 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
             .filter(|r| r.cluster == cluster)
             .map(|r| r.seconds)
             .collect();
-        median_min_max(&times)
+        Range::of(&times)
     };
     let mut sizes: Vec<usize> = runs.iter().map(|r| r.cluster).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let show = |m: Option<(f64, f64, f64)>| match m {
-        Some((median, min, max)) => format!("{median:.3} ({min:.3}-{max:.3})"),
+    let show = |m: Option<Range>| match m {
+        Some(r) => format!("{:.3} ({:.3}-{:.3})", r.median, r.min, r.max),
         None => "-".to_string(),
     };
-    let speedup = |slow: Option<(f64, f64, f64)>, fast: Option<(f64, f64, f64)>| match (slow, fast)
-    {
-        (Some((s, _, _)), Some((f, _, _))) if f > 0.0 => format!("{:.2}x", s / f),
+    let speedup = |slow: Option<Range>, fast: Option<Range>| match (slow, fast) {
+        (Some(s), Some(f)) if f.median > 0.0 => format!("{:.2}x", s.median / f.median),
         _ => "-".to_string(),
     };
     for job in JOBS {

@@ -79,6 +79,11 @@ pub struct RatioChart {
     pub entries: Vec<(String, f64, f64, f64, Option<f64>)>,
 }
 
+/// plotters' drawing errors (which are `Debug` only) as this tool's errors.
+fn plot_error<E: std::fmt::Debug>(error: E) -> anyhow::Error {
+    anyhow!("{error:?}")
+}
+
 /// A tick label: no decimals from 10 on, two below.
 fn tick(value: f64) -> String {
     if value.abs() >= 10.0 {
@@ -114,7 +119,7 @@ where
     let points = || chart.series.iter().flat_map(|(_, p)| p.iter().copied());
     let (x0, x1) = bounds(points().map(|p| p.0), chart.log_x).context("no points")?;
     let (y0, y1) = bounds(points().map(|p| p.1), chart.log_y).context("no points")?;
-    area.fill(&WHITE).map_err(|e| anyhow!("{e:?}"))?;
+    area.fill(&WHITE).map_err(plot_error)?;
     let mut builder = ChartBuilder::on(area);
     builder
         .caption(&chart.title, (FAMILY, 22))
@@ -131,18 +136,18 @@ where
                 .y_desc(chart.y_label.as_str())
                 .label_style((FAMILY, 14))
                 .draw()
-                .map_err(|e| anyhow!("{e:?}"))?;
+                .map_err(plot_error)?;
             for (i, (name, pts)) in chart.series.iter().enumerate() {
                 // PANIC: the index is taken modulo the palette's length.
                 let colour = PALETTE[i % PALETTE.len()];
                 ctx.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))
-                    .map_err(|e| anyhow!("{e:?}"))?
+                    .map_err(plot_error)?
                     .label(name.as_str())
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
                     });
                 ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                    .map_err(|e| anyhow!("{e:?}"))?;
+                    .map_err(plot_error)?;
             }
             ctx.configure_series_labels()
                 .label_font((FAMILY, 14))
@@ -150,24 +155,24 @@ where
                 .border_style(BLACK)
                 .position(SeriesLabelPosition::UpperLeft)
                 .draw()
-                .map_err(|e| anyhow!("{e:?}"))?;
+                .map_err(plot_error)?;
         }};
     }
     match (chart.log_x, chart.log_y) {
         (true, true) => finish!(builder
             .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
-            .map_err(|e| anyhow!("{e:?}"))?),
+            .map_err(plot_error)?),
         (true, false) => finish!(builder
             .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-            .map_err(|e| anyhow!("{e:?}"))?),
+            .map_err(plot_error)?),
         (false, true) => finish!(builder
             .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
-            .map_err(|e| anyhow!("{e:?}"))?),
+            .map_err(plot_error)?),
         (false, false) => finish!(builder
             .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(|e| anyhow!("{e:?}"))?),
+            .map_err(plot_error)?),
     }
-    area.present().map_err(|e| anyhow!("{e:?}"))?;
+    area.present().map_err(plot_error)?;
     Ok(())
 }
 
@@ -187,7 +192,7 @@ where
         .flat_map(|e| [e.1, e.2, e.3, e.4.unwrap_or(e.1)]);
     let (_, high) = bounds(values.chain([1.0]), false).context("no figures")?;
     let n = chart.entries.len();
-    area.fill(&WHITE).map_err(|e| anyhow!("{e:?}"))?;
+    area.fill(&WHITE).map_err(plot_error)?;
     // Figures run down the chart, the first at the top.
     let row = |i: usize| (n - 1 - i) as f64;
     let labels: Vec<String> = chart.entries.iter().map(|e| e.0.clone()).collect();
@@ -197,7 +202,7 @@ where
         .x_label_area_size(48)
         .y_label_area_size(130)
         .build_cartesian_2d(0.0f64..high, -0.5f64..(n as f64 - 0.5))
-        .map_err(|e| anyhow!("{e:?}"))?;
+        .map_err(plot_error)?;
     ctx.configure_mesh()
         .y_labels(n)
         .y_label_formatter(&|y| {
@@ -212,12 +217,12 @@ where
         .label_style((FAMILY, 14))
         .disable_y_mesh()
         .draw()
-        .map_err(|e| anyhow!("{e:?}"))?;
+        .map_err(plot_error)?;
     ctx.draw_series(std::iter::once(PathElement::new(
         vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
         BLACK.mix(0.5),
     )))
-    .map_err(|e| anyhow!("{e:?}"))?;
+    .map_err(plot_error)?;
     for (i, (_, median, low, high, target)) in chart.entries.iter().enumerate() {
         let y = row(i);
         let colour = match target {
@@ -233,16 +238,16 @@ where
             colour.filled(),
             10,
         )))
-        .map_err(|e| anyhow!("{e:?}"))?;
+        .map_err(plot_error)?;
         if let Some(t) = target {
             ctx.draw_series(std::iter::once(PathElement::new(
                 vec![(*t, y - 0.35), (*t, y + 0.35)],
                 BLACK.stroke_width(2),
             )))
-            .map_err(|e| anyhow!("{e:?}"))?;
+            .map_err(plot_error)?;
         }
     }
-    area.present().map_err(|e| anyhow!("{e:?}"))?;
+    area.present().map_err(plot_error)?;
     Ok(())
 }
 
