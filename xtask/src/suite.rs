@@ -79,6 +79,11 @@ const PARTITION_CUT_ROLE: &str = "partition-cut";
 /// `READY_MARKER` of `lite-partition-test`, which prints it as a TAP
 /// comment).
 const CUT_READY: &str = "LITE-PARTITION-CUT ready";
+/// A survivor's console line once it returned from the last barrier before
+/// the cut (the `SURVIVOR_READY_MARKER` of `lite-partition-test`). The cut
+/// node can return from that barrier before a survivor heard that it
+/// reached it; cutting it then would fail the survivor's barrier.
+const SURVIVOR_READY: &str = "LITE-PARTITION-SURVIVOR ready";
 /// Upper bound, from the start of the partition test's cluster, for the
 /// cut node to get ready: boot, join and set-up on every node.
 const CUT_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
@@ -729,21 +734,30 @@ fn partition_test(
     Ok(())
 }
 
-/// Waits for node `cut` to print [`CUT_READY`], then takes its link down
-/// and brings it up again [`CUT_LENGTH`] later, saying when (from
-/// `started`, the start of the cluster). Fails if the marker does not
-/// come within [`CUT_READY_TIMEOUT`] of `started`, if any node ends before
-/// it, if `ip` fails, or on Ctrl-C.
+/// Waits for node `cut` to print [`CUT_READY`] and every other node
+/// [`SURVIVOR_READY`], then takes the cut node's link down and brings it up
+/// again [`CUT_LENGTH`] later, saying when (from `started`, the start of
+/// the cluster). Fails if the markers do not come within
+/// [`CUT_READY_TIMEOUT`] of `started`, if any node ends before them, if
+/// `ip` fails, or on Ctrl-C.
 fn cut_when_ready(cluster: &mut Cluster, cut: usize, started: Instant) -> Result<()> {
-    let (name, log) = cluster.node_log(cut)?;
+    let (name, _) = cluster.node_log(cut)?;
     let step = Step::start(format!(
-        "waiting for {name} to get ready, then cutting it off the network for {}",
+        "waiting for every node to get ready, then cutting {name} off the network for {}",
         ui::duration(CUT_LENGTH)
     ));
-    let mut watch = MarkerWatch::new(log, CUT_READY);
-    failure::await_marker(&mut watch, &name, started, CUT_READY_TIMEOUT, &mut || {
-        failure::first_ended(cluster)
-    })?;
+    for node in 1..=cluster.nodes() {
+        let (node_name, log) = cluster.node_log(node)?;
+        let marker = readiness_marker(node, cut);
+        let mut watch = MarkerWatch::new(log, marker);
+        failure::await_marker(
+            &mut watch,
+            &node_name,
+            started,
+            CUT_READY_TIMEOUT,
+            &mut || failure::first_ended(cluster),
+        )?;
+    }
     let tap = cluster.set_link(cut, false)?;
     let down_at = Instant::now();
     ui::progress(&format!(
@@ -762,6 +776,16 @@ fn cut_when_ready(cluster: &mut Cluster, cut: usize, started: Instant) -> Result
     ));
     step.done();
     Ok(())
+}
+
+/// The console line by which node `node` says it is ready for node `cut`
+/// to be cut off.
+fn readiness_marker(node: usize, cut: usize) -> &'static str {
+    if node == cut {
+        CUT_READY
+    } else {
+        SURVIVOR_READY
+    }
 }
 
 /// A console log as text; a missing log reads as empty (the scan then fails it).
@@ -1041,6 +1065,15 @@ mod tests {
         );
         // As a TAP comment, which the harness finds like any other line.
         assert!(guest.contains("tap.comment(READY_MARKER)"));
+        assert!(
+            guest.contains(&format!(
+                "SURVIVOR_READY_MARKER: &str = \"{SURVIVOR_READY}\";"
+            )),
+            "lite-partition-test's survivors print another marker"
+        );
+        assert!(guest.contains("tap.comment(SURVIVOR_READY_MARKER)"));
+        assert_eq!(readiness_marker(3, 3), CUT_READY);
+        assert_eq!(readiness_marker(1, 3), SURVIVOR_READY);
         let mut watch = MarkerWatch::new("/nonexistent".into(), CUT_READY);
         assert_eq!(watch.marker(), CUT_READY);
         assert!(!watch.poll());

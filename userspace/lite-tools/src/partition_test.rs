@@ -2,7 +2,9 @@
 //!
 //! One node of the cluster, the cut node, is cut off from the network for
 //! a while: the harness takes its link down once the node says it is
-//! ready ([`READY_MARKER`]) and brings it back ten seconds later. The
+//! ready ([`READY_MARKER`]) and every survivor says it is past the last
+//! barrier before the cut ([`SURVIVOR_READY_MARKER`]), and brings it back
+//! ten seconds later. The
 //! manager expels the silent node, the others fence it, and the cut node,
 //! hearing nothing from the manager, fences every peer itself. Once the
 //! link is back it joins again on its own, with its old id, as a new
@@ -65,6 +67,13 @@ mod model;
 /// takes the node's link down when it appears. It is a TAP comment, so it
 /// does not disturb the node's TAP.
 pub const READY_MARKER: &str = "LITE-PARTITION-CUT ready";
+
+/// A survivor's console line once it returned from the last barrier
+/// before the cut. The cut node may return from that barrier while its
+/// answer to a survivor is still on the wire, so the harness cuts only
+/// once every survivor printed this too. A TAP comment, like
+/// [`READY_MARKER`].
+pub const SURVIVOR_READY_MARKER: &str = "LITE-PARTITION-SURVIVOR ready";
 
 /// The RPC port the cut node registers, by which the survivors find it.
 pub const CUT_PORT: u32 = 8;
@@ -721,6 +730,7 @@ where
     if !setup_barrier(kernel, tap, nodes, "the cut node's writer covered LMR Y") {
         return;
     }
+    tap.comment(SURVIVOR_READY_MARKER);
     let Some(cut) = cut else {
         // The cut node still gets ready and is cut off, so that it is not
         // held up; there is nothing to watch here.
