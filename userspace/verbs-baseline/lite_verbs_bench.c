@@ -34,6 +34,19 @@
  * over one TCP connection, which also tells the server each RPC series'
  * size and length. Every wait is bounded (WAIT_TIMEOUT_MS); the program
  * ends with status 0 exactly when every series completed successfully.
+ *
+ * With --regions COUNTS the client measures the memory region curve
+ * instead, LITE's with live LMRs being lite-bench --series regions:
+ *
+ *   region_write,   for each count N, the server registers N memory regions
+ *   region_read     of one page each (ibv_reg_mr, one per page) and sends
+ *                   their addresses and keys; the client then times 64-byte
+ *                   writes (reads), each to a region picked at random:
+ *     LITE-VERBS op=region_write size=64 regions=N wait=event iters=.. median_us=.. ..
+ *   region_create,  for each --create-sizes size, the client times mapping
+ *   region_free     that many bytes and registering them (ibv_reg_mr), then
+ *                   deregistering and unmapping them:
+ *     LITE-VERBS op=region_create size=S wait=event iters=.. median_us=.. ..
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -49,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -75,6 +89,17 @@
 /* RC retries: 7 would mean "retry forever" on rxe. */
 #define RETRY_COUNT 6
 #define LINE_MAX_LEN 256
+/* Most memory regions of the region curve, and bytes of one. */
+#define MAX_REGIONS 1000000
+#define REGION_SIZE 4096
+/* Longest a step of the region curve may register for. */
+#define REGISTER_TIMEOUT_MS (10 * 60 * 1000)
+/* Largest region of the create/free series. */
+#define MAX_CREATE_SIZE (4ul << 30)
+/* Untimed and timed create/free pairs: fewer for large regions. */
+#define CREATE_ITERS_SMALL 20
+#define CREATE_ITERS_LARGE 3
+#define CREATE_LARGE_SIZE (16ul << 20)
 
 enum wait_policy { WAIT_EVENT, WAIT_POLL };
 
@@ -94,6 +119,18 @@ struct config {
 	unsigned long sizes[MAX_SIZES];
 	int nsizes;
 	int ops[OP_COUNT];
+	/* The region curve: live region counts and create/free sizes. */
+	long regions[MAX_SIZES];
+	int nregions;
+	unsigned long create_sizes[MAX_SIZES];
+	int ncreate_sizes;
+};
+
+/* One memory region the server offers: where it is and its key. */
+struct region {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad;
 };
 
 /* One side's view of the connection. */
@@ -154,7 +191,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: lite-verbs-bench --server [--port P] [--gid-index I] [--wait event|poll]\n"
 		"       lite-verbs-bench --client HOST [--port P] [--gid-index I] [--wait event|poll]\n"
-		"                        [--iters N] [--sizes A,B,..] [--ops write,read,fetch_add,compare_swp,rpc]\n");
+		"                        [--iters N] [--sizes A,B,..] [--ops write,read,fetch_add,compare_swp,rpc]\n"
+		"       lite-verbs-bench --client HOST [--port P] [--gid-index I] [--wait event|poll]\n"
+		"                        [--iters N] --regions N,.. [--create-sizes A,B,..]\n");
 	exit(2);
 }
 
@@ -184,6 +223,20 @@ static void parse_sizes(struct config *cfg, char *list)
 		cfg->sizes[cfg->nsizes++] = (unsigned long)parse_number(item, 1, MAX_SIZE, "a size");
 	}
 	if (!cfg->nsizes)
+		usage();
+}
+
+static void parse_list(char *list, long *values, int *count, long min, long max, const char *what)
+{
+	char *save = NULL;
+
+	*count = 0;
+	for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		if (*count == MAX_SIZES)
+			die("at most %d values of %s", MAX_SIZES, what);
+		values[(*count)++] = parse_number(item, min, max, what);
+	}
+	if (!*count)
 		usage();
 }
 
@@ -255,6 +308,24 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 				die("out of memory");
 			parse_sizes(cfg, copy);
 			free(copy);
+		} else if (!strcmp(arg, "--regions") || !strcmp(arg, "--create-sizes")) {
+			char *copy = strdup(value);
+			long values[MAX_SIZES];
+			int count;
+
+			if (!copy)
+				die("out of memory");
+			if (!strcmp(arg, "--regions")) {
+				parse_list(copy, cfg->regions, &cfg->nregions, 1, MAX_REGIONS,
+					   "a region count");
+			} else {
+				parse_list(copy, values, &count, 1, (long)MAX_CREATE_SIZE,
+					   "a region size");
+				cfg->ncreate_sizes = count;
+				for (int v = 0; v < count; v++)
+					cfg->create_sizes[v] = (unsigned long)values[v];
+			}
+			free(copy);
 		} else if (!strcmp(arg, "--ops")) {
 			char *copy = strdup(value);
 
@@ -305,8 +376,9 @@ static double percentile(const double *sorted, long n, double p)
 	return sorted[below] + (sorted[above] - sorted[below]) * (rank - (double)below);
 }
 
-static void report(const struct config *cfg, int op, unsigned long size, double *samples,
-		   long n, double cpu_total)
+/* A series' line: `name`, `size`, then `extra` (" key=value" or ""), then its statistics. */
+static void report_named(const struct config *cfg, const char *name, unsigned long size,
+			 const char *extra, double *samples, long n, double cpu_total)
 {
 	double sum = 0, squares = 0, mean, stdev;
 
@@ -317,12 +389,18 @@ static void report(const struct config *cfg, int op, unsigned long size, double 
 	for (long i = 0; i < n; i++)
 		squares += (samples[i] - mean) * (samples[i] - mean);
 	stdev = n > 1 ? sqrt(squares / (double)(n - 1)) : 0;
-	printf("LITE-VERBS op=%s size=%lu wait=%s iters=%ld median_us=%.2f p10_us=%.2f "
+	printf("LITE-VERBS op=%s size=%lu%s wait=%s iters=%ld median_us=%.2f p10_us=%.2f "
 	       "p90_us=%.2f p99_us=%.2f min_us=%.2f max_us=%.2f stdev_us=%.2f cpu_us_per_op=%.2f\n",
-	       op_names[op], size, cfg->wait == WAIT_EVENT ? "event" : "poll", n,
+	       name, size, extra, cfg->wait == WAIT_EVENT ? "event" : "poll", n,
 	       percentile(samples, n, 50), percentile(samples, n, 10), percentile(samples, n, 90),
 	       percentile(samples, n, 99), samples[0], samples[n - 1], stdev, cpu_total / (double)n);
 	fflush(stdout);
+}
+
+static void report(const struct config *cfg, int op, unsigned long size, double *samples,
+		   long n, double cpu_total)
+{
+	report_named(cfg, op_names[op], size, "", samples, n, cpu_total);
 }
 
 /* --- the control connection -------------------------------------------- */
@@ -403,8 +481,8 @@ static void send_line(int fd, const char *fmt, ...)
 	}
 }
 
-/* Reads one line (without its '\n') into line, waiting at most WAIT_TIMEOUT_MS per byte. */
-static void recv_line(int fd, char *line, size_t size)
+/* Reads one line (without its '\n') into line, waiting at most timeout_ms per byte. */
+static void recv_line_within(int fd, char *line, size_t size, int timeout_ms)
 {
 	size_t len = 0;
 
@@ -413,8 +491,8 @@ static void recv_line(int fd, char *line, size_t size)
 		char c;
 		ssize_t n;
 
-		if (poll(&pfd, 1, WAIT_TIMEOUT_MS) != 1)
-			die("the peer sent nothing for %d s", WAIT_TIMEOUT_MS / 1000);
+		if (poll(&pfd, 1, timeout_ms) != 1)
+			die("the peer sent nothing for %d s", timeout_ms / 1000);
 		n = recv(fd, &c, 1, 0);
 		if (n <= 0)
 			die("control connection: %s", n ? strerror(errno) : "closed by the peer");
@@ -425,6 +503,38 @@ static void recv_line(int fd, char *line, size_t size)
 		line[len++] = c;
 	}
 	line[len] = 0;
+}
+
+static void recv_line(int fd, char *line, size_t size)
+{
+	recv_line_within(fd, line, size, WAIT_TIMEOUT_MS);
+}
+
+static void send_all(int fd, const void *data, size_t len)
+{
+	for (size_t sent = 0; sent < len;) {
+		ssize_t n = send(fd, (const char *)data + sent, len - sent, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			die("control connection: %s", n ? strerror(errno) : "closed");
+		sent += (size_t)n;
+	}
+}
+
+/* Reads exactly len bytes, waiting at most WAIT_TIMEOUT_MS for each piece. */
+static void recv_all(int fd, void *data, size_t len)
+{
+	for (size_t got = 0; got < len;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, WAIT_TIMEOUT_MS) != 1)
+			die("the peer sent nothing for %d s", WAIT_TIMEOUT_MS / 1000);
+		n = recv(fd, (char *)data + got, len - got, 0);
+		if (n <= 0)
+			die("control connection: %s", n ? strerror(errno) : "closed by the peer");
+		got += (size_t)n;
+	}
 }
 
 static void send_offer(int fd, const struct offer *o)
@@ -727,6 +837,146 @@ static void rpc_call(struct endpoint *ep, unsigned long size)
 	}
 }
 
+/* --- the memory region curve ---------------------------------------------- */
+
+/* What the server registered for the region curve, in the order offered. */
+struct region_set {
+	struct ibv_mr **mrs;
+	struct region *offered;
+	long count;
+	uint8_t **chunks;
+	int nchunks;
+};
+
+/* Registers one region per page of new memory until `set` holds `count`. */
+static void grow_regions(struct endpoint *ep, struct region_set *set, long count)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	long more = count - set->count;
+	uint8_t *chunk;
+
+	if (more <= 0)
+		return;
+	set->mrs = realloc(set->mrs, (size_t)count * sizeof(*set->mrs));
+	set->offered = realloc(set->offered, (size_t)count * sizeof(*set->offered));
+	set->chunks = realloc(set->chunks, (size_t)(set->nchunks + 1) * sizeof(*set->chunks));
+	chunk = aligned_alloc(REGION_SIZE, (size_t)more * REGION_SIZE);
+	if (!set->mrs || !set->offered || !set->chunks || !chunk)
+		die("out of memory for %ld regions", count);
+	memset(chunk, 0x5a, (size_t)more * REGION_SIZE);
+	set->chunks[set->nchunks++] = chunk;
+	for (long i = 0; i < more; i++) {
+		struct ibv_mr *mr = ibv_reg_mr(ep->pd, chunk + i * REGION_SIZE, REGION_SIZE, access);
+
+		if (!mr)
+			die("ibv_reg_mr of region %ld: %s", set->count + 1, strerror(errno));
+		set->mrs[set->count] = mr;
+		set->offered[set->count] = (struct region){ .addr = (uintptr_t)mr->addr,
+							    .rkey = mr->rkey };
+		set->count++;
+	}
+}
+
+static void release_regions(struct region_set *set)
+{
+	for (long i = 0; i < set->count; i++)
+		if (ibv_dereg_mr(set->mrs[i]))
+			die("ibv_dereg_mr of region %ld failed", i + 1);
+	for (int i = 0; i < set->nchunks; i++)
+		free(set->chunks[i]);
+	free(set->mrs);
+	free(set->offered);
+	free(set->chunks);
+	memset(set, 0, sizeof(*set));
+}
+
+/* Times cfg->iters 64-byte operations `op`, each on one of `count` regions picked at random. */
+static void region_series(const struct config *cfg, struct endpoint *ep, int op,
+			  const struct region *regions, long count, double *samples)
+{
+	const unsigned long size = 64;
+	double cpu_start = 0;
+	char extra[32];
+
+	for (long i = 0; i < WARMUP + cfg->iters; i++) {
+		const struct region *r = &regions[lrand48() % count];
+		double start;
+
+		if (i == WARMUP)
+			cpu_start = cpu_us();
+		ep->remote_addr = r->addr;
+		ep->remote_rkey = r->rkey;
+		start = now_us();
+		one_sided(ep, op, size, NULL);
+		if (i >= WARMUP)
+			samples[i - WARMUP] = now_us() - start;
+	}
+	snprintf(extra, sizeof(extra), " regions=%ld", count);
+	report_named(cfg, op == OP_WRITE ? "region_write" : "region_read", size, extra, samples,
+		     cfg->iters, cpu_us() - cpu_start);
+}
+
+/* The live-region steps: the server registers, the client writes and reads at random. */
+static void region_curve(const struct config *cfg, struct endpoint *ep, int fd, double *samples)
+{
+	struct region *regions = NULL;
+
+	for (int c = 0; c < cfg->nregions; c++) {
+		long count = cfg->regions[c], offered;
+		char line[LINE_MAX_LEN];
+
+		send_line(fd, "REGIONS %ld", count);
+		recv_line_within(fd, line, sizeof(line), REGISTER_TIMEOUT_MS);
+		if (sscanf(line, "RKEYS %ld", &offered) != 1 || offered != count)
+			die("the server answered \"%s\" to REGIONS %ld", line, count);
+		regions = realloc(regions, (size_t)count * sizeof(*regions));
+		if (!regions)
+			die("out of memory for %ld regions", count);
+		recv_all(fd, regions, (size_t)count * sizeof(*regions));
+		region_series(cfg, ep, OP_WRITE, regions, count, samples);
+		region_series(cfg, ep, OP_READ, regions, count, samples);
+	}
+	free(regions);
+}
+
+/*
+ * Times creating a region of `size` bytes (mapping fresh memory and
+ * registering it, which faults it in and pins it) and freeing it
+ * (deregistering and unmapping).
+ */
+static void create_series(const struct config *cfg, struct endpoint *ep, unsigned long size)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	long iters = size >= CREATE_LARGE_SIZE ? CREATE_ITERS_LARGE : CREATE_ITERS_SMALL;
+	double create[CREATE_ITERS_SMALL], release[CREATE_ITERS_SMALL];
+	double cpu_create = 0, cpu_release = 0;
+
+	for (long i = 0; i < iters; i++) {
+		double start = now_us(), cpu_start = cpu_us(), registered, cpu_registered;
+		void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+				 0);
+		struct ibv_mr *mr;
+
+		if (mem == MAP_FAILED)
+			die("mmap of %lu bytes: %s", size, strerror(errno));
+		mr = ibv_reg_mr(ep->pd, mem, size, access);
+		if (!mr)
+			die("ibv_reg_mr of %lu bytes: %s", size, strerror(errno));
+		registered = now_us();
+		cpu_registered = cpu_us();
+		if (ibv_dereg_mr(mr))
+			die("ibv_dereg_mr of %lu bytes failed", size);
+		if (munmap(mem, size))
+			die("munmap of %lu bytes: %s", size, strerror(errno));
+		create[i] = registered - start;
+		release[i] = now_us() - registered;
+		cpu_create += cpu_registered - cpu_start;
+		cpu_release += cpu_us() - cpu_registered;
+	}
+	report_named(cfg, "region_create", size, "", create, iters, cpu_create);
+	report_named(cfg, "region_free", size, "", release, iters, cpu_release);
+}
+
 static void client(const struct config *cfg)
 {
 	struct endpoint ep;
@@ -759,7 +1009,12 @@ static void client(const struct config *cfg)
 
 	uint64_t remote_value = 0;
 
-	for (int op = 0; op < OP_COUNT; op++) {
+	if (cfg->nregions) {
+		region_curve(cfg, &ep, fd, samples);
+		for (int s = 0; s < cfg->ncreate_sizes; s++)
+			create_series(cfg, &ep, cfg->create_sizes[s]);
+	}
+	for (int op = 0; op < OP_COUNT && !cfg->nregions; op++) {
 		int atomic = op == OP_FETCH_ADD || op == OP_COMPARE_SWP;
 
 		if (!cfg->ops[op])
@@ -855,6 +1110,7 @@ static void server(const struct config *cfg)
 {
 	struct endpoint ep;
 	struct offer mine, peer;
+	struct region_set regions = { 0 };
 	char line[LINE_MAX_LEN];
 	unsigned long largest;
 	int listener = control_listen(cfg->port);
@@ -876,12 +1132,21 @@ static void server(const struct config *cfg)
 		recv_line(fd, line, sizeof(line));
 		if (!strcmp(line, "BYE"))
 			break;
+		if (sscanf(line, "REGIONS %ld", &count) == 1) {
+			if (count < 1 || count > MAX_REGIONS)
+				die("malformed request \"%s\"", line);
+			grow_regions(&ep, &regions, count);
+			send_line(fd, "RKEYS %ld", count);
+			send_all(fd, regions.offered, (size_t)count * sizeof(*regions.offered));
+			continue;
+		}
 		if (sscanf(line, "RPC %lu %ld", &size, &count) != 2 || size < 1 || size > largest ||
 		    count < 1 || count > MAX_ITERS + WARMUP)
 			die("malformed request \"%s\"", line);
 		serve_rpc(&ep, fd, size, count);
 		send_line(fd, "DONE");
 	}
+	release_regions(&regions);
 	close(fd);
 	close(listener);
 	printf("LITE-VERBS: ok\n");

@@ -9,7 +9,8 @@
 #                      partition-survivor | partition-cut | kunit |
 #                      bench-native-server | bench-native-client |
 #                      bench-lite | bench-lock | bench-failure-survivor |
-#                      bench-failure-victim | bench-apps | apps
+#                      bench-failure-victim | bench-apps | apps |
+#                      bench-regions-server | bench-regions-client
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
 #   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
@@ -30,6 +31,11 @@
 #   lite.rounditers=N  operations per series in each of those rounds
 #   lite.comparison=0  bench-native-*: the rounds alone, without perftest and
 #                      the other lite-bench series (default 1)
+#   lite.regioncounts=N,..
+#                      bench-regions-*: live memory regions at each step of
+#                      the memory region curve
+#   lite.createsizes=A,..
+#                      bench-regions-*: sizes of the regions created and freed
 #   lite.cmtimeout=MS  silence of the cluster manager after which this node
 #                      counts itself cut off (LITE's manager_timeout_ms);
 #                      the harness gives the manager the same dead-after
@@ -68,6 +74,8 @@ fuzzsecs=0
 seed=
 cmtimeout=
 approunds=3
+regioncounts=1,100,10000,100000
+createsizes=4096,65536,1048576,16777216,268435456,1073741824
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -90,6 +98,8 @@ for arg in $(cat /proc/cmdline); do
 	lite.seed=*) seed=${arg#lite.seed=} ;;
 	lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;
 	lite.approunds=*) approunds=${arg#lite.approunds=} ;;
+	lite.regioncounts=*) regioncounts=${arg#lite.regioncounts=} ;;
+	lite.createsizes=*) createsizes=${arg#lite.createsizes=} ;;
 	esac
 done
 
@@ -298,6 +308,30 @@ latency_rounds() {
 	return $status
 }
 
+# The memory region curve: the native baseline's (node 1 registers the
+# regions, node 2 writes and reads them and times creating and freeing
+# its own), then LITE's (node 2 allocates the LMRs on node 1). The curve
+# goes up to 100k live LMRs and a 1 GiB one, beyond the default quotas:
+# root and every other node are given no limit.
+region_curve() {
+	status=0
+	q=/sys/kernel/debug/lite/quotas
+	{ echo "limit uid 0 lmrs=unlimited remote_memory=unlimited" > $q &&
+		echo "limit node default remote_memory=unlimited" > $q; } || {
+		echo "LITE-GUEST: cannot lift the quotas in $q"
+		status=1
+	}
+	if [ "$1" = server ]; then
+		timeout 1800 lite-verbs-bench --server --wait event || status=1
+	else
+		timeout 1800 lite-verbs-bench --client "$peer" --wait event --iters "$iters" \
+			--regions "$regioncounts" --create-sizes "$createsizes" || status=1
+	fi
+	timeout 1800 lite-bench --cm "$cm" --series regions --iters "$iters" \
+		--region-counts "$regioncounts" --create-sizes "$createsizes" || status=1
+	return $status
+}
+
 lite_bench() {
 	set -- --cm "$cm" --iters "$iters" --sizes "$sizes" --rpc-sizes "$sizes"
 	[ -n "$bwsizes" ] && set -- "$@" --bw-sizes "$bwsizes"
@@ -434,6 +468,8 @@ bench-native-server | bench-native-client)
 	fi
 	;;
 bench-lite) lite_bench || rc=$? ;;
+bench-regions-server) region_curve server || rc=1 ;;
+bench-regions-client) region_curve client || rc=1 ;;
 # Every node takes one lock kept by node 1, at the same time.
 bench-apps) bench_apps ;;
 apps)

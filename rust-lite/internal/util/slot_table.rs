@@ -17,7 +17,10 @@ struct Entry<T> {
 /// identifier finds nothing. Callers keep the table behind a sleeping lock:
 /// [`SlotTable::insert`] may allocate.
 pub(crate) struct SlotTable<T> {
-    entries: KVec<Entry<T>>,
+    /// Falls back to virtually contiguous memory: a process may hold more
+    /// than 100k handles, beyond what one physically contiguous allocation
+    /// can hold.
+    entries: KVVec<Entry<T>>,
     /// No free entry exists below this index.
     first_free: usize,
     live: usize,
@@ -27,7 +30,7 @@ impl<T> SlotTable<T> {
     /// An empty table.
     pub(crate) const fn new() -> Self {
         SlotTable {
-            entries: KVec::new(),
+            entries: KVVec::new(),
             first_free: 0,
             live: 0,
         }

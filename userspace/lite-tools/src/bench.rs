@@ -61,6 +61,14 @@ pub enum Operation {
     FetchAdd,
     /// `lite_compare_swp` on an 8-byte LMR.
     CompareSwp,
+    /// `lite_rdma_write` on one of many live LMRs, picked at random.
+    RegionWrite,
+    /// `lite_rdma_read` on one of many live LMRs, picked at random.
+    RegionRead,
+    /// `lite_alloc_remote` of one LMR.
+    RegionCreate,
+    /// `lite_remote_free` of one LMR.
+    RegionFree,
 }
 
 impl fmt::Display for Operation {
@@ -75,6 +83,10 @@ impl fmt::Display for Operation {
             Operation::Rpc => "rpc",
             Operation::FetchAdd => "fetch_add",
             Operation::CompareSwp => "compare_swp",
+            Operation::RegionWrite => "region_write",
+            Operation::RegionRead => "region_read",
+            Operation::RegionCreate => "region_create",
+            Operation::RegionFree => "region_free",
         })
     }
 }
@@ -86,6 +98,31 @@ pub fn result_line(operation: Operation, size: u64, summary: &Summary) -> String
     format!(
         "LITE-BENCH op={operation} size={size} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2}",
         summary.count, summary.median, summary.p10, summary.p90, summary.min, summary.max, summary.stdev
+    )
+}
+
+/// The line of one series of the memory region curve, with `regions` live
+/// LMRs when given and the 99th percentile of `samples`:
+///
+/// `LITE-BENCH op=region_write size=64 regions=100 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=..`
+pub fn region_line(
+    operation: Operation,
+    size: u64,
+    regions: Option<usize>,
+    summary: &Summary,
+    samples: &[f64],
+) -> String {
+    let regions = regions.map_or(String::new(), |n| format!(" regions={n}"));
+    format!(
+        "LITE-BENCH op={operation} size={size}{regions} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} p99_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2}",
+        summary.count,
+        summary.median,
+        summary.p10,
+        summary.p90,
+        p99(samples).unwrap_or(summary.max),
+        summary.min,
+        summary.max,
+        summary.stdev
     )
 }
 
@@ -595,6 +632,20 @@ mod tests {
         assert_eq!(
             result_line(Operation::Read, 64, &summary),
             "LITE-BENCH op=read size=64 iters=3 median_us=12.50 p10_us=10.50 p90_us=18.50 min_us=10.00 max_us=20.00 stdev_us=5.20"
+        );
+    }
+
+    #[test]
+    fn region_line_format() {
+        let samples = [20.0, 10.0, 12.5];
+        let summary = summarize(&samples).expect("samples");
+        assert_eq!(
+            region_line(Operation::RegionWrite, 64, Some(100), &summary, &samples),
+            "LITE-BENCH op=region_write size=64 regions=100 iters=3 median_us=12.50 p10_us=10.50 p90_us=18.50 p99_us=19.85 min_us=10.00 max_us=20.00 stdev_us=5.20"
+        );
+        assert!(
+            region_line(Operation::RegionCreate, 4096, None, &summary, &samples)
+                .starts_with("LITE-BENCH op=region_create size=4096 iters=3 median_us=12.50 ")
         );
     }
 

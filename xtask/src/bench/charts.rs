@@ -430,6 +430,7 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Option<RatioChart>) {
             series: rpc_series,
         });
     }
+    lines.extend(super::region_curve::charts(m));
     let ratios = (!figures.is_empty()).then(|| RatioChart {
         name: "ratios".into(),
         title: "LITE against the native verbs baseline, per interleaved round".into(),

@@ -136,6 +136,20 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             Some((l.p10, l.p90)),
         );
     }
+    for p in m.region_curve.values() {
+        let live = if p.regions > 0 {
+            format!("/{}", p.regions)
+        } else {
+            String::new()
+        };
+        f.add(
+            format!("regioncurve/{}/{}/{}{live}", p.side.name(), p.op, p.size),
+            "us",
+            Better::Lower,
+            p.median,
+            Some((p.p10, p.p90)),
+        );
+    }
     for b in m.lite_bw.values() {
         let depth = b.depth.map_or(String::new(), |d| format!("/depth{d}"));
         f.add(

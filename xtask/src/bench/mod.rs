@@ -22,9 +22,12 @@
 //! one lock. A third boots [`FAILURE_NODES`] VMs that run the failure
 //! test's program alone: the last node is killed once the others depend on
 //! it, and the survivors report how long their calls waiting on it
-//! stalled, then one of them leaves and joins again ten times. Then
-//! clusters of 2 and 4 VMs run the paper's applications over LITE, over
-//! TCP and alone ([`apps`]). `--only` picks some of these [`Part`]s. Every
+//! stalled, then one of them leaves and joins again ten times. Two VMs
+//! with more memory then measure the memory region curve
+//! ([`region_curve`]): 64-byte writes and reads on a random one of up to
+//! 100k live regions, and creating and freeing regions of 4 KiB to 1 GiB,
+//! native verbs first, then LITE. Then clusters of 2 and 4 VMs run the
+//! paper's applications over LITE, over TCP and alone ([`apps`]). `--only` picks some of these [`Part`]s. Every
 //! number printed is parsed from the guests' output.
 //!
 //! [`run`] boots the clusters and collects their console logs, [`parse`]
@@ -36,6 +39,7 @@ mod apps;
 mod charts;
 mod figures;
 mod parse;
+mod region_curve;
 mod report;
 mod rounds;
 mod run;
@@ -102,6 +106,8 @@ pub enum Part {
     Locks,
     /// The failure phase.
     Failure,
+    /// The memory region curve, LITE beside native verbs.
+    Regions,
     /// The paper's applications.
     Apps,
 }
@@ -156,6 +162,7 @@ fn write_report(
     let round_figures = rounds::figures(&m.rounds);
     let mut verdicts = rounds::verdicts(&round_figures);
     verdicts.extend(report::verdict_lines(m));
+    verdicts.extend(region_curve::verdict(m));
     let report = figures::Report {
         format: figures::FORMAT,
         finished_unix,
@@ -256,6 +263,17 @@ pub fn run(
         report::say_failure(&m);
         waits.push(failure_waited.context("the failure phase"));
     }
+    if options.runs(Part::Regions) {
+        // Two VMs of their own, with room for 100k regions and a 1 GiB one.
+        let waited = interrupt::check()
+            .and_then(|()| run::regions_phase(&setup, iters))
+            .and_then(|phase| {
+                m.add_logs("regions/", &phase.logs);
+                phase.waited
+            });
+        region_curve::say(iters, &m);
+        waits.push(waited.context("the memory region phase"));
+    }
 
     // The applications: a cluster per size, each version in turn.
     let mut app_runs = Vec::new();
@@ -284,11 +302,20 @@ pub fn run(
     if options.runs(Part::Apps) && app_runs.is_empty() {
         bail!("no application run reported a result");
     }
-    let measured_in_vms = [Part::Latency, Part::Comparison, Part::Locks, Part::Failure]
-        .into_iter()
-        .any(|part| options.runs(part));
+    let measured_in_vms = [
+        Part::Latency,
+        Part::Comparison,
+        Part::Locks,
+        Part::Failure,
+        Part::Regions,
+    ]
+    .into_iter()
+    .any(|part| options.runs(part));
     if measured_in_vms && m.is_empty() {
         bail!("no measurements found in the guest logs");
+    }
+    if options.runs(Part::Regions) && m.region_curve.is_empty() {
+        bail!("no memory region curve found in the guest logs");
     }
     if options.runs(Part::Latency) && rounds::figures(&m.rounds).is_empty() {
         bail!("no interleaved round reported both LITE and the native verbs baseline");

@@ -103,6 +103,52 @@ pub struct Lite {
     pub stdev: f64,
 }
 
+/// Which program measured a point of the memory region curve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    /// `lite-bench --series regions`.
+    Lite,
+    /// `lite-verbs-bench --regions`.
+    Native,
+}
+
+impl Side {
+    /// Its name in figure keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Lite => "lite",
+            Side::Native => "native",
+        }
+    }
+}
+
+/// One point of the memory region curve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegionPoint {
+    /// Who measured it.
+    pub side: Side,
+    /// `region_write`, `region_read`, `region_create` or `region_free`.
+    pub op: String,
+    /// Bytes of each write or read, or of the region created or freed.
+    pub size: u64,
+    /// Live regions during the writes and reads; 0 for create and free.
+    pub regions: u64,
+    /// Median, microseconds.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+/// Whether `op` names a series of the memory region curve, which is kept
+/// apart from the latency series of the same programs.
+fn is_region_curve_op(op: &str) -> bool {
+    op.starts_with("region_")
+}
+
 /// One perftest bandwidth test client row, in MiB/s (perftest's MB/sec).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NativeBw {
@@ -324,6 +370,8 @@ pub struct Measurements {
     pub qos: BTreeMap<(String, String), QosRow>,
     /// Memory region counts by (LMR size, live LMRs).
     pub regions: BTreeMap<(u64, u64), RegionRow>,
+    /// The memory region curve by (side, op, size, live regions).
+    pub region_curve: BTreeMap<(Side, String, u64, u64), RegionPoint>,
     /// The failure phase's survivors, in node order (its victim is not
     /// among them).
     pub failure: Vec<FailureNode>,
@@ -380,6 +428,11 @@ impl Measurements {
         for row in parse_lite_regions(text) {
             self.regions.entry((row.size, row.lmrs)).or_insert(row);
         }
+        for point in parse_region_curve(text) {
+            self.region_curve
+                .entry((point.side, point.op.clone(), point.size, point.regions))
+                .or_insert(point);
+        }
         self.problems.extend(
             logscan::problems(log)
                 .into_iter()
@@ -422,6 +475,7 @@ impl Measurements {
             && self.locks.is_empty()
             && self.qos.is_empty()
             && self.regions.is_empty()
+            && self.region_curve.is_empty()
             && self.rounds.is_empty()
             && self.failure.iter().all(FailureNode::is_empty)
     }
@@ -647,6 +701,7 @@ pub fn parse_lite_bench(log: &str) -> Vec<Lite> {
 /// min_us= max_us= stdev_us=`) on the lines tagged `tag`.
 fn latency_lines(log: &str, tag: &str) -> Vec<Lite> {
     tagged_lines(log, tag)
+        .filter(|fields| !fields.text("op").is_some_and(is_region_curve_op))
         .filter_map(|fields| {
             Some(Lite {
                 op: fields.text("op")?.to_string(),
@@ -812,6 +867,36 @@ pub fn parse_lite_regions(log: &str) -> Vec<RegionRow> {
                 memory_regions: fields.integer("memory_regions")?,
                 pool_segments: fields.integer("pool_segments")?,
                 pool_bytes: fields.integer("pool_bytes")?,
+            })
+        })
+        .collect()
+}
+
+/// The memory region curve's lines of both programs: `LITE-BENCH` and
+/// `LITE-VERBS` lines of an `op=region_*` with `size=`, `regions=` (for
+/// writes and reads), `median_us=`, `p10_us=`, `p90_us=` and `p99_us=`;
+/// malformed lines are skipped.
+pub fn parse_region_curve(log: &str) -> Vec<RegionPoint> {
+    [(LITE_BENCH, Side::Lite), (LITE_VERBS, Side::Native)]
+        .into_iter()
+        .flat_map(|(tag, side)| {
+            tagged_lines(log, tag).filter_map(move |fields| {
+                let op = fields.text("op").filter(|op| is_region_curve_op(op))?;
+                let regions = if fields.has("regions") {
+                    fields.integer("regions")?
+                } else {
+                    0
+                };
+                Some(RegionPoint {
+                    side,
+                    op: op.to_string(),
+                    size: fields.integer("size")?,
+                    regions,
+                    median: fields.number("median_us")?,
+                    p10: fields.number("p10_us")?,
+                    p90: fields.number("p90_us")?,
+                    p99: fields.number("p99_us")?,
+                })
             })
         })
         .collect()
@@ -1384,6 +1469,54 @@ LITE-FAILURE-VICTIM re";
         m.add_log("node2", REGIONS_LOG);
         assert_eq!(m.regions.len(), 5);
         assert!(!m.is_empty());
+    }
+
+    /// The memory region curve of both programs, one line broken.
+    pub(crate) const REGION_CURVE_LOG: &str = "\
+LITE-VERBS op=region_write size=64 regions=1 wait=event iters=100 median_us=200.00 p10_us=180.00 p90_us=250.00 p99_us=400.00 min_us=150.00 max_us=500.00 stdev_us=20.00 cpu_us_per_op=90.00
+LITE-VERBS op=region_write size=64 regions=100000 wait=event iters=100 median_us=210.00 p10_us=190.00 p90_us=260.00 p99_us=420.00 min_us=150.00 max_us=500.00 stdev_us=20.00 cpu_us_per_op=90.00
+LITE-VERBS op=region_create size=4096 wait=event iters=20 median_us=60.00 p10_us=50.00 p90_us=70.00 p99_us=80.00 min_us=40.00 max_us=90.00 stdev_us=5.00 cpu_us_per_op=50.00
+LITE-BENCH op=region_write size=64 regions=1 iters=100 median_us=205.00 p10_us=185.00 p90_us=255.00 p99_us=410.00 min_us=150.00 max_us=500.00 stdev_us=20.00
+[   99.5] LITE-BENCH op=region_read size=64 regions=100000 iters=100 median_us=230.00 p10_us=200.00 p90_us=280.00 p99_us=450.00 min_us=150.00 max_us=500.00 stdev_us=20.00
+LITE-BENCH op=region_create size=1073741824 iters=3 median_us=900000.00 p10_us=1.00 p90_us=1.00 p99_us=1.00 min_us=1.00 max_us=1.00 stdev_us=1.00
+LITE-BENCH op=region_free size=4096 iters=20 median_us=oops p10_us=1 p90_us=1 p99_us=1
+LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+";
+
+    #[test]
+    fn parses_the_memory_region_curve_apart_from_the_latency_series() {
+        let points = parse_region_curve(REGION_CURVE_LOG);
+        assert_eq!(points.len(), 6);
+        // LITE's lines first, then the baseline's.
+        assert_eq!(
+            points[0],
+            RegionPoint {
+                side: Side::Lite,
+                op: "region_write".into(),
+                size: 64,
+                regions: 1,
+                median: 205.0,
+                p10: 185.0,
+                p90: 255.0,
+                p99: 410.0,
+            }
+        );
+        assert_eq!(
+            (points[1].op.as_str(), points[1].regions),
+            ("region_read", 100_000)
+        );
+        assert_eq!((points[2].size, points[2].regions), (1 << 30, 0));
+        assert_eq!((points[4].side, points[4].regions), (Side::Native, 100_000));
+        assert_eq!((points[5].side, points[5].regions), (Side::Native, 0));
+        // The plain write stays a latency series; the curve's lines do not.
+        let lite = parse_lite_bench(REGION_CURVE_LOG);
+        assert_eq!(lite.len(), 1);
+        assert_eq!(lite[0].op, "write");
+        assert!(parse_verbs_baseline(REGION_CURVE_LOG).is_empty());
+        let mut m = Measurements::default();
+        m.add_log("regions/node2", REGION_CURVE_LOG);
+        assert_eq!(m.region_curve.len(), 6);
+        assert_eq!(m.lite.len(), 1);
     }
 
     #[test]

@@ -48,7 +48,7 @@ const LEAVE_CYCLES: u32 = 10;
 const MIB: f64 = 1_048_576.0;
 
 /// Prints the lines of a table (or a verdict) under the current heading.
-fn say_indented(lines: impl IntoIterator<Item = String>) {
+pub(super) fn say_indented(lines: impl IntoIterator<Item = String>) {
     for line in lines {
         ui::say(&format!("    {line}"));
     }

@@ -42,6 +42,20 @@ pub const FAILURE_VICTIM_ROLE: &str = "bench-failure-victim";
 /// Memory of every benchmark VM in MiB.
 const MEMORY_MIB: u32 = 512;
 
+/// Memory of the memory region phase's VMs in MiB: node 1 holds 100k
+/// one-page regions (native, then LITE's LMRs) and a 1 GiB LMR, node 2
+/// maps and registers 1 GiB for the native create/free series.
+const REGIONS_MEMORY_MIB: u32 = 2560;
+
+/// Upper bound for the memory region phase.
+const REGIONS_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Live regions at each step of the memory region curve.
+pub const REGION_COUNTS: [u64; 4] = [1, 100, 10_000, 100_000];
+
+/// Sizes of the regions the memory region curve creates and frees.
+pub const CREATE_SIZES: [u64; 6] = [4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30];
+
 /// Longest an application phase may take.
 const APPS_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
@@ -263,6 +277,29 @@ pub fn lock_phase(setup: &Setup, lock_iters: u32) -> Result<Phase> {
     boot(&setup.spec(roles, &extra, &logs), LOCK_TIMEOUT)
 }
 
+/// The memory region phase: node 1 serves the native baseline's regions
+/// and holds LITE's LMRs, node 2 measures both; `iters` operations per
+/// series, logging into `regions/`.
+pub fn regions_phase(setup: &Setup, iters: u32) -> Result<Phase> {
+    let logs = setup.logs.join("regions");
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    let extra = |i: usize| {
+        let mut args = vec![
+            format!("lite.iters={iters}"),
+            format!("lite.regioncounts={}", comma_list(&REGION_COUNTS)),
+            format!("lite.createsizes={}", comma_list(&CREATE_SIZES)),
+        ];
+        if i == 2 {
+            args.push(format!("lite.peer={}", node_ip(1)));
+        }
+        args
+    };
+    let roles = vec!["bench-regions-server".into(), "bench-regions-client".into()];
+    let mut spec = setup.spec(roles, &extra, &logs);
+    spec.memory_mib = REGIONS_MEMORY_MIB;
+    boot(&spec, REGIONS_TIMEOUT)
+}
+
 /// The failure phase: [`FAILURE_NODES`] nodes running `lite-failure-test`
 /// alone, the last one the victim, whose VM is killed
 /// [`failure::KILL_DELAY`] after its ready marker, exactly as in the
@@ -392,6 +429,16 @@ mod tests {
             "init.sh must loop over {flags:?}"
         );
         assert!(init.contains("test=ib_atomic_lat size=8 atomic=$atomic side=$side"));
+        // The memory region phase's roles and parameters.
+        for side in ["server", "client"] {
+            assert!(init.contains(&format!(
+                "\nbench-regions-{side}) region_curve {side} || rc=1 ;;\n"
+            )));
+        }
+        assert!(init.contains("lite.regioncounts=*) regioncounts=${arg#lite.regioncounts=} ;;"));
+        assert!(init.contains("lite.createsizes=*) createsizes=${arg#lite.createsizes=} ;;"));
+        assert!(init.contains("--series regions"));
+        assert!(init.contains("--regions \"$regioncounts\" --create-sizes \"$createsizes\""));
         // The contention phase's role and parameter.
         assert!(init.contains("bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\""));
         assert!(init.contains("lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;"));

@@ -46,6 +46,18 @@
 //! comparison with the native verbs baseline (`lite-verbs-bench`), which
 //! alternates the two programs in the same VMs.
 //!
+//! With `--series regions` it measures the memory region curve instead:
+//! for every `--region-counts` count N, it allocates 4 KiB LMRs on the
+//! memory node until N are alive, then times `--iters` 64-byte writes and
+//! `--iters` reads, each on one of them picked at random
+//!
+//! `LITE-BENCH op=region_write size=64 regions=N iters=.. median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=..`
+//!
+//! and then, those freed, for every `--create-sizes` size, the time to
+//! allocate an LMR of that size on the memory node and to free it
+//! (`op=region_create`, `op=region_free`, the same keys without
+//! `regions`).
+//!
 //! With `--contend N` it does none of that: N nodes, all running
 //! `lite-bench --contend N`, take turns on one lock kept by node 1 (node 1
 //! creates it and publishes its number by name), `--contend-iters` pairs
@@ -118,9 +130,9 @@ use lite::{sys, Lmr, Priority};
 use lite_tools::args::{in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::bench::{
     calls_per_thread, completion_groups, lock_line, lock_sample_lines, p99, parse_switch, qos_line,
-    qos_load_line, result_line, rpc_async_line, rpc_throughput, rpc_throughput_line, run_window,
-    throughput_iters, throughput_line, throughput_of_completions, throughput_of_ops, LoadReport,
-    LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput, SAMPLES_PER_LINE,
+    qos_load_line, region_line, result_line, rpc_async_line, rpc_throughput, rpc_throughput_line,
+    run_window, throughput_iters, throughput_line, throughput_of_completions, throughput_of_ops,
+    LoadReport, LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput, SAMPLES_PER_LINE,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -134,7 +146,8 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP [--peer-node auto|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
                [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
                [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] \
-               [--series all|latency] [--contend NODES [--contend-iters N]]",
+               [--series all|latency|regions] [--region-counts LIST] [--create-sizes LIST] \
+               [--contend NODES [--contend-iters N]]",
     about: "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
             asynchronous write/read throughput, RPC latency and throughput between two \
             nodes, high-priority write latency under low-priority load, and the memory \
@@ -206,9 +219,21 @@ const CLI: Cli = Cli {
         },
         OptionSpec {
             name: "series",
-            value_name: "all|latency",
+            value_name: "all|latency|regions",
             help: "latency: only the write/read latency, atomics and RPC round trip series \
-                   (one round of the benchmark's interleaved comparison; default all)",
+                   (one round of the benchmark's interleaved comparison); regions: only the \
+                   memory region curve (default all)",
+        },
+        OptionSpec {
+            name: "region-counts",
+            value_name: "LIST",
+            help: "memory region curve: live LMRs at each step (default 1,100,10000,100000)",
+        },
+        OptionSpec {
+            name: "create-sizes",
+            value_name: "LIST",
+            help: "memory region curve: sizes of the LMRs created and freed, in bytes \
+                   (default 4096,65536,1048576,16777216,268435456,1073741824)",
         },
         OptionSpec {
             name: "contend",
@@ -300,9 +325,39 @@ const REGION_LARGE_COUNT: usize = 100;
 /// Size of the LMRs of the memory region series' last row.
 const REGION_LARGE_SIZE: u64 = 64 * 1024;
 
+/// Size of each live LMR of the memory region curve.
+const CURVE_LMR_SIZE: u64 = 4096;
+
+/// Size of the operations of the memory region curve.
+const CURVE_OP_SIZE: usize = 64;
+
+/// Most live LMRs the memory region curve accepts.
+const MAX_CURVE_LMRS: u64 = 1_000_000;
+
+/// Largest LMR the memory region curve creates.
+const MAX_CREATE_SIZE: u64 = 4 << 30;
+
+/// Create/free pairs per size of the memory region curve: fewer for
+/// sizes from [`CREATE_LARGE_SIZE`] on (the native baseline's counts).
+const CREATE_ITERS_SMALL: usize = 20;
+const CREATE_ITERS_LARGE: usize = 3;
+const CREATE_LARGE_SIZE: u64 = 16 << 20;
+
 /// First argument that makes the program a low-priority load process of
 /// the isolation run: `lite-bench __qos-load NODE SIZE`.
 const LOAD_SUBCOMMAND: &str = "__qos-load";
+
+/// What `--series` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Series {
+    /// Every series.
+    All,
+    /// Only the series the benchmark's interleaved rounds compare with the
+    /// native verbs baseline.
+    Latency,
+    /// Only the memory region curve.
+    Regions,
+}
 
 struct Options {
     cm: Ipv4Addr,
@@ -317,9 +372,12 @@ struct Options {
     rpc_threads: Vec<usize>,
     rpc_calls: usize,
     qos_loaders: usize,
-    /// With `--series latency`, only the series the benchmark's
-    /// interleaved rounds compare with the native verbs baseline.
-    latency_only: bool,
+    /// Which series run (`--series`).
+    series: Series,
+    /// Live LMRs at each step of the memory region curve.
+    region_counts: Vec<usize>,
+    /// Sizes created and freed by the memory region curve.
+    create_sizes: Vec<u64>,
     /// Nodes contending for one lock, with `--contend`.
     contend: Option<u32>,
     contend_iters: usize,
@@ -410,11 +468,21 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         parsed.optional("qos-loaders", 3)?,
         0..=MAX_QOS_LOADERS,
     )?;
-    let latency_only = parsed.with("series", false, |text| match text {
-        "all" => Ok(false),
-        "latency" => Ok(true),
-        _ => Err("expected all or latency".to_string()),
+    let series = parsed.with("series", Series::All, |text| match text {
+        "all" => Ok(Series::All),
+        "latency" => Ok(Series::Latency),
+        "regions" => Ok(Series::Regions),
+        _ => Err("expected all, latency or regions".to_string()),
     })?;
+    let region_counts = parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
+        // Bounded by MAX_CURVE_LMRS.
+        parse_size_list(text, MAX_CURVE_LMRS).map(|c| c.into_iter().map(|n| n as usize).collect())
+    })?;
+    let create_sizes = parsed.with(
+        "create-sizes",
+        vec![4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
+        |text| parse_size_list(text, MAX_CREATE_SIZE),
+    )?;
     let contend = match parsed.get("contend") {
         Some(_) => Some(in_range(
             "contend",
@@ -441,7 +509,9 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         rpc_threads,
         rpc_calls,
         qos_loaders,
-        latency_only,
+        series,
+        region_counts,
+        create_sizes,
         contend,
         contend_iters,
     })
@@ -493,13 +563,22 @@ fn run(options: &Options) -> Result<(), String> {
         say(format_args!(
             "lite-bench: node {me} holds the memory and serves RPC; waiting for the measuring node"
         ));
-        let server = RpcServer::start(options);
+        let server = if options.series == Series::Regions {
+            Ok(None)
+        } else {
+            RpcServer::start(options)
+        };
         // The measuring node must not be left waiting, whatever failed.
         let finished = barrier();
         let stopped = server.and_then(|server| server.map_or(Ok(()), RpcServer::stop));
         return stopped.and(finished);
     }
-    if options.latency_only {
+    if options.series == Series::Regions {
+        let outcome = measure_region_curve(options);
+        let finished = barrier();
+        return outcome.and(finished);
+    }
+    if options.series == Series::Latency {
         let outcome = measure(options)
             .and_then(|()| measure_atomics(options))
             .and_then(|()| measure_rpc_round_trips(options));
@@ -1599,6 +1678,96 @@ fn measure_regions(options: &Options, me: u32) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     ));
     Ok(())
+}
+
+/// The memory region curve: 64-byte writes and reads on a random one of
+/// N live LMRs on the memory node, for each `--region-counts` N, then the
+/// time to create and free one LMR of each `--create-sizes` size there.
+fn measure_region_curve(options: &Options) -> Result<(), String> {
+    let node = options.memory_node;
+    say(format_args!(
+        "lite-bench: memory region curve: {:?} live LMRs of {CURVE_LMR_SIZE} B on node {node}, \
+         {} random {CURVE_OP_SIZE}-byte writes and reads each; then creating and freeing \
+         LMRs of {:?} B",
+        options.region_counts, options.iters, options.create_sizes
+    ));
+    let started = Instant::now();
+    let mut lmrs = Vec::new();
+    let source = [0x5au8; CURVE_OP_SIZE];
+    let mut sink = [0u8; CURVE_OP_SIZE];
+    let mut random = pattern::seed(&[u64::from(node), CURVE_LMR_SIZE]) | 1;
+    for &count in &options.region_counts {
+        alloc_alternately(&mut lmrs, count, CURVE_LMR_SIZE, node, node)?;
+        for operation in [Operation::RegionWrite, Operation::RegionRead] {
+            let mut samples = Vec::with_capacity(options.iters);
+            for done in 0..WARMUP_OPS + options.iters {
+                // PANIC: `count` is at least 1 and `lmrs` holds `count`.
+                let lmr = &lmrs[pick(&mut random, count)];
+                let (result, micros) = time_us(|| match operation {
+                    Operation::RegionWrite => write(lmr, &source),
+                    _ => read(lmr, &mut sink),
+                });
+                result?;
+                if done >= WARMUP_OPS {
+                    samples.push(micros);
+                }
+            }
+            let summary = summarize(&samples).ok_or("no samples")?;
+            say(format_args!(
+                "{}",
+                region_line(
+                    operation,
+                    CURVE_OP_SIZE as u64,
+                    Some(count),
+                    &summary,
+                    &samples
+                )
+            ));
+        }
+    }
+    free_all(lmrs)?;
+    for &size in &options.create_sizes {
+        let iters = if size >= CREATE_LARGE_SIZE {
+            CREATE_ITERS_LARGE
+        } else {
+            CREATE_ITERS_SMALL
+        };
+        let mut create = Vec::with_capacity(iters);
+        let mut release = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            let (lmr, micros) = time_us(|| Lmr::alloc(node, size, 0, PASSWORD));
+            let lmr =
+                lmr.map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))?;
+            create.push(micros);
+            let (freed, micros) = time_us(|| lmr.free());
+            freed.map_err(|e| format!("free {size} B: {}", describe_error(&e)))?;
+            release.push(micros);
+        }
+        for (operation, samples) in [
+            (Operation::RegionCreate, &create),
+            (Operation::RegionFree, &release),
+        ] {
+            let summary = summarize(samples).ok_or("no samples")?;
+            say(format_args!(
+                "{}",
+                region_line(operation, size, None, &summary, samples)
+            ));
+        }
+    }
+    say(format_args!(
+        "lite-bench: memory region curve took {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}
+
+/// A random index below `count` (xorshift64 on `state`, which is not 0).
+fn pick(state: &mut u64, count: usize) -> usize {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    // The remainder is below `count`, a `usize`.
+    (*state % count.max(1) as u64) as usize
 }
 
 /// Allocates `size`-byte LMRs into `lmrs` until it holds `count`: the

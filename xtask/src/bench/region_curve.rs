@@ -1,0 +1,367 @@
+//! The memory region curve: 64-byte write and read latency with many live
+//! memory regions, a random one per operation, and the time to create and
+//! free one region of each size; LITE (LMRs on the other node) beside the
+//! native verbs baseline (one `ibv_reg_mr` per region). Its table, verdict,
+//! figures and charts.
+
+use super::charts::LineChart;
+use super::parse::{Measurements, RegionPoint, Side};
+use super::report::{left, right, say_indented, table_row};
+use crate::ui;
+
+/// How much more LITE's latency may grow from the fewest to the most live
+/// regions than the native baseline's, for the curve's verdict.
+const GROWTH_TOLERANCE: f64 = 1.10;
+
+/// The write and read series, with their names in the table.
+const ACCESSES: [(&str, &str); 2] = [("region_write", "write"), ("region_read", "read")];
+
+/// The create and free series, with their names in the table.
+const LIFECYCLE: [(&str, &str); 2] = [("region_create", "create"), ("region_free", "free")];
+
+/// The point of `side`'s `op` at `size` bytes with `regions` live.
+fn point<'a>(
+    m: &'a Measurements,
+    side: Side,
+    op: &str,
+    size: u64,
+    regions: u64,
+) -> Option<&'a RegionPoint> {
+    m.region_curve.get(&(side, op.to_string(), size, regions))
+}
+
+/// Every (size, live regions) that `op` was measured at, by either side,
+/// ascending.
+fn steps(m: &Measurements, op: &str) -> Vec<(u64, u64)> {
+    let mut steps: Vec<(u64, u64)> = m
+        .region_curve
+        .values()
+        .filter(|p| p.op == op)
+        .map(|p| (p.size, p.regions))
+        .collect();
+    steps.sort_unstable_by_key(|&(size, regions)| (regions, size));
+    steps.dedup();
+    steps
+}
+
+/// `a / b` with two decimals, or `-`.
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".to_string(),
+    }
+}
+
+fn micros(value: Option<f64>) -> String {
+    value.map_or("-".to_string(), |v| format!("{v:.1}"))
+}
+
+/// The curve as table lines: latency by live regions, then create/free
+/// time by size, LITE beside native with their ratio.
+pub fn table(m: &Measurements) -> Vec<String> {
+    let columns = [
+        left(7),
+        right(9),
+        right(8),
+        right(11),
+        right(11),
+        right(13),
+        right(13),
+        right(6),
+    ];
+    let row = |cells: [&str; 8]| table_row(&columns, &cells);
+    let mut lines = vec![
+        "64 B to a random one of N live regions (LITE: LMRs of 4 KiB on the other node; \
+         native: one ibv_reg_mr per 4 KiB page there), microseconds"
+            .to_string(),
+        row([
+            "op",
+            "regions",
+            "bytes",
+            "LITE med",
+            "native med",
+            "LITE p99",
+            "native p99",
+            "ratio",
+        ]),
+    ];
+    for (op, name) in ACCESSES {
+        for (size, regions) in steps(m, op) {
+            let lite = point(m, Side::Lite, op, size, regions);
+            let native = point(m, Side::Native, op, size, regions);
+            lines.push(row([
+                name,
+                &regions.to_string(),
+                &size.to_string(),
+                &micros(lite.map(|p| p.median)),
+                &micros(native.map(|p| p.median)),
+                &micros(lite.map(|p| p.p99)),
+                &micros(native.map(|p| p.p99)),
+                &ratio(lite.map(|p| p.median), native.map(|p| p.median)),
+            ]));
+        }
+    }
+    lines.push(
+        "creating and freeing one region (LITE: lite_alloc_remote/lite_remote_free on the other \
+         node; native: mmap + ibv_reg_mr / ibv_dereg_mr + munmap), microseconds"
+            .to_string(),
+    );
+    lines.push(row([
+        "op",
+        "",
+        "bytes",
+        "LITE med",
+        "native med",
+        "LITE p99",
+        "native p99",
+        "ratio",
+    ]));
+    for (op, name) in LIFECYCLE {
+        for (size, _) in steps(m, op) {
+            let lite = point(m, Side::Lite, op, size, 0);
+            let native = point(m, Side::Native, op, size, 0);
+            lines.push(row([
+                name,
+                "",
+                &size.to_string(),
+                &micros(lite.map(|p| p.median)),
+                &micros(native.map(|p| p.median)),
+                &micros(lite.map(|p| p.p99)),
+                &micros(native.map(|p| p.p99)),
+                &ratio(lite.map(|p| p.median), native.map(|p| p.median)),
+            ]));
+        }
+    }
+    lines
+}
+
+/// Prints the curve's table and verdict; `iters` operations per write and
+/// read series.
+pub fn say(iters: u32, m: &Measurements) {
+    ui::say(&format!(
+        "==> memory region curve ({iters} operations per write and read series)"
+    ));
+    if m.region_curve.is_empty() {
+        say_indented(["(no region_* lines in the guest logs)".to_string()]);
+        return;
+    }
+    say_indented(table(m));
+    say_indented(verdict(m));
+}
+
+/// How `side`'s median of `op` grew from the fewest to the most live
+/// regions measured: (fewest, most, most's median / fewest's).
+fn growth(m: &Measurements, side: Side, op: &str) -> Option<(u64, u64, f64)> {
+    let points: Vec<&RegionPoint> = m
+        .region_curve
+        .values()
+        .filter(|p| p.side == side && p.op == op)
+        .collect();
+    let fewest = points.iter().min_by_key(|p| p.regions)?;
+    let most = points.iter().max_by_key(|p| p.regions)?;
+    (most.regions > fewest.regions && fewest.median > 0.0)
+        .then(|| (fewest.regions, most.regions, most.median / fewest.median))
+}
+
+/// The curve's verdict: LITE's write and read latency grows from the
+/// fewest to the most live regions no more than [`GROWTH_TOLERANCE`] times
+/// the native baseline's growth. `None` without a curve.
+pub fn verdict(m: &Measurements) -> Option<String> {
+    if m.region_curve.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut met = true;
+    for (op, name) in ACCESSES {
+        match (growth(m, Side::Lite, op), growth(m, Side::Native, op)) {
+            (Some((fewest, most, lite)), Some((_, _, native))) => {
+                met &= lite <= native * GROWTH_TOLERANCE;
+                parts.push(format!(
+                    "{name} {fewest} -> {most} regions: LITE x{lite:.2}, native x{native:.2}"
+                ));
+            }
+            _ => {
+                met = false;
+                parts.push(format!("{name}: not measured by both"));
+            }
+        }
+    }
+    Some(format!(
+        "many live memory regions slow LITE no more than native verbs (growth within \
+         {GROWTH_TOLERANCE:.2}x of native's): {} ({})",
+        if met { "met" } else { "NOT met" },
+        parts.join("; ")
+    ))
+}
+
+/// `points` as chart points, x ascending, without unusable values.
+fn series(points: impl Iterator<Item = (u64, f64)>) -> Vec<(f64, f64)> {
+    let mut points: Vec<(f64, f64)> = points
+        .filter(|p| p.1.is_finite() && p.1 > 0.0 && p.0 > 0)
+        .map(|(x, y)| (x as f64, y))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points
+}
+
+/// The curve's two charts: latency against live regions, and create/free
+/// time against size; a chart without data is left out.
+pub fn charts(m: &Measurements) -> Vec<LineChart> {
+    let of = |side: Side, op: &str, value: fn(&RegionPoint) -> f64, by_size: bool| {
+        series(
+            m.region_curve
+                .values()
+                .filter(|p| p.side == side && p.op == op)
+                .map(|p| (if by_size { p.size } else { p.regions }, value(p))),
+        )
+    };
+    let median: fn(&RegionPoint) -> f64 = |p| p.median;
+    let p99: fn(&RegionPoint) -> f64 = |p| p.p99;
+    let mut charts = Vec::new();
+    let mut latency = Vec::new();
+    for (op, name) in ACCESSES {
+        for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
+            latency.push((
+                format!("{label} {name}, median"),
+                of(side, op, median, false),
+            ));
+        }
+    }
+    for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
+        latency.push((
+            format!("{label} write, p99"),
+            of(side, "region_write", p99, false),
+        ));
+    }
+    latency.retain(|(_, points)| !points.is_empty());
+    if !latency.is_empty() {
+        charts.push(LineChart {
+            name: "regions-latency".into(),
+            title: "64 B to a random one of N live memory regions".into(),
+            x_label: "live memory regions".into(),
+            y_label: "microseconds".into(),
+            log_x: true,
+            log_y: false,
+            series: latency,
+        });
+    }
+    let mut lifecycle = Vec::new();
+    for (op, name) in LIFECYCLE {
+        for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
+            lifecycle.push((format!("{label} {name}"), of(side, op, median, true)));
+        }
+    }
+    lifecycle.retain(|(_, points)| !points.is_empty());
+    if !lifecycle.is_empty() {
+        charts.push(LineChart {
+            name: "regions-create-free".into(),
+            title: "Creating and freeing one memory region: median time".into(),
+            x_label: "bytes".into(),
+            y_label: "microseconds".into(),
+            log_x: true,
+            log_y: true,
+            series: lifecycle,
+        });
+    }
+    charts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::parse::tests::REGION_CURVE_LOG;
+
+    fn curve(log: &str) -> Measurements {
+        let mut m = Measurements::default();
+        m.add_log("regions/node2", log);
+        m
+    }
+
+    #[test]
+    fn the_table_lines_up_lite_and_native_per_step() {
+        let m = curve(REGION_CURVE_LOG);
+        let lines = table(&m);
+        let cells = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let rows: Vec<String> = lines.iter().map(|l| cells(l)).collect();
+        assert!(
+            rows.contains(&"write 1 64 205.0 200.0 410.0 400.0 1.02".to_string()),
+            "{rows:#?}"
+        );
+        assert!(
+            rows.contains(&"write 100000 64 - 210.0 - 420.0 -".to_string()),
+            "{rows:#?}"
+        );
+        assert!(
+            rows.contains(&"read 100000 64 230.0 - 450.0 - -".to_string()),
+            "{rows:#?}"
+        );
+        assert!(
+            rows.contains(&"create 4096 - 60.0 - 80.0 -".to_string()),
+            "{rows:#?}"
+        );
+        assert!(
+            rows.contains(&"create 1073741824 900000.0 - 1.0 - -".to_string()),
+            "{rows:#?}"
+        );
+    }
+
+    #[test]
+    fn the_verdict_compares_growth_with_native() {
+        assert_eq!(verdict(&Measurements::default()), None);
+        // Read is measured by LITE at one step only: not met.
+        let partial = verdict(&curve(REGION_CURVE_LOG)).expect("a verdict");
+        assert!(
+            partial.contains(": NOT met (write: not measured by both"),
+            "{partial}"
+        );
+        let step = |side: &str, op: &str, regions: u64, median: f64| {
+            format!(
+                "{side} op={op} size=64 regions={regions} iters=9 median_us={median} p10_us=1 \
+                 p90_us=1 p99_us=1 min_us=1 max_us=1 stdev_us=1\n"
+            )
+        };
+        let mut log = String::new();
+        for op in ["region_write", "region_read"] {
+            log += &step("LITE-VERBS", op, 1, 100.0);
+            log += &step("LITE-VERBS", op, 1000, 120.0);
+            log += &step("LITE-BENCH", op, 1, 200.0);
+            log += &step("LITE-BENCH", op, 1000, 250.0);
+        }
+        // LITE x1.25 against native x1.20: within 10% of native's growth.
+        let met = verdict(&curve(&log)).expect("a verdict");
+        assert!(
+            met.contains(": met (write 1 -> 1000 regions: LITE x1.25, native x1.20"),
+            "{met}"
+        );
+        let slower = log.replace(
+            "regions=1000 iters=9 median_us=250",
+            "regions=1000 iters=9 median_us=300",
+        );
+        let not_met = verdict(&curve(&slower)).expect("a verdict");
+        assert!(not_met.contains("NOT met"), "{not_met}");
+    }
+
+    #[test]
+    fn the_charts_plot_both_sides() {
+        let drawn = charts(&curve(REGION_CURVE_LOG));
+        assert_eq!(drawn.len(), 2);
+        let latency = &drawn[0];
+        assert_eq!(latency.name, "regions-latency");
+        let names: Vec<&str> = latency.series.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "LITE write, median",
+                "native verbs write, median",
+                "LITE read, median",
+                "LITE write, p99",
+                "native verbs write, p99"
+            ]
+        );
+        assert_eq!(latency.series[1].1, [(1.0, 200.0), (100_000.0, 210.0)]);
+        let lifecycle = &drawn[1];
+        assert_eq!(lifecycle.series[0].1, [((1u64 << 30) as f64, 900_000.0)]);
+        assert_eq!(lifecycle.series[1].1, [(4096.0, 60.0)]);
+        assert!(charts(&Measurements::default()).is_empty());
+    }
+}
