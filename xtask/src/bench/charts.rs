@@ -1,8 +1,8 @@
 //! Charts of a benchmark run, drawn with plotters as SVG and PNG files:
 //! latency against size per operation (LITE beside the native verbs
 //! baseline and perftest), the interleaved comparison's ratios with their
-//! spread over the rounds, throughput against depth, and the isolation
-//! run. Text is laid out with the DejaVu Sans font (package
+//! spread over the rounds, throughput against depth, RPC throughput, the
+//! memory region curve, lock times and the isolation run. Text is laid out with the DejaVu Sans font (package
 //! fonts-dejavu-core), loaded once.
 
 use std::path::{Path, PathBuf};
@@ -27,12 +27,15 @@ const FAMILY: &str = "sans-serif";
 const SIZE: (u32, u32) = (900, 560);
 
 /// Colours of the series, in order.
-const PALETTE: [RGBColor; 5] = [
+const PALETTE: [RGBColor; 8] = [
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0x2c, 0xa0, 0x2c),
     RGBColor(0x94, 0x67, 0xbd),
     RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0x7f, 0x7f, 0x7f),
 ];
 
 /// Registers [`FONT_FILE`] once; later calls return the first outcome.
@@ -69,12 +72,19 @@ pub struct LineChart {
     pub series: Vec<(String, Vec<(f64, f64)>)>,
 }
 
-/// Points of one ratio chart: label, median, min, max.
-pub struct RatioChart {
+/// A chart of one horizontal bar per figure: its median as a dot on a bar
+/// from the low to the high end of its spread, and its target as a tick.
+pub struct RangeChart {
     /// File name without extension.
     pub name: String,
     /// Title.
     pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// What the summary says under the chart.
+    pub caption: String,
+    /// Where a vertical reference line is drawn (1 for ratios), if anywhere.
+    pub reference: Option<f64>,
     /// One entry per figure: label, median, low, high, target.
     pub entries: Vec<(String, f64, f64, f64, Option<f64>)>,
 }
@@ -84,9 +94,9 @@ fn plot_error<E: std::fmt::Debug>(error: E) -> anyhow::Error {
     anyhow!("{error:?}")
 }
 
-/// A tick label: no decimals from 10 on, two below.
+/// A tick label: no decimals from 10 on or for whole numbers, two otherwise.
 fn tick(value: f64) -> String {
-    if value.abs() >= 10.0 {
+    if value.abs() >= 10.0 || value.fract() == 0.0 {
         format!("{value:.0}")
     } else {
         format!("{value:.2}")
@@ -176,13 +186,13 @@ where
     Ok(())
 }
 
-/// Height of a ratio chart with `entries` figures: one row each.
-fn ratio_chart_height(entries: usize) -> u32 {
+/// Height of a range chart with `entries` figures: one row each.
+fn range_chart_height(entries: usize) -> u32 {
     let rows = u32::try_from(entries).unwrap_or(u32::MAX);
     rows.saturating_mul(28).saturating_add(140).max(SIZE.1)
 }
 
-fn draw_ratios<DB: DrawingBackend>(chart: &RatioChart, area: &DrawingArea<DB, Shift>) -> Result<()>
+fn draw_ranges<DB: DrawingBackend>(chart: &RangeChart, area: &DrawingArea<DB, Shift>) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -190,7 +200,7 @@ where
         .entries
         .iter()
         .flat_map(|e| [e.1, e.2, e.3, e.4.unwrap_or(e.1)]);
-    let (_, high) = bounds(values.chain([1.0]), false).context("no figures")?;
+    let (_, high) = bounds(values.chain(chart.reference), false).context("no figures")?;
     let n = chart.entries.len();
     area.fill(&WHITE).map_err(plot_error)?;
     // Figures run down the chart, the first at the top.
@@ -213,16 +223,18 @@ where
             // PANIC: 0 <= r < n, so n - 1 - r is an index of `labels`.
             labels[n - 1 - r as usize].clone()
         })
-        .x_desc("LITE / native: median of the rounds, bar from the lowest to the highest")
+        .x_desc(chart.x_label.as_str())
         .label_style((FAMILY, 14))
         .disable_y_mesh()
         .draw()
         .map_err(plot_error)?;
-    ctx.draw_series(std::iter::once(PathElement::new(
-        vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
-        BLACK.mix(0.5),
-    )))
-    .map_err(plot_error)?;
+    if let Some(x) = chart.reference {
+        ctx.draw_series(std::iter::once(PathElement::new(
+            vec![(x, -0.5), (x, n as f64 - 0.5)],
+            BLACK.mix(0.5),
+        )))
+        .map_err(plot_error)?;
+    }
     for (i, (_, median, low, high, target)) in chart.entries.iter().enumerate() {
         let y = row(i);
         let colour = match target {
@@ -279,12 +291,12 @@ impl LineChart {
     }
 }
 
-impl RatioChart {
+impl RangeChart {
     /// Draws the chart as SVG and PNG in `dir`; returns the SVG's path.
     pub fn draw(&self, dir: &Path) -> Result<PathBuf> {
-        let size = (SIZE.0, ratio_chart_height(self.entries.len()));
-        both(dir, &self.name, size, &|a| draw_ratios(self, a), &|a| {
-            draw_ratios(self, a)
+        let size = (SIZE.0, range_chart_height(self.entries.len()));
+        both(dir, &self.name, size, &|a| draw_ranges(self, a), &|a| {
+            draw_ranges(self, a)
         })
     }
 }
@@ -299,9 +311,8 @@ fn by_size(points: impl Iterator<Item = (u64, f64)>) -> Vec<(f64, f64)> {
     points
 }
 
-/// Every chart `m` has data for, with a caption each; a chart without data
-/// is left out.
-pub fn charts(m: &Measurements) -> (Vec<LineChart>, Option<RatioChart>) {
+/// Every chart `m` has data for; a chart without data is left out.
+pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
     let figures: Vec<Figure> = rounds::figures(&m.rounds);
     let mut lines = Vec::new();
     for (op, perftest_op, perftest_factor, title) in [
@@ -431,23 +442,112 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Option<RatioChart>) {
         });
     }
     lines.extend(super::region_curve::charts(m));
-    let ratios = (!figures.is_empty()).then(|| RatioChart {
-        name: "ratios".into(),
-        title: "LITE against the native verbs baseline, per interleaved round".into(),
-        entries: figures
+    let mut ranges = Vec::new();
+    ranges.extend((!figures.is_empty()).then(|| {
+        RangeChart {
+            name: "ratios".into(),
+            title: "LITE against the native verbs baseline, per interleaved round".into(),
+            x_label: "LITE / native: median of the rounds, bar from the lowest to the highest"
+                .into(),
+            caption: "Median of the per-round ratios, bar from the lowest to the highest round; \
+                  the black tick is the target (green: met)."
+                .into(),
+            reference: Some(1.0),
+            entries: figures
+                .iter()
+                .map(|f| {
+                    (
+                        format!("{} {} B", f.op, f.size),
+                        f.ratio.median,
+                        f.ratio.min,
+                        f.ratio.max,
+                        f.target,
+                    )
+                })
+                .collect(),
+        }
+    }));
+    ranges.extend(lock_chart(m));
+    ranges.extend(qos_chart(m));
+    (lines, ranges)
+}
+
+/// Lock/unlock pair times: uncontended on a lock kept by another node and
+/// on one kept by the caller's node, and the acquire time of every node
+/// together when [`super::LOCK_NODES`] contend; median on a p10–p90 bar.
+fn lock_chart(m: &Measurements) -> Option<RangeChart> {
+    let mut entries = Vec::new();
+    for r in m.locks.values().filter(|r| r.contenders == 1) {
+        let home = if r.home == r.node {
+            "own node"
+        } else {
+            "another node"
+        };
+        entries.push((
+            format!("uncontended pair, home on {home}"),
+            r.pair.median,
+            r.pair.p10,
+            r.pair.p90,
+            None,
+        ));
+    }
+    let mut contenders: Vec<u32> = m.lock_samples.keys().map(|&(c, _)| c).collect();
+    contenders.dedup();
+    for count in contenders {
+        let all: Vec<f64> = m
+            .lock_samples
             .iter()
-            .map(|f| {
-                (
-                    format!("{} {} B", f.op, f.size),
-                    f.ratio.median,
-                    f.ratio.min,
-                    f.ratio.max,
-                    f.target,
-                )
-            })
-            .collect(),
-    });
-    (lines, ratios)
+            .filter(|(&(c, _), _)| c == count)
+            .flat_map(|(_, samples)| samples.iter().copied())
+            .collect();
+        if let Some(spread) = super::report::spread_of(&all) {
+            entries.push((
+                format!("acquire, {count} nodes contending"),
+                spread.median,
+                spread.p10,
+                spread.p90,
+                None,
+            ));
+        }
+    }
+    (!entries.is_empty()).then(|| RangeChart {
+        name: "locks".into(),
+        title: "Locks: lite_lock + lite_unlock, and lite_lock under contention".into(),
+        x_label: "microseconds: median, bar from the 10th to the 90th percentile".into(),
+        caption: "Uncontended pairs on a lock kept by the other node and on one kept by the \
+                  caller's own node; the acquire times of every contending node together."
+            .into(),
+        reference: None,
+        entries,
+    })
+}
+
+/// The isolation run: a high-priority process's 64 B write latency alone,
+/// and while low-priority processes load the link, with QoS off and on.
+fn qos_chart(m: &Measurements) -> Option<RangeChart> {
+    let entries: Vec<_> = m
+        .qos
+        .values()
+        .map(|r| {
+            (
+                format!("{}, QoS {}", r.phase, r.qos),
+                r.latency.median,
+                r.latency.p10,
+                r.latency.p90,
+                None,
+            )
+        })
+        .collect();
+    (!entries.is_empty()).then(|| RangeChart {
+        name: "isolation".into(),
+        title: "Isolation: high-priority 64 B writes under low-priority load".into(),
+        x_label: "microseconds: median, bar from the 10th to the 90th percentile".into(),
+        caption: "The high-priority process's writes alone, then while low-priority processes \
+                  write 64 KiB in a loop, with QoS off and on."
+            .into(),
+        reference: None,
+        entries,
+    })
 }
 
 #[cfg(test)]
@@ -466,9 +566,10 @@ mod tests {
              LITE-BENCH op=write size=64 iters=9 median_us=115 p10_us=1 p90_us=1 min_us=1 max_us=1 stdev_us=1\n\
              LITE-ROUND-END round=1\n",
         );
-        let (lines, ratios) = charts(&m);
+        let (lines, ranges) = charts(&m);
         assert_eq!(lines.len(), 1);
-        let ratios = ratios.expect("a ratio chart");
+        assert_eq!(ranges.len(), 1);
+        let ratios = &ranges[0];
         assert_eq!(ratios.entries.len(), 2);
         let dir = std::env::temp_dir().join(format!("lite-charts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("directory");
@@ -482,6 +583,39 @@ mod tests {
         assert_eq!(&png[1..4], b"PNG");
         ratios.draw(&dir).expect("ratio chart");
         assert!(dir.join("ratios.png").exists());
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn locks_and_isolation_get_range_charts() {
+        use crate::bench::parse::tests::{LOCK_LOG, QOS_LOG};
+        let mut m = Measurements::default();
+        m.add_log("node2", &format!("{LOCK_LOG}{QOS_LOG}"));
+        let (_, ranges) = charts(&m);
+        let names: Vec<&str> = ranges.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["locks", "isolation"]);
+        let locks = &ranges[0];
+        let labels: Vec<&str> = locks.entries.iter().map(|e| e.0.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "uncontended pair, home on another node",
+                "uncontended pair, home on own node",
+                "acquire, 4 nodes contending"
+            ]
+        );
+        assert_eq!(locks.entries[0].1, 1600.0);
+        // Every contending node's samples together (the broken one left out).
+        let contended = &locks.entries[2];
+        assert!(contended.2 <= contended.1 && contended.1 <= contended.3);
+        assert!(ranges[1].entries.len() >= 2);
+        assert!(ranges.iter().all(|r| r.reference.is_none()));
+        let dir = std::env::temp_dir().join(format!("lite-range-charts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("directory");
+        for chart in &ranges {
+            chart.draw(&dir).expect("range chart");
+            assert!(dir.join(format!("{}.png", chart.name)).exists());
+        }
         std::fs::remove_dir_all(&dir).expect("clean up");
     }
 }

@@ -173,7 +173,7 @@ fn write_report(
     let json = dir.join("bench.json");
     figures::write(&report, &json)?;
 
-    let (lines, ratios) = charts::charts(m);
+    let (lines, ranges) = charts::charts(m);
     let mut summary = format!(
         "# LITE benchmark\n\n{} figures in `bench.json`; the run took {}.\n\n## Verdicts\n\n",
         report.figures.len(),
@@ -182,12 +182,11 @@ fn write_report(
     for verdict in &verdicts {
         summary.push_str(&format!("- {verdict}\n"));
     }
-    if let Some(ratios) = &ratios {
-        ratios.draw(&dir)?;
+    for chart in &ranges {
+        chart.draw(&dir)?;
         summary.push_str(&format!(
-            "\n## {}\n\nMedian of the per-round ratios, bar from the lowest to the highest round; \
-             the black tick is the target (green: met).\n\n![{0}]({}.svg)\n",
-            ratios.title, ratios.name
+            "\n## {}\n\n{}\n\n![{0}]({}.svg)\n",
+            chart.title, chart.caption, chart.name
         ));
     }
     for chart in &lines {
@@ -203,7 +202,7 @@ fn write_report(
     ui::say(&format!(
         "==> report: {} (figures in bench.json, {} charts as SVG and PNG, summary.md)",
         dir.display(),
-        lines.len() + usize::from(ratios.is_some())
+        lines.len() + ranges.len()
     ));
     Ok(())
 }

@@ -166,7 +166,7 @@ fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
 }
 
 /// Median and 10th-90th percentiles of `samples`.
-fn spread_of(samples: &[f64]) -> Option<Spread> {
+pub(super) fn spread_of(samples: &[f64]) -> Option<Spread> {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     Some(Spread {
