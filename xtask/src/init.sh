@@ -290,17 +290,39 @@ lite_round() {
 		--sizes "$sizes" --rpc-sizes "$sizes"
 }
 
+# This VM's busy CPU time so far, in USER_HZ ticks (1/100 s): every CPU
+# state of /proc/stat's first line but idle and iowait.
+busy_ticks() {
+	read -r _ user nice system _ _ irq softirq steal _ < /proc/stat
+	echo $((user + nice + system + irq + softirq + steal))
+}
+
+# Runs one program of a round ("verbs" or "lite") and prints the busy CPU
+# time of this whole VM while it ran, kernel threads included:
+# LITE-CPU side=server|client program=verbs|lite busy_ticks=N
+timed_round() {
+	before=$(busy_ticks)
+	if [ "$2" = verbs ]; then
+		verbs_round "$1"
+	else
+		lite_round
+	fi
+	result=$?
+	echo "LITE-CPU side=$1 program=$2 busy_ticks=$(($(busy_ticks) - before))"
+	return $result
+}
+
 latency_rounds() {
 	status=0
 	round=1
 	while [ "$round" -le "$rounds" ]; do
 		echo "LITE-ROUND-BEGIN round=$round"
 		if [ $((round % 2)) -eq 1 ]; then
-			verbs_round "$1" || status=1
-			lite_round || status=1
+			timed_round "$1" verbs || status=1
+			timed_round "$1" lite || status=1
 		else
-			lite_round || status=1
-			verbs_round "$1" || status=1
+			timed_round "$1" lite || status=1
+			timed_round "$1" verbs || status=1
 		fi
 		echo "LITE-ROUND-END round=$round"
 		round=$((round + 1))

@@ -467,9 +467,39 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
                 .collect(),
         }
     }));
+    ranges.extend(cpu_chart(m));
     ranges.extend(lock_chart(m));
     ranges.extend(qos_chart(m));
     (lines, ranges)
+}
+
+/// CPU time per operation of LITE and of the native baseline on each VM
+/// and on both, median over the rounds on a min–max bar.
+fn cpu_chart(m: &Measurements) -> Option<RangeChart> {
+    let mut entries = Vec::new();
+    for f in rounds::cpu_figures(&m.rounds) {
+        for (who, range) in [("LITE", &f.lite), ("native", &f.native)] {
+            entries.push((
+                format!("{who}, {} VM", f.side),
+                range.median,
+                range.min,
+                range.max,
+                None,
+            ));
+        }
+    }
+    (!entries.is_empty()).then(|| RangeChart {
+        name: "cpu".into(),
+        title: "CPU time per operation, interleaved rounds".into(),
+        x_label: "microseconds of busy CPU per operation: median of the rounds, bar from the \
+                  lowest to the highest"
+            .into(),
+        caption: "Busy CPU time of each whole VM (kernel threads included) while each program \
+                  ran its round's series, over the operations of those series."
+            .into(),
+        reference: None,
+        entries,
+    })
 }
 
 /// Lock/unlock pair times: uncontended on a lock kept by another node and

@@ -118,6 +118,23 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             span(&fig.native),
         );
     }
+    for fig in rounds::cpu_figures(&m.rounds) {
+        let base = format!("cpu/{}", fig.side);
+        let span = |r: &rounds::Range| Some((r.min, r.max));
+        for (what, unit, range) in [
+            ("ratio", "x", &fig.ratio),
+            ("lite", "us", &fig.lite),
+            ("native", "us", &fig.native),
+        ] {
+            f.add(
+                format!("{base}/{what}"),
+                unit,
+                Better::Lower,
+                range.median,
+                span(range),
+            );
+        }
+    }
     for n in &m.native {
         f.add(
             format!("perftest/{}/{}", n.op, n.size),

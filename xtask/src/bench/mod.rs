@@ -161,6 +161,8 @@ fn write_report(
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let round_figures = rounds::figures(&m.rounds);
     let mut verdicts = rounds::verdicts(&round_figures);
+    let cpu_figures = rounds::cpu_figures(&m.rounds);
+    verdicts.extend(rounds::cpu_line(&cpu_figures));
     verdicts.extend(report::verdict_lines(m));
     verdicts.extend(region_curve::verdict(m));
     let report = figures::Report {

@@ -34,6 +34,9 @@ const LITE_VERBS: &str = "LITE-VERBS ";
 /// `lite-bench`'s lock/unlock lines.
 const LITE_LOCK: &str = "LITE-LOCK ";
 
+/// A round program's CPU time, printed by the guest's /init.
+const LITE_CPU: &str = "LITE-CPU ";
+
 /// `lite-bench`'s raw lock-acquire times.
 const LITE_LOCK_SAMPLES: &str = "LITE-LOCK-SAMPLES ";
 
@@ -867,6 +870,31 @@ pub fn parse_lite_regions(log: &str) -> Vec<RegionRow> {
                 memory_regions: fields.integer("memory_regions")?,
                 pool_segments: fields.integer("pool_segments")?,
                 pool_bytes: fields.integer("pool_bytes")?,
+            })
+        })
+        .collect()
+}
+
+/// The busy CPU time of a whole VM while one program of a round ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuRow {
+    /// `server` or `client`.
+    pub side: String,
+    /// `verbs` or `lite`.
+    pub program: String,
+    /// USER_HZ ticks.
+    pub busy_ticks: u64,
+}
+
+/// `LITE-CPU side=client program=lite busy_ticks=N` lines; malformed lines
+/// are skipped.
+pub fn parse_cpu(log: &str) -> Vec<CpuRow> {
+    tagged_lines(log, LITE_CPU)
+        .filter_map(|fields| {
+            Some(CpuRow {
+                side: fields.text("side")?.to_string(),
+                program: fields.text("program")?.to_string(),
+                busy_ticks: fields.integer("busy_ticks")?,
             })
         })
         .collect()

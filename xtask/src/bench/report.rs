@@ -105,6 +105,9 @@ pub fn say_rounds(rounds: u32, round_iters: u32, m: &Measurements) {
     let figures = rounds::figures(&m.rounds);
     say_indented(rounds::table(&figures));
     say_indented(rounds::verdicts(&figures));
+    let cpu = rounds::cpu_figures(&m.rounds);
+    say_indented(rounds::cpu_table(&cpu));
+    say_indented(rounds::cpu_line(&cpu));
 }
 
 /// The verdicts beside the interleaved comparison's, for the parts that

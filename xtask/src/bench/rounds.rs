@@ -6,11 +6,13 @@
 //! sides see nearly the same speed, so the ratio is computed per round and
 //! the report gives the median ratio with its min-max over the rounds. A
 //! verdict is "met" only when the median ratio is within target, and the
-//! report says when the rounds disagree about it.
+//! report says when the rounds disagree about it. Each program's busy CPU
+//! time on each VM, kernel threads included, gives the CPU time per
+//! operation of both sides ([`cpu_figures`]).
 
 use std::collections::BTreeMap;
 
-use super::parse::{parse_lite_bench, parse_verbs_baseline, Lite};
+use super::parse::{parse_cpu, parse_lite_bench, parse_verbs_baseline, Lite};
 use super::report::{left, right, table_row};
 
 /// Opens a round in a guest log: `LITE-ROUND-BEGIN round=N`.
@@ -29,6 +31,9 @@ const TARGETS: [(&str, Option<u64>, f64); 5] = [
     ("rpc", None, 1.10),
 ];
 
+/// USER_HZ: ticks per second of the guests' `/proc/stat`.
+const TICKS_PER_S: f64 = 100.0;
+
 /// The series of one round, by (operation, size).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Round {
@@ -36,6 +41,9 @@ pub struct Round {
     pub native: BTreeMap<(String, u64), Lite>,
     /// LITE's series.
     pub lite: BTreeMap<(String, u64), Lite>,
+    /// Busy CPU ticks of each VM while each program ran, by (side,
+    /// program): `("client", "lite")`.
+    pub cpu: BTreeMap<(String, String), u64>,
 }
 
 /// The text of `log` outside every round, and each round's text by its
@@ -81,6 +89,133 @@ pub fn add_round_text(round: &mut Round, text: &str) {
     for row in parse_lite_bench(text) {
         round.lite.entry((row.op.clone(), row.size)).or_insert(row);
     }
+    for row in parse_cpu(text) {
+        round
+            .cpu
+            .entry((row.side, row.program))
+            .or_insert(row.busy_ticks);
+    }
+}
+
+/// CPU time per operation of one side of the comparison (or of both VMs
+/// together), over the rounds that measured it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuFigure {
+    /// `client`, `server` or `both`.
+    pub side: &'static str,
+    /// Rounds with both programs measured.
+    pub rounds: usize,
+    /// Native microseconds of CPU per operation.
+    pub native: Range,
+    /// LITE's.
+    pub lite: Range,
+    /// LITE/native per round.
+    pub ratio: Range,
+}
+
+/// Busy CPU microseconds per operation of `program` on `side` in `round`:
+/// the VM's busy ticks (both VMs' for `both`) over the operations of every
+/// series that program reported in the round.
+fn cpu_per_op(round: &Round, side: &str, program: &str) -> Option<f64> {
+    let series = if program == "lite" {
+        &round.lite
+    } else {
+        &round.native
+    };
+    let ops: u64 = series.values().map(|s| s.iters).sum();
+    let ticks = |side: &str| {
+        round
+            .cpu
+            .get(&(side.to_string(), program.to_string()))
+            .copied()
+    };
+    let busy = match side {
+        "both" => ticks("client")? + ticks("server")?,
+        _ => ticks(side)?,
+    };
+    (ops > 0).then(|| busy as f64 / TICKS_PER_S * 1e6 / ops as f64)
+}
+
+/// CPU time per operation on the client, on the server and on both, each
+/// side measured in at least one round with a native time above zero.
+pub fn cpu_figures(rounds: &BTreeMap<u32, Round>) -> Vec<CpuFigure> {
+    ["client", "server", "both"]
+        .into_iter()
+        .filter_map(|side| {
+            let pairs: Vec<(f64, f64)> = rounds
+                .values()
+                .filter_map(|round| {
+                    let native = cpu_per_op(round, side, "verbs")?;
+                    let lite = cpu_per_op(round, side, "lite")?;
+                    (native > 0.0).then_some((native, lite))
+                })
+                .collect();
+            let natives: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+            let lites: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+            let ratios: Vec<f64> = pairs.iter().map(|(n, l)| l / n).collect();
+            Some(CpuFigure {
+                side,
+                rounds: pairs.len(),
+                native: Range::of(&natives)?,
+                lite: Range::of(&lites)?,
+                ratio: Range::of(&ratios)?,
+            })
+        })
+        .collect()
+}
+
+/// The CPU table, one string per line.
+pub fn cpu_table(figures: &[CpuFigure]) -> Vec<String> {
+    let columns = [
+        left(8),
+        right(6),
+        right(20).apart(),
+        right(20).apart(),
+        right(20).apart(),
+    ];
+    let mut lines = vec![
+        "busy CPU time of the whole VM (kernel threads included) per operation of the round's \
+         series, microseconds"
+            .to_string(),
+        table_row(
+            &columns,
+            &[
+                "VM",
+                "rounds",
+                "native (min-max)",
+                "LITE (min-max)",
+                "LITE/native (min-max)",
+            ],
+        ),
+    ];
+    for f in figures {
+        let span = |r: &Range| format!("{:.1} ({:.1}-{:.1})", r.median, r.min, r.max);
+        let ratio = format!(
+            "{:.2} ({:.2}-{:.2})",
+            f.ratio.median, f.ratio.min, f.ratio.max
+        );
+        lines.push(table_row(
+            &columns,
+            &[
+                f.side,
+                &f.rounds.to_string(),
+                &span(&f.native),
+                &span(&f.lite),
+                &ratio,
+            ],
+        ));
+    }
+    lines
+}
+
+/// The CPU figures' summary line, if both VMs were measured together.
+pub fn cpu_line(figures: &[CpuFigure]) -> Option<String> {
+    let both = figures.iter().find(|f| f.side == "both")?;
+    Some(format!(
+        "CPU time per operation on both VMs: LITE {:.1} us, native {:.1} us, LITE/native {:.2} \
+         (rounds {:.2}-{:.2})",
+        both.lite.median, both.native.median, both.ratio.median, both.ratio.min, both.ratio.max
+    ))
 }
 
 /// Median and range of a few values.
@@ -423,6 +558,44 @@ LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 
         let write = &figures[0];
         assert_eq!(write.verdict(), Some(Verdict::NotMet));
         assert!(verdicts(&figures)[0].contains("NOT met (median 1.50"));
+    }
+
+    #[test]
+    fn cpu_per_operation_is_busy_time_over_the_round_s_operations() {
+        // Round 1 of the fixture: 600 operations per program on the client.
+        let client = NODE2.replace(
+            "LITE-ROUND-END round=1\r",
+            "LITE-CPU side=client program=verbs busy_ticks=30\r\n\
+             LITE-CPU side=client program=lite busy_ticks=45\r\n\
+             LITE-CPU side=client program=lite busy_ticks=999 broken\r\n\
+             LITE-ROUND-END round=1\r",
+        );
+        let server = "LITE-ROUND-BEGIN round=1\n\
+                      LITE-CPU side=server program=verbs busy_ticks=30\n\
+                      LITE-CPU side=server program=lite busy_ticks=15\n\
+                      LITE-CPU side=server program=lite busy_ticks=oops\n\
+                      LITE-ROUND-END round=1\n";
+        let figures = cpu_figures(&rounds_of(&[&client, server]));
+        let sides: Vec<&str> = figures.iter().map(|f| f.side).collect();
+        assert_eq!(sides, ["client", "server", "both"]);
+        // 30 ticks of 10 ms over 600 operations: 500 us each.
+        assert_eq!(figures[0].rounds, 1);
+        assert!((figures[0].native.median - 500.0).abs() < 1e-9);
+        assert!((figures[0].lite.median - 750.0).abs() < 1e-9);
+        assert!((figures[1].ratio.median - 0.5).abs() < 1e-9);
+        // Both VMs: 60 ticks against 60.
+        assert!((figures[2].ratio.median - 1.0).abs() < 1e-9);
+        let line = cpu_line(&figures).expect("a line");
+        assert!(
+            line.contains("LITE 1000.0 us, native 1000.0 us, LITE/native 1.00"),
+            "{line}"
+        );
+        let table = cpu_table(&figures);
+        assert_eq!(table.len(), 5);
+        assert!(table[2].contains("500.0 (500.0-500.0)"), "{}", table[2]);
+        // Rounds without CPU lines give no figures.
+        assert!(cpu_figures(&rounds_of(&[NODE2])).is_empty());
+        assert_eq!(cpu_line(&[]), None);
     }
 
     #[test]

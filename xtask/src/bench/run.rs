@@ -429,6 +429,10 @@ mod tests {
             "init.sh must loop over {flags:?}"
         );
         assert!(init.contains("test=ib_atomic_lat size=8 atomic=$atomic side=$side"));
+        // Every program of a round reports its VM's busy CPU time.
+        assert!(init.contains("echo \"LITE-CPU side=$1 program=$2 busy_ticks="));
+        assert!(init.contains("timed_round \"$1\" verbs || status=1"));
+        assert!(init.contains("timed_round \"$1\" lite || status=1"));
         // The memory region phase's roles and parameters.
         for side in ["server", "client"] {
             assert!(init.contains(&format!(
