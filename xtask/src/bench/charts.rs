@@ -186,6 +186,17 @@ where
     Ok(())
 }
 
+/// Pixels the labels of a range chart need at the charts' 14-point font,
+/// at least 130.
+fn label_width(labels: &[String]) -> u32 {
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    u32::try_from(longest)
+        .unwrap_or(u32::MAX)
+        .saturating_mul(8)
+        .saturating_add(16)
+        .max(130)
+}
+
 /// Height of a range chart with `entries` figures: one row each.
 fn range_chart_height(entries: usize) -> u32 {
     let rows = u32::try_from(entries).unwrap_or(u32::MAX);
@@ -210,11 +221,12 @@ where
         .caption(&chart.title, (FAMILY, 22))
         .margin(16)
         .x_label_area_size(48)
-        .y_label_area_size(130)
+        .y_label_area_size(label_width(&labels))
         .build_cartesian_2d(0.0f64..high, -0.5f64..(n as f64 - 0.5))
         .map_err(plot_error)?;
     ctx.configure_mesh()
         .y_labels(n)
+        .x_label_formatter(&|x| tick(*x))
         .y_label_formatter(&|y| {
             let r = y.round();
             if (y - r).abs() > 1e-6 || r < 0.0 || r >= n as f64 {
@@ -479,8 +491,13 @@ fn cpu_chart(m: &Measurements) -> Option<RangeChart> {
     let mut entries = Vec::new();
     for f in rounds::cpu_figures(&m.rounds) {
         for (who, range) in [("LITE", &f.lite), ("native", &f.native)] {
+            let vm = if f.side == "both" {
+                "both VMs".to_string()
+            } else {
+                format!("{} VM", f.side)
+            };
             entries.push((
-                format!("{who}, {} VM", f.side),
+                format!("{who}, {vm}"),
                 range.median,
                 range.min,
                 range.max,
