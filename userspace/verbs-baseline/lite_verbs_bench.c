@@ -41,8 +41,12 @@
  *   region_write,   for each count N, the server registers N memory regions
  *   region_read     of one page each (ibv_reg_mr, one per page) and sends
  *                   their addresses and keys; the client then times 64-byte
- *                   writes (reads), each to a region picked at random:
+ *                   writes (reads), each to a region picked at random, in
+ *                   blocks alternating with blocks to the first region
+ *                   (region_write_first, region_read_first), so that the
+ *                   cost of many regions is a ratio taken in one window:
  *     LITE-VERBS op=region_write size=64 regions=N wait=event iters=.. median_us=.. ..
+ *     LITE-VERBS op=region_write_first size=64 regions=N wait=event iters=.. ..
  *   region_create,  for each --create-sizes size, the client times mapping
  *   region_free     that many bytes and registering them (ibv_reg_mr), then
  *                   deregistering and unmapping them:
@@ -92,6 +96,8 @@
 /* Most memory regions of the region curve, and bytes of one. */
 #define MAX_REGIONS 1000000
 #define REGION_SIZE 4096
+/* Operations of one block, random or to the first region, in turn. */
+#define REGION_BLOCK 50
 /* Longest a step of the region curve may register for. */
 #define REGISTER_TIMEOUT_MS (10 * 60 * 1000)
 /* Largest region of the create/free series. */
@@ -890,36 +896,61 @@ static void release_regions(struct region_set *set)
 	memset(set, 0, sizeof(*set));
 }
 
-/* Times cfg->iters 64-byte operations `op`, each on one of `count` regions picked at random. */
+/*
+ * Times cfg->iters 64-byte operations `op` on one of `count` regions picked
+ * at random and cfg->iters on the first region, in alternating blocks of
+ * REGION_BLOCK; `samples` and `first` hold cfg->iters each.
+ */
 static void region_series(const struct config *cfg, struct endpoint *ep, int op,
-			  const struct region *regions, long count, double *samples)
+			  const struct region *regions, long count, double *samples, double *first)
 {
 	const unsigned long size = 64;
-	double cpu_start = 0;
+	double cpu_start = 0, cpu_total;
+	long random_done = 0, first_done = 0;
 	char extra[32];
 
-	for (long i = 0; i < WARMUP + cfg->iters; i++) {
-		const struct region *r = &regions[lrand48() % count];
-		double start;
+	for (long i = 0; i < WARMUP + 2 * cfg->iters; i++) {
+		long timed = i - WARMUP;
+		int to_first = timed >= 0 && (timed / REGION_BLOCK) % 2 == 1;
+		const struct region *r;
+		double start, took;
 
+		/* One kind ran out: the other finishes. */
+		if (timed >= 0 && to_first && first_done == cfg->iters)
+			to_first = 0;
+		if (timed >= 0 && !to_first && random_done == cfg->iters)
+			to_first = 1;
+		r = to_first ? &regions[0] : &regions[lrand48() % count];
 		if (i == WARMUP)
 			cpu_start = cpu_us();
 		ep->remote_addr = r->addr;
 		ep->remote_rkey = r->rkey;
 		start = now_us();
 		one_sided(ep, op, size, NULL);
-		if (i >= WARMUP)
-			samples[i - WARMUP] = now_us() - start;
+		took = now_us() - start;
+		if (timed < 0)
+			continue;
+		if (to_first)
+			first[first_done++] = took;
+		else
+			samples[random_done++] = took;
 	}
+	cpu_total = cpu_us() - cpu_start;
 	snprintf(extra, sizeof(extra), " regions=%ld", count);
 	report_named(cfg, op == OP_WRITE ? "region_write" : "region_read", size, extra, samples,
-		     cfg->iters, cpu_us() - cpu_start);
+		     cfg->iters, cpu_total / 2);
+	report_named(cfg, op == OP_WRITE ? "region_write_first" : "region_read_first", size, extra,
+		     first, cfg->iters, cpu_total / 2);
 }
 
 /* The live-region steps: the server registers, the client writes and reads at random. */
 static void region_curve(const struct config *cfg, struct endpoint *ep, int fd, double *samples)
 {
 	struct region *regions = NULL;
+	double *first = calloc((size_t)cfg->iters, sizeof(*first));
+
+	if (!first)
+		die("out of memory");
 
 	for (int c = 0; c < cfg->nregions; c++) {
 		long count = cfg->regions[c], offered;
@@ -933,10 +964,11 @@ static void region_curve(const struct config *cfg, struct endpoint *ep, int fd, 
 		if (!regions)
 			die("out of memory for %ld regions", count);
 		recv_all(fd, regions, (size_t)count * sizeof(*regions));
-		region_series(cfg, ep, OP_WRITE, regions, count, samples);
-		region_series(cfg, ep, OP_READ, regions, count, samples);
+		region_series(cfg, ep, OP_WRITE, regions, count, samples, first);
+		region_series(cfg, ep, OP_READ, regions, count, samples, first);
 	}
 	free(regions);
+	free(first);
 }
 
 /*

@@ -65,6 +65,11 @@ pub enum Operation {
     RegionWrite,
     /// `lite_rdma_read` on one of many live LMRs, picked at random.
     RegionRead,
+    /// `lite_rdma_write` on the first of many live LMRs, in blocks
+    /// alternating with [`Operation::RegionWrite`]'s.
+    RegionWriteFirst,
+    /// `lite_rdma_read` on the first of many live LMRs.
+    RegionReadFirst,
     /// `lite_alloc_remote` of one LMR.
     RegionCreate,
     /// `lite_remote_free` of one LMR.
@@ -85,6 +90,8 @@ impl fmt::Display for Operation {
             Operation::CompareSwp => "compare_swp",
             Operation::RegionWrite => "region_write",
             Operation::RegionRead => "region_read",
+            Operation::RegionWriteFirst => "region_write_first",
+            Operation::RegionReadFirst => "region_read_first",
             Operation::RegionCreate => "region_create",
             Operation::RegionFree => "region_free",
         })
@@ -124,6 +131,23 @@ pub fn region_line(
         summary.max,
         summary.stdev
     )
+}
+
+/// Operations of one block of the memory region curve: random ones and
+/// ones on the first region take turns by blocks.
+pub const REGION_BLOCK: usize = 50;
+
+/// Whether timed operation `timed` of a memory region curve step goes to
+/// the first region rather than a random one: odd blocks of
+/// [`REGION_BLOCK`] do, until one kind has its `iters` operations and the
+/// other finishes.
+pub fn to_first_region(timed: usize, random_done: usize, first_done: usize, iters: usize) -> bool {
+    let first_turn = (timed / REGION_BLOCK) % 2 == 1;
+    if first_turn {
+        first_done < iters
+    } else {
+        random_done >= iters
+    }
 }
 
 /// Operations timed for one throughput series: `budget` bytes' worth of
@@ -633,6 +657,34 @@ mod tests {
             result_line(Operation::Read, 64, &summary),
             "LITE-BENCH op=read size=64 iters=3 median_us=12.50 p10_us=10.50 p90_us=18.50 min_us=10.00 max_us=20.00 stdev_us=5.20"
         );
+    }
+
+    #[test]
+    fn region_blocks_alternate_until_one_kind_is_done() {
+        let schedule = |iters: usize| {
+            let (mut random, mut first) = (0, 0);
+            let mut turns = Vec::new();
+            for timed in 0..2 * iters {
+                let to_first = to_first_region(timed, random, first, iters);
+                if to_first {
+                    first += 1;
+                } else {
+                    random += 1;
+                }
+                turns.push(to_first);
+            }
+            (random, first, turns)
+        };
+        let (random, first, turns) = schedule(120);
+        assert_eq!((random, first), (120, 120));
+        assert!(turns[..REGION_BLOCK].iter().all(|t| !t));
+        assert!(turns[REGION_BLOCK..2 * REGION_BLOCK].iter().all(|t| *t));
+        // Blocks 3 and 5 are random until that kind has its 120; the
+        // first region takes the rest.
+        assert_eq!(turns[2 * REGION_BLOCK..].iter().filter(|t| !**t).count(), 70);
+        assert!(turns[220..].iter().all(|t| *t));
+        let (random, first, _) = schedule(7);
+        assert_eq!((random, first), (7, 7));
     }
 
     #[test]

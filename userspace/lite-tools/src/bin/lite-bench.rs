@@ -49,9 +49,12 @@
 //! With `--series regions` it measures the memory region curve instead:
 //! for every `--region-counts` count N, it allocates 4 KiB LMRs on the
 //! memory node until N are alive, then times `--iters` 64-byte writes and
-//! `--iters` reads, each on one of them picked at random
+//! `--iters` reads, each on one of them picked at random, in blocks taking
+//! turns with blocks of as many on the first LMR (so that the cost of many
+//! LMRs is a ratio of two series measured in the same minutes)
 //!
 //! `LITE-BENCH op=region_write size=64 regions=N iters=.. median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=..`
+//! `LITE-BENCH op=region_write_first size=64 regions=N iters=.. ..`
 //!
 //! and then, those freed, for every `--create-sizes` size, the time to
 //! allocate an LMR of that size on the memory node and to free it
@@ -132,7 +135,8 @@ use lite_tools::bench::{
     calls_per_thread, completion_groups, lock_line, lock_sample_lines, p99, parse_switch, qos_line,
     qos_load_line, region_line, result_line, rpc_async_line, rpc_throughput, rpc_throughput_line,
     run_window, throughput_iters, throughput_line, throughput_of_completions, throughput_of_ops,
-    LoadReport, LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput, SAMPLES_PER_LINE,
+    to_first_region, LoadReport, LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput,
+    SAMPLES_PER_LINE,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -1698,31 +1702,43 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
     let mut random = pattern::seed(&[u64::from(node), CURVE_LMR_SIZE]) | 1;
     for &count in &options.region_counts {
         alloc_alternately(&mut lmrs, count, CURVE_LMR_SIZE, node, node)?;
-        for operation in [Operation::RegionWrite, Operation::RegionRead] {
+        for (operation, on_first) in [
+            (Operation::RegionWrite, Operation::RegionWriteFirst),
+            (Operation::RegionRead, Operation::RegionReadFirst),
+        ] {
             let mut samples = Vec::with_capacity(options.iters);
-            for done in 0..WARMUP_OPS + options.iters {
-                // PANIC: `count` is at least 1 and `lmrs` holds `count`.
-                let lmr = &lmrs[pick(&mut random, count)];
+            let mut first = Vec::with_capacity(options.iters);
+            for done in 0..WARMUP_OPS + 2 * options.iters {
+                let timed = done.checked_sub(WARMUP_OPS);
+                let to_first = timed.is_some_and(|timed| {
+                    to_first_region(timed, samples.len(), first.len(), options.iters)
+                });
+                let index = if to_first {
+                    0
+                } else {
+                    pick(&mut random, count)
+                };
+                // PANIC: `count` is at least 1, `lmrs` holds at least
+                // `count` and `index` is below it.
+                let lmr = &lmrs[index];
                 let (result, micros) = time_us(|| match operation {
                     Operation::RegionWrite => write(lmr, &source),
                     _ => read(lmr, &mut sink),
                 });
                 result?;
-                if done >= WARMUP_OPS {
-                    samples.push(micros);
+                match (timed, to_first) {
+                    (None, _) => {}
+                    (Some(_), true) => first.push(micros),
+                    (Some(_), false) => samples.push(micros),
                 }
             }
-            let summary = summarize(&samples).ok_or("no samples")?;
-            say(format_args!(
-                "{}",
-                region_line(
-                    operation,
-                    CURVE_OP_SIZE as u64,
-                    Some(count),
-                    &summary,
-                    &samples
-                )
-            ));
+            for (series, times) in [(operation, &samples), (on_first, &first)] {
+                let summary = summarize(times).ok_or("no samples")?;
+                say(format_args!(
+                    "{}",
+                    region_line(series, CURVE_OP_SIZE as u64, Some(count), &summary, times)
+                ));
+            }
         }
     }
     free_all(lmrs)?;
