@@ -681,7 +681,10 @@ mod tests {
         assert!(turns[REGION_BLOCK..2 * REGION_BLOCK].iter().all(|t| *t));
         // Blocks 3 and 5 are random until that kind has its 120; the
         // first region takes the rest.
-        assert_eq!(turns[2 * REGION_BLOCK..].iter().filter(|t| !**t).count(), 70);
+        assert_eq!(
+            turns[2 * REGION_BLOCK..].iter().filter(|t| !**t).count(),
+            70
+        );
         assert!(turns[220..].iter().all(|t| *t));
         let (random, first, _) = schedule(7);
         assert_eq!((random, first), (7, 7));

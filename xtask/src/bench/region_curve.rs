@@ -132,34 +132,42 @@ pub fn table(m: &Measurements) -> Vec<String> {
          node; native: mmap + ibv_reg_mr / ibv_dereg_mr + munmap), microseconds"
             .to_string(),
     );
-    lines.push(row([
-        "op",
-        "",
-        "bytes",
-        "LITE med",
-        "native med",
-        "LITE p99",
-        "native p99",
-        "ratio",
-        "",
-        "",
-    ]));
+    lines.push(
+        row([
+            "op",
+            "",
+            "bytes",
+            "LITE med",
+            "native med",
+            "LITE p99",
+            "native p99",
+            "ratio",
+            "",
+            "",
+        ])
+        .trim_end()
+        .to_string(),
+    );
     for (op, name) in LIFECYCLE {
         for (size, _) in steps(m, op) {
             let lite = point(m, Side::Lite, op, size, 0);
             let native = point(m, Side::Native, op, size, 0);
-            lines.push(row([
-                name,
-                "",
-                &size.to_string(),
-                &micros(lite.map(|p| p.median)),
-                &micros(native.map(|p| p.median)),
-                &micros(lite.map(|p| p.p99)),
-                &micros(native.map(|p| p.p99)),
-                &ratio(lite.map(|p| p.median), native.map(|p| p.median)),
-                "",
-                "",
-            ]));
+            lines.push(
+                row([
+                    name,
+                    "",
+                    &size.to_string(),
+                    &micros(lite.map(|p| p.median)),
+                    &micros(native.map(|p| p.median)),
+                    &micros(lite.map(|p| p.p99)),
+                    &micros(native.map(|p| p.p99)),
+                    &ratio(lite.map(|p| p.median), native.map(|p| p.median)),
+                    "",
+                    "",
+                ])
+                .trim_end()
+                .to_string(),
+            );
         }
     }
     lines
