@@ -47,7 +47,7 @@ mod privileged;
 mod races;
 mod rendezvous;
 pub mod report;
-mod rng;
+pub mod rng;
 mod shared;
 mod signals;
 mod worker;

@@ -314,7 +314,7 @@ impl RangeChart {
 }
 
 /// A series' points from `(size, value)` pairs, sizes as x.
-fn by_size(points: impl Iterator<Item = (u64, f64)>) -> Vec<(f64, f64)> {
+pub(super) fn by_size(points: impl Iterator<Item = (u64, f64)>) -> Vec<(f64, f64)> {
     let mut points: Vec<(f64, f64)> = points
         .filter(|p| p.1.is_finite() && p.1 > 0.0)
         .map(|(s, v)| (s as f64, v))

@@ -9,9 +9,9 @@
 //! so the cost of many regions is a ratio of two series measured in the
 //! same minutes: the emulator's drift between steps does not enter it.
 
-use super::charts::LineChart;
+use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, RegionPoint, Side};
-use super::report::{left, right, say_indented, table_row};
+use super::report::{left, ratio_cell, right, say_indented, table_row};
 use crate::ui;
 
 /// How much more LITE's slowdown with the most live regions (random ones
@@ -62,16 +62,21 @@ fn steps(m: &Measurements, op: &str) -> Vec<(u64, u64)> {
     steps
 }
 
-/// `a / b` with two decimals, or `-`.
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "-".to_string(),
-    }
-}
-
 fn micros(value: Option<f64>) -> String {
     value.map_or("-".to_string(), |v| format!("{v:.1}"))
+}
+
+/// The cells every row of the table has for one step: LITE's and native's
+/// medians and p99s, and the ratio of the medians.
+fn side_by_side(lite: Option<&RegionPoint>, native: Option<&RegionPoint>) -> [String; 5] {
+    let median = |p: Option<&RegionPoint>| p.map(|p| p.median);
+    [
+        micros(median(lite)),
+        micros(median(native)),
+        micros(lite.map(|p| p.p99)),
+        micros(native.map(|p| p.p99)),
+        ratio_cell(median(lite), median(native)),
+    ]
 }
 
 /// The curve as table lines: latency by live regions, then create/free
@@ -111,17 +116,19 @@ pub fn table(m: &Measurements) -> Vec<String> {
     ];
     for (op, name) in ACCESSES {
         for (size, regions) in steps(m, op) {
-            let lite = point(m, Side::Lite, op, size, regions);
-            let native = point(m, Side::Native, op, size, regions);
+            let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
+                point(m, Side::Lite, op, size, regions),
+                point(m, Side::Native, op, size, regions),
+            );
             lines.push(row([
                 name,
                 &regions.to_string(),
                 &size.to_string(),
-                &micros(lite.map(|p| p.median)),
-                &micros(native.map(|p| p.median)),
-                &micros(lite.map(|p| p.p99)),
-                &micros(native.map(|p| p.p99)),
-                &ratio(lite.map(|p| p.median), native.map(|p| p.median)),
+                &lite_median,
+                &native_median,
+                &lite_p99,
+                &native_p99,
+                &ratio,
                 &times(slowdown(m, Side::Lite, op, size, regions)),
                 &times(slowdown(m, Side::Native, op, size, regions)),
             ]));
@@ -150,18 +157,20 @@ pub fn table(m: &Measurements) -> Vec<String> {
     );
     for (op, name) in LIFECYCLE {
         for (size, _) in steps(m, op) {
-            let lite = point(m, Side::Lite, op, size, 0);
-            let native = point(m, Side::Native, op, size, 0);
+            let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
+                point(m, Side::Lite, op, size, 0),
+                point(m, Side::Native, op, size, 0),
+            );
             lines.push(
                 row([
                     name,
                     "",
                     &size.to_string(),
-                    &micros(lite.map(|p| p.median)),
-                    &micros(native.map(|p| p.median)),
-                    &micros(lite.map(|p| p.p99)),
-                    &micros(native.map(|p| p.p99)),
-                    &ratio(lite.map(|p| p.median), native.map(|p| p.median)),
+                    &lite_median,
+                    &native_median,
+                    &lite_p99,
+                    &native_p99,
+                    &ratio,
                     "",
                     "",
                 ])
@@ -232,25 +241,15 @@ pub fn verdict(m: &Measurements) -> Option<String> {
     ))
 }
 
-/// `points` as chart points, x ascending, without unusable values.
-fn series(points: impl Iterator<Item = (u64, f64)>) -> Vec<(f64, f64)> {
-    let mut points: Vec<(f64, f64)> = points
-        .filter(|p| p.1.is_finite() && p.1 > 0.0 && p.0 > 0)
-        .map(|(x, y)| (x as f64, y))
-        .collect();
-    points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    points
-}
-
 /// The curve's two charts: latency against live regions, and create/free
 /// time against size; a chart without data is left out.
 pub fn charts(m: &Measurements) -> Vec<LineChart> {
-    let of = |side: Side, op: &str, value: fn(&RegionPoint) -> f64, by_size: bool| {
-        series(
+    let of = |side: Side, op: &str, value: fn(&RegionPoint) -> f64, x_is_size: bool| {
+        by_size(
             m.region_curve
                 .values()
                 .filter(|p| p.side == side && p.op == op)
-                .map(|p| (if by_size { p.size } else { p.regions }, value(p))),
+                .map(|p| (if x_is_size { p.size } else { p.regions }, value(p))),
         )
     };
     let median: fn(&RegionPoint) -> f64 = |p| p.median;

@@ -548,7 +548,7 @@ pub(super) fn table_row(columns: &[Column], cells: &[&str]) -> String {
 }
 
 /// `a / b` with two decimals, or `-` without both or with `b` not positive.
-fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
+pub(super) fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
         _ => "-".to_string(),

@@ -150,15 +150,13 @@ pub fn cpu_figures(rounds: &BTreeMap<u32, Round>) -> Vec<CpuFigure> {
                     (native > 0.0).then_some((native, lite))
                 })
                 .collect();
-            let natives: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-            let lites: Vec<f64> = pairs.iter().map(|p| p.1).collect();
-            let ratios: Vec<f64> = pairs.iter().map(|(n, l)| l / n).collect();
+            let (native, lite, ratio) = ranges(&pairs)?;
             Some(CpuFigure {
                 side,
                 rounds: pairs.len(),
-                native: Range::of(&natives)?,
-                lite: Range::of(&lites)?,
-                ratio: Range::of(&ratios)?,
+                native,
+                lite,
+                ratio,
             })
         })
         .collect()
@@ -330,6 +328,19 @@ fn order_of(op: &str) -> usize {
         .unwrap_or(TARGETS.len())
 }
 
+/// The native, LITE and LITE/native ranges of per-round (native, LITE)
+/// pairs; `None` for none.
+fn ranges(pairs: &[(f64, f64)]) -> Option<(Range, Range, Range)> {
+    let natives: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let lites: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    let ratios: Vec<f64> = pairs.iter().map(|(n, l)| l / n).collect();
+    Some((
+        Range::of(&natives)?,
+        Range::of(&lites)?,
+        Range::of(&ratios)?,
+    ))
+}
+
 /// Every series measured on both sides in at least one round, in report
 /// order (operation, then size).
 pub fn figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
@@ -350,17 +361,15 @@ pub fn figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
     per_series
         .into_iter()
         .filter_map(|((_, op, size), pairs)| {
-            let natives: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-            let lites: Vec<f64> = pairs.iter().map(|p| p.1).collect();
-            let ratios: Vec<f64> = pairs.iter().map(|(n, l)| l / n).collect();
+            let (native, lite, ratio) = ranges(&pairs)?;
             Some(Figure {
                 target: target_of(&op, size),
                 op,
                 size,
                 rounds: pairs.len(),
-                native: Range::of(&natives)?,
-                lite: Range::of(&lites)?,
-                ratio: Range::of(&ratios)?,
+                native,
+                lite,
+                ratio,
             })
         })
         .collect()

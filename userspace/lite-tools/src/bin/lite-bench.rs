@@ -140,6 +140,7 @@ use lite_tools::bench::{
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
+use lite_tools::fuzz::rng::Rng;
 use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::resources::{self, RESOURCES_FILE};
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
@@ -1699,7 +1700,7 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
     let mut lmrs = Vec::new();
     let source = [0x5au8; CURVE_OP_SIZE];
     let mut sink = [0u8; CURVE_OP_SIZE];
-    let mut random = pattern::seed(&[u64::from(node), CURVE_LMR_SIZE]) | 1;
+    let mut random = Rng::from_seed(pattern::seed(&[u64::from(node), CURVE_LMR_SIZE]));
     for &count in &options.region_counts {
         alloc_alternately(&mut lmrs, count, CURVE_LMR_SIZE, node, node)?;
         for (operation, on_first) in [
@@ -1716,7 +1717,8 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
                 let index = if to_first {
                     0
                 } else {
-                    pick(&mut random, count)
+                    // Below `count`, a `usize`.
+                    random.below(count as u64) as usize
                 };
                 // PANIC: `count` is at least 1, `lmrs` holds at least
                 // `count` and `index` is below it.
@@ -1775,15 +1777,6 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     ));
     Ok(())
-}
-
-/// A random index below `count` (xorshift64 on `state`, which is not 0).
-fn pick(state: &mut u64, count: usize) -> usize {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    // The remainder is below `count`, a `usize`.
-    (*state % count.max(1) as u64) as usize
 }
 
 /// Allocates `size`-byte LMRs into `lmrs` until it holds `count`: the

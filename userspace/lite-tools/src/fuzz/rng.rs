@@ -24,14 +24,14 @@ pub(crate) fn mix(value: u64) -> u64 {
 
 /// A xoshiro256** generator.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Rng {
+pub struct Rng {
     state: [u64; 4],
 }
 
 impl Rng {
     /// A generator whose state is expanded from `seed` by splitmix64 (which
     /// never yields an all-zero state from four consecutive outputs).
-    pub(crate) fn from_seed(seed: u64) -> Rng {
+    pub fn from_seed(seed: u64) -> Rng {
         let mut s = seed;
         Rng {
             state: [
@@ -51,7 +51,7 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let s = &mut self.state;
         let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = s[1] << 17;
@@ -66,7 +66,7 @@ impl Rng {
 
     /// A number in `0..bound` (0 if `bound` is 0), without modulo bias
     /// worth mentioning (Lemire's multiply-shift).
-    pub(crate) fn below(&mut self, bound: u64) -> u64 {
+    pub fn below(&mut self, bound: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
     }
 
