@@ -145,6 +145,9 @@ pub(crate) const MAX_PORTS_HELD: usize = 4;
 pub(crate) const MAX_REGISTRATIONS: usize = 8;
 /// Released identifiers remembered, per kind.
 const STALE: usize = 32;
+/// Release attempts remembered: far more than the process's threads make
+/// while one race runs.
+const RELEASE_ATTEMPTS: usize = 1024;
 
 /// What a process holds, shared by its threads.
 #[derive(Debug, Default)]
@@ -168,10 +171,18 @@ pub(crate) struct Pool {
     pub(crate) descriptors: Vec<u64>,
     /// Descriptors answered with success.
     pub(crate) stale_descriptors: VecDeque<u64>,
+    /// Handle values the process's threads last tried to release, noted
+    /// before each call: a value made up or taken from another process may
+    /// be a handle a race of this process holds outside the pool.
+    release_attempts: VecDeque<u64>,
 }
 
 fn remember(list: &mut VecDeque<u64>, value: u64) {
-    if list.len() == STALE {
+    remember_up_to(list, value, STALE);
+}
+
+fn remember_up_to(list: &mut VecDeque<u64>, value: u64, capacity: usize) {
+    if list.len() == capacity {
         list.pop_front();
     }
     list.push_back(value);
@@ -214,6 +225,17 @@ impl Pool {
         self.lmrs.retain(|r| r.handle != handle);
         self.names.retain(|&(_, h)| h != handle);
         remember(&mut self.stale_handles, handle);
+    }
+
+    /// A thread is about to release `handle` (which may be any value).
+    pub(crate) fn note_release_attempt(&mut self, handle: u64) {
+        remember_up_to(&mut self.release_attempts, handle, RELEASE_ATTEMPTS);
+    }
+
+    /// Whether a thread tried to release `handle` lately, so that a race
+    /// holding it may find it gone.
+    pub(crate) fn release_attempted(&self, handle: u64) -> bool {
+        self.release_attempts.contains(&handle)
     }
 
     /// `handle` may or may not be valid any more (a release that failed
@@ -307,6 +329,19 @@ mod tests {
         assert_eq!(pool.stale_ops.len(), STALE);
         let lock = LiteLock { home: 2, number: 7 };
         assert_eq!(unpack_lock(pack_lock(lock)), lock);
+    }
+
+    #[test]
+    fn release_attempts_are_remembered_up_to_a_bound() {
+        let mut pool = Pool::default();
+        assert!(!pool.release_attempted(0x1_0000_0001));
+        pool.note_release_attempt(0x1_0000_0001);
+        assert!(pool.release_attempted(0x1_0000_0001));
+        for handle in 0..RELEASE_ATTEMPTS as u64 {
+            pool.note_release_attempt(handle);
+        }
+        assert!(!pool.release_attempted(0x1_0000_0001));
+        assert_eq!(pool.release_attempts.len(), RELEASE_ATTEMPTS);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use libc::{ECONNREFUSED, ECONNRESET, EINTR, ENOENT, EOWNERDEAD, ESHUTDOWN};
+use libc::{EBADF, ECONNREFUSED, ECONNRESET, EINTR, ENOENT, EOWNERDEAD, ESHUTDOWN};
 use lite::sys::{
     LiteLock, ASYNC_NOWAIT, CHUNK_SIZE, PERM_READ, PERM_SHARE, PERM_WRITE, RECV_NONBLOCK,
 };
@@ -316,18 +316,35 @@ impl RaceRun<'_, '_, '_> {
         };
         let ret = self.with_helper(&calls, |race| {
             race.short_pause();
-            let planned = must_succeed(
-                plain(
-                    release,
-                    [handle, 0, 0, 0, 0, 0],
-                    Value::Zero,
-                    RUNNING_CALL_MS,
-                ),
+            race.release_own(
+                release,
+                handle,
                 "the process's own LMR, while another thread transfers with it",
-            );
-            race.caller.run(race.step, &planned)
+            )
         });
         self.settle(handle, size, password, ret, kind);
+    }
+
+    /// Releases `handle`, which this race holds outside the pool, with
+    /// `call`. That must succeed, unless another thread of the process
+    /// released the same value meanwhile: one it made up or took from
+    /// another process, which it may do (and then the handle is gone).
+    fn release_own(&mut self, call: Syscall, handle: u64, reason: &'static str) -> i64 {
+        let args = [handle, 0, 0, 0, 0, 0];
+        let (ret, signaled) = self.caller.call(self.step, call, args, RUNNING_CALL_MS);
+        let mut planned = plain(call, args, Value::Zero, RUNNING_CALL_MS);
+        let taken = errno_of(ret) == EBADF && self.caller.run.pool().release_attempted(handle);
+        if !taken {
+            planned = must_succeed(planned, reason);
+        }
+        self.caller
+            .check(self.step, call, &args, ret, signaled, &planned.expect);
+        if taken {
+            // Released, though not by this call.
+            0
+        } else {
+            ret
+        }
     }
 
     /// After a release in a race: a released handle must be refused; one
@@ -410,16 +427,11 @@ impl RaceRun<'_, '_, '_> {
         let calls = self.helper_transfers(mapping, size, password);
         let freed = self.with_helper(&calls, |race| {
             race.short_pause();
-            let planned = must_succeed(
-                plain(
-                    Syscall::Free,
-                    [handle, 0, 0, 0, 0, 0],
-                    Value::Zero,
-                    RUNNING_CALL_MS,
-                ),
+            race.release_own(
+                Syscall::Free,
+                handle,
                 "the process's own LMR, while a mapping of it is in use",
-            );
-            race.caller.run(race.step, &planned)
+            )
         });
         self.settle(
             handle,
@@ -436,16 +448,12 @@ impl RaceRun<'_, '_, '_> {
             );
             self.caller.run(self.step, &read);
         }
-        let umap = must_succeed(
-            plain(
-                Syscall::UmapLmr,
-                [mapping, 0, 0, 0, 0, 0],
-                Value::Zero,
-                RUNNING_CALL_MS,
-            ),
+        let unmapped = self.release_own(
+            Syscall::UmapLmr,
+            mapping,
             "a mapping may be dropped, also after it was revoked",
         );
-        if self.caller.run(self.step, &umap) == 0 {
+        if unmapped == 0 {
             self.caller.run.pool().release_lmr(mapping);
         }
     }

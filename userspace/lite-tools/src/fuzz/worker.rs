@@ -244,15 +244,19 @@ fn thread_main(run: &Run<'_>, thread: u32) {
             races::run(&caller, &helper, &mut step_rng, step, &mut state, &mut out);
         } else {
             let planned = {
-                let pool = run.pool();
-                Planner {
+                let mut pool = run.pool();
+                let planned = Planner {
                     rng: &mut step_rng,
                     ctx: &run.ctx,
                     pool: &pool,
                     state: &state,
                     out: &mut out,
                 }
-                .plan()
+                .plan();
+                if let Effect::Release { handle } = planned.effect {
+                    pool.note_release_attempt(handle);
+                }
+                planned
             };
             let ret = caller.run(step, &planned);
             apply(&planned, ret, &mut run.pool(), &mut state, &out, own);
