@@ -51,6 +51,21 @@
  *   region_free     that many bytes and registering them (ibv_reg_mr), then
  *                   deregistering and unmapping them:
  *     LITE-VERBS op=region_create size=S wait=event iters=.. median_us=.. ..
+ *
+ * With --processes COUNTS the client measures the process curve instead,
+ * LITE's being lite-bench --series processes: for each count N and each of
+ * write and rpc (of --ops), N processes each open their own queue pair and
+ * memory regions to a server process of their own (the server runs with
+ * --fork, serving every connection in a child process), warm up, start
+ * together and make --iters 64-byte operations each:
+ *
+ *     LITE-VERBS op=proc_write size=64 processes=N iters=.. elapsed_us=..
+ *         ops_per_s=.. qps=.. mrs=..
+ *
+ * where ops_per_s is all processes' operations over the time from the start
+ * until the last finished, and qps and mrs count the queue pairs and memory
+ * regions the processes created on the client's node (the server's node
+ * needs as many).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -69,6 +84,8 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,6 +123,14 @@
 #define CREATE_ITERS_SMALL 20
 #define CREATE_ITERS_LARGE 3
 #define CREATE_LARGE_SIZE (16ul << 20)
+/* Most processes of one step of the process curve. */
+#define MAX_PROCESSES 256
+/* Size of the process curve's operations. */
+#define PROCESS_OP_SIZE 64
+/* Memory regions each side of one connection registers (open_endpoint). */
+#define MRS_PER_ENDPOINT 3
+/* Connections the server's listener queues. */
+#define LISTEN_BACKLOG 128
 
 enum wait_policy { WAIT_EVENT, WAIT_POLL };
 
@@ -130,6 +155,10 @@ struct config {
 	int nregions;
 	unsigned long create_sizes[MAX_SIZES];
 	int ncreate_sizes;
+	/* The process curve: process counts; the server forks per connection. */
+	long processes[MAX_SIZES];
+	int nprocesses;
+	int fork;
 };
 
 /* One memory region the server offers: where it is and its key. */
@@ -199,7 +228,10 @@ static void usage(void)
 		"       lite-verbs-bench --client HOST [--port P] [--gid-index I] [--wait event|poll]\n"
 		"                        [--iters N] [--sizes A,B,..] [--ops write,read,fetch_add,compare_swp,rpc]\n"
 		"       lite-verbs-bench --client HOST [--port P] [--gid-index I] [--wait event|poll]\n"
-		"                        [--iters N] --regions N,.. [--create-sizes A,B,..]\n");
+		"                        [--iters N] --regions N,.. [--create-sizes A,B,..]\n"
+		"       lite-verbs-bench --server --fork [--port P] [--gid-index I] [--wait event|poll]\n"
+		"       lite-verbs-bench --client HOST [--port P] [--gid-index I] [--wait event|poll]\n"
+		"                        [--iters N] --processes N,.. [--ops write,rpc]\n");
 	exit(2);
 }
 
@@ -288,6 +320,10 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 			role_given++;
 			continue;
 		}
+		if (!strcmp(arg, "--fork")) {
+			cfg->fork = 1;
+			continue;
+		}
 		if (!value)
 			usage();
 		i++;
@@ -313,6 +349,14 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 			if (!copy)
 				die("out of memory");
 			parse_sizes(cfg, copy);
+			free(copy);
+		} else if (!strcmp(arg, "--processes")) {
+			char *copy = strdup(value);
+
+			if (!copy)
+				die("out of memory");
+			parse_list(copy, cfg->processes, &cfg->nprocesses, 1, MAX_PROCESSES,
+				   "a process count");
 			free(copy);
 		} else if (!strcmp(arg, "--regions") || !strcmp(arg, "--create-sizes")) {
 			char *copy = strdup(value);
@@ -343,7 +387,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 			usage();
 		}
 	}
-	if (role_given != 1)
+	if (role_given != 1 || (cfg->fork && !cfg->server))
 		usage();
 }
 
@@ -419,7 +463,7 @@ static int control_listen(int port)
 	if (fd < 0)
 		die("socket: %s", strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) || listen(fd, 1))
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) || listen(fd, LISTEN_BACKLOG))
 		die("listening on port %d: %s", port, strerror(errno));
 	return fd;
 }
@@ -1009,6 +1053,185 @@ static void create_series(const struct config *cfg, struct endpoint *ep, unsigne
 	report_named(cfg, "region_free", size, "", release, iters, cpu_release);
 }
 
+/* --- the process curve ----------------------------------------------------- */
+
+/* Reads exactly `len` bytes from pipe `fd` within WAIT_TIMEOUT_MS each. */
+static int read_pipe(int fd, void *data, size_t len)
+{
+	uint8_t *at = data;
+
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, WAIT_TIMEOUT_MS) != 1)
+			return -1;
+		n = read(fd, at, len);
+		if (n <= 0)
+			return -1;
+		at += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * One process of the process curve: its own control connection, queue pair
+ * and memory regions. Says 'r' on `report` once warmed up, waits for its
+ * byte on `go`, times cfg->iters operations `op` and writes the time they
+ * took (a double, in microseconds) to `report`.
+ */
+static void curve_process(const struct config *cfg, int op, int report_fd, int go_fd)
+{
+	const unsigned long size = PROCESS_OP_SIZE;
+	struct endpoint ep;
+	struct offer mine, peer;
+	char line[LINE_MAX_LEN], ready = 'r', go;
+	uint64_t remote_value = 0;
+	double start, elapsed;
+	int fd = control_connect(cfg->host, cfg->port);
+
+	send_line(fd, "HELLO %lu", size);
+	open_endpoint(&ep, cfg, size);
+	recv_offer(fd, &peer);
+	mine = own_offer(&ep);
+	send_offer(fd, &mine);
+	connect_qp(&ep, cfg, &mine, &peer);
+	recv_line(fd, line, sizeof(line));
+	if (strcmp(line, "CONNECTED"))
+		die("the server answered \"%s\" to the offer", line);
+	if (op == OP_RPC) {
+		send_line(fd, "RPC %lu %ld", size, cfg->iters + WARMUP);
+		recv_line(fd, line, sizeof(line));
+		if (strcmp(line, "READY"))
+			die("the server answered \"%s\" to an RPC series", line);
+	}
+	for (int i = 0; i < WARMUP; i++) {
+		if (op == OP_RPC)
+			rpc_call(&ep, size);
+		else
+			one_sided(&ep, op, size, &remote_value);
+	}
+	if (write(report_fd, &ready, 1) != 1 || read_pipe(go_fd, &go, 1))
+		die("lost the parent process");
+	start = now_us();
+	for (long i = 0; i < cfg->iters; i++) {
+		if (op == OP_RPC)
+			rpc_call(&ep, size);
+		else
+			one_sided(&ep, op, size, &remote_value);
+	}
+	elapsed = now_us() - start;
+	if (write(report_fd, &elapsed, sizeof(elapsed)) != (ssize_t)sizeof(elapsed))
+		die("lost the parent process");
+	if (op == OP_RPC) {
+		recv_line(fd, line, sizeof(line));
+		if (strcmp(line, "DONE"))
+			die("the server answered \"%s\" after an RPC series", line);
+	}
+	send_line(fd, "BYE");
+	close(fd);
+}
+
+/* Kills and reaps `count` processes of `pids`, then gives up with `why`. */
+static void abandon_step(pid_t *pids, long count, const char *why) __attribute__((noreturn));
+
+static void abandon_step(pid_t *pids, long count, const char *why)
+{
+	for (long i = 0; i < count; i++)
+		kill(pids[i], SIGKILL);
+	for (long i = 0; i < count; i++)
+		waitpid(pids[i], NULL, 0);
+	die("process curve: %s", why);
+}
+
+/*
+ * One step of the process curve: `count` processes, each with its own
+ * queue pair, warm up, start together and make cfg->iters operations `op`.
+ */
+static void process_step(const struct config *cfg, int op, long count)
+{
+	pid_t pids[MAX_PROCESSES];
+	int report_pipe[2], go_pipe[2];
+	double start, elapsed, slowest = 0;
+	long started = 0, ok = 1;
+
+	if (pipe(report_pipe) || pipe(go_pipe))
+		die("pipe: %s", strerror(errno));
+	fflush(stdout);
+	for (; started < count; started++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			abandon_step(pids, started, "fork failed");
+		if (pid == 0) {
+			close(report_pipe[0]);
+			close(go_pipe[1]);
+			curve_process(cfg, op, report_pipe[1], go_pipe[0]);
+			exit(0);
+		}
+		pids[started] = pid;
+	}
+	close(report_pipe[1]);
+	close(go_pipe[0]);
+	for (long i = 0; i < count; i++) {
+		char ready;
+
+		if (read_pipe(report_pipe[0], &ready, 1) || ready != 'r')
+			abandon_step(pids, count, "a process did not get ready");
+	}
+	start = now_us();
+	for (long i = 0; i < count; i++)
+		if (write(go_pipe[1], "g", 1) != 1)
+			abandon_step(pids, count, "cannot start the processes");
+	for (long i = 0; i < count; i++) {
+		double took;
+
+		if (read_pipe(report_pipe[0], &took, sizeof(took)))
+			abandon_step(pids, count, "a process did not finish");
+		if (took > slowest)
+			slowest = took;
+	}
+	elapsed = now_us() - start;
+	for (long i = 0; i < count; i++) {
+		int status;
+
+		if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			ok = 0;
+	}
+	close(report_pipe[0]);
+	close(go_pipe[1]);
+	if (!ok)
+		die("process curve: a process of the %s step with %ld processes failed",
+		    op_names[op], count);
+	/* Each process holds one queue pair (its server process another). */
+	printf("LITE-VERBS op=proc_%s size=%d processes=%ld wait=%s iters=%ld elapsed_us=%.2f "
+	       "slowest_us=%.2f ops_per_s=%.1f qps=%ld mrs=%ld\n",
+	       op_names[op], PROCESS_OP_SIZE, count, cfg->wait == WAIT_EVENT ? "event" : "poll",
+	       cfg->iters, elapsed, slowest, (double)(count * cfg->iters) / elapsed * 1e6,
+	       count, MRS_PER_ENDPOINT * count);
+	fflush(stdout);
+}
+
+/* The process curve against a --fork server, which is told to quit at the end. */
+static void process_curve(const struct config *cfg)
+{
+	static const int curve_ops[] = { OP_WRITE, OP_RPC };
+	int fd;
+
+	for (size_t o = 0; o < sizeof(curve_ops) / sizeof(curve_ops[0]); o++) {
+		if (!cfg->ops[curve_ops[o]])
+			continue;
+		for (int c = 0; c < cfg->nprocesses; c++)
+			process_step(cfg, curve_ops[o], cfg->processes[c]);
+	}
+	fd = control_connect(cfg->host, cfg->port);
+	send_line(fd, "QUIT");
+	close(fd);
+	printf("LITE-VERBS: ok\n");
+}
+
 static void client(const struct config *cfg)
 {
 	struct endpoint ep;
@@ -1017,6 +1240,10 @@ static void client(const struct config *cfg)
 	double *samples;
 	int fd;
 
+	if (cfg->nprocesses) {
+		process_curve(cfg);
+		return;
+	}
 	for (int i = 0; i < cfg->nsizes; i++)
 		if (cfg->sizes[i] > largest)
 			largest = cfg->sizes[i];
@@ -1138,19 +1365,17 @@ static void serve_rpc(struct endpoint *ep, int fd, unsigned long size, long coun
 	}
 }
 
-static void server(const struct config *cfg)
+/* Serves one client's connection, which greeted with `greeting`, until it says BYE. */
+static void serve_connection(const struct config *cfg, int fd, const char *greeting)
 {
 	struct endpoint ep;
 	struct offer mine, peer;
 	struct region_set regions = { 0 };
 	char line[LINE_MAX_LEN];
 	unsigned long largest;
-	int listener = control_listen(cfg->port);
-	int fd = control_accept(listener);
 
-	recv_line(fd, line, sizeof(line));
-	if (sscanf(line, "HELLO %lu", &largest) != 1 || largest < 8 || largest > MAX_SIZE)
-		die("malformed greeting \"%s\"", line);
+	if (sscanf(greeting, "HELLO %lu", &largest) != 1 || largest < 8 || largest > MAX_SIZE)
+		die("malformed greeting \"%s\"", greeting);
 	open_endpoint(&ep, cfg, largest);
 	mine = own_offer(&ep);
 	send_offer(fd, &mine);
@@ -1179,7 +1404,74 @@ static void server(const struct config *cfg)
 		send_line(fd, "DONE");
 	}
 	release_regions(&regions);
-	close(fd);
+}
+
+/* Reaps the connection processes that ended; returns how many failed. */
+static long reap_connections(long *alive, int block)
+{
+	long failed = 0;
+	int status;
+	pid_t pid;
+
+	while (*alive && (pid = waitpid(-1, &status, block ? 0 : WNOHANG)) > 0) {
+		(*alive)--;
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			failed++;
+	}
+	return failed;
+}
+
+/*
+ * Serves every connection in a process of its own (the process curve: one
+ * queue pair per client process on both sides) until a client says QUIT.
+ */
+static void fork_server(const struct config *cfg, int listener)
+{
+	long alive = 0, failed = 0;
+
+	for (;;) {
+		char greeting[LINE_MAX_LEN];
+		int fd = control_accept(listener);
+		pid_t pid;
+
+		recv_line(fd, greeting, sizeof(greeting));
+		if (!strcmp(greeting, "QUIT")) {
+			close(fd);
+			break;
+		}
+		fflush(stdout);
+		pid = fork();
+		if (pid < 0)
+			die("fork: %s", strerror(errno));
+		if (pid == 0) {
+			close(listener);
+			serve_connection(cfg, fd, greeting);
+			close(fd);
+			exit(0);
+		}
+		close(fd);
+		alive++;
+		failed += reap_connections(&alive, 0);
+	}
+	failed += reap_connections(&alive, 1);
+	if (failed)
+		die("%ld connection processes failed", failed);
+}
+
+static void server(const struct config *cfg)
+{
+	char greeting[LINE_MAX_LEN];
+	int listener = control_listen(cfg->port);
+	int fd;
+
+	if (cfg->fork) {
+		fork_server(cfg, listener);
+	} else {
+		fd = control_accept(listener);
+		recv_line(fd, greeting, sizeof(greeting));
+		serve_connection(cfg, fd, greeting);
+		close(fd);
+	}
 	close(listener);
 	printf("LITE-VERBS: ok\n");
 }

@@ -36,6 +36,13 @@
 #                      the memory region curve
 #   lite.createsizes=A,..
 #                      bench-regions-*: sizes of the regions created and freed
+#   lite.processcounts=N,..
+#                      bench-processes-*: processes at each step of the
+#                      process curve
+#   lite.processops=N  bench-processes-*: operations of each step, shared
+#                      by its processes (at least 20 each)
+#   lite.processrounds=N
+#                      bench-processes-*: rounds of the whole process curve
 #   lite.cmtimeout=MS  silence of the cluster manager after which this node
 #                      counts itself cut off (LITE's manager_timeout_ms);
 #                      the harness gives the manager the same dead-after
@@ -76,6 +83,9 @@ cmtimeout=
 approunds=3
 regioncounts=1,100,10000,100000
 createsizes=4096,65536,1048576,16777216,268435456,1073741824
+processcounts=1,2,4,8,16,32,64
+processops=4000
+processrounds=3
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -100,6 +110,9 @@ for arg in $(cat /proc/cmdline); do
 	lite.approunds=*) approunds=${arg#lite.approunds=} ;;
 	lite.regioncounts=*) regioncounts=${arg#lite.regioncounts=} ;;
 	lite.createsizes=*) createsizes=${arg#lite.createsizes=} ;;
+	lite.processcounts=*) processcounts=${arg#lite.processcounts=} ;;
+	lite.processops=*) processops=${arg#lite.processops=} ;;
+	lite.processrounds=*) processrounds=${arg#lite.processrounds=} ;;
 	esac
 done
 
@@ -354,6 +367,34 @@ region_curve() {
 	return $status
 }
 
+# The process curve, in rounds, one step at a time: the native baseline's
+# processes (each with its own queue pair, served by a process of its own),
+# then LITE's (sharing the node's connections), so that each step's two
+# sides are measured seconds apart. Every step makes about as many
+# operations, shared by its processes.
+process_curve() {
+	status=0
+	steps=
+	round=1
+	while [ $round -le "$processrounds" ]; do
+		steps="$steps $(echo "$processcounts" | tr , ' ')"
+		round=$((round + 1))
+	done
+	for count in $steps; do
+		each=$((processops / count))
+		[ "$each" -lt 20 ] && each=20
+		if [ "$1" = server ]; then
+			timeout 900 lite-verbs-bench --server --fork --wait event || status=1
+		else
+			timeout 900 lite-verbs-bench --client "$peer" --wait event --iters "$each" \
+				--processes "$count" --ops write,rpc || status=1
+		fi
+		timeout 900 lite-bench --cm "$cm" --series processes --iters "$each" \
+			--process-counts "$count" || status=1
+	done
+	return $status
+}
+
 lite_bench() {
 	set -- --cm "$cm" --iters "$iters" --sizes "$sizes" --rpc-sizes "$sizes"
 	[ -n "$bwsizes" ] && set -- "$@" --bw-sizes "$bwsizes"
@@ -492,6 +533,8 @@ bench-native-server | bench-native-client)
 bench-lite) lite_bench || rc=$? ;;
 bench-regions-server) region_curve server || rc=1 ;;
 bench-regions-client) region_curve client || rc=1 ;;
+bench-processes-server) process_curve server || rc=1 ;;
+bench-processes-client) process_curve client || rc=1 ;;
 # Every node takes one lock kept by node 1, at the same time.
 bench-apps) bench_apps ;;
 apps)

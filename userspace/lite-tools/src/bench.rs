@@ -150,6 +150,88 @@ pub fn to_first_region(timed: usize, random_done: usize, first_done: usize, iter
     }
 }
 
+/// What each process of the process curve does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessWorkload {
+    /// Synchronous 64-byte writes to an LMR of its own on the peer.
+    Write,
+    /// Synchronous 64-byte echo calls to the peer's RPC server.
+    Rpc,
+}
+
+impl ProcessWorkload {
+    /// Its name in the curve's lines (after `proc_`) and on command lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcessWorkload::Write => "write",
+            ProcessWorkload::Rpc => "rpc",
+        }
+    }
+}
+
+impl fmt::Display for ProcessWorkload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ProcessWorkload {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "write" => Ok(ProcessWorkload::Write),
+            "rpc" => Ok(ProcessWorkload::Rpc),
+            _ => Err(format!("expected write or rpc, not \"{text}\"")),
+        }
+    }
+}
+
+/// One step of the process curve: `processes` processes making `iters`
+/// operations each, started together.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProcessStep {
+    /// What each process did.
+    pub workload: ProcessWorkload,
+    /// Bytes per operation.
+    pub size: u64,
+    /// Processes started together.
+    pub processes: usize,
+    /// Operations per process.
+    pub iters: usize,
+    /// From the start until the last process finished.
+    pub elapsed_us: f64,
+    /// The longest time one process took.
+    pub slowest_us: f64,
+    /// Queue pairs on the measuring node while the processes ran.
+    pub qps: u64,
+    /// Memory regions on the measuring node while the processes ran.
+    pub mrs: u64,
+}
+
+impl ProcessStep {
+    /// All processes' operations per second.
+    pub fn ops_per_s(&self) -> f64 {
+        (self.processes * self.iters) as f64 / self.elapsed_us.max(f64::MIN_POSITIVE) * 1e6
+    }
+}
+
+/// A process curve step's line, in the keys of the native baseline's.
+pub fn process_curve_line(step: &ProcessStep) -> String {
+    format!(
+        "LITE-BENCH op=proc_{} size={} processes={} iters={} elapsed_us={:.2} slowest_us={:.2} ops_per_s={:.1} qps={} mrs={}",
+        step.workload,
+        step.size,
+        step.processes,
+        step.iters,
+        step.elapsed_us,
+        step.slowest_us,
+        step.ops_per_s(),
+        step.qps,
+        step.mrs
+    )
+}
+
 /// Operations timed for one throughput series: `budget` bytes' worth of
 /// `size`-byte operations, at least `min_iters` and at most `max_iters`
 /// (`max_iters` wins when the two conflict). Keeps large sizes from taking
@@ -617,6 +699,29 @@ pub fn parse_switch(text: &str) -> Option<bool> {
 mod tests {
     use super::*;
     use crate::stats::summarize;
+
+    #[test]
+    fn process_curve_lines_carry_the_aggregate_throughput() {
+        let step = ProcessStep {
+            workload: ProcessWorkload::Rpc,
+            size: 64,
+            processes: 4,
+            iters: 500,
+            elapsed_us: 1_000_000.0,
+            slowest_us: 990_000.5,
+            qps: 1,
+            mrs: 2,
+        };
+        assert_eq!(
+            process_curve_line(&step),
+            "LITE-BENCH op=proc_rpc size=64 processes=4 iters=500 elapsed_us=1000000.00 \
+             slowest_us=990000.50 ops_per_s=2000.0 qps=1 mrs=2"
+        );
+        for workload in [ProcessWorkload::Write, ProcessWorkload::Rpc] {
+            assert_eq!(workload.to_string().parse(), Ok(workload));
+        }
+        assert!("read".parse::<ProcessWorkload>().is_err());
+    }
 
     #[test]
     fn rpc_throughput_counts_calls_over_the_whole_series() {

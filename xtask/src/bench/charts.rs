@@ -454,6 +454,7 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
         });
     }
     lines.extend(super::region_curve::charts(m));
+    lines.extend(super::process_curve::charts(m));
     let mut ranges = Vec::new();
     ranges.extend((!figures.is_empty()).then(|| {
         RangeChart {

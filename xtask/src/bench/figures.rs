@@ -167,6 +167,35 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             Some((p.p10, p.p90)),
         );
     }
+    for ((side, workload, processes), rounds) in &m.process_curve {
+        let key = format!("processcurve/{}/{workload}/{processes}", side.name());
+        let ops: Vec<f64> = rounds.iter().map(|p| p.ops_per_s).collect();
+        if let Some((median, low, high)) = super::process_curve::median_range(&ops) {
+            f.add(
+                format!("{key}/ops_per_s"),
+                "op/s",
+                Better::Higher,
+                median,
+                Some((low, high)),
+            );
+        }
+        if let Some(p) = rounds.first() {
+            f.add(
+                format!("{key}/qps"),
+                "QPs",
+                Better::Lower,
+                p.qps as f64,
+                None,
+            );
+            f.add(
+                format!("{key}/mrs"),
+                "MRs",
+                Better::Lower,
+                p.mrs as f64,
+                None,
+            );
+        }
+    }
     for b in m.lite_bw.values() {
         let depth = b.depth.map_or(String::new(), |d| format!("/depth{d}"));
         f.add(

@@ -26,7 +26,10 @@
 //! with more memory then measure the memory region curve
 //! ([`region_curve`]): 64-byte writes and reads on a random one of up to
 //! 100k live regions, and creating and freeing regions of 4 KiB to 1 GiB,
-//! native verbs first, then LITE. Then clusters of 2 and 4 VMs run the
+//! native verbs first, then LITE. Two more measure the process curve
+//! ([`process_curve`]): 64-byte write and RPC throughput of 1 to 64
+//! processes on one node, LITE's sharing the node's connections, the
+//! native baseline's with a queue pair each. Then clusters of 2 and 4 VMs run the
 //! paper's applications over LITE, over TCP and alone ([`apps`]). `--only` picks some of these [`Part`]s. Every
 //! number printed is parsed from the guests' output.
 //!
@@ -39,6 +42,7 @@ mod apps;
 mod charts;
 mod figures;
 mod parse;
+mod process_curve;
 mod region_curve;
 mod report;
 mod rounds;
@@ -108,6 +112,8 @@ pub enum Part {
     Failure,
     /// The memory region curve, LITE beside native verbs.
     Regions,
+    /// The process curve, LITE beside native verbs.
+    Processes,
     /// The paper's applications.
     Apps,
 }
@@ -165,6 +171,7 @@ fn write_report(
     verdicts.extend(rounds::cpu_line(&cpu_figures));
     verdicts.extend(report::verdict_lines(m));
     verdicts.extend(region_curve::verdict(m));
+    verdicts.extend(process_curve::verdict(m));
     let report = figures::Report {
         format: figures::FORMAT,
         finished_unix,
@@ -275,6 +282,17 @@ pub fn run(
         region_curve::say(iters, &m);
         waits.push(waited.context("the memory region phase"));
     }
+    if options.runs(Part::Processes) {
+        let step_ops = run::process_step_ops(iters);
+        let waited = interrupt::check()
+            .and_then(|()| run::processes_phase(&setup, step_ops))
+            .and_then(|phase| {
+                m.add_logs("processes/", &phase.logs);
+                phase.waited
+            });
+        process_curve::say(step_ops, run::PROCESS_ROUNDS, &m);
+        waits.push(waited.context("the process curve phase"));
+    }
 
     // The applications: a cluster per size, each version in turn.
     let mut app_runs = Vec::new();
@@ -309,6 +327,7 @@ pub fn run(
         Part::Locks,
         Part::Failure,
         Part::Regions,
+        Part::Processes,
     ]
     .into_iter()
     .any(|part| options.runs(part));
@@ -317,6 +336,9 @@ pub fn run(
     }
     if options.runs(Part::Regions) && m.region_curve.is_empty() {
         bail!("no memory region curve found in the guest logs");
+    }
+    if options.runs(Part::Processes) && m.process_curve.is_empty() {
+        bail!("no process curve found in the guest logs");
     }
     if options.runs(Part::Latency) && rounds::figures(&m.rounds).is_empty() {
         bail!("no interleaved round reported both LITE and the native verbs baseline");

@@ -146,6 +146,26 @@ pub struct RegionPoint {
     pub p99: f64,
 }
 
+/// One step of the process curve: `processes` processes started together,
+/// each making `iters` operations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessPoint {
+    /// Who measured it.
+    pub side: Side,
+    /// `write` or `rpc`.
+    pub workload: String,
+    /// Processes of the step.
+    pub processes: u64,
+    /// Operations per process.
+    pub iters: u64,
+    /// All processes' operations per second.
+    pub ops_per_s: f64,
+    /// Queue pairs on the measuring node.
+    pub qps: u64,
+    /// Memory regions on the measuring node.
+    pub mrs: u64,
+}
+
 /// Whether `op` names a series of the memory region curve, which is kept
 /// apart from the latency series of the same programs.
 fn is_region_curve_op(op: &str) -> bool {
@@ -375,6 +395,9 @@ pub struct Measurements {
     pub regions: BTreeMap<(u64, u64), RegionRow>,
     /// The memory region curve by (side, op, size, live regions).
     pub region_curve: BTreeMap<(Side, String, u64, u64), RegionPoint>,
+    /// The process curve by (side, workload, processes): one point per
+    /// round, in order.
+    pub process_curve: BTreeMap<(Side, String, u64), Vec<ProcessPoint>>,
     /// The failure phase's survivors, in node order (its victim is not
     /// among them).
     pub failure: Vec<FailureNode>,
@@ -436,6 +459,12 @@ impl Measurements {
                 .entry((point.side, point.op.clone(), point.size, point.regions))
                 .or_insert(point);
         }
+        for point in parse_process_curve(text) {
+            self.process_curve
+                .entry((point.side, point.workload.clone(), point.processes))
+                .or_default()
+                .push(point);
+        }
         self.problems.extend(
             logscan::problems(log)
                 .into_iter()
@@ -479,6 +508,7 @@ impl Measurements {
             && self.qos.is_empty()
             && self.regions.is_empty()
             && self.region_curve.is_empty()
+            && self.process_curve.is_empty()
             && self.rounds.is_empty()
             && self.failure.iter().all(FailureNode::is_empty)
     }
@@ -924,6 +954,29 @@ pub fn parse_region_curve(log: &str) -> Vec<RegionPoint> {
                     p10: fields.number("p10_us")?,
                     p90: fields.number("p90_us")?,
                     p99: fields.number("p99_us")?,
+                })
+            })
+        })
+        .collect()
+}
+
+/// The process curve's lines of both programs: `LITE-BENCH` and
+/// `LITE-VERBS` lines of an `op=proc_*` with `processes=`, `iters=`,
+/// `ops_per_s=`, `qps=` and `mrs=`; malformed lines are skipped.
+pub fn parse_process_curve(log: &str) -> Vec<ProcessPoint> {
+    [(LITE_BENCH, Side::Lite), (LITE_VERBS, Side::Native)]
+        .into_iter()
+        .flat_map(|(tag, side)| {
+            tagged_lines(log, tag).filter_map(move |fields| {
+                let workload = fields.text("op")?.strip_prefix("proc_")?;
+                Some(ProcessPoint {
+                    side,
+                    workload: workload.to_string(),
+                    processes: fields.integer("processes")?,
+                    iters: fields.integer("iters")?,
+                    ops_per_s: fields.number("ops_per_s")?,
+                    qps: fields.integer("qps")?,
+                    mrs: fields.integer("mrs")?,
                 })
             })
         })
@@ -1510,6 +1563,49 @@ LITE-BENCH op=region_create size=1073741824 iters=3 median_us=900000.00 p10_us=1
 LITE-BENCH op=region_free size=4096 iters=20 median_us=oops p10_us=1 p90_us=1 p99_us=1
 LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
 ";
+
+    /// The process curve of both programs, one line broken.
+    pub(crate) const PROCESS_CURVE_LOG: &str = "\
+LITE-VERBS op=proc_write size=64 processes=1 wait=event iters=200 elapsed_us=40000.00 slowest_us=40000.00 ops_per_s=5000.0 qps=1 mrs=3
+LITE-VERBS op=proc_write size=64 processes=4 wait=event iters=200 elapsed_us=80000.00 slowest_us=79000.00 ops_per_s=10000.0 qps=4 mrs=12
+LITE-VERBS op=proc_rpc size=64 processes=4 wait=event iters=200 elapsed_us=200000.00 slowest_us=199000.00 ops_per_s=4000.0 qps=4 mrs=12
+LITE-BENCH op=proc_write size=64 processes=1 iters=200 elapsed_us=50000.00 slowest_us=50000.00 ops_per_s=4000.0 qps=1 mrs=2
+[   12.5] LITE-BENCH op=proc_write size=64 processes=4 iters=200 elapsed_us=100000.00 slowest_us=99000.00 ops_per_s=8000.0 qps=1 mrs=2
+LITE-BENCH op=proc_rpc size=64 processes=4 iters=200 elapsed_us=oops slowest_us=1 ops_per_s=nan? qps=1 mrs=2
+LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+";
+
+    #[test]
+    fn parses_the_process_curve_apart_from_the_other_series() {
+        let points = parse_process_curve(PROCESS_CURVE_LOG);
+        assert_eq!(points.len(), 5, "{points:?}");
+        assert_eq!(
+            points[1],
+            ProcessPoint {
+                side: Side::Lite,
+                workload: "write".into(),
+                processes: 4,
+                iters: 200,
+                ops_per_s: 8000.0,
+                qps: 1,
+                mrs: 2,
+            }
+        );
+        assert_eq!(points[4].side, Side::Native);
+        assert_eq!((points[4].workload.as_str(), points[4].mrs), ("rpc", 12));
+        // Not latency lines, and those are not process curve lines.
+        assert_eq!(parse_lite_bench(PROCESS_CURVE_LOG).len(), 1);
+        assert!(parse_verbs_baseline(PROCESS_CURVE_LOG).is_empty());
+        assert!(parse_process_curve(REGION_CURVE_LOG).is_empty());
+        let mut m = Measurements::default();
+        m.add_log("processes/node2", PROCESS_CURVE_LOG);
+        assert_eq!(m.process_curve.len(), 5);
+        // A second round adds to the same steps.
+        m.add_log("processes/node2", PROCESS_CURVE_LOG);
+        assert_eq!(m.process_curve.len(), 5);
+        assert!(m.process_curve.values().all(|rounds| rounds.len() == 2));
+        assert!(!m.is_empty());
+    }
 
     #[test]
     fn parses_the_memory_region_curve_apart_from_the_latency_series() {

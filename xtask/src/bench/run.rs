@@ -56,6 +56,22 @@ pub const REGION_COUNTS: [u64; 4] = [1, 100, 10_000, 100_000];
 /// Sizes of the regions the memory region curve creates and frees.
 pub const CREATE_SIZES: [u64; 6] = [4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30];
 
+/// Memory of the process curve's VMs in MiB: 64 processes on each, every
+/// one with its own verbs context, queue pair and buffers in the native
+/// steps.
+const PROCESSES_MEMORY_MIB: u32 = 1024;
+
+/// Upper bound for the process curve phase.
+const PROCESSES_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Processes at each step of the process curve.
+pub const PROCESS_COUNTS: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// Most operations of one step of the process curve, shared by its
+/// processes (fewer if `--iters` is lower): every step takes about as long,
+/// and the one-process steps are long enough to be measured.
+const PROCESS_STEP_OPS: u32 = 4000;
+
 /// Longest an application phase may take.
 const APPS_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
@@ -300,6 +316,42 @@ pub fn regions_phase(setup: &Setup, iters: u32) -> Result<Phase> {
     boot(&spec, REGIONS_TIMEOUT)
 }
 
+/// Rounds of the process curve: each step's LITE/native ratio is the
+/// median of as many.
+pub const PROCESS_ROUNDS: u32 = 3;
+
+/// Operations of each step of the process curve for `--iters`.
+pub fn process_step_ops(iters: u32) -> u32 {
+    iters.saturating_mul(4).min(PROCESS_STEP_OPS)
+}
+
+/// The process curve phase: node 1 serves (a server process per native
+/// client process, an echo thread per LITE process) and holds the LMRs,
+/// node 2 runs the processes; `step_ops` operations per step, shared by
+/// its processes; logging into `processes/`.
+pub fn processes_phase(setup: &Setup, step_ops: u32) -> Result<Phase> {
+    let logs = setup.logs.join("processes");
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    let extra = |i: usize| {
+        let mut args = vec![
+            format!("lite.processops={step_ops}"),
+            format!("lite.processrounds={PROCESS_ROUNDS}"),
+            format!("lite.processcounts={}", comma_list(&PROCESS_COUNTS)),
+        ];
+        if i == 2 {
+            args.push(format!("lite.peer={}", node_ip(1)));
+        }
+        args
+    };
+    let roles = vec![
+        "bench-processes-server".into(),
+        "bench-processes-client".into(),
+    ];
+    let mut spec = setup.spec(roles, &extra, &logs);
+    spec.memory_mib = PROCESSES_MEMORY_MIB;
+    boot(&spec, PROCESSES_TIMEOUT)
+}
+
 /// The failure phase: [`FAILURE_NODES`] nodes running `lite-failure-test`
 /// alone, the last one the victim, whose VM is killed
 /// [`failure::KILL_DELAY`] after its ready marker, exactly as in the
@@ -443,6 +495,21 @@ mod tests {
         assert!(init.contains("lite.createsizes=*) createsizes=${arg#lite.createsizes=} ;;"));
         assert!(init.contains("--series regions"));
         assert!(init.contains("--regions \"$regioncounts\" --create-sizes \"$createsizes\""));
+        // The process curve phase's roles and parameters: each step's two
+        // sides one after the other.
+        for side in ["server", "client"] {
+            assert!(init.contains(&format!(
+                "\nbench-processes-{side}) process_curve {side} || rc=1 ;;\n"
+            )));
+        }
+        assert!(init.contains("lite.processcounts=*) processcounts=${arg#lite.processcounts=} ;;"));
+        assert!(init.contains("lite-verbs-bench --server --fork --wait event"));
+        assert!(init.contains("--processes \"$count\" --ops write,rpc"));
+        assert!(init.contains("lite.processops=*) processops=${arg#lite.processops=} ;;"));
+        assert!(init.contains("lite.processrounds=*) processrounds=${arg#lite.processrounds=} ;;"));
+        assert!(init.contains("--series processes --iters \"$each\""));
+        assert!(init.contains("--wait event --iters \"$each\""));
+        assert!(init.contains("--process-counts \"$count\""));
         // The contention phase's role and parameter.
         assert!(init.contains("bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\""));
         assert!(init.contains("lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;"));

@@ -61,6 +61,18 @@
 //! (`op=region_create`, `op=region_free`, the same keys without
 //! `regions`).
 //!
+//! With `--series processes` it measures the process curve instead: for
+//! each of 64-byte writes (each process to an LMR of its own on the memory
+//! node) and 64-byte echo calls, and for every `--process-counts` count N,
+//! N processes warm up, start together and make `--iters` operations each,
+//! all through the node's shared connections:
+//!
+//! `LITE-BENCH op=proc_write size=64 processes=N iters=.. elapsed_us=.. slowest_us=.. ops_per_s=.. qps=.. mrs=..`
+//!
+//! (`ops_per_s`: every process's operations over the time from the start
+//! until the last finished; `qps`, `mrs`: the queue pairs and memory
+//! regions LITE held on this node meanwhile)
+//!
 //! With `--contend N` it does none of that: N nodes, all running
 //! `lite-bench --contend N`, take turns on one lock kept by node 1 (node 1
 //! creates it and publishes its number by name), `--contend-iters` pairs
@@ -146,12 +158,15 @@ use lite_tools::resources::{self, RESOURCES_FILE};
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
 
+mod process_curve;
+
 const CLI: Cli = Cli {
     program: "lite-bench",
     synopsis: "--cm IP [--peer-node auto|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
                [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
                [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] \
-               [--series all|latency|regions] [--region-counts LIST] [--create-sizes LIST] \
+               [--series all|latency|regions|processes] [--region-counts LIST] \
+               [--create-sizes LIST] [--process-counts LIST] \
                [--contend NODES [--contend-iters N]]",
     about: "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
             asynchronous write/read throughput, RPC latency and throughput between two \
@@ -224,10 +239,10 @@ const CLI: Cli = Cli {
         },
         OptionSpec {
             name: "series",
-            value_name: "all|latency|regions",
+            value_name: "all|latency|regions|processes",
             help: "latency: only the write/read latency, atomics and RPC round trip series \
                    (one round of the benchmark's interleaved comparison); regions: only the \
-                   memory region curve (default all)",
+                   memory region curve; processes: only the process curve (default all)",
         },
         OptionSpec {
             name: "region-counts",
@@ -239,6 +254,12 @@ const CLI: Cli = Cli {
             value_name: "LIST",
             help: "memory region curve: sizes of the LMRs created and freed, in bytes \
                    (default 4096,65536,1048576,16777216,268435456,1073741824)",
+        },
+        OptionSpec {
+            name: "process-counts",
+            value_name: "LIST",
+            help: "process curve: processes at each step, each making --iters operations \
+                   (default 1,2,4,8,16,32,64)",
         },
         OptionSpec {
             name: "contend",
@@ -352,6 +373,9 @@ const CREATE_LARGE_SIZE: u64 = 16 << 20;
 /// the isolation run: `lite-bench __qos-load NODE SIZE`.
 const LOAD_SUBCOMMAND: &str = "__qos-load";
 
+/// Most processes of one step of the process curve.
+const MAX_CURVE_PROCESSES: u64 = 256;
+
 /// What `--series` selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Series {
@@ -362,6 +386,8 @@ enum Series {
     Latency,
     /// Only the memory region curve.
     Regions,
+    /// Only the process curve.
+    Processes,
 }
 
 struct Options {
@@ -383,6 +409,8 @@ struct Options {
     region_counts: Vec<usize>,
     /// Sizes created and freed by the memory region curve.
     create_sizes: Vec<u64>,
+    /// Processes at each step of the process curve.
+    process_counts: Vec<usize>,
     /// Nodes contending for one lock, with `--contend`.
     contend: Option<u32>,
     contend_iters: usize,
@@ -477,7 +505,8 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         "all" => Ok(Series::All),
         "latency" => Ok(Series::Latency),
         "regions" => Ok(Series::Regions),
-        _ => Err("expected all, latency or regions".to_string()),
+        "processes" => Ok(Series::Processes),
+        _ => Err("expected all, latency, regions or processes".to_string()),
     })?;
     let region_counts = parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
         // Bounded by MAX_CURVE_LMRS.
@@ -488,6 +517,11 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         vec![4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
         |text| parse_size_list(text, MAX_CREATE_SIZE),
     )?;
+    let process_counts = parsed.with("process-counts", vec![1, 2, 4, 8, 16, 32, 64], |text| {
+        // Bounded by MAX_CURVE_PROCESSES.
+        parse_size_list(text, MAX_CURVE_PROCESSES)
+            .map(|c| c.into_iter().map(|n| n as usize).collect())
+    })?;
     let contend = match parsed.get("contend") {
         Some(_) => Some(in_range(
             "contend",
@@ -517,6 +551,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         series,
         region_counts,
         create_sizes,
+        process_counts,
         contend,
         contend_iters,
     })
@@ -526,6 +561,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(LOAD_SUBCOMMAND) {
         return load_process(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some(process_curve::PROCESS_SUBCOMMAND) {
+        return process_curve::process_main(&args[1..]);
     }
     let parsed = CLI.parse_env_or_exit();
     let options = match parse_options(&parsed) {
@@ -580,6 +618,12 @@ fn run(options: &Options) -> Result<(), String> {
     }
     if options.series == Series::Regions {
         let outcome = measure_region_curve(options);
+        let finished = barrier();
+        return outcome.and(finished);
+    }
+    if options.series == Series::Processes {
+        let outcome =
+            process_curve::measure(options.memory_node, &options.process_counts, options.iters);
         let finished = barrier();
         return outcome.and(finished);
     }
@@ -955,13 +999,14 @@ impl RpcServer {
                 describe_error(&e)
             )
         })?;
-        let count = options
-            .rpc_threads
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1);
+        // One thread per calling thread, or per calling process of the
+        // process curve (as the native baseline has one server process
+        // per client process).
+        let callers = match options.series {
+            Series::Processes => &options.process_counts,
+            _ => &options.rpc_threads,
+        };
+        let count = callers.iter().copied().max().unwrap_or(1).max(1);
         // Bounded by MAX_MESSAGE_SIZE when parsed.
         let len = max_size as usize;
         let threads = (0..count)

@@ -1,0 +1,264 @@
+//! The process curve: aggregate 64-byte write and RPC throughput of 1 to
+//! many processes on one node, all sharing the node's LITE connections.
+//!
+//! Each step starts its processes (`lite-bench __process WORKLOAD NODE
+//! ITERS`), lets each warm up, starts them together and times until the
+//! last one finished; each process checks the data it moved. The queue
+//! pairs and memory regions LITE holds on this node are read once the
+//! processes are warmed up: LITE needs none per process, where the native
+//! baseline (`lite-verbs-bench --processes`) opens one queue pair and
+//! registers its memory regions in every process.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+
+use lite::{Lmr, Priority};
+use lite_tools::bench::{process_curve_line, ProcessStep, ProcessWorkload};
+use lite_tools::errno::describe_error;
+use lite_tools::stats::monotonic_ns;
+use lite_tools::{pattern, say};
+
+use super::{echo_call, read_region_counters, wait_for_server, PASSWORD, WARMUP_OPS};
+
+/// The subcommand of one process of the curve.
+pub(crate) const PROCESS_SUBCOMMAND: &str = "__process";
+
+/// Size of the curve's operations and of each process's LMR.
+const OP_SIZE: usize = 64;
+
+/// Runs every step: each workload with each of `counts` processes making
+/// `iters` operations, against node `node`.
+pub(crate) fn measure(node: u32, counts: &[usize], iters: usize) -> Result<(), String> {
+    wait_for_server(node)?;
+    say(format_args!(
+        "lite-bench: process curve against node {node}: {counts:?} processes, \
+         {iters} operations each"
+    ));
+    for workload in [ProcessWorkload::Write, ProcessWorkload::Rpc] {
+        for &count in counts {
+            let step = step(workload, node, count, iters)?;
+            say(format_args!("{}", process_curve_line(&step)));
+        }
+    }
+    Ok(())
+}
+
+/// One step: `count` processes, started together once all are warmed up.
+fn step(
+    workload: ProcessWorkload,
+    node: u32,
+    count: usize,
+    iters: usize,
+) -> Result<ProcessStep, String> {
+    let mut workers = Vec::with_capacity(count);
+    for _ in 0..count {
+        workers.push(Worker::spawn(workload, node, iters)?);
+    }
+    for worker in &mut workers {
+        worker.expect("ready")?;
+    }
+    let stats = lite::stats().map_err(|e| format!("get_stats: {}", describe_error(&e)))?;
+    let [_, memory_regions, _, _] = read_region_counters()?;
+    let began = monotonic_ns();
+    for worker in &mut workers {
+        worker.go()?;
+    }
+    let mut slowest_us: f64 = 0.0;
+    for worker in &mut workers {
+        let line = worker.line()?;
+        let took = line
+            .strip_prefix("done ")
+            .and_then(|us| us.parse::<f64>().ok())
+            .ok_or_else(|| format!("a {workload} process said \"{line}\""))?;
+        slowest_us = slowest_us.max(took);
+    }
+    let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    for worker in workers {
+        worker.finish()?;
+    }
+    Ok(ProcessStep {
+        workload,
+        size: OP_SIZE as u64,
+        processes: count,
+        iters,
+        elapsed_us,
+        slowest_us,
+        qps: stats.connections,
+        mrs: memory_regions,
+    })
+}
+
+/// One process of a step, talked to over its stdin and stdout.
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    fn spawn(workload: ProcessWorkload, node: u32, iters: usize) -> Result<Worker, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let mut child = Command::new(exe)
+            .args([
+                PROCESS_SUBCOMMAND.to_string(),
+                workload.to_string(),
+                node.to_string(),
+                iters.to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting a {workload} process: {e}"))?;
+        let stdin = child.stdin.take();
+        match child.stdout.take() {
+            Some(stdout) => Ok(Worker {
+                child,
+                stdin,
+                stdout: BufReader::new(stdout),
+            }),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err("a process without stdout".into())
+            }
+        }
+    }
+
+    /// The next line the process says; its end is an error.
+    fn line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => Err("a process of the curve ended without a word".into()),
+            Ok(_) => Ok(line.trim_end().to_string()),
+            Err(e) => Err(format!("reading from a process of the curve: {e}")),
+        }
+    }
+
+    fn expect(&mut self, word: &str) -> Result<(), String> {
+        match self.line()? {
+            line if line == word => Ok(()),
+            line => Err(format!("a process of the curve: {line}")),
+        }
+    }
+
+    fn go(&mut self) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("a process without stdin")?;
+        stdin
+            .write_all(b"go\n")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("starting a process of the curve: {e}"))
+    }
+
+    /// Waits for the process, which must have succeeded.
+    fn finish(mut self) -> Result<(), String> {
+        self.stdin.take();
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| format!("waiting for a process of the curve: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("a process of the curve ended with {status}"))
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Only a step that failed drops a worker that still runs.
+        self.stdin.take();
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// `lite-bench __process write|rpc NODE ITERS`: one process of the curve.
+/// Says `ready` once warmed up, waits for `go` on stdin, then says `done
+/// MICROSECONDS` (or `fail REASON`).
+pub(crate) fn process_main(args: &[String]) -> ExitCode {
+    let parsed = match args {
+        [workload, node, iters] => workload
+            .parse::<ProcessWorkload>()
+            .ok()
+            .zip(node.parse::<u32>().ok())
+            .zip(iters.parse::<usize>().ok().filter(|&n| n > 0)),
+        _ => None,
+    };
+    let outcome = match parsed {
+        Some(((workload, node), iters)) => run_process(workload, node, iters),
+        None => Err(format!(
+            "usage: lite-bench {PROCESS_SUBCOMMAND} write|rpc NODE ITERS"
+        )),
+    };
+    match outcome {
+        Ok(took_us) => {
+            say(format_args!("done {took_us:.2}"));
+            ExitCode::SUCCESS
+        }
+        Err(reason) => {
+            say(format_args!("fail {reason}"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Warms up, says `ready`, waits for `go`, and returns how long `iters`
+/// operations took in microseconds.
+fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64, String> {
+    let seed = pattern::seed(&[
+        u64::from(node),
+        OP_SIZE as u64,
+        u64::from(std::process::id()),
+    ]);
+    let mut data = [0u8; OP_SIZE];
+    pattern::fill(seed, 0, &mut data);
+    let mut back = [0u8; OP_SIZE];
+    let lmr = match workload {
+        ProcessWorkload::Write => Some(
+            Lmr::alloc(node, OP_SIZE as u64, 0, PASSWORD)
+                .map_err(|e| format!("alloc {OP_SIZE} B on node {node}: {}", describe_error(&e)))?,
+        ),
+        ProcessWorkload::Rpc => None,
+    };
+    let mut operation = || match &lmr {
+        Some(lmr) => lmr
+            .write(0, &data, Priority::None)
+            .map_err(|e| format!("write of {OP_SIZE} B: {}", describe_error(&e))),
+        None => echo_call(node, &data, &mut back),
+    };
+    for _ in 0..WARMUP_OPS {
+        operation()?;
+    }
+    say(format_args!("ready"));
+    let mut go = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut go)
+        .map_err(|e| format!("waiting for the start: {e}"))?;
+    if go.trim_end() != "go" {
+        return Err("the step ended before it started".into());
+    }
+    let began = monotonic_ns();
+    for _ in 0..iters {
+        operation()?;
+    }
+    let took_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    // A fast but wrong transfer would make the numbers meaningless.
+    match &lmr {
+        Some(lmr) => {
+            lmr.read(0, &mut back, Priority::None)
+                .map_err(|e| format!("read back: {}", describe_error(&e)))?;
+            pattern::verify(seed, 0, &back).map_err(|m| format!("writes left wrong data: {m}"))?;
+        }
+        None => pattern::verify(seed, 0, &back).map_err(|m| format!("wrong RPC reply: {m}"))?,
+    }
+    if let Some(lmr) = lmr {
+        lmr.free()
+            .map_err(|e| format!("free: {}", describe_error(&e)))?;
+    }
+    Ok(took_us)
+}
