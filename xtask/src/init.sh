@@ -10,7 +10,9 @@
 #                      bench-native-server | bench-native-client |
 #                      bench-lite | bench-lock | bench-failure-survivor |
 #                      bench-failure-victim | bench-apps | apps |
-#                      bench-regions-server | bench-regions-client
+#                      bench-regions-server | bench-regions-client |
+#                      bench-processes-server | bench-processes-client |
+#                      bench-scale
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
 #   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
@@ -43,6 +45,8 @@
 #                      by its processes (at least 20 each)
 #   lite.processrounds=N
 #                      bench-processes-*: rounds of the whole process curve
+#   lite.scalecalls=N  bench-scale: calls from every node to each peer in
+#                      the all-to-all RPC (the barriers timed: lite.iters)
 #   lite.cmtimeout=MS  silence of the cluster manager after which this node
 #                      counts itself cut off (LITE's manager_timeout_ms);
 #                      the harness gives the manager the same dead-after
@@ -86,6 +90,7 @@ createsizes=4096,65536,1048576,16777216,268435456,1073741824
 processcounts=1,2,4,8,16,32,64
 processops=4000
 processrounds=3
+scalecalls=200
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -113,6 +118,7 @@ for arg in $(cat /proc/cmdline); do
 	lite.processcounts=*) processcounts=${arg#lite.processcounts=} ;;
 	lite.processops=*) processops=${arg#lite.processops=} ;;
 	lite.processrounds=*) processrounds=${arg#lite.processrounds=} ;;
+	lite.scalecalls=*) scalecalls=${arg#lite.scalecalls=} ;;
 	esac
 done
 
@@ -541,6 +547,8 @@ apps)
 	approunds=1
 	bench_apps small
 	;;
+# Every node of the cluster times its join, barriers and all-to-all RPC.
+bench-scale) lite-bench --cm "$cm" --scale "$nodes" --iters "$iters" --scale-calls "$scalecalls" || rc=$? ;;
 bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters" || rc=$? ;;
 # The benchmark's failure phase: the failure test's program alone, no
 # cluster test after it (the victim's VM is not booted again). Survivors

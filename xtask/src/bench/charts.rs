@@ -455,6 +455,7 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
     }
     lines.extend(super::region_curve::charts(m));
     lines.extend(super::process_curve::charts(m));
+    lines.extend(super::cluster_scale::charts(m));
     let mut ranges = Vec::new();
     ranges.extend((!figures.is_empty()).then(|| {
         RangeChart {

@@ -167,6 +167,27 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             Some((p.p10, p.p90)),
         );
     }
+    for size in super::cluster_scale::sizes(m) {
+        let key = format!("clustersize/{}", size.nodes);
+        for (name, value) in [("join_ms", size.join_ms), ("barrier_ms", size.barrier_ms)] {
+            if let Some((median, low, high)) = value {
+                f.add(
+                    format!("{key}/{name}"),
+                    "ms",
+                    Better::Lower,
+                    median,
+                    Some((low, high)),
+                );
+            }
+        }
+        f.add(
+            format!("{key}/all_to_all_calls_per_s"),
+            "calls/s",
+            Better::Higher,
+            size.rpc_calls_per_s,
+            None,
+        );
+    }
     for ((side, workload, processes), rounds) in &m.process_curve {
         let key = format!("processcurve/{}/{workload}/{processes}", side.name());
         let ops: Vec<f64> = rounds.iter().map(|p| p.ops_per_s).collect();

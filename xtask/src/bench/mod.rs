@@ -29,7 +29,9 @@
 //! native verbs first, then LITE. Two more measure the process curve
 //! ([`process_curve`]): 64-byte write and RPC throughput of 1 to 64
 //! processes on one node, LITE's sharing the node's connections, the
-//! native baseline's with a queue pair each. Then clusters of 2 and 4 VMs run the
+//! native baseline's with a queue pair each. Clusters of 2, 4 and 8 small
+//! VMs measure the cluster-size curve ([`cluster_scale`]): join time,
+//! barrier latency and all-to-all RPC. Then clusters of 2 and 4 VMs run the
 //! paper's applications over LITE, over TCP and alone ([`apps`]). `--only` picks some of these [`Part`]s. Every
 //! number printed is parsed from the guests' output.
 //!
@@ -40,6 +42,7 @@
 
 mod apps;
 mod charts;
+mod cluster_scale;
 mod figures;
 mod parse;
 mod process_curve;
@@ -114,6 +117,8 @@ pub enum Part {
     Regions,
     /// The process curve, LITE beside native verbs.
     Processes,
+    /// The cluster-size curve: 2, 4 and 8 nodes.
+    Cluster,
     /// The paper's applications.
     Apps,
 }
@@ -172,6 +177,7 @@ fn write_report(
     verdicts.extend(report::verdict_lines(m));
     verdicts.extend(region_curve::verdict(m));
     verdicts.extend(process_curve::verdict(m));
+    verdicts.extend(cluster_scale::summary(m));
     let report = figures::Report {
         format: figures::FORMAT,
         finished_unix,
@@ -293,6 +299,19 @@ pub fn run(
         process_curve::say(step_ops, run::PROCESS_ROUNDS, &m);
         waits.push(waited.context("the process curve phase"));
     }
+    if options.runs(Part::Cluster) {
+        let barriers = run::scale_barriers(iters);
+        for nodes in run::CLUSTER_SIZES {
+            let waited = interrupt::check()
+                .and_then(|()| run::cluster_phase(&setup, nodes, barriers))
+                .and_then(|phase| {
+                    m.add_logs(&format!("cluster{nodes}/"), &phase.logs);
+                    phase.waited
+                });
+            waits.push(waited.with_context(|| format!("the {nodes}-node cluster-size phase")));
+        }
+        cluster_scale::say(barriers, run::SCALE_CALLS, &m);
+    }
 
     // The applications: a cluster per size, each version in turn.
     let mut app_runs = Vec::new();
@@ -328,6 +347,7 @@ pub fn run(
         Part::Failure,
         Part::Regions,
         Part::Processes,
+        Part::Cluster,
     ]
     .into_iter()
     .any(|part| options.runs(part));
@@ -336,6 +356,9 @@ pub fn run(
     }
     if options.runs(Part::Regions) && m.region_curve.is_empty() {
         bail!("no memory region curve found in the guest logs");
+    }
+    if options.runs(Part::Cluster) && m.cluster_scale.is_empty() {
+        bail!("no cluster-size curve found in the guest logs");
     }
     if options.runs(Part::Processes) && m.process_curve.is_empty() {
         bail!("no process curve found in the guest logs");

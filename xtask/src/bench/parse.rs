@@ -43,6 +43,10 @@ const LITE_LOCK_SAMPLES: &str = "LITE-LOCK-SAMPLES ";
 /// `lite-bench`'s isolation lines.
 const LITE_QOS: &str = "LITE-QOS ";
 
+/// Tag of the cluster-size curve's lines (`lite-bench --scale`), one per
+/// node.
+const LITE_SCALE: &str = "LITE-SCALE ";
+
 /// `lite-failure-test`'s TAP comment on a call that waited on the killed
 /// node: `# stall <call> <N> ms`.
 const STALL_COMMENT: &str = "# stall ";
@@ -164,6 +168,24 @@ pub struct ProcessPoint {
     pub qps: u64,
     /// Memory regions on the measuring node.
     pub mrs: u64,
+}
+
+/// One node's line of one step of the cluster-size curve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScalePoint {
+    /// Nodes of the cluster.
+    pub nodes: u64,
+    /// The node that measured.
+    pub node: u64,
+    /// How long its join took, microseconds; `None` if it had joined
+    /// before.
+    pub join_us: Option<f64>,
+    /// Median barrier of all nodes, microseconds.
+    pub barrier_median: f64,
+    /// 90th percentile barrier.
+    pub barrier_p90: f64,
+    /// The node's calls per second to all its peers at once.
+    pub rpc_calls_per_s: f64,
 }
 
 /// Whether `op` names a series of the memory region curve, which is kept
@@ -395,6 +417,8 @@ pub struct Measurements {
     pub regions: BTreeMap<(u64, u64), RegionRow>,
     /// The memory region curve by (side, op, size, live regions).
     pub region_curve: BTreeMap<(Side, String, u64, u64), RegionPoint>,
+    /// The cluster-size curve by (nodes, node).
+    pub cluster_scale: BTreeMap<(u64, u64), ScalePoint>,
     /// The process curve by (side, workload, processes): one point per
     /// round, in order.
     pub process_curve: BTreeMap<(Side, String, u64), Vec<ProcessPoint>>,
@@ -459,6 +483,11 @@ impl Measurements {
                 .entry((point.side, point.op.clone(), point.size, point.regions))
                 .or_insert(point);
         }
+        for point in parse_cluster_scale(text) {
+            self.cluster_scale
+                .entry((point.nodes, point.node))
+                .or_insert(point);
+        }
         for point in parse_process_curve(text) {
             self.process_curve
                 .entry((point.side, point.workload.clone(), point.processes))
@@ -509,6 +538,7 @@ impl Measurements {
             && self.regions.is_empty()
             && self.region_curve.is_empty()
             && self.process_curve.is_empty()
+            && self.cluster_scale.is_empty()
             && self.rounds.is_empty()
             && self.failure.iter().all(FailureNode::is_empty)
     }
@@ -955,6 +985,28 @@ pub fn parse_region_curve(log: &str) -> Vec<RegionPoint> {
                     p90: fields.number("p90_us")?,
                     p99: fields.number("p99_us")?,
                 })
+            })
+        })
+        .collect()
+}
+
+/// The cluster-size curve's `LITE-SCALE` lines: `nodes=`, `node=`,
+/// `join_us=` (a number or `-`), `barrier_median_us=`, `barrier_p90_us=`
+/// and `rpc_calls_per_s=`; malformed lines are skipped.
+pub fn parse_cluster_scale(log: &str) -> Vec<ScalePoint> {
+    tagged_lines(log, LITE_SCALE)
+        .filter_map(|fields| {
+            let join_us = match fields.text("join_us")? {
+                "-" => None,
+                _ => Some(fields.number("join_us")?),
+            };
+            Some(ScalePoint {
+                nodes: fields.integer("nodes")?,
+                node: fields.integer("node")?,
+                join_us,
+                barrier_median: fields.number("barrier_median_us")?,
+                barrier_p90: fields.number("barrier_p90_us")?,
+                rpc_calls_per_s: fields.number("rpc_calls_per_s")?,
             })
         })
         .collect()
@@ -1574,6 +1626,37 @@ LITE-BENCH op=proc_write size=64 processes=1 iters=200 elapsed_us=50000.00 slowe
 LITE-BENCH op=proc_rpc size=64 processes=4 iters=200 elapsed_us=oops slowest_us=1 ops_per_s=nan? qps=1 mrs=2
 LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
 ";
+
+    /// The cluster-size curve of a 4-node step, one line broken.
+    pub(crate) const CLUSTER_SCALE_LOG: &str = "\
+LITE-SCALE nodes=4 node=1 join_us=250000 barriers=50 barrier_median_us=9000.00 barrier_p90_us=12000.00 rpc_peers=3 rpc_calls=600 rpc_elapsed_us=1000000.00 rpc_calls_per_s=600.0
+[   30.1] LITE-SCALE nodes=4 node=2 join_us=- barriers=50 barrier_median_us=8000.00 barrier_p90_us=11000.00 rpc_peers=3 rpc_calls=600 rpc_elapsed_us=1200000.00 rpc_calls_per_s=500.0
+LITE-SCALE nodes=4 node=3 join_us=410000 barriers=50 barrier_median_us=8500.00 barrier_p90_us=13000.00 rpc_peers=3 rpc_calls=600 rpc_elapsed_us=1000000.00 rpc_calls_per_s=600.0
+LITE-SCALE nodes=4 node=4 join_us=oops barriers=50 barrier_median_us=1 barrier_p90_us=1 rpc_calls_per_s=1
+";
+
+    #[test]
+    fn parses_the_cluster_size_curve() {
+        let points = parse_cluster_scale(CLUSTER_SCALE_LOG);
+        assert_eq!(points.len(), 3, "{points:?}");
+        assert_eq!(
+            points[1],
+            ScalePoint {
+                nodes: 4,
+                node: 2,
+                join_us: None,
+                barrier_median: 8000.0,
+                barrier_p90: 11000.0,
+                rpc_calls_per_s: 500.0,
+            }
+        );
+        assert_eq!(points[2].join_us, Some(410_000.0));
+        let mut m = Measurements::default();
+        m.add_log("cluster4/node1", CLUSTER_SCALE_LOG);
+        assert_eq!(m.cluster_scale.len(), 3);
+        assert!(!m.is_empty());
+        assert!(parse_cluster_scale(PROCESS_CURVE_LOG).is_empty());
+    }
 
     #[test]
     fn parses_the_process_curve_apart_from_the_other_series() {

@@ -72,6 +72,22 @@ pub const PROCESS_COUNTS: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// and the one-process steps are long enough to be measured.
 const PROCESS_STEP_OPS: u32 = 4000;
 
+/// Nodes of the cluster-size curve's clusters.
+pub const CLUSTER_SIZES: [usize; 3] = [2, 4, 8];
+
+/// Memory of the cluster-size curve's VMs in MiB: eight of them at once.
+const CLUSTER_MEMORY_MIB: u32 = 384;
+
+/// Upper bound for one cluster-size phase.
+const CLUSTER_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// Calls from every node to each of its peers in the all-to-all RPC.
+pub const SCALE_CALLS: u32 = 200;
+
+/// Most barriers each node times per cluster size (fewer if `--iters` is
+/// lower).
+const SCALE_BARRIERS: u32 = 50;
+
 /// Longest an application phase may take.
 const APPS_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
@@ -320,6 +336,29 @@ pub fn regions_phase(setup: &Setup, iters: u32) -> Result<Phase> {
 /// median of as many.
 pub const PROCESS_ROUNDS: u32 = 3;
 
+/// Barriers each node times per cluster size for `--iters`.
+pub fn scale_barriers(iters: u32) -> u32 {
+    iters.min(SCALE_BARRIERS)
+}
+
+/// One step of the cluster-size curve: `nodes` small VMs, every one
+/// timing its join, `barriers` barriers and all-to-all RPC, logging into
+/// `cluster<nodes>/`.
+pub fn cluster_phase(setup: &Setup, nodes: usize, barriers: u32) -> Result<Phase> {
+    let logs = setup.logs.join(format!("cluster{nodes}"));
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    let extra = |_: usize| {
+        vec![
+            format!("lite.iters={barriers}"),
+            format!("lite.scalecalls={SCALE_CALLS}"),
+        ]
+    };
+    let roles = vec!["bench-scale".into(); nodes];
+    let mut spec = setup.spec(roles, &extra, &logs);
+    spec.memory_mib = CLUSTER_MEMORY_MIB;
+    boot(&spec, CLUSTER_TIMEOUT)
+}
+
 /// Operations of each step of the process curve for `--iters`.
 pub fn process_step_ops(iters: u32) -> u32 {
     iters.saturating_mul(4).min(PROCESS_STEP_OPS)
@@ -510,6 +549,12 @@ mod tests {
         assert!(init.contains("--series processes --iters \"$each\""));
         assert!(init.contains("--wait event --iters \"$each\""));
         assert!(init.contains("--process-counts \"$count\""));
+        // The cluster-size phase's role and parameter.
+        assert!(init.contains(
+            "bench-scale) lite-bench --cm \"$cm\" --scale \"$nodes\" --iters \"$iters\" \
+             --scale-calls \"$scalecalls\""
+        ));
+        assert!(init.contains("lite.scalecalls=*) scalecalls=${arg#lite.scalecalls=} ;;"));
         // The contention phase's role and parameter.
         assert!(init.contains("bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\""));
         assert!(init.contains("lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;"));

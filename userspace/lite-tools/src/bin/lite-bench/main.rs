@@ -73,6 +73,16 @@
 //! until the last finished; `qps`, `mrs`: the queue pairs and memory
 //! regions LITE held on this node meanwhile)
 //!
+//! With `--scale N` it measures one step of the cluster-size curve: N
+//! nodes, all running `lite-bench --scale N`, each time their own join,
+//! `--iters` barriers of all N, and then all-to-all RPC, every node calling
+//! every other node's echo server from one thread per peer,
+//! `--scale-calls` 64-byte calls each:
+//!
+//! `LITE-SCALE nodes=N node=I join_us=.. barriers=.. barrier_median_us=.. barrier_p90_us=.. rpc_peers=.. rpc_calls=.. rpc_elapsed_us=.. rpc_calls_per_s=..`
+//!
+//! (`join_us` is `-` for a node that was already a member)
+//!
 //! With `--contend N` it does none of that: N nodes, all running
 //! `lite-bench --contend N`, take turns on one lock kept by node 1 (node 1
 //! creates it and publishes its number by name), `--contend-iters` pairs
@@ -158,6 +168,7 @@ use lite_tools::resources::{self, RESOURCES_FILE};
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
 
+mod cluster_scale;
 mod process_curve;
 
 const CLI: Cli = Cli {
@@ -266,6 +277,17 @@ const CLI: Cli = Cli {
             value_name: "NODES",
             help: "only measure NODES nodes (all running --contend NODES) taking turns on \
                    one lock kept by node 1",
+        },
+        OptionSpec {
+            name: "scale",
+            value_name: "NODES",
+            help: "only measure one step of the cluster-size curve: NODES nodes (all running \
+                   --scale NODES) time their join, --iters barriers and all-to-all RPC",
+        },
+        OptionSpec {
+            name: "scale-calls",
+            value_name: "N",
+            help: "calls per peer of the all-to-all RPC with --scale (default 200)",
         },
         OptionSpec {
             name: "contend-iters",
@@ -413,6 +435,10 @@ struct Options {
     process_counts: Vec<usize>,
     /// Nodes contending for one lock, with `--contend`.
     contend: Option<u32>,
+    /// Nodes of the cluster-size step, with `--scale`.
+    scale: Option<u32>,
+    /// Calls per peer of the all-to-all RPC with `--scale`.
+    scale_calls: usize,
     contend_iters: usize,
 }
 
@@ -530,6 +556,19 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         )?),
         None => None,
     };
+    let scale = match parsed.get("scale") {
+        Some(_) => Some(in_range(
+            "scale",
+            parsed.required("scale")?,
+            2..=MAX_CLUSTER_NODES,
+        )?),
+        None => None,
+    };
+    let scale_calls = in_range(
+        "scale-calls",
+        parsed.optional("scale-calls", 200)?,
+        1..=10_000_000,
+    )?;
     let contend_iters = in_range(
         "contend-iters",
         parsed.optional("contend-iters", 300)?,
@@ -553,6 +592,8 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         create_sizes,
         process_counts,
         contend,
+        scale,
+        scale_calls,
         contend_iters,
     })
 }
@@ -584,8 +625,13 @@ fn main() -> ExitCode {
 
 fn run(options: &Options) -> Result<(), String> {
     let cm = options.cm;
-    let me = match join_cluster(cm) {
+    let join_started = monotonic_ns();
+    let joined = join_cluster(cm);
+    let join_us = monotonic_ns().saturating_sub(join_started) as f64 / 1000.0;
+    let mut join_took = None;
+    let me = match joined {
         Ok(Membership::Joined(id)) => {
+            join_took = Some(join_us);
             say(format_args!(
                 "lite-bench: joined the cluster at {cm} as node {id}"
             ));
@@ -599,6 +645,16 @@ fn run(options: &Options) -> Result<(), String> {
     };
     if let Some(nodes) = options.contend {
         return contend(options, me, nodes);
+    }
+    if let Some(nodes) = options.scale {
+        let plan = cluster_scale::Plan {
+            nodes,
+            me,
+            join_us: join_took,
+            barriers: options.iters,
+            calls: options.scale_calls,
+        };
+        return cluster_scale::measure(&plan);
     }
     barrier()?;
 
@@ -993,12 +1049,6 @@ impl RpcServer {
         let Some(max_size) = options.rpc_max_size() else {
             return Ok(None);
         };
-        let port = Port::register(RPC_PORT, max_size, "lite-bench-echo").map_err(|e| {
-            format!(
-                "register_application(port {RPC_PORT}): {}",
-                describe_error(&e)
-            )
-        })?;
         // One thread per calling thread, or per calling process of the
         // process curve (as the native baseline has one server process
         // per client process).
@@ -1007,6 +1057,18 @@ impl RpcServer {
             _ => &options.rpc_threads,
         };
         let count = callers.iter().copied().max().unwrap_or(1).max(1);
+        RpcServer::open(max_size, count).map(Some)
+    }
+
+    /// Opens the port for messages of up to `max_size` bytes and starts
+    /// `count` echo threads.
+    fn open(max_size: u64, count: usize) -> Result<RpcServer, String> {
+        let port = Port::register(RPC_PORT, max_size, "lite-bench-echo").map_err(|e| {
+            format!(
+                "register_application(port {RPC_PORT}): {}",
+                describe_error(&e)
+            )
+        })?;
         // Bounded by MAX_MESSAGE_SIZE when parsed.
         let len = max_size as usize;
         let threads = (0..count)
@@ -1015,7 +1077,7 @@ impl RpcServer {
         say(format_args!(
             "lite-bench: {count} threads answer RPCs of up to {max_size} B on port {RPC_PORT}"
         ));
-        Ok(Some(RpcServer { port, threads }))
+        Ok(RpcServer { port, threads })
     }
 
     /// Closes the port, which ends the threads, and waits for them.

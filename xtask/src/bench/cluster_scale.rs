@@ -1,0 +1,247 @@
+//! The cluster-size curve: with 2, 4 and 8 nodes, how long joining took,
+//! the latency of a barrier of all nodes, and all-to-all RPC throughput
+//! (every node calling every other at once). Its table, summary line and
+//! charts.
+//!
+//! All VMs share the host's two cores under TCG, so with 8 nodes each VM
+//! gets a quarter of a core: the aggregate throughput measures LITE's
+//! protocol under that limit, not how it would scale on real machines.
+
+use super::charts::{by_size, LineChart};
+use super::parse::{Measurements, ScalePoint};
+use super::process_curve::median_range;
+use super::report::{left, right, say_indented, table_row};
+use crate::ui;
+
+/// The figures of one cluster size, over its nodes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterSize {
+    /// Nodes of the cluster.
+    pub nodes: u64,
+    /// Nodes that reported.
+    pub reported: usize,
+    /// Joins that were timed: median, fastest and slowest, milliseconds.
+    pub join_ms: Option<(f64, f64, f64)>,
+    /// Per-node median barrier: median over the nodes, lowest, highest;
+    /// milliseconds.
+    pub barrier_ms: Option<(f64, f64, f64)>,
+    /// The nodes' all-to-all calls per second, added up.
+    pub rpc_calls_per_s: f64,
+}
+
+/// The cluster sizes measured, ascending.
+pub fn sizes(m: &Measurements) -> Vec<ClusterSize> {
+    let mut nodes: Vec<u64> = m.cluster_scale.keys().map(|&(n, _)| n).collect();
+    nodes.dedup();
+    nodes
+        .into_iter()
+        .map(|n| {
+            let points: Vec<&ScalePoint> = m
+                .cluster_scale
+                .range((n, 0)..=(n, u64::MAX))
+                .map(|(_, p)| p)
+                .collect();
+            let joins: Vec<f64> = points
+                .iter()
+                .filter_map(|p| p.join_us)
+                .map(|us| us / 1000.0)
+                .collect();
+            let barriers: Vec<f64> = points.iter().map(|p| p.barrier_median / 1000.0).collect();
+            ClusterSize {
+                nodes: n,
+                reported: points.len(),
+                join_ms: median_range(&joins),
+                barrier_ms: median_range(&barriers),
+                rpc_calls_per_s: points.iter().map(|p| p.rpc_calls_per_s).sum(),
+            }
+        })
+        .collect()
+}
+
+fn millis(value: Option<(f64, f64, f64)>) -> [String; 2] {
+    match value {
+        Some((median, low, high)) => [format!("{median:.1}"), format!("{low:.1}-{high:.1}")],
+        None => ["-".to_string(), "-".to_string()],
+    }
+}
+
+/// The curve as table lines, one row per cluster size.
+pub fn table(m: &Measurements) -> Vec<String> {
+    let columns = [
+        left(6),
+        right(9),
+        right(9),
+        right(13),
+        right(12),
+        right(13),
+        right(14),
+    ];
+    let row = |cells: [&str; 7]| table_row(&columns, &cells);
+    let mut lines = vec![
+        "every node of an N-node cluster: its join (ms, median and range over the nodes), a \
+         barrier of all N (each node's median, ms: median and range over the nodes), and 64 B \
+         RPC from every node to every other at once (calls per second of all nodes)"
+            .to_string(),
+        row([
+            "nodes",
+            "reported",
+            "join ms",
+            "join range",
+            "barrier ms",
+            "barrier range",
+            "all-to-all/s",
+        ]),
+    ];
+    for size in sizes(m) {
+        let [join, join_range] = millis(size.join_ms);
+        let [barrier, barrier_range] = millis(size.barrier_ms);
+        lines.push(row([
+            &size.nodes.to_string(),
+            &size.reported.to_string(),
+            &join,
+            &join_range,
+            &barrier,
+            &barrier_range,
+            &format!("{:.0}", size.rpc_calls_per_s),
+        ]));
+    }
+    lines
+}
+
+/// Prints the curve's table and summary; `barriers` timed per node and
+/// `calls` per peer.
+pub fn say(barriers: u32, calls: u32, m: &Measurements) {
+    ui::say(&format!(
+        "==> cluster-size curve ({barriers} barriers per node, {calls} calls to each peer)"
+    ));
+    if m.cluster_scale.is_empty() {
+        say_indented(["(no LITE-SCALE lines in the guest logs)".to_string()]);
+        return;
+    }
+    say_indented(table(m));
+    say_indented(summary(m));
+}
+
+/// One line on the curve from the fewest nodes to the most, with what
+/// limits it here; `None` without a curve. It sets no target: on two host
+/// cores the VMs of a larger cluster each get less CPU.
+pub fn summary(m: &Measurements) -> Option<String> {
+    let sizes = sizes(m);
+    let (first, last) = (sizes.first()?, sizes.last()?);
+    let median =
+        |v: Option<(f64, f64, f64)>| v.map_or("-".to_string(), |(m, _, _)| format!("{m:.0}"));
+    Some(format!(
+        "cluster size {} -> {} nodes (no target: the VMs share two host cores under TCG): join \
+         {} -> {} ms, barrier {} -> {} ms, all-to-all RPC {:.0} -> {:.0} calls/s",
+        first.nodes,
+        last.nodes,
+        median(first.join_ms),
+        median(last.join_ms),
+        median(first.barrier_ms),
+        median(last.barrier_ms),
+        first.rpc_calls_per_s,
+        last.rpc_calls_per_s
+    ))
+}
+
+/// The curve's charts: join and barrier time, and all-to-all throughput,
+/// against cluster size; left out without data.
+pub fn charts(m: &Measurements) -> Vec<LineChart> {
+    let sizes = sizes(m);
+    if sizes.is_empty() {
+        return Vec::new();
+    }
+    let of = |value: fn(&ClusterSize) -> Option<f64>| {
+        by_size(sizes.iter().filter_map(|s| Some((s.nodes, value(s)?))))
+    };
+    let mut times = vec![
+        ("join, median".to_string(), of(|s| s.join_ms.map(|j| j.0))),
+        ("join, slowest".to_string(), of(|s| s.join_ms.map(|j| j.2))),
+        (
+            "barrier, median".to_string(),
+            of(|s| s.barrier_ms.map(|b| b.0)),
+        ),
+    ];
+    times.retain(|(_, points)| !points.is_empty());
+    let mut charts = Vec::new();
+    if !times.is_empty() {
+        charts.push(LineChart {
+            name: "cluster-join-barrier".into(),
+            title: "Joining and barriers against cluster size".into(),
+            x_label: "nodes".into(),
+            y_label: "milliseconds".into(),
+            log_x: true,
+            log_y: true,
+            series: times,
+        });
+    }
+    charts.push(LineChart {
+        name: "cluster-rpc".into(),
+        title: "All-to-all 64 B RPC against cluster size".into(),
+        x_label: "nodes".into(),
+        y_label: "calls per second, all nodes".into(),
+        log_x: true,
+        log_y: false,
+        series: vec![(
+            "LITE, every node calling every other".to_string(),
+            of(|s| Some(s.rpc_calls_per_s)),
+        )],
+    });
+    charts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::parse::tests::CLUSTER_SCALE_LOG;
+
+    fn curve() -> Measurements {
+        let mut m = Measurements::default();
+        m.add_log("cluster4/node1", CLUSTER_SCALE_LOG);
+        m.add_log(
+            "cluster2/node1",
+            "LITE-SCALE nodes=2 node=1 join_us=100000 barriers=50 barrier_median_us=3000 \
+             barrier_p90_us=4000 rpc_peers=1 rpc_calls=200 rpc_elapsed_us=1 rpc_calls_per_s=800\n\
+             LITE-SCALE nodes=2 node=2 join_us=120000 barriers=50 barrier_median_us=3500 \
+             barrier_p90_us=4000 rpc_peers=1 rpc_calls=200 rpc_elapsed_us=1 rpc_calls_per_s=700\n",
+        );
+        m
+    }
+
+    #[test]
+    fn each_size_sums_throughput_and_takes_medians_over_its_nodes() {
+        let sizes = sizes(&curve());
+        assert_eq!(sizes.len(), 2);
+        assert_eq!(
+            sizes[1],
+            ClusterSize {
+                nodes: 4,
+                reported: 3,
+                join_ms: Some((330.0, 250.0, 410.0)),
+                barrier_ms: Some((8.5, 8.0, 9.0)),
+                rpc_calls_per_s: 1700.0,
+            }
+        );
+        let rows: Vec<String> = table(&curve())
+            .iter()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(rows[2], "2 2 110.0 100.0-120.0 3.2 3.0-3.5 1500");
+        assert_eq!(rows[3], "4 3 330.0 250.0-410.0 8.5 8.0-9.0 1700");
+        assert_eq!(
+            summary(&curve()).expect("a summary"),
+            "cluster size 2 -> 4 nodes (no target: the VMs share two host cores under TCG): \
+             join 110 -> 330 ms, barrier 3 -> 8 ms, all-to-all RPC 1500 -> 1700 calls/s"
+        );
+        assert_eq!(summary(&Measurements::default()), None);
+    }
+
+    #[test]
+    fn the_charts_plot_times_and_throughput_by_size() {
+        let drawn = charts(&curve());
+        assert_eq!(drawn.len(), 2);
+        assert_eq!(drawn[0].series[0].1, [(2.0, 110.0), (4.0, 330.0)]);
+        assert_eq!(drawn[1].series[0].1, [(2.0, 1500.0), (4.0, 1700.0)]);
+        assert!(charts(&Measurements::default()).is_empty());
+    }
+}
