@@ -7,15 +7,20 @@
 
 use core::ffi::c_char;
 use kernel::{
+    alloc::{flags::GFP_KERNEL, KBox},
     bindings,
     error::code::{EINVAL, EIO, ENOENT, ENOMEM},
+    init::InPlaceInit,
 };
 
 use crate::{
     errno,
     internal::{
         atomics::wire::AtomicMessage,
-        barrier::{rounds::nodes_reached, wire::BarrierMessage},
+        barrier::{
+            rounds::{nodes_reached, BarrierRounds},
+            wire::BarrierMessage,
+        },
         cm_wire::{
             self, Endpoint, Header, Hello, Kind, Message, Resume, WireError, HEADER_LEN,
             MAX_FRAME_LEN,
@@ -700,6 +705,20 @@ kunit_case!(lite_test_barrier_counting, |c| {
     check!(c, nodes_reached(&seen, 3) == 2);
     check!(c, nodes_reached(&seen, 4) == 0);
     check!(c, nodes_reached(&seen, 0) == 5);
+    // A node entering a round asks for an answer only from the peers it
+    // has not yet heard of in that round.
+    let Ok(rounds) = KBox::pin_init(BarrierRounds::new(), GFP_KERNEL) else {
+        check!(c, false);
+        return;
+    };
+    let entered = rounds.enter(1);
+    check!(c, rounds.has_reached(1, entered.round));
+    check!(c, !rounds.has_reached(2, entered.round));
+    rounds.joined(2);
+    rounds.arrived(2, entered.round);
+    check!(c, rounds.has_reached(2, entered.round));
+    check!(c, !rounds.has_reached(2, entered.round + 1));
+    check!(c, !rounds.has_reached(u32::MAX, 1));
 });
 
 kunit_case!(lite_test_api_before_join, |c| {

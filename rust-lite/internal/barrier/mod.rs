@@ -55,17 +55,29 @@ impl Barrier {
             self.adopt_round()?;
         }
         let entered = self.rounds.enter(self.core.node_id());
-        let message = BarrierMessage::Entered {
-            round: entered.round,
-            reply_wanted: true,
-        }
-        .to_frame();
+        let message = |reply_wanted| {
+            BarrierMessage::Entered {
+                round: entered.round,
+                reply_wanted,
+            }
+            .to_frame()
+        };
+        // Only a peer not yet heard of in this round is asked to answer: if
+        // it already entered, its own message was missed (sent before this
+        // node was connected to it); the others would answer for nothing,
+        // doubling the messages of every round.
+        let (asking, telling) = (message(true), message(false));
         loop {
             for node in self.core.connected_peers()?.iter() {
                 if let Ok(peer) = self.core.peer(*node) {
+                    let frame = if self.rounds.has_reached(*node, entered.round) {
+                        &telling
+                    } else {
+                        &asking
+                    };
                     // A peer that cannot be reached now is retried on the
                     // next resend; it cannot count towards `num` meanwhile.
-                    let _ = peer.send(&message);
+                    let _ = peer.send(frame);
                 }
             }
             let outcome = self.rounds.wait(entered, num as usize);

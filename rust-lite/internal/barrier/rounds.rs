@@ -186,6 +186,12 @@ impl BarrierRounds {
         self.rounds.lock().own
     }
 
+    /// Whether `node` is known to have reached `round`.
+    pub(crate) fn has_reached(&self, node: u32, round: u64) -> bool {
+        let rounds = self.rounds.lock();
+        rounds.seen.get(node as usize).is_some_and(|&seen| seen >= round)
+    }
+
     /// Records that `node` reached `round`.
     pub(crate) fn arrived(&self, node: u32, round: u64) {
         let mut rounds = self.rounds.lock();
