@@ -18,8 +18,8 @@
 //! throughput, the isolation of a high-priority process's writes from
 //! low-priority processes saturating the link, with QoS off and on, and
 //! last how many memory regions node 2 registers as its live LMRs grow.
-//! A second, short phase boots [`LOCK_NODES`] VMs that all take turns on
-//! one lock. A third boots [`FAILURE_NODES`] VMs that run the failure
+//! Two short phases boot 2 and [`LOCK_NODES`] VMs that all take turns on
+//! one lock. Another boots [`FAILURE_NODES`] VMs that run the failure
 //! test's program alone: the last node is killed once the others depend on
 //! it, and the survivors report how long their calls waiting on it
 //! stalled, then one of them leaves and joins again ten times. Two VMs
@@ -88,6 +88,10 @@ pub const ATOMICS: [(&str, &str); 2] = [
 /// Nodes of the lock contention phase; every one of them contends.
 pub const LOCK_NODES: usize = 4;
 
+/// Nodes of the lock contention phases: throughput with the most must
+/// not fall below that with the fewest.
+pub const CONTENTION_NODES: [usize; 2] = [2, LOCK_NODES];
+
 /// Nodes of the failure phase: survivors, then the victim (the last).
 pub const FAILURE_NODES: usize = failure::NODES;
 
@@ -109,7 +113,8 @@ pub enum Part {
     /// perftest and every other `lite-bench` series: throughput, RPC
     /// throughput, asynchronous RPC, isolation, memory regions.
     Comparison,
-    /// Lock/unlock, uncontended and with [`LOCK_NODES`] nodes contending.
+    /// Lock/unlock, uncontended and with 2 and [`LOCK_NODES`] nodes
+    /// contending.
     Locks,
     /// The failure phase.
     Failure,
@@ -255,16 +260,20 @@ pub fn run(
         waits.push(comparison.waited);
     }
     if options.runs(Part::Locks) {
-        // The contention phase: a cluster of its own, short.
+        // The contention phases: a cluster of their own each, short.
         let lock_iters = run::lock_iters(iters);
-        let lock_waited = interrupt::check()
-            .and_then(|()| run::lock_phase(&setup, lock_iters))
-            .and_then(|phase| {
-                m.add_logs("locks/", &phase.logs);
-                phase.waited
-            });
+        for nodes in CONTENTION_NODES {
+            let lock_waited = interrupt::check()
+                .and_then(|()| run::lock_phase(&setup, nodes, lock_iters))
+                .and_then(|phase| {
+                    m.add_logs(&format!("locks{nodes}/"), &phase.logs);
+                    phase.waited
+                });
+            waits.push(
+                lock_waited.with_context(|| format!("the {nodes}-node lock contention phase")),
+            );
+        }
         report::say_locks(iters, lock_iters, &m);
-        waits.push(lock_waited.context("the lock contention phase"));
     }
     if options.runs(Part::Failure) {
         // The failure phase: four VMs again, the last of them killed.

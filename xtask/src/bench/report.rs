@@ -125,6 +125,8 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
     if !m.failure.is_empty() {
         lines.push(stall_verdict(&m.failure));
     }
+    let locks: Vec<LockRow> = m.locks.values().cloned().collect();
+    lines.extend(contention_verdict(&locks));
     lines
 }
 
@@ -133,10 +135,11 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
 pub fn say_locks(iters: u32, lock_iters: u32, m: &Measurements) {
     let locks: Vec<LockRow> = m.locks.values().cloned().collect();
     ui::say(&format!(
-        "==> locks (lock/unlock pairs: {iters} uncontended, {lock_iters} per node with \
+        "==> locks (lock/unlock pairs: {iters} uncontended, {lock_iters} per node with 2 and \
          {LOCK_NODES} nodes contending; times in microseconds)"
     ));
     say_indented(lock_table(&locks, &m.lock_samples));
+    say_indented(contention_verdict(&locks));
 }
 
 /// Prints the failure phase's table: stalls and detection, leave and
@@ -679,7 +682,6 @@ pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) ->
             continue;
         }
         let pairs: u64 = group.iter().map(|r| r.iters).sum();
-        let longest = group.iter().map(|r| r.busy_us).fold(0.0, f64::max);
         let all: Vec<f64> = group
             .iter()
             .flat_map(|r| samples.get(&(contenders, r.node)).into_iter().flatten())
@@ -701,7 +703,7 @@ pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) ->
             &spread_cell(overall.as_ref()),
             "-",
             "-",
-            &ratio_cell(Some(pairs as f64 * 1e6), Some(longest)),
+            &cell(contended_throughput(&group)),
         ]));
         if all.len() as u64 != pairs {
             notes.push(format!(
@@ -712,6 +714,54 @@ pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) ->
     }
     lines.extend(notes);
     lines
+}
+
+/// Lock/unlock pairs per second of a group of contending nodes: every
+/// node's pairs over the longest any node was busy; `None` without time.
+fn contended_throughput(group: &[&LockRow]) -> Option<f64> {
+    let pairs: u64 = group.iter().map(|r| r.iters).sum();
+    let longest = group.iter().map(|r| r.busy_us).fold(0.0, f64::max);
+    (longest > 0.0).then(|| pairs as f64 * 1e6 / longest)
+}
+
+/// How much lower contended throughput with the most nodes may be than
+/// with the fewest, for the verdict (the spread of one phase under TCG).
+const CONTENTION_TOLERANCE: f64 = 1.10;
+
+/// Whether contended lock throughput with the most contending nodes is no
+/// lower than with the fewest (within [`CONTENTION_TOLERANCE`]); `None`
+/// unless two numbers of contenders were measured.
+pub fn contention_verdict(rows: &[LockRow]) -> Option<String> {
+    let mut counts: Vec<u32> = rows
+        .iter()
+        .map(|r| r.contenders)
+        .filter(|&c| c >= 2)
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let throughput = |contenders: u32| {
+        let group: Vec<&LockRow> = rows.iter().filter(|r| r.contenders == contenders).collect();
+        contended_throughput(&group)
+    };
+    let (&fewest, &most) = (counts.first()?, counts.last()?);
+    if fewest == most {
+        return None;
+    }
+    let what = format!(
+        "contended lock throughput with {most} nodes no lower than with {fewest} (within \
+         {CONTENTION_TOLERANCE:.2}x)"
+    );
+    Some(match (throughput(fewest), throughput(most)) {
+        (Some(few), Some(many)) => format!(
+            "{what}: {} ({many:.0} pairs/s against {few:.0})",
+            if many * CONTENTION_TOLERANCE >= few {
+                "met"
+            } else {
+                "NOT met"
+            }
+        ),
+        _ => format!("{what}: NOT met (not timed with both)"),
+    })
 }
 
 /// The isolation phases in the order of the table: (phase, QoS).
@@ -1407,6 +1457,34 @@ mod tests {
         let empty = atomic_table(&[], &[]);
         assert_eq!(empty.len(), 3);
         assert!(empty[2].split_whitespace().skip(5).all(|f| f == "-"));
+    }
+
+    #[test]
+    fn contended_throughput_must_not_fall_with_more_nodes() {
+        let four = parse_lite_lock(LOCK_LOG);
+        // One contended group only: no verdict.
+        assert_eq!(contention_verdict(&four), None);
+        let two = |busy_us: u32| {
+            format!(
+                "LITE-LOCK contenders=2 node=1 home=1 iters=4 acquire_median_us=1 \
+                 acquire_p10_us=1 acquire_p90_us=1 pair_median_us=1 pair_p10_us=1 \
+                 pair_p90_us=1 busy_us={busy_us} pairs_per_s=1\n"
+            )
+        };
+        let what = "contended lock throughput with 4 nodes no lower than with 2 (within 1.10x)";
+        // 4 nodes: 8 pairs in 1000 us; 2 nodes: 4 pairs in 550 us or 400 us.
+        let mut rows = four.clone();
+        rows.extend(parse_lite_lock(&two(550)));
+        assert_eq!(
+            contention_verdict(&rows).as_deref(),
+            Some(format!("{what}: met (8000 pairs/s against 7273)").as_str())
+        );
+        let mut rows = four;
+        rows.extend(parse_lite_lock(&two(400)));
+        assert_eq!(
+            contention_verdict(&rows).as_deref(),
+            Some(format!("{what}: NOT met (8000 pairs/s against 10000)").as_str())
+        );
     }
 
     #[test]

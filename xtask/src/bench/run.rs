@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::{
-    ASYNC_SIZES, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES, RPC_ASYNC_SIZE, SIZES,
-};
+use super::{ASYNC_SIZES, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, RPC_ASYNC_SIZE, SIZES};
 use crate::cluster::{self, node_ip, Cluster, ClusterSpec};
 use crate::failure;
 use crate::initramfs;
@@ -299,13 +297,13 @@ pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
     boot(&setup.spec(roles, &extra, &setup.logs), TIMEOUT)
 }
 
-/// The lock contention phase: [`LOCK_NODES`] nodes taking turns on one
-/// lock, `lock_iters` pairs each, logging into `locks/`.
-pub fn lock_phase(setup: &Setup, lock_iters: u32) -> Result<Phase> {
-    let logs = setup.logs.join("locks");
+/// A lock contention phase: `nodes` nodes taking turns on one lock,
+/// `lock_iters` pairs each, logging into `locks<nodes>/`.
+pub fn lock_phase(setup: &Setup, nodes: usize, lock_iters: u32) -> Result<Phase> {
+    let logs = setup.logs.join(format!("locks{nodes}"));
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     let extra = |_: usize| vec![format!("lite.lockiters={lock_iters}")];
-    let roles = vec!["bench-lock".into(); LOCK_NODES];
+    let roles = vec!["bench-lock".into(); nodes];
     boot(&setup.spec(roles, &extra, &logs), LOCK_TIMEOUT)
 }
 
