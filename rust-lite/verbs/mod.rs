@@ -41,7 +41,7 @@ pub(crate) use qp::RemoteEnd;
 pub(crate) use region_keys::{KeyRegistry, KeyTable};
 pub(crate) use remote_keys::RemoteKeys;
 pub(crate) use remote_pool::{pool_bytes, RemotePool};
-pub(crate) use staging::StagingPool;
+pub(crate) use staging::{StagingPool, STAGING_SIZE};
 pub(crate) use user_pages::{PinnedPages, PAGE_SIZE};
 
 use kernel::error::Error;

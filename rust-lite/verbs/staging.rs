@@ -43,16 +43,20 @@ impl StagingPool {
     /// # Errors
     ///
     /// As [`DmaBuffer::new`], or `f`'s error.
-    pub(crate) fn with<T>(&self, len: usize, f: impl FnOnce(&DmaBuffer) -> Result<T>) -> Result<T> {
+    pub(crate) fn with<T>(
+        &self,
+        len: usize,
+        f: impl FnOnce(&mut DmaBuffer) -> Result<T>,
+    ) -> Result<T> {
         if len > STAGING_SIZE {
-            return f(&DmaBuffer::new(&self.device, len)?);
+            return f(&mut DmaBuffer::new(&self.device, len)?);
         }
         let reused = self.free.lock().iter_mut().find_map(Option::take);
-        let buffer = match reused {
+        let mut buffer = match reused {
             Some(buffer) => buffer,
             None => DmaBuffer::new(&self.device, STAGING_SIZE)?,
         };
-        let result = f(&buffer);
+        let result = f(&mut buffer);
         self.give_back(buffer);
         result
     }

@@ -5,7 +5,9 @@
 //! Data moves through a staging buffer the device can access: for a write
 //! the caller's bytes are copied into it and written to the chunk's node
 //! with one RDMA write per piece; a read does the reverse. Chunks on this
-//! node are copied directly.
+//! node are copied directly. Transfers of up to a page take a buffer of the
+//! node's staging pool, so that a small write or read does not allocate,
+//! zero and map a page of its own.
 
 use kernel::{
     prelude::*,
@@ -13,7 +15,10 @@ use kernel::{
 };
 
 use super::{chunk::pieces_in, lmr::Lmr};
-use crate::{internal::core::Core, verbs::DmaBuffer};
+use crate::{
+    internal::core::Core,
+    verbs::{DmaBuffer, STAGING_SIZE},
+};
 
 /// Largest piece moved by one RDMA operation.
 pub(crate) const MAX_PIECE: u64 = 256 << 10;
@@ -102,14 +107,42 @@ pub(crate) fn staging_buffer(core: &Core, len: u64) -> Result<DmaBuffer> {
 pub(crate) fn transfer_lmr(
     core: &Core,
     lmr: &Lmr,
-    mut direction: Direction<'_>,
+    direction: Direction<'_>,
     len: u64,
     offset: u64,
 ) -> Result {
     if len == 0 {
         return Ok(());
     }
-    let mut staging = staging_buffer(core, len)?;
+    match usize::try_from(len) {
+        Ok(small) if small <= STAGING_SIZE => core.staging.with(small, |staging| {
+            move_pieces(core, lmr, direction, len, offset, staging)
+        }),
+        _ => move_pieces(
+            core,
+            lmr,
+            direction,
+            len,
+            offset,
+            &mut staging_buffer(core, len)?,
+        ),
+    }
+}
+
+/// Moves `len` bytes at `offset` of `lmr` through `staging`, a piece of at
+/// most its length at a time.
+///
+/// A reused `staging` still holds an earlier transfer's bytes: only the
+/// bytes each piece filled (a write) or the device wrote (a read) are
+/// handed on.
+fn move_pieces(
+    core: &Core,
+    lmr: &Lmr,
+    mut direction: Direction<'_>,
+    len: u64,
+    offset: u64,
+    staging: &mut DmaBuffer,
+) -> Result {
     let max_piece = staging.len() as u64;
     for piece in pieces_in(lmr.geometry, offset, len, max_piece) {
         let piece_len = usize::try_from(piece.len).map_err(|_| EINVAL)?;
@@ -118,11 +151,11 @@ pub(crate) fn transfer_lmr(
         let remote_addr = chunk.addr().checked_add(piece.chunk_offset).ok_or(EINVAL)?;
         match &mut direction {
             Direction::Write(source) => {
-                source.fill(&mut staging, piece_len)?;
+                source.fill(staging, piece_len)?;
                 match &chunk.local {
-                    Some(memory) => memory.copy_from_buffer(at, &staging, piece_len)?,
+                    Some(memory) => memory.copy_from_buffer(at, staging, piece_len)?,
                     None => core.peer(chunk.reach()?)?.rdma_write(
-                        &staging,
+                        staging,
                         0,
                         piece_len,
                         remote_addr,
@@ -132,16 +165,16 @@ pub(crate) fn transfer_lmr(
             }
             Direction::Read(sink) => {
                 match &chunk.local {
-                    Some(memory) => memory.copy_to_buffer(at, &staging, piece_len)?,
+                    Some(memory) => memory.copy_to_buffer(at, staging, piece_len)?,
                     None => core.peer(chunk.reach()?)?.rdma_read(
-                        &staging,
+                        staging,
                         0,
                         piece_len,
                         remote_addr,
                         chunk.rkey(),
                     )?,
                 }
-                sink.drain(&mut staging, piece_len)?;
+                sink.drain(staging, piece_len)?;
             }
         }
     }
