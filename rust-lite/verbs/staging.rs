@@ -37,8 +37,9 @@ impl StagingPool {
     /// Runs `f` on a buffer of at least `len` bytes, then keeps the buffer
     /// for the next user.
     ///
-    /// A reused buffer still holds what an earlier user wrote to it: `f`
-    /// hands the device only the bytes it wrote itself.
+    /// A reused buffer still holds what an earlier user left in it: `f`
+    /// hands the device only the bytes it wrote itself, and its caller
+    /// only the bytes the device wrote.
     ///
     /// # Errors
     ///

@@ -32,7 +32,8 @@
  * where cpu_us_per_op is this process's user and system time per
  * operation. The two sides exchange their queue pair and memory region
  * over one TCP connection, which also tells the server each RPC series'
- * size and length. Every wait is bounded (WAIT_TIMEOUT_MS); the program
+ * size and length. Every wait is bounded (WAIT_TIMEOUT_MS, PROCESS_WAIT_MS
+ * in the process curve); the program
  * ends with status 0 exactly when every series completed successfully.
  *
  * With --regions COUNTS the client measures the memory region curve
@@ -83,6 +84,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -101,6 +103,12 @@
 #define WARMUP 16
 /* Longest wait for one completion or one control line. */
 #define WAIT_TIMEOUT_MS 30000
+/*
+ * Longest wait of the process curve, on both sides: a process that is ready
+ * waits for the others to set up their queue pairs (up to MAX_PROCESSES of
+ * them on an emulated VM) before any operation flows.
+ */
+#define PROCESS_WAIT_MS (10 * WAIT_TIMEOUT_MS)
 /* Longest time the client keeps trying to reach the server. */
 #define CONNECT_TRIES 120
 /* Receive requests the server keeps posted during an RPC series. */
@@ -203,6 +211,9 @@ struct offer {
 	uint64_t atomic_addr;
 	uint32_t atomic_rkey;
 };
+
+/* The bound of every wait: WAIT_TIMEOUT_MS, or PROCESS_WAIT_MS in the process curve. */
+static int wait_ms = WAIT_TIMEOUT_MS;
 
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
@@ -557,7 +568,7 @@ static void recv_line_within(int fd, char *line, size_t size, int timeout_ms)
 
 static void recv_line(int fd, char *line, size_t size)
 {
-	recv_line_within(fd, line, size, WAIT_TIMEOUT_MS);
+	recv_line_within(fd, line, size, wait_ms);
 }
 
 static void send_all(int fd, const void *data, size_t len)
@@ -571,15 +582,15 @@ static void send_all(int fd, const void *data, size_t len)
 	}
 }
 
-/* Reads exactly len bytes, waiting at most WAIT_TIMEOUT_MS for each piece. */
+/* Reads exactly len bytes, waiting at most wait_ms for each piece. */
 static void recv_all(int fd, void *data, size_t len)
 {
 	for (size_t got = 0; got < len;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&pfd, 1, WAIT_TIMEOUT_MS) != 1)
-			die("the peer sent nothing for %d s", WAIT_TIMEOUT_MS / 1000);
+		if (poll(&pfd, 1, wait_ms) != 1)
+			die("the peer sent nothing for %d s", wait_ms / 1000);
 		n = recv(fd, (char *)data + got, len - got, 0);
 		if (n <= 0)
 			die("control connection: %s", n ? strerror(errno) : "closed by the peer");
@@ -765,8 +776,8 @@ static void next_completion(struct endpoint *ep, struct ibv_wc *wc)
 		struct ibv_cq *cq;
 		void *context;
 
-		if (poll(&pfd, 1, WAIT_TIMEOUT_MS) != 1)
-			die("no completion within %d s", WAIT_TIMEOUT_MS / 1000);
+		if (poll(&pfd, 1, wait_ms) != 1)
+			die("no completion within %d s", wait_ms / 1000);
 		if (ibv_get_cq_event(ep->channel, &cq, &context))
 			die("ibv_get_cq_event failed");
 		ibv_ack_cq_events(cq, 1);
@@ -1055,7 +1066,7 @@ static void create_series(const struct config *cfg, struct endpoint *ep, unsigne
 
 /* --- the process curve ----------------------------------------------------- */
 
-/* Reads exactly `len` bytes from pipe `fd` within WAIT_TIMEOUT_MS each. */
+/* Reads exactly `len` bytes from pipe `fd` within wait_ms each. */
 static int read_pipe(int fd, void *data, size_t len)
 {
 	uint8_t *at = data;
@@ -1064,7 +1075,7 @@ static int read_pipe(int fd, void *data, size_t len)
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&pfd, 1, WAIT_TIMEOUT_MS) != 1)
+		if (poll(&pfd, 1, wait_ms) != 1)
 			return -1;
 		n = read(fd, at, len);
 		if (n <= 0)
@@ -1133,15 +1144,30 @@ static void curve_process(const struct config *cfg, int op, int report_fd, int g
 	close(fd);
 }
 
-/* Kills and reaps `count` processes of `pids`, then gives up with `why`. */
-static void abandon_step(pid_t *pids, long count, const char *why) __attribute__((noreturn));
+/* Tells a --fork server to quit, once its other connections end. */
+static void quit_server(const struct config *cfg)
+{
+	int fd = control_connect(cfg->host, cfg->port);
 
-static void abandon_step(pid_t *pids, long count, const char *why)
+	send_line(fd, "QUIT");
+	close(fd);
+}
+
+/*
+ * Kills and reaps `count` processes of `pids`, tells the server to quit (its
+ * processes serving the killed ones end as their connections close), then
+ * gives up with `why`.
+ */
+static void abandon_step(const struct config *cfg, pid_t *pids, long count, const char *why)
+	__attribute__((noreturn));
+
+static void abandon_step(const struct config *cfg, pid_t *pids, long count, const char *why)
 {
 	for (long i = 0; i < count; i++)
 		kill(pids[i], SIGKILL);
 	for (long i = 0; i < count; i++)
 		waitpid(pids[i], NULL, 0);
+	quit_server(cfg);
 	die("process curve: %s", why);
 }
 
@@ -1163,7 +1189,7 @@ static void process_step(const struct config *cfg, int op, long count)
 		pid_t pid = fork();
 
 		if (pid < 0)
-			abandon_step(pids, started, "fork failed");
+			abandon_step(cfg, pids, started, "fork failed");
 		if (pid == 0) {
 			close(report_pipe[0]);
 			close(go_pipe[1]);
@@ -1178,17 +1204,17 @@ static void process_step(const struct config *cfg, int op, long count)
 		char ready;
 
 		if (read_pipe(report_pipe[0], &ready, 1) || ready != 'r')
-			abandon_step(pids, count, "a process did not get ready");
+			abandon_step(cfg, pids, count, "a process did not get ready");
 	}
 	start = now_us();
 	for (long i = 0; i < count; i++)
 		if (write(go_pipe[1], "g", 1) != 1)
-			abandon_step(pids, count, "cannot start the processes");
+			abandon_step(cfg, pids, count, "cannot start the processes");
 	for (long i = 0; i < count; i++) {
 		double took;
 
 		if (read_pipe(report_pipe[0], &took, sizeof(took)))
-			abandon_step(pids, count, "a process did not finish");
+			abandon_step(cfg, pids, count, "a process did not finish");
 		if (took > slowest)
 			slowest = took;
 	}
@@ -1202,9 +1228,11 @@ static void process_step(const struct config *cfg, int op, long count)
 	}
 	close(report_pipe[0]);
 	close(go_pipe[1]);
-	if (!ok)
+	if (!ok) {
+		quit_server(cfg);
 		die("process curve: a process of the %s step with %ld processes failed",
 		    op_names[op], count);
+	}
 	/* Each process holds one queue pair (its server process another). */
 	printf("LITE-VERBS op=proc_%s size=%d processes=%ld wait=%s iters=%ld elapsed_us=%.2f "
 	       "slowest_us=%.2f ops_per_s=%.1f qps=%ld mrs=%ld\n",
@@ -1218,7 +1246,6 @@ static void process_step(const struct config *cfg, int op, long count)
 static void process_curve(const struct config *cfg)
 {
 	static const int curve_ops[] = { OP_WRITE, OP_RPC };
-	int fd;
 
 	for (size_t o = 0; o < sizeof(curve_ops) / sizeof(curve_ops[0]); o++) {
 		if (!cfg->ops[curve_ops[o]])
@@ -1226,9 +1253,7 @@ static void process_curve(const struct config *cfg)
 		for (int c = 0; c < cfg->nprocesses; c++)
 			process_step(cfg, curve_ops[o], cfg->processes[c]);
 	}
-	fd = control_connect(cfg->host, cfg->port);
-	send_line(fd, "QUIT");
-	close(fd);
+	quit_server(cfg);
 	printf("LITE-VERBS: ok\n");
 }
 
@@ -1444,6 +1469,9 @@ static void fork_server(const struct config *cfg, int listener)
 		if (pid < 0)
 			die("fork: %s", strerror(errno));
 		if (pid == 0) {
+			/* A server that gives up takes its connections with it. */
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+				die("cannot follow the server process");
 			close(listener);
 			serve_connection(cfg, fd, greeting);
 			close(fd);
@@ -1481,6 +1509,8 @@ int main(int argc, char **argv)
 	struct config cfg;
 
 	parse_args(&cfg, argc, argv);
+	if (cfg.fork || cfg.nprocesses)
+		wait_ms = PROCESS_WAIT_MS;
 	srand48((long)getpid() ^ (long)time(NULL));
 	if (cfg.server)
 		server(&cfg);

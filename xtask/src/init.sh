@@ -541,7 +541,6 @@ bench-regions-server) region_curve server || rc=1 ;;
 bench-regions-client) region_curve client || rc=1 ;;
 bench-processes-server) process_curve server || rc=1 ;;
 bench-processes-client) process_curve client || rc=1 ;;
-# Every node takes one lock kept by node 1, at the same time.
 bench-apps) bench_apps ;;
 apps)
 	approunds=1
@@ -549,6 +548,7 @@ apps)
 	;;
 # Every node of the cluster times its join, barriers and all-to-all RPC.
 bench-scale) lite-bench --cm "$cm" --scale "$nodes" --iters "$iters" --scale-calls "$scalecalls" || rc=$? ;;
+# Every node takes one lock kept by node 1, at the same time.
 bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters" || rc=$? ;;
 # The benchmark's failure phase: the failure test's program alone, no
 # cluster test after it (the victim's VM is not booted again). Survivors

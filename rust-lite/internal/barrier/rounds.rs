@@ -10,8 +10,9 @@
 //! known to have reached it. Because a node only ever reports its latest
 //! round and receivers keep the maximum, messages may be repeated or cross
 //! each other freely: while waiting, a node repeats its round every
-//! [`RESEND_INTERVAL_MS`] and asks for an answer, so a peer that already
-//! left that round (possibly before the waiting node joined) reports it.
+//! [`RESEND_INTERVAL_MS`] and asks the peers it has not heard of in that
+//! round for an answer, so a peer that already left that round (possibly
+//! before the waiting node joined) reports it.
 
 use kernel::{
     new_condvar, new_mutex,

@@ -122,17 +122,36 @@ pub fn say(barriers: u32, calls: u32, m: &Measurements) {
     say_indented(summary(m));
 }
 
-/// One line on the curve from the fewest nodes to the most, with what
-/// limits it here; `None` without a curve. It sets no target: on two host
-/// cores the VMs of a larger cluster each get less CPU.
+/// The cluster sizes every node of which reported: the others' throughput
+/// would be missing some nodes' calls.
+fn complete(m: &Measurements) -> Vec<ClusterSize> {
+    sizes(m)
+        .into_iter()
+        .filter(|s| s.reported as u64 == s.nodes)
+        .collect()
+}
+
+/// One line on the curve from the fewest nodes to the most, over the
+/// sizes every node of which reported, with what limits it here; `None`
+/// without a curve. It sets no target: on two host cores the VMs of a
+/// larger cluster each get less CPU.
 pub fn summary(m: &Measurements) -> Option<String> {
-    let sizes = sizes(m);
-    let (first, last) = (sizes.first()?, sizes.last()?);
+    if m.cluster_scale.is_empty() {
+        return None;
+    }
+    let sizes = complete(m);
+    let partial = match self::sizes(m).len() - sizes.len() {
+        0 => String::new(),
+        n => format!(" ({n} cluster sizes left out: not every node reported)"),
+    };
+    let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
+        return Some(format!("cluster size: not measured{partial}"));
+    };
     let median =
-        |v: Option<(f64, f64, f64)>| v.map_or("-".to_string(), |(m, _, _)| format!("{m:.0}"));
+        |v: Option<(f64, f64, f64)>| v.map_or("-".to_string(), |(m, _, _)| format!("{m:.1}"));
     Some(format!(
         "cluster size {} -> {} nodes (no target: the VMs share two host cores under TCG): join \
-         {} -> {} ms, barrier {} -> {} ms, all-to-all RPC {:.0} -> {:.0} calls/s",
+         {} -> {} ms, barrier {} -> {} ms, all-to-all RPC {:.0} -> {:.0} calls/s{partial}",
         first.nodes,
         last.nodes,
         median(first.join_ms),
@@ -145,9 +164,10 @@ pub fn summary(m: &Measurements) -> Option<String> {
 }
 
 /// The curve's charts: join and barrier time, and all-to-all throughput,
-/// against cluster size; left out without data.
+/// against cluster size (those every node of which reported); left out
+/// without data.
 pub fn charts(m: &Measurements) -> Vec<LineChart> {
-    let sizes = sizes(m);
+    let sizes = complete(m);
     if sizes.is_empty() {
         return Vec::new();
     }
@@ -208,6 +228,17 @@ mod tests {
         m
     }
 
+    /// [`curve`] with the 4-node step's last node too.
+    fn full() -> Measurements {
+        let mut m = curve();
+        m.add_log(
+            "cluster4/node4",
+            "LITE-SCALE nodes=4 node=4 join_us=300000 barriers=50 barrier_median_us=8500 \
+             barrier_p90_us=9000 rpc_peers=3 rpc_calls=600 rpc_elapsed_us=1 rpc_calls_per_s=300\n",
+        );
+        m
+    }
+
     #[test]
     fn each_size_sums_throughput_and_takes_medians_over_its_nodes() {
         let sizes = sizes(&curve());
@@ -228,20 +259,29 @@ mod tests {
             .collect();
         assert_eq!(rows[2], "2 2 110.0 100.0-120.0 3.2 3.0-3.5 1500");
         assert_eq!(rows[3], "4 3 330.0 250.0-410.0 8.5 8.0-9.0 1700");
+        // The 4-node step misses a node: left out of the summary.
         assert_eq!(
             summary(&curve()).expect("a summary"),
+            "cluster size 2 -> 2 nodes (no target: the VMs share two host cores under TCG): \
+             join 110.0 -> 110.0 ms, barrier 3.2 -> 3.2 ms, all-to-all RPC 1500 -> 1500 calls/s \
+             (1 cluster sizes left out: not every node reported)"
+        );
+        assert_eq!(
+            summary(&full()).expect("a summary"),
             "cluster size 2 -> 4 nodes (no target: the VMs share two host cores under TCG): \
-             join 110 -> 330 ms, barrier 3 -> 8 ms, all-to-all RPC 1500 -> 1700 calls/s"
+             join 110.0 -> 300.0 ms, barrier 3.2 -> 8.5 ms, all-to-all RPC 1500 -> 2000 calls/s"
         );
         assert_eq!(summary(&Measurements::default()), None);
     }
 
     #[test]
     fn the_charts_plot_times_and_throughput_by_size() {
-        let drawn = charts(&curve());
+        let drawn = charts(&full());
         assert_eq!(drawn.len(), 2);
-        assert_eq!(drawn[0].series[0].1, [(2.0, 110.0), (4.0, 330.0)]);
-        assert_eq!(drawn[1].series[0].1, [(2.0, 1500.0), (4.0, 1700.0)]);
+        assert_eq!(drawn[0].series[0].1, [(2.0, 110.0), (4.0, 300.0)]);
+        assert_eq!(drawn[1].series[0].1, [(2.0, 1500.0), (4.0, 2000.0)]);
+        // A size with a node missing is not plotted.
+        assert_eq!(charts(&curve())[1].series[0].1, [(2.0, 1500.0)]);
         assert!(charts(&Measurements::default()).is_empty());
     }
 }

@@ -77,11 +77,15 @@ fn median_ops(m: &Measurements, side: Side, workload: &str, processes: u64) -> O
 }
 
 /// LITE's time per operation over native's (native's throughput over
-/// LITE's) in each round both sides measured a step: median, lowest and
-/// highest.
+/// LITE's) in each round of a step: median, lowest and highest. `None`
+/// unless both sides measured the step in every round: the rounds are
+/// paired in the order the log gives them.
 fn step_ratio(m: &Measurements, workload: &str, processes: u64) -> Option<(f64, f64, f64)> {
     let lite = rounds(m, Side::Lite, workload, processes);
     let native = rounds(m, Side::Native, workload, processes);
+    if lite.len() != native.len() {
+        return None;
+    }
     let ratios: Vec<f64> = lite
         .iter()
         .zip(native)
@@ -346,6 +350,9 @@ mod tests {
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
             .collect();
         assert_eq!(rows[2], "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1");
+        // A round one side did not report leaves the step without a ratio.
+        m.add_log("processes/node2", &step("LITE-BENCH", 1000.0));
+        assert_eq!(step_ratio(&m, "write", 8), None);
     }
 
     #[test]

@@ -408,11 +408,10 @@ impl RaceRun<'_, '_, '_> {
             -1
         };
         if mapping <= 0 {
-            let ret = self.caller.simple(
-                self.step,
+            let ret = self.release_own(
                 Syscall::Free,
-                [handle, 0, 0, 0, 0, 0],
-                Value::Zero,
+                handle,
+                "the process's own LMR, whose name was not mapped",
             );
             self.settle(
                 handle,

@@ -446,7 +446,9 @@ impl Options {
     /// Largest message the RPC server must accept; `None` without RPC
     /// series.
     fn rpc_max_size(&self) -> Option<u64> {
-        let throughput = (!self.rpc_threads.is_empty()).then_some(RPC_THROUGHPUT_SIZE);
+        // The process curve's and the RPC throughput series' calls.
+        let throughput = (self.series == Series::Processes || !self.rpc_threads.is_empty())
+            .then_some(RPC_THROUGHPUT_SIZE);
         self.rpc_sizes.iter().copied().chain(throughput).max()
     }
 }
@@ -600,11 +602,12 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(LOAD_SUBCOMMAND) {
-        return load_process(&args[1..]);
-    }
-    if args.first().map(String::as_str) == Some(process_curve::PROCESS_SUBCOMMAND) {
-        return process_curve::process_main(&args[1..]);
+    match args.split_first() {
+        Some((subcommand, rest)) if subcommand == LOAD_SUBCOMMAND => return load_process(rest),
+        Some((subcommand, rest)) if subcommand == process_curve::PROCESS_SUBCOMMAND => {
+            return process_curve::process_main(rest)
+        }
+        _ => {}
     }
     let parsed = CLI.parse_env_or_exit();
     let options = match parse_options(&parsed) {

@@ -224,11 +224,16 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
         ),
         ProcessWorkload::Rpc => None,
     };
+    // Every reply is checked: another process's would differ.
     let mut operation = || match &lmr {
         Some(lmr) => lmr
             .write(0, &data, Priority::None)
             .map_err(|e| format!("write of {OP_SIZE} B: {}", describe_error(&e))),
-        None => echo_call(node, &data, &mut back),
+        None => {
+            pattern::poison(seed, 0, &mut back);
+            echo_call(node, &data, &mut back)?;
+            pattern::verify(seed, 0, &back).map_err(|m| format!("wrong RPC reply: {m}"))
+        }
     };
     for _ in 0..WARMUP_OPS {
         operation()?;
@@ -247,16 +252,11 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
         operation()?;
     }
     let took_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
-    // A fast but wrong transfer would make the numbers meaningless.
-    match &lmr {
-        Some(lmr) => {
-            lmr.read(0, &mut back, Priority::None)
-                .map_err(|e| format!("read back: {}", describe_error(&e)))?;
-            pattern::verify(seed, 0, &back).map_err(|m| format!("writes left wrong data: {m}"))?;
-        }
-        None => pattern::verify(seed, 0, &back).map_err(|m| format!("wrong RPC reply: {m}"))?,
-    }
+    // A fast but wrong write would make the numbers meaningless.
     if let Some(lmr) = lmr {
+        lmr.read(0, &mut back, Priority::None)
+            .map_err(|e| format!("read back: {}", describe_error(&e)))?;
+        pattern::verify(seed, 0, &back).map_err(|m| format!("writes left wrong data: {m}"))?;
         lmr.free()
             .map_err(|e| format!("free: {}", describe_error(&e)))?;
     }
