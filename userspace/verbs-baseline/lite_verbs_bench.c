@@ -1064,6 +1064,61 @@ static void create_series(const struct config *cfg, struct endpoint *ep, unsigne
 	report_named(cfg, "region_free", size, "", release, iters, cpu_release);
 }
 
+/* --- the client's connection and series ------------------------------------ */
+
+/*
+ * Connects to the server: a control connection, then a queue pair whose
+ * buffers hold `largest` bytes each way. Returns once the server's queue
+ * pair is ready to receive (before the first request).
+ */
+static int connect_to_server(const struct config *cfg, struct endpoint *ep, unsigned long largest)
+{
+	struct offer mine, peer;
+	char line[LINE_MAX_LEN];
+	int fd = control_connect(cfg->host, cfg->port);
+
+	send_line(fd, "HELLO %lu", largest);
+	open_endpoint(ep, cfg, largest);
+	recv_offer(fd, &peer);
+	mine = own_offer(ep);
+	send_offer(fd, &mine);
+	connect_qp(ep, cfg, &mine, &peer);
+	recv_line(fd, line, sizeof(line));
+	if (strcmp(line, "CONNECTED"))
+		die("the server answered \"%s\" to the offer", line);
+	return fd;
+}
+
+/* Asks the server to answer `count` RPCs of `size` bytes, and waits until it can. */
+static void start_rpc_series(int fd, unsigned long size, long count)
+{
+	char line[LINE_MAX_LEN];
+
+	send_line(fd, "RPC %lu %ld", size, count);
+	recv_line(fd, line, sizeof(line));
+	if (strcmp(line, "READY"))
+		die("the server answered \"%s\" to an RPC series", line);
+}
+
+/* Waits for the end of an RPC series the server answered. */
+static void end_rpc_series(int fd)
+{
+	char line[LINE_MAX_LEN];
+
+	recv_line(fd, line, sizeof(line));
+	if (strcmp(line, "DONE"))
+		die("the server answered \"%s\" after an RPC series", line);
+}
+
+/* One operation `op` of `size` bytes, as the series time it. */
+static void one_op(struct endpoint *ep, int op, unsigned long size, uint64_t *remote_value)
+{
+	if (op == OP_RPC)
+		rpc_call(ep, size);
+	else
+		one_sided(ep, op, size, remote_value);
+}
+
 /* --- the process curve ----------------------------------------------------- */
 
 /* Reads exactly `len` bytes from pipe `fd` within wait_ms each. */
@@ -1096,50 +1151,25 @@ static void curve_process(const struct config *cfg, int op, int report_fd, int g
 {
 	const unsigned long size = PROCESS_OP_SIZE;
 	struct endpoint ep;
-	struct offer mine, peer;
-	char line[LINE_MAX_LEN], ready = 'r', go;
+	char ready = 'r', go;
 	uint64_t remote_value = 0;
 	double start, elapsed;
-	int fd = control_connect(cfg->host, cfg->port);
+	int fd = connect_to_server(cfg, &ep, size);
 
-	send_line(fd, "HELLO %lu", size);
-	open_endpoint(&ep, cfg, size);
-	recv_offer(fd, &peer);
-	mine = own_offer(&ep);
-	send_offer(fd, &mine);
-	connect_qp(&ep, cfg, &mine, &peer);
-	recv_line(fd, line, sizeof(line));
-	if (strcmp(line, "CONNECTED"))
-		die("the server answered \"%s\" to the offer", line);
-	if (op == OP_RPC) {
-		send_line(fd, "RPC %lu %ld", size, cfg->iters + WARMUP);
-		recv_line(fd, line, sizeof(line));
-		if (strcmp(line, "READY"))
-			die("the server answered \"%s\" to an RPC series", line);
-	}
-	for (int i = 0; i < WARMUP; i++) {
-		if (op == OP_RPC)
-			rpc_call(&ep, size);
-		else
-			one_sided(&ep, op, size, &remote_value);
-	}
+	if (op == OP_RPC)
+		start_rpc_series(fd, size, cfg->iters + WARMUP);
+	for (int i = 0; i < WARMUP; i++)
+		one_op(&ep, op, size, &remote_value);
 	if (write(report_fd, &ready, 1) != 1 || read_pipe(go_fd, &go, 1))
 		die("lost the parent process");
 	start = now_us();
-	for (long i = 0; i < cfg->iters; i++) {
-		if (op == OP_RPC)
-			rpc_call(&ep, size);
-		else
-			one_sided(&ep, op, size, &remote_value);
-	}
+	for (long i = 0; i < cfg->iters; i++)
+		one_op(&ep, op, size, &remote_value);
 	elapsed = now_us() - start;
 	if (write(report_fd, &elapsed, sizeof(elapsed)) != (ssize_t)sizeof(elapsed))
 		die("lost the parent process");
-	if (op == OP_RPC) {
-		recv_line(fd, line, sizeof(line));
-		if (strcmp(line, "DONE"))
-			die("the server answered \"%s\" after an RPC series", line);
-	}
+	if (op == OP_RPC)
+		end_rpc_series(fd);
 	send_line(fd, "BYE");
 	close(fd);
 }
@@ -1260,7 +1290,6 @@ static void process_curve(const struct config *cfg)
 static void client(const struct config *cfg)
 {
 	struct endpoint ep;
-	struct offer mine, peer;
 	unsigned long largest = 8;
 	double *samples;
 	int fd;
@@ -1275,21 +1304,7 @@ static void client(const struct config *cfg)
 	samples = calloc((size_t)cfg->iters, sizeof(*samples));
 	if (!samples)
 		die("out of memory");
-	fd = control_connect(cfg->host, cfg->port);
-	send_line(fd, "HELLO %lu", largest);
-	open_endpoint(&ep, cfg, largest);
-	recv_offer(fd, &peer);
-	mine = own_offer(&ep);
-	send_offer(fd, &mine);
-	connect_qp(&ep, cfg, &mine, &peer);
-	/* The server's queue pair must be ready to receive before the first request. */
-	{
-		char line[LINE_MAX_LEN];
-
-		recv_line(fd, line, sizeof(line));
-		if (strcmp(line, "CONNECTED"))
-			die("the server answered \"%s\" to the offer", line);
-	}
+	fd = connect_to_server(cfg, &ep, largest);
 
 	uint64_t remote_value = 0;
 
@@ -1306,38 +1321,23 @@ static void client(const struct config *cfg)
 		for (int s = 0; s < cfg->nsizes; s++) {
 			unsigned long size = atomic ? 8 : cfg->sizes[s];
 			double cpu_start;
-			char line[LINE_MAX_LEN];
 
 			if (atomic && s > 0)
 				break;
-			if (op == OP_RPC) {
-				send_line(fd, "RPC %lu %ld", size, cfg->iters + WARMUP);
-				recv_line(fd, line, sizeof(line));
-				if (strcmp(line, "READY"))
-					die("the server answered \"%s\" to an RPC series", line);
-			}
-			for (int i = 0; i < WARMUP; i++) {
-				if (op == OP_RPC)
-					rpc_call(&ep, size);
-				else
-					one_sided(&ep, op, size, &remote_value);
-			}
+			if (op == OP_RPC)
+				start_rpc_series(fd, size, cfg->iters + WARMUP);
+			for (int i = 0; i < WARMUP; i++)
+				one_op(&ep, op, size, &remote_value);
 			cpu_start = cpu_us();
 			for (long i = 0; i < cfg->iters; i++) {
 				double start = now_us();
 
-				if (op == OP_RPC)
-					rpc_call(&ep, size);
-				else
-					one_sided(&ep, op, size, &remote_value);
+				one_op(&ep, op, size, &remote_value);
 				samples[i] = now_us() - start;
 			}
 			report(cfg, op, size, samples, cfg->iters, cpu_us() - cpu_start);
-			if (op == OP_RPC) {
-				recv_line(fd, line, sizeof(line));
-				if (strcmp(line, "DONE"))
-					die("the server answered \"%s\" after an RPC series", line);
-			}
+			if (op == OP_RPC)
+				end_rpc_series(fd);
 		}
 	}
 	send_line(fd, "BYE");
