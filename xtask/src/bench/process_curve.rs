@@ -11,6 +11,7 @@
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, ProcessPoint, Side};
 use super::report::{left, right, say_indented, table_row};
+use super::rounds::Range;
 use crate::ui;
 
 /// Most LITE's time per operation may be over native's, with many
@@ -53,18 +54,7 @@ fn counts(m: &Measurements, workload: &str) -> Vec<u64> {
 
 /// The median of `values` with their lowest and highest; `None` if empty.
 pub(super) fn median_range(values: &[f64]) -> Option<(f64, f64, f64)> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let (&low, &high) = (sorted.first()?, sorted.last()?);
-    // PANIC: n >= 1 here, so n / 2 (and n / 2 - 1 for an even n >= 2) is
-    // in bounds.
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
-    Some((median, low, high))
+    Range::of(values).map(|r| (r.median, r.min, r.max))
 }
 
 /// `side`'s median throughput over the rounds of a step.
