@@ -1480,6 +1480,97 @@ impl crate::internal::locks::home::WordAccess for FakeLockWord {
     }
 }
 
+/// The node keeping the locks of the hand-over tests; no waiter of theirs
+/// is of it.
+const HOME: u32 = 0;
+
+/// A lock word that counts the compare-and-swaps reaching it.
+struct CountedLockWord(FakeLockWord, core::cell::Cell<u32>);
+
+impl crate::internal::locks::home::WordAccess for CountedLockWord {
+    fn compare_swap(
+        &self,
+        number: u32,
+        expected: crate::internal::locks::word::LockWord,
+        new: crate::internal::locks::word::LockWord,
+    ) -> kernel::error::Result<crate::internal::locks::word::LockWord> {
+        self.1.set(self.1.get() + 1);
+        crate::internal::locks::home::WordAccess::compare_swap(&self.0, number, expected, new)
+    }
+
+    fn peek(&self, number: u32) -> crate::internal::locks::word::LockWord {
+        crate::internal::locks::home::WordAccess::peek(&self.0, number)
+    }
+}
+
+kunit_case!(lite_test_lock_kept_by_home, |c| {
+    use crate::internal::locks::{
+        home::{Queue, Reservation, Reserved, WordAccess},
+        word::LockWord,
+    };
+    let word = CountedLockWord(FakeLockWord(core::cell::Cell::new(0), false), Default::default());
+    let r = |node, waiter| Reservation { node, waiter };
+    let mut lock = Queue::new(HOME);
+    // The home's own thread takes the free lock managed: one swap.
+    let first = lock.reserve(&word, 0, r(HOME, 1));
+    check!(c, matches!(first, Ok(Reserved::Granted(g)) if !g.owner_died));
+    let Ok(Reserved::Granted(first)) = first else {
+        return;
+    };
+    let kept_word = word.peek(0);
+    check!(c, lock.is_managed() && kept_word.is_managed() && word.1.get() == 1);
+    check!(c, kept_word.hold() == Some(first.word_hold()));
+    // Released with nobody waiting, it stays managed and free; taking and
+    // releasing it again reaches no word.
+    check!(c, matches!(lock.release(&word, 0, first.word_hold(), false), Ok(None)));
+    check!(c, lock.is_kept_free() && word.1.get() == 1);
+    let mut hold = first.word_hold();
+    for waiter in 2..5u64 {
+        let again = lock.reserve(&word, 0, r(HOME, waiter));
+        check!(c, matches!(again, Ok(Reserved::Granted(g)) if g.word_hold() != hold));
+        let Ok(Reserved::Granted(again)) = again else {
+            return;
+        };
+        check!(c, !lock.is_kept_free());
+        // A stale release changes nothing.
+        check!(c, matches!(lock.release(&word, 0, hold, false), Ok(None)));
+        hold = again.word_hold();
+        check!(c, matches!(lock.release(&word, 0, hold, false), Ok(None)));
+    }
+    check!(c, lock.is_kept_free() && word.1.get() == 1 && word.peek(0) == kept_word);
+    // A peer's taker fails on the managed word and asks the home: it gets
+    // the lock unmanaged, named in the word, so its release is one swap.
+    check!(c, !word.peek(0).is_free());
+    let peer = lock.reserve(&word, 0, r(3, 7));
+    check!(c, matches!(peer, Ok(Reserved::Granted(g)) if g.reservation == r(3, 7)));
+    let Ok(Reserved::Granted(peer)) = peer else {
+        return;
+    };
+    check!(c, !lock.is_managed());
+    check!(c, word.peek(0) == LockWord::held(peer.word_hold(), false));
+    // The home's thread waits behind the peer; as the last waiter it gets
+    // the lock managed again.
+    check!(c, matches!(lock.reserve(&word, 0, r(HOME, 8)), Ok(Reserved::Queued)));
+    let next = lock.release(&word, 0, peer.word_hold(), false);
+    check!(c, matches!(next, Ok(Some(g)) if g.reservation == r(HOME, 8)));
+    let Ok(Some(next)) = next else {
+        return;
+    };
+    check!(c, lock.is_managed() && !lock.is_kept_free() && lock.len() == 0);
+    // A peer dying changes nothing for it; a peer that asks meanwhile
+    // queues behind it and then gets the lock unmanaged.
+    check!(c, matches!(lock.node_gone(&word, 0, 3), Ok(None)));
+    check!(c, matches!(lock.reserve(&word, 0, r(4, 9)), Ok(Reserved::Queued)));
+    let last = lock.release(&word, 0, next.word_hold(), false);
+    check!(c, matches!(last, Ok(Some(g)) if g.reservation == r(4, 9)));
+    if let Ok(Some(last)) = last {
+        check!(c, !lock.is_managed());
+        check!(c, word.peek(0) == LockWord::held(last.word_hold(), false));
+        check!(c, matches!(lock.release(&word, 0, last.word_hold(), false), Ok(None)));
+    }
+    check!(c, word.peek(0) == LockWord::FREE);
+});
+
 kunit_case!(lite_test_lock_hand_over, |c| {
     use crate::internal::locks::{
         home::{Queue, Reservation, Reserved},
@@ -1487,7 +1578,7 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     };
     let word = FakeLockWord(core::cell::Cell::new(0), true);
     let r = |node, waiter| Reservation { node, waiter };
-    let mut lock = Queue::new();
+    let mut lock = Queue::new(HOME);
     // A free lock is granted at once, and the word names the holder.
     let granted = lock.reserve(&word, 0, r(2, 20));
     check!(
@@ -1570,7 +1661,7 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     };
     let word = FakeLockWord(core::cell::Cell::new(0), false);
     let r = |node, waiter| Reservation { node, waiter };
-    let mut lock = Queue::new();
+    let mut lock = Queue::new(HOME);
     // Node 2 holds the lock; node 3 and node 2 again wait, then node 4.
     let dead = LockWord::held(Hold { node: 2, number: 0 }, false);
     word.0.set(dead.0);

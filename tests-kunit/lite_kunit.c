@@ -32,6 +32,7 @@ LITE_RUST_CASE(cm_wire_rejects_bad_frames)
 LITE_RUST_CASE(manager_authentication)
 LITE_RUST_CASE(ipv4_parsing)
 LITE_RUST_CASE(barrier_counting)
+LITE_RUST_CASE(lock_kept_by_home)
 LITE_RUST_CASE(membership_epochs_and_incarnations)
 LITE_RUST_CASE(membership_suspects_and_self)
 LITE_RUST_CASE(barrier_reachable_after_departures)
@@ -90,6 +91,7 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(manager_authentication),
 	KUNIT_CASE(ipv4_parsing),
 	KUNIT_CASE(barrier_counting),
+	KUNIT_CASE(lock_kept_by_home),
 	KUNIT_CASE(membership_epochs_and_incarnations),
 	KUNIT_CASE(membership_suspects_and_self),
 	KUNIT_CASE(barrier_reachable_after_departures),

@@ -12,21 +12,26 @@
 //! there first and routed to their owners through [`CompletionSlots`]; the
 //! number of slots bounds the work requests in flight, so the send queue can
 //! never overflow. A waiter polls briefly (not on a software device), then
-//! sleeps until the device's completion event or the thread that reaped its
-//! completion wakes it, so many waiters do not take the CPU from the device
-//! (Soft-RoCE works on the same CPUs). Receives go to a completion queue
+//! sleeps, so many waiters do not take the CPU from the device (Soft-RoCE
+//! works on the same CPUs). One sleeping waiter at a time, the reaper, is
+//! woken by the device's completion event; the others sleep on their own
+//! slot and are woken only by the thread that reaps their completion, so a
+//! completion wakes its owner and not every waiter. Receives go to a completion queue
 //! shared by all connections and polled by one kernel thread, which calls
 //! [`Connection::take_message`].
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use kernel::{bindings, prelude::*, sync::Arc, time::Ktime};
+use core::{
+    pin::Pin,
+    sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
+};
+use kernel::{bindings, init::pin_init_array_from_fn, prelude::*, sync::Arc, time::Ktime};
 
 use super::{
     cq::POLL_BATCH,
     qp::{LocalSegment, QueuePair, QueueSizes, RemoteEnd},
     CompletionQueue, DmaBuffer, PortConfig, ProtectionDomain, RemoteKeys, WorkCompletion,
 };
-use crate::sys::wait::Sleep;
+use crate::sys::wait::{Sleep, WaitQueue};
 
 /// Size of every two-sided (SEND/RECV) message.
 pub(crate) const MESSAGE_SIZE: usize = 64;
@@ -42,6 +47,11 @@ const _: () = assert!(SEND_SLOTS == u64::BITS as usize);
 
 /// Status of a slot whose work request has not completed yet.
 const PENDING: u32 = u32::MAX;
+
+/// Bytes a write with immediate may carry inline where the device allows:
+/// small RPC requests and replies, which then need no DMA buffer and no
+/// wait for their completion.
+pub(crate) const INLINE_MAX: usize = 256;
 
 /// How long a waiter polls before it sleeps: a completion that arrives
 /// within this time is seen sooner than a sleeping task could be woken.
@@ -60,11 +70,16 @@ const RECHECK_MS: u32 = 10;
 /// # Invariants
 ///
 /// Bit `i` of `busy` is set while slot `i` (`i < SEND_SLOTS`) is owned by
-/// the thread that claimed it in `try_acquire`; only that thread passes `i`
-/// to `status` and `release`, so every slot index they get is below
-/// `SEND_SLOTS`.
+/// the thread that claimed it in `try_acquire`, or, once that thread set
+/// bit `i` of `detached` and posted its request, by the thread that reaps
+/// the request's completion. Only the owner passes `i` to `status`,
+/// `detach` and `release`; `take_detached` gets it from the owner or from
+/// `complete` (an index of `status`); so every slot index they get is
+/// below `SEND_SLOTS`.
 struct CompletionSlots {
     busy: AtomicU64,
+    /// Slots whose requests nobody waits for.
+    detached: AtomicU64,
     status: [AtomicU32; SEND_SLOTS],
 }
 
@@ -72,6 +87,7 @@ impl CompletionSlots {
     fn new() -> Self {
         CompletionSlots {
             busy: AtomicU64::new(0),
+            detached: AtomicU64::new(0),
             status: [const { AtomicU32::new(PENDING) }; SEND_SLOTS],
         }
     }
@@ -79,7 +95,7 @@ impl CompletionSlots {
     /// Claims a free slot, if there is one.
     fn try_acquire(&self) -> Option<usize> {
         loop {
-            let busy = self.busy.load(Ordering::Acquire);
+            let busy = self.busy.load(Ordering::SeqCst);
             if busy == u64::MAX {
                 return None;
             }
@@ -103,17 +119,50 @@ impl CompletionSlots {
     fn release(&self, slot: usize) {
         // PANIC: `slot < SEND_SLOTS == 64` (type invariant), so the shift
         // cannot overflow.
-        self.busy.fetch_and(!(1u64 << slot), Ordering::AcqRel);
+        // Sequentially consistent, as the load of `try_acquire`: with the
+        // slot waiters' count, a freed slot and a new waiter always see
+        // each other.
+        self.busy.fetch_and(!(1u64 << slot), Ordering::SeqCst);
     }
 
-    /// Records the completion of the work request with `wr_id`.
-    fn complete(&self, wc: &WorkCompletion) {
-        if let Some(status) = usize::try_from(wc.wr_id)
-            .ok()
-            .and_then(|i| self.status.get(i))
-        {
-            status.store(wc.status, Ordering::Release);
+    /// Records the completion of the work request with `wr_id`; returns its
+    /// slot.
+    fn complete(&self, wc: &WorkCompletion) -> Option<usize> {
+        let slot = usize::try_from(wc.wr_id).ok()?;
+        self.status.get(slot)?.store(wc.status, Ordering::Release);
+        Some(slot)
+    }
+
+    /// Hands `slot` to whoever reaps its completion.
+    fn detach(&self, slot: usize) {
+        // PANIC: `slot < SEND_SLOTS == 64` (type invariant).
+        self.detached.fetch_or(1u64 << slot, Ordering::AcqRel);
+    }
+
+    /// Whether `slot` was detached; it is not any more.
+    fn take_detached(&self, slot: usize) -> bool {
+        // PANIC: `slot < SEND_SLOTS == 64` (type invariant).
+        let bit = 1u64 << slot;
+        self.detached.fetch_and(!bit, Ordering::AcqRel) & bit != 0
+    }
+
+    /// A slot other than `except` whose work request has not completed and
+    /// is waited for, if any: its owner is posting it or waiting for it.
+    fn pending_other_than(&self, except: Option<usize>) -> Option<usize> {
+        let mut busy = self.busy.load(Ordering::Acquire) & !self.detached.load(Ordering::Acquire);
+        if let Some(except) = except {
+            // PANIC: `except < SEND_SLOTS == 64` (type invariant).
+            busy &= !(1u64 << except);
         }
+        while busy != 0 {
+            let slot = busy.trailing_zeros() as usize;
+            // PANIC: `slot < 64 == SEND_SLOTS`, as `busy` has 64 bits.
+            if self.status[slot].load(Ordering::Acquire) == PENDING {
+                return Some(slot);
+            }
+            busy &= busy - 1;
+        }
+        None
     }
 
     fn status(&self, slot: usize) -> u32 {
@@ -141,6 +190,16 @@ pub(crate) struct Connection {
     send_ring: DmaBuffer,
     send_cq: Arc<CompletionQueue>,
     slots: CompletionSlots,
+    /// Bytes a write with immediate may carry inline here.
+    max_inline: usize,
+    /// Where the owner of each slot sleeps while another waiter reaps.
+    slot_events: Pin<KBox<[WaitQueue; SEND_SLOTS]>>,
+    /// Threads waiting for a slot while every one is in use; they sleep on
+    /// the send queue's event like the reaper, as slots of requests nobody
+    /// waits for are only freed by reaping.
+    slot_waiters: AtomicU32,
+    /// A waiter sleeps on the send queue's completion event (the reaper).
+    reaping: AtomicBool,
     polling: AtomicBool,
     tag: u32,
     /// How long a waiter polls before it sleeps.
@@ -165,17 +224,33 @@ impl Connection {
         // PANIC: Here and below, products of small constants (at most
         // 256 * 64) that cannot overflow.
         let send_cq = CompletionQueue::new(device.clone(), (SEND_SLOTS * 2) as u32)?;
-        let sizes = QueueSizes {
+        let sizes = |inline| QueueSizes {
             send: SEND_SLOTS as u32,
             recv: RECV_DEPTH,
+            inline,
         };
-        let qp = QueuePair::new(pd, &send_cq, recv_cq, sizes, port)?;
+        // A device that cannot take the data inline sends it from DMA
+        // buffers instead.
+        let qp = match QueuePair::new(pd, &send_cq, recv_cq, sizes(INLINE_MAX as u32), port) {
+            Ok(qp) => qp,
+            Err(_) => QueuePair::new(pd, &send_cq, recv_cq, sizes(0), port)?,
+        };
+        let max_inline = (qp.max_inline() as usize).min(INLINE_MAX);
         let this = Connection {
             qp,
             recv_ring: DmaBuffer::new(device, RECV_DEPTH as usize * MESSAGE_SIZE)?,
             send_ring: DmaBuffer::new(device, SEND_SLOTS * MESSAGE_SIZE)?,
             send_cq,
             slots: CompletionSlots::new(),
+            max_inline,
+            slot_events: KBox::pin_init(
+                pin_init_array_from_fn::<_, SEND_SLOTS, _, core::convert::Infallible>(|_| {
+                    WaitQueue::new()
+                }),
+                GFP_KERNEL,
+            )?,
+            slot_waiters: AtomicU32::new(0),
+            reaping: AtomicBool::new(false),
             polling: AtomicBool::new(false),
             tag,
             spin_ns: if device.is_software() { 0 } else { SPIN_NS },
@@ -193,6 +268,12 @@ impl Connection {
         (self.qp.qpn(), self.qp.psn())
     }
 
+    /// Most bytes [`Connection::rdma_write_imm_inline`] takes (0 if the
+    /// device takes no data inline).
+    pub(crate) fn max_inline(&self) -> usize {
+        self.max_inline
+    }
+
     /// Connects to the peer's queue pair.
     pub(crate) fn connect(&self, remote: &RemoteEnd, port: &PortConfig) -> Result {
         self.qp.connect(remote, port)
@@ -205,9 +286,13 @@ impl Connection {
     pub(crate) fn fence(&self) -> Result {
         self.fenced.store(true, Ordering::Release);
         self.qp.to_error()?;
-        // Waiters sleep until a completion event; the flushed completions
-        // raise one, but wake them in any case.
+        // Waiters sleep until a completion event or the reaping of their
+        // slot; the flushed completions bring both, but wake them in any
+        // case.
         self.send_cq.wake_waiters();
+        for events in self.slot_events.iter() {
+            events.wake_all();
+        }
         Ok(())
     }
 
@@ -568,26 +653,133 @@ impl Connection {
         self.finish(slot, posted)
     }
 
+    /// Writes `bytes` (at most [`Connection::max_inline`]) to `remote` on the
+    /// peer and hands `imm` to the peer's receive queue, without waiting for
+    /// the completion: the device copies the bytes when the request is
+    /// posted, and whoever reaps the completion frees its slot. `once_posted`
+    /// is told whether the request was posted. A request that fails breaks
+    /// the connection, as every failed request does; its flushed receives
+    /// tell the node.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if `bytes` are too long, and errors of posting.
+    pub(crate) fn rdma_write_imm_inline(
+        &self,
+        bytes: &[u8],
+        remote: (u64, u32),
+        imm: u32,
+        once_posted: impl FnOnce(bool),
+    ) -> Result {
+        if bytes.len() > self.max_inline {
+            once_posted(false);
+            return Err(EINVAL);
+        }
+        if let Err(e) = self.wait_for_keys() {
+            once_posted(false);
+            return Err(e);
+        }
+        // Completions of earlier requests nobody waits for free their slots.
+        self.reap_send_completions();
+        let slot = self.acquire_slot();
+        // Before posting: the completion may be reaped at once.
+        self.slots.detach(slot);
+        let posted = self.keys.post_translated(remote, |remote| {
+            self.qp
+                .post_write_imm_inline(bytes, remote, imm, slot as u64)
+        });
+        once_posted(posted.is_ok());
+        if posted.is_err() {
+            // No completion will come to free it.
+            self.slots.take_detached(slot);
+            self.release_slot(slot);
+        }
+        posted
+    }
+
     /// Claims a send slot, sleeping while all are in use.
     fn acquire_slot(&self) -> usize {
         if let Some(slot) = self.slots.try_acquire() {
             return slot;
         }
+        // Counted before the slots are looked at again, so a slot freed
+        // from now on wakes this thread (see `wake_slot_waiters`).
+        self.slot_waiters.fetch_add(1, Ordering::SeqCst);
         let mut claimed = None;
         self.send_cq
-            .wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
+            .wait_until(Sleep::Uninterruptible, RECHECK_MS, || loop {
                 self.reap_send_completions();
                 claimed = self.slots.try_acquire();
-                claimed.is_some()
+                if claimed.is_some() {
+                    return true;
+                }
+                if !self.send_cq.arm() {
+                    return false;
+                }
             });
+        self.slot_waiters.fetch_sub(1, Ordering::SeqCst);
         // `wait_until` returns only once the closure claimed a slot.
         claimed.unwrap_or_default()
     }
 
-    /// Frees `slot` and wakes any thread waiting for one.
+    /// Wakes the threads waiting for a slot, if any, after one was freed.
+    fn wake_slot_waiters(&self) {
+        if self.slot_waiters.load(Ordering::SeqCst) > 0 {
+            self.send_cq.wake_waiters();
+        }
+    }
+
+    /// Frees `slot` and wakes any thread waiting for one. If nobody reaps,
+    /// wakes the owner of another pending slot to do so.
     fn release_slot(&self, slot: usize) {
         self.slots.release(slot);
-        self.send_cq.wake_waiters();
+        self.wake_slot_waiters();
+        self.hand_on_reaping(None);
+    }
+
+    /// Wakes the owner of a pending slot other than `except` if no waiter
+    /// reaps. A waiter that leaves the reaping, or leaves while nobody
+    /// reaps, calls this after giving up the role, so a waiter asleep on
+    /// its slot is never left without a reaper: it either saw the role
+    /// taken before it was given up, and is woken here, or sees it free.
+    fn hand_on_reaping(&self, except: Option<usize>) {
+        if self.reaping.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(pending) = self.slots.pending_other_than(except) {
+            // PANIC: `pending < SEND_SLOTS`, the length of `slot_events`.
+            self.slot_events[pending].wake_all();
+        }
+    }
+
+    /// Sleeps until the request in `slot` has completed: as the reaper if
+    /// no other waiter is, else until the reaper completes the slot or
+    /// gives up the role.
+    fn sleep_until_completed(&self, slot: usize) {
+        loop {
+            if self
+                .reaping
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                self.send_cq
+                    .wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
+                        self.completed_or_armed(slot)
+                    });
+                self.reaping.store(false, Ordering::Release);
+                self.hand_on_reaping(Some(slot));
+                return;
+            }
+            // PANIC: `slot < SEND_SLOTS` (see `CompletionSlots`), the length
+            // of `slot_events`.
+            self.slot_events[slot].wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
+                self.reap_send_completions();
+                self.slots.status(slot) != PENDING || !self.reaping.load(Ordering::Acquire)
+            });
+            if self.slots.status(slot) != PENDING {
+                return;
+            }
+        }
     }
 
     /// Whether the request in `slot` has completed, after reaping what the
@@ -629,10 +821,7 @@ impl Connection {
                 break;
             }
             if (Ktime::ktime_get() - spin_start).to_ns() >= self.spin_ns {
-                self.send_cq
-                    .wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
-                        self.completed_or_armed(slot)
-                    });
+                self.sleep_until_completed(slot);
                 break;
             }
             core::hint::spin_loop();
@@ -643,7 +832,7 @@ impl Connection {
     }
 
     /// Polls the send CQ unless another thread is already doing so, and
-    /// wakes the waiters if it reaped anything.
+    /// wakes the owner of every slot it completed, and the reaper.
     fn reap_send_completions(&self) {
         if self
             .polling
@@ -658,7 +847,18 @@ impl Connection {
             let n = self.send_cq.poll(&mut wcs);
             // PANIC: `poll` returns at most `POLL_BATCH`.
             for wc in &wcs[..n] {
-                self.slots.complete(wc);
+                let Some(slot) = self.slots.complete(wc) else {
+                    continue;
+                };
+                if self.slots.take_detached(slot) {
+                    // This thread owns the slot now (see `CompletionSlots`).
+                    self.slots.release(slot);
+                    self.wake_slot_waiters();
+                } else {
+                    // PANIC: `complete` returns only indices of `status`,
+                    // which has `SEND_SLOTS` entries like `slot_events`.
+                    self.slot_events[slot].wake_all();
+                }
             }
             reaped |= n > 0;
             if n < POLL_BATCH {
@@ -666,6 +866,7 @@ impl Connection {
             }
         }
         self.polling.store(false, Ordering::Release);
+        // The reaper sleeps on the event, not on its slot.
         if reaped {
             self.send_cq.wake_waiters();
         }

@@ -185,7 +185,11 @@ impl Registrar {
         cq: &Arc<CompletionQueue>,
         port: &PortConfig,
     ) -> Result<QueuePair> {
-        let sizes = QueueSizes { send: 4, recv: 1 };
+        let sizes = QueueSizes {
+            send: 4,
+            recv: 1,
+            inline: 0,
+        };
         let qp = QueuePair::new(pd, cq, cq, sizes, port)?;
         let itself = RemoteEnd {
             qpn: qp.qpn(),

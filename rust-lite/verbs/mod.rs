@@ -31,7 +31,7 @@ mod user_pages;
 pub(crate) use buffer::MAX_DMA_BUFFER;
 pub(crate) use buffer::{live_dma_buffers, DmaBuffer};
 pub(crate) use client::{ClientHandler, IbClient};
-pub(crate) use connection::{split_recv_wr_id, Connection, RECV_DEPTH};
+pub(crate) use connection::{split_recv_wr_id, Connection, INLINE_MAX, RECV_DEPTH};
 pub(crate) use cq::{CompletionQueue, WorkCompletion, POLL_BATCH};
 pub(crate) use device::{Device, PortConfig};
 pub(crate) use kernel_buffer::KernelBuffer;

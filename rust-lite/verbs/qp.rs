@@ -48,6 +48,9 @@ pub(crate) struct QueueSizes {
     pub(crate) send: u32,
     /// Receive queue depth.
     pub(crate) recv: u32,
+    /// Bytes a send-queue work request may carry inline (copied into the
+    /// request when it is posted); the device may allow more, or refuse.
+    pub(crate) inline: u32,
 }
 
 /// The remote end of a connection.
@@ -84,6 +87,8 @@ pub(super) struct LocalSegment {
 pub(super) struct QueuePair {
     ptr: NonNull<bindings::ib_qp>,
     psn: u32,
+    /// Bytes a work request may carry inline, as the device granted.
+    max_inline: u32,
     /// Serialises calls to `ib_modify_qp` (see the invariants).
     modifying: AtomicBool,
     pd: Arc<ProtectionDomain>,
@@ -120,6 +125,7 @@ impl QueuePair {
         attr.cap.max_recv_wr = sizes.recv;
         attr.cap.max_send_sge = 1;
         attr.cap.max_recv_sge = 1;
+        attr.cap.max_inline_data = sizes.inline;
         attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
         attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
         // SAFETY: `pd` is a valid PD (its type invariant) and `attr` is
@@ -137,6 +143,8 @@ impl QueuePair {
         let this = QueuePair {
             ptr,
             psn,
+            // The provider wrote back what it granted.
+            max_inline: attr.cap.max_inline_data,
             modifying: AtomicBool::new(false),
             pd: pd.clone(),
             _send_cq: send_cq.clone(),
@@ -162,6 +170,11 @@ impl QueuePair {
         // SAFETY: `ptr` is valid by the type invariant, and `qp_num` is set
         // at creation and never changed.
         unsafe { (*self.ptr.as_ptr()).qp_num }
+    }
+
+    /// Bytes a work request may carry inline.
+    pub(super) fn max_inline(&self) -> u32 {
+        self.max_inline
     }
 
     /// Initial packet sequence number of the send side.
@@ -344,6 +357,56 @@ impl QueuePair {
         // the call, which is all the verbs API needs of them, and `send_wr`
         // covers all of `wr`; the memory they describe stays valid and
         // unreferenced until completion (safety requirements).
+        check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), send_wr, &mut bad) })?;
+        Ok(())
+    }
+
+    /// Posts one signaled RDMA write with immediate of `bytes`, which the
+    /// provider copies into the work request before this returns
+    /// (`IB_SEND_INLINE`), so they need not outlive the call.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if `bytes` exceed [`QueuePair::max_inline`], and the error of
+    /// `ib_post_send`.
+    pub(super) fn post_write_imm_inline(
+        &self,
+        bytes: &[u8],
+        remote: (u64, u32),
+        imm: u32,
+        wr_id: u64,
+    ) -> Result {
+        let len = u32::try_from(bytes.len())
+            .ok()
+            .filter(|&len| len <= self.max_inline)
+            .ok_or(EINVAL)?;
+        // Inline data is addressed by its kernel virtual address; the key is
+        // not used.
+        let mut sge = bindings::ib_sge {
+            addr: bytes.as_ptr() as u64,
+            length: len,
+            lkey: self.lkey(),
+        };
+        let mut wr = bindings::ib_rdma_wr::default();
+        wr.wr.__bindgen_anon_1.wr_id = wr_id;
+        wr.wr.sg_list = &mut sge;
+        wr.wr.num_sge = 1;
+        wr.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+        wr.wr.send_flags = (bindings::ib_send_flags_IB_SEND_SIGNALED
+            | bindings::ib_send_flags_IB_SEND_INLINE) as i32;
+        wr.remote_addr = remote.0;
+        wr.rkey = remote.1;
+        // The immediate travels in network byte order.
+        wr.wr.ex.imm_data = imm.to_be();
+        let mut bad: *const bindings::ib_send_wr = null();
+        // As in `post_send`: the provider uses `rdma_wr()` (`container_of`).
+        let send_wr = core::ptr::addr_of!(wr).cast::<bindings::ib_send_wr>();
+        // SAFETY: `ptr` is valid (type invariant); `wr` and `sge` live for
+        // the call and `send_wr` covers all of `wr`. With `IB_SEND_INLINE`
+        // the provider copies the `len` bytes at `sge.addr` (all inside
+        // `bytes`, borrowed for the call; `len` is within what the QP was
+        // created to take inline) during the call and never reads them
+        // afterwards, so no memory outlives the call in the device's use.
         check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), send_wr, &mut bad) })?;
         Ok(())
     }

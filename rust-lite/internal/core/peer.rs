@@ -179,6 +179,24 @@ impl Peer {
             .map_err(|e| self.explain(e))
     }
 
+    /// [`Connection::rdma_write_imm_inline`], failing with `EHOSTDOWN` once
+    /// the peer is gone (`once_posted` is then told nothing was posted).
+    pub(crate) fn rdma_write_imm_inline(
+        &self,
+        bytes: &[u8],
+        remote: (u64, u32),
+        imm: u32,
+        once_posted: impl FnOnce(bool),
+    ) -> Result {
+        if self.is_gone() {
+            once_posted(false);
+            return Err(errno::EHOSTDOWN());
+        }
+        self.conn
+            .rdma_write_imm_inline(bytes, remote, imm, once_posted)
+            .map_err(|e| self.explain(e))
+    }
+
     /// [`Connection::fetch_add`], failing with `EHOSTDOWN` once the peer is gone.
     pub(crate) fn fetch_add(
         &self,

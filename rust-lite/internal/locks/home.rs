@@ -19,6 +19,15 @@
 //! only race with a taker of a free lock or a holder releasing one nobody
 //! waits for.
 //!
+//! The home's own threads ask the home directly, and a lock they take stays
+//! managed, also once they release it with nobody waiting: their next lock
+//! and unlock change nothing but the home's table, with no RDMA atomic and
+//! no message. (The device's atomics are atomic only with respect to each
+//! other, so the home reaches its own words through a peer; a lock the
+//! home's node used that way would otherwise cost it more than a remote
+//! one.) A peer's taker finds such a lock's word managed and asks the home,
+//! which hands the lock over unmanaged, as to the last of a queue.
+//!
 //! Because the home knows every holder (from the word, or itself while it
 //! manages the lock) and every waiter, it can end the hold of a node that
 //! died: the lock goes to the next waiter, told that the owner died, or is
@@ -121,11 +130,12 @@ fn swap(words: &impl WordAccess, number: u32, seen: LockWord, next: LockWord) ->
 }
 
 /// A lock the home manages: the word (which only the home changes now) and
-/// the current holder.
+/// the current holder, if any: a lock the home's own node released stays
+/// managed while free.
 #[derive(Debug, Clone, Copy)]
 struct Managed {
     word: LockWord,
-    holder: Hold,
+    holder: Option<Hold>,
 }
 
 /// The waiters queued for one lock, in order of arrival. Entries are
@@ -139,16 +149,19 @@ pub(crate) struct Queue {
     last_hold: u32,
     /// Set while the home manages the lock.
     managed: Option<Managed>,
+    /// The home's node.
+    home: u32,
 }
 
 impl Queue {
-    /// No waiter.
-    pub(crate) fn new() -> Self {
+    /// No waiter, for a lock kept by node `home`.
+    pub(crate) fn new(home: u32) -> Self {
         Queue {
             entries: KVec::new(),
             arrivals: 0,
             last_hold: 0,
             managed: None,
+            home,
         }
     }
 
@@ -190,9 +203,47 @@ impl Queue {
         self.entries.iter().filter(|e| e.is_some()).count()
     }
 
-    /// Whether the home manages the lock (someone waited for it).
+    /// Whether the home manages the lock (someone waited for it, or the
+    /// home's own node took it).
     pub(crate) fn is_managed(&self) -> bool {
         self.managed.is_some()
+    }
+
+    /// Whether the home manages the lock and nobody holds it.
+    pub(crate) fn is_kept_free(&self) -> bool {
+        self.managed.is_some_and(|m| m.holder.is_none())
+    }
+
+    /// The next hold handed to `reservation`.
+    fn grant_for(&self, reservation: Reservation, owner_died: bool) -> Grant {
+        Grant {
+            reservation,
+            hold: next_hold_number(self.last_hold),
+            owner_died,
+        }
+    }
+
+    /// Records `grant` as the holder of a managed lock, leaving it
+    /// unmanaged if `unmanaged`, with the grant named in its word.
+    fn hand_managed(
+        &mut self,
+        words: &impl WordAccess,
+        number: u32,
+        managed: Managed,
+        grant: Grant,
+        unmanaged: bool,
+    ) -> Result {
+        if unmanaged {
+            let next = LockWord::held(grant.word_hold(), false);
+            self.leave_managed(words, number, managed, next)?;
+        } else {
+            self.managed = Some(Managed {
+                holder: Some(grant.word_hold()),
+                ..managed
+            });
+        }
+        self.last_hold = grant.hold;
+        Ok(())
     }
 
     /// `reservation` arrived: takes the lock for it if it is free, else
@@ -209,9 +260,17 @@ impl Queue {
         reservation: Reservation,
     ) -> Result<Reserved> {
         self.make_room()?;
-        if self.managed.is_some() {
-            self.push(reservation);
-            return Ok(Reserved::Queued);
+        let own = reservation.node == self.home;
+        if let Some(managed) = self.managed {
+            if managed.holder.is_some() {
+                self.push(reservation);
+                return Ok(Reserved::Queued);
+            }
+            // Kept free for the home's node (nobody waits): a peer gets it
+            // unmanaged, so that its release is one compare-and-swap.
+            let grant = self.grant_for(reservation, false);
+            self.hand_managed(words, number, managed, grant, !own)?;
+            return Ok(Reserved::Granted(grant));
         }
         let hold = Hold {
             node: reservation.node,
@@ -220,7 +279,8 @@ impl Queue {
         let mut seen = words.peek(number);
         for _ in 0..CAS_ATTEMPTS {
             let (next, holder) = match seen.hold() {
-                None => (LockWord::held(hold, false), None),
+                // The home's own node takes it managed.
+                None => (LockWord::held(hold, own), None),
                 Some(_) if seen.is_managed() => match confirm(words, number, seen)? {
                     None => return Err(errno::EPROTO()),
                     Some(actual) => {
@@ -237,13 +297,22 @@ impl Queue {
             }
             let Some(holder) = holder else {
                 self.last_hold = hold.number;
+                if own {
+                    self.managed = Some(Managed {
+                        word: next,
+                        holder: Some(hold),
+                    });
+                }
                 return Ok(Reserved::Granted(Grant {
                     reservation,
                     hold: hold.number,
                     owner_died: seen != LockWord::FREE,
                 }));
             };
-            self.managed = Some(Managed { word: next, holder });
+            self.managed = Some(Managed {
+                word: next,
+                holder: Some(holder),
+            });
             self.push(reservation);
             return Ok(Reserved::Queued);
         }
@@ -266,7 +335,7 @@ impl Queue {
         owner_died: bool,
     ) -> Result<Option<Grant>> {
         match self.managed {
-            Some(managed) if managed.holder == hold => {
+            Some(managed) if managed.holder == Some(hold) => {
                 self.hand_on(words, number, managed, owner_died)
             }
             Some(_) => Ok(None),
@@ -275,7 +344,9 @@ impl Queue {
     }
 
     /// Ends the current hold of a managed lock: the first waiter gets it;
-    /// the last one gets it unmanaged. With nobody left the lock is freed.
+    /// the last one gets it unmanaged, unless it is of the home's node. With
+    /// nobody left the lock is freed, or kept free and managed after a hold
+    /// of the home's node.
     fn hand_on(
         &mut self,
         words: &impl WordAccess,
@@ -284,6 +355,13 @@ impl Queue {
         owner_died: bool,
     ) -> Result<Option<Grant>> {
         let Some((index, reservation)) = self.first() else {
+            if !owner_died && managed.holder.is_some_and(|h| h.node == self.home) {
+                self.managed = Some(Managed {
+                    holder: None,
+                    ..managed
+                });
+                return Ok(None);
+            }
             let free = if owner_died {
                 LockWord::ORPHANED
             } else {
@@ -292,26 +370,10 @@ impl Queue {
             self.leave_managed(words, number, managed, free)?;
             return Ok(None);
         };
-        let grant = Grant {
-            reservation,
-            hold: next_hold_number(self.last_hold),
-            owner_died,
-        };
-        if self.len() == 1 {
-            self.leave_managed(
-                words,
-                number,
-                managed,
-                LockWord::held(grant.word_hold(), false),
-            )?;
-        } else {
-            self.managed = Some(Managed {
-                holder: grant.word_hold(),
-                ..managed
-            });
-        }
+        let grant = self.grant_for(reservation, owner_died);
+        let unmanaged = self.len() == 1 && reservation.node != self.home;
+        self.hand_managed(words, number, managed, grant, unmanaged)?;
         self.remove(index);
-        self.last_hold = grant.hold;
         Ok(Some(grant))
     }
 
@@ -386,7 +448,7 @@ impl Queue {
             }
         }
         match self.managed {
-            Some(managed) if managed.holder.node == node => {
+            Some(managed) if managed.holder.is_some_and(|h| h.node == node) => {
                 self.hand_on(words, number, managed, true)
             }
             Some(_) => Ok(None),
@@ -408,6 +470,8 @@ struct Table {
 /// through a peer: the polling thread never takes it (see [`LockHome::count`]).
 #[pin_data]
 pub(crate) struct LockHome {
+    /// This node.
+    node: u32,
     words: DmaBuffer,
     /// Locks created: only grows, under the table's mutex.
     created: AtomicU32,
@@ -416,11 +480,12 @@ pub(crate) struct LockHome {
 }
 
 impl LockHome {
-    /// Room for [`MAX_LOCKS`] locks, none created.
-    pub(crate) fn new(pool: &RemotePool) -> Result<impl PinInit<Self, Error>> {
+    /// Room for [`MAX_LOCKS`] locks of node `node`, none created.
+    pub(crate) fn new(pool: &RemotePool, node: u32) -> Result<impl PinInit<Self, Error>> {
         // PANIC: a product of two small constants.
         let words = pool.allocate(MAX_LOCKS as usize * WORD)?;
         Ok(try_pin_init!(LockHome {
+            node,
             words,
             created: AtomicU32::new(0),
             table <- new_mutex!(Table { locks: KVec::new() }, "lite:lock_home"),
@@ -441,7 +506,7 @@ impl LockHome {
         // PANIC: `number < MAX_LOCKS`, so the product is below the length
         // of `words`.
         self.words.write_bytes(number as usize * WORD, &[0; WORD])?;
-        table.locks.push(Queue::new(), GFP_KERNEL)?;
+        table.locks.push(Queue::new(self.node), GFP_KERNEL)?;
         // Published after the queue exists, so a lock counted has one.
         self.created.store(number + 1, Ordering::Release);
         Ok(number)

@@ -206,7 +206,7 @@ pub(crate) struct Locks {
 impl Locks {
     /// Locks over `core`, taking them with `atomics`.
     pub(crate) fn new(core: Arc<Core>, atomics: Arc<Atomics>) -> Result<Arc<Self>> {
-        let home = LockHome::new(&core.pool)?;
+        let home = LockHome::new(&core.pool, core.node_id())?;
         let passing = Workers::new(LOCK_JOBS)?;
         let home_jobs = Workers::new(LOCK_JOBS)?;
         let locks = Arc::pin_init(
@@ -395,25 +395,30 @@ impl Locks {
     }
 
     /// Takes `id` if it is free, else waits for the home to hand it over.
+    /// A lock this node keeps is taken from its home directly (see
+    /// [`home`]): its word is reached only through a peer.
     fn acquire(&self, id: LockId, target: AtomicTarget) -> Result<Taken> {
-        let mine = LockWord::held(
-            Hold {
-                node: self.core.node_id(),
-                number: 0,
-            },
-            false,
-        );
-        let op = AtomicOp::CompareSwap {
-            expected: LockWord::FREE.0,
-            new_value: mine.0,
-        };
-        if self.atomics.atomic_on(target, op)? == LockWord::FREE.0 {
-            return Ok(Taken {
-                hold: 0,
-                owner_died: false,
-            });
+        let own = id.home == self.core.node_id();
+        if !own {
+            let mine = LockWord::held(
+                Hold {
+                    node: self.core.node_id(),
+                    number: 0,
+                },
+                false,
+            );
+            let op = AtomicOp::CompareSwap {
+                expected: LockWord::FREE.0,
+                new_value: mine.0,
+            };
+            if self.atomics.atomic_on(target, op)? == LockWord::FREE.0 {
+                return Ok(Taken {
+                    hold: 0,
+                    owner_died: false,
+                });
+            }
+            COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
         }
-        COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
         // The waiter exists before the home hears of it: a hand-over must
         // always find somebody to take it or pass it on.
         let waiter = self.lockers.add_waiter(id)?;
@@ -425,7 +430,12 @@ impl Locks {
                     owner_died: grant.owner_died,
                 })
             }
-            Ok(Reserved::Queued) => self.lockers.wait_turn(waiter),
+            Ok(Reserved::Queued) => {
+                if own {
+                    COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
+                }
+                self.lockers.wait_turn(waiter)
+            }
             Err(e) => {
                 if e != errno::ETIMEDOUT() {
                     self.lockers.remove_waiter(waiter);
@@ -515,7 +525,9 @@ impl Locks {
             node: self.core.node_id(),
             number: hold,
         };
-        if !owner_died {
+        // The home hands this node's own locks to it managed: their word
+        // never names a hold to free without the home.
+        if !owner_died && id.home != self.core.node_id() {
             let mine = LockWord::held(hold, false);
             let op = AtomicOp::CompareSwap {
                 expected: mine.0,

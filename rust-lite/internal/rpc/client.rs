@@ -4,8 +4,12 @@
 //! rings of remote ports this node writes requests to, and calls to this
 //! node's own ports.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::{
+    pin::Pin,
+    sync::atomic::{AtomicU64, Ordering},
+};
 use kernel::{
+    init::pin_init_array_from_fn,
     new_condvar, new_mutex,
     prelude::*,
     sync::{Arc, CondVar, CondVarTimeoutResult, Mutex},
@@ -130,8 +134,12 @@ pub(crate) struct ReplySlots {
     pub(crate) slots: Mutex<KVec<ReplySlot>>,
     /// Where each slot's request went, by slot.
     sent: [SentRecord; REPLY_SLOTS],
+    /// Signalled when a slot is freed.
     #[pin]
     pub(crate) changed: CondVar,
+    /// Signalled, by slot, when its call is answered, so that a reply wakes
+    /// its caller only and not every caller of this node.
+    answered: Pin<KBox<[CondVar; REPLY_SLOTS]>>,
 }
 
 impl ReplySlots {
@@ -155,6 +163,12 @@ impl ReplySlots {
 
     /// Free slots.
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+        let answered = KBox::pin_init(
+            pin_init_array_from_fn::<_, REPLY_SLOTS, _, core::convert::Infallible>(|_| {
+                new_condvar!("lite:reply_slot_answered")
+            }),
+            GFP_KERNEL,
+        )?;
         let mut slots = KVec::with_capacity(REPLY_SLOTS, GFP_KERNEL)?;
         for _ in 0..REPLY_SLOTS {
             slots.push(
@@ -175,6 +189,7 @@ impl ReplySlots {
                 }
             }; REPLY_SLOTS],
             changed <- new_condvar!("lite:reply_slots_changed"),
+            answered,
         }))
     }
 
@@ -252,12 +267,32 @@ impl ReplySlots {
             return;
         }
         match entry.outcome {
-            Some(Outcome::Waiting) => entry.outcome = Some(answer),
-            Some(Outcome::Abandoned) => entry.outcome = None,
-            _ => return,
+            Some(Outcome::Waiting) => {
+                entry.outcome = Some(answer);
+                drop(slots);
+                self.wake_caller(slot);
+            }
+            Some(Outcome::Abandoned) => {
+                entry.outcome = None;
+                drop(slots);
+                self.changed.notify_all();
+            }
+            _ => {}
         }
-        drop(slots);
-        self.changed.notify_all();
+    }
+
+    /// Wakes the caller waiting for the answer in `slot`.
+    fn wake_caller(&self, slot: usize) {
+        if let Some(answered) = self.answered.get(slot) {
+            answered.notify_all();
+        }
+    }
+
+    /// Wakes every caller waiting for an answer.
+    fn wake_callers(&self) {
+        for answered in self.answered.iter() {
+            answered.notify_all();
+        }
     }
 
     /// Waits for the answer to the call in `slot`, for at most
@@ -306,9 +341,9 @@ impl ReplySlots {
             // At most a second at a time, so the deadline is noticed even
             // when nothing changes.
             let wait_ms = (deadline_ms - now).min(1000) as u32;
-            if let CondVarTimeoutResult::Signal { .. } = self
-                .changed
-                .wait_interruptible_timeout(&mut slots, msecs_to_jiffies(wait_ms))
+            let answered = self.answered.get(slot).ok_or(EINVAL)?;
+            if let CondVarTimeoutResult::Signal { .. } =
+                answered.wait_interruptible_timeout(&mut slots, msecs_to_jiffies(wait_ms))
             {
                 return Err(ERESTARTSYS);
             }
@@ -433,6 +468,7 @@ impl ReplySlots {
         }
         drop(slots);
         self.changed.notify_all();
+        self.wake_callers();
         failed
     }
 
@@ -456,6 +492,7 @@ impl ReplySlots {
         }
         drop(slots);
         self.changed.notify_all();
+        self.wake_callers();
     }
 
     /// Gives up the call in `slot` before its request was sent.

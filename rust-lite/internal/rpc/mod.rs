@@ -9,6 +9,13 @@
 //! Flow control is by ring space: the server acknowledges consumed space,
 //! and a sender whose ring is full waits (or gets `EAGAIN`), so nothing is
 //! ever overwritten or dropped. Calls to this node's own ports skip RDMA.
+//!
+//! Requests and replies of up to [`INLINE_MAX`] bytes travel inline in
+//! their work request, which is posted but not waited for: a caller goes
+//! straight to waiting for its reply, a server to its next request. Such a
+//! write can only fail by breaking the connection, which the node learns
+//! from the connection's flushed receives; a call waiting for its reply
+//! then fails when the peer is declared gone, or at its timeout.
 
 use core::{
     pin::Pin,
@@ -16,6 +23,7 @@ use core::{
 };
 pub(crate) mod call_in_flight;
 pub(crate) mod client;
+pub(crate) mod outgoing;
 pub(crate) mod port;
 pub(crate) mod ring_protocol;
 pub(crate) mod wire;
@@ -28,6 +36,7 @@ use self::{
         copied_reply, ClaimedSlot, LocalCall, Outcome, Pending, PortView, RemotePort, ReplySlots,
         SentRequest, ServerNode,
     },
+    outgoing::Outgoing,
     port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     ring_protocol::{
         check_port, Broken, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED, FLAG_FAULT_INJECTED,
@@ -54,7 +63,7 @@ use super::{
         Charge,
     },
 };
-use crate::errno;
+use crate::{errno, verbs::INLINE_MAX};
 
 /// `lite_send` flag (in `port_priority`): fail with `EAGAIN` rather than
 /// wait for ring space.
@@ -567,95 +576,119 @@ impl Rpc {
         }
         // PANIC: `len <= MAX_MESSAGE_SIZE` (checked by `start_call`).
         let total = HEADER_LEN + len;
-        self.core.staging.with(total, |staging| {
-            staging.write_bytes(HEADER_LEN, message)?;
-            let mut ports = server.ports.lock();
-            let (ring_addr, ring_rkey, epoch, reservation) = loop {
-                let Some(remote) = view_of(&mut ports, target.port).remote.as_mut() else {
-                    if view_of(&mut ports, target.port).querying {
-                        // Another thread's query is making the view.
-                        if server.room.wait_interruptible(&mut ports) {
-                            return Err(EINTR);
-                        }
-                        continue;
+        if total <= peer.conn.max_inline() {
+            let mut inline = [0u8; INLINE_MAX];
+            // PANIC: `total <= max_inline() <= INLINE_MAX`.
+            let mut outgoing = Outgoing::Inline(&mut inline[..total]);
+            outgoing.write(HEADER_LEN, message)?;
+            return self.post_assembled(peer, server, node, target, header, outgoing, reply_slot);
+        }
+        self.core.staging.with(total, |buffer| {
+            let mut outgoing = Outgoing::Staged { buffer, len: total };
+            outgoing.write(HEADER_LEN, message)?;
+            self.post_assembled(peer, server, node, target, header, outgoing, reply_slot)
+        })
+    }
+
+    /// Reserves ring space for the request in `outgoing` (its message
+    /// written after the header's room), writes `header` in and posts it.
+    #[allow(clippy::too_many_arguments)]
+    fn post_assembled(
+        &self,
+        peer: &Peer,
+        server: &ServerNode,
+        node: u32,
+        target: &Target,
+        mut header: RequestHeader,
+        mut outgoing: Outgoing<'_>,
+        reply_slot: Option<&ClaimedSlot>,
+    ) -> Result {
+        let len = header.len as usize;
+        let mut ports = server.ports.lock();
+        let (ring_addr, ring_rkey, epoch, reservation) = loop {
+            let Some(remote) = view_of(&mut ports, target.port).remote.as_mut() else {
+                if view_of(&mut ports, target.port).querying {
+                    // Another thread's query is making the view.
+                    if server.room.wait_interruptible(&mut ports) {
+                        return Err(EINTR);
                     }
-                    drop(ports);
-                    self.query_port(node, target.port)?;
-                    ports = server.ports.lock();
                     continue;
-                };
-                if len as u64 > remote.max_size {
-                    return Err(errno::EMSGSIZE());
                 }
-                if let Some(reservation) = remote.writer.reserve(len as u64) {
-                    break (
-                        remote.ring_addr,
-                        remote.ring_rkey,
-                        remote.epoch,
-                        reservation,
-                    );
-                }
-                if target.nonblocking {
-                    return Err(EAGAIN);
-                }
-                if server.room.wait_interruptible(&mut ports) {
-                    return Err(EINTR);
-                }
+                drop(ports);
+                self.query_port(node, target.port)?;
+                ports = server.ports.lock();
+                continue;
             };
-            // A request that is not posted gives its ring space back before
-            // the lock is released, or the next request would land where
-            // the server does not expect one.
-            let unposted = |ports: &mut KVec<PortView>| {
-                if let Some(remote) = view_of(ports, target.port).remote.as_mut() {
-                    remote.writer.cancel(&reservation);
-                }
-            };
-            if reservation.ack_wanted {
-                header.flags |= FLAG_ACK_WANTED;
+            if len as u64 > remote.max_size {
+                return Err(errno::EMSGSIZE());
             }
-            if take_bad_header(node) {
-                header.len = header.len.wrapping_add(1);
-                header.flags |= FLAG_FAULT_INJECTED;
-            }
-            let imm = Imm::Request {
-                port: target.port,
-                offset: reservation.offset,
-            }
-            .encode();
-            let prepared = staging.write_bytes(0, &header.encode());
-            let Some(imm) = imm.filter(|_| prepared.is_ok()) else {
-                unposted(&mut *ports);
-                return prepared.and(Err(EINVAL));
-            };
-            if let Some(claimed) = reply_slot {
-                self.slots.record(
-                    claimed.slot,
-                    SentRequest {
-                        node,
-                        port: target.port,
-                        epoch,
-                        position: reservation.position,
-                    },
+            if let Some(reservation) = remote.writer.reserve(len as u64) {
+                break (
+                    remote.ring_addr,
+                    remote.ring_rkey,
+                    remote.epoch,
+                    reservation,
                 );
             }
-            // Posted under the lock so requests reach the ring in the order
-            // their space was reserved; the lock is released once the
-            // request is posted.
-            // PANIC: `reservation.offset < RING_SIZE`, and `ask_port` checked
-            // that `ring_addr + RING_SIZE` does not overflow.
-            peer.rdma_write_imm_ordered(
-                staging,
-                total,
-                (ring_addr + reservation.offset, ring_rkey),
-                imm,
-                move |posted| {
-                    if !posted {
-                        unposted(&mut *ports);
-                    }
-                    drop(ports);
+            if target.nonblocking {
+                return Err(EAGAIN);
+            }
+            if server.room.wait_interruptible(&mut ports) {
+                return Err(EINTR);
+            }
+        };
+        // A request that is not posted gives its ring space back before
+        // the lock is released, or the next request would land where
+        // the server does not expect one.
+        let unposted = |ports: &mut KVec<PortView>| {
+            if let Some(remote) = view_of(ports, target.port).remote.as_mut() {
+                remote.writer.cancel(&reservation);
+            }
+        };
+        if reservation.ack_wanted {
+            header.flags |= FLAG_ACK_WANTED;
+        }
+        if take_bad_header(node) {
+            header.len = header.len.wrapping_add(1);
+            header.flags |= FLAG_FAULT_INJECTED;
+        }
+        let imm = Imm::Request {
+            port: target.port,
+            offset: reservation.offset,
+        }
+        .encode();
+        let prepared = outgoing.write(0, &header.encode());
+        let Some(imm) = imm.filter(|_| prepared.is_ok()) else {
+            unposted(&mut *ports);
+            return prepared.and(Err(EINVAL));
+        };
+        if let Some(claimed) = reply_slot {
+            self.slots.record(
+                claimed.slot,
+                SentRequest {
+                    node,
+                    port: target.port,
+                    epoch,
+                    position: reservation.position,
                 },
-            )
-        })
+            );
+        }
+        // Posted under the lock so requests reach the ring in the order
+        // their space was reserved; the lock is released once the
+        // request is posted.
+        // PANIC: `reservation.offset < RING_SIZE`, and `ask_port` checked
+        // that `ring_addr + RING_SIZE` does not overflow.
+        outgoing.post(
+            peer,
+            (ring_addr + reservation.offset, ring_rkey),
+            imm,
+            move |posted| {
+                if !posted {
+                    unposted(&mut *ports);
+                }
+                drop(ports);
+            },
+        )
     }
 
     fn start_local(
@@ -692,7 +725,8 @@ impl Rpc {
             }
         }
         drop(state);
-        port.arrived.notify_all();
+        // One message: one receiver to wake (see `receive`).
+        port.arrived.notify_one();
         // A one-way message has nobody to wait for.
         Ok(match call {
             Some(call) => Pending::Local(call),
@@ -805,7 +839,11 @@ impl Rpc {
             return Err(EINVAL);
         }
         let port = self.port(port_number)?;
-        let (taken, broken) = {
+        // Each arriving message wakes one receiver; one that leaves without
+        // taking it (too long for its room, a signal), or takes one while
+        // more wait, wakes the next, so no message waits while a receiver
+        // sleeps, and a message does not wake every receiver of the port.
+        let (taken, broken, more) = {
             let mut state = port.state.lock();
             if state.owner.is_none() {
                 return Err(ENOENT);
@@ -815,10 +853,17 @@ impl Rpc {
                 if state.owner.is_none() || state.epoch != epoch {
                     return Err(errno::ESHUTDOWN());
                 }
-                let taken = state.take(room)?;
+                let taken = match state.take(room) {
+                    Ok(taken) => taken,
+                    Err(e) => {
+                        drop(state);
+                        port.arrived.notify_one();
+                        return Err(e);
+                    }
+                };
                 let broken = state.broken();
                 let empty = match taken {
-                    Ok(taken) => break (taken, broken),
+                    Ok(taken) => break (taken, broken, state.has_queued()),
                     Err(empty) => empty,
                 };
                 if broken.is_some() {
@@ -829,16 +874,23 @@ impl Rpc {
                     continue;
                 }
                 if let Empty::TooLong = empty {
+                    drop(state);
+                    port.arrived.notify_one();
                     return Err(errno::EMSGSIZE());
                 }
                 if flags & RECV_NONBLOCK != 0 {
                     return Err(EAGAIN);
                 }
                 if port.arrived.wait_interruptible(&mut state) {
+                    drop(state);
+                    port.arrived.notify_one();
                     return Err(EINTR);
                 }
             }
         };
+        if more {
+            port.arrived.notify_one();
+        }
         port.room.notify_all();
         if broken.is_some() {
             self.report_broken_rings(port_number, port, broken);
@@ -913,15 +965,13 @@ impl Rpc {
                 }
                 .encode()
                 .ok_or(EINVAL)?;
+                let remote = (header.reply_addr, header.reply_rkey);
+                if reply.len() <= peer.conn.max_inline() {
+                    return peer.rdma_write_imm_inline(reply, remote, imm, |_| {});
+                }
                 self.core.staging.with(reply.len().max(1), |staging| {
                     staging.write_bytes(0, reply)?;
-                    peer.rdma_write_imm(
-                        staging,
-                        0,
-                        reply.len(),
-                        (header.reply_addr, header.reply_rkey),
-                        imm,
-                    )
+                    peer.rdma_write_imm(staging, 0, reply.len(), remote, imm)
                 })
             }
         }
@@ -991,7 +1041,8 @@ impl Rpc {
             self.report_broken_rings(port_number, port, broken);
         }
         match refused {
-            None if queued => port.arrived.notify_all(),
+            // One message: one receiver to wake (see `receive`).
+            None if queued => port.arrived.notify_one(),
             Some(Ok(Ok(taken))) => self.dispose(port_number, taken, errno::ECONNREFUSED()),
             _ => {}
         }

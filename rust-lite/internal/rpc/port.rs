@@ -254,6 +254,16 @@ impl PortState {
         self.local.push(message)
     }
 
+    /// Whether a message is waiting for a receiver.
+    pub(crate) fn has_queued(&self) -> bool {
+        self.local.peek().is_some()
+            || self
+                .rings
+                .iter()
+                .flatten()
+                .any(|ring| ring.reader.pending() > 0)
+    }
+
     /// Takes the next message if it fits in `room` bytes, going round the
     /// sources so that no client node starves the others.
     pub(crate) fn take(&mut self, room: u64) -> Result<Result<Taken, Empty>> {
