@@ -1532,8 +1532,9 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
             return;
         };
         check!(c, !lock.is_kept_free());
-        // A stale release changes nothing.
+        // A stale release changes nothing: the lock stays held.
         check!(c, matches!(lock.release(&word, 0, hold, false), Ok(None)));
+        check!(c, !lock.is_kept_free() && lock.is_managed());
         hold = again.word_hold();
         check!(c, matches!(lock.release(&word, 0, hold, false), Ok(None)));
     }
@@ -1569,6 +1570,27 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
         check!(c, matches!(lock.release(&word, 0, last.word_hold(), false), Ok(None)));
     }
     check!(c, word.peek(0) == LockWord::FREE);
+    // A hold of the home's node that ends with its owner dead (a grant its
+    // waiter never took, passed on for a dead holder) leaves the lock
+    // orphaned, not kept free, so the next taker is told.
+    let taken = lock.reserve(&word, 0, r(HOME, 10));
+    check!(c, matches!(taken, Ok(Reserved::Granted(_))) && lock.is_managed());
+    if let Ok(Reserved::Granted(taken)) = taken {
+        check!(c, matches!(lock.release(&word, 0, taken.word_hold(), true), Ok(None)));
+        check!(c, !lock.is_managed() && word.peek(0) == LockWord::ORPHANED);
+    }
+    let next = lock.reserve(&word, 0, r(HOME, 11));
+    check!(c, matches!(next, Ok(Reserved::Granted(g)) if g.owner_died));
+    // While it is kept free, a peer's release of an old hold or a peer's
+    // death changes nothing.
+    if let Ok(Reserved::Granted(next)) = next {
+        check!(c, matches!(lock.release(&word, 0, next.word_hold(), false), Ok(None)));
+    }
+    check!(c, lock.is_kept_free());
+    let kept = word.peek(0);
+    check!(c, matches!(lock.release(&word, 0, peer.word_hold(), false), Ok(None)));
+    check!(c, matches!(lock.node_gone(&word, 0, 3), Ok(None)));
+    check!(c, lock.is_kept_free() && word.peek(0) == kept);
 });
 
 kunit_case!(lite_test_lock_hand_over, |c| {

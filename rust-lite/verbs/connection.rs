@@ -16,9 +16,9 @@
 //! works on the same CPUs). One sleeping waiter at a time, the reaper, is
 //! woken by the device's completion event; the others sleep on their own
 //! slot and are woken only by the thread that reaps their completion, so a
-//! completion wakes its owner and not every waiter. Receives go to a completion queue
-//! shared by all connections and polled by one kernel thread, which calls
-//! [`Connection::take_message`].
+//! completion wakes its owner and not every waiter. Receives go to a
+//! completion queue shared by all connections and polled by one kernel
+//! thread, which calls [`Connection::take_message`].
 
 use core::{
     pin::Pin,
@@ -75,7 +75,8 @@ const RECHECK_MS: u32 = 10;
 /// the request's completion. Only the owner passes `i` to `status`,
 /// `detach` and `release`; `take_detached` gets it from the owner or from
 /// `complete` (an index of `status`); so every slot index they get is
-/// below `SEND_SLOTS`.
+/// below `SEND_SLOTS`. Other threads only read a slot's status, to find
+/// the waiters of pending slots (`pending_other_than`).
 struct CompletionSlots {
     busy: AtomicU64,
     /// Slots whose requests nobody waits for.
@@ -105,7 +106,7 @@ impl CompletionSlots {
             let claimed = busy | (1u64 << slot);
             if self
                 .busy
-                .compare_exchange(busy, claimed, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(busy, claimed, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
                 // PANIC: `slot < 64 == SEND_SLOTS` (see above).
@@ -136,7 +137,7 @@ impl CompletionSlots {
     /// Hands `slot` to whoever reaps its completion.
     fn detach(&self, slot: usize) {
         // PANIC: `slot < SEND_SLOTS == 64` (type invariant).
-        self.detached.fetch_or(1u64 << slot, Ordering::AcqRel);
+        self.detached.fetch_or(1u64 << slot, Ordering::SeqCst);
     }
 
     /// Whether `slot` was detached; it is not any more.
@@ -149,7 +150,7 @@ impl CompletionSlots {
     /// A slot other than `except` whose work request has not completed and
     /// is waited for, if any: its owner is posting it or waiting for it.
     fn pending_other_than(&self, except: Option<usize>) -> Option<usize> {
-        let mut busy = self.busy.load(Ordering::Acquire) & !self.detached.load(Ordering::Acquire);
+        let mut busy = self.busy.load(Ordering::SeqCst) & !self.detached.load(Ordering::SeqCst);
         if let Some(except) = except {
             // PANIC: `except < SEND_SLOTS == 64` (type invariant).
             busy &= !(1u64 << except);
@@ -272,6 +273,11 @@ impl Connection {
     /// device takes no data inline).
     pub(crate) fn max_inline(&self) -> usize {
         self.max_inline
+    }
+
+    /// Whether `len` bytes go inline on this connection.
+    pub(crate) fn fits_inline(&self, len: usize) -> bool {
+        self.max_inline > 0 && len <= self.max_inline
     }
 
     /// Connects to the peer's queue pair.
@@ -671,7 +677,7 @@ impl Connection {
         imm: u32,
         once_posted: impl FnOnce(bool),
     ) -> Result {
-        if bytes.len() > self.max_inline {
+        if !self.fits_inline(bytes.len()) {
             once_posted(false);
             return Err(EINVAL);
         }
@@ -693,6 +699,10 @@ impl Connection {
             // No completion will come to free it.
             self.slots.take_detached(slot);
             self.release_slot(slot);
+        } else {
+            // A reaper that left before the slot was detached may have
+            // handed the role to it: nobody waits on it, so hand it on.
+            self.hand_on_reaping(Some(slot));
         }
         posted
     }
@@ -742,8 +752,13 @@ impl Connection {
     /// reaps, calls this after giving up the role, so a waiter asleep on
     /// its slot is never left without a reaper: it either saw the role
     /// taken before it was given up, and is woken here, or sees it free.
+    ///
+    /// The role's flag, the slots' busy bits and the waiters' checks of the
+    /// flag are sequentially consistent: a waiter that claimed its slot and
+    /// then sees the role taken is seen as pending by a reaper that gives
+    /// the role up and then looks for pending slots.
     fn hand_on_reaping(&self, except: Option<usize>) {
-        if self.reaping.load(Ordering::Acquire) {
+        if self.reaping.load(Ordering::SeqCst) {
             return;
         }
         if let Some(pending) = self.slots.pending_other_than(except) {
@@ -759,14 +774,14 @@ impl Connection {
         loop {
             if self
                 .reaping
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
                 self.send_cq
                     .wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
                         self.completed_or_armed(slot)
                     });
-                self.reaping.store(false, Ordering::Release);
+                self.reaping.store(false, Ordering::SeqCst);
                 self.hand_on_reaping(Some(slot));
                 return;
             }
@@ -774,7 +789,7 @@ impl Connection {
             // of `slot_events`.
             self.slot_events[slot].wait_until(Sleep::Uninterruptible, RECHECK_MS, || {
                 self.reap_send_completions();
-                self.slots.status(slot) != PENDING || !self.reaping.load(Ordering::Acquire)
+                self.slots.status(slot) != PENDING || !self.reaping.load(Ordering::SeqCst)
             });
             if self.slots.status(slot) != PENDING {
                 return;

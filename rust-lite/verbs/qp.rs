@@ -390,7 +390,8 @@ impl QueuePair {
         let mut wr = bindings::ib_rdma_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.sg_list = &mut sge;
-        wr.wr.num_sge = 1;
+        // No element for no bytes: the address is not read then.
+        wr.wr.num_sge = i32::from(len > 0);
         wr.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
         wr.wr.send_flags = (bindings::ib_send_flags_IB_SEND_SIGNALED
             | bindings::ib_send_flags_IB_SEND_INLINE) as i32;
@@ -403,10 +404,13 @@ impl QueuePair {
         let send_wr = core::ptr::addr_of!(wr).cast::<bindings::ib_send_wr>();
         // SAFETY: `ptr` is valid (type invariant); `wr` and `sge` live for
         // the call and `send_wr` covers all of `wr`. With `IB_SEND_INLINE`
-        // the provider copies the `len` bytes at `sge.addr` (all inside
-        // `bytes`, borrowed for the call; `len` is within what the QP was
-        // created to take inline) during the call and never reads them
-        // afterwards, so no memory outlives the call in the device's use.
+        // the verbs contract has the provider copy the `len` bytes at
+        // `sge.addr` (all inside `bytes`, borrowed for the call) into the
+        // work request during the call and never read them afterwards; it
+        // honours the flag for up to the `max_inline_data` it granted when
+        // the QP was created, and `len` is within that. No memory is left in
+        // the device's use after the call. With `len == 0` no element is
+        // passed, so the address is not read.
         check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), send_wr, &mut bad) })?;
         Ok(())
     }

@@ -320,7 +320,8 @@ impl Queue {
     }
 
     /// Ends `hold`: hands the lock to the first waiter, or frees it
-    /// (orphaned if `owner_died`). Returns the grant to deliver, if any. A
+    /// (orphaned if `owner_died`; kept free and managed after a hold of the
+    /// home's node). Returns the grant to deliver, if any. A
     /// hold that is not the current one is stale and changes nothing.
     ///
     /// # Errors

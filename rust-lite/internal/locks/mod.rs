@@ -5,7 +5,8 @@
 //! the home side.
 //!
 //! See [`home`] for the protocol. An uncontended lock and unlock are one
-//! RDMA atomic each; a waiter sleeps until the lock's home node hands it the
+//! RDMA atomic each, and none at all for a thread of the lock's home node
+//! once that node holds it; a waiter sleeps until the lock's home node hands it the
 //! lock, in the order waiters asked. The holder is a thread: only it may
 //! unlock. Locks held by a process that exits are released; a waiter
 //! interrupted by a signal leaves, and when its turn comes the lock is

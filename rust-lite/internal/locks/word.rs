@@ -5,7 +5,8 @@
 //!
 //! The word names the node holding the lock, so that the home can end the
 //! hold of a node that died, and says whether the home manages the lock
-//! (someone waits), so that a holder's release fails and goes through the
+//! (someone waits, or a thread of the home's own node uses it), so that a
+//! holder's release and a taker's compare-and-swap fail and go through the
 //! home:
 //!
 //! ```text

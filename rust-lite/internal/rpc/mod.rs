@@ -576,9 +576,9 @@ impl Rpc {
         }
         // PANIC: `len <= MAX_MESSAGE_SIZE` (checked by `start_call`).
         let total = HEADER_LEN + len;
-        if total <= peer.conn.max_inline() {
+        if peer.conn.fits_inline(total) {
             let mut inline = [0u8; INLINE_MAX];
-            // PANIC: `total <= max_inline() <= INLINE_MAX`.
+            // PANIC: `total <= max_inline() <= INLINE_MAX` (`fits_inline`).
             let mut outgoing = Outgoing::Inline(&mut inline[..total]);
             outgoing.write(HEADER_LEN, message)?;
             return self.post_assembled(peer, server, node, target, header, outgoing, reply_slot);
@@ -925,7 +925,8 @@ impl Rpc {
     ///
     /// `ENOENT` not an unanswered descriptor of `process`, `EMSGSIZE` the
     /// reply exceeds the caller's room (the descriptor stays valid),
-    /// `EHOSTUNREACH`, `EIO`.
+    /// `EHOSTUNREACH`, `EHOSTDOWN`, `EIO` (a reply too long to go inline
+    /// that failed).
     pub(crate) fn reply(&self, process: &Process, descriptor: u64, reply: &[u8]) -> Result {
         // Replies are never throttled: a caller waits for each.
         let admission = admission::admit(Priority::None);
@@ -966,7 +967,7 @@ impl Rpc {
                 .encode()
                 .ok_or(EINVAL)?;
                 let remote = (header.reply_addr, header.reply_rkey);
-                if reply.len() <= peer.conn.max_inline() {
+                if peer.conn.fits_inline(reply.len()) {
                     return peer.rdma_write_imm_inline(reply, remote, imm, |_| {});
                 }
                 self.core.staging.with(reply.len().max(1), |staging| {
