@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Small DMA buffers kept for reuse, so that a call or an atomic does not
-//! allocate, zero and map a page on its way to the device.
+//! DMA buffers kept for reuse, so that a call, an atomic or a large RPC
+//! message does not allocate, zero and map pages on its way to the device.
 
 use kernel::{
     new_mutex,
@@ -11,18 +11,33 @@ use kernel::{
 
 use super::{Device, DmaBuffer, PAGE_SIZE};
 
-/// Size of every pooled buffer; larger requests get a buffer of their own.
+/// Size of every small pooled buffer.
 pub(crate) const STAGING_SIZE: usize = PAGE_SIZE;
 
-/// Buffers kept between uses; more in use at once are allocated and freed.
+/// Size of every large pooled buffer: room for an RPC message of up to
+/// 64 KiB with its header, and more; larger requests get a buffer of their
+/// own.
+const LARGE_STAGING_SIZE: usize = 128 << 10;
+
+/// Small buffers kept between uses; more in use at once are allocated and
+/// freed.
 const POOLED: usize = 32;
 
-/// Free buffers of [`STAGING_SIZE`] bytes on one device.
+/// Large buffers kept between uses, few because each holds 32 pages.
+const POOLED_LARGE: usize = 4;
+
+/// Free buffers of one size.
+type Tier<const N: usize> = Mutex<[Option<DmaBuffer>; N]>;
+
+/// Free buffers of [`STAGING_SIZE`] and [`LARGE_STAGING_SIZE`] bytes on one
+/// device.
 #[pin_data]
 pub(crate) struct StagingPool {
     device: Arc<Device>,
     #[pin]
-    free: Mutex<[Option<DmaBuffer>; POOLED]>,
+    free: Tier<POOLED>,
+    #[pin]
+    free_large: Tier<POOLED_LARGE>,
 }
 
 impl StagingPool {
@@ -31,11 +46,12 @@ impl StagingPool {
         pin_init!(StagingPool {
             device,
             free <- new_mutex!([const { None }; POOLED], "lite:staging"),
+            free_large <- new_mutex!([const { None }; POOLED_LARGE], "lite:staging_large"),
         })
     }
 
     /// Runs `f` on a buffer of at least `len` bytes, then keeps the buffer
-    /// for the next user.
+    /// for the next user if it is of a pooled size.
     ///
     /// A reused buffer still holds what an earlier user left in it: `f`
     /// hands the device only the bytes it wrote itself, and its caller
@@ -49,31 +65,46 @@ impl StagingPool {
         len: usize,
         f: impl FnOnce(&mut DmaBuffer) -> Result<T>,
     ) -> Result<T> {
-        if len > STAGING_SIZE {
-            return f(&mut DmaBuffer::new(&self.device, len)?);
+        if len <= STAGING_SIZE {
+            self.with_tier(&self.free, STAGING_SIZE, f)
+        } else if len <= LARGE_STAGING_SIZE {
+            self.with_tier(&self.free_large, LARGE_STAGING_SIZE, f)
+        } else {
+            f(&mut DmaBuffer::new(&self.device, len)?)
         }
-        let reused = self.free.lock().iter_mut().find_map(Option::take);
-        let mut buffer = match reused {
-            Some(buffer) => buffer,
-            None => DmaBuffer::new(&self.device, STAGING_SIZE)?,
-        };
-        let result = f(&mut buffer);
-        self.give_back(buffer);
-        result
     }
 
     /// Buffers kept for reuse.
     pub(crate) fn kept(&self) -> usize {
-        self.free.lock().iter().filter(|b| b.is_some()).count()
+        let count = |free: &[Option<DmaBuffer>]| free.iter().filter(|b| b.is_some()).count();
+        count(&*self.free.lock()) + count(&*self.free_large.lock())
     }
 
-    fn give_back(&self, buffer: DmaBuffer) {
-        let mut free = self.free.lock();
+    /// [`StagingPool::with`] on a buffer of `tier`, whose buffers are of
+    /// `size` bytes.
+    fn with_tier<const N: usize, T>(
+        &self,
+        tier: &Tier<N>,
+        size: usize,
+        f: impl FnOnce(&mut DmaBuffer) -> Result<T>,
+    ) -> Result<T> {
+        let reused = tier.lock().iter_mut().find_map(Option::take);
+        let mut buffer = match reused {
+            Some(buffer) => buffer,
+            None => DmaBuffer::new(&self.device, size)?,
+        };
+        let result = f(&mut buffer);
+        Self::give_back(tier, buffer);
+        result
+    }
+
+    fn give_back<const N: usize>(tier: &Tier<N>, buffer: DmaBuffer) {
+        let mut free = tier.lock();
         if let Some(slot) = free.iter_mut().find(|slot| slot.is_none()) {
             *slot = Some(buffer);
             return;
         }
         drop(free);
-        // The pool is full: `buffer` is freed here, outside the lock.
+        // The tier is full: `buffer` is freed here, outside the lock.
     }
 }

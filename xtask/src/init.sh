@@ -31,6 +31,8 @@
 #   lite.rounds=N      bench-native-*: interleaved rounds of the native verbs
 #                      baseline and LITE's latency series (0: none)
 #   lite.rounditers=N  operations per series in each of those rounds
+#   lite.isolationrounds=N
+#                      lite-bench --qos-rounds (rounds of the isolation run)
 #   lite.comparison=0  bench-native-*: the rounds alone, without perftest and
 #                      the other lite-bench series (default 1)
 #   lite.regioncounts=N,..
@@ -80,6 +82,7 @@ bwbytes=
 lockiters=300
 rounds=0
 rounditers=300
+isolationrounds=
 comparison=1
 fuzzsecs=0
 seed=
@@ -108,6 +111,7 @@ for arg in $(cat /proc/cmdline); do
 	lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;
 	lite.rounds=*) rounds=${arg#lite.rounds=} ;;
 	lite.rounditers=*) rounditers=${arg#lite.rounditers=} ;;
+	lite.isolationrounds=*) isolationrounds=${arg#lite.isolationrounds=} ;;
 	lite.comparison=*) comparison=${arg#lite.comparison=} ;;
 	lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;
 	lite.seed=*) seed=${arg#lite.seed=} ;;
@@ -305,7 +309,7 @@ verbs_round() {
 }
 
 lite_round() {
-	lite-bench --cm "$cm" --series latency --iters "$rounditers" \
+	lite-bench --cm "$cm" --peer-node "$litepeer" --series latency --iters "$rounditers" \
 		--sizes "$sizes" --rpc-sizes "$sizes"
 }
 
@@ -368,7 +372,7 @@ region_curve() {
 		timeout 1800 lite-verbs-bench --client "$peer" --wait event --iters "$iters" \
 			--regions "$regioncounts" --create-sizes "$createsizes" || status=1
 	fi
-	timeout 1800 lite-bench --cm "$cm" --series regions --iters "$iters" \
+	timeout 1800 lite-bench --cm "$cm" --peer-node "$litepeer" --series regions --iters "$iters" \
 		--region-counts "$regioncounts" --create-sizes "$createsizes" || status=1
 	return $status
 }
@@ -395,18 +399,20 @@ process_curve() {
 			timeout 900 lite-verbs-bench --client "$peer" --wait event --iters "$each" \
 				--processes "$count" --ops write,rpc || status=1
 		fi
-		timeout 900 lite-bench --cm "$cm" --series processes --iters "$each" \
+		timeout 900 lite-bench --cm "$cm" --peer-node "$litepeer" \
+			--series processes --iters "$each" \
 			--process-counts "$count" || status=1
 	done
 	return $status
 }
 
 lite_bench() {
-	set -- --cm "$cm" --iters "$iters" --sizes "$sizes" --rpc-sizes "$sizes"
+	set -- --cm "$cm" --peer-node "$litepeer" --iters "$iters" --sizes "$sizes" --rpc-sizes "$sizes"
 	[ -n "$bwsizes" ] && set -- "$@" --bw-sizes "$bwsizes"
 	[ -n "$asyncsizes" ] && set -- "$@" --async-sizes "$asyncsizes"
 	[ -n "$depths" ] && set -- "$@" --depths "$depths"
 	[ -n "$bwbytes" ] && set -- "$@" --bw-bytes "$bwbytes"
+	[ -n "$isolationrounds" ] && set -- "$@" --qos-rounds "$isolationrounds"
 	lite-bench "$@"
 }
 
@@ -489,6 +495,15 @@ if [ -n "$cmtimeout" ]; then
 fi
 
 echo "LITE-GUEST-RUN role=$run"
+# The node holding lite-bench's memory: in the two-VM benchmark roles, the
+# VM serving the native baseline also serves LITE and the other measures
+# both, whichever joined LITE first.
+case "$run" in
+*-server) litepeer=this ;;
+*-client) litepeer=other ;;
+*) litepeer=auto ;;
+esac
+
 case "$run" in
 demo) lite-demo --cm "$cm" --nodes "$nodes" || rc=$? ;;
 # The cluster test. Once every program has ended, LITE's resources must

@@ -14,30 +14,68 @@ pub const MIB: f64 = 1_048_576.0;
 pub enum PeerNode {
     /// Node 1, the first node to join, which always exists.
     Auto,
+    /// This node: it serves, and the other node measures.
+    This,
+    /// The one other member of a two-node cluster: this node measures.
+    /// Which node joins first does not decide which one measures.
+    Other,
     /// A given node id.
     Id(u32),
 }
 
 impl PeerNode {
-    /// The node id this designates.
-    pub fn id(self) -> u32 {
+    /// The node id this designates, on node `me` whose membership file
+    /// (debugfs `membership`) reads `membership`.
+    ///
+    /// # Errors
+    ///
+    /// For [`PeerNode::Other`], when the file does not name exactly one
+    /// alive peer.
+    pub fn resolve(
+        self,
+        me: u32,
+        membership: impl FnOnce() -> Result<String, String>,
+    ) -> Result<u32, String> {
         match self {
-            PeerNode::Auto => 1,
-            PeerNode::Id(id) => id,
+            PeerNode::Auto => Ok(1),
+            PeerNode::This => Ok(me),
+            PeerNode::Id(id) => Ok(id),
+            PeerNode::Other => match alive_peers(&membership()?)[..] {
+                [peer] => Ok(peer),
+                ref peers => Err(format!(
+                    "--peer-node other needs exactly one other node, found {peers:?}"
+                )),
+            },
         }
     }
 
-    /// Parses `auto` or a node id in 1..`max_nodes`.
+    /// Parses `auto`, `this`, `other` or a node id in 1..`max_nodes`.
     pub fn parse(text: &str, max_nodes: u32) -> Result<PeerNode, String> {
-        if text == "auto" {
-            return Ok(PeerNode::Auto);
+        match text {
+            "auto" => return Ok(PeerNode::Auto),
+            "this" => return Ok(PeerNode::This),
+            "other" => return Ok(PeerNode::Other),
+            _ => {}
         }
         match text.parse::<u32>() {
             Ok(id) if (1..max_nodes).contains(&id) => Ok(PeerNode::Id(id)),
             Ok(_) => Err(format!("node ids are 1 to {}", max_nodes - 1)),
-            Err(e) => Err(format!("expected 'auto' or a node id: {e}")),
+            Err(e) => Err(format!("expected auto, this, other or a node id: {e}")),
         }
     }
+}
+
+/// The alive peers the membership file lists (`peer <id> alive ..` lines).
+pub fn alive_peers(membership: &str) -> Vec<u32> {
+    membership
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                ["peer", id, "alive", ..] => id.parse().ok(),
+                _ => None,
+            },
+        )
+        .collect()
 }
 
 /// Kind of measured operation.
@@ -624,6 +662,8 @@ impl fmt::Display for QosPhase {
 /// run, and what the low-priority processes achieved meanwhile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QosResult {
+    /// The interleaved round the phase belongs to, from 1.
+    pub round: u32,
     /// The phase.
     pub phase: QosPhase,
     /// Whether QoS was on.
@@ -644,7 +684,7 @@ pub struct QosResult {
 
 /// The result line of one phase of the isolation run:
 ///
-/// `LITE-QOS phase=loaded qos=off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
+/// `LITE-QOS round=1 phase=loaded qos=off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
 ///
 /// `load_mibps` is the low-priority processes' throughput added up.
 pub fn qos_line(result: &QosResult) -> String {
@@ -653,7 +693,8 @@ pub fn qos_line(result: &QosResult) -> String {
     // Not `sum()`, which makes -0.0 of nothing.
     let load_mibps = result.load.iter().fold(0.0, |total, r| total + r.mibps());
     format!(
-        "LITE-QOS phase={} qos={} size={} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} p99_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2} loaders={} load_size={} load_ops={load_ops} load_mibps={load_mibps:.2} throttled={}",
+        "LITE-QOS round={} phase={} qos={} size={} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} p99_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2} loaders={} load_size={} load_ops={load_ops} load_mibps={load_mibps:.2} throttled={}",
+        result.round,
         result.phase,
         if result.qos { "on" } else { "off" },
         result.size,
@@ -748,7 +789,7 @@ mod tests {
     #[test]
     fn peer_node_parsing() {
         assert_eq!(PeerNode::parse("auto", 64), Ok(PeerNode::Auto));
-        assert_eq!(PeerNode::Auto.id(), 1);
+        assert_eq!(PeerNode::Auto.resolve(3, || Err("unread".into())), Ok(1));
         assert_eq!(PeerNode::parse("2", 64), Ok(PeerNode::Id(2)));
         assert!(PeerNode::parse("0", 64).is_err());
         assert!(PeerNode::parse("64", 64).is_err());
@@ -1090,6 +1131,7 @@ mod tests {
             elapsed_us: 1e6,
         };
         let result = QosResult {
+            round: 2,
             phase: QosPhase::Loaded,
             qos: false,
             size: 64,
@@ -1101,7 +1143,7 @@ mod tests {
         };
         assert_eq!(
             qos_line(&result),
-            "LITE-QOS phase=loaded qos=off size=64 iters=3 median_us=20.00 p10_us=12.00 p90_us=28.00 p99_us=29.80 min_us=10.00 max_us=30.00 stdev_us=10.00 loaders=3 load_size=65536 load_ops=48 load_mibps=3.00 throttled=7"
+            "LITE-QOS round=2 phase=loaded qos=off size=64 iters=3 median_us=20.00 p10_us=12.00 p90_us=28.00 p99_us=29.80 min_us=10.00 max_us=30.00 stdev_us=10.00 loaders=3 load_size=65536 load_ops=48 load_mibps=3.00 throttled=7"
         );
         let unloaded = QosResult {
             phase: QosPhase::Unloaded,
@@ -1109,13 +1151,42 @@ mod tests {
             load: Vec::new(),
             ..result
         };
-        assert!(qos_line(&unloaded).starts_with("LITE-QOS phase=unloaded qos=on size=64 "));
+        assert!(qos_line(&unloaded).starts_with("LITE-QOS round=2 phase=unloaded qos=on size=64 "));
         assert!(qos_line(&unloaded)
             .ends_with(" loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=7"));
         assert_eq!(
             qos_load_line(QosPhase::Loaded, true, 2, &load),
             "LITE-QOS-LOAD phase=loaded qos=on loader=2 ops=16 bytes=1048576 elapsed_us=1000000.00 mibps=1.00"
         );
+    }
+
+    #[test]
+    fn peer_nodes_resolve_after_joining() {
+        let membership = "node 2\nincarnation 1\nepoch 3\nmanager_epoch 3\nfenced 0\n\
+                          peer 1 alive incarnation 1\npeer 3 dead incarnation 1\n";
+        assert_eq!(alive_peers(membership), [1]);
+        let read = || Ok(membership.to_string());
+        assert_eq!(PeerNode::parse("other", 64), Ok(PeerNode::Other));
+        assert_eq!(PeerNode::Other.resolve(2, read), Ok(1));
+        assert_eq!(PeerNode::This.resolve(2, read), Ok(2));
+        assert_eq!(PeerNode::Auto.resolve(2, read), Ok(1));
+        assert_eq!(
+            PeerNode::parse("this", 64).map(|p| p.resolve(5, read)),
+            Ok(Ok(5))
+        );
+        assert_eq!(PeerNode::Id(7).resolve(2, read), Ok(7));
+        let two = || {
+            Ok("node 1\npeer 2 alive incarnation 1\npeer 3 suspect incarnation 1\npeer 4 alive incarnation 2\n".to_string())
+        };
+        assert!(PeerNode::Other.resolve(1, two).is_err());
+        assert!(PeerNode::Other
+            .resolve(1, || Ok("node 1\n".to_string()))
+            .is_err());
+        assert!(PeerNode::Other
+            .resolve(1, || Err("no file".to_string()))
+            .is_err());
+        assert!(PeerNode::parse("0", 64).is_err());
+        assert!(PeerNode::parse("others", 64).is_err());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
+use super::isolation;
 use super::parse::Measurements;
 use super::rounds::{self, Figure};
 use super::{ASYNC_SIZES, SIZES};
@@ -574,25 +575,28 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
 /// The isolation run: a high-priority process's 64 B write latency alone,
 /// and while low-priority processes load the link, with QoS off and on.
 fn qos_chart(m: &Measurements) -> Option<RangeChart> {
-    let entries: Vec<_> = m
-        .qos
-        .values()
-        .map(|r| {
-            (
-                format!("{}, QoS {}", r.phase, r.qos),
-                r.latency.median,
-                r.latency.p10,
-                r.latency.p90,
+    let rows: Vec<_> = m.qos.values().cloned().collect();
+    let entries: Vec<_> = isolation::phases(&rows)
+        .filter_map(|(phase, qos)| {
+            let spread = isolation::phase_spread(&rows, phase, qos)?;
+            Some((
+                format!("{phase}, QoS {qos}"),
+                spread.median,
+                spread.p10,
+                spread.p90,
                 None,
-            )
+            ))
         })
         .collect();
     (!entries.is_empty()).then(|| RangeChart {
         name: "isolation".into(),
         title: "Isolation: high-priority 64 B writes under low-priority load".into(),
-        x_label: "microseconds: median, bar from the 10th to the 90th percentile".into(),
-        caption: "The high-priority process's writes alone, then while low-priority processes \
-                  write 64 KiB in a loop, with QoS off and on."
+        x_label: "microseconds: median, bar from the 10th to the 90th percentile (medians over \
+                  the rounds)"
+            .into(),
+        caption: "The high-priority process's writes alone and while low-priority processes \
+                  write 64 KiB in a loop, alternated in rounds with QoS on; the first round \
+                  also with QoS off."
             .into(),
         reference: None,
         entries,

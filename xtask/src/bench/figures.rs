@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::apps::AppRun;
 use super::parse::Measurements;
-use super::rounds;
+use super::{isolation, rounds};
 use crate::ui;
 
 /// Version of the file's layout.
@@ -274,14 +274,28 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             None,
         );
     }
-    for q in m.qos.values() {
-        f.add(
-            format!("qos/{}/{}", q.phase, q.qos),
-            "us",
-            Better::Lower,
-            q.latency.median,
-            Some((q.latency.p10, q.latency.p90)),
-        );
+    let qos: Vec<_> = m.qos.values().cloned().collect();
+    for (phase, setting) in isolation::phases(&qos) {
+        if let Some(spread) = isolation::phase_spread(&qos, phase, setting) {
+            f.add(
+                format!("qos/{phase}/{setting}"),
+                "us",
+                Better::Lower,
+                spread.median,
+                Some((spread.p10, spread.p90)),
+            );
+        }
+    }
+    for setting in ["on", "off"] {
+        if let Some(ratio) = rounds::Range::of(&isolation::round_ratios(&qos, setting)) {
+            f.add(
+                format!("qos/ratio/{setting}"),
+                "x",
+                Better::Lower,
+                ratio.median,
+                Some((ratio.min, ratio.max)),
+            );
+        }
     }
     for r in m.regions.values() {
         f.add(

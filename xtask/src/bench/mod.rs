@@ -16,7 +16,8 @@
 //! latency, atomics, uncontended lock/unlock pairs, memset/memcpy
 //! throughput, asynchronous write/read throughput, RPC round trips and
 //! throughput, the isolation of a high-priority process's writes from
-//! low-priority processes saturating the link, with QoS off and on, and
+//! low-priority processes saturating the link, in `--rounds` rounds of an
+//! unloaded and a loaded phase with QoS on ([`isolation`]), and
 //! last how many memory regions node 2 registers as its live LMRs grow.
 //! Two short phases boot 2 and [`LOCK_NODES`] VMs that all take turns on
 //! one lock. Another boots [`FAILURE_NODES`] VMs that run the failure
@@ -44,6 +45,7 @@ mod apps;
 mod charts;
 mod cluster_scale;
 mod figures;
+mod isolation;
 mod parse;
 mod process_curve;
 mod region_curve;
@@ -247,6 +249,7 @@ pub fn run(
                 0
             },
             round_iters: options.round_iters,
+            isolation_rounds: options.rounds,
             full: options.runs(Part::Comparison),
         };
         let comparison = run::comparison_phase(&setup, plan)?;

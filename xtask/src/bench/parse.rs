@@ -309,6 +309,8 @@ pub struct LockRow {
 /// phase of the isolation run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QosRow {
+    /// The interleaved round, from 1 (1 for a line without one).
+    pub round: u32,
     /// `unloaded` or `loaded`.
     pub phase: String,
     /// `on` or `off`: QoS (traffic prioritization) during the phase.
@@ -411,8 +413,8 @@ pub struct Measurements {
     pub locks: BTreeMap<(u32, u32, u32), LockRow>,
     /// Raw lock-acquire times by (contenders, node), of every node's log.
     pub lock_samples: BTreeMap<(u32, u32), Vec<f64>>,
-    /// Isolation phases by (phase, QoS).
-    pub qos: BTreeMap<(String, String), QosRow>,
+    /// Isolation phases by (round, phase, QoS).
+    pub qos: BTreeMap<(u32, String, String), QosRow>,
     /// Memory region counts by (LMR size, live LMRs).
     pub regions: BTreeMap<(u64, u64), RegionRow>,
     /// The memory region curve by (side, op, size, live regions).
@@ -472,7 +474,7 @@ impl Measurements {
         }
         for row in parse_lite_qos(text) {
             self.qos
-                .entry((row.phase.clone(), row.qos.clone()))
+                .entry((row.round, row.phase.clone(), row.qos.clone()))
                 .or_insert(row);
         }
         for row in parse_lite_regions(text) {
@@ -894,13 +896,17 @@ pub fn parse_lock_samples(log: &str) -> BTreeMap<(u32, u32), Vec<f64>> {
     out
 }
 
-/// `LITE-QOS phase=unloaded|loaded qos=on|off size=64 iters=.. median_us=..
+/// `LITE-QOS round=N phase=unloaded|loaded qos=on|off size=64 iters=.. median_us=..
 /// p10_us=.. p90_us=.. p99_us=.. .. loaders=3 load_size=65536 load_ops=..
 /// load_mibps=.. throttled=..` lines; malformed lines are skipped.
 pub fn parse_lite_qos(log: &str) -> Vec<QosRow> {
     tagged_lines(log, LITE_QOS)
         .filter_map(|fields| {
             Some(QosRow {
+                round: match fields.text("round") {
+                    Some(text) => integer(text)?,
+                    None => 1,
+                },
                 phase: fields.text("phase")?.to_string(),
                 qos: fields.text("qos")?.to_string(),
                 size: fields.integer("size")?,
@@ -1243,10 +1249,13 @@ LITE-LOCK-SAMPLES contenders=4 node=x acquire_us=9.00
 
     /// The isolation run's phase lines and its load lines.
     pub(crate) const QOS_LOG: &str = "\
-LITE-QOS phase=unloaded qos=on size=64 iters=1000 median_us=1000.00 p10_us=900.00 p90_us=1200.00 p99_us=2000.00 min_us=800.00 max_us=3000.00 stdev_us=100.00 loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=0
-LITE-QOS phase=loaded qos=off size=64 iters=1000 median_us=4000.00 p10_us=3000.00 p90_us=6000.00 p99_us=9000.00 min_us=900.00 max_us=12000.00 stdev_us=900.00 loaders=3 load_size=65536 load_ops=900 load_mibps=30.00 throttled=0
+LITE-QOS round=1 phase=unloaded qos=on size=64 iters=1000 median_us=1000.00 p10_us=900.00 p90_us=1200.00 p99_us=2000.00 min_us=800.00 max_us=3000.00 stdev_us=100.00 loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=0
+LITE-QOS round=1 phase=loaded qos=off size=64 iters=1000 median_us=4000.00 p10_us=3000.00 p90_us=6000.00 p99_us=9000.00 min_us=900.00 max_us=12000.00 stdev_us=900.00 loaders=3 load_size=65536 load_ops=900 load_mibps=30.00 throttled=0
 LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=300 bytes=19660800 elapsed_us=2000000.00 mibps=10.00
-LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=1300.00 p10_us=1000.00 p90_us=1600.00 p99_us=2600.00 min_us=850.00 max_us=5000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=150 load_mibps=5.50 throttled=140
+LITE-QOS round=1 phase=loaded qos=on size=64 iters=1000 median_us=1300.00 p10_us=1000.00 p90_us=1600.00 p99_us=2600.00 min_us=850.00 max_us=5000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=150 load_mibps=5.50 throttled=140
+LITE-QOS round=2 phase=unloaded qos=on size=64 iters=1000 median_us=2000.00 p10_us=1800.00 p90_us=2400.00 p99_us=3000.00 min_us=1700.00 max_us=4000.00 stdev_us=100.00 loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=0
+LITE-QOS round=2 phase=loaded qos=on size=64 iters=1000 median_us=2200.00 p10_us=2000.00 p90_us=2600.00 p99_us=3300.00 min_us=1900.00 max_us=6000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=90 load_mibps=3.00 throttled=80
+LITE-QOS round=x phase=loaded qos=on size=64 iters=1000 median_us=2200.00 p10_us=2000.00 p90_us=2600.00 p99_us=3300.00 min_us=1900.00 max_us=6000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=90 load_mibps=3.00 throttled=80
 LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=nan p10_us=1 p90_us=1 p99_us=1 loaders=3 load_size=65536 load_ops=1 load_mibps=1 throttled=1
 ";
 
@@ -1546,10 +1555,12 @@ LITE-FAILURE-VICTIM re";
     #[test]
     fn parses_qos_lines_only() {
         let rows = parse_lite_qos(QOS_LOG);
-        assert_eq!(rows.len(), 3, "{rows:?}");
+        // Not the line with a malformed median nor the one with a malformed round.
+        assert_eq!(rows.len(), 5, "{rows:?}");
         assert_eq!(
             rows[1],
             QosRow {
+                round: 1,
                 phase: "loaded".into(),
                 qos: "off".into(),
                 size: 64,
@@ -1568,6 +1579,7 @@ LITE-FAILURE-VICTIM re";
             }
         );
         assert_eq!((rows[2].qos.as_str(), rows[2].throttled), ("on", 140));
+        assert_eq!((rows[4].round, rows[4].throttled), (2, 80));
         // Not latency, throughput or lock lines.
         assert!(parse_lite_bench(QOS_LOG).is_empty());
         assert!(parse_lite_throughput(QOS_LOG).is_empty());
@@ -1735,7 +1747,7 @@ LITE-SCALE nodes=4 node=4 join_us=oops barriers=50 barrier_median_us=1 barrier_p
         m.add_log("locks/node3", &format!("{LOCK_LOG}LITE-GUEST-EXIT rc=1\n"));
         assert!(!m.is_empty());
         assert_eq!(m.locks.len(), 4);
-        assert_eq!(m.qos.len(), 3);
+        assert_eq!(m.qos.len(), 5);
         assert_eq!(m.native.len(), 2);
         assert_eq!(m.lite.len(), 2);
         // Samples from several logs add up.
@@ -2167,6 +2179,7 @@ LITE-GUEST-EXIT rc=0
         assert_eq!(
             parse_lite_qos(&console(REAL_RUN)),
             [QosRow {
+                round: 1,
                 phase: "loaded".into(),
                 qos: "off".into(),
                 size: 64,

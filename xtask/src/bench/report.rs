@@ -9,7 +9,7 @@ use super::parse::{
     FailureNode, Lite, LiteBw, LiteRpcAsync, LiteRpcBw, LockRow, Measurements, Native, NativeBw,
     QosRow, RegionRow, Spread,
 };
-use super::rounds;
+use super::{isolation, rounds};
 use super::{
     ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES, RPC_ASYNC_SIZE,
 };
@@ -20,10 +20,6 @@ const RPC_NATIVE_OP: &str = "send";
 
 /// `lite-bench`'s RPC round trip series.
 const RPC_OP: &str = "rpc";
-
-/// The isolation target: with QoS on, the high-priority process's median
-/// write latency under load within 1.5x of its unloaded median.
-const QOS_TARGET_RATIO: f64 = 1.5;
 
 /// The calls waiting on the killed node whose stalls `lite-failure-test`
 /// reports, in its order.
@@ -85,8 +81,8 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     ));
     say_indented(rpc_async_table(&m.native_bw, &lite_rpc_async));
     ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
-    say_indented(qos_table(&qos));
-    say_indented([qos_verdict(&qos)]);
+    say_indented(isolation::table(&qos));
+    say_indented([isolation::verdict(&qos)]);
     let regions: Vec<RegionRow> = m.regions.values().cloned().collect();
     ui::say("==> memory regions as LMRs grow (the measuring node's resources file)");
     say_indented(regions_table(&regions));
@@ -116,7 +112,7 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
     let mut lines = Vec::new();
     if !m.qos.is_empty() {
         let qos: Vec<QosRow> = m.qos.values().cloned().collect();
-        lines.push(qos_verdict(&qos));
+        lines.push(isolation::verdict(&qos));
     }
     if !m.regions.is_empty() {
         let regions: Vec<RegionRow> = m.regions.values().cloned().collect();
@@ -483,12 +479,12 @@ fn is_atomic(op: &str) -> bool {
 }
 
 /// Two decimals, or `-`.
-fn cell(value: Option<f64>) -> String {
+pub(super) fn cell(value: Option<f64>) -> String {
     value.map_or("-".to_string(), |v| format!("{v:.2}"))
 }
 
 /// `p10-p90`, or `-`.
-fn spread_cell(spread: Option<&Spread>) -> String {
+pub(super) fn spread_cell(spread: Option<&Spread>) -> String {
     range_cell(spread.map(|s| (s.p10, s.p90)))
 }
 
@@ -762,78 +758,6 @@ pub fn contention_verdict(rows: &[LockRow]) -> Option<String> {
         ),
         _ => format!("{what}: NOT met (not timed with both)"),
     })
-}
-
-/// The isolation phases in the order of the table: (phase, QoS).
-const QOS_PHASES: [(&str, &str); 3] = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
-
-/// The isolation table, one string per line: the high-priority process's
-/// write latency in each phase, its ratios to the unloaded figures, and
-/// the low-priority processes' throughput.
-pub fn qos_table(rows: &[QosRow]) -> Vec<String> {
-    let find = |phase: &str, qos: &str| rows.iter().find(|r| r.phase == phase && r.qos == qos);
-    let unloaded = find("unloaded", "on");
-    let row = |cells: [&str; 12]| {
-        table_row(
-            &[
-                left(9),
-                left(4),
-                right(7),
-                right(6),
-                right(10),
-                right(10),
-                right(19),
-                right(9),
-                right(9),
-                right(13),
-                right(9),
-                right(9),
-            ],
-            &cells,
-        )
-    };
-    let mut lines = Vec::new();
-    if let Some(r) = rows.iter().find(|r| r.loaders > 0).or(rows.first()) {
-        lines.push(format!(
-            "high priority: {} B lite_rdma_write; load: {} low-priority processes writing {} B \
-             in a loop; ratios: loaded / unloaded",
-            r.size, r.loaders, r.load_size
-        ));
-    }
-    lines.push(row([
-        "phase",
-        "QoS",
-        "loaders",
-        "writes",
-        "median",
-        "p99",
-        "p10-p90",
-        "med ratio",
-        "p99 ratio",
-        "low-prio MiB/s",
-        "low ops",
-        "throttled",
-    ]));
-    for (phase, qos) in QOS_PHASES {
-        let r = find(phase, qos);
-        let base = if phase == "unloaded" { None } else { unloaded };
-        let loaded = r.filter(|r| r.loaders > 0);
-        lines.push(row([
-            phase,
-            qos,
-            &r.map_or("-".to_string(), |r| r.loaders.to_string()),
-            &r.map_or("-".to_string(), |r| r.iters.to_string()),
-            &cell(r.map(|r| r.latency.median)),
-            &cell(r.map(|r| r.p99)),
-            &spread_cell(r.map(|r| &r.latency)),
-            &ratio_cell(r.map(|r| r.latency.median), base.map(|b| b.latency.median)),
-            &ratio_cell(r.map(|r| r.p99), base.map(|b| b.p99)),
-            &cell(loaded.map(|r| r.load_mibps)),
-            &loaded.map_or("-".to_string(), |r| r.load_ops.to_string()),
-            &r.map_or("-".to_string(), |r| r.throttled.to_string()),
-        ]));
-    }
-    lines
 }
 
 /// The memory region table, one string per line: the measuring node's
@@ -1220,43 +1144,16 @@ fn failure_notes(nodes: &[FailureNode]) -> Vec<String> {
     notes
 }
 
-/// Whether, with QoS on, the high-priority median under load is within
-/// [`QOS_TARGET_RATIO`] of the unloaded median; the QoS-off ratio beside.
-pub fn qos_verdict(rows: &[QosRow]) -> String {
-    let median = |phase: &str, qos: &str| {
-        rows.iter()
-            .find(|r| r.phase == phase && r.qos == qos)
-            .map(|r| r.latency.median)
-    };
-    let unloaded = median("unloaded", "on").filter(|&u| u > 0.0);
-    let ratio = |loaded: Option<f64>| Some(loaded? / unloaded?);
-    let off = ratio(median("loaded", "off")).map_or("-".to_string(), |r| format!("{r:.2}"));
-    let what =
-        format!("isolation target (loaded/unloaded median <= {QOS_TARGET_RATIO:.2} with QoS on)");
-    match ratio(median("loaded", "on")) {
-        Some(on) => {
-            let verdict = if on <= QOS_TARGET_RATIO {
-                "met"
-            } else {
-                "NOT met"
-            };
-            format!("{what}: {verdict} ({on:.2}); with QoS off: {off}")
-        }
-        None => format!("{what}: not evaluated, a measurement is missing; with QoS off: {off}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bench::parse::tests::{
-        failure_logs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, QOS_LOG,
-        REGIONS_LOG, RPC_LOG,
+        failure_logs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
     };
     use crate::bench::parse::{
-        parse_lite_bench, parse_lite_lock, parse_lite_qos, parse_lite_regions,
-        parse_lite_rpc_async, parse_lite_rpc_throughput, parse_lite_throughput, parse_lock_samples,
-        parse_perftest, parse_perftest_bw,
+        parse_lite_bench, parse_lite_lock, parse_lite_regions, parse_lite_rpc_async,
+        parse_lite_rpc_throughput, parse_lite_throughput, parse_lock_samples, parse_perftest,
+        parse_perftest_bw,
     };
 
     #[test]
@@ -1781,90 +1678,6 @@ mod tests {
             "{s:?}"
         );
         assert_eq!(spread_of(&[]), None);
-    }
-
-    #[test]
-    fn qos_table_and_verdict() {
-        let rows = parse_lite_qos(QOS_LOG);
-        let table = qos_table(&rows);
-        assert_eq!(table.len(), 5, "{table:#?}");
-        assert!(table[0].contains("64 B lite_rdma_write"), "{table:#?}");
-        assert!(table[0].contains("3 low-priority processes writing 65536 B"));
-        let fields = |line: &str| {
-            line.split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            fields(&table[2]),
-            [
-                "unloaded",
-                "on",
-                "0",
-                "1000",
-                "1000.00",
-                "2000.00",
-                "900.00-1200.00",
-                "-",
-                "-",
-                "-",
-                "-",
-                "0"
-            ]
-        );
-        // 4000 / 1000 and 9000 / 2000.
-        assert_eq!(
-            fields(&table[3]),
-            [
-                "loaded",
-                "off",
-                "3",
-                "1000",
-                "4000.00",
-                "9000.00",
-                "3000.00-6000.00",
-                "4.00",
-                "4.50",
-                "30.00",
-                "900",
-                "0"
-            ]
-        );
-        assert_eq!(
-            fields(&table[4])[7..],
-            ["1.30", "1.30", "5.50", "150", "140"]
-        );
-        assert_eq!(
-            qos_verdict(&rows),
-            "isolation target (loaded/unloaded median <= 1.50 with QoS on): met (1.30); with QoS off: 4.00"
-        );
-        let slow: Vec<QosRow> = rows
-            .iter()
-            .cloned()
-            .map(|mut r| {
-                if r.qos == "on" && r.phase == "loaded" {
-                    r.latency.median = 1600.0;
-                }
-                r
-            })
-            .collect();
-        assert!(qos_verdict(&slow).contains(": NOT met (1.60); with QoS off: 4.00"));
-        // Without the QoS-on phase: not evaluated, QoS off still shown.
-        let partial = &rows[..2];
-        assert_eq!(
-            qos_verdict(partial),
-            "isolation target (loaded/unloaded median <= 1.50 with QoS on): not evaluated, \
-             a measurement is missing; with QoS off: 4.00"
-        );
-        assert!(qos_verdict(&[]).ends_with("with QoS off: -"));
-        // Missing phases are rows of dashes.
-        let table = qos_table(partial);
-        assert!(
-            fields(&table[4])[2..].iter().all(|f| f == "-"),
-            "{table:#?}"
-        );
-        let table = qos_table(&[]);
-        assert_eq!(table.len(), 4);
     }
 
     #[test]

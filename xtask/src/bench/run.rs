@@ -269,6 +269,8 @@ pub struct ComparisonPlan {
     pub rounds: u32,
     /// Operations per series in each round.
     pub round_iters: u32,
+    /// Rounds of the isolation run's unloaded and loaded phases.
+    pub isolation_rounds: u32,
     /// Whether perftest and every `lite-bench` series run after the rounds.
     pub full: bool,
 }
@@ -285,6 +287,7 @@ pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
             format!("lite.sizes={}", sizes.join(",")),
             format!("lite.rounds={}", plan.rounds),
             format!("lite.rounditers={}", plan.round_iters),
+            format!("lite.isolationrounds={}", plan.isolation_rounds),
             format!("lite.comparison={}", u8::from(plan.full)),
         ];
         args.extend(bw_params(iters));
@@ -547,6 +550,13 @@ mod tests {
         assert!(init.contains("--series processes --iters \"$each\""));
         assert!(init.contains("--wait event --iters \"$each\""));
         assert!(init.contains("--process-counts \"$count\""));
+        // Whichever VM joins LITE first, the VM serving the native baseline
+        // holds LITE's memory and the other measures both sides.
+        assert!(init.contains("*-server) litepeer=this ;;\n*-client) litepeer=other ;;"));
+        assert!(init.contains("lite-bench --cm \"$cm\" --peer-node \"$litepeer\" --series latency"));
+        assert!(init.contains("lite-bench --cm \"$cm\" --peer-node \"$litepeer\" --series regions"));
+        assert!(init.contains("set -- --cm \"$cm\" --peer-node \"$litepeer\" --iters"));
+        assert!(init.contains("[ -n \"$isolationrounds\" ] && set -- \"$@\" --qos-rounds"));
         // The cluster-size phase's role and parameter.
         assert!(init.contains(
             "bench-scale) lite-bench --cm \"$cm\" --scale \"$nodes\" --iters \"$iters\" \

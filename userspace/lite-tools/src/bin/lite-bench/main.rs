@@ -32,8 +32,10 @@
 //!    times `--iters` 64-byte writes to the memory node alone (QoS on),
 //!    then while `--qos-loaders` low-priority copies of this program
 //!    (`lite-bench __qos-load NODE SIZE`, priority LOW) write 64 KiB to the
-//!    memory node in a loop, with QoS off and then on (written to
+//!    memory node in a loop, with QoS on (written to
 //!    `/sys/kernel/debug/lite/qos_enabled`, which is restored afterwards);
+//!    the two phases alternate for `--qos-rounds` rounds, and the first
+//!    round also times the load with QoS off;
 //! 6. memory regions: 4 KiB LMRs, alternately on this node and on the
 //!    memory node, are allocated and kept until 1, 10, 100 and 1000 are
 //!    alive, then (those freed) 100 LMRs of 64 KiB; after each step the
@@ -118,7 +120,7 @@
 //!
 //! and each phase of the isolation run prints
 //!
-//! `LITE-QOS phase=unloaded|loaded qos=on|off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
+//! `LITE-QOS round=N phase=unloaded|loaded qos=on|off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
 //! `LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
 //!
 //! (`load_mibps`: the low-priority processes' MiB/s, each over the whole
@@ -173,9 +175,10 @@ mod process_curve;
 
 const CLI: Cli = Cli {
     program: "lite-bench",
-    synopsis: "--cm IP [--peer-node auto|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
+    synopsis:
+        "--cm IP [--peer-node auto|this|other|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
                [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
-               [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] \
+               [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] [--qos-rounds N] \
                [--series all|latency|regions|processes] [--region-counts LIST] \
                [--create-sizes LIST] [--process-counts LIST] \
                [--contend NODES [--contend-iters N]]",
@@ -192,8 +195,10 @@ const CLI: Cli = Cli {
         },
         OptionSpec {
             name: "peer-node",
-            value_name: "auto|ID",
-            help: "node holding the memory; auto means node 1 (default auto)",
+            value_name: "auto|this|other|ID",
+            help: "node holding the memory: auto means node 1, this means this node (it \
+                   serves), other the other node of a two-node cluster (this node measures) \
+                   (default auto)",
         },
         OptionSpec {
             name: "iters",
@@ -247,6 +252,12 @@ const CLI: Cli = Cli {
             value_name: "N",
             help: "isolation run: low-priority processes loading the link, 0 to skip the run \
                    (default 3)",
+        },
+        OptionSpec {
+            name: "qos-rounds",
+            value_name: "N",
+            help: "isolation run: rounds of an unloaded and a loaded phase with QoS on, \
+                   alternated so both see the same machine (default 5)",
         },
         OptionSpec {
             name: "series",
@@ -345,6 +356,9 @@ const LOCK_NAME: u64 = 0x6c6f_636b;
 /// lock, after the timed pairs.
 const LOCK_CHECK_ROUNDS: u64 = 10;
 
+/// Most rounds of the isolation run.
+const MAX_QOS_ROUNDS: u32 = 100;
+
 /// Size of the high-priority writes of the isolation run.
 const QOS_SIZE: u64 = 64;
 
@@ -359,6 +373,9 @@ const QOS_SETTLE: Duration = Duration::from_millis(200);
 
 /// The QoS switch (debugfs): `1` on, `0` off.
 const QOS_ENABLED: &str = "/sys/kernel/debug/lite/qos_enabled";
+
+/// This node's view of the cluster (debugfs): its alive peers.
+const MEMBERSHIP: &str = "/sys/kernel/debug/lite/membership";
 
 /// Live LMRs after each step of the memory region series.
 const REGION_STEPS: [usize; 4] = [1, 10, 100, 1000];
@@ -412,8 +429,13 @@ enum Series {
     Processes,
 }
 
+#[derive(Clone)]
 struct Options {
     cm: Ipv4Addr,
+    /// Which node holds the memory, as `--peer-node` said.
+    peer: PeerNode,
+    /// That node's id; for `this` and `other`, node 1 until the cluster met
+    /// at the first barrier, `peer` resolved from then on.
     memory_node: u32,
     iters: usize,
     sizes: Vec<u64>,
@@ -425,6 +447,8 @@ struct Options {
     rpc_threads: Vec<usize>,
     rpc_calls: usize,
     qos_loaders: usize,
+    /// Interleaved rounds of the isolation run.
+    qos_rounds: u32,
     /// Which series run (`--series`).
     series: Series,
     /// Live LMRs at each step of the memory region curve.
@@ -529,6 +553,11 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         parsed.optional("qos-loaders", 3)?,
         0..=MAX_QOS_LOADERS,
     )?;
+    let qos_rounds = in_range(
+        "qos-rounds",
+        parsed.optional("qos-rounds", 5)?,
+        1..=MAX_QOS_ROUNDS,
+    )?;
     let series = parsed.with("series", Series::All, |text| match text {
         "all" => Ok(Series::All),
         "latency" => Ok(Series::Latency),
@@ -578,7 +607,11 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
     )?;
     Ok(Options {
         cm,
-        memory_node: peer.id(),
+        peer,
+        memory_node: match peer {
+            PeerNode::Id(id) => id,
+            _ => 1,
+        },
         iters,
         sizes,
         bw_sizes,
@@ -589,6 +622,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         rpc_threads,
         rpc_calls,
         qos_loaders,
+        qos_rounds,
         series,
         region_counts,
         create_sizes,
@@ -660,6 +694,13 @@ fn run(options: &Options) -> Result<(), String> {
         return cluster_scale::measure(&plan);
     }
     barrier()?;
+    let memory_node = options.peer.resolve(me, || {
+        std::fs::read_to_string(MEMBERSHIP).map_err(|e| format!("{MEMBERSHIP}: {e}"))
+    })?;
+    let options = &Options {
+        memory_node,
+        ..options.clone()
+    };
 
     if me == options.memory_node {
         say(format_args!(
@@ -1666,8 +1707,11 @@ fn throttled() -> Result<u64, String> {
 }
 
 /// The isolation run: this process, at high priority, times 64-byte writes
-/// to the memory node alone, then while `--qos-loaders` low-priority
-/// processes write 64 KiB there in a loop, with QoS off and then on.
+/// to the memory node alone and while `--qos-loaders` low-priority
+/// processes write 64 KiB there in a loop. The unloaded and the loaded
+/// phase with QoS on alternate for `--qos-rounds` rounds, so each round's
+/// ratio compares phases measured on the same machine a moment apart; the
+/// first round also measures the load with QoS off.
 fn measure_qos(options: &Options) -> Result<(), String> {
     if options.qos_loaders == 0 {
         return Ok(());
@@ -1678,17 +1722,21 @@ fn measure_qos(options: &Options) -> Result<(), String> {
         .map_err(|e| format!("alloc {QOS_SIZE} B on node {node}: {}", describe_error(&e)))?;
     let previous = set_priority(sys::PRIORITY_HIGH)?;
     say(format_args!(
-        "lite-bench: isolation: {} high-priority {QOS_SIZE} B writes to node {node} per phase; \
-         load: {} low-priority processes writing {QOS_LOAD_SIZE} B",
-        options.iters, options.qos_loaders
+        "lite-bench: isolation: {} rounds of {} high-priority {QOS_SIZE} B writes to node {node} \
+         per phase; load: {} low-priority processes writing {QOS_LOAD_SIZE} B",
+        options.qos_rounds, options.iters, options.qos_loaders
     ));
-    let outcome = [
-        (QosPhase::Unloaded, true),
-        (QosPhase::Loaded, false),
-        (QosPhase::Loaded, true),
-    ]
-    .into_iter()
-    .try_for_each(|(phase, qos)| qos_phase(options, &lmr, phase, qos));
+    let outcome = (1..=options.qos_rounds)
+        .flat_map(|round| {
+            let off = (round == 1).then_some((round, QosPhase::Loaded, false));
+            [
+                Some((round, QosPhase::Unloaded, true)),
+                off,
+                Some((round, QosPhase::Loaded, true)),
+            ]
+        })
+        .flatten()
+        .try_for_each(|(round, phase, qos)| qos_phase(options, &lmr, round, phase, qos));
     let restored = set_qos(initial);
     let reset = set_priority(previous).map(drop);
     outcome.and(restored).and(reset)?;
@@ -1696,7 +1744,13 @@ fn measure_qos(options: &Options) -> Result<(), String> {
         .map_err(|e| format!("free: {}", describe_error(&e)))
 }
 
-fn qos_phase(options: &Options, lmr: &Lmr, phase: QosPhase, qos: bool) -> Result<(), String> {
+fn qos_phase(
+    options: &Options,
+    lmr: &Lmr,
+    round: u32,
+    phase: QosPhase,
+    qos: bool,
+) -> Result<(), String> {
     set_qos(qos)?;
     // A pattern of its own per phase, so the check sees this phase's writes.
     let loaded = phase == QosPhase::Loaded;
@@ -1744,6 +1798,7 @@ fn qos_phase(options: &Options, lmr: &Lmr, phase: QosPhase, qos: bool) -> Result
     pattern::verify(seed, 0, &check)
         .map_err(|m| format!("high-priority writes left wrong data: {m}"))?;
     let result = QosResult {
+        round,
         phase,
         qos,
         size: QOS_SIZE,

@@ -1,0 +1,299 @@
+//! The isolation run: a high-priority process's 64 B write latency alone
+//! and while low-priority processes load the link. Its unloaded and loaded
+//! phases (QoS on) alternate in rounds, and each round's loaded/unloaded
+//! ratio compares two phases measured a moment apart: the emulator's speed
+//! drifts by tens of percent over minutes, which single phases measured
+//! minutes apart would take for an effect of the load. The verdict takes
+//! the median ratio over the rounds, as the latency comparison does.
+
+use super::parse::{QosRow, Spread};
+use super::report::{cell, left, ratio_cell, right, spread_cell, table_row};
+use super::rounds::Range;
+
+/// The target: with QoS on, the high-priority process's median write
+/// latency under load within 1.5x of its unloaded median.
+pub const TARGET_RATIO: f64 = 1.5;
+
+/// The phases of a round in the order they run: (phase, QoS). Only the
+/// first round measures the load with QoS off.
+const PHASES: [(&str, &str); 3] = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
+
+/// The row of `phase` with QoS `qos` in `round`.
+fn find<'a>(rows: &'a [QosRow], round: u32, phase: &str, qos: &str) -> Option<&'a QosRow> {
+    rows.iter()
+        .find(|r| r.round == round && r.phase == phase && r.qos == qos)
+}
+
+/// The rounds `rows` hold, in order.
+fn rounds(rows: &[QosRow]) -> Vec<u32> {
+    let mut rounds: Vec<u32> = rows.iter().map(|r| r.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    rounds
+}
+
+/// The loaded/unloaded median ratio with QoS `qos` of every round that
+/// measured both phases.
+pub fn round_ratios(rows: &[QosRow], qos: &str) -> Vec<f64> {
+    rounds(rows)
+        .into_iter()
+        .filter_map(|round| {
+            let unloaded = find(rows, round, "unloaded", "on")?.latency.median;
+            let loaded = find(rows, round, "loaded", qos)?.latency.median;
+            (unloaded > 0.0).then(|| loaded / unloaded)
+        })
+        .collect()
+}
+
+/// The median over the rounds of a phase's median, 10th and 90th
+/// percentile.
+pub fn phase_spread(rows: &[QosRow], phase: &str, qos: &str) -> Option<Spread> {
+    let of = |pick: fn(&QosRow) -> f64| {
+        let values: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.phase == phase && r.qos == qos)
+            .map(pick)
+            .collect();
+        Range::of(&values).map(|r| r.median)
+    };
+    Some(Spread {
+        median: of(|r| r.latency.median)?,
+        p10: of(|r| r.latency.p10)?,
+        p90: of(|r| r.latency.p90)?,
+    })
+}
+
+/// The phases measured, in report order: (phase, QoS).
+pub fn phases(rows: &[QosRow]) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+    PHASES
+        .into_iter()
+        .filter(|&(phase, qos)| rows.iter().any(|r| r.phase == phase && r.qos == qos))
+}
+
+/// Whether, with QoS on, the median over the rounds of the loaded/unloaded
+/// median ratio is within [`TARGET_RATIO`]; the rounds' range and the
+/// QoS-off ratio beside.
+pub fn verdict(rows: &[QosRow]) -> String {
+    let on = Range::of(&round_ratios(rows, "on"));
+    let off = Range::of(&round_ratios(rows, "off"))
+        .map_or("-".to_string(), |r| format!("{:.2}", r.median));
+    let what = format!(
+        "isolation target (loaded/unloaded median <= {TARGET_RATIO:.2} with QoS on, median of \
+         the rounds' ratios)"
+    );
+    let Some(on) = on else {
+        return format!("{what}: not evaluated, a measurement is missing; with QoS off: {off}");
+    };
+    let verdict = if on.median <= TARGET_RATIO {
+        "met"
+    } else {
+        "NOT met"
+    };
+    let disagree = on.min <= TARGET_RATIO && on.max > TARGET_RATIO;
+    let count = round_ratios(rows, "on").len();
+    format!(
+        "{what}: {verdict}{} ({:.2}, {count} rounds {:.2}-{:.2}); with QoS off: {off}",
+        if disagree { ", rounds disagree" } else { "" },
+        on.median,
+        on.min,
+        on.max
+    )
+}
+
+/// The isolation table, one string per line: every phase of every round,
+/// the high-priority process's write latency, its ratios to the same
+/// round's unloaded phase, and the low-priority processes' throughput.
+pub fn table(rows: &[QosRow]) -> Vec<String> {
+    let row = |cells: [&str; 13]| {
+        table_row(
+            &[
+                right(5),
+                left(9),
+                left(4),
+                right(7),
+                right(6),
+                right(10),
+                right(10),
+                right(19),
+                right(9),
+                right(9),
+                right(13),
+                right(9),
+                right(9),
+            ],
+            &cells,
+        )
+    };
+    let mut lines = Vec::new();
+    if let Some(r) = rows.iter().find(|r| r.loaders > 0).or(rows.first()) {
+        lines.push(format!(
+            "high priority: {} B lite_rdma_write; load: {} low-priority processes writing {} B \
+             in a loop; ratios: loaded / the same round's unloaded",
+            r.size, r.loaders, r.load_size
+        ));
+    }
+    lines.push(row([
+        "round",
+        "phase",
+        "QoS",
+        "loaders",
+        "writes",
+        "median",
+        "p99",
+        "p10-p90",
+        "med ratio",
+        "p99 ratio",
+        "low-prio MiB/s",
+        "low ops",
+        "throttled",
+    ]));
+    for round in rounds(rows) {
+        let unloaded = find(rows, round, "unloaded", "on");
+        for (phase, qos) in PHASES {
+            let Some(r) = find(rows, round, phase, qos) else {
+                continue;
+            };
+            let base = if phase == "unloaded" { None } else { unloaded };
+            let loaded = (r.loaders > 0).then_some(r);
+            lines.push(row([
+                &round.to_string(),
+                phase,
+                qos,
+                &r.loaders.to_string(),
+                &r.iters.to_string(),
+                &cell(Some(r.latency.median)),
+                &cell(Some(r.p99)),
+                &spread_cell(Some(&r.latency)),
+                &ratio_cell(Some(r.latency.median), base.map(|b| b.latency.median)),
+                &ratio_cell(Some(r.p99), base.map(|b| b.p99)),
+                &cell(loaded.map(|r| r.load_mibps)),
+                &loaded.map_or("-".to_string(), |r| r.load_ops.to_string()),
+                &r.throttled.to_string(),
+            ]));
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::parse::parse_lite_qos;
+    use crate::bench::parse::tests::QOS_LOG;
+
+    fn fields(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn table_shows_every_phase_against_its_rounds_unloaded_one() {
+        let rows = parse_lite_qos(QOS_LOG);
+        let table = table(&rows);
+        // Header, columns, round 1's three phases, round 2's two.
+        assert_eq!(table.len(), 7, "{table:#?}");
+        assert!(table[0].contains("64 B lite_rdma_write"), "{table:#?}");
+        assert!(table[0].contains("3 low-priority processes writing 65536 B"));
+        assert_eq!(
+            fields(&table[2]),
+            [
+                "1",
+                "unloaded",
+                "on",
+                "0",
+                "1000",
+                "1000.00",
+                "2000.00",
+                "900.00-1200.00",
+                "-",
+                "-",
+                "-",
+                "-",
+                "0"
+            ]
+        );
+        // 4000 / 1000 and 9000 / 2000.
+        assert_eq!(
+            fields(&table[3])[..10],
+            [
+                "1",
+                "loaded",
+                "off",
+                "3",
+                "1000",
+                "4000.00",
+                "9000.00",
+                "3000.00-6000.00",
+                "4.00",
+                "4.50"
+            ]
+        );
+        assert_eq!(
+            fields(&table[4])[8..],
+            ["1.30", "1.30", "5.50", "150", "140"]
+        );
+        // Round 2 against its own unloaded phase: 2200 / 2000.
+        assert_eq!(fields(&table[6])[..2], ["2", "loaded"]);
+        assert_eq!(fields(&table[6])[8], "1.10");
+        assert_eq!(super::table(&[]).len(), 1);
+    }
+
+    #[test]
+    fn verdict_takes_the_median_of_the_rounds_ratios() {
+        let rows = parse_lite_qos(QOS_LOG);
+        assert_eq!(round_ratios(&rows, "on"), [1.3, 1.1]);
+        assert_eq!(round_ratios(&rows, "off"), [4.0]);
+        assert_eq!(
+            verdict(&rows),
+            "isolation target (loaded/unloaded median <= 1.50 with QoS on, median of the \
+             rounds' ratios): met (1.20, 2 rounds 1.10-1.30); with QoS off: 4.00"
+        );
+        // A slow second round: the median crosses the target, round 1 did not.
+        let slow: Vec<QosRow> = rows
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                if r.round == 2 && r.phase == "loaded" {
+                    r.latency.median = 4000.0;
+                }
+                r
+            })
+            .collect();
+        assert!(
+            verdict(&slow).ends_with(
+                ": NOT met, rounds disagree (1.65, 2 rounds 1.30-2.00); with QoS off: 4.00"
+            ),
+            "{}",
+            verdict(&slow)
+        );
+        // Without any round's loaded phase with QoS on: not evaluated.
+        let partial: Vec<QosRow> = rows
+            .iter()
+            .filter(|r| r.qos == "off" || r.phase == "unloaded")
+            .cloned()
+            .collect();
+        assert_eq!(
+            verdict(&partial),
+            "isolation target (loaded/unloaded median <= 1.50 with QoS on, median of the \
+             rounds' ratios): not evaluated, a measurement is missing; with QoS off: 4.00"
+        );
+        assert!(verdict(&[]).ends_with("with QoS off: -"));
+    }
+
+    #[test]
+    fn phases_are_summarized_over_the_rounds() {
+        let rows = parse_lite_qos(QOS_LOG);
+        assert_eq!(
+            phase_spread(&rows, "unloaded", "on"),
+            Some(Spread {
+                median: 1500.0,
+                p10: 1350.0,
+                p90: 1800.0
+            })
+        );
+        assert_eq!(
+            phases(&rows).collect::<Vec<_>>(),
+            [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")]
+        );
+        assert_eq!(phase_spread(&rows, "loaded", "nope"), None);
+    }
+}
