@@ -199,8 +199,15 @@ perftest_server() {
 	test=$1 size=$2 n=$3
 	shift 3
 	while :; do
-		timeout 600 "$test" -d rxe0 -x 1 -s "$size" -n "$n" "$@"
+		out=$(timeout 600 "$test" -d rxe0 -x 1 -s "$size" -n "$n" "$@" 2>&1)
 		rc=$?
+		echo "$out"
+		# The client prints the figures; a server that ran the test but
+		# could not calibrate its own clock has nothing to report.
+		if [ $rc -ne 0 ] && echo "$out" | grep -q "Can't produce a report"; then
+			echo "LITE-PERFTEST: the server could not calibrate its clock; the client's figures stand"
+			rc=0
+		fi
 		verdict=$(timeout 300 nc -l -p $VERDICT_PORT)
 		[ "$verdict" = again ] || return $rc
 	done
