@@ -14,16 +14,16 @@ use super::{Device, DmaBuffer, PAGE_SIZE};
 /// Size of every small pooled buffer.
 pub(crate) const STAGING_SIZE: usize = PAGE_SIZE;
 
-/// Size of every large pooled buffer: room for an RPC message of up to
-/// 64 KiB with its header, and more; larger requests get a buffer of their
-/// own.
+/// Size of every large pooled buffer: an RPC message of up to 128 KiB less
+/// its 32-byte header; larger requests get a buffer of their own.
 const LARGE_STAGING_SIZE: usize = 128 << 10;
 
 /// Small buffers kept between uses; more in use at once are allocated and
 /// freed.
 const POOLED: usize = 32;
 
-/// Large buffers kept between uses, few because each holds 32 pages.
+/// Large buffers kept between uses, few because each holds
+/// `LARGE_STAGING_SIZE / PAGE_SIZE` pages.
 const POOLED_LARGE: usize = 4;
 
 /// Free buffers of one size.
@@ -66,9 +66,9 @@ impl StagingPool {
         f: impl FnOnce(&mut DmaBuffer) -> Result<T>,
     ) -> Result<T> {
         if len <= STAGING_SIZE {
-            self.with_tier(&self.free, STAGING_SIZE, f)
+            self.with_tier(&self.free, STAGING_SIZE, len, f)
         } else if len <= LARGE_STAGING_SIZE {
-            self.with_tier(&self.free_large, LARGE_STAGING_SIZE, f)
+            self.with_tier(&self.free_large, LARGE_STAGING_SIZE, len, f)
         } else {
             f(&mut DmaBuffer::new(&self.device, len)?)
         }
@@ -81,17 +81,25 @@ impl StagingPool {
     }
 
     /// [`StagingPool::with`] on a buffer of `tier`, whose buffers are of
-    /// `size` bytes.
+    /// `size` bytes, for `len` of them.
     fn with_tier<const N: usize, T>(
         &self,
         tier: &Tier<N>,
         size: usize,
+        len: usize,
         f: impl FnOnce(&mut DmaBuffer) -> Result<T>,
     ) -> Result<T> {
         let reused = tier.lock().iter_mut().find_map(Option::take);
         let mut buffer = match reused {
             Some(buffer) => buffer,
-            None => DmaBuffer::new(&self.device, size)?,
+            None => match DmaBuffer::new(&self.device, size) {
+                Ok(buffer) => buffer,
+                // A tier's buffer takes more contiguous pages than `len`
+                // needs: when memory is too fragmented for it, the request
+                // gets a buffer of its own size, not pooled.
+                Err(_) if len < size => return f(&mut DmaBuffer::new(&self.device, len)?),
+                Err(e) => return Err(e),
+            },
         };
         let result = f(&mut buffer);
         Self::give_back(tier, buffer);

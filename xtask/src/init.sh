@@ -285,8 +285,8 @@ perftest_side() {
 perftest_bw_side() {
 	side=$1
 	status=0
-	for run in $(echo "$bwruns" | tr ',' ' '); do
-		op=${run%%:*} rest=${run#*:}
+	for bwrun in $(echo "$bwruns" | tr ',' ' '); do
+		op=${bwrun%%:*} rest=${bwrun#*:}
 		size=${rest%%:*} rest=${rest#*:}
 		depth=${rest%%:*} n=${rest#*:}
 		test=ib_${op}_bw

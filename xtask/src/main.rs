@@ -138,7 +138,8 @@ enum Command {
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         iters: u32,
         /// Interleaved rounds of LITE and the native verbs baseline (the
-        /// latency part); each figure's verdict is its median ratio.
+        /// latency part), and of the isolation run's unloaded and loaded
+        /// phases; each figure's verdict is its median ratio.
         #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=100))]
         rounds: u32,
         /// Operations per series in each interleaved round.

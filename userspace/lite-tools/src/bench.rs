@@ -714,10 +714,16 @@ pub fn qos_line(result: &QosResult) -> String {
 
 /// One low-priority process's share of a phase:
 ///
-/// `LITE-QOS-LOAD phase=loaded qos=on loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
-pub fn qos_load_line(phase: QosPhase, qos: bool, loader: usize, report: &LoadReport) -> String {
+/// `LITE-QOS-LOAD round=1 phase=loaded qos=on loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
+pub fn qos_load_line(
+    round: u32,
+    phase: QosPhase,
+    qos: bool,
+    loader: usize,
+    report: &LoadReport,
+) -> String {
     format!(
-        "LITE-QOS-LOAD phase={phase} qos={} loader={loader} ops={} bytes={} elapsed_us={:.2} mibps={:.2}",
+        "LITE-QOS-LOAD round={round} phase={phase} qos={} loader={loader} ops={} bytes={} elapsed_us={:.2} mibps={:.2}",
         if qos { "on" } else { "off" },
         report.ops,
         report.bytes,
@@ -1155,8 +1161,8 @@ mod tests {
         assert!(qos_line(&unloaded)
             .ends_with(" loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=7"));
         assert_eq!(
-            qos_load_line(QosPhase::Loaded, true, 2, &load),
-            "LITE-QOS-LOAD phase=loaded qos=on loader=2 ops=16 bytes=1048576 elapsed_us=1000000.00 mibps=1.00"
+            qos_load_line(3, QosPhase::Loaded, true, 2, &load),
+            "LITE-QOS-LOAD round=3 phase=loaded qos=on loader=2 ops=16 bytes=1048576 elapsed_us=1000000.00 mibps=1.00"
         );
     }
 

@@ -573,7 +573,8 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
 }
 
 /// The isolation run: a high-priority process's 64 B write latency alone,
-/// and while low-priority processes load the link, with QoS off and on.
+/// and while low-priority processes load the link with QoS on and off, as
+/// medians over the rounds that measured each phase.
 fn qos_chart(m: &Measurements) -> Option<RangeChart> {
     let rows: Vec<_> = m.qos.values().cloned().collect();
     let entries: Vec<_> = isolation::phases(&rows)

@@ -287,13 +287,17 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
         }
     }
     for setting in ["on", "off"] {
-        if let Some(ratio) = rounds::Range::of(&isolation::round_ratios(&qos, setting)) {
+        let ratios = isolation::round_ratios(&qos, setting);
+        if let Some(ratio) = rounds::Range::of(&ratios) {
+            // One round has no spread to judge a change by: the default
+            // tolerance applies.
+            let spread = (ratios.len() > 1).then_some((ratio.min, ratio.max));
             f.add(
                 format!("qos/ratio/{setting}"),
                 "x",
                 Better::Lower,
                 ratio.median,
-                Some((ratio.min, ratio.max)),
+                spread,
             );
         }
     }
@@ -528,6 +532,29 @@ mod tests {
         assert!(changes[2].regression, "{:?}", changes[2]);
         assert!((changes[2].worse_by - 0.30).abs() < 1e-9);
         assert!(changes[3].improvement && !changes[3].regression);
+    }
+
+    #[test]
+    fn isolation_figures_are_medians_and_ratios_over_the_rounds() {
+        let mut m = Measurements::default();
+        m.add_log("node2", crate::bench::parse::tests::QOS_LOG);
+        let figures = collect(&m, &[]);
+        let find = |key: &str| figures.iter().find(|f| f.key == key).cloned();
+        let unloaded = find("qos/unloaded/on").expect("unloaded");
+        assert_eq!(
+            (unloaded.value, unloaded.low, unloaded.high),
+            (1500.0, Some(1350.0), Some(1800.0))
+        );
+        let on = find("qos/ratio/on").expect("ratio with QoS on");
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(near(on.value, 1.2), "{on:?}");
+        assert!(
+            near(on.low.unwrap_or(0.0), 1.1) && near(on.high.unwrap_or(0.0), 1.3),
+            "{on:?}"
+        );
+        // Measured in one round only: no spread of zero width.
+        let off = find("qos/ratio/off").expect("ratio with QoS off");
+        assert_eq!((off.value, off.low, off.high), (4.0, None, None));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use super::parse::{QosRow, Spread};
 use super::report::{cell, left, ratio_cell, right, spread_cell, table_row};
-use super::rounds::Range;
+use super::rounds::{Range, Verdict};
 
 /// The target: with QoS on, the high-priority process's median write
 /// latency under load within 1.5x of its unloaded median.
@@ -74,27 +74,21 @@ pub fn phases(rows: &[QosRow]) -> impl Iterator<Item = (&'static str, &'static s
 /// median ratio is within [`TARGET_RATIO`]; the rounds' range and the
 /// QoS-off ratio beside.
 pub fn verdict(rows: &[QosRow]) -> String {
-    let on = Range::of(&round_ratios(rows, "on"));
+    let on_ratios = round_ratios(rows, "on");
     let off = Range::of(&round_ratios(rows, "off"))
         .map_or("-".to_string(), |r| format!("{:.2}", r.median));
     let what = format!(
         "isolation target (loaded/unloaded median <= {TARGET_RATIO:.2} with QoS on, median of \
          the rounds' ratios)"
     );
-    let Some(on) = on else {
+    let Some(on) = Range::of(&on_ratios) else {
         return format!("{what}: not evaluated, a measurement is missing; with QoS off: {off}");
     };
-    let verdict = if on.median <= TARGET_RATIO {
-        "met"
-    } else {
-        "NOT met"
-    };
-    let disagree = on.min <= TARGET_RATIO && on.max > TARGET_RATIO;
-    let count = round_ratios(rows, "on").len();
     format!(
-        "{what}: {verdict}{} ({:.2}, {count} rounds {:.2}-{:.2}); with QoS off: {off}",
-        if disagree { ", rounds disagree" } else { "" },
+        "{what}: {}; ratio {:.2}, {} rounds {:.2}-{:.2}; with QoS off: {off}",
+        Verdict::of(&on, TARGET_RATIO).describe(),
         on.median,
+        on_ratios.len(),
         on.min,
         on.max
     )
@@ -245,7 +239,7 @@ mod tests {
         assert_eq!(
             verdict(&rows),
             "isolation target (loaded/unloaded median <= 1.50 with QoS on, median of the \
-             rounds' ratios): met (1.20, 2 rounds 1.10-1.30); with QoS off: 4.00"
+             rounds' ratios): met; ratio 1.20, 2 rounds 1.10-1.30; with QoS off: 4.00"
         );
         // A slow second round: the median crosses the target, round 1 did not.
         let slow: Vec<QosRow> = rows
@@ -260,10 +254,26 @@ mod tests {
             .collect();
         assert!(
             verdict(&slow).ends_with(
-                ": NOT met, rounds disagree (1.65, 2 rounds 1.30-2.00); with QoS off: 4.00"
+                ": NOT met (rounds disagree); ratio 1.65, 2 rounds 1.30-2.00; with QoS off: 4.00"
             ),
             "{}",
             verdict(&slow)
+        );
+        // A second round beyond the target, the median within it.
+        let uneven: Vec<QosRow> = rows
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                if r.round == 2 && r.phase == "loaded" {
+                    r.latency.median = 3200.0;
+                }
+                r
+            })
+            .collect();
+        assert!(
+            verdict(&uneven).contains(": met (rounds disagree); ratio 1.45, 2 rounds 1.30-1.60;"),
+            "{}",
+            verdict(&uneven)
         );
         // Without any round's loaded phase with QoS on: not evaluated.
         let partial: Vec<QosRow> = rows

@@ -134,7 +134,8 @@ pub enum Part {
 pub struct Options {
     /// Operations per series of the one-off series.
     pub iters: u32,
-    /// Interleaved rounds of the latency comparison.
+    /// Interleaved rounds of the latency comparison and of the isolation
+    /// run.
     pub rounds: u32,
     /// Operations per series in each round.
     pub round_iters: u32,

@@ -297,18 +297,25 @@ impl Verdict {
     }
 }
 
-impl Figure {
-    /// The verdict against the target, if the figure has one.
-    pub fn verdict(&self) -> Option<Verdict> {
-        let target = self.target?;
-        let within = self.ratio.median <= target;
-        let disagree = self.ratio.min <= target && self.ratio.max > target;
-        Some(match (within, disagree) {
+impl Verdict {
+    /// Where per-round ratios `ratio` stand against `target`: the median
+    /// decides, and the rounds disagree when some are within and some not.
+    pub fn of(ratio: &Range, target: f64) -> Verdict {
+        let within = ratio.median <= target;
+        let disagree = ratio.min <= target && ratio.max > target;
+        match (within, disagree) {
             (true, false) => Verdict::Met,
             (true, true) => Verdict::MetRoundsDisagree,
             (false, true) => Verdict::NotMetRoundsDisagree,
             (false, false) => Verdict::NotMet,
-        })
+        }
+    }
+}
+
+impl Figure {
+    /// The verdict against the target, if the figure has one.
+    pub fn verdict(&self) -> Option<Verdict> {
+        Some(Verdict::of(&self.ratio, self.target?))
     }
 }
 

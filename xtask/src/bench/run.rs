@@ -276,8 +276,9 @@ pub struct ComparisonPlan {
 }
 
 /// The comparison phase: first the interleaved rounds (node 1 serves the
-/// native verbs baseline, node 2 measures it), then, if `plan.full`, node
-/// 1 serves perftest, node 2 is its client and `lite-bench`'s peer.
+/// native verbs baseline and holds LITE's memory, node 2 measures both),
+/// then, if `plan.full`, node 1 serves perftest and node 2 is its client,
+/// and node 2 measures every `lite-bench` series against node 1.
 pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
     let sizes: Vec<String> = SIZES.iter().map(u64::to_string).collect();
     let iters = plan.iters;
@@ -559,6 +560,9 @@ mod tests {
         assert!(init.contains("lite-bench --cm \"$cm\" --peer-node \"$litepeer\" --series latency"));
         assert!(init.contains("lite-bench --cm \"$cm\" --peer-node \"$litepeer\" --series regions"));
         assert!(init.contains("set -- --cm \"$cm\" --peer-node \"$litepeer\" --iters"));
+        assert!(init.contains(
+            "lite-bench --cm \"$cm\" --peer-node \"$litepeer\" \\\n\t\t\t--series processes"
+        ));
         assert!(init.contains("[ -n \"$isolationrounds\" ] && set -- \"$@\" --qos-rounds"));
         // The cluster-size phase's role and parameter.
         assert!(init.contains(

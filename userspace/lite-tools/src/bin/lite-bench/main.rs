@@ -34,8 +34,9 @@
 //!    (`lite-bench __qos-load NODE SIZE`, priority LOW) write 64 KiB to the
 //!    memory node in a loop, with QoS on (written to
 //!    `/sys/kernel/debug/lite/qos_enabled`, which is restored afterwards);
-//!    the two phases alternate for `--qos-rounds` rounds, and the first
-//!    round also times the load with QoS off;
+//!    the two phases alternate for `--qos-rounds` rounds (odd rounds start
+//!    unloaded, even ones loaded), and the first round ends with the load
+//!    with QoS off;
 //! 6. memory regions: 4 KiB LMRs, alternately on this node and on the
 //!    memory node, are allocated and kept until 1, 10, 100 and 1000 are
 //!    alive, then (those freed) 100 LMRs of 64 KiB; after each step the
@@ -121,7 +122,7 @@
 //! and each phase of the isolation run prints
 //!
 //! `LITE-QOS round=N phase=unloaded|loaded qos=on|off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
-//! `LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
+//! `LITE-QOS-LOAD round=N phase=loaded qos=off loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
 //!
 //! (`load_mibps`: the low-priority processes' MiB/s, each over the whole
 //! time it wrote, added up; `throttled`: the growth of the node's
@@ -595,6 +596,19 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         )?),
         None => None,
     };
+    // `this` and `other` are resolved at the first barrier, which those
+    // runs do not reach with a memory node.
+    if (contend.is_some() || scale.is_some()) && matches!(peer, PeerNode::This | PeerNode::Other) {
+        return Err(lite_tools::args::invalid(
+            "peer-node",
+            if peer == PeerNode::This {
+                "this"
+            } else {
+                "other"
+            },
+            "--contend and --scale hold no memory on one node: give auto or a node id".to_string(),
+        ));
+    }
     let scale_calls = in_range(
         "scale-calls",
         parsed.optional("scale-calls", 200)?,
@@ -1728,12 +1742,16 @@ fn measure_qos(options: &Options) -> Result<(), String> {
     ));
     let outcome = (1..=options.qos_rounds)
         .flat_map(|round| {
+            // Odd rounds start unloaded, even ones loaded, so that neither
+            // phase always runs first; the load with QoS off comes last in
+            // round 1, after its two phases with QoS on.
+            let (first, second) = if round % 2 == 1 {
+                (QosPhase::Unloaded, QosPhase::Loaded)
+            } else {
+                (QosPhase::Loaded, QosPhase::Unloaded)
+            };
             let off = (round == 1).then_some((round, QosPhase::Loaded, false));
-            [
-                Some((round, QosPhase::Unloaded, true)),
-                off,
-                Some((round, QosPhase::Loaded, true)),
-            ]
+            [Some((round, first, true)), Some((round, second, true)), off]
         })
         .flatten()
         .try_for_each(|(round, phase, qos)| qos_phase(options, &lmr, round, phase, qos));
@@ -1759,6 +1777,7 @@ fn qos_phase(
         QOS_SIZE,
         u64::from(qos),
         u64::from(loaded),
+        u64::from(round),
     ]);
     let mut data = vec![0u8; QOS_SIZE as usize];
     pattern::fill(seed, 0, &mut data);
@@ -1812,7 +1831,7 @@ fn qos_phase(
     for (index, report) in result.load.iter().enumerate() {
         say(format_args!(
             "{}",
-            qos_load_line(phase, qos, index + 1, report)
+            qos_load_line(round, phase, qos, index + 1, report)
         ));
     }
     Ok(())
