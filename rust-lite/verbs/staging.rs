@@ -70,8 +70,13 @@ impl StagingPool {
         } else if len <= LARGE_STAGING_SIZE {
             self.with_tier(&self.free_large, LARGE_STAGING_SIZE, len, f)
         } else {
-            f(&mut DmaBuffer::new(&self.device, len)?)
+            self.unpooled(len, f)
         }
+    }
+
+    /// Runs `f` on a buffer of exactly `len` bytes, freed afterwards.
+    fn unpooled<T>(&self, len: usize, f: impl FnOnce(&mut DmaBuffer) -> Result<T>) -> Result<T> {
+        f(&mut DmaBuffer::new(&self.device, len)?)
     }
 
     /// Buffers kept for reuse.
@@ -97,7 +102,7 @@ impl StagingPool {
                 // A tier's buffer takes more contiguous pages than `len`
                 // needs: when memory is too fragmented for it, the request
                 // gets a buffer of its own size, not pooled.
-                Err(_) if len < size => return f(&mut DmaBuffer::new(&self.device, len)?),
+                Err(_) if len < size => return self.unpooled(len, f),
                 Err(e) => return Err(e),
             },
         };

@@ -576,7 +576,7 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
 /// and while low-priority processes load the link with QoS on and off, as
 /// medians over the rounds that measured each phase.
 fn qos_chart(m: &Measurements) -> Option<RangeChart> {
-    let rows: Vec<_> = m.qos.values().cloned().collect();
+    let rows = m.qos_rows();
     let entries: Vec<_> = isolation::phases(&rows)
         .filter_map(|(phase, qos)| {
             let spread = isolation::phase_spread(&rows, phase, qos)?;

@@ -274,7 +274,7 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             None,
         );
     }
-    let qos: Vec<_> = m.qos.values().cloned().collect();
+    let qos = m.qos_rows();
     for (phase, setting) in isolation::phases(&qos) {
         if let Some(spread) = isolation::phase_spread(&qos, phase, setting) {
             f.add(

@@ -175,6 +175,19 @@ mod tests {
     use crate::bench::parse::parse_lite_qos;
     use crate::bench::parse::tests::QOS_LOG;
 
+    /// `rows` with round 2's loaded median set to `median`.
+    fn with_round_two_loaded(rows: &[QosRow], median: f64) -> Vec<QosRow> {
+        rows.iter()
+            .cloned()
+            .map(|mut r| {
+                if r.round == 2 && r.phase == "loaded" {
+                    r.latency.median = median;
+                }
+                r
+            })
+            .collect()
+    }
+
     fn fields(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_string).collect()
     }
@@ -242,16 +255,7 @@ mod tests {
              rounds' ratios): met; ratio 1.20, 2 rounds 1.10-1.30; with QoS off: 4.00"
         );
         // A slow second round: the median crosses the target, round 1 did not.
-        let slow: Vec<QosRow> = rows
-            .iter()
-            .cloned()
-            .map(|mut r| {
-                if r.round == 2 && r.phase == "loaded" {
-                    r.latency.median = 4000.0;
-                }
-                r
-            })
-            .collect();
+        let slow = with_round_two_loaded(&rows, 4000.0);
         assert!(
             verdict(&slow).ends_with(
                 ": NOT met (rounds disagree); ratio 1.65, 2 rounds 1.30-2.00; with QoS off: 4.00"
@@ -260,16 +264,7 @@ mod tests {
             verdict(&slow)
         );
         // A second round beyond the target, the median within it.
-        let uneven: Vec<QosRow> = rows
-            .iter()
-            .cloned()
-            .map(|mut r| {
-                if r.round == 2 && r.phase == "loaded" {
-                    r.latency.median = 3200.0;
-                }
-                r
-            })
-            .collect();
+        let uneven = with_round_two_loaded(&rows, 3200.0);
         assert!(
             verdict(&uneven).contains(": met (rounds disagree); ratio 1.45, 2 rounds 1.30-1.60;"),
             "{}",

@@ -434,6 +434,11 @@ pub struct Measurements {
 }
 
 impl Measurements {
+    /// The isolation run's rows, in (round, phase, QoS) order.
+    pub fn qos_rows(&self) -> Vec<QosRow> {
+        self.qos.values().cloned().collect()
+    }
+
     /// Adds what the console log `text` of node `name` holds. Where several
     /// nodes report the same series, the first node's numbers are kept.
     pub fn add_log(&mut self, name: &str, log: &str) {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::parse::{
     FailureNode, Lite, LiteBw, LiteRpcAsync, LiteRpcBw, LockRow, Measurements, Native, NativeBw,
-    QosRow, RegionRow, Spread,
+    RegionRow, Spread,
 };
 use super::{isolation, rounds};
 use super::{
@@ -57,7 +57,7 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     let lite: Vec<Lite> = m.lite.values().cloned().collect();
     let lite_bw: Vec<LiteBw> = m.lite_bw.values().cloned().collect();
     let lite_rpc_bw: Vec<LiteRpcBw> = m.lite_rpc_bw.values().cloned().collect();
-    let qos: Vec<QosRow> = m.qos.values().cloned().collect();
+    let qos = m.qos_rows();
 
     ui::say(&format!(
         "==> against perftest, for reference ({iters} iterations, times in microseconds; \
@@ -111,7 +111,7 @@ pub fn say_rounds(rounds: u32, round_iters: u32, m: &Measurements) {
 pub fn verdict_lines(m: &Measurements) -> Vec<String> {
     let mut lines = Vec::new();
     if !m.qos.is_empty() {
-        let qos: Vec<QosRow> = m.qos.values().cloned().collect();
+        let qos = m.qos_rows();
         lines.push(isolation::verdict(&qos));
     }
     if !m.regions.is_empty() {
