@@ -24,7 +24,7 @@ use crate::{
         node::node,
         qos::priority::Priority,
         quota::Payer,
-        rpc::Target,
+        rpc::{payload::ToKernel, Target},
         util::address::parse_ipv4,
     },
     verbs::{KernelBuffer, PinnedPages},
@@ -857,7 +857,9 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
         // (this function's `# Safety` section). `out` is only used in this
         // call.
         let out = unsafe { kernel_slice_mut(reply, max_reply) }?;
-        let answer = cluster.rpc.call(node_id, &target, message, max_reply)?;
+        let answer = cluster
+            .rpc
+            .call(node_id, &target, message.into(), max_reply, ToKernel)?;
         deliver(out, &answer)?;
         Ok(answer.len() as c_long)
     })
@@ -907,7 +909,7 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_async(
             &cluster.rpc,
             node_id,
             &target,
-            message,
+            message.into(),
             max_reply,
             AsyncBuffer::Kernel(buffer),
         )?;
@@ -938,7 +940,7 @@ pub(crate) unsafe extern "C" fn liteapi_send(
         // returns (this function's `# Safety` section); `message` is only
         // used by `send_one_way` below, before then.
         let message = unsafe { kernel_slice(msg, size) }?;
-        cluster.rpc.send_one_way(node_id, &target, message)?;
+        cluster.rpc.send_one_way(node_id, &target, message.into())?;
         Ok(0)
     })
 }
@@ -1005,7 +1007,7 @@ pub(crate) unsafe extern "C" fn liteapi_reply_message(
         let reply = unsafe { kernel_slice(buf, size) }?;
         cluster
             .rpc
-            .reply(&cluster.kernel_process, descriptor, reply)?;
+            .reply(&cluster.kernel_process, descriptor, reply.into())?;
         Ok(0)
     })
 }
@@ -1078,7 +1080,9 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_multicast(
         // not overlap `nodes`, `lengths` or `message` (this function's
         // `# Safety` section). `out` is only used in this call.
         let out = unsafe { kernel_slice_mut(replies, total) }?;
-        let results = cluster.rpc.multicast(nodes, &target, message, max_reply)?;
+        let results = cluster
+            .rpc
+            .multicast(nodes, &target, message.into(), max_reply)?;
         let mut replied = 0;
         for (i, result) in results.iter().enumerate() {
             let room = max_reply as usize;

@@ -16,34 +16,35 @@ use crate::internal::{
     core::limits::MAX_NODES,
     node::node,
     rpc::{
+        payload::{Payload, ToUser},
         ring_protocol::{MAX_MESSAGE_SIZE, MAX_PORT_NAME},
         Target,
     },
 };
 use crate::sys::cred;
 
-/// Copies a request of `size` bytes (1 to `LITE_MAX_MESSAGE_SIZE`) in.
-fn read_message(buf: UserPtr, size: u64) -> Result<KVVec<u8>> {
+/// A request of `size` bytes (1 to `LITE_MAX_MESSAGE_SIZE`) at `buf`,
+/// read when it is sent.
+fn user_message(buf: UserPtr, size: u64) -> Result<Payload<'static>> {
     if size == 0 || size > MAX_MESSAGE_SIZE {
         return Err(EINVAL);
     }
-    let mut data = KVVec::from_elem(0u8, size as usize, GFP_KERNEL)?;
-    UserSlice::new(buf, size as usize)
-        .reader()
-        .read_slice(&mut data)?;
-    Ok(data)
+    Ok(Payload::User {
+        at: buf,
+        len: size as usize,
+    })
 }
 
-/// Copies a reply of up to `LITE_MAX_MESSAGE_SIZE` bytes in (0 allowed).
-fn read_reply(buf: UserPtr, size: u64) -> Result<KVVec<u8>> {
+/// A reply of up to `LITE_MAX_MESSAGE_SIZE` bytes (0 allowed) at `buf`,
+/// read when it is sent.
+fn user_reply(buf: UserPtr, size: u64) -> Result<Payload<'static>> {
     if size > MAX_MESSAGE_SIZE {
         return Err(crate::errno::EMSGSIZE());
     }
-    let mut data = KVVec::from_elem(0u8, size as usize, GFP_KERNEL)?;
-    UserSlice::new(buf, size as usize)
-        .reader()
-        .read_slice(&mut data)?;
-    Ok(data)
+    Ok(Payload::User {
+        at: buf,
+        len: size as usize,
+    })
 }
 
 /// Native-endian fields of an argument struct copied in from userspace.
@@ -145,10 +146,11 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm(
             return Err(EINVAL);
         }
         let room = reply_room(reply, max_reply)?;
-        let message = read_message(msg, size)?;
-        let answer = cluster.rpc.call(node_id, &target, &message, room)?;
-        write_out(reply, &answer)?;
-        Ok(answer.len() as c_long)
+        let message = user_message(msg, size)?;
+        let len = cluster
+            .rpc
+            .call(node_id, &target, message, room, ToUser(reply))?;
+        Ok(len as c_long)
     })
 }
 
@@ -169,13 +171,13 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm_async(
             return Err(EINVAL);
         }
         let room = reply_room(reply, max_reply)?;
-        let message = read_message(msg, size)?;
+        let message = user_message(msg, size)?;
         let id = cluster.async_io.submit_call(
             &process,
             &cluster.rpc,
             node_id,
             &target,
-            &message,
+            message,
             room,
             AsyncBuffer::User(reply),
         )?;
@@ -194,8 +196,8 @@ pub(crate) extern "C" fn lite_rs_send(
     from_result(|| {
         let cluster = node()?.cluster()?;
         let target = caller_target(&cluster, port_priority)?;
-        let message = read_message(msg, size)?;
-        cluster.rpc.send_one_way(node_id, &target, &message)?;
+        let message = user_message(msg, size)?;
+        cluster.rpc.send_one_way(node_id, &target, message)?;
         Ok(0)
     })
 }
@@ -238,8 +240,9 @@ pub(crate) extern "C" fn lite_rs_receive_message(
 pub(crate) extern "C" fn lite_rs_reply_message(buf: UserPtr, size: u64, descriptor: u64) -> c_long {
     from_result(|| {
         let (cluster, process) = caller()?;
-        let reply = read_reply(buf, size)?;
-        cluster.rpc.reply(&process, descriptor, &reply)?;
+        cluster
+            .rpc
+            .reply(&process, descriptor, user_reply(buf, size)?)?;
         Ok(0)
     })
 }
@@ -265,8 +268,9 @@ pub(crate) extern "C" fn lite_rs_reply_and_receive_message(
             (f.u64_at(0), f.u64_at(8), f.u32_at(24), f.u32_at(28));
         {
             let (cluster, process) = caller()?;
-            let reply = read_reply(buf, size)?;
-            cluster.rpc.reply(&process, descriptor, &reply)?;
+            cluster
+                .rpc
+                .reply(&process, descriptor, user_reply(buf, size)?)?;
         }
         let descriptor_field = next.checked_add(16).ok_or(EFAULT)?;
         let recv_buf = UserPtr::try_from(recv_buf).map_err(|_| EFAULT)?;
@@ -323,8 +327,11 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
         UserSlice::new(lengths, count * 8)
             .writer()
             .write_slice(&zeros)?;
-        let message = read_message(to_ptr(msg)?, size)?;
-        let results = cluster.rpc.multicast(&nodes, &target, &message, room)?;
+        // Read once, so that every node gets the same bytes.
+        let message = user_message(to_ptr(msg)?, size)?.to_vec()?;
+        let results = cluster
+            .rpc
+            .multicast(&nodes, &target, Payload::Kernel(&message), room)?;
         let mut replied = 0;
         for (i, result) in results.iter().enumerate() {
             let length = match result {

@@ -11,7 +11,7 @@ use kernel::{
     bindings,
     prelude::*,
     sync::Arc,
-    uaccess::{UserSliceReader, UserSliceWriter},
+    uaccess::{UserPtr, UserSliceReader, UserSliceWriter},
 };
 
 use super::{remote_pool::Segment, shared_memory, Device};
@@ -218,6 +218,42 @@ impl DmaBuffer {
         // (type invariant). See the `Sync` impl on concurrent copies.
         unsafe { shared_memory::copy_out(out, self.cpu.as_ptr().add(at)) };
         Ok(())
+    }
+
+    /// A copy of the `len` bytes at `at`, in a vector not zeroed first.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a range outside the buffer, `ENOMEM`.
+    pub(crate) fn copied(&self, at: usize, len: usize) -> Result<KVVec<u8>> {
+        let src = self.cpu_range(at, len)?;
+        let mut copy = KVVec::with_capacity(len, GFP_KERNEL)?;
+        // PANIC: `with_capacity(len)` gives a spare capacity of at least `len`.
+        let spare = &mut copy.spare_capacity_mut()[..len];
+        // SAFETY: `cpu_range` checked that the range is inside the owned
+        // allocation, so `src` is valid for reads of `len` bytes; `spare`
+        // is fresh kernel memory that cannot overlap it, and no reference
+        // into the buffer exists while `&self` is shared (type invariant).
+        unsafe { shared_memory::copy_out_uninit(spare, src) };
+        // SAFETY: The copy above initialised the first `len` bytes, within
+        // the capacity.
+        unsafe { copy.set_len(len) };
+        Ok(copy)
+    }
+
+    /// Copies the `len` bytes at `at` to the user address `dst`. Unlike
+    /// [`DmaBuffer::copy_to_user`], this works on memory peers may write.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for a range outside the buffer, `EFAULT` if the user memory
+    /// cannot be written.
+    pub(crate) fn write_to_user(&self, at: usize, dst: UserPtr, len: usize) -> Result {
+        let src = self.cpu_range(at, len)?;
+        // SAFETY: `cpu_range` checked that the range is inside the owned
+        // allocation, so it is valid for reads of `len` bytes; no reference
+        // into the buffer exists while `&self` is shared (type invariant).
+        unsafe { shared_memory::copy_to_user(dst, src, len) }
     }
 
     /// Sets `[at, at + len)` to `byte`.

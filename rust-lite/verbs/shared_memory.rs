@@ -13,8 +13,11 @@
 //! torn bytes, exactly as a peer's RDMA landing meanwhile would, but they
 //! are not Rust data races.
 
-use core::ffi::{c_int, c_void};
-use kernel::bindings;
+use core::{
+    ffi::{c_int, c_void},
+    mem::MaybeUninit,
+};
+use kernel::{bindings, prelude::*, uaccess::UserPtr};
 
 /// Copies `src` to `dst`.
 ///
@@ -52,6 +55,46 @@ pub(super) unsafe fn copy_out(dst: &mut [u8], src: *const u8) {
             dst.len(),
         )
     };
+}
+
+/// Copies `dst.len()` bytes at `src` into `dst`, which need not be
+/// initialised; all of `dst` is initialised afterwards.
+///
+/// # Safety
+///
+/// As [`copy_out`].
+pub(super) unsafe fn copy_out_uninit(dst: &mut [MaybeUninit<u8>], src: *const u8) {
+    // SAFETY: `dst` is valid for writes of its length (`MaybeUninit` bytes
+    // may be written through a pointer); `src` is valid for reads of as
+    // many bytes and does not overlap it (caller's contract).
+    unsafe {
+        bindings::memcpy(
+            dst.as_mut_ptr().cast::<c_void>(),
+            src.cast::<c_void>(),
+            dst.len(),
+        )
+    };
+}
+
+/// Copies `len` bytes at `src` to the user address `dst`.
+///
+/// # Errors
+///
+/// `EFAULT` if the user memory cannot be written (some bytes may have been).
+///
+/// # Safety
+///
+/// `src` must be valid for reads of `len` bytes of shared memory for the
+/// duration of the call, and no Rust reference may cover them.
+pub(super) unsafe fn copy_to_user(dst: UserPtr, src: *const u8, len: usize) -> Result {
+    // SAFETY: `src` is valid for reads of `len` bytes (caller's contract);
+    // `copy_to_user` checks the user range itself and may fault on it, which
+    // it reports as bytes left uncopied.
+    let left = unsafe { bindings::copy_to_user(dst as *mut c_void, src.cast::<c_void>(), len) };
+    if left != 0 {
+        return Err(EFAULT);
+    }
+    Ok(())
 }
 
 /// Copies `len` bytes at `src` to `dst`; the ranges may overlap.

@@ -37,7 +37,7 @@ use super::{
         admission,
         op_stats::{OpKind, OpTimer},
     },
-    rpc::{client::MAX_ASYNC_CALLS, Rpc, Target},
+    rpc::{client::MAX_ASYNC_CALLS, payload::Payload, Rpc, Target},
     util::workers::{self, Workers},
 };
 
@@ -193,7 +193,7 @@ impl AsyncIo {
         rpc: &Arc<Rpc>,
         node: u32,
         target: &Target,
-        message: &[u8],
+        message: Payload<'_>,
         max_reply: u64,
         dest: AsyncBuffer,
     ) -> Result<u64> {

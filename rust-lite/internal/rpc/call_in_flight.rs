@@ -10,7 +10,10 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
-use super::client::{copied_reply, Pending, ReplySlots};
+use super::{
+    client::{Pending, ReplySlots},
+    payload::{ReplyDestination, ToKernel},
+};
 use crate::{
     errno,
     internal::{async_io::op::PendingReply, rpc::client::RPC_TIMEOUT_MS, util::clock::now_ms},
@@ -101,7 +104,9 @@ impl PendingReply for CallInFlight {
             return Err(errno::ECANCELED());
         }
         match &self.pending {
-            Pending::Remote(slot) => self.slots.take_answer(*slot, copied_reply),
+            Pending::Remote(slot) => self
+                .slots
+                .take_answer(*slot, |buffer, len| ToKernel.from_slot(buffer, len)),
             Pending::Local(call) => call.take_answer(),
             Pending::OneWay => Err(errno::ECANCELED()),
         }

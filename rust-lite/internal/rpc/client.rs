@@ -46,13 +46,6 @@ pub(crate) enum Pending {
     Local(Arc<LocalCall>),
 }
 
-/// A copy of the `len`-byte reply in `buffer`.
-pub(crate) fn copied_reply(buffer: &DmaBuffer, len: usize) -> Result<KVVec<u8>> {
-    let mut reply = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
-    buffer.read_bytes(0, &mut reply)?;
-    Ok(reply)
-}
-
 /// How a call ended, or that it has not yet.
 pub(crate) enum Outcome {
     /// No answer yet.

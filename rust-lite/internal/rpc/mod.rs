@@ -24,6 +24,7 @@ use core::{
 pub(crate) mod call_in_flight;
 pub(crate) mod client;
 pub(crate) mod outgoing;
+pub(crate) mod payload;
 pub(crate) mod port;
 pub(crate) mod ring_protocol;
 pub(crate) mod wire;
@@ -33,10 +34,11 @@ use kernel::{prelude::*, sync::Arc};
 use self::{
     call_in_flight::CallInFlight,
     client::{
-        copied_reply, ClaimedSlot, LocalCall, Outcome, Pending, PortView, RemotePort, ReplySlots,
-        SentRequest, ServerNode,
+        ClaimedSlot, LocalCall, Outcome, Pending, PortView, RemotePort, ReplySlots, SentRequest,
+        ServerNode,
     },
     outgoing::Outgoing,
+    payload::{Payload, ReplyDestination, ToKernel},
     port::{Empty, LocalMessage, Port, ReplyTo, Taken},
     ring_protocol::{
         check_port, Broken, Imm, RequestHeader, RingWriter, FLAG_ACK_WANTED, FLAG_FAULT_INJECTED,
@@ -521,7 +523,7 @@ impl Rpc {
         &self,
         node: u32,
         target: &Target,
-        message: &[u8],
+        message: Payload<'_>,
         max_reply: Option<u64>,
     ) -> Result<Pending> {
         check_size(message.len())?;
@@ -556,7 +558,7 @@ impl Rpc {
         server: &ServerNode,
         node: u32,
         target: &Target,
-        message: &[u8],
+        message: Payload<'_>,
         reply_slot: Option<&ClaimedSlot>,
     ) -> Result {
         let len = message.len();
@@ -578,14 +580,15 @@ impl Rpc {
         let total = HEADER_LEN + len;
         if peer.conn.fits_inline(total) {
             let mut inline = [0u8; INLINE_MAX];
-            // PANIC: `total <= max_inline() <= INLINE_MAX` (`fits_inline`).
-            let mut outgoing = Outgoing::Inline(&mut inline[..total]);
-            outgoing.write(HEADER_LEN, message)?;
+            // PANIC: `HEADER_LEN <= total <= max_inline() <= INLINE_MAX`
+            // (`fits_inline`).
+            message.copy_to(&mut inline[HEADER_LEN..total])?;
+            let outgoing = Outgoing::Inline(&mut inline[..total]);
             return self.post_assembled(peer, server, node, target, header, outgoing, reply_slot);
         }
         self.core.staging.with(total, |buffer| {
-            let mut outgoing = Outgoing::Staged { buffer, len: total };
-            outgoing.write(HEADER_LEN, message)?;
+            message.copy_to_buffer(buffer, HEADER_LEN)?;
+            let outgoing = Outgoing::Staged { buffer, len: total };
             self.post_assembled(peer, server, node, target, header, outgoing, reply_slot)
         })
     }
@@ -694,12 +697,11 @@ impl Rpc {
     fn start_local(
         &self,
         target: &Target,
-        message: &[u8],
+        message: Payload<'_>,
         max_reply: Option<u64>,
     ) -> Result<Pending> {
         let port = self.port(target.port)?;
-        let mut data = KVVec::with_capacity(message.len(), GFP_KERNEL)?;
-        data.extend_from_slice(message, GFP_KERNEL)?;
+        let data = message.to_vec()?;
         let call = max_reply.map(LocalCall::new).transpose()?;
         let mut pending = LocalMessage {
             data,
@@ -734,32 +736,40 @@ impl Rpc {
         })
     }
 
-    /// Waits for the reply to `pending`.
-    fn finish_call(&self, pending: Pending) -> Result<KVVec<u8>> {
+    /// Waits for the reply to `pending` and hands it to `destination`.
+    fn finish_call<D: ReplyDestination>(
+        &self,
+        pending: Pending,
+        destination: D,
+    ) -> Result<D::Reply> {
         match pending {
-            Pending::Local(call) => call.wait(),
-            Pending::Remote(slot) => self.slots.wait(slot, copied_reply),
-            Pending::OneWay => Ok(KVVec::new()),
+            Pending::Local(call) => destination.from_local(call.wait()?),
+            Pending::Remote(slot) => self
+                .slots
+                .wait(slot, |buffer, len| destination.from_slot(buffer, len)),
+            Pending::OneWay => destination.from_local(KVVec::new()),
         }
     }
 
-    /// `lite_send_reply_imm`: calls `node` and returns the reply.
+    /// `lite_send_reply_imm`: calls `node` and hands the reply to
+    /// `destination`.
     ///
     /// # Errors
     ///
     /// See the UAPI header.
-    pub(crate) fn call(
+    pub(crate) fn call<D: ReplyDestination>(
         &self,
         node: u32,
         target: &Target,
-        message: &[u8],
+        message: Payload<'_>,
         max_reply: u64,
-    ) -> Result<KVVec<u8>> {
+        destination: D,
+    ) -> Result<D::Reply> {
         let admission = admission::admit(target.priority);
         let timer = OpTimer::start(OpKind::RpcCall, target.priority);
         let answer = self
             .start_call(node, target, message, Some(max_reply))
-            .and_then(|pending| self.finish_call(pending));
+            .and_then(|pending| self.finish_call(pending, destination));
         timer.finish(admission, message.len() as u64, answer)
     }
 
@@ -770,7 +780,7 @@ impl Rpc {
         &self,
         node: u32,
         target: &Target,
-        message: &[u8],
+        message: Payload<'_>,
         max_reply: u64,
     ) -> Result<CallInFlight> {
         let admission = admission::admit(target.priority);
@@ -782,7 +792,7 @@ impl Rpc {
     }
 
     /// `lite_send`: a one-way message.
-    pub(crate) fn send_one_way(&self, node: u32, target: &Target, message: &[u8]) -> Result {
+    pub(crate) fn send_one_way(&self, node: u32, target: &Target, message: Payload<'_>) -> Result {
         let admission = admission::admit(target.priority);
         let timer = OpTimer::start(OpKind::RpcSend, target.priority);
         let sent = self.start_call(node, target, message, None).map(|_| ());
@@ -795,7 +805,7 @@ impl Rpc {
         &self,
         nodes: &[u32],
         target: &Target,
-        message: &[u8],
+        message: Payload<'_>,
         max_reply: u64,
     ) -> Result<KVec<Result<KVVec<u8>>>> {
         if nodes.is_empty() || nodes.len() > MAX_NODES {
@@ -812,7 +822,10 @@ impl Rpc {
             )?;
         }
         for started in pending {
-            results.push(started.and_then(|p| self.finish_call(p)), GFP_KERNEL)?;
+            results.push(
+                started.and_then(|p| self.finish_call(p, ToKernel)),
+                GFP_KERNEL,
+            )?;
         }
         Ok(results)
     }
@@ -927,7 +940,7 @@ impl Rpc {
     /// reply exceeds the caller's room (the descriptor stays valid),
     /// `EHOSTUNREACH`, `EHOSTDOWN`, `EIO` (a reply too long to go inline
     /// that failed).
-    pub(crate) fn reply(&self, process: &Process, descriptor: u64, reply: &[u8]) -> Result {
+    pub(crate) fn reply(&self, process: &Process, descriptor: u64, reply: Payload<'_>) -> Result {
         // Replies are never throttled: a caller waits for each.
         let admission = admission::admit(Priority::None);
         let timer = OpTimer::start(OpKind::RpcReply, Priority::None);
@@ -935,47 +948,68 @@ impl Rpc {
         timer.finish(admission, reply.len() as u64, sent)
     }
 
-    fn send_reply(&self, process: &Process, descriptor: u64, reply: &[u8]) -> Result {
+    /// The reply's bytes are copied in before the descriptor is taken: a
+    /// reply that cannot be read (`EFAULT`) leaves it valid, as one that
+    /// does not fit does.
+    fn send_reply(&self, process: &Process, descriptor: u64, reply: Payload<'_>) -> Result {
         if reply.len() as u64 > MAX_MESSAGE_SIZE {
             return Err(errno::EMSGSIZE());
         }
-        let reply_to = {
-            let mut descriptors = process.descriptors.lock();
-            let room = match descriptors.get(descriptor).ok_or(ENOENT)? {
-                ReplyTo::Local(call) => call.max_reply,
-                ReplyTo::Remote { header, .. } => u64::from(header.max_reply),
+        let remote_caller = {
+            let descriptors = process.descriptors.lock();
+            let (room, remote_caller) = match descriptors.get(descriptor).ok_or(ENOENT)? {
+                ReplyTo::Local(call) => (call.max_reply, None),
+                ReplyTo::Remote { node, header } => {
+                    (u64::from(header.max_reply), Some((*node, *header)))
+                }
             };
             if reply.len() as u64 > room {
                 // The descriptor stays valid for a reply that fits.
                 return Err(errno::EMSGSIZE());
             }
-            descriptors.remove(descriptor).ok_or(ENOENT)?
+            remote_caller
         };
-        match reply_to {
-            ReplyTo::Local(call) => {
-                let mut data = KVVec::with_capacity(reply.len(), GFP_KERNEL)?;
-                data.extend_from_slice(reply, GFP_KERNEL)?;
-                call.answer(Ok(data));
-                Ok(())
-            }
-            ReplyTo::Remote { node, header } => {
-                let peer = self.core.peer(node)?;
-                let imm = Imm::Reply {
-                    slot: u32::from(header.slot),
-                    generation: u32::from(header.generation),
+        let take = || process.descriptors.lock().remove(descriptor).ok_or(ENOENT);
+        let Some((node, header)) = remote_caller else {
+            let data = reply.to_vec()?;
+            return match take()? {
+                ReplyTo::Local(call) => {
+                    call.answer(Ok(data));
+                    Ok(())
                 }
-                .encode()
-                .ok_or(EINVAL)?;
-                let remote = (header.reply_addr, header.reply_rkey);
-                if peer.conn.fits_inline(reply.len()) {
-                    return peer.rdma_write_imm_inline(reply, remote, imm, |_| {});
-                }
-                self.core.staging.with(reply.len().max(1), |staging| {
-                    staging.write_bytes(0, reply)?;
-                    peer.rdma_write_imm(staging, 0, reply.len(), remote, imm)
-                })
-            }
+                // Another thread answered the descriptor meanwhile and a
+                // new request took its number: the same process's race.
+                ReplyTo::Remote { .. } => Err(ENOENT),
+            };
+        };
+        let imm = Imm::Reply {
+            slot: u32::from(header.slot),
+            generation: u32::from(header.generation),
         }
+        .encode()
+        .ok_or(EINVAL)?;
+        let remote = (header.reply_addr, header.reply_rkey);
+        let peer = match self.core.peer(node) {
+            Ok(peer) => peer,
+            Err(e) => {
+                // Nobody to answer: the descriptor goes.
+                let _ = take();
+                return Err(e);
+            }
+        };
+        if peer.conn.fits_inline(reply.len()) {
+            let mut inline = [0u8; INLINE_MAX];
+            // PANIC: `reply.len() <= max_inline() <= INLINE_MAX` (`fits_inline`).
+            let inline = &mut inline[..reply.len()];
+            reply.copy_to(inline)?;
+            take()?;
+            return peer.rdma_write_imm_inline(inline, remote, imm, |_| {});
+        }
+        self.core.staging.with(reply.len().max(1), |staging| {
+            reply.copy_to_buffer(staging, 0)?;
+            take()?;
+            peer.rdma_write_imm(staging, 0, reply.len(), remote, imm)
+        })
     }
 
     /// Releases the RPC state of an exiting process: callers waiting on its

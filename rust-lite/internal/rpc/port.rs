@@ -329,11 +329,9 @@ impl PortState {
         // Read before the request is consumed, so that running out of
         // memory leaves it queued instead of losing it; a read past the
         // ring's end fails without consuming anything.
-        let mut data = KVVec::from_elem(0u8, len as usize, GFP_KERNEL)?;
         // PANIC: `at` is a ring offset, below `RING_SIZE`, so adding
         // `HEADER_LEN` does not overflow.
-        ring.memory
-            .read_bytes(at as usize + HEADER_LEN, &mut data)?;
+        let data = ring.memory.copied(at as usize + HEADER_LEN, len as usize)?;
         let ack = match ring
             .reader
             .consume(len, header.flags & FLAG_ACK_WANTED != 0)
