@@ -299,25 +299,30 @@ perftest_bw_side() {
 	return $status
 }
 
-# The interleaved comparison: each round runs the native verbs baseline
-# (lite-verbs-bench: node 1 serves, node 2 measures) and LITE's same series
-# (lite-bench --series latency) in the same VMs, so that drift of the
-# emulator between rounds moves both sides of each round's ratio. Odd
-# rounds start with the baseline, even ones with LITE, so that neither
-# side always runs first. Every line between the two markers belongs to
-# that round.
+# The interleaved comparison: each round runs, for one group of operations
+# after another, the native verbs baseline (lite-verbs-bench: node 1 serves,
+# node 2 measures) and LITE's same series (lite-bench --series latency) in
+# the same VMs, so that drift of the emulator moves both sides of each
+# ratio: the two series of a figure run seconds apart. Odd rounds start
+# each group with the baseline, even ones with LITE, so that neither side
+# always runs first. Every line between the two markers belongs to that
+# round.
+latency_groups="write read fetch_add,compare_swp rpc"
+
+# $1: server or client; $2: the group's operations.
 verbs_round() {
 	if [ "$1" = server ]; then
 		timeout 600 lite-verbs-bench --server --wait event
 	else
 		timeout 600 lite-verbs-bench --client "$peer" --wait event \
-			--iters "$rounditers" --sizes "$sizes"
+			--iters "$rounditers" --sizes "$sizes" --ops "$2"
 	fi
 }
 
+# $1: the group's operations.
 lite_round() {
 	lite-bench --cm "$cm" --peer-node "$litepeer" --series latency --iters "$rounditers" \
-		--sizes "$sizes" --rpc-sizes "$sizes"
+		--sizes "$sizes" --rpc-sizes "$sizes" --ops "$1"
 }
 
 # This VM's busy CPU time so far, in USER_HZ ticks (1/100 s): every CPU
@@ -327,15 +332,16 @@ busy_ticks() {
 	echo $((user + nice + system + irq + softirq + steal))
 }
 
-# Runs one program of a round ("verbs" or "lite") and prints the busy CPU
-# time of this whole VM while it ran, kernel threads included:
+# Runs one program of a round ("verbs" or "lite") on one group of
+# operations ($3) and prints the busy CPU time of this whole VM while it
+# ran, kernel threads included:
 # LITE-CPU side=server|client program=verbs|lite busy_ticks=N
 timed_round() {
 	before=$(busy_ticks)
 	if [ "$2" = verbs ]; then
-		verbs_round "$1"
+		verbs_round "$1" "$3"
 	else
-		lite_round
+		lite_round "$3"
 	fi
 	result=$?
 	echo "LITE-CPU side=$1 program=$2 busy_ticks=$(($(busy_ticks) - before))"
@@ -347,13 +353,15 @@ latency_rounds() {
 	round=1
 	while [ "$round" -le "$rounds" ]; do
 		echo "LITE-ROUND-BEGIN round=$round"
-		if [ $((round % 2)) -eq 1 ]; then
-			timed_round "$1" verbs || status=1
-			timed_round "$1" lite || status=1
-		else
-			timed_round "$1" lite || status=1
-			timed_round "$1" verbs || status=1
-		fi
+		for group in $latency_groups; do
+			if [ $((round % 2)) -eq 1 ]; then
+				timed_round "$1" verbs "$group" || status=1
+				timed_round "$1" lite "$group" || status=1
+			else
+				timed_round "$1" lite "$group" || status=1
+				timed_round "$1" verbs "$group" || status=1
+			fi
+		done
 		echo "LITE-ROUND-END round=$round"
 		round=$((round + 1))
 	done

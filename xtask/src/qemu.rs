@@ -104,7 +104,10 @@ pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
             // (identify_cpu), LA57 briefly reads as absent, and an interrupt
             // in that window makes KASAN report a bogus wild-memory-access
             // for the 5-level direct map. Slow TCG makes the window wide.
-            "max,la57=off",
+            // No ERMS or FSRM: with them the kernel copies with `rep movsb`,
+            // which TCG executes one byte per step, so copies of large
+            // messages would weigh several times what they do on hardware.
+            "max,la57=off,erms=off,fsrm=off",
             "-smp",
             "1",
         ]

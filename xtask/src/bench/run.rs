@@ -524,8 +524,20 @@ mod tests {
         assert!(init.contains("test=ib_atomic_lat size=8 atomic=$atomic side=$side"));
         // Every program of a round reports its VM's busy CPU time.
         assert!(init.contains("echo \"LITE-CPU side=$1 program=$2 busy_ticks="));
-        assert!(init.contains("timed_round \"$1\" verbs || status=1"));
-        assert!(init.contains("timed_round \"$1\" lite || status=1"));
+        assert!(init.contains("timed_round \"$1\" verbs \"$group\" || status=1"));
+        assert!(init.contains("timed_round \"$1\" lite \"$group\" || status=1"));
+        // Every operation compared runs in one group of each round, under
+        // the names both programs' `--ops` take.
+        let groups = init
+            .lines()
+            .find_map(|line| line.strip_prefix("latency_groups=\""))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .expect("latency_groups in init.sh");
+        let mut ops: Vec<&str> = groups.split([' ', ',']).collect();
+        ops.sort_unstable();
+        let mut compared: Vec<&str> = super::super::rounds::compared_ops().collect();
+        compared.sort_unstable();
+        assert_eq!(ops, compared);
         // The memory region phase's roles and parameters.
         for side in ["server", "client"] {
             assert!(init.contains(&format!(

@@ -2808,6 +2808,63 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: 
     );
 
     bad_multicasts(kernel, tap, me);
+    bad_remote_buffers(kernel, tap, me, nodes);
+}
+
+/// Unreadable requests and unwritable reply buffers of calls to another
+/// node, inline and staged: the kernel copies them straight between the
+/// caller's memory and the device's buffers, and must fail with -EFAULT and
+/// leave the call's reply slot and the server's ring usable.
+fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+    if nodes < 2 {
+        return;
+    }
+    let peer = me % nodes + 1;
+    let unmapped: *mut c_void = ptr::without_provenance_mut(8);
+    for size in [16usize, 4096, 65536] {
+        let request = vec![0x3cu8; size];
+        let mut answer = vec![0u8; size];
+        // SAFETY: address 8 is never mapped; `answer` is writable.
+        let ret = unsafe {
+            kernel.send_reply_imm(
+                peer,
+                SERVICE_PORT,
+                unmapped.cast_const(),
+                size as u64,
+                answer.as_mut_ptr().cast(),
+                size as u64,
+            )
+        };
+        tap.check(
+            &format!(
+                "node {me} -> node {peer}: send_reply_imm of {size} B from unmapped address 0x8 returns -EFAULT"
+            ),
+            expect_errno(ret, libc::EFAULT),
+        );
+        // SAFETY: the request is readable; address 8 is never mapped.
+        let ret = unsafe {
+            kernel.send_reply_imm(
+                peer,
+                SERVICE_PORT,
+                request.as_ptr().cast(),
+                size as u64,
+                unmapped,
+                size as u64,
+            )
+        };
+        tap.check(
+            &format!(
+                "node {me} -> node {peer}: send_reply_imm of {size} B with its reply to unmapped address 0x8 returns -EFAULT"
+            ),
+            expect_errno(ret, libc::EFAULT),
+        );
+        tap.check(
+            &format!(
+                "node {me} -> node {peer}: after those, an RPC of {size} B gets the transformed reply"
+            ),
+            transformed_call(kernel, peer, SERVICE_PORT, &request),
+        );
+    }
 }
 
 fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {

@@ -180,7 +180,7 @@ const CLI: Cli = Cli {
         "--cm IP [--peer-node auto|this|other|ID] [--iters N] [--sizes LIST] [--bw-sizes LIST] \
                [--async-sizes LIST] [--depths LIST] [--bw-bytes N] [--rpc-sizes LIST] \
                [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] [--qos-rounds N] \
-               [--series all|latency|regions|processes] [--region-counts LIST] \
+               [--series all|latency|regions|processes] [--ops LIST] [--region-counts LIST] \
                [--create-sizes LIST] [--process-counts LIST] \
                [--contend NODES [--contend-iters N]]",
     about: "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
@@ -266,6 +266,12 @@ const CLI: Cli = Cli {
             help: "latency: only the write/read latency, atomics and RPC round trip series \
                    (one round of the benchmark's interleaved comparison); regions: only the \
                    memory region curve; processes: only the process curve (default all)",
+        },
+        OptionSpec {
+            name: "ops",
+            value_name: "LIST",
+            help: "latency series: only these of write, read, fetch_add, compare_swp and rpc \
+                   (default all of them)",
         },
         OptionSpec {
             name: "region-counts",
@@ -452,6 +458,8 @@ struct Options {
     qos_rounds: u32,
     /// Which series run (`--series`).
     series: Series,
+    /// Operations of the latency series (`--ops`).
+    ops: LatencyOps,
     /// Live LMRs at each step of the memory region curve.
     region_counts: Vec<usize>,
     /// Sizes created and freed by the memory region curve.
@@ -465,6 +473,55 @@ struct Options {
     /// Calls per peer of the all-to-all RPC with `--scale`.
     scale_calls: usize,
     contend_iters: usize,
+}
+
+/// The operations of the latency series that run (`--ops`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LatencyOps {
+    write: bool,
+    read: bool,
+    fetch_add: bool,
+    compare_swp: bool,
+    rpc: bool,
+}
+
+impl LatencyOps {
+    /// Every one.
+    const ALL: LatencyOps = LatencyOps {
+        write: true,
+        read: true,
+        fetch_add: true,
+        compare_swp: true,
+        rpc: true,
+    };
+
+    /// A comma-separated list of operation names.
+    fn parse(text: &str) -> Result<LatencyOps, String> {
+        let mut ops = LatencyOps {
+            write: false,
+            read: false,
+            fetch_add: false,
+            compare_swp: false,
+            rpc: false,
+        };
+        for name in text.split(',') {
+            let selected = match name {
+                "write" => &mut ops.write,
+                "read" => &mut ops.read,
+                "fetch_add" => &mut ops.fetch_add,
+                "compare_swp" => &mut ops.compare_swp,
+                "rpc" => &mut ops.rpc,
+                _ => {
+                    return Err(format!(
+                        "unknown operation {name:?}: expected write, read, fetch_add, \
+                         compare_swp or rpc"
+                    ))
+                }
+            };
+            *selected = true;
+        }
+        Ok(ops)
+    }
 }
 
 impl Options {
@@ -566,6 +623,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         "processes" => Ok(Series::Processes),
         _ => Err("expected all, latency, regions or processes".to_string()),
     })?;
+    let ops = parsed.with("ops", LatencyOps::ALL, LatencyOps::parse)?;
     let region_counts = parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
         // Bounded by MAX_CURVE_LMRS.
         parse_size_list(text, MAX_CURVE_LMRS).map(|c| c.into_iter().map(|n| n as usize).collect())
@@ -638,6 +696,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         qos_loaders,
         qos_rounds,
         series,
+        ops,
         region_counts,
         create_sizes,
         process_counts,
@@ -771,6 +830,14 @@ fn barrier_of(nodes: u32) -> Result<(), String> {
 }
 
 fn measure(options: &Options) -> Result<(), String> {
+    let LatencyOps {
+        write: writes,
+        read: reads,
+        ..
+    } = options.ops;
+    if !writes && !reads {
+        return Ok(());
+    }
     let node = options.memory_node;
     let largest = options.sizes.iter().copied().max().unwrap_or(0);
     let lmr_size = largest.max(MIN_LMR_SIZE);
@@ -792,17 +859,26 @@ fn measure(options: &Options) -> Result<(), String> {
         write(&lmr, &source[..smallest])?;
         read(&lmr, &mut sink[..smallest])?;
     }
+    if !writes {
+        // What the reads check, written once untimed.
+        write(&lmr, &source)?;
+    }
 
     for &size in &options.sizes {
         // Bounded by MAX_SIZE when parsed.
         let len = size as usize;
         let mut samples = Vec::with_capacity(options.iters);
-        for _ in 0..options.iters {
-            let (result, micros) = time_us(|| write(&lmr, &source[..len]));
-            result?;
-            samples.push(micros);
+        if writes {
+            for _ in 0..options.iters {
+                let (result, micros) = time_us(|| write(&lmr, &source[..len]));
+                result?;
+                samples.push(micros);
+            }
+            report(Operation::Write, size, &samples)?;
         }
-        report(Operation::Write, size, &samples)?;
+        if !reads {
+            continue;
+        }
 
         samples.clear();
         pattern::poison(seed, 0, &mut sink[..len]);
@@ -1239,7 +1315,7 @@ fn measure_rpc(options: &Options) -> Result<(), String> {
 
 /// `--iters` echo round trips for every `--rpc-sizes` size, each reply checked.
 fn measure_rpc_round_trips(options: &Options) -> Result<(), String> {
-    if options.rpc_sizes.is_empty() {
+    if options.rpc_sizes.is_empty() || !options.ops.rpc {
         return Ok(());
     }
     let node = options.memory_node;
@@ -1381,6 +1457,9 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
 /// memory node. Every call's old value is checked: the LMR starts at zero
 /// and each call adds one (the swaps replace the value with the next one).
 fn measure_atomics(options: &Options) -> Result<(), String> {
+    if !options.ops.fetch_add && !options.ops.compare_swp {
+        return Ok(());
+    }
     let node = options.memory_node;
     let lmr = Lmr::alloc(node, ATOMIC_SIZE, sys::ALLOC_ATOMIC, PASSWORD).map_err(|e| {
         format!(
@@ -1417,13 +1496,17 @@ fn measure_atomics(options: &Options) -> Result<(), String> {
         expect_ok(|| "compare_swp".to_string(), ret)?;
         expect_old("compare_swp", old, expected)
     };
-    for (operation, call) in [
+    for (operation, call, selected) in [
         (
             Operation::FetchAdd,
             &fetch_add as &dyn Fn(u64) -> Result<(), String>,
+            options.ops.fetch_add,
         ),
-        (Operation::CompareSwp, &compare_swp),
+        (Operation::CompareSwp, &compare_swp, options.ops.compare_swp),
     ] {
+        if !selected {
+            continue;
+        }
         for _ in 0..WARMUP_OPS {
             call(value)?;
             value += 1;
@@ -2176,4 +2259,29 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
         bytes: ops * size,
         elapsed_us: end.saturating_sub(start) as f64 / 1000.0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LatencyOps;
+
+    #[test]
+    fn latency_ops_name_the_series_that_run() {
+        assert_eq!(
+            LatencyOps::parse("read,fetch_add"),
+            Ok(LatencyOps {
+                write: false,
+                read: true,
+                fetch_add: true,
+                compare_swp: false,
+                rpc: false,
+            })
+        );
+        assert_eq!(
+            LatencyOps::parse("write,read,fetch_add,compare_swp,rpc"),
+            Ok(LatencyOps::ALL)
+        );
+        assert!(LatencyOps::parse("write,memset").is_err());
+        assert!(LatencyOps::parse("").is_err());
+    }
 }
