@@ -33,6 +33,7 @@ const TARGETS: [(&str, Option<u64>, f64); 5] = [
 ];
 
 /// The operations compared, as the guests' programs name them.
+#[cfg(test)]
 pub fn compared_ops() -> impl Iterator<Item = &'static str> {
     TARGETS.iter().map(|&(op, _, _)| op)
 }
