@@ -955,32 +955,30 @@ impl Rpc {
         if reply.len() as u64 > MAX_MESSAGE_SIZE {
             return Err(errno::EMSGSIZE());
         }
-        let remote_caller = {
+        let reply_to = {
             let descriptors = process.descriptors.lock();
-            let (room, remote_caller) = match descriptors.get(descriptor).ok_or(ENOENT)? {
-                ReplyTo::Local(call) => (call.max_reply, None),
-                ReplyTo::Remote { node, header } => {
-                    (u64::from(header.max_reply), Some((*node, *header)))
-                }
+            let reply_to = descriptors.get(descriptor).ok_or(ENOENT)?;
+            let room = match reply_to {
+                ReplyTo::Local(call) => call.max_reply,
+                ReplyTo::Remote { header, .. } => u64::from(header.max_reply),
             };
             if reply.len() as u64 > room {
                 // The descriptor stays valid for a reply that fits.
                 return Err(errno::EMSGSIZE());
             }
-            remote_caller
+            reply_to.clone()
         };
+        // Identifiers are generation-checked: what `take` removes is the
+        // entry read above, unless another thread answered it meanwhile.
         let take = || process.descriptors.lock().remove(descriptor).ok_or(ENOENT);
-        let Some((node, header)) = remote_caller else {
-            let data = reply.to_vec()?;
-            return match take()? {
-                ReplyTo::Local(call) => {
-                    call.answer(Ok(data));
-                    Ok(())
-                }
-                // Another thread answered the descriptor meanwhile and a
-                // new request took its number: the same process's race.
-                ReplyTo::Remote { .. } => Err(ENOENT),
-            };
+        let (node, header) = match reply_to {
+            ReplyTo::Local(call) => {
+                let data = reply.to_vec()?;
+                take()?;
+                call.answer(Ok(data));
+                return Ok(());
+            }
+            ReplyTo::Remote { node, header } => (node, header),
         };
         let imm = Imm::Reply {
             slot: u32::from(header.slot),

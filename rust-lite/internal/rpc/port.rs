@@ -43,6 +43,7 @@ fn node_bit(node: usize) -> u64 {
 }
 
 /// Where the answer to a request goes.
+#[derive(Clone)]
 pub(crate) enum ReplyTo {
     /// A caller on another node, waiting in reply slot `slot`.
     Remote {
