@@ -22,6 +22,7 @@
  *   lite-verbs-bench --server [--port P] [--gid-index I] [--wait event|poll]
  *   lite-verbs-bench --client HOST [--port P] [--gid-index I]
  *       [--wait event|poll] [--iters N] [--sizes A,B,..] [--ops LIST]
+ *       [--turns]
  *
  * The client measures and prints one line per series, in the keys of
  * lite-bench's latency lines:
@@ -30,7 +31,19 @@
  *       p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. cpu_us_per_op=..
  *
  * where cpu_us_per_op is this process's user and system time per
- * operation. The two sides exchange their queue pair and memory region
+ * operation.
+ *
+ * With --turns the client takes turns with another program that measures
+ * the same series (lite-bench, which starts it): it runs a series' timed
+ * operations in blocks, each when a line "GO OP SIZE COUNT" on its standard
+ * input names that series and how many operations to time, and ends each
+ * block with the line "LITE-VERBS-TURN" on its standard output, so that the
+ * two programs' series interleave in time and drift of the emulator moves
+ * both alike. A block that names another series than the next one, or the
+ * end of the input before every series is done, ends the program with a
+ * failure.
+ *
+ * The two sides exchange their queue pair and memory region
  * over one TCP connection, which also tells the server each RPC series'
  * size and length. Every wait is bounded (WAIT_TIMEOUT_MS, PROCESS_WAIT_MS
  * in the process curve); the program
@@ -167,6 +180,8 @@ struct config {
 	long processes[MAX_SIZES];
 	int nprocesses;
 	int fork;
+	/* Series run in blocks, each on a "GO" line of standard input. */
+	int turns;
 };
 
 /* One memory region the server offers: where it is and its key. */
@@ -238,6 +253,7 @@ static void usage(void)
 		"usage: lite-verbs-bench --server [--port P] [--gid-index I] [--wait event|poll]\n"
 		"       lite-verbs-bench --client HOST [--port P] [--gid-index I] [--wait event|poll]\n"
 		"                        [--iters N] [--sizes A,B,..] [--ops write,read,fetch_add,compare_swp,rpc]\n"
+		"                        [--turns]\n"
 		"       lite-verbs-bench --client HOST [--port P] [--gid-index I] [--wait event|poll]\n"
 		"                        [--iters N] --regions N,.. [--create-sizes A,B,..]\n"
 		"       lite-verbs-bench --server --fork [--port P] [--gid-index I] [--wait event|poll]\n"
@@ -335,6 +351,10 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 			cfg->fork = 1;
 			continue;
 		}
+		if (!strcmp(arg, "--turns")) {
+			cfg->turns = 1;
+			continue;
+		}
 		if (!value)
 			usage();
 		i++;
@@ -399,6 +419,8 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 		}
 	}
 	if (role_given != 1 || (cfg->fork && !cfg->server))
+		usage();
+	if (cfg->turns && (cfg->server || cfg->nregions || cfg->nprocesses))
 		usage();
 }
 
@@ -1119,6 +1141,37 @@ static void one_op(struct endpoint *ep, int op, unsigned long size, uint64_t *re
 		one_sided(ep, op, size, remote_value);
 }
 
+/*
+ * Waits for the next turn, a line "GO OP SIZE COUNT" on standard input,
+ * which must name series `op` of `size` bytes and at most `left`
+ * operations; returns COUNT. The program that gives the turns waits for
+ * this one's block in turn, so a wait here is as long as one of its blocks.
+ */
+static long next_turn(int op, unsigned long size, long left)
+{
+	char line[LINE_MAX_LEN], name[LINE_MAX_LEN];
+	unsigned long turn_size;
+	long count;
+
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		die("the program giving the turns left before %s of %lu B was done", op_names[op],
+		    size);
+	line[strcspn(line, "\n")] = '\0';
+	if (sscanf(line, "GO %255s %lu %ld", name, &turn_size, &count) != 3 ||
+	    strcmp(name, op_names[op]) || turn_size != size || count < 1 || count > left)
+		die("expected a turn of at most %ld operations of %s of %lu B, got \"%s\"", left,
+		    op_names[op], size, line);
+	return count;
+}
+
+/* Ends a turn: the program giving the turns times its own block now. */
+static void end_turn(void)
+{
+	printf("LITE-VERBS-TURN\n");
+	fflush(stdout);
+}
+
 /* --- the process curve ----------------------------------------------------- */
 
 /* Reads exactly `len` bytes from pipe `fd` within wait_ms each. */
@@ -1320,24 +1373,40 @@ static void client(const struct config *cfg)
 			continue;
 		for (int s = 0; s < cfg->nsizes; s++) {
 			unsigned long size = atomic ? 8 : cfg->sizes[s];
-			double cpu_start;
+			double cpu_used = 0;
 
 			if (atomic && s > 0)
 				break;
-			if (op == OP_RPC)
-				start_rpc_series(fd, size, cfg->iters + WARMUP);
-			for (int i = 0; i < WARMUP; i++)
-				one_op(&ep, op, size, &remote_value);
-			cpu_start = cpu_us();
-			for (long i = 0; i < cfg->iters; i++) {
-				double start = now_us();
+			/* Without turns, one block of every operation. */
+			for (long done = 0; done < cfg->iters;) {
+				long count = cfg->turns ? next_turn(op, size, cfg->iters - done)
+							: cfg->iters;
+				double cpu_start;
 
-				one_op(&ep, op, size, &remote_value);
-				samples[i] = now_us() - start;
+				/* Set up in the first turn, while the other program waits. */
+				if (done == 0) {
+					if (op == OP_RPC)
+						start_rpc_series(fd, size, cfg->iters + WARMUP);
+					for (int i = 0; i < WARMUP; i++)
+						one_op(&ep, op, size, &remote_value);
+				}
+				cpu_start = cpu_us();
+				for (long i = done; i < done + count; i++) {
+					double start = now_us();
+
+					one_op(&ep, op, size, &remote_value);
+					samples[i] = now_us() - start;
+				}
+				cpu_used += cpu_us() - cpu_start;
+				done += count;
+				if (done == cfg->iters) {
+					report(cfg, op, size, samples, cfg->iters, cpu_used);
+					if (op == OP_RPC)
+						end_rpc_series(fd);
+				}
+				if (cfg->turns)
+					end_turn();
 			}
-			report(cfg, op, size, samples, cfg->iters, cpu_us() - cpu_start);
-			if (op == OP_RPC)
-				end_rpc_series(fd);
 		}
 	}
 	send_line(fd, "BYE");

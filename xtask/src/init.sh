@@ -31,6 +31,8 @@
 #   lite.rounds=N      bench-native-*: interleaved rounds of the native verbs
 #                      baseline and LITE's latency series (0: none)
 #   lite.rounditers=N  operations per series in each of those rounds
+#   lite.turnops=N     most operations of one side in a row when the two take
+#                      turns within a series (default 10)
 #   lite.isolationrounds=N
 #                      lite-bench --qos-rounds (rounds of the isolation run)
 #   lite.comparison=0  bench-native-*: the rounds alone, without perftest and
@@ -82,6 +84,7 @@ bwbytes=
 lockiters=300
 rounds=0
 rounditers=300
+turnops=10
 isolationrounds=
 comparison=1
 fuzzsecs=0
@@ -111,6 +114,7 @@ for arg in $(cat /proc/cmdline); do
 	lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;
 	lite.rounds=*) rounds=${arg#lite.rounds=} ;;
 	lite.rounditers=*) rounditers=${arg#lite.rounditers=} ;;
+	lite.turnops=*) turnops=${arg#lite.turnops=} ;;
 	lite.isolationrounds=*) isolationrounds=${arg#lite.isolationrounds=} ;;
 	lite.comparison=*) comparison=${arg#lite.comparison=} ;;
 	lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;
@@ -299,15 +303,34 @@ perftest_bw_side() {
 	return $status
 }
 
-# The interleaved comparison: each round runs, for one group of operations
-# after another, the native verbs baseline (lite-verbs-bench: node 1 serves,
-# node 2 measures) and LITE's same series (lite-bench --series latency) in
-# the same VMs, so that drift of the emulator moves both sides of each
-# ratio: the two series of a figure run seconds apart. Odd rounds start
-# each group with the baseline, even ones with LITE, so that neither side
-# always runs first. Every line between the two markers belongs to that
-# round.
+# The interleaved comparison. Each round runs, for one group of operations
+# after another, LITE's series (lite-bench --series latency) taking turns
+# within every series with the native verbs baseline's (lite-verbs-bench
+# --turns, which lite-bench starts on node 2; node 1 serves both), in
+# blocks of at most $turnops operations: the two sides of each ratio are
+# measured within milliseconds of each other, so that drift of the
+# emulator moves both. Every line between LITE-ROUND-BEGIN and -END
+# belongs to that round. Then the same groups run once more, one program
+# after the other (odd rounds starting each group with the baseline, even
+# ones with LITE), for each program's CPU time, between LITE-CPU-ROUND-BEGIN
+# and -END.
 latency_groups="write read fetch_add,compare_swp rpc"
+
+# $1: server or client; $2: the group's operations.
+interleaved_round() {
+	if [ "$1" = server ]; then
+		timeout 600 lite-verbs-bench --server --wait event &
+		native=$!
+		lite_round "$2"
+		result=$?
+		# Once LITE's side failed, the baseline may never connect.
+		[ $result -eq 0 ] || kill $native 2>/dev/null
+		wait $native || result=1
+		return $result
+	fi
+	lite_round "$2" --turn-ops "$turnops" --baseline \
+		"lite-verbs-bench --client $peer --wait event --iters $rounditers --sizes $sizes --ops $2 --turns"
+}
 
 # $1: server or client; $2: the group's operations.
 verbs_round() {
@@ -319,10 +342,12 @@ verbs_round() {
 	fi
 }
 
-# $1: the group's operations.
+# $1: the group's operations; the rest: more lite-bench options.
 lite_round() {
-	lite-bench --cm "$cm" --peer-node "$litepeer" --series latency --iters "$rounditers" \
-		--sizes "$sizes" --rpc-sizes "$sizes" --ops "$1"
+	ops=$1
+	shift
+	timeout 600 lite-bench --cm "$cm" --peer-node "$litepeer" --series latency \
+		--iters "$rounditers" --sizes "$sizes" --rpc-sizes "$sizes" --ops "$ops" "$@"
 }
 
 # This VM's busy CPU time so far, in USER_HZ ticks (1/100 s): every CPU
@@ -354,6 +379,11 @@ latency_rounds() {
 	while [ "$round" -le "$rounds" ]; do
 		echo "LITE-ROUND-BEGIN round=$round"
 		for group in $latency_groups; do
+			interleaved_round "$1" "$group" || status=1
+		done
+		echo "LITE-ROUND-END round=$round"
+		echo "LITE-CPU-ROUND-BEGIN round=$round"
+		for group in $latency_groups; do
 			if [ $((round % 2)) -eq 1 ]; then
 				timed_round "$1" verbs "$group" || status=1
 				timed_round "$1" lite "$group" || status=1
@@ -362,7 +392,7 @@ latency_rounds() {
 				timed_round "$1" verbs "$group" || status=1
 			fi
 		done
-		echo "LITE-ROUND-END round=$round"
+		echo "LITE-CPU-ROUND-END round=$round"
 		round=$((round + 1))
 	done
 	return $status

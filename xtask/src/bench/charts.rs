@@ -492,7 +492,7 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
 /// and on both, median over the rounds on a min–max bar.
 fn cpu_chart(m: &Measurements) -> Option<RangeChart> {
     let mut entries = Vec::new();
-    for f in rounds::cpu_figures(&m.rounds) {
+    for f in rounds::cpu_figures(&m.cpu_rounds) {
         for (who, range) in [("LITE", &f.lite), ("native", &f.native)] {
             let vm = if f.side == "both" {
                 "both VMs".to_string()

@@ -118,7 +118,7 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             span(&fig.native),
         );
     }
-    for fig in rounds::cpu_figures(&m.rounds) {
+    for fig in rounds::cpu_figures(&m.cpu_rounds) {
         let base = format!("cpu/{}", fig.side);
         let span = |r: &rounds::Range| Some((r.min, r.max));
         for (what, unit, range) in [

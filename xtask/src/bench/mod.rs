@@ -180,7 +180,7 @@ fn write_report(
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let round_figures = rounds::figures(&m.rounds);
     let mut verdicts = rounds::verdicts(&round_figures);
-    let cpu_figures = rounds::cpu_figures(&m.rounds);
+    let cpu_figures = rounds::cpu_figures(&m.cpu_rounds);
     verdicts.extend(rounds::cpu_line(&cpu_figures));
     verdicts.extend(report::verdict_lines(m));
     verdicts.extend(region_curve::verdict(m));

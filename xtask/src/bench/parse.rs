@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use super::rounds::{self, Round};
+use super::rounds::{self, Round, RoundKind};
 use super::run::NodeLog;
 use super::ATOMICS;
 use crate::logscan;
@@ -427,8 +427,11 @@ pub struct Measurements {
     /// The failure phase's survivors, in node order (its victim is not
     /// among them).
     pub failure: Vec<FailureNode>,
-    /// The interleaved comparison's rounds, by number, of every node's log.
+    /// The interleaved comparison's latency rounds, by number, of every
+    /// node's log.
     pub rounds: BTreeMap<u32, Round>,
+    /// Its CPU rounds, by number.
+    pub cpu_rounds: BTreeMap<u32, Round>,
     /// Crashes and failed guest roles, each prefixed with its node.
     pub problems: Vec<String>,
 }
@@ -444,7 +447,11 @@ impl Measurements {
     pub fn add_log(&mut self, name: &str, log: &str) {
         // The rounds measure the same series with fewer operations; they
         // are kept apart from the one-off series.
-        let (outside, rounds) = rounds::split_rounds(log);
+        let (outside, cpu_rounds) = rounds::split_rounds(log, RoundKind::Cpu);
+        for (number, text) in cpu_rounds {
+            rounds::add_round_text(self.cpu_rounds.entry(number).or_default(), &text);
+        }
+        let (outside, rounds) = rounds::split_rounds(&outside, RoundKind::Latency);
         for (number, text) in rounds {
             rounds::add_round_text(self.rounds.entry(number).or_default(), &text);
         }
@@ -547,6 +554,7 @@ impl Measurements {
             && self.process_curve.is_empty()
             && self.cluster_scale.is_empty()
             && self.rounds.is_empty()
+            && self.cpu_rounds.is_empty()
             && self.failure.iter().all(FailureNode::is_empty)
     }
 }

@@ -101,7 +101,7 @@ pub fn say_rounds(rounds: u32, round_iters: u32, m: &Measurements) {
     let figures = rounds::figures(&m.rounds);
     say_indented(rounds::table(&figures));
     say_indented(rounds::verdicts(&figures));
-    let cpu = rounds::cpu_figures(&m.rounds);
+    let cpu = rounds::cpu_figures(&m.cpu_rounds);
     say_indented(rounds::cpu_table(&cpu));
     say_indented(rounds::cpu_line(&cpu));
 }

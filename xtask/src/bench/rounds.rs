@@ -1,26 +1,44 @@
 //! The interleaved comparison: in each round the guests run, one group of
-//! operations at a time (writes, reads, the atomics, RPC), the native verbs
-//! baseline (`lite-verbs-bench`, which does exactly what LITE does for each
-//! operation, with LITE's wait policy) and LITE's same series (`lite-bench
-//! --series latency --ops`), in the same VMs. The emulator's speed drifts
-//! by tens of percent over seconds, so the two series of a figure run back
-//! to back, the ratio is computed per round, and the report gives the
-//! median ratio with its min-max over the rounds. A
-//! verdict is "met" only when the median ratio is within target, and the
-//! report says when the rounds disagree about it. Each program's busy CPU
-//! time on each VM, kernel threads included, gives the CPU time per
-//! operation of both sides ([`cpu_figures`]).
+//! operations at a time (writes, reads, the atomics, RPC), LITE's series
+//! (`lite-bench --series latency --ops`) and the native verbs baseline's
+//! (`lite-verbs-bench`, which does exactly what LITE does for each
+//! operation, with LITE's wait policy), in the same VMs. The emulator's
+//! speed drifts by tens of percent over seconds, so the two programs take
+//! turns within every series, in blocks of a few operations; the ratio is
+//! computed per round, and the report gives the median ratio with its
+//! min-max over the rounds. A verdict is "met" only when the median ratio
+//! is within target, and the report says when the rounds disagree about
+//! it. Each round then runs the same groups once more, one program after
+//! the other, and each program's busy CPU time on each VM, kernel threads
+//! included, gives the CPU time per operation of both sides
+//! ([`cpu_figures`]).
 
 use std::collections::BTreeMap;
 
 use super::parse::{parse_cpu, parse_lite_bench, parse_verbs_baseline, Lite};
 use super::report::{left, right, table_row};
 
-/// Opens a round in a guest log: `LITE-ROUND-BEGIN round=N`.
-const ROUND_BEGIN: &str = "LITE-ROUND-BEGIN round=";
+/// What a round measures, which the markers around its lines in a guest
+/// log tell: `LITE-ROUND-BEGIN round=N` .. `LITE-ROUND-END round=N`, or
+/// `LITE-CPU-ROUND-BEGIN` .. `LITE-CPU-ROUND-END`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundKind {
+    /// Latency, the two programs taking turns within every series.
+    Latency,
+    /// CPU time, each program running alone.
+    Cpu,
+}
 
-/// Closes a round.
-const ROUND_END: &str = "LITE-ROUND-END round=";
+impl RoundKind {
+    /// The text before the round number in the lines that open and close
+    /// a round of this kind.
+    fn markers(self) -> (&'static str, &'static str) {
+        match self {
+            RoundKind::Latency => ("LITE-ROUND-BEGIN round=", "LITE-ROUND-END round="),
+            RoundKind::Cpu => ("LITE-CPU-ROUND-BEGIN round=", "LITE-CPU-ROUND-END round="),
+        }
+    }
+}
 
 /// Operations compared, in report order, with the size every target
 /// applies to (`None`: every size) and the target ratio.
@@ -53,18 +71,20 @@ pub struct Round {
     pub cpu: BTreeMap<(String, String), u64>,
 }
 
-/// The text of `log` outside every round, and each round's text by its
-/// number. An unterminated round (a VM stopped mid-round) ends the log.
-pub fn split_rounds(log: &str) -> (String, BTreeMap<u32, String>) {
+/// The text of `log` outside every round of `kind`, and each such round's
+/// text by its number. An unterminated round (a VM stopped mid-round) ends
+/// the log.
+pub fn split_rounds(log: &str, kind: RoundKind) -> (String, BTreeMap<u32, String>) {
+    let (begin, end) = kind.markers();
     let mut outside = String::new();
     let mut rounds: BTreeMap<u32, String> = BTreeMap::new();
     let mut current: Option<u32> = None;
     for line in log.lines() {
-        if let Some(number) = marker(line, ROUND_BEGIN) {
+        if let Some(number) = marker(line, begin) {
             current = Some(number);
             continue;
         }
-        if marker(line, ROUND_END).is_some() {
+        if marker(line, end).is_some() {
             current = None;
             continue;
         }
@@ -96,7 +116,7 @@ pub fn add_round_text(round: &mut Round, text: &str) {
     for row in parse_lite_bench(text) {
         round.lite.entry((row.op.clone(), row.size)).or_insert(row);
     }
-    // A round runs each program once per group of operations.
+    // A CPU round runs each program once per group of operations.
     for row in parse_cpu(text) {
         *round.cpu.entry((row.side, row.program)).or_insert(0) += row.busy_ticks;
     }
@@ -509,9 +529,13 @@ LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 
 ";
 
     fn rounds_of(logs: &[&str]) -> BTreeMap<u32, Round> {
+        kind_of_rounds(logs, RoundKind::Latency)
+    }
+
+    fn kind_of_rounds(logs: &[&str], kind: RoundKind) -> BTreeMap<u32, Round> {
         let mut rounds: BTreeMap<u32, Round> = BTreeMap::new();
         for log in logs {
-            for (number, text) in split_rounds(log).1 {
+            for (number, text) in split_rounds(log, kind).1 {
                 add_round_text(rounds.entry(number).or_default(), &text);
             }
         }
@@ -520,12 +544,23 @@ LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 
 
     #[test]
     fn rounds_are_split_from_the_rest_of_the_log() {
-        let (outside, rounds) = split_rounds(NODE2);
+        let (outside, rounds) = split_rounds(NODE2, RoundKind::Latency);
         assert_eq!(rounds.len(), 3);
         assert!(outside.contains("median_us=999.00"));
         assert!(!outside.contains("LITE-VERBS"));
         assert!(rounds[&1].contains("op=rpc"));
         assert!(!rounds[&2].contains("op=rpc"));
+        // CPU rounds are apart from latency rounds and from the rest.
+        let log = format!(
+            "{NODE2}LITE-CPU-ROUND-BEGIN round=1\nLITE-CPU side=client program=lite busy_ticks=3\n\
+             LITE-CPU-ROUND-END round=1\nafter\n"
+        );
+        let (outside, cpu) = split_rounds(&log, RoundKind::Cpu);
+        assert_eq!(cpu.len(), 1);
+        assert!(cpu[&1].contains("busy_ticks=3") && !cpu[&1].contains("LITE-VERBS"));
+        let (rest, latency) = split_rounds(&outside, RoundKind::Latency);
+        assert_eq!(latency, rounds);
+        assert!(!rest.contains("busy_ticks") && rest.contains("after"));
     }
 
     #[test]
@@ -583,21 +618,25 @@ LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 
 
     #[test]
     fn cpu_per_operation_is_busy_time_over_the_round_s_operations() {
-        // Round 1 of the fixture: 600 operations per program on the client.
-        let client = NODE2.replace(
-            "LITE-ROUND-END round=1\r",
-            "LITE-CPU side=client program=verbs busy_ticks=30\r\n\
-             LITE-CPU side=client program=lite busy_ticks=20\r\n\
-             LITE-CPU side=client program=lite busy_ticks=25\r\n\
-             LITE-CPU side=client program=lite busy_ticks=9x9\r\n\
-             LITE-ROUND-END round=1\r",
-        );
-        let server = "LITE-ROUND-BEGIN round=1\n\
+        // Round 1 of the fixture as a CPU round: 600 operations per
+        // program on the client.
+        let client = NODE2
+            .replace("LITE-ROUND-BEGIN", "LITE-CPU-ROUND-BEGIN")
+            .replace("LITE-ROUND-END", "LITE-CPU-ROUND-END")
+            .replace(
+                "LITE-CPU-ROUND-END round=1\r",
+                "LITE-CPU side=client program=verbs busy_ticks=30\r\n\
+                 LITE-CPU side=client program=lite busy_ticks=20\r\n\
+                 LITE-CPU side=client program=lite busy_ticks=25\r\n\
+                 LITE-CPU side=client program=lite busy_ticks=9x9\r\n\
+                 LITE-CPU-ROUND-END round=1\r",
+            );
+        let server = "LITE-CPU-ROUND-BEGIN round=1\n\
                       LITE-CPU side=server program=verbs busy_ticks=30\n\
                       LITE-CPU side=server program=lite busy_ticks=15\n\
                       LITE-CPU side=server program=lite busy_ticks=oops\n\
-                      LITE-ROUND-END round=1\n";
-        let figures = cpu_figures(&rounds_of(&[&client, server]));
+                      LITE-CPU-ROUND-END round=1\n";
+        let figures = cpu_figures(&kind_of_rounds(&[&client, server], RoundKind::Cpu));
         let sides: Vec<&str> = figures.iter().map(|f| f.side).collect();
         assert_eq!(sides, ["client", "server", "both"]);
         // 30 ticks of 10 ms over 600 operations: 500 us each.
@@ -617,6 +656,7 @@ LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 
         assert!(table[2].contains("500.0 (500.0-500.0)"), "{}", table[2]);
         // Rounds without CPU lines give no figures.
         assert!(cpu_figures(&rounds_of(&[NODE2])).is_empty());
+        assert!(cpu_figures(&kind_of_rounds(&[NODE2], RoundKind::Cpu)).is_empty());
         assert_eq!(cpu_line(&[]), None);
     }
 

@@ -526,6 +526,14 @@ mod tests {
         assert!(init.contains("echo \"LITE-CPU side=$1 program=$2 busy_ticks="));
         assert!(init.contains("timed_round \"$1\" verbs \"$group\" || status=1"));
         assert!(init.contains("timed_round \"$1\" lite \"$group\" || status=1"));
+        assert!(init.contains("echo \"LITE-CPU-ROUND-BEGIN round=$round\""));
+        // Latency rounds: LITE's series take turns with the baseline's,
+        // which the server side serves beside LITE's.
+        assert!(init.contains("echo \"LITE-ROUND-BEGIN round=$round\""));
+        assert!(init.contains("interleaved_round \"$1\" \"$group\" || status=1"));
+        assert!(init.contains("--ops $2 --turns\""));
+        assert!(init.contains("lite_round \"$2\" --turn-ops \"$turnops\" --baseline"));
+        assert!(init.contains("lite.turnops=*) turnops=${arg#lite.turnops=} ;;"));
         // Every operation compared runs in one group of each round, under
         // the names both programs' `--ops` take.
         let groups = init

@@ -46,8 +46,12 @@
 //!
 //! With `--series latency` it measures only the latency series of 1 and
 //! the RPC round trips of 4: one round of the benchmark's interleaved
-//! comparison with the native verbs baseline (`lite-verbs-bench`), which
-//! alternates the two programs in the same VMs.
+//! comparison with the native verbs baseline (`lite-verbs-bench`), in the
+//! same VMs. With `--baseline 'lite-verbs-bench --client HOST .. --turns'`
+//! it starts the baseline itself and the two take turns within every
+//! series, in blocks of at most `--turn-ops` operations (see
+//! `baseline.rs`); the series then run operation by operation, every size
+//! of one before the next.
 //!
 //! With `--series regions` it measures the memory region curve instead:
 //! for every `--region-counts` count N, it allocates 4 KiB LMRs on the
@@ -171,8 +175,11 @@ use lite_tools::resources::{self, RESOURCES_FILE};
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
 
+mod baseline;
 mod cluster_scale;
 mod process_curve;
+
+use baseline::{Baseline, Side};
 
 const CLI: Cli = Cli {
     program: "lite-bench",
@@ -182,7 +189,7 @@ const CLI: Cli = Cli {
                [--rpc-threads LIST] [--rpc-calls N] [--qos-loaders N] [--qos-rounds N] \
                [--series all|latency|regions|processes] [--ops LIST] [--region-counts LIST] \
                [--create-sizes LIST] [--process-counts LIST] \
-               [--contend NODES [--contend-iters N]]",
+               [--baseline COMMAND [--turn-ops N]] [--contend NODES [--contend-iters N]]",
     about: "Measures LITE write/read latency, atomics, lock/unlock, memset, memcpy and \
             asynchronous write/read throughput, RPC latency and throughput between two \
             nodes, high-priority write latency under low-priority load, and the memory \
@@ -272,6 +279,18 @@ const CLI: Cli = Cli {
             value_name: "LIST",
             help: "latency series: only these of write, read, fetch_add, compare_swp and rpc \
                    (default all of them)",
+        },
+        OptionSpec {
+            name: "baseline",
+            value_name: "COMMAND",
+            help: "with --series latency: start COMMAND (lite-verbs-bench --client HOST .. \
+                   --turns, words separated by spaces) and take turns with it within every \
+                   series",
+        },
+        OptionSpec {
+            name: "turn-ops",
+            value_name: "N",
+            help: "with --baseline: most operations of one side in a row (default 10)",
         },
         OptionSpec {
             name: "region-counts",
@@ -460,6 +479,11 @@ struct Options {
     series: Series,
     /// Operations of the latency series (`--ops`).
     ops: LatencyOps,
+    /// The native baseline that takes turns with the latency series
+    /// (`--baseline`).
+    baseline: Option<String>,
+    /// Most operations of one side in a row with `--baseline`.
+    turn_ops: usize,
     /// Live LMRs at each step of the memory region curve.
     region_counts: Vec<usize>,
     /// Sizes created and freed by the memory region curve.
@@ -624,6 +648,17 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         _ => Err("expected all, latency, regions or processes".to_string()),
     })?;
     let ops = parsed.with("ops", LatencyOps::ALL, LatencyOps::parse)?;
+    let baseline = parsed.get("baseline").map(str::to_string);
+    if let Some(command) = &baseline {
+        if series != Series::Latency || command.split_whitespace().next().is_none() {
+            return Err(lite_tools::args::invalid(
+                "baseline",
+                command,
+                "takes a command, and turns only with --series latency".to_string(),
+            ));
+        }
+    }
+    let turn_ops = in_range("turn-ops", parsed.optional("turn-ops", 10)?, 1..=10_000_000)?;
     let region_counts = parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
         // Bounded by MAX_CURVE_LMRS.
         parse_size_list(text, MAX_CURVE_LMRS).map(|c| c.into_iter().map(|n| n as usize).collect())
@@ -697,6 +732,8 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         qos_rounds,
         series,
         ops,
+        baseline,
+        turn_ops,
         region_counts,
         create_sizes,
         process_counts,
@@ -801,14 +838,22 @@ fn run(options: &Options) -> Result<(), String> {
         return outcome.and(finished);
     }
     if options.series == Series::Latency {
-        let outcome = measure(options)
-            .and_then(|()| measure_atomics(options))
-            .and_then(|()| measure_rpc_round_trips(options));
+        let outcome = options
+            .baseline
+            .as_deref()
+            .map(|command| Baseline::spawn(command, options.turn_ops))
+            .transpose()
+            .and_then(|mut baseline| {
+                measure(options, &mut baseline)
+                    .and_then(|()| measure_atomics(options, &mut baseline))
+                    .and_then(|()| measure_rpc_round_trips(options, &mut baseline))
+                    .and_then(|()| baseline.map_or(Ok(()), Baseline::finish))
+            });
         let finished = barrier();
         return outcome.and(finished);
     }
-    let outcome = measure(options)
-        .and_then(|()| measure_atomics(options))
+    let outcome = measure(options, &mut None)
+        .and_then(|()| measure_atomics(options, &mut None))
         .and_then(|()| measure_locks(options, me))
         .and_then(|()| measure_memory_ops(options))
         .and_then(|()| measure_async(options))
@@ -829,7 +874,9 @@ fn barrier_of(nodes: u32) -> Result<(), String> {
     lite::dist_barrier(nodes).map_err(|e| format!("dist_barrier({nodes}): {}", describe_error(&e)))
 }
 
-fn measure(options: &Options) -> Result<(), String> {
+/// The write series of every size, then the read series (which check what
+/// they read against what the writes left).
+fn measure(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), String> {
     let LatencyOps {
         write: writes,
         read: reads,
@@ -859,34 +906,23 @@ fn measure(options: &Options) -> Result<(), String> {
         write(&lmr, &source[..smallest])?;
         read(&lmr, &mut sink[..smallest])?;
     }
-    if !writes {
+    // Bounded by MAX_SIZE when parsed.
+    let sizes = options.sizes.iter().map(|&size| (size, size as usize));
+    for (size, len) in sizes.clone().filter(|_| writes) {
+        let samples = timed_turns(baseline, Operation::Write, size, options.iters, || {
+            write(&lmr, &source[..len])
+        })?;
+        report(Operation::Write, size, &samples)?;
+    }
+    if reads {
         // What the reads check, written once untimed.
         write(&lmr, &source)?;
     }
-
-    for &size in &options.sizes {
-        // Bounded by MAX_SIZE when parsed.
-        let len = size as usize;
-        let mut samples = Vec::with_capacity(options.iters);
-        if writes {
-            for _ in 0..options.iters {
-                let (result, micros) = time_us(|| write(&lmr, &source[..len]));
-                result?;
-                samples.push(micros);
-            }
-            report(Operation::Write, size, &samples)?;
-        }
-        if !reads {
-            continue;
-        }
-
-        samples.clear();
+    for (size, len) in sizes.filter(|_| reads) {
         pattern::poison(seed, 0, &mut sink[..len]);
-        for _ in 0..options.iters {
-            let (result, micros) = time_us(|| read(&lmr, &mut sink[..len]));
-            result?;
-            samples.push(micros);
-        }
+        let samples = timed_turns(baseline, Operation::Read, size, options.iters, || {
+            read(&lmr, &mut sink[..len])
+        })?;
         // A fast but wrong read would make the numbers meaningless.
         pattern::verify(seed, 0, &sink[..len])
             .map_err(|m| format!("read of {size} B returned wrong data: {m}"))?;
@@ -895,6 +931,39 @@ fn measure(options: &Options) -> Result<(), String> {
 
     lmr.free()
         .map_err(|e| format!("free: {}", describe_error(&e)))
+}
+
+/// Times `iters` runs of `operation`, the series of `kind` at `size` bytes:
+/// alone, or with a baseline in blocks taking turns with as many of the
+/// baseline's same series.
+fn timed_turns(
+    baseline: &mut Option<Baseline>,
+    kind: Operation,
+    size: u64,
+    iters: usize,
+    mut operation: impl FnMut() -> Result<(), String>,
+) -> Result<Vec<f64>, String> {
+    let mut samples = Vec::with_capacity(iters);
+    let mut time = |count: usize| {
+        for _ in 0..count {
+            let (result, micros) = time_us(&mut operation);
+            result?;
+            samples.push(micros);
+        }
+        Ok::<(), String>(())
+    };
+    match baseline {
+        None => time(iters)?,
+        Some(baseline) => {
+            for (side, count) in baseline::schedule(iters, baseline.block()) {
+                match side {
+                    Side::Baseline => baseline.turn(kind, size, count)?,
+                    Side::Lite => time(count)?,
+                }
+            }
+        }
+    }
+    Ok(samples)
 }
 
 fn write(lmr: &Lmr, data: &[u8]) -> Result<(), String> {
@@ -1301,7 +1370,7 @@ fn measure_rpc(options: &Options) -> Result<(), String> {
     if options.rpc_max_size().is_none() {
         return Ok(());
     }
-    measure_rpc_round_trips(options)?;
+    measure_rpc_round_trips(options, &mut None)?;
     let node = options.memory_node;
     for &threads in &options.rpc_threads {
         rpc_throughput_series(node, threads, calls_per_thread(options.rpc_calls, threads))?;
@@ -1314,7 +1383,10 @@ fn measure_rpc(options: &Options) -> Result<(), String> {
 }
 
 /// `--iters` echo round trips for every `--rpc-sizes` size, each reply checked.
-fn measure_rpc_round_trips(options: &Options) -> Result<(), String> {
+fn measure_rpc_round_trips(
+    options: &Options,
+    baseline: &mut Option<Baseline>,
+) -> Result<(), String> {
     if options.rpc_sizes.is_empty() || !options.ops.rpc {
         return Ok(());
     }
@@ -1335,12 +1407,9 @@ fn measure_rpc_round_trips(options: &Options) -> Result<(), String> {
             echo_call(node, &request, &mut reply)?;
         }
         pattern::poison(seed, 0, &mut reply);
-        let mut samples = Vec::with_capacity(options.iters);
-        for _ in 0..options.iters {
-            let (result, micros) = time_us(|| echo_call(node, &request, &mut reply));
-            result?;
-            samples.push(micros);
-        }
+        let samples = timed_turns(baseline, Operation::Rpc, size, options.iters, || {
+            echo_call(node, &request, &mut reply)
+        })?;
         // A fast but wrong reply would make the numbers meaningless.
         pattern::verify(seed, 0, &reply)
             .map_err(|m| format!("RPC of {size} B got a wrong reply: {m}"))?;
@@ -1456,7 +1525,7 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
 /// `lite_fetch_add` and `lite_compare_swp` latency on an 8-byte LMR on the
 /// memory node. Every call's old value is checked: the LMR starts at zero
 /// and each call adds one (the swaps replace the value with the next one).
-fn measure_atomics(options: &Options) -> Result<(), String> {
+fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), String> {
     if !options.ops.fetch_add && !options.ops.compare_swp {
         return Ok(());
     }
@@ -1474,7 +1543,7 @@ fn measure_atomics(options: &Options) -> Result<(), String> {
     let handle = lmr.handle();
     // What the LMR holds; it starts zeroed.
     let mut value = 0u64;
-    let fetch_add = |expected: u64| {
+    let fetch_add = |expected: u64| -> Result<(), String> {
         let mut old = 0u64;
         // SAFETY: `old` is a live u64 that nothing else touches during the call.
         let ret = unsafe { Syscalls.fetch_add(handle, &mut old, 1, sys::PRIORITY_NONE) };
@@ -1511,13 +1580,11 @@ fn measure_atomics(options: &Options) -> Result<(), String> {
             call(value)?;
             value += 1;
         }
-        let mut samples = Vec::with_capacity(options.iters);
-        for _ in 0..options.iters {
-            let (result, micros) = time_us(|| call(value));
-            result?;
+        let samples = timed_turns(baseline, operation, ATOMIC_SIZE, options.iters, || {
+            call(value)?;
             value += 1;
-            samples.push(micros);
-        }
+            Ok(())
+        })?;
         report(operation, ATOMIC_SIZE, &samples)?;
     }
     let mut check = [0u8; ATOMIC_SIZE as usize];
