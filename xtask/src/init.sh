@@ -23,7 +23,8 @@
 #   lite.depths=..     lite-bench --depths (async operations in flight)
 #   lite.bwbytes=N     lite-bench --bw-bytes (bytes per throughput series)
 #   lite.lockiters=N   bench-lock: lock/unlock pairs per node (lite-bench
-#                      --contend-iters); every node of the cluster contends
+#                      --contend-iters); every node but node 1, which keeps
+#                      the lock, contends
 #   lite.fuzzsecs=N    seconds of lite-fuzz: role fuzz, and role test after
 #                      the cluster test (0, the default: test does not fuzz)
 #   lite.seed=X        lite-fuzz's seed (default: lite-fuzz takes the clock)
@@ -608,7 +609,7 @@ apps)
 	;;
 # Every node of the cluster times its join, barriers and all-to-all RPC.
 bench-scale) lite-bench --cm "$cm" --scale "$nodes" --iters "$iters" --scale-calls "$scalecalls" || rc=$? ;;
-# Every node takes one lock kept by node 1, at the same time.
+# Node 1 keeps one lock, every other node takes it, all at the same time.
 bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters" || rc=$? ;;
 # The benchmark's failure phase: the failure test's program alone, no
 # cluster test after it (the victim's VM is not booted again). Survivors

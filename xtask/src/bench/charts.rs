@@ -524,7 +524,7 @@ fn cpu_chart(m: &Measurements) -> Option<RangeChart> {
 
 /// Lock/unlock pair times: uncontended on a lock kept by another node and
 /// on one kept by the caller's node, and the acquire time of every node
-/// together when [`super::LOCK_NODES`] contend; median on a p10–p90 bar.
+/// together for each number of contending nodes; median on a p10–p90 bar.
 fn lock_chart(m: &Measurements) -> Option<RangeChart> {
     let mut entries = Vec::new();
     for r in m.locks.values().filter(|r| r.contenders == 1) {
@@ -565,7 +565,8 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
         title: "Locks: lite_lock + lite_unlock, and lite_lock under contention".into(),
         x_label: "microseconds: median, bar from the 10th to the 90th percentile".into(),
         caption: "Uncontended pairs on a lock kept by the other node and on one kept by the \
-                  caller's own node; the acquire times of every contending node together."
+                  caller's own node; the acquire times of every contending node together \
+                  (the lock kept by a node that does not contend)."
             .into(),
         reference: None,
         entries,

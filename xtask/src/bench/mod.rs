@@ -19,8 +19,8 @@
 //! low-priority processes saturating the link, in `--rounds` rounds of an
 //! unloaded and a loaded phase with QoS on ([`isolation`]), and
 //! last how many memory regions node 2 registers as its live LMRs grow.
-//! Two short phases boot 2 and [`LOCK_NODES`] VMs that all take turns on
-//! one lock. Another boots [`FAILURE_NODES`] VMs that run the failure
+//! Two short phases boot 3 and 5 VMs: 2 and [`LOCK_CONTENDERS`] of them
+//! take turns on one lock kept by the other one. Another boots [`FAILURE_NODES`] VMs that run the failure
 //! test's program alone: the last node is killed once the others depend on
 //! it, and the survivors report how long their calls waiting on it
 //! stalled, then one of them leaves and joins again ten times. Two VMs
@@ -87,12 +87,13 @@ pub const ATOMICS: [(&str, &str); 2] = [
     ("CMP_AND_SWAP", "compare_swp"),
 ];
 
-/// Nodes of the lock contention phase; every one of them contends.
-pub const LOCK_NODES: usize = 4;
+/// Nodes contending for one lock in the largest lock contention phase.
+pub const LOCK_CONTENDERS: usize = 4;
 
-/// Nodes of the lock contention phases: throughput with the most must
-/// not fall below that with the fewest.
-pub const CONTENTION_NODES: [usize; 2] = [2, LOCK_NODES];
+/// Contending nodes of the lock contention phases, each beside the node
+/// keeping the lock: throughput with the most must not fall below that
+/// with the fewest.
+pub const CONTENDERS: [usize; 2] = [2, LOCK_CONTENDERS];
 
 /// Nodes of the failure phase: survivors, then the victim (the last).
 pub const FAILURE_NODES: usize = failure::NODES;
@@ -115,7 +116,7 @@ pub enum Part {
     /// perftest and every other `lite-bench` series: throughput, RPC
     /// throughput, asynchronous RPC, isolation, memory regions.
     Comparison,
-    /// Lock/unlock, uncontended and with 2 and [`LOCK_NODES`] nodes
+    /// Lock/unlock, uncontended and with 2 and [`LOCK_CONTENDERS`] nodes
     /// contending.
     Locks,
     /// The failure phase.
@@ -266,15 +267,16 @@ pub fn run(
     if options.runs(Part::Locks) {
         // The contention phases: a cluster of their own each, short.
         let lock_iters = run::lock_iters(iters);
-        for nodes in CONTENTION_NODES {
+        for contenders in CONTENDERS {
             let lock_waited = interrupt::check()
-                .and_then(|()| run::lock_phase(&setup, nodes, lock_iters))
+                .and_then(|()| run::lock_phase(&setup, contenders, lock_iters))
                 .and_then(|phase| {
-                    m.add_logs(&format!("locks{nodes}/"), &phase.logs);
+                    m.add_logs(&format!("locks{contenders}/"), &phase.logs);
                     phase.waited
                 });
             waits.push(
-                lock_waited.with_context(|| format!("the {nodes}-node lock contention phase")),
+                lock_waited
+                    .with_context(|| format!("the lock contention phase of {contenders} nodes")),
             );
         }
         report::say_locks(iters, lock_iters, &m);

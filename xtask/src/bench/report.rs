@@ -11,7 +11,8 @@ use super::parse::{
 };
 use super::{isolation, rounds};
 use super::{
-    ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_NODES, RPC_ASYNC_SIZE,
+    ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_CONTENDERS,
+    RPC_ASYNC_SIZE,
 };
 use crate::{failure, ui};
 
@@ -127,12 +128,13 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
 }
 
 /// Prints the lock table: `iters` uncontended pairs and `lock_iters` per
-/// node of the contention phase.
+/// contending node of the contention phases.
 pub fn say_locks(iters: u32, lock_iters: u32, m: &Measurements) {
     let locks: Vec<LockRow> = m.locks.values().cloned().collect();
     ui::say(&format!(
         "==> locks (lock/unlock pairs: {iters} uncontended, {lock_iters} per node with 2 and \
-         {LOCK_NODES} nodes contending; times in microseconds)"
+         {LOCK_CONTENDERS} nodes contending for a lock kept by one more node; times in \
+         microseconds)"
     ));
     say_indented(lock_table(&locks, &m.lock_samples));
     say_indented(contention_verdict(&locks));

@@ -301,13 +301,14 @@ pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
     boot(&setup.spec(roles, &extra, &setup.logs), TIMEOUT)
 }
 
-/// A lock contention phase: `nodes` nodes taking turns on one lock,
-/// `lock_iters` pairs each, logging into `locks<nodes>/`.
-pub fn lock_phase(setup: &Setup, nodes: usize, lock_iters: u32) -> Result<Phase> {
-    let logs = setup.logs.join(format!("locks{nodes}"));
+/// A lock contention phase: `contenders` nodes taking turns on one lock
+/// kept by one more node (node 1, which does not contend), `lock_iters`
+/// pairs each, logging into `locks<contenders>/`.
+pub fn lock_phase(setup: &Setup, contenders: usize, lock_iters: u32) -> Result<Phase> {
+    let logs = setup.logs.join(format!("locks{contenders}"));
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     let extra = |_: usize| vec![format!("lite.lockiters={lock_iters}")];
-    let roles = vec!["bench-lock".into(); nodes];
+    let roles = vec!["bench-lock".into(); contenders + 1];
     boot(&setup.spec(roles, &extra, &logs), LOCK_TIMEOUT)
 }
 

@@ -90,11 +90,13 @@
 //!
 //! (`join_us` is `-` for a node that was already a member)
 //!
-//! With `--contend N` it does none of that: N nodes, all running
-//! `lite-bench --contend N`, take turns on one lock kept by node 1 (node 1
-//! creates it and publishes its number by name), `--contend-iters` pairs
-//! each, then check with a counter under the lock that they excluded each
-//! other.
+//! With `--contend N` it does none of that: of N nodes, all running
+//! `lite-bench --contend N`, node 1 keeps one lock (it creates it and
+//! publishes its number by name) and the N - 1 others take turns on it,
+//! `--contend-iters` pairs each; then all N check with a counter under the
+//! lock that they excluded each other. The home does not contend: its own
+//! threads take its locks with no message at all, so that a contender
+//! there would measure the home's local path rather than contention.
 //!
 //! Series of 2 and 3 run `--bw-bytes` bytes' worth of operations (at least
 //! 8, at most `--iters`). Latency series print
@@ -312,8 +314,8 @@ const CLI: Cli = Cli {
         OptionSpec {
             name: "contend",
             value_name: "NODES",
-            help: "only measure NODES nodes (all running --contend NODES) taking turns on \
-                   one lock kept by node 1",
+            help: "only measure NODES nodes (all running --contend NODES): node 1 keeps one \
+                   lock and every other node takes turns on it",
         },
         OptionSpec {
             name: "scale",
@@ -329,7 +331,7 @@ const CLI: Cli = Cli {
         OptionSpec {
             name: "contend-iters",
             value_name: "N",
-            help: "lock/unlock pairs per node with --contend (default 300)",
+            help: "lock/unlock pairs per contending node with --contend (default 300)",
         },
     ],
 };
@@ -1719,12 +1721,12 @@ impl Steps {
     }
 }
 
-/// `--contend`: every one of `nodes` nodes takes one lock kept by the
-/// memory node `--contend-iters` times, all at once. The home node creates
-/// the lock and publishes, under [`LOCK_NAME`], its number (bytes 0..8) and
-/// a counter (bytes 8..16); afterwards every node increments the counter
-/// [`LOCK_CHECK_ROUNDS`] times under the lock, and the home node checks
-/// that no increment was lost.
+/// `--contend`: every one of `nodes` nodes but the memory node takes one
+/// lock kept by the memory node `--contend-iters` times, all at once. The
+/// home node creates the lock and publishes, under [`LOCK_NAME`], its
+/// number (bytes 0..8) and a counter (bytes 8..16); afterwards every node,
+/// the home too, increments the counter [`LOCK_CHECK_ROUNDS`] times under
+/// the lock, and the home node checks that no increment was lost.
 fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
     let home = options.memory_node;
     let mut steps = Steps {
@@ -1743,8 +1745,9 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         let lmr = Lmr::wrap(&shared, LOCK_NAME, PASSWORD)
             .map_err(|e| format!("wrap_alloc of the lock's number: {}", describe_error(&e)))?;
         say(format_args!(
-            "lite-bench: lock {} on node {home} for {nodes} contending nodes",
-            lock.number
+            "lite-bench: lock {} on node {home} for {} contending nodes",
+            lock.number,
+            nodes - 1
         ));
         Ok(Some((lock, lmr)))
     });
@@ -1767,7 +1770,9 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
                 (ask_lock(home, number)?, lmr)
             }
         };
-        for _ in 0..WARMUP_OPS {
+        // Only the contenders warm up: the home takes no part in the timing.
+        let warmups = if me == home { 0 } else { WARMUP_OPS };
+        for _ in 0..warmups {
             acquire(&lock)?;
             release(&lock)?;
         }
@@ -1775,9 +1780,12 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
     });
     let measured = steps.step(|| {
         let (lock, _) = ready.as_ref().ok_or("no lock")?;
-        let (series, acquired) = time_lock_pairs(lock, options.contend_iters, nodes, me)?;
+        if me == home {
+            return Ok(());
+        }
+        let (series, acquired) = time_lock_pairs(lock, options.contend_iters, nodes - 1, me)?;
         say(format_args!("{}", lock_line(&series)));
-        for line in lock_sample_lines(nodes, me, &acquired, SAMPLES_PER_LINE) {
+        for line in lock_sample_lines(nodes - 1, me, &acquired, SAMPLES_PER_LINE) {
             say(format_args!("{line}"));
         }
         Ok(())
