@@ -320,7 +320,7 @@ latency_groups="write read fetch_add,compare_swp rpc"
 # $1: server or client; $2: the group's operations.
 interleaved_round() {
 	if [ "$1" = server ]; then
-		timeout 600 lite-verbs-bench --server --wait event &
+		verbs_round server "$2" &
 		native=$!
 		lite_round "$2"
 		result=$?

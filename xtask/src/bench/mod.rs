@@ -20,8 +20,8 @@
 //! unloaded and a loaded phase with QoS on ([`isolation`]), and
 //! last how many memory regions node 2 registers as its live LMRs grow.
 //! Two short phases boot 3 and 5 VMs: 2 and [`LOCK_CONTENDERS`] of them
-//! take turns on one lock kept by the other one. Another boots [`FAILURE_NODES`] VMs that run the failure
-//! test's program alone: the last node is killed once the others depend on
+//! take turns on one lock kept by the other one. Another boots
+//! [`FAILURE_NODES`] VMs that run the failure test's program alone: the last node is killed once the others depend on
 //! it, and the survivors report how long their calls waiting on it
 //! stalled, then one of them leaves and joins again ten times. Two VMs
 //! with more memory then measure the memory region curve

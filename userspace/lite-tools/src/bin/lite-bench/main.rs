@@ -910,25 +910,27 @@ fn measure(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), Str
     }
     // Bounded by MAX_SIZE when parsed.
     let sizes = options.sizes.iter().map(|&size| (size, size as usize));
-    for (size, len) in sizes.clone().filter(|_| writes) {
-        let samples = timed_turns(baseline, Operation::Write, size, options.iters, || {
-            write(&lmr, &source[..len])
-        })?;
-        report(Operation::Write, size, &samples)?;
+    if writes {
+        for (size, len) in sizes.clone() {
+            let samples = timed_turns(baseline, Operation::Write, size, options.iters, || {
+                write(&lmr, &source[..len])
+            })?;
+            report(Operation::Write, size, &samples)?;
+        }
     }
     if reads {
         // What the reads check, written once untimed.
         write(&lmr, &source)?;
-    }
-    for (size, len) in sizes.filter(|_| reads) {
-        pattern::poison(seed, 0, &mut sink[..len]);
-        let samples = timed_turns(baseline, Operation::Read, size, options.iters, || {
-            read(&lmr, &mut sink[..len])
-        })?;
-        // A fast but wrong read would make the numbers meaningless.
-        pattern::verify(seed, 0, &sink[..len])
-            .map_err(|m| format!("read of {size} B returned wrong data: {m}"))?;
-        report(Operation::Read, size, &samples)?;
+        for (size, len) in sizes {
+            pattern::poison(seed, 0, &mut sink[..len]);
+            let samples = timed_turns(baseline, Operation::Read, size, options.iters, || {
+                read(&lmr, &mut sink[..len])
+            })?;
+            // A fast but wrong read would make the numbers meaningless.
+            pattern::verify(seed, 0, &sink[..len])
+                .map_err(|m| format!("read of {size} B returned wrong data: {m}"))?;
+            report(Operation::Read, size, &samples)?;
+        }
     }
 
     lmr.free()
@@ -1729,6 +1731,7 @@ impl Steps {
 /// the lock, and the home node checks that no increment was lost.
 fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
     let home = options.memory_node;
+    let contenders = nodes - 1;
     let mut steps = Steps {
         nodes,
         failure: None,
@@ -1745,9 +1748,8 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         let lmr = Lmr::wrap(&shared, LOCK_NAME, PASSWORD)
             .map_err(|e| format!("wrap_alloc of the lock's number: {}", describe_error(&e)))?;
         say(format_args!(
-            "lite-bench: lock {} on node {home} for {} contending nodes",
-            lock.number,
-            nodes - 1
+            "lite-bench: lock {} on node {home} for {contenders} contending nodes",
+            lock.number
         ));
         Ok(Some((lock, lmr)))
     });
@@ -1783,9 +1785,9 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         if me == home {
             return Ok(());
         }
-        let (series, acquired) = time_lock_pairs(lock, options.contend_iters, nodes - 1, me)?;
+        let (series, acquired) = time_lock_pairs(lock, options.contend_iters, contenders, me)?;
         say(format_args!("{}", lock_line(&series)));
-        for line in lock_sample_lines(nodes - 1, me, &acquired, SAMPLES_PER_LINE) {
+        for line in lock_sample_lines(contenders, me, &acquired, SAMPLES_PER_LINE) {
             say(format_args!("{line}"));
         }
         Ok(())
