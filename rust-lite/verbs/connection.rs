@@ -685,16 +685,41 @@ impl Connection {
             once_posted(false);
             return Err(e);
         }
+        let posted = self.post_detached(|slot| {
+            self.keys.post_translated(remote, |remote| {
+                self.qp.post_write_imm_inline(bytes, remote, imm, slot)
+            })
+        });
+        once_posted(posted.is_ok());
+        posted
+    }
+
+    /// Sends one message as [`Connection::send_message`] does, without
+    /// waiting for its completion where the device takes it inline (else
+    /// waiting): for a thread that serves many peers, which must not wait
+    /// for each one's acknowledgement. A message that fails breaks the
+    /// connection, as in [`Connection::rdma_write_imm_inline`].
+    ///
+    /// # Errors
+    ///
+    /// Errors of posting.
+    pub(crate) fn post_message(&self, message: &[u8; MESSAGE_SIZE]) -> Result {
+        if !self.fits_inline(MESSAGE_SIZE) {
+            return self.send_message(message);
+        }
+        self.post_detached(|slot| self.qp.post_send_inline(message, slot))
+    }
+
+    /// Claims a slot and posts with `post` (given the slot as `wr_id`) a
+    /// request that uses no memory after posting; whoever reaps its
+    /// completion frees the slot.
+    fn post_detached(&self, post: impl FnOnce(u64) -> Result) -> Result {
         // Completions of earlier requests nobody waits for free their slots.
         self.reap_send_completions();
         let slot = self.acquire_slot();
         // Before posting: the completion may be reaped at once.
         self.slots.detach(slot);
-        let posted = self.keys.post_translated(remote, |remote| {
-            self.qp
-                .post_write_imm_inline(bytes, remote, imm, slot as u64)
-        });
-        once_posted(posted.is_ok());
+        let posted = post(slot as u64);
         if posted.is_err() {
             // No completion will come to free it.
             self.slots.take_detached(slot);

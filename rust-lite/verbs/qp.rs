@@ -376,6 +376,35 @@ impl QueuePair {
         imm: u32,
         wr_id: u64,
     ) -> Result {
+        self.post_inline(
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+            bytes,
+            Some(remote),
+            Some(imm),
+            wr_id,
+        )
+    }
+
+    /// Posts one signaled send of `bytes`, copied into the work request
+    /// before this returns as by [`QueuePair::post_write_imm_inline`].
+    ///
+    /// # Errors
+    ///
+    /// As [`QueuePair::post_write_imm_inline`].
+    pub(super) fn post_send_inline(&self, bytes: &[u8], wr_id: u64) -> Result {
+        self.post_inline(bindings::ib_wr_opcode_IB_WR_SEND, bytes, None, None, wr_id)
+    }
+
+    /// Posts one signaled `opcode` request carrying `bytes` inline: to
+    /// `remote` for an RDMA write, with immediate `imm` if given.
+    fn post_inline(
+        &self,
+        opcode: bindings::ib_wr_opcode,
+        bytes: &[u8],
+        remote: Option<(u64, u32)>,
+        imm: Option<u32>,
+        wr_id: u64,
+    ) -> Result {
         let len = u32::try_from(bytes.len())
             .ok()
             .filter(|&len| len <= self.max_inline)
@@ -392,13 +421,17 @@ impl QueuePair {
         wr.wr.sg_list = &mut sge;
         // No element for no bytes: the address is not read then.
         wr.wr.num_sge = i32::from(len > 0);
-        wr.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+        wr.wr.opcode = opcode;
         wr.wr.send_flags = (bindings::ib_send_flags_IB_SEND_SIGNALED
             | bindings::ib_send_flags_IB_SEND_INLINE) as i32;
-        wr.remote_addr = remote.0;
-        wr.rkey = remote.1;
-        // The immediate travels in network byte order.
-        wr.wr.ex.imm_data = imm.to_be();
+        if let Some((addr, rkey)) = remote {
+            wr.remote_addr = addr;
+            wr.rkey = rkey;
+        }
+        if let Some(imm) = imm {
+            // The immediate travels in network byte order.
+            wr.wr.ex.imm_data = imm.to_be();
+        }
         let mut bad: *const bindings::ib_send_wr = null();
         // As in `post_send`: the provider uses `rdma_wr()` (`container_of`).
         let send_wr = core::ptr::addr_of!(wr).cast::<bindings::ib_send_wr>();

@@ -107,12 +107,14 @@ impl Peer {
 
     /// Sends a control message.
     pub(crate) fn send(&self, frame: &Frame) -> Result {
-        if self.is_gone() {
-            return Err(errno::EHOSTDOWN());
-        }
-        self.conn
-            .send_message(&frame.encode())
-            .map_err(|e| self.explain(e))
+        self.on_connection(|conn| conn.send_message(&frame.encode()))
+    }
+
+    /// Sends a control message without waiting for the peer's device to
+    /// acknowledge it ([`Connection::post_message`]): a message that fails
+    /// breaks the connection, and the peer is then gone.
+    pub(crate) fn post(&self, frame: &Frame) -> Result {
+        self.on_connection(|conn| conn.post_message(&frame.encode()))
     }
 
     /// Fails at once if the peer is gone, else runs `op` on the connection,

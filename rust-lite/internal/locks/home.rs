@@ -8,16 +8,21 @@
 //! locker asks this node (the home) for its turn instead: the home queues
 //! it and, for the first waiter, marks the word managed, so that holders'
 //! releases fail and come here; the home then hands the lock to the first
-//! in the queue (FIFO). Once the last waiter gets it, the home writes it
-//! into the word unmanaged again, so that its release is one
-//! compare-and-swap.
+//! in the queue (FIFO). The lock stays managed until a holder releases it
+//! with nobody waiting: then the home frees the word, and the next taker
+//! takes it with one compare-and-swap again.
 //!
 //! While a lock is managed only the home changes its word (a holder's
 //! release expects it unmanaged, a taker expects it free), so the home
 //! knows the word and the holder without asking the device: hand-overs
-//! between waiters cost no RDMA atomic. Outside that, its compare-and-swaps
-//! only race with a taker of a free lock or a holder releasing one nobody
-//! waits for.
+//! cost no RDMA atomic, also to the last waiter, whose release may well
+//! find new waiters under contention. The grant tells its holder that the
+//! lock is managed, so the holder's release is one message to the home,
+//! with no compare-and-swap bound to fail; the home posts its grants and
+//! replies without waiting for each node's acknowledgement, so one slow
+//! node does not hold up the next hand-over. Outside that, its
+//! compare-and-swaps only race with a taker of a free lock or a holder
+//! releasing one nobody waits for.
 //!
 //! The home's own threads ask the home directly, and a lock they take stays
 //! managed, also once they release it with nobody waiting: their next lock
@@ -26,7 +31,8 @@
 //! other, so the home reaches its own words through a peer; a lock the
 //! home's node used that way would otherwise cost it more than a remote
 //! one.) A peer's taker finds such a lock's word managed and asks the home,
-//! which hands the lock over unmanaged, as to the last of a queue.
+//! which hands the lock over unmanaged, so that its release is one
+//! compare-and-swap.
 //!
 //! Because the home knows every holder (from the word, or itself while it
 //! manages the lock) and every waiter, it can end the hold of a node that
@@ -36,7 +42,10 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{new_mutex, prelude::*, sync::Mutex};
 
-use super::word::{next_hold_number, Hold, LockWord};
+use super::{
+    lockers::Taken,
+    word::{next_hold_number, Hold, LockWord},
+};
 use crate::errno;
 use crate::verbs::{DmaBuffer, RemotePool};
 
@@ -69,9 +78,22 @@ pub(crate) struct Grant {
     pub(crate) hold: u32,
     /// Whether the last holder died holding it.
     pub(crate) owner_died: bool,
+    /// Whether the home manages the lock while it is held: only the home
+    /// changes its word then, so the holder's release goes straight to the
+    /// home, with no compare-and-swap that would fail.
+    pub(crate) managed: bool,
 }
 
 impl Grant {
+    /// The lock as its waiter takes it.
+    pub(crate) fn taken(&self) -> Taken {
+        Taken {
+            hold: self.hold,
+            owner_died: self.owner_died,
+            managed: self.managed,
+        }
+    }
+
     /// The hold the word names once the lock is granted.
     pub(crate) fn word_hold(&self) -> Hold {
         Hold {
@@ -214,26 +236,27 @@ impl Queue {
         self.managed.is_some_and(|m| m.holder.is_none())
     }
 
-    /// The next hold handed to `reservation`.
-    fn grant_for(&self, reservation: Reservation, owner_died: bool) -> Grant {
+    /// The next hold handed to `reservation`, managed if `managed`.
+    fn grant_for(&self, reservation: Reservation, owner_died: bool, managed: bool) -> Grant {
         Grant {
             reservation,
             hold: next_hold_number(self.last_hold),
             owner_died,
+            managed,
         }
     }
 
     /// Records `grant` as the holder of a managed lock, leaving it
-    /// unmanaged if `unmanaged`, with the grant named in its word.
+    /// unmanaged unless the grant is managed, with the grant named in its
+    /// word.
     fn hand_managed(
         &mut self,
         words: &impl WordAccess,
         number: u32,
         managed: Managed,
         grant: Grant,
-        unmanaged: bool,
     ) -> Result {
-        if unmanaged {
+        if !grant.managed {
             let next = LockWord::held(grant.word_hold(), false);
             self.leave_managed(words, number, managed, next)?;
         } else {
@@ -268,8 +291,8 @@ impl Queue {
             }
             // Kept free for the home's node (nobody waits): a peer gets it
             // unmanaged, so that its release is one compare-and-swap.
-            let grant = self.grant_for(reservation, false);
-            self.hand_managed(words, number, managed, grant, !own)?;
+            let grant = self.grant_for(reservation, false, own);
+            self.hand_managed(words, number, managed, grant)?;
             return Ok(Reserved::Granted(grant));
         }
         let hold = Hold {
@@ -307,6 +330,7 @@ impl Queue {
                     reservation,
                     hold: hold.number,
                     owner_died: seen != LockWord::FREE,
+                    managed: own,
                 }));
             };
             self.managed = Some(Managed {
@@ -344,10 +368,9 @@ impl Queue {
         }
     }
 
-    /// Ends the current hold of a managed lock: the first waiter gets it;
-    /// the last one gets it unmanaged, unless it is of the home's node. With
-    /// nobody left the lock is freed, or kept free and managed after a hold
-    /// of the home's node.
+    /// Ends the current hold of a managed lock: the first waiter gets it,
+    /// managed. With nobody left the lock is freed, or kept free and managed
+    /// after a hold of the home's node.
     fn hand_on(
         &mut self,
         words: &impl WordAccess,
@@ -371,9 +394,8 @@ impl Queue {
             self.leave_managed(words, number, managed, free)?;
             return Ok(None);
         };
-        let grant = self.grant_for(reservation, owner_died);
-        let unmanaged = self.len() == 1 && reservation.node != self.home;
-        self.hand_managed(words, number, managed, grant, unmanaged)?;
+        let grant = self.grant_for(reservation, owner_died, true);
+        self.hand_managed(words, number, managed, grant)?;
         self.remove(index);
         Ok(Some(grant))
     }

@@ -40,16 +40,32 @@ pub(crate) struct Holder {
     pub(crate) tgid: i32,
     /// The number of the hold, as the lock's word names it.
     pub(crate) hold: u32,
+    /// Whether the home manages the lock during the hold.
+    pub(crate) managed: bool,
 }
 
-/// A lock taken: the number of the hold, and whether the last holder died
-/// holding it.
+impl Holder {
+    /// The hold its release ends.
+    pub(crate) fn released(&self) -> Taken {
+        Taken {
+            hold: self.hold,
+            owner_died: false,
+            managed: self.managed,
+        }
+    }
+}
+
+/// A lock taken: the number of the hold, whether the last holder died
+/// holding it, and whether the home manages it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Taken {
     /// The number of the hold.
     pub(crate) hold: u32,
     /// Whether the last holder's node died (or left) holding the lock.
     pub(crate) owner_died: bool,
+    /// Whether the home manages the lock during the hold (see
+    /// [`super::home::Grant::managed`]).
+    pub(crate) managed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

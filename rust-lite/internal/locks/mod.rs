@@ -65,15 +65,14 @@ const HOME_BUSY_WAIT_MS: u32 = 10;
 /// thread (the polling thread, which learns of it, must not wait for RDMA).
 struct PassOn {
     id: LockId,
-    hold: u32,
-    owner_died: bool,
+    taken: Taken,
 }
 
 impl Job for PassOn {
     type Context = Locks;
 
     fn run(self, locks: &Locks) {
-        if let Err(e) = locks.pass_on(self.id, self.hold, self.owner_died) {
+        if let Err(e) = locks.pass_on(self.id, self.taken) {
             if e != errno::EHOSTDOWN() {
                 pr_err!(
                     "lock {}:{} may stay taken: {:?}\n",
@@ -109,7 +108,9 @@ impl Job for HomeJob {
                 let Some((reply, granted)) = locks.serve_home_request(peer.node, message) else {
                     return;
                 };
-                if let Err(e) = peer.send(&reply) {
+                // Posted: the home thread serves every node, and must not
+                // wait for one's acknowledgement before the next hand-over.
+                if let Err(e) = peer.post(&reply) {
                     if e != errno::EHOSTDOWN() {
                         pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
                     }
@@ -385,6 +386,7 @@ impl Locks {
             pid,
             tgid: sched::current_tgid(),
             hold: taken.hold,
+            managed: taken.managed,
         };
         self.lockers.set_holder(room.into_node(id.key(), holder));
         COUNTERS.lock_acquires.fetch_add(1, Ordering::Relaxed);
@@ -416,6 +418,7 @@ impl Locks {
                 return Ok(Taken {
                     hold: 0,
                     owner_died: false,
+                    managed: false,
                 });
             }
             COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
@@ -426,10 +429,7 @@ impl Locks {
         match self.reserve_turn(id, waiter) {
             Ok(Reserved::Granted(grant)) => {
                 self.lockers.remove_waiter(waiter);
-                Ok(Taken {
-                    hold: grant.hold,
-                    owner_died: grant.owner_died,
-                })
+                Ok(grant.taken())
             }
             Ok(Reserved::Queued) => {
                 if own {
@@ -471,6 +471,7 @@ impl Locks {
                 hold,
                 granted,
                 owner_died,
+                managed,
                 ..
             }) => {
                 status.to_result()?;
@@ -481,6 +482,7 @@ impl Locks {
                     reservation: Reservation { node: me, waiter },
                     hold,
                     owner_died: owner_died != 0,
+                    managed: managed != 0,
                 }))
             }
             _ => Err(reply.status().to_error()),
@@ -496,18 +498,14 @@ impl Locks {
     pub(crate) fn unlock(&self, id: LockId) -> Result {
         let target = self.lock_target(id)?;
         let holder = self.lockers.take_holder(id, sched::current_pid())?;
-        self.end_hold_or_retry(id, target, holder.hold)
+        self.end_hold_or_retry(id, target, holder.released())
     }
 
-    /// Ends this node's hold `hold` of `id`; if that fails while the home
+    /// Ends this node's hold `taken` of `id`; if that fails while the home
     /// lives, the lock thread tries again, so the lock is never left taken.
-    fn end_hold_or_retry(&self, id: LockId, target: AtomicTarget, hold: u32) -> Result {
-        match self.end_hold(id, target, hold, false) {
+    fn end_hold_or_retry(&self, id: LockId, target: AtomicTarget, taken: Taken) -> Result {
+        match self.end_hold(id, target, taken) {
             Err(e) if e != errno::EHOSTDOWN() => {
-                let taken = Taken {
-                    hold,
-                    owner_died: false,
-                };
                 if self.pass_on_later(id, taken) {
                     Ok(())
                 } else {
@@ -518,17 +516,18 @@ impl Locks {
         }
     }
 
-    /// Ends this node's hold `hold` of `id`: frees the lock if nobody
+    /// Ends this node's hold `taken` of `id`: frees the lock if nobody
     /// waits, else has the home hand it on (telling the next holder that
-    /// the owner died if `owner_died`).
-    fn end_hold(&self, id: LockId, target: AtomicTarget, hold: u32, owner_died: bool) -> Result {
+    /// the owner died if `taken.owner_died`).
+    fn end_hold(&self, id: LockId, target: AtomicTarget, taken: Taken) -> Result {
+        let owner_died = taken.owner_died;
         let hold = Hold {
             node: self.core.node_id(),
-            number: hold,
+            number: taken.hold,
         };
-        // The home hands this node's own locks to it managed: their word
-        // never names a hold to free without the home.
-        if !owner_died && id.home != self.core.node_id() {
+        // A word the home manages during the hold (as it does for its own
+        // node's locks) never names a hold to free without the home.
+        if !owner_died && !taken.managed && id.home != self.core.node_id() {
             let mine = LockWord::held(hold, false);
             let op = AtomicOp::CompareSwap {
                 expected: mine.0,
@@ -587,10 +586,7 @@ impl Locks {
         let id = LockId { home: me, number };
         let mut next = Some(grant);
         while let Some(grant) = next.take() {
-            let taken = Taken {
-                hold: grant.hold,
-                owner_died: grant.owner_died,
-            };
+            let taken = grant.taken();
             let node = grant.reservation.node;
             let waiter = grant.reservation.waiter;
             let delivered = if node == me {
@@ -602,11 +598,13 @@ impl Locks {
                     hold: grant.hold,
                     owner_died: u32::from(grant.owner_died),
                     waiter,
+                    managed: u32::from(grant.managed),
                 };
+                // Posted, as the home's replies are (see `HomeJob::run`).
                 match self
                     .core
                     .peer(node)
-                    .and_then(|p| p.send(&assign.to_frame()))
+                    .and_then(|p| p.post(&assign.to_frame()))
                 {
                     Ok(()) => true,
                     Err(e) => {
@@ -637,11 +635,7 @@ impl Locks {
     /// takes (this may run on the polling thread, which must not wait for
     /// RDMA).
     fn pass_on_later(&self, id: LockId, taken: Taken) -> bool {
-        let job = PassOn {
-            id,
-            hold: taken.hold,
-            owner_died: taken.owner_died,
-        };
+        let job = PassOn { id, taken };
         let queued = self.passing.try_submit(job).is_ok();
         if !queued {
             pr_err!(
@@ -654,9 +648,9 @@ impl Locks {
     }
 
     /// Ends a hold nobody took (run by the lock thread).
-    fn pass_on(&self, id: LockId, hold: u32, owner_died: bool) -> Result {
+    fn pass_on(&self, id: LockId, taken: Taken) -> Result {
         let target = self.lock_target(id)?;
-        self.end_hold(id, target, hold, owner_died)
+        self.end_hold(id, target, taken)
     }
 
     /// Serves a locker's request to this node as a home; returns the reply
@@ -692,6 +686,7 @@ impl Locks {
                             hold: grant.map_or(0, |g| g.hold),
                             granted: u32::from(grant.is_some()),
                             owner_died: u32::from(grant.is_some_and(|g| g.owner_died)),
+                            managed: u32::from(grant.is_some_and(|g| g.managed)),
                         }
                     }
                     Err(e) => LockMessage::ReserveReply {
@@ -701,6 +696,7 @@ impl Locks {
                         hold: 0,
                         granted: 0,
                         owner_died: 0,
+                        managed: 0,
                     },
                 };
                 Some((reply.to_frame(), granted))
@@ -754,7 +750,7 @@ impl Locks {
             let id = id_of_key(key);
             let released = self
                 .lock_target(id)
-                .and_then(|target| self.end_hold_or_retry(id, target, holder.hold));
+                .and_then(|target| self.end_hold_or_retry(id, target, holder.released()));
             if let Err(e) = released {
                 if e != errno::EHOSTDOWN() {
                     pr_err!("cannot release lock {}:{}: {:?}\n", id.home, id.number, e);
@@ -820,12 +816,14 @@ impl Subsystem for Locks {
                 hold,
                 owner_died,
                 waiter,
+                managed,
             } => {
                 // Only the lock's home hands it over.
                 if home == peer.node {
                     let taken = Taken {
                         hold,
                         owner_died: owner_died != 0,
+                        managed: managed != 0,
                     };
                     self.lock_handed(LockId { home, number }, waiter, taken);
                 }
@@ -837,6 +835,7 @@ impl Subsystem for Locks {
                 hold,
                 granted,
                 owner_died,
+                managed,
                 ..
             } => {
                 // A grant whose waiter stopped waiting for it: pass it on.
@@ -848,6 +847,7 @@ impl Subsystem for Locks {
                     let taken = Taken {
                         hold,
                         owner_died: owner_died != 0,
+                        managed: managed != 0,
                     };
                     self.pass_on_later(id, taken);
                 }

@@ -57,6 +57,8 @@ control_messages! {
             granted: u32 => low(1),
             /// 1: the last holder died holding the lock.
             owner_died: u32 => high(1),
+            /// 1: the home manages the lock during the hold.
+            managed: u32 => low(2),
         },
         /// The sender's hold `hold` of lock `number` of the receiver ends
         /// while waiters are queued: the next one's turn has come.
@@ -83,6 +85,8 @@ control_messages! {
             owner_died: u32 => low(1),
             /// The waiter, as named in its reservation.
             waiter: u64 => arg(2),
+            /// 1: the home manages the lock during the hold.
+            managed: u32 => low(3),
         },
     }
 }
