@@ -445,6 +445,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             granted: 1,
             owner_died: 1,
             managed: 1,
+            contended: 1,
         },
         LockMessage
     );
@@ -484,6 +485,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             owner_died: 1,
             waiter: 9,
             managed: 1,
+            contended: 1,
         },
         LockMessage
     );
@@ -1650,7 +1652,8 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         // The word does not change, also for the last waiter, and the grant
         // says so: its release needs no compare-and-swap.
         check!(c, lock.is_managed() && word.0.get() == managed_word);
-        check!(c, next.managed && lock.len() == 2 - i);
+        // Others still wait behind all but the last.
+        check!(c, next.managed && lock.len() == 2 - i && next.contended == (i < 2));
         hold = next.word_hold();
     }
     // Released with nobody waiting, the lock is free.

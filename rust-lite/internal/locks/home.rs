@@ -82,6 +82,9 @@ pub(crate) struct Grant {
     /// changes its word then, so the holder's release goes straight to the
     /// home, with no compare-and-swap that would fail.
     pub(crate) managed: bool,
+    /// Whether others still wait behind the waiter: its node's next take
+    /// will likely find the lock managed too.
+    pub(crate) contended: bool,
 }
 
 impl Grant {
@@ -91,6 +94,7 @@ impl Grant {
             hold: self.hold,
             owner_died: self.owner_died,
             managed: self.managed,
+            contended: self.contended,
         }
     }
 
@@ -243,6 +247,7 @@ impl Queue {
             hold: next_hold_number(self.last_hold),
             owner_died,
             managed,
+            contended: false,
         }
     }
 
@@ -331,6 +336,7 @@ impl Queue {
                     hold: hold.number,
                     owner_died: seen != LockWord::FREE,
                     managed: own,
+                    contended: false,
                 }));
             };
             self.managed = Some(Managed {
@@ -394,7 +400,10 @@ impl Queue {
             self.leave_managed(words, number, managed, free)?;
             return Ok(None);
         };
-        let grant = self.grant_for(reservation, owner_died, true);
+        let grant = Grant {
+            contended: self.len() > 1,
+            ..self.grant_for(reservation, owner_died, true)
+        };
         self.hand_managed(words, number, managed, grant)?;
         self.remove(index);
         Ok(Some(grant))

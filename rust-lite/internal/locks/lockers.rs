@@ -6,7 +6,7 @@
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
-    rbtree::{RBTree, RBTreeNode},
+    rbtree::{RBTree, RBTreeNode, RBTreeNodeReservation},
     sync::{CondVar, Mutex},
 };
 
@@ -51,6 +51,7 @@ impl Holder {
             hold: self.hold,
             owner_died: false,
             managed: self.managed,
+            contended: false,
         }
     }
 }
@@ -66,6 +67,9 @@ pub(crate) struct Taken {
     /// Whether the home manages the lock during the hold (see
     /// [`super::home::Grant::managed`]).
     pub(crate) managed: bool,
+    /// Whether others waited behind this node when it got the lock (see
+    /// [`super::home::Grant::contended`]).
+    pub(crate) contended: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,8 +101,19 @@ pub(crate) enum Handed {
     Unknown,
 }
 
+/// A lock this node's threads use.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    /// Where its word lives.
+    target: AtomicTarget,
+    /// Whether this node's last take of it was handed over with others
+    /// waiting: the next take likely finds a queue too, and asks the home
+    /// at once rather than first fail a compare-and-swap.
+    contended: bool,
+}
+
 struct State {
-    known: RBTree<u64, AtomicTarget>,
+    known: RBTree<u64, Known>,
     holders: RBTree<u64, Holder>,
     waiters: SlotTable<Waiter>,
 }
@@ -130,11 +145,24 @@ impl Lockers {
     }
 
     pub(crate) fn target(&self, id: LockId) -> Option<AtomicTarget> {
-        self.state.lock().known.get(&id.key()).copied()
+        self.state.lock().known.get(&id.key()).map(|k| k.target)
+    }
+
+    /// Whether this node's last take of `id` found others waiting.
+    pub(crate) fn expects_contention(&self, id: LockId) -> bool {
+        self.state
+            .lock()
+            .known
+            .get(&id.key())
+            .is_some_and(|k| k.contended)
     }
 
     pub(crate) fn learn(&self, id: LockId, target: AtomicTarget) -> Result {
-        let node = RBTreeNode::new(id.key(), target, GFP_KERNEL)?;
+        let known = Known {
+            target,
+            contended: false,
+        };
+        let node = RBTreeNode::new(id.key(), known, GFP_KERNEL)?;
         let mut state = self.state.lock();
         if state.known.get(&id.key()).is_none() {
             state.known.insert(node);
@@ -287,8 +315,20 @@ impl Lockers {
         }
     }
 
-    pub(crate) fn set_holder(&self, node: RBTreeNode<u64, Holder>) {
-        self.state.lock().holders.insert(node);
+    /// Records `holder` of `id` in `room`, and whether others waited when
+    /// it took the lock (`contended`).
+    pub(crate) fn set_holder(
+        &self,
+        id: LockId,
+        room: RBTreeNodeReservation<u64, Holder>,
+        holder: Holder,
+        contended: bool,
+    ) {
+        let mut state = self.state.lock();
+        if let Some(known) = state.known.get_mut(&id.key()) {
+            known.contended = contended;
+        }
+        state.holders.insert(room.into_node(id.key(), holder));
     }
 
     /// Removes the calling thread's hold of `id`.

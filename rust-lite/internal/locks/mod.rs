@@ -388,7 +388,7 @@ impl Locks {
             hold: taken.hold,
             managed: taken.managed,
         };
-        self.lockers.set_holder(room.into_node(id.key(), holder));
+        self.lockers.set_holder(id, room, holder, taken.contended);
         COUNTERS.lock_acquires.fetch_add(1, Ordering::Relaxed);
         Ok(if taken.owner_died {
             Acquired::OwnerDied
@@ -399,10 +399,13 @@ impl Locks {
 
     /// Takes `id` if it is free, else waits for the home to hand it over.
     /// A lock this node keeps is taken from its home directly (see
-    /// [`home`]): its word is reached only through a peer.
+    /// [`home`]): its word is reached only through a peer. So is one whose
+    /// last take here found others waiting: its word is likely managed, and
+    /// a compare-and-swap would only fail.
     fn acquire(&self, id: LockId, target: AtomicTarget) -> Result<Taken> {
         let own = id.home == self.core.node_id();
-        if !own {
+        let mut waited = false;
+        if !own && !self.lockers.expects_contention(id) {
             let mine = LockWord::held(
                 Hold {
                     node: self.core.node_id(),
@@ -419,9 +422,10 @@ impl Locks {
                     hold: 0,
                     owner_died: false,
                     managed: false,
+                    contended: false,
                 });
             }
-            COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
+            waited = true;
         }
         // The waiter exists before the home hears of it: a hand-over must
         // always find somebody to take it or pass it on.
@@ -429,12 +433,13 @@ impl Locks {
         match self.reserve_turn(id, waiter) {
             Ok(Reserved::Granted(grant)) => {
                 self.lockers.remove_waiter(waiter);
+                if waited {
+                    COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
+                }
                 Ok(grant.taken())
             }
             Ok(Reserved::Queued) => {
-                if own {
-                    COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
-                }
+                COUNTERS.lock_waits.fetch_add(1, Ordering::Relaxed);
                 self.lockers.wait_turn(waiter)
             }
             Err(e) => {
@@ -472,6 +477,7 @@ impl Locks {
                 granted,
                 owner_died,
                 managed,
+                contended,
                 ..
             }) => {
                 status.to_result()?;
@@ -483,6 +489,7 @@ impl Locks {
                     hold,
                     owner_died: owner_died != 0,
                     managed: managed != 0,
+                    contended: contended != 0,
                 }))
             }
             _ => Err(reply.status().to_error()),
@@ -599,6 +606,7 @@ impl Locks {
                     owner_died: u32::from(grant.owner_died),
                     waiter,
                     managed: u32::from(grant.managed),
+                    contended: u32::from(grant.contended),
                 };
                 // Posted, as the home's replies are (see `HomeJob::run`).
                 match self
@@ -687,6 +695,7 @@ impl Locks {
                             granted: u32::from(grant.is_some()),
                             owner_died: u32::from(grant.is_some_and(|g| g.owner_died)),
                             managed: u32::from(grant.is_some_and(|g| g.managed)),
+                            contended: u32::from(grant.is_some_and(|g| g.contended)),
                         }
                     }
                     Err(e) => LockMessage::ReserveReply {
@@ -697,6 +706,7 @@ impl Locks {
                         granted: 0,
                         owner_died: 0,
                         managed: 0,
+                        contended: 0,
                     },
                 };
                 Some((reply.to_frame(), granted))
@@ -817,6 +827,7 @@ impl Subsystem for Locks {
                 owner_died,
                 waiter,
                 managed,
+                contended,
             } => {
                 // Only the lock's home hands it over.
                 if home == peer.node {
@@ -824,6 +835,7 @@ impl Subsystem for Locks {
                         hold,
                         owner_died: owner_died != 0,
                         managed: managed != 0,
+                        contended: contended != 0,
                     };
                     self.lock_handed(LockId { home, number }, waiter, taken);
                 }
@@ -836,6 +848,7 @@ impl Subsystem for Locks {
                 granted,
                 owner_died,
                 managed,
+                contended,
                 ..
             } => {
                 // A grant whose waiter stopped waiting for it: pass it on.
@@ -848,6 +861,7 @@ impl Subsystem for Locks {
                         hold,
                         owner_died: owner_died != 0,
                         managed: managed != 0,
+                        contended: contended != 0,
                     };
                     self.pass_on_later(id, taken);
                 }

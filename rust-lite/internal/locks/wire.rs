@@ -59,6 +59,8 @@ control_messages! {
             owner_died: u32 => high(1),
             /// 1: the home manages the lock during the hold.
             managed: u32 => low(2),
+            /// 1: others wait behind the new holder.
+            contended: u32 => high(2),
         },
         /// The sender's hold `hold` of lock `number` of the receiver ends
         /// while waiters are queued: the next one's turn has come.
@@ -87,6 +89,8 @@ control_messages! {
             waiter: u64 => arg(2),
             /// 1: the home manages the lock during the hold.
             managed: u32 => low(3),
+            /// 1: others wait behind the new holder.
+            contended: u32 => high(3),
         },
     }
 }
