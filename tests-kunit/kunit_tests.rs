@@ -445,7 +445,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             granted: 1,
             owner_died: 1,
             managed: 1,
-            contended: 1,
+            contended: 0,
         },
         LockMessage
     );
@@ -484,7 +484,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             hold: 5,
             owner_died: 1,
             waiter: 9,
-            managed: 1,
+            managed: 0,
             contended: 1,
         },
         LockMessage
@@ -1603,7 +1603,7 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         home::{Queue, Reservation, Reserved},
         word::{Hold, LockWord},
     };
-    let word = FakeLockWord(core::cell::Cell::new(0), true);
+    let word = CountedLockWord(FakeLockWord(core::cell::Cell::new(0), true), Default::default());
     let r = |node, waiter| Reservation { node, waiter };
     let mut lock = Queue::new(HOME);
     // A free lock is granted at once, and the word names the holder.
@@ -1615,7 +1615,7 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     let Ok(Reserved::Granted(first)) = granted else {
         return;
     };
-    check!(c, LockWord(word.0.get()).hold() == Some(first.word_hold()));
+    check!(c, LockWord(word.0 .0.get()).hold() == Some(first.word_hold()));
     check!(c, !first.managed);
     // Taken: waiters queue in order of arrival, and the word says managed,
     // so the holder's own release fails.
@@ -1630,9 +1630,10 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     }
     check!(
         c,
-        LockWord(word.0.get()).is_managed() && lock.is_managed() && lock.len() == 3
+        LockWord(word.0 .0.get()).is_managed() && lock.is_managed() && lock.len() == 3
     );
-    let managed_word = word.0.get();
+    let managed_word = word.0 .0.get();
+    let swaps = word.1.get();
     // A stale release (not the current hold) changes nothing.
     let stale = Hold {
         node: 7,
@@ -1651,30 +1652,95 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         };
         // The word does not change, also for the last waiter, and the grant
         // says so: its release needs no compare-and-swap.
-        check!(c, lock.is_managed() && word.0.get() == managed_word);
+        check!(c, lock.is_managed() && word.0 .0.get() == managed_word);
         // Others still wait behind all but the last.
         check!(c, next.managed && lock.len() == 2 - i && next.contended == (i < 2));
         hold = next.word_hold();
     }
-    // Released with nobody waiting, the lock is free.
+    // No hand-over reached the word.
+    check!(c, word.1.get() == swaps);
+    // Released with nobody waiting, the lock is free: one swap.
     check!(c, matches!(lock.release(&word, 0, hold, false), Ok(None)));
-    check!(c, word.0.get() == 0 && !lock.is_managed());
+    check!(c, word.1.get() == swaps + 1);
+    check!(c, word.0 .0.get() == 0 && !lock.is_managed());
     // A taker of the free lock without the home (hold 0) is named too.
     let fast = LockWord::held(Hold { node: 5, number: 0 }, false);
-    word.0.set(fast.0);
+    word.0 .0.set(fast.0);
     check!(
         c,
         matches!(lock.reserve(&word, 0, r(6, 60)), Ok(Reserved::Queued))
     );
-    check!(c, word.0.get() == fast.managed().0);
+    check!(c, word.0 .0.get() == fast.managed().0);
     let next = lock.release(&word, 0, Hold { node: 5, number: 0 }, false);
     check!(
         c,
         matches!(next, Ok(Some(g)) if g.reservation == r(6, 60) && g.hold != 0)
     );
     if let Ok(Some(g)) = next {
-        check!(c, g.managed && word.0.get() == fast.managed().0);
+        check!(c, g.managed && word.0 .0.get() == fast.managed().0);
     }
+});
+
+/// A lock word whose compare-and-swap, once armed, runs but reports an
+/// error (its outcome unknown to the home), after which a taker without the
+/// home takes the lock if the swap freed it.
+struct UncertainLockWord(FakeLockWord, core::cell::Cell<bool>, u64);
+
+impl crate::internal::locks::home::WordAccess for UncertainLockWord {
+    fn compare_swap(
+        &self,
+        number: u32,
+        expected: crate::internal::locks::word::LockWord,
+        new: crate::internal::locks::word::LockWord,
+    ) -> kernel::error::Result<crate::internal::locks::word::LockWord> {
+        let before =
+            crate::internal::locks::home::WordAccess::compare_swap(&self.0, number, expected, new)?;
+        if self.1.replace(false) {
+            if self.0 .0.get() == 0 {
+                self.0 .0.set(self.2);
+            }
+            return Err(EIO);
+        }
+        Ok(before)
+    }
+
+    fn peek(&self, number: u32) -> crate::internal::locks::word::LockWord {
+        crate::internal::locks::home::WordAccess::peek(&self.0, number)
+    }
+}
+
+kunit_case!(lite_test_lock_freed_by_uncertain_swap, |c| {
+    use crate::internal::locks::{
+        home::{Queue, Reservation, Reserved},
+        word::{Hold, LockWord},
+    };
+    let taker = LockWord::held(Hold { node: 5, number: 0 }, false);
+    let word = UncertainLockWord(
+        FakeLockWord(core::cell::Cell::new(0), false),
+        Default::default(),
+        taker.0,
+    );
+    let r = |node, waiter| Reservation { node, waiter };
+    let mut lock = Queue::new(HOME);
+    // Node 3 gets the lock from node 2 managed, with nobody behind it.
+    let first = lock.reserve(&word, 0, r(2, 20));
+    let Ok(Reserved::Granted(first)) = first else {
+        check!(c, false);
+        return;
+    };
+    check!(c, matches!(lock.reserve(&word, 0, r(3, 30)), Ok(Reserved::Queued)));
+    let next = lock.release(&word, 0, first.word_hold(), false);
+    let Ok(Some(next)) = next else {
+        check!(c, false);
+        return;
+    };
+    check!(c, next.managed && !next.contended);
+    // Its release frees the word, but the home cannot tell, and node 5
+    // takes the free lock before the home looks again: the home still
+    // leaves the lock to it.
+    word.1.set(true);
+    check!(c, matches!(lock.release(&word, 0, next.word_hold(), false), Ok(None)));
+    check!(c, !lock.is_managed() && word.0 .0.get() == taker.0);
 });
 
 kunit_case!(lite_test_lock_owner_died, |c| {

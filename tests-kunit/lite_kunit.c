@@ -53,6 +53,7 @@ LITE_RUST_CASE(rpc_ring_space)
 LITE_RUST_CASE(rpc_ring_acks_on_demand)
 LITE_RUST_CASE(rpc_ring_interleaving)
 LITE_RUST_CASE(lock_hand_over)
+LITE_RUST_CASE(lock_freed_by_uncertain_swap)
 LITE_RUST_CASE(lock_owner_died)
 LITE_RUST_CASE(mapping_moves)
 LITE_RUST_CASE(barrier_reuse)
@@ -110,6 +111,7 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(rpc_ring_acks_on_demand),
 	KUNIT_CASE(rpc_ring_interleaving),
 	KUNIT_CASE(lock_hand_over),
+	KUNIT_CASE(lock_freed_by_uncertain_swap),
 	KUNIT_CASE(lock_owner_died),
 	KUNIT_CASE(mapping_moves),
 	KUNIT_CASE(barrier_reuse),

@@ -112,7 +112,9 @@ impl Peer {
 
     /// Sends a control message without waiting for the peer's device to
     /// acknowledge it ([`Connection::post_message`]): a message that fails
-    /// breaks the connection, and the peer is then gone.
+    /// breaks the connection, which makes the peer a suspect, but its
+    /// sender does not learn of it. For messages whose loss the receiver
+    /// notices (a reply its request waits for).
     pub(crate) fn post(&self, frame: &Frame) -> Result {
         self.on_connection(|conn| conn.post_message(&frame.encode()))
     }

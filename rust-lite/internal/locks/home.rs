@@ -18,11 +18,11 @@
 //! cost no RDMA atomic, also to the last waiter, whose release may well
 //! find new waiters under contention. The grant tells its holder that the
 //! lock is managed, so the holder's release is one message to the home,
-//! with no compare-and-swap bound to fail; the home posts its grants and
-//! replies without waiting for each node's acknowledgement, so one slow
-//! node does not hold up the next hand-over. Outside that, its
-//! compare-and-swaps only race with a taker of a free lock or a holder
-//! releasing one nobody waits for.
+//! with no compare-and-swap bound to fail, and whether others wait behind
+//! it, so that its node's next take asks the home at once. The home posts
+//! its replies that grant nothing without waiting for the node's
+//! acknowledgement. Outside that, its compare-and-swaps only race with a
+//! taker of a free lock or a holder releasing one nobody waits for.
 //!
 //! The home's own threads ask the home directly, and a lock they take stays
 //! managed, also once they release it with nobody waiting: their next lock
@@ -31,8 +31,8 @@
 //! other, so the home reaches its own words through a peer; a lock the
 //! home's node used that way would otherwise cost it more than a remote
 //! one.) A peer's taker finds such a lock's word managed and asks the home,
-//! which hands the lock over unmanaged, so that its release is one
-//! compare-and-swap.
+//! which, if the lock is free, hands it over unmanaged, so that its release
+//! is one compare-and-swap; else the taker queues like any other.
 //!
 //! Because the home knows every holder (from the word, or itself while it
 //! manages the lock) and every waiter, it can end the hold of a node that
@@ -418,7 +418,17 @@ impl Queue {
         managed: Managed,
         next: LockWord,
     ) -> Result {
-        let before = swap(words, number, managed.word, next)?;
+        let before = match words.compare_swap(number, managed.word, next) {
+            Ok(before) => before,
+            // The swap may have run. Only the home changes a managed word,
+            // so it reads the managed one until then; any other value
+            // means it ran (and a taker may have taken the freed lock
+            // since).
+            Err(e) => match words.compare_swap(number, managed.word, managed.word) {
+                Ok(actual) if actual != managed.word => managed.word,
+                _ => return Err(e),
+            },
+        };
         if before != managed.word {
             return Err(errno::EPROTO());
         }

@@ -108,9 +108,16 @@ impl Job for HomeJob {
                 let Some((reply, granted)) = locks.serve_home_request(peer.node, message) else {
                     return;
                 };
-                // Posted: the home thread serves every node, and must not
-                // wait for one's acknowledgement before the next hand-over.
-                if let Err(e) = peer.post(&reply) {
+                // A reply that grants the lock is sent, so that a failure
+                // moves the lock on; the others are posted, as the home
+                // thread serves every node and need not wait for one's
+                // acknowledgement (a lost one fails its request by timeout).
+                let answered = if granted.is_some() {
+                    peer.send(&reply)
+                } else {
+                    peer.post(&reply)
+                };
+                if let Err(e) = answered {
                     if e != errno::EHOSTDOWN() {
                         pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
                     }
@@ -608,11 +615,12 @@ impl Locks {
                     managed: u32::from(grant.managed),
                     contended: u32::from(grant.contended),
                 };
-                // Posted, as the home's replies are (see `HomeJob::run`).
+                // Sent, not posted: a grant that fails must move the lock
+                // on (see `HomeJob::run`).
                 match self
                     .core
                     .peer(node)
-                    .and_then(|p| p.post(&assign.to_frame()))
+                    .and_then(|p| p.send(&assign.to_frame()))
                 {
                     Ok(()) => true,
                     Err(e) => {
