@@ -254,6 +254,17 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             None,
         );
     }
+    for (contenders, values) in &m.lock_rounds {
+        if let Some(range) = super::rounds::Range::of(values) {
+            f.add(
+                format!("locks/contenders{contenders}/all/pairs_per_s"),
+                "pairs/s",
+                Better::Higher,
+                range.median,
+                Some((range.min, range.max)),
+            );
+        }
+    }
     for l in m.locks.values() {
         let base = format!(
             "locks/contenders{}/node{}/home{}",

@@ -19,8 +19,9 @@
 //! low-priority processes saturating the link, in `--rounds` rounds of an
 //! unloaded and a loaded phase with QoS on ([`isolation`]), and
 //! last how many memory regions node 2 registers as its live LMRs grow.
-//! Two short phases boot 3 and 5 VMs: 2 and [`LOCK_CONTENDERS`] of them
-//! take turns on one lock kept by the other one. Another boots
+//! Short phases boot 3 and 5 VMs in turn, [`LOCK_ROUNDS`] times each: 2 and
+//! [`LOCK_CONTENDERS`] of them take turns on one lock kept by the other
+//! one, and each number's throughput is the median of its rounds. Another boots
 //! [`FAILURE_NODES`] VMs that run the failure test's program alone: the last node is killed once the others depend on
 //! it, and the survivors report how long their calls waiting on it
 //! stalled, then one of them leaves and joins again ten times. Two VMs
@@ -94,6 +95,11 @@ pub const LOCK_CONTENDERS: usize = 4;
 /// keeping the lock: throughput with the most must not fall below that
 /// with the fewest.
 pub const CONTENDERS: [usize; 2] = [2, LOCK_CONTENDERS];
+
+/// Rounds of the lock contention phases: with few contenders the lock is
+/// free or queued by the timing of each run, so one run's throughput
+/// wanders by half from run to run.
+pub const LOCK_ROUNDS: u32 = 3;
 
 /// Nodes of the failure phase: survivors, then the victim (the last).
 pub const FAILURE_NODES: usize = failure::NODES;
@@ -265,19 +271,23 @@ pub fn run(
         waits.push(comparison.waited);
     }
     if options.runs(Part::Locks) {
-        // The contention phases: a cluster of their own each, short.
+        // The contention phases: a cluster of their own each, short, in
+        // turn for every round.
         let lock_iters = run::lock_iters(iters);
-        for contenders in CONTENDERS {
-            let lock_waited = interrupt::check()
-                .and_then(|()| run::lock_phase(&setup, contenders, lock_iters))
-                .and_then(|phase| {
-                    m.add_logs(&format!("locks{contenders}/"), &phase.logs);
-                    phase.waited
-                });
-            waits.push(
-                lock_waited
-                    .with_context(|| format!("the lock contention phase of {contenders} nodes")),
-            );
+        for round in 1..=LOCK_ROUNDS {
+            for contenders in CONTENDERS {
+                let lock_waited = interrupt::check()
+                    .and_then(|()| run::lock_phase(&setup, contenders, round, lock_iters))
+                    .and_then(|phase| {
+                        let prefix = run::lock_phase_name(contenders, round);
+                        m.add_logs(&format!("{prefix}/"), &phase.logs);
+                        m.add_lock_round(contenders as u32, &phase.logs);
+                        phase.waited
+                    });
+                waits.push(lock_waited.with_context(|| {
+                    format!("round {round} of the lock contention phase of {contenders} nodes")
+                }));
+            }
         }
         report::say_locks(iters, lock_iters, &m);
     }

@@ -413,6 +413,9 @@ pub struct Measurements {
     pub locks: BTreeMap<(u32, u32, u32), LockRow>,
     /// Raw lock-acquire times by (contenders, node), of every node's log.
     pub lock_samples: BTreeMap<(u32, u32), Vec<f64>>,
+    /// Pairs per second of all contending nodes together in each round of
+    /// a contention phase, by number of contending nodes.
+    pub lock_rounds: BTreeMap<u32, Vec<f64>>,
     /// Isolation phases by (round, phase, QoS).
     pub qos: BTreeMap<(u32, String, String), QosRow>,
     /// Memory region counts by (LMR size, live LMRs).
@@ -520,6 +523,23 @@ impl Measurements {
     pub fn add_logs(&mut self, prefix: &str, logs: &[NodeLog]) {
         for log in logs {
             self.add_log(&format!("{prefix}{}", log.name), &log.text);
+        }
+    }
+
+    /// Adds the throughput of one round of the contention phase of
+    /// `contenders` nodes, from its nodes' logs.
+    pub fn add_lock_round(&mut self, contenders: u32, logs: &[NodeLog]) {
+        let rows: Vec<LockRow> = logs
+            .iter()
+            .flat_map(|log| parse_lite_lock(&log.text))
+            .filter(|r| r.contenders == contenders)
+            .collect();
+        let group: Vec<&LockRow> = rows.iter().collect();
+        if let Some(throughput) = super::report::contended_throughput(&group) {
+            self.lock_rounds
+                .entry(contenders)
+                .or_default()
+                .push(throughput);
         }
     }
 
@@ -1766,6 +1786,24 @@ LITE-SCALE nodes=4 node=4 join_us=oops barriers=50 barrier_median_us=1 barrier_p
         // Samples from several logs add up.
         assert_eq!(m.lock_samples[&(4, 1)].len(), 8);
         assert_eq!(m.problems, ["locks/node3: guest role exited with rc=1"]);
+    }
+
+    #[test]
+    fn each_contention_round_adds_its_throughput() {
+        let mut m = Measurements::default();
+        let log = |name: &str, text: &str| super::super::run::NodeLog {
+            name: name.to_string(),
+            text: text.to_string(),
+        };
+        // Node 1's and node 3's 4 pairs over the longest 1000 us: 8000/s;
+        // the uncontended lines do not count.
+        let logs = [log("node1", LOCK_LOG), log("node2", "")];
+        m.add_lock_round(4, &logs);
+        m.add_lock_round(4, &[log("node1", "")]);
+        m.add_lock_round(2, &logs);
+        assert_eq!(m.lock_rounds, BTreeMap::from([(4, vec![8000.0])]));
+        m.add_lock_round(4, &logs);
+        assert_eq!(m.lock_rounds[&4], [8000.0, 8000.0]);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::parse::{
 };
 use super::{isolation, rounds};
 use super::{
-    ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_CONTENDERS,
+    ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_CONTENDERS, LOCK_ROUNDS,
     RPC_ASYNC_SIZE,
 };
 use crate::{failure, ui};
@@ -122,8 +122,7 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
     if !m.failure.is_empty() {
         lines.push(stall_verdict(&m.failure));
     }
-    let locks: Vec<LockRow> = m.locks.values().cloned().collect();
-    lines.extend(contention_verdict(&locks));
+    lines.extend(contention_verdict(&m.lock_rounds));
     lines
 }
 
@@ -133,11 +132,13 @@ pub fn say_locks(iters: u32, lock_iters: u32, m: &Measurements) {
     let locks: Vec<LockRow> = m.locks.values().cloned().collect();
     ui::say(&format!(
         "==> locks (lock/unlock pairs: {iters} uncontended, {lock_iters} per node with 2 and \
-         {LOCK_CONTENDERS} nodes contending for a lock kept by one more node; times in \
-         microseconds)"
+         {LOCK_CONTENDERS} nodes contending for a lock kept by one more node, in \
+         {LOCK_ROUNDS} rounds: the rows of the first round, `all` acquire times of every \
+         round; times in microseconds)"
     ));
     say_indented(lock_table(&locks, &m.lock_samples));
-    say_indented(contention_verdict(&locks));
+    say_indented(lock_round_lines(&m.lock_rounds));
+    say_indented(contention_verdict(&m.lock_rounds));
 }
 
 /// Prints the failure phase's table: stalls and detection, leave and
@@ -716,7 +717,7 @@ pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) ->
 
 /// Lock/unlock pairs per second of a group of contending nodes: every
 /// node's pairs over the longest any node was busy; `None` without time.
-fn contended_throughput(group: &[&LockRow]) -> Option<f64> {
+pub(super) fn contended_throughput(group: &[&LockRow]) -> Option<f64> {
     let pairs: u64 = group.iter().map(|r| r.iters).sum();
     let longest = group.iter().map(|r| r.busy_us).fold(0.0, f64::max);
     (longest > 0.0).then(|| pairs as f64 * 1e6 / longest)
@@ -726,21 +727,30 @@ fn contended_throughput(group: &[&LockRow]) -> Option<f64> {
 /// with the fewest, for the verdict (the spread of one phase under TCG).
 const CONTENTION_TOLERANCE: f64 = 1.10;
 
-/// Whether contended lock throughput with the most contending nodes is no
-/// lower than with the fewest (within [`CONTENTION_TOLERANCE`]); `None`
-/// unless two numbers of contenders were measured.
-pub fn contention_verdict(rows: &[LockRow]) -> Option<String> {
-    let mut counts: Vec<u32> = rows
+/// The contended throughput of every round, by number of contending
+/// nodes, one line each: the rounds in order and their median.
+pub fn lock_round_lines(rounds: &BTreeMap<u32, Vec<f64>>) -> Vec<String> {
+    rounds
         .iter()
-        .map(|r| r.contenders)
-        .filter(|&c| c >= 2)
-        .collect();
-    counts.sort_unstable();
-    counts.dedup();
-    let throughput = |contenders: u32| {
-        let group: Vec<&LockRow> = rows.iter().filter(|r| r.contenders == contenders).collect();
-        contended_throughput(&group)
-    };
+        .filter_map(|(contenders, values)| {
+            let range = rounds::Range::of(values)?;
+            let each: Vec<String> = values.iter().map(|v| format!("{v:.0}")).collect();
+            Some(format!(
+                "{contenders} contenders: {} pairs/s in {} rounds, median {:.0}",
+                each.join(", "),
+                values.len(),
+                range.median
+            ))
+        })
+        .collect()
+}
+
+/// Whether contended lock throughput with the most contending nodes is no
+/// lower than with the fewest (within [`CONTENTION_TOLERANCE`]), as the
+/// medians of their rounds' throughput (`rounds`, by number of contending
+/// nodes); `None` unless two numbers of contenders were measured.
+pub fn contention_verdict(rounds: &BTreeMap<u32, Vec<f64>>) -> Option<String> {
+    let counts: Vec<u32> = rounds.keys().copied().filter(|&c| c >= 2).collect();
     let (&fewest, &most) = (counts.first()?, counts.last()?);
     if fewest == most {
         return None;
@@ -749,15 +759,32 @@ pub fn contention_verdict(rows: &[LockRow]) -> Option<String> {
         "contended lock throughput with {most} nodes no lower than with {fewest} (within \
          {CONTENTION_TOLERANCE:.2}x)"
     );
-    Some(match (throughput(fewest), throughput(most)) {
-        (Some(few), Some(many)) => format!(
-            "{what}: {} ({many:.0} pairs/s against {few:.0})",
-            if many * CONTENTION_TOLERANCE >= few {
-                "met"
+    let range = |contenders: u32| rounds.get(&contenders).and_then(|v| rounds::Range::of(v));
+    Some(match (range(fewest), range(most)) {
+        (Some(few), Some(many)) => {
+            let met = many.median * CONTENTION_TOLERANCE >= few.median;
+            // Rounds disagree when the verdict of some pair of them differs.
+            let disagree = if met {
+                many.min * CONTENTION_TOLERANCE < few.max
             } else {
-                "NOT met"
-            }
-        ),
+                many.max * CONTENTION_TOLERANCE >= few.min
+            };
+            format!(
+                "{what}: {} (medians {:.0} pairs/s ({:.0}-{:.0}) against {:.0} ({:.0}-{:.0}){})",
+                if met { "met" } else { "NOT met" },
+                many.median,
+                many.min,
+                many.max,
+                few.median,
+                few.min,
+                few.max,
+                if disagree {
+                    "; the rounds disagree"
+                } else {
+                    ""
+                }
+            )
+        }
         _ => format!("{what}: NOT met (not timed with both)"),
     })
 }
@@ -1360,29 +1387,54 @@ mod tests {
 
     #[test]
     fn contended_throughput_must_not_fall_with_more_nodes() {
-        let four = parse_lite_lock(LOCK_LOG);
-        // One contended group only: no verdict.
-        assert_eq!(contention_verdict(&four), None);
-        let two = |busy_us: u32| {
-            format!(
-                "LITE-LOCK contenders=2 node=1 home=1 iters=4 acquire_median_us=1 \
-                 acquire_p10_us=1 acquire_p90_us=1 pair_median_us=1 pair_p10_us=1 \
-                 pair_p90_us=1 busy_us={busy_us} pairs_per_s=1\n"
-            )
+        let rounds = |two: &[f64], four: &[f64]| {
+            BTreeMap::from([(2u32, two.to_vec()), (4u32, four.to_vec())])
         };
+        // One contended group only: no verdict.
+        let only_four = BTreeMap::from([(1u32, vec![500.0]), (4u32, vec![300.0])]);
+        assert_eq!(contention_verdict(&only_four), None);
         let what = "contended lock throughput with 4 nodes no lower than with 2 (within 1.10x)";
-        // 4 nodes: 8 pairs in 1000 us; 2 nodes: 4 pairs in 550 us or 400 us.
-        let mut rows = four.clone();
-        rows.extend(parse_lite_lock(&two(550)));
+        // The medians decide: 360 against 390 is within 1.10x.
         assert_eq!(
-            contention_verdict(&rows).as_deref(),
-            Some(format!("{what}: met (8000 pairs/s against 7273)").as_str())
+            contention_verdict(&rounds(&[390.0, 300.0, 420.0], &[360.0, 370.0, 350.0])).as_deref(),
+            Some(
+                format!(
+                    "{what}: met (medians 360 pairs/s (350-370) against 390 (300-420); \
+                     the rounds disagree)"
+                )
+                .as_str()
+            )
         );
-        let mut rows = four;
-        rows.extend(parse_lite_lock(&two(400)));
         assert_eq!(
-            contention_verdict(&rows).as_deref(),
-            Some(format!("{what}: NOT met (8000 pairs/s against 10000)").as_str())
+            contention_verdict(&rounds(&[300.0, 310.0], &[400.0, 420.0])).as_deref(),
+            Some(
+                format!("{what}: met (medians 410 pairs/s (400-420) against 305 (300-310))")
+                    .as_str()
+            )
+        );
+        assert_eq!(
+            contention_verdict(&rounds(&[500.0, 480.0, 520.0], &[300.0, 320.0, 310.0])).as_deref(),
+            Some(
+                format!("{what}: NOT met (medians 310 pairs/s (300-320) against 500 (480-520))")
+                    .as_str()
+            )
+        );
+        // A count with no round timed.
+        assert_eq!(
+            contention_verdict(&rounds(&[500.0], &[])).as_deref(),
+            Some(format!("{what}: NOT met (not timed with both)").as_str())
+        );
+    }
+
+    #[test]
+    fn every_round_is_listed_with_its_median() {
+        let rounds = BTreeMap::from([(2u32, vec![390.0, 300.0, 420.0]), (4u32, vec![360.0])]);
+        assert_eq!(
+            lock_round_lines(&rounds),
+            [
+                "2 contenders: 390, 300, 420 pairs/s in 3 rounds, median 390",
+                "4 contenders: 360 pairs/s in 1 rounds, median 360"
+            ]
         );
     }
 

@@ -302,11 +302,17 @@ pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
     boot(&setup.spec(roles, &extra, &setup.logs), TIMEOUT)
 }
 
-/// A lock contention phase: `contenders` nodes taking turns on one lock
-/// kept by one more node (node 1, which does not contend), `lock_iters`
-/// pairs each, logging into `locks<contenders>/`.
-pub fn lock_phase(setup: &Setup, contenders: usize, lock_iters: u32) -> Result<Phase> {
-    let logs = setup.logs.join(format!("locks{contenders}"));
+/// Name of round `round` of the lock contention phase of `contenders`
+/// nodes, and of its log directory.
+pub fn lock_phase_name(contenders: usize, round: u32) -> String {
+    format!("locks{contenders}-{round}")
+}
+
+/// Round `round` of a lock contention phase: `contenders` nodes taking
+/// turns on one lock kept by one more node (node 1, which does not
+/// contend), `lock_iters` pairs each, logging into [`lock_phase_name`].
+pub fn lock_phase(setup: &Setup, contenders: usize, round: u32, lock_iters: u32) -> Result<Phase> {
+    let logs = setup.logs.join(lock_phase_name(contenders, round));
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     let extra = |_: usize| vec![format!("lite.lockiters={lock_iters}")];
     let roles = vec!["bench-lock".into(); contenders + 1];
