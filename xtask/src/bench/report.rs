@@ -136,7 +136,7 @@ pub fn say_locks(iters: u32, lock_iters: u32, m: &Measurements) {
          {LOCK_ROUNDS} rounds: the rows of the first round, `all` acquire times of every \
          round; times in microseconds)"
     ));
-    say_indented(lock_table(&locks, &m.lock_samples));
+    say_indented(lock_table(&locks, &m.lock_samples, &m.lock_rounds));
     say_indented(lock_round_lines(&m.lock_rounds));
     say_indented(contention_verdict(&m.lock_rounds));
 }
@@ -613,10 +613,16 @@ pub fn atomic_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
 
 /// The lock table, one string per line: a row per `LITE-LOCK` line
 /// (uncontended first), and for every contended series an `all` row with
-/// the median and spread of every node's acquire times together (from the
-/// `LITE-LOCK-SAMPLES` lines) and the pairs per second of all nodes
-/// together: every pair over the longest time a node took.
-pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) -> Vec<String> {
+/// the pairs of every round (`rounds`, the throughput of each by number of
+/// contending nodes; one round without), the median and spread of every
+/// node's acquire times together (from the `LITE-LOCK-SAMPLES` lines) and
+/// the pairs per second of all nodes together: every pair over the longest
+/// time a node took, the median of the rounds.
+pub fn lock_table(
+    rows: &[LockRow],
+    samples: &BTreeMap<(u32, u32), Vec<f64>>,
+    rounds: &BTreeMap<u32, Vec<f64>>,
+) -> Vec<String> {
     let row = |cells: [&str; 9]| {
         table_row(
             &[
@@ -680,7 +686,13 @@ pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) ->
         if contenders < 2 {
             continue;
         }
-        let pairs: u64 = group.iter().map(|r| r.iters).sum();
+        let round_throughputs = rounds.get(&contenders).filter(|t| !t.is_empty());
+        let round_count = round_throughputs.map_or(1, Vec::len) as u64;
+        let pairs: u64 = group.iter().map(|r| r.iters).sum::<u64>() * round_count;
+        let throughput = match round_throughputs {
+            Some(t) => rounds::Range::of(t).map(|r| r.median),
+            None => contended_throughput(&group),
+        };
         let all: Vec<f64> = group
             .iter()
             .flat_map(|r| samples.get(&(contenders, r.node)).into_iter().flatten())
@@ -702,7 +714,7 @@ pub fn lock_table(rows: &[LockRow], samples: &BTreeMap<(u32, u32), Vec<f64>>) ->
             &spread_cell(overall.as_ref()),
             "-",
             "-",
-            &cell(contended_throughput(&group)),
+            &cell(throughput),
         ]));
         if all.len() as u64 != pairs {
             notes.push(format!(
@@ -1442,7 +1454,7 @@ mod tests {
     fn lock_table_adds_an_overall_row_per_contended_series() {
         let rows = parse_lite_lock(LOCK_LOG);
         let samples = parse_lock_samples(LOCK_LOG);
-        let table = lock_table(&rows, &samples);
+        let table = lock_table(&rows, &samples, &BTreeMap::new());
         let fields = |line: &str| {
             line.split_whitespace()
                 .map(str::to_string)
@@ -1492,11 +1504,22 @@ mod tests {
         if let Some(node3) = complete.get_mut(&(4, 3)) {
             node3.extend([7.0, 8.0]);
         }
-        let table = lock_table(&rows, &complete);
+        let table = lock_table(&rows, &complete, &BTreeMap::new());
         assert_eq!(table.len(), 7);
         assert_eq!(fields(&table[6])[4..6], ["4.50", "1.70-7.30"]);
+        // Two rounds (the rows of the first): twice the pairs, of which
+        // the 8 samples are half, and the median of the rounds' throughput.
+        let rounds = BTreeMap::from([(4u32, vec![7000.0, 9000.0])]);
+        let table = lock_table(&rows, &complete, &rounds);
+        assert_eq!(table.len(), 8);
+        assert_eq!(fields(&table[6])[3], "16");
+        assert_eq!(fields(&table[6])[8], "8000.00");
+        assert_eq!(
+            table.last().map(String::as_str),
+            Some("note: 4 contenders: 8 of 16 acquire times were readable in the logs")
+        );
         // Nothing measured.
-        let empty = lock_table(&[], &BTreeMap::new());
+        let empty = lock_table(&[], &BTreeMap::new(), &BTreeMap::new());
         assert_eq!(empty.len(), 3);
         assert!(empty[2].contains("no LITE-LOCK lines"));
     }
