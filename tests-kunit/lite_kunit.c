@@ -32,10 +32,10 @@ LITE_RUST_CASE(cm_wire_rejects_bad_frames)
 LITE_RUST_CASE(manager_authentication)
 LITE_RUST_CASE(ipv4_parsing)
 LITE_RUST_CASE(barrier_counting)
+LITE_RUST_CASE(barrier_interrupted_by_departure)
 LITE_RUST_CASE(lock_kept_by_home)
 LITE_RUST_CASE(membership_epochs_and_incarnations)
 LITE_RUST_CASE(membership_suspects_and_self)
-LITE_RUST_CASE(barrier_reachable_after_departures)
 LITE_RUST_CASE(api_before_join)
 LITE_RUST_CASE(permissions)
 LITE_RUST_CASE(name_table)
@@ -92,10 +92,10 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(manager_authentication),
 	KUNIT_CASE(ipv4_parsing),
 	KUNIT_CASE(barrier_counting),
+	KUNIT_CASE(barrier_interrupted_by_departure),
 	KUNIT_CASE(lock_kept_by_home),
 	KUNIT_CASE(membership_epochs_and_incarnations),
 	KUNIT_CASE(membership_suspects_and_self),
-	KUNIT_CASE(barrier_reachable_after_departures),
 	KUNIT_CASE(permissions),
 	KUNIT_CASE(name_table),
 	KUNIT_CASE(quota_commands),

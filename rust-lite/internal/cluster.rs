@@ -227,8 +227,12 @@ impl Cluster {
             Handling::Answer(reply) => Some(reply),
             Handling::Defer => self.core.defer(subsystem.clone(), peer, frame),
         };
+        // Posted, not waited for: this thread serves every peer, and waiting
+        // for one's acknowledgement would hold up every other message
+        // behind it. A reply that fails breaks the connection, which makes
+        // the peer a suspect; its request fails by its timeout.
         if let Some(reply) = reply {
-            if let Err(e) = peer.send(&reply) {
+            if let Err(e) = peer.post(&reply) {
                 pr_err!("cannot answer node {}: {:?}\n", peer.node, e);
             }
         }

@@ -65,8 +65,14 @@
 //!   Heartbeat{node,epoch} -->         every heartbeat interval (500 ms)
 //!                   <------  HeartbeatAck{epoch}
 //!   Suspect{peer,inc}  --->           the connection to `peer` failed
+//!                   <------  Probe{peer,inc}   to every other member once
+//!                            `peer` is silent for `dead_after` (3 s): it is
+//!                            suspected
+//!   ProbeReply{peer,inc,heard_ms_ago} --> when this node last heard from
+//!                            `peer` over its RDMA connection
 //!                   <------  NodeDead{node,inc,epoch}  to every survivor,
-//!                            after a silence of `dead_after` (3 s) or when
+//!                            once a suspect stayed silent through the
+//!                            suspicion and no peer heard from it, or when
 //!                            the node's connection to the manager breaks
 //!   Leave{node,inc}    --->           the node leaves gracefully
 //!                   <------  NodeDead{node,inc,epoch}  to the leaver and to
@@ -98,7 +104,7 @@
 pub const MAGIC: u32 = u32::from_le_bytes(*b"LITE");
 
 /// Protocol version carried in every frame.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 
 /// Size of an encoded [`Header`].
 pub const HEADER_LEN: usize = 12;
@@ -205,6 +211,11 @@ pub enum Kind {
     /// Manager to node: the node's proof is right; payload: the manager's
     /// proof.
     AuthOk = 18,
+    /// Manager to node: when did you last hear from a suspected peer?
+    /// Payload [`Message::Probe`].
+    Probe = 19,
+    /// Node to manager: answer to a probe; payload [`Message::ProbeReply`].
+    ProbeReply = 20,
 }
 
 impl Kind {
@@ -229,6 +240,8 @@ impl Kind {
             16 => Kind::Challenge,
             17 => Kind::Auth,
             18 => Kind::AuthOk,
+            19 => Kind::Probe,
+            20 => Kind::ProbeReply,
             _ => return Err(WireError::UnknownKind),
         })
     }
@@ -246,9 +259,10 @@ impl Kind {
             | Kind::HeartbeatAck
             | Kind::Suspect
             | Kind::Leave
+            | Kind::Probe
             | Kind::Resumed => 8,
             Kind::Resume => 28,
-            Kind::NodeDead => 12,
+            Kind::NodeDead | Kind::ProbeReply => 12,
             Kind::QpInfo | Kind::Connect => ENDPOINT_LEN,
             Kind::Challenge => NONCE_LEN,
             Kind::Auth => NONCE_LEN + MAC_LEN,
@@ -450,7 +464,29 @@ pub enum Message {
         /// Membership epoch of this change.
         epoch: u32,
     },
+    /// See [`Kind::Probe`].
+    Probe {
+        /// The suspected node.
+        peer: u32,
+        /// Its incarnation.
+        incarnation: u32,
+    },
+    /// See [`Kind::ProbeReply`].
+    ProbeReply {
+        /// The suspected node, as in the probe.
+        peer: u32,
+        /// Its incarnation, as in the probe.
+        incarnation: u32,
+        /// Milliseconds since a message from `peer` last arrived or its
+        /// device last acknowledged an operation, [`NEVER_HEARD`] if that
+        /// never happened or the answering node has no connection to that
+        /// incarnation.
+        heard_ms_ago: u32,
+    },
 }
+
+/// [`Message::ProbeReply::heard_ms_ago`] of a peer never heard from.
+pub const NEVER_HEARD: u32 = u32::MAX;
 
 impl Message {
     /// Kind of this message.
@@ -474,6 +510,8 @@ impl Message {
             Message::Challenge { .. } => Kind::Challenge,
             Message::Auth { .. } => Kind::Auth,
             Message::AuthOk { .. } => Kind::AuthOk,
+            Message::Probe { .. } => Kind::Probe,
+            Message::ProbeReply { .. } => Kind::ProbeReply,
         }
     }
 
@@ -514,6 +552,10 @@ impl Message {
                 peer: a,
                 incarnation: b,
             }
+            | Message::Probe {
+                peer: a,
+                incarnation: b,
+            }
             | Message::Leave {
                 node_id: a,
                 incarnation: b,
@@ -531,13 +573,18 @@ impl Message {
                 p[12..28].copy_from_slice(&r.gid);
             }
             Message::NodeDead {
-                node,
-                incarnation,
-                epoch,
+                node: a,
+                incarnation: b,
+                epoch: c,
+            }
+            | Message::ProbeReply {
+                peer: a,
+                incarnation: b,
+                heard_ms_ago: c,
             } => {
-                p[0..4].copy_from_slice(&node.to_le_bytes());
-                p[4..8].copy_from_slice(&incarnation.to_le_bytes());
-                p[8..12].copy_from_slice(&epoch.to_le_bytes());
+                p[0..4].copy_from_slice(&a.to_le_bytes());
+                p[4..8].copy_from_slice(&b.to_le_bytes());
+                p[8..12].copy_from_slice(&c.to_le_bytes());
             }
             Message::Connected { peer, status } => {
                 p[0..4].copy_from_slice(&peer.to_le_bytes());
@@ -573,7 +620,7 @@ impl Message {
         let p = payload;
         // PANIC: `p` holds at least `kind.payload_len()` bytes (checked
         // above), and each kind reads only within that length: 8 of 8 for the one- and two-word kinds, 32 of
-        // `ENDPOINT_LEN` (32) for endpoints, 12 of 12 for `NodeDead`, 24 of
+        // `ENDPOINT_LEN` (32) for endpoints, 12 of 12 for `NodeDead` and `ProbeReply`, 24 of
         // 24 for `Hello`, 28 of 28 for `Resume`, 16, 48 and 32 of as many
         // for `Challenge`, `Auth` and `AuthOk`.
         Ok(match header.kind {
@@ -608,6 +655,15 @@ impl Message {
             Kind::Suspect => Message::Suspect {
                 peer: le_u32(p, 0),
                 incarnation: le_u32(p, 4),
+            },
+            Kind::Probe => Message::Probe {
+                peer: le_u32(p, 0),
+                incarnation: le_u32(p, 4),
+            },
+            Kind::ProbeReply => Message::ProbeReply {
+                peer: le_u32(p, 0),
+                incarnation: le_u32(p, 4),
+                heard_ms_ago: le_u32(p, 8),
             },
             Kind::Resume => {
                 let mut gid = [0u8; 16];

@@ -4,12 +4,15 @@
 //! machine deciding which of the cluster manager's verdicts apply, and
 //! barrier rounds that lose nodes.
 
-use kernel::bindings;
+use kernel::{bindings, prelude::*};
 
 use super::Check;
-use crate::internal::{
-    barrier::rounds::reachable,
-    membership::view::{MembershipView, PeerState, Verdict},
+use crate::{
+    errno,
+    internal::{
+        barrier::rounds::{BarrierRounds, WaitOutcome},
+        membership::view::{MembershipView, PeerState, Verdict},
+    },
 };
 
 kunit_case!(lite_test_membership_epochs_and_incarnations, |c| {
@@ -81,24 +84,43 @@ kunit_case!(lite_test_membership_suspects_and_self, |c| {
     check!(c, view.peer(5).map(|p| p.state) == Some(PeerState::Dead));
 });
 
-kunit_case!(lite_test_barrier_reachable_after_departures, |c| {
-    // Nodes 1..=4 joined; round 3 reached by 1 and 2.
-    let mut seen = [0u64; 64];
-    seen[1] = 3;
-    seen[2] = 3;
-    seen[3] = 2;
-    seen[4] = 2;
-    let alive: u64 = 0b11110;
-    check!(c, reachable(&seen, alive, 3, 4));
-    check!(c, !reachable(&seen, alive, 3, 5));
-    // Node 4 is gone (its entry cleared, its bit dropped).
-    seen[4] = 0;
-    let alive = alive & !(1 << 4);
-    check!(c, !reachable(&seen, alive, 3, 4));
-    check!(c, reachable(&seen, alive, 3, 3));
-    // A node that reached the round before it went no longer counts either.
-    seen[2] = 0;
-    let alive = alive & !(1 << 2);
-    check!(c, !reachable(&seen, alive, 3, 3));
-    check!(c, reachable(&seen, alive, 3, 2));
+kunit_case!(lite_test_barrier_interrupted_by_departure, |c| {
+    let Ok(rounds) = KBox::pin_init(BarrierRounds::new(), GFP_KERNEL) else {
+        check!(c, false);
+        return;
+    };
+    rounds.joined(2);
+    rounds.joined(3);
+    let first = rounds.enter(1);
+    rounds.arrived(2, first.round);
+    rounds.arrived(3, first.round);
+    check!(c, matches!(rounds.wait(first, 3), Ok(WaitOutcome::Done)));
+    rounds.finish(first.round);
+    // Node 3 departs while the second round waits for it: the round fails
+    // although node 2 would still make the two nodes asked for.
+    let second = rounds.enter(1);
+    rounds.departed(3);
+    check!(c, rounds.members() == 2);
+    check!(c, rounds.wait(second, 2).err() == Some(errno::EHOSTDOWN()));
+    rounds.arrived(2, second.round);
+    check!(c, rounds.wait(second, 2).err() == Some(errno::EHOSTDOWN()));
+    // It counts as finished at once, so a node joining now takes the
+    // round after it.
+    check!(c, rounds.finished() == second.round);
+    // The next round is not interrupted.
+    let third = rounds.enter(1);
+    rounds.arrived(2, third.round);
+    check!(c, matches!(rounds.wait(third, 2), Ok(WaitOutcome::Done)));
+    rounds.finish(third.round);
+    // A round a peer reports interrupted fails here when entered, but a
+    // report of a round finished here changes nothing.
+    rounds.interrupted_elsewhere(third.round);
+    rounds.interrupted_elsewhere(third.round + 1);
+    let fourth = rounds.enter(1);
+    rounds.arrived(2, fourth.round);
+    check!(c, rounds.wait(fourth, 2).err() == Some(errno::EHOSTDOWN()));
+    rounds.finish(fourth.round);
+    let fifth = rounds.enter(1);
+    rounds.arrived(2, fifth.round);
+    check!(c, matches!(rounds.wait(fifth, 2), Ok(WaitOutcome::Done)));
 });

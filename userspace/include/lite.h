@@ -280,7 +280,12 @@ static inline long lite_free(uint64_t handle)
 	return lite_syscall_result(syscall(__NR_lite_free, handle));
 }
 
-/* Block until num nodes, this one included, enter the same barrier round. */
+/*
+ * Block until num nodes, this one included, enter the same barrier round.
+ * -EHOSTDOWN if a member departed during the round (every node waiting in
+ * it fails, and the next call is the next round everywhere); -ETIMEDOUT
+ * if the cluster had fewer than num members for 60 s of the wait.
+ */
 static inline long lite_dist_barrier(unsigned int num)
 {
 	return lite_syscall_result(syscall(__NR_lite_dist_barrier,

@@ -8,7 +8,9 @@
 //! ([`Cluster::restart_node`]) with the same address, MAC and tap, so that
 //! to the cluster it is the same machine rebooted, and its link can be
 //! taken down and up again ([`Cluster::set_link`]), as in a network
-//! partition. [`Cluster`]'s `Drop`
+//! partition. Every VM serves QMP on a socket in a private directory of
+//! the cluster's, through which the harness can pause it
+//! ([`Cluster::monitor`]). [`Cluster`]'s `Drop`
 //! kills QEMU and the manager and deletes the namespace, also after errors
 //! and Ctrl-C.
 //!
@@ -19,6 +21,8 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -26,13 +30,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::fsutil::LogFollower;
+use crate::fsutil::{LogFollower, TempDir};
 use crate::interrupt;
 use crate::logscan;
 use crate::paths::{repo_root, Cache};
 use crate::prereqs;
 use crate::process::{self, run_logged};
 use crate::qemu::{self, Nic, Vm, VmSpec};
+use crate::qmp::Monitor;
 use crate::secret::ClusterSecretFiles;
 use crate::ui::{self, Step};
 
@@ -42,6 +47,8 @@ pub const MANAGER_IP: &str = "10.77.0.254";
 pub const MANAGER_PORT: u16 = 18500;
 /// Prefix of the namespaces this tool creates.
 const NETNS_PREFIX: &str = "lite-";
+/// The manager's log in the cluster's log directory.
+pub const MANAGER_LOG: &str = "cm.log";
 /// Delay between VM starts, so they do not all boot on the same cores at once.
 const START_GAP: Duration = Duration::from_secs(2);
 
@@ -119,6 +126,9 @@ pub struct Cluster {
     netns: Option<Netns>,
     /// Removed after the VMs and the manager are gone.
     secret: ClusterSecretFiles,
+    /// The VMs' QMP sockets, in a directory of their own: whoever can
+    /// reach one controls a VM, and a unix socket's path must stay short.
+    monitors: TempDir,
 }
 
 impl Cluster {
@@ -145,6 +155,7 @@ impl Cluster {
             netns: None,
             secret: ClusterSecretFiles::create(spec.initrd)
                 .context("cannot make the cluster's secret")?,
+            monitors: private_dir("lite-qmp")?,
         };
         let netns = Netns::create(&format!("{NETNS_PREFIX}{}", std::process::id()))?;
         netns.ip(&["link", "set", "lo", "up"])?;
@@ -171,7 +182,14 @@ impl Cluster {
             if i > 1 {
                 sleep_interruptibly(START_GAP)?;
             }
-            let vm = node_vm(spec, &initrd, i, &spec.roles[i - 1], &format!("node{i}"));
+            let vm = node_vm(
+                spec,
+                &initrd,
+                cluster.monitors.path(),
+                i,
+                &spec.roles[i - 1],
+                &format!("node{i}"),
+            );
             let qemu_log = spec.logs.join(format!("node{i}.qemu.log"));
             cluster.vms.push(Vm::spawn(&vm, Some(&ns_name), &qemu_log)?);
         }
@@ -198,7 +216,14 @@ impl Cluster {
         let Some(netns) = self.netns.as_ref().map(|n| n.name.clone()) else {
             bail!("the cluster has no network namespace");
         };
-        let vm = node_vm(spec, &self.secret.initrd(), i, role, name);
+        let vm = node_vm(
+            spec,
+            &self.secret.initrd(),
+            self.monitors.path(),
+            i,
+            role,
+            name,
+        );
         let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
         let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
         *self.vm_mut(i)? = restarted;
@@ -267,6 +292,27 @@ impl Cluster {
         Ok(tap)
     }
 
+    /// A QMP connection to node `i`'s VM, each read and write of which is
+    /// bounded by `timeout` (as is the wait for its socket).
+    pub fn monitor(&self, i: usize, timeout: Duration) -> Result<Monitor> {
+        let vm = self.vm(i)?;
+        let Some(socket) = &vm.qmp_socket else {
+            bail!("{} has no QMP socket", vm.name);
+        };
+        Monitor::connect(socket, timeout).with_context(|| format!("pausing {}", vm.name))
+    }
+
+    /// Writes `command` and a line end to the manager's standard input.
+    pub fn tell_manager(&mut self, command: &str) -> Result<()> {
+        let Some(stdin) = self.manager.as_mut().and_then(|m| m.stdin.as_mut()) else {
+            bail!("the cluster manager takes no commands: it has no standard input");
+        };
+        stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .with_context(|| format!("cannot tell the cluster manager `{command}`"))
+    }
+
     /// Kills every VM still running; the cluster stays until dropped.
     pub fn kill_all(&mut self) {
         self.vms.iter_mut().for_each(Vm::kill);
@@ -306,7 +352,8 @@ impl Drop for Cluster {
 /// still be running their last checks.
 pub struct NoDeathWatch {
     log: LogFollower,
-    logs: PathBuf,
+    /// Serial log of each VM, in node order.
+    node_logs: Vec<PathBuf>,
     /// VM index (from 1) of each LITE node id, from the manager's join lines.
     vm_of_node: HashMap<u32, usize>,
 }
@@ -315,10 +362,28 @@ impl NoDeathWatch {
     /// Watches `spec`'s manager log.
     pub fn new(spec: &ClusterSpec) -> Self {
         Self {
-            log: LogFollower::new(spec.logs.join("cm.log")),
-            logs: spec.logs.to_path_buf(),
+            log: LogFollower::new(spec.logs.join(MANAGER_LOG)),
+            node_logs: (1..=spec.roles.len())
+                .map(|i| spec.logs.join(format!("node{i}.log")))
+                .collect(),
             vm_of_node: HashMap::new(),
         }
+    }
+
+    /// Watches `spec`'s manager log from its current end, for a phase of a
+    /// run in which a node failed on purpose before: the deaths declared
+    /// so far were meant, while the joins so far still tell which VM each
+    /// node is. `node_logs` are the VMs' serial logs from now on, in node
+    /// order (a VM booted again has a log of its own).
+    pub fn from_now_on(spec: &ClusterSpec, node_logs: Vec<PathBuf>) -> Self {
+        let mut watch = Self::new(spec);
+        watch.node_logs = node_logs;
+        for line in watch.log.new_lines() {
+            if let Some((node, vm)) = parse_join(&line) {
+                watch.vm_of_node.insert(node, vm);
+            }
+        }
+        watch
     }
 
     /// Fails with the manager's line if it declared a node dead since the
@@ -337,7 +402,7 @@ impl NoDeathWatch {
                 .is_some_and(|&vm| self.guest_finished(vm));
             if !finished {
                 bail!(
-                    "no node fails in this run, yet the cluster manager declared one dead \
+                    "no node fails here on purpose, yet the cluster manager declared one dead \
                      ({}); stopped the VMs",
                     line.trim()
                 );
@@ -348,14 +413,32 @@ impl NoDeathWatch {
 
     /// Whether the guest of VM `vm` (from 1) reported its exit.
     fn guest_finished(&self, vm: usize) -> bool {
-        let log = std::fs::read(self.logs.join(format!("node{vm}.log"))).unwrap_or_default();
+        let Some(path) = vm
+            .checked_sub(1)
+            .and_then(|index| self.node_logs.get(index))
+        else {
+            return false;
+        };
+        let log = std::fs::read(path).unwrap_or_default();
         logscan::guest_exit(&String::from_utf8_lossy(&log)).is_some()
     }
 }
 
 /// Whether a line of the manager's log declares a node dead.
-fn is_death(line: &str) -> bool {
+pub fn is_death(line: &str) -> bool {
     line.contains(") declared dead: ")
+}
+
+/// Whether a line of the manager's log names a silence longer than half
+/// its dead-after: `node N was silent for M ms (late; dead after D ms)`.
+pub fn is_late_heartbeat(line: &str) -> bool {
+    line.contains(" was silent for ") && line.contains(" ms (late; ")
+}
+
+/// Whether a line of the manager's log suspects a silent node, the stage
+/// before a death: `node N (incarnation K) suspected: silent for M ms ...`.
+pub fn is_suspicion(line: &str) -> bool {
+    line.contains(") suspected: silent for ")
 }
 
 /// The node id of a manager line `node N (incarnation K) declared dead: ...`.
@@ -383,10 +466,17 @@ fn node_id_before_incarnation(head: &str) -> Option<u32> {
 
 /// The VM of node `i` (from 1) of `spec`'s cluster running `role`, called
 /// `name`, booting `initrd` (the cluster's, with its secret), its console
-/// going to `<name>.log`. Everything that makes it the same machine to the
-/// cluster (address, MAC, tap, and with them the RDMA device's GID)
-/// depends on `i` alone.
-fn node_vm(spec: &ClusterSpec, initrd: &Path, i: usize, role: &str, name: &str) -> VmSpec {
+/// going to `<name>.log`, its QMP socket `<name>.qmp` in `monitors`.
+/// Everything that makes it the same machine to the cluster (address,
+/// MAC, tap, and with them the RDMA device's GID) depends on `i` alone.
+fn node_vm(
+    spec: &ClusterSpec,
+    initrd: &Path,
+    monitors: &Path,
+    i: usize,
+    role: &str,
+    name: &str,
+) -> VmSpec {
     let mut append = vec![
         "console=ttyS0".to_string(),
         "panic=-1".to_string(),
@@ -415,7 +505,16 @@ fn node_vm(spec: &ClusterSpec, initrd: &Path, i: usize, role: &str, name: &str) 
             mac: qemu::mac(i),
         }),
         cpu: spec.pin_cpus.then_some((i - 1) % cpus),
+        qmp_socket: Some(monitors.join(format!("{name}.qmp"))),
     }
+}
+
+/// A fresh temporary directory that only its owner can enter.
+fn private_dir(prefix: &str) -> Result<TempDir> {
+    let dir = TempDir::new(prefix)?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private", dir.path().display()))?;
+    Ok(dir)
 }
 
 /// `ip netns exec NS lite-cm --listen 10.77.0.254:18500 --secret-file
@@ -442,13 +541,15 @@ fn manager_command(
     cmd
 }
 
-/// Starts the manager (see [`manager_command`]), output to `cm.log`.
+/// Starts the manager (see [`manager_command`]), output to `cm.log`, its
+/// standard input a pipe for [`Cluster::tell_manager`].
 fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<Child> {
-    let log_path = spec.logs.join("cm.log");
+    let log_path = spec.logs.join(MANAGER_LOG);
     let log =
         File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
     let mut cmd = manager_command(spec.manager, netns, secret_file, spec.dead_after_ms);
-    cmd.stdin(Stdio::null())
+    // A pipe, for commands to the manager while it runs.
+    cmd.stdin(Stdio::piped())
         .stdout(log.try_clone()?)
         .stderr(log);
     let mut child = cmd
@@ -559,8 +660,18 @@ mod tests {
         let extra = |i: usize| vec![format!("extra.node={i}")];
         let spec = spec(Path::new("/logs"), &extra);
         let initrd = Path::new("/tmp/lite-cluster-1-0/initramfs-with-secret.cpio.gz");
-        let first = node_vm(&spec, initrd, 2, &spec.roles[1], "node2");
-        let again = node_vm(&spec, initrd, 2, "test", "node2-rejoin");
+        let monitors = Path::new("/tmp/lite-qmp-1-0");
+        let first = node_vm(&spec, initrd, monitors, 2, &spec.roles[1], "node2");
+        let again = node_vm(&spec, initrd, monitors, 2, "test", "node2-rejoin");
+        // Each boot has its own monitor, in the cluster's directory.
+        assert_eq!(
+            first.qmp_socket.as_deref(),
+            Some(Path::new("/tmp/lite-qmp-1-0/node2.qmp"))
+        );
+        assert_eq!(
+            again.qmp_socket.as_deref(),
+            Some(Path::new("/tmp/lite-qmp-1-0/node2-rejoin.qmp"))
+        );
         assert_eq!(first.name, "node2");
         assert_eq!(first.serial_log, Path::new("/logs/node2.log"));
         assert_eq!(again.name, "node2-rejoin");
@@ -699,6 +810,29 @@ mod tests {
             Some(7)
         );
         assert_eq!(parse_death("lite-cm: node 7 was silent for 1600 ms"), None);
+        assert!(is_late_heartbeat(
+            "lite-cm: node 7 was silent for 1600 ms (late; dead after 3000 ms)"
+        ));
+        assert!(!is_late_heartbeat(
+            "lite-cm: node 7 (incarnation 2) declared dead: silent for 3100 ms"
+        ));
+        assert!(is_suspicion(
+            "lite-cm: node 7 (incarnation 2) suspected: silent for 3012 ms (limit 3000 ms); \
+             asking its peers"
+        ));
+        assert!(!is_suspicion(
+            "lite-cm: node 7 (incarnation 2) declared dead: silent for 4100 ms"
+        ));
+        // The manager still says it in the words the harness looks for.
+        let manager = include_str!("../../userspace/cluster-manager/src/manager.rs");
+        for words in [
+            ") declared dead: ",
+            " was silent for ",
+            " ms (late; ",
+            ") suspected: silent for ",
+        ] {
+            assert!(manager.contains(words), "{words}");
+        }
     }
 
     #[test]
@@ -712,10 +846,10 @@ mod tests {
         assert!(process::describe(&cmd).ends_with("--dead-after-ms 10000"));
         let extra = |_: usize| Vec::new();
         let mut spec = spec(Path::new("/logs"), &extra);
-        let default = node_vm(&spec, Path::new("/i"), 1, "test", "node1");
+        let default = node_vm(&spec, Path::new("/i"), Path::new("/q"), 1, "test", "node1");
         assert!(!default.append.contains("lite.cmtimeout"));
         spec.dead_after_ms = Some(API_TEST_DEAD_AFTER_MS);
-        let longer = node_vm(&spec, Path::new("/i"), 1, "test", "node1");
+        let longer = node_vm(&spec, Path::new("/i"), Path::new("/q"), 1, "test", "node1");
         assert!(longer
             .append
             .split(' ')
@@ -726,7 +860,14 @@ mod tests {
     fn a_nodes_link_goes_down_and_up_through_its_own_tap_in_the_namespace() {
         let extra = |_: usize| Vec::new();
         let spec = spec(Path::new("/logs"), &extra);
-        let vm = node_vm(&spec, Path::new("/i.cpio.gz"), 2, &spec.roles[1], "node2");
+        let vm = node_vm(
+            &spec,
+            Path::new("/i.cpio.gz"),
+            Path::new("/q"),
+            2,
+            &spec.roles[1],
+            "node2",
+        );
         let tap = vm.nic.map(|n| n.tap).unwrap_or_default();
         assert_eq!(tap, tap_name(2));
         let down = ip_command("lite-42", &link_state_args(&tap, false));

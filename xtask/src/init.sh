@@ -52,9 +52,16 @@
 #                      bench-processes-*: rounds of the whole process curve
 #   lite.scalecalls=N  bench-scale: calls from every node to each peer in
 #                      the all-to-all RPC (the barriers timed: lite.iters)
+#   lite.pausesecs=N   partition-*: seconds of checked traffic with every
+#                      node while the harness pauses a VM, before the
+#                      partition (0, the default: no pause phase)
 #   lite.cmtimeout=MS  silence of the cluster manager after which this node
 #                      counts itself cut off (LITE's manager_timeout_ms);
 #                      the harness gives the manager the same dead-after
+#   lite.clustertestcmtimeout=MS
+#                      failure-survivor: lite.cmtimeout from the end of the
+#                      failure test on, for the cluster test after it (the
+#                      harness then gives the manager the same)
 # and always ends with "LITE-GUEST-EXIT rc=<code>" and a reboot, which makes
 # QEMU (started with -no-reboot) exit. A role that runs several programs
 # prints "LITE-GUEST-PROGRAM <name>" before each: the harness counts each
@@ -89,8 +96,10 @@ turnops=10
 isolationrounds=
 comparison=1
 fuzzsecs=0
+pausesecs=0
 seed=
 cmtimeout=
+clustertestcmtimeout=
 approunds=3
 regioncounts=1,100,10000,100000
 createsizes=4096,65536,1048576,16777216,268435456,1073741824
@@ -119,8 +128,10 @@ for arg in $(cat /proc/cmdline); do
 	lite.isolationrounds=*) isolationrounds=${arg#lite.isolationrounds=} ;;
 	lite.comparison=*) comparison=${arg#lite.comparison=} ;;
 	lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;
+	lite.pausesecs=*) pausesecs=${arg#lite.pausesecs=} ;;
 	lite.seed=*) seed=${arg#lite.seed=} ;;
 	lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;
+	lite.clustertestcmtimeout=*) clustertestcmtimeout=${arg#lite.clustertestcmtimeout=} ;;
 	lite.approunds=*) approunds=${arg#lite.approunds=} ;;
 	lite.regioncounts=*) regioncounts=${arg#lite.regioncounts=} ;;
 	lite.createsizes=*) createsizes=${arg#lite.createsizes=} ;;
@@ -530,14 +541,21 @@ if [ -e "$CLUSTER_SECRET" ]; then
 	echo "LITE-GUEST: cluster secret loaded into the user keyring (key $key)"
 fi
 
+# Sets the silence of the manager after which this node counts itself cut
+# off (LITE's manager_timeout_ms) to $1 ms; it applies at once, also to a
+# node that joined before.
+set_manager_timeout() {
+	echo "$1" > /sys/kernel/debug/lite/manager_timeout_ms || {
+		echo "LITE-GUEST: cannot set LITE's manager_timeout_ms to $1"
+		return 1
+	}
+	echo "LITE-GUEST: manager_timeout_ms is $1"
+}
+
 # Before any program joins: a node and its manager must agree on the
 # silence that ends a membership.
 if [ -n "$cmtimeout" ]; then
-	echo "$cmtimeout" > /sys/kernel/debug/lite/manager_timeout_ms || {
-		echo "LITE-GUEST: cannot set LITE's manager_timeout_ms to $cmtimeout"
-		finish 1
-	}
-	echo "LITE-GUEST: manager_timeout_ms is $cmtimeout"
+	set_manager_timeout "$cmtimeout" || finish 1
 fi
 
 echo "LITE-GUEST-RUN role=$run"
@@ -573,20 +591,28 @@ fuzz) lite-fuzz --cm "$cm" --nodes "$nodes" --seconds "$fuzzsecs" ${seed:+--seed
 # The failure test: survivors report TAP; the victim never returns, the
 # harness kills its VM a few seconds after its ready marker. Survivors then
 # run the cluster test with all nodes: the harness boots the victim's VM
-# again (role test) once every survivor printed the second marker. Either
-# program failing fails the role.
+# again (role test) once every survivor printed the second marker. The
+# cluster test tests the API, not failure detection: the survivors take
+# its tolerant silence before the marker (the harness then gives the
+# manager the same, and the victim's second boot its lite.cmtimeout).
+# Either program failing fails the role.
 failure-survivor)
 	program lite-failure-test
 	lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$?
+	if [ -n "$clustertestcmtimeout" ]; then
+		set_manager_timeout "$clustertestcmtimeout" || rc=1
+	fi
 	program lite-cluster-test
 	lite-cluster-test --cm "$cm" --nodes "$nodes" || rc=$?
 	;;
 failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || rc=$? ;;
-# The partition test: every node reports TAP. Once the cut node prints its
-# ready marker, the harness takes its link down for a while; it has to
+# The partition test: every node reports TAP. With lite.pausesecs, every
+# node first runs checked traffic with every other for that long while the
+# harness pauses a survivor's VM again and again. Once the cut node prints
+# its ready marker, the harness takes its link down for a while; it has to
 # join again on its own.
-partition-survivor) lite-partition-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$? ;;
-partition-cut) lite-partition-test --cm "$cm" --nodes "$nodes" --role cut || rc=$? ;;
+partition-survivor) lite-partition-test --cm "$cm" --nodes "$nodes" --role survivor --pause-traffic "$pausesecs" || rc=$? ;;
+partition-cut) lite-partition-test --cm "$cm" --nodes "$nodes" --role cut --pause-traffic "$pausesecs" || rc=$? ;;
 kunit) ;; # KUnit ran during boot, before /init.
 bench-native-server | bench-native-client)
 	side=${run#bench-native-}

@@ -493,14 +493,54 @@ mod tests {
     }
 
     #[test]
+    fn init_script_reads_the_harness_parameters_with_their_defaults_before_any_role() {
+        let parsing = INIT_SCRIPT
+            .find("for arg in $(cat /proc/cmdline); do")
+            .expect("init.sh reads the kernel command line");
+        let roles = INIT_SCRIPT.find("case \"$run\" in").expect("the roles");
+        // Parameter, its variable, and the value it has when the harness
+        // gives none: no fuzzing, no pause phase, LITE's own timeout.
+        for (parameter, variable, default) in [
+            ("lite.cmtimeout", "cmtimeout", ""),
+            ("lite.clustertestcmtimeout", "clustertestcmtimeout", ""),
+            ("lite.fuzzsecs", "fuzzsecs", "0"),
+            ("lite.seed", "seed", ""),
+            ("lite.pausesecs", "pausesecs", "0"),
+        ] {
+            let defined = INIT_SCRIPT
+                .find(&format!("\n{variable}={default}\n"))
+                .unwrap_or_else(|| panic!("init.sh has no default {variable}={default}"));
+            let parsed = INIT_SCRIPT
+                .find(&format!(
+                    "\t{parameter}=*) {variable}=${{arg#{parameter}=}} ;;\n"
+                ))
+                .unwrap_or_else(|| panic!("init.sh does not read {parameter}"));
+            assert!(
+                defined < parsing && parsing < parsed && parsed < roles,
+                "{parameter}"
+            );
+            let documented = format!("#   {parameter}=");
+            assert!(
+                INIT_SCRIPT.contains(&documented),
+                "{parameter} is not described"
+            );
+        }
+    }
+
+    #[test]
     fn init_script_sets_the_manager_timeout_before_any_role() {
         let parsed = INIT_SCRIPT
             .find("lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;")
             .expect("init.sh reads lite.cmtimeout");
+        let setter = INIT_SCRIPT
+            .find(
+                "\nset_manager_timeout() {\n\techo \"$1\" > /sys/kernel/debug/lite/manager_timeout_ms || {",
+            )
+            .expect("init.sh writes manager_timeout_ms in one place");
         let set = INIT_SCRIPT
-            .find("echo \"$cmtimeout\" > /sys/kernel/debug/lite/manager_timeout_ms || {")
+            .find("\tset_manager_timeout \"$cmtimeout\" || finish 1\n")
             .expect("init.sh sets manager_timeout_ms, failing the boot otherwise");
         let roles = INIT_SCRIPT.find("case \"$run\" in").expect("the roles");
-        assert!(parsed < set && set < roles);
+        assert!(parsed < setter && setter < set && set < roles);
     }
 }

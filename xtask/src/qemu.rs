@@ -5,6 +5,8 @@
 //! in particular a user-mode NIC: a guest's only network is the tap device
 //! it is given, if any. The serial console goes to a file that the caller
 //! scans; `-no-reboot` turns the guest's final `reboot -f` into a QEMU exit.
+//! A VM may have a QMP socket ([`VmSpec::qmp_socket`]), through which the
+//! harness can pause it ([`crate::qmp`]); there is no human monitor.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -42,6 +44,9 @@ pub struct VmSpec {
     pub nic: Option<Nic>,
     /// Host CPU to pin the VM to.
     pub cpu: Option<usize>,
+    /// Unix socket on which QEMU serves QMP, if any; it never waits for a
+    /// client.
+    pub qmp_socket: Option<PathBuf>,
 }
 
 /// Kernel parameters giving the guest a precise clock.
@@ -130,6 +135,12 @@ pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
         "-append".into(),
         spec.append.clone(),
     ]);
+    if let Some(socket) = &spec.qmp_socket {
+        argv.extend([
+            "-qmp".into(),
+            format!("unix:{},server=on,wait=off", socket.display()),
+        ]);
+    }
     if let Some(nic) = &spec.nic {
         argv.extend([
             "-netdev".into(),
@@ -149,6 +160,8 @@ pub struct Vm {
     pub name: String,
     /// Serial console log file.
     pub serial_log: PathBuf,
+    /// Its QMP socket, if it has one.
+    pub qmp_socket: Option<PathBuf>,
     child: Option<Child>,
     /// Killed by [`Vm::kill_as_failure`].
     killed_as_failure: bool,
@@ -172,6 +185,7 @@ impl Vm {
         Ok(Self {
             name: spec.name.clone(),
             serial_log: spec.serial_log.clone(),
+            qmp_socket: spec.qmp_socket.clone(),
             child: Some(child),
             killed_as_failure: false,
         })
@@ -310,6 +324,7 @@ mod tests {
         let mut vm = Vm {
             name: "node4".into(),
             serial_log: "/nonexistent/node4.log".into(),
+            qmp_socket: None,
             child: Some(child),
             killed_as_failure: false,
         };
@@ -336,6 +351,7 @@ mod tests {
                 mac: mac(2),
             }),
             cpu: None,
+            qmp_socket: Some("/tmp/lite-qmp-42-0/node2.qmp".into()),
         };
         let line = process::describe(&command(&spec, Some("lite-42")));
         assert!(line
@@ -343,6 +359,10 @@ mod tests {
         assert!(line.contains("-serial file:/logs/node2.log -no-reboot"));
         assert!(line.contains("-append 'console=ttyS0 lite.ip=10.77.0.2/24'"));
         assert!(line.ends_with("-device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02"));
+        // A machine protocol for the harness, which QEMU never waits for,
+        // and no human monitor.
+        assert!(line.contains(" -qmp unix:/tmp/lite-qmp-42-0/node2.qmp,server=on,wait=off "));
+        assert!(line.contains(" -monitor none "));
         assert!(!line.contains("enable-kvm"));
         assert_eq!(mac(10), "52:54:00:12:34:0a");
     }

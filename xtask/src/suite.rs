@@ -6,15 +6,20 @@
 //! one of which (the victim) is killed while the others depend on it (the
 //! others, the survivors, then take turns leaving and joining again, and
 //! once they are done the victim's VM boots again, joins with its old id,
-//! and all four run the cluster test together), and the partition test on
-//! three VMs, one of which is cut off from the network for a while and has
-//! to join again on its own. A step that cannot run because an earlier one
-//! failed counts as one failure. The final count is KUnit cases + every
+//! and all four run the cluster test together, with the API tests'
+//! tolerant dead-after and a stop at any death), and the partition test on
+//! three VMs: first one survivor's VM is paused ten times for a little
+//! less than the manager's dead-after while every node runs checked
+//! traffic with every other, then one node is cut off from the network for
+//! a while and has to join again on its own. A step that cannot run
+//! because an earlier one failed counts as one failure. The final count is KUnit cases + every
 //! program's TAP results on every node (those of the victim's first boot
 //! excepted) + one per other check (host tests, patch check, kernel build,
 //! each log scan, each kmemleak scan at the end of the cluster test (a
 //! leak involving LITE fails it), whether the victim got ready and was killed, whether its
-//! VM was booted again, whether it joined with its old id, and whether the
+//! VM was booted again, whether it joined with its old id, whether the
+//! paused node was paused as planned while every node's traffic ran,
+//! whether the manager declared nobody dead meanwhile, and whether the
 //! cut node got ready and its link went down and came back).
 
 use std::path::{Path, PathBuf};
@@ -24,10 +29,12 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
+use crate::fsutil::LogFollower;
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
 use crate::logscan::MarkerWatch;
 use crate::paths::{repo_root, Cache};
+use crate::pause::{self, ManagerVerdict, PauseLog, PausePlan};
 use crate::process::{self, run_logged};
 use crate::qemu::{self, Vm, VmSpec};
 use crate::ui::Step;
@@ -52,6 +59,13 @@ const FAILURE_NODES: usize = failure::NODES;
 const SURVIVOR_ROLE: &str = "failure-survivor";
 /// Guest role of the failure test's node that gets killed.
 const VICTIM_ROLE: &str = "failure-victim";
+/// Kernel parameter of the failure test's survivors: the silence of the
+/// manager after which a node counts itself cut off, which their `/init`
+/// sets once the failure program ended, for the cluster test after it (the
+/// failure program keeps LITE's default).
+const CLUSTER_TEST_CMTIMEOUT: &str = "lite.clustertestcmtimeout";
+/// Upper bound for the manager to confirm a command in its log.
+const MANAGER_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Guest role of the victim's VM when it boots again: the cluster test,
 /// with the survivors.
 const REJOIN_ROLE: &str = TEST_ROLE;
@@ -84,9 +98,44 @@ const CUT_READY: &str = "LITE-PARTITION-CUT ready";
 /// node can return from that barrier before a survivor heard that it
 /// reached it; cutting it then would fail the survivor's barrier.
 const SURVIVOR_READY: &str = "LITE-PARTITION-SURVIVOR ready";
-/// Upper bound, from the start of the partition test's cluster, for the
-/// cut node to get ready: boot, join and set-up on every node.
+/// Upper bound, from the end of the pauses, for the cut node to get
+/// ready: the rest of every node's pause traffic (the paused node's clock
+/// stood still during the pauses, so its traffic ends that much later),
+/// the barrier after it and the partition's set-up.
 const CUT_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
+/// The partition test's node whose VM is paused: a survivor, so that the
+/// cut node's part is left as it was.
+const PAUSED_NODE: usize = 2;
+/// The pauses of [`PAUSED_NODE`], before the partition: each a little
+/// shorter than the 3 s of silence after which the manager declares a
+/// node dead, with as long between them for its heartbeats to come back.
+const PAUSES: PausePlan = PausePlan {
+    pauses: 10,
+    length: Duration::from_millis(2500),
+    gap: Duration::from_millis(2500),
+};
+/// Seconds of every partition node's traffic with every other node
+/// (`lite.pausesecs`), by its own clock, from its [`PAUSE_READY`]: the
+/// pauses' 47.5 s, and margin for the nodes to print the marker at
+/// different times.
+const PAUSE_TRAFFIC_SECS: u64 = 55;
+/// Every partition node's console line once its traffic through the
+/// pauses runs (the `PAUSE_READY_MARKER` of `lite-partition-test`).
+const PAUSE_READY: &str = "LITE-PARTITION-PAUSES ready";
+/// Every partition node's console line once its traffic time is up (the
+/// `PAUSES_OVER_MARKER` of `lite-partition-test`); none may have printed
+/// it before the last pause ended.
+const PAUSES_OVER: &str = "LITE-PARTITION-PAUSES over";
+/// Upper bound, from the start of the partition test's cluster, for every
+/// node's traffic through the pauses to run: boot, join and an LMR on
+/// every other node.
+const PAUSE_READY_TIMEOUT: Duration = Duration::from_secs(8 * 60);
+/// Bound of each QMP command, and of the wait for the paused node's QMP
+/// socket.
+const QMP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long after the last pause the manager's log is read: a death that
+/// a pause's silence caused has been declared by then.
+const DEATH_SETTLE: Duration = Duration::from_secs(3);
 /// How long the cut node's link stays down: well past the 3 s after which
 /// the manager expels it and it counts itself cut off, so that it has to
 /// join again as a new incarnation, and long enough for a few of its
@@ -279,6 +328,7 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
         serial_log: serial_log.clone(),
         nic: None,
         cpu: None,
+        qmp_socket: None,
     };
     let mut vms = vec![Vm::spawn(&spec, None, &logs.join("kunit.qemu.log"))?];
     let waited = qemu::wait_all(&mut vms, KUNIT_TIMEOUT, &mut || Ok(()));
@@ -479,18 +529,34 @@ fn failure_roles(nodes: usize) -> Vec<String> {
 /// Kernel parameters of node `i` of the failure phase: the survivors run
 /// without kmemleak, which slows emulated RDMA transfers by half again and
 /// is never scanned on them; the victim keeps it for its second boot,
-/// whose cluster test ends with a scan.
+/// whose cluster test ends with a scan. The survivors also get the
+/// silence they allow the manager in the cluster test after the failure
+/// phase ([`CLUSTER_TEST_CMTIMEOUT`]).
 fn failure_phase_append(i: usize) -> Vec<String> {
     if i == FAILURE_NODES {
         Vec::new()
     } else {
-        vec!["kmemleak=off".to_string()]
+        vec![
+            "kmemleak=off".to_string(),
+            format!(
+                "{CLUSTER_TEST_CMTIMEOUT}={}",
+                cluster::API_TEST_DEAD_AFTER_MS
+            ),
+        ]
     }
 }
 
+/// The manager's dead-after and the nodes' `lite.cmtimeout` in the
+/// failure phase: LITE's defaults, since that phase tests failure
+/// detection. The cluster test after it, on the survivors and the rebooted
+/// victim, tests the API and takes [`cluster::API_TEST_DEAD_AFTER_MS`].
+const FAILURE_PHASE_DEAD_AFTER_MS: Option<u32> = None;
+
 /// Boots the failure test's cluster, kills the victim once the survivors
 /// depend on it, boots the victim's VM again once the survivors are done
-/// with the failure program, and checks every node's TAP and log: each
+/// with the failure program (see [`rejoin_phase`]: the cluster test that
+/// follows tests the API, with its tolerant dead-after and a stop at any
+/// death), and checks every node's TAP and log: each
 /// survivor's two programs (the failure test, then the cluster test with
 /// all four nodes) and the second boot's cluster test. The victim's first
 /// log ends wherever the kill cut it off: it is neither counted nor
@@ -518,24 +584,20 @@ fn failure_test(
         pin_cpus: false,
         manager: &images.manager,
         logs: &logs,
-        dead_after_ms: None,
+        dead_after_ms: FAILURE_PHASE_DEAD_AFTER_MS,
     };
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
     let started = Instant::now();
     let victim = FAILURE_NODES;
     let (_, first_boot_log) = cluster.node_log(victim)?;
     let killed = failure::kill_when_ready(&mut cluster, victim, started);
-    let rebooted = match &killed {
-        Ok(()) => boot_victim_again(&mut cluster, &spec, victim),
-        Err(_) => Err(anyhow!("not booted again: it was not killed")),
-    };
-    let waited = match &rebooted {
-        Ok(()) => cluster.wait(CLUSTER_TIMEOUT, &mut || Ok(())),
-        // Without the victim's death, or without its return, the survivors
-        // cannot finish; their logs still tell how far they got.
+    let (rebooted, waited) = match &killed {
+        Ok(()) => rejoin_phase(&mut cluster, &spec, victim),
+        // Without the victim's death the survivors cannot finish; their
+        // logs still tell how far they got.
         Err(_) => {
             cluster.kill_all();
-            Ok(())
+            (Err(anyhow!("not booted again: it was not killed")), Ok(()))
         }
     };
     let node_logs = cluster.node_logs();
@@ -616,17 +678,197 @@ fn rebooted_log(name: &str, victim: usize) -> bool {
     name == rebooted_name(victim)
 }
 
+/// What the failure test's second phase does with its cluster; a trait,
+/// so that host tests can check the phase's settings and order without
+/// VMs.
+trait RejoinCluster {
+    /// See [`Cluster::nodes`].
+    fn nodes(&self) -> usize;
+    /// See [`Cluster::node_log`].
+    fn node_log(&self, i: usize) -> Result<(String, PathBuf)>;
+    /// See [`Cluster::node_logs`].
+    fn node_logs(&self) -> Vec<(String, PathBuf)>;
+    /// See [`Cluster::node_exited`].
+    fn node_exited(&mut self, i: usize) -> Result<bool>;
+    /// See [`Cluster::tell_manager`].
+    fn tell_manager(&mut self, command: &str) -> Result<()>;
+    /// See [`Cluster::restart_node`].
+    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()>;
+    /// See [`Cluster::wait`].
+    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+    /// See [`Cluster::kill_all`].
+    fn kill_all(&mut self);
+}
+
+impl RejoinCluster for Cluster {
+    fn nodes(&self) -> usize {
+        Cluster::nodes(self)
+    }
+
+    fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
+        Cluster::node_log(self, i)
+    }
+
+    fn node_logs(&self) -> Vec<(String, PathBuf)> {
+        Cluster::node_logs(self)
+    }
+
+    fn node_exited(&mut self, i: usize) -> Result<bool> {
+        Cluster::node_exited(self, i)
+    }
+
+    fn tell_manager(&mut self, command: &str) -> Result<()> {
+        Cluster::tell_manager(self, command)
+    }
+
+    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()> {
+        Cluster::restart_node(self, spec, i, role, name)
+    }
+
+    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        Cluster::wait(self, timeout, tick)
+    }
+
+    fn kill_all(&mut self) {
+        Cluster::kill_all(self)
+    }
+}
+
+/// The failure test's second phase, once the victim was killed: once every
+/// survivor ended the failure program (and took the API tests' silence for
+/// the cluster test, see [`CLUSTER_TEST_CMTIMEOUT`]), gives the manager
+/// the same dead-after, boots the victim's VM again with it, and waits for
+/// every node to finish the cluster test, stopping at once should the
+/// manager declare a node dead. Whether the victim's VM was booted again,
+/// and how the wait ended.
+fn rejoin_phase(
+    cluster: &mut impl RejoinCluster,
+    spec: &ClusterSpec,
+    victim: usize,
+) -> (Result<()>, Result<()>) {
+    let step = Step::start(format!(
+        "waiting for the survivors to finish the failure test, then booting {}",
+        rebooted_name(victim)
+    ));
+    match prepare_rejoin(cluster, spec, victim) {
+        Ok(mut no_death) => {
+            step.done();
+            let waited = cluster.wait(CLUSTER_TIMEOUT, &mut || no_death.check());
+            (Ok(()), waited)
+        }
+        // Without the victim's return the survivors cannot finish; their
+        // logs still tell how far they got.
+        Err(err) => {
+            cluster.kill_all();
+            (Err(err), Ok(()))
+        }
+    }
+}
+
+/// The steps of [`rejoin_phase`] up to the victim's second boot; the
+/// watch for deaths from the end of the failure phase on.
+fn prepare_rejoin(
+    cluster: &mut impl RejoinCluster,
+    spec: &ClusterSpec,
+    victim: usize,
+) -> Result<NoDeathWatch> {
+    await_survivors_done(cluster, victim)?;
+    // Every death the manager declared so far was the victim's; from now
+    // on no node fails on purpose.
+    let no_death = NoDeathWatch::from_now_on(spec, rejoin_node_logs(cluster, spec, victim));
+    switch_manager_to_api_test_dead_after(
+        cluster,
+        &spec.logs.join(cluster::MANAGER_LOG),
+        MANAGER_ACK_TIMEOUT,
+    )?;
+    let rejoin_spec = ClusterSpec {
+        roles: spec.roles.clone(),
+        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
+        ..*spec
+    };
+    boot_victim_again(cluster, &rejoin_spec, victim)?;
+    Ok(no_death)
+}
+
+/// The serial log of each of the failure test's VMs, in node order, once
+/// the victim's VM booted again (as [`Cluster::restart_node`] names it).
+fn rejoin_node_logs(
+    cluster: &impl RejoinCluster,
+    spec: &ClusterSpec,
+    victim: usize,
+) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = cluster
+        .node_logs()
+        .into_iter()
+        .map(|(_, log)| log)
+        .collect();
+    if let Some(log) = victim.checked_sub(1).and_then(|index| logs.get_mut(index)) {
+        *log = spec.logs.join(format!("{}.log", rebooted_name(victim)));
+    }
+    logs
+}
+
+/// The command that sets a running manager's dead-after to `ms`.
+fn dead_after_command(ms: u32) -> String {
+    format!("dead-after-ms {ms}")
+}
+
+/// Whether a line of the manager's log confirms [`dead_after_command`]
+/// (`lite-cm: dead after MS ms from now on (was OLD ms)`).
+fn confirms_dead_after(line: &str, ms: u32) -> bool {
+    line.contains(&format!("dead after {ms} ms from now on"))
+}
+
+/// Gives the running manager the API tests' dead-after
+/// ([`cluster::API_TEST_DEAD_AFTER_MS`]) for the failure test's second
+/// phase, and waits up to `confirm_within` for its log (`manager_log`) to
+/// confirm it. The manager runs on from the failure phase rather than
+/// being started anew with it: a new manager would not know the victim's
+/// id, and the victim must join again with it as a later incarnation.
+fn switch_manager_to_api_test_dead_after(
+    cluster: &mut impl RejoinCluster,
+    manager_log: &Path,
+    confirm_within: Duration,
+) -> Result<()> {
+    let ms = cluster::API_TEST_DEAD_AFTER_MS;
+    let command = dead_after_command(ms);
+    let mut log = LogFollower::new(manager_log.to_path_buf());
+    // Only what the manager writes from now on can confirm the command.
+    log.new_lines();
+    cluster.tell_manager(&command)?;
+    let since = Instant::now();
+    loop {
+        if log
+            .new_lines()
+            .iter()
+            .any(|line| confirms_dead_after(line, ms))
+        {
+            ui::progress(&format!(
+                "the manager declares a node dead after {ms} ms of silence from now on, \
+                 as the survivors and the rebooted victim"
+            ));
+            return Ok(());
+        }
+        if since.elapsed() > confirm_within {
+            bail!(
+                "the cluster manager did not confirm `{command}` within {} (no \"dead after {ms} ms \
+                 from now on\" in {}): it must take its dead-after from that command on its \
+                 standard input",
+                ui::duration(confirm_within),
+                manager_log.display()
+            );
+        }
+        interrupt::check()?;
+        sleep(process::POLL);
+    }
+}
+
 /// Waits until every survivor's console shows that its failure program
-/// ended (its `/init` announces the cluster test), then boots node
-/// `victim`'s VM again with role [`REJOIN_ROLE`]. Fails if a survivor
+/// ended (its `/init` announces the cluster test). Fails if a survivor
 /// ends first, if that takes more than
 /// [`failure::SURVIVORS_DONE_TIMEOUT`], or on Ctrl-C.
-fn boot_victim_again(cluster: &mut Cluster, spec: &ClusterSpec, victim: usize) -> Result<()> {
-    let name = rebooted_name(victim);
+fn await_survivors_done(cluster: &mut impl RejoinCluster, victim: usize) -> Result<()> {
     let marker = format!("{}{}", tap::PROGRAM_MARKER, SURVIVOR_PROGRAMS[1]);
-    let step = Step::start(format!(
-        "waiting for the survivors to finish the failure test, then booting {name}"
-    ));
     let mut watches = Vec::new();
     for i in (1..=cluster.nodes()).filter(|&i| i != victim) {
         let (survivor, log) = cluster.node_log(i)?;
@@ -646,7 +888,7 @@ fn boot_victim_again(cluster: &mut Cluster, spec: &ClusterSpec, victim: usize) -
             waiting.push(survivor.clone());
         }
         if waiting.is_empty() {
-            break;
+            return Ok(());
         }
         if since.elapsed() > failure::SURVIVORS_DONE_TIMEOUT {
             bail!(
@@ -657,11 +899,20 @@ fn boot_victim_again(cluster: &mut Cluster, spec: &ClusterSpec, victim: usize) -
         }
         sleep(process::POLL);
     }
+}
+
+/// Boots node `victim`'s VM again with role [`REJOIN_ROLE`], as `spec`
+/// says (the failure test's, with the API tests' dead-after).
+fn boot_victim_again(
+    cluster: &mut impl RejoinCluster,
+    spec: &ClusterSpec,
+    victim: usize,
+) -> Result<()> {
+    let name = rebooted_name(victim);
     cluster.restart_node(spec, victim, REJOIN_ROLE, &name)?;
     ui::progress(&format!(
         "the survivors run the cluster test; booted {name} (same address and MAC, role {REJOIN_ROLE})"
     ));
-    step.done();
     Ok(())
 }
 
@@ -671,11 +922,20 @@ fn partition_roles(nodes: usize) -> Vec<String> {
     failure::roles(nodes, PARTITION_SURVIVOR_ROLE, PARTITION_CUT_ROLE)
 }
 
-/// Boots the partition test's cluster, cuts the last node off the network
-/// once it is ready and connects it again [`CUT_LENGTH`] later, then
-/// checks every node's TAP and log: a network cut is no crash, so every
-/// log is scanned as always. That the cut node got ready and its link went
-/// down and came back is one more check.
+/// Kernel parameters of every partition test node: how long its traffic
+/// through the pauses runs.
+fn partition_append(_node: usize) -> Vec<String> {
+    vec![format!("lite.pausesecs={PAUSE_TRAFFIC_SECS}")]
+}
+
+/// Boots the partition test's cluster, pauses node [`PAUSED_NODE`] as
+/// [`PAUSES`] says once every node's traffic runs, then cuts the last node
+/// off the network once it is ready and connects it again [`CUT_LENGTH`]
+/// later, and checks every node's TAP and log: neither a pause nor a
+/// network cut is a crash, so every log is scanned as always. That the
+/// pauses were made as planned under traffic, that the manager declared
+/// nobody dead meanwhile, and that the cut node got ready and its link
+/// went down and came back are three more checks.
 fn partition_test(
     cache: &Cache,
     kernel: &Path,
@@ -689,13 +949,12 @@ fn partition_test(
     std::fs::create_dir_all(&logs)
         .with_context(|| format!("cannot create {}", logs.display()))
         .inspect_err(|_| counts.failed += 1)?;
-    let no_extra = |_: usize| Vec::new();
     let spec = ClusterSpec {
         roles: partition_roles(PARTITION_NODES),
         kernel,
         initrd: &images.initrd,
         memory_mib: 1024,
-        extra_append: &no_extra,
+        extra_append: &partition_append,
         pin_cpus: false,
         manager: &images.manager,
         logs: &logs,
@@ -704,7 +963,13 @@ fn partition_test(
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
     let started = Instant::now();
     let cut = PARTITION_NODES;
-    let partitioned = cut_when_ready(&mut cluster, cut, started);
+    let paused = pause_when_ready(&mut cluster, &logs.join(cluster::MANAGER_LOG), started);
+    let partitioned = match &paused {
+        Ok(_) => cut_when_ready(&mut cluster, cut, started, Instant::now()),
+        Err(_) => Err(anyhow!(
+            "not cut off: the pauses before the cut were not made"
+        )),
+    };
     let waited = match &partitioned {
         Ok(()) => cluster.wait(PARTITION_TIMEOUT, &mut || Ok(())),
         // Without the cut the nodes wait out every bound of theirs; their
@@ -718,6 +983,20 @@ fn partition_test(
     drop(cluster);
 
     let mut problems = Vec::new();
+    let (as_planned, no_death) = match &paused {
+        Ok(pauses) => (pauses.as_planned(), pauses.manager.check()),
+        Err(err) => (
+            Err(anyhow!("{err:#}")),
+            Err(anyhow!(
+                "the manager's log was not read: the pauses were not made"
+            )),
+        ),
+    };
+    counts.check(as_planned.is_ok());
+    counts.check(no_death.is_ok());
+    for err in [as_planned.err(), no_death.err()].into_iter().flatten() {
+        problems.push(format!("[node{PAUSED_NODE} pauses] {err:#}"));
+    }
     counts.check(partitioned.is_ok());
     if let Err(err) = partitioned {
         problems.push(format!("[node{cut}] {err:#}"));
@@ -734,13 +1013,120 @@ fn partition_test(
     Ok(())
 }
 
+/// The pauses the harness made, and what the manager logged meanwhile.
+struct PausesMade {
+    log: PauseLog,
+    manager: ManagerVerdict,
+    /// Nodes whose traffic time was up before the last pause ended.
+    ended_early: Vec<String>,
+}
+
+impl PausesMade {
+    /// Whether every pause of [`PAUSES`] was made, each as long as
+    /// planned, while every node's traffic ran.
+    fn as_planned(&self) -> Result<()> {
+        let mut problems = Vec::new();
+        if let Err(err) = self.log.verdict(&PAUSES) {
+            problems.push(err);
+        }
+        if !self.ended_early.is_empty() {
+            problems.push(format!(
+                "the traffic of {} ended before the last pause did: lite.pausesecs={} is too \
+                 short for the pauses",
+                self.ended_early.join(", "),
+                PAUSE_TRAFFIC_SECS
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            bail!("{}", problems.join("\n"))
+        }
+    }
+}
+
+/// Waits for every node to print [`PAUSE_READY`], then pauses node
+/// [`PAUSED_NODE`] through QMP as [`PAUSES`] says, and reads what the
+/// manager (its log at `manager_log`) said of the nodes from the first
+/// pause until [`DEATH_SETTLE`] after the last. Fails if the markers do
+/// not come within [`PAUSE_READY_TIMEOUT`] of `started` (the start of the
+/// cluster), if any node ends before them, if a QMP command fails (the
+/// cluster is then stopped, since the VM may stay stopped), or on Ctrl-C;
+/// whether the pauses went as planned is for the caller to judge.
+fn pause_when_ready(
+    cluster: &mut Cluster,
+    manager_log: &Path,
+    started: Instant,
+) -> Result<PausesMade> {
+    let (name, _) = cluster.node_log(PAUSED_NODE)?;
+    let step = Step::start(format!(
+        "waiting for every node's traffic, then pausing {name} {} times for {} ms, {} ms apart",
+        PAUSES.pauses,
+        PAUSES.length.as_millis(),
+        PAUSES.gap.as_millis()
+    ));
+    let mut over = Vec::new();
+    for node in 1..=cluster.nodes() {
+        let (node_name, log) = cluster.node_log(node)?;
+        let mut watch = MarkerWatch::new(log.clone(), PAUSE_READY);
+        failure::await_marker(
+            &mut watch,
+            &node_name,
+            started,
+            PAUSE_READY_TIMEOUT,
+            &mut || failure::first_ended(cluster),
+        )?;
+        over.push((node_name, MarkerWatch::new(log, PAUSES_OVER)));
+    }
+    let mut manager = LogFollower::new(manager_log.to_path_buf());
+    // What the manager said before the pauses is not theirs to answer for.
+    manager.new_lines();
+    let mut log = PauseLog::default();
+    let paused = cluster
+        .monitor(PAUSED_NODE, QMP_TIMEOUT)
+        .and_then(|mut monitor| pause::pause_repeatedly(&mut monitor, &PAUSES, &mut log));
+    if let Err(err) = paused {
+        cluster.kill_all();
+        return Err(err.context(format!("after {}", log.summary())));
+    }
+    let ended_early = over
+        .into_iter()
+        .filter_map(|(node_name, mut watch)| watch.poll().then_some(node_name))
+        .collect();
+    let settled = Instant::now();
+    while settled.elapsed() < DEATH_SETTLE {
+        interrupt::check()?;
+        sleep(process::POLL);
+    }
+    let manager = ManagerVerdict::from_lines(&manager.new_lines());
+    ui::progress(&format!(
+        "paused {name}: {}; the manager logged {} late heartbeats, {} suspicions and {} \
+         deaths meanwhile",
+        pause::describe(&PAUSES, &log),
+        manager.late,
+        manager.suspicions,
+        manager.deaths.len()
+    ));
+    step.done();
+    Ok(PausesMade {
+        log,
+        manager,
+        ended_early,
+    })
+}
+
 /// Waits for node `cut` to print [`CUT_READY`] and every other node
 /// [`SURVIVOR_READY`], then takes the cut node's link down and brings it up
 /// again [`CUT_LENGTH`] later, saying when (from `started`, the start of
 /// the cluster). Fails if the markers do not come within
-/// [`CUT_READY_TIMEOUT`] of `started`, if any node ends before them, if
+/// [`CUT_READY_TIMEOUT`] of `ready_from`, if any node ends before them, if
 /// `ip` fails, or on Ctrl-C.
-fn cut_when_ready(cluster: &mut Cluster, cut: usize, started: Instant) -> Result<()> {
+fn cut_when_ready(
+    cluster: &mut Cluster,
+    cut: usize,
+    started: Instant,
+    ready_from: Instant,
+) -> Result<()> {
     let (name, _) = cluster.node_log(cut)?;
     let step = Step::start(format!(
         "waiting for every node to get ready, then cutting {name} off the network for {}",
@@ -753,7 +1139,7 @@ fn cut_when_ready(cluster: &mut Cluster, cut: usize, started: Instant) -> Result
         failure::await_marker(
             &mut watch,
             &node_name,
-            started,
+            ready_from,
             CUT_READY_TIMEOUT,
             &mut || failure::first_ended(cluster),
         )?;
@@ -820,12 +1206,277 @@ mod tests {
             if role == VICTIM_ROLE {
                 assert!(append.is_empty(), "node {i}: {append:?}");
             } else {
-                assert_eq!(append, ["kmemleak=off"], "node {i}");
+                assert_eq!(append[0], "kmemleak=off", "node {i}");
                 // Survivors never scan, so nothing waits for a report.
                 assert!(!role_body(&role).contains("kmemleak_report"), "{role}");
             }
         }
         assert!(role_body(REJOIN_ROLE).contains("kmemleak_report"));
+    }
+
+    #[test]
+    fn the_failure_phase_keeps_the_defaults_and_the_cluster_test_after_it_is_tolerant() {
+        // The failure phase tests failure detection: LITE's 3 s, also on
+        // the victim's first boot.
+        assert_eq!(FAILURE_PHASE_DEAD_AFTER_MS, None);
+        assert!(!failure_phase_append(FAILURE_NODES)
+            .iter()
+            .any(|param| param.contains("cmtimeout")));
+        assert!(!role_body(VICTIM_ROLE).contains("set_manager_timeout"));
+        // Every survivor is given the API tests' silence ...
+        let tolerant = format!(
+            "{CLUSTER_TEST_CMTIMEOUT}={}",
+            cluster::API_TEST_DEAD_AFTER_MS
+        );
+        assert_eq!(tolerant, "lite.clustertestcmtimeout=10000");
+        for i in 1..FAILURE_NODES {
+            assert!(failure_phase_append(i).contains(&tolerant), "node {i}");
+        }
+        let init = include_str!("init.sh");
+        assert!(init.contains(&format!(
+            "\t{CLUSTER_TEST_CMTIMEOUT}=*) clustertestcmtimeout=${{arg#{CLUSTER_TEST_CMTIMEOUT}=}} ;;\n"
+        )));
+        assert!(init.contains("\nclustertestcmtimeout=\n"));
+        // ... and takes it once its failure program ended, before the
+        // marker after which the harness tells the manager the same.
+        let survivor = role_body(SURVIVOR_ROLE);
+        let position = |text: &str| {
+            survivor
+                .find(text)
+                .unwrap_or_else(|| panic!("no {text:?} in {survivor}"))
+        };
+        let failure_program = position("\tlite-failure-test --cm");
+        let tolerant_from_here = position("set_manager_timeout \"$clustertestcmtimeout\"");
+        let cluster_test = position("program lite-cluster-test\n");
+        assert!(failure_program < tolerant_from_here && tolerant_from_here < cluster_test);
+        // That is LITE's debugfs setting, the one lite.cmtimeout sets too.
+        let setter = &init[init.find("\nset_manager_timeout() {").expect("the setter")..];
+        let setter = &setter[..setter.find("\n}\n").expect("its end")];
+        assert!(setter.contains("echo \"$1\" > /sys/kernel/debug/lite/manager_timeout_ms"));
+        assert!(init.contains("\tset_manager_timeout \"$cmtimeout\" || finish 1\n"));
+    }
+
+    /// A failure test's cluster for [`rejoin_phase`], in a directory of
+    /// logs: a manager that confirms its commands in its log as `lite-cm`
+    /// does (if `confirms`), and a wait during which the manager writes
+    /// `during_wait`, a line between two ticks.
+    struct RejoinFake {
+        dir: crate::fsutil::TempDir,
+        confirms: bool,
+        during_wait: Vec<String>,
+        /// What was done to the cluster, in order.
+        events: Vec<String>,
+        /// The spec's dead-after, role and name of the victim's reboot.
+        rebooted: Option<(Option<u32>, String, String)>,
+    }
+
+    impl RejoinFake {
+        /// A cluster whose survivors ended the failure program, after the
+        /// manager declared the victim (node 4) dead.
+        fn after_the_failure_phase(confirms: bool, during_wait: &[&str]) -> Self {
+            let fake = RejoinFake {
+                dir: crate::fsutil::TempDir::new("suite-rejoin").expect("a directory"),
+                confirms,
+                during_wait: during_wait.iter().map(|l| l.to_string()).collect(),
+                events: Vec::new(),
+                rebooted: None,
+            };
+            for i in 1..FAILURE_NODES {
+                let marker = format!("{}{}\n", tap::PROGRAM_MARKER, SURVIVOR_PROGRAMS[1]);
+                std::fs::write(fake.log(&format!("node{i}")), marker).expect("a node log");
+            }
+            let mut manager: String = (1..=FAILURE_NODES)
+                .map(|i| {
+                    format!(
+                        "lite-cm: node {i} (incarnation 1) joined from 10.77.0.{i}:4000{i} (gid x), now {i} live, epoch {i}\n"
+                    )
+                })
+                .collect();
+            manager.push_str("lite-cm: node 4 (incarnation 1) declared dead: silent for 3104 ms\n");
+            std::fs::write(fake.log("cm"), manager).expect("the manager's log");
+            fake
+        }
+
+        fn log(&self, name: &str) -> PathBuf {
+            self.dir.path().join(format!("{name}.log"))
+        }
+
+        fn manager_says(&self, line: &str) {
+            let mut log = std::fs::OpenOptions::new()
+                .append(true)
+                .open(self.log("cm"))
+                .expect("the manager's log");
+            std::io::Write::write_all(&mut log, format!("{line}\n").as_bytes()).expect("append");
+        }
+
+        fn name(&self, i: usize) -> String {
+            match &self.rebooted {
+                Some((_, _, name)) if i == FAILURE_NODES => name.clone(),
+                _ => format!("node{i}"),
+            }
+        }
+    }
+
+    impl RejoinCluster for RejoinFake {
+        fn nodes(&self) -> usize {
+            FAILURE_NODES
+        }
+
+        fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
+            let name = self.name(i);
+            let log = self.log(&name);
+            Ok((name, log))
+        }
+
+        fn node_logs(&self) -> Vec<(String, PathBuf)> {
+            (1..=FAILURE_NODES)
+                .map(|i| (self.name(i), self.log(&self.name(i))))
+                .collect()
+        }
+
+        fn node_exited(&mut self, i: usize) -> Result<bool> {
+            Ok(i == FAILURE_NODES && self.rebooted.is_none())
+        }
+
+        fn tell_manager(&mut self, command: &str) -> Result<()> {
+            self.events.push(format!("told the manager {command}"));
+            let ms = command.strip_prefix("dead-after-ms ");
+            if let (true, Some(ms)) = (self.confirms, ms) {
+                self.manager_says(&format!(
+                    "lite-cm: dead after {ms} ms from now on (was 3000 ms)"
+                ));
+            }
+            Ok(())
+        }
+
+        fn restart_node(
+            &mut self,
+            spec: &ClusterSpec,
+            i: usize,
+            role: &str,
+            name: &str,
+        ) -> Result<()> {
+            assert_eq!(i, FAILURE_NODES);
+            self.events.push(format!("booted {name}"));
+            self.rebooted = Some((spec.dead_after_ms, role.to_string(), name.to_string()));
+            Ok(())
+        }
+
+        fn wait(&mut self, _: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+            self.events.push("waited".to_string());
+            for line in std::mem::take(&mut self.during_wait) {
+                tick()?;
+                self.manager_says(&line);
+            }
+            tick()
+        }
+
+        fn kill_all(&mut self) {
+            self.events.push("killed every VM".to_string());
+        }
+    }
+
+    fn failure_spec<'a>(
+        logs: &'a Path,
+        extra: &'a dyn Fn(usize) -> Vec<String>,
+    ) -> ClusterSpec<'a> {
+        ClusterSpec {
+            roles: failure_roles(FAILURE_NODES),
+            kernel: Path::new("/k/bzImage"),
+            initrd: Path::new("/i.cpio.gz"),
+            memory_mib: 1024,
+            extra_append: extra,
+            pin_cpus: false,
+            manager: Path::new("/bin/lite-cm"),
+            logs,
+            dead_after_ms: FAILURE_PHASE_DEAD_AFTER_MS,
+        }
+    }
+
+    #[test]
+    fn the_rejoined_cluster_is_tolerant_and_stops_at_a_death() {
+        let death = "lite-cm: node 2 (incarnation 1) declared dead: silent for 10040 ms";
+        let mut fake = RejoinFake::after_the_failure_phase(true, &[death]);
+        let dir = fake.dir.path().to_path_buf();
+        let spec = failure_spec(&dir, &failure_phase_append);
+        let (rebooted, waited) = rejoin_phase(&mut fake, &spec, FAILURE_NODES);
+        assert!(rebooted.is_ok(), "{rebooted:?}");
+        // The manager first, then the victim's VM, with the same silence.
+        assert_eq!(
+            fake.events,
+            [
+                "told the manager dead-after-ms 10000",
+                "booted node4-rejoin",
+                "waited"
+            ]
+        );
+        assert_eq!(
+            fake.rebooted,
+            Some((
+                Some(cluster::API_TEST_DEAD_AFTER_MS),
+                REJOIN_ROLE.to_string(),
+                rebooted_name(FAILURE_NODES)
+            ))
+        );
+        // The victim's death in the failure phase was meant; this one stops
+        // the wait at once, with the manager's verdict.
+        let err = waited.expect_err("a death in the cluster test stops it");
+        assert!(
+            format!("{err:#}")
+                .contains("node 2 (incarnation 1) declared dead: silent for 10040 ms"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn the_rebooted_victim_may_end_before_the_survivors() {
+        let rejoined = "lite-cm: node 4 (incarnation 2) joined from 10.77.0.4:40100 (gid x), now 4 live, epoch 7";
+        let gone = "lite-cm: node 4 (incarnation 2) declared dead: silent for 10020 ms";
+        let mut fake = RejoinFake::after_the_failure_phase(true, &[rejoined, gone]);
+        std::fs::write(
+            fake.log(&rebooted_name(FAILURE_NODES)),
+            "LITE-GUEST-EXIT rc=0\r\nreboot: Restarting system\r\n",
+        )
+        .expect("the second boot's log");
+        let dir = fake.dir.path().to_path_buf();
+        let spec = failure_spec(&dir, &failure_phase_append);
+        let (rebooted, waited) = rejoin_phase(&mut fake, &spec, FAILURE_NODES);
+        assert!(rebooted.is_ok(), "{rebooted:?}");
+        assert!(waited.is_ok(), "{waited:?}");
+    }
+
+    #[test]
+    fn a_manager_that_keeps_its_dead_after_stops_the_phase() {
+        let mut fake = RejoinFake::after_the_failure_phase(false, &[]);
+        let log = fake.log("cm");
+        let err =
+            switch_manager_to_api_test_dead_after(&mut fake, &log, Duration::from_millis(300))
+                .expect_err("no confirmation");
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("did not confirm `dead-after-ms 10000`"),
+            "{err}"
+        );
+        assert!(err.contains("standard input"), "{err}");
+        // Only a confirmation written after the command counts.
+        let mut stale = RejoinFake::after_the_failure_phase(false, &[]);
+        stale.manager_says("lite-cm: dead after 10000 ms from now on (was 3000 ms)");
+        let log = stale.log("cm");
+        assert!(switch_manager_to_api_test_dead_after(
+            &mut stale,
+            &log,
+            Duration::from_millis(300)
+        )
+        .is_err());
+        assert!(confirms_dead_after(
+            "lite-cm: dead after 10000 ms from now on (was 3000 ms)",
+            10_000
+        ));
+        assert!(!confirms_dead_after(
+            "lite-cm: dead after 3000 ms from now on (was 10000 ms)",
+            10_000
+        ));
+        assert_eq!(dead_after_command(10_000), "dead-after-ms 10000");
     }
 
     #[test]
@@ -1072,6 +1723,18 @@ mod tests {
             "lite-partition-test's survivors print another marker"
         );
         assert!(guest.contains("tap.comment(SURVIVOR_READY_MARKER)"));
+        // Every node's markers of the pause phase.
+        let pauses = include_str!("../../userspace/lite-tools/src/partition_test/pauses.rs");
+        for (name, marker) in [
+            ("PAUSE_READY_MARKER", PAUSE_READY),
+            ("PAUSES_OVER_MARKER", PAUSES_OVER),
+        ] {
+            assert!(
+                pauses.contains(&format!("pub const {name}: &str = \"{marker}\";")),
+                "lite-partition-test prints another {name}"
+            );
+            assert!(pauses.contains(&format!("tap.comment({name})")), "{name}");
+        }
         assert_eq!(readiness_marker(3, 3), CUT_READY);
         assert_eq!(readiness_marker(1, 3), SURVIVOR_READY);
         let mut watch = MarkerWatch::new("/nonexistent".into(), CUT_READY);
@@ -1088,11 +1751,72 @@ mod tests {
             let body = role_body(role);
             assert!(
                 body.contains(&format!(
-                    "lite-partition-test --cm \"$cm\" --nodes \"$nodes\" --role {part} "
+                    "lite-partition-test --cm \"$cm\" --nodes \"$nodes\" --role {part} \
+                     --pause-traffic \"$pausesecs\" "
                 )),
                 "{role}: {body}"
             );
         }
+        // The traffic time the harness gives every node, which the guest
+        // leaves at no pause phase unless told.
+        let init = include_str!("init.sh");
+        assert!(init.contains("\npausesecs=0\n"));
+        assert!(init.contains("\tlite.pausesecs=*) pausesecs=${arg#lite.pausesecs=} ;;\n"));
+        for node in 1..=PARTITION_NODES {
+            assert_eq!(partition_append(node), ["lite.pausesecs=55"]);
+        }
+        let program = include_str!("../../userspace/lite-tools/src/bin/lite-partition-test.rs");
+        assert!(program.contains("parsed.optional(\"pause-traffic\", 0)"));
+    }
+
+    #[test]
+    fn the_pauses_fit_the_traffic_and_the_managers_patience() {
+        // A survivor, never the node that is cut off later.
+        assert!((1..PARTITION_NODES).contains(&PAUSED_NODE));
+        assert_eq!(
+            partition_roles(PARTITION_NODES)[PAUSED_NODE - 1],
+            PARTITION_SURVIVOR_ROLE
+        );
+        // Ten pauses, each shorter than the manager's default dead-after
+        // (3 s) but long enough to be a real silence.
+        assert_eq!(PAUSES.pauses, 10);
+        assert!(PAUSES.length >= Duration::from_millis(2500));
+        assert!(PAUSES.length < Duration::from_secs(3));
+        // The traffic covers the pauses with margin for the markers to
+        // come at different times (the harness also checks it in each run).
+        let traffic = Duration::from_secs(PAUSE_TRAFFIC_SECS);
+        assert_eq!(PAUSES.span(), Duration::from_millis(47_500));
+        assert!(traffic >= PAUSES.span() + Duration::from_secs(5));
+        // The phase adds at most about 90 s: the paused node's clock
+        // stands still while it is paused, so its traffic lasts that much
+        // longer.
+        assert!(traffic + PAUSES.length * PAUSES.pauses <= Duration::from_secs(90));
+    }
+
+    #[test]
+    fn the_pauses_count_only_when_all_were_made_under_traffic() {
+        let all = PauseLog {
+            pauses: vec![PAUSES.length; PAUSES.pauses as usize],
+        };
+        let made = |log: &PauseLog, ended_early: &[&str]| PausesMade {
+            log: log.clone(),
+            manager: ManagerVerdict::default(),
+            ended_early: ended_early.iter().map(|n| n.to_string()).collect(),
+        };
+        assert!(made(&all, &[]).as_planned().is_ok());
+        let early = made(&all, &["node1"]).as_planned().unwrap_err().to_string();
+        assert!(
+            early.starts_with("the traffic of node1 ended before the last pause did"),
+            "{early}"
+        );
+        let mut short = all.clone();
+        short.pauses[3] = Duration::from_millis(2499);
+        short.pauses.pop();
+        let err = made(&short, &[]).as_planned().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "made 9 of 10 pauses; shorter than 2500 ms: pause 4 lasted 2499 ms"
+        );
     }
 
     #[test]

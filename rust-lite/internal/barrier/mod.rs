@@ -8,6 +8,8 @@ pub(crate) mod wire;
 
 use kernel::{prelude::*, sync::Arc};
 
+use crate::{errno, internal::util::clock::now_ms};
+
 use self::{
     rounds::{BarrierRounds, WaitOutcome},
     wire::BarrierMessage,
@@ -19,6 +21,11 @@ use super::core::{
     wire::{Frame, Status},
     Core,
 };
+
+/// Longest a barrier call waits while the cluster has fewer members than
+/// it asks for, in ms: long enough for nodes to boot and join (or a node
+/// to rejoin), short of waiting for ever for nodes that will not come.
+pub(crate) const MEMBERS_WAIT_MS: u64 = 60_000;
 
 /// The distributed barrier of a joined node.
 #[pin_data]
@@ -45,8 +52,11 @@ impl Barrier {
     /// # Errors
     ///
     /// `EINVAL` for 0 or more nodes than a cluster has, `ERESTARTSYS` if a
-    /// signal arrived while waiting, `EHOSTDOWN` if a node went while
-    /// waiting and too few remain to reach `num`.
+    /// signal arrived while waiting, `EHOSTDOWN` if a member departed while
+    /// the round was in progress (here or on a peer: every node waiting in
+    /// it fails, and the next call is the next round everywhere),
+    /// `ETIMEDOUT` if the cluster had fewer than `num` members for
+    /// [`MEMBERS_WAIT_MS`] of the wait.
     pub(crate) fn dist_barrier(&self, num: u32) -> Result {
         if num == 0 || num as usize > MAX_NODES {
             return Err(EINVAL);
@@ -67,6 +77,7 @@ impl Barrier {
         // node was connected to it); the others would answer for nothing,
         // doubling the messages of every round.
         let (asking, telling) = (message(true), message(false));
+        let mut short_of_members_since = None;
         loop {
             for node in self.core.connected_peers()?.iter() {
                 if let Ok(peer) = self.core.peer(*node) {
@@ -80,13 +91,43 @@ impl Barrier {
                     let _ = peer.send(frame);
                 }
             }
-            let outcome = self.rounds.wait(entered, num as usize);
-            if let Ok(WaitOutcome::Resend) = outcome {
-                continue;
-            }
+            let outcome = match self.rounds.wait(entered, num as usize) {
+                Ok(WaitOutcome::Resend) => {
+                    if self.rounds.members() >= num as usize {
+                        short_of_members_since = None;
+                        continue;
+                    }
+                    let now = now_ms();
+                    let since = *short_of_members_since.get_or_insert(now);
+                    if now.saturating_sub(since) <= MEMBERS_WAIT_MS {
+                        continue;
+                    }
+                    Err(errno::ETIMEDOUT())
+                }
+                outcome => outcome,
+            };
             // Done or failed, the call returns: the round is finished here.
             self.rounds.finish(entered.round);
+            if outcome.as_ref().err() == Some(&errno::EHOSTDOWN()) {
+                self.tell_interrupted(entered.round);
+            }
             return outcome.map(|_| ());
+        }
+    }
+
+    /// Tells every connected peer that `round` was interrupted here, so
+    /// that one that has yet to enter it fails it too (see [`rounds`]).
+    fn tell_interrupted(&self, round: u64) {
+        let Ok(peers) = self.core.connected_peers() else {
+            return;
+        };
+        let frame = BarrierMessage::Interrupted { round }.to_frame();
+        for node in peers.iter() {
+            if let Ok(peer) = self.core.peer(*node) {
+                // A peer that cannot be told is gone or going: its own
+                // departure interrupts its rounds.
+                let _ = peer.send(&frame);
+            }
         }
     }
 
@@ -130,6 +171,10 @@ impl Subsystem for Barrier {
                 round,
                 reply_wanted,
             }) => (round, reply_wanted),
+            Some(BarrierMessage::Interrupted { round }) => {
+                self.rounds.interrupted_elsewhere(round);
+                return Handling::Done;
+            }
             Some(BarrierMessage::RoundQuery { request_id }) => {
                 let answer = BarrierMessage::RoundReply {
                     request_id,

@@ -13,6 +13,15 @@
 //! [`RESEND_INTERVAL_MS`] and asks the peers it has not heard of in that
 //! round for an answer, so a peer that already left that round (possibly
 //! before the waiting node joined) reports it.
+//!
+//! Rounds follow the membership view: when a member departs (dies, is
+//! expelled or leaves), every round in progress on a node that learns of
+//! it is interrupted and fails with `EHOSTDOWN`, and counts as finished at
+//! once, so that a node joining (again) meanwhile takes the round after
+//! it. A node whose round was interrupted tells its peers, so that one
+//! that enters that round later fails it too instead of pairing it with
+//! its peers' next round: whoever called the barrier once more after the
+//! failure meets the others in the next round.
 
 use kernel::{
     new_condvar, new_mutex,
@@ -26,6 +35,10 @@ use crate::{errno, internal::core::limits::MAX_NODES};
 /// How often a waiting node repeats its round to its peers.
 pub(crate) const RESEND_INTERVAL_MS: u32 = 1000;
 
+/// How many interrupted rounds a node remembers: a node more rounds behind
+/// its peers than this cannot be interrupted by them any more.
+const INTERRUPTED_KEPT: usize = 8;
+
 /// Per-node view of the barrier rounds.
 struct Rounds {
     /// The last round this node entered.
@@ -36,28 +49,36 @@ struct Rounds {
     gone: u64,
     /// Nodes that joined and are not gone, this one included.
     alive: u64,
-    /// How many nodes went so far.
-    departures: u64,
     /// The last round whose barrier call returned here.
     finished: u64,
     /// Whether this node's first barrier call took the cluster's round.
     adopted: bool,
+    /// The latest rounds interrupted by a departure, here or as a peer
+    /// reported; 0 for none.
+    interrupted: [u64; INTERRUPTED_KEPT],
+}
+
+impl Rounds {
+    /// Whether `round` was interrupted.
+    fn is_interrupted(&self, round: u64) -> bool {
+        round != 0 && self.interrupted.contains(&round)
+    }
+
+    /// Records that `round` was interrupted, forgetting the oldest
+    /// interrupted round if need be.
+    fn interrupt(&mut self, round: u64) {
+        if self.is_interrupted(round) {
+            return;
+        }
+        if let Some(oldest) = self.interrupted.iter_mut().min() {
+            *oldest = round;
+        }
+    }
 }
 
 /// How many nodes in `seen` have reached `round`.
 pub(crate) fn nodes_reached(seen: &[u64], round: u64) -> usize {
     seen.iter().filter(|&&r| r >= round).count()
-}
-
-/// Whether `num` nodes can still reach `round`: those that reached it, and
-/// those in `alive` (one bit per node id) that may yet.
-pub(crate) fn reachable(seen: &[u64], alive: u64, round: u64, num: usize) -> bool {
-    let possible = seen
-        .iter()
-        .enumerate()
-        .filter(|&(node, &r)| r >= round || (alive >> node) & 1 == 1)
-        .count();
-    possible >= num
 }
 
 /// State of the distributed barrier on this node.
@@ -82,8 +103,6 @@ pub(crate) enum WaitOutcome {
 pub(crate) struct Entered {
     /// The round's number.
     pub(crate) round: u64,
-    /// [`Rounds::departures`] when it was entered.
-    departures: u64,
 }
 
 impl BarrierRounds {
@@ -96,9 +115,9 @@ impl BarrierRounds {
                     seen: [0; MAX_NODES],
                     gone: 0,
                     alive: 0,
-                    departures: 0,
                     finished: 0,
                     adopted: false,
+                    interrupted: [0; INTERRUPTED_KEPT],
                 },
                 "lite:barrier"
             ),
@@ -119,10 +138,25 @@ impl BarrierRounds {
         if let Some(bit) = 1u64.checked_shl(self_id) {
             rounds.alive |= bit;
         }
-        Entered {
-            round,
-            departures: rounds.departures,
+        Entered { round }
+    }
+
+    /// How many nodes are members, as far as this node knows (itself
+    /// included once it entered a round).
+    pub(crate) fn members(&self) -> usize {
+        self.rounds.lock().alive.count_ones() as usize
+    }
+
+    /// A peer reports that `round` was interrupted: it fails here too,
+    /// now if this node waits in it, or when it enters it.
+    pub(crate) fn interrupted_elsewhere(&self, round: u64) {
+        let mut rounds = self.rounds.lock();
+        if round <= rounds.finished {
+            // Over here, whatever its outcome.
+            return;
         }
+        rounds.interrupt(round);
+        self.changed.notify_all();
     }
 
     /// Whether this is the node's first barrier call since it joined (and
@@ -165,8 +199,8 @@ impl BarrierRounds {
         rounds.alive |= bit;
     }
 
-    /// `node` is gone: it counts for no round any more, and waiters that
-    /// can no longer be joined by enough nodes fail.
+    /// `node` is gone: it counts for no round any more, and every round
+    /// in progress here is interrupted (see the module documentation).
     pub(crate) fn departed(&self, node: u32) {
         let Some(bit) = 1u64.checked_shl(node) else {
             return;
@@ -177,8 +211,12 @@ impl BarrierRounds {
         if let Some(seen) = rounds.seen.get_mut(node as usize) {
             *seen = 0;
         }
-        // PANIC: one increment per departure; a `u64` does not run out.
-        rounds.departures += 1;
+        let in_progress = rounds.finished + 1..=rounds.own;
+        for round in in_progress.rev().take(INTERRUPTED_KEPT) {
+            rounds.interrupt(round);
+        }
+        // A node joining from now on takes the round after these.
+        rounds.finished = rounds.own;
         self.changed.notify_all();
     }
 
@@ -190,7 +228,10 @@ impl BarrierRounds {
     /// Whether `node` is known to have reached `round`.
     pub(crate) fn has_reached(&self, node: u32, round: u64) -> bool {
         let rounds = self.rounds.lock();
-        rounds.seen.get(node as usize).is_some_and(|&seen| seen >= round)
+        rounds
+            .seen
+            .get(node as usize)
+            .is_some_and(|&seen| seen >= round)
     }
 
     /// Records that `node` reached `round`.
@@ -213,21 +254,19 @@ impl BarrierRounds {
     ///
     /// # Errors
     ///
-    /// `ERESTARTSYS` if a signal is pending, `EHOSTDOWN` if a node went
-    /// since the round was entered and too few remain to reach `num`.
+    /// `ERESTARTSYS` if a signal is pending, `EHOSTDOWN` if the round was
+    /// interrupted by a departure (here or on a peer).
     pub(crate) fn wait(&self, entered: Entered, num: usize) -> Result<WaitOutcome> {
         let round = entered.round;
         let mut rounds = self.rounds.lock();
         loop {
+            // An interrupted round fails even if enough nodes reached it
+            // since: its peers fail it too.
+            if rounds.is_interrupted(round) {
+                return Err(errno::EHOSTDOWN());
+            }
             if nodes_reached(&rounds.seen, round) >= num {
                 return Ok(WaitOutcome::Done);
-            }
-            // Only a departure fails a round: before it, the nodes missing
-            // may still be joining.
-            if rounds.departures != entered.departures
-                && !reachable(&rounds.seen, rounds.alive, round, num)
-            {
-                return Err(errno::EHOSTDOWN());
             }
             match self
                 .changed

@@ -30,5 +30,11 @@ control_messages! {
             /// The last round whose barrier call returned on the sender.
             finished: u64 => arg(0),
         },
+        /// A departure interrupted barrier round `round` on the sender:
+        /// the receiver fails it too.
+        Interrupted = Notice 4 {
+            /// The interrupted round.
+            round: u64 => arg(0),
+        },
     }
 }

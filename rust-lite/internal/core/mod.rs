@@ -366,6 +366,7 @@ impl Core {
             }
             return Received::Nothing;
         }
+        peer.heard();
         if let Some(imm) = wc.write_imm() {
             // An RPC request or reply: its bytes are already where they
             // belong; only the receive buffer goes back.

@@ -2,12 +2,13 @@
 
 //! Another node of the cluster and the connection to it.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use super::wire::Frame;
 use crate::{
     errno,
+    internal::util::clock::now_ms,
     verbs::{CompletionQueue, Connection, DmaBuffer, PortConfig, ProtectionDomain, RemoteEnd},
 };
 
@@ -32,6 +33,10 @@ pub(crate) struct Peer {
     /// The manager declared the peer dead (or it left): its connection is
     /// fenced and every operation on it fails with `EHOSTDOWN`.
     gone: AtomicBool,
+    /// When the peer last showed it lives ([`now_ms`]): a message from it
+    /// arrived, or its device acknowledged an operation; 0 if never. The
+    /// manager asks for it before it declares a silent node dead.
+    last_heard_ms: AtomicU64,
 }
 
 impl Peer {
@@ -51,6 +56,7 @@ impl Peer {
                 connected: AtomicBool::new(false),
                 failed: AtomicBool::new(false),
                 gone: AtomicBool::new(false),
+                last_heard_ms: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?)
@@ -67,6 +73,20 @@ impl Peer {
     /// time it is noted.
     pub(crate) fn note_failure(&self) -> bool {
         !self.failed.swap(true, Ordering::AcqRel)
+    }
+
+    /// Records that the peer just showed it lives.
+    pub(crate) fn heard(&self) {
+        self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// How long ago the peer last showed it lives, in ms, or `None` if it
+    /// never did.
+    pub(crate) fn heard_ms_ago(&self) -> Option<u64> {
+        match self.last_heard_ms.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(now_ms().saturating_sub(at)),
+        }
     }
 
     /// Whether the connection is up (connected and not gone).
@@ -116,16 +136,25 @@ impl Peer {
     /// sender does not learn of it. For messages whose loss the receiver
     /// notices (a reply its request waits for).
     pub(crate) fn post(&self, frame: &Frame) -> Result {
-        self.on_connection(|conn| conn.post_message(&frame.encode()))
+        if self.is_gone() {
+            return Err(errno::EHOSTDOWN());
+        }
+        // Not acknowledged yet: no sign of life.
+        self.conn
+            .post_message(&frame.encode())
+            .map_err(|e| self.explain(e))
     }
 
     /// Fails at once if the peer is gone, else runs `op` on the connection,
-    /// explaining its error.
+    /// explaining its error; an operation that completed was acknowledged
+    /// by the peer's device, which shows the peer lives.
     fn on_connection<T>(&self, op: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         if self.is_gone() {
             return Err(errno::EHOSTDOWN());
         }
-        op(&self.conn).map_err(|e| self.explain(e))
+        let done = op(&self.conn).map_err(|e| self.explain(e))?;
+        self.heard();
+        Ok(done)
     }
 
     /// [`Connection::rdma_write`], failing with `EHOSTDOWN` once the peer is gone.

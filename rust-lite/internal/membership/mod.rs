@@ -3,19 +3,29 @@
 //! Joining the cluster through the cluster manager, and staying in it.
 //!
 //! The node keeps its TCP connection to the manager open after joining.
-//! Two kernel threads use it: `lite_cm` reads everything the manager sends
-//! (requests to connect to nodes joining later, answers to heartbeats,
-//! deaths of nodes), and `lite_heartbeat` tells the manager every
-//! [`HEARTBEAT_MS`] that this node lives and which peers' connections
-//! failed. The cluster's periodic work has a thread of its own,
-//! `lite_housekeep`, so that freeing large buffers never delays a
-//! heartbeat. Only the manager declares a node dead; [`view`] decides which of
-//! its messages apply. A node that hears nothing from the manager for
-//! [`MANAGER_TIMEOUT_MS`] (or whose connection to it breaks) is cut off
-//! from the cluster, which expels it in the same time: it fences itself,
-//! so its callers get `EHOSTDOWN` instead of using peers that no longer
-//! count it as a member. Membership thus belongs to the node, not to the
-//! process that called `lite_join`.
+//! Kernel threads use it: `lite_cm` reads everything the manager sends and
+//! does nothing slow itself: it answers what is answered at once (the
+//! manager's heartbeat answers, its probes of suspected peers) and queues
+//! the rest (requests to connect to nodes joining later, deaths of nodes)
+//! for `lite_cm_events`, which handles them in order, however long a
+//! peer's departure or a connection takes. `lite_heartbeat` tells the
+//! manager every [`HEARTBEAT_MS`] that this node lives and which peers'
+//! connections failed. The cluster's periodic work has a thread of its
+//! own, `lite_housekeep`, so that freeing large buffers never delays a
+//! heartbeat. Only the manager declares a node dead; [`view`] decides which
+//! of its messages apply.
+//!
+//! The manager is heard from whenever `lite_cm` reads a frame, so the
+//! silence measured is the silence of the connection, not the time some
+//! handling takes. A node that hears nothing from the manager for
+//! [`MANAGER_TIMEOUT_MS`] asks it once more and waits
+//! [`SILENCE_CONFIRM_MS`] for anything to arrive (a node that was only
+//! slow reads what is pending first); if nothing does (or its connection
+//! breaks and cannot be resumed), it is cut off from the cluster, which
+//! expels it in about the same time: it fences itself, so its callers get
+//! `EHOSTDOWN` instead of using peers that no longer count it as a member.
+//! Membership thus belongs to the node, not to the process that called
+//! `lite_join`.
 
 pub(crate) mod channel;
 pub(crate) mod view;
@@ -31,9 +41,12 @@ use self::channel::ManagerChannel;
 use self::view::{MembershipView, Verdict};
 use super::{
     cluster::Cluster,
-    cm_wire::{Endpoint, Hello, Message, Resume},
+    cm_wire::{Endpoint, Hello, Message, Resume, NEVER_HEARD},
     core::limits::MAX_NODES,
-    util::clock::now_ms,
+    util::{
+        clock::now_ms,
+        workers::{self, Job, Workers},
+    },
 };
 use crate::{
     errno,
@@ -49,6 +62,18 @@ pub(crate) static HEARTBEAT_MS: AtomicU32 = AtomicU32::new(500);
 /// itself cut off and fences itself, in milliseconds (debugfs
 /// `manager_timeout_ms`); the manager's own `--dead-after-ms` should match.
 pub(crate) static MANAGER_TIMEOUT_MS: AtomicU32 = AtomicU32::new(3000);
+
+/// How long a node that heard nothing from the manager for
+/// [`MANAGER_TIMEOUT_MS`] waits for an answer to one more heartbeat before
+/// it counts itself cut off, in ms.
+const SILENCE_CONFIRM_MS: u32 = 1000;
+
+/// How often it looks, in ms.
+const SILENCE_POLL_MS: u32 = 50;
+
+/// Frames of the manager read but not handled yet: a join brings two per
+/// newcomer, a death one. When full, `lite_cm` waits: nothing is dropped.
+const EVENT_BACKLOG: usize = 4 * MAX_NODES;
 
 /// How often a node whose manager connection broke tries to resume, in ms.
 const RESUME_RETRY_MS: u32 = 200;
@@ -147,7 +172,11 @@ pub(crate) struct Membership {
     secret: Secret,
     #[pin]
     view: Mutex<MembershipView>,
-    /// When the manager was last heard from ([`now_ms`]).
+    /// Frames of the manager that `lite_cm_events` handles in order.
+    #[pin]
+    events: Workers<ManagerEvent>,
+    /// When the manager was last heard from ([`now_ms`]): when `lite_cm`
+    /// last read a frame.
     last_heard_ms: AtomicU64,
     /// The node leaves: the manager's verdict on it is expected.
     leaving: AtomicBool,
@@ -173,17 +202,18 @@ impl Membership {
     ) -> Result<Arc<Self>> {
         let channel = Arc::new(channel, GFP_KERNEL)?;
         Arc::pin_init(
-            pin_init!(Membership {
+            try_pin_init!(Membership {
                 cluster,
                 manager,
                 link <- new_mutex!(channel, "lite:cm_link"),
                 secret,
                 view <- new_mutex!(MembershipView::new(node_id, incarnation, 0), "lite:membership"),
+                events <- Workers::new(EVENT_BACKLOG)?,
                 last_heard_ms: AtomicU64::new(now_ms()),
                 leaving: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),
                 rejoin,
-            }),
+            }? Error),
             GFP_KERNEL,
         )
     }
@@ -336,14 +366,49 @@ impl Membership {
         }
     }
 
-    /// Handles one frame the manager sent after the join.
-    fn handle(&self, message: Message) -> Result {
+    /// Takes one frame the manager sent after the join, on `lite_cm`:
+    /// answers what needs no waiting and queues the rest for
+    /// `lite_cm_events`.
+    fn take(&self, message: Message) -> Result {
         self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
         match message {
             Message::HeartbeatAck { epoch } => {
                 self.view.lock().manager_epoch_seen(epoch);
                 Ok(())
             }
+            Message::Probe { peer, incarnation } => self.send(&Message::ProbeReply {
+                peer,
+                incarnation,
+                heard_ms_ago: self.heard_ms_ago(peer, incarnation),
+            }),
+            // Gives it back only once the membership stopped.
+            message => self
+                .events
+                .submit(ManagerEvent(message))
+                .map_err(|_| errno::EHOSTDOWN()),
+        }
+    }
+
+    /// How long ago incarnation `incarnation` of `node` last showed it
+    /// lives over its connection, in ms, as a probe's answer carries it.
+    fn heard_ms_ago(&self, node: u32, incarnation: u32) -> u32 {
+        self.cluster
+            .core
+            .peer_entry(node)
+            .filter(|peer| peer.incarnation == incarnation)
+            .and_then(|peer| peer.heard_ms_ago())
+            .map_or(NEVER_HEARD, |ms| {
+                u32::try_from(ms)
+                    .unwrap_or(NEVER_HEARD - 1)
+                    .min(NEVER_HEARD - 1)
+            })
+    }
+
+    /// Handles one frame the manager sent after the join, on
+    /// `lite_cm_events`: the deaths of nodes and the connections to new
+    /// ones, which may take long.
+    fn handle(&self, message: Message) -> Result {
+        match message {
             Message::NodeDead {
                 node,
                 incarnation,
@@ -413,6 +478,24 @@ impl Membership {
         silence > u64::from(MANAGER_TIMEOUT_MS.load(Ordering::Relaxed))
     }
 
+    /// Whether the manager, silent for longer than allowed, stays silent
+    /// after one more heartbeat and [`SILENCE_CONFIRM_MS`]: a frame that
+    /// was pending when this node was slow (or `lite_cm` had not run yet)
+    /// is read meanwhile and ends the silence.
+    fn manager_stays_silent(&self) -> bool {
+        // A failed send breaks the connection, which `lite_cm` resumes.
+        let _ = self.beat();
+        let mut waited = 0;
+        while waited < SILENCE_CONFIRM_MS {
+            sched::sleep_uninterruptible_ms(SILENCE_POLL_MS);
+            waited += SILENCE_POLL_MS;
+            if !self.manager_silent() || self.stopped.load(Ordering::Acquire) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// One heartbeat: reports failed connections, then says this node lives.
     fn beat(&self) -> Result {
         let suspects = self.cluster.core.take_suspects();
@@ -449,6 +532,7 @@ impl Membership {
     pub(crate) fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
         self.leaving.store(true, Ordering::Release);
+        self.events.close();
         self.fence_self("stopped");
         self.cluster.shutdown();
         self.channel().shutdown();
@@ -492,6 +576,9 @@ impl Membership {
     /// Starts the two threads that keep this node in the cluster.
     pub(crate) fn keep(self: &Arc<Self>) -> Result {
         self.last_heard_ms.store(now_ms(), Ordering::Relaxed);
+        workers::start(self, c_str!("lite_cm_events"), 1, |membership| {
+            membership.events.serve(&membership)
+        })?;
         kthread::spawn(c_str!("lite_cm"), self.clone(), listen)?;
         kthread::spawn(c_str!("lite_heartbeat"), self.clone(), heartbeat)?;
         kthread::spawn(c_str!("lite_housekeep"), self.clone(), housekeep)?;
@@ -506,7 +593,7 @@ fn listen(membership: Arc<Membership>) {
     loop {
         let result = channel
             .receive()
-            .and_then(|message| membership.handle(message));
+            .and_then(|message| membership.take(message));
         let Err(e) = result else {
             continue;
         };
@@ -561,12 +648,35 @@ fn heartbeat(membership: Arc<Membership>) {
             }
             continue;
         }
-        if membership.manager_silent() {
+        if membership.manager_silent() && membership.manager_stays_silent() {
             membership.fence_self("the cluster manager is silent");
         } else {
             // A failed send breaks the connection, which the `lite_cm`
             // thread then resumes; the silence check above bounds it.
             let _ = membership.beat();
+        }
+    }
+}
+
+/// A frame of the manager that `lite_cm_events` handles.
+struct ManagerEvent(Message);
+
+impl Job for ManagerEvent {
+    type Context = Membership;
+
+    fn run(self, membership: &Membership) {
+        // A fenced node is no member: what the manager asked of the member
+        // it was is moot.
+        if membership.is_fenced() {
+            return;
+        }
+        if let Err(e) = membership.handle(self.0) {
+            if e == errno::EPROTO() {
+                pr_warn!("the cluster manager broke the protocol\n");
+            }
+            // `lite_cm` sees the connection end and resumes over a new one
+            // (or fences this node), as for a failure it met itself.
+            membership.channel().shutdown();
         }
     }
 }

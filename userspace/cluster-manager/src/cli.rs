@@ -13,7 +13,8 @@ use crate::ManagerConfig;
 /// Usage text printed for `--help` and after a command line error.
 pub const USAGE: &str = "\
 usage: lite-cm --secret-file FILE [--listen ADDR:PORT] [--dead-after-ms MS]
-               [--suspect-grace-ms MS] [--startup-grace-ms MS]
+               [--suspicion-ms MS] [--suspect-grace-ms MS]
+               [--startup-grace-ms MS]
 
 LITE cluster manager: assigns node ids, connects every node to every
 other node as they join, and tells the nodes when one of them dies.
@@ -28,8 +29,12 @@ options:
                          \"user\" key lite:cluster in its keyring:
                          keyctl padd user lite:cluster @u < FILE
   --listen ADDR:PORT     address to listen on (default 0.0.0.0:18500)
-  --dead-after-ms MS     declare a node dead once it has been silent (no
-                         heartbeat) for MS milliseconds (default 3000)
+  --dead-after-ms MS     suspect a node once it has been silent (no
+                         heartbeat) for MS milliseconds (default 3000);
+                         twice as long while half of the nodes are late
+  --suspicion-ms MS      declare a suspected node dead once it stayed silent
+                         for MS milliseconds more and no peer heard from it
+                         (default 1000)
   --suspect-grace-ms MS  when a node reports its connection to a peer
                          failed, declare the peer dead at once if it has
                          been silent for MS milliseconds (default 1000)
@@ -38,7 +43,11 @@ options:
                          an earlier manager resume, so that none of their
                          ids goes to a new node; 0 for a new cluster
                          (default: as --dead-after-ms)
-  -h, --help             show this help";
+  -h, --help             show this help
+
+While it runs, lite-cm reads commands from its standard input, one per
+line (none if the input is empty or closed):
+  dead-after-ms MS       as --dead-after-ms, from now on";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +119,9 @@ const SECRET_FILE: &str = "--secret-file";
 const LISTEN: &str = "--listen";
 const DEAD_AFTER: &str = "--dead-after-ms";
 const SUSPECT_GRACE: &str = "--suspect-grace-ms";
+
+/// See [`USAGE`].
+const SUSPICION: &str = "--suspicion-ms";
 const STARTUP_GRACE: &str = "--startup-grace-ms";
 
 /// Parses the arguments that follow the program name.
@@ -131,6 +143,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             LISTEN => LISTEN,
             DEAD_AFTER => DEAD_AFTER,
             SUSPECT_GRACE => SUSPECT_GRACE,
+            SUSPICION => SUSPICION,
             STARTUP_GRACE => STARTUP_GRACE,
             _ => return Err(CliError::UnknownArgument(arg.clone())),
         };
@@ -143,6 +156,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             SECRET_FILE => secret_file = Some(PathBuf::from(value)),
             DEAD_AFTER => config.dead_after = parse_millis(option, value)?,
             SUSPECT_GRACE => config.suspect_grace = parse_millis(option, value)?,
+            SUSPICION => config.suspicion = parse_millis(option, value)?,
             STARTUP_GRACE => {
                 config.startup_grace = Some(parse_millis_or_zero(option, value)?);
             }
@@ -163,6 +177,26 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
         secret_file,
         config,
     })
+}
+
+/// A command read from the standard input while the manager runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunCommand {
+    /// `dead-after-ms MS`: [`ManagerConfig::dead_after`] from now on.
+    DeadAfter(Duration),
+}
+
+/// Parses one line of the standard input (see [`USAGE`]).
+pub fn parse_run_command(line: &str) -> Result<RunCommand, CliError> {
+    let mut words = line.split_whitespace();
+    match (words.next(), words.next(), words.next()) {
+        (Some("dead-after-ms"), Some(value), None) => Ok(RunCommand::DeadAfter(parse_millis(
+            "dead-after-ms",
+            value.to_string(),
+        )?)),
+        (Some("dead-after-ms"), None, None) => Err(CliError::MissingValue("dead-after-ms")),
+        _ => Err(CliError::UnknownArgument(line.trim().to_string())),
+    }
 }
 
 /// Parses a positive number of milliseconds.
@@ -270,18 +304,55 @@ mod tests {
             "0.0.0.0:18500",
             ManagerConfig {
                 dead_after: Duration::from_millis(1500),
+                suspicion: Duration::from_millis(700),
                 suspect_grace: Duration::from_millis(250),
                 ..ManagerConfig::default()
             },
         );
         assert_eq!(
-            parse_strs(&["--dead-after-ms", "1500", "--suspect-grace-ms=250"]),
+            parse_strs(&[
+                "--dead-after-ms",
+                "1500",
+                "--suspect-grace-ms=250",
+                "--suspicion-ms=700"
+            ]),
             expected
         );
         assert_eq!(
-            parse_strs(&["--suspect-grace-ms", "250", "--dead-after-ms=1500"]),
+            parse_strs(&[
+                "--suspicion-ms",
+                "700",
+                "--suspect-grace-ms",
+                "250",
+                "--dead-after-ms=1500"
+            ]),
             expected
         );
+    }
+
+    #[test]
+    fn run_commands_parse_or_say_why_not() {
+        assert_eq!(
+            parse_run_command("dead-after-ms 10000\n"),
+            Ok(RunCommand::DeadAfter(Duration::from_secs(10)))
+        );
+        assert_eq!(
+            parse_run_command("dead-after-ms"),
+            Err(CliError::MissingValue("dead-after-ms"))
+        );
+        assert!(matches!(
+            parse_run_command("dead-after-ms 0"),
+            Err(CliError::InvalidValue { .. })
+        ));
+        assert_eq!(
+            parse_run_command("dead-after-ms 5 6"),
+            Err(CliError::UnknownArgument("dead-after-ms 5 6".into()))
+        );
+        assert_eq!(
+            parse_run_command("reboot"),
+            Err(CliError::UnknownArgument("reboot".into()))
+        );
+        assert!(USAGE.contains("\n  dead-after-ms MS "));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use lite::sys::MAX_NODES;
 
-use crate::cm_wire::{Endpoint, Hello, Message, Resume, HEADER_LEN, MAX_FRAME_LEN};
+use crate::cm_wire::{Endpoint, Hello, Message, Resume, HEADER_LEN, MAX_FRAME_LEN, NEVER_HEARD};
 use crate::frame::{read_message, write_message, Channel, Inbound, Outbound, ProtocolError};
 use crate::manager::set_next_id;
 use crate::{ClusterManager, ClusterSecret, ManagerConfig};
@@ -29,6 +29,9 @@ const FAKE_HEARTBEAT: Duration = Duration::from_millis(100);
 /// `dead_after` of the tests that wait for a silence to be noticed: short
 /// so that they run quickly, yet six heartbeats long.
 const SHORT_DEAD_AFTER: Duration = Duration::from_millis(600);
+
+/// `suspicion` of these tests' managers.
+const SHORT_SUSPICION: Duration = Duration::from_millis(400);
 
 /// Slack for the monitor's period and a busy machine when a death is
 /// expected within some time.
@@ -64,6 +67,7 @@ fn quick_config() -> ManagerConfig {
         // Longer than any test, so that fake nodes that do not heartbeat
         // stay members until they leave.
         dead_after: Duration::from_secs(60),
+        suspicion: SHORT_SUSPICION,
         suspect_grace: Duration::from_secs(1),
         // Joins right after the start, as if no manager ran before.
         startup_grace: Some(Duration::ZERO),
@@ -190,6 +194,9 @@ struct Setup {
     /// Resume this membership instead of joining (`gid` and `rejoin_id`
     /// are then unused).
     resume: Option<Resume>,
+    /// What the node answers to every probe: how long ago it heard from
+    /// the suspect ([`NEVER_HEARD`] by default); `None`: no answer.
+    heard_ms_ago: Option<u32>,
 }
 
 impl Setup {
@@ -200,6 +207,21 @@ impl Setup {
             gid: None,
             heartbeat: false,
             resume: None,
+            heard_ms_ago: Some(NEVER_HEARD),
+        }
+    }
+
+    fn hearing_peers(self, heard_ms_ago: u32) -> Self {
+        Setup {
+            heard_ms_ago: Some(heard_ms_ago),
+            ..self
+        }
+    }
+
+    fn ignoring_probes(self) -> Self {
+        Setup {
+            heard_ms_ago: None,
+            ..self
         }
     }
 
@@ -270,6 +292,8 @@ struct FakeReport {
     deaths: Vec<Death>,
     /// Every `Prepare` and `NodeDead`, in arrival order.
     timeline: Vec<Message>,
+    /// Every `Probe`, as (peer, incarnation), in arrival order.
+    probes: Vec<(u32, u32)>,
 }
 
 /// Where a fake node reports to the test while it runs.
@@ -562,6 +586,21 @@ fn run_fake_node(
             }
             Message::HeartbeatAck { epoch } => {
                 let _ = reporting.acks.send(epoch);
+                continue;
+            }
+            Message::Probe { peer, incarnation } => {
+                report.probes.push((peer, incarnation));
+                let answer = setup
+                    .heard_ms_ago
+                    .filter(|_| !matches!(behavior, Behavior::SilentAfterJoin));
+                if let Some(heard_ms_ago) = answer {
+                    send(&Message::ProbeReply {
+                        peer,
+                        incarnation,
+                        heard_ms_ago,
+                    })
+                    .expect("send ProbeReply");
+                }
                 continue;
             }
             _ => {}
@@ -1128,6 +1167,142 @@ fn silent_member_is_declared_dead_and_every_survivor_told_once() {
     assert!(silent.deaths.is_empty());
     first.finish();
     second.finish();
+}
+
+#[test]
+fn a_silent_member_is_suspected_and_its_peers_asked_before_it_is_declared_dead() {
+    let (_manager, address) = start_manager(short_silence_config());
+    let observer = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).heartbeating());
+    assert_eq!(observer.wait_joined().id, 1);
+    let silent = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = silent.wait_joined();
+    let silent_since = Instant::now();
+
+    // Suspected after `dead_after`, dead only after the suspicion too.
+    observer.assert_no_death(SHORT_DEAD_AFTER + SHORT_SUSPICION - Duration::from_millis(100));
+    let death = observer.wait_death(DETECTION_MARGIN);
+    assert_eq!(
+        death,
+        Some(Death {
+            node: 2,
+            incarnation: 1,
+            epoch: joined.epoch + 1,
+        })
+    );
+    assert!(silent_since.elapsed() >= SHORT_DEAD_AFTER + SHORT_SUSPICION);
+    let report = observer.finish();
+    assert!(
+        report.probes.first() == Some(&(2, 1)),
+        "the observer was asked about the suspect: {:?}",
+        report.probes
+    );
+    silent.finish();
+}
+
+#[test]
+fn a_frame_from_a_suspect_refutes_the_suspicion() {
+    let (manager, address) = start_manager(short_silence_config());
+    let observer = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).heartbeating());
+    assert_eq!(observer.wait_joined().id, 1);
+    let slow = FakeNode::spawn(address, Behavior::Cooperate);
+    let joined = slow.wait_joined();
+    thread::sleep(SHORT_DEAD_AFTER + SHORT_SUSPICION / 2);
+    // Late, within the suspicion: one heartbeat keeps it a member.
+    slow.send(&Message::Heartbeat {
+        node_id: joined.id,
+        epoch: joined.epoch,
+    });
+    observer.assert_no_death(SHORT_DEAD_AFTER);
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+    // Silent again from then on: suspected anew, and dead.
+    assert_eq!(
+        observer
+            .wait_death(SHORT_SUSPICION + DETECTION_MARGIN)
+            .map(|d| d.node),
+        Some(2)
+    );
+    observer.finish();
+    slow.finish();
+}
+
+#[test]
+fn a_suspect_its_peers_hear_from_stays_a_member_for_longer() {
+    let (manager, address) = start_manager(short_silence_config());
+    let hearing = Setup::new(Behavior::Cooperate)
+        .heartbeating()
+        .hearing_peers(10);
+    let observer = FakeNode::spawn_with(address, hearing);
+    assert_eq!(observer.wait_joined().id, 1);
+    let unheard = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(unheard.wait_joined().id, 2);
+    let silent_since = Instant::now();
+
+    // Twice the limit of a suspect nobody hears from: still a member.
+    observer.assert_no_death((SHORT_DEAD_AFTER + SHORT_SUSPICION) * 2);
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+    // Yet not for ever.
+    let limit = (SHORT_DEAD_AFTER + SHORT_SUSPICION) * 3;
+    assert_eq!(
+        observer
+            .wait_death(limit + DETECTION_MARGIN)
+            .map(|d| d.node),
+        Some(2)
+    );
+    assert!(silent_since.elapsed() >= limit);
+    observer.finish();
+    unheard.finish();
+}
+
+#[test]
+fn dead_after_doubles_while_half_of_the_members_are_late() {
+    let (manager, address) = start_manager(short_silence_config());
+    let observer = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).heartbeating());
+    assert_eq!(observer.wait_joined().id, 1);
+    // Late nodes answer no probe either: each would show the other lives.
+    let late = Setup::new(Behavior::Cooperate)
+        .heartbeating()
+        .ignoring_probes();
+    let first = FakeNode::spawn_with(address, late);
+    assert_eq!(first.wait_joined().id, 2);
+    let second = FakeNode::spawn_with(address, late);
+    assert_eq!(second.wait_joined().id, 3);
+    first.stop_heartbeats();
+    second.stop_heartbeats();
+    let silent_since = Instant::now();
+
+    // Two of three late at once: the host is slow, not the nodes.
+    observer.assert_no_death(SHORT_DEAD_AFTER * 2);
+    assert_eq!(manager.live_nodes(), vec![1, 2, 3]);
+    let first_death = observer.wait_death(SHORT_SUSPICION + DETECTION_MARGIN);
+    assert!(matches!(first_death, Some(Death { node: 2 | 3, .. })));
+    assert!(silent_since.elapsed() >= SHORT_DEAD_AFTER * 2 + SHORT_SUSPICION);
+    observer.finish();
+    first.finish();
+    second.finish();
+}
+
+#[test]
+fn a_shorter_dead_after_set_while_running_applies_to_members_at_once() {
+    let (manager, address) = start_manager(quick_config());
+    let observer = FakeNode::spawn_with(address, Setup::new(Behavior::Cooperate).heartbeating());
+    assert_eq!(observer.wait_joined().id, 1);
+    let silent = FakeNode::spawn(address, Behavior::Cooperate);
+    assert_eq!(silent.wait_joined().id, 2);
+    thread::sleep(SHORT_DEAD_AFTER);
+    // Silent for longer than the new limit already, yet alive under the old.
+    assert_eq!(manager.live_nodes(), vec![1, 2]);
+    assert_eq!(
+        manager.set_dead_after(SHORT_DEAD_AFTER),
+        quick_config().dead_after
+    );
+    assert_eq!(
+        observer
+            .wait_death(SHORT_SUSPICION + DETECTION_MARGIN)
+            .map(|d| d.node),
+        Some(2)
+    );
+    observer.finish();
+    silent.finish();
 }
 
 #[test]

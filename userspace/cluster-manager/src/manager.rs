@@ -31,14 +31,34 @@
 //!
 //! Once a node has joined, a reader thread owns the reading side of its
 //! connection. It records when the node was last heard from, answers its
-//! heartbeats with the current epoch, hands its suspicions and its `Leave`
-//! to the monitor and passes every other frame (the node's answers while a
-//! later node joins) to the join through a channel. The monitor thread
-//! declares a member dead when its connection breaks, when it has been
-//! silent for longer than [`ManagerConfig::dead_after`], or when a peer
-//! suspects it and it has been silent for longer than
-//! [`ManagerConfig::suspect_grace`]; every surviving member is then sent
-//! `NodeDead`.
+//! heartbeats with the current epoch, hands its suspicions, its answers to
+//! probes and its `Leave` to the monitor and passes every other frame (the
+//! node's answers while a later node joins) to the join through a channel.
+//! The monitor thread declares a member dead when its connection breaks,
+//! when a peer suspects it and it has been silent for longer than
+//! [`ManagerConfig::suspect_grace`], or when it stays silent through a
+//! suspicion (every surviving member is then sent `NodeDead`):
+//!
+//! - a member silent for longer than [`ManagerConfig::dead_after`] is
+//!   suspected, not dead: the manager asks every other member when it last
+//!   heard from the suspect over its RDMA connection (`Probe`), and does so
+//!   again every [`PROBE_INTERVAL`] (or every quarter of `dead_after` if
+//!   that is shorter) while the suspicion lasts;
+//! - any frame from the suspect refutes the suspicion, and so does a peer
+//!   that heard from it within the last half of `dead_after`: a node whose
+//!   link to the manager stalls while it serves its peers is not dead;
+//! - a suspect silent for [`ManagerConfig::suspicion`] more, that no peer
+//!   heard from meanwhile, is declared dead: a node that stops is declared
+//!   dead within `dead_after` + `suspicion` (4 s by default) plus the
+//!   monitor's [`MONITOR_INTERVAL`] of its last frame; a suspect that only
+//!   its peers hear from is declared dead after [`VOUCHED_LIMIT_FACTOR`]
+//!   times that limit, since a node cut off from the manager fences itself
+//!   and stops serving its peers long before;
+//! - when at least half of the members (and two or more) are late at once
+//!   (silent for longer than half of `dead_after`), the host rather than a
+//!   node is slow: `dead_after` counts [`SLOW_HOST_FACTOR`] times as long
+//!   until they are on time again. This is logged, and so is every silence
+//!   longer than half of `dead_after`, every suspicion and its end.
 //!
 //! Leaving: a member that sends `Leave` with its own id and incarnation
 //! leaves gracefully. It is removed like a dead member (one new epoch, a
@@ -129,7 +149,7 @@ use std::time::{Duration, Instant};
 use lite::sys::MAX_NODES;
 
 use crate::auth::ClusterSecret;
-use crate::cm_wire::{Endpoint, Hello, Kind, Message, Resume};
+use crate::cm_wire::{Endpoint, Hello, Kind, Message, Resume, NEVER_HEARD};
 use crate::frame::{Channel, Inbound, Outbound, ProtocolError};
 
 /// Tunables of a [`ClusterManager`].
@@ -142,10 +162,15 @@ pub struct ManagerConfig {
     /// `Resume`).
     pub hello_timeout: Duration,
     /// Longest a member may stay silent (nodes send a heartbeat every
-    /// 500 ms) before it is declared dead. Also the TCP user timeout of
-    /// every connection, so unacknowledged data cannot keep a dead node's
+    /// 500 ms) before it is suspected (see the module docs). With
+    /// [`ManagerConfig::suspicion`], the TCP user timeout of every
+    /// connection, so unacknowledged data cannot keep a dead node's
     /// connection alive for longer.
     pub dead_after: Duration,
+    /// Silence through which a member suspected after
+    /// [`ManagerConfig::dead_after`] may still show it lives, before it is
+    /// declared dead (see the module docs).
+    pub suspicion: Duration,
     /// Silence after which a member that a peer suspects is declared dead
     /// at once instead of after [`ManagerConfig::dead_after`]; a suspected
     /// member heard from more recently is left alone, since only the
@@ -177,6 +202,10 @@ impl Default for ManagerConfig {
             // Six missed heartbeats: a busy emulated node is not mistaken
             // for a dead one, and a dead one is noticed in seconds.
             dead_after: Duration::from_secs(3),
+            // A node paused for 2.5 s (its last heartbeat up to 500 ms
+            // before) is not dead; one killed is declared dead 4 s after
+            // its last frame.
+            suspicion: Duration::from_secs(1),
             suspect_grace: Duration::from_secs(1),
             startup_grace: None,
         }
@@ -185,6 +214,17 @@ impl Default for ManagerConfig {
 
 /// How often the monitor looks for silent members.
 const MONITOR_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How often the peers of a suspected member are asked about it, at most.
+const PROBE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How many times longer `dead_after` counts while the host is slow (see
+/// the module docs).
+const SLOW_HOST_FACTOR: u32 = 2;
+
+/// How many times longer than `dead_after` + `suspicion` a suspect that
+/// only its peers hear from stays a member.
+const VOUCHED_LIMIT_FACTOR: u32 = 3;
 
 /// Idle seconds before TCP sends the first keepalive probe.
 const KEEPALIVE_IDLE_SECS: libc::c_int = 1;
@@ -226,10 +266,11 @@ struct Link {
     sending: Mutex<Outbound>,
     /// When the node was last heard from (any frame counts).
     last_heard: Mutex<Instant>,
-    /// A silence longer than this, though shorter than `dead_after`, is
-    /// logged when it ends: near misses show how close a slow node came
-    /// to being declared dead.
-    late_after: Duration,
+    /// A silence longer than this many ms, though shorter than
+    /// `dead_after`, is logged when it ends: near misses show how close a
+    /// slow node came to being declared dead. Half of `dead_after`, which
+    /// may change while the manager runs.
+    late_after_ms: AtomicU64,
     /// Set by the reader thread when the node sent a valid `Leave`; never
     /// cleared (a node that left joins again on a new connection).
     leaving: AtomicBool,
@@ -256,6 +297,14 @@ impl Link {
         lock(&self.last_heard).elapsed()
     }
 
+    /// Follows a change of `dead_after` (see
+    /// [`ClusterManager::set_dead_after`]).
+    fn follow(&self, config: &ManagerConfig) -> io::Result<()> {
+        self.late_after_ms
+            .store(millis(config.dead_after / 2), Ordering::Relaxed);
+        set_user_timeout(&self.stream, config)
+    }
+
     /// Whether the node asked to leave the cluster.
     fn is_leaving(&self) -> bool {
         self.leaving.load(Ordering::SeqCst)
@@ -276,6 +325,20 @@ struct Member {
     link: Arc<Link>,
     /// Frames the reader passed on for the join, or why it stopped.
     replies: Receiver<Reply>,
+    /// Set while the member is suspected (see the module docs).
+    suspicion: Option<Suspicion>,
+}
+
+/// What the manager knows of a suspected member.
+#[derive(Debug, Clone, Copy)]
+struct Suspicion {
+    /// When the suspicion began.
+    since: Instant,
+    /// When its peers were last asked about it.
+    probed: Instant,
+    /// The latest time a peer heard from it, if one did within half of
+    /// `dead_after` of answering.
+    vouched: Option<Instant>,
 }
 
 impl Member {
@@ -301,7 +364,7 @@ impl Member {
             stream,
             sending: Mutex::new(outbound),
             last_heard: Mutex::new(Instant::now()),
-            late_after: dead_after / 2,
+            late_after_ms: AtomicU64::new(millis(dead_after / 2)),
             leaving: AtomicBool::new(false),
         });
         let (replies_tx, replies) = mpsc::sync_channel(REPLY_BACKLOG);
@@ -316,7 +379,11 @@ impl Member {
         thread::Builder::new()
             .name(format!("node {node} reader"))
             .spawn(move || reader.run())?;
-        Ok(Member { link, replies })
+        Ok(Member {
+            link,
+            replies,
+            suspicion: None,
+        })
     }
 
     /// Drops answers that arrived while no join asked for one (a node
@@ -378,12 +445,13 @@ impl Reader {
                 }
             };
             let silence = self.link.heard();
-            if silence > self.link.late_after {
+            let late_after_ms = self.link.late_after_ms.load(Ordering::Relaxed);
+            if millis(silence) > late_after_ms {
                 log(format_args!(
                     "node {} was silent for {} ms (late; dead after {} ms)",
                     self.link.node,
                     silence.as_millis(),
-                    (self.link.late_after * 2).as_millis()
+                    late_after_ms * 2
                 ));
             }
             match message {
@@ -414,6 +482,19 @@ impl Reader {
                     node_id,
                     incarnation,
                 } => self.leave(node_id, incarnation),
+                Message::ProbeReply {
+                    peer,
+                    incarnation,
+                    heard_ms_ago,
+                } => {
+                    // See `Suspect`: only fails when nobody cares.
+                    let _ = self.events.send(Event::ProbeReply {
+                        reporter: self.link.node,
+                        peer,
+                        incarnation,
+                        heard_ms_ago,
+                    });
+                }
                 other => match self.replies.try_send(Ok(other)) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
@@ -491,6 +572,18 @@ enum Event {
         /// The incarnation of `peer` the failed connection was to.
         incarnation: u32,
     },
+    /// A member answered a probe about `peer`.
+    ProbeReply {
+        /// The member answering.
+        reporter: u32,
+        /// The suspected node.
+        peer: u32,
+        /// Its incarnation, as in the probe.
+        incarnation: u32,
+        /// Milliseconds since `reporter` last heard from `peer`, or
+        /// [`NEVER_HEARD`].
+        heard_ms_ago: u32,
+    },
     /// A member sent a `Leave` naming itself (its reader checked that).
     Leave {
         /// The member.
@@ -543,6 +636,9 @@ struct Registry {
     /// Set by [`ClusterManager::shutdown`]: the manager takes no node any
     /// more, and its monitor stops.
     closed: bool,
+    /// Whether many members were late at once at the last check (see the
+    /// module docs).
+    host_slow: bool,
 }
 
 /// What the registry remembers about an id it handed out.
@@ -669,6 +765,7 @@ impl Registry {
             unannounced: VecDeque::new(),
             started: Instant::now(),
             closed: false,
+            host_slow: false,
         }
     }
 
@@ -871,20 +968,147 @@ impl Registry {
         }
     }
 
-    /// Declares dead every member silent for longer than `dead_after`.
-    fn declare_silent_members_dead(&mut self) {
-        let silent: Vec<(u32, u32, Duration)> = self
+    /// The `dead_after` in force: longer while the host is slow, which it
+    /// is taken to be when at least half of the members, two or more, are
+    /// late at once (`silences` are every member's).
+    fn dead_after_now(&mut self, silences: &[Duration]) -> Duration {
+        let late_after = self.config.dead_after / 2;
+        let late = silences.iter().filter(|&&s| s > late_after).count();
+        let host_slow = late >= 2 && late * 2 >= silences.len();
+        if host_slow != self.host_slow {
+            self.host_slow = host_slow;
+            if host_slow {
+                log(format_args!(
+                    "{late} of {} members are late at once: the host is slow; dead after {} ms until they are on time",
+                    silences.len(),
+                    (self.config.dead_after * SLOW_HOST_FACTOR).as_millis()
+                ));
+            } else {
+                log(format_args!(
+                    "members on time again; dead after {} ms",
+                    self.config.dead_after.as_millis()
+                ));
+            }
+        }
+        if host_slow {
+            self.config.dead_after * SLOW_HOST_FACTOR
+        } else {
+            self.config.dead_after
+        }
+    }
+
+    /// Suspects members silent for longer than the `dead_after` in force,
+    /// probes their peers, ends the suspicion of those heard from again,
+    /// and declares dead those that stayed silent through it (see the
+    /// module docs).
+    fn judge_silences(&mut self) {
+        let now = Instant::now();
+        let silences: Vec<(u32, u32, Duration)> = self
             .members
             .iter()
             .map(|(&id, member)| (id, member.link.incarnation, member.link.silence()))
-            .filter(|&(_, _, silence)| silence > self.config.dead_after)
             .collect();
-        for (id, incarnation, silence) in silent {
+        let all: Vec<Duration> = silences.iter().map(|&(_, _, silence)| silence).collect();
+        let limit = self.dead_after_now(&all);
+        let deadline = limit + self.config.suspicion;
+        let vouched_deadline = deadline * VOUCHED_LIMIT_FACTOR;
+        let vouch_window = self.config.dead_after / 2;
+        // Often enough that a peer's answer is renewed before it is too old
+        // to count.
+        let probe_interval = PROBE_INTERVAL.min(vouch_window / 2);
+        let mut probes = Vec::new();
+        let mut dead = Vec::new();
+        for (id, incarnation, silence) in silences {
+            let Some(member) = self.members.get_mut(&id) else {
+                continue;
+            };
+            if silence <= limit {
+                if let Some(suspicion) = member.suspicion.take() {
+                    log(format_args!(
+                        "node {id} (incarnation {incarnation}) refuted the suspicion after {} ms: heard from again",
+                        now.saturating_duration_since(suspicion.since).as_millis()
+                    ));
+                }
+                continue;
+            }
+            let Some(suspicion) = &mut member.suspicion else {
+                log(format_args!(
+                    "node {id} (incarnation {incarnation}) suspected: silent for {} ms (limit {} ms); asking its peers",
+                    silence.as_millis(),
+                    limit.as_millis()
+                ));
+                member.suspicion = Some(Suspicion {
+                    since: now,
+                    probed: now,
+                    vouched: None,
+                });
+                probes.push((id, incarnation));
+                continue;
+            };
+            let vouched = suspicion
+                .vouched
+                .is_some_and(|at| now.saturating_duration_since(at) <= vouch_window);
+            if (silence > deadline && !vouched) || silence > vouched_deadline {
+                dead.push((id, incarnation, silence, suspicion.vouched.is_some()));
+            } else if now.saturating_duration_since(suspicion.probed) >= probe_interval {
+                suspicion.probed = now;
+                probes.push((id, incarnation));
+            }
+        }
+        for (peer, incarnation) in probes {
+            self.probe(peer, incarnation);
+        }
+        for (id, incarnation, silence, vouched) in dead {
+            let peers = if vouched {
+                "only its peers heard from it"
+            } else {
+                "no peer heard from it"
+            };
             self.declare_dead(
                 id,
                 incarnation,
-                &format_args!("silent for {} ms", silence.as_millis()),
+                &format_args!("silent for {} ms, {peers}", silence.as_millis()),
             );
+        }
+    }
+
+    /// Asks every member but `peer` when it last heard from `peer`.
+    fn probe(&self, peer: u32, incarnation: u32) {
+        let probe = Message::Probe { peer, incarnation };
+        for (&id, member) in &self.members {
+            if id != peer {
+                // A member that cannot be asked has its own connection
+                // trouble, which its reader reports.
+                let _ = member.link.send(&probe);
+            }
+        }
+    }
+
+    /// Notes `reporter`'s answer to a probe about `peer`: a recent sign of
+    /// life holds off its death (see the module docs).
+    fn note_probe_reply(&mut self, reporter: u32, peer: u32, incarnation: u32, heard_ms_ago: u32) {
+        let vouch_window = self.config.dead_after / 2;
+        let Some(member) = self.members.get_mut(&peer) else {
+            return;
+        };
+        let Some(suspicion) = member.suspicion.as_mut() else {
+            return;
+        };
+        if member.link.incarnation != incarnation || heard_ms_ago == NEVER_HEARD {
+            return;
+        }
+        let heard_ago = Duration::from_millis(heard_ms_ago.into());
+        if heard_ago > vouch_window {
+            return;
+        }
+        let at = Instant::now()
+            .checked_sub(heard_ago)
+            .unwrap_or_else(Instant::now);
+        if suspicion.vouched.is_none_or(|earlier| earlier < at) {
+            log(format_args!(
+                "node {reporter} heard from suspected node {peer} (incarnation {incarnation}) {heard_ms_ago} ms ago"
+            ));
+            suspicion.vouched = Some(at);
         }
     }
 
@@ -918,6 +1142,12 @@ impl Registry {
                     self.announce_deaths();
                 }
             }
+            Event::ProbeReply {
+                reporter,
+                peer,
+                incarnation,
+                heard_ms_ago,
+            } => self.note_probe_reply(reporter, peer, incarnation, heard_ms_ago),
         }
     }
 
@@ -1401,8 +1631,9 @@ fn log(event: fmt::Arguments<'_>) {
 pub struct ClusterManager {
     /// Where nodes connect.
     listener: TcpListener,
-    /// Handed to every connection's thread.
-    config: ManagerConfig,
+    /// Handed to every connection's thread; `dead_after` may change while
+    /// the manager runs.
+    config: Mutex<ManagerConfig>,
     /// What nodes must prove they hold; handed to every connection's thread.
     secret: Arc<ClusterSecret>,
     /// Membership; the monitor thread holds a weak reference.
@@ -1433,7 +1664,7 @@ impl ClusterManager {
             .spawn(move || monitor(&watched, &events))?;
         Ok(ClusterManager {
             listener,
-            config,
+            config: Mutex::new(config),
             secret: Arc::new(secret),
             registry,
             epoch,
@@ -1477,11 +1708,38 @@ impl ClusterManager {
         self.epoch.load(Ordering::SeqCst)
     }
 
+    /// Changes [`ManagerConfig::dead_after`] from now on: for judging
+    /// members' silences, for the log of late heartbeats and for the TCP
+    /// user timeout of every connection, current and later. Returns the
+    /// value it replaces.
+    pub fn set_dead_after(&self, dead_after: Duration) -> Duration {
+        let config = {
+            let mut config = lock(&self.config);
+            config.dead_after = dead_after;
+            *config
+        };
+        let mut registry = lock(&self.registry);
+        let earlier = registry.config.dead_after;
+        registry.config = ManagerConfig {
+            dead_after,
+            ..registry.config
+        };
+        for (id, member) in &registry.members {
+            if let Err(e) = member.link.follow(&config) {
+                log(format_args!(
+                    "node {id}: cannot change its TCP user timeout: {e}"
+                ));
+            }
+        }
+        earlier
+    }
+
     /// Accepts nodes, each connection on its own thread, until the
     /// listening socket fails or [`ClusterManager::shutdown`] is called;
     /// returns that failure (or says the manager was shut down).
     pub fn run(&self) -> io::Error {
-        let grace = match self.config.grace() {
+        let config = *lock(&self.config);
+        let grace = match config.grace() {
             Duration::ZERO => String::new(),
             grace => format!(
                 "; joins wait {} ms for the members of an earlier manager to resume",
@@ -1490,8 +1748,9 @@ impl ClusterManager {
         };
         match self.local_addr() {
             Ok(address) => log(format_args!(
-                "listening on {address}; nodes silent for {} ms are dead{grace}",
-                self.config.dead_after.as_millis()
+                "listening on {address}; nodes silent for {} ms are suspected, for {} ms more dead{grace}",
+                config.dead_after.as_millis(),
+                config.suspicion.as_millis()
             )),
             Err(e) => return e,
         }
@@ -1511,7 +1770,7 @@ impl ClusterManager {
                 Err(e) => return e,
             };
             let registry = Arc::clone(&self.registry);
-            let config = self.config;
+            let config = *lock(&self.config);
             let secret = Arc::clone(&self.secret);
             let spawned = thread::Builder::new()
                 .name(format!("join {address}"))
@@ -1563,7 +1822,7 @@ fn monitor(registry: &Weak<Mutex<Registry>>, events: &Receiver<Event>) {
         // Also after an event, so that a stream of events cannot put the
         // check off.
         if Instant::now() >= next_check {
-            registry.declare_silent_members_dead();
+            registry.judge_silences();
             next_check = Instant::now() + MONITOR_INTERVAL;
         }
     }
@@ -1623,7 +1882,13 @@ fn configure_socket(stream: &TcpStream, config: &ManagerConfig) -> io::Result<()
         libc::TCP_KEEPCNT,
         KEEPALIVE_PROBES,
     )?;
-    let user_timeout_ms = libc::c_int::try_from(config.dead_after.as_millis())
+    set_user_timeout(stream, config)
+}
+
+/// Sets the TCP user timeout of `stream`: data unacknowledged for as long
+/// as a silent member takes to be declared dead ends the connection.
+fn set_user_timeout(stream: &TcpStream, config: &ManagerConfig) -> io::Result<()> {
+    let user_timeout_ms = libc::c_int::try_from(millis(config.dead_after + config.suspicion))
         .unwrap_or(libc::c_int::MAX)
         // 0 would mean the system default.
         .max(1);
@@ -1633,6 +1898,11 @@ fn configure_socket(stream: &TcpStream, config: &ManagerConfig) -> io::Result<()
         libc::TCP_USER_TIMEOUT,
         user_timeout_ms,
     )
+}
+
+/// `duration` in whole milliseconds, saturating.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// How a connection introduces itself.

@@ -80,6 +80,15 @@ fn every_message() -> Vec<Message> {
         Message::AuthOk {
             proof: *b"fedcba9876543210FEDCBA9876543210",
         },
+        Message::Probe {
+            peer: 0x1122_3344,
+            incarnation: 0x5566_7788,
+        },
+        Message::ProbeReply {
+            peer: 0x99aa_bbcc,
+            incarnation: 0xddee_ff00,
+            heard_ms_ago: 0x0bad_cafe,
+        },
     ]
 }
 
@@ -99,8 +108,8 @@ fn decode(frame: &[u8]) -> Result<Message, WireError> {
 fn every_message_round_trips() {
     let messages = every_message();
     let kinds: Vec<Kind> = messages.iter().map(Message::kind).collect();
-    for kind in 1..=18 {
-        let kind = Kind::from_u16(kind).expect("kinds 1..=18 exist");
+    for kind in 1..=20 {
+        let kind = Kind::from_u16(kind).expect("kinds 1..=20 exist");
         assert!(kinds.contains(&kind), "{kind:?} is not covered");
     }
     for message in messages {
@@ -117,7 +126,7 @@ fn header_layout_is_little_endian_magic_version_kind_len() {
         incarnation: 0x0807_0605,
     });
     assert_eq!(&frame[0..4], b"LITE");
-    assert_eq!(&frame[4..6], &[3, 0]);
+    assert_eq!(&frame[4..6], &[4, 0]);
     assert_eq!(&frame[6..8], &[Kind::Prepare as u8, 0]);
     assert_eq!(&frame[8..12], &[8, 0, 0, 0]);
     assert_eq!(&frame[12..20], &[1, 2, 3, 4, 5, 6, 7, 8]);
@@ -221,14 +230,14 @@ fn header_validation_rejects_each_bad_field() {
     assert_eq!(decode(&bad_magic), Err(WireError::BadMagic));
 
     // Version 1 had no membership messages and shorter `Hello`s, version 2
-    // no authentication.
-    for version in [1u16, 2, 4] {
+    // no authentication, version 3 no probes.
+    for version in [1u16, 2, 3, 5] {
         let mut bad_version = good.clone();
         bad_version[4..6].copy_from_slice(&version.to_le_bytes());
         assert_eq!(decode(&bad_version), Err(WireError::BadVersion));
     }
 
-    for unknown in [0u16, 19, 0xffff] {
+    for unknown in [0u16, 21, 0xffff] {
         let mut bad_kind = good.clone();
         bad_kind[6..8].copy_from_slice(&unknown.to_le_bytes());
         assert_eq!(decode(&bad_kind), Err(WireError::UnknownKind));
@@ -262,6 +271,8 @@ fn kind_numbers_and_payload_lengths_are_stable() {
         (Kind::Challenge, 16, NONCE_LEN),
         (Kind::Auth, 17, NONCE_LEN + MAC_LEN),
         (Kind::AuthOk, 18, MAC_LEN),
+        (Kind::Probe, 19, 8),
+        (Kind::ProbeReply, 20, 12),
     ];
     for (kind, number, payload_len) in expected {
         assert_eq!(kind as u16, number);

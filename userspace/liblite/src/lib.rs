@@ -134,6 +134,12 @@ pub fn total_nodes() -> io::Result<u32> {
 
 /// Blocks until `num` nodes, this one included, have entered the same
 /// barrier round. Every call starts a new round on this node.
+///
+/// Fails with `EHOSTDOWN` if a member departed while the round was in
+/// progress: every node waiting in that round fails it too, and each
+/// node's next call is the next round for all of them. Fails with
+/// `ETIMEDOUT` if the cluster had fewer than `num` members for 60 s of
+/// the wait.
 pub fn dist_barrier(num: u32) -> io::Result<()> {
     check(sys::dist_barrier(num)).map(drop)
 }

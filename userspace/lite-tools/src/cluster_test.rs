@@ -9,6 +9,12 @@
 //! node that left or rebooted and joined again has its old id back, so a
 //! cluster that lost and regained members still has ids 1..=N).
 //!
+//! Every wait for another node is bounded ([`crate::deadline`]), and a
+//! barrier that fails ends the run: its test point says `barrier failed:`
+//! and why, a bail-out follows, and nothing after it runs, since the
+//! rounds after a failed barrier would pair different cases on different
+//! nodes.
+//!
 //! The test talks to LITE through [`Kernel`], so that it can be checked
 //! against an in-memory model on hosts without LITE.
 
@@ -21,6 +27,7 @@ use libc::c_long;
 use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
 use lite::Priority;
 
+use self::io::InStep;
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
@@ -42,6 +49,7 @@ mod quotas;
 mod rpc;
 mod rpc_async;
 mod sharing;
+mod stress;
 mod sync;
 
 pub use processes::{child_main, CHILD_SUBCOMMAND};
@@ -108,13 +116,35 @@ pub fn run_with_joined_hook<K: Kernel, W: Write>(
         tap.bail_out("cannot test a cluster this node is not part of");
         return;
     };
+    if let Err(reason) = io::await_members(kernel, nodes, io::BARRIER_LIMIT) {
+        tap.not_ok(&format!("all {nodes} nodes join"), &reason);
+        tap.bail_out("cannot test a cluster whose nodes did not all join");
+        return;
+    }
+    // A failed barrier has reported itself and a bail-out: the run ends.
+    if io::barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")).is_err() {
+        return;
+    }
+    check_membership(kernel, tap, me, nodes);
     all_joined(kernel, tap);
+    let _ = run_cases(kernel, tap, config, me);
+}
+
+/// Every case once every node joined, in the same order on every node;
+/// `Err` once the nodes are out of step.
+fn run_cases<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    config: &TestConfig,
+    me: u32,
+) -> InStep {
+    let nodes = config.nodes;
     let password = password_of(me);
     privilege::run(kernel, tap, me, config);
     device_access::run(kernel, tap, me, nodes);
     // No node goes on while another may still be joining again after an
     // unprivileged leave that went through.
-    io::barrier(kernel, tap, nodes, "the unprivileged processes");
+    io::barrier(kernel, tap, nodes, "the unprivileged processes")?;
     let mut buffer = Vec::new();
 
     let plan = plan_data_cases(me, nodes, config.data_budget);
@@ -139,21 +169,19 @@ pub fn run_with_joined_hook<K: Kernel, W: Write>(
 
     bad_input(kernel, tap, me, config, password);
     memory_ops::run(kernel, tap, me, nodes, password);
-    sharing::run(kernel, tap, me, nodes, password);
-    processes::run(kernel, tap, me, nodes, password);
-    rpc::run(kernel, tap, me, nodes);
-    sync::run(kernel, tap, me, nodes);
-    c_programs::run(kernel, tap, config.cm, me, nodes);
-    apps::run(kernel, tap, config.cm, me, nodes);
+    sharing::run(kernel, tap, me, nodes, password)?;
+    processes::run(kernel, tap, me, nodes, password)?;
+    stress::run(kernel, tap, me, nodes, password, kernel.spawns_processes())?;
+    rpc::run(kernel, tap, me, nodes)?;
+    sync::run(kernel, tap, me, nodes)?;
+    c_programs::run(kernel, tap, config.cm, me, nodes)?;
+    apps::run(kernel, tap, config.cm, me, nodes)?;
     kernel_api::run(kernel, tap, nodes);
     // Last, so that the serving limits it sets disturb no other case.
-    quotas::run(kernel, tap, me, nodes, password);
+    quotas::run(kernel, tap, me, nodes, password)?;
 
     // Nobody leaves while others may still use its memory.
-    tap.check(
-        &format!("final dist_barrier({nodes}) returns 0"),
-        expect_zero(kernel.dist_barrier(nodes)),
-    );
+    io::barrier(kernel, tap, nodes, "the last case")
 }
 
 /// Password of the LMRs node `me` allocates ("LITE" and the node id).
@@ -286,8 +314,8 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     }
 }
 
-/// Joins and checks the membership calls; returns this node's id unless
-/// the node could not join.
+/// Joins and checks that joining again is refused; returns this node's id
+/// unless the node could not join.
 fn join<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -329,10 +357,11 @@ fn join<K: Kernel, W: Write>(
         "join again returns -EISCONN",
         expect_errno(join_with_text(kernel, &cm.to_string()), libc::EISCONN),
     );
-    tap.check(
-        &format!("dist_barrier({nodes}) returns 0 once all {nodes} nodes joined"),
-        expect_zero(kernel.dist_barrier(nodes)),
-    );
+    Some(me)
+}
+
+/// Once every node joined: this node's id and the cluster's size.
+fn check_membership<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
     tap.check(
         &format!("get_node_id returns {me}"),
         expect_value(kernel.get_node_id(), me.into()),
@@ -341,7 +370,6 @@ fn join<K: Kernel, W: Write>(
         &format!("get_total_node returns {nodes}"),
         expect_value(kernel.get_total_node(), nodes.into()),
     );
-    Some(me)
 }
 
 fn expect_value(ret: c_long, expected: c_long) -> Result<(), String> {
@@ -918,13 +946,13 @@ mod tests {
                 let app_skips = 15;
                 assert_eq!(
                     skips,
-                    25 + app_skips + corrupt_skips + serving_skips,
+                    26 + app_skips + corrupt_skips + serving_skips,
                     "{output}"
                 );
                 assert_eq!(device_skips, 1, "{output}");
                 assert_eq!(keyring_skips, 3, "{output}");
                 assert_eq!(fault_skips, corrupt_skips, "{output}");
-                assert_eq!(expected_skips, 16 + app_skips, "{output}");
+                assert_eq!(expected_skips, 17 + app_skips, "{output}");
                 assert_eq!(kernel_api_skips, 5, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
@@ -1363,6 +1391,152 @@ mod tests {
         assert!(failed.len() >= 2, "{failed:?}");
         assert!(failed[0].ends_with(" - rdma_write after free returns -EBADF"));
         assert!(failed[1].ends_with(" - rdma_read after free returns -EBADF"));
+    }
+
+    /// Like [`run_cluster`], failing (rather than hanging) if the run does
+    /// not end within `limit`.
+    fn run_cluster_within(
+        nodes: u32,
+        defects: Defects,
+        limit: std::time::Duration,
+    ) -> Vec<(String, TapSummary)> {
+        let (sender, results) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // The receiver is gone only once the test failed.
+            let _ = sender.send(run_cluster(nodes, defects));
+        });
+        results
+            .recv_timeout(limit)
+            .unwrap_or_else(|_| panic!("the run did not end within {limit:?}"))
+    }
+
+    /// The barriers a run entered, in order, as (round, name): the name of
+    /// each barrier's test point, without its ` returns 0`. The barrier
+    /// rounds case has one point for all its rounds: it is listed as its
+    /// first round, named as its point.
+    fn barriers_of(output: &str, nodes: u32) -> Vec<(u64, String)> {
+        let barrier = format!("dist_barrier({nodes}) after ");
+        let repeated = format!("dist_barrier({nodes}) ");
+        let mut entered = Vec::new();
+        let mut round = 0;
+        for line in output.lines() {
+            let Some((_, point)) = line.split_once(" - ") else {
+                continue;
+            };
+            if !line.starts_with("ok ") {
+                continue;
+            }
+            if let Some(name) = point.strip_suffix(" returns 0") {
+                if name.starts_with(&barrier) {
+                    round += 1;
+                    entered.push((round, name.to_string()));
+                }
+            } else if let Some((_, rest)) = point.split_once(&repeated) {
+                if let Some((times, _)) = rest.split_once(" times in a row") {
+                    let times: u64 = times.parse().expect("a number of rounds");
+                    entered.push((round + 1, point.to_string()));
+                    round += times;
+                }
+            }
+        }
+        entered
+    }
+
+    #[test]
+    fn a_failed_barrier_ends_the_run_on_every_node() {
+        let nodes = 2;
+        let (clean, _) = run_cluster(nodes, Defects::default()).remove(0);
+        let entered = barriers_of(&clean, nodes);
+        let round_of = |after: &str| {
+            let name = format!("dist_barrier({nodes}) after {after}");
+            entered
+                .iter()
+                .find(|(_, entered)| *entered == name)
+                .map(|&(round, _)| round)
+                .unwrap_or_else(|| panic!("no barrier {name:?} in {entered:?}"))
+        };
+        let rounds_case = entered
+            .iter()
+            .find(|(_, name)| name.contains("times in a row"))
+            .map(|&(round, _)| round)
+            .expect("the barrier rounds case");
+        // The join's; one with the RPC service threads waiting for requests
+        // on a port the run has to close; one with a port's service threads
+        // and the storm's; the flood's and the fill's, with their
+        // receivers draining; one with a caller and a receiver blocked on
+        // ports; one in the middle of the barrier rounds; one with a
+        // serving limit set; and the last.
+        let cases = [
+            (round_of(&format!("all {nodes} nodes joined")), None),
+            (round_of("registering the RPC service ports"), None),
+            (round_of("registering the port 30 of storm round 0"), None),
+            (round_of("every node sent its flood"), None),
+            (round_of("sending the counts of the fill"), None),
+            (round_of("every node's caller and receiver blocked"), None),
+            (rounds_case + 49, Some(50)),
+            (round_of("limiting the next nodes"), None),
+            (round_of("the last case"), None),
+        ];
+        let host_down = describe_result(-c_long::from(libc::EHOSTDOWN));
+        for (round, of_the_rounds) in cases {
+            let defects = Defects {
+                barrier_fails_in_round: Some(round),
+                ..Defects::default()
+            };
+            let results = run_cluster_within(nodes, defects, std::time::Duration::from_secs(240));
+            for (me, (output, summary)) in (1..).zip(results) {
+                let name = match of_the_rounds {
+                    Some(nth) => format!("node {me}: dist_barrier({nodes}) round {nth} of 100"),
+                    None => entered[entered
+                        .iter()
+                        .position(|&(r, _)| r == round)
+                        .expect("a barrier")]
+                    .1
+                    .clone(),
+                };
+                let failed = format!(" - {name} returns 0: barrier failed: {host_down}\n");
+                let at = output.find(&failed).unwrap_or_else(|| {
+                    panic!("round {round}, node {me}: no {failed:?} in\n{output}")
+                });
+                let after = &output[at + failed.len()..];
+                assert!(
+                    after.starts_with(
+                        "# the nodes are out of step: this node's run ends here\nBail out! "
+                    ),
+                    "round {round}, node {me}: {after}"
+                );
+                // Nothing runs after it.
+                assert!(
+                    !after
+                        .lines()
+                        .any(|l| l.starts_with("ok ") || l.starts_with("not ok ")),
+                    "round {round}, node {me}: {after}"
+                );
+                assert!(summary.failed >= 1, "{output}");
+                assert!(output.ends_with(&format!(
+                    "{} passed, {} failed\n",
+                    summary.passed, summary.failed
+                )));
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_barrier_waits_for_every_node_to_join_within_its_bound() {
+        let kernels = FakeKernel::cluster(2, Defects::default());
+        let short = std::time::Duration::from_millis(300);
+        let not_joined = io::await_members(&kernels[0], 2, short).expect_err("not a member");
+        assert!(not_joined.contains("-ENOTCONN"), "{not_joined}");
+        assert_eq!(join_with_text(&kernels[0], "10.0.0.1"), 1);
+        assert_eq!(io::await_members(&kernels[0], 2, short), Ok(()));
+        kernels[1].fail_node();
+        let begun = std::time::Instant::now();
+        let missing = io::await_members(&kernels[0], 2, short).expect_err("a node is missing");
+        assert_eq!(
+            missing,
+            "gave up after 300 ms waiting for all 2 nodes to join (get_total_node returns 1)"
+        );
+        assert!(begun.elapsed() >= short);
     }
 
     #[test]

@@ -56,7 +56,10 @@
 //! [`rejoin`]).
 //!
 //! Survivors report TAP; the victim only prints progress lines, since its
-//! output ends wherever the kill cuts it off.
+//! output ends wherever the kill cuts it off. Every wait is bounded, the
+//! victim's barriers too ([`crate::deadline`]); a barrier that fails
+//! (`barrier failed:` and why) leaves the nodes out of step and ends the
+//! run.
 
 use std::ffi::{c_void, CString};
 use std::io::Write;
@@ -70,8 +73,11 @@ use std::time::Duration;
 use libc::c_long;
 use lite::sys::{port_priority, LiteLock, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ, PRIORITY_NONE};
 
-use crate::cluster_test::io::{handle_of, read_at, stats, write_at};
+use crate::cluster_test::io::{
+    await_members, barrier_failed, enter_barrier, handle_of, read_at, stats, write_at,
+};
 use crate::cluster_test::password_of;
+use crate::deadline::bounded;
 use crate::errno::{describe_result, errno_name, expect_errno, expect_zero};
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -481,11 +487,13 @@ pub fn run_victim<K: Kernel, W: Write>(
     register_victim_port(kernel, &mut log);
 
     let barrier = |log: &mut VictimLog<'_, W>, after: &str| -> Result<(), String> {
-        expect_zero(kernel.dist_barrier(nodes))
-            .map_err(|e| format!("dist_barrier({nodes}) after {after}: {e}"))?;
-        log.note(&format!("dist_barrier({nodes}) after {after}: ok"));
+        let name = format!("dist_barrier({nodes}) after {after}");
+        enter_barrier(kernel, nodes, SETUP_BARRIER_TIMEOUT, &name)
+            .map_err(|e| format!("{name}: {e}"))?;
+        log.note(&format!("{name}: ok"));
         Ok(())
     };
+    await_members(kernel, nodes, SETUP_BARRIER_TIMEOUT)?;
     barrier(&mut log, "joining")?;
     hold_victim_locks(kernel, me, nodes, &mut log);
     barrier(&mut log, "the survivors' allocations")?;
@@ -503,29 +511,9 @@ pub fn run_victim<K: Kernel, W: Write>(
     Ok(())
 }
 
-/// Runs `call` on a thread of its own and waits at most `timeout` for its
-/// result. A call that does not return in time stays blocked on its thread,
-/// which ends with the process.
-pub(crate) fn bounded<K, T, F>(kernel: &Arc<K>, timeout: Duration, call: F) -> Result<T, String>
-where
-    K: Kernel + Send + 'static,
-    T: Send + 'static,
-    F: FnOnce(&K) -> T + Send + 'static,
-{
-    let (sender, receiver) = mpsc::channel();
-    let kernel = Arc::clone(kernel);
-    thread::Builder::new()
-        .spawn(move || {
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(call(&kernel));
-        })
-        .map_err(|e| format!("cannot start a thread: {e}"))?;
-    receiver
-        .recv_timeout(timeout)
-        .map_err(|_| format!("did not return within {} s", timeout.as_secs()))
-}
-
-/// A barrier of `count` nodes as a test point, bounded by `timeout`.
+/// A barrier of `count` nodes as a test point, bounded by `timeout`;
+/// whether it passed. A failed one says `barrier failed:` and why, and
+/// leaves the nodes out of step: the caller ends its run.
 pub(crate) fn barrier_point<K, W>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
@@ -537,8 +525,21 @@ where
     K: Kernel + Send + 'static,
     W: Write,
 {
-    let outcome = bounded(kernel, timeout, move |k| k.dist_barrier(count)).and_then(expect_zero);
-    tap.check(description, outcome)
+    let returned = bounded(kernel, timeout, move |k| k.dist_barrier(count));
+    match returned {
+        Ok(0) => {
+            tap.ok(description);
+            true
+        }
+        failed => {
+            let why = failed.map_or_else(|e| e, describe_result);
+            tap.not_ok(
+                &format!("{description}: {}", barrier_failed(&why)),
+                "the nodes are out of step",
+            );
+            false
+        }
+    }
 }
 
 /// What a survivor set up in phase 1; `None` for what failed.
@@ -1183,6 +1184,11 @@ where
         }
         ok
     };
+    if let Err(reason) = await_members(kernel.as_ref(), nodes, SETUP_BARRIER_TIMEOUT) {
+        tap.not_ok(&format!("all {nodes} nodes join"), &reason);
+        tap.bail_out("cannot test a cluster whose nodes did not all join");
+        return;
+    }
     if !setup_barrier(tap, &format!("all {nodes} nodes joined")) {
         return;
     }

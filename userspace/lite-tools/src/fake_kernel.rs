@@ -116,6 +116,10 @@ pub struct Defects {
     /// to LITE's settings like any other process without `CAP_NET_ADMIN`
     /// (the group file itself reads and writes as it should).
     pub ignore_admin_group: bool,
+    /// The barrier of this round fails with `EHOSTDOWN` on every node, as
+    /// when a member departs while it is in progress; every process counts
+    /// its barriers from round 1.
+    pub barrier_fails_in_round: Option<u64>,
 }
 
 impl Defects {
@@ -1418,6 +1422,9 @@ impl Kernel for FakeKernel {
             process.barrier_round += 1;
             process.barrier_round
         };
+        if self.defects.barrier_fails_in_round == Some(round) {
+            return err(libc::EHOSTDOWN);
+        }
         let mut cluster = self.cluster_state();
         *cluster.rounds.entry(round).or_default() += 1;
         self.shared.barrier.notify_all();

@@ -21,7 +21,8 @@
 //! * `lite-secret`: puts the cluster's secret in the kernel keyring, where
 //!   `lite_join` finds it.
 //!
-//! The library holds what they share. Everything that does not issue a
+//! The library holds what they share, among it the bounds on every wait
+//! for another node ([`deadline`]). Everything that does not issue a
 //! LITE system call is unit tested on any Linux host; the cluster test
 //! itself runs there against an in-memory model of the kernel, and the
 //! failure and partition tests against that model with one node's death
@@ -36,6 +37,7 @@ use std::net::Ipv4Addr;
 pub mod args;
 pub mod bench;
 pub mod cluster_test;
+pub mod deadline;
 pub mod debugfs;
 pub mod errno;
 pub mod failure_test;

@@ -11,10 +11,19 @@
 //! incarnation; everything its processes held belonged to the old
 //! membership.
 //!
+//! Before any of that, when the harness asks for it
+//! ([`PartitionConfig::pause_traffic`]), comes the pause phase ([`pauses`]):
+//! every node runs checked traffic with every other while the harness
+//! pauses one survivor's VM again and again, each time for a little less
+//! than the manager's dead-after; nobody may fail a call or count a node
+//! out.
+//!
 //! Both roles go through the same barriers (with all `nodes`):
 //!
 //! 1. everybody joined, and the cut node has registered port [`CUT_PORT`]
-//!    (the survivors find it by that port);
+//!    (the survivors find it by that port); the pause phase follows, with
+//!    a barrier once every node allocated its traffic's LMRs and one at
+//!    its end;
 //! 2. the holder (the lowest survivor) allocated LMR Y on itself and
 //!    published it by name;
 //! 3. the cut node mapped Y and its writer thread has written pattern P2
@@ -62,6 +71,9 @@ use crate::tap::Tap;
 
 #[cfg(test)]
 mod model;
+pub mod pauses;
+
+pub use pauses::{PAUSES_OVER_MARKER, PAUSE_READY_MARKER};
 
 /// The cut node's console line once its writes to LMR Y land; the harness
 /// takes the node's link down when it appears. It is a TAP comment, so it
@@ -184,6 +196,9 @@ pub struct PartitionConfig {
     pub nodes: u32,
     /// How often things are looked at.
     pub pacing: Pacing,
+    /// How long every node's traffic of the pause phase runs, by its own
+    /// clock, once every node allocated its LMRs; zero leaves the phase out.
+    pub pause_traffic: Duration,
 }
 
 /// Nanoseconds of `duration`, saturated, for deadlines on the
@@ -706,6 +721,9 @@ where
     if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
         return;
     }
+    if !config.pause_traffic.is_zero() && !pauses::run(kernel, tap, config, me) {
+        return;
+    }
     let found = find_port_owner(me, nodes, CUT_PORT, |node| {
         kernel.query_port(node, CUT_PORT)
     });
@@ -1195,6 +1213,9 @@ where
     register_cut_port(kernel.as_ref(), tap);
     let incarnation_before = own_membership_before(kernel.as_ref(), tap, me);
     if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
+        return;
+    }
+    if !config.pause_traffic.is_zero() && !pauses::run(kernel, tap, config, me) {
         return;
     }
     if !setup_barrier(kernel, tap, nodes, "publishing LMR Y") {

@@ -30,9 +30,13 @@ const STALL_CALLS: [&str; 4] = ["rdma_write", "send_reply_imm", "lock", "dist_ba
 /// (kept by another survivor), which it gets with `EOWNERDEAD`.
 const OWNER_DEAD_CALL: &str = "lock_owner_dead";
 
-/// After how long without a heartbeat the cluster manager declares a node
-/// dead: `lite-cm`'s default `--dead-after-ms`, which the harness keeps.
+/// After how long without a heartbeat the cluster manager suspects a node:
+/// `lite-cm`'s default `--dead-after-ms`, which the harness keeps.
 const DEAD_AFTER_MS: i64 = 3000;
+
+/// How much longer a suspect may stay silent before it is declared dead:
+/// `lite-cm`'s default `--suspicion-ms`, which the harness keeps.
+const SUSPICION_MS: i64 = 1000;
 
 /// The failure test's bound on a stall (`lite-failure-test`'s
 /// `MAX_STALL_MS`): a call returning later fails it.
@@ -983,7 +987,8 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
          (the program prints no time of its own for when lite_get_total_node dropped)"
             .to_string(),
         format!(
-            "dead-after: the manager declares a silent node dead after {DEAD_AFTER_MS} ms; \
+            "dead-after: the manager suspects a silent node after {DEAD_AFTER_MS} ms and declares it dead \
+             {SUSPICION_MS} ms later; \
              bound: the failure test fails a stall over {STALL_BOUND_MS} ms"
         ),
         row([
@@ -1718,6 +1723,9 @@ mod tests {
         let manager = include_str!("../../../userspace/cluster-manager/src/cli.rs");
         assert!(manager.contains(&format!(
             "heartbeat) for MS milliseconds (default {DEAD_AFTER_MS})"
+        )));
+        assert!(manager.contains(&format!(
+            "for MS milliseconds more and no peer heard from it\n                         (default {SUSPICION_MS})"
         )));
         let run = include_str!("run.rs");
         assert!(run.contains("dead_after_ms: None,"));

@@ -225,7 +225,14 @@
  *   Block until num nodes (this one included) have entered the same
  *   barrier round. Rounds are numbered per node, so the call can be
  *   repeated. -EINVAL if num is 0 or larger than LITE_MAX_NODES;
- *   -ERESTARTSYS / -EINTR if interrupted by a signal.
+ *   -ERESTARTSYS / -EINTR if interrupted by a signal. Rounds follow the
+ *   membership: -EHOSTDOWN if a member departed (died, was expelled or
+ *   left) while the round was in progress; every node still waiting in
+ *   that round, or entering it later, fails it the same way, and each
+ *   node's next call is the next round for all of them, so calls stay
+ *   paired with the same calls on the other nodes. -ETIMEDOUT if the
+ *   cluster had fewer than num members for 60 s of the wait (members
+ *   that are slow to arrive are waited for without limit).
  *
  * Memory-like operations (executed by the nodes that hold the bytes)
  *

@@ -6,10 +6,14 @@
 //! TAP version 13 followed by one line `P passed, F failed` and exits 0
 //! exactly when F is 0. The cut node prints
 //! [`lite_tools::partition_test::READY_MARKER`] (as a TAP comment) when the
-//! harness is to take its link down.
+//! harness is to take its link down. With `--pause-traffic S`, every node
+//! first runs S seconds of checked traffic with every other while the
+//! harness pauses one node's VM again and again, and prints
+//! [`lite_tools::partition_test::PAUSE_READY_MARKER`] once that traffic runs.
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
 use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
@@ -18,9 +22,13 @@ use lite_tools::partition_test::{run_cut, run_survivor, Pacing, PartitionConfig,
 use lite_tools::tap::Tap;
 use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
 
+/// Longest pause phase accepted: an hour is far more than any schedule of
+/// pauses needs, and a typo should not hold a node for days.
+const MAX_PAUSE_TRAFFIC_SECS: u64 = 3600;
+
 const CLI: Cli = Cli {
     program: "lite-partition-test",
-    synopsis: "--cm IP --nodes N --role survivor|cut",
+    synopsis: "--cm IP --nodes N --role survivor|cut [--pause-traffic S]",
     about: "Runs one node's part of the LITE network partition test.",
     options: &[
         OptionSpec {
@@ -38,6 +46,12 @@ const CLI: Cli = Cli {
             value_name: "ROLE",
             help: "survivor (stays connected) or cut (the harness cuts it off)",
         },
+        OptionSpec {
+            name: "pause-traffic",
+            value_name: "S",
+            help: "seconds of checked traffic with every node while the harness pauses a VM, \
+                   before the partition (0, the default: no pause phase)",
+        },
     ],
 };
 
@@ -48,6 +62,11 @@ fn parse_config(parsed: &Parsed) -> Result<(PartitionConfig, Role), ArgError> {
         // cut node writes to.
         nodes: in_range("nodes", parsed.required("nodes")?, 2..=MAX_CLUSTER_NODES)?,
         pacing: Pacing::VMS,
+        pause_traffic: Duration::from_secs(in_range(
+            "pause-traffic",
+            parsed.optional("pause-traffic", 0)?,
+            0..=MAX_PAUSE_TRAFFIC_SECS,
+        )?),
     };
     let role = parsed.required_with("role", Role::parse)?;
     Ok((config, role))
@@ -65,8 +84,11 @@ fn main() -> ExitCode {
         Role::Cut => "cut",
     };
     tap.comment(&format!(
-        "lite-partition-test: manager {}:{CM_DEFAULT_PORT}, {} nodes, {name}",
-        config.cm, config.nodes
+        "lite-partition-test: manager {}:{CM_DEFAULT_PORT}, {} nodes, {name}, {} s of traffic \
+         through pauses",
+        config.cm,
+        config.nodes,
+        config.pause_traffic.as_secs()
     ));
     let kernel = Arc::new(Syscalls);
     match role {

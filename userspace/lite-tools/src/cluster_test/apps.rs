@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 
 use super::c_programs::finish;
-use super::io::barrier;
+use super::io::{barrier, InStep};
 use super::processes::WHY_SKIPPED;
 use crate::kernel::Kernel;
 use crate::tap::Tap;
@@ -130,7 +130,7 @@ pub(super) fn run<K: Kernel, W: Write>(
     cm: Ipv4Addr,
     me: u32,
     nodes: u32,
-) {
+) -> InStep {
     if !kernel.spawns_processes() {
         for app in &RUNS {
             for transport in ["LITE", "TCP", "alone"] {
@@ -140,12 +140,12 @@ pub(super) fn run<K: Kernel, W: Write>(
                 );
             }
         }
-        return;
+        return Ok(());
     }
     let layout = own_address().and_then(|own| tcp_layout(own, nodes));
     for (port, app) in (FIRST_TCP_PORT..).zip(RUNS.iter()) {
         let own_args = app.args.iter().map(|a| a.to_string());
-        barrier(kernel, tap, nodes, app.what);
+        barrier(kernel, tap, nodes, app.what)?;
         let mut lite: Vec<String> = ["--transport", "lite", "--cm"]
             .iter()
             .map(|a| a.to_string())
@@ -183,6 +183,7 @@ pub(super) fn run<K: Kernel, W: Write>(
             run_and_judge(app.program, &alone),
         );
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::io::barrier;
+use super::io::{barrier, InStep};
 use super::processes::collect;
 use super::processes::WHY_SKIPPED;
 use crate::kernel::Kernel;
@@ -168,7 +168,7 @@ pub(super) fn run<K: Kernel, W: Write>(
     cm: Ipv4Addr,
     me: u32,
     nodes: u32,
-) {
+) -> InStep {
     let names = [
         "the compatibility library's test, both builds",
         "the Python package's cluster test",
@@ -182,10 +182,10 @@ pub(super) fn run<K: Kernel, W: Write>(
         for name in names {
             tap.skip(&format!("node {me}: {name}"), WHY_SKIPPED);
         }
-        return;
+        return Ok(());
     }
     let cm = cm.to_string();
-    barrier(kernel, tap, nodes, "the C programs");
+    barrier(kernel, tap, nodes, "the C programs")?;
     let me_nodes = [me.to_string(), nodes.to_string()];
     for program in COMPAT_TESTS {
         points_test(tap, program, program, &me_nodes, me);
@@ -219,14 +219,14 @@ pub(super) fn run<K: Kernel, W: Write>(
         share,
     );
 
-    barrier(kernel, tap, nodes, "lite_rpc");
+    barrier(kernel, tap, nodes, "lite_rpc")?;
     rpc_example(tap, &cm, me, nodes);
 
-    barrier(kernel, tap, nodes, "lite_lock");
+    barrier(kernel, tap, nodes, "lite_lock")?;
     let lock = run_program("lite_lock", &[cm, nodes.to_string()]).and_then(|f| judge(&f, &[]));
     tap.check(
         &format!("node {me}: lite_lock on {nodes} nodes counts every increment under the lock"),
         lock,
     );
-    barrier(kernel, tap, nodes, "the C programs' end");
+    barrier(kernel, tap, nodes, "the C programs' end")
 }

@@ -3,13 +3,31 @@
 
 use std::ffi::c_void;
 use std::io::Write;
+use std::time::Duration;
 
 use libc::c_long;
 use lite::sys::{LiteStats, PRIORITY_NONE};
 
+use crate::deadline::{interrupt_at, Deadline};
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
 use crate::tap::Tap;
+
+/// How long a barrier may wait. It waits for the slowest node's work since
+/// the barrier before, which is bounded but can be long under emulation
+/// (a program the cluster test runs gets three minutes, a wait for a peer
+/// tens of seconds), and the first one for every node to boot and join.
+pub const BARRIER_LIMIT: Duration = Duration::from_secs(10 * 60);
+
+/// The nodes are out of step: a barrier failed, so the rounds after it
+/// would pair different points of the test on different nodes. Its test
+/// point and a bail-out have been reported; the run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfStep;
+
+/// What a part of the cluster test that enters barriers returns: `Err`
+/// once the nodes are out of step.
+pub type InStep = Result<(), OutOfStep>;
 
 /// Writes `data` at `offset` of `handle`; the raw result.
 pub fn write_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, data: &[u8], pw: u64) -> c_long {
@@ -132,12 +150,89 @@ pub fn check_handle<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) 
     }
 }
 
-/// Every node calls this at the same point; reports the result.
-pub fn barrier<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, after: &str) {
-    tap.check(
-        &format!("dist_barrier({nodes}) after {after} returns 0"),
-        expect_zero(kernel.dist_barrier(nodes)),
+/// How often [`await_members`] looks at the cluster's size.
+const MEMBERS_POLL: Duration = Duration::from_millis(200);
+
+/// Waits, within `limit`, until the cluster has `nodes` members as this
+/// node sees it. Before the first barrier: it waits for every node to boot
+/// and join, which can take minutes under emulation, and the kernel fails
+/// a barrier that waits long for members that have not joined yet.
+pub fn await_members<K: Kernel>(kernel: &K, nodes: u32, limit: Duration) -> Result<(), String> {
+    let joined = Deadline::after(limit, format!("all {nodes} nodes to join"));
+    loop {
+        let total = kernel.get_total_node();
+        if total < 0 {
+            return Err(format!(
+                "get_total_node returned {}",
+                describe_result(total)
+            ));
+        }
+        // More than expected is for the membership checks to report.
+        if total >= c_long::from(nodes) {
+            return Ok(());
+        }
+        joined
+            .check()
+            .map_err(|e| format!("{e} (get_total_node returns {total})"))?;
+        std::thread::sleep(MEMBERS_POLL);
+    }
+}
+
+/// The reason of a failed barrier: `barrier failed: ` and why.
+pub fn barrier_failed(why: &str) -> String {
+    format!("barrier failed: {why}")
+}
+
+/// Enters a barrier of `nodes` nodes, interrupted once `limit` passed;
+/// `name` names it (`dist_barrier(4) after X`) in the failure, which is a
+/// [`barrier_failed`] reason.
+pub fn enter_barrier<K: Kernel>(
+    kernel: &K,
+    nodes: u32,
+    limit: Duration,
+    name: &str,
+) -> Result<(), String> {
+    let deadline = Deadline::after(limit, format!("every node to enter {name}"));
+    let (ret, interrupted) = interrupt_at(&deadline, || kernel.dist_barrier(nodes));
+    match ret {
+        0 => Ok(()),
+        _ if interrupted => Err(barrier_failed(&format!(
+            "{} ({})",
+            describe_result(ret),
+            deadline.expired()
+        ))),
+        _ => Err(barrier_failed(&describe_result(ret))),
+    }
+}
+
+/// Reports test point `point`, a barrier that failed with `reason` (see
+/// [`enter_barrier`]), and that the run ends here.
+pub fn out_of_step<W: Write>(tap: &mut Tap<W>, point: &str, reason: &str) -> OutOfStep {
+    tap.not_ok(
+        &format!("{point}: {reason}"),
+        "the nodes are out of step: this node's run ends here",
     );
+    tap.bail_out("a barrier failed, the nodes are out of step");
+    OutOfStep
+}
+
+/// Every node calls this at the same point; reports the result. A failed
+/// barrier ends the run ([`OutOfStep`]).
+pub fn barrier<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    nodes: u32,
+    after: &str,
+) -> InStep {
+    let name = format!("dist_barrier({nodes}) after {after}");
+    let point = format!("{name} returns 0");
+    match enter_barrier(kernel, nodes, BARRIER_LIMIT, &name) {
+        Ok(()) => {
+            tap.ok(&point);
+            Ok(())
+        }
+        Err(reason) => Err(out_of_step(tap, &point, &reason)),
+    }
 }
 
 /// A name published by `node`, of kind `kind`.

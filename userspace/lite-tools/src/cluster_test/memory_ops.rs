@@ -5,6 +5,7 @@
 use std::ffi::c_void;
 use std::io::Write;
 use std::ptr;
+use std::time::Duration;
 
 use lite::sys::{
     LiteStats, ASYNC_NOWAIT, CHUNK_SIZE, MAX_ASYNC_SIZE, MAX_REGISTER_SIZE, NODE_SPREAD, PERM_READ,
@@ -16,11 +17,18 @@ use super::io::{
     UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
+use crate::deadline::{retry_while_busy, Deadline, Retried};
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
 use crate::plan::next_node;
 use crate::tap::Tap;
+
+/// Longest a polled asynchronous read may take to complete.
+const POLL_LIMIT: Duration = Duration::from_secs(10);
+
+/// Pause between polls of an asynchronous read.
+const POLL_PAUSE: Duration = Duration::from_micros(200);
 
 const KIB: u64 = 1024;
 
@@ -415,23 +423,18 @@ fn async_cases<K: Kernel, W: Write>(
     };
     let outcome = if ret > 0 {
         let op = ret.unsigned_abs();
-        let mut polls = 0u32;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let result = loop {
-            let ret = kernel.async_wait(op, ASYNC_NOWAIT);
-            polls += 1;
-            if ret != -libc::c_long::from(libc::EAGAIN) || std::time::Instant::now() > deadline {
-                break ret;
+        let done = Deadline::after(POLL_LIMIT, format!("read_async operation {op} to complete"));
+        let polled = retry_while_busy(&done, &[libc::EAGAIN], POLL_PAUSE, || {
+            kernel.async_wait(op, ASYNC_NOWAIT)
+        });
+        match polled {
+            Ok(Retried { ret, busy }) => expect_zero(ret)
+                .map_err(|e| format!("after {} polls: {e}", busy + 1))
+                .and_then(|()| pattern::verify(seed, base, &buf).map_err(|m| m.to_string())),
+            Err(e) => {
+                kernel.fence();
+                Err(e)
             }
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        };
-        if result == -libc::c_long::from(libc::EAGAIN) {
-            kernel.fence();
-            Err(format!("still -EAGAIN after {polls} polls over 10 s"))
-        } else {
-            expect_zero(result)
-                .map_err(|e| format!("after {polls} polls: {e}"))
-                .and_then(|()| pattern::verify(seed, base, &buf).map_err(|m| m.to_string()))
         }
     } else {
         Err(format!("read_async returned {}", describe_result(ret)))

@@ -9,13 +9,15 @@
 //! their barriers are still entered so all nodes stay in step.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_NONE};
 
-use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, UserPages};
+use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages};
 use super::password_of;
+use crate::deadline::show;
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
@@ -33,13 +35,20 @@ const REGION: u64 = 768 << 10;
 const RECORD: usize = 64;
 const CHILDREN_PER_NODE: u32 = 2;
 
+/// Longest a child process may run. A child may wait for other nodes (a
+/// lock, a request) or for its parent, and its parent reads its output to
+/// the end: past this the kernel ends it, so that nothing it waits for can
+/// keep its parent waiting for ever. Longer than a barrier's bound, which
+/// its parent may spend while it waits for the parent's word.
+const CHILD_TIME_LIMIT: Duration = Duration::from_secs(15 * 60);
+
 pub(super) fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
     me: u32,
     nodes: u32,
     password: u64,
-) {
+) -> InStep {
     let real = kernel.spawns_processes();
     let case = "a second process using this process's handle gets -EBADF for every call";
     if real {
@@ -47,9 +56,9 @@ pub(super) fn run<K: Kernel, W: Write>(
     } else {
         tap.skip(case, WHY_SKIPPED);
     }
-    barrier(kernel, tap, nodes, "the foreign handle case");
-    leak(kernel, tap, me, nodes, password, real);
-    concurrent(kernel, tap, me, nodes, real);
+    barrier(kernel, tap, nodes, "the foreign handle case")?;
+    leak(kernel, tap, me, nodes, password, real)?;
+    concurrent(kernel, tap, me, nodes, real)
 }
 
 pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
@@ -97,9 +106,23 @@ pub(super) fn finish(mut child: Child) -> Result<(), String> {
         .map_err(|e| format!("waiting for the child: {e}"))?;
     if status.success() {
         Ok(())
+    } else if status.signal() == Some(libc::SIGALRM) {
+        Err(format!(
+            "the child still ran after {}, its limit, and was ended: it waited for something that never came",
+            show(CHILD_TIME_LIMIT)
+        ))
     } else {
         Err(format!("child exited with {status}"))
     }
+}
+
+/// Ends this process with `SIGALRM` once it ran for [`CHILD_TIME_LIMIT`];
+/// for a child, as it starts.
+fn limit_child_time() {
+    let seconds = u32::try_from(CHILD_TIME_LIMIT.as_secs()).unwrap_or(u32::MAX);
+    // SAFETY: alarm only arms this process's timer; SIGALRM keeps its
+    // default action, which ends the process.
+    unsafe { libc::alarm(seconds) };
 }
 
 fn foreign_handle<K: Kernel, W: Write>(
@@ -167,7 +190,7 @@ fn leak<K: Kernel, W: Write>(
     nodes: u32,
     password: u64,
     real: bool,
-) {
+) -> InStep {
     let case = format!(
         "node {me}: a child that exits holding LMRs, a mapping, a registration, a name and 32 async writes leaves get_stats as before"
     );
@@ -190,7 +213,7 @@ fn leak<K: Kernel, W: Write>(
         tap,
         nodes,
         "publishing the LMR the exiting child maps",
-    );
+    )?;
     let outcome = match &published {
         Ok(_) => (|| -> Result<(), String> {
             let before = stats(kernel)?;
@@ -225,7 +248,7 @@ fn leak<K: Kernel, W: Write>(
         Err(reason) => Err(reason.clone()),
     };
     // Judged after every node's child is gone.
-    barrier(kernel, tap, nodes, "the exiting children");
+    barrier(kernel, tap, nodes, "the exiting children")?;
     if real {
         tap.check(&case, outcome);
     } else {
@@ -237,6 +260,7 @@ fn leak<K: Kernel, W: Write>(
             lmr.free(),
         );
     }
+    Ok(())
 }
 
 fn record(node: u32, child: u32, index: u64) -> [u8; RECORD] {
@@ -256,7 +280,13 @@ fn record(node: u32, child: u32, index: u64) -> [u8; RECORD] {
     record
 }
 
-fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32, real: bool) {
+fn concurrent<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    real: bool,
+) -> InStep {
     let owner = 1;
     let size = u64::from(nodes * CHILDREN_PER_NODE) * REGION;
     let name = name_of(CONCURRENT_NAME, owner);
@@ -284,7 +314,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes:
         tap,
         nodes,
         "publishing the LMR shared by child processes",
-    );
+    )?;
     let case = format!("node {me}: {CHILDREN_PER_NODE} child processes write checksummed records concurrently with all nodes and read every other region back with 0 mismatches");
     let mut children = Vec::new();
     let mut outcome: Result<(), String> = Ok(());
@@ -317,7 +347,14 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes:
             }
         }
     }
-    barrier(kernel, tap, nodes, "every child process wrote its region");
+    if let Err(out_of_step) = barrier(kernel, tap, nodes, "every child process wrote its region") {
+        // They wait for a go that will not come.
+        for (mut child, _) in children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        return Err(out_of_step);
+    }
     for (child, out) in &mut children {
         if let Some(stdin) = child.stdin.as_mut() {
             let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
@@ -341,7 +378,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes:
         tap,
         nodes,
         "every child process read the other regions",
-    );
+    )?;
     if real {
         tap.check(&case, outcome);
     } else {
@@ -353,11 +390,15 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes:
             lmr.free(),
         );
     }
+    Ok(())
 }
 
 /// Entry point of a child: `args` follow [`CHILD_SUBCOMMAND`]. Returns the
-/// exit status.
+/// exit status. The child ends after [`CHILD_TIME_LIMIT`] at the latest.
 pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
+    if kernel.spawns_processes() {
+        limit_child_time();
+    }
     if let Some(status) = super::rpc::child_main(kernel, args) {
         return status;
     }
@@ -371,6 +412,9 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
         return status;
     }
     if let Some(status) = super::quotas::child_main(kernel, args) {
+        return status;
+    }
+    if let Some(status) = super::stress::child_main(kernel, args) {
         return status;
     }
     let say = |line: String| {

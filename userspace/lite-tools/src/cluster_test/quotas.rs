@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use libc::c_long;
 use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
-use super::io::{barrier, handle_of, name_of, UserPages};
+use super::io::{barrier, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
 use super::processes::{finish, ChildPoints};
 use super::{expect_no_alloc, target_name};
@@ -185,18 +185,18 @@ pub(super) fn run<K: Kernel, W: Write>(
     me: u32,
     nodes: u32,
     password: u64,
-) {
+) -> InStep {
     if kernel.read_debugfs(QUOTAS_FILE).is_none() {
         tap.skip(
             &format!("node {me}: users and nodes hold no more than their quotas allow"),
             "this kernel has no debugfs",
         );
-        return;
+        return Ok(());
     }
     the_file(kernel, tap, me);
     malformed_lines(kernel, tap, me);
     user_quotas(kernel, tap, me, nodes, password);
-    serving_limits(kernel, tap, me, nodes, password);
+    serving_limits(kernel, tap, me, nodes, password)
 }
 
 /// The file parses, with the default limits.
@@ -1053,19 +1053,19 @@ fn serving_limits<K: Kernel, W: Write>(
     me: u32,
     nodes: u32,
     password: u64,
-) {
+) -> InStep {
     if nodes < 2 {
         tap.skip(
             &format!("node {me}: the LMRs of other nodes hold no more on this node than it allows"),
             "needs a second node to allocate on this one",
         );
-        return;
+        return Ok(());
     }
     // This node limits the next one's LMRs, and allocates on the previous
     // one, which limits this node's.
     let limited = next_node(me, nodes);
     let server = previous_node(me, nodes);
-    barrier(kernel, tap, nodes, "the user quota cases of every node");
+    barrier(kernel, tap, nodes, "the user quota cases of every node")?;
     let served_before = read_quotas(kernel).map(|file| file.served_for(limited));
     let set = served_before.clone().and_then(|before| {
         let limit = Limit::At(before + SERVING_LIMIT);
@@ -1080,7 +1080,13 @@ fn serving_limits<K: Kernel, W: Write>(
         &format!("node {me}: \"limit node {limited} remote_memory=N\" lets the LMRs of node {limited} hold {} more on this node than they do, which the quotas file shows", kib(SERVING_LIMIT)),
         set,
     );
-    barrier(kernel, tap, nodes, "limiting the next nodes");
+    // Out of step, the limit goes before the run ends, so that it
+    // disturbs nothing run after the test.
+    let reset_limit = |out_of_step| {
+        let _ = write_quotas(kernel, &Command::NodeReset(limited));
+        out_of_step
+    };
+    barrier(kernel, tap, nodes, "limiting the next nodes").map_err(reset_limit)?;
     let held = Region::alloc(kernel, server, HALF, 0, password);
     tap.check(
         &format!(
@@ -1097,7 +1103,7 @@ fn serving_limits<K: Kernel, W: Write>(
         ),
         expect_no_alloc(kernel, beyond, libc::EDQUOT),
     );
-    barrier(kernel, tap, nodes, "allocating on the previous nodes");
+    barrier(kernel, tap, nodes, "allocating on the previous nodes").map_err(reset_limit)?;
     let served = served_before.and_then(|before| {
         let now = read_quotas(kernel)?.served_for(limited);
         if now >= before + HALF {
@@ -1113,7 +1119,7 @@ fn serving_limits<K: Kernel, W: Write>(
         ),
         served,
     );
-    barrier(kernel, tap, nodes, "reading what the next nodes hold");
+    barrier(kernel, tap, nodes, "reading what the next nodes hold").map_err(reset_limit)?;
     let reset =
         write_quotas(kernel, &Command::NodeReset(limited)).and_then(|()| {
             match read_quotas(kernel)?.nodes.get(&limited) {
@@ -1125,7 +1131,7 @@ fn serving_limits<K: Kernel, W: Write>(
         &format!("node {me}: \"limit node {limited} default\" gives node {limited} the default limit again (no limit node {limited} line)"),
         reset,
     );
-    barrier(kernel, tap, nodes, "resetting the limits of the next nodes");
+    barrier(kernel, tap, nodes, "resetting the limits of the next nodes")?;
     tap.check(
         &format!(
             "node {me}: with node {server}'s limit for node {me} back to the default, alloc_remote of {} more on node {server} returns a handle",
@@ -1139,7 +1145,7 @@ fn serving_limits<K: Kernel, W: Write>(
             held.free(),
         );
     }
-    barrier(kernel, tap, nodes, "the serving limit case");
+    barrier(kernel, tap, nodes, "the serving limit case")
 }
 
 #[cfg(test)]

@@ -15,7 +15,11 @@
 //!
 //! Every node runs the same code relative to its own id; the barriers in
 //! here are entered unconditionally, in the same order on every node,
-//! whatever failed before them.
+//! whatever failed before them, and a barrier that fails ends the run
+//! (closing the ports whose receivers would wait for ever). Every wait
+//! for another node is bounded: a call by the kernel's RPC timeout, room
+//! in a full ring, a ring filling up and the next message of a drain by
+//! [`PEER_WAIT_LIMIT`].
 
 use std::ffi::{c_char, c_void};
 use std::io::{BufReader, Write};
@@ -33,9 +37,10 @@ use lite::sys::{
 };
 use lite::Priority;
 
-use super::io::barrier;
+use super::io::{barrier, InStep};
 use super::processes::{collect, finish, spawn};
 use super::target_name;
+use crate::deadline::{interrupt_at, retry_while_busy, Deadline, Watchdog};
 use crate::debugfs::{DEBUGFS_DIR, RPC_FAULT_FILE};
 use crate::errno::{describe_error, describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
@@ -95,6 +100,12 @@ const BLOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// as drained: a message already in a ring may take a moment to be
 /// noticed by the receiving node.
 const QUIET_PERIOD: Duration = Duration::from_secs(2);
+/// Longest one wait for another node may take in the flood and fill
+/// cases: for room in its full ring, for its ring to fill up, for the
+/// next message while its senders are not done.
+const PEER_WAIT_LIMIT: Duration = Duration::from_secs(60);
+/// Pause between nonblocking sends retried on -EAGAIN.
+const SEND_RETRY_PAUSE: Duration = Duration::from_micros(200);
 /// A descriptor the kernel never issues in practice.
 const UNKNOWN_DESCRIPTOR: u64 = 0x7fff_dead_0000;
 /// A priority outside the defined ones.
@@ -417,36 +428,45 @@ impl Blocker {
 }
 
 /// Decides when a nonblocking drain of a port ends: once `senders_done`
-/// is set and the port stayed empty for [`QUIET_PERIOD`].
+/// is set and the port stayed empty for [`QUIET_PERIOD`]; or, while the
+/// senders are not done, once no message came for [`PEER_WAIT_LIMIT`].
 struct DrainEnd<'a> {
     senders_done: &'a AtomicBool,
     empty_since: Option<Instant>,
+    /// Restarted at every message.
+    next_message: Deadline,
 }
 
 impl<'a> DrainEnd<'a> {
-    fn new(senders_done: &'a AtomicBool) -> Self {
+    /// `awaited` names the messages drained, for the failure.
+    fn new(senders_done: &'a AtomicBool, awaited: String) -> Self {
         DrainEnd {
             senders_done,
             empty_since: None,
+            next_message: Deadline::after(PEER_WAIT_LIMIT, awaited),
         }
     }
 
-    /// The port was found empty: whether the drain is over. Waits a
-    /// little before the next try otherwise.
-    fn empty(&mut self) -> bool {
+    /// The port was found empty: `Ok(true)` once the drain is over, an
+    /// error once no message came for too long. Waits a little before the
+    /// next try otherwise.
+    fn empty(&mut self) -> Result<bool, String> {
         if self.senders_done.load(Ordering::SeqCst) {
             let since = *self.empty_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= QUIET_PERIOD {
-                return true;
+                return Ok(true);
             }
+        } else {
+            self.next_message.check()?;
         }
         std::thread::sleep(Duration::from_millis(1));
-        false
+        Ok(false)
     }
 
     /// A message arrived.
     fn message(&mut self) {
         self.empty_since = None;
+        self.next_message.restart();
     }
 }
 
@@ -459,7 +479,12 @@ pub(super) fn thread_state(tid: i32) -> Option<char> {
     rest.trim_start().chars().next()
 }
 
-pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+) -> InStep {
     let registered = register(kernel, SERVICE_PORT, MAX_MESSAGE_SIZE, "lite-test-service");
     tap.check(
         &format!(
@@ -475,30 +500,18 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
         } else {
             Vec::new()
         };
-        barrier(kernel, tap, nodes, "registering the RPC service ports");
-
-        service_calls(kernel, tap, me, nodes);
-        concurrent_calls(kernel, tap, me, nodes);
-        super::rpc_async::run(kernel, tap, me, nodes);
-        barrier(kernel, tap, nodes, "the concurrent RPCs");
-        multicast(kernel, tap, me, nodes);
-        storm(kernel, tap, me, nodes);
-        dying_server(kernel, tap, me, nodes);
-        corrupt_ring(kernel, tap, me, nodes);
-        flood(kernel, tap, me, nodes);
-        fill(kernel, tap, me, nodes);
-        closing(kernel, tap, me, nodes);
-        private_port(kernel, tap, me);
-        processes(kernel, tap, me);
-        bad_input(kernel, tap, me, nodes);
-
-        barrier(kernel, tap, nodes, "the last call to the service ports");
+        if let Err(out_of_step) = served_cases(kernel, tap, me, nodes) {
+            // Closing the port ends the service threads, which the scope
+            // waits for.
+            kernel.unregister_application(SERVICE_PORT);
+            return Err(out_of_step);
+        }
         tap.check(
             &format!("node {me}: unregister_application(port {SERVICE_PORT}) returns 0"),
             expect_zero(kernel.unregister_application(SERVICE_PORT)),
         );
         if servers.is_empty() {
-            return;
+            return Ok(());
         }
         let mut requests = 0;
         let mut outcome = Ok(());
@@ -525,7 +538,29 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
             ),
             outcome,
         );
-    });
+        Ok(())
+    })
+}
+
+/// The cases while every node's service port is served, up to the barrier
+/// after the last call to them.
+fn served_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
+    barrier(kernel, tap, nodes, "registering the RPC service ports")?;
+    service_calls(kernel, tap, me, nodes);
+    concurrent_calls(kernel, tap, me, nodes);
+    super::rpc_async::run(kernel, tap, me, nodes);
+    barrier(kernel, tap, nodes, "the concurrent RPCs")?;
+    multicast(kernel, tap, me, nodes);
+    storm(kernel, tap, me, nodes)?;
+    dying_server(kernel, tap, me, nodes)?;
+    corrupt_ring(kernel, tap, me, nodes)?;
+    flood(kernel, tap, me, nodes)?;
+    fill(kernel, tap, me, nodes)?;
+    closing(kernel, tap, me, nodes)?;
+    private_port(kernel, tap, me);
+    processes(kernel, tap, me);
+    bad_input(kernel, tap, me, nodes);
+    barrier(kernel, tap, nodes, "the last call to the service ports")
 }
 
 /// Port lookups and transformed calls of every size to every node.
@@ -966,15 +1001,22 @@ fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Resu
 /// threads, on a port none of them used before: the first requests of a
 /// client to a (port, node) must not trample each other however many
 /// threads make them at the same time. Fresh ports make many first uses.
-fn storm<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn storm<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
     for round in 0..STORM_ROUNDS {
-        storm_round(kernel, tap, me, nodes, round);
+        storm_round(kernel, tap, me, nodes, round)?;
     }
+    Ok(())
 }
 
 /// One storm round on its fresh port: served by [`STORM_SERVERS`]
 /// threads on every node, stormed by every node at once, then closed.
-fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32, round: u32) {
+fn storm_round<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    round: u32,
+) -> InStep {
     let port = storm_port(round);
     let registered = register(kernel, port, STORM_MAX as u64, "lite-test-storm");
     std::thread::scope(|scope| {
@@ -985,17 +1027,20 @@ fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes
         } else {
             Vec::new()
         };
-        barrier(
+        let stormed = barrier(
             kernel,
             tap,
             nodes,
             &format!("registering the port {port} of storm round {round}"),
-        );
-        let stormed = storm_threads(kernel, me, nodes, round);
+        )
+        .map(|()| storm_threads(kernel, me, nodes, round))
         // Nobody calls the port any more once every node passed this.
-        barrier(kernel, tap, nodes, &format!("storm round {round}"));
+        .and_then(|stormed| {
+            barrier(kernel, tap, nodes, &format!("storm round {round}")).map(|()| stormed)
+        });
         // Closing the port ends the service threads' receives.
         let closed = kernel.unregister_application(port);
+        let stormed = stormed?;
         let served: Vec<Served> = servers
             .into_iter()
             .map(|server| {
@@ -1046,7 +1091,8 @@ fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes
             ),
             outcome,
         );
-    });
+        Ok(())
+    })
 }
 
 /// How the dying server's process ends once it holds its requests.
@@ -1252,7 +1298,7 @@ fn end_dying_server(mut server: DyingServer, death: Death) -> Result<(), String>
 /// A server process on one node receives requests from every node and
 /// dies without answering them: every caller, on every node, must learn
 /// at once, not after the RPC timeout.
-fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
     let real = kernel.spawns_processes();
     for (index, round) in dying_rounds(nodes).into_iter().enumerate() {
         let name = ["a", "b"][index];
@@ -1275,12 +1321,19 @@ fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node
         } else {
             None
         };
-        barrier(
+        let barrier_passed = barrier(
             kernel,
             tap,
             nodes,
             &format!("starting the dying server of round {name} on node {server}"),
         );
+        if let Err(out_of_step) = barrier_passed {
+            if let Some(Ok(mut started)) = started {
+                let _ = started.child.kill();
+                let _ = started.child.wait();
+            }
+            return Err(out_of_step);
+        }
         let start = Barrier::new(DYING_CALLERS as usize);
         let (calls, ended, died) = std::thread::scope(|scope| {
             let callers: Vec<_> = if real {
@@ -1297,19 +1350,21 @@ fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node
                 started.map(|started| started.and_then(|s| end_dying_server(s, round.death)));
             // Entered by the server's node once its process is gone: when
             // it returns anywhere, the server is dead.
-            barrier(
+            let ended_everywhere = barrier(
                 kernel,
                 tap,
                 nodes,
                 &format!("the dying server of round {name} on node {server} ended"),
             );
             let died = Instant::now();
+            // Out of step, they end with the server's death or their RPC
+            // timeout all the same.
             let calls: Vec<Result<DyingCall, String>> = callers
                 .into_iter()
                 .map(|caller| caller.join().map_err(|_| "panicked".to_string()))
                 .collect();
-            (calls, ended, died)
-        });
+            ended_everywhere.map(|()| (calls, ended, died))
+        })?;
         if !real {
             tap.skip(&description, WHY_SKIPPED);
             continue;
@@ -1325,6 +1380,7 @@ fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node
         let outcome = ended.unwrap_or(Ok(())).and(judged.map(drop)).and(closed);
         tap.check(&description, outcome);
     }
+    Ok(())
 }
 
 /// The server and client nodes of the corrupt ring case, the same on
@@ -1630,7 +1686,7 @@ fn judge_corrupt_server(client: u32, closed: c_long, got: &CorruptReceived) -> R
 /// the client [`CORRUPT_CLIENT`]; the other nodes only enter the
 /// barriers. Skipped alike on every node, its barriers with it, when the
 /// kernel cannot inject the fault or there is no second node.
-fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
     let port = CORRUPT_PORT;
     let (server, client) = corrupt_roles(nodes).unwrap_or((CORRUPT_SERVER, CORRUPT_CLIENT));
     let client_description = format!(
@@ -1654,17 +1710,25 @@ fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node
         if me == server {
             tap.skip(&server_description, why);
         }
-        return;
+        return Ok(());
     }
 
     let registered =
         (me == server).then(|| register(kernel, port, CORRUPT_MAX, "lite-test-corrupt"));
+    // Out of step, the port goes before the run ends.
+    let close = |out_of_step| {
+        if registered == Some(0) {
+            kernel.unregister_application(port);
+        }
+        out_of_step
+    };
     barrier(
         kernel,
         tap,
         nodes,
         &format!("registering port {port} on node {server} with nobody receiving"),
-    );
+    )
+    .map_err(close)?;
     let mut failures = if me == client {
         corrupt_faulty_calls(kernel, tap, server, client)
     } else {
@@ -1676,19 +1740,23 @@ fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node
         tap,
         nodes,
         &format!("the calls of node {client} that the broken ring of port {port} on node {server} discarded"),
-    );
+    )
+    .map_err(close)?;
     std::thread::scope(|scope| {
         let receiver = (registered == Some(0)).then(|| scope.spawn(|| corrupt_receiver(kernel)));
         if me == client {
             failures.extend(corrupt_calls_after(kernel, server, client));
         }
         // Nobody calls the port any more once every node passed this.
+        // Out of step, closing the port ends the receiver, which the scope
+        // waits for.
         barrier(
             kernel,
             tap,
             nodes,
             &format!("the calls of node {client} to port {port} on node {server} after the break"),
-        );
+        )
+        .map_err(close)?;
         if me == client {
             let outcome = if failures.is_empty() {
                 Ok(())
@@ -1698,7 +1766,7 @@ fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node
             tap.check(&client_description, outcome);
         }
         let Some(registered) = registered else {
-            return;
+            return Ok(());
         };
         let outcome = match receiver {
             None => expect_zero(registered)
@@ -1720,7 +1788,8 @@ fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, node
             }
         };
         tap.check(&server_description, outcome);
-    });
+        Ok(())
+    })
 }
 
 /// A flood message: sender, sequence number, then pattern bytes.
@@ -1735,26 +1804,44 @@ fn flood_message(sender: u32, seq: u32) -> [u8; FLOOD_SIZE] {
 
 /// Sends the flood to `target`: blocking sends, and every fourth message
 /// a nonblocking one retried while it returns -EAGAIN. Counts the retries.
+/// A send waits at most [`PEER_WAIT_LIMIT`] for room in the target's ring.
 fn flood_sender<K: Kernel>(
     kernel: &K,
     me: u32,
     target: u32,
     retries: &AtomicU64,
 ) -> Result<(), String> {
-    for seq in 0..FLOOD_MESSAGES {
-        let message = flood_message(me, seq);
-        let nonblock = seq % 4 == 3;
-        let ret = loop {
-            let ret = send(kernel, target, FLOOD_PORT, &message, nonblock);
-            if !(nonblock && ret == -c_long::from(libc::EAGAIN)) {
-                break ret;
-            }
-            retries.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(Duration::from_micros(200));
-        };
-        expect_zero(ret).map_err(|e| format!("message {seq} to node {target}: {e}"))?;
-    }
-    Ok(())
+    let mut room = Deadline::after(
+        PEER_WAIT_LIMIT,
+        format!("room in node {target}'s ring of port {FLOOD_PORT}, which it drains"),
+    );
+    Watchdog::guard(|watchdog| {
+        for seq in 0..FLOOD_MESSAGES {
+            let message = flood_message(me, seq);
+            room.restart();
+            let ret = if seq % 4 == 3 {
+                let retried = retry_while_busy(&room, &[libc::EAGAIN], SEND_RETRY_PAUSE, || {
+                    send(kernel, target, FLOOD_PORT, &message, true)
+                })
+                .map_err(|e| format!("message {seq} to node {target}: {e}"))?;
+                retries.fetch_add(retried.busy, Ordering::Relaxed);
+                retried.ret
+            } else {
+                let (ret, interrupted) =
+                    watchdog.call(&room, || send(kernel, target, FLOOD_PORT, &message, false));
+                if interrupted && ret != 0 {
+                    return Err(format!(
+                        "message {seq} to node {target}: {} ({})",
+                        describe_result(ret),
+                        room.expired()
+                    ));
+                }
+                ret
+            };
+            expect_zero(ret).map_err(|e| format!("message {seq} to node {target}: {e}"))?;
+        }
+        Ok(())
+    })
 }
 
 /// The slow receiver of the flood: takes messages without blocking,
@@ -1766,18 +1853,29 @@ fn flood_receiver<K: Kernel>(kernel: &K, nodes: u32, all_sent: &AtomicBool) -> R
     let mut buf = [0u8; FLOOD_SIZE * 2];
     let mut received = 0u32;
     let mut failure = None;
-    let mut end = DrainEnd::new(all_sent);
+    let expected = nodes * FLOOD_MESSAGES;
+    let mut end = DrainEnd::new(
+        all_sent,
+        format!("the next of the {expected} flood messages"),
+    );
     loop {
         let (ret, descriptor) = receive(kernel, FLOOD_PORT, &mut buf, true);
         if ret < 0 {
             if ret != -c_long::from(libc::EAGAIN) {
                 failure.get_or_insert(format!("receive returned {}", describe_result(ret)));
             }
-            let complete = received == nodes * FLOOD_MESSAGES;
-            if (complete && all_sent.load(Ordering::SeqCst)) || end.empty() {
+            let complete = received == expected;
+            if complete && all_sent.load(Ordering::SeqCst) {
                 break;
             }
-            continue;
+            match end.empty() {
+                Ok(true) => break,
+                Ok(false) => continue,
+                Err(e) => {
+                    failure.get_or_insert(format!("{e} ({received} arrived)"));
+                    break;
+                }
+            }
         }
         end.message();
         // Keep draining after a failure, so that no sender stays blocked.
@@ -1825,12 +1923,16 @@ fn flood_receiver<K: Kernel>(kernel: &K, nodes: u32, all_sent: &AtomicBool) -> R
     }
 }
 
-fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
     tap.check(
         &format!("node {me}: register_application(port {FLOOD_PORT}, max 256 B) returns 0"),
         expect_zero(register(kernel, FLOOD_PORT, 256, "lite-test-flood")),
     );
-    barrier(kernel, tap, nodes, "registering the flood ports");
+    let close = |out_of_step| {
+        kernel.unregister_application(FLOOD_PORT);
+        out_of_step
+    };
+    barrier(kernel, tap, nodes, "registering the flood ports").map_err(close)?;
     let all_sent = AtomicBool::new(false);
     let retries = AtomicU64::new(0);
     let (sent, received) = std::thread::scope(|scope| {
@@ -1845,11 +1947,13 @@ fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32)
             .into_iter()
             .try_for_each(|sender| sender.join().unwrap_or_else(|_| Err("panicked".into())));
         // Every node's messages are in the rings once its sends returned.
-        barrier(kernel, tap, nodes, "every node sent its flood");
+        let in_step = barrier(kernel, tap, nodes, "every node sent its flood");
+        // Out of step too, so that the receiver ends.
         all_sent.store(true, Ordering::SeqCst);
         let received = receiver.join().unwrap_or_else(|_| Err("panicked".into()));
-        (sent, received)
-    });
+        in_step.map(|()| (sent, received))
+    })
+    .map_err(close)?;
     tap.check(
         &format!(
             "node {me}: {FLOOD_MESSAGES} one-way {FLOOD_SIZE} B messages to port {FLOOD_PORT} of each of the {nodes} nodes sent (blocking, and nonblocking retried on -EAGAIN)"
@@ -1866,11 +1970,12 @@ fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32)
         ),
         received,
     );
-    barrier(kernel, tap, nodes, "draining the flood");
+    barrier(kernel, tap, nodes, "draining the flood").map_err(close)?;
     tap.check(
         &format!("node {me}: unregister_application(port {FLOOD_PORT}) returns 0"),
         expect_zero(kernel.unregister_application(FLOOD_PORT)),
     );
+    Ok(())
 }
 
 /// Fill messages: kind 0 carries its sequence number, kind 1 the count of
@@ -1902,11 +2007,12 @@ impl FillMessages {
 fn fill_drain<K: Kernel>(
     kernel: &K,
     messages: &FillMessages,
+    source: u32,
     counts_sent: &AtomicBool,
 ) -> Result<u32, String> {
     let mut buf = vec![0u8; FILL_SIZE];
     let mut expected = 0u32;
-    let mut end = DrainEnd::new(counts_sent);
+    let mut end = DrainEnd::new(counts_sent, format!("the count of node {source}'s fill"));
     // Keeps draining after a failure, so that the sender's blocking send
     // of the count returns.
     let mut failure = None;
@@ -1916,11 +2022,12 @@ fn fill_drain<K: Kernel>(
             if ret != -c_long::from(libc::EAGAIN) {
                 failure.get_or_insert(format!("receive returned {}", describe_result(ret)));
             }
-            if end.empty() {
-                let missing = format!("{expected} messages arrived, then no count");
-                return Err(failure.unwrap_or(missing));
-            }
-            continue;
+            let missing = match end.empty() {
+                Ok(false) => continue,
+                Ok(true) => format!("{expected} messages arrived, then no count"),
+                Err(e) => format!("{e} ({expected} messages arrived)"),
+            };
+            return Err(failure.unwrap_or(missing));
         }
         end.message();
         let value = u32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]);
@@ -1945,22 +2052,29 @@ fn fill_drain<K: Kernel>(
     }
 }
 
-fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
-    let max = FILL_SIZE as u64;
-    tap.check(
-        &format!("node {me}: register_application(port {FILL_PORT}, max {max} B) returns 0"),
-        expect_zero(register(kernel, FILL_PORT, max, "lite-test-fill")),
+/// Nonblocking sends of fill messages to `target` until its ring is full
+/// (-EAGAIN), within [`PEER_WAIT_LIMIT`]: a receiver that drains the port
+/// meanwhile (out of step) would keep room in it for ever. How many went
+/// in (also on failure).
+fn fill_ring<K: Kernel>(
+    kernel: &K,
+    target: u32,
+    messages: &FillMessages,
+) -> (u32, Result<(), String>) {
+    let full = Deadline::after(
+        PEER_WAIT_LIMIT,
+        format!("node {target}'s ring of port {FILL_PORT}, which nobody drains yet, to fill up (-EAGAIN)"),
     );
-    barrier(kernel, tap, nodes, "registering the fill ports");
-    let target = next_node(me, nodes);
-    let messages = FillMessages::new();
     let mut count = 0u32;
     let filled = loop {
         if count == FILL_LIMIT {
             break Err(format!(
                 "{count} messages ({} MiB) went in without -EAGAIN",
-                (u64::from(count) * max) >> 20
+                (u64::from(count) * FILL_SIZE as u64) >> 20
             ));
+        }
+        if full.passed() {
+            break Err(format!("{} ({count} messages went in)", full.expired()));
         }
         let ret = send(kernel, target, FILL_PORT, &messages.make(0, count), true);
         if ret == -c_long::from(libc::EAGAIN) && count > 0 {
@@ -1971,6 +2085,26 @@ fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) 
         }
         count += 1;
     };
+    (count, filled)
+}
+
+fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
+    let max = FILL_SIZE as u64;
+    tap.check(
+        &format!("node {me}: register_application(port {FILL_PORT}, max {max} B) returns 0"),
+        expect_zero(register(kernel, FILL_PORT, max, "lite-test-fill")),
+    );
+    let close = |out_of_step| {
+        kernel.unregister_application(FILL_PORT);
+        out_of_step
+    };
+    barrier(kernel, tap, nodes, "registering the fill ports").map_err(close)?;
+    let target = next_node(me, nodes);
+    let source = (1..=nodes)
+        .find(|&n| next_node(n, nodes) == me)
+        .unwrap_or(me);
+    let messages = FillMessages::new();
+    let (count, filled) = fill_ring(kernel, target, &messages);
     tap.check(
         &format!(
             "node {me} -> {}: nonblocking {FILL_SIZE} B sends to port {FILL_PORT}, which nobody receives from yet, return -EAGAIN once the ring is full",
@@ -1981,19 +2115,34 @@ fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) 
     tap.comment(&format!(
         "node {me}: the ring on node {target} took {count} messages"
     ));
-    barrier(kernel, tap, nodes, "filling the rings");
+    barrier(kernel, tap, nodes, "filling the rings").map_err(close)?;
     let counts_sent = AtomicBool::new(false);
     let (counted, drained) = std::thread::scope(|scope| {
-        let drain = scope.spawn(|| fill_drain(kernel, &messages, &counts_sent));
+        let drain = scope.spawn(|| fill_drain(kernel, &messages, source, &counts_sent));
         // Blocks until the drain on the target made room.
-        let ret = send(kernel, target, FILL_PORT, &messages.make(1, count), false);
-        let counted = expect_zero(ret).map_err(|e| format!("sending the count: {e}"));
+        let room = Deadline::after(
+            PEER_WAIT_LIMIT,
+            format!("room for the count in node {target}'s full ring of port {FILL_PORT}, which it drains"),
+        );
+        let counted = match interrupt_at(&room, || {
+            send(kernel, target, FILL_PORT, &messages.make(1, count), false)
+        }) {
+            (0, _) => Ok(()),
+            (ret, true) => Err(format!(
+                "sending the count: {} ({})",
+                describe_result(ret),
+                room.expired()
+            )),
+            (ret, false) => expect_zero(ret).map_err(|e| format!("sending the count: {e}")),
+        };
         // Every count is in its ring once the sends returned.
-        barrier(kernel, tap, nodes, "sending the counts of the fill");
+        let in_step = barrier(kernel, tap, nodes, "sending the counts of the fill");
+        // Out of step too, so that the drain ends.
         counts_sent.store(true, Ordering::SeqCst);
         let drained = drain.join().unwrap_or_else(|_| Err("panicked".into()));
-        (counted, drained)
-    });
+        in_step.map(|()| (counted, drained))
+    })
+    .map_err(close)?;
     let closed = expect_zero(kernel.unregister_application(FILL_PORT))
         .map_err(|e| format!("unregister_application: {e}"));
     tap.check(
@@ -2003,20 +2152,18 @@ fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) 
         ),
         counted,
     );
-    let source = (1..=nodes)
-        .find(|&n| next_node(n, nodes) == me)
-        .unwrap_or(me);
     tap.check(
         &format!(
             "node {me}: port {FILL_PORT} held every message node {source} sent before -EAGAIN, in order and nothing more, and was unregistered"
         ),
         drained.and(closed).map(drop),
     );
+    Ok(())
 }
 
 /// Calls on closed ports, and closing ports under waiting callers and
 /// receivers.
-fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
     let all = 1..=nodes;
     let mut answer = [0u8; 16];
     let refused = all.clone().try_for_each(|node| {
@@ -2060,7 +2207,15 @@ fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
             expect_zero(register(kernel, port, 64, name)),
         );
     }
-    barrier(kernel, tap, nodes, "registering the ports that will close");
+    // Out of step, the ports go before the run ends: that ends the waits
+    // on this node's ports.
+    let close = |out_of_step| {
+        for port in [WAIT_PORT, IDLE_PORT] {
+            kernel.unregister_application(port);
+        }
+        out_of_step
+    };
+    barrier(kernel, tap, nodes, "registering the ports that will close").map_err(close)?;
     let target = next_node(me, nodes);
     let (caller, receiver) = (Blocker::default(), Blocker::default());
     let (called, received) = std::thread::scope(|scope| {
@@ -2084,12 +2239,15 @@ fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
         if let Err(e) = blocked {
             tap.comment(&format!("node {me}: {e}"));
         }
+        // The caller waits for the next node to close its port, or for
+        // the RPC timeout.
         barrier(
             kernel,
             tap,
             nodes,
             "every node's caller and receiver blocked",
-        );
+        )
+        .map_err(close)?;
         for port in [WAIT_PORT, IDLE_PORT] {
             tap.check(
                 &format!("node {me}: unregister_application(port {port}) with a call or receive waiting returns 0"),
@@ -2097,11 +2255,11 @@ fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
             );
         }
         let failed = -c_long::from(libc::EIO);
-        (
+        Ok((
             calling.join().unwrap_or(failed),
             receiving.join().unwrap_or(failed),
-        )
-    });
+        ))
+    })?;
     tap.check(
         &format!(
             "node {me} -> {}: an RPC waiting on port {WAIT_PORT} returns -ECONNREFUSED when its owner unregisters the port",
@@ -2115,7 +2273,7 @@ fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
         ),
         expect_errno(received, libc::ESHUTDOWN),
     );
-    barrier(kernel, tap, nodes, "closing ports under waiting calls");
+    barrier(kernel, tap, nodes, "closing ports under waiting calls")?;
 
     tap.check(
         &format!("node {me}: port {WAIT_PORT} can be registered again after unregister"),
@@ -2147,6 +2305,7 @@ fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
         ),
         expect_errno(kernel.unregister_application(WAIT_PORT), libc::ENOENT),
     );
+    Ok(())
 }
 
 /// A call from another thread of this process to the private port, which
@@ -3334,7 +3493,10 @@ mod tests {
         let outputs: Vec<String> = (1..=3)
             .map(|me| {
                 let mut out = Vec::new();
-                corrupt_ring(&kernel, &mut Tap::new(&mut out), me, 3);
+                assert_eq!(
+                    corrupt_ring(&kernel, &mut Tap::new(&mut out), me, 3),
+                    Ok(())
+                );
                 String::from_utf8_lossy(&out).into_owned()
             })
             .collect();

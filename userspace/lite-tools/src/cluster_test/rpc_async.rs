@@ -4,13 +4,14 @@
 //! fail at once, a bad reply buffer when the call is reaped.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use libc::c_long;
 use lite::sys::{port_priority, ASYNC_NOWAIT, MAX_ASYNC_CALLS, PRIORITY_NONE, SEND_NONBLOCK};
 
 use super::rpc::{compare, expect_len, identified_request, transform, SERVICE_PORT, UNUSED_PORT};
 use super::target_name;
+use crate::deadline::{retry_while_busy, Deadline};
 use crate::errno::{describe_result, expect_errno};
 use crate::kernel::Kernel;
 use crate::plan::next_node;
@@ -127,17 +128,20 @@ fn polled<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     if call.id <= 0 {
         return Err(format!("posting returned {}", describe_result(call.id)));
     }
-    let begun = Instant::now();
-    loop {
-        let ret = kernel.async_wait(call.id as u64, ASYNC_NOWAIT);
-        if ret != -c_long::from(libc::EAGAIN) {
-            return judge(&call, ret);
-        }
-        if begun.elapsed() > POLL_LIMIT {
+    let answered = Deadline::after(
+        POLL_LIMIT,
+        format!("node {node} to answer call {} of the service port", call.id),
+    );
+    let polled = retry_while_busy(&answered, &[libc::EAGAIN], Duration::from_millis(1), || {
+        kernel.async_wait(call.id as u64, ASYNC_NOWAIT)
+    });
+    match polled {
+        Ok(reaped) => judge(&call, reaped.ret),
+        Err(e) => {
+            // Its reply buffer is dropped once reaped.
             let _ = kernel.async_wait(call.id as u64, 0);
-            return Err(format!("still in flight after {POLL_LIMIT:?}"));
+            Err(e)
         }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Every node runs every phase at the same time; the barriers in here are
 //! called unconditionally, in the same order on every node, whatever
-//! failed before them.
+//! failed before them, and a barrier that fails ends the run.
 
 use std::ffi::c_void;
 use std::io::Write;
@@ -12,7 +12,7 @@ use lite::sys::{PERM_READ, PERM_SHARE, PERM_WRITE};
 
 use super::io::{
     barrier, check_handle, expect_async_read_errno, expect_async_write_errno, name_of, read_at,
-    read_vec, write_at, write_ok, UserPages,
+    read_vec, write_at, write_ok, InStep, UserPages,
 };
 use super::password_of;
 use crate::errno::{expect_errno, expect_zero};
@@ -66,11 +66,11 @@ pub(super) fn run<K: Kernel, W: Write>(
     me: u32,
     nodes: u32,
     password: u64,
-) {
-    wrapped_names(kernel, tap, me, nodes, password);
-    permissions(kernel, tap, me, nodes, password);
-    revocation(kernel, tap, me, nodes, password);
-    registered_memory(kernel, tap, me, nodes, password);
+) -> InStep {
+    wrapped_names(kernel, tap, me, nodes, password)?;
+    permissions(kernel, tap, me, nodes, password)?;
+    revocation(kernel, tap, me, nodes, password)?;
+    registered_memory(kernel, tap, me, nodes, password)
 }
 
 fn all_nodes(nodes: u32) -> Vec<u32> {
@@ -83,7 +83,7 @@ fn wrapped_names<K: Kernel, W: Write>(
     me: u32,
     nodes: u32,
     password: u64,
-) {
+) -> InStep {
     let len = DATA_LEN + SLOTS_LEN;
     let mut data = vec![0u8; len];
     pattern::fill(data_seed(me, WRAP), 0, &mut data);
@@ -109,7 +109,7 @@ fn wrapped_names<K: Kernel, W: Write>(
         &format!("node {me}: wrap_alloc under the same name again returns -EEXIST"),
         expect_errno(again, libc::EEXIST),
     );
-    barrier(kernel, tap, nodes, "publishing the wrapped names");
+    barrier(kernel, tap, nodes, "publishing the wrapped names")?;
 
     for owner in all_nodes(nodes) {
         let owner_name = name_of(WRAP, owner);
@@ -166,7 +166,7 @@ fn wrapped_names<K: Kernel, W: Write>(
         tap,
         nodes,
         "every node wrote into every wrapped LMR",
-    );
+    )?;
 
     let expected = expected_with_stamps(me, WRAP, len, &all_nodes(nodes));
     tap.check(
@@ -178,6 +178,7 @@ fn wrapped_names<K: Kernel, W: Write>(
         &format!("node {me}: free of the wrapped LMR returns 0"),
         expect_zero(kernel.free(handle)),
     );
+    Ok(())
 }
 
 const PERM_LMR_SIZE: usize = 8192;
@@ -188,7 +189,7 @@ fn permissions<K: Kernel, W: Write>(
     me: u32,
     nodes: u32,
     password: u64,
-) {
+) -> InStep {
     let next = next_node(me, nodes);
     let seed = pattern::seed(&[u64::from(me), 0x9e53]);
     let lmr = Region::alloc(kernel, next, PERM_LMR_SIZE as u64, 0, password);
@@ -235,7 +236,7 @@ fn permissions<K: Kernel, W: Write>(
         &format!("node {me}: add_ask_mr_table of an LMR registered without SHARE returns -EPERM"),
         outcome,
     );
-    barrier(kernel, tap, nodes, "publishing the restricted names");
+    barrier(kernel, tap, nodes, "publishing the restricted names")?;
 
     // Use the names of the previous node in the ring, so that every
     // owner has exactly one other user.
@@ -365,7 +366,7 @@ fn permissions<K: Kernel, W: Write>(
             expect_zero(kernel.umap_lmr(handle)),
         );
     }
-    barrier(kernel, tap, nodes, "using the restricted mappings");
+    barrier(kernel, tap, nodes, "using the restricted mappings")?;
 
     pattern::fill(seed, 0, &mut contents);
     // The node after this one uses its names.
@@ -380,6 +381,7 @@ fn permissions<K: Kernel, W: Write>(
         &format!("node {me}: free of the restricted LMR returns 0"),
         lmr.and_then(Region::free),
     );
+    Ok(())
 }
 
 fn revocation<K: Kernel, W: Write>(
@@ -388,7 +390,7 @@ fn revocation<K: Kernel, W: Write>(
     me: u32,
     nodes: u32,
     password: u64,
-) {
+) -> InStep {
     let next = next_node(me, nodes);
     let allocated = check_handle(
         tap,
@@ -427,7 +429,7 @@ fn revocation<K: Kernel, W: Write>(
             )),
         );
     }
-    barrier(kernel, tap, nodes, "publishing the LMRs to revoke");
+    barrier(kernel, tap, nodes, "publishing the LMRs to revoke")?;
 
     let owner = (1..=nodes)
         .find(|&n| next_node(n, nodes) == me)
@@ -447,7 +449,7 @@ fn revocation<K: Kernel, W: Write>(
         );
         mappings.push((kind, mapping, what));
     }
-    barrier(kernel, tap, nodes, "mapping the LMRs to revoke");
+    barrier(kernel, tap, nodes, "mapping the LMRs to revoke")?;
 
     tap.check(
         &format!("node {me}: free of the published allocated LMR returns 0"),
@@ -457,7 +459,7 @@ fn revocation<K: Kernel, W: Write>(
         &format!("node {me}: deregister_lmr of the published registered LMR returns 0"),
         expect_zero(kernel.deregister_lmr(registered)),
     );
-    barrier(kernel, tap, nodes, "revoking the published LMRs");
+    barrier(kernel, tap, nodes, "revoking the published LMRs")?;
 
     for (kind, mapping, what) in mappings {
         let at = |check: &str| format!("node {me}: {check} on node {owner}'s revoked {what} LMR");
@@ -512,6 +514,7 @@ fn revocation<K: Kernel, W: Write>(
         expect_errno(kernel.deregister_lmr(registered), libc::EBADF),
     );
     drop(pages);
+    Ok(())
 }
 
 fn registered_memory<K: Kernel, W: Write>(
@@ -520,7 +523,7 @@ fn registered_memory<K: Kernel, W: Write>(
     me: u32,
     nodes: u32,
     password: u64,
-) {
+) -> InStep {
     let len = DATA_LEN + SLOTS_LEN;
     // (kind, what, offset into the mapping): page aligned, and unaligned.
     let layouts = [
@@ -568,7 +571,7 @@ fn registered_memory<K: Kernel, W: Write>(
         tap,
         nodes,
         "registering and publishing user buffers",
-    );
+    )?;
 
     for owner in all_nodes(nodes) {
         let pw = password_of(owner);
@@ -594,7 +597,7 @@ fn registered_memory<K: Kernel, W: Write>(
         tap,
         nodes,
         "every node wrote into every registered buffer",
-    );
+    )?;
 
     for (kind, what, start, pages, handle) in buffers {
         let expected = expected_with_stamps(me, kind, len, &all_nodes(nodes));
@@ -613,4 +616,5 @@ fn registered_memory<K: Kernel, W: Write>(
         );
         drop(pages);
     }
+    Ok(())
 }

@@ -7,12 +7,13 @@
 //!
 //! Every node runs the same code relative to its own id; the barriers in
 //! here are entered unconditionally, in the same order on every node,
-//! whatever failed before them.
+//! whatever failed before them, and a barrier that fails ends the run.
+//! Every wait for a lock is bounded, and so are the compare-swap retries.
 
 use std::io::{BufReader, Write};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use libc::c_long;
@@ -22,10 +23,16 @@ use lite::sys::{
 };
 use lite::Priority;
 
-use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, UserPages};
+use super::io::{
+    barrier, enter_barrier, handle_of, name_of, out_of_step, read_vec, stats, write_ok, InStep,
+    UserPages, BARRIER_LIMIT,
+};
 use super::processes::{collect, finish, spawn, ChildPoints};
 use super::rpc::thread_state;
 use super::{password_of, Check, UNKNOWN_HANDLE};
+use crate::deadline::{
+    current_thread, install_interrupt_handler, interrupt_thread, Deadline, Watchdog,
+};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -51,6 +58,9 @@ const STATS_BYTES: usize = 4096;
 /// How long a thread may wait for a lock (or to block in `lite_lock`)
 /// before the case fails and the thread is interrupted.
 const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(30);
+/// How long one thread's compare-swap increments may take in all, losing
+/// to the other threads of every node now and then.
+const CAS_LIMIT: Duration = Duration::from_secs(120);
 /// A priority outside the defined ones.
 const INVALID_PRIORITY: u32 = 99;
 /// A lock number no home creates in practice (it would need them all).
@@ -70,18 +80,23 @@ const OWNER: u32 = 1;
 
 const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
 
-pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+) -> InStep {
     install_interrupt_handler();
-    locked_counter(kernel, tap, me, nodes);
-    atomics(kernel, tap, me, nodes);
-    barrier_rounds(kernel, tap, me, nodes);
+    locked_counter(kernel, tap, me, nodes)?;
+    atomics(kernel, tap, me, nodes)?;
+    barrier_rounds(kernel, tap, me, nodes)?;
     let local = local_lock(kernel, tap, me);
     lock_order(kernel, tap, me, local.as_ref());
     exiting_holder(kernel, tap, me, local.as_ref());
     priorities(kernel, tap, me);
-    debugfs(kernel, tap, me, nodes, local.as_ref());
+    debugfs(kernel, tap, me, nodes, local.as_ref())?;
     bad_input(kernel, tap, me, nodes);
-    barrier(kernel, tap, nodes, "the synchronization cases");
+    barrier(kernel, tap, nodes, "the synchronization cases")
 }
 
 /// `lite_create_lock(home)`; the lock, checked against the number returned.
@@ -204,23 +219,6 @@ fn first_error(results: impl IntoIterator<Item = Result<(), String>>) -> Result<
     results.into_iter().collect()
 }
 
-/// A no-op handler for `SIGUSR1`, installed without `SA_RESTART`, so that
-/// the signal makes a thread blocked in `lite_lock` return `-EINTR`.
-fn install_interrupt_handler() {
-    static INSTALLED: Once = Once::new();
-    extern "C" fn ignore(_: libc::c_int) {}
-    INSTALLED.call_once(|| {
-        // SAFETY: a zeroed sigaction is valid; the handler does nothing
-        // and is async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = ignore as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(libc::SIGUSR1, &action, ptr::null_mut());
-        }
-    });
-}
-
 /// A thread about to call `lite_lock`, observable from another thread.
 #[derive(Default)]
 struct Waiter {
@@ -231,10 +229,7 @@ struct Waiter {
 impl Waiter {
     /// Records the calling thread; call right before `lite_lock`.
     fn arm(&self) {
-        // SAFETY: gettid takes no arguments and cannot fail.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
-        self.tid
-            .store(i32::try_from(tid).unwrap_or(0), Ordering::SeqCst);
+        self.tid.store(current_thread(), Ordering::SeqCst);
     }
 
     /// The call returned.
@@ -268,12 +263,7 @@ impl Waiter {
         while !self.finished.load(Ordering::SeqCst) {
             if Instant::now() > deadline {
                 in_time = false;
-                let tid = self.tid.load(Ordering::SeqCst);
-                if tid != 0 {
-                    // SAFETY: signals a thread of this process, whose
-                    // SIGUSR1 handler does nothing.
-                    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR1) };
-                }
+                interrupt_thread(self.tid.load(Ordering::SeqCst));
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -282,7 +272,9 @@ impl Waiter {
 }
 
 /// `iterations` increments of the counter at [`COUNTER_OFFSET`] of
-/// `handle`, each a plain read and write under `lock`.
+/// `handle`, each a plain read and write under `lock`; each wait for the
+/// lock, which threads of every node take, is bounded by
+/// [`LOCK_WAIT_LIMIT`].
 fn locked_increments<K: Kernel>(
     kernel: &K,
     handle: u64,
@@ -290,16 +282,35 @@ fn locked_increments<K: Kernel>(
     lock_: &LiteLock,
     iterations: u32,
 ) -> Result<(), String> {
-    for i in 0..iterations {
-        expect_zero(lock(kernel, lock_)).map_err(|e| format!("lock #{i}: {e}"))?;
-        let step = read_u64(kernel, handle, COUNTER_OFFSET, pw).and_then(|value| {
-            std::thread::sleep(CRITICAL_PAUSE);
-            write_u64(kernel, handle, COUNTER_OFFSET, value + 1, pw)
-        });
-        let unlocked = expect_zero(unlock(kernel, lock_)).map_err(|e| format!("unlock #{i}: {e}"));
-        step.and(unlocked)?;
-    }
-    Ok(())
+    let mut free = Deadline::after(
+        LOCK_WAIT_LIMIT,
+        format!(
+            "lock {} of node {}, which every node's threads take",
+            lock_.number, lock_.home
+        ),
+    );
+    Watchdog::guard(|watchdog| {
+        for i in 0..iterations {
+            free.restart();
+            let (ret, interrupted) = watchdog.call(&free, || lock(kernel, lock_));
+            if interrupted && ret != 0 {
+                return Err(format!(
+                    "lock #{i}: {} ({})",
+                    describe_result(ret),
+                    free.expired()
+                ));
+            }
+            expect_zero(ret).map_err(|e| format!("lock #{i}: {e}"))?;
+            let step = read_u64(kernel, handle, COUNTER_OFFSET, pw).and_then(|value| {
+                std::thread::sleep(CRITICAL_PAUSE);
+                write_u64(kernel, handle, COUNTER_OFFSET, value + 1, pw)
+            });
+            let unlocked =
+                expect_zero(unlock(kernel, lock_)).map_err(|e| format!("unlock #{i}: {e}"));
+            step.and(unlocked)?;
+        }
+        Ok(())
+    })
 }
 
 /// Maps node 1's counter LMR and looks up the lock whose number it holds.
@@ -324,7 +335,12 @@ fn map_counter<K: Kernel>(kernel: &K, name: u64, pw: u64) -> Result<(u64, LiteLo
 /// Node 1 creates a lock and an LMR holding a counter and the lock's
 /// number; every node's threads, and a child process on the real kernel,
 /// increment the counter under the lock; the total must be exact.
-fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn locked_counter<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+) -> InStep {
     let pw = password_of(OWNER);
     let name = name_of(COUNTER_NAME, OWNER);
     let owned = (me == OWNER).then(|| {
@@ -349,7 +365,7 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
         );
         outcome.ok()
     });
-    barrier(kernel, tap, nodes, "publishing the locked counter");
+    barrier(kernel, tap, nodes, "publishing the locked counter")?;
 
     let real = kernel.spawns_processes();
     let mapped = map_counter(kernel, name, pw);
@@ -402,7 +418,7 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
         tap,
         nodes,
         "every node incremented the locked counter",
-    );
+    )?;
 
     let per_node = THREADS * ITERATIONS + if real { ITERATIONS } else { 0 };
     let expected = u64::from(nodes) * u64::from(per_node);
@@ -421,13 +437,14 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
         &format!("node {me}: node {OWNER}'s locked counter holds exactly {expected} ({nodes} nodes x {per_node})"),
         outcome,
     );
-    barrier(kernel, tap, nodes, "reading the locked counter");
+    barrier(kernel, tap, nodes, "reading the locked counter")?;
     if let Ok((handle, _)) = mapped {
         kernel.umap_lmr(handle);
     }
     if let Some(Some(lmr)) = owned {
         tap.check(&format!("node {me}: free of the counter LMR"), lmr.free());
     }
+    Ok(())
 }
 
 /// The outcome of a child's points: all passed, and `expected` of them.
@@ -449,7 +466,7 @@ struct Fetched {
 
 /// fetch-add and compare-swap from every node on an atomic LMR of node 1,
 /// and from this node's threads on one of this node.
-fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
     let pw = password_of(OWNER);
     let name = name_of(ATOMIC_NAME, OWNER);
     let owned = (me == OWNER).then(|| {
@@ -470,7 +487,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
         outcome.ok()
     });
     let local = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me));
-    barrier(kernel, tap, nodes, "publishing the atomic counter");
+    barrier(kernel, tap, nodes, "publishing the atomic counter")?;
 
     let shared = handle_of(
         kernel.ask_lmr(OWNER, name, PERM_READ | PERM_ATOMIC, pw),
@@ -549,7 +566,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
         ),
         sequence,
     );
-    barrier(kernel, tap, nodes, "every node's fetch_adds");
+    barrier(kernel, tap, nodes, "every node's fetch_adds")?;
 
     let total = u64::from(nodes) * per_node;
     let holds = |handle: Result<u64, String>, expected: u64| {
@@ -571,7 +588,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
             per_node,
         ),
     );
-    barrier(kernel, tap, nodes, "reading the fetch_add totals");
+    barrier(kernel, tap, nodes, "reading the fetch_add totals")?;
 
     let swapped = shared.clone().and_then(|handle| {
         std::thread::scope(|scope| {
@@ -596,7 +613,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
         &format!("node {me}: {THREADS} threads x {ITERATIONS} compare_swp increments of node {OWNER}'s atomic LMR (retrying on conflict) succeed"),
         swapped.map(drop),
     );
-    barrier(kernel, tap, nodes, "every node's compare_swp increments");
+    barrier(kernel, tap, nodes, "every node's compare_swp increments")?;
 
     tap.check(
         &format!(
@@ -634,7 +651,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
         &format!("node {me}: compare_swp({per_node} -> 1000) on this node's atomic LMR returns {per_node} and swaps"),
         succeeding,
     );
-    barrier(kernel, tap, nodes, "the failing compare_swp");
+    barrier(kernel, tap, nodes, "the failing compare_swp")?;
 
     if let Ok(handle) = shared {
         kernel.umap_lmr(handle);
@@ -651,15 +668,22 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
             lmr.free(),
         );
     }
+    Ok(())
 }
 
-/// `iterations` increments by compare-swap, each retried until it wins;
-/// the number of retries.
+/// `iterations` increments by compare-swap, each retried until it wins,
+/// all within [`CAS_LIMIT`]; the number of retries.
 fn cas_increments<K: Kernel>(kernel: &K, handle: u64, iterations: u32) -> Result<u64, String> {
+    let won = Deadline::after(
+        CAS_LIMIT,
+        format!("{iterations} compare_swp increments to win against the other nodes' threads"),
+    );
     let mut guess = 0;
     let mut retries = 0;
     for _ in 0..iterations {
         loop {
+            won.check()
+                .map_err(|e| format!("{e} ({retries} lost so far)"))?;
             let old = compare_swp(kernel, handle, guess, guess.wrapping_add(1))?;
             if old == guess {
                 guess = old.wrapping_add(1);
@@ -677,7 +701,12 @@ fn cas_increments<K: Kernel>(kernel: &K, handle: u64, iterations: u32) -> Result
 /// node must see that number in every slot. Slots alternate between two
 /// banks, so a node already in the next round cannot overwrite what a
 /// slower node is still reading.
-fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn barrier_rounds<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+) -> InStep {
     let pw = password_of(OWNER);
     let name = name_of(ROUNDS_NAME, OWNER);
     let bank = u64::from(nodes) * 8;
@@ -698,7 +727,7 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
         tap,
         nodes,
         "publishing the LMR of the barrier rounds",
-    );
+    )?;
 
     let mapping = handle_of(
         kernel.ask_lmr(OWNER, name, PERM_READ | PERM_WRITE, pw),
@@ -713,12 +742,9 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
                 failure = Some(format!("round {round}: {e}"));
             }
         }
-        let ret = kernel.dist_barrier(nodes);
-        if ret != 0 && failure.is_none() {
-            failure = Some(format!(
-                "round {round}: dist_barrier returned {}",
-                describe_result(ret)
-            ));
+        let name = format!("node {me}: dist_barrier({nodes}) round {round} of {ROUNDS}");
+        if let Err(reason) = enter_barrier(kernel, nodes, BARRIER_LIMIT, &name) {
+            return Err(out_of_step(tap, &format!("{name} returns 0"), &reason));
         }
         if let (None, Ok(handle)) = (&failure, &mapping) {
             match read_vec(kernel, *handle, offset, bank as usize, pw) {
@@ -739,7 +765,7 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
         &format!("node {me}: dist_barrier({nodes}) {ROUNDS} times in a row returns 0, each round seeing every node's round number"),
         failure.map_or(Ok(()), Err),
     );
-    barrier(kernel, tap, nodes, "the barrier rounds");
+    barrier(kernel, tap, nodes, "the barrier rounds")?;
     if let Ok(handle) = mapping {
         kernel.umap_lmr(handle);
     }
@@ -749,6 +775,7 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, no
             lmr.free(),
         );
     }
+    Ok(())
 }
 
 /// A lock kept by this node, for the cases of this node alone.
@@ -1060,7 +1087,7 @@ fn debugfs<K: Kernel, W: Write>(
     me: u32,
     nodes: u32,
     local: Option<&LiteLock>,
-) {
+) -> InStep {
     let read = || -> Result<DebugStats, String> {
         let text = kernel
             .read_debugfs(STATS_FILE)
@@ -1078,10 +1105,10 @@ fn debugfs<K: Kernel, W: Write>(
     }
 
     // Nothing else happens on any node between the two readings.
-    barrier(kernel, tap, nodes, "reading the statistics file");
+    barrier(kernel, tap, nodes, "reading the statistics file")?;
     let struct_stats = stats(kernel);
     let text_stats = read();
-    barrier(kernel, tap, nodes, "comparing the statistics");
+    barrier(kernel, tap, nodes, "comparing the statistics")?;
     let agree = struct_stats.and_then(|s| {
         let text = text_stats?;
         if text.counters == s {
@@ -1189,6 +1216,7 @@ fn debugfs<K: Kernel, W: Write>(
     } else {
         tap.skip(&description, "this kernel has no debugfs");
     }
+    Ok(())
 }
 
 /// Invalid arguments to every call, each with its exact errno.

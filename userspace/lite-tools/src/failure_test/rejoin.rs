@@ -43,9 +43,10 @@ use std::time::Duration;
 use libc::c_long;
 use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
-use super::{alloc, barrier_point, bounded, elapsed_ms, held_chunks, run_traffic, Target};
+use super::{alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, Target};
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
+use crate::deadline::bounded;
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
 use crate::pattern;

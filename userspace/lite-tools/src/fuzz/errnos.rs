@@ -69,7 +69,7 @@ pub(crate) fn documented(call: Syscall) -> &'static [i32] {
         | Syscall::FetchAdd
         | Syscall::SetPriority => &[],
         Syscall::AllocRemote => &[EDQUOT],
-        Syscall::DistBarrier => &[EINVAL, EINTR],
+        Syscall::DistBarrier => &[EINVAL, EINTR, ETIMEDOUT],
         Syscall::RemoteMemset => &[EINVAL],
         Syscall::WrapAlloc => &[EEXIST, EDQUOT],
         Syscall::AddAskMrTable => &[EEXIST, EINVAL, EDQUOT],

@@ -8,10 +8,14 @@
 //! while the others list it as dead. [`rejoin`] makes it a member again
 //! as its next incarnation: everything its process held belonged to the
 //! old membership and is gone (the model leaves and joins again underneath),
-//! and the others list it as alive again. Everything else passes through.
+//! and the others list it as alive again. Before the cut, [`pause`]
+//! stops a node the way the harness stops its VM: until [`resume`], every
+//! transfer waits (the paused node's own are frozen, and the model does not
+//! tell which node an LMR is on, so it holds the others' too), and then
+//! goes on as if nothing happened. Everything else passes through.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use libc::c_long;
 use lite::sys::{LiteLock, LiteMulticast, LiteReceive, LiteStats, CM_DEFAULT_PORT};
@@ -42,6 +46,30 @@ pub struct CutDefects {
     pub handles_survive_rejoin: bool,
     /// The cut node's transfers fail with `EIO` rather than `EHOSTDOWN`.
     pub transfers_fail_with_eio: bool,
+    /// Transfers fail with `EHOSTDOWN` while a node is paused, as if its
+    /// silence had broken the connections.
+    pub transfers_fail_while_paused: bool,
+    /// A paused node counts as dead: the others count one node less while
+    /// it is paused, and every pause makes it a new incarnation.
+    pub pause_is_a_death: bool,
+}
+
+/// The pauses of one node, shared by the whole cluster.
+#[derive(Default)]
+struct Pauses {
+    /// The node paused now, if any.
+    paused: Option<u32>,
+    /// The node paused, now or before.
+    node: Option<u32>,
+    /// Pauses so far.
+    made: u32,
+}
+
+/// [`Pauses`] and the signal that a pause ended.
+#[derive(Default)]
+struct PauseGate {
+    pauses: Mutex<Pauses>,
+    resumed: Condvar,
 }
 
 /// One node (one process) of a cluster with a node to cut off.
@@ -51,12 +79,14 @@ pub struct Node {
     cut_node: u32,
     nodes: u32,
     stage: Arc<Mutex<Stage>>,
+    gate: Arc<PauseGate>,
     defects: CutDefects,
 }
 
 /// A cluster of `nodes` whose last node gets cut off; element i is node i + 1.
 pub fn cluster(nodes: u32, defects: CutDefects) -> Vec<Arc<Node>> {
     let stage = Arc::new(Mutex::new(Stage::Connected));
+    let gate = Arc::new(PauseGate::default());
     (1..=nodes)
         .zip(FakeKernel::cluster(nodes, Defects::default()))
         .map(|(id, inner)| {
@@ -66,6 +96,7 @@ pub fn cluster(nodes: u32, defects: CutDefects) -> Vec<Arc<Node>> {
                 cut_node: nodes,
                 nodes,
                 stage: Arc::clone(&stage),
+                gate: Arc::clone(&gate),
                 defects,
             })
         })
@@ -98,7 +129,62 @@ pub fn rejoin(node: &Node) {
     *node.stage() = Stage::Rejoined;
 }
 
+/// Pauses `node` until [`resume`].
+pub fn pause(node: &Node) {
+    let mut pauses = node.pauses();
+    pauses.paused = Some(node.id);
+    pauses.node = Some(node.id);
+    pauses.made += 1;
+}
+
+/// Ends the pause of the node paused.
+pub fn resume(node: &Node) {
+    node.pauses().paused = None;
+    node.gate.resumed.notify_all();
+}
+
 impl Node {
+    fn pauses(&self) -> MutexGuard<'_, Pauses> {
+        self.gate
+            .pauses
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits while a node is paused; the error a transfer then fails with
+    /// instead, if the model's kernel fails them.
+    fn wait_out_pause(&self) -> Option<c_long> {
+        let mut pauses = self.pauses();
+        if pauses.paused.is_some() && self.defects.transfers_fail_while_paused {
+            return Some(-c_long::from(libc::EHOSTDOWN));
+        }
+        while pauses.paused.is_some() {
+            pauses = self
+                .gate
+                .resumed
+                .wait(pauses)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        None
+    }
+
+    /// How many times node `node` was taken for dead while paused.
+    fn deaths_of(&self, node: u32) -> u32 {
+        let pauses = self.pauses();
+        if self.defects.pause_is_a_death && pauses.node == Some(node) {
+            pauses.made
+        } else {
+            0
+        }
+    }
+
+    /// Whether the model's kernel counts a node out now: it is paused, and
+    /// this is another node.
+    fn counts_a_paused_node_out(&self) -> bool {
+        let pauses = self.pauses();
+        self.defects.pause_is_a_death && pauses.paused.is_some_and(|paused| paused != self.id)
+    }
+
     fn stage(&self) -> MutexGuard<'_, Stage> {
         self.stage
             .lock()
@@ -109,11 +195,14 @@ impl Node {
         self.id == self.cut_node
     }
 
-    /// Runs `transfer`, unless this is the cut node and it is cut off:
-    /// then its transfers fail and land nowhere. The cut node's transfers
-    /// hold the stage while they run, so that a cut waits for the one
-    /// under way, as fencing a connection does.
+    /// Runs `transfer` once no node is paused, unless this is the cut node
+    /// and it is cut off: then its transfers fail and land nowhere. The
+    /// cut node's transfers hold the stage while they run, so that a cut
+    /// waits for the one under way, as fencing a connection does.
     fn transfer(&self, transfer: impl FnOnce() -> c_long) -> c_long {
+        if let Some(failed) = self.wait_out_pause() {
+            return failed;
+        }
         if !self.is_cut_node() {
             return transfer();
         }
@@ -142,7 +231,7 @@ impl Node {
                     } else {
                         PeerState::Alive
                     };
-                    (state, 1)
+                    (state, 1 + self.deaths_of(peer))
                 } else if peer == self.cut_node {
                     let state = if stage == Stage::Cut {
                         PeerState::Dead
@@ -151,7 +240,7 @@ impl Node {
                     };
                     (state, cut_incarnation)
                 } else {
-                    (PeerState::Alive, 1)
+                    (PeerState::Alive, 1 + self.deaths_of(peer))
                 };
                 Peer {
                     node: peer,
@@ -170,7 +259,7 @@ impl Node {
             incarnation: if self.is_cut_node() {
                 cut_incarnation
             } else {
-                1
+                1 + self.deaths_of(self.id)
             },
             epoch,
             fenced: self.is_cut_node() && stage == Stage::Cut,
@@ -194,7 +283,12 @@ impl Kernel for Node {
     }
 
     fn get_total_node(&self) -> c_long {
-        self.inner.get_total_node()
+        let total = self.inner.get_total_node();
+        if total > 0 && self.counts_a_paused_node_out() {
+            total - 1
+        } else {
+            total
+        }
     }
 
     fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {

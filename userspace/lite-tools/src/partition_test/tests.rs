@@ -179,52 +179,88 @@ const TEST_PACING: Pacing = Pacing {
 /// How long the model's node stays cut off.
 const CUT_FOR: Duration = Duration::from_millis(300);
 
-/// Runs the whole test on a three-node model: like the harness, cuts node
-/// 3 off once it prints its marker and lets it join again [`CUT_FOR`]
-/// later. Each node's output and summary, in node order.
+/// How long every node's traffic of the pause phase runs: well past the
+/// model's pauses, also on a busy host.
+const PAUSE_TRAFFIC: Duration = Duration::from_millis(1500);
+
+/// The model's pauses of node 2: how many, how long each, and the time
+/// between them.
+const MODEL_PAUSES: u32 = 3;
+const MODEL_PAUSE: Duration = Duration::from_millis(50);
+const MODEL_PAUSE_GAP: Duration = Duration::from_millis(50);
+
+/// The node the model pauses: a survivor, not the holder of LMR Y.
+const PAUSED: usize = 2;
+
+/// Waits until every console in `consoles` shows `marker`.
+fn await_everywhere(consoles: &[SharedOutput], marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !consoles.iter().all(|c| c.text().contains(marker)) {
+        let texts: Vec<String> = consoles.iter().map(SharedOutput::text).collect();
+        assert!(Instant::now() < deadline, "no {marker}:\n{texts:#?}");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs the whole test on a three-node model. Like the harness, it pauses
+/// node 2 [`MODEL_PAUSES`] times once every node's pause traffic runs,
+/// then cuts node 3 off once it prints its marker and lets it join again
+/// [`CUT_FOR`] later. Each node's output and summary, in node order.
 fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
     let nodes = model::cluster(3, defects);
     let config = PartitionConfig {
         cm: Ipv4Addr::new(10, 77, 0, 254),
         nodes: 3,
         pacing: TEST_PACING,
+        pause_traffic: PAUSE_TRAFFIC,
     };
-    let console = SharedOutput::default();
+    // One buffer each: a clone shares its buffer.
+    let consoles: Vec<SharedOutput> = nodes.iter().map(|_| SharedOutput::default()).collect();
+    let cut = nodes.len();
     thread::scope(|scope| {
-        let survivors: Vec<_> = nodes[..2]
+        let runs: Vec<_> = nodes
             .iter()
-            .map(|node| {
+            .zip(&consoles)
+            .enumerate()
+            .map(|(index, (node, console))| {
+                let config = &config;
                 scope.spawn(move || {
-                    let mut out = Vec::new();
-                    let mut tap = Tap::new(&mut out);
-                    run_survivor(node, &mut tap, &config);
+                    let mut tap = Tap::new(console.clone());
+                    if index + 1 == cut {
+                        run_cut(node, &mut tap, config);
+                    } else {
+                        run_survivor(node, &mut tap, config);
+                    }
                     let summary = tap.finish();
-                    (String::from_utf8_lossy(&out).into_owned(), summary)
+                    (console.text(), summary)
                 })
             })
             .collect();
-        let cut_node = &nodes[2];
-        let cut_console = console.clone();
-        let cut = scope.spawn(move || {
-            let mut tap = Tap::new(cut_console.clone());
-            run_cut(cut_node, &mut tap, &config);
-            let summary = tap.finish();
-            (cut_console.text(), summary)
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !console.text().contains(READY_MARKER) {
-            assert!(Instant::now() < deadline, "no marker:\n{}", console.text());
-            thread::sleep(Duration::from_millis(5));
+        await_everywhere(&consoles, PAUSE_READY_MARKER);
+        for made in 0..MODEL_PAUSES {
+            if made > 0 {
+                thread::sleep(MODEL_PAUSE_GAP);
+            }
+            model::pause(&nodes[PAUSED - 1]);
+            thread::sleep(MODEL_PAUSE);
+            model::resume(&nodes[PAUSED - 1]);
         }
+        // As the harness checks: every pause fell within every node's traffic.
+        for console in &consoles {
+            assert!(
+                !console.text().contains(PAUSES_OVER_MARKER),
+                "the traffic ended before the pauses:\n{}",
+                console.text()
+            );
+        }
+        let cut_node = &nodes[cut - 1];
+        await_everywhere(&consoles[cut - 1..], READY_MARKER);
         model::cut(cut_node);
         thread::sleep(CUT_FOR);
         model::rejoin(cut_node);
-        let mut results: Vec<_> = survivors
-            .into_iter()
-            .map(|s| s.join().expect("survivor thread"))
-            .collect();
-        results.push(cut.join().expect("cut node's thread"));
-        results
+        runs.into_iter()
+            .map(|run| run.join().expect("a node's thread"))
+            .collect()
     })
 }
 
@@ -238,8 +274,38 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
     for (output, summary) in &results {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
     }
+    for (index, (output, _)) in results.iter().enumerate() {
+        let me = index as u32 + 1;
+        for peer in (1..=3).filter(|&peer| peer != me) {
+            let wanted = format!(
+                "pauses: every write to and read from node {peer} while a node was paused \
+                 succeeded and came back intact ("
+            );
+            assert!(output.contains(&wanted), "{wanted}\n{output}");
+        }
+        let members = format!(
+            "after the traffic as before it (node {me} incarnation 1, {})",
+            (1..=3)
+                .filter(|&peer| peer != me)
+                .map(|peer| format!("peer {peer} alive incarnation 1"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        assert!(output.contains(&members), "{members}\n{output}");
+        // The markers frame the traffic: after the barrier that starts it,
+        // before its report, and ahead of the partition.
+        let allocated = output.find("after allocating the pause traffic's LMRs returns 0");
+        let ready = output.find(PAUSE_READY_MARKER);
+        let over = output.find(PAUSES_OVER_MARKER);
+        let reported = output.find("pauses: get_total_node returned 3 in each of");
+        let partition = output.find("after publishing LMR Y returns 0");
+        assert!(
+            allocated < ready && ready < over && over < reported && reported < partition,
+            "{output}"
+        );
+    }
     let (holder, holder_summary) = &results[0];
-    assert_eq!(holder_summary.passed, 15, "{holder}");
+    assert_eq!(holder_summary.passed, 24, "{holder}");
     for wanted in [
         "LMR Y holds what node 3 wrote into it before the cut",
         "get_total_node returns 2 once node 3 is expelled",
@@ -250,11 +316,11 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
         assert!(holder.contains(wanted), "{wanted}\n{holder}");
     }
     let (other, other_summary) = &results[1];
-    assert_eq!(other_summary.passed, 10, "{other}");
+    assert_eq!(other_summary.passed, 19, "{other}");
     assert!(!other.contains("canary"), "{other}");
 
     let (cut, cut_summary) = &results[2];
-    assert_eq!(cut_summary.passed, 15, "{cut}");
+    assert_eq!(cut_summary.passed, 24, "{cut}");
     for wanted in [
         "# LITE-PARTITION-CUT ready\n",
         "membership shows this node cut off within 60 s of its ready marker (node 3 incarnation 1 fenced 1 after",
@@ -340,4 +406,53 @@ fn a_cut_reported_as_an_io_error_passes_and_says_so() {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
     }
     assert!(results[2].0.contains("(got -5 (-EIO))"), "{}", results[2].0);
+}
+
+#[test]
+fn calls_that_fail_while_a_node_is_paused_are_caught() {
+    let results = run_partition(CutDefects {
+        transfers_fail_while_paused: true,
+        ..CutDefects::default()
+    });
+    for (index, (output, _)) in results.iter().enumerate() {
+        let failed = failures(output);
+        assert_eq!(failed.len(), 2, "node {}: {failed:?}", index + 1);
+        for line in failed {
+            assert!(
+                line.contains("pauses: every write to and read from node"),
+                "{line}"
+            );
+        }
+        assert!(output.contains("returned -112 (-EHOSTDOWN)"), "{output}");
+    }
+}
+
+#[test]
+fn a_paused_node_taken_for_dead_is_caught() {
+    let results = run_partition(CutDefects {
+        pause_is_a_death: true,
+        ..CutDefects::default()
+    });
+    let count = "pauses: get_total_node returned 3 in each of";
+    let members = "pauses: membership lists the same incarnations";
+    for index in [0, 2] {
+        let failed = failures(&results[index].0);
+        assert_eq!(failed.len(), 2, "node {}: {failed:?}", index + 1);
+        assert!(failed[0].contains(count), "{failed:?}");
+        assert!(failed[1].contains(members), "{failed:?}");
+        let shown = &results[index].0;
+        assert!(
+            shown.contains("reads differed; the first: 2 after "),
+            "{shown}"
+        );
+        let reborn = format!(
+            "# peer 2: alive incarnation 1 before, alive incarnation {} after",
+            1 + MODEL_PAUSES
+        );
+        assert!(shown.contains(&reborn), "{reborn}\n{shown}");
+    }
+    // The paused node counts everyone; it sees itself a new incarnation.
+    let paused = failures(&results[PAUSED - 1].0);
+    assert_eq!(paused.len(), 1, "{paused:?}");
+    assert!(paused[0].contains(members), "{paused:?}");
 }

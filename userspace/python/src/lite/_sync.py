@@ -71,7 +71,10 @@ class Lock:
 
 def barrier(nodes: int) -> None:
     """Waits until ``nodes`` nodes (this one included) entered the
-    barrier."""
+    barrier. Raises ``OSError`` with ``EHOSTDOWN`` if a member departed
+    during the round (every node waiting in it fails, and the next call
+    is the next round everywhere), with ``ETIMEDOUT`` if the cluster had
+    fewer than ``nodes`` members for 60 s of the wait."""
     call("dist_barrier", u32("nodes", nodes))
 
 

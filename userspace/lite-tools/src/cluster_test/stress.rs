@@ -1,0 +1,329 @@
+//! Many processes at once: [`CHILDREN`] child processes on every node each
+//! allocate an LMR of 256 B to 8 KiB on every node in turn, write it,
+//! read it back, check every byte and free it, [`ROUNDS`] times, all nodes
+//! together. The whole run must end within [`BOUND`]: a kernel in which
+//! small operations of many processes queue behind each other (or behind
+//! a slow allocation) fails here long before a user notices.
+
+use std::io::{BufReader, Write};
+use std::time::{Duration, Instant};
+
+use super::io::{barrier, handle_of, read_vec, write_ok, InStep};
+use super::processes::{collect, finish, spawn};
+use crate::errno::expect_zero;
+use crate::kernel::Kernel;
+use crate::pattern;
+use crate::tap::Tap;
+
+/// Child processes per node.
+pub const CHILDREN: u32 = 32;
+
+/// Rounds of each child: one LMR on every node per round.
+pub const ROUNDS: u32 = 10;
+
+/// Sizes the LMRs take in turn.
+const SIZES: [u64; 6] = [256, 512, 1024, 2048, 4096, 8192];
+
+/// Longest the whole run may take on a node, from starting its children to
+/// the last one's exit: with 3 nodes of the debug kernel under emulation it
+/// takes about 45 s, with 4 sharing two host cores about twice that.
+pub const BOUND: Duration = Duration::from_secs(300);
+
+/// Child subcommand of one stressing process.
+const KIND: &str = "stress";
+
+/// The calls of a cycle, in order, as the children report their times.
+const CALLS: [&str; 4] = ["alloc_remote", "rdma_write", "rdma_read", "free"];
+
+/// Prefix of a child's report of its times.
+const TIMES: &str = "times ";
+
+/// Total and longest time of each of [`CALLS`], in ms.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct CallTimes {
+    total_ms: [u64; CALLS.len()],
+    max_ms: [u64; CALLS.len()],
+}
+
+impl CallTimes {
+    /// Adds `other`'s times.
+    fn merge(&mut self, other: &CallTimes) {
+        for i in 0..CALLS.len() {
+            self.total_ms[i] += other.total_ms[i];
+            self.max_ms[i] = self.max_ms[i].max(other.max_ms[i]);
+        }
+    }
+
+    /// Notes that call `i` took `took`.
+    fn note(&mut self, i: usize, took: Duration) {
+        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        self.total_ms[i] += ms;
+        self.max_ms[i] = self.max_ms[i].max(ms);
+    }
+
+    /// As a child reports them: `total max` per call, in [`CALLS`] order.
+    fn encode(&self) -> String {
+        let fields: Vec<String> = (0..CALLS.len())
+            .map(|i| format!("{} {}", self.total_ms[i], self.max_ms[i]))
+            .collect();
+        fields.join(" ")
+    }
+
+    /// Reads [`CallTimes::encode`]'s text.
+    fn decode(text: &str) -> Option<CallTimes> {
+        let numbers: Vec<u64> = text
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        if numbers.len() != 2 * CALLS.len() {
+            return None;
+        }
+        let mut times = CallTimes::default();
+        for i in 0..CALLS.len() {
+            times.total_ms[i] = numbers[2 * i];
+            times.max_ms[i] = numbers[2 * i + 1];
+        }
+        Some(times)
+    }
+
+    /// For humans: each call's mean over `count` calls and its longest.
+    fn describe(&self, count: u32) -> String {
+        let parts: Vec<String> = CALLS
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                format!(
+                    "{call} mean {} ms, max {} ms",
+                    self.total_ms[i] / u64::from(count.max(1)),
+                    self.max_ms[i]
+                )
+            })
+            .collect();
+        parts.join("; ")
+    }
+}
+
+/// Runs the case on node `me` of `nodes`; `Err` once the nodes are out of
+/// step.
+pub(super) fn run<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    password: u64,
+    real: bool,
+) -> InStep {
+    barrier(kernel, tap, nodes, "the start of the many-process stress")?;
+    let case = format!(
+        "node {me}: {CHILDREN} processes each allocate, write, read back and free {ROUNDS} LMRs of 256 B to 8 KiB on every node, within {} s",
+        BOUND.as_secs()
+    );
+    if !real {
+        tap.skip(&case, super::processes::WHY_SKIPPED);
+        return barrier(kernel, tap, nodes, "the many-process stress");
+    }
+    let started = Instant::now();
+    let cpu_before = CpuTicks::read();
+    let mut outcome = Ok(());
+    let mut children = Vec::new();
+    for index in 0..CHILDREN {
+        let args = [
+            KIND.to_string(),
+            me.to_string(),
+            index.to_string(),
+            nodes.to_string(),
+            password.to_string(),
+        ];
+        match spawn(&args) {
+            Ok(mut child) => {
+                let out = child.stdout.take().map(BufReader::new);
+                children.push((child, out));
+            }
+            Err(e) => outcome = Err(e),
+        }
+    }
+    let mut times = CallTimes::default();
+    for (child, out) in children {
+        if let Some(mut out) = out {
+            for (what, result) in collect(&mut out, false) {
+                if let Some(child_times) = what.strip_prefix(TIMES).and_then(CallTimes::decode) {
+                    times.merge(&child_times);
+                } else if outcome.is_ok() {
+                    outcome = result.map_err(|e| format!("child: {what}: {e}"));
+                }
+            }
+        }
+        let finished = finish(child);
+        if outcome.is_ok() {
+            outcome = finished;
+        }
+    }
+    let took = started.elapsed();
+    if let (Some(before), Some(after)) = (cpu_before, CpuTicks::read()) {
+        tap.comment(&format!(
+            "node {me}: CPU during the stress: {}",
+            after.since(&before)
+        ));
+    }
+    let cycles = CHILDREN * ROUNDS * nodes;
+    tap.comment(&format!(
+        "node {me}: {cycles} allocate/write/read/free cycles by {CHILDREN} processes in {} ms ({:.1} cycles/s): {}",
+        took.as_millis(),
+        f64::from(cycles) / took.as_secs_f64().max(1e-3),
+        times.describe(cycles)
+    ));
+    let bounded = outcome.and_then(|()| {
+        if took <= BOUND {
+            Ok(())
+        } else {
+            Err(format!("took {} s", took.as_secs()))
+        }
+    });
+    tap.check(&case, bounded);
+    barrier(kernel, tap, nodes, "the many-process stress")
+}
+
+/// The CPU's time by state, from the first line of `/proc/stat`, in ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CpuTicks {
+    user: u64,
+    system: u64,
+    idle: u64,
+    softirq: u64,
+    all: u64,
+}
+
+impl CpuTicks {
+    fn read() -> Option<CpuTicks> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    fn parse(text: &str) -> Option<CpuTicks> {
+        let fields: Vec<u64> = text
+            .lines()
+            .next()?
+            .strip_prefix("cpu ")?
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+        Some(CpuTicks {
+            user: field(0) + field(1),
+            system: field(2),
+            idle: field(3) + field(4),
+            softirq: field(5) + field(6),
+            all: fields.iter().sum(),
+        })
+    }
+
+    /// Each state's share of the time since `before`, for humans.
+    fn since(&self, before: &CpuTicks) -> String {
+        let all = self.all.saturating_sub(before.all).max(1) as f64;
+        let share = |now: u64, then: u64| 100.0 * now.saturating_sub(then) as f64 / all;
+        format!(
+            "user {:.0}%, system {:.0}%, interrupts {:.0}%, idle {:.0}%",
+            share(self.user, before.user),
+            share(self.system, before.system),
+            share(self.softirq, before.softirq),
+            share(self.idle, before.idle)
+        )
+    }
+}
+
+/// Runs one stressing child if `args` name one; its exit status.
+pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
+    if args.first().map(String::as_str) != Some(KIND) {
+        return None;
+    }
+    let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
+    let (me, index, nodes, password) = (number(1), number(2), number(3), number(4));
+    let mut out = std::io::stdout().lock();
+    let mut times = CallTimes::default();
+    let mut outcome = Ok(());
+    'rounds: for round in 0..u64::from(ROUNDS) {
+        for target in 1..=nodes {
+            // PANIC: the index is reduced modulo the table's length.
+            let size = SIZES[((index + round + target) % SIZES.len() as u64) as usize];
+            let seed = pattern::seed(&[me, index, round, target]);
+            if let Err(e) = cycle(kernel, target, size, seed, password, &mut times) {
+                outcome = Err(format!("round {round}, {size} B on node {target}: {e}"));
+                break 'rounds;
+            }
+        }
+    }
+    let _ = writeln!(out, "ok {TIMES}{}", times.encode());
+    let status = match &outcome {
+        Ok(()) => 0,
+        Err(_) => 1,
+    };
+    let line = match outcome {
+        Ok(()) => format!("ok process {index} on node {me}"),
+        Err(e) => format!("fail process {index} on node {me}: {e}"),
+    };
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    Some(status)
+}
+
+/// One LMR of `size` bytes on node `target`: allocated, written with the
+/// pattern of `seed`, read back, checked and freed; each call's time goes
+/// to `times`.
+fn cycle<K: Kernel>(
+    kernel: &K,
+    target: u64,
+    size: u64,
+    seed: u64,
+    password: u64,
+    times: &mut CallTimes,
+) -> Result<(), String> {
+    let target = u32::try_from(target).map_err(|_| format!("node {target}"))?;
+    let len = usize::try_from(size).map_err(|_| format!("size {size}"))?;
+    let mut data = vec![0u8; len];
+    pattern::fill(seed, 0, &mut data);
+    let mut timed = |i: usize, started: Instant| times.note(i, started.elapsed());
+    let started = Instant::now();
+    let handle = handle_of(
+        kernel.alloc_remote(target, size, 0, password),
+        "alloc_remote",
+    );
+    timed(0, started);
+    let handle = handle?;
+    let started = Instant::now();
+    let written = write_ok(kernel, handle, 0, &data, password);
+    timed(1, started);
+    let started = Instant::now();
+    let checked = written.and_then(|()| read_vec(kernel, handle, 0, len, password));
+    timed(2, started);
+    let checked = checked
+        .and_then(|back| pattern::verify(seed, 0, &back).map_err(|m| format!("read back: {m:?}")));
+    let started = Instant::now();
+    let freed = expect_zero(kernel.free(handle)).map_err(|e| format!("free: {e}"));
+    timed(3, started);
+    checked.and(freed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_times_survive_a_child_report_and_add_up() {
+        let mut times = CallTimes::default();
+        times.note(0, Duration::from_millis(12));
+        times.note(0, Duration::from_millis(30));
+        times.note(3, Duration::from_millis(5));
+        let decoded = CallTimes::decode(&times.encode());
+        assert_eq!(decoded, Some(times));
+        let mut all = CallTimes::default();
+        all.merge(&times);
+        all.merge(&times);
+        assert_eq!(all.total_ms[0], 84);
+        assert_eq!(all.max_ms[0], 30);
+        assert!(all
+            .describe(4)
+            .starts_with("alloc_remote mean 21 ms, max 30 ms"));
+        assert_eq!(CallTimes::decode("1 2 3"), None);
+        assert_eq!(CallTimes::decode("a b c d e f g h"), None);
+    }
+}

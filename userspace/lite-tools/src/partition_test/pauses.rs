@@ -1,0 +1,554 @@
+//! The pause phase of the partition test, before anything is cut.
+//!
+//! The harness stops one survivor's VM (QEMU's `stop`), keeps it stopped
+//! a little less than the manager's dead-after, lets it run again
+//! (`cont`), and does so again and again. A node that is paused for a
+//! while is alive, only silent: nobody may take it for dead, and no call
+//! involving it may fail.
+//!
+//! Every node allocates an LMR on each other node and, once all have
+//! ([`super::setup_barrier`]), writes data that depends on the round into
+//! it, reads it back and compares, on one thread per peer, so that traffic
+//! runs both ways between the paused node and every other. It then prints
+//! [`PAUSE_READY_MARKER`], for which the harness waits on every node
+//! before its first pause, and keeps the traffic running for
+//! [`PartitionConfig::pause_traffic`](super::PartitionConfig) by its own
+//! clock (the paused node's clock stops with its VM, so its traffic runs
+//! that much longer). Meanwhile it reads `lite_get_total_node`, which has
+//! to stay at the cluster's size. Then it prints [`PAUSES_OVER_MARKER`]
+//! (the harness checks that no node printed it before the last pause
+//! ended), stops its traffic and reports: every round trip to every peer
+//! came back intact and no call failed, the count never changed, and the
+//! membership file lists the same incarnations, every peer alive, as
+//! before the traffic. It frees its LMRs, and a barrier ends the phase.
+//!
+//! On the real kernel every node also keeps its CPU busy with a thread that
+//! spins for as long as the traffic runs: LITE's threads (its heartbeats
+//! among them) then compete for the CPU with a user's work, on top of the
+//! traffic and the pauses, with the default failure detection.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::thread;
+
+use super::{
+    after, describe_membership, read_membership, setup_barrier, total_nodes, PartitionConfig,
+    THREAD_STOP_TIMEOUT,
+};
+use crate::cluster_test::io::handle_of;
+use crate::debugfs::membership::{MembershipFile, NodeMembership, PeerState};
+use crate::errno::describe_result;
+use crate::failure_test::{elapsed_ms, run_traffic, Target, TrafficReport};
+use crate::kernel::Kernel;
+use crate::pattern;
+use crate::stats::monotonic_ns;
+use crate::tap::Tap;
+
+/// Every node's console line once its traffic with every peer runs; the
+/// harness starts pausing once every node printed it. A TAP comment.
+pub const PAUSE_READY_MARKER: &str = "LITE-PARTITION-PAUSES ready";
+
+/// Every node's console line once its traffic time is up. The harness
+/// checks, once its last pause ended, that no node printed it yet: every
+/// pause then fell within every node's traffic. A TAP comment.
+pub const PAUSES_OVER_MARKER: &str = "LITE-PARTITION-PAUSES over";
+
+/// Size of the LMR each node's traffic goes to on each peer.
+const TRAFFIC_LMR_SIZE: u64 = 256 << 10;
+
+/// Password of those LMRs ("pauses").
+const TRAFFIC_PASSWORD: u64 = 0x7061_7573_6573;
+
+/// Seed of the traffic from node `me` to node `peer`.
+fn traffic_seed(me: u32, peer: u32) -> u64 {
+    pattern::seed(&[u64::from(me), u64::from(peer), TRAFFIC_LMR_SIZE, 4])
+}
+
+/// What the cluster's size read while the traffic ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CountWatch {
+    /// Reads of `lite_get_total_node`.
+    pub reads: u64,
+    /// Of which gave anything but the cluster's size.
+    pub other_reads: u64,
+    /// The first of those, and when (ms after the traffic started).
+    pub first_other: Option<String>,
+}
+
+impl CountWatch {
+    /// Notes one read, `value`, `at_ms` after the traffic started, of a
+    /// cluster of `nodes`.
+    pub fn record(&mut self, value: Result<u64, String>, nodes: u32, at_ms: i64) {
+        self.reads += 1;
+        if value.as_ref().is_ok_and(|&v| v == u64::from(nodes)) {
+            return;
+        }
+        self.other_reads += 1;
+        self.first_other.get_or_insert_with(|| {
+            let shown = value.map_or_else(|e| e, |v| v.to_string());
+            format!("{shown} after {at_ms} ms")
+        });
+    }
+
+    /// Whether every read gave the cluster's size, and there was one.
+    pub fn verdict(&self) -> Result<(), String> {
+        match &self.first_other {
+            Some(first) => Err(format!(
+                "{} of {} reads differed; the first: {first}",
+                self.other_reads, self.reads
+            )),
+            None if self.reads == 0 => Err("never read".to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Whether one peer's traffic ran, and every round trip came back intact
+/// with every call succeeding.
+pub fn traffic_verdict(report: &TrafficReport) -> Result<(), String> {
+    let mut problems = Vec::new();
+    if let Some(error) = &report.error {
+        problems.push(error.clone());
+    }
+    if let Some(mismatch) = &report.first_mismatch {
+        problems.push(format!(
+            "{} round trips came back different; the first: {mismatch}",
+            report.mismatches
+        ));
+    }
+    if report.rounds == 0 {
+        problems.push("no round trip completed".to_string());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// Checks that `after` lists the members `before` did: this node with the
+/// same incarnation, not fenced, and each of the other `nodes - 1` nodes
+/// alive as the same incarnation. The members in a few words, or what
+/// differs.
+pub fn same_members(
+    before: &MembershipFile,
+    after: &MembershipFile,
+    nodes: u32,
+) -> Result<String, String> {
+    let (MembershipFile::Member(before), MembershipFile::Member(after)) = (before, after) else {
+        return Err(format!(
+            "no membership to compare: {} before, {} after",
+            describe_membership(&Ok(before.clone())),
+            describe_membership(&Ok(after.clone()))
+        ));
+    };
+    let mut problems = Vec::new();
+    if before.fenced || after.fenced {
+        problems.push(format!(
+            "this node is fenced: {} before, {} after",
+            u8::from(before.fenced),
+            u8::from(after.fenced)
+        ));
+    }
+    if (before.node, before.incarnation) != (after.node, after.incarnation) {
+        problems.push(format!(
+            "this node was node {} incarnation {}, then node {} incarnation {}",
+            before.node, before.incarnation, after.node, after.incarnation
+        ));
+    }
+    let mut shown = vec![format!(
+        "node {} incarnation {}",
+        after.node, after.incarnation
+    )];
+    for peer in (1..=nodes).filter(|&n| n != before.node) {
+        let line = |view: &NodeMembership| {
+            view.peer(peer).map_or("no line".to_string(), |p| {
+                format!("{} incarnation {}", p.state.name(), p.incarnation)
+            })
+        };
+        let (was, is) = (line(before), line(after));
+        shown.push(format!("peer {peer} {is}"));
+        let alive_before = before
+            .peer(peer)
+            .is_some_and(|p| p.state == PeerState::Alive);
+        if !alive_before || was != is {
+            problems.push(format!("peer {peer}: {was} before, {is} after"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(shown.join(", "))
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// The traffic to one peer: its LMR there, and its thread's report once
+/// told to stop.
+struct PeerTraffic {
+    peer: u32,
+    handle: Option<u64>,
+    report: Result<Receiver<TrafficReport>, String>,
+}
+
+/// Allocates this node's traffic LMR on each peer, one test point each.
+fn allocate<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+) -> Vec<(u32, Option<u64>)> {
+    (1..=nodes)
+        .filter(|&peer| peer != me)
+        .map(|peer| {
+            let allocated = handle_of(
+                kernel.alloc_remote(peer, TRAFFIC_LMR_SIZE, 0, TRAFFIC_PASSWORD),
+                "alloc_remote",
+            );
+            tap.check(
+                &format!(
+                    "pauses: alloc_remote of {} KiB on node {peer} for the traffic returns a handle",
+                    TRAFFIC_LMR_SIZE >> 10
+                ),
+                allocated.as_ref().map(drop).map_err(Clone::clone),
+            );
+            (peer, allocated.ok())
+        })
+        .collect()
+}
+
+/// Starts the traffic to `peer` through `handle` on a thread of its own.
+fn start_traffic<K>(
+    kernel: &Arc<K>,
+    me: u32,
+    peer: u32,
+    handle: u64,
+    stop: &Arc<AtomicBool>,
+) -> Result<Receiver<TrafficReport>, String>
+where
+    K: Kernel + Send + 'static,
+{
+    let (sender, reports) = mpsc::channel();
+    let kernel = Arc::clone(kernel);
+    let stop = Arc::clone(stop);
+    let lmr = Target {
+        handle,
+        size: TRAFFIC_LMR_SIZE,
+        password: TRAFFIC_PASSWORD,
+    };
+    thread::Builder::new()
+        .name(format!("pause-traffic-{peer}"))
+        .spawn(move || {
+            // Nobody fails on purpose here: no failure to count rounds after.
+            let never = AtomicU64::new(0);
+            let report = run_traffic(kernel.as_ref(), lmr, traffic_seed(me, peer), &stop, &never);
+            // Nobody listens any more once the wait timed out.
+            let _ = sender.send(report);
+        })
+        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
+    Ok(reports)
+}
+
+/// Starts a thread that spins until `stop`: a CPU hog. Returns how many
+/// turns it made, a sign that it ran.
+fn start_cpu_hog(stop: &Arc<AtomicBool>) -> Result<thread::JoinHandle<u64>, String> {
+    let stop = Arc::clone(stop);
+    thread::Builder::new()
+        .name("pause-cpu-hog".into())
+        .spawn(move || {
+            let mut turns = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..100_000 {
+                    turns = std::hint::black_box(turns.wrapping_add(1));
+                }
+            }
+            turns
+        })
+        .map_err(|e| format!("cannot start the CPU hog: {e}"))
+}
+
+/// Prints the ready marker, then reads the cluster's size every
+/// `config.pacing.poll` for `config.pause_traffic`, repeating the marker
+/// every `config.pacing.marker_every` (a kernel message may cut into a
+/// line on the console).
+fn watch_count<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    config: &PartitionConfig,
+) -> CountWatch {
+    let started = monotonic_ns();
+    let end = after(started, config.pause_traffic);
+    let mut watch = CountWatch::default();
+    let mut last_marker = started;
+    tap.comment(PAUSE_READY_MARKER);
+    loop {
+        let value = total_nodes(kernel);
+        let now = monotonic_ns();
+        watch.record(value, config.nodes, elapsed_ms(started, now));
+        if now >= end {
+            return watch;
+        }
+        if now >= after(last_marker, config.pacing.marker_every) {
+            tap.comment(PAUSE_READY_MARKER);
+            last_marker = now;
+        }
+        thread::sleep(config.pacing.poll);
+    }
+}
+
+/// Collects one peer's traffic report (its thread was told to stop) as a
+/// test point.
+fn report_traffic<W: Write>(tap: &mut Tap<W>, traffic: PeerTraffic) {
+    let peer = traffic.peer;
+    let report = traffic.report.and_then(|reports| {
+        reports.recv_timeout(THREAD_STOP_TIMEOUT).map_err(|_| {
+            format!(
+                "the traffic did not stop within {} s of being told to",
+                THREAD_STOP_TIMEOUT.as_secs()
+            )
+        })
+    });
+    let shown = report.as_ref().map_or("no report".to_string(), |r| {
+        format!(
+            "{} round trips, {} mismatches, {} failed calls",
+            r.rounds,
+            r.mismatches,
+            u8::from(r.error.is_some())
+        )
+    });
+    tap.check(
+        &format!(
+            "pauses: every write to and read from node {peer} while a node was paused succeeded \
+             and came back intact ({shown})"
+        ),
+        report.and_then(|r| traffic_verdict(&r)),
+    );
+}
+
+/// Frees this node's traffic LMRs, as one test point.
+fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, handles: &[(u32, u64)]) {
+    let failures: Vec<String> = handles
+        .iter()
+        .filter_map(|&(peer, handle)| {
+            let ret = kernel.free(handle);
+            (ret != 0).then(|| format!("the LMR on node {peer}: {}", describe_result(ret)))
+        })
+        .collect();
+    tap.check(
+        "pauses: free of each traffic LMR returns 0",
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("\n"))
+        },
+    );
+}
+
+/// Runs the pause phase as node `me`, reporting each test point to `tap`.
+/// False when a barrier failed: the nodes are out of step, and the test
+/// has bailed out.
+pub(super) fn run<K, W>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    config: &PartitionConfig,
+    me: u32,
+) -> bool
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let nodes = config.nodes;
+    let before = read_membership(kernel.as_ref());
+    let allocated = allocate(kernel.as_ref(), tap, me, nodes);
+    if !setup_barrier(kernel, tap, nodes, "allocating the pause traffic's LMRs") {
+        return false;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let traffic: Vec<PeerTraffic> = allocated
+        .iter()
+        .map(|&(peer, handle)| PeerTraffic {
+            peer,
+            handle,
+            report: match handle {
+                Some(handle) => start_traffic(kernel, me, peer, handle, &stop),
+                None => Err(format!("there is no LMR on node {peer}")),
+            },
+        })
+        .collect();
+
+    let hog = kernel.spawns_processes().then(|| start_cpu_hog(&stop));
+    let count = watch_count(kernel.as_ref(), tap, config);
+    tap.comment(PAUSES_OVER_MARKER);
+    stop.store(true, Ordering::SeqCst);
+    if let Some(hog) = hog {
+        let turns = hog.and_then(|hog| hog.join().map_err(|_| "the CPU hog panicked".to_string()));
+        tap.check(
+            "pauses: a thread kept this node's CPU busy while the traffic ran",
+            turns.and_then(|turns| {
+                if turns > 0 {
+                    Ok(())
+                } else {
+                    Err("it never turned".to_string())
+                }
+            }),
+        );
+    }
+    let handles: Vec<(u32, u64)> = traffic
+        .iter()
+        .filter_map(|t| t.handle.map(|handle| (t.peer, handle)))
+        .collect();
+    for peer_traffic in traffic {
+        report_traffic(tap, peer_traffic);
+    }
+    tap.check(
+        &format!(
+            "pauses: get_total_node returned {nodes} in each of {} reads while the traffic ran \
+             ({} s)",
+            count.reads,
+            config.pause_traffic.as_secs()
+        ),
+        count.verdict(),
+    );
+    let after_traffic = read_membership(kernel.as_ref());
+    let compared = match (&before, &after_traffic) {
+        (Ok(before), Ok(after)) => same_members(before, after, nodes),
+        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+    };
+    let shown = compared.as_ref().map_or("?".to_string(), Clone::clone);
+    tap.check(
+        &format!(
+            "pauses: membership lists the same incarnations, every peer alive, after the \
+             traffic as before it ({shown})"
+        ),
+        compared.map(drop),
+    );
+    free_all(kernel.as_ref(), tap, &handles);
+    setup_barrier(kernel, tap, nodes, "the pauses")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::debugfs::membership::Peer;
+
+    #[test]
+    fn the_count_must_stay_the_clusters_size_in_every_read() {
+        let mut watch = CountWatch::default();
+        assert_eq!(watch.verdict(), Err("never read".to_string()));
+        watch.record(Ok(3), 3, 0);
+        watch.record(Ok(3), 3, 100);
+        assert_eq!(watch.verdict(), Ok(()));
+        watch.record(Ok(2), 3, 200);
+        watch.record(Err("-107 (-ENOTCONN)".to_string()), 3, 300);
+        watch.record(Ok(3), 3, 400);
+        assert_eq!((watch.reads, watch.other_reads), (5, 2));
+        assert_eq!(
+            watch.verdict(),
+            Err("2 of 5 reads differed; the first: 2 after 200 ms".to_string())
+        );
+    }
+
+    #[test]
+    fn traffic_passes_only_with_round_trips_and_no_error_or_difference() {
+        let good = TrafficReport {
+            rounds: 12,
+            ..TrafficReport::default()
+        };
+        assert_eq!(traffic_verdict(&good), Ok(()));
+        let none = traffic_verdict(&TrafficReport::default()).unwrap_err();
+        assert_eq!(none, "no round trip completed");
+        let failed = TrafficReport {
+            rounds: 3,
+            error: Some("round 3: read at offset 0 returned -112 (-EHOSTDOWN)".to_string()),
+            ..TrafficReport::default()
+        };
+        assert!(traffic_verdict(&failed)
+            .unwrap_err()
+            .contains("returned -112 (-EHOSTDOWN)"));
+        let different = TrafficReport {
+            rounds: 3,
+            mismatches: 1,
+            first_mismatch: Some("round 1: 4 byte(s) differ".to_string()),
+            ..TrafficReport::default()
+        };
+        assert_eq!(
+            traffic_verdict(&different),
+            Err("1 round trips came back different; the first: round 1: 4 byte(s) differ".into())
+        );
+    }
+
+    fn view(
+        node: u32,
+        incarnation: u32,
+        fenced: bool,
+        peers: &[(u32, PeerState, u32)],
+    ) -> MembershipFile {
+        MembershipFile::Member(NodeMembership {
+            node,
+            incarnation,
+            epoch: 3,
+            fenced,
+            peers: peers
+                .iter()
+                .map(|&(node, state, incarnation)| Peer {
+                    node,
+                    state,
+                    incarnation,
+                })
+                .collect(),
+        })
+    }
+
+    #[test]
+    fn the_members_must_be_the_same_incarnations_alive_after_as_before() {
+        use PeerState::{Alive, Dead, Suspect};
+        let before = view(1, 1, false, &[(2, Alive, 1), (3, Alive, 1)]);
+        assert_eq!(
+            same_members(&before, &before, 3),
+            Ok(
+                "node 1 incarnation 1, peer 2 alive incarnation 1, peer 3 alive incarnation 1"
+                    .to_string()
+            )
+        );
+        // A later epoch alone is no change of members.
+        let mut later_epoch = before.clone();
+        if let MembershipFile::Member(v) = &mut later_epoch {
+            v.epoch = 9;
+        }
+        assert!(same_members(&before, &later_epoch, 3).is_ok());
+
+        let reborn = view(1, 1, false, &[(2, Alive, 2), (3, Alive, 1)]);
+        assert_eq!(
+            same_members(&before, &reborn, 3),
+            Err("peer 2: alive incarnation 1 before, alive incarnation 2 after".to_string())
+        );
+        let suspected = view(1, 1, false, &[(2, Suspect, 1), (3, Alive, 1)]);
+        assert!(same_members(&before, &suspected, 3).is_err());
+        let dead = view(1, 1, false, &[(2, Dead, 1), (3, Alive, 1)]);
+        assert!(same_members(&before, &dead, 3).is_err());
+        let fenced = view(1, 1, true, &[(2, Alive, 1), (3, Alive, 1)]);
+        assert!(same_members(&before, &fenced, 3)
+            .unwrap_err()
+            .contains("this node is fenced: 0 before, 1 after"));
+        let rejoined = view(1, 2, false, &[(2, Alive, 1), (3, Alive, 1)]);
+        assert!(same_members(&before, &rejoined, 3)
+            .unwrap_err()
+            .contains("node 1 incarnation 1, then node 1 incarnation 2"));
+        // A peer missing from both files is no member either.
+        let missing = view(1, 1, false, &[(2, Alive, 1)]);
+        assert_eq!(
+            same_members(&missing, &missing, 3),
+            Err("peer 3: no line before, no line after".to_string())
+        );
+        assert!(same_members(&MembershipFile::NotJoined, &before, 3)
+            .unwrap_err()
+            .starts_with("no membership to compare: joined 0 before"));
+    }
+
+    #[test]
+    fn each_direction_has_its_own_data() {
+        assert_ne!(traffic_seed(1, 2), traffic_seed(2, 1));
+        assert_ne!(traffic_seed(1, 2), traffic_seed(1, 3));
+    }
+}
