@@ -33,6 +33,7 @@ LITE_RUST_CASE(manager_authentication)
 LITE_RUST_CASE(ipv4_parsing)
 LITE_RUST_CASE(barrier_counting)
 LITE_RUST_CASE(barrier_interrupted_by_departure)
+LITE_RUST_CASE(barrier_waits_a_bounded_time_for_members)
 LITE_RUST_CASE(lock_kept_by_home)
 LITE_RUST_CASE(membership_epochs_and_incarnations)
 LITE_RUST_CASE(membership_suspects_and_self)
@@ -93,6 +94,7 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(ipv4_parsing),
 	KUNIT_CASE(barrier_counting),
 	KUNIT_CASE(barrier_interrupted_by_departure),
+	KUNIT_CASE(barrier_waits_a_bounded_time_for_members),
 	KUNIT_CASE(lock_kept_by_home),
 	KUNIT_CASE(membership_epochs_and_incarnations),
 	KUNIT_CASE(membership_suspects_and_self),

@@ -269,12 +269,6 @@ impl Connection {
         (self.qp.qpn(), self.qp.psn())
     }
 
-    /// Most bytes [`Connection::rdma_write_imm_inline`] takes (0 if the
-    /// device takes no data inline).
-    pub(crate) fn max_inline(&self) -> usize {
-        self.max_inline
-    }
-
     /// Whether `len` bytes go inline on this connection.
     pub(crate) fn fits_inline(&self, len: usize) -> bool {
         self.max_inline > 0 && len <= self.max_inline

@@ -10,7 +10,7 @@ use super::Check;
 use crate::{
     errno,
     internal::{
-        barrier::rounds::{BarrierRounds, WaitOutcome},
+        barrier::rounds::{BarrierRounds, MembersWait, WaitOutcome, MEMBERS_WAIT_MS},
         membership::view::{MembershipView, PeerState, Verdict},
     },
 };
@@ -123,4 +123,22 @@ kunit_case!(lite_test_barrier_interrupted_by_departure, |c| {
     let fifth = rounds.enter(1);
     rounds.arrived(2, fifth.round);
     check!(c, matches!(rounds.wait(fifth, 2), Ok(WaitOutcome::Done)));
+});
+
+kunit_case!(lite_test_barrier_waits_a_bounded_time_for_members, |c| {
+    let mut wait = MembersWait::default();
+    // Enough members: waiting for slow ones has no limit.
+    check!(c, !wait.gave_up(3, 3, 1_000));
+    check!(c, !wait.gave_up(3, 3, 1_000 + 10 * MEMBERS_WAIT_MS));
+    // Short of one from 5 s on: the wait ends after the limit, not before.
+    check!(c, !wait.gave_up(2, 3, 5_000));
+    check!(c, !wait.gave_up(2, 3, 5_000 + MEMBERS_WAIT_MS));
+    check!(c, wait.gave_up(2, 3, 5_001 + MEMBERS_WAIT_MS));
+    // A member that joins meanwhile starts the count afresh.
+    let mut wait = MembersWait::default();
+    check!(c, !wait.gave_up(1, 2, 0));
+    check!(c, !wait.gave_up(2, 2, MEMBERS_WAIT_MS - 1));
+    check!(c, !wait.gave_up(1, 2, MEMBERS_WAIT_MS + 1));
+    check!(c, !wait.gave_up(1, 2, 2 * MEMBERS_WAIT_MS));
+    check!(c, wait.gave_up(1, 2, 2 * MEMBERS_WAIT_MS + 2));
 });

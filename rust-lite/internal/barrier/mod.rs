@@ -11,7 +11,7 @@ use kernel::{prelude::*, sync::Arc};
 use crate::{errno, internal::util::clock::now_ms};
 
 use self::{
-    rounds::{BarrierRounds, WaitOutcome},
+    rounds::{BarrierRounds, MembersWait, WaitOutcome},
     wire::BarrierMessage,
 };
 use super::core::{
@@ -21,11 +21,6 @@ use super::core::{
     wire::{Frame, Status},
     Core,
 };
-
-/// Longest a barrier call waits while the cluster has fewer members than
-/// it asks for, in ms: long enough for nodes to boot and join (or a node
-/// to rejoin), short of waiting for ever for nodes that will not come.
-pub(crate) const MEMBERS_WAIT_MS: u64 = 60_000;
 
 /// The distributed barrier of a joined node.
 #[pin_data]
@@ -56,7 +51,7 @@ impl Barrier {
     /// the round was in progress (here or on a peer: every node waiting in
     /// it fails, and the next call is the next round everywhere),
     /// `ETIMEDOUT` if the cluster had fewer than `num` members for
-    /// [`MEMBERS_WAIT_MS`] of the wait.
+    /// [`rounds::MEMBERS_WAIT_MS`] of the wait.
     pub(crate) fn dist_barrier(&self, num: u32) -> Result {
         if num == 0 || num as usize > MAX_NODES {
             return Err(EINVAL);
@@ -77,7 +72,7 @@ impl Barrier {
         // node was connected to it); the others would answer for nothing,
         // doubling the messages of every round.
         let (asking, telling) = (message(true), message(false));
-        let mut short_of_members_since = None;
+        let mut members_wait = MembersWait::default();
         loop {
             for node in self.core.connected_peers()?.iter() {
                 if let Ok(peer) = self.core.peer(*node) {
@@ -93,13 +88,7 @@ impl Barrier {
             }
             let outcome = match self.rounds.wait(entered, num as usize) {
                 Ok(WaitOutcome::Resend) => {
-                    if self.rounds.members() >= num as usize {
-                        short_of_members_since = None;
-                        continue;
-                    }
-                    let now = now_ms();
-                    let since = *short_of_members_since.get_or_insert(now);
-                    if now.saturating_sub(since) <= MEMBERS_WAIT_MS {
+                    if !members_wait.gave_up(self.rounds.members(), num as usize, now_ms()) {
                         continue;
                     }
                     Err(errno::ETIMEDOUT())

@@ -35,6 +35,34 @@ use crate::{errno, internal::core::limits::MAX_NODES};
 /// How often a waiting node repeats its round to its peers.
 pub(crate) const RESEND_INTERVAL_MS: u32 = 1000;
 
+/// Longest a barrier call waits while the cluster has fewer members than
+/// it asks for, in ms: long enough for nodes to boot and join (or a node
+/// to rejoin), short of waiting for ever for nodes that will not come.
+pub(crate) const MEMBERS_WAIT_MS: u64 = 60_000;
+
+/// How long a barrier call has found the cluster with fewer members than
+/// it asks for.
+#[derive(Debug, Default)]
+pub(crate) struct MembersWait {
+    /// Since when ([`now_ms`](crate::internal::util::clock::now_ms)), if
+    /// the cluster is short of members now.
+    short_since_ms: Option<u64>,
+}
+
+impl MembersWait {
+    /// Notes that the cluster has `members` of the `num` nodes asked for at
+    /// `now_ms`; returns whether it has been short of them for longer than
+    /// [`MEMBERS_WAIT_MS`], which ends the wait.
+    pub(crate) fn gave_up(&mut self, members: usize, num: usize, now_ms: u64) -> bool {
+        if members >= num {
+            self.short_since_ms = None;
+            return false;
+        }
+        let since = *self.short_since_ms.get_or_insert(now_ms);
+        now_ms.saturating_sub(since) > MEMBERS_WAIT_MS
+    }
+}
+
 /// How many interrupted rounds a node remembers: a node more rounds behind
 /// its peers than this cannot be interrupted by them any more.
 const INTERRUPTED_KEPT: usize = 8;

@@ -180,6 +180,10 @@ pub(crate) struct Membership {
     last_heard_ms: AtomicU64,
     /// The node leaves: the manager's verdict on it is expected.
     leaving: AtomicBool,
+    /// `lite_cm` read the manager's verdict on this node (its death, or
+    /// the confirmation of its leave), which `lite_cm_events` applies:
+    /// the end of the connection that follows is no reason to resume.
+    verdict_read: AtomicBool,
     /// The membership ended: the threads stop.
     stopped: AtomicBool,
     /// Joins the cluster again; called while this node is cut off.
@@ -211,6 +215,7 @@ impl Membership {
                 events <- Workers::new(EVENT_BACKLOG)?,
                 last_heard_ms: AtomicU64::new(now_ms()),
                 leaving: AtomicBool::new(false),
+                verdict_read: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),
                 rejoin,
             }? Error),
@@ -381,11 +386,20 @@ impl Membership {
                 incarnation,
                 heard_ms_ago: self.heard_ms_ago(peer, incarnation),
             }),
-            // Gives it back only once the membership stopped.
-            message => self
-                .events
-                .submit(ManagerEvent(message))
-                .map_err(|_| errno::EHOSTDOWN()),
+            message => {
+                if let Message::NodeDead {
+                    node, incarnation, ..
+                } = message
+                {
+                    if node == self.node_id() && incarnation == self.view.lock().own_incarnation() {
+                        self.verdict_read.store(true, Ordering::Release);
+                    }
+                }
+                // Gives it back only once the membership stopped.
+                self.events
+                    .submit(ManagerEvent(message))
+                    .map_err(|_| errno::EHOSTDOWN())
+            }
         }
     }
 
@@ -597,7 +611,10 @@ fn listen(membership: Arc<Membership>) {
         let Err(e) = result else {
             continue;
         };
-        if membership.is_fenced() || membership.stopped.load(Ordering::Acquire) {
+        if membership.is_fenced()
+            || membership.stopped.load(Ordering::Acquire)
+            || membership.verdict_read.load(Ordering::Acquire)
+        {
             return;
         }
         if e == errno::EPROTO() {

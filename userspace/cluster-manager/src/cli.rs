@@ -34,7 +34,7 @@ options:
                          twice as long while half of the nodes are late
   --suspicion-ms MS      declare a suspected node dead once it stayed silent
                          for MS milliseconds more and no peer heard from it
-                         (default 1000)
+                         (default 800)
   --suspect-grace-ms MS  when a node reports its connection to a peer
                          failed, declare the peer dead at once if it has
                          been silent for MS milliseconds (default 1000)
@@ -393,6 +393,7 @@ mod tests {
         let defaults = ManagerConfig::default();
         assert!(USAGE.contains(&format!("(default {})", defaults.dead_after.as_millis())));
         assert!(USAGE.contains(&format!("(default {})", defaults.suspect_grace.as_millis())));
+        assert!(USAGE.contains(&format!("(default {})", defaults.suspicion.as_millis())));
     }
 
     #[test]

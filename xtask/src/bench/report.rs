@@ -36,7 +36,7 @@ const DEAD_AFTER_MS: i64 = 3000;
 
 /// How much longer a suspect may stay silent before it is declared dead:
 /// `lite-cm`'s default `--suspicion-ms`, which the harness keeps.
-const SUSPICION_MS: i64 = 1000;
+const SUSPICION_MS: i64 = 800;
 
 /// The failure test's bound on a stall (`lite-failure-test`'s
 /// `MAX_STALL_MS`): a call returning later fails it.
