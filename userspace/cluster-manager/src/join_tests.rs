@@ -141,11 +141,16 @@ fn authenticated(address: SocketAddr) -> Channel<TcpStream> {
 struct NodeWriter {
     stream: TcpStream,
     outbound: Outbound,
+    /// When the node last sent a frame: the manager's silence clock for
+    /// it starts no later than this.
+    last_sent: Option<Instant>,
 }
 
 impl NodeWriter {
     fn send(&mut self, message: &Message) -> io::Result<()> {
-        self.outbound.write(&mut self.stream, message)
+        self.outbound.write(&mut self.stream, message)?;
+        self.last_sent = Some(Instant::now());
+        Ok(())
     }
 }
 
@@ -351,6 +356,7 @@ impl FakeNode {
         let writer = Arc::new(Mutex::new(NodeWriter {
             stream: stream.try_clone().expect("clone stream"),
             outbound,
+            last_sent: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let (joined_tx, joined) = mpsc::channel();
@@ -432,8 +438,20 @@ impl FakeNode {
 
     /// Stops the heartbeats without closing the connection, as when the
     /// connection broke on the node's side only.
-    fn stop_heartbeats(&self) {
+    /// Stops the heartbeats; returns when the node last sent a frame, the
+    /// start of its silence. No heartbeat follows: the heartbeat thread
+    /// looks at `stop` under the writer's lock.
+    fn stop_heartbeats(&self) -> Instant {
+        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         self.stop.store(true, Ordering::SeqCst);
+        writer.last_sent.unwrap_or_else(Instant::now)
+    }
+
+    /// When the node last sent a frame: a lower bound for when the
+    /// manager's silence clock for it started.
+    fn last_sent(&self) -> Instant {
+        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        writer.last_sent.unwrap_or_else(Instant::now)
     }
 
     /// Sends `Leave` as the node that joined as `joined`.
@@ -474,13 +492,13 @@ fn connection_ended(e: &ProtocolError) -> bool {
 /// Sends a heartbeat every [`FAKE_HEARTBEAT`] until told to stop or the
 /// connection fails.
 fn send_heartbeats(writer: &Mutex<NodeWriter>, id: u32, applied: &AtomicU32, stop: &AtomicBool) {
-    while !stop.load(Ordering::SeqCst) {
+    loop {
         let heartbeat = Message::Heartbeat {
             node_id: id,
             epoch: applied.load(Ordering::SeqCst),
         };
         let mut writer = writer.lock().unwrap_or_else(PoisonError::into_inner);
-        if writer.send(&heartbeat).is_err() {
+        if stop.load(Ordering::SeqCst) || writer.send(&heartbeat).is_err() {
             return;
         }
         drop(writer);
@@ -1136,7 +1154,7 @@ fn silent_member_is_declared_dead_and_every_survivor_told_once() {
     assert_eq!(second.wait_joined().id, 2);
     let silent = FakeNode::spawn(address, Behavior::Cooperate);
     let joined = silent.wait_joined();
-    let silent_since = Instant::now();
+    let silent_since = silent.last_sent();
     assert_eq!(joined.id_and_total(), (3, 3));
 
     let expected = Death {
@@ -1176,10 +1194,11 @@ fn a_silent_member_is_suspected_and_its_peers_asked_before_it_is_declared_dead()
     assert_eq!(observer.wait_joined().id, 1);
     let silent = FakeNode::spawn(address, Behavior::Cooperate);
     let joined = silent.wait_joined();
-    let silent_since = Instant::now();
+    let silent_since = silent.last_sent();
 
     // Suspected after `dead_after`, dead only after the suspicion too.
-    observer.assert_no_death(SHORT_DEAD_AFTER + SHORT_SUSPICION - Duration::from_millis(100));
+    let earliest_death = silent_since + SHORT_DEAD_AFTER + SHORT_SUSPICION;
+    observer.assert_no_death(earliest_death.saturating_duration_since(Instant::now()));
     let death = observer.wait_death(DETECTION_MARGIN);
     assert_eq!(
         death,
@@ -1235,7 +1254,7 @@ fn a_suspect_its_peers_hear_from_stays_a_member_for_longer() {
     assert_eq!(observer.wait_joined().id, 1);
     let unheard = FakeNode::spawn(address, Behavior::Cooperate);
     assert_eq!(unheard.wait_joined().id, 2);
-    let silent_since = Instant::now();
+    let silent_since = unheard.last_sent();
 
     // Twice the limit of a suspect nobody hears from: still a member.
     observer.assert_no_death((SHORT_DEAD_AFTER + SHORT_SUSPICION) * 2);
@@ -1266,9 +1285,7 @@ fn dead_after_doubles_while_half_of_the_members_are_late() {
     assert_eq!(first.wait_joined().id, 2);
     let second = FakeNode::spawn_with(address, late);
     assert_eq!(second.wait_joined().id, 3);
-    first.stop_heartbeats();
-    second.stop_heartbeats();
-    let silent_since = Instant::now();
+    let silent_since = first.stop_heartbeats().min(second.stop_heartbeats());
 
     // Two of three late at once: the host is slow, not the nodes.
     observer.assert_no_death(SHORT_DEAD_AFTER * 2);
