@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, NoDeathWatch};
 use crate::logscan::MarkerWatch;
 use crate::ui::{self, Step};
 use crate::{interrupt, process};
@@ -52,9 +52,16 @@ pub fn roles(nodes: usize, survivor: &str, last: &str) -> Vec<String> {
 /// with SIGKILL [`KILL_DELAY`] later. Fails if the marker does not come
 /// within [`VICTIM_READY_TIMEOUT`] of `started`, if any node ends before it
 /// (none can finish while the victim lives, and without every survivor
-/// the victim never gets ready), if the victim ends by itself before the
-/// kill, or on Ctrl-C.
-pub fn kill_when_ready(cluster: &mut Cluster, victim: usize, started: Instant) -> Result<()> {
+/// the victim never gets ready), if the manager declares any node dead
+/// before the kill (`deaths`: the set-up includes a minute of overload,
+/// which nobody may take for a death), if the victim ends by itself
+/// before the kill, or on Ctrl-C.
+pub fn kill_when_ready(
+    cluster: &mut Cluster,
+    victim: usize,
+    started: Instant,
+    deaths: &mut NoDeathWatch,
+) -> Result<()> {
     let (name, log) = cluster.node_log(victim)?;
     let step = Step::start(format!("waiting for {name} to get ready, then killing it"));
     let mut watch = MarkerWatch::new(log, VICTIM_READY);
@@ -63,7 +70,10 @@ pub fn kill_when_ready(cluster: &mut Cluster, victim: usize, started: Instant) -
         &name,
         started,
         VICTIM_READY_TIMEOUT,
-        &mut || first_ended(cluster),
+        &mut || {
+            deaths.check()?;
+            first_ended(cluster)
+        },
     )?;
     ui::progress(&format!(
         "{name} is ready; killing it in {}",
@@ -72,6 +82,7 @@ pub fn kill_when_ready(cluster: &mut Cluster, victim: usize, started: Instant) -
     let ready_at = Instant::now();
     while ready_at.elapsed() < KILL_DELAY {
         interrupt::check()?;
+        deaths.check()?;
         sleep(process::POLL);
     }
     if !cluster.kill_node(victim)? {

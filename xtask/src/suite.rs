@@ -590,7 +590,8 @@ fn failure_test(
     let started = Instant::now();
     let victim = FAILURE_NODES;
     let (_, first_boot_log) = cluster.node_log(victim)?;
-    let killed = failure::kill_when_ready(&mut cluster, victim, started);
+    let mut deaths = NoDeathWatch::new(&spec);
+    let killed = failure::kill_when_ready(&mut cluster, victim, started, &mut deaths);
     let (rebooted, waited) = match &killed {
         Ok(()) => rejoin_phase(&mut cluster, &spec, victim),
         // Without the victim's death the survivors cannot finish; their

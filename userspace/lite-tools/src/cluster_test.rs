@@ -46,7 +46,8 @@ mod memory_ops;
 mod privilege;
 mod processes;
 mod quotas;
-mod rpc;
+mod round_labels;
+pub(crate) mod rpc;
 mod rpc_async;
 mod sharing;
 mod stress;
@@ -169,6 +170,25 @@ fn run_cases<K: Kernel, W: Write>(
 
     bad_input(kernel, tap, me, config, password);
     memory_ops::run(kernel, tap, me, nodes, password);
+    // From here on every barrier checks that every node entered it at the
+    // same point (not before: a leave the kernel wrongly let through in
+    // the cases above would take the board with it).
+    let published = round_labels::publish(kernel, me, nodes);
+    if me == round_labels::BOARD_HOME {
+        let outcome = published.as_ref().map(drop).map_err(Clone::clone);
+        tap.check(
+            &format!("node {me}: publishes the board of barrier labels"),
+            outcome,
+        );
+    }
+    io::barrier(kernel, tap, nodes, "publishing the board of barrier labels")?;
+    let attached =
+        published.and_then(|published| round_labels::attach(kernel, me, nodes, published));
+    let description = format!("node {me}: uses the board of barrier labels");
+    if !tap.check(&description, attached) {
+        tap.bail_out("cannot check that the nodes stay in step");
+        return Err(io::OutOfStep);
+    }
     sharing::run(kernel, tap, me, nodes, password)?;
     processes::run(kernel, tap, me, nodes, password)?;
     stress::run(kernel, tap, me, nodes, password, kernel.spawns_processes())?;
@@ -181,7 +201,10 @@ fn run_cases<K: Kernel, W: Write>(
     quotas::run(kernel, tap, me, nodes, password)?;
 
     // Nobody leaves while others may still use its memory.
-    io::barrier(kernel, tap, nodes, "the last case")
+    io::barrier(kernel, tap, nodes, "the last case")?;
+    round_labels::detach(kernel, || {
+        io::barrier(kernel, tap, nodes, "reading the last barrier label")
+    })
 }
 
 /// Password of the LMRs node `me` allocates ("LITE" and the node id).

@@ -87,6 +87,7 @@ use crate::IB_PORT;
 
 #[cfg(test)]
 mod dying;
+pub mod overload;
 pub mod rejoin;
 
 pub use rejoin::{CyclePacing, CYCLES};
@@ -212,7 +213,13 @@ pub struct FailureConfig {
     pub nodes: u32,
     /// How the survivors' leave/rejoin cycles are paced.
     pub pacing: CyclePacing,
+    /// How long the overload before the failure lasts (see [`overload`]);
+    /// zero leaves it out.
+    pub overload: Duration,
 }
+
+/// [`FailureConfig::overload`] on virtual machines: a minute.
+pub const OVERLOAD: Duration = Duration::from_secs(60);
 
 /// Joins the cluster (or finds this node's id if it is a member already).
 pub(crate) fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
@@ -472,6 +479,60 @@ fn allocate_spread<K: Kernel, W: Write>(kernel: &K, me: u32, log: &mut VictimLog
     );
 }
 
+/// What the overload phase did on this node, for a test point or the
+/// victim's log.
+fn describe_overload(length: Duration, overloaded: &Result<overload::Overload, String>) -> String {
+    let done = match overloaded {
+        Ok(o) => format!(
+            ": {} calls, the slowest {} ms, {} requests served, {} CPU hog threads",
+            o.calls,
+            o.slowest.as_millis(),
+            o.served,
+            o.hog_threads
+        ),
+        Err(_) => String::new(),
+    };
+    format!(
+        "overload: every node calls every node's port {} for {} s, none fails{done}",
+        overload::OVERLOAD_PORT,
+        length.as_secs_f32()
+    )
+}
+
+/// A survivor's part of the overload phase, reported; whether the nodes
+/// are still in step.
+fn survive_overload<K: Kernel + Sync, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    config: &FailureConfig,
+) -> bool {
+    let nodes = config.nodes;
+    let mut in_step = true;
+    let overloaded = overload::run(
+        kernel,
+        me,
+        nodes,
+        config.overload,
+        kernel.spawns_processes(),
+        |after| {
+            let name = format!("dist_barrier({nodes}) after {after}");
+            enter_barrier(kernel, nodes, SETUP_BARRIER_TIMEOUT, &name)
+                .map_err(|e| format!("{name}: {e}"))
+                .inspect_err(|_| in_step = false)
+        },
+    );
+    tap.check(
+        &describe_overload(config.overload, &overloaded),
+        overloaded.map(drop),
+    );
+    tap.check(
+        &format!("overload: the cluster still has its {nodes} nodes"),
+        overload::still_whole(kernel, nodes),
+    );
+    in_step
+}
+
 /// Runs the victim's part up to its [`READY_MARKER`]; the caller then
 /// keeps the process (and with it the port and the lock) alive until the
 /// machine is killed. An error means the victim cannot go on.
@@ -495,6 +556,24 @@ pub fn run_victim<K: Kernel, W: Write>(
     };
     await_members(kernel, nodes, SETUP_BARRIER_TIMEOUT)?;
     barrier(&mut log, "joining")?;
+    if !config.overload.is_zero() {
+        let mut out_of_step = None;
+        let overloaded = overload::run(
+            kernel,
+            me,
+            nodes,
+            config.overload,
+            kernel.spawns_processes(),
+            |after| barrier(&mut log, after).inspect_err(|e| out_of_step = Some(e.clone())),
+        );
+        if let Some(e) = out_of_step {
+            return Err(e);
+        }
+        log.step(
+            &describe_overload(config.overload, &overloaded),
+            overloaded.map(drop),
+        );
+    }
     hold_victim_locks(kernel, me, nodes, &mut log);
     barrier(&mut log, "the survivors' allocations")?;
     barrier(&mut log, "the survivors counted their chunks")?;
@@ -1190,6 +1269,10 @@ where
         return;
     }
     if !setup_barrier(tap, &format!("all {nodes} nodes joined")) {
+        return;
+    }
+    if !config.overload.is_zero() && !survive_overload(kernel.as_ref(), tap, me, config) {
+        tap.bail_out("the nodes are out of step");
         return;
     }
     let setup = set_up_survivor(kernel.as_ref(), tap, me, nodes);
@@ -2176,6 +2259,8 @@ mod tests {
             cm: Ipv4Addr::new(10, 0, 0, 1),
             nodes: 4,
             pacing: TEST_PACING,
+            // On its own: nobody to call.
+            overload: Duration::ZERO,
         };
         let mut out = Vec::new();
         assert_eq!(run_victim(&kernel, &config, &mut out), Ok(()));
@@ -2195,6 +2280,8 @@ mod tests {
             cm: Ipv4Addr::new(10, 0, 0, 1),
             nodes: 4,
             pacing: TEST_PACING,
+            // On its own: nobody to call.
+            overload: Duration::ZERO,
         };
         let mut out = Vec::new();
         let error = run_victim(&kernel, &config, &mut out).unwrap_err();
@@ -2215,6 +2302,7 @@ mod tests {
             cm: Ipv4Addr::new(10, 0, 0, 1),
             nodes: count,
             pacing: TEST_PACING,
+            overload: Duration::from_millis(300),
         };
         let (survivors, victim) = nodes.split_at(nodes.len() - 1);
         thread::scope(|scope| {
@@ -2257,9 +2345,10 @@ mod tests {
         first_leave: Duration::from_secs(5),
     };
 
-    /// Test points of the failure phase, before the leave/rejoin cycles, of
-    /// a survivor that is neither A nor B.
-    const FAILURE_POINTS: u32 = 26;
+    /// Test points of the failure phase (the overload's two included),
+    /// before the leave/rejoin cycles, of a survivor that is neither A nor
+    /// B.
+    const FAILURE_POINTS: u32 = 28;
 
     /// Survivor A's further points: ask_lock of lock O, its lock, the
     /// unlock, the lock and unlock after it.

@@ -37,6 +37,7 @@ use std::net::Ipv4Addr;
 pub mod args;
 pub mod bench;
 pub mod cluster_test;
+pub mod cpu_hog;
 pub mod deadline;
 pub mod debugfs;
 pub mod errno;

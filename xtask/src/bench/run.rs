@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::{ASYNC_SIZES, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, RPC_ASYNC_SIZE, SIZES};
-use crate::cluster::{self, node_ip, Cluster, ClusterSpec};
+use crate::cluster::{self, node_ip, Cluster, ClusterSpec, NoDeathWatch};
 use crate::failure;
 use crate::initramfs;
 use crate::kernel::{self, Flavour};
@@ -416,7 +416,8 @@ pub fn failure_phase(setup: &Setup) -> Result<Phase> {
     let spec = setup.spec(roles, &no_extra, &logs);
     let mut cluster = Cluster::start(&spec)?;
     let started = Instant::now();
-    let waited = match failure::kill_when_ready(&mut cluster, FAILURE_NODES, started) {
+    let mut deaths = NoDeathWatch::new(&spec);
+    let waited = match failure::kill_when_ready(&mut cluster, FAILURE_NODES, started, &mut deaths) {
         Ok(()) => cluster.wait(failure::SURVIVORS_DONE_TIMEOUT, &mut || Ok(())),
         Err(err) => {
             cluster.kill_all();

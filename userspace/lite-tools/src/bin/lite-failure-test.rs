@@ -15,7 +15,7 @@ use std::time::Duration;
 use lite::sys::CM_DEFAULT_PORT;
 use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::failure_test::{
-    run_survivor, run_victim, CyclePacing, FailureConfig, Role, READY_MARKER,
+    run_survivor, run_victim, CyclePacing, FailureConfig, Role, OVERLOAD, READY_MARKER,
 };
 use lite_tools::kernel::Syscalls;
 use lite_tools::tap::Tap;
@@ -55,6 +55,7 @@ fn parse_config(parsed: &Parsed) -> Result<(FailureConfig, Role), ArgError> {
         // another survivor.
         nodes: in_range("nodes", parsed.required("nodes")?, 3..=MAX_CLUSTER_NODES)?,
         pacing: CyclePacing::VMS,
+        overload: OVERLOAD,
     };
     let role = parsed.required_with("role", Role::parse)?;
     Ok((config, role))

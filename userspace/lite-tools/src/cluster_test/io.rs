@@ -13,6 +13,8 @@ use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
 use crate::tap::Tap;
 
+use super::round_labels;
+
 /// How long a barrier may wait. It waits for the slowest node's work since
 /// the barrier before, which is bounded but can be long under emulation
 /// (a program the cluster test runs gets three minutes, a wait for a peer
@@ -217,7 +219,8 @@ pub fn out_of_step<W: Write>(tap: &mut Tap<W>, point: &str, reason: &str) -> Out
 }
 
 /// Every node calls this at the same point; reports the result. A failed
-/// barrier ends the run ([`OutOfStep`]).
+/// barrier ends the run ([`OutOfStep`]), and so does one that other nodes
+/// entered at another point ([`round_labels`]).
 pub fn barrier<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -226,7 +229,10 @@ pub fn barrier<K: Kernel, W: Write>(
 ) -> InStep {
     let name = format!("dist_barrier({nodes}) after {after}");
     let point = format!("{name} returns 0");
-    match enter_barrier(kernel, nodes, BARRIER_LIMIT, &name) {
+    let entered = round_labels::labelled(kernel, &name, || {
+        enter_barrier(kernel, nodes, BARRIER_LIMIT, &name)
+    });
+    match entered {
         Ok(()) => {
             tap.ok(&point);
             Ok(())

@@ -180,7 +180,7 @@ pub fn transform(request: &[u8]) -> Vec<u8> {
 }
 
 /// The raw result of registering `port` with `name`.
-fn register<K: Kernel>(kernel: &K, port: u32, max_size: u64, name: &str) -> c_long {
+pub(crate) fn register<K: Kernel>(kernel: &K, port: u32, max_size: u64, name: &str) -> c_long {
     // SAFETY: `name` is readable for its length during the call.
     unsafe {
         kernel.register_application(
@@ -296,7 +296,7 @@ pub(super) fn compare(found: &[u8], expected: &[u8]) -> Result<(), String> {
 
 /// Calls `port` on `node` with `request` and checks that the reply is its
 /// [`transform`].
-fn transformed_call<K: Kernel>(
+pub(crate) fn transformed_call<K: Kernel>(
     kernel: &K,
     node: u32,
     port_priority: u32,
@@ -315,7 +315,7 @@ fn transformed_call<K: Kernel>(
 
 /// A request identifying its sender: (node, caller, sequence), then
 /// pattern bytes, 16 to 515 bytes in all.
-pub(super) fn identified_request(node: u32, caller: u32, seq: u64) -> Vec<u8> {
+pub(crate) fn identified_request(node: u32, caller: u32, seq: u64) -> Vec<u8> {
     let len = 16 + (seq as usize * 37) % 500;
     let mut request = vec![0u8; len];
     request[..4].copy_from_slice(&node.to_le_bytes());
@@ -339,17 +339,17 @@ fn caller_run<K: Kernel>(kernel: &K, me: u32, nodes: u32, caller: u32) -> Result
 }
 
 /// What one service thread saw.
-struct Served {
-    requests: u64,
-    one_way: u64,
+pub(crate) struct Served {
+    pub(crate) requests: u64,
+    pub(crate) one_way: u64,
     /// How its loop ended: `Ok` with the closing errno, or what went wrong.
-    ending: Result<c_long, String>,
+    pub(crate) ending: Result<c_long, String>,
 }
 
 /// A service thread: answers requests on `port` with their [`transform`]
 /// until the port is closed. With `combined`, answers and receives the
 /// next request in one call.
-fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served {
+pub(crate) fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served {
     let mut buf = vec![0u8; MAX_MESSAGE_SIZE as usize];
     let mut served = Served {
         requests: 0,

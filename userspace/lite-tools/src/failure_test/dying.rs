@@ -4,7 +4,8 @@
 //! Each node of a [`FakeKernel::cluster`] is wrapped in a [`Node`] that
 //! knows which node is the victim. Until [`kill`] is called, calls pass
 //! through, except those the real kernel would keep waiting on the victim:
-//! an RPC call to it and the locks it keeps wait for its death, and a
+//! an RPC call to its port [`VICTIM_PORT`] and the locks it keeps wait for
+//! its death, and a
 //! barrier of every node waits until the victim enters it too (or dies).
 //! A lock kept by a survivor that the victim holds waits in the model
 //! underneath. At the death the victim's LMRs are freed (their chunks with
@@ -21,6 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use libc::c_long;
 use lite::sys::{LiteLock, LiteMulticast, LiteReceive, LiteStats};
 
+use super::VICTIM_PORT;
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::kernel::Kernel;
 
@@ -398,8 +400,10 @@ impl Kernel for Node {
         reply: *mut c_void,
         max_reply: u64,
     ) -> c_long {
-        if node == self.victim && !self.is_victim() {
-            // Nobody on the victim receives: the call waits for the end.
+        let port = port_priority & 0xffff;
+        if node == self.victim && !self.is_victim() && (port == VICTIM_PORT || self.dead()) {
+            // Nobody on the victim receives from its port: the call waits
+            // for the end. (Its overload port is served until then.)
             self.fate.wait_for(|_| false);
             return host_down();
         }

@@ -38,6 +38,7 @@ use super::{
     THREAD_STOP_TIMEOUT,
 };
 use crate::cluster_test::io::handle_of;
+use crate::cpu_hog::CpuHog;
 use crate::debugfs::membership::{MembershipFile, NodeMembership, PeerState};
 use crate::errno::describe_result;
 use crate::failure_test::{elapsed_ms, run_traffic, Target, TrafficReport};
@@ -250,24 +251,6 @@ where
     Ok(reports)
 }
 
-/// Starts a thread that spins until `stop`: a CPU hog. Returns how many
-/// turns it made, a sign that it ran.
-fn start_cpu_hog(stop: &Arc<AtomicBool>) -> Result<thread::JoinHandle<u64>, String> {
-    let stop = Arc::clone(stop);
-    thread::Builder::new()
-        .name("pause-cpu-hog".into())
-        .spawn(move || {
-            let mut turns = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for _ in 0..100_000 {
-                    turns = std::hint::black_box(turns.wrapping_add(1));
-                }
-            }
-            turns
-        })
-        .map_err(|e| format!("cannot start the CPU hog: {e}"))
-}
-
 /// Prints the ready marker, then reads the cluster's size every
 /// `config.pacing.poll` for `config.pause_traffic`, repeating the marker
 /// every `config.pacing.marker_every` (a kernel message may cut into a
@@ -377,21 +360,16 @@ where
         })
         .collect();
 
-    let hog = kernel.spawns_processes().then(|| start_cpu_hog(&stop));
+    let hog = kernel
+        .spawns_processes()
+        .then(|| CpuHog::start("pause-cpu-hog", 1));
     let count = watch_count(kernel.as_ref(), tap, config);
     tap.comment(PAUSES_OVER_MARKER);
     stop.store(true, Ordering::SeqCst);
     if let Some(hog) = hog {
-        let turns = hog.and_then(|hog| hog.join().map_err(|_| "the CPU hog panicked".to_string()));
         tap.check(
             "pauses: a thread kept this node's CPU busy while the traffic ran",
-            turns.and_then(|turns| {
-                if turns > 0 {
-                    Ok(())
-                } else {
-                    Err("it never turned".to_string())
-                }
-            }),
+            hog.and_then(CpuHog::stop).map(drop),
         );
     }
     let handles: Vec<(u32, u64)> = traffic

@@ -1,0 +1,356 @@
+//! Labelled barrier rounds: every node checks that the others entered the
+//! same round it did.
+//!
+//! `lite_dist_barrier` rounds are anonymous. Were the nodes out of step (a
+//! node that rejoined taking a round the others are still in, say), a
+//! barrier would pair different points of the test on different nodes and
+//! the run would go on, wrong in ways hard to trace. So once every node is
+//! in, node [`BOARD_HOME`] publishes a board with two slots per node. Before
+//! each barrier a node writes the round's number and name into its slot
+//! of the round's parity; after the barrier it reads the whole board, and
+//! every node's slot of that parity must hold the same. Alternating slots
+//! suffice: a node past round `k` may write its slot of round `k + 1`, but
+//! cannot pass round `k + 1`, hence cannot overwrite its slot of round `k`,
+//! before every node has read it.
+//!
+//! The board belongs to the thread that runs the node's test (one thread
+//! per node when the fake cluster runs the test on a host), so that every
+//! barrier of the test checks its label without each case carrying it.
+
+use std::cell::RefCell;
+
+use lite::sys::{PERM_READ, PERM_WRITE};
+
+use super::io::{barrier_failed, handle_of, name_of, read_vec, write_ok};
+use super::password_of;
+use crate::errno::describe_result;
+use crate::kernel::Kernel;
+
+/// The node that holds the board.
+pub const BOARD_HOME: u32 = 1;
+
+/// Kind of the board's name ("BR"), see [`name_of`].
+const BOARD_KIND: u16 = 0x4252;
+
+/// Bytes of one slot: the round's number, then its name.
+const SLOT: usize = 128;
+
+/// Bytes of the name in a slot; longer names are cut.
+const LABEL_LEN: usize = SLOT - 8;
+
+/// Slots per node: one per parity of the round number.
+const SLOTS_PER_NODE: usize = 2;
+
+thread_local! {
+    /// This thread's board, once attached.
+    static BOARD: RefCell<Option<Board>> = const { RefCell::new(None) };
+}
+
+/// The board as one node uses it.
+#[derive(Debug)]
+struct Board {
+    /// Handle of the board: the LMR on [`BOARD_HOME`], or its mapping.
+    handle: u64,
+    /// This node's id.
+    me: u32,
+    /// Nodes taking part in every barrier.
+    nodes: u32,
+    /// Number of the last round this node entered.
+    round: u64,
+}
+
+/// A round as written into a slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Label {
+    round: u64,
+    name: [u8; LABEL_LEN],
+}
+
+impl Label {
+    fn new(round: u64, name: &str) -> Self {
+        let mut label = Self {
+            round,
+            name: [0; LABEL_LEN],
+        };
+        let len = name.len().min(LABEL_LEN);
+        // PANIC: `len` is at most the length of both.
+        label.name[..len].copy_from_slice(&name.as_bytes()[..len]);
+        label
+    }
+
+    fn to_bytes(&self) -> [u8; SLOT] {
+        let mut bytes = [0u8; SLOT];
+        // PANIC: 8 + LABEL_LEN == SLOT.
+        bytes[..8].copy_from_slice(&self.round.to_le_bytes());
+        bytes[8..].copy_from_slice(&self.name);
+        bytes
+    }
+
+    /// The label in `slot`, which is [`SLOT`] bytes long.
+    fn from_slot(slot: &[u8]) -> Self {
+        let mut round = [0u8; 8];
+        let mut name = [0u8; LABEL_LEN];
+        // PANIC: callers pass slots of SLOT bytes.
+        round.copy_from_slice(&slot[..8]);
+        name.copy_from_slice(&slot[8..SLOT]);
+        Self {
+            round: u64::from_le_bytes(round),
+            name,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let end = self.name.iter().position(|&b| b == 0).unwrap_or(LABEL_LEN);
+        // PANIC: `end` is at most LABEL_LEN.
+        let name = String::from_utf8_lossy(&self.name[..end]);
+        format!("round {} ({name})", self.round)
+    }
+}
+
+/// Offset of `node`'s slot for `round`.
+fn slot_offset(node: u32, round: u64) -> u64 {
+    let parity = round % SLOTS_PER_NODE as u64;
+    (u64::from(node - 1) * SLOTS_PER_NODE as u64 + parity) * SLOT as u64
+}
+
+fn board_size(nodes: u32) -> u64 {
+    u64::from(nodes) * (SLOTS_PER_NODE * SLOT) as u64
+}
+
+fn board_name() -> u64 {
+    name_of(BOARD_KIND, BOARD_HOME)
+}
+
+/// The board as [`publish`] left it: allocated and published on
+/// [`BOARD_HOME`], nothing elsewhere.
+#[derive(Debug)]
+pub struct Published(Option<u64>);
+
+/// On [`BOARD_HOME`], before the barrier that precedes [`attach`]:
+/// allocates the board and publishes it. Elsewhere nothing.
+pub fn publish<K: Kernel>(kernel: &K, me: u32, nodes: u32) -> Result<Published, String> {
+    if me != BOARD_HOME {
+        return Ok(Published(None));
+    }
+    let pw = password_of(BOARD_HOME);
+    let handle = handle_of(
+        kernel.alloc_remote(BOARD_HOME, board_size(nodes), 0, pw),
+        "alloc_remote of the barrier label board",
+    )?;
+    let published = kernel.add_ask_mr_table(board_name(), handle, PERM_READ | PERM_WRITE, pw);
+    if published != 0 {
+        let _ = kernel.free(handle);
+        return Err(format!(
+            "add_ask_mr_table of the barrier label board returned {}",
+            describe_result(published)
+        ));
+    }
+    Ok(Published(Some(handle)))
+}
+
+/// After the barrier that follows [`publish`] on every node: maps the
+/// board (on [`BOARD_HOME`] it is the one published); from then on every
+/// [`labelled`] round is checked.
+pub fn attach<K: Kernel>(
+    kernel: &K,
+    me: u32,
+    nodes: u32,
+    published: Published,
+) -> Result<(), String> {
+    let handle = match published.0 {
+        Some(handle) => handle,
+        None if me == BOARD_HOME => return Err("the barrier label board was not published".into()),
+        None => handle_of(
+            kernel.ask_lmr(
+                BOARD_HOME,
+                board_name(),
+                PERM_READ | PERM_WRITE,
+                password_of(BOARD_HOME),
+            ),
+            "ask_lmr of the barrier label board",
+        )?,
+    };
+    BOARD.with(|board| {
+        *board.borrow_mut() = Some(Board {
+            handle,
+            me,
+            nodes,
+            round: 0,
+        })
+    });
+    Ok(())
+}
+
+/// Stops checking rounds; every node calls it after the same round. The
+/// other nodes unmap the board, then every node enters `last_round`, and
+/// only then does the holder free the board: no node reads a freed one.
+pub fn detach<K: Kernel, T>(kernel: &K, last_round: impl FnOnce() -> T) -> T {
+    let board = BOARD.with(|board| board.borrow_mut().take());
+    if let Some(board) = &board {
+        if board.me != BOARD_HOME {
+            // A failure leaves a mapping that ends with the process.
+            let _ = kernel.umap_lmr(board.handle);
+        }
+    }
+    let result = last_round();
+    if let Some(board) = board {
+        if board.me == BOARD_HOME {
+            // A failure leaves an LMR that ends with the process.
+            let _ = kernel.free(board.handle);
+        }
+    }
+    result
+}
+
+/// Enters a round named `name` with `enter`, labelled when a board is
+/// attached: writes the label first, then after the round checks that
+/// every node entered the same one. `Err` is a [`barrier_failed`] reason.
+pub fn labelled<K: Kernel>(
+    kernel: &K,
+    name: &str,
+    enter: impl FnOnce() -> Result<(), String>,
+) -> Result<(), String> {
+    let Some((handle, me, nodes, round)) = BOARD.with(|board| {
+        board.borrow_mut().as_mut().map(|board| {
+            board.round += 1;
+            (board.handle, board.me, board.nodes, board.round)
+        })
+    }) else {
+        return enter();
+    };
+    let pw = password_of(BOARD_HOME);
+    let mine = Label::new(round, name);
+    write_ok(kernel, handle, slot_offset(me, round), &mine.to_bytes(), pw)
+        .map_err(|e| barrier_failed(&format!("labelling {}: {e}", mine.describe())))?;
+    enter()?;
+    let size = board_size(nodes) as usize;
+    let board = read_vec(kernel, handle, 0, size, pw)
+        .map_err(|e| barrier_failed(&format!("reading the barrier label board: {e}")))?;
+    let mismatches: Vec<String> = (1..=nodes)
+        .filter(|&node| node != me)
+        .filter_map(|node| {
+            let offset = slot_offset(node, round) as usize;
+            // PANIC: the board holds every node's slots, `offset` one of them.
+            let theirs = Label::from_slot(&board[offset..offset + SLOT]);
+            (theirs != mine).then(|| format!("node {node} entered {}", theirs.describe()))
+        })
+        .collect();
+    if mismatches.is_empty() {
+        Ok(())
+    } else {
+        Err(barrier_failed(&format!(
+            "this node entered {}, but {}",
+            mine.describe(),
+            mismatches.join(", ")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster_test::io::enter_barrier;
+    use crate::fake_kernel::{Defects, FakeKernel};
+    use std::time::Duration;
+
+    /// Every node of a fake cluster of `names.len()` nodes attaches the
+    /// board, then enters a labelled barrier per name of its own list; what
+    /// each node's rounds returned, and whether it freed what it held.
+    fn enter_rounds(names: &[&[&str]]) -> Vec<Vec<Result<(), String>>> {
+        let nodes = names.len() as u32;
+        let kernels = FakeKernel::cluster(nodes, Defects::default());
+        let results = std::thread::scope(|scope| {
+            let threads: Vec<_> = (1..=nodes)
+                .zip(&kernels)
+                .zip(names)
+                .map(|((me, kernel), names)| {
+                    scope.spawn(move || {
+                        // SAFETY: a NUL-terminated address.
+                        assert_eq!(
+                            unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) },
+                            me.into()
+                        );
+                        let barrier = |name: &str| {
+                            enter_barrier(kernel, nodes, Duration::from_secs(10), name)
+                        };
+                        let published = publish(kernel, me, nodes).expect("publish");
+                        barrier("publishing").expect("barrier");
+                        attach(kernel, me, nodes, published).expect("attach");
+                        let rounds: Vec<_> = names
+                            .iter()
+                            .map(|name| labelled(kernel, name, || barrier(name)))
+                            .collect();
+                        detach(kernel, || barrier("the last label")).expect("barrier");
+                        assert_eq!(kernel.live_handles(), 0);
+                        rounds
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().expect("node thread"))
+                .collect()
+        });
+        assert_eq!(kernels[0].live_lmrs(), 0);
+        results
+    }
+
+    #[test]
+    fn rounds_entered_at_the_same_points_pass() {
+        let names: &[&str] = &["first", "second", "third"];
+        for rounds in enter_rounds(&[names, names, names]) {
+            assert_eq!(rounds, vec![Ok(()), Ok(()), Ok(())]);
+        }
+    }
+
+    #[test]
+    fn a_round_entered_at_another_point_fails_on_every_node() {
+        let ahead: &[&str] = &["first", "third"];
+        let behind: &[&str] = &["first", "second"];
+        let results = enter_rounds(&[behind, ahead, behind]);
+        for (me, rounds) in (1..).zip(&results) {
+            assert_eq!(rounds[0], Ok(()));
+            let failed = rounds[1]
+                .as_ref()
+                .expect_err("the second round is out of step");
+            assert!(
+                failed.starts_with("barrier failed: this node entered round 2 ("),
+                "{failed}"
+            );
+            let other = if me == 2 {
+                "node 1 entered round 2 (second)"
+            } else {
+                "node 2 entered round 2 (third)"
+            };
+            assert!(failed.contains(other), "node {me}: {failed}");
+        }
+    }
+
+    #[test]
+    fn slots_of_every_node_and_parity_are_distinct_and_inside_the_board() {
+        let nodes = 4;
+        let mut offsets: Vec<u64> = (1..=nodes)
+            .flat_map(|node| [1, 2].map(|round| slot_offset(node, round)))
+            .collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        assert_eq!(offsets.len(), 8);
+        assert!(offsets
+            .iter()
+            .all(|&o| o + SLOT as u64 <= board_size(nodes)));
+        assert_eq!(slot_offset(2, 3), slot_offset(2, 5));
+    }
+
+    #[test]
+    fn a_label_reads_back_as_written_and_long_names_are_cut() {
+        let label = Label::new(7, "dist_barrier(3) after the concurrent RPCs");
+        assert_eq!(Label::from_slot(&label.to_bytes()), label);
+        assert_eq!(
+            label.describe(),
+            "round 7 (dist_barrier(3) after the concurrent RPCs)"
+        );
+        let long = "x".repeat(2 * LABEL_LEN);
+        let cut = Label::new(1, &long);
+        assert_eq!(cut.describe(), format!("round 1 ({})", &long[..LABEL_LEN]));
+    }
+}
