@@ -499,6 +499,25 @@ fn describe_overload(length: Duration, overloaded: &Result<overload::Overload, S
     )
 }
 
+/// Enters a barrier of every node before the failure, named after what it
+/// follows; `Err` names it.
+fn enter_setup_barrier<K: Kernel>(kernel: &K, nodes: u32, after: &str) -> Result<(), String> {
+    let name = format!("dist_barrier({nodes}) after {after}");
+    enter_barrier(kernel, nodes, SETUP_BARRIER_TIMEOUT, &name).map_err(|e| format!("{name}: {e}"))
+}
+
+/// This node's part of the overload phase as `config` says, with a CPU
+/// hog on the real kernel; `barrier` as [`overload::run`] takes it.
+fn overload_phase<K: Kernel + Sync>(
+    kernel: &K,
+    me: u32,
+    config: &FailureConfig,
+    barrier: impl FnMut(&str) -> Result<(), String>,
+) -> Result<overload::Overload, String> {
+    let hog = kernel.spawns_processes();
+    overload::run(kernel, me, config.nodes, config.overload, hog, barrier)
+}
+
 /// A survivor's part of the overload phase, reported; whether the nodes
 /// are still in step.
 fn survive_overload<K: Kernel + Sync, W: Write>(
@@ -509,19 +528,9 @@ fn survive_overload<K: Kernel + Sync, W: Write>(
 ) -> bool {
     let nodes = config.nodes;
     let mut in_step = true;
-    let overloaded = overload::run(
-        kernel,
-        me,
-        nodes,
-        config.overload,
-        kernel.spawns_processes(),
-        |after| {
-            let name = format!("dist_barrier({nodes}) after {after}");
-            enter_barrier(kernel, nodes, SETUP_BARRIER_TIMEOUT, &name)
-                .map_err(|e| format!("{name}: {e}"))
-                .inspect_err(|_| in_step = false)
-        },
-    );
+    let overloaded = overload_phase(kernel, me, config, |after| {
+        enter_setup_barrier(kernel, nodes, after).inspect_err(|_| in_step = false)
+    });
     tap.check(
         &describe_overload(config.overload, &overloaded),
         overloaded.map(drop),
@@ -548,24 +557,17 @@ pub fn run_victim<K: Kernel, W: Write>(
     register_victim_port(kernel, &mut log);
 
     let barrier = |log: &mut VictimLog<'_, W>, after: &str| -> Result<(), String> {
-        let name = format!("dist_barrier({nodes}) after {after}");
-        enter_barrier(kernel, nodes, SETUP_BARRIER_TIMEOUT, &name)
-            .map_err(|e| format!("{name}: {e}"))?;
-        log.note(&format!("{name}: ok"));
+        enter_setup_barrier(kernel, nodes, after)?;
+        log.note(&format!("dist_barrier({nodes}) after {after}: ok"));
         Ok(())
     };
     await_members(kernel, nodes, SETUP_BARRIER_TIMEOUT)?;
     barrier(&mut log, "joining")?;
     if !config.overload.is_zero() {
         let mut out_of_step = None;
-        let overloaded = overload::run(
-            kernel,
-            me,
-            nodes,
-            config.overload,
-            kernel.spawns_processes(),
-            |after| barrier(&mut log, after).inspect_err(|e| out_of_step = Some(e.clone())),
-        );
+        let overloaded = overload_phase(kernel, me, config, |after| {
+            barrier(&mut log, after).inspect_err(|e| out_of_step = Some(e.clone()))
+        });
         if let Some(e) = out_of_step {
             return Err(e);
         }

@@ -184,9 +184,8 @@ mod tests {
                         // SAFETY: a NUL-terminated address.
                         let joined = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) };
                         assert_eq!(joined, me.into());
-                        let barrier = |after: &str| {
-                            enter_barrier(kernel, 2, Duration::from_secs(10), after)
-                        };
+                        let barrier =
+                            |after: &str| enter_barrier(kernel, 2, Duration::from_secs(10), after);
                         if me == 2 && !both {
                             barrier("registering").and_then(|()| barrier("calling"))?;
                             return Err("node 2 took no part".into());
