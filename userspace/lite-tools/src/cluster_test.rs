@@ -28,7 +28,7 @@ use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NO
 use lite::Priority;
 
 use self::io::InStep;
-use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
 use crate::plan::{boundary_ranges, next_node, plan_data_cases, DataCase};
@@ -393,14 +393,6 @@ fn check_membership<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, 
         &format!("get_total_node returns {nodes}"),
         expect_value(kernel.get_total_node(), nodes.into()),
     );
-}
-
-fn expect_value(ret: c_long, expected: c_long) -> Result<(), String> {
-    if ret == expected {
-        Ok(())
-    } else {
-        Err(format!("expected {expected}, got {}", describe_result(ret)))
-    }
 }
 
 /// Like [`expect_errno`] for an allocation, freeing whatever was wrongly

@@ -79,10 +79,15 @@ pub fn expect_errno(ret: c_long, errno: i32) -> Result<(), String> {
 
 /// Passes when `ret` is 0.
 pub fn expect_zero(ret: c_long) -> Result<(), String> {
-    if ret == 0 {
+    expect_value(ret, 0)
+}
+
+/// Passes when `ret` is exactly `expected`.
+pub fn expect_value(ret: c_long, expected: c_long) -> Result<(), String> {
+    if ret == expected {
         Ok(())
     } else {
-        Err(format!("expected 0, got {}", describe_result(ret)))
+        Err(format!("expected {expected}, got {}", describe_result(ret)))
     }
 }
 

@@ -58,7 +58,7 @@ use crate::plan::others_in_ring_order;
 const NOBODY: u32 = 65534;
 
 mod quotas;
-mod rpc;
+pub(crate) mod rpc;
 mod sync;
 
 /// Defects the model can be given.

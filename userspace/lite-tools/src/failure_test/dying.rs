@@ -23,6 +23,7 @@ use libc::c_long;
 use lite::sys::{LiteLock, LiteMulticast, LiteReceive, LiteStats};
 
 use super::VICTIM_PORT;
+use crate::fake_kernel::rpc::port_of;
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::kernel::Kernel;
 
@@ -400,7 +401,7 @@ impl Kernel for Node {
         reply: *mut c_void,
         max_reply: u64,
     ) -> c_long {
-        let port = port_priority & 0xffff;
+        let port = port_of(port_priority);
         if node == self.victim && !self.is_victim() && (port == VICTIM_PORT || self.dead()) {
             // Nobody on the victim receives from its port: the call waits
             // for the end. (Its overload port is served until then.)

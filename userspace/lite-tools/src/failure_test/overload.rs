@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::cluster_test::rpc::{identified_request, register, serve, transformed_call};
 use crate::cpu_hog::CpuHog;
-use crate::errno::{describe_result, expect_zero};
+use crate::errno::expect_zero;
 use crate::kernel::Kernel;
 
 /// The RPC port every node serves during the overload.
@@ -151,17 +151,6 @@ pub fn run<K: Kernel + Sync>(
             hog_threads: hog_threads?,
         })
     })
-}
-
-/// The cluster's size, or why it is not `nodes`.
-pub fn still_whole<K: Kernel>(kernel: &K, nodes: u32) -> Result<(), String> {
-    match kernel.get_total_node() {
-        n if n == i64::from(nodes) => Ok(()),
-        n => Err(format!(
-            "get_total_node returned {}, the cluster has {nodes} nodes",
-            describe_result(n)
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -153,11 +153,17 @@ pub(super) struct Rpc {
     state: Mutex<State>,
 }
 
+/// The port of a `port_priority` (its low 16 bits, see
+/// [`lite::sys::port_priority`]).
+pub(crate) fn port_of(port_priority: u32) -> u32 {
+    port_priority & 0xffff
+}
+
 /// Port and whether the send may not block, from a `port_priority`.
 fn decode_port_priority(port_priority: u32, nonblock_allowed: bool) -> Result<(u32, bool), c_long> {
     let nonblock = port_priority & SEND_NONBLOCK != 0;
     let priority = (port_priority & !SEND_NONBLOCK) >> 16;
-    let port = port_priority & 0xffff;
+    let port = port_of(port_priority);
     if (nonblock && !nonblock_allowed) || priority > PRIORITY_LOW || port >= MAX_PORTS {
         return Err(err(libc::EINVAL));
     }
