@@ -35,7 +35,6 @@
 #include <linux/cred.h>
 #include <linux/debugfs.h>
 #include <linux/fs.h>
-#include <linux/init.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -217,9 +216,14 @@ static int lite_rpc_fault_next_set(void *data, u64 value)
 DEFINE_DEBUGFS_ATTRIBUTE(lite_rpc_fault_next_fops, NULL,
 			 lite_rpc_fault_next_set, "%llu\n");
 
-static int __init lite_debugfs_init(void)
+static struct dentry *lite_debugfs_dir;
+
+/* Creates LITE's files; LITE works without them if debugfs fails. */
+void lite_debugfs_create(void)
 {
 	struct dentry *dir = debugfs_create_dir("lite", NULL);
+
+	lite_debugfs_dir = dir;
 
 	debugfs_create_file("stats", 0444, dir, NULL, &lite_stats_fops);
 	debugfs_create_file("resources", 0444, dir, NULL,
@@ -245,6 +249,11 @@ static int __init lite_debugfs_init(void)
 				   &lite_manager_timeout_ms_fops);
 	debugfs_create_file_unsafe("rpc_fault_next", 0200, dir, NULL,
 				   &lite_rpc_fault_next_fops);
-	return 0;
 }
-late_initcall(lite_debugfs_init);
+
+/* Removes LITE's files, waiting for calls into them to end. */
+void lite_debugfs_remove(void)
+{
+	debugfs_remove(lite_debugfs_dir);
+	lite_debugfs_dir = NULL;
+}

@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Helpers for LITE: RDMA verbs that are static inline in <rdma/ib_verbs.h>,
- * and scheduler and wait-queue primitives that are macros. They only dispatch through
- * device ops or touch per-task state, so they link even when ib_core is a
- * module.
+ * and scheduler and wait-queue primitives that are macros. They only dispatch
+ * through device ops or touch per-task state, so they link even when ib_core
+ * is a module; helpers that call into ib_core or the crypto API are part of
+ * LITE (lite_helpers.c).
  */
 
-#include <crypto/hash.h>
 #include <keys/user-type.h>
 #include <linux/cred.h>
 #include <linux/key.h>
 #include <linux/kthread.h>
 #include <linux/mm.h>
-#include <linux/scatterlist.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -107,40 +106,6 @@ struct page *rust_helper_lite_kernel_addr_to_page(const void *addr)
 }
 
 /*
- * Maps `count` DMA-mapped ranges of `len` bytes each (whole pages of
- * `page_size` bytes) into a fast-registration memory region that peers
- * address from `iova` on, the ranges back to back. The region is only
- * usable after an IB_WR_REG_MR work request (lite_post_reg_mr()).
- */
-int rust_helper_lite_map_mr(struct ib_mr *mr, const u64 *dma, u32 count, u32 len,
-			    u32 page_size, u64 iova)
-{
-	struct scatterlist *sgl;
-	u32 i;
-	int mapped;
-
-	if (!count || !len || page_size < PAGE_SIZE || len % page_size ||
-	    iova % page_size)
-		return -EINVAL;
-	sgl = kvcalloc(count, sizeof(*sgl), GFP_KERNEL | __GFP_NOWARN);
-	if (!sgl)
-		return -ENOMEM;
-	sg_init_table(sgl, count);
-	for (i = 0; i < count; i++) {
-		sg_dma_address(&sgl[i]) = dma[i];
-		sg_dma_len(&sgl[i]) = len;
-	}
-	mapped = ib_map_mr_sg(mr, sgl, count, NULL, page_size);
-	kvfree(sgl);
-	if (mapped < 0)
-		return mapped;
-	if (mapped != count)
-		return -EINVAL;
-	mr->iova = iova;
-	return 0;
-}
-
-/*
  * Posts a signaled IB_WR_REG_MR for `mr` with a fresh key byte and the
  * access given; the region's keys are those of `mr` once it completes.
  */
@@ -157,26 +122,6 @@ int rust_helper_lite_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, int access,
 	wr.key = mr->rkey;
 	wr.access = access;
 	return ib_post_send(qp, &wr.wr, &bad);
-}
-
-/*
- * HMAC-SHA256 of `len` bytes at `data` with the `keylen`-byte `key`, into
- * the 32 bytes at `out`. Used for the few frames exchanged with the
- * cluster manager, so the transform is not kept between calls.
- */
-int rust_helper_lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
-				 unsigned int len, u8 *out)
-{
-	struct crypto_shash *tfm = crypto_alloc_shash("hmac(sha256)", 0, 0);
-	int err;
-
-	if (IS_ERR(tfm))
-		return PTR_ERR(tfm);
-	err = crypto_shash_setkey(tfm, key, keylen);
-	if (!err)
-		err = crypto_shash_tfm_digest(tfm, data, len, out);
-	crypto_free_shash(tfm);
-	return err;
 }
 
 /*

@@ -4,6 +4,7 @@
 //! the kernel C API. This is where errors become errno values and where
 //! user and C pointers become safe Rust types.
 
+pub(crate) mod entry_points;
 pub(crate) mod kernel_api;
 mod rpc_syscalls;
 mod sync_syscalls;

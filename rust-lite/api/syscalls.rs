@@ -443,7 +443,7 @@ pub(crate) extern "C" fn lite_rs_get_stats(buf: UserPtr, size: u64) -> c_long {
 /// Called by the kernel when the last thread of a process exits: releases
 /// everything the process holds in LITE.
 #[no_mangle]
-pub(crate) extern "C" fn lite_exit_process() {
+pub(crate) extern "C" fn lite_rs_exit_process() {
     let Ok(node) = node() else {
         return;
     };

@@ -3,7 +3,8 @@
 //! The node: which device LITE uses and, while joined, the cluster.
 //!
 //! There is one [`Node`] for the whole kernel. It is created when LITE
-//! initialises and never freed (LITE is built in). A node joins a cluster,
+//! initialises and freed when LITE unloads, after [`Node::shut_down`] and
+//! once nothing can use it any more. A node joins a cluster,
 //! may leave it (or be cut off from it) and join again: each membership
 //! has its own [`Cluster`], which callers hold for the length of one call,
 //! so a call under way when the node leaves finishes on the cluster it
@@ -32,6 +33,8 @@ struct NodeState {
     device: Option<Arc<DeviceContext>>,
     /// A join or a leave is under way.
     busy: bool,
+    /// LITE is unloading: the node joins no cluster any more.
+    unloading: bool,
     /// The id this node had in its last cluster, asked back when it joins
     /// again (0 before the first join).
     last_id: u32,
@@ -62,7 +65,9 @@ pub(crate) struct Node {
     quotas: Arc<Quotas>,
 }
 
-static NODE: SetOnce<Node> = SetOnce::new();
+/// The node state, from LITE's initialisation until it unloads (when the
+/// module's exit takes it back, once nothing can use it).
+pub(crate) static NODE: SetOnce<Node> = SetOnce::new();
 
 /// The node state.
 ///
@@ -81,7 +86,13 @@ impl Node {
         let node = Arc::pin_init(
             pin_init!(Node {
                 state <- new_mutex!(
-                    NodeState { device: None, busy: false, last_id: 0, last_join: None },
+                    NodeState {
+                        device: None,
+                        busy: false,
+                        unloading: false,
+                        last_id: 0,
+                        last_join: None,
+                    },
                     "lite:node"
                 ),
                 joined <- new_spinlock!(None, "lite:joined"),
@@ -89,9 +100,36 @@ impl Node {
             }),
             GFP_KERNEL,
         )?;
-        // Never released: see `node()`.
         NODE.set(node).map_err(|_| EBUSY)?;
         Ok(())
+    }
+
+    /// Takes the node out of its cluster for good, as LITE unloads: it
+    /// leaves as `lite_leave` does (forcing the leave if chunks held for
+    /// other nodes cannot move), or ends a membership that was cut off; it
+    /// joins no cluster afterwards. Called once no system call can start.
+    pub(crate) fn shut_down(&self) {
+        self.state.lock().unloading = true;
+        // A rejoin after a cut-off may be under way: let it end (it may
+        // have joined, in which case that membership is left below).
+        while self.begin_change().is_err() {
+            crate::sys::sched::sleep_uninterruptible_ms(SHUT_DOWN_POLL_MS);
+        }
+        let current = self.joined.lock().take();
+        if let Some(current) = current {
+            let node_id = current.cluster.core.node_id();
+            let left = current
+                .membership
+                .leave(false)
+                .or_else(|_| current.membership.leave(true));
+            match left {
+                Ok(()) => pr_info!("node {} left the cluster as LITE unloads\n", node_id),
+                // Cut off: there is no cluster to tell.
+                Err(_) => current.membership.stop(),
+            }
+        }
+        self.state.lock().last_join = None;
+        self.end_change(None);
     }
 
     /// The node's quotas.
@@ -128,6 +166,7 @@ impl Node {
         if state.busy {
             return Err(errno::EALREADY());
         }
+
         state.busy = true;
         Ok(ChangeStart {
             device: state.device.clone(),
@@ -182,6 +221,8 @@ impl Node {
     fn join_using(&self, addr: [u8; 4], port: u16, ib_port: u32, secret: Secret) -> Result<u32> {
         let change = self.begin_change()?;
         let result = match change.device {
+            // A rejoin after a cut-off may still try as LITE unloads.
+            _ if self.state.lock().unloading => Err(ENODEV),
             Some(device) => self.join_with(device, (addr, port), ib_port, change.last_id, &secret),
             None => Err(ENODEV),
         };
@@ -340,6 +381,9 @@ fn rejoin_after_cut_off() {
         pr_info!("node {} is a member again\n", id);
     }
 }
+
+/// How often [`Node::shut_down`] looks whether a join under way has ended.
+const SHUT_DOWN_POLL_MS: u32 = 10;
 
 /// What a join or leave starts from.
 struct ChangeStart {

@@ -8,6 +8,18 @@ use kernel::{bindings, prelude::*};
 
 use crate::internal::cm_wire::{MAC_LEN, MAX_SECRET_LEN};
 
+extern "C" {
+    /// `lite_helpers.c`: HMAC-SHA256 of `len` bytes at `data` with the
+    /// `keylen`-byte `key`, into the 32 bytes at `out`.
+    fn lite_hmac_sha256(
+        key: *const u8,
+        keylen: u32,
+        data: *const u8,
+        len: u32,
+        out: *mut u8,
+    ) -> core::ffi::c_int;
+}
+
 /// The cluster's secret: the payload of the "user" key `lite:cluster`.
 ///
 /// Wiped from memory when dropped.
@@ -84,7 +96,7 @@ pub(crate) fn hmac_sha256(key: &[u8], data: &[u8]) -> Result<[u8; MAC_LEN]> {
     // `out` is writable for the 32 bytes SHA-256 produces; the helper uses
     // them only during the call.
     let ret = unsafe {
-        bindings::lite_hmac_sha256(
+        lite_hmac_sha256(
             key.as_ptr(),
             key_len,
             data.as_ptr(),

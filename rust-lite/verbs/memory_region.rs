@@ -23,6 +23,21 @@ use super::{
     CompletionQueue, PortConfig, ProtectionDomain, WorkCompletion, PAGE_SIZE,
 };
 
+// Only a pointer to `ib_mr` crosses; bindgen gives it an empty member.
+#[allow(improper_ctypes)]
+extern "C" {
+    /// `lite_helpers.c`: maps `count` DMA ranges of `len` bytes into the
+    /// fast-registration region `mr`, addressed from `iova` on.
+    fn lite_map_mr(
+        mr: *mut bindings::ib_mr,
+        dma: *const u64,
+        count: u32,
+        len: u32,
+        page_size: u32,
+        iova: u64,
+    ) -> core::ffi::c_int;
+}
+
 /// What peers may do in a region: read, write and atomics.
 const REMOTE_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
     | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
@@ -252,7 +267,7 @@ impl Registrar {
         // not registered yet; `dma` holds `count` addresses, which the helper
         // only reads during the call.
         check(unsafe {
-            bindings::lite_map_mr(
+            lite_map_mr(
                 region.ptr.as_ptr(),
                 dma.as_ptr(),
                 count,

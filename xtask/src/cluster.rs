@@ -32,6 +32,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::fsutil::{LogFollower, TempDir};
 use crate::interrupt;
+use crate::kernel;
 use crate::logscan;
 use crate::paths::{repo_root, Cache};
 use crate::prereqs;
@@ -134,6 +135,13 @@ pub struct Cluster {
 impl Cluster {
     /// Creates the network, starts the manager, then the VMs two seconds apart.
     pub fn start(spec: &ClusterSpec) -> Result<Self> {
+        Self::start_with_terminal(spec, None)
+    }
+
+    /// Like [`Cluster::start`]; node `terminal_node`'s serial console, if
+    /// given, is this process's terminal as well as its log (see
+    /// [`VmSpec::console_on_terminal`]), for a user to type in.
+    pub fn start_with_terminal(spec: &ClusterSpec, terminal_node: Option<usize>) -> Result<Self> {
         if !prereqs::is_root() {
             bail!(
                 "the QEMU cluster needs root: it creates a network namespace, a bridge \
@@ -153,8 +161,11 @@ impl Cluster {
             vms: Vec::new(),
             manager: None,
             netns: None,
-            secret: ClusterSecretFiles::create(spec.initrd)
-                .context("cannot make the cluster's secret")?,
+            secret: ClusterSecretFiles::create(
+                spec.initrd,
+                kernel::modules_archive(spec.kernel).as_deref(),
+            )
+            .context("cannot make the cluster's secret")?,
             monitors: private_dir("lite-qmp")?,
         };
         let netns = Netns::create(&format!("{NETNS_PREFIX}{}", std::process::id()))?;
@@ -182,7 +193,7 @@ impl Cluster {
             if i > 1 {
                 sleep_interruptibly(START_GAP)?;
             }
-            let vm = node_vm(
+            let mut vm = node_vm(
                 spec,
                 &initrd,
                 cluster.monitors.path(),
@@ -190,6 +201,7 @@ impl Cluster {
                 &spec.roles[i - 1],
                 &format!("node{i}"),
             );
+            vm.console_on_terminal = terminal_node == Some(i);
             let qemu_log = spec.logs.join(format!("node{i}.qemu.log"));
             cluster.vms.push(Vm::spawn(&vm, Some(&ns_name), &qemu_log)?);
         }
@@ -500,6 +512,7 @@ fn node_vm(
         append: append.join(" "),
         memory_mib: spec.memory_mib,
         serial_log: spec.logs.join(format!("{name}.log")),
+        console_on_terminal: false,
         nic: Some(Nic {
             tap: tap_name(i),
             mac: qemu::mac(i),
@@ -679,6 +692,8 @@ mod tests {
         let nic = |vm: &VmSpec| vm.nic.as_ref().map(|n| (n.tap.clone(), n.mac.clone()));
         assert_eq!(nic(&first), Some(("tap2".into(), qemu::mac(2))));
         assert_eq!(nic(&again), nic(&first));
+        // Only `cargo xtask cluster --shell` puts a console on the terminal.
+        assert!(!first.console_on_terminal && !again.console_on_terminal);
         assert!(first.append.contains("lite.run=failure-victim"));
         assert_eq!(
             again.append,

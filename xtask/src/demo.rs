@@ -106,14 +106,14 @@ pub fn run(
 }
 
 /// Follows a growing console log and prints its role output with a prefix.
-struct Tail {
+pub struct Tail {
     name: String,
     log: LogFollower,
     started: bool,
 }
 
 impl Tail {
-    fn new(name: &str, path: PathBuf) -> Self {
+    pub fn new(name: &str, path: PathBuf) -> Self {
         Self {
             name: name.to_string(),
             log: LogFollower::new(path),
@@ -122,7 +122,7 @@ impl Tail {
     }
 
     /// Prints the complete lines added since the last call.
-    fn poll(&mut self) {
+    pub fn poll(&mut self) {
         for line in self.log.new_lines() {
             if !self.started && line.contains(RUN_MARKER) {
                 self.started = true;

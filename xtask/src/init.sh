@@ -12,7 +12,7 @@
 #                      bench-failure-victim | bench-apps | apps |
 #                      bench-regions-server | bench-regions-client |
 #                      bench-processes-server | bench-processes-client |
-#                      bench-scale
+#                      bench-scale | exec | shell | idle
 #   lite.peer=IP       the other VM (perftest client)
 #   lite.iters=N       benchmark iterations
 #   lite.sizes=A,B,..  benchmark message sizes (latency, RPC round trips)
@@ -62,6 +62,11 @@
 #                      failure-survivor: lite.cmtimeout from the end of the
 #                      failure test on, for the cluster test after it (the
 #                      harness then gives the manager the same)
+#   lite.env=NAME=VALUE
+#                      exec, shell, idle (cargo xtask cluster): a variable of
+#                      the environment of the user's program or shell, once
+#                      per variable (LITE_CM_ADDRESS, LITE_NODE_ADDRESS,
+#                      LITE_NODES); values hold no blanks
 # and always ends with "LITE-GUEST-EXIT rc=<code>" and a reboot, which makes
 # QEMU (started with -no-reboot) exit. A role that runs several programs
 # prints "LITE-GUEST-PROGRAM <name>" before each: the harness counts each
@@ -107,6 +112,7 @@ processcounts=1,2,4,8,16,32,64
 processops=4000
 processrounds=3
 scalecalls=200
+programenv=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
@@ -139,12 +145,27 @@ for arg in $(cat /proc/cmdline); do
 	lite.processops=*) processops=${arg#lite.processops=} ;;
 	lite.processrounds=*) processrounds=${arg#lite.processrounds=} ;;
 	lite.scalecalls=*) scalecalls=${arg#lite.scalecalls=} ;;
+	lite.env=*) programenv="$programenv ${arg#lite.env=}" ;;
 	esac
 done
 
 # Announces the next program of a role that runs several (see above).
 program() {
 	echo "LITE-GUEST-PROGRAM $1"
+}
+
+# Joins the cluster whose manager the environment of lite.env= names
+# (LITE_CM_ADDRESS, IP:PORT), as the user's programs do (roles shell, idle).
+# $programenv is split into its NAME=VALUE words on purpose.
+# shellcheck disable=SC2086
+join_from_environment() {
+	env $programenv python3 -c '
+import os, lite
+ip, port = os.environ["LITE_CM_ADDRESS"].rsplit(":", 1)
+print("LITE-GUEST: joined the cluster as node", lite.join(ip, int(port)))' || {
+		echo "LITE-GUEST: cannot join the cluster"
+		return 1
+	}
 }
 
 # LITE's resource counters once every node joined, saved by
@@ -524,7 +545,24 @@ bench_apps() {
 	done
 }
 
+# The modules of a modular kernel (the test flavour), in dependency order:
+# the RDMA core comes with Soft-RoCE; HMAC-SHA256, which authenticates the
+# manager, before LITE; LITE's KUnit suites run as it loads.
+LITE_MODULES="rdma_rxe ib_uverbs cryptomgr hmac sha256_generic lite"
+load_modules() {
+	for module in $LITE_MODULES; do
+		modprobe "$module" || {
+			echo "LITE-GUEST: cannot load the $module module"
+			return 1
+		}
+	done
+	echo "LITE-GUEST: loaded the modules $LITE_MODULES"
+}
+
 rc=0
+if [ -d "/lib/modules/$(uname -r)" ]; then
+	load_modules || finish 1
+fi
 if [ -n "$ip" ]; then
 	setup_network || finish 1
 fi
@@ -613,7 +651,7 @@ failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || r
 # join again on its own.
 partition-survivor) lite-partition-test --cm "$cm" --nodes "$nodes" --role survivor --pause-traffic "$pausesecs" || rc=$? ;;
 partition-cut) lite-partition-test --cm "$cm" --nodes "$nodes" --role cut --pause-traffic "$pausesecs" || rc=$? ;;
-kunit) ;; # KUnit ran during boot, before /init.
+kunit) ;; # KUnit ran during boot, or as LITE's module loaded.
 bench-native-server | bench-native-client)
 	side=${run#bench-native-}
 	latency_rounds "$side" || rc=1
@@ -643,6 +681,31 @@ bench-lock) lite-bench --cm "$cm" --contend "$nodes" --contend-iters "$lockiters
 # kills the victim's VM a few seconds after its ready marker.
 bench-failure-survivor) lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$? ;;
 bench-failure-victim) lite-failure-test --cm "$cm" --nodes "$nodes" --role victim || rc=$? ;;
+# cargo xtask cluster --exec: the user's program, which the harness
+# appends to the initrd with a script running it with its arguments, in the
+# environment lite.env= gives; it joins the cluster itself, and its exit
+# status is the role's.
+exec)
+	# $programenv is split into its NAME=VALUE words on purpose.
+	# shellcheck disable=SC2086
+	env $programenv sh /opt/lite-exec/run.sh </dev/null || rc=$?
+	;;
+# cargo xtask cluster --shell, node 1: joins, then an interactive shell on
+# the console, which is the harness's terminal; setsid and cttyhack make
+# the console its controlling terminal, for job control and Ctrl-C. The
+# shell's exit status is the role's.
+shell)
+	join_from_environment
+	echo "LITE-GUEST: a shell on $(hostname) (environment:$programenv); exit it to stop the cluster"
+	# shellcheck disable=SC2086
+	env $programenv PS1='\h:\w\$ ' setsid cttyhack sh || rc=$?
+	;;
+# cargo xtask cluster --shell, the other nodes: join, then wait for the
+# harness to stop them once node 1's shell exited.
+idle)
+	join_from_environment
+	while :; do sleep 3600; done
+	;;
 *)
 	echo "LITE-GUEST: unknown role '$run'"
 	rc=2

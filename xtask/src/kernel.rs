@@ -18,7 +18,7 @@ use crate::prereqs::{self, Toolchain};
 use crate::process::run_logged;
 use crate::source::{self, KernelSource};
 use crate::ui::{self, Step};
-use crate::{apply, fsutil, interrupt, patchset::Series, series};
+use crate::{apply, fsutil, interrupt, newc, patchset::Series, series};
 
 /// Kernel configuration flavour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -267,7 +267,20 @@ fn unmet_options(fragment: &str, config: &str) -> Vec<String> {
     unmet
 }
 
-/// `make bzImage`, logged, with a progress line every 20 s.
+/// The modules of the kernel `image` as a cpio archive to append to the
+/// guests' initrd, if the kernel has modules (see [`compile`]).
+pub fn modules_archive(image: &Path) -> Option<PathBuf> {
+    let mut name = image.as_os_str().to_owned();
+    name.push(MODULES_ARCHIVE_SUFFIX);
+    let archive = PathBuf::from(name);
+    archive.is_file().then_some(archive)
+}
+
+/// What [`modules_archive`] appends to the image's path.
+const MODULES_ARCHIVE_SUFFIX: &str = ".modules.cpio";
+
+/// `make bzImage` (and `modules` when the configuration has modules),
+/// logged, with a progress line every 20 s.
 fn compile(
     cache: &Cache,
     tools: &Toolchain,
@@ -279,14 +292,14 @@ fn compile(
     let log = cache.logs().join(format!("kernel-{flavour}.log"));
     let _ = std::fs::remove_file(&log);
     let step = Step::start(format!("building the {flavour} kernel (-j{jobs})"));
-    let result = run_logged(
-        make(tools, &source.dir, build_dir)
-            .arg(format!("-j{jobs}"))
-            .arg("bzImage"),
-        &log,
-        "make bzImage",
-        &|l| is_progress_line(l),
-    );
+    let config = fsutil::read_to_string(&build_dir.join(".config"))?;
+    let modular = config.lines().any(|l| l == "CONFIG_MODULES=y");
+    let mut build = make(tools, &source.dir, build_dir);
+    build.arg(format!("-j{jobs}")).arg("bzImage");
+    if modular {
+        build.arg("modules");
+    }
+    let result = run_logged(&mut build, &log, "make bzImage", &|l| is_progress_line(l));
     if let Err(err) = result {
         interrupt::check()?;
         let text = fsutil::read_tail(&log, 4 * 1024 * 1024).unwrap_or_default();
@@ -301,8 +314,91 @@ fn compile(
     if !bzimage.is_file() {
         bail!("make succeeded but {} is missing", bzimage.display());
     }
+    let mut archive = bzimage.as_os_str().to_owned();
+    archive.push(MODULES_ARCHIVE_SUFFIX);
+    let archive = PathBuf::from(archive);
+    if modular {
+        pack_modules(tools, source, build_dir, &archive, &log)?;
+    } else if archive.exists() {
+        std::fs::remove_file(&archive)
+            .with_context(|| format!("cannot remove {}", archive.display()))?;
+    }
     step.done();
     Ok(bzimage)
+}
+
+/// Installs the built modules into a staging tree and packs them as
+/// `/usr/lib/modules/<release>/` (the guests' `/lib` links to `usr/lib`).
+fn pack_modules(
+    tools: &Toolchain,
+    source: &KernelSource,
+    build_dir: &Path,
+    archive: &Path,
+    log: &Path,
+) -> Result<()> {
+    let staging = build_dir.join("modules-staging");
+    fsutil::remove_dir_all_if_exists(&staging)?;
+    let mut install_path = std::ffi::OsString::from("INSTALL_MOD_PATH=");
+    install_path.push(&staging);
+    run_logged(
+        make(tools, &source.dir, build_dir)
+            .arg(install_path)
+            .arg("INSTALL_MOD_STRIP=1")
+            .arg("modules_install"),
+        log,
+        "make modules_install",
+        &|l| is_progress_line(l),
+    )?;
+    let modules_dir = staging.join("lib/modules");
+    let mut entries = vec![
+        ("usr".to_string(), None),
+        ("usr/lib".to_string(), None),
+        ("usr/lib/modules".to_string(), None),
+    ];
+    let mut files = Vec::new();
+    collect_tree(&modules_dir, Path::new(""), &mut files)?;
+    for rel in files {
+        let path = modules_dir.join(&rel);
+        let name = format!("usr/lib/modules/{}", rel.display());
+        if path.is_dir() {
+            entries.push((name, None));
+        } else {
+            entries.push((name, Some(std::fs::read(&path)?)));
+        }
+    }
+    let newc_entries: Vec<newc::Entry> = entries
+        .iter()
+        .map(|(path, data)| newc::Entry {
+            path,
+            mode: match data {
+                None => newc::DIRECTORY | 0o755,
+                Some(_) => newc::REGULAR_FILE | 0o644,
+            },
+            data: data.as_deref().unwrap_or(&[]),
+        })
+        .collect();
+    fsutil::write(archive, newc::archive(&newc_entries))
+}
+
+/// Every directory and regular file under `root/rel`, parents first;
+/// symbolic links (`build`, `source`) are left out.
+fn collect_tree(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let dir = root.join(rel);
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .collect::<std::io::Result<_>>()?;
+    names.sort_by_key(|e| e.file_name());
+    for entry in names {
+        let kind = entry.file_type()?;
+        let child = rel.join(entry.file_name());
+        if kind.is_dir() {
+            out.push(child.clone());
+            collect_tree(root, &child, out)?;
+        } else if kind.is_file() {
+            out.push(child);
+        }
+    }
+    Ok(())
 }
 
 /// Kbuild's quiet progress lines: `  CC      mm/vmalloc.o`, `  RUSTC L rust/core.o`.

@@ -37,9 +37,12 @@ mod syscalls;
 mod syzlang;
 mod tap;
 mod ui;
+mod user_cluster;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -109,8 +112,52 @@ enum Command {
         #[arg(long, hide = true, value_name = "BZIMAGE")]
         kernel: Option<PathBuf>,
     },
-    /// Run every test: host tests, patch check, kernel build, KUnit, the cluster test, the failure test and the partition test.
+    /// Run every test: host tests, patch check, kernel build, KUnit, the cluster test, the failure test, the partition test and a program of one's own through `cluster --exec`.
     Test {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Boot this kernel image instead of building one.
+        #[arg(long, hide = true, value_name = "BZIMAGE")]
+        kernel: Option<PathBuf>,
+    },
+    /// Boot the tests' QEMU cluster and run your own program on every node (--exec), or get a shell on node 1 (--shell).
+    Cluster {
+        /// Number of nodes (virtual machines) in the cluster.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
+        nodes: u8,
+        /// Kernel configuration flavour.
+        #[arg(long, value_enum, default_value_t = Flavour::Debug)]
+        flavour: Flavour,
+        /// Copy the program at PATH (with the shared libraries it needs)
+        /// into every node and run it there with ARGS: everything after
+        /// PATH is the program's. It joins the cluster itself: its
+        /// environment has LITE_CM_ADDRESS (the manager, IP:PORT),
+        /// LITE_NODE_ADDRESS (the node's address) and LITE_NODES (the
+        /// cluster size). The command's exit status is the worst node's.
+        #[arg(
+            long,
+            value_names = ["PATH", "ARGS"],
+            num_args = 1..,
+            allow_hyphen_values = true,
+            required_unless_present = "shell",
+            conflicts_with = "shell"
+        )]
+        exec: Option<Vec<OsString>>,
+        /// Boot the cluster with node 1's console on this terminal: node 1
+        /// joins and gives a shell (with the same environment), the other
+        /// nodes join and wait; exiting the shell stops the cluster.
+        #[arg(long)]
+        shell: bool,
+        /// With --exec, stop every node this many seconds after the
+        /// cluster started (boot included).
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = user_cluster::DEFAULT_TIMEOUT_SECS,
+            value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600),
+            conflicts_with = "shell"
+        )]
+        timeout: u64,
         #[command(flatten)]
         source: SourceArgs,
         /// Boot this kernel image instead of building one.
@@ -204,6 +251,24 @@ fn main() -> ExitCode {
             source.kernel_src.as_deref(),
             kernel.as_deref(),
         ),
+        Command::Cluster {
+            nodes,
+            flavour,
+            exec,
+            shell,
+            timeout,
+            source,
+            kernel,
+        } => user_cluster::Session::from_arguments(exec, shell, Duration::from_secs(timeout))
+            .and_then(|session| {
+                user_cluster::run(
+                    usize::from(nodes),
+                    flavour,
+                    session,
+                    source.kernel_src.as_deref(),
+                    kernel.as_deref(),
+                )
+            }),
         Command::Test { source, kernel } => {
             suite::run(source.kernel_src.as_deref(), kernel.as_deref())
         }
@@ -251,9 +316,74 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.is::<ui::AlreadyReported>() => ExitCode::FAILURE,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
+        Err(err) => match err.downcast_ref::<ui::ReportedExitStatus>() {
+            Some(ui::ReportedExitStatus(status)) => ExitCode::from(*status),
+            None => {
+                eprintln!("error: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use user_cluster::Session;
+
+    /// The nodes and the session that `cargo xtask cluster` + `args` asks
+    /// for, as `main` makes it.
+    fn cluster(args: &[&str]) -> anyhow::Result<(u8, Session)> {
+        let cli = Cli::try_parse_from(["cargo xtask", "cluster"].iter().chain(args))?;
+        let Command::Cluster {
+            nodes,
+            exec,
+            shell,
+            timeout,
+            ..
+        } = cli.command
+        else {
+            panic!("not the cluster command");
+        };
+        let session = Session::from_arguments(exec, shell, Duration::from_secs(timeout))?;
+        Ok((nodes, session))
+    }
+
+    /// `--exec PATH ARGS...` for `command` (PATH, then ARGS).
+    fn exec(command: &[&str], timeout_secs: u64) -> Session {
+        Session::Exec {
+            program: PathBuf::from(command[0]),
+            args: command[1..].iter().map(OsString::from).collect(),
+            timeout: Duration::from_secs(timeout_secs),
         }
+    }
+
+    #[test]
+    fn everything_after_the_program_is_its_arguments() {
+        let line = ["./p", "a b", "--x", "-y", "--nodes", "5"];
+        let args: Vec<&str> = ["--nodes", "2", "--exec"].into_iter().chain(line).collect();
+        assert_eq!(cluster(&args).expect("parses"), (2, exec(&line, 600)));
+        assert_eq!(
+            cluster(&["--timeout", "30", "--exec", "./p", "--shell"]).expect("parses"),
+            (3, exec(&["./p", "--shell"], 30))
+        );
+        assert_eq!(
+            cluster(&["--exec", "/bin/p"]).expect("parses"),
+            (3, exec(&["/bin/p"], 600))
+        );
+    }
+
+    #[test]
+    fn a_shell_or_a_program_but_not_both_nor_neither() {
+        assert_eq!(
+            cluster(&["--nodes", "1", "--shell"]).expect("parses"),
+            (1, Session::Shell)
+        );
+        assert!(cluster(&["--shell", "--exec", "./p"]).is_err());
+        assert!(cluster(&["--shell", "--timeout", "5"]).is_err());
+        assert!(cluster(&[]).is_err());
+        assert!(cluster(&["--exec"]).is_err());
+        assert!(cluster(&["--nodes", "0", "--shell"]).is_err());
+        assert!(cluster(&["--timeout", "0", "--exec", "./p"]).is_err());
     }
 }

@@ -80,6 +80,37 @@ fn push_entry(out: &mut Vec<u8>, inode: usize, mode: u32, links: u32, path: &str
     pad_to_4(out);
 }
 
+/// Appends the archive in `archive` to the initrd `initrd`, after zeros up
+/// to a multiple of 4 bytes (the kernel looks for an archive's magic only
+/// there, and skips zeros).
+pub fn append_file(initrd: &std::path::Path, archive: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let bytes =
+        std::fs::read(archive).with_context(|| format!("cannot read {}", archive.display()))?;
+    let len = std::fs::metadata(initrd)
+        .with_context(|| format!("cannot stat {}", initrd.display()))?
+        .len();
+    let mut out = vec![0u8; (len.next_multiple_of(4) - len) as usize];
+    out.extend_from_slice(&bytes);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(initrd)
+        .and_then(|mut file| file.write_all(&out))
+        .with_context(|| format!("cannot append to {}", initrd.display()))
+}
+
+/// What follows an initrd of `base_len` bytes so that `archive` (made by
+/// [`archive`]) is unpacked too: zeros up to a multiple of 4 bytes (the
+/// kernel looks for an archive's magic only there, and skips zeros), then
+/// the archive.
+pub fn appended(base_len: u64, archive: &[u8]) -> Vec<u8> {
+    let padding = base_len.next_multiple_of(4) - base_len;
+    let mut suffix = vec![0u8; padding as usize];
+    suffix.extend_from_slice(archive);
+    suffix
+}
+
 /// Appends zeros up to the next multiple of 4 bytes.
 pub fn pad_to_4(out: &mut Vec<u8>) {
     out.resize(out.len().next_multiple_of(4), 0);
@@ -191,6 +222,19 @@ mod tests {
             let entries = parse(&bytes);
             assert_eq!(entries[0].path, path);
             assert_eq!(entries[0].data, data);
+        }
+    }
+
+    #[test]
+    fn an_appended_archive_starts_aligned() {
+        let archive = sample();
+        for base_len in 0..8u64 {
+            let suffix = appended(base_len, &archive);
+            let archive_at = suffix.len() - archive.len();
+            assert!(suffix[..archive_at].iter().all(|&b| b == 0));
+            assert!(archive_at < 4);
+            assert_eq!((base_len + archive_at as u64) % 4, 0, "base {base_len}");
+            assert_eq!(&suffix[archive_at..], archive.as_slice());
         }
     }
 

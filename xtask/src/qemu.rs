@@ -4,7 +4,8 @@
 //! `-nodefaults -no-user-config` keep QEMU from adding devices of its own,
 //! in particular a user-mode NIC: a guest's only network is the tap device
 //! it is given, if any. The serial console goes to a file that the caller
-//! scans; `-no-reboot` turns the guest's final `reboot -f` into a QEMU exit.
+//! scans (and, for an interactive VM, to and from the terminal too);
+//! `-no-reboot` turns the guest's final `reboot -f` into a QEMU exit.
 //! A VM may have a QMP socket ([`VmSpec::qmp_socket`]), through which the
 //! harness can pause it ([`crate::qmp`]); there is no human monitor.
 
@@ -40,6 +41,9 @@ pub struct VmSpec {
     pub memory_mib: u32,
     /// Serial console log file.
     pub serial_log: PathBuf,
+    /// Whether the serial console is also QEMU's standard input and output,
+    /// for a user at the terminal; the log still gets what the guest writes.
+    pub console_on_terminal: bool,
     /// NIC, if the VM has a network.
     pub nic: Option<Nic>,
     /// Host CPU to pin the VM to.
@@ -125,8 +129,9 @@ pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
         "none".into(),
         "-monitor".into(),
         "none".into(),
-        "-serial".into(),
-        format!("file:{}", spec.serial_log.display()),
+    ]);
+    argv.extend(serial_console_args(spec));
+    argv.extend([
         "-no-reboot".into(),
         "-kernel".into(),
         spec.kernel.display().to_string(),
@@ -154,6 +159,27 @@ pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
     cmd
 }
 
+/// The QEMU arguments of `spec`'s serial console: its log file, or, for a
+/// console on the terminal, standard input and output logged to that file.
+/// There `signal=off` lets Ctrl-C reach the guest instead of stopping QEMU,
+/// and `mux=on` gives QEMU's escapes (Ctrl-a x stops the VM at once).
+fn serial_console_args(spec: &VmSpec) -> Vec<String> {
+    if !spec.console_on_terminal {
+        return vec![
+            "-serial".into(),
+            format!("file:{}", spec.serial_log.display()),
+        ];
+    }
+    // A comma in an option's value is written twice.
+    let log = spec.serial_log.display().to_string().replace(',', ",,");
+    vec![
+        "-chardev".into(),
+        format!("stdio,id=console,mux=on,signal=off,logfile={log}"),
+        "-serial".into(),
+        "chardev:console".into(),
+    ]
+}
+
 /// A running VM; killed when dropped.
 pub struct Vm {
     /// Short name, e.g. `node1`.
@@ -168,7 +194,8 @@ pub struct Vm {
 }
 
 impl Vm {
-    /// Starts the VM; QEMU's own messages go to `qemu_log`.
+    /// Starts the VM; QEMU's own messages go to `qemu_log` (those on its
+    /// standard output to the terminal, for a console on the terminal).
     pub fn spawn(spec: &VmSpec, netns: Option<&str>, qemu_log: &Path) -> Result<Self> {
         // Start from an empty console log so scans never see an older run.
         File::create(&spec.serial_log)
@@ -176,9 +203,12 @@ impl Vm {
         let log = File::create(qemu_log)
             .with_context(|| format!("cannot create {}", qemu_log.display()))?;
         let mut cmd = command(spec, netns);
+        if spec.console_on_terminal {
+            cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit());
+        } else {
+            cmd.stdin(Stdio::null()).stdout(log.try_clone()?);
+        }
         let child = cmd
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()
             .with_context(|| format!("cannot start `{}`", process::describe(&cmd)))?;
@@ -346,6 +376,7 @@ mod tests {
             append: "console=ttyS0 lite.ip=10.77.0.2/24".into(),
             memory_mib: 1024,
             serial_log: "/logs/node2.log".into(),
+            console_on_terminal: false,
             nic: Some(Nic {
                 tap: "tap2".into(),
                 mac: mac(2),
@@ -364,6 +395,34 @@ mod tests {
         assert!(line.contains(" -qmp unix:/tmp/lite-qmp-42-0/node2.qmp,server=on,wait=off "));
         assert!(line.contains(" -monitor none "));
         assert!(!line.contains("enable-kvm"));
+        assert!(!line.contains("stdio"));
         assert_eq!(mac(10), "52:54:00:12:34:0a");
+    }
+
+    #[test]
+    fn a_console_on_the_terminal_is_logged_too() {
+        let spec = VmSpec {
+            name: "node1".into(),
+            kernel: "/k/bzImage".into(),
+            initrd: "/i.cpio.gz".into(),
+            append: "console=ttyS0".into(),
+            memory_mib: 1024,
+            serial_log: "/logs,old/node1.log".into(),
+            console_on_terminal: true,
+            nic: None,
+            cpu: None,
+            qmp_socket: None,
+        };
+        let line = process::describe(&command(&spec, None));
+        assert!(
+            line.contains(
+                " -chardev stdio,id=console,mux=on,signal=off,logfile=/logs,,old/node1.log \
+                 -serial chardev:console -no-reboot "
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("file:"), "{line}");
+        // Still no human monitor on the terminal.
+        assert!(line.contains(" -monitor none "));
     }
 }

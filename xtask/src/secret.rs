@@ -5,8 +5,9 @@
 //! file (`lite-cm --secret-file`); the guests find it in their initramfs as
 //! [`GUEST_SECRET_PATH`], which their `/init` loads into the kernel keyring
 //! with `lite-secret load`, so it never appears on a kernel command line.
-//! The cluster's initrd is the cached initramfs followed by a small cpio
-//! archive holding that one file (Linux unpacks concatenated archives).
+//! The cluster's initrd is the cached initramfs, then the kernel's modules
+//! if it has any, then a small cpio archive holding that one file (Linux
+//! unpacks concatenated archives).
 //! Both files are readable by their owner only, in a private temporary
 //! directory that is removed with this value; a VM booted again gets the
 //! same initrd, and so the same secret.
@@ -35,8 +36,9 @@ pub struct ClusterSecretFiles {
 
 impl ClusterSecretFiles {
     /// Makes a fresh secret, the manager's file and the initrd of the
-    /// guests: `base_initrd` followed by an archive holding the secret.
-    pub fn create(base_initrd: &Path) -> Result<Self> {
+    /// guests: `base_initrd`, the archive `modules` if given, then an
+    /// archive holding the secret.
+    pub fn create(base_initrd: &Path, modules: Option<&Path>) -> Result<Self> {
         let dir = TempDir::new("lite-cluster")?;
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))
             .with_context(|| format!("cannot make {} private", dir.path().display()))?;
@@ -59,6 +61,9 @@ impl ClusterSecretFiles {
         })?;
         fs::set_permissions(&initrd, fs::Permissions::from_mode(0o600))
             .with_context(|| format!("cannot make {} private", initrd.display()))?;
+        if let Some(modules) = modules {
+            newc::append_file(&initrd, modules)?;
+        }
         let base_len = fs::metadata(&initrd)
             .with_context(|| format!("cannot stat {}", initrd.display()))?
             .len();
@@ -95,14 +100,11 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// What follows an initrd of `base_len` bytes to add the secret: zeros up
-/// to a multiple of 4 bytes (the kernel looks for an archive's magic only
-/// there, and skips zeros), then an archive with [`GUEST_SECRET_PATH`],
-/// readable by root only, and its directories.
+/// What follows an initrd of `base_len` bytes to add the secret (see
+/// [`newc::appended`]): an archive with [`GUEST_SECRET_PATH`], readable by
+/// root only, and its directories.
 fn secret_suffix(base_len: u64, secret: &[u8]) -> Vec<u8> {
-    let padding = base_len.next_multiple_of(4) - base_len;
-    let mut suffix = vec![0u8; padding as usize];
-    suffix.extend(newc::archive(&[
+    let archive = newc::archive(&[
         Entry {
             path: "etc",
             mode: DIRECTORY | 0o755,
@@ -118,8 +120,8 @@ fn secret_suffix(base_len: u64, secret: &[u8]) -> Vec<u8> {
             mode: REGULAR_FILE | 0o400,
             data: secret,
         },
-    ]));
-    suffix
+    ]);
+    newc::appended(base_len, &archive)
 }
 
 #[cfg(test)]
@@ -152,8 +154,8 @@ mod tests {
         let scratch = TempDir::new("lite-secret-test").expect("scratch directory");
         let base = scratch.path().join("base.cpio.gz");
         fs::write(&base, b"gzip data of odd length").expect("write");
-        let first = ClusterSecretFiles::create(&base).expect("first cluster");
-        let second = ClusterSecretFiles::create(&base).expect("second cluster");
+        let first = ClusterSecretFiles::create(&base, None).expect("first cluster");
+        let second = ClusterSecretFiles::create(&base, None).expect("second cluster");
         let mode = |path: &Path| fs::metadata(path).expect("exists").permissions().mode() & 0o777;
         for files in [&first, &second] {
             assert_eq!(mode(&files.secret_file()), 0o600);

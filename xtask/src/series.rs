@@ -9,7 +9,7 @@
 //! | patch | contents |
 //! |---|---|
 //! | 1 | `lite-api-c/rust-bindings/bindings_helper.h` appended to `rust/bindings/bindings_helper.h`; `rust/helpers/lite.c` |
-//! | 2 | system call table, prototypes, `COND_SYSCALL`s and `include/uapi/linux/lite.h` |
+//! | 2 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
 //! | 3 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, `include/rdma/lite_api.h`, Kconfig/Makefile hooks |
 //! | 4 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/` |
 
@@ -29,7 +29,7 @@ use crate::syscalls;
 use crate::ui::{self, Step};
 
 /// Every existing kernel file the series edits; their pristine copies form the base commit.
-pub const EDITED_FILES: [&str; 8] = [
+pub const EDITED_FILES: [&str; 9] = [
     "rust/bindings/bindings_helper.h",
     "rust/helpers/helpers.c",
     "arch/x86/entry/syscalls/syscall_64.tbl",
@@ -38,6 +38,7 @@ pub const EDITED_FILES: [&str; 8] = [
     "drivers/infiniband/Kconfig",
     "drivers/infiniband/ulp/Makefile",
     "kernel/exit.c",
+    "kernel/Makefile",
 ];
 
 /// Directory of the committed series, relative to the repository root.
@@ -196,7 +197,7 @@ impl Change {
 fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
     let api = repo.join("lite-api-c");
     let uapi_path = api.join("include/uapi/linux/lite.h");
-    let syscalls_c_path = api.join("lite_syscalls.c");
+    let syscalls_c_path = api.join("kernel/lite_syscalls.c");
     let calls = syscalls::load(
         &fsutil::read_to_string(&uapi_path)?,
         &fsutil::read_to_string(&syscalls_c_path)?,
@@ -272,13 +273,45 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
         dest: "include/uapi/linux/lite.h".into(),
         from: uapi_path,
     });
+    // The entry points stay in the core kernel when LITE is a module.
+    changes.push(Change::Place {
+        dest: "kernel/lite_syscalls.c".into(),
+        from: syscalls_c_path,
+    });
+    changes.push(Change::Place {
+        dest: "include/linux/lite_syscalls.h".into(),
+        from: api.join("include/linux/lite_syscalls.h"),
+    });
+    changes.push(Change::InsertAfter {
+        file: "kernel/Makefile",
+        anchor: "obj-$(CONFIG_MODULES) += module/",
+        text: "obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o\n".into(),
+    });
+    // Handles, mappings and operations belong to processes: release them
+    // when the last thread of a process exits, while its memory still exists.
+    changes.push(Change::InsertAfter {
+        file: "kernel/exit.c",
+        anchor: "#include <linux/uaccess.h>",
+        text: "#include <linux/lite_syscalls.h>\n".into(),
+    });
+    changes.push(Change::InsertAfter {
+        file: "kernel/exit.c",
+        anchor: "group_dead = atomic_dec_and_test(&tsk->signal->live);",
+        text: "\tif (group_dead)\n\t\tlite_exit_process();\n".into(),
+    });
     patches.push(PatchSpec {
         subject: "x86/syscalls: add the LITE system calls".into(),
         body: format!(
             "Wire up LITE's user-space API as x86_64 system calls {first}-{last}, past\n\
              the legacy x32 range: joining a cluster, allocating, reading and\n\
              writing remote memory, and barriers. Add their prototypes, COND_SYSCALL\n\
-             stubs for kernels built without LITE, and the UAPI header <linux/lite.h>."
+             stubs for kernels built without LITE, and the UAPI header <linux/lite.h>.\n\
+             \n\
+             LITE can be a module, so the entry points are in the core kernel\n\
+             (kernel/lite_syscalls.c) and forward to the operations LITE registers\n\
+             when it loads, holding a reference on its module for the length of each\n\
+             call; while none are registered the calls return -ENOSYS. The same goes\n\
+             for the hook that releases what a process holds in LITE when it exits."
         ),
         changes,
     });
@@ -309,18 +342,6 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
     changes.push(Change::Append {
         file: "drivers/infiniband/ulp/Makefile",
         text: "obj-$(CONFIG_LITE)\t\t\t+= lite/\n".into(),
-    });
-    // Handles, mappings and operations belong to processes: release them
-    // when the last thread of a process exits, while its memory still exists.
-    changes.push(Change::InsertAfter {
-        file: "kernel/exit.c",
-        anchor: "#include <linux/uaccess.h>",
-        text: "#include <rdma/lite_api.h>\n".into(),
-    });
-    changes.push(Change::InsertAfter {
-        file: "kernel/exit.c",
-        anchor: "group_dead = atomic_dec_and_test(&tsk->signal->live);",
-        text: "\tif (group_dead)\n\t\tlite_exit_process();\n".into(),
     });
     patches.push(PatchSpec {
         subject: "RDMA/lite: add LITE, the Local Indirection TiEr for RDMA, in Rust".into(),
@@ -534,6 +555,7 @@ mod tests {
                 "source \"drivers/infiniband/ulp/rtrs/Kconfig\"\n",
             ),
             ("drivers/infiniband/ulp/Makefile", "obj-y += rtrs/\n"),
+            ("kernel/Makefile", "obj-$(CONFIG_MODULES) += module/\n"),
             (
                 "kernel/exit.c",
                 "#include <linux/uaccess.h>\n\tgroup_dead = atomic_dec_and_test(&tsk->signal->live);\n",
@@ -548,10 +570,14 @@ mod tests {
                 "#define __NR_lite_join 548\n#define __NR_lite_free 549\n",
             ),
             (
-                "lite-api-c/lite_syscalls.c",
+                "lite-api-c/kernel/lite_syscalls.c",
                 "SYSCALL_DEFINE1(lite_join, int, x)\n{}\nSYSCALL_DEFINE0(lite_free)\n{}\n",
             ),
-            ("lite-api-c/Kconfig", "config LITE\n\tbool \"LITE\"\n"),
+            ("lite-api-c/Kconfig", "config LITE\n\ttristate \"LITE\"\n"),
+            (
+                "lite-api-c/include/linux/lite_syscalls.h",
+                "struct lite_syscall_ops;\n",
+            ),
             (
                 "lite-api-c/rust-bindings/bindings_helper.h",
                 "#include <rdma/ib_verbs.h>\n",
@@ -560,7 +586,7 @@ mod tests {
                 "lite-api-c/rust-helpers/lite.c",
                 "int rust_helper_x(void) { return 0; }\n",
             ),
-            ("rust-lite/lite.rs", "//! LITE\nmod verbs;\n"),
+            ("rust-lite/lite_main.rs", "//! LITE\nmod verbs;\n"),
             ("rust-lite/verbs/mod.rs", "//! verbs\n"),
             ("tests-kunit/lite_kunit.c", "// tests\n"),
         ];
@@ -591,6 +617,12 @@ mod tests {
         assert!(all.contains("b/drivers/infiniband/ulp/lite/verbs/mod.rs"));
         assert!(all.contains("b/drivers/infiniband/ulp/lite/Kconfig"));
         assert!(all.contains("+obj-$(CONFIG_LITE)\t\t\t+= lite/"));
+        assert!(all.contains("b/kernel/lite_syscalls.c"));
+        assert!(all.contains("+obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o"));
+        assert!(
+            !all.contains("ulp/lite/kernel/"),
+            "the entry points stay out of the module"
+        );
         assert!(
             !all.contains("ulp/lite/rust-bindings"),
             "subdirectories of lite-api-c stay out"
@@ -615,7 +647,7 @@ mod tests {
     #[test]
     fn missing_syscalls_source_is_an_error() {
         let (tmp, repo, pristine) = fixture();
-        std::fs::remove_file(repo.join("lite-api-c/lite_syscalls.c")).unwrap();
+        std::fs::remove_file(repo.join("lite-api-c/kernel/lite_syscalls.c")).unwrap();
         assert!(generate(&repo, &pristine, &tmp.path().join("a")).is_err());
     }
 }

@@ -11,7 +11,9 @@
 //! three VMs: first one survivor's VM is paused ten times for a little
 //! less than the manager's dead-after while every node runs checked
 //! traffic with every other, then one node is cut off from the network for
-//! a while and has to join again on its own. A step that cannot run
+//! a while and has to join again on its own; last, a program of one's own
+//! on two VMs through `cargo xtask cluster --exec` ([`EXEC_EXAMPLE`],
+//! compiled on the host as a user would). A step that cannot run
 //! because an earlier one failed counts as one failure. The final count is KUnit cases + every
 //! program's TAP results on every node (those of the victim's first boot
 //! excepted) + one per other check (host tests, patch check, kernel build,
@@ -19,10 +21,12 @@
 //! leak involving LITE fails it), whether the victim got ready and was killed, whether its
 //! VM was booted again, whether it joined with its old id, whether the
 //! paused node was paused as planned while every node's traffic ran,
-//! whether the manager declared nobody dead meanwhile, and whether the
-//! cut node got ready and its link went down and came back).
+//! whether the manager declared nobody dead meanwhile, whether the
+//! cut node got ready and its link went down and came back, and whether
+//! each node's own program read back the message it was given).
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -33,6 +37,7 @@ use crate::fsutil::LogFollower;
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
 use crate::logscan::MarkerWatch;
+use crate::newc;
 use crate::paths::{repo_root, Cache};
 use crate::pause::{self, ManagerVerdict, PauseLog, PausePlan};
 use crate::process::{self, run_logged};
@@ -40,10 +45,11 @@ use crate::qemu::{self, Vm, VmSpec};
 use crate::ui::Step;
 use crate::{
     failure, fsutil, fuzz, interrupt, kmemleak, kunit, logscan, prereqs, series, source, tap, ui,
+    user_cluster,
 };
 
 /// Number of steps, for `[k/N]`.
-const STEPS: usize = 7;
+const STEPS: usize = 8;
 /// Upper bound for the KUnit boot.
 const KUNIT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// Upper bound for the cluster test, fuzzing included (its time, and a
@@ -206,7 +212,8 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         skip(5, "cluster test", "no kernel");
         skip(6, "failure test", "no kernel");
         skip(7, "partition test", "no kernel");
-        tally.failed += 4;
+        skip(8, "a program of one's own", "no kernel");
+        tally.failed += 5;
         return finish(&tally);
     };
 
@@ -246,6 +253,18 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     );
     tally.passed += partition_counts.passed;
     tally.failed += partition_counts.failed;
+    interrupt::check()?;
+
+    let mut exec_counts = Tally::default();
+    step(
+        8,
+        &format!(
+            "a program of one's own: cargo xtask cluster --exec hello_cluster ({EXEC_NODES} VMs)"
+        ),
+        || exec_test(&cache, &kernel, &logs, &mut images, &mut exec_counts),
+    );
+    tally.passed += exec_counts.passed;
+    tally.failed += exec_counts.failed;
 
     ui::say(&format!("logs: {}", logs.display()));
     finish(&tally)
@@ -316,7 +335,15 @@ fn host_tests(logs: &Path) -> Result<()> {
 
 /// Boots one VM with KUnit enabled and checks its KTAP output.
 fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Result<()> {
-    let initrd = initramfs::build(cache, Variant::Minimal).inspect_err(|_| counts.failed += 1)?;
+    let mut initrd =
+        initramfs::build(cache, Variant::Minimal).inspect_err(|_| counts.failed += 1)?;
+    // A modular kernel runs LITE's suites when the guest loads LITE.
+    if let Some(modules) = kernel::modules_archive(kernel) {
+        let with_modules = logs.join("kunit-initrd.cpio");
+        fsutil::copy(&initrd, &with_modules)?;
+        newc::append_file(&with_modules, &modules)?;
+        initrd = with_modules;
+    }
     let serial_log = logs.join("kunit.log");
     let spec = VmSpec {
         name: "kunit".into(),
@@ -326,6 +353,7 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
             .into(),
         memory_mib: 1024,
         serial_log: serial_log.clone(),
+        console_on_terminal: false,
         nic: None,
         cpu: None,
         qmp_socket: None,
@@ -1175,6 +1203,95 @@ fn readiness_marker(node: usize, cut: usize) -> &'static str {
     }
 }
 
+/// The program of one's own that the last step runs: an example of
+/// `userspace/examples` written for `cargo xtask cluster --exec`.
+const EXEC_EXAMPLE: &str = "userspace/examples/hello_cluster.c";
+/// Nodes that run it.
+const EXEC_NODES: usize = 2;
+/// Its argument, the message every node writes into memory on the next
+/// node and reads back: a blank and quotes, which must reach it as one
+/// argument, unchanged.
+const EXEC_MESSAGE: &str = "it's \"LITE\" on 2 nodes";
+/// Upper bound for the run, boot included.
+const EXEC_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Compiles [`EXEC_EXAMPLE`] as a user would (dynamically linked, so that
+/// its shared libraries have to reach the guests too), runs it on
+/// [`EXEC_NODES`] VMs as `cargo xtask cluster --exec` does, with
+/// [`EXEC_MESSAGE`], and checks each node's log: its scan (the program's
+/// exit status included) and whether the program read the message back.
+fn exec_test(
+    cache: &Cache,
+    kernel: &Path,
+    logs: &Path,
+    images: &mut Option<ClusterImages>,
+    counts: &mut Tally,
+) -> Result<()> {
+    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
+    // Its nodes' logs have the cluster test's names: keep them apart.
+    let logs = logs.join("exec");
+    let program = logs.join("hello_cluster");
+    std::fs::create_dir_all(&logs)
+        .with_context(|| format!("cannot create {}", logs.display()))
+        .and_then(|()| compile_exec_example(&program))
+        .inspect_err(|_| counts.failed += 1)?;
+    let archive = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])
+        .inspect_err(|_| counts.failed += 1)?;
+    let boot = user_cluster::Images {
+        kernel: kernel.to_path_buf(),
+        initramfs: images.initrd,
+        manager: images.manager,
+    };
+    let run = user_cluster::run_program(&boot, &logs, EXEC_NODES, &archive, EXEC_TIMEOUT)
+        .inspect_err(|_| counts.failed += 1)?;
+
+    let mut problems = Vec::new();
+    for node in &run.nodes {
+        let log = read_log(&node.log);
+        count_scan(&node.name, &log, counts, &mut problems);
+        let read_back = read_back_message(&log, EXEC_MESSAGE);
+        counts.check(read_back);
+        if !read_back {
+            problems.push(format!(
+                "[{}] hello_cluster did not print that it read back \"{EXEC_MESSAGE}\"",
+                node.name
+            ));
+        }
+    }
+    if let Err(err) = run.waited {
+        problems.push(format!("{err:#}"));
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(())
+}
+
+/// `cc -O2 -Wall -Wextra -Werror -I userspace/include -o program EXAMPLE`.
+fn compile_exec_example(program: &Path) -> Result<()> {
+    process::output(
+        Command::new("cc")
+            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-I"])
+            .arg(repo_root().join("userspace/include"))
+            .arg("-o")
+            .arg(program)
+            .arg(repo_root().join(EXEC_EXAMPLE)),
+    )
+    .with_context(|| format!("cannot compile {EXEC_EXAMPLE}"))?;
+    Ok(())
+}
+
+/// Whether `hello_cluster`'s console `log` says that it read `message`
+/// back from the next node, as it wrote it.
+fn read_back_message(log: &str, message: &str) -> bool {
+    let quoted = format!(": \"{message}\"");
+    log.lines().map(logscan::strip_timestamp).any(|line| {
+        line.starts_with("hello_cluster: node ")
+            && line.contains(" read back from node ")
+            && line.ends_with(&quoted)
+    })
+}
+
 /// A console log as text; a missing log reads as empty (the scan then fails it).
 fn read_log(path: &Path) -> String {
     std::fs::read(path)
@@ -1185,6 +1302,26 @@ fn read_log(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_own_program_reads_back_its_argument_as_the_example_prints_it() {
+        let log = "LITE-GUEST-RUN role=exec\r\n\
+                   hello_cluster: node 2 of 2 (10.77.0.1)\r\n\
+                   hello_cluster: node 2 read back from node 1: \"it's \"LITE\" on 2 nodes\"\r\n\
+                   LITE-GUEST-EXIT rc=0\r\n";
+        assert!(read_back_message(log, EXEC_MESSAGE));
+        assert!(!read_back_message(log, "another message"));
+        let wrong = log.replace("nodes\"\r", "nodes\" (not what it wrote)\r");
+        assert!(!read_back_message(&wrong, EXEC_MESSAGE));
+        // The example prints that line, and takes its message from argv[1].
+        let example = include_str!("../../userspace/examples/hello_cluster.c");
+        assert!(example.contains(
+            "printf(PROGRAM \": node %ld read back from node %ld: \\\"%s\\\"%s\\n\", node_id,"
+        ));
+        assert!(example.contains("snprintf(message, sizeof(message), \"%s\", argv[1]);"));
+        assert!(example.contains("#define PROGRAM \"hello_cluster\""));
+        assert!(repo_root().join(EXEC_EXAMPLE).is_file());
+    }
 
     #[test]
     fn the_victim_is_the_last_failure_test_node() {

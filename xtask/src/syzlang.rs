@@ -33,7 +33,7 @@ use crate::syscalls;
 
 /// The inputs, relative to the repository root.
 const HEADER_PATH: &str = "lite-api-c/include/uapi/linux/lite.h";
-const SYSCALLS_C_PATH: &str = "lite-api-c/lite_syscalls.c";
+const SYSCALLS_C_PATH: &str = "lite-api-c/kernel/lite_syscalls.c";
 const TXT_PATH: &str = "config/syzkaller/lite.txt";
 const CONST_PATH: &str = "config/syzkaller/lite.txt.const";
 

@@ -54,6 +54,19 @@ impl std::fmt::Display for AlreadyReported {
 
 impl std::error::Error for AlreadyReported {}
 
+/// Like [`AlreadyReported`], for a command whose exit status says more
+/// than failure: `main` exits with this status (never 0).
+#[derive(Debug)]
+pub struct ReportedExitStatus(pub u8);
+
+impl std::fmt::Display for ReportedExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "failed with exit status {} (see above)", self.0)
+    }
+}
+
+impl std::error::Error for ReportedExitStatus {}
+
 /// Prints a line and flushes, so progress shows up immediately when stdout is a pipe.
 pub fn say(line: &str) {
     if cfg!(test) {

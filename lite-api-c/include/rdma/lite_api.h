@@ -104,11 +104,6 @@ long liteapi_register_lmr_with_virt_addr(void *addr, u64 size, u64 permission,
  * Handles of kernel callers are shared by all kernel code; those of each
  * process are its own and released when it exits.
  */
-#if IS_ENABLED(CONFIG_LITE)
-void lite_exit_process(void);
-#else
-static inline void lite_exit_process(void) { }
-#endif
 
 /*
  * RPC for kernel callers, with the semantics of the system calls of the
@@ -169,7 +164,14 @@ int liteapi_set_priority(unsigned int priority);
  */
 int liteapi_leave(unsigned int flags);
 
-/* System call backends (lite_syscalls.c); user pointers are passed as integers. */
+/*
+ * System call backends (struct lite_syscall_ops in <linux/lite_syscalls.h>);
+ * user pointers are passed as integers. lite_syscall_ops_register() makes the
+ * system calls reach them, lite_syscall_ops_unregister() stops it.
+ */
+int lite_syscall_ops_register(void);
+void lite_syscall_ops_unregister(void);
+void lite_rs_exit_process(void);
 long lite_rs_join(unsigned long cm_ip, unsigned int cm_port, unsigned int ib_port);
 long lite_rs_leave(unsigned int flags);
 long lite_rs_get_node_id(void);
@@ -230,7 +232,16 @@ long lite_rs_lock(unsigned long lock);
 long lite_rs_unlock(unsigned long lock);
 long lite_rs_set_priority(unsigned int priority);
 
-/* debugfs backends (lite_debugfs.c). */
+/* Helpers of LITE's Rust code that call into ib_core and crypto (lite_helpers.c). */
+struct ib_mr;
+int lite_map_mr(struct ib_mr *mr, const u64 *dma, u32 count, u32 len,
+		u32 page_size, u64 iova);
+int lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
+		     unsigned int len, u8 *out);
+
+/* /sys/kernel/debug/lite/ (lite_debugfs.c) and its backends. */
+void lite_debugfs_create(void);
+void lite_debugfs_remove(void);
 ssize_t lite_rs_debugfs_stats(char *buf, size_t len);
 ssize_t lite_rs_debugfs_resources(char *buf, size_t len);
 ssize_t lite_rs_debugfs_access_probe(char *buf, size_t len);

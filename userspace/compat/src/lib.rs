@@ -8,8 +8,9 @@
 //! - `lite-compat-test` (linked with `lite-lib.so`) and
 //!   `lite-compat-test-static` (linked with `liblite-compat.a`): every
 //!   compatibility function, run on every node by the cluster test;
-//! - the C examples of `userspace/examples/`, built against
-//!   `userspace/include/lite.h`;
+//! - the C examples of `userspace/examples/` (but `hello_cluster`, which
+//!   `cargo xtask cluster --exec` copies into the guests itself), built
+//!   against `userspace/include/lite.h`;
 //! - `lite-verbs-bench` (`userspace/verbs-baseline/`, on libibverbs): what
 //!   LITE does for each operation the benchmark measures, on plain verbs.
 //!

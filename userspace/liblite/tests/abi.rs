@@ -285,7 +285,13 @@ fn assert_compiles(output: std::process::Output, what: &str) {
 }
 
 /// The C examples, each compiled by [`c_examples_compile_with_warnings_as_errors`].
-const EXAMPLES: [&str; 4] = ["lite_hello", "lite_lock", "lite_rpc", "lite_share"];
+const EXAMPLES: [&str; 5] = [
+    "hello_cluster",
+    "lite_hello",
+    "lite_lock",
+    "lite_rpc",
+    "lite_share",
+];
 
 #[test]
 fn c_examples_compile_with_warnings_as_errors() {

@@ -55,6 +55,14 @@ pub const RPC_FAULT_FILE: &str = "rpc_fault_next";
 /// above [`NO_ADMIN_GROUP`] is refused with `EINVAL`.
 pub const ADMIN_GROUP_FILE: &str = "admin_group";
 
+/// The file in [`DEBUGFS_DIR`] (mode 0644) with the silence of the
+/// cluster manager, in ms, after which this node counts itself cut off.
+pub const MANAGER_TIMEOUT_FILE: &str = "manager_timeout_ms";
+
+/// The file in [`DEBUGFS_DIR`] (mode 0644) with the interval of this
+/// node's heartbeats to the cluster manager, in ms.
+pub const HEARTBEAT_FILE: &str = "heartbeat_ms";
+
 /// What [`ADMIN_GROUP_FILE`] holds while no group administers LITE.
 pub const NO_ADMIN_GROUP: u32 = u32::MAX;
 

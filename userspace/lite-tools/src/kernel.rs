@@ -361,6 +361,57 @@ pub trait Kernel: Sync {
     fn injects_rpc_faults(&self) -> bool {
         false
     }
+    /// Unloads LITE's module, which takes the node out of its cluster as
+    /// `lite_leave` does, checks that LITE's system calls return `ENOSYS`
+    /// while it is unloaded, and loads it again (not joined), with the
+    /// debugfs settings it had; `None` if LITE is not a loadable module
+    /// here (built in, or an in-memory model).
+    fn reload_module(&self) -> Option<Result<(), String>> {
+        None
+    }
+}
+
+/// Exists while LITE is loaded as a module (not when it is built in).
+const MODULE_STATE_FILE: &str = "/sys/module/lite/initstate";
+
+/// LITE's debugfs settings that a reload would reset to their defaults:
+/// the node's timing, which must stay the one the manager was given.
+const SETTINGS_KEPT_ACROSS_RELOAD: [&str; 2] =
+    [debugfs::MANAGER_TIMEOUT_FILE, debugfs::HEARTBEAT_FILE];
+
+/// [`Kernel::reload_module`] of the real kernel.
+fn reload_lite_module(kernel: &Syscalls) -> Result<(), String> {
+    let mut settings = Vec::new();
+    for name in SETTINGS_KEPT_ACROSS_RELOAD {
+        let value = debugfs::read_file(name).map_err(|e| format!("reading {name}: {e}"))?;
+        settings.push((name, value));
+    }
+    run_module_tool("rmmod", "lite")?;
+    crate::errno::expect_errno(kernel.get_node_id(), libc::ENOSYS)
+        .map_err(|e| format!("get_node_id while LITE is unloaded: {e}"))?;
+    run_module_tool("modprobe", "lite")?;
+    for (name, value) in settings {
+        debugfs::write_file(name, value.trim())
+            .map_err(|e| format!("restoring {name} after the reload: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Runs `tool module` (`rmmod`, `modprobe`); its output and status make
+/// the error.
+fn run_module_tool(tool: &str, module: &str) -> Result<(), String> {
+    let out = std::process::Command::new(tool)
+        .arg(module)
+        .output()
+        .map_err(|e| format!("cannot run {tool}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{tool} {module}: {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    ))
 }
 
 /// The real system calls.
@@ -676,6 +727,12 @@ impl Kernel for Syscalls {
 
     fn injects_rpc_faults(&self) -> bool {
         true
+    }
+
+    fn reload_module(&self) -> Option<Result<(), String>> {
+        std::path::Path::new(MODULE_STATE_FILE)
+            .exists()
+            .then(|| reload_lite_module(self))
     }
 
     fn has_rdma_device(&self) -> bool {

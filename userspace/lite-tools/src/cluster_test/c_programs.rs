@@ -1,7 +1,7 @@
 //! LITE's C and Python programs, run on every node at once: the
 //! compatibility library's test (linked with `lite-lib.so` and with
-//! `liblite-compat.a`) and the C examples of `userspace/examples/`, all
-//! built by `userspace/compat` and installed in the guests' `/usr/bin`, and
+//! `liblite-compat.a`) and the C examples of `userspace/examples/` that
+//! `userspace/compat` builds, all installed in the guests' `/usr/bin`, and
 //! the Python package's cluster test.
 
 use std::io::{BufReader, Read, Write};

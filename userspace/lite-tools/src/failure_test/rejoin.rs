@@ -2,9 +2,10 @@
 //! again, [`CYCLES`] times in a row, while the other survivors watch.
 //!
 //! The survivors are the nodes other than the victim, which is dead by
-//! now. The highest of them, the leaver, calls `lite_leave`, checks that
-//! its node is out (its calls get `ENOTCONN`), joins again and expects its
-//! id back. The others, the observers, each hold a spread LMR, some of
+//! now. The highest of them, the leaver, calls `lite_leave` (where LITE is
+//! a module it unloads the module instead, which must leave the same way,
+//! and loads it again), checks that its node is out (its calls get
+//! `ENOTCONN`), joins again and expects its id back. The others, the observers, each hold a spread LMR, some of
 //! whose chunks the leaver holds at first (its first leave has to move
 //! them to another observer, with their bytes), and run checked traffic
 //! between themselves throughout. They follow the cycles by the cluster's
@@ -426,17 +427,37 @@ where
         None => Err("no observer to allocate on".to_string()),
     };
 
-    let started = monotonic_ns();
-    let left = bounded(kernel, CALL_TIMEOUT, |k| k.leave(0));
-    let took = elapsed_ms(started, monotonic_ns());
-    tap.comment(&format!("leave {took} ms"));
     let mapping = mapped.map_or(String::new(), |owner| {
         format!(", keeping its mapping of node {owner}'s spread LMR")
     });
-    let left_ok = tap.check(
-        &format!("leave/rejoin cycle {cycle}: leave(0) on node {me} returns 0{mapping}"),
-        left.and_then(|ret| leave_verdict(ret, mapped)),
-    );
+    let started = monotonic_ns();
+    // Where LITE is a module, the node leaves by unloading it, which must
+    // leave exactly as `lite_leave` does, and loads it again.
+    let left_ok = match bounded(kernel, CALL_TIMEOUT, |k| k.reload_module()) {
+        Ok(Some(reloaded)) => {
+            let took = elapsed_ms(started, monotonic_ns());
+            tap.comment(&format!("unload and load {took} ms"));
+            tap.check(
+                &format!(
+                    "leave/rejoin cycle {cycle}: node {me} unloads LITE's module{mapping}                      (-ENOSYS meanwhile) and loads it again"
+                ),
+                reloaded,
+            )
+        }
+        Ok(None) => {
+            let left = bounded(kernel, CALL_TIMEOUT, |k| k.leave(0));
+            let took = elapsed_ms(started, monotonic_ns());
+            tap.comment(&format!("leave {took} ms"));
+            tap.check(
+                &format!("leave/rejoin cycle {cycle}: leave(0) on node {me} returns 0{mapping}"),
+                left.and_then(|ret| leave_verdict(ret, mapped)),
+            )
+        }
+        Err(e) => tap.check(
+            &format!("leave/rejoin cycle {cycle}: node {me} leaves"),
+            Err(e),
+        ),
+    };
     if !left_ok {
         return CycleEnd::StillMember;
     }

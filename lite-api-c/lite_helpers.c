@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C helpers of LITE that call into ib_core and the crypto API. Those may be
+ * modules, so these helpers are part of LITE's module rather than of the Rust
+ * helpers built into the kernel image; LITE's Rust code declares them itself.
+ */
+
+#include <crypto/hash.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/lite_api.h>
+
+/*
+ * Maps `count` DMA-mapped ranges of `len` bytes each (whole pages of
+ * `page_size` bytes) into a fast-registration memory region that peers
+ * address from `iova` on, the ranges back to back. The region is only
+ * usable after an IB_WR_REG_MR work request (lite_post_reg_mr()).
+ */
+int lite_map_mr(struct ib_mr *mr, const u64 *dma, u32 count, u32 len,
+		u32 page_size, u64 iova)
+{
+	struct scatterlist *sgl;
+	u32 i;
+	int mapped;
+
+	if (!count || !len || page_size < PAGE_SIZE || len % page_size ||
+	    iova % page_size)
+		return -EINVAL;
+	sgl = kvcalloc(count, sizeof(*sgl), GFP_KERNEL | __GFP_NOWARN);
+	if (!sgl)
+		return -ENOMEM;
+	sg_init_table(sgl, count);
+	for (i = 0; i < count; i++) {
+		sg_dma_address(&sgl[i]) = dma[i];
+		sg_dma_len(&sgl[i]) = len;
+	}
+	mapped = ib_map_mr_sg(mr, sgl, count, NULL, page_size);
+	kvfree(sgl);
+	if (mapped < 0)
+		return mapped;
+	if (mapped != count)
+		return -EINVAL;
+	mr->iova = iova;
+	return 0;
+}
+
+/*
+ * HMAC-SHA256 of `len` bytes at `data` with the `keylen`-byte `key`, into
+ * the 32 bytes at `out`. Used for the few frames exchanged with the
+ * cluster manager, so the transform is not kept between calls.
+ */
+int lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
+		     unsigned int len, u8 *out)
+{
+	struct crypto_shash *tfm = crypto_alloc_shash("hmac(sha256)", 0, 0);
+	int err;
+
+	if (IS_ERR(tfm))
+		return PTR_ERR(tfm);
+	err = crypto_shash_setkey(tfm, key, keylen);
+	if (!err)
+		err = crypto_shash_tfm_digest(tfm, data, len, out);
+	crypto_free_shash(tfm);
+	return err;
+}

@@ -1,0 +1,1039 @@
+//! `cargo xtask cluster`: the tests' QEMU cluster for a program of one's
+//! own (`--exec`), or for a shell on node 1 (`--shell`).
+//!
+//! The cluster is the one the tests boot ([`Cluster`]): the cluster manager
+//! on the host side of a private bridge, a fresh cluster secret in every
+//! node's keyring, rxe and debugfs set up by the guests' `/init`, and the
+//! API tests' tolerant dead-after ([`cluster::API_TEST_DEAD_AFTER_MS`]).
+//!
+//! `--exec PATH ARGS...` copies PATH into the guests in a cpio archive
+//! appended to the initramfs, as the cluster's secret is: the program in
+//! [`GUEST_PROGRAM_DIR`], the shared libraries `ldd` lists for a
+//! dynamically linked one where the guests look for them, and a script,
+//! [`GUEST_COMMAND`], that runs it with ARGS. Every node runs guest role
+//! [`EXEC_ROLE`], which runs that script in the environment
+//! [`program_environment`] gives (through [`ENV_PARAM`] on the kernel
+//! command line); the program joins the cluster itself. Each node's
+//! console is shown while the program runs, prefixed with the node's name,
+//! and the command exits with the worst of the nodes' statuses
+//! ([`NodeStatus`]).
+//!
+//! `--shell` makes node 1's serial console this terminal: node 1 (role
+//! [`SHELL_ROLE`]) joins, then runs an interactive shell in the same
+//! environment; the other nodes (role [`IDLE_ROLE`]) join and wait. The
+//! command ends when that shell exits, with its exit status.
+
+use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, OpenOptions};
+use std::io::{IsTerminal, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
+use crate::demo::Tail;
+use crate::fsutil::TempDir;
+use crate::kernel::{self, Flavour};
+use crate::newc::{self, Entry, DIRECTORY, REGULAR_FILE};
+use crate::paths::Cache;
+use crate::ui::{self, ReportedExitStatus};
+use crate::{initramfs, interrupt, logscan, process};
+
+/// Guest role that runs the user's program ([`GUEST_COMMAND`]).
+const EXEC_ROLE: &str = "exec";
+/// Guest role of the node whose console is the terminal, with `--shell`.
+const SHELL_ROLE: &str = "shell";
+/// Guest role of the other nodes with `--shell`: join, then wait.
+const IDLE_ROLE: &str = "idle";
+/// The node whose console is the terminal, with `--shell`.
+const SHELL_NODE: usize = 1;
+/// Kernel parameter, given once per variable as `lite.env=NAME=VALUE`,
+/// from which `/init` makes the environment of the program or shell.
+const ENV_PARAM: &str = "lite.env=";
+/// Where the guests have the user's program, under its own file name.
+const GUEST_PROGRAM_DIR: &str = "opt/lite-exec/bin";
+/// The script that runs the program with its arguments; role
+/// [`EXEC_ROLE`] of `/init` runs it.
+const GUEST_COMMAND: &str = "opt/lite-exec/run.sh";
+/// Memory per VM in MiB, as in the tests.
+const MEMORY_MIB: u32 = 1024;
+/// The command's exit status when a node never finished its program, as
+/// `timeout(1)`'s when its command ran out of time.
+const UNFINISHED_EXIT_STATUS: u8 = 124;
+/// `--timeout`'s default, in seconds: the boot of a few debug-kernel VMs
+/// under emulation and a short program, with room to spare.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
+
+/// What `cargo xtask cluster` does with the cluster.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Session {
+    /// Runs a program on every node.
+    Exec {
+        /// The program, on the host.
+        program: PathBuf,
+        /// Its arguments.
+        args: Vec<OsString>,
+        /// How long the nodes may take, from the cluster's start.
+        timeout: Duration,
+    },
+    /// A shell on node [`SHELL_NODE`]'s console, on this terminal.
+    Shell,
+}
+
+impl Session {
+    /// The session the command line asks for: `--exec PATH ARGS...`, whose
+    /// values are `exec`, or `--shell`.
+    pub fn from_arguments(
+        exec: Option<Vec<OsString>>,
+        shell: bool,
+        timeout: Duration,
+    ) -> Result<Self> {
+        match (exec, shell) {
+            (Some(command), false) => {
+                let Some((program, args)) = command.split_first() else {
+                    bail!("--exec needs the path of a program");
+                };
+                Ok(Session::Exec {
+                    program: PathBuf::from(program),
+                    args: args.to_vec(),
+                    timeout,
+                })
+            }
+            (None, true) => Ok(Session::Shell),
+            _ => bail!("give either --exec PATH [ARGS...] or --shell"),
+        }
+    }
+}
+
+/// What the nodes boot, and the cluster manager.
+pub struct Images {
+    /// The kernel image.
+    pub kernel: PathBuf,
+    /// The tests' initramfs, which the program's archive is appended to.
+    pub initramfs: PathBuf,
+    /// The cluster manager, `lite-cm`.
+    pub manager: PathBuf,
+}
+
+impl Images {
+    /// The kernel of `flavour` (`kernel_image` if given), the tests'
+    /// initramfs and the manager, each built unless up to date.
+    fn build(
+        cache: &Cache,
+        flavour: Flavour,
+        kernel_src: Option<&Path>,
+        kernel_image: Option<&Path>,
+    ) -> Result<Self> {
+        Ok(Self {
+            kernel: kernel::image(cache, flavour, kernel_src, kernel_image)?,
+            initramfs: initramfs::build(cache, initramfs::Variant::Full)?,
+            manager: cluster::build_manager(cache)?,
+        })
+    }
+}
+
+/// `cargo xtask cluster`.
+pub fn run(
+    nodes: usize,
+    flavour: Flavour,
+    session: Session,
+    kernel_src: Option<&Path>,
+    kernel_image: Option<&Path>,
+) -> Result<()> {
+    let cache = Cache::locate()?;
+    match session {
+        Session::Exec {
+            program,
+            args,
+            timeout,
+        } => {
+            // Read first: a wrong path need not wait for a kernel build.
+            let archive = ProgramArchive::new(&program, &args)?;
+            let images = Images::build(&cache, flavour, kernel_src, kernel_image)?;
+            let logs = cache.run_logs("cluster")?;
+            let run = run_program(&images, &logs, nodes, &archive, timeout)?;
+            // After Ctrl-C the nodes were killed half-way: a summary would
+            // only list that.
+            interrupt::check()?;
+            report(&run, &logs)
+        }
+        Session::Shell => {
+            let images = Images::build(&cache, flavour, kernel_src, kernel_image)?;
+            let logs = cache.run_logs("cluster")?;
+            shell(&images, &logs, nodes)
+        }
+    }
+}
+
+/// The user's program as the guests get it: the files of a cpio archive
+/// appended to their initramfs.
+pub struct ProgramArchive {
+    /// The program's file name, its name in the guests too.
+    name: String,
+    /// Path in the guests and contents of every file: the program,
+    /// [`GUEST_COMMAND`] and the program's shared libraries.
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl ProgramArchive {
+    /// Reads `program` and, if it is dynamically linked, the shared
+    /// libraries it needs, for a run with `args`.
+    pub fn new(program: &Path, args: &[OsString]) -> Result<Self> {
+        let contents = fs::read(program)
+            .with_context(|| format!("cannot read the program {}", program.display()))?;
+        let name = program
+            .file_name()
+            .and_then(OsStr::to_str)
+            .with_context(|| {
+                format!(
+                    "{}: the program needs a file name in UTF-8",
+                    program.display()
+                )
+            })?
+            .to_string();
+        let linking = linking(&contents).map_err(|why| anyhow!("{}: {why}", program.display()))?;
+        let mut files = vec![
+            (format!("{GUEST_PROGRAM_DIR}/{name}"), contents),
+            (GUEST_COMMAND.to_string(), command_script(&name, args)),
+        ];
+        if linking == Linking::Dynamic {
+            for library in initramfs::shared_libraries(program)? {
+                let contents = fs::read(&library)
+                    .with_context(|| format!("cannot read {}", library.display()))?;
+                files.push((guest_library_path(&library)?, contents));
+            }
+        }
+        Ok(Self { name, files })
+    }
+
+    /// The archive itself.
+    fn bytes(&self) -> Vec<u8> {
+        newc::archive(&archive_entries(&self.files))
+    }
+}
+
+/// How a program starts, as far as what the guests need goes.
+#[derive(Debug, PartialEq, Eq)]
+enum Linking {
+    /// A `#!` script: its interpreter must be in the guests (busybox's
+    /// `sh`, or `python3`).
+    Script,
+    /// An ELF executable without an interpreter, which needs nothing else.
+    Static,
+    /// An ELF executable with an interpreter (`PT_INTERP`), which needs
+    /// the shared libraries `ldd` lists.
+    Dynamic,
+}
+
+/// ELF's `e_machine` of x86-64, the guests' machine.
+const EM_X86_64: u16 = 62;
+/// The program header type naming the ELF interpreter.
+const PT_INTERP: u32 = 3;
+
+/// How the program whose file holds `bytes` starts, or why the guests
+/// cannot run it.
+fn linking(bytes: &[u8]) -> Result<Linking, String> {
+    if bytes.starts_with(b"#!") {
+        return Ok(Linking::Script);
+    }
+    if !bytes.starts_with(b"\x7fELF") {
+        return Err("neither an ELF executable nor a #! script".to_string());
+    }
+    // ELFCLASS64 and ELFDATA2LSB.
+    if bytes.get(4..6) != Some(&[2, 1]) {
+        return Err("not a 64-bit little-endian ELF file: the guests are x86-64".to_string());
+    }
+    let truncated = || "a truncated ELF file".to_string();
+    let machine = read_u16(bytes, 0x12).ok_or_else(truncated)?;
+    if machine != EM_X86_64 {
+        return Err(format!(
+            "built for ELF machine {machine}, not x86-64 ({EM_X86_64}): the guests are x86-64"
+        ));
+    }
+    let headers_at = read_u64(bytes, 0x20).ok_or_else(truncated)?;
+    let header_size = read_u16(bytes, 0x36).ok_or_else(truncated)?;
+    let headers = read_u16(bytes, 0x38).ok_or_else(truncated)?;
+    for index in 0..u64::from(headers) {
+        let at = index
+            .checked_mul(u64::from(header_size))
+            .and_then(|offset| offset.checked_add(headers_at))
+            .and_then(|at| usize::try_from(at).ok())
+            .ok_or_else(truncated)?;
+        if read_u32(bytes, at).ok_or_else(truncated)? == PT_INTERP {
+            return Ok(Linking::Dynamic);
+        }
+    }
+    Ok(Linking::Static)
+}
+
+/// The little-endian `N` bytes at `at`, if `bytes` holds them.
+fn read_le<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
+    bytes.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+fn read_u16(bytes: &[u8], at: usize) -> Option<u16> {
+    read_le(bytes, at).map(u16::from_le_bytes)
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    read_le(bytes, at).map(u32::from_le_bytes)
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    read_le(bytes, at).map(u64::from_le_bytes)
+}
+
+/// Where the guests have the library that the host has at `library`, as
+/// `initramfs` installs libraries: in its directory's canonical path, under
+/// the name `ldd` gave (the soname); see [`merged_usr_path`].
+fn guest_library_path(library: &Path) -> Result<String> {
+    let name = library
+        .file_name()
+        .with_context(|| format!("library path {} without a file name", library.display()))?;
+    let dir = library
+        .parent()
+        .with_context(|| format!("library path {} without a directory", library.display()))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    merged_usr_path(&dir.join(name))
+}
+
+/// The absolute host path `path` relative to the guests' root. The guests'
+/// `/lib` and `/lib64` are links into `/usr`: a path under them (on a host
+/// without merged `/usr`) is named by its place in `/usr`, so that no
+/// directory entry of the archive replaces one of those links.
+fn merged_usr_path(path: &Path) -> Result<String> {
+    let relative = path
+        .strip_prefix("/")
+        .with_context(|| format!("{} is not an absolute path", path.display()))?
+        .to_str()
+        .with_context(|| format!("{} is not UTF-8", path.display()))?;
+    Ok(
+        if relative.starts_with("lib/") || relative.starts_with("lib64/") {
+            format!("usr/{relative}")
+        } else {
+            relative.to_string()
+        },
+    )
+}
+
+/// The entries of the archive of `files` (path in the guests, contents),
+/// every one executable, as the initramfs's programs and libraries are,
+/// after the directories that hold them, parents first: the kernel creates
+/// no directory on its own.
+fn archive_entries(files: &[(String, Vec<u8>)]) -> Vec<Entry<'_>> {
+    // A parent sorts before what it holds.
+    let directories: BTreeSet<&str> = files
+        .iter()
+        .flat_map(|(path, _)| path.match_indices('/').map(move |(at, _)| &path[..at]))
+        .collect();
+    directories
+        .into_iter()
+        .map(|path| Entry {
+            path,
+            mode: DIRECTORY | 0o755,
+            data: &[],
+        })
+        .chain(files.iter().map(|(path, data)| Entry {
+            path,
+            mode: REGULAR_FILE | 0o755,
+            data,
+        }))
+        .collect()
+}
+
+/// The script [`GUEST_COMMAND`]: runs program `name`, in
+/// [`GUEST_PROGRAM_DIR`], with `args`, whatever bytes they hold.
+fn command_script(name: &str, args: &[OsString]) -> Vec<u8> {
+    let program = format!("/{GUEST_PROGRAM_DIR}/{name}");
+    let mut script =
+        b"#!/bin/sh\n# Written by cargo xtask cluster --exec: the program and its arguments.\nexec "
+            .to_vec();
+    script.extend(shell_words(
+        std::iter::once(OsStr::new(&program)).chain(args.iter().map(OsString::as_os_str)),
+    ));
+    script.push(b'\n');
+    script
+}
+
+/// `words` for `sh`, each one in single quotes (each `'` in it written
+/// `'\''`), separated by spaces: no character in them means anything to
+/// the shell.
+fn shell_words<'a>(words: impl Iterator<Item = &'a OsStr>) -> Vec<u8> {
+    let mut line = Vec::new();
+    for word in words {
+        if !line.is_empty() {
+            line.push(b' ');
+        }
+        line.push(b'\'');
+        for &byte in word.as_bytes() {
+            if byte == b'\'' {
+                line.extend_from_slice(b"'\\''");
+            } else {
+                line.push(byte);
+            }
+        }
+        line.push(b'\'');
+    }
+    line
+}
+
+/// The environment of the program or shell on node `node` (from 1) of
+/// `nodes`: the cluster manager's address as `LITE_CM_ADDRESS`, `IP:PORT`
+/// (the variable, in the form, that `userspace/compat`'s
+/// `userspace_liteapi_join` reads), the node's own address as
+/// `LITE_NODE_ADDRESS` and the cluster size as `LITE_NODES`.
+fn program_environment(node: usize, nodes: usize) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "LITE_CM_ADDRESS",
+            format!("{}:{}", cluster::MANAGER_IP, cluster::MANAGER_PORT),
+        ),
+        ("LITE_NODE_ADDRESS", cluster::node_ip(node)),
+        ("LITE_NODES", nodes.to_string()),
+    ]
+}
+
+/// The kernel parameters that give node `node` of `nodes` its
+/// [`program_environment`], one [`ENV_PARAM`] per variable. No value holds
+/// a blank, which a kernel parameter cannot carry.
+fn environment_params(node: usize, nodes: usize) -> Vec<String> {
+    program_environment(node, nodes)
+        .into_iter()
+        .map(|(name, value)| format!("{ENV_PARAM}{name}={value}"))
+        .collect()
+}
+
+/// The guest roles of `--shell`'s `nodes` nodes.
+fn shell_roles(nodes: usize) -> Vec<String> {
+    (1..=nodes)
+        .map(|i| {
+            if i == SHELL_NODE {
+                SHELL_ROLE
+            } else {
+                IDLE_ROLE
+            }
+            .to_string()
+        })
+        .collect()
+}
+
+/// How one node's program (or shell) ended; the derived order goes from
+/// best to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NodeStatus {
+    /// It exited 0.
+    Succeeded,
+    /// It exited with this status (not 0); `/init`'s own failures before
+    /// the program (the network, the secret) are 1 too.
+    Failed(u8),
+    /// The node never reported its exit: it timed out, crashed or was
+    /// stopped (after another node failed, or on a node's death).
+    Unfinished,
+}
+
+impl NodeStatus {
+    /// The status a node's console log reports (`LITE-GUEST-EXIT rc=N`).
+    pub fn of_console(log: &str) -> Self {
+        match logscan::guest_exit(log) {
+            None => NodeStatus::Unfinished,
+            Some(0) => NodeStatus::Succeeded,
+            // A shell's statuses are 1 to 255; anything else still failed.
+            Some(rc) => NodeStatus::Failed(
+                u8::try_from(rc)
+                    .ok()
+                    .filter(|&status| status != 0)
+                    .unwrap_or(u8::MAX),
+            ),
+        }
+    }
+
+    /// The command's exit status for this node's.
+    fn exit_status(self) -> u8 {
+        match self {
+            NodeStatus::Succeeded => 0,
+            NodeStatus::Failed(status) => status,
+            NodeStatus::Unfinished => UNFINISHED_EXIT_STATUS,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            NodeStatus::Succeeded => "exited 0".to_string(),
+            NodeStatus::Failed(status) => format!("exited {status}"),
+            NodeStatus::Unfinished => "did not finish: no LITE-GUEST-EXIT on its console (it \
+                                       timed out, crashed or was stopped)"
+                .to_string(),
+        }
+    }
+}
+
+/// The worst of `statuses`: a node that never finished, else the highest
+/// exit status of a failed program; success only if every node succeeded.
+fn worst(statuses: impl IntoIterator<Item = NodeStatus>) -> NodeStatus {
+    statuses.into_iter().max().unwrap_or(NodeStatus::Succeeded)
+}
+
+/// How the program ran on the cluster.
+pub struct ProgramRun {
+    /// Every node, in order.
+    pub nodes: Vec<NodeRun>,
+    /// How the wait for the nodes ended (a timeout, a node declared dead).
+    pub waited: Result<()>,
+}
+
+/// How the program ran on one node.
+pub struct NodeRun {
+    /// The node's name, e.g. `node1`.
+    pub name: String,
+    /// Its console log.
+    pub log: PathBuf,
+    /// How its program ended.
+    pub status: NodeStatus,
+}
+
+/// Boots `nodes` VMs of `images` with `archive` and waits until every one
+/// has run the program, at most `timeout` from the cluster's start,
+/// showing their consoles meanwhile; logs go to `logs`.
+pub fn run_program(
+    images: &Images,
+    logs: &Path,
+    nodes: usize,
+    archive: &ProgramArchive,
+    timeout: Duration,
+) -> Result<ProgramRun> {
+    let initrd = InitrdWithProgram::create(&images.initramfs, archive)?;
+    let initrd_path = initrd.path();
+    let environment = |i: usize| environment_params(i, nodes);
+    let spec = ClusterSpec {
+        roles: vec![EXEC_ROLE.to_string(); nodes],
+        kernel: &images.kernel,
+        initrd: &initrd_path,
+        memory_mib: MEMORY_MIB,
+        extra_append: &environment,
+        pin_cpus: false,
+        manager: &images.manager,
+        logs,
+        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
+    };
+    ui::say(&format!(
+        "==> running {} on {nodes} nodes, for at most {}",
+        archive.name,
+        ui::duration(timeout)
+    ));
+    let mut cluster = Cluster::start(&spec)?;
+    let mut no_death = NoDeathWatch::new(&spec);
+    let mut tails: Vec<Tail> = cluster
+        .node_logs()
+        .into_iter()
+        .map(|(name, path)| Tail::new(&name, path))
+        .collect();
+    let waited = cluster.wait(timeout, &mut || {
+        tails.iter_mut().for_each(Tail::poll);
+        no_death.check()
+    });
+    tails.iter_mut().for_each(Tail::poll);
+    let node_logs = cluster.node_logs();
+    drop(cluster);
+    let nodes = node_logs
+        .into_iter()
+        .map(|(name, log)| {
+            let status = NodeStatus::of_console(&read_console(&log));
+            NodeRun { name, log, status }
+        })
+        .collect();
+    Ok(ProgramRun { nodes, waited })
+}
+
+/// Prints how the program ended on each node; fails with the worst status
+/// ([`worst`]) unless every node succeeded.
+fn report(run: &ProgramRun, logs: &Path) -> Result<()> {
+    ui::say("==> cluster summary");
+    for node in &run.nodes {
+        ui::say(&format!("    {}: {}", node.name, node.status.describe()));
+    }
+    report_kernel_problems(run.nodes.iter().map(|node| (&node.name, &node.log)));
+    if let Err(err) = &run.waited {
+        ui::say(&format!("    {err:#}"));
+    }
+    ui::say(&format!("    logs: {}", logs.display()));
+    let nodes = run.nodes.len();
+    match worst(run.nodes.iter().map(|node| node.status)) {
+        NodeStatus::Succeeded => {
+            ui::say(&format!("the program succeeded on all {nodes} nodes"));
+            Ok(())
+        }
+        worst => {
+            ui::say(&format!(
+                "the program did not succeed on every node: exit status {}",
+                worst.exit_status()
+            ));
+            Err(ReportedExitStatus(worst.exit_status()).into())
+        }
+    }
+}
+
+/// Prints, for each node (name, console log) whose console shows a kernel
+/// problem ([`logscan::first_crash`]), where. Only shown: the user's
+/// program writes to the same console, and its status is its own.
+fn report_kernel_problems<'a>(nodes: impl Iterator<Item = (&'a String, &'a PathBuf)>) {
+    for (name, log) in nodes {
+        if let Some(crash) = logscan::first_crash(&read_console(log)) {
+            ui::say(&format!(
+                "    {name}: its console shows \"{}\" at line {}, a kernel problem unless the \
+                 program printed it",
+                crash.pattern, crash.line
+            ));
+        }
+    }
+}
+
+/// `--shell`: boots the cluster with node [`SHELL_NODE`]'s console on this
+/// terminal and waits until that VM ends, once its shell exited; the
+/// command's status is the shell's.
+fn shell(images: &Images, logs: &Path, nodes: usize) -> Result<()> {
+    let environment = |i: usize| environment_params(i, nodes);
+    let spec = ClusterSpec {
+        roles: shell_roles(nodes),
+        kernel: &images.kernel,
+        initrd: &images.initramfs,
+        memory_mib: MEMORY_MIB,
+        extra_append: &environment,
+        pin_cpus: false,
+        manager: &images.manager,
+        logs,
+        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
+    };
+    ui::say(&format!(
+        "==> node{SHELL_NODE}'s console is this terminal: its shell starts once it joined the \
+         cluster; exit the shell to stop the cluster (Ctrl-a x stops node{SHELL_NODE} at once)"
+    ));
+    // Declared first, so dropped last: after every VM is gone.
+    let terminal = SavedTerminal::save();
+    let mut cluster = Cluster::start_with_terminal(&spec, Some(SHELL_NODE))?;
+    while !cluster.node_exited(SHELL_NODE)? {
+        interrupt::check()?;
+        sleep(process::POLL);
+    }
+    let (name, log) = cluster.node_log(SHELL_NODE)?;
+    let node_logs = cluster.node_logs();
+    drop(cluster);
+    drop(terminal);
+
+    let status = NodeStatus::of_console(&read_console(&log));
+    ui::say(&format!("==> {name}'s shell {}", status.describe()));
+    report_kernel_problems(node_logs.iter().map(|(name, log)| (name, log)));
+    ui::say(&format!("    logs: {}", logs.display()));
+    match status {
+        NodeStatus::Succeeded => Ok(()),
+        failed => Err(ReportedExitStatus(failed.exit_status()).into()),
+    }
+}
+
+/// The settings of the terminal on standard input, if it is one, put back
+/// when dropped: QEMU makes the terminal raw for a console on it, and
+/// restores it when it exits by itself, not when it is killed.
+struct SavedTerminal {
+    settings: Option<OsString>,
+}
+
+impl SavedTerminal {
+    fn save() -> Self {
+        let settings = std::io::stdin()
+            .is_terminal()
+            .then(|| {
+                Command::new("stty")
+                    .arg("-g")
+                    .stdin(Stdio::inherit())
+                    .stderr(Stdio::null())
+                    .output()
+                    .ok()
+            })
+            .flatten()
+            .filter(|out| out.status.success())
+            .map(|out| OsStr::from_bytes(out.stdout.trim_ascii()).to_os_string());
+        Self { settings }
+    }
+}
+
+impl Drop for SavedTerminal {
+    fn drop(&mut self) {
+        if let Some(settings) = &self.settings {
+            // Nothing more can be done for a terminal that refuses them.
+            let _ = Command::new("stty")
+                .arg(settings)
+                .stdin(Stdio::inherit())
+                .status();
+        }
+    }
+}
+
+/// The tests' initramfs followed by a program's archive, in a private
+/// directory (the program may be private too), removed with this value.
+struct InitrdWithProgram {
+    dir: TempDir,
+}
+
+impl InitrdWithProgram {
+    fn create(initramfs: &Path, archive: &ProgramArchive) -> Result<Self> {
+        let dir = TempDir::new("lite-exec")?;
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.path().display()))?;
+        let initrd = Self { dir };
+        let path = initrd.path();
+        fs::copy(initramfs, &path).with_context(|| {
+            format!("cannot copy {} to {}", initramfs.display(), path.display())
+        })?;
+        let base_len = fs::metadata(&path)
+            .with_context(|| format!("cannot stat {}", path.display()))?
+            .len();
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(&newc::appended(base_len, &archive.bytes())))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(initrd)
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("initramfs-with-program.cpio.gz")
+    }
+}
+
+/// A console log as text; a missing one reads as empty (no exit reported).
+fn read_console(path: &Path) -> String {
+    fs::read(path)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_gives_a_program_with_its_arguments_or_a_shell() {
+        let timeout = Duration::from_secs(60);
+        let words = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            Session::from_arguments(Some(words(&["./p", "a b", "--x"])), false, timeout)
+                .expect("a program"),
+            Session::Exec {
+                program: PathBuf::from("./p"),
+                args: words(&["a b", "--x"]),
+                timeout
+            }
+        );
+        assert_eq!(
+            Session::from_arguments(None, true, timeout).expect("a shell"),
+            Session::Shell
+        );
+        assert!(Session::from_arguments(Some(Vec::new()), false, timeout).is_err());
+        assert!(Session::from_arguments(Some(words(&["./p"])), true, timeout).is_err());
+        assert!(Session::from_arguments(None, false, timeout).is_err());
+    }
+
+    #[test]
+    fn every_node_is_told_the_manager_its_own_address_and_the_cluster_size() {
+        assert_eq!(
+            environment_params(2, 3),
+            [
+                "lite.env=LITE_CM_ADDRESS=10.77.0.254:18500",
+                "lite.env=LITE_NODE_ADDRESS=10.77.0.2",
+                "lite.env=LITE_NODES=3"
+            ]
+        );
+        for param in environment_params(1, 32) {
+            assert!(!param.contains(char::is_whitespace), "{param}");
+        }
+        // The convention of the compatibility library, which a program
+        // written for the original LITE follows without a change ...
+        let compat = include_str!("../../userspace/compat/lite-lib.c");
+        assert!(compat.contains("#define CM_ADDRESS_ENV\t\"LITE_CM_ADDRESS\""));
+        // ... and what the example reads.
+        let example = include_str!("../../userspace/examples/hello_cluster.c");
+        for (name, _) in program_environment(1, 1) {
+            assert!(example.contains(&format!("getenv(\"{name}\")")), "{name}");
+        }
+        let header = include_str!("../../userspace/include/lite.h");
+        assert!(header.contains(&format!(
+            "#define LITE_CM_DEFAULT_PORT\t{}\n",
+            cluster::MANAGER_PORT
+        )));
+    }
+
+    #[test]
+    fn node_1_gets_the_shell_and_the_others_idle() {
+        assert_eq!(shell_roles(1), ["shell"]);
+        assert_eq!(shell_roles(3), ["shell", "idle", "idle"]);
+    }
+
+    #[test]
+    fn the_command_script_runs_the_program_with_its_arguments() {
+        let script = command_script("hello_cluster", &[OsString::from("it's here")]);
+        assert_eq!(
+            String::from_utf8_lossy(&script),
+            "#!/bin/sh\n# Written by cargo xtask cluster --exec: the program and its arguments.\n\
+             exec '/opt/lite-exec/bin/hello_cluster' 'it'\\''s here'\n"
+        );
+    }
+
+    #[test]
+    fn every_argument_reaches_the_program_unchanged() {
+        let args: Vec<OsString> = [
+            "plain",
+            "a b",
+            "it's",
+            "",
+            "$HOME",
+            "`id`",
+            "*",
+            "back\\slash",
+            "two\nlines",
+            "'",
+            "\"",
+        ]
+        .iter()
+        .map(OsString::from)
+        .chain([OsStr::from_bytes(b"not \xff UTF-8").to_os_string()])
+        .collect();
+        let line = shell_words(
+            [OsStr::new("printf"), OsStr::new("[%s]")]
+                .into_iter()
+                .chain(args.iter().map(OsString::as_os_str)),
+        );
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(OsStr::from_bytes(&line))
+            .output()
+            .expect("sh runs");
+        assert!(out.status.success());
+        let expected: Vec<u8> = args
+            .iter()
+            .flat_map(|arg| [b"[", arg.as_bytes(), b"]"].concat())
+            .collect();
+        assert_eq!(out.stdout, expected);
+    }
+
+    /// An x86-64 ELF header with program headers of `types`.
+    fn elf(types: &[u32]) -> Vec<u8> {
+        let mut bytes = vec![0u8; 64];
+        bytes[..4].copy_from_slice(b"\x7fELF");
+        bytes[4] = 2;
+        bytes[5] = 1;
+        bytes[0x12..0x14].copy_from_slice(&EM_X86_64.to_le_bytes());
+        bytes[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
+        bytes[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        bytes[0x38..0x3a].copy_from_slice(&(types.len() as u16).to_le_bytes());
+        for &kind in types {
+            let mut header = vec![0u8; 56];
+            header[..4].copy_from_slice(&kind.to_le_bytes());
+            bytes.extend(header);
+        }
+        bytes
+    }
+
+    #[test]
+    fn a_program_is_a_script_or_a_static_or_dynamic_x86_64_executable() {
+        const PT_LOAD: u32 = 1;
+        assert_eq!(linking(&elf(&[PT_LOAD])), Ok(Linking::Static));
+        assert_eq!(linking(&elf(&[PT_LOAD, PT_INTERP])), Ok(Linking::Dynamic));
+        assert_eq!(linking(b"#!/bin/sh\necho hi\n"), Ok(Linking::Script));
+        let this_test = std::env::current_exe().expect("the test's path");
+        let this_test = fs::read(this_test).expect("the test's binary");
+        assert_eq!(linking(&this_test), Ok(Linking::Dynamic));
+
+        assert!(linking(b"hello").is_err());
+        let mut arm = elf(&[PT_LOAD]);
+        arm[0x12..0x14].copy_from_slice(&183u16.to_le_bytes());
+        assert!(linking(&arm).unwrap_err().contains("machine 183"));
+        let mut elf32 = elf(&[PT_LOAD]);
+        elf32[4] = 1;
+        assert!(linking(&elf32).is_err());
+        let whole = elf(&[PT_LOAD, PT_INTERP]);
+        for len in [7, 0x30, whole.len() - 60] {
+            assert_eq!(
+                linking(&whole[..len]),
+                Err("a truncated ELF file".to_string()),
+                "{len} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn libraries_go_where_the_guests_merged_usr_has_them() {
+        let path = |p: &str| merged_usr_path(Path::new(p)).expect("an absolute path");
+        assert_eq!(
+            path("/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            "usr/lib/x86_64-linux-gnu/libc.so.6"
+        );
+        assert_eq!(
+            path("/lib64/ld-linux-x86-64.so.2"),
+            "usr/lib64/ld-linux-x86-64.so.2"
+        );
+        assert_eq!(
+            path("/lib/x86_64-linux-gnu/libm.so.6"),
+            "usr/lib/x86_64-linux-gnu/libm.so.6"
+        );
+        assert_eq!(path("/library/libx.so"), "library/libx.so");
+        assert!(merged_usr_path(Path::new("lib/libc.so.6")).is_err());
+    }
+
+    #[test]
+    fn the_archive_holds_its_directories_before_its_files() {
+        let files = vec![
+            ("opt/lite-exec/bin/p".to_string(), b"program".to_vec()),
+            ("opt/lite-exec/run.sh".to_string(), b"script".to_vec()),
+            ("usr/lib64/ld.so".to_string(), b"loader".to_vec()),
+        ];
+        let entries = archive_entries(&files);
+        let listed: Vec<(&str, u32)> = entries.iter().map(|e| (e.path, e.mode)).collect();
+        assert_eq!(
+            listed,
+            [
+                ("opt", DIRECTORY | 0o755),
+                ("opt/lite-exec", DIRECTORY | 0o755),
+                ("opt/lite-exec/bin", DIRECTORY | 0o755),
+                ("usr", DIRECTORY | 0o755),
+                ("usr/lib64", DIRECTORY | 0o755),
+                ("opt/lite-exec/bin/p", REGULAR_FILE | 0o755),
+                ("opt/lite-exec/run.sh", REGULAR_FILE | 0o755),
+                ("usr/lib64/ld.so", REGULAR_FILE | 0o755),
+            ]
+        );
+        assert_eq!(entries[5].data, b"program");
+    }
+
+    #[test]
+    fn a_dynamically_linked_program_brings_its_libraries() {
+        let program = Path::new("/bin/true");
+        if !program.is_file() {
+            return;
+        }
+        let archive = ProgramArchive::new(program, &[OsString::from("x")]).expect("an archive");
+        assert_eq!(archive.name, "true");
+        let paths: Vec<&str> = archive.files.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths[..2],
+            ["opt/lite-exec/bin/true", "opt/lite-exec/run.sh"]
+        );
+        assert_eq!(archive.files[0].1, fs::read(program).expect("the program"));
+        assert!(paths.iter().any(|p| p.ends_with("/libc.so.6")), "{paths:?}");
+        assert!(
+            paths.iter().any(|p| p.ends_with("/ld-linux-x86-64.so.2")),
+            "{paths:?}"
+        );
+        // Nothing replaces the guests' links into /usr.
+        for entry in archive_entries(&archive.files) {
+            assert!(
+                !["lib", "lib64", "bin", "sbin"].contains(&entry.path),
+                "{}",
+                entry.path
+            );
+        }
+        assert!(archive.bytes().starts_with(b"070701"));
+    }
+
+    #[test]
+    fn a_program_that_is_not_there_or_not_a_program_is_refused_at_once() {
+        let missing = ProgramArchive::new(Path::new("/nonexistent/p"), &[]);
+        assert!(format!("{:#}", missing.err().expect("an error")).contains("/nonexistent/p"));
+        let scratch = TempDir::new("user-cluster-test").expect("a directory");
+        let text = scratch.path().join("notes.txt");
+        fs::write(&text, "not a program").expect("write");
+        let err = ProgramArchive::new(&text, &[]).err().expect("an error");
+        assert!(format!("{err:#}").contains("neither an ELF executable nor a #! script"));
+    }
+
+    #[test]
+    fn the_worst_node_decides_the_exit_status() {
+        use NodeStatus::*;
+        assert_eq!(
+            NodeStatus::of_console("LITE-GUEST-EXIT rc=0\r\n"),
+            Succeeded
+        );
+        assert_eq!(
+            NodeStatus::of_console("LITE-GUEST-EXIT rc=3\r\n"),
+            Failed(3)
+        );
+        assert_eq!(
+            NodeStatus::of_console("LITE-GUEST-EXIT rc=300\n"),
+            Failed(255)
+        );
+        assert_eq!(
+            NodeStatus::of_console("Run /init as init process\n"),
+            Unfinished
+        );
+        assert_eq!(worst([Succeeded, Succeeded]), Succeeded);
+        assert_eq!(
+            worst([Succeeded, Failed(1), Failed(3), Failed(2)]),
+            Failed(3)
+        );
+        assert_eq!(worst([Failed(200), Unfinished, Succeeded]), Unfinished);
+        assert_eq!(worst([Succeeded, Failed(3)]).exit_status(), 3);
+        assert_eq!(worst([Unfinished]).exit_status(), 124);
+        assert_eq!(worst([Succeeded]).exit_status(), 0);
+    }
+
+    /// The body of role `role` in the guests' `/init`.
+    fn role_body(init: &str, role: &str) -> String {
+        let start = init
+            .find(&format!("\n{role})"))
+            .unwrap_or_else(|| panic!("init.sh has no role {role}"));
+        let body = &init[start + role.len() + 2..];
+        body[..body.find(";;").expect("the role's end")].to_string()
+    }
+
+    #[test]
+    fn init_runs_the_program_or_the_shell_in_the_environment_given() {
+        let init = include_str!("init.sh");
+        let roles = init.find("case \"$run\" in").expect("the roles");
+        let parsing = init
+            .find("for arg in $(cat /proc/cmdline); do")
+            .expect("the parameters");
+        let default = init
+            .find("\nprogramenv=\n")
+            .expect("no environment by default");
+        let parsed = init
+            .find("\tlite.env=*) programenv=\"$programenv ${arg#lite.env=}\" ;;\n")
+            .expect("init.sh collects lite.env=");
+        assert!(default < parsing && parsing < parsed && parsed < roles);
+        assert_eq!(ENV_PARAM, "lite.env=");
+        assert!(init.contains("#   lite.env=NAME=VALUE"));
+        for role in [EXEC_ROLE, SHELL_ROLE, IDLE_ROLE] {
+            assert!(
+                init[..roles].contains(&format!("| {role}")),
+                "{role} is not described"
+            );
+        }
+        let exec = role_body(init, EXEC_ROLE);
+        assert!(
+            exec.contains(&format!(
+                "\tenv $programenv sh /{GUEST_COMMAND} </dev/null || rc=$?\n"
+            )),
+            "{exec}"
+        );
+        let shell = role_body(init, SHELL_ROLE);
+        assert!(
+            shell.contains("\tenv $programenv PS1='\\h:\\w\\$ ' setsid cttyhack sh || rc=$?\n"),
+            "{shell}"
+        );
+        // Node 1 and the others join as the user's programs do.
+        for role in [SHELL_ROLE, IDLE_ROLE] {
+            assert!(
+                role_body(init, role).starts_with("\n\tjoin_from_environment\n"),
+                "{role}"
+            );
+        }
+        let join = &init[init.find("\njoin_from_environment() {").expect("the join")..];
+        assert!(join.contains("env $programenv python3 -c"));
+        assert!(join.contains("os.environ[\"LITE_CM_ADDRESS\"].rsplit(\":\", 1)"));
+    }
+}
