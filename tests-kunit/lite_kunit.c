@@ -31,6 +31,7 @@ LITE_RUST_CASE(cm_wire_round_trip)
 LITE_RUST_CASE(cm_wire_rejects_bad_frames)
 LITE_RUST_CASE(manager_authentication)
 LITE_RUST_CASE(ipv4_parsing)
+LITE_RUST_CASE(gid_choice)
 LITE_RUST_CASE(barrier_counting)
 LITE_RUST_CASE(barrier_interrupted_by_departure)
 LITE_RUST_CASE(barrier_waits_a_bounded_time_for_members)
@@ -92,6 +93,7 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(cm_wire_rejects_bad_frames),
 	KUNIT_CASE(manager_authentication),
 	KUNIT_CASE(ipv4_parsing),
+	KUNIT_CASE(gid_choice),
 	KUNIT_CASE(barrier_counting),
 	KUNIT_CASE(barrier_interrupted_by_departure),
 	KUNIT_CASE(barrier_waits_a_bounded_time_for_members),

@@ -28,7 +28,7 @@ unsafe impl Send for Device {}
 // SAFETY: `&self` methods only read fields the IB core sets before the
 // device is registered and never changes afterwards (`dma_device`,
 // `phys_port_cnt`, the port capability flags behind `rdma_protocol_roce`),
-// or call `ib_query_port` and `rdma_query_gid`, which the core and drivers
+// or call `ib_query_port` and `rdma_get_gid_attr`, which the core and drivers
 // make safe to call concurrently (the GID table is read under its lock).
 // The other verbs wrappers only pass `as_ptr` to verbs, which do their own
 // locking.
@@ -88,8 +88,10 @@ impl Device {
 
     /// Looks up `port` and picks the GID LITE advertises to its peers.
     ///
-    /// On RoCE this is the first IPv4-mapped GID (RoCE v2 over IPv4); on
-    /// InfiniBand it is GID 0 together with the port's LID.
+    /// On RoCE this is a RoCE v2 GID (checked by its type: a RoCE v1 entry
+    /// for the same address cannot cross IP routers), IPv4-mapped if the
+    /// port has one, else IPv6; on InfiniBand it is the first GID together
+    /// with the port's LID.
     ///
     /// # Errors
     ///
@@ -112,43 +114,77 @@ impl Device {
         let table_len = u32::try_from(attr.gid_tbl_len)
             .unwrap_or(0)
             .min(MAX_GID_SCAN);
-        for index in 0..table_len {
-            let Some(gid) = self.query_gid(port, index) else {
-                continue;
-            };
-            if gid.iter().all(|&b| b == 0) {
-                continue;
-            }
-            if roce && !is_ipv4_mapped(&gid) {
-                continue;
-            }
-            return Ok(PortConfig {
-                port,
-                gid_index: index,
-                gid,
-                lid: attr.lid as u16,
-                mtu: attr.active_mtu,
-                roce,
-            });
-        }
-        Err(ENODEV)
+        let entries = (0..table_len).filter_map(|index| self.gid_entry(port, index));
+        let (gid_index, gid) = choose_gid(entries, roce).ok_or(ENODEV)?;
+        Ok(PortConfig {
+            port,
+            gid_index,
+            gid,
+            lid: attr.lid as u16,
+            mtu: attr.active_mtu,
+            roce,
+        })
     }
 
-    fn query_gid(&self, port: u32, index: u32) -> Option<[u8; 16]> {
-        let mut gid = bindings::ib_gid::default();
-        let index = i32::try_from(index).ok()?;
-        // SAFETY: `ptr` is valid by the type invariant and `gid` is a valid
-        // out-parameter for the duration of the call; `rdma_query_gid`
-        // checks `port` and `index` itself.
-        let ret = unsafe { bindings::rdma_query_gid(self.ptr.as_ptr(), port, index, &mut gid) };
-        if ret != 0 {
-            return None;
-        }
-        // SAFETY: Every bit pattern is a valid `[u8; 16]` and the union is 16
-        // initialised bytes (from `default()`, then filled by the call), so
-        // reading its raw view is sound.
-        Some(unsafe { gid.raw })
+    /// Entry `index` of `port`'s GID table, if it holds one.
+    fn gid_entry(&self, port: u32, index: u32) -> Option<GidEntry> {
+        let table_index = i32::try_from(index).ok()?;
+        // SAFETY: `ptr` is valid by the type invariant; `rdma_get_gid_attr`
+        // checks `port` and `index` itself and returns an error pointer for
+        // an empty or invalid entry.
+        let attr =
+            unsafe { bindings::rdma_get_gid_attr(self.ptr.as_ptr(), port, table_index) };
+        let attr = kernel::error::from_err_ptr(attr.cast_mut()).ok()?;
+        // SAFETY: `attr` is a valid GID attribute on which the call above
+        // took a reference, released just below; its GID and type are set
+        // before it is published and never change. Every bit pattern is a
+        // valid `[u8; 16]`, so reading the GID union's raw view is sound.
+        let entry = unsafe {
+            GidEntry {
+                index,
+                gid: (*attr).gid.raw,
+                roce_v2: (*attr).gid_type
+                    == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+            }
+        };
+        // SAFETY: Releases the reference `rdma_get_gid_attr` took, once.
+        unsafe { bindings::rdma_put_gid_attr(attr) };
+        Some(entry)
     }
+}
+
+/// One entry of a port's GID table.
+#[derive(Clone, Copy)]
+pub(crate) struct GidEntry {
+    /// Its index in the table.
+    pub(crate) index: u32,
+    /// The GID.
+    pub(crate) gid: [u8; 16],
+    /// Whether it is a RoCE v2 GID (`IB_GID_TYPE_ROCE_UDP_ENCAP`).
+    pub(crate) roce_v2: bool,
+}
+
+/// The GID LITE advertises among a port's `entries`, with its index: on
+/// RoCE (`roce`) a RoCE v2 GID, the first IPv4-mapped one if any, else the
+/// first other; on InfiniBand the first one. All-zero entries never count.
+pub(crate) fn choose_gid(
+    entries: impl Iterator<Item = GidEntry>,
+    roce: bool,
+) -> Option<(u32, [u8; 16])> {
+    let mut ipv6 = None;
+    for entry in entries.filter(|e| e.gid.iter().any(|&b| b != 0)) {
+        if !roce {
+            return Some((entry.index, entry.gid));
+        }
+        if !entry.roce_v2 {
+            continue;
+        }
+        if is_ipv4_mapped(&entry.gid) {
+            return Some((entry.index, entry.gid));
+        }
+        ipv6.get_or_insert((entry.index, entry.gid));
+    }
+    ipv6
 }
 
 /// Whether `gid` is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).

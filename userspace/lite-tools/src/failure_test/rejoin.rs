@@ -439,7 +439,8 @@ where
             tap.comment(&format!("unload and load {took} ms"));
             tap.check(
                 &format!(
-                    "leave/rejoin cycle {cycle}: node {me} unloads LITE's module{mapping}                      (-ENOSYS meanwhile) and loads it again"
+                    "leave/rejoin cycle {cycle}: node {me} unloads LITE's module{mapping} \
+                     (-ENOSYS meanwhile) and loads it again"
                 ),
                 reloaded,
             )
