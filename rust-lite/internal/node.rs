@@ -166,9 +166,9 @@ impl Node {
         if state.busy {
             return Err(errno::EALREADY());
         }
-
         state.busy = true;
         Ok(ChangeStart {
+            unloading: state.unloading,
             device: state.device.clone(),
             last_id: state.last_id,
         })
@@ -222,7 +222,7 @@ impl Node {
         let change = self.begin_change()?;
         let result = match change.device {
             // A rejoin after a cut-off may still try as LITE unloads.
-            _ if self.state.lock().unloading => Err(ENODEV),
+            _ if change.unloading => Err(ENODEV),
             Some(device) => self.join_with(device, (addr, port), ib_port, change.last_id, &secret),
             None => Err(ENODEV),
         };
@@ -387,6 +387,8 @@ const SHUT_DOWN_POLL_MS: u32 = 10;
 
 /// What a join or leave starts from.
 struct ChangeStart {
+    /// LITE is unloading: nothing may join.
+    unloading: bool,
     device: Option<Arc<DeviceContext>>,
     last_id: u32,
 }

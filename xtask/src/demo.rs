@@ -66,27 +66,14 @@ pub fn run(
         logs: &logs,
         dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
     };
-    let mut cluster = Cluster::start(&spec)?;
-    let mut no_death = NoDeathWatch::new(&spec);
-    let mut tails: Vec<Tail> = cluster
-        .node_logs()
-        .into_iter()
-        .map(|(name, path)| Tail::new(&name, path))
-        .collect();
-    let waited = cluster.wait(TIMEOUT, &mut || {
-        tails.iter_mut().for_each(Tail::poll);
-        no_death.check()
-    });
-    tails.iter_mut().for_each(Tail::poll);
-    drop(cluster);
+    let ConsolesRun { waited, node_logs } = run_showing_consoles(&spec, TIMEOUT)?;
     // After Ctrl-C the nodes were killed half-way: a summary would only list that.
     interrupt::check()?;
 
     ui::say(&format!("==> {role} summary"));
     let mut failed = 0;
-    for (name, path) in tails.iter().map(|t| (&t.name, t.log.path())) {
-        let log = std::fs::read(path).unwrap_or_default();
-        let problems = logscan::problems(&String::from_utf8_lossy(&log));
+    for (name, path) in &node_logs {
+        let problems = logscan::problems(&logscan::read_log(path));
         if problems.is_empty() {
             ui::say(&format!("    {name}: ok"));
         } else {
@@ -105,15 +92,44 @@ pub fn run(
     Ok(())
 }
 
+/// How a cluster run by [`run_showing_consoles`] went.
+pub struct ConsolesRun {
+    /// What waiting for the VMs gave: an error for a timeout or a death.
+    pub waited: Result<()>,
+    /// Every node's name and console log.
+    pub node_logs: Vec<(String, PathBuf)>,
+}
+
+/// Starts the cluster of `spec` and waits at most `timeout` for every VM to
+/// end, printing the role output of their consoles meanwhile and stopping
+/// at any death the manager declares; returns once the cluster is gone.
+pub fn run_showing_consoles(spec: &ClusterSpec, timeout: Duration) -> Result<ConsolesRun> {
+    let mut cluster = Cluster::start(spec)?;
+    let mut no_death = NoDeathWatch::new(spec);
+    let mut tails: Vec<Tail> = cluster
+        .node_logs()
+        .into_iter()
+        .map(|(name, path)| Tail::new(&name, path))
+        .collect();
+    let waited = cluster.wait(timeout, &mut || {
+        tails.iter_mut().for_each(Tail::poll);
+        no_death.check()
+    });
+    tails.iter_mut().for_each(Tail::poll);
+    let node_logs = cluster.node_logs();
+    drop(cluster);
+    Ok(ConsolesRun { waited, node_logs })
+}
+
 /// Follows a growing console log and prints its role output with a prefix.
-pub struct Tail {
+struct Tail {
     name: String,
     log: LogFollower,
     started: bool,
 }
 
 impl Tail {
-    pub fn new(name: &str, path: PathBuf) -> Self {
+    fn new(name: &str, path: PathBuf) -> Self {
         Self {
             name: name.to_string(),
             log: LogFollower::new(path),
@@ -122,7 +138,7 @@ impl Tail {
     }
 
     /// Prints the complete lines added since the last call.
-    pub fn poll(&mut self) {
+    fn poll(&mut self) {
         for line in self.log.new_lines() {
             if !self.started && line.contains(RUN_MARKER) {
                 self.started = true;

@@ -270,14 +270,16 @@ fn unmet_options(fragment: &str, config: &str) -> Vec<String> {
 /// The modules of the kernel `image` as a cpio archive to append to the
 /// guests' initrd, if the kernel has modules (see [`compile`]).
 pub fn modules_archive(image: &Path) -> Option<PathBuf> {
-    let mut name = image.as_os_str().to_owned();
-    name.push(MODULES_ARCHIVE_SUFFIX);
-    let archive = PathBuf::from(name);
+    let archive = modules_archive_path(image);
     archive.is_file().then_some(archive)
 }
 
-/// What [`modules_archive`] appends to the image's path.
-const MODULES_ARCHIVE_SUFFIX: &str = ".modules.cpio";
+/// Where the modules of the kernel `image` are packed: beside it.
+fn modules_archive_path(image: &Path) -> PathBuf {
+    let mut name = image.as_os_str().to_owned();
+    name.push(".modules.cpio");
+    PathBuf::from(name)
+}
 
 /// `make bzImage` (and `modules` when the configuration has modules),
 /// logged, with a progress line every 20 s.
@@ -314,9 +316,7 @@ fn compile(
     if !bzimage.is_file() {
         bail!("make succeeded but {} is missing", bzimage.display());
     }
-    let mut archive = bzimage.as_os_str().to_owned();
-    archive.push(MODULES_ARCHIVE_SUFFIX);
-    let archive = PathBuf::from(archive);
+    let archive = modules_archive_path(&bzimage);
     if modular {
         pack_modules(tools, source, build_dir, &archive, &log)?;
     } else if archive.exists() {
@@ -327,8 +327,9 @@ fn compile(
     Ok(bzimage)
 }
 
-/// Installs the built modules into a staging tree and packs them as
-/// `/usr/lib/modules/<release>/` (the guests' `/lib` links to `usr/lib`).
+/// Installs the built modules into a staging tree and packs its regular
+/// files, with their directories, as `/usr/lib/modules/<release>/` (the
+/// guests' `/lib` links to `usr/lib`; the `build` link is left out).
 fn pack_modules(
     tools: &Toolchain,
     source: &KernelSource,
@@ -350,55 +351,13 @@ fn pack_modules(
         &|l| is_progress_line(l),
     )?;
     let modules_dir = staging.join("lib/modules");
-    let mut entries = vec![
-        ("usr".to_string(), None),
-        ("usr/lib".to_string(), None),
-        ("usr/lib/modules".to_string(), None),
-    ];
     let mut files = Vec::new();
-    collect_tree(&modules_dir, Path::new(""), &mut files)?;
-    for rel in files {
-        let path = modules_dir.join(&rel);
-        let name = format!("usr/lib/modules/{}", rel.display());
-        if path.is_dir() {
-            entries.push((name, None));
-        } else {
-            entries.push((name, Some(std::fs::read(&path)?)));
-        }
+    for rel in fsutil::walk_files(&modules_dir)? {
+        let data = std::fs::read(modules_dir.join(&rel))?;
+        files.push((format!("usr/lib/modules/{}", rel.display()), data));
     }
-    let newc_entries: Vec<newc::Entry> = entries
-        .iter()
-        .map(|(path, data)| newc::Entry {
-            path,
-            mode: match data {
-                None => newc::DIRECTORY | 0o755,
-                Some(_) => newc::REGULAR_FILE | 0o644,
-            },
-            data: data.as_deref().unwrap_or(&[]),
-        })
-        .collect();
-    fsutil::write(archive, newc::archive(&newc_entries))
-}
-
-/// Every directory and regular file under `root/rel`, parents first;
-/// symbolic links (`build`, `source`) are left out.
-fn collect_tree(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let dir = root.join(rel);
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .collect::<std::io::Result<_>>()?;
-    names.sort_by_key(|e| e.file_name());
-    for entry in names {
-        let kind = entry.file_type()?;
-        let child = rel.join(entry.file_name());
-        if kind.is_dir() {
-            out.push(child.clone());
-            collect_tree(root, &child, out)?;
-        } else if kind.is_file() {
-            out.push(child);
-        }
-    }
-    Ok(())
+    let entries = newc::with_directories(&files, newc::REGULAR_FILE | 0o644);
+    fsutil::write(archive, newc::archive(&entries))
 }
 
 /// Kbuild's quiet progress lines: `  CC      mm/vmalloc.o`, `  RUSTC L rust/core.o`.

@@ -174,6 +174,14 @@ impl MarkerWatch {
     }
 }
 
+/// A console log as text; a missing log reads as empty (a scan then fails
+/// it, and it reports no exit).
+pub fn read_log(path: &std::path::Path) -> String {
+    std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

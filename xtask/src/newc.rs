@@ -8,6 +8,13 @@
 //! same way; a `TRAILER!!!` entry ends the archive. Everything belongs to
 //! root and has mtime 0, so an archive depends on its entries alone.
 
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
 /// Magic of a newc header.
 const MAGIC: &[u8] = b"070701";
 
@@ -80,23 +87,46 @@ fn push_entry(out: &mut Vec<u8>, inode: usize, mode: u32, links: u32, path: &str
     pad_to_4(out);
 }
 
-/// Appends the archive in `archive` to the initrd `initrd`, after zeros up
-/// to a multiple of 4 bytes (the kernel looks for an archive's magic only
-/// there, and skips zeros).
-pub fn append_file(initrd: &std::path::Path, archive: &std::path::Path) -> anyhow::Result<()> {
-    use anyhow::Context;
-    use std::io::Write;
-    let bytes =
-        std::fs::read(archive).with_context(|| format!("cannot read {}", archive.display()))?;
-    let len = std::fs::metadata(initrd)
+/// The entries of an archive of `files` (path relative to the root,
+/// contents), each of mode `file_mode`, after the directories that hold
+/// them, parents first: the kernel creates no directory on its own.
+pub fn with_directories(files: &[(String, Vec<u8>)], file_mode: u32) -> Vec<Entry<'_>> {
+    // A parent sorts before what it holds.
+    let directories: BTreeSet<&str> = files
+        .iter()
+        .flat_map(|(path, _)| path.match_indices('/').map(move |(at, _)| &path[..at]))
+        .collect();
+    directories
+        .into_iter()
+        .map(|path| Entry {
+            path,
+            mode: DIRECTORY | 0o755,
+            data: &[],
+        })
+        .chain(files.iter().map(|(path, data)| Entry {
+            path,
+            mode: file_mode,
+            data,
+        }))
+        .collect()
+}
+
+/// Appends the archive in the file `archive` to the initrd `initrd` (see
+/// [`append`]).
+pub fn append_file(initrd: &Path, archive: &Path) -> Result<()> {
+    let bytes = fs::read(archive).with_context(|| format!("cannot read {}", archive.display()))?;
+    append(initrd, &bytes)
+}
+
+/// Appends `archive` to the initrd `initrd` as [`appended`] lays it out.
+pub fn append(initrd: &Path, archive: &[u8]) -> Result<()> {
+    let len = fs::metadata(initrd)
         .with_context(|| format!("cannot stat {}", initrd.display()))?
         .len();
-    let mut out = vec![0u8; (len.next_multiple_of(4) - len) as usize];
-    out.extend_from_slice(&bytes);
-    std::fs::OpenOptions::new()
+    fs::OpenOptions::new()
         .append(true)
         .open(initrd)
-        .and_then(|mut file| file.write_all(&out))
+        .and_then(|mut file| file.write_all(&appended(len, archive)))
         .with_context(|| format!("cannot append to {}", initrd.display()))
 }
 

@@ -64,16 +64,7 @@ impl ClusterSecretFiles {
         if let Some(modules) = modules {
             newc::append_file(&initrd, modules)?;
         }
-        let base_len = fs::metadata(&initrd)
-            .with_context(|| format!("cannot stat {}", initrd.display()))?
-            .len();
-        let mut appended = OpenOptions::new()
-            .append(true)
-            .open(&initrd)
-            .with_context(|| format!("cannot open {}", initrd.display()))?;
-        appended
-            .write_all(&secret_suffix(base_len, &secret))
-            .with_context(|| format!("cannot write {}", initrd.display()))?;
+        newc::append(&initrd, &secret_archive(&secret))?;
         Ok(files)
     }
 
@@ -100,11 +91,10 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// What follows an initrd of `base_len` bytes to add the secret (see
-/// [`newc::appended`]): an archive with [`GUEST_SECRET_PATH`], readable by
-/// root only, and its directories.
-fn secret_suffix(base_len: u64, secret: &[u8]) -> Vec<u8> {
-    let archive = newc::archive(&[
+/// The archive that adds the secret to an initrd: [`GUEST_SECRET_PATH`],
+/// readable by root only, and its directories.
+fn secret_archive(secret: &[u8]) -> Vec<u8> {
+    newc::archive(&[
         Entry {
             path: "etc",
             mode: DIRECTORY | 0o755,
@@ -120,13 +110,17 @@ fn secret_suffix(base_len: u64, secret: &[u8]) -> Vec<u8> {
             mode: REGULAR_FILE | 0o400,
             data: secret,
         },
-    ]);
-    newc::appended(base_len, &archive)
+    ])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What follows an initrd of `base_len` bytes to add the secret.
+    fn secret_suffix(base_len: u64, secret: &[u8]) -> Vec<u8> {
+        newc::appended(base_len, &secret_archive(secret))
+    }
 
     #[test]
     fn the_suffix_starts_aligned_and_holds_the_secret_for_root_only() {

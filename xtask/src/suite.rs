@@ -36,7 +36,7 @@ use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
 use crate::fsutil::LogFollower;
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
-use crate::logscan::MarkerWatch;
+use crate::logscan::{read_log, MarkerWatch};
 use crate::newc;
 use crate::paths::{repo_root, Cache};
 use crate::pause::{self, ManagerVerdict, PauseLog, PausePlan};
@@ -598,11 +598,7 @@ fn failure_test(
     counts: &mut Tally,
 ) -> Result<()> {
     let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
-    // Its nodes' logs have the cluster test's names: keep them apart.
-    let logs = logs.join("failure");
-    std::fs::create_dir_all(&logs)
-        .with_context(|| format!("cannot create {}", logs.display()))
-        .inspect_err(|_| counts.failed += 1)?;
+    let logs = phase_logs(logs, "failure").inspect_err(|_| counts.failed += 1)?;
     let spec = ClusterSpec {
         roles: failure_roles(FAILURE_NODES),
         kernel,
@@ -973,11 +969,7 @@ fn partition_test(
     counts: &mut Tally,
 ) -> Result<()> {
     let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
-    // Its nodes' logs have the cluster test's names: keep them apart.
-    let logs = logs.join("partition");
-    std::fs::create_dir_all(&logs)
-        .with_context(|| format!("cannot create {}", logs.display()))
-        .inspect_err(|_| counts.failed += 1)?;
+    let logs = phase_logs(logs, "partition").inspect_err(|_| counts.failed += 1)?;
     let spec = ClusterSpec {
         roles: partition_roles(PARTITION_NODES),
         kernel,
@@ -1228,13 +1220,9 @@ fn exec_test(
     counts: &mut Tally,
 ) -> Result<()> {
     let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
-    // Its nodes' logs have the cluster test's names: keep them apart.
-    let logs = logs.join("exec");
+    let logs = phase_logs(logs, "exec").inspect_err(|_| counts.failed += 1)?;
     let program = logs.join("hello_cluster");
-    std::fs::create_dir_all(&logs)
-        .with_context(|| format!("cannot create {}", logs.display()))
-        .and_then(|()| compile_exec_example(&program))
-        .inspect_err(|_| counts.failed += 1)?;
+    compile_exec_example(&program).inspect_err(|_| counts.failed += 1)?;
     let archive = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])
         .inspect_err(|_| counts.failed += 1)?;
     let boot = user_cluster::Images {
@@ -1292,11 +1280,12 @@ fn read_back_message(log: &str, message: &str) -> bool {
     })
 }
 
-/// A console log as text; a missing log reads as empty (the scan then fails it).
-fn read_log(path: &Path) -> String {
-    std::fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
+/// The directory `logs/name`, created, for a phase whose nodes' logs have
+/// the cluster test's names.
+fn phase_logs(logs: &Path, name: &str) -> Result<PathBuf> {
+    let dir = logs.join(name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
 }
 
 #[cfg(test)]

@@ -23,10 +23,9 @@
 //! environment; the other nodes (role [`IDLE_ROLE`]) join and wait. The
 //! command ends when that shell exits, with its exit status.
 
-use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, OpenOptions};
-use std::io::{IsTerminal, Write};
+use std::fs;
+use std::io::IsTerminal;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -36,11 +35,11 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
-use crate::demo::Tail;
+use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::demo;
 use crate::fsutil::TempDir;
 use crate::kernel::{self, Flavour};
-use crate::newc::{self, Entry, DIRECTORY, REGULAR_FILE};
+use crate::newc::{self, REGULAR_FILE};
 use crate::paths::Cache;
 use crate::ui::{self, ReportedExitStatus};
 use crate::{initramfs, interrupt, logscan, process};
@@ -214,7 +213,7 @@ impl ProgramArchive {
 
     /// The archive itself.
     fn bytes(&self) -> Vec<u8> {
-        newc::archive(&archive_entries(&self.files))
+        newc::archive(&newc::with_directories(&self.files, REGULAR_FILE | 0o755))
     }
 }
 
@@ -322,31 +321,6 @@ fn merged_usr_path(path: &Path) -> Result<String> {
             relative.to_string()
         },
     )
-}
-
-/// The entries of the archive of `files` (path in the guests, contents),
-/// every one executable, as the initramfs's programs and libraries are,
-/// after the directories that hold them, parents first: the kernel creates
-/// no directory on its own.
-fn archive_entries(files: &[(String, Vec<u8>)]) -> Vec<Entry<'_>> {
-    // A parent sorts before what it holds.
-    let directories: BTreeSet<&str> = files
-        .iter()
-        .flat_map(|(path, _)| path.match_indices('/').map(move |(at, _)| &path[..at]))
-        .collect();
-    directories
-        .into_iter()
-        .map(|path| Entry {
-            path,
-            mode: DIRECTORY | 0o755,
-            data: &[],
-        })
-        .chain(files.iter().map(|(path, data)| Entry {
-            path,
-            mode: REGULAR_FILE | 0o755,
-            data,
-        }))
-        .collect()
 }
 
 /// The script [`GUEST_COMMAND`]: runs program `name`, in
@@ -512,44 +486,44 @@ pub fn run_program(
     let initrd = InitrdWithProgram::create(&images.initramfs, archive)?;
     let initrd_path = initrd.path();
     let environment = |i: usize| environment_params(i, nodes);
-    let spec = ClusterSpec {
-        roles: vec![EXEC_ROLE.to_string(); nodes],
-        kernel: &images.kernel,
-        initrd: &initrd_path,
-        memory_mib: MEMORY_MIB,
-        extra_append: &environment,
-        pin_cpus: false,
-        manager: &images.manager,
-        logs,
-        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
-    };
+    let roles = vec![EXEC_ROLE.to_string(); nodes];
+    let spec = cluster_spec(images, &initrd_path, roles, &environment, logs);
     ui::say(&format!(
         "==> running {} on {nodes} nodes, for at most {}",
         archive.name,
         ui::duration(timeout)
     ));
-    let mut cluster = Cluster::start(&spec)?;
-    let mut no_death = NoDeathWatch::new(&spec);
-    let mut tails: Vec<Tail> = cluster
-        .node_logs()
-        .into_iter()
-        .map(|(name, path)| Tail::new(&name, path))
-        .collect();
-    let waited = cluster.wait(timeout, &mut || {
-        tails.iter_mut().for_each(Tail::poll);
-        no_death.check()
-    });
-    tails.iter_mut().for_each(Tail::poll);
-    let node_logs = cluster.node_logs();
-    drop(cluster);
+    let demo::ConsolesRun { waited, node_logs } = demo::run_showing_consoles(&spec, timeout)?;
     let nodes = node_logs
         .into_iter()
         .map(|(name, log)| {
-            let status = NodeStatus::of_console(&read_console(&log));
+            let status = NodeStatus::of_console(&logscan::read_log(&log));
             NodeRun { name, log, status }
         })
         .collect();
     Ok(ProgramRun { nodes, waited })
+}
+
+/// The cluster of `images` booting `initrd`, one VM per role, with the
+/// kernel parameters `environment` gives each node.
+fn cluster_spec<'a>(
+    images: &'a Images,
+    initrd: &'a Path,
+    roles: Vec<String>,
+    environment: &'a dyn Fn(usize) -> Vec<String>,
+    logs: &'a Path,
+) -> ClusterSpec<'a> {
+    ClusterSpec {
+        roles,
+        kernel: &images.kernel,
+        initrd,
+        memory_mib: MEMORY_MIB,
+        extra_append: environment,
+        pin_cpus: false,
+        manager: &images.manager,
+        logs,
+        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
+    }
 }
 
 /// Prints how the program ended on each node; fails with the worst status
@@ -585,7 +559,7 @@ fn report(run: &ProgramRun, logs: &Path) -> Result<()> {
 /// program writes to the same console, and its status is its own.
 fn report_kernel_problems<'a>(nodes: impl Iterator<Item = (&'a String, &'a PathBuf)>) {
     for (name, log) in nodes {
-        if let Some(crash) = logscan::first_crash(&read_console(log)) {
+        if let Some(crash) = logscan::first_crash(&logscan::read_log(log)) {
             ui::say(&format!(
                 "    {name}: its console shows \"{}\" at line {}, a kernel problem unless the \
                  program printed it",
@@ -600,17 +574,13 @@ fn report_kernel_problems<'a>(nodes: impl Iterator<Item = (&'a String, &'a PathB
 /// command's status is the shell's.
 fn shell(images: &Images, logs: &Path, nodes: usize) -> Result<()> {
     let environment = |i: usize| environment_params(i, nodes);
-    let spec = ClusterSpec {
-        roles: shell_roles(nodes),
-        kernel: &images.kernel,
-        initrd: &images.initramfs,
-        memory_mib: MEMORY_MIB,
-        extra_append: &environment,
-        pin_cpus: false,
-        manager: &images.manager,
+    let spec = cluster_spec(
+        images,
+        &images.initramfs,
+        shell_roles(nodes),
+        &environment,
         logs,
-        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
-    };
+    );
     ui::say(&format!(
         "==> node{SHELL_NODE}'s console is this terminal: its shell starts once it joined the \
          cluster; exit the shell to stop the cluster (Ctrl-a x stops node{SHELL_NODE} at once)"
@@ -627,7 +597,7 @@ fn shell(images: &Images, logs: &Path, nodes: usize) -> Result<()> {
     drop(cluster);
     drop(terminal);
 
-    let status = NodeStatus::of_console(&read_console(&log));
+    let status = NodeStatus::of_console(&logscan::read_log(&log));
     ui::say(&format!("==> {name}'s shell {}", status.describe()));
     report_kernel_problems(node_logs.iter().map(|(name, log)| (name, log)));
     ui::say(&format!("    logs: {}", logs.display()));
@@ -691,14 +661,7 @@ impl InitrdWithProgram {
         fs::copy(initramfs, &path).with_context(|| {
             format!("cannot copy {} to {}", initramfs.display(), path.display())
         })?;
-        let base_len = fs::metadata(&path)
-            .with_context(|| format!("cannot stat {}", path.display()))?
-            .len();
-        OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .and_then(|mut file| file.write_all(&newc::appended(base_len, &archive.bytes())))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        newc::append(&path, &archive.bytes())?;
         Ok(initrd)
     }
 
@@ -707,16 +670,10 @@ impl InitrdWithProgram {
     }
 }
 
-/// A console log as text; a missing one reads as empty (no exit reported).
-fn read_console(path: &Path) -> String {
-    fs::read(path)
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::newc::DIRECTORY;
 
     #[test]
     fn the_command_line_gives_a_program_with_its_arguments_or_a_shell() {
@@ -893,7 +850,7 @@ mod tests {
             ("opt/lite-exec/run.sh".to_string(), b"script".to_vec()),
             ("usr/lib64/ld.so".to_string(), b"loader".to_vec()),
         ];
-        let entries = archive_entries(&files);
+        let entries = newc::with_directories(&files, REGULAR_FILE | 0o755);
         let listed: Vec<(&str, u32)> = entries.iter().map(|e| (e.path, e.mode)).collect();
         assert_eq!(
             listed,
@@ -931,7 +888,7 @@ mod tests {
             "{paths:?}"
         );
         // Nothing replaces the guests' links into /usr.
-        for entry in archive_entries(&archive.files) {
+        for entry in newc::with_directories(&archive.files, REGULAR_FILE | 0o755) {
             assert!(
                 !["lib", "lib64", "bin", "sbin"].contains(&entry.path),
                 "{}",
