@@ -140,20 +140,7 @@ fn configure(
         "make tinyconfig",
         &quiet,
     )?;
-    let mut merge = Command::new(source.dir.join("scripts/kconfig/merge_config.sh"));
-    merge
-        .current_dir(scratch.path())
-        .args(["-m", "-O"])
-        .arg(scratch.path())
-        .arg(scratch.path().join(".config"))
-        .args(&fragments);
-    run_logged(&mut merge, &log, "merge_config.sh", &quiet)?;
-    run_logged(
-        make(tools, &source.dir, scratch.path()).arg("olddefconfig"),
-        &log,
-        "make olddefconfig",
-        &quiet,
-    )?;
+    merge_onto(tools, source, scratch.path(), &fragments, &log)?;
 
     let fresh = fsutil::read_to_string(&scratch.path().join(".config"))?;
     let current = std::fs::read_to_string(build_dir.join(".config")).ok();
@@ -206,6 +193,71 @@ fn configure(
     })?;
     fsutil::write(&stamp_path, &stamp)?;
     step.done();
+    Ok(())
+}
+
+/// Merges `fragments` onto `dir/.config` and completes it with
+/// `olddefconfig`, logging to `log`.
+fn merge_onto(
+    tools: &Toolchain,
+    source: &KernelSource,
+    dir: &Path,
+    fragments: &[PathBuf],
+    log: &Path,
+) -> Result<()> {
+    let quiet = |_: &str| false;
+    let mut merge = Command::new(source.dir.join("scripts/kconfig/merge_config.sh"));
+    merge
+        .current_dir(dir)
+        .args(["-m", "-O"])
+        .arg(dir)
+        .arg(dir.join(".config"))
+        .args(fragments);
+    run_logged(&mut merge, log, "merge_config.sh", &quiet)?;
+    run_logged(
+        make(tools, &source.dir, dir).arg("olddefconfig"),
+        log,
+        "make olddefconfig",
+        &quiet,
+    )
+}
+
+/// Debian's kernel configurations for 6.12, one xz file per flavour.
+const DISTRIBUTION_CONFIG_PACKAGE: &str = "linux-config-6.12";
+/// Debian's configuration for amd64 machines.
+const DISTRIBUTION_CONFIG: &str = "/usr/src/linux-config-6.12/config.amd64_none_amd64.xz";
+
+/// Checks that a distribution's configuration accepts LITE as a module:
+/// Debian's amd64 configuration with `config/distribution.config` on top,
+/// through `olddefconfig` on the source with the series applied, must keep
+/// every option of that fragment (`LITE=m` with the RDMA core as modules).
+///
+/// Only the configuration: building `lite.ko` against it would first build
+/// the Rust core crates of a distribution-sized kernel, several times the
+/// whole test command's budget for a kernel build here.
+pub fn check_distribution_config(cache: &Cache, kernel_src: Option<&Path>) -> Result<()> {
+    let tools = prereqs::ensure(cache, &[DISTRIBUTION_CONFIG_PACKAGE])?;
+    let source = source::prepare(cache, kernel_src)?;
+    apply::sync(&source, &repo_root().join(series::PATCH_DIR))?;
+    let scratch = fsutil::TempDir::new_in(cache.root(), "config-distribution")?;
+    let log = cache.logs().join("config-distribution.log");
+    let _ = std::fs::remove_file(&log);
+    let debian = crate::process::output(Command::new("xz").args(["-dc", DISTRIBUTION_CONFIG]))
+        .with_context(|| {
+            format!("cannot read {DISTRIBUTION_CONFIG} (package {DISTRIBUTION_CONFIG_PACKAGE})")
+        })?;
+    fsutil::write(&scratch.path().join(".config"), debian)?;
+    let fragment = repo_root().join("config/distribution.config");
+    merge_onto(&tools, &source, scratch.path(), &[fragment.clone()], &log)?;
+    let config = fsutil::read_to_string(&scratch.path().join(".config"))?;
+    let unmet = unmet_options(&fsutil::read_to_string(&fragment)?, &config);
+    if !unmet.is_empty() {
+        bail!(
+            "Debian's configuration with config/distribution.config does not keep:\n  {}\nlog: {}",
+            unmet.join("\n  "),
+            log.display()
+        );
+    }
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! `cargo xtask test`: every test, ending with one `N passed, M failed` line.
 //!
-//! Steps: host unit tests, patch-series check, debug kernel build, KUnit in
+//! Steps: host unit tests, patch-series check (and whether Debian's kernel
+//! configuration keeps LITE as a module), debug kernel build, KUnit in
 //! one VM, the cluster test on three VMs (then a minute of `lite-fuzz` on
 //! all three at once), the failure test on four VMs,
 //! one of which (the victim) is killed while the others depend on it (the
@@ -185,10 +186,15 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     // After Ctrl-C the remaining steps would only fail one after another.
     interrupt::check()?;
 
-    let ok = step(2, "patch series check", || {
-        let source = source::prepare(&cache, kernel_src)?;
-        series::check(&source)
-    });
+    let ok = step(
+        2,
+        "patch series check, and Debian's configuration with LITE=m",
+        || {
+            let source = source::prepare(&cache, kernel_src)?;
+            series::check(&source)?;
+            kernel::check_distribution_config(&cache, kernel_src)
+        },
+    );
     tally.check(ok);
     // After Ctrl-C the remaining steps would only fail one after another.
     interrupt::check()?;
