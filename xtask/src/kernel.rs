@@ -248,7 +248,13 @@ pub fn check_distribution_config(cache: &Cache, kernel_src: Option<&Path>) -> Re
         })?;
     fsutil::write(&scratch.path().join(".config"), debian)?;
     let fragment = repo_root().join("config/distribution.config");
-    merge_onto(&tools, &source, scratch.path(), &[fragment.clone()], &log)?;
+    merge_onto(
+        &tools,
+        &source,
+        scratch.path(),
+        std::slice::from_ref(&fragment),
+        &log,
+    )?;
     let config = fsutil::read_to_string(&scratch.path().join(".config"))?;
     let unmet = unmet_options(&fsutil::read_to_string(&fragment)?, &config);
     if !unmet.is_empty() {
