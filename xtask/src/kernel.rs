@@ -385,9 +385,10 @@ fn compile(
     Ok(bzimage)
 }
 
-/// Installs the built modules into a staging tree and packs its regular
-/// files, with their directories, as `/usr/lib/modules/<release>/` (the
-/// guests' `/lib` links to `usr/lib`; the `build` link is left out).
+/// Installs the built modules, and the example module built against them,
+/// into a staging tree and packs its regular files, with their
+/// directories, as `/usr/lib/modules/<release>/` (the guests' `/lib` links
+/// to `usr/lib`; the `build` link is left out).
 fn pack_modules(
     tools: &Toolchain,
     source: &KernelSource,
@@ -401,13 +402,14 @@ fn pack_modules(
     install_path.push(&staging);
     run_logged(
         make(tools, &source.dir, build_dir)
-            .arg(install_path)
+            .arg(&install_path)
             .arg("INSTALL_MOD_STRIP=1")
             .arg("modules_install"),
         log,
         "make modules_install",
         &|l| is_progress_line(l),
     )?;
+    build_example_module(tools, source, build_dir, &install_path, log)?;
     let modules_dir = staging.join("lib/modules");
     let mut files = Vec::new();
     for rel in fsutil::walk_files(&modules_dir)? {
@@ -416,6 +418,48 @@ fn pack_modules(
     }
     let entries = newc::with_directories(&files, newc::REGULAR_FILE | 0o644);
     fsutil::write(archive, newc::archive(&entries))
+}
+
+/// The out-of-tree kernel module that uses LITE's kernel API, in the repository.
+pub const EXAMPLE_MODULE_DIR: &str = "userspace/examples/kernel-module";
+
+/// Builds [`EXAMPLE_MODULE_DIR`] as a user builds an out-of-tree module
+/// (`make M=`), against this build's `Module.symvers`, from a copy in the
+/// build directory (Kbuild writes its objects beside the sources), and
+/// installs it with `install_path` beside the kernel's modules.
+fn build_example_module(
+    tools: &Toolchain,
+    source: &KernelSource,
+    build_dir: &Path,
+    install_path: &std::ffi::OsStr,
+    log: &Path,
+) -> Result<()> {
+    let copy = build_dir.join("lite-example-module");
+    fsutil::remove_dir_all_if_exists(&copy)?;
+    let sources = repo_root().join(EXAMPLE_MODULE_DIR);
+    for rel in fsutil::walk_files(&sources)? {
+        fsutil::copy(&sources.join(&rel), &copy.join(&rel))?;
+    }
+    let mut module = std::ffi::OsString::from("M=");
+    module.push(&copy);
+    run_logged(
+        make(tools, &source.dir, build_dir)
+            .arg(&module)
+            .arg("modules"),
+        log,
+        "make M=lite-example-module modules",
+        &|l| is_progress_line(l),
+    )?;
+    run_logged(
+        make(tools, &source.dir, build_dir)
+            .arg(&module)
+            .arg(install_path)
+            .arg("INSTALL_MOD_STRIP=1")
+            .arg("modules_install"),
+        log,
+        "make M=lite-example-module modules_install",
+        &|l| is_progress_line(l),
+    )
 }
 
 /// Kbuild's quiet progress lines: `  CC      mm/vmalloc.o`, `  RUSTC L rust/core.o`.

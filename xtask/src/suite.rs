@@ -14,7 +14,8 @@
 //! traffic with every other, then one node is cut off from the network for
 //! a while and has to join again on its own; last, a program of one's own
 //! on two VMs through `cargo xtask cluster --exec` ([`EXEC_EXAMPLE`],
-//! compiled on the host as a user would). A step that cannot run
+//! compiled on the host as a user would), and a kernel module of one's own
+//! loaded the same way ([`EXEC_MODULE_SCRIPT`]). A step that cannot run
 //! because an earlier one failed counts as one failure. The final count is KUnit cases + every
 //! program's TAP results on every node (those of the victim's first boot
 //! excepted) + one per other check (host tests, patch check, kernel build,
@@ -218,7 +219,7 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         skip(5, "cluster test", "no kernel");
         skip(6, "failure test", "no kernel");
         skip(7, "partition test", "no kernel");
-        skip(8, "a program of one's own", "no kernel");
+        skip(8, "programs of one's own", "no kernel");
         tally.failed += 5;
         return finish(&tally);
     };
@@ -265,7 +266,8 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     step(
         8,
         &format!(
-            "a program of one's own: cargo xtask cluster --exec hello_cluster ({EXEC_NODES} VMs)"
+            "programs of one's own through cargo xtask cluster --exec: hello_cluster, and a \
+             kernel module ({EXEC_NODES} VMs)"
         ),
         || exec_test(&cache, &kernel, &logs, &mut images, &mut exec_counts),
     );
@@ -1213,11 +1215,21 @@ const EXEC_MESSAGE: &str = "it's \"LITE\" on 2 nodes";
 /// Upper bound for the run, boot included.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
+/// The script that loads the example kernel module on each node
+/// ([`kernel::EXAMPLE_MODULE_DIR`]; the test kernel has it among its
+/// modules), run through `cargo xtask cluster --exec` too.
+const EXEC_MODULE_SCRIPT: &str = "userspace/examples/kernel-module/load-on-cluster.sh";
+/// What [`EXEC_MODULE_SCRIPT`] prints once the module loaded (its memory,
+/// lock and RPC work with the next node succeeded) and unloaded.
+const EXEC_MODULE_DONE: &str = "load-on-cluster: lite_example loaded and unloaded";
+
 /// Compiles [`EXEC_EXAMPLE`] as a user would (dynamically linked, so that
-/// its shared libraries have to reach the guests too), runs it on
+/// its shared libraries have to reach the guests too) and runs it on
 /// [`EXEC_NODES`] VMs as `cargo xtask cluster --exec` does, with
-/// [`EXEC_MESSAGE`], and checks each node's log: its scan (the program's
-/// exit status included) and whether the program read the message back.
+/// [`EXEC_MESSAGE`]; then, on a kernel with modules, runs
+/// [`EXEC_MODULE_SCRIPT`] the same way. Checks each node's log of each
+/// run: its scan (the program's exit status included) and the line that
+/// says the program did its work.
 fn exec_test(
     cache: &Cache,
     kernel: &Path,
@@ -1229,34 +1241,65 @@ fn exec_test(
     let logs = phase_logs(logs, "exec").inspect_err(|_| counts.failed += 1)?;
     let program = logs.join("hello_cluster");
     compile_exec_example(&program).inspect_err(|_| counts.failed += 1)?;
-    let archive = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])
-        .inspect_err(|_| counts.failed += 1)?;
     let boot = user_cluster::Images {
         kernel: kernel.to_path_buf(),
         initramfs: images.initrd,
         manager: images.manager,
     };
-    let run = user_cluster::run_program(&boot, &logs, EXEC_NODES, &archive, EXEC_TIMEOUT)
-        .inspect_err(|_| counts.failed += 1)?;
-
     let mut problems = Vec::new();
+    let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])
+        .inspect_err(|_| counts.failed += 1)?;
+    run_own_program(&boot, &logs, &hello, counts, &mut problems, |log| {
+        read_back_message(log, EXEC_MESSAGE)
+            .then_some(())
+            .ok_or_else(|| {
+                format!("hello_cluster did not print that it read back \"{EXEC_MESSAGE}\"")
+            })
+    })?;
+    if kernel::modules_archive(kernel).is_some() {
+        let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])
+            .inspect_err(|_| counts.failed += 1)?;
+        run_own_program(&boot, &logs, &script, counts, &mut problems, |log| {
+            log.lines()
+                .any(|line| logscan::strip_timestamp(line) == EXEC_MODULE_DONE)
+                .then_some(())
+                .ok_or_else(|| format!("no \"{EXEC_MODULE_DONE}\""))
+        })?;
+    } else {
+        ui::progress("the kernel has no modules: the example kernel module is not loaded");
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(())
+}
+
+/// Runs `archive` on [`EXEC_NODES`] VMs of `boot`, logging to a directory
+/// of `logs` named after it; counts each node's log scan and `done`, which
+/// says whether the log shows the program's work done, adding what failed
+/// to `problems`.
+fn run_own_program(
+    boot: &user_cluster::Images,
+    logs: &Path,
+    archive: &user_cluster::ProgramArchive,
+    counts: &mut Tally,
+    problems: &mut Vec<String>,
+    done: impl Fn(&str) -> Result<(), String>,
+) -> Result<()> {
+    let logs = phase_logs(logs, archive.name()).inspect_err(|_| counts.failed += 1)?;
+    let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)
+        .inspect_err(|_| counts.failed += 1)?;
     for node in &run.nodes {
         let log = read_log(&node.log);
-        count_scan(&node.name, &log, counts, &mut problems);
-        let read_back = read_back_message(&log, EXEC_MESSAGE);
-        counts.check(read_back);
-        if !read_back {
-            problems.push(format!(
-                "[{}] hello_cluster did not print that it read back \"{EXEC_MESSAGE}\"",
-                node.name
-            ));
+        count_scan(&node.name, &log, counts, problems);
+        let work = done(&log);
+        counts.check(work.is_ok());
+        if let Err(e) = work {
+            problems.push(format!("[{}] {e}", node.name));
         }
     }
     if let Err(err) = run.waited {
         problems.push(format!("{err:#}"));
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
     }
     Ok(())
 }
@@ -1316,6 +1359,7 @@ mod tests {
         assert!(example.contains("snprintf(message, sizeof(message), \"%s\", argv[1]);"));
         assert!(example.contains("#define PROGRAM \"hello_cluster\""));
         assert!(repo_root().join(EXEC_EXAMPLE).is_file());
+        assert!(repo_root().join(EXEC_MODULE_SCRIPT).is_file());
     }
 
     #[test]

@@ -211,6 +211,11 @@ impl ProgramArchive {
         Ok(Self { name, files })
     }
 
+    /// The program's file name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The archive itself.
     fn bytes(&self) -> Vec<u8> {
         newc::archive(&newc::with_directories(&self.files, REGULAR_FILE | 0o755))

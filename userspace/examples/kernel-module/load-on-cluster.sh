@@ -1,0 +1,21 @@
+#!/bin/sh
+# Loads lite_example on one node of `cargo xtask cluster --exec` (the test
+# kernel has it among its modules): joins the cluster, waits until every
+# node joined, loads the module, which works with the next node as it
+# loads, and unloads it. Fails if any step does.
+set -e
+cm=${LITE_CM_ADDRESS%:*}
+port=${LITE_CM_ADDRESS##*:}
+python3 -c "import lite; lite.join('$cm', $port)"
+tries=0
+until [ "$(python3 -c 'import lite; print(lite.total_nodes())')" = "$LITE_NODES" ]; do
+	tries=$((tries + 1))
+	if [ $tries -gt 120 ]; then
+		echo "load-on-cluster: the cluster did not reach $LITE_NODES nodes"
+		exit 1
+	fi
+	sleep 1
+done
+modprobe lite_example
+rmmod lite_example
+echo "load-on-cluster: lite_example loaded and unloaded"
