@@ -1274,8 +1274,8 @@ fn exec_test(
     Ok(())
 }
 
-/// Runs `archive` on [`EXEC_NODES`] VMs of `boot`, logging to a directory
-/// of `logs` named after it; counts each node's log scan and `done`, which
+/// Runs `archive` on [`EXEC_NODES`] VMs of `boot`, logging to the
+/// directory `<program>.logs` of `logs`; counts each node's log scan and `done`, which
 /// says whether the log shows the program's work done, adding what failed
 /// to `problems`.
 fn run_own_program(
@@ -1286,7 +1286,9 @@ fn run_own_program(
     problems: &mut Vec<String>,
     done: impl Fn(&str) -> Result<(), String>,
 ) -> Result<()> {
-    let logs = phase_logs(logs, archive.name()).inspect_err(|_| counts.failed += 1)?;
+    // Not the program's own name: the compiled example is there.
+    let logs = phase_logs(logs, &format!("{}.logs", archive.name()))
+        .inspect_err(|_| counts.failed += 1)?;
     let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)
         .inspect_err(|_| counts.failed += 1)?;
     for node in &run.nodes {
