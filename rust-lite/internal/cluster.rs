@@ -33,6 +33,11 @@ use super::{
 use crate::verbs::{self, PortConfig, WorkCompletion};
 use core::sync::atomic::Ordering;
 
+
+/// Most pool segments (one in use and the spare one) for which idle reply
+/// slots keep their buffers across housekeeping rounds.
+const POOL_SEGMENTS_WITH_KEPT_REPLIES: usize = 2;
+
 /// Everything a joined node shares between its users.
 pub(crate) struct Cluster {
     /// Device, peers, connections and the chunks held for others.
@@ -183,6 +188,12 @@ impl Cluster {
     pub(crate) fn housekeeping(&self) {
         self.memory.free_orphans();
         self.sharing.drop_held_mappings(None);
+        // Idle reply slots keep small pool buffers for their next call,
+        // wherever the pool had room then: once the pool has grown, those
+        // would keep whole segments the trim releases.
+        if self.core.pool.usage().0 > POOL_SEGMENTS_WITH_KEPT_REPLIES {
+            self.rpc.release_kept_reply_buffers();
+        }
         self.core.pool.trim();
         self.core.ring_pool.trim();
     }

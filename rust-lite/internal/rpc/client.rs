@@ -145,6 +145,23 @@ impl ReplySlots {
             .count()
     }
 
+    /// Gives the reply buffers idle slots keep back to the pool.
+    pub(crate) fn release_kept_buffers(&self) {
+        let Ok(mut released) = KVec::with_capacity(REPLY_SLOTS, GFP_KERNEL) else {
+            return;
+        };
+        let mut slots = self.slots.lock();
+        for slot in slots.iter_mut().filter(|slot| slot.outcome.is_none()) {
+            if let Some(buffer) = slot.buffer.take() {
+                // Does not allocate: room for every slot was made above.
+                let _ = released.push(buffer, GFP_KERNEL);
+            }
+        }
+        drop(slots);
+        // Freed outside the lock, as when a slot replaces its buffer.
+        drop(released);
+    }
+
     /// Slots claimed by a call whose reply is not consumed yet.
     pub(crate) fn in_use(&self) -> usize {
         self.slots

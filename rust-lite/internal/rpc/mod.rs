@@ -229,6 +229,11 @@ impl Rpc {
         Ok(())
     }
 
+    /// Gives the reply buffers idle reply slots keep back to the pool.
+    pub(crate) fn release_kept_reply_buffers(&self) {
+        self.slots.release_kept_buffers();
+    }
+
     /// Reply buffers kept by idle reply slots.
     pub(crate) fn kept_reply_buffers(&self) -> usize {
         self.slots.kept_buffers()
