@@ -7,10 +7,30 @@
 
 #include <crypto/hash.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/lite_api.h>
+
+/*
+ * The RDMA device the node joins with: `modprobe lite device=NAME`,
+ * `lite.device=NAME` on the command line when LITE is built in, or
+ * /sys/module/lite/parameters/device at run time, read at each join. Empty,
+ * the default: the first device with an active port.
+ */
+static char lite_device[IB_DEVICE_NAME_MAX];
+module_param_string(device, lite_device, sizeof(lite_device), 0644);
+MODULE_PARM_DESC(device,
+		 "RDMA device to join with (default: the first with an active port)");
+
+/* Copies the device parameter into the `len` bytes at `buf`, NUL-terminated. */
+void lite_device_param(char *buf, size_t len)
+{
+	kernel_param_lock(THIS_MODULE);
+	strscpy(buf, lite_device, len);
+	kernel_param_unlock(THIS_MODULE);
+}
 
 /*
  * Maps `count` DMA-mapped ranges of `len` bytes each (whole pages of

@@ -57,7 +57,7 @@ use crate::{
         },
         util::{address::parse_ipv4, handle, ring::Ring, slot_table::SlotTable},
     },
-    sys::secret::hmac_sha256,
+    sys::{module_param::DeviceParam, secret::hmac_sha256},
     verbs::{choose_gid, GidEntry, RemoteKeys},
 };
 
@@ -736,6 +736,21 @@ kunit_case!(lite_test_gid_choice, |c| {
     let ib = [entry(0, [0; 16], false), entry(1, link_local, false)];
     check!(c, choose_gid(ib.into_iter(), false) == Some((1, link_local)));
     check!(c, choose_gid(core::iter::empty(), true).is_none());
+});
+
+kunit_case!(lite_test_device_param, |c| {
+    let is = |value: &[u8], expected: Option<&[u8]>| {
+        DeviceParam::from_value(value).name().map(|n| n.as_bytes()) == expected
+    };
+    // Written with echo: the newline is not part of the name.
+    check!(c, is(b"rxe1\n", Some(b"rxe1")));
+    check!(c, is(b"  mlx5_0 \n\0garbage", Some(b"mlx5_0")));
+    // Empty or blank: any device.
+    check!(c, is(b"", None));
+    check!(c, is(b" \n\0rxe0", None));
+    // No NUL at all: the whole value, cut to a device name's length.
+    let long = DeviceParam::from_value(&[b'a'; 100]);
+    check!(c, long.name().map(|n| n.as_bytes().len()) == Some(63));
 });
 
 kunit_case!(lite_test_barrier_counting, |c| {

@@ -32,6 +32,7 @@ LITE_RUST_CASE(cm_wire_rejects_bad_frames)
 LITE_RUST_CASE(manager_authentication)
 LITE_RUST_CASE(ipv4_parsing)
 LITE_RUST_CASE(gid_choice)
+LITE_RUST_CASE(device_param)
 LITE_RUST_CASE(barrier_counting)
 LITE_RUST_CASE(barrier_interrupted_by_departure)
 LITE_RUST_CASE(barrier_waits_a_bounded_time_for_members)
@@ -94,6 +95,7 @@ static struct kunit_case lite_internal_cases[] = {
 	KUNIT_CASE(manager_authentication),
 	KUNIT_CASE(ipv4_parsing),
 	KUNIT_CASE(gid_choice),
+	KUNIT_CASE(device_param),
 	KUNIT_CASE(barrier_counting),
 	KUNIT_CASE(barrier_interrupted_by_departure),
 	KUNIT_CASE(barrier_waits_a_bounded_time_for_members),

@@ -31,7 +31,10 @@ use crate::{
 };
 
 /// Joins the cluster whose manager listens on `server_ip:eth_port`, using
-/// port `ib_port` of the RDMA device. Returns the node id.
+/// port `ib_port` (0: the first active one) of the RDMA device chosen as
+/// for `lite_join` (see [`Node::join`]). Returns the node id.
+///
+/// [`Node::join`]: crate::internal::node::Node::join
 ///
 /// # Safety
 ///

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The node: which device LITE uses and, while joined, the cluster.
+//! The node: the RDMA devices LITE may use and, while joined, the cluster.
 //!
 //! There is one [`Node`] for the whole kernel. It is created when LITE
 //! initialises and freed when LITE unloads, after [`Node::shut_down`] and
@@ -25,12 +25,14 @@ use super::{
 };
 use crate::{
     errno,
-    sys::{ram, secret::Secret, set_once::SetOnce},
-    verbs::{ClientHandler, Device, ProtectionDomain},
+    sys::{module_param::DeviceParam, ram, secret::Secret, set_once::SetOnce},
+    verbs::{ClientHandler, Device, PortConfig, ProtectionDomain},
 };
 
 struct NodeState {
-    device: Option<Arc<DeviceContext>>,
+    /// The RDMA devices, in the order they appeared; a device that went
+    /// away leaves `None` until the next one appears.
+    devices: KVec<Option<Arc<DeviceContext>>>,
     /// A join or a leave is under way.
     busy: bool,
     /// LITE is unloading: the node joins no cluster any more.
@@ -87,7 +89,7 @@ impl Node {
             pin_init!(Node {
                 state <- new_mutex!(
                     NodeState {
-                        device: None,
+                        devices: KVec::new(),
                         busy: false,
                         unloading: false,
                         last_id: 0,
@@ -110,12 +112,33 @@ impl Node {
     /// joins no cluster afterwards. Called once no system call can start.
     pub(crate) fn shut_down(&self) {
         self.state.lock().unloading = true;
-        // A rejoin after a cut-off may be under way: let it end (it may
-        // have joined, in which case that membership is left below).
+        self.leave_for_good(None, "LITE unloads");
+    }
+
+    /// Takes the node out of its cluster, if its membership runs on
+    /// `device` (any membership for `None`): it leaves as `lite_leave`
+    /// does, forcing the leave if chunks held for other nodes cannot move
+    /// (what forces this cannot wait), or ends a membership that was cut
+    /// off. The node does not join again on its own afterwards.
+    fn leave_for_good(&self, device: Option<&Arc<DeviceContext>>, why: &str) {
+        // A join or a rejoin after a cut-off may be under way: let it end
+        // (it may have joined, in which case that membership is left below).
         while self.begin_change().is_err() {
-            crate::sys::sched::sleep_uninterruptible_ms(SHUT_DOWN_POLL_MS);
+            crate::sys::sched::sleep_uninterruptible_ms(CHANGE_POLL_MS);
         }
-        let current = self.joined.lock().take();
+        let current = {
+            let mut joined = self.joined.lock();
+            let affected = joined.as_ref().is_some_and(|j| {
+                device.is_none_or(|device| Arc::ptr_eq(j.cluster.core.device(), device))
+            });
+            if affected {
+                joined.take()
+            } else {
+                None
+            }
+        };
+        let current_ended = current.is_some();
+        let mut last_id = None;
         if let Some(current) = current {
             let node_id = current.cluster.core.node_id();
             let left = current
@@ -123,13 +146,18 @@ impl Node {
                 .leave(false)
                 .or_else(|_| current.membership.leave(true));
             match left {
-                Ok(()) => pr_info!("node {} left the cluster as LITE unloads\n", node_id),
+                Ok(()) => {
+                    pr_info!("node {} left the cluster: {}\n", node_id, why);
+                    last_id = Some(node_id);
+                }
                 // Cut off: there is no cluster to tell.
                 Err(_) => current.membership.stop(),
             }
         }
-        self.state.lock().last_join = None;
-        self.end_change(None);
+        if current_ended || device.is_none() {
+            self.state.lock().last_join = None;
+        }
+        self.end_change(last_id);
     }
 
     /// The node's quotas.
@@ -169,7 +197,6 @@ impl Node {
         state.busy = true;
         Ok(ChangeStart {
             unloading: state.unloading,
-            device: state.device.clone(),
             last_id: state.last_id,
         })
     }
@@ -184,7 +211,10 @@ impl Node {
         }
     }
 
-    /// `lite_join`: joins the cluster managed at `addr:port` using `ib_port`.
+    /// `lite_join`: joins the cluster managed at `addr:port` using port
+    /// `ib_port` (the first active one for 0) of the RDMA device the
+    /// `device` module parameter names, or of the first device with such a
+    /// port if it names none.
     ///
     /// A node that left joins again as the next incarnation of the id it
     /// had; so does one that was cut off (its old membership ends first).
@@ -192,7 +222,8 @@ impl Node {
     /// # Errors
     ///
     /// `EISCONN` if already a member, `EALREADY` while another join or a
-    /// leave runs, `ENODEV` without a usable device or port, connection
+    /// leave runs, `ENODEV` without a usable device or port (or if the
+    /// device the parameter names does not exist), connection
     /// errors from the manager (`EADDRINUSE` while the manager still counts
     /// an earlier incarnation of this node as alive), `EPROTO` if the
     /// manager misbehaves, `ENOKEY` if the caller's keyrings hold no
@@ -208,7 +239,7 @@ impl Node {
         // Read in the caller's context: only its keyrings hold the secret.
         // Without a device there is nothing to join with, key or not.
         let secret = Secret::from_keyring().map_err(|e| {
-            if self.state.lock().device.is_some() {
+            if self.state.lock().devices.iter().any(Option::is_some) {
                 e
             } else {
                 ENODEV
@@ -220,11 +251,13 @@ impl Node {
     /// [`Node::join`] with the cluster secret at hand.
     fn join_using(&self, addr: [u8; 4], port: u16, ib_port: u32, secret: Secret) -> Result<u32> {
         let change = self.begin_change()?;
-        let result = match change.device {
+        let result = if change.unloading {
             // A rejoin after a cut-off may still try as LITE unloads.
-            _ if change.unloading => Err(ENODEV),
-            Some(device) => self.join_with(device, (addr, port), ib_port, change.last_id, &secret),
-            None => Err(ENODEV),
+            Err(ENODEV)
+        } else {
+            self.choose_device(ib_port).and_then(|(device, port_config)| {
+                self.join_with(device, port_config, (addr, port), change.last_id, &secret)
+            })
         };
         if result.is_ok() {
             self.state.lock().last_join = Some((addr, port, ib_port, secret));
@@ -278,22 +311,51 @@ impl Node {
         Ok(())
     }
 
+    /// The device and port a join uses (see [`Node::join`]).
+    fn choose_device(&self, ib_port: u32) -> Result<(Arc<DeviceContext>, PortConfig)> {
+        let wanted = DeviceParam::read();
+        let devices = {
+            let state = self.state.lock();
+            let mut devices = KVec::with_capacity(state.devices.len(), GFP_KERNEL)?;
+            for device in state.devices.iter().flatten() {
+                devices.push(device.clone(), GFP_KERNEL)?;
+            }
+            devices
+        };
+        let usable = |device: &Arc<DeviceContext>| {
+            device
+                .device
+                .probe_port_or_first(ib_port)
+                .map(|port| (device.clone(), port))
+        };
+        match wanted.name() {
+            Some(name) => devices
+                .iter()
+                .find(|device| device.device.is_named(name))
+                .ok_or(ENODEV)
+                .and_then(usable),
+            None => devices
+                .iter()
+                .find_map(|device| usable(device).ok())
+                .ok_or(ENODEV),
+        }
+    }
+
     fn join_with(
         &self,
         device: Arc<DeviceContext>,
+        port_config: PortConfig,
         manager: ([u8; 4], u16),
-        ib_port: u32,
         rejoin_id: u32,
         secret: &Secret,
     ) -> Result<u32> {
         let (addr, port) = manager;
-        let port_config = device.device.probe_port(ib_port)?;
         let (channel, node_id, incarnation) =
             membership::hello(addr, port, &port_config, rejoin_id, secret)?;
         // Only now that the manager took this node back does a membership
         // it was cut off from end: until then it keeps trying to rejoin.
         self.replace_fenced()?;
-        let cluster = Cluster::new(node_id, device, port_config, self.quotas.clone())?;
+        let cluster = Cluster::new(node_id, device.clone(), port_config, self.quotas.clone())?;
         let membership = Membership::new(
             cluster.clone(),
             (addr, port),
@@ -323,10 +385,12 @@ impl Node {
             membership,
         });
         pr_info!(
-            "joined as node {} (incarnation {}) of {}\n",
+            "joined as node {} (incarnation {}) of {} on {} port {}\n",
             node_id,
             incarnation,
-            total
+            total,
+            device.device.name(),
+            port_config.port
         );
         Ok(node_id)
     }
@@ -382,32 +446,36 @@ fn rejoin_after_cut_off() {
     }
 }
 
-/// How often [`Node::shut_down`] looks whether a join under way has ended.
-const SHUT_DOWN_POLL_MS: u32 = 10;
+/// How often [`Node::leave_for_good`] looks whether a join under way has
+/// ended.
+const CHANGE_POLL_MS: u32 = 10;
 
 /// What a join or leave starts from.
 struct ChangeStart {
     /// LITE is unloading: nothing may join.
     unloading: bool,
-    device: Option<Arc<DeviceContext>>,
     last_id: u32,
 }
 
-/// LITE's IB client: binds the first RDMA device that appears.
+/// LITE's IB client: keeps every RDMA device that appears, with a
+/// protection domain on it, for joins to choose from.
 pub(crate) struct LiteClient;
 
 impl ClientHandler for LiteClient {
     fn add(device: Device) -> Result {
         let node = node()?;
-        let mut state = node.state.lock();
-        if state.device.is_some() {
-            // LITE drives one device per node.
-            return Err(errno::EOPNOTSUPP());
-        }
         let device = Arc::new(device, GFP_KERNEL)?;
         let pd = Arc::new(ProtectionDomain::new(device.clone())?, GFP_KERNEL)?;
-        state.device = Some(Arc::new(DeviceContext { device, pd }, GFP_KERNEL)?);
-        pr_info!("using RDMA device\n");
+        let context = Arc::new(DeviceContext { device, pd }, GFP_KERNEL)?;
+        pr_info!("RDMA device {} available\n", context.device.name());
+        let mut state = node.state.lock();
+        // Slots of devices that went away go now, keeping the order.
+        let mut devices = KVec::with_capacity(state.devices.len() + 1, GFP_KERNEL)?;
+        for present in state.devices.iter().flatten() {
+            devices.push(Some(present.clone()), GFP_KERNEL)?;
+        }
+        devices.push(Some(context), GFP_KERNEL)?;
+        state.devices = devices;
         Ok(())
     }
 
@@ -415,16 +483,17 @@ impl ClientHandler for LiteClient {
         let Ok(node) = node() else {
             return;
         };
-        let mut state = node.state.lock();
-        let ours = state.device.as_ref().is_some_and(|d| d.device.is(raw));
-        if !ours {
-            return;
+        let removed = node
+            .state
+            .lock()
+            .devices
+            .iter_mut()
+            .find(|slot| slot.as_ref().is_some_and(|d| d.device.is(raw)))
+            .and_then(Option::take);
+        if let Some(removed) = removed {
+            let why = "its RDMA device goes away";
+            node.leave_for_good(Some(&removed), why);
+            pr_info!("RDMA device {} gone\n", removed.device.name());
         }
-        if node.joined().is_ok() {
-            pr_err!(
-                "the RDMA device of a joined node is going away; LITE on this node stops working\n"
-            );
-        }
-        state.device = None;
     }
 }

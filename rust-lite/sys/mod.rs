@@ -10,6 +10,7 @@
 
 pub(crate) mod cred;
 pub(crate) mod kthread;
+pub(crate) mod module_param;
 pub(crate) mod ram;
 pub(crate) mod sched;
 pub(crate) mod secret;

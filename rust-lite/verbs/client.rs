@@ -6,25 +6,33 @@
 //! appears later (Soft-RoCE devices appear only when userspace creates them)
 //! and `remove` before a device goes away.
 
-use core::{marker::PhantomData, ptr::NonNull};
-use kernel::{bindings, c_str, prelude::*, types::Opaque};
+use core::{
+    ffi::c_void,
+    marker::PhantomData,
+    ptr::{self, NonNull},
+    sync::atomic::{AtomicPtr, Ordering},
+};
+use kernel::{bindings, c_str, prelude::*, sync::Arc, types::Opaque};
 
-use super::{check, Device};
+use super::{check, device::DeviceReleased, Device};
 
 /// What a client does when devices come and go.
 ///
-/// Soundness of every verbs object rests on [`ClientHandler::remove`]
-/// keeping its contract: the IB core frees the device once `remove` returns.
+/// The IB core frees a device once the client's `remove` callback returns;
+/// [`IbClient`] makes that callback wait, after [`ClientHandler::remove`],
+/// until the [`Device`] handed to `add` has been dropped, and with it every
+/// object created on the device (each holds the device).
 pub(crate) trait ClientHandler {
     /// A device appeared. Returning an error declines the device.
     fn add(device: Device) -> Result;
-    /// The device at `raw` is going away.
-    ///
-    /// Must not return before every [`Device`] made for `raw` by `add`, and
-    /// every object created on it (buffers, PDs, CQs, QPs, pinned pages),
-    /// has been dropped: the IB core frees the device when this returns.
+    /// The device at `raw` is going away: the handler lets go of it and
+    /// makes every user of it end.
     fn remove(raw: *const bindings::ib_device);
 }
+
+/// The registered client, for `ib_set_client_data` in the `add` callback
+/// (which is not given the client); LITE registers one client.
+static REGISTERED: AtomicPtr<bindings::ib_client> = AtomicPtr::new(ptr::null_mut());
 
 /// A registered IB client.
 ///
@@ -33,7 +41,8 @@ pub(crate) trait ClientHandler {
 /// `client` is an `ib_client` registered with the IB core for as long as
 /// this object exists (unregistered in `drop`); it lives in its own pinned
 /// allocation so its address never changes while the core uses it. Its
-/// callbacks are `Self::add_callback` and `Self::remove_callback`.
+/// callbacks are `Self::add_callback` and `Self::remove_callback`, and
+/// [`REGISTERED`] holds its address while it is registered.
 pub(crate) struct IbClient<H: ClientHandler> {
     client: Pin<KBox<Opaque<bindings::ib_client>>>,
     _handler: PhantomData<H>,
@@ -55,12 +64,25 @@ impl<H: ClientHandler> IbClient<H> {
         raw.add = Some(Self::add_callback);
         raw.remove = Some(Self::remove_callback);
         let client = KBox::pin(Opaque::new(raw), GFP_KERNEL)?;
+        // `add` callbacks start within the registration below.
+        REGISTERED
+            .compare_exchange(
+                ptr::null_mut(),
+                client.get(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map_err(|_| EBUSY)?;
         // SAFETY: `client` points to an initialised `ib_client` (name and
         // callbacks set, the rest zeroed as the core expects) in a pinned
         // allocation that outlives the registration: it is unregistered in
         // `drop` before the allocation is freed, and if registering fails the
         // core keeps no pointer to it.
-        check(unsafe { bindings::ib_register_client(client.get()) })?;
+        let registered = check(unsafe { bindings::ib_register_client(client.get()) });
+        if let Err(e) = registered {
+            REGISTERED.store(ptr::null_mut(), Ordering::Release);
+            return Err(e);
+        }
         // INVARIANT: Registered above.
         Ok(IbClient {
             client,
@@ -78,28 +100,49 @@ impl<H: ClientHandler> IbClient<H> {
         let Some(ptr) = NonNull::new(raw) else {
             return -(bindings::EINVAL as i32);
         };
+        let released = match DeviceReleased::new() {
+            Ok(released) => released,
+            Err(e) => return e.to_errno(),
+        };
         // SAFETY: The IB core passes a registered device that stays valid
-        // until `remove_callback` returns for it, and `H::remove` does not
-        // return while the `Device` made here, or anything created on it,
-        // still exists (the contract of `ClientHandler::remove`).
-        let device = unsafe { Device::from_raw(ptr) };
-        match H::add(device) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
+        // until `remove_callback` returns for it, which waits on `released`
+        // until the `Device` made here, and so everything created on it, has
+        // been dropped. The core holds its device lock around `add`
+        // callbacks, which excludes renames.
+        let device = unsafe { Device::from_raw(ptr, released.clone()) };
+        if let Err(e) = H::add(device) {
+            return e.to_errno();
         }
+        // SAFETY: `raw` is the device being added and `REGISTERED` is the
+        // client whose `add` this is (set before registering); the core
+        // allows setting client data from `add`. The pointer stored is
+        // taken back, once, by `remove_callback`.
+        unsafe {
+            bindings::ib_set_client_data(
+                raw,
+                REGISTERED.load(Ordering::Acquire),
+                Arc::into_raw(released).cast_mut().cast::<c_void>(),
+            )
+        };
+        0
     }
 
     /// The IB core's `remove` callback.
     ///
     /// # Safety
     ///
-    /// Only for the IB core: `raw` must be a device for which `add_callback`
-    /// ran; it stays valid until this returns.
-    unsafe extern "C" fn remove_callback(
-        raw: *mut bindings::ib_device,
-        _data: *mut core::ffi::c_void,
-    ) {
+    /// Only for the IB core: `raw` must be a device whose `add_callback`
+    /// succeeded, and `data` the client data that callback set; the device
+    /// stays valid until this returns.
+    unsafe extern "C" fn remove_callback(raw: *mut bindings::ib_device, data: *mut c_void) {
         H::remove(raw);
+        if data.is_null() {
+            return;
+        }
+        // SAFETY: `data` came from `Arc::into_raw` in `add_callback` for
+        // this device, and the core calls `remove` once per device.
+        let released = unsafe { Arc::from_raw(data.cast::<DeviceReleased>().cast_const()) };
+        released.wait();
     }
 }
 
@@ -110,5 +153,6 @@ impl<H: ClientHandler> Drop for IbClient<H> {
         // callbacks and calls `remove` for every device, so the core holds
         // no pointer to it once this returns and the box is freed.
         unsafe { bindings::ib_unregister_client(self.client.get()) };
+        REGISTERED.store(ptr::null_mut(), Ordering::Release);
     }
 }

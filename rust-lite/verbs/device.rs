@@ -2,10 +2,14 @@
 
 //! An RDMA device and the port LITE uses on it.
 
-use core::ptr::NonNull;
-use kernel::{bindings, error::code::*, prelude::*};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
+use kernel::{bindings, error::code::*, prelude::*, str::CStr, sync::Arc};
 
 use super::check;
+use crate::sys::wait::{Sleep, WaitQueue};
 
 /// An RDMA device (`struct ib_device`) handed to LITE's IB client.
 ///
@@ -14,13 +18,57 @@ use super::check;
 /// `ptr` points to a registered `ib_device` that stays valid for as long as
 /// this object exists. The IB core keeps a device valid from the client's
 /// `add` callback until its `remove` callback returns; objects are only made
-/// in `add` (see [`Device::from_raw`]), and [`ClientHandler::remove`] must not
-/// return while any of them, or anything created on the device, still exists.
+/// in `add` (see [`Device::from_raw`]), and the client's `remove` callback
+/// waits on `released` until this one has been dropped, after everything
+/// created on the device (each holds the device).
 ///
-/// [`ClientHandler::remove`]: super::ClientHandler::remove
+/// `name` holds the device's name as it was when the IB core handed the
+/// device over, NUL-terminated. `released` is told once, when this object
+/// is dropped.
 pub(crate) struct Device {
     ptr: NonNull<bindings::ib_device>,
+    name: [u8; DEVICE_NAME_LEN],
+    released: Arc<DeviceReleased>,
 }
+
+/// Room for a device name with its NUL (`IB_DEVICE_NAME_MAX`).
+const DEVICE_NAME_LEN: usize = bindings::IB_DEVICE_NAME_MAX as usize;
+
+/// Tells the IB client's `remove` callback when the last handle of a device
+/// is gone, so that it returns only then.
+#[pin_data]
+pub(crate) struct DeviceReleased {
+    released: AtomicBool,
+    #[pin]
+    queue: WaitQueue,
+}
+
+impl DeviceReleased {
+    /// A device handle that is not released yet.
+    pub(super) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(DeviceReleased {
+                released: AtomicBool::new(false),
+                queue <- WaitQueue::new(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Waits until the [`Device`] made with this object has been dropped.
+    ///
+    /// Every holder of a device handle drops it once the calls and threads
+    /// using it end, which are bounded by their own timeouts; the wait
+    /// cannot be cut short, since the device is freed once it ends.
+    pub(super) fn wait(&self) {
+        self.queue.wait_until(Sleep::Uninterruptible, RELEASE_RECHECK_MS, || {
+            self.released.load(Ordering::Acquire)
+        });
+    }
+}
+
+/// How often [`DeviceReleased::wait`] looks again without a wake-up.
+const RELEASE_RECHECK_MS: u32 = 100;
 
 // SAFETY: An `ib_device` is not tied to a thread: verbs on it may be called
 // from any thread in process context.
@@ -33,6 +81,13 @@ unsafe impl Send for Device {}
 // The other verbs wrappers only pass `as_ptr` to verbs, which do their own
 // locking.
 unsafe impl Sync for Device {}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        self.released.released.store(true, Ordering::Release);
+        self.released.queue.wake_all();
+    }
+}
 
 /// Largest GID table LITE scans for a usable address.
 const MAX_GID_SCAN: u32 = 256;
@@ -47,11 +102,55 @@ impl Device {
     /// valid until the returned object, and every verbs object created
     /// through it (PD, CQ, QP, DMA mapping), has been dropped: in practice,
     /// the client's `remove` callback for this device must not return
-    /// before then.
-    pub(crate) unsafe fn from_raw(ptr: NonNull<bindings::ib_device>) -> Self {
+    /// before then. Renaming the device must be excluded for the length of
+    /// the call (the IB core holds its device lock around a client's `add`).
+    pub(crate) unsafe fn from_raw(
+        ptr: NonNull<bindings::ib_device>,
+        released: Arc<DeviceReleased>,
+    ) -> Self {
+        let mut name = [0u8; DEVICE_NAME_LEN];
+        // SAFETY: `ptr` is valid (caller's guarantee) and its `name` is a
+        // NUL-terminated array of `DEVICE_NAME_LEN` bytes that no rename
+        // changes during this call (caller's guarantee).
+        let current = unsafe { &(*ptr.as_ptr()).name };
+        for (to, from) in name.iter_mut().zip(current.iter()) {
+            *to = *from as u8;
+        }
+        // PANIC: `DEVICE_NAME_LEN` is at least 1 (`IB_DEVICE_NAME_MAX`).
+        name[DEVICE_NAME_LEN - 1] = 0;
         // INVARIANT: `ptr` is registered and outlives this object, as the
-        // caller guarantees.
-        Device { ptr }
+        // caller guarantees; `name` is NUL-terminated just above.
+        Device {
+            ptr,
+            name,
+            released,
+        }
+    }
+
+    /// The device's name when LITE bound it.
+    pub(crate) fn name(&self) -> &str {
+        let len = self.name.iter().position(|&b| b == 0).unwrap_or(0);
+        // PANIC: `len` is the index of a byte of `name`.
+        core::str::from_utf8(&self.name[..len]).unwrap_or("?")
+    }
+
+    /// Whether the device is currently called `name`.
+    pub(crate) fn is_named(&self, name: &CStr) -> bool {
+        // SAFETY: `name` is NUL-terminated; the lookup takes the IB core's
+        // device lock and returns a device with a reference taken, or null.
+        let found = unsafe {
+            bindings::ib_device_get_by_name(
+                name.as_char_ptr(),
+                bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+            )
+        };
+        if found.is_null() {
+            return false;
+        }
+        let same = core::ptr::eq(found, self.ptr.as_ptr());
+        // SAFETY: Drops the reference `ib_device_get_by_name` took, once.
+        unsafe { bindings::ib_device_put(found) };
+        same
     }
 
     /// The raw pointer, for the other verbs wrappers.
@@ -124,6 +223,21 @@ impl Device {
             mtu: attr.active_mtu,
             roce,
         })
+    }
+
+    /// [`Device::probe_port`] of `port` or, for port 0, of the first port
+    /// that is active and has a usable GID.
+    ///
+    /// # Errors
+    ///
+    /// `ENODEV` if there is no such port.
+    pub(crate) fn probe_port_or_first(&self, port: u32) -> Result<PortConfig> {
+        if port != 0 {
+            return self.probe_port(port);
+        }
+        (1..=self.port_count())
+            .find_map(|port| self.probe_port(port).ok())
+            .ok_or(ENODEV)
     }
 
     /// Entry `index` of `port`'s GID table, if it holds one.

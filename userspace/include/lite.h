@@ -196,7 +196,10 @@ static inline long lite_syscall_result(long ret)
 
 /*
  * Join the cluster whose manager listens on cm_ip:cm_port (dotted IPv4)
- * using port ib_port of the node's RDMA device. Returns the node id (>= 1).
+ * using port ib_port (0: the first active port) of the RDMA device that
+ * LITE's "device" module parameter names, or of the first device with such
+ * a port if it names none (-ENODEV if there is none). Returns the node id
+ * (>= 1).
  * A node that left (or rebooted) gets its earlier id back. Retry on
  * -EADDRINUSE (the manager still counts the node's earlier incarnation as
  * alive) and on -EAGAIN (a manager that just started waits for the members

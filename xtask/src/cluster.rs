@@ -1,10 +1,12 @@
 //! A cluster of QEMU VMs on a private bridge, with LITE's cluster manager.
 //!
 //! Each run creates a network namespace `lite-<pid>` holding a bridge
-//! `br0` (10.77.0.254/24) and one tap device per VM. QEMU and the cluster
+//! `br0` (10.77.0.254/24) and two tap devices per VM. QEMU and the cluster
 //! manager run inside that namespace, so nothing the guests send can leave
-//! it. Node `i` (from 1) is 10.77.0.i on `tap<i>` ([`tap_name`]), with the
-//! MAC address [`qemu::mac`]`(i)`; a node's VM can be booted again
+//! it. Node `i` (from 1) is 10.77.0.i on `eth0`, behind `tap<i>`
+//! ([`tap_names`]), with the MAC address [`qemu::mac`]`(i, 0)`; its second
+//! NIC, `eth1`, stays down unless a test gives it [`second_ip`] for a
+//! second RDMA device. A node's VM can be booted again
 //! ([`Cluster::restart_node`]) with the same address, MAC and tap, so that
 //! to the cluster it is the same machine rebooted, and its link can be
 //! taken down and up again ([`Cluster::set_link`]), as in a network
@@ -61,10 +63,24 @@ pub fn node_ip(i: usize) -> String {
     format!("{NODE_SUBNET_PREFIX}{i}")
 }
 
-/// The tap device of node `i` (from 1) in the cluster's namespace: the
-/// VM's only link to the bridge.
+/// Address of node `i`'s second interface (`eth1`), which stays down
+/// unless a test brings it up: `10.77.0.<100 + i>`.
+pub fn second_ip(i: usize) -> String {
+    format!("{NODE_SUBNET_PREFIX}{}", SECOND_IP_OFFSET + i)
+}
+
+/// What [`second_ip`] adds to a node's number.
+const SECOND_IP_OFFSET: usize = 100;
+
+/// The tap device of node `i` (from 1) in the cluster's namespace behind
+/// its first NIC (`eth0`).
 pub fn tap_name(i: usize) -> String {
     format!("tap{i}")
+}
+
+/// The tap devices of node `i`'s NICs (`eth0`, `eth1`), both on the bridge.
+pub fn tap_names(i: usize) -> [String; 2] {
+    [tap_name(i), format!("tap{i}b")]
 }
 
 /// Builds the host cluster manager; returns the `lite-cm` binary.
@@ -173,8 +189,7 @@ impl Cluster {
         netns.ip(&["link", "add", "br0", "type", "bridge"])?;
         netns.ip(&["addr", "add", &format!("{MANAGER_IP}/24"), "dev", "br0"])?;
         netns.ip(&["link", "set", "br0", "up"])?;
-        for i in 1..=nodes {
-            let tap = tap_name(i);
+        for tap in (1..=nodes).flat_map(tap_names) {
             netns.ip(&["tuntap", "add", &tap, "mode", "tap"])?;
             netns.ip(&["link", "set", &tap, "master", "br0"])?;
             netns.ip(&["link", "set", &tap, "up"])?;
@@ -291,16 +306,17 @@ impl Cluster {
     }
 
     /// Takes node `i`'s network link down (`up` false) or brings it up
-    /// again: its tap device, so that the node can reach neither the
+    /// again: its tap devices, so that the node can reach neither the
     /// manager nor any other node while its VM and NIC run on, as in a
-    /// network partition. Returns the tap's name.
+    /// network partition. Returns the first tap's name.
     pub fn set_link(&self, i: usize, up: bool) -> Result<String> {
         self.vm(i)?;
         let Some(netns) = &self.netns else {
             bail!("the cluster has no network namespace");
         };
-        let tap = tap_name(i);
+        let [tap, second] = tap_names(i);
         netns.ip(&link_state_args(&tap, up))?;
+        netns.ip(&link_state_args(&second, up))?;
         Ok(tap)
     }
 
@@ -513,10 +529,14 @@ fn node_vm(
         memory_mib: spec.memory_mib,
         serial_log: spec.logs.join(format!("{name}.log")),
         console_on_terminal: false,
-        nic: Some(Nic {
-            tap: tap_name(i),
-            mac: qemu::mac(i),
-        }),
+        nics: tap_names(i)
+            .into_iter()
+            .enumerate()
+            .map(|(nic, tap)| Nic {
+                tap,
+                mac: qemu::mac(i, nic),
+            })
+            .collect(),
         cpu: spec.pin_cpus.then_some((i - 1) % cpus),
         qmp_socket: Some(monitors.join(format!("{name}.qmp"))),
     }
@@ -689,8 +709,8 @@ mod tests {
         assert_eq!(first.serial_log, Path::new("/logs/node2.log"));
         assert_eq!(again.name, "node2-rejoin");
         assert_eq!(again.serial_log, Path::new("/logs/node2-rejoin.log"));
-        let nic = |vm: &VmSpec| vm.nic.as_ref().map(|n| (n.tap.clone(), n.mac.clone()));
-        assert_eq!(nic(&first), Some(("tap2".into(), qemu::mac(2))));
+        let nic = |vm: &VmSpec| vm.nics.first().map(|n| (n.tap.clone(), n.mac.clone()));
+        assert_eq!(nic(&first), Some(("tap2".into(), qemu::mac(2, 0))));
         assert_eq!(nic(&again), nic(&first));
         // Only `cargo xtask cluster --shell` puts a console on the terminal.
         assert!(!first.console_on_terminal && !again.console_on_terminal);
@@ -883,7 +903,7 @@ mod tests {
             &spec.roles[1],
             "node2",
         );
-        let tap = vm.nic.map(|n| n.tap).unwrap_or_default();
+        let tap = vm.nics.first().map(|n| n.tap.clone()).unwrap_or_default();
         assert_eq!(tap, tap_name(2));
         let down = ip_command("lite-42", &link_state_args(&tap, false));
         assert_eq!(process::describe(&down), "ip -n lite-42 link set tap2 down");

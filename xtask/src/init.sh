@@ -3,6 +3,10 @@
 #
 # Reads its role from the kernel command line:
 #   lite.ip=ADDR/LEN   address of eth0; also brings up the Soft-RoCE device rxe0
+#   lite.ip2=ADDR/LEN  failure-survivor: address of eth1, which stays down
+#                      until the node that leaves and rejoins adds a second
+#                      Soft-RoCE device, rxe1, on it (lite-failure-test
+#                      --second-address)
 #   lite.cm=IP         cluster manager address
 #   lite.nodes=N       cluster size
 #   lite.run=ROLE      demo | test | fuzz | failure-survivor | failure-victim |
@@ -83,6 +87,7 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 
 ip=
+ip2=
 cm=
 nodes=1
 run=
@@ -116,6 +121,7 @@ programenv=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	lite.ip=*) ip=${arg#lite.ip=} ;;
+	lite.ip2=*) ip2=${arg#lite.ip2=} ;;
 	lite.cm=*) cm=${arg#lite.cm=} ;;
 	lite.nodes=*) nodes=${arg#lite.nodes=} ;;
 	lite.run=*) run=${arg#lite.run=} ;;
@@ -636,7 +642,7 @@ fuzz) lite-fuzz --cm "$cm" --nodes "$nodes" --seconds "$fuzzsecs" ${seed:+--seed
 # Either program failing fails the role.
 failure-survivor)
 	program lite-failure-test
-	lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor || rc=$?
+	lite-failure-test --cm "$cm" --nodes "$nodes" --role survivor ${ip2:+--second-address "$ip2"} || rc=$?
 	if [ -n "$clustertestcmtimeout" ]; then
 		set_manager_timeout "$clustertestcmtimeout" || rc=1
 	fi

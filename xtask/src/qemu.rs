@@ -44,8 +44,9 @@ pub struct VmSpec {
     /// Whether the serial console is also QEMU's standard input and output,
     /// for a user at the terminal; the log still gets what the guest writes.
     pub console_on_terminal: bool,
-    /// NIC, if the VM has a network.
-    pub nic: Option<Nic>,
+    /// NICs, in the guest's order (`eth0`, `eth1`, ...); none for a VM
+    /// without a network.
+    pub nics: Vec<Nic>,
     /// Host CPU to pin the VM to.
     pub cpu: Option<usize>,
     /// Unix socket on which QEMU serves QMP, if any; it never waits for a
@@ -87,9 +88,10 @@ fn host_tsc_khz(cpuinfo: &str) -> Option<u64> {
     (mhz.is_finite() && mhz > 0.0).then(|| (mhz * 1000.0).round() as u64)
 }
 
-/// The MAC address of node `i`: `52:54:00:12:34:<i in hex>`.
-pub fn mac(i: usize) -> String {
-    format!("52:54:00:12:34:{:02x}", i & 0xff)
+/// The MAC address of NIC `nic` (from 0) of node `i`:
+/// `52:54:00:12:<0x34 + nic>:<i>`, in hex.
+pub fn mac(i: usize, nic: usize) -> String {
+    format!("52:54:00:12:{:02x}:{:02x}", (0x34 + nic) & 0xff, i & 0xff)
 }
 
 /// The command starting the VM, inside `netns` when given.
@@ -146,12 +148,12 @@ pub fn command(spec: &VmSpec, netns: Option<&str>) -> Command {
             format!("unix:{},server=on,wait=off", socket.display()),
         ]);
     }
-    if let Some(nic) = &spec.nic {
+    for (index, nic) in spec.nics.iter().enumerate() {
         argv.extend([
             "-netdev".into(),
-            format!("tap,id=n0,ifname={},script=no,downscript=no", nic.tap),
+            format!("tap,id=n{index},ifname={},script=no,downscript=no", nic.tap),
             "-device".into(),
-            format!("virtio-net-pci,netdev=n0,mac={}", nic.mac),
+            format!("virtio-net-pci,netdev=n{index},mac={}", nic.mac),
         ]);
     }
     let mut cmd = Command::new(&argv[0]);
@@ -377,10 +379,16 @@ mod tests {
             memory_mib: 1024,
             serial_log: "/logs/node2.log".into(),
             console_on_terminal: false,
-            nic: Some(Nic {
-                tap: "tap2".into(),
-                mac: mac(2),
-            }),
+            nics: vec![
+                Nic {
+                    tap: "tap2".into(),
+                    mac: mac(2, 0),
+                },
+                Nic {
+                    tap: "tap2b".into(),
+                    mac: mac(2, 1),
+                },
+            ],
             cpu: None,
             qmp_socket: Some("/tmp/lite-qmp-42-0/node2.qmp".into()),
         };
@@ -389,14 +397,18 @@ mod tests {
             .starts_with("ip netns exec lite-42 qemu-system-x86_64 -nodefaults -no-user-config"));
         assert!(line.contains("-serial file:/logs/node2.log -no-reboot"));
         assert!(line.contains("-append 'console=ttyS0 lite.ip=10.77.0.2/24'"));
-        assert!(line.ends_with("-device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02"));
+        assert!(line.contains(
+            " -netdev tap,id=n0,ifname=tap2,script=no,downscript=no \
+             -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02 "
+        ));
+        assert!(line.ends_with("-device virtio-net-pci,netdev=n1,mac=52:54:00:12:35:02"));
         // A machine protocol for the harness, which QEMU never waits for,
         // and no human monitor.
         assert!(line.contains(" -qmp unix:/tmp/lite-qmp-42-0/node2.qmp,server=on,wait=off "));
         assert!(line.contains(" -monitor none "));
         assert!(!line.contains("enable-kvm"));
         assert!(!line.contains("stdio"));
-        assert_eq!(mac(10), "52:54:00:12:34:0a");
+        assert_eq!(mac(10, 0), "52:54:00:12:34:0a");
     }
 
     #[test]
@@ -409,7 +421,7 @@ mod tests {
             memory_mib: 1024,
             serial_log: "/logs,old/node1.log".into(),
             console_on_terminal: true,
-            nic: None,
+            nics: Vec::new(),
             cpu: None,
             qmp_socket: None,
         };

@@ -362,7 +362,7 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
         memory_mib: 1024,
         serial_log: serial_log.clone(),
         console_on_terminal: false,
-        nic: None,
+        nics: Vec::new(),
         cpu: None,
         qmp_socket: None,
     };
@@ -567,7 +567,9 @@ fn failure_roles(nodes: usize) -> Vec<String> {
 /// is never scanned on them; the victim keeps it for its second boot,
 /// whose cluster test ends with a scan. The survivors also get the
 /// silence they allow the manager in the cluster test after the failure
-/// phase ([`CLUSTER_TEST_CMTIMEOUT`]).
+/// phase ([`CLUSTER_TEST_CMTIMEOUT`]), and the address of their second
+/// interface, on which the one that leaves and rejoins adds a second RDMA
+/// device, joins on it, and then loses it.
 fn failure_phase_append(i: usize) -> Vec<String> {
     if i == FAILURE_NODES {
         Vec::new()
@@ -578,6 +580,7 @@ fn failure_phase_append(i: usize) -> Vec<String> {
                 "{CLUSTER_TEST_CMTIMEOUT}={}",
                 cluster::API_TEST_DEAD_AFTER_MS
             ),
+            format!("lite.ip2={}/24", cluster::second_ip(i)),
         ]
     }
 }
@@ -1866,7 +1869,7 @@ mod tests {
         // The kernel's message, as the harness reads it.
         let kernel = include_str!("../../rust-lite/internal/node.rs");
         assert!(kernel.contains(&format!(
-            "\"{JOINED_AS}{{}} (incarnation {{}}) of {{}}\\n\""
+            "\"{JOINED_AS}{{}} (incarnation {{}}) of {{}} on {{}} port {{}}\\n\""
         )));
     }
 

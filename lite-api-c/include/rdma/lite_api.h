@@ -13,7 +13,11 @@
 #include <linux/types.h>
 #include <uapi/linux/lite.h>
 
-/* Join the cluster whose manager listens on server_ip:eth_port; returns the node id. */
+/*
+ * Join the cluster whose manager listens on server_ip:eth_port through port
+ * ib_port (0: the first active one) of the device chosen as for lite_join();
+ * returns the node id.
+ */
 int liteapi_establish_conn(const char *server_ip, int eth_port, int ib_port);
 
 /* This node's id, or -ENOTCONN. */

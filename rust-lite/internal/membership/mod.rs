@@ -538,6 +538,9 @@ impl Membership {
     pub(crate) fn write_text(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
         let silence = now_ms().saturating_sub(self.last_heard_ms.load(Ordering::Relaxed));
         self.view.lock().write_text(out)?;
+        let core = &self.cluster.core;
+        writeln!(out, "device {}", core.device().device.name())?;
+        writeln!(out, "port {}", core.port().port)?;
         writeln!(out, "manager_last_heard_ms_ago {}", silence)
     }
 

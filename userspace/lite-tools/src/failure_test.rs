@@ -79,6 +79,7 @@ use crate::cluster_test::io::{
 use crate::cluster_test::password_of;
 use crate::deadline::bounded;
 use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expect_zero};
+use crate::guest_devices::InterfaceAddress;
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
@@ -216,6 +217,10 @@ pub struct FailureConfig {
     /// How long the overload before the failure lasts (see [`overload`]);
     /// zero leaves it out.
     pub overload: Duration,
+    /// The address of the leaver's second network interface, on which it
+    /// changes RDMA devices during its cycles (see [`rejoin`]); `None`: it
+    /// keeps its device.
+    pub second_address: Option<InterfaceAddress>,
 }
 
 /// [`FailureConfig::overload`] on virtual machines: a minute.
@@ -1332,6 +1337,7 @@ where
         nodes,
         cm: config.cm,
         pacing: config.pacing,
+        second_address: config.second_address,
     };
     rejoin::run(kernel, tap, &phase);
 }
@@ -2263,6 +2269,7 @@ mod tests {
             pacing: TEST_PACING,
             // On its own: nobody to call.
             overload: Duration::ZERO,
+            second_address: None,
         };
         let mut out = Vec::new();
         assert_eq!(run_victim(&kernel, &config, &mut out), Ok(()));
@@ -2284,6 +2291,7 @@ mod tests {
             pacing: TEST_PACING,
             // On its own: nobody to call.
             overload: Duration::ZERO,
+            second_address: None,
         };
         let mut out = Vec::new();
         let error = run_victim(&kernel, &config, &mut out).unwrap_err();
@@ -2305,6 +2313,7 @@ mod tests {
             nodes: count,
             pacing: TEST_PACING,
             overload: Duration::from_millis(300),
+            second_address: None,
         };
         let (survivors, victim) = nodes.split_at(nodes.len() - 1);
         thread::scope(|scope| {

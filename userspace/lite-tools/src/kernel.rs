@@ -9,6 +9,7 @@ use lite::sys::{self, LiteLock, LiteMulticast, LiteReceive, LiteStats};
 
 use crate::debugfs;
 use crate::errno::describe_result;
+use crate::guest_devices::{self, run_tool, SecondDevice};
 
 /// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
 /// method returns the raw result (>= 0 or a negative errno).
@@ -369,6 +370,11 @@ pub trait Kernel: Sync {
     fn reload_module(&self) -> Option<Result<(), String>> {
         None
     }
+    /// Changes the guest's second Soft-RoCE device (see [`SecondDevice`]);
+    /// `None` where there is none to change (an in-memory model).
+    fn second_device(&self, _step: SecondDevice) -> Option<Result<(), String>> {
+        None
+    }
 }
 
 /// Exists while LITE is loaded as a module (not when it is built in).
@@ -386,32 +392,22 @@ fn reload_lite_module(kernel: &Syscalls) -> Result<(), String> {
         let value = debugfs::read_file(name).map_err(|e| format!("reading {name}: {e}"))?;
         settings.push((name, value));
     }
-    run_module_tool("rmmod", "lite")?;
+    let device = guest_devices::read_device_param()?;
+    run_tool("rmmod", &["lite"])?;
     crate::errno::expect_errno(kernel.get_node_id(), libc::ENOSYS)
         .map_err(|e| format!("get_node_id while LITE is unloaded: {e}"))?;
-    run_module_tool("modprobe", "lite")?;
+    // The device choice is a module parameter: it is given back as one.
+    let device_param = format!("device={device}");
+    let mut modprobe = vec!["lite"];
+    if !device.is_empty() {
+        modprobe.push(&device_param);
+    }
+    run_tool("modprobe", &modprobe)?;
     for (name, value) in settings {
         debugfs::write_file(name, value.trim())
             .map_err(|e| format!("restoring {name} after the reload: {e}"))?;
     }
     Ok(())
-}
-
-/// Runs `tool module` (`rmmod`, `modprobe`); its output and status make
-/// the error.
-fn run_module_tool(tool: &str, module: &str) -> Result<(), String> {
-    let out = std::process::Command::new(tool)
-        .arg(module)
-        .output()
-        .map_err(|e| format!("cannot run {tool}: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "{tool} {module}: {}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim()
-    ))
 }
 
 /// The real system calls.
@@ -733,6 +729,10 @@ impl Kernel for Syscalls {
         std::path::Path::new(MODULE_STATE_FILE)
             .exists()
             .then(|| reload_lite_module(self))
+    }
+
+    fn second_device(&self, step: SecondDevice) -> Option<Result<(), String>> {
+        Some(guest_devices::change_second_device(step))
     }
 
     fn has_rdma_device(&self) -> bool {

@@ -45,6 +45,7 @@ pub mod failure_test;
 #[cfg(test)]
 mod fake_kernel;
 pub mod fuzz;
+pub mod guest_devices;
 pub mod kernel;
 pub mod keyring;
 pub mod partition_test;

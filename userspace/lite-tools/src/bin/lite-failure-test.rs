@@ -13,17 +13,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::failure_test::{
     run_survivor, run_victim, CyclePacing, FailureConfig, Role, OVERLOAD, READY_MARKER,
 };
+use lite_tools::guest_devices::InterfaceAddress;
 use lite_tools::kernel::Syscalls;
 use lite_tools::tap::Tap;
 use lite_tools::{parse_cm_address, say, MAX_CLUSTER_NODES};
 
 const CLI: Cli = Cli {
     program: "lite-failure-test",
-    synopsis: "--cm IP --nodes N --role survivor|victim",
+    synopsis: "--cm IP --nodes N --role survivor|victim [--second-address ADDR/LEN]",
     about: "Runs one node's part of the LITE node failure test.",
     options: &[
         OptionSpec {
@@ -41,6 +42,12 @@ const CLI: Cli = Cli {
             value_name: "ROLE",
             help: "survivor (checks and reports TAP) or victim (gets killed)",
         },
+        OptionSpec {
+            name: "second-address",
+            value_name: "ADDR/LEN",
+            help: "address of eth1, on which the leaver adds a second Soft-RoCE device \
+                   (default: it keeps rxe0)",
+        },
     ],
 };
 
@@ -56,6 +63,13 @@ fn parse_config(parsed: &Parsed) -> Result<(FailureConfig, Role), ArgError> {
         nodes: in_range("nodes", parsed.required("nodes")?, 3..=MAX_CLUSTER_NODES)?,
         pacing: CyclePacing::VMS,
         overload: OVERLOAD,
+        second_address: parsed
+            .get("second-address")
+            .map(|text| {
+                InterfaceAddress::parse(text)
+                    .map_err(|reason| invalid("second-address", text, reason))
+            })
+            .transpose()?,
     };
     let role = parsed.required_with("role", Role::parse)?;
     Ok((config, role))

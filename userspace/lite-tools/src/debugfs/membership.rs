@@ -14,6 +14,8 @@
 //! fenced 0
 //! peer 1 alive incarnation 1
 //! peer 2 dead incarnation 1
+//! device rxe0
+//! port 1
 //! manager_last_heard_ms_ago 120
 //! heartbeat_ms 500
 //! manager_timeout_ms 3000
@@ -202,6 +204,14 @@ pub fn parse_membership(text: &str) -> Result<MembershipFile, String> {
     }))
 }
 
+/// The RDMA device named in the membership file's `device` line: the
+/// device the membership runs on (`None` for a node that is no member).
+pub fn device_in_use(text: &str) -> Option<&str> {
+    text.lines()
+        .find_map(|line| line.trim().strip_prefix("device "))
+        .map(str::trim)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,8 +219,15 @@ mod tests {
     /// The file of a node cut off from the cluster, as the kernel writes it.
     const CUT_OFF: &str = "node 3\nincarnation 1\nepoch 5\nmanager_epoch 6\nfenced 1\n\
                            peer 1 dead incarnation 1\npeer 2 dead incarnation 2\n\
+                           device rxe1\nport 1\n\
                            manager_last_heard_ms_ago 4120\nheartbeat_ms 500\n\
                            manager_timeout_ms 3000\n";
+
+    #[test]
+    fn the_device_in_use_is_that_of_the_device_line() {
+        assert_eq!(device_in_use(CUT_OFF), Some("rxe1"));
+        assert_eq!(device_in_use("joined 0\nheartbeat_ms 500\n"), None);
+    }
 
     #[test]
     fn a_members_file_parses_with_its_peers() {

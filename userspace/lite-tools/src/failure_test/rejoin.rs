@@ -18,6 +18,16 @@
 //! [`CyclePacing::back`] before it leaves again, so that every size lasts
 //! several reads.
 //!
+//! Given the address of a second network interface, the leaver also
+//! changes RDMA devices: in cycle [`SECOND_DEVICE_ADDED`] it adds a
+//! second Soft-RoCE device, names it in LITE's `device` parameter, leaves
+//! with `lite_leave` (LITE stays loaded, so the join asks its id back),
+//! and must join again on the new device while the first one is still
+//! there; in cycle
+//! [`SECOND_DEVICE_REMOVED`] it leaves by deleting that device under the
+//! observers' traffic, which must take it out of the cluster as a leave
+//! does, and joins again on the first device.
+//!
 //! The lowest observer also publishes its spread LMR ([`SPREAD_NAME`]).
 //! Before its first leave the leaver maps it (`lite_ask_lmr`, retried
 //! while it fails with `EAGAIN`, which it may while the LMR's chunks move),
@@ -44,11 +54,13 @@ use std::time::Duration;
 use libc::c_long;
 use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
-use super::{alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, Target};
+use super::{alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, Target, TrafficReport};
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
 use crate::deadline::bounded;
+use crate::debugfs::membership::{device_in_use, MEMBERSHIP_FILE};
 use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::guest_devices::{InterfaceAddress, SecondDevice, FIRST_DEVICE, SECOND_DEVICE};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
@@ -57,6 +69,13 @@ use crate::IB_PORT;
 
 /// Leave/rejoin cycles in a row.
 pub const CYCLES: u32 = 10;
+
+/// The cycle before whose leave the leaver adds a second RDMA device and
+/// names it in the `device` parameter (with a second interface).
+pub const SECOND_DEVICE_ADDED: u32 = 3;
+
+/// The cycle whose leave is the deletion of that device.
+pub const SECOND_DEVICE_REMOVED: u32 = 6;
 
 /// Size of each observer's spread LMR: four 4 MiB chunks, round robin over
 /// the other survivors, so that with three survivors two are on the leaver.
@@ -80,6 +99,14 @@ const TRAFFIC_LMR_SIZE: u64 = 1 << 20;
 /// Size of the LMR the leaver allocates before each leave, to try its
 /// handle once it is out.
 const OLD_HANDLE_SIZE: u64 = 4096;
+
+/// Size of the LMR on an observer that the leaver runs checked traffic
+/// with once it is a member on the second RDMA device, and while that
+/// device goes away.
+const DEVICE_TRAFFIC_SIZE: u64 = 64 * 1024;
+
+/// How long the leaver's traffic on the second device lasts.
+const DEVICE_TRAFFIC_SPELL: Duration = Duration::from_secs(2);
 
 /// Bytes read around each chunk boundary of the spread LMR after the
 /// cycles that do not read it whole.
@@ -198,6 +225,9 @@ pub(super) struct Phase {
     pub cm: Ipv4Addr,
     /// How the cycles are paced.
     pub pacing: CyclePacing,
+    /// The address of the leaver's second network interface, on which it
+    /// adds a second RDMA device; `None`: the leaver keeps its device.
+    pub second_address: Option<InterfaceAddress>,
 }
 
 impl Phase {
@@ -388,6 +418,112 @@ fn map_and_read<K: Kernel>(kernel: &K, owner: u32) -> (Result<u64, String>, Resu
     (mapping, read)
 }
 
+/// Makes `step` happen, within [`CALL_TIMEOUT`].
+fn change_device<K>(kernel: &Arc<K>, step: SecondDevice) -> Result<(), String>
+where
+    K: Kernel + Send + 'static,
+{
+    bounded(kernel, CALL_TIMEOUT, move |k| k.second_device(step))?
+        .unwrap_or_else(|| Err("this kernel has no second RDMA device to change".to_string()))
+}
+
+/// A fresh LMR of [`DEVICE_TRAFFIC_SIZE`] on the first observer.
+fn device_traffic_target<K: Kernel>(
+    kernel: &K,
+    observers: &[u32],
+    password: u64,
+) -> Result<Target, String> {
+    let holder = observers.first().ok_or("no observer to allocate on")?;
+    let handle = alloc(kernel, *holder, DEVICE_TRAFFIC_SIZE, password)?;
+    Ok(Target {
+        handle,
+        size: DEVICE_TRAFFIC_SIZE,
+        password,
+    })
+}
+
+/// Runs [`run_traffic`] on `lmr` (if there is one) on a thread of its own
+/// while `during` runs; what `during` returned, and the traffic's report.
+/// With `ends_out` the node is out of the cluster once `during` returns,
+/// so the traffic has to end by itself, with its first refused call (it
+/// is stopped after [`CALL_TIMEOUT`]).
+fn traffic_during<K, T>(
+    kernel: &Arc<K>,
+    lmr: Result<Target, String>,
+    seed: u32,
+    ends_out: bool,
+    during: impl FnOnce() -> T,
+) -> (T, Result<TrafficReport, String>)
+where
+    K: Kernel + Send + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let traffic = lmr.map(|lmr| {
+        let (kernel, stop) = (Arc::clone(kernel), Arc::clone(&stop));
+        thread::spawn(move || {
+            let failed_ns = AtomicU64::new(0);
+            run_traffic(kernel.as_ref(), lmr, u64::from(seed), &stop, &failed_ns)
+        })
+    });
+    let result = during();
+    if let (true, Ok(thread)) = (ends_out, &traffic) {
+        let deadline = monotonic_ns().saturating_add(nanos(CALL_TIMEOUT));
+        while !thread.is_finished() && monotonic_ns() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let report = traffic.and_then(|thread| {
+        thread
+            .join()
+            .map_err(|_| "the traffic thread panicked".to_string())
+    });
+    (result, report)
+}
+
+/// Notes how many round trips the leaver's traffic made.
+fn comment_round_trips<W: Write>(tap: &mut Tap<W>, report: &Result<TrafficReport, String>) {
+    if let Ok(report) = report {
+        tap.comment(&format!("{} checked round trips", report.rounds));
+    }
+}
+
+/// The verdict on the leaver's traffic: some round trips, none with a
+/// difference, and an end by `ENOTCONN` if `ends_out` (the node left under
+/// it), by no error otherwise.
+fn traffic_verdict(report: &TrafficReport, ends_out: bool) -> Result<(), String> {
+    let rounds = report.rounds;
+    if let Some(mismatch) = &report.first_mismatch {
+        return Err(format!(
+            "{} of {rounds} round trips differ, first {mismatch}",
+            report.mismatches
+        ));
+    }
+    match (&report.error, ends_out) {
+        (Some(error), true) if error.contains("ENOTCONN") => {}
+        (None, false) => {}
+        (Some(error), _) => return Err(format!("after {rounds} round trips: {error}")),
+        (None, true) => return Err(format!("{rounds} round trips, none refused")),
+    }
+    if rounds == 0 && !ends_out {
+        return Err("no round trip completed".to_string());
+    }
+    Ok(())
+}
+
+/// Whether the node's membership runs on RDMA device `expected`.
+fn joined_on<K: Kernel>(kernel: &K, expected: &str) -> Result<(), String> {
+    let text = kernel
+        .read_debugfs(MEMBERSHIP_FILE)
+        .ok_or("this kernel has no membership file")?
+        .map_err(|e| format!("reading {MEMBERSHIP_FILE}: {e}"))?;
+    match device_in_use(&text) {
+        Some(device) if device == expected => Ok(()),
+        Some(device) => Err(format!("it is a member on {device}")),
+        None => Err(format!("{MEMBERSHIP_FILE} names no device:\n{text}")),
+    }
+}
+
 /// The verdict on a leave that returned `ret`. `mapped` is the observer
 /// whose spread LMR this node maps during the leave, if it does: the
 /// chunks it holds of that LMR have to move all the same, so a refusal to
@@ -430,10 +566,60 @@ where
     let mapping = mapped.map_or(String::new(), |owner| {
         format!(", keeping its mapping of node {owner}'s spread LMR")
     });
+    let device_step = match (phase.second_address, cycle) {
+        (Some(address), SECOND_DEVICE_ADDED) => Some(SecondDevice::Add(address)),
+        (Some(_), SECOND_DEVICE_REMOVED) => Some(SecondDevice::Remove),
+        _ => None,
+    };
+    let (first, _) = FIRST_DEVICE;
+    let (second, second_netdev) = SECOND_DEVICE;
+    if let Some(SecondDevice::Add(address)) = device_step {
+        tap.check(
+            &format!(
+                "leave/rejoin cycle {cycle}: node {me}, a member on {first}, gets a second \
+                 RDMA device, {second} on {second_netdev} ({address}), and names it in \
+                 LITE's device parameter"
+            ),
+            change_device(kernel, SecondDevice::Add(address)),
+        );
+    }
     let started = monotonic_ns();
     // Where LITE is a module, the node leaves by unloading it, which must
-    // leave exactly as `lite_leave` does, and loads it again.
-    let left_ok = match bounded(kernel, CALL_TIMEOUT, |k| k.reload_module()) {
+    // leave exactly as `lite_leave` does, and loads it again; or by losing
+    // its RDMA device, which must too. It calls `lite_leave` before it
+    // joins on another device: a node that joins from another address
+    // gets its id back only by asking for it, which a reloaded LITE
+    // cannot (to the manager it is another machine).
+    let left = match device_step {
+        Some(SecondDevice::Remove) => {
+            let traffic = device_traffic_target(kernel.as_ref(), observers, password);
+            let (removed, report) = traffic_during(kernel, traffic.clone(), me, true, || {
+                change_device(kernel, SecondDevice::Remove)
+            });
+            let took = elapsed_ms(started, monotonic_ns());
+            tap.comment(&format!("device removal {took} ms"));
+            comment_round_trips(tap, &report);
+            tap.check(
+                &format!(
+                    "leave/rejoin cycle {cycle}: node {me}'s checked traffic with an observer \
+                     while {second} goes away: no byte differs, and it ends with -ENOTCONN"
+                ),
+                traffic.and_then(|_| traffic_verdict(&report?, true)),
+            );
+            Ok(Some(removed))
+        }
+        Some(SecondDevice::Add(_)) => Ok(None),
+        None => bounded(kernel, CALL_TIMEOUT, |k| k.reload_module()),
+    };
+    let left_ok = match left {
+        Ok(Some(removed)) if device_step == Some(SecondDevice::Remove) => tap.check(
+            &format!(
+                "leave/rejoin cycle {cycle}: deleting {second}, the RDMA device node {me} is \
+                 a member on, under the observers' traffic takes the node out of the \
+                 cluster{mapping}"
+            ),
+            removed,
+        ),
         Ok(Some(reloaded)) => {
             let took = elapsed_ms(started, monotonic_ns());
             tap.comment(&format!("unload and load {took} ms"));
@@ -492,6 +678,34 @@ where
     );
     if !rejoined {
         return CycleEnd::Out;
+    }
+    if let Some(step) = device_step {
+        let (expected, why) = match step {
+            SecondDevice::Add(_) => (
+                second,
+                format!(", which the parameter names, with {first} there too"),
+            ),
+            SecondDevice::Remove => (first, String::new()),
+        };
+        tap.check(
+            &format!("leave/rejoin cycle {cycle}: node {me} is a member on {expected} again{why}"),
+            joined_on(kernel.as_ref(), expected),
+        );
+        if let SecondDevice::Add(_) = step {
+            let traffic = device_traffic_target(kernel.as_ref(), observers, password);
+            let ((), report) = traffic_during(kernel, traffic.clone(), me, false, || {
+                thread::sleep(DEVICE_TRAFFIC_SPELL)
+            });
+            comment_round_trips(tap, &report);
+            tap.check(
+                &format!(
+                    "leave/rejoin cycle {cycle}: node {me} runs checked traffic with an observer \
+                     over {second} for {} s: no error, no byte differs",
+                    DEVICE_TRAFFIC_SPELL.as_secs()
+                ),
+                traffic.and_then(|_| traffic_verdict(&report?, false)),
+            );
+        }
     }
 
     let whole = phase.survivors();
