@@ -11,5 +11,7 @@
 #include <net/sock.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
+/* LITE's system call argument structs. */
+#include <uapi/linux/lite.h>
 
 const gfp_t RUST_CONST_HELPER___GFP_COMP = __GFP_COMP;

@@ -5,12 +5,16 @@
 
 use core::ffi::{c_int, c_long};
 use kernel::{
+    bindings,
     error::from_result,
     prelude::*,
     uaccess::{UserPtr, UserSlice},
 };
 
-use super::syscalls::{caller, to_ret};
+use super::{
+    syscalls::{caller, to_ret},
+    user::read_struct,
+};
 use crate::internal::{
     async_io::op::AsyncBuffer,
     core::limits::MAX_NODES,
@@ -45,23 +49,6 @@ fn user_reply(buf: UserPtr, size: u64) -> Result<Payload<'static>> {
         at: buf,
         len: size as usize,
     })
-}
-
-/// Native-endian fields of an argument struct copied in from userspace.
-struct Fields<'a>(&'a [u8]);
-
-impl Fields<'_> {
-    fn u64_at(&self, at: usize) -> u64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.0[at..at + 8]);
-        u64::from_ne_bytes(b)
-    }
-
-    fn u32_at(&self, at: usize) -> u32 {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&self.0[at..at + 4]);
-        u32::from_ne_bytes(b)
-    }
 }
 
 /// Copies `data` out to `buf`.
@@ -247,9 +234,6 @@ pub(crate) extern "C" fn lite_rs_reply_message(buf: UserPtr, size: u64, descript
     })
 }
 
-/// Size of `struct lite_receive`.
-const RECEIVE_ARGS_LEN: usize = 32;
-
 /// Backend of `lite_reply_and_receive_message`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_reply_and_receive_message(
@@ -259,43 +243,37 @@ pub(crate) extern "C" fn lite_rs_reply_and_receive_message(
     next: UserPtr,
 ) -> c_long {
     from_result(|| {
-        let mut args = [0u8; RECEIVE_ARGS_LEN];
-        UserSlice::new(next, RECEIVE_ARGS_LEN)
-            .reader()
-            .read_slice(&mut args)?;
-        let f = Fields(&args);
-        let (recv_buf, recv_max, port, flags) =
-            (f.u64_at(0), f.u64_at(8), f.u32_at(24), f.u32_at(28));
+        let args: bindings::lite_receive = read_struct(next)?;
         {
             let (cluster, process) = caller()?;
             cluster
                 .rpc
                 .reply(&process, descriptor, user_reply(buf, size)?)?;
         }
-        let descriptor_field = next.checked_add(16).ok_or(EFAULT)?;
-        let recv_buf = UserPtr::try_from(recv_buf).map_err(|_| EFAULT)?;
-        receive_to_user(port, recv_buf, recv_max, descriptor_field, flags)
+        let descriptor_field = next
+            .checked_add(core::mem::offset_of!(bindings::lite_receive, descriptor))
+            .ok_or(EFAULT)?;
+        let recv_buf = UserPtr::try_from(args.buf).map_err(|_| EFAULT)?;
+        receive_to_user(
+            args.port,
+            recv_buf,
+            args.max_size,
+            descriptor_field,
+            args.flags,
+        )
     })
 }
-
-/// Size of `struct lite_multicast`.
-const MULTICAST_ARGS_LEN: usize = 56;
 
 /// Backend of `lite_send_reply_multicast`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        let mut args = [0u8; MULTICAST_ARGS_LEN];
-        UserSlice::new(call, MULTICAST_ARGS_LEN)
-            .reader()
-            .read_slice(&mut args)?;
-        let f = Fields(&args);
+        let args: bindings::lite_multicast = read_struct(call)?;
         let to_ptr = |v: u64| UserPtr::try_from(v).map_err(|_| EFAULT);
-        let (nodes_ptr, lengths_ptr, msg, size) =
-            (f.u64_at(0), f.u64_at(8), f.u64_at(16), f.u64_at(24));
+        let (nodes_ptr, lengths_ptr, msg, size) = (args.nodes, args.lengths, args.msg, args.size);
         let (replies, max_reply, count, port_priority) =
-            (f.u64_at(32), f.u64_at(40), f.u32_at(48), f.u32_at(52));
+            (args.replies, args.max_reply, args.count, args.port_priority);
         let count = count as usize;
         if count == 0 || count > MAX_NODES {
             return Err(EINVAL);

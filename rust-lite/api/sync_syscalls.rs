@@ -5,12 +5,16 @@
 
 use core::ffi::{c_int, c_long};
 use kernel::{
+    bindings,
     error::from_result,
     prelude::*,
     uaccess::{UserPtr, UserSlice},
 };
 
-use super::syscalls::caller;
+use super::{
+    syscalls::caller,
+    user::{read_struct, write_struct},
+};
 use crate::internal::{
     atomics::AtomicOp,
     cluster,
@@ -27,9 +31,6 @@ use crate::internal::{
 };
 use crate::sys::cred;
 
-/// Bytes of `struct lite_lock`.
-const LOCK_LEN: usize = 8;
-
 /// Stores `value` at the user's `__u64 *`.
 fn write_u64(ptr: UserPtr, value: u64) -> Result {
     UserSlice::new(ptr, 8)
@@ -39,23 +40,20 @@ fn write_u64(ptr: UserPtr, value: u64) -> Result {
 
 /// Reads a `struct lite_lock`.
 fn read_lock(ptr: UserPtr) -> Result<LockId> {
-    let mut bytes = [0u8; LOCK_LEN];
-    UserSlice::new(ptr, LOCK_LEN)
-        .reader()
-        .read_slice(&mut bytes)?;
-    let [h0, h1, h2, h3, n0, n1, n2, n3] = bytes;
+    let lock: bindings::lite_lock = read_struct(ptr)?;
     Ok(LockId {
-        home: u32::from_ne_bytes([h0, h1, h2, h3]),
-        number: u32::from_ne_bytes([n0, n1, n2, n3]),
+        home: lock.home,
+        number: lock.number,
     })
 }
 
 /// Stores a `struct lite_lock`.
 fn write_lock(ptr: UserPtr, id: LockId) -> Result {
-    let mut bytes = [0u8; LOCK_LEN];
-    bytes[..4].copy_from_slice(&id.home.to_ne_bytes());
-    bytes[4..].copy_from_slice(&id.number.to_ne_bytes());
-    UserSlice::new(ptr, LOCK_LEN).writer().write_slice(&bytes)
+    let lock = bindings::lite_lock {
+        home: id.home,
+        number: id.number,
+    };
+    write_struct(ptr, lock)
 }
 
 /// Runs `op` and stores the old value at `old`, which is checked for

@@ -255,9 +255,10 @@ impl Node {
             // A rejoin after a cut-off may still try as LITE unloads.
             Err(ENODEV)
         } else {
-            self.choose_device(ib_port).and_then(|(device, port_config)| {
-                self.join_with(device, port_config, (addr, port), change.last_id, &secret)
-            })
+            self.choose_device(ib_port)
+                .and_then(|(device, port_config)| {
+                    self.join_with(device, port_config, (addr, port), change.last_id, &secret)
+                })
         };
         if result.is_ok() {
             self.state.lock().last_join = Some((addr, port, ib_port, secret));

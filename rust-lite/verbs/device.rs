@@ -61,9 +61,10 @@ impl DeviceReleased {
     /// using it end, which are bounded by their own timeouts; the wait
     /// cannot be cut short, since the device is freed once it ends.
     pub(super) fn wait(&self) {
-        self.queue.wait_until(Sleep::Uninterruptible, RELEASE_RECHECK_MS, || {
-            self.released.load(Ordering::Acquire)
-        });
+        self.queue
+            .wait_until(Sleep::Uninterruptible, RELEASE_RECHECK_MS, || {
+                self.released.load(Ordering::Acquire)
+            });
     }
 }
 
@@ -246,8 +247,7 @@ impl Device {
         // SAFETY: `ptr` is valid by the type invariant; `rdma_get_gid_attr`
         // checks `port` and `index` itself and returns an error pointer for
         // an empty or invalid entry.
-        let attr =
-            unsafe { bindings::rdma_get_gid_attr(self.ptr.as_ptr(), port, table_index) };
+        let attr = unsafe { bindings::rdma_get_gid_attr(self.ptr.as_ptr(), port, table_index) };
         let attr = kernel::error::from_err_ptr(attr.cast_mut()).ok()?;
         // SAFETY: `attr` is a valid GID attribute on which the call above
         // took a reference, released just below; its GID and type are set
@@ -257,8 +257,7 @@ impl Device {
             GidEntry {
                 index,
                 gid: (*attr).gid.raw,
-                roce_v2: (*attr).gid_type
-                    == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+                roce_v2: (*attr).gid_type == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
             }
         };
         // SAFETY: Releases the reference `rdma_get_gid_attr` took, once.

@@ -43,6 +43,9 @@ const FIELDS: usize = 15;
 /// Bytes of `struct lite_stats`.
 pub(crate) const STATS_LEN: usize = 8 * FIELDS;
 
+// The uapi header declares the layout; the counters above follow it.
+const _: () = assert!(STATS_LEN == core::mem::size_of::<kernel::bindings::lite_stats>());
+
 impl Stats {
     /// Every counter with its `struct lite_stats` field name, in order.
     pub(crate) fn named(&self) -> [(&'static str, u64); FIELDS] {
