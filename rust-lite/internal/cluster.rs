@@ -33,7 +33,6 @@ use super::{
 use crate::verbs::{self, PortConfig, WorkCompletion};
 use core::sync::atomic::Ordering;
 
-
 /// Most pool segments (one in use and the spare one) for which idle reply
 /// slots keep their buffers across housekeeping rounds.
 const POOL_SEGMENTS_WITH_KEPT_REPLIES: usize = 2;

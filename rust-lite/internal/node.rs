@@ -492,8 +492,7 @@ impl ClientHandler for LiteClient {
             .find(|slot| slot.as_ref().is_some_and(|d| d.device.is(raw)))
             .and_then(Option::take);
         if let Some(removed) = removed {
-            let why = "its RDMA device goes away";
-            node.leave_for_good(Some(&removed), why);
+            node.leave_for_good(Some(&removed), "its RDMA device goes away");
             pr_info!("RDMA device {} gone\n", removed.device.name());
         }
     }

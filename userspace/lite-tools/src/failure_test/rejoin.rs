@@ -481,11 +481,19 @@ where
     (result, report)
 }
 
-/// Notes how many round trips the leaver's traffic made.
-fn comment_round_trips<W: Write>(tap: &mut Tap<W>, report: &Result<TrafficReport, String>) {
-    if let Ok(report) = report {
+/// Notes how many round trips the leaver's traffic made and checks it
+/// as test point `name` (see [`traffic_verdict`]); an error stands for
+/// traffic that could not start.
+fn check_traffic<W: Write>(
+    tap: &mut Tap<W>,
+    name: &str,
+    report: Result<TrafficReport, String>,
+    ends_out: bool,
+) {
+    if let Ok(report) = &report {
         tap.comment(&format!("{} checked round trips", report.rounds));
     }
+    tap.check(name, report.and_then(|r| traffic_verdict(&r, ends_out)));
 }
 
 /// The verdict on the leaver's traffic: some round trips, none with a
@@ -593,18 +601,19 @@ where
     let left = match device_step {
         Some(SecondDevice::Remove) => {
             let traffic = device_traffic_target(kernel.as_ref(), observers, password);
-            let (removed, report) = traffic_during(kernel, traffic.clone(), me, true, || {
+            let (removed, report) = traffic_during(kernel, traffic, me, true, || {
                 change_device(kernel, SecondDevice::Remove)
             });
             let took = elapsed_ms(started, monotonic_ns());
             tap.comment(&format!("device removal {took} ms"));
-            comment_round_trips(tap, &report);
-            tap.check(
+            check_traffic(
+                tap,
                 &format!(
                     "leave/rejoin cycle {cycle}: node {me}'s checked traffic with an observer \
                      while {second} goes away: no byte differs, and it ends with -ENOTCONN"
                 ),
-                traffic.and_then(|_| traffic_verdict(&report?, true)),
+                report,
+                true,
             );
             Ok(Some(removed))
         }
@@ -693,17 +702,18 @@ where
         );
         if let SecondDevice::Add(_) = step {
             let traffic = device_traffic_target(kernel.as_ref(), observers, password);
-            let ((), report) = traffic_during(kernel, traffic.clone(), me, false, || {
+            let ((), report) = traffic_during(kernel, traffic, me, false, || {
                 thread::sleep(DEVICE_TRAFFIC_SPELL)
             });
-            comment_round_trips(tap, &report);
-            tap.check(
+            check_traffic(
+                tap,
                 &format!(
                     "leave/rejoin cycle {cycle}: node {me} runs checked traffic with an observer \
                      over {second} for {} s: no error, no byte differs",
                     DEVICE_TRAFFIC_SPELL.as_secs()
                 ),
-                traffic.and_then(|_| traffic_verdict(&report?, false)),
+                report,
+                false,
             );
         }
     }
