@@ -25,10 +25,10 @@
  *   heartbeat_ms      how often the node tells the manager it lives
  *   manager_timeout_ms  how long the node may hear nothing from the manager
  *                     before it counts itself cut off and fences itself
- *   rpc_fault_next    fault injection (write-only): the next RPC request this
- *                     node posts to the node written here carries a header
- *                     whose length disagrees with its bytes, so that the
- *                     server breaks the ring; 0 disarms
+ *   rpc_fault_next    with CONFIG_LITE_FAULT_INJECTION only, write-only: the
+ *                     next RPC request this node posts to the node written
+ *                     here carries a header whose length disagrees with its
+ *                     bytes, so that the server breaks the ring; 0 disarms
  * The values live in LITE's Rust code, which validates what is written.
  */
 
@@ -209,12 +209,14 @@ static int lite_admin_group_set(void *data, u64 value)
 DEFINE_DEBUGFS_ATTRIBUTE(lite_admin_group_fops, lite_admin_group_get,
 			 lite_admin_group_set, "%llu\n");
 
+#ifdef CONFIG_LITE_FAULT_INJECTION
 static int lite_rpc_fault_next_set(void *data, u64 value)
 {
 	return lite_rs_rpc_fault_next(value);
 }
 DEFINE_DEBUGFS_ATTRIBUTE(lite_rpc_fault_next_fops, NULL,
 			 lite_rpc_fault_next_set, "%llu\n");
+#endif
 
 static struct dentry *lite_debugfs_dir;
 
@@ -247,8 +249,10 @@ void lite_debugfs_create(void)
 				   &lite_heartbeat_ms_fops);
 	debugfs_create_file_unsafe("manager_timeout_ms", 0644, dir, NULL,
 				   &lite_manager_timeout_ms_fops);
+#ifdef CONFIG_LITE_FAULT_INJECTION
 	debugfs_create_file_unsafe("rpc_fault_next", 0200, dir, NULL,
 				   &lite_rpc_fault_next_fops);
+#endif
 }
 
 /* Removes LITE's files, waiting for calls into them to end. */

@@ -17,6 +17,7 @@ use crate::{
         locks::lockers::LockId,
         memory::{
             handle::{LmrHandle, Password},
+            ops::CopyEnd,
             registration::KernelRegion,
             transfer::{Direction, KernelSink, KernelSource},
             DataOp,
@@ -280,10 +281,11 @@ pub(crate) extern "C" fn liteapi_rdma_mr_memcpy(
     from_result(|| {
         let cluster = node()?.cluster()?;
         let process = &cluster.kernel_process;
-        let (src_lh, dst_lh) = (LmrHandle::from_raw(src_lh), LmrHandle::from_raw(dst_lh));
-        cluster
-            .memory_ops
-            .copy(process, src_lh, src_offset, dst_lh, dst_offset, size, false)?;
+        let (from, to) = (
+            CopyEnd::new(src_lh, src_offset),
+            CopyEnd::new(dst_lh, dst_offset),
+        );
+        cluster.memory_ops.copy(process, from, to, size, false)?;
         Ok(0)
     })
 }
@@ -300,10 +302,11 @@ pub(crate) extern "C" fn liteapi_rdma_mr_memmov(
     from_result(|| {
         let cluster = node()?.cluster()?;
         let process = &cluster.kernel_process;
-        let (src_lh, dst_lh) = (LmrHandle::from_raw(src_lh), LmrHandle::from_raw(dst_lh));
-        cluster
-            .memory_ops
-            .copy(process, src_lh, src_offset, dst_lh, dst_offset, size, true)?;
+        let (from, to) = (
+            CopyEnd::new(src_lh, src_offset),
+            CopyEnd::new(dst_lh, dst_offset),
+        );
+        cluster.memory_ops.copy(process, from, to, size, true)?;
         Ok(0)
     })
 }
@@ -909,12 +912,12 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_async(
         let buffer = unsafe { KernelBuffer::new(reply.cast::<u8>(), room) }?;
         let id = cluster.async_io.submit_call(
             &cluster.kernel_process,
-            &cluster.rpc,
-            node_id,
-            &target,
-            message.into(),
-            max_reply,
             AsyncBuffer::Kernel(buffer),
+            || {
+                cluster
+                    .rpc
+                    .call_async(node_id, &target, message.into(), max_reply)
+            },
         )?;
         c_long::try_from(id).map_err(|_| EINVAL)
     })

@@ -3,7 +3,7 @@
 //! Backends of LITE's RPC system calls (`lite_register_application` …
 //! `lite_send_reply_multicast`); see `include/uapi/linux/lite.h`.
 
-use core::ffi::{c_int, c_long};
+use core::ffi::c_long;
 use kernel::{
     bindings,
     error::from_result,
@@ -25,7 +25,6 @@ use crate::internal::{
         Target,
     },
 };
-use crate::sys::cred;
 
 /// A request of `size` bytes (1 to `LITE_MAX_MESSAGE_SIZE`) at `buf`,
 /// read when it is sent.
@@ -159,15 +158,11 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm_async(
         }
         let room = reply_room(reply, max_reply)?;
         let message = user_message(msg, size)?;
-        let id = cluster.async_io.submit_call(
-            &process,
-            &cluster.rpc,
-            node_id,
-            &target,
-            message,
-            room,
-            AsyncBuffer::User(reply),
-        )?;
+        let id = cluster
+            .async_io
+            .submit_call(&process, AsyncBuffer::User(reply), || {
+                cluster.rpc.call_async(node_id, &target, message, room)
+            })?;
         to_ret(id)
     })
 }
@@ -336,17 +331,18 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
 /// Arms the RPC fault injection of `lite_debugfs.c`: the next request this
 /// node posts to `node` breaks its ring on the server (0 disarms).
 /// `-EINVAL` for a node id out of range, `-EPERM` without `CAP_NET_ADMIN`.
+#[cfg(CONFIG_LITE_FAULT_INJECTION)]
 #[no_mangle]
-pub(crate) extern "C" fn lite_rs_rpc_fault_next(node: u64) -> c_int {
+pub(crate) extern "C" fn lite_rs_rpc_fault_next(node: u64) -> core::ffi::c_int {
     from_result(|| {
-        if !cred::may_administer() {
+        if !crate::sys::cred::may_administer() {
             return Err(EPERM);
         }
         let node = u32::try_from(node)
             .ok()
             .filter(|&n| (n as usize) < MAX_NODES)
             .ok_or(EINVAL)?;
-        crate::internal::rpc::inject_bad_header(node);
+        crate::internal::rpc::fault_injection::inject_bad_header(node);
         Ok(0)
     })
 }

@@ -20,6 +20,7 @@ use crate::internal::{
     async_io::{op::AsyncBuffer, AsyncData, AsyncDataOp},
     memory::{
         handle::{LmrHandle, Password},
+        ops::CopyEnd,
         transfer::Direction,
         DataOp,
     },
@@ -224,10 +225,8 @@ fn copy(
         let (cluster, process) = caller()?;
         cluster.memory_ops.copy(
             &process,
-            LmrHandle::from_raw(src),
-            src_offset,
-            LmrHandle::from_raw(dst),
-            dst_offset,
+            CopyEnd::new(src, src_offset),
+            CopyEnd::new(dst, dst_offset),
             size,
             overlap_safe,
         )?;

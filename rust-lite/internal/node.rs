@@ -362,7 +362,6 @@ impl Node {
             (addr, port),
             channel,
             secret.clone(),
-            node_id,
             incarnation,
             rejoin_after_cut_off,
         )?;

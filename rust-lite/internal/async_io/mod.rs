@@ -37,7 +37,7 @@ use super::{
         admission,
         op_stats::{OpKind, OpTimer},
     },
-    rpc::{client::MAX_ASYNC_CALLS, payload::Payload, Rpc, Target},
+    rpc::{call_in_flight::CallInFlight, client::MAX_ASYNC_CALLS},
     util::workers::{self, Workers},
 };
 
@@ -178,24 +178,20 @@ impl AsyncIo {
         timer.finish(admission, len, Ok(id))
     }
 
-    /// `lite_send_reply_imm_async`: posts a call of `message` to `node` and
-    /// returns its operation id; reaping it delivers the reply (at most
-    /// `max_reply` bytes) to `dest` and returns the reply's length.
+    /// `lite_send_reply_imm_async`: posts a call with `post` (an
+    /// [`Rpc::call_async`](super::rpc::Rpc::call_async)) and returns its
+    /// operation id; reaping it
+    /// delivers the reply to `dest` and returns the reply's length.
     ///
     /// # Errors
     ///
     /// `EAGAIN` with [`MAX_ASYNC_OPS`] unreaped operations or
-    /// [`MAX_ASYNC_CALLS`] unreaped calls; the errors of posting a call
-    /// (see [`Rpc::call_async`]).
+    /// [`MAX_ASYNC_CALLS`] unreaped calls; the errors of posting the call.
     pub(crate) fn submit_call(
         &self,
         process: &Process,
-        rpc: &Arc<Rpc>,
-        node: u32,
-        target: &Target,
-        message: Payload<'_>,
-        max_reply: u64,
         dest: AsyncBuffer,
+        post: impl FnOnce() -> Result<CallInFlight>,
     ) -> Result<u64> {
         // The operation is in the table before the request goes out, so a
         // posted call always has an id to be reaped by.
@@ -209,9 +205,7 @@ impl AsyncIo {
             ops.insert(op.clone())?
         };
         // Dropping a posted call that cannot be recorded gives it up.
-        let posted = rpc
-            .call_async(node, target, message, max_reply)
-            .and_then(|call| Ok(Arc::new(call, GFP_KERNEL)?));
+        let posted = post().and_then(|call| Ok(Arc::new(call, GFP_KERNEL)?));
         match posted {
             Ok(call) => {
                 op.posted(call, dest);

@@ -191,8 +191,8 @@ pub(crate) struct Membership {
 }
 
 impl Membership {
-    /// The link of node `node_id` (`incarnation`) over `channel`, before its
-    /// join completes. Once the node is cut off from the cluster (not when
+    /// The link of `cluster`'s node (`incarnation`) over `channel`, before
+    /// its join completes. Once the node is cut off from the cluster (not when
     /// it leaves), `rejoin` is called every [`REJOIN_INTERVAL_MS`] until it
     /// ends this membership by joining again.
     pub(crate) fn new(
@@ -200,10 +200,10 @@ impl Membership {
         manager: ([u8; 4], u16),
         channel: ManagerChannel,
         secret: Secret,
-        node_id: u32,
         incarnation: u32,
         rejoin: fn(),
     ) -> Result<Arc<Self>> {
+        let node_id = cluster.core.node_id();
         let channel = Arc::new(channel, GFP_KERNEL)?;
         Arc::pin_init(
             try_pin_init!(Membership {

@@ -296,6 +296,22 @@ impl Drop for OwnedLmrUse {
     }
 }
 
+/// What an LMR is made of, given to [`Lmr::new`].
+pub(crate) struct LmrParts {
+    /// Size in bytes.
+    pub(crate) size: u64,
+    /// How its bytes lie in its chunks.
+    pub(crate) geometry: Geometry,
+    /// What the holder of the handle may do.
+    pub(crate) permission: Permission,
+    /// Whether it was allocated here, registered here or mapped.
+    pub(crate) origin: Origin,
+    /// Its chunks, in order.
+    pub(crate) chunks: KVec<ChunkRef>,
+    /// What it holds of its creator's quotas.
+    pub(crate) charge: Charge,
+}
+
 /// Memory for an LMR, reserved before its chunks are allocated so that
 /// creating it over them cannot fail and strand them.
 pub(crate) struct LmrSlot(UniqueArc<MaybeUninit<Lmr>>);
@@ -306,16 +322,16 @@ impl Lmr {
         Ok(LmrSlot(UniqueArc::new_uninit(GFP_KERNEL)?))
     }
 
-    /// Creates an LMR over `chunks` in `slot`.
-    pub(crate) fn new(
-        slot: LmrSlot,
-        size: u64,
-        geometry: Geometry,
-        permission: Permission,
-        origin: Origin,
-        chunks: KVec<ChunkRef>,
-        charge: Charge,
-    ) -> Arc<Self> {
+    /// Creates the LMR `parts` describe in `slot`.
+    pub(crate) fn new(slot: LmrSlot, parts: LmrParts) -> Arc<Self> {
+        let LmrParts {
+            size,
+            geometry,
+            permission,
+            origin,
+            chunks,
+            charge,
+        } = parts;
         let initialised = slot.0.write_pin_init(pin_init!(Lmr {
             size,
             geometry,

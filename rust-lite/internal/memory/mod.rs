@@ -28,7 +28,7 @@ use kernel::{
 use self::{
     chunk::{check_range, check_size, chunk_count, chunk_len, spread_target, Geometry},
     handle::{LmrHandle, Password},
-    lmr::{ChunkRef, Lmr, Origin, Place, ALLOC_ATOMIC, ALLOC_FLAGS, ATOMIC_SIZE},
+    lmr::{ChunkRef, Lmr, LmrParts, Origin, Place, ALLOC_ATOMIC, ALLOC_FLAGS, ATOMIC_SIZE},
     permission::Permission,
     transfer::{transfer_lmr, Direction},
     wire::MemoryMessage,
@@ -184,12 +184,14 @@ impl RemoteMemory {
         }
         let lmr = Lmr::new(
             slot,
-            size,
-            Geometry::ALLOCATED,
-            permission,
-            Origin::Allocated,
-            chunks,
-            charge,
+            LmrParts {
+                size,
+                geometry: Geometry::ALLOCATED,
+                permission,
+                origin: Origin::Allocated,
+                chunks,
+                charge,
+            },
         );
         self.adopt(process, lmr, password)
     }

@@ -31,6 +31,25 @@ use crate::internal::{
     process::Process,
 };
 
+/// One end of a copy: a place in an LMR.
+#[derive(Clone, Copy)]
+pub(crate) struct CopyEnd {
+    /// The caller's handle of the LMR.
+    pub(crate) handle: LmrHandle,
+    /// The offset in the LMR.
+    pub(crate) offset: u64,
+}
+
+impl CopyEnd {
+    /// `offset` of the LMR of raw handle `handle`.
+    pub(crate) fn new(handle: u64, offset: u64) -> Self {
+        CopyEnd {
+            handle: LmrHandle::from_raw(handle),
+            offset,
+        }
+    }
+}
+
 /// Memory operations of a joined node, on its callers' LMRs and, for other
 /// nodes, on the chunks it holds.
 pub(crate) struct MemoryOps {
@@ -87,25 +106,22 @@ impl MemoryOps {
     }
 
     /// `lite_memcpy` (`overlap_safe` false) and `lite_memmove` (true):
-    /// copies `len` bytes from `src_offset` of `src_handle` to `dst_offset`
-    /// of `dst_handle`.
+    /// copies `len` bytes from `from` to `to`.
     ///
     /// # Errors
     ///
     /// `EINVAL` bad ranges; handle errors; errors of the nodes doing the copy.
-    #[expect(clippy::too_many_arguments, reason = "mirrors the system call")]
     pub(crate) fn copy(
         &self,
         process: &Process,
-        src_handle: LmrHandle,
-        src_offset: u64,
-        dst_handle: LmrHandle,
-        dst_offset: u64,
+        from: CopyEnd,
+        to: CopyEnd,
         len: u64,
         overlap_safe: bool,
     ) -> Result {
-        let src = process.permitted(src_handle, Permission::READ)?;
-        let dst = process.permitted(dst_handle, Permission::WRITE)?;
+        let (src_offset, dst_offset) = (from.offset, to.offset);
+        let src = process.permitted(from.handle, Permission::READ)?;
+        let dst = process.permitted(to.handle, Permission::WRITE)?;
         check_range(src.size, src_offset, len)?;
         check_range(dst.size, dst_offset, len)?;
         let _uses = begin_both(&src, &dst)?;
@@ -198,29 +214,26 @@ impl MemoryOps {
     }
 
     /// Holder side of a [`MemoryOpMessage::CopyRequest`].
-    #[expect(clippy::too_many_arguments, reason = "the fields of the request")]
     fn execute_copy(
         &self,
         src_chunk_id: u64,
         src_offset: u64,
         len: u64,
-        dst_node: u32,
-        dst_chunk_id: u64,
-        dst_addr: u64,
-        dst_rkey: u32,
+        dst: CopyDestination,
     ) -> Result {
         let src = self.core.store.get(src_chunk_id)?;
-        if dst_node == self.core.node_id() {
-            let dst = self.core.store.get(dst_chunk_id)?;
-            let dst_at = dst_addr
-                .checked_sub(dst.remote_range(0, 0)?.0)
+        if dst.node == self.core.node_id() {
+            let local = self.core.store.get(dst.chunk_id)?;
+            let dst_at = dst
+                .addr
+                .checked_sub(local.remote_range(0, 0)?.0)
                 .ok_or(EINVAL)?;
-            return self.copy_out(&src, src_offset, len, CopyTarget::Local(&dst, dst_at));
+            return self.copy_out(&src, src_offset, len, CopyTarget::Local(&local, dst_at));
         }
         let target = CopyTarget::Remote {
-            node: dst_node,
-            addr: dst_addr,
-            rkey: dst_rkey,
+            node: dst.node,
+            addr: dst.addr,
+            rkey: dst.rkey,
         };
         self.copy_out(&src, src_offset, len, target)
     }
@@ -259,15 +272,29 @@ impl Subsystem for MemoryOps {
                     src_chunk_id,
                     src_offset,
                     len,
-                    dst_node,
-                    dst_chunk_id,
-                    dst_addr,
-                    dst_rkey,
+                    CopyDestination {
+                        node: dst_node,
+                        chunk_id: dst_chunk_id,
+                        addr: dst_addr,
+                        rkey: dst_rkey,
+                    },
                 ),
             ),
         };
         (request_id != 0).then(|| Frame::status_reply(request_id, Status::of(&done)))
     }
+}
+
+/// Where a [`MemoryOpMessage::CopyRequest`] sends its bytes.
+struct CopyDestination {
+    /// The node holding the destination chunk.
+    node: u32,
+    /// The destination chunk in `node`'s memory store.
+    chunk_id: u64,
+    /// Remote address of the first destination byte.
+    addr: u64,
+    /// Remote key covering it.
+    rkey: u32,
 }
 
 /// Where [`MemoryOps::copy_out`] puts the bytes.

@@ -13,7 +13,7 @@ use kernel::{prelude::*, sync::Arc, uaccess::UserPtr};
 use super::{
     chunk::Geometry,
     handle::{LmrHandle, Password},
-    lmr::{ChunkRef, Lmr, Origin, Place},
+    lmr::{ChunkRef, Lmr, LmrParts, Origin, Place},
     permission::Permission,
     RemoteMemory,
 };
@@ -196,7 +196,17 @@ impl Registration {
                 }
             }
         }
-        let lmr = Lmr::new(slot, size, geometry, permission, origin, chunks, charge);
+        let lmr = Lmr::new(
+            slot,
+            LmrParts {
+                size,
+                geometry,
+                permission,
+                origin,
+                chunks,
+                charge,
+            },
+        );
         self.memory.adopt(process, lmr, password)
     }
 

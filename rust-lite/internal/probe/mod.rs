@@ -275,26 +275,15 @@ impl Probe {
         Ok(connection)
     }
 
-    /// Target side of a [`ProbeMessage::ProbeOpen`].
-    #[expect(clippy::too_many_arguments, reason = "the fields of the request")]
+    /// Target side of a [`ProbeMessage::ProbeOpen`]: connects to the
+    /// prober's queue pair `end` and offers it `offered`.
     fn open(
         &self,
         prober: u32,
-        qpn: u32,
-        psn: u32,
-        gid: [u8; 16],
-        lid: u32,
-        mtu: u32,
+        end: RemoteEnd,
         offered: u32,
     ) -> Result<(OpenProbe, (u32, u32), (u64, u32), u64)> {
         let connection = self.connection()?;
-        let end = RemoteEnd {
-            qpn,
-            psn,
-            lid: lid as u16,
-            mtu: u16::try_from(mtu).map_err(|_| EINVAL)?,
-            gid,
-        };
         connection.connect(&end, self.core.port())?;
         let canary = DmaBuffer::new(&self.core.device().device, PROBE_LEN)?;
         canary.fill(0, PROBE_LEN, CANARY)?;
@@ -360,15 +349,22 @@ impl Probe {
         };
         // One check per prober at a time: an earlier one ends here.
         self.take(prober);
-        let gid = gid_of(gid_high, gid_low);
+        let end = u16::try_from(mtu).map(|mtu| RemoteEnd {
+            qpn,
+            psn,
+            lid: lid as u16,
+            mtu,
+            gid: gid_of(gid_high, gid_low),
+        });
         let port = self.core.port();
-        let opened = self.open(prober, qpn, psn, gid, lid, mtu, target).and_then(
-            |(open, endpoint, remote, canary_addr)| {
+        let opened = end
+            .map_err(|_| EINVAL)
+            .and_then(|end| self.open(prober, end, target))
+            .and_then(|(open, endpoint, remote, canary_addr)| {
                 let mut table = self.open.lock();
                 table.push(open, GFP_KERNEL)?;
                 Ok((endpoint, remote, canary_addr))
-            },
-        );
+            });
         Some(
             match opened {
                 Ok(((qpn, psn), (target_addr, target_rkey), canary_addr)) => {

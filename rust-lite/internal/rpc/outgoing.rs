@@ -54,7 +54,9 @@ impl Outgoing<'_> {
         once_posted: impl FnOnce(bool),
     ) -> Result {
         match self {
-            Outgoing::Inline(inline) => peer.rdma_write_imm_inline(inline, remote, imm, once_posted),
+            Outgoing::Inline(inline) => {
+                peer.rdma_write_imm_inline(inline, remote, imm, once_posted)
+            }
             Outgoing::Staged { buffer, len } => {
                 peer.rdma_write_imm_ordered(buffer, *len, remote, imm, once_posted)
             }

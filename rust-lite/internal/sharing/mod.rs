@@ -37,7 +37,7 @@ use super::{
     memory::{
         chunk::{self, spans, Geometry},
         handle::{LmrHandle, Password},
-        lmr::{ChunkRef, HeldPause, Lmr, Origin, Place},
+        lmr::{ChunkRef, HeldPause, Lmr, LmrParts, Origin, Place},
         permission::Permission,
         transfer::{Direction, Source, MAX_PIECE},
         DataOp, RemoteMemory,
@@ -391,12 +391,14 @@ impl Sharing {
         let chunks = self.read_chunk_table(&peer, table_addr, table_rkey, count)?;
         let lmr = Lmr::new(
             Lmr::reserve()?,
-            size,
-            geometry,
-            granted,
-            Origin::Mapped { owner, lmr_id },
-            chunks,
-            Charge::none(),
+            LmrParts {
+                size,
+                geometry,
+                permission: granted,
+                origin: Origin::Mapped { owner, lmr_id },
+                chunks,
+                charge: Charge::none(),
+            },
         );
         let mapping_id = {
             let mut mappings = self.mappings.lock();
