@@ -873,7 +873,10 @@ kunit_case!(lite_test_name_table, |c| {
     check!(c, table.insert(entry(3, 20)).is_ok());
     check!(
         c,
-        table.insert(entry(1, 30)) == Err(kernel::error::code::EEXIST)
+        table
+            .insert(entry(1, 30))
+            .map_err(|(e, refused)| (e, refused.lmr_id))
+            == Err((kernel::error::code::EEXIST, 30))
     );
     check!(c, table.len() == 3);
     check!(
@@ -883,13 +886,15 @@ kunit_case!(lite_test_name_table, |c| {
             .is_some_and(|e| e.lmr_id == 10 && e.value == 2)
     );
     check!(c, table.find(4).is_none());
-    check!(c, table.remove_lmr(10) == 2);
+    check!(c, table.take_of_lmr(10).is_some_and(|e| e.lmr_id == 10));
+    check!(c, table.take_of_lmr(10).is_some_and(|e| e.lmr_id == 10));
+    check!(c, table.take_of_lmr(10).is_none());
     check!(c, table.find(1).is_none() && table.find(2).is_none());
     check!(c, table.len() == 1);
     // A freed name can be published again, also for another LMR.
     check!(c, table.insert(entry(1, 40)).is_ok());
     check!(c, table.find(1).is_some_and(|e| e.lmr_id == 40));
-    check!(c, table.remove_lmr(99) == 0);
+    check!(c, table.take_of_lmr(99).is_none());
 });
 
 kunit_case!(lite_test_chunk_descriptors, |c| {

@@ -53,10 +53,9 @@ struct Joined {
 }
 
 /// The node-wide state of LITE.
-///
-/// Lock order: `state`, then `joined`.
 #[pin_data]
 pub(crate) struct Node {
+    /// Lock class `lite:node`: see the lock order in [`crate::internal::core`].
     #[pin]
     state: Mutex<NodeState>,
     /// The current membership; taken and read in a few instructions, so

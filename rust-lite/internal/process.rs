@@ -78,12 +78,14 @@ pub(crate) struct Process {
     /// Thread group id; 0 for kernel callers.
     pub(crate) tgid: i32,
     /// Handles, by handle number.
+    /// Lock class `lite:handles`: see the lock order in [`crate::internal::core`].
     #[pin]
     handles: Mutex<SlotTable<HandleEntry>>,
     /// Asynchronous operations not yet reaped, by operation id.
     #[pin]
     pub(crate) ops: Mutex<SlotTable<Arc<AsyncOp>>>,
     /// Received requests not yet answered, by descriptor.
+    /// Lock class `lite:rpc_descriptors`: see the lock order in [`crate::internal::core`].
     #[pin]
     pub(crate) descriptors: Mutex<SlotTable<ReplyTo>>,
     /// Priority of calls that pass `LITE_PRIORITY_NONE`.
@@ -213,6 +215,7 @@ impl Process {
 /// Every process with LITE state, by thread group id.
 #[pin_data]
 pub(crate) struct Processes {
+    /// Lock class `lite:processes`: see the lock order in [`crate::internal::core`].
     #[pin]
     tree: Mutex<RBTree<i32, Arc<Process>>>,
 }

@@ -9,8 +9,7 @@
 
 use core::{ffi::c_void, ptr::NonNull};
 use kernel::{
-    bindings, c_str, error::from_err_ptr, new_mutex, prelude::*, str::CStr, sync::Arc,
-    sync::Mutex,
+    bindings, c_str, error::from_err_ptr, new_mutex, prelude::*, str::CStr, sync::Arc, sync::Mutex,
 };
 
 use super::set_once::SetOnce;
@@ -42,7 +41,8 @@ impl ThreadRef {
         // SAFETY: `task` is valid (type invariant). `exit_state` is set once,
         // by the exiting task itself; a stale read only makes the caller keep
         // the entry a little longer.
-        let state = unsafe { core::ptr::read_volatile(&raw const (*self.task.as_ptr()).exit_state) };
+        let state =
+            unsafe { core::ptr::read_volatile(&raw const (*self.task.as_ptr()).exit_state) };
         state != 0
     }
 
@@ -70,6 +70,7 @@ impl Drop for ThreadRef {
 /// The threads that may still run LITE's code.
 #[pin_data]
 struct Registry {
+    /// Lock class `lite:threads`: see the lock order in [`crate::internal::core`].
     #[pin]
     threads: Mutex<KVec<ThreadRef>>,
 }

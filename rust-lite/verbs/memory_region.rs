@@ -133,6 +133,7 @@ impl Drop for MemoryRegion {
 pub(crate) struct Registrar {
     /// One registration at a time: the queue pair's completions are then
     /// always the current registration's.
+    /// Lock class `lite:registrar`: see the lock order in [`crate::internal::core`].
     #[pin]
     qp: Mutex<QueuePair>,
     cq: Arc<CompletionQueue>,

@@ -15,9 +15,6 @@
 //! Identities peers translate are never given to a new region, so that its
 //! accesses are not sent elsewhere; they are kept for the life of the node
 //! (one word per region that lived through a change of keys).
-//!
-//! Lock order: a region's `registrations`, then the registrar's queue pair;
-//! `cells` and `translated` are taken alone.
 
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
@@ -57,6 +54,7 @@ struct Registrations {
 struct RegionCell {
     identity: u32,
     layout: Layout,
+    /// Lock class `lite:region_registrations`: see the lock order in [`crate::internal::core`].
     #[pin]
     registrations: Mutex<Registrations>,
 }
@@ -115,6 +113,7 @@ impl Drop for KeyedRegion {
 #[pin_data]
 pub(crate) struct KeyRegistry {
     /// Live regions; a released region leaves a free entry for the next.
+    /// Lock class `lite:region_keys`: see the lock order in [`crate::internal::core`].
     #[pin]
     cells: Mutex<KVec<Option<Arc<RegionCell>>>>,
     /// Identities peers may hold a translation for: a new region must not

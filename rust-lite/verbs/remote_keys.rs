@@ -25,6 +25,7 @@ const FIRST_TABLE_WAIT_MS: u32 = 10_000;
 #[pin_data]
 pub(crate) struct RemoteKeys {
     /// Identity and current key, ascending by identity.
+    /// Lock class `lite:remote_keys`: see the lock order in [`crate::internal::core`].
     #[pin]
     table: SpinLock<KeyTable>,
     /// A first table arrived (or the connection translates nothing).

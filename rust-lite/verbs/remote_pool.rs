@@ -131,6 +131,7 @@ struct RegisteredMemory {
 #[pin_data(PinnedDrop)]
 pub(crate) struct Segment {
     registered: RegisteredMemory,
+    /// Lock class `lite:pool_segment`: see the lock order in [`crate::internal::core`].
     #[pin]
     map: SpinLock<PageMap>,
 }
@@ -221,12 +222,11 @@ impl PinnedDrop for Segment {
 }
 
 /// The node's pool of memory peers can reach.
-///
-/// Lock order: `segments`, then a segment's page map.
 #[pin_data]
 pub(crate) struct RemotePool {
     #[pin]
     registrar: Registrar,
+    /// Lock class `lite:remote_pool`: see the lock order in [`crate::internal::core`].
     #[pin]
     segments: Mutex<KVec<Arc<Segment>>>,
     device: Arc<Device>,

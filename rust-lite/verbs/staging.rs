@@ -34,8 +34,11 @@ type Tier<const N: usize> = Mutex<[Option<DmaBuffer>; N]>;
 #[pin_data]
 pub(crate) struct StagingPool {
     device: Arc<Device>,
+    /// Lock class `lite:staging`: see the lock order in [`crate::internal::core`].
     #[pin]
     free: Tier<POOLED>,
+    /// Lock class `lite:staging_large`: see the lock order in
+    /// [`crate::internal::core`].
     #[pin]
     free_large: Tier<POOLED_LARGE>,
 }
@@ -82,7 +85,9 @@ impl StagingPool {
     /// Buffers kept for reuse.
     pub(crate) fn kept(&self) -> usize {
         let count = |free: &[Option<DmaBuffer>]| free.iter().filter(|b| b.is_some()).count();
-        count(&*self.free.lock()) + count(&*self.free_large.lock())
+        // One lock at a time.
+        let small = count(&*self.free.lock());
+        small + count(&*self.free_large.lock())
     }
 
     /// [`StagingPool::with`] on a buffer of `tier`, whose buffers are of

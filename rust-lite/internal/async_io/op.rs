@@ -103,6 +103,7 @@ enum Phase {
 pub(crate) struct AsyncOp {
     kind: AsyncKind,
     offset: u64,
+    /// Lock class `lite:async_phase`: see the lock order in [`crate::internal::core`].
     #[pin]
     phase: Mutex<Phase>,
     #[pin]
@@ -203,11 +204,13 @@ impl AsyncOp {
     /// Whether the operation has finished (or was cancelled); a call, once
     /// its answer came or its caller's wait for it is over.
     pub(crate) fn is_finished(&self) -> bool {
-        match &*self.phase.lock() {
-            Phase::Done { .. } | Phase::Cancelled => true,
-            Phase::Calling { call, .. } => call.is_settled(),
-            Phase::Queued(_) | Phase::Running | Phase::Posting => false,
-        }
+        let call = match &*self.phase.lock() {
+            Phase::Done { .. } | Phase::Cancelled => return true,
+            Phase::Calling { call, .. } => call.clone(),
+            Phase::Queued(_) | Phase::Running | Phase::Posting => return false,
+        };
+        // Asked outside the phase's lock: the call has locks of its own.
+        call.is_settled()
     }
 
     /// Waits until the operation has finished; `interruptible` lets a

@@ -112,6 +112,7 @@ pub(crate) fn nodes_reached(seen: &[u64], round: u64) -> usize {
 /// State of the distributed barrier on this node.
 #[pin_data]
 pub(crate) struct BarrierRounds {
+    /// Lock class `lite:barrier`: see the lock order in [`crate::internal::core`].
     #[pin]
     rounds: Mutex<Rounds>,
     #[pin]

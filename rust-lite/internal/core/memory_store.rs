@@ -60,6 +60,7 @@ impl StoreState {
 /// part of and named by a chunk id in control messages.
 #[pin_data]
 pub(crate) struct MemoryStore {
+    /// Lock class `lite:memory_store`: see the lock order in [`crate::internal::core`].
     #[pin]
     chunks: Mutex<StoreState>,
 }

@@ -10,24 +10,59 @@
 //!
 //! # Lock order
 //!
-//! Two of LITE's locks are held at once only in these orders (outer first);
-//! every other lock is taken with none of LITE's locks held, and lockdep
-//! checks all of it in the debug kernel the tests run:
+//! LITE's locks are named by their lockdep classes. These are all the
+//! nestings there are (outer lock first); lockdep checks them in the debug
+//! kernel the tests run, which reach each of them, and the test command
+//! fails if lockdep sees a nesting of LITE's locks that is not listed here:
 //!
-//! 1. the process table (`lite:processes`), then one process's handles
-//!    (`lite:handles`) or asynchronous operations (`lite:async_ops`), to
-//!    count them for statistics;
-//! 2. the published names (`lite:names`), then an LMR's users
-//!    (`lite:lmr_users`): answering an ask checks under the names' lock
-//!    that the LMR is open and not paused;
-//! 3. the node's state (`lite:node`), then its current membership
-//!    (`lite:joined`).
+//! - `lite:processes` → `lite:handles`
+//! - `lite:processes` → `lite:async_ops`
+//!   (statistics count every process's handles and operations)
+//! - `lite:names` → `lite:lmr_users`
+//!   (an ask is answered under the names' lock only for an LMR that is open
+//!   and not paused)
+//! - `lite:membership` → `lite:peers`
+//!   (a node fencing itself takes its peers as its view marks them gone)
+//! - `lite:server_node` → `lite:remote_keys`
+//!   (a request is posted under its view of the server's ring, so requests
+//!   reach the ring in the order their space was reserved; posting
+//!   translates the ring's key)
+//! - `lite:lock_home` → `lite:peers`
+//! - `lite:lock_home` → `lite:requests`
+//!   (a lock's home changes the lock's words with compare-and-swaps that a
+//!   peer performs, see below)
+//! - `lite:keys_sending` → `lite:region_keys`
+//! - `lite:keys_sending` → `lite:translated_keys`
+//! - `lite:keys_sending` → `lite:region_registrations`
+//! - `lite:keys_sending` → `lite:jobs`
+//! - `lite:region_registrations` → `lite:registrar`
+//!   (new keys are made, and peers asked to take them, while no key table
+//!   is being sent; each region is registered anew under its own lock)
+//! - `lite:remote_pool` → `lite:pool_segment`
+//!   (a buffer is carved out of a segment the pool keeps)
 //!
-//! A client's view of a server's ports (`lite:server_node`) is held while a
-//! request is reserved in the ring and posted, which takes no other lock.
-//! No lock is held across a wait for a peer; allocations happen before
-//! spinlocks are taken. The quotas' lock (`lite:quotas`) is innermost: a
-//! charge is given back wherever its holder goes away, under any lock.
+//! Every other lock is taken with none of LITE's locks held. What gives
+//! something back when dropped (a pool buffer, a quota charge, a name's
+//! table, an LMR's chunks) is dropped after the lock that held it is
+//! released, and allocations happen before spinlocks are taken.
+//!
+//! No lock is held across a wait for a peer, except these, each bounded:
+//!
+//! - `lite:lock_home`, across the compare-and-swaps on the lock words of
+//!   the locks homed here: a node reaches its own words through a peer,
+//!   and the home's queue must change with its words. Each request waits
+//!   at most `REPLY_TIMEOUT_MS`, and fails with `EHOSTDOWN` once the peer
+//!   is declared gone.
+//! - `lite:server_node`, while a request is posted: for the server's first
+//!   key table (at most `FIRST_TABLE_WAIT_MS`) and for a free send slot,
+//!   which frees when the server's device acknowledges an earlier request,
+//!   the connection's retries run out, or the server is declared gone.
+//! - `lite:cm_link`, across a send to the cluster manager, bounded by the
+//!   connection's user timeout (the manager timeout).
+//!
+//! `lite:keys_sending`, `lite:region_registrations` and `lite:registrar`
+//! are held while this node's device registers a memory region, at most
+//! `REGISTER_TIMEOUT_MS` each.
 
 pub(crate) mod chunk_memory;
 pub(crate) mod device;
@@ -126,6 +161,7 @@ pub(crate) struct Core {
     /// Buffers for the bytes of requests, replies and atomics.
     #[pin]
     pub(crate) staging: StagingPool,
+    /// Lock class `lite:peers`: see the lock order in [`crate::internal::core`].
     #[pin]
     peers: Mutex<PeerTable>,
     /// Control requests waiting for replies.

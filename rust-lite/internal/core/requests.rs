@@ -50,6 +50,7 @@ struct Pending {
 /// Requests waiting for replies.
 #[pin_data]
 pub(crate) struct Requests {
+    /// Lock class `lite:requests`: see the lock order in [`crate::internal::core`].
     #[pin]
     pending: Mutex<Pending>,
     #[pin]

@@ -48,11 +48,10 @@ struct Sending {
 }
 
 /// Replaces this node's keys and tells its peers.
-///
-/// Lock order: `sending`, then the key registry's locks.
 #[pin_data]
 pub(crate) struct Keys {
     core: Arc<Core>,
+    /// Lock class `lite:keys_sending`: see the lock order in [`crate::internal::core`].
     #[pin]
     sending: Mutex<Sending>,
     #[pin]

@@ -517,6 +517,7 @@ pub(crate) struct LockHome {
     words: DmaBuffer,
     /// Locks created: only grows, under the table's mutex.
     created: AtomicU32,
+    /// Lock class `lite:lock_home`: see the lock order in [`crate::internal::core`].
     #[pin]
     table: Mutex<Table>,
 }

@@ -122,6 +122,7 @@ struct State {
 /// who waits for them.
 #[pin_data]
 pub(crate) struct Lockers {
+    /// Lock class `lite:locks`: see the lock order in [`crate::internal::core`].
     #[pin]
     state: Mutex<State>,
     #[pin]

@@ -49,7 +49,10 @@ use super::{
         amounts::{Amounts, Resource},
         Charge, Payer,
     },
-    util::workers::{self, Job, Workers},
+    util::{
+        vec::push_or_return,
+        workers::{self, Job, Workers},
+    },
 };
 use crate::{errno, sys::sched};
 
@@ -208,6 +211,7 @@ pub(crate) struct Locks {
     /// What the locks this node's users created hold of their quotas, one
     /// charge per user: locks are never destroyed, so they count for the
     /// membership.
+    /// Lock class `lite:created_locks`: see the lock order in [`crate::internal::core`].
     #[pin]
     created: Mutex<KVec<Charge>>,
 }
@@ -264,10 +268,16 @@ impl Locks {
             // One charge per user: usually added to the user's, without
             // allocating. Without memory for it, the charge goes back early.
             let mut created = self.created.lock();
-            match created.iter_mut().find(|c| c.same_payer(&charge)) {
-                Some(held) => held.absorb(charge),
-                None => drop(created.push(charge, GFP_KERNEL)),
-            }
+            let refused = match created.iter_mut().find(|c| c.same_payer(&charge)) {
+                Some(held) => {
+                    held.absorb(charge);
+                    Ok(())
+                }
+                None => push_or_return(&mut created, charge),
+            };
+            drop(created);
+            // Given back outside the lock.
+            drop(refused);
         }
         Ok(id)
     }

@@ -166,6 +166,7 @@ pub(crate) struct Membership {
     /// The connection to the manager. Locked for each frame sent, which
     /// serialises the frames of the two threads (and of the join); replaced
     /// when the node resumes over a new connection.
+    /// Lock class `lite:cm_link`: see the lock order in [`crate::internal::core`].
     #[pin]
     link: Mutex<Arc<ManagerChannel>>,
     /// The cluster's secret, to authenticate again when resuming.

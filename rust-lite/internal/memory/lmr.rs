@@ -196,6 +196,7 @@ pub(crate) struct Lmr {
     /// What the LMR holds of its creator's quotas (nothing for a mapping).
     /// It goes back when the LMR goes: a handle of this node that mapped
     /// the LMR by name keeps its local chunks alive after it is freed.
+    /// Lock class `lite:lmr_charge`: see the lock order in [`crate::internal::core`].
     #[pin]
     charge: Mutex<Charge>,
     /// Nodes that mapped this LMR by name, one bit per node id.

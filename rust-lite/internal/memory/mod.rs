@@ -51,7 +51,7 @@ use super::{
         amounts::{Amounts, Resource},
         Charge,
     },
-    util::{clock::now_ms, slot_table::SlotTable},
+    util::{clock::now_ms, slot_table::SlotTable, vec::push_or_return},
 };
 use crate::errno;
 
@@ -65,6 +65,7 @@ pub(crate) const ORPHAN_GRACE_MS: u64 = 5000;
 pub(crate) struct RemoteMemory {
     core: Arc<Core>,
     /// LMRs created on this node, by LMR id.
+    /// Lock class `lite:lmrs`: see the lock order in [`crate::internal::core`].
     #[pin]
     lmrs: Mutex<SlotTable<Arc<Lmr>>>,
     /// Charges of LMRs whose memory is kept after they went (a mapper did
@@ -103,11 +104,17 @@ impl RemoteMemory {
             return;
         }
         let mut kept = self.kept_charges.lock();
-        match kept.iter_mut().find(|k| k.same_payer(&charge)) {
-            Some(held) => held.absorb(charge),
-            // Without memory for it, the charge goes back early.
-            None => drop(kept.push(charge, GFP_KERNEL)),
-        }
+        let refused = match kept.iter_mut().find(|k| k.same_payer(&charge)) {
+            Some(held) => {
+                held.absorb(charge);
+                Ok(())
+            }
+            None => push_or_return(&mut kept, charge),
+        };
+        drop(kept);
+        // Without memory for it, the charge goes back early, outside the
+        // lock.
+        drop(refused);
     }
 
     /// Removes LMR `lmr_id` from the node's table.
@@ -204,7 +211,8 @@ impl RemoteMemory {
         lmr: Arc<Lmr>,
         password: Password,
     ) -> Result<LmrHandle> {
-        let lmr_id = match self.lmrs.lock().insert(lmr.clone()) {
+        let inserted = self.lmrs.lock().insert(lmr.clone());
+        let lmr_id = match inserted {
             Ok(id) => id,
             Err(e) => {
                 self.release_chunks(&lmr.chunks);

@@ -26,6 +26,7 @@ use super::core::{
     Core,
 };
 use super::keys::Keys;
+use super::util::vec::push_or_return;
 use crate::verbs::{
     CompletionQueue, Connection, DmaBuffer, KeyRegistry, RemoteEnd, RemotePool, RECV_DEPTH,
 };
@@ -120,6 +121,7 @@ pub(crate) struct Probe {
     /// Replaces the target's keys for [`Check::Replaced`].
     keys: Arc<Keys>,
     /// Open checks of probers, one per prober at a time.
+    /// Lock class `lite:probe`: see the lock order in [`crate::internal::core`].
     #[pin]
     open: Mutex<KVec<OpenProbe>>,
 }
@@ -361,8 +363,9 @@ impl Probe {
             .map_err(|_| EINVAL)
             .and_then(|end| self.open(prober, end, target))
             .and_then(|(open, endpoint, remote, canary_addr)| {
-                let mut table = self.open.lock();
-                table.push(open, GFP_KERNEL)?;
+                let kept = push_or_return(&mut self.open.lock(), open);
+                // A check that cannot be kept is closed outside the lock.
+                kept.map_err(|(e, _closed)| e)?;
                 Ok((endpoint, remote, canary_addr))
             });
         Some(

@@ -58,11 +58,9 @@ struct QuotaState {
 }
 
 /// The quotas of a node.
-///
-/// Lock order: `state` is innermost (charges are given back from wherever
-/// their holder goes away, possibly under other locks).
 #[pin_data]
 pub(crate) struct Quotas {
+    /// Lock class `lite:quotas`: see the lock order in [`crate::internal::core`].
     #[pin]
     state: SpinLock<QuotaState>,
 }

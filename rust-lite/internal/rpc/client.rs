@@ -123,6 +123,7 @@ pub(crate) struct ClaimedSlot {
 /// Reply slots of this node's remote calls.
 #[pin_data]
 pub(crate) struct ReplySlots {
+    /// Lock class `lite:reply_slots`: see the lock order in [`crate::internal::core`].
     #[pin]
     pub(crate) slots: Mutex<KVec<ReplySlot>>,
     /// Where each slot's request went, by slot.
@@ -521,6 +522,7 @@ impl ReplySlots {
 pub(crate) struct LocalCall {
     /// Room for the reply.
     pub(crate) max_reply: u64,
+    /// Lock class `lite:local_call`: see the lock order in [`crate::internal::core`].
     #[pin]
     outcome: Mutex<Option<Result<KVVec<u8>>>>,
     #[pin]
@@ -645,6 +647,7 @@ impl PortView {
 #[pin_data]
 pub(crate) struct ServerNode {
     /// By port.
+    /// Lock class `lite:server_node`: see the lock order in [`crate::internal::core`].
     #[pin]
     pub(crate) ports: Mutex<KVec<PortView>>,
     /// Signalled when a ring gains room.

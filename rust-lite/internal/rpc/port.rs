@@ -142,15 +142,15 @@ impl PortState {
         })
     }
 
-    /// The ring of `node`, created (with `memory`) if it has none yet.
+    /// The ring of `node`, created (taking `memory`) if it has none yet.
     pub(crate) fn ring_for(
         &mut self,
         node: u32,
-        memory: Option<DmaBuffer>,
+        memory: &mut Option<DmaBuffer>,
     ) -> Result<&mut ServerRing> {
         let slot = self.rings.get_mut(node as usize).ok_or(EINVAL)?;
         if slot.is_none() {
-            let memory = memory.ok_or(ENOMEM)?;
+            let memory = memory.take().ok_or(ENOMEM)?;
             *slot = Some(ServerRing {
                 memory,
                 reader: RingReader::new(RING_SIZE),
@@ -380,6 +380,7 @@ impl PortState {
 #[pin_data]
 pub(crate) struct Port {
     /// Its state.
+    /// Lock class `lite:port`: see the lock order in [`crate::internal::core`].
     #[pin]
     pub(crate) state: Mutex<PortState>,
     /// Signalled when a message arrives or the port is unregistered.

@@ -207,8 +207,10 @@ impl Rpc {
             }
             !state.has_ring(node)
         };
-        // Allocate outside the lock; a racing query's ring wins.
-        let memory = if needs_ring {
+        // Allocate outside the lock; a racing query's ring wins, and the
+        // memory not used goes back after the lock is released (`state` is
+        // dropped first).
+        let mut memory = if needs_ring {
             match self.core.ring_pool.allocate(RING_SIZE as usize) {
                 Ok(memory) => Some(memory),
                 Err(e) => return fail(e),
@@ -218,7 +220,7 @@ impl Rpc {
         };
         let mut state = port_ref.state.lock();
         let max_size = state.max_size;
-        match state.ring_for(node, memory) {
+        match state.ring_for(node, &mut memory) {
             Ok(ring) => match ring.memory.remote_range(0, RING_SIZE as usize) {
                 Ok((ring_addr, ring_rkey)) => {
                     if fresh {

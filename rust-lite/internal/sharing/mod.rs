@@ -150,6 +150,7 @@ pub(crate) struct Sharing {
     core: Arc<Core>,
     memory: Arc<RemoteMemory>,
     /// Names published on this node.
+    /// Lock class `lite:names`: see the lock order in [`crate::internal::core`].
     #[pin]
     names: Mutex<NameTable<NameValue>>,
     /// Mappings of other nodes' LMRs.
@@ -251,7 +252,7 @@ impl Sharing {
             .charge(process.payer(), Amounts::of(Resource::Names, 1))?;
         let table = self.chunk_table(&lmr)?;
         let _use = lmr.begin()?;
-        self.names.lock().insert(Published {
+        let inserted = self.names.lock().insert(Published {
             name,
             lmr_id,
             permission,
@@ -261,7 +262,9 @@ impl Sharing {
                 table,
                 _charge: charge,
             },
-        })
+        });
+        // A refused entry's buffer and charge go back outside the lock.
+        inserted.map_err(|(e, _refused)| e)
     }
 
     /// A buffer holding the chunk table of `lmr`, which peers can read.
@@ -274,7 +277,13 @@ impl Sharing {
 
     /// Removes every name of LMR `lmr_id`.
     pub(crate) fn unpublish(&self, lmr_id: u64) {
-        self.names.lock().remove_lmr(lmr_id);
+        loop {
+            // Each entry's buffer and charge go back outside the lock.
+            let taken = self.names.lock().take_of_lmr(lmr_id);
+            if taken.is_none() {
+                break;
+            }
+        }
     }
 
     /// `lite_wrap_alloc`: an LMR on this node holding `size` bytes from

@@ -26,7 +26,7 @@ use crate::{
     internal::{
         core::limits::MAX_NODES,
         memory::lmr::{Lmr, Origin},
-        util::clock::now_ms,
+        util::{clock::now_ms, vec::put_or_return},
     },
 };
 use kernel::sync::Arc;
@@ -61,12 +61,9 @@ impl Sharing {
             since_ms: now_ms(),
             pauses,
         };
-        let mut mappings = self.mappings.lock();
-        match mappings.held.iter_mut().find(|h| h.is_none()) {
-            Some(free) => *free = Some(held),
-            None => mappings.held.push(Some(held), GFP_KERNEL)?,
-        }
-        Ok(())
+        let kept = put_or_return(&mut self.mappings.lock().held, held);
+        // A hold that cannot be kept resumes its mappers outside the lock.
+        kept.map_err(|(e, _resumed)| e)
     }
 
     /// Takes the mappings of LMR `lmr_id` of `owner` held paused.

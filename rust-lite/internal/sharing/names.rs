@@ -5,7 +5,10 @@
 
 use kernel::prelude::*;
 
-use crate::internal::memory::{handle::Password, permission::Permission};
+use crate::internal::{
+    memory::{handle::Password, permission::Permission},
+    util::vec::put_or_return,
+};
 
 /// One published name.
 pub(crate) struct Published<T> {
@@ -34,20 +37,17 @@ impl<T> NameTable<T> {
         }
     }
 
-    /// Publishes `entry`.
+    /// Publishes `entry`. A refused entry comes back, so that the caller
+    /// drops what it holds after releasing its lock.
     ///
     /// # Errors
     ///
     /// `EEXIST` if its name is taken, `ENOMEM`.
-    pub(crate) fn insert(&mut self, entry: Published<T>) -> Result {
+    pub(crate) fn insert(&mut self, entry: Published<T>) -> Result<(), (Error, Published<T>)> {
         if self.find(entry.name).is_some() {
-            return Err(EEXIST);
+            return Err((EEXIST, entry));
         }
-        match self.entries.iter_mut().find(|e| e.is_none()) {
-            Some(slot) => *slot = Some(entry),
-            None => self.entries.push(Some(entry), GFP_KERNEL)?,
-        }
-        Ok(())
+        put_or_return(&mut self.entries, entry)
     }
 
     /// The entry published under `name`.
@@ -68,17 +68,13 @@ impl<T> NameTable<T> {
             .filter(move |e| e.lmr_id == lmr_id)
     }
 
-    /// Removes every name of LMR `lmr_id`; returns how many there were.
-    pub(crate) fn remove_lmr(&mut self, lmr_id: u64) -> usize {
-        let mut removed = 0;
-        for slot in self.entries.iter_mut() {
-            if slot.as_ref().is_some_and(|e| e.lmr_id == lmr_id) {
-                *slot = None;
-                // PANIC: at most one per entry of `entries`.
-                removed += 1;
-            }
-        }
-        removed
+    /// Takes one entry of LMR `lmr_id` out of the table, for the caller to
+    /// drop after releasing its lock.
+    pub(crate) fn take_of_lmr(&mut self, lmr_id: u64) -> Option<Published<T>> {
+        self.entries
+            .iter_mut()
+            .find(|slot| slot.as_ref().is_some_and(|e| e.lmr_id == lmr_id))
+            .and_then(Option::take)
     }
 
     /// Number of names.

@@ -7,4 +7,5 @@ pub(crate) mod clock;
 pub(crate) mod handle;
 pub(crate) mod ring;
 pub(crate) mod slot_table;
+pub(crate) mod vec;
 pub(crate) mod workers;

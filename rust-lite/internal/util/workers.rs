@@ -36,6 +36,7 @@ struct Queue<J> {
 /// A queue of jobs and the threads that run them.
 #[pin_data]
 pub(crate) struct Workers<J> {
+    /// Lock class `lite:jobs`: see the lock order in [`crate::internal::core`].
     #[pin]
     queue: Mutex<Queue<J>>,
     #[pin]
