@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Helpers for LITE: RDMA verbs that are static inline in <rdma/ib_verbs.h>,
- * and scheduler and wait-queue primitives that are macros. They only dispatch
- * through device ops or touch per-task state, so they link even when ib_core
- * is a module; helpers that call into ib_core or the crypto API are part of
- * LITE (lite_helpers.c).
+ * and memory, key, credential, scheduler and wait-queue primitives that are
+ * static inline or macros. Each only forwards to what it is named after;
+ * the logic is LITE's Rust. They only dispatch through device ops or touch
+ * per-task state, so they link even when ib_core is a module; helpers that
+ * call into ib_core or the crypto API are part of LITE (lite_helpers.c).
  */
 
 #include <keys/user-type.h>
@@ -96,61 +97,41 @@ void rust_helper_lite_wake_up_all(struct wait_queue_head *wq_head)
 	wake_up_all(wq_head);
 }
 
-struct page *rust_helper_lite_kernel_addr_to_page(const void *addr)
+bool rust_helper_is_vmalloc_addr(const void *addr)
 {
-	if (is_vmalloc_addr(addr))
-		return vmalloc_to_page(addr);
-	if (virt_addr_valid(addr))
-		return virt_to_page(addr);
-	return NULL;
+	return is_vmalloc_addr(addr);
 }
 
-/*
- * Posts a signaled IB_WR_REG_MR for `mr` with a fresh key byte and the
- * access given; the region's keys are those of `mr` once it completes.
- */
-int rust_helper_lite_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, int access, u64 wr_id)
+bool rust_helper_virt_addr_valid(const void *addr)
 {
-	struct ib_reg_wr wr = {};
-	const struct ib_send_wr *bad;
-
-	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
-	wr.wr.opcode = IB_WR_REG_MR;
-	wr.wr.wr_id = wr_id;
-	wr.wr.send_flags = IB_SEND_SIGNALED;
-	wr.mr = mr;
-	wr.key = mr->rkey;
-	wr.access = access;
-	return ib_post_send(qp, &wr.wr, &bad);
+	return virt_addr_valid(addr);
 }
 
-/*
- * Copies the cluster's secret, the payload of the "user" key "lite:cluster"
- * in the caller's keyrings, into the `len` bytes at `buf`; returns its
- * length, -ENOKEY if there is no such key, -EMSGSIZE if it is longer than
- * `len`, or another key error (revoked, expired, no permission).
- */
-int rust_helper_lite_read_cluster_secret(u8 *buf, unsigned int len)
+struct page *rust_helper_virt_to_page(const void *addr)
 {
-	const struct user_key_payload *payload;
-	struct key *key = request_key(&key_type_user, "lite:cluster", NULL);
-	int ret;
+	return virt_to_page(addr);
+}
 
-	if (IS_ERR(key))
-		return PTR_ERR(key);
-	down_read(&key->sem);
-	payload = user_key_payload_locked(key);
-	if (!payload) {
-		ret = -EKEYREVOKED;
-	} else if (payload->datalen > len) {
-		ret = -EMSGSIZE;
-	} else {
-		memcpy(buf, payload->data, payload->datalen);
-		ret = payload->datalen;
-	}
-	up_read(&key->sem);
-	key_put(key);
-	return ret;
+void rust_helper_ib_update_fast_reg_key(struct ib_mr *mr, u8 newkey)
+{
+	ib_update_fast_reg_key(mr, newkey);
+}
+
+u32 rust_helper_ib_inc_rkey(u32 rkey)
+{
+	return ib_inc_rkey(rkey);
+}
+
+struct key *rust_helper_request_key(struct key_type *type,
+				    const char *description,
+				    const char *callout_info)
+{
+	return request_key(type, description, callout_info);
+}
+
+struct user_key_payload *rust_helper_user_key_payload_locked(const struct key *key)
+{
+	return user_key_payload_locked(key);
 }
 
 pid_t rust_helper_lite_current_pid(void)
@@ -181,32 +162,27 @@ u64 rust_helper_lite_total_ram_bytes(void)
 	return (u64)totalram_pages() << PAGE_SHIFT;
 }
 
-/*
- * Counts `pages` pinned pages against the calling process's RLIMIT_MEMLOCK,
- * as ib_umem_get() does: -ENOMEM beyond the limit unless the caller has
- * CAP_IPC_LOCK, -EFAULT for a task without memory. On success *mm is the
- * process's mm, grabbed until lite_uncharge_pinned_vm().
- */
-int rust_helper_lite_charge_pinned_vm(unsigned long pages, struct mm_struct **mm)
+unsigned long rust_helper_rlimit(unsigned int limit)
 {
-	struct mm_struct *own = current->mm;
-	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-
-	if (!own)
-		return -EFAULT;
-	if (atomic64_add_return(pages, &own->pinned_vm) > limit &&
-	    !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(pages, &own->pinned_vm);
-		return -ENOMEM;
-	}
-	mmgrab(own);
-	*mm = own;
-	return 0;
+	return rlimit(limit);
 }
 
-/* Gives back what lite_charge_pinned_vm() counted and drops the mm. */
-void rust_helper_lite_uncharge_pinned_vm(struct mm_struct *mm, unsigned long pages)
+s64 rust_helper_atomic64_add_return(s64 i, atomic64_t *v)
 {
-	atomic64_sub(pages, &mm->pinned_vm);
+	return atomic64_add_return(i, v);
+}
+
+void rust_helper_atomic64_sub(s64 i, atomic64_t *v)
+{
+	atomic64_sub(i, v);
+}
+
+void rust_helper_mmgrab(struct mm_struct *mm)
+{
+	mmgrab(mm);
+}
+
+void rust_helper_mmdrop(struct mm_struct *mm)
+{
 	mmdrop(mm);
 }

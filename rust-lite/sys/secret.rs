@@ -4,7 +4,8 @@
 //! kernel's crypto API: what authenticates a node and its cluster manager
 //! to each other.
 
-use kernel::{bindings, prelude::*};
+use core::ptr::{addr_of_mut, null};
+use kernel::{bindings, c_str, error::from_err_ptr, prelude::*, str::CStr};
 
 use crate::internal::cm_wire::{MAC_LEN, MAX_SECRET_LEN};
 
@@ -43,19 +44,12 @@ impl Secret {
     /// expired, no permission to search for it).
     pub(crate) fn from_keyring() -> Result<Self> {
         let mut bytes = [0u8; MAX_SECRET_LEN];
-        // SAFETY: `bytes` is a writable buffer of the length passed, which
-        // the helper only writes during the call.
-        let read = unsafe {
-            bindings::lite_read_cluster_secret(bytes.as_mut_ptr(), MAX_SECRET_LEN as u32)
-        };
-        let len = match read {
-            read if read == -(bindings::EMSGSIZE as i32) => return Err(EINVAL),
-            read if read < 0 => return Err(Error::from_errno(read)),
-            0 => return Err(EINVAL),
-            read => read as usize,
-        };
+        let len = read_user_key(c_str!("lite:cluster"), &mut bytes)?;
+        if len == 0 {
+            return Err(EINVAL);
+        }
         // INVARIANT: `len` is positive and at most `MAX_SECRET_LEN` (the
-        // helper refuses longer keys).
+        // length of `bytes`, which `read_user_key` does not exceed).
         Ok(Secret { bytes, len })
     }
 
@@ -69,6 +63,51 @@ impl Secret {
 impl Drop for Secret {
     fn drop(&mut self) {
         wipe(&mut self.bytes);
+    }
+}
+
+/// Copies the payload of the "user" key `description` in the calling task's
+/// keyrings into `buf`; returns its length.
+///
+/// # Errors
+///
+/// `ENOKEY` if there is no such key, `EINVAL` if its payload is longer
+/// than `buf`, or the key's own error (revoked, expired, no permission).
+fn read_user_key(description: &CStr, buf: &mut [u8]) -> Result<usize> {
+    // SAFETY: `key_type_user` is the kernel's "user" key type, which lives
+    // as long as the kernel; `description` is a NUL-terminated string that
+    // lives for the call; a null callout asks for no upcall.
+    let key = unsafe {
+        bindings::request_key(
+            addr_of_mut!(bindings::key_type_user),
+            description.as_char_ptr(),
+            null(),
+        )
+    };
+    let key = from_err_ptr(key)?;
+    // SAFETY: `key` is a valid key that this function holds a reference to
+    // until `key_put` below; its payload is read under its semaphore, as
+    // `user_key_payload_locked` requires.
+    unsafe {
+        bindings::down_read(addr_of_mut!((*key).sem));
+        let payload = bindings::user_key_payload_locked(key);
+        let read = if payload.is_null() {
+            Err(crate::errno::EKEYREVOKED())
+        } else {
+            let len = usize::from((*payload).datalen);
+            match buf.get_mut(..len) {
+                Some(dst) => {
+                    // The payload's `len` bytes follow its header.
+                    let data = (*payload).data.as_ptr().cast::<u8>();
+                    dst.copy_from_slice(core::slice::from_raw_parts(data, len));
+                    Ok(len)
+                }
+                None => Err(EINVAL),
+            }
+        };
+        bindings::up_read(addr_of_mut!((*key).sem));
+        bindings::key_put(key);
+        read
     }
 }
 

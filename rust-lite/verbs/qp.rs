@@ -505,9 +505,26 @@ impl QueuePair {
         access: u32,
         wr_id: u64,
     ) -> Result {
-        // SAFETY: `ptr` is valid (type invariant); `mr` is a mapped region of
-        // the same PD that outlives the request (safety requirements).
-        check(unsafe { bindings::lite_post_reg_mr(self.ptr.as_ptr(), mr, access as i32, wr_id) })?;
+        // SAFETY: `mr` is a valid region that nothing registers meanwhile
+        // (safety requirements): its key can change.
+        let key = unsafe {
+            bindings::ib_update_fast_reg_key(mr, bindings::ib_inc_rkey((*mr).rkey) as u8);
+            (*mr).rkey
+        };
+        let mut wr = bindings::ib_reg_wr::default();
+        wr.wr.__bindgen_anon_1.wr_id = wr_id;
+        wr.wr.opcode = bindings::ib_wr_opcode_IB_WR_REG_MR;
+        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED as i32;
+        wr.mr = mr;
+        wr.key = key;
+        wr.access = access as i32;
+        let mut bad: *const bindings::ib_send_wr = null();
+        // As in `post_send`: the provider uses `reg_wr()` (`container_of`).
+        let send_wr = core::ptr::addr_of!(wr).cast::<bindings::ib_send_wr>();
+        // SAFETY: `ptr` is valid (type invariant); `wr` lives for the call
+        // and `send_wr` covers all of it; `mr` is a mapped region of the
+        // same PD that outlives the request (safety requirements).
+        check(unsafe { bindings::ib_post_send(self.ptr.as_ptr(), send_wr, &mut bad) })?;
         Ok(())
     }
 

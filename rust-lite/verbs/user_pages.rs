@@ -5,15 +5,11 @@
 
 use core::{
     ffi::c_void,
-    ptr::{null_mut, NonNull},
+    ptr::{addr_of_mut, null_mut, NonNull},
 };
-use kernel::{bindings, prelude::*, sync::Arc};
+use kernel::{bindings, page::PAGE_SHIFT, prelude::*, sync::Arc};
 
-use super::{
-    memory_region::Registrar,
-    region_keys::KeyedRegion,
-    shared_memory, Device, DmaBuffer,
-};
+use super::{memory_region::Registrar, region_keys::KeyedRegion, shared_memory, Device, DmaBuffer};
 
 /// Bytes per page.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
@@ -178,16 +174,9 @@ impl PinnedPages {
                 .checked_mul(PAGE_SIZE)
                 .and_then(|offset| (start as usize).checked_add(offset))
                 .ok_or(EINVAL)?;
-            // SAFETY: The helper only translates the address (it does not
-            // dereference it): it returns null for one that is neither
-            // vmalloc memory nor has a valid direct-map `struct page`. The
-            // translation stays valid because the caller keeps the memory
+            // The translation stays valid because the caller keeps the memory
             // allocated (safety requirements).
-            let page = unsafe { bindings::lite_kernel_addr_to_page(address as *const c_void) };
-            if page.is_null() {
-                return Err(EINVAL);
-            }
-            pages.push(page, GFP_KERNEL)?;
+            pages.push(kernel_page(address as *const c_void)?, GFP_KERNEL)?;
         }
         // INVARIANT: The caller keeps the pages allocated and lets this
         // object read and write them (safety requirements).
@@ -453,6 +442,30 @@ impl PinnedPages {
     }
 }
 
+/// The `struct page` of the kernel address `address`, in vmalloc memory or
+/// the direct map.
+///
+/// # Errors
+///
+/// `EINVAL` for any other address.
+fn kernel_page(address: *const c_void) -> Result<*mut bindings::page> {
+    // SAFETY: These only compute with the address; none dereferences it.
+    let page = unsafe {
+        if bindings::is_vmalloc_addr(address) {
+            bindings::vmalloc_to_page(address)
+        } else if bindings::virt_addr_valid(address) {
+            bindings::virt_to_page(address)
+        } else {
+            null_mut()
+        }
+    };
+    if page.is_null() {
+        Err(EINVAL)
+    } else {
+        Ok(page)
+    }
+}
+
 fn check(at: usize, len: usize) -> Result {
     match at.checked_add(len) {
         Some(end) if end <= PAGE_SIZE => Ok(()),
@@ -483,47 +496,76 @@ impl Drop for PinnedPages {
 ///
 /// # Invariants
 ///
-/// `mm` was grabbed by `lite_charge_pinned_vm`, which added `pages` to its
-/// `pinned_vm`; the reference and the count are this object's to give back.
+/// `mm` is grabbed (`mmgrab`) and `pages` were added to its `pinned_vm`;
+/// the reference and the count are this object's to give back.
 struct PinnedVmCharge {
     mm: NonNull<bindings::mm_struct>,
     pages: usize,
 }
 
 // SAFETY: The reference to the mm and the count are not tied to a thread:
-// `lite_uncharge_pinned_vm` may run on any thread in process context.
+// they may be given back on any thread in process context.
 unsafe impl Send for PinnedVmCharge {}
 // SAFETY: Nothing is reached through `&PinnedVmCharge`.
 unsafe impl Sync for PinnedVmCharge {}
 
 impl PinnedVmCharge {
-    /// Counts `pages` against the calling process's `RLIMIT_MEMLOCK`.
+    /// Counts `pages` against the calling process's `RLIMIT_MEMLOCK`, as
+    /// `ib_umem_get` does.
     ///
     /// # Errors
     ///
-    /// `ENOMEM` beyond the limit (without `CAP_IPC_LOCK`), `EFAULT` for a
-    /// task without user memory.
+    /// `ENOMEM` beyond the limit (without `CAP_IPC_LOCK`), `EINVAL` for a
+    /// count that does not fit, `EFAULT` for a task without user memory.
     fn new(pages: usize) -> Result<Self> {
-        let mut mm = null_mut();
-        // SAFETY: `mm` is a valid place for the helper to store the grabbed
-        // mm in; the helper only touches the current task's mm.
-        let ret = unsafe { bindings::lite_charge_pinned_vm(pages as _, &mut mm) };
-        if ret < 0 {
-            return Err(Error::from_errno(ret));
+        let count = i64::try_from(pages).map_err(|_| EINVAL)?;
+        // SAFETY: `current` is the calling task, valid during the call; its
+        // `mm` is only read.
+        let mm = NonNull::new(unsafe { (*bindings::get_current()).mm }).ok_or(EFAULT)?;
+        // SAFETY: `rlimit` only reads the calling task's limits.
+        let limit = unsafe { bindings::rlimit(bindings::RLIMIT_MEMLOCK) } >> PAGE_SHIFT;
+        // SAFETY: `mm` is the calling task's, which stays alive during the
+        // call; `pinned_vm` is an atomic counter.
+        let pinned = unsafe {
+            bindings::atomic64_add_return(
+                count,
+                addr_of_mut!((*mm.as_ptr()).__bindgen_anon_1.pinned_vm),
+            )
+        };
+        // SAFETY: `capable` only reads the calling task's credentials.
+        if pinned as u64 > limit as u64
+            && !unsafe { bindings::capable(bindings::CAP_IPC_LOCK as i32) }
+        {
+            // SAFETY: As above; this takes back what was just added.
+            unsafe {
+                bindings::atomic64_sub(
+                    count,
+                    addr_of_mut!((*mm.as_ptr()).__bindgen_anon_1.pinned_vm),
+                )
+            };
+            return Err(ENOMEM);
         }
-        // INVARIANT: On success the helper grabbed the mm and counted the
-        // pages; both are handed to this object.
-        Ok(PinnedVmCharge {
-            mm: NonNull::new(mm).ok_or(EFAULT)?,
-            pages,
-        })
+        // SAFETY: `mm` is alive (above); the reference taken here is given
+        // back by `drop`.
+        unsafe { bindings::mmgrab(mm.as_ptr()) };
+        // INVARIANT: The mm is grabbed and the pages counted; both are
+        // handed to this object.
+        Ok(PinnedVmCharge { mm, pages })
     }
 }
 
 impl Drop for PinnedVmCharge {
     fn drop(&mut self) {
+        // The count fitted in an `i64` when it was added (`new`).
+        let count = self.pages as i64;
         // SAFETY: The mm is grabbed and the pages counted by this object
         // (type invariant), given back exactly once, here.
-        unsafe { bindings::lite_uncharge_pinned_vm(self.mm.as_ptr(), self.pages as _) };
+        unsafe {
+            bindings::atomic64_sub(
+                count,
+                addr_of_mut!((*self.mm.as_ptr()).__bindgen_anon_1.pinned_vm),
+            );
+            bindings::mmdrop(self.mm.as_ptr());
+        }
     }
 }
