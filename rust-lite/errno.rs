@@ -32,7 +32,6 @@ errno! {
     /// The cluster manager or a peer broke the protocol.
     EPROTO,
     /// The operation is not supported (e.g. a second RDMA device).
-    EOPNOTSUPP,
     /// The LMR behind a mapping was freed or deregistered by its owner.
     EKEYREVOKED,
     /// The operation was cancelled before it ran.

@@ -100,11 +100,13 @@
 //! incarnation counts the joins of one node id, so news about an earlier
 //! incarnation of a node that rejoined is dropped too.
 
+use super::wire_layout::{self, wire_layout, WireField};
+
 /// Magic number opening every frame ("LITE" in ASCII, little-endian).
 pub const MAGIC: u32 = u32::from_le_bytes(*b"LITE");
 
 /// Protocol version carried in every frame.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 
 /// Size of an encoded [`Header`].
 pub const HEADER_LEN: usize = 12;
@@ -167,110 +169,6 @@ pub enum WireError {
     Truncated,
 }
 
-/// Kinds of frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u16)]
-pub enum Kind {
-    /// Node to manager: first frame of a join; payload [`Hello`].
-    Hello = 1,
-    /// Manager to node: the node's id; payload [`Message::Welcome`].
-    Welcome = 2,
-    /// Manager to node: create a QP for `peer`; payload: the peer's node id.
-    Prepare = 3,
-    /// Node to manager: the endpoint of the QP created for `peer`; payload [`Endpoint`].
-    QpInfo = 4,
-    /// Manager to node: connect the QP for `peer` to this endpoint; payload [`Endpoint`].
-    Connect = 5,
-    /// Node to manager: result of a `Connect`; payload [`Message::Connected`].
-    Connected = 6,
-    /// Manager to node: the join is complete; payload [`Message::JoinDone`].
-    JoinDone = 7,
-    /// Either direction: the request failed; payload [`Message::Failure`].
-    Failure = 8,
-    /// Node to manager: this node is alive; payload [`Message::Heartbeat`].
-    Heartbeat = 9,
-    /// Manager to node: answer to a heartbeat; payload [`Message::HeartbeatAck`].
-    HeartbeatAck = 10,
-    /// Node to manager: the connection to a peer failed; payload [`Message::Suspect`].
-    Suspect = 11,
-    /// Manager to node: a node was declared dead; payload [`Message::NodeDead`].
-    NodeDead = 12,
-    /// Node to manager: this node leaves the cluster; payload [`Message::Leave`].
-    Leave = 13,
-    /// Node to manager: first frame of a member reconnecting; payload
-    /// [`Resume`].
-    Resume = 14,
-    /// Manager to node: the member resumed; payload [`Message::Resumed`].
-    Resumed = 15,
-    /// Manager to node: first frame of every connection; payload: the
-    /// manager's nonce.
-    Challenge = 16,
-    /// Node to manager: answer to the challenge; payload: the node's nonce
-    /// and its proof.
-    Auth = 17,
-    /// Manager to node: the node's proof is right; payload: the manager's
-    /// proof.
-    AuthOk = 18,
-    /// Manager to node: when did you last hear from a suspected peer?
-    /// Payload [`Message::Probe`].
-    Probe = 19,
-    /// Node to manager: answer to a probe; payload [`Message::ProbeReply`].
-    ProbeReply = 20,
-}
-
-impl Kind {
-    /// Decodes a kind number.
-    pub fn from_u16(value: u16) -> Result<Self, WireError> {
-        Ok(match value {
-            1 => Kind::Hello,
-            2 => Kind::Welcome,
-            3 => Kind::Prepare,
-            4 => Kind::QpInfo,
-            5 => Kind::Connect,
-            6 => Kind::Connected,
-            7 => Kind::JoinDone,
-            8 => Kind::Failure,
-            9 => Kind::Heartbeat,
-            10 => Kind::HeartbeatAck,
-            11 => Kind::Suspect,
-            12 => Kind::NodeDead,
-            13 => Kind::Leave,
-            14 => Kind::Resume,
-            15 => Kind::Resumed,
-            16 => Kind::Challenge,
-            17 => Kind::Auth,
-            18 => Kind::AuthOk,
-            19 => Kind::Probe,
-            20 => Kind::ProbeReply,
-            _ => return Err(WireError::UnknownKind),
-        })
-    }
-
-    /// Payload length that frames of this kind carry.
-    pub fn payload_len(self) -> usize {
-        match self {
-            Kind::Hello => 24,
-            Kind::Welcome
-            | Kind::Prepare
-            | Kind::Connected
-            | Kind::JoinDone
-            | Kind::Failure
-            | Kind::Heartbeat
-            | Kind::HeartbeatAck
-            | Kind::Suspect
-            | Kind::Leave
-            | Kind::Probe
-            | Kind::Resumed => 8,
-            Kind::Resume => 28,
-            Kind::NodeDead | Kind::ProbeReply => 12,
-            Kind::QpInfo | Kind::Connect => ENDPOINT_LEN,
-            Kind::Challenge => NONCE_LEN,
-            Kind::Auth => NONCE_LEN + MAC_LEN,
-            Kind::AuthOk => MAC_LEN,
-        }
-    }
-}
-
 /// Frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
@@ -279,6 +177,18 @@ pub struct Header {
     /// Payload length in bytes (always `kind.payload_len()`).
     pub len: u32,
 }
+
+wire_layout! {
+    /// A [`Header`] as it travels.
+    struct RawHeader {
+        magic: u32,
+        version: u16,
+        kind: u16,
+        len: u32,
+    }
+}
+
+const _: () = assert!(<RawHeader as WireField>::LEN == HEADER_LEN);
 
 impl Header {
     /// Builds the header of a frame of `kind`.
@@ -291,172 +201,272 @@ impl Header {
 
     /// Encodes the header into the first [`HEADER_LEN`] bytes of `out`.
     pub fn encode(&self, out: &mut [u8; HEADER_LEN]) {
-        // PANIC: constant ranges within the `HEADER_LEN` (12) bytes of `out`,
-        // each as long as the bytes copied into it.
-        out[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-        out[4..6].copy_from_slice(&VERSION.to_le_bytes());
-        out[6..8].copy_from_slice(&(self.kind as u16).to_le_bytes());
-        out[8..12].copy_from_slice(&self.len.to_le_bytes());
+        *out = wire_layout::encode(&RawHeader {
+            magic: MAGIC,
+            version: VERSION,
+            kind: self.kind as u16,
+            len: self.len,
+        });
     }
 
     /// Decodes and validates a header.
     pub fn decode(bytes: &[u8; HEADER_LEN]) -> Result<Self, WireError> {
-        // PANIC: every field read here lies within the `HEADER_LEN` (12)
-        // bytes of `bytes`.
-        if le_u32(bytes, 0) != MAGIC {
+        let raw: RawHeader = wire_layout::decode(bytes);
+        if raw.magic != MAGIC {
             return Err(WireError::BadMagic);
         }
-        if le_u16(bytes, 4) != VERSION {
+        if raw.version != VERSION {
             return Err(WireError::BadVersion);
         }
-        let kind = Kind::from_u16(le_u16(bytes, 6))?;
-        let len = le_u32(bytes, 8);
-        if len as usize != kind.payload_len() {
+        let kind = Kind::from_u16(raw.kind)?;
+        if raw.len as usize != kind.payload_len() {
             return Err(WireError::BadLength);
         }
-        Ok(Header { kind, len })
+        Ok(Header { kind, len: raw.len })
     }
 }
 
-/// An RC queue pair endpoint as seen by the remote side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Endpoint {
-    /// In `QpInfo`: the peer this QP is for. In `Connect`: the peer that owns the endpoint.
-    pub peer: u32,
-    /// Queue pair number.
-    pub qpn: u32,
-    /// Initial packet sequence number.
-    pub psn: u32,
-    /// Port LID (0 on RoCE).
-    pub lid: u16,
-    /// Path MTU in bytes the owner supports.
-    pub mtu: u16,
-    /// Port GID (for RoCE the IPv4-mapped address).
-    pub gid: [u8; 16],
+wire_layout! {
+    /// An RC queue pair endpoint as seen by the remote side.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Endpoint {
+        /// In `QpInfo`: the peer this QP is for. In `Connect`: the peer that owns the endpoint.
+        pub peer: u32,
+        /// Queue pair number.
+        pub qpn: u32,
+        /// Initial packet sequence number.
+        pub psn: u32,
+        /// Port LID (0 on RoCE).
+        pub lid: u16,
+        /// Path MTU in bytes the owner supports.
+        pub mtu: u16,
+        /// Port GID (for RoCE the IPv4-mapped address).
+        pub gid: [u8; 16],
+    }
 }
 
-/// Payload of [`Kind::Hello`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Hello {
-    /// GID of the node's port.
-    pub gid: [u8; 16],
-    /// LID of the node's port (0 on RoCE).
-    pub lid: u16,
-    /// The id the node had before, to be given again as a new incarnation
-    /// if no live node has it; 0 if the node does not know it (first join,
-    /// or a reboot), and the manager then gives back the id last held by a
-    /// node with this GID, if any. A Hello with the GID of a live member
-    /// is refused with `Failure { errno: -EADDRINUSE }`.
-    pub rejoin_id: u32,
+const _: () = assert!(<Endpoint as WireField>::LEN == ENDPOINT_LEN);
+
+wire_layout! {
+    /// Payload of [`Kind::Hello`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Hello {
+        /// GID of the node's port.
+        pub gid: [u8; 16],
+        /// The id the node had before, to be given again as a new incarnation
+        /// if no live node has it; 0 if the node does not know it (first join,
+        /// or a reboot), and the manager then gives back the id last held by a
+        /// node with this GID, if any. A Hello with the GID of a live member
+        /// is refused with `Failure { errno: -EADDRINUSE }`.
+        pub rejoin_id: u32,
+        /// LID of the node's port (0 on RoCE).
+        pub lid: u16,
+    }
 }
 
-/// Payload of [`Kind::Resume`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Resume {
-    /// The member's node id.
-    pub node_id: u32,
-    /// Its incarnation.
-    pub incarnation: u32,
-    /// The newest membership epoch it applied.
-    pub epoch: u32,
-    /// GID of its port.
-    pub gid: [u8; 16],
+wire_layout! {
+    /// Payload of [`Kind::Resume`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Resume {
+        /// The member's node id.
+        pub node_id: u32,
+        /// Its incarnation.
+        pub incarnation: u32,
+        /// The newest membership epoch it applied.
+        pub epoch: u32,
+        /// GID of its port.
+        pub gid: [u8; 16],
+    }
 }
 
-/// A decoded frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Message {
-    /// See [`Kind::Hello`].
-    Hello(Hello),
-    /// See [`Kind::Welcome`]: the node id assigned to the joining node.
-    Welcome {
+/// The bytes of a payload: one [`WireField`] type, or fields one after the
+/// other.
+macro_rules! payload_len {
+    (($ty:ty)) => {
+        <$ty as WireField>::LEN
+    };
+    ({ $($(#[$meta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
+        0 $(+ <$ty as WireField>::LEN)*
+    };
+}
+
+/// Writes the payload of `$message` into `$out` if it is a `$name`.
+macro_rules! put_payload {
+    ($message:expr, $out:expr, $name:ident ($ty:ty)) => {
+        if let Message::$name(value) = $message {
+            value.put($out);
+        }
+    };
+    ($message:expr, $out:expr, $name:ident { $($(#[$meta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
+        if let Message::$name { $($field),* } = $message {
+            let mut at = 0;
+            $(
+                let end = at + <$ty as WireField>::LEN;
+                // PANIC: `$out` is the payload's length, the sum of its
+                // fields' lengths.
+                $field.put(&mut $out[at..end]);
+                at = end;
+            )*
+            let _ = at;
+        }
+    };
+}
+
+/// Reads a `$name` from the payload `$bytes`, which is its length.
+macro_rules! get_payload {
+    ($bytes:expr, $name:ident ($ty:ty)) => {
+        Message::$name(<$ty as WireField>::get($bytes))
+    };
+    ($bytes:expr, $name:ident { $($(#[$meta:meta])* $field:ident: $ty:ty),* $(,)? }) => {{
+        let mut at = 0;
+        $(
+            let end = at + <$ty as WireField>::LEN;
+            // PANIC: as in `put_payload`.
+            let $field = <$ty as WireField>::get(&$bytes[at..end]);
+            at = end;
+        )*
+        let _ = at;
+        Message::$name { $($field),* }
+    }};
+}
+
+/// Declares every kind of frame once, with its number and its payload:
+/// [`Kind`], [`Message`] with one variant per kind, and their encoding.
+macro_rules! cm_messages {
+    ($($(#[$doc:meta])* $name:ident = $number:literal $payload:tt),* $(,)?) => {
+        /// Kinds of frames.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u16)]
+        pub enum Kind {
+            $($(#[$doc])* $name = $number,)*
+        }
+
+        impl Kind {
+            /// Decodes a kind number.
+            pub fn from_u16(value: u16) -> Result<Self, WireError> {
+                match value {
+                    $($number => Ok(Kind::$name),)*
+                    _ => Err(WireError::UnknownKind),
+                }
+            }
+
+            /// Payload length that frames of this kind carry.
+            pub fn payload_len(self) -> usize {
+                match self {
+                    $(Kind::$name => payload_len!($payload),)*
+                }
+            }
+        }
+
+        /// A decoded frame.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Message {
+            $($(#[$doc])* $name $payload,)*
+        }
+
+        impl Message {
+            /// Kind of this message.
+            pub fn kind(&self) -> Kind {
+                match self {
+                    $(Message::$name { .. } => Kind::$name,)*
+                }
+            }
+
+            /// Encodes the whole frame (header and payload) into `out`;
+            /// returns its length.
+            pub fn encode(&self, out: &mut [u8; MAX_FRAME_LEN]) -> usize {
+                *out = [0; MAX_FRAME_LEN];
+                let kind = self.kind();
+                let len = kind.payload_len();
+                let mut header = [0u8; HEADER_LEN];
+                Header::new(kind).encode(&mut header);
+                // PANIC: `out` is `HEADER_LEN + MAX_PAYLOAD_LEN` bytes, and no
+                // payload is longer than `MAX_PAYLOAD_LEN` (asserted below).
+                out[..HEADER_LEN].copy_from_slice(&header);
+                let payload = &mut out[HEADER_LEN..HEADER_LEN + len];
+                $(put_payload!(*self, payload, $name $payload);)*
+                HEADER_LEN + len
+            }
+
+            /// Decodes the payload of a frame whose header was already
+            /// decoded.
+            pub fn decode(header: Header, payload: &[u8]) -> Result<Self, WireError> {
+                let Some(p) = payload.get(..header.kind.payload_len()) else {
+                    return Err(WireError::Truncated);
+                };
+                Ok(match header.kind {
+                    $(Kind::$name => get_payload!(p, $name $payload),)*
+                })
+            }
+        }
+
+        const _: () = {
+            $(assert!(payload_len!($payload) <= MAX_PAYLOAD_LEN);)*
+        };
+    };
+}
+
+cm_messages! {
+    /// Node to manager: first frame of a join.
+    Hello = 1 (Hello),
+    /// Manager to node: the node id assigned to the joining node.
+    Welcome = 2 {
         /// Assigned node id (>= 1; 0 is the manager).
         node_id: u32,
         /// How many times this id has joined, this join included (>= 1).
         incarnation: u32,
     },
-    /// See [`Kind::Prepare`].
-    Prepare {
+    /// Manager to node: create a QP for `peer`.
+    Prepare = 3 {
         /// Node the QP is to be created for.
         peer: u32,
         /// That node's incarnation.
         incarnation: u32,
     },
-    /// See [`Kind::QpInfo`].
-    QpInfo(Endpoint),
-    /// See [`Kind::Connect`].
-    Connect(Endpoint),
-    /// See [`Kind::Connected`].
-    Connected {
+    /// Node to manager: the endpoint of the QP created for `peer`.
+    QpInfo = 4 (Endpoint),
+    /// Manager to node: connect the QP for `peer` to this endpoint.
+    Connect = 5 (Endpoint),
+    /// Node to manager: result of a `Connect`.
+    Connected = 6 {
         /// Peer whose QP was connected.
         peer: u32,
         /// 0 on success, else a negative errno.
         status: i32,
     },
-    /// See [`Kind::JoinDone`].
-    JoinDone {
+    /// Manager to node: the join is complete.
+    JoinDone = 7 {
         /// Nodes in the cluster including the new one.
         total_nodes: u32,
         /// Membership epoch after this join.
         epoch: u32,
     },
-    /// See [`Kind::Failure`].
-    Failure {
+    /// Either direction: the request failed.
+    Failure = 8 {
         /// Negative errno describing the failure.
         errno: i32,
     },
-    /// See [`Kind::Heartbeat`].
-    Heartbeat {
+    /// Node to manager: this node is alive.
+    Heartbeat = 9 {
         /// The sending node.
         node_id: u32,
         /// The newest membership epoch the node applied.
         epoch: u32,
     },
-    /// See [`Kind::HeartbeatAck`].
-    HeartbeatAck {
+    /// Manager to node: answer to a heartbeat.
+    HeartbeatAck = 10 {
         /// The manager's current membership epoch.
         epoch: u32,
     },
-    /// See [`Kind::Suspect`].
-    Suspect {
+    /// Node to manager: the connection to a peer failed.
+    Suspect = 11 {
         /// The peer whose connection failed.
         peer: u32,
         /// The incarnation of that peer the connection was to.
         incarnation: u32,
     },
-    /// See [`Kind::Leave`].
-    Leave {
-        /// The leaving node.
-        node_id: u32,
-        /// Its incarnation.
-        incarnation: u32,
-    },
-    /// See [`Kind::Resume`].
-    Resume(Resume),
-    /// See [`Kind::Resumed`].
-    Resumed {
-        /// The manager's membership epoch.
-        epoch: u32,
-    },
-    /// See [`Kind::Challenge`].
-    Challenge {
-        /// The manager's nonce.
-        nonce: [u8; NONCE_LEN],
-    },
-    /// See [`Kind::Auth`].
-    Auth {
-        /// The node's nonce.
-        nonce: [u8; NONCE_LEN],
-        /// `HMAC(K, NODE_LABEL | manager's nonce | node's nonce)`.
-        proof: [u8; MAC_LEN],
-    },
-    /// See [`Kind::AuthOk`].
-    AuthOk {
-        /// `HMAC(K, MANAGER_LABEL | node's nonce | manager's nonce)`.
-        proof: [u8; MAC_LEN],
-    },
-    /// See [`Kind::NodeDead`].
-    NodeDead {
+    /// Manager to node: a node was declared dead.
+    NodeDead = 12 {
         /// The node declared dead.
         node: u32,
         /// Its incarnation.
@@ -464,15 +474,46 @@ pub enum Message {
         /// Membership epoch of this change.
         epoch: u32,
     },
-    /// See [`Kind::Probe`].
-    Probe {
+    /// Node to manager: this node leaves the cluster.
+    Leave = 13 {
+        /// The leaving node.
+        node_id: u32,
+        /// Its incarnation.
+        incarnation: u32,
+    },
+    /// Node to manager: first frame of a member reconnecting.
+    Resume = 14 (Resume),
+    /// Manager to node: the member resumed.
+    Resumed = 15 {
+        /// The manager's membership epoch.
+        epoch: u32,
+    },
+    /// Manager to node: first frame of every connection.
+    Challenge = 16 {
+        /// The manager's nonce.
+        nonce: [u8; NONCE_LEN],
+    },
+    /// Node to manager: answer to the challenge.
+    Auth = 17 {
+        /// The node's nonce.
+        nonce: [u8; NONCE_LEN],
+        /// `HMAC(K, NODE_LABEL | manager's nonce | node's nonce)`.
+        proof: [u8; MAC_LEN],
+    },
+    /// Manager to node: the node's proof is right.
+    AuthOk = 18 {
+        /// `HMAC(K, MANAGER_LABEL | node's nonce | manager's nonce)`.
+        proof: [u8; MAC_LEN],
+    },
+    /// Manager to node: when did you last hear from a suspected peer?
+    Probe = 19 {
         /// The suspected node.
         peer: u32,
         /// Its incarnation.
         incarnation: u32,
     },
-    /// See [`Kind::ProbeReply`].
-    ProbeReply {
+    /// Node to manager: answer to a probe.
+    ProbeReply = 20 {
         /// The suspected node, as in the probe.
         peer: u32,
         /// Its incarnation, as in the probe.
@@ -487,250 +528,6 @@ pub enum Message {
 
 /// [`Message::ProbeReply::heard_ms_ago`] of a peer never heard from.
 pub const NEVER_HEARD: u32 = u32::MAX;
-
-impl Message {
-    /// Kind of this message.
-    pub fn kind(&self) -> Kind {
-        match self {
-            Message::Hello(_) => Kind::Hello,
-            Message::Welcome { .. } => Kind::Welcome,
-            Message::Prepare { .. } => Kind::Prepare,
-            Message::QpInfo(_) => Kind::QpInfo,
-            Message::Connect(_) => Kind::Connect,
-            Message::Connected { .. } => Kind::Connected,
-            Message::JoinDone { .. } => Kind::JoinDone,
-            Message::Failure { .. } => Kind::Failure,
-            Message::Heartbeat { .. } => Kind::Heartbeat,
-            Message::HeartbeatAck { .. } => Kind::HeartbeatAck,
-            Message::Suspect { .. } => Kind::Suspect,
-            Message::NodeDead { .. } => Kind::NodeDead,
-            Message::Leave { .. } => Kind::Leave,
-            Message::Resume(_) => Kind::Resume,
-            Message::Resumed { .. } => Kind::Resumed,
-            Message::Challenge { .. } => Kind::Challenge,
-            Message::Auth { .. } => Kind::Auth,
-            Message::AuthOk { .. } => Kind::AuthOk,
-            Message::Probe { .. } => Kind::Probe,
-            Message::ProbeReply { .. } => Kind::ProbeReply,
-        }
-    }
-
-    /// Encodes the whole frame (header and payload) into `out`; returns its length.
-    pub fn encode(&self, out: &mut [u8; MAX_FRAME_LEN]) -> usize {
-        *out = [0; MAX_FRAME_LEN];
-        let kind = self.kind();
-        let mut header = [0u8; HEADER_LEN];
-        Header::new(kind).encode(&mut header);
-        // PANIC: `out` is `HEADER_LEN + MAX_PAYLOAD_LEN` bytes, so `p` is
-        // `MAX_PAYLOAD_LEN` (48) bytes; every range below ends at 48 or
-        // before and is as long as the bytes copied into it.
-        out[..HEADER_LEN].copy_from_slice(&header);
-        let p = &mut out[HEADER_LEN..];
-        match *self {
-            Message::Hello(h) => {
-                p[0..16].copy_from_slice(&h.gid);
-                p[16..18].copy_from_slice(&h.lid.to_le_bytes());
-                p[20..24].copy_from_slice(&h.rejoin_id.to_le_bytes());
-            }
-            Message::Welcome {
-                node_id: a,
-                incarnation: b,
-            }
-            | Message::Prepare {
-                peer: a,
-                incarnation: b,
-            }
-            | Message::JoinDone {
-                total_nodes: a,
-                epoch: b,
-            }
-            | Message::Heartbeat {
-                node_id: a,
-                epoch: b,
-            }
-            | Message::Suspect {
-                peer: a,
-                incarnation: b,
-            }
-            | Message::Probe {
-                peer: a,
-                incarnation: b,
-            }
-            | Message::Leave {
-                node_id: a,
-                incarnation: b,
-            } => {
-                p[0..4].copy_from_slice(&a.to_le_bytes());
-                p[4..8].copy_from_slice(&b.to_le_bytes());
-            }
-            Message::HeartbeatAck { epoch } | Message::Resumed { epoch } => {
-                p[0..4].copy_from_slice(&epoch.to_le_bytes());
-            }
-            Message::Resume(r) => {
-                p[0..4].copy_from_slice(&r.node_id.to_le_bytes());
-                p[4..8].copy_from_slice(&r.incarnation.to_le_bytes());
-                p[8..12].copy_from_slice(&r.epoch.to_le_bytes());
-                p[12..28].copy_from_slice(&r.gid);
-            }
-            Message::NodeDead {
-                node: a,
-                incarnation: b,
-                epoch: c,
-            }
-            | Message::ProbeReply {
-                peer: a,
-                incarnation: b,
-                heard_ms_ago: c,
-            } => {
-                p[0..4].copy_from_slice(&a.to_le_bytes());
-                p[4..8].copy_from_slice(&b.to_le_bytes());
-                p[8..12].copy_from_slice(&c.to_le_bytes());
-            }
-            Message::Connected { peer, status } => {
-                p[0..4].copy_from_slice(&peer.to_le_bytes());
-                p[4..8].copy_from_slice(&status.to_le_bytes());
-            }
-            Message::Failure { errno } => {
-                p[0..4].copy_from_slice(&errno.to_le_bytes());
-            }
-            Message::Challenge { nonce } => p[0..NONCE_LEN].copy_from_slice(&nonce),
-            Message::Auth { nonce, proof } => {
-                p[0..NONCE_LEN].copy_from_slice(&nonce);
-                p[NONCE_LEN..NONCE_LEN + MAC_LEN].copy_from_slice(&proof);
-            }
-            Message::AuthOk { proof } => p[0..MAC_LEN].copy_from_slice(&proof),
-            Message::QpInfo(e) | Message::Connect(e) => {
-                p[0..4].copy_from_slice(&e.peer.to_le_bytes());
-                p[4..8].copy_from_slice(&e.qpn.to_le_bytes());
-                p[8..12].copy_from_slice(&e.psn.to_le_bytes());
-                p[12..14].copy_from_slice(&e.lid.to_le_bytes());
-                p[14..16].copy_from_slice(&e.mtu.to_le_bytes());
-                p[16..32].copy_from_slice(&e.gid);
-            }
-        }
-        // PANIC: `payload_len() <= MAX_PAYLOAD_LEN`, a small constant.
-        HEADER_LEN + kind.payload_len()
-    }
-
-    /// Decodes the payload of a frame whose header was already decoded.
-    pub fn decode(header: Header, payload: &[u8]) -> Result<Self, WireError> {
-        if payload.len() < header.kind.payload_len() {
-            return Err(WireError::Truncated);
-        }
-        let p = payload;
-        // PANIC: `p` holds at least `kind.payload_len()` bytes (checked
-        // above), and each kind reads only within that length: 8 of 8 for the one- and two-word kinds, 32 of
-        // `ENDPOINT_LEN` (32) for endpoints, 12 of 12 for `NodeDead` and `ProbeReply`, 24 of
-        // 24 for `Hello`, 28 of 28 for `Resume`, 16, 48 and 32 of as many
-        // for `Challenge`, `Auth` and `AuthOk`.
-        Ok(match header.kind {
-            Kind::Hello => {
-                let mut gid = [0u8; 16];
-                gid.copy_from_slice(&p[0..16]);
-                Message::Hello(Hello {
-                    gid,
-                    lid: le_u16(p, 16),
-                    rejoin_id: le_u32(p, 20),
-                })
-            }
-            Kind::Welcome => Message::Welcome {
-                node_id: le_u32(p, 0),
-                incarnation: le_u32(p, 4),
-            },
-            Kind::Prepare => Message::Prepare {
-                peer: le_u32(p, 0),
-                incarnation: le_u32(p, 4),
-            },
-            Kind::JoinDone => Message::JoinDone {
-                total_nodes: le_u32(p, 0),
-                epoch: le_u32(p, 4),
-            },
-            Kind::Heartbeat => Message::Heartbeat {
-                node_id: le_u32(p, 0),
-                epoch: le_u32(p, 4),
-            },
-            Kind::HeartbeatAck => Message::HeartbeatAck {
-                epoch: le_u32(p, 0),
-            },
-            Kind::Suspect => Message::Suspect {
-                peer: le_u32(p, 0),
-                incarnation: le_u32(p, 4),
-            },
-            Kind::Probe => Message::Probe {
-                peer: le_u32(p, 0),
-                incarnation: le_u32(p, 4),
-            },
-            Kind::ProbeReply => Message::ProbeReply {
-                peer: le_u32(p, 0),
-                incarnation: le_u32(p, 4),
-                heard_ms_ago: le_u32(p, 8),
-            },
-            Kind::Resume => {
-                let mut gid = [0u8; 16];
-                gid.copy_from_slice(&p[12..28]);
-                Message::Resume(Resume {
-                    node_id: le_u32(p, 0),
-                    incarnation: le_u32(p, 4),
-                    epoch: le_u32(p, 8),
-                    gid,
-                })
-            }
-            Kind::Resumed => Message::Resumed {
-                epoch: le_u32(p, 0),
-            },
-            Kind::Leave => Message::Leave {
-                node_id: le_u32(p, 0),
-                incarnation: le_u32(p, 4),
-            },
-            Kind::NodeDead => Message::NodeDead {
-                node: le_u32(p, 0),
-                incarnation: le_u32(p, 4),
-                epoch: le_u32(p, 8),
-            },
-            Kind::Connected => Message::Connected {
-                peer: le_u32(p, 0),
-                status: le_u32(p, 4) as i32,
-            },
-            Kind::Failure => Message::Failure {
-                errno: le_u32(p, 0) as i32,
-            },
-            Kind::Challenge => {
-                let mut nonce = [0u8; NONCE_LEN];
-                nonce.copy_from_slice(&p[0..NONCE_LEN]);
-                Message::Challenge { nonce }
-            }
-            Kind::Auth => {
-                let mut nonce = [0u8; NONCE_LEN];
-                nonce.copy_from_slice(&p[0..NONCE_LEN]);
-                let mut proof = [0u8; MAC_LEN];
-                proof.copy_from_slice(&p[NONCE_LEN..NONCE_LEN + MAC_LEN]);
-                Message::Auth { nonce, proof }
-            }
-            Kind::AuthOk => {
-                let mut proof = [0u8; MAC_LEN];
-                proof.copy_from_slice(&p[0..MAC_LEN]);
-                Message::AuthOk { proof }
-            }
-            Kind::QpInfo | Kind::Connect => {
-                let mut gid = [0u8; 16];
-                gid.copy_from_slice(&p[16..32]);
-                let e = Endpoint {
-                    peer: le_u32(p, 0),
-                    qpn: le_u32(p, 4),
-                    psn: le_u32(p, 8),
-                    lid: le_u16(p, 12),
-                    mtu: le_u16(p, 14),
-                    gid,
-                };
-                if header.kind == Kind::QpInfo {
-                    Message::QpInfo(e)
-                } else {
-                    Message::Connect(e)
-                }
-            }
-        })
-    }
-}
 
 /// Writes `label | first | second` into `out`, the input of a proof or of
 /// the session key; returns its length.
@@ -777,14 +574,4 @@ pub fn tag_input(
 /// Compares two byte strings in time independent of where they differ.
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
-}
-
-fn le_u16(bytes: &[u8], at: usize) -> u16 {
-    // PANIC: callers pass constant offsets with `at + 2 <= bytes.len()`.
-    u16::from_le_bytes([bytes[at], bytes[at + 1]])
-}
-
-fn le_u32(bytes: &[u8], at: usize) -> u32 {
-    // PANIC: callers pass constant offsets with `at + 4 <= bytes.len()`.
-    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }

@@ -35,5 +35,7 @@ pub(crate) mod quota;
 pub(crate) mod rpc;
 pub(crate) mod sharing;
 pub(crate) mod util;
+#[expect(unreachable_pub, reason = "shared with the userspace cluster manager")]
+pub(crate) mod wire_layout;
 
 pub(crate) use self::node::LiteClient;

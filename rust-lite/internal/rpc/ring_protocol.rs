@@ -14,6 +14,8 @@
 
 use kernel::prelude::*;
 
+use crate::internal::wire_layout::{self, wire_layout, WireField};
+
 /// Ports per node (`LITE_MAX_PORTS`).
 pub(crate) const MAX_PORTS: u32 = 64;
 
@@ -111,70 +113,39 @@ pub(crate) const FLAG_ACK_WANTED: u16 = 0x4;
 /// (fault injection through debugfs), so the ring's breaking is expected.
 pub(crate) const FLAG_FAULT_INJECTED: u16 = 0x8;
 
-/// The header in front of every message in a ring, little-endian:
-///
-/// ```text
-/// 0     4       6      8          12         16          24     26     28    32
-/// | len | flags | port | max_reply | reply_rkey | reply_addr | slot | gen | pad |
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct RequestHeader {
-    /// Payload bytes after the header.
-    pub(crate) len: u32,
-    /// `FLAG_*`.
-    pub(crate) flags: u16,
-    /// The server port.
-    pub(crate) port: u16,
-    /// Room in the caller's reply buffer.
-    pub(crate) max_reply: u32,
-    /// Remote key of the caller's reply buffer.
-    pub(crate) reply_rkey: u32,
-    /// Address of the caller's reply buffer.
-    pub(crate) reply_addr: u64,
-    /// The caller's reply slot.
-    pub(crate) slot: u16,
-    /// The slot's generation.
-    pub(crate) generation: u16,
+wire_layout! {
+    /// The header in front of every message in a ring: these fields in this
+    /// order, little-endian, then zeros up to [`HEADER_LEN`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub(crate) struct RequestHeader {
+        /// Payload bytes after the header.
+        pub(crate) len: u32,
+        /// `FLAG_*`.
+        pub(crate) flags: u16,
+        /// The server port.
+        pub(crate) port: u16,
+        /// Room in the caller's reply buffer.
+        pub(crate) max_reply: u32,
+        /// Remote key of the caller's reply buffer.
+        pub(crate) reply_rkey: u32,
+        /// Address of the caller's reply buffer.
+        pub(crate) reply_addr: u64,
+        /// The caller's reply slot.
+        pub(crate) slot: u16,
+        /// The slot's generation.
+        pub(crate) generation: u16,
+    }
 }
 
 impl RequestHeader {
     /// The header's bytes.
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
-        let mut out = [0u8; HEADER_LEN];
-        // PANIC: constant ranges within the `HEADER_LEN` (32) bytes of `out`,
-        // each as long as the bytes copied into it.
-        out[0..4].copy_from_slice(&self.len.to_le_bytes());
-        out[4..6].copy_from_slice(&self.flags.to_le_bytes());
-        out[6..8].copy_from_slice(&self.port.to_le_bytes());
-        out[8..12].copy_from_slice(&self.max_reply.to_le_bytes());
-        out[12..16].copy_from_slice(&self.reply_rkey.to_le_bytes());
-        out[16..24].copy_from_slice(&self.reply_addr.to_le_bytes());
-        out[24..26].copy_from_slice(&self.slot.to_le_bytes());
-        out[26..28].copy_from_slice(&self.generation.to_le_bytes());
-        out
+        wire_layout::encode(self)
     }
 
     /// Decodes a header.
     pub(crate) fn decode(bytes: &[u8; HEADER_LEN]) -> Self {
-        // PANIC: the closures are called below with constant offsets whose
-        // fields end at byte 28 at most, and `bytes` is `HEADER_LEN` (32)
-        // bytes, as is the range `16..24`.
-        let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
-        let u32_at = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
-        let mut addr = [0u8; 8];
-        addr.copy_from_slice(&bytes[16..24]);
-        RequestHeader {
-            len: u32_at(0),
-            flags: u16_at(4),
-            port: u16_at(6),
-            max_reply: u32_at(8),
-            reply_rkey: u32_at(12),
-            reply_addr: u64::from_le_bytes(addr),
-            slot: u16_at(24),
-            generation: u16_at(26),
-        }
+        wire_layout::decode(bytes)
     }
 
     /// Whether the sender wants a reply.

@@ -8,6 +8,7 @@ use kernel::prelude::*;
 use crate::internal::{
     memory::{handle::Password, permission::Permission},
     util::vec::put_or_return,
+    wire_layout::{self, wire_layout, WireField},
 };
 
 /// One published name.
@@ -86,55 +87,35 @@ impl<T> NameTable<T> {
 /// Bytes per entry of a chunk table.
 pub(crate) const DESCRIPTOR_LEN: usize = 32;
 
-/// How a mapper reaches one chunk, as stored in a chunk table:
-/// `node: u32, rkey: u32, chunk_id: u64, addr: u64, len: u64`, little-endian.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ChunkDescriptor {
-    /// Node holding the chunk.
-    pub(crate) node: u32,
-    /// Remote key covering it.
-    pub(crate) rkey: u32,
-    /// Its id in that node's memory store.
-    pub(crate) chunk_id: u64,
-    /// Its remote address.
-    pub(crate) addr: u64,
-    /// Its length.
-    pub(crate) len: u64,
+wire_layout! {
+    /// How a mapper reaches one chunk, as stored in a chunk table: these
+    /// fields in this order, little-endian.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) struct ChunkDescriptor {
+        /// Node holding the chunk.
+        pub(crate) node: u32,
+        /// Remote key covering it.
+        pub(crate) rkey: u32,
+        /// Its id in that node's memory store.
+        pub(crate) chunk_id: u64,
+        /// Its remote address.
+        pub(crate) addr: u64,
+        /// Its length.
+        pub(crate) len: u64,
+    }
 }
+
+const _: () = assert!(<ChunkDescriptor as WireField>::LEN == DESCRIPTOR_LEN);
 
 impl ChunkDescriptor {
     /// Encodes the descriptor.
     pub(crate) fn encode(&self) -> [u8; DESCRIPTOR_LEN] {
-        let mut out = [0u8; DESCRIPTOR_LEN];
-        // PANIC: constant ranges within the `DESCRIPTOR_LEN` (32) bytes of
-        // `out`, each as long as the bytes copied into it.
-        out[0..4].copy_from_slice(&self.node.to_le_bytes());
-        out[4..8].copy_from_slice(&self.rkey.to_le_bytes());
-        out[8..16].copy_from_slice(&self.chunk_id.to_le_bytes());
-        out[16..24].copy_from_slice(&self.addr.to_le_bytes());
-        out[24..32].copy_from_slice(&self.len.to_le_bytes());
-        out
+        wire_layout::encode(self)
     }
 
     /// Decodes a descriptor.
     pub(crate) fn decode(bytes: &[u8; DESCRIPTOR_LEN]) -> Self {
-        // PANIC: the closures are called below with constant offsets whose
-        // fields end at byte 32 at most, the length of `bytes`.
-        let u32_at = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
-        let u64_at = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&bytes[at..at + 8]);
-            u64::from_le_bytes(b)
-        };
-        ChunkDescriptor {
-            node: u32_at(0),
-            rkey: u32_at(4),
-            chunk_id: u64_at(8),
-            addr: u64_at(16),
-            len: u64_at(24),
-        }
+        wire_layout::decode(bytes)
     }
 }
 

@@ -42,6 +42,8 @@
 
 #[path = "../../../rust-lite/internal/cm_wire.rs"]
 pub mod cm_wire;
+#[path = "../../../rust-lite/internal/wire_layout.rs"]
+pub mod wire_layout;
 
 pub mod auth;
 pub mod cli;

@@ -126,25 +126,24 @@ fn header_layout_is_little_endian_magic_version_kind_len() {
         incarnation: 0x0807_0605,
     });
     assert_eq!(&frame[0..4], b"LITE");
-    assert_eq!(&frame[4..6], &[4, 0]);
+    assert_eq!(&frame[4..6], &[5, 0]);
     assert_eq!(&frame[6..8], &[Kind::Prepare as u8, 0]);
     assert_eq!(&frame[8..12], &[8, 0, 0, 0]);
     assert_eq!(&frame[12..20], &[1, 2, 3, 4, 5, 6, 7, 8]);
 }
 
 #[test]
-fn hello_layout_is_gid_lid_padding_rejoin_id() {
+fn hello_layout_is_gid_rejoin_id_lid() {
     let frame = encode(&Message::Hello(Hello {
         gid: *b"0123456789abcdef",
         lid: 0x0201,
         rejoin_id: 0x0605_0403,
     }));
     let payload = &frame[HEADER_LEN..];
-    assert_eq!(payload.len(), 24);
+    assert_eq!(payload.len(), 22);
     assert_eq!(&payload[0..16], b"0123456789abcdef");
-    assert_eq!(&payload[16..18], &[1, 2]);
-    assert_eq!(&payload[18..20], &[0, 0], "padding is zero");
-    assert_eq!(&payload[20..24], &[3, 4, 5, 6]);
+    assert_eq!(&payload[16..20], &[3, 4, 5, 6]);
+    assert_eq!(&payload[20..22], &[1, 2]);
 }
 
 #[test]
@@ -171,7 +170,7 @@ fn membership_payloads_are_words_in_field_order() {
             },
             vec![5, 6],
         ),
-        (Message::HeartbeatAck { epoch: 7 }, vec![7, 0]),
+        (Message::HeartbeatAck { epoch: 7 }, vec![7]),
         (
             Message::Suspect {
                 peer: 8,
@@ -194,7 +193,7 @@ fn membership_payloads_are_words_in_field_order() {
             },
             vec![13, 14],
         ),
-        (Message::Resumed { epoch: 15 }, vec![15, 0]),
+        (Message::Resumed { epoch: 15 }, vec![15]),
     ];
     for (message, words) in cases {
         let frame = encode(&message);
@@ -230,8 +229,8 @@ fn header_validation_rejects_each_bad_field() {
     assert_eq!(decode(&bad_magic), Err(WireError::BadMagic));
 
     // Version 1 had no membership messages and shorter `Hello`s, version 2
-    // no authentication, version 3 no probes.
-    for version in [1u16, 2, 3, 5] {
+    // no authentication, version 3 no probes, version 4 padded payloads.
+    for version in [1u16, 2, 3, 4, 6] {
         let mut bad_version = good.clone();
         bad_version[4..6].copy_from_slice(&version.to_le_bytes());
         assert_eq!(decode(&bad_version), Err(WireError::BadVersion));
@@ -253,21 +252,21 @@ fn header_validation_rejects_each_bad_field() {
 #[test]
 fn kind_numbers_and_payload_lengths_are_stable() {
     let expected = [
-        (Kind::Hello, 1, 24),
+        (Kind::Hello, 1, 22),
         (Kind::Welcome, 2, 8),
         (Kind::Prepare, 3, 8),
         (Kind::QpInfo, 4, ENDPOINT_LEN),
         (Kind::Connect, 5, ENDPOINT_LEN),
         (Kind::Connected, 6, 8),
         (Kind::JoinDone, 7, 8),
-        (Kind::Failure, 8, 8),
+        (Kind::Failure, 8, 4),
         (Kind::Heartbeat, 9, 8),
-        (Kind::HeartbeatAck, 10, 8),
+        (Kind::HeartbeatAck, 10, 4),
         (Kind::Suspect, 11, 8),
         (Kind::NodeDead, 12, 12),
         (Kind::Leave, 13, 8),
         (Kind::Resume, 14, 28),
-        (Kind::Resumed, 15, 8),
+        (Kind::Resumed, 15, 4),
         (Kind::Challenge, 16, NONCE_LEN),
         (Kind::Auth, 17, NONCE_LEN + MAC_LEN),
         (Kind::AuthOk, 18, MAC_LEN),
@@ -336,13 +335,13 @@ fn resumed_is_kind_15_with_the_epoch() {
     let resumed = Message::Resumed { epoch: 0x0403_0201 };
     assert_eq!(resumed.kind(), Kind::Resumed);
     let frame = encode(&resumed);
-    assert_eq!(frame.len(), HEADER_LEN + 8);
+    assert_eq!(frame.len(), HEADER_LEN + 4);
     assert_eq!(&frame[6..8], &[15, 0]);
-    assert_eq!(&frame[8..12], &[8, 0, 0, 0]);
-    assert_eq!(&frame[HEADER_LEN..], &[1, 2, 3, 4, 0, 0, 0, 0]);
+    assert_eq!(&frame[8..12], &[4, 0, 0, 0]);
+    assert_eq!(&frame[HEADER_LEN..], &[1, 2, 3, 4]);
     assert_eq!(decode(&frame), Ok(resumed));
 
-    for len in [0u32, 4, 12, 28] {
+    for len in [0u32, 8, 12, 28] {
         let mut bad_len = frame.clone();
         bad_len[8..12].copy_from_slice(&len.to_le_bytes());
         assert_eq!(decode(&bad_len), Err(WireError::BadLength), "len {len}");
