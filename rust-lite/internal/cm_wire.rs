@@ -571,6 +571,71 @@ pub fn tag_input(
     Some(9 + frame.len())
 }
 
+/// `HMAC(K, label | first | second)` with `mac`, the side's HMAC-SHA256
+/// keyed with the cluster's secret `K`: a proof of the authentication
+/// ([`NODE_LABEL`], [`MANAGER_LABEL`]) or the session key
+/// ([`SESSION_LABEL`]); see [`auth_input`] for the order of the nonces.
+pub fn auth_mac<E>(
+    mac: impl FnOnce(&[u8]) -> Result<[u8; MAC_LEN], E>,
+    label: &[u8],
+    first: &[u8; NONCE_LEN],
+    second: &[u8; NONCE_LEN],
+) -> Result<[u8; MAC_LEN], E> {
+    let mut input = [0u8; AUTH_INPUT_LEN];
+    let len = auth_input(label, first, second, &mut input);
+    // PANIC: `auth_input` returns a length within `input`.
+    mac(&input[..len])
+}
+
+/// The tag of `frame`, the `sequence`th frame sent in `direction`, with
+/// `mac`, the side's HMAC-SHA256 keyed with the session key.
+pub fn frame_tag<E>(
+    mac: impl FnOnce(&[u8]) -> Result<[u8; MAC_LEN], E>,
+    direction: u8,
+    sequence: u64,
+    frame: &[u8],
+) -> Result<[u8; TAG_LEN], E> {
+    let mut input = [0u8; TAG_INPUT_LEN];
+    // Frames come from `Message::encode` or `read_frame`, never longer
+    // than `MAX_FRAME_LEN`; an empty input would only yield a tag no peer
+    // expects.
+    let len = tag_input(direction, sequence, frame, &mut input).unwrap_or(0);
+    // PANIC: `tag_input` returns a length within `input`.
+    let mac = mac(&input[..len])?;
+    let mut tag = [0u8; TAG_LEN];
+    // PANIC: `TAG_LEN <= MAC_LEN`.
+    tag.copy_from_slice(&mac[..TAG_LEN]);
+    Ok(tag)
+}
+
+/// What stopped [`read_frame`].
+#[derive(Debug)]
+pub enum FrameError<E> {
+    /// The header is not one of this protocol's.
+    Wire(WireError),
+    /// Reading the stream failed.
+    Stream(E),
+}
+
+/// Reads one frame into `frame` with `recv_exact`, which fills the whole
+/// buffer it is given: the header, then the payload its kind carries.
+/// Returns the header and the frame's length.
+pub fn read_frame<E>(
+    mut recv_exact: impl FnMut(&mut [u8]) -> Result<(), E>,
+    frame: &mut [u8; MAX_FRAME_LEN],
+) -> Result<(Header, usize), FrameError<E>> {
+    let mut header = [0u8; HEADER_LEN];
+    recv_exact(&mut header).map_err(FrameError::Stream)?;
+    let decoded = Header::decode(&header).map_err(FrameError::Wire)?;
+    // Every payload fits in `MAX_PAYLOAD_LEN` (asserted where the kinds
+    // are declared).
+    let end = HEADER_LEN + decoded.kind.payload_len();
+    // PANIC: `end <= MAX_FRAME_LEN`, the length of `frame`.
+    frame[..HEADER_LEN].copy_from_slice(&header);
+    recv_exact(&mut frame[HEADER_LEN..end]).map_err(FrameError::Stream)?;
+    Ok((decoded, end))
+}
+
 /// Compares two byte strings in time independent of where they differ.
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0

@@ -15,9 +15,9 @@ use kernel::prelude::*;
 
 use crate::errno;
 use crate::internal::cm_wire::{
-    auth_input, same_bytes, tag_input, Header, Message, AUTH_INPUT_LEN, HEADER_LEN, MAC_LEN,
-    MANAGER_LABEL, MANAGER_TO_NODE, MAX_FRAME_LEN, MAX_PAYLOAD_LEN, NODE_LABEL, NODE_TO_MANAGER,
-    NONCE_LEN, SESSION_LABEL, TAG_INPUT_LEN, TAG_LEN,
+    auth_mac, frame_tag, read_frame, same_bytes, FrameError, Header, Message, HEADER_LEN, MAC_LEN,
+    MANAGER_LABEL, MANAGER_TO_NODE, MAX_FRAME_LEN, NODE_LABEL, NODE_TO_MANAGER, NONCE_LEN,
+    SESSION_LABEL, TAG_LEN,
 };
 use crate::sys::{
     secret::{hmac_sha256, random_bytes, wipe, Secret},
@@ -55,12 +55,8 @@ impl ManagerChannel {
             _ => return Err(errno::EPROTO()),
         };
         let node_nonce: [u8; NONCE_LEN] = random_bytes();
-        let mut input = [0u8; AUTH_INPUT_LEN];
-        let proof = {
-            let len = auth_input(NODE_LABEL, &manager_nonce, &node_nonce, &mut input);
-            // PANIC: `auth_input` returns a length within `input`.
-            secret.hmac(&input[..len])?
-        };
+        let keyed = |input: &[u8]| secret.hmac(input);
+        let proof = auth_mac(keyed, NODE_LABEL, &manager_nonce, &node_nonce)?;
         send_plain(
             &stream,
             &Message::Auth {
@@ -68,11 +64,7 @@ impl ManagerChannel {
                 proof,
             },
         )?;
-        let expected = {
-            let len = auth_input(MANAGER_LABEL, &node_nonce, &manager_nonce, &mut input);
-            // PANIC: as above.
-            secret.hmac(&input[..len])?
-        };
+        let expected = auth_mac(keyed, MANAGER_LABEL, &node_nonce, &manager_nonce)?;
         match receive_plain(&stream)? {
             Message::AuthOk { proof } if same_bytes(&proof, &expected) => {}
             Message::AuthOk { .. } => {
@@ -84,9 +76,7 @@ impl ManagerChannel {
             }
             _ => return Err(errno::EPROTO()),
         }
-        let len = auth_input(SESSION_LABEL, &manager_nonce, &node_nonce, &mut input);
-        // PANIC: as above.
-        let session = secret.hmac(&input[..len])?;
+        let session = auth_mac(keyed, SESSION_LABEL, &manager_nonce, &node_nonce)?;
         Ok(ManagerChannel {
             stream,
             session,
@@ -141,14 +131,8 @@ impl ManagerChannel {
     }
 
     fn tag(&self, direction: u8, sequence: u64, frame: &[u8]) -> Result<[u8; TAG_LEN]> {
-        let mut input = [0u8; TAG_INPUT_LEN];
-        let len = tag_input(direction, sequence, frame, &mut input).ok_or(EINVAL)?;
-        // PANIC: `tag_input` returns a length within `input`.
-        let mac = hmac_sha256(&self.session, &input[..len])?;
-        let mut tag = [0u8; TAG_LEN];
-        // PANIC: `TAG_LEN <= MAC_LEN`.
-        tag.copy_from_slice(&mac[..TAG_LEN]);
-        Ok(tag)
+        let keyed = |input: &[u8]| hmac_sha256(&self.session, input);
+        frame_tag(keyed, direction, sequence, frame)
     }
 }
 
@@ -160,17 +144,16 @@ impl Drop for ManagerChannel {
 
 /// Reads one frame into `frame`; returns its header and length.
 fn receive_frame(stream: &TcpStream, frame: &mut [u8; MAX_FRAME_LEN]) -> Result<(Header, usize)> {
-    let mut header = [0u8; HEADER_LEN];
-    stream.recv_exact(&mut header)?;
-    let decoded = Header::decode(&header).map_err(|_| errno::EPROTO())?;
-    let payload_len = decoded.kind.payload_len();
-    if payload_len > MAX_PAYLOAD_LEN {
-        return Err(errno::EPROTO());
-    }
-    // PANIC: `HEADER_LEN + payload_len <= MAX_FRAME_LEN` (checked above).
-    frame[..HEADER_LEN].copy_from_slice(&header);
-    stream.recv_exact(&mut frame[HEADER_LEN..HEADER_LEN + payload_len])?;
-    Ok((decoded, HEADER_LEN + payload_len))
+    read_frame(|buffer| stream.recv_exact(buffer), frame).map_err(|e| match e {
+        FrameError::Wire(e) => {
+            pr_warn!(
+                "a frame from the cluster manager does not decode: {:?}\n",
+                e
+            );
+            errno::EPROTO()
+        }
+        FrameError::Stream(e) => e,
+    })
 }
 
 /// Reads one frame of the authentication, which carries no tag.

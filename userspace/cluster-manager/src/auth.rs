@@ -2,6 +2,7 @@
 //! authentication that opens every connection (the exchange is described
 //! in [`cm_wire`](crate::cm_wire)).
 
+use std::convert::Infallible;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
@@ -12,8 +13,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::cm_wire::{
-    auth_input, tag_input, AUTH_INPUT_LEN, MAC_LEN, MAX_SECRET_LEN, NONCE_LEN, SESSION_LABEL,
-    TAG_INPUT_LEN, TAG_LEN,
+    auth_mac, frame_tag, MAC_LEN, MAX_SECRET_LEN, NONCE_LEN, SESSION_LABEL, TAG_LEN,
 };
 
 /// How to make a secret file, for error messages.
@@ -106,9 +106,9 @@ impl ClusterSecret {
         first: &[u8; NONCE_LEN],
         second: &[u8; NONCE_LEN],
     ) -> [u8; MAC_LEN] {
-        let mut input = [0u8; AUTH_INPUT_LEN];
-        let len = auth_input(label, first, second, &mut input);
-        hmac_sha256(&self.bytes, &input[..len])
+        let keyed = |input: &[u8]| Ok::<_, Infallible>(hmac_sha256(&self.bytes, input));
+        let Ok(mac) = auth_mac(keyed, label, first, second);
+        mac
     }
 
     /// The session key of a connection whose nonces are `manager_nonce` and
@@ -136,14 +136,8 @@ pub(crate) struct SessionKey([u8; MAC_LEN]);
 impl SessionKey {
     /// The tag of `frame`, the `sequence`th frame sent in `direction`.
     pub(crate) fn tag(&self, direction: u8, sequence: u64, frame: &[u8]) -> [u8; TAG_LEN] {
-        let mut input = [0u8; TAG_INPUT_LEN];
-        // Frames come from `Message::encode` or from a header-checked read,
-        // never longer than MAX_FRAME_LEN; an empty input would only yield
-        // a tag no peer expects.
-        let len = tag_input(direction, sequence, frame, &mut input).unwrap_or(0);
-        let mac = hmac_sha256(&self.0, &input[..len]);
-        let mut tag = [0u8; TAG_LEN];
-        tag.copy_from_slice(&mac[..TAG_LEN]);
+        let keyed = |input: &[u8]| Ok::<_, Infallible>(hmac_sha256(&self.0, input));
+        let Ok(tag) = frame_tag(keyed, direction, sequence, frame);
         tag
     }
 }

@@ -17,8 +17,8 @@ use std::io::{self, Read, Write};
 
 use crate::auth::{random_nonce, ClusterSecret, SessionKey};
 use crate::cm_wire::{
-    same_bytes, Header, Kind, Message, WireError, HEADER_LEN, MANAGER_LABEL, MANAGER_TO_NODE,
-    MAX_FRAME_LEN, MAX_PAYLOAD_LEN, NODE_LABEL, NODE_TO_MANAGER, TAG_LEN,
+    self, same_bytes, FrameError, Header, Kind, Message, WireError, HEADER_LEN, MANAGER_LABEL,
+    MANAGER_TO_NODE, MAX_FRAME_LEN, NODE_LABEL, NODE_TO_MANAGER, TAG_LEN,
 };
 
 /// Why an exchange with a node failed.
@@ -127,28 +127,27 @@ impl From<WireError> for ProtocolError {
 }
 
 /// Reads one frame into `frame`; returns its validated header and length.
+/// The end of the stream before a frame is [`ProtocolError::Closed`].
 fn read_frame(
     stream: &mut impl Read,
     frame: &mut [u8; MAX_FRAME_LEN],
 ) -> Result<(Header, usize), ProtocolError> {
-    let mut header_bytes = [0u8; HEADER_LEN];
-    stream.read_exact(&mut header_bytes).map_err(|e| {
-        if e.kind() == io::ErrorKind::UnexpectedEof {
-            ProtocolError::Closed
-        } else {
-            ProtocolError::Io(e)
-        }
-    })?;
-    let header = Header::decode(&header_bytes)?;
-    // Header::decode only accepts the exact payload length of the kind, so
-    // this cannot exceed the buffer; checked anyway to never trust a length.
-    let len = usize::try_from(header.len).map_err(|_| WireError::BadLength)?;
-    if len > MAX_PAYLOAD_LEN {
-        return Err(WireError::BadLength.into());
-    }
-    frame[..HEADER_LEN].copy_from_slice(&header_bytes);
-    stream.read_exact(&mut frame[HEADER_LEN..HEADER_LEN + len])?;
-    Ok((header, HEADER_LEN + len))
+    let mut first = true;
+    let recv_exact = |buffer: &mut [u8]| {
+        let read = stream.read_exact(buffer).map_err(|e| {
+            if first && e.kind() == io::ErrorKind::UnexpectedEof {
+                ProtocolError::Closed
+            } else {
+                ProtocolError::Io(e)
+            }
+        });
+        first = false;
+        read
+    };
+    cm_wire::read_frame(recv_exact, frame).map_err(|e| match e {
+        FrameError::Wire(e) => e.into(),
+        FrameError::Stream(e) => e,
+    })
 }
 
 /// Reads and validates one frame that carries no tag (those of the
