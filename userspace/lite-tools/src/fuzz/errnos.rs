@@ -321,9 +321,28 @@ mod tests {
         };
         for line in comment_lines(header) {
             let body = line.trim_start().strip_prefix('*').unwrap_or("");
-            if let Some((name, mut params)) = prototype.take() {
-                // A prototype continued on the next line.
+            // A prototype continued from the line before, or a new one.
+            let pending = if let Some((name, mut params)) = prototype.take() {
                 params.push_str(body.trim());
+                Some((name, params))
+            } else if let Some(signature) = body.strip_prefix(" long lite_") {
+                if !text.trim().is_empty() {
+                    flush(&mut group, &mut text, &mut calls);
+                }
+                let name = format!(
+                    "lite_{}",
+                    signature
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                );
+                let open = signature.find('(').expect("a prototype has arguments");
+                group.push(name.clone());
+                Some((name, signature[open + 1..].to_string()))
+            } else {
+                None
+            };
+            if let Some((name, params)) = pending {
                 if let Some(close) = params.find(')') {
                     finish_prototype(&mut calls, &name, &params[..close]);
                     text.push_str(&params[close + 1..]);
@@ -332,31 +351,6 @@ mod tests {
                     prototype = Some((name, params));
                 }
                 continue;
-            }
-            if let Some(signature) = body.trim_start().strip_prefix("long lite_") {
-                if body.starts_with(" long") {
-                    if !text.trim().is_empty() {
-                        flush(&mut group, &mut text, &mut calls);
-                    }
-                    let name: String = format!(
-                        "lite_{}",
-                        signature
-                            .chars()
-                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                            .collect::<String>()
-                    );
-                    let open = signature.find('(').expect("a prototype has arguments");
-                    let params = signature[open + 1..].to_string();
-                    group.push(name.clone());
-                    if let Some(close) = params.find(')') {
-                        finish_prototype(&mut calls, &name, &params[..close]);
-                        text.push_str(&params[close + 1..]);
-                        text.push('\n');
-                    } else {
-                        prototype = Some((name, params));
-                    }
-                    continue;
-                }
             }
             let indented = body.starts_with("   ") || body.trim().is_empty();
             if !indented {
