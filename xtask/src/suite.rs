@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
+use crate::cluster::{self, Cluster, ClusterSpec, Images, NoDeathWatch};
 use crate::fsutil::LogFollower;
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
@@ -179,13 +179,16 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     // The host tests build C against libibverbs and run bindgen, so the
     // packages come first on a fresh machine.
     prereqs::ensure_packages(&cache, prereqs::PACKAGES)?;
+    // After Ctrl-C the remaining steps would only fail one after another.
+    let checked = |tally: &mut Tally, ok| {
+        tally.check(ok);
+        interrupt::check()
+    };
 
     let ok = step(1, "host tests (cargo test --workspace)", || {
         host_tests(&logs)
     });
-    tally.check(ok);
-    // After Ctrl-C the remaining steps would only fail one after another.
-    interrupt::check()?;
+    checked(&mut tally, ok)?;
 
     let ok = step(
         2,
@@ -196,9 +199,7 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
             kernel::check_distribution_config(&cache, kernel_src)
         },
     );
-    tally.check(ok);
-    // After Ctrl-C the remaining steps would only fail one after another.
-    interrupt::check()?;
+    checked(&mut tally, ok)?;
 
     let mut kernel = None;
     let ok = step(3, "debug kernel build", || {
@@ -210,9 +211,7 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         )?);
         Ok(())
     });
-    tally.check(ok);
-    // After Ctrl-C the remaining steps would only fail one after another.
-    interrupt::check()?;
+    checked(&mut tally, ok)?;
 
     let Some(kernel) = kernel else {
         skip(4, "KUnit", "no kernel");
@@ -224,55 +223,42 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         return finish(&tally);
     };
 
-    let mut kunit_counts = Tally::default();
-    step(4, "KUnit (lite*)", || {
-        kunit(&cache, &kernel, &logs, &mut kunit_counts)
-    });
-    tally.passed += kunit_counts.passed;
-    tally.failed += kunit_counts.failed;
-    interrupt::check()?;
-
-    let mut images = None;
-    let mut cluster_counts = Tally::default();
-    step(5, &format!("cluster test ({CLUSTER_NODES} VMs)"), || {
-        cluster_test(&cache, &kernel, &logs, &mut images, &mut cluster_counts)
-    });
-    tally.passed += cluster_counts.passed;
-    tally.failed += cluster_counts.failed;
-    interrupt::check()?;
-
-    let mut failure_counts = Tally::default();
-    let name = format!(
-        "failure test, then the cluster test on the rejoined cluster ({FAILURE_NODES} VMs)"
-    );
-    step(6, &name, || {
-        failure_test(&cache, &kernel, &logs, &mut images, &mut failure_counts)
-    });
-    tally.passed += failure_counts.passed;
-    tally.failed += failure_counts.failed;
-    interrupt::check()?;
-
-    let mut partition_counts = Tally::default();
-    step(
-        7,
-        &format!("partition test ({PARTITION_NODES} VMs)"),
-        || partition_test(&cache, &kernel, &logs, &mut images, &mut partition_counts),
-    );
-    tally.passed += partition_counts.passed;
-    tally.failed += partition_counts.failed;
-    interrupt::check()?;
-
-    let mut exec_counts = Tally::default();
-    step(
-        8,
-        &format!(
-            "programs of one's own through cargo xtask cluster --exec: hello_cluster, and a \
-             kernel module ({EXEC_NODES} VMs)"
+    // The VM steps count their checks themselves, and share the cluster
+    // images.
+    type VmStep = fn(&Cache, &Path, &Path, &mut Option<Images>, &mut Tally) -> Result<()>;
+    let vm_steps: [(String, VmStep); 5] = [
+        ("KUnit (lite*)".to_string(), kunit),
+        (format!("cluster test ({CLUSTER_NODES} VMs)"), cluster_test),
+        (
+            format!(
+                "failure test, then the cluster test on the rejoined cluster ({FAILURE_NODES} VMs)"
+            ),
+            failure_test,
         ),
-        || exec_test(&cache, &kernel, &logs, &mut images, &mut exec_counts),
-    );
-    tally.passed += exec_counts.passed;
-    tally.failed += exec_counts.failed;
+        (
+            format!("partition test ({PARTITION_NODES} VMs)"),
+            partition_test,
+        ),
+        (
+            format!(
+                "programs of one's own through cargo xtask cluster --exec: hello_cluster, and a \
+                 kernel module ({EXEC_NODES} VMs)"
+            ),
+            exec_test,
+        ),
+    ];
+    let mut images = None;
+    for (k, (name, body)) in (4..).zip(vm_steps) {
+        if k > 4 {
+            interrupt::check()?;
+        }
+        let mut counts = Tally::default();
+        step(k, &name, || {
+            body(&cache, &kernel, &logs, &mut images, &mut counts)
+        });
+        tally.passed += counts.passed;
+        tally.failed += counts.failed;
+    }
 
     ui::say(&format!("logs: {}", logs.display()));
     finish(&tally)
@@ -342,7 +328,13 @@ fn host_tests(logs: &Path) -> Result<()> {
 }
 
 /// Boots one VM with KUnit enabled and checks its KTAP output.
-fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Result<()> {
+fn kunit(
+    cache: &Cache,
+    kernel: &Path,
+    logs: &Path,
+    _: &mut Option<Images>,
+    counts: &mut Tally,
+) -> Result<()> {
     let mut initrd =
         initramfs::build(cache, Variant::Minimal).inspect_err(|_| counts.failed += 1)?;
     // A modular kernel runs LITE's suites when the guest loads LITE.
@@ -402,20 +394,15 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     Ok(())
 }
 
-/// What the cluster steps boot besides the kernel; built once for both.
-#[derive(Clone)]
-struct ClusterImages {
-    initrd: PathBuf,
-    manager: PathBuf,
-}
-
-/// The initramfs and the cluster manager, built unless `built` has them.
-fn cluster_images(cache: &Cache, built: &mut Option<ClusterImages>) -> Result<ClusterImages> {
+/// What the cluster steps boot: `kernel`, and the initramfs and the
+/// cluster manager, built unless `built` has them.
+fn cluster_images(cache: &Cache, kernel: &Path, built: &mut Option<Images>) -> Result<Images> {
     if let Some(images) = built {
         return Ok(images.clone());
     }
-    let images = ClusterImages {
-        initrd: initramfs::build(cache, Variant::Full)?,
+    let images = Images {
+        kernel: kernel.to_path_buf(),
+        initramfs: initramfs::build(cache, Variant::Full)?,
         manager: cluster::build_manager(cache)?,
     };
     *built = Some(images.clone());
@@ -427,10 +414,10 @@ fn cluster_test(
     cache: &Cache,
     kernel: &Path,
     logs: &Path,
-    images: &mut Option<ClusterImages>,
+    images: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
+    let images = cluster_images(cache, kernel, images).inspect_err(|_| counts.failed += 1)?;
     let seed = fuzz::seed_from_clock();
     ui::progress(&format!(
         "lite-fuzz seed {seed:#x}; replay the fuzzing alone with: {}",
@@ -438,17 +425,12 @@ fn cluster_test(
     ));
     let fuzz_params = fuzz::kernel_params(FUZZ_SECONDS, seed);
     let fuzzing = |_: usize| fuzz_params.clone();
-    let spec = ClusterSpec {
-        roles: vec![TEST_ROLE.to_string(); CLUSTER_NODES],
-        kernel,
-        initrd: &images.initrd,
-        memory_mib: 1024,
-        extra_append: &fuzzing,
-        pin_cpus: false,
-        manager: &images.manager,
+    let spec = images.spec(
+        vec![TEST_ROLE.to_string(); CLUSTER_NODES],
+        &fuzzing,
         logs,
-        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
-    };
+        Some(cluster::API_TEST_DEAD_AFTER_MS),
+    );
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
     let mut no_death = NoDeathWatch::new(&spec);
     let waited = cluster.wait(CLUSTER_TIMEOUT, &mut || no_death.check());
@@ -605,22 +587,17 @@ fn failure_test(
     cache: &Cache,
     kernel: &Path,
     logs: &Path,
-    images: &mut Option<ClusterImages>,
+    images: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
+    let images = cluster_images(cache, kernel, images).inspect_err(|_| counts.failed += 1)?;
     let logs = phase_logs(logs, "failure").inspect_err(|_| counts.failed += 1)?;
-    let spec = ClusterSpec {
-        roles: failure_roles(FAILURE_NODES),
-        kernel,
-        initrd: &images.initrd,
-        memory_mib: 1024,
-        extra_append: &failure_phase_append,
-        pin_cpus: false,
-        manager: &images.manager,
-        logs: &logs,
-        dead_after_ms: FAILURE_PHASE_DEAD_AFTER_MS,
-    };
+    let spec = images.spec(
+        failure_roles(FAILURE_NODES),
+        &failure_phase_append,
+        &logs,
+        FAILURE_PHASE_DEAD_AFTER_MS,
+    );
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
     let started = Instant::now();
     let victim = FAILURE_NODES;
@@ -976,22 +953,17 @@ fn partition_test(
     cache: &Cache,
     kernel: &Path,
     logs: &Path,
-    images: &mut Option<ClusterImages>,
+    images: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
+    let images = cluster_images(cache, kernel, images).inspect_err(|_| counts.failed += 1)?;
     let logs = phase_logs(logs, "partition").inspect_err(|_| counts.failed += 1)?;
-    let spec = ClusterSpec {
-        roles: partition_roles(PARTITION_NODES),
-        kernel,
-        initrd: &images.initrd,
-        memory_mib: 1024,
-        extra_append: &partition_append,
-        pin_cpus: false,
-        manager: &images.manager,
-        logs: &logs,
-        dead_after_ms: None,
-    };
+    let spec = images.spec(
+        partition_roles(PARTITION_NODES),
+        &partition_append,
+        &logs,
+        None,
+    );
     let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
     let started = Instant::now();
     let cut = PARTITION_NODES;
@@ -1237,22 +1209,17 @@ fn exec_test(
     cache: &Cache,
     kernel: &Path,
     logs: &Path,
-    images: &mut Option<ClusterImages>,
+    images: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
+    let images = cluster_images(cache, kernel, images).inspect_err(|_| counts.failed += 1)?;
     let logs = phase_logs(logs, "exec").inspect_err(|_| counts.failed += 1)?;
     let program = logs.join("hello_cluster");
     compile_exec_example(&program).inspect_err(|_| counts.failed += 1)?;
-    let boot = user_cluster::Images {
-        kernel: kernel.to_path_buf(),
-        initramfs: images.initrd,
-        manager: images.manager,
-    };
     let mut problems = Vec::new();
     let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])
         .inspect_err(|_| counts.failed += 1)?;
-    run_own_program(&boot, &logs, &hello, counts, &mut problems, |log| {
+    run_own_program(&images, &logs, &hello, counts, &mut problems, |log| {
         read_back_message(log, EXEC_MESSAGE)
             .then_some(())
             .ok_or_else(|| {
@@ -1262,7 +1229,7 @@ fn exec_test(
     if kernel::modules_archive(kernel).is_some() {
         let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])
             .inspect_err(|_| counts.failed += 1)?;
-        run_own_program(&boot, &logs, &script, counts, &mut problems, |log| {
+        run_own_program(&images, &logs, &script, counts, &mut problems, |log| {
             log.lines()
                 .any(|line| logscan::strip_timestamp(line) == EXEC_MODULE_DONE)
                 .then_some(())
@@ -1282,7 +1249,7 @@ fn exec_test(
 /// says whether the log shows the program's work done, adding what failed
 /// to `problems`.
 fn run_own_program(
-    boot: &user_cluster::Images,
+    boot: &Images,
     logs: &Path,
     archive: &user_cluster::ProgramArchive,
     counts: &mut Tally,
@@ -1562,17 +1529,8 @@ mod tests {
         logs: &'a Path,
         extra: &'a dyn Fn(usize) -> Vec<String>,
     ) -> ClusterSpec<'a> {
-        ClusterSpec {
-            roles: failure_roles(FAILURE_NODES),
-            kernel: Path::new("/k/bzImage"),
-            initrd: Path::new("/i.cpio.gz"),
-            memory_mib: 1024,
-            extra_append: extra,
-            pin_cpus: false,
-            manager: Path::new("/bin/lite-cm"),
-            logs,
-            dead_after_ms: FAILURE_PHASE_DEAD_AFTER_MS,
-        }
+        let roles = failure_roles(FAILURE_NODES);
+        cluster::test_spec(roles, logs, extra, FAILURE_PHASE_DEAD_AFTER_MS)
     }
 
     #[test]
@@ -1681,20 +1639,28 @@ mod tests {
             .unwrap_or_else(|| panic!("role {role} has no end"))]
     }
 
-    #[test]
-    fn survivors_announce_their_programs_in_the_order_they_are_counted() {
-        let body = role_body(SURVIVOR_ROLE);
+    /// Asserts that the role's `body` announces each of `programs` in
+    /// order, each run (with `options` first) after its announcement;
+    /// where the last one runs.
+    fn assert_runs_in_order(body: &str, programs: &[&str], options: &str) -> usize {
         let mut from = 0;
-        for program in SURVIVOR_PROGRAMS {
+        for program in programs {
             let announced = body[from..]
                 .find(&format!("program {program}\n"))
                 .map(|at| from + at)
                 .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
             let run = body[announced..]
-                .find(&format!("\t{program} --cm"))
+                .find(&format!("\t{program} {options}"))
                 .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
             from = announced + run;
         }
+        from
+    }
+
+    #[test]
+    fn survivors_announce_their_programs_in_the_order_they_are_counted() {
+        let body = role_body(SURVIVOR_ROLE);
+        assert_runs_in_order(body, &SURVIVOR_PROGRAMS, "--cm");
         // The marker /init prints is the one the harness splits at.
         let init = include_str!("init.sh");
         assert!(init.contains(&format!("echo \"{}$1\"", tap::PROGRAM_MARKER)));
@@ -1706,17 +1672,7 @@ mod tests {
     #[test]
     fn the_test_role_runs_its_programs_in_order_then_the_leak_scan_last() {
         let body = role_body(TEST_ROLE);
-        let mut from = 0;
-        for program in TEST_PROGRAMS {
-            let announced = body[from..]
-                .find(&format!("program {program}\n"))
-                .map(|at| from + at)
-                .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
-            let run = body[announced..]
-                .find(&format!("\t{program} --"))
-                .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
-            from = announced + run;
-        }
+        let from = assert_runs_in_order(body, &TEST_PROGRAMS, "--");
         // The baseline the cluster test saves is the one compared.
         assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" --resources-baseline \"$RESOURCES_BASELINE\""));
         assert!(body.contains("lite-resources --baseline \"$RESOURCES_BASELINE\""));
@@ -1728,8 +1684,8 @@ mod tests {
 
     #[test]
     fn a_test_node_counts_each_program_and_its_leak_scan() {
-        let dir = std::env::temp_dir().join(format!("suite-test-role-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let tmp = crate::fsutil::TempDir::new("suite-test-role").expect("temporary directory");
+        let dir = tmp.path();
         let log = dir.join("node2.log");
         let cluster = "TAP version 13\nok 1 - join\n1..1\n1 passed, 0 failed\n";
         let resources = "TAP version 13\nok 1 - resources back to baseline: lmrs 0 -> 0\n\
@@ -1776,23 +1732,12 @@ mod tests {
         assert!(problems
             .iter()
             .any(|p| p.contains("the leak scan did not run")));
-        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 
     #[test]
     fn the_test_role_fuzzes_before_the_resource_check_when_asked() {
         let body = role_body(TEST_ROLE);
-        let mut from = 0;
-        for program in FUZZED_TEST_PROGRAMS {
-            let announced = body[from..]
-                .find(&format!("program {program}\n"))
-                .map(|at| from + at)
-                .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
-            let run = body[announced..]
-                .find(&format!("\t{program} --"))
-                .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
-            from = announced + run;
-        }
+        assert_runs_in_order(body, &FUZZED_TEST_PROGRAMS, "--");
         // Only with a fuzzing time from the harness, and with its seed.
         let announced = body
             .find("program lite-fuzz")
@@ -1813,8 +1758,8 @@ mod tests {
 
     #[test]
     fn a_fuzzed_test_node_counts_the_fuzzer_as_a_program() {
-        let dir = std::env::temp_dir().join(format!("suite-fuzzed-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let tmp = crate::fsutil::TempDir::new("suite-fuzzed").expect("temporary directory");
+        let dir = tmp.path();
         let log = dir.join("node1.log");
         let one_point =
             |what: &str| format!("TAP version 13\nok 1 - {what}\n1..1\n1 passed, 0 failed\n");
@@ -1851,7 +1796,6 @@ mod tests {
         let (mut counts, mut problems) = (Tally::default(), Vec::new());
         count_test_role("node1", &log, &TEST_PROGRAMS, &mut counts, &mut problems);
         assert_eq!((counts.passed, counts.failed), (3, 1), "{problems:?}");
-        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 
     #[test]
@@ -2003,8 +1947,8 @@ mod tests {
 
     #[test]
     fn a_survivor_is_counted_per_program_and_a_missing_one_fails() {
-        let dir = std::env::temp_dir().join(format!("suite-count-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let tmp = crate::fsutil::TempDir::new("suite-count").expect("temporary directory");
+        let dir = tmp.path();
         let log = dir.join("node1.log");
         let failure = "TAP version 13\nok 1 - a\nok 2 - b\n1..2\n2 passed, 0 failed\n";
         let cluster = "TAP version 13\nok 1 - c # SKIP joined before\nnot ok 2 - d\n# why\n\
@@ -2050,6 +1994,5 @@ mod tests {
         );
         assert_eq!((counts.passed, counts.failed), (2, 2), "{problems:?}");
         assert!(problems.contains(&"[node1 lite-cluster-test] never started".to_string()));
-        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 }
