@@ -154,11 +154,13 @@ const CUT_LENGTH: Duration = Duration::from_secs(10);
 /// minutes for the last barrier).
 const PARTITION_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
-/// Passed and failed counts.
+/// Passed and failed counts, and what failed, each problem on its own
+/// line and prefixed with where it happened.
 #[derive(Default)]
 struct Tally {
     passed: u64,
     failed: u64,
+    problems: Vec<String>,
 }
 
 impl Tally {
@@ -168,6 +170,31 @@ impl Tally {
         } else {
             self.failed += 1;
         }
+    }
+
+    /// Counts `result` as one check; its error is a problem of `label`.
+    fn check_result<E: std::fmt::Display>(&mut self, label: &str, result: Result<(), E>) {
+        self.check(result.is_ok());
+        if let Err(err) = result {
+            self.problems.push(format!("[{label}] {err:#}"));
+        }
+    }
+
+    /// Notes how the wait for the VMs ended: a problem if it failed.
+    fn waited(&mut self, waited: Result<()>) {
+        if let Err(err) = waited {
+            self.problems.push(format!("{err:#}"));
+        }
+    }
+
+    /// Notes how the wait for the VMs ended, and fails with every problem
+    /// noted.
+    fn verdict(&mut self, waited: Result<()>) -> Result<()> {
+        self.waited(waited);
+        if !self.problems.is_empty() {
+            bail!("{}", std::mem::take(&mut self.problems).join("\n"));
+        }
+        Ok(())
     }
 }
 
@@ -437,105 +464,79 @@ fn cluster_test(
     let node_logs = cluster.node_logs();
     drop(cluster);
 
-    let mut problems = Vec::new();
     for (name, path) in &node_logs {
-        count_test_role(name, path, &FUZZED_TEST_PROGRAMS, counts, &mut problems);
+        counts.test_role(name, path, &FUZZED_TEST_PROGRAMS);
     }
-    if let Err(err) = waited {
-        problems.push(format!("{err:#}"));
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    counts.verdict(waited)
 }
 
-/// Counts one node's TAP results and log scan; what is wrong goes to
-/// `problems`, prefixed with the node's name.
-fn count_node(name: &str, path: &Path, counts: &mut Tally, problems: &mut Vec<String>) {
-    let log = read_log(path);
-    count_tap(name, &log, counts, problems);
-    count_scan(name, &log, counts, problems);
-}
+impl Tally {
+    /// Counts one node's TAP results and log scan.
+    fn node(&mut self, name: &str, path: &Path) {
+        let log = read_log(path);
+        self.tap(name, &log);
+        self.scan(name, &log);
+    }
 
-/// Like [`count_node`] for a node whose role runs `programs` one after the
-/// other: each program's TAP is counted on its own, and a program that
-/// never started counts as one failure.
-fn count_programs(
-    name: &str,
-    path: &Path,
-    programs: &[&str],
-    counts: &mut Tally,
-    problems: &mut Vec<String>,
-) {
-    let log = read_log(path);
-    let outputs = tap::split_programs(&log);
-    for program in programs {
-        let label = format!("{name} {program}");
-        match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
-            Some(output) => count_tap(&label, &output.text, counts, problems),
-            None => {
-                counts.failed += 1;
-                problems.push(format!("[{label}] never started"));
+    /// Like [`Tally::node`] for a node whose role runs `programs` one after
+    /// the other: each program's TAP is counted on its own, and a program
+    /// that never started counts as one failure.
+    fn programs(&mut self, name: &str, path: &Path, programs: &[&str]) {
+        let log = read_log(path);
+        let outputs = tap::split_programs(&log);
+        for program in programs {
+            let label = format!("{name} {program}");
+            match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
+                Some(output) => self.tap(&label, &output.text),
+                None => self.check_result(&label, Err("never started")),
             }
         }
+        self.scan(name, &log);
     }
-    count_scan(name, &log, counts, problems);
-}
 
-/// Like [`count_programs`] for a node of role [`TEST_ROLE`], whose
-/// `programs` ([`TEST_PROGRAMS`], or [`FUZZED_TEST_PROGRAMS`]) end with a
-/// kmemleak scan: one more check, failed by a scan that did not run or by
-/// a leak involving LITE; other leaks are only shown.
-fn count_test_role(
-    name: &str,
-    path: &Path,
-    programs: &[&str],
-    counts: &mut Tally,
-    problems: &mut Vec<String>,
-) {
-    count_programs(name, path, programs, counts, problems);
-    let findings = kmemleak::check(&read_log(path));
-    counts.check(findings.problems.is_empty());
-    for warning in &findings.warnings {
-        ui::progress(&format!("[{name}] warning: {warning}"));
+    /// Like [`Tally::programs`] for a node of role [`TEST_ROLE`], whose
+    /// `programs` ([`TEST_PROGRAMS`], or [`FUZZED_TEST_PROGRAMS`]) end with
+    /// a kmemleak scan: one more check, failed by a scan that did not run
+    /// or by a leak involving LITE; other leaks are only shown.
+    fn test_role(&mut self, name: &str, path: &Path, programs: &[&str]) {
+        self.programs(name, path, programs);
+        let findings = kmemleak::check(&read_log(path));
+        self.check(findings.problems.is_empty());
+        for warning in &findings.warnings {
+            ui::progress(&format!("[{name}] warning: {warning}"));
+        }
+        let found = findings.problems.into_iter();
+        self.problems.extend(found.map(|p| format!("[{name}] {p}")));
     }
-    problems.extend(
-        findings
-            .problems
-            .into_iter()
-            .map(|p| format!("[{name}] {p}")),
-    );
-}
 
-/// Counts the TAP results in `output`, one program's, reported as `label`.
-fn count_tap(label: &str, output: &str, counts: &mut Tally, problems: &mut Vec<String>) {
-    let report = tap::Report::parse(output);
-    counts.passed += report.passed();
-    counts.failed += report.failed();
-    ui::progress(&format!(
-        "{label}: {} passed, {} failed, {} skipped",
-        report.passed(),
-        report.failed(),
-        report.skipped()
-    ));
-    problems.extend(
-        report
-            .problems()
-            .into_iter()
-            .map(|p| format!("[{label}] {p}")),
-    );
-    // A program without any TAP output has no result to count: count it.
-    if report.points.is_empty() && report.planned.is_none() {
-        counts.failed += 1;
+    /// Counts the TAP results in `output`, one program's, reported as
+    /// `label`.
+    fn tap(&mut self, label: &str, output: &str) {
+        let report = tap::Report::parse(output);
+        self.passed += report.passed();
+        self.failed += report.failed();
+        ui::progress(&format!(
+            "{label}: {} passed, {} failed, {} skipped",
+            report.passed(),
+            report.failed(),
+            report.skipped()
+        ));
+        let found = report.problems().into_iter();
+        self.problems
+            .extend(found.map(|p| format!("[{label}] {p}")));
+        // A program without any TAP output has no result to count: count it.
+        if report.points.is_empty() && report.planned.is_none() {
+            self.failed += 1;
+        }
     }
-}
 
-/// Counts the scan of a node's whole log for crashes and its exit.
-fn count_scan(name: &str, log: &str, counts: &mut Tally, problems: &mut Vec<String>) {
-    let scan = logscan::problems(log);
-    counts.check(scan.is_empty());
-    problems.extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
+    /// Counts the scan of a node's whole log for crashes and its exit.
+    fn scan(&mut self, name: &str, log: &str) {
+        let scan = logscan::problems(log);
+        self.check(scan.is_empty());
+        self.problems
+            .extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
+    }
 }
 
 /// Guest roles of the failure test's `nodes` nodes: survivors, then the
@@ -616,31 +617,18 @@ fn failure_test(
     let node_logs = cluster.node_logs();
     drop(cluster);
 
-    let mut problems = Vec::new();
-    counts.check(killed.is_ok());
-    counts.check(rebooted.is_ok());
-    for err in [killed.err(), rebooted.err()].into_iter().flatten() {
-        problems.push(format!("[node{victim}] {err:#}"));
-    }
+    counts.check_result(&format!("node{victim}"), killed);
+    counts.check_result(&format!("node{victim}"), rebooted);
     for (index, (name, path)) in node_logs.iter().enumerate() {
         if index + 1 != victim {
-            count_programs(name, path, &SURVIVOR_PROGRAMS, counts, &mut problems);
+            counts.programs(name, path, &SURVIVOR_PROGRAMS);
         } else if rebooted_log(name, victim) {
-            count_test_role(name, path, &TEST_PROGRAMS, counts, &mut problems);
+            counts.test_role(name, path, &TEST_PROGRAMS);
             let same_id = same_node_again(&read_log(&first_boot_log), &read_log(path));
-            counts.check(same_id.is_ok());
-            if let Err(err) = same_id {
-                problems.push(format!("[{name}] {err}"));
-            }
+            counts.check_result(name, same_id);
         }
     }
-    if let Err(err) = waited {
-        problems.push(format!("{err:#}"));
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    counts.verdict(waited)
 }
 
 /// What the kernel prints when the node joined: `joined as node N
@@ -986,7 +974,6 @@ fn partition_test(
     let node_logs = cluster.node_logs();
     drop(cluster);
 
-    let mut problems = Vec::new();
     let (as_planned, no_death) = match &paused {
         Ok(pauses) => (pauses.as_planned(), pauses.manager.check()),
         Err(err) => (
@@ -996,25 +983,13 @@ fn partition_test(
             )),
         ),
     };
-    counts.check(as_planned.is_ok());
-    counts.check(no_death.is_ok());
-    for err in [as_planned.err(), no_death.err()].into_iter().flatten() {
-        problems.push(format!("[node{PAUSED_NODE} pauses] {err:#}"));
-    }
-    counts.check(partitioned.is_ok());
-    if let Err(err) = partitioned {
-        problems.push(format!("[node{cut}] {err:#}"));
-    }
+    counts.check_result(&format!("node{PAUSED_NODE} pauses"), as_planned);
+    counts.check_result(&format!("node{PAUSED_NODE} pauses"), no_death);
+    counts.check_result(&format!("node{cut}"), partitioned);
     for (name, path) in &node_logs {
-        count_node(name, path, counts, &mut problems);
+        counts.node(name, path);
     }
-    if let Err(err) = waited {
-        problems.push(format!("{err:#}"));
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    counts.verdict(waited)
 }
 
 /// The pauses the harness made, and what the manager logged meanwhile.
@@ -1216,10 +1191,9 @@ fn exec_test(
     let logs = phase_logs(logs, "exec").inspect_err(|_| counts.failed += 1)?;
     let program = logs.join("hello_cluster");
     compile_exec_example(&program).inspect_err(|_| counts.failed += 1)?;
-    let mut problems = Vec::new();
     let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])
         .inspect_err(|_| counts.failed += 1)?;
-    run_own_program(&images, &logs, &hello, counts, &mut problems, |log| {
+    run_own_program(&images, &logs, &hello, counts, |log| {
         read_back_message(log, EXEC_MESSAGE)
             .then_some(())
             .ok_or_else(|| {
@@ -1229,7 +1203,7 @@ fn exec_test(
     if kernel::modules_archive(kernel).is_some() {
         let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])
             .inspect_err(|_| counts.failed += 1)?;
-        run_own_program(&images, &logs, &script, counts, &mut problems, |log| {
+        run_own_program(&images, &logs, &script, counts, |log| {
             log.lines()
                 .any(|line| logscan::strip_timestamp(line) == EXEC_MODULE_DONE)
                 .then_some(())
@@ -1238,22 +1212,17 @@ fn exec_test(
     } else {
         ui::progress("the kernel has no modules: the example kernel module is not loaded");
     }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    counts.verdict(Ok(()))
 }
 
 /// Runs `archive` on [`EXEC_NODES`] VMs of `boot`, logging to the
 /// directory `<program>.logs` of `logs`; counts each node's log scan and `done`, which
-/// says whether the log shows the program's work done, adding what failed
-/// to `problems`.
+/// says whether the log shows the program's work done.
 fn run_own_program(
     boot: &Images,
     logs: &Path,
     archive: &user_cluster::ProgramArchive,
     counts: &mut Tally,
-    problems: &mut Vec<String>,
     done: impl Fn(&str) -> Result<(), String>,
 ) -> Result<()> {
     // Not the program's own name: the compiled example is there.
@@ -1263,16 +1232,10 @@ fn run_own_program(
         .inspect_err(|_| counts.failed += 1)?;
     for node in &run.nodes {
         let log = read_log(&node.log);
-        count_scan(&node.name, &log, counts, problems);
-        let work = done(&log);
-        counts.check(work.is_ok());
-        if let Err(e) = work {
-            problems.push(format!("[{}] {e}", node.name));
-        }
+        counts.scan(&node.name, &log);
+        counts.check_result(&node.name, done(&log));
     }
-    if let Err(err) = run.waited {
-        problems.push(format!("{err:#}"));
-    }
+    counts.waited(run.waited);
     Ok(())
 }
 
@@ -1705,9 +1668,9 @@ mod tests {
             .expect("write log");
         };
         let count = || {
-            let (mut counts, mut problems) = (Tally::default(), Vec::new());
-            count_test_role("node2", &log, &TEST_PROGRAMS, &mut counts, &mut problems);
-            (counts.passed, counts.failed, problems)
+            let mut counts = Tally::default();
+            counts.test_role("node2", &log, &TEST_PROGRAMS);
+            (counts.passed, counts.failed, counts.problems)
         };
 
         write("");
@@ -1776,14 +1739,9 @@ mod tests {
             ),
         )
         .expect("write log");
-        let (mut counts, mut problems) = (Tally::default(), Vec::new());
-        count_test_role(
-            "node1",
-            &log,
-            &FUZZED_TEST_PROGRAMS,
-            &mut counts,
-            &mut problems,
-        );
+        let mut counts = Tally::default();
+        counts.test_role("node1", &log, &FUZZED_TEST_PROGRAMS);
+        let problems = &counts.problems;
         // join, every call, resources and the leak scan pass; no alarms and
         // the log scan (rc=1) fail.
         assert_eq!((counts.passed, counts.failed), (4, 2), "{problems:?}");
@@ -1793,8 +1751,9 @@ mod tests {
 
         // Counted without the fuzzer (the victim's second boot), its TAP is
         // no part of the count.
-        let (mut counts, mut problems) = (Tally::default(), Vec::new());
-        count_test_role("node1", &log, &TEST_PROGRAMS, &mut counts, &mut problems);
+        let mut counts = Tally::default();
+        counts.test_role("node1", &log, &TEST_PROGRAMS);
+        let problems = &counts.problems;
         assert_eq!((counts.passed, counts.failed), (3, 1), "{problems:?}");
     }
 
@@ -1961,14 +1920,9 @@ mod tests {
             ),
         )
         .expect("write log");
-        let (mut counts, mut problems) = (Tally::default(), Vec::new());
-        count_programs(
-            "node1",
-            &log,
-            &SURVIVOR_PROGRAMS,
-            &mut counts,
-            &mut problems,
-        );
+        let mut counts = Tally::default();
+        counts.programs("node1", &log, &SURVIVOR_PROGRAMS);
+        let problems = &counts.problems;
         // a, b; d; and the scan (rc=1).
         assert_eq!((counts.passed, counts.failed), (2, 2), "{problems:?}");
         assert!(problems
@@ -1984,14 +1938,9 @@ mod tests {
             format!("LITE-GUEST-PROGRAM lite-failure-test\n{failure}"),
         )
         .expect("write log");
-        let (mut counts, mut problems) = (Tally::default(), Vec::new());
-        count_programs(
-            "node1",
-            &log,
-            &SURVIVOR_PROGRAMS,
-            &mut counts,
-            &mut problems,
-        );
+        let mut counts = Tally::default();
+        counts.programs("node1", &log, &SURVIVOR_PROGRAMS);
+        let problems = &counts.problems;
         assert_eq!((counts.passed, counts.failed), (2, 2), "{problems:?}");
         assert!(problems.contains(&"[node1 lite-cluster-test] never started".to_string()));
     }
