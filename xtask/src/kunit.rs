@@ -19,6 +19,7 @@
 //! test cases at level 1, parameters of parameterised cases at level 2.
 
 use crate::logscan::strip_timestamp;
+use crate::tap;
 
 /// Result of one test case or suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,27 +282,16 @@ impl Report {
 
 /// `ok N name`, `not ok N name`, `ok N name # SKIP reason`.
 fn result_line(line: &str) -> Option<(Outcome, String)> {
-    let (failed, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
-        (true, rest)
-    } else {
-        (false, line.strip_prefix("ok ")?)
-    };
+    let (passed, rest) = tap::outcome(line)?;
     let (number, description) = rest.split_once(' ').unwrap_or((rest, ""));
     number.parse::<u64>().ok()?;
-    let (name, directive) = match description.split_once(" # ") {
-        Some((name, directive)) => (name, directive),
-        None => (description, ""),
+    let (name, skipped) = tap::skip_directive(description);
+    let outcome = match (passed, skipped) {
+        (false, _) => Outcome::Fail,
+        (true, true) => Outcome::Skip,
+        (true, false) => Outcome::Pass,
     };
-    let skipped = directive
-        .trim_start()
-        .to_ascii_uppercase()
-        .starts_with("SKIP");
-    let outcome = match (failed, skipped) {
-        (true, _) => Outcome::Fail,
-        (false, true) => Outcome::Skip,
-        (false, false) => Outcome::Pass,
-    };
-    Some((outcome, name.trim().to_string()))
+    Some((outcome, name.to_string()))
 }
 
 /// `# Totals: pass:P fail:F skip:S total:T`.
