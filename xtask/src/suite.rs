@@ -1275,6 +1275,7 @@ fn phase_logs(logs: &Path, name: &str) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::initramfs::role_body;
 
     #[test]
     fn the_own_program_reads_back_its_argument_as_the_example_prints_it() {
@@ -1588,18 +1589,6 @@ mod tests {
         for role in [SURVIVOR_ROLE, VICTIM_ROLE, REJOIN_ROLE] {
             assert!(init.contains(&format!("\n{role})")), "{role}");
         }
-    }
-
-    /// The body of `role`'s case in the guest's `/init`.
-    fn role_body(role: &str) -> &'static str {
-        let init = include_str!("init.sh");
-        let start = init
-            .find(&format!("\n{role})"))
-            .unwrap_or_else(|| panic!("no role {role}"));
-        let body = &init[start + role.len() + 2..];
-        &body[..body
-            .find(";;")
-            .unwrap_or_else(|| panic!("role {role} has no end"))]
     }
 
     /// Asserts that the role's `body` announces each of `programs` in

@@ -634,6 +634,7 @@ impl InitrdWithProgram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::initramfs::role_body;
     use crate::newc::DIRECTORY;
 
     #[test]
@@ -900,15 +901,6 @@ mod tests {
         assert_eq!(worst([Succeeded]).exit_status(), 0);
     }
 
-    /// The body of role `role` in the guests' `/init`.
-    fn role_body(init: &str, role: &str) -> String {
-        let start = init
-            .find(&format!("\n{role})"))
-            .unwrap_or_else(|| panic!("init.sh has no role {role}"));
-        let body = &init[start + role.len() + 2..];
-        body[..body.find(";;").expect("the role's end")].to_string()
-    }
-
     #[test]
     fn init_runs_the_program_or_the_shell_in_the_environment_given() {
         let init = include_str!("init.sh");
@@ -931,14 +923,14 @@ mod tests {
                 "{role} is not described"
             );
         }
-        let exec = role_body(init, EXEC_ROLE);
+        let exec = role_body(EXEC_ROLE);
         assert!(
             exec.contains(&format!(
                 "\tenv $programenv sh /{GUEST_COMMAND} </dev/null || rc=$?\n"
             )),
             "{exec}"
         );
-        let shell = role_body(init, SHELL_ROLE);
+        let shell = role_body(SHELL_ROLE);
         assert!(
             shell.contains("\tenv $programenv PS1='\\h:\\w\\$ ' setsid cttyhack sh || rc=$?\n"),
             "{shell}"
@@ -946,7 +938,7 @@ mod tests {
         // Node 1 and the others join as the user's programs do.
         for role in [SHELL_ROLE, IDLE_ROLE] {
             assert!(
-                role_body(init, role).starts_with("\n\tjoin_from_environment\n"),
+                role_body(role).starts_with("\n\tjoin_from_environment\n"),
                 "{role}"
             );
         }
