@@ -192,11 +192,25 @@ impl Tally {
     fn verdict(&mut self, waited: Result<()>) -> Result<()> {
         self.waited(waited);
         if !self.problems.is_empty() {
-            bail!("{}", std::mem::take(&mut self.problems).join("\n"));
+            let problems = std::mem::take(&mut self.problems).join("\n");
+            return Err(Counted(problems).into());
         }
         Ok(())
     }
 }
+
+/// The error of a step whose tally counted its failures already: every
+/// other error is a step that could not run to its checks, one failure.
+#[derive(Debug)]
+struct Counted(String);
+
+impl std::fmt::Display for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Counted {}
 
 /// `cargo xtask test`.
 pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
@@ -281,7 +295,11 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         }
         let mut counts = Tally::default();
         step(k, &name, || {
-            body(&cache, &kernel, &logs, &mut images, &mut counts)
+            let result = body(&cache, &kernel, &logs, &mut images, &mut counts);
+            if result.as_ref().is_err_and(|err| !err.is::<Counted>()) {
+                counts.failed += 1;
+            }
+            result
         });
         tally.passed += counts.passed;
         tally.failed += counts.failed;
@@ -362,8 +380,7 @@ fn kunit(
     _: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let mut initrd =
-        initramfs::build(cache, Variant::Minimal).inspect_err(|_| counts.failed += 1)?;
+    let mut initrd = initramfs::build(cache, Variant::Minimal)?;
     // A modular kernel runs LITE's suites when the guest loads LITE.
     if let Some(modules) = kernel::modules_archive(kernel) {
         let with_modules = logs.join("kunit-initrd.cpio");
@@ -399,7 +416,7 @@ fn kunit(
     }
     counts.passed += report.passed() as u64;
     counts.failed += report.failed() as u64;
-    let mut problems = report.problems();
+    let problems = report.problems();
     // Problems no failed case accounts for (nothing ran, a suite failed to
     // initialise) still have to show in the count.
     if !problems.is_empty() && report.failed() == 0 {
@@ -407,18 +424,13 @@ fn kunit(
     }
     let scan = logscan::problems(&log);
     counts.check(scan.is_empty() && waited.is_ok());
-    problems.extend(scan);
-    if let Err(err) = waited {
-        problems.push(format!("{err:#}"));
+    counts.problems.extend(problems.into_iter().chain(scan));
+    counts.waited(waited);
+    if !counts.problems.is_empty() {
+        let serial_log = format!("serial log: {}", serial_log.display());
+        counts.problems.push(serial_log);
     }
-    if !problems.is_empty() {
-        bail!(
-            "{}\nserial log: {}",
-            problems.join("\n"),
-            serial_log.display()
-        );
-    }
-    Ok(())
+    counts.verdict(Ok(()))
 }
 
 /// What the cluster steps boot: `kernel`, and the initramfs and the
@@ -444,7 +456,7 @@ fn cluster_test(
     images: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let images = cluster_images(cache, kernel, images).inspect_err(|_| counts.failed += 1)?;
+    let images = cluster_images(cache, kernel, images)?;
     let seed = fuzz::seed_from_clock();
     ui::progress(&format!(
         "lite-fuzz seed {seed:#x}; replay the fuzzing alone with: {}",
@@ -458,7 +470,7 @@ fn cluster_test(
         logs,
         Some(cluster::API_TEST_DEAD_AFTER_MS),
     );
-    let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
+    let mut cluster = Cluster::start(&spec)?;
     let mut no_death = NoDeathWatch::new(&spec);
     let waited = cluster.wait(CLUSTER_TIMEOUT, &mut || no_death.check());
     let node_logs = cluster.node_logs();
@@ -591,15 +603,15 @@ fn failure_test(
     images: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let images = cluster_images(cache, kernel, images).inspect_err(|_| counts.failed += 1)?;
-    let logs = phase_logs(logs, "failure").inspect_err(|_| counts.failed += 1)?;
+    let images = cluster_images(cache, kernel, images)?;
+    let logs = phase_logs(logs, "failure")?;
     let spec = images.spec(
         failure_roles(FAILURE_NODES),
         &failure_phase_append,
         &logs,
         FAILURE_PHASE_DEAD_AFTER_MS,
     );
-    let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
+    let mut cluster = Cluster::start(&spec)?;
     let started = Instant::now();
     let victim = FAILURE_NODES;
     let (_, first_boot_log) = cluster.node_log(victim)?;
@@ -944,15 +956,15 @@ fn partition_test(
     images: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let images = cluster_images(cache, kernel, images).inspect_err(|_| counts.failed += 1)?;
-    let logs = phase_logs(logs, "partition").inspect_err(|_| counts.failed += 1)?;
+    let images = cluster_images(cache, kernel, images)?;
+    let logs = phase_logs(logs, "partition")?;
     let spec = images.spec(
         partition_roles(PARTITION_NODES),
         &partition_append,
         &logs,
         None,
     );
-    let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
+    let mut cluster = Cluster::start(&spec)?;
     let started = Instant::now();
     let cut = PARTITION_NODES;
     let paused = pause_when_ready(&mut cluster, &logs.join(cluster::MANAGER_LOG), started);
@@ -1187,12 +1199,11 @@ fn exec_test(
     images: &mut Option<Images>,
     counts: &mut Tally,
 ) -> Result<()> {
-    let images = cluster_images(cache, kernel, images).inspect_err(|_| counts.failed += 1)?;
-    let logs = phase_logs(logs, "exec").inspect_err(|_| counts.failed += 1)?;
+    let images = cluster_images(cache, kernel, images)?;
+    let logs = phase_logs(logs, "exec")?;
     let program = logs.join("hello_cluster");
-    compile_exec_example(&program).inspect_err(|_| counts.failed += 1)?;
-    let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])
-        .inspect_err(|_| counts.failed += 1)?;
+    compile_exec_example(&program)?;
+    let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])?;
     run_own_program(&images, &logs, &hello, counts, |log| {
         read_back_message(log, EXEC_MESSAGE)
             .then_some(())
@@ -1201,8 +1212,7 @@ fn exec_test(
             })
     })?;
     if kernel::modules_archive(kernel).is_some() {
-        let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])
-            .inspect_err(|_| counts.failed += 1)?;
+        let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])?;
         run_own_program(&images, &logs, &script, counts, |log| {
             log.lines()
                 .any(|line| logscan::strip_timestamp(line) == EXEC_MODULE_DONE)
@@ -1226,10 +1236,8 @@ fn run_own_program(
     done: impl Fn(&str) -> Result<(), String>,
 ) -> Result<()> {
     // Not the program's own name: the compiled example is there.
-    let logs = phase_logs(logs, &format!("{}.logs", archive.name()))
-        .inspect_err(|_| counts.failed += 1)?;
-    let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)
-        .inspect_err(|_| counts.failed += 1)?;
+    let logs = phase_logs(logs, &format!("{}.logs", archive.name()))?;
+    let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)?;
     for node in &run.nodes {
         let log = read_log(&node.log);
         counts.scan(&node.name, &log);
