@@ -1263,11 +1263,13 @@ impl Planner<'_, '_> {
         }
     }
 
-    fn reply(&mut self) -> Planned {
+    /// A reply's descriptor, buffer and size, and `value` expected unless
+    /// they certainly fail.
+    fn reply_part(&mut self, value: Value) -> (u64, u64, u64, Expect) {
         let (descriptor, stale) = self.descriptor();
         let size = self.reply_size();
         let (buf, faults) = self.buffer(size, false, Area::Scratch);
-        let mut expect = Expect::value(Value::Zero);
+        let mut expect = Expect::value(value);
         expect.fail_if(
             stale,
             "a descriptor that is no unanswered one of this process",
@@ -1277,6 +1279,11 @@ impl Planner<'_, '_> {
             "a reply above LITE_MAX_MESSAGE_SIZE",
         );
         expect.fail_if(faults, "a reply the kernel cannot read");
+        (descriptor, buf, size, expect)
+    }
+
+    fn reply(&mut self) -> Planned {
+        let (descriptor, buf, size, expect) = self.reply_part(Value::Zero);
         Planned::running(
             Syscall::ReplyMessage,
             [buf, size, descriptor, 0, 0, 0],
@@ -1286,9 +1293,8 @@ impl Planner<'_, '_> {
     }
 
     fn reply_and_receive(&mut self) -> Planned {
-        let (descriptor, stale) = self.descriptor();
-        let size = self.reply_size();
-        let (buf, faults) = self.buffer(size, false, Area::Scratch);
+        let (descriptor, buf, size, mut expect) =
+            self.reply_part(Value::Range(0, MAX_MESSAGE_SIZE as i64));
         let port = self.receive_port();
         let max_size = self
             .rng
@@ -1309,16 +1315,6 @@ impl Planner<'_, '_> {
             // Read-only is bad too: the new descriptor is written there.
             (self.ctx.arena.bad_pointer(kind), kind.faults_writing(32))
         };
-        let mut expect = Expect::value(Value::Range(0, MAX_MESSAGE_SIZE as i64));
-        expect.fail_if(
-            stale,
-            "a descriptor that is no unanswered one of this process",
-        );
-        expect.fail_if(
-            size > MAX_MESSAGE_SIZE,
-            "a reply above LITE_MAX_MESSAGE_SIZE",
-        );
-        expect.fail_if(faults, "a reply the kernel cannot read");
         expect.fail_if(next_faults, "a receive record the kernel cannot access");
         if !next_faults {
             expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
