@@ -824,7 +824,7 @@ mod tests {
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch").expect("temporary directory");
         let dir = tmp.path();
         let extra = |_: usize| Vec::new();
-        let spec = spec(&dir, &extra);
+        let spec = spec(dir, &extra);
         let log = dir.join("cm.log");
         std::fs::write(
             &log,
@@ -851,7 +851,7 @@ mod tests {
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch-done").expect("temporary directory");
         let dir = tmp.path();
         let extra = |_: usize| Vec::new();
-        let spec = spec(&dir, &extra);
+        let spec = spec(dir, &extra);
         let log = dir.join("cm.log");
         // LITE node ids follow the join order, not the VM index.
         std::fs::write(
