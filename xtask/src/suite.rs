@@ -477,25 +477,23 @@ fn cluster_test(
     drop(cluster);
 
     for (name, path) in &node_logs {
-        counts.test_role(name, path, &FUZZED_TEST_PROGRAMS);
+        counts.test_role(name, &read_log(path), &FUZZED_TEST_PROGRAMS);
     }
     counts.verdict(waited)
 }
 
 impl Tally {
     /// Counts one node's TAP results and log scan.
-    fn node(&mut self, name: &str, path: &Path) {
-        let log = read_log(path);
-        self.tap(name, &log);
-        self.scan(name, &log);
+    fn node(&mut self, name: &str, log: &str) {
+        self.tap(name, log);
+        self.scan(name, log);
     }
 
     /// Like [`Tally::node`] for a node whose role runs `programs` one after
     /// the other: each program's TAP is counted on its own, and a program
     /// that never started counts as one failure.
-    fn programs(&mut self, name: &str, path: &Path, programs: &[&str]) {
-        let log = read_log(path);
-        let outputs = tap::split_programs(&log);
+    fn programs(&mut self, name: &str, log: &str, programs: &[&str]) {
+        let outputs = tap::split_programs(log);
         for program in programs {
             let label = format!("{name} {program}");
             match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
@@ -503,16 +501,16 @@ impl Tally {
                 None => self.check_result(&label, Err("never started")),
             }
         }
-        self.scan(name, &log);
+        self.scan(name, log);
     }
 
     /// Like [`Tally::programs`] for a node of role [`TEST_ROLE`], whose
     /// `programs` ([`TEST_PROGRAMS`], or [`FUZZED_TEST_PROGRAMS`]) end with
     /// a kmemleak scan: one more check, failed by a scan that did not run
     /// or by a leak involving LITE; other leaks are only shown.
-    fn test_role(&mut self, name: &str, path: &Path, programs: &[&str]) {
-        self.programs(name, path, programs);
-        let findings = kmemleak::check(&read_log(path));
+    fn test_role(&mut self, name: &str, log: &str, programs: &[&str]) {
+        self.programs(name, log, programs);
+        let findings = kmemleak::check(log);
         self.check(findings.problems.is_empty());
         for warning in &findings.warnings {
             ui::progress(&format!("[{name}] warning: {warning}"));
@@ -633,10 +631,11 @@ fn failure_test(
     counts.check_result(&format!("node{victim}"), rebooted);
     for (index, (name, path)) in node_logs.iter().enumerate() {
         if index + 1 != victim {
-            counts.programs(name, path, &SURVIVOR_PROGRAMS);
+            counts.programs(name, &read_log(path), &SURVIVOR_PROGRAMS);
         } else if rebooted_log(name, victim) {
-            counts.test_role(name, path, &TEST_PROGRAMS);
-            let same_id = same_node_again(&read_log(&first_boot_log), &read_log(path));
+            let log = read_log(path);
+            counts.test_role(name, &log, &TEST_PROGRAMS);
+            let same_id = same_node_again(&read_log(&first_boot_log), &log);
             counts.check_result(name, same_id);
         }
     }
@@ -999,7 +998,7 @@ fn partition_test(
     counts.check_result(&format!("node{PAUSED_NODE} pauses"), no_death);
     counts.check_result(&format!("node{cut}"), partitioned);
     for (name, path) in &node_logs {
-        counts.node(name, path);
+        counts.node(name, &read_log(path));
     }
     counts.verdict(waited)
 }
@@ -1644,49 +1643,37 @@ mod tests {
 
     #[test]
     fn a_test_node_counts_each_program_and_its_leak_scan() {
-        let tmp = crate::fsutil::TempDir::new("suite-test-role").expect("temporary directory");
-        let dir = tmp.path();
-        let log = dir.join("node2.log");
         let cluster = "TAP version 13\nok 1 - join\n1..1\n1 passed, 0 failed\n";
         let resources = "TAP version 13\nok 1 - resources back to baseline: lmrs 0 -> 0\n\
                          1..1\n1 passed, 0 failed\n";
         let leak = "unreferenced object 0xffff888005a3c000 (size 64):\n  \
                     comm \"kworker/0:1\", pid 7, jiffies 4294940170\n  backtrace (crc 0):\n    \
                     __kmalloc_noprof+0x1cc/0x3d0\n    lite_rs_join+0x10/0x90\n";
-        let write = |leaks: &str| {
-            std::fs::write(
-                &log,
-                format!(
-                    "LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}\
-                     LITE-GUEST-PROGRAM lite-resources\n{resources}\
-                     LITE-KMEMLEAK-BEGIN\n{leaks}LITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=0\n"
-                ),
+        let log = |leaks: &str| {
+            format!(
+                "LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}\
+                 LITE-GUEST-PROGRAM lite-resources\n{resources}\
+                 LITE-KMEMLEAK-BEGIN\n{leaks}LITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=0\n"
             )
-            .expect("write log");
         };
-        let count = || {
+        let count = |log: &str| {
             let mut counts = Tally::default();
-            counts.test_role("node2", &log, &TEST_PROGRAMS);
+            counts.test_role("node2", log, &TEST_PROGRAMS);
             (counts.passed, counts.failed, counts.problems)
         };
 
-        write("");
         // join, lmrs, the log scan and the kmemleak scan.
-        let (passed, failed, problems) = count();
+        let (passed, failed, problems) = count(&log(""));
         assert_eq!((passed, failed), (4, 0), "{problems:?}");
 
-        write(leak);
-        let (passed, failed, problems) = count();
+        let (passed, failed, problems) = count(&log(leak));
         assert_eq!((passed, failed), (3, 1), "{problems:?}");
         assert!(problems[0].starts_with("[node2] kmemleak reports leaks involving LITE: 1"));
 
         // No scan at all: the resources program and the scan are missing.
-        std::fs::write(
-            &log,
-            format!("LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=0\n"),
-        )
-        .expect("write log");
-        let (passed, failed, problems) = count();
+        let unscanned =
+            format!("LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=0\n");
+        let (passed, failed, problems) = count(&unscanned);
         assert_eq!((passed, failed), (2, 2), "{problems:?}");
         assert!(problems.contains(&"[node2 lite-resources] never started".to_string()));
         assert!(problems
@@ -1718,24 +1705,17 @@ mod tests {
 
     #[test]
     fn a_fuzzed_test_node_counts_the_fuzzer_as_a_program() {
-        let tmp = crate::fsutil::TempDir::new("suite-fuzzed").expect("temporary directory");
-        let dir = tmp.path();
-        let log = dir.join("node1.log");
         let one_point =
             |what: &str| format!("TAP version 13\nok 1 - {what}\n1..1\n1 passed, 0 failed\n");
         let fuzz = "TAP version 13\nok 1 - fuzz: every LITE system call was called\n\
                     not ok 2 - fuzz: no alarms\n# 1 alarms\n1..2\n1 passed, 1 failed\n";
-        std::fs::write(
-            &log,
-            format!(
-                "LITE-GUEST-PROGRAM lite-cluster-test\n{}LITE-GUEST-PROGRAM lite-fuzz\n{fuzz}\
-                 LITE-GUEST-PROGRAM lite-resources\n{}\
-                 LITE-KMEMLEAK-BEGIN\nLITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=1\n",
-                one_point("join"),
-                one_point("resources back to baseline: lmrs 0 -> 0")
-            ),
-        )
-        .expect("write log");
+        let log = format!(
+            "LITE-GUEST-PROGRAM lite-cluster-test\n{}LITE-GUEST-PROGRAM lite-fuzz\n{fuzz}\
+             LITE-GUEST-PROGRAM lite-resources\n{}\
+             LITE-KMEMLEAK-BEGIN\nLITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=1\n",
+            one_point("join"),
+            one_point("resources back to baseline: lmrs 0 -> 0")
+        );
         let mut counts = Tally::default();
         counts.test_role("node1", &log, &FUZZED_TEST_PROGRAMS);
         let problems = &counts.problems;
@@ -1903,20 +1883,13 @@ mod tests {
 
     #[test]
     fn a_survivor_is_counted_per_program_and_a_missing_one_fails() {
-        let tmp = crate::fsutil::TempDir::new("suite-count").expect("temporary directory");
-        let dir = tmp.path();
-        let log = dir.join("node1.log");
         let failure = "TAP version 13\nok 1 - a\nok 2 - b\n1..2\n2 passed, 0 failed\n";
         let cluster = "TAP version 13\nok 1 - c # SKIP joined before\nnot ok 2 - d\n# why\n\
                        1..2\n1 passed, 1 failed\n";
-        std::fs::write(
-            &log,
-            format!(
-                "boot\n1..1\nLITE-GUEST-PROGRAM lite-failure-test\n{failure}\
-                 LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=1\n"
-            ),
-        )
-        .expect("write log");
+        let log = format!(
+            "boot\n1..1\nLITE-GUEST-PROGRAM lite-failure-test\n{failure}\
+             LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=1\n"
+        );
         let mut counts = Tally::default();
         counts.programs("node1", &log, &SURVIVOR_PROGRAMS);
         let problems = &counts.problems;
@@ -1930,11 +1903,7 @@ mod tests {
             .any(|p| p == "[node1] guest role exited with rc=1"));
 
         // Cut off before the cluster test: it counts as one failure.
-        std::fs::write(
-            &log,
-            format!("LITE-GUEST-PROGRAM lite-failure-test\n{failure}"),
-        )
-        .expect("write log");
+        let log = format!("LITE-GUEST-PROGRAM lite-failure-test\n{failure}");
         let mut counts = Tally::default();
         counts.programs("node1", &log, &SURVIVOR_PROGRAMS);
         let problems = &counts.problems;
