@@ -649,7 +649,7 @@ fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<
 }
 
 /// Sleeps, waking up early with an error on Ctrl-C.
-fn sleep_interruptibly(total: Duration) -> Result<()> {
+pub fn sleep_interruptibly(total: Duration) -> Result<()> {
     let end = Instant::now() + total;
     while Instant::now() < end {
         interrupt::check()?;
