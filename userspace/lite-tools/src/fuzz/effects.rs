@@ -226,13 +226,8 @@ mod tests {
         let mut pool = Pool::default();
         let mut state = ThreadState::default();
         let mut out = OutParams::new();
-        let planned = |effect| Planned {
-            call: Syscall::AllocRemote,
-            args: [0; 6],
-            expect: Expect::default(),
-            interrupt_after_ms: 0,
-            effect,
-        };
+        let planned =
+            |effect| Planned::running(Syscall::AllocRemote, [0; 6], Expect::default(), effect);
         let new = Effect::NewLmr {
             kind: LmrKind::Allocated { atomic: false },
             size: Some(64),
