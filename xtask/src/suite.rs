@@ -264,11 +264,12 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         return finish(&tally);
     };
 
-    // The VM steps count their checks themselves, and share the cluster
-    // images.
-    type VmStep = fn(&Cache, &Path, &Path, &mut Option<Images>, &mut Tally) -> Result<()>;
-    let vm_steps: [(String, VmStep); 5] = [
-        ("KUnit (lite*)".to_string(), kunit),
+    counted_step(4, "KUnit (lite*)", &mut tally, |counts| {
+        kunit(&cache, &kernel, &logs, counts)
+    });
+    // The cluster steps share their images, built once.
+    type ClusterStep = fn(&Images, &Path, &mut Tally) -> Result<()>;
+    let cluster_steps: [(String, ClusterStep); 4] = [
         (format!("cluster test ({CLUSTER_NODES} VMs)"), cluster_test),
         (
             format!(
@@ -289,24 +290,40 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         ),
     ];
     let mut images = None;
-    for (k, (name, body)) in (4..).zip(vm_steps) {
-        if k > 4 {
-            interrupt::check()?;
-        }
-        let mut counts = Tally::default();
-        step(k, &name, || {
-            let result = body(&cache, &kernel, &logs, &mut images, &mut counts);
-            if result.as_ref().is_err_and(|err| !err.is::<Counted>()) {
-                counts.failed += 1;
-            }
-            result
+    for (k, (name, body)) in (5..).zip(cluster_steps) {
+        interrupt::check()?;
+        counted_step(k, &name, &mut tally, |counts| {
+            body(
+                &cluster_images(&cache, &kernel, &mut images)?,
+                &logs,
+                counts,
+            )
         });
-        tally.passed += counts.passed;
-        tally.failed += counts.failed;
     }
 
     ui::say(&format!("logs: {}", logs.display()));
     finish(&tally)
+}
+
+/// Runs step `k`, whose `body` counts its checks in a tally of its own,
+/// and adds that tally to `tally`. An error the step's tally did not count
+/// (a step that could not reach its checks) is one failure.
+fn counted_step(
+    k: usize,
+    name: &str,
+    tally: &mut Tally,
+    body: impl FnOnce(&mut Tally) -> Result<()>,
+) {
+    let mut counts = Tally::default();
+    step(k, name, || {
+        let result = body(&mut counts);
+        if result.as_ref().is_err_and(|err| !err.is::<Counted>()) {
+            counts.failed += 1;
+        }
+        result
+    });
+    tally.passed += counts.passed;
+    tally.failed += counts.failed;
 }
 
 /// Prints the final line and turns failures into a non-zero exit.
@@ -373,13 +390,7 @@ fn host_tests(logs: &Path) -> Result<()> {
 }
 
 /// Boots one VM with KUnit enabled and checks its KTAP output.
-fn kunit(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    _: &mut Option<Images>,
-    counts: &mut Tally,
-) -> Result<()> {
+fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Result<()> {
     let mut initrd = initramfs::build(cache, Variant::Minimal)?;
     // A modular kernel runs LITE's suites when the guest loads LITE.
     if let Some(modules) = kernel::modules_archive(kernel) {
@@ -449,14 +460,7 @@ fn cluster_images(cache: &Cache, kernel: &Path, built: &mut Option<Images>) -> R
 }
 
 /// Boots the cluster with role `test` and checks every node's TAP and log.
-fn cluster_test(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    images: &mut Option<Images>,
-    counts: &mut Tally,
-) -> Result<()> {
-    let images = cluster_images(cache, kernel, images)?;
+fn cluster_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
     let seed = fuzz::seed_from_clock();
     ui::progress(&format!(
         "lite-fuzz seed {seed:#x}; replay the fuzzing alone with: {}",
@@ -594,14 +598,7 @@ const FAILURE_PHASE_DEAD_AFTER_MS: Option<u32> = None;
 /// log ends wherever the kill cut it off: it is neither counted nor
 /// scanned, but the victim has to get ready and to be killed by the
 /// harness, and its VM to be booted again.
-fn failure_test(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    images: &mut Option<Images>,
-    counts: &mut Tally,
-) -> Result<()> {
-    let images = cluster_images(cache, kernel, images)?;
+fn failure_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "failure")?;
     let spec = images.spec(
         failure_roles(FAILURE_NODES),
@@ -948,14 +945,7 @@ fn partition_append(_node: usize) -> Vec<String> {
 /// pauses were made as planned under traffic, that the manager declared
 /// nobody dead meanwhile, and that the cut node got ready and its link
 /// went down and came back are three more checks.
-fn partition_test(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    images: &mut Option<Images>,
-    counts: &mut Tally,
-) -> Result<()> {
-    let images = cluster_images(cache, kernel, images)?;
+fn partition_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "partition")?;
     let spec = images.spec(
         partition_roles(PARTITION_NODES),
@@ -1184,28 +1174,21 @@ const EXEC_MODULE_DONE: &str = "load-on-cluster: lite_example loaded and unloade
 /// [`EXEC_MODULE_SCRIPT`] the same way. Checks each node's log of each
 /// run: its scan (the program's exit status included) and the line that
 /// says the program did its work.
-fn exec_test(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    images: &mut Option<Images>,
-    counts: &mut Tally,
-) -> Result<()> {
-    let images = cluster_images(cache, kernel, images)?;
+fn exec_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "exec")?;
     let program = logs.join("hello_cluster");
     compile_exec_example(&program)?;
     let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])?;
-    run_own_program(&images, &logs, &hello, counts, |log| {
+    run_own_program(images, &logs, &hello, counts, |log| {
         read_back_message(log, EXEC_MESSAGE)
             .then_some(())
             .ok_or_else(|| {
                 format!("hello_cluster did not print that it read back \"{EXEC_MESSAGE}\"")
             })
     })?;
-    if kernel::modules_archive(kernel).is_some() {
+    if kernel::modules_archive(&images.kernel).is_some() {
         let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])?;
-        run_own_program(&images, &logs, &script, counts, |log| {
+        run_own_program(images, &logs, &script, counts, |log| {
             log.lines()
                 .any(|line| logscan::strip_timestamp(line) == EXEC_MODULE_DONE)
                 .then_some(())
