@@ -116,11 +116,8 @@ impl Report {
                         {
                             i
                         }
-                        _ => {
-                            // A suite that failed before printing any case.
-                            report.suites.push(Suite::default());
-                            report.suites.len() - 1
-                        }
+                        // A suite that failed before printing any case.
+                        _ => report.new_suite(),
                     };
                     let suite = &mut report.suites[idx];
                     suite.name = name;
@@ -140,8 +137,7 @@ impl Report {
             }
             if depth == 1 {
                 if content.starts_with("KTAP version") {
-                    report.suites.push(Suite::default());
-                    open = Some(report.suites.len() - 1);
+                    open = Some(report.new_suite());
                     pending.clear();
                     continue;
                 }
@@ -153,24 +149,13 @@ impl Report {
                         {
                             i
                         }
-                        _ => {
-                            report.suites.push(Suite::default());
-                            report.suites.len() - 1
-                        }
+                        _ => report.new_suite(),
                     };
                     report.suites[idx].name = name.trim().to_string();
                     open = Some(idx);
                     continue;
                 }
-                let idx = match open {
-                    Some(i) => i,
-                    None => {
-                        report.suites.push(Suite::default());
-                        let i = report.suites.len() - 1;
-                        open = Some(i);
-                        i
-                    }
-                };
+                let idx = *open.get_or_insert_with(|| report.new_suite());
                 let suite = &mut report.suites[idx];
                 if let Some(n) = content.strip_prefix("1..").and_then(|n| n.parse().ok()) {
                     suite.planned = Some(n);
@@ -195,6 +180,12 @@ impl Report {
             }
         }
         report
+    }
+
+    /// Adds an empty suite; its index.
+    fn new_suite(&mut self) -> usize {
+        self.suites.push(Suite::default());
+        self.suites.len() - 1
     }
 
     /// Passed cases over all suites.
@@ -223,12 +214,8 @@ impl Report {
         }
         for suite in &self.suites {
             for case in suite.cases.iter().filter(|c| c.outcome == Outcome::Fail) {
-                let mut text = format!("{}.{} failed", suite.name, case.name);
-                for line in &case.diagnostics {
-                    text.push_str("\n      ");
-                    text.push_str(line);
-                }
-                problems.push(text);
+                let head = format!("{}.{} failed", suite.name, case.name);
+                problems.push(tap::with_diagnostics(head, &case.diagnostics));
             }
             if suite.missing() > 0 {
                 problems.push(format!(

@@ -163,12 +163,8 @@ impl Report {
             problems.push("no TAP test results".to_string());
         }
         for point in self.points.iter().filter(|p| !p.passed) {
-            let mut text = format!("not ok {} - {}", point.number, point.description);
-            for line in &point.diagnostics {
-                text.push_str("\n      ");
-                text.push_str(line);
-            }
-            problems.push(text);
+            let head = format!("not ok {} - {}", point.number, point.description);
+            problems.push(with_diagnostics(head, &point.diagnostics));
         }
         if self.missing() > 0 {
             problems.push(format!(
@@ -229,6 +225,15 @@ pub fn skip_directive(text: &str) -> (&str, bool) {
         .to_ascii_uppercase()
         .starts_with("SKIP");
     (description.trim(), skipped)
+}
+
+/// A failure's `head` line with its diagnostic `lines` indented below it.
+pub fn with_diagnostics(mut head: String, lines: &[String]) -> String {
+    for line in lines {
+        head.push_str("\n      ");
+        head.push_str(line);
+    }
+    head
 }
 
 /// `P passed, F failed`.
