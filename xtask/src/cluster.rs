@@ -33,7 +33,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::fsutil::{LogFollower, TempDir};
-use crate::interrupt;
 use crate::kernel;
 use crate::logscan;
 use crate::paths::{repo_root, Cache};
@@ -43,6 +42,7 @@ use crate::qemu::{self, Nic, Vm, VmSpec};
 use crate::qmp::Monitor;
 use crate::secret::ClusterSecretFiles;
 use crate::ui::{self, Step};
+use crate::{initramfs, interrupt};
 
 /// Address of the bridge, where the cluster manager listens.
 pub const MANAGER_IP: &str = "10.77.0.254";
@@ -128,6 +128,55 @@ pub struct ClusterSpec<'a> {
     /// counts itself cut off (`lite-cm --dead-after-ms` and the guests'
     /// `lite.cmtimeout`); `None` keeps LITE's defaults (3000 ms both).
     pub dead_after_ms: Option<u32>,
+}
+
+/// What the nodes boot, and the cluster manager.
+#[derive(Clone)]
+pub struct Images {
+    /// The kernel image.
+    pub kernel: PathBuf,
+    /// The tests' initramfs.
+    pub initramfs: PathBuf,
+    /// The cluster manager, `lite-cm`.
+    pub manager: PathBuf,
+}
+
+impl Images {
+    /// The kernel of `flavour` (`kernel_image` if given), the tests'
+    /// initramfs and the manager, each built unless up to date.
+    pub fn build(
+        cache: &Cache,
+        flavour: kernel::Flavour,
+        kernel_src: Option<&Path>,
+        kernel_image: Option<&Path>,
+    ) -> Result<Self> {
+        Ok(Self {
+            kernel: kernel::image(cache, flavour, kernel_src, kernel_image)?,
+            initramfs: initramfs::build(cache, initramfs::Variant::Full)?,
+            manager: build_manager(cache)?,
+        })
+    }
+
+    /// A cluster of `roles` booting these images, 1 GiB per VM, unpinned.
+    pub fn spec<'a>(
+        &'a self,
+        roles: Vec<String>,
+        extra_append: &'a dyn Fn(usize) -> Vec<String>,
+        logs: &'a Path,
+        dead_after_ms: Option<u32>,
+    ) -> ClusterSpec<'a> {
+        ClusterSpec {
+            roles,
+            kernel: &self.kernel,
+            initrd: &self.initramfs,
+            memory_mib: 1024,
+            extra_append,
+            pin_cpus: false,
+            manager: &self.manager,
+            logs,
+            dead_after_ms,
+        }
+    }
 }
 
 /// [`ClusterSpec::dead_after_ms`] of the clusters that test the API rather
@@ -600,7 +649,7 @@ fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<
 }
 
 /// Sleeps, waking up early with an error on Ctrl-C.
-fn sleep_interruptibly(total: Duration) -> Result<()> {
+pub fn sleep_interruptibly(total: Duration) -> Result<()> {
     let end = Instant::now() + total;
     while Instant::now() < end {
         interrupt::check()?;
@@ -670,22 +719,34 @@ fn remove_stale_namespaces() {
     }
 }
 
+/// A cluster of `roles` for host tests, booting nothing real.
+#[cfg(test)]
+pub fn test_spec<'a>(
+    roles: Vec<String>,
+    logs: &'a Path,
+    extra_append: &'a dyn Fn(usize) -> Vec<String>,
+    dead_after_ms: Option<u32>,
+) -> ClusterSpec<'a> {
+    ClusterSpec {
+        roles,
+        kernel: Path::new("/k/bzImage"),
+        initrd: Path::new("/i.cpio.gz"),
+        memory_mib: 1024,
+        extra_append,
+        pin_cpus: false,
+        manager: Path::new("/bin/lite-cm"),
+        logs,
+        dead_after_ms,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn spec<'a>(logs: &'a Path, extra: &'a dyn Fn(usize) -> Vec<String>) -> ClusterSpec<'a> {
-        ClusterSpec {
-            roles: vec!["failure-survivor".into(), "failure-victim".into()],
-            kernel: Path::new("/k/bzImage"),
-            initrd: Path::new("/i.cpio.gz"),
-            memory_mib: 1024,
-            extra_append: extra,
-            pin_cpus: false,
-            manager: Path::new("/bin/lite-cm"),
-            logs,
-            dead_after_ms: None,
-        }
+        let roles = vec!["failure-survivor".into(), "failure-victim".into()];
+        test_spec(roles, logs, extra, None)
     }
 
     #[test]
@@ -760,10 +821,10 @@ mod tests {
 
     #[test]
     fn the_death_watch_stops_at_the_managers_verdict_only() {
-        let dir = std::env::temp_dir().join(format!("lite-deathwatch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let tmp = crate::fsutil::TempDir::new("lite-deathwatch").expect("temporary directory");
+        let dir = tmp.path();
         let extra = |_: usize| Vec::new();
-        let spec = spec(&dir, &extra);
+        let spec = spec(dir, &extra);
         let log = dir.join("cm.log");
         std::fs::write(
             &log,
@@ -783,15 +844,14 @@ mod tests {
                 .contains("node 3 (incarnation 1) declared dead"),
             "{err}"
         );
-        std::fs::remove_dir_all(&dir).expect("clean up");
     }
 
     #[test]
     fn the_death_watch_lets_a_finished_guest_go() {
-        let dir = std::env::temp_dir().join(format!("lite-deathwatch-done-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let tmp = crate::fsutil::TempDir::new("lite-deathwatch-done").expect("temporary directory");
+        let dir = tmp.path();
         let extra = |_: usize| Vec::new();
-        let spec = spec(&dir, &extra);
+        let spec = spec(dir, &extra);
         let log = dir.join("cm.log");
         // LITE node ids follow the join order, not the VM index.
         std::fs::write(
@@ -827,7 +887,6 @@ mod tests {
                 .contains("node 2 (incarnation 1) declared dead"),
             "{err}"
         );
-        std::fs::remove_dir_all(&dir).expect("clean up");
     }
 
     #[test]

@@ -13,9 +13,9 @@ use anyhow::{bail, Result};
 
 use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
 use crate::fsutil::LogFollower;
-use crate::kernel::{self, Flavour};
+use crate::kernel::Flavour;
 use crate::paths::Cache;
-use crate::{initramfs, interrupt, logscan, ui};
+use crate::{interrupt, logscan, ui};
 
 /// Upper bound for the whole demo run.
 const TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -50,22 +50,16 @@ pub fn run(
 ) -> Result<()> {
     let role = showcase.role();
     let cache = Cache::locate()?;
-    let kernel = kernel::image(&cache, Flavour::Debug, kernel_src, kernel_image)?;
-    let initrd = initramfs::build(&cache, initramfs::Variant::Full)?;
-    let manager = cluster::build_manager(&cache)?;
+    let images = cluster::Images::build(&cache, Flavour::Debug, kernel_src, kernel_image)?;
     let logs = cache.run_logs(role)?;
     let no_extra = |_: usize| Vec::new();
-    let spec = ClusterSpec {
-        roles: vec![role.to_string(); nodes],
-        kernel: &kernel,
-        initrd: &initrd,
-        memory_mib: 1024,
-        extra_append: &no_extra,
-        pin_cpus: false,
-        manager: &manager,
-        logs: &logs,
-        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
-    };
+    let roles = vec![role.to_string(); nodes];
+    let spec = images.spec(
+        roles,
+        &no_extra,
+        &logs,
+        Some(cluster::API_TEST_DEAD_AFTER_MS),
+    );
     let ConsolesRun { waited, node_logs } = run_showing_consoles(&spec, TIMEOUT)?;
     // After Ctrl-C the nodes were killed half-way: a summary would only list that.
     interrupt::check()?;

@@ -153,8 +153,8 @@ mod tests {
 
     #[test]
     fn waiting_for_a_marker_ends_at_the_marker_at_an_ended_node_or_at_the_timeout() {
-        let dir = std::env::temp_dir().join(format!("failure-marker-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let tmp = crate::fsutil::TempDir::new("failure-marker").expect("temporary directory");
+        let dir = tmp.path();
         let ready = dir.join("node4.log");
         std::fs::write(&ready, format!("boot\n[   40.2] {VICTIM_READY}\nmore\n"))
             .expect("write log");
@@ -198,6 +198,5 @@ mod tests {
                 .starts_with(&format!("node4 did not print \"{VICTIM_READY}\" within")),
             "{late}"
         );
-        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 }

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
+use crate::cluster::{self, Cluster, NoDeathWatch};
 use crate::fsutil::LogFollower;
-use crate::kernel::{self, Flavour};
+use crate::kernel::Flavour;
 use crate::logscan::strip_timestamp;
 use crate::paths::Cache;
-use crate::{initramfs, interrupt, logscan, tap, ui};
+use crate::{interrupt, logscan, tap, ui};
 
 /// Guest role that only fuzzes.
 pub const ROLE: &str = "fuzz";
@@ -81,24 +81,13 @@ pub fn run(
     let replay = replay_command(minutes.into(), seed, nodes);
     ui::say(&format!("lite-fuzz seed {seed:#x}; replay with: {replay}"));
     let cache = Cache::locate()?;
-    let kernel = kernel::image(&cache, Flavour::Debug, kernel_src, kernel_image)?;
-    let initrd = initramfs::build(&cache, initramfs::Variant::Full)?;
-    let manager = cluster::build_manager(&cache)?;
+    let images = cluster::Images::build(&cache, Flavour::Debug, kernel_src, kernel_image)?;
     let logs = cache.run_logs("fuzz")?;
     let seconds = u64::from(minutes) * 60;
     let params = kernel_params(seconds, seed);
     let extra = |_: usize| params.clone();
-    let spec = ClusterSpec {
-        roles: vec![ROLE.to_string(); nodes],
-        kernel: &kernel,
-        initrd: &initrd,
-        memory_mib: 1024,
-        extra_append: &extra,
-        pin_cpus: false,
-        manager: &manager,
-        logs: &logs,
-        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
-    };
+    let roles = vec![ROLE.to_string(); nodes];
+    let spec = images.spec(roles, &extra, &logs, Some(cluster::API_TEST_DEAD_AFTER_MS));
     let mut cluster = Cluster::start(&spec)?;
     let mut no_death = NoDeathWatch::new(&spec);
     let mut tails: Vec<AlarmTail> = cluster

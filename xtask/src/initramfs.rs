@@ -25,6 +25,19 @@ use crate::ui::Step;
 /// The guest's `/init`.
 const INIT_SCRIPT: &str = include_str!("init.sh");
 
+/// The body of guest role `role`'s case in `/init`, for the tests that
+/// check what a role runs.
+#[cfg(test)]
+pub fn role_body(role: &str) -> &'static str {
+    let start = INIT_SCRIPT
+        .find(&format!("\n{role})"))
+        .unwrap_or_else(|| panic!("init.sh has no role {role}"));
+    let body = &INIT_SCRIPT[start + role.len() + 2..];
+    &body[..body
+        .find(";;")
+        .unwrap_or_else(|| panic!("role {role} has no end"))]
+}
+
 /// Host programs the guest needs, by the names they are looked up with.
 pub(crate) const HOST_TOOLS: &[&str] = &[
     "rdma",

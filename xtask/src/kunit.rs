@@ -19,6 +19,7 @@
 //! test cases at level 1, parameters of parameterised cases at level 2.
 
 use crate::logscan::strip_timestamp;
+use crate::tap;
 
 /// Result of one test case or suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,11 +116,8 @@ impl Report {
                         {
                             i
                         }
-                        _ => {
-                            // A suite that failed before printing any case.
-                            report.suites.push(Suite::default());
-                            report.suites.len() - 1
-                        }
+                        // A suite that failed before printing any case.
+                        _ => report.new_suite(),
                     };
                     let suite = &mut report.suites[idx];
                     suite.name = name;
@@ -139,8 +137,7 @@ impl Report {
             }
             if depth == 1 {
                 if content.starts_with("KTAP version") {
-                    report.suites.push(Suite::default());
-                    open = Some(report.suites.len() - 1);
+                    open = Some(report.new_suite());
                     pending.clear();
                     continue;
                 }
@@ -152,24 +149,13 @@ impl Report {
                         {
                             i
                         }
-                        _ => {
-                            report.suites.push(Suite::default());
-                            report.suites.len() - 1
-                        }
+                        _ => report.new_suite(),
                     };
                     report.suites[idx].name = name.trim().to_string();
                     open = Some(idx);
                     continue;
                 }
-                let idx = match open {
-                    Some(i) => i,
-                    None => {
-                        report.suites.push(Suite::default());
-                        let i = report.suites.len() - 1;
-                        open = Some(i);
-                        i
-                    }
-                };
+                let idx = *open.get_or_insert_with(|| report.new_suite());
                 let suite = &mut report.suites[idx];
                 if let Some(n) = content.strip_prefix("1..").and_then(|n| n.parse().ok()) {
                     suite.planned = Some(n);
@@ -194,6 +180,12 @@ impl Report {
             }
         }
         report
+    }
+
+    /// Adds an empty suite; its index.
+    fn new_suite(&mut self) -> usize {
+        self.suites.push(Suite::default());
+        self.suites.len() - 1
     }
 
     /// Passed cases over all suites.
@@ -222,12 +214,8 @@ impl Report {
         }
         for suite in &self.suites {
             for case in suite.cases.iter().filter(|c| c.outcome == Outcome::Fail) {
-                let mut text = format!("{}.{} failed", suite.name, case.name);
-                for line in &case.diagnostics {
-                    text.push_str("\n      ");
-                    text.push_str(line);
-                }
-                problems.push(text);
+                let head = format!("{}.{} failed", suite.name, case.name);
+                problems.push(tap::with_diagnostics(head, &case.diagnostics));
             }
             if suite.missing() > 0 {
                 problems.push(format!(
@@ -281,27 +269,16 @@ impl Report {
 
 /// `ok N name`, `not ok N name`, `ok N name # SKIP reason`.
 fn result_line(line: &str) -> Option<(Outcome, String)> {
-    let (failed, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
-        (true, rest)
-    } else {
-        (false, line.strip_prefix("ok ")?)
-    };
+    let (passed, rest) = tap::outcome(line)?;
     let (number, description) = rest.split_once(' ').unwrap_or((rest, ""));
     number.parse::<u64>().ok()?;
-    let (name, directive) = match description.split_once(" # ") {
-        Some((name, directive)) => (name, directive),
-        None => (description, ""),
+    let (name, skipped) = tap::skip_directive(description);
+    let outcome = match (passed, skipped) {
+        (false, _) => Outcome::Fail,
+        (true, true) => Outcome::Skip,
+        (true, false) => Outcome::Pass,
     };
-    let skipped = directive
-        .trim_start()
-        .to_ascii_uppercase()
-        .starts_with("SKIP");
-    let outcome = match (failed, skipped) {
-        (true, _) => Outcome::Fail,
-        (false, true) => Outcome::Skip,
-        (false, false) => Outcome::Pass,
-    };
-    Some((outcome, name.trim().to_string()))
+    Some((outcome, name.to_string()))
 }
 
 /// `# Totals: pass:P fail:F skip:S total:T`.

@@ -250,10 +250,8 @@ mod tests {
 
     #[test]
     fn a_marker_in_a_missing_or_growing_file_is_found() {
-        let dir = std::env::temp_dir().join(format!("logscan-marker-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("node4.log");
-        let _ = std::fs::remove_file(&path);
+        let dir = crate::fsutil::TempDir::new("logscan-marker").expect("temporary directory");
+        let path = dir.path().join("node4.log");
         let mut watch = MarkerWatch::new(path.clone(), "VICTIM ready");
         assert!(!watch.poll());
         std::fs::write(&path, "booting\nVICTIM").unwrap();
@@ -264,6 +262,5 @@ mod tests {
             .unwrap();
         std::io::Write::write_all(&mut file, b" ready\n").unwrap();
         assert!(watch.poll());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -40,7 +40,7 @@ mod ui;
 mod user_cluster;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -69,6 +69,40 @@ struct SourceArgs {
     kernel_src: Option<PathBuf>,
 }
 
+/// The kernel a command boots: built from the source, or given.
+#[derive(Args, Clone)]
+struct BootArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Boot this kernel image instead of building one.
+    #[arg(long, hide = true, value_name = "BZIMAGE")]
+    kernel: Option<PathBuf>,
+}
+
+impl BootArgs {
+    fn kernel_src(&self) -> Option<&Path> {
+        self.source.kernel_src.as_deref()
+    }
+
+    fn kernel(&self) -> Option<&Path> {
+        self.kernel.as_deref()
+    }
+}
+
+/// The size of a command's cluster.
+#[derive(Args, Clone, Copy)]
+struct NodesArg {
+    /// Number of nodes (virtual machines) in the cluster.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
+    nodes: u8,
+}
+
+impl NodesArg {
+    fn count(self) -> usize {
+        usize::from(self.nodes)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Build the kernel with the LITE patch series applied.
@@ -92,39 +126,27 @@ enum Command {
     },
     /// Boot a QEMU cluster and run the LITE demo on it.
     Demo {
-        /// Number of nodes (virtual machines) in the cluster.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
-        nodes: u8,
         #[command(flatten)]
-        source: SourceArgs,
-        /// Boot this kernel image instead of building one.
-        #[arg(long, hide = true, value_name = "BZIMAGE")]
-        kernel: Option<PathBuf>,
+        nodes: NodesArg,
+        #[command(flatten)]
+        boot: BootArgs,
     },
     /// Boot a QEMU cluster and run the paper's applications (LITE-Log, LITE-MapReduce, LITE-Graph) over LITE, over TCP and alone.
     Apps {
-        /// Number of nodes (virtual machines) in the cluster.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
-        nodes: u8,
         #[command(flatten)]
-        source: SourceArgs,
-        /// Boot this kernel image instead of building one.
-        #[arg(long, hide = true, value_name = "BZIMAGE")]
-        kernel: Option<PathBuf>,
+        nodes: NodesArg,
+        #[command(flatten)]
+        boot: BootArgs,
     },
     /// Run every test: host tests, patch check, kernel build, KUnit, the cluster test, the failure test, the partition test and a program of one's own through `cluster --exec`.
     Test {
         #[command(flatten)]
-        source: SourceArgs,
-        /// Boot this kernel image instead of building one.
-        #[arg(long, hide = true, value_name = "BZIMAGE")]
-        kernel: Option<PathBuf>,
+        boot: BootArgs,
     },
     /// Boot the tests' QEMU cluster and run your own program on every node (--exec), or get a shell on node 1 (--shell).
     Cluster {
-        /// Number of nodes (virtual machines) in the cluster.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
-        nodes: u8,
+        #[command(flatten)]
+        nodes: NodesArg,
         /// Kernel configuration flavour.
         #[arg(long, value_enum, default_value_t = Flavour::Debug)]
         flavour: Flavour,
@@ -159,10 +181,7 @@ enum Command {
         )]
         timeout: u64,
         #[command(flatten)]
-        source: SourceArgs,
-        /// Boot this kernel image instead of building one.
-        #[arg(long, hide = true, value_name = "BZIMAGE")]
-        kernel: Option<PathBuf>,
+        boot: BootArgs,
     },
     /// Fuzz LITE's system calls on a QEMU cluster (debug kernel): every node runs lite-fuzz.
     Fuzz {
@@ -172,14 +191,10 @@ enum Command {
         /// Seed of the run, decimal or 0x-hex (default: from the clock); printed to replay it.
         #[arg(long, value_parser = fuzz::parse_seed)]
         seed: Option<u64>,
-        /// Number of nodes (virtual machines) in the cluster.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=32))]
-        nodes: u8,
         #[command(flatten)]
-        source: SourceArgs,
-        /// Boot this kernel image instead of building one.
-        #[arg(long, hide = true, value_name = "BZIMAGE")]
-        kernel: Option<PathBuf>,
+        nodes: NodesArg,
+        #[command(flatten)]
+        boot: BootArgs,
     },
     /// Compare LITE with native RDMA verbs (perftest) on two VMs, then lock contention and failure handling on four, then the paper's applications against TCP on two and four.
     Bench {
@@ -209,10 +224,7 @@ enum Command {
         #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"])]
         compare: Option<Vec<PathBuf>>,
         #[command(flatten)]
-        source: SourceArgs,
-        /// Boot this kernel image instead of building one.
-        #[arg(long, hide = true, value_name = "BZIMAGE")]
-        kernel: Option<PathBuf>,
+        boot: BootArgs,
     },
 }
 
@@ -231,25 +243,17 @@ fn main() -> ExitCode {
             config_only,
         } => kernel::run(flavour, source.kernel_src.as_deref(), config_only),
         Command::Patches { check, source } => series::run(check, source.kernel_src.as_deref()),
-        Command::Demo {
-            nodes,
-            source,
-            kernel,
-        } => demo::run(
+        Command::Demo { nodes, boot } => demo::run(
             demo::Showcase::Demo,
-            usize::from(nodes),
-            source.kernel_src.as_deref(),
-            kernel.as_deref(),
+            nodes.count(),
+            boot.kernel_src(),
+            boot.kernel(),
         ),
-        Command::Apps {
-            nodes,
-            source,
-            kernel,
-        } => demo::run(
+        Command::Apps { nodes, boot } => demo::run(
             demo::Showcase::Apps,
-            usize::from(nodes),
-            source.kernel_src.as_deref(),
-            kernel.as_deref(),
+            nodes.count(),
+            boot.kernel_src(),
+            boot.kernel(),
         ),
         Command::Cluster {
             nodes,
@@ -257,33 +261,29 @@ fn main() -> ExitCode {
             exec,
             shell,
             timeout,
-            source,
-            kernel,
+            boot,
         } => user_cluster::Session::from_arguments(exec, shell, Duration::from_secs(timeout))
             .and_then(|session| {
                 user_cluster::run(
-                    usize::from(nodes),
+                    nodes.count(),
                     flavour,
                     session,
-                    source.kernel_src.as_deref(),
-                    kernel.as_deref(),
+                    boot.kernel_src(),
+                    boot.kernel(),
                 )
             }),
-        Command::Test { source, kernel } => {
-            suite::run(source.kernel_src.as_deref(), kernel.as_deref())
-        }
+        Command::Test { boot } => suite::run(boot.kernel_src(), boot.kernel()),
         Command::Fuzz {
             minutes,
             seed,
             nodes,
-            source,
-            kernel,
+            boot,
         } => fuzz::run(
             minutes,
             seed,
-            usize::from(nodes),
-            source.kernel_src.as_deref(),
-            kernel.as_deref(),
+            nodes.count(),
+            boot.kernel_src(),
+            boot.kernel(),
         ),
         Command::Bench {
             iters,
@@ -293,8 +293,7 @@ fn main() -> ExitCode {
             apps_only,
             report,
             compare,
-            source,
-            kernel,
+            boot,
         } => match compare.as_deref() {
             Some([old, new]) => bench::compare(old, new),
             Some(_) => Err(anyhow::anyhow!("--compare takes two reports")),
@@ -309,7 +308,7 @@ fn main() -> ExitCode {
                     only,
                     report,
                 };
-                bench::run(&options, source.kernel_src.as_deref(), kernel.as_deref())
+                bench::run(&options, boot.kernel_src(), boot.kernel())
             }
         },
     };
@@ -333,7 +332,7 @@ mod tests {
 
     /// The nodes and the session that `cargo xtask cluster` + `args` asks
     /// for, as `main` makes it.
-    fn cluster(args: &[&str]) -> anyhow::Result<(u8, Session)> {
+    fn cluster(args: &[&str]) -> anyhow::Result<(usize, Session)> {
         let cli = Cli::try_parse_from(["cargo xtask", "cluster"].iter().chain(args))?;
         let Command::Cluster {
             nodes,
@@ -346,7 +345,7 @@ mod tests {
             panic!("not the cluster command");
         };
         let session = Session::from_arguments(exec, shell, Duration::from_secs(timeout))?;
-        Ok((nodes, session))
+        Ok((nodes.count(), session))
     }
 
     /// `--exec PATH ARGS...` for `command` (PATH, then ARGS).

@@ -199,23 +199,8 @@ mod tests {
     }
 
     fn sample() -> Vec<u8> {
-        archive(&[
-            Entry {
-                path: "etc",
-                mode: DIRECTORY | 0o755,
-                data: &[],
-            },
-            Entry {
-                path: "etc/lite",
-                mode: DIRECTORY | 0o755,
-                data: &[],
-            },
-            Entry {
-                path: "etc/lite/cluster.secret",
-                mode: REGULAR_FILE | 0o400,
-                data: b"abc",
-            },
-        ])
+        let file = [("etc/lite/cluster.secret".to_string(), b"abc".to_vec())];
+        archive(&with_directories(&file, REGULAR_FILE | 0o400))
     }
 
     #[test]

@@ -215,23 +215,24 @@ mod tests {
         fn count(&self, what: &str) -> usize {
             self.events.iter().filter(|(e, _)| *e == what).count()
         }
+
+        /// Notes `what`, unless it is the `fail_at`-th, which it refuses.
+        fn act(&mut self, what: &'static str, fail_at: Option<usize>) -> Result<()> {
+            if fail_at == Some(self.count(what) + 1) {
+                bail!("{what} refused");
+            }
+            self.events.push((what, Instant::now()));
+            Ok(())
+        }
     }
 
     impl Pausable for FakeVm {
         fn stop(&mut self) -> Result<()> {
-            if self.fail_stop == Some(self.count("stop") + 1) {
-                bail!("stop refused");
-            }
-            self.events.push(("stop", Instant::now()));
-            Ok(())
+            self.act("stop", self.fail_stop)
         }
 
         fn cont(&mut self) -> Result<()> {
-            if self.fail_cont == Some(self.count("cont") + 1) {
-                bail!("cont refused");
-            }
-            self.events.push(("cont", Instant::now()));
-            Ok(())
+            self.act("cont", self.fail_cont)
         }
     }
 

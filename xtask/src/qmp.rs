@@ -206,6 +206,20 @@ mod tests {
         })
     }
 
+    /// A monitor connected, within `timeout`, to a fake QEMU playing
+    /// `script` (see [`fake_qemu`]) in a directory of its own.
+    fn connected(
+        script: Vec<Vec<&'static str>>,
+        linger: Duration,
+        timeout: Duration,
+    ) -> (TempDir, Monitor, JoinHandle<Vec<String>>) {
+        let dir = TempDir::new("xtask-qmp-test").expect("temporary directory");
+        let socket = dir.path().join("node2.qmp");
+        let qemu = fake_qemu(&socket, script, linger);
+        let monitor = Monitor::connect(&socket, timeout).expect("connects");
+        (dir, monitor, qemu)
+    }
+
     const OK: &str = r#"{"return": {}}"#;
     const RUNNING: &str =
         r#"{"return": {"status": "running", "singlestep": false, "running": true}}"#;
@@ -215,10 +229,7 @@ mod tests {
 
     #[test]
     fn stops_and_continues_a_vm_skipping_events() {
-        let dir = TempDir::new("xtask-qmp-test").expect("temporary directory");
-        let socket = dir.path().join("node2.qmp");
-        let qemu = fake_qemu(
-            &socket,
+        let (_dir, mut monitor, qemu) = connected(
             vec![
                 vec![OK],
                 vec![STOP_EVENT, OK],
@@ -227,8 +238,8 @@ mod tests {
                 vec![RUNNING],
             ],
             Duration::ZERO,
+            Duration::from_secs(5),
         );
-        let mut monitor = Monitor::connect(&socket, Duration::from_secs(5)).expect("connects");
         monitor.stop().expect("stops");
         monitor.cont().expect("continues");
         drop(monitor);
@@ -246,10 +257,7 @@ mod tests {
 
     #[test]
     fn a_refused_command_or_a_vm_that_still_runs_is_an_error() {
-        let dir = TempDir::new("xtask-qmp-test").expect("temporary directory");
-        let socket = dir.path().join("node2.qmp");
-        let qemu = fake_qemu(
-            &socket,
+        let (_dir, mut monitor, qemu) = connected(
             vec![
                 vec![OK],
                 vec![r#"{"error": {"class": "GenericError", "desc": "Migration is active"}}"#],
@@ -257,8 +265,8 @@ mod tests {
                 vec![RUNNING],
             ],
             Duration::ZERO,
+            Duration::from_secs(5),
         );
-        let mut monitor = Monitor::connect(&socket, Duration::from_secs(5)).expect("connects");
         let refused = monitor.stop().unwrap_err();
         assert!(
             refused
@@ -279,12 +287,13 @@ mod tests {
 
     #[test]
     fn a_silent_or_closing_monitor_fails_within_the_timeout() {
-        let dir = TempDir::new("xtask-qmp-test").expect("temporary directory");
-        let socket = dir.path().join("node2.qmp");
         // Greets and negotiates, then reads the next command and never
         // answers it, for longer than the client waits.
-        let qemu = fake_qemu(&socket, vec![vec![OK], vec![]], Duration::from_secs(1));
-        let mut monitor = Monitor::connect(&socket, Duration::from_millis(300)).expect("connects");
+        let (_dir, mut monitor, qemu) = connected(
+            vec![vec![OK], vec![]],
+            Duration::from_secs(1),
+            Duration::from_millis(300),
+        );
         let started = Instant::now();
         let silent = monitor.stop().unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(5));

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::fsutil::TempDir;
-use crate::newc::{self, Entry, DIRECTORY, REGULAR_FILE};
+use crate::newc::{self, REGULAR_FILE};
 
 /// Where the guests find the secret (relative to their root).
 pub const GUEST_SECRET_PATH: &str = "etc/lite/cluster.secret";
@@ -94,23 +94,8 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
 /// The archive that adds the secret to an initrd: [`GUEST_SECRET_PATH`],
 /// readable by root only, and its directories.
 fn secret_archive(secret: &[u8]) -> Vec<u8> {
-    newc::archive(&[
-        Entry {
-            path: "etc",
-            mode: DIRECTORY | 0o755,
-            data: &[],
-        },
-        Entry {
-            path: "etc/lite",
-            mode: DIRECTORY | 0o755,
-            data: &[],
-        },
-        Entry {
-            path: GUEST_SECRET_PATH,
-            mode: REGULAR_FILE | 0o400,
-            data: secret,
-        },
-    ])
+    let file = [(GUEST_SECRET_PATH.to_string(), secret.to_vec())];
+    newc::archive(&newc::with_directories(&file, REGULAR_FILE | 0o400))
 }
 
 #[cfg(test)]

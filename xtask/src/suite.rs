@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec, NoDeathWatch};
+use crate::cluster::{self, Cluster, ClusterSpec, Images, NoDeathWatch};
 use crate::fsutil::LogFollower;
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
@@ -154,11 +154,13 @@ const CUT_LENGTH: Duration = Duration::from_secs(10);
 /// minutes for the last barrier).
 const PARTITION_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
-/// Passed and failed counts.
+/// Passed and failed counts, and what failed, each problem on its own
+/// line and prefixed with where it happened.
 #[derive(Default)]
 struct Tally {
     passed: u64,
     failed: u64,
+    problems: Vec<String>,
 }
 
 impl Tally {
@@ -169,7 +171,46 @@ impl Tally {
             self.failed += 1;
         }
     }
+
+    /// Counts `result` as one check; its error is a problem of `label`.
+    fn check_result<E: std::fmt::Display>(&mut self, label: &str, result: Result<(), E>) {
+        self.check(result.is_ok());
+        if let Err(err) = result {
+            self.problems.push(format!("[{label}] {err:#}"));
+        }
+    }
+
+    /// Notes how the wait for the VMs ended: a problem if it failed.
+    fn waited(&mut self, waited: Result<()>) {
+        if let Err(err) = waited {
+            self.problems.push(format!("{err:#}"));
+        }
+    }
+
+    /// Notes how the wait for the VMs ended, and fails with every problem
+    /// noted.
+    fn verdict(&mut self, waited: Result<()>) -> Result<()> {
+        self.waited(waited);
+        if !self.problems.is_empty() {
+            let problems = std::mem::take(&mut self.problems).join("\n");
+            return Err(Counted(problems).into());
+        }
+        Ok(())
+    }
 }
+
+/// The error of a step whose tally counted its failures already: every
+/// other error is a step that could not run to its checks, one failure.
+#[derive(Debug)]
+struct Counted(String);
+
+impl std::fmt::Display for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Counted {}
 
 /// `cargo xtask test`.
 pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()> {
@@ -179,13 +220,16 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     // The host tests build C against libibverbs and run bindgen, so the
     // packages come first on a fresh machine.
     prereqs::ensure_packages(&cache, prereqs::PACKAGES)?;
+    // After Ctrl-C the remaining steps would only fail one after another.
+    let checked = |tally: &mut Tally, ok| {
+        tally.check(ok);
+        interrupt::check()
+    };
 
     let ok = step(1, "host tests (cargo test --workspace)", || {
         host_tests(&logs)
     });
-    tally.check(ok);
-    // After Ctrl-C the remaining steps would only fail one after another.
-    interrupt::check()?;
+    checked(&mut tally, ok)?;
 
     let ok = step(
         2,
@@ -196,9 +240,7 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
             kernel::check_distribution_config(&cache, kernel_src)
         },
     );
-    tally.check(ok);
-    // After Ctrl-C the remaining steps would only fail one after another.
-    interrupt::check()?;
+    checked(&mut tally, ok)?;
 
     let mut kernel = None;
     let ok = step(3, "debug kernel build", || {
@@ -210,9 +252,7 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         )?);
         Ok(())
     });
-    tally.check(ok);
-    // After Ctrl-C the remaining steps would only fail one after another.
-    interrupt::check()?;
+    checked(&mut tally, ok)?;
 
     let Some(kernel) = kernel else {
         skip(4, "KUnit", "no kernel");
@@ -224,58 +264,66 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         return finish(&tally);
     };
 
-    let mut kunit_counts = Tally::default();
-    step(4, "KUnit (lite*)", || {
-        kunit(&cache, &kernel, &logs, &mut kunit_counts)
+    counted_step(4, "KUnit (lite*)", &mut tally, |counts| {
+        kunit(&cache, &kernel, &logs, counts)
     });
-    tally.passed += kunit_counts.passed;
-    tally.failed += kunit_counts.failed;
-    interrupt::check()?;
-
-    let mut images = None;
-    let mut cluster_counts = Tally::default();
-    step(5, &format!("cluster test ({CLUSTER_NODES} VMs)"), || {
-        cluster_test(&cache, &kernel, &logs, &mut images, &mut cluster_counts)
-    });
-    tally.passed += cluster_counts.passed;
-    tally.failed += cluster_counts.failed;
-    interrupt::check()?;
-
-    let mut failure_counts = Tally::default();
-    let name = format!(
-        "failure test, then the cluster test on the rejoined cluster ({FAILURE_NODES} VMs)"
-    );
-    step(6, &name, || {
-        failure_test(&cache, &kernel, &logs, &mut images, &mut failure_counts)
-    });
-    tally.passed += failure_counts.passed;
-    tally.failed += failure_counts.failed;
-    interrupt::check()?;
-
-    let mut partition_counts = Tally::default();
-    step(
-        7,
-        &format!("partition test ({PARTITION_NODES} VMs)"),
-        || partition_test(&cache, &kernel, &logs, &mut images, &mut partition_counts),
-    );
-    tally.passed += partition_counts.passed;
-    tally.failed += partition_counts.failed;
-    interrupt::check()?;
-
-    let mut exec_counts = Tally::default();
-    step(
-        8,
-        &format!(
-            "programs of one's own through cargo xtask cluster --exec: hello_cluster, and a \
-             kernel module ({EXEC_NODES} VMs)"
+    // The cluster steps share their images, built once.
+    type ClusterStep = fn(&Images, &Path, &mut Tally) -> Result<()>;
+    let cluster_steps: [(String, ClusterStep); 4] = [
+        (format!("cluster test ({CLUSTER_NODES} VMs)"), cluster_test),
+        (
+            format!(
+                "failure test, then the cluster test on the rejoined cluster ({FAILURE_NODES} VMs)"
+            ),
+            failure_test,
         ),
-        || exec_test(&cache, &kernel, &logs, &mut images, &mut exec_counts),
-    );
-    tally.passed += exec_counts.passed;
-    tally.failed += exec_counts.failed;
+        (
+            format!("partition test ({PARTITION_NODES} VMs)"),
+            partition_test,
+        ),
+        (
+            format!(
+                "programs of one's own through cargo xtask cluster --exec: hello_cluster, and a \
+                 kernel module ({EXEC_NODES} VMs)"
+            ),
+            exec_test,
+        ),
+    ];
+    let mut images = None;
+    for (k, (name, body)) in (5..).zip(cluster_steps) {
+        interrupt::check()?;
+        counted_step(k, &name, &mut tally, |counts| {
+            body(
+                &cluster_images(&cache, &kernel, &mut images)?,
+                &logs,
+                counts,
+            )
+        });
+    }
 
     ui::say(&format!("logs: {}", logs.display()));
     finish(&tally)
+}
+
+/// Runs step `k`, whose `body` counts its checks in a tally of its own,
+/// and adds that tally to `tally`. An error the step's tally did not count
+/// (a step that could not reach its checks) is one failure.
+fn counted_step(
+    k: usize,
+    name: &str,
+    tally: &mut Tally,
+    body: impl FnOnce(&mut Tally) -> Result<()>,
+) {
+    let mut counts = Tally::default();
+    step(k, name, || {
+        let result = body(&mut counts);
+        if result.as_ref().is_err_and(|err| !err.is::<Counted>()) {
+            counts.failed += 1;
+        }
+        result
+    });
+    tally.passed += counts.passed;
+    tally.failed += counts.failed;
 }
 
 /// Prints the final line and turns failures into a non-zero exit.
@@ -343,8 +391,7 @@ fn host_tests(logs: &Path) -> Result<()> {
 
 /// Boots one VM with KUnit enabled and checks its KTAP output.
 fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Result<()> {
-    let mut initrd =
-        initramfs::build(cache, Variant::Minimal).inspect_err(|_| counts.failed += 1)?;
+    let mut initrd = initramfs::build(cache, Variant::Minimal)?;
     // A modular kernel runs LITE's suites when the guest loads LITE.
     if let Some(modules) = kernel::modules_archive(kernel) {
         let with_modules = logs.join("kunit-initrd.cpio");
@@ -380,7 +427,7 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     }
     counts.passed += report.passed() as u64;
     counts.failed += report.failed() as u64;
-    let mut problems = report.problems();
+    let problems = report.problems();
     // Problems no failed case accounts for (nothing ran, a suite failed to
     // initialise) still have to show in the count.
     if !problems.is_empty() && report.failed() == 0 {
@@ -388,34 +435,24 @@ fn kunit(cache: &Cache, kernel: &Path, logs: &Path, counts: &mut Tally) -> Resul
     }
     let scan = logscan::problems(&log);
     counts.check(scan.is_empty() && waited.is_ok());
-    problems.extend(scan);
-    if let Err(err) = waited {
-        problems.push(format!("{err:#}"));
+    counts.problems.extend(problems.into_iter().chain(scan));
+    counts.waited(waited);
+    if !counts.problems.is_empty() {
+        let serial_log = format!("serial log: {}", serial_log.display());
+        counts.problems.push(serial_log);
     }
-    if !problems.is_empty() {
-        bail!(
-            "{}\nserial log: {}",
-            problems.join("\n"),
-            serial_log.display()
-        );
-    }
-    Ok(())
+    counts.verdict(Ok(()))
 }
 
-/// What the cluster steps boot besides the kernel; built once for both.
-#[derive(Clone)]
-struct ClusterImages {
-    initrd: PathBuf,
-    manager: PathBuf,
-}
-
-/// The initramfs and the cluster manager, built unless `built` has them.
-fn cluster_images(cache: &Cache, built: &mut Option<ClusterImages>) -> Result<ClusterImages> {
+/// What the cluster steps boot: `kernel`, and the initramfs and the
+/// cluster manager, built unless `built` has them.
+fn cluster_images(cache: &Cache, kernel: &Path, built: &mut Option<Images>) -> Result<Images> {
     if let Some(images) = built {
         return Ok(images.clone());
     }
-    let images = ClusterImages {
-        initrd: initramfs::build(cache, Variant::Full)?,
+    let images = Images {
+        kernel: kernel.to_path_buf(),
+        initramfs: initramfs::build(cache, Variant::Full)?,
         manager: cluster::build_manager(cache)?,
     };
     *built = Some(images.clone());
@@ -423,14 +460,7 @@ fn cluster_images(cache: &Cache, built: &mut Option<ClusterImages>) -> Result<Cl
 }
 
 /// Boots the cluster with role `test` and checks every node's TAP and log.
-fn cluster_test(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    images: &mut Option<ClusterImages>,
-    counts: &mut Tally,
-) -> Result<()> {
-    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
+fn cluster_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
     let seed = fuzz::seed_from_clock();
     ui::progress(&format!(
         "lite-fuzz seed {seed:#x}; replay the fuzzing alone with: {}",
@@ -438,122 +468,89 @@ fn cluster_test(
     ));
     let fuzz_params = fuzz::kernel_params(FUZZ_SECONDS, seed);
     let fuzzing = |_: usize| fuzz_params.clone();
-    let spec = ClusterSpec {
-        roles: vec![TEST_ROLE.to_string(); CLUSTER_NODES],
-        kernel,
-        initrd: &images.initrd,
-        memory_mib: 1024,
-        extra_append: &fuzzing,
-        pin_cpus: false,
-        manager: &images.manager,
+    let spec = images.spec(
+        vec![TEST_ROLE.to_string(); CLUSTER_NODES],
+        &fuzzing,
         logs,
-        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
-    };
-    let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
+        Some(cluster::API_TEST_DEAD_AFTER_MS),
+    );
+    let mut cluster = Cluster::start(&spec)?;
     let mut no_death = NoDeathWatch::new(&spec);
     let waited = cluster.wait(CLUSTER_TIMEOUT, &mut || no_death.check());
     let node_logs = cluster.node_logs();
     drop(cluster);
 
-    let mut problems = Vec::new();
     for (name, path) in &node_logs {
-        count_test_role(name, path, &FUZZED_TEST_PROGRAMS, counts, &mut problems);
+        counts.test_role(name, &read_log(path), &FUZZED_TEST_PROGRAMS);
     }
-    if let Err(err) = waited {
-        problems.push(format!("{err:#}"));
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    counts.verdict(waited)
 }
 
-/// Counts one node's TAP results and log scan; what is wrong goes to
-/// `problems`, prefixed with the node's name.
-fn count_node(name: &str, path: &Path, counts: &mut Tally, problems: &mut Vec<String>) {
-    let log = read_log(path);
-    count_tap(name, &log, counts, problems);
-    count_scan(name, &log, counts, problems);
-}
+impl Tally {
+    /// Counts one node's TAP results and log scan.
+    fn node(&mut self, name: &str, log: &str) {
+        self.tap(name, log);
+        self.scan(name, log);
+    }
 
-/// Like [`count_node`] for a node whose role runs `programs` one after the
-/// other: each program's TAP is counted on its own, and a program that
-/// never started counts as one failure.
-fn count_programs(
-    name: &str,
-    path: &Path,
-    programs: &[&str],
-    counts: &mut Tally,
-    problems: &mut Vec<String>,
-) {
-    let log = read_log(path);
-    let outputs = tap::split_programs(&log);
-    for program in programs {
-        let label = format!("{name} {program}");
-        match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
-            Some(output) => count_tap(&label, &output.text, counts, problems),
-            None => {
-                counts.failed += 1;
-                problems.push(format!("[{label}] never started"));
+    /// Like [`Tally::node`] for a node whose role runs `programs` one after
+    /// the other: each program's TAP is counted on its own, and a program
+    /// that never started counts as one failure.
+    fn programs(&mut self, name: &str, log: &str, programs: &[&str]) {
+        let outputs = tap::split_programs(log);
+        for program in programs {
+            let label = format!("{name} {program}");
+            match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
+                Some(output) => self.tap(&label, &output.text),
+                None => self.check_result(&label, Err("never started")),
             }
         }
+        self.scan(name, log);
     }
-    count_scan(name, &log, counts, problems);
-}
 
-/// Like [`count_programs`] for a node of role [`TEST_ROLE`], whose
-/// `programs` ([`TEST_PROGRAMS`], or [`FUZZED_TEST_PROGRAMS`]) end with a
-/// kmemleak scan: one more check, failed by a scan that did not run or by
-/// a leak involving LITE; other leaks are only shown.
-fn count_test_role(
-    name: &str,
-    path: &Path,
-    programs: &[&str],
-    counts: &mut Tally,
-    problems: &mut Vec<String>,
-) {
-    count_programs(name, path, programs, counts, problems);
-    let findings = kmemleak::check(&read_log(path));
-    counts.check(findings.problems.is_empty());
-    for warning in &findings.warnings {
-        ui::progress(&format!("[{name}] warning: {warning}"));
+    /// Like [`Tally::programs`] for a node of role [`TEST_ROLE`], whose
+    /// `programs` ([`TEST_PROGRAMS`], or [`FUZZED_TEST_PROGRAMS`]) end with
+    /// a kmemleak scan: one more check, failed by a scan that did not run
+    /// or by a leak involving LITE; other leaks are only shown.
+    fn test_role(&mut self, name: &str, log: &str, programs: &[&str]) {
+        self.programs(name, log, programs);
+        let findings = kmemleak::check(log);
+        self.check(findings.problems.is_empty());
+        for warning in &findings.warnings {
+            ui::progress(&format!("[{name}] warning: {warning}"));
+        }
+        let found = findings.problems.into_iter();
+        self.problems.extend(found.map(|p| format!("[{name}] {p}")));
     }
-    problems.extend(
-        findings
-            .problems
-            .into_iter()
-            .map(|p| format!("[{name}] {p}")),
-    );
-}
 
-/// Counts the TAP results in `output`, one program's, reported as `label`.
-fn count_tap(label: &str, output: &str, counts: &mut Tally, problems: &mut Vec<String>) {
-    let report = tap::Report::parse(output);
-    counts.passed += report.passed();
-    counts.failed += report.failed();
-    ui::progress(&format!(
-        "{label}: {} passed, {} failed, {} skipped",
-        report.passed(),
-        report.failed(),
-        report.skipped()
-    ));
-    problems.extend(
-        report
-            .problems()
-            .into_iter()
-            .map(|p| format!("[{label}] {p}")),
-    );
-    // A program without any TAP output has no result to count: count it.
-    if report.points.is_empty() && report.planned.is_none() {
-        counts.failed += 1;
+    /// Counts the TAP results in `output`, one program's, reported as
+    /// `label`.
+    fn tap(&mut self, label: &str, output: &str) {
+        let report = tap::Report::parse(output);
+        self.passed += report.passed();
+        self.failed += report.failed();
+        ui::progress(&format!(
+            "{label}: {} passed, {} failed, {} skipped",
+            report.passed(),
+            report.failed(),
+            report.skipped()
+        ));
+        let found = report.problems().into_iter();
+        self.problems
+            .extend(found.map(|p| format!("[{label}] {p}")));
+        // A program without any TAP output has no result to count: count it.
+        if report.points.is_empty() && report.planned.is_none() {
+            self.failed += 1;
+        }
     }
-}
 
-/// Counts the scan of a node's whole log for crashes and its exit.
-fn count_scan(name: &str, log: &str, counts: &mut Tally, problems: &mut Vec<String>) {
-    let scan = logscan::problems(log);
-    counts.check(scan.is_empty());
-    problems.extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
+    /// Counts the scan of a node's whole log for crashes and its exit.
+    fn scan(&mut self, name: &str, log: &str) {
+        let scan = logscan::problems(log);
+        self.check(scan.is_empty());
+        self.problems
+            .extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
+    }
 }
 
 /// Guest roles of the failure test's `nodes` nodes: survivors, then the
@@ -601,27 +598,15 @@ const FAILURE_PHASE_DEAD_AFTER_MS: Option<u32> = None;
 /// log ends wherever the kill cut it off: it is neither counted nor
 /// scanned, but the victim has to get ready and to be killed by the
 /// harness, and its VM to be booted again.
-fn failure_test(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    images: &mut Option<ClusterImages>,
-    counts: &mut Tally,
-) -> Result<()> {
-    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
-    let logs = phase_logs(logs, "failure").inspect_err(|_| counts.failed += 1)?;
-    let spec = ClusterSpec {
-        roles: failure_roles(FAILURE_NODES),
-        kernel,
-        initrd: &images.initrd,
-        memory_mib: 1024,
-        extra_append: &failure_phase_append,
-        pin_cpus: false,
-        manager: &images.manager,
-        logs: &logs,
-        dead_after_ms: FAILURE_PHASE_DEAD_AFTER_MS,
-    };
-    let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
+fn failure_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
+    let logs = phase_logs(logs, "failure")?;
+    let spec = images.spec(
+        failure_roles(FAILURE_NODES),
+        &failure_phase_append,
+        &logs,
+        FAILURE_PHASE_DEAD_AFTER_MS,
+    );
+    let mut cluster = Cluster::start(&spec)?;
     let started = Instant::now();
     let victim = FAILURE_NODES;
     let (_, first_boot_log) = cluster.node_log(victim)?;
@@ -639,31 +624,19 @@ fn failure_test(
     let node_logs = cluster.node_logs();
     drop(cluster);
 
-    let mut problems = Vec::new();
-    counts.check(killed.is_ok());
-    counts.check(rebooted.is_ok());
-    for err in [killed.err(), rebooted.err()].into_iter().flatten() {
-        problems.push(format!("[node{victim}] {err:#}"));
-    }
+    counts.check_result(&format!("node{victim}"), killed);
+    counts.check_result(&format!("node{victim}"), rebooted);
     for (index, (name, path)) in node_logs.iter().enumerate() {
         if index + 1 != victim {
-            count_programs(name, path, &SURVIVOR_PROGRAMS, counts, &mut problems);
+            counts.programs(name, &read_log(path), &SURVIVOR_PROGRAMS);
         } else if rebooted_log(name, victim) {
-            count_test_role(name, path, &TEST_PROGRAMS, counts, &mut problems);
-            let same_id = same_node_again(&read_log(&first_boot_log), &read_log(path));
-            counts.check(same_id.is_ok());
-            if let Err(err) = same_id {
-                problems.push(format!("[{name}] {err}"));
-            }
+            let log = read_log(path);
+            counts.test_role(name, &log, &TEST_PROGRAMS);
+            let same_id = same_node_again(&read_log(&first_boot_log), &log);
+            counts.check_result(name, same_id);
         }
     }
-    if let Err(err) = waited {
-        problems.push(format!("{err:#}"));
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    counts.verdict(waited)
 }
 
 /// What the kernel prints when the node joined: `joined as node N
@@ -972,27 +945,15 @@ fn partition_append(_node: usize) -> Vec<String> {
 /// pauses were made as planned under traffic, that the manager declared
 /// nobody dead meanwhile, and that the cut node got ready and its link
 /// went down and came back are three more checks.
-fn partition_test(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    images: &mut Option<ClusterImages>,
-    counts: &mut Tally,
-) -> Result<()> {
-    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
-    let logs = phase_logs(logs, "partition").inspect_err(|_| counts.failed += 1)?;
-    let spec = ClusterSpec {
-        roles: partition_roles(PARTITION_NODES),
-        kernel,
-        initrd: &images.initrd,
-        memory_mib: 1024,
-        extra_append: &partition_append,
-        pin_cpus: false,
-        manager: &images.manager,
-        logs: &logs,
-        dead_after_ms: None,
-    };
-    let mut cluster = Cluster::start(&spec).inspect_err(|_| counts.failed += 1)?;
+fn partition_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
+    let logs = phase_logs(logs, "partition")?;
+    let spec = images.spec(
+        partition_roles(PARTITION_NODES),
+        &partition_append,
+        &logs,
+        None,
+    );
+    let mut cluster = Cluster::start(&spec)?;
     let started = Instant::now();
     let cut = PARTITION_NODES;
     let paused = pause_when_ready(&mut cluster, &logs.join(cluster::MANAGER_LOG), started);
@@ -1014,7 +975,6 @@ fn partition_test(
     let node_logs = cluster.node_logs();
     drop(cluster);
 
-    let mut problems = Vec::new();
     let (as_planned, no_death) = match &paused {
         Ok(pauses) => (pauses.as_planned(), pauses.manager.check()),
         Err(err) => (
@@ -1024,25 +984,13 @@ fn partition_test(
             )),
         ),
     };
-    counts.check(as_planned.is_ok());
-    counts.check(no_death.is_ok());
-    for err in [as_planned.err(), no_death.err()].into_iter().flatten() {
-        problems.push(format!("[node{PAUSED_NODE} pauses] {err:#}"));
-    }
-    counts.check(partitioned.is_ok());
-    if let Err(err) = partitioned {
-        problems.push(format!("[node{cut}] {err:#}"));
-    }
+    counts.check_result(&format!("node{PAUSED_NODE} pauses"), as_planned);
+    counts.check_result(&format!("node{PAUSED_NODE} pauses"), no_death);
+    counts.check_result(&format!("node{cut}"), partitioned);
     for (name, path) in &node_logs {
-        count_node(name, path, counts, &mut problems);
+        counts.node(name, &read_log(path));
     }
-    if let Err(err) = waited {
-        problems.push(format!("{err:#}"));
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    counts.verdict(waited)
 }
 
 /// The pauses the harness made, and what the manager logged meanwhile.
@@ -1125,11 +1073,7 @@ fn pause_when_ready(
         .into_iter()
         .filter_map(|(node_name, mut watch)| watch.poll().then_some(node_name))
         .collect();
-    let settled = Instant::now();
-    while settled.elapsed() < DEATH_SETTLE {
-        interrupt::check()?;
-        sleep(process::POLL);
-    }
+    cluster::sleep_interruptibly(DEATH_SETTLE)?;
     let manager = ManagerVerdict::from_lines(&manager.new_lines());
     ui::progress(&format!(
         "paused {name}: {}; the manager logged {} late heartbeats, {} suspicions and {} \
@@ -1182,10 +1126,7 @@ fn cut_when_ready(
         "{name} is ready; took its link ({tap}) down {} after the cluster started",
         ui::duration(started.elapsed())
     ));
-    while down_at.elapsed() < CUT_LENGTH {
-        interrupt::check()?;
-        sleep(process::POLL);
-    }
+    cluster::sleep_interruptibly(CUT_LENGTH)?;
     cluster.set_link(cut, true)?;
     ui::progress(&format!(
         "brought {name}'s link ({tap}) up again {} after the cluster started, after {} down",
@@ -1233,36 +1174,21 @@ const EXEC_MODULE_DONE: &str = "load-on-cluster: lite_example loaded and unloade
 /// [`EXEC_MODULE_SCRIPT`] the same way. Checks each node's log of each
 /// run: its scan (the program's exit status included) and the line that
 /// says the program did its work.
-fn exec_test(
-    cache: &Cache,
-    kernel: &Path,
-    logs: &Path,
-    images: &mut Option<ClusterImages>,
-    counts: &mut Tally,
-) -> Result<()> {
-    let images = cluster_images(cache, images).inspect_err(|_| counts.failed += 1)?;
-    let logs = phase_logs(logs, "exec").inspect_err(|_| counts.failed += 1)?;
+fn exec_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
+    let logs = phase_logs(logs, "exec")?;
     let program = logs.join("hello_cluster");
-    compile_exec_example(&program).inspect_err(|_| counts.failed += 1)?;
-    let boot = user_cluster::Images {
-        kernel: kernel.to_path_buf(),
-        initramfs: images.initrd,
-        manager: images.manager,
-    };
-    let mut problems = Vec::new();
-    let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])
-        .inspect_err(|_| counts.failed += 1)?;
-    run_own_program(&boot, &logs, &hello, counts, &mut problems, |log| {
+    compile_exec_example(&program)?;
+    let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])?;
+    run_own_program(images, &logs, &hello, counts, |log| {
         read_back_message(log, EXEC_MESSAGE)
             .then_some(())
             .ok_or_else(|| {
                 format!("hello_cluster did not print that it read back \"{EXEC_MESSAGE}\"")
             })
     })?;
-    if kernel::modules_archive(kernel).is_some() {
-        let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])
-            .inspect_err(|_| counts.failed += 1)?;
-        run_own_program(&boot, &logs, &script, counts, &mut problems, |log| {
+    if kernel::modules_archive(&images.kernel).is_some() {
+        let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])?;
+        run_own_program(images, &logs, &script, counts, |log| {
             log.lines()
                 .any(|line| logscan::strip_timestamp(line) == EXEC_MODULE_DONE)
                 .then_some(())
@@ -1271,41 +1197,28 @@ fn exec_test(
     } else {
         ui::progress("the kernel has no modules: the example kernel module is not loaded");
     }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
-    Ok(())
+    counts.verdict(Ok(()))
 }
 
 /// Runs `archive` on [`EXEC_NODES`] VMs of `boot`, logging to the
 /// directory `<program>.logs` of `logs`; counts each node's log scan and `done`, which
-/// says whether the log shows the program's work done, adding what failed
-/// to `problems`.
+/// says whether the log shows the program's work done.
 fn run_own_program(
-    boot: &user_cluster::Images,
+    boot: &Images,
     logs: &Path,
     archive: &user_cluster::ProgramArchive,
     counts: &mut Tally,
-    problems: &mut Vec<String>,
     done: impl Fn(&str) -> Result<(), String>,
 ) -> Result<()> {
     // Not the program's own name: the compiled example is there.
-    let logs = phase_logs(logs, &format!("{}.logs", archive.name()))
-        .inspect_err(|_| counts.failed += 1)?;
-    let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)
-        .inspect_err(|_| counts.failed += 1)?;
+    let logs = phase_logs(logs, &format!("{}.logs", archive.name()))?;
+    let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)?;
     for node in &run.nodes {
         let log = read_log(&node.log);
-        count_scan(&node.name, &log, counts, problems);
-        let work = done(&log);
-        counts.check(work.is_ok());
-        if let Err(e) = work {
-            problems.push(format!("[{}] {e}", node.name));
-        }
+        counts.scan(&node.name, &log);
+        counts.check_result(&node.name, done(&log));
     }
-    if let Err(err) = run.waited {
-        problems.push(format!("{err:#}"));
-    }
+    counts.waited(run.waited);
     Ok(())
 }
 
@@ -1345,6 +1258,7 @@ fn phase_logs(logs: &Path, name: &str) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::initramfs::role_body;
 
     #[test]
     fn the_own_program_reads_back_its_argument_as_the_example_prints_it() {
@@ -1562,17 +1476,8 @@ mod tests {
         logs: &'a Path,
         extra: &'a dyn Fn(usize) -> Vec<String>,
     ) -> ClusterSpec<'a> {
-        ClusterSpec {
-            roles: failure_roles(FAILURE_NODES),
-            kernel: Path::new("/k/bzImage"),
-            initrd: Path::new("/i.cpio.gz"),
-            memory_mib: 1024,
-            extra_append: extra,
-            pin_cpus: false,
-            manager: Path::new("/bin/lite-cm"),
-            logs,
-            dead_after_ms: FAILURE_PHASE_DEAD_AFTER_MS,
-        }
+        let roles = failure_roles(FAILURE_NODES);
+        cluster::test_spec(roles, logs, extra, FAILURE_PHASE_DEAD_AFTER_MS)
     }
 
     #[test]
@@ -1669,32 +1574,28 @@ mod tests {
         }
     }
 
-    /// The body of `role`'s case in the guest's `/init`.
-    fn role_body(role: &str) -> &'static str {
-        let init = include_str!("init.sh");
-        let start = init
-            .find(&format!("\n{role})"))
-            .unwrap_or_else(|| panic!("no role {role}"));
-        let body = &init[start + role.len() + 2..];
-        &body[..body
-            .find(";;")
-            .unwrap_or_else(|| panic!("role {role} has no end"))]
-    }
-
-    #[test]
-    fn survivors_announce_their_programs_in_the_order_they_are_counted() {
-        let body = role_body(SURVIVOR_ROLE);
+    /// Asserts that the role's `body` announces each of `programs` in
+    /// order, each run (with `options` first) after its announcement;
+    /// where the last one runs.
+    fn assert_runs_in_order(body: &str, programs: &[&str], options: &str) -> usize {
         let mut from = 0;
-        for program in SURVIVOR_PROGRAMS {
+        for program in programs {
             let announced = body[from..]
                 .find(&format!("program {program}\n"))
                 .map(|at| from + at)
                 .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
             let run = body[announced..]
-                .find(&format!("\t{program} --cm"))
+                .find(&format!("\t{program} {options}"))
                 .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
             from = announced + run;
         }
+        from
+    }
+
+    #[test]
+    fn survivors_announce_their_programs_in_the_order_they_are_counted() {
+        let body = role_body(SURVIVOR_ROLE);
+        assert_runs_in_order(body, &SURVIVOR_PROGRAMS, "--cm");
         // The marker /init prints is the one the harness splits at.
         let init = include_str!("init.sh");
         assert!(init.contains(&format!("echo \"{}$1\"", tap::PROGRAM_MARKER)));
@@ -1706,17 +1607,7 @@ mod tests {
     #[test]
     fn the_test_role_runs_its_programs_in_order_then_the_leak_scan_last() {
         let body = role_body(TEST_ROLE);
-        let mut from = 0;
-        for program in TEST_PROGRAMS {
-            let announced = body[from..]
-                .find(&format!("program {program}\n"))
-                .map(|at| from + at)
-                .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
-            let run = body[announced..]
-                .find(&format!("\t{program} --"))
-                .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
-            from = announced + run;
-        }
+        let from = assert_runs_in_order(body, &TEST_PROGRAMS, "--");
         // The baseline the cluster test saves is the one compared.
         assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" --resources-baseline \"$RESOURCES_BASELINE\""));
         assert!(body.contains("lite-resources --baseline \"$RESOURCES_BASELINE\""));
@@ -1728,71 +1619,48 @@ mod tests {
 
     #[test]
     fn a_test_node_counts_each_program_and_its_leak_scan() {
-        let dir = std::env::temp_dir().join(format!("suite-test-role-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
-        let log = dir.join("node2.log");
         let cluster = "TAP version 13\nok 1 - join\n1..1\n1 passed, 0 failed\n";
         let resources = "TAP version 13\nok 1 - resources back to baseline: lmrs 0 -> 0\n\
                          1..1\n1 passed, 0 failed\n";
         let leak = "unreferenced object 0xffff888005a3c000 (size 64):\n  \
                     comm \"kworker/0:1\", pid 7, jiffies 4294940170\n  backtrace (crc 0):\n    \
                     __kmalloc_noprof+0x1cc/0x3d0\n    lite_rs_join+0x10/0x90\n";
-        let write = |leaks: &str| {
-            std::fs::write(
-                &log,
-                format!(
-                    "LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}\
-                     LITE-GUEST-PROGRAM lite-resources\n{resources}\
-                     LITE-KMEMLEAK-BEGIN\n{leaks}LITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=0\n"
-                ),
+        let log = |leaks: &str| {
+            format!(
+                "LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}\
+                 LITE-GUEST-PROGRAM lite-resources\n{resources}\
+                 LITE-KMEMLEAK-BEGIN\n{leaks}LITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=0\n"
             )
-            .expect("write log");
         };
-        let count = || {
-            let (mut counts, mut problems) = (Tally::default(), Vec::new());
-            count_test_role("node2", &log, &TEST_PROGRAMS, &mut counts, &mut problems);
-            (counts.passed, counts.failed, problems)
+        let count = |log: &str| {
+            let mut counts = Tally::default();
+            counts.test_role("node2", log, &TEST_PROGRAMS);
+            (counts.passed, counts.failed, counts.problems)
         };
 
-        write("");
         // join, lmrs, the log scan and the kmemleak scan.
-        let (passed, failed, problems) = count();
+        let (passed, failed, problems) = count(&log(""));
         assert_eq!((passed, failed), (4, 0), "{problems:?}");
 
-        write(leak);
-        let (passed, failed, problems) = count();
+        let (passed, failed, problems) = count(&log(leak));
         assert_eq!((passed, failed), (3, 1), "{problems:?}");
         assert!(problems[0].starts_with("[node2] kmemleak reports leaks involving LITE: 1"));
 
         // No scan at all: the resources program and the scan are missing.
-        std::fs::write(
-            &log,
-            format!("LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=0\n"),
-        )
-        .expect("write log");
-        let (passed, failed, problems) = count();
+        let unscanned =
+            format!("LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=0\n");
+        let (passed, failed, problems) = count(&unscanned);
         assert_eq!((passed, failed), (2, 2), "{problems:?}");
         assert!(problems.contains(&"[node2 lite-resources] never started".to_string()));
         assert!(problems
             .iter()
             .any(|p| p.contains("the leak scan did not run")));
-        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 
     #[test]
     fn the_test_role_fuzzes_before_the_resource_check_when_asked() {
         let body = role_body(TEST_ROLE);
-        let mut from = 0;
-        for program in FUZZED_TEST_PROGRAMS {
-            let announced = body[from..]
-                .find(&format!("program {program}\n"))
-                .map(|at| from + at)
-                .unwrap_or_else(|| panic!("{program} is not announced in order:\n{body}"));
-            let run = body[announced..]
-                .find(&format!("\t{program} --"))
-                .unwrap_or_else(|| panic!("{program} is not run after its marker:\n{body}"));
-            from = announced + run;
-        }
+        assert_runs_in_order(body, &FUZZED_TEST_PROGRAMS, "--");
         // Only with a fuzzing time from the harness, and with its seed.
         let announced = body
             .find("program lite-fuzz")
@@ -1813,32 +1681,20 @@ mod tests {
 
     #[test]
     fn a_fuzzed_test_node_counts_the_fuzzer_as_a_program() {
-        let dir = std::env::temp_dir().join(format!("suite-fuzzed-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
-        let log = dir.join("node1.log");
         let one_point =
             |what: &str| format!("TAP version 13\nok 1 - {what}\n1..1\n1 passed, 0 failed\n");
         let fuzz = "TAP version 13\nok 1 - fuzz: every LITE system call was called\n\
                     not ok 2 - fuzz: no alarms\n# 1 alarms\n1..2\n1 passed, 1 failed\n";
-        std::fs::write(
-            &log,
-            format!(
-                "LITE-GUEST-PROGRAM lite-cluster-test\n{}LITE-GUEST-PROGRAM lite-fuzz\n{fuzz}\
-                 LITE-GUEST-PROGRAM lite-resources\n{}\
-                 LITE-KMEMLEAK-BEGIN\nLITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=1\n",
-                one_point("join"),
-                one_point("resources back to baseline: lmrs 0 -> 0")
-            ),
-        )
-        .expect("write log");
-        let (mut counts, mut problems) = (Tally::default(), Vec::new());
-        count_test_role(
-            "node1",
-            &log,
-            &FUZZED_TEST_PROGRAMS,
-            &mut counts,
-            &mut problems,
+        let log = format!(
+            "LITE-GUEST-PROGRAM lite-cluster-test\n{}LITE-GUEST-PROGRAM lite-fuzz\n{fuzz}\
+             LITE-GUEST-PROGRAM lite-resources\n{}\
+             LITE-KMEMLEAK-BEGIN\nLITE-KMEMLEAK-END rc=0\nLITE-GUEST-EXIT rc=1\n",
+            one_point("join"),
+            one_point("resources back to baseline: lmrs 0 -> 0")
         );
+        let mut counts = Tally::default();
+        counts.test_role("node1", &log, &FUZZED_TEST_PROGRAMS);
+        let problems = &counts.problems;
         // join, every call, resources and the leak scan pass; no alarms and
         // the log scan (rc=1) fail.
         assert_eq!((counts.passed, counts.failed), (4, 2), "{problems:?}");
@@ -1848,10 +1704,10 @@ mod tests {
 
         // Counted without the fuzzer (the victim's second boot), its TAP is
         // no part of the count.
-        let (mut counts, mut problems) = (Tally::default(), Vec::new());
-        count_test_role("node1", &log, &TEST_PROGRAMS, &mut counts, &mut problems);
+        let mut counts = Tally::default();
+        counts.test_role("node1", &log, &TEST_PROGRAMS);
+        let problems = &counts.problems;
         assert_eq!((counts.passed, counts.failed), (3, 1), "{problems:?}");
-        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 
     #[test]
@@ -2003,28 +1859,16 @@ mod tests {
 
     #[test]
     fn a_survivor_is_counted_per_program_and_a_missing_one_fails() {
-        let dir = std::env::temp_dir().join(format!("suite-count-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
-        let log = dir.join("node1.log");
         let failure = "TAP version 13\nok 1 - a\nok 2 - b\n1..2\n2 passed, 0 failed\n";
         let cluster = "TAP version 13\nok 1 - c # SKIP joined before\nnot ok 2 - d\n# why\n\
                        1..2\n1 passed, 1 failed\n";
-        std::fs::write(
-            &log,
-            format!(
-                "boot\n1..1\nLITE-GUEST-PROGRAM lite-failure-test\n{failure}\
-                 LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=1\n"
-            ),
-        )
-        .expect("write log");
-        let (mut counts, mut problems) = (Tally::default(), Vec::new());
-        count_programs(
-            "node1",
-            &log,
-            &SURVIVOR_PROGRAMS,
-            &mut counts,
-            &mut problems,
+        let log = format!(
+            "boot\n1..1\nLITE-GUEST-PROGRAM lite-failure-test\n{failure}\
+             LITE-GUEST-PROGRAM lite-cluster-test\n{cluster}LITE-GUEST-EXIT rc=1\n"
         );
+        let mut counts = Tally::default();
+        counts.programs("node1", &log, &SURVIVOR_PROGRAMS);
+        let problems = &counts.problems;
         // a, b; d; and the scan (rc=1).
         assert_eq!((counts.passed, counts.failed), (2, 2), "{problems:?}");
         assert!(problems
@@ -2035,21 +1879,11 @@ mod tests {
             .any(|p| p == "[node1] guest role exited with rc=1"));
 
         // Cut off before the cluster test: it counts as one failure.
-        std::fs::write(
-            &log,
-            format!("LITE-GUEST-PROGRAM lite-failure-test\n{failure}"),
-        )
-        .expect("write log");
-        let (mut counts, mut problems) = (Tally::default(), Vec::new());
-        count_programs(
-            "node1",
-            &log,
-            &SURVIVOR_PROGRAMS,
-            &mut counts,
-            &mut problems,
-        );
+        let log = format!("LITE-GUEST-PROGRAM lite-failure-test\n{failure}");
+        let mut counts = Tally::default();
+        counts.programs("node1", &log, &SURVIVOR_PROGRAMS);
+        let problems = &counts.problems;
         assert_eq!((counts.passed, counts.failed), (2, 2), "{problems:?}");
         assert!(problems.contains(&"[node1 lite-cluster-test] never started".to_string()));
-        std::fs::remove_dir_all(&dir).expect("remove temporary directory");
     }
 }

@@ -1070,167 +1070,151 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_described_call_the_header_lacks_is_reported() {
-        let problems = check_edited(|r| r.txt.push_str("lite_frobnicate$x(handle lite_handle)\n"));
-        assert_reported(&problems, "lite_frobnicate$x: lite.txt:");
-        assert_reported(&problems, "has no __NR_lite_frobnicate");
+    /// One of the repository's four files.
+    #[derive(Clone, Copy)]
+    enum File {
+        Header,
+        SyscallsC,
+        Txt,
+        Consts,
     }
 
-    #[test]
-    fn a_renumbered_call_is_reported() {
-        let problems = check_edited(|r| {
-            r.header = r.header.replace(
-                "#define __NR_lite_join\t\t\t548",
-                "#define __NR_lite_join\t\t\t600",
-            );
-        });
-        assert_reported(
-            &problems,
-            "__NR_lite_join: 548 in lite.txt.const but 600 in lite.h",
-        );
-    }
+    /// Drifts between the files: edits (`from` becomes `to`, where `from`
+    /// must be; an empty `from` appends `to`), and the problems the check
+    /// must report after them.
+    type Drift = (
+        &'static [(File, &'static str, &'static str)],
+        &'static [&'static str],
+    );
 
-    #[test]
-    fn an_argument_added_in_c_is_reported() {
-        let problems = check_edited(|r| {
-            r.syscalls_c = r.syscalls_c.replace(
-                "SYSCALL_DEFINE1(lite_free, u64, handle)",
-                "SYSCALL_DEFINE2(lite_free, u64, handle, unsigned int, flags)",
-            );
-            r.header = r.header.replace(
-                "long lite_free(__u64 handle)",
-                "long lite_free(__u64 handle, unsigned int flags)",
-            );
-        });
-        assert_reported(
-            &problems,
-            "lite_free: lite.txt has 1 argument(s) (handle), lite_syscalls.c has 2 (handle, flags)",
-        );
-    }
-
-    #[test]
-    fn a_prototype_documented_wrong_is_reported() {
-        let problems = check_edited(|r| {
-            r.header = r.header.replace(
-                "long lite_dist_barrier(unsigned int num)",
-                "long lite_dist_barrier(void)",
-            );
-        });
-        assert_reported(
-            &problems,
-            "lite_dist_barrier: lite.h has 0 argument(s) (), lite_syscalls.c has 1 (num)",
-        );
-    }
-
-    #[test]
-    fn swapped_or_retyped_arguments_are_reported() {
-        let problems = check_edited(|r| {
-            r.txt = r.txt.replace(
-                "lite_fetch_add(handle lite_handle, old ptr[out, int64], value int64,",
-                "lite_fetch_add(handle lite_handle, value int64, old ptr[out, int64],",
-            );
-            r.txt = r.txt.replace(
-                "lite_unregister_application(port lite_port)",
-                "lite_unregister_application(port int64)",
-            );
-            r.txt = r.txt.replace(
-                "lite_free(handle lite_handle)",
-                "lite_free(handle ptr[in, int64])",
-            );
-        });
-        assert_reported(
-            &problems,
-            "lite_fetch_add: argument 2 is `value` in lite.txt but `old` in lite_syscalls.c",
-        );
-        assert_reported(
-            &problems,
-            "lite_unregister_application: argument 1 `port` is `int64`, an 8-byte integer, \
-             in lite.txt but `unsigned int`, a 4-byte integer, in lite_syscalls.c",
-        );
-        assert_reported(
-            &problems,
-            "lite_free: argument 1 `handle` is `ptr[in, int64]`, a pointer",
-        );
-    }
-
-    #[test]
-    fn struct_drift_is_reported() {
-        let problems = check_edited(|r| {
-            r.header = r.header.replace(
-                "\t__u64 qos_throttled;",
-                "\t__u64 qos_throttled;\n\t__u64 revoked;",
-            );
-            r.header = r.header.replace("\t__u32 number;\n", "\t__u64 number;\n");
-            r.txt = r
-                .txt
-                .replace("\tmax_size\tlen[buf, int64]", "\tmaxsize\tlen[buf, int64]");
-        });
-        assert_reported(
-            &problems,
-            "struct lite_stats: lite.txt has 15 field(s) (lmrs, ",
-        );
-        assert_reported(&problems, "lite.h has 16 (lmrs, ");
-        assert_reported(
-            &problems,
-            "struct lite_lock: field 2 `number` is `lite_lock_number`, a 4-byte integer, \
-             in lite.txt but `__u64`, an 8-byte integer, in lite.h",
-        );
-        assert_reported(
-            &problems,
-            "struct lite_receive: field 2 is `maxsize` in lite.txt but `max_size` in lite.h",
-        );
-    }
-
-    #[test]
-    fn an_undescribed_header_struct_is_reported() {
-        let problems = check_edited(|r| {
-            r.header = r.header.replace(
+    const DRIFTS: &[Drift] = &[
+        // A described call the header lacks.
+        (
+            &[(File::Txt, "", "lite_frobnicate$x(handle lite_handle)\n")],
+            &["lite_frobnicate$x: lite.txt:", "has no __NR_lite_frobnicate"],
+        ),
+        // A renumbered call.
+        (
+            &[(File::Header, "#define __NR_lite_join\t\t\t548", "#define __NR_lite_join\t\t\t600")],
+            &["__NR_lite_join: 548 in lite.txt.const but 600 in lite.h"],
+        ),
+        // An argument added in C.
+        (
+            &[
+                (
+                    File::SyscallsC,
+                    "SYSCALL_DEFINE1(lite_free, u64, handle)",
+                    "SYSCALL_DEFINE2(lite_free, u64, handle, unsigned int, flags)",
+                ),
+                (
+                    File::Header,
+                    "long lite_free(__u64 handle)",
+                    "long lite_free(__u64 handle, unsigned int flags)",
+                ),
+            ],
+            &["lite_free: lite.txt has 1 argument(s) (handle), lite_syscalls.c has 2 (handle, flags)"],
+        ),
+        // A prototype documented wrong.
+        (
+            &[(File::Header, "long lite_dist_barrier(unsigned int num)", "long lite_dist_barrier(void)")],
+            &["lite_dist_barrier: lite.h has 0 argument(s) (), lite_syscalls.c has 1 (num)"],
+        ),
+        // Swapped or retyped arguments.
+        (
+            &[
+                (
+                    File::Txt,
+                    "lite_fetch_add(handle lite_handle, old ptr[out, int64], value int64,",
+                    "lite_fetch_add(handle lite_handle, value int64, old ptr[out, int64],",
+                ),
+                (
+                    File::Txt,
+                    "lite_unregister_application(port lite_port)",
+                    "lite_unregister_application(port int64)",
+                ),
+                (File::Txt, "lite_free(handle lite_handle)", "lite_free(handle ptr[in, int64])"),
+            ],
+            &[
+                "lite_fetch_add: argument 2 is `value` in lite.txt but `old` in lite_syscalls.c",
+                "lite_unregister_application: argument 1 `port` is `int64`, an 8-byte integer, \
+                 in lite.txt but `unsigned int`, a 4-byte integer, in lite_syscalls.c",
+                "lite_free: argument 1 `handle` is `ptr[in, int64]`, a pointer",
+            ],
+        ),
+        // Struct drift.
+        (
+            &[
+                (File::Header, "\t__u64 qos_throttled;", "\t__u64 qos_throttled;\n\t__u64 revoked;"),
+                (File::Header, "\t__u32 number;\n", "\t__u64 number;\n"),
+                (File::Txt, "\tmax_size\tlen[buf, int64]", "\tmaxsize\tlen[buf, int64]"),
+            ],
+            &[
+                "struct lite_stats: lite.txt has 15 field(s) (lmrs, ",
+                "lite.h has 16 (lmrs, ",
+                "struct lite_lock: field 2 `number` is `lite_lock_number`, a 4-byte integer, \
+                 in lite.txt but `__u64`, an 8-byte integer, in lite.h",
+                "struct lite_receive: field 2 is `maxsize` in lite.txt but `max_size` in lite.h",
+            ],
+        ),
+        // An undescribed header struct.
+        (
+            &[(
+                File::Header,
                 "#endif /* _UAPI_LINUX_LITE_H */",
                 "struct lite_new {\n\t__u64 a, b;\n};\n#endif /* _UAPI_LINUX_LITE_H */",
-            );
-        });
-        assert_reported(
-            &problems,
-            "struct lite_new: lite.h defines it but lite.txt does not describe it",
-        );
-    }
+            )],
+            &["struct lite_new: lite.h defines it but lite.txt does not describe it"],
+        ),
+        // Constant drift.
+        (
+            &[
+                (File::Header, "(256u << 10)", "(128u << 10)"),
+                (File::Consts, "LITE_MAX_PORTS = 64\n", ""),
+                (File::Consts, "", "LITE_GONE = 1\n"),
+            ],
+            &[
+                "LITE_MAX_MESSAGE_SIZE: 262144 in lite.txt.const but 131072 in lite.h",
+                "LITE_MAX_PORTS: lite.txt:",
+                "uses it but lite.txt.const lacks it",
+                "LITE_GONE: lite.txt.const has it but lite.h does not define it",
+            ],
+        ),
+        // A number missing from the const file.
+        (
+            &[
+                (File::Consts, "__NR_lite_fence = 568", "__NR_lite_fence = amd64:???"),
+                (File::Consts, "__NR_lite_lock = 583\n", ""),
+            ],
+            &[
+                "__NR_lite_fence: lite.txt.const leaves it undefined for amd64",
+                "__NR_lite_lock: lite.txt.const lacks it (583 in lite.h)",
+            ],
+        ),
+    ];
 
     #[test]
-    fn constant_drift_is_reported() {
-        let problems = check_edited(|r| {
-            r.header = r.header.replace("(256u << 10)", "(128u << 10)");
-            r.consts = r.consts.replace("LITE_MAX_PORTS = 64\n", "");
-            r.consts.push_str("LITE_GONE = 1\n");
-        });
-        assert_reported(
-            &problems,
-            "LITE_MAX_MESSAGE_SIZE: 262144 in lite.txt.const but 131072 in lite.h",
-        );
-        assert_reported(&problems, "LITE_MAX_PORTS: lite.txt:");
-        assert_reported(&problems, "uses it but lite.txt.const lacks it");
-        assert_reported(
-            &problems,
-            "LITE_GONE: lite.txt.const has it but lite.h does not define it",
-        );
-    }
-
-    #[test]
-    fn a_number_missing_from_the_const_file_is_reported() {
-        let problems = check_edited(|r| {
-            r.consts = r
-                .consts
-                .replace("__NR_lite_fence = 568", "__NR_lite_fence = amd64:???");
-            r.consts = r.consts.replace("__NR_lite_lock = 583\n", "");
-        });
-        assert_reported(
-            &problems,
-            "__NR_lite_fence: lite.txt.const leaves it undefined for amd64",
-        );
-        assert_reported(
-            &problems,
-            "__NR_lite_lock: lite.txt.const lacks it (583 in lite.h)",
-        );
+    fn every_drift_is_reported() {
+        for (edits, expected) in DRIFTS {
+            let problems = check_edited(|r| {
+                for (file, from, to) in *edits {
+                    let text = match file {
+                        File::Header => &mut r.header,
+                        File::SyscallsC => &mut r.syscalls_c,
+                        File::Txt => &mut r.txt,
+                        File::Consts => &mut r.consts,
+                    };
+                    if from.is_empty() {
+                        text.push_str(to);
+                    } else {
+                        assert!(text.contains(from), "no {from:?} to edit");
+                        *text = text.replace(from, to);
+                    }
+                }
+            });
+            for needle in *expected {
+                assert_reported(&problems, needle);
+            }
+        }
     }
 
     #[test]

@@ -163,12 +163,8 @@ impl Report {
             problems.push("no TAP test results".to_string());
         }
         for point in self.points.iter().filter(|p| !p.passed) {
-            let mut text = format!("not ok {} - {}", point.number, point.description);
-            for line in &point.diagnostics {
-                text.push_str("\n      ");
-                text.push_str(line);
-            }
-            problems.push(text);
+            let head = format!("not ok {} - {}", point.number, point.description);
+            problems.push(with_diagnostics(head, &point.diagnostics));
         }
         if self.missing() > 0 {
             problems.push(format!(
@@ -199,27 +195,45 @@ impl Report {
 /// The dash is required: KUnit prints its own `ok 1 suite` lines on the
 /// same console when a suite runs, and those are not the test's points.
 fn test_point(line: &str) -> Option<TestPoint> {
-    let (passed, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
-        (false, rest)
-    } else {
-        (true, line.strip_prefix("ok ")?)
-    };
+    let (passed, rest) = outcome(line)?;
     let (number, description) = rest.split_once(" - ")?;
-    let number = number.parse().ok()?;
-    let (description, directive) = match description.split_once(" # ") {
-        Some((d, directive)) => (d, directive),
-        None => (description, ""),
-    };
+    let (description, skipped) = skip_directive(description);
     Some(TestPoint {
-        number,
-        description: description.trim().to_string(),
+        number: number.parse().ok()?,
+        description: description.to_string(),
         passed,
-        skipped: directive
-            .trim_start()
-            .to_ascii_uppercase()
-            .starts_with("SKIP"),
+        skipped,
         diagnostics: Vec::new(),
     })
+}
+
+/// Splits a result line, `ok REST` or `not ok REST`, into whether it
+/// passed and REST; shared with KUnit's KTAP.
+pub fn outcome(line: &str) -> Option<(bool, &str)> {
+    match line.strip_prefix("not ok ") {
+        Some(rest) => Some((false, rest)),
+        None => Some((true, line.strip_prefix("ok ")?)),
+    }
+}
+
+/// Splits `description # directive` into the trimmed description and
+/// whether the directive is a SKIP.
+pub fn skip_directive(text: &str) -> (&str, bool) {
+    let (description, directive) = text.split_once(" # ").unwrap_or((text, ""));
+    let skipped = directive
+        .trim_start()
+        .to_ascii_uppercase()
+        .starts_with("SKIP");
+    (description.trim(), skipped)
+}
+
+/// A failure's `head` line with its diagnostic `lines` indented below it.
+pub fn with_diagnostics(mut head: String, lines: &[String]) -> String {
+    for line in lines {
+        head.push_str("\n      ");
+        head.push_str(line);
+    }
+    head
 }
 
 /// `P passed, F failed`.

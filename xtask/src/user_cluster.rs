@@ -35,10 +35,10 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec};
+use crate::cluster::{self, Cluster, ClusterSpec, Images};
 use crate::demo;
 use crate::fsutil::TempDir;
-use crate::kernel::{self, Flavour};
+use crate::kernel::Flavour;
 use crate::newc::{self, REGULAR_FILE};
 use crate::paths::Cache;
 use crate::ui::{self, ReportedExitStatus};
@@ -60,8 +60,6 @@ const GUEST_PROGRAM_DIR: &str = "opt/lite-exec/bin";
 /// The script that runs the program with its arguments; role
 /// [`EXEC_ROLE`] of `/init` runs it.
 const GUEST_COMMAND: &str = "opt/lite-exec/run.sh";
-/// Memory per VM in MiB, as in the tests.
-const MEMORY_MIB: u32 = 1024;
 /// The command's exit status when a node never finished its program, as
 /// `timeout(1)`'s when its command ran out of time.
 const UNFINISHED_EXIT_STATUS: u8 = 124;
@@ -107,33 +105,6 @@ impl Session {
             (None, true) => Ok(Session::Shell),
             _ => bail!("give either --exec PATH [ARGS...] or --shell"),
         }
-    }
-}
-
-/// What the nodes boot, and the cluster manager.
-pub struct Images {
-    /// The kernel image.
-    pub kernel: PathBuf,
-    /// The tests' initramfs, which the program's archive is appended to.
-    pub initramfs: PathBuf,
-    /// The cluster manager, `lite-cm`.
-    pub manager: PathBuf,
-}
-
-impl Images {
-    /// The kernel of `flavour` (`kernel_image` if given), the tests'
-    /// initramfs and the manager, each built unless up to date.
-    fn build(
-        cache: &Cache,
-        flavour: Flavour,
-        kernel_src: Option<&Path>,
-        kernel_image: Option<&Path>,
-    ) -> Result<Self> {
-        Ok(Self {
-            kernel: kernel::image(cache, flavour, kernel_src, kernel_image)?,
-            initramfs: initramfs::build(cache, initramfs::Variant::Full)?,
-            manager: cluster::build_manager(cache)?,
-        })
     }
 }
 
@@ -492,7 +463,15 @@ pub fn run_program(
     let initrd_path = initrd.path();
     let environment = |i: usize| environment_params(i, nodes);
     let roles = vec![EXEC_ROLE.to_string(); nodes];
-    let spec = cluster_spec(images, &initrd_path, roles, &environment, logs);
+    let spec = ClusterSpec {
+        initrd: &initrd_path,
+        ..images.spec(
+            roles,
+            &environment,
+            logs,
+            Some(cluster::API_TEST_DEAD_AFTER_MS),
+        )
+    };
     ui::say(&format!(
         "==> running {} on {nodes} nodes, for at most {}",
         archive.name,
@@ -507,28 +486,6 @@ pub fn run_program(
         })
         .collect();
     Ok(ProgramRun { nodes, waited })
-}
-
-/// The cluster of `images` booting `initrd`, one VM per role, with the
-/// kernel parameters `environment` gives each node.
-fn cluster_spec<'a>(
-    images: &'a Images,
-    initrd: &'a Path,
-    roles: Vec<String>,
-    environment: &'a dyn Fn(usize) -> Vec<String>,
-    logs: &'a Path,
-) -> ClusterSpec<'a> {
-    ClusterSpec {
-        roles,
-        kernel: &images.kernel,
-        initrd,
-        memory_mib: MEMORY_MIB,
-        extra_append: environment,
-        pin_cpus: false,
-        manager: &images.manager,
-        logs,
-        dead_after_ms: Some(cluster::API_TEST_DEAD_AFTER_MS),
-    }
 }
 
 /// Prints how the program ended on each node; fails with the worst status
@@ -579,12 +536,11 @@ fn report_kernel_problems<'a>(nodes: impl Iterator<Item = (&'a String, &'a PathB
 /// command's status is the shell's.
 fn shell(images: &Images, logs: &Path, nodes: usize) -> Result<()> {
     let environment = |i: usize| environment_params(i, nodes);
-    let spec = cluster_spec(
-        images,
-        &images.initramfs,
+    let spec = images.spec(
         shell_roles(nodes),
         &environment,
         logs,
+        Some(cluster::API_TEST_DEAD_AFTER_MS),
     );
     ui::say(&format!(
         "==> node{SHELL_NODE}'s console is this terminal: its shell starts once it joined the \
@@ -678,6 +634,7 @@ impl InitrdWithProgram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::initramfs::role_body;
     use crate::newc::DIRECTORY;
 
     #[test]
@@ -944,15 +901,6 @@ mod tests {
         assert_eq!(worst([Succeeded]).exit_status(), 0);
     }
 
-    /// The body of role `role` in the guests' `/init`.
-    fn role_body(init: &str, role: &str) -> String {
-        let start = init
-            .find(&format!("\n{role})"))
-            .unwrap_or_else(|| panic!("init.sh has no role {role}"));
-        let body = &init[start + role.len() + 2..];
-        body[..body.find(";;").expect("the role's end")].to_string()
-    }
-
     #[test]
     fn init_runs_the_program_or_the_shell_in_the_environment_given() {
         let init = include_str!("init.sh");
@@ -975,14 +923,14 @@ mod tests {
                 "{role} is not described"
             );
         }
-        let exec = role_body(init, EXEC_ROLE);
+        let exec = role_body(EXEC_ROLE);
         assert!(
             exec.contains(&format!(
                 "\tenv $programenv sh /{GUEST_COMMAND} </dev/null || rc=$?\n"
             )),
             "{exec}"
         );
-        let shell = role_body(init, SHELL_ROLE);
+        let shell = role_body(SHELL_ROLE);
         assert!(
             shell.contains("\tenv $programenv PS1='\\h:\\w\\$ ' setsid cttyhack sh || rc=$?\n"),
             "{shell}"
@@ -990,7 +938,7 @@ mod tests {
         // Node 1 and the others join as the user's programs do.
         for role in [SHELL_ROLE, IDLE_ROLE] {
             assert!(
-                role_body(init, role).starts_with("\n\tjoin_from_environment\n"),
+                role_body(role).starts_with("\n\tjoin_from_environment\n"),
                 "{role}"
             );
         }

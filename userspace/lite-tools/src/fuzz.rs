@@ -193,25 +193,16 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
             "fuzz: {} fuzzing processes and the unprivileged one ended by themselves with status 0",
             config.procs
         ),
-        if outcome.exits.is_empty() {
-            Ok(())
-        } else {
-            Err(outcome.exits.join("\n"))
-        },
+        unless(outcome.exits.is_empty(), || outcome.exits.join("\n")),
     );
     tap.check(
         &format!(
             "fuzz: no call hung (each returned within {} s)",
             HUNG_AFTER_MS / 1000
         ),
-        if outcome.hung == 0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} calls hung (see the alarms above)",
-                outcome.hung
-            ))
-        },
+        unless(outcome.hung == 0, || {
+            format!("{} calls hung (see the alarms above)", outcome.hung)
+        }),
     );
     let never: Vec<&str> = Syscall::ALL
         .into_iter()
@@ -220,23 +211,19 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
         .collect();
     tap.check(
         "fuzz: every LITE system call was called",
-        if never.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("never called: {}", never.join(", ")))
-        },
+        unless(never.is_empty(), || {
+            format!("never called: {}", never.join(", "))
+        }),
     );
     let alarms = shared.alarms();
     tap.check(
         "fuzz: no alarms",
-        if alarms == 0 {
-            Ok(())
-        } else {
-            Err(format!(
+        unless(alarms == 0, || {
+            format!(
                 "{alarms} alarms (details above); replay with: {}",
                 replay_command(config)
-            ))
-        },
+            )
+        }),
     );
     tap.check(
         &format!("fuzz: node {me} is still a member with the same id"),
@@ -273,6 +260,15 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
     std::thread::sleep(LINGER);
     drop(done);
     drop(ready);
+}
+
+/// A check's verdict: passed if `ok`, else failed for `why`.
+fn unless(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why())
+    }
 }
 
 /// Joins, or finds the node joined, retrying while the manager asks to.

@@ -3,99 +3,92 @@
 use libc::{c_long, c_ulong};
 use lite::sys;
 
-/// One LITE system call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Syscall {
-    Join,
-    GetNodeId,
-    GetTotalNode,
-    AllocRemote,
-    RdmaWrite,
-    RdmaRead,
-    Free,
-    DistBarrier,
-    RemoteMemset,
-    Memcpy,
-    Memmove,
-    WrapAlloc,
-    AddAskMrTable,
-    AskLmr,
-    UmapLmr,
-    RegisterLmr,
-    DeregisterLmr,
-    RdmaWriteAsync,
-    RdmaReadAsync,
-    AsyncWait,
-    Fence,
-    GetStats,
-    RegisterApplication,
-    UnregisterApplication,
-    QueryPort,
-    SendReplyImm,
-    Send,
-    ReceiveMessage,
-    ReplyMessage,
-    ReplyAndReceiveMessage,
-    SendReplyMulticast,
-    FetchAdd,
-    CompareSwp,
-    CreateLock,
-    AskLock,
-    Lock,
-    Unlock,
-    SetPriority,
-    Leave,
-    SendReplyImmAsync,
+/// Declares [`Syscall`] from one table: each call's variant, its number
+/// (`__NR_lite_*`), its C name and how many arguments it takes, in system
+/// call number order.
+macro_rules! syscalls {
+    ($($call:ident: $number:ident, $name:literal, $arity:literal;)*) => {
+        /// One LITE system call.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub(crate) enum Syscall {
+            $($call,)*
+        }
+
+        impl Syscall {
+            /// Every call, in system call number order.
+            pub(crate) const ALL: [Syscall; SYSCALLS] = [$(Syscall::$call,)*];
+
+            /// The system call number (`__NR_lite_*`).
+            pub(crate) fn number(self) -> c_long {
+                match self {
+                    $(Syscall::$call => sys::$number,)*
+                }
+            }
+
+            /// The C name, e.g. `lite_rdma_write`.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Syscall::$call => $name,)*
+                }
+            }
+
+            /// How many arguments the call takes, for printing it.
+            pub(crate) fn arity(self) -> usize {
+                match self {
+                    $(Syscall::$call => $arity,)*
+                }
+            }
+        }
+    };
+}
+
+syscalls! {
+    Join: SYS_LITE_JOIN, "lite_join", 3;
+    GetNodeId: SYS_LITE_GET_NODE_ID, "lite_get_node_id", 0;
+    GetTotalNode: SYS_LITE_GET_TOTAL_NODE, "lite_get_total_node", 0;
+    AllocRemote: SYS_LITE_ALLOC_REMOTE, "lite_alloc_remote", 4;
+    RdmaWrite: SYS_LITE_RDMA_WRITE, "lite_rdma_write", 6;
+    RdmaRead: SYS_LITE_RDMA_READ, "lite_rdma_read", 6;
+    Free: SYS_LITE_FREE, "lite_free", 1;
+    DistBarrier: SYS_LITE_DIST_BARRIER, "lite_dist_barrier", 1;
+    RemoteMemset: SYS_LITE_REMOTE_MEMSET, "lite_remote_memset", 4;
+    Memcpy: SYS_LITE_MEMCPY, "lite_memcpy", 5;
+    Memmove: SYS_LITE_MEMMOVE, "lite_memmove", 5;
+    WrapAlloc: SYS_LITE_WRAP_ALLOC, "lite_wrap_alloc", 4;
+    AddAskMrTable: SYS_LITE_ADD_ASK_MR_TABLE, "lite_add_ask_mr_table", 4;
+    AskLmr: SYS_LITE_ASK_LMR, "lite_ask_lmr", 4;
+    UmapLmr: SYS_LITE_UMAP_LMR, "lite_umap_lmr", 1;
+    RegisterLmr: SYS_LITE_REGISTER_LMR, "lite_register_lmr", 4;
+    DeregisterLmr: SYS_LITE_DEREGISTER_LMR, "lite_deregister_lmr", 1;
+    RdmaWriteAsync: SYS_LITE_RDMA_WRITE_ASYNC, "lite_rdma_write_async", 6;
+    RdmaReadAsync: SYS_LITE_RDMA_READ_ASYNC, "lite_rdma_read_async", 6;
+    AsyncWait: SYS_LITE_ASYNC_WAIT, "lite_async_wait", 2;
+    Fence: SYS_LITE_FENCE, "lite_fence", 0;
+    GetStats: SYS_LITE_GET_STATS, "lite_get_stats", 2;
+    RegisterApplication: SYS_LITE_REGISTER_APPLICATION, "lite_register_application", 4;
+    UnregisterApplication: SYS_LITE_UNREGISTER_APPLICATION, "lite_unregister_application", 1;
+    QueryPort: SYS_LITE_QUERY_PORT, "lite_query_port", 2;
+    SendReplyImm: SYS_LITE_SEND_REPLY_IMM, "lite_send_reply_imm", 6;
+    Send: SYS_LITE_SEND, "lite_send", 4;
+    ReceiveMessage: SYS_LITE_RECEIVE_MESSAGE, "lite_receive_message", 5;
+    ReplyMessage: SYS_LITE_REPLY_MESSAGE, "lite_reply_message", 3;
+    ReplyAndReceiveMessage: SYS_LITE_REPLY_AND_RECEIVE_MESSAGE, "lite_reply_and_receive_message", 4;
+    SendReplyMulticast: SYS_LITE_SEND_REPLY_MULTICAST, "lite_send_reply_multicast", 1;
+    FetchAdd: SYS_LITE_FETCH_ADD, "lite_fetch_add", 4;
+    CompareSwp: SYS_LITE_COMPARE_SWP, "lite_compare_swp", 5;
+    CreateLock: SYS_LITE_CREATE_LOCK, "lite_create_lock", 2;
+    AskLock: SYS_LITE_ASK_LOCK, "lite_ask_lock", 3;
+    Lock: SYS_LITE_LOCK, "lite_lock", 1;
+    Unlock: SYS_LITE_UNLOCK, "lite_unlock", 1;
+    SetPriority: SYS_LITE_SET_PRIORITY, "lite_set_priority", 1;
+    Leave: SYS_LITE_LEAVE, "lite_leave", 1;
+    SendReplyImmAsync: SYS_LITE_SEND_REPLY_IMM_ASYNC, "lite_send_reply_imm_async", 6;
 }
 
 /// Number of LITE system calls.
 pub(crate) const SYSCALLS: usize = 40;
 
 impl Syscall {
-    /// Every call, in system call number order.
-    pub(crate) const ALL: [Syscall; SYSCALLS] = [
-        Syscall::Join,
-        Syscall::GetNodeId,
-        Syscall::GetTotalNode,
-        Syscall::AllocRemote,
-        Syscall::RdmaWrite,
-        Syscall::RdmaRead,
-        Syscall::Free,
-        Syscall::DistBarrier,
-        Syscall::RemoteMemset,
-        Syscall::Memcpy,
-        Syscall::Memmove,
-        Syscall::WrapAlloc,
-        Syscall::AddAskMrTable,
-        Syscall::AskLmr,
-        Syscall::UmapLmr,
-        Syscall::RegisterLmr,
-        Syscall::DeregisterLmr,
-        Syscall::RdmaWriteAsync,
-        Syscall::RdmaReadAsync,
-        Syscall::AsyncWait,
-        Syscall::Fence,
-        Syscall::GetStats,
-        Syscall::RegisterApplication,
-        Syscall::UnregisterApplication,
-        Syscall::QueryPort,
-        Syscall::SendReplyImm,
-        Syscall::Send,
-        Syscall::ReceiveMessage,
-        Syscall::ReplyMessage,
-        Syscall::ReplyAndReceiveMessage,
-        Syscall::SendReplyMulticast,
-        Syscall::FetchAdd,
-        Syscall::CompareSwp,
-        Syscall::CreateLock,
-        Syscall::AskLock,
-        Syscall::Lock,
-        Syscall::Unlock,
-        Syscall::SetPriority,
-        Syscall::Leave,
-        Syscall::SendReplyImmAsync,
-    ];
-
     /// Position in [`Syscall::ALL`].
     pub(crate) fn index(self) -> usize {
         self as usize
@@ -106,138 +99,10 @@ impl Syscall {
         Syscall::ALL.get(index).copied()
     }
 
-    /// The system call number (`__NR_lite_*`).
-    pub(crate) fn number(self) -> c_long {
-        match self {
-            Syscall::Join => sys::SYS_LITE_JOIN,
-            Syscall::GetNodeId => sys::SYS_LITE_GET_NODE_ID,
-            Syscall::GetTotalNode => sys::SYS_LITE_GET_TOTAL_NODE,
-            Syscall::AllocRemote => sys::SYS_LITE_ALLOC_REMOTE,
-            Syscall::RdmaWrite => sys::SYS_LITE_RDMA_WRITE,
-            Syscall::RdmaRead => sys::SYS_LITE_RDMA_READ,
-            Syscall::Free => sys::SYS_LITE_FREE,
-            Syscall::DistBarrier => sys::SYS_LITE_DIST_BARRIER,
-            Syscall::RemoteMemset => sys::SYS_LITE_REMOTE_MEMSET,
-            Syscall::Memcpy => sys::SYS_LITE_MEMCPY,
-            Syscall::Memmove => sys::SYS_LITE_MEMMOVE,
-            Syscall::WrapAlloc => sys::SYS_LITE_WRAP_ALLOC,
-            Syscall::AddAskMrTable => sys::SYS_LITE_ADD_ASK_MR_TABLE,
-            Syscall::AskLmr => sys::SYS_LITE_ASK_LMR,
-            Syscall::UmapLmr => sys::SYS_LITE_UMAP_LMR,
-            Syscall::RegisterLmr => sys::SYS_LITE_REGISTER_LMR,
-            Syscall::DeregisterLmr => sys::SYS_LITE_DEREGISTER_LMR,
-            Syscall::RdmaWriteAsync => sys::SYS_LITE_RDMA_WRITE_ASYNC,
-            Syscall::RdmaReadAsync => sys::SYS_LITE_RDMA_READ_ASYNC,
-            Syscall::AsyncWait => sys::SYS_LITE_ASYNC_WAIT,
-            Syscall::Fence => sys::SYS_LITE_FENCE,
-            Syscall::GetStats => sys::SYS_LITE_GET_STATS,
-            Syscall::RegisterApplication => sys::SYS_LITE_REGISTER_APPLICATION,
-            Syscall::UnregisterApplication => sys::SYS_LITE_UNREGISTER_APPLICATION,
-            Syscall::QueryPort => sys::SYS_LITE_QUERY_PORT,
-            Syscall::SendReplyImm => sys::SYS_LITE_SEND_REPLY_IMM,
-            Syscall::SendReplyImmAsync => sys::SYS_LITE_SEND_REPLY_IMM_ASYNC,
-            Syscall::Send => sys::SYS_LITE_SEND,
-            Syscall::ReceiveMessage => sys::SYS_LITE_RECEIVE_MESSAGE,
-            Syscall::ReplyMessage => sys::SYS_LITE_REPLY_MESSAGE,
-            Syscall::ReplyAndReceiveMessage => sys::SYS_LITE_REPLY_AND_RECEIVE_MESSAGE,
-            Syscall::SendReplyMulticast => sys::SYS_LITE_SEND_REPLY_MULTICAST,
-            Syscall::FetchAdd => sys::SYS_LITE_FETCH_ADD,
-            Syscall::CompareSwp => sys::SYS_LITE_COMPARE_SWP,
-            Syscall::CreateLock => sys::SYS_LITE_CREATE_LOCK,
-            Syscall::AskLock => sys::SYS_LITE_ASK_LOCK,
-            Syscall::Lock => sys::SYS_LITE_LOCK,
-            Syscall::Unlock => sys::SYS_LITE_UNLOCK,
-            Syscall::SetPriority => sys::SYS_LITE_SET_PRIORITY,
-            Syscall::Leave => sys::SYS_LITE_LEAVE,
-        }
-    }
-
-    /// The C name, e.g. `lite_rdma_write`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Syscall::Join => "lite_join",
-            Syscall::GetNodeId => "lite_get_node_id",
-            Syscall::GetTotalNode => "lite_get_total_node",
-            Syscall::AllocRemote => "lite_alloc_remote",
-            Syscall::RdmaWrite => "lite_rdma_write",
-            Syscall::RdmaRead => "lite_rdma_read",
-            Syscall::Free => "lite_free",
-            Syscall::DistBarrier => "lite_dist_barrier",
-            Syscall::RemoteMemset => "lite_remote_memset",
-            Syscall::Memcpy => "lite_memcpy",
-            Syscall::Memmove => "lite_memmove",
-            Syscall::WrapAlloc => "lite_wrap_alloc",
-            Syscall::AddAskMrTable => "lite_add_ask_mr_table",
-            Syscall::AskLmr => "lite_ask_lmr",
-            Syscall::UmapLmr => "lite_umap_lmr",
-            Syscall::RegisterLmr => "lite_register_lmr",
-            Syscall::DeregisterLmr => "lite_deregister_lmr",
-            Syscall::RdmaWriteAsync => "lite_rdma_write_async",
-            Syscall::RdmaReadAsync => "lite_rdma_read_async",
-            Syscall::AsyncWait => "lite_async_wait",
-            Syscall::Fence => "lite_fence",
-            Syscall::GetStats => "lite_get_stats",
-            Syscall::RegisterApplication => "lite_register_application",
-            Syscall::UnregisterApplication => "lite_unregister_application",
-            Syscall::QueryPort => "lite_query_port",
-            Syscall::SendReplyImm => "lite_send_reply_imm",
-            Syscall::SendReplyImmAsync => "lite_send_reply_imm_async",
-            Syscall::Send => "lite_send",
-            Syscall::ReceiveMessage => "lite_receive_message",
-            Syscall::ReplyMessage => "lite_reply_message",
-            Syscall::ReplyAndReceiveMessage => "lite_reply_and_receive_message",
-            Syscall::SendReplyMulticast => "lite_send_reply_multicast",
-            Syscall::FetchAdd => "lite_fetch_add",
-            Syscall::CompareSwp => "lite_compare_swp",
-            Syscall::CreateLock => "lite_create_lock",
-            Syscall::AskLock => "lite_ask_lock",
-            Syscall::Lock => "lite_lock",
-            Syscall::Unlock => "lite_unlock",
-            Syscall::SetPriority => "lite_set_priority",
-            Syscall::Leave => "lite_leave",
-        }
-    }
-
     /// The call named `name` (`lite_...`).
     #[cfg(test)]
     pub(crate) fn from_name(name: &str) -> Option<Syscall> {
         Syscall::ALL.into_iter().find(|call| call.name() == name)
-    }
-
-    /// How many arguments the call takes, for printing it.
-    pub(crate) fn arity(self) -> usize {
-        match self {
-            Syscall::GetNodeId | Syscall::GetTotalNode | Syscall::Fence => 0,
-            Syscall::Free
-            | Syscall::DistBarrier
-            | Syscall::UmapLmr
-            | Syscall::DeregisterLmr
-            | Syscall::UnregisterApplication
-            | Syscall::SendReplyMulticast
-            | Syscall::Lock
-            | Syscall::Unlock
-            | Syscall::SetPriority
-            | Syscall::Leave => 1,
-            Syscall::AsyncWait | Syscall::GetStats | Syscall::QueryPort | Syscall::CreateLock => 2,
-            Syscall::Join | Syscall::ReplyMessage | Syscall::AskLock => 3,
-            Syscall::AllocRemote
-            | Syscall::RemoteMemset
-            | Syscall::WrapAlloc
-            | Syscall::AddAskMrTable
-            | Syscall::AskLmr
-            | Syscall::RegisterLmr
-            | Syscall::RegisterApplication
-            | Syscall::Send
-            | Syscall::ReplyAndReceiveMessage
-            | Syscall::FetchAdd => 4,
-            Syscall::Memcpy | Syscall::Memmove | Syscall::ReceiveMessage | Syscall::CompareSwp => 5,
-            Syscall::RdmaWrite
-            | Syscall::RdmaRead
-            | Syscall::RdmaWriteAsync
-            | Syscall::RdmaReadAsync
-            | Syscall::SendReplyImm
-            | Syscall::SendReplyImmAsync => 6,
-        }
     }
 }
 

@@ -226,81 +226,40 @@ mod tests {
         let mut pool = Pool::default();
         let mut state = ThreadState::default();
         let mut out = OutParams::new();
-        let planned = |effect| Planned {
-            call: Syscall::AllocRemote,
-            args: [0; 6],
-            expect: Expect::default(),
-            interrupt_after_ms: 0,
-            effect,
-        };
+        let planned =
+            |effect| Planned::running(Syscall::AllocRemote, [0; 6], Expect::default(), effect);
+        // The effect of a call that returned `ret`.
+        macro_rules! apply {
+            ($effect:expr, $ret:expr) => {
+                apply(&planned($effect), $ret, &mut pool, &mut state, &out, own)
+            };
+        }
         let new = Effect::NewLmr {
             kind: LmrKind::Allocated { atomic: false },
             size: Some(64),
             password: 1,
             permission: 0xf,
         };
-        apply(
-            &planned(new),
-            0x1_0000_0001,
-            &mut pool,
-            &mut state,
-            &out,
-            own,
-        );
+        apply!(new, 0x1_0000_0001);
         assert_eq!(pool.lmrs.len(), 1);
         let release = Effect::Release {
             handle: 0x1_0000_0001,
         };
-        apply(
-            &planned(release),
-            -i64::from(libc::EINTR),
-            &mut pool,
-            &mut state,
-            &out,
-            own,
-        );
+        apply!(release, -i64::from(libc::EINTR));
         assert_eq!(pool.lmrs.len(), 1, "an interrupted free releases nothing");
-        apply(&planned(release), 0, &mut pool, &mut state, &out, own);
+        apply!(release, 0);
         assert!(pool.is_stale(0x1_0000_0001));
 
         let lock = LiteLock { home: 1, number: 3 };
-        apply(
-            &planned(Effect::Lock(lock)),
-            -i64::from(libc::EOWNERDEAD),
-            &mut pool,
-            &mut state,
-            &out,
-            own,
-        );
+        apply!(Effect::Lock(lock), -i64::from(libc::EOWNERDEAD));
         assert_eq!(state.held, [lock]);
-        apply(
-            &planned(Effect::Unlock(lock)),
-            0,
-            &mut pool,
-            &mut state,
-            &out,
-            own,
-        );
+        apply!(Effect::Unlock(lock), 0);
         assert!(state.held.is_empty());
 
         out.descriptor = 77;
-        apply(
-            &planned(Effect::Receive),
-            5,
-            &mut pool,
-            &mut state,
-            &out,
-            own,
-        );
+        apply!(Effect::Receive, 5);
         assert_eq!(pool.descriptors, [77]);
-        apply(
-            &planned(Effect::Reply { descriptor: 77 }),
-            0,
-            &mut pool,
-            &mut state,
-            &out,
-            own,
-        );
+        apply!(Effect::Reply { descriptor: 77 }, 0);
         assert!(pool.descriptors.is_empty());
         assert!(pool.stale_descriptors.contains(&77));
     }

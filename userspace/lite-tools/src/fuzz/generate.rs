@@ -125,6 +125,9 @@ impl OutParams {
     }
 }
 
+/// Why a call on a handle this process does not hold must fail.
+const NOT_OURS: &str = "a handle that is no handle of this process";
+
 /// One call to make.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Planned {
@@ -134,6 +137,20 @@ pub(crate) struct Planned {
     /// How long it may block before it is interrupted.
     pub(crate) interrupt_after_ms: u64,
     pub(crate) effect: Effect,
+}
+
+impl Planned {
+    /// A call that does not block by design: interrupted after
+    /// [`RUNNING_CALL_MS`].
+    pub(crate) fn running(call: Syscall, args: [u64; 6], expect: Expect, effect: Effect) -> Self {
+        Planned {
+            call,
+            args,
+            expect,
+            interrupt_after_ms: RUNNING_CALL_MS,
+            effect,
+        }
+    }
 }
 
 /// A handle to pass, and what is certain about it.
@@ -326,13 +343,7 @@ impl Planner<'_, '_> {
     }
 
     fn simple(&mut self, call: Syscall, value: Value) -> Planned {
-        Planned {
-            call,
-            args: [0; 6],
-            expect: Expect::value(value),
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::None,
-        }
+        Planned::running(call, [0; 6], Expect::value(value), Effect::None)
     }
 
     /// How long a call that blocks by design waits before a signal.
@@ -554,18 +565,17 @@ impl Planner<'_, '_> {
         let atomic = f & ALLOC_ATOMIC != 0;
         let permission =
             PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN | if atomic { PERM_ATOMIC } else { 0 };
-        Planned {
-            call: Syscall::AllocRemote,
-            args: [node, size, flags, password, 0, 0],
+        Planned::running(
+            Syscall::AllocRemote,
+            [node, size, flags, password, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::NewLmr {
+            Effect::NewLmr {
                 kind: LmrKind::Allocated { atomic },
                 size: Some(size),
                 password,
                 permission,
             },
-        }
+        )
     }
 
     fn transfer(&mut self, call: Syscall, write: bool, asynchronous: bool) -> Planned {
@@ -588,10 +598,7 @@ impl Planner<'_, '_> {
         } else {
             Value::Zero
         });
-        expect.fail_if(
-            choice.certainly_invalid(),
-            "a handle that is no handle of this process",
-        );
+        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
         expect.fail_if(outside, "offset + size past the end of the LMR");
         expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
         expect.fail_if(wrong_password, "a wrong password");
@@ -604,39 +611,34 @@ impl Planner<'_, '_> {
         if asynchronous {
             expect.fail_if(len > MAX_ASYNC_SIZE, "a size above LITE_MAX_ASYNC_SIZE");
         }
-        Planned {
+        Planned::running(
             call,
-            args: [choice.raw(), buf, len, offset, priority, password],
+            [choice.raw(), buf, len, offset, priority, password],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: if asynchronous {
+            if asynchronous {
                 Effect::NewOp
             } else {
                 Effect::None
             },
-        }
+        )
     }
 
     fn free(&mut self, call: Syscall) -> Planned {
         let choice = self.handle(|r| r.kind.is_owner());
         let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(
-            choice.certainly_invalid(),
-            "a handle that is no handle of this process",
-        );
+        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
         expect.fail_if(
             choice.record().is_some_and(|r| !r.kind.is_owner()),
             "a mapping's handle, which lacks ADMIN",
         );
-        Planned {
+        Planned::running(
             call,
-            args: [choice.raw(), 0, 0, 0, 0, 0],
+            [choice.raw(), 0, 0, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::Release {
+            Effect::Release {
                 handle: choice.raw(),
             },
-        }
+        )
     }
 
     fn barrier(&mut self) -> Planned {
@@ -673,20 +675,16 @@ impl Planner<'_, '_> {
                 .choose(&[256, u64::from(u32::MAX), 1 << 32 | 7], 256)
         };
         let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(
-            choice.certainly_invalid(),
-            "a handle that is no handle of this process",
-        );
+        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
         expect.fail_if(outside, "offset + size past the end of the LMR");
         expect.fail_if(byte as u32 > 255, "a byte value above 255");
         expect.fail_if(choice.lacks(PERM_WRITE), "a handle without WRITE");
-        Planned {
-            call: Syscall::RemoteMemset,
-            args: [choice.raw(), offset, len, byte, 0, 0],
+        Planned::running(
+            Syscall::RemoteMemset,
+            [choice.raw(), offset, len, byte, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::None,
-        }
+            Effect::None,
+        )
     }
 
     fn copy(&mut self, call: Syscall) -> Planned {
@@ -719,13 +717,12 @@ impl Planner<'_, '_> {
         expect.fail_if(dst_outside, "the destination range past the end of its LMR");
         expect.fail_if(src.lacks(PERM_READ), "a source without READ");
         expect.fail_if(dst.lacks(PERM_WRITE), "a destination without WRITE");
-        Planned {
+        Planned::running(
             call,
-            args: [src.raw(), src_offset, dst.raw(), dst_offset, len, 0],
+            [src.raw(), src_offset, dst.raw(), dst_offset, len, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::None,
-        }
+            Effect::None,
+        )
     }
 
     /// A name of this process for an LMR of `size` bytes.
@@ -757,18 +754,17 @@ impl Planner<'_, '_> {
         let password = SHARED_PASSWORD;
         let mut expect = Expect::value(Value::Positive);
         expect.fail_if(faults, "data the kernel cannot read");
-        Planned {
-            call: Syscall::WrapAlloc,
-            args: [data, size, name, password, 0, 0],
+        Planned::running(
+            Syscall::WrapAlloc,
+            [data, size, name, password, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::NewLmr {
+            Effect::NewLmr {
                 kind: LmrKind::Wrapped { name },
                 size: Some(size),
                 password,
                 permission: PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN,
             },
-        }
+        )
     }
 
     /// Permission bits to ask for or grant: mostly some of the grantable
@@ -797,10 +793,7 @@ impl Planner<'_, '_> {
         let (permission, refused) = self.permission(true);
         let (password, wrong_password) = self.password(choice);
         let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(
-            choice.certainly_invalid(),
-            "a handle that is no handle of this process",
-        );
+        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
         expect.fail_if(refused, "permission bits that cannot be granted");
         expect.fail_if(wrong_password, "a wrong password");
         expect.fail_if(
@@ -808,16 +801,15 @@ impl Planner<'_, '_> {
             "a mapping's handle, which cannot be published",
         );
         expect.fail_if(choice.lacks(PERM_SHARE), "a handle without SHARE");
-        Planned {
-            call: Syscall::AddAskMrTable,
-            args: [name, choice.raw(), permission, password, 0, 0],
+        Planned::running(
+            Syscall::AddAskMrTable,
+            [name, choice.raw(), permission, password, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::Publish {
+            Effect::Publish {
                 name,
                 handle: choice.raw(),
             },
-        }
+        )
     }
 
     fn ask_lmr(&mut self) -> Planned {
@@ -849,12 +841,11 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Positive);
         expect.fail_if(refused, "unknown permission bits");
         expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned {
-            call: Syscall::AskLmr,
-            args: [node, name, permission, password, 0, 0],
+        Planned::running(
+            Syscall::AskLmr,
+            [node, name, permission, password, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::NewLmr {
+            Effect::NewLmr {
                 kind: LmrKind::Mapping {
                     owner: node as u32,
                     name,
@@ -863,29 +854,25 @@ impl Planner<'_, '_> {
                 password,
                 permission,
             },
-        }
+        )
     }
 
     fn umap(&mut self) -> Planned {
         let choice = self.handle(|r| !r.kind.is_owner());
         let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(
-            choice.certainly_invalid(),
-            "a handle that is no handle of this process",
-        );
+        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
         expect.fail_if(
             choice.record().is_some_and(|r| r.kind.is_owner()),
             "a handle that is no mapping",
         );
-        Planned {
-            call: Syscall::UmapLmr,
-            args: [choice.raw(), 0, 0, 0, 0, 0],
+        Planned::running(
+            Syscall::UmapLmr,
+            [choice.raw(), 0, 0, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::Release {
+            Effect::Release {
                 handle: choice.raw(),
             },
-        }
+        )
     }
 
     fn register_lmr(&mut self) -> Planned {
@@ -920,18 +907,17 @@ impl Planner<'_, '_> {
         );
         expect.fail_if(faults, "memory not mapped writable");
         expect.fail_if(refused, "unknown permission bits");
-        Planned {
-            call: Syscall::RegisterLmr,
-            args: [buf, size, permission, password, 0, 0],
+        Planned::running(
+            Syscall::RegisterLmr,
+            [buf, size, permission, password, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::NewLmr {
+            Effect::NewLmr {
                 kind: LmrKind::Registered,
                 size: Some(size),
                 password,
                 permission: permission | PERM_ADMIN,
             },
-        }
+        )
     }
 
     fn async_wait(&mut self) -> Planned {
@@ -992,13 +978,12 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(size < 8, "a size below 8");
         expect.fail_if(faults, "a buffer the kernel cannot write");
-        Planned {
-            call: Syscall::GetStats,
-            args: [buf, size, 0, 0, 0, 0],
+        Planned::running(
+            Syscall::GetStats,
+            [buf, size, 0, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::None,
-        }
+            Effect::None,
+        )
     }
 
     fn pool_port(&mut self) -> u64 {
@@ -1050,16 +1035,15 @@ impl Planner<'_, '_> {
             "a name longer than LITE_MAX_PORT_NAME",
         );
         expect.fail_if(faults && name_len > 0, "a name the kernel cannot read");
-        Planned {
-            call: Syscall::RegisterApplication,
-            args: [port, max_size, name, name_len, 0, 0],
+        Planned::running(
+            Syscall::RegisterApplication,
+            [port, max_size, name, name_len, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::RegisterPort {
+            Effect::RegisterPort {
                 port: port as u32,
                 max_size,
             },
-        }
+        )
     }
 
     fn unregister_port(&mut self) -> Planned {
@@ -1070,13 +1054,12 @@ impl Planner<'_, '_> {
         };
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
-        Planned {
-            call: Syscall::UnregisterApplication,
-            args: [port, 0, 0, 0, 0, 0],
+        Planned::running(
+            Syscall::UnregisterApplication,
+            [port, 0, 0, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::ClosePort { port: port as u32 },
-        }
+            Effect::ClosePort { port: port as u32 },
+        )
     }
 
     fn query_port(&mut self) -> Planned {
@@ -1089,13 +1072,12 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Range(1, MAX_MESSAGE_SIZE as i64));
         expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
         expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned {
-            call: Syscall::QueryPort,
-            args: [node, port, 0, 0, 0, 0],
+        Planned::running(
+            Syscall::QueryPort,
+            [node, port, 0, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::None,
-        }
+            Effect::None,
+        )
     }
 
     /// A target node for a send; whether it is certainly refused.
@@ -1281,11 +1263,13 @@ impl Planner<'_, '_> {
         }
     }
 
-    fn reply(&mut self) -> Planned {
+    /// A reply's descriptor, buffer and size, and `value` expected unless
+    /// they certainly fail.
+    fn reply_part(&mut self, value: Value) -> (u64, u64, u64, Expect) {
         let (descriptor, stale) = self.descriptor();
         let size = self.reply_size();
         let (buf, faults) = self.buffer(size, false, Area::Scratch);
-        let mut expect = Expect::value(Value::Zero);
+        let mut expect = Expect::value(value);
         expect.fail_if(
             stale,
             "a descriptor that is no unanswered one of this process",
@@ -1295,19 +1279,22 @@ impl Planner<'_, '_> {
             "a reply above LITE_MAX_MESSAGE_SIZE",
         );
         expect.fail_if(faults, "a reply the kernel cannot read");
-        Planned {
-            call: Syscall::ReplyMessage,
-            args: [buf, size, descriptor, 0, 0, 0],
+        (descriptor, buf, size, expect)
+    }
+
+    fn reply(&mut self) -> Planned {
+        let (descriptor, buf, size, expect) = self.reply_part(Value::Zero);
+        Planned::running(
+            Syscall::ReplyMessage,
+            [buf, size, descriptor, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::Reply { descriptor },
-        }
+            Effect::Reply { descriptor },
+        )
     }
 
     fn reply_and_receive(&mut self) -> Planned {
-        let (descriptor, stale) = self.descriptor();
-        let size = self.reply_size();
-        let (buf, faults) = self.buffer(size, false, Area::Scratch);
+        let (descriptor, buf, size, mut expect) =
+            self.reply_part(Value::Range(0, MAX_MESSAGE_SIZE as i64));
         let port = self.receive_port();
         let max_size = self
             .rng
@@ -1328,16 +1315,6 @@ impl Planner<'_, '_> {
             // Read-only is bad too: the new descriptor is written there.
             (self.ctx.arena.bad_pointer(kind), kind.faults_writing(32))
         };
-        let mut expect = Expect::value(Value::Range(0, MAX_MESSAGE_SIZE as i64));
-        expect.fail_if(
-            stale,
-            "a descriptor that is no unanswered one of this process",
-        );
-        expect.fail_if(
-            size > MAX_MESSAGE_SIZE,
-            "a reply above LITE_MAX_MESSAGE_SIZE",
-        );
-        expect.fail_if(faults, "a reply the kernel cannot read");
         expect.fail_if(next_faults, "a receive record the kernel cannot access");
         if !next_faults {
             expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
@@ -1449,10 +1426,7 @@ impl Planner<'_, '_> {
             self.rng.next_u64()
         };
         let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(
-            choice.certainly_invalid(),
-            "a handle that is no handle of this process",
-        );
+        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
         expect.fail_if(
             choice.record().is_some_and(|r| r.never_atomic()),
             "a handle without ATOMIC or not of 8 bytes",
@@ -1465,13 +1439,7 @@ impl Planner<'_, '_> {
             let new_value = self.rng.next_u64();
             [choice.raw(), old, value, new_value, priority, 0]
         };
-        Planned {
-            call,
-            args,
-            expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::None,
-        }
+        Planned::running(call, args, expect, Effect::None)
     }
 
     /// A home node for a lock.
@@ -1497,13 +1465,12 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Range(0, i64::from(MAX_LOCKS) - 1));
         expect.fail_if(faults, "a lock record the kernel cannot write");
         expect.fail_if(home as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned {
-            call: Syscall::CreateLock,
-            args: [home, lock, 0, 0, 0, 0],
+        Planned::running(
+            Syscall::CreateLock,
+            [home, lock, 0, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::LearnLock,
-        }
+            Effect::LearnLock,
+        )
     }
 
     /// A lock this process knows of (its own or another process's), if any.
@@ -1537,13 +1504,12 @@ impl Planner<'_, '_> {
         expect.fail_if(number as u32 >= MAX_LOCKS, "a lock number no home keeps");
         expect.fail_if(faults, "a lock record the kernel cannot write");
         expect.fail_if(home as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned {
-            call: Syscall::AskLock,
-            args: [home, number, lock, 0, 0, 0],
+        Planned::running(
+            Syscall::AskLock,
+            [home, number, lock, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::LearnLock,
-        }
+            Effect::LearnLock,
+        )
     }
 
     /// The lock record argument for `lock`: the out-parameter filled with
@@ -1620,26 +1586,24 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(bad, "a lock record the kernel cannot read");
         expect.fail_if(is_record && not_held, "a lock this thread does not hold");
-        Planned {
-            call: Syscall::Unlock,
-            args: [pointer, 0, 0, 0, 0, 0],
+        Planned::running(
+            Syscall::Unlock,
+            [pointer, 0, 0, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::Unlock(lock),
-        }
+            Effect::Unlock(lock),
+        )
     }
 
     fn set_priority(&mut self) -> Planned {
         let priority = self.priority();
         let mut expect = Expect::value(Value::Range(0, 2));
         expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
-        Planned {
-            call: Syscall::SetPriority,
-            args: [priority, 0, 0, 0, 0, 0],
+        Planned::running(
+            Syscall::SetPriority,
+            [priority, 0, 0, 0, 0, 0],
             expect,
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::None,
-        }
+            Effect::None,
+        )
     }
 }
 

@@ -148,14 +148,13 @@ struct RaceRun<'x, 'r, 'a> {
 }
 
 /// Plain expectations: documented errors, `value` on success.
-fn plain(call: Syscall, args: [u64; 6], value: Value, interrupt_after_ms: u64) -> Planned {
-    Planned {
+fn plain(call: Syscall, args: [u64; 6], value: Value) -> Planned {
+    Planned::running(
         call,
         args,
-        expect: Expect::value(value),
-        interrupt_after_ms,
-        effect: super::effects::Effect::None,
-    }
+        Expect::value(value),
+        super::effects::Effect::None,
+    )
 }
 
 fn must_succeed(mut planned: Planned, reason: &'static str) -> Planned {
@@ -216,7 +215,7 @@ impl RaceRun<'_, '_, '_> {
                 0,
                 0,
             ];
-            let planned = plain(Syscall::RegisterLmr, args, Value::Positive, RUNNING_CALL_MS);
+            let planned = plain(Syscall::RegisterLmr, args, Value::Positive);
             (self.caller.run(self.step, &planned), size)
         } else {
             let size = self
@@ -224,7 +223,7 @@ impl RaceRun<'_, '_, '_> {
                 .choose(&[PAGE as u64, 65536, CHUNK_SIZE + PAGE as u64], PAGE as u64);
             let node = self.some_node();
             let args = [node.into(), size, 0, password, 0, 0];
-            let planned = plain(Syscall::AllocRemote, args, Value::Positive, RUNNING_CALL_MS);
+            let planned = plain(Syscall::AllocRemote, args, Value::Positive);
             (self.caller.run(self.step, &planned), size)
         };
         (ret > 0).then_some((ret as u64, size, password))
@@ -277,7 +276,7 @@ impl RaceRun<'_, '_, '_> {
                     } else {
                         Value::Zero
                     };
-                    let ret = helper.run(step, &plain(call, args, value, RUNNING_CALL_MS));
+                    let ret = helper.run(step, &plain(call, args, value));
                     if call == Syscall::RdmaWriteAsync && ret > 0 {
                         ops.push(ret as u64);
                     }
@@ -285,12 +284,7 @@ impl RaceRun<'_, '_, '_> {
                 for op in ops {
                     helper.run(
                         step,
-                        &plain(
-                            Syscall::AsyncWait,
-                            [op, 0, 0, 0, 0, 0],
-                            Value::Zero,
-                            RUNNING_CALL_MS,
-                        ),
+                        &plain(Syscall::AsyncWait, [op, 0, 0, 0, 0, 0], Value::Zero),
                     );
                 }
             });
@@ -332,7 +326,7 @@ impl RaceRun<'_, '_, '_> {
     fn release_own(&mut self, call: Syscall, handle: u64, reason: &'static str) -> i64 {
         let args = [handle, 0, 0, 0, 0, 0];
         let (ret, signaled) = self.caller.call(self.step, call, args, RUNNING_CALL_MS);
-        let mut planned = plain(call, args, Value::Zero, RUNNING_CALL_MS);
+        let mut planned = plain(call, args, Value::Zero);
         let taken = errno_of(ret) == EBADF && self.caller.run.pool().release_attempted(handle);
         if !taken {
             planned = must_succeed(planned, reason);
@@ -354,7 +348,7 @@ impl RaceRun<'_, '_, '_> {
             self.caller.run.pool().release_lmr(handle);
             let args = [handle, self.scratch(), 8.min(size), 0, 0, password];
             let planned = must_fail(
-                plain(Syscall::RdmaRead, args, Value::Zero, RUNNING_CALL_MS),
+                plain(Syscall::RdmaRead, args, Value::Zero),
                 "a handle released earlier in the race",
             );
             self.caller.run(self.step, &planned);
@@ -386,7 +380,6 @@ impl RaceRun<'_, '_, '_> {
             Syscall::AddAskMrTable,
             [name, handle, PERM_READ | PERM_WRITE, password, 0, 0],
             Value::Zero,
-            RUNNING_CALL_MS,
         );
         let published = self.caller.run(self.step, &publish);
         let mapping = if published == 0 {
@@ -401,7 +394,6 @@ impl RaceRun<'_, '_, '_> {
                     0,
                 ],
                 Value::Positive,
-                RUNNING_CALL_MS,
             );
             self.caller.run(self.step, &ask)
         } else {
@@ -442,7 +434,7 @@ impl RaceRun<'_, '_, '_> {
         if freed == 0 {
             let args = [mapping, self.scratch(), 8, 0, 0, password];
             let read = must_fail(
-                plain(Syscall::RdmaRead, args, Value::Zero, RUNNING_CALL_MS),
+                plain(Syscall::RdmaRead, args, Value::Zero),
                 "a mapping whose LMR its owner freed",
             );
             self.caller.run(self.step, &read);
@@ -517,8 +509,7 @@ impl RaceRun<'_, '_, '_> {
                 Syscall::RdmaRead | Syscall::RdmaWrite => Value::Zero,
                 _ => Value::Positive,
             };
-            self.caller
-                .run(self.step, &plain(call, args, value, RUNNING_CALL_MS))
+            self.caller.run(self.step, &plain(call, args, value))
         });
         if let Err(error) = arena.restore_window(thread) {
             self.caller.alarm(
@@ -662,7 +653,6 @@ impl RaceRun<'_, '_, '_> {
             Syscall::CreateLock,
             [home.into(), pointer, 0, 0, 0, 0],
             Value::Range(0, 4095),
-            RUNNING_CALL_MS,
         );
         if self.caller.run(self.step, &create) < 0 {
             return;
@@ -726,7 +716,10 @@ impl RaceRun<'_, '_, '_> {
             self.out.lock = lock;
             let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
             let left = within_ms.saturating_sub(now_ms() - since).max(1);
-            let planned = plain(Syscall::Lock, [pointer, 0, 0, 0, 0, 0], Value::Zero, left);
+            let planned = Planned {
+                interrupt_after_ms: left,
+                ..plain(Syscall::Lock, [pointer, 0, 0, 0, 0, 0], Value::Zero)
+            };
             let ret = self.caller.run(self.step, &planned);
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
                 self.state.held.push(lock);
@@ -743,12 +736,7 @@ impl RaceRun<'_, '_, '_> {
         self.out.lock = lock;
         let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
         let planned = must_succeed(
-            plain(
-                Syscall::Unlock,
-                [pointer, 0, 0, 0, 0, 0],
-                Value::Zero,
-                RUNNING_CALL_MS,
-            ),
+            plain(Syscall::Unlock, [pointer, 0, 0, 0, 0, 0], Value::Zero),
             "a lock this thread took",
         );
         let ret = self.caller.run(self.step, &planned);
@@ -765,12 +753,7 @@ impl RaceRun<'_, '_, '_> {
         let args = [self.race_port().into(), 4096, name, 8, 0, 0];
         self.caller.run(
             self.step,
-            &plain(
-                Syscall::RegisterApplication,
-                args,
-                Value::Zero,
-                RUNNING_CALL_MS,
-            ),
+            &plain(Syscall::RegisterApplication, args, Value::Zero),
         ) == 0
     }
 
@@ -780,7 +763,6 @@ impl RaceRun<'_, '_, '_> {
                 Syscall::UnregisterApplication,
                 [self.race_port().into(), 0, 0, 0, 0, 0],
                 Value::Zero,
-                RUNNING_CALL_MS,
             ),
             "the port this process registered",
         );
@@ -816,7 +798,6 @@ impl RaceRun<'_, '_, '_> {
             Syscall::ReceiveMessage,
             [port, buf, 4096, descriptor_address, RECV_NONBLOCK.into(), 0],
             Value::Range(0, 4096),
-            RUNNING_CALL_MS,
         );
         let early = self.rng.percent(50);
         let mut received = if early {
@@ -836,7 +817,6 @@ impl RaceRun<'_, '_, '_> {
                 Syscall::ReplyMessage,
                 [scratch, 16, self.out.descriptor, 0, 0, 0],
                 Value::Zero,
-                RUNNING_CALL_MS,
             );
             self.caller.run(self.step, &reply);
         }

@@ -105,14 +105,10 @@ impl Caller<'_, '_> {
     /// A call with plain expectations: `value` on success, documented
     /// errors otherwise.
     pub(crate) fn simple(&self, step: u64, call: Syscall, args: [u64; 6], value: Value) -> i64 {
-        let planned = Planned {
-            call,
-            args,
-            expect: Expect::value(value),
-            interrupt_after_ms: RUNNING_CALL_MS,
-            effect: Effect::None,
-        };
-        self.run(step, &planned)
+        self.run(
+            step,
+            &Planned::running(call, args, Expect::value(value), Effect::None),
+        )
     }
 
     /// Raises an alarm if `ret` breaks `expect`.
