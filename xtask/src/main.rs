@@ -20,6 +20,7 @@ mod interrupt;
 mod kernel;
 mod kmemleak;
 mod kunit;
+mod lockdep;
 mod logscan;
 mod newc;
 mod patchset;

@@ -15,7 +15,9 @@
 //! a while and has to join again on its own; last, a program of one's own
 //! on two VMs through `cargo xtask cluster --exec` ([`EXEC_EXAMPLE`],
 //! compiled on the host as a user would), and a kernel module of one's own
-//! loaded the same way ([`EXEC_MODULE_SCRIPT`]). A step that cannot run
+//! loaded the same way ([`EXEC_MODULE_SCRIPT`]); and last, the nestings of
+//! LITE's locks that lockdep saw in every guest against the lock order the
+//! kernel code states ([`lockdep`]). A step that cannot run
 //! because an earlier one failed counts as one failure. The final count is KUnit cases + every
 //! program's TAP results on every node (those of the victim's first boot
 //! excepted) + one per other check (host tests, patch check, kernel build,
@@ -25,7 +27,8 @@
 //! paused node was paused as planned while every node's traffic ran,
 //! whether the manager declared nobody dead meanwhile, whether the
 //! cut node got ready and its link went down and came back, and whether
-//! each node's own program read back the message it was given).
+//! each node's own program read back the message it was given, and whether
+//! the lock order is true and tested).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,12 +49,12 @@ use crate::process::{self, run_logged};
 use crate::qemu::{self, Vm, VmSpec};
 use crate::ui::Step;
 use crate::{
-    failure, fsutil, fuzz, interrupt, kmemleak, kunit, logscan, prereqs, series, source, tap, ui,
-    user_cluster,
+    failure, fsutil, fuzz, interrupt, kmemleak, kunit, lockdep, logscan, prereqs, series, source,
+    tap, ui, user_cluster,
 };
 
 /// Number of steps, for `[k/N]`.
-const STEPS: usize = 8;
+const STEPS: usize = 9;
 /// Upper bound for the KUnit boot.
 const KUNIT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// Upper bound for the cluster test, fuzzing included (its time, and a
@@ -161,6 +164,8 @@ struct Tally {
     passed: u64,
     failed: u64,
     problems: Vec<String>,
+    /// The nestings of LITE's locks the guests' lockdep saw.
+    lock_nestings: std::collections::BTreeSet<lockdep::Nesting>,
 }
 
 impl Tally {
@@ -260,7 +265,8 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         skip(6, "failure test", "no kernel");
         skip(7, "partition test", "no kernel");
         skip(8, "programs of one's own", "no kernel");
-        tally.failed += 5;
+        skip(9, "lock order", "no kernel");
+        tally.failed += 6;
         return finish(&tally);
     };
 
@@ -301,8 +307,34 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         });
     }
 
+    interrupt::check()?;
+    let nestings = std::mem::take(&mut tally.lock_nestings);
+    let ok = step(
+        9,
+        "lock order against what lockdep saw in every guest",
+        || lock_order(&nestings),
+    );
+    tally.check(ok);
+
     ui::say(&format!("logs: {}", logs.display()));
     finish(&tally)
+}
+
+/// Checks the nestings of LITE's locks that the guests' lockdep saw
+/// against the lock order the kernel code states.
+fn lock_order(seen: &std::collections::BTreeSet<lockdep::Nesting>) -> Result<()> {
+    let source = repo_root().join(lockdep::LOCK_ORDER_SOURCE);
+    let text = std::fs::read_to_string(&source)
+        .with_context(|| format!("reading {}", source.display()))?;
+    let problems = lockdep::problems(&lockdep::documented(&text), seen);
+    for problem in &problems {
+        ui::say(&format!("    {problem}"));
+    }
+    if !problems.is_empty() {
+        bail!("{} problems with the lock order", problems.len());
+    }
+    ui::progress(&format!("{} nestings seen, each listed", seen.len()));
+    Ok(())
 }
 
 /// Runs step `k`, whose `body` counts its checks in a tally of its own,
@@ -324,6 +356,7 @@ fn counted_step(
     });
     tally.passed += counts.passed;
     tally.failed += counts.failed;
+    tally.lock_nestings.append(&mut counts.lock_nestings);
 }
 
 /// Prints the final line and turns failures into a non-zero exit.
@@ -546,6 +579,7 @@ impl Tally {
 
     /// Counts the scan of a node's whole log for crashes and its exit.
     fn scan(&mut self, name: &str, log: &str) {
+        self.lock_nestings.extend(lockdep::seen(log));
         let scan = logscan::problems(log);
         self.check(scan.is_empty());
         self.problems

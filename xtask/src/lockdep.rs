@@ -1,0 +1,111 @@
+//! The nestings of LITE's locks that lockdep saw, checked against the lock
+//! order the kernel code states.
+//!
+//! The debug kernel's guests print, as they end, each direct dependency
+//! between two of LITE's lock classes that `/proc/lockdep` lists, as
+//! `LITE-LOCKDEP lite:A -> lite:B`. The lock order in
+//! [`LOCK_ORDER_SOURCE`] lists every nesting as a line
+//! ``//! - `lite:A` → `lite:B` ``. A run fails when lockdep saw a nesting
+//! that the list lacks (the list is not true), or when the list has one
+//! that no guest of the run reached (it is not tested).
+
+use std::collections::BTreeSet;
+
+use crate::logscan::strip_timestamp;
+
+/// The file whose `# Lock order` section lists the nestings.
+pub const LOCK_ORDER_SOURCE: &str = "rust-lite/internal/core/mod.rs";
+
+/// Start of each nesting line a guest prints.
+const EDGE_TAG: &str = "LITE-LOCKDEP ";
+
+/// A nesting: the outer lock's class, then the inner one's.
+pub type Nesting = (String, String);
+
+/// The nestings of LITE's locks in a guest's console log.
+pub fn seen(log: &str) -> BTreeSet<Nesting> {
+    log.lines()
+        .filter_map(|line| strip_timestamp(line).strip_prefix(EDGE_TAG))
+        .filter_map(|edge| {
+            let (outer, inner) = edge.split_once(" -> ")?;
+            Some((class_name(outer)?, class_name(inner)?))
+        })
+        .collect()
+}
+
+/// The nestings the lock order lists in `source`.
+pub fn documented(source: &str) -> BTreeSet<Nesting> {
+    source
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("//! - `"))
+        .filter_map(|rest| {
+            let (outer, rest) = rest.split_once("` → `")?;
+            let inner = rest.strip_suffix('`')?;
+            Some((class_name(outer)?, class_name(inner)?))
+        })
+        .collect()
+}
+
+/// What is wrong with the stated order, given what the guests saw: one
+/// line per nesting seen but not listed, or listed but never seen.
+pub fn problems(documented: &BTreeSet<Nesting>, seen: &BTreeSet<Nesting>) -> Vec<String> {
+    let unlisted = seen.difference(documented).map(|(outer, inner)| {
+        format!("lockdep saw {outer} -> {inner}, which the lock order in {LOCK_ORDER_SOURCE} does not list")
+    });
+    let untested = documented.difference(seen).map(|(outer, inner)| {
+        format!("the lock order lists {outer} -> {inner}, which no guest of this run reached")
+    });
+    unlisted.chain(untested).collect()
+}
+
+/// A lock class of LITE's as lockdep names it, without the `#N` it adds to
+/// a second class of the same name or the `/N` of a subclass.
+fn class_name(text: &str) -> Option<String> {
+    let name = text.trim();
+    let name = name.split(['#', '/']).next().unwrap_or(name);
+    (name.starts_with("lite:") && name.len() > "lite:".len()).then(|| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nesting(outer: &str, inner: &str) -> Nesting {
+        (outer.to_string(), inner.to_string())
+    }
+
+    #[test]
+    fn guest_lines_give_nestings_of_lites_classes() {
+        let log = "[   12.5] LITE-LOCKDEP lite:names -> lite:lmr_users\n\
+                   LITE-LOCKDEP lite:async_phase#2 -> lite:reply_slots\n\
+                   LITE-LOCKDEP lite:port -> &rxe->pending_lock\n\
+                   LITE-LOCKDEP lite:names lite:lmr_users\n\
+                   lite:processes -> lite:handles\n";
+        let expected = BTreeSet::from([
+            nesting("lite:names", "lite:lmr_users"),
+            nesting("lite:async_phase", "lite:reply_slots"),
+        ]);
+        assert_eq!(seen(log), expected);
+    }
+
+    #[test]
+    fn the_kernels_lock_order_lists_its_nestings() {
+        let source = std::fs::read_to_string(crate::paths::repo_root().join(LOCK_ORDER_SOURCE))
+            .expect("the lock order's source");
+        let listed = documented(&source);
+        assert!(listed.contains(&nesting("lite:names", "lite:lmr_users")));
+        assert!(listed.contains(&nesting("lite:remote_pool", "lite:pool_segment")));
+        assert!(listed.len() >= 10, "{listed:?}");
+    }
+
+    #[test]
+    fn unlisted_and_untested_nestings_are_problems() {
+        let listed = BTreeSet::from([nesting("lite:a", "lite:b"), nesting("lite:c", "lite:d")]);
+        let seen = BTreeSet::from([nesting("lite:a", "lite:b"), nesting("lite:e", "lite:f")]);
+        let problems = problems(&listed, &seen);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("lockdep saw lite:e -> lite:f"));
+        assert!(problems[1].contains("lite:c -> lite:d, which no guest"));
+        assert!(super::problems(&listed, &listed).is_empty());
+    }
+}
