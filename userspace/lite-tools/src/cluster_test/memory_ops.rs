@@ -307,15 +307,11 @@ fn async_cases<K: Kernel, W: Write>(
 ) {
     let description =
         format!("node {me}: {OPS_LMR_SIZE} B LMR on node {target} for asynchronous I/O allocated");
-    let lmr = match Region::alloc(kernel, target, OPS_LMR_SIZE, 0, password) {
-        Ok(lmr) => {
-            tap.ok(&description);
-            lmr
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            return;
-        }
+    let Some(lmr) = tap.check_value(
+        &description,
+        Region::alloc(kernel, target, OPS_LMR_SIZE, 0, password),
+    ) else {
+        return;
     };
     let handle = lmr.handle();
     let seed = pattern::seed(&[u64::from(me), u64::from(target), 0xa5c]);
@@ -589,15 +585,11 @@ fn large_spread<K: Kernel, W: Write>(
         size >> 20,
         target_name(me, target)
     );
-    let lmr = match Region::alloc(kernel, target, size, 0, password) {
-        Ok(lmr) => {
-            tap.ok(&format!("{label} allocated"));
-            lmr
-        }
-        Err(reason) => {
-            tap.not_ok(&format!("{label} allocated"), &reason);
-            return;
-        }
+    let Some(lmr) = tap.check_value(
+        &format!("{label} allocated"),
+        Region::alloc(kernel, target, size, 0, password),
+    ) else {
+        return;
     };
     let seed = pattern::seed(&[u64::from(me), size, 0x5bead]);
     let chunks = size / CHUNK_SIZE;
@@ -716,15 +708,11 @@ fn bad_input<K: Kernel, W: Write>(
     password: u64,
 ) {
     let description = format!("node {me}: 4096 B probe LMR for the new calls' bad input allocated");
-    let lmr = match Region::alloc(kernel, target, 4096, 0, password) {
-        Ok(lmr) => {
-            tap.ok(&description);
-            lmr
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            return;
-        }
+    let Some(lmr) = tap.check_value(
+        &description,
+        Region::alloc(kernel, target, 4096, 0, password),
+    ) else {
+        return;
     };
     let h = lmr.handle();
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);

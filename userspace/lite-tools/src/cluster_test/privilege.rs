@@ -34,7 +34,7 @@ use std::process::{Child, Command, Stdio};
 use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
-use super::processes::{collect, finish, ChildPoints, CHILD_SUBCOMMAND};
+use super::processes::{collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND};
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
 };
@@ -359,10 +359,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     )];
     points.extend(unprivileged_calls(kernel, probe));
     for (what, outcome) in points {
-        match outcome {
-            Ok(()) => crate::say(format_args!("ok {what}")),
-            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
-        }
+        report_point(&what, outcome);
     }
     Some(0)
 }
@@ -411,6 +408,7 @@ fn credentials_of_user_and_group(uid: u32, gid: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -484,10 +482,7 @@ mod tests {
 
     #[test]
     fn a_join_that_does_not_check_the_privilege_is_caught() {
-        let defects = Defects {
-            join_without_privilege: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.join_without_privilege = true);
         let (kernel, probe) = member(2, defects);
         let process = kernel.unprivileged_process().expect("the model has one");
         let points = unprivileged_calls(&process, probe);
@@ -506,10 +501,7 @@ mod tests {
 
     #[test]
     fn a_leave_that_does_not_check_the_privilege_is_caught() {
-        let defects = Defects {
-            leave_without_privilege: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.leave_without_privilege = true);
         let (kernel, _) = member(3, defects);
         let config = TestConfig {
             cm: CM,

@@ -76,6 +76,14 @@ pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
 /// Test points a child reported.
 pub(super) type ChildPoints = Vec<(String, Result<(), String>)>;
 
+/// Prints a child's test point, as its parent [`collect`]s it.
+pub(super) fn report_point(what: &str, outcome: Result<(), String>) {
+    match outcome {
+        Ok(()) => crate::say(format_args!("ok {what}")),
+        Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
+    }
+}
+
 /// Reads the child's lines up to `ready` (or the end); its points.
 pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
     let mut points = Vec::new();
@@ -417,15 +425,8 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if let Some(status) = super::stress::child_main(kernel, args) {
         return status;
     }
-    let say = |line: String| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-    };
+    let say = |line: String| crate::say(format_args!("{line}"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
-    let report = |what: &str, outcome: Result<(), String>| match outcome {
-        Ok(()) => say(format!("ok {what}")),
-        Err(reason) => say(format!("fail {what}: {reason}")),
-    };
     match args.first().map(String::as_str) {
         Some("foreign-handle") => {
             let (h, pw) = (number(1), number(2));
@@ -462,7 +463,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 ]
             };
             for (what, ret) in checks {
-                report(what, expect_errno(ret, libc::EBADF));
+                report_point(what, expect_errno(ret, libc::EBADF));
             }
             0
         }
@@ -511,7 +512,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 }
                 Ok(())
             })();
-            report("set up everything and exit without releasing it", outcome);
+            report_point("set up everything and exit without releasing it", outcome);
             0
         }
         Some("concurrent") => {
@@ -529,7 +530,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
             ) {
                 Ok(h) => h,
                 Err(e) => {
-                    report("map the shared LMR", Err(e));
+                    report_point("map the shared LMR", Err(e));
                     say("ready".into());
                     return 1;
                 }
@@ -549,7 +550,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                     break;
                 }
             }
-            report(
+            report_point(
                 &format!("write region of child {index} on node {node}"),
                 outcome,
             );
@@ -580,7 +581,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 None if mismatches == 0 => Ok(()),
                 None => Err(format!("{mismatches} record(s) differ")),
             };
-            report("read every other region", outcome);
+            report_point("read every other region", outcome);
             let _ = kernel.umap_lmr(mapping);
             0
         }

@@ -42,7 +42,7 @@ use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{barrier, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
-use super::processes::{finish, ChildPoints};
+use super::processes::{finish, report_point, ChildPoints};
 use super::{expect_no_alloc, target_name};
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
@@ -561,10 +561,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     let (calls, held) = user_calls(kernel, plan);
     points.extend(calls);
     for (what, outcome) in points {
-        match outcome {
-            Ok(()) => crate::say(format_args!("ok {what}")),
-            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
-        }
+        report_point(&what, outcome);
     }
     crate::say(format_args!("{HOLDS} {}", held.usage));
     crate::say(format_args!("ready"));
@@ -1151,6 +1148,7 @@ fn serving_limits<K: Kernel, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
 
     /// Node 1 of `nodes`, joined.
@@ -1215,10 +1213,7 @@ mod tests {
 
     #[test]
     fn unenforced_quotas_fail_every_refusal() {
-        let defects = Defects {
-            ignore_quotas: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.ignore_quotas = true);
         let kernel = member(2, defects);
         let plan = plan(2);
         limit_user(&kernel, plan.uid);
@@ -1245,10 +1240,7 @@ mod tests {
 
     #[test]
     fn an_ignored_memlock_limit_is_caught() {
-        let defects = Defects {
-            ignore_memlock_limit: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.ignore_memlock_limit = true);
         let kernel = member(1, defects);
         let plan = plan(1);
         limit_user(&kernel, plan.uid);

@@ -38,7 +38,7 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{barrier, InStep};
-use super::processes::{collect, finish, spawn};
+use super::processes::{collect, finish, report_point, spawn};
 use super::target_name;
 use crate::deadline::{interrupt_at, retry_while_busy, Deadline, Watchdog};
 use crate::debugfs::{DEBUGFS_DIR, RPC_FAULT_FILE};

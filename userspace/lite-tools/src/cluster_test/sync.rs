@@ -27,7 +27,7 @@ use super::io::{
     barrier, enter_barrier, handle_of, name_of, out_of_step, read_vec, stats, write_ok, InStep,
     UserPages, BARRIER_LIMIT,
 };
-use super::processes::{collect, finish, spawn, ChildPoints};
+use super::processes::{collect, finish, report_point, spawn, ChildPoints};
 use super::rpc::thread_state;
 use super::{password_of, Check, UNKNOWN_HANDLE};
 use crate::deadline::{
@@ -1501,14 +1501,7 @@ pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
 /// child kind and its arguments. Returns the exit status, or `None` for
 /// another kind.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let say = |line: String| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-    };
-    let report = |what: &str, outcome: Result<(), String>| match outcome {
-        Ok(()) => say(format!("ok {what}")),
-        Err(reason) => say(format!("fail {what}: {reason}")),
-    };
+    let say = |line: String| crate::say(format_args!("{line}"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     match args.first().map(String::as_str)? {
         "sync-counter" => {
@@ -1526,7 +1519,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
                 kernel.umap_lmr(handle);
                 outcome
             });
-            report(&format!("{iterations} locked increments"), outcome);
+            report_point(&format!("{iterations} locked increments"), outcome);
             Some(0)
         }
         "sync-hold" => {
@@ -1535,7 +1528,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
                 expect_zero(lock(kernel, &lock_)).map_err(|e| format!("lock: {e}"))
             });
             let ok = held.is_ok();
-            report("take the lock and exit holding it", held);
+            report_point("take the lock and exit holding it", held);
             say("ready".into());
             if ok {
                 let mut line = String::new();

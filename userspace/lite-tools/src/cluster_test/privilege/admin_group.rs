@@ -32,6 +32,7 @@ use std::net::Ipv4Addr;
 
 use lite::sys::CM_DEFAULT_PORT;
 
+use super::super::processes::report_point;
 use super::{credentials_of_user_and_group, in_child, ChildPoints, NOBODY};
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
@@ -341,10 +342,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     )];
     points.extend(group_calls(kernel, probe));
     for (what, outcome) in points {
-        match outcome {
-            Ok(()) => crate::say(format_args!("ok {what}")),
-            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
-        }
+        report_point(&what, outcome);
     }
     Some(0)
 }

@@ -492,19 +492,12 @@ fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
 /// Entry point of the RPC child processes: `args` are the child kind and
 /// its arguments. Returns the exit status, or `None` for another kind.
 pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let say = |line: String| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-    };
-    let report = |what: &str, outcome: Result<(), String>| match outcome {
-        Ok(()) => say(format!("ok {what}")),
-        Err(reason) => say(format!("fail {what}: {reason}")),
-    };
+    let say = |line: String| crate::say(format_args!("{line}"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     match args.first().map(String::as_str)? {
         "rpc-callers" => {
             let (me, nodes, caller) = (number(1) as u32, number(2) as u32, number(3) as u32);
-            report(
+            report_point(
                 &format!("caller {caller}: {CALLS_PER_CALLER} RPCs"),
                 caller_run(kernel, me, nodes.max(1), caller),
             );
@@ -512,17 +505,17 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
         }
         "rpc-foreign" => {
             let (port, descriptor) = (number(1) as u32, number(2));
-            report(
+            report_point(
                 "unregister_application of the parent's port returns -EPERM",
                 expect_errno(kernel.unregister_application(port), libc::EPERM),
             );
-            report(
+            report_point(
                 "reply_message to the parent's descriptor returns -ENOENT",
                 expect_errno(reply(kernel, b"THEIRS", descriptor), libc::ENOENT),
             );
             let mut buf = [0u8; 64];
             let (ret, _) = receive(kernel, port, &mut buf, true);
-            report(
+            report_point(
                 "receive_message from the parent's port gets the queued message",
                 expect_len(ret, FOREIGN_NOTE.len())
                     .and_then(|()| compare(&buf[..FOREIGN_NOTE.len()], FOREIGN_NOTE)),
@@ -534,7 +527,7 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
             let killed = args.get(3).map(String::as_str) == Some(Death::Kill.arg());
             let registered = expect_zero(register(kernel, port, DYING_MAX, "lite-test-dying"));
             let ok = registered.is_ok();
-            report("register_application", registered);
+            report_point("register_application", registered);
             say("ready".into());
             if !ok {
                 return Some(1);
@@ -565,7 +558,7 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
                 }
                 received += 1;
             }
-            report(
+            report_point(
                 &format!("receive {held} requests and hold them unanswered"),
                 failure.map_or(Ok(()), Err),
             );
@@ -581,14 +574,14 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
             let port = number(1) as u32;
             let registered = expect_zero(register(kernel, port, 64, "lite-test-exit"));
             let ok = registered.is_ok();
-            report("register_application", registered);
+            report_point("register_application", registered);
             say("ready".into());
             if !ok {
                 return Some(1);
             }
             let mut buf = [0u8; 64];
             let (ret, descriptor) = receive(kernel, port, &mut buf, false);
-            report(
+            report_point(
                 "receive a request and exit without answering it",
                 if ret > 0 && descriptor != 0 {
                     Ok(())
