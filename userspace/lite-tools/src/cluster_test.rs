@@ -871,11 +871,7 @@ mod tests {
             nodes,
             data_budget: TEST_BUDGET,
         };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(kernel, &mut tap, &config);
-        let summary = tap.finish();
-        (String::from_utf8_lossy(&out).into_owned(), summary)
+        crate::tap::capture(|tap| run(kernel, tap, &config))
     }
 
     /// Runs the test on every node of a cluster at once, one thread per

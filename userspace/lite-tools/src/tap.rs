@@ -176,6 +176,16 @@ fn sanitize(description: &str) -> String {
         .collect()
 }
 
+/// The TAP text and summary of the points `report` makes, for tests.
+#[cfg(test)]
+pub(crate) fn capture(report: impl FnOnce(&mut Tap<&mut Vec<u8>>)) -> (String, TapSummary) {
+    let mut out = Vec::new();
+    let mut tap = Tap::new(&mut out);
+    report(&mut tap);
+    let summary = tap.finish();
+    (String::from_utf8_lossy(&out).into_owned(), summary)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

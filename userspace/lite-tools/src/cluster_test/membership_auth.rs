@@ -365,11 +365,7 @@ mod tests {
             nodes: 1,
             data_budget: 0,
         };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(&kernel, &mut tap, &config, false);
-        let summary = tap.finish();
-        let output = String::from_utf8_lossy(&out);
+        let (output, summary) = crate::tap::capture(|tap| run(&kernel, tap, &config, false));
         assert_eq!(
             output.matches(&format!("# SKIP {WHY_SKIPPED}")).count(),
             3,

@@ -298,6 +298,37 @@ const IN_FLIGHT: u64 = 32;
 /// Size of each of them.
 const ASYNC_PIECE: u64 = 16 * KIB;
 
+/// Starts an `rdma_write_async` of each [`ASYNC_PIECE`] of `data`, the
+/// first at `base`; the operations started and the first failure.
+fn write_pieces_async<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    data: &[u8],
+    base: u64,
+    password: u64,
+) -> (Vec<u64>, Result<(), String>) {
+    let mut ops = Vec::new();
+    for (i, piece) in (0..).zip(data.chunks(ASYNC_PIECE as usize)) {
+        // SAFETY: the data is taken before the call returns.
+        let ret = unsafe {
+            kernel.rdma_write_async(
+                handle,
+                piece.as_ptr().cast(),
+                ASYNC_PIECE,
+                base + i * ASYNC_PIECE,
+                PRIORITY_NONE,
+                password,
+            )
+        };
+        if ret <= 0 {
+            let failed = format!("write_async {i} returned {}", describe_result(ret));
+            return (ops, Err(failed));
+        }
+        ops.push(ret.unsigned_abs());
+    }
+    (ops, Ok(()))
+}
+
 fn async_cases<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -321,27 +352,7 @@ fn async_cases<K: Kernel, W: Write>(
 
     let mut data = vec![0u8; (IN_FLIGHT * ASYNC_PIECE) as usize];
     pattern::fill(seed, base, &mut data);
-    let mut ops = Vec::new();
-    let mut outcome = Ok(());
-    for i in 0..IN_FLIGHT {
-        let piece = &data[(i * ASYNC_PIECE) as usize..((i + 1) * ASYNC_PIECE) as usize];
-        // SAFETY: the data is taken before the call returns.
-        let ret = unsafe {
-            kernel.rdma_write_async(
-                handle,
-                piece.as_ptr().cast(),
-                ASYNC_PIECE,
-                offset_of(i),
-                PRIORITY_NONE,
-                password,
-            )
-        };
-        if ret <= 0 {
-            outcome = Err(format!("write_async {i} returned {}", describe_result(ret)));
-            break;
-        }
-        ops.push(ret.unsigned_abs());
-    }
+    let (ops, mut outcome) = write_pieces_async(kernel, handle, &data, base, password);
     for (i, &op) in ops.iter().enumerate() {
         let ret = kernel.async_wait(op, 0);
         if ret != 0 && outcome.is_ok() {
@@ -444,29 +455,7 @@ fn async_cases<K: Kernel, W: Write>(
     let seed2 = pattern::seed(&[seed, 2]);
     let mut data2 = vec![0u8; (8 * ASYNC_PIECE) as usize];
     pattern::fill(seed2, base, &mut data2);
-    let mut ops = Vec::new();
-    let mut outcome = Ok(());
-    for i in 0..8u64 {
-        let piece = &data2[(i * ASYNC_PIECE) as usize..((i + 1) * ASYNC_PIECE) as usize];
-        // SAFETY: the data is taken before the call returns.
-        let ret = unsafe {
-            kernel.rdma_write_async(
-                handle,
-                piece.as_ptr().cast(),
-                ASYNC_PIECE,
-                offset_of(i),
-                PRIORITY_NONE,
-                password,
-            )
-        };
-        match u64::try_from(ret) {
-            Ok(op) if op > 0 => ops.push(op),
-            _ => {
-                outcome = Err(format!("write_async {i} returned {}", describe_result(ret)));
-                break;
-            }
-        }
-    }
+    let (ops, outcome) = write_pieces_async(kernel, handle, &data2, base, password);
     let fenced = kernel.fence();
     let outcome = outcome
         .and_then(|()| expect_zero(fenced).map_err(|e| format!("fence: {e}")))

@@ -410,6 +410,7 @@ mod tests {
     use super::*;
     use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::capture;
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
@@ -459,11 +460,7 @@ mod tests {
             nodes: 3,
             data_budget: 0,
         };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(&kernel, &mut tap, 1, &config);
-        let summary = tap.finish();
-        let output = String::from_utf8_lossy(&out);
+        let (output, summary) = capture(|tap| run(&kernel, tap, 1, &config));
         assert!(summary.all_passed(), "{output}");
         assert_eq!(summary.passed, 23, "{output}");
         assert!(
@@ -508,11 +505,7 @@ mod tests {
             nodes: 3,
             data_budget: 0,
         };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(&kernel, &mut tap, 1, &config);
-        tap.finish();
-        let output = String::from_utf8_lossy(&out);
+        let (output, _) = capture(|tap| run(&kernel, tap, 1, &config));
         let failed: Vec<&str> = output.lines().filter(|l| l.starts_with("not ok")).collect();
         assert!(
             failed[0].ends_with(

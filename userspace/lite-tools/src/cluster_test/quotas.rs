@@ -51,7 +51,7 @@ use crate::debugfs::quotas::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_error, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
-use crate::plan::next_node;
+use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
 
 /// Child kind (after the child subcommand) of the quota user's process.
@@ -1036,11 +1036,6 @@ impl<K: Kernel> UserCalls<'_, K> {
             outcome,
         );
     }
-}
-
-/// The node whose next node in the ring 1..=nodes is `me`.
-fn previous_node(me: u32, nodes: u32) -> u32 {
-    (me + nodes - 2) % nodes + 1
 }
 
 /// The per-node case, with every node (see the module comment).

@@ -37,7 +37,7 @@ use lite::sys::{
 };
 use lite::Priority;
 
-use super::io::{barrier, InStep};
+use super::io::{barrier, outcome_of, InStep};
 use super::processes::{collect, finish, report_point, spawn};
 use super::target_name;
 use crate::deadline::{interrupt_at, retry_while_busy, Deadline, Watchdog};
@@ -45,7 +45,7 @@ use crate::debugfs::{DEBUGFS_DIR, RPC_FAULT_FILE};
 use crate::errno::{describe_error, describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
 use crate::pattern;
-use crate::plan::next_node;
+use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
 
 mod bad_input;

@@ -18,7 +18,7 @@ use super::password_of;
 use crate::errno::{expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
-use crate::plan::next_node;
+use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
 
 const WRAP: u16 = 0x5752;
@@ -240,9 +240,7 @@ fn permissions<K: Kernel, W: Write>(
 
     // Use the names of the previous node in the ring, so that every
     // owner has exactly one other user.
-    let owner = (1..=nodes)
-        .find(|&n| next_node(n, nodes) == me)
-        .unwrap_or(me);
+    let owner = previous_node(me, nodes);
     let pw = password_of(owner);
     let at = |what: &str| format!("node {me}: {what} (names of node {owner})");
     let mut buf = vec![0u8; 16];
@@ -431,9 +429,7 @@ fn revocation<K: Kernel, W: Write>(
     }
     barrier(kernel, tap, nodes, "publishing the LMRs to revoke")?;
 
-    let owner = (1..=nodes)
-        .find(|&n| next_node(n, nodes) == me)
-        .unwrap_or(me);
+    let owner = previous_node(me, nodes);
     let pw = password_of(owner);
     let mut mappings = Vec::new();
     for (kind, what) in [(REVOKE_ALLOC, "allocated"), (REVOKE_REG, "registered")] {

@@ -24,8 +24,8 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, enter_barrier, handle_of, name_of, out_of_step, read_vec, stats, write_ok, InStep,
-    UserPages, BARRIER_LIMIT,
+    barrier, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec, stats, write_ok,
+    InStep, UserPages, BARRIER_LIMIT,
 };
 use super::processes::{collect, finish, report_point, spawn, ChildPoints};
 use super::rpc::thread_state;
@@ -393,11 +393,11 @@ fn locked_counter<K: Kernel, W: Write>(
                         scope.spawn(|| locked_increments(kernel, *handle, pw, lock_, ITERATIONS))
                     })
                     .collect();
-                first_error(workers.into_iter().map(|worker| {
-                    worker
-                        .join()
-                        .unwrap_or_else(|_| Err("a thread panicked".into()))
-                }))
+                first_error(
+                    workers
+                        .into_iter()
+                        .map(|worker| outcome_of(worker, "a thread panicked")),
+                )
             });
             let child = match child {
                 None => Ok(()),
@@ -521,9 +521,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
                 local: Vec::new(),
             };
             for worker in workers {
-                let seen = worker
-                    .join()
-                    .unwrap_or_else(|_| Err("a thread panicked".into()))?;
+                let seen = outcome_of(worker, "a thread panicked")?;
                 all.shared.extend(seen.shared);
                 all.local.extend(seen.local);
             }
@@ -597,9 +595,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
                 .collect();
             let mut retries = 0;
             for worker in workers {
-                retries += worker
-                    .join()
-                    .unwrap_or_else(|_| Err("a thread panicked".into()))?;
+                retries += outcome_of(worker, "a thread panicked")?;
             }
             Ok(retries)
         })
@@ -954,9 +950,7 @@ fn exiting_holder<K: Kernel, W: Write>(
             points.extend(collect(&mut out, false));
             let finished = finish(child);
             let in_time = waiter.wait_finished();
-            let got = got
-                .join()
-                .unwrap_or_else(|_| Err("the waiter panicked".into()));
+            let got = outcome_of(got, "the waiter panicked");
             blocked.map_err(|e| format!("the waiter {e} behind the child"))?;
             finished?;
             child_outcome(points, 1).map_err(|e| format!("child: {e}"))?;

@@ -365,11 +365,7 @@ mod tests {
 
     /// The TAP output of the case on `kernel` (node 2).
     fn output_of(kernel: &FakeKernel) -> String {
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(kernel, &mut tap, 2, CM);
-        tap.finish();
-        String::from_utf8_lossy(&out).into_owned()
+        crate::tap::capture(|tap| run(kernel, tap, 2, CM)).0
     }
 
     fn failed(output: &str) -> Vec<&str> {

@@ -83,10 +83,7 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(
             .into_iter()
             .enumerate()
             .try_for_each(|(caller, thread)| {
-                thread
-                    .join()
-                    .unwrap_or_else(|_| Err("panicked".into()))
-                    .map_err(|e| format!("thread {caller}: {e}"))
+                outcome_of(thread, "panicked").map_err(|e| format!("thread {caller}: {e}"))
             })
     });
     tap.check(

@@ -174,12 +174,12 @@ pub(super) fn flood<K: Kernel, W: Write>(
             .collect();
         let sent = senders
             .into_iter()
-            .try_for_each(|sender| sender.join().unwrap_or_else(|_| Err("panicked".into())));
+            .try_for_each(|sender| outcome_of(sender, "panicked"));
         // Every node's messages are in the rings once its sends returned.
         let in_step = barrier(kernel, tap, nodes, "every node sent its flood");
         // Out of step too, so that the receiver ends.
         all_sent.store(true, Ordering::SeqCst);
-        let received = receiver.join().unwrap_or_else(|_| Err("panicked".into()));
+        let received = outcome_of(receiver, "panicked");
         in_step.map(|()| (sent, received))
     })
     .map_err(close)?;
@@ -334,9 +334,7 @@ pub(super) fn fill<K: Kernel, W: Write>(
     };
     barrier(kernel, tap, nodes, "registering the fill ports").map_err(close)?;
     let target = next_node(me, nodes);
-    let source = (1..=nodes)
-        .find(|&n| next_node(n, nodes) == me)
-        .unwrap_or(me);
+    let source = previous_node(me, nodes);
     let messages = FillMessages::new();
     let (count, filled) = fill_ring(kernel, target, &messages);
     tap.check(
@@ -373,7 +371,7 @@ pub(super) fn fill<K: Kernel, W: Write>(
         let in_step = barrier(kernel, tap, nodes, "sending the counts of the fill");
         // Out of step too, so that the drain ends.
         counts_sent.store(true, Ordering::SeqCst);
-        let drained = drain.join().unwrap_or_else(|_| Err("panicked".into()));
+        let drained = outcome_of(drain, "panicked");
         in_step.map(|()| (counted, drained))
     })
     .map_err(close)?;

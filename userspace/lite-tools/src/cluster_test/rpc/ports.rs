@@ -446,10 +446,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
         // Answer whatever happened, so the caller does not wait forever.
         let answered = expect_zero(reply(kernel, b"MINE", descriptor))
             .map_err(|e| format!("the owner's reply after the child: {e}"));
-        let called = calling
-            .join()
-            .unwrap_or_else(|_| Err("panicked".into()))
-            .map_err(|e| format!("the caller: {e}"));
+        let called = outcome_of(calling, "panicked").map_err(|e| format!("the caller: {e}"));
         let points = points?;
         if points.len() != 3 {
             return Err(format!("the child reported {} of 3 checks", points.len()));

@@ -253,11 +253,7 @@ fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Resu
         threads.push(scope.spawn(move || storm_querier(kernel, (me, nodes), port, start)));
         threads
             .into_iter()
-            .map(|thread| {
-                thread
-                    .join()
-                    .unwrap_or_else(|_| Err("a storm thread panicked".into()))
-            })
+            .map(|thread| outcome_of(thread, "a storm thread panicked"))
             .collect()
     });
     let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
