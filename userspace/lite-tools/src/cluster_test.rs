@@ -86,6 +86,26 @@ pub struct TestConfig {
     pub data_budget: u64,
 }
 
+/// This node's place in the cluster for a case: its id `me` among the
+/// `nodes` (ids 1..=nodes), and the password of the LMRs it allocates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub me: u32,
+    pub nodes: u32,
+    pub password: u64,
+}
+
+impl Node {
+    /// Node `me` of `nodes`, with the password [`password_of`] gives it.
+    pub(crate) fn new(me: u32, nodes: u32) -> Node {
+        Node {
+            me,
+            nodes,
+            password: password_of(me),
+        }
+    }
+}
+
 /// A test point to run later: its description and the check itself.
 type Check<'a> = (String, Box<dyn FnOnce() -> Result<(), String> + 'a>);
 
@@ -140,9 +160,10 @@ fn run_cases<K: Kernel, W: Write>(
     me: u32,
 ) -> InStep {
     let nodes = config.nodes;
-    let password = password_of(me);
+    let at = Node::new(me, nodes);
+    let password = at.password;
     privilege::run(kernel, tap, me, config);
-    device_access::run(kernel, tap, me, nodes);
+    device_access::run(kernel, tap, at);
     // No node goes on while another may still be joining again after an
     // unprivileged leave that went through.
     io::barrier(kernel, tap, nodes, "the unprivileged processes")?;
@@ -169,7 +190,7 @@ fn run_cases<K: Kernel, W: Write>(
     }
 
     bad_input(kernel, tap, me, config, password);
-    memory_ops::run(kernel, tap, me, nodes, password);
+    memory_ops::run(kernel, tap, at);
     // From here on every barrier checks that every node entered it at the
     // same point (not before: a leave the kernel wrongly let through in
     // the cases above would take the board with it).
@@ -189,16 +210,16 @@ fn run_cases<K: Kernel, W: Write>(
         tap.bail_out("cannot check that the nodes stay in step");
         return Err(io::OutOfStep);
     }
-    sharing::run(kernel, tap, me, nodes, password)?;
-    processes::run(kernel, tap, me, nodes, password)?;
-    stress::run(kernel, tap, me, nodes, password, kernel.spawns_processes())?;
-    rpc::run(kernel, tap, me, nodes)?;
-    sync::run(kernel, tap, me, nodes)?;
+    sharing::run(kernel, tap, at)?;
+    processes::run(kernel, tap, at)?;
+    stress::run(kernel, tap, at, kernel.spawns_processes())?;
+    rpc::run(kernel, tap, at)?;
+    sync::run(kernel, tap, at)?;
     c_programs::run(kernel, tap, config.cm, me, nodes)?;
     apps::run(kernel, tap, config.cm, me, nodes)?;
     kernel_api::run(kernel, tap, nodes);
     // Last, so that the serving limits it sets disturb no other case.
-    quotas::run(kernel, tap, me, nodes, password)?;
+    quotas::run(kernel, tap, at)?;
 
     // Nobody leaves while others may still use its memory.
     io::barrier(kernel, tap, nodes, "the last case")?;

@@ -17,6 +17,7 @@ use super::io::{
     UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
+use crate::cluster_test::Node;
 use crate::deadline::{retry_while_busy, Deadline, Retried};
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -93,13 +94,8 @@ impl<'k, K: Kernel> Mirrored<'k, K> {
 }
 
 /// Runs every case of this module.
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let next = next_node(me, nodes);
     let spread = if nodes > 1 { NODE_SPREAD } else { me };
     let mut lmrs = Vec::new();
@@ -129,7 +125,7 @@ pub(super) fn run<K: Kernel, W: Write>(
     }
     async_cases(kernel, tap, me, next, password);
     stats_cases(kernel, tap, me, next, password);
-    large_spread(kernel, tap, me, nodes, password);
+    large_spread(kernel, tap, at);
     bad_input(kernel, tap, me, next, password);
 }
 
@@ -560,13 +556,8 @@ fn stats_cases<K: Kernel, W: Write>(
 /// Sampled bytes per chunk of the large spread LMR, at four places.
 const SAMPLE: u64 = 512;
 
-fn large_spread<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) {
+fn large_spread<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let target = if nodes > 1 { NODE_SPREAD } else { me };
     let size = LARGE_SPREAD_SIZE;
     let label = format!(

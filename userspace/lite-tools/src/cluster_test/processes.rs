@@ -17,6 +17,7 @@ use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIOR
 
 use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages};
 use super::password_of;
+use crate::cluster_test::Node;
 use crate::deadline::show;
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -42,23 +43,18 @@ const CHILDREN_PER_NODE: u32 = 2;
 /// its parent may spend while it waits for the parent's word.
 const CHILD_TIME_LIMIT: Duration = Duration::from_secs(15 * 60);
 
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let nodes = at.nodes;
     let real = kernel.spawns_processes();
     let case = "a second process using this process's handle gets -EBADF for every call";
     if real {
-        foreign_handle(kernel, tap, me, nodes, password);
+        foreign_handle(kernel, tap, at);
     } else {
         tap.skip(case, WHY_SKIPPED);
     }
     barrier(kernel, tap, nodes, "the foreign handle case")?;
-    leak(kernel, tap, me, nodes, password, real)?;
-    concurrent(kernel, tap, me, nodes, real)
+    leak(kernel, tap, at, real)?;
+    concurrent(kernel, tap, at, real)
 }
 
 pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
@@ -133,13 +129,8 @@ fn limit_child_time() {
     unsafe { libc::alarm(seconds) };
 }
 
-fn foreign_handle<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) {
+fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let target = next_node(me, nodes);
     let outcome = (|| -> Result<ChildPoints, String> {
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
@@ -191,14 +182,8 @@ fn leak_view(s: &LiteStats) -> [u64; 8] {
     ]
 }
 
-fn leak<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-    real: bool,
-) -> InStep {
+fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let case = format!(
         "node {me}: a child that exits holding LMRs, a mapping, a registration, a name and 32 async writes leaves get_stats as before"
     );
@@ -288,13 +273,8 @@ fn record(node: u32, child: u32, index: u64) -> [u8; RECORD] {
     record
 }
 
-fn concurrent<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    real: bool,
-) -> InStep {
+fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let owner = 1;
     let size = u64::from(nodes * CHILDREN_PER_NODE) * REGION;
     let name = name_of(CONCURRENT_NAME, owner);

@@ -44,6 +44,7 @@ use super::io::{barrier, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
 use super::processes::{finish, report_point, ChildPoints};
 use super::{expect_no_alloc, target_name};
+use crate::cluster_test::Node;
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
     DEFAULT_LIMITS, QUOTAS_FILE,
@@ -179,13 +180,8 @@ fn write_quotas<K: Kernel>(kernel: &K, command: &Command) -> Result<(), String> 
 }
 
 /// Runs the quota cases on node `me` of `nodes`, after every other case.
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let me = at.me;
     if kernel.read_debugfs(QUOTAS_FILE).is_none() {
         tap.skip(
             &format!("node {me}: users and nodes hold no more than their quotas allow"),
@@ -195,8 +191,8 @@ pub(super) fn run<K: Kernel, W: Write>(
     }
     the_file(kernel, tap, me);
     malformed_lines(kernel, tap, me);
-    user_quotas(kernel, tap, me, nodes, password);
-    serving_limits(kernel, tap, me, nodes, password)
+    user_quotas(kernel, tap, at);
+    serving_limits(kernel, tap, at)
 }
 
 /// The file parses, with the default limits.
@@ -285,13 +281,8 @@ fn limits_over(held: &Usage) -> Limits {
 }
 
 /// The per-user case on node `me` (see the module comment).
-fn user_quotas<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) {
+fn user_quotas<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let uid = UID_BASE + me;
     let target = next_node(me, nodes);
     let description = format!(
@@ -1039,13 +1030,8 @@ impl<K: Kernel> UserCalls<'_, K> {
 }
 
 /// The per-node case, with every node (see the module comment).
-fn serving_limits<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     if nodes < 2 {
         tap.skip(
             &format!("node {me}: the LMRs of other nodes hold no more on this node than it allows"),

@@ -40,6 +40,7 @@ use lite::Priority;
 use super::io::{barrier, outcome_of, InStep};
 use super::processes::{collect, finish, report_point, spawn};
 use super::target_name;
+use crate::cluster_test::Node;
 use crate::deadline::{interrupt_at, retry_while_busy, Deadline, Watchdog};
 use crate::debugfs::{DEBUGFS_DIR, RPC_FAULT_FILE};
 use crate::errno::{describe_error, describe_result, expect_errno, expect_zero};
@@ -417,12 +418,8 @@ pub(super) fn thread_state(tid: i32) -> Option<char> {
     rest.trim_start().chars().next()
 }
 
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let me = at.me;
     let registered = register(kernel, SERVICE_PORT, MAX_MESSAGE_SIZE, "lite-test-service");
     tap.check(
         &format!(
@@ -438,7 +435,7 @@ pub(super) fn run<K: Kernel, W: Write>(
         } else {
             Vec::new()
         };
-        if let Err(out_of_step) = served_cases(kernel, tap, me, nodes) {
+        if let Err(out_of_step) = served_cases(kernel, tap, at) {
             // Closing the port ends the service threads, which the scope
             // waits for.
             kernel.unregister_application(SERVICE_PORT);
@@ -482,22 +479,23 @@ pub(super) fn run<K: Kernel, W: Write>(
 
 /// The cases while every node's service port is served, up to the barrier
 /// after the last call to them.
-fn served_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
+fn served_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     barrier(kernel, tap, nodes, "registering the RPC service ports")?;
-    calls::service_calls(kernel, tap, me, nodes);
-    calls::concurrent_calls(kernel, tap, me, nodes);
-    super::rpc_async::run(kernel, tap, me, nodes);
+    calls::service_calls(kernel, tap, at);
+    calls::concurrent_calls(kernel, tap, at);
+    super::rpc_async::run(kernel, tap, at);
     barrier(kernel, tap, nodes, "the concurrent RPCs")?;
-    calls::multicast(kernel, tap, me, nodes);
-    storm::storm(kernel, tap, me, nodes)?;
-    dying::dying_server(kernel, tap, me, nodes)?;
-    corrupt::corrupt_ring(kernel, tap, me, nodes)?;
-    flood::flood(kernel, tap, me, nodes)?;
-    flood::fill(kernel, tap, me, nodes)?;
-    ports::closing(kernel, tap, me, nodes)?;
+    calls::multicast(kernel, tap, at);
+    storm::storm(kernel, tap, at)?;
+    dying::dying_server(kernel, tap, at)?;
+    corrupt::corrupt_ring(kernel, tap, at)?;
+    flood::flood(kernel, tap, at)?;
+    flood::fill(kernel, tap, at)?;
+    ports::closing(kernel, tap, at)?;
     ports::private_port(kernel, tap, me);
     ports::processes(kernel, tap, me);
-    bad_input::bad_input(kernel, tap, me, nodes);
+    bad_input::bad_input(kernel, tap, at);
     barrier(kernel, tap, nodes, "the last call to the service ports")
 }
 

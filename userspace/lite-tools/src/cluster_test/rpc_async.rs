@@ -11,6 +11,7 @@ use lite::sys::{port_priority, ASYNC_NOWAIT, MAX_ASYNC_CALLS, PRIORITY_NONE, SEN
 
 use super::rpc::{compare, expect_len, identified_request, transform, SERVICE_PORT, UNUSED_PORT};
 use super::target_name;
+use crate::cluster_test::Node;
 use crate::deadline::{retry_while_busy, Deadline};
 use crate::errno::{describe_result, expect_errno};
 use crate::kernel::Kernel;
@@ -272,7 +273,8 @@ fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nod
 }
 
 /// Runs the asynchronous RPC checks of node `me` against every node.
-pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     for node in 1..=nodes {
         tap.check(
             &format!(

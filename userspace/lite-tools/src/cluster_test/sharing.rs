@@ -15,6 +15,7 @@ use super::io::{
     read_vec, write_at, write_ok, InStep, UserPages,
 };
 use super::password_of;
+use crate::cluster_test::Node;
 use crate::errno::{expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
@@ -60,30 +61,19 @@ fn expected_with_stamps(owner: u32, kind: u16, len: usize, writers: &[u32]) -> V
     expected
 }
 
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
-    wrapped_names(kernel, tap, me, nodes, password)?;
-    permissions(kernel, tap, me, nodes, password)?;
-    revocation(kernel, tap, me, nodes, password)?;
-    registered_memory(kernel, tap, me, nodes, password)
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    wrapped_names(kernel, tap, at)?;
+    permissions(kernel, tap, at)?;
+    revocation(kernel, tap, at)?;
+    registered_memory(kernel, tap, at)
 }
 
 fn all_nodes(nodes: u32) -> Vec<u32> {
     (1..=nodes).collect()
 }
 
-fn wrapped_names<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let len = DATA_LEN + SLOTS_LEN;
     let mut data = vec![0u8; len];
     pattern::fill(data_seed(me, WRAP), 0, &mut data);
@@ -183,13 +173,8 @@ fn wrapped_names<K: Kernel, W: Write>(
 
 const PERM_LMR_SIZE: usize = 8192;
 
-fn permissions<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let next = next_node(me, nodes);
     let seed = pattern::seed(&[u64::from(me), 0x9e53]);
     let lmr = Region::alloc(kernel, next, PERM_LMR_SIZE as u64, 0, password);
@@ -382,13 +367,8 @@ fn permissions<K: Kernel, W: Write>(
     Ok(())
 }
 
-fn revocation<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let next = next_node(me, nodes);
     let allocated = check_handle(
         tap,
@@ -513,13 +493,8 @@ fn revocation<K: Kernel, W: Write>(
     Ok(())
 }
 
-fn registered_memory<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let len = DATA_LEN + SLOTS_LEN;
     // (kind, what, offset into the mapping): page aligned, and unaligned.
     let layouts = [

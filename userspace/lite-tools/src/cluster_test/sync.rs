@@ -30,6 +30,7 @@ use super::io::{
 use super::processes::{collect, finish, report_point, spawn, ChildPoints};
 use super::rpc::thread_state;
 use super::{password_of, Check, UNKNOWN_HANDLE};
+use crate::cluster_test::Node;
 use crate::deadline::{
     current_thread, install_interrupt_handler, interrupt_thread, Deadline, Watchdog,
 };
@@ -80,22 +81,18 @@ const OWNER: u32 = 1;
 
 const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
 
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     install_interrupt_handler();
-    locked_counter(kernel, tap, me, nodes)?;
-    atomics(kernel, tap, me, nodes)?;
-    barrier_rounds(kernel, tap, me, nodes)?;
+    locked_counter(kernel, tap, at)?;
+    atomics(kernel, tap, at)?;
+    barrier_rounds(kernel, tap, at)?;
     let local = local_lock(kernel, tap, me);
     lock_order(kernel, tap, me, local.as_ref());
     exiting_holder(kernel, tap, me, local.as_ref());
     priorities(kernel, tap, me);
-    debugfs(kernel, tap, me, nodes, local.as_ref())?;
-    bad_input(kernel, tap, me, nodes);
+    debugfs(kernel, tap, at, local.as_ref())?;
+    bad_input(kernel, tap, at);
     barrier(kernel, tap, nodes, "the synchronization cases")
 }
 
@@ -335,12 +332,8 @@ fn map_counter<K: Kernel>(kernel: &K, name: u64, pw: u64) -> Result<(u64, LiteLo
 /// Node 1 creates a lock and an LMR holding a counter and the lock's
 /// number; every node's threads, and a child process on the real kernel,
 /// increment the counter under the lock; the total must be exact.
-fn locked_counter<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(COUNTER_NAME, OWNER);
     let owned = (me == OWNER).then(|| {
@@ -466,7 +459,8 @@ struct Fetched {
 
 /// fetch-add and compare-swap from every node on an atomic LMR of node 1,
 /// and from this node's threads on one of this node.
-fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
+fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(ATOMIC_NAME, OWNER);
     let owned = (me == OWNER).then(|| {
@@ -697,12 +691,8 @@ fn cas_increments<K: Kernel>(kernel: &K, handle: u64, iterations: u32) -> Result
 /// node must see that number in every slot. Slots alternate between two
 /// banks, so a node already in the next round cannot overwrite what a
 /// slower node is still reading.
-fn barrier_rounds<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(ROUNDS_NAME, OWNER);
     let bank = u64::from(nodes) * 8;
@@ -1078,10 +1068,10 @@ fn growth(before: &DebugStats, after: &DebugStats) -> Result<(), String> {
 fn debugfs<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
+    at: Node,
     local: Option<&LiteLock>,
 ) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let read = || -> Result<DebugStats, String> {
         let text = kernel
             .read_debugfs(STATS_FILE)
@@ -1214,7 +1204,8 @@ fn debugfs<K: Kernel, W: Write>(
 }
 
 /// Invalid arguments to every call, each with its exact errno.
-fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(me);
     let none = PRIORITY_NONE;
     let unmapped = ptr::without_provenance_mut::<u64>(8);

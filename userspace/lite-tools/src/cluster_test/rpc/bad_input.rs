@@ -6,7 +6,8 @@ use super::*;
 const INVALID_PRIORITY: u32 = 99;
 
 /// Invalid arguments to every call, each with its exact errno.
-pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     let long_name = "n".repeat(MAX_PORT_NAME + 1);
     let registrations: [(String, u32, u64, &str, i32); 6] = [
         (
@@ -229,14 +230,15 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u
     );
 
     bad_multicasts(kernel, tap, me);
-    bad_remote_buffers(kernel, tap, me, nodes);
+    bad_remote_buffers(kernel, tap, at);
 }
 
 /// Unreadable requests and unwritable reply buffers of calls to another
 /// node, inline and staged: the kernel copies them straight between the
 /// caller's memory and the device's buffers, and must fail with -EFAULT and
 /// leave the call's reply slot and the server's ring usable.
-fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     if nodes < 2 {
         return;
     }

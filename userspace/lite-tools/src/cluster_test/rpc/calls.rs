@@ -11,12 +11,8 @@ const CALLER_THREADS: u32 = 4;
 const CALLER_CHILDREN: u32 = 2;
 
 /// Port lookups and transformed calls of every size to every node.
-pub(super) fn service_calls<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) {
+pub(super) fn service_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     let all: Vec<u32> = (1..=nodes).collect();
     let lookups = all.iter().try_for_each(|&node| {
         let ret = kernel.query_port(node, SERVICE_PORT);
@@ -52,12 +48,8 @@ pub(super) fn service_calls<K: Kernel, W: Write>(
 }
 
 /// Many threads (and child processes) calling every node at once.
-pub(super) fn concurrent_calls<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) {
+pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     let real = kernel.spawns_processes();
     let mut children = Vec::new();
     let mut started = Ok(());
@@ -118,7 +110,8 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(
     tap.check(&description, outcome);
 }
 
-pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     let targets: Vec<u32> = (1..=nodes).collect();
     let mut request = vec![0u8; 1000];
     pattern::fill(pattern::seed(&[u64::from(me), 0x4d43]), 0, &mut request);

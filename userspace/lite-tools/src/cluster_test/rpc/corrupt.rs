@@ -319,12 +319,8 @@ fn judge_corrupt_server(client: u32, closed: c_long, got: &CorruptReceived) -> R
 /// the client [`CORRUPT_CLIENT`]; the other nodes only enter the
 /// barriers. Skipped alike on every node, its barriers with it, when the
 /// kernel cannot inject the fault or there is no second node.
-pub(super) fn corrupt_ring<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let port = CORRUPT_PORT;
     let (server, client) = corrupt_roles(nodes).unwrap_or((CORRUPT_SERVER, CORRUPT_CLIENT));
     let client_description = format!(
@@ -551,7 +547,7 @@ mod tests {
             .map(|me| {
                 let mut out = Vec::new();
                 assert_eq!(
-                    corrupt_ring(&kernel, &mut Tap::new(&mut out), me, 3),
+                    corrupt_ring(&kernel, &mut Tap::new(&mut out), Node::new(me, 3)),
                     Ok(())
                 );
                 String::from_utf8_lossy(&out).into_owned()

@@ -213,12 +213,8 @@ fn end_dying_server(mut server: DyingServer, death: Death) -> Result<(), String>
 /// A server process on one node receives requests from every node and
 /// dies without answering them: every caller, on every node, must learn
 /// at once, not after the RPC timeout.
-pub(super) fn dying_server<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let real = kernel.spawns_processes();
     for (index, round) in dying_rounds(nodes).into_iter().enumerate() {
         let name = ["a", "b"][index];

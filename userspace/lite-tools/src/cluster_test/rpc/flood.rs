@@ -147,12 +147,8 @@ fn flood_receiver<K: Kernel>(kernel: &K, nodes: u32, all_sent: &AtomicBool) -> R
     }
 }
 
-pub(super) fn flood<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     tap.check(
         &format!("node {me}: register_application(port {FLOOD_PORT}, max 256 B) returns 0"),
         expect_zero(register(kernel, FLOOD_PORT, 256, "lite-test-flood")),
@@ -317,12 +313,8 @@ fn fill_ring<K: Kernel>(
     (count, filled)
 }
 
-pub(super) fn fill<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let max = FILL_SIZE as u64;
     tap.check(
         &format!("node {me}: register_application(port {FILL_PORT}, max {max} B) returns 0"),

@@ -17,12 +17,8 @@ const DYING_RECEIVE_LIMIT: Duration = Duration::from_secs(20);
 
 /// Calls on closed ports, and closing ports under waiting callers and
 /// receivers.
-pub(super) fn closing<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let all = 1..=nodes;
     let mut answer = [0u8; 16];
     let refused = all.clone().try_for_each(|node| {

@@ -268,27 +268,17 @@ fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Resu
 /// threads, on a port none of them used before: the first requests of a
 /// client to a (port, node) must not trample each other however many
 /// threads make them at the same time. Fresh ports make many first uses.
-pub(super) fn storm<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn storm<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     for round in 0..STORM_ROUNDS {
-        storm_round(kernel, tap, me, nodes, round)?;
+        storm_round(kernel, tap, at, round)?;
     }
     Ok(())
 }
 
 /// One storm round on its fresh port: served by [`STORM_SERVERS`]
 /// threads on every node, stormed by every node at once, then closed.
-fn storm_round<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    round: u32,
-) -> InStep {
+fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, round: u32) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let port = storm_port(round);
     let registered = register(kernel, port, STORM_MAX as u64, "lite-test-storm");
     std::thread::scope(|scope| {
