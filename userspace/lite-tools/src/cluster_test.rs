@@ -926,6 +926,19 @@ mod tests {
         results
     }
 
+    /// Node `id` of `nodes`, joined through the manager at 10.0.0.1.
+    pub(super) fn joined(id: u32, nodes: u32, defects: Defects) -> FakeKernel {
+        let kernel = FakeKernel::new(id, nodes, defects);
+        assert_eq!(join_with_text(&kernel, "10.0.0.1"), c_long::from(id));
+        kernel
+    }
+
+    /// The descriptions of the failed points a child reported.
+    pub(super) fn failed_points(points: &processes::ChildPoints) -> Vec<&str> {
+        let failed = points.iter().filter(|(_, outcome)| outcome.is_err());
+        failed.map(|(what, _)| what.as_str()).collect()
+    }
+
     /// The defects `set` switches on, and no others.
     pub(super) fn defects_with(set: fn(&mut Defects)) -> Defects {
         let mut defects = Defects::default();

@@ -153,14 +153,12 @@ fn memset_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [M
         let outcome = outcome
             .and_then(|()| expect_zero(ret).map_err(|e| format!("memset of 0 B: {e}")))
             .and_then(|()| lmr.verify(kernel));
-        tap.check(
-            &format!(
-                "remote_memset on the LMR on {} with bytes 0x5a, 0x00, 0xff, 0x01, 0x80 \
-                 across the chunk boundary reads back byte for byte",
-                lmr.label
-            ),
-            outcome,
+        let point = format!(
+            "remote_memset on the LMR on {} with bytes 0x5a, 0x00, 0xff, 0x01, 0x80 \
+             across the chunk boundary reads back byte for byte",
+            lmr.label
         );
+        tap.check(&point, outcome);
     }
 }
 
@@ -270,13 +268,11 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
         } else {
             format!(" ({} -> {})", lmrs[copy.src].label, lmrs[copy.dst].label)
         };
-        tap.check(
-            &format!(
-                "{}{within}: {} B from offset {} to {} reads back byte for byte",
-                copy.what, copy.len, copy.src_offset, copy.dst_offset
-            ),
-            outcome,
+        let point = format!(
+            "{}{within}: {} B from offset {} to {} reads back byte for byte",
+            copy.what, copy.len, copy.src_offset, copy.dst_offset
         );
+        tap.check(&point, outcome);
     }
     let (a, b) = (lmrs[local].handle(), lmrs[remote].handle());
     tap.check(
@@ -359,12 +355,9 @@ fn async_cases<K: Kernel, W: Write>(
         let back = read_vec(kernel, handle, base, data.len(), password)?;
         pattern::verify(seed, base, &back).map_err(|m| format!("read back: {m}"))
     });
-    tap.check(
-        &format!(
-            "{IN_FLIGHT} rdma_write_async of {ASYNC_PIECE} B in flight, each waited for, land"
-        ),
-        outcome,
-    );
+    let point =
+        format!("{IN_FLIGHT} rdma_write_async of {ASYNC_PIECE} B in flight, each waited for, land");
+    tap.check(&point, outcome);
 
     // Reads in flight: each into its own buffer, checked after its wait.
     let mut buffers = vec![vec![0u8; ASYNC_PIECE as usize]; IN_FLIGHT as usize];
@@ -634,11 +627,12 @@ fn large_spread<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     // is as large as the request in case the kernel ignored the limit.
     let mut big = vec![0u8; (MAX_ASYNC_SIZE + 1) as usize];
     let big_ptr = big.as_mut_ptr().cast();
+    let point = format!(
+        "rdma_read_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
+        MAX_ASYNC_SIZE + 1
+    );
     tap.check(
-        &format!(
-            "rdma_read_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
-            MAX_ASYNC_SIZE + 1
-        ),
+        &point,
         expect_async_read_errno(
             kernel,
             lmr.handle(),
@@ -650,11 +644,12 @@ fn large_spread<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         ),
     );
     let big_ptr = big.as_ptr().cast();
+    let point = format!(
+        "rdma_write_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
+        MAX_ASYNC_SIZE + 1
+    );
     tap.check(
-        &format!(
-            "rdma_write_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
-            MAX_ASYNC_SIZE + 1
-        ),
+        &point,
         expect_async_write_errno(
             kernel,
             lmr.handle(),

@@ -253,19 +253,13 @@ fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe,
                     .map_err(|e| format!("get_total_node: {e}"))
             })
     };
-    tap.check(
-        &format!(
-            "node {me}: still a member after the unprivileged process (get_node_id returns {me}, get_total_node {total})"
-        ),
-        outcome,
+    let point = format!("node {me}: still a member after the unprivileged process (get_node_id returns {me}, get_total_node {total})");
+    tap.check(&point, outcome);
+    let point = format!(
+        "node {me}: this process can still allocate, write, read and free a {LMR_SIZE} B LMR on {}",
+        target_name(me, target)
     );
-    tap.check(
-        &format!(
-            "node {me}: this process can still allocate, write, read and free a {LMR_SIZE} B LMR on {}",
-            target_name(me, target)
-        ),
-        lmr_round_trip(kernel, me, target, password),
-    );
+    tap.check(&point, lmr_round_trip(kernel, me, target, password));
 }
 
 /// Runs a copy of this program (`__child ARGS..`) started as user `uid`
@@ -408,7 +402,7 @@ fn credentials_of_user_and_group(uid: u32, gid: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster_test::tests::defects_with;
+    use crate::cluster_test::tests::{defects_with, failed_points as failures, joined};
     use crate::fake_kernel::{Defects, FakeKernel};
     use crate::tap::capture;
 
@@ -416,8 +410,7 @@ mod tests {
 
     /// Node 1 of `nodes`, joined, and the probe it would start.
     fn member(nodes: u32, defects: Defects) -> (FakeKernel, Probe) {
-        let kernel = FakeKernel::new(1, nodes, defects);
-        assert_eq!(join_with_text(&kernel, &CM.to_string()), 1);
+        let kernel = joined(1, nodes, defects);
         let probe = Probe {
             cm: CM,
             me: 1,
@@ -425,14 +418,6 @@ mod tests {
             password: password_of(1),
         };
         (kernel, probe)
-    }
-
-    fn failures(points: &ChildPoints) -> Vec<&str> {
-        points
-            .iter()
-            .filter(|(_, outcome)| outcome.is_err())
-            .map(|(what, _)| what.as_str())
-            .collect()
     }
 
     #[test]

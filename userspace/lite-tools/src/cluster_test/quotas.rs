@@ -403,12 +403,9 @@ fn with_user_process<K: Kernel, W: Write>(
         &format!("node {me}: the limit uid {uid} line still shows the limits set, the writes of uid {uid} having been refused"),
         shows_limits(kernel, uid, limits),
     );
+    let point = format!("node {me}: this process (uid 0, default limits) can still allocate {} on {}, more than uid {uid}'s remote_memory quota", kib(ROOT_ALLOCATION), target_name(me, target));
     tap.check(
-        &format!(
-            "node {me}: this process (uid 0, default limits) can still allocate {} on {}, more than uid {uid}'s remote_memory quota",
-            kib(ROOT_ALLOCATION),
-            target_name(me, target)
-        ),
+        &point,
         Region::alloc(kernel, target, ROOT_ALLOCATION, 0, password).and_then(Region::free),
     );
     tap.check(&format!("{who} exits"), holder.release());
@@ -1066,21 +1063,11 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     };
     barrier(kernel, tap, nodes, "limiting the next nodes").map_err(reset_limit)?;
     let held = Region::alloc(kernel, server, HALF, 0, password);
-    tap.check(
-        &format!(
-            "node {me}: alloc_remote of {} on node {server}, within node {server}'s limit for node {me}, returns a handle",
-            kib(HALF)
-        ),
-        held.as_ref().map(drop).map_err(Clone::clone),
-    );
+    let point = format!("node {me}: alloc_remote of {} on node {server}, within node {server}'s limit for node {me}, returns a handle", kib(HALF));
+    tap.check(&point, held.as_ref().map(drop).map_err(Clone::clone));
     let beyond = kernel.alloc_remote(server, SERVING_LIMIT, 0, password);
-    tap.check(
-        &format!(
-            "node {me}: alloc_remote of {} more on node {server} returns -EDQUOT (node {server}'s limit for node {me})",
-            kib(SERVING_LIMIT)
-        ),
-        expect_no_alloc(kernel, beyond, libc::EDQUOT),
-    );
+    let point = format!("node {me}: alloc_remote of {} more on node {server} returns -EDQUOT (node {server}'s limit for node {me})", kib(SERVING_LIMIT));
+    tap.check(&point, expect_no_alloc(kernel, beyond, libc::EDQUOT));
     barrier(kernel, tap, nodes, "allocating on the previous nodes").map_err(reset_limit)?;
     let served = served_before.and_then(|before| {
         let now = read_quotas(kernel)?.served_for(limited);
@@ -1090,13 +1077,8 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
             Err(format!("it shows {now} B, before {before} B"))
         }
     });
-    tap.check(
-        &format!(
-            "node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here",
-            kib(HALF)
-        ),
-        served,
-    );
+    let point = format!("node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here", kib(HALF));
+    tap.check(&point, served);
     barrier(kernel, tap, nodes, "reading what the next nodes hold").map_err(reset_limit)?;
     let reset =
         write_quotas(kernel, &Command::NodeReset(limited)).and_then(|()| {
@@ -1110,11 +1092,9 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
         reset,
     );
     barrier(kernel, tap, nodes, "resetting the limits of the next nodes")?;
+    let point = format!("node {me}: with node {server}'s limit for node {me} back to the default, alloc_remote of {} more on node {server} returns a handle", kib(SERVING_LIMIT));
     tap.check(
-        &format!(
-            "node {me}: with node {server}'s limit for node {me} back to the default, alloc_remote of {} more on node {server} returns a handle",
-            kib(SERVING_LIMIT)
-        ),
+        &point,
         Region::alloc(kernel, server, SERVING_LIMIT, 0, password).and_then(Region::free),
     );
     if let Ok(held) = held {
@@ -1129,15 +1109,8 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster_test::tests::defects_with;
+    use crate::cluster_test::tests::{defects_with, failed_points as failures, joined};
     use crate::fake_kernel::{Defects, FakeKernel};
-
-    /// Node 1 of `nodes`, joined.
-    fn member(nodes: u32, defects: Defects) -> FakeKernel {
-        let kernel = FakeKernel::new(1, nodes, defects);
-        assert_eq!(super::super::join_with_text(&kernel, "10.0.0.1"), 1);
-        kernel
-    }
 
     fn plan(nodes: u32) -> UserPlan {
         UserPlan {
@@ -1148,14 +1121,6 @@ mod tests {
         }
     }
 
-    fn failures(points: &ChildPoints) -> Vec<&str> {
-        points
-            .iter()
-            .filter(|(_, outcome)| outcome.is_err())
-            .map(|(what, _)| what.as_str())
-            .collect()
-    }
-
     /// Gives user `uid` limits of `ALLOWANCES`.
     fn limit_user(kernel: &FakeKernel, uid: u32) {
         let limits = limits_over(&Usage::default());
@@ -1164,7 +1129,7 @@ mod tests {
 
     #[test]
     fn a_user_goes_up_to_every_limit_and_no_further() {
-        let kernel = member(2, Defects::default());
+        let kernel = joined(1, 2, Defects::default());
         let plan = plan(2);
         limit_user(&kernel, plan.uid);
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
@@ -1195,7 +1160,7 @@ mod tests {
     #[test]
     fn unenforced_quotas_fail_every_refusal() {
         let defects = defects_with(|d| d.ignore_quotas = true);
-        let kernel = member(2, defects);
+        let kernel = joined(1, 2, defects);
         let plan = plan(2);
         limit_user(&kernel, plan.uid);
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
@@ -1222,7 +1187,7 @@ mod tests {
     #[test]
     fn an_ignored_memlock_limit_is_caught() {
         let defects = defects_with(|d| d.ignore_memlock_limit = true);
-        let kernel = member(1, defects);
+        let kernel = joined(1, 1, defects);
         let plan = plan(1);
         limit_user(&kernel, plan.uid);
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
@@ -1237,7 +1202,7 @@ mod tests {
 
     #[test]
     fn a_refusal_another_limit_could_explain_is_not_counted() {
-        let kernel = member(1, Defects::default());
+        let kernel = joined(1, 1, Defects::default());
         let process = kernel.process_of_user(UID_BASE).expect("the model has one");
         let mut user = UserCalls {
             kernel: &process,
@@ -1294,7 +1259,7 @@ mod tests {
 
     #[test]
     fn other_kinds_of_child_are_left_to_the_other_cases() {
-        let kernel = member(2, Defects::default());
+        let kernel = joined(1, 2, Defects::default());
         assert_eq!(child_main(&kernel, &["leak".to_string()]), None);
         assert_eq!(child_main(&kernel, &[KIND.to_string()]), Some(2));
     }
@@ -1312,7 +1277,7 @@ mod tests {
 
     #[test]
     fn malformed_lines_that_change_limits_are_caught_and_undone() {
-        let kernel = member(2, Defects::default());
+        let kernel = joined(1, 2, Defects::default());
         let before = read_quotas(&kernel).expect("readable").limits_only();
         // What a kernel that applied part of a refused line would leave.
         write_quotas(

@@ -421,12 +421,10 @@ pub(super) fn thread_state(tid: i32) -> Option<char> {
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let me = at.me;
     let registered = register(kernel, SERVICE_PORT, MAX_MESSAGE_SIZE, "lite-test-service");
-    tap.check(
-        &format!(
-            "node {me}: register_application(port {SERVICE_PORT}, max {MAX_MESSAGE_SIZE} B) returns 0"
-        ),
-        expect_zero(registered),
+    let point = format!(
+        "node {me}: register_application(port {SERVICE_PORT}, max {MAX_MESSAGE_SIZE} B) returns 0"
     );
+    tap.check(&point, expect_zero(registered));
     std::thread::scope(|scope| {
         let servers: Vec<_> = if registered == 0 {
             (0..SERVER_THREADS)
@@ -467,12 +465,8 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
         tap.comment(&format!(
             "node {me}: the service threads answered {requests} requests"
         ));
-        tap.check(
-            &format!(
-                "node {me}: {SERVER_THREADS} service threads answered every request and returned -ESHUTDOWN or -ENOENT once the port was closed"
-            ),
-            outcome,
-        );
+        let point = format!("node {me}: {SERVER_THREADS} service threads answered every request and returned -ESHUTDOWN or -ENOENT once the port was closed");
+        tap.check(&point, outcome);
         Ok(())
     })
 }
@@ -502,11 +496,7 @@ fn served_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> 
 /// A node on its own that has joined, for the unit tests of the cases.
 #[cfg(test)]
 fn joined_node() -> crate::fake_kernel::FakeKernel {
-    let kernel = crate::fake_kernel::FakeKernel::new(1, 1, crate::fake_kernel::Defects::default());
-    // SAFETY: the address is NUL-terminated.
-    let ret = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) };
-    assert_eq!(ret, 1);
-    kernel
+    super::tests::joined(1, 1, crate::fake_kernel::Defects::default())
 }
 
 #[cfg(test)]

@@ -140,10 +140,11 @@ fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) ->
             expect_zero(kernel.umap_lmr(mapping)),
         );
         let mut buf = [0u8; 16];
+        let point = format!(
+            "node {me}: read through the unmapped handle of node {owner}'s LMR returns -EBADF"
+        );
         tap.check(
-            &format!(
-                "node {me}: read through the unmapped handle of node {owner}'s LMR returns -EBADF"
-            ),
+            &point,
             expect_errno(read_at(kernel, mapping, 0, &mut buf, owner_pw), libc::EBADF),
         );
         tap.check(

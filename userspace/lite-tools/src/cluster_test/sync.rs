@@ -350,12 +350,10 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
                 .map_err(|e| format!("add_ask_mr_table: {e}"))?;
             Ok(lmr)
         })();
-        tap.check(
-            &format!(
-                "node {me}: create_lock(node {me}) and a published counter LMR holding its number"
-            ),
-            outcome.as_ref().map(drop).map_err(Clone::clone),
+        let point = format!(
+            "node {me}: create_lock(node {me}) and a published counter LMR holding its number"
         );
+        tap.check(&point, outcome.as_ref().map(drop).map_err(Clone::clone));
         outcome.ok()
     });
     barrier(kernel, tap, nodes, "publishing the locked counter")?;
@@ -537,12 +535,10 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
             Err(format!("{} duplicates", before - olds.len()))
         }
     });
-    tap.check(
-        &format!(
-            "node {me}: the old values fetch_add returned from node {OWNER}'s LMR are all distinct"
-        ),
-        distinct,
+    let point = format!(
+        "node {me}: the old values fetch_add returned from node {OWNER}'s LMR are all distinct"
     );
+    tap.check(&point, distinct);
     let sequence = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
         let mut olds = f.local.clone();
         olds.sort_unstable();
@@ -552,12 +548,10 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
             Err(format!("got {olds:?}"))
         }
     });
-    tap.check(
-        &format!(
-            "node {me}: fetch_add on this node's atomic LMR returned each of 0..{per_node} once"
-        ),
-        sequence,
+    let point = format!(
+        "node {me}: fetch_add on this node's atomic LMR returned each of 0..{per_node} once"
     );
+    tap.check(&point, sequence);
     barrier(kernel, tap, nodes, "every node's fetch_adds")?;
 
     let total = u64::from(nodes) * per_node;
@@ -567,12 +561,9 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
             value => Err(format!("it holds {value}")),
         })
     };
-    tap.check(
-        &format!(
-            "node {me}: node {OWNER}'s atomic LMR holds {total} after every node's fetch_adds"
-        ),
-        holds(shared.clone(), total),
-    );
+    let point =
+        format!("node {me}: node {OWNER}'s atomic LMR holds {total} after every node's fetch_adds");
+    tap.check(&point, holds(shared.clone(), total));
     tap.check(
         &format!("node {me}: this node's atomic LMR holds {per_node}"),
         holds(
@@ -605,13 +596,11 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     );
     barrier(kernel, tap, nodes, "every node's compare_swp increments")?;
 
-    tap.check(
-        &format!(
-            "node {me}: node {OWNER}'s atomic LMR holds {} after every node's compare_swp increments",
-            2 * total
-        ),
-        holds(shared.clone(), 2 * total),
+    let point = format!(
+        "node {me}: node {OWNER}'s atomic LMR holds {} after every node's compare_swp increments",
+        2 * total
     );
+    tap.check(&point, holds(shared.clone(), 2 * total));
     let failing = shared.clone().and_then(|handle| {
         let current = atomic_value(kernel, handle)?;
         let wrong = current ^ 0x5a5a_5a5a_0000_0001;
@@ -772,13 +761,11 @@ fn local_lock<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Opt
         created.as_ref().map(drop).map_err(Clone::clone),
     );
     let created = created.ok()?;
-    tap.check(
-        &format!(
-            "node {me}: ask_lock(node {me}, {}) fills in the same lock",
-            created.number
-        ),
-        ask_lock(kernel, me, created.number).map(drop),
+    let point = format!(
+        "node {me}: ask_lock(node {me}, {}) fills in the same lock",
+        created.number
     );
+    tap.check(&point, ask_lock(kernel, me, created.number).map(drop));
     Some(created)
 }
 
@@ -965,16 +952,18 @@ fn priorities<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
             Err(format!("expected {expected}, got {}", describe_result(ret)))
         }
     };
-    tap.check(
-        &format!(
-            "node {me}: set_priority(HIGH) returns the initial default, NONE ({PRIORITY_NONE})"
-        ),
-        expect_value(kernel.set_priority(PRIORITY_HIGH), PRIORITY_NONE),
+    let point = format!(
+        "node {me}: set_priority(HIGH) returns the initial default, NONE ({PRIORITY_NONE})"
     );
     tap.check(
-        &format!(
-            "node {me}: set_priority(LOW) returns the previous default, HIGH ({PRIORITY_HIGH})"
-        ),
+        &point,
+        expect_value(kernel.set_priority(PRIORITY_HIGH), PRIORITY_NONE),
+    );
+    let point = format!(
+        "node {me}: set_priority(LOW) returns the previous default, HIGH ({PRIORITY_HIGH})"
+    );
+    tap.check(
+        &point,
         expect_value(kernel.set_priority(PRIORITY_LOW), PRIORITY_HIGH),
     );
     tap.check(

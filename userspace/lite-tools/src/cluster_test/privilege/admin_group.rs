@@ -358,9 +358,7 @@ mod tests {
 
     /// Node 2 of 3, joined.
     fn member(defects: Defects) -> FakeKernel {
-        let kernel = FakeKernel::new(2, 3, defects);
-        assert_eq!(join_with_text(&kernel, &CM.to_string()), 2);
-        kernel
+        crate::cluster_test::tests::joined(2, 3, defects)
     }
 
     /// The TAP output of the case on `kernel` (node 2).

@@ -49,13 +49,11 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         if ret == 0 && port != SERVICE_PORT {
             kernel.unregister_application(port);
         }
-        tap.check(
-            &format!(
-                "register_application of {what} returns -{}",
-                crate::errno::errno_name(errno)
-            ),
-            expect_errno(ret, errno),
+        let point = format!(
+            "register_application of {what} returns -{}",
+            crate::errno::errno_name(errno)
         );
+        tap.check(&point, expect_errno(ret, errno));
     }
     // SAFETY: a null name must be rejected without being read.
     let ret = unsafe { kernel.register_application(UNUSED_PORT, 64, ptr::null(), 4) };
@@ -185,13 +183,11 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         ),
     ];
     for (what, ret, errno) in calls {
-        tap.check(
-            &format!(
-                "send_reply_imm to port {SERVICE_PORT} of node {me} {what} returns -{}",
-                errno_name(errno)
-            ),
-            expect_errno(ret, errno),
+        let point = format!(
+            "send_reply_imm to port {SERVICE_PORT} of node {me} {what} returns -{}",
+            errno_name(errno)
         );
+        tap.check(&point, expect_errno(ret, errno));
     }
     let sends: [(String, c_long, i32); 3] = [
         (
@@ -214,13 +210,11 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         ),
     ];
     for (what, ret, errno) in sends {
-        tap.check(
-            &format!(
-                "send to port {SERVICE_PORT} of node {me} {what} returns -{}",
-                errno_name(errno)
-            ),
-            expect_errno(ret, errno),
+        let point = format!(
+            "send to port {SERVICE_PORT} of node {me} {what} returns -{}",
+            errno_name(errno)
         );
+        tap.check(&point, expect_errno(ret, errno));
     }
     let mut buf = [0u8; 16];
     let (ret, _) = receive(kernel, MAX_PORTS, &mut buf, true);
@@ -258,12 +252,8 @@ fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
                 size as u64,
             )
         };
-        tap.check(
-            &format!(
-                "node {me} -> node {peer}: send_reply_imm of {size} B from unmapped address 0x8 returns -EFAULT"
-            ),
-            expect_errno(ret, libc::EFAULT),
-        );
+        let point = format!("node {me} -> node {peer}: send_reply_imm of {size} B from unmapped address 0x8 returns -EFAULT");
+        tap.check(&point, expect_errno(ret, libc::EFAULT));
         // SAFETY: the request is readable; address 8 is never mapped.
         let ret = unsafe {
             kernel.send_reply_imm(
@@ -275,16 +265,13 @@ fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
                 size as u64,
             )
         };
-        tap.check(
-            &format!(
-                "node {me} -> node {peer}: send_reply_imm of {size} B with its reply to unmapped address 0x8 returns -EFAULT"
-            ),
-            expect_errno(ret, libc::EFAULT),
+        let point = format!("node {me} -> node {peer}: send_reply_imm of {size} B with its reply to unmapped address 0x8 returns -EFAULT");
+        tap.check(&point, expect_errno(ret, libc::EFAULT));
+        let point = format!(
+            "node {me} -> node {peer}: after those, an RPC of {size} B gets the transformed reply"
         );
         tap.check(
-            &format!(
-                "node {me} -> node {peer}: after those, an RPC of {size} B gets the transformed reply"
-            ),
+            &point,
             transformed_call(kernel, peer, SERVICE_PORT, &request),
         );
     }
@@ -347,13 +334,11 @@ fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
         // SAFETY: every pointer in `args` is a live buffer at least as long
         // as `valid` describes, or an address the kernel must reject.
         let ret = unsafe { kernel.send_reply_multicast(&mut args) };
-        tap.check(
-            &format!(
-                "node {me}: send_reply_multicast with {what} returns -{}",
-                crate::errno::errno_name(errno)
-            ),
-            expect_errno(ret, errno),
+        let point = format!(
+            "node {me}: send_reply_multicast with {what} returns -{}",
+            crate::errno::errno_name(errno)
         );
+        tap.check(&point, expect_errno(ret, errno));
     }
     // SAFETY: a null argument must be rejected without being read.
     let ret = unsafe { kernel.send_reply_multicast(ptr::null_mut()) };

@@ -18,24 +18,19 @@ pub(super) fn service_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, a
         let ret = kernel.query_port(node, SERVICE_PORT);
         expect_len(ret, MAX_MESSAGE_SIZE as usize).map_err(|e| format!("node {node}: {e}"))
     });
-    tap.check(
-        &format!(
-            "node {me}: query_port(every node, port {SERVICE_PORT}) returns {MAX_MESSAGE_SIZE}"
-        ),
-        lookups,
+    let point = format!(
+        "node {me}: query_port(every node, port {SERVICE_PORT}) returns {MAX_MESSAGE_SIZE}"
     );
+    tap.check(&point, lookups);
     for &node in &all {
         for (index, &size) in SIZES.iter().enumerate() {
             let priority = Priority::ALL[index % Priority::ALL.len()];
             let mut request = vec![0u8; size as usize];
             let seed = pattern::seed(&[u64::from(me), u64::from(node), size, 0x52]);
             pattern::fill(seed, 0, &mut request);
+            let point = format!("node {me} -> {}: RPC of {size} B (priority {}) gets the transformed {size} B reply", target_name(me, node), priority.name());
             tap.check(
-                &format!(
-                    "node {me} -> {}: RPC of {size} B (priority {}) gets the transformed {size} B reply",
-                    target_name(me, node),
-                    priority.name()
-                ),
+                &point,
                 transformed_call(
                     kernel,
                     node,
@@ -78,12 +73,8 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>
                 outcome_of(thread, "panicked").map_err(|e| format!("thread {caller}: {e}"))
             })
     });
-    tap.check(
-        &format!(
-            "node {me}: {CALLER_THREADS} threads x {CALLS_PER_CALLER} concurrent RPCs to all {nodes} nodes each get the reply to their own request"
-        ),
-        threads,
-    );
+    let point = format!("node {me}: {CALLER_THREADS} threads x {CALLS_PER_CALLER} concurrent RPCs to all {nodes} nodes each get the reply to their own request");
+    tap.check(&point, threads);
     let description = format!(
         "node {me}: {CALLER_CHILDREN} child processes x {CALLS_PER_CALLER} concurrent RPCs to all {nodes} nodes each get the reply to their own request"
     );
@@ -140,12 +131,8 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         }
         Ok(())
     });
-    tap.check(
-        &format!(
-            "node {me}: send_reply_multicast of 1000 B to all {nodes} nodes returns {nodes} and every reply is the transformed request"
-        ),
-        outcome,
-    );
+    let point = format!("node {me}: send_reply_multicast of 1000 B to all {nodes} nodes returns {nodes} and every reply is the transformed request");
+    tap.check(&point, outcome);
 
     // No node has the port: every entry fails on its own.
     let mut lengths = vec![i64::MIN; targets.len()];
@@ -166,12 +153,8 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
             )),
             None => Ok(()),
         });
-    tap.check(
-        &format!(
-            "node {me}: send_reply_multicast to port {UNUSED_PORT} (open nowhere) returns 0 with -ECONNREFUSED for every node"
-        ),
-        outcome,
-    );
+    let point = format!("node {me}: send_reply_multicast to port {UNUSED_PORT} (open nowhere) returns 0 with -ECONNREFUSED for every node");
+    tap.check(&point, outcome);
 
     // A node that is not a member fails its own entry only.
     let mixed = [0, me];
@@ -196,10 +179,6 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
                 .and_then(|()| compare(reply, &expected))
                 .map_err(|e| format!("node {me}: {e}"))
         });
-    tap.check(
-        &format!(
-            "node {me}: send_reply_multicast to node 0 and itself returns 1, with -EHOSTUNREACH for node 0 and its own reply"
-        ),
-        outcome,
-    );
+    let point = format!("node {me}: send_reply_multicast to node 0 and itself returns 1, with -EHOSTUNREACH for node 0 and its own reply");
+    tap.check(&point, outcome);
 }

@@ -179,22 +179,14 @@ pub(super) fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node)
         in_step.map(|()| (sent, received))
     })
     .map_err(close)?;
-    tap.check(
-        &format!(
-            "node {me}: {FLOOD_MESSAGES} one-way {FLOOD_SIZE} B messages to port {FLOOD_PORT} of each of the {nodes} nodes sent (blocking, and nonblocking retried on -EAGAIN)"
-        ),
-        sent,
-    );
+    let point = format!("node {me}: {FLOOD_MESSAGES} one-way {FLOOD_SIZE} B messages to port {FLOOD_PORT} of each of the {nodes} nodes sent (blocking, and nonblocking retried on -EAGAIN)");
+    tap.check(&point, sent);
     tap.comment(&format!(
         "node {me}: nonblocking flood sends returned -EAGAIN {} times",
         retries.load(Ordering::Relaxed)
     ));
-    tap.check(
-        &format!(
-            "node {me}: the slow receiver on port {FLOOD_PORT} got every node's {FLOOD_MESSAGES} messages exactly once, in order per sender"
-        ),
-        received,
-    );
+    let point = format!("node {me}: the slow receiver on port {FLOOD_PORT} got every node's {FLOOD_MESSAGES} messages exactly once, in order per sender");
+    tap.check(&point, received);
     barrier(kernel, tap, nodes, "draining the flood").map_err(close)?;
     tap.check(
         &format!("node {me}: unregister_application(port {FLOOD_PORT}) returns 0"),
@@ -329,13 +321,8 @@ pub(super) fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) 
     let source = previous_node(me, nodes);
     let messages = FillMessages::new();
     let (count, filled) = fill_ring(kernel, target, &messages);
-    tap.check(
-        &format!(
-            "node {me} -> {}: nonblocking {FILL_SIZE} B sends to port {FILL_PORT}, which nobody receives from yet, return -EAGAIN once the ring is full",
-            target_name(me, target)
-        ),
-        filled,
-    );
+    let point = format!("node {me} -> {}: nonblocking {FILL_SIZE} B sends to port {FILL_PORT}, which nobody receives from yet, return -EAGAIN once the ring is full", target_name(me, target));
+    tap.check(&point, filled);
     tap.comment(&format!(
         "node {me}: the ring on node {target} took {count} messages"
     ));
@@ -369,18 +356,12 @@ pub(super) fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) 
     .map_err(close)?;
     let closed = expect_zero(kernel.unregister_application(FILL_PORT))
         .map_err(|e| format!("unregister_application: {e}"));
-    tap.check(
-        &format!(
-            "node {me} -> {}: a blocking send to the full ring returns 0 once its receiver drains it",
-            target_name(me, target)
-        ),
-        counted,
+    let point = format!(
+        "node {me} -> {}: a blocking send to the full ring returns 0 once its receiver drains it",
+        target_name(me, target)
     );
-    tap.check(
-        &format!(
-            "node {me}: port {FILL_PORT} held every message node {source} sent before -EAGAIN, in order and nothing more, and was unregistered"
-        ),
-        drained.and(closed).map(drop),
-    );
+    tap.check(&point, counted);
+    let point = format!("node {me}: port {FILL_PORT} held every message node {source} sent before -EAGAIN, in order and nothing more, and was unregistered");
+    tap.check(&point, drained.and(closed).map(drop));
     Ok(())
 }

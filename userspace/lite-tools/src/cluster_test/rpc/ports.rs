@@ -28,12 +28,8 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
         )
         .map_err(|e| format!("node {node}: {e}"))
     });
-    tap.check(
-        &format!(
-            "node {me}: send_reply_imm to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED"
-        ),
-        refused,
-    );
+    let point = format!("node {me}: send_reply_imm to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED");
+    tap.check(&point, refused);
     let refused = all.clone().try_for_each(|node| {
         expect_errno(
             send(kernel, node, UNUSED_PORT, b"anyone?", false),
@@ -41,12 +37,10 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
         )
         .map_err(|e| format!("node {node}: {e}"))
     });
-    tap.check(
-        &format!(
-            "node {me}: send to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED"
-        ),
-        refused,
+    let point = format!(
+        "node {me}: send to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED"
     );
+    tap.check(&point, refused);
     let refused = all.clone().try_for_each(|node| {
         expect_errno(kernel.query_port(node, UNUSED_PORT), libc::ECONNREFUSED)
             .map_err(|e| format!("node {node}: {e}"))
@@ -115,19 +109,10 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
             receiving.join().unwrap_or(failed),
         ))
     })?;
-    tap.check(
-        &format!(
-            "node {me} -> {}: an RPC waiting on port {WAIT_PORT} returns -ECONNREFUSED when its owner unregisters the port",
-            target_name(me, target)
-        ),
-        expect_errno(called, libc::ECONNREFUSED),
-    );
-    tap.check(
-        &format!(
-            "node {me}: a receive waiting on port {IDLE_PORT} returns -ESHUTDOWN when the port is unregistered"
-        ),
-        expect_errno(received, libc::ESHUTDOWN),
-    );
+    let point = format!("node {me} -> {}: an RPC waiting on port {WAIT_PORT} returns -ECONNREFUSED when its owner unregisters the port", target_name(me, target));
+    tap.check(&point, expect_errno(called, libc::ECONNREFUSED));
+    let point = format!("node {me}: a receive waiting on port {IDLE_PORT} returns -ESHUTDOWN when the port is unregistered");
+    tap.check(&point, expect_errno(received, libc::ESHUTDOWN));
     barrier(kernel, tap, nodes, "closing ports under waiting calls")?;
 
     tap.check(
@@ -154,10 +139,11 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
         &format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again"),
         expect_zero(kernel.unregister_application(WAIT_PORT)),
     );
+    let point = format!(
+        "node {me}: unregister_application(port {WAIT_PORT}) a second time returns -ENOENT"
+    );
     tap.check(
-        &format!(
-            "node {me}: unregister_application(port {WAIT_PORT}) a second time returns -ENOENT"
-        ),
+        &point,
         expect_errno(kernel.unregister_application(WAIT_PORT), libc::ENOENT),
     );
     Ok(())
@@ -188,13 +174,8 @@ fn private_call<K: Kernel, W: Write>(
                 0 => Err("descriptor 0 for a request".to_string()),
                 _ => Ok(()),
             });
-        tap.check(
-            &format!(
-                "node {me}: receive_message on port {PRIVATE_PORT} returns the {} B request with a descriptor",
-                request.len()
-            ),
-            outcome,
-        );
+        let point = format!("node {me}: receive_message on port {PRIVATE_PORT} returns the {} B request with a descriptor", request.len());
+        tap.check(&point, outcome);
         steps(tap, descriptor);
         calling
             .join()
@@ -204,10 +185,11 @@ fn private_call<K: Kernel, W: Write>(
 
 /// Descriptor and receive errors on a port only this node uses.
 pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
+    let point = format!(
+        "node {me}: register_application(port {PRIVATE_PORT}, max {PRIVATE_MAX} B) returns 0"
+    );
     tap.check(
-        &format!(
-            "node {me}: register_application(port {PRIVATE_PORT}, max {PRIVATE_MAX} B) returns 0"
-        ),
+        &point,
         expect_zero(register(
             kernel,
             PRIVATE_PORT,

@@ -346,13 +346,8 @@ fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, roun
                 "the service threads answered {answered} requests, more than the {expected} sent: some were served twice"
             ));
         }
-        tap.check(
-            &format!(
-                "node {me}: storm round {round} on port {port}, first use: {STORM_MULTICASTERS} multicasting and {STORM_CALLERS} calling threads x {STORM_REQUESTS} requests of {} B to {STORM_MAX} B to all {nodes} nodes, started at once with port lookups, each get the transformed reply within {STORM_CALL_LIMIT:?}",
-                STORM_SIZES[0]
-            ),
-            outcome,
-        );
+        let point = format!("node {me}: storm round {round} on port {port}, first use: {STORM_MULTICASTERS} multicasting and {STORM_CALLERS} calling threads x {STORM_REQUESTS} requests of {} B to {STORM_MAX} B to all {nodes} nodes, started at once with port lookups, each get the transformed reply within {STORM_CALL_LIMIT:?}", STORM_SIZES[0]);
+        tap.check(&point, outcome);
         Ok(())
     })
 }
