@@ -86,6 +86,26 @@ pub struct TestConfig {
     pub data_budget: u64,
 }
 
+/// This node's place in the cluster for a case: its id `me` among the
+/// `nodes` (ids 1..=nodes), and the password of the LMRs it allocates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub me: u32,
+    pub nodes: u32,
+    pub password: u64,
+}
+
+impl Node {
+    /// Node `me` of `nodes`, with the password [`password_of`] gives it.
+    pub(crate) fn new(me: u32, nodes: u32) -> Node {
+        Node {
+            me,
+            nodes,
+            password: password_of(me),
+        }
+    }
+}
+
 /// A test point to run later: its description and the check itself.
 type Check<'a> = (String, Box<dyn FnOnce() -> Result<(), String> + 'a>);
 
@@ -140,9 +160,10 @@ fn run_cases<K: Kernel, W: Write>(
     me: u32,
 ) -> InStep {
     let nodes = config.nodes;
-    let password = password_of(me);
+    let at = Node::new(me, nodes);
+    let password = at.password;
     privilege::run(kernel, tap, me, config);
-    device_access::run(kernel, tap, me, nodes);
+    device_access::run(kernel, tap, at);
     // No node goes on while another may still be joining again after an
     // unprivileged leave that went through.
     io::barrier(kernel, tap, nodes, "the unprivileged processes")?;
@@ -169,7 +190,7 @@ fn run_cases<K: Kernel, W: Write>(
     }
 
     bad_input(kernel, tap, me, config, password);
-    memory_ops::run(kernel, tap, me, nodes, password);
+    memory_ops::run(kernel, tap, at);
     // From here on every barrier checks that every node entered it at the
     // same point (not before: a leave the kernel wrongly let through in
     // the cases above would take the board with it).
@@ -189,16 +210,16 @@ fn run_cases<K: Kernel, W: Write>(
         tap.bail_out("cannot check that the nodes stay in step");
         return Err(io::OutOfStep);
     }
-    sharing::run(kernel, tap, me, nodes, password)?;
-    processes::run(kernel, tap, me, nodes, password)?;
-    stress::run(kernel, tap, me, nodes, password, kernel.spawns_processes())?;
-    rpc::run(kernel, tap, me, nodes)?;
-    sync::run(kernel, tap, me, nodes)?;
+    sharing::run(kernel, tap, at)?;
+    processes::run(kernel, tap, at)?;
+    stress::run(kernel, tap, at, kernel.spawns_processes())?;
+    rpc::run(kernel, tap, at)?;
+    sync::run(kernel, tap, at)?;
     c_programs::run(kernel, tap, config.cm, me, nodes)?;
     apps::run(kernel, tap, config.cm, me, nodes)?;
     kernel_api::run(kernel, tap, nodes);
     // Last, so that the serving limits it sets disturb no other case.
-    quotas::run(kernel, tap, me, nodes, password)?;
+    quotas::run(kernel, tap, at)?;
 
     // Nobody leaves while others may still use its memory.
     io::barrier(kernel, tap, nodes, "the last case")?;
@@ -440,12 +461,11 @@ fn data_case<K: Kernel, W: Write>(
         "{label}: allocated, written and read back whole (priority {})",
         priority.name()
     );
-    let lmr = match Region::alloc(kernel, case.target, case.size, 0, password) {
-        Ok(lmr) => lmr,
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            return;
-        }
+    let Some(lmr) = tap.value_or_not_ok(
+        &description,
+        Region::alloc(kernel, case.target, case.size, 0, password),
+    ) else {
+        return;
     };
     let seed = pattern::seed(&[u64::from(me), u64::from(case.target), case.size]);
     tap.check(
@@ -537,15 +557,11 @@ fn bad_input<K: Kernel, W: Write>(
     let TestConfig { cm, nodes, .. } = *config;
     let target = next_node(me, nodes);
     let description = format!("allocate the {PROBE_SIZE} B probe LMR on node {target}");
-    let probe = match Region::alloc(kernel, target, PROBE_SIZE, 0, password) {
-        Ok(lmr) => {
-            tap.ok(&description);
-            lmr
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            return;
-        }
+    let Some(probe) = tap.check_value(
+        &description,
+        Region::alloc(kernel, target, PROBE_SIZE, 0, password),
+    ) else {
+        return;
     };
     let none = Priority::None.as_raw();
     let seed = pattern::seed(&[u64::from(me), u64::from(target), PROBE_SIZE, 0xbad]);
@@ -827,12 +843,11 @@ fn bad_allocations<K: Kernel, W: Write>(
 
 fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32, password: u64) {
     let description = format!("free of a {PROBE_SIZE} B LMR on node {target} returns 0");
-    let lmr = match Region::alloc(kernel, target, PROBE_SIZE, 0, password) {
-        Ok(lmr) => lmr,
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            return;
-        }
+    let Some(lmr) = tap.value_or_not_ok(
+        &description,
+        Region::alloc(kernel, target, PROBE_SIZE, 0, password),
+    ) else {
+        return;
     };
     let handle = lmr.handle();
     tap.check(&description, lmr.free());
@@ -877,11 +892,7 @@ mod tests {
             nodes,
             data_budget: TEST_BUDGET,
         };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(kernel, &mut tap, &config);
-        let summary = tap.finish();
-        (String::from_utf8_lossy(&out).into_owned(), summary)
+        crate::tap::capture(|tap| run(kernel, tap, &config))
     }
 
     /// Runs the test on every node of a cluster at once, one thread per
@@ -913,6 +924,26 @@ mod tests {
             assert_eq!(kernels[0].open_ports(), 0, "RPC ports left open");
         }
         results
+    }
+
+    /// Node `id` of `nodes`, joined through the manager at 10.0.0.1.
+    pub(super) fn joined(id: u32, nodes: u32, defects: Defects) -> FakeKernel {
+        let kernel = FakeKernel::new(id, nodes, defects);
+        assert_eq!(join_with_text(&kernel, "10.0.0.1"), c_long::from(id));
+        kernel
+    }
+
+    /// The descriptions of the failed points a child reported.
+    pub(super) fn failed_points(points: &processes::ChildPoints) -> Vec<&str> {
+        let failed = points.iter().filter(|(_, outcome)| outcome.is_err());
+        failed.map(|(what, _)| what.as_str()).collect()
+    }
+
+    /// The defects `set` switches on, and no others.
+    pub(super) fn defects_with(set: fn(&mut Defects)) -> Defects {
+        let mut defects = Defects::default();
+        set(&mut defects);
+        defects
     }
 
     fn failures(output: &str) -> Vec<&str> {
@@ -1037,38 +1068,8 @@ mod tests {
     }
 
     #[test]
-    fn unenforced_permissions_are_caught() {
-        let defects = Defects {
-            ignore_permissions: true,
-            ..Defects::default()
-        };
-        let results = run_cluster(3, defects);
-        for (output, summary) in &results {
-            let failed = failures(output);
-            assert!(!summary.all_passed());
-            for expected in [
-                "rdma_read without READ returns -EPERM",
-                "rdma_write without WRITE returns -EPERM",
-                "remote_memset without WRITE returns -EPERM",
-                "memcpy to a destination without WRITE returns -EPERM",
-                "free of a mapping (no ADMIN) returns -EPERM",
-                "add_ask_mr_table of an LMR registered without SHARE returns -EPERM",
-                "ask_lmr asking only WRITE of a READ-only name returns -EPERM",
-            ] {
-                assert!(
-                    failed.iter().any(|l| l.contains(expected)),
-                    "{expected}: {failed:?}"
-                );
-            }
-        }
-    }
-
-    #[test]
     fn unenforced_quotas_are_caught() {
-        let defects = Defects {
-            ignore_quotas: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.ignore_quotas = true);
         for (me, (output, _)) in (1..).zip(run_cluster(3, defects)) {
             let failed = failures(&output);
             let uid = quotas::UID_BASE + me;
@@ -1095,61 +1096,202 @@ mod tests {
         }
     }
 
-    #[test]
-    fn memmove_that_only_copies_forwards_is_caught() {
-        let defects = Defects {
-            memmove_forward_only: true,
-            ..Defects::default()
-        };
-        for (output, _) in run_cluster(2, defects) {
-            let failed = failures(&output);
-            assert_eq!(failed.len(), 3, "{failed:?}");
-            assert!(
-                failed
-                    .iter()
-                    .all(|l| l.contains("memmove overlapping upwards (destination above source)")),
-                "{failed:?}"
-            );
+    /// A defect of the model and what the run must show on each node it
+    /// checks.
+    struct Caught {
+        defects: Defects,
+        nodes: u32,
+        /// The nodes whose output is checked, by index; all when empty.
+        checked: &'static [usize],
+        /// The exact number of failures, or the least with `at_least`.
+        failures: Option<usize>,
+        at_least: bool,
+        /// The first failures, in order, each by its whole description
+        /// (from ` - `) or by a part of it.
+        first: &'static [&'static str],
+        /// Failures that must be among them all, named the same way.
+        among: &'static [&'static str],
+        /// Part of every failure's line.
+        every: Option<&'static str>,
+        /// Parts of the output, diagnostics included.
+        output: &'static [&'static str],
+    }
+
+    /// What the defect `set` switches on must at least cause on each of
+    /// two nodes.
+    fn caught(set: fn(&mut Defects)) -> Caught {
+        Caught {
+            defects: defects_with(set),
+            nodes: 2,
+            checked: &[],
+            failures: None,
+            at_least: false,
+            first: &[],
+            among: &[],
+            every: None,
+            output: &[],
         }
     }
 
-    #[test]
-    fn missing_revocation_is_caught() {
-        let defects = Defects {
-            no_revocation: true,
-            ..Defects::default()
-        };
-        for (output, _) in run_cluster(3, defects) {
-            let failed = failures(&output);
-            // read, write, memset, read_async on both revoked LMRs.
-            assert_eq!(failed.len(), 8, "{failed:?}");
-            assert!(
-                failed.iter().all(|l| l.contains("EKEYREVOKED")),
-                "{failed:?}"
-            );
+    /// Whether a failure's `line` is the test point `expected` names.
+    fn names(line: &str, expected: &str) -> bool {
+        if expected.starts_with(" - ") {
+            line.ends_with(expected)
+        } else {
+            line.contains(expected)
         }
     }
 
-    #[test]
-    fn rings_that_drop_messages_when_full_are_caught() {
-        let defects = Defects {
-            drop_when_full: true,
-            ..Defects::default()
-        };
-        for (output, _) in run_cluster(3, defects) {
-            let failed = failures(&output);
-            assert_eq!(failed.len(), 3, "{failed:?}");
-            for expected in [
-                "return -EAGAIN once the ring is full",
-                "held every message node",
-                "got every node's 2000 messages exactly once",
-            ] {
-                assert!(
-                    failed.iter().any(|l| l.contains(expected)),
-                    "{expected}: {failed:?}"
-                );
+    fn check_caught(case: &Caught) {
+        let results = run_cluster(case.nodes, case.defects);
+        for (index, (output, summary)) in results.iter().enumerate() {
+            if !case.checked.is_empty() && !case.checked.contains(&index) {
+                continue;
+            }
+            let failed = failures(output);
+            let context = format!("{:?}: {failed:?}", case.defects);
+            assert!(!summary.all_passed(), "{context}");
+            match case.failures {
+                Some(least) if case.at_least => assert!(failed.len() >= least, "{context}"),
+                Some(count) => assert_eq!(failed.len(), count, "{context}"),
+                None => {}
+            }
+            assert!(failed.len() >= case.first.len(), "{context}");
+            for (line, expected) in failed.iter().zip(case.first) {
+                assert!(names(line, expected), "{expected}: {context}");
+            }
+            for expected in case.among {
+                let found = failed.iter().any(|line| names(line, expected));
+                assert!(found, "{expected}: {context}");
+            }
+            if let Some(part) = case.every {
+                assert!(failed.iter().all(|l| l.contains(part)), "{context}");
+            }
+            for expected in case.output {
+                assert!(output.contains(expected), "{expected}: {output}");
             }
         }
+    }
+
+    #[test]
+    fn defects_of_the_model_are_caught() {
+        let cases = [
+            Caught {
+                nodes: 3,
+                among: &[
+                    "rdma_read without READ returns -EPERM",
+                    "rdma_write without WRITE returns -EPERM",
+                    "remote_memset without WRITE returns -EPERM",
+                    "memcpy to a destination without WRITE returns -EPERM",
+                    "free of a mapping (no ADMIN) returns -EPERM",
+                    "add_ask_mr_table of an LMR registered without SHARE returns -EPERM",
+                    "ask_lmr asking only WRITE of a READ-only name returns -EPERM",
+                ],
+                ..caught(|d| d.ignore_permissions = true)
+            },
+            Caught {
+                failures: Some(3),
+                every: Some("memmove overlapping upwards (destination above source)"),
+                ..caught(|d| d.memmove_forward_only = true)
+            },
+            // read, write, memset, read_async on both revoked LMRs.
+            Caught {
+                nodes: 3,
+                failures: Some(8),
+                every: Some("EKEYREVOKED"),
+                ..caught(|d| d.no_revocation = true)
+            },
+            Caught {
+                nodes: 3,
+                failures: Some(3),
+                among: &[
+                    "return -EAGAIN once the ring is full",
+                    "held every message node",
+                    "got every node's 2000 messages exactly once",
+                ],
+                ..caught(|d| d.drop_when_full = true)
+            },
+            // Nobody ever waited, which the statistics show.
+            Caught {
+                nodes: 3,
+                failures: Some(2),
+                first: &[
+                    "'s locked counter holds exactly 180 (3 nodes x 60)",
+                    "the lock waits of the order case",
+                ],
+                ..caught(|d| d.lock_not_exclusive = true)
+            },
+            Caught {
+                failures: Some(1),
+                first: &["waiters asking 300ms apart get the lock in the order they asked"],
+                output: &["# they got it in the order [2, 1, 0]"],
+                ..caught(|d| d.lock_serves_newest_first = true)
+            },
+            Caught {
+                nodes: 3,
+                among: &[
+                    "'s atomic LMR holds 180 after every node's fetch_adds",
+                    "the old values fetch_add returned from node 1's LMR are all distinct",
+                    "after every node's compare_swp increments",
+                ],
+                ..caught(|d| d.atomics_not_atomic = true)
+            },
+            Caught {
+                checked: &[0],
+                every: Some("LMR"),
+                output: &["data read back differs"],
+                ..caught(|d| d.misplace_later_chunks = true)
+            },
+            // The write with the wrong password went through.
+            Caught {
+                nodes: 3,
+                checked: &[1],
+                failures: Some(7),
+                at_least: true,
+                first: &[
+                    " - rdma_write of 16 B with a wrong password returns -EACCES",
+                    " - rdma_read of 16 B with a wrong password returns -EACCES",
+                    " - the rejected writes left the probe LMR unchanged",
+                ],
+                among: &[
+                    " - add_ask_mr_table with a wrong password returns -EACCES",
+                    " - rdma_write_async with a wrong password returns -EACCES",
+                    " - node 2: ask_lmr(node 1, wrapped name) with a wrong password returns -EACCES",
+                ],
+                ..caught(|d| d.ignore_password = true)
+            },
+            Caught {
+                checked: &[0],
+                first: &[
+                    " - rdma_write after free returns -EBADF",
+                    " - rdma_read after free returns -EBADF",
+                ],
+                ..caught(|d| d.keep_freed_handles = true)
+            },
+            // Three nodes, so that the chunks a leaving node holds can
+            // move. Joined again with its id, the node goes on with the
+            // test; only the probe LMR its leave freed is missed.
+            Caught {
+                nodes: 3,
+                failures: Some(3),
+                first: &[
+                    " - leave(0x2) (unknown flag) returns -EINVAL",
+                    " - the rejected writes left the probe LMR unchanged",
+                    " - free the probe LMR",
+                ],
+                output: &[
+                    "the node left the cluster; joining again returned",
+                    " - get_node_id still returns ",
+                ],
+                ..caught(|d| d.leave_accepts_unknown_flags = true)
+            },
+        ];
+        // One cluster per case, all at once, as separate tests would run.
+        std::thread::scope(|scope| {
+            for case in &cases {
+                scope.spawn(move || check_caught(case));
+            }
+        });
     }
 
     #[test]
@@ -1190,37 +1332,8 @@ mod tests {
     }
 
     #[test]
-    fn a_leave_that_accepts_an_unknown_flag_is_caught_and_undone() {
-        let defects = Defects {
-            leave_accepts_unknown_flags: true,
-            ..Defects::default()
-        };
-        // Three nodes, so that the chunks a leaving node holds can move.
-        for (output, _) in run_cluster(3, defects) {
-            let failed = failures(&output);
-            assert!(
-                failed[0].ends_with(" - leave(0x2) (unknown flag) returns -EINVAL"),
-                "{failed:?}"
-            );
-            assert!(
-                output.contains("the node left the cluster; joining again returned"),
-                "{output}"
-            );
-            // Joined again with its id, the node goes on with the test; only
-            // the probe LMR its leave freed is missed.
-            assert!(output.contains(" - get_node_id still returns "), "{output}");
-            assert_eq!(failed.len(), 3, "{failed:?}");
-            assert!(failed[1].ends_with(" - the rejected writes left the probe LMR unchanged"));
-            assert!(failed[2].ends_with(" - free the probe LMR"));
-        }
-    }
-
-    #[test]
     fn an_unprivileged_join_that_is_not_refused_is_caught() {
-        let defects = Defects {
-            join_without_privilege: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.join_without_privilege = true);
         for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
             let failed = failures(&output);
             assert_eq!(failed.len(), 6, "{failed:?}");
@@ -1261,10 +1374,7 @@ mod tests {
 
     #[test]
     fn an_admin_group_that_gives_no_privilege_is_caught() {
-        let defects = Defects {
-            ignore_admin_group: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.ignore_admin_group = true);
         for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
             let group = 4300 + me;
             let who = format!(
@@ -1292,120 +1402,6 @@ mod tests {
                 "{output}"
             );
         }
-    }
-
-    #[test]
-    fn locks_that_are_not_exclusive_are_caught() {
-        let defects = Defects {
-            lock_not_exclusive: true,
-            ..Defects::default()
-        };
-        for (output, _) in run_cluster(3, defects) {
-            let failed = failures(&output);
-            assert_eq!(failed.len(), 2, "{failed:?}");
-            assert!(
-                failed[0].contains("'s locked counter holds exactly 180 (3 nodes x 60)"),
-                "{failed:?}"
-            );
-            // Nobody ever waited, which the statistics show.
-            assert!(
-                failed[1].contains("the lock waits of the order case"),
-                "{failed:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn locks_that_serve_the_newest_waiter_first_are_caught() {
-        let defects = Defects {
-            lock_serves_newest_first: true,
-            ..Defects::default()
-        };
-        for (output, _) in run_cluster(2, defects) {
-            let failed = failures(&output);
-            assert_eq!(failed.len(), 1, "{failed:?}");
-            assert!(
-                failed[0]
-                    .contains("waiters asking 300ms apart get the lock in the order they asked"),
-                "{failed:?}"
-            );
-            assert!(
-                output.contains("# they got it in the order [2, 1, 0]"),
-                "{output}"
-            );
-        }
-    }
-
-    #[test]
-    fn atomics_that_are_not_atomic_are_caught() {
-        let defects = Defects {
-            atomics_not_atomic: true,
-            ..Defects::default()
-        };
-        for (output, _) in run_cluster(3, defects) {
-            let failed = failures(&output);
-            for expected in [
-                "'s atomic LMR holds 180 after every node's fetch_adds",
-                "the old values fetch_add returned from node 1's LMR are all distinct",
-                "after every node's compare_swp increments",
-            ] {
-                assert!(
-                    failed.iter().any(|l| l.contains(expected)),
-                    "{expected}: {failed:?}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn misplaced_chunks_are_caught() {
-        let defects = Defects {
-            misplace_later_chunks: true,
-            ..Defects::default()
-        };
-        let (output, summary) = run_cluster(2, defects).remove(0);
-        assert!(!summary.all_passed());
-        let failed = failures(&output);
-        assert!(failed.iter().all(|l| l.contains("LMR")), "{failed:?}");
-        assert!(output.contains("data read back differs"), "{output}");
-    }
-
-    #[test]
-    fn unchecked_passwords_are_caught() {
-        let defects = Defects {
-            ignore_password: true,
-            ..Defects::default()
-        };
-        let (output, summary) = run_cluster(3, defects).remove(1);
-        let failed = failures(&output);
-        assert!(summary.failed >= 7, "{failed:?}");
-        assert!(failed[0].ends_with(" - rdma_write of 16 B with a wrong password returns -EACCES"));
-        assert!(failed[1].ends_with(" - rdma_read of 16 B with a wrong password returns -EACCES"));
-        // The write with the wrong password went through.
-        assert!(failed[2].ends_with(" - the rejected writes left the probe LMR unchanged"));
-        for expected in [
-            " - add_ask_mr_table with a wrong password returns -EACCES",
-            " - rdma_write_async with a wrong password returns -EACCES",
-            " - node 2: ask_lmr(node 1, wrapped name) with a wrong password returns -EACCES",
-        ] {
-            assert!(
-                failed.iter().any(|l| l.ends_with(expected)),
-                "{expected}: {failed:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn handles_usable_after_free_are_caught() {
-        let defects = Defects {
-            keep_freed_handles: true,
-            ..Defects::default()
-        };
-        let (output, _) = run_cluster(2, defects).remove(0);
-        let failed = failures(&output);
-        assert!(failed.len() >= 2, "{failed:?}");
-        assert!(failed[0].ends_with(" - rdma_write after free returns -EBADF"));
-        assert!(failed[1].ends_with(" - rdma_read after free returns -EBADF"));
     }
 
     /// Like [`run_cluster`], failing (rather than hanging) if the run does
@@ -1556,10 +1552,7 @@ mod tests {
 
     #[test]
     fn a_failed_join_bails_out() {
-        let defects = Defects {
-            refuse_join: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.refuse_join = true);
         let (output, summary) = run_against(&FakeKernel::new(1, 2, defects), 2);
         assert_eq!(summary.failed, 1, "{output}");
         assert_eq!(summary.passed, 24);

@@ -78,6 +78,14 @@ pub fn next_node(me: u32, nodes: u32) -> u32 {
     (me % nodes) + 1
 }
 
+/// The node whose next node in the ring 1..=nodes is `me`.
+pub fn previous_node(me: u32, nodes: u32) -> u32 {
+    if nodes == 0 {
+        return me;
+    }
+    (me + nodes - 2) % nodes + 1
+}
+
 /// The nodes 1..=nodes other than `me`, in ring order starting after `me`.
 pub fn others_in_ring_order(me: u32, nodes: u32) -> Vec<u32> {
     let mut others = Vec::new();
@@ -173,6 +181,11 @@ mod tests {
         assert_eq!(next_node(1, 3), 2);
         assert_eq!(next_node(3, 3), 1);
         assert_eq!(next_node(1, 1), 1);
+        for nodes in 1..=4 {
+            for me in 1..=nodes {
+                assert_eq!(next_node(previous_node(me, nodes), nodes), me);
+            }
+        }
         assert_eq!(others_in_ring_order(2, 4), vec![3, 4, 1]);
         assert_eq!(others_in_ring_order(4, 4), vec![1, 2, 3]);
         assert!(others_in_ring_order(1, 1).is_empty());

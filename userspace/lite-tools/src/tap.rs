@@ -85,6 +85,33 @@ impl<W: Write> Tap<W> {
         }
     }
 
+    /// Reports `outcome` as one test point; returns its value if it passed.
+    pub fn check_value<T>(&mut self, description: &str, outcome: Result<T, String>) -> Option<T> {
+        match outcome {
+            Ok(value) => {
+                self.ok(description);
+                Some(value)
+            }
+            Err(reason) => {
+                self.not_ok(description, &reason);
+                None
+            }
+        }
+    }
+
+    /// Reports a failed `outcome` as test point `description`, for a
+    /// step whose success a later point reports; returns its value if it
+    /// succeeded, reporting nothing.
+    pub fn value_or_not_ok<T>(
+        &mut self,
+        description: &str,
+        outcome: Result<T, String>,
+    ) -> Option<T> {
+        outcome
+            .map_err(|reason| self.not_ok(description, &reason))
+            .ok()
+    }
+
     /// Reports a test point that could not be run here; TAP counts it as passed.
     pub fn skip(&mut self, description: &str, reason: &str) {
         self.points += 1;
@@ -147,6 +174,16 @@ fn sanitize(description: &str) -> String {
             c => c,
         })
         .collect()
+}
+
+/// The TAP text and summary of the points `report` makes, for tests.
+#[cfg(test)]
+pub(crate) fn capture(report: impl FnOnce(&mut Tap<&mut Vec<u8>>)) -> (String, TapSummary) {
+    let mut out = Vec::new();
+    let mut tap = Tap::new(&mut out);
+    report(&mut tap);
+    let summary = tap.finish();
+    (String::from_utf8_lossy(&out).into_owned(), summary)
 }
 
 #[cfg(test)]

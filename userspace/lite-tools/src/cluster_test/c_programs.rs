@@ -152,12 +152,10 @@ fn rpc_example<W: Write>(tap: &mut Tap<W>, cm: &str, me: u32, nodes: u32) {
             &[cm.to_string(), "client".into(), RPC_SERVER.to_string()],
         )
         .and_then(|f| judge(&f, &["hello -> ", "remote -> ", "procedure -> "]));
-        tap.check(
-            &format!(
-                "node {me}: lite_rpc client gets a reply to each request from node {RPC_SERVER}"
-            ),
-            outcome,
+        let point = format!(
+            "node {me}: lite_rpc client gets a reply to each request from node {RPC_SERVER}"
         );
+        tap.check(&point, outcome);
     }
 }
 

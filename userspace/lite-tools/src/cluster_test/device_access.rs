@@ -16,6 +16,7 @@
 
 use std::io::Write;
 
+use crate::cluster_test::Node;
 use crate::debugfs::ACCESS_PROBE_FILE;
 use crate::kernel::Kernel;
 use crate::tap::Tap;
@@ -26,7 +27,8 @@ const CHECKS: usize = 6;
 
 /// Runs the device's access checks from this node against its `nodes - 1`
 /// peers and reports each.
-pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     let what = format!("node {me}: the peers' devices confine remote access to LITE's regions");
     if !kernel.has_rdma_device() {
         tap.skip(&what, "an in-memory model has no device to probe");

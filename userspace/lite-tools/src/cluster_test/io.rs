@@ -322,3 +322,11 @@ impl Drop for UserPages {
         unsafe { libc::munmap(self.address.cast(), self.len) };
     }
 }
+
+/// What a scoped thread returned; `Err(panicked)` if it panicked.
+pub(crate) fn outcome_of<T>(
+    thread: std::thread::ScopedJoinHandle<'_, Result<T, String>>,
+    panicked: &str,
+) -> Result<T, String> {
+    thread.join().unwrap_or_else(|_| Err(panicked.to_string()))
+}

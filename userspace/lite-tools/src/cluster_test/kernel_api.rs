@@ -122,6 +122,7 @@ fn report<W: Write>(tap: &mut Tap<W>, results: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tap::capture;
 
     const RESULTS: &str = "KTAP version 1\n\
         # Subtest: lite_cluster\n\
@@ -166,21 +167,13 @@ mod tests {
 
     #[test]
     fn only_passed_cases_pass() {
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        report(&mut tap, RESULTS);
-        let summary = tap.finish();
+        let (_, summary) = capture(|tap| report(tap, RESULTS));
         assert_eq!((summary.passed, summary.failed), (3, 2));
         let all_ok = RESULTS
             .replace("not ok 2", "ok 2")
             .replace(" # SKIP needs a joined cluster of 2+ nodes", "");
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        report(&mut tap, &all_ok);
-        assert!(tap.finish().all_passed());
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        report(&mut tap, "KTAP version 1\n");
-        assert_eq!(tap.finish().failed as usize, CASES.len());
+        assert!(capture(|tap| report(tap, &all_ok)).1.all_passed());
+        let (_, summary) = capture(|tap| report(tap, "KTAP version 1\n"));
+        assert_eq!(summary.failed as usize, CASES.len());
     }
 }

@@ -28,7 +28,7 @@ use lite::sys::CM_DEFAULT_PORT;
 use lite_cluster_manager::cm_wire::Message;
 use lite_cluster_manager::frame::{read_message, write_message, ProtocolError};
 
-use super::processes::{collect, finish, spawn};
+use super::processes::{collect, finish, report_point, spawn};
 use super::TestConfig;
 use crate::errno::{describe_result, errno_name, expect_errno};
 use crate::kernel::Kernel;
@@ -309,10 +309,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     };
     let manager = SocketAddr::new(IpAddr::V4(ip), port);
     let what = case.description(manager);
-    match join_refused(kernel, case, manager) {
-        Ok(()) => crate::say(format_args!("ok {what}")),
-        Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
-    }
+    report_point(&what, join_refused(kernel, case, manager));
     Some(0)
 }
 
@@ -368,11 +365,7 @@ mod tests {
             nodes: 1,
             data_budget: 0,
         };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(&kernel, &mut tap, &config, false);
-        let summary = tap.finish();
-        let output = String::from_utf8_lossy(&out);
+        let (output, summary) = crate::tap::capture(|tap| run(&kernel, tap, &config, false));
         assert_eq!(
             output.matches(&format!("# SKIP {WHY_SKIPPED}")).count(),
             3,

@@ -17,6 +17,7 @@ use super::io::{
     UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
+use crate::cluster_test::Node;
 use crate::deadline::{retry_while_busy, Deadline, Retried};
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -93,13 +94,8 @@ impl<'k, K: Kernel> Mirrored<'k, K> {
 }
 
 /// Runs every case of this module.
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let next = next_node(me, nodes);
     let spread = if nodes > 1 { NODE_SPREAD } else { me };
     let mut lmrs = Vec::new();
@@ -129,7 +125,7 @@ pub(super) fn run<K: Kernel, W: Write>(
     }
     async_cases(kernel, tap, me, next, password);
     stats_cases(kernel, tap, me, next, password);
-    large_spread(kernel, tap, me, nodes, password);
+    large_spread(kernel, tap, at);
     bad_input(kernel, tap, me, next, password);
 }
 
@@ -157,14 +153,12 @@ fn memset_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [M
         let outcome = outcome
             .and_then(|()| expect_zero(ret).map_err(|e| format!("memset of 0 B: {e}")))
             .and_then(|()| lmr.verify(kernel));
-        tap.check(
-            &format!(
-                "remote_memset on the LMR on {} with bytes 0x5a, 0x00, 0xff, 0x01, 0x80 \
-                 across the chunk boundary reads back byte for byte",
-                lmr.label
-            ),
-            outcome,
+        let point = format!(
+            "remote_memset on the LMR on {} with bytes 0x5a, 0x00, 0xff, 0x01, 0x80 \
+             across the chunk boundary reads back byte for byte",
+            lmr.label
         );
+        tap.check(&point, outcome);
     }
 }
 
@@ -274,13 +268,11 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
         } else {
             format!(" ({} -> {})", lmrs[copy.src].label, lmrs[copy.dst].label)
         };
-        tap.check(
-            &format!(
-                "{}{within}: {} B from offset {} to {} reads back byte for byte",
-                copy.what, copy.len, copy.src_offset, copy.dst_offset
-            ),
-            outcome,
+        let point = format!(
+            "{}{within}: {} B from offset {} to {} reads back byte for byte",
+            copy.what, copy.len, copy.src_offset, copy.dst_offset
         );
+        tap.check(&point, outcome);
     }
     let (a, b) = (lmrs[local].handle(), lmrs[remote].handle());
     tap.check(
@@ -298,6 +290,37 @@ const IN_FLIGHT: u64 = 32;
 /// Size of each of them.
 const ASYNC_PIECE: u64 = 16 * KIB;
 
+/// Starts an `rdma_write_async` of each [`ASYNC_PIECE`] of `data`, the
+/// first at `base`; the operations started and the first failure.
+fn write_pieces_async<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    data: &[u8],
+    base: u64,
+    password: u64,
+) -> (Vec<u64>, Result<(), String>) {
+    let mut ops = Vec::new();
+    for (i, piece) in (0..).zip(data.chunks(ASYNC_PIECE as usize)) {
+        // SAFETY: the data is taken before the call returns.
+        let ret = unsafe {
+            kernel.rdma_write_async(
+                handle,
+                piece.as_ptr().cast(),
+                ASYNC_PIECE,
+                base + i * ASYNC_PIECE,
+                PRIORITY_NONE,
+                password,
+            )
+        };
+        if ret <= 0 {
+            let failed = format!("write_async {i} returned {}", describe_result(ret));
+            return (ops, Err(failed));
+        }
+        ops.push(ret.unsigned_abs());
+    }
+    (ops, Ok(()))
+}
+
 fn async_cases<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
@@ -307,15 +330,11 @@ fn async_cases<K: Kernel, W: Write>(
 ) {
     let description =
         format!("node {me}: {OPS_LMR_SIZE} B LMR on node {target} for asynchronous I/O allocated");
-    let lmr = match Region::alloc(kernel, target, OPS_LMR_SIZE, 0, password) {
-        Ok(lmr) => {
-            tap.ok(&description);
-            lmr
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            return;
-        }
+    let Some(lmr) = tap.check_value(
+        &description,
+        Region::alloc(kernel, target, OPS_LMR_SIZE, 0, password),
+    ) else {
+        return;
     };
     let handle = lmr.handle();
     let seed = pattern::seed(&[u64::from(me), u64::from(target), 0xa5c]);
@@ -325,27 +344,7 @@ fn async_cases<K: Kernel, W: Write>(
 
     let mut data = vec![0u8; (IN_FLIGHT * ASYNC_PIECE) as usize];
     pattern::fill(seed, base, &mut data);
-    let mut ops = Vec::new();
-    let mut outcome = Ok(());
-    for i in 0..IN_FLIGHT {
-        let piece = &data[(i * ASYNC_PIECE) as usize..((i + 1) * ASYNC_PIECE) as usize];
-        // SAFETY: the data is taken before the call returns.
-        let ret = unsafe {
-            kernel.rdma_write_async(
-                handle,
-                piece.as_ptr().cast(),
-                ASYNC_PIECE,
-                offset_of(i),
-                PRIORITY_NONE,
-                password,
-            )
-        };
-        if ret <= 0 {
-            outcome = Err(format!("write_async {i} returned {}", describe_result(ret)));
-            break;
-        }
-        ops.push(ret.unsigned_abs());
-    }
+    let (ops, mut outcome) = write_pieces_async(kernel, handle, &data, base, password);
     for (i, &op) in ops.iter().enumerate() {
         let ret = kernel.async_wait(op, 0);
         if ret != 0 && outcome.is_ok() {
@@ -356,12 +355,9 @@ fn async_cases<K: Kernel, W: Write>(
         let back = read_vec(kernel, handle, base, data.len(), password)?;
         pattern::verify(seed, base, &back).map_err(|m| format!("read back: {m}"))
     });
-    tap.check(
-        &format!(
-            "{IN_FLIGHT} rdma_write_async of {ASYNC_PIECE} B in flight, each waited for, land"
-        ),
-        outcome,
-    );
+    let point =
+        format!("{IN_FLIGHT} rdma_write_async of {ASYNC_PIECE} B in flight, each waited for, land");
+    tap.check(&point, outcome);
 
     // Reads in flight: each into its own buffer, checked after its wait.
     let mut buffers = vec![vec![0u8; ASYNC_PIECE as usize]; IN_FLIGHT as usize];
@@ -448,29 +444,7 @@ fn async_cases<K: Kernel, W: Write>(
     let seed2 = pattern::seed(&[seed, 2]);
     let mut data2 = vec![0u8; (8 * ASYNC_PIECE) as usize];
     pattern::fill(seed2, base, &mut data2);
-    let mut ops = Vec::new();
-    let mut outcome = Ok(());
-    for i in 0..8u64 {
-        let piece = &data2[(i * ASYNC_PIECE) as usize..((i + 1) * ASYNC_PIECE) as usize];
-        // SAFETY: the data is taken before the call returns.
-        let ret = unsafe {
-            kernel.rdma_write_async(
-                handle,
-                piece.as_ptr().cast(),
-                ASYNC_PIECE,
-                offset_of(i),
-                PRIORITY_NONE,
-                password,
-            )
-        };
-        match u64::try_from(ret) {
-            Ok(op) if op > 0 => ops.push(op),
-            _ => {
-                outcome = Err(format!("write_async {i} returned {}", describe_result(ret)));
-                break;
-            }
-        }
-    }
+    let (ops, outcome) = write_pieces_async(kernel, handle, &data2, base, password);
     let fenced = kernel.fence();
     let outcome = outcome
         .and_then(|()| expect_zero(fenced).map_err(|e| format!("fence: {e}")))
@@ -575,13 +549,8 @@ fn stats_cases<K: Kernel, W: Write>(
 /// Sampled bytes per chunk of the large spread LMR, at four places.
 const SAMPLE: u64 = 512;
 
-fn large_spread<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) {
+fn large_spread<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let target = if nodes > 1 { NODE_SPREAD } else { me };
     let size = LARGE_SPREAD_SIZE;
     let label = format!(
@@ -589,15 +558,11 @@ fn large_spread<K: Kernel, W: Write>(
         size >> 20,
         target_name(me, target)
     );
-    let lmr = match Region::alloc(kernel, target, size, 0, password) {
-        Ok(lmr) => {
-            tap.ok(&format!("{label} allocated"));
-            lmr
-        }
-        Err(reason) => {
-            tap.not_ok(&format!("{label} allocated"), &reason);
-            return;
-        }
+    let Some(lmr) = tap.check_value(
+        &format!("{label} allocated"),
+        Region::alloc(kernel, target, size, 0, password),
+    ) else {
+        return;
     };
     let seed = pattern::seed(&[u64::from(me), size, 0x5bead]);
     let chunks = size / CHUNK_SIZE;
@@ -662,11 +627,12 @@ fn large_spread<K: Kernel, W: Write>(
     // is as large as the request in case the kernel ignored the limit.
     let mut big = vec![0u8; (MAX_ASYNC_SIZE + 1) as usize];
     let big_ptr = big.as_mut_ptr().cast();
+    let point = format!(
+        "rdma_read_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
+        MAX_ASYNC_SIZE + 1
+    );
     tap.check(
-        &format!(
-            "rdma_read_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
-            MAX_ASYNC_SIZE + 1
-        ),
+        &point,
         expect_async_read_errno(
             kernel,
             lmr.handle(),
@@ -678,11 +644,12 @@ fn large_spread<K: Kernel, W: Write>(
         ),
     );
     let big_ptr = big.as_ptr().cast();
+    let point = format!(
+        "rdma_write_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
+        MAX_ASYNC_SIZE + 1
+    );
     tap.check(
-        &format!(
-            "rdma_write_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
-            MAX_ASYNC_SIZE + 1
-        ),
+        &point,
         expect_async_write_errno(
             kernel,
             lmr.handle(),
@@ -716,15 +683,11 @@ fn bad_input<K: Kernel, W: Write>(
     password: u64,
 ) {
     let description = format!("node {me}: 4096 B probe LMR for the new calls' bad input allocated");
-    let lmr = match Region::alloc(kernel, target, 4096, 0, password) {
-        Ok(lmr) => {
-            tap.ok(&description);
-            lmr
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            return;
-        }
+    let Some(lmr) = tap.check_value(
+        &description,
+        Region::alloc(kernel, target, 4096, 0, password),
+    ) else {
+        return;
     };
     let h = lmr.handle();
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);

@@ -34,7 +34,7 @@ use std::process::{Child, Command, Stdio};
 use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
-use super::processes::{collect, finish, ChildPoints, CHILD_SUBCOMMAND};
+use super::processes::{collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND};
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
 };
@@ -253,19 +253,13 @@ fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe,
                     .map_err(|e| format!("get_total_node: {e}"))
             })
     };
-    tap.check(
-        &format!(
-            "node {me}: still a member after the unprivileged process (get_node_id returns {me}, get_total_node {total})"
-        ),
-        outcome,
+    let point = format!("node {me}: still a member after the unprivileged process (get_node_id returns {me}, get_total_node {total})");
+    tap.check(&point, outcome);
+    let point = format!(
+        "node {me}: this process can still allocate, write, read and free a {LMR_SIZE} B LMR on {}",
+        target_name(me, target)
     );
-    tap.check(
-        &format!(
-            "node {me}: this process can still allocate, write, read and free a {LMR_SIZE} B LMR on {}",
-            target_name(me, target)
-        ),
-        lmr_round_trip(kernel, me, target, password),
-    );
+    tap.check(&point, lmr_round_trip(kernel, me, target, password));
 }
 
 /// Runs a copy of this program (`__child ARGS..`) started as user `uid`
@@ -359,10 +353,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     )];
     points.extend(unprivileged_calls(kernel, probe));
     for (what, outcome) in points {
-        match outcome {
-            Ok(()) => crate::say(format_args!("ok {what}")),
-            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
-        }
+        report_point(&what, outcome);
     }
     Some(0)
 }
@@ -411,14 +402,15 @@ fn credentials_of_user_and_group(uid: u32, gid: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster_test::tests::{defects_with, failed_points as failures, joined};
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::capture;
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
     /// Node 1 of `nodes`, joined, and the probe it would start.
     fn member(nodes: u32, defects: Defects) -> (FakeKernel, Probe) {
-        let kernel = FakeKernel::new(1, nodes, defects);
-        assert_eq!(join_with_text(&kernel, &CM.to_string()), 1);
+        let kernel = joined(1, nodes, defects);
         let probe = Probe {
             cm: CM,
             me: 1,
@@ -426,14 +418,6 @@ mod tests {
             password: password_of(1),
         };
         (kernel, probe)
-    }
-
-    fn failures(points: &ChildPoints) -> Vec<&str> {
-        points
-            .iter()
-            .filter(|(_, outcome)| outcome.is_err())
-            .map(|(what, _)| what.as_str())
-            .collect()
     }
 
     #[test]
@@ -461,11 +445,7 @@ mod tests {
             nodes: 3,
             data_budget: 0,
         };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(&kernel, &mut tap, 1, &config);
-        let summary = tap.finish();
-        let output = String::from_utf8_lossy(&out);
+        let (output, summary) = capture(|tap| run(&kernel, tap, 1, &config));
         assert!(summary.all_passed(), "{output}");
         assert_eq!(summary.passed, 23, "{output}");
         assert!(
@@ -484,10 +464,7 @@ mod tests {
 
     #[test]
     fn a_join_that_does_not_check_the_privilege_is_caught() {
-        let defects = Defects {
-            join_without_privilege: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.join_without_privilege = true);
         let (kernel, probe) = member(2, defects);
         let process = kernel.unprivileged_process().expect("the model has one");
         let points = unprivileged_calls(&process, probe);
@@ -506,21 +483,14 @@ mod tests {
 
     #[test]
     fn a_leave_that_does_not_check_the_privilege_is_caught() {
-        let defects = Defects {
-            leave_without_privilege: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.leave_without_privilege = true);
         let (kernel, _) = member(3, defects);
         let config = TestConfig {
             cm: CM,
             nodes: 3,
             data_budget: 0,
         };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(&kernel, &mut tap, 1, &config);
-        tap.finish();
-        let output = String::from_utf8_lossy(&out);
+        let (output, _) = capture(|tap| run(&kernel, tap, 1, &config));
         let failed: Vec<&str> = output.lines().filter(|l| l.starts_with("not ok")).collect();
         assert!(
             failed[0].ends_with(

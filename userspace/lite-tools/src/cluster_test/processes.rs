@@ -17,6 +17,7 @@ use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIOR
 
 use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages};
 use super::password_of;
+use crate::cluster_test::Node;
 use crate::deadline::show;
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -42,23 +43,18 @@ const CHILDREN_PER_NODE: u32 = 2;
 /// its parent may spend while it waits for the parent's word.
 const CHILD_TIME_LIMIT: Duration = Duration::from_secs(15 * 60);
 
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let nodes = at.nodes;
     let real = kernel.spawns_processes();
     let case = "a second process using this process's handle gets -EBADF for every call";
     if real {
-        foreign_handle(kernel, tap, me, nodes, password);
+        foreign_handle(kernel, tap, at);
     } else {
         tap.skip(case, WHY_SKIPPED);
     }
     barrier(kernel, tap, nodes, "the foreign handle case")?;
-    leak(kernel, tap, me, nodes, password, real)?;
-    concurrent(kernel, tap, me, nodes, real)
+    leak(kernel, tap, at, real)?;
+    concurrent(kernel, tap, at, real)
 }
 
 pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
@@ -75,6 +71,14 @@ pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
 
 /// Test points a child reported.
 pub(super) type ChildPoints = Vec<(String, Result<(), String>)>;
+
+/// Prints a child's test point, as its parent [`collect`]s it.
+pub(super) fn report_point(what: &str, outcome: Result<(), String>) {
+    match outcome {
+        Ok(()) => crate::say(format_args!("ok {what}")),
+        Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
+    }
+}
 
 /// Reads the child's lines up to `ready` (or the end); its points.
 pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
@@ -125,13 +129,8 @@ fn limit_child_time() {
     unsafe { libc::alarm(seconds) };
 }
 
-fn foreign_handle<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) {
+fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let target = next_node(me, nodes);
     let outcome = (|| -> Result<ChildPoints, String> {
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
@@ -183,14 +182,8 @@ fn leak_view(s: &LiteStats) -> [u64; 8] {
     ]
 }
 
-fn leak<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-    real: bool,
-) -> InStep {
+fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let case = format!(
         "node {me}: a child that exits holding LMRs, a mapping, a registration, a name and 32 async writes leaves get_stats as before"
     );
@@ -280,13 +273,8 @@ fn record(node: u32, child: u32, index: u64) -> [u8; RECORD] {
     record
 }
 
-fn concurrent<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    real: bool,
-) -> InStep {
+fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let owner = 1;
     let size = u64::from(nodes * CHILDREN_PER_NODE) * REGION;
     let name = name_of(CONCURRENT_NAME, owner);
@@ -417,15 +405,8 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if let Some(status) = super::stress::child_main(kernel, args) {
         return status;
     }
-    let say = |line: String| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-    };
+    let say = |line: String| crate::say(format_args!("{line}"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
-    let report = |what: &str, outcome: Result<(), String>| match outcome {
-        Ok(()) => say(format!("ok {what}")),
-        Err(reason) => say(format!("fail {what}: {reason}")),
-    };
     match args.first().map(String::as_str) {
         Some("foreign-handle") => {
             let (h, pw) = (number(1), number(2));
@@ -462,7 +443,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 ]
             };
             for (what, ret) in checks {
-                report(what, expect_errno(ret, libc::EBADF));
+                report_point(what, expect_errno(ret, libc::EBADF));
             }
             0
         }
@@ -511,7 +492,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 }
                 Ok(())
             })();
-            report("set up everything and exit without releasing it", outcome);
+            report_point("set up everything and exit without releasing it", outcome);
             0
         }
         Some("concurrent") => {
@@ -529,7 +510,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
             ) {
                 Ok(h) => h,
                 Err(e) => {
-                    report("map the shared LMR", Err(e));
+                    report_point("map the shared LMR", Err(e));
                     say("ready".into());
                     return 1;
                 }
@@ -549,7 +530,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                     break;
                 }
             }
-            report(
+            report_point(
                 &format!("write region of child {index} on node {node}"),
                 outcome,
             );
@@ -580,7 +561,7 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 None if mismatches == 0 => Ok(()),
                 None => Err(format!("{mismatches} record(s) differ")),
             };
-            report("read every other region", outcome);
+            report_point("read every other region", outcome);
             let _ = kernel.umap_lmr(mapping);
             0
         }

@@ -42,8 +42,9 @@ use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{barrier, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
-use super::processes::{finish, ChildPoints};
+use super::processes::{finish, report_point, ChildPoints};
 use super::{expect_no_alloc, target_name};
+use crate::cluster_test::Node;
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
     DEFAULT_LIMITS, QUOTAS_FILE,
@@ -51,7 +52,7 @@ use crate::debugfs::quotas::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_error, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
-use crate::plan::next_node;
+use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
 
 /// Child kind (after the child subcommand) of the quota user's process.
@@ -179,13 +180,8 @@ fn write_quotas<K: Kernel>(kernel: &K, command: &Command) -> Result<(), String> 
 }
 
 /// Runs the quota cases on node `me` of `nodes`, after every other case.
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let me = at.me;
     if kernel.read_debugfs(QUOTAS_FILE).is_none() {
         tap.skip(
             &format!("node {me}: users and nodes hold no more than their quotas allow"),
@@ -195,8 +191,8 @@ pub(super) fn run<K: Kernel, W: Write>(
     }
     the_file(kernel, tap, me);
     malformed_lines(kernel, tap, me);
-    user_quotas(kernel, tap, me, nodes, password);
-    serving_limits(kernel, tap, me, nodes, password)
+    user_quotas(kernel, tap, at);
+    serving_limits(kernel, tap, at)
 }
 
 /// The file parses, with the default limits.
@@ -285,13 +281,8 @@ fn limits_over(held: &Usage) -> Limits {
 }
 
 /// The per-user case on node `me` (see the module comment).
-fn user_quotas<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) {
+fn user_quotas<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let uid = UID_BASE + me;
     let target = next_node(me, nodes);
     let description = format!(
@@ -412,12 +403,9 @@ fn with_user_process<K: Kernel, W: Write>(
         &format!("node {me}: the limit uid {uid} line still shows the limits set, the writes of uid {uid} having been refused"),
         shows_limits(kernel, uid, limits),
     );
+    let point = format!("node {me}: this process (uid 0, default limits) can still allocate {} on {}, more than uid {uid}'s remote_memory quota", kib(ROOT_ALLOCATION), target_name(me, target));
     tap.check(
-        &format!(
-            "node {me}: this process (uid 0, default limits) can still allocate {} on {}, more than uid {uid}'s remote_memory quota",
-            kib(ROOT_ALLOCATION),
-            target_name(me, target)
-        ),
+        &point,
         Region::alloc(kernel, target, ROOT_ALLOCATION, 0, password).and_then(Region::free),
     );
     tap.check(&format!("{who} exits"), holder.release());
@@ -561,10 +549,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     let (calls, held) = user_calls(kernel, plan);
     points.extend(calls);
     for (what, outcome) in points {
-        match outcome {
-            Ok(()) => crate::say(format_args!("ok {what}")),
-            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
-        }
+        report_point(&what, outcome);
     }
     crate::say(format_args!("{HOLDS} {}", held.usage));
     crate::say(format_args!("ready"));
@@ -1041,19 +1026,9 @@ impl<K: Kernel> UserCalls<'_, K> {
     }
 }
 
-/// The node whose next node in the ring 1..=nodes is `me`.
-fn previous_node(me: u32, nodes: u32) -> u32 {
-    (me + nodes - 2) % nodes + 1
-}
-
 /// The per-node case, with every node (see the module comment).
-fn serving_limits<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     if nodes < 2 {
         tap.skip(
             &format!("node {me}: the LMRs of other nodes hold no more on this node than it allows"),
@@ -1088,21 +1063,11 @@ fn serving_limits<K: Kernel, W: Write>(
     };
     barrier(kernel, tap, nodes, "limiting the next nodes").map_err(reset_limit)?;
     let held = Region::alloc(kernel, server, HALF, 0, password);
-    tap.check(
-        &format!(
-            "node {me}: alloc_remote of {} on node {server}, within node {server}'s limit for node {me}, returns a handle",
-            kib(HALF)
-        ),
-        held.as_ref().map(drop).map_err(Clone::clone),
-    );
+    let point = format!("node {me}: alloc_remote of {} on node {server}, within node {server}'s limit for node {me}, returns a handle", kib(HALF));
+    tap.check(&point, held.as_ref().map(drop).map_err(Clone::clone));
     let beyond = kernel.alloc_remote(server, SERVING_LIMIT, 0, password);
-    tap.check(
-        &format!(
-            "node {me}: alloc_remote of {} more on node {server} returns -EDQUOT (node {server}'s limit for node {me})",
-            kib(SERVING_LIMIT)
-        ),
-        expect_no_alloc(kernel, beyond, libc::EDQUOT),
-    );
+    let point = format!("node {me}: alloc_remote of {} more on node {server} returns -EDQUOT (node {server}'s limit for node {me})", kib(SERVING_LIMIT));
+    tap.check(&point, expect_no_alloc(kernel, beyond, libc::EDQUOT));
     barrier(kernel, tap, nodes, "allocating on the previous nodes").map_err(reset_limit)?;
     let served = served_before.and_then(|before| {
         let now = read_quotas(kernel)?.served_for(limited);
@@ -1112,13 +1077,8 @@ fn serving_limits<K: Kernel, W: Write>(
             Err(format!("it shows {now} B, before {before} B"))
         }
     });
-    tap.check(
-        &format!(
-            "node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here",
-            kib(HALF)
-        ),
-        served,
-    );
+    let point = format!("node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here", kib(HALF));
+    tap.check(&point, served);
     barrier(kernel, tap, nodes, "reading what the next nodes hold").map_err(reset_limit)?;
     let reset =
         write_quotas(kernel, &Command::NodeReset(limited)).and_then(|()| {
@@ -1132,11 +1092,9 @@ fn serving_limits<K: Kernel, W: Write>(
         reset,
     );
     barrier(kernel, tap, nodes, "resetting the limits of the next nodes")?;
+    let point = format!("node {me}: with node {server}'s limit for node {me} back to the default, alloc_remote of {} more on node {server} returns a handle", kib(SERVING_LIMIT));
     tap.check(
-        &format!(
-            "node {me}: with node {server}'s limit for node {me} back to the default, alloc_remote of {} more on node {server} returns a handle",
-            kib(SERVING_LIMIT)
-        ),
+        &point,
         Region::alloc(kernel, server, SERVING_LIMIT, 0, password).and_then(Region::free),
     );
     if let Ok(held) = held {
@@ -1151,14 +1109,8 @@ fn serving_limits<K: Kernel, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster_test::tests::{defects_with, failed_points as failures, joined};
     use crate::fake_kernel::{Defects, FakeKernel};
-
-    /// Node 1 of `nodes`, joined.
-    fn member(nodes: u32, defects: Defects) -> FakeKernel {
-        let kernel = FakeKernel::new(1, nodes, defects);
-        assert_eq!(super::super::join_with_text(&kernel, "10.0.0.1"), 1);
-        kernel
-    }
 
     fn plan(nodes: u32) -> UserPlan {
         UserPlan {
@@ -1169,14 +1121,6 @@ mod tests {
         }
     }
 
-    fn failures(points: &ChildPoints) -> Vec<&str> {
-        points
-            .iter()
-            .filter(|(_, outcome)| outcome.is_err())
-            .map(|(what, _)| what.as_str())
-            .collect()
-    }
-
     /// Gives user `uid` limits of `ALLOWANCES`.
     fn limit_user(kernel: &FakeKernel, uid: u32) {
         let limits = limits_over(&Usage::default());
@@ -1185,7 +1129,7 @@ mod tests {
 
     #[test]
     fn a_user_goes_up_to_every_limit_and_no_further() {
-        let kernel = member(2, Defects::default());
+        let kernel = joined(1, 2, Defects::default());
         let plan = plan(2);
         limit_user(&kernel, plan.uid);
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
@@ -1215,11 +1159,8 @@ mod tests {
 
     #[test]
     fn unenforced_quotas_fail_every_refusal() {
-        let defects = Defects {
-            ignore_quotas: true,
-            ..Defects::default()
-        };
-        let kernel = member(2, defects);
+        let defects = defects_with(|d| d.ignore_quotas = true);
+        let kernel = joined(1, 2, defects);
         let plan = plan(2);
         limit_user(&kernel, plan.uid);
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
@@ -1245,11 +1186,8 @@ mod tests {
 
     #[test]
     fn an_ignored_memlock_limit_is_caught() {
-        let defects = Defects {
-            ignore_memlock_limit: true,
-            ..Defects::default()
-        };
-        let kernel = member(1, defects);
+        let defects = defects_with(|d| d.ignore_memlock_limit = true);
+        let kernel = joined(1, 1, defects);
         let plan = plan(1);
         limit_user(&kernel, plan.uid);
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
@@ -1264,7 +1202,7 @@ mod tests {
 
     #[test]
     fn a_refusal_another_limit_could_explain_is_not_counted() {
-        let kernel = member(1, Defects::default());
+        let kernel = joined(1, 1, Defects::default());
         let process = kernel.process_of_user(UID_BASE).expect("the model has one");
         let mut user = UserCalls {
             kernel: &process,
@@ -1321,7 +1259,7 @@ mod tests {
 
     #[test]
     fn other_kinds_of_child_are_left_to_the_other_cases() {
-        let kernel = member(2, Defects::default());
+        let kernel = joined(1, 2, Defects::default());
         assert_eq!(child_main(&kernel, &["leak".to_string()]), None);
         assert_eq!(child_main(&kernel, &[KIND.to_string()]), Some(2));
     }
@@ -1339,7 +1277,7 @@ mod tests {
 
     #[test]
     fn malformed_lines_that_change_limits_are_caught_and_undone() {
-        let kernel = member(2, Defects::default());
+        let kernel = joined(1, 2, Defects::default());
         let before = read_quotas(&kernel).expect("readable").limits_only();
         // What a kernel that applied part of a refused line would leave.
         write_quotas(

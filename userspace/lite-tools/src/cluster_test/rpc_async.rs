@@ -11,6 +11,7 @@ use lite::sys::{port_priority, ASYNC_NOWAIT, MAX_ASYNC_CALLS, PRIORITY_NONE, SEN
 
 use super::rpc::{compare, expect_len, identified_request, transform, SERVICE_PORT, UNUSED_PORT};
 use super::target_name;
+use crate::cluster_test::Node;
 use crate::deadline::{retry_while_busy, Deadline};
 use crate::errno::{describe_result, expect_errno};
 use crate::kernel::Kernel;
@@ -248,54 +249,33 @@ fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nod
             Some(ret) => Err(format!("was posted (reaped: {})", describe_result(ret))),
             None => expect_errno(id, errno),
         };
-        tap.check(
-            &format!(
-                "node {me} -> {}: send_reply_imm_async with {what} returns -{}",
-                target_name(me, node),
-                crate::errno::errno_name(errno)
-            ),
-            outcome,
+        let point = format!(
+            "node {me} -> {}: send_reply_imm_async with {what} returns -{}",
+            target_name(me, node),
+            crate::errno::errno_name(errno)
         );
+        tap.check(&point, outcome);
     }
     let (id, reaped) = post_raw(kernel, node, service, msg, (UNMAPPED, 64));
     let outcome = match reaped {
         Some(ret) => expect_errno(ret, libc::EFAULT),
         None => Err(format!("posting returned {}", describe_result(id))),
     };
-    tap.check(
-        &format!(
-            "node {me} -> {}: send_reply_imm_async into an unmapped reply buffer is posted, and reaping it returns -EFAULT",
-            target_name(me, node)
-        ),
-        outcome,
-    );
+    let point = format!("node {me} -> {}: send_reply_imm_async into an unmapped reply buffer is posted, and reaping it returns -EFAULT", target_name(me, node));
+    tap.check(&point, outcome);
 }
 
 /// Runs the asynchronous RPC checks of node `me` against every node.
-pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     for node in 1..=nodes {
-        tap.check(
-            &format!(
-                "node {me} -> {}: one thread keeps {MAX_ASYNC_CALLS} send_reply_imm_async calls in flight, one more gets -EAGAIN, and each reaped call returns its own reply",
-                target_name(me, node)
-            ),
-            full_window(kernel, me, node),
-        );
+        let point = format!("node {me} -> {}: one thread keeps {MAX_ASYNC_CALLS} send_reply_imm_async calls in flight, one more gets -EAGAIN, and each reaped call returns its own reply", target_name(me, node));
+        tap.check(&point, full_window(kernel, me, node));
     }
     let next = next_node(me, nodes);
-    tap.check(
-        &format!(
-            "node {me} -> {}: a send_reply_imm_async call polled with LITE_ASYNC_NOWAIT (-EAGAIN until done) returns its reply",
-            target_name(me, next)
-        ),
-        polled(kernel, me, next),
-    );
-    tap.check(
-        &format!(
-            "node {me} -> {}: lite_fence reaps {FENCED_CALLS} send_reply_imm_async calls, each reply in its buffer, and their ids are gone",
-            target_name(me, next)
-        ),
-        fenced(kernel, me, next),
-    );
+    let point = format!("node {me} -> {}: a send_reply_imm_async call polled with LITE_ASYNC_NOWAIT (-EAGAIN until done) returns its reply", target_name(me, next));
+    tap.check(&point, polled(kernel, me, next));
+    let point = format!("node {me} -> {}: lite_fence reaps {FENCED_CALLS} send_reply_imm_async calls, each reply in its buffer, and their ids are gone", target_name(me, next));
+    tap.check(&point, fenced(kernel, me, next));
     bad_arguments(kernel, tap, me, next);
 }

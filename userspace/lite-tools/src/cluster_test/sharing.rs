@@ -15,10 +15,11 @@ use super::io::{
     read_vec, write_at, write_ok, InStep, UserPages,
 };
 use super::password_of;
+use crate::cluster_test::Node;
 use crate::errno::{expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
-use crate::plan::next_node;
+use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
 
 const WRAP: u16 = 0x5752;
@@ -60,30 +61,19 @@ fn expected_with_stamps(owner: u32, kind: u16, len: usize, writers: &[u32]) -> V
     expected
 }
 
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
-    wrapped_names(kernel, tap, me, nodes, password)?;
-    permissions(kernel, tap, me, nodes, password)?;
-    revocation(kernel, tap, me, nodes, password)?;
-    registered_memory(kernel, tap, me, nodes, password)
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    wrapped_names(kernel, tap, at)?;
+    permissions(kernel, tap, at)?;
+    revocation(kernel, tap, at)?;
+    registered_memory(kernel, tap, at)
 }
 
 fn all_nodes(nodes: u32) -> Vec<u32> {
     (1..=nodes).collect()
 }
 
-fn wrapped_names<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let len = DATA_LEN + SLOTS_LEN;
     let mut data = vec![0u8; len];
     pattern::fill(data_seed(me, WRAP), 0, &mut data);
@@ -150,10 +140,11 @@ fn wrapped_names<K: Kernel, W: Write>(
             expect_zero(kernel.umap_lmr(mapping)),
         );
         let mut buf = [0u8; 16];
+        let point = format!(
+            "node {me}: read through the unmapped handle of node {owner}'s LMR returns -EBADF"
+        );
         tap.check(
-            &format!(
-                "node {me}: read through the unmapped handle of node {owner}'s LMR returns -EBADF"
-            ),
+            &point,
             expect_errno(read_at(kernel, mapping, 0, &mut buf, owner_pw), libc::EBADF),
         );
         tap.check(
@@ -183,13 +174,8 @@ fn wrapped_names<K: Kernel, W: Write>(
 
 const PERM_LMR_SIZE: usize = 8192;
 
-fn permissions<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let next = next_node(me, nodes);
     let seed = pattern::seed(&[u64::from(me), 0x9e53]);
     let lmr = Region::alloc(kernel, next, PERM_LMR_SIZE as u64, 0, password);
@@ -240,9 +226,7 @@ fn permissions<K: Kernel, W: Write>(
 
     // Use the names of the previous node in the ring, so that every
     // owner has exactly one other user.
-    let owner = (1..=nodes)
-        .find(|&n| next_node(n, nodes) == me)
-        .unwrap_or(me);
+    let owner = previous_node(me, nodes);
     let pw = password_of(owner);
     let at = |what: &str| format!("node {me}: {what} (names of node {owner})");
     let mut buf = vec![0u8; 16];
@@ -384,13 +368,8 @@ fn permissions<K: Kernel, W: Write>(
     Ok(())
 }
 
-fn revocation<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let next = next_node(me, nodes);
     let allocated = check_handle(
         tap,
@@ -431,9 +410,7 @@ fn revocation<K: Kernel, W: Write>(
     }
     barrier(kernel, tap, nodes, "publishing the LMRs to revoke")?;
 
-    let owner = (1..=nodes)
-        .find(|&n| next_node(n, nodes) == me)
-        .unwrap_or(me);
+    let owner = previous_node(me, nodes);
     let pw = password_of(owner);
     let mut mappings = Vec::new();
     for (kind, what) in [(REVOKE_ALLOC, "allocated"), (REVOKE_REG, "registered")] {
@@ -517,13 +494,8 @@ fn revocation<K: Kernel, W: Write>(
     Ok(())
 }
 
-fn registered_memory<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
-) -> InStep {
+fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let len = DATA_LEN + SLOTS_LEN;
     // (kind, what, offset into the mapping): page aligned, and unaligned.
     let layouts = [

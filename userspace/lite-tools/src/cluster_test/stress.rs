@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::io::{barrier, handle_of, read_vec, write_ok, InStep};
 use super::processes::{collect, finish, spawn};
+use crate::cluster_test::Node;
 use crate::errno::expect_zero;
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -109,11 +110,10 @@ impl CallTimes {
 pub(super) fn run<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-    password: u64,
+    at: Node,
     real: bool,
 ) -> InStep {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     barrier(kernel, tap, nodes, "the start of the many-process stress")?;
     let case = format!(
         "node {me}: {CHILDREN} processes each allocate, write, read back and free {ROUNDS} LMRs of 256 B to 8 KiB on every node, within {} s",

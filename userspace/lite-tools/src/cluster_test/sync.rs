@@ -24,12 +24,13 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, enter_barrier, handle_of, name_of, out_of_step, read_vec, stats, write_ok, InStep,
-    UserPages, BARRIER_LIMIT,
+    barrier, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec, stats, write_ok,
+    InStep, UserPages, BARRIER_LIMIT,
 };
-use super::processes::{collect, finish, spawn, ChildPoints};
+use super::processes::{collect, finish, report_point, spawn, ChildPoints};
 use super::rpc::thread_state;
 use super::{password_of, Check, UNKNOWN_HANDLE};
+use crate::cluster_test::Node;
 use crate::deadline::{
     current_thread, install_interrupt_handler, interrupt_thread, Deadline, Watchdog,
 };
@@ -80,22 +81,18 @@ const OWNER: u32 = 1;
 
 const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
 
-pub(super) fn run<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     install_interrupt_handler();
-    locked_counter(kernel, tap, me, nodes)?;
-    atomics(kernel, tap, me, nodes)?;
-    barrier_rounds(kernel, tap, me, nodes)?;
+    locked_counter(kernel, tap, at)?;
+    atomics(kernel, tap, at)?;
+    barrier_rounds(kernel, tap, at)?;
     let local = local_lock(kernel, tap, me);
     lock_order(kernel, tap, me, local.as_ref());
     exiting_holder(kernel, tap, me, local.as_ref());
     priorities(kernel, tap, me);
-    debugfs(kernel, tap, me, nodes, local.as_ref())?;
-    bad_input(kernel, tap, me, nodes);
+    debugfs(kernel, tap, at, local.as_ref())?;
+    bad_input(kernel, tap, at);
     barrier(kernel, tap, nodes, "the synchronization cases")
 }
 
@@ -335,12 +332,8 @@ fn map_counter<K: Kernel>(kernel: &K, name: u64, pw: u64) -> Result<(u64, LiteLo
 /// Node 1 creates a lock and an LMR holding a counter and the lock's
 /// number; every node's threads, and a child process on the real kernel,
 /// increment the counter under the lock; the total must be exact.
-fn locked_counter<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(COUNTER_NAME, OWNER);
     let owned = (me == OWNER).then(|| {
@@ -357,12 +350,10 @@ fn locked_counter<K: Kernel, W: Write>(
                 .map_err(|e| format!("add_ask_mr_table: {e}"))?;
             Ok(lmr)
         })();
-        tap.check(
-            &format!(
-                "node {me}: create_lock(node {me}) and a published counter LMR holding its number"
-            ),
-            outcome.as_ref().map(drop).map_err(Clone::clone),
+        let point = format!(
+            "node {me}: create_lock(node {me}) and a published counter LMR holding its number"
         );
+        tap.check(&point, outcome.as_ref().map(drop).map_err(Clone::clone));
         outcome.ok()
     });
     barrier(kernel, tap, nodes, "publishing the locked counter")?;
@@ -393,11 +384,11 @@ fn locked_counter<K: Kernel, W: Write>(
                         scope.spawn(|| locked_increments(kernel, *handle, pw, lock_, ITERATIONS))
                     })
                     .collect();
-                first_error(workers.into_iter().map(|worker| {
-                    worker
-                        .join()
-                        .unwrap_or_else(|_| Err("a thread panicked".into()))
-                }))
+                first_error(
+                    workers
+                        .into_iter()
+                        .map(|worker| outcome_of(worker, "a thread panicked")),
+                )
             });
             let child = match child {
                 None => Ok(()),
@@ -466,7 +457,8 @@ struct Fetched {
 
 /// fetch-add and compare-swap from every node on an atomic LMR of node 1,
 /// and from this node's threads on one of this node.
-fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) -> InStep {
+fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(ATOMIC_NAME, OWNER);
     let owned = (me == OWNER).then(|| {
@@ -521,9 +513,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
                 local: Vec::new(),
             };
             for worker in workers {
-                let seen = worker
-                    .join()
-                    .unwrap_or_else(|_| Err("a thread panicked".into()))?;
+                let seen = outcome_of(worker, "a thread panicked")?;
                 all.shared.extend(seen.shared);
                 all.local.extend(seen.local);
             }
@@ -545,12 +535,10 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
             Err(format!("{} duplicates", before - olds.len()))
         }
     });
-    tap.check(
-        &format!(
-            "node {me}: the old values fetch_add returned from node {OWNER}'s LMR are all distinct"
-        ),
-        distinct,
+    let point = format!(
+        "node {me}: the old values fetch_add returned from node {OWNER}'s LMR are all distinct"
     );
+    tap.check(&point, distinct);
     let sequence = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
         let mut olds = f.local.clone();
         olds.sort_unstable();
@@ -560,12 +548,10 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
             Err(format!("got {olds:?}"))
         }
     });
-    tap.check(
-        &format!(
-            "node {me}: fetch_add on this node's atomic LMR returned each of 0..{per_node} once"
-        ),
-        sequence,
+    let point = format!(
+        "node {me}: fetch_add on this node's atomic LMR returned each of 0..{per_node} once"
     );
+    tap.check(&point, sequence);
     barrier(kernel, tap, nodes, "every node's fetch_adds")?;
 
     let total = u64::from(nodes) * per_node;
@@ -575,12 +561,9 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
             value => Err(format!("it holds {value}")),
         })
     };
-    tap.check(
-        &format!(
-            "node {me}: node {OWNER}'s atomic LMR holds {total} after every node's fetch_adds"
-        ),
-        holds(shared.clone(), total),
-    );
+    let point =
+        format!("node {me}: node {OWNER}'s atomic LMR holds {total} after every node's fetch_adds");
+    tap.check(&point, holds(shared.clone(), total));
     tap.check(
         &format!("node {me}: this node's atomic LMR holds {per_node}"),
         holds(
@@ -597,9 +580,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
                 .collect();
             let mut retries = 0;
             for worker in workers {
-                retries += worker
-                    .join()
-                    .unwrap_or_else(|_| Err("a thread panicked".into()))?;
+                retries += outcome_of(worker, "a thread panicked")?;
             }
             Ok(retries)
         })
@@ -615,13 +596,11 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u3
     );
     barrier(kernel, tap, nodes, "every node's compare_swp increments")?;
 
-    tap.check(
-        &format!(
-            "node {me}: node {OWNER}'s atomic LMR holds {} after every node's compare_swp increments",
-            2 * total
-        ),
-        holds(shared.clone(), 2 * total),
+    let point = format!(
+        "node {me}: node {OWNER}'s atomic LMR holds {} after every node's compare_swp increments",
+        2 * total
     );
+    tap.check(&point, holds(shared.clone(), 2 * total));
     let failing = shared.clone().and_then(|handle| {
         let current = atomic_value(kernel, handle)?;
         let wrong = current ^ 0x5a5a_5a5a_0000_0001;
@@ -701,12 +680,8 @@ fn cas_increments<K: Kernel>(kernel: &K, handle: u64, iterations: u32) -> Result
 /// node must see that number in every slot. Slots alternate between two
 /// banks, so a node already in the next round cannot overwrite what a
 /// slower node is still reading.
-fn barrier_rounds<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
-) -> InStep {
+fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(ROUNDS_NAME, OWNER);
     let bank = u64::from(nodes) * 8;
@@ -786,13 +761,11 @@ fn local_lock<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Opt
         created.as_ref().map(drop).map_err(Clone::clone),
     );
     let created = created.ok()?;
-    tap.check(
-        &format!(
-            "node {me}: ask_lock(node {me}, {}) fills in the same lock",
-            created.number
-        ),
-        ask_lock(kernel, me, created.number).map(drop),
+    let point = format!(
+        "node {me}: ask_lock(node {me}, {}) fills in the same lock",
+        created.number
     );
+    tap.check(&point, ask_lock(kernel, me, created.number).map(drop));
     Some(created)
 }
 
@@ -954,9 +927,7 @@ fn exiting_holder<K: Kernel, W: Write>(
             points.extend(collect(&mut out, false));
             let finished = finish(child);
             let in_time = waiter.wait_finished();
-            let got = got
-                .join()
-                .unwrap_or_else(|_| Err("the waiter panicked".into()));
+            let got = outcome_of(got, "the waiter panicked");
             blocked.map_err(|e| format!("the waiter {e} behind the child"))?;
             finished?;
             child_outcome(points, 1).map_err(|e| format!("child: {e}"))?;
@@ -981,16 +952,18 @@ fn priorities<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
             Err(format!("expected {expected}, got {}", describe_result(ret)))
         }
     };
-    tap.check(
-        &format!(
-            "node {me}: set_priority(HIGH) returns the initial default, NONE ({PRIORITY_NONE})"
-        ),
-        expect_value(kernel.set_priority(PRIORITY_HIGH), PRIORITY_NONE),
+    let point = format!(
+        "node {me}: set_priority(HIGH) returns the initial default, NONE ({PRIORITY_NONE})"
     );
     tap.check(
-        &format!(
-            "node {me}: set_priority(LOW) returns the previous default, HIGH ({PRIORITY_HIGH})"
-        ),
+        &point,
+        expect_value(kernel.set_priority(PRIORITY_HIGH), PRIORITY_NONE),
+    );
+    let point = format!(
+        "node {me}: set_priority(LOW) returns the previous default, HIGH ({PRIORITY_HIGH})"
+    );
+    tap.check(
+        &point,
         expect_value(kernel.set_priority(PRIORITY_LOW), PRIORITY_HIGH),
     );
     tap.check(
@@ -1084,10 +1057,10 @@ fn growth(before: &DebugStats, after: &DebugStats) -> Result<(), String> {
 fn debugfs<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
-    me: u32,
-    nodes: u32,
+    at: Node,
     local: Option<&LiteLock>,
 ) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
     let read = || -> Result<DebugStats, String> {
         let text = kernel
             .read_debugfs(STATS_FILE)
@@ -1220,7 +1193,8 @@ fn debugfs<K: Kernel, W: Write>(
 }
 
 /// Invalid arguments to every call, each with its exact errno.
-fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nodes: u32) {
+fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(me);
     let none = PRIORITY_NONE;
     let unmapped = ptr::without_provenance_mut::<u64>(8);
@@ -1501,14 +1475,7 @@ pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
 /// child kind and its arguments. Returns the exit status, or `None` for
 /// another kind.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let say = |line: String| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-    };
-    let report = |what: &str, outcome: Result<(), String>| match outcome {
-        Ok(()) => say(format!("ok {what}")),
-        Err(reason) => say(format!("fail {what}: {reason}")),
-    };
+    let say = |line: String| crate::say(format_args!("{line}"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     match args.first().map(String::as_str)? {
         "sync-counter" => {
@@ -1526,7 +1493,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
                 kernel.umap_lmr(handle);
                 outcome
             });
-            report(&format!("{iterations} locked increments"), outcome);
+            report_point(&format!("{iterations} locked increments"), outcome);
             Some(0)
         }
         "sync-hold" => {
@@ -1535,7 +1502,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
                 expect_zero(lock(kernel, &lock_)).map_err(|e| format!("lock: {e}"))
             });
             let ok = held.is_ok();
-            report("take the lock and exit holding it", held);
+            report_point("take the lock and exit holding it", held);
             say("ready".into());
             if ok {
                 let mut line = String::new();

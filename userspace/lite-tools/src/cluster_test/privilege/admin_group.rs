@@ -32,6 +32,7 @@ use std::net::Ipv4Addr;
 
 use lite::sys::CM_DEFAULT_PORT;
 
+use super::super::processes::report_point;
 use super::{credentials_of_user_and_group, in_child, ChildPoints, NOBODY};
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
@@ -341,10 +342,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     )];
     points.extend(group_calls(kernel, probe));
     for (what, outcome) in points {
-        match outcome {
-            Ok(()) => crate::say(format_args!("ok {what}")),
-            Err(reason) => crate::say(format_args!("fail {what}: {reason}")),
-        }
+        report_point(&what, outcome);
     }
     Some(0)
 }
@@ -360,18 +358,12 @@ mod tests {
 
     /// Node 2 of 3, joined.
     fn member(defects: Defects) -> FakeKernel {
-        let kernel = FakeKernel::new(2, 3, defects);
-        assert_eq!(join_with_text(&kernel, &CM.to_string()), 2);
-        kernel
+        crate::cluster_test::tests::joined(2, 3, defects)
     }
 
     /// The TAP output of the case on `kernel` (node 2).
     fn output_of(kernel: &FakeKernel) -> String {
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        run(kernel, &mut tap, 2, CM);
-        tap.finish();
-        String::from_utf8_lossy(&out).into_owned()
+        crate::tap::capture(|tap| run(kernel, tap, 2, CM)).0
     }
 
     fn failed(output: &str) -> Vec<&str> {

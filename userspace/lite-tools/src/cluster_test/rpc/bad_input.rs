@@ -1,0 +1,349 @@
+//! Invalid arguments to every call, each with its exact errno.
+
+use super::*;
+
+/// A priority outside the defined ones.
+const INVALID_PRIORITY: u32 = 99;
+
+/// Invalid arguments to every call, each with its exact errno.
+pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
+    let long_name = "n".repeat(MAX_PORT_NAME + 1);
+    let registrations: [(String, u32, u64, &str, i32); 6] = [
+        (
+            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)"),
+            MAX_PORTS,
+            64,
+            "x",
+            libc::EINVAL,
+        ),
+        ("port 1000".into(), 1000, 64, "x", libc::EINVAL),
+        ("max size 0".into(), UNUSED_PORT, 0, "x", libc::EINVAL),
+        (
+            format!(
+                "max size {} (over LITE_MAX_MESSAGE_SIZE)",
+                MAX_MESSAGE_SIZE + 1
+            ),
+            UNUSED_PORT,
+            MAX_MESSAGE_SIZE + 1,
+            "x",
+            libc::EINVAL,
+        ),
+        (
+            format!("a {} B name (over LITE_MAX_PORT_NAME)", MAX_PORT_NAME + 1),
+            UNUSED_PORT,
+            64,
+            &long_name,
+            libc::EINVAL,
+        ),
+        (
+            format!("port {SERVICE_PORT} (already registered)"),
+            SERVICE_PORT,
+            64,
+            "x",
+            libc::EADDRINUSE,
+        ),
+    ];
+    for (what, port, max, name, errno) in registrations {
+        let ret = register(kernel, port, max, name);
+        if ret == 0 && port != SERVICE_PORT {
+            kernel.unregister_application(port);
+        }
+        let point = format!(
+            "register_application of {what} returns -{}",
+            crate::errno::errno_name(errno)
+        );
+        tap.check(&point, expect_errno(ret, errno));
+    }
+    // SAFETY: a null name must be rejected without being read.
+    let ret = unsafe { kernel.register_application(UNUSED_PORT, 64, ptr::null(), 4) };
+    if ret == 0 {
+        kernel.unregister_application(UNUSED_PORT);
+    }
+    tap.check(
+        "register_application with a NULL name of 4 B returns -EFAULT",
+        expect_errno(ret, libc::EFAULT),
+    );
+    tap.check(
+        &format!("unregister_application(port {MAX_PORTS}) returns -EINVAL"),
+        expect_errno(kernel.unregister_application(MAX_PORTS), libc::EINVAL),
+    );
+    tap.check(
+        &format!("unregister_application(port {UNUSED_PORT}), never registered, returns -ENOENT"),
+        expect_errno(kernel.unregister_application(UNUSED_PORT), libc::ENOENT),
+    );
+
+    // Calls, sends and lookups aimed at nodes and ports that cannot be.
+    let absent = MAX_NODES - 1;
+    let mut targets: Vec<(String, u32, u32, i32)> = vec![
+        (
+            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS) of node {me}"),
+            me,
+            MAX_PORTS,
+            libc::EINVAL,
+        ),
+        (
+            format!("port {SERVICE_PORT} of node 0 (never a member)"),
+            0,
+            SERVICE_PORT,
+            libc::EHOSTUNREACH,
+        ),
+        (
+            format!("port {SERVICE_PORT} of node {MAX_NODES} (>= LITE_MAX_NODES)"),
+            MAX_NODES,
+            SERVICE_PORT,
+            libc::EINVAL,
+        ),
+    ];
+    let unreachable = format!("port {SERVICE_PORT} of node {absent} (not in the cluster)");
+    if nodes < absent {
+        targets.push((unreachable, absent, SERVICE_PORT, libc::EHOSTUNREACH));
+    } else {
+        for call in ["query_port", "send_reply_imm", "send"] {
+            tap.skip(
+                &format!("{call} to {unreachable}"),
+                "the cluster is large enough to include it",
+            );
+        }
+    }
+    let errno_name = crate::errno::errno_name;
+    let mut answer = [0u8; 16];
+    for (what, node, port, errno) in &targets {
+        tap.check(
+            &format!("query_port of {what} returns -{}", errno_name(*errno)),
+            expect_errno(kernel.query_port(*node, *port), *errno),
+        );
+        tap.check(
+            &format!("send_reply_imm to {what} returns -{}", errno_name(*errno)),
+            expect_errno(call(kernel, *node, *port, b"hello", &mut answer), *errno),
+        );
+        tap.check(
+            &format!("send to {what} returns -{}", errno_name(*errno)),
+            expect_errno(send(kernel, *node, *port, b"hello", false), *errno),
+        );
+    }
+
+    let service = |priority| port_priority(SERVICE_PORT, priority);
+    let unmapped: *const c_void = ptr::without_provenance(8);
+    let calls: [(String, c_long, i32); 5] = [
+        (
+            format!("with priority {INVALID_PRIORITY}"),
+            call_raw(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer),
+            libc::EINVAL,
+        ),
+        (
+            "of 0 B".into(),
+            call_raw(kernel, me, service(PRIORITY_NONE), &[], &mut answer),
+            libc::EINVAL,
+        ),
+        (
+            "from unmapped address 0x8".into(),
+            // SAFETY: address 8 is never mapped; `answer` is writable.
+            unsafe {
+                kernel.send_reply_imm(
+                    me,
+                    SERVICE_PORT,
+                    unmapped,
+                    16,
+                    answer.as_mut_ptr().cast(),
+                    16,
+                )
+            },
+            libc::EFAULT,
+        ),
+        (
+            "with its reply to unmapped address 0x8".into(),
+            // SAFETY: the request is readable; address 8 is never mapped.
+            unsafe {
+                kernel.send_reply_imm(
+                    me,
+                    SERVICE_PORT,
+                    b"hello".as_ptr().cast(),
+                    5,
+                    unmapped.cast_mut(),
+                    16,
+                )
+            },
+            libc::EFAULT,
+        ),
+        (
+            "with a NULL request of 16 B".into(),
+            // SAFETY: a null request must be rejected without being read.
+            unsafe {
+                kernel.send_reply_imm(
+                    me,
+                    SERVICE_PORT,
+                    ptr::null(),
+                    16,
+                    answer.as_mut_ptr().cast(),
+                    16,
+                )
+            },
+            libc::EFAULT,
+        ),
+    ];
+    for (what, ret, errno) in calls {
+        let point = format!(
+            "send_reply_imm to port {SERVICE_PORT} of node {me} {what} returns -{}",
+            errno_name(errno)
+        );
+        tap.check(&point, expect_errno(ret, errno));
+    }
+    let sends: [(String, c_long, i32); 3] = [
+        (
+            format!("with priority {INVALID_PRIORITY}"),
+            // SAFETY: the message is readable.
+            unsafe { kernel.send(me, service(INVALID_PRIORITY), b"hi".as_ptr().cast(), 2) },
+            libc::EINVAL,
+        ),
+        (
+            "of 0 B".into(),
+            // SAFETY: nothing is read for 0 bytes.
+            unsafe { kernel.send(me, SERVICE_PORT, b"hi".as_ptr().cast(), 0) },
+            libc::EINVAL,
+        ),
+        (
+            "from unmapped address 0x8".into(),
+            // SAFETY: address 8 is never mapped.
+            unsafe { kernel.send(me, SERVICE_PORT, unmapped, 16) },
+            libc::EFAULT,
+        ),
+    ];
+    for (what, ret, errno) in sends {
+        let point = format!(
+            "send to port {SERVICE_PORT} of node {me} {what} returns -{}",
+            errno_name(errno)
+        );
+        tap.check(&point, expect_errno(ret, errno));
+    }
+    let mut buf = [0u8; 16];
+    let (ret, _) = receive(kernel, MAX_PORTS, &mut buf, true);
+    tap.check(
+        &format!("receive_message on port {MAX_PORTS} (>= LITE_MAX_PORTS) returns -EINVAL"),
+        expect_errno(ret, libc::EINVAL),
+    );
+
+    bad_multicasts(kernel, tap, me);
+    bad_remote_buffers(kernel, tap, at);
+}
+
+/// Unreadable requests and unwritable reply buffers of calls to another
+/// node, inline and staged: the kernel copies them straight between the
+/// caller's memory and the device's buffers, and must fail with -EFAULT and
+/// leave the call's reply slot and the server's ring usable.
+fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
+    let (me, nodes) = (at.me, at.nodes);
+    if nodes < 2 {
+        return;
+    }
+    let peer = me % nodes + 1;
+    let unmapped: *mut c_void = ptr::without_provenance_mut(8);
+    for size in [16usize, 4096, 65536] {
+        let request = vec![0x3cu8; size];
+        let mut answer = vec![0u8; size];
+        // SAFETY: address 8 is never mapped; `answer` is writable.
+        let ret = unsafe {
+            kernel.send_reply_imm(
+                peer,
+                SERVICE_PORT,
+                unmapped.cast_const(),
+                size as u64,
+                answer.as_mut_ptr().cast(),
+                size as u64,
+            )
+        };
+        let point = format!("node {me} -> node {peer}: send_reply_imm of {size} B from unmapped address 0x8 returns -EFAULT");
+        tap.check(&point, expect_errno(ret, libc::EFAULT));
+        // SAFETY: the request is readable; address 8 is never mapped.
+        let ret = unsafe {
+            kernel.send_reply_imm(
+                peer,
+                SERVICE_PORT,
+                request.as_ptr().cast(),
+                size as u64,
+                unmapped,
+                size as u64,
+            )
+        };
+        let point = format!("node {me} -> node {peer}: send_reply_imm of {size} B with its reply to unmapped address 0x8 returns -EFAULT");
+        tap.check(&point, expect_errno(ret, libc::EFAULT));
+        let point = format!(
+            "node {me} -> node {peer}: after those, an RPC of {size} B gets the transformed reply"
+        );
+        tap.check(
+            &point,
+            transformed_call(kernel, peer, SERVICE_PORT, &request),
+        );
+    }
+}
+
+fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
+    let targets = vec![me; MAX_NODES as usize + 1];
+    let mut lengths = vec![0i64; targets.len()];
+    let mut replies = vec![0u8; 16 * targets.len()];
+    let request = *b"hello";
+    let valid = LiteMulticast {
+        nodes: targets.as_ptr() as u64,
+        lengths: lengths.as_mut_ptr() as u64,
+        msg: request.as_ptr() as u64,
+        size: request.len() as u64,
+        replies: replies.as_mut_ptr() as u64,
+        max_reply: 16,
+        count: 1,
+        port_priority: SERVICE_PORT,
+    };
+    let cases = [
+        (
+            "count 0".to_string(),
+            LiteMulticast { count: 0, ..valid },
+            libc::EINVAL,
+        ),
+        (
+            format!("count {} (over LITE_MAX_NODES)", MAX_NODES + 1),
+            LiteMulticast {
+                count: MAX_NODES + 1,
+                ..valid
+            },
+            libc::EINVAL,
+        ),
+        (
+            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)"),
+            LiteMulticast {
+                port_priority: MAX_PORTS,
+                ..valid
+            },
+            libc::EINVAL,
+        ),
+        (
+            "a request of 0 B".to_string(),
+            LiteMulticast { size: 0, ..valid },
+            libc::EINVAL,
+        ),
+        (
+            "the node list at unmapped address 0x8".to_string(),
+            LiteMulticast { nodes: 8, ..valid },
+            libc::EFAULT,
+        ),
+        (
+            "the request at unmapped address 0x8".to_string(),
+            LiteMulticast { msg: 8, ..valid },
+            libc::EFAULT,
+        ),
+    ];
+    for (what, mut args, errno) in cases {
+        // SAFETY: every pointer in `args` is a live buffer at least as long
+        // as `valid` describes, or an address the kernel must reject.
+        let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+        let point = format!(
+            "node {me}: send_reply_multicast with {what} returns -{}",
+            crate::errno::errno_name(errno)
+        );
+        tap.check(&point, expect_errno(ret, errno));
+    }
+    // SAFETY: a null argument must be rejected without being read.
+    let ret = unsafe { kernel.send_reply_multicast(ptr::null_mut()) };
+    tap.check(
+        &format!("node {me}: send_reply_multicast with a NULL argument returns -EFAULT"),
+        expect_errno(ret, libc::EFAULT),
+    );
+}

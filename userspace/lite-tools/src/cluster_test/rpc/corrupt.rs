@@ -1,0 +1,571 @@
+//! A client's ring broken by a request with a corrupt header: the held calls
+//! fail with `-EPROTO`, the next ones are served.
+
+use super::*;
+
+/// Max size of [`CORRUPT_PORT`].
+const CORRUPT_MAX: u64 = 4096;
+/// Of [`CORRUPT_SIZES`], the first this many are the requests the broken
+/// ring discards.
+const CORRUPT_DISCARDED: usize = 2;
+/// How long the client waits, once its first call sleeps, for the call's
+/// request to have surely landed in the ring.
+const CORRUPT_SETTLE: Duration = Duration::from_millis(300);
+/// Longest a call whose request the broken ring discarded may take: its
+/// caller must learn at once, not after the RPC timeout.
+const CORRUPT_NOTICE: Duration = Duration::from_secs(10);
+const WHY_NO_FAULTS: &str = "needs the real kernel's RPC fault injection";
+
+/// The server and client nodes of the corrupt ring case, the same on
+/// every node; `None` for a single node, which has no other to call.
+fn corrupt_roles(nodes: u32) -> Option<(u32, u32)> {
+    (nodes >= 2).then_some((CORRUPT_SERVER, CORRUPT_CLIENT))
+}
+
+/// Request `index` of node `client` in the corrupt ring case,
+/// [`CORRUPT_SIZES`]`[index]` long: pattern bytes that tell it from every
+/// other, so that the server knows which call each request it got is.
+fn corrupt_request(client: u32, index: usize) -> Vec<u8> {
+    let mut request = vec![0u8; CORRUPT_SIZES[index]];
+    let seed = pattern::seed(&[u64::from(client), index as u64, 0x4352]);
+    pattern::fill(seed, 0, &mut request);
+    request
+}
+
+/// The name of the client's request `index` in failure messages.
+fn corrupt_call_name(index: usize) -> String {
+    let size = CORRUPT_SIZES[index];
+    match index {
+        0 => format!("the queued call ({size} B)"),
+        1 => format!("the faulty call ({size} B)"),
+        _ => format!(
+            "call {} after the break ({size} B)",
+            index + 1 - CORRUPT_DISCARDED
+        ),
+    }
+}
+
+/// Writes `node` to this node's [`RPC_FAULT_FILE`]: the next request to
+/// `node` gets a corrupt header, or, for 0, no request does.
+fn write_fault<K: Kernel>(kernel: &K, node: u32) -> Result<(), String> {
+    kernel
+        .write_debugfs(RPC_FAULT_FILE, &format!("{node}\n"))
+        .ok_or("this kernel has no debugfs")?
+        .map_err(|e| {
+            format!(
+                "writing {node} to {DEBUGFS_DIR}/{RPC_FAULT_FILE}: {}",
+                describe_error(&e)
+            )
+        })
+}
+
+/// Calls [`CORRUPT_PORT`] on `server` with request `index` of `client`;
+/// the raw result and how long the call took.
+fn corrupt_call<K: Kernel>(
+    kernel: &K,
+    server: u32,
+    client: u32,
+    index: usize,
+) -> (c_long, Duration) {
+    let request = corrupt_request(client, index);
+    // Room for the reply, should one come after all.
+    let mut answer = vec![0u8; request.len() + 16];
+    let began = Instant::now();
+    let ret = call(kernel, server, CORRUPT_PORT, &request, &mut answer);
+    (ret, began.elapsed())
+}
+
+/// Passes when request `index`, which the broken ring discarded, failed
+/// its call with -EPROTO within [`CORRUPT_NOTICE`].
+fn expect_discarded(index: usize, ret: c_long, took: Duration) -> Result<(), String> {
+    let name = corrupt_call_name(index);
+    expect_errno(ret, libc::EPROTO).map_err(|e| format!("{name}: {e} after {took:?}"))?;
+    if took > CORRUPT_NOTICE {
+        return Err(format!(
+            "{name}: returned -EPROTO after {took:?}, over {CORRUPT_NOTICE:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// The client's calls that break the ring: the first stays queued, since
+/// nobody receives from the port yet; once it surely landed, the kernel
+/// is told to corrupt the header of the next request to `server`, which
+/// the second call makes. Both must fail with -EPROTO within
+/// [`CORRUPT_NOTICE`]. The fault is disarmed once the second call
+/// returned, posted or not. The failures.
+fn corrupt_faulty_calls<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    server: u32,
+    client: u32,
+) -> Vec<String> {
+    let looked = expect_len(
+        kernel.query_port(server, CORRUPT_PORT),
+        CORRUPT_MAX as usize,
+    )
+    .map_err(|e| format!("query_port(node {server}, port {CORRUPT_PORT}): {e}"));
+    // Disarming first shows that the file can be written before a call is
+    // left waiting for the fault, and that no fault armed before is left.
+    if let Err(e) = looked.and_then(|()| write_fault(kernel, 0)) {
+        return vec![e];
+    }
+    let queued = Blocker::default();
+    let mut failures = Vec::new();
+    let calls = std::thread::scope(|scope| {
+        let first = scope.spawn(|| {
+            queued.arm();
+            let call = corrupt_call(kernel, server, client, 0);
+            queued.finished.store(true, Ordering::SeqCst);
+            call
+        });
+        // Once the caller sleeps in the call its request is on its way; a
+        // moment later it is surely in the ring.
+        if let Err(e) = queued.wait_until_blocked("the queued call") {
+            failures.push(e);
+        }
+        std::thread::sleep(CORRUPT_SETTLE);
+        let faulty = match write_fault(kernel, server) {
+            Ok(()) => {
+                let second = scope.spawn(|| corrupt_call(kernel, server, client, 1));
+                Some(second.join().map_err(|_| "panicked".to_string()))
+            }
+            Err(e) => {
+                failures.push(format!("arming the fault: {e}"));
+                None
+            }
+        };
+        // The faulty call may have failed before posting its request: no
+        // later request may meet the fault instead.
+        if let Err(e) = write_fault(kernel, 0) {
+            failures.push(format!("disarming the fault: {e}"));
+        }
+        let first = first.join().map_err(|_| "panicked".to_string());
+        [Some(first), faulty]
+    });
+    let mut seen = Vec::new();
+    for (index, outcome) in calls.into_iter().enumerate() {
+        let Some(outcome) = outcome else { continue };
+        let judged = outcome
+            .map_err(|e| format!("{}: {e}", corrupt_call_name(index)))
+            .and_then(|(ret, took)| {
+                seen.push(format!(
+                    "{} returned {} after {took:?}",
+                    corrupt_call_name(index),
+                    describe_result(ret)
+                ));
+                expect_discarded(index, ret, took)
+            });
+        if let Err(e) = judged {
+            failures.push(e);
+        }
+    }
+    if !seen.is_empty() {
+        tap.comment(&format!("node {client}: {}", seen.join(", ")));
+    }
+    failures
+}
+
+/// The client's calls once the ring broke: each must get its transformed
+/// reply, the first finding the port afresh. The failures; stops after a
+/// call that took over [`CORRUPT_NOTICE`], since a ring that still
+/// discards requests would hold each of the rest for the RPC timeout.
+fn corrupt_calls_after<K: Kernel>(kernel: &K, server: u32, client: u32) -> Vec<String> {
+    let mut failures = Vec::new();
+    for index in CORRUPT_DISCARDED..CORRUPT_SIZES.len() {
+        let request = corrupt_request(client, index);
+        let began = Instant::now();
+        let served = transformed_call(kernel, server, CORRUPT_PORT, &request);
+        let took = began.elapsed();
+        if let Err(e) = served {
+            failures.push(format!("{}: {e} after {took:?}", corrupt_call_name(index)));
+            if took > CORRUPT_NOTICE {
+                failures.push("the later calls were not made".into());
+                break;
+            }
+        }
+    }
+    failures
+}
+
+/// What the corrupt ring case's receiver got.
+struct CorruptReceived {
+    /// The requests, in the order received.
+    requests: Vec<Vec<u8>>,
+    one_way: u64,
+    /// How its loop ended: `Ok` with the closing errno, or the first thing
+    /// that went wrong.
+    ending: Result<c_long, String>,
+}
+
+/// The server's receiver, started once the ring broke: answers requests
+/// on [`CORRUPT_PORT`] with their [`transform`] and keeps them, until the
+/// port is closed. A failed reply is noted but does not stop it, so that
+/// no later caller waits for the RPC timeout.
+fn corrupt_receiver<K: Kernel>(kernel: &K) -> CorruptReceived {
+    let mut buf = vec![0u8; CORRUPT_MAX as usize];
+    let mut got = CorruptReceived {
+        requests: Vec::new(),
+        one_way: 0,
+        ending: Ok(0),
+    };
+    let mut failure = None;
+    loop {
+        let (ret, descriptor) = receive(kernel, CORRUPT_PORT, &mut buf, false);
+        let len = match usize::try_from(ret) {
+            Ok(len) if len <= buf.len() => len,
+            // Closed while waiting, or closed before the next receive.
+            _ if ret == -c_long::from(libc::ESHUTDOWN) || ret == -c_long::from(libc::ENOENT) => {
+                got.ending = failure.map_or(Ok(ret), Err);
+                return got;
+            }
+            _ => {
+                got.ending =
+                    Err(failure
+                        .unwrap_or_else(|| format!("receive returned {}", describe_result(ret))));
+                return got;
+            }
+        };
+        if descriptor == 0 {
+            got.one_way += 1;
+            continue;
+        }
+        let request = buf[..len].to_vec();
+        let replied = reply(kernel, &transform(&request), descriptor);
+        if replied != 0 {
+            failure.get_or_insert(format!(
+                "reply to a {len} B request returned {}",
+                describe_result(replied)
+            ));
+        }
+        got.requests.push(request);
+    }
+}
+
+/// Checks what the server received once the ring from `client` broke:
+/// every request the client made afterwards, once each, and nothing
+/// else, above all none of the requests the broken ring discarded.
+fn judge_corrupt_received(client: u32, received: &[Vec<u8>]) -> Result<(), String> {
+    let mut times = [0u32; CORRUPT_SIZES.len()];
+    for (nth, request) in received.iter().enumerate() {
+        let index = (0..CORRUPT_SIZES.len())
+            .find(|&index| *request == corrupt_request(client, index))
+            .ok_or_else(|| {
+                format!(
+                    "request {nth} received ({} B) is none node {client} sent",
+                    request.len()
+                )
+            })?;
+        if index < CORRUPT_DISCARDED {
+            return Err(format!(
+                "request {nth} received is {} of node {client}, which the broken ring should have discarded",
+                corrupt_call_name(index)
+            ));
+        }
+        times[index] += 1;
+    }
+    let wrong: Vec<String> = (CORRUPT_DISCARDED..CORRUPT_SIZES.len())
+        .filter(|&index| times[index] != 1)
+        .map(|index| {
+            format!(
+                "{} received {} times",
+                corrupt_call_name(index),
+                times[index]
+            )
+        })
+        .collect();
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} requests received: {}",
+            received.len(),
+            wrong.join(", ")
+        ))
+    }
+}
+
+/// The server's verdict once its port is closed (`closed`, the raw
+/// result) and its receiver is done.
+fn judge_corrupt_server(client: u32, closed: c_long, got: &CorruptReceived) -> Result<(), String> {
+    let mut failures = Vec::new();
+    if let Err(e) = expect_zero(closed) {
+        failures.push(format!("unregister_application(port {CORRUPT_PORT}): {e}"));
+    }
+    if let Err(e) = &got.ending {
+        failures.push(format!("the receiver: {e}"));
+    }
+    if got.one_way > 0 {
+        failures.push(format!("the receiver got {} one-way messages", got.one_way));
+    }
+    if let Err(e) = judge_corrupt_received(client, &got.requests) {
+        failures.push(e);
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
+
+/// A client's ring on a server is broken on purpose: the client leaves a
+/// call's request queued on a port nobody receives from yet, then has its
+/// kernel corrupt the header of its next request there
+/// ([`RPC_FAULT_FILE`]). The server must discard the ring's requests and
+/// tell the client, whose two callers then fail at once with -EPROTO
+/// instead of waiting for the RPC timeout; the client's next calls find
+/// the port afresh and are served, and the receiver started meanwhile
+/// gets those and nothing of before. The server is [`CORRUPT_SERVER`],
+/// the client [`CORRUPT_CLIENT`]; the other nodes only enter the
+/// barriers. Skipped alike on every node, its barriers with it, when the
+/// kernel cannot inject the fault or there is no second node.
+pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
+    let (me, nodes) = (at.me, at.nodes);
+    let port = CORRUPT_PORT;
+    let (server, client) = corrupt_roles(nodes).unwrap_or((CORRUPT_SERVER, CORRUPT_CLIENT));
+    let client_description = format!(
+        "node {me} -> {}: a request with an injected bad header breaks the ring of port {port}: the queued call and the faulty one return -EPROTO within {CORRUPT_NOTICE:?}, and the next calls are served",
+        target_name(me, server)
+    );
+    let server_description = format!(
+        "node {me}: after its ring from node {client} broke, port {port} receives only the requests sent afterwards"
+    );
+    let skipped = if !kernel.injects_rpc_faults() {
+        Some(WHY_NO_FAULTS)
+    } else if corrupt_roles(nodes).is_none() {
+        Some("needs two nodes or more")
+    } else {
+        None
+    };
+    if let Some(why) = skipped {
+        if me == client {
+            tap.skip(&client_description, why);
+        }
+        if me == server {
+            tap.skip(&server_description, why);
+        }
+        return Ok(());
+    }
+
+    let registered =
+        (me == server).then(|| register(kernel, port, CORRUPT_MAX, "lite-test-corrupt"));
+    // Out of step, the port goes before the run ends.
+    let close = |out_of_step| {
+        if registered == Some(0) {
+            kernel.unregister_application(port);
+        }
+        out_of_step
+    };
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        &format!("registering port {port} on node {server} with nobody receiving"),
+    )
+    .map_err(close)?;
+    let mut failures = if me == client {
+        corrupt_faulty_calls(kernel, tap, server, client)
+    } else {
+        Vec::new()
+    };
+    // The ring broke before any receiver ran.
+    barrier(
+        kernel,
+        tap,
+        nodes,
+        &format!("the calls of node {client} that the broken ring of port {port} on node {server} discarded"),
+    )
+    .map_err(close)?;
+    std::thread::scope(|scope| {
+        let receiver = (registered == Some(0)).then(|| scope.spawn(|| corrupt_receiver(kernel)));
+        if me == client {
+            failures.extend(corrupt_calls_after(kernel, server, client));
+        }
+        // Nobody calls the port any more once every node passed this.
+        // Out of step, closing the port ends the receiver, which the scope
+        // waits for.
+        barrier(
+            kernel,
+            tap,
+            nodes,
+            &format!("the calls of node {client} to port {port} on node {server} after the break"),
+        )
+        .map_err(close)?;
+        if me == client {
+            let outcome = if failures.is_empty() {
+                Ok(())
+            } else {
+                Err(failures.join("; "))
+            };
+            tap.check(&client_description, outcome);
+        }
+        let Some(registered) = registered else {
+            return Ok(());
+        };
+        let outcome = match receiver {
+            None => expect_zero(registered)
+                .map_err(|e| format!("register_application(port {port}): {e}")),
+            Some(receiver) => {
+                // Closing the port ends the receiver's wait.
+                let closed = kernel.unregister_application(port);
+                let got = receiver.join().unwrap_or_else(|_| CorruptReceived {
+                    requests: Vec::new(),
+                    one_way: 0,
+                    ending: Err("the thread panicked".into()),
+                });
+                tap.comment(&format!(
+                    "node {me}: port {port} received {} requests once the ring from node {client} broke, of the {} node {client} made",
+                    got.requests.len(),
+                    CORRUPT_SIZES.len() - CORRUPT_DISCARDED
+                ));
+                judge_corrupt_server(client, closed, &got)
+            }
+        };
+        tap.check(&server_description, outcome);
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_corrupt_ring_case_picks_its_nodes_the_same_way_everywhere() {
+        assert_eq!(corrupt_roles(1), None);
+        assert_eq!(corrupt_roles(2), Some((2, 1)));
+        assert_eq!(corrupt_roles(5), Some((2, 1)));
+    }
+
+    #[test]
+    fn corrupt_ring_requests_are_told_apart_by_content() {
+        let requests: Vec<Vec<u8>> = (0..CORRUPT_SIZES.len())
+            .map(|index| corrupt_request(1, index))
+            .collect();
+        for (index, request) in requests.iter().enumerate() {
+            assert_eq!(request.len(), CORRUPT_SIZES[index]);
+            assert!(request.len() as u64 <= CORRUPT_MAX);
+            for other in &requests[index + 1..] {
+                assert_ne!(request, other, "request {index}");
+            }
+        }
+        // The first call after the break is as long as the discarded ones.
+        assert_eq!(CORRUPT_SIZES[CORRUPT_DISCARDED], CORRUPT_SIZES[0]);
+        assert_ne!(corrupt_request(1, 2), corrupt_request(3, 2));
+        assert_eq!(corrupt_call_name(0), "the queued call (64 B)");
+        assert_eq!(corrupt_call_name(1), "the faulty call (64 B)");
+        assert_eq!(corrupt_call_name(4), "call 3 after the break (4096 B)");
+    }
+
+    #[test]
+    fn discarded_calls_must_fail_at_once_with_eproto() {
+        let eproto = -c_long::from(libc::EPROTO);
+        assert_eq!(
+            expect_discarded(0, eproto, Duration::from_millis(300)),
+            Ok(())
+        );
+        let late = expect_discarded(1, eproto, Duration::from_secs(11));
+        assert!(
+            late.as_ref()
+                .is_err_and(|e| e.starts_with("the faulty call") && e.contains("11s")),
+            "{late:?}"
+        );
+        let timed_out =
+            expect_discarded(0, -c_long::from(libc::ETIMEDOUT), Duration::from_secs(60));
+        assert!(
+            timed_out
+                .as_ref()
+                .is_err_and(|e| e.contains("-ETIMEDOUT") && e.contains("after 60s")),
+            "{timed_out:?}"
+        );
+        assert!(expect_discarded(1, 64, Duration::from_millis(1)).is_err());
+    }
+
+    #[test]
+    fn the_server_must_receive_only_the_calls_after_the_break() {
+        let after: Vec<Vec<u8>> = (CORRUPT_DISCARDED..CORRUPT_SIZES.len())
+            .rev()
+            .map(|index| corrupt_request(1, index))
+            .collect();
+        assert_eq!(judge_corrupt_received(1, &after), Ok(()));
+        let with = |extra: Vec<u8>| {
+            let mut received = after.clone();
+            received.push(extra);
+            judge_corrupt_received(1, &received)
+        };
+        let discarded = with(corrupt_request(1, 0));
+        assert!(
+            discarded
+                .as_ref()
+                .is_err_and(|e| e.contains("the queued call") && e.contains("discarded")),
+            "{discarded:?}"
+        );
+        let twice = with(corrupt_request(1, 3));
+        assert!(
+            twice
+                .as_ref()
+                .is_err_and(|e| e.contains("call 2 after the break (1 B) received 2 times")),
+            "{twice:?}"
+        );
+        let unknown = with(b"stranger".to_vec());
+        assert!(
+            unknown
+                .as_ref()
+                .is_err_and(|e| e.contains("none node 1 sent")),
+            "{unknown:?}"
+        );
+        let missing = judge_corrupt_received(1, &after[1..]);
+        assert!(
+            missing
+                .as_ref()
+                .is_err_and(|e| e.contains("5 requests received") && e.contains("0 times")),
+            "{missing:?}"
+        );
+    }
+
+    #[test]
+    fn the_receiver_after_the_break_answers_and_keeps_every_request() {
+        let kernel = joined_node();
+        assert_eq!(register(&kernel, CORRUPT_PORT, CORRUPT_MAX, "c"), 0);
+        let (failures, got) = std::thread::scope(|scope| {
+            let receiver = scope.spawn(|| corrupt_receiver(&kernel));
+            let failures = corrupt_calls_after(&kernel, 1, 1);
+            let closed = kernel.unregister_application(CORRUPT_PORT);
+            assert_eq!(closed, 0);
+            (failures, receiver.join().expect("receiver"))
+        });
+        assert!(failures.is_empty(), "{failures:?}");
+        assert_eq!(judge_corrupt_server(1, 0, &got), Ok(()));
+        assert_eq!(kernel.open_ports(), 0);
+    }
+
+    #[test]
+    fn the_corrupt_ring_case_is_skipped_without_fault_injection() {
+        let kernel = joined_node();
+        assert!(!kernel.injects_rpc_faults());
+        let outputs: Vec<String> = (1..=3)
+            .map(|me| {
+                let mut out = Vec::new();
+                assert_eq!(
+                    corrupt_ring(&kernel, &mut Tap::new(&mut out), Node::new(me, 3)),
+                    Ok(())
+                );
+                String::from_utf8_lossy(&out).into_owned()
+            })
+            .collect();
+        let skip = format!("# SKIP {WHY_NO_FAULTS}");
+        assert!(
+            outputs[0].contains(&format!("ok 1 - node 1 -> node 2: a request with an injected bad header breaks the ring of port {CORRUPT_PORT}: ")),
+            "{}",
+            outputs[0]
+        );
+        assert!(
+            outputs[1].contains(&format!("ok 1 - node 2: after its ring from node 1 broke, port {CORRUPT_PORT} receives only the requests sent afterwards {skip}")),
+            "{}",
+            outputs[1]
+        );
+        assert_eq!(outputs[0].matches(&skip).count(), 1);
+        assert_eq!(outputs[2].lines().count(), 1, "{}", outputs[2]);
+        assert_eq!(kernel.open_ports(), 0);
+    }
+}
