@@ -162,6 +162,11 @@ u64 rust_helper_lite_total_ram_bytes(void)
 	return (u64)totalram_pages() << PAGE_SHIFT;
 }
 
+struct mm_struct *rust_helper_lite_current_mm(void)
+{
+	return current->mm;
+}
+
 unsigned long rust_helper_rlimit(unsigned int limit)
 {
 	return rlimit(limit);

@@ -519,9 +519,8 @@ impl PinnedVmCharge {
     /// count that does not fit, `EFAULT` for a task without user memory.
     fn new(pages: usize) -> Result<Self> {
         let count = i64::try_from(pages).map_err(|_| EINVAL)?;
-        // SAFETY: `current` is the calling task, valid during the call; its
-        // `mm` is only read.
-        let mm = NonNull::new(unsafe { (*bindings::get_current()).mm }).ok_or(EFAULT)?;
+        // SAFETY: `lite_current_mm` only reads the calling task's `mm`.
+        let mm = NonNull::new(unsafe { bindings::lite_current_mm() }).ok_or(EFAULT)?;
         // SAFETY: `rlimit` only reads the calling task's limits.
         let limit = unsafe { bindings::rlimit(bindings::RLIMIT_MEMLOCK) } >> PAGE_SHIFT;
         // SAFETY: `mm` is the calling task's, which stays alive during the
