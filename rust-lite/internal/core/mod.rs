@@ -41,6 +41,8 @@
 //! - `lite:remote_pool` → `lite:pool_segment`
 //!   (a buffer is carved out of a segment the pool keeps)
 //!
+//! Condition variables (`new_condvar!`) are left out: each one's wait
+//! queue is taken under the mutex it is used with, to wait or to wake.
 //! Every other lock is taken with none of LITE's locks held. What gives
 //! something back when dropped (a pool buffer, a quota charge, a name's
 //! table, an LMR's chunks) is dropped after the lock that held it is
