@@ -14,7 +14,22 @@
 //! The last line is not TAP; it gives harnesses that grep serial consoles
 //! one line to look for.
 
-use std::io::Write;
+use std::io::{Stdout, Write};
+use std::process::ExitCode;
+
+/// Runs `checks`, reporting TAP on stdout after `header` as a comment;
+/// the exit status of a test program: success exactly when every point
+/// passed.
+pub fn report_to_stdout(header: &str, checks: impl FnOnce(&mut Tap<Stdout>)) -> ExitCode {
+    let mut tap = Tap::new(std::io::stdout());
+    tap.comment(header);
+    checks(&mut tap);
+    if tap.finish().all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
 
 /// Counts of a finished run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
