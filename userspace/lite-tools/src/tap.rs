@@ -164,6 +164,19 @@ fn sanitize(description: &str) -> String {
         .collect()
 }
 
+/// The points of TAP `output` that failed.
+#[cfg(test)]
+pub(crate) fn failures(output: &str) -> Vec<&str> {
+    output.lines().filter(|l| l.starts_with("not ok")).collect()
+}
+
+/// Asserts that `output` contains `text`, and shows it whole if not.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_contains(output: &str, text: &str) {
+    assert!(output.contains(text), "{text:?} is missing from:\n{output}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

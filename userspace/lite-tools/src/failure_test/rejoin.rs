@@ -1307,6 +1307,7 @@ fn check_observer_traffic<W: Write>(
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::assert_contains;
 
     fn observer(leaver: u32, peer: u32, publishes: bool) -> Option<Part> {
         Some(Part::Observer {
@@ -1365,10 +1366,7 @@ mod tests {
             let ret = -c_long::from(errno);
             let reason = leave_verdict(ret, Some(1)).unwrap_err();
             assert!(reason.starts_with("expected 0, got -"), "{reason}");
-            assert!(
-                reason.contains("while this node maps node 1's spread LMR"),
-                "{reason}"
-            );
+            assert_contains(&reason, "while this node maps node 1's spread LMR");
             // Without a mapping, the errno alone.
             assert_eq!(
                 leave_verdict(ret, None),
@@ -1485,6 +1483,6 @@ mod tests {
         let late = watch
             .wait_for(2, &[3, 2], monotonic_ns(), quick, &mut odd)
             .unwrap_err();
-        assert!(late.contains("did not return 2 in time (50 ms)"), "{late}");
+        assert_contains(&late, "did not return 2 in time (50 ms)");
     }
 }
