@@ -428,12 +428,14 @@ impl FakeKernel {
                 && self.cluster_state().admin_groups.get(&self.id) == Some(&self.gid))
     }
 
-    /// This process as the RPC model sees it, or `-ENOTCONN` before join.
-    fn rpc_caller(&self) -> Result<rpc::Caller, c_long> {
-        if !self.joined() {
-            return Err(err(libc::ENOTCONN));
+    /// Makes `call` to the RPC model as this process, or returns
+    /// `-ENOTCONN` before join.
+    fn rpc_call(&self, call: impl FnOnce(&rpc::Caller) -> c_long) -> c_long {
+        if self.joined() {
+            call(&self.caller())
+        } else {
+            err(libc::ENOTCONN)
         }
-        Ok(self.caller())
     }
 
     fn caller(&self) -> rpc::Caller {
@@ -1771,36 +1773,28 @@ impl Kernel for FakeKernel {
         name: *const c_char,
         name_len: u64,
     ) -> c_long {
-        let who = match self.rpc_caller() {
-            Ok(who) => who,
-            Err(errno) => return errno,
-        };
-        let quota = if self.defects.ignore_quotas {
-            Limit::Unlimited
-        } else {
-            self.own_limits(&self.cluster_state())
-                .get(Resource::RpcPorts)
-        };
-        // SAFETY: the caller upholds the system call's contract.
-        unsafe {
-            self.shared
-                .rpc
-                .register_within(&who, port, max_size, name as usize, name_len, quota)
-        }
+        self.rpc_call(|who| {
+            let quota = if self.defects.ignore_quotas {
+                Limit::Unlimited
+            } else {
+                self.own_limits(&self.cluster_state())
+                    .get(Resource::RpcPorts)
+            };
+            // SAFETY: the caller upholds the system call's contract.
+            unsafe {
+                self.shared
+                    .rpc
+                    .register_within(who, port, max_size, name as usize, name_len, quota)
+            }
+        })
     }
 
     fn unregister_application(&self, port: u32) -> c_long {
-        match self.rpc_caller() {
-            Ok(who) => self.shared.rpc.unregister(&who, port),
-            Err(errno) => errno,
-        }
+        self.rpc_call(|who| self.shared.rpc.unregister(who, port))
     }
 
     fn query_port(&self, node: u32, port: u32) -> c_long {
-        match self.rpc_caller() {
-            Ok(who) => self.shared.rpc.query(&who, node, port),
-            Err(errno) => errno,
-        }
+        self.rpc_call(|who| self.shared.rpc.query(who, node, port))
     }
 
     unsafe fn send_reply_imm(
@@ -1813,15 +1807,12 @@ impl Kernel for FakeKernel {
         max_reply: u64,
     ) -> c_long {
         self.counted(Operation::RpcCall, priority_of(port_priority), size, || {
-            match self.rpc_caller() {
-                // SAFETY: the caller upholds the system call's contract.
-                Ok(who) => unsafe {
-                    self.shared
-                        .rpc
-                        .call(&who, node, port_priority, (msg, size), (reply, max_reply))
-                },
-                Err(errno) => errno,
-            }
+            // SAFETY: the caller upholds the system call's contract.
+            self.rpc_call(|who| unsafe {
+                self.shared
+                    .rpc
+                    .call(who, node, port_priority, (msg, size), (reply, max_reply))
+            })
         })
     }
 
@@ -1851,20 +1842,17 @@ impl Kernel for FakeKernel {
                 // reaping delivers the reply, or -EFAULT for a bad buffer.
                 let room = max_reply.min(MAX_MESSAGE_SIZE);
                 let mut answer = vec![0u8; room as usize];
-                let ret = match self.rpc_caller() {
-                    // SAFETY: the caller upholds the system call's contract for
-                    // `msg`; `answer` has `room` writable bytes.
-                    Ok(who) => unsafe {
-                        self.shared.rpc.call(
-                            &who,
-                            node,
-                            port_priority,
-                            (msg, size),
-                            (answer.as_mut_ptr().cast(), room),
-                        )
-                    },
-                    Err(errno) => errno,
-                };
+                // SAFETY: the caller upholds the system call's contract for
+                // `msg`; `answer` has `room` writable bytes.
+                let ret = self.rpc_call(|who| unsafe {
+                    self.shared.rpc.call(
+                        who,
+                        node,
+                        port_priority,
+                        (msg, size),
+                        (answer.as_mut_ptr().cast(), room),
+                    )
+                });
                 if ret < 0 {
                     return ret;
                 }
@@ -1884,11 +1872,10 @@ impl Kernel for FakeKernel {
 
     unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
         self.counted(Operation::RpcSend, priority_of(port_priority), size, || {
-            match self.rpc_caller() {
-                // SAFETY: the caller upholds the system call's contract.
-                Ok(who) => unsafe { self.shared.rpc.send(&who, node, port_priority, msg, size) },
-                Err(errno) => errno,
-            }
+            // SAFETY: the caller upholds the system call's contract.
+            self.rpc_call(|who| unsafe {
+                self.shared.rpc.send(who, node, port_priority, msg, size)
+            })
         })
     }
 
@@ -1900,24 +1887,18 @@ impl Kernel for FakeKernel {
         descriptor: *mut u64,
         flags: u32,
     ) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe {
-                self.shared
-                    .rpc
-                    .receive(&who, port, (buf, max_size), descriptor, flags)
-            },
-            Err(errno) => errno,
-        }
+        // SAFETY: the caller upholds the system call's contract.
+        self.rpc_call(|who| unsafe {
+            self.shared
+                .rpc
+                .receive(who, port, (buf, max_size), descriptor, flags)
+        })
     }
 
     unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
         self.counted(Operation::RpcReply, PRIORITY_NONE, size, || {
-            match self.rpc_caller() {
-                // SAFETY: the caller upholds the system call's contract.
-                Ok(who) => unsafe { self.shared.rpc.reply(&who, buf, size, descriptor) },
-                Err(errno) => errno,
-            }
+            // SAFETY: the caller upholds the system call's contract.
+            self.rpc_call(|who| unsafe { self.shared.rpc.reply(who, buf, size, descriptor) })
         })
     }
 
@@ -1928,23 +1909,17 @@ impl Kernel for FakeKernel {
         descriptor: u64,
         next: *mut LiteReceive,
     ) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe {
-                self.shared
-                    .rpc
-                    .reply_and_receive(&who, (buf, size), descriptor, next)
-            },
-            Err(errno) => errno,
-        }
+        // SAFETY: the caller upholds the system call's contract.
+        self.rpc_call(|who| unsafe {
+            self.shared
+                .rpc
+                .reply_and_receive(who, (buf, size), descriptor, next)
+        })
     }
 
     unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe { self.shared.rpc.multicast(&who, call) },
-            Err(errno) => errno,
-        }
+        // SAFETY: the caller upholds the system call's contract.
+        self.rpc_call(|who| unsafe { self.shared.rpc.multicast(who, call) })
     }
 
     unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {
