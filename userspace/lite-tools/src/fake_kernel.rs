@@ -350,6 +350,17 @@ impl FakeKernel {
             .collect()
     }
 
+    /// [`FakeKernel::cluster`] with every node joined.
+    pub fn joined_cluster(nodes: u32, defects: Defects) -> Vec<FakeKernel> {
+        let kernels = Self::cluster(nodes, defects);
+        for kernel in &kernels {
+            // SAFETY: the address is a NUL-terminated string.
+            let id = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 0, 0) };
+            assert_eq!(id, c_long::from(kernel.id), "node {} joins", kernel.id);
+        }
+        kernels
+    }
+
     /// Another process on the same node, with handles of its own and the
     /// privilege of this one.
     pub fn other_process(&self) -> FakeKernel {

@@ -1384,10 +1384,7 @@ mod tests {
 
     #[test]
     fn a_leave_moves_a_mapped_lmr_s_chunks_but_never_to_a_mapper() {
-        let kernels = FakeKernel::cluster(4, Defects::default());
-        for kernel in &kernels {
-            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
-        }
+        let kernels = FakeKernel::joined_cluster(4, Defects::default());
         let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
         assert_eq!(
             kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7),
@@ -1429,10 +1426,7 @@ mod tests {
             leave_refuses_mapped_lmrs: true,
             ..Defects::default()
         };
-        let kernels = FakeKernel::cluster(3, defects);
-        for kernel in &kernels {
-            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
-        }
+        let kernels = FakeKernel::joined_cluster(3, defects);
         let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
         assert_eq!(
             kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7),
@@ -1457,10 +1451,7 @@ mod tests {
 
     #[test]
     fn a_size_watch_reports_every_change_and_times_out() {
-        let kernels = FakeKernel::cluster(3, Defects::default());
-        for kernel in &kernels {
-            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
-        }
+        let kernels = FakeKernel::joined_cluster(3, Defects::default());
         let kernels: Vec<Arc<FakeKernel>> = kernels.into_iter().map(Arc::new).collect();
         let watch = SizeWatch::start(&kernels[0], Duration::from_millis(2)).expect("watch");
         let soon = Duration::from_secs(5);

@@ -1,4 +1,5 @@
 use super::dying::{self, DeathDefects};
+use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, VictimLog};
 use super::*;
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::tap::{assert_contains, failures, TapSummary};
@@ -221,11 +222,7 @@ fn traffic_checks_every_round_and_counts_those_after_the_failure() {
 
 #[test]
 fn the_victim_sets_up_what_the_survivors_find() {
-    let kernels = FakeKernel::cluster(4, Defects::default());
-    let cm = Ipv4Addr::new(10, 0, 0, 1);
-    for kernel in &kernels {
-        assert!(join(kernel, cm).is_ok());
-    }
+    let kernels = FakeKernel::joined_cluster(4, Defects::default());
     let mut out = Vec::new();
     let mut log = VictimLog {
         out: &mut out,
@@ -276,20 +273,21 @@ fn the_victim_sets_up_what_the_survivors_find() {
     );
 }
 
+/// A victim of four nodes on its own: nobody to call in the overload.
+const LONE_VICTIM: FailureConfig = FailureConfig {
+    cm: Ipv4Addr::new(10, 0, 0, 1),
+    nodes: 4,
+    pacing: TEST_PACING,
+    overload: Duration::ZERO,
+    second_address: None,
+};
+
 #[test]
 fn the_victim_prints_its_marker_last() {
     // On its own: the fake's barriers return at once.
     let kernel = FakeKernel::new(4, 4, Defects::default());
-    let config = FailureConfig {
-        cm: Ipv4Addr::new(10, 0, 0, 1),
-        nodes: 4,
-        pacing: TEST_PACING,
-        // On its own: nobody to call.
-        overload: Duration::ZERO,
-        second_address: None,
-    };
     let mut out = Vec::new();
-    assert_eq!(run_victim(&kernel, &config, &mut out), Ok(()));
+    assert_eq!(run_victim(&kernel, &LONE_VICTIM, &mut out), Ok(()));
     let text = String::from_utf8_lossy(&out);
     assert!(text.ends_with(&format!("\n{READY_MARKER}\n")), "{text}");
     assert!(!text.contains("FAILED"), "{text}");
@@ -302,16 +300,8 @@ fn a_victim_that_cannot_join_stops() {
         ..Defects::default()
     };
     let kernel = FakeKernel::new(4, 4, defects);
-    let config = FailureConfig {
-        cm: Ipv4Addr::new(10, 0, 0, 1),
-        nodes: 4,
-        pacing: TEST_PACING,
-        // On its own: nobody to call.
-        overload: Duration::ZERO,
-        second_address: None,
-    };
     let mut out = Vec::new();
-    let error = run_victim(&kernel, &config, &mut out).unwrap_err();
+    let error = run_victim(&kernel, &LONE_VICTIM, &mut out).unwrap_err();
     assert_contains(&error, "ECONNREFUSED");
     assert!(!String::from_utf8_lossy(&out).contains(READY_MARKER));
 }
