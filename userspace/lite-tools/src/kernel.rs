@@ -14,8 +14,10 @@ use crate::guest_devices::{self, run_tool, SecondDevice};
 /// all)` or `kernel_calls!(MODE: name, name, ...)`, where MODE is
 /// `declare` (the trait's declarations), `sys` (the real system calls) or
 /// a field of `self` holding another [`Kernel`] (a model that changes only
-/// the calls it defines itself). One table, so that no kernel repeats
-/// the signatures.
+/// the calls it defines itself). `FIELD through HOOK` passes the unsafe
+/// calls named through `self.HOOK(first argument, call)`, which makes the
+/// call or returns instead. One table, so that no kernel repeats the
+/// signatures.
 macro_rules! kernel_calls {
     ($mode:ident: all) => {
         $crate::kernel::kernel_calls!($mode: join, leave, get_node_id, get_total_node,
@@ -27,99 +29,102 @@ macro_rules! kernel_calls {
             reply_and_receive_message, send_reply_multicast, fetch_add, compare_swp,
             create_lock, ask_lock, lock, unlock, set_priority);
     };
+    ($inner:ident through $hook:ident: $($call:ident),+ $(,)?) => {
+        $($crate::kernel::kernel_calls!(@call ($inner through $hook) $call);)+
+    };
     ($mode:ident: $($call:ident),+ $(,)?) => {
         $($crate::kernel::kernel_calls!(@call $mode $call);)+
     };
-    (@call $m:ident join) => { $crate::kernel::kernel_calls!(@item $m unsafe join(
+    (@call $m:tt join) => { $crate::kernel::kernel_calls!(@item $m unsafe join(
         cm_ip: *const ::std::ffi::c_char, cm_port: u32, ib_port: u32)); };
-    (@call $m:ident leave) => { $crate::kernel::kernel_calls!(@item $m leave(flags: u32)); };
-    (@call $m:ident get_node_id) => { $crate::kernel::kernel_calls!(@item $m get_node_id()); };
-    (@call $m:ident get_total_node) => {
+    (@call $m:tt leave) => { $crate::kernel::kernel_calls!(@item $m leave(flags: u32)); };
+    (@call $m:tt get_node_id) => { $crate::kernel::kernel_calls!(@item $m get_node_id()); };
+    (@call $m:tt get_total_node) => {
         $crate::kernel::kernel_calls!(@item $m get_total_node());
     };
-    (@call $m:ident alloc_remote) => { $crate::kernel::kernel_calls!(@item $m alloc_remote(
+    (@call $m:tt alloc_remote) => { $crate::kernel::kernel_calls!(@item $m alloc_remote(
         node: u32, size: u64, flags: u32, password: u64)); };
-    (@call $m:ident rdma_write) => { $crate::kernel::kernel_calls!(@item $m unsafe rdma_write(
+    (@call $m:tt rdma_write) => { $crate::kernel::kernel_calls!(@item $m unsafe rdma_write(
         handle: u64, buf: *const ::std::ffi::c_void, size: u64, offset: u64, priority: u32,
         password: u64)); };
-    (@call $m:ident rdma_read) => { $crate::kernel::kernel_calls!(@item $m unsafe rdma_read(
+    (@call $m:tt rdma_read) => { $crate::kernel::kernel_calls!(@item $m unsafe rdma_read(
         handle: u64, buf: *mut ::std::ffi::c_void, size: u64, offset: u64, priority: u32,
         password: u64)); };
-    (@call $m:ident free) => { $crate::kernel::kernel_calls!(@item $m free(handle: u64)); };
-    (@call $m:ident dist_barrier) => {
+    (@call $m:tt free) => { $crate::kernel::kernel_calls!(@item $m free(handle: u64)); };
+    (@call $m:tt dist_barrier) => {
         $crate::kernel::kernel_calls!(@item $m dist_barrier(num: u32));
     };
-    (@call $m:ident remote_memset) => { $crate::kernel::kernel_calls!(@item $m remote_memset(
+    (@call $m:tt remote_memset) => { $crate::kernel::kernel_calls!(@item $m remote_memset(
         handle: u64, offset: u64, size: u64, byte: u32)); };
-    (@call $m:ident memcpy) => { $crate::kernel::kernel_calls!(@item $m memcpy(
+    (@call $m:tt memcpy) => { $crate::kernel::kernel_calls!(@item $m memcpy(
         src_handle: u64, src_offset: u64, dst_handle: u64, dst_offset: u64, size: u64)); };
-    (@call $m:ident memmove) => { $crate::kernel::kernel_calls!(@item $m memmove(
+    (@call $m:tt memmove) => { $crate::kernel::kernel_calls!(@item $m memmove(
         src_handle: u64, src_offset: u64, dst_handle: u64, dst_offset: u64, size: u64)); };
-    (@call $m:ident wrap_alloc) => { $crate::kernel::kernel_calls!(@item $m unsafe wrap_alloc(
+    (@call $m:tt wrap_alloc) => { $crate::kernel::kernel_calls!(@item $m unsafe wrap_alloc(
         data: *const ::std::ffi::c_void, size: u64, name: u64, password: u64)); };
-    (@call $m:ident add_ask_mr_table) => { $crate::kernel::kernel_calls!(@item $m
+    (@call $m:tt add_ask_mr_table) => { $crate::kernel::kernel_calls!(@item $m
         add_ask_mr_table(name: u64, handle: u64, permission: u64, password: u64)); };
-    (@call $m:ident ask_lmr) => { $crate::kernel::kernel_calls!(@item $m ask_lmr(
+    (@call $m:tt ask_lmr) => { $crate::kernel::kernel_calls!(@item $m ask_lmr(
         node: u32, name: u64, permission: u64, password: u64)); };
-    (@call $m:ident umap_lmr) => { $crate::kernel::kernel_calls!(@item $m umap_lmr(handle: u64)); };
-    (@call $m:ident register_lmr) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt umap_lmr) => { $crate::kernel::kernel_calls!(@item $m umap_lmr(handle: u64)); };
+    (@call $m:tt register_lmr) => { $crate::kernel::kernel_calls!(@item $m unsafe
         register_lmr(buf: *mut ::std::ffi::c_void, size: u64, permission: u64, password: u64)); };
-    (@call $m:ident deregister_lmr) => {
+    (@call $m:tt deregister_lmr) => {
         $crate::kernel::kernel_calls!(@item $m deregister_lmr(handle: u64));
     };
-    (@call $m:ident rdma_write_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt rdma_write_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
         rdma_write_async(handle: u64, buf: *const ::std::ffi::c_void, size: u64, offset: u64,
         priority: u32, password: u64)); };
-    (@call $m:ident rdma_read_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt rdma_read_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
         rdma_read_async(handle: u64, buf: *mut ::std::ffi::c_void, size: u64, offset: u64,
         priority: u32, password: u64)); };
-    (@call $m:ident async_wait) => {
+    (@call $m:tt async_wait) => {
         $crate::kernel::kernel_calls!(@item $m async_wait(op: u64, flags: u32));
     };
-    (@call $m:ident fence) => { $crate::kernel::kernel_calls!(@item $m fence()); };
-    (@call $m:ident get_stats) => { $crate::kernel::kernel_calls!(@item $m unsafe get_stats(
+    (@call $m:tt fence) => { $crate::kernel::kernel_calls!(@item $m fence()); };
+    (@call $m:tt get_stats) => { $crate::kernel::kernel_calls!(@item $m unsafe get_stats(
         stats: *mut ::lite::sys::LiteStats, size: u64)); };
-    (@call $m:ident register_application) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt register_application) => { $crate::kernel::kernel_calls!(@item $m unsafe
         register_application(port: u32, max_size: u64, name: *const ::std::ffi::c_char,
         name_len: u64)); };
-    (@call $m:ident unregister_application) => {
+    (@call $m:tt unregister_application) => {
         $crate::kernel::kernel_calls!(@item $m unregister_application(port: u32));
     };
-    (@call $m:ident query_port) => {
+    (@call $m:tt query_port) => {
         $crate::kernel::kernel_calls!(@item $m query_port(node: u32, port: u32));
     };
-    (@call $m:ident send_reply_imm) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt send_reply_imm) => { $crate::kernel::kernel_calls!(@item $m unsafe
         send_reply_imm(node: u32, port_priority: u32, msg: *const ::std::ffi::c_void, size: u64,
         reply: *mut ::std::ffi::c_void, max_reply: u64)); };
-    (@call $m:ident send_reply_imm_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt send_reply_imm_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
         send_reply_imm_async(node: u32, port_priority: u32, msg: *const ::std::ffi::c_void,
         size: u64, reply: *mut ::std::ffi::c_void, max_reply: u64)); };
-    (@call $m:ident send) => { $crate::kernel::kernel_calls!(@item $m unsafe send(
+    (@call $m:tt send) => { $crate::kernel::kernel_calls!(@item $m unsafe send(
         node: u32, port_priority: u32, msg: *const ::std::ffi::c_void, size: u64)); };
-    (@call $m:ident receive_message) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt receive_message) => { $crate::kernel::kernel_calls!(@item $m unsafe
         receive_message(port: u32, buf: *mut ::std::ffi::c_void, max_size: u64,
         descriptor: *mut u64, flags: u32)); };
-    (@call $m:ident reply_message) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt reply_message) => { $crate::kernel::kernel_calls!(@item $m unsafe
         reply_message(buf: *const ::std::ffi::c_void, size: u64, descriptor: u64)); };
-    (@call $m:ident reply_and_receive_message) => { $crate::kernel::kernel_calls!(@item $m
+    (@call $m:tt reply_and_receive_message) => { $crate::kernel::kernel_calls!(@item $m
         unsafe reply_and_receive_message(buf: *const ::std::ffi::c_void, size: u64,
         descriptor: u64, next: *mut ::lite::sys::LiteReceive)); };
-    (@call $m:ident send_reply_multicast) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt send_reply_multicast) => { $crate::kernel::kernel_calls!(@item $m unsafe
         send_reply_multicast(call: *mut ::lite::sys::LiteMulticast)); };
-    (@call $m:ident fetch_add) => { $crate::kernel::kernel_calls!(@item $m unsafe fetch_add(
+    (@call $m:tt fetch_add) => { $crate::kernel::kernel_calls!(@item $m unsafe fetch_add(
         handle: u64, old: *mut u64, value: u64, priority: u32)); };
-    (@call $m:ident compare_swp) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt compare_swp) => { $crate::kernel::kernel_calls!(@item $m unsafe
         compare_swp(handle: u64, old: *mut u64, expected: u64, new_value: u64,
         priority: u32)); };
-    (@call $m:ident create_lock) => { $crate::kernel::kernel_calls!(@item $m unsafe
+    (@call $m:tt create_lock) => { $crate::kernel::kernel_calls!(@item $m unsafe
         create_lock(home: u32, lock: *mut ::lite::sys::LiteLock)); };
-    (@call $m:ident ask_lock) => { $crate::kernel::kernel_calls!(@item $m unsafe ask_lock(
+    (@call $m:tt ask_lock) => { $crate::kernel::kernel_calls!(@item $m unsafe ask_lock(
         home: u32, number: u32, lock: *mut ::lite::sys::LiteLock)); };
-    (@call $m:ident lock) => { $crate::kernel::kernel_calls!(@item $m unsafe lock(
+    (@call $m:tt lock) => { $crate::kernel::kernel_calls!(@item $m unsafe lock(
         lock: *const ::lite::sys::LiteLock)); };
-    (@call $m:ident unlock) => { $crate::kernel::kernel_calls!(@item $m unsafe unlock(
+    (@call $m:tt unlock) => { $crate::kernel::kernel_calls!(@item $m unsafe unlock(
         lock: *const ::lite::sys::LiteLock)); };
-    (@call $m:ident set_priority) => {
+    (@call $m:tt set_priority) => {
         $crate::kernel::kernel_calls!(@item $m set_priority(priority: u32));
     };
     (@item declare unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
@@ -140,6 +145,13 @@ macro_rules! kernel_calls {
     (@item sys $name:ident($($arg:ident: $ty:ty),*)) => {
         fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
             ::lite::sys::$name($($arg),*)
+        }
+    };
+    (@item ($inner:ident through $hook:ident) unsafe
+        $name:ident($first:ident: $first_ty:ty $(, $arg:ident: $ty:ty)*)) => {
+        unsafe fn $name(&self, $first: $first_ty, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY: the caller upholds the contract, the same underneath.
+            self.$hook($first, || unsafe { self.$inner.$name($first, $($arg),*) })
         }
     };
     (@item $inner:ident unsafe $name:ident($($arg:ident: $ty:ty),*)) => {

@@ -154,17 +154,18 @@ impl Node {
         ret
     }
 
-    /// `Some(error)` if a transfer on `handle` reaches the dead victim.
-    fn transfer_error(&self, handle: u64) -> Option<c_long> {
+    /// Makes a transfer on `handle`, unless it reaches the dead victim:
+    /// then it fails.
+    fn transfer(&self, handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
         if self.is_victim() || !self.tracked().contains(&handle) || !self.dead() {
-            return None;
+            return transfer();
         }
         let errno = if self.defects.write_fails_with_eio {
             libc::EIO
         } else {
             libc::EHOSTDOWN
         };
-        Some(-c_long::from(errno))
+        -c_long::from(errno)
     }
 }
 
@@ -180,48 +181,11 @@ impl Kernel for Node {
         unregister_application, query_port, send, receive_message, reply_message,
         reply_and_receive_message, send_reply_multicast, fetch_add, compare_swp, create_lock,
         ask_lock, unlock, set_priority);
+    kernel_calls!(inner through transfer: rdma_write, rdma_read);
 
     fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
         let ret = self.inner.alloc_remote(node, size, flags, password);
         self.track(ret, self.is_victim() || node == self.victim)
-    }
-
-    unsafe fn rdma_write(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        if let Some(error) = self.transfer_error(handle) {
-            return error;
-        }
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .rdma_write(handle, buf, size, offset, priority, password)
-        }
-    }
-
-    unsafe fn rdma_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        if let Some(error) = self.transfer_error(handle) {
-            return error;
-        }
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .rdma_read(handle, buf, size, offset, priority, password)
-        }
     }
 
     fn free(&self, handle: u64) -> c_long {

@@ -14,7 +14,6 @@
 //! tell which node an LMR is on, so it holds the others' too), and then
 //! goes on as if nothing happened. Everything else passes through.
 
-use std::ffi::c_void;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use libc::c_long;
@@ -198,8 +197,9 @@ impl Node {
     /// Runs `transfer` once no node is paused, unless this is the cut node
     /// and it is cut off: then its transfers fail and land nowhere. The
     /// cut node's transfers hold the stage while they run, so that a cut
-    /// waits for the one under way, as fencing a connection does.
-    fn transfer(&self, transfer: impl FnOnce() -> c_long) -> c_long {
+    /// waits for the one under way, as fencing a connection does. The
+    /// model does not tell which node an LMR is on: every handle is alike.
+    fn transfer(&self, _handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
         if let Some(failed) = self.wait_out_pause() {
             return failed;
         }
@@ -276,6 +276,7 @@ impl Kernel for Node {
         send_reply_imm_async, send, receive_message, reply_message, reply_and_receive_message,
         send_reply_multicast, fetch_add, compare_swp, create_lock, ask_lock, lock, unlock,
         set_priority);
+    kernel_calls!(inner through transfer: rdma_write, rdma_read);
 
     fn get_total_node(&self) -> c_long {
         let total = self.inner.get_total_node();
@@ -284,38 +285,6 @@ impl Kernel for Node {
         } else {
             total
         }
-    }
-
-    unsafe fn rdma_write(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        self.transfer(|| unsafe {
-            self.inner
-                .rdma_write(handle, buf, size, offset, priority, password)
-        })
-    }
-
-    unsafe fn rdma_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        self.transfer(|| unsafe {
-            self.inner
-                .rdma_read(handle, buf, size, offset, priority, password)
-        })
     }
 
     fn read_debugfs(&self, name: &str) -> Option<std::io::Result<String>> {
