@@ -748,17 +748,13 @@ pub fn stop_waiting(
     } else {
         last_write_ns
     };
-    let after = |duration: Duration| {
-        reference.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX))
-    };
-    if now_ns >= after(HANG_AFTER) {
+    if now_ns >= after(reference, HANG_AFTER) {
         return Some(format!(
             "hung: still blocked {} s after the last successful write to the victim",
             HANG_AFTER.as_secs()
         ));
     }
-    let failure_deadline =
-        started_ns.saturating_add(u64::try_from(FAILURE_WAIT.as_nanos()).unwrap_or(u64::MAX));
+    let failure_deadline = after(started_ns, FAILURE_WAIT);
     if failed_ns == 0 && now_ns >= failure_deadline {
         return Some(format!(
             "writes to the victim still succeeded {} s after the traffic started: \
@@ -847,6 +843,12 @@ pub struct Polled {
     pub reached: bool,
     /// When it was read (`CLOCK_MONOTONIC`, ns).
     pub at_ns: u64,
+}
+
+/// The point `duration` after `from_ns` on the `CLOCK_MONOTONIC` scale,
+/// saturated.
+pub(crate) fn after(from_ns: u64, duration: Duration) -> u64 {
+    from_ns.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Reads `read` every `every` until it gives `target` or `deadline_ns`
@@ -1005,8 +1007,7 @@ fn write_until_failure<K: Kernel>(
 
 /// Waits until T1's first write succeeded; how long that took in ms.
 fn wait_for_first_write(progress: &Progress, started_ns: u64) -> Result<i64, String> {
-    let deadline = started_ns
-        .saturating_add(u64::try_from(FIRST_WRITE_TIMEOUT.as_nanos()).unwrap_or(u64::MAX));
+    let deadline = after(started_ns, FIRST_WRITE_TIMEOUT);
     loop {
         let last = progress.last_write_ns.load(Ordering::SeqCst);
         if last != 0 {
@@ -1482,8 +1483,7 @@ fn stop_traffic(
     reports: Result<Receiver<TrafficReport>, String>,
     all_returned_ns: u64,
 ) -> Result<TrafficReport, String> {
-    let stop_at = all_returned_ns
-        .saturating_add(u64::try_from(TRAFFIC_AFTER_RETURNS.as_nanos()).unwrap_or(u64::MAX));
+    let stop_at = after(all_returned_ns, TRAFFIC_AFTER_RETURNS);
     let now = monotonic_ns();
     if reports.is_ok() && now < stop_at {
         thread::sleep(Duration::from_nanos(stop_at - now));
@@ -1712,8 +1712,7 @@ fn check_chunks_freed<K: Kernel, W: Write>(
     } else {
         failed_ns
     };
-    let deadline =
-        since.saturating_add(u64::try_from(CHUNKS_FREED_WITHIN.as_nanos()).unwrap_or(u64::MAX));
+    let deadline = after(since, CHUNKS_FREED_WITHIN);
     let polled = poll_until(|| held_chunks(kernel), base, deadline, CHUNK_POLL);
     let value = polled
         .value

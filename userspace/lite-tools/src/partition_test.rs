@@ -63,7 +63,7 @@ use crate::debugfs::membership::{
 };
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
-use crate::failure_test::{barrier_point, elapsed_ms, find_port_owner, join, poll_until};
+use crate::failure_test::{after, barrier_point, elapsed_ms, find_port_owner, join, poll_until};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
@@ -199,17 +199,6 @@ pub struct PartitionConfig {
     /// How long every node's traffic of the pause phase runs, by its own
     /// clock, once every node allocated its LMRs; zero leaves the phase out.
     pub pause_traffic: Duration,
-}
-
-/// Nanoseconds of `duration`, saturated, for deadlines on the
-/// `CLOCK_MONOTONIC` scale.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// The point `duration` after `from_ns`.
-fn after(from_ns: u64, duration: Duration) -> u64 {
-    from_ns.saturating_add(nanos(duration))
 }
 
 /// The node holding LMR Y: the lowest node other than the cut node.

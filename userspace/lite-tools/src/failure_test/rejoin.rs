@@ -54,7 +54,9 @@ use std::time::Duration;
 use libc::c_long;
 use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
-use super::{alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, Target, TrafficReport};
+use super::{
+    after, alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, Target, TrafficReport,
+};
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
 use crate::deadline::bounded;
@@ -273,12 +275,6 @@ where
     )
 }
 
-/// Nanoseconds of `duration`, saturated, for deadlines on the
-/// `CLOCK_MONOTONIC` scale.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// The leaver's part: maps the lowest observer's spread LMR, then
 /// [`CYCLES`] times leaves, checks that the node is out, joins again and
 /// waits until the cluster is whole.
@@ -467,7 +463,7 @@ where
     });
     let result = during();
     if let (true, Ok(thread)) = (ends_out, &traffic) {
-        let deadline = monotonic_ns().saturating_add(nanos(CALL_TIMEOUT));
+        let deadline = after(monotonic_ns(), CALL_TIMEOUT);
         while !thread.is_finished() && monotonic_ns() < deadline {
             thread::sleep(Duration::from_millis(10));
         }
@@ -720,7 +716,7 @@ where
 
     let whole = phase.survivors();
     let started = monotonic_ns();
-    let deadline = started.saturating_add(nanos(phase.pacing.change));
+    let deadline = after(started, phase.pacing.change);
     let total = loop {
         let total = kernel.get_total_node();
         if total == c_long::from(whole) || monotonic_ns() >= deadline {
@@ -788,7 +784,7 @@ fn join_again<K>(kernel: &Arc<K>, cm: Ipv4Addr, patience: Duration) -> Result<u3
 where
     K: Kernel + Send + 'static,
 {
-    let deadline = monotonic_ns().saturating_add(nanos(patience));
+    let deadline = after(monotonic_ns(), patience);
     let mut refusals = 0u32;
     loop {
         let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
@@ -873,7 +869,7 @@ impl SizeWatch {
         within: Duration,
         odd: &mut Vec<String>,
     ) -> Result<u64, String> {
-        let deadline_ns = since_ns.saturating_add(nanos(within));
+        let deadline_ns = after(since_ns, within);
         loop {
             let left = Duration::from_nanos(deadline_ns.saturating_sub(monotonic_ns()));
             match self.changes.recv_timeout(left) {
