@@ -83,7 +83,7 @@ use crate::guest_devices::InterfaceAddress;
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
-use crate::tap::Tap;
+use crate::tap::{no_problems, Tap};
 use crate::IB_PORT;
 
 #[cfg(test)]
@@ -1775,11 +1775,7 @@ fn check_traffic<W: Write>(
                 "no errors"
             }
         ),
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems.join("\n"))
-        },
+        no_problems(problems),
     );
     tap.check(
         &format!(

@@ -67,7 +67,7 @@ use crate::failure_test::{after, barrier_point, elapsed_ms, find_port_owner, joi
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
-use crate::tap::Tap;
+use crate::tap::{no_problems, Tap};
 
 #[cfg(test)]
 mod model;
@@ -471,11 +471,7 @@ impl CanaryReport {
         if self.reads == 0 {
             problems.push("no read succeeded".to_string());
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems.join("\n"))
-        }
+        no_problems(problems)
     }
 }
 

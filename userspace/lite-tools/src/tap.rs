@@ -31,6 +31,16 @@ pub fn report_to_stdout(header: &str, checks: impl FnOnce(&mut Tap<Stdout>)) -> 
     }
 }
 
+/// The outcome of a test point that found `problems`: it passes if there
+/// are none, and otherwise fails with all of them, one a line.
+pub fn no_problems(problems: Vec<String>) -> Result<(), String> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
 /// Counts of a finished run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TapSummary {

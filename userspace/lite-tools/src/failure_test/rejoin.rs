@@ -66,7 +66,7 @@ use crate::guest_devices::{InterfaceAddress, SecondDevice, FIRST_DEVICE, SECOND_
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
-use crate::tap::Tap;
+use crate::tap::{no_problems, Tap};
 use crate::IB_PORT;
 
 /// Leave/rejoin cycles in a row.
@@ -769,11 +769,7 @@ fn out_of_the_cluster<K: Kernel>(
         }
         Err(e) => problems.push(format!("no handle from before the leave to try: {e}")),
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("\n"))
-    }
+    no_problems(problems)
 }
 
 /// Joins the cluster at `cm` again, trying for up to `patience` while the
@@ -997,11 +993,7 @@ fn observe<K, W>(
         .collect();
     tap.check(
         "leave/rejoin: free of the spread and traffic LMRs returns 0",
-        if freed.is_empty() {
-            Ok(())
-        } else {
-            Err(freed.join("\n"))
-        },
+        no_problems(freed),
     );
 }
 
@@ -1284,11 +1276,7 @@ fn check_observer_traffic<W: Write>(
                      ({} round trips, {} mismatches)",
                     report.rounds, report.mismatches
                 ),
-                if problems.is_empty() {
-                    Ok(())
-                } else {
-                    Err(problems.join("\n"))
-                },
+                no_problems(problems),
             )
         }
         Err(e) => (

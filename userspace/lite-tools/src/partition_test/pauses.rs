@@ -45,7 +45,7 @@ use crate::failure_test::{elapsed_ms, run_traffic, Target, TrafficReport};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
-use crate::tap::Tap;
+use crate::tap::{no_problems, Tap};
 
 /// Every node's console line once its traffic with every peer runs; the
 /// harness starts pausing once every node printed it. A TAP comment.
@@ -122,11 +122,7 @@ pub fn traffic_verdict(report: &TrafficReport) -> Result<(), String> {
     if report.rounds == 0 {
         problems.push("no round trip completed".to_string());
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("\n"))
-    }
+    no_problems(problems)
 }
 
 /// Checks that `after` lists the members `before` did: this node with the
@@ -320,11 +316,7 @@ fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, handles: &[(u32, 
         .collect();
     tap.check(
         "pauses: free of each traffic LMR returns 0",
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(failures.join("\n"))
-        },
+        no_problems(failures),
     );
 }
 
