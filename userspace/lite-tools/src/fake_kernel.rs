@@ -318,6 +318,14 @@ fn err(errno: i32) -> c_long {
     -c_long::from(errno)
 }
 
+/// The caller's buffer of a transfer: where a write takes its bytes
+/// from, or where a read puts them.
+#[derive(Clone, Copy)]
+enum Buffer {
+    Source(*const c_void),
+    Destination(*mut c_void),
+}
+
 /// What a data operation needs.
 #[derive(Clone, Copy)]
 struct Access {
@@ -726,47 +734,17 @@ impl FakeKernel {
         Ok(())
     }
 
-    /// A synchronous or asynchronous write.
+    /// A synchronous or asynchronous transfer between `handle`'s LMR at
+    /// `offset` and the caller's buffer, after the kernel's checks in its
+    /// order; the bytes read (none for a write).
     #[expect(
         clippy::too_many_arguments,
         reason = "mirrors the system call and its flags"
     )]
-    fn do_write(
+    fn do_transfer(
         &self,
         handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-        allow_freed: bool,
-    ) -> Result<(), c_long> {
-        self.transfer_prelude(priority)?;
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
-        let access = Access {
-            perm: PERM_WRITE,
-            password: Some(password),
-            allow_freed,
-        };
-        let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
-        Self::check_buffer(buf as usize, size)?;
-        // SAFETY: the caller guarantees `size` readable bytes at `buf`.
-        let source = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size as usize) };
-        let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
-        self.write_bytes(lmr, offset, source);
-        Ok(())
-    }
-
-    /// A synchronous or asynchronous read; returns the data.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "mirrors the system call and its flags"
-    )]
-    fn do_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
+        buf: Buffer,
         size: u64,
         offset: u64,
         priority: u32,
@@ -776,14 +754,24 @@ impl FakeKernel {
         self.transfer_prelude(priority)?;
         let process = lock(&self.process);
         let mut cluster = self.cluster_state();
+        let (perm, address) = match buf {
+            Buffer::Source(source) => (PERM_WRITE, source as usize),
+            Buffer::Destination(destination) => (PERM_READ, destination as usize),
+        };
         let access = Access {
-            perm: PERM_READ,
+            perm,
             password: Some(password),
             allow_freed,
         };
         let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
-        Self::check_buffer(buf as usize, size)?;
+        Self::check_buffer(address, size)?;
         let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
+        if let Buffer::Source(source) = buf {
+            // SAFETY: the caller guarantees `size` readable bytes at `buf`.
+            let source = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), size as usize) };
+            self.write_bytes(lmr, offset, source);
+            return Ok(Vec::new());
+        }
         Ok(self.read_bytes(lmr, offset, size))
     }
 
@@ -1372,7 +1360,11 @@ impl Kernel for FakeKernel {
         password: u64,
     ) -> c_long {
         self.counted(Operation::Write, priority, size, || {
-            result(self.do_write(handle, buf, size, offset, priority, password, true))
+            let source = Buffer::Source(buf);
+            result(
+                self.do_transfer(handle, source, size, offset, priority, password, true)
+                    .map(drop),
+            )
         })
     }
 
@@ -1386,7 +1378,8 @@ impl Kernel for FakeKernel {
         password: u64,
     ) -> c_long {
         self.counted(Operation::Read, priority, size, || {
-            match self.do_read(handle, buf, size, offset, priority, password, true) {
+            let destination = Buffer::Destination(buf);
+            match self.do_transfer(handle, destination, size, offset, priority, password, true) {
                 Ok(data) => {
                     // SAFETY: the caller guarantees `size` writable bytes at `buf`.
                     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.cast(), data.len()) };
@@ -1697,8 +1690,9 @@ impl Kernel for FakeKernel {
             return err(libc::EINVAL);
         }
         self.counted(Operation::WriteAsync, priority, size, || {
-            match self.do_write(handle, buf, size, offset, priority, password, false) {
-                Ok(()) => self.start_op(Ok(None)),
+            let source = Buffer::Source(buf);
+            match self.do_transfer(handle, source, size, offset, priority, password, false) {
+                Ok(_) => self.start_op(Ok(None)),
                 Err(errno) => errno,
             }
         })
@@ -1717,7 +1711,8 @@ impl Kernel for FakeKernel {
             return err(libc::EINVAL);
         }
         self.counted(Operation::ReadAsync, priority, size, || {
-            match self.do_read(handle, buf, size, offset, priority, password, false) {
+            let destination = Buffer::Destination(buf);
+            match self.do_transfer(handle, destination, size, offset, priority, password, false) {
                 Ok(data) => self.start_op(Ok(Some((buf as usize, data)))),
                 Err(errno) => errno,
             }
