@@ -567,6 +567,37 @@ impl FakeKernel {
         }
     }
 
+    /// An LMR this process creates with `perms` (and ADMIN through its
+    /// handle) from `backing`, its chunks on `chunks`; its id and handle.
+    fn create_lmr(
+        &self,
+        process: &mut Process,
+        cluster: &mut Cluster,
+        backing: Backing,
+        perms: u64,
+        chunks: Vec<u32>,
+        password: u64,
+    ) -> (u64, c_long) {
+        let lmr = Lmr {
+            backing,
+            perms,
+            creator: self.id,
+            chunks,
+            released: false,
+            mappers: BTreeMap::new(),
+            uid: self.uid,
+        };
+        let lmr = Self::new_lmr(cluster, lmr);
+        let handle = Handle {
+            lmr,
+            perms: perms | PERM_ADMIN,
+            password,
+            kind: Kind::Created,
+            freed: false,
+        };
+        (lmr, Self::new_handle(process, handle))
+    }
+
     fn new_handle(process: &mut Process, handle: Handle) -> c_long {
         process.next_handle += 1;
         let number = process.next_handle;
@@ -1330,24 +1361,9 @@ impl Kernel for FakeKernel {
         {
             return err(libc::EDQUOT);
         }
-        let lmr = Lmr {
-            backing: Backing::Owned(vec![0; size as usize]),
-            perms,
-            creator: self.id,
-            chunks,
-            released: false,
-            mappers: BTreeMap::new(),
-            uid: self.uid,
-        };
-        let lmr = Self::new_lmr(&mut cluster, lmr);
-        let handle = Handle {
-            lmr,
-            perms: perms | PERM_ADMIN,
-            password,
-            kind: Kind::Created,
-            freed: false,
-        };
-        Self::new_handle(&mut process, handle)
+        let backing = Backing::Owned(vec![0; size as usize]);
+        self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password)
+            .1
     }
 
     unsafe fn rdma_write(
@@ -1494,16 +1510,10 @@ impl Kernel for FakeKernel {
         // SAFETY: the caller guarantees `size` readable bytes at `data`.
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
         let perms = PERM_READ | PERM_WRITE | PERM_SHARE;
-        let lmr = Lmr {
-            backing: Backing::Owned(bytes.to_vec()),
-            perms,
-            creator: self.id,
-            chunks: self.chunk_holders(&cluster, self.id, size),
-            released: false,
-            mappers: BTreeMap::new(),
-            uid: self.uid,
-        };
-        let lmr = Self::new_lmr(&mut cluster, lmr);
+        let chunks = self.chunk_holders(&cluster, self.id, size);
+        let backing = Backing::Owned(bytes.to_vec());
+        let (lmr, handle) =
+            self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password);
         cluster.names.insert(
             (self.id, name),
             Published {
@@ -1513,14 +1523,7 @@ impl Kernel for FakeKernel {
                 uid: self.uid,
             },
         );
-        let handle = Handle {
-            lmr,
-            perms: perms | PERM_ADMIN,
-            password,
-            kind: Kind::Created,
-            freed: false,
-        };
-        Self::new_handle(&mut process, handle)
+        handle
     }
 
     fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
@@ -1648,27 +1651,19 @@ impl Kernel for FakeKernel {
         if let Err(errno) = self.check_memlock(&process, &cluster, buf as usize, size as usize) {
             return errno;
         }
-        let lmr = Lmr {
-            backing: Backing::User {
-                address: buf as usize,
-                len: size as usize,
-            },
-            perms: permission,
-            creator: self.id,
-            chunks: Vec::new(),
-            released: false,
-            mappers: BTreeMap::new(),
-            uid: self.uid,
+        let backing = Backing::User {
+            address: buf as usize,
+            len: size as usize,
         };
-        let lmr = Self::new_lmr(&mut cluster, lmr);
-        let handle = Handle {
-            lmr,
-            perms: permission | PERM_ADMIN,
+        self.create_lmr(
+            &mut process,
+            &mut cluster,
+            backing,
+            permission,
+            Vec::new(),
             password,
-            kind: Kind::Created,
-            freed: false,
-        };
-        Self::new_handle(&mut process, handle)
+        )
+        .1
     }
 
     fn deregister_lmr(&self, handle: u64) -> c_long {
