@@ -1228,23 +1228,28 @@ where
         password: password_of(ready.me),
     };
     let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.nodes)]);
-    let (sender, reports) = mpsc::channel();
     let kernel = Arc::clone(kernel);
     let progress = Arc::clone(progress);
+    spawn_reporting("traffic", move || {
+        let (stop, failed_ns) = (&progress.stop_traffic, &progress.failed_ns);
+        run_traffic(kernel.as_ref(), lmr, seed, stop, failed_ns)
+    })
+}
+
+/// Runs `work` on a thread named `name`; what it returns arrives on the
+/// returned channel.
+pub(crate) fn spawn_reporting<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<Receiver<T>, String> {
+    let (sender, reports) = mpsc::channel();
     thread::Builder::new()
-        .name("traffic".into())
+        .name(name.to_string())
         .spawn(move || {
-            let report = run_traffic(
-                kernel.as_ref(),
-                lmr,
-                seed,
-                &progress.stop_traffic,
-                &progress.failed_ns,
-            );
             // Nobody listens any more once the wait timed out.
-            let _ = sender.send(report);
+            let _ = sender.send(work());
         })
-        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
+        .map_err(|e| format!("cannot start the {name} thread: {e}"))?;
     Ok(reports)
 }
 

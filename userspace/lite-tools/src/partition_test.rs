@@ -63,7 +63,9 @@ use crate::debugfs::membership::{
 };
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
-use crate::failure_test::{after, barrier_point, elapsed_ms, find_port_owner, join, poll_until};
+use crate::failure_test::{
+    after, barrier_point, elapsed_ms, find_port_owner, join, poll_until, spawn_reporting,
+};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
@@ -912,18 +914,11 @@ where
     K: Kernel + Send + 'static,
 {
     let progress = Arc::new(WriterProgress::default());
-    let (sender, reports) = mpsc::channel();
     let thread_kernel = Arc::clone(kernel);
     let thread_progress = Arc::clone(&progress);
-    thread::Builder::new()
-        .name("writer".into())
-        .spawn(move || {
-            let report =
-                write_until_stopped(thread_kernel.as_ref(), handle, seed, &thread_progress);
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(report);
-        })
-        .map_err(|e| format!("cannot start the writer: {e}"))?;
+    let reports = spawn_reporting("writer", move || {
+        write_until_stopped(thread_kernel.as_ref(), handle, seed, &thread_progress)
+    })?;
     Ok(Writer { progress, reports })
 }
 

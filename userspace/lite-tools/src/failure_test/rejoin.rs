@@ -55,7 +55,8 @@ use libc::c_long;
 use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
 use super::{
-    after, alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, Target, TrafficReport,
+    after, alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, spawn_reporting, Target,
+    TrafficReport,
 };
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
@@ -1224,20 +1225,12 @@ fn start_traffic<K>(
 where
     K: Kernel + Send + 'static,
 {
-    let (sender, reports) = mpsc::channel();
     let kernel = Arc::clone(kernel);
     let stop = Arc::clone(stop);
-    thread::Builder::new()
-        .name("rejoin-traffic".into())
-        .spawn(move || {
-            // No failure to count rounds after: nothing dies in this phase.
-            let never = AtomicU64::new(0);
-            let report = run_traffic(kernel.as_ref(), lmr, seed, &stop, &never);
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(report);
-        })
-        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
-    Ok(reports)
+    spawn_reporting("rejoin-traffic", move || {
+        // No failure to count rounds after: nothing dies in this phase.
+        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
+    })
 }
 
 /// Collects the traffic's report (its thread was told to stop) and checks

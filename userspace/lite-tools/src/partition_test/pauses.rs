@@ -29,7 +29,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread;
 
@@ -41,7 +41,7 @@ use crate::cluster_test::io::handle_of;
 use crate::cpu_hog::CpuHog;
 use crate::debugfs::membership::{MembershipFile, NodeMembership, PeerState};
 use crate::errno::describe_result;
-use crate::failure_test::{elapsed_ms, run_traffic, Target, TrafficReport};
+use crate::failure_test::{elapsed_ms, run_traffic, spawn_reporting, Target, TrafficReport};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
@@ -226,7 +226,6 @@ fn start_traffic<K>(
 where
     K: Kernel + Send + 'static,
 {
-    let (sender, reports) = mpsc::channel();
     let kernel = Arc::clone(kernel);
     let stop = Arc::clone(stop);
     let lmr = Target {
@@ -234,17 +233,11 @@ where
         size: TRAFFIC_LMR_SIZE,
         password: TRAFFIC_PASSWORD,
     };
-    thread::Builder::new()
-        .name(format!("pause-traffic-{peer}"))
-        .spawn(move || {
-            // Nobody fails on purpose here: no failure to count rounds after.
-            let never = AtomicU64::new(0);
-            let report = run_traffic(kernel.as_ref(), lmr, traffic_seed(me, peer), &stop, &never);
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(report);
-        })
-        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
-    Ok(reports)
+    spawn_reporting(&format!("pause-traffic-{peer}"), move || {
+        // Nobody fails on purpose here: no failure to count rounds after.
+        let seed = traffic_seed(me, peer);
+        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
+    })
 }
 
 /// Prints the ready marker, then reads the cluster's size every
