@@ -58,6 +58,7 @@ use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, PERM_READ, PERM_WRITE};
 
 use crate::cluster_test::io::{handle_of, read_at, write_at};
+use crate::cluster_test::rpc::register;
 use crate::debugfs::membership::{
     parse_membership, MembershipFile, NodeMembership, PeerState, MEMBERSHIP_FILE,
 };
@@ -1163,16 +1164,7 @@ fn check_old_mapping<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, mapping:
 
 /// Registers RPC port [`CUT_PORT`], by which the survivors find this node.
 fn register_cut_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>) {
-    let name = c"partition-cut";
-    // SAFETY: `name` is readable for its length.
-    let ret = unsafe {
-        kernel.register_application(
-            CUT_PORT,
-            CUT_PORT_MAX_SIZE,
-            name.as_ptr(),
-            name.to_bytes().len() as u64,
-        )
-    };
+    let ret = register(kernel, CUT_PORT, CUT_PORT_MAX_SIZE, "partition-cut");
     tap.check(
         &format!("register_application(port {CUT_PORT}) returns 0"),
         expect_zero(ret),

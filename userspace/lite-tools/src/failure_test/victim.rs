@@ -14,6 +14,7 @@ use super::{
 };
 use crate::cluster_test::io::{await_members, handle_of, write_at};
 use crate::cluster_test::password_of;
+use crate::cluster_test::rpc::register;
 use crate::errno::{describe_result, expect_zero};
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -52,16 +53,7 @@ impl<W: Write> VictimLog<'_, W> {
 /// victim. Failures are noted and the test goes on: the survivors report
 /// what they find missing.
 pub(super) fn register_victim_port<K: Kernel, W: Write>(kernel: &K, log: &mut VictimLog<'_, W>) {
-    let name = c"failure-victim";
-    // SAFETY: `name` is readable for its length.
-    let ret = unsafe {
-        kernel.register_application(
-            VICTIM_PORT,
-            VICTIM_PORT_MAX_SIZE,
-            name.as_ptr(),
-            name.to_bytes().len() as u64,
-        )
-    };
+    let ret = register(kernel, VICTIM_PORT, VICTIM_PORT_MAX_SIZE, "failure-victim");
     log.step(
         &format!("register_application(port {VICTIM_PORT})"),
         expect_zero(ret),
