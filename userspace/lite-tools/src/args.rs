@@ -19,6 +19,13 @@ pub struct OptionSpec {
     pub help: &'static str,
 }
 
+/// `--cm IP`, taken by every program that joins a cluster.
+pub const CM_OPTION: OptionSpec = OptionSpec {
+    name: "cm",
+    value_name: "IP",
+    help: "IPv4 address of the cluster manager (port 18500)",
+};
+
 /// The command line interface of one program.
 #[derive(Debug, Clone, Copy)]
 pub struct Cli {
@@ -131,6 +138,12 @@ impl Cli {
             Ok(parsed) => parsed,
             Err(error) => self.exit_with(&error),
         }
+    }
+
+    /// Parses the process's arguments and makes them a configuration with
+    /// `config`; exits as [`Cli::parse_env_or_exit`] does on an error.
+    pub fn config_or_exit<T>(&self, config: impl FnOnce(&Parsed) -> Result<T, ArgError>) -> T {
+        config(&self.parse_env_or_exit()).unwrap_or_else(|error| self.exit_with(&error))
     }
 
     /// Reports `error` the way [`Cli::parse_env_or_exit`] does and exits.

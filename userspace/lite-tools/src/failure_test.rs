@@ -61,7 +61,7 @@
 //! (`barrier failed:` and why) leaves the nodes out of step and ends the
 //! run.
 
-use std::ffi::{c_void, CString};
+use std::ffi::CString;
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -71,7 +71,7 @@ use std::thread;
 use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{port_priority, LiteLock, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ, PRIORITY_NONE};
+use lite::sys::{port_priority, LiteLock, CM_DEFAULT_PORT, PERM_READ, PRIORITY_NONE};
 
 use crate::cluster_test::io::{
     await_members, barrier_failed, enter_barrier, handle_of, read_at, stats, write_at,
@@ -83,15 +83,17 @@ use crate::guest_devices::InterfaceAddress;
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
-use crate::tap::Tap;
+use crate::tap::{no_problems, Tap};
 use crate::IB_PORT;
 
 #[cfg(test)]
 mod dying;
 pub mod overload;
 pub mod rejoin;
+mod victim;
 
 pub use rejoin::{CyclePacing, CYCLES};
+pub use victim::run_victim;
 
 /// The victim's console line once the survivors wait on it; the harness
 /// kills the victim's machine a few seconds after it appears.
@@ -354,136 +356,6 @@ fn alloc<K: Kernel>(kernel: &K, node: u32, size: u64, password: u64) -> Result<u
     handle_of(kernel.alloc_remote(node, size, 0, password), "alloc_remote")
 }
 
-/// Writes one line to `out` and flushes it, so that it reaches the
-/// console before the machine is killed.
-fn say_to<W: Write>(out: &mut W, line: &str) {
-    // A broken console leaves nowhere to report to.
-    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-}
-
-/// The victim's progress lines.
-struct VictimLog<'w, W: Write> {
-    out: &'w mut W,
-    problems: u32,
-}
-
-impl<W: Write> VictimLog<'_, W> {
-    fn note(&mut self, text: &str) {
-        say_to(self.out, &format!("lite-failure-test: victim: {text}"));
-    }
-
-    /// Notes `what` as done, or as failed with the reason.
-    fn step(&mut self, what: &str, outcome: Result<(), String>) {
-        match outcome {
-            Ok(()) => self.note(&format!("{what}: ok")),
-            Err(reason) => {
-                self.problems += 1;
-                self.note(&format!("{what}: FAILED: {reason}"));
-            }
-        }
-    }
-}
-
-/// Registers RPC port [`VICTIM_PORT`], by which the survivors find the
-/// victim. Failures are noted and the test goes on: the survivors report
-/// what they find missing.
-fn register_victim_port<K: Kernel, W: Write>(kernel: &K, log: &mut VictimLog<'_, W>) {
-    let name = c"failure-victim";
-    // SAFETY: `name` is readable for its length.
-    let ret = unsafe {
-        kernel.register_application(
-            VICTIM_PORT,
-            VICTIM_PORT_MAX_SIZE,
-            name.as_ptr(),
-            name.to_bytes().len() as u64,
-        )
-    };
-    log.step(
-        &format!("register_application(port {VICTIM_PORT})"),
-        expect_zero(ret),
-    );
-}
-
-/// Creates a lock kept by `home` and takes it; this process holds it until
-/// the machine dies. Its number, or `None` if it could not be created.
-/// Failures are noted as in [`register_victim_port`].
-fn create_and_take<K: Kernel, W: Write>(
-    kernel: &K,
-    home: u32,
-    label: &str,
-    log: &mut VictimLog<'_, W>,
-) -> Option<u32> {
-    let mut lock = LiteLock::default();
-    // SAFETY: `lock` is writable.
-    let number = unsafe { kernel.create_lock(home, &mut lock) };
-    let Ok(number) = u32::try_from(number) else {
-        log.step(
-            &format!("create_lock(node {home}) for {label}"),
-            Err(describe_result(number)),
-        );
-        return None;
-    };
-    log.step(
-        &format!("create_lock(node {home}) gave {label} {number}"),
-        Ok(()),
-    );
-    // SAFETY: `lock` was filled in by create_lock.
-    let ret = unsafe { kernel.lock(&lock) };
-    log.step(&format!("lock of {label} {number}"), expect_zero(ret));
-    Some(number)
-}
-
-/// Creates a lock on this node and locks W and O on survivor A, takes all
-/// three and publishes the lock record. Taking a lock needs a peer (a peer
-/// posts the atomic on this node's memory), so this waits until every
-/// node joined. Failures are noted as in [`register_victim_port`].
-fn hold_victim_locks<K: Kernel, W: Write>(
-    kernel: &K,
-    me: u32,
-    nodes: u32,
-    log: &mut VictimLog<'_, W>,
-) {
-    let Some(home) = survivor_a(me, nodes) else {
-        log.step("finding survivor A", Err("no other node".to_string()));
-        return;
-    };
-    let record = LockRecord {
-        own: create_and_take(kernel, me, "lock", log),
-        home,
-        waited: create_and_take(kernel, home, "lock W", log),
-        orphaned: create_and_take(kernel, home, "lock O", log),
-    };
-    let record = encode_lock_record(&record);
-    // SAFETY: `record` is readable for its length.
-    let ret = unsafe {
-        kernel.wrap_alloc(
-            record.as_ptr().cast::<c_void>(),
-            record.len() as u64,
-            LOCK_RECORD_NAME,
-            LOCK_RECORD_PASSWORD,
-        )
-    };
-    log.step(
-        &format!("wrap_alloc of the lock record under {LOCK_RECORD_NAME:#x}"),
-        handle_of(ret, "wrap_alloc").map(drop),
-    );
-}
-
-/// Allocates the spread LMR whose chunks the survivors hold, and fills it.
-/// The LMR stays allocated until the machine dies.
-fn allocate_spread<K: Kernel, W: Write>(kernel: &K, me: u32, log: &mut VictimLog<'_, W>) {
-    let password = password_of(me);
-    let outcome = alloc(kernel, NODE_SPREAD, SPREAD_SIZE, password).and_then(|handle| {
-        let mut data = vec![0u8; SPREAD_SIZE as usize];
-        pattern::fill(pattern::seed(&[u64::from(me), SPREAD_SIZE]), 0, &mut data);
-        expect_zero(write_at(kernel, handle, 0, &data, password)).map_err(|e| format!("write: {e}"))
-    });
-    log.step(
-        &format!("alloc_remote of {} MiB spread and write", SPREAD_SIZE >> 20),
-        outcome,
-    );
-}
-
 /// What the overload phase did on this node, for a test point or the
 /// victim's log.
 fn describe_overload(length: Duration, overloaded: &Result<overload::Overload, String>) -> String {
@@ -545,56 +417,6 @@ fn survive_overload<K: Kernel + Sync, W: Write>(
         expect_value(kernel.get_total_node(), nodes.into()),
     );
     in_step
-}
-
-/// Runs the victim's part up to its [`READY_MARKER`]; the caller then
-/// keeps the process (and with it the port and the lock) alive until the
-/// machine is killed. An error means the victim cannot go on.
-pub fn run_victim<K: Kernel, W: Write>(
-    kernel: &K,
-    config: &FailureConfig,
-    out: &mut W,
-) -> Result<(), String> {
-    let nodes = config.nodes;
-    let mut log = VictimLog { out, problems: 0 };
-    let me = join(kernel, config.cm)?;
-    log.note(&format!("joined the cluster at {} as node {me}", config.cm));
-    register_victim_port(kernel, &mut log);
-
-    let barrier = |log: &mut VictimLog<'_, W>, after: &str| -> Result<(), String> {
-        enter_setup_barrier(kernel, nodes, after)?;
-        log.note(&format!("dist_barrier({nodes}) after {after}: ok"));
-        Ok(())
-    };
-    await_members(kernel, nodes, SETUP_BARRIER_TIMEOUT)?;
-    barrier(&mut log, "joining")?;
-    if !config.overload.is_zero() {
-        let mut out_of_step = None;
-        let overloaded = overload_phase(kernel, me, config, |after| {
-            barrier(&mut log, after).inspect_err(|e| out_of_step = Some(e.clone()))
-        });
-        if let Some(e) = out_of_step {
-            return Err(e);
-        }
-        log.step(
-            &describe_overload(config.overload, &overloaded),
-            overloaded.map(drop),
-        );
-    }
-    hold_victim_locks(kernel, me, nodes, &mut log);
-    barrier(&mut log, "the survivors' allocations")?;
-    barrier(&mut log, "the survivors counted their chunks")?;
-    allocate_spread(kernel, me, &mut log);
-    barrier(&mut log, "the spread allocation")?;
-    barrier(&mut log, "the survivors' traffic started")?;
-    if log.problems > 0 {
-        log.note(&format!(
-            "{} steps failed; the survivors will report it",
-            log.problems
-        ));
-    }
-    say_to(log.out, READY_MARKER);
-    Ok(())
 }
 
 /// A barrier of `count` nodes as a test point, bounded by `timeout`;
@@ -926,17 +748,13 @@ pub fn stop_waiting(
     } else {
         last_write_ns
     };
-    let after = |duration: Duration| {
-        reference.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX))
-    };
-    if now_ns >= after(HANG_AFTER) {
+    if now_ns >= after(reference, HANG_AFTER) {
         return Some(format!(
             "hung: still blocked {} s after the last successful write to the victim",
             HANG_AFTER.as_secs()
         ));
     }
-    let failure_deadline =
-        started_ns.saturating_add(u64::try_from(FAILURE_WAIT.as_nanos()).unwrap_or(u64::MAX));
+    let failure_deadline = after(started_ns, FAILURE_WAIT);
     if failed_ns == 0 && now_ns >= failure_deadline {
         return Some(format!(
             "writes to the victim still succeeded {} s after the traffic started: \
@@ -1025,6 +843,12 @@ pub struct Polled {
     pub reached: bool,
     /// When it was read (`CLOCK_MONOTONIC`, ns).
     pub at_ns: u64,
+}
+
+/// The point `duration` after `from_ns` on the `CLOCK_MONOTONIC` scale,
+/// saturated.
+pub(crate) fn after(from_ns: u64, duration: Duration) -> u64 {
+    from_ns.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Reads `read` every `every` until it gives `target` or `deadline_ns`
@@ -1183,8 +1007,7 @@ fn write_until_failure<K: Kernel>(
 
 /// Waits until T1's first write succeeded; how long that took in ms.
 fn wait_for_first_write(progress: &Progress, started_ns: u64) -> Result<i64, String> {
-    let deadline = started_ns
-        .saturating_add(u64::try_from(FIRST_WRITE_TIMEOUT.as_nanos()).unwrap_or(u64::MAX));
+    let deadline = after(started_ns, FIRST_WRITE_TIMEOUT);
     loop {
         let last = progress.last_write_ns.load(Ordering::SeqCst);
         if last != 0 {
@@ -1405,23 +1228,28 @@ where
         password: password_of(ready.me),
     };
     let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.nodes)]);
-    let (sender, reports) = mpsc::channel();
     let kernel = Arc::clone(kernel);
     let progress = Arc::clone(progress);
+    spawn_reporting("traffic", move || {
+        let (stop, failed_ns) = (&progress.stop_traffic, &progress.failed_ns);
+        run_traffic(kernel.as_ref(), lmr, seed, stop, failed_ns)
+    })
+}
+
+/// Runs `work` on a thread named `name`; what it returns arrives on the
+/// returned channel.
+pub(crate) fn spawn_reporting<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<Receiver<T>, String> {
+    let (sender, reports) = mpsc::channel();
     thread::Builder::new()
-        .name("traffic".into())
+        .name(name.to_string())
         .spawn(move || {
-            let report = run_traffic(
-                kernel.as_ref(),
-                lmr,
-                seed,
-                &progress.stop_traffic,
-                &progress.failed_ns,
-            );
             // Nobody listens any more once the wait timed out.
-            let _ = sender.send(report);
+            let _ = sender.send(work());
         })
-        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
+        .map_err(|e| format!("cannot start the {name} thread: {e}"))?;
     Ok(reports)
 }
 
@@ -1660,8 +1488,7 @@ fn stop_traffic(
     reports: Result<Receiver<TrafficReport>, String>,
     all_returned_ns: u64,
 ) -> Result<TrafficReport, String> {
-    let stop_at = all_returned_ns
-        .saturating_add(u64::try_from(TRAFFIC_AFTER_RETURNS.as_nanos()).unwrap_or(u64::MAX));
+    let stop_at = after(all_returned_ns, TRAFFIC_AFTER_RETURNS);
     let now = monotonic_ns();
     if reports.is_ok() && now < stop_at {
         thread::sleep(Duration::from_nanos(stop_at - now));
@@ -1890,8 +1717,7 @@ fn check_chunks_freed<K: Kernel, W: Write>(
     } else {
         failed_ns
     };
-    let deadline =
-        since.saturating_add(u64::try_from(CHUNKS_FREED_WITHIN.as_nanos()).unwrap_or(u64::MAX));
+    let deadline = after(since, CHUNKS_FREED_WITHIN);
     let polled = poll_until(|| held_chunks(kernel), base, deadline, CHUNK_POLL);
     let value = polled
         .value
@@ -1954,11 +1780,7 @@ fn check_traffic<W: Write>(
                 "no errors"
             }
         ),
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems.join("\n"))
-        },
+        no_problems(problems),
     );
     tap.check(
         &format!(
@@ -1974,680 +1796,4 @@ fn check_traffic<W: Write>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::dying::{self, DeathDefects};
-    use super::*;
-    use crate::fake_kernel::{Defects, FakeKernel};
-    use crate::tap::TapSummary;
-
-    #[test]
-    fn roles_parse() {
-        assert_eq!(Role::parse("survivor"), Ok(Role::Survivor));
-        assert_eq!(Role::parse("victim"), Ok(Role::Victim));
-        assert!(Role::parse("bystander").is_err());
-    }
-
-    #[test]
-    fn the_victim_is_the_only_other_node_with_the_port() {
-        let port_on = |victim: u32| {
-            move |node: u32| {
-                if node == victim {
-                    VICTIM_PORT_MAX_SIZE as c_long
-                } else {
-                    -c_long::from(libc::ECONNREFUSED)
-                }
-            }
-        };
-        assert_eq!(find_victim(1, 4, port_on(4)), Ok(4));
-        assert_eq!(find_victim(3, 4, port_on(2)), Ok(2));
-        let none = find_victim(1, 4, port_on(1)).unwrap_err();
-        assert!(none.starts_with("0 nodes have port 7"), "{none}");
-        assert!(none.contains("node 2: -111 (-ECONNREFUSED)"), "{none}");
-        let two = find_victim(1, 4, |node| if node > 2 { 4096 } else { -111 });
-        assert!(two.unwrap_err().starts_with("2 nodes"));
-    }
-
-    #[test]
-    fn the_next_survivor_wraps_around_and_skips_the_victim() {
-        assert_eq!(next_survivor(1, 4, 4), Some(2));
-        assert_eq!(next_survivor(2, 4, 4), Some(3));
-        assert_eq!(next_survivor(3, 4, 4), Some(1));
-        assert_eq!(next_survivor(1, 2, 4), Some(3));
-        assert_eq!(next_survivor(4, 2, 4), Some(1));
-        assert_eq!(next_survivor(1, 2, 2), None);
-    }
-
-    #[test]
-    fn lock_records_round_trip_and_reject_other_data() {
-        let full = LockRecord {
-            own: Some(0),
-            home: 1,
-            waited: Some(4094),
-            orphaned: Some(4095),
-        };
-        assert_eq!(decode_lock_record(&encode_lock_record(&full)), Ok(full));
-        let bytes = encode_lock_record(&full);
-        assert_eq!(&bytes[..4], &LOCK_RECORD_MAGIC.to_le_bytes());
-        assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
-        let partial = LockRecord {
-            own: None,
-            waited: Some(3),
-            orphaned: None,
-            ..full
-        };
-        assert_eq!(
-            decode_lock_record(&encode_lock_record(&partial)),
-            Ok(partial)
-        );
-        assert!(decode_lock_record(&[0; LOCK_RECORD_LEN]).is_err());
-    }
-
-    #[test]
-    fn survivor_a_is_the_lowest_id_other_than_the_victim_s() {
-        assert_eq!(survivor_a(4, 4), Some(1));
-        assert_eq!(survivor_a(1, 3), Some(2));
-        assert_eq!(survivor_a(1, 1), None);
-        // Survivor B follows A.
-        assert_eq!(next_survivor(2, 1, 3), Some(3));
-    }
-
-    #[test]
-    fn records_are_checked_for_every_lock_and_for_survivor_a() {
-        let record = LockRecord {
-            own: Some(0),
-            home: 1,
-            waited: Some(0),
-            orphaned: Some(1),
-        };
-        assert_eq!(check_record(&record, 4, 4), Ok(()));
-        assert_eq!(
-            describe_record(&record),
-            "lock 0 on itself, W 0 and O 1 on survivor A (node 1)"
-        );
-        let missing = LockRecord {
-            waited: None,
-            home: 2,
-            ..record
-        };
-        let reason = check_record(&missing, 4, 4).unwrap_err();
-        assert!(reason.contains("could not create lock W"), "{reason}");
-        assert!(
-            reason.contains("lowest id other than the victim's (node 1)"),
-            "{reason}"
-        );
-        assert!(describe_record(&missing).contains("W none"));
-    }
-
-    fn returned(call: Call, ret: c_long, at_ms: u64) -> Outcome {
-        Ok(Returned {
-            call,
-            ret,
-            at_ns: at_ms * 1_000_000,
-        })
-    }
-
-    #[test]
-    fn verdicts_need_ehostdown_soon_after_the_last_write() {
-        let last_write = 10_000 * 1_000_000;
-        let quick = returned(Call::Lock, -112, 13_120);
-        assert_eq!(errno_verdict(&quick), Ok(()));
-        assert_eq!(stall_verdict(&quick, last_write), (Some(3120), Ok(())));
-
-        let slow = returned(Call::Lock, -112, 14_501);
-        let (stall, verdict) = stall_verdict(&slow, last_write);
-        assert_eq!(stall, Some(4501));
-        assert!(verdict.unwrap_err().contains("more than 4500 ms"));
-
-        let wrong = returned(Call::RdmaWrite, -c_long::from(libc::EIO), 13_000);
-        let reason = errno_verdict(&wrong).unwrap_err();
-        assert!(reason.contains("got -5 (-EIO)"), "{reason}");
-
-        // Lock W is held once it returns: EOWNERDEAD, not EHOSTDOWN or 0.
-        let handed = returned(Call::WaitedLock, -130, 13_100);
-        assert_eq!(errno_verdict(&handed), Ok(()));
-        for ret in [0, -112] {
-            let reason = errno_verdict(&returned(Call::WaitedLock, ret, 13_100)).unwrap_err();
-            assert!(
-                reason.starts_with("expected -EOWNERDEAD (-130)"),
-                "{reason}"
-            );
-        }
-
-        let hung: Outcome = Err("hung".into());
-        assert_eq!(errno_verdict(&hung), Err("hung".into()));
-        assert_eq!(stall_verdict(&hung, last_write).0, None);
-        assert!(stall_verdict(&quick, 0).1.is_err());
-    }
-
-    #[test]
-    fn waiting_stops_at_a_hang_or_without_a_failure() {
-        let s = 1_000_000_000;
-        let start = 100 * s;
-        // Writes still succeed: no hang, however long the other calls wait.
-        assert_eq!(
-            stop_waiting(start + 170 * s, start, start + 169 * s, 0),
-            None
-        );
-        // The failure came; a call blocked 60 s after the last write hangs.
-        assert_eq!(
-            stop_waiting(start + 69 * s, start, start + 10 * s, start + 13 * s),
-            None
-        );
-        let hang = stop_waiting(start + 70 * s, start, start + 10 * s, start + 13 * s);
-        assert!(hang.is_some_and(|r| r.starts_with("hung")));
-        // No write ever succeeded: measured from the start.
-        assert!(stop_waiting(start + 60 * s, start, 0, 0).is_some());
-        // Writes went on for 180 s: nobody killed the victim.
-        let unkilled = stop_waiting(start + 180 * s, start, start + 180 * s - 1, 0);
-        assert!(unkilled.is_some_and(|r| r.contains("was it killed")));
-    }
-
-    #[test]
-    fn elapsed_time_can_be_negative() {
-        assert_eq!(elapsed_ms(1_000_000, 4_500_000), 3);
-        assert_eq!(elapsed_ms(4_500_000, 1_000_000), -3);
-    }
-
-    #[test]
-    fn polling_ends_at_the_value_or_the_deadline() {
-        let mut values = [7u64, 6, 5].into_iter();
-        let far = monotonic_ns() + 10_000_000_000;
-        let polled = poll_until(
-            || values.next().ok_or("done".to_string()),
-            5,
-            far,
-            Duration::from_millis(1),
-        );
-        assert!(polled.reached);
-        assert_eq!(polled.value, Ok(5));
-
-        let now = monotonic_ns();
-        let polled = poll_until(|| Ok(9), 5, now, Duration::from_millis(1));
-        assert!(!polled.reached);
-        assert_eq!(polled.value, Ok(9));
-    }
-
-    #[test]
-    fn traffic_checks_every_round_and_counts_those_after_the_failure() {
-        let kernel = FakeKernel::new(1, 2, Defects::default());
-        assert_eq!(join(&kernel, Ipv4Addr::new(10, 0, 0, 1)), Ok(1));
-        let handle = alloc(&kernel, 2, LMR_SIZE, 9).expect("allocation");
-        let lmr = Target {
-            handle,
-            size: LMR_SIZE,
-            password: 9,
-        };
-        let stop = AtomicBool::new(false);
-        let failed = AtomicU64::new(0);
-        let report = thread::scope(|scope| {
-            let traffic = scope.spawn(|| run_traffic(&kernel, lmr, 1, &stop, &failed));
-            thread::sleep(Duration::from_millis(30));
-            failed.store(monotonic_ns(), Ordering::SeqCst);
-            thread::sleep(Duration::from_millis(30));
-            stop.store(true, Ordering::SeqCst);
-            traffic.join().expect("traffic thread")
-        });
-        assert!(report.rounds > report.rounds_after_failure, "{report:?}");
-        assert!(report.rounds_after_failure > 0, "{report:?}");
-        assert_eq!((report.mismatches, report.error), (0, None));
-
-        // A freed LMR ends the traffic with the error.
-        assert_eq!(kernel.free(handle), 0);
-        stop.store(false, Ordering::SeqCst);
-        let report = run_traffic(&kernel, lmr, 1, &stop, &failed);
-        assert_eq!(report.rounds, 0);
-        assert!(report.error.is_some_and(|e| e.contains("EBADF")));
-    }
-
-    #[test]
-    fn the_victim_sets_up_what_the_survivors_find() {
-        let kernels = FakeKernel::cluster(4, Defects::default());
-        let cm = Ipv4Addr::new(10, 0, 0, 1);
-        for kernel in &kernels {
-            assert!(join(kernel, cm).is_ok());
-        }
-        let mut out = Vec::new();
-        let mut log = VictimLog {
-            out: &mut out,
-            problems: 0,
-        };
-        register_victim_port(&kernels[3], &mut log);
-        hold_victim_locks(&kernels[3], 4, 4, &mut log);
-        allocate_spread(&kernels[3], 4, &mut log);
-        let problems = log.problems;
-        let text = String::from_utf8_lossy(&out);
-        assert_eq!(problems, 0, "{text}");
-
-        assert!(
-            text.contains("create_lock(node 1) gave lock W 0: ok"),
-            "{text}"
-        );
-        assert!(text.contains("lock of lock O 1: ok"), "{text}");
-
-        // Node 3 is neither A nor B; node 1 is A, node 2 B.
-        let mut tap_out = Vec::new();
-        let mut tap = Tap::new(&mut tap_out);
-        let setup = set_up_survivor(&kernels[2], &mut tap, 3, 4);
-        let locks = find_victims_locks(&kernels[2], &mut tap, 3, 4, 4);
-        let summary = tap.finish();
-        let tap_text = String::from_utf8_lossy(&tap_out);
-        assert!(summary.all_passed(), "{tap_text}");
-        assert_eq!(summary.passed, 5, "{tap_text}");
-        assert_eq!((setup.victim, setup.next), (Some(4), Some(1)));
-        assert!(setup.lmr_a.is_some() && setup.lmr_b.is_some());
-        assert_eq!(locks.own.map(|l| l.home), Some(4));
-        assert_eq!(locks.duty, LockDuty::None);
-        assert!(tap_text.contains("the victim (node 4)"), "{tap_text}");
-        assert!(
-            tap_text.contains("(lock 0 on itself, W 0 and O 1 on survivor A (node 1))"),
-            "{tap_text}"
-        );
-
-        let mut tap = Tap::new(Vec::new());
-        let a = find_victims_locks(&kernels[0], &mut tap, 1, 4, 4);
-        let b = find_victims_locks(&kernels[1], &mut tap, 2, 4, 4);
-        assert!(tap.finish().all_passed());
-        let o = LiteLock { home: 1, number: 1 };
-        let w = LiteLock { home: 1, number: 0 };
-        assert_eq!(a.duty, LockDuty::TakeOrphan { lock: Some(o) });
-        assert_eq!(
-            b.duty,
-            LockDuty::WaitFor {
-                home: 1,
-                lock: Some(w)
-            }
-        );
-    }
-
-    #[test]
-    fn the_victim_prints_its_marker_last() {
-        // On its own: the fake's barriers return at once.
-        let kernel = FakeKernel::new(4, 4, Defects::default());
-        let config = FailureConfig {
-            cm: Ipv4Addr::new(10, 0, 0, 1),
-            nodes: 4,
-            pacing: TEST_PACING,
-            // On its own: nobody to call.
-            overload: Duration::ZERO,
-            second_address: None,
-        };
-        let mut out = Vec::new();
-        assert_eq!(run_victim(&kernel, &config, &mut out), Ok(()));
-        let text = String::from_utf8_lossy(&out);
-        assert!(text.ends_with(&format!("\n{READY_MARKER}\n")), "{text}");
-        assert!(!text.contains("FAILED"), "{text}");
-    }
-
-    #[test]
-    fn a_victim_that_cannot_join_stops() {
-        let defects = Defects {
-            refuse_join: true,
-            ..Defects::default()
-        };
-        let kernel = FakeKernel::new(4, 4, defects);
-        let config = FailureConfig {
-            cm: Ipv4Addr::new(10, 0, 0, 1),
-            nodes: 4,
-            pacing: TEST_PACING,
-            // On its own: nobody to call.
-            overload: Duration::ZERO,
-            second_address: None,
-        };
-        let mut out = Vec::new();
-        let error = run_victim(&kernel, &config, &mut out).unwrap_err();
-        assert!(error.contains("ECONNREFUSED"), "{error}");
-        assert!(!String::from_utf8_lossy(&out).contains(READY_MARKER));
-    }
-
-    /// Runs the whole test on a four-node model whose node 4 dies shortly
-    /// after its marker; each survivor's output and summary.
-    fn run_with_death(defects: DeathDefects) -> Vec<(String, TapSummary)> {
-        run_with_death_on(4, defects)
-    }
-
-    /// As [`run_with_death`], with `count` nodes, the last the victim.
-    fn run_with_death_on(count: u32, defects: DeathDefects) -> Vec<(String, TapSummary)> {
-        let nodes = dying::cluster(count, defects);
-        let config = FailureConfig {
-            cm: Ipv4Addr::new(10, 0, 0, 1),
-            nodes: count,
-            pacing: TEST_PACING,
-            overload: Duration::from_millis(300),
-            second_address: None,
-        };
-        let (survivors, victim) = nodes.split_at(nodes.len() - 1);
-        thread::scope(|scope| {
-            let survivors: Vec<_> = survivors
-                .iter()
-                .map(|node| {
-                    scope.spawn(move || {
-                        let mut out = Vec::new();
-                        let mut tap = Tap::new(&mut out);
-                        run_survivor(node, &mut tap, &config);
-                        let summary = tap.finish();
-                        (String::from_utf8_lossy(&out).into_owned(), summary)
-                    })
-                })
-                .collect();
-            let mut out = Vec::new();
-            let victim = &victim[0];
-            assert_eq!(run_victim(victim.as_ref(), &config, &mut out), Ok(()));
-            thread::sleep(Duration::from_millis(200));
-            dying::kill(victim);
-            survivors
-                .into_iter()
-                .map(|s| s.join().expect("survivor thread"))
-                .collect()
-        })
-    }
-
-    fn failures(output: &str) -> Vec<&str> {
-        output.lines().filter(|l| l.starts_with("not ok")).collect()
-    }
-
-    /// Cycles paced for a model whose membership changes at once, still
-    /// with several reads of the cluster's size in every state; a change
-    /// that does not come is given up on sooner than on the machines.
-    const TEST_PACING: CyclePacing = CyclePacing {
-        poll: Duration::from_millis(5),
-        away: Duration::from_millis(100),
-        back: Duration::from_millis(60),
-        change: Duration::from_secs(5),
-        first_leave: Duration::from_secs(5),
-    };
-
-    /// Test points of the failure phase (the overload's two included),
-    /// before the leave/rejoin cycles, of a survivor that is neither A nor
-    /// B.
-    const FAILURE_POINTS: u32 = 28;
-
-    /// Survivor A's further points: ask_lock of lock O, its lock, the
-    /// unlock, the lock and unlock after it.
-    const A_POINTS: u32 = 4;
-
-    /// Survivor B's: ask_lock of lock W, T6's errno and stall, the unlock,
-    /// the lock and unlock after it.
-    const B_POINTS: u32 = 5;
-
-    #[test]
-    fn survivors_of_a_correct_kernel_pass_every_point() {
-        let results = run_with_death(DeathDefects::default());
-        let points = [
-            FAILURE_POINTS + A_POINTS,
-            FAILURE_POINTS + B_POINTS,
-            FAILURE_POINTS,
-        ];
-        for (node, (output, summary)) in (1..).zip(&results) {
-            assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
-            for call in Call::ALL {
-                // Only survivor B, node 2, waits for lock W.
-                let stall = format!("\n# stall {} ", call.name());
-                let expected = node == 2 || call != Call::WaitedLock;
-                assert_eq!(output.contains(&stall), expected, "{output}");
-            }
-            assert!(
-                output.contains("held_chunks back to 1 within 10 s"),
-                "{output}"
-            );
-            assert!(output.contains("get_total_node returns 3 once"), "{output}");
-            // The failure's points come first.
-            assert!(
-                output.contains(&format!(
-                    "\nok {} - final dist_barrier(3) among the survivors returns 0\n",
-                    points[node - 1]
-                )),
-                "{output}"
-            );
-            assert!(
-                output.contains(
-                    "leave/rejoin: dist_barrier(3) of the survivors after the cycles returns 0"
-                ),
-                "{output}"
-            );
-        }
-        let (a, b) = (&results[0].0, &results[1].0);
-        assert!(
-            a.contains(
-                " - lock of lock O 1, kept here, which the dead victim held and nobody waited \
-                 for, returns -EOWNERDEAD (got -130 (-EOWNERDEAD))\n"
-            ),
-            "{a}"
-        );
-        assert!(
-            b.contains(
-                " - lock of lock W 0 on survivor A (node 1), which the victim held, returns \
-                 -EOWNERDEAD (got -130 (-EOWNERDEAD))\n"
-            ),
-            "{b}"
-        );
-        for (output, name) in [(a, "lock O 1"), (b, "lock W 0")] {
-            assert!(
-                output.contains(&format!(
-                    " - unlock of {name}, taken over from the dead victim, returns 0 (got 0)\n"
-                )),
-                "{output}"
-            );
-            assert!(
-                output.contains(&format!(
-                    " - lock and unlock of {name} once more return 0 (got 0, 0)\n"
-                )),
-                "{output}"
-            );
-        }
-        assert!(!results[2].0.contains("lock W"), "{}", results[2].0);
-        assert!(!results[2].0.contains("lock O"), "{}", results[2].0);
-        // Nodes 1 and 2 watch node 3 leave and come back; node 1 also
-        // publishes its spread LMR for node 3 to map.
-        for ((output, summary), points) in results[..2].iter().zip([points[0] + 1, points[1]]) {
-            assert_eq!(summary.passed, points + 26, "{output}");
-            let followed = output
-                .lines()
-                .filter(|l| {
-                    l.contains("get_total_node went from 3 to 2 and back to 3 (node 3 left")
-                })
-                .count();
-            assert_eq!(followed, CYCLES as usize, "{output}");
-            assert_eq!(
-                output
-                    .matches("reads back whole with this node's pattern")
-                    .count(),
-                2
-            );
-            assert_eq!(
-                output
-                    .matches("reads back around every chunk boundary with this node's pattern")
-                    .count(),
-                CYCLES as usize - 2
-            );
-            assert!(
-                output.contains("during the cycles comes back intact"),
-                "{output}"
-            );
-        }
-        assert!(
-            results[0].0.contains(
-                " - leave/rejoin: add_ask_mr_table of the spread LMR as name \
-                 0x5350524541444c4d (for node 3 to map) returns 0\n"
-            ),
-            "{}",
-            results[0].0
-        );
-        assert!(
-            !results[1].0.contains("add_ask_mr_table"),
-            "{}",
-            results[1].0
-        );
-        let (output, summary) = &results[2];
-        assert_eq!(summary.passed, FAILURE_POINTS + 45, "{output}");
-        assert!(
-            output.contains(
-                " - leave/rejoin: leaver (node 3) mapped observer 1's spread LMR and read it \
-                 back intact through the mapping (16 MiB, node 1's pattern)\n"
-            ),
-            "{output}"
-        );
-        // Only the first leave happens while the mapping exists.
-        assert_eq!(output.matches(", keeping its mapping").count(), 1);
-        assert!(
-            output.contains(
-                " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
-                 node 1's spread LMR\n"
-            ),
-            "{output}"
-        );
-        assert_eq!(
-            output.matches("\n# leave ").count(),
-            CYCLES as usize,
-            "{output}"
-        );
-        assert_eq!(
-            output.matches("\n# rejoin ").count(),
-            CYCLES as usize,
-            "{output}"
-        );
-        // Two chunks of each observer's spread LMR, which the first leave moved.
-        assert!(
-            output.contains("before its first leave (held_chunks 4)"),
-            "{output}"
-        );
-        assert!(
-            output.contains("held_chunks on node 3 is 0 after its last join"),
-            "{output}"
-        );
-        assert!(
-            output.contains("join returns node 3's id again (got 3)\n"),
-            "{output}"
-        );
-    }
-
-    #[test]
-    fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
-        let results = run_with_death_on(3, DeathDefects::default());
-        // Node 1 is survivor A, node 2 survivor B (and the leaver).
-        for ((output, summary), points) in results.iter().zip([A_POINTS, B_POINTS]) {
-            let failed = failures(output);
-            assert!(failed.is_empty(), "{failed:?}\n{output}");
-            assert!(summary.passed > FAILURE_POINTS + points, "{output}");
-            assert!(
-                output.contains(&format!(
-                    "\nok {} - final dist_barrier(2) among the survivors returns 0\n",
-                    FAILURE_POINTS + points
-                )),
-                "{output}"
-            );
-        }
-        assert!(results[0].0.contains("lock O 1, kept here"));
-        assert!(results[1].0.contains("\n# stall lock_owner_dead "));
-    }
-
-    #[test]
-    fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
-        let defects = DeathDefects::with_kernel(Defects {
-            lock_hides_owner_death: true,
-            ..Defects::default()
-        });
-        let results = run_with_death(defects);
-        let failed: Vec<Vec<&str>> = results.iter().map(|(o, _)| failures(o)).collect();
-        // Survivor A takes lock O with 0, survivor B gets lock W with 0;
-        // both still hold it, so unlocking works.
-        assert_eq!(failed[0].len(), 1, "{:?}", failed[0]);
-        assert!(
-            failed[0][0].contains("lock of lock O 1, kept here")
-                && failed[0][0].ends_with("returns -EOWNERDEAD (got 0)"),
-            "{:?}",
-            failed[0]
-        );
-        assert_eq!(failed[1].len(), 1, "{:?}", failed[1]);
-        assert!(
-            failed[1][0].contains("lock of lock W 0 on survivor A (node 1)")
-                && failed[1][0].ends_with("returns -EOWNERDEAD (got 0)"),
-            "{:?}",
-            failed[1]
-        );
-        assert!(failed[2].is_empty(), "{:?}", failed[2]);
-    }
-
-    #[test]
-    fn bytes_lost_by_a_leave_are_caught() {
-        let defects = DeathDefects::with_kernel(Defects {
-            leave_loses_moved_bytes: true,
-            ..Defects::default()
-        });
-        let results = run_with_death(defects);
-        for (output, _) in &results[..2] {
-            let failed = failures(output);
-            // Every check after the first leave, which zeroed two chunks.
-            assert_eq!(failed.len(), CYCLES as usize, "{failed:?}");
-            assert!(
-                failed.iter().all(|l| l.contains("spread LMR reads back")),
-                "{failed:?}"
-            );
-            assert!(output.contains("byte(s) differ"), "{output}");
-        }
-        assert!(failures(&results[2].0).is_empty(), "{}", results[2].0);
-    }
-
-    #[test]
-    fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
-        let defects = DeathDefects::with_kernel(Defects {
-            leave_refuses_mapped_lmrs: true,
-            ..Defects::default()
-        });
-        let results = run_with_death(defects);
-        // Node 3 stays: the observers see no cycle, and their spread LMRs,
-        // which did not move, read back whole.
-        for (output, _) in &results[..2] {
-            let failed = failures(output);
-            assert_eq!(failed.len(), 1, "{failed:?}\n{output}");
-            assert!(
-                failed[0].contains(
-                    "leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3"
-                ),
-                "{failed:?}"
-            );
-            assert!(
-                output.contains("# get_total_node did not return 2 in time (5000 ms)"),
-                "{output}"
-            );
-            assert!(
-                output.contains("cycle 1: the 16 MiB spread LMR reads back whole"),
-                "{output}"
-            );
-        }
-        let output = &results[2].0;
-        let failed = failures(output);
-        assert_eq!(failed.len(), 2, "{failed:?}\n{output}");
-        assert!(
-            failed[0].ends_with(
-                " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
-                 node 1's spread LMR"
-            ),
-            "{failed:?}"
-        );
-        assert!(
-            output.contains(
-                "\n# expected 0, got -28 (-ENOSPC): the leave refused to move the chunks held \
-                 here, while this node maps node 1's spread LMR"
-            ),
-            "{output}"
-        );
-        assert!(output.contains("\n# cycles 2 to 10 not run\n"), "{output}");
-        // Its chunks never moved.
-        assert!(
-            failed[1].contains("held_chunks on node 3 is 0 after its last join"),
-            "{failed:?}"
-        );
-    }
-
-    #[test]
-    fn a_dead_node_reported_as_an_io_error_is_caught() {
-        for (output, _) in run_with_death(DeathDefects::write_fails_with_eio()) {
-            let failed = failures(&output);
-            assert_eq!(failed.len(), 1, "{failed:?}");
-            assert!(
-                failed[0].contains("rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -5 (-EIO))"),
-                "{failed:?}"
-            );
-        }
-    }
-}
+mod tests;

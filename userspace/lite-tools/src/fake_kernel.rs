@@ -318,6 +318,14 @@ fn err(errno: i32) -> c_long {
     -c_long::from(errno)
 }
 
+/// The caller's buffer of a transfer: where a write takes its bytes
+/// from, or where a read puts them.
+#[derive(Clone, Copy)]
+enum Buffer {
+    Source(*const c_void),
+    Destination(*mut c_void),
+}
+
 /// What a data operation needs.
 #[derive(Clone, Copy)]
 struct Access {
@@ -348,6 +356,17 @@ impl FakeKernel {
         (1..=nodes)
             .map(|id| Self::node(id, nodes, defects, true, Arc::clone(&shared)))
             .collect()
+    }
+
+    /// [`FakeKernel::cluster`] with every node joined.
+    pub fn joined_cluster(nodes: u32, defects: Defects) -> Vec<FakeKernel> {
+        let kernels = Self::cluster(nodes, defects);
+        for kernel in &kernels {
+            // SAFETY: the address is a NUL-terminated string.
+            let id = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 0, 0) };
+            assert_eq!(id, c_long::from(kernel.id), "node {} joins", kernel.id);
+        }
+        kernels
     }
 
     /// Another process on the same node, with handles of its own and the
@@ -428,12 +447,14 @@ impl FakeKernel {
                 && self.cluster_state().admin_groups.get(&self.id) == Some(&self.gid))
     }
 
-    /// This process as the RPC model sees it, or `-ENOTCONN` before join.
-    fn rpc_caller(&self) -> Result<rpc::Caller, c_long> {
-        if !self.joined() {
-            return Err(err(libc::ENOTCONN));
+    /// Makes `call` to the RPC model as this process, or returns
+    /// `-ENOTCONN` before join.
+    fn rpc_call(&self, call: impl FnOnce(&rpc::Caller) -> c_long) -> c_long {
+        if self.joined() {
+            call(&self.caller())
+        } else {
+            err(libc::ENOTCONN)
         }
-        Ok(self.caller())
     }
 
     fn caller(&self) -> rpc::Caller {
@@ -544,6 +565,37 @@ impl FakeKernel {
             let to = self.placement(start);
             data[to..to + len].copy_from_slice(&source[from..from + len]);
         }
+    }
+
+    /// An LMR this process creates with `perms` (and ADMIN through its
+    /// handle) from `backing`, its chunks on `chunks`; its id and handle.
+    fn create_lmr(
+        &self,
+        process: &mut Process,
+        cluster: &mut Cluster,
+        backing: Backing,
+        perms: u64,
+        chunks: Vec<u32>,
+        password: u64,
+    ) -> (u64, c_long) {
+        let lmr = Lmr {
+            backing,
+            perms,
+            creator: self.id,
+            chunks,
+            released: false,
+            mappers: BTreeMap::new(),
+            uid: self.uid,
+        };
+        let lmr = Self::new_lmr(cluster, lmr);
+        let handle = Handle {
+            lmr,
+            perms: perms | PERM_ADMIN,
+            password,
+            kind: Kind::Created,
+            freed: false,
+        };
+        (lmr, Self::new_handle(process, handle))
     }
 
     fn new_handle(process: &mut Process, handle: Handle) -> c_long {
@@ -713,47 +765,17 @@ impl FakeKernel {
         Ok(())
     }
 
-    /// A synchronous or asynchronous write.
+    /// A synchronous or asynchronous transfer between `handle`'s LMR at
+    /// `offset` and the caller's buffer, after the kernel's checks in its
+    /// order; the bytes read (none for a write).
     #[expect(
         clippy::too_many_arguments,
         reason = "mirrors the system call and its flags"
     )]
-    fn do_write(
+    fn do_transfer(
         &self,
         handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-        allow_freed: bool,
-    ) -> Result<(), c_long> {
-        self.transfer_prelude(priority)?;
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
-        let access = Access {
-            perm: PERM_WRITE,
-            password: Some(password),
-            allow_freed,
-        };
-        let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
-        Self::check_buffer(buf as usize, size)?;
-        // SAFETY: the caller guarantees `size` readable bytes at `buf`.
-        let source = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size as usize) };
-        let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
-        self.write_bytes(lmr, offset, source);
-        Ok(())
-    }
-
-    /// A synchronous or asynchronous read; returns the data.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "mirrors the system call and its flags"
-    )]
-    fn do_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
+        buf: Buffer,
         size: u64,
         offset: u64,
         priority: u32,
@@ -763,14 +785,24 @@ impl FakeKernel {
         self.transfer_prelude(priority)?;
         let process = lock(&self.process);
         let mut cluster = self.cluster_state();
+        let (perm, address) = match buf {
+            Buffer::Source(source) => (PERM_WRITE, source as usize),
+            Buffer::Destination(destination) => (PERM_READ, destination as usize),
+        };
         let access = Access {
-            perm: PERM_READ,
+            perm,
             password: Some(password),
             allow_freed,
         };
         let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
-        Self::check_buffer(buf as usize, size)?;
+        Self::check_buffer(address, size)?;
         let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
+        if let Buffer::Source(source) = buf {
+            // SAFETY: the caller guarantees `size` readable bytes at `buf`.
+            let source = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), size as usize) };
+            self.write_bytes(lmr, offset, source);
+            return Ok(Vec::new());
+        }
         Ok(self.read_bytes(lmr, offset, size))
     }
 
@@ -1329,24 +1361,9 @@ impl Kernel for FakeKernel {
         {
             return err(libc::EDQUOT);
         }
-        let lmr = Lmr {
-            backing: Backing::Owned(vec![0; size as usize]),
-            perms,
-            creator: self.id,
-            chunks,
-            released: false,
-            mappers: BTreeMap::new(),
-            uid: self.uid,
-        };
-        let lmr = Self::new_lmr(&mut cluster, lmr);
-        let handle = Handle {
-            lmr,
-            perms: perms | PERM_ADMIN,
-            password,
-            kind: Kind::Created,
-            freed: false,
-        };
-        Self::new_handle(&mut process, handle)
+        let backing = Backing::Owned(vec![0; size as usize]);
+        self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password)
+            .1
     }
 
     unsafe fn rdma_write(
@@ -1359,7 +1376,11 @@ impl Kernel for FakeKernel {
         password: u64,
     ) -> c_long {
         self.counted(Operation::Write, priority, size, || {
-            result(self.do_write(handle, buf, size, offset, priority, password, true))
+            let source = Buffer::Source(buf);
+            result(
+                self.do_transfer(handle, source, size, offset, priority, password, true)
+                    .map(drop),
+            )
         })
     }
 
@@ -1373,7 +1394,8 @@ impl Kernel for FakeKernel {
         password: u64,
     ) -> c_long {
         self.counted(Operation::Read, priority, size, || {
-            match self.do_read(handle, buf, size, offset, priority, password, true) {
+            let destination = Buffer::Destination(buf);
+            match self.do_transfer(handle, destination, size, offset, priority, password, true) {
                 Ok(data) => {
                     // SAFETY: the caller guarantees `size` writable bytes at `buf`.
                     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.cast(), data.len()) };
@@ -1488,16 +1510,10 @@ impl Kernel for FakeKernel {
         // SAFETY: the caller guarantees `size` readable bytes at `data`.
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
         let perms = PERM_READ | PERM_WRITE | PERM_SHARE;
-        let lmr = Lmr {
-            backing: Backing::Owned(bytes.to_vec()),
-            perms,
-            creator: self.id,
-            chunks: self.chunk_holders(&cluster, self.id, size),
-            released: false,
-            mappers: BTreeMap::new(),
-            uid: self.uid,
-        };
-        let lmr = Self::new_lmr(&mut cluster, lmr);
+        let chunks = self.chunk_holders(&cluster, self.id, size);
+        let backing = Backing::Owned(bytes.to_vec());
+        let (lmr, handle) =
+            self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password);
         cluster.names.insert(
             (self.id, name),
             Published {
@@ -1507,14 +1523,7 @@ impl Kernel for FakeKernel {
                 uid: self.uid,
             },
         );
-        let handle = Handle {
-            lmr,
-            perms: perms | PERM_ADMIN,
-            password,
-            kind: Kind::Created,
-            freed: false,
-        };
-        Self::new_handle(&mut process, handle)
+        handle
     }
 
     fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
@@ -1642,27 +1651,19 @@ impl Kernel for FakeKernel {
         if let Err(errno) = self.check_memlock(&process, &cluster, buf as usize, size as usize) {
             return errno;
         }
-        let lmr = Lmr {
-            backing: Backing::User {
-                address: buf as usize,
-                len: size as usize,
-            },
-            perms: permission,
-            creator: self.id,
-            chunks: Vec::new(),
-            released: false,
-            mappers: BTreeMap::new(),
-            uid: self.uid,
+        let backing = Backing::User {
+            address: buf as usize,
+            len: size as usize,
         };
-        let lmr = Self::new_lmr(&mut cluster, lmr);
-        let handle = Handle {
-            lmr,
-            perms: permission | PERM_ADMIN,
+        self.create_lmr(
+            &mut process,
+            &mut cluster,
+            backing,
+            permission,
+            Vec::new(),
             password,
-            kind: Kind::Created,
-            freed: false,
-        };
-        Self::new_handle(&mut process, handle)
+        )
+        .1
     }
 
     fn deregister_lmr(&self, handle: u64) -> c_long {
@@ -1684,8 +1685,9 @@ impl Kernel for FakeKernel {
             return err(libc::EINVAL);
         }
         self.counted(Operation::WriteAsync, priority, size, || {
-            match self.do_write(handle, buf, size, offset, priority, password, false) {
-                Ok(()) => self.start_op(Ok(None)),
+            let source = Buffer::Source(buf);
+            match self.do_transfer(handle, source, size, offset, priority, password, false) {
+                Ok(_) => self.start_op(Ok(None)),
                 Err(errno) => errno,
             }
         })
@@ -1704,7 +1706,8 @@ impl Kernel for FakeKernel {
             return err(libc::EINVAL);
         }
         self.counted(Operation::ReadAsync, priority, size, || {
-            match self.do_read(handle, buf, size, offset, priority, password, false) {
+            let destination = Buffer::Destination(buf);
+            match self.do_transfer(handle, destination, size, offset, priority, password, false) {
                 Ok(data) => self.start_op(Ok(Some((buf as usize, data)))),
                 Err(errno) => errno,
             }
@@ -1771,36 +1774,28 @@ impl Kernel for FakeKernel {
         name: *const c_char,
         name_len: u64,
     ) -> c_long {
-        let who = match self.rpc_caller() {
-            Ok(who) => who,
-            Err(errno) => return errno,
-        };
-        let quota = if self.defects.ignore_quotas {
-            Limit::Unlimited
-        } else {
-            self.own_limits(&self.cluster_state())
-                .get(Resource::RpcPorts)
-        };
-        // SAFETY: the caller upholds the system call's contract.
-        unsafe {
-            self.shared
-                .rpc
-                .register_within(&who, port, max_size, name as usize, name_len, quota)
-        }
+        self.rpc_call(|who| {
+            let quota = if self.defects.ignore_quotas {
+                Limit::Unlimited
+            } else {
+                self.own_limits(&self.cluster_state())
+                    .get(Resource::RpcPorts)
+            };
+            // SAFETY: the caller upholds the system call's contract.
+            unsafe {
+                self.shared
+                    .rpc
+                    .register_within(who, port, max_size, name as usize, name_len, quota)
+            }
+        })
     }
 
     fn unregister_application(&self, port: u32) -> c_long {
-        match self.rpc_caller() {
-            Ok(who) => self.shared.rpc.unregister(&who, port),
-            Err(errno) => errno,
-        }
+        self.rpc_call(|who| self.shared.rpc.unregister(who, port))
     }
 
     fn query_port(&self, node: u32, port: u32) -> c_long {
-        match self.rpc_caller() {
-            Ok(who) => self.shared.rpc.query(&who, node, port),
-            Err(errno) => errno,
-        }
+        self.rpc_call(|who| self.shared.rpc.query(who, node, port))
     }
 
     unsafe fn send_reply_imm(
@@ -1813,15 +1808,12 @@ impl Kernel for FakeKernel {
         max_reply: u64,
     ) -> c_long {
         self.counted(Operation::RpcCall, priority_of(port_priority), size, || {
-            match self.rpc_caller() {
-                // SAFETY: the caller upholds the system call's contract.
-                Ok(who) => unsafe {
-                    self.shared
-                        .rpc
-                        .call(&who, node, port_priority, (msg, size), (reply, max_reply))
-                },
-                Err(errno) => errno,
-            }
+            // SAFETY: the caller upholds the system call's contract.
+            self.rpc_call(|who| unsafe {
+                self.shared
+                    .rpc
+                    .call(who, node, port_priority, (msg, size), (reply, max_reply))
+            })
         })
     }
 
@@ -1851,20 +1843,17 @@ impl Kernel for FakeKernel {
                 // reaping delivers the reply, or -EFAULT for a bad buffer.
                 let room = max_reply.min(MAX_MESSAGE_SIZE);
                 let mut answer = vec![0u8; room as usize];
-                let ret = match self.rpc_caller() {
-                    // SAFETY: the caller upholds the system call's contract for
-                    // `msg`; `answer` has `room` writable bytes.
-                    Ok(who) => unsafe {
-                        self.shared.rpc.call(
-                            &who,
-                            node,
-                            port_priority,
-                            (msg, size),
-                            (answer.as_mut_ptr().cast(), room),
-                        )
-                    },
-                    Err(errno) => errno,
-                };
+                // SAFETY: the caller upholds the system call's contract for
+                // `msg`; `answer` has `room` writable bytes.
+                let ret = self.rpc_call(|who| unsafe {
+                    self.shared.rpc.call(
+                        who,
+                        node,
+                        port_priority,
+                        (msg, size),
+                        (answer.as_mut_ptr().cast(), room),
+                    )
+                });
                 if ret < 0 {
                     return ret;
                 }
@@ -1884,11 +1873,10 @@ impl Kernel for FakeKernel {
 
     unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
         self.counted(Operation::RpcSend, priority_of(port_priority), size, || {
-            match self.rpc_caller() {
-                // SAFETY: the caller upholds the system call's contract.
-                Ok(who) => unsafe { self.shared.rpc.send(&who, node, port_priority, msg, size) },
-                Err(errno) => errno,
-            }
+            // SAFETY: the caller upholds the system call's contract.
+            self.rpc_call(|who| unsafe {
+                self.shared.rpc.send(who, node, port_priority, msg, size)
+            })
         })
     }
 
@@ -1900,24 +1888,18 @@ impl Kernel for FakeKernel {
         descriptor: *mut u64,
         flags: u32,
     ) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe {
-                self.shared
-                    .rpc
-                    .receive(&who, port, (buf, max_size), descriptor, flags)
-            },
-            Err(errno) => errno,
-        }
+        // SAFETY: the caller upholds the system call's contract.
+        self.rpc_call(|who| unsafe {
+            self.shared
+                .rpc
+                .receive(who, port, (buf, max_size), descriptor, flags)
+        })
     }
 
     unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
         self.counted(Operation::RpcReply, PRIORITY_NONE, size, || {
-            match self.rpc_caller() {
-                // SAFETY: the caller upholds the system call's contract.
-                Ok(who) => unsafe { self.shared.rpc.reply(&who, buf, size, descriptor) },
-                Err(errno) => errno,
-            }
+            // SAFETY: the caller upholds the system call's contract.
+            self.rpc_call(|who| unsafe { self.shared.rpc.reply(who, buf, size, descriptor) })
         })
     }
 
@@ -1928,23 +1910,17 @@ impl Kernel for FakeKernel {
         descriptor: u64,
         next: *mut LiteReceive,
     ) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe {
-                self.shared
-                    .rpc
-                    .reply_and_receive(&who, (buf, size), descriptor, next)
-            },
-            Err(errno) => errno,
-        }
+        // SAFETY: the caller upholds the system call's contract.
+        self.rpc_call(|who| unsafe {
+            self.shared
+                .rpc
+                .reply_and_receive(who, (buf, size), descriptor, next)
+        })
     }
 
     unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
-        match self.rpc_caller() {
-            // SAFETY: the caller upholds the system call's contract.
-            Ok(who) => unsafe { self.shared.rpc.multicast(&who, call) },
-            Err(errno) => errno,
-        }
+        // SAFETY: the caller upholds the system call's contract.
+        self.rpc_call(|who| unsafe { self.shared.rpc.multicast(who, call) })
     }
 
     unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {

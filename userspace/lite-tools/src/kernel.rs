@@ -1,286 +1,179 @@
 //! The LITE system calls as a trait, so that the cluster test can also run
 //! against an in-memory model of the kernel on hosts without LITE.
 
-use std::ffi::{c_char, c_void};
 use std::mem::ManuallyDrop;
 
 use libc::c_long;
-use lite::sys::{self, LiteLock, LiteMulticast, LiteReceive, LiteStats};
 
 use crate::debugfs;
 use crate::errno::describe_result;
 use crate::guest_devices::{self, run_tool, SecondDevice};
+
+/// LITE's system calls, one line each, for [`Kernel`]'s declarations and
+/// for kernels whose calls pass straight through: `kernel_calls!(MODE:
+/// all)` or `kernel_calls!(MODE: name, name, ...)`, where MODE is
+/// `declare` (the trait's declarations), `sys` (the real system calls) or
+/// a field of `self` holding another [`Kernel`] (a model that changes only
+/// the calls it defines itself). `FIELD through HOOK` passes the unsafe
+/// calls named through `self.HOOK(first argument, call)`, which makes the
+/// call or returns instead. One table, so that no kernel repeats the
+/// signatures.
+macro_rules! kernel_calls {
+    ($mode:ident: all) => {
+        $crate::kernel::kernel_calls!($mode: join, leave, get_node_id, get_total_node,
+            alloc_remote, rdma_write, rdma_read, free, dist_barrier, remote_memset, memcpy,
+            memmove, wrap_alloc, add_ask_mr_table, ask_lmr, umap_lmr, register_lmr,
+            deregister_lmr, rdma_write_async, rdma_read_async, async_wait, fence, get_stats,
+            register_application, unregister_application, query_port, send_reply_imm,
+            send_reply_imm_async, send, receive_message, reply_message,
+            reply_and_receive_message, send_reply_multicast, fetch_add, compare_swp,
+            create_lock, ask_lock, lock, unlock, set_priority);
+    };
+    ($inner:ident through $hook:ident: $($call:ident),+ $(,)?) => {
+        $($crate::kernel::kernel_calls!(@call ($inner through $hook) $call);)+
+    };
+    ($mode:ident: $($call:ident),+ $(,)?) => {
+        $($crate::kernel::kernel_calls!(@call $mode $call);)+
+    };
+    (@call $m:tt join) => { $crate::kernel::kernel_calls!(@item $m unsafe join(
+        cm_ip: *const ::std::ffi::c_char, cm_port: u32, ib_port: u32)); };
+    (@call $m:tt leave) => { $crate::kernel::kernel_calls!(@item $m leave(flags: u32)); };
+    (@call $m:tt get_node_id) => { $crate::kernel::kernel_calls!(@item $m get_node_id()); };
+    (@call $m:tt get_total_node) => {
+        $crate::kernel::kernel_calls!(@item $m get_total_node());
+    };
+    (@call $m:tt alloc_remote) => { $crate::kernel::kernel_calls!(@item $m alloc_remote(
+        node: u32, size: u64, flags: u32, password: u64)); };
+    (@call $m:tt rdma_write) => { $crate::kernel::kernel_calls!(@item $m unsafe rdma_write(
+        handle: u64, buf: *const ::std::ffi::c_void, size: u64, offset: u64, priority: u32,
+        password: u64)); };
+    (@call $m:tt rdma_read) => { $crate::kernel::kernel_calls!(@item $m unsafe rdma_read(
+        handle: u64, buf: *mut ::std::ffi::c_void, size: u64, offset: u64, priority: u32,
+        password: u64)); };
+    (@call $m:tt free) => { $crate::kernel::kernel_calls!(@item $m free(handle: u64)); };
+    (@call $m:tt dist_barrier) => {
+        $crate::kernel::kernel_calls!(@item $m dist_barrier(num: u32));
+    };
+    (@call $m:tt remote_memset) => { $crate::kernel::kernel_calls!(@item $m remote_memset(
+        handle: u64, offset: u64, size: u64, byte: u32)); };
+    (@call $m:tt memcpy) => { $crate::kernel::kernel_calls!(@item $m memcpy(
+        src_handle: u64, src_offset: u64, dst_handle: u64, dst_offset: u64, size: u64)); };
+    (@call $m:tt memmove) => { $crate::kernel::kernel_calls!(@item $m memmove(
+        src_handle: u64, src_offset: u64, dst_handle: u64, dst_offset: u64, size: u64)); };
+    (@call $m:tt wrap_alloc) => { $crate::kernel::kernel_calls!(@item $m unsafe wrap_alloc(
+        data: *const ::std::ffi::c_void, size: u64, name: u64, password: u64)); };
+    (@call $m:tt add_ask_mr_table) => { $crate::kernel::kernel_calls!(@item $m
+        add_ask_mr_table(name: u64, handle: u64, permission: u64, password: u64)); };
+    (@call $m:tt ask_lmr) => { $crate::kernel::kernel_calls!(@item $m ask_lmr(
+        node: u32, name: u64, permission: u64, password: u64)); };
+    (@call $m:tt umap_lmr) => { $crate::kernel::kernel_calls!(@item $m umap_lmr(handle: u64)); };
+    (@call $m:tt register_lmr) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        register_lmr(buf: *mut ::std::ffi::c_void, size: u64, permission: u64, password: u64)); };
+    (@call $m:tt deregister_lmr) => {
+        $crate::kernel::kernel_calls!(@item $m deregister_lmr(handle: u64));
+    };
+    (@call $m:tt rdma_write_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        rdma_write_async(handle: u64, buf: *const ::std::ffi::c_void, size: u64, offset: u64,
+        priority: u32, password: u64)); };
+    (@call $m:tt rdma_read_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        rdma_read_async(handle: u64, buf: *mut ::std::ffi::c_void, size: u64, offset: u64,
+        priority: u32, password: u64)); };
+    (@call $m:tt async_wait) => {
+        $crate::kernel::kernel_calls!(@item $m async_wait(op: u64, flags: u32));
+    };
+    (@call $m:tt fence) => { $crate::kernel::kernel_calls!(@item $m fence()); };
+    (@call $m:tt get_stats) => { $crate::kernel::kernel_calls!(@item $m unsafe get_stats(
+        stats: *mut ::lite::sys::LiteStats, size: u64)); };
+    (@call $m:tt register_application) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        register_application(port: u32, max_size: u64, name: *const ::std::ffi::c_char,
+        name_len: u64)); };
+    (@call $m:tt unregister_application) => {
+        $crate::kernel::kernel_calls!(@item $m unregister_application(port: u32));
+    };
+    (@call $m:tt query_port) => {
+        $crate::kernel::kernel_calls!(@item $m query_port(node: u32, port: u32));
+    };
+    (@call $m:tt send_reply_imm) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        send_reply_imm(node: u32, port_priority: u32, msg: *const ::std::ffi::c_void, size: u64,
+        reply: *mut ::std::ffi::c_void, max_reply: u64)); };
+    (@call $m:tt send_reply_imm_async) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        send_reply_imm_async(node: u32, port_priority: u32, msg: *const ::std::ffi::c_void,
+        size: u64, reply: *mut ::std::ffi::c_void, max_reply: u64)); };
+    (@call $m:tt send) => { $crate::kernel::kernel_calls!(@item $m unsafe send(
+        node: u32, port_priority: u32, msg: *const ::std::ffi::c_void, size: u64)); };
+    (@call $m:tt receive_message) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        receive_message(port: u32, buf: *mut ::std::ffi::c_void, max_size: u64,
+        descriptor: *mut u64, flags: u32)); };
+    (@call $m:tt reply_message) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        reply_message(buf: *const ::std::ffi::c_void, size: u64, descriptor: u64)); };
+    (@call $m:tt reply_and_receive_message) => { $crate::kernel::kernel_calls!(@item $m
+        unsafe reply_and_receive_message(buf: *const ::std::ffi::c_void, size: u64,
+        descriptor: u64, next: *mut ::lite::sys::LiteReceive)); };
+    (@call $m:tt send_reply_multicast) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        send_reply_multicast(call: *mut ::lite::sys::LiteMulticast)); };
+    (@call $m:tt fetch_add) => { $crate::kernel::kernel_calls!(@item $m unsafe fetch_add(
+        handle: u64, old: *mut u64, value: u64, priority: u32)); };
+    (@call $m:tt compare_swp) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        compare_swp(handle: u64, old: *mut u64, expected: u64, new_value: u64,
+        priority: u32)); };
+    (@call $m:tt create_lock) => { $crate::kernel::kernel_calls!(@item $m unsafe
+        create_lock(home: u32, lock: *mut ::lite::sys::LiteLock)); };
+    (@call $m:tt ask_lock) => { $crate::kernel::kernel_calls!(@item $m unsafe ask_lock(
+        home: u32, number: u32, lock: *mut ::lite::sys::LiteLock)); };
+    (@call $m:tt lock) => { $crate::kernel::kernel_calls!(@item $m unsafe lock(
+        lock: *const ::lite::sys::LiteLock)); };
+    (@call $m:tt unlock) => { $crate::kernel::kernel_calls!(@item $m unsafe unlock(
+        lock: *const ::lite::sys::LiteLock)); };
+    (@call $m:tt set_priority) => {
+        $crate::kernel::kernel_calls!(@item $m set_priority(priority: u32));
+    };
+    (@item declare unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
+        #[doc = concat!("`lite_", stringify!($name), "`.\n\n# Safety\n\nAs [`lite::sys::",
+            stringify!($name), "`].")]
+        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long;
+    };
+    (@item declare $name:ident($($arg:ident: $ty:ty),*)) => {
+        #[doc = concat!("`lite_", stringify!($name), "`.")]
+        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long;
+    };
+    (@item sys unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
+        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY: the caller upholds the system call's contract.
+            unsafe { ::lite::sys::$name($($arg),*) }
+        }
+    };
+    (@item sys $name:ident($($arg:ident: $ty:ty),*)) => {
+        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            ::lite::sys::$name($($arg),*)
+        }
+    };
+    (@item ($inner:ident through $hook:ident) unsafe
+        $name:ident($first:ident: $first_ty:ty $(, $arg:ident: $ty:ty)*)) => {
+        unsafe fn $name(&self, $first: $first_ty, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY: the caller upholds the contract, the same underneath.
+            self.$hook($first, || unsafe { self.$inner.$name($first, $($arg),*) })
+        }
+    };
+    (@item $inner:ident unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
+        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY: the caller upholds the contract, the same underneath.
+            unsafe { self.$inner.$name($($arg),*) }
+        }
+    };
+    (@item $inner:ident $name:ident($($arg:ident: $ty:ty),*)) => {
+        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            self.$inner.$name($($arg),*)
+        }
+    };
+}
+pub(crate) use kernel_calls;
 
 /// The raw LITE system calls; see [`lite::sys`] for their contracts. Every
 /// method returns the raw result (>= 0 or a negative errno).
 ///
 /// Shared between threads: the RPC cases call it from several at once.
 pub trait Kernel: Sync {
-    /// `lite_join`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::join`].
-    unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long;
-    /// `lite_leave`.
-    fn leave(&self, flags: u32) -> c_long;
-    /// `lite_get_node_id`.
-    fn get_node_id(&self) -> c_long;
-    /// `lite_get_total_node`.
-    fn get_total_node(&self) -> c_long;
-    /// `lite_alloc_remote`.
-    fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long;
-    /// `lite_rdma_write`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::rdma_write`].
-    unsafe fn rdma_write(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long;
-    /// `lite_rdma_read`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::rdma_read`].
-    unsafe fn rdma_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long;
-    /// `lite_free`.
-    fn free(&self, handle: u64) -> c_long;
-    /// `lite_dist_barrier`.
-    fn dist_barrier(&self, num: u32) -> c_long;
-    /// `lite_remote_memset`.
-    fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long;
-    /// `lite_memcpy`.
-    fn memcpy(
-        &self,
-        src_handle: u64,
-        src_offset: u64,
-        dst_handle: u64,
-        dst_offset: u64,
-        size: u64,
-    ) -> c_long;
-    /// `lite_memmove`.
-    fn memmove(
-        &self,
-        src_handle: u64,
-        src_offset: u64,
-        dst_handle: u64,
-        dst_offset: u64,
-        size: u64,
-    ) -> c_long;
-    /// `lite_wrap_alloc`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::wrap_alloc`].
-    unsafe fn wrap_alloc(&self, data: *const c_void, size: u64, name: u64, password: u64)
-        -> c_long;
-    /// `lite_add_ask_mr_table`.
-    fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long;
-    /// `lite_ask_lmr`.
-    fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long;
-    /// `lite_umap_lmr`.
-    fn umap_lmr(&self, handle: u64) -> c_long;
-    /// `lite_register_lmr`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::register_lmr`]: the memory must stay valid, and may be
-    /// changed by other nodes, until it is deregistered or the process exits.
-    unsafe fn register_lmr(
-        &self,
-        buf: *mut c_void,
-        size: u64,
-        permission: u64,
-        password: u64,
-    ) -> c_long;
-    /// `lite_deregister_lmr`.
-    fn deregister_lmr(&self, handle: u64) -> c_long;
-    /// `lite_rdma_write_async`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::rdma_write_async`].
-    unsafe fn rdma_write_async(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long;
-    /// `lite_rdma_read_async`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::rdma_read_async`]: `buf` must stay valid and otherwise
-    /// unused until the operation is reaped.
-    unsafe fn rdma_read_async(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long;
-    /// `lite_async_wait`.
-    fn async_wait(&self, op: u64, flags: u32) -> c_long;
-    /// `lite_fence`.
-    fn fence(&self) -> c_long;
-    /// `lite_get_stats`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::get_stats`].
-    unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long;
-    /// `lite_register_application`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::register_application`].
-    unsafe fn register_application(
-        &self,
-        port: u32,
-        max_size: u64,
-        name: *const c_char,
-        name_len: u64,
-    ) -> c_long;
-    /// `lite_unregister_application`.
-    fn unregister_application(&self, port: u32) -> c_long;
-    /// `lite_query_port`.
-    fn query_port(&self, node: u32, port: u32) -> c_long;
-    /// `lite_send_reply_imm`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::send_reply_imm`].
-    unsafe fn send_reply_imm(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long;
-    /// `lite_send_reply_imm_async`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::send_reply_imm_async`].
-    unsafe fn send_reply_imm_async(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long;
-    /// `lite_send`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::send`].
-    unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long;
-    /// `lite_receive_message`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::receive_message`].
-    unsafe fn receive_message(
-        &self,
-        port: u32,
-        buf: *mut c_void,
-        max_size: u64,
-        descriptor: *mut u64,
-        flags: u32,
-    ) -> c_long;
-    /// `lite_reply_message`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::reply_message`].
-    unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long;
-    /// `lite_reply_and_receive_message`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::reply_and_receive_message`].
-    unsafe fn reply_and_receive_message(
-        &self,
-        buf: *const c_void,
-        size: u64,
-        descriptor: u64,
-        next: *mut LiteReceive,
-    ) -> c_long;
-    /// `lite_send_reply_multicast`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::send_reply_multicast`].
-    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long;
-    /// `lite_fetch_add`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::fetch_add`].
-    unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long;
-    /// `lite_compare_swp`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::compare_swp`].
-    unsafe fn compare_swp(
-        &self,
-        handle: u64,
-        old: *mut u64,
-        expected: u64,
-        new_value: u64,
-        priority: u32,
-    ) -> c_long;
-    /// `lite_create_lock`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::create_lock`].
-    unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long;
-    /// `lite_ask_lock`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::ask_lock`].
-    unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long;
-    /// `lite_lock`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::lock`].
-    unsafe fn lock(&self, lock: *const LiteLock) -> c_long;
-    /// `lite_unlock`.
-    ///
-    /// # Safety
-    ///
-    /// As [`sys::unlock`].
-    unsafe fn unlock(&self, lock: *const LiteLock) -> c_long;
-    /// `lite_set_priority`.
-    fn set_priority(&self, priority: u32) -> c_long;
+    kernel_calls!(declare: all);
     /// Whether the program may start copies of itself as further processes
     /// using the same kernel (true only for the real system calls; an
     /// in-memory model lives and dies with one process).
@@ -415,287 +308,7 @@ fn reload_lite_module(kernel: &Syscalls) -> Result<(), String> {
 pub struct Syscalls;
 
 impl Kernel for Syscalls {
-    unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long {
-        // SAFETY: the caller upholds sys::join's contract.
-        unsafe { sys::join(cm_ip, cm_port, ib_port) }
-    }
-
-    fn leave(&self, flags: u32) -> c_long {
-        sys::leave(flags)
-    }
-
-    fn get_node_id(&self) -> c_long {
-        sys::get_node_id()
-    }
-
-    fn get_total_node(&self) -> c_long {
-        sys::get_total_node()
-    }
-
-    fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
-        sys::alloc_remote(node, size, flags, password)
-    }
-
-    unsafe fn rdma_write(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::rdma_write's contract.
-        unsafe { sys::rdma_write(handle, buf, size, offset, priority, password) }
-    }
-
-    unsafe fn rdma_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::rdma_read's contract.
-        unsafe { sys::rdma_read(handle, buf, size, offset, priority, password) }
-    }
-
-    fn free(&self, handle: u64) -> c_long {
-        sys::free(handle)
-    }
-
-    fn dist_barrier(&self, num: u32) -> c_long {
-        sys::dist_barrier(num)
-    }
-
-    fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
-        sys::remote_memset(handle, offset, size, byte)
-    }
-
-    fn memcpy(
-        &self,
-        src_handle: u64,
-        src_offset: u64,
-        dst_handle: u64,
-        dst_offset: u64,
-        size: u64,
-    ) -> c_long {
-        sys::memcpy(src_handle, src_offset, dst_handle, dst_offset, size)
-    }
-
-    fn memmove(
-        &self,
-        src_handle: u64,
-        src_offset: u64,
-        dst_handle: u64,
-        dst_offset: u64,
-        size: u64,
-    ) -> c_long {
-        sys::memmove(src_handle, src_offset, dst_handle, dst_offset, size)
-    }
-
-    unsafe fn wrap_alloc(
-        &self,
-        data: *const c_void,
-        size: u64,
-        name: u64,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::wrap_alloc's contract.
-        unsafe { sys::wrap_alloc(data, size, name, password) }
-    }
-
-    fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
-        sys::add_ask_mr_table(name, handle, permission, password)
-    }
-
-    fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long {
-        sys::ask_lmr(node, name, permission, password)
-    }
-
-    fn umap_lmr(&self, handle: u64) -> c_long {
-        sys::umap_lmr(handle)
-    }
-
-    unsafe fn register_lmr(
-        &self,
-        buf: *mut c_void,
-        size: u64,
-        permission: u64,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::register_lmr's contract.
-        unsafe { sys::register_lmr(buf, size, permission, password) }
-    }
-
-    fn deregister_lmr(&self, handle: u64) -> c_long {
-        sys::deregister_lmr(handle)
-    }
-
-    unsafe fn rdma_write_async(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::rdma_write_async's contract.
-        unsafe { sys::rdma_write_async(handle, buf, size, offset, priority, password) }
-    }
-
-    unsafe fn rdma_read_async(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::rdma_read_async's contract.
-        unsafe { sys::rdma_read_async(handle, buf, size, offset, priority, password) }
-    }
-
-    fn async_wait(&self, op: u64, flags: u32) -> c_long {
-        sys::async_wait(op, flags)
-    }
-
-    fn fence(&self) -> c_long {
-        sys::fence()
-    }
-
-    unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long {
-        // SAFETY: the caller upholds sys::get_stats's contract.
-        unsafe { sys::get_stats(stats, size) }
-    }
-
-    unsafe fn register_application(
-        &self,
-        port: u32,
-        max_size: u64,
-        name: *const c_char,
-        name_len: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::register_application's contract.
-        unsafe { sys::register_application(port, max_size, name, name_len) }
-    }
-
-    fn unregister_application(&self, port: u32) -> c_long {
-        sys::unregister_application(port)
-    }
-
-    fn query_port(&self, node: u32, port: u32) -> c_long {
-        sys::query_port(node, port)
-    }
-
-    unsafe fn send_reply_imm(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::send_reply_imm's contract.
-        unsafe { sys::send_reply_imm(node, port_priority, msg, size, reply, max_reply) }
-    }
-
-    unsafe fn send_reply_imm_async(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::send_reply_imm_async's contract.
-        unsafe { sys::send_reply_imm_async(node, port_priority, msg, size, reply, max_reply) }
-    }
-
-    unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
-        // SAFETY: the caller upholds sys::send's contract.
-        unsafe { sys::send(node, port_priority, msg, size) }
-    }
-
-    unsafe fn receive_message(
-        &self,
-        port: u32,
-        buf: *mut c_void,
-        max_size: u64,
-        descriptor: *mut u64,
-        flags: u32,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::receive_message's contract.
-        unsafe { sys::receive_message(port, buf, max_size, descriptor, flags) }
-    }
-
-    unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
-        // SAFETY: the caller upholds sys::reply_message's contract.
-        unsafe { sys::reply_message(buf, size, descriptor) }
-    }
-
-    unsafe fn reply_and_receive_message(
-        &self,
-        buf: *const c_void,
-        size: u64,
-        descriptor: u64,
-        next: *mut LiteReceive,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::reply_and_receive_message's contract.
-        unsafe { sys::reply_and_receive_message(buf, size, descriptor, next) }
-    }
-
-    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
-        // SAFETY: the caller upholds sys::send_reply_multicast's contract.
-        unsafe { sys::send_reply_multicast(call) }
-    }
-
-    unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {
-        // SAFETY: the caller upholds sys::fetch_add's contract.
-        unsafe { sys::fetch_add(handle, old, value, priority) }
-    }
-
-    unsafe fn compare_swp(
-        &self,
-        handle: u64,
-        old: *mut u64,
-        expected: u64,
-        new_value: u64,
-        priority: u32,
-    ) -> c_long {
-        // SAFETY: the caller upholds sys::compare_swp's contract.
-        unsafe { sys::compare_swp(handle, old, expected, new_value, priority) }
-    }
-
-    unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long {
-        // SAFETY: the caller upholds sys::create_lock's contract.
-        unsafe { sys::create_lock(home, lock) }
-    }
-
-    unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long {
-        // SAFETY: the caller upholds sys::ask_lock's contract.
-        unsafe { sys::ask_lock(home, number, lock) }
-    }
-
-    unsafe fn lock(&self, lock: *const LiteLock) -> c_long {
-        // SAFETY: the caller upholds sys::lock's contract.
-        unsafe { sys::lock(lock) }
-    }
-
-    unsafe fn unlock(&self, lock: *const LiteLock) -> c_long {
-        // SAFETY: the caller upholds sys::unlock's contract.
-        unsafe { sys::unlock(lock) }
-    }
-
-    fn set_priority(&self, priority: u32) -> c_long {
-        sys::set_priority(priority)
-    }
+    kernel_calls!(sys: all);
 
     fn spawns_processes(&self) -> bool {
         true

@@ -58,16 +58,19 @@ use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, PERM_READ, PERM_WRITE};
 
 use crate::cluster_test::io::{handle_of, read_at, write_at};
+use crate::cluster_test::rpc::register;
 use crate::debugfs::membership::{
     parse_membership, MembershipFile, NodeMembership, PeerState, MEMBERSHIP_FILE,
 };
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
-use crate::failure_test::{barrier_point, elapsed_ms, find_port_owner, join, poll_until};
+use crate::failure_test::{
+    after, barrier_point, elapsed_ms, find_port_owner, join, poll_until, spawn_reporting,
+};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
-use crate::tap::Tap;
+use crate::tap::{no_problems, Tap};
 
 #[cfg(test)]
 mod model;
@@ -199,17 +202,6 @@ pub struct PartitionConfig {
     /// How long every node's traffic of the pause phase runs, by its own
     /// clock, once every node allocated its LMRs; zero leaves the phase out.
     pub pause_traffic: Duration,
-}
-
-/// Nanoseconds of `duration`, saturated, for deadlines on the
-/// `CLOCK_MONOTONIC` scale.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// The point `duration` after `from_ns`.
-fn after(from_ns: u64, duration: Duration) -> u64 {
-    from_ns.saturating_add(nanos(duration))
 }
 
 /// The node holding LMR Y: the lowest node other than the cut node.
@@ -482,11 +474,7 @@ impl CanaryReport {
         if self.reads == 0 {
             problems.push("no read succeeded".to_string());
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems.join("\n"))
-        }
+        no_problems(problems)
     }
 }
 
@@ -927,18 +915,11 @@ where
     K: Kernel + Send + 'static,
 {
     let progress = Arc::new(WriterProgress::default());
-    let (sender, reports) = mpsc::channel();
     let thread_kernel = Arc::clone(kernel);
     let thread_progress = Arc::clone(&progress);
-    thread::Builder::new()
-        .name("writer".into())
-        .spawn(move || {
-            let report =
-                write_until_stopped(thread_kernel.as_ref(), handle, seed, &thread_progress);
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(report);
-        })
-        .map_err(|e| format!("cannot start the writer: {e}"))?;
+    let reports = spawn_reporting("writer", move || {
+        write_until_stopped(thread_kernel.as_ref(), handle, seed, &thread_progress)
+    })?;
     Ok(Writer { progress, reports })
 }
 
@@ -1183,16 +1164,7 @@ fn check_old_mapping<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, mapping:
 
 /// Registers RPC port [`CUT_PORT`], by which the survivors find this node.
 fn register_cut_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>) {
-    let name = c"partition-cut";
-    // SAFETY: `name` is readable for its length.
-    let ret = unsafe {
-        kernel.register_application(
-            CUT_PORT,
-            CUT_PORT_MAX_SIZE,
-            name.as_ptr(),
-            name.to_bytes().len() as u64,
-        )
-    };
+    let ret = register(kernel, CUT_PORT, CUT_PORT_MAX_SIZE, "partition-cut");
     tap.check(
         &format!("register_application(port {CUT_PORT}) returns 0"),
         expect_zero(ret),

@@ -14,7 +14,32 @@
 //! The last line is not TAP; it gives harnesses that grep serial consoles
 //! one line to look for.
 
-use std::io::Write;
+use std::io::{Stdout, Write};
+use std::process::ExitCode;
+
+/// Runs `checks`, reporting TAP on stdout after `header` as a comment;
+/// the exit status of a test program: success exactly when every point
+/// passed.
+pub fn report_to_stdout(header: &str, checks: impl FnOnce(&mut Tap<Stdout>)) -> ExitCode {
+    let mut tap = Tap::new(std::io::stdout());
+    tap.comment(header);
+    checks(&mut tap);
+    if tap.finish().all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The outcome of a test point that found `problems`: it passes if there
+/// are none, and otherwise fails with all of them, one a line.
+pub fn no_problems(problems: Vec<String>) -> Result<(), String> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
 
 /// Counts of a finished run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +209,19 @@ pub(crate) fn capture(report: impl FnOnce(&mut Tap<&mut Vec<u8>>)) -> (String, T
     report(&mut tap);
     let summary = tap.finish();
     (String::from_utf8_lossy(&out).into_owned(), summary)
+}
+
+/// The points of TAP `output` that failed.
+#[cfg(test)]
+pub(crate) fn failures(output: &str) -> Vec<&str> {
+    output.lines().filter(|l| l.starts_with("not ok")).collect()
+}
+
+/// Asserts that `output` contains `text`, and shows it whole if not.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_contains(output: &str, text: &str) {
+    assert!(output.contains(text), "{text:?} is missing from:\n{output}");
 }
 
 #[cfg(test)]

@@ -13,12 +13,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::cluster_test::{child_main, run_with_joined_hook, TestConfig, CHILD_SUBCOMMAND};
 use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::plan::DATA_BUDGET_BYTES;
 use lite_tools::resources::{save_baseline, RESOURCES_FILE};
-use lite_tools::tap::Tap;
+use lite_tools::tap::report_to_stdout;
 use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
 
 const CLI: Cli = Cli {
@@ -26,11 +26,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP --nodes N [--resources-baseline FILE]",
     about: "Runs the LITE cluster test on this node and reports TAP.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",
@@ -44,12 +40,14 @@ const CLI: Cli = Cli {
     ],
 };
 
-fn parse_config(parsed: &Parsed) -> Result<TestConfig, ArgError> {
-    Ok(TestConfig {
+/// The test's configuration, and where to save the resource counters.
+fn parse_config(parsed: &Parsed) -> Result<(TestConfig, Option<PathBuf>), ArgError> {
+    let config = TestConfig {
         cm: parsed.required_with("cm", parse_cm_address)?,
         nodes: in_range("nodes", parsed.required("nodes")?, 1..=MAX_CLUSTER_NODES)?,
         data_budget: DATA_BUDGET_BYTES,
-    })
+    };
+    Ok((config, parsed.get("resources-baseline").map(PathBuf::from)))
 }
 
 fn main() -> ExitCode {
@@ -58,25 +56,16 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some(CHILD_SUBCOMMAND) {
         std::process::exit(child_main(&Syscalls, &args[1..]));
     }
-    let parsed = CLI.parse_env_or_exit();
-    let config = match parse_config(&parsed) {
-        Ok(config) => config,
-        Err(error) => CLI.exit_with(&error),
-    };
-    let mut tap = Tap::new(std::io::stdout());
-    tap.comment(&format!(
+    let (config, baseline) = CLI.config_or_exit(parse_config);
+    let header = format!(
         "lite-cluster-test: manager {}:{CM_DEFAULT_PORT}, {} nodes",
         config.cm, config.nodes
-    ));
-    let baseline = parsed.get("resources-baseline").map(PathBuf::from);
-    run_with_joined_hook(&Syscalls, &mut tap, &config, |kernel, tap| {
-        if let Some(path) = &baseline {
-            save_baseline(tap, kernel.read_debugfs(RESOURCES_FILE), path);
-        }
-    });
-    if tap.finish().all_passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    );
+    report_to_stdout(&header, |tap| {
+        run_with_joined_hook(&Syscalls, tap, &config, |kernel, tap| {
+            if let Some(path) = &baseline {
+                save_baseline(tap, kernel.read_debugfs(RESOURCES_FILE), path);
+            }
+        });
+    })
 }

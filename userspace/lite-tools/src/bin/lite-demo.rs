@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::process::ExitCode;
 
 use lite::{Lmr, Priority};
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::errno::describe_error;
 use lite_tools::plan::next_node;
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
@@ -18,11 +18,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP [--nodes N]",
     about: "Joins a LITE cluster and writes to and reads from memory on the next node.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",
@@ -38,11 +34,7 @@ const LMR_SIZE: usize = 64 * 1024;
 const PASSWORD: u64 = 0x6465_6d6f;
 
 fn main() -> ExitCode {
-    let parsed = CLI.parse_env_or_exit();
-    let (cm, nodes) = match parse_options(&parsed) {
-        Ok(options) => options,
-        Err(error) => CLI.exit_with(&error),
-    };
+    let (cm, nodes) = CLI.config_or_exit(parse_options);
     match run(cm, nodes) {
         Ok(()) => {
             say(format_args!("LITE-DEMO: ok"));

@@ -13,13 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::failure_test::{
     run_survivor, run_victim, CyclePacing, FailureConfig, Role, OVERLOAD, READY_MARKER,
 };
 use lite_tools::guest_devices::InterfaceAddress;
 use lite_tools::kernel::Syscalls;
-use lite_tools::tap::Tap;
+use lite_tools::tap::report_to_stdout;
 use lite_tools::{parse_cm_address, say, MAX_CLUSTER_NODES};
 
 const CLI: Cli = Cli {
@@ -27,11 +27,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP --nodes N --role survivor|victim [--second-address ADDR/LEN]",
     about: "Runs one node's part of the LITE node failure test.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",
@@ -76,11 +72,7 @@ fn parse_config(parsed: &Parsed) -> Result<(FailureConfig, Role), ArgError> {
 }
 
 fn main() -> ExitCode {
-    let parsed = CLI.parse_env_or_exit();
-    let (config, role) = match parse_config(&parsed) {
-        Ok(parsed) => parsed,
-        Err(error) => CLI.exit_with(&error),
-    };
+    let (config, role) = CLI.config_or_exit(parse_config);
     match role {
         Role::Victim => {
             let mut out = std::io::stdout();
@@ -96,17 +88,13 @@ fn main() -> ExitCode {
             }
         }
         Role::Survivor => {
-            let mut tap = Tap::new(std::io::stdout());
-            tap.comment(&format!(
+            let header = format!(
                 "lite-failure-test: manager {}:{CM_DEFAULT_PORT}, {} nodes, survivor",
                 config.cm, config.nodes
-            ));
-            run_survivor(&Arc::new(Syscalls), &mut tap, &config);
-            if tap.finish().all_passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+            );
+            report_to_stdout(&header, |tap| {
+                run_survivor(&Arc::new(Syscalls), tap, &config)
+            })
         }
     }
 }

@@ -8,12 +8,12 @@
 use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::fuzz::{
     parse_seed, run, seed_from_clock, FuzzConfig, DEFAULT_PROCS, DEFAULT_SECONDS, DEFAULT_THREADS,
     MAX_FUZZ_PROCS, MAX_FUZZ_THREADS,
 };
-use lite_tools::tap::Tap;
+use lite_tools::tap::report_to_stdout;
 use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
 
 const CLI: Cli = Cli {
@@ -21,11 +21,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP --nodes N [--seconds S] [--seed X] [--procs P] [--threads T]",
     about: "Fuzzes LITE's system calls on this node, with every other node of the cluster, and reports TAP.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",
@@ -82,20 +78,10 @@ fn parse_config(parsed: &Parsed) -> Result<FuzzConfig, ArgError> {
 }
 
 fn main() -> ExitCode {
-    let parsed = CLI.parse_env_or_exit();
-    let config = match parse_config(&parsed) {
-        Ok(config) => config,
-        Err(error) => CLI.exit_with(&error),
-    };
-    let mut tap = Tap::new(std::io::stdout());
-    tap.comment(&format!(
+    let config = CLI.config_or_exit(parse_config);
+    let header = format!(
         "lite-fuzz: manager {}:{CM_DEFAULT_PORT}, {} nodes",
         config.cm, config.nodes
-    ));
-    run(&mut tap, &config);
-    if tap.finish().all_passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    );
+    report_to_stdout(&header, |tap| run(tap, &config))
 }

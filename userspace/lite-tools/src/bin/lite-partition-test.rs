@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::kernel::Syscalls;
 use lite_tools::partition_test::{run_cut, run_survivor, Pacing, PartitionConfig, Role};
-use lite_tools::tap::Tap;
+use lite_tools::tap::report_to_stdout;
 use lite_tools::{parse_cm_address, MAX_CLUSTER_NODES};
 
 /// Longest pause phase accepted: an hour is far more than any schedule of
@@ -31,11 +31,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP --nodes N --role survivor|cut [--pause-traffic S]",
     about: "Runs one node's part of the LITE network partition test.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",
@@ -73,31 +69,21 @@ fn parse_config(parsed: &Parsed) -> Result<(PartitionConfig, Role), ArgError> {
 }
 
 fn main() -> ExitCode {
-    let parsed = CLI.parse_env_or_exit();
-    let (config, role) = match parse_config(&parsed) {
-        Ok(parsed) => parsed,
-        Err(error) => CLI.exit_with(&error),
-    };
-    let mut tap = Tap::new(std::io::stdout());
+    let (config, role) = CLI.config_or_exit(parse_config);
     let name = match role {
         Role::Survivor => "survivor",
         Role::Cut => "cut",
     };
-    tap.comment(&format!(
+    let header = format!(
         "lite-partition-test: manager {}:{CM_DEFAULT_PORT}, {} nodes, {name}, {} s of traffic \
          through pauses",
         config.cm,
         config.nodes,
         config.pause_traffic.as_secs()
-    ));
+    );
     let kernel = Arc::new(Syscalls);
-    match role {
-        Role::Survivor => run_survivor(&kernel, &mut tap, &config),
-        Role::Cut => run_cut(&kernel, &mut tap, &config),
-    }
-    if tap.finish().all_passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    report_to_stdout(&header, |tap| match role {
+        Role::Survivor => run_survivor(&kernel, tap, &config),
+        Role::Cut => run_cut(&kernel, tap, &config),
+    })
 }

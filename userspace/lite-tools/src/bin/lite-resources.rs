@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use lite_tools::args::{ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::resources::{check, Debugfs};
-use lite_tools::tap::Tap;
+use lite_tools::tap::report_to_stdout;
 
 /// Default of `--wait`: the nodes end their tests within a minute or two
 /// of each other.
@@ -45,29 +45,15 @@ fn parse_config(parsed: &Parsed) -> Result<(PathBuf, Duration), ArgError> {
 }
 
 fn main() -> ExitCode {
-    let parsed = CLI.parse_env_or_exit();
-    let (baseline_path, wait) = match parse_config(&parsed) {
-        Ok(config) => config,
-        Err(error) => CLI.exit_with(&error),
-    };
-    let mut tap = Tap::new(std::io::stdout());
-    tap.comment(&format!(
+    let (baseline_path, wait) = CLI.config_or_exit(parse_config);
+    let header = format!(
         "lite-resources: baseline {}, waiting up to {} s",
         baseline_path.display(),
         wait.as_secs()
-    ));
-    let baseline = std::fs::read_to_string(&baseline_path)
-        .map_err(|e| format!("cannot read {}: {e}", baseline_path.display()));
-    check(
-        &mut tap,
-        &baseline_path,
-        baseline,
-        &mut Debugfs::new(),
-        wait,
     );
-    if tap.finish().all_passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    report_to_stdout(&header, |tap| {
+        let baseline = std::fs::read_to_string(&baseline_path)
+            .map_err(|e| format!("cannot read {}: {e}", baseline_path.display()));
+        check(tap, &baseline_path, baseline, &mut Debugfs::new(), wait);
+    })
 }

@@ -15,17 +15,17 @@
 //! one. Leaving and joining again pass through to the model.
 
 use std::collections::BTreeSet;
-use std::ffi::{c_char, c_void};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use libc::c_long;
-use lite::sys::{LiteLock, LiteMulticast, LiteReceive, LiteStats};
+use lite::sys::LiteLock;
 
 use super::VICTIM_PORT;
 use crate::fake_kernel::rpc::port_of;
 use crate::fake_kernel::{Defects, FakeKernel};
-use crate::kernel::Kernel;
+use crate::kernel::{kernel_calls, Kernel};
 
 /// What every node knows of the victim.
 #[derive(Default)]
@@ -154,17 +154,18 @@ impl Node {
         ret
     }
 
-    /// `Some(error)` if a transfer on `handle` reaches the dead victim.
-    fn transfer_error(&self, handle: u64) -> Option<c_long> {
+    /// Makes a transfer on `handle`, unless it reaches the dead victim:
+    /// then it fails.
+    fn transfer(&self, handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
         if self.is_victim() || !self.tracked().contains(&handle) || !self.dead() {
-            return None;
+            return transfer();
         }
         let errno = if self.defects.write_fails_with_eio {
             libc::EIO
         } else {
             libc::EHOSTDOWN
         };
-        Some(-c_long::from(errno))
+        -c_long::from(errno)
     }
 }
 
@@ -173,65 +174,18 @@ fn host_down() -> c_long {
 }
 
 impl Kernel for Node {
-    unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.join(cm_ip, cm_port, ib_port) }
-    }
-
-    fn leave(&self, flags: u32) -> c_long {
-        self.inner.leave(flags)
-    }
-
-    fn get_node_id(&self) -> c_long {
-        self.inner.get_node_id()
-    }
-
-    fn get_total_node(&self) -> c_long {
-        // The model counts the dead victim out (see `kill`).
-        self.inner.get_total_node()
-    }
+    // The model underneath counts the dead victim out (see `kill`).
+    kernel_calls!(inner: join, leave, get_node_id, get_total_node, remote_memset, memcpy, memmove,
+        add_ask_mr_table, ask_lmr, umap_lmr, register_lmr, deregister_lmr, rdma_write_async,
+        rdma_read_async, async_wait, fence, get_stats, register_application,
+        unregister_application, query_port, send, receive_message, reply_message,
+        reply_and_receive_message, send_reply_multicast, fetch_add, compare_swp, create_lock,
+        ask_lock, unlock, set_priority);
+    kernel_calls!(inner through transfer: rdma_write, rdma_read);
 
     fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
         let ret = self.inner.alloc_remote(node, size, flags, password);
         self.track(ret, self.is_victim() || node == self.victim)
-    }
-
-    unsafe fn rdma_write(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        if let Some(error) = self.transfer_error(handle) {
-            return error;
-        }
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .rdma_write(handle, buf, size, offset, priority, password)
-        }
-    }
-
-    unsafe fn rdma_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        if let Some(error) = self.transfer_error(handle) {
-            return error;
-        }
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .rdma_read(handle, buf, size, offset, priority, password)
-        }
     }
 
     fn free(&self, handle: u64) -> c_long {
@@ -253,18 +207,6 @@ impl Kernel for Node {
         self.inner.dist_barrier(num)
     }
 
-    fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
-        self.inner.remote_memset(handle, offset, size, byte)
-    }
-
-    fn memcpy(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
-        self.inner.memcpy(src, src_offset, dst, dst_offset, size)
-    }
-
-    fn memmove(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
-        self.inner.memmove(src, src_offset, dst, dst_offset, size)
-    }
-
     unsafe fn wrap_alloc(
         &self,
         data: *const c_void,
@@ -275,101 +217,6 @@ impl Kernel for Node {
         // SAFETY: the caller upholds the contract.
         let ret = unsafe { self.inner.wrap_alloc(data, size, name, password) };
         self.track(ret, self.is_victim())
-    }
-
-    fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
-        self.inner
-            .add_ask_mr_table(name, handle, permission, password)
-    }
-
-    fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long {
-        self.inner.ask_lmr(node, name, permission, password)
-    }
-
-    fn umap_lmr(&self, handle: u64) -> c_long {
-        self.inner.umap_lmr(handle)
-    }
-
-    unsafe fn register_lmr(
-        &self,
-        buf: *mut c_void,
-        size: u64,
-        permission: u64,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.register_lmr(buf, size, permission, password) }
-    }
-
-    fn deregister_lmr(&self, handle: u64) -> c_long {
-        self.inner.deregister_lmr(handle)
-    }
-
-    unsafe fn rdma_write_async(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .rdma_write_async(handle, buf, size, offset, priority, password)
-        }
-    }
-
-    unsafe fn rdma_read_async(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .rdma_read_async(handle, buf, size, offset, priority, password)
-        }
-    }
-
-    fn async_wait(&self, op: u64, flags: u32) -> c_long {
-        self.inner.async_wait(op, flags)
-    }
-
-    fn fence(&self) -> c_long {
-        self.inner.fence()
-    }
-
-    unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.get_stats(stats, size) }
-    }
-
-    unsafe fn register_application(
-        &self,
-        port: u32,
-        max_size: u64,
-        name: *const c_char,
-        name_len: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .register_application(port, max_size, name, name_len)
-        }
-    }
-
-    fn unregister_application(&self, port: u32) -> c_long {
-        self.inner.unregister_application(port)
-    }
-
-    fn query_port(&self, node: u32, port: u32) -> c_long {
-        self.inner.query_port(node, port)
     }
 
     unsafe fn send_reply_imm_async(
@@ -415,80 +262,6 @@ impl Kernel for Node {
         }
     }
 
-    unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.send(node, port_priority, msg, size) }
-    }
-
-    unsafe fn receive_message(
-        &self,
-        port: u32,
-        buf: *mut c_void,
-        max_size: u64,
-        descriptor: *mut u64,
-        flags: u32,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .receive_message(port, buf, max_size, descriptor, flags)
-        }
-    }
-
-    unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.reply_message(buf, size, descriptor) }
-    }
-
-    unsafe fn reply_and_receive_message(
-        &self,
-        buf: *const c_void,
-        size: u64,
-        descriptor: u64,
-        next: *mut LiteReceive,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .reply_and_receive_message(buf, size, descriptor, next)
-        }
-    }
-
-    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.send_reply_multicast(call) }
-    }
-
-    unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.fetch_add(handle, old, value, priority) }
-    }
-
-    unsafe fn compare_swp(
-        &self,
-        handle: u64,
-        old: *mut u64,
-        expected: u64,
-        new_value: u64,
-        priority: u32,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .compare_swp(handle, old, expected, new_value, priority)
-        }
-    }
-
-    unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.create_lock(home, lock) }
-    }
-
-    unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.ask_lock(home, number, lock) }
-    }
-
     unsafe fn lock(&self, lock: *const LiteLock) -> c_long {
         // SAFETY: the caller guarantees a readable LiteLock at `lock`.
         let home = unsafe { lock.read_unaligned() }.home;
@@ -501,14 +274,5 @@ impl Kernel for Node {
         // `fail_node` at the death hands it over with `EOWNERDEAD`.
         // SAFETY: the caller upholds the contract.
         unsafe { self.inner.lock(lock) }
-    }
-
-    unsafe fn unlock(&self, lock: *const LiteLock) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.unlock(lock) }
-    }
-
-    fn set_priority(&self, priority: u32) -> c_long {
-        self.inner.set_priority(priority)
     }
 }

@@ -54,7 +54,10 @@ use std::time::Duration;
 use libc::c_long;
 use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
-use super::{alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, Target, TrafficReport};
+use super::{
+    after, alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, spawn_reporting, Target,
+    TrafficReport,
+};
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
 use crate::deadline::bounded;
@@ -64,7 +67,7 @@ use crate::guest_devices::{InterfaceAddress, SecondDevice, FIRST_DEVICE, SECOND_
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
-use crate::tap::Tap;
+use crate::tap::{no_problems, Tap};
 use crate::IB_PORT;
 
 /// Leave/rejoin cycles in a row.
@@ -273,12 +276,6 @@ where
     )
 }
 
-/// Nanoseconds of `duration`, saturated, for deadlines on the
-/// `CLOCK_MONOTONIC` scale.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// The leaver's part: maps the lowest observer's spread LMR, then
 /// [`CYCLES`] times leaves, checks that the node is out, joins again and
 /// waits until the cluster is whole.
@@ -467,7 +464,7 @@ where
     });
     let result = during();
     if let (true, Ok(thread)) = (ends_out, &traffic) {
-        let deadline = monotonic_ns().saturating_add(nanos(CALL_TIMEOUT));
+        let deadline = after(monotonic_ns(), CALL_TIMEOUT);
         while !thread.is_finished() && monotonic_ns() < deadline {
             thread::sleep(Duration::from_millis(10));
         }
@@ -720,7 +717,7 @@ where
 
     let whole = phase.survivors();
     let started = monotonic_ns();
-    let deadline = started.saturating_add(nanos(phase.pacing.change));
+    let deadline = after(started, phase.pacing.change);
     let total = loop {
         let total = kernel.get_total_node();
         if total == c_long::from(whole) || monotonic_ns() >= deadline {
@@ -773,11 +770,7 @@ fn out_of_the_cluster<K: Kernel>(
         }
         Err(e) => problems.push(format!("no handle from before the leave to try: {e}")),
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("\n"))
-    }
+    no_problems(problems)
 }
 
 /// Joins the cluster at `cm` again, trying for up to `patience` while the
@@ -788,7 +781,7 @@ fn join_again<K>(kernel: &Arc<K>, cm: Ipv4Addr, patience: Duration) -> Result<u3
 where
     K: Kernel + Send + 'static,
 {
-    let deadline = monotonic_ns().saturating_add(nanos(patience));
+    let deadline = after(monotonic_ns(), patience);
     let mut refusals = 0u32;
     loop {
         let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
@@ -873,7 +866,7 @@ impl SizeWatch {
         within: Duration,
         odd: &mut Vec<String>,
     ) -> Result<u64, String> {
-        let deadline_ns = since_ns.saturating_add(nanos(within));
+        let deadline_ns = after(since_ns, within);
         loop {
             let left = Duration::from_nanos(deadline_ns.saturating_sub(monotonic_ns()));
             match self.changes.recv_timeout(left) {
@@ -1001,11 +994,7 @@ fn observe<K, W>(
         .collect();
     tap.check(
         "leave/rejoin: free of the spread and traffic LMRs returns 0",
-        if freed.is_empty() {
-            Ok(())
-        } else {
-            Err(freed.join("\n"))
-        },
+        no_problems(freed),
     );
 }
 
@@ -1236,20 +1225,12 @@ fn start_traffic<K>(
 where
     K: Kernel + Send + 'static,
 {
-    let (sender, reports) = mpsc::channel();
     let kernel = Arc::clone(kernel);
     let stop = Arc::clone(stop);
-    thread::Builder::new()
-        .name("rejoin-traffic".into())
-        .spawn(move || {
-            // No failure to count rounds after: nothing dies in this phase.
-            let never = AtomicU64::new(0);
-            let report = run_traffic(kernel.as_ref(), lmr, seed, &stop, &never);
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(report);
-        })
-        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
-    Ok(reports)
+    spawn_reporting("rejoin-traffic", move || {
+        // No failure to count rounds after: nothing dies in this phase.
+        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
+    })
 }
 
 /// Collects the traffic's report (its thread was told to stop) and checks
@@ -1288,11 +1269,7 @@ fn check_observer_traffic<W: Write>(
                      ({} round trips, {} mismatches)",
                     report.rounds, report.mismatches
                 ),
-                if problems.is_empty() {
-                    Ok(())
-                } else {
-                    Err(problems.join("\n"))
-                },
+                no_problems(problems),
             )
         }
         Err(e) => (
@@ -1307,6 +1284,7 @@ fn check_observer_traffic<W: Write>(
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::assert_contains;
 
     fn observer(leaver: u32, peer: u32, publishes: bool) -> Option<Part> {
         Some(Part::Observer {
@@ -1365,10 +1343,7 @@ mod tests {
             let ret = -c_long::from(errno);
             let reason = leave_verdict(ret, Some(1)).unwrap_err();
             assert!(reason.starts_with("expected 0, got -"), "{reason}");
-            assert!(
-                reason.contains("while this node maps node 1's spread LMR"),
-                "{reason}"
-            );
+            assert_contains(&reason, "while this node maps node 1's spread LMR");
             // Without a mapping, the errno alone.
             assert_eq!(
                 leave_verdict(ret, None),
@@ -1386,10 +1361,7 @@ mod tests {
 
     #[test]
     fn a_leave_moves_a_mapped_lmr_s_chunks_but_never_to_a_mapper() {
-        let kernels = FakeKernel::cluster(4, Defects::default());
-        for kernel in &kernels {
-            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
-        }
+        let kernels = FakeKernel::joined_cluster(4, Defects::default());
         let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
         assert_eq!(
             kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7),
@@ -1431,10 +1403,7 @@ mod tests {
             leave_refuses_mapped_lmrs: true,
             ..Defects::default()
         };
-        let kernels = FakeKernel::cluster(3, defects);
-        for kernel in &kernels {
-            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
-        }
+        let kernels = FakeKernel::joined_cluster(3, defects);
         let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
         assert_eq!(
             kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7),
@@ -1459,10 +1428,7 @@ mod tests {
 
     #[test]
     fn a_size_watch_reports_every_change_and_times_out() {
-        let kernels = FakeKernel::cluster(3, Defects::default());
-        for kernel in &kernels {
-            assert!(super::super::join(kernel, Ipv4Addr::new(10, 0, 0, 1)).is_ok());
-        }
+        let kernels = FakeKernel::joined_cluster(3, Defects::default());
         let kernels: Vec<Arc<FakeKernel>> = kernels.into_iter().map(Arc::new).collect();
         let watch = SizeWatch::start(&kernels[0], Duration::from_millis(2)).expect("watch");
         let soon = Duration::from_secs(5);
@@ -1485,6 +1451,6 @@ mod tests {
         let late = watch
             .wait_for(2, &[3, 2], monotonic_ns(), quick, &mut odd)
             .unwrap_err();
-        assert!(late.contains("did not return 2 in time (50 ms)"), "{late}");
+        assert_contains(&late, "did not return 2 in time (50 ms)");
     }
 }

@@ -14,15 +14,14 @@
 //! tell which node an LMR is on, so it holds the others' too), and then
 //! goes on as if nothing happened. Everything else passes through.
 
-use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use libc::c_long;
-use lite::sys::{LiteLock, LiteMulticast, LiteReceive, LiteStats, CM_DEFAULT_PORT};
+use lite::sys::CM_DEFAULT_PORT;
 
 use crate::debugfs::membership::{NodeMembership, Peer, PeerState, MEMBERSHIP_FILE};
 use crate::fake_kernel::{Defects, FakeKernel};
-use crate::kernel::Kernel;
+use crate::kernel::{kernel_calls, Kernel};
 use crate::IB_PORT;
 
 /// Where the cut stands.
@@ -198,8 +197,9 @@ impl Node {
     /// Runs `transfer` once no node is paused, unless this is the cut node
     /// and it is cut off: then its transfers fail and land nowhere. The
     /// cut node's transfers hold the stage while they run, so that a cut
-    /// waits for the one under way, as fencing a connection does.
-    fn transfer(&self, transfer: impl FnOnce() -> c_long) -> c_long {
+    /// waits for the one under way, as fencing a connection does. The
+    /// model does not tell which node an LMR is on: every handle is alike.
+    fn transfer(&self, _handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
         if let Some(failed) = self.wait_out_pause() {
             return failed;
         }
@@ -269,18 +269,14 @@ impl Node {
 }
 
 impl Kernel for Node {
-    unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.join(cm_ip, cm_port, ib_port) }
-    }
-
-    fn leave(&self, flags: u32) -> c_long {
-        self.inner.leave(flags)
-    }
-
-    fn get_node_id(&self) -> c_long {
-        self.inner.get_node_id()
-    }
+    kernel_calls!(inner: join, leave, get_node_id, alloc_remote, free, dist_barrier,
+        remote_memset, memcpy, memmove, wrap_alloc, add_ask_mr_table, ask_lmr, umap_lmr,
+        register_lmr, deregister_lmr, rdma_write_async, rdma_read_async, async_wait, fence,
+        get_stats, register_application, unregister_application, query_port, send_reply_imm,
+        send_reply_imm_async, send, receive_message, reply_message, reply_and_receive_message,
+        send_reply_multicast, fetch_add, compare_swp, create_lock, ask_lock, lock, unlock,
+        set_priority);
+    kernel_calls!(inner through transfer: rdma_write, rdma_read);
 
     fn get_total_node(&self) -> c_long {
         let total = self.inner.get_total_node();
@@ -289,288 +285,6 @@ impl Kernel for Node {
         } else {
             total
         }
-    }
-
-    fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
-        self.inner.alloc_remote(node, size, flags, password)
-    }
-
-    unsafe fn rdma_write(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        self.transfer(|| unsafe {
-            self.inner
-                .rdma_write(handle, buf, size, offset, priority, password)
-        })
-    }
-
-    unsafe fn rdma_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        self.transfer(|| unsafe {
-            self.inner
-                .rdma_read(handle, buf, size, offset, priority, password)
-        })
-    }
-
-    fn free(&self, handle: u64) -> c_long {
-        self.inner.free(handle)
-    }
-
-    fn dist_barrier(&self, num: u32) -> c_long {
-        self.inner.dist_barrier(num)
-    }
-
-    fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
-        self.inner.remote_memset(handle, offset, size, byte)
-    }
-
-    fn memcpy(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
-        self.inner.memcpy(src, src_offset, dst, dst_offset, size)
-    }
-
-    fn memmove(&self, src: u64, src_offset: u64, dst: u64, dst_offset: u64, size: u64) -> c_long {
-        self.inner.memmove(src, src_offset, dst, dst_offset, size)
-    }
-
-    unsafe fn wrap_alloc(
-        &self,
-        data: *const c_void,
-        size: u64,
-        name: u64,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.wrap_alloc(data, size, name, password) }
-    }
-
-    fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
-        self.inner
-            .add_ask_mr_table(name, handle, permission, password)
-    }
-
-    fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long {
-        self.inner.ask_lmr(node, name, permission, password)
-    }
-
-    fn umap_lmr(&self, handle: u64) -> c_long {
-        self.inner.umap_lmr(handle)
-    }
-
-    unsafe fn register_lmr(
-        &self,
-        buf: *mut c_void,
-        size: u64,
-        permission: u64,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.register_lmr(buf, size, permission, password) }
-    }
-
-    fn deregister_lmr(&self, handle: u64) -> c_long {
-        self.inner.deregister_lmr(handle)
-    }
-
-    unsafe fn rdma_write_async(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .rdma_write_async(handle, buf, size, offset, priority, password)
-        }
-    }
-
-    unsafe fn rdma_read_async(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .rdma_read_async(handle, buf, size, offset, priority, password)
-        }
-    }
-
-    fn async_wait(&self, op: u64, flags: u32) -> c_long {
-        self.inner.async_wait(op, flags)
-    }
-
-    fn fence(&self) -> c_long {
-        self.inner.fence()
-    }
-
-    unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.get_stats(stats, size) }
-    }
-
-    unsafe fn register_application(
-        &self,
-        port: u32,
-        max_size: u64,
-        name: *const c_char,
-        name_len: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .register_application(port, max_size, name, name_len)
-        }
-    }
-
-    fn unregister_application(&self, port: u32) -> c_long {
-        self.inner.unregister_application(port)
-    }
-
-    fn query_port(&self, node: u32, port: u32) -> c_long {
-        self.inner.query_port(node, port)
-    }
-
-    unsafe fn send_reply_imm_async(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .send_reply_imm_async(node, port_priority, msg, size, reply, max_reply)
-        }
-    }
-
-    unsafe fn send_reply_imm(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .send_reply_imm(node, port_priority, msg, size, reply, max_reply)
-        }
-    }
-
-    unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.send(node, port_priority, msg, size) }
-    }
-
-    unsafe fn receive_message(
-        &self,
-        port: u32,
-        buf: *mut c_void,
-        max_size: u64,
-        descriptor: *mut u64,
-        flags: u32,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .receive_message(port, buf, max_size, descriptor, flags)
-        }
-    }
-
-    unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.reply_message(buf, size, descriptor) }
-    }
-
-    unsafe fn reply_and_receive_message(
-        &self,
-        buf: *const c_void,
-        size: u64,
-        descriptor: u64,
-        next: *mut LiteReceive,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .reply_and_receive_message(buf, size, descriptor, next)
-        }
-    }
-
-    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.send_reply_multicast(call) }
-    }
-
-    unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.fetch_add(handle, old, value, priority) }
-    }
-
-    unsafe fn compare_swp(
-        &self,
-        handle: u64,
-        old: *mut u64,
-        expected: u64,
-        new_value: u64,
-        priority: u32,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .compare_swp(handle, old, expected, new_value, priority)
-        }
-    }
-
-    unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.create_lock(home, lock) }
-    }
-
-    unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.ask_lock(home, number, lock) }
-    }
-
-    unsafe fn lock(&self, lock: *const LiteLock) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.lock(lock) }
-    }
-
-    unsafe fn unlock(&self, lock: *const LiteLock) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.inner.unlock(lock) }
-    }
-
-    fn set_priority(&self, priority: u32) -> c_long {
-        self.inner.set_priority(priority)
     }
 
     fn read_debugfs(&self, name: &str) -> Option<std::io::Result<String>> {

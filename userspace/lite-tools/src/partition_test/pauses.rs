@@ -29,7 +29,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread;
 
@@ -41,11 +41,11 @@ use crate::cluster_test::io::handle_of;
 use crate::cpu_hog::CpuHog;
 use crate::debugfs::membership::{MembershipFile, NodeMembership, PeerState};
 use crate::errno::describe_result;
-use crate::failure_test::{elapsed_ms, run_traffic, Target, TrafficReport};
+use crate::failure_test::{elapsed_ms, run_traffic, spawn_reporting, Target, TrafficReport};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
-use crate::tap::Tap;
+use crate::tap::{no_problems, Tap};
 
 /// Every node's console line once its traffic with every peer runs; the
 /// harness starts pausing once every node printed it. A TAP comment.
@@ -122,11 +122,7 @@ pub fn traffic_verdict(report: &TrafficReport) -> Result<(), String> {
     if report.rounds == 0 {
         problems.push("no round trip completed".to_string());
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("\n"))
-    }
+    no_problems(problems)
 }
 
 /// Checks that `after` lists the members `before` did: this node with the
@@ -230,7 +226,6 @@ fn start_traffic<K>(
 where
     K: Kernel + Send + 'static,
 {
-    let (sender, reports) = mpsc::channel();
     let kernel = Arc::clone(kernel);
     let stop = Arc::clone(stop);
     let lmr = Target {
@@ -238,17 +233,11 @@ where
         size: TRAFFIC_LMR_SIZE,
         password: TRAFFIC_PASSWORD,
     };
-    thread::Builder::new()
-        .name(format!("pause-traffic-{peer}"))
-        .spawn(move || {
-            // Nobody fails on purpose here: no failure to count rounds after.
-            let never = AtomicU64::new(0);
-            let report = run_traffic(kernel.as_ref(), lmr, traffic_seed(me, peer), &stop, &never);
-            // Nobody listens any more once the wait timed out.
-            let _ = sender.send(report);
-        })
-        .map_err(|e| format!("cannot start the traffic thread: {e}"))?;
-    Ok(reports)
+    spawn_reporting(&format!("pause-traffic-{peer}"), move || {
+        // Nobody fails on purpose here: no failure to count rounds after.
+        let seed = traffic_seed(me, peer);
+        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
+    })
 }
 
 /// Prints the ready marker, then reads the cluster's size every
@@ -320,11 +309,7 @@ fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, handles: &[(u32, 
         .collect();
     tap.check(
         "pauses: free of each traffic LMR returns 0",
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(failures.join("\n"))
-        },
+        no_problems(failures),
     );
 }
 

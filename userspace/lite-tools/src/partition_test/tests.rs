@@ -5,7 +5,7 @@ use std::time::Instant;
 use super::model::{self, CutDefects};
 use super::*;
 use crate::debugfs::membership::Peer;
-use crate::tap::TapSummary;
+use crate::tap::{assert_contains, failures, TapSummary};
 
 #[test]
 fn roles_parse() {
@@ -80,9 +80,9 @@ fn the_first_failure_must_be_ehostdown_or_at_worst_eio() {
     assert_eq!(first(EHOSTDOWN), Ok(()));
     assert_eq!(first(-c_long::from(libc::EIO)), Ok(()));
     let wrong = first(EBADF).unwrap_err();
-    assert!(wrong.contains("got -9 (-EBADF)"), "{wrong}");
+    assert_contains(&wrong, "got -9 (-EBADF)");
     let none = WriterReport::default().first_failure_verdict().unwrap_err();
-    assert!(none.contains("no write failed"), "{none}");
+    assert_contains(&none, "no write failed");
 }
 
 #[test]
@@ -100,17 +100,14 @@ fn the_canary_counts_differing_bytes_over_every_read() {
     report.record(0, seed, &data);
     assert_eq!((report.reads, report.differing_bytes), (3, 4));
     let verdict = report.verdict().unwrap_err();
-    assert!(verdict.contains("4 bytes differed"), "{verdict}");
-    assert!(verdict.contains("read 2: 2 byte(s) differ"), "{verdict}");
+    assert_contains(&verdict, "4 bytes differed");
+    assert_contains(&verdict, "read 2: 2 byte(s) differ");
 
     let mut failed = CanaryReport::default();
     failed.record(EBADF, seed, &data);
     let verdict = failed.verdict().unwrap_err();
-    assert!(
-        verdict.contains("1 reads failed; read 1: -9 (-EBADF)"),
-        "{verdict}"
-    );
-    assert!(verdict.contains("no read succeeded"), "{verdict}");
+    assert_contains(&verdict, "1 reads failed; read 1: -9 (-EBADF)");
+    assert_contains(&verdict, "no read succeeded");
 }
 
 fn member(node: u32, incarnation: u32, fenced: bool) -> MembershipFile {
@@ -264,10 +261,6 @@ fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
     })
 }
 
-fn failures(output: &str) -> Vec<&str> {
-    output.lines().filter(|l| l.starts_with("not ok")).collect()
-}
-
 #[test]
 fn every_node_of_a_correct_kernel_passes_every_point() {
     let results = run_partition(CutDefects::default());
@@ -347,7 +340,7 @@ fn writes_that_land_while_cut_off_are_caught() {
     let holder = failures(&results[0].0);
     assert_eq!(holder.len(), 1, "{holder:?}");
     assert!(holder[0].contains("LMR Y keeps the canary"), "{holder:?}");
-    assert!(results[0].0.contains("byte(s) differ"), "{}", results[0].0);
+    assert_contains(&results[0].0, "byte(s) differ");
     assert!(failures(&results[1].0).is_empty(), "{}", results[1].0);
     // Its writes never failed while it was cut off. Whether one came
     // while it joined again (-ENOTCONN) or after (-EBADF) before the
@@ -405,7 +398,7 @@ fn a_cut_reported_as_an_io_error_passes_and_says_so() {
     for (output, summary) in &results {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
     }
-    assert!(results[2].0.contains("(got -5 (-EIO))"), "{}", results[2].0);
+    assert_contains(&results[2].0, "(got -5 (-EIO))");
 }
 
 #[test]
@@ -418,12 +411,9 @@ fn calls_that_fail_while_a_node_is_paused_are_caught() {
         let failed = failures(output);
         assert_eq!(failed.len(), 2, "node {}: {failed:?}", index + 1);
         for line in failed {
-            assert!(
-                line.contains("pauses: every write to and read from node"),
-                "{line}"
-            );
+            assert_contains(line, "pauses: every write to and read from node");
         }
-        assert!(output.contains("returned -112 (-EHOSTDOWN)"), "{output}");
+        assert_contains(output, "returned -112 (-EHOSTDOWN)");
     }
 }
 
@@ -441,10 +431,7 @@ fn a_paused_node_taken_for_dead_is_caught() {
         assert!(failed[0].contains(count), "{failed:?}");
         assert!(failed[1].contains(members), "{failed:?}");
         let shown = &results[index].0;
-        assert!(
-            shown.contains("reads differed; the first: 2 after "),
-            "{shown}"
-        );
+        assert_contains(shown, "reads differed; the first: 2 after ");
         let reborn = format!(
             "# peer 2: alive incarnation 1 before, alive incarnation {} after",
             1 + MODEL_PAUSES

@@ -1,0 +1,615 @@
+use super::dying::{self, DeathDefects};
+use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, VictimLog};
+use super::*;
+use crate::fake_kernel::{Defects, FakeKernel};
+use crate::tap::{assert_contains, failures, TapSummary};
+
+#[test]
+fn roles_parse() {
+    assert_eq!(Role::parse("survivor"), Ok(Role::Survivor));
+    assert_eq!(Role::parse("victim"), Ok(Role::Victim));
+    assert!(Role::parse("bystander").is_err());
+}
+
+#[test]
+fn the_victim_is_the_only_other_node_with_the_port() {
+    let port_on = |victim: u32| {
+        move |node: u32| {
+            if node == victim {
+                VICTIM_PORT_MAX_SIZE as c_long
+            } else {
+                -c_long::from(libc::ECONNREFUSED)
+            }
+        }
+    };
+    assert_eq!(find_victim(1, 4, port_on(4)), Ok(4));
+    assert_eq!(find_victim(3, 4, port_on(2)), Ok(2));
+    let none = find_victim(1, 4, port_on(1)).unwrap_err();
+    assert!(none.starts_with("0 nodes have port 7"), "{none}");
+    assert_contains(&none, "node 2: -111 (-ECONNREFUSED)");
+    let two = find_victim(1, 4, |node| if node > 2 { 4096 } else { -111 });
+    assert!(two.unwrap_err().starts_with("2 nodes"));
+}
+
+#[test]
+fn the_next_survivor_wraps_around_and_skips_the_victim() {
+    assert_eq!(next_survivor(1, 4, 4), Some(2));
+    assert_eq!(next_survivor(2, 4, 4), Some(3));
+    assert_eq!(next_survivor(3, 4, 4), Some(1));
+    assert_eq!(next_survivor(1, 2, 4), Some(3));
+    assert_eq!(next_survivor(4, 2, 4), Some(1));
+    assert_eq!(next_survivor(1, 2, 2), None);
+}
+
+#[test]
+fn lock_records_round_trip_and_reject_other_data() {
+    let full = LockRecord {
+        own: Some(0),
+        home: 1,
+        waited: Some(4094),
+        orphaned: Some(4095),
+    };
+    assert_eq!(decode_lock_record(&encode_lock_record(&full)), Ok(full));
+    let bytes = encode_lock_record(&full);
+    assert_eq!(&bytes[..4], &LOCK_RECORD_MAGIC.to_le_bytes());
+    assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
+    let partial = LockRecord {
+        own: None,
+        waited: Some(3),
+        orphaned: None,
+        ..full
+    };
+    assert_eq!(
+        decode_lock_record(&encode_lock_record(&partial)),
+        Ok(partial)
+    );
+    assert!(decode_lock_record(&[0; LOCK_RECORD_LEN]).is_err());
+}
+
+#[test]
+fn survivor_a_is_the_lowest_id_other_than_the_victim_s() {
+    assert_eq!(survivor_a(4, 4), Some(1));
+    assert_eq!(survivor_a(1, 3), Some(2));
+    assert_eq!(survivor_a(1, 1), None);
+    // Survivor B follows A.
+    assert_eq!(next_survivor(2, 1, 3), Some(3));
+}
+
+#[test]
+fn records_are_checked_for_every_lock_and_for_survivor_a() {
+    let record = LockRecord {
+        own: Some(0),
+        home: 1,
+        waited: Some(0),
+        orphaned: Some(1),
+    };
+    assert_eq!(check_record(&record, 4, 4), Ok(()));
+    assert_eq!(
+        describe_record(&record),
+        "lock 0 on itself, W 0 and O 1 on survivor A (node 1)"
+    );
+    let missing = LockRecord {
+        waited: None,
+        home: 2,
+        ..record
+    };
+    let reason = check_record(&missing, 4, 4).unwrap_err();
+    assert_contains(&reason, "could not create lock W");
+    assert_contains(&reason, "lowest id other than the victim's (node 1)");
+    assert!(describe_record(&missing).contains("W none"));
+}
+
+fn returned(call: Call, ret: c_long, at_ms: u64) -> Outcome {
+    Ok(Returned {
+        call,
+        ret,
+        at_ns: at_ms * 1_000_000,
+    })
+}
+
+#[test]
+fn verdicts_need_ehostdown_soon_after_the_last_write() {
+    let last_write = 10_000 * 1_000_000;
+    let quick = returned(Call::Lock, -112, 13_120);
+    assert_eq!(errno_verdict(&quick), Ok(()));
+    assert_eq!(stall_verdict(&quick, last_write), (Some(3120), Ok(())));
+
+    let slow = returned(Call::Lock, -112, 14_501);
+    let (stall, verdict) = stall_verdict(&slow, last_write);
+    assert_eq!(stall, Some(4501));
+    assert!(verdict.unwrap_err().contains("more than 4500 ms"));
+
+    let wrong = returned(Call::RdmaWrite, -c_long::from(libc::EIO), 13_000);
+    let reason = errno_verdict(&wrong).unwrap_err();
+    assert_contains(&reason, "got -5 (-EIO)");
+
+    // Lock W is held once it returns: EOWNERDEAD, not EHOSTDOWN or 0.
+    let handed = returned(Call::WaitedLock, -130, 13_100);
+    assert_eq!(errno_verdict(&handed), Ok(()));
+    for ret in [0, -112] {
+        let reason = errno_verdict(&returned(Call::WaitedLock, ret, 13_100)).unwrap_err();
+        assert!(
+            reason.starts_with("expected -EOWNERDEAD (-130)"),
+            "{reason}"
+        );
+    }
+
+    let hung: Outcome = Err("hung".into());
+    assert_eq!(errno_verdict(&hung), Err("hung".into()));
+    assert_eq!(stall_verdict(&hung, last_write).0, None);
+    assert!(stall_verdict(&quick, 0).1.is_err());
+}
+
+#[test]
+fn waiting_stops_at_a_hang_or_without_a_failure() {
+    let s = 1_000_000_000;
+    let start = 100 * s;
+    // Writes still succeed: no hang, however long the other calls wait.
+    assert_eq!(
+        stop_waiting(start + 170 * s, start, start + 169 * s, 0),
+        None
+    );
+    // The failure came; a call blocked 60 s after the last write hangs.
+    assert_eq!(
+        stop_waiting(start + 69 * s, start, start + 10 * s, start + 13 * s),
+        None
+    );
+    let hang = stop_waiting(start + 70 * s, start, start + 10 * s, start + 13 * s);
+    assert!(hang.is_some_and(|r| r.starts_with("hung")));
+    // No write ever succeeded: measured from the start.
+    assert!(stop_waiting(start + 60 * s, start, 0, 0).is_some());
+    // Writes went on for 180 s: nobody killed the victim.
+    let unkilled = stop_waiting(start + 180 * s, start, start + 180 * s - 1, 0);
+    assert!(unkilled.is_some_and(|r| r.contains("was it killed")));
+}
+
+#[test]
+fn elapsed_time_can_be_negative() {
+    assert_eq!(elapsed_ms(1_000_000, 4_500_000), 3);
+    assert_eq!(elapsed_ms(4_500_000, 1_000_000), -3);
+}
+
+#[test]
+fn polling_ends_at_the_value_or_the_deadline() {
+    let mut values = [7u64, 6, 5].into_iter();
+    let far = monotonic_ns() + 10_000_000_000;
+    let polled = poll_until(
+        || values.next().ok_or("done".to_string()),
+        5,
+        far,
+        Duration::from_millis(1),
+    );
+    assert!(polled.reached);
+    assert_eq!(polled.value, Ok(5));
+
+    let now = monotonic_ns();
+    let polled = poll_until(|| Ok(9), 5, now, Duration::from_millis(1));
+    assert!(!polled.reached);
+    assert_eq!(polled.value, Ok(9));
+}
+
+#[test]
+fn traffic_checks_every_round_and_counts_those_after_the_failure() {
+    let kernel = FakeKernel::new(1, 2, Defects::default());
+    assert_eq!(join(&kernel, Ipv4Addr::new(10, 0, 0, 1)), Ok(1));
+    let handle = alloc(&kernel, 2, LMR_SIZE, 9).expect("allocation");
+    let lmr = Target {
+        handle,
+        size: LMR_SIZE,
+        password: 9,
+    };
+    let stop = AtomicBool::new(false);
+    let failed = AtomicU64::new(0);
+    let report = thread::scope(|scope| {
+        let traffic = scope.spawn(|| run_traffic(&kernel, lmr, 1, &stop, &failed));
+        thread::sleep(Duration::from_millis(30));
+        failed.store(monotonic_ns(), Ordering::SeqCst);
+        thread::sleep(Duration::from_millis(30));
+        stop.store(true, Ordering::SeqCst);
+        traffic.join().expect("traffic thread")
+    });
+    assert!(report.rounds > report.rounds_after_failure, "{report:?}");
+    assert!(report.rounds_after_failure > 0, "{report:?}");
+    assert_eq!((report.mismatches, report.error), (0, None));
+
+    // A freed LMR ends the traffic with the error.
+    assert_eq!(kernel.free(handle), 0);
+    stop.store(false, Ordering::SeqCst);
+    let report = run_traffic(&kernel, lmr, 1, &stop, &failed);
+    assert_eq!(report.rounds, 0);
+    assert!(report.error.is_some_and(|e| e.contains("EBADF")));
+}
+
+#[test]
+fn the_victim_sets_up_what_the_survivors_find() {
+    let kernels = FakeKernel::joined_cluster(4, Defects::default());
+    let mut out = Vec::new();
+    let mut log = VictimLog {
+        out: &mut out,
+        problems: 0,
+    };
+    register_victim_port(&kernels[3], &mut log);
+    hold_victim_locks(&kernels[3], 4, 4, &mut log);
+    allocate_spread(&kernels[3], 4, &mut log);
+    let problems = log.problems;
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(problems, 0, "{text}");
+
+    assert_contains(&text, "create_lock(node 1) gave lock W 0: ok");
+    assert_contains(&text, "lock of lock O 1: ok");
+
+    // Node 3 is neither A nor B; node 1 is A, node 2 B.
+    let mut tap_out = Vec::new();
+    let mut tap = Tap::new(&mut tap_out);
+    let setup = set_up_survivor(&kernels[2], &mut tap, 3, 4);
+    let locks = find_victims_locks(&kernels[2], &mut tap, 3, 4, 4);
+    let summary = tap.finish();
+    let tap_text = String::from_utf8_lossy(&tap_out);
+    assert!(summary.all_passed(), "{tap_text}");
+    assert_eq!(summary.passed, 5, "{tap_text}");
+    assert_eq!((setup.victim, setup.next), (Some(4), Some(1)));
+    assert!(setup.lmr_a.is_some() && setup.lmr_b.is_some());
+    assert_eq!(locks.own.map(|l| l.home), Some(4));
+    assert_eq!(locks.duty, LockDuty::None);
+    assert_contains(&tap_text, "the victim (node 4)");
+    assert_contains(
+        &tap_text,
+        "(lock 0 on itself, W 0 and O 1 on survivor A (node 1))",
+    );
+
+    let mut tap = Tap::new(Vec::new());
+    let a = find_victims_locks(&kernels[0], &mut tap, 1, 4, 4);
+    let b = find_victims_locks(&kernels[1], &mut tap, 2, 4, 4);
+    assert!(tap.finish().all_passed());
+    let o = LiteLock { home: 1, number: 1 };
+    let w = LiteLock { home: 1, number: 0 };
+    assert_eq!(a.duty, LockDuty::TakeOrphan { lock: Some(o) });
+    assert_eq!(
+        b.duty,
+        LockDuty::WaitFor {
+            home: 1,
+            lock: Some(w)
+        }
+    );
+}
+
+/// A victim of four nodes on its own: nobody to call in the overload.
+const LONE_VICTIM: FailureConfig = FailureConfig {
+    cm: Ipv4Addr::new(10, 0, 0, 1),
+    nodes: 4,
+    pacing: TEST_PACING,
+    overload: Duration::ZERO,
+    second_address: None,
+};
+
+#[test]
+fn the_victim_prints_its_marker_last() {
+    // On its own: the fake's barriers return at once.
+    let kernel = FakeKernel::new(4, 4, Defects::default());
+    let mut out = Vec::new();
+    assert_eq!(run_victim(&kernel, &LONE_VICTIM, &mut out), Ok(()));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.ends_with(&format!("\n{READY_MARKER}\n")), "{text}");
+    assert!(!text.contains("FAILED"), "{text}");
+}
+
+#[test]
+fn a_victim_that_cannot_join_stops() {
+    let defects = Defects {
+        refuse_join: true,
+        ..Defects::default()
+    };
+    let kernel = FakeKernel::new(4, 4, defects);
+    let mut out = Vec::new();
+    let error = run_victim(&kernel, &LONE_VICTIM, &mut out).unwrap_err();
+    assert_contains(&error, "ECONNREFUSED");
+    assert!(!String::from_utf8_lossy(&out).contains(READY_MARKER));
+}
+
+/// Runs the whole test on a four-node model whose node 4 dies shortly
+/// after its marker; each survivor's output and summary.
+fn run_with_death(defects: DeathDefects) -> Vec<(String, TapSummary)> {
+    run_with_death_on(4, defects)
+}
+
+/// As [`run_with_death`], with `count` nodes, the last the victim.
+fn run_with_death_on(count: u32, defects: DeathDefects) -> Vec<(String, TapSummary)> {
+    let nodes = dying::cluster(count, defects);
+    let config = FailureConfig {
+        cm: Ipv4Addr::new(10, 0, 0, 1),
+        nodes: count,
+        pacing: TEST_PACING,
+        overload: Duration::from_millis(300),
+        second_address: None,
+    };
+    let (survivors, victim) = nodes.split_at(nodes.len() - 1);
+    thread::scope(|scope| {
+        let survivors: Vec<_> = survivors
+            .iter()
+            .map(|node| {
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    let mut tap = Tap::new(&mut out);
+                    run_survivor(node, &mut tap, &config);
+                    let summary = tap.finish();
+                    (String::from_utf8_lossy(&out).into_owned(), summary)
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        let victim = &victim[0];
+        assert_eq!(run_victim(victim.as_ref(), &config, &mut out), Ok(()));
+        thread::sleep(Duration::from_millis(200));
+        dying::kill(victim);
+        survivors
+            .into_iter()
+            .map(|s| s.join().expect("survivor thread"))
+            .collect()
+    })
+}
+
+/// Cycles paced for a model whose membership changes at once, still
+/// with several reads of the cluster's size in every state; a change
+/// that does not come is given up on sooner than on the machines.
+const TEST_PACING: CyclePacing = CyclePacing {
+    poll: Duration::from_millis(5),
+    away: Duration::from_millis(100),
+    back: Duration::from_millis(60),
+    change: Duration::from_secs(5),
+    first_leave: Duration::from_secs(5),
+};
+
+/// Test points of the failure phase (the overload's two included),
+/// before the leave/rejoin cycles, of a survivor that is neither A nor
+/// B.
+const FAILURE_POINTS: u32 = 28;
+
+/// Survivor A's further points: ask_lock of lock O, its lock, the
+/// unlock, the lock and unlock after it.
+const A_POINTS: u32 = 4;
+
+/// Survivor B's: ask_lock of lock W, T6's errno and stall, the unlock,
+/// the lock and unlock after it.
+const B_POINTS: u32 = 5;
+
+#[test]
+fn survivors_of_a_correct_kernel_pass_every_point() {
+    let results = run_with_death(DeathDefects::default());
+    let points = [
+        FAILURE_POINTS + A_POINTS,
+        FAILURE_POINTS + B_POINTS,
+        FAILURE_POINTS,
+    ];
+    for (node, (output, summary)) in (1..).zip(&results) {
+        assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
+        for call in Call::ALL {
+            // Only survivor B, node 2, waits for lock W.
+            let stall = format!("\n# stall {} ", call.name());
+            let expected = node == 2 || call != Call::WaitedLock;
+            assert_eq!(output.contains(&stall), expected, "{output}");
+        }
+        assert_contains(output, "held_chunks back to 1 within 10 s");
+        assert_contains(output, "get_total_node returns 3 once");
+        // The failure's points come first.
+        assert_contains(
+            output,
+            &format!(
+                "\nok {} - final dist_barrier(3) among the survivors returns 0\n",
+                points[node - 1]
+            ),
+        );
+        assert_contains(
+            output,
+            "leave/rejoin: dist_barrier(3) of the survivors after the cycles returns 0",
+        );
+    }
+    let (a, b) = (&results[0].0, &results[1].0);
+    assert_contains(
+        a,
+        " - lock of lock O 1, kept here, which the dead victim held and nobody waited \
+             for, returns -EOWNERDEAD (got -130 (-EOWNERDEAD))\n",
+    );
+    assert_contains(
+        b,
+        " - lock of lock W 0 on survivor A (node 1), which the victim held, returns \
+             -EOWNERDEAD (got -130 (-EOWNERDEAD))\n",
+    );
+    for (output, name) in [(a, "lock O 1"), (b, "lock W 0")] {
+        assert_contains(
+            output,
+            &format!(" - unlock of {name}, taken over from the dead victim, returns 0 (got 0)\n"),
+        );
+        assert_contains(
+            output,
+            &format!(" - lock and unlock of {name} once more return 0 (got 0, 0)\n"),
+        );
+    }
+    assert!(!results[2].0.contains("lock W"), "{}", results[2].0);
+    assert!(!results[2].0.contains("lock O"), "{}", results[2].0);
+    // Nodes 1 and 2 watch node 3 leave and come back; node 1 also
+    // publishes its spread LMR for node 3 to map.
+    for ((output, summary), points) in results[..2].iter().zip([points[0] + 1, points[1]]) {
+        assert_eq!(summary.passed, points + 26, "{output}");
+        let followed = output
+            .lines()
+            .filter(|l| l.contains("get_total_node went from 3 to 2 and back to 3 (node 3 left"))
+            .count();
+        assert_eq!(followed, CYCLES as usize, "{output}");
+        assert_eq!(
+            output
+                .matches("reads back whole with this node's pattern")
+                .count(),
+            2
+        );
+        assert_eq!(
+            output
+                .matches("reads back around every chunk boundary with this node's pattern")
+                .count(),
+            CYCLES as usize - 2
+        );
+        assert_contains(output, "during the cycles comes back intact");
+    }
+    assert_contains(
+        &results[0].0,
+        " - leave/rejoin: add_ask_mr_table of the spread LMR as name \
+             0x5350524541444c4d (for node 3 to map) returns 0\n",
+    );
+    assert!(
+        !results[1].0.contains("add_ask_mr_table"),
+        "{}",
+        results[1].0
+    );
+    let (output, summary) = &results[2];
+    assert_eq!(summary.passed, FAILURE_POINTS + 45, "{output}");
+    assert_contains(
+        output,
+        " - leave/rejoin: leaver (node 3) mapped observer 1's spread LMR and read it \
+             back intact through the mapping (16 MiB, node 1's pattern)\n",
+    );
+    // Only the first leave happens while the mapping exists.
+    assert_eq!(output.matches(", keeping its mapping").count(), 1);
+    assert_contains(
+        output,
+        " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
+             node 1's spread LMR\n",
+    );
+    assert_eq!(
+        output.matches("\n# leave ").count(),
+        CYCLES as usize,
+        "{output}"
+    );
+    assert_eq!(
+        output.matches("\n# rejoin ").count(),
+        CYCLES as usize,
+        "{output}"
+    );
+    // Two chunks of each observer's spread LMR, which the first leave moved.
+    assert_contains(output, "before its first leave (held_chunks 4)");
+    assert_contains(output, "held_chunks on node 3 is 0 after its last join");
+    assert_contains(output, "join returns node 3's id again (got 3)\n");
+}
+
+#[test]
+fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
+    let results = run_with_death_on(3, DeathDefects::default());
+    // Node 1 is survivor A, node 2 survivor B (and the leaver).
+    for ((output, summary), points) in results.iter().zip([A_POINTS, B_POINTS]) {
+        let failed = failures(output);
+        assert!(failed.is_empty(), "{failed:?}\n{output}");
+        assert!(summary.passed > FAILURE_POINTS + points, "{output}");
+        assert_contains(
+            output,
+            &format!(
+                "\nok {} - final dist_barrier(2) among the survivors returns 0\n",
+                FAILURE_POINTS + points
+            ),
+        );
+    }
+    assert!(results[0].0.contains("lock O 1, kept here"));
+    assert!(results[1].0.contains("\n# stall lock_owner_dead "));
+}
+
+#[test]
+fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
+    let defects = DeathDefects::with_kernel(Defects {
+        lock_hides_owner_death: true,
+        ..Defects::default()
+    });
+    let results = run_with_death(defects);
+    let failed: Vec<Vec<&str>> = results.iter().map(|(o, _)| failures(o)).collect();
+    // Survivor A takes lock O with 0, survivor B gets lock W with 0;
+    // both still hold it, so unlocking works.
+    assert_eq!(failed[0].len(), 1, "{:?}", failed[0]);
+    assert!(
+        failed[0][0].contains("lock of lock O 1, kept here")
+            && failed[0][0].ends_with("returns -EOWNERDEAD (got 0)"),
+        "{:?}",
+        failed[0]
+    );
+    assert_eq!(failed[1].len(), 1, "{:?}", failed[1]);
+    assert!(
+        failed[1][0].contains("lock of lock W 0 on survivor A (node 1)")
+            && failed[1][0].ends_with("returns -EOWNERDEAD (got 0)"),
+        "{:?}",
+        failed[1]
+    );
+    assert!(failed[2].is_empty(), "{:?}", failed[2]);
+}
+
+#[test]
+fn bytes_lost_by_a_leave_are_caught() {
+    let defects = DeathDefects::with_kernel(Defects {
+        leave_loses_moved_bytes: true,
+        ..Defects::default()
+    });
+    let results = run_with_death(defects);
+    for (output, _) in &results[..2] {
+        let failed = failures(output);
+        // Every check after the first leave, which zeroed two chunks.
+        assert_eq!(failed.len(), CYCLES as usize, "{failed:?}");
+        assert!(
+            failed.iter().all(|l| l.contains("spread LMR reads back")),
+            "{failed:?}"
+        );
+        assert_contains(output, "byte(s) differ");
+    }
+    assert!(failures(&results[2].0).is_empty(), "{}", results[2].0);
+}
+
+#[test]
+fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
+    let defects = DeathDefects::with_kernel(Defects {
+        leave_refuses_mapped_lmrs: true,
+        ..Defects::default()
+    });
+    let results = run_with_death(defects);
+    // Node 3 stays: the observers see no cycle, and their spread LMRs,
+    // which did not move, read back whole.
+    for (output, _) in &results[..2] {
+        let failed = failures(output);
+        assert_eq!(failed.len(), 1, "{failed:?}\n{output}");
+        assert!(
+            failed[0]
+                .contains("leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3"),
+            "{failed:?}"
+        );
+        assert_contains(
+            output,
+            "# get_total_node did not return 2 in time (5000 ms)",
+        );
+        assert_contains(output, "cycle 1: the 16 MiB spread LMR reads back whole");
+    }
+    let output = &results[2].0;
+    let failed = failures(output);
+    assert_eq!(failed.len(), 2, "{failed:?}\n{output}");
+    assert!(
+        failed[0].ends_with(
+            " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
+             node 1's spread LMR"
+        ),
+        "{failed:?}"
+    );
+    assert_contains(
+        output,
+        "\n# expected 0, got -28 (-ENOSPC): the leave refused to move the chunks held \
+             here, while this node maps node 1's spread LMR",
+    );
+    assert_contains(output, "\n# cycles 2 to 10 not run\n");
+    // Its chunks never moved.
+    assert!(
+        failed[1].contains("held_chunks on node 3 is 0 after its last join"),
+        "{failed:?}"
+    );
+}
+
+#[test]
+fn a_dead_node_reported_as_an_io_error_is_caught() {
+    for (output, _) in run_with_death(DeathDefects::write_fails_with_eio()) {
+        let failed = failures(&output);
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert!(
+            failed[0].contains("rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -5 (-EIO))"),
+            "{failed:?}"
+        );
+    }
+}
