@@ -58,24 +58,18 @@
 //! memory node until N are alive, then times `--iters` 64-byte writes and
 //! `--iters` reads, each on one of them picked at random, in blocks taking
 //! turns with blocks of as many on the first LMR (so that the cost of many
-//! LMRs is a ratio of two series measured in the same minutes)
-//!
-//! `LITE-BENCH op=region_write size=64 regions=N iters=.. median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=..`
-//! `LITE-BENCH op=region_write_first size=64 regions=N iters=.. ..`
-//!
-//! and then, those freed, for every `--create-sizes` size, the time to
-//! allocate an LMR of that size on the memory node and to free it
-//! (`op=region_create`, `op=region_free`, the same keys without
+//! LMRs is a ratio of two series measured in the same minutes): latency
+//! records of `op` `region_write` and `region_write_first` (and the reads)
+//! with `regions` and `p99`, and then, those freed, for every
+//! `--create-sizes` size, the time to allocate an LMR of that size on the
+//! memory node and to free it (`region_create`, `region_free`, without
 //! `regions`).
 //!
 //! With `--series processes` it measures the process curve instead: for
 //! each of 64-byte writes (each process to an LMR of its own on the memory
 //! node) and 64-byte echo calls, and for every `--process-counts` count N,
 //! N processes warm up, start together and make `--iters` operations each,
-//! all through the node's shared connections:
-//!
-//! `LITE-BENCH op=proc_write size=64 processes=N iters=.. elapsed_us=.. slowest_us=.. ops_per_s=.. qps=.. mrs=..`
-//!
+//! all through the node's shared connections, a `process` record each
 //! (`ops_per_s`: every process's operations over the time from the start
 //! until the last finished; `qps`, `mrs`: the queue pairs and memory
 //! regions LITE held on this node meanwhile)
@@ -84,11 +78,8 @@
 //! nodes, all running `lite-bench --scale N`, each time their own join,
 //! `--iters` barriers of all N, and then all-to-all RPC, every node calling
 //! every other node's echo server from one thread per peer,
-//! `--scale-calls` 64-byte calls each:
-//!
-//! `LITE-SCALE nodes=N node=I join_us=.. barriers=.. barrier_median_us=.. barrier_p90_us=.. rpc_peers=.. rpc_calls=.. rpc_elapsed_us=.. rpc_calls_per_s=..`
-//!
-//! (`join_us` is `-` for a node that was already a member)
+//! `--scale-calls` 64-byte calls each, a `scale` record each (`join_us`
+//! null for a node that was already a member).
 //!
 //! With `--contend N` it does none of that: of N nodes, all running
 //! `lite-bench --contend N`, node 1 keeps one lock (it creates it and
@@ -99,51 +90,25 @@
 //! there would measure the home's local path rather than contention.
 //!
 //! Series of 2 and 3 run `--bw-bytes` bytes' worth of operations (at least
-//! 8, at most `--iters`). Latency series print
+//! 8, at most `--iters`). Every result is one record of `lite_bench_record`
+//! on a line of its own, `LITE-RECORD {"latency":{"op":"write",..}}`:
+//! `latency` for latency series (RPC round trips as `op` `rpc`),
+//! `throughput` for throughput series (MiB/s, i.e. perftest's MB/sec; with
+//! `depth` for the asynchronous ones), `rpc_throughput` and `rpc_async`
+//! for RPC under load (the latter's times from posting a call to reaping
+//! it), `lock` for lock series (1 contender when uncontended; acquire is
+//! `lite_lock` alone and pair `lite_lock` + `lite_unlock`), with
+//! `lock_samples` of contended series' raw acquire times, `qos` and
+//! `qos_load` for each phase of the isolation run (`load_mibps`: the
+//! low-priority processes' MiB/s, each over the whole time it wrote, added
+//! up; `throttled`: the growth of the node's `qos_throttled` counter while
+//! the high-priority writes were timed), and `regions` for each step of the
+//! memory region series (`local`: how many of the LMRs are on this node,
+//! the others being on the memory node; the rest as the resources file
+//! gives them right after the step's allocations, `lmrs` counting every
+//! LMR this node created).
 //!
-//! `LITE-BENCH op=write size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. min_us=.. max_us=.. stdev_us=..`
-//!
-//! and throughput series (MiB/s, i.e. perftest's MB/sec)
-//!
-//! `LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=.. mibps_median=.. mibps_p10=.. mibps_p90=.. mibps_min=.. mibps_max=..`
-//! `LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=.. ..`
-//!
-//! RPC round trips print as latency series (`op=rpc`), RPC throughput as
-//!
-//! `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
-//!
-//! and asynchronous RPC (times from posting a call to reaping it) as
-//!
-//! `LITE-BENCH op=rpc_async size=64 depth=8 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
-//!
-//! lock series (1 contender when uncontended) as
-//!
-//! `LITE-LOCK contenders=1 node=2 home=1 iters=1000 acquire_median_us=.. acquire_p10_us=.. acquire_p90_us=.. pair_median_us=.. pair_p10_us=.. pair_p90_us=.. busy_us=.. pairs_per_s=..`
-//!
-//! where acquire is `lite_lock` alone and pair `lite_lock` + `lite_unlock`;
-//! contended series add their raw acquire times, 32 a line:
-//!
-//! `LITE-LOCK-SAMPLES contenders=4 node=2 acquire_us=12.50,13.00,..`
-//!
-//! and each phase of the isolation run prints
-//!
-//! `LITE-QOS round=N phase=unloaded|loaded qos=on|off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
-//! `LITE-QOS-LOAD round=N phase=loaded qos=off loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
-//!
-//! (`load_mibps`: the low-priority processes' MiB/s, each over the whole
-//! time it wrote, added up; `throttled`: the growth of the node's
-//! `qos_throttled` counter while the high-priority writes were timed)
-//!
-//! and each step of the memory region series
-//!
-//! `LITE-BENCH op=regions size=4096 lmrs=.. local=.. memory_regions=.. pool_segments=.. pool_bytes=..`
-//!
-//! (`size`: bytes of each LMR; `local`: how many of the LMRs are on this
-//! node, the others being on the memory node; the rest as the resources
-//! file gives them right after the step's allocations, `lmrs` counting
-//! every LMR this node created)
-//!
-//! where `avg` is total bytes over total time, and the distribution is over
+//! A throughput's `average` is total bytes over total time, and its spread is over
 //! single operations (memset, memcpy) or over up to 10 consecutive groups
 //! of completions (asynchronous series). Every series checks the data it
 //! moved afterwards. The run ends with `LITE-BENCH: ok` or
@@ -161,13 +126,12 @@ use libc::{c_long, c_void};
 use lite::rpc::{self, Port, Received};
 use lite::sys::LiteLock;
 use lite::{sys, Lmr, Priority};
+use lite_bench_record::{self as record, LockSamples, Record};
 use lite_tools::args::{in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::bench::{
-    calls_per_thread, completion_groups, lock_line, lock_sample_lines, p99, parse_switch, qos_line,
-    qos_load_line, region_line, result_line, rpc_async_line, rpc_throughput, rpc_throughput_line,
-    run_window, throughput_iters, throughput_line, throughput_of_completions, throughput_of_ops,
+    calls_per_thread, completion_groups, emit, latency, p99, parse_switch, region_record,
+    rpc_throughput, run_window, throughput_iters, throughput_of_completions, throughput_of_ops,
     to_first_region, LoadReport, LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput,
-    SAMPLES_PER_LINE,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -983,7 +947,7 @@ fn read(lmr: &Lmr, buf: &mut [u8]) -> Result<(), String> {
 
 fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String> {
     let summary = summarize(samples).ok_or("no samples")?;
-    say(format_args!("{}", result_line(operation, size, &summary)));
+    emit(&Record::Latency(latency(operation, size, &summary)));
     Ok(())
 }
 
@@ -1008,10 +972,7 @@ fn report_throughput(
     throughput: Option<Throughput>,
 ) -> Result<(), String> {
     let throughput = throughput.ok_or("no usable samples (zero durations)")?;
-    say(format_args!(
-        "{}",
-        throughput_line(operation, size, depth, &throughput)
-    ));
+    emit(&throughput.record(operation, size, depth));
     Ok(())
 }
 
@@ -1470,7 +1431,7 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
     let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
     let throughput =
         rpc_throughput(1, &samples, elapsed_us).ok_or("async RPC: no usable samples")?;
-    say(format_args!("{}", rpc_async_line(size, depth, &throughput)));
+    emit(&throughput.record(size, Some(depth)));
     Ok(())
 }
 
@@ -1519,10 +1480,7 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
     }
     let throughput =
         rpc_throughput(threads, &samples, elapsed_us).ok_or("RPC throughput: no usable samples")?;
-    say(format_args!(
-        "{}",
-        rpc_throughput_line(RPC_THROUGHPUT_SIZE, &throughput)
-    ));
+    emit(&throughput.record(RPC_THROUGHPUT_SIZE, None));
     Ok(())
 }
 
@@ -1692,7 +1650,7 @@ fn measure_locks(options: &Options, me: u32) -> Result<(), String> {
             release(&lock)?;
         }
         let (series, _) = time_lock_pairs(&lock, options.iters, 1, me)?;
-        say(format_args!("{}", lock_line(&series)));
+        emit(&series.record());
     }
     Ok(())
 }
@@ -1786,9 +1744,9 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
             return Ok(());
         }
         let (series, acquired) = time_lock_pairs(lock, options.contend_iters, contenders, me)?;
-        say(format_args!("{}", lock_line(&series)));
-        for line in lock_sample_lines(contenders, me, &acquired, SAMPLES_PER_LINE) {
-            say(format_args!("{line}"));
+        emit(&series.record());
+        for samples in LockSamples::split(contenders, me, &acquired) {
+            emit(&Record::LockSamples(samples));
         }
         Ok(())
     });
@@ -1987,12 +1945,9 @@ fn qos_phase(
         load,
         throttled: after.saturating_sub(before),
     };
-    say(format_args!("{}", qos_line(&result)));
+    emit(&result.record());
     for (index, report) in result.load.iter().enumerate() {
-        say(format_args!(
-            "{}",
-            qos_load_line(round, phase, qos, index + 1, report)
-        ));
+        emit(&result.load_record(index + 1, report));
     }
     Ok(())
 }
@@ -2080,9 +2035,12 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
             }
             for (series, times) in [(operation, &samples), (on_first, &first)] {
                 let summary = summarize(times).ok_or("no samples")?;
-                say(format_args!(
-                    "{}",
-                    region_line(series, CURVE_OP_SIZE as u64, Some(count), &summary, times)
+                emit(&region_record(
+                    series,
+                    CURVE_OP_SIZE as u64,
+                    Some(count),
+                    &summary,
+                    times,
                 ));
             }
         }
@@ -2110,10 +2068,7 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
             (Operation::RegionFree, &release),
         ] {
             let summary = summarize(samples).ok_or("no samples")?;
-            say(format_args!(
-                "{}",
-                region_line(operation, size, None, &summary, samples)
-            ));
+            emit(&region_record(operation, size, None, &summary, samples));
         }
     }
     say(format_args!(
@@ -2162,11 +2117,14 @@ fn free_all(lmrs: Vec<Lmr>) -> Result<(), String> {
 /// allocated by [`alloc_alternately`].
 fn report_regions(size: u64, alive: usize) -> Result<(), String> {
     let [lmrs, memory_regions, pool_segments, pool_bytes] = read_region_counters()?;
-    say(format_args!(
-        "LITE-BENCH op=regions size={size} lmrs={lmrs} local={} memory_regions={memory_regions} \
-         pool_segments={pool_segments} pool_bytes={pool_bytes}",
-        alive.div_ceil(2)
-    ));
+    emit(&Record::Regions(record::Regions {
+        size,
+        lmrs,
+        local: alive.div_ceil(2) as u64,
+        memory_regions,
+        pool_segments,
+        pool_bytes,
+    }));
     Ok(())
 }
 

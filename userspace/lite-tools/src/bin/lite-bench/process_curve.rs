@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
 
 use lite::{Lmr, Priority};
-use lite_tools::bench::{process_curve_line, ProcessStep, ProcessWorkload};
+use lite_tools::bench::{emit, ProcessStep, ProcessWorkload};
 use lite_tools::errno::describe_error;
 use lite_tools::stats::monotonic_ns;
 use lite_tools::{pattern, say};
@@ -37,7 +37,7 @@ pub(crate) fn measure(node: u32, counts: &[usize], iters: usize) -> Result<(), S
     for workload in [ProcessWorkload::Write, ProcessWorkload::Rpc] {
         for &count in counts {
             let step = step(workload, node, count, iters)?;
-            say(format_args!("{}", process_curve_line(&step)));
+            emit(&step.record());
         }
     }
     Ok(())
