@@ -19,6 +19,13 @@ pub struct OptionSpec {
     pub help: &'static str,
 }
 
+/// `--cm IP`, which every program that joins a cluster takes.
+pub const CM_OPTION: OptionSpec = OptionSpec {
+    name: "cm",
+    value_name: "IP",
+    help: "IPv4 address of the cluster manager (port 18500)",
+};
+
 /// The command line interface of one program.
 #[derive(Debug, Clone, Copy)]
 pub struct Cli {

@@ -992,52 +992,24 @@ LITE-FAILURE-VICTIM re";
     }
 
     #[test]
-    fn parses_async_rpc_lines_only() {
+    fn parses_both_kinds_of_rpc_load() {
+        let load = |threads, depth, calls, calls_per_s, [median, p10, p90]: [f64; 3]| RpcLoad {
+            size: 64,
+            threads,
+            depth,
+            calls,
+            calls_per_s,
+            latency: Spread { median, p10, p90 },
+        };
         let log = "LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":812.50,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n\
                    LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":\"x\",\"calls\":300,\"calls_per_s\":812.50,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n\
                    LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":4,\"depth\":1,\"calls\":2000,\"calls_per_s\":1234.50,\"latency\":{\"median\":3000.00,\"p10\":2800.00,\"p90\":3500.00}}}\n";
-        assert_eq!(
-            rpc_asyncs(log),
-            [RpcLoad {
-                size: 64,
-                threads: 1,
-                depth: 8,
-                calls: 300,
-                calls_per_s: 812.5,
-                latency: Spread {
-                    median: 9000.0,
-                    p10: 8000.0,
-                    p90: 11000.0,
-                },
-            }]
-        );
-        // Neither a latency nor a throughput series.
-        assert!(latencies(log).is_empty());
-        assert!(throughputs(log).is_empty());
-    }
-
-    #[test]
-    fn parses_rpc_throughput_lines_only() {
+        let expected = load(1, 8, 300, 812.5, [9000.0, 8000.0, 11000.0]);
+        assert_eq!(rpc_asyncs(log), [expected]);
         let rows = rpc_throughputs(RPC_LOG);
         assert_eq!(rows.len(), 2, "{rows:?}");
-        assert_eq!(
-            rows[0],
-            RpcLoad {
-                size: 64,
-                threads: 4,
-                depth: 1,
-                calls: 2000,
-                calls_per_s: 1234.5,
-                latency: Spread {
-                    median: 3000.0,
-                    p10: 2800.0,
-                    p90: 3500.0,
-                },
-            }
-        );
-        // Neither a latency nor a throughput line of the other kinds.
-        assert!(throughputs(RPC_LOG).is_empty());
-        assert_eq!(latencies(RPC_LOG).len(), 3);
+        let expected = load(4, 1, 2000, 1234.5, [3000.0, 2800.0, 3500.0]);
+        assert_eq!(rows[0], expected);
     }
 
     #[test]
@@ -1064,8 +1036,6 @@ LITE-FAILURE-VICTIM re";
             (rows[2].op.as_str(), rows[2].depth),
             ("read_async", Some(32))
         );
-        // Latency lines are not throughput lines and the reverse.
-        assert_eq!(latencies(BW_CLIENT).len(), 1);
     }
 
     #[test]
@@ -1114,10 +1084,6 @@ LITE-FAILURE-VICTIM re";
         assert_eq!(samples[&(4, 1)], [1.0, 2.0, 3.0, 4.0]);
         // The broken line is dropped whole.
         assert_eq!(samples[&(4, 3)], [5.0, 6.0]);
-        // Other parsers leave lock lines alone.
-        assert!(latencies(LOCK_LOG).is_empty());
-        assert!(throughputs(LOCK_LOG).is_empty());
-        assert!(qos_rows(LOCK_LOG).is_empty());
     }
 
     #[test]
@@ -1151,10 +1117,6 @@ LITE-FAILURE-VICTIM re";
         );
         assert_eq!((rows[2].qos.as_str(), rows[2].throttled), ("on", 140));
         assert_eq!((rows[4].round, rows[4].throttled), (2, 80));
-        // Not latency, throughput or lock lines.
-        assert!(latencies(QOS_LOG).is_empty());
-        assert!(throughputs(QOS_LOG).is_empty());
-        assert!(locks(QOS_LOG).is_empty());
     }
 
     #[test]
@@ -1175,12 +1137,6 @@ LITE-FAILURE-VICTIM re";
         // Found after a timestamp; the 64 KiB row last.
         assert_eq!(rows[2].lmrs, 100);
         assert_eq!((rows[4].size, rows[4].lmrs), (65536, 100));
-        // Not latency or throughput lines, and those are not region lines.
-        assert!(latencies(REGIONS_LOG).is_empty());
-        assert!(throughputs(REGIONS_LOG).is_empty());
-        assert!(region_rows(CLIENT).is_empty());
-        assert!(region_rows(BW_CLIENT).is_empty());
-        assert!(region_rows(&console(REAL_RUN)).is_empty());
         let mut m = Measurements::default();
         m.add_log("node2", REGIONS_LOG);
         assert_eq!(m.regions.len(), 5);
@@ -1242,7 +1198,6 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
         m.add_log("cluster4/node1", CLUSTER_SCALE_LOG);
         assert_eq!(m.cluster_scale.len(), 3);
         assert!(!m.is_empty());
-        assert!(scale_points(PROCESS_CURVE_LOG).is_empty());
     }
 
     #[test]
@@ -1365,9 +1320,6 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
         // the cycles are no leave times.
         assert!(node.leaves.is_empty() && node.rejoins.is_empty());
         assert!(!node.is_empty());
-        // The other parsers leave the failure program's lines alone.
-        assert!(latencies(FAILURE_LEAVER).is_empty());
-        assert!(locks(FAILURE_LEAVER).is_empty());
     }
 
     #[test]
@@ -1659,136 +1611,6 @@ LITE-GUEST-EXIT rc=0
     }
 
     #[test]
-    fn parses_a_real_lite_bench_latency_line() {
-        assert_eq!(
-            latencies(&console(REAL_RUN)),
-            [Latency {
-                op: "write".into(),
-                size: 64,
-                regions: None,
-                iters: 1000,
-                median: 413.34,
-                p10: 348.19,
-                p90: 531.65,
-                p99: None,
-                min: 286.22,
-                max: 3027.17,
-                stdev: 144.24,
-            }]
-        );
-    }
-
-    #[test]
-    fn parses_real_lite_bench_throughput_lines() {
-        assert_eq!(
-            throughputs(&console(REAL_RUN)),
-            [
-                Throughput {
-                    op: "memset".into(),
-                    size: 4096,
-                    depth: None,
-                    iters: 1000,
-                    average: 3.80,
-                    median: 4.79,
-                    p10: 2.31,
-                    p90: 6.53,
-                    min: 1.10,
-                    max: 8.30,
-                },
-                Throughput {
-                    op: "write_async".into(),
-                    size: 4096,
-                    depth: Some(8),
-                    iters: 1000,
-                    average: 9.47,
-                    median: 9.25,
-                    p10: 8.25,
-                    p90: 11.62,
-                    min: 8.01,
-                    max: 11.87,
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn parses_a_real_rpc_throughput_line() {
-        assert_eq!(
-            rpc_throughputs(&console(REAL_RUN)),
-            [RpcLoad {
-                size: 64,
-                threads: 4,
-                depth: 1,
-                calls: 2000,
-                calls_per_s: 1877.23,
-                latency: Spread {
-                    median: 2033.70,
-                    p10: 1406.15,
-                    p90: 2882.82,
-                },
-            }]
-        );
-    }
-
-    #[test]
-    fn parses_a_real_lock_line_and_its_samples() {
-        let log = console(REAL_RUN);
-        assert_eq!(
-            locks(&log),
-            [Lock {
-                contenders: 4,
-                node: 2,
-                home: 1,
-                iters: 300,
-                acquire: Spread {
-                    median: 5232.80,
-                    p10: 4459.69,
-                    p90: 7599.39,
-                },
-                pair: Spread {
-                    median: 6735.23,
-                    p10: 5612.79,
-                    p90: 9322.74,
-                },
-                busy_us: 2_143_023.92,
-                pairs_per_s: 139.99,
-            }]
-        );
-        assert_eq!(
-            measured(&log).lock_samples,
-            BTreeMap::from([((4, 2), vec![9380.87, 6082.65, 5347.74, 7403.92])])
-        );
-    }
-
-    #[test]
-    fn parses_a_real_qos_line_and_not_its_load_line() {
-        assert_eq!(
-            qos_rows(&console(REAL_RUN)),
-            [Qos {
-                round: 1,
-                phase: "loaded".into(),
-                qos: "off".into(),
-                size: 64,
-                iters: 1000,
-                latency: Spread {
-                    median: 7732.70,
-                    p10: 4661.10,
-                    p90: 14400.73,
-                },
-                p99: 17725.81,
-                min: 2408.76,
-                max: 21504.99,
-                stdev: 3539.87,
-                loaders: 3,
-                load_size: 65536,
-                load_ops: 2662,
-                load_mibps: 18.79,
-                throttled: 0,
-            }]
-        );
-    }
-
-    #[test]
     fn a_real_run_is_measured_without_problems() {
         let mut m = Measurements::default();
         m.add_logs(
@@ -1800,12 +1622,17 @@ LITE-GUEST-EXIT rc=0
         );
         assert_eq!(m.native.len(), 2);
         assert_eq!(m.native_bw.len(), 1);
-        assert_eq!(m.lite.len(), 1);
-        assert_eq!(m.lite_bw.len(), 2);
-        assert_eq!(m.lite_rpc_bw.len(), 1);
-        assert_eq!(m.locks.len(), 1);
-        assert_eq!(m.lock_samples[&(4, 2)].len(), 4);
-        assert_eq!(m.qos.len(), 1);
+        assert_eq!(m.lite[&("write".into(), 64)].median, 413.34);
+        let depths: Vec<_> = m.lite_bw.values().map(|t| (t.depth, t.min)).collect();
+        assert_eq!(depths, [(None, 1.10), (Some(8), 8.01)]);
+        assert_eq!(m.lite_rpc_bw[&(64, 4)].latency.p90, 2882.82);
+        assert_eq!(m.locks[&(4, 2, 1)].pair.median, 6735.23);
+        assert_eq!(
+            m.lock_samples[&(4, 2)],
+            [9380.87, 6082.65, 5347.74, 7403.92]
+        );
+        // The load process's share is no phase.
+        assert_eq!(m.qos_rows()[0].p99, 17725.81);
         assert!(m.problems.is_empty(), "{:?}", m.problems);
     }
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::cluster_test::{child_main, run_with_joined_hook, TestConfig, CHILD_SUBCOMMAND};
 use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::plan::DATA_BUDGET_BYTES;
@@ -26,11 +26,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP --nodes N [--resources-baseline FILE]",
     about: "Runs the LITE cluster test on this node and reports TAP.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::process::ExitCode;
 
 use lite::{Lmr, Priority};
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::errno::describe_error;
 use lite_tools::plan::next_node;
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
@@ -18,11 +18,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP [--nodes N]",
     about: "Joins a LITE cluster and writes to and reads from memory on the next node.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::failure_test::{
     run_survivor, run_victim, CyclePacing, FailureConfig, Role, OVERLOAD, READY_MARKER,
 };
@@ -27,11 +27,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP --nodes N --role survivor|victim [--second-address ADDR/LEN]",
     about: "Runs one node's part of the LITE node failure test.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::fuzz::{
     parse_seed, run, seed_from_clock, FuzzConfig, DEFAULT_PROCS, DEFAULT_SECONDS, DEFAULT_THREADS,
     MAX_FUZZ_PROCS, MAX_FUZZ_THREADS,
@@ -21,11 +21,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP --nodes N [--seconds S] [--seed X] [--procs P] [--threads T]",
     about: "Fuzzes LITE's system calls on this node, with every other node of the cluster, and reports TAP.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
 use lite_tools::kernel::Syscalls;
 use lite_tools::partition_test::{run_cut, run_survivor, Pacing, PartitionConfig, Role};
 use lite_tools::tap::Tap;
@@ -31,11 +31,7 @@ const CLI: Cli = Cli {
     synopsis: "--cm IP --nodes N --role survivor|cut [--pause-traffic S]",
     about: "Runs one node's part of the LITE network partition test.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "nodes",
             value_name: "N",

@@ -114,9 +114,8 @@
 //! moved afterwards. The run ends with `LITE-BENCH: ok` or
 //! `LITE-BENCH: FAILED <reason>`.
 
-use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -127,7 +126,9 @@ use lite::rpc::{self, Port, Received};
 use lite::sys::LiteLock;
 use lite::{sys, Lmr, Priority};
 use lite_bench_record::{self as record, LockSamples, Record};
-use lite_tools::args::{in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{
+    in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed, CM_OPTION,
+};
 use lite_tools::bench::{
     calls_per_thread, completion_groups, emit, latency, p99, parse_switch, region_record,
     rpc_throughput, run_window, throughput_iters, throughput_of_completions, throughput_of_ops,
@@ -143,9 +144,11 @@ use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_C
 
 mod baseline;
 mod cluster_scale;
+mod piped;
 mod process_curve;
 
 use baseline::{Baseline, Side};
+use piped::Piped;
 
 const CLI: Cli = Cli {
     program: "lite-bench",
@@ -162,11 +165,7 @@ const CLI: Cli = Cli {
             regions the node registers as live LMRs grow; or, with \
             --contend, lock/unlock with several nodes contending.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "peer-node",
             value_name: "auto|this|other|ID",
@@ -537,18 +536,47 @@ fn parse_size_list(text: &str, max: u64) -> Result<Vec<u64>, String> {
     }
 }
 
+/// A comma-separated list of counts, each from 1 to `max`.
+fn parse_count_list(text: &str, max: u64) -> Result<Vec<usize>, String> {
+    // Bounded by `max`, which fits a usize.
+    parse_size_list(text, max).map(|counts| counts.into_iter().map(|n| n as usize).collect())
+}
+
+/// Option `name`'s value in `range`, `default` when it is not given.
+fn bounded<T>(
+    parsed: &Parsed,
+    name: &'static str,
+    default: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, ArgError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+    T::Err: std::fmt::Display,
+{
+    in_range(name, parsed.optional(name, default)?, range)
+}
+
+/// Option `name`'s value in `range` if it is given.
+fn bounded_if_given(
+    parsed: &Parsed,
+    name: &'static str,
+    range: std::ops::RangeInclusive<u32>,
+) -> Result<Option<u32>, ArgError> {
+    match parsed.get(name) {
+        Some(_) => Ok(Some(in_range(name, parsed.required(name)?, range)?)),
+        None => Ok(None),
+    }
+}
+
 fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
     let cm = parsed.required_with("cm", parse_cm_address)?;
     let peer = parsed.with("peer-node", PeerNode::Auto, |text| {
         PeerNode::parse(text, lite::sys::MAX_NODES)
     })?;
-    let iters = in_range("iters", parsed.optional("iters", 1000)?, 1..=10_000_000)?;
+    let iters = bounded(parsed, "iters", 1000, 1..=10_000_000)?;
     let sizes = parsed.with("sizes", vec![8, 64, 512, 4096, 65536], |text| {
-        let sizes = parse_positive_list(text)?;
-        match sizes.iter().find(|&&size| size > MAX_SIZE) {
-            Some(size) => Err(format!("{size} is larger than {MAX_SIZE}")),
-            None => Ok(sizes),
-        }
+        // Unlike the other lists, not `none`.
+        parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
     })?;
     let bw_sizes = parsed.with("bw-sizes", vec![4096, 65536, 1 << 20, 4 << 20], |text| {
         parse_size_list(text, MAX_BW_SIZE)
@@ -565,11 +593,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             None => Ok(depths.into_iter().map(|d| d as usize).collect()),
         }
     })?;
-    let bw_bytes = in_range(
-        "bw-bytes",
-        parsed.optional("bw-bytes", 16u64 << 20)?,
-        1..=1 << 40,
-    )?;
+    let bw_bytes = bounded(parsed, "bw-bytes", 16u64 << 20, 1..=1 << 40)?;
     // The asynchronous buffers hold one slot per operation in flight.
     let async_span = async_sizes.iter().max().copied().unwrap_or(0)
         * depths.iter().max().copied().unwrap_or(0) as u64;
@@ -588,24 +612,11 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         parse_size_list(text, sys::MAX_MESSAGE_SIZE)
     })?;
     let rpc_threads = parsed.with("rpc-threads", vec![1, 2, 4, 8, 16], |text| {
-        // Bounded by MAX_RPC_THREADS.
-        parse_size_list(text, MAX_RPC_THREADS).map(|t| t.into_iter().map(|n| n as usize).collect())
+        parse_count_list(text, MAX_RPC_THREADS)
     })?;
-    let rpc_calls = in_range(
-        "rpc-calls",
-        parsed.optional("rpc-calls", 2000)?,
-        1..=10_000_000,
-    )?;
-    let qos_loaders = in_range(
-        "qos-loaders",
-        parsed.optional("qos-loaders", 3)?,
-        0..=MAX_QOS_LOADERS,
-    )?;
-    let qos_rounds = in_range(
-        "qos-rounds",
-        parsed.optional("qos-rounds", 5)?,
-        1..=MAX_QOS_ROUNDS,
-    )?;
+    let rpc_calls = bounded(parsed, "rpc-calls", 2000, 1..=10_000_000)?;
+    let qos_loaders = bounded(parsed, "qos-loaders", 3, 0..=MAX_QOS_LOADERS)?;
+    let qos_rounds = bounded(parsed, "qos-rounds", 5, 1..=MAX_QOS_ROUNDS)?;
     let series = parsed.with("series", Series::All, |text| match text {
         "all" => Ok(Series::All),
         "latency" => Ok(Series::Latency),
@@ -624,10 +635,9 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             ));
         }
     }
-    let turn_ops = in_range("turn-ops", parsed.optional("turn-ops", 10)?, 1..=10_000_000)?;
+    let turn_ops = bounded(parsed, "turn-ops", 10, 1..=10_000_000)?;
     let region_counts = parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
-        // Bounded by MAX_CURVE_LMRS.
-        parse_size_list(text, MAX_CURVE_LMRS).map(|c| c.into_iter().map(|n| n as usize).collect())
+        parse_count_list(text, MAX_CURVE_LMRS)
     })?;
     let create_sizes = parsed.with(
         "create-sizes",
@@ -635,26 +645,10 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         |text| parse_size_list(text, MAX_CREATE_SIZE),
     )?;
     let process_counts = parsed.with("process-counts", vec![1, 2, 4, 8, 16, 32, 64], |text| {
-        // Bounded by MAX_CURVE_PROCESSES.
-        parse_size_list(text, MAX_CURVE_PROCESSES)
-            .map(|c| c.into_iter().map(|n| n as usize).collect())
+        parse_count_list(text, MAX_CURVE_PROCESSES)
     })?;
-    let contend = match parsed.get("contend") {
-        Some(_) => Some(in_range(
-            "contend",
-            parsed.required("contend")?,
-            2..=MAX_CLUSTER_NODES,
-        )?),
-        None => None,
-    };
-    let scale = match parsed.get("scale") {
-        Some(_) => Some(in_range(
-            "scale",
-            parsed.required("scale")?,
-            2..=MAX_CLUSTER_NODES,
-        )?),
-        None => None,
-    };
+    let contend = bounded_if_given(parsed, "contend", 2..=MAX_CLUSTER_NODES)?;
+    let scale = bounded_if_given(parsed, "scale", 2..=MAX_CLUSTER_NODES)?;
     // `this` and `other` are resolved at the first barrier, which those
     // runs do not reach with a memory node.
     if (contend.is_some() || scale.is_some()) && matches!(peer, PeerNode::This | PeerNode::Other) {
@@ -668,16 +662,8 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             "--contend and --scale hold no memory on one node: give auto or a node id".to_string(),
         ));
     }
-    let scale_calls = in_range(
-        "scale-calls",
-        parsed.optional("scale-calls", 200)?,
-        1..=10_000_000,
-    )?;
-    let contend_iters = in_range(
-        "contend-iters",
-        parsed.optional("contend-iters", 300)?,
-        1..=10_000_000,
-    )?;
+    let scale_calls = bounded(parsed, "scale-calls", 200, 1..=10_000_000)?;
+    let contend_iters = bounded(parsed, "contend-iters", 300, 1..=10_000_000)?;
     Ok(Options {
         cm,
         peer,
@@ -1906,10 +1892,10 @@ fn qos_phase(
     let mut loaders = Vec::new();
     if loaded {
         for _ in 0..options.qos_loaders {
-            loaders.push(Loader::spawn(options.memory_node)?);
+            loaders.push(spawn_loader(options.memory_node)?);
         }
         for loader in &mut loaders {
-            loader.ready()?;
+            loader.expect("ready")?;
         }
         std::thread::sleep(QOS_SETTLE);
     }
@@ -1924,10 +1910,10 @@ fn qos_phase(
         samples.push(micros);
     }
     let after = throttled()?;
-    loaders.iter_mut().for_each(Loader::stop);
+    loaders.iter_mut().for_each(Piped::close);
     let load = loaders
-        .into_iter()
-        .map(Loader::report)
+        .iter_mut()
+        .map(load_report)
         .collect::<Result<Vec<_>, _>>()?;
     let mut check = vec![0u8; data.len()];
     lmr.read(0, &mut check, Priority::High)
@@ -2152,81 +2138,24 @@ fn read_region_counters() -> Result<[u64; 4], String> {
 /// A low-priority load process: `lite-bench __qos-load NODE SIZE`. It says
 /// `ready` once it is writing, stops when its stdin closes and then says
 /// [`LoadReport::line`] (or `fail REASON`).
-struct Loader {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+fn spawn_loader(node: u32) -> Result<Piped, String> {
+    let args = [
+        LOAD_SUBCOMMAND.to_string(),
+        node.to_string(),
+        QOS_LOAD_SIZE.to_string(),
+    ];
+    // A closed stdin makes it stop; it ends within one write.
+    Piped::spawn_self(&args, "a load process", true)
 }
 
-impl Loader {
-    fn spawn(node: u32) -> Result<Loader, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut child = Command::new(exe)
-            .arg(LOAD_SUBCOMMAND)
-            .arg(node.to_string())
-            .arg(QOS_LOAD_SIZE.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting a load process: {e}"))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let mut loader = Loader {
-            child,
-            stdin,
-            stdout: BufReader::new(stdout.ok_or("a load process without stdout")?),
-        };
-        if loader.stdin.is_none() {
-            loader.stop();
-            return Err("a load process without stdin".into());
-        }
-        Ok(loader)
-    }
-
-    /// The next line the process says.
-    fn line(&mut self) -> Result<String, String> {
-        let mut line = String::new();
-        match self.stdout.read_line(&mut line) {
-            Ok(0) => Err("a load process ended without a word".into()),
-            Ok(_) => Ok(line.trim_end().to_string()),
-            Err(e) => Err(format!("reading from a load process: {e}")),
-        }
-    }
-
-    /// Waits until the process is writing.
-    fn ready(&mut self) -> Result<(), String> {
-        match self.line()? {
-            line if line == "ready" => Ok(()),
-            line => Err(format!("load process: {line}")),
-        }
-    }
-
-    /// Tells the process to stop.
-    fn stop(&mut self) {
-        self.stdin.take();
-    }
-
-    /// What the process did, once it stopped.
-    fn report(mut self) -> Result<LoadReport, String> {
-        self.stop();
-        let line = self.line()?;
-        let status = self
-            .child
-            .wait()
-            .map_err(|e| format!("waiting for a load process: {e}"))?;
-        match LoadReport::parse(&line) {
-            Some(report) if status.success() => Ok(report),
-            _ => Err(format!("load process ({status}): {line}")),
-        }
-    }
-}
-
-impl Drop for Loader {
-    fn drop(&mut self) {
-        // A closed stdin makes it stop; it ends within one write.
-        self.stop();
-        let _ = self.child.wait();
+/// What load process `loader` did, once it stopped.
+fn load_report(loader: &mut Piped) -> Result<LoadReport, String> {
+    loader.close();
+    let line = loader.next_line()?;
+    let status = loader.wait()?;
+    match LoadReport::parse(&line) {
+        Some(report) if status.success() => Ok(report),
+        _ => Err(format!("load process ({status}): {line}")),
     }
 }
 
