@@ -27,21 +27,6 @@ const PERFTEST_BEGIN: &str = "LITE-PERFTEST-BEGIN ";
 /// Closes a perftest block.
 const PERFTEST_END: &str = "LITE-PERFTEST-END ";
 
-/// `lite-failure-test`'s TAP comment on a call that waited on the killed
-/// node: `# stall <call> <N> ms`.
-const STALL_COMMENT: &str = "# stall ";
-
-/// `lite-failure-test`'s TAP comment on one `lite_leave`: `# leave <N> ms`.
-const LEAVE_COMMENT: &str = "# leave ";
-
-/// `lite-failure-test`'s TAP comment on one join after a leave:
-/// `# rejoin <N> ms`.
-const REJOIN_COMMENT: &str = "# rejoin ";
-
-/// What `lite-failure-test`'s test points of one leave/rejoin cycle start
-/// with: `leave/rejoin cycle <K>: ...`.
-const CYCLE_POINT: &str = "leave/rejoin cycle ";
-
 /// One row of perftest's client table (microseconds).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Native {
@@ -578,7 +563,7 @@ fn milliseconds(rest: &str) -> Option<i64> {
 
 /// The cycle a `leave/rejoin cycle <K>: ...` test point is about.
 fn cycle_of(line: &str) -> Option<u32> {
-    let (cycle, _) = after_tag(line, CYCLE_POINT)?.split_once(':')?;
+    let (cycle, _) = after_tag(line, "leave/rejoin cycle ")?.split_once(':')?;
     integer(cycle)
 }
 
@@ -596,7 +581,7 @@ pub fn parse_failure(node: &str, log: &str) -> FailureNode {
     };
     let mut last_cycle = 0;
     for line in log.lines() {
-        if let Some(rest) = after_tag(line, STALL_COMMENT) {
+        if let Some(rest) = after_tag(line, "# stall ") {
             if let Some([call, ms, "ms"]) = columns(rest) {
                 if let Some(ms) = integer(ms) {
                     out.stalls.push(Stall {
@@ -605,7 +590,7 @@ pub fn parse_failure(node: &str, log: &str) -> FailureNode {
                     });
                 }
             }
-        } else if let Some(rest) = after_tag(line, LEAVE_COMMENT) {
+        } else if let Some(rest) = after_tag(line, "# leave ") {
             if let Some(ms) = milliseconds(rest) {
                 last_cycle += 1;
                 out.leaves.push(Leave {
@@ -613,7 +598,7 @@ pub fn parse_failure(node: &str, log: &str) -> FailureNode {
                     ms,
                 });
             }
-        } else if let Some(rest) = after_tag(line, REJOIN_COMMENT) {
+        } else if let Some(rest) = after_tag(line, "# rejoin ") {
             out.rejoins.extend(milliseconds(rest));
         } else if let Some(cycle) = cycle_of(line) {
             last_cycle = last_cycle.max(cycle);
