@@ -24,14 +24,17 @@
  *       [--wait event|poll] [--iters N] [--sizes A,B,..] [--ops LIST]
  *       [--turns]
  *
- * The client measures and prints one line per series, in the keys of
- * lite-bench's latency lines:
+ * The client measures and prints one line per series, lite-bench's
+ * latency record (lite-tools' bench_record) after the tag "LITE-VERBS ",
+ * times in microseconds:
  *
- *   LITE-VERBS op=write size=64 wait=event iters=N median_us=.. p10_us=..
- *       p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. cpu_us_per_op=..
+ *   LITE-VERBS {"latency":{"op":"write","size":64,"wait":"event","iters":N,
+ *       "median":..,"p10":..,"p90":..,"p99":..,"min":..,"max":..,"stdev":..,
+ *       "cpu_us_per_op":..}}
  *
  * where cpu_us_per_op is this process's user and system time per
- * operation.
+ * operation. A time that is not a number prints as nan, which no JSON
+ * reader accepts: the series is dropped rather than misread.
  *
  * With --turns the client takes turns with another program that measures
  * the same series (lite-bench, which starts it): it runs a series' timed
@@ -59,12 +62,12 @@
  *                   blocks alternating with blocks to the first region
  *                   (region_write_first, region_read_first), so that the
  *                   cost of many regions is a ratio taken in one window:
- *     LITE-VERBS op=region_write size=64 regions=N wait=event iters=.. median_us=.. ..
- *     LITE-VERBS op=region_write_first size=64 regions=N wait=event iters=.. ..
+ *     LITE-VERBS {"latency":{"op":"region_write","size":64,"regions":N,..}}
+ *     LITE-VERBS {"latency":{"op":"region_write_first","size":64,"regions":N,..}}
  *   region_create,  for each --create-sizes size, the client times mapping
  *   region_free     that many bytes and registering them (ibv_reg_mr), then
  *                   deregistering and unmapping them:
- *     LITE-VERBS op=region_create size=S wait=event iters=.. median_us=.. ..
+ *     LITE-VERBS {"latency":{"op":"region_create","size":S,..}}
  *
  * With --processes COUNTS the client measures the process curve instead,
  * LITE's being lite-bench --series processes: for each count N and each of
@@ -73,8 +76,8 @@
  * --fork, serving every connection in a child process), warm up, start
  * together and make --iters 64-byte operations each:
  *
- *     LITE-VERBS op=proc_write size=64 processes=N iters=.. elapsed_us=..
- *         ops_per_s=.. qps=.. mrs=..
+ *     LITE-VERBS {"process":{"workload":"write","size":64,"processes":N,
+ *         "iters":..,"elapsed_us":..,"slowest_us":..,"ops_per_s":..,"qps":..,"mrs":..}}
  *
  * where ops_per_s is all processes' operations over the time from the start
  * until the last finished, and qps and mrs count the queue pairs and memory
@@ -459,7 +462,7 @@ static double percentile(const double *sorted, long n, double p)
 	return sorted[below] + (sorted[above] - sorted[below]) * (rank - (double)below);
 }
 
-/* A series' line: `name`, `size`, then `extra` (" key=value" or ""), then its statistics. */
+/* A series' line: `name`, `size`, then `extra` (`,"key":value` or ""), then its statistics. */
 static void report_named(const struct config *cfg, const char *name, unsigned long size,
 			 const char *extra, double *samples, long n, double cpu_total)
 {
@@ -472,8 +475,9 @@ static void report_named(const struct config *cfg, const char *name, unsigned lo
 	for (long i = 0; i < n; i++)
 		squares += (samples[i] - mean) * (samples[i] - mean);
 	stdev = n > 1 ? sqrt(squares / (double)(n - 1)) : 0;
-	printf("LITE-VERBS op=%s size=%lu%s wait=%s iters=%ld median_us=%.2f p10_us=%.2f "
-	       "p90_us=%.2f p99_us=%.2f min_us=%.2f max_us=%.2f stdev_us=%.2f cpu_us_per_op=%.2f\n",
+	printf("LITE-VERBS {\"latency\":{\"op\":\"%s\",\"size\":%lu%s,\"wait\":\"%s\","
+	       "\"iters\":%ld,\"median\":%.2f,\"p10\":%.2f,\"p90\":%.2f,\"p99\":%.2f,"
+	       "\"min\":%.2f,\"max\":%.2f,\"stdev\":%.2f,\"cpu_us_per_op\":%.2f}}\n",
 	       name, size, extra, cfg->wait == WAIT_EVENT ? "event" : "poll", n,
 	       percentile(samples, n, 50), percentile(samples, n, 10), percentile(samples, n, 90),
 	       percentile(samples, n, 99), samples[0], samples[n - 1], stdev, cpu_total / (double)n);
@@ -1013,7 +1017,7 @@ static void region_series(const struct config *cfg, struct endpoint *ep, int op,
 			samples[random_done++] = took;
 	}
 	cpu_total = cpu_us() - cpu_start;
-	snprintf(extra, sizeof(extra), " regions=%ld", count);
+	snprintf(extra, sizeof(extra), ",\"regions\":%ld", count);
 	report_named(cfg, op == OP_WRITE ? "region_write" : "region_read", size, extra, samples,
 		     cfg->iters, cpu_total / 2);
 	report_named(cfg, op == OP_WRITE ? "region_write_first" : "region_read_first", size, extra,
@@ -1317,8 +1321,9 @@ static void process_step(const struct config *cfg, int op, long count)
 		    op_names[op], count);
 	}
 	/* Each process holds one queue pair (its server process another). */
-	printf("LITE-VERBS op=proc_%s size=%d processes=%ld wait=%s iters=%ld elapsed_us=%.2f "
-	       "slowest_us=%.2f ops_per_s=%.1f qps=%ld mrs=%ld\n",
+	printf("LITE-VERBS {\"process\":{\"workload\":\"%s\",\"size\":%d,\"processes\":%ld,"
+	       "\"wait\":\"%s\",\"iters\":%ld,\"elapsed_us\":%.2f,\"slowest_us\":%.2f,"
+	       "\"ops_per_s\":%.1f,\"qps\":%ld,\"mrs\":%ld}}\n",
 	       op_names[op], PROCESS_OP_SIZE, count, cfg->wait == WAIT_EVENT ? "event" : "poll",
 	       cfg->iters, elapsed, slowest, (double)(count * cfg->iters) / elapsed * 1e6,
 	       count, MRS_PER_ENDPOINT * count);

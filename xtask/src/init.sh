@@ -408,8 +408,9 @@ busy_ticks() {
 
 # Runs one program of a round ("verbs" or "lite") on one group of
 # operations ($3) and prints the busy CPU time of this whole VM while it
-# ran, kernel threads included:
-# LITE-CPU side=server|client program=verbs|lite busy_ticks=N
+# ran, kernel threads included, as the benchmark's record (lite-tools'
+# bench-record crate):
+# LITE-RECORD {"cpu":{"side":"server|client","program":"verbs|lite","busy_ticks":N}}
 timed_round() {
 	before=$(busy_ticks)
 	if [ "$2" = verbs ]; then
@@ -418,7 +419,7 @@ timed_round() {
 		lite_round "$3"
 	fi
 	result=$?
-	echo "LITE-CPU side=$1 program=$2 busy_ticks=$(($(busy_ticks) - before))"
+	echo "LITE-RECORD {\"cpu\":{\"side\":\"$1\",\"program\":\"$2\",\"busy_ticks\":$(($(busy_ticks) - before))}}"
 	return $result
 }
 

@@ -3,7 +3,9 @@
 use std::collections::VecDeque;
 use std::fmt;
 
+use crate::say;
 use crate::stats::{percentile, summarize, Summary};
+use lite_bench_record::{self as record, Record};
 
 /// Bytes in one "MB" of throughput. perftest's `MB/sec` columns divide by
 /// 2^20 (they are MiB/s), so LITE's figures use the same unit.
@@ -136,39 +138,51 @@ impl fmt::Display for Operation {
     }
 }
 
-/// The result line for one (operation, size) series:
-///
-/// `LITE-BENCH op=write size=64 iters=1000 median_us=12.30 p10_us=11.00 p90_us=14.25 min_us=10.50 max_us=80.00 stdev_us=3.10`
-pub fn result_line(operation: Operation, size: u64, summary: &Summary) -> String {
-    format!(
-        "LITE-BENCH op={operation} size={size} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2}",
-        summary.count, summary.median, summary.p10, summary.p90, summary.min, summary.max, summary.stdev
-    )
+/// Prints `record`'s line.
+pub fn emit(record: &Record) {
+    say(format_args!("{}", record.line()));
 }
 
-/// The line of one series of the memory region curve, with `regions` live
-/// LMRs when given and the 99th percentile of `samples`:
-///
-/// `LITE-BENCH op=region_write size=64 regions=100 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=..`
-pub fn region_line(
+/// Median and 10th-90th percentiles of `summary`.
+pub fn spread(summary: &Summary) -> record::Spread {
+    record::Spread {
+        median: summary.median,
+        p10: summary.p10,
+        p90: summary.p90,
+    }
+}
+
+/// The latency series of `operation` at `size` that `summary` sums up.
+pub fn latency(operation: Operation, size: u64, summary: &Summary) -> record::Latency {
+    record::Latency {
+        op: operation.to_string(),
+        size,
+        regions: None,
+        iters: summary.count as u64,
+        median: summary.median,
+        p10: summary.p10,
+        p90: summary.p90,
+        p99: None,
+        min: summary.min,
+        max: summary.max,
+        stdev: summary.stdev,
+    }
+}
+
+/// The record of one series of the memory region curve, with `regions`
+/// live LMRs when given and the 99th percentile of `samples`.
+pub fn region_record(
     operation: Operation,
     size: u64,
     regions: Option<usize>,
     summary: &Summary,
     samples: &[f64],
-) -> String {
-    let regions = regions.map_or(String::new(), |n| format!(" regions={n}"));
-    format!(
-        "LITE-BENCH op={operation} size={size}{regions} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} p99_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2}",
-        summary.count,
-        summary.median,
-        summary.p10,
-        summary.p90,
-        p99(samples).unwrap_or(summary.max),
-        summary.min,
-        summary.max,
-        summary.stdev
-    )
+) -> Record {
+    Record::Latency(record::Latency {
+        regions: regions.map(|n| n as u64),
+        p99: Some(p99(samples).unwrap_or(summary.max)),
+        ..latency(operation, size, summary)
+    })
 }
 
 /// Operations of one block of the memory region curve: random ones and
@@ -252,22 +266,21 @@ impl ProcessStep {
     pub fn ops_per_s(&self) -> f64 {
         (self.processes * self.iters) as f64 / self.elapsed_us.max(f64::MIN_POSITIVE) * 1e6
     }
-}
 
-/// A process curve step's line, in the keys of the native baseline's.
-pub fn process_curve_line(step: &ProcessStep) -> String {
-    format!(
-        "LITE-BENCH op=proc_{} size={} processes={} iters={} elapsed_us={:.2} slowest_us={:.2} ops_per_s={:.1} qps={} mrs={}",
-        step.workload,
-        step.size,
-        step.processes,
-        step.iters,
-        step.elapsed_us,
-        step.slowest_us,
-        step.ops_per_s(),
-        step.qps,
-        step.mrs
-    )
+    /// The step's record, in the shape of the native baseline's.
+    pub fn record(&self) -> Record {
+        Record::Process(record::Process {
+            workload: self.workload.to_string(),
+            size: self.size,
+            processes: self.processes as u64,
+            iters: self.iters as u64,
+            elapsed_us: self.elapsed_us,
+            slowest_us: self.slowest_us,
+            ops_per_s: self.ops_per_s(),
+            qps: self.qps,
+            mrs: self.mrs,
+        })
+    }
 }
 
 /// Operations timed for one throughput series: `budget` bytes' worth of
@@ -404,23 +417,24 @@ pub fn run_window<E>(
     }
 }
 
-/// The result line for one throughput series (MiB/s):
-///
-/// `LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=.. mibps_median=.. mibps_p10=.. mibps_p90=.. mibps_min=.. mibps_max=..`
-///
-/// Pipelined series add `depth=N` (operations in flight) after the size.
-pub fn throughput_line(
-    operation: Operation,
-    size: u64,
-    depth: Option<usize>,
-    throughput: &Throughput,
-) -> String {
-    let depth = depth.map_or(String::new(), |d| format!(" depth={d}"));
-    let s = &throughput.samples;
-    format!(
-        "LITE-BENCH op={operation} size={size}{depth} iters={} mibps_avg={:.2} mibps_median={:.2} mibps_p10={:.2} mibps_p90={:.2} mibps_min={:.2} mibps_max={:.2}",
-        throughput.ops, throughput.average, s.median, s.p10, s.p90, s.min, s.max
-    )
+impl Throughput {
+    /// The record of the series of `operation` at `size`, with `depth`
+    /// operations in flight for a pipelined one.
+    pub fn record(&self, operation: Operation, size: u64, depth: Option<usize>) -> Record {
+        let s = &self.samples;
+        Record::Throughput(record::Throughput {
+            op: operation.to_string(),
+            size,
+            depth: depth.map(|d| d as u32),
+            iters: self.ops as u64,
+            average: self.average,
+            median: s.median,
+            p10: s.p10,
+            p90: s.p90,
+            min: s.min,
+            max: s.max,
+        })
+    }
 }
 
 /// RPC throughput of one series: `threads` client threads calling at once.
@@ -461,31 +475,24 @@ pub fn calls_per_thread(total: usize, threads: usize) -> usize {
     (total / threads.max(1)).max(1)
 }
 
-/// The result line of one RPC throughput series:
-///
-/// `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
-///
-/// (no `iters`, so that it is not taken for a latency line).
-pub fn rpc_throughput_line(size: u64, throughput: &RpcThroughput) -> String {
-    let l = &throughput.latency;
-    format!(
-        "LITE-BENCH op=rpc_throughput size={size} threads={} calls={} calls_per_s={:.2} median_us={:.2} p10_us={:.2} p90_us={:.2}",
-        throughput.threads, throughput.calls, throughput.calls_per_s, l.median, l.p10, l.p90
-    )
-}
-
-/// The result line of one asynchronous RPC series, one thread keeping
-/// `depth` calls in flight:
-///
-/// `LITE-BENCH op=rpc_async size=64 depth=8 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
-///
-/// where the times are each call's, from posting to reaping.
-pub fn rpc_async_line(size: u64, depth: usize, throughput: &RpcThroughput) -> String {
-    let l = &throughput.latency;
-    format!(
-        "LITE-BENCH op=rpc_async size={size} depth={depth} calls={} calls_per_s={:.2} median_us={:.2} p10_us={:.2} p90_us={:.2}",
-        throughput.calls, throughput.calls_per_s, l.median, l.p10, l.p90
-    )
+impl RpcThroughput {
+    /// The record of the series of `size`-byte calls: its threads calling
+    /// at once, or (with `depth`) one thread keeping `depth` calls in
+    /// flight, its times each call's from posting to reaping.
+    pub fn record(&self, size: u64, depth: Option<usize>) -> Record {
+        let load = record::RpcLoad {
+            size,
+            threads: self.threads as u32,
+            depth: depth.unwrap_or(1) as u32,
+            calls: self.calls as u64,
+            calls_per_s: self.calls_per_s,
+            latency: spread(&self.latency),
+        };
+        match depth {
+            Some(_) => Record::RpcAsync(load),
+            None => Record::RpcThroughput(load),
+        }
+    }
 }
 
 /// Lock/unlock pairs one node timed on one lock.
@@ -533,56 +540,20 @@ impl LockSeries {
     pub fn pairs_per_s(&self) -> f64 {
         self.pair.count as f64 / (self.busy_us / 1e6)
     }
-}
 
-/// The result line of one lock series:
-///
-/// `LITE-LOCK contenders=1 node=2 home=1 iters=1000 acquire_median_us=.. acquire_p10_us=.. acquire_p90_us=.. pair_median_us=.. pair_p10_us=.. pair_p90_us=.. busy_us=.. pairs_per_s=..`
-pub fn lock_line(series: &LockSeries) -> String {
-    let (a, p) = (&series.acquire, &series.pair);
-    format!(
-        "LITE-LOCK contenders={} node={} home={} iters={} acquire_median_us={:.2} acquire_p10_us={:.2} acquire_p90_us={:.2} pair_median_us={:.2} pair_p10_us={:.2} pair_p90_us={:.2} busy_us={:.2} pairs_per_s={:.2}",
-        series.contenders,
-        series.node,
-        series.home,
-        p.count,
-        a.median,
-        a.p10,
-        a.p90,
-        p.median,
-        p.p10,
-        p.p90,
-        series.busy_us,
-        series.pairs_per_s()
-    )
-}
-
-/// Raw samples per `LITE-LOCK-SAMPLES` line: short enough that a kernel
-/// message on the console seldom lands inside one.
-pub const SAMPLES_PER_LINE: usize = 32;
-
-/// The raw acquire times of a contended series, so that the host can
-/// combine every node's into one distribution:
-///
-/// `LITE-LOCK-SAMPLES contenders=4 node=2 acquire_us=12.50,13.00,..`
-///
-/// at most `per_line` values a line.
-pub fn lock_sample_lines(
-    contenders: u32,
-    node: u32,
-    acquire_us: &[f64],
-    per_line: usize,
-) -> Vec<String> {
-    acquire_us
-        .chunks(per_line.max(1))
-        .map(|chunk| {
-            let values: Vec<String> = chunk.iter().map(|v| format!("{v:.2}")).collect();
-            format!(
-                "LITE-LOCK-SAMPLES contenders={contenders} node={node} acquire_us={}",
-                values.join(",")
-            )
+    /// The series' record.
+    pub fn record(&self) -> Record {
+        Record::Lock(record::Lock {
+            contenders: self.contenders,
+            node: self.node,
+            home: self.home,
+            iters: self.pair.count as u64,
+            acquire: spread(&self.acquire),
+            pair: spread(&self.pair),
+            busy_us: self.busy_us,
+            pairs_per_s: self.pairs_per_s(),
         })
-        .collect()
+    }
 }
 
 /// The 99th percentile of `samples`; `None` without samples.
@@ -682,54 +653,49 @@ pub struct QosResult {
     pub throttled: u64,
 }
 
-/// The result line of one phase of the isolation run:
-///
-/// `LITE-QOS round=1 phase=loaded qos=off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
-///
-/// `load_mibps` is the low-priority processes' throughput added up.
-pub fn qos_line(result: &QosResult) -> String {
-    let l = &result.latency;
-    let load_ops: u64 = result.load.iter().map(|r| r.ops).sum();
-    // Not `sum()`, which makes -0.0 of nothing.
-    let load_mibps = result.load.iter().fold(0.0, |total, r| total + r.mibps());
-    format!(
-        "LITE-QOS round={} phase={} qos={} size={} iters={} median_us={:.2} p10_us={:.2} p90_us={:.2} p99_us={:.2} min_us={:.2} max_us={:.2} stdev_us={:.2} loaders={} load_size={} load_ops={load_ops} load_mibps={load_mibps:.2} throttled={}",
-        result.round,
-        result.phase,
-        if result.qos { "on" } else { "off" },
-        result.size,
-        l.count,
-        l.median,
-        l.p10,
-        l.p90,
-        result.p99,
-        l.min,
-        l.max,
-        l.stdev,
-        result.load.len(),
-        result.load_size,
-        result.throttled
-    )
+/// `on` or `off`, as the records say whether QoS was on.
+fn on_off(on: bool) -> String {
+    if on { "on" } else { "off" }.to_string()
 }
 
-/// One low-priority process's share of a phase:
-///
-/// `LITE-QOS-LOAD round=1 phase=loaded qos=on loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
-pub fn qos_load_line(
-    round: u32,
-    phase: QosPhase,
-    qos: bool,
-    loader: usize,
-    report: &LoadReport,
-) -> String {
-    format!(
-        "LITE-QOS-LOAD round={round} phase={phase} qos={} loader={loader} ops={} bytes={} elapsed_us={:.2} mibps={:.2}",
-        if qos { "on" } else { "off" },
-        report.ops,
-        report.bytes,
-        report.elapsed_us,
-        report.mibps()
-    )
+impl QosResult {
+    /// The phase's record; `load_mibps` is the low-priority processes'
+    /// throughput added up.
+    pub fn record(&self) -> Record {
+        let l = &self.latency;
+        Record::Qos(record::Qos {
+            round: self.round,
+            phase: self.phase.to_string(),
+            qos: on_off(self.qos),
+            size: self.size,
+            iters: l.count as u64,
+            latency: spread(l),
+            p99: self.p99,
+            min: l.min,
+            max: l.max,
+            stdev: l.stdev,
+            loaders: self.load.len() as u32,
+            load_size: self.load_size,
+            load_ops: self.load.iter().map(|r| r.ops).sum(),
+            // Not `sum()`, which makes -0.0 of nothing.
+            load_mibps: self.load.iter().fold(0.0, |total, r| total + r.mibps()),
+            throttled: self.throttled,
+        })
+    }
+
+    /// The record of load process `loader` (from 1) of the phase.
+    pub fn load_record(&self, loader: usize, report: &LoadReport) -> Record {
+        Record::QosLoad(record::QosLoad {
+            round: self.round,
+            phase: self.phase.to_string(),
+            qos: on_off(self.qos),
+            loader: loader as u32,
+            ops: report.ops,
+            bytes: report.bytes,
+            elapsed_us: report.elapsed_us,
+            mibps: report.mibps(),
+        })
+    }
 }
 
 /// Reads a debugfs switch: `1`/`Y`/`y` is on, `0`/`N`/`n` off (a `u32` or
@@ -760,9 +726,18 @@ mod tests {
             mrs: 2,
         };
         assert_eq!(
-            process_curve_line(&step),
-            "LITE-BENCH op=proc_rpc size=64 processes=4 iters=500 elapsed_us=1000000.00 \
-             slowest_us=990000.50 ops_per_s=2000.0 qps=1 mrs=2"
+            step.record(),
+            Record::Process(record::Process {
+                workload: "rpc".into(),
+                size: 64,
+                processes: 4,
+                iters: 500,
+                elapsed_us: 1_000_000.0,
+                slowest_us: 990_000.5,
+                ops_per_s: 2000.0,
+                qps: 1,
+                mrs: 2,
+            })
         );
         for workload in [ProcessWorkload::Write, ProcessWorkload::Rpc] {
             assert_eq!(workload.to_string().parse(), Ok(workload));
@@ -777,14 +752,15 @@ mod tests {
         assert_eq!((t.threads, t.calls), (2, 4));
         assert!((t.calls_per_s - 20_000.0).abs() < 1e-6, "{}", t.calls_per_s);
         assert_eq!(t.latency.median, 100.0);
+        let Record::RpcThroughput(load) = t.record(64, None) else {
+            panic!("not an RPC throughput record");
+        };
         assert_eq!(
-            rpc_throughput_line(64, &t),
-            "LITE-BENCH op=rpc_throughput size=64 threads=2 calls=4 calls_per_s=20000.00 median_us=100.00 p10_us=100.00 p90_us=100.00"
+            (load.size, load.threads, load.depth, load.calls),
+            (64, 2, 1, 4)
         );
-        assert_eq!(
-            rpc_async_line(64, 8, &t),
-            "LITE-BENCH op=rpc_async size=64 depth=8 calls=4 calls_per_s=20000.00 median_us=100.00 p10_us=100.00 p90_us=100.00"
-        );
+        assert_eq!(load.latency.median, 100.0);
+        assert!(matches!(t.record(64, Some(8)), Record::RpcAsync(l) if l.depth == 8));
         assert_eq!(rpc_throughput(1, &[], 10.0), None);
         assert_eq!(rpc_throughput(1, &[1.0], 0.0), None);
         assert_eq!(calls_per_thread(2000, 16), 125);
@@ -800,15 +776,6 @@ mod tests {
         assert!(PeerNode::parse("0", 64).is_err());
         assert!(PeerNode::parse("64", 64).is_err());
         assert!(PeerNode::parse("Auto", 64).is_err());
-    }
-
-    #[test]
-    fn result_line_format() {
-        let summary = summarize(&[20.0, 10.0, 12.5]).expect("samples");
-        assert_eq!(
-            result_line(Operation::Read, 64, &summary),
-            "LITE-BENCH op=read size=64 iters=3 median_us=12.50 p10_us=10.50 p90_us=18.50 min_us=10.00 max_us=20.00 stdev_us=5.20"
-        );
     }
 
     #[test]
@@ -843,17 +810,24 @@ mod tests {
     }
 
     #[test]
-    fn region_line_format() {
+    fn region_records_carry_regions_and_p99() {
         let samples = [20.0, 10.0, 12.5];
         let summary = summarize(&samples).expect("samples");
+        let Record::Latency(write) =
+            region_record(Operation::RegionWrite, 64, Some(100), &summary, &samples)
+        else {
+            panic!("not a latency record");
+        };
+        assert_eq!((write.op.as_str(), write.size), ("region_write", 64));
         assert_eq!(
-            region_line(Operation::RegionWrite, 64, Some(100), &summary, &samples),
-            "LITE-BENCH op=region_write size=64 regions=100 iters=3 median_us=12.50 p10_us=10.50 p90_us=18.50 p99_us=19.85 min_us=10.00 max_us=20.00 stdev_us=5.20"
+            (write.regions, write.iters, write.median),
+            (Some(100), 3, 12.5)
         );
-        assert!(
-            region_line(Operation::RegionCreate, 4096, None, &summary, &samples)
-                .starts_with("LITE-BENCH op=region_create size=4096 iters=3 median_us=12.50 ")
-        );
+        assert!((write.p99.unwrap_or_default() - 19.85).abs() < 1e-9);
+        assert!(matches!(
+            region_record(Operation::RegionCreate, 4096, None, &summary, &samples),
+            Record::Latency(l) if l.regions.is_none() && l.op == "region_create"
+        ));
     }
 
     #[test]
@@ -1059,45 +1033,50 @@ mod tests {
     }
 
     #[test]
-    fn throughput_line_format() {
+    fn throughput_records() {
         let t = throughput_of_ops(1 << 20, &[2000.0, 1000.0, 4000.0]).expect("samples");
+        let Record::Throughput(memset) = t.record(Operation::Memset, 1 << 20, None) else {
+            panic!("not a throughput record");
+        };
         assert_eq!(
-            throughput_line(Operation::Memset, 1 << 20, None, &t),
-            "LITE-BENCH op=memset size=1048576 iters=3 mibps_avg=428.57 mibps_median=500.00 mibps_p10=300.00 mibps_p90=900.00 mibps_min=250.00 mibps_max=1000.00"
+            (memset.op.as_str(), memset.depth, memset.iters),
+            ("memset", None, 3)
         );
-        assert!(throughput_line(Operation::ReadAsync, 4096, Some(8), &t)
-            .starts_with("LITE-BENCH op=read_async size=4096 depth=8 iters=3 mibps_avg="));
+        assert!((memset.average - 428.571).abs() < 1e-3);
+        let spread = [
+            memset.median,
+            memset.p10,
+            memset.p90,
+            memset.min,
+            memset.max,
+        ];
+        assert_eq!(spread, [500.0, 300.0, 900.0, 250.0, 1000.0]);
+        assert!(matches!(
+            t.record(Operation::ReadAsync, 4096, Some(8)),
+            Record::Throughput(r) if r.op == "read_async" && r.depth == Some(8)
+        ));
     }
 
     #[test]
-    fn lock_series_line_and_rate() {
+    fn lock_series_record_and_rate() {
         let s = LockSeries::new(1, 2, 1, &[10.0, 20.0, 30.0], &[15.0, 25.0, 35.0], 100.0)
             .expect("samples");
         // 3 pairs in 100 us.
         assert!((s.pairs_per_s() - 30_000.0).abs() < 1e-6);
+        let Record::Lock(lock) = s.record() else {
+            panic!("not a lock record");
+        };
         assert_eq!(
-            lock_line(&s),
-            "LITE-LOCK contenders=1 node=2 home=1 iters=3 acquire_median_us=20.00 acquire_p10_us=12.00 acquire_p90_us=28.00 pair_median_us=25.00 pair_p10_us=17.00 pair_p90_us=33.00 busy_us=100.00 pairs_per_s=30000.00"
+            (lock.contenders, lock.node, lock.home, lock.iters),
+            (1, 2, 1, 3)
         );
+        let spread = |s: record::Spread| [s.median, s.p10, s.p90];
+        assert_eq!(spread(lock.acquire), [20.0, 12.0, 28.0]);
+        assert_eq!(spread(lock.pair), [25.0, 17.0, 33.0]);
+        assert_eq!(lock.busy_us, 100.0);
         assert_eq!(LockSeries::new(1, 2, 1, &[1.0], &[1.0, 2.0], 10.0), None);
         assert_eq!(LockSeries::new(1, 2, 1, &[1.0], &[2.0], 0.0), None);
         assert_eq!(LockSeries::new(1, 2, 1, &[], &[], 10.0), None);
-    }
-
-    #[test]
-    fn lock_samples_are_cut_into_lines() {
-        let samples: Vec<f64> = (1..=5).map(f64::from).collect();
-        let lines = lock_sample_lines(4, 3, &samples, 2);
-        assert_eq!(
-            lines,
-            [
-                "LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=1.00,2.00",
-                "LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=3.00,4.00",
-                "LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=5.00",
-            ]
-        );
-        assert!(lock_sample_lines(4, 3, &[], 32).is_empty());
-        assert_eq!(lock_sample_lines(4, 3, &samples, 0).len(), 5);
     }
 
     #[test]
@@ -1147,23 +1126,53 @@ mod tests {
             load: vec![load; 3],
             throttled: 7,
         };
+        let Record::Qos(loaded) = result.record() else {
+            panic!("not a QoS record");
+        };
         assert_eq!(
-            qos_line(&result),
-            "LITE-QOS round=2 phase=loaded qos=off size=64 iters=3 median_us=20.00 p10_us=12.00 p90_us=28.00 p99_us=29.80 min_us=10.00 max_us=30.00 stdev_us=10.00 loaders=3 load_size=65536 load_ops=48 load_mibps=3.00 throttled=7"
+            (loaded.round, loaded.phase.as_str(), loaded.qos.as_str()),
+            (2, "loaded", "off")
         );
+        assert_eq!((loaded.size, loaded.iters, loaded.p99), (64, 3, 29.8));
+        let latency = [
+            loaded.latency.median,
+            loaded.latency.p10,
+            loaded.latency.p90,
+        ];
+        assert_eq!(latency, [20.0, 12.0, 28.0]);
+        assert_eq!((loaded.min, loaded.max, loaded.stdev), (10.0, 30.0, 10.0));
+        assert_eq!(
+            (loaded.loaders, loaded.load_size, loaded.load_ops),
+            (3, 65536, 48)
+        );
+        assert_eq!((loaded.load_mibps, loaded.throttled), (3.0, 7));
         let unloaded = QosResult {
             phase: QosPhase::Unloaded,
             qos: true,
             load: Vec::new(),
             ..result
         };
-        assert!(qos_line(&unloaded).starts_with("LITE-QOS round=2 phase=unloaded qos=on size=64 "));
-        assert!(qos_line(&unloaded)
-            .ends_with(" loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=7"));
+        let Record::Qos(alone) = unloaded.record() else {
+            panic!("not a QoS record");
+        };
         assert_eq!(
-            qos_load_line(3, QosPhase::Loaded, true, 2, &load),
-            "LITE-QOS-LOAD round=3 phase=loaded qos=on loader=2 ops=16 bytes=1048576 elapsed_us=1000000.00 mibps=1.00"
+            (alone.phase.as_str(), alone.qos.as_str()),
+            ("unloaded", "on")
         );
+        assert_eq!(
+            (alone.loaders, alone.load_ops, alone.load_mibps),
+            (0, 0, 0.0)
+        );
+        // Not -0.0, which JSON would write as such.
+        assert!(alone.load_mibps.is_sign_positive());
+        let Record::QosLoad(share) = unloaded.load_record(2, &load) else {
+            panic!("not a load record");
+        };
+        assert_eq!(
+            (share.round, share.loader, share.ops, share.mibps),
+            (2, 2, 16, 1.0)
+        );
+        assert_eq!((share.qos.as_str(), share.bytes), ("on", 1 << 20));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! protocol under that limit, not how it would scale on real machines.
 
 use super::charts::{by_size, LineChart};
-use super::parse::{Measurements, ScalePoint};
+use super::parse::{Measurements, Scale};
 use super::process_curve::median_range;
 use super::report::{left, right, say_indented, table_row};
 use crate::ui;
@@ -36,7 +36,7 @@ pub fn sizes(m: &Measurements) -> Vec<ClusterSize> {
     nodes
         .into_iter()
         .map(|n| {
-            let points: Vec<&ScalePoint> = m
+            let points: Vec<&Scale> = m
                 .cluster_scale
                 .range((n, 0)..=(n, u64::MAX))
                 .map(|(_, p)| p)
@@ -115,7 +115,7 @@ pub fn say(barriers: u32, calls: u32, m: &Measurements) {
         "==> cluster-size curve ({barriers} barriers per node, {calls} calls to each peer)"
     ));
     if m.cluster_scale.is_empty() {
-        say_indented(["(no LITE-SCALE lines in the guest logs)".to_string()]);
+        say_indented(["(no scale records in the guest logs)".to_string()]);
         return;
     }
     say_indented(table(m));
@@ -220,10 +220,8 @@ mod tests {
         m.add_log("cluster4/node1", CLUSTER_SCALE_LOG);
         m.add_log(
             "cluster2/node1",
-            "LITE-SCALE nodes=2 node=1 join_us=100000 barriers=50 barrier_median_us=3000 \
-             barrier_p90_us=4000 rpc_peers=1 rpc_calls=200 rpc_elapsed_us=1 rpc_calls_per_s=800\n\
-             LITE-SCALE nodes=2 node=2 join_us=120000 barriers=50 barrier_median_us=3500 \
-             barrier_p90_us=4000 rpc_peers=1 rpc_calls=200 rpc_elapsed_us=1 rpc_calls_per_s=700\n",
+            "LITE-RECORD {\"scale\":{\"nodes\":2,\"node\":1,\"join_us\":100000,\"barriers\":50,\"barrier_median\":3000,\"barrier_p90\":4000,\"rpc_peers\":1,\"rpc_calls\":200,\"rpc_elapsed_us\":1,\"rpc_calls_per_s\":800}}\n\
+             LITE-RECORD {\"scale\":{\"nodes\":2,\"node\":2,\"join_us\":120000,\"barriers\":50,\"barrier_median\":3500,\"barrier_p90\":4000,\"rpc_peers\":1,\"rpc_calls\":200,\"rpc_elapsed_us\":1,\"rpc_calls_per_s\":700}}\n",
         );
         m
     }
@@ -233,8 +231,7 @@ mod tests {
         let mut m = curve();
         m.add_log(
             "cluster4/node4",
-            "LITE-SCALE nodes=4 node=4 join_us=300000 barriers=50 barrier_median_us=8500 \
-             barrier_p90_us=9000 rpc_peers=3 rpc_calls=600 rpc_elapsed_us=1 rpc_calls_per_s=300\n",
+            "LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":300000,\"barriers\":50,\"barrier_median\":8500,\"barrier_p90\":9000,\"rpc_peers\":3,\"rpc_calls\":600,\"rpc_elapsed_us\":1,\"rpc_calls_per_s\":300}}\n",
         );
         m
     }

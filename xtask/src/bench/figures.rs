@@ -574,10 +574,10 @@ mod tests {
         m.add_log(
             "node2",
             "LITE-ROUND-BEGIN round=1\n\
-             LITE-VERBS op=read size=64 wait=event iters=9 median_us=100.00 p10_us=1 p90_us=1 p99_us=1 min_us=1 max_us=1 stdev_us=1 cpu_us_per_op=1\n\
-             LITE-BENCH op=read size=64 iters=9 median_us=120.00 p10_us=1 p90_us=1 min_us=1 max_us=1 stdev_us=1\n\
+             LITE-VERBS {\"latency\":{\"op\":\"read\",\"size\":64,\"wait\":\"event\",\"iters\":9,\"median\":100.00,\"p10\":1,\"p90\":1,\"p99\":1,\"min\":1,\"max\":1,\"stdev\":1,\"cpu_us_per_op\":1}}\n\
+             LITE-RECORD {\"latency\":{\"op\":\"read\",\"size\":64,\"iters\":9,\"median\":120.00,\"p10\":1,\"p90\":1,\"min\":1,\"max\":1,\"stdev\":1}}\n\
              LITE-ROUND-END round=1\n\
-             LITE-BENCH op=write size=8 iters=9 median_us=50.00 p10_us=40 p90_us=60 min_us=1 max_us=1 stdev_us=1\n",
+             LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":8,\"iters\":9,\"median\":50.00,\"p10\":40,\"p90\":60,\"min\":1,\"max\":1,\"stdev\":1}}\n",
         );
         let apps = [AppRun {
             cluster: 2,

@@ -6,7 +6,7 @@
 //! minutes apart would take for an effect of the load. The verdict takes
 //! the median ratio over the rounds, as the latency comparison does.
 
-use super::parse::{QosRow, Spread};
+use super::parse::{Qos, Spread};
 use super::report::{cell, left, ratio_cell, right, spread_cell, table_row};
 use super::rounds::{Range, Verdict};
 
@@ -19,13 +19,13 @@ pub const TARGET_RATIO: f64 = 1.5;
 const PHASES: [(&str, &str); 3] = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
 
 /// The row of `phase` with QoS `qos` in `round`.
-fn find<'a>(rows: &'a [QosRow], round: u32, phase: &str, qos: &str) -> Option<&'a QosRow> {
+fn find<'a>(rows: &'a [Qos], round: u32, phase: &str, qos: &str) -> Option<&'a Qos> {
     rows.iter()
         .find(|r| r.round == round && r.phase == phase && r.qos == qos)
 }
 
 /// The rounds `rows` hold, in order.
-fn rounds(rows: &[QosRow]) -> Vec<u32> {
+fn rounds(rows: &[Qos]) -> Vec<u32> {
     let mut rounds: Vec<u32> = rows.iter().map(|r| r.round).collect();
     rounds.sort_unstable();
     rounds.dedup();
@@ -34,7 +34,7 @@ fn rounds(rows: &[QosRow]) -> Vec<u32> {
 
 /// The loaded/unloaded median ratio with QoS `qos` of every round that
 /// measured both phases.
-pub fn round_ratios(rows: &[QosRow], qos: &str) -> Vec<f64> {
+pub fn round_ratios(rows: &[Qos], qos: &str) -> Vec<f64> {
     rounds(rows)
         .into_iter()
         .filter_map(|round| {
@@ -47,8 +47,8 @@ pub fn round_ratios(rows: &[QosRow], qos: &str) -> Vec<f64> {
 
 /// The median over the rounds of a phase's median, 10th and 90th
 /// percentile.
-pub fn phase_spread(rows: &[QosRow], phase: &str, qos: &str) -> Option<Spread> {
-    let of = |pick: fn(&QosRow) -> f64| {
+pub fn phase_spread(rows: &[Qos], phase: &str, qos: &str) -> Option<Spread> {
+    let of = |pick: fn(&Qos) -> f64| {
         let values: Vec<f64> = rows
             .iter()
             .filter(|r| r.phase == phase && r.qos == qos)
@@ -64,7 +64,7 @@ pub fn phase_spread(rows: &[QosRow], phase: &str, qos: &str) -> Option<Spread> {
 }
 
 /// The phases measured, in report order: (phase, QoS).
-pub fn phases(rows: &[QosRow]) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+pub fn phases(rows: &[Qos]) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
     PHASES
         .into_iter()
         .filter(|&(phase, qos)| rows.iter().any(|r| r.phase == phase && r.qos == qos))
@@ -73,7 +73,7 @@ pub fn phases(rows: &[QosRow]) -> impl Iterator<Item = (&'static str, &'static s
 /// Whether, with QoS on, the median over the rounds of the loaded/unloaded
 /// median ratio is within [`TARGET_RATIO`]; the rounds' range and the
 /// QoS-off ratio beside.
-pub fn verdict(rows: &[QosRow]) -> String {
+pub fn verdict(rows: &[Qos]) -> String {
     let on_ratios = round_ratios(rows, "on");
     let off = Range::of(&round_ratios(rows, "off"))
         .map_or("-".to_string(), |r| format!("{:.2}", r.median));
@@ -97,7 +97,7 @@ pub fn verdict(rows: &[QosRow]) -> String {
 /// The isolation table, one string per line: every phase of every round,
 /// the high-priority process's write latency, its ratios to the same
 /// round's unloaded phase, and the low-priority processes' throughput.
-pub fn table(rows: &[QosRow]) -> Vec<String> {
+pub fn table(rows: &[Qos]) -> Vec<String> {
     let row = |cells: [&str; 13]| {
         table_row(
             &[
@@ -172,11 +172,10 @@ pub fn table(rows: &[QosRow]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::parse_lite_qos;
-    use crate::bench::parse::tests::QOS_LOG;
+    use crate::bench::parse::tests::{qos_rows, QOS_LOG};
 
     /// `rows` with round 2's loaded median set to `median`.
-    fn with_round_two_loaded(rows: &[QosRow], median: f64) -> Vec<QosRow> {
+    fn with_round_two_loaded(rows: &[Qos], median: f64) -> Vec<Qos> {
         rows.iter()
             .cloned()
             .map(|mut r| {
@@ -194,7 +193,7 @@ mod tests {
 
     #[test]
     fn table_shows_every_phase_against_its_rounds_unloaded_one() {
-        let rows = parse_lite_qos(QOS_LOG);
+        let rows = qos_rows(QOS_LOG);
         let table = table(&rows);
         // Header, columns, round 1's three phases, round 2's two.
         assert_eq!(table.len(), 7, "{table:#?}");
@@ -246,7 +245,7 @@ mod tests {
 
     #[test]
     fn verdict_takes_the_median_of_the_rounds_ratios() {
-        let rows = parse_lite_qos(QOS_LOG);
+        let rows = qos_rows(QOS_LOG);
         assert_eq!(round_ratios(&rows, "on"), [1.3, 1.1]);
         assert_eq!(round_ratios(&rows, "off"), [4.0]);
         assert_eq!(
@@ -271,7 +270,7 @@ mod tests {
             verdict(&uneven)
         );
         // Without any round's loaded phase with QoS on: not evaluated.
-        let partial: Vec<QosRow> = rows
+        let partial: Vec<Qos> = rows
             .iter()
             .filter(|r| r.qos == "off" || r.phase == "unloaded")
             .cloned()
@@ -286,7 +285,7 @@ mod tests {
 
     #[test]
     fn phases_are_summarized_over_the_rounds() {
-        let rows = parse_lite_qos(QOS_LOG);
+        let rows = qos_rows(QOS_LOG);
         assert_eq!(
             phase_spread(&rows, "unloaded", "on"),
             Some(Spread {

@@ -1,18 +1,20 @@
-//! Turning the guests' console output into typed measurements: perftest's
-//! client tables, which the guest brackets with `LITE-PERFTEST-BEGIN` /
-//! `LITE-PERFTEST-END` lines, `lite-bench`'s `LITE-BENCH` (memory region
-//! counts too), `LITE-LOCK`,
-//! `LITE-LOCK-SAMPLES` and `LITE-QOS` lines, and the TAP comments in which
-//! `lite-failure-test`'s survivors give their stall, leave and rejoin times.
+//! Turning the guests' console output into typed measurements: the
+//! benchmark records that `lite-bench` and the native verbs baseline print
+//! as JSON lines ([`lite_bench_record`]), perftest's client tables,
+//! which the guest brackets with `LITE-PERFTEST-BEGIN` / `LITE-PERFTEST-END`
+//! lines, and the TAP comments in which `lite-failure-test`'s survivors
+//! give their stall, leave and rejoin times.
 //!
-//! Every parser reads lines through the same few helpers: [`tagged_lines`]
-//! finds the lines carrying a tag, [`Fields`] reads their `key=value`
-//! words, [`columns`] splits a table row, and [`number`], [`integer`] and
-//! [`numbers`] parse values. Malformed lines are skipped, never guessed at:
-//! console output interleaves kernel messages with the benchmark's.
+//! Malformed lines are skipped, never guessed at: console output
+//! interleaves kernel messages with the benchmark's.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
+
+pub use lite_bench_record::{
+    Latency, Lock, Process, Qos, Record, Regions, RpcLoad, Scale, Spread, Throughput,
+};
+use lite_bench_record::{TAG, VERBS_TAG};
 
 use super::rounds::{self, Round, RoundKind};
 use super::run::NodeLog;
@@ -24,43 +26,6 @@ const PERFTEST_BEGIN: &str = "LITE-PERFTEST-BEGIN ";
 
 /// Closes a perftest block.
 const PERFTEST_END: &str = "LITE-PERFTEST-END ";
-
-/// `lite-bench`'s latency, throughput and RPC throughput lines.
-const LITE_BENCH: &str = "LITE-BENCH ";
-
-/// The native verbs baseline's latency lines (`lite-verbs-bench`).
-const LITE_VERBS: &str = "LITE-VERBS ";
-
-/// `lite-bench`'s lock/unlock lines.
-const LITE_LOCK: &str = "LITE-LOCK ";
-
-/// A round program's CPU time, printed by the guest's /init.
-const LITE_CPU: &str = "LITE-CPU ";
-
-/// `lite-bench`'s raw lock-acquire times.
-const LITE_LOCK_SAMPLES: &str = "LITE-LOCK-SAMPLES ";
-
-/// `lite-bench`'s isolation lines.
-const LITE_QOS: &str = "LITE-QOS ";
-
-/// Tag of the cluster-size curve's lines (`lite-bench --scale`), one per
-/// node.
-const LITE_SCALE: &str = "LITE-SCALE ";
-
-/// `lite-failure-test`'s TAP comment on a call that waited on the killed
-/// node: `# stall <call> <N> ms`.
-const STALL_COMMENT: &str = "# stall ";
-
-/// `lite-failure-test`'s TAP comment on one `lite_leave`: `# leave <N> ms`.
-const LEAVE_COMMENT: &str = "# leave ";
-
-/// `lite-failure-test`'s TAP comment on one join after a leave:
-/// `# rejoin <N> ms`.
-const REJOIN_COMMENT: &str = "# rejoin ";
-
-/// What `lite-failure-test`'s test points of one leave/rejoin cycle start
-/// with: `leave/rejoin cycle <K>: ...`.
-const CYCLE_POINT: &str = "leave/rejoin cycle ";
 
 /// One row of perftest's client table (microseconds).
 #[derive(Clone, Debug, PartialEq)]
@@ -85,29 +50,6 @@ pub struct Native {
     pub p99: f64,
     /// 99.9th percentile.
     pub p999: f64,
-}
-
-/// One `LITE-BENCH` line (microseconds).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Lite {
-    /// Operation, e.g. `write`.
-    pub op: String,
-    /// Message size in bytes.
-    pub size: u64,
-    /// Iterations.
-    pub iters: u64,
-    /// Median.
-    pub median: f64,
-    /// 10th percentile.
-    pub p10: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// Minimum.
-    pub min: f64,
-    /// Maximum.
-    pub max: f64,
-    /// Standard deviation.
-    pub stdev: f64,
 }
 
 /// Which program measured a point of the memory region curve.
@@ -150,42 +92,22 @@ pub struct RegionPoint {
     pub p99: f64,
 }
 
-/// One step of the process curve: `processes` processes started together,
-/// each making `iters` operations.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ProcessPoint {
-    /// Who measured it.
-    pub side: Side,
-    /// `write` or `rpc`.
-    pub workload: String,
-    /// Processes of the step.
-    pub processes: u64,
-    /// Operations per process.
-    pub iters: u64,
-    /// All processes' operations per second.
-    pub ops_per_s: f64,
-    /// Queue pairs on the measuring node.
-    pub qps: u64,
-    /// Memory regions on the measuring node.
-    pub mrs: u64,
-}
-
-/// One node's line of one step of the cluster-size curve.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScalePoint {
-    /// Nodes of the cluster.
-    pub nodes: u64,
-    /// The node that measured.
-    pub node: u64,
-    /// How long its join took, microseconds; `None` if it had joined
-    /// before.
-    pub join_us: Option<f64>,
-    /// Median barrier of all nodes, microseconds.
-    pub barrier_median: f64,
-    /// 90th percentile barrier.
-    pub barrier_p90: f64,
-    /// The node's calls per second to all its peers at once.
-    pub rpc_calls_per_s: f64,
+impl RegionPoint {
+    /// The point of `series` if it is one of the curve's (with a 99th
+    /// percentile), measured by `side`.
+    fn of(side: Side, series: Latency) -> Option<RegionPoint> {
+        is_region_curve_op(&series.op).then_some(())?;
+        Some(RegionPoint {
+            side,
+            p99: series.p99?,
+            regions: series.regions.unwrap_or(0),
+            op: series.op,
+            size: series.size,
+            median: series.median,
+            p10: series.p10,
+            p90: series.p90,
+        })
+    }
 }
 
 /// Whether `op` names a series of the memory region curve, which is kept
@@ -211,147 +133,6 @@ pub struct NativeBw {
     pub average: f64,
     /// MsgRate in Mpps.
     pub msg_rate: f64,
-}
-
-/// One throughput `LITE-BENCH` line, in MiB/s.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LiteBw {
-    /// `memset`, `memcpy`, `write_async` or `read_async`.
-    pub op: String,
-    /// Size of one operation in bytes.
-    pub size: u64,
-    /// Operations in flight (asynchronous series only).
-    pub depth: Option<u32>,
-    /// Operations timed.
-    pub iters: u64,
-    /// Total bytes over total time.
-    pub average: f64,
-    /// Median.
-    pub median: f64,
-    /// 10th percentile.
-    pub p10: f64,
-    /// 90th percentile.
-    pub p90: f64,
-}
-
-/// One asynchronous RPC `LITE-BENCH op=rpc_async` line: one thread keeping
-/// `depth` calls in flight.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LiteRpcAsync {
-    /// Request (and reply) size in bytes.
-    pub size: u64,
-    /// Calls in flight.
-    pub depth: u32,
-    /// Calls completed.
-    pub calls: u64,
-    /// Calls per second.
-    pub calls_per_s: f64,
-    /// Median time from posting a call to reaping it, in microseconds.
-    pub median: f64,
-    /// 10th percentile.
-    pub p10: f64,
-    /// 90th percentile.
-    pub p90: f64,
-}
-
-/// One RPC throughput `LITE-BENCH op=rpc_throughput` line.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LiteRpcBw {
-    /// Request (and reply) size in bytes.
-    pub size: u64,
-    /// Client threads calling at once.
-    pub threads: u32,
-    /// Calls completed.
-    pub calls: u64,
-    /// Calls per second, all threads together.
-    pub calls_per_s: f64,
-    /// Median round trip under this load, in microseconds.
-    pub median: f64,
-    /// 10th percentile round trip.
-    pub p10: f64,
-    /// 90th percentile round trip.
-    pub p90: f64,
-}
-
-/// Median and 10th-90th percentiles of a series, in microseconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Spread {
-    /// Median.
-    pub median: f64,
-    /// 10th percentile.
-    pub p10: f64,
-    /// 90th percentile.
-    pub p90: f64,
-}
-
-/// One `LITE-LOCK` line: lock/unlock pairs of one node on one lock.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LockRow {
-    /// Nodes taking the lock at the same time (1: uncontended).
-    pub contenders: u32,
-    /// The node that measured.
-    pub node: u32,
-    /// The node that keeps the lock.
-    pub home: u32,
-    /// Lock/unlock pairs timed.
-    pub iters: u64,
-    /// Time `lite_lock` took to return.
-    pub acquire: Spread,
-    /// Time of `lite_lock` plus `lite_unlock`.
-    pub pair: Spread,
-    /// Time the node took for all its pairs, in microseconds.
-    pub busy_us: f64,
-    /// Pairs per second of this node.
-    pub pairs_per_s: f64,
-}
-
-/// One `LITE-QOS` line: the high-priority process's write latency in one
-/// phase of the isolation run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct QosRow {
-    /// The interleaved round, from 1 (1 for a line without one).
-    pub round: u32,
-    /// `unloaded` or `loaded`.
-    pub phase: String,
-    /// `on` or `off`: QoS (traffic prioritization) during the phase.
-    pub qos: String,
-    /// Write size in bytes.
-    pub size: u64,
-    /// Writes timed.
-    pub iters: u64,
-    /// Median, 10th and 90th percentiles.
-    pub latency: Spread,
-    /// 99th percentile.
-    pub p99: f64,
-    /// Low-priority processes writing during the phase.
-    pub loaders: u32,
-    /// Size of each of their writes in bytes.
-    pub load_size: u64,
-    /// Their writes completed.
-    pub load_ops: u64,
-    /// Their throughput, all together, in MiB/s.
-    pub load_mibps: f64,
-    /// Low-priority operations the node throttled during the phase.
-    pub throttled: u64,
-}
-
-/// One `LITE-BENCH op=regions` line: the measuring node's resource
-/// counters with this many LMRs alive.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RegionRow {
-    /// Bytes of each LMR.
-    pub size: u64,
-    /// LMRs the node created that are alive (its `lmrs` counter).
-    pub lmrs: u64,
-    /// How many of the LMRs are on the measuring node itself, the others
-    /// being on the other node: only theirs take the node's pool memory.
-    pub local: u64,
-    /// Memory regions the node registered.
-    pub memory_regions: u64,
-    /// Segments of the node's remote memory pool, one memory region each.
-    pub pool_segments: u64,
-    /// Bytes of those segments.
-    pub pool_bytes: u64,
 }
 
 /// How long after a survivor's last successful write to the killed node
@@ -402,31 +183,31 @@ pub struct Measurements {
     /// perftest bandwidth client rows, in log order.
     pub native_bw: Vec<NativeBw>,
     /// `lite-bench` latency series by (op, size).
-    pub lite: BTreeMap<(String, u64), Lite>,
+    pub lite: BTreeMap<(String, u64), Latency>,
     /// `lite-bench` throughput series by (op, size, depth).
-    pub lite_bw: BTreeMap<(String, u64, Option<u32>), LiteBw>,
+    pub lite_bw: BTreeMap<(String, u64, Option<u32>), Throughput>,
     /// `lite-bench` RPC throughput series by (size, threads).
-    pub lite_rpc_bw: BTreeMap<(u64, u32), LiteRpcBw>,
+    pub lite_rpc_bw: BTreeMap<(u64, u32), RpcLoad>,
     /// `lite-bench` asynchronous RPC series by (size, depth).
-    pub lite_rpc_async: BTreeMap<(u64, u32), LiteRpcAsync>,
+    pub lite_rpc_async: BTreeMap<(u64, u32), RpcLoad>,
     /// Lock series by (contenders, node, home).
-    pub locks: BTreeMap<(u32, u32, u32), LockRow>,
+    pub locks: BTreeMap<(u32, u32, u32), Lock>,
     /// Raw lock-acquire times by (contenders, node), of every node's log.
     pub lock_samples: BTreeMap<(u32, u32), Vec<f64>>,
     /// Pairs per second of all contending nodes together in each round of
     /// a contention phase, by number of contending nodes.
     pub lock_rounds: BTreeMap<u32, Vec<f64>>,
     /// Isolation phases by (round, phase, QoS).
-    pub qos: BTreeMap<(u32, String, String), QosRow>,
+    pub qos: BTreeMap<(u32, String, String), Qos>,
     /// Memory region counts by (LMR size, live LMRs).
-    pub regions: BTreeMap<(u64, u64), RegionRow>,
+    pub regions: BTreeMap<(u64, u64), Regions>,
     /// The memory region curve by (side, op, size, live regions).
     pub region_curve: BTreeMap<(Side, String, u64, u64), RegionPoint>,
     /// The cluster-size curve by (nodes, node).
-    pub cluster_scale: BTreeMap<(u64, u64), ScalePoint>,
-    /// The process curve by (side, workload, processes): one point per
+    pub cluster_scale: BTreeMap<(u64, u64), Scale>,
+    /// The process curve by (side, workload, processes): one step per
     /// round, in order.
-    pub process_curve: BTreeMap<(Side, String, u64), Vec<ProcessPoint>>,
+    pub process_curve: BTreeMap<(Side, String, u64), Vec<Process>>,
     /// The failure phase's survivors, in node order (its victim is not
     /// among them).
     pub failure: Vec<FailureNode>,
@@ -439,9 +220,18 @@ pub struct Measurements {
     pub problems: Vec<String>,
 }
 
+/// The records in `log`: those of `lite-bench` (and of the guest's /init)
+/// first, then those of the native verbs baseline, each with who measured
+/// it.
+pub fn records(log: &str) -> impl Iterator<Item = (Side, Record)> + '_ {
+    let lite = Record::all_in(log, TAG).map(|record| (Side::Lite, record));
+    let native = Record::all_in(log, VERBS_TAG).map(|record| (Side::Native, record));
+    lite.chain(native)
+}
+
 impl Measurements {
     /// The isolation run's rows, in (round, phase, QoS) order.
-    pub fn qos_rows(&self) -> Vec<QosRow> {
+    pub fn qos_rows(&self) -> Vec<Qos> {
         self.qos.values().cloned().collect()
     }
 
@@ -461,61 +251,66 @@ impl Measurements {
         let text = outside.as_str();
         self.native.extend(parse_perftest(text));
         self.native_bw.extend(parse_perftest_bw(text));
-        for row in parse_lite_bench(text) {
-            self.lite.entry((row.op.clone(), row.size)).or_insert(row);
-        }
-        for row in parse_lite_throughput(text) {
-            self.lite_bw
-                .entry((row.op.clone(), row.size, row.depth))
-                .or_insert(row);
-        }
-        for row in parse_lite_rpc_throughput(text) {
-            self.lite_rpc_bw
-                .entry((row.size, row.threads))
-                .or_insert(row);
-        }
-        for row in parse_lite_rpc_async(text) {
-            self.lite_rpc_async
-                .entry((row.size, row.depth))
-                .or_insert(row);
-        }
-        for row in parse_lite_lock(text) {
-            self.locks
-                .entry((row.contenders, row.node, row.home))
-                .or_insert(row);
-        }
-        for (key, samples) in parse_lock_samples(text) {
-            self.lock_samples.entry(key).or_default().extend(samples);
-        }
-        for row in parse_lite_qos(text) {
-            self.qos
-                .entry((row.round, row.phase.clone(), row.qos.clone()))
-                .or_insert(row);
-        }
-        for row in parse_lite_regions(text) {
-            self.regions.entry((row.size, row.lmrs)).or_insert(row);
-        }
-        for point in parse_region_curve(text) {
-            self.region_curve
-                .entry((point.side, point.op.clone(), point.size, point.regions))
-                .or_insert(point);
-        }
-        for point in parse_cluster_scale(text) {
-            self.cluster_scale
-                .entry((point.nodes, point.node))
-                .or_insert(point);
-        }
-        for point in parse_process_curve(text) {
-            self.process_curve
-                .entry((point.side, point.workload.clone(), point.processes))
-                .or_default()
-                .push(point);
+        for (side, record) in records(text) {
+            self.add_record(side, record);
         }
         self.problems.extend(
             logscan::problems(log)
                 .into_iter()
                 .map(|p| format!("{name}: {p}")),
         );
+    }
+
+    /// Files one record outside the rounds under its series. The baseline's
+    /// records count only for the curves that compare both programs; the
+    /// load processes' shares and CPU times outside a round are not kept.
+    fn add_record(&mut self, side: Side, record: Record) {
+        match (side, record) {
+            (Side::Lite, Record::Latency(l)) if !is_region_curve_op(&l.op) => {
+                self.lite.entry((l.op.clone(), l.size)).or_insert(l);
+            }
+            (side, Record::Latency(l)) => {
+                if let Some(p) = RegionPoint::of(side, l) {
+                    let key = (p.side, p.op.clone(), p.size, p.regions);
+                    self.region_curve.entry(key).or_insert(p);
+                }
+            }
+            (side, Record::Process(p)) => {
+                let key = (side, p.workload.clone(), p.processes);
+                self.process_curve.entry(key).or_default().push(p);
+            }
+            (Side::Native, _) => {}
+            (_, Record::Throughput(t)) => {
+                let key = (t.op.clone(), t.size, t.depth);
+                self.lite_bw.entry(key).or_insert(t);
+            }
+            (_, Record::RpcThroughput(r)) => {
+                self.lite_rpc_bw.entry((r.size, r.threads)).or_insert(r);
+            }
+            (_, Record::RpcAsync(r)) => {
+                self.lite_rpc_async.entry((r.size, r.depth)).or_insert(r);
+            }
+            (_, Record::Lock(l)) => {
+                self.locks
+                    .entry((l.contenders, l.node, l.home))
+                    .or_insert(l);
+            }
+            (_, Record::LockSamples(s)) => {
+                let times = self.lock_samples.entry((s.contenders, s.node));
+                times.or_default().extend(s.acquire_us);
+            }
+            (_, Record::Qos(q)) => {
+                let key = (q.round, q.phase.clone(), q.qos.clone());
+                self.qos.entry(key).or_insert(q);
+            }
+            (_, Record::Regions(r)) => {
+                self.regions.entry((r.size, r.lmrs)).or_insert(r);
+            }
+            (_, Record::Scale(s)) => {
+                self.cluster_scale.entry((s.nodes, s.node)).or_insert(s);
+            }
+            (_, Record::QosLoad(_) | Record::Cpu(_)) => {}
+        }
     }
 
     /// Adds the logs of every node of a finished phase, each named
@@ -529,12 +324,15 @@ impl Measurements {
     /// Adds the throughput of one round of the contention phase of
     /// `contenders` nodes, from its nodes' logs.
     pub fn add_lock_round(&mut self, contenders: u32, logs: &[NodeLog]) {
-        let rows: Vec<LockRow> = logs
+        let rows: Vec<Lock> = logs
             .iter()
-            .flat_map(|log| parse_lite_lock(&log.text))
-            .filter(|r| r.contenders == contenders)
+            .flat_map(|log| Record::all_in(&log.text, TAG))
+            .filter_map(|record| match record {
+                Record::Lock(lock) if lock.contenders == contenders => Some(lock),
+                _ => None,
+            })
             .collect();
-        let group: Vec<&LockRow> = rows.iter().collect();
+        let group: Vec<&Lock> = rows.iter().collect();
         if let Some(throughput) = super::report::contended_throughput(&group) {
             self.lock_rounds
                 .entry(contenders)
@@ -579,14 +377,13 @@ impl Measurements {
     }
 }
 
-/// The `key=value` words of a line (`a=1 b=x`), by key. Words without `=`
-/// are ignored and a later word wins over an earlier one with the same
-/// key; a value may itself hold `=`.
+/// The `key=value` words of a perftest block's opening line
+/// (`test=ib_write_lat size=64 side=client`), by key; a later word wins.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Fields<'a>(BTreeMap<&'a str, &'a str>);
 
 impl<'a> Fields<'a> {
-    /// The `key=value` words of `text`.
+    /// The `key=value` words of `text`; words without `=` are ignored.
     fn parse(text: &'a str) -> Self {
         Fields(
             text.split_whitespace()
@@ -600,49 +397,16 @@ impl<'a> Fields<'a> {
         self.0.get(key).copied()
     }
 
-    /// Whether `key` is there at all, whatever its value.
-    fn has(&self, key: &str) -> bool {
-        self.0.contains_key(key)
-    }
-
-    /// A finite number under `key`.
-    fn number(&self, key: &str) -> Option<f64> {
-        number(self.text(key)?)
-    }
-
     /// An integer under `key`.
     fn integer<T: FromStr>(&self, key: &str) -> Option<T> {
         integer(self.text(key)?)
     }
-
-    /// The comma-separated finite numbers under `key` (`1.5,2,3`); `None`
-    /// if any of them is not one.
-    fn numbers(&self, key: &str) -> Option<Vec<f64>> {
-        numbers(self.text(key)?.split(','))
-    }
-
-    /// The `PREFIXmedian_us`, `PREFIXp10_us` and `PREFIXp90_us` fields
-    /// (`median_us` and so on for an empty prefix).
-    fn spread(&self, prefix: &str) -> Option<Spread> {
-        Some(Spread {
-            median: self.number(&format!("{prefix}median_us"))?,
-            p10: self.number(&format!("{prefix}p10_us"))?,
-            p90: self.number(&format!("{prefix}p90_us"))?,
-        })
-    }
 }
 
 /// The text after the first `tag` on `line`, if it has one. Anywhere on
-/// the line, not only at its start: a printk timestamp or the tail of
-/// another process's output may come first on a console line.
+/// the line, not only at its start: a printk timestamp may come first.
 fn after_tag<'a>(line: &'a str, tag: &str) -> Option<&'a str> {
     line.split_once(tag).map(|(_, rest)| rest)
-}
-
-/// The fields after `tag` (e.g. `"LITE-LOCK "`) on every line that has it.
-fn tagged_lines<'a>(log: &'a str, tag: &'a str) -> impl Iterator<Item = Fields<'a>> + 'a {
-    log.lines()
-        .filter_map(move |line| after_tag(line, tag).map(Fields::parse))
 }
 
 /// The whitespace-separated columns of a table row that has exactly `N`.
@@ -789,291 +553,6 @@ pub fn parse_perftest_bw(log: &str) -> Vec<NativeBw> {
     out
 }
 
-/// `LITE-BENCH op=write size=64 iters=1000 median_us=.. p10_us=.. p90_us=..
-/// min_us=.. max_us=.. stdev_us=..` lines; malformed lines are skipped.
-pub fn parse_lite_bench(log: &str) -> Vec<Lite> {
-    latency_lines(log, LITE_BENCH)
-}
-
-/// The latency series (`op= size= iters= median_us= p10_us= p90_us=
-/// min_us= max_us= stdev_us=`) on the lines tagged `tag`.
-fn latency_lines(log: &str, tag: &str) -> Vec<Lite> {
-    tagged_lines(log, tag)
-        .filter(|fields| !fields.text("op").is_some_and(is_region_curve_op))
-        .filter_map(|fields| {
-            Some(Lite {
-                op: fields.text("op")?.to_string(),
-                size: fields.integer("size")?,
-                iters: fields.integer("iters")?,
-                median: fields.number("median_us")?,
-                p10: fields.number("p10_us")?,
-                p90: fields.number("p90_us")?,
-                min: fields.number("min_us")?,
-                max: fields.number("max_us")?,
-                stdev: fields.number("stdev_us")?,
-            })
-        })
-        .collect()
-}
-
-/// `LITE-VERBS op=write size=64 wait=event iters=.. median_us=.. ..`
-/// lines of the native verbs baseline, in the shape of `lite-bench`'s;
-/// malformed lines are skipped.
-pub fn parse_verbs_baseline(log: &str) -> Vec<Lite> {
-    latency_lines(log, LITE_VERBS)
-}
-
-/// Throughput `LITE-BENCH op=memset size=4096 [depth=8] iters=.. mibps_avg=..
-/// mibps_median=.. mibps_p10=.. mibps_p90=.. ..` lines; malformed lines are
-/// skipped (as are the latency lines).
-pub fn parse_lite_throughput(log: &str) -> Vec<LiteBw> {
-    tagged_lines(log, LITE_BENCH)
-        .filter_map(|fields| {
-            // Only asynchronous series have a depth; a broken one is no
-            // reason to count the line as a synchronous series.
-            let depth = if fields.has("depth") {
-                Some(fields.integer("depth")?)
-            } else {
-                None
-            };
-            Some(LiteBw {
-                op: fields.text("op")?.to_string(),
-                size: fields.integer("size")?,
-                depth,
-                iters: fields.integer("iters")?,
-                average: fields.number("mibps_avg")?,
-                median: fields.number("mibps_median")?,
-                p10: fields.number("mibps_p10")?,
-                p90: fields.number("mibps_p90")?,
-            })
-        })
-        .collect()
-}
-
-/// `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=.. calls_per_s=..
-/// median_us=.. p10_us=.. p90_us=..` lines; malformed lines are skipped.
-pub fn parse_lite_rpc_throughput(log: &str) -> Vec<LiteRpcBw> {
-    tagged_lines(log, LITE_BENCH)
-        .filter(|fields| fields.text("op") == Some("rpc_throughput"))
-        .filter_map(|fields| {
-            let latency = fields.spread("")?;
-            Some(LiteRpcBw {
-                size: fields.integer("size")?,
-                threads: fields.integer("threads")?,
-                calls: fields.integer("calls")?,
-                calls_per_s: fields.number("calls_per_s")?,
-                median: latency.median,
-                p10: latency.p10,
-                p90: latency.p90,
-            })
-        })
-        .collect()
-}
-
-/// `LITE-BENCH op=rpc_async size=64 depth=8 calls=.. calls_per_s=..
-/// median_us=.. p10_us=.. p90_us=..` lines; malformed lines are skipped.
-pub fn parse_lite_rpc_async(log: &str) -> Vec<LiteRpcAsync> {
-    tagged_lines(log, LITE_BENCH)
-        .filter(|fields| fields.text("op") == Some("rpc_async"))
-        .filter_map(|fields| {
-            let latency = fields.spread("")?;
-            Some(LiteRpcAsync {
-                size: fields.integer("size")?,
-                depth: fields.integer("depth")?,
-                calls: fields.integer("calls")?,
-                calls_per_s: fields.number("calls_per_s")?,
-                median: latency.median,
-                p10: latency.p10,
-                p90: latency.p90,
-            })
-        })
-        .collect()
-}
-
-/// `LITE-LOCK contenders=1 node=2 home=1 iters=.. acquire_median_us=..
-/// acquire_p10_us=.. acquire_p90_us=.. pair_median_us=.. pair_p10_us=..
-/// pair_p90_us=.. busy_us=.. pairs_per_s=..` lines; malformed lines are
-/// skipped.
-pub fn parse_lite_lock(log: &str) -> Vec<LockRow> {
-    tagged_lines(log, LITE_LOCK)
-        .filter_map(|fields| {
-            Some(LockRow {
-                contenders: fields.integer("contenders")?,
-                node: fields.integer("node")?,
-                home: fields.integer("home")?,
-                iters: fields.integer("iters")?,
-                acquire: fields.spread("acquire_")?,
-                pair: fields.spread("pair_")?,
-                busy_us: fields.number("busy_us")?,
-                pairs_per_s: fields.number("pairs_per_s")?,
-            })
-        })
-        .collect()
-}
-
-/// The raw lock-acquire times of `LITE-LOCK-SAMPLES contenders=4 node=2
-/// acquire_us=12.50,13.00,..` lines, by (contenders, node), in log order.
-/// A line with any value that is not a finite number is skipped whole.
-pub fn parse_lock_samples(log: &str) -> BTreeMap<(u32, u32), Vec<f64>> {
-    let mut out: BTreeMap<(u32, u32), Vec<f64>> = BTreeMap::new();
-    for fields in tagged_lines(log, LITE_LOCK_SAMPLES) {
-        let (Some(contenders), Some(node), Some(values)) = (
-            fields.integer("contenders"),
-            fields.integer("node"),
-            fields.numbers("acquire_us"),
-        ) else {
-            continue;
-        };
-        out.entry((contenders, node)).or_default().extend(values);
-    }
-    out
-}
-
-/// `LITE-QOS round=N phase=unloaded|loaded qos=on|off size=64 iters=.. median_us=..
-/// p10_us=.. p90_us=.. p99_us=.. .. loaders=3 load_size=65536 load_ops=..
-/// load_mibps=.. throttled=..` lines; malformed lines are skipped.
-pub fn parse_lite_qos(log: &str) -> Vec<QosRow> {
-    tagged_lines(log, LITE_QOS)
-        .filter_map(|fields| {
-            Some(QosRow {
-                round: match fields.text("round") {
-                    Some(text) => integer(text)?,
-                    None => 1,
-                },
-                phase: fields.text("phase")?.to_string(),
-                qos: fields.text("qos")?.to_string(),
-                size: fields.integer("size")?,
-                iters: fields.integer("iters")?,
-                latency: fields.spread("")?,
-                p99: fields.number("p99_us")?,
-                loaders: fields.integer("loaders")?,
-                load_size: fields.integer("load_size")?,
-                load_ops: fields.integer("load_ops")?,
-                load_mibps: fields.number("load_mibps")?,
-                throttled: fields.integer("throttled")?,
-            })
-        })
-        .collect()
-}
-
-/// `LITE-BENCH op=regions size=4096 lmrs=.. local=.. memory_regions=..
-/// pool_segments=.. pool_bytes=..` lines; malformed lines are skipped.
-pub fn parse_lite_regions(log: &str) -> Vec<RegionRow> {
-    tagged_lines(log, LITE_BENCH)
-        .filter(|fields| fields.text("op") == Some("regions"))
-        .filter_map(|fields| {
-            Some(RegionRow {
-                size: fields.integer("size")?,
-                lmrs: fields.integer("lmrs")?,
-                local: fields.integer("local")?,
-                memory_regions: fields.integer("memory_regions")?,
-                pool_segments: fields.integer("pool_segments")?,
-                pool_bytes: fields.integer("pool_bytes")?,
-            })
-        })
-        .collect()
-}
-
-/// The busy CPU time of a whole VM while one program of a round ran.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuRow {
-    /// `server` or `client`.
-    pub side: String,
-    /// `verbs` or `lite`.
-    pub program: String,
-    /// USER_HZ ticks.
-    pub busy_ticks: u64,
-}
-
-/// `LITE-CPU side=client program=lite busy_ticks=N` lines; malformed lines
-/// are skipped.
-pub fn parse_cpu(log: &str) -> Vec<CpuRow> {
-    tagged_lines(log, LITE_CPU)
-        .filter_map(|fields| {
-            Some(CpuRow {
-                side: fields.text("side")?.to_string(),
-                program: fields.text("program")?.to_string(),
-                busy_ticks: fields.integer("busy_ticks")?,
-            })
-        })
-        .collect()
-}
-
-/// The memory region curve's lines of both programs: `LITE-BENCH` and
-/// `LITE-VERBS` lines of an `op=region_*` with `size=`, `regions=` (for
-/// writes and reads), `median_us=`, `p10_us=`, `p90_us=` and `p99_us=`;
-/// malformed lines are skipped.
-pub fn parse_region_curve(log: &str) -> Vec<RegionPoint> {
-    [(LITE_BENCH, Side::Lite), (LITE_VERBS, Side::Native)]
-        .into_iter()
-        .flat_map(|(tag, side)| {
-            tagged_lines(log, tag).filter_map(move |fields| {
-                let op = fields.text("op").filter(|op| is_region_curve_op(op))?;
-                let regions = if fields.has("regions") {
-                    fields.integer("regions")?
-                } else {
-                    0
-                };
-                Some(RegionPoint {
-                    side,
-                    op: op.to_string(),
-                    size: fields.integer("size")?,
-                    regions,
-                    median: fields.number("median_us")?,
-                    p10: fields.number("p10_us")?,
-                    p90: fields.number("p90_us")?,
-                    p99: fields.number("p99_us")?,
-                })
-            })
-        })
-        .collect()
-}
-
-/// The cluster-size curve's `LITE-SCALE` lines: `nodes=`, `node=`,
-/// `join_us=` (a number or `-`), `barrier_median_us=`, `barrier_p90_us=`
-/// and `rpc_calls_per_s=`; malformed lines are skipped.
-pub fn parse_cluster_scale(log: &str) -> Vec<ScalePoint> {
-    tagged_lines(log, LITE_SCALE)
-        .filter_map(|fields| {
-            let join_us = match fields.text("join_us")? {
-                "-" => None,
-                _ => Some(fields.number("join_us")?),
-            };
-            Some(ScalePoint {
-                nodes: fields.integer("nodes")?,
-                node: fields.integer("node")?,
-                join_us,
-                barrier_median: fields.number("barrier_median_us")?,
-                barrier_p90: fields.number("barrier_p90_us")?,
-                rpc_calls_per_s: fields.number("rpc_calls_per_s")?,
-            })
-        })
-        .collect()
-}
-
-/// The process curve's lines of both programs: `LITE-BENCH` and
-/// `LITE-VERBS` lines of an `op=proc_*` with `processes=`, `iters=`,
-/// `ops_per_s=`, `qps=` and `mrs=`; malformed lines are skipped.
-pub fn parse_process_curve(log: &str) -> Vec<ProcessPoint> {
-    [(LITE_BENCH, Side::Lite), (LITE_VERBS, Side::Native)]
-        .into_iter()
-        .flat_map(|(tag, side)| {
-            tagged_lines(log, tag).filter_map(move |fields| {
-                let workload = fields.text("op")?.strip_prefix("proc_")?;
-                Some(ProcessPoint {
-                    side,
-                    workload: workload.to_string(),
-                    processes: fields.integer("processes")?,
-                    iters: fields.integer("iters")?,
-                    ops_per_s: fields.number("ops_per_s")?,
-                    qps: fields.integer("qps")?,
-                    mrs: fields.integer("mrs")?,
-                })
-            })
-        })
-        .collect()
-}
-
 /// The milliseconds of a comment's rest: `<N> ms`.
 fn milliseconds(rest: &str) -> Option<i64> {
     match columns(rest)? {
@@ -1084,7 +563,7 @@ fn milliseconds(rest: &str) -> Option<i64> {
 
 /// The cycle a `leave/rejoin cycle <K>: ...` test point is about.
 fn cycle_of(line: &str) -> Option<u32> {
-    let (cycle, _) = after_tag(line, CYCLE_POINT)?.split_once(':')?;
+    let (cycle, _) = after_tag(line, "leave/rejoin cycle ")?.split_once(':')?;
     integer(cycle)
 }
 
@@ -1102,7 +581,7 @@ pub fn parse_failure(node: &str, log: &str) -> FailureNode {
     };
     let mut last_cycle = 0;
     for line in log.lines() {
-        if let Some(rest) = after_tag(line, STALL_COMMENT) {
+        if let Some(rest) = after_tag(line, "# stall ") {
             if let Some([call, ms, "ms"]) = columns(rest) {
                 if let Some(ms) = integer(ms) {
                     out.stalls.push(Stall {
@@ -1111,7 +590,7 @@ pub fn parse_failure(node: &str, log: &str) -> FailureNode {
                     });
                 }
             }
-        } else if let Some(rest) = after_tag(line, LEAVE_COMMENT) {
+        } else if let Some(rest) = after_tag(line, "# leave ") {
             if let Some(ms) = milliseconds(rest) {
                 last_cycle += 1;
                 out.leaves.push(Leave {
@@ -1119,7 +598,7 @@ pub fn parse_failure(node: &str, log: &str) -> FailureNode {
                     ms,
                 });
             }
-        } else if let Some(rest) = after_tag(line, REJOIN_COMMENT) {
+        } else if let Some(rest) = after_tag(line, "# rejoin ") {
             out.rejoins.extend(milliseconds(rest));
         } else if let Some(cycle) = cycle_of(line) {
             last_cycle = last_cycle.max(cycle);
@@ -1134,6 +613,39 @@ pub(super) mod tests {
     //! their tables from what these parsers make of them.
 
     use super::*;
+
+    /// `lite-bench`'s records of one kind in a log, in log order: one
+    /// function per kind, named after it.
+    macro_rules! records_of_kind {
+        ($($name:ident: $kind:ident -> $type:ty;)*) => {$(
+            pub(crate) fn $name(log: &str) -> Vec<$type> {
+                Record::all_in(log, TAG)
+                    .filter_map(|record| match record {
+                        Record::$kind(found) => Some(found),
+                        _ => None,
+                    })
+                    .collect()
+            }
+        )*};
+    }
+
+    records_of_kind! {
+        latencies: Latency -> Latency;
+        throughputs: Throughput -> Throughput;
+        rpc_throughputs: RpcThroughput -> RpcLoad;
+        rpc_asyncs: RpcAsync -> RpcLoad;
+        locks: Lock -> Lock;
+        qos_rows: Qos -> Qos;
+        region_rows: Regions -> Regions;
+        scale_points: Scale -> Scale;
+    }
+
+    /// What [`Measurements`] makes of `log`, of a node named `node2`.
+    pub(crate) fn measured(log: &str) -> Measurements {
+        let mut m = Measurements::default();
+        m.add_log("node2", log);
+        m
+    }
 
     /// perftest latency client output as the guest logs it: a failed
     /// connection, then a table; a read test; `lite-bench` latency lines,
@@ -1153,8 +665,8 @@ LITE-PERFTEST-END test=ib_write_lat size=64 side=client rc=0
 LITE-PERFTEST-BEGIN test=ib_read_lat size=8 side=client
  8       1000          1.00        2.00      1.50            1.60        0.10         \t1.90    \t2.00
 LITE-PERFTEST-END test=ib_read_lat size=8 side=client rc=0
-LITE-BENCH op=write size=64 iters=1000 median_us=2100.5 p10_us=1900 p90_us=2500.25 min_us=1500 max_us=5000 stdev_us=300
-LITE-BENCH op=write size=64 iters=oops median_us=1
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":2100.5,\"p10\":1900,\"p90\":2500.25,\"min\":1500,\"max\":5000,\"stdev\":300}}
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":\"oops\",\"median\":1}}
 ";
 
     /// The server side of a latency test, which has no valid timing.
@@ -1206,12 +718,12 @@ LITE-PERFTEST-BEGIN test=ib_write_bw size=65536 depth=1 iters=256 side=client
 LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client
  64      1000          1.00        2.00      1.50            1.60        0.10         \t1.90    \t2.00
 LITE-PERFTEST-END test=ib_write_lat size=64 side=client rc=0
-LITE-BENCH op=write size=64 iters=1000 median_us=2100.5 p10_us=1900 p90_us=2500.25 min_us=1500 max_us=5000 stdev_us=300
-LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=10.00 mibps_median=11.00 mibps_p10=9.00 mibps_p90=12.50 mibps_min=5.00 mibps_max=13.00
-LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=19.32 mibps_median=19.00 mibps_p10=18.00 mibps_p90=20.00 mibps_min=17.00 mibps_max=21.00
-LITE-BENCH op=read_async size=65536 depth=32 iters=256 mibps_avg=48.00 mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00 mibps_min=30.00 mibps_max=60.00
-LITE-BENCH op=read_async size=65536 depth=x iters=256 mibps_avg=48.00 mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00
-LITE-BENCH op=memcpy size=4096 iters=1000 mibps_avg=inf mibps_median=50.00 mibps_p10=40.00 mibps_p90=55.00
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":2100.5,\"p10\":1900,\"p90\":2500.25,\"min\":1500,\"max\":5000,\"stdev\":300}}
+LITE-RECORD {\"throughput\":{\"op\":\"memset\",\"size\":4096,\"iters\":1000,\"average\":10.00,\"median\":11.00,\"p10\":9.00,\"p90\":12.50,\"min\":5.00,\"max\":13.00}}
+LITE-RECORD {\"throughput\":{\"op\":\"write_async\",\"size\":4096,\"depth\":8,\"iters\":1000,\"average\":19.32,\"median\":19.00,\"p10\":18.00,\"p90\":20.00,\"min\":17.00,\"max\":21.00}}
+LITE-RECORD {\"throughput\":{\"op\":\"read_async\",\"size\":65536,\"depth\":32,\"iters\":256,\"average\":48.00,\"median\":50.00,\"p10\":40.00,\"p90\":55.00,\"min\":30.00,\"max\":60.00}}
+LITE-RECORD {\"throughput\":{\"op\":\"read_async\",\"size\":65536,\"depth\":\"x\",\"iters\":256,\"average\":48.00,\"median\":50.00,\"p10\":40.00,\"p90\":55.00}}
+LITE-RECORD {\"throughput\":{\"op\":\"memcpy\",\"size\":4096,\"iters\":1000,\"average\":null,\"median\":50.00,\"p10\":40.00,\"p90\":55.00}}
 ";
 
     const BW_SERVER: &str = "\
@@ -1230,12 +742,12 @@ LITE-PERFTEST-END test=ib_send_lat size=64 side=client rc=0
 LITE-PERFTEST-BEGIN test=ib_send_lat size=8 side=client
  8       1000          700.00        2000.00      900.00            950.00        100.00         \t1900.00    \t2000.00
 LITE-PERFTEST-END test=ib_send_lat size=8 side=client rc=0
-LITE-BENCH op=rpc size=64 iters=1000 median_us=2500.00 p10_us=2300.00 p90_us=2900.50 min_us=2000 max_us=9000 stdev_us=400
-LITE-BENCH op=rpc size=512 iters=1000 median_us=2600.00 p10_us=2400.00 p90_us=3000.00 min_us=2100 max_us=9100 stdev_us=410
-LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
-LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=1234.50 median_us=3000.00 p10_us=2800.00 p90_us=3500.00
-LITE-BENCH op=rpc_throughput size=64 threads=1 calls=2000 calls_per_s=400.00 median_us=2500.00 p10_us=2400.00 p90_us=2600.00
-LITE-BENCH op=rpc_throughput size=64 threads=x calls=2000 calls_per_s=400.00 median_us=2500.00 p10_us=2400.00 p90_us=2600.00
+LITE-RECORD {\"latency\":{\"op\":\"rpc\",\"size\":64,\"iters\":1000,\"median\":2500.00,\"p10\":2300.00,\"p90\":2900.50,\"min\":2000,\"max\":9000,\"stdev\":400}}
+LITE-RECORD {\"latency\":{\"op\":\"rpc\",\"size\":512,\"iters\":1000,\"median\":2600.00,\"p10\":2400.00,\"p90\":3000.00,\"min\":2100,\"max\":9100,\"stdev\":410}}
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":1100,\"p10\":1000,\"p90\":1300,\"min\":900,\"max\":5000,\"stdev\":100}}
+LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":4,\"depth\":1,\"calls\":2000,\"calls_per_s\":1234.50,\"latency\":{\"median\":3000.00,\"p10\":2800.00,\"p90\":3500.00}}}
+LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":1,\"depth\":1,\"calls\":2000,\"calls_per_s\":400.00,\"latency\":{\"median\":2500.00,\"p10\":2400.00,\"p90\":2600.00}}}
+LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":\"x\",\"depth\":1,\"calls\":2000,\"calls_per_s\":400.00,\"latency\":{\"median\":2500.00,\"p10\":2400.00,\"p90\":2600.00}}}
 ";
 
     /// `ib_atomic_lat` client blocks (one of an unknown type) and
@@ -1260,48 +772,48 @@ LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=MASKED side=client rc=0
 LITE-PERFTEST-BEGIN test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=server
  8       1000          inf        inf      inf            inf        inf         \tinf    \tinf
 LITE-PERFTEST-END test=ib_atomic_lat size=8 atomic=CMP_AND_SWAP side=server rc=0
-LITE-BENCH op=fetch_add size=8 iters=1000 median_us=1200.00 p10_us=1100.00 p90_us=1500.00 min_us=1000.00 max_us=4000.00 stdev_us=150.00
-LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+LITE-RECORD {\"latency\":{\"op\":\"fetch_add\",\"size\":8,\"iters\":1000,\"median\":1200.00,\"p10\":1100.00,\"p90\":1500.00,\"min\":1000.00,\"max\":4000.00,\"stdev\":150.00}}
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":1100,\"p10\":1000,\"p90\":1300,\"min\":900,\"max\":5000,\"stdev\":100}}
 ";
 
     /// Lock lines of both phases: uncontended from node 2, contended from
     /// four nodes with their raw acquire times (one line of node 3 broken
     /// by a kernel message).
     pub(crate) const LOCK_LOG: &str = "\
-LITE-LOCK contenders=1 node=2 home=1 iters=1000 acquire_median_us=800.00 acquire_p10_us=700.00 acquire_p90_us=900.00 pair_median_us=1600.00 pair_p10_us=1500.00 pair_p90_us=1800.00 busy_us=1700000.00 pairs_per_s=588.24
-LITE-LOCK contenders=1 node=2 home=2 iters=1000 acquire_median_us=300.00 acquire_p10_us=250.00 acquire_p90_us=350.00 pair_median_us=600.00 pair_p10_us=550.00 pair_p90_us=700.00 busy_us=650000.00 pairs_per_s=1538.46
-LITE-LOCK contenders=1 node=2 home=1 iters=oops acquire_median_us=1
-LITE-LOCK contenders=4 node=1 home=1 iters=4 acquire_median_us=10.00 acquire_p10_us=5.00 acquire_p90_us=20.00 pair_median_us=15.00 pair_p10_us=9.00 pair_p90_us=25.00 busy_us=800.00 pairs_per_s=5000.00
-LITE-LOCK-SAMPLES contenders=4 node=1 acquire_us=1.00,2.00
-LITE-LOCK-SAMPLES contenders=4 node=1 acquire_us=3.00,4.00
-[   42.000000] LITE-LOCK contenders=4 node=3 home=1 iters=4 acquire_median_us=50.00 acquire_p10_us=40.00 acquire_p90_us=60.00 pair_median_us=55.00 pair_p10_us=45.00 pair_p90_us=65.00 busy_us=1000.00 pairs_per_s=4000.00
-LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=5.00,6.00
-LITE-LOCK-SAMPLES contenders=4 node=3 acquire_us=7.00,8.0rxe0: some kernel message
-LITE-LOCK-SAMPLES contenders=4 node=x acquire_us=9.00
+LITE-RECORD {\"lock\":{\"contenders\":1,\"node\":2,\"home\":1,\"iters\":1000,\"acquire\":{\"median\":800.00,\"p10\":700.00,\"p90\":900.00},\"pair\":{\"median\":1600.00,\"p10\":1500.00,\"p90\":1800.00},\"busy_us\":1700000.00,\"pairs_per_s\":588.24}}
+LITE-RECORD {\"lock\":{\"contenders\":1,\"node\":2,\"home\":2,\"iters\":1000,\"acquire\":{\"median\":300.00,\"p10\":250.00,\"p90\":350.00},\"pair\":{\"median\":600.00,\"p10\":550.00,\"p90\":700.00},\"busy_us\":650000.00,\"pairs_per_s\":1538.46}}
+LITE-RECORD {\"lock\":{\"contenders\":1,\"node\":2,\"home\":1,\"iters\":\"oops\",\"acquire\":{\"median\":1},\"pair\":{}}}
+LITE-RECORD {\"lock\":{\"contenders\":4,\"node\":1,\"home\":1,\"iters\":4,\"acquire\":{\"median\":10.00,\"p10\":5.00,\"p90\":20.00},\"pair\":{\"median\":15.00,\"p10\":9.00,\"p90\":25.00},\"busy_us\":800.00,\"pairs_per_s\":5000.00}}
+LITE-RECORD {\"lock_samples\":{\"contenders\":4,\"node\":1,\"acquire_us\":[1.00,2.00]}}
+LITE-RECORD {\"lock_samples\":{\"contenders\":4,\"node\":1,\"acquire_us\":[3.00,4.00]}}
+[   42.000000] LITE-RECORD {\"lock\":{\"contenders\":4,\"node\":3,\"home\":1,\"iters\":4,\"acquire\":{\"median\":50.00,\"p10\":40.00,\"p90\":60.00},\"pair\":{\"median\":55.00,\"p10\":45.00,\"p90\":65.00},\"busy_us\":1000.00,\"pairs_per_s\":4000.00}}
+LITE-RECORD {\"lock_samples\":{\"contenders\":4,\"node\":3,\"acquire_us\":[5.00,6.00]}}
+LITE-RECORD {\"lock_samples\":{\"contenders\":4,\"node\":3,\"acquire_us\":[7.00,8.0rxe0: some kernel message
+LITE-RECORD {\"lock_samples\":{\"contenders\":4,\"node\":\"x\",\"acquire_us\":[9.00]}}
 ";
 
     /// The isolation run's phase lines and its load lines.
     pub(crate) const QOS_LOG: &str = "\
-LITE-QOS round=1 phase=unloaded qos=on size=64 iters=1000 median_us=1000.00 p10_us=900.00 p90_us=1200.00 p99_us=2000.00 min_us=800.00 max_us=3000.00 stdev_us=100.00 loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=0
-LITE-QOS round=1 phase=loaded qos=off size=64 iters=1000 median_us=4000.00 p10_us=3000.00 p90_us=6000.00 p99_us=9000.00 min_us=900.00 max_us=12000.00 stdev_us=900.00 loaders=3 load_size=65536 load_ops=900 load_mibps=30.00 throttled=0
-LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=300 bytes=19660800 elapsed_us=2000000.00 mibps=10.00
-LITE-QOS round=1 phase=loaded qos=on size=64 iters=1000 median_us=1300.00 p10_us=1000.00 p90_us=1600.00 p99_us=2600.00 min_us=850.00 max_us=5000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=150 load_mibps=5.50 throttled=140
-LITE-QOS round=2 phase=unloaded qos=on size=64 iters=1000 median_us=2000.00 p10_us=1800.00 p90_us=2400.00 p99_us=3000.00 min_us=1700.00 max_us=4000.00 stdev_us=100.00 loaders=0 load_size=65536 load_ops=0 load_mibps=0.00 throttled=0
-LITE-QOS round=2 phase=loaded qos=on size=64 iters=1000 median_us=2200.00 p10_us=2000.00 p90_us=2600.00 p99_us=3300.00 min_us=1900.00 max_us=6000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=90 load_mibps=3.00 throttled=80
-LITE-QOS round=x phase=loaded qos=on size=64 iters=1000 median_us=2200.00 p10_us=2000.00 p90_us=2600.00 p99_us=3300.00 min_us=1900.00 max_us=6000.00 stdev_us=200.00 loaders=3 load_size=65536 load_ops=90 load_mibps=3.00 throttled=80
-LITE-QOS phase=loaded qos=on size=64 iters=1000 median_us=nan p10_us=1 p90_us=1 p99_us=1 loaders=3 load_size=65536 load_ops=1 load_mibps=1 throttled=1
+LITE-RECORD {\"qos\":{\"round\":1,\"phase\":\"unloaded\",\"qos\":\"on\",\"size\":64,\"iters\":1000,\"latency\":{\"median\":1000.00,\"p10\":900.00,\"p90\":1200.00},\"p99\":2000.00,\"min\":800.00,\"max\":3000.00,\"stdev\":100.00,\"loaders\":0,\"load_size\":65536,\"load_ops\":0,\"load_mibps\":0.00,\"throttled\":0}}
+LITE-RECORD {\"qos\":{\"round\":1,\"phase\":\"loaded\",\"qos\":\"off\",\"size\":64,\"iters\":1000,\"latency\":{\"median\":4000.00,\"p10\":3000.00,\"p90\":6000.00},\"p99\":9000.00,\"min\":900.00,\"max\":12000.00,\"stdev\":900.00,\"loaders\":3,\"load_size\":65536,\"load_ops\":900,\"load_mibps\":30.00,\"throttled\":0}}
+LITE-RECORD {\"qos_load\":{\"phase\":\"loaded\",\"qos\":\"off\",\"loader\":1,\"ops\":300,\"bytes\":19660800,\"elapsed_us\":2000000.00,\"mibps\":10.00}}
+LITE-RECORD {\"qos\":{\"round\":1,\"phase\":\"loaded\",\"qos\":\"on\",\"size\":64,\"iters\":1000,\"latency\":{\"median\":1300.00,\"p10\":1000.00,\"p90\":1600.00},\"p99\":2600.00,\"min\":850.00,\"max\":5000.00,\"stdev\":200.00,\"loaders\":3,\"load_size\":65536,\"load_ops\":150,\"load_mibps\":5.50,\"throttled\":140}}
+LITE-RECORD {\"qos\":{\"round\":2,\"phase\":\"unloaded\",\"qos\":\"on\",\"size\":64,\"iters\":1000,\"latency\":{\"median\":2000.00,\"p10\":1800.00,\"p90\":2400.00},\"p99\":3000.00,\"min\":1700.00,\"max\":4000.00,\"stdev\":100.00,\"loaders\":0,\"load_size\":65536,\"load_ops\":0,\"load_mibps\":0.00,\"throttled\":0}}
+LITE-RECORD {\"qos\":{\"round\":2,\"phase\":\"loaded\",\"qos\":\"on\",\"size\":64,\"iters\":1000,\"latency\":{\"median\":2200.00,\"p10\":2000.00,\"p90\":2600.00},\"p99\":3300.00,\"min\":1900.00,\"max\":6000.00,\"stdev\":200.00,\"loaders\":3,\"load_size\":65536,\"load_ops\":90,\"load_mibps\":3.00,\"throttled\":80}}
+LITE-RECORD {\"qos\":{\"round\":\"x\",\"phase\":\"loaded\",\"qos\":\"on\",\"size\":64,\"iters\":1000,\"latency\":{\"median\":2200.00,\"p10\":2000.00,\"p90\":2600.00},\"p99\":3300.00,\"min\":1900.00,\"max\":6000.00,\"stdev\":200.00,\"loaders\":3,\"load_size\":65536,\"load_ops\":90,\"load_mibps\":3.00,\"throttled\":80}}
+LITE-RECORD {\"qos\":{\"phase\":\"loaded\",\"qos\":\"on\",\"size\":64,\"iters\":1000,\"latency\":{\"median\":null,\"p10\":1,\"p90\":1},\"p99\":1,\"loaders\":3,\"load_size\":65536,\"load_ops\":1,\"load_mibps\":1,\"throttled\":1}}
 ";
 
     /// The memory region series: 4 KiB LMRs up to 1000, one line broken
     /// by a kernel message, then 100 LMRs of 64 KiB (pool: 4 MiB segments).
     pub(crate) const REGIONS_LOG: &str = "\
-LITE-BENCH op=regions size=4096 lmrs=1 local=1 memory_regions=3 pool_segments=1 pool_bytes=4194304
-LITE-BENCH op=regions size=4096 lmrs=10 local=5 memory_regions=3 pool_segments=1 pool_bytes=4194304
-[   80.123456] LITE-BENCH op=regions size=4096 lmrs=100 local=50 memory_regions=3 pool_segments=1 pool_bytes=4194304
-LITE-BENCH op=regions size=4096 lmrs=1000 local=500 memory_regions=4 pool_segments=2 pool_bytes=8388608
-LITE-BENCH op=regions size=4096 lmrs=1000 local=500 memory_regions=4 pool_segrxe0: some kernel message
-LITE-BENCH op=regions size=65536 lmrs=100 local=50 memory_regions=4 pool_segments=2 pool_bytes=8388608
-LITE-BENCH op=regions size=65536 lmrs=x local=50 memory_regions=4 pool_segments=2 pool_bytes=8388608
+LITE-RECORD {\"regions\":{\"size\":4096,\"lmrs\":1,\"local\":1,\"memory_regions\":3,\"pool_segments\":1,\"pool_bytes\":4194304}}
+LITE-RECORD {\"regions\":{\"size\":4096,\"lmrs\":10,\"local\":5,\"memory_regions\":3,\"pool_segments\":1,\"pool_bytes\":4194304}}
+[   80.123456] LITE-RECORD {\"regions\":{\"size\":4096,\"lmrs\":100,\"local\":50,\"memory_regions\":3,\"pool_segments\":1,\"pool_bytes\":4194304}}
+LITE-RECORD {\"regions\":{\"size\":4096,\"lmrs\":1000,\"local\":500,\"memory_regions\":4,\"pool_segments\":2,\"pool_bytes\":8388608}}
+LITE-RECORD {\"regions\":{\"size\":4096,\"lmrs\":1000,\"local\":500,\"memory_regions\":4,\"pool_segrxe0: some kernel message
+LITE-RECORD {\"regions\":{\"size\":65536,\"lmrs\":100,\"local\":50,\"memory_regions\":4,\"pool_segments\":2,\"pool_bytes\":8388608}}
+LITE-RECORD {\"regions\":{\"size\":65536,\"lmrs\":\"x\",\"local\":50,\"memory_regions\":4,\"pool_segments\":2,\"pool_bytes\":8388608}}
 ";
 
     /// A survivor of the failure phase that watches the leaves, as its
@@ -1425,7 +937,7 @@ LITE-FAILURE-VICTIM re";
 
     #[test]
     fn parses_lite_bench_lines_and_skips_malformed_ones() {
-        let rows = parse_lite_bench(CLIENT);
+        let rows = latencies(CLIENT);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].op, "write");
         assert_eq!(rows[0].median, 2100.5);
@@ -1465,55 +977,33 @@ LITE-FAILURE-VICTIM re";
     }
 
     #[test]
-    fn parses_async_rpc_lines_only() {
-        let log = "LITE-BENCH op=rpc_async size=64 depth=8 calls=300 calls_per_s=812.50 median_us=9000.00 p10_us=8000.00 p90_us=11000.00\n\
-                   LITE-BENCH op=rpc_async size=64 depth=x calls=300 calls_per_s=812.50 median_us=9000.00 p10_us=8000.00 p90_us=11000.00\n\
-                   LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=1234.50 median_us=3000.00 p10_us=2800.00 p90_us=3500.00\n";
-        assert_eq!(
-            parse_lite_rpc_async(log),
-            [LiteRpcAsync {
-                size: 64,
-                depth: 8,
-                calls: 300,
-                calls_per_s: 812.5,
-                median: 9000.0,
-                p10: 8000.0,
-                p90: 11000.0,
-            }]
-        );
-        // Neither a latency nor a throughput series.
-        assert!(parse_lite_bench(log).is_empty());
-        assert!(parse_lite_throughput(log).is_empty());
-    }
-
-    #[test]
-    fn parses_rpc_throughput_lines_only() {
-        let rows = parse_lite_rpc_throughput(RPC_LOG);
+    fn parses_both_kinds_of_rpc_load() {
+        let load = |threads, depth, calls, calls_per_s, [median, p10, p90]: [f64; 3]| RpcLoad {
+            size: 64,
+            threads,
+            depth,
+            calls,
+            calls_per_s,
+            latency: Spread { median, p10, p90 },
+        };
+        let log = "LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":812.50,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n\
+                   LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":\"x\",\"calls\":300,\"calls_per_s\":812.50,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n\
+                   LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":4,\"depth\":1,\"calls\":2000,\"calls_per_s\":1234.50,\"latency\":{\"median\":3000.00,\"p10\":2800.00,\"p90\":3500.00}}}\n";
+        let expected = load(1, 8, 300, 812.5, [9000.0, 8000.0, 11000.0]);
+        assert_eq!(rpc_asyncs(log), [expected]);
+        let rows = rpc_throughputs(RPC_LOG);
         assert_eq!(rows.len(), 2, "{rows:?}");
-        assert_eq!(
-            rows[0],
-            LiteRpcBw {
-                size: 64,
-                threads: 4,
-                calls: 2000,
-                calls_per_s: 1234.5,
-                median: 3000.0,
-                p10: 2800.0,
-                p90: 3500.0,
-            }
-        );
-        // Neither a latency nor a throughput line of the other kinds.
-        assert!(parse_lite_throughput(RPC_LOG).is_empty());
-        assert_eq!(parse_lite_bench(RPC_LOG).len(), 3);
+        let expected = load(4, 1, 2000, 1234.5, [3000.0, 2800.0, 3500.0]);
+        assert_eq!(rows[0], expected);
     }
 
     #[test]
     fn parses_lite_throughput_lines_only() {
-        let rows = parse_lite_throughput(BW_CLIENT);
+        let rows = throughputs(BW_CLIENT);
         assert_eq!(rows.len(), 3, "{rows:?}");
         assert_eq!(
             rows[0],
-            LiteBw {
+            Throughput {
                 op: "memset".into(),
                 size: 4096,
                 depth: None,
@@ -1522,6 +1012,8 @@ LITE-FAILURE-VICTIM re";
                 median: 11.0,
                 p10: 9.0,
                 p90: 12.5,
+                min: 5.0,
+                max: 13.0,
             }
         );
         assert_eq!(rows[1].depth, Some(8));
@@ -1529,8 +1021,6 @@ LITE-FAILURE-VICTIM re";
             (rows[2].op.as_str(), rows[2].depth),
             ("read_async", Some(32))
         );
-        // Latency lines are not throughput lines and the reverse.
-        assert_eq!(parse_lite_bench(BW_CLIENT).len(), 1);
     }
 
     #[test]
@@ -1550,11 +1040,11 @@ LITE-FAILURE-VICTIM re";
 
     #[test]
     fn parses_lock_lines_and_samples() {
-        let rows = parse_lite_lock(LOCK_LOG);
+        let rows = locks(LOCK_LOG);
         assert_eq!(rows.len(), 4, "{rows:?}");
         assert_eq!(
             rows[0],
-            LockRow {
+            Lock {
                 contenders: 1,
                 node: 2,
                 home: 1,
@@ -1574,25 +1064,21 @@ LITE-FAILURE-VICTIM re";
             }
         );
         assert_eq!((rows[3].node, rows[3].busy_us), (3, 1000.0));
-        let samples = parse_lock_samples(LOCK_LOG);
+        let samples = measured(LOCK_LOG).lock_samples;
         assert_eq!(samples.len(), 2, "{samples:?}");
         assert_eq!(samples[&(4, 1)], [1.0, 2.0, 3.0, 4.0]);
         // The broken line is dropped whole.
         assert_eq!(samples[&(4, 3)], [5.0, 6.0]);
-        // Other parsers leave lock lines alone.
-        assert!(parse_lite_bench(LOCK_LOG).is_empty());
-        assert!(parse_lite_throughput(LOCK_LOG).is_empty());
-        assert!(parse_lite_qos(LOCK_LOG).is_empty());
     }
 
     #[test]
     fn parses_qos_lines_only() {
-        let rows = parse_lite_qos(QOS_LOG);
+        let rows = qos_rows(QOS_LOG);
         // Not the line with a malformed median nor the one with a malformed round.
         assert_eq!(rows.len(), 5, "{rows:?}");
         assert_eq!(
             rows[1],
-            QosRow {
+            Qos {
                 round: 1,
                 phase: "loaded".into(),
                 qos: "off".into(),
@@ -1604,6 +1090,9 @@ LITE-FAILURE-VICTIM re";
                     p90: 6000.0
                 },
                 p99: 9000.0,
+                min: 900.0,
+                max: 12000.0,
+                stdev: 900.0,
                 loaders: 3,
                 load_size: 65536,
                 load_ops: 900,
@@ -1613,19 +1102,15 @@ LITE-FAILURE-VICTIM re";
         );
         assert_eq!((rows[2].qos.as_str(), rows[2].throttled), ("on", 140));
         assert_eq!((rows[4].round, rows[4].throttled), (2, 80));
-        // Not latency, throughput or lock lines.
-        assert!(parse_lite_bench(QOS_LOG).is_empty());
-        assert!(parse_lite_throughput(QOS_LOG).is_empty());
-        assert!(parse_lite_lock(QOS_LOG).is_empty());
     }
 
     #[test]
     fn parses_memory_region_lines_only() {
-        let rows = parse_lite_regions(&console(REGIONS_LOG));
+        let rows = region_rows(&console(REGIONS_LOG));
         assert_eq!(rows.len(), 5, "{rows:?}");
         assert_eq!(
             rows[3],
-            RegionRow {
+            Regions {
                 size: 4096,
                 lmrs: 1000,
                 local: 500,
@@ -1637,12 +1122,6 @@ LITE-FAILURE-VICTIM re";
         // Found after a timestamp; the 64 KiB row last.
         assert_eq!(rows[2].lmrs, 100);
         assert_eq!((rows[4].size, rows[4].lmrs), (65536, 100));
-        // Not latency or throughput lines, and those are not region lines.
-        assert!(parse_lite_bench(REGIONS_LOG).is_empty());
-        assert!(parse_lite_throughput(REGIONS_LOG).is_empty());
-        assert!(parse_lite_regions(CLIENT).is_empty());
-        assert!(parse_lite_regions(BW_CLIENT).is_empty());
-        assert!(parse_lite_regions(&console(REAL_RUN)).is_empty());
         let mut m = Measurements::default();
         m.add_log("node2", REGIONS_LOG);
         assert_eq!(m.regions.len(), 5);
@@ -1651,47 +1130,51 @@ LITE-FAILURE-VICTIM re";
 
     /// The memory region curve of both programs, one line broken.
     pub(crate) const REGION_CURVE_LOG: &str = "\
-LITE-VERBS op=region_write size=64 regions=1 wait=event iters=100 median_us=200.00 p10_us=180.00 p90_us=250.00 p99_us=400.00 min_us=150.00 max_us=500.00 stdev_us=20.00 cpu_us_per_op=90.00
-LITE-VERBS op=region_write size=64 regions=100000 wait=event iters=100 median_us=210.00 p10_us=190.00 p90_us=260.00 p99_us=420.00 min_us=150.00 max_us=500.00 stdev_us=20.00 cpu_us_per_op=90.00
-LITE-VERBS op=region_create size=4096 wait=event iters=20 median_us=60.00 p10_us=50.00 p90_us=70.00 p99_us=80.00 min_us=40.00 max_us=90.00 stdev_us=5.00 cpu_us_per_op=50.00
-LITE-BENCH op=region_write size=64 regions=1 iters=100 median_us=205.00 p10_us=185.00 p90_us=255.00 p99_us=410.00 min_us=150.00 max_us=500.00 stdev_us=20.00
-[   99.5] LITE-BENCH op=region_read size=64 regions=100000 iters=100 median_us=230.00 p10_us=200.00 p90_us=280.00 p99_us=450.00 min_us=150.00 max_us=500.00 stdev_us=20.00
-LITE-BENCH op=region_create size=1073741824 iters=3 median_us=900000.00 p10_us=1.00 p90_us=1.00 p99_us=1.00 min_us=1.00 max_us=1.00 stdev_us=1.00
-LITE-BENCH op=region_free size=4096 iters=20 median_us=oops p10_us=1 p90_us=1 p99_us=1
-LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+LITE-VERBS {\"latency\":{\"op\":\"region_write\",\"size\":64,\"regions\":1,\"wait\":\"event\",\"iters\":100,\"median\":200.00,\"p10\":180.00,\"p90\":250.00,\"p99\":400.00,\"min\":150.00,\"max\":500.00,\"stdev\":20.00,\"cpu_us_per_op\":90.00}}
+LITE-VERBS {\"latency\":{\"op\":\"region_write\",\"size\":64,\"regions\":100000,\"wait\":\"event\",\"iters\":100,\"median\":210.00,\"p10\":190.00,\"p90\":260.00,\"p99\":420.00,\"min\":150.00,\"max\":500.00,\"stdev\":20.00,\"cpu_us_per_op\":90.00}}
+LITE-VERBS {\"latency\":{\"op\":\"region_create\",\"size\":4096,\"wait\":\"event\",\"iters\":20,\"median\":60.00,\"p10\":50.00,\"p90\":70.00,\"p99\":80.00,\"min\":40.00,\"max\":90.00,\"stdev\":5.00,\"cpu_us_per_op\":50.00}}
+LITE-RECORD {\"latency\":{\"op\":\"region_write\",\"size\":64,\"regions\":1,\"iters\":100,\"median\":205.00,\"p10\":185.00,\"p90\":255.00,\"p99\":410.00,\"min\":150.00,\"max\":500.00,\"stdev\":20.00}}
+[   99.5] LITE-RECORD {\"latency\":{\"op\":\"region_read\",\"size\":64,\"regions\":100000,\"iters\":100,\"median\":230.00,\"p10\":200.00,\"p90\":280.00,\"p99\":450.00,\"min\":150.00,\"max\":500.00,\"stdev\":20.00}}
+LITE-RECORD {\"latency\":{\"op\":\"region_create\",\"size\":1073741824,\"iters\":3,\"median\":900000.00,\"p10\":1.00,\"p90\":1.00,\"p99\":1.00,\"min\":1.00,\"max\":1.00,\"stdev\":1.00}}
+LITE-RECORD {\"latency\":{\"op\":\"region_free\",\"size\":4096,\"iters\":20,\"median\":\"oops\",\"p10\":1,\"p90\":1,\"p99\":1}}
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":1100,\"p10\":1000,\"p90\":1300,\"min\":900,\"max\":5000,\"stdev\":100}}
 ";
 
     /// The process curve of both programs, one line broken.
     pub(crate) const PROCESS_CURVE_LOG: &str = "\
-LITE-VERBS op=proc_write size=64 processes=1 wait=event iters=200 elapsed_us=40000.00 slowest_us=40000.00 ops_per_s=5000.0 qps=1 mrs=3
-LITE-VERBS op=proc_write size=64 processes=4 wait=event iters=200 elapsed_us=80000.00 slowest_us=79000.00 ops_per_s=10000.0 qps=4 mrs=12
-LITE-VERBS op=proc_rpc size=64 processes=4 wait=event iters=200 elapsed_us=200000.00 slowest_us=199000.00 ops_per_s=4000.0 qps=4 mrs=12
-LITE-BENCH op=proc_write size=64 processes=1 iters=200 elapsed_us=50000.00 slowest_us=50000.00 ops_per_s=4000.0 qps=1 mrs=2
-[   12.5] LITE-BENCH op=proc_write size=64 processes=4 iters=200 elapsed_us=100000.00 slowest_us=99000.00 ops_per_s=8000.0 qps=1 mrs=2
-LITE-BENCH op=proc_rpc size=64 processes=4 iters=200 elapsed_us=oops slowest_us=1 ops_per_s=nan? qps=1 mrs=2
-LITE-BENCH op=write size=64 iters=1000 median_us=1100 p10_us=1000 p90_us=1300 min_us=900 max_us=5000 stdev_us=100
+LITE-VERBS {\"process\":{\"workload\":\"write\",\"size\":64,\"processes\":1,\"wait\":\"event\",\"iters\":200,\"elapsed_us\":40000.00,\"slowest_us\":40000.00,\"ops_per_s\":5000.0,\"qps\":1,\"mrs\":3}}
+LITE-VERBS {\"process\":{\"workload\":\"write\",\"size\":64,\"processes\":4,\"wait\":\"event\",\"iters\":200,\"elapsed_us\":80000.00,\"slowest_us\":79000.00,\"ops_per_s\":10000.0,\"qps\":4,\"mrs\":12}}
+LITE-VERBS {\"process\":{\"workload\":\"rpc\",\"size\":64,\"processes\":4,\"wait\":\"event\",\"iters\":200,\"elapsed_us\":200000.00,\"slowest_us\":199000.00,\"ops_per_s\":4000.0,\"qps\":4,\"mrs\":12}}
+LITE-RECORD {\"process\":{\"workload\":\"write\",\"size\":64,\"processes\":1,\"iters\":200,\"elapsed_us\":50000.00,\"slowest_us\":50000.00,\"ops_per_s\":4000.0,\"qps\":1,\"mrs\":2}}
+[   12.5] LITE-RECORD {\"process\":{\"workload\":\"write\",\"size\":64,\"processes\":4,\"iters\":200,\"elapsed_us\":100000.00,\"slowest_us\":99000.00,\"ops_per_s\":8000.0,\"qps\":1,\"mrs\":2}}
+LITE-RECORD {\"process\":{\"workload\":\"rpc\",\"size\":64,\"processes\":4,\"iters\":200,\"elapsed_us\":\"oops\",\"slowest_us\":1,\"ops_per_s\":null,\"qps\":1,\"mrs\":2}}
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":1100,\"p10\":1000,\"p90\":1300,\"min\":900,\"max\":5000,\"stdev\":100}}
 ";
 
     /// The cluster-size curve of a 4-node step, one line broken.
     pub(crate) const CLUSTER_SCALE_LOG: &str = "\
-LITE-SCALE nodes=4 node=1 join_us=250000 barriers=50 barrier_median_us=9000.00 barrier_p90_us=12000.00 rpc_peers=3 rpc_calls=600 rpc_elapsed_us=1000000.00 rpc_calls_per_s=600.0
-[   30.1] LITE-SCALE nodes=4 node=2 join_us=- barriers=50 barrier_median_us=8000.00 barrier_p90_us=11000.00 rpc_peers=3 rpc_calls=600 rpc_elapsed_us=1200000.00 rpc_calls_per_s=500.0
-LITE-SCALE nodes=4 node=3 join_us=410000 barriers=50 barrier_median_us=8500.00 barrier_p90_us=13000.00 rpc_peers=3 rpc_calls=600 rpc_elapsed_us=1000000.00 rpc_calls_per_s=600.0
-LITE-SCALE nodes=4 node=4 join_us=oops barriers=50 barrier_median_us=1 barrier_p90_us=1 rpc_calls_per_s=1
+LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":1,\"join_us\":250000,\"barriers\":50,\"barrier_median\":9000.00,\"barrier_p90\":12000.00,\"rpc_peers\":3,\"rpc_calls\":600,\"rpc_elapsed_us\":1000000.00,\"rpc_calls_per_s\":600.0}}
+[   30.1] LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":2,\"join_us\":null,\"barriers\":50,\"barrier_median\":8000.00,\"barrier_p90\":11000.00,\"rpc_peers\":3,\"rpc_calls\":600,\"rpc_elapsed_us\":1200000.00,\"rpc_calls_per_s\":500.0}}
+LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":3,\"join_us\":410000,\"barriers\":50,\"barrier_median\":8500.00,\"barrier_p90\":13000.00,\"rpc_peers\":3,\"rpc_calls\":600,\"rpc_elapsed_us\":1000000.00,\"rpc_calls_per_s\":600.0}}
+LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\":50,\"barrier_median\":1,\"barrier_p90\":1,\"rpc_calls_per_s\":1}}
 ";
 
     #[test]
     fn parses_the_cluster_size_curve() {
-        let points = parse_cluster_scale(CLUSTER_SCALE_LOG);
+        let points = scale_points(CLUSTER_SCALE_LOG);
         assert_eq!(points.len(), 3, "{points:?}");
         assert_eq!(
             points[1],
-            ScalePoint {
+            Scale {
                 nodes: 4,
                 node: 2,
                 join_us: None,
+                barriers: 50,
                 barrier_median: 8000.0,
                 barrier_p90: 11000.0,
+                rpc_peers: 3,
+                rpc_calls: 600,
+                rpc_elapsed_us: 1_200_000.0,
                 rpc_calls_per_s: 500.0,
             }
         );
@@ -1700,34 +1183,30 @@ LITE-SCALE nodes=4 node=4 join_us=oops barriers=50 barrier_median_us=1 barrier_p
         m.add_log("cluster4/node1", CLUSTER_SCALE_LOG);
         assert_eq!(m.cluster_scale.len(), 3);
         assert!(!m.is_empty());
-        assert!(parse_cluster_scale(PROCESS_CURVE_LOG).is_empty());
     }
 
     #[test]
     fn parses_the_process_curve_apart_from_the_other_series() {
-        let points = parse_process_curve(PROCESS_CURVE_LOG);
-        assert_eq!(points.len(), 5, "{points:?}");
+        let mut m = measured(PROCESS_CURVE_LOG);
+        assert_eq!(m.process_curve.len(), 5, "{:?}", m.process_curve);
         assert_eq!(
-            points[1],
-            ProcessPoint {
-                side: Side::Lite,
+            m.process_curve[&(Side::Lite, "write".into(), 4)],
+            [Process {
                 workload: "write".into(),
+                size: 64,
                 processes: 4,
                 iters: 200,
+                elapsed_us: 100_000.0,
+                slowest_us: 99_000.0,
                 ops_per_s: 8000.0,
                 qps: 1,
                 mrs: 2,
-            }
+            }]
         );
-        assert_eq!(points[4].side, Side::Native);
-        assert_eq!((points[4].workload.as_str(), points[4].mrs), ("rpc", 12));
-        // Not latency lines, and those are not process curve lines.
-        assert_eq!(parse_lite_bench(PROCESS_CURVE_LOG).len(), 1);
-        assert!(parse_verbs_baseline(PROCESS_CURVE_LOG).is_empty());
-        assert!(parse_process_curve(REGION_CURVE_LOG).is_empty());
-        let mut m = Measurements::default();
-        m.add_log("processes/node2", PROCESS_CURVE_LOG);
-        assert_eq!(m.process_curve.len(), 5);
+        assert_eq!(m.process_curve[&(Side::Native, "rpc".into(), 4)][0].mrs, 12);
+        // Not latency series, and those are not process curve steps.
+        assert_eq!(m.lite.len(), 1);
+        assert!(measured(REGION_CURVE_LOG).process_curve.is_empty());
         // A second round adds to the same steps.
         m.add_log("processes/node2", PROCESS_CURVE_LOG);
         assert_eq!(m.process_curve.len(), 5);
@@ -1737,11 +1216,12 @@ LITE-SCALE nodes=4 node=4 join_us=oops barriers=50 barrier_median_us=1 barrier_p
 
     #[test]
     fn parses_the_memory_region_curve_apart_from_the_latency_series() {
-        let points = parse_region_curve(REGION_CURVE_LOG);
+        let m = measured(REGION_CURVE_LOG);
+        let points: Vec<&RegionPoint> = m.region_curve.values().collect();
         assert_eq!(points.len(), 6);
-        // LITE's lines first, then the baseline's.
+        // LITE's points first, then the baseline's, each by op and size.
         assert_eq!(
-            points[0],
+            *points[2],
             RegionPoint {
                 side: Side::Lite,
                 op: "region_write".into(),
@@ -1757,18 +1237,15 @@ LITE-SCALE nodes=4 node=4 join_us=oops barriers=50 barrier_median_us=1 barrier_p
             (points[1].op.as_str(), points[1].regions),
             ("region_read", 100_000)
         );
-        assert_eq!((points[2].size, points[2].regions), (1 << 30, 0));
-        assert_eq!((points[4].side, points[4].regions), (Side::Native, 100_000));
-        assert_eq!((points[5].side, points[5].regions), (Side::Native, 0));
+        assert_eq!((points[0].size, points[0].regions), (1 << 30, 0));
+        assert_eq!((points[4].side, points[4].regions), (Side::Native, 1));
+        assert_eq!((points[5].side, points[5].regions), (Side::Native, 100_000));
+        assert_eq!((points[3].side, points[3].regions), (Side::Native, 0));
         // The plain write stays a latency series; the curve's lines do not.
-        let lite = parse_lite_bench(REGION_CURVE_LOG);
-        assert_eq!(lite.len(), 1);
-        assert_eq!(lite[0].op, "write");
-        assert!(parse_verbs_baseline(REGION_CURVE_LOG).is_empty());
-        let mut m = Measurements::default();
-        m.add_log("regions/node2", REGION_CURVE_LOG);
-        assert_eq!(m.region_curve.len(), 6);
-        assert_eq!(m.lite.len(), 1);
+        assert_eq!(
+            m.lite.keys().collect::<Vec<_>>(),
+            [&("write".to_string(), 64)]
+        );
     }
 
     #[test]
@@ -1828,9 +1305,6 @@ LITE-SCALE nodes=4 node=4 join_us=oops barriers=50 barrier_median_us=1 barrier_p
         // the cycles are no leave times.
         assert!(node.leaves.is_empty() && node.rejoins.is_empty());
         assert!(!node.is_empty());
-        // The other parsers leave the failure program's lines alone.
-        assert!(parse_lite_bench(FAILURE_LEAVER).is_empty());
-        assert!(parse_lite_lock(FAILURE_LEAVER).is_empty());
     }
 
     #[test]
@@ -1918,34 +1392,11 @@ not ok 3 - leave/rejoin cycle x: leave(0)\n[   61.5] # stall lock 3001 ms\n# rej
         assert_eq!(fields.integer::<u64>("size"), Some(65));
         assert_eq!(fields.text("a"), Some("b=c"));
         // Words without `=` are not keys; an empty value is still there.
-        assert!(!fields.has("stray"));
-        assert!(fields.has("empty"));
-        assert_eq!(fields.number("empty"), None);
+        assert_eq!(fields.text("stray"), None);
+        assert_eq!(fields.text("empty"), Some(""));
+        assert_eq!(fields.integer::<u64>("empty"), None);
         assert_eq!(fields.text("missing"), None);
-        assert_eq!(fields.number("missing"), None);
         assert_eq!(Fields::parse("  \t "), Fields::default());
-    }
-
-    #[test]
-    fn fields_read_spreads_and_number_lists() {
-        let fields = Fields::parse(
-            "acquire_median_us=3.5 acquire_p10_us=1.5 acquire_p90_us=5.50 \
-             median_us=10 p10_us=9 p90_us=inf samples=1.00,2.5,3 broken=1.0,x",
-        );
-        assert_eq!(
-            fields.spread("acquire_"),
-            Some(Spread {
-                median: 3.5,
-                p10: 1.5,
-                p90: 5.5
-            })
-        );
-        // One value that is not finite spoils the whole spread or list.
-        assert_eq!(fields.spread(""), None);
-        assert_eq!(fields.spread("pair_"), None);
-        assert_eq!(fields.numbers("samples"), Some(vec![1.0, 2.5, 3.0]));
-        assert_eq!(fields.numbers("broken"), None);
-        assert_eq!(fields.numbers("missing"), None);
     }
 
     #[test]
@@ -1968,20 +1419,31 @@ not ok 3 - leave/rejoin cycle x: leave(0)\n[   61.5] # stall lock 3001 ms\n# rej
     }
 
     #[test]
-    fn tags_are_found_anywhere_on_a_line() {
-        assert_eq!(
-            after_tag("[   42.000000] LITE-LOCK a=1", LITE_LOCK),
-            Some("a=1")
+    fn records_are_found_anywhere_on_a_line_and_tell_their_program() {
+        let cpu = |ticks| {
+            format!(
+                "{{\"cpu\":{{\"side\":\"client\",\"program\":\"lite\",\"busy_ticks\":{ticks}}}}}"
+            )
+        };
+        let log = format!(
+            "LITE-RECORD {}\r\nother {}\r\n[ 1.0] LITE-VERBS {}\nLITE-VERBS-TURN\nLITE-VERBS: ok\n\
+             LITE-BENCH: ok\n[ 2.0] LITE-RECORD {}\n",
+            cpu(1),
+            cpu(2),
+            cpu(3),
+            cpu(4)
         );
-        assert_eq!(after_tag("LITE-QOS a=1", LITE_QOS), Some("a=1"));
-        // A longer tag that starts the same is another tag.
-        assert_eq!(after_tag("LITE-LOCK-SAMPLES a=1", LITE_LOCK), None);
-        assert_eq!(after_tag("LITE-LOCK", LITE_LOCK), None);
-        let log = "LITE-BENCH op=a\r\nother op=b\r\n[ 1.0] LITE-BENCH op=c\n";
-        let ops: Vec<_> = tagged_lines(log, LITE_BENCH)
-            .map(|fields| fields.text("op"))
+        let found: Vec<(Side, u64)> = records(&log)
+            .map(|(side, record)| match record {
+                Record::Cpu(cpu) => (side, cpu.busy_ticks),
+                other => panic!("{other:?}"),
+            })
             .collect();
-        assert_eq!(ops, [Some("a"), Some("c")]);
+        assert_eq!(found, [(Side::Lite, 1), (Side::Lite, 4), (Side::Native, 3)]);
+        assert_eq!(
+            after_tag("[ 1.5] LITE-PERFTEST-END rc=0", PERFTEST_END),
+            Some("rc=0")
+        );
     }
 
     #[test]
@@ -2041,7 +1503,8 @@ LITE-PERFTEST-BEGIN test=ib_read_lat size=8 side=client
     }
 
     /// Lines of one real benchmark run, each kind once, as the client node's
-    /// console logged them (perftest's banners shortened); see [`console`].
+    /// console logged them (perftest's banners shortened, the records in
+    /// today's form); see [`console`].
     const REAL_RUN: &str = "\
 LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client
 Couldn't connect to 10.77.0.1:18515
@@ -2066,14 +1529,14 @@ LITE-PERFTEST-BEGIN test=ib_read_bw size=65536 depth=32 iters=256 side=client
  65536      256              25.10              25.10  \t\t   0.000402
 ---------------------------------------------------------------------------------------
 LITE-PERFTEST-END test=ib_read_bw size=65536 depth=32 side=client rc=0
-LITE-BENCH op=write size=64 iters=1000 median_us=413.34 p10_us=348.19 p90_us=531.65 min_us=286.22 max_us=3027.17 stdev_us=144.24
-LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=3.80 mibps_median=4.79 mibps_p10=2.31 mibps_p90=6.53 mibps_min=1.10 mibps_max=8.30
-LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=9.47 mibps_median=9.25 mibps_p10=8.25 mibps_p90=11.62 mibps_min=8.01 mibps_max=11.87
-LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=1877.23 median_us=2033.70 p10_us=1406.15 p90_us=2882.82
-LITE-LOCK contenders=4 node=2 home=1 iters=300 acquire_median_us=5232.80 acquire_p10_us=4459.69 acquire_p90_us=7599.39 pair_median_us=6735.23 pair_p10_us=5612.79 pair_p90_us=9322.74 busy_us=2143023.92 pairs_per_s=139.99
-LITE-LOCK-SAMPLES contenders=4 node=2 acquire_us=9380.87,6082.65,5347.74,7403.92
-LITE-QOS phase=loaded qos=off size=64 iters=1000 median_us=7732.70 p10_us=4661.10 p90_us=14400.73 p99_us=17725.81 min_us=2408.76 max_us=21504.99 stdev_us=3539.87 loaders=3 load_size=65536 load_ops=2662 load_mibps=18.79 throttled=0
-LITE-QOS-LOAD phase=loaded qos=off loader=1 ops=882 bytes=57802752 elapsed_us=8857072.20 mibps=6.22
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":413.34,\"p10\":348.19,\"p90\":531.65,\"min\":286.22,\"max\":3027.17,\"stdev\":144.24}}
+LITE-RECORD {\"throughput\":{\"op\":\"memset\",\"size\":4096,\"iters\":1000,\"average\":3.80,\"median\":4.79,\"p10\":2.31,\"p90\":6.53,\"min\":1.10,\"max\":8.30}}
+LITE-RECORD {\"throughput\":{\"op\":\"write_async\",\"size\":4096,\"depth\":8,\"iters\":1000,\"average\":9.47,\"median\":9.25,\"p10\":8.25,\"p90\":11.62,\"min\":8.01,\"max\":11.87}}
+LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":4,\"depth\":1,\"calls\":2000,\"calls_per_s\":1877.23,\"latency\":{\"median\":2033.70,\"p10\":1406.15,\"p90\":2882.82}}}
+LITE-RECORD {\"lock\":{\"contenders\":4,\"node\":2,\"home\":1,\"iters\":300,\"acquire\":{\"median\":5232.80,\"p10\":4459.69,\"p90\":7599.39},\"pair\":{\"median\":6735.23,\"p10\":5612.79,\"p90\":9322.74},\"busy_us\":2143023.92,\"pairs_per_s\":139.99}}
+LITE-RECORD {\"lock_samples\":{\"contenders\":4,\"node\":2,\"acquire_us\":[9380.87,6082.65,5347.74,7403.92]}}
+LITE-RECORD {\"qos\":{\"round\":1,\"phase\":\"loaded\",\"qos\":\"off\",\"size\":64,\"iters\":1000,\"latency\":{\"median\":7732.70,\"p10\":4661.10,\"p90\":14400.73},\"p99\":17725.81,\"min\":2408.76,\"max\":21504.99,\"stdev\":3539.87,\"loaders\":3,\"load_size\":65536,\"load_ops\":2662,\"load_mibps\":18.79,\"throttled\":0}}
+LITE-RECORD {\"qos_load\":{\"phase\":\"loaded\",\"qos\":\"off\",\"loader\":1,\"ops\":882,\"bytes\":57802752,\"elapsed_us\":8857072.20,\"mibps\":6.22}}
 LITE-GUEST-EXIT rc=0
 ";
 
@@ -2133,124 +1596,6 @@ LITE-GUEST-EXIT rc=0
     }
 
     #[test]
-    fn parses_a_real_lite_bench_latency_line() {
-        assert_eq!(
-            parse_lite_bench(&console(REAL_RUN)),
-            [Lite {
-                op: "write".into(),
-                size: 64,
-                iters: 1000,
-                median: 413.34,
-                p10: 348.19,
-                p90: 531.65,
-                min: 286.22,
-                max: 3027.17,
-                stdev: 144.24,
-            }]
-        );
-    }
-
-    #[test]
-    fn parses_real_lite_bench_throughput_lines() {
-        assert_eq!(
-            parse_lite_throughput(&console(REAL_RUN)),
-            [
-                LiteBw {
-                    op: "memset".into(),
-                    size: 4096,
-                    depth: None,
-                    iters: 1000,
-                    average: 3.80,
-                    median: 4.79,
-                    p10: 2.31,
-                    p90: 6.53,
-                },
-                LiteBw {
-                    op: "write_async".into(),
-                    size: 4096,
-                    depth: Some(8),
-                    iters: 1000,
-                    average: 9.47,
-                    median: 9.25,
-                    p10: 8.25,
-                    p90: 11.62,
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn parses_a_real_rpc_throughput_line() {
-        assert_eq!(
-            parse_lite_rpc_throughput(&console(REAL_RUN)),
-            [LiteRpcBw {
-                size: 64,
-                threads: 4,
-                calls: 2000,
-                calls_per_s: 1877.23,
-                median: 2033.70,
-                p10: 1406.15,
-                p90: 2882.82,
-            }]
-        );
-    }
-
-    #[test]
-    fn parses_a_real_lock_line_and_its_samples() {
-        let log = console(REAL_RUN);
-        assert_eq!(
-            parse_lite_lock(&log),
-            [LockRow {
-                contenders: 4,
-                node: 2,
-                home: 1,
-                iters: 300,
-                acquire: Spread {
-                    median: 5232.80,
-                    p10: 4459.69,
-                    p90: 7599.39,
-                },
-                pair: Spread {
-                    median: 6735.23,
-                    p10: 5612.79,
-                    p90: 9322.74,
-                },
-                busy_us: 2_143_023.92,
-                pairs_per_s: 139.99,
-            }]
-        );
-        assert_eq!(
-            parse_lock_samples(&log),
-            BTreeMap::from([((4, 2), vec![9380.87, 6082.65, 5347.74, 7403.92])])
-        );
-    }
-
-    #[test]
-    fn parses_a_real_qos_line_and_not_its_load_line() {
-        assert_eq!(
-            parse_lite_qos(&console(REAL_RUN)),
-            [QosRow {
-                round: 1,
-                phase: "loaded".into(),
-                qos: "off".into(),
-                size: 64,
-                iters: 1000,
-                latency: Spread {
-                    median: 7732.70,
-                    p10: 4661.10,
-                    p90: 14400.73,
-                },
-                p99: 17725.81,
-                loaders: 3,
-                load_size: 65536,
-                load_ops: 2662,
-                load_mibps: 18.79,
-                throttled: 0,
-            }]
-        );
-    }
-
-    #[test]
     fn a_real_run_is_measured_without_problems() {
         let mut m = Measurements::default();
         m.add_logs(
@@ -2262,12 +1607,17 @@ LITE-GUEST-EXIT rc=0
         );
         assert_eq!(m.native.len(), 2);
         assert_eq!(m.native_bw.len(), 1);
-        assert_eq!(m.lite.len(), 1);
-        assert_eq!(m.lite_bw.len(), 2);
-        assert_eq!(m.lite_rpc_bw.len(), 1);
-        assert_eq!(m.locks.len(), 1);
-        assert_eq!(m.lock_samples[&(4, 2)].len(), 4);
-        assert_eq!(m.qos.len(), 1);
+        assert_eq!(m.lite[&("write".into(), 64)].median, 413.34);
+        let depths: Vec<_> = m.lite_bw.values().map(|t| (t.depth, t.min)).collect();
+        assert_eq!(depths, [(None, 1.10), (Some(8), 8.01)]);
+        assert_eq!(m.lite_rpc_bw[&(64, 4)].latency.p90, 2882.82);
+        assert_eq!(m.locks[&(4, 2, 1)].pair.median, 6735.23);
+        assert_eq!(
+            m.lock_samples[&(4, 2)],
+            [9380.87, 6082.65, 5347.74, 7403.92]
+        );
+        // The load process's share is no phase.
+        assert_eq!(m.qos_rows()[0].p99, 17725.81);
         assert!(m.problems.is_empty(), "{:?}", m.problems);
     }
 }

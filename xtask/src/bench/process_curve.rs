@@ -9,7 +9,7 @@
 //! step, over seconds, and reported as the median over the rounds.
 
 use super::charts::{by_size, LineChart};
-use super::parse::{Measurements, ProcessPoint, Side};
+use super::parse::{Measurements, Process, Side};
 use super::report::{left, right, say_indented, table_row};
 use super::rounds::Range;
 use crate::ui;
@@ -27,12 +27,7 @@ const MANY_PROCESSES: u64 = 8;
 const WORKLOADS: [(&str, &str); 2] = [("write", "write"), ("rpc", "RPC")];
 
 /// The rounds of `side`'s `workload` with `processes` processes, in order.
-fn rounds<'a>(
-    m: &'a Measurements,
-    side: Side,
-    workload: &str,
-    processes: u64,
-) -> &'a [ProcessPoint] {
+fn rounds<'a>(m: &'a Measurements, side: Side, workload: &str, processes: u64) -> &'a [Process] {
     m.process_curve
         .get(&(side, workload.to_string(), processes))
         .map_or(&[], Vec::as_slice)
@@ -283,8 +278,8 @@ mod tests {
         );
         let step = |side: &str, op: &str, processes: u64, ops: f64, qps: u64| {
             format!(
-                "{side} op=proc_{op} size=64 processes={processes} iters=20 elapsed_us=1 \
-                 slowest_us=1 ops_per_s={ops} qps={qps} mrs=1\n"
+                "{side} {{\"process\":{{\"workload\":\"{op}\",\"size\":64,\"processes\":{processes},\
+                 \"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":{ops},\"qps\":{qps},\"mrs\":1}}}}\n"
             )
         };
         let mut log = String::new();
@@ -292,7 +287,7 @@ mod tests {
             // Native 1.00, 1.20 and 1.30 times LITE's throughput at 8, 16
             // and 32 processes: the median 1.20 is beyond the target.
             for (processes, native) in [(1, 5000.0), (8, 1000.0), (16, 1200.0), (32, 1300.0)] {
-                log += &step("LITE-BENCH", op, processes, 1000.0, 1);
+                log += &step("LITE-RECORD", op, processes, 1000.0, 1);
                 log += &step("LITE-VERBS", op, processes, native, processes);
             }
         }
@@ -305,8 +300,8 @@ mod tests {
             "{not_met}"
         );
         let met = verdict(&curve(&log.replace(
-            "processes=16 iters=20 elapsed_us=1 slowest_us=1 ops_per_s=1200",
-            "processes=16 iters=20 elapsed_us=1 slowest_us=1 ops_per_s=1050",
+            "\"processes\":16,\"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":1200,",
+            "\"processes\":16,\"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":1050,",
         )))
         .expect("a verdict");
         assert!(
@@ -321,8 +316,8 @@ mod tests {
     fn each_step_takes_the_median_of_its_per_round_ratios() {
         let step = |side: &str, ops: f64| {
             format!(
-                "{side} op=proc_write size=64 processes=8 iters=20 elapsed_us=1 slowest_us=1 \
-                 ops_per_s={ops} qps=1 mrs=1\n"
+                "{side} {{\"process\":{{\"workload\":\"write\",\"size\":64,\"processes\":8,\
+                 \"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":{ops},\"qps\":1,\"mrs\":1}}}}\n"
             )
         };
         // Rounds: native/LITE 2.0, 1.0, 0.5 (the drift moves both sides).
@@ -330,7 +325,7 @@ mod tests {
         for (lite, native) in [(1000.0, 2000.0), (3000.0, 3000.0), (2000.0, 1000.0)] {
             m.add_log(
                 "processes/node2",
-                &(step("LITE-VERBS", native) + &step("LITE-BENCH", lite)),
+                &(step("LITE-VERBS", native) + &step("LITE-RECORD", lite)),
             );
         }
         assert_eq!(step_ratio(&m, "write", 8), Some((1.0, 0.5, 2.0)));
@@ -341,7 +336,7 @@ mod tests {
             .collect();
         assert_eq!(rows[2], "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1");
         // A round one side did not report leaves the step without a ratio.
-        m.add_log("processes/node2", &step("LITE-BENCH", 1000.0));
+        m.add_log("processes/node2", &step("LITE-RECORD", 1000.0));
         assert_eq!(step_ratio(&m, "write", 8), None);
     }
 

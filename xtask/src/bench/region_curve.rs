@@ -342,8 +342,8 @@ mod tests {
         );
         let step = |side: &str, op: &str, regions: u64, median: f64| {
             format!(
-                "{side} op={op} size=64 regions={regions} iters=9 median_us={median} p10_us=1 \
-                 p90_us=1 p99_us=1 min_us=1 max_us=1 stdev_us=1\n"
+                "{side} {{\"latency\":{{\"op\":\"{op}\",\"size\":64,\"regions\":{regions},\"iters\":9,\
+                 \"median\":{median},\"p10\":1,\"p90\":1,\"p99\":1,\"min\":1,\"max\":1,\"stdev\":1}}}}\n"
             )
         };
         let mut log = String::new();
@@ -353,10 +353,10 @@ mod tests {
             log += &step("LITE-VERBS", &first, 1, 100.0);
             log += &step("LITE-VERBS", op, 1000, 120.0);
             log += &step("LITE-VERBS", &first, 1000, 100.0);
-            log += &step("LITE-BENCH", op, 1, 200.0);
-            log += &step("LITE-BENCH", &first, 1, 210.0);
-            log += &step("LITE-BENCH", op, 1000, 250.0);
-            log += &step("LITE-BENCH", &first, 1000, 200.0);
+            log += &step("LITE-RECORD", op, 1, 200.0);
+            log += &step("LITE-RECORD", &first, 1, 210.0);
+            log += &step("LITE-RECORD", op, 1000, 250.0);
+            log += &step("LITE-RECORD", &first, 1000, 200.0);
         }
         // LITE x1.25 against native x1.20 at 1000: within 10% of native's.
         let m = curve(&log);
@@ -374,8 +374,8 @@ mod tests {
         let wanted = "write 1000 64 250.0 120.0 1.0 1.0 2.08 x1.25 x1.20".to_string();
         assert!(rows.contains(&wanted), "{rows:#?}");
         let slower = log.replace(
-            "regions=1000 iters=9 median_us=250",
-            "regions=1000 iters=9 median_us=300",
+            "\"regions\":1000,\"iters\":9,\"median\":250,",
+            "\"regions\":1000,\"iters\":9,\"median\":300,",
         );
         let not_met = verdict(&curve(&slower)).expect("a verdict");
         assert!(not_met.contains("NOT met"), "{not_met}");

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::parse::{
-    FailureNode, Lite, LiteBw, LiteRpcAsync, LiteRpcBw, LockRow, Measurements, Native, NativeBw,
-    RegionRow, Spread,
+    FailureNode, Latency, Lock, Measurements, Native, NativeBw, Regions, RpcLoad, Spread,
+    Throughput,
 };
 use super::{isolation, rounds};
 use super::{
@@ -59,9 +59,9 @@ pub(super) fn say_indented(lines: impl IntoIterator<Item = String>) {
 /// throughput, RPC and isolation, each with its verdict where it has one.
 pub fn say_comparison(iters: u32, m: &Measurements) {
     let native = &m.native;
-    let lite: Vec<Lite> = m.lite.values().cloned().collect();
-    let lite_bw: Vec<LiteBw> = m.lite_bw.values().cloned().collect();
-    let lite_rpc_bw: Vec<LiteRpcBw> = m.lite_rpc_bw.values().cloned().collect();
+    let lite: Vec<Latency> = m.lite.values().cloned().collect();
+    let lite_bw: Vec<Throughput> = m.lite_bw.values().cloned().collect();
+    let lite_rpc_bw: Vec<RpcLoad> = m.lite_rpc_bw.values().cloned().collect();
     let qos = m.qos_rows();
 
     ui::say(&format!(
@@ -80,7 +80,7 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     ui::say("==> RPC (times in microseconds)");
     say_indented(rpc_table(native, &lite));
     say_indented(rpc_throughput_table(&lite_rpc_bw));
-    let lite_rpc_async: Vec<LiteRpcAsync> = m.lite_rpc_async.values().cloned().collect();
+    let lite_rpc_async: Vec<RpcLoad> = m.lite_rpc_async.values().cloned().collect();
     ui::say(&format!(
         "==> asynchronous RPC from one thread ({RPC_ASYNC_SIZE} B calls, times in microseconds)"
     ));
@@ -88,7 +88,7 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
     say_indented(isolation::table(&qos));
     say_indented([isolation::verdict(&qos)]);
-    let regions: Vec<RegionRow> = m.regions.values().cloned().collect();
+    let regions: Vec<Regions> = m.regions.values().cloned().collect();
     ui::say("==> memory regions as LMRs grow (the measuring node's resources file)");
     say_indented(regions_table(&regions));
     say_indented([regions_verdict(&regions)]);
@@ -120,7 +120,7 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
         lines.push(isolation::verdict(&qos));
     }
     if !m.regions.is_empty() {
-        let regions: Vec<RegionRow> = m.regions.values().cloned().collect();
+        let regions: Vec<Regions> = m.regions.values().cloned().collect();
         lines.push(regions_verdict(&regions));
     }
     if !m.failure.is_empty() {
@@ -133,7 +133,7 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
 /// Prints the lock table: `iters` uncontended pairs and `lock_iters` per
 /// contending node of the contention phases.
 pub fn say_locks(iters: u32, lock_iters: u32, m: &Measurements) {
-    let locks: Vec<LockRow> = m.locks.values().cloned().collect();
+    let locks: Vec<Lock> = m.locks.values().cloned().collect();
     ui::say(&format!(
         "==> locks (lock/unlock pairs: {iters} uncontended, {lock_iters} per node with 2 and \
          {LOCK_CONTENDERS} nodes contending for a lock kept by one more node, in \
@@ -186,7 +186,7 @@ pub(super) fn spread_of(samples: &[f64]) -> Option<Spread> {
 }
 
 /// The comparison table, one string per line.
-pub fn table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+pub fn table(native: &[Native], lite: &[Latency]) -> Vec<String> {
     // RPC and atomics have tables of their own.
     let mut keys: Vec<(String, u64)> = native
         .iter()
@@ -250,7 +250,7 @@ fn native_counterpart(op: &str, depth: Option<u32>) -> Option<(&'static str, u32
 /// The throughput comparison table, one string per line: a row for every
 /// planned series ([`BW_SIZES`], [`ASYNC_SIZES`] × [`DEPTHS`]) and for any
 /// other series LITE reported, `-` where a measurement is missing.
-pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
+pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
     let mut keys: Vec<(String, u64, Option<u32>)> = Vec::new();
     for op in ["memset", "memcpy"] {
         keys.extend(BW_SIZES.iter().map(|&size| (op.to_string(), size, None)));
@@ -326,7 +326,7 @@ pub fn bw_table(native: &[NativeBw], lite: &[LiteBw]) -> Vec<String> {
 /// The RPC round trip table, one string per line: for every size either
 /// side measured, `ib_send_lat`'s t_typical (half a round trip), twice
 /// that, LITE's RPC median and spread, and LITE / (2 x native).
-pub fn rpc_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
     let mut sizes: Vec<u64> = native
         .iter()
         .filter(|n| n.op == RPC_NATIVE_OP)
@@ -378,7 +378,7 @@ pub fn rpc_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
 }
 
 /// The RPC throughput table, one string per line, by size and threads.
-pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
+pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
     let row = |cells: [&str; 6]| {
         table_row(
             &[
@@ -408,8 +408,8 @@ pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
             &r.threads.to_string(),
             &r.calls.to_string(),
             &format!("{:.2}", r.calls_per_s),
-            &format!("{:.2}", r.median),
-            &range_cell(Some((r.p10, r.p90))),
+            &format!("{:.2}", r.latency.median),
+            &range_cell(Some((r.latency.p10, r.latency.p90))),
         ]));
     }
     lines
@@ -421,7 +421,7 @@ pub fn rpc_throughput_table(rows: &[LiteRpcBw]) -> Vec<String> {
 /// `ib_send_bw`'s one-way messages per second at the same `-t`. A call is
 /// two messages (request and reply) and a server's work, so the ratio is
 /// a lower bound of what LITE adds.
-pub fn rpc_async_table(native: &[NativeBw], rows: &[LiteRpcAsync]) -> Vec<String> {
+pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
     let row = |cells: [&str; 7]| {
         table_row(
             &[
@@ -473,8 +473,8 @@ pub fn rpc_async_table(native: &[NativeBw], rows: &[LiteRpcAsync]) -> Vec<String
             &cell(lite.map(|l| l.calls_per_s)),
             &cell(native_rate),
             &ratio.map_or("-".to_string(), |r| format!("{r:.4}")),
-            &cell(lite.map(|l| l.median)),
-            &range_cell(lite.map(|l| (l.p10, l.p90))),
+            &cell(lite.map(|l| l.latency.median)),
+            &range_cell(lite.map(|l| (l.latency.p10, l.latency.p90))),
         ]));
     }
     lines
@@ -564,7 +564,7 @@ pub(super) fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
 /// The atomics table, one string per line: for each of [`ATOMICS`],
 /// `ib_atomic_lat`'s t_typical and stdev next to LITE's median and spread,
 /// and the LITE/native ratio.
-pub fn atomic_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
+pub fn atomic_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
     let row = |cells: [&str; 8]| {
         table_row(
             &[
@@ -615,15 +615,15 @@ pub fn atomic_table(native: &[Native], lite: &[Lite]) -> Vec<String> {
     lines
 }
 
-/// The lock table, one string per line: a row per `LITE-LOCK` line
+/// The lock table, one string per line: a row per lock record
 /// (uncontended first), and for every contended series an `all` row with
 /// the pairs of every round (`rounds`, the throughput of each by number of
 /// contending nodes; one round without), the median and spread of every
-/// node's acquire times together (from the `LITE-LOCK-SAMPLES` lines) and
+/// node's acquire times together (from the `lock_samples` records) and
 /// the pairs per second of all nodes together: every pair over the longest
 /// time a node took, the median of the rounds.
 pub fn lock_table(
-    rows: &[LockRow],
+    rows: &[Lock],
     samples: &BTreeMap<(u32, u32), Vec<f64>>,
     rounds: &BTreeMap<u32, Vec<f64>>,
 ) -> Vec<String> {
@@ -659,7 +659,7 @@ pub fn lock_table(
         ]),
     ];
     if rows.is_empty() {
-        lines.push("(no LITE-LOCK lines in the guest logs)".to_string());
+        lines.push("(no lock records in the guest logs)".to_string());
         return lines;
     }
     let mut rows = rows.to_vec();
@@ -668,7 +668,7 @@ pub fn lock_table(
     groups.dedup();
     let mut notes = Vec::new();
     for contenders in groups {
-        let group: Vec<&LockRow> = rows.iter().filter(|r| r.contenders == contenders).collect();
+        let group: Vec<&Lock> = rows.iter().filter(|r| r.contenders == contenders).collect();
         for r in &group {
             let home = if r.home == r.node {
                 format!("{} (local)", r.home)
@@ -733,7 +733,7 @@ pub fn lock_table(
 
 /// Lock/unlock pairs per second of a group of contending nodes: every
 /// node's pairs over the longest any node was busy; `None` without time.
-pub(super) fn contended_throughput(group: &[&LockRow]) -> Option<f64> {
+pub(super) fn contended_throughput(group: &[&Lock]) -> Option<f64> {
     let pairs: u64 = group.iter().map(|r| r.iters).sum();
     let longest = group.iter().map(|r| r.busy_us).fold(0.0, f64::max);
     (longest > 0.0).then(|| pairs as f64 * 1e6 / longest)
@@ -807,7 +807,7 @@ pub fn contention_verdict(rounds: &BTreeMap<u32, Vec<f64>>) -> Option<String> {
 
 /// The memory region table, one string per line: the measuring node's
 /// memory regions and pool after each step, by LMR size and count.
-pub fn regions_table(rows: &[RegionRow]) -> Vec<String> {
+pub fn regions_table(rows: &[Regions]) -> Vec<String> {
     let row = |cells: [&str; 5]| {
         table_row(
             &[right(6), right(9), right(15), right(14), right(9)],
@@ -827,7 +827,7 @@ pub fn regions_table(rows: &[RegionRow]) -> Vec<String> {
         ]),
     ];
     if rows.is_empty() {
-        lines.push("(no LITE-BENCH op=regions lines in the guest logs)".to_string());
+        lines.push("(no regions records in the guest logs)".to_string());
         return lines;
     }
     for r in rows {
@@ -846,7 +846,7 @@ pub fn regions_table(rows: &[RegionRow]) -> Vec<String> {
 /// with the fewest LMRs: a region beyond `base`'s that no new pool segment
 /// accounts for, or a pool too small to hold this node's LMRs (which then
 /// must have regions of their own); `None` if it does.
-fn regions_problem(base: &RegionRow, row: &RegionRow) -> Option<String> {
+fn regions_problem(base: &Regions, row: &Regions) -> Option<String> {
     let grown = |from: u64, to: u64| i128::from(to) - i128::from(from);
     let regions = grown(base.memory_regions, row.memory_regions);
     let segments = grown(base.pool_segments, row.pool_segments);
@@ -880,7 +880,7 @@ fn regions_problem(base: &RegionRow, row: &RegionRow) -> Option<String> {
 /// regions only as pool segments, and its pool must hold the bytes of the
 /// LMRs on this node. Names the largest row when met, the first that
 /// fails when not.
-pub fn regions_verdict(rows: &[RegionRow]) -> String {
+pub fn regions_verdict(rows: &[Regions]) -> String {
     let what = "memory regions stay flat (every region beyond the fewest-LMR row's is a new \
                 pool segment, and the pool holds this node's LMR bytes)";
     // The first of equal rows, in table order.
@@ -1194,18 +1194,15 @@ fn failure_notes(nodes: &[FailureNode]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::bench::parse::tests::{
-        failure_logs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
+        failure_logs, latencies, locks, measured, region_rows, rpc_asyncs, rpc_throughputs,
+        throughputs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
     };
-    use crate::bench::parse::{
-        parse_lite_bench, parse_lite_lock, parse_lite_regions, parse_lite_rpc_async,
-        parse_lite_rpc_throughput, parse_lite_throughput, parse_lock_samples, parse_perftest,
-        parse_perftest_bw,
-    };
+    use crate::bench::parse::{parse_perftest, parse_perftest_bw};
 
     #[test]
     fn reports_ratio_and_target() {
         let native = parse_perftest(CLIENT);
-        let lite = parse_lite_bench(CLIENT);
+        let lite = latencies(CLIENT);
         let table = table(&native, &lite);
         assert_eq!(table.len(), 3);
         assert!(table[1].starts_with("read "), "{table:?}");
@@ -1224,8 +1221,8 @@ mod tests {
             average: 0.5,
             msg_rate: 0.004,
         }];
-        let rows = parse_lite_rpc_async(
-            "LITE-BENCH op=rpc_async size=64 depth=8 calls=300 calls_per_s=800.00 median_us=9000.00 p10_us=8000.00 p90_us=11000.00\n",
+        let rows = rpc_asyncs(
+            "LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n",
         );
         let table = rpc_async_table(&native, &rows);
         // Two notes, the header and one row per planned depth.
@@ -1249,7 +1246,7 @@ mod tests {
 
     #[test]
     fn rpc_throughput_table_sorts_by_size_and_threads() {
-        let table = rpc_throughput_table(&parse_lite_rpc_throughput(RPC_LOG));
+        let table = rpc_throughput_table(&rpc_throughputs(RPC_LOG));
         assert_eq!(table.len(), 3);
         // Sorted by threads.
         assert!(table[1].split_whitespace().eq([
@@ -1266,7 +1263,7 @@ mod tests {
     #[test]
     fn latency_table_leaves_the_atomics_to_their_own_table() {
         let native = parse_perftest(ATOMIC_LOG);
-        let lite = parse_lite_bench(ATOMIC_LOG);
+        let lite = latencies(ATOMIC_LOG);
         let main = table(&native, &lite);
         assert_eq!(main.len(), 2, "{main:#?}");
         assert!(main[1].starts_with("write "));
@@ -1277,7 +1274,7 @@ mod tests {
         let native = parse_perftest(RPC_LOG);
         assert_eq!(native.len(), 2);
         assert_eq!((native[0].op.as_str(), native[0].typical), ("send", 1000.0));
-        let lite = parse_lite_bench(RPC_LOG);
+        let lite = latencies(RPC_LOG);
         let table = rpc_table(&native, &lite);
         // Explanation, column names, then sizes 8, 64 and 512.
         assert_eq!(table.len(), 5, "{table:#?}");
@@ -1309,7 +1306,7 @@ mod tests {
     #[test]
     fn throughput_table_compares_with_the_matching_perftest_run() {
         let native = parse_perftest_bw(BW_CLIENT);
-        let lite = parse_lite_throughput(BW_CLIENT);
+        let lite = throughputs(BW_CLIENT);
         let table = bw_table(&native, &lite);
         // Two header lines, the column names, then every planned series.
         assert_eq!(table.len(), 3 + 2 * 4 + 2 * 2 * 6, "{table:#?}");
@@ -1346,7 +1343,7 @@ mod tests {
         assert!(fields[6..].iter().all(|&f| f == "-"), "{big}");
         assert_eq!(fields.len(), 11, "{big}");
         // A series outside the plan still gets a row.
-        let extra = vec![LiteBw {
+        let extra = vec![Throughput {
             op: "write_async".into(),
             size: 512,
             depth: Some(3),
@@ -1361,7 +1358,7 @@ mod tests {
     #[test]
     fn atomic_table_compares_with_ib_atomic_lat() {
         let native = parse_perftest(ATOMIC_LOG);
-        let lite = parse_lite_bench(ATOMIC_LOG);
+        let lite = latencies(ATOMIC_LOG);
         let table = atomic_table(&native, &lite);
         assert_eq!(table.len(), 3, "{table:#?}");
         assert!(table[0].contains("LITE/native"));
@@ -1457,8 +1454,8 @@ mod tests {
 
     #[test]
     fn lock_table_adds_an_overall_row_per_contended_series() {
-        let rows = parse_lite_lock(LOCK_LOG);
-        let samples = parse_lock_samples(LOCK_LOG);
+        let rows = locks(LOCK_LOG);
+        let samples = measured(LOCK_LOG).lock_samples;
         let table = lock_table(&rows, &samples, &BTreeMap::new());
         let fields = |line: &str| {
             line.split_whitespace()
@@ -1526,7 +1523,7 @@ mod tests {
         // Nothing measured.
         let empty = lock_table(&[], &BTreeMap::new(), &BTreeMap::new());
         assert_eq!(empty.len(), 3);
-        assert!(empty[2].contains("no LITE-LOCK lines"));
+        assert!(empty[2].contains("no lock records"));
     }
 
     /// The words of a table line.
@@ -1767,7 +1764,7 @@ mod tests {
 
     #[test]
     fn regions_table_and_verdict() {
-        let rows = parse_lite_regions(REGIONS_LOG);
+        let rows = region_rows(REGIONS_LOG);
         let table = regions_table(&rows);
         assert_eq!(table.len(), 7, "{table:#?}");
         let cells = |line: usize| table[line].split_whitespace().collect::<Vec<_>>().join(" ");
@@ -1813,7 +1810,7 @@ mod tests {
         }
         assert_eq!(
             regions_table(&[])[2],
-            "(no LITE-BENCH op=regions lines in the guest logs)"
+            "(no regions records in the guest logs)"
         );
     }
 }

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::parse::{parse_cpu, parse_lite_bench, parse_verbs_baseline, Lite};
+use super::parse::{records, Latency, Record, Side};
 use super::report::{left, right, table_row};
 
 /// What a round measures, which the markers around its lines in a guest
@@ -63,9 +63,9 @@ const TICKS_PER_S: f64 = 100.0;
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Round {
     /// The native verbs baseline's series.
-    pub native: BTreeMap<(String, u64), Lite>,
+    pub native: BTreeMap<(String, u64), Latency>,
     /// LITE's series.
-    pub lite: BTreeMap<(String, u64), Lite>,
+    pub lite: BTreeMap<(String, u64), Latency>,
     /// Busy CPU ticks of each VM while each program ran, summed over the
     /// round's groups of operations, by (side, program): `("client", "lite")`.
     pub cpu: BTreeMap<(String, String), u64>,
@@ -107,18 +107,23 @@ fn marker(line: &str, tag: &str) -> Option<u32> {
 /// Adds the series of one round's text (of any node) to `round`; where two
 /// nodes report the same series the first is kept.
 pub fn add_round_text(round: &mut Round, text: &str) {
-    for row in parse_verbs_baseline(text) {
-        round
-            .native
-            .entry((row.op.clone(), row.size))
-            .or_insert(row);
-    }
-    for row in parse_lite_bench(text) {
-        round.lite.entry((row.op.clone(), row.size)).or_insert(row);
-    }
-    // A CPU round runs each program once per group of operations.
-    for row in parse_cpu(text) {
-        *round.cpu.entry((row.side, row.program)).or_insert(0) += row.busy_ticks;
+    for (side, record) in records(text) {
+        match record {
+            Record::Latency(series) => {
+                let of_side = match side {
+                    Side::Lite => &mut round.lite,
+                    Side::Native => &mut round.native,
+                };
+                of_side
+                    .entry((series.op.clone(), series.size))
+                    .or_insert(series);
+            }
+            // A CPU round runs each program once per group of operations.
+            Record::Cpu(cpu) => {
+                *round.cpu.entry((cpu.side, cpu.program)).or_insert(0) += cpu.busy_ticks;
+            }
+            _ => {}
+        }
     }
 }
 
@@ -511,21 +516,21 @@ mod tests {
 
     const NODE2: &str = "\
 LITE-ROUND-BEGIN round=1\r
-LITE-VERBS op=write size=64 wait=event iters=300 median_us=100.00 p10_us=90.00 p90_us=120.00 p99_us=150.00 min_us=80.00 max_us=200.00 stdev_us=10.00 cpu_us_per_op=20.00\r
-LITE-VERBS op=rpc size=64 wait=event iters=300 median_us=300.00 p10_us=290.00 p90_us=320.00 p99_us=350.00 min_us=280.00 max_us=400.00 stdev_us=10.00 cpu_us_per_op=30.00\r
-LITE-BENCH op=write size=64 iters=300 median_us=110.00 p10_us=100.00 p90_us=130.00 min_us=90.00 max_us=210.00 stdev_us=11.00\r
-LITE-BENCH op=rpc size=64 iters=300 median_us=320.00 p10_us=300.00 p90_us=340.00 min_us=290.00 max_us=420.00 stdev_us=12.00\r
+LITE-VERBS {\"latency\":{\"op\":\"write\",\"size\":64,\"wait\":\"event\",\"iters\":300,\"median\":100.00,\"p10\":90.00,\"p90\":120.00,\"p99\":150.00,\"min\":80.00,\"max\":200.00,\"stdev\":10.00,\"cpu_us_per_op\":20.00}}\r
+LITE-VERBS {\"latency\":{\"op\":\"rpc\",\"size\":64,\"wait\":\"event\",\"iters\":300,\"median\":300.00,\"p10\":290.00,\"p90\":320.00,\"p99\":350.00,\"min\":280.00,\"max\":400.00,\"stdev\":10.00,\"cpu_us_per_op\":30.00}}\r
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":300,\"median\":110.00,\"p10\":100.00,\"p90\":130.00,\"min\":90.00,\"max\":210.00,\"stdev\":11.00}}\r
+LITE-RECORD {\"latency\":{\"op\":\"rpc\",\"size\":64,\"iters\":300,\"median\":320.00,\"p10\":300.00,\"p90\":340.00,\"min\":290.00,\"max\":420.00,\"stdev\":12.00}}\r
 LITE-ROUND-END round=1\r
 LITE-ROUND-BEGIN round=2\r
-LITE-VERBS op=write size=64 wait=event iters=300 median_us=50.00 p10_us=45.00 p90_us=60.00 p99_us=70.00 min_us=40.00 max_us=90.00 stdev_us=5.00 cpu_us_per_op=10.00\r
-LITE-BENCH op=write size=64 iters=300 median_us=51.00 p10_us=46.00 p90_us=61.00 min_us=41.00 max_us=91.00 stdev_us=5.00\r
+LITE-VERBS {\"latency\":{\"op\":\"write\",\"size\":64,\"wait\":\"event\",\"iters\":300,\"median\":50.00,\"p10\":45.00,\"p90\":60.00,\"p99\":70.00,\"min\":40.00,\"max\":90.00,\"stdev\":5.00,\"cpu_us_per_op\":10.00}}\r
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":300,\"median\":51.00,\"p10\":46.00,\"p90\":61.00,\"min\":41.00,\"max\":91.00,\"stdev\":5.00}}\r
 LITE-ROUND-END round=2\r
 LITE-ROUND-BEGIN round=3\r
-LITE-VERBS op=write size=64 wait=event iters=300 median_us=200.00 p10_us=190.00 p90_us=220.00 p99_us=250.00 min_us=180.00 max_us=300.00 stdev_us=20.00 cpu_us_per_op=40.00\r
-LITE-BENCH op=write size=64 iters=300 median_us=206.00 p10_us=196.00 p90_us=226.00 min_us=186.00 max_us=306.00 stdev_us=20.00\r
+LITE-VERBS {\"latency\":{\"op\":\"write\",\"size\":64,\"wait\":\"event\",\"iters\":300,\"median\":200.00,\"p10\":190.00,\"p90\":220.00,\"p99\":250.00,\"min\":180.00,\"max\":300.00,\"stdev\":20.00,\"cpu_us_per_op\":40.00}}\r
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":300,\"median\":206.00,\"p10\":196.00,\"p90\":226.00,\"min\":186.00,\"max\":306.00,\"stdev\":20.00}}\r
 LITE-ROUND-END round=3\r
 LITE-PERFTEST-BEGIN test=ib_write_lat size=64 side=client\r
-LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 min_us=1.00 max_us=1.00 stdev_us=1.00\r
+LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\":999.00,\"p10\":1.00,\"p90\":1.00,\"min\":1.00,\"max\":1.00,\"stdev\":1.00}}\r
 ";
 
     fn rounds_of(logs: &[&str]) -> BTreeMap<u32, Round> {
@@ -546,18 +551,18 @@ LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 
     fn rounds_are_split_from_the_rest_of_the_log() {
         let (outside, rounds) = split_rounds(NODE2, RoundKind::Latency);
         assert_eq!(rounds.len(), 3);
-        assert!(outside.contains("median_us=999.00"));
+        assert!(outside.contains("\"median\":999.00"));
         assert!(!outside.contains("LITE-VERBS"));
-        assert!(rounds[&1].contains("op=rpc"));
-        assert!(!rounds[&2].contains("op=rpc"));
+        assert!(rounds[&1].contains("\"op\":\"rpc\""));
+        assert!(!rounds[&2].contains("\"op\":\"rpc\""));
         // CPU rounds are apart from latency rounds and from the rest.
         let log = format!(
-            "{NODE2}LITE-CPU-ROUND-BEGIN round=1\nLITE-CPU side=client program=lite busy_ticks=3\n\
+            "{NODE2}LITE-CPU-ROUND-BEGIN round=1\nLITE-RECORD {{\"cpu\":{{\"side\":\"client\",\"program\":\"lite\",\"busy_ticks\":3}}}}\n\
              LITE-CPU-ROUND-END round=1\nafter\n"
         );
         let (outside, cpu) = split_rounds(&log, RoundKind::Cpu);
         assert_eq!(cpu.len(), 1);
-        assert!(cpu[&1].contains("busy_ticks=3") && !cpu[&1].contains("LITE-VERBS"));
+        assert!(cpu[&1].contains("\"busy_ticks\":3") && !cpu[&1].contains("LITE-VERBS"));
         let (rest, latency) = split_rounds(&outside, RoundKind::Latency);
         assert_eq!(latency, rounds);
         assert!(!rest.contains("busy_ticks") && rest.contains("after"));
@@ -608,8 +613,8 @@ LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 
 
     #[test]
     fn a_figure_beyond_target_in_every_round_is_not_met() {
-        let slow = NODE2.replace("median_us=51.00", "median_us=80.00");
-        let slow = slow.replace("median_us=206.00", "median_us=300.00");
+        let slow = NODE2.replace("\"median\":51.00", "\"median\":80.00");
+        let slow = slow.replace("\"median\":206.00", "\"median\":300.00");
         let figures = figures(&rounds_of(&[&slow]));
         let write = &figures[0];
         assert_eq!(write.verdict(), Some(Verdict::NotMet));
@@ -625,16 +630,16 @@ LITE-BENCH op=write size=64 iters=1000 median_us=999.00 p10_us=1.00 p90_us=1.00 
             .replace("LITE-ROUND-END", "LITE-CPU-ROUND-END")
             .replace(
                 "LITE-CPU-ROUND-END round=1\r",
-                "LITE-CPU side=client program=verbs busy_ticks=30\r\n\
-                 LITE-CPU side=client program=lite busy_ticks=20\r\n\
-                 LITE-CPU side=client program=lite busy_ticks=25\r\n\
-                 LITE-CPU side=client program=lite busy_ticks=9x9\r\n\
+                "LITE-RECORD {\"cpu\":{\"side\":\"client\",\"program\":\"verbs\",\"busy_ticks\":30}}\r\n\
+                 LITE-RECORD {\"cpu\":{\"side\":\"client\",\"program\":\"lite\",\"busy_ticks\":20}}\r\n\
+                 LITE-RECORD {\"cpu\":{\"side\":\"client\",\"program\":\"lite\",\"busy_ticks\":25}}\r\n\
+                 LITE-RECORD {\"cpu\":{\"side\":\"client\",\"program\":\"lite\",\"busy_ticks\":\"9x9\"}}\r\n\
                  LITE-CPU-ROUND-END round=1\r",
             );
         let server = "LITE-CPU-ROUND-BEGIN round=1\n\
-                      LITE-CPU side=server program=verbs busy_ticks=30\n\
-                      LITE-CPU side=server program=lite busy_ticks=15\n\
-                      LITE-CPU side=server program=lite busy_ticks=oops\n\
+                      LITE-RECORD {\"cpu\":{\"side\":\"server\",\"program\":\"verbs\",\"busy_ticks\":30}}\n\
+                      LITE-RECORD {\"cpu\":{\"side\":\"server\",\"program\":\"lite\",\"busy_ticks\":15}}\n\
+                      LITE-RECORD {\"cpu\":{\"side\":\"server\",\"program\":\"lite\",\"busy_ticks\":\"oops\"}}\n\
                       LITE-CPU-ROUND-END round=1\n";
         let figures = cpu_figures(&kind_of_rounds(&[&client, server], RoundKind::Cpu));
         let sides: Vec<&str> = figures.iter().map(|f| f.side).collect();

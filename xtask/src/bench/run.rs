@@ -532,7 +532,9 @@ mod tests {
         );
         assert!(init.contains("test=ib_atomic_lat size=8 atomic=$atomic side=$side"));
         // Every program of a round reports its VM's busy CPU time.
-        assert!(init.contains("echo \"LITE-CPU side=$1 program=$2 busy_ticks="));
+        assert!(init.contains(
+            r#"echo "LITE-RECORD {\"cpu\":{\"side\":\"$1\",\"program\":\"$2\",\"busy_ticks\":$(("#
+        ));
         assert!(init.contains("timed_round \"$1\" verbs \"$group\" || status=1"));
         assert!(init.contains("timed_round \"$1\" lite \"$group\" || status=1"));
         assert!(init.contains("echo \"LITE-CPU-ROUND-BEGIN round=$round\""));

@@ -268,7 +268,7 @@ mod tests {
                         // SAFETY: a NUL-terminated address.
                         assert_eq!(
                             unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) },
-                            me.into()
+                            libc::c_long::from(me)
                         );
                         let barrier = |name: &str| {
                             enter_barrier(kernel, nodes, Duration::from_secs(10), name)

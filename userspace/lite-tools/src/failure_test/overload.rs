@@ -172,7 +172,7 @@ mod tests {
                     scope.spawn(move || {
                         // SAFETY: a NUL-terminated address.
                         let joined = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) };
-                        assert_eq!(joined, me.into());
+                        assert_eq!(joined, libc::c_long::from(me));
                         let barrier =
                             |after: &str| enter_barrier(kernel, 2, Duration::from_secs(10), after);
                         if me == 2 && !both {

@@ -11,11 +11,10 @@
 //! other line it prints (its result lines) is passed on to this program's
 //! output.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-
 use lite_tools::bench::Operation;
 use lite_tools::say;
+
+use super::piped::Piped;
 
 /// The line that ends each of the baseline's blocks.
 const TURN_DONE: &str = "LITE-VERBS-TURN";
@@ -58,9 +57,7 @@ pub fn schedule(iters: usize, block: usize) -> Vec<(Side, usize)> {
 ///
 /// `stdin` is `Some` until [`Baseline::finish`] or drop closes it.
 pub struct Baseline {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    process: Piped,
     /// Most operations per block.
     block: usize,
 }
@@ -72,28 +69,10 @@ impl Baseline {
     pub fn spawn(command: &str, block: usize) -> Result<Baseline, String> {
         let mut words = command.split_whitespace();
         let program = words.next().ok_or("an empty --baseline command")?;
-        let mut child = Command::new(program)
-            .args(words)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting the baseline {program}: {e}"))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        match (stdin, stdout) {
-            (Some(stdin), Some(stdout)) => Ok(Baseline {
-                child,
-                stdin: Some(stdin),
-                stdout: BufReader::new(stdout),
-                block,
-            }),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err("the baseline started without its pipes".into())
-            }
-        }
+        // It would wait for a turn that never comes, up to its own
+        // bounded wait.
+        let process = Piped::spawn(program, words, "the baseline", false)?;
+        Ok(Baseline { process, block })
     }
 
     /// Most operations per block.
@@ -105,22 +84,18 @@ impl Baseline {
     /// `operation` at `size` bytes; returns once its block ended, having
     /// passed on what it printed meanwhile.
     pub fn turn(&mut self, operation: Operation, size: u64, count: usize) -> Result<(), String> {
-        let stdin = self
-            .stdin
-            .as_mut()
-            .ok_or("the baseline's input is closed")?;
-        writeln!(stdin, "GO {operation} {size} {count}")
-            .and_then(|()| stdin.flush())
+        self.process
+            .send(&format!("GO {operation} {size} {count}"))
             .map_err(|e| format!("giving the baseline its turn at {operation} of {size} B: {e}"))?;
         loop {
-            match self.line()? {
+            match self.process.line()? {
                 Some(line) if line == TURN_DONE => return Ok(()),
                 Some(line) => say(format_args!("{line}")),
                 None => {
+                    let status = self.process.wait()?;
                     return Err(format!(
-                        "the baseline ended during its turn at {operation} of {size} B ({})",
-                        self.status()
-                    ))
+                        "the baseline ended during its turn at {operation} of {size} B ({status})"
+                    ));
                 }
             }
         }
@@ -129,48 +104,11 @@ impl Baseline {
     /// Lets the baseline end once every series took its turns: passes on
     /// what it still prints and checks that it succeeded.
     pub fn finish(mut self) -> Result<(), String> {
-        self.stdin.take();
-        while let Some(line) = self.line()? {
+        self.process.close();
+        while let Some(line) = self.process.line()? {
             say(format_args!("{line}"));
         }
-        let status = self
-            .child
-            .wait()
-            .map_err(|e| format!("waiting for the baseline: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("the baseline failed ({status})"))
-        }
-    }
-
-    /// The next line the baseline prints; `None` once it closed its output.
-    fn line(&mut self) -> Result<Option<String>, String> {
-        let mut line = String::new();
-        match self.stdout.read_line(&mut line) {
-            Ok(0) => Ok(None),
-            Ok(_) => Ok(Some(line.trim_end().to_string())),
-            Err(e) => Err(format!("reading from the baseline: {e}")),
-        }
-    }
-
-    /// How the baseline ended, once its output closed.
-    fn status(&mut self) -> String {
-        match self.child.wait() {
-            Ok(status) => status.to_string(),
-            Err(e) => format!("waiting for it: {e}"),
-        }
-    }
-}
-
-impl Drop for Baseline {
-    fn drop(&mut self) {
-        // Only left unfinished after a failure: it would wait for a turn
-        // that never comes, up to its own bounded wait.
-        if self.stdin.take().is_some() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
+        self.process.finish()
     }
 }
 

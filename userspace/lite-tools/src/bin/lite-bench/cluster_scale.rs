@@ -2,8 +2,10 @@
 //! the time its join took, the latency of barriers of all N, and all-to-all
 //! RPC, every node calling every other node's echo server at once.
 
+use lite_bench_record::{Record, Scale};
+use lite_tools::bench::emit;
+use lite_tools::pattern;
 use lite_tools::stats::{monotonic_ns, summarize, time_us};
-use lite_tools::{pattern, say};
 
 use super::{barrier_of, echo_call, wait_for_server, RpcServer, Steps, RPC_THROUGHPUT_SIZE};
 
@@ -40,19 +42,18 @@ pub(crate) fn measure(plan: &Plan) -> Result<(), String> {
     let (calls, elapsed_us) = rpc.ok_or("no all-to-all RPC")?;
     stopped.ok_or("the RPC server did not stop")?;
     finished?;
-    let join = plan
-        .join_us
-        .map_or("-".to_string(), |us| format!("{us:.0}"));
-    say(format_args!(
-        "LITE-SCALE nodes={} node={} join_us={join} barriers={} barrier_median_us={barrier_median:.2} \
-         barrier_p90_us={barrier_p90:.2} rpc_peers={} rpc_calls={calls} rpc_elapsed_us={elapsed_us:.2} \
-         rpc_calls_per_s={:.1}",
-        plan.nodes,
-        plan.me,
-        plan.barriers,
-        peers.len(),
-        calls as f64 / elapsed_us.max(f64::MIN_POSITIVE) * 1e6
-    ));
+    emit(&Record::Scale(Scale {
+        nodes: u64::from(plan.nodes),
+        node: u64::from(plan.me),
+        join_us: plan.join_us,
+        barriers: plan.barriers as u64,
+        barrier_median,
+        barrier_p90,
+        rpc_peers: peers.len() as u64,
+        rpc_calls: calls as u64,
+        rpc_elapsed_us: elapsed_us,
+        rpc_calls_per_s: calls as f64 / elapsed_us.max(f64::MIN_POSITIVE) * 1e6,
+    }));
     Ok(())
 }
 

@@ -58,24 +58,18 @@
 //! memory node until N are alive, then times `--iters` 64-byte writes and
 //! `--iters` reads, each on one of them picked at random, in blocks taking
 //! turns with blocks of as many on the first LMR (so that the cost of many
-//! LMRs is a ratio of two series measured in the same minutes)
-//!
-//! `LITE-BENCH op=region_write size=64 regions=N iters=.. median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=..`
-//! `LITE-BENCH op=region_write_first size=64 regions=N iters=.. ..`
-//!
-//! and then, those freed, for every `--create-sizes` size, the time to
-//! allocate an LMR of that size on the memory node and to free it
-//! (`op=region_create`, `op=region_free`, the same keys without
+//! LMRs is a ratio of two series measured in the same minutes): latency
+//! records of `op` `region_write` and `region_write_first` (and the reads)
+//! with `regions` and `p99`, and then, those freed, for every
+//! `--create-sizes` size, the time to allocate an LMR of that size on the
+//! memory node and to free it (`region_create`, `region_free`, without
 //! `regions`).
 //!
 //! With `--series processes` it measures the process curve instead: for
 //! each of 64-byte writes (each process to an LMR of its own on the memory
 //! node) and 64-byte echo calls, and for every `--process-counts` count N,
 //! N processes warm up, start together and make `--iters` operations each,
-//! all through the node's shared connections:
-//!
-//! `LITE-BENCH op=proc_write size=64 processes=N iters=.. elapsed_us=.. slowest_us=.. ops_per_s=.. qps=.. mrs=..`
-//!
+//! all through the node's shared connections, a `process` record each
 //! (`ops_per_s`: every process's operations over the time from the start
 //! until the last finished; `qps`, `mrs`: the queue pairs and memory
 //! regions LITE held on this node meanwhile)
@@ -84,11 +78,8 @@
 //! nodes, all running `lite-bench --scale N`, each time their own join,
 //! `--iters` barriers of all N, and then all-to-all RPC, every node calling
 //! every other node's echo server from one thread per peer,
-//! `--scale-calls` 64-byte calls each:
-//!
-//! `LITE-SCALE nodes=N node=I join_us=.. barriers=.. barrier_median_us=.. barrier_p90_us=.. rpc_peers=.. rpc_calls=.. rpc_elapsed_us=.. rpc_calls_per_s=..`
-//!
-//! (`join_us` is `-` for a node that was already a member)
+//! `--scale-calls` 64-byte calls each, a `scale` record each (`join_us`
+//! null for a node that was already a member).
 //!
 //! With `--contend N` it does none of that: of N nodes, all running
 //! `lite-bench --contend N`, node 1 keeps one lock (it creates it and
@@ -99,59 +90,32 @@
 //! there would measure the home's local path rather than contention.
 //!
 //! Series of 2 and 3 run `--bw-bytes` bytes' worth of operations (at least
-//! 8, at most `--iters`). Latency series print
+//! 8, at most `--iters`). Every result is one record of `lite_bench_record`
+//! on a line of its own, `LITE-RECORD {"latency":{"op":"write",..}}`:
+//! `latency` for latency series (RPC round trips as `op` `rpc`),
+//! `throughput` for throughput series (MiB/s, i.e. perftest's MB/sec; with
+//! `depth` for the asynchronous ones), `rpc_throughput` and `rpc_async`
+//! for RPC under load (the latter's times from posting a call to reaping
+//! it), `lock` for lock series (1 contender when uncontended; acquire is
+//! `lite_lock` alone and pair `lite_lock` + `lite_unlock`), with
+//! `lock_samples` of contended series' raw acquire times, `qos` and
+//! `qos_load` for each phase of the isolation run (`load_mibps`: the
+//! low-priority processes' MiB/s, each over the whole time it wrote, added
+//! up; `throttled`: the growth of the node's `qos_throttled` counter while
+//! the high-priority writes were timed), and `regions` for each step of the
+//! memory region series (`local`: how many of the LMRs are on this node,
+//! the others being on the memory node; the rest as the resources file
+//! gives them right after the step's allocations, `lmrs` counting every
+//! LMR this node created).
 //!
-//! `LITE-BENCH op=write size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. min_us=.. max_us=.. stdev_us=..`
-//!
-//! and throughput series (MiB/s, i.e. perftest's MB/sec)
-//!
-//! `LITE-BENCH op=memset size=4096 iters=1000 mibps_avg=.. mibps_median=.. mibps_p10=.. mibps_p90=.. mibps_min=.. mibps_max=..`
-//! `LITE-BENCH op=write_async size=4096 depth=8 iters=1000 mibps_avg=.. ..`
-//!
-//! RPC round trips print as latency series (`op=rpc`), RPC throughput as
-//!
-//! `LITE-BENCH op=rpc_throughput size=64 threads=4 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
-//!
-//! and asynchronous RPC (times from posting a call to reaping it) as
-//!
-//! `LITE-BENCH op=rpc_async size=64 depth=8 calls=2000 calls_per_s=.. median_us=.. p10_us=.. p90_us=..`
-//!
-//! lock series (1 contender when uncontended) as
-//!
-//! `LITE-LOCK contenders=1 node=2 home=1 iters=1000 acquire_median_us=.. acquire_p10_us=.. acquire_p90_us=.. pair_median_us=.. pair_p10_us=.. pair_p90_us=.. busy_us=.. pairs_per_s=..`
-//!
-//! where acquire is `lite_lock` alone and pair `lite_lock` + `lite_unlock`;
-//! contended series add their raw acquire times, 32 a line:
-//!
-//! `LITE-LOCK-SAMPLES contenders=4 node=2 acquire_us=12.50,13.00,..`
-//!
-//! and each phase of the isolation run prints
-//!
-//! `LITE-QOS round=N phase=unloaded|loaded qos=on|off size=64 iters=1000 median_us=.. p10_us=.. p90_us=.. p99_us=.. min_us=.. max_us=.. stdev_us=.. loaders=3 load_size=65536 load_ops=.. load_mibps=.. throttled=..`
-//! `LITE-QOS-LOAD round=N phase=loaded qos=off loader=1 ops=.. bytes=.. elapsed_us=.. mibps=..`
-//!
-//! (`load_mibps`: the low-priority processes' MiB/s, each over the whole
-//! time it wrote, added up; `throttled`: the growth of the node's
-//! `qos_throttled` counter while the high-priority writes were timed)
-//!
-//! and each step of the memory region series
-//!
-//! `LITE-BENCH op=regions size=4096 lmrs=.. local=.. memory_regions=.. pool_segments=.. pool_bytes=..`
-//!
-//! (`size`: bytes of each LMR; `local`: how many of the LMRs are on this
-//! node, the others being on the memory node; the rest as the resources
-//! file gives them right after the step's allocations, `lmrs` counting
-//! every LMR this node created)
-//!
-//! where `avg` is total bytes over total time, and the distribution is over
+//! A throughput's `average` is total bytes over total time, and its spread is over
 //! single operations (memset, memcpy) or over up to 10 consecutive groups
 //! of completions (asynchronous series). Every series checks the data it
 //! moved afterwards. The run ends with `LITE-BENCH: ok` or
 //! `LITE-BENCH: FAILED <reason>`.
 
-use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -161,13 +125,14 @@ use libc::{c_long, c_void};
 use lite::rpc::{self, Port, Received};
 use lite::sys::LiteLock;
 use lite::{sys, Lmr, Priority};
-use lite_tools::args::{in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed};
+use lite_bench_record::{self as record, LockSamples, Record};
+use lite_tools::args::{
+    in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed, CM_OPTION,
+};
 use lite_tools::bench::{
-    calls_per_thread, completion_groups, lock_line, lock_sample_lines, p99, parse_switch, qos_line,
-    qos_load_line, region_line, result_line, rpc_async_line, rpc_throughput, rpc_throughput_line,
-    run_window, throughput_iters, throughput_line, throughput_of_completions, throughput_of_ops,
+    calls_per_thread, completion_groups, emit, latency, p99, parse_switch, region_record,
+    rpc_throughput, run_window, throughput_iters, throughput_of_completions, throughput_of_ops,
     to_first_region, LoadReport, LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput,
-    SAMPLES_PER_LINE,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -179,9 +144,11 @@ use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_C
 
 mod baseline;
 mod cluster_scale;
+mod piped;
 mod process_curve;
 
 use baseline::{Baseline, Side};
+use piped::Piped;
 
 const CLI: Cli = Cli {
     program: "lite-bench",
@@ -198,11 +165,7 @@ const CLI: Cli = Cli {
             regions the node registers as live LMRs grow; or, with \
             --contend, lock/unlock with several nodes contending.",
     options: &[
-        OptionSpec {
-            name: "cm",
-            value_name: "IP",
-            help: "IPv4 address of the cluster manager (port 18500)",
-        },
+        CM_OPTION,
         OptionSpec {
             name: "peer-node",
             value_name: "auto|this|other|ID",
@@ -573,18 +536,47 @@ fn parse_size_list(text: &str, max: u64) -> Result<Vec<u64>, String> {
     }
 }
 
+/// A comma-separated list of counts, each from 1 to `max`.
+fn parse_count_list(text: &str, max: u64) -> Result<Vec<usize>, String> {
+    // Bounded by `max`, which fits a usize.
+    parse_size_list(text, max).map(|counts| counts.into_iter().map(|n| n as usize).collect())
+}
+
+/// Option `name`'s value in `range`, `default` when it is not given.
+fn bounded<T>(
+    parsed: &Parsed,
+    name: &'static str,
+    default: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, ArgError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+    T::Err: std::fmt::Display,
+{
+    in_range(name, parsed.optional(name, default)?, range)
+}
+
+/// Option `name`'s value in `range` if it is given.
+fn bounded_if_given(
+    parsed: &Parsed,
+    name: &'static str,
+    range: std::ops::RangeInclusive<u32>,
+) -> Result<Option<u32>, ArgError> {
+    match parsed.get(name) {
+        Some(_) => Ok(Some(in_range(name, parsed.required(name)?, range)?)),
+        None => Ok(None),
+    }
+}
+
 fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
     let cm = parsed.required_with("cm", parse_cm_address)?;
     let peer = parsed.with("peer-node", PeerNode::Auto, |text| {
         PeerNode::parse(text, lite::sys::MAX_NODES)
     })?;
-    let iters = in_range("iters", parsed.optional("iters", 1000)?, 1..=10_000_000)?;
+    let iters = bounded(parsed, "iters", 1000, 1..=10_000_000)?;
     let sizes = parsed.with("sizes", vec![8, 64, 512, 4096, 65536], |text| {
-        let sizes = parse_positive_list(text)?;
-        match sizes.iter().find(|&&size| size > MAX_SIZE) {
-            Some(size) => Err(format!("{size} is larger than {MAX_SIZE}")),
-            None => Ok(sizes),
-        }
+        // Unlike the other lists, not `none`.
+        parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
     })?;
     let bw_sizes = parsed.with("bw-sizes", vec![4096, 65536, 1 << 20, 4 << 20], |text| {
         parse_size_list(text, MAX_BW_SIZE)
@@ -601,11 +593,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             None => Ok(depths.into_iter().map(|d| d as usize).collect()),
         }
     })?;
-    let bw_bytes = in_range(
-        "bw-bytes",
-        parsed.optional("bw-bytes", 16u64 << 20)?,
-        1..=1 << 40,
-    )?;
+    let bw_bytes = bounded(parsed, "bw-bytes", 16u64 << 20, 1..=1 << 40)?;
     // The asynchronous buffers hold one slot per operation in flight.
     let async_span = async_sizes.iter().max().copied().unwrap_or(0)
         * depths.iter().max().copied().unwrap_or(0) as u64;
@@ -624,24 +612,11 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         parse_size_list(text, sys::MAX_MESSAGE_SIZE)
     })?;
     let rpc_threads = parsed.with("rpc-threads", vec![1, 2, 4, 8, 16], |text| {
-        // Bounded by MAX_RPC_THREADS.
-        parse_size_list(text, MAX_RPC_THREADS).map(|t| t.into_iter().map(|n| n as usize).collect())
+        parse_count_list(text, MAX_RPC_THREADS)
     })?;
-    let rpc_calls = in_range(
-        "rpc-calls",
-        parsed.optional("rpc-calls", 2000)?,
-        1..=10_000_000,
-    )?;
-    let qos_loaders = in_range(
-        "qos-loaders",
-        parsed.optional("qos-loaders", 3)?,
-        0..=MAX_QOS_LOADERS,
-    )?;
-    let qos_rounds = in_range(
-        "qos-rounds",
-        parsed.optional("qos-rounds", 5)?,
-        1..=MAX_QOS_ROUNDS,
-    )?;
+    let rpc_calls = bounded(parsed, "rpc-calls", 2000, 1..=10_000_000)?;
+    let qos_loaders = bounded(parsed, "qos-loaders", 3, 0..=MAX_QOS_LOADERS)?;
+    let qos_rounds = bounded(parsed, "qos-rounds", 5, 1..=MAX_QOS_ROUNDS)?;
     let series = parsed.with("series", Series::All, |text| match text {
         "all" => Ok(Series::All),
         "latency" => Ok(Series::Latency),
@@ -660,10 +635,9 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             ));
         }
     }
-    let turn_ops = in_range("turn-ops", parsed.optional("turn-ops", 10)?, 1..=10_000_000)?;
+    let turn_ops = bounded(parsed, "turn-ops", 10, 1..=10_000_000)?;
     let region_counts = parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
-        // Bounded by MAX_CURVE_LMRS.
-        parse_size_list(text, MAX_CURVE_LMRS).map(|c| c.into_iter().map(|n| n as usize).collect())
+        parse_count_list(text, MAX_CURVE_LMRS)
     })?;
     let create_sizes = parsed.with(
         "create-sizes",
@@ -671,26 +645,10 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         |text| parse_size_list(text, MAX_CREATE_SIZE),
     )?;
     let process_counts = parsed.with("process-counts", vec![1, 2, 4, 8, 16, 32, 64], |text| {
-        // Bounded by MAX_CURVE_PROCESSES.
-        parse_size_list(text, MAX_CURVE_PROCESSES)
-            .map(|c| c.into_iter().map(|n| n as usize).collect())
+        parse_count_list(text, MAX_CURVE_PROCESSES)
     })?;
-    let contend = match parsed.get("contend") {
-        Some(_) => Some(in_range(
-            "contend",
-            parsed.required("contend")?,
-            2..=MAX_CLUSTER_NODES,
-        )?),
-        None => None,
-    };
-    let scale = match parsed.get("scale") {
-        Some(_) => Some(in_range(
-            "scale",
-            parsed.required("scale")?,
-            2..=MAX_CLUSTER_NODES,
-        )?),
-        None => None,
-    };
+    let contend = bounded_if_given(parsed, "contend", 2..=MAX_CLUSTER_NODES)?;
+    let scale = bounded_if_given(parsed, "scale", 2..=MAX_CLUSTER_NODES)?;
     // `this` and `other` are resolved at the first barrier, which those
     // runs do not reach with a memory node.
     if (contend.is_some() || scale.is_some()) && matches!(peer, PeerNode::This | PeerNode::Other) {
@@ -704,16 +662,8 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             "--contend and --scale hold no memory on one node: give auto or a node id".to_string(),
         ));
     }
-    let scale_calls = in_range(
-        "scale-calls",
-        parsed.optional("scale-calls", 200)?,
-        1..=10_000_000,
-    )?;
-    let contend_iters = in_range(
-        "contend-iters",
-        parsed.optional("contend-iters", 300)?,
-        1..=10_000_000,
-    )?;
+    let scale_calls = bounded(parsed, "scale-calls", 200, 1..=10_000_000)?;
+    let contend_iters = bounded(parsed, "contend-iters", 300, 1..=10_000_000)?;
     Ok(Options {
         cm,
         peer,
@@ -983,7 +933,7 @@ fn read(lmr: &Lmr, buf: &mut [u8]) -> Result<(), String> {
 
 fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String> {
     let summary = summarize(samples).ok_or("no samples")?;
-    say(format_args!("{}", result_line(operation, size, &summary)));
+    emit(&Record::Latency(latency(operation, size, &summary)));
     Ok(())
 }
 
@@ -1008,10 +958,7 @@ fn report_throughput(
     throughput: Option<Throughput>,
 ) -> Result<(), String> {
     let throughput = throughput.ok_or("no usable samples (zero durations)")?;
-    say(format_args!(
-        "{}",
-        throughput_line(operation, size, depth, &throughput)
-    ));
+    emit(&throughput.record(operation, size, depth));
     Ok(())
 }
 
@@ -1470,7 +1417,7 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
     let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
     let throughput =
         rpc_throughput(1, &samples, elapsed_us).ok_or("async RPC: no usable samples")?;
-    say(format_args!("{}", rpc_async_line(size, depth, &throughput)));
+    emit(&throughput.record(size, Some(depth)));
     Ok(())
 }
 
@@ -1519,10 +1466,7 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
     }
     let throughput =
         rpc_throughput(threads, &samples, elapsed_us).ok_or("RPC throughput: no usable samples")?;
-    say(format_args!(
-        "{}",
-        rpc_throughput_line(RPC_THROUGHPUT_SIZE, &throughput)
-    ));
+    emit(&throughput.record(RPC_THROUGHPUT_SIZE, None));
     Ok(())
 }
 
@@ -1692,7 +1636,7 @@ fn measure_locks(options: &Options, me: u32) -> Result<(), String> {
             release(&lock)?;
         }
         let (series, _) = time_lock_pairs(&lock, options.iters, 1, me)?;
-        say(format_args!("{}", lock_line(&series)));
+        emit(&series.record());
     }
     Ok(())
 }
@@ -1786,9 +1730,9 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
             return Ok(());
         }
         let (series, acquired) = time_lock_pairs(lock, options.contend_iters, contenders, me)?;
-        say(format_args!("{}", lock_line(&series)));
-        for line in lock_sample_lines(contenders, me, &acquired, SAMPLES_PER_LINE) {
-            say(format_args!("{line}"));
+        emit(&series.record());
+        for samples in LockSamples::split(contenders, me, &acquired) {
+            emit(&Record::LockSamples(samples));
         }
         Ok(())
     });
@@ -1948,10 +1892,10 @@ fn qos_phase(
     let mut loaders = Vec::new();
     if loaded {
         for _ in 0..options.qos_loaders {
-            loaders.push(Loader::spawn(options.memory_node)?);
+            loaders.push(spawn_loader(options.memory_node)?);
         }
         for loader in &mut loaders {
-            loader.ready()?;
+            loader.expect("ready")?;
         }
         std::thread::sleep(QOS_SETTLE);
     }
@@ -1966,10 +1910,10 @@ fn qos_phase(
         samples.push(micros);
     }
     let after = throttled()?;
-    loaders.iter_mut().for_each(Loader::stop);
+    loaders.iter_mut().for_each(Piped::close);
     let load = loaders
-        .into_iter()
-        .map(Loader::report)
+        .iter_mut()
+        .map(load_report)
         .collect::<Result<Vec<_>, _>>()?;
     let mut check = vec![0u8; data.len()];
     lmr.read(0, &mut check, Priority::High)
@@ -1987,12 +1931,9 @@ fn qos_phase(
         load,
         throttled: after.saturating_sub(before),
     };
-    say(format_args!("{}", qos_line(&result)));
+    emit(&result.record());
     for (index, report) in result.load.iter().enumerate() {
-        say(format_args!(
-            "{}",
-            qos_load_line(round, phase, qos, index + 1, report)
-        ));
+        emit(&result.load_record(index + 1, report));
     }
     Ok(())
 }
@@ -2080,9 +2021,12 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
             }
             for (series, times) in [(operation, &samples), (on_first, &first)] {
                 let summary = summarize(times).ok_or("no samples")?;
-                say(format_args!(
-                    "{}",
-                    region_line(series, CURVE_OP_SIZE as u64, Some(count), &summary, times)
+                emit(&region_record(
+                    series,
+                    CURVE_OP_SIZE as u64,
+                    Some(count),
+                    &summary,
+                    times,
                 ));
             }
         }
@@ -2110,10 +2054,7 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
             (Operation::RegionFree, &release),
         ] {
             let summary = summarize(samples).ok_or("no samples")?;
-            say(format_args!(
-                "{}",
-                region_line(operation, size, None, &summary, samples)
-            ));
+            emit(&region_record(operation, size, None, &summary, samples));
         }
     }
     say(format_args!(
@@ -2162,11 +2103,14 @@ fn free_all(lmrs: Vec<Lmr>) -> Result<(), String> {
 /// allocated by [`alloc_alternately`].
 fn report_regions(size: u64, alive: usize) -> Result<(), String> {
     let [lmrs, memory_regions, pool_segments, pool_bytes] = read_region_counters()?;
-    say(format_args!(
-        "LITE-BENCH op=regions size={size} lmrs={lmrs} local={} memory_regions={memory_regions} \
-         pool_segments={pool_segments} pool_bytes={pool_bytes}",
-        alive.div_ceil(2)
-    ));
+    emit(&Record::Regions(record::Regions {
+        size,
+        lmrs,
+        local: alive.div_ceil(2) as u64,
+        memory_regions,
+        pool_segments,
+        pool_bytes,
+    }));
     Ok(())
 }
 
@@ -2194,81 +2138,24 @@ fn read_region_counters() -> Result<[u64; 4], String> {
 /// A low-priority load process: `lite-bench __qos-load NODE SIZE`. It says
 /// `ready` once it is writing, stops when its stdin closes and then says
 /// [`LoadReport::line`] (or `fail REASON`).
-struct Loader {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+fn spawn_loader(node: u32) -> Result<Piped, String> {
+    let args = [
+        LOAD_SUBCOMMAND.to_string(),
+        node.to_string(),
+        QOS_LOAD_SIZE.to_string(),
+    ];
+    // A closed stdin makes it stop; it ends within one write.
+    Piped::spawn_self(&args, "a load process", true)
 }
 
-impl Loader {
-    fn spawn(node: u32) -> Result<Loader, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut child = Command::new(exe)
-            .arg(LOAD_SUBCOMMAND)
-            .arg(node.to_string())
-            .arg(QOS_LOAD_SIZE.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting a load process: {e}"))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let mut loader = Loader {
-            child,
-            stdin,
-            stdout: BufReader::new(stdout.ok_or("a load process without stdout")?),
-        };
-        if loader.stdin.is_none() {
-            loader.stop();
-            return Err("a load process without stdin".into());
-        }
-        Ok(loader)
-    }
-
-    /// The next line the process says.
-    fn line(&mut self) -> Result<String, String> {
-        let mut line = String::new();
-        match self.stdout.read_line(&mut line) {
-            Ok(0) => Err("a load process ended without a word".into()),
-            Ok(_) => Ok(line.trim_end().to_string()),
-            Err(e) => Err(format!("reading from a load process: {e}")),
-        }
-    }
-
-    /// Waits until the process is writing.
-    fn ready(&mut self) -> Result<(), String> {
-        match self.line()? {
-            line if line == "ready" => Ok(()),
-            line => Err(format!("load process: {line}")),
-        }
-    }
-
-    /// Tells the process to stop.
-    fn stop(&mut self) {
-        self.stdin.take();
-    }
-
-    /// What the process did, once it stopped.
-    fn report(mut self) -> Result<LoadReport, String> {
-        self.stop();
-        let line = self.line()?;
-        let status = self
-            .child
-            .wait()
-            .map_err(|e| format!("waiting for a load process: {e}"))?;
-        match LoadReport::parse(&line) {
-            Some(report) if status.success() => Ok(report),
-            _ => Err(format!("load process ({status}): {line}")),
-        }
-    }
-}
-
-impl Drop for Loader {
-    fn drop(&mut self) {
-        // A closed stdin makes it stop; it ends within one write.
-        self.stop();
-        let _ = self.child.wait();
+/// What load process `loader` did, once it stopped.
+fn load_report(loader: &mut Piped) -> Result<LoadReport, String> {
+    loader.close();
+    let line = loader.next_line()?;
+    let status = loader.wait()?;
+    match LoadReport::parse(&line) {
+        Some(report) if status.success() => Ok(report),
+        _ => Err(format!("load process ({status}): {line}")),
     }
 }
 

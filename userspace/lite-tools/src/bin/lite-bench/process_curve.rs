@@ -9,15 +9,16 @@
 //! baseline (`lite-verbs-bench --processes`) opens one queue pair and
 //! registers its memory regions in every process.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::io::BufRead;
+use std::process::ExitCode;
 
 use lite::{Lmr, Priority};
-use lite_tools::bench::{process_curve_line, ProcessStep, ProcessWorkload};
+use lite_tools::bench::{emit, ProcessStep, ProcessWorkload};
 use lite_tools::errno::describe_error;
 use lite_tools::stats::monotonic_ns;
 use lite_tools::{pattern, say};
 
+use super::piped::Piped;
 use super::{echo_call, read_region_counters, wait_for_server, PASSWORD, WARMUP_OPS};
 
 /// The subcommand of one process of the curve.
@@ -37,7 +38,7 @@ pub(crate) fn measure(node: u32, counts: &[usize], iters: usize) -> Result<(), S
     for workload in [ProcessWorkload::Write, ProcessWorkload::Rpc] {
         for &count in counts {
             let step = step(workload, node, count, iters)?;
-            say(format_args!("{}", process_curve_line(&step)));
+            emit(&step.record());
         }
     }
     Ok(())
@@ -52,7 +53,7 @@ fn step(
 ) -> Result<ProcessStep, String> {
     let mut workers = Vec::with_capacity(count);
     for _ in 0..count {
-        workers.push(Worker::spawn(workload, node, iters)?);
+        workers.push(spawn_worker(workload, node, iters)?);
     }
     for worker in &mut workers {
         worker.expect("ready")?;
@@ -61,11 +62,11 @@ fn step(
     let [_, memory_regions, _, _] = read_region_counters()?;
     let began = monotonic_ns();
     for worker in &mut workers {
-        worker.go()?;
+        worker.send("go")?;
     }
     let mut slowest_us: f64 = 0.0;
     for worker in &mut workers {
-        let line = worker.line()?;
+        let line = worker.next_line()?;
         let took = line
             .strip_prefix("done ")
             .and_then(|us| us.parse::<f64>().ok())
@@ -73,7 +74,7 @@ fn step(
         slowest_us = slowest_us.max(took);
     }
     let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
-    for worker in workers {
+    for mut worker in workers {
         worker.finish()?;
     }
     Ok(ProcessStep {
@@ -88,92 +89,15 @@ fn step(
     })
 }
 
-/// One process of a step, talked to over its stdin and stdout.
-struct Worker {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Worker {
-    fn spawn(workload: ProcessWorkload, node: u32, iters: usize) -> Result<Worker, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut child = Command::new(exe)
-            .args([
-                PROCESS_SUBCOMMAND.to_string(),
-                workload.to_string(),
-                node.to_string(),
-                iters.to_string(),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting a {workload} process: {e}"))?;
-        let stdin = child.stdin.take();
-        match child.stdout.take() {
-            Some(stdout) => Ok(Worker {
-                child,
-                stdin,
-                stdout: BufReader::new(stdout),
-            }),
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err("a process without stdout".into())
-            }
-        }
-    }
-
-    /// The next line the process says; its end is an error.
-    fn line(&mut self) -> Result<String, String> {
-        let mut line = String::new();
-        match self.stdout.read_line(&mut line) {
-            Ok(0) => Err("a process of the curve ended without a word".into()),
-            Ok(_) => Ok(line.trim_end().to_string()),
-            Err(e) => Err(format!("reading from a process of the curve: {e}")),
-        }
-    }
-
-    fn expect(&mut self, word: &str) -> Result<(), String> {
-        match self.line()? {
-            line if line == word => Ok(()),
-            line => Err(format!("a process of the curve: {line}")),
-        }
-    }
-
-    fn go(&mut self) -> Result<(), String> {
-        let stdin = self.stdin.as_mut().ok_or("a process without stdin")?;
-        stdin
-            .write_all(b"go\n")
-            .and_then(|()| stdin.flush())
-            .map_err(|e| format!("starting a process of the curve: {e}"))
-    }
-
-    /// Waits for the process, which must have succeeded.
-    fn finish(mut self) -> Result<(), String> {
-        self.stdin.take();
-        let status = self
-            .child
-            .wait()
-            .map_err(|e| format!("waiting for a process of the curve: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("a process of the curve ended with {status}"))
-        }
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        // Only a step that failed drops a worker that still runs.
-        self.stdin.take();
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
+/// One process of a step.
+fn spawn_worker(workload: ProcessWorkload, node: u32, iters: usize) -> Result<Piped, String> {
+    let args = [
+        PROCESS_SUBCOMMAND.to_string(),
+        workload.to_string(),
+        node.to_string(),
+        iters.to_string(),
+    ];
+    Piped::spawn_self(&args, "a process of the curve", false)
 }
 
 /// `lite-bench __process write|rpc NODE ITERS`: one process of the curve.

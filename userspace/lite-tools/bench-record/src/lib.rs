@@ -1,0 +1,436 @@
+//! The benchmark's records: what `lite-bench` reports on the console and
+//! `cargo xtask bench` reads back, one JSON object a line after [`TAG`].
+//! The native verbs baseline (`lite-verbs-bench`, in C) prints the same
+//! objects after [`VERBS_TAG`], so that both programs' series are read
+//! into the same types.
+//!
+//! A tag rather than a whole line, because the console interleaves kernel
+//! messages with the programs' output: a printk timestamp may come first,
+//! and a line that a message cut in two is no valid JSON and is skipped.
+//! Times are in microseconds and throughputs in MiB/s; a measurement that
+//! failed (`inf`, `nan`) is written as `null`, which no record accepts.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value};
+
+/// What precedes a record of `lite-bench` on a console line.
+pub const TAG: &str = "LITE-RECORD ";
+
+/// What precedes a record of the native verbs baseline.
+pub const VERBS_TAG: &str = "LITE-VERBS ";
+
+/// Median and 10th-90th percentiles of a series.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
+/// One latency series: an operation of one size, timed one at a time.
+/// The memory region curve's series (`op` `region_*`) say how many regions
+/// were alive and give the 99th percentile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Operation, e.g. `write`.
+    pub op: String,
+    /// Message size in bytes.
+    pub size: u64,
+    /// Live regions during the region curve's writes and reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regions: Option<u64>,
+    /// Operations timed.
+    pub iters: u64,
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile, of the region curve's series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<f64>,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Standard deviation.
+    pub stdev: f64,
+}
+
+/// One throughput series, in MiB/s.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// `memset`, `memcpy`, `write_async` or `read_async`.
+    pub op: String,
+    /// Size of one operation in bytes.
+    pub size: u64,
+    /// Operations in flight (pipelined series only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Operations timed.
+    pub iters: u64,
+    /// Total bytes over total time (what perftest's `BW average` is).
+    pub average: f64,
+    /// Median of the samples.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Slowest sample.
+    pub min: f64,
+    /// Fastest sample.
+    pub max: f64,
+}
+
+/// RPC calls of one series: `threads` threads calling at once, or one
+/// thread keeping `depth` calls in flight.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RpcLoad {
+    /// Request (and reply) size in bytes.
+    pub size: u64,
+    /// Client threads calling at once (1 for the asynchronous series).
+    pub threads: u32,
+    /// Calls in flight per thread (1 for the synchronous series).
+    pub depth: u32,
+    /// Calls completed.
+    pub calls: u64,
+    /// Calls per second, all threads together.
+    pub calls_per_s: f64,
+    /// Time of one call under this load, from posting it to its reply.
+    pub latency: Spread,
+}
+
+/// Lock/unlock pairs of one node on one lock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lock {
+    /// Nodes taking the lock at the same time (1: uncontended).
+    pub contenders: u32,
+    /// The node that measured.
+    pub node: u32,
+    /// The node that keeps the lock.
+    pub home: u32,
+    /// Lock/unlock pairs timed.
+    pub iters: u64,
+    /// Time `lite_lock` took to return.
+    pub acquire: Spread,
+    /// Time of `lite_lock` plus `lite_unlock`.
+    pub pair: Spread,
+    /// Time the node took for all its pairs.
+    pub busy_us: f64,
+    /// Pairs per second of this node.
+    pub pairs_per_s: f64,
+}
+
+/// Raw lock-acquire times of a contended series, so that the host can
+/// combine every node's into one distribution; a series takes several
+/// records of at most [`LockSamples::PER_RECORD`] values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LockSamples {
+    /// Nodes taking the lock at the same time.
+    pub contenders: u32,
+    /// The node that measured.
+    pub node: u32,
+    /// The times.
+    pub acquire_us: Vec<f64>,
+}
+
+impl LockSamples {
+    /// Values per record: short enough that a kernel message on the
+    /// console seldom lands inside one.
+    pub const PER_RECORD: usize = 32;
+
+    /// The records of `acquire_us`.
+    pub fn split(contenders: u32, node: u32, acquire_us: &[f64]) -> Vec<LockSamples> {
+        acquire_us
+            .chunks(Self::PER_RECORD)
+            .map(|chunk| LockSamples {
+                contenders,
+                node,
+                acquire_us: chunk.to_vec(),
+            })
+            .collect()
+    }
+}
+
+/// The high-priority process's write latency in one phase of the isolation
+/// run, and what the low-priority processes achieved meanwhile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Qos {
+    /// The interleaved round, from 1.
+    pub round: u32,
+    /// `unloaded` or `loaded`.
+    pub phase: String,
+    /// `on` or `off`: QoS (traffic prioritization) during the phase.
+    pub qos: String,
+    /// Write size in bytes.
+    pub size: u64,
+    /// Writes timed.
+    pub iters: u64,
+    /// Their latency.
+    pub latency: Spread,
+    /// Its 99th percentile.
+    pub p99: f64,
+    /// Its minimum.
+    pub min: f64,
+    /// Its maximum.
+    pub max: f64,
+    /// Its standard deviation.
+    pub stdev: f64,
+    /// Low-priority processes writing during the phase.
+    pub loaders: u32,
+    /// Size of each of their writes in bytes.
+    pub load_size: u64,
+    /// Their writes completed.
+    pub load_ops: u64,
+    /// Their throughput, all together.
+    pub load_mibps: f64,
+    /// Low-priority operations the node throttled during the phase.
+    pub throttled: u64,
+}
+
+/// One low-priority process's share of an isolation phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QosLoad {
+    /// The interleaved round, from 1.
+    pub round: u32,
+    /// `loaded`.
+    pub phase: String,
+    /// `on` or `off`.
+    pub qos: String,
+    /// Which load process, from 1.
+    pub loader: u32,
+    /// Writes completed.
+    pub ops: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Time from the start of the load to the last write.
+    pub elapsed_us: f64,
+    /// Its throughput.
+    pub mibps: f64,
+}
+
+/// The measuring node's resource counters with this many LMRs alive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Regions {
+    /// Bytes of each LMR.
+    pub size: u64,
+    /// LMRs the node created that are alive (its `lmrs` counter).
+    pub lmrs: u64,
+    /// How many of the LMRs are on the measuring node itself, the others
+    /// being on the other node: only theirs take the node's pool memory.
+    pub local: u64,
+    /// Memory regions the node registered.
+    pub memory_regions: u64,
+    /// Segments of the node's remote memory pool, one memory region each.
+    pub pool_segments: u64,
+    /// Bytes of those segments.
+    pub pool_bytes: u64,
+}
+
+/// One step of the process curve: `processes` processes started together,
+/// each making `iters` operations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    /// `write` or `rpc`.
+    pub workload: String,
+    /// Bytes per operation.
+    pub size: u64,
+    /// Processes of the step.
+    pub processes: u64,
+    /// Operations per process.
+    pub iters: u64,
+    /// From the start until the last process finished.
+    pub elapsed_us: f64,
+    /// The longest time one process took.
+    pub slowest_us: f64,
+    /// All processes' operations per second.
+    pub ops_per_s: f64,
+    /// Queue pairs on the measuring node.
+    pub qps: u64,
+    /// Memory regions on the measuring node.
+    pub mrs: u64,
+}
+
+/// One node's share of one step of the cluster-size curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scale {
+    /// Nodes of the cluster.
+    pub nodes: u64,
+    /// The node that measured.
+    pub node: u64,
+    /// How long its join took; `None` if it had joined before.
+    pub join_us: Option<f64>,
+    /// Barriers timed.
+    pub barriers: u64,
+    /// Median barrier of all nodes.
+    pub barrier_median: f64,
+    /// 90th percentile barrier.
+    pub barrier_p90: f64,
+    /// Peers called at once.
+    pub rpc_peers: u64,
+    /// Calls completed.
+    pub rpc_calls: u64,
+    /// Time of all the calls.
+    pub rpc_elapsed_us: f64,
+    /// The node's calls per second to all its peers at once.
+    pub rpc_calls_per_s: f64,
+}
+
+/// The busy CPU time of a whole VM while one program of a round ran
+/// (printed by the guest's /init).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// `server` or `client`.
+    pub side: String,
+    /// `verbs` or `lite`.
+    pub program: String,
+    /// USER_HZ ticks.
+    pub busy_ticks: u64,
+}
+
+/// Any record, named by its kind: `{"latency":{...}}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Record {
+    /// A latency series.
+    Latency(Latency),
+    /// A throughput series.
+    Throughput(Throughput),
+    /// RPC calls from several threads at once.
+    RpcThroughput(RpcLoad),
+    /// RPC calls of one thread, several in flight.
+    RpcAsync(RpcLoad),
+    /// A lock series.
+    Lock(Lock),
+    /// Raw lock-acquire times.
+    LockSamples(LockSamples),
+    /// An isolation phase.
+    Qos(Qos),
+    /// A load process of an isolation phase.
+    QosLoad(QosLoad),
+    /// Resource counters of the memory region series.
+    Regions(Regions),
+    /// A step of the process curve.
+    Process(Process),
+    /// A node's share of a step of the cluster-size curve.
+    Scale(Scale),
+    /// CPU time of a round's program.
+    Cpu(Cpu),
+}
+
+impl Record {
+    /// The console line of the record, its fractions rounded to hundredths
+    /// (10 ns, 0.01 MiB/s): finer digits are noise under emulation, and
+    /// shorter lines are less often cut by a kernel message.
+    pub fn line(&self) -> String {
+        // Plain data with string keys: serializing it cannot fail.
+        let value = serde_json::to_value(self).unwrap_or_default();
+        format!("{TAG}{}", rounded(value))
+    }
+
+    /// The records after `tag` in `log`, in order; lines that are not
+    /// whole records are skipped.
+    pub fn all_in<'a>(log: &'a str, tag: &'a str) -> impl Iterator<Item = Record> + 'a {
+        log.lines().filter_map(move |line| {
+            let (_, json) = line.split_once(tag)?;
+            serde_json::from_str(json).ok()
+        })
+    }
+}
+
+/// `value` with every fraction rounded to hundredths.
+fn rounded(value: Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => n
+            .as_f64()
+            .and_then(|v| Number::from_f64((v * 100.0).round() / 100.0))
+            .map_or(Value::Null, Value::Number),
+        Value::Array(values) => Value::Array(values.into_iter().map(rounded).collect()),
+        Value::Object(fields) => {
+            Value::Object(fields.into_iter().map(|(k, v)| (k, rounded(v))).collect())
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A latency series of `op`, its spread from 10 to 20 us.
+    fn latency(op: &str) -> Latency {
+        Latency {
+            op: op.into(),
+            size: 64,
+            regions: None,
+            iters: 3,
+            median: 12.5,
+            p10: 10.5,
+            p90: 18.5,
+            p99: None,
+            min: 10.0,
+            max: 20.0,
+            stdev: 5.2,
+        }
+    }
+
+    #[test]
+    fn records_read_back_as_written() {
+        let record = Record::Latency(Latency {
+            p90: 18.456,
+            ..latency("write")
+        });
+        let line = record.line();
+        // Keys in name order; fractions to hundredths.
+        assert_eq!(
+            line,
+            "LITE-RECORD {\"latency\":{\"iters\":3,\"max\":20.0,\"median\":12.5,\"min\":10.0,\
+             \"op\":\"write\",\"p10\":10.5,\"p90\":18.46,\"size\":64,\"stdev\":5.2}}"
+        );
+        // After a timestamp, with the console's line ending.
+        let log = format!("[   1.5] {line}\r\nrxe0: a kernel message\n{line}");
+        assert_eq!(Record::all_in(&log, TAG).count(), 2);
+    }
+
+    #[test]
+    fn broken_and_failed_records_are_skipped() {
+        let cut = "LITE-RECORD {\"cpu\":{\"side\":\"client\",\"program\":\"lite\",\"busy_t";
+        let null = "LITE-RECORD {\"lock_samples\":{\"contenders\":4,\"node\":1,\"acquire_us\":[1.0,null]}}";
+        let good =
+            "LITE-RECORD {\"cpu\":{\"side\":\"client\",\"program\":\"lite\",\"busy_ticks\":7}}";
+        let log = [cut, null, good, "LITE-VERBS: ok"].join("\n");
+        let records: Vec<Record> = Record::all_in(&log, TAG).collect();
+        assert_eq!(
+            records,
+            [Record::Cpu(Cpu {
+                side: "client".into(),
+                program: "lite".into(),
+                busy_ticks: 7
+            })]
+        );
+        // A failed measurement is written as null, which reads back as no record.
+        let mut latency = latency("read");
+        latency.median = f64::NAN;
+        assert_eq!(
+            Record::all_in(&Record::Latency(latency).line(), TAG).count(),
+            0
+        );
+    }
+
+    #[test]
+    fn lock_samples_split_into_short_rounded_records() {
+        let times: Vec<f64> = (0..70).map(|i| f64::from(i) + 0.126).collect();
+        let records = LockSamples::split(4, 3, &times);
+        let lengths: Vec<usize> = records.iter().map(|r| r.acquire_us.len()).collect();
+        assert_eq!(lengths, [32, 32, 6]);
+        assert!(records.iter().all(|r| (r.contenders, r.node) == (4, 3)));
+        let line = Record::LockSamples(records[2].clone()).line();
+        assert!(line.contains("\"acquire_us\":[64.13,65.13,66.13,67.13,68.13,69.13]"));
+        assert!(LockSamples::split(4, 3, &[]).is_empty());
+    }
+}
