@@ -137,7 +137,8 @@ impl Tail {
             if !self.started && line.contains(RUN_MARKER) {
                 self.started = true;
             }
-            if self.started {
+            // The lock nestings a debug guest lists for the test command.
+            if self.started && !line.contains(crate::lockdep::EDGE_TAG) {
                 ui::say(&format!("[{}] {line}", self.name));
             }
         }

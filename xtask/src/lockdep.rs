@@ -19,7 +19,7 @@ use crate::logscan::strip_timestamp;
 pub const LOCK_ORDER_SOURCE: &str = "rust-lite/internal/core/mod.rs";
 
 /// Start of each nesting line a guest prints.
-const EDGE_TAG: &str = "LITE-LOCKDEP ";
+pub const EDGE_TAG: &str = "LITE-LOCKDEP ";
 
 /// A nesting: the outer lock's class, then the inner one's.
 pub type Nesting = (String, String);

@@ -326,10 +326,11 @@ fn lock_order(seen: &std::collections::BTreeSet<lockdep::Nesting>) -> Result<()>
     let source = repo_root().join(lockdep::LOCK_ORDER_SOURCE);
     let text = std::fs::read_to_string(&source)
         .with_context(|| format!("reading {}", source.display()))?;
+    let kernel = repo_root().join("rust-lite");
     let mut sources = Vec::new();
-    for file in fsutil::walk_files(&repo_root().join("rust-lite"))? {
+    for file in fsutil::walk_files(&kernel)? {
         if file.extension().is_some_and(|e| e == "rs") {
-            sources.push(fsutil::read_to_string(&file)?);
+            sources.push(fsutil::read_to_string(&kernel.join(file))?);
         }
     }
     let condvars = lockdep::condvar_classes(sources.iter().map(String::as_str));
