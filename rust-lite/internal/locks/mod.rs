@@ -47,12 +47,9 @@ use super::{
     },
     quota::{
         amounts::{Amounts, Resource},
-        Charge, Payer,
+        keep_by_payer, Charge, Payer,
     },
-    util::{
-        vec::push_or_return,
-        workers::{self, Job, Workers},
-    },
+    util::workers::{self, Job, Workers},
 };
 use crate::{errno, sys::sched};
 
@@ -265,18 +262,9 @@ impl Locks {
             self.learn_lock(home, reply)?
         };
         if !charge.is_none() {
-            // One charge per user: usually added to the user's, without
-            // allocating. Without memory for it, the charge goes back early.
-            let mut created = self.created.lock();
-            let refused = match created.iter_mut().find(|c| c.same_payer(&charge)) {
-                Some(held) => {
-                    held.absorb(charge);
-                    Ok(())
-                }
-                None => push_or_return(&mut created, charge),
-            };
-            drop(created);
-            // Given back outside the lock.
+            // One charge per user. Without memory for it, the charge goes
+            // back early, outside the lock.
+            let refused = keep_by_payer(&mut self.created.lock(), charge);
             drop(refused);
         }
         Ok(id)

@@ -49,9 +49,9 @@ use super::{
     quota::{
         self,
         amounts::{Amounts, Resource},
-        Charge,
+        keep_by_payer, Charge,
     },
-    util::{clock::now_ms, slot_table::SlotTable, vec::push_or_return},
+    util::{clock::now_ms, slot_table::SlotTable},
 };
 use crate::errno;
 
@@ -103,15 +103,7 @@ impl RemoteMemory {
         if charge.is_none() {
             return;
         }
-        let mut kept = self.kept_charges.lock();
-        let refused = match kept.iter_mut().find(|k| k.same_payer(&charge)) {
-            Some(held) => {
-                held.absorb(charge);
-                Ok(())
-            }
-            None => push_or_return(&mut kept, charge),
-        };
-        drop(kept);
+        let refused = keep_by_payer(&mut self.kept_charges.lock(), charge);
         // Without memory for it, the charge goes back early, outside the
         // lock.
         drop(refused);

@@ -27,6 +27,7 @@ use self::{
     command::{Changes, Command},
 };
 use super::core::limits::MAX_NODES;
+use super::util::vec::push_or_return;
 
 /// Who pays for what a call creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -321,6 +322,23 @@ impl Charge {
             .unwrap_or(Amounts::UNLIMITED);
         // Now part of this charge: `other` gives nothing back.
         other.quotas = None;
+    }
+}
+
+/// Adds `charge` to the one of the same payer in `kept` (usually without
+/// allocating), or keeps it beside them; without memory for it, hands it
+/// back, for the caller to drop (which gives it back) once the lock over
+/// `kept` is released.
+pub(crate) fn keep_by_payer(
+    kept: &mut KVec<Charge>,
+    charge: Charge,
+) -> Result<(), (Error, Charge)> {
+    match kept.iter_mut().find(|held| held.same_payer(&charge)) {
+        Some(held) => {
+            held.absorb(charge);
+            Ok(())
+        }
+        None => push_or_return(kept, charge),
     }
 }
 
