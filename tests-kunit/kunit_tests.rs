@@ -5,6 +5,7 @@
 //! Each `lite_test_*` function checks one unit of LITE's internal logic and
 //! reports every failed check to KUnit with its location and expression.
 
+use crate::internal::node_id::NodeId;
 use core::ffi::c_char;
 use kernel::{
     alloc::{flags::GFP_KERNEL, KBox},
@@ -177,11 +178,11 @@ kunit_case!(lite_test_pieces_split_at_chunk_edges, |c| {
 });
 
 kunit_case!(lite_test_spread_round_robin, |c| {
-    let nodes = [2u32, 3, 5];
-    check!(c, chunk::spread_target(&nodes, 0) == Some(2));
-    check!(c, chunk::spread_target(&nodes, 1) == Some(3));
-    check!(c, chunk::spread_target(&nodes, 2) == Some(5));
-    check!(c, chunk::spread_target(&nodes, 3) == Some(2));
+    let nodes = [NodeId::new(2), NodeId::new(3), NodeId::new(5)];
+    check!(c, chunk::spread_target(&nodes, 0) == Some(NodeId::new(2)));
+    check!(c, chunk::spread_target(&nodes, 1) == Some(NodeId::new(3)));
+    check!(c, chunk::spread_target(&nodes, 2) == Some(NodeId::new(5)));
+    check!(c, chunk::spread_target(&nodes, 3) == Some(NodeId::new(2)));
     check!(c, chunk::spread_target(&[], 0).is_none());
 });
 
@@ -302,7 +303,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
             src_chunk_id: 1 << 32 | 1,
             src_offset: 4095,
             len: CHUNK_SIZE,
-            dst_node: 63,
+            dst_node: NodeId::new(63),
             dst_chunk_id: 2 << 32 | 7,
             dst_addr: u64::MAX - 1,
             dst_rkey: u32::MAX,
@@ -479,7 +480,7 @@ kunit_case!(lite_test_control_wire_round_trip, |c| {
     );
     round_trip!(
         LockMessage::AssignLock {
-            home: 63,
+            home: NodeId::new(63),
             number: u32::MAX,
             hold: 5,
             owner_died: 1,
@@ -765,14 +766,14 @@ kunit_case!(lite_test_barrier_counting, |c| {
         check!(c, false);
         return;
     };
-    let entered = rounds.enter(1);
-    check!(c, rounds.has_reached(1, entered.round));
-    check!(c, !rounds.has_reached(2, entered.round));
-    rounds.joined(2);
-    rounds.arrived(2, entered.round);
-    check!(c, rounds.has_reached(2, entered.round));
-    check!(c, !rounds.has_reached(2, entered.round + 1));
-    check!(c, !rounds.has_reached(u32::MAX, 1));
+    let entered = rounds.enter(NodeId::new(1));
+    check!(c, rounds.has_reached(NodeId::new(1), entered.round));
+    check!(c, !rounds.has_reached(NodeId::new(2), entered.round));
+    rounds.joined(NodeId::new(2));
+    rounds.arrived(NodeId::new(2), entered.round);
+    check!(c, rounds.has_reached(NodeId::new(2), entered.round));
+    check!(c, !rounds.has_reached(NodeId::new(2), entered.round + 1));
+    check!(c, !rounds.has_reached(NodeId::new(u32::MAX), 1));
 });
 
 kunit_case!(lite_test_api_before_join, |c| {
@@ -899,7 +900,7 @@ kunit_case!(lite_test_name_table, |c| {
 
 kunit_case!(lite_test_chunk_descriptors, |c| {
     let d = ChunkDescriptor {
-        node: 63,
+        node: NodeId::new(63),
         rkey: 0xdead_beef,
         chunk_id: u64::MAX,
         addr: 0xffff_8880_0000_1000,
@@ -1541,7 +1542,7 @@ impl crate::internal::locks::home::WordAccess for FakeLockWord {
 
 /// The node keeping the locks of the hand-over tests; no waiter of theirs
 /// is of it.
-const HOME: u32 = 0;
+const HOME: NodeId = NodeId::new(0);
 
 /// A lock word that counts the compare-and-swaps reaching it.
 struct CountedLockWord(FakeLockWord, core::cell::Cell<u32>);
@@ -1601,8 +1602,8 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
     // A peer's taker fails on the managed word and asks the home: it gets
     // the lock unmanaged, named in the word, so its release is one swap.
     check!(c, !word.peek(0).is_free());
-    let peer = lock.reserve(&word, 0, r(3, 7));
-    check!(c, matches!(peer, Ok(Reserved::Granted(g)) if g.reservation == r(3, 7)));
+    let peer = lock.reserve(&word, 0, r(NodeId::new(3), 7));
+    check!(c, matches!(peer, Ok(Reserved::Granted(g)) if g.reservation == r(NodeId::new(3), 7)));
     let Ok(Reserved::Granted(peer)) = peer else {
         return;
     };
@@ -1621,10 +1622,10 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
     // A peer dying changes nothing for it; a peer that asks meanwhile
     // queues behind it and then gets the lock managed, and its release
     // with nobody waiting frees it.
-    check!(c, matches!(lock.node_gone(&word, 0, 3), Ok(None)));
-    check!(c, matches!(lock.reserve(&word, 0, r(4, 9)), Ok(Reserved::Queued)));
+    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(3)), Ok(None)));
+    check!(c, matches!(lock.reserve(&word, 0, r(NodeId::new(4), 9)), Ok(Reserved::Queued)));
     let last = lock.release(&word, 0, next.word_hold(), false);
-    check!(c, matches!(last, Ok(Some(g)) if g.reservation == r(4, 9) && g.managed));
+    check!(c, matches!(last, Ok(Some(g)) if g.reservation == r(NodeId::new(4), 9) && g.managed));
     if let Ok(Some(last)) = last {
         check!(c, lock.is_managed() && word.peek(0).is_managed());
         check!(c, matches!(lock.release(&word, 0, last.word_hold(), false), Ok(None)));
@@ -1649,7 +1650,7 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
     check!(c, lock.is_kept_free());
     let kept = word.peek(0);
     check!(c, matches!(lock.release(&word, 0, peer.word_hold(), false), Ok(None)));
-    check!(c, matches!(lock.node_gone(&word, 0, 3), Ok(None)));
+    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(3)), Ok(None)));
     check!(c, lock.is_kept_free() && word.peek(0) == kept);
 });
 
@@ -1662,10 +1663,10 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     let r = |node, waiter| Reservation { node, waiter };
     let mut lock = Queue::new(HOME);
     // A free lock is granted at once, and the word names the holder.
-    let granted = lock.reserve(&word, 0, r(2, 20));
+    let granted = lock.reserve(&word, 0, r(NodeId::new(2), 20));
     check!(
         c,
-        matches!(granted, Ok(Reserved::Granted(g)) if g.reservation == r(2, 20) && !g.owner_died)
+        matches!(granted, Ok(Reserved::Granted(g)) if g.reservation == r(NodeId::new(2), 20) && !g.owner_died)
     );
     let Ok(Reserved::Granted(first)) = granted else {
         return;
@@ -1678,7 +1679,7 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         check!(
             c,
             matches!(
-                lock.reserve(&word, 0, r((waiter / 10) as u32, waiter)),
+                lock.reserve(&word, 0, r(NodeId::new((waiter / 10) as u32), waiter)),
                 Ok(Reserved::Queued)
             )
         );
@@ -1691,12 +1692,12 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     let swaps = word.1.get();
     // A stale release (not the current hold) changes nothing.
     let stale = Hold {
-        node: 7,
+        node: NodeId::new(7),
         number: first.hold,
     };
     check!(c, matches!(lock.release(&word, 0, stale, false), Ok(None)));
     let mut hold = first.word_hold();
-    for (i, expected) in [r(3, 30), r(1, 10), r(4, 40)].into_iter().enumerate() {
+    for (i, expected) in [r(NodeId::new(3), 30), r(NodeId::new(1), 10), r(NodeId::new(4), 40)].into_iter().enumerate() {
         let next = lock.release(&word, 0, hold, false);
         check!(
             c,
@@ -1719,17 +1720,17 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     check!(c, word.1.get() == swaps + 1);
     check!(c, word.0 .0.get() == 0 && !lock.is_managed());
     // A taker of the free lock without the home (hold 0) is named too.
-    let fast = LockWord::held(Hold { node: 5, number: 0 }, false);
+    let fast = LockWord::held(Hold { node: NodeId::new(5), number: 0 }, false);
     word.0 .0.set(fast.0);
     check!(
         c,
-        matches!(lock.reserve(&word, 0, r(6, 60)), Ok(Reserved::Queued))
+        matches!(lock.reserve(&word, 0, r(NodeId::new(6), 60)), Ok(Reserved::Queued))
     );
     check!(c, word.0 .0.get() == fast.managed().0);
-    let next = lock.release(&word, 0, Hold { node: 5, number: 0 }, false);
+    let next = lock.release(&word, 0, Hold { node: NodeId::new(5), number: 0 }, false);
     check!(
         c,
-        matches!(next, Ok(Some(g)) if g.reservation == r(6, 60) && g.hold != 0)
+        matches!(next, Ok(Some(g)) if g.reservation == r(NodeId::new(6), 60) && g.hold != 0)
     );
     if let Ok(Some(g)) = next {
         check!(c, g.managed && word.0 .0.get() == fast.managed().0);
@@ -1769,7 +1770,7 @@ kunit_case!(lite_test_lock_freed_by_uncertain_swap, |c| {
         home::{Queue, Reservation, Reserved},
         word::{Hold, LockWord},
     };
-    let taker = LockWord::held(Hold { node: 5, number: 0 }, false);
+    let taker = LockWord::held(Hold { node: NodeId::new(5), number: 0 }, false);
     let word = UncertainLockWord(
         FakeLockWord(core::cell::Cell::new(0), false),
         Default::default(),
@@ -1778,12 +1779,12 @@ kunit_case!(lite_test_lock_freed_by_uncertain_swap, |c| {
     let r = |node, waiter| Reservation { node, waiter };
     let mut lock = Queue::new(HOME);
     // Node 3 gets the lock from node 2 managed, with nobody behind it.
-    let first = lock.reserve(&word, 0, r(2, 20));
+    let first = lock.reserve(&word, 0, r(NodeId::new(2), 20));
     let Ok(Reserved::Granted(first)) = first else {
         check!(c, false);
         return;
     };
-    check!(c, matches!(lock.reserve(&word, 0, r(3, 30)), Ok(Reserved::Queued)));
+    check!(c, matches!(lock.reserve(&word, 0, r(NodeId::new(3), 30)), Ok(Reserved::Queued)));
     let next = lock.release(&word, 0, first.word_hold(), false);
     let Ok(Some(next)) = next else {
         check!(c, false);
@@ -1807,36 +1808,36 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     let r = |node, waiter| Reservation { node, waiter };
     let mut lock = Queue::new(HOME);
     // Node 2 holds the lock; node 3 and node 2 again wait, then node 4.
-    let dead = LockWord::held(Hold { node: 2, number: 0 }, false);
+    let dead = LockWord::held(Hold { node: NodeId::new(2), number: 0 }, false);
     word.0.set(dead.0);
     for (node, waiter) in [(3u32, 1u64), (2, 2), (4, 3)] {
         check!(
             c,
             matches!(
-                lock.reserve(&word, 0, r(node, waiter)),
+                lock.reserve(&word, 0, r(NodeId::new(node), waiter)),
                 Ok(Reserved::Queued)
             )
         );
     }
     // Node 2 dies: its waiter leaves the queue, and its hold goes to the
     // first waiter of a live node, told that the owner died.
-    let next = lock.node_gone(&word, 0, 2);
+    let next = lock.node_gone(&word, 0, NodeId::new(2));
     check!(
         c,
-        matches!(next, Ok(Some(g)) if g.reservation == r(3, 1) && g.owner_died)
+        matches!(next, Ok(Some(g)) if g.reservation == r(NodeId::new(3), 1) && g.owner_died)
     );
     let Ok(Some(next)) = next else {
         return;
     };
     check!(c, lock.len() == 1 && lock.is_managed());
     // A node holding nothing dies: nothing changes.
-    check!(c, matches!(lock.node_gone(&word, 0, 9), Ok(None)));
+    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(9)), Ok(None)));
     // The new holder releases normally: node 4 is told nothing, and holds
     // the lock managed.
     let last = lock.release(&word, 0, next.word_hold(), false);
     check!(
         c,
-        matches!(last, Ok(Some(g)) if g.reservation == r(4, 3) && !g.owner_died)
+        matches!(last, Ok(Some(g)) if g.reservation == r(NodeId::new(4), 3) && !g.owner_died)
     );
     let Ok(Some(last)) = last else {
         return;
@@ -1844,10 +1845,10 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     check!(c, last.managed && lock.is_managed() && LockWord(word.0.get()).is_managed());
     // Node 4 dies holding it with nobody waiting: the lock is orphaned, and
     // its next taker is told.
-    check!(c, matches!(lock.node_gone(&word, 0, 4), Ok(None)));
+    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(4)), Ok(None)));
     check!(c, word.0.get() == LockWord::ORPHANED.0);
     check!(c, LockWord(word.0.get()).is_free());
-    let taken = lock.reserve(&word, 0, r(5, 4));
+    let taken = lock.reserve(&word, 0, r(NodeId::new(5), 4));
     check!(c, matches!(taken, Ok(Reserved::Granted(g)) if g.owner_died));
     // Once released, the lock is plainly free again.
     if let Ok(Reserved::Granted(g)) = taken {
@@ -1859,19 +1860,19 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     check!(c, word.0.get() == LockWord::FREE.0);
     check!(
         c,
-        matches!(lock.reserve(&word, 0, r(5, 5)), Ok(Reserved::Granted(g)) if !g.owner_died)
+        matches!(lock.reserve(&word, 0, r(NodeId::new(5), 5)), Ok(Reserved::Granted(g)) if !g.owner_died)
     );
     // The holder of a managed lock dies with its waiters all gone too: the
     // lock is orphaned.
     check!(
         c,
-        matches!(lock.reserve(&word, 0, r(6, 6)), Ok(Reserved::Queued))
+        matches!(lock.reserve(&word, 0, r(NodeId::new(6), 6)), Ok(Reserved::Queued))
     );
-    check!(c, matches!(lock.node_gone(&word, 0, 6), Ok(None)));
+    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(6)), Ok(None)));
     check!(c, lock.is_managed() && lock.len() == 0);
     let hold = LockWord(word.0.get()).hold();
-    check!(c, hold.is_some_and(|h| h.node == 5));
-    check!(c, matches!(lock.node_gone(&word, 0, 5), Ok(None)));
+    check!(c, hold.is_some_and(|h| h.node == NodeId::new(5)));
+    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(5)), Ok(None)));
     check!(
         c,
         word.0.get() == LockWord::ORPHANED.0 && !lock.is_managed()
@@ -1882,25 +1883,25 @@ kunit_case!(lite_test_mapping_moves, |c| {
     use crate::internal::sharing::Mappings;
     let mut mappings = Mappings::new();
     let before = mappings.moves();
-    check!(c, !mappings.moved_since(2, 7, before));
+    check!(c, !mappings.moved_since(NodeId::new(2), 7, before));
     // A mapping whose chunk table was read before a move is refused; other
     // LMRs are not affected.
-    mappings.note_move(2, 7);
-    check!(c, mappings.moved_since(2, 7, before));
-    check!(c, !mappings.moved_since(2, 8, before));
-    check!(c, !mappings.moved_since(3, 7, before));
+    mappings.note_move(NodeId::new(2), 7);
+    check!(c, mappings.moved_since(NodeId::new(2), 7, before));
+    check!(c, !mappings.moved_since(NodeId::new(2), 8, before));
+    check!(c, !mappings.moved_since(NodeId::new(3), 7, before));
     // One read after the move is fine.
     let after = mappings.moves();
-    check!(c, !mappings.moved_since(2, 7, after));
+    check!(c, !mappings.moved_since(NodeId::new(2), 7, after));
     // Too many moves to remember: every mapping begun before is refused.
     for lmr_id in 100..400u64 {
-        mappings.note_move(3, lmr_id);
+        mappings.note_move(NodeId::new(3), lmr_id);
     }
-    check!(c, mappings.moved_since(2, 8, after));
+    check!(c, mappings.moved_since(NodeId::new(2), 8, after));
     let now = mappings.moves();
-    mappings.note_move(3, 1);
-    check!(c, !mappings.moved_since(2, 8, now));
-    check!(c, mappings.moved_since(3, 1, now));
+    mappings.note_move(NodeId::new(3), 1);
+    check!(c, !mappings.moved_since(NodeId::new(2), 8, now));
+    check!(c, mappings.moved_since(NodeId::new(3), 1, now));
 });
 
 kunit_case!(lite_test_barrier_reuse, |c| {
@@ -1971,7 +1972,7 @@ kunit_case!(lite_test_sync_api_before_join, |c| {
     use crate::api::kernel_api::*;
     let enotconn = -(bindings::ENOTCONN as i32);
     let mut old = 0u64;
-    let mut lock = LiteLock::from(crate::internal::locks::lockers::LockId { home: 1, number: 0 });
+    let mut lock = LiteLock::from(crate::internal::locks::lockers::LockId { home: NodeId::new(1), number: 0 });
     // SAFETY: `old` and `lock` are valid for the calls.
     unsafe {
         check!(c, liteapi_rdma_fetch_and_add(1, &mut old, 1, 0) == enotconn);
@@ -2026,13 +2027,13 @@ kunit_case!(lite_test_quota_commands, |c| {
         c,
         parse("limit node 3 remote_memory=unlimited")
             == Ok(Command::SetNode {
-                node: 3,
+                node: NodeId::new(3),
                 limit: UNLIMITED
             })
     );
     check!(
         c,
-        parse("limit node 3 default") == Ok(Command::ResetNode { node: 3 })
+        parse("limit node 3 default") == Ok(Command::ResetNode { node: NodeId::new(3) })
     );
     // Malformed lines change nothing.
     for bad in [
@@ -2141,14 +2142,14 @@ kunit_case!(lite_test_quota_charges, |c| {
     let len = out.len();
     check!(c, !text[..len].windows(4).any(|w| w == b"uid "));
     // Node limits.
-    check!(c, quotas.node_limit(5) == 1 << 20);
+    check!(c, quotas.node_limit(NodeId::new(5)) == 1 << 20);
     check!(c, set("limit node 5 remote_memory=7").is_ok());
     check!(
         c,
-        quotas.node_limit(5) == 7 && quotas.node_limit(6) == 1 << 20
+        quotas.node_limit(NodeId::new(5)) == 7 && quotas.node_limit(NodeId::new(6)) == 1 << 20
     );
     check!(c, set("limit node 5 default").is_ok());
-    check!(c, quotas.node_limit(5) == 1 << 20);
+    check!(c, quotas.node_limit(NodeId::new(5)) == 1 << 20);
 });
 
 kunit_case!(lite_test_remote_key_tables, |c| {

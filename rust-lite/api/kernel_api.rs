@@ -7,6 +7,7 @@
 //! returns a non-negative value or a negative errno, as documented in the
 //! header.
 
+use crate::internal::node_id::NodeId;
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use kernel::{error::from_result, prelude::*};
 
@@ -62,14 +63,14 @@ pub(crate) unsafe extern "C" fn liteapi_establish_conn(
             .filter(|&p| p != 0)
             .ok_or(EINVAL)?;
         let ib_port = u32::try_from(ib_port).map_err(|_| EINVAL)?;
-        Ok(node()?.join(addr, port, ib_port)? as c_int)
+        Ok(node()?.join(addr, port, ib_port)?.get() as c_int)
     })
 }
 
 /// This node's id.
 #[no_mangle]
 pub(crate) extern "C" fn liteapi_get_node_id() -> c_int {
-    from_result(|| Ok(node()?.cluster()?.core.node_id() as c_int))
+    from_result(|| Ok(node()?.cluster()?.core.node_id().get() as c_int))
 }
 
 /// Leaves the cluster gracefully (see `lite_leave`).
@@ -100,9 +101,10 @@ pub(crate) extern "C" fn liteapi_alloc_remote_mem(
         let cluster = node()?.cluster()?;
         let password = Password::from_raw(password);
         let process = &cluster.kernel_process;
-        let handle = cluster
-            .memory
-            .alloc_remote(process, node_id, size, flags, password)?;
+        let handle =
+            cluster
+                .memory
+                .alloc_remote(process, NodeId::new(node_id), size, flags, password)?;
         c_long::try_from(handle.raw()).map_err(|_| EINVAL)
     })
 }
@@ -378,7 +380,7 @@ pub(crate) extern "C" fn liteapi_ask_mr(
         let cluster = node()?.cluster()?;
         let handle = cluster.sharing.ask_lmr(
             &cluster.kernel_process,
-            owner,
+            NodeId::new(owner),
             identifier,
             permission,
             Password::from_raw(password),
@@ -574,7 +576,7 @@ pub(crate) struct LiteLock {
 impl From<LockId> for LiteLock {
     fn from(id: LockId) -> Self {
         LiteLock {
-            home: id.home,
+            home: id.home.get(),
             number: id.number,
         }
     }
@@ -665,7 +667,10 @@ pub(crate) unsafe extern "C" fn liteapi_create_lock(home: c_uint, lock: *mut Lit
         if lock.is_null() {
             return Err(EINVAL);
         }
-        let id = node()?.cluster()?.locks.create_lock(Payer::Kernel, home)?;
+        let id = node()?
+            .cluster()?
+            .locks
+            .create_lock(Payer::Kernel, NodeId::new(home))?;
         // SAFETY: `lock` is non-null (checked above), so by this function's
         // `# Safety` section it points to a writable, aligned
         // `struct lite_lock`, whose layout `LiteLock` has, that is still valid
@@ -692,7 +697,10 @@ pub(crate) unsafe extern "C" fn liteapi_ask_lock(
         if lock.is_null() {
             return Err(EINVAL);
         }
-        let id = node()?.cluster()?.locks.ask_lock(home, number)?;
+        let id = node()?
+            .cluster()?
+            .locks
+            .ask_lock(NodeId::new(home), number)?;
         // SAFETY: `lock` is non-null (checked above), so by this function's
         // `# Safety` section it points to a writable, aligned
         // `struct lite_lock`, whose layout `LiteLock` has, that is still valid
@@ -718,7 +726,7 @@ unsafe fn lock_id(lock: *const LiteLock) -> Result<LockId> {
     // nothing writes while the reference, used only below, lives.
     let lock = unsafe { &*lock };
     Ok(LockId {
-        home: lock.home,
+        home: NodeId::new(lock.home),
         number: lock.number,
     })
 }
@@ -825,7 +833,7 @@ pub(crate) extern "C" fn liteapi_unregister_application(port: c_uint) -> c_int {
 pub(crate) extern "C" fn liteapi_query_port(node_id: c_uint, port: c_uint) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        Ok(cluster.rpc.query_port(node_id, port)? as c_long)
+        Ok(cluster.rpc.query_port(NodeId::new(node_id), port)? as c_long)
     })
 }
 
@@ -863,9 +871,13 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm(
         // (this function's `# Safety` section). `out` is only used in this
         // call.
         let out = unsafe { kernel_slice_mut(reply, max_reply) }?;
-        let answer = cluster
-            .rpc
-            .call(node_id, &target, message.into(), max_reply, ToKernel)?;
+        let answer = cluster.rpc.call(
+            NodeId::new(node_id),
+            &target,
+            message.into(),
+            max_reply,
+            ToKernel,
+        )?;
         deliver(out, &answer)?;
         Ok(answer.len() as c_long)
     })
@@ -916,7 +928,7 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_async(
             || {
                 cluster
                     .rpc
-                    .call_async(node_id, &target, message.into(), max_reply)
+                    .call_async(NodeId::new(node_id), &target, message.into(), max_reply)
             },
         )?;
         c_long::try_from(id).map_err(|_| EINVAL)
@@ -946,7 +958,9 @@ pub(crate) unsafe extern "C" fn liteapi_send(
         // returns (this function's `# Safety` section); `message` is only
         // used by `send_one_way` below, before then.
         let message = unsafe { kernel_slice(msg, size) }?;
-        cluster.rpc.send_one_way(node_id, &target, message.into())?;
+        cluster
+            .rpc
+            .send_one_way(NodeId::new(node_id), &target, message.into())?;
         Ok(0)
     })
 }
@@ -1086,9 +1100,12 @@ pub(crate) unsafe extern "C" fn liteapi_send_reply_imm_multicast(
         // not overlap `nodes`, `lengths` or `message` (this function's
         // `# Safety` section). `out` is only used in this call.
         let out = unsafe { kernel_slice_mut(replies, total) }?;
-        let results = cluster
-            .rpc
-            .multicast(nodes, &target, message.into(), max_reply)?;
+        let results = cluster.rpc.multicast(
+            nodes.iter().map(|&n| NodeId::new(n)),
+            &target,
+            message.into(),
+            max_reply,
+        )?;
         let mut replied = 0;
         for (i, result) in results.iter().enumerate() {
             let room = max_reply as usize;

@@ -3,6 +3,7 @@
 //! Backends of LITE's RPC system calls (`lite_register_application` …
 //! `lite_send_reply_multicast`); see `include/uapi/linux/lite.h`.
 
+use crate::internal::node_id::NodeId;
 use core::ffi::c_long;
 use kernel::{
     bindings,
@@ -102,7 +103,7 @@ pub(crate) extern "C" fn lite_rs_unregister_application(port: u32) -> c_long {
 pub(crate) extern "C" fn lite_rs_query_port(node_id: u32, port: u32) -> c_long {
     from_result(|| {
         let cluster = node()?.cluster()?;
-        Ok(cluster.rpc.query_port(node_id, port)? as c_long)
+        Ok(cluster.rpc.query_port(NodeId::new(node_id), port)? as c_long)
     })
 }
 
@@ -135,7 +136,7 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm(
         let message = user_message(msg, size)?;
         let len = cluster
             .rpc
-            .call(node_id, &target, message, room, ToUser(reply))?;
+            .call(NodeId::new(node_id), &target, message, room, ToUser(reply))?;
         Ok(len as c_long)
     })
 }
@@ -161,7 +162,9 @@ pub(crate) extern "C" fn lite_rs_send_reply_imm_async(
         let id = cluster
             .async_io
             .submit_call(&process, AsyncBuffer::User(reply), || {
-                cluster.rpc.call_async(node_id, &target, message, room)
+                cluster
+                    .rpc
+                    .call_async(NodeId::new(node_id), &target, message, room)
             })?;
         to_ret(id)
     })
@@ -179,7 +182,9 @@ pub(crate) extern "C" fn lite_rs_send(
         let cluster = node()?.cluster()?;
         let target = caller_target(&cluster, port_priority)?;
         let message = user_message(msg, size)?;
-        cluster.rpc.send_one_way(node_id, &target, message)?;
+        cluster
+            .rpc
+            .send_one_way(NodeId::new(node_id), &target, message)?;
         Ok(0)
     })
 }
@@ -290,7 +295,7 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
         let mut nodes = KVec::with_capacity(count, GFP_KERNEL)?;
         for raw in raw_nodes.chunks_exact(4) {
             nodes.push(
-                u32::from_ne_bytes([raw[0], raw[1], raw[2], raw[3]]),
+                NodeId::new(u32::from_ne_bytes([raw[0], raw[1], raw[2], raw[3]])),
                 GFP_KERNEL,
             )?;
         }
@@ -302,9 +307,12 @@ pub(crate) extern "C" fn lite_rs_send_reply_multicast(call: UserPtr) -> c_long {
             .write_slice(&zeros)?;
         // Read once, so that every node gets the same bytes.
         let message = user_message(to_ptr(msg)?, size)?.to_vec()?;
-        let results = cluster
-            .rpc
-            .multicast(&nodes, &target, Payload::Kernel(&message), room)?;
+        let results = cluster.rpc.multicast(
+            nodes.iter().copied(),
+            &target,
+            Payload::Kernel(&message),
+            room,
+        )?;
         let mut replied = 0;
         for (i, result) in results.iter().enumerate() {
             let length = match result {
@@ -342,7 +350,7 @@ pub(crate) extern "C" fn lite_rs_rpc_fault_next(node: u64) -> core::ffi::c_int {
             .ok()
             .filter(|&n| (n as usize) < MAX_NODES)
             .ok_or(EINVAL)?;
-        crate::internal::rpc::fault_injection::inject_bad_header(node);
+        crate::internal::rpc::fault_injection::inject_bad_header(NodeId::new(node));
         Ok(0)
     })
 }

@@ -3,6 +3,7 @@
 //! Backends of the synchronization and priority system calls, and of the
 //! debugfs files (`/sys/kernel/debug/lite/`).
 
+use crate::internal::node_id::NodeId;
 use core::ffi::{c_int, c_long};
 use kernel::{
     bindings,
@@ -42,7 +43,7 @@ fn write_u64(ptr: UserPtr, value: u64) -> Result {
 fn read_lock(ptr: UserPtr) -> Result<LockId> {
     let lock: bindings::lite_lock = read_struct(ptr)?;
     Ok(LockId {
-        home: lock.home,
+        home: NodeId::new(lock.home),
         number: lock.number,
     })
 }
@@ -50,7 +51,7 @@ fn read_lock(ptr: UserPtr) -> Result<LockId> {
 /// Stores a `struct lite_lock`.
 fn write_lock(ptr: UserPtr, id: LockId) -> Result {
     let lock = bindings::lite_lock {
-        home: id.home,
+        home: id.home.get(),
         number: id.number,
     };
     write_struct(ptr, lock)
@@ -104,8 +105,16 @@ pub(crate) extern "C" fn lite_rs_create_lock(home: u32, lock: UserPtr) -> c_long
     from_result(|| {
         let (cluster, process) = caller()?;
         // Checked first: a lock that cannot be reported would be lost.
-        write_lock(lock, LockId { home, number: 0 })?;
-        let id = cluster.locks.create_lock(process.payer(), home)?;
+        write_lock(
+            lock,
+            LockId {
+                home: NodeId::new(home),
+                number: 0,
+            },
+        )?;
+        let id = cluster
+            .locks
+            .create_lock(process.payer(), NodeId::new(home))?;
         write_lock(lock, id)?;
         Ok(c_long::from(id.number))
     })
@@ -116,7 +125,7 @@ pub(crate) extern "C" fn lite_rs_create_lock(home: u32, lock: UserPtr) -> c_long
 pub(crate) extern "C" fn lite_rs_ask_lock(home: u32, number: u32, lock: UserPtr) -> c_long {
     from_result(|| {
         let (cluster, _) = caller()?;
-        let id = cluster.locks.ask_lock(home, number)?;
+        let id = cluster.locks.ask_lock(NodeId::new(home), number)?;
         write_lock(lock, id)?;
         Ok(0)
     })

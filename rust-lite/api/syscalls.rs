@@ -7,6 +7,7 @@
 //! errno (see `include/uapi/linux/lite.h` for the contract). Handles are
 //! those of the calling process.
 
+use crate::internal::node_id::NodeId;
 use core::ffi::c_long;
 use kernel::{
     error::from_result,
@@ -64,7 +65,7 @@ pub(crate) extern "C" fn lite_rs_join(cm_ip: UserPtr, cm_port: u32, ib_port: u32
             .ok()
             .filter(|&p| p != 0)
             .ok_or(EINVAL)?;
-        Ok(node()?.join(addr, port, ib_port)? as c_long)
+        Ok(node()?.join(addr, port, ib_port)?.get() as c_long)
     })
 }
 
@@ -94,7 +95,7 @@ pub(super) fn leave(flags: u32) -> Result {
 /// Backend of `lite_get_node_id`.
 #[no_mangle]
 pub(crate) extern "C" fn lite_rs_get_node_id() -> c_long {
-    from_result(|| Ok(node()?.cluster()?.core.node_id() as c_long))
+    from_result(|| Ok(node()?.cluster()?.core.node_id().get() as c_long))
 }
 
 /// Backend of `lite_get_total_node`.
@@ -114,9 +115,10 @@ pub(crate) extern "C" fn lite_rs_alloc_remote(
     from_result(|| {
         let (cluster, process) = caller()?;
         let password = Password::from_raw(password);
-        let handle = cluster
-            .memory
-            .alloc_remote(&process, node_id, size, flags, password)?;
+        let handle =
+            cluster
+                .memory
+                .alloc_remote(&process, NodeId::new(node_id), size, flags, password)?;
         to_ret(handle.raw())
     })
 }
@@ -306,9 +308,10 @@ pub(crate) extern "C" fn lite_rs_ask_lmr(
     from_result(|| {
         let (cluster, process) = caller()?;
         let password = Password::from_raw(password);
-        let handle = cluster
-            .sharing
-            .ask_lmr(&process, owner, name, permission, password)?;
+        let handle =
+            cluster
+                .sharing
+                .ask_lmr(&process, NodeId::new(owner), name, permission, password)?;
         to_ret(handle.raw())
     })
 }

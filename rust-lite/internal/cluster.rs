@@ -7,6 +7,7 @@
 //! and tells every subsystem when a peer joins or goes; it knows nothing of
 //! what the subsystems keep.
 
+use crate::internal::node_id::NodeId;
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
@@ -74,7 +75,7 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// Creates the state of a node that was just assigned `node_id`.
     pub(crate) fn new(
-        node_id: u32,
+        node_id: NodeId,
         device: Arc<DeviceContext>,
         port: PortConfig,
         quotas: Arc<Quotas>,
@@ -147,7 +148,7 @@ impl Cluster {
     }
 
     /// Peer `node` joined and is connected: every subsystem hears of it.
-    pub(crate) fn peer_joined(&self, node: u32) {
+    pub(crate) fn peer_joined(&self, node: NodeId) {
         for subsystem in self.subsystems() {
             subsystem.on_peer_joined(node);
         }
@@ -162,7 +163,7 @@ impl Cluster {
     /// membership goes on, so the peer's next incarnation cannot use what
     /// this one kept. (`None` comes from this node's own fencing, after
     /// which its keys go with the membership.)
-    pub(crate) fn peer_gone(&self, node: u32, incarnation: Option<u32>) {
+    pub(crate) fn peer_gone(&self, node: NodeId, incarnation: Option<u32>) {
         if self.core.fence_peer(node, incarnation).is_none() {
             return;
         }

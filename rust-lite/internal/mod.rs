@@ -27,6 +27,7 @@ pub(crate) mod locks;
 pub(crate) mod membership;
 pub(crate) mod memory;
 pub(crate) mod node;
+pub(crate) mod node_id;
 mod poller;
 pub(crate) mod probe;
 pub(crate) mod process;

@@ -20,6 +20,7 @@ use super::{
     cluster::Cluster,
     core::device::DeviceContext,
     membership::{self, Membership},
+    node_id::NodeId,
     poller,
     quota::Quotas,
 };
@@ -39,7 +40,7 @@ struct NodeState {
     unloading: bool,
     /// The id this node had in its last cluster, asked back when it joins
     /// again (0 before the first join).
-    last_id: u32,
+    last_id: NodeId,
     /// The manager address and port, the RDMA port and the cluster secret
     /// of the last join, for joining again on its own after being cut off.
     last_join: Option<([u8; 4], u16, u32, Secret)>,
@@ -91,7 +92,7 @@ impl Node {
                         devices: KVec::new(),
                         busy: false,
                         unloading: false,
-                        last_id: 0,
+                        last_id: NodeId::NONE,
                         last_join: None,
                     },
                     "lite:node"
@@ -202,7 +203,7 @@ impl Node {
 
     /// Ends what [`Node::begin_change`] began; `last_id` is the id to ask
     /// back at the next join, if it changed.
-    fn end_change(&self, last_id: Option<u32>) {
+    fn end_change(&self, last_id: Option<NodeId>) {
         let mut state = self.state.lock();
         state.busy = false;
         if let Some(id) = last_id {
@@ -228,7 +229,7 @@ impl Node {
     /// manager misbehaves, `ENOKEY` if the caller's keyrings hold no
     /// cluster secret (the "user" key `lite:cluster`), `EKEYREJECTED` if the
     /// manager and this node do not hold the same secret.
-    pub(crate) fn join(&self, addr: [u8; 4], port: u16, ib_port: u32) -> Result<u32> {
+    pub(crate) fn join(&self, addr: [u8; 4], port: u16, ib_port: u32) -> Result<NodeId> {
         if self
             .joined()
             .is_ok_and(|joined| !joined.membership.is_fenced())
@@ -248,7 +249,7 @@ impl Node {
     }
 
     /// [`Node::join`] with the cluster secret at hand.
-    fn join_using(&self, addr: [u8; 4], port: u16, ib_port: u32, secret: Secret) -> Result<u32> {
+    fn join_using(&self, addr: [u8; 4], port: u16, ib_port: u32, secret: Secret) -> Result<NodeId> {
         let change = self.begin_change()?;
         let result = if change.unloading {
             // A rejoin after a cut-off may still try as LITE unloads.
@@ -268,7 +269,7 @@ impl Node {
 
     /// Joins again the cluster this node was cut off from, if it was (not
     /// if it left); called by the cut-off membership until it succeeds.
-    fn rejoin_cut_off(&self) -> Result<u32> {
+    fn rejoin_cut_off(&self) -> Result<NodeId> {
         let current = self.joined()?;
         if !current.membership.is_fenced() || current.membership.is_leaving() {
             return Err(errno::EALREADY());
@@ -346,12 +347,13 @@ impl Node {
         device: Arc<DeviceContext>,
         port_config: PortConfig,
         manager: ([u8; 4], u16),
-        rejoin_id: u32,
+        rejoin_id: NodeId,
         secret: &Secret,
-    ) -> Result<u32> {
+    ) -> Result<NodeId> {
         let (addr, port) = manager;
         let (channel, node_id, incarnation) =
-            membership::hello(addr, port, &port_config, rejoin_id, secret)?;
+            membership::hello(addr, port, &port_config, rejoin_id.get(), secret)?;
+        let node_id = NodeId::new(node_id);
         // Only now that the manager took this node back does a membership
         // it was cut off from end: until then it keeps trying to rejoin.
         self.replace_fenced()?;
@@ -453,7 +455,7 @@ const CHANGE_POLL_MS: u32 = 10;
 struct ChangeStart {
     /// LITE is unloading: nothing may join.
     unloading: bool,
-    last_id: u32,
+    last_id: NodeId,
 }
 
 /// LITE's IB client: keeps every RDMA device that appears, with a

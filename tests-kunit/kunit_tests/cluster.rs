@@ -7,6 +7,7 @@
 //! the cluster test runs the suite again through KUnit's debugfs `run`
 //! file once every node has joined, on every node at the same time.
 
+use crate::internal::node_id::NodeId;
 use kernel::{bindings, prelude::*};
 
 use super::Check;
@@ -336,8 +337,10 @@ kunit_case!(lite_test_kernel_sync, |c| {
     // Locks kept here and on the next node: the holder may not take them
     // twice, and only the holder may release them.
     for home in [me, next_node()] {
-        let mut lock =
-            LiteLock::from(crate::internal::locks::lockers::LockId { home: 0, number: 0 });
+        let mut lock = LiteLock::from(crate::internal::locks::lockers::LockId {
+            home: NodeId::new(0),
+            number: 0,
+        });
         // SAFETY: `lock` is a valid `struct lite_lock` for every call.
         unsafe {
             check!(c, liteapi_create_lock(home, &mut lock) >= 0);

@@ -8,6 +8,7 @@
 
 pub(crate) mod wire;
 
+use crate::internal::node_id::NodeId;
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
 
@@ -46,7 +47,7 @@ pub(crate) enum AtomicOp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AtomicTarget {
     /// Node holding the word.
-    pub(crate) node: u32,
+    pub(crate) node: NodeId,
     /// Remote address of the word.
     pub(crate) addr: u64,
     /// Remote key covering it.
@@ -173,7 +174,7 @@ impl Atomics {
 
     /// Runs a peer's [`AtomicMessage::AtomicRequest`] on that peer's own
     /// memory (never on a third node's) and builds the reply.
-    fn atomic_for_peer(&self, from: u32, request: AtomicMessage) -> Option<Frame> {
+    fn atomic_for_peer(&self, from: NodeId, request: AtomicMessage) -> Option<Frame> {
         let AtomicMessage::AtomicRequest {
             request_id,
             addr,

@@ -6,6 +6,7 @@
 pub(crate) mod rounds;
 pub(crate) mod wire;
 
+use crate::internal::node_id::NodeId;
 use kernel::{prelude::*, sync::Arc};
 
 use crate::{errno, internal::util::clock::now_ms};
@@ -146,11 +147,11 @@ impl Barrier {
 }
 
 impl Subsystem for Barrier {
-    fn on_peer_joined(&self, node: u32) {
+    fn on_peer_joined(&self, node: NodeId) {
         self.rounds.joined(node);
     }
 
-    fn on_peer_gone(&self, node: u32) {
+    fn on_peer_gone(&self, node: NodeId) {
         self.rounds.departed(node);
     }
 

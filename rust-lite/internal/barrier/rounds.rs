@@ -23,6 +23,7 @@
 //! its peers' next round: whoever called the barrier once more after the
 //! failure meets the others in the next round.
 
+use crate::internal::node_id::NodeId;
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -155,16 +156,16 @@ impl BarrierRounds {
     }
 
     /// Enters the next round on node `self_id`.
-    pub(crate) fn enter(&self, self_id: u32) -> Entered {
+    pub(crate) fn enter(&self, self_id: NodeId) -> Entered {
         let mut rounds = self.rounds.lock();
         // PANIC: one increment per `lite_dist_barrier` call on this node; a
         // `u64` does not run out.
         rounds.own += 1;
         let round = rounds.own;
-        if let Some(seen) = rounds.seen.get_mut(self_id as usize) {
+        if let Some(seen) = rounds.seen.get_mut(self_id.index()) {
             *seen = round;
         }
-        if let Some(bit) = 1u64.checked_shl(self_id) {
+        if let Some(bit) = self_id.bit() {
             rounds.alive |= bit;
         }
         Entered { round }
@@ -219,8 +220,8 @@ impl BarrierRounds {
     }
 
     /// `node` joined: it may take part in rounds.
-    pub(crate) fn joined(&self, node: u32) {
-        let Some(bit) = 1u64.checked_shl(node) else {
+    pub(crate) fn joined(&self, node: NodeId) {
+        let Some(bit) = node.bit() else {
             return;
         };
         let mut rounds = self.rounds.lock();
@@ -230,14 +231,14 @@ impl BarrierRounds {
 
     /// `node` is gone: it counts for no round any more, and every round
     /// in progress here is interrupted (see the module documentation).
-    pub(crate) fn departed(&self, node: u32) {
-        let Some(bit) = 1u64.checked_shl(node) else {
+    pub(crate) fn departed(&self, node: NodeId) {
+        let Some(bit) = node.bit() else {
             return;
         };
         let mut rounds = self.rounds.lock();
         rounds.gone |= bit;
         rounds.alive &= !bit;
-        if let Some(seen) = rounds.seen.get_mut(node as usize) {
+        if let Some(seen) = rounds.seen.get_mut(node.index()) {
             *seen = 0;
         }
         let in_progress = rounds.finished + 1..=rounds.own;
@@ -255,22 +256,22 @@ impl BarrierRounds {
     }
 
     /// Whether `node` is known to have reached `round`.
-    pub(crate) fn has_reached(&self, node: u32, round: u64) -> bool {
+    pub(crate) fn has_reached(&self, node: NodeId, round: u64) -> bool {
         let rounds = self.rounds.lock();
         rounds
             .seen
-            .get(node as usize)
+            .get(node.index())
             .is_some_and(|&seen| seen >= round)
     }
 
     /// Records that `node` reached `round`.
-    pub(crate) fn arrived(&self, node: u32, round: u64) {
+    pub(crate) fn arrived(&self, node: NodeId, round: u64) {
         let mut rounds = self.rounds.lock();
-        if (rounds.gone >> (node % 64)) & 1 == 1 {
+        if node.bit().is_some_and(|bit| rounds.gone & bit != 0) {
             // Sent before it was declared gone.
             return;
         }
-        if let Some(seen) = rounds.seen.get_mut(node as usize) {
+        if let Some(seen) = rounds.seen.get_mut(node.index()) {
             if round > *seen {
                 *seen = round;
                 self.changed.notify_all();

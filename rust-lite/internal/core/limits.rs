@@ -4,6 +4,3 @@
 
 /// Most nodes in one cluster; node ids are below this.
 pub(crate) const MAX_NODES: usize = 64;
-
-/// `lite_alloc_remote` target meaning "spread over the other nodes".
-pub(crate) const NODE_SPREAD: u32 = 0;

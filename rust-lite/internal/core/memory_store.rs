@@ -2,6 +2,7 @@
 
 //! The chunks this node holds: for its own LMRs and on behalf of peers.
 
+use crate::internal::node_id::NodeId;
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use core::fmt::{self, Write};
@@ -11,7 +12,7 @@ use crate::internal::{quota::amounts::within, util::slot_table::SlotTable};
 use crate::verbs::{RemotePool, MAX_DMA_BUFFER};
 
 struct HeldChunk {
-    owner: u32,
+    owner: NodeId,
     memory: Arc<ChunkMemory>,
     /// When the chunk is to be freed because its owner is gone
     /// ([`now_ms`](crate::internal::util::clock::now_ms)), 0 while the
@@ -30,7 +31,7 @@ impl StoreState {
     fn insert(&mut self, chunk: HeldChunk) -> Result<u64> {
         let (owner, len) = (chunk.owner, chunk.memory.len() as u64);
         let id = self.chunks.insert(chunk)?;
-        if let Some(bytes) = self.bytes_for.get_mut(owner as usize) {
+        if let Some(bytes) = self.bytes_for.get_mut(owner.index()) {
             *bytes = bytes.saturating_add(len);
         }
         Ok(id)
@@ -46,13 +47,13 @@ impl StoreState {
 
     /// Takes `chunk` out of the bytes held for its owner.
     fn uncount(&mut self, chunk: &HeldChunk) {
-        if let Some(bytes) = self.bytes_for.get_mut(chunk.owner as usize) {
+        if let Some(bytes) = self.bytes_for.get_mut(chunk.owner.index()) {
             *bytes = bytes.saturating_sub(chunk.memory.len() as u64);
         }
     }
 
-    fn bytes_held_for(&self, owner: u32) -> u64 {
-        self.bytes_for.get(owner as usize).copied().unwrap_or(0)
+    fn bytes_held_for(&self, owner: NodeId) -> u64 {
+        self.bytes_for.get(owner.index()).copied().unwrap_or(0)
     }
 }
 
@@ -88,7 +89,7 @@ impl MemoryStore {
     pub(crate) fn allocate(
         &self,
         pool: &RemotePool,
-        owner: u32,
+        owner: NodeId,
         size: u64,
         limit: u64,
     ) -> Result<(u64, Arc<ChunkMemory>)> {
@@ -117,7 +118,7 @@ impl MemoryStore {
     }
 
     /// Holds `memory` for `owner` and returns its chunk id.
-    pub(crate) fn insert(&self, owner: u32, memory: Arc<ChunkMemory>) -> Result<u64> {
+    pub(crate) fn insert(&self, owner: NodeId, memory: Arc<ChunkMemory>) -> Result<u64> {
         self.chunks.lock().insert(HeldChunk {
             owner,
             memory,
@@ -126,16 +127,16 @@ impl MemoryStore {
     }
 
     /// Bytes of the chunks held for `owner`.
-    pub(crate) fn bytes_held_for(&self, owner: u32) -> u64 {
+    pub(crate) fn bytes_held_for(&self, owner: NodeId) -> u64 {
         self.chunks.lock().bytes_held_for(owner)
     }
 
     /// Writes `served node N remote_memory=BYTES` for every node other than
     /// `own` this node holds chunks for.
-    pub(crate) fn write_served(&self, own: u32, out: &mut impl Write) -> fmt::Result {
+    pub(crate) fn write_served(&self, own: NodeId, out: &mut impl Write) -> fmt::Result {
         let bytes_for = self.chunks.lock().bytes_for;
         for (node, bytes) in bytes_for.iter().enumerate() {
-            if *bytes != 0 && node != own as usize {
+            if *bytes != 0 && node != own.index() {
                 writeln!(out, "served node {node} remote_memory={bytes}")?;
             }
         }
@@ -161,7 +162,7 @@ impl MemoryStore {
     /// # Errors
     ///
     /// `ENOENT` if there is no such chunk, `EPERM` if it belongs to another node.
-    pub(crate) fn release(&self, owner: u32, id: u64) -> Result {
+    pub(crate) fn release(&self, owner: NodeId, id: u64) -> Result {
         let chunk = {
             let mut state = self.chunks.lock();
             match state.chunks.get(id) {
@@ -177,7 +178,7 @@ impl MemoryStore {
 
     /// Marks every chunk held for `owner`, a node that is gone, to be freed
     /// by [`MemoryStore::free_orphans`] from `until_ms` on; returns how many.
-    pub(crate) fn orphan(&self, owner: u32, until_ms: u64) -> Result<usize> {
+    pub(crate) fn orphan(&self, owner: NodeId, until_ms: u64) -> Result<usize> {
         let mut ids = KVec::new();
         let mut state = self.chunks.lock();
         // Collected under the lock: the store may change at any time.
@@ -194,7 +195,7 @@ impl MemoryStore {
             }
         }
         // Orphans no longer count for their owner's id.
-        if let Some(bytes) = state.bytes_for.get_mut(owner as usize) {
+        if let Some(bytes) = state.bytes_for.get_mut(owner.index()) {
             *bytes = 0;
         }
         Ok(marked)
@@ -228,19 +229,17 @@ impl MemoryStore {
 
     /// Owners of the chunks held for other nodes than `own`, one bit per
     /// node id.
-    pub(crate) fn other_owners(&self, own: u32) -> u64 {
+    pub(crate) fn other_owners(&self, own: NodeId) -> u64 {
         self.chunks
             .lock()
             .chunks
             .values()
             .filter(|c| c.owner != own && c.orphaned_until_ms == 0)
-            .fold(0, |owners, c| {
-                owners | 1u64.checked_shl(c.owner).unwrap_or(0)
-            })
+            .fold(0, |owners, c| owners | c.owner.bit().unwrap_or(0))
     }
 
     /// Number of chunks held for `owner` (not orphaned).
-    pub(crate) fn count_owned_by(&self, owner: u32) -> usize {
+    pub(crate) fn count_owned_by(&self, owner: NodeId) -> usize {
         self.chunks
             .lock()
             .chunks

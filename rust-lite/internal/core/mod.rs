@@ -91,6 +91,7 @@ use self::{
     subsystem::Subsystem,
     wire::{Frame, MESSAGE_LEN},
 };
+use super::node_id::NodeId;
 use super::quota::Quotas;
 use super::util::workers::{self, Job, Workers};
 use crate::{
@@ -140,7 +141,7 @@ pub(crate) enum Received {
     /// An RPC request or reply written with immediate data.
     Rpc {
         /// The node that wrote it.
-        node: u32,
+        node: NodeId,
         /// The immediate data.
         imm: u32,
         /// Bytes written.
@@ -148,7 +149,7 @@ pub(crate) enum Received {
     },
     /// The connection to `node` failed while the peer was not known to be
     /// gone: nothing more will arrive from it. Reported once per connection.
-    PeerFailed(u32),
+    PeerFailed(NodeId),
     /// Nothing to hand on.
     Nothing,
 }
@@ -156,7 +157,7 @@ pub(crate) enum Received {
 /// The core of a joined node.
 #[pin_data]
 pub(crate) struct Core {
-    node_id: u32,
+    node_id: NodeId,
     device: Arc<DeviceContext>,
     port: PortConfig,
     recv_cq: Arc<CompletionQueue>,
@@ -195,7 +196,7 @@ pub(crate) struct Core {
 impl Core {
     /// Creates the core of a node that was just assigned `node_id`.
     pub(crate) fn new(
-        node_id: u32,
+        node_id: NodeId,
         device: Arc<DeviceContext>,
         port: PortConfig,
         quotas: Arc<Quotas>,
@@ -235,7 +236,7 @@ impl Core {
     }
 
     /// This node's id (from 1).
-    pub(crate) fn node_id(&self) -> u32 {
+    pub(crate) fn node_id(&self) -> NodeId {
         self.node_id
     }
 
@@ -260,9 +261,9 @@ impl Core {
     ///
     /// `EINVAL` for a node id out of range or this node's own id, `EEXIST`
     /// if the node is already connected.
-    pub(crate) fn prepare_peer(&self, node: u32, incarnation: u32) -> Result<Arc<Peer>> {
-        let index = node as usize;
-        if node == 0 || node == self.node_id || index >= MAX_NODES {
+    pub(crate) fn prepare_peer(&self, node: NodeId, incarnation: u32) -> Result<Arc<Peer>> {
+        let index = node.index();
+        if !node.is_member_id() || node == self.node_id {
             return Err(EINVAL);
         }
         // PANIC: `index` was checked against `MAX_NODES` above.
@@ -287,16 +288,16 @@ impl Core {
     }
 
     /// The peer `node`, whether connected or not.
-    pub(crate) fn peer_entry(&self, node: u32) -> Option<Arc<Peer>> {
-        self.peers.lock().peers.get(node as usize)?.clone()
+    pub(crate) fn peer_entry(&self, node: NodeId) -> Option<Arc<Peer>> {
+        self.peers.lock().peers.get(node.index())?.clone()
     }
 
     /// The peers still reachable among `nodes` (one bit per node id), this
     /// node left out, in id order.
     pub(crate) fn peers_among(&self, nodes: u64) -> impl Iterator<Item = Arc<Peer>> + '_ {
-        (0..MAX_NODES as u32)
-            // PANIC: `node < MAX_NODES <= 64`, so the shift is in range.
-            .filter(move |&node| nodes & (1u64 << node) != 0 && node != self.node_id())
+        NodeId::all()
+            .filter(move |&node| node.bit().is_some_and(|bit| nodes & bit != 0))
+            .filter(move |&node| node != self.node_id())
             .filter_map(move |node| self.peer(node).ok())
     }
 
@@ -307,8 +308,8 @@ impl Core {
     /// `EINVAL` for an id beyond [`MAX_NODES`], `EHOSTDOWN` if the node was
     /// a member and is gone, `EHOSTUNREACH` if it is not a connected member
     /// of the cluster.
-    pub(crate) fn peer(&self, node: u32) -> Result<Arc<Peer>> {
-        if node as usize >= MAX_NODES {
+    pub(crate) fn peer(&self, node: NodeId) -> Result<Arc<Peer>> {
+        if node.index() >= MAX_NODES {
             return Err(EINVAL);
         }
         match self.peer_entry(node) {
@@ -323,7 +324,7 @@ impl Core {
     /// Returns the peer if this call fenced it, `None` if it was unknown or
     /// already fenced, or belongs to another `incarnation` than the one
     /// named (`None` names whichever is current).
-    pub(crate) fn fence_peer(&self, node: u32, incarnation: Option<u32>) -> Option<Arc<Peer>> {
+    pub(crate) fn fence_peer(&self, node: NodeId, incarnation: Option<u32>) -> Option<Arc<Peer>> {
         let peer = self.peer_entry(node)?;
         if incarnation.is_some_and(|i| i != peer.incarnation) || !peer.fence() {
             return None;
@@ -333,8 +334,8 @@ impl Core {
     }
 
     /// Notes that the connection to `node` failed, for the manager to hear.
-    pub(crate) fn suspect(&self, node: u32) {
-        if let Some(bit) = 1u64.checked_shl(node) {
+    pub(crate) fn suspect(&self, node: NodeId) {
+        if let Some(bit) = node.bit() {
             self.suspects.fetch_or(bit, Ordering::AcqRel);
         }
     }
@@ -365,7 +366,7 @@ impl Core {
     }
 
     /// Ids of the connected peers, ascending.
-    pub(crate) fn connected_peers(&self) -> Result<KVec<u32>> {
+    pub(crate) fn connected_peers(&self) -> Result<KVec<NodeId>> {
         let mut ids = KVec::with_capacity(MAX_NODES, GFP_KERNEL)?;
         let peers = self.peers.lock();
         for peer in peers.peers.iter().flatten() {
@@ -393,6 +394,7 @@ impl Core {
     /// thread); the receive buffer goes back to its connection.
     pub(crate) fn receive(&self, wc: &WorkCompletion) -> Received {
         let (node, index) = split_recv_wr_id(wc.wr_id);
+        let node = NodeId::new(node);
         let Some(peer) = self.peer_entry(node) else {
             return Received::Nothing;
         };

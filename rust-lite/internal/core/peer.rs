@@ -8,7 +8,7 @@ use kernel::{prelude::*, sync::Arc};
 use super::wire::Frame;
 use crate::{
     errno,
-    internal::util::clock::now_ms,
+    internal::{node_id::NodeId, util::clock::now_ms},
     verbs::{CompletionQueue, Connection, DmaBuffer, PortConfig, ProtectionDomain, RemoteEnd},
 };
 
@@ -22,7 +22,7 @@ use crate::{
 /// its earlier incarnation can arrive through the new one.
 pub(crate) struct Peer {
     /// The peer's node id.
-    pub(crate) node: u32,
+    pub(crate) node: NodeId,
     /// The manager's count of this node id's joins, for this peer.
     pub(crate) incarnation: u32,
     /// The connection to the peer.
@@ -42,7 +42,7 @@ pub(crate) struct Peer {
 impl Peer {
     /// Creates the connection to `node`, not yet connected.
     pub(crate) fn new(
-        node: u32,
+        node: NodeId,
         incarnation: u32,
         pd: &Arc<ProtectionDomain>,
         recv_cq: &Arc<CompletionQueue>,
@@ -52,7 +52,7 @@ impl Peer {
             Peer {
                 node,
                 incarnation,
-                conn: Connection::new(pd, recv_cq, port, node)?,
+                conn: Connection::new(pd, recv_cq, port, node.get())?,
                 connected: AtomicBool::new(false),
                 failed: AtomicBool::new(false),
                 gone: AtomicBool::new(false),

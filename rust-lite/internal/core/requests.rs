@@ -7,6 +7,7 @@
 //! caller. At most [`MAX_PENDING`] requests are outstanding per node; more
 //! callers wait for a free entry, which bounds what peers must buffer.
 
+use crate::internal::node_id::NodeId;
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -31,14 +32,14 @@ struct Entry {
     /// Request id, 0 if the entry is free.
     id: u64,
     /// The node the request went to.
-    node: u32,
+    node: NodeId,
     /// The reply, or why none will come.
     reply: Option<Result<Frame>>,
 }
 
 const FREE: Entry = Entry {
     id: 0,
-    node: 0,
+    node: NodeId::NONE,
     reply: None,
 };
 
@@ -115,7 +116,7 @@ impl Requests {
         result
     }
 
-    fn reserve(&self, node: u32, interruptible: bool) -> Result<(usize, u64)> {
+    fn reserve(&self, node: NodeId, interruptible: bool) -> Result<(usize, u64)> {
         let mut pending = self.pending.lock();
         loop {
             if let Some(slot) = pending.entries.iter().position(|e| e.id == 0) {
@@ -204,7 +205,7 @@ impl Requests {
     }
 
     /// Fails every request waiting for a reply from `node`, which is gone.
-    pub(crate) fn fail_node(&self, node: u32) {
+    pub(crate) fn fail_node(&self, node: NodeId) {
         let mut pending = self.pending.lock();
         for entry in pending.entries.iter_mut() {
             if entry.id != 0 && entry.node == node && entry.reply.is_none() {

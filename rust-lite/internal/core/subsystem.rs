@@ -3,6 +3,7 @@
 //! What every subsystem of a joined node answers to: its control messages
 //! and the comings and goings of peers.
 
+use crate::internal::node_id::NodeId;
 use kernel::sync::Arc;
 
 use super::{peer::Peer, wire::Frame};
@@ -40,12 +41,12 @@ pub(crate) trait Subsystem: Send + Sync {
     }
 
     /// `node` joined the cluster and is connected to this node.
-    fn on_peer_joined(&self, node: u32) {
+    fn on_peer_joined(&self, node: NodeId) {
         let _ = node;
     }
 
     /// `node` left the cluster or died: nothing from it will arrive.
-    fn on_peer_gone(&self, node: u32) {
+    fn on_peer_gone(&self, node: NodeId) {
         let _ = node;
     }
 }

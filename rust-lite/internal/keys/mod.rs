@@ -19,6 +19,7 @@
 
 pub(crate) mod wire;
 
+use crate::internal::node_id::NodeId;
 use kernel::{c_str, new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
 use self::wire::{KeysMessage, FIRST_PART, LAST_PART, PAIRS_PER_PART};
@@ -61,7 +62,7 @@ pub(crate) struct Keys {
 /// Sends node `node` this node's current table until it confirmed the
 /// latest one.
 struct SendKeys {
-    node: u32,
+    node: NodeId,
 }
 
 impl Job for SendKeys {
@@ -134,8 +135,8 @@ impl Keys {
 
     /// Has `node` sent the current table (again, if a job for it took an
     /// older one).
-    fn request(&self, sending: &mut Sending, node: u32) {
-        let Some(bit) = 1u64.checked_shl(node) else {
+    fn request(&self, sending: &mut Sending, node: NodeId) {
+        let Some(bit) = node.bit() else {
             return;
         };
         if sending.running & bit != 0 {
@@ -148,9 +149,9 @@ impl Keys {
     }
 
     /// Body of a [`SendKeys`] job.
-    fn send_until_current(&self, node: u32) {
-        // PANIC: jobs are only made for nodes whose bit fits (`request`).
-        let bit = 1u64 << node;
+    fn send_until_current(&self, node: NodeId) {
+        // Jobs are only made for nodes whose bit fits (`request`).
+        let bit = node.bit().unwrap_or(0);
         loop {
             let sent = self.core.peer(node).and_then(|peer| {
                 let table = self.core.pool.registrar().keys().table()?;
@@ -263,7 +264,7 @@ impl Subsystem for Keys {
         }
     }
 
-    fn on_peer_joined(&self, node: u32) {
+    fn on_peer_joined(&self, node: NodeId) {
         let mut sending = self.sending.lock();
         self.request(&mut sending, node);
     }

@@ -39,6 +39,7 @@
 //! died: the lock goes to the next waiter, told that the owner died, or is
 //! left [`LockWord::ORPHANED`] for the next taker to be told.
 
+use crate::internal::node_id::NodeId;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{new_mutex, prelude::*, sync::Mutex};
 
@@ -64,7 +65,7 @@ const CAS_ATTEMPTS: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Reservation {
     /// The waiter's node.
-    pub(crate) node: u32,
+    pub(crate) node: NodeId,
     /// The waiter's id on its node.
     pub(crate) waiter: u64,
 }
@@ -176,12 +177,12 @@ pub(crate) struct Queue {
     /// Set while the home manages the lock.
     managed: Option<Managed>,
     /// The home's node.
-    home: u32,
+    home: NodeId,
 }
 
 impl Queue {
     /// No waiter, for a lock kept by node `home`.
-    pub(crate) fn new(home: u32) -> Self {
+    pub(crate) fn new(home: NodeId) -> Self {
         Queue {
             entries: KVec::new(),
             arrivals: 0,
@@ -482,7 +483,7 @@ impl Queue {
         &mut self,
         words: &impl WordAccess,
         number: u32,
-        node: u32,
+        node: NodeId,
     ) -> Result<Option<Grant>> {
         for entry in self.entries.iter_mut() {
             if entry.is_some_and(|(_, r)| r.node == node) {
@@ -513,7 +514,7 @@ struct Table {
 #[pin_data]
 pub(crate) struct LockHome {
     /// This node.
-    node: u32,
+    node: NodeId,
     words: DmaBuffer,
     /// Locks created: only grows, under the table's mutex.
     created: AtomicU32,
@@ -524,7 +525,7 @@ pub(crate) struct LockHome {
 
 impl LockHome {
     /// Room for [`MAX_LOCKS`] locks of node `node`, none created.
-    pub(crate) fn new(pool: &RemotePool, node: u32) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(pool: &RemotePool, node: NodeId) -> Result<impl PinInit<Self, Error>> {
         // PANIC: a product of two small constants.
         let words = pool.allocate(MAX_LOCKS as usize * WORD)?;
         Ok(try_pin_init!(LockHome {
@@ -640,7 +641,7 @@ impl LockHome {
     pub(crate) fn node_gone(
         &self,
         words: &impl WordAccess,
-        node: u32,
+        node: NodeId,
         mut deliver: impl FnMut(u32, Grant),
     ) -> bool {
         let mut number = 0u32;

@@ -3,6 +3,7 @@
 //! The lockers' side of locks: where the locks this node's threads use
 //! live, which thread holds each, and who waits for which turn.
 
+use crate::internal::node_id::NodeId;
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -19,7 +20,7 @@ use crate::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LockId {
     /// The node keeping the lock.
-    pub(crate) home: u32,
+    pub(crate) home: NodeId,
     /// Its number there.
     pub(crate) number: u32,
 }
@@ -27,7 +28,7 @@ pub(crate) struct LockId {
 impl LockId {
     /// The lock's key in this node's tables.
     pub(crate) fn key(self) -> u64 {
-        (u64::from(self.home) << 32) | u64::from(self.number)
+        (u64::from(self.home.get()) << 32) | u64::from(self.number)
     }
 }
 
@@ -262,7 +263,7 @@ impl Lockers {
     /// Fails every waiter for a lock kept by `home`, which is gone, and
     /// forgets where its locks live (a node rejoining under that id keeps
     /// other locks, at other addresses); holds of them are dropped.
-    pub(crate) fn fail_home(&self, home: u32) {
+    pub(crate) fn fail_home(&self, home: NodeId) {
         let mut state = self.state.lock();
         let mut keys = KVec::new();
         for (key, _) in state.known.iter() {
@@ -279,12 +280,12 @@ impl Lockers {
 
     /// Fails every waiter for a lock kept by `home`, which cannot hand
     /// locks over any more.
-    pub(crate) fn fail_waiters_of(&self, home: u32) {
+    pub(crate) fn fail_waiters_of(&self, home: NodeId) {
         let mut state = self.state.lock();
         self.fail_waiters_locked(&mut state, home);
     }
 
-    fn fail_waiters_locked(&self, state: &mut State, home: u32) {
+    fn fail_waiters_locked(&self, state: &mut State, home: NodeId) {
         let mut failed = false;
         let mut ids = KVec::new();
         if ids.reserve(state.waiters.len(), GFP_KERNEL).is_err()
@@ -361,7 +362,7 @@ impl Lockers {
 /// The lock a key of this node's tables names.
 pub(crate) fn id_of_key(key: u64) -> LockId {
     LockId {
-        home: (key >> 32) as u32,
+        home: NodeId::new((key >> 32) as u32),
         number: key as u32,
     }
 }

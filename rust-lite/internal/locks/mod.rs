@@ -18,6 +18,7 @@ pub(crate) mod lockers;
 pub(crate) mod wire;
 pub(crate) mod word;
 
+use crate::internal::node_id::NodeId;
 use core::sync::atomic::Ordering;
 use kernel::{
     c_str, new_mutex,
@@ -96,7 +97,7 @@ enum HomeJob {
         message: LockMessage,
     },
     /// `node` is gone: end its holds and drop its waiters.
-    NodeGone { node: u32 },
+    NodeGone { node: NodeId },
 }
 
 impl Job for HomeJob {
@@ -246,7 +247,7 @@ impl Locks {
     ///
     /// `EHOSTUNREACH` home not a member, `ENOSPC` home keeps the most locks
     /// it can, `EDQUOT` beyond `payer`'s locks quota, `ETIMEDOUT`, `ENOMEM`.
-    pub(crate) fn create_lock(&self, payer: Payer, home: u32) -> Result<LockId> {
+    pub(crate) fn create_lock(&self, payer: Payer, home: NodeId) -> Result<LockId> {
         let charge = self
             .core
             .quotas
@@ -275,7 +276,7 @@ impl Locks {
     /// # Errors
     ///
     /// `ENOENT` no such lock, `EHOSTUNREACH`, `ETIMEDOUT`.
-    pub(crate) fn ask_lock(&self, home: u32, number: u32) -> Result<LockId> {
+    pub(crate) fn ask_lock(&self, home: NodeId, number: u32) -> Result<LockId> {
         let id = LockId { home, number };
         self.lock_target(id)?;
         Ok(id)
@@ -296,7 +297,7 @@ impl Locks {
         Ok(id)
     }
 
-    fn learn_lock(&self, home: u32, reply: Frame) -> Result<LockId> {
+    fn learn_lock(&self, home: NodeId, reply: Frame) -> Result<LockId> {
         match LockMessage::from_frame(&reply) {
             Some(LockMessage::LockReply {
                 status,
@@ -671,7 +672,7 @@ impl Locks {
     /// and the lock it grants, if any.
     fn serve_home_request(
         &self,
-        from: u32,
+        from: NodeId,
         message: LockMessage,
     ) -> Option<(Frame, Option<(u32, Grant)>)> {
         let words = HomeWords(self);
@@ -791,7 +792,7 @@ impl Subsystem for Locks {
     /// Waiters for locks the gone node kept fail with `EHOSTDOWN`; its
     /// holds of this node's locks end with the owner dead and its waiters
     /// leave their queues.
-    fn on_peer_gone(&self, node: u32) {
+    fn on_peer_gone(&self, node: NodeId) {
         self.lockers.fail_home(node);
         if self.home.count() == 0 {
             return;

@@ -3,6 +3,7 @@
 //! Control messages of locks, between lockers and the lock's home node.
 
 use crate::internal::core::wire::{control_messages, Status};
+use crate::internal::node_id::NodeId;
 
 control_messages! {
     /// A message between a lock's home and the nodes using the lock.
@@ -78,7 +79,7 @@ control_messages! {
         /// Waiter `waiter` of the receiver now holds lock `number` of `home`.
         AssignLock = Notice 6 {
             /// The node keeping the lock.
-            home: u32 => high(0),
+            home: NodeId => high(0),
             /// The lock's number there.
             number: u32 => low(0),
             /// The number of the hold.

@@ -23,6 +23,8 @@
 //! names may be an earlier one: the home keeps the current one.
 
 /// Bits of the hold number.
+use crate::internal::node_id::NodeId;
+
 const HOLD_BITS: u32 = 24;
 const HOLD_MASK: u64 = (1 << HOLD_BITS) - 1;
 const HOLD_SHIFT: u32 = 24;
@@ -37,7 +39,7 @@ pub(crate) struct LockWord(pub(crate) u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Hold {
     /// The holder's node.
-    pub(crate) node: u32,
+    pub(crate) node: NodeId,
     /// Number of this hold (0: taken without the home).
     pub(crate) number: u32,
 }
@@ -52,7 +54,7 @@ impl LockWord {
     /// Held by `hold`, managed by the home if `managed`.
     pub(crate) fn held(hold: Hold, managed: bool) -> LockWord {
         LockWord(
-            ((u64::from(hold.node) + 1) << HOLDER_SHIFT)
+            ((u64::from(hold.node.get()) + 1) << HOLDER_SHIFT)
                 | ((u64::from(hold.number) & HOLD_MASK) << HOLD_SHIFT)
                 | if managed { MANAGED } else { 0 },
         )
@@ -67,7 +69,7 @@ impl LockWord {
     pub(crate) fn hold(self) -> Option<Hold> {
         let node = (self.0 >> HOLDER_SHIFT) as u32;
         (node != 0).then(|| Hold {
-            node: node - 1,
+            node: NodeId::new(node - 1),
             number: ((self.0 >> HOLD_SHIFT) & HOLD_MASK) as u32,
         })
     }

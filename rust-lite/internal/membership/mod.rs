@@ -30,6 +30,7 @@
 pub(crate) mod channel;
 pub(crate) mod view;
 
+use crate::internal::node_id::NodeId;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     c_str, new_mutex,
@@ -272,7 +273,7 @@ impl Membership {
             (view.own_incarnation(), view.epoch())
         };
         channel.send(&Message::Resume(Resume {
-            node_id: self.node_id(),
+            node_id: self.node_id().get(),
             incarnation,
             epoch,
             gid: self.cluster.core.port().gid,
@@ -309,7 +310,7 @@ impl Membership {
         }
     }
 
-    fn node_id(&self) -> u32 {
+    fn node_id(&self) -> NodeId {
         self.cluster.core.node_id()
     }
 
@@ -318,7 +319,7 @@ impl Membership {
         let core = &self.cluster.core;
         match message {
             Message::Prepare { peer, incarnation } => {
-                let reply = match core.prepare_peer(peer, incarnation) {
+                let reply = match core.prepare_peer(NodeId::new(peer), incarnation) {
                     Ok(prepared) => {
                         let (qpn, psn) = prepared.conn.endpoint();
                         Message::QpInfo(Endpoint {
@@ -337,7 +338,7 @@ impl Membership {
                 self.send(&reply)
             }
             Message::Connect(remote) => {
-                let status = match core.peer_entry(remote.peer) {
+                let status = match core.peer_entry(NodeId::new(remote.peer)) {
                     Some(peer) => {
                         let end = RemoteEnd {
                             qpn: remote.qpn,
@@ -354,8 +355,10 @@ impl Membership {
                                     remote.peer,
                                     peer.incarnation
                                 );
-                                self.view.lock().connected(remote.peer, peer.incarnation);
-                                self.cluster.peer_joined(remote.peer);
+                                self.view
+                                    .lock()
+                                    .connected(NodeId::new(remote.peer), peer.incarnation);
+                                self.cluster.peer_joined(NodeId::new(remote.peer));
                                 0
                             }
                             Err(e) => e.to_errno(),
@@ -385,14 +388,16 @@ impl Membership {
             Message::Probe { peer, incarnation } => self.send(&Message::ProbeReply {
                 peer,
                 incarnation,
-                heard_ms_ago: self.heard_ms_ago(peer, incarnation),
+                heard_ms_ago: self.heard_ms_ago(NodeId::new(peer), incarnation),
             }),
             message => {
                 if let Message::NodeDead {
                     node, incarnation, ..
                 } = message
                 {
-                    if node == self.node_id() && incarnation == self.view.lock().own_incarnation() {
+                    if node == self.node_id().get()
+                        && incarnation == self.view.lock().own_incarnation()
+                    {
                         self.verdict_read.store(true, Ordering::Release);
                     }
                 }
@@ -406,7 +411,7 @@ impl Membership {
 
     /// How long ago incarnation `incarnation` of `node` last showed it
     /// lives over its connection, in ms, as a probe's answer carries it.
-    fn heard_ms_ago(&self, node: u32, incarnation: u32) -> u32 {
+    fn heard_ms_ago(&self, node: NodeId, incarnation: u32) -> u32 {
         self.cluster
             .core
             .peer_entry(node)
@@ -429,6 +434,7 @@ impl Membership {
                 incarnation,
                 epoch,
             } => {
+                let node = NodeId::new(node);
                 let verdict = self.view.lock().node_dead(node, incarnation, epoch);
                 match verdict {
                     Verdict::PeerDead => {
@@ -514,22 +520,21 @@ impl Membership {
     /// One heartbeat: reports failed connections, then says this node lives.
     fn beat(&self) -> Result {
         let suspects = self.cluster.core.take_suspects();
-        for node in 0..MAX_NODES as u32 {
-            // PANIC: `node < MAX_NODES <= 64`, so the shift cannot overflow.
-            if suspects & (1u64 << node) == 0 {
+        for node in NodeId::all() {
+            if !node.bit().is_some_and(|bit| suspects & bit != 0) {
                 continue;
             }
             let incarnation = self.view.lock().suspect(node);
             if let Some(incarnation) = incarnation {
                 self.send(&Message::Suspect {
-                    peer: node,
+                    peer: node.get(),
                     incarnation,
                 })?;
             }
         }
         let epoch = self.view.lock().epoch();
         self.send(&Message::Heartbeat {
-            node_id: self.node_id(),
+            node_id: self.node_id().get(),
             epoch,
         })
     }
@@ -575,7 +580,7 @@ impl Membership {
         self.cluster.release_all();
         let incarnation = self.view.lock().own_incarnation();
         let told = self.send(&Message::Leave {
-            node_id: self.node_id(),
+            node_id: self.node_id().get(),
             incarnation,
         });
         if told.is_ok() {

@@ -12,6 +12,7 @@
 //! node is connected to (news of an earlier incarnation of a node that
 //! rejoined is stale).
 
+use crate::internal::node_id::NodeId;
 use core::fmt::{self, Write};
 
 use crate::internal::core::limits::MAX_NODES;
@@ -69,7 +70,7 @@ pub(crate) enum Verdict {
 
 /// The membership as this node sees it.
 pub(crate) struct MembershipView {
-    node_id: u32,
+    node_id: NodeId,
     incarnation: u32,
     /// Epoch of this node's join or of the last `NodeDead` applied.
     epoch: u32,
@@ -84,7 +85,7 @@ pub(crate) struct MembershipView {
 impl MembershipView {
     /// The view of node `node_id` (incarnation `incarnation`) as of
     /// `epoch` (0 while its join runs, see [`MembershipView::join_done`]).
-    pub(crate) fn new(node_id: u32, incarnation: u32, epoch: u32) -> Self {
+    pub(crate) fn new(node_id: NodeId, incarnation: u32, epoch: u32) -> Self {
         MembershipView {
             node_id,
             incarnation,
@@ -120,19 +121,19 @@ impl MembershipView {
     }
 
     /// The record of `node`, if it is a possible peer.
-    pub(crate) fn peer(&self, node: u32) -> Option<PeerRecord> {
+    pub(crate) fn peer(&self, node: NodeId) -> Option<PeerRecord> {
         if node == self.node_id {
             return None;
         }
-        self.peers.get(node as usize).copied()
+        self.peers.get(node.index()).copied()
     }
 
     /// Peer `node`'s incarnation `incarnation` is connected.
-    pub(crate) fn connected(&mut self, node: u32, incarnation: u32) {
+    pub(crate) fn connected(&mut self, node: NodeId, incarnation: u32) {
         if node == self.node_id {
             return;
         }
-        if let Some(record) = self.peers.get_mut(node as usize) {
+        if let Some(record) = self.peers.get_mut(node.index()) {
             *record = PeerRecord {
                 state: PeerState::Alive,
                 incarnation,
@@ -142,11 +143,11 @@ impl MembershipView {
 
     /// The connection to `node` failed; returns the incarnation to report
     /// to the manager if the peer was alive until now.
-    pub(crate) fn suspect(&mut self, node: u32) -> Option<u32> {
+    pub(crate) fn suspect(&mut self, node: NodeId) -> Option<u32> {
         if node == self.node_id {
             return None;
         }
-        let record = self.peers.get_mut(node as usize)?;
+        let record = self.peers.get_mut(node.index())?;
         if record.state != PeerState::Alive {
             return None;
         }
@@ -160,8 +161,8 @@ impl MembershipView {
     }
 
     /// Applies the manager's `NodeDead { node, incarnation, epoch }`.
-    pub(crate) fn node_dead(&mut self, node: u32, incarnation: u32, epoch: u32) -> Verdict {
-        if node == 0 || node as usize >= MAX_NODES {
+    pub(crate) fn node_dead(&mut self, node: NodeId, incarnation: u32, epoch: u32) -> Verdict {
+        if !node.is_member_id() {
             return Verdict::Invalid;
         }
         if epoch <= self.epoch {
@@ -175,7 +176,7 @@ impl MembershipView {
             self.fence_all();
             return Verdict::SelfDead;
         }
-        let Some(record) = self.peers.get_mut(node as usize) else {
+        let Some(record) = self.peers.get_mut(node.index()) else {
             return Verdict::Invalid;
         };
         match record.state {

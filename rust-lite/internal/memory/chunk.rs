@@ -7,6 +7,7 @@
 //! `[offset, offset + len)` becomes one piece per chunk it touches, further
 //! cut to at most `max_piece` bytes so a staging buffer can carry it.
 
+use crate::internal::node_id::NodeId;
 use kernel::prelude::*;
 
 /// Bytes per chunk (the original LITE's `LITE_MEMORY_BLOCK`).
@@ -48,7 +49,7 @@ pub(crate) fn check_range(size: u64, offset: u64, len: u64) -> Result {
 }
 
 /// Node holding chunk `index` when chunks are spread round robin over `nodes`.
-pub(crate) fn spread_target(nodes: &[u32], index: usize) -> Option<u32> {
+pub(crate) fn spread_target(nodes: &[NodeId], index: usize) -> Option<NodeId> {
     if nodes.is_empty() {
         return None;
     }

@@ -2,6 +2,7 @@
 
 //! LITE memory regions (LMRs): memory spread over chunks on any nodes.
 
+use crate::internal::node_id::NodeId;
 use core::{
     mem::MaybeUninit,
     sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
@@ -32,7 +33,7 @@ pub(crate) const ATOMIC_SIZE: u64 = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Place {
     /// The node holding the chunk.
-    pub(crate) node: u32,
+    pub(crate) node: NodeId,
     /// The chunk's id in that node's memory store.
     pub(crate) chunk_id: u64,
     /// Remote address of the chunk's first byte.
@@ -67,7 +68,7 @@ impl ChunkRef {
     /// A chunk of `len` bytes at `place`, held here if `local`.
     pub(crate) fn new(place: Place, len: u64, local: Option<Arc<ChunkMemory>>) -> Self {
         ChunkRef {
-            node: AtomicU32::new(place.node),
+            node: AtomicU32::new(place.node.get()),
             chunk_id: AtomicU64::new(place.chunk_id),
             addr: AtomicU64::new(place.addr),
             rkey: AtomicU32::new(place.rkey),
@@ -82,7 +83,7 @@ impl ChunkRef {
     pub(crate) fn new_lost(len: u64) -> Self {
         let chunk = ChunkRef::new(
             Place {
-                node: 0,
+                node: NodeId::NONE,
                 chunk_id: 0,
                 addr: 0,
                 rkey: 0,
@@ -99,7 +100,7 @@ impl ChunkRef {
     /// # Errors
     ///
     /// `EHOSTDOWN` if that node went since: the bytes are gone.
-    pub(crate) fn reach(&self) -> Result<u32> {
+    pub(crate) fn reach(&self) -> Result<NodeId> {
         if self.lost.load(Ordering::Acquire) {
             return Err(errno::EHOSTDOWN());
         }
@@ -115,8 +116,8 @@ impl ChunkRef {
     // pausing and using the LMR synchronise through its users' lock.
 
     /// The node holding the chunk.
-    pub(crate) fn node(&self) -> u32 {
-        self.node.load(Ordering::Relaxed)
+    pub(crate) fn node(&self) -> NodeId {
+        NodeId::new(self.node.load(Ordering::Relaxed))
     }
 
     /// The chunk's id in that node's memory store.
@@ -147,7 +148,7 @@ impl ChunkRef {
     /// Moves the chunk to `place`, while `_paused` proves that no
     /// operation uses its LMR.
     pub(crate) fn relocate(&self, place: Place, _paused: &impl Paused) {
-        self.node.store(place.node, Ordering::Relaxed);
+        self.node.store(place.node.get(), Ordering::Relaxed);
         self.chunk_id.store(place.chunk_id, Ordering::Relaxed);
         self.addr.store(place.addr, Ordering::Relaxed);
         self.rkey.store(place.rkey, Ordering::Relaxed);
@@ -166,7 +167,7 @@ pub(crate) enum Origin {
     /// A mapping of LMR `lmr_id` owned by node `owner`.
     Mapped {
         /// The owner node.
-        owner: u32,
+        owner: NodeId,
         /// The LMR's id on the owner.
         lmr_id: u64,
     },
@@ -501,7 +502,7 @@ impl Lmr {
 
     /// Marks the chunks held by `node`, which went, as lost; returns how
     /// many.
-    pub(crate) fn lose_chunks_on(&self, node: u32) -> usize {
+    pub(crate) fn lose_chunks_on(&self, node: NodeId) -> usize {
         let mut lost = 0;
         for chunk in self.chunks.iter() {
             if chunk.local.is_none() && chunk.node() == node {
@@ -520,7 +521,7 @@ impl Lmr {
     /// # Errors
     ///
     /// The error the LMR was closed with, or `EAGAIN` while it is paused.
-    pub(crate) fn add_mapper_if_open(&self, node: u32) -> Result {
+    pub(crate) fn add_mapper_if_open(&self, node: NodeId) -> Result {
         let users = self.users.lock();
         if let Some(reason) = users.closed {
             return Err(reason);
@@ -528,7 +529,7 @@ impl Lmr {
         if users.paused {
             return Err(EAGAIN);
         }
-        if let Some(bit) = 1u64.checked_shl(node) {
+        if let Some(bit) = node.bit() {
             self.mapped_by.fetch_or(bit, Ordering::AcqRel);
         }
         Ok(())

@@ -11,6 +11,7 @@
 //! node (its chunks here are local memory, which a chunk reference cannot
 //! become) nor to the leaving node.
 
+use crate::internal::node_id::NodeId;
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
@@ -21,7 +22,7 @@ use super::{
 
 impl RemoteMemory {
     /// This node's LMRs with a chunk on `node`, with their ids.
-    pub(crate) fn lmrs_with_chunks_on(&self, node: u32) -> Result<KVec<(u64, Arc<Lmr>)>> {
+    pub(crate) fn lmrs_with_chunks_on(&self, node: NodeId) -> Result<KVec<(u64, Arc<Lmr>)>> {
         let lmrs = self.lmrs.lock();
         let mut ids = KVec::with_capacity(lmrs.len(), GFP_KERNEL)?;
         lmrs.ids_into(&mut ids)?;
@@ -52,8 +53,8 @@ impl RemoteMemory {
         &self,
         lmr: &Lmr,
         pause: &LmrPause<'_>,
-        leaving: u32,
-        targets: &[u32],
+        leaving: NodeId,
+        targets: &[NodeId],
         next: &mut usize,
     ) -> Result<usize> {
         let mut moved = 0;
@@ -74,7 +75,7 @@ impl RemoteMemory {
     }
 
     /// Moves `chunk` to `target` (see the module documentation).
-    fn move_chunk(&self, chunk: &ChunkRef, pause: &LmrPause<'_>, target: u32) -> Result {
+    fn move_chunk(&self, chunk: &ChunkRef, pause: &LmrPause<'_>, target: NodeId) -> Result {
         let old = chunk.place();
         let new = self.alloc_chunk(target, chunk.len)?;
         if let Err(e) = self.copy_chunk(old, new.place(), chunk.len) {

@@ -19,6 +19,7 @@ pub(crate) mod registration;
 pub(crate) mod transfer;
 pub(crate) mod wire;
 
+use crate::internal::node_id::NodeId;
 use kernel::{
     new_mutex,
     prelude::*,
@@ -35,7 +36,7 @@ use self::{
 };
 use super::{
     core::{
-        limits::{MAX_NODES, NODE_SPREAD},
+        limits::MAX_NODES,
         peer::Peer,
         subsystem::{Handling, Subsystem},
         wire::{Frame, Status},
@@ -59,6 +60,9 @@ use crate::errno;
 /// freed, in milliseconds: transfers another node started into them before
 /// it heard of the death end well within this.
 pub(crate) const ORPHAN_GRACE_MS: u64 = 5000;
+
+/// `lite_alloc_remote` target meaning "spread over the other nodes".
+pub(crate) const NODE_SPREAD: NodeId = NodeId::NONE;
 
 /// Remote memory of a joined node.
 #[pin_data]
@@ -130,7 +134,7 @@ impl RemoteMemory {
     pub(crate) fn alloc_remote(
         &self,
         process: &Process,
-        target: u32,
+        target: NodeId,
         size: u64,
         flags: u32,
         password: Password,
@@ -139,7 +143,7 @@ impl RemoteMemory {
         if flags & !ALLOC_FLAGS != 0 || (flags & ALLOC_ATOMIC != 0 && size != ATOMIC_SIZE) {
             return Err(EINVAL);
         }
-        if target as usize >= MAX_NODES {
+        if target.index() >= MAX_NODES {
             return Err(EINVAL);
         }
         let spread_over = if target == NODE_SPREAD {
@@ -226,7 +230,7 @@ impl RemoteMemory {
     }
 
     /// Allocates a chunk of `len` bytes for this node on `node`.
-    pub(crate) fn alloc_chunk(&self, node: u32, len: u64) -> Result<ChunkRef> {
+    pub(crate) fn alloc_chunk(&self, node: NodeId, len: u64) -> Result<ChunkRef> {
         if node == self.core.node_id() {
             let (chunk_id, memory) =
                 self.core
@@ -306,7 +310,7 @@ impl RemoteMemory {
     }
 
     /// Holder side of an [`MemoryMessage::AllocRequest`].
-    fn answer_alloc(&self, from: u32, request_id: u64, size: u64) -> Frame {
+    fn answer_alloc(&self, from: NodeId, request_id: u64, size: u64) -> Frame {
         let allocated = self
             .core
             .store
@@ -388,7 +392,7 @@ impl RemoteMemory {
 impl RemoteMemory {
     /// Marks the chunks of this node's LMRs held by `node`, which went, as
     /// lost.
-    fn lose_chunks_on(&self, node: u32) {
+    fn lose_chunks_on(&self, node: NodeId) {
         let lmrs = self.lmrs.lock();
         for lmr in lmrs.values() {
             lmr.lose_chunks_on(node);
@@ -412,7 +416,7 @@ impl Subsystem for RemoteMemory {
     /// node's LMRs are freed after [`ORPHAN_GRACE_MS`]: a third node may still be finishing a transfer
     /// through a mapping of such an LMR when it hears of the death, and the
     /// memory must not be reused under it.
-    fn on_peer_gone(&self, node: u32) {
+    fn on_peer_gone(&self, node: NodeId) {
         self.lose_chunks_on(node);
         let until = now_ms().saturating_add(ORPHAN_GRACE_MS);
         match self.core.store.orphan(node, until) {

@@ -10,6 +10,7 @@
 //! them straight to the node holding the destination, so data never makes
 //! a round trip through the caller.
 
+use crate::internal::node_id::NodeId;
 use kernel::{prelude::*, sync::Arc};
 
 use super::{
@@ -288,7 +289,7 @@ impl Subsystem for MemoryOps {
 /// Where a [`MemoryOpMessage::CopyRequest`] sends its bytes.
 struct CopyDestination {
     /// The node holding the destination chunk.
-    node: u32,
+    node: NodeId,
     /// The destination chunk in `node`'s memory store.
     chunk_id: u64,
     /// Remote address of the first destination byte.
@@ -304,7 +305,7 @@ enum CopyTarget<'a> {
     /// Memory on another node, reached with RDMA.
     Remote {
         /// The node holding it.
-        node: u32,
+        node: NodeId,
         /// Remote address of the first byte.
         addr: u64,
         /// Remote key covering it.

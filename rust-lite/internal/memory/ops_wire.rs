@@ -4,6 +4,7 @@
 //! bytes; each is answered with a status.
 
 use crate::internal::core::wire::control_messages;
+use crate::internal::node_id::NodeId;
 
 control_messages! {
     /// A memory operation on chunks the receiver holds.
@@ -39,7 +40,7 @@ control_messages! {
             /// Remote address of the first destination byte.
             dst_addr: u64 => arg(4),
             /// Node holding the destination.
-            dst_node: u32 => high(5),
+            dst_node: NodeId => high(5),
             /// Remote key covering the destination.
             dst_rkey: u32 => low(5),
         },

@@ -15,6 +15,7 @@
 
 pub(crate) mod wire;
 
+use crate::internal::node_id::NodeId;
 use core::fmt::Write;
 use kernel::{new_mutex, prelude::*, sync::Arc, sync::Mutex};
 
@@ -107,7 +108,7 @@ impl Check {
 
 /// What a target keeps for one prober's check.
 struct OpenProbe {
-    prober: u32,
+    prober: NodeId,
     /// Dropped first: no access reaches the buffers once it is gone.
     _connection: Connection,
     target: Option<DmaBuffer>,
@@ -169,7 +170,7 @@ impl Probe {
     /// which a change of the target's keys meanwhile (another prober's
     /// [`Check::Replaced`], or a fence) retires. A device that refuses
     /// such writes fails every attempt.
-    fn check_settled(&self, node: u32, check: Check) -> Result<bool> {
+    fn check_settled(&self, node: NodeId, check: Check) -> Result<bool> {
         let mut outcome = self.check(node, check);
         for _ in 1..WRITE_ATTEMPTS {
             if check != Check::PoolWrite || matches!(outcome, Ok(true)) {
@@ -182,7 +183,7 @@ impl Probe {
     }
 
     /// Runs `check` against `node`; whether the device behaved as it must.
-    fn check(&self, node: u32, check: Check) -> Result<bool> {
+    fn check(&self, node: NodeId, check: Check) -> Result<bool> {
         let peer = self.core.peer(node)?;
         let local = self.connection()?;
         let (qpn, psn) = local.endpoint();
@@ -281,7 +282,7 @@ impl Probe {
     /// prober's queue pair `end` and offers it `offered`.
     fn open(
         &self,
-        prober: u32,
+        prober: NodeId,
         end: RemoteEnd,
         offered: u32,
     ) -> Result<(OpenProbe, (u32, u32), (u64, u32), u64)> {
@@ -335,7 +336,7 @@ impl Probe {
         Ok(remote)
     }
 
-    fn answer_open(&self, prober: u32, message: ProbeMessage) -> Option<Frame> {
+    fn answer_open(&self, prober: NodeId, message: ProbeMessage) -> Option<Frame> {
         let ProbeMessage::ProbeOpen {
             request_id,
             qpn,
@@ -401,7 +402,7 @@ impl Probe {
         )
     }
 
-    fn answer_verify(&self, prober: u32, request_id: u64) -> Frame {
+    fn answer_verify(&self, prober: NodeId, request_id: u64) -> Frame {
         let verdict = self.take(prober).ok_or(ENOENT).and_then(|open| {
             let written = match &open.target {
                 Some(target) => holds(target, PATTERN)?,
@@ -427,7 +428,7 @@ impl Probe {
     }
 
     /// Takes the open check of `prober`, if any.
-    fn take(&self, prober: u32) -> Option<OpenProbe> {
+    fn take(&self, prober: NodeId) -> Option<OpenProbe> {
         let mut table = self.open.lock();
         let index = table.iter().position(|open| open.prober == prober)?;
         // Rebuilt without it: the table holds a few entries at most.
@@ -493,7 +494,7 @@ impl Subsystem for Probe {
         }
     }
 
-    fn on_peer_gone(&self, node: u32) {
+    fn on_peer_gone(&self, node: NodeId) {
         while self.take(node).is_some() {}
     }
 }

@@ -13,10 +13,10 @@
 //!
 //! `V` is a decimal number or `unlimited`.
 
+use crate::internal::node_id::NodeId;
 use kernel::prelude::*;
 
 use super::amounts::{Resource, UNLIMITED};
-use crate::internal::core::limits::MAX_NODES;
 
 /// Changes to some of the limits of a user or of the defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,14 +44,14 @@ pub(crate) enum Command {
     /// What node `node`'s LMRs may hold on this node, in bytes.
     SetNode {
         /// The node.
-        node: u32,
+        node: NodeId,
         /// The limit.
         limit: u64,
     },
     /// Node `node` follows the default again.
     ResetNode {
         /// The node.
-        node: u32,
+        node: NodeId,
     },
 }
 
@@ -88,8 +88,8 @@ impl Command {
             }
             (Some(b"node"), Some(node)) => {
                 let node = parse_number(node)?;
-                let node = match u32::try_from(node) {
-                    Ok(node) if node != 0 && (node as usize) < MAX_NODES => node,
+                let node = match u32::try_from(node).map(NodeId::new) {
+                    Ok(node) if node.is_member_id() => node,
                     _ => return Err(EINVAL),
                 };
                 match words.next() {

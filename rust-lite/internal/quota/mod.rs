@@ -14,6 +14,7 @@
 pub(crate) mod amounts;
 pub(crate) mod command;
 
+use crate::internal::node_id::NodeId;
 use core::fmt::{self, Write};
 use kernel::{
     new_spinlock,
@@ -150,11 +151,11 @@ impl Quotas {
     }
 
     /// How many bytes node `node`'s LMRs may hold on this node.
-    pub(crate) fn node_limit(&self, node: u32) -> u64 {
+    pub(crate) fn node_limit(&self, node: NodeId) -> u64 {
         let state = self.state.lock();
         state
             .node_limits
-            .get(node as usize)
+            .get(node.index())
             .copied()
             .flatten()
             .unwrap_or(state.node_default)
@@ -216,9 +217,9 @@ impl Quotas {
         Ok(())
     }
 
-    fn set_node_limit(&self, node: u32, limit: Option<u64>) {
+    fn set_node_limit(&self, node: NodeId, limit: Option<u64>) {
         let mut state = self.state.lock();
-        if let Some(slot) = state.node_limits.get_mut(node as usize) {
+        if let Some(slot) = state.node_limits.get_mut(node.index()) {
             *slot = limit;
         }
     }

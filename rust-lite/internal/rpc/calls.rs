@@ -8,6 +8,7 @@
 //! immediate, at a place reserved in this node's view of the ring
 //! ([`PortView`]); the reply arrives in a reply slot ([`ReplySlots`]).
 
+use crate::internal::node_id::NodeId;
 use kernel::prelude::*;
 
 use super::{
@@ -57,7 +58,7 @@ impl Rpc {
     /// # Errors
     ///
     /// `EINVAL` bad port, `EHOSTUNREACH`, `ECONNREFUSED` not registered.
-    pub(crate) fn query_port(&self, node: u32, port: u32) -> Result<u64> {
+    pub(crate) fn query_port(&self, node: NodeId, port: u32) -> Result<u64> {
         check_port(port)?;
         if node == self.core.node_id() {
             let state = self.port(port)?.state.lock();
@@ -148,7 +149,7 @@ impl Rpc {
     /// returns what to wait on.
     fn start_call(
         &self,
-        node: u32,
+        node: NodeId,
         target: &Target,
         message: Payload<'_>,
         max_reply: Option<u64>,
@@ -392,7 +393,7 @@ impl Rpc {
     /// See the UAPI header.
     pub(crate) fn call<D: ReplyDestination>(
         &self,
-        node: u32,
+        node: NodeId,
         target: &Target,
         message: Payload<'_>,
         max_reply: u64,
@@ -411,7 +412,7 @@ impl Rpc {
     /// call, when it is reaped.
     pub(crate) fn call_async(
         &self,
-        node: u32,
+        node: NodeId,
         target: &Target,
         message: Payload<'_>,
         max_reply: u64,
@@ -425,7 +426,12 @@ impl Rpc {
     }
 
     /// `lite_send`: a one-way message.
-    pub(crate) fn send_one_way(&self, node: u32, target: &Target, message: Payload<'_>) -> Result {
+    pub(crate) fn send_one_way(
+        &self,
+        node: NodeId,
+        target: &Target,
+        message: Payload<'_>,
+    ) -> Result {
         let admission = admission::admit(target.priority);
         let timer = OpTimer::start(OpKind::RpcSend, target.priority);
         let sent = self.start_call(node, target, message, None).map(|_| ());
@@ -436,19 +442,19 @@ impl Rpc {
     /// gathers the replies (or errors) in order.
     pub(crate) fn multicast(
         &self,
-        nodes: &[u32],
+        nodes: impl ExactSizeIterator<Item = NodeId>,
         target: &Target,
         message: Payload<'_>,
         max_reply: u64,
     ) -> Result<KVec<Result<KVVec<u8>>>> {
-        if nodes.is_empty() || nodes.len() > MAX_NODES {
+        if nodes.len() == 0 || nodes.len() > MAX_NODES {
             return Err(EINVAL);
         }
         check_size(message.len())?;
         let _admission = admission::admit(target.priority);
         let mut pending = KVec::with_capacity(nodes.len(), GFP_KERNEL)?;
         let mut results = KVec::with_capacity(nodes.len(), GFP_KERNEL)?;
-        for &node in nodes {
+        for node in nodes {
             pending.push(
                 self.start_call(node, target, message, Some(max_reply)),
                 GFP_KERNEL,
@@ -464,7 +470,7 @@ impl Rpc {
     }
 
     /// Handles RPC notices from `node` (polling thread).
-    pub(super) fn on_notice(&self, node: u32, message: RpcMessage) {
+    pub(super) fn on_notice(&self, node: NodeId, message: RpcMessage) {
         match message {
             RpcMessage::RingAck { port, consumed } => {
                 if let (Ok(server), Ok(port)) = (self.server(node), check_port(port)) {

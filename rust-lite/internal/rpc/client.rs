@@ -4,6 +4,7 @@
 //! rings of remote ports this node writes requests to, and calls to this
 //! node's own ports.
 
+use crate::internal::node_id::NodeId;
 use core::{
     pin::Pin,
     sync::atomic::{AtomicU64, Ordering},
@@ -65,7 +66,7 @@ pub(crate) enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SentRequest {
     /// The server node.
-    pub(crate) node: u32,
+    pub(crate) node: NodeId,
     /// The server port.
     pub(crate) port: u32,
     /// The ring's epoch.
@@ -79,7 +80,7 @@ impl SentRequest {
     /// of a record's key or none of it.
     fn key(&self) -> u64 {
         (1 << 63)
-            | (u64::from(self.node) << 48)
+            | (u64::from(self.node.get()) << 48)
             | (u64::from(self.port) << 32)
             | u64::from(self.epoch)
     }
@@ -443,7 +444,7 @@ impl ReplySlots {
     /// many callers were waiting.
     pub(crate) fn fail_discarded(
         &self,
-        node: u32,
+        node: NodeId,
         port: u32,
         epoch: u32,
         received: u64,
@@ -486,12 +487,12 @@ impl ReplySlots {
     /// Fails with `EHOSTDOWN` every call waiting for an answer from `node`,
     /// which is gone; slots whose callers gave up are free again (nothing
     /// will be written into them: the connection is fenced).
-    pub(crate) fn fail_node(&self, node: u32) {
+    pub(crate) fn fail_node(&self, node: NodeId) {
         let mut slots = self.slots.lock();
         for (entry, record) in slots.iter_mut().zip(self.sent.iter()) {
             let key = record.key.load(Ordering::Acquire);
             // The node's bits of `SentRequest::key`.
-            if key == 0 || (key >> 48) & 0x7fff != u64::from(node) {
+            if key == 0 || (key >> 48) & 0x7fff != u64::from(node.get()) {
                 continue;
             }
             record.key.store(0, Ordering::Relaxed);

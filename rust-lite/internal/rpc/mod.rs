@@ -20,6 +20,7 @@
 //! The client's operations are in [`calls`], the server's in [`serving`];
 //! [`client`] and [`port`] hold the state each side keeps.
 
+use crate::internal::node_id::NodeId;
 use core::pin::Pin;
 
 pub(crate) mod call_in_flight;
@@ -102,8 +103,8 @@ impl Rpc {
         Ok(&self.ports[check_port(port)? as usize])
     }
 
-    fn server(&self, node: u32) -> Result<&ServerNode> {
-        self.servers.get(node as usize).map(|s| &**s).ok_or(EINVAL)
+    fn server(&self, node: NodeId) -> Result<&ServerNode> {
+        self.servers.get(node.index()).map(|s| &**s).ok_or(EINVAL)
     }
 }
 
@@ -196,7 +197,7 @@ impl Rpc {
 
     /// A write with immediate of `byte_len` bytes arrived from `node`
     /// (polling thread).
-    pub(crate) fn arrived(&self, node: u32, imm: u32, byte_len: u32) {
+    pub(crate) fn arrived(&self, node: NodeId, imm: u32, byte_len: u32) {
         match Imm::decode(imm) {
             Some(Imm::Request { port, offset }) => {
                 self.request_arrived(node, port, offset, u64::from(byte_len))
@@ -214,7 +215,7 @@ impl Rpc {
     /// Forgets what this node knew of `node`'s ports (waking senders that
     /// wait for room in them, whose next query fails) and what its ports
     /// kept for `node`.
-    fn forget_node(&self, node: u32) {
+    fn forget_node(&self, node: NodeId) {
         if let Ok(server) = self.server(node) {
             let mut ports = server.ports.lock();
             for view in ports.iter_mut() {
@@ -238,7 +239,7 @@ impl Subsystem for Rpc {
     /// ports keep for this node are forgotten, and the rings this node's
     /// ports keep for it are freed with the requests queued in them; a
     /// receiver answering a request it took from it gets `EHOSTDOWN`.
-    fn on_peer_gone(&self, node: u32) {
+    fn on_peer_gone(&self, node: NodeId) {
         self.slots.fail_node(node);
         self.forget_node(node);
     }

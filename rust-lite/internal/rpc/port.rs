@@ -11,6 +11,7 @@
 //! it copies a message out, so the ring is consumed strictly in order and
 //! its space can be acknowledged to the client.
 
+use crate::internal::node_id::NodeId;
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -48,7 +49,7 @@ pub(crate) enum ReplyTo {
     /// A caller on another node, waiting in reply slot `slot`.
     Remote {
         /// The caller's node.
-        node: u32,
+        node: NodeId,
         /// The request's header, naming the reply buffer and slot.
         header: RequestHeader,
     },
@@ -90,7 +91,7 @@ pub(crate) struct Taken {
     /// Who waits for the answer, if anyone.
     pub(crate) reply_to: Option<ReplyTo>,
     /// A ring position to acknowledge to `(node, consumed)`.
-    pub(crate) ack: Option<(u32, u64)>,
+    pub(crate) ack: Option<(NodeId, u64)>,
 }
 
 /// Why [`PortState::take`] returned no message.
@@ -145,10 +146,10 @@ impl PortState {
     /// The ring of `node`, created (taking `memory`) if it has none yet.
     pub(crate) fn ring_for(
         &mut self,
-        node: u32,
+        node: NodeId,
         memory: &mut Option<DmaBuffer>,
     ) -> Result<&mut ServerRing> {
-        let slot = self.rings.get_mut(node as usize).ok_or(EINVAL)?;
+        let slot = self.rings.get_mut(node.index()).ok_or(EINVAL)?;
         if slot.is_none() {
             let memory = memory.take().ok_or(ENOMEM)?;
             *slot = Some(ServerRing {
@@ -161,17 +162,17 @@ impl PortState {
     }
 
     /// Whether `node` already has a ring.
-    pub(crate) fn has_ring(&self, node: u32) -> bool {
-        matches!(self.rings.get(node as usize), Some(Some(_)))
+    pub(crate) fn has_ring(&self, node: NodeId) -> bool {
+        matches!(self.rings.get(node.index()), Some(Some(_)))
     }
 
     /// Nodes that have a ring (to tell them of an unregistration).
-    pub(crate) fn ring_nodes(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn ring_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.rings
             .iter()
             .enumerate()
             .filter(|(_, r)| r.is_some())
-            .map(|(node, _)| node as u32)
+            .map(|(node, _)| NodeId::new(node as u32))
     }
 
     /// Records a write of `bytes` bytes with immediate into the ring of
@@ -181,10 +182,10 @@ impl PortState {
     /// # Errors
     ///
     /// `EINVAL` if `node` has no ring (it skipped the query that makes one).
-    pub(crate) fn arrived(&mut self, node: u32, offset: u64, bytes: u64) -> Result<bool> {
+    pub(crate) fn arrived(&mut self, node: NodeId, offset: u64, bytes: u64) -> Result<bool> {
         let ring = self
             .rings
-            .get_mut(node as usize)
+            .get_mut(node.index())
             .and_then(Option::as_mut)
             .ok_or(EINVAL)?;
         let fault = match ring.reader.arrive(offset, bytes) {
@@ -202,12 +203,12 @@ impl PortState {
                 // Reported again for every discarded write, so that a sender
                 // that missed the first report learns of it all the same.
                 ring.unreported = ring.reader.broken();
-                self.broken_rings |= node_bit(node as usize);
+                self.broken_rings |= node_bit(node.index());
                 return Ok(false);
             }
             Err(fault) => fault,
         };
-        self.break_ring(node as usize, fault);
+        self.break_ring(node.index(), fault);
         Ok(false)
     }
 
@@ -237,13 +238,13 @@ impl PortState {
 
     /// Takes the next broken ring whose sender has not been told yet, as
     /// `(node, what was discarded)`.
-    pub(crate) fn broken(&mut self) -> Option<(u32, Broken)> {
+    pub(crate) fn broken(&mut self) -> Option<(NodeId, Broken)> {
         while self.broken_rings != 0 {
             let node = self.broken_rings.trailing_zeros() as usize;
             self.broken_rings &= !node_bit(node);
             if let Some(Some(ring)) = self.rings.get_mut(node) {
                 if let Some(broken) = ring.unreported.take() {
-                    return Some((node as u32, broken));
+                    return Some((NodeId::new(node as u32), broken));
                 }
             }
         }
@@ -306,8 +307,8 @@ impl PortState {
     }
 
     /// The next request in the ring of `node`, whatever its size.
-    pub(crate) fn take_from_node(&mut self, node: u32) -> Result<Result<Taken, Empty>> {
-        self.take_from_ring(node as usize, u64::MAX)
+    pub(crate) fn take_from_node(&mut self, node: NodeId) -> Result<Result<Taken, Empty>> {
+        self.take_from_ring(node.index(), u64::MAX)
     }
 
     /// The next request in the ring of `node`.
@@ -346,22 +347,22 @@ impl PortState {
             }
         };
         let reply_to = header.wants_reply().then_some(ReplyTo::Remote {
-            node: node as u32,
+            node: NodeId::new(node as u32),
             header,
         });
         Ok(Ok(Taken {
             data,
             reply_to,
-            ack: ack.map(|position| (node as u32, position)),
+            ack: ack.map(|position| (NodeId::new(node as u32), position)),
         }))
     }
 
     /// Forgets the ring of `node`, which is gone, with the requests queued
     /// in it (nobody waits for their answers any more); returns the ring,
     /// to be freed once the port's lock is released.
-    pub(crate) fn forget_node(&mut self, node: u32) -> Option<ServerRing> {
-        self.broken_rings &= !node_bit(node as usize);
-        self.rings.get_mut(node as usize)?.take()
+    pub(crate) fn forget_node(&mut self, node: NodeId) -> Option<ServerRing> {
+        self.broken_rings &= !node_bit(node.index());
+        self.rings.get_mut(node.index())?.take()
     }
 
     /// Takes every queued message, for failing their callers.

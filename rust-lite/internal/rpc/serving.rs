@@ -8,6 +8,7 @@
 //! used is acknowledged to the client once they are taken, and a receiver's
 //! reply goes straight into the caller's reply slot.
 
+use crate::internal::node_id::NodeId;
 use kernel::prelude::*;
 
 use super::{
@@ -125,7 +126,7 @@ impl Rpc {
         }
     }
 
-    fn acknowledge(&self, port: u32, ack: Option<(u32, u64)>) {
+    fn acknowledge(&self, port: u32, ack: Option<(NodeId, u64)>) {
         if let Some((node, consumed)) = ack {
             if let Ok(peer) = self.core.peer(node) {
                 if let Err(e) = peer.send(&RpcMessage::RingAck { port, consumed }.to_frame()) {
@@ -155,7 +156,12 @@ impl Rpc {
     /// Tells the senders of `port`'s broken rings which requests were
     /// discarded, starting with `first` (taken under the port's lock by the
     /// caller), so that their callers fail at once rather than time out.
-    fn report_broken_rings(&self, port_number: u32, port: &Port, mut first: Option<(u32, Broken)>) {
+    fn report_broken_rings(
+        &self,
+        port_number: u32,
+        port: &Port,
+        mut first: Option<(NodeId, Broken)>,
+    ) {
         loop {
             let Some((node, broken)) = first.take().or_else(|| port.state.lock().broken()) else {
                 return;
@@ -181,7 +187,7 @@ impl Rpc {
     /// Answers a peer's [`RpcMessage::QueryPort`] (polling thread).
     pub(super) fn answer_query_port(
         &self,
-        node: u32,
+        node: NodeId,
         request_id: u64,
         port: u32,
         fresh: bool,
@@ -449,7 +455,7 @@ impl Rpc {
         }
     }
 
-    pub(super) fn request_arrived(&self, node: u32, port_number: u32, offset: u64, bytes: u64) {
+    pub(super) fn request_arrived(&self, node: NodeId, port_number: u32, offset: u64, bytes: u64) {
         let Ok(port) = self.port(port_number) else {
             return;
         };

@@ -16,6 +16,7 @@ mod moves;
 pub(crate) mod names;
 pub(crate) mod wire;
 
+use crate::internal::node_id::NodeId;
 use kernel::{
     new_mutex,
     prelude::*,
@@ -69,7 +70,7 @@ pub(crate) struct NameValue {
 
 /// Mappings of one LMR paused while its owner moves chunks.
 struct HeldMappings {
-    owner: u32,
+    owner: NodeId,
     lmr_id: u64,
     /// When the owner asked (ms of the monotonic clock).
     since_ms: u64,
@@ -80,14 +81,14 @@ struct HeldMappings {
 pub(crate) struct Mappings {
     table: SlotTable<Arc<Lmr>>,
     /// Recently revoked `(owner, lmr_id)` pairs.
-    tombstones: [(u32, u64); TOMBSTONES],
+    tombstones: [(NodeId, u64); TOMBSTONES],
     next_tombstone: usize,
     /// Mappings paused for their owners.
     held: KVec<Option<HeldMappings>>,
     /// Moves announced so far, and the last ones `(owner, lmr_id, move)`:
     /// a mapping built from a chunk table read across a move is refused.
     moves: u64,
-    recent_moves: [(u32, u64, u64); TOMBSTONES],
+    recent_moves: [(NodeId, u64, u64); TOMBSTONES],
 }
 
 impl Mappings {
@@ -95,11 +96,11 @@ impl Mappings {
     pub(crate) const fn new() -> Self {
         Mappings {
             table: SlotTable::new(),
-            tombstones: [(0, 0); TOMBSTONES],
+            tombstones: [(NodeId::NONE, 0); TOMBSTONES],
             next_tombstone: 0,
             held: KVec::new(),
             moves: 0,
-            recent_moves: [(0, 0, 0); TOMBSTONES],
+            recent_moves: [(NodeId::NONE, 0, 0); TOMBSTONES],
         }
     }
 
@@ -109,7 +110,7 @@ impl Mappings {
     }
 
     /// Notes that the owner of `(owner, lmr_id)` moves its chunks.
-    pub(crate) fn note_move(&mut self, owner: u32, lmr_id: u64) {
+    pub(crate) fn note_move(&mut self, owner: NodeId, lmr_id: u64) {
         self.moves = self.moves.wrapping_add(1);
         // PANIC: the remainder is below `TOMBSTONES`, the array's length.
         self.recent_moves[(self.moves % TOMBSTONES as u64) as usize] = (owner, lmr_id, self.moves);
@@ -117,7 +118,7 @@ impl Mappings {
 
     /// Whether `(owner, lmr_id)` moved chunks after `moves_before` (or
     /// may have: too many moves to tell).
-    pub(crate) fn moved_since(&self, owner: u32, lmr_id: u64, moves_before: u64) -> bool {
+    pub(crate) fn moved_since(&self, owner: NodeId, lmr_id: u64, moves_before: u64) -> bool {
         let since = self.moves.wrapping_sub(moves_before);
         since >= TOMBSTONES as u64
             || self.recent_moves.iter().any(|&(o, l, m)| {
@@ -131,11 +132,11 @@ impl Mappings {
         self.table.remove(id)
     }
 
-    fn is_revoked(&self, owner: u32, lmr_id: u64) -> bool {
+    fn is_revoked(&self, owner: NodeId, lmr_id: u64) -> bool {
         self.tombstones.contains(&(owner, lmr_id))
     }
 
-    fn bury(&mut self, owner: u32, lmr_id: u64) {
+    fn bury(&mut self, owner: NodeId, lmr_id: u64) {
         // PANIC: `next_tombstone < TOMBSTONES` (only set modulo it), the
         // length of `tombstones`.
         self.tombstones[self.next_tombstone] = (owner, lmr_id);
@@ -338,13 +339,13 @@ impl Sharing {
     pub(crate) fn ask_lmr(
         &self,
         process: &Process,
-        owner: u32,
+        owner: NodeId,
         name: u64,
         permission: u64,
         password: Password,
     ) -> Result<LmrHandle> {
         let requested = Permission::from_bits(permission, Permission::ALL)?;
-        if owner as usize >= MAX_NODES {
+        if owner.index() >= MAX_NODES {
             return Err(EINVAL);
         }
         if owner == self.core.node_id() {
@@ -458,7 +459,7 @@ impl Sharing {
             // DESCRIPTOR_LEN` does not overflow.
             table.read_bytes(index * DESCRIPTOR_LEN, &mut bytes)?;
             let d = ChunkDescriptor::decode(&bytes);
-            if d.node == 0 {
+            if d.node == NodeId::NONE {
                 // Its node went: the owner marks such chunks with node 0.
                 chunks.push(ChunkRef::new_lost(d.len), GFP_KERNEL)?;
                 continue;
@@ -537,7 +538,7 @@ impl Sharing {
     /// Owner side of `lite_ask_lmr`: answers an [`SharingMessage::AskRequest`].
     fn answer_ask(
         &self,
-        from: u32,
+        from: NodeId,
         request_id: u64,
         name: u64,
         permission: u64,
@@ -594,7 +595,7 @@ impl Sharing {
 
     /// Mapper side of a revocation: closes every mapping of LMR `lmr_id` of
     /// `owner`, waiting for operations on them to finish.
-    fn close_mappings(&self, owner: u32, lmr_id: u64) -> Result {
+    fn close_mappings(&self, owner: NodeId, lmr_id: u64) -> Result {
         self.close_mappings_where(
             |origin| origin == Origin::Mapped { owner, lmr_id },
             Some((owner, lmr_id)),
@@ -607,7 +608,7 @@ impl Sharing {
     fn close_mappings_where(
         &self,
         matches: impl Fn(Origin) -> bool,
-        tombstone: Option<(u32, u64)>,
+        tombstone: Option<(NodeId, u64)>,
         error: Error,
     ) -> Result {
         let mut closing = KVec::new();
@@ -660,10 +661,10 @@ impl Sharing {
         }
         let owners = self.core.store.other_owners(own);
         let mut held = 0;
-        for node in 0..MAX_NODES as u32 {
-            // PANIC: as above for the shift; the sum counts chunks held,
-            // objects in memory, far below `usize::MAX`.
-            if owners & (1u64 << node) != 0 && self.core.peer(node).is_ok() {
+        for node in NodeId::all() {
+            // PANIC: the sum counts chunks held, objects in memory, far
+            // below `usize::MAX`.
+            if node.bit().is_some_and(|bit| owners & bit != 0) && self.core.peer(node).is_ok() {
                 held += self.core.store.count_owned_by(node);
             }
         }
@@ -678,7 +679,7 @@ impl Sharing {
     ///
     /// `ENOSPC` if no other node can take them, or the first error of a
     /// move.
-    fn evacuate_for(&self, leaving: u32) -> Result {
+    fn evacuate_for(&self, leaving: NodeId) -> Result {
         let lmrs = self.memory.lmrs_with_chunks_on(leaving)?;
         let peers = self.core.connected_peers()?;
         let mut targets = KVec::with_capacity(peers.len(), GFP_KERNEL)?;
@@ -700,8 +701,8 @@ impl Sharing {
         &self,
         lmr_id: u64,
         lmr: &Lmr,
-        leaving: u32,
-        targets: &[u32],
+        leaving: NodeId,
+        targets: &[NodeId],
         next: &mut usize,
     ) -> Result {
         let pause = match lmr.pause() {
@@ -713,8 +714,7 @@ impl Sharing {
         let mappers = lmr.mappers();
         let mut usable = KVec::with_capacity(targets.len(), GFP_KERNEL)?;
         for &node in targets.iter() {
-            // PANIC: node ids are below `MAX_NODES <= 64`.
-            if mappers & (1u64 << node) == 0 {
+            if !node.bit().is_some_and(|bit| mappers & bit != 0) {
                 usable.push(node, GFP_KERNEL)?;
             }
         }
@@ -750,7 +750,7 @@ impl Subsystem for Sharing {
     /// Chunks of mappings held by the gone node are lost; mappings of the
     /// gone node's LMRs are closed (their holders get `EHOSTDOWN`); its own mappings of this node's LMRs need no revoking
     /// any more, as its connection is fenced.
-    fn on_peer_gone(&self, node: u32) {
+    fn on_peer_gone(&self, node: NodeId) {
         self.drop_held_mappings(Some(node));
         // Mappings of third nodes' LMRs may have chunks there too.
         for lmr in self.mappings.lock().table.values() {
@@ -842,7 +842,7 @@ fn write_chunk_table(table: &DmaBuffer, lmr: &Lmr) -> Result {
     for (index, chunk) in lmr.chunks.iter().enumerate() {
         let descriptor = if chunk.is_lost() {
             ChunkDescriptor {
-                node: 0,
+                node: NodeId::NONE,
                 rkey: 0,
                 chunk_id: 0,
                 addr: 0,

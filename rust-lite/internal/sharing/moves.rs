@@ -18,6 +18,7 @@
 //! [`HOLD_LIMIT_MS`], closes the mappings it holds paused: their places may
 //! be stale.
 
+use crate::internal::node_id::NodeId;
 use kernel::prelude::*;
 
 use super::{wire::SharingMessage, HeldMappings, Sharing};
@@ -37,7 +38,7 @@ const HOLD_LIMIT_MS: u64 = 30_000;
 impl Sharing {
     /// Mapper side of [`SharingMessage::HoldMappings`]: pauses every
     /// mapping of LMR `lmr_id` of `owner`, waiting for their operations.
-    pub(super) fn hold_mappings(&self, owner: u32, lmr_id: u64) -> Result {
+    pub(super) fn hold_mappings(&self, owner: NodeId, lmr_id: u64) -> Result {
         let mut mapped = KVec::new();
         {
             let mut mappings = self.mappings.lock();
@@ -67,7 +68,7 @@ impl Sharing {
     }
 
     /// Takes the mappings of LMR `lmr_id` of `owner` held paused.
-    fn take_held(&self, owner: u32, lmr_id: u64) -> Option<HeldMappings> {
+    fn take_held(&self, owner: NodeId, lmr_id: u64) -> Option<HeldMappings> {
         let mut mappings = self.mappings.lock();
         mappings
             .held
@@ -84,7 +85,7 @@ impl Sharing {
     /// lets them go on. A mapping the table cannot describe is closed.
     pub(super) fn resume_mappings(
         &self,
-        owner: u32,
+        owner: NodeId,
         lmr_id: u64,
         table_addr: u64,
         table_rkey: u32,
@@ -141,7 +142,7 @@ impl Sharing {
     /// Closes the mappings held paused for `owner`, which is gone, or for
     /// longer than [`HOLD_LIMIT_MS`] (only those for `None`), and lets their
     /// waiting operations fail.
-    pub(crate) fn drop_held_mappings(&self, owner: Option<u32>) {
+    pub(crate) fn drop_held_mappings(&self, owner: Option<NodeId>) {
         let now = now_ms();
         let mut expired = KVec::new();
         {

@@ -3,6 +3,7 @@
 //! Names under which a node publishes its LMRs (`lite_add_ask_mr_table`),
 //! and the chunk table a mapper reads to reach a published LMR.
 
+use crate::internal::node_id::NodeId;
 use kernel::prelude::*;
 
 use crate::internal::{
@@ -93,7 +94,7 @@ wire_layout! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub(crate) struct ChunkDescriptor {
         /// Node holding the chunk.
-        pub(crate) node: u32,
+        pub(crate) node: NodeId,
         /// Remote key covering it.
         pub(crate) rkey: u32,
         /// Its id in that node's memory store.
