@@ -139,27 +139,29 @@ pid_t rust_helper_lite_current_pid(void)
 	return task_pid_nr(current);
 }
 
-/* The calling task's real uid, as the initial user namespace sees it. */
-u32 rust_helper_lite_current_uid(void)
+kuid_t rust_helper_current_uid(void)
 {
-	return from_kuid_munged(&init_user_ns, current_uid());
+	return current_uid();
 }
 
-/*
- * Whether the calling task belongs to group `gid` of the initial user
- * namespace (as its fsgid or a supplementary group).
- */
-bool rust_helper_lite_in_group(u32 gid)
+uid_t rust_helper_from_kuid_munged(struct user_namespace *to, kuid_t kuid)
 {
-	kgid_t group = make_kgid(&init_user_ns, gid);
-
-	return gid_valid(group) && in_group_p(group);
+	return from_kuid_munged(to, kuid);
 }
 
-/* Bytes of RAM the kernel manages. */
-u64 rust_helper_lite_total_ram_bytes(void)
+kgid_t rust_helper_make_kgid(struct user_namespace *from, gid_t gid)
 {
-	return (u64)totalram_pages() << PAGE_SHIFT;
+	return make_kgid(from, gid);
+}
+
+bool rust_helper_gid_valid(kgid_t gid)
+{
+	return gid_valid(gid);
+}
+
+unsigned long rust_helper_totalram_pages(void)
+{
+	return totalram_pages();
 }
 
 struct mm_struct *rust_helper_lite_current_mm(void)

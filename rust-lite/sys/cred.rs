@@ -2,7 +2,10 @@
 
 //! Privileges of the calling task.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::{
+    ptr::addr_of_mut,
+    sync::atomic::{AtomicU32, Ordering},
+};
 use kernel::bindings;
 
 /// No group: only `CAP_NET_ADMIN` administers.
@@ -29,9 +32,19 @@ pub(crate) fn has_net_admin() -> bool {
 /// locks needs no privilege.
 pub(crate) fn may_administer() -> bool {
     let group = ADMIN_GROUP.load(Ordering::Relaxed);
-    // SAFETY: `lite_in_group` only reads the credentials of `current`, which
-    // stay valid for as long as the calling code runs.
-    (group != NO_GROUP && unsafe { bindings::lite_in_group(group) }) || has_net_admin()
+    (group != NO_GROUP && in_group(group)) || has_net_admin()
+}
+
+/// Whether the calling task belongs to group `gid` of the initial user
+/// namespace (as its fsgid or a supplementary group).
+fn in_group(gid: u32) -> bool {
+    // SAFETY: `init_user_ns` lives as long as the kernel, and `make_kgid`
+    // only reads it.
+    let group = unsafe { bindings::make_kgid(addr_of_mut!(bindings::init_user_ns), gid) };
+    // SAFETY: `gid_valid` only compares a value; `in_group_p` only reads
+    // the credentials of `current`, which stay valid for as long as the
+    // calling code runs.
+    unsafe { bindings::gid_valid(group) && bindings::in_group_p(group) != 0 }
 }
 
 /// The administrators' group, if there is one.
@@ -52,7 +65,10 @@ pub(crate) fn set_admin_group(gid: Option<u32>) {
 /// The real uid of the calling task, as the initial user namespace sees it
 /// (the user LITE's quotas charge).
 pub(crate) fn current_uid() -> u32 {
-    // SAFETY: `lite_current_uid` only reads the credentials of `current`,
-    // which stay valid for as long as the calling code runs.
-    unsafe { bindings::lite_current_uid() }
+    // SAFETY: `current_uid` only reads the credentials of `current`, which
+    // stay valid for as long as the calling code runs.
+    let uid = unsafe { bindings::current_uid() };
+    // SAFETY: `init_user_ns` lives as long as the kernel, and
+    // `from_kuid_munged` only reads it.
+    unsafe { bindings::from_kuid_munged(addr_of_mut!(bindings::init_user_ns), uid) }
 }

@@ -6,6 +6,7 @@ use kernel::bindings;
 
 /// Bytes of RAM the kernel manages.
 pub(crate) fn total_ram_bytes() -> u64 {
-    // SAFETY: `lite_total_ram_bytes` only reads a global counter.
-    unsafe { bindings::lite_total_ram_bytes() }
+    // SAFETY: `totalram_pages` only reads a global counter.
+    let pages = unsafe { bindings::totalram_pages() };
+    (pages as u64) << bindings::PAGE_SHIFT
 }
