@@ -10,7 +10,7 @@
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Scale};
 use super::process_curve::median_range;
-use super::report::{left, right, say_indented, table_row};
+use super::report::{left, right, say_indented, Table};
 use crate::ui;
 
 /// The figures of one cluster size, over its nodes.
@@ -67,35 +67,26 @@ fn millis(value: Option<(f64, f64, f64)>) -> [String; 2] {
 
 /// The curve as table lines, one row per cluster size.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let columns = [
-        left(6),
-        right(9),
-        right(9),
-        right(13),
-        right(12),
-        right(13),
-        right(14),
-    ];
-    let row = |cells: [&str; 7]| table_row(&columns, &cells);
+    let table = Table([
+        (left(6), "nodes"),
+        (right(9), "reported"),
+        (right(9), "join ms"),
+        (right(13), "join range"),
+        (right(12), "barrier ms"),
+        (right(13), "barrier range"),
+        (right(14), "all-to-all/s"),
+    ]);
     let mut lines = vec![
         "every node of an N-node cluster: its join (ms, median and range over the nodes), a \
          barrier of all N (each node's median, ms: median and range over the nodes), and 64 B \
          RPC from every node to every other at once (calls per second of all nodes)"
             .to_string(),
-        row([
-            "nodes",
-            "reported",
-            "join ms",
-            "join range",
-            "barrier ms",
-            "barrier range",
-            "all-to-all/s",
-        ]),
+        table.header(),
     ];
     for size in sizes(m) {
         let [join, join_range] = millis(size.join_ms);
         let [barrier, barrier_range] = millis(size.barrier_ms);
-        lines.push(row([
+        lines.push(table.row([
             &size.nodes.to_string(),
             &size.reported.to_string(),
             &join,

@@ -7,7 +7,7 @@
 //! the median ratio over the rounds, as the latency comparison does.
 
 use super::parse::{Qos, Spread};
-use super::report::{cell, left, ratio_cell, right, spread_cell, table_row};
+use super::report::{cell, left, ratio_cell, right, spread_cell, Table};
 use super::rounds::{Range, Verdict};
 
 /// The target: with QoS on, the high-priority process's median write
@@ -98,26 +98,21 @@ pub fn verdict(rows: &[Qos]) -> String {
 /// the high-priority process's write latency, its ratios to the same
 /// round's unloaded phase, and the low-priority processes' throughput.
 pub fn table(rows: &[Qos]) -> Vec<String> {
-    let row = |cells: [&str; 13]| {
-        table_row(
-            &[
-                right(5),
-                left(9),
-                left(4),
-                right(7),
-                right(6),
-                right(10),
-                right(10),
-                right(19),
-                right(9),
-                right(9),
-                right(13),
-                right(9),
-                right(9),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(5), "round"),
+        (left(9), "phase"),
+        (left(4), "QoS"),
+        (right(7), "loaders"),
+        (right(6), "writes"),
+        (right(10), "median"),
+        (right(10), "p99"),
+        (right(19), "p10-p90"),
+        (right(9), "med ratio"),
+        (right(9), "p99 ratio"),
+        (right(13), "low-prio MiB/s"),
+        (right(9), "low ops"),
+        (right(9), "throttled"),
+    ]);
     let mut lines = Vec::new();
     if let Some(r) = rows.iter().find(|r| r.loaders > 0).or(rows.first()) {
         lines.push(format!(
@@ -126,21 +121,7 @@ pub fn table(rows: &[Qos]) -> Vec<String> {
             r.size, r.loaders, r.load_size
         ));
     }
-    lines.push(row([
-        "round",
-        "phase",
-        "QoS",
-        "loaders",
-        "writes",
-        "median",
-        "p99",
-        "p10-p90",
-        "med ratio",
-        "p99 ratio",
-        "low-prio MiB/s",
-        "low ops",
-        "throttled",
-    ]));
+    lines.push(table.header());
     for round in rounds(rows) {
         let unloaded = find(rows, round, "unloaded", "on");
         for (phase, qos) in PHASES {
@@ -149,7 +130,7 @@ pub fn table(rows: &[Qos]) -> Vec<String> {
             };
             let base = if phase == "unloaded" { None } else { unloaded };
             let loaded = (r.loaders > 0).then_some(r);
-            lines.push(row([
+            lines.push(table.row([
                 &round.to_string(),
                 phase,
                 qos,

@@ -10,7 +10,7 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Process, Side};
-use super::report::{left, right, say_indented, table_row};
+use super::report::{left, right, say_indented, Table};
 use super::rounds::Range;
 use crate::ui;
 
@@ -92,19 +92,18 @@ fn resources(m: &Measurements, side: Side, workload: &str, processes: u64) -> Op
 /// (medians over the rounds) with the median of the per-round ratios and
 /// their range, and the queue pairs and memory regions each held.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let columns = [
-        left(6),
-        right(10),
-        right(11),
-        right(11),
-        right(6),
-        right(11),
-        right(9),
-        right(10),
-        right(9),
-        right(10),
-    ];
-    let row = |cells: [&str; 10]| table_row(&columns, &cells);
+    let table = Table([
+        (left(6), "op"),
+        (right(10), "processes"),
+        (right(11), "LITE op/s"),
+        (right(11), "native op/s"),
+        (right(6), "ratio"),
+        (right(11), "rounds"),
+        (right(9), "LITE QPs"),
+        (right(10), "native QPs"),
+        (right(9), "LITE MRs"),
+        (right(10), "native MRs"),
+    ]);
     let ops = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     let count = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     let mut lines = vec![
@@ -114,25 +113,14 @@ pub fn table(m: &Measurements) -> Vec<String> {
          time per operation, median of the rounds and its range; the queue pairs and memory \
          regions on the measuring node"
             .to_string(),
-        row([
-            "op",
-            "processes",
-            "LITE op/s",
-            "native op/s",
-            "ratio",
-            "rounds",
-            "LITE QPs",
-            "native QPs",
-            "LITE MRs",
-            "native MRs",
-        ]),
+        table.header(),
     ];
     for (workload, name) in WORKLOADS {
         for processes in counts(m, workload) {
             let ratio = step_ratio(m, workload, processes);
             let lite = resources(m, Side::Lite, workload, processes);
             let native = resources(m, Side::Native, workload, processes);
-            lines.push(row([
+            lines.push(table.row([
                 name,
                 &processes.to_string(),
                 &ops(median_ops(m, Side::Lite, workload, processes)),

@@ -11,7 +11,7 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, RegionPoint, Side};
-use super::report::{left, ratio_cell, right, say_indented, table_row};
+use super::report::{left, ratio_cell, right, say_indented, Table};
 use crate::ui;
 
 /// How much more LITE's slowdown with the most live regions (random ones
@@ -82,37 +82,25 @@ fn side_by_side(lite: Option<&RegionPoint>, native: Option<&RegionPoint>) -> [St
 /// The curve as table lines: latency by live regions, then create/free
 /// time by size, LITE beside native with their ratio.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let columns = [
-        left(7),
-        right(9),
-        right(8),
-        right(11),
-        right(11),
-        right(13),
-        right(13),
-        right(6),
-        right(9),
-        right(11),
-    ];
-    let row = |cells: [&str; 10]| table_row(&columns, &cells);
+    let table = Table([
+        (left(7), "op"),
+        (right(9), "regions"),
+        (right(8), "bytes"),
+        (right(11), "LITE med"),
+        (right(11), "native med"),
+        (right(13), "LITE p99"),
+        (right(13), "native p99"),
+        (right(6), "ratio"),
+        (right(9), "LITE/1st"),
+        (right(11), "native/1st"),
+    ]);
     let times = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("x{x:.2}"));
     let mut lines = vec![
         "64 B to a random one of N live regions (LITE: LMRs of 4 KiB on the other node; \
          native: one ibv_reg_mr per 4 KiB page there), microseconds; /1st: against the \
          blocks on the first region that took turns with them"
             .to_string(),
-        row([
-            "op",
-            "regions",
-            "bytes",
-            "LITE med",
-            "native med",
-            "LITE p99",
-            "native p99",
-            "ratio",
-            "LITE/1st",
-            "native/1st",
-        ]),
+        table.header(),
     ];
     for (op, name) in ACCESSES {
         for (size, regions) in steps(m, op) {
@@ -120,7 +108,7 @@ pub fn table(m: &Measurements) -> Vec<String> {
                 point(m, Side::Lite, op, size, regions),
                 point(m, Side::Native, op, size, regions),
             );
-            lines.push(row([
+            lines.push(table.row([
                 name,
                 &regions.to_string(),
                 &size.to_string(),
@@ -140,20 +128,21 @@ pub fn table(m: &Measurements) -> Vec<String> {
             .to_string(),
     );
     lines.push(
-        row([
-            "op",
-            "",
-            "bytes",
-            "LITE med",
-            "native med",
-            "LITE p99",
-            "native p99",
-            "ratio",
-            "",
-            "",
-        ])
-        .trim_end()
-        .to_string(),
+        table
+            .row([
+                "op",
+                "",
+                "bytes",
+                "LITE med",
+                "native med",
+                "LITE p99",
+                "native p99",
+                "ratio",
+                "",
+                "",
+            ])
+            .trim_end()
+            .to_string(),
     );
     for (op, name) in LIFECYCLE {
         for (size, _) in steps(m, op) {
@@ -162,20 +151,21 @@ pub fn table(m: &Measurements) -> Vec<String> {
                 point(m, Side::Native, op, size, 0),
             );
             lines.push(
-                row([
-                    name,
-                    "",
-                    &size.to_string(),
-                    &lite_median,
-                    &native_median,
-                    &lite_p99,
-                    &native_p99,
-                    &ratio,
-                    "",
-                    "",
-                ])
-                .trim_end()
-                .to_string(),
+                table
+                    .row([
+                        name,
+                        "",
+                        &size.to_string(),
+                        &lite_median,
+                        &native_median,
+                        &lite_p99,
+                        &native_p99,
+                        &ratio,
+                        "",
+                        "",
+                    ])
+                    .trim_end()
+                    .to_string(),
             );
         }
     }

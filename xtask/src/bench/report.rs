@@ -196,33 +196,20 @@ pub fn table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         .collect();
     keys.sort();
     keys.dedup();
-    let row = |cells: [&str; 7]| {
-        table_row(
-            &[
-                left(6),
-                right(7),
-                right(13),
-                right(12),
-                right(11),
-                right(19),
-                right(11),
-            ],
-            &cells,
-        )
-    };
-    let mut lines = vec![row([
-        "op",
-        "size",
-        "native med",
-        "native sd",
-        "LITE med",
-        "LITE p10-p90",
-        "LITE/native",
-    ])];
+    let table = Table([
+        (left(6), "op"),
+        (right(7), "size"),
+        (right(13), "native med"),
+        (right(12), "native sd"),
+        (right(11), "LITE med"),
+        (right(19), "LITE p10-p90"),
+        (right(11), "LITE/native"),
+    ]);
+    let mut lines = vec![table.header()];
     for (op, size) in keys {
         let n = native.iter().find(|n| n.op == op && n.size == size);
         let l = lite.iter().find(|l| l.op == op && l.size == size);
-        lines.push(row([
+        lines.push(table.row([
             &op,
             &size.to_string(),
             &cell(n.map(|n| n.typical)),
@@ -266,36 +253,21 @@ pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
             keys.push(key);
         }
     }
-    let row = |cells: [&str; 9]| {
-        table_row(
-            &[
-                left(11),
-                right(7),
-                right(5),
-                left(17).apart(),
-                right(10),
-                right(9),
-                right(9),
-                right(19),
-                right(11),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (left(11), "op"),
+        (right(7), "size"),
+        (right(5), "depth"),
+        (left(17).apart(), "native"),
+        (right(10), "native avg"),
+        (right(9), "LITE avg"),
+        (right(9), "LITE med"),
+        (right(19), "LITE p10-p90"),
+        (right(11), "LITE/native"),
+    ]);
     let mut lines = vec![
         "native: perftest BW average with -t (TX depth) = LITE's operations in flight,".to_string(),
         "1 for memset/memcpy (one at a time); LITE/native = LITE avg / native avg".to_string(),
-        row([
-            "op",
-            "size",
-            "depth",
-            "native",
-            "native avg",
-            "LITE avg",
-            "LITE med",
-            "LITE p10-p90",
-            "LITE/native",
-        ]),
+        table.header(),
     ];
     for (op, size, depth) in keys {
         let l = lite
@@ -308,7 +280,7 @@ pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
                 .find(|n| n.op == test && n.size == size && n.depth == d)
         });
         let test = counterpart.map_or("-".to_string(), |(test, d)| format!("ib_{test}_bw -t {d}"));
-        lines.push(row([
+        lines.push(table.row([
             &op,
             &size.to_string(),
             &depth.map_or("1".to_string(), |d| d.to_string()),
@@ -335,29 +307,17 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let row = |cells: [&str; 6]| {
-        table_row(
-            &[
-                right(7),
-                right(16),
-                right(12),
-                right(12),
-                right(19),
-                right(15),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(7), "size"),
+        (right(16), "ib_send_lat typ"),
+        (right(12), "2 x native"),
+        (right(12), "LITE RPC med"),
+        (right(19), "LITE p10-p90"),
+        (right(15), "LITE/(2x nat)"),
+    ]);
     let mut lines = vec![
         "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one".to_string(),
-        row([
-            "size",
-            "ib_send_lat typ",
-            "2 x native",
-            "LITE RPC med",
-            "LITE p10-p90",
-            "LITE/(2x nat)",
-        ]),
+        table.header(),
     ];
     for size in sizes {
         let n = native
@@ -365,7 +325,7 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
             .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
         let l = lite.iter().find(|l| l.op == RPC_OP && l.size == size);
         let round_trip = n.map(|n| 2.0 * n.typical);
-        lines.push(row([
+        lines.push(table.row([
             &size.to_string(),
             &cell(n.map(|n| n.typical)),
             &cell(round_trip),
@@ -379,31 +339,19 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
 
 /// The RPC throughput table, one string per line, by size and threads.
 pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
-    let row = |cells: [&str; 6]| {
-        table_row(
-            &[
-                right(7),
-                right(8),
-                right(8),
-                right(12),
-                right(12),
-                right(19),
-            ],
-            &cells,
-        )
-    };
-    let mut lines = vec![row([
-        "size",
-        "threads",
-        "calls",
-        "calls/s",
-        "RPC med",
-        "RPC p10-p90",
-    ])];
+    let table = Table([
+        (right(7), "size"),
+        (right(8), "threads"),
+        (right(8), "calls"),
+        (right(12), "calls/s"),
+        (right(12), "RPC med"),
+        (right(19), "RPC p10-p90"),
+    ]);
+    let mut lines = vec![table.header()];
     let mut rows = rows.to_vec();
     rows.sort_by_key(|r| (r.size, r.threads));
     for r in rows {
-        lines.push(row([
+        lines.push(table.row([
             &r.size.to_string(),
             &r.threads.to_string(),
             &r.calls.to_string(),
@@ -422,33 +370,20 @@ pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
 /// two messages (request and reply) and a server's work, so the ratio is
 /// a lower bound of what LITE adds.
 pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
-    let row = |cells: [&str; 7]| {
-        table_row(
-            &[
-                right(7),
-                right(7),
-                right(12),
-                right(16),
-                right(11),
-                right(12),
-                right(19),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(7), "depth"),
+        (right(7), "calls"),
+        (right(12), "calls/s"),
+        (right(16), "native msgs/s"),
+        (right(11), "LITE/native"),
+        (right(12), "call med"),
+        (right(19), "call p10-p90"),
+    ]);
     let mut lines = vec![
         "native: ib_send_bw messages/s at -t = calls in flight (one way, no server work);"
             .to_string(),
         "LITE/native = LITE calls/s / native messages/s".to_string(),
-        row([
-            "depth",
-            "calls",
-            "calls/s",
-            "native msgs/s",
-            "LITE/native",
-            "call med",
-            "call p10-p90",
-        ]),
+        table.header(),
     ];
     let mut depths: Vec<u32> = DEPTHS.to_vec();
     for r in rows.iter().filter(|r| r.size == RPC_ASYNC_SIZE) {
@@ -467,7 +402,7 @@ pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
             .map(|n| n.msg_rate * 1e6)
             .filter(|rate| *rate > 0.0);
         let ratio = lite.zip(native_rate).map(|(l, rate)| l.calls_per_s / rate);
-        lines.push(row([
+        lines.push(table.row([
             &depth.to_string(),
             &lite.map_or("-".to_string(), |l| l.calls.to_string()),
             &cell(lite.map(|l| l.calls_per_s)),
@@ -536,21 +471,31 @@ impl Column {
     }
 }
 
-/// One line of a report table: `cells` laid out in `columns`.
-pub(super) fn table_row(columns: &[Column], cells: &[&str]) -> String {
-    let mut line = String::new();
-    for (i, (column, cell)) in columns.iter().zip(cells).enumerate() {
-        if i > 0 {
-            line.push_str(&" ".repeat(column.gap));
-        }
-        let width = column.width;
-        line.push_str(&if column.left {
-            format!("{cell:<width$}")
-        } else {
-            format!("{cell:>width$}")
-        });
+/// A report table's columns, each with its heading.
+pub(super) struct Table<const N: usize>(pub(super) [(Column, &'static str); N]);
+
+impl<const N: usize> Table<N> {
+    /// The line of headings.
+    pub(super) fn header(&self) -> String {
+        self.row(self.0.map(|(_, heading)| heading))
     }
-    line
+
+    /// One line of the table: `cells` laid out in its columns.
+    pub(super) fn row(&self, cells: [&str; N]) -> String {
+        let mut line = String::new();
+        for (i, ((column, _), cell)) in self.0.iter().zip(cells).enumerate() {
+            if i > 0 {
+                line.push_str(&" ".repeat(column.gap));
+            }
+            let width = column.width;
+            line.push_str(&if column.left {
+                format!("{cell:<width$}")
+            } else {
+                format!("{cell:>width$}")
+            });
+        }
+        line
+    }
 }
 
 /// `a / b` with two decimals, or `-` without both or with `b` not positive.
@@ -565,52 +510,40 @@ pub(super) fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
 /// `ib_atomic_lat`'s t_typical and stdev next to LITE's median and spread,
 /// and the LITE/native ratio.
 pub fn atomic_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
-    let row = |cells: [&str; 8]| {
-        table_row(
-            &[
-                left(12),
-                right(5),
-                left(30).apart(),
-                right(11),
-                right(10),
-                right(10),
-                right(19),
-                right(11),
-            ],
-            &cells,
-        )
-    };
-    let mut lines = vec![row([
-        "op",
-        "size",
-        "native",
-        "native med",
-        "native sd",
-        "LITE med",
-        "LITE p10-p90",
-        "LITE/native",
-    ])];
+    let table = Table([
+        (left(12), "op"),
+        (right(5), "size"),
+        (left(30).apart(), "native"),
+        (right(11), "native med"),
+        (right(10), "native sd"),
+        (right(10), "LITE med"),
+        (right(19), "LITE p10-p90"),
+        (right(11), "LITE/native"),
+    ]);
+    let mut lines = vec![table.header()];
     for (flag, op) in ATOMICS {
         let n = native.iter().find(|n| n.op == op);
         let l = lite.iter().find(|l| l.op == op);
         let size = n.map(|n| n.size).or(l.map(|l| l.size));
-        lines.push(row([
-            op,
-            &size.map_or("-".to_string(), |s| s.to_string()),
-            &format!("ib_atomic_lat -A {flag}"),
-            &cell(n.map(|n| n.typical)),
-            &cell(n.map(|n| n.stdev)),
-            &cell(l.map(|l| l.median)),
-            &spread_cell(
-                l.map(|l| Spread {
-                    median: l.median,
-                    p10: l.p10,
-                    p90: l.p90,
-                })
-                .as_ref(),
-            ),
-            &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
-        ]));
+        lines.push(
+            table.row([
+                op,
+                &size.map_or("-".to_string(), |s| s.to_string()),
+                &format!("ib_atomic_lat -A {flag}"),
+                &cell(n.map(|n| n.typical)),
+                &cell(n.map(|n| n.stdev)),
+                &cell(l.map(|l| l.median)),
+                &spread_cell(
+                    l.map(|l| Spread {
+                        median: l.median,
+                        p10: l.p10,
+                        p90: l.p90,
+                    })
+                    .as_ref(),
+                ),
+                &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
+            ]),
+        );
     }
     lines
 }
@@ -627,36 +560,21 @@ pub fn lock_table(
     samples: &BTreeMap<(u32, u32), Vec<f64>>,
     rounds: &BTreeMap<u32, Vec<f64>>,
 ) -> Vec<String> {
-    let row = |cells: [&str; 9]| {
-        table_row(
-            &[
-                right(10),
-                right(5),
-                left(9).apart(),
-                right(6),
-                right(12),
-                right(19),
-                right(10),
-                right(19),
-                right(10),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(10), "contenders"),
+        (right(5), "node"),
+        (left(9).apart(), "home"),
+        (right(6), "pairs"),
+        (right(12), "acquire med"),
+        (right(19), "acquire p10-p90"),
+        (right(10), "pair med"),
+        (right(19), "pair p10-p90"),
+        (right(10), "pairs/s"),
+    ]);
     let mut lines = vec![
         "acquire: lite_lock alone; pair: lite_lock + lite_unlock; home: the node keeping the lock"
             .to_string(),
-        row([
-            "contenders",
-            "node",
-            "home",
-            "pairs",
-            "acquire med",
-            "acquire p10-p90",
-            "pair med",
-            "pair p10-p90",
-            "pairs/s",
-        ]),
+        table.header(),
     ];
     if rows.is_empty() {
         lines.push("(no lock records in the guest logs)".to_string());
@@ -675,7 +593,7 @@ pub fn lock_table(
             } else {
                 r.home.to_string()
             };
-            lines.push(row([
+            lines.push(table.row([
                 &r.contenders.to_string(),
                 &r.node.to_string(),
                 &home,
@@ -709,7 +627,7 @@ pub fn lock_table(
             [home] => home.to_string(),
             _ => "-".to_string(),
         };
-        lines.push(row([
+        lines.push(table.row([
             &contenders.to_string(),
             "all",
             &home,
@@ -808,30 +726,25 @@ pub fn contention_verdict(rounds: &BTreeMap<u32, Vec<f64>>) -> Option<String> {
 /// The memory region table, one string per line: the measuring node's
 /// memory regions and pool after each step, by LMR size and count.
 pub fn regions_table(rows: &[Regions]) -> Vec<String> {
-    let row = |cells: [&str; 5]| {
-        table_row(
-            &[right(6), right(9), right(15), right(14), right(9)],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(6), "LMRs"),
+        (right(9), "LMR size"),
+        (right(15), "memory regions"),
+        (right(14), "pool segments"),
+        (right(9), "pool MiB"),
+    ]);
     let mut lines = vec![
         "LMRs alive, half of them (every other one) on this node and half on the other; \
          counters read right after each step's allocations"
             .to_string(),
-        row([
-            "LMRs",
-            "LMR size",
-            "memory regions",
-            "pool segments",
-            "pool MiB",
-        ]),
+        table.header(),
     ];
     if rows.is_empty() {
         lines.push("(no regions records in the guest logs)".to_string());
         return lines;
     }
     for r in rows {
-        lines.push(row([
+        lines.push(table.row([
             &r.lmrs.to_string(),
             &r.size.to_string(),
             &r.memory_regions.to_string(),
@@ -965,20 +878,15 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
             names(nodes.iter())
         )];
     }
-    let row = |cells: [&str; 7]| {
-        table_row(
-            &[
-                left(30),
-                right(5),
-                right(9),
-                right(8),
-                right(8),
-                right(10),
-                right(6),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (left(30), "metric"),
+        (right(5), "count"),
+        (right(9), "median"),
+        (right(8), "min"),
+        (right(8), "max"),
+        (right(10), "dead-after"),
+        (right(6), "bound"),
+    ]);
     let mut lines = vec![
         "stall: from a survivor's last successful write to the killed node (the kill follows \
          it within milliseconds) to the return of a call waiting on that node"
@@ -991,15 +899,7 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
              {SUSPICION_MS} ms later; \
              bound: the failure test fails a stall over {STALL_BOUND_MS} ms"
         ),
-        row([
-            "metric",
-            "count",
-            "median",
-            "min",
-            "max",
-            "dead-after",
-            "bound",
-        ]),
+        table.header(),
     ];
     let metric = |name: &str, values: &[i64], bounded: bool| {
         let s = summary(values);
@@ -1008,7 +908,7 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
         } else {
             ("-".to_string(), "-".to_string())
         };
-        row([
+        table.row([
             name,
             &values.len().to_string(),
             &ms_cell(s.map(|s| s.median)),
@@ -1082,30 +982,23 @@ fn stall_table(nodes: &[FailureNode]) -> Vec<String> {
     if nodes.iter().all(|n| n.stalls.is_empty()) {
         return Vec::new();
     }
-    let row = |cells: [&str; 6]| {
-        table_row(
-            &[
-                left(16),
-                right(11),
-                right(15),
-                right(8),
-                right(13),
-                right(10),
-            ],
-            &cells,
-        )
-    };
-    let mut header = ["survivor"; 6];
-    header[1..5].copy_from_slice(&STALL_CALLS);
-    header[5] = "detection";
-    let mut lines = vec![row(header)];
+    let [rdma_write, send_reply_imm, lock, dist_barrier] = STALL_CALLS;
+    let table = Table([
+        (left(16), "survivor"),
+        (right(11), rdma_write),
+        (right(15), send_reply_imm),
+        (right(8), lock),
+        (right(13), dist_barrier),
+        (right(10), "detection"),
+    ]);
+    let mut lines = vec![table.header()];
     for node in nodes {
         let cells: Vec<String> = STALL_CALLS
             .iter()
             .map(|call| ms_cell(stall_of(node, call).map(|ms| ms as f64)))
             .collect();
         let detection = detection_of(node);
-        lines.push(row([
+        lines.push(table.row([
             &node.node,
             &cells[0],
             &cells[1],
