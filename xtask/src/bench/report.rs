@@ -1120,21 +1120,11 @@ mod tests {
         let table = rpc_async_table(&native, &rows);
         // Two notes, the header and one row per planned depth.
         assert_eq!(table.len(), 3 + DEPTHS.len());
-        let depth8: Vec<&str> = table[3 + 3].split_whitespace().collect();
         assert_eq!(
-            depth8,
-            [
-                "8",
-                "300",
-                "800.00",
-                "4000.00",
-                "0.2000",
-                "9000.00",
-                "8000.00-11000.00"
-            ]
+            words(&table[3 + 3]),
+            "8 300 800.00 4000.00 0.2000 9000.00 8000.00-11000.00"
         );
-        let depth1: Vec<&str> = table[3].split_whitespace().collect();
-        assert_eq!(depth1, ["1", "-", "-", "-", "-", "-", "-"]);
+        assert_eq!(words(&table[3]), "1 - - - - - -");
     }
 
     #[test]
@@ -1142,14 +1132,7 @@ mod tests {
         let table = rpc_throughput_table(&rpc_throughputs(RPC_LOG));
         assert_eq!(table.len(), 3);
         // Sorted by threads.
-        assert!(table[1].split_whitespace().eq([
-            "64",
-            "1",
-            "2000",
-            "400.00",
-            "2500.00",
-            "2400.00-2600.00"
-        ]));
+        assert_eq!(words(&table[1]), "64 1 2000 400.00 2500.00 2400.00-2600.00");
         assert!(table[2].contains("1234.50"));
     }
 
@@ -1171,25 +1154,13 @@ mod tests {
         let table = rpc_table(&native, &lite);
         // Explanation, column names, then sizes 8, 64 and 512.
         assert_eq!(table.len(), 5, "{table:#?}");
-        let fields = |line: &str| {
-            line.split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(fields(&table[2]), ["8", "900.00", "1800.00", "-", "-", "-"]);
+        assert_eq!(words(&table[2]), "8 900.00 1800.00 - - -");
         // 2500 / (2 x 1000).
         assert_eq!(
-            fields(&table[3]),
-            [
-                "64",
-                "1000.00",
-                "2000.00",
-                "2500.00",
-                "2300.00-2900.50",
-                "1.25"
-            ]
+            words(&table[3]),
+            "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25"
         );
-        assert_eq!(fields(&table[4])[..4], ["512", "-", "-", "2600.00"]);
+        assert!(words(&table[4]).starts_with("512 - - 2600.00 "));
         // The latency table leaves RPC and ib_send_lat out.
         let main = super::table(&native, &lite);
         assert_eq!(main.len(), 2, "{main:#?}");
@@ -1231,10 +1202,7 @@ mod tests {
         let memcpy = find("memcpy", "4096", "1");
         assert!(memcpy.contains("8.00") && memcpy.trim_end().ends_with('-'));
         let big = find("memset", "4194304", "1");
-        let fields: Vec<&str> = big.split_whitespace().collect();
-        assert_eq!(fields[3..6], ["ib_write_bw", "-t", "1"], "{big}");
-        assert!(fields[6..].iter().all(|&f| f == "-"), "{big}");
-        assert_eq!(fields.len(), 11, "{big}");
+        assert_eq!(words(&big), "memset 4194304 1 ib_write_bw -t 1 - - - - -");
         // A series outside the plan still gets a row.
         let extra = vec![Throughput {
             op: "write_async".into(),
@@ -1255,37 +1223,16 @@ mod tests {
         let table = atomic_table(&native, &lite);
         assert_eq!(table.len(), 3, "{table:#?}");
         assert!(table[0].contains("LITE/native"));
-        let fields: Vec<&str> = table[1].split_whitespace().collect();
         // 1200 / 1000.
         assert_eq!(
-            fields,
-            [
-                "fetch_add",
-                "8",
-                "ib_atomic_lat",
-                "-A",
-                "FETCH_AND_ADD",
-                "1000.00",
-                "120.00",
-                "1200.00",
-                "1100.00-1500.00",
-                "1.20"
-            ]
+            words(&table[1]),
+            "fetch_add 8 ib_atomic_lat -A FETCH_AND_ADD 1000.00 120.00 1200.00 1100.00-1500.00 1.20"
         );
         // No LITE compare_swp series: native only.
-        let fields: Vec<&str> = table[2].split_whitespace().collect();
         assert_eq!(
-            fields[..6],
-            [
-                "compare_swp",
-                "8",
-                "ib_atomic_lat",
-                "-A",
-                "CMP_AND_SWAP",
-                "1050.00"
-            ]
+            words(&table[2]),
+            "compare_swp 8 ib_atomic_lat -A CMP_AND_SWAP 1050.00 130.00 - - -"
         );
-        assert!(fields[7..].iter().all(|&f| f == "-"), "{fields:?}");
         // Nothing at all: both rows, all dashes.
         let empty = atomic_table(&[], &[]);
         assert_eq!(empty.len(), 3);
@@ -1350,46 +1297,18 @@ mod tests {
         let rows = locks(LOCK_LOG);
         let samples = measured(LOCK_LOG).lock_samples;
         let table = lock_table(&rows, &samples, &BTreeMap::new());
-        let fields = |line: &str| {
-            line.split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        };
         // Explanation, column names, 2 uncontended, 2 contended, all, note.
         assert_eq!(table.len(), 8, "{table:#?}");
         assert_eq!(
-            fields(&table[2]),
-            [
-                "1",
-                "2",
-                "1",
-                "1000",
-                "800.00",
-                "700.00-900.00",
-                "1600.00",
-                "1500.00-1800.00",
-                "588.24"
-            ]
+            words(&table[2]),
+            "1 2 1 1000 800.00 700.00-900.00 1600.00 1500.00-1800.00 588.24"
         );
-        assert_eq!(fields(&table[3])[..4], ["1", "2", "2", "(local)"]);
-        assert_eq!(fields(&table[4])[..4], ["4", "1", "1", "(local)"]);
-        assert_eq!(fields(&table[5])[..3], ["4", "3", "1"]);
+        assert!(words(&table[3]).starts_with("1 2 2 (local) "));
+        assert!(words(&table[4]).starts_with("4 1 1 (local) "));
+        assert!(words(&table[5]).starts_with("4 3 1 "));
         // Samples 1..6 together: median 3.5, p10 1.5, p90 5.5; 8 pairs
         // over the longest node's 1000 us.
-        assert_eq!(
-            fields(&table[6]),
-            [
-                "4",
-                "all",
-                "1",
-                "8",
-                "3.50",
-                "1.50-5.50",
-                "-",
-                "-",
-                "8000.00"
-            ]
-        );
+        assert_eq!(words(&table[6]), "4 all 1 8 3.50 1.50-5.50 - - 8000.00");
         assert_eq!(
             table.last().map(String::as_str),
             Some("note: 4 contenders: 6 of 8 acquire times were readable in the logs")
@@ -1401,14 +1320,13 @@ mod tests {
         }
         let table = lock_table(&rows, &complete, &BTreeMap::new());
         assert_eq!(table.len(), 7);
-        assert_eq!(fields(&table[6])[4..6], ["4.50", "1.70-7.30"]);
+        assert!(words(&table[6]).starts_with("4 all 1 8 4.50 1.70-7.30 "));
         // Two rounds (the rows of the first): twice the pairs, of which
         // the 8 samples are half, and the median of the rounds' throughput.
         let rounds = BTreeMap::from([(4u32, vec![7000.0, 9000.0])]);
         let table = lock_table(&rows, &complete, &rounds);
         assert_eq!(table.len(), 8);
-        assert_eq!(fields(&table[6])[3], "16");
-        assert_eq!(fields(&table[6])[8], "8000.00");
+        assert_eq!(words(&table[6]), "4 all 1 16 4.50 1.70-7.30 - - 8000.00");
         assert_eq!(
             table.last().map(String::as_str),
             Some("note: 4 contenders: 8 of 16 acquire times were readable in the logs")
@@ -1419,9 +1337,9 @@ mod tests {
         assert!(empty[2].contains("no lock records"));
     }
 
-    /// The words of a table line.
-    fn words(line: &str) -> Vec<&str> {
-        line.split_whitespace().collect()
+    /// The words of a table line, one space apart.
+    fn words(line: &str) -> String {
+        line.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
     #[test]
@@ -1436,90 +1354,36 @@ mod tests {
         assert!(table[2].contains("after 3000 ms") && table[2].contains("over 4500 ms"));
         assert_eq!(
             words(&table[3]),
-            [
-                "metric",
-                "count",
-                "median",
-                "min",
-                "max",
-                "dead-after",
-                "bound"
-            ]
+            "metric count median min max dead-after bound"
         );
         // Smallest stalls 2944, 2951 (no lock stall) and 2904.
-        assert_eq!(
-            words(&table[4]),
-            ["detection", "3", "2944", "2904", "2951", "3000", "4500"]
-        );
+        assert_eq!(words(&table[4]), "detection 3 2944 2904 2951 3000 4500");
         assert_eq!(
             words(&table[5]),
-            [
-                "stall",
-                "rdma_write",
-                "3",
-                "2970",
-                "2919",
-                "2970",
-                "3000",
-                "4500"
-            ]
+            "stall rdma_write 3 2970 2919 2970 3000 4500"
         );
         // Node 2's lock stall was broken: two, their median between them.
-        assert_eq!(
-            words(&table[7]),
-            ["stall", "lock", "2", "2924", "2904", "2944", "3000", "4500"]
-        );
-        assert_eq!(words(&table[8])[..3], ["stall", "dist_barrier", "3"]);
+        assert_eq!(words(&table[7]), "stall lock 2 2924 2904 2944 3000 4500");
+        assert!(words(&table[8]).starts_with("stall dist_barrier 3 "));
         // No survivor of these logs waited for a lock the victim held.
-        assert_eq!(
-            words(&table[9])[..5],
-            ["stall", "lock_owner_dead", "(handed", "over)", "0"]
-        );
+        assert!(words(&table[9]).starts_with("stall lock_owner_dead (handed over) 0 "));
         // Largest stalls 2973, 2973 and 2922.
         assert_eq!(
             words(&table[10]),
-            [
-                "worst",
-                "stall",
-                "(per",
-                "survivor)",
-                "3",
-                "2973",
-                "2922",
-                "2973",
-                "3000",
-                "4500"
-            ]
+            "worst stall (per survivor) 3 2973 2922 2973 3000 4500"
         );
         // The first leave apart; the second's time was unreadable.
         assert_eq!(
-            words(&table[11])[5..],
-            ["1", "13302", "13302", "13302", "-", "-"]
+            words(&table[11]),
+            "leave, cycle 1 (moves chunks) 1 13302 13302 13302 - -"
         );
-        assert!(table[11].starts_with("leave, cycle 1 (moves chunks)"));
-        assert_eq!(
-            words(&table[12]),
-            ["leave,", "cycles", "2-10", "2", "172.5", "158", "187", "-", "-"]
-        );
-        assert_eq!(
-            words(&table[13]),
-            ["rejoin", "4", "323", "207", "527", "-", "-"]
-        );
+        assert_eq!(words(&table[12]), "leave, cycles 2-10 2 172.5 158 187 - -");
+        assert_eq!(words(&table[13]), "rejoin 4 323 207 527 - -");
         assert_eq!(
             words(&table[14]),
-            [
-                "survivor",
-                "rdma_write",
-                "send_reply_imm",
-                "lock",
-                "dist_barrier",
-                "detection"
-            ]
+            "survivor rdma_write send_reply_imm lock dist_barrier detection"
         );
-        assert_eq!(
-            words(&table[16]),
-            ["failure/node2", "2970", "2951", "-", "2973", "2951"]
-        );
+        assert_eq!(words(&table[16]), "failure/node2 2970 2951 - 2973 2951");
         assert_eq!(
             table[18],
             "stall bound (every stall <= 4500 ms): met (worst 2973 ms, dist_barrier on failure/node1)"
@@ -1554,10 +1418,7 @@ mod tests {
         m.add_failure_logs("", &failure_logs()[..1], 4);
         let table = failure_table(&m.failure);
         for line in &table[11..14] {
-            assert_eq!(
-                words(line)[words(line).len() - 6..],
-                ["0", "-", "-", "-", "-", "-"]
-            );
+            assert!(words(line).ends_with(" 0 - - - - -"), "{line}");
         }
         assert_eq!(
             table.last().map(String::as_str),
@@ -1569,10 +1430,7 @@ mod tests {
             ..crate::bench::parse::parse_failure("node3", FAILURE_LEAVER)
         };
         let table = failure_table(&[nobody("node1"), leaver]);
-        assert_eq!(
-            words(&table[4]),
-            ["detection", "0", "-", "-", "-", "3000", "4500"]
-        );
+        assert_eq!(words(&table[4]), "detection 0 - - - 3000 4500");
         assert!(table.contains(
             &"stall bound (every stall <= 4500 ms): not evaluated, no stall was measured"
                 .to_string()
@@ -1590,8 +1448,10 @@ mod tests {
             "stall bound (every stall <= 4500 ms): NOT met (worst 4501 ms, lock on node3)"
         );
         let table = failure_table(&nodes);
-        assert!(table[11].starts_with("leave, cycle 1"), "{table:#?}");
-        assert_eq!(words(&table[11])[5..], ["0", "-", "-", "-", "-", "-"]);
+        assert_eq!(
+            words(&table[11]),
+            "leave, cycle 1 (moves chunks) 0 - - - - -"
+        );
         assert!(
             table
                 .last()
