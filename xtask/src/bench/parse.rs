@@ -639,6 +639,11 @@ pub(super) mod tests {
         region_rows: Regions -> Regions;
     }
 
+    /// The words of a table line, one space apart.
+    pub(crate) fn words(line: &str) -> String {
+        line.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
     /// What [`Measurements`] makes of `log`, of a node named `node2`.
     pub(crate) fn measured(log: &str) -> Measurements {
         let mut m = Measurements::default();

@@ -232,7 +232,7 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::PROCESS_CURVE_LOG;
+    use crate::bench::parse::tests::{words, PROCESS_CURVE_LOG};
 
     fn curve(log: &str) -> Measurements {
         let mut m = Measurements::default();
@@ -244,7 +244,7 @@ mod tests {
     fn the_table_lines_up_lite_and_native_per_step() {
         let rows: Vec<String> = table(&curve(PROCESS_CURVE_LOG))
             .iter()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .map(|l| words(l))
             .collect();
         for wanted in [
             "write 1 4000 5000 1.25 1.25-1.25 1 1 2 3",
@@ -318,10 +318,7 @@ mod tests {
         }
         assert_eq!(step_ratio(&m, "write", 8), Some((1.0, 0.5, 2.0)));
         assert_eq!(median_ops(&m, Side::Lite, "write", 8), Some(2000.0));
-        let rows: Vec<String> = table(&m)
-            .iter()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect();
+        let rows: Vec<String> = table(&m).iter().map(|l| words(l)).collect();
         assert_eq!(rows[2], "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1");
         // A round one side did not report leaves the step without a ratio.
         m.add_log("processes/node2", &step("LITE-RECORD", 1000.0));

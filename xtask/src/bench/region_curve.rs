@@ -296,7 +296,7 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::REGION_CURVE_LOG;
+    use crate::bench::parse::tests::{words, REGION_CURVE_LOG};
 
     fn curve(log: &str) -> Measurements {
         let mut m = Measurements::default();
@@ -308,8 +308,7 @@ mod tests {
     fn the_table_lines_up_lite_and_native_per_step() {
         let m = curve(REGION_CURVE_LOG);
         let lines = table(&m);
-        let cells = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
-        let rows: Vec<String> = lines.iter().map(|l| cells(l)).collect();
+        let rows: Vec<String> = lines.iter().map(|l| words(l)).collect();
         for wanted in [
             "write 1 64 205.0 200.0 410.0 400.0 1.02 - -",
             "write 100000 64 - 210.0 - 420.0 - - -",
@@ -357,10 +356,7 @@ mod tests {
             ),
             "{met}"
         );
-        let rows: Vec<String> = table(&m)
-            .iter()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect();
+        let rows: Vec<String> = table(&m).iter().map(|l| words(l)).collect();
         let wanted = "write 1000 64 250.0 120.0 1.0 1.0 2.08 x1.25 x1.20".to_string();
         assert!(rows.contains(&wanted), "{rows:#?}");
         let slower = log.replace(

@@ -1088,7 +1088,8 @@ mod tests {
     use super::*;
     use crate::bench::parse::tests::{
         failure_logs, latencies, locks, measured, region_rows, rpc_asyncs, rpc_throughputs,
-        throughputs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
+        throughputs, words, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG,
+        RPC_LOG,
     };
     use crate::bench::parse::{parse_perftest, parse_perftest_bw};
 
@@ -1335,11 +1336,6 @@ mod tests {
         let empty = lock_table(&[], &BTreeMap::new(), &BTreeMap::new());
         assert_eq!(empty.len(), 3);
         assert!(empty[2].contains("no lock records"));
-    }
-
-    /// The words of a table line, one space apart.
-    fn words(line: &str) -> String {
-        line.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
     #[test]
