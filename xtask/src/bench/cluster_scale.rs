@@ -159,13 +159,10 @@ pub fn summary(m: &Measurements) -> Option<String> {
 /// without data.
 pub fn charts(m: &Measurements) -> Vec<LineChart> {
     let sizes = complete(m);
-    if sizes.is_empty() {
-        return Vec::new();
-    }
     let of = |value: fn(&ClusterSize) -> Option<f64>| {
         by_size(sizes.iter().filter_map(|s| Some((s.nodes, value(s)?))))
     };
-    let mut times = vec![
+    let times = vec![
         ("join, median".to_string(), of(|s| s.join_ms.map(|j| j.0))),
         ("join, slowest".to_string(), of(|s| s.join_ms.map(|j| j.2))),
         (
@@ -173,32 +170,24 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
             of(|s| s.barrier_ms.map(|b| b.0)),
         ),
     ];
-    times.retain(|(_, points)| !points.is_empty());
-    let mut charts = Vec::new();
-    if !times.is_empty() {
-        charts.push(LineChart {
-            name: "cluster-join-barrier".into(),
-            title: "Joining and barriers against cluster size".into(),
-            x_label: "nodes".into(),
-            y_label: "milliseconds".into(),
-            log_x: true,
-            log_y: true,
-            series: times,
-        });
-    }
-    charts.push(LineChart {
-        name: "cluster-rpc".into(),
-        title: "All-to-all 64 B RPC against cluster size".into(),
-        x_label: "nodes".into(),
-        y_label: "calls per second, all nodes".into(),
-        log_x: true,
-        log_y: false,
-        series: vec![(
-            "LITE, every node calling every other".to_string(),
-            of(|s| Some(s.rpc_calls_per_s)),
-        )],
-    });
-    charts
+    let rpc = "LITE, every node calling every other".to_string();
+    let charts = [
+        LineChart::of(
+            "cluster-join-barrier",
+            "Joining and barriers against cluster size".into(),
+            ("nodes", "milliseconds"),
+            (true, true),
+            times,
+        ),
+        LineChart::of(
+            "cluster-rpc",
+            "All-to-all 64 B RPC against cluster size".into(),
+            ("nodes", "calls per second, all nodes"),
+            (true, false),
+            vec![(rpc, of(|s| Some(s.rpc_calls_per_s)))],
+        ),
+    ];
+    charts.into_iter().flatten().collect()
 }
 
 #[cfg(test)]

@@ -214,19 +214,15 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
             series.push((format!("{label} {name}"), points));
         }
     }
-    series.retain(|(_, points)| !points.is_empty());
-    if series.is_empty() {
-        return Vec::new();
-    }
-    vec![LineChart {
-        name: "processes-throughput".into(),
-        title: "64 B operations from N processes on one node".into(),
-        x_label: "processes (N)".into(),
-        y_label: "operations per second, all processes".into(),
-        log_x: true,
-        log_y: false,
+    LineChart::of(
+        "processes-throughput",
+        "64 B operations from N processes on one node".into(),
+        ("processes (N)", "operations per second, all processes"),
+        (true, false),
         series,
-    }]
+    )
+    .into_iter()
+    .collect()
 }
 
 #[cfg(test)]

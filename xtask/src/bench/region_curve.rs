@@ -260,36 +260,26 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
             of(side, "region_write", p99, false),
         ));
     }
-    latency.retain(|(_, points)| !points.is_empty());
-    if !latency.is_empty() {
-        charts.push(LineChart {
-            name: "regions-latency".into(),
-            title: "64 B to a random one of N live memory regions".into(),
-            x_label: "live memory regions".into(),
-            y_label: "microseconds".into(),
-            log_x: true,
-            log_y: false,
-            series: latency,
-        });
-    }
+    charts.extend(LineChart::of(
+        "regions-latency",
+        "64 B to a random one of N live memory regions".into(),
+        ("live memory regions", "microseconds"),
+        (true, false),
+        latency,
+    ));
     let mut lifecycle = Vec::new();
     for (op, name) in LIFECYCLE {
         for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
             lifecycle.push((format!("{label} {name}"), of(side, op, median, true)));
         }
     }
-    lifecycle.retain(|(_, points)| !points.is_empty());
-    if !lifecycle.is_empty() {
-        charts.push(LineChart {
-            name: "regions-create-free".into(),
-            title: "Creating and freeing one memory region: median time".into(),
-            x_label: "bytes".into(),
-            y_label: "microseconds".into(),
-            log_x: true,
-            log_y: true,
-            series: lifecycle,
-        });
-    }
+    charts.extend(LineChart::of(
+        "regions-create-free",
+        "Creating and freeing one memory region: median time".into(),
+        ("bytes", "microseconds"),
+        (true, true),
+        lifecycle,
+    ));
     charts
 }
 
