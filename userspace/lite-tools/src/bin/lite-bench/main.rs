@@ -130,9 +130,9 @@ use lite_tools::args::{
     in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed, CM_OPTION,
 };
 use lite_tools::bench::{
-    calls_per_thread, completion_groups, emit, latency, p99, parse_switch, region_record,
-    rpc_throughput, run_window, throughput_iters, throughput_of_completions, throughput_of_ops,
-    to_first_region, LoadReport, LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput,
+    calls_per_thread, completion_groups, emit, latency, lock_record, p99, parse_switch,
+    region_record, rpc_throughput, run_window, throughput_iters, throughput_of_completions,
+    throughput_of_ops, to_first_region, LoadReport, Operation, PeerNode, QosPhase, QosResult,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -951,14 +951,10 @@ fn expect_ok(what: impl FnOnce() -> String, ret: c_long) -> Result<(), String> {
     }
 }
 
-fn report_throughput(
-    operation: Operation,
-    size: u64,
-    depth: Option<usize>,
-    throughput: Option<Throughput>,
-) -> Result<(), String> {
+/// Prints a throughput series' record; `None` is a series that failed.
+fn report_throughput(throughput: Option<record::Throughput>) -> Result<(), String> {
     let throughput = throughput.ok_or("no usable samples (zero durations)")?;
-    emit(&throughput.record(operation, size, depth));
+    emit(&Record::Throughput(throughput));
     Ok(())
 }
 
@@ -1005,12 +1001,7 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
                 check[at]
             ));
         }
-        report_throughput(
-            Operation::Memset,
-            size,
-            None,
-            throughput_of_ops(size, &samples),
-        )?;
+        report_throughput(throughput_of_ops(Operation::Memset, size, &samples))?;
 
         let memcpy = || {
             let ret = sys::memcpy(source.handle(), 0, target.handle(), 0, size);
@@ -1021,12 +1012,7 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         read(&target, check)?;
         pattern::verify(seed, 0, check)
             .map_err(|m| format!("memcpy of {size} B copied wrong data: {m}"))?;
-        report_throughput(
-            Operation::Memcpy,
-            size,
-            None,
-            throughput_of_ops(size, &samples),
-        )?;
+        report_throughput(throughput_of_ops(Operation::Memcpy, size, &samples))?;
     }
 
     source
@@ -1130,12 +1116,12 @@ fn async_series(
             run_window(THROUGHPUT_WARMUP_OPS, depth, write_one, reap, monotonic_ns)?;
             let start = monotonic_ns();
             let completions = run_window(ops, depth, write_one, reap, monotonic_ns)?;
-            report_throughput(
-                Operation::WriteAsync,
-                size,
-                Some(depth),
-                throughput_of_completions(size, start, &completions, completion_groups(ops, depth)),
-            )?;
+            report_throughput(throughput_of_completions(
+                (Operation::WriteAsync, size, depth),
+                start,
+                &completions,
+                completion_groups(ops, depth),
+            ))?;
 
             let used = (ops.min(depth) as u64 * size) as usize;
             // Reads into slots of the buffer at `base`.
@@ -1175,12 +1161,12 @@ fn async_series(
             pattern::verify(seed, 0, &sink[..used]).map_err(|m| {
                 format!("read_async of {size} B at depth {depth} returned wrong data: {m}")
             })?;
-            report_throughput(
-                Operation::ReadAsync,
-                size,
-                Some(depth),
-                throughput_of_completions(size, start, &completions, completion_groups(ops, depth)),
-            )?;
+            report_throughput(throughput_of_completions(
+                (Operation::ReadAsync, size, depth),
+                start,
+                &completions,
+                completion_groups(ops, depth),
+            ))?;
         }
     }
     // Writes landed where expected (and the reads above saw them).
@@ -1415,9 +1401,8 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
         }
     }
     let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
-    let throughput =
-        rpc_throughput(1, &samples, elapsed_us).ok_or("async RPC: no usable samples")?;
-    emit(&throughput.record(size, Some(depth)));
+    let series = (size, 1, Some(depth));
+    emit(&rpc_throughput(series, &samples, elapsed_us).ok_or("async RPC: no usable samples")?);
     Ok(())
 }
 
@@ -1464,9 +1449,9 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
     for result in results {
         samples.extend(result.map_err(|e| format!("RPC throughput with {threads} threads: {e}"))?);
     }
-    let throughput =
-        rpc_throughput(threads, &samples, elapsed_us).ok_or("RPC throughput: no usable samples")?;
-    emit(&throughput.record(RPC_THROUGHPUT_SIZE, None));
+    let series = (RPC_THROUGHPUT_SIZE, threads, None);
+    let record = rpc_throughput(series, &samples, elapsed_us);
+    emit(&record.ok_or("RPC throughput: no usable samples")?);
     Ok(())
 }
 
@@ -1599,7 +1584,7 @@ fn time_lock_pairs(
     pairs: usize,
     contenders: u32,
     node: u32,
-) -> Result<(LockSeries, Vec<f64>), String> {
+) -> Result<(Record, Vec<f64>), String> {
     let micros = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1000.0;
     let mut acquire_us = Vec::with_capacity(pairs);
     let mut pair_us = Vec::with_capacity(pairs);
@@ -1616,9 +1601,14 @@ fn time_lock_pairs(
         pair_us.push(micros(start, end));
     }
     let busy_us = micros(begin, monotonic_ns());
-    let series = LockSeries::new(contenders, node, lock.home, &acquire_us, &pair_us, busy_us)
-        .ok_or("no usable lock samples")?;
-    Ok((series, acquire_us))
+    let series = lock_record(
+        (contenders, node, lock.home),
+        &acquire_us,
+        &pair_us,
+        busy_us,
+    )
+    .ok_or("no usable lock samples")?;
+    Ok((Record::Lock(series), acquire_us))
 }
 
 /// Uncontended lock/unlock pairs on a lock kept by the memory node and on
@@ -1636,7 +1626,7 @@ fn measure_locks(options: &Options, me: u32) -> Result<(), String> {
             release(&lock)?;
         }
         let (series, _) = time_lock_pairs(&lock, options.iters, 1, me)?;
-        emit(&series.record());
+        emit(&series);
     }
     Ok(())
 }
@@ -1730,7 +1720,7 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
             return Ok(());
         }
         let (series, acquired) = time_lock_pairs(lock, options.contend_iters, contenders, me)?;
-        emit(&series.record());
+        emit(&series);
         for samples in LockSamples::split(contenders, me, &acquired) {
             emit(&Record::LockSamples(samples));
         }

@@ -13,7 +13,8 @@ use std::io::BufRead;
 use std::process::ExitCode;
 
 use lite::{Lmr, Priority};
-use lite_tools::bench::{emit, ProcessStep, ProcessWorkload};
+use lite_bench_record::Record;
+use lite_tools::bench::{emit, process_record, ProcessWorkload};
 use lite_tools::errno::describe_error;
 use lite_tools::stats::monotonic_ns;
 use lite_tools::{pattern, say};
@@ -37,8 +38,7 @@ pub(crate) fn measure(node: u32, counts: &[usize], iters: usize) -> Result<(), S
     ));
     for workload in [ProcessWorkload::Write, ProcessWorkload::Rpc] {
         for &count in counts {
-            let step = step(workload, node, count, iters)?;
-            emit(&step.record());
+            emit(&step(workload, node, count, iters)?);
         }
     }
     Ok(())
@@ -50,7 +50,7 @@ fn step(
     node: u32,
     count: usize,
     iters: usize,
-) -> Result<ProcessStep, String> {
+) -> Result<Record, String> {
     let mut workers = Vec::with_capacity(count);
     for _ in 0..count {
         workers.push(spawn_worker(workload, node, iters)?);
@@ -77,16 +77,13 @@ fn step(
     for mut worker in workers {
         worker.finish()?;
     }
-    Ok(ProcessStep {
+    Ok(process_record(
         workload,
-        size: OP_SIZE as u64,
-        processes: count,
-        iters,
-        elapsed_us,
-        slowest_us,
-        qps: stats.connections,
-        mrs: memory_regions,
-    })
+        OP_SIZE as u64,
+        (count, iters),
+        (elapsed_us, slowest_us),
+        (stats.connections, memory_regions),
+    ))
 }
 
 /// One process of a step.
