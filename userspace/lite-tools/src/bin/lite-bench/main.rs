@@ -840,8 +840,7 @@ fn measure(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), Str
     let node = options.memory_node;
     let largest = options.sizes.iter().copied().max().unwrap_or(0);
     let lmr_size = largest.max(MIN_LMR_SIZE);
-    let lmr = Lmr::alloc(node, lmr_size, 0, PASSWORD)
-        .map_err(|e| format!("alloc {lmr_size} B on node {node}: {}", describe_error(&e)))?;
+    let lmr = alloc(node, lmr_size)?;
     say(format_args!(
         "lite-bench: measuring against {lmr_size} B on node {node}, {} iterations per series",
         options.iters
@@ -883,8 +882,7 @@ fn measure(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), Str
         }
     }
 
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(lmr)
 }
 
 /// Times `iters` runs of `operation`, the series of `kind` at `size` bytes:
@@ -931,6 +929,18 @@ fn read(lmr: &Lmr, buf: &mut [u8]) -> Result<(), String> {
         .map_err(|e| format!("read of {len} B: {}", describe_error(&e)))
 }
 
+/// A `size`-byte LMR on `node`, with the benchmark's password.
+fn alloc(node: u32, size: u64) -> Result<Lmr, String> {
+    Lmr::alloc(node, size, 0, PASSWORD)
+        .map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))
+}
+
+/// Frees `lmr`.
+fn free(lmr: Lmr) -> Result<(), String> {
+    lmr.free()
+        .map_err(|e| format!("free: {}", describe_error(&e)))
+}
+
 fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String> {
     let summary = summarize(samples).ok_or("no samples")?;
     emit(&Record::Latency(latency(operation, size, &summary)));
@@ -965,12 +975,8 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         return Ok(());
     };
     let node = options.memory_node;
-    let alloc = || {
-        Lmr::alloc(node, largest, 0, PASSWORD)
-            .map_err(|e| format!("alloc {largest} B on node {node}: {}", describe_error(&e)))
-    };
-    let source = alloc()?;
-    let target = alloc()?;
+    let source = alloc(node, largest)?;
+    let target = alloc(node, largest)?;
     say(format_args!(
         "lite-bench: memset/memcpy on two {largest} B LMRs on node {node}, {} B per series",
         options.bw_bytes
@@ -1015,10 +1021,7 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         report_throughput(throughput_of_ops(Operation::Memcpy, size, &samples))?;
     }
 
-    source
-        .free()
-        .and_then(|()| target.free())
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(source).and(free(target))
 }
 
 /// Runs `operation` untimed a few times, then `ops` times timed; returns
@@ -1051,8 +1054,7 @@ fn measure_async(options: &Options) -> Result<(), String> {
     // Bounded by MAX_BW_SIZE when parsed.
     let span = largest * max_depth as u64;
     let node = options.memory_node;
-    let lmr = Lmr::alloc(node, span, 0, PASSWORD)
-        .map_err(|e| format!("alloc {span} B on node {node}: {}", describe_error(&e)))?;
+    let lmr = alloc(node, span)?;
     say(format_args!(
         "lite-bench: asynchronous transfers against {span} B on node {node}, {} B per series",
         options.bw_bytes
@@ -1071,8 +1073,7 @@ fn measure_async(options: &Options) -> Result<(), String> {
         let _ = sys::fence();
     }
     outcome?;
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(lmr)
 }
 
 fn async_series(
@@ -1529,8 +1530,7 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
             "the atomic LMR holds {held} after {value} increments"
         ));
     }
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(lmr)
 }
 
 /// An atomic's old value must be the one expected.
@@ -1826,8 +1826,7 @@ fn measure_qos(options: &Options) -> Result<(), String> {
     }
     let node = options.memory_node;
     let initial = qos_enabled()?;
-    let lmr = Lmr::alloc(node, QOS_SIZE, 0, PASSWORD)
-        .map_err(|e| format!("alloc {QOS_SIZE} B on node {node}: {}", describe_error(&e)))?;
+    let lmr = alloc(node, QOS_SIZE)?;
     let previous = set_priority(sys::PRIORITY_HIGH)?;
     say(format_args!(
         "lite-bench: isolation: {} rounds of {} high-priority {QOS_SIZE} B writes to node {node} \
@@ -1852,8 +1851,7 @@ fn measure_qos(options: &Options) -> Result<(), String> {
     let restored = set_qos(initial);
     let reset = set_priority(previous).map(drop);
     outcome.and(restored).and(reset)?;
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(lmr)
 }
 
 fn qos_phase(
@@ -2083,10 +2081,7 @@ fn alloc_alternately(
 
 /// Frees every LMR of `lmrs` (on an error, dropping frees the rest).
 fn free_all(lmrs: Vec<Lmr>) -> Result<(), String> {
-    lmrs.into_iter().try_for_each(|lmr| {
-        lmr.free()
-            .map_err(|e| format!("free: {}", describe_error(&e)))
-    })
+    lmrs.into_iter().try_for_each(free)
 }
 
 /// Prints the resources file's counters with `alive` LMRs of `size` bytes
@@ -2176,8 +2171,7 @@ fn load_process(args: &[String]) -> ExitCode {
 /// again, until stdin closes.
 fn load(node: u32, size: u64) -> Result<LoadReport, String> {
     set_priority(sys::PRIORITY_LOW)?;
-    let lmr = Lmr::alloc(node, size, 0, PASSWORD)
-        .map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))?;
+    let lmr = alloc(node, size)?;
     let seed = pattern::seed(&[u64::from(node), size, u64::from(std::process::id())]);
     let mut data = vec![0u8; size as usize];
     pattern::fill(seed, 0, &mut data);
@@ -2206,8 +2200,7 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
     lmr.read(0, &mut check, Priority::Low)
         .map_err(|e| format!("read back: {}", describe_error(&e)))?;
     pattern::verify(seed, 0, &check).map_err(|m| format!("writes left wrong data: {m}"))?;
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))?;
+    free(lmr)?;
     Ok(LoadReport {
         ops,
         bytes: ops * size,

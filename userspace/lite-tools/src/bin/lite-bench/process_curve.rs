@@ -12,7 +12,7 @@
 use std::io::BufRead;
 use std::process::ExitCode;
 
-use lite::{Lmr, Priority};
+use lite::Priority;
 use lite_bench_record::Record;
 use lite_tools::bench::{emit, process_record, ProcessWorkload};
 use lite_tools::errno::describe_error;
@@ -20,7 +20,7 @@ use lite_tools::stats::monotonic_ns;
 use lite_tools::{pattern, say};
 
 use super::piped::Piped;
-use super::{echo_call, read_region_counters, wait_for_server, PASSWORD, WARMUP_OPS};
+use super::{alloc, echo_call, free, read_region_counters, wait_for_server, WARMUP_OPS};
 
 /// The subcommand of one process of the curve.
 pub(crate) const PROCESS_SUBCOMMAND: &str = "__process";
@@ -139,10 +139,7 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
     pattern::fill(seed, 0, &mut data);
     let mut back = [0u8; OP_SIZE];
     let lmr = match workload {
-        ProcessWorkload::Write => Some(
-            Lmr::alloc(node, OP_SIZE as u64, 0, PASSWORD)
-                .map_err(|e| format!("alloc {OP_SIZE} B on node {node}: {}", describe_error(&e)))?,
-        ),
+        ProcessWorkload::Write => Some(alloc(node, OP_SIZE as u64)?),
         ProcessWorkload::Rpc => None,
     };
     // Every reply is checked: another process's would differ.
@@ -178,8 +175,7 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
         lmr.read(0, &mut back, Priority::None)
             .map_err(|e| format!("read back: {}", describe_error(&e)))?;
         pattern::verify(seed, 0, &back).map_err(|m| format!("writes left wrong data: {m}"))?;
-        lmr.free()
-            .map_err(|e| format!("free: {}", describe_error(&e)))?;
+        free(lmr)?;
     }
     Ok(took_us)
 }
