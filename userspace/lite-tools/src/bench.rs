@@ -749,34 +749,25 @@ mod tests {
 
     #[test]
     fn operation_names() {
-        let names: Vec<String> = [
-            Operation::Write,
-            Operation::Read,
-            Operation::Memset,
-            Operation::Memcpy,
-            Operation::WriteAsync,
-            Operation::ReadAsync,
-            Operation::Rpc,
-            Operation::FetchAdd,
-            Operation::CompareSwp,
-        ]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-        assert_eq!(
-            names,
-            [
-                "write",
-                "read",
-                "memset",
-                "memcpy",
-                "write_async",
-                "read_async",
-                "rpc",
-                "fetch_add",
-                "compare_swp"
-            ]
-        );
+        for (operation, name) in [
+            (Operation::Write, "write"),
+            (Operation::Read, "read"),
+            (Operation::Memset, "memset"),
+            (Operation::Memcpy, "memcpy"),
+            (Operation::WriteAsync, "write_async"),
+            (Operation::ReadAsync, "read_async"),
+            (Operation::Rpc, "rpc"),
+            (Operation::FetchAdd, "fetch_add"),
+            (Operation::CompareSwp, "compare_swp"),
+            (Operation::RegionWrite, "region_write"),
+            (Operation::RegionRead, "region_read"),
+            (Operation::RegionWriteFirst, "region_write_first"),
+            (Operation::RegionReadFirst, "region_read_first"),
+            (Operation::RegionCreate, "region_create"),
+            (Operation::RegionFree, "region_free"),
+        ] {
+            assert_eq!(operation.to_string(), name);
+        }
     }
 
     #[test]
@@ -1043,53 +1034,56 @@ mod tests {
             load: vec![load; 3],
             throttled: 7,
         };
-        let Record::Qos(loaded) = result.record() else {
-            panic!("not a QoS record");
+        let loaded = record::Qos {
+            round: 2,
+            phase: "loaded".into(),
+            qos: "off".into(),
+            size: 64,
+            iters: 3,
+            latency: record::Spread {
+                median: 20.0,
+                p10: 12.0,
+                p90: 28.0,
+            },
+            p99: 29.8,
+            min: 10.0,
+            max: 30.0,
+            stdev: 10.0,
+            loaders: 3,
+            load_size: 65536,
+            load_ops: 48,
+            load_mibps: 3.0,
+            throttled: 7,
         };
-        assert_eq!(
-            (loaded.round, loaded.phase.as_str(), loaded.qos.as_str()),
-            (2, "loaded", "off")
-        );
-        assert_eq!((loaded.size, loaded.iters, loaded.p99), (64, 3, 29.8));
-        let latency = [
-            loaded.latency.median,
-            loaded.latency.p10,
-            loaded.latency.p90,
-        ];
-        assert_eq!(latency, [20.0, 12.0, 28.0]);
-        assert_eq!((loaded.min, loaded.max, loaded.stdev), (10.0, 30.0, 10.0));
-        assert_eq!(
-            (loaded.loaders, loaded.load_size, loaded.load_ops),
-            (3, 65536, 48)
-        );
-        assert_eq!((loaded.load_mibps, loaded.throttled), (3.0, 7));
+        assert_eq!(result.record(), Record::Qos(loaded.clone()));
         let unloaded = QosResult {
             phase: QosPhase::Unloaded,
             qos: true,
             load: Vec::new(),
             ..result
         };
-        let Record::Qos(alone) = unloaded.record() else {
-            panic!("not a QoS record");
+        let alone = record::Qos {
+            phase: "unloaded".into(),
+            qos: "on".into(),
+            loaders: 0,
+            load_ops: 0,
+            load_mibps: 0.0,
+            ..loaded
         };
-        assert_eq!(
-            (alone.phase.as_str(), alone.qos.as_str()),
-            ("unloaded", "on")
-        );
-        assert_eq!(
-            (alone.loaders, alone.load_ops, alone.load_mibps),
-            (0, 0, 0.0)
-        );
+        assert_eq!(unloaded.record(), Record::Qos(alone));
         // Not -0.0, which JSON would write as such.
-        assert!(alone.load_mibps.is_sign_positive());
-        let Record::QosLoad(share) = unloaded.load_record(2, &load) else {
-            panic!("not a load record");
+        assert!(matches!(unloaded.record(), Record::Qos(q) if q.load_mibps.is_sign_positive()));
+        let share = record::QosLoad {
+            round: 2,
+            phase: "unloaded".into(),
+            qos: "on".into(),
+            loader: 2,
+            ops: 16,
+            bytes: 1 << 20,
+            elapsed_us: 1e6,
+            mibps: 1.0,
         };
-        assert_eq!(
-            (share.round, share.loader, share.ops, share.mibps),
-            (2, 2, 16, 1.0)
-        );
-        assert_eq!((share.qos.as_str(), share.bytes), ("on", 1 << 20));
+        assert_eq!(unloaded.load_record(2, &load), Record::QosLoad(share));
     }
 
     #[test]
