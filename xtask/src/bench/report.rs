@@ -1249,36 +1249,32 @@ mod tests {
         let only_four = BTreeMap::from([(1u32, vec![500.0]), (4u32, vec![300.0])]);
         assert_eq!(contention_verdict(&only_four), None);
         let what = "contended lock throughput with 4 nodes no lower than with 2 (within 1.10x)";
-        // The medians decide: 360 against 390 is within 1.10x.
-        assert_eq!(
-            contention_verdict(&rounds(&[390.0, 300.0, 420.0], &[360.0, 370.0, 350.0])).as_deref(),
-            Some(
-                format!(
-                    "{what}: met (medians 360 pairs/s (350-370) against 390 (300-420); \
-                     the rounds disagree)"
-                )
-                .as_str()
-            )
-        );
-        assert_eq!(
-            contention_verdict(&rounds(&[300.0, 310.0], &[400.0, 420.0])).as_deref(),
-            Some(
-                format!("{what}: met (medians 410 pairs/s (400-420) against 305 (300-310))")
-                    .as_str()
-            )
-        );
-        assert_eq!(
-            contention_verdict(&rounds(&[500.0, 480.0, 520.0], &[300.0, 320.0, 310.0])).as_deref(),
-            Some(
-                format!("{what}: NOT met (medians 310 pairs/s (300-320) against 500 (480-520))")
-                    .as_str()
-            )
-        );
-        // A count with no round timed.
-        assert_eq!(
-            contention_verdict(&rounds(&[500.0], &[])).as_deref(),
-            Some(format!("{what}: NOT met (not timed with both)").as_str())
-        );
+        let cases: [(&[f64], &[f64], &str); 4] = [
+            // The medians decide: 360 against 390 is within 1.10x.
+            (
+                &[390.0, 300.0, 420.0],
+                &[360.0, 370.0, 350.0],
+                "met (medians 360 pairs/s (350-370) against 390 (300-420); the rounds disagree)",
+            ),
+            (
+                &[300.0, 310.0],
+                &[400.0, 420.0],
+                "met (medians 410 pairs/s (400-420) against 305 (300-310))",
+            ),
+            (
+                &[500.0, 480.0, 520.0],
+                &[300.0, 320.0, 310.0],
+                "NOT met (medians 310 pairs/s (300-320) against 500 (480-520))",
+            ),
+            // A count with no round timed.
+            (&[500.0], &[], "NOT met (not timed with both)"),
+        ];
+        for (two, four, verdict) in cases {
+            assert_eq!(
+                contention_verdict(&rounds(two, four)),
+                Some(format!("{what}: {verdict}"))
+            );
+        }
     }
 
     #[test]
