@@ -778,19 +778,12 @@ fn run(options: &Options) -> Result<(), String> {
         let stopped = server.and_then(|server| server.map_or(Ok(()), RpcServer::stop));
         return stopped.and(finished);
     }
-    if options.series == Series::Regions {
-        let outcome = measure_region_curve(options);
-        let finished = barrier();
-        return outcome.and(finished);
-    }
-    if options.series == Series::Processes {
-        let outcome =
-            process_curve::measure(options.memory_node, &options.process_counts, options.iters);
-        let finished = barrier();
-        return outcome.and(finished);
-    }
-    if options.series == Series::Latency {
-        let outcome = options
+    let outcome = match options.series {
+        Series::Regions => measure_region_curve(options),
+        Series::Processes => {
+            process_curve::measure(options.memory_node, &options.process_counts, options.iters)
+        }
+        Series::Latency => options
             .baseline
             .as_deref()
             .map(|command| Baseline::spawn(command, options.turn_ops))
@@ -800,18 +793,16 @@ fn run(options: &Options) -> Result<(), String> {
                     .and_then(|()| measure_atomics(options, &mut baseline))
                     .and_then(|()| measure_rpc_round_trips(options, &mut baseline))
                     .and_then(|()| baseline.map_or(Ok(()), Baseline::finish))
-            });
-        let finished = barrier();
-        return outcome.and(finished);
-    }
-    let outcome = measure(options, &mut None)
-        .and_then(|()| measure_atomics(options, &mut None))
-        .and_then(|()| measure_locks(options, me))
-        .and_then(|()| measure_memory_ops(options))
-        .and_then(|()| measure_async(options))
-        .and_then(|()| measure_rpc(options))
-        .and_then(|()| measure_qos(options))
-        .and_then(|()| measure_regions(options, me));
+            }),
+        Series::All => measure(options, &mut None)
+            .and_then(|()| measure_atomics(options, &mut None))
+            .and_then(|()| measure_locks(options, me))
+            .and_then(|()| measure_memory_ops(options))
+            .and_then(|()| measure_async(options))
+            .and_then(|()| measure_rpc(options))
+            .and_then(|()| measure_qos(options))
+            .and_then(|()| measure_regions(options, me)),
+    };
     // The memory node must not leave while the other still measures, and
     // the measuring node must release it even after a failure.
     let finished = barrier();
