@@ -94,7 +94,35 @@ pub fn table(m: &Measurements) -> Vec<String> {
         (right(9), "LITE/1st"),
         (right(11), "native/1st"),
     ]);
-    let times = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("x{x:.2}"));
+    // One step's row: LITE's and native's medians and p99s with their
+    // ratio, and with live `regions` (none for create and free) each
+    // side's slowdown against the first region.
+    let row = |name: &str, op: &str, size: u64, regions: Option<u64>| {
+        let at = regions.unwrap_or(0);
+        let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
+            point(m, Side::Lite, op, size, at),
+            point(m, Side::Native, op, size, at),
+        );
+        let against_first = |side| {
+            regions.map_or(String::new(), |r| {
+                let x = slowdown(m, side, op, size, r);
+                x.map_or("-".to_string(), |x| format!("x{x:.2}"))
+            })
+        };
+        let line = table.row([
+            name,
+            &regions.map_or(String::new(), |r| r.to_string()),
+            &size.to_string(),
+            &lite_median,
+            &native_median,
+            &lite_p99,
+            &native_p99,
+            &ratio,
+            &against_first(Side::Lite),
+            &against_first(Side::Native),
+        ]);
+        line.trim_end().to_string()
+    };
     let mut lines = vec![
         "64 B to a random one of N live regions (LITE: LMRs of 4 KiB on the other node; \
          native: one ibv_reg_mr per 4 KiB page there), microseconds; /1st: against the \
@@ -104,22 +132,7 @@ pub fn table(m: &Measurements) -> Vec<String> {
     ];
     for (op, name) in ACCESSES {
         for (size, regions) in steps(m, op) {
-            let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
-                point(m, Side::Lite, op, size, regions),
-                point(m, Side::Native, op, size, regions),
-            );
-            lines.push(table.row([
-                name,
-                &regions.to_string(),
-                &size.to_string(),
-                &lite_median,
-                &native_median,
-                &lite_p99,
-                &native_p99,
-                &ratio,
-                &times(slowdown(m, Side::Lite, op, size, regions)),
-                &times(slowdown(m, Side::Native, op, size, regions)),
-            ]));
+            lines.push(row(name, op, size, Some(regions)));
         }
     }
     lines.push(
@@ -127,46 +140,22 @@ pub fn table(m: &Measurements) -> Vec<String> {
          node; native: mmap + ibv_reg_mr / ibv_dereg_mr + munmap), microseconds"
             .to_string(),
     );
-    lines.push(
-        table
-            .row([
-                "op",
-                "",
-                "bytes",
-                "LITE med",
-                "native med",
-                "LITE p99",
-                "native p99",
-                "ratio",
-                "",
-                "",
-            ])
-            .trim_end()
-            .to_string(),
-    );
+    let header = [
+        "op",
+        "",
+        "bytes",
+        "LITE med",
+        "native med",
+        "LITE p99",
+        "native p99",
+        "ratio",
+        "",
+        "",
+    ];
+    lines.push(table.row(header).trim_end().to_string());
     for (op, name) in LIFECYCLE {
         for (size, _) in steps(m, op) {
-            let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
-                point(m, Side::Lite, op, size, 0),
-                point(m, Side::Native, op, size, 0),
-            );
-            lines.push(
-                table
-                    .row([
-                        name,
-                        "",
-                        &size.to_string(),
-                        &lite_median,
-                        &native_median,
-                        &lite_p99,
-                        &native_p99,
-                        &ratio,
-                        "",
-                        "",
-                    ])
-                    .trim_end()
-                    .to_string(),
-            );
+            lines.push(row(name, op, size, None));
         }
     }
     lines
