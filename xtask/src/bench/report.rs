@@ -525,25 +525,16 @@ pub fn atomic_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         let n = native.iter().find(|n| n.op == op);
         let l = lite.iter().find(|l| l.op == op);
         let size = n.map(|n| n.size).or(l.map(|l| l.size));
-        lines.push(
-            table.row([
-                op,
-                &size.map_or("-".to_string(), |s| s.to_string()),
-                &format!("ib_atomic_lat -A {flag}"),
-                &cell(n.map(|n| n.typical)),
-                &cell(n.map(|n| n.stdev)),
-                &cell(l.map(|l| l.median)),
-                &spread_cell(
-                    l.map(|l| Spread {
-                        median: l.median,
-                        p10: l.p10,
-                        p90: l.p90,
-                    })
-                    .as_ref(),
-                ),
-                &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
-            ]),
-        );
+        lines.push(table.row([
+            op,
+            &size.map_or("-".to_string(), |s| s.to_string()),
+            &format!("ib_atomic_lat -A {flag}"),
+            &cell(n.map(|n| n.typical)),
+            &cell(n.map(|n| n.stdev)),
+            &cell(l.map(|l| l.median)),
+            &range_cell(l.map(|l| (l.p10, l.p90))),
+            &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
+        ]));
     }
     lines
 }
