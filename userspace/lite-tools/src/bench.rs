@@ -239,48 +239,31 @@ impl std::str::FromStr for ProcessWorkload {
     }
 }
 
-/// One step of the process curve: `processes` processes making `iters`
-/// operations each, started together.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ProcessStep {
-    /// What each process did.
-    pub workload: ProcessWorkload,
-    /// Bytes per operation.
-    pub size: u64,
-    /// Processes started together.
-    pub processes: usize,
-    /// Operations per process.
-    pub iters: usize,
-    /// From the start until the last process finished.
-    pub elapsed_us: f64,
-    /// The longest time one process took.
-    pub slowest_us: f64,
-    /// Queue pairs on the measuring node while the processes ran.
-    pub qps: u64,
-    /// Memory regions on the measuring node while the processes ran.
-    pub mrs: u64,
-}
-
-impl ProcessStep {
-    /// All processes' operations per second.
-    pub fn ops_per_s(&self) -> f64 {
-        (self.processes * self.iters) as f64 / self.elapsed_us.max(f64::MIN_POSITIVE) * 1e6
-    }
-
-    /// The step's record, in the shape of the native baseline's.
-    pub fn record(&self) -> Record {
-        Record::Process(record::Process {
-            workload: self.workload.to_string(),
-            size: self.size,
-            processes: self.processes as u64,
-            iters: self.iters as u64,
-            elapsed_us: self.elapsed_us,
-            slowest_us: self.slowest_us,
-            ops_per_s: self.ops_per_s(),
-            qps: self.qps,
-            mrs: self.mrs,
-        })
-    }
+/// The record of one step of the process curve: `processes` processes of
+/// `workload` made `iters` operations of `size` bytes each, started
+/// together, the last finishing after `elapsed_us` and the slowest taking
+/// `slowest_us`; `qps` and `mrs` are the queue pairs and memory regions of
+/// the measuring node meanwhile. Its `ops_per_s` are all processes'
+/// operations over `elapsed_us`.
+pub fn process_record(
+    workload: ProcessWorkload,
+    size: u64,
+    (processes, iters): (usize, usize),
+    (elapsed_us, slowest_us): (f64, f64),
+    (qps, mrs): (u64, u64),
+) -> Record {
+    let ops = (processes * iters) as f64;
+    Record::Process(record::Process {
+        workload: workload.to_string(),
+        size,
+        processes: processes as u64,
+        iters: iters as u64,
+        elapsed_us,
+        slowest_us,
+        ops_per_s: ops / elapsed_us.max(f64::MIN_POSITIVE) * 1e6,
+        qps,
+        mrs,
+    })
 }
 
 /// Operations timed for one throughput series: `budget` bytes' worth of
@@ -292,16 +275,30 @@ pub fn throughput_iters(size: u64, budget: u64, min_iters: usize, max_iters: usi
     by_budget.max(min_iters).min(max_iters).max(1)
 }
 
-/// Throughput of one series, in MiB/s.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Throughput {
-    /// Operations completed.
-    pub ops: usize,
-    /// Total bytes over total time (what perftest's `BW average` is).
-    pub average: f64,
-    /// Distribution of the per-sample throughputs (one sample per
-    /// operation, or per group of completions for pipelined series).
-    pub samples: Summary,
+/// The throughput record of `ops` operations of `operation` at `size`
+/// bytes (with `depth` in flight for a pipelined series) that moved their
+/// bytes at `average` MiB/s over the whole series, its spread that of the
+/// per-sample throughputs `samples` (one sample per operation, or per
+/// group of completions for pipelined series).
+fn throughput_record(
+    (operation, size, depth): (Operation, u64, Option<usize>),
+    ops: usize,
+    average: f64,
+    samples: &[f64],
+) -> Option<record::Throughput> {
+    let s = summarize(samples)?;
+    Some(record::Throughput {
+        op: operation.to_string(),
+        size,
+        depth: depth.map(|d| d as u32),
+        iters: ops as u64,
+        average,
+        median: s.median,
+        p10: s.p10,
+        p90: s.p90,
+        min: s.min,
+        max: s.max,
+    })
 }
 
 /// MiB/s for `bytes` moved in `micros` microseconds; `None` for a zero or
@@ -310,20 +307,21 @@ pub fn mib_per_s(bytes: u64, micros: f64) -> Option<f64> {
     (micros > 0.0 && micros.is_finite()).then(|| bytes as f64 / MIB / (micros / 1e6))
 }
 
-/// Throughput of `durations_us.len()` operations of `size` bytes done one
-/// at a time: one sample per operation.
-pub fn throughput_of_ops(size: u64, durations_us: &[f64]) -> Option<Throughput> {
+/// Throughput of `durations_us.len()` operations of `operation` at `size`
+/// bytes done one at a time: one sample per operation.
+pub fn throughput_of_ops(
+    operation: Operation,
+    size: u64,
+    durations_us: &[f64],
+) -> Option<record::Throughput> {
     let samples: Vec<f64> = durations_us
         .iter()
         .map(|&us| mib_per_s(size, us))
         .collect::<Option<_>>()?;
     let total_us: f64 = durations_us.iter().sum();
     let ops = durations_us.len();
-    Some(Throughput {
-        ops,
-        average: mib_per_s(size * ops as u64, total_us)?,
-        samples: summarize(&samples)?,
-    })
+    let average = mib_per_s(size * ops as u64, total_us)?;
+    throughput_record((operation, size, None), ops, average, &samples)
 }
 
 /// Number of consecutive groups the completions of a pipelined series are
@@ -333,17 +331,17 @@ pub fn completion_groups(ops: usize, depth: usize) -> usize {
     (ops / depth.max(1)).clamp(1, 10)
 }
 
-/// Throughput of a pipelined series of `size`-byte operations that started
-/// at `start_ns` and whose completions were reaped at `completions_ns`
-/// (ascending). The average covers the whole series; the samples are the
-/// throughputs of `groups` consecutive groups of completions, each measured
-/// from the end of the previous group.
+/// Throughput of a pipelined series of `operation` at `size` bytes,
+/// `depth` in flight, that started at `start_ns` and whose completions
+/// were reaped at `completions_ns` (ascending). The average covers the
+/// whole series; the samples are the throughputs of `groups` consecutive
+/// groups of completions, each measured from the end of the previous group.
 pub fn throughput_of_completions(
-    size: u64,
+    (operation, size, depth): (Operation, u64, usize),
     start_ns: u64,
     completions_ns: &[u64],
     groups: usize,
-) -> Option<Throughput> {
+) -> Option<record::Throughput> {
     let ops = completions_ns.len();
     let end = *completions_ns.last()?;
     let groups = groups.clamp(1, ops);
@@ -362,11 +360,8 @@ pub fn throughput_of_completions(
         previous_end = group_end;
         done += len;
     }
-    Some(Throughput {
-        ops,
-        average: mib_per_s(size * ops as u64, micros(start_ns, end))?,
-        samples: summarize(&samples)?,
-    })
+    let average = mib_per_s(size * ops as u64, micros(start_ns, end))?;
+    throughput_record((operation, size, Some(depth)), ops, average, &samples)
 }
 
 /// Runs `total` operations keeping up to `depth` in flight: `submit(slot)`
@@ -417,55 +412,30 @@ pub fn run_window<E>(
     }
 }
 
-impl Throughput {
-    /// The record of the series of `operation` at `size`, with `depth`
-    /// operations in flight for a pipelined one.
-    pub fn record(&self, operation: Operation, size: u64, depth: Option<usize>) -> Record {
-        let s = &self.samples;
-        Record::Throughput(record::Throughput {
-            op: operation.to_string(),
-            size,
-            depth: depth.map(|d| d as u32),
-            iters: self.ops as u64,
-            average: self.average,
-            median: s.median,
-            p10: s.p10,
-            p90: s.p90,
-            min: s.min,
-            max: s.max,
-        })
-    }
-}
-
-/// RPC throughput of one series: `threads` client threads calling at once.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RpcThroughput {
-    /// Client threads.
-    pub threads: usize,
-    /// Calls completed by all threads together.
-    pub calls: usize,
-    /// Calls over the time from the common start to the last completion.
-    pub calls_per_s: f64,
-    /// Round trip times of the single calls, in microseconds.
-    pub latency: Summary,
-}
-
-/// Throughput of `threads` threads that together completed the calls
-/// timed in `durations_us` within `elapsed_us`; `None` without calls or
-/// with no elapsed time.
+/// The record of a series of `size`-byte calls whose round trips
+/// `durations_us` `threads` threads completed together within
+/// `elapsed_us`; with `depth`, one thread kept `depth` calls in flight,
+/// each timed from posting to reaping. `None` without calls or with no
+/// elapsed time.
 pub fn rpc_throughput(
-    threads: usize,
+    (size, threads, depth): (u64, usize, Option<usize>),
     durations_us: &[f64],
     elapsed_us: f64,
-) -> Option<RpcThroughput> {
+) -> Option<Record> {
     if !(elapsed_us > 0.0 && elapsed_us.is_finite()) {
         return None;
     }
-    Some(RpcThroughput {
-        threads,
-        calls: durations_us.len(),
+    let load = record::RpcLoad {
+        size,
+        threads: threads as u32,
+        depth: depth.unwrap_or(1) as u32,
+        calls: durations_us.len() as u64,
         calls_per_s: durations_us.len() as f64 / (elapsed_us / 1e6),
-        latency: summarize(durations_us)?,
+        latency: spread(&summarize(durations_us)?),
+    };
+    Some(match depth {
+        Some(_) => Record::RpcAsync(load),
+        None => Record::RpcThroughput(load),
     })
 }
 
@@ -475,85 +445,29 @@ pub fn calls_per_thread(total: usize, threads: usize) -> usize {
     (total / threads.max(1)).max(1)
 }
 
-impl RpcThroughput {
-    /// The record of the series of `size`-byte calls: its threads calling
-    /// at once, or (with `depth`) one thread keeping `depth` calls in
-    /// flight, its times each call's from posting to reaping.
-    pub fn record(&self, size: u64, depth: Option<usize>) -> Record {
-        let load = record::RpcLoad {
-            size,
-            threads: self.threads as u32,
-            depth: depth.unwrap_or(1) as u32,
-            calls: self.calls as u64,
-            calls_per_s: self.calls_per_s,
-            latency: spread(&self.latency),
-        };
-        match depth {
-            Some(_) => Record::RpcAsync(load),
-            None => Record::RpcThroughput(load),
-        }
+/// The record of the lock/unlock pairs node `node` timed on a lock kept by
+/// `home` with `contenders` nodes taking it at once: the times of
+/// `lite_lock` alone and of each pair, all pairs taking `busy_us`. `None`
+/// without samples, with counts that differ or with no time elapsed.
+pub fn lock_record(
+    (contenders, node, home): (u32, u32, u32),
+    acquire_us: &[f64],
+    pair_us: &[f64],
+    busy_us: f64,
+) -> Option<record::Lock> {
+    if acquire_us.len() != pair_us.len() || !(busy_us > 0.0 && busy_us.is_finite()) {
+        return None;
     }
-}
-
-/// Lock/unlock pairs one node timed on one lock.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LockSeries {
-    /// Nodes taking the lock at the same time (1: uncontended).
-    pub contenders: u32,
-    /// The node that measured.
-    pub node: u32,
-    /// The node that keeps the lock.
-    pub home: u32,
-    /// Times `lite_lock` took, in microseconds.
-    pub acquire: Summary,
-    /// Times of `lite_lock` plus `lite_unlock`.
-    pub pair: Summary,
-    /// Time for all the pairs, from the first lock to the last unlock.
-    pub busy_us: f64,
-}
-
-impl LockSeries {
-    /// Builds the series from the samples of each pair; `None` without
-    /// samples, with counts that differ or with no time elapsed.
-    pub fn new(
-        contenders: u32,
-        node: u32,
-        home: u32,
-        acquire_us: &[f64],
-        pair_us: &[f64],
-        busy_us: f64,
-    ) -> Option<LockSeries> {
-        if acquire_us.len() != pair_us.len() || !(busy_us > 0.0 && busy_us.is_finite()) {
-            return None;
-        }
-        Some(LockSeries {
-            contenders,
-            node,
-            home,
-            acquire: summarize(acquire_us)?,
-            pair: summarize(pair_us)?,
-            busy_us,
-        })
-    }
-
-    /// Lock/unlock pairs per second.
-    pub fn pairs_per_s(&self) -> f64 {
-        self.pair.count as f64 / (self.busy_us / 1e6)
-    }
-
-    /// The series' record.
-    pub fn record(&self) -> Record {
-        Record::Lock(record::Lock {
-            contenders: self.contenders,
-            node: self.node,
-            home: self.home,
-            iters: self.pair.count as u64,
-            acquire: spread(&self.acquire),
-            pair: spread(&self.pair),
-            busy_us: self.busy_us,
-            pairs_per_s: self.pairs_per_s(),
-        })
-    }
+    Some(record::Lock {
+        contenders,
+        node,
+        home,
+        iters: pair_us.len() as u64,
+        acquire: spread(&summarize(acquire_us)?),
+        pair: spread(&summarize(pair_us)?),
+        busy_us,
+        pairs_per_s: pair_us.len() as f64 / (busy_us / 1e6),
+    })
 }
 
 /// The 99th percentile of `samples`; `None` without samples.
@@ -715,18 +629,15 @@ mod tests {
 
     #[test]
     fn process_curve_lines_carry_the_aggregate_throughput() {
-        let step = ProcessStep {
-            workload: ProcessWorkload::Rpc,
-            size: 64,
-            processes: 4,
-            iters: 500,
-            elapsed_us: 1_000_000.0,
-            slowest_us: 990_000.5,
-            qps: 1,
-            mrs: 2,
-        };
+        let step = process_record(
+            ProcessWorkload::Rpc,
+            64,
+            (4, 500),
+            (1_000_000.0, 990_000.5),
+            (1, 2),
+        );
         assert_eq!(
-            step.record(),
+            step,
             Record::Process(record::Process {
                 workload: "rpc".into(),
                 size: 64,
@@ -748,21 +659,27 @@ mod tests {
     #[test]
     fn rpc_throughput_counts_calls_over_the_whole_series() {
         // Two threads, four calls of 100 us each, finished after 200 us.
-        let t = rpc_throughput(2, &[100.0, 100.0, 100.0, 100.0], 200.0).expect("calls");
-        assert_eq!((t.threads, t.calls), (2, 4));
-        assert!((t.calls_per_s - 20_000.0).abs() < 1e-6, "{}", t.calls_per_s);
-        assert_eq!(t.latency.median, 100.0);
-        let Record::RpcThroughput(load) = t.record(64, None) else {
+        let durations = [100.0, 100.0, 100.0, 100.0];
+        let Some(Record::RpcThroughput(load)) = rpc_throughput((64, 2, None), &durations, 200.0)
+        else {
             panic!("not an RPC throughput record");
         };
         assert_eq!(
             (load.size, load.threads, load.depth, load.calls),
             (64, 2, 1, 4)
         );
+        assert!(
+            (load.calls_per_s - 20_000.0).abs() < 1e-6,
+            "{}",
+            load.calls_per_s
+        );
         assert_eq!(load.latency.median, 100.0);
-        assert!(matches!(t.record(64, Some(8)), Record::RpcAsync(l) if l.depth == 8));
-        assert_eq!(rpc_throughput(1, &[], 10.0), None);
-        assert_eq!(rpc_throughput(1, &[1.0], 0.0), None);
+        assert!(matches!(
+            rpc_throughput((64, 1, Some(8)), &durations, 200.0),
+            Some(Record::RpcAsync(l)) if l.depth == 8 && l.threads == 1
+        ));
+        assert_eq!(rpc_throughput((64, 1, None), &[], 10.0), None);
+        assert_eq!(rpc_throughput((64, 1, None), &[1.0], 0.0), None);
         assert_eq!(calls_per_thread(2000, 16), 125);
         assert_eq!(calls_per_thread(3, 16), 1);
         assert_eq!(calls_per_thread(10, 0), 10);
@@ -832,34 +749,25 @@ mod tests {
 
     #[test]
     fn operation_names() {
-        let names: Vec<String> = [
-            Operation::Write,
-            Operation::Read,
-            Operation::Memset,
-            Operation::Memcpy,
-            Operation::WriteAsync,
-            Operation::ReadAsync,
-            Operation::Rpc,
-            Operation::FetchAdd,
-            Operation::CompareSwp,
-        ]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-        assert_eq!(
-            names,
-            [
-                "write",
-                "read",
-                "memset",
-                "memcpy",
-                "write_async",
-                "read_async",
-                "rpc",
-                "fetch_add",
-                "compare_swp"
-            ]
-        );
+        for (operation, name) in [
+            (Operation::Write, "write"),
+            (Operation::Read, "read"),
+            (Operation::Memset, "memset"),
+            (Operation::Memcpy, "memcpy"),
+            (Operation::WriteAsync, "write_async"),
+            (Operation::ReadAsync, "read_async"),
+            (Operation::Rpc, "rpc"),
+            (Operation::FetchAdd, "fetch_add"),
+            (Operation::CompareSwp, "compare_swp"),
+            (Operation::RegionWrite, "region_write"),
+            (Operation::RegionRead, "region_read"),
+            (Operation::RegionWriteFirst, "region_write_first"),
+            (Operation::RegionReadFirst, "region_read_first"),
+            (Operation::RegionCreate, "region_create"),
+            (Operation::RegionFree, "region_free"),
+        ] {
+            assert_eq!(operation.to_string(), name);
+        }
     }
 
     #[test]
@@ -885,15 +793,32 @@ mod tests {
 
     #[test]
     fn throughput_of_single_operations() {
-        // 1 MiB operations taking 1, 2 and 4 ms: 1000, 500 and 250 MiB/s.
-        let t = throughput_of_ops(1 << 20, &[2000.0, 1000.0, 4000.0]).expect("samples");
-        assert_eq!(t.ops, 3);
-        assert_eq!(t.samples.median, 500.0);
-        assert_eq!((t.samples.min, t.samples.max), (250.0, 1000.0));
+        // 1 MiB operations taking 2, 1 and 4 ms: 500, 1000 and 250 MiB/s.
+        let memset = throughput_of_ops(Operation::Memset, 1 << 20, &[2000.0, 1000.0, 4000.0])
+            .expect("samples");
+        assert_eq!(
+            (memset.op.as_str(), memset.size, memset.depth, memset.iters),
+            ("memset", 1 << 20, None, 3)
+        );
         // 3 MiB in 7 ms.
-        assert!((t.average - 3.0 / 0.007).abs() < 1e-9, "{}", t.average);
-        assert_eq!(throughput_of_ops(4096, &[]), None);
-        assert_eq!(throughput_of_ops(4096, &[10.0, 0.0]), None);
+        assert!(
+            (memset.average - 3.0 / 0.007).abs() < 1e-9,
+            "{}",
+            memset.average
+        );
+        let spread = [
+            memset.median,
+            memset.p10,
+            memset.p90,
+            memset.min,
+            memset.max,
+        ];
+        assert_eq!(spread, [500.0, 300.0, 900.0, 250.0, 1000.0]);
+        assert_eq!(throughput_of_ops(Operation::Memset, 4096, &[]), None);
+        assert_eq!(
+            throughput_of_ops(Operation::Memset, 4096, &[10.0, 0.0]),
+            None
+        );
     }
 
     #[test]
@@ -905,22 +830,33 @@ mod tests {
             .map(|i| i * ms)
             .chain((1..=5).map(|i| 5 * ms + 2 * i * ms))
             .collect();
-        let t = throughput_of_completions(1 << 20, 0, &completions, 2).expect("completions");
-        assert_eq!(t.ops, 10);
+        let series = |depth, completions: &[u64], groups| {
+            throughput_of_completions(
+                (Operation::ReadAsync, 1 << 20, depth),
+                0,
+                completions,
+                groups,
+            )
+        };
+        let t = series(8, &completions, 2).expect("completions");
+        assert_eq!(
+            (t.op.as_str(), t.depth, t.iters),
+            ("read_async", Some(8), 10)
+        );
         // 10 MiB in 15 ms.
         assert!((t.average - 10.0 / 0.015).abs() < 1e-9);
-        assert_eq!((t.samples.max, t.samples.min), (1000.0, 500.0));
-        // Uneven groups: 10 completions in 3 groups of 4, 3 and 3.
-        let t = throughput_of_completions(1 << 20, 0, &completions, 3).expect("completions");
-        assert_eq!(t.samples.count, 3);
-        // The first group: 4 MiB in 4 ms.
-        assert_eq!(t.samples.max, 1000.0);
-        // More groups than completions: one per completion.
-        let t = throughput_of_completions(1 << 20, 0, &completions[..2], 10).expect("two");
-        assert_eq!(t.samples.count, 2);
-        assert_eq!(throughput_of_completions(4096, 0, &[], 10), None);
+        assert_eq!((t.max, t.min), (1000.0, 500.0));
+        // Uneven groups: 10 completions in 3 groups of 4 (4 MiB in 4 ms),
+        // 3 (3 MiB in 5 ms) and 3 (3 MiB in 6 ms).
+        let t = series(8, &completions, 3).expect("completions");
+        assert_eq!((t.max, t.median, t.min), (1000.0, 600.0, 500.0));
+        // More groups than completions: one per completion (1 MiB in 1 ms,
+        // then in 2 ms; one group would be 2 MiB in 3 ms).
+        let t = series(8, &[ms, 3 * ms], 10).expect("two");
+        assert_eq!((t.max, t.min), (1000.0, 500.0));
+        assert_eq!(series(8, &[], 10), None);
         // Two completions at the same instant make an empty interval.
-        assert_eq!(throughput_of_completions(4096, 0, &[5, 5], 2), None);
+        assert_eq!(series(8, &[5, 5], 2), None);
     }
 
     #[test]
@@ -1033,50 +969,22 @@ mod tests {
     }
 
     #[test]
-    fn throughput_records() {
-        let t = throughput_of_ops(1 << 20, &[2000.0, 1000.0, 4000.0]).expect("samples");
-        let Record::Throughput(memset) = t.record(Operation::Memset, 1 << 20, None) else {
-            panic!("not a throughput record");
-        };
-        assert_eq!(
-            (memset.op.as_str(), memset.depth, memset.iters),
-            ("memset", None, 3)
-        );
-        assert!((memset.average - 428.571).abs() < 1e-3);
-        let spread = [
-            memset.median,
-            memset.p10,
-            memset.p90,
-            memset.min,
-            memset.max,
-        ];
-        assert_eq!(spread, [500.0, 300.0, 900.0, 250.0, 1000.0]);
-        assert!(matches!(
-            t.record(Operation::ReadAsync, 4096, Some(8)),
-            Record::Throughput(r) if r.op == "read_async" && r.depth == Some(8)
-        ));
-    }
-
-    #[test]
-    fn lock_series_record_and_rate() {
-        let s = LockSeries::new(1, 2, 1, &[10.0, 20.0, 30.0], &[15.0, 25.0, 35.0], 100.0)
+    fn lock_records_carry_their_rate() {
+        let lock = lock_record((1, 2, 1), &[10.0, 20.0, 30.0], &[15.0, 25.0, 35.0], 100.0)
             .expect("samples");
-        // 3 pairs in 100 us.
-        assert!((s.pairs_per_s() - 30_000.0).abs() < 1e-6);
-        let Record::Lock(lock) = s.record() else {
-            panic!("not a lock record");
-        };
         assert_eq!(
             (lock.contenders, lock.node, lock.home, lock.iters),
             (1, 2, 1, 3)
         );
+        // 3 pairs in 100 us.
+        assert!((lock.pairs_per_s - 30_000.0).abs() < 1e-6);
         let spread = |s: record::Spread| [s.median, s.p10, s.p90];
         assert_eq!(spread(lock.acquire), [20.0, 12.0, 28.0]);
         assert_eq!(spread(lock.pair), [25.0, 17.0, 33.0]);
         assert_eq!(lock.busy_us, 100.0);
-        assert_eq!(LockSeries::new(1, 2, 1, &[1.0], &[1.0, 2.0], 10.0), None);
-        assert_eq!(LockSeries::new(1, 2, 1, &[1.0], &[2.0], 0.0), None);
-        assert_eq!(LockSeries::new(1, 2, 1, &[], &[], 10.0), None);
+        assert_eq!(lock_record((1, 2, 1), &[1.0], &[1.0, 2.0], 10.0), None);
+        assert_eq!(lock_record((1, 2, 1), &[1.0], &[2.0], 0.0), None);
+        assert_eq!(lock_record((1, 2, 1), &[], &[], 10.0), None);
     }
 
     #[test]
@@ -1126,53 +1034,56 @@ mod tests {
             load: vec![load; 3],
             throttled: 7,
         };
-        let Record::Qos(loaded) = result.record() else {
-            panic!("not a QoS record");
+        let loaded = record::Qos {
+            round: 2,
+            phase: "loaded".into(),
+            qos: "off".into(),
+            size: 64,
+            iters: 3,
+            latency: record::Spread {
+                median: 20.0,
+                p10: 12.0,
+                p90: 28.0,
+            },
+            p99: 29.8,
+            min: 10.0,
+            max: 30.0,
+            stdev: 10.0,
+            loaders: 3,
+            load_size: 65536,
+            load_ops: 48,
+            load_mibps: 3.0,
+            throttled: 7,
         };
-        assert_eq!(
-            (loaded.round, loaded.phase.as_str(), loaded.qos.as_str()),
-            (2, "loaded", "off")
-        );
-        assert_eq!((loaded.size, loaded.iters, loaded.p99), (64, 3, 29.8));
-        let latency = [
-            loaded.latency.median,
-            loaded.latency.p10,
-            loaded.latency.p90,
-        ];
-        assert_eq!(latency, [20.0, 12.0, 28.0]);
-        assert_eq!((loaded.min, loaded.max, loaded.stdev), (10.0, 30.0, 10.0));
-        assert_eq!(
-            (loaded.loaders, loaded.load_size, loaded.load_ops),
-            (3, 65536, 48)
-        );
-        assert_eq!((loaded.load_mibps, loaded.throttled), (3.0, 7));
+        assert_eq!(result.record(), Record::Qos(loaded.clone()));
         let unloaded = QosResult {
             phase: QosPhase::Unloaded,
             qos: true,
             load: Vec::new(),
             ..result
         };
-        let Record::Qos(alone) = unloaded.record() else {
-            panic!("not a QoS record");
+        let alone = record::Qos {
+            phase: "unloaded".into(),
+            qos: "on".into(),
+            loaders: 0,
+            load_ops: 0,
+            load_mibps: 0.0,
+            ..loaded
         };
-        assert_eq!(
-            (alone.phase.as_str(), alone.qos.as_str()),
-            ("unloaded", "on")
-        );
-        assert_eq!(
-            (alone.loaders, alone.load_ops, alone.load_mibps),
-            (0, 0, 0.0)
-        );
+        assert_eq!(unloaded.record(), Record::Qos(alone));
         // Not -0.0, which JSON would write as such.
-        assert!(alone.load_mibps.is_sign_positive());
-        let Record::QosLoad(share) = unloaded.load_record(2, &load) else {
-            panic!("not a load record");
+        assert!(matches!(unloaded.record(), Record::Qos(q) if q.load_mibps.is_sign_positive()));
+        let share = record::QosLoad {
+            round: 2,
+            phase: "unloaded".into(),
+            qos: "on".into(),
+            loader: 2,
+            ops: 16,
+            bytes: 1 << 20,
+            elapsed_us: 1e6,
+            mibps: 1.0,
         };
-        assert_eq!(
-            (share.round, share.loader, share.ops, share.mibps),
-            (2, 2, 16, 1.0)
-        );
-        assert_eq!((share.qos.as_str(), share.bytes), ("on", 1 << 20));
+        assert_eq!(unloaded.load_record(2, &load), Record::QosLoad(share));
     }
 
     #[test]

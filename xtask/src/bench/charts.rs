@@ -296,6 +296,27 @@ fn both(
 }
 
 impl LineChart {
+    /// The chart of those of `series` that have points, its axes labelled
+    /// `(x, y)` and logarithmic as `log` says; `None` if no series has any.
+    pub fn of(
+        name: &str,
+        title: String,
+        (x_label, y_label): (&str, &str),
+        (log_x, log_y): (bool, bool),
+        mut series: Vec<(String, Vec<(f64, f64)>)>,
+    ) -> Option<LineChart> {
+        series.retain(|(_, points)| !points.is_empty());
+        (!series.is_empty()).then(|| LineChart {
+            name: name.to_string(),
+            title,
+            x_label: x_label.to_string(),
+            y_label: y_label.to_string(),
+            log_x,
+            log_y,
+            series,
+        })
+    }
+
     /// Draws the chart as SVG and PNG in `dir`; returns the SVG's path.
     pub fn draw(&self, dir: &Path) -> Result<PathBuf> {
         both(dir, &self.name, SIZE, &|a| draw_lines(self, a), &|a| {
@@ -324,73 +345,61 @@ pub(super) fn by_size(points: impl Iterator<Item = (u64, f64)>) -> Vec<(f64, f64
     points
 }
 
+/// The latency charts: the operation, its title, and the perftest test it
+/// is shown beside with the factor that makes perftest's time comparable
+/// and what that is called.
+const LATENCY_CHARTS: [(&str, &str, &str, f64, &str); 3] = [
+    (
+        "write",
+        "Synchronous RDMA write",
+        "write",
+        1.0,
+        "perftest (half a busy-polling ping-pong)",
+    ),
+    (
+        "read",
+        "Synchronous RDMA read",
+        "read",
+        1.0,
+        "perftest (half a busy-polling ping-pong)",
+    ),
+    (
+        "rpc",
+        "RPC round trip (request and reply of the same size)",
+        "send",
+        2.0,
+        "perftest ib_send_lat x2 (busy polling)",
+    ),
+];
+
 /// Every chart `m` has data for; a chart without data is left out.
 pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
     let figures: Vec<Figure> = rounds::figures(&m.rounds);
     let mut lines = Vec::new();
-    for (op, perftest_op, perftest_factor, title) in [
-        ("write", "write", 1.0, "Synchronous RDMA write"),
-        ("read", "read", 1.0, "Synchronous RDMA read"),
-        (
-            "rpc",
-            "send",
-            2.0,
-            "RPC round trip (request and reply of the same size)",
-        ),
-    ] {
-        let mut series = Vec::new();
-        let lite = by_size(
-            figures
-                .iter()
-                .filter(|f| f.op == op)
-                .map(|f| (f.size, f.lite.median)),
-        );
-        let native = by_size(
-            figures
-                .iter()
-                .filter(|f| f.op == op)
-                .map(|f| (f.size, f.native.median)),
-        );
-        let one_off = by_size(
-            m.lite
-                .values()
-                .filter(|l| l.op == op && SIZES.contains(&l.size))
-                .map(|l| (l.size, l.median)),
-        );
-        let perftest = by_size(
-            m.native
-                .iter()
-                .filter(|n| n.op == perftest_op)
-                .map(|n| (n.size, n.typical * perftest_factor)),
-        );
-        for (name, points) in [
-            ("LITE (rounds)", lite),
-            ("native verbs, same wait (rounds)", native),
-            ("LITE (one-off series)", one_off),
-            (
-                if op == "rpc" {
-                    "perftest ib_send_lat x2 (busy polling)"
-                } else {
-                    "perftest (half a busy-polling ping-pong)"
-                },
-                perftest,
-            ),
-        ] {
-            if !points.is_empty() {
-                series.push((name.to_string(), points));
-            }
-        }
-        if !series.is_empty() {
-            lines.push(LineChart {
-                name: format!("latency-{op}"),
-                title: format!("{title}: median latency"),
-                x_label: "bytes".into(),
-                y_label: "microseconds".into(),
-                log_x: true,
-                log_y: true,
-                series,
-            });
-        }
+    for (op, title, perftest_op, perftest_factor, perftest_name) in LATENCY_CHARTS {
+        let compared = figures.iter().filter(|f| f.op == op);
+        let lite = by_size(compared.clone().map(|f| (f.size, f.lite.median)));
+        let native = by_size(compared.map(|f| (f.size, f.native.median)));
+        let one_off = m
+            .lite
+            .values()
+            .filter(|l| l.op == op && SIZES.contains(&l.size));
+        let one_off = by_size(one_off.map(|l| (l.size, l.median)));
+        let perftest = m.native.iter().filter(|n| n.op == perftest_op);
+        let perftest = by_size(perftest.map(|n| (n.size, n.typical * perftest_factor)));
+        let series = vec![
+            ("LITE (rounds)".to_string(), lite),
+            ("native verbs, same wait (rounds)".to_string(), native),
+            ("LITE (one-off series)".to_string(), one_off),
+            (perftest_name.to_string(), perftest),
+        ];
+        lines.extend(LineChart::of(
+            &format!("latency-{op}"),
+            format!("{title}: median latency"),
+            ("bytes", "microseconds"),
+            (true, true),
+            series,
+        ));
     }
     for op in ["write", "read"] {
         for size in ASYNC_SIZES {
@@ -406,24 +415,16 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
                     .filter(|n| n.op == op && n.size == size)
                     .map(|n| (u64::from(n.depth), n.average)),
             );
-            let mut series = Vec::new();
-            if !lite.is_empty() {
-                series.push(("LITE asynchronous".to_string(), lite));
-            }
-            if !native.is_empty() {
-                series.push((format!("perftest ib_{op}_bw"), native));
-            }
-            if !series.is_empty() {
-                lines.push(LineChart {
-                    name: format!("throughput-{op}-{size}"),
-                    title: format!("{size} B RDMA {op}s: throughput against operations in flight"),
-                    x_label: "operations in flight".into(),
-                    y_label: "MiB/s".into(),
-                    log_x: true,
-                    log_y: false,
-                    series,
-                });
-            }
+            lines.extend(LineChart::of(
+                &format!("throughput-{op}-{size}"),
+                format!("{size} B RDMA {op}s: throughput against operations in flight"),
+                ("operations in flight", "MiB/s"),
+                (true, false),
+                vec![
+                    ("LITE asynchronous".to_string(), lite),
+                    (format!("perftest ib_{op}_bw"), native),
+                ],
+            ));
         }
     }
     let rpc_async = by_size(
@@ -436,24 +437,16 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
             .values()
             .map(|r| (u64::from(r.threads), r.calls_per_s)),
     );
-    let mut rpc_series = Vec::new();
-    if !rpc_async.is_empty() {
-        rpc_series.push(("one thread, N asynchronous calls".to_string(), rpc_async));
-    }
-    if !rpc_threads.is_empty() {
-        rpc_series.push(("N threads, synchronous calls".to_string(), rpc_threads));
-    }
-    if !rpc_series.is_empty() {
-        lines.push(LineChart {
-            name: "rpc-throughput".into(),
-            title: "64 B RPC throughput".into(),
-            x_label: "calls in flight (N)".into(),
-            y_label: "calls per second".into(),
-            log_x: true,
-            log_y: false,
-            series: rpc_series,
-        });
-    }
+    lines.extend(LineChart::of(
+        "rpc-throughput",
+        "64 B RPC throughput".into(),
+        ("calls in flight (N)", "calls per second"),
+        (true, false),
+        vec![
+            ("one thread, N asynchronous calls".to_string(), rpc_async),
+            ("N threads, synchronous calls".to_string(), rpc_threads),
+        ],
+    ));
     lines.extend(super::region_curve::charts(m));
     lines.extend(super::process_curve::charts(m));
     lines.extend(super::cluster_scale::charts(m));

@@ -10,7 +10,7 @@
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Scale};
 use super::process_curve::median_range;
-use super::report::{left, right, say_indented, table_row};
+use super::report::{left, right, say_indented, Table};
 use crate::ui;
 
 /// The figures of one cluster size, over its nodes.
@@ -67,35 +67,26 @@ fn millis(value: Option<(f64, f64, f64)>) -> [String; 2] {
 
 /// The curve as table lines, one row per cluster size.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let columns = [
-        left(6),
-        right(9),
-        right(9),
-        right(13),
-        right(12),
-        right(13),
-        right(14),
-    ];
-    let row = |cells: [&str; 7]| table_row(&columns, &cells);
+    let table = Table([
+        (left(6), "nodes"),
+        (right(9), "reported"),
+        (right(9), "join ms"),
+        (right(13), "join range"),
+        (right(12), "barrier ms"),
+        (right(13), "barrier range"),
+        (right(14), "all-to-all/s"),
+    ]);
     let mut lines = vec![
         "every node of an N-node cluster: its join (ms, median and range over the nodes), a \
          barrier of all N (each node's median, ms: median and range over the nodes), and 64 B \
          RPC from every node to every other at once (calls per second of all nodes)"
             .to_string(),
-        row([
-            "nodes",
-            "reported",
-            "join ms",
-            "join range",
-            "barrier ms",
-            "barrier range",
-            "all-to-all/s",
-        ]),
+        table.header(),
     ];
     for size in sizes(m) {
         let [join, join_range] = millis(size.join_ms);
         let [barrier, barrier_range] = millis(size.barrier_ms);
-        lines.push(row([
+        lines.push(table.row([
             &size.nodes.to_string(),
             &size.reported.to_string(),
             &join,
@@ -168,13 +159,10 @@ pub fn summary(m: &Measurements) -> Option<String> {
 /// without data.
 pub fn charts(m: &Measurements) -> Vec<LineChart> {
     let sizes = complete(m);
-    if sizes.is_empty() {
-        return Vec::new();
-    }
     let of = |value: fn(&ClusterSize) -> Option<f64>| {
         by_size(sizes.iter().filter_map(|s| Some((s.nodes, value(s)?))))
     };
-    let mut times = vec![
+    let times = vec![
         ("join, median".to_string(), of(|s| s.join_ms.map(|j| j.0))),
         ("join, slowest".to_string(), of(|s| s.join_ms.map(|j| j.2))),
         (
@@ -182,38 +170,30 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
             of(|s| s.barrier_ms.map(|b| b.0)),
         ),
     ];
-    times.retain(|(_, points)| !points.is_empty());
-    let mut charts = Vec::new();
-    if !times.is_empty() {
-        charts.push(LineChart {
-            name: "cluster-join-barrier".into(),
-            title: "Joining and barriers against cluster size".into(),
-            x_label: "nodes".into(),
-            y_label: "milliseconds".into(),
-            log_x: true,
-            log_y: true,
-            series: times,
-        });
-    }
-    charts.push(LineChart {
-        name: "cluster-rpc".into(),
-        title: "All-to-all 64 B RPC against cluster size".into(),
-        x_label: "nodes".into(),
-        y_label: "calls per second, all nodes".into(),
-        log_x: true,
-        log_y: false,
-        series: vec![(
-            "LITE, every node calling every other".to_string(),
-            of(|s| Some(s.rpc_calls_per_s)),
-        )],
-    });
-    charts
+    let rpc = "LITE, every node calling every other".to_string();
+    let charts = [
+        LineChart::of(
+            "cluster-join-barrier",
+            "Joining and barriers against cluster size".into(),
+            ("nodes", "milliseconds"),
+            (true, true),
+            times,
+        ),
+        LineChart::of(
+            "cluster-rpc",
+            "All-to-all 64 B RPC against cluster size".into(),
+            ("nodes", "calls per second, all nodes"),
+            (true, false),
+            vec![(rpc, of(|s| Some(s.rpc_calls_per_s)))],
+        ),
+    ];
+    charts.into_iter().flatten().collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::CLUSTER_SCALE_LOG;
+    use crate::bench::parse::tests::{words, CLUSTER_SCALE_LOG};
 
     fn curve() -> Measurements {
         let mut m = Measurements::default();
@@ -250,10 +230,7 @@ mod tests {
                 rpc_calls_per_s: 1700.0,
             }
         );
-        let rows: Vec<String> = table(&curve())
-            .iter()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect();
+        let rows: Vec<String> = table(&curve()).iter().map(|l| words(l)).collect();
         assert_eq!(rows[2], "2 2 110.0 100.0-120.0 3.2 3.0-3.5 1500");
         assert_eq!(rows[3], "4 3 330.0 250.0-410.0 8.5 8.0-9.0 1700");
         // The 4-node step misses a node: left out of the summary.

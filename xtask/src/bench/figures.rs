@@ -64,15 +64,21 @@ pub struct Report {
     pub figures: Vec<Figure>,
 }
 
-/// Builds figures with less repetition.
+/// The figures of a run, as they are found.
 struct Figures(Vec<Figure>);
 
+/// The ends of a range over the rounds, as a figure's spread.
+fn span(range: &rounds::Range) -> Option<(f64, f64)> {
+    Some((range.min, range.max))
+}
+
 impl Figures {
+    /// Adds a figure unless its value is no number.
     fn add(
         &mut self,
+        better: Better,
         key: String,
         unit: &str,
-        better: Better,
         value: f64,
         spread: Option<(f64, f64)>,
     ) {
@@ -88,67 +94,44 @@ impl Figures {
             high: spread.map(|s| s.1),
         });
     }
+
+    /// Adds a figure that is better lower (times, ratios of times, counts).
+    fn lower(&mut self, key: String, unit: &str, value: f64, spread: Option<(f64, f64)>) {
+        self.add(Better::Lower, key, unit, value, spread);
+    }
+
+    /// Adds a figure that is better higher (throughputs).
+    fn higher(&mut self, key: String, unit: &str, value: f64, spread: Option<(f64, f64)>) {
+        self.add(Better::Higher, key, unit, value, spread);
+    }
 }
 
 /// Every figure of `m` and `apps`.
 pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     let mut f = Figures(Vec::new());
-    for fig in rounds::figures(&m.rounds) {
+    let comparisons = rounds::figures(&m.rounds).into_iter().map(|fig| {
         let base = format!("latency/{}/{}", fig.op, fig.size);
-        let span = |r: &rounds::Range| Some((r.min, r.max));
-        f.add(
-            format!("{base}/ratio"),
-            "x",
-            Better::Lower,
-            fig.ratio.median,
-            span(&fig.ratio),
-        );
-        f.add(
-            format!("{base}/lite"),
-            "us",
-            Better::Lower,
-            fig.lite.median,
-            span(&fig.lite),
-        );
-        f.add(
-            format!("{base}/native"),
-            "us",
-            Better::Lower,
-            fig.native.median,
-            span(&fig.native),
-        );
-    }
-    for fig in rounds::cpu_figures(&m.cpu_rounds) {
-        let base = format!("cpu/{}", fig.side);
-        let span = |r: &rounds::Range| Some((r.min, r.max));
-        for (what, unit, range) in [
-            ("ratio", "x", &fig.ratio),
-            ("lite", "us", &fig.lite),
-            ("native", "us", &fig.native),
-        ] {
-            f.add(
-                format!("{base}/{what}"),
-                unit,
-                Better::Lower,
-                range.median,
-                span(range),
-            );
-        }
+        (base, fig.ratio, fig.lite, fig.native)
+    });
+    let cpu = rounds::cpu_figures(&m.cpu_rounds).into_iter();
+    let cpu = cpu.map(|fig| (format!("cpu/{}", fig.side), fig.ratio, fig.lite, fig.native));
+    for (base, ratio, lite, native) in comparisons.chain(cpu) {
+        f.lower(format!("{base}/ratio"), "x", ratio.median, span(&ratio));
+        f.lower(format!("{base}/lite"), "us", lite.median, span(&lite));
+        f.lower(format!("{base}/native"), "us", native.median, span(&native));
     }
     for n in &m.native {
-        f.add(
+        f.lower(
             format!("perftest/{}/{}", n.op, n.size),
             "us",
-            Better::Lower,
             n.typical,
             None,
         );
     }
     for l in m.lite.values() {
-        f.add(
+        f.lower(
             format!("lite/{}/{}", l.op, l.size),
             "us",
-            Better::Lower,
             l.median,
             Some((l.p10, l.p90)),
         );
@@ -159,110 +142,56 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
         } else {
             String::new()
         };
-        f.add(
-            format!("regioncurve/{}/{}/{}{live}", p.side.name(), p.op, p.size),
-            "us",
-            Better::Lower,
-            p.median,
-            Some((p.p10, p.p90)),
-        );
+        let key = format!("regioncurve/{}/{}/{}{live}", p.side.name(), p.op, p.size);
+        f.lower(key, "us", p.median, Some((p.p10, p.p90)));
     }
     for size in super::cluster_scale::sizes(m) {
         let key = format!("clustersize/{}", size.nodes);
         for (name, value) in [("join_ms", size.join_ms), ("barrier_ms", size.barrier_ms)] {
             if let Some((median, low, high)) = value {
-                f.add(
-                    format!("{key}/{name}"),
-                    "ms",
-                    Better::Lower,
-                    median,
-                    Some((low, high)),
-                );
+                f.lower(format!("{key}/{name}"), "ms", median, Some((low, high)));
             }
         }
-        f.add(
-            format!("{key}/all_to_all_calls_per_s"),
-            "calls/s",
-            Better::Higher,
-            size.rpc_calls_per_s,
-            None,
-        );
+        let calls = format!("{key}/all_to_all_calls_per_s");
+        f.higher(calls, "calls/s", size.rpc_calls_per_s, None);
     }
     for ((side, workload, processes), rounds) in &m.process_curve {
         let key = format!("processcurve/{}/{workload}/{processes}", side.name());
         let ops: Vec<f64> = rounds.iter().map(|p| p.ops_per_s).collect();
         if let Some((median, low, high)) = super::process_curve::median_range(&ops) {
-            f.add(
+            f.higher(
                 format!("{key}/ops_per_s"),
                 "op/s",
-                Better::Higher,
                 median,
                 Some((low, high)),
             );
         }
         if let Some(p) = rounds.first() {
-            f.add(
-                format!("{key}/qps"),
-                "QPs",
-                Better::Lower,
-                p.qps as f64,
-                None,
-            );
-            f.add(
-                format!("{key}/mrs"),
-                "MRs",
-                Better::Lower,
-                p.mrs as f64,
-                None,
-            );
+            f.lower(format!("{key}/qps"), "QPs", p.qps as f64, None);
+            f.lower(format!("{key}/mrs"), "MRs", p.mrs as f64, None);
         }
     }
     for b in m.lite_bw.values() {
         let depth = b.depth.map_or(String::new(), |d| format!("/depth{d}"));
-        f.add(
-            format!("throughput/{}/{}{depth}", b.op, b.size),
-            "MiB/s",
-            Better::Higher,
-            b.average,
-            Some((b.p10, b.p90)),
-        );
+        let key = format!("throughput/{}/{}{depth}", b.op, b.size);
+        f.higher(key, "MiB/s", b.average, Some((b.p10, b.p90)));
     }
     for n in &m.native_bw {
-        f.add(
-            format!("perftest_bw/{}/{}/depth{}", n.op, n.size, n.depth),
-            "MiB/s",
-            Better::Higher,
-            n.average,
-            None,
-        );
+        let key = format!("perftest_bw/{}/{}/depth{}", n.op, n.size, n.depth);
+        f.higher(key, "MiB/s", n.average, None);
     }
     for r in m.lite_rpc_bw.values() {
-        f.add(
-            format!("rpc_throughput/{}/threads{}", r.size, r.threads),
-            "calls/s",
-            Better::Higher,
-            r.calls_per_s,
-            None,
-        );
+        let key = format!("rpc_throughput/{}/threads{}", r.size, r.threads);
+        f.higher(key, "calls/s", r.calls_per_s, None);
     }
     for r in m.lite_rpc_async.values() {
-        f.add(
-            format!("rpc_async/{}/depth{}", r.size, r.depth),
-            "calls/s",
-            Better::Higher,
-            r.calls_per_s,
-            None,
-        );
+        let key = format!("rpc_async/{}/depth{}", r.size, r.depth);
+        f.higher(key, "calls/s", r.calls_per_s, None);
     }
     for (contenders, values) in &m.lock_rounds {
-        if let Some(range) = super::rounds::Range::of(values) {
-            f.add(
-                format!("locks/contenders{contenders}/all/pairs_per_s"),
-                "pairs/s",
-                Better::Higher,
-                range.median,
-                Some((range.min, range.max)),
-            );
+        if let Some(range) = rounds::Range::of(values) {
+            let key = format!("locks/contenders{contenders}/all/pairs_per_s");
+            f.higher(key, "pairs/s", range.median, span(&range));
         }
     }
     for l in m.locks.values() {
@@ -270,30 +199,28 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             "locks/contenders{}/node{}/home{}",
             l.contenders, l.node, l.home
         );
-        f.add(
+        let pair = &l.pair;
+        f.lower(
             format!("{base}/pair"),
             "us",
-            Better::Lower,
-            l.pair.median,
-            Some((l.pair.p10, l.pair.p90)),
+            pair.median,
+            Some((pair.p10, pair.p90)),
         );
-        f.add(
+        f.higher(
             format!("{base}/pairs_per_s"),
             "pairs/s",
-            Better::Higher,
             l.pairs_per_s,
             None,
         );
     }
     let qos = m.qos_rows();
     for (phase, setting) in isolation::phases(&qos) {
-        if let Some(spread) = isolation::phase_spread(&qos, phase, setting) {
-            f.add(
+        if let Some(s) = isolation::phase_spread(&qos, phase, setting) {
+            f.lower(
                 format!("qos/{phase}/{setting}"),
                 "us",
-                Better::Lower,
-                spread.median,
-                Some((spread.p10, spread.p90)),
+                s.median,
+                Some((s.p10, s.p90)),
             );
         }
     }
@@ -302,24 +229,13 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
         if let Some(ratio) = rounds::Range::of(&ratios) {
             // One round has no spread to judge a change by: the default
             // tolerance applies.
-            let spread = (ratios.len() > 1).then_some((ratio.min, ratio.max));
-            f.add(
-                format!("qos/ratio/{setting}"),
-                "x",
-                Better::Lower,
-                ratio.median,
-                spread,
-            );
+            let spread = span(&ratio).filter(|_| ratios.len() > 1);
+            f.lower(format!("qos/ratio/{setting}"), "x", ratio.median, spread);
         }
     }
     for r in m.regions.values() {
-        f.add(
-            format!("regions/{}/{}", r.size, r.lmrs),
-            "regions",
-            Better::Lower,
-            r.memory_regions as f64,
-            None,
-        );
+        let key = format!("regions/{}/{}", r.size, r.lmrs);
+        f.lower(key, "regions", r.memory_regions as f64, None);
     }
     // The applications ran in rounds: median and range of the seconds.
     let mut app_seconds: BTreeMap<(String, usize, String), Vec<f64>> = BTreeMap::new();
@@ -331,13 +247,8 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     }
     for ((app, cluster, transport), seconds) in app_seconds {
         if let Some(range) = rounds::Range::of(&seconds) {
-            f.add(
-                format!("apps/{app}/{cluster}/{transport}"),
-                "s",
-                Better::Lower,
-                range.median,
-                Some((range.min, range.max)),
-            );
+            let key = format!("apps/{app}/{cluster}/{transport}");
+            f.lower(key, "s", range.median, span(&range));
         }
     }
     f.0
@@ -512,6 +423,13 @@ mod tests {
         std::fs::write(&path, "{\"format\": 99}").expect("write");
         assert!(read(&path).is_err());
         std::fs::remove_dir_all(&dir).expect("clean up");
+        // The committed report, which `--compare` is given as the old run.
+        let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-report/bench.json");
+        let committed = read(&committed).expect("the committed report");
+        assert!(!committed.figures.is_empty());
+        let same = changes(&committed, &committed);
+        assert_eq!(same.len(), committed.figures.len());
+        assert!(same.iter().all(|c| !c.regression && !c.improvement));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! the median ratio over the rounds, as the latency comparison does.
 
 use super::parse::{Qos, Spread};
-use super::report::{cell, left, ratio_cell, right, spread_cell, table_row};
+use super::report::{cell, left, ratio_cell, right, spread_cell, Table};
 use super::rounds::{Range, Verdict};
 
 /// The target: with QoS on, the high-priority process's median write
@@ -98,26 +98,21 @@ pub fn verdict(rows: &[Qos]) -> String {
 /// the high-priority process's write latency, its ratios to the same
 /// round's unloaded phase, and the low-priority processes' throughput.
 pub fn table(rows: &[Qos]) -> Vec<String> {
-    let row = |cells: [&str; 13]| {
-        table_row(
-            &[
-                right(5),
-                left(9),
-                left(4),
-                right(7),
-                right(6),
-                right(10),
-                right(10),
-                right(19),
-                right(9),
-                right(9),
-                right(13),
-                right(9),
-                right(9),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(5), "round"),
+        (left(9), "phase"),
+        (left(4), "QoS"),
+        (right(7), "loaders"),
+        (right(6), "writes"),
+        (right(10), "median"),
+        (right(10), "p99"),
+        (right(19), "p10-p90"),
+        (right(9), "med ratio"),
+        (right(9), "p99 ratio"),
+        (right(13), "low-prio MiB/s"),
+        (right(9), "low ops"),
+        (right(9), "throttled"),
+    ]);
     let mut lines = Vec::new();
     if let Some(r) = rows.iter().find(|r| r.loaders > 0).or(rows.first()) {
         lines.push(format!(
@@ -126,21 +121,7 @@ pub fn table(rows: &[Qos]) -> Vec<String> {
             r.size, r.loaders, r.load_size
         ));
     }
-    lines.push(row([
-        "round",
-        "phase",
-        "QoS",
-        "loaders",
-        "writes",
-        "median",
-        "p99",
-        "p10-p90",
-        "med ratio",
-        "p99 ratio",
-        "low-prio MiB/s",
-        "low ops",
-        "throttled",
-    ]));
+    lines.push(table.header());
     for round in rounds(rows) {
         let unloaded = find(rows, round, "unloaded", "on");
         for (phase, qos) in PHASES {
@@ -149,7 +130,7 @@ pub fn table(rows: &[Qos]) -> Vec<String> {
             };
             let base = if phase == "unloaded" { None } else { unloaded };
             let loaded = (r.loaders > 0).then_some(r);
-            lines.push(row([
+            lines.push(table.row([
                 &round.to_string(),
                 phase,
                 qos,
@@ -172,7 +153,7 @@ pub fn table(rows: &[Qos]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{qos_rows, QOS_LOG};
+    use crate::bench::parse::tests::{qos_rows, words, QOS_LOG};
 
     /// `rows` with round 2's loaded median set to `median`.
     fn with_round_two_loaded(rows: &[Qos], median: f64) -> Vec<Qos> {
@@ -187,10 +168,6 @@ mod tests {
             .collect()
     }
 
-    fn fields(line: &str) -> Vec<String> {
-        line.split_whitespace().map(str::to_string).collect()
-    }
-
     #[test]
     fn table_shows_every_phase_against_its_rounds_unloaded_one() {
         let rows = qos_rows(QOS_LOG);
@@ -200,46 +177,16 @@ mod tests {
         assert!(table[0].contains("64 B lite_rdma_write"), "{table:#?}");
         assert!(table[0].contains("3 low-priority processes writing 65536 B"));
         assert_eq!(
-            fields(&table[2]),
-            [
-                "1",
-                "unloaded",
-                "on",
-                "0",
-                "1000",
-                "1000.00",
-                "2000.00",
-                "900.00-1200.00",
-                "-",
-                "-",
-                "-",
-                "-",
-                "0"
-            ]
+            words(&table[2]),
+            "1 unloaded on 0 1000 1000.00 2000.00 900.00-1200.00 - - - - 0"
         );
         // 4000 / 1000 and 9000 / 2000.
-        assert_eq!(
-            fields(&table[3])[..10],
-            [
-                "1",
-                "loaded",
-                "off",
-                "3",
-                "1000",
-                "4000.00",
-                "9000.00",
-                "3000.00-6000.00",
-                "4.00",
-                "4.50"
-            ]
-        );
-        assert_eq!(
-            fields(&table[4])[8..],
-            ["1.30", "1.30", "5.50", "150", "140"]
-        );
+        let loaded = "1 loaded off 3 1000 4000.00 9000.00 3000.00-6000.00 4.00 4.50 ";
+        assert!(words(&table[3]).starts_with(loaded));
+        assert!(words(&table[4]).ends_with(" 1.30 1.30 5.50 150 140"));
         // Round 2 against its own unloaded phase: 2200 / 2000.
-        assert_eq!(fields(&table[6])[..2], ["2", "loaded"]);
-        assert_eq!(fields(&table[6])[8], "1.10");
+        let round_two = "2 loaded on 3 1000 2200.00 3300.00 2000.00-2600.00 1.10 ";
+        assert!(words(&table[6]).starts_with(round_two));
         assert_eq!(super::table(&[]).len(), 1);
     }
 

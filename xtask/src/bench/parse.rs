@@ -637,7 +637,11 @@ pub(super) mod tests {
         locks: Lock -> Lock;
         qos_rows: Qos -> Qos;
         region_rows: Regions -> Regions;
-        scale_points: Scale -> Scale;
+    }
+
+    /// The words of a table line, one space apart.
+    pub(crate) fn words(line: &str) -> String {
+        line.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
     /// What [`Measurements`] makes of `log`, of a node named `node2`.
@@ -748,6 +752,12 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
 LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":4,\"depth\":1,\"calls\":2000,\"calls_per_s\":1234.50,\"latency\":{\"median\":3000.00,\"p10\":2800.00,\"p90\":3500.00}}}
 LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":1,\"depth\":1,\"calls\":2000,\"calls_per_s\":400.00,\"latency\":{\"median\":2500.00,\"p10\":2400.00,\"p90\":2600.00}}}
 LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":\"x\",\"depth\":1,\"calls\":2000,\"calls_per_s\":400.00,\"latency\":{\"median\":2500.00,\"p10\":2400.00,\"p90\":2600.00}}}
+";
+
+    /// `lite-bench`'s asynchronous RPC series, the second line broken.
+    const RPC_ASYNC_LOG: &str = "\
+LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":812.50,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}
+LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":\"x\",\"calls\":300,\"calls_per_s\":812.50,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}
 ";
 
     /// `ib_atomic_lat` client blocks (one of an unknown type) and
@@ -936,15 +946,6 @@ LITE-FAILURE-VICTIM re";
     }
 
     #[test]
-    fn parses_lite_bench_lines_and_skips_malformed_ones() {
-        let rows = latencies(CLIENT);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].op, "write");
-        assert_eq!(rows[0].median, 2100.5);
-        assert_eq!(rows[0].p90, 2500.25);
-    }
-
-    #[test]
     fn parses_perftest_bandwidth_client_rows() {
         let rows = parse_perftest_bw(BW_CLIENT);
         assert_eq!(rows.len(), 3, "{rows:?}");
@@ -977,53 +978,6 @@ LITE-FAILURE-VICTIM re";
     }
 
     #[test]
-    fn parses_both_kinds_of_rpc_load() {
-        let load = |threads, depth, calls, calls_per_s, [median, p10, p90]: [f64; 3]| RpcLoad {
-            size: 64,
-            threads,
-            depth,
-            calls,
-            calls_per_s,
-            latency: Spread { median, p10, p90 },
-        };
-        let log = "LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":812.50,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n\
-                   LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":\"x\",\"calls\":300,\"calls_per_s\":812.50,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n\
-                   LITE-RECORD {\"rpc_throughput\":{\"size\":64,\"threads\":4,\"depth\":1,\"calls\":2000,\"calls_per_s\":1234.50,\"latency\":{\"median\":3000.00,\"p10\":2800.00,\"p90\":3500.00}}}\n";
-        let expected = load(1, 8, 300, 812.5, [9000.0, 8000.0, 11000.0]);
-        assert_eq!(rpc_asyncs(log), [expected]);
-        let rows = rpc_throughputs(RPC_LOG);
-        assert_eq!(rows.len(), 2, "{rows:?}");
-        let expected = load(4, 1, 2000, 1234.5, [3000.0, 2800.0, 3500.0]);
-        assert_eq!(rows[0], expected);
-    }
-
-    #[test]
-    fn parses_lite_throughput_lines_only() {
-        let rows = throughputs(BW_CLIENT);
-        assert_eq!(rows.len(), 3, "{rows:?}");
-        assert_eq!(
-            rows[0],
-            Throughput {
-                op: "memset".into(),
-                size: 4096,
-                depth: None,
-                iters: 1000,
-                average: 10.0,
-                median: 11.0,
-                p10: 9.0,
-                p90: 12.5,
-                min: 5.0,
-                max: 13.0,
-            }
-        );
-        assert_eq!(rows[1].depth, Some(8));
-        assert_eq!(
-            (rows[2].op.as_str(), rows[2].depth),
-            ("read_async", Some(32))
-        );
-    }
-
-    #[test]
     fn parses_ib_atomic_lat_by_atomic_type() {
         let native = parse_perftest(ATOMIC_LOG);
         assert_eq!(native.len(), 2, "{native:?}");
@@ -1038,94 +992,85 @@ LITE-FAILURE-VICTIM re";
         );
     }
 
-    #[test]
-    fn parses_lock_lines_and_samples() {
-        let rows = locks(LOCK_LOG);
-        assert_eq!(rows.len(), 4, "{rows:?}");
-        assert_eq!(
-            rows[0],
-            Lock {
-                contenders: 1,
-                node: 2,
-                home: 1,
-                iters: 1000,
-                acquire: Spread {
-                    median: 800.0,
-                    p10: 700.0,
-                    p90: 900.0
-                },
-                pair: Spread {
-                    median: 1600.0,
-                    p10: 1500.0,
-                    p90: 1800.0
-                },
-                busy_us: 1_700_000.0,
-                pairs_per_s: 588.24,
+    /// The series a record is filed under, if [`Measurements`] keeps one.
+    fn filed(m: &Measurements, record: &Record) -> Option<Record> {
+        Some(match record {
+            Record::Latency(l) => Record::Latency(m.lite.get(&(l.op.clone(), l.size))?.clone()),
+            Record::Throughput(t) => {
+                let key = (t.op.clone(), t.size, t.depth);
+                Record::Throughput(m.lite_bw.get(&key)?.clone())
             }
-        );
-        assert_eq!((rows[3].node, rows[3].busy_us), (3, 1000.0));
+            Record::RpcThroughput(r) => {
+                Record::RpcThroughput(m.lite_rpc_bw.get(&(r.size, r.threads))?.clone())
+            }
+            Record::RpcAsync(r) => {
+                Record::RpcAsync(m.lite_rpc_async.get(&(r.size, r.depth))?.clone())
+            }
+            Record::Lock(l) => Record::Lock(m.locks.get(&(l.contenders, l.node, l.home))?.clone()),
+            Record::Qos(q) => {
+                let key = (q.round, q.phase.clone(), q.qos.clone());
+                Record::Qos(m.qos.get(&key)?.clone())
+            }
+            Record::Regions(r) => Record::Regions(m.regions.get(&(r.size, r.lmrs))?.clone()),
+            Record::Scale(s) => Record::Scale(m.cluster_scale.get(&(s.nodes, s.node))?.clone()),
+            _ => return None,
+        })
+    }
+
+    #[test]
+    fn records_as_lite_bench_prints_them_are_filed_whole() {
+        let logs = [RPC_LOG, RPC_ASYNC_LOG, LOCK_LOG, QOS_LOG, REGIONS_LOG];
+        let records: Vec<Record> = [REAL_RUN, CLUSTER_SCALE_LOG]
+            .iter()
+            .chain(&logs)
+            .flat_map(|log| Record::all_in(log, TAG))
+            .collect();
+        let mut filed_kinds = std::collections::HashSet::new();
+        for record in records {
+            // The line as `lite-bench` prints it, after a timestamp, then
+            // a copy that a kernel message cut.
+            let line = record.line();
+            let cut = &line[..line.len() / 2];
+            let log = format!("[ 12.5] {line}\r\n{cut}rxe0: hello\r\nLITE-GUEST-EXIT rc=0\r\n");
+            let m = measured(&log);
+            assert!(m.problems.is_empty(), "{:?}", m.problems);
+            if let Some(found) = filed(&m, &record) {
+                assert_eq!(found, record);
+                filed_kinds.insert(std::mem::discriminant(&record));
+            }
+        }
+        // Every kind that has a series of its own.
+        assert_eq!(filed_kinds.len(), 8);
+    }
+
+    #[test]
+    fn the_sample_logs_keep_their_whole_records_only() {
+        // Each log breaks some records (a bad value, a kernel message in
+        // the middle); the series count what is left.
+        type Count = fn(&Measurements) -> usize;
+        let cases: [(&str, &str, Count, usize); 9] = [
+            ("latency", CLIENT, |m| m.lite.len(), 1),
+            ("throughput", BW_CLIENT, |m| m.lite_bw.len(), 3),
+            ("rpc_throughput", RPC_LOG, |m| m.lite_rpc_bw.len(), 2),
+            ("rpc_async", RPC_ASYNC_LOG, |m| m.lite_rpc_async.len(), 1),
+            ("lock", LOCK_LOG, |m| m.locks.len(), 4),
+            ("lock_samples", LOCK_LOG, |m| m.lock_samples.len(), 2),
+            ("qos", QOS_LOG, |m| m.qos.len(), 5),
+            ("regions", REGIONS_LOG, |m| m.regions.len(), 5),
+            ("scale", CLUSTER_SCALE_LOG, |m| m.cluster_scale.len(), 3),
+        ];
+        for (kind, log, count, expected) in cases {
+            let m = measured(&console(log));
+            assert_eq!(count(&m), expected, "{kind}");
+            assert!(!m.is_empty());
+        }
         let samples = measured(LOCK_LOG).lock_samples;
-        assert_eq!(samples.len(), 2, "{samples:?}");
         assert_eq!(samples[&(4, 1)], [1.0, 2.0, 3.0, 4.0]);
         // The broken line is dropped whole.
         assert_eq!(samples[&(4, 3)], [5.0, 6.0]);
-    }
-
-    #[test]
-    fn parses_qos_lines_only() {
-        let rows = qos_rows(QOS_LOG);
-        // Not the line with a malformed median nor the one with a malformed round.
-        assert_eq!(rows.len(), 5, "{rows:?}");
-        assert_eq!(
-            rows[1],
-            Qos {
-                round: 1,
-                phase: "loaded".into(),
-                qos: "off".into(),
-                size: 64,
-                iters: 1000,
-                latency: Spread {
-                    median: 4000.0,
-                    p10: 3000.0,
-                    p90: 6000.0
-                },
-                p99: 9000.0,
-                min: 900.0,
-                max: 12000.0,
-                stdev: 900.0,
-                loaders: 3,
-                load_size: 65536,
-                load_ops: 900,
-                load_mibps: 30.0,
-                throttled: 0,
-            }
-        );
-        assert_eq!((rows[2].qos.as_str(), rows[2].throttled), ("on", 140));
-        assert_eq!((rows[4].round, rows[4].throttled), (2, 80));
-    }
-
-    #[test]
-    fn parses_memory_region_lines_only() {
-        let rows = region_rows(&console(REGIONS_LOG));
-        assert_eq!(rows.len(), 5, "{rows:?}");
-        assert_eq!(
-            rows[3],
-            Regions {
-                size: 4096,
-                lmrs: 1000,
-                local: 500,
-                memory_regions: 4,
-                pool_segments: 2,
-                pool_bytes: 8 << 20,
-            }
-        );
-        // Found after a timestamp; the 64 KiB row last.
-        assert_eq!(rows[2].lmrs, 100);
-        assert_eq!((rows[4].size, rows[4].lmrs), (65536, 100));
-        let mut m = Measurements::default();
-        m.add_log("node2", REGIONS_LOG);
-        assert_eq!(m.regions.len(), 5);
-        assert!(!m.is_empty());
+        let qos = measured(QOS_LOG).qos;
+        let throttled = |round, phase: &str| qos[&(round, phase.into(), "on".into())].throttled;
+        assert_eq!((throttled(1, "loaded"), throttled(2, "loaded")), (140, 80));
     }
 
     /// The memory region curve of both programs, one line broken.
@@ -1158,32 +1103,6 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":1,\"join_us\":250000,\"barriers\":5
 LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":3,\"join_us\":410000,\"barriers\":50,\"barrier_median\":8500.00,\"barrier_p90\":13000.00,\"rpc_peers\":3,\"rpc_calls\":600,\"rpc_elapsed_us\":1000000.00,\"rpc_calls_per_s\":600.0}}
 LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\":50,\"barrier_median\":1,\"barrier_p90\":1,\"rpc_calls_per_s\":1}}
 ";
-
-    #[test]
-    fn parses_the_cluster_size_curve() {
-        let points = scale_points(CLUSTER_SCALE_LOG);
-        assert_eq!(points.len(), 3, "{points:?}");
-        assert_eq!(
-            points[1],
-            Scale {
-                nodes: 4,
-                node: 2,
-                join_us: None,
-                barriers: 50,
-                barrier_median: 8000.0,
-                barrier_p90: 11000.0,
-                rpc_peers: 3,
-                rpc_calls: 600,
-                rpc_elapsed_us: 1_200_000.0,
-                rpc_calls_per_s: 500.0,
-            }
-        );
-        assert_eq!(points[2].join_us, Some(410_000.0));
-        let mut m = Measurements::default();
-        m.add_log("cluster4/node1", CLUSTER_SCALE_LOG);
-        assert_eq!(m.cluster_scale.len(), 3);
-        assert!(!m.is_empty());
-    }
 
     #[test]
     fn parses_the_process_curve_apart_from_the_other_series() {

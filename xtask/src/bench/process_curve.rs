@@ -10,7 +10,7 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Process, Side};
-use super::report::{left, right, say_indented, table_row};
+use super::report::{left, right, say_indented, Table};
 use super::rounds::Range;
 use crate::ui;
 
@@ -92,19 +92,18 @@ fn resources(m: &Measurements, side: Side, workload: &str, processes: u64) -> Op
 /// (medians over the rounds) with the median of the per-round ratios and
 /// their range, and the queue pairs and memory regions each held.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let columns = [
-        left(6),
-        right(10),
-        right(11),
-        right(11),
-        right(6),
-        right(11),
-        right(9),
-        right(10),
-        right(9),
-        right(10),
-    ];
-    let row = |cells: [&str; 10]| table_row(&columns, &cells);
+    let table = Table([
+        (left(6), "op"),
+        (right(10), "processes"),
+        (right(11), "LITE op/s"),
+        (right(11), "native op/s"),
+        (right(6), "ratio"),
+        (right(11), "rounds"),
+        (right(9), "LITE QPs"),
+        (right(10), "native QPs"),
+        (right(9), "LITE MRs"),
+        (right(10), "native MRs"),
+    ]);
     let ops = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     let count = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     let mut lines = vec![
@@ -114,25 +113,14 @@ pub fn table(m: &Measurements) -> Vec<String> {
          time per operation, median of the rounds and its range; the queue pairs and memory \
          regions on the measuring node"
             .to_string(),
-        row([
-            "op",
-            "processes",
-            "LITE op/s",
-            "native op/s",
-            "ratio",
-            "rounds",
-            "LITE QPs",
-            "native QPs",
-            "LITE MRs",
-            "native MRs",
-        ]),
+        table.header(),
     ];
     for (workload, name) in WORKLOADS {
         for processes in counts(m, workload) {
             let ratio = step_ratio(m, workload, processes);
             let lite = resources(m, Side::Lite, workload, processes);
             let native = resources(m, Side::Native, workload, processes);
-            lines.push(row([
+            lines.push(table.row([
                 name,
                 &processes.to_string(),
                 &ops(median_ops(m, Side::Lite, workload, processes)),
@@ -226,25 +214,21 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
             series.push((format!("{label} {name}"), points));
         }
     }
-    series.retain(|(_, points)| !points.is_empty());
-    if series.is_empty() {
-        return Vec::new();
-    }
-    vec![LineChart {
-        name: "processes-throughput".into(),
-        title: "64 B operations from N processes on one node".into(),
-        x_label: "processes (N)".into(),
-        y_label: "operations per second, all processes".into(),
-        log_x: true,
-        log_y: false,
+    LineChart::of(
+        "processes-throughput",
+        "64 B operations from N processes on one node".into(),
+        ("processes (N)", "operations per second, all processes"),
+        (true, false),
         series,
-    }]
+    )
+    .into_iter()
+    .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::PROCESS_CURVE_LOG;
+    use crate::bench::parse::tests::{words, PROCESS_CURVE_LOG};
 
     fn curve(log: &str) -> Measurements {
         let mut m = Measurements::default();
@@ -256,7 +240,7 @@ mod tests {
     fn the_table_lines_up_lite_and_native_per_step() {
         let rows: Vec<String> = table(&curve(PROCESS_CURVE_LOG))
             .iter()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .map(|l| words(l))
             .collect();
         for wanted in [
             "write 1 4000 5000 1.25 1.25-1.25 1 1 2 3",
@@ -330,10 +314,7 @@ mod tests {
         }
         assert_eq!(step_ratio(&m, "write", 8), Some((1.0, 0.5, 2.0)));
         assert_eq!(median_ops(&m, Side::Lite, "write", 8), Some(2000.0));
-        let rows: Vec<String> = table(&m)
-            .iter()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect();
+        let rows: Vec<String> = table(&m).iter().map(|l| words(l)).collect();
         assert_eq!(rows[2], "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1");
         // A round one side did not report leaves the step without a ratio.
         m.add_log("processes/node2", &step("LITE-RECORD", 1000.0));

@@ -11,7 +11,7 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, RegionPoint, Side};
-use super::report::{left, ratio_cell, right, say_indented, table_row};
+use super::report::{left, ratio_cell, right, say_indented, Table};
 use crate::ui;
 
 /// How much more LITE's slowdown with the most live regions (random ones
@@ -82,56 +82,57 @@ fn side_by_side(lite: Option<&RegionPoint>, native: Option<&RegionPoint>) -> [St
 /// The curve as table lines: latency by live regions, then create/free
 /// time by size, LITE beside native with their ratio.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let columns = [
-        left(7),
-        right(9),
-        right(8),
-        right(11),
-        right(11),
-        right(13),
-        right(13),
-        right(6),
-        right(9),
-        right(11),
-    ];
-    let row = |cells: [&str; 10]| table_row(&columns, &cells);
-    let times = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("x{x:.2}"));
+    let table = Table([
+        (left(7), "op"),
+        (right(9), "regions"),
+        (right(8), "bytes"),
+        (right(11), "LITE med"),
+        (right(11), "native med"),
+        (right(13), "LITE p99"),
+        (right(13), "native p99"),
+        (right(6), "ratio"),
+        (right(9), "LITE/1st"),
+        (right(11), "native/1st"),
+    ]);
+    // One step's row: LITE's and native's medians and p99s with their
+    // ratio, and with live `regions` (none for create and free) each
+    // side's slowdown against the first region.
+    let row = |name: &str, op: &str, size: u64, regions: Option<u64>| {
+        let at = regions.unwrap_or(0);
+        let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
+            point(m, Side::Lite, op, size, at),
+            point(m, Side::Native, op, size, at),
+        );
+        let against_first = |side| {
+            regions.map_or(String::new(), |r| {
+                let x = slowdown(m, side, op, size, r);
+                x.map_or("-".to_string(), |x| format!("x{x:.2}"))
+            })
+        };
+        let line = table.row([
+            name,
+            &regions.map_or(String::new(), |r| r.to_string()),
+            &size.to_string(),
+            &lite_median,
+            &native_median,
+            &lite_p99,
+            &native_p99,
+            &ratio,
+            &against_first(Side::Lite),
+            &against_first(Side::Native),
+        ]);
+        line.trim_end().to_string()
+    };
     let mut lines = vec![
         "64 B to a random one of N live regions (LITE: LMRs of 4 KiB on the other node; \
          native: one ibv_reg_mr per 4 KiB page there), microseconds; /1st: against the \
          blocks on the first region that took turns with them"
             .to_string(),
-        row([
-            "op",
-            "regions",
-            "bytes",
-            "LITE med",
-            "native med",
-            "LITE p99",
-            "native p99",
-            "ratio",
-            "LITE/1st",
-            "native/1st",
-        ]),
+        table.header(),
     ];
     for (op, name) in ACCESSES {
         for (size, regions) in steps(m, op) {
-            let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
-                point(m, Side::Lite, op, size, regions),
-                point(m, Side::Native, op, size, regions),
-            );
-            lines.push(row([
-                name,
-                &regions.to_string(),
-                &size.to_string(),
-                &lite_median,
-                &native_median,
-                &lite_p99,
-                &native_p99,
-                &ratio,
-                &times(slowdown(m, Side::Lite, op, size, regions)),
-                &times(slowdown(m, Side::Native, op, size, regions)),
-            ]));
+            lines.push(row(name, op, size, Some(regions)));
         }
     }
     lines.push(
@@ -139,44 +140,22 @@ pub fn table(m: &Measurements) -> Vec<String> {
          node; native: mmap + ibv_reg_mr / ibv_dereg_mr + munmap), microseconds"
             .to_string(),
     );
-    lines.push(
-        row([
-            "op",
-            "",
-            "bytes",
-            "LITE med",
-            "native med",
-            "LITE p99",
-            "native p99",
-            "ratio",
-            "",
-            "",
-        ])
-        .trim_end()
-        .to_string(),
-    );
+    let header = [
+        "op",
+        "",
+        "bytes",
+        "LITE med",
+        "native med",
+        "LITE p99",
+        "native p99",
+        "ratio",
+        "",
+        "",
+    ];
+    lines.push(table.row(header).trim_end().to_string());
     for (op, name) in LIFECYCLE {
         for (size, _) in steps(m, op) {
-            let [lite_median, native_median, lite_p99, native_p99, ratio] = side_by_side(
-                point(m, Side::Lite, op, size, 0),
-                point(m, Side::Native, op, size, 0),
-            );
-            lines.push(
-                row([
-                    name,
-                    "",
-                    &size.to_string(),
-                    &lite_median,
-                    &native_median,
-                    &lite_p99,
-                    &native_p99,
-                    &ratio,
-                    "",
-                    "",
-                ])
-                .trim_end()
-                .to_string(),
-            );
+            lines.push(row(name, op, size, None));
         }
     }
     lines
@@ -270,43 +249,33 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
             of(side, "region_write", p99, false),
         ));
     }
-    latency.retain(|(_, points)| !points.is_empty());
-    if !latency.is_empty() {
-        charts.push(LineChart {
-            name: "regions-latency".into(),
-            title: "64 B to a random one of N live memory regions".into(),
-            x_label: "live memory regions".into(),
-            y_label: "microseconds".into(),
-            log_x: true,
-            log_y: false,
-            series: latency,
-        });
-    }
+    charts.extend(LineChart::of(
+        "regions-latency",
+        "64 B to a random one of N live memory regions".into(),
+        ("live memory regions", "microseconds"),
+        (true, false),
+        latency,
+    ));
     let mut lifecycle = Vec::new();
     for (op, name) in LIFECYCLE {
         for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
             lifecycle.push((format!("{label} {name}"), of(side, op, median, true)));
         }
     }
-    lifecycle.retain(|(_, points)| !points.is_empty());
-    if !lifecycle.is_empty() {
-        charts.push(LineChart {
-            name: "regions-create-free".into(),
-            title: "Creating and freeing one memory region: median time".into(),
-            x_label: "bytes".into(),
-            y_label: "microseconds".into(),
-            log_x: true,
-            log_y: true,
-            series: lifecycle,
-        });
-    }
+    charts.extend(LineChart::of(
+        "regions-create-free",
+        "Creating and freeing one memory region: median time".into(),
+        ("bytes", "microseconds"),
+        (true, true),
+        lifecycle,
+    ));
     charts
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::REGION_CURVE_LOG;
+    use crate::bench::parse::tests::{words, REGION_CURVE_LOG};
 
     fn curve(log: &str) -> Measurements {
         let mut m = Measurements::default();
@@ -318,8 +287,7 @@ mod tests {
     fn the_table_lines_up_lite_and_native_per_step() {
         let m = curve(REGION_CURVE_LOG);
         let lines = table(&m);
-        let cells = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
-        let rows: Vec<String> = lines.iter().map(|l| cells(l)).collect();
+        let rows: Vec<String> = lines.iter().map(|l| words(l)).collect();
         for wanted in [
             "write 1 64 205.0 200.0 410.0 400.0 1.02 - -",
             "write 100000 64 - 210.0 - 420.0 - - -",
@@ -367,10 +335,7 @@ mod tests {
             ),
             "{met}"
         );
-        let rows: Vec<String> = table(&m)
-            .iter()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect();
+        let rows: Vec<String> = table(&m).iter().map(|l| words(l)).collect();
         let wanted = "write 1000 64 250.0 120.0 1.0 1.0 2.08 x1.25 x1.20".to_string();
         assert!(rows.contains(&wanted), "{rows:#?}");
         let slower = log.replace(

@@ -196,33 +196,20 @@ pub fn table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         .collect();
     keys.sort();
     keys.dedup();
-    let row = |cells: [&str; 7]| {
-        table_row(
-            &[
-                left(6),
-                right(7),
-                right(13),
-                right(12),
-                right(11),
-                right(19),
-                right(11),
-            ],
-            &cells,
-        )
-    };
-    let mut lines = vec![row([
-        "op",
-        "size",
-        "native med",
-        "native sd",
-        "LITE med",
-        "LITE p10-p90",
-        "LITE/native",
-    ])];
+    let table = Table([
+        (left(6), "op"),
+        (right(7), "size"),
+        (right(13), "native med"),
+        (right(12), "native sd"),
+        (right(11), "LITE med"),
+        (right(19), "LITE p10-p90"),
+        (right(11), "LITE/native"),
+    ]);
+    let mut lines = vec![table.header()];
     for (op, size) in keys {
         let n = native.iter().find(|n| n.op == op && n.size == size);
         let l = lite.iter().find(|l| l.op == op && l.size == size);
-        lines.push(row([
+        lines.push(table.row([
             &op,
             &size.to_string(),
             &cell(n.map(|n| n.typical)),
@@ -266,36 +253,21 @@ pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
             keys.push(key);
         }
     }
-    let row = |cells: [&str; 9]| {
-        table_row(
-            &[
-                left(11),
-                right(7),
-                right(5),
-                left(17).apart(),
-                right(10),
-                right(9),
-                right(9),
-                right(19),
-                right(11),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (left(11), "op"),
+        (right(7), "size"),
+        (right(5), "depth"),
+        (left(17).apart(), "native"),
+        (right(10), "native avg"),
+        (right(9), "LITE avg"),
+        (right(9), "LITE med"),
+        (right(19), "LITE p10-p90"),
+        (right(11), "LITE/native"),
+    ]);
     let mut lines = vec![
         "native: perftest BW average with -t (TX depth) = LITE's operations in flight,".to_string(),
         "1 for memset/memcpy (one at a time); LITE/native = LITE avg / native avg".to_string(),
-        row([
-            "op",
-            "size",
-            "depth",
-            "native",
-            "native avg",
-            "LITE avg",
-            "LITE med",
-            "LITE p10-p90",
-            "LITE/native",
-        ]),
+        table.header(),
     ];
     for (op, size, depth) in keys {
         let l = lite
@@ -308,7 +280,7 @@ pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
                 .find(|n| n.op == test && n.size == size && n.depth == d)
         });
         let test = counterpart.map_or("-".to_string(), |(test, d)| format!("ib_{test}_bw -t {d}"));
-        lines.push(row([
+        lines.push(table.row([
             &op,
             &size.to_string(),
             &depth.map_or("1".to_string(), |d| d.to_string()),
@@ -335,29 +307,17 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let row = |cells: [&str; 6]| {
-        table_row(
-            &[
-                right(7),
-                right(16),
-                right(12),
-                right(12),
-                right(19),
-                right(15),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(7), "size"),
+        (right(16), "ib_send_lat typ"),
+        (right(12), "2 x native"),
+        (right(12), "LITE RPC med"),
+        (right(19), "LITE p10-p90"),
+        (right(15), "LITE/(2x nat)"),
+    ]);
     let mut lines = vec![
         "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one".to_string(),
-        row([
-            "size",
-            "ib_send_lat typ",
-            "2 x native",
-            "LITE RPC med",
-            "LITE p10-p90",
-            "LITE/(2x nat)",
-        ]),
+        table.header(),
     ];
     for size in sizes {
         let n = native
@@ -365,7 +325,7 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
             .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
         let l = lite.iter().find(|l| l.op == RPC_OP && l.size == size);
         let round_trip = n.map(|n| 2.0 * n.typical);
-        lines.push(row([
+        lines.push(table.row([
             &size.to_string(),
             &cell(n.map(|n| n.typical)),
             &cell(round_trip),
@@ -379,31 +339,19 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
 
 /// The RPC throughput table, one string per line, by size and threads.
 pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
-    let row = |cells: [&str; 6]| {
-        table_row(
-            &[
-                right(7),
-                right(8),
-                right(8),
-                right(12),
-                right(12),
-                right(19),
-            ],
-            &cells,
-        )
-    };
-    let mut lines = vec![row([
-        "size",
-        "threads",
-        "calls",
-        "calls/s",
-        "RPC med",
-        "RPC p10-p90",
-    ])];
+    let table = Table([
+        (right(7), "size"),
+        (right(8), "threads"),
+        (right(8), "calls"),
+        (right(12), "calls/s"),
+        (right(12), "RPC med"),
+        (right(19), "RPC p10-p90"),
+    ]);
+    let mut lines = vec![table.header()];
     let mut rows = rows.to_vec();
     rows.sort_by_key(|r| (r.size, r.threads));
     for r in rows {
-        lines.push(row([
+        lines.push(table.row([
             &r.size.to_string(),
             &r.threads.to_string(),
             &r.calls.to_string(),
@@ -422,33 +370,20 @@ pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
 /// two messages (request and reply) and a server's work, so the ratio is
 /// a lower bound of what LITE adds.
 pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
-    let row = |cells: [&str; 7]| {
-        table_row(
-            &[
-                right(7),
-                right(7),
-                right(12),
-                right(16),
-                right(11),
-                right(12),
-                right(19),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(7), "depth"),
+        (right(7), "calls"),
+        (right(12), "calls/s"),
+        (right(16), "native msgs/s"),
+        (right(11), "LITE/native"),
+        (right(12), "call med"),
+        (right(19), "call p10-p90"),
+    ]);
     let mut lines = vec![
         "native: ib_send_bw messages/s at -t = calls in flight (one way, no server work);"
             .to_string(),
         "LITE/native = LITE calls/s / native messages/s".to_string(),
-        row([
-            "depth",
-            "calls",
-            "calls/s",
-            "native msgs/s",
-            "LITE/native",
-            "call med",
-            "call p10-p90",
-        ]),
+        table.header(),
     ];
     let mut depths: Vec<u32> = DEPTHS.to_vec();
     for r in rows.iter().filter(|r| r.size == RPC_ASYNC_SIZE) {
@@ -467,7 +402,7 @@ pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
             .map(|n| n.msg_rate * 1e6)
             .filter(|rate| *rate > 0.0);
         let ratio = lite.zip(native_rate).map(|(l, rate)| l.calls_per_s / rate);
-        lines.push(row([
+        lines.push(table.row([
             &depth.to_string(),
             &lite.map_or("-".to_string(), |l| l.calls.to_string()),
             &cell(lite.map(|l| l.calls_per_s)),
@@ -536,21 +471,31 @@ impl Column {
     }
 }
 
-/// One line of a report table: `cells` laid out in `columns`.
-pub(super) fn table_row(columns: &[Column], cells: &[&str]) -> String {
-    let mut line = String::new();
-    for (i, (column, cell)) in columns.iter().zip(cells).enumerate() {
-        if i > 0 {
-            line.push_str(&" ".repeat(column.gap));
-        }
-        let width = column.width;
-        line.push_str(&if column.left {
-            format!("{cell:<width$}")
-        } else {
-            format!("{cell:>width$}")
-        });
+/// A report table's columns, each with its heading.
+pub(super) struct Table<const N: usize>(pub(super) [(Column, &'static str); N]);
+
+impl<const N: usize> Table<N> {
+    /// The line of headings.
+    pub(super) fn header(&self) -> String {
+        self.row(self.0.map(|(_, heading)| heading))
     }
-    line
+
+    /// One line of the table: `cells` laid out in its columns.
+    pub(super) fn row(&self, cells: [&str; N]) -> String {
+        let mut line = String::new();
+        for (i, ((column, _), cell)) in self.0.iter().zip(cells).enumerate() {
+            if i > 0 {
+                line.push_str(&" ".repeat(column.gap));
+            }
+            let width = column.width;
+            line.push_str(&if column.left {
+                format!("{cell:<width$}")
+            } else {
+                format!("{cell:>width$}")
+            });
+        }
+        line
+    }
 }
 
 /// `a / b` with two decimals, or `-` without both or with `b` not positive.
@@ -565,50 +510,29 @@ pub(super) fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
 /// `ib_atomic_lat`'s t_typical and stdev next to LITE's median and spread,
 /// and the LITE/native ratio.
 pub fn atomic_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
-    let row = |cells: [&str; 8]| {
-        table_row(
-            &[
-                left(12),
-                right(5),
-                left(30).apart(),
-                right(11),
-                right(10),
-                right(10),
-                right(19),
-                right(11),
-            ],
-            &cells,
-        )
-    };
-    let mut lines = vec![row([
-        "op",
-        "size",
-        "native",
-        "native med",
-        "native sd",
-        "LITE med",
-        "LITE p10-p90",
-        "LITE/native",
-    ])];
+    let table = Table([
+        (left(12), "op"),
+        (right(5), "size"),
+        (left(30).apart(), "native"),
+        (right(11), "native med"),
+        (right(10), "native sd"),
+        (right(10), "LITE med"),
+        (right(19), "LITE p10-p90"),
+        (right(11), "LITE/native"),
+    ]);
+    let mut lines = vec![table.header()];
     for (flag, op) in ATOMICS {
         let n = native.iter().find(|n| n.op == op);
         let l = lite.iter().find(|l| l.op == op);
         let size = n.map(|n| n.size).or(l.map(|l| l.size));
-        lines.push(row([
+        lines.push(table.row([
             op,
             &size.map_or("-".to_string(), |s| s.to_string()),
             &format!("ib_atomic_lat -A {flag}"),
             &cell(n.map(|n| n.typical)),
             &cell(n.map(|n| n.stdev)),
             &cell(l.map(|l| l.median)),
-            &spread_cell(
-                l.map(|l| Spread {
-                    median: l.median,
-                    p10: l.p10,
-                    p90: l.p90,
-                })
-                .as_ref(),
-            ),
+            &range_cell(l.map(|l| (l.p10, l.p90))),
             &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
         ]));
     }
@@ -627,36 +551,21 @@ pub fn lock_table(
     samples: &BTreeMap<(u32, u32), Vec<f64>>,
     rounds: &BTreeMap<u32, Vec<f64>>,
 ) -> Vec<String> {
-    let row = |cells: [&str; 9]| {
-        table_row(
-            &[
-                right(10),
-                right(5),
-                left(9).apart(),
-                right(6),
-                right(12),
-                right(19),
-                right(10),
-                right(19),
-                right(10),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(10), "contenders"),
+        (right(5), "node"),
+        (left(9).apart(), "home"),
+        (right(6), "pairs"),
+        (right(12), "acquire med"),
+        (right(19), "acquire p10-p90"),
+        (right(10), "pair med"),
+        (right(19), "pair p10-p90"),
+        (right(10), "pairs/s"),
+    ]);
     let mut lines = vec![
         "acquire: lite_lock alone; pair: lite_lock + lite_unlock; home: the node keeping the lock"
             .to_string(),
-        row([
-            "contenders",
-            "node",
-            "home",
-            "pairs",
-            "acquire med",
-            "acquire p10-p90",
-            "pair med",
-            "pair p10-p90",
-            "pairs/s",
-        ]),
+        table.header(),
     ];
     if rows.is_empty() {
         lines.push("(no lock records in the guest logs)".to_string());
@@ -675,7 +584,7 @@ pub fn lock_table(
             } else {
                 r.home.to_string()
             };
-            lines.push(row([
+            lines.push(table.row([
                 &r.contenders.to_string(),
                 &r.node.to_string(),
                 &home,
@@ -709,7 +618,7 @@ pub fn lock_table(
             [home] => home.to_string(),
             _ => "-".to_string(),
         };
-        lines.push(row([
+        lines.push(table.row([
             &contenders.to_string(),
             "all",
             &home,
@@ -808,30 +717,25 @@ pub fn contention_verdict(rounds: &BTreeMap<u32, Vec<f64>>) -> Option<String> {
 /// The memory region table, one string per line: the measuring node's
 /// memory regions and pool after each step, by LMR size and count.
 pub fn regions_table(rows: &[Regions]) -> Vec<String> {
-    let row = |cells: [&str; 5]| {
-        table_row(
-            &[right(6), right(9), right(15), right(14), right(9)],
-            &cells,
-        )
-    };
+    let table = Table([
+        (right(6), "LMRs"),
+        (right(9), "LMR size"),
+        (right(15), "memory regions"),
+        (right(14), "pool segments"),
+        (right(9), "pool MiB"),
+    ]);
     let mut lines = vec![
         "LMRs alive, half of them (every other one) on this node and half on the other; \
          counters read right after each step's allocations"
             .to_string(),
-        row([
-            "LMRs",
-            "LMR size",
-            "memory regions",
-            "pool segments",
-            "pool MiB",
-        ]),
+        table.header(),
     ];
     if rows.is_empty() {
         lines.push("(no regions records in the guest logs)".to_string());
         return lines;
     }
     for r in rows {
-        lines.push(row([
+        lines.push(table.row([
             &r.lmrs.to_string(),
             &r.size.to_string(),
             &r.memory_regions.to_string(),
@@ -965,20 +869,15 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
             names(nodes.iter())
         )];
     }
-    let row = |cells: [&str; 7]| {
-        table_row(
-            &[
-                left(30),
-                right(5),
-                right(9),
-                right(8),
-                right(8),
-                right(10),
-                right(6),
-            ],
-            &cells,
-        )
-    };
+    let table = Table([
+        (left(30), "metric"),
+        (right(5), "count"),
+        (right(9), "median"),
+        (right(8), "min"),
+        (right(8), "max"),
+        (right(10), "dead-after"),
+        (right(6), "bound"),
+    ]);
     let mut lines = vec![
         "stall: from a survivor's last successful write to the killed node (the kill follows \
          it within milliseconds) to the return of a call waiting on that node"
@@ -991,15 +890,7 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
              {SUSPICION_MS} ms later; \
              bound: the failure test fails a stall over {STALL_BOUND_MS} ms"
         ),
-        row([
-            "metric",
-            "count",
-            "median",
-            "min",
-            "max",
-            "dead-after",
-            "bound",
-        ]),
+        table.header(),
     ];
     let metric = |name: &str, values: &[i64], bounded: bool| {
         let s = summary(values);
@@ -1008,7 +899,7 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
         } else {
             ("-".to_string(), "-".to_string())
         };
-        row([
+        table.row([
             name,
             &values.len().to_string(),
             &ms_cell(s.map(|s| s.median)),
@@ -1082,30 +973,23 @@ fn stall_table(nodes: &[FailureNode]) -> Vec<String> {
     if nodes.iter().all(|n| n.stalls.is_empty()) {
         return Vec::new();
     }
-    let row = |cells: [&str; 6]| {
-        table_row(
-            &[
-                left(16),
-                right(11),
-                right(15),
-                right(8),
-                right(13),
-                right(10),
-            ],
-            &cells,
-        )
-    };
-    let mut header = ["survivor"; 6];
-    header[1..5].copy_from_slice(&STALL_CALLS);
-    header[5] = "detection";
-    let mut lines = vec![row(header)];
+    let [rdma_write, send_reply_imm, lock, dist_barrier] = STALL_CALLS;
+    let table = Table([
+        (left(16), "survivor"),
+        (right(11), rdma_write),
+        (right(15), send_reply_imm),
+        (right(8), lock),
+        (right(13), dist_barrier),
+        (right(10), "detection"),
+    ]);
+    let mut lines = vec![table.header()];
     for node in nodes {
         let cells: Vec<String> = STALL_CALLS
             .iter()
             .map(|call| ms_cell(stall_of(node, call).map(|ms| ms as f64)))
             .collect();
         let detection = detection_of(node);
-        lines.push(row([
+        lines.push(table.row([
             &node.node,
             &cells[0],
             &cells[1],
@@ -1195,7 +1079,8 @@ mod tests {
     use super::*;
     use crate::bench::parse::tests::{
         failure_logs, latencies, locks, measured, region_rows, rpc_asyncs, rpc_throughputs,
-        throughputs, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
+        throughputs, words, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG,
+        RPC_LOG,
     };
     use crate::bench::parse::{parse_perftest, parse_perftest_bw};
 
@@ -1227,21 +1112,11 @@ mod tests {
         let table = rpc_async_table(&native, &rows);
         // Two notes, the header and one row per planned depth.
         assert_eq!(table.len(), 3 + DEPTHS.len());
-        let depth8: Vec<&str> = table[3 + 3].split_whitespace().collect();
         assert_eq!(
-            depth8,
-            [
-                "8",
-                "300",
-                "800.00",
-                "4000.00",
-                "0.2000",
-                "9000.00",
-                "8000.00-11000.00"
-            ]
+            words(&table[3 + 3]),
+            "8 300 800.00 4000.00 0.2000 9000.00 8000.00-11000.00"
         );
-        let depth1: Vec<&str> = table[3].split_whitespace().collect();
-        assert_eq!(depth1, ["1", "-", "-", "-", "-", "-", "-"]);
+        assert_eq!(words(&table[3]), "1 - - - - - -");
     }
 
     #[test]
@@ -1249,14 +1124,7 @@ mod tests {
         let table = rpc_throughput_table(&rpc_throughputs(RPC_LOG));
         assert_eq!(table.len(), 3);
         // Sorted by threads.
-        assert!(table[1].split_whitespace().eq([
-            "64",
-            "1",
-            "2000",
-            "400.00",
-            "2500.00",
-            "2400.00-2600.00"
-        ]));
+        assert_eq!(words(&table[1]), "64 1 2000 400.00 2500.00 2400.00-2600.00");
         assert!(table[2].contains("1234.50"));
     }
 
@@ -1278,25 +1146,13 @@ mod tests {
         let table = rpc_table(&native, &lite);
         // Explanation, column names, then sizes 8, 64 and 512.
         assert_eq!(table.len(), 5, "{table:#?}");
-        let fields = |line: &str| {
-            line.split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(fields(&table[2]), ["8", "900.00", "1800.00", "-", "-", "-"]);
+        assert_eq!(words(&table[2]), "8 900.00 1800.00 - - -");
         // 2500 / (2 x 1000).
         assert_eq!(
-            fields(&table[3]),
-            [
-                "64",
-                "1000.00",
-                "2000.00",
-                "2500.00",
-                "2300.00-2900.50",
-                "1.25"
-            ]
+            words(&table[3]),
+            "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25"
         );
-        assert_eq!(fields(&table[4])[..4], ["512", "-", "-", "2600.00"]);
+        assert!(words(&table[4]).starts_with("512 - - 2600.00 "));
         // The latency table leaves RPC and ib_send_lat out.
         let main = super::table(&native, &lite);
         assert_eq!(main.len(), 2, "{main:#?}");
@@ -1338,10 +1194,7 @@ mod tests {
         let memcpy = find("memcpy", "4096", "1");
         assert!(memcpy.contains("8.00") && memcpy.trim_end().ends_with('-'));
         let big = find("memset", "4194304", "1");
-        let fields: Vec<&str> = big.split_whitespace().collect();
-        assert_eq!(fields[3..6], ["ib_write_bw", "-t", "1"], "{big}");
-        assert!(fields[6..].iter().all(|&f| f == "-"), "{big}");
-        assert_eq!(fields.len(), 11, "{big}");
+        assert_eq!(words(&big), "memset 4194304 1 ib_write_bw -t 1 - - - - -");
         // A series outside the plan still gets a row.
         let extra = vec![Throughput {
             op: "write_async".into(),
@@ -1362,37 +1215,16 @@ mod tests {
         let table = atomic_table(&native, &lite);
         assert_eq!(table.len(), 3, "{table:#?}");
         assert!(table[0].contains("LITE/native"));
-        let fields: Vec<&str> = table[1].split_whitespace().collect();
         // 1200 / 1000.
         assert_eq!(
-            fields,
-            [
-                "fetch_add",
-                "8",
-                "ib_atomic_lat",
-                "-A",
-                "FETCH_AND_ADD",
-                "1000.00",
-                "120.00",
-                "1200.00",
-                "1100.00-1500.00",
-                "1.20"
-            ]
+            words(&table[1]),
+            "fetch_add 8 ib_atomic_lat -A FETCH_AND_ADD 1000.00 120.00 1200.00 1100.00-1500.00 1.20"
         );
         // No LITE compare_swp series: native only.
-        let fields: Vec<&str> = table[2].split_whitespace().collect();
         assert_eq!(
-            fields[..6],
-            [
-                "compare_swp",
-                "8",
-                "ib_atomic_lat",
-                "-A",
-                "CMP_AND_SWAP",
-                "1050.00"
-            ]
+            words(&table[2]),
+            "compare_swp 8 ib_atomic_lat -A CMP_AND_SWAP 1050.00 130.00 - - -"
         );
-        assert!(fields[7..].iter().all(|&f| f == "-"), "{fields:?}");
         // Nothing at all: both rows, all dashes.
         let empty = atomic_table(&[], &[]);
         assert_eq!(empty.len(), 3);
@@ -1408,36 +1240,32 @@ mod tests {
         let only_four = BTreeMap::from([(1u32, vec![500.0]), (4u32, vec![300.0])]);
         assert_eq!(contention_verdict(&only_four), None);
         let what = "contended lock throughput with 4 nodes no lower than with 2 (within 1.10x)";
-        // The medians decide: 360 against 390 is within 1.10x.
-        assert_eq!(
-            contention_verdict(&rounds(&[390.0, 300.0, 420.0], &[360.0, 370.0, 350.0])).as_deref(),
-            Some(
-                format!(
-                    "{what}: met (medians 360 pairs/s (350-370) against 390 (300-420); \
-                     the rounds disagree)"
-                )
-                .as_str()
-            )
-        );
-        assert_eq!(
-            contention_verdict(&rounds(&[300.0, 310.0], &[400.0, 420.0])).as_deref(),
-            Some(
-                format!("{what}: met (medians 410 pairs/s (400-420) against 305 (300-310))")
-                    .as_str()
-            )
-        );
-        assert_eq!(
-            contention_verdict(&rounds(&[500.0, 480.0, 520.0], &[300.0, 320.0, 310.0])).as_deref(),
-            Some(
-                format!("{what}: NOT met (medians 310 pairs/s (300-320) against 500 (480-520))")
-                    .as_str()
-            )
-        );
-        // A count with no round timed.
-        assert_eq!(
-            contention_verdict(&rounds(&[500.0], &[])).as_deref(),
-            Some(format!("{what}: NOT met (not timed with both)").as_str())
-        );
+        let cases: [(&[f64], &[f64], &str); 4] = [
+            // The medians decide: 360 against 390 is within 1.10x.
+            (
+                &[390.0, 300.0, 420.0],
+                &[360.0, 370.0, 350.0],
+                "met (medians 360 pairs/s (350-370) against 390 (300-420); the rounds disagree)",
+            ),
+            (
+                &[300.0, 310.0],
+                &[400.0, 420.0],
+                "met (medians 410 pairs/s (400-420) against 305 (300-310))",
+            ),
+            (
+                &[500.0, 480.0, 520.0],
+                &[300.0, 320.0, 310.0],
+                "NOT met (medians 310 pairs/s (300-320) against 500 (480-520))",
+            ),
+            // A count with no round timed.
+            (&[500.0], &[], "NOT met (not timed with both)"),
+        ];
+        for (two, four, verdict) in cases {
+            assert_eq!(
+                contention_verdict(&rounds(two, four)),
+                Some(format!("{what}: {verdict}"))
+            );
+        }
     }
 
     #[test]
@@ -1457,46 +1285,18 @@ mod tests {
         let rows = locks(LOCK_LOG);
         let samples = measured(LOCK_LOG).lock_samples;
         let table = lock_table(&rows, &samples, &BTreeMap::new());
-        let fields = |line: &str| {
-            line.split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        };
         // Explanation, column names, 2 uncontended, 2 contended, all, note.
         assert_eq!(table.len(), 8, "{table:#?}");
         assert_eq!(
-            fields(&table[2]),
-            [
-                "1",
-                "2",
-                "1",
-                "1000",
-                "800.00",
-                "700.00-900.00",
-                "1600.00",
-                "1500.00-1800.00",
-                "588.24"
-            ]
+            words(&table[2]),
+            "1 2 1 1000 800.00 700.00-900.00 1600.00 1500.00-1800.00 588.24"
         );
-        assert_eq!(fields(&table[3])[..4], ["1", "2", "2", "(local)"]);
-        assert_eq!(fields(&table[4])[..4], ["4", "1", "1", "(local)"]);
-        assert_eq!(fields(&table[5])[..3], ["4", "3", "1"]);
+        assert!(words(&table[3]).starts_with("1 2 2 (local) "));
+        assert!(words(&table[4]).starts_with("4 1 1 (local) "));
+        assert!(words(&table[5]).starts_with("4 3 1 "));
         // Samples 1..6 together: median 3.5, p10 1.5, p90 5.5; 8 pairs
         // over the longest node's 1000 us.
-        assert_eq!(
-            fields(&table[6]),
-            [
-                "4",
-                "all",
-                "1",
-                "8",
-                "3.50",
-                "1.50-5.50",
-                "-",
-                "-",
-                "8000.00"
-            ]
-        );
+        assert_eq!(words(&table[6]), "4 all 1 8 3.50 1.50-5.50 - - 8000.00");
         assert_eq!(
             table.last().map(String::as_str),
             Some("note: 4 contenders: 6 of 8 acquire times were readable in the logs")
@@ -1508,14 +1308,13 @@ mod tests {
         }
         let table = lock_table(&rows, &complete, &BTreeMap::new());
         assert_eq!(table.len(), 7);
-        assert_eq!(fields(&table[6])[4..6], ["4.50", "1.70-7.30"]);
+        assert!(words(&table[6]).starts_with("4 all 1 8 4.50 1.70-7.30 "));
         // Two rounds (the rows of the first): twice the pairs, of which
         // the 8 samples are half, and the median of the rounds' throughput.
         let rounds = BTreeMap::from([(4u32, vec![7000.0, 9000.0])]);
         let table = lock_table(&rows, &complete, &rounds);
         assert_eq!(table.len(), 8);
-        assert_eq!(fields(&table[6])[3], "16");
-        assert_eq!(fields(&table[6])[8], "8000.00");
+        assert_eq!(words(&table[6]), "4 all 1 16 4.50 1.70-7.30 - - 8000.00");
         assert_eq!(
             table.last().map(String::as_str),
             Some("note: 4 contenders: 8 of 16 acquire times were readable in the logs")
@@ -1524,11 +1323,6 @@ mod tests {
         let empty = lock_table(&[], &BTreeMap::new(), &BTreeMap::new());
         assert_eq!(empty.len(), 3);
         assert!(empty[2].contains("no lock records"));
-    }
-
-    /// The words of a table line.
-    fn words(line: &str) -> Vec<&str> {
-        line.split_whitespace().collect()
     }
 
     #[test]
@@ -1543,90 +1337,36 @@ mod tests {
         assert!(table[2].contains("after 3000 ms") && table[2].contains("over 4500 ms"));
         assert_eq!(
             words(&table[3]),
-            [
-                "metric",
-                "count",
-                "median",
-                "min",
-                "max",
-                "dead-after",
-                "bound"
-            ]
+            "metric count median min max dead-after bound"
         );
         // Smallest stalls 2944, 2951 (no lock stall) and 2904.
-        assert_eq!(
-            words(&table[4]),
-            ["detection", "3", "2944", "2904", "2951", "3000", "4500"]
-        );
+        assert_eq!(words(&table[4]), "detection 3 2944 2904 2951 3000 4500");
         assert_eq!(
             words(&table[5]),
-            [
-                "stall",
-                "rdma_write",
-                "3",
-                "2970",
-                "2919",
-                "2970",
-                "3000",
-                "4500"
-            ]
+            "stall rdma_write 3 2970 2919 2970 3000 4500"
         );
         // Node 2's lock stall was broken: two, their median between them.
-        assert_eq!(
-            words(&table[7]),
-            ["stall", "lock", "2", "2924", "2904", "2944", "3000", "4500"]
-        );
-        assert_eq!(words(&table[8])[..3], ["stall", "dist_barrier", "3"]);
+        assert_eq!(words(&table[7]), "stall lock 2 2924 2904 2944 3000 4500");
+        assert!(words(&table[8]).starts_with("stall dist_barrier 3 "));
         // No survivor of these logs waited for a lock the victim held.
-        assert_eq!(
-            words(&table[9])[..5],
-            ["stall", "lock_owner_dead", "(handed", "over)", "0"]
-        );
+        assert!(words(&table[9]).starts_with("stall lock_owner_dead (handed over) 0 "));
         // Largest stalls 2973, 2973 and 2922.
         assert_eq!(
             words(&table[10]),
-            [
-                "worst",
-                "stall",
-                "(per",
-                "survivor)",
-                "3",
-                "2973",
-                "2922",
-                "2973",
-                "3000",
-                "4500"
-            ]
+            "worst stall (per survivor) 3 2973 2922 2973 3000 4500"
         );
         // The first leave apart; the second's time was unreadable.
         assert_eq!(
-            words(&table[11])[5..],
-            ["1", "13302", "13302", "13302", "-", "-"]
+            words(&table[11]),
+            "leave, cycle 1 (moves chunks) 1 13302 13302 13302 - -"
         );
-        assert!(table[11].starts_with("leave, cycle 1 (moves chunks)"));
-        assert_eq!(
-            words(&table[12]),
-            ["leave,", "cycles", "2-10", "2", "172.5", "158", "187", "-", "-"]
-        );
-        assert_eq!(
-            words(&table[13]),
-            ["rejoin", "4", "323", "207", "527", "-", "-"]
-        );
+        assert_eq!(words(&table[12]), "leave, cycles 2-10 2 172.5 158 187 - -");
+        assert_eq!(words(&table[13]), "rejoin 4 323 207 527 - -");
         assert_eq!(
             words(&table[14]),
-            [
-                "survivor",
-                "rdma_write",
-                "send_reply_imm",
-                "lock",
-                "dist_barrier",
-                "detection"
-            ]
+            "survivor rdma_write send_reply_imm lock dist_barrier detection"
         );
-        assert_eq!(
-            words(&table[16]),
-            ["failure/node2", "2970", "2951", "-", "2973", "2951"]
-        );
+        assert_eq!(words(&table[16]), "failure/node2 2970 2951 - 2973 2951");
         assert_eq!(
             table[18],
             "stall bound (every stall <= 4500 ms): met (worst 2973 ms, dist_barrier on failure/node1)"
@@ -1661,10 +1401,7 @@ mod tests {
         m.add_failure_logs("", &failure_logs()[..1], 4);
         let table = failure_table(&m.failure);
         for line in &table[11..14] {
-            assert_eq!(
-                words(line)[words(line).len() - 6..],
-                ["0", "-", "-", "-", "-", "-"]
-            );
+            assert!(words(line).ends_with(" 0 - - - - -"), "{line}");
         }
         assert_eq!(
             table.last().map(String::as_str),
@@ -1676,10 +1413,7 @@ mod tests {
             ..crate::bench::parse::parse_failure("node3", FAILURE_LEAVER)
         };
         let table = failure_table(&[nobody("node1"), leaver]);
-        assert_eq!(
-            words(&table[4]),
-            ["detection", "0", "-", "-", "-", "3000", "4500"]
-        );
+        assert_eq!(words(&table[4]), "detection 0 - - - 3000 4500");
         assert!(table.contains(
             &"stall bound (every stall <= 4500 ms): not evaluated, no stall was measured"
                 .to_string()
@@ -1697,8 +1431,10 @@ mod tests {
             "stall bound (every stall <= 4500 ms): NOT met (worst 4501 ms, lock on node3)"
         );
         let table = failure_table(&nodes);
-        assert!(table[11].starts_with("leave, cycle 1"), "{table:#?}");
-        assert_eq!(words(&table[11])[5..], ["0", "-", "-", "-", "-", "-"]);
+        assert_eq!(
+            words(&table[11]),
+            "leave, cycle 1 (moves chunks) 0 - - - - -"
+        );
         assert!(
             table
                 .last()

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use super::parse::{records, Latency, Record, Side};
-use super::report::{left, right, table_row};
+use super::report::{left, right, Table};
 
 /// What a round measures, which the markers around its lines in a guest
 /// log tell: `LITE-ROUND-BEGIN round=N` .. `LITE-ROUND-END round=N`, or
@@ -192,46 +192,39 @@ pub fn cpu_figures(rounds: &BTreeMap<u32, Round>) -> Vec<CpuFigure> {
         .collect()
 }
 
+/// A median with its range, to one decimal (times) or two (`ratio`).
+fn span(range: &Range, ratio: bool) -> String {
+    let Range { median, min, max } = range;
+    if ratio {
+        format!("{median:.2} ({min:.2}-{max:.2})")
+    } else {
+        format!("{median:.1} ({min:.1}-{max:.1})")
+    }
+}
+
 /// The CPU table, one string per line.
 pub fn cpu_table(figures: &[CpuFigure]) -> Vec<String> {
-    let columns = [
-        left(8),
-        right(6),
-        right(20).apart(),
-        right(20).apart(),
-        right(20).apart(),
-    ];
+    let table = Table([
+        (left(8), "VM"),
+        (right(6), "rounds"),
+        (right(20).apart(), "native (min-max)"),
+        (right(20).apart(), "LITE (min-max)"),
+        (right(20).apart(), "LITE/native (min-max)"),
+    ]);
     let mut lines = vec![
         "busy CPU time of the whole VM (kernel threads included) per operation of the round's \
          series, microseconds"
             .to_string(),
-        table_row(
-            &columns,
-            &[
-                "VM",
-                "rounds",
-                "native (min-max)",
-                "LITE (min-max)",
-                "LITE/native (min-max)",
-            ],
-        ),
+        table.header(),
     ];
     for f in figures {
-        let span = |r: &Range| format!("{:.1} ({:.1}-{:.1})", r.median, r.min, r.max);
-        let ratio = format!(
-            "{:.2} ({:.2}-{:.2})",
-            f.ratio.median, f.ratio.min, f.ratio.max
-        );
-        lines.push(table_row(
-            &columns,
-            &[
-                f.side,
-                &f.rounds.to_string(),
-                &span(&f.native),
-                &span(&f.lite),
-                &ratio,
-            ],
-        ));
+        lines.push(table.row([
+            f.side,
+            &f.rounds.to_string(),
+            &span(&f.native, false),
+            &span(&f.lite, false),
+            &span(&f.ratio, true),
+        ]));
     }
     lines
 }
@@ -414,50 +407,29 @@ pub fn figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
 
 /// The interleaved comparison's table, one string per line.
 pub fn table(figures: &[Figure]) -> Vec<String> {
-    let columns = [
-        left(11),
-        right(6),
-        right(6).apart(),
-        right(20).apart(),
-        right(20).apart(),
-        right(20).apart(),
-        right(6).apart(),
-        left(25).apart(),
-    ];
-    let mut lines = vec![table_row(
-        &columns,
-        &[
-            "op",
-            "size",
-            "rounds",
-            "native us (min-max)",
-            "LITE us (min-max)",
-            "LITE/native (min-max)",
-            "target",
-            "verdict",
-        ],
-    )];
+    let table = Table([
+        (left(11), "op"),
+        (right(6), "size"),
+        (right(6).apart(), "rounds"),
+        (right(20).apart(), "native us (min-max)"),
+        (right(20).apart(), "LITE us (min-max)"),
+        (right(20).apart(), "LITE/native (min-max)"),
+        (right(6).apart(), "target"),
+        (left(25).apart(), "verdict"),
+    ]);
+    let mut lines = vec![table.header()];
     for f in figures {
-        let span = |r: &Range| format!("{:.1} ({:.1}-{:.1})", r.median, r.min, r.max);
-        let ratio = format!(
-            "{:.2} ({:.2}-{:.2})",
-            f.ratio.median, f.ratio.min, f.ratio.max
-        );
         let target = f.target.map_or("-".to_string(), |t| format!("{t:.2}"));
-        let verdict = f.verdict().map_or("-", Verdict::describe);
-        lines.push(table_row(
-            &columns,
-            &[
-                &f.op,
-                &f.size.to_string(),
-                &f.rounds.to_string(),
-                &span(&f.native),
-                &span(&f.lite),
-                &ratio,
-                &target,
-                verdict,
-            ],
-        ));
+        lines.push(table.row([
+            &f.op,
+            &f.size.to_string(),
+            &f.rounds.to_string(),
+            &span(&f.native, false),
+            &span(&f.lite, false),
+            &span(&f.ratio, true),
+            &target,
+            f.verdict().map_or("-", Verdict::describe),
+        ]));
     }
     lines
 }

@@ -530,21 +530,56 @@ mod tests {
             init.contains(&format!("for atomic in {}; do", flags.join(" "))),
             "init.sh must loop over {flags:?}"
         );
-        assert!(init.contains("test=ib_atomic_lat size=8 atomic=$atomic side=$side"));
-        // Every program of a round reports its VM's busy CPU time.
-        assert!(init.contains(
-            r#"echo "LITE-RECORD {\"cpu\":{\"side\":\"$1\",\"program\":\"$2\",\"busy_ticks\":$(("#
-        ));
-        assert!(init.contains("timed_round \"$1\" verbs \"$group\" || status=1"));
-        assert!(init.contains("timed_round \"$1\" lite \"$group\" || status=1"));
-        assert!(init.contains("echo \"LITE-CPU-ROUND-BEGIN round=$round\""));
-        // Latency rounds: LITE's series take turns with the baseline's,
-        // which the server side serves beside LITE's.
-        assert!(init.contains("echo \"LITE-ROUND-BEGIN round=$round\""));
-        assert!(init.contains("interleaved_round \"$1\" \"$group\" || status=1"));
-        assert!(init.contains("--ops $2 --turns\""));
-        assert!(init.contains("lite_round \"$2\" --turn-ops \"$turnops\" --baseline"));
-        assert!(init.contains("lite.turnops=*) turnops=${arg#lite.turnops=} ;;"));
+        for needle in [
+            "test=ib_atomic_lat size=8 atomic=$atomic side=$side",
+            // Every program of a round reports its VM's busy CPU time.
+            r#"echo "LITE-RECORD {\"cpu\":{\"side\":\"$1\",\"program\":\"$2\",\"busy_ticks\":$(("#,
+            "timed_round \"$1\" verbs \"$group\" || status=1",
+            "timed_round \"$1\" lite \"$group\" || status=1",
+            "echo \"LITE-CPU-ROUND-BEGIN round=$round\"",
+            // Latency rounds: LITE's series take turns with the baseline's,
+            // which the server side serves beside LITE's.
+            "echo \"LITE-ROUND-BEGIN round=$round\"",
+            "interleaved_round \"$1\" \"$group\" || status=1",
+            "--ops $2 --turns\"",
+            "lite_round \"$2\" --turn-ops \"$turnops\" --baseline",
+            "lite.turnops=*) turnops=${arg#lite.turnops=} ;;",
+            // The memory region phase's parameters.
+            "lite.regioncounts=*) regioncounts=${arg#lite.regioncounts=} ;;",
+            "lite.createsizes=*) createsizes=${arg#lite.createsizes=} ;;",
+            "--series regions",
+            "--regions \"$regioncounts\" --create-sizes \"$createsizes\"",
+            // The process curve phase's parameters: each step's two sides
+            // one after the other.
+            "lite.processcounts=*) processcounts=${arg#lite.processcounts=} ;;",
+            "lite-verbs-bench --server --fork --wait event",
+            "--processes \"$count\" --ops write,rpc",
+            "lite.processops=*) processops=${arg#lite.processops=} ;;",
+            "lite.processrounds=*) processrounds=${arg#lite.processrounds=} ;;",
+            "--series processes --iters \"$each\"",
+            "--wait event --iters \"$each\"",
+            "--process-counts \"$count\"",
+            // A perftest server that could not calibrate its clock does not
+            // fail the run: the client's figures are the ones parsed.
+            "echo \"$out\" | grep -q \"Can't produce a report\"; then",
+            // Whichever VM joins LITE first, the VM serving the native
+            // baseline holds LITE's memory and the other measures both sides.
+            "*-server) litepeer=this ;;\n*-client) litepeer=other ;;",
+            "lite-bench --cm \"$cm\" --peer-node \"$litepeer\" --series latency",
+            "lite-bench --cm \"$cm\" --peer-node \"$litepeer\" --series regions",
+            "set -- --cm \"$cm\" --peer-node \"$litepeer\" --iters",
+            "lite-bench --cm \"$cm\" --peer-node \"$litepeer\" \\\n\t\t\t--series processes",
+            "[ -n \"$isolationrounds\" ] && set -- \"$@\" --qos-rounds",
+            // The cluster-size phase's role and parameter.
+            "bench-scale) lite-bench --cm \"$cm\" --scale \"$nodes\" --iters \"$iters\" \
+             --scale-calls \"$scalecalls\"",
+            "lite.scalecalls=*) scalecalls=${arg#lite.scalecalls=} ;;",
+            // The contention phase's role and parameter.
+            "bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\"",
+            "lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;",
+        ] {
+            assert!(init.contains(needle), "init.sh lacks {needle:?}");
+        }
         // Every operation compared runs in one group of each round, under
         // the names both programs' `--ops` take.
         let groups = init
@@ -557,53 +592,13 @@ mod tests {
         let mut compared: Vec<&str> = super::super::rounds::compared_ops().collect();
         compared.sort_unstable();
         assert_eq!(ops, compared);
-        // The memory region phase's roles and parameters.
-        for side in ["server", "client"] {
-            assert!(init.contains(&format!(
-                "\nbench-regions-{side}) region_curve {side} || rc=1 ;;\n"
-            )));
+        // The memory region and process curve phases' roles.
+        for (phase, side) in [("regions", "region_curve"), ("processes", "process_curve")] {
+            for role in ["server", "client"] {
+                let case = format!("\nbench-{phase}-{role}) {side} {role} || rc=1 ;;\n");
+                assert!(init.contains(&case), "{case}");
+            }
         }
-        assert!(init.contains("lite.regioncounts=*) regioncounts=${arg#lite.regioncounts=} ;;"));
-        assert!(init.contains("lite.createsizes=*) createsizes=${arg#lite.createsizes=} ;;"));
-        assert!(init.contains("--series regions"));
-        assert!(init.contains("--regions \"$regioncounts\" --create-sizes \"$createsizes\""));
-        // The process curve phase's roles and parameters: each step's two
-        // sides one after the other.
-        for side in ["server", "client"] {
-            assert!(init.contains(&format!(
-                "\nbench-processes-{side}) process_curve {side} || rc=1 ;;\n"
-            )));
-        }
-        assert!(init.contains("lite.processcounts=*) processcounts=${arg#lite.processcounts=} ;;"));
-        assert!(init.contains("lite-verbs-bench --server --fork --wait event"));
-        assert!(init.contains("--processes \"$count\" --ops write,rpc"));
-        assert!(init.contains("lite.processops=*) processops=${arg#lite.processops=} ;;"));
-        assert!(init.contains("lite.processrounds=*) processrounds=${arg#lite.processrounds=} ;;"));
-        assert!(init.contains("--series processes --iters \"$each\""));
-        assert!(init.contains("--wait event --iters \"$each\""));
-        assert!(init.contains("--process-counts \"$count\""));
-        // A perftest server that could not calibrate its clock does not fail
-        // the run: the client's figures are the ones parsed.
-        assert!(init.contains("echo \"$out\" | grep -q \"Can't produce a report\"; then"));
-        // Whichever VM joins LITE first, the VM serving the native baseline
-        // holds LITE's memory and the other measures both sides.
-        assert!(init.contains("*-server) litepeer=this ;;\n*-client) litepeer=other ;;"));
-        assert!(init.contains("lite-bench --cm \"$cm\" --peer-node \"$litepeer\" --series latency"));
-        assert!(init.contains("lite-bench --cm \"$cm\" --peer-node \"$litepeer\" --series regions"));
-        assert!(init.contains("set -- --cm \"$cm\" --peer-node \"$litepeer\" --iters"));
-        assert!(init.contains(
-            "lite-bench --cm \"$cm\" --peer-node \"$litepeer\" \\\n\t\t\t--series processes"
-        ));
-        assert!(init.contains("[ -n \"$isolationrounds\" ] && set -- \"$@\" --qos-rounds"));
-        // The cluster-size phase's role and parameter.
-        assert!(init.contains(
-            "bench-scale) lite-bench --cm \"$cm\" --scale \"$nodes\" --iters \"$iters\" \
-             --scale-calls \"$scalecalls\""
-        ));
-        assert!(init.contains("lite.scalecalls=*) scalecalls=${arg#lite.scalecalls=} ;;"));
-        // The contention phase's role and parameter.
-        assert!(init.contains("bench-lock) lite-bench --cm \"$cm\" --contend \"$nodes\""));
-        assert!(init.contains("lite.lockiters=*) lockiters=${arg#lite.lockiters=} ;;"));
         // The failure phase's roles: the failure program alone, each in
         // its part.
         for (role, part) in [

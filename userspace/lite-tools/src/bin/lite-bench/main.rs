@@ -130,9 +130,9 @@ use lite_tools::args::{
     in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed, CM_OPTION,
 };
 use lite_tools::bench::{
-    calls_per_thread, completion_groups, emit, latency, p99, parse_switch, region_record,
-    rpc_throughput, run_window, throughput_iters, throughput_of_completions, throughput_of_ops,
-    to_first_region, LoadReport, LockSeries, Operation, PeerNode, QosPhase, QosResult, Throughput,
+    calls_per_thread, completion_groups, emit, latency, lock_record, p99, parse_switch,
+    region_record, rpc_throughput, run_window, throughput_iters, throughput_of_completions,
+    throughput_of_ops, to_first_region, LoadReport, Operation, PeerNode, QosPhase, QosResult,
 };
 use lite_tools::debugfs::{self, DEBUGFS_DIR};
 use lite_tools::errno::{describe_error, describe_result};
@@ -778,19 +778,12 @@ fn run(options: &Options) -> Result<(), String> {
         let stopped = server.and_then(|server| server.map_or(Ok(()), RpcServer::stop));
         return stopped.and(finished);
     }
-    if options.series == Series::Regions {
-        let outcome = measure_region_curve(options);
-        let finished = barrier();
-        return outcome.and(finished);
-    }
-    if options.series == Series::Processes {
-        let outcome =
-            process_curve::measure(options.memory_node, &options.process_counts, options.iters);
-        let finished = barrier();
-        return outcome.and(finished);
-    }
-    if options.series == Series::Latency {
-        let outcome = options
+    let outcome = match options.series {
+        Series::Regions => measure_region_curve(options),
+        Series::Processes => {
+            process_curve::measure(options.memory_node, &options.process_counts, options.iters)
+        }
+        Series::Latency => options
             .baseline
             .as_deref()
             .map(|command| Baseline::spawn(command, options.turn_ops))
@@ -800,18 +793,16 @@ fn run(options: &Options) -> Result<(), String> {
                     .and_then(|()| measure_atomics(options, &mut baseline))
                     .and_then(|()| measure_rpc_round_trips(options, &mut baseline))
                     .and_then(|()| baseline.map_or(Ok(()), Baseline::finish))
-            });
-        let finished = barrier();
-        return outcome.and(finished);
-    }
-    let outcome = measure(options, &mut None)
-        .and_then(|()| measure_atomics(options, &mut None))
-        .and_then(|()| measure_locks(options, me))
-        .and_then(|()| measure_memory_ops(options))
-        .and_then(|()| measure_async(options))
-        .and_then(|()| measure_rpc(options))
-        .and_then(|()| measure_qos(options))
-        .and_then(|()| measure_regions(options, me));
+            }),
+        Series::All => measure(options, &mut None)
+            .and_then(|()| measure_atomics(options, &mut None))
+            .and_then(|()| measure_locks(options, me))
+            .and_then(|()| measure_memory_ops(options))
+            .and_then(|()| measure_async(options))
+            .and_then(|()| measure_rpc(options))
+            .and_then(|()| measure_qos(options))
+            .and_then(|()| measure_regions(options, me)),
+    };
     // The memory node must not leave while the other still measures, and
     // the measuring node must release it even after a failure.
     let finished = barrier();
@@ -840,8 +831,7 @@ fn measure(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), Str
     let node = options.memory_node;
     let largest = options.sizes.iter().copied().max().unwrap_or(0);
     let lmr_size = largest.max(MIN_LMR_SIZE);
-    let lmr = Lmr::alloc(node, lmr_size, 0, PASSWORD)
-        .map_err(|e| format!("alloc {lmr_size} B on node {node}: {}", describe_error(&e)))?;
+    let lmr = alloc(node, lmr_size)?;
     say(format_args!(
         "lite-bench: measuring against {lmr_size} B on node {node}, {} iterations per series",
         options.iters
@@ -883,8 +873,7 @@ fn measure(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), Str
         }
     }
 
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(lmr)
 }
 
 /// Times `iters` runs of `operation`, the series of `kind` at `size` bytes:
@@ -931,6 +920,18 @@ fn read(lmr: &Lmr, buf: &mut [u8]) -> Result<(), String> {
         .map_err(|e| format!("read of {len} B: {}", describe_error(&e)))
 }
 
+/// A `size`-byte LMR on `node`, with the benchmark's password.
+fn alloc(node: u32, size: u64) -> Result<Lmr, String> {
+    Lmr::alloc(node, size, 0, PASSWORD)
+        .map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))
+}
+
+/// Frees `lmr`.
+fn free(lmr: Lmr) -> Result<(), String> {
+    lmr.free()
+        .map_err(|e| format!("free: {}", describe_error(&e)))
+}
+
 fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String> {
     let summary = summarize(samples).ok_or("no samples")?;
     emit(&Record::Latency(latency(operation, size, &summary)));
@@ -951,14 +952,10 @@ fn expect_ok(what: impl FnOnce() -> String, ret: c_long) -> Result<(), String> {
     }
 }
 
-fn report_throughput(
-    operation: Operation,
-    size: u64,
-    depth: Option<usize>,
-    throughput: Option<Throughput>,
-) -> Result<(), String> {
+/// Prints a throughput series' record; `None` is a series that failed.
+fn report_throughput(throughput: Option<record::Throughput>) -> Result<(), String> {
     let throughput = throughput.ok_or("no usable samples (zero durations)")?;
-    emit(&throughput.record(operation, size, depth));
+    emit(&Record::Throughput(throughput));
     Ok(())
 }
 
@@ -969,12 +966,8 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         return Ok(());
     };
     let node = options.memory_node;
-    let alloc = || {
-        Lmr::alloc(node, largest, 0, PASSWORD)
-            .map_err(|e| format!("alloc {largest} B on node {node}: {}", describe_error(&e)))
-    };
-    let source = alloc()?;
-    let target = alloc()?;
+    let source = alloc(node, largest)?;
+    let target = alloc(node, largest)?;
     say(format_args!(
         "lite-bench: memset/memcpy on two {largest} B LMRs on node {node}, {} B per series",
         options.bw_bytes
@@ -1005,12 +998,7 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
                 check[at]
             ));
         }
-        report_throughput(
-            Operation::Memset,
-            size,
-            None,
-            throughput_of_ops(size, &samples),
-        )?;
+        report_throughput(throughput_of_ops(Operation::Memset, size, &samples))?;
 
         let memcpy = || {
             let ret = sys::memcpy(source.handle(), 0, target.handle(), 0, size);
@@ -1021,18 +1009,10 @@ fn measure_memory_ops(options: &Options) -> Result<(), String> {
         read(&target, check)?;
         pattern::verify(seed, 0, check)
             .map_err(|m| format!("memcpy of {size} B copied wrong data: {m}"))?;
-        report_throughput(
-            Operation::Memcpy,
-            size,
-            None,
-            throughput_of_ops(size, &samples),
-        )?;
+        report_throughput(throughput_of_ops(Operation::Memcpy, size, &samples))?;
     }
 
-    source
-        .free()
-        .and_then(|()| target.free())
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(source).and(free(target))
 }
 
 /// Runs `operation` untimed a few times, then `ops` times timed; returns
@@ -1065,8 +1045,7 @@ fn measure_async(options: &Options) -> Result<(), String> {
     // Bounded by MAX_BW_SIZE when parsed.
     let span = largest * max_depth as u64;
     let node = options.memory_node;
-    let lmr = Lmr::alloc(node, span, 0, PASSWORD)
-        .map_err(|e| format!("alloc {span} B on node {node}: {}", describe_error(&e)))?;
+    let lmr = alloc(node, span)?;
     say(format_args!(
         "lite-bench: asynchronous transfers against {span} B on node {node}, {} B per series",
         options.bw_bytes
@@ -1085,8 +1064,7 @@ fn measure_async(options: &Options) -> Result<(), String> {
         let _ = sys::fence();
     }
     outcome?;
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(lmr)
 }
 
 fn async_series(
@@ -1130,12 +1108,12 @@ fn async_series(
             run_window(THROUGHPUT_WARMUP_OPS, depth, write_one, reap, monotonic_ns)?;
             let start = monotonic_ns();
             let completions = run_window(ops, depth, write_one, reap, monotonic_ns)?;
-            report_throughput(
-                Operation::WriteAsync,
-                size,
-                Some(depth),
-                throughput_of_completions(size, start, &completions, completion_groups(ops, depth)),
-            )?;
+            report_throughput(throughput_of_completions(
+                (Operation::WriteAsync, size, depth),
+                start,
+                &completions,
+                completion_groups(ops, depth),
+            ))?;
 
             let used = (ops.min(depth) as u64 * size) as usize;
             // Reads into slots of the buffer at `base`.
@@ -1175,12 +1153,12 @@ fn async_series(
             pattern::verify(seed, 0, &sink[..used]).map_err(|m| {
                 format!("read_async of {size} B at depth {depth} returned wrong data: {m}")
             })?;
-            report_throughput(
-                Operation::ReadAsync,
-                size,
-                Some(depth),
-                throughput_of_completions(size, start, &completions, completion_groups(ops, depth)),
-            )?;
+            report_throughput(throughput_of_completions(
+                (Operation::ReadAsync, size, depth),
+                start,
+                &completions,
+                completion_groups(ops, depth),
+            ))?;
         }
     }
     // Writes landed where expected (and the reads above saw them).
@@ -1415,9 +1393,8 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
         }
     }
     let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
-    let throughput =
-        rpc_throughput(1, &samples, elapsed_us).ok_or("async RPC: no usable samples")?;
-    emit(&throughput.record(size, Some(depth)));
+    let series = (size, 1, Some(depth));
+    emit(&rpc_throughput(series, &samples, elapsed_us).ok_or("async RPC: no usable samples")?);
     Ok(())
 }
 
@@ -1464,9 +1441,9 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
     for result in results {
         samples.extend(result.map_err(|e| format!("RPC throughput with {threads} threads: {e}"))?);
     }
-    let throughput =
-        rpc_throughput(threads, &samples, elapsed_us).ok_or("RPC throughput: no usable samples")?;
-    emit(&throughput.record(RPC_THROUGHPUT_SIZE, None));
+    let series = (RPC_THROUGHPUT_SIZE, threads, None);
+    let record = rpc_throughput(series, &samples, elapsed_us);
+    emit(&record.ok_or("RPC throughput: no usable samples")?);
     Ok(())
 }
 
@@ -1544,8 +1521,7 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
             "the atomic LMR holds {held} after {value} increments"
         ));
     }
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(lmr)
 }
 
 /// An atomic's old value must be the one expected.
@@ -1599,7 +1575,7 @@ fn time_lock_pairs(
     pairs: usize,
     contenders: u32,
     node: u32,
-) -> Result<(LockSeries, Vec<f64>), String> {
+) -> Result<(Record, Vec<f64>), String> {
     let micros = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1000.0;
     let mut acquire_us = Vec::with_capacity(pairs);
     let mut pair_us = Vec::with_capacity(pairs);
@@ -1616,9 +1592,14 @@ fn time_lock_pairs(
         pair_us.push(micros(start, end));
     }
     let busy_us = micros(begin, monotonic_ns());
-    let series = LockSeries::new(contenders, node, lock.home, &acquire_us, &pair_us, busy_us)
-        .ok_or("no usable lock samples")?;
-    Ok((series, acquire_us))
+    let series = lock_record(
+        (contenders, node, lock.home),
+        &acquire_us,
+        &pair_us,
+        busy_us,
+    )
+    .ok_or("no usable lock samples")?;
+    Ok((Record::Lock(series), acquire_us))
 }
 
 /// Uncontended lock/unlock pairs on a lock kept by the memory node and on
@@ -1636,7 +1617,7 @@ fn measure_locks(options: &Options, me: u32) -> Result<(), String> {
             release(&lock)?;
         }
         let (series, _) = time_lock_pairs(&lock, options.iters, 1, me)?;
-        emit(&series.record());
+        emit(&series);
     }
     Ok(())
 }
@@ -1730,7 +1711,7 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
             return Ok(());
         }
         let (series, acquired) = time_lock_pairs(lock, options.contend_iters, contenders, me)?;
-        emit(&series.record());
+        emit(&series);
         for samples in LockSamples::split(contenders, me, &acquired) {
             emit(&Record::LockSamples(samples));
         }
@@ -1836,8 +1817,7 @@ fn measure_qos(options: &Options) -> Result<(), String> {
     }
     let node = options.memory_node;
     let initial = qos_enabled()?;
-    let lmr = Lmr::alloc(node, QOS_SIZE, 0, PASSWORD)
-        .map_err(|e| format!("alloc {QOS_SIZE} B on node {node}: {}", describe_error(&e)))?;
+    let lmr = alloc(node, QOS_SIZE)?;
     let previous = set_priority(sys::PRIORITY_HIGH)?;
     say(format_args!(
         "lite-bench: isolation: {} rounds of {} high-priority {QOS_SIZE} B writes to node {node} \
@@ -1862,8 +1842,7 @@ fn measure_qos(options: &Options) -> Result<(), String> {
     let restored = set_qos(initial);
     let reset = set_priority(previous).map(drop);
     outcome.and(restored).and(reset)?;
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    free(lmr)
 }
 
 fn qos_phase(
@@ -2093,10 +2072,7 @@ fn alloc_alternately(
 
 /// Frees every LMR of `lmrs` (on an error, dropping frees the rest).
 fn free_all(lmrs: Vec<Lmr>) -> Result<(), String> {
-    lmrs.into_iter().try_for_each(|lmr| {
-        lmr.free()
-            .map_err(|e| format!("free: {}", describe_error(&e)))
-    })
+    lmrs.into_iter().try_for_each(free)
 }
 
 /// Prints the resources file's counters with `alive` LMRs of `size` bytes
@@ -2186,8 +2162,7 @@ fn load_process(args: &[String]) -> ExitCode {
 /// again, until stdin closes.
 fn load(node: u32, size: u64) -> Result<LoadReport, String> {
     set_priority(sys::PRIORITY_LOW)?;
-    let lmr = Lmr::alloc(node, size, 0, PASSWORD)
-        .map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))?;
+    let lmr = alloc(node, size)?;
     let seed = pattern::seed(&[u64::from(node), size, u64::from(std::process::id())]);
     let mut data = vec![0u8; size as usize];
     pattern::fill(seed, 0, &mut data);
@@ -2216,8 +2191,7 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
     lmr.read(0, &mut check, Priority::Low)
         .map_err(|e| format!("read back: {}", describe_error(&e)))?;
     pattern::verify(seed, 0, &check).map_err(|m| format!("writes left wrong data: {m}"))?;
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))?;
+    free(lmr)?;
     Ok(LoadReport {
         ops,
         bytes: ops * size,

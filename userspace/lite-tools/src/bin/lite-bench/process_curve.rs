@@ -12,14 +12,15 @@
 use std::io::BufRead;
 use std::process::ExitCode;
 
-use lite::{Lmr, Priority};
-use lite_tools::bench::{emit, ProcessStep, ProcessWorkload};
+use lite::Priority;
+use lite_bench_record::Record;
+use lite_tools::bench::{emit, process_record, ProcessWorkload};
 use lite_tools::errno::describe_error;
 use lite_tools::stats::monotonic_ns;
 use lite_tools::{pattern, say};
 
 use super::piped::Piped;
-use super::{echo_call, read_region_counters, wait_for_server, PASSWORD, WARMUP_OPS};
+use super::{alloc, echo_call, free, read_region_counters, wait_for_server, WARMUP_OPS};
 
 /// The subcommand of one process of the curve.
 pub(crate) const PROCESS_SUBCOMMAND: &str = "__process";
@@ -37,8 +38,7 @@ pub(crate) fn measure(node: u32, counts: &[usize], iters: usize) -> Result<(), S
     ));
     for workload in [ProcessWorkload::Write, ProcessWorkload::Rpc] {
         for &count in counts {
-            let step = step(workload, node, count, iters)?;
-            emit(&step.record());
+            emit(&step(workload, node, count, iters)?);
         }
     }
     Ok(())
@@ -50,7 +50,7 @@ fn step(
     node: u32,
     count: usize,
     iters: usize,
-) -> Result<ProcessStep, String> {
+) -> Result<Record, String> {
     let mut workers = Vec::with_capacity(count);
     for _ in 0..count {
         workers.push(spawn_worker(workload, node, iters)?);
@@ -77,16 +77,13 @@ fn step(
     for mut worker in workers {
         worker.finish()?;
     }
-    Ok(ProcessStep {
+    Ok(process_record(
         workload,
-        size: OP_SIZE as u64,
-        processes: count,
-        iters,
-        elapsed_us,
-        slowest_us,
-        qps: stats.connections,
-        mrs: memory_regions,
-    })
+        OP_SIZE as u64,
+        (count, iters),
+        (elapsed_us, slowest_us),
+        (stats.connections, memory_regions),
+    ))
 }
 
 /// One process of a step.
@@ -142,10 +139,7 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
     pattern::fill(seed, 0, &mut data);
     let mut back = [0u8; OP_SIZE];
     let lmr = match workload {
-        ProcessWorkload::Write => Some(
-            Lmr::alloc(node, OP_SIZE as u64, 0, PASSWORD)
-                .map_err(|e| format!("alloc {OP_SIZE} B on node {node}: {}", describe_error(&e)))?,
-        ),
+        ProcessWorkload::Write => Some(alloc(node, OP_SIZE as u64)?),
         ProcessWorkload::Rpc => None,
     };
     // Every reply is checked: another process's would differ.
@@ -181,8 +175,7 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
         lmr.read(0, &mut back, Priority::None)
             .map_err(|e| format!("read back: {}", describe_error(&e)))?;
         pattern::verify(seed, 0, &back).map_err(|m| format!("writes left wrong data: {m}"))?;
-        lmr.free()
-            .map_err(|e| format!("free: {}", describe_error(&e)))?;
+        free(lmr)?;
     }
     Ok(took_us)
 }
