@@ -810,34 +810,31 @@ mod tests {
         );
     }
 
-    /// Appends `line` and a line end to the file at `path`, as the manager does.
-    fn append_line(path: &Path, line: &str) {
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .expect("the log");
-        std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).expect("append");
+    /// A death watch of a two-node cluster whose manager logged
+    /// `manager` and whose nodes' consoles are `consoles`; and its
+    /// manager's log.
+    fn death_watch(dir: &Path, manager: &str, consoles: [&str; 2]) -> (NoDeathWatch, PathBuf) {
+        let log = dir.join("cm.log");
+        std::fs::write(&log, manager).expect("write the log");
+        for (i, console) in (1..).zip(consoles) {
+            std::fs::write(dir.join(format!("node{i}.log")), console).expect("a console");
+        }
+        let extra = |_: usize| Vec::new();
+        (NoDeathWatch::new(&spec(dir, &extra)), log)
     }
 
     #[test]
     fn the_death_watch_stops_at_the_managers_verdict_only() {
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch").expect("temporary directory");
-        let dir = tmp.path();
-        let extra = |_: usize| Vec::new();
-        let spec = spec(dir, &extra);
-        let log = dir.join("cm.log");
-        std::fs::write(
-            &log,
+        let (mut watch, log) = death_watch(
+            tmp.path(),
             "lite-cm: node 1 (incarnation 1) joined from 10.77.0.1:1, now 1 live, epoch 1\n\
              lite-cm: node 3 was silent for 1600 ms (late; dead after 3000 ms)\n",
-        )
-        .expect("write the log");
-        let mut watch = NoDeathWatch::new(&spec);
-        assert!(watch.check().is_ok());
-        append_line(
-            &log,
-            "lite-cm: node 3 (incarnation 1) declared dead: silent for 3082 ms",
+            ["", ""],
         );
+        assert!(watch.check().is_ok());
+        let death = "lite-cm: node 3 (incarnation 1) declared dead: silent for 3082 ms\n";
+        crate::fsutil::append(&log, death);
         let err = watch.check().expect_err("a death ends the wait");
         assert!(
             err.to_string()
@@ -849,38 +846,23 @@ mod tests {
     #[test]
     fn the_death_watch_lets_a_finished_guest_go() {
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch-done").expect("temporary directory");
-        let dir = tmp.path();
-        let extra = |_: usize| Vec::new();
-        let spec = spec(dir, &extra);
-        let log = dir.join("cm.log");
         // LITE node ids follow the join order, not the VM index.
-        std::fs::write(
-            &log,
+        let (mut watch, log) = death_watch(
+            tmp.path(),
             "lite-cm: node 1 (incarnation 1) joined from 10.77.0.2:58532 (gid ::ffff:10.77.0.2, lid 0), connected to nodes [], now 1 live, epoch 1\n\
              lite-cm: node 2 (incarnation 1) joined from 10.77.0.1:58892 (gid ::ffff:10.77.0.1, lid 0), connected to nodes [1], now 2 live, epoch 2\n",
-        )
-        .expect("write the log");
-        std::fs::write(
-            dir.join("node2.log"),
-            "LITE-GUEST-EXIT rc=0\r\nreboot: Restarting system\r\n",
-        )
-        .expect("write node2's log");
-        std::fs::write(
-            dir.join("node1.log"),
-            "LITE-GUEST-PROGRAM lite-resources\r\n",
-        )
-        .expect("write node1's log");
-        let mut watch = NoDeathWatch::new(&spec);
+            [
+                "LITE-GUEST-PROGRAM lite-resources\r\n",
+                "LITE-GUEST-EXIT rc=0\r\nreboot: Restarting system\r\n",
+            ],
+        );
         assert!(watch.check().is_ok());
-        append_line(
-            &log,
-            "lite-cm: node 1 (incarnation 1) declared dead: silent for 10040 ms",
-        );
+        let death = |node| {
+            format!("lite-cm: node {node} (incarnation 1) declared dead: silent for 10040 ms\n")
+        };
+        crate::fsutil::append(&log, &death(1));
         assert!(watch.check().is_ok(), "node 1 is VM 2, which had finished");
-        append_line(
-            &log,
-            "lite-cm: node 2 (incarnation 1) declared dead: silent for 10040 ms",
-        );
+        crate::fsutil::append(&log, &death(2));
         let err = watch.check().expect_err("VM 1 was still running");
         assert!(
             err.to_string()

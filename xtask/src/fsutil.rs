@@ -198,6 +198,17 @@ impl LogFollower {
     }
 }
 
+/// Appends `text` to the file at `path`, as a program writing its log
+/// does, for tests of what follows a growing log.
+#[cfg(test)]
+pub fn append(path: &Path, text: &str) {
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .unwrap_or_else(|err| panic!("cannot open {}: {err}", path.display()));
+    std::io::Write::write_all(&mut file, text.as_bytes()).expect("append");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

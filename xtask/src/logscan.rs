@@ -256,11 +256,7 @@ mod tests {
         assert!(!watch.poll());
         std::fs::write(&path, "booting\nVICTIM").unwrap();
         assert!(!watch.poll());
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        std::io::Write::write_all(&mut file, b" ready\n").unwrap();
+        crate::fsutil::append(&path, " ready\n");
         assert!(watch.poll());
     }
 }

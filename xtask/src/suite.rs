@@ -260,13 +260,14 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     checked(&mut tally, ok)?;
 
     let Some(kernel) = kernel else {
-        skip(4, "KUnit", "no kernel");
-        skip(5, "cluster test", "no kernel");
-        skip(6, "failure test", "no kernel");
-        skip(7, "partition test", "no kernel");
-        skip(8, "programs of one's own", "no kernel");
-        skip(9, "lock order", "no kernel");
-        tally.failed += 6;
+        let rest = ["KUnit", "cluster test", "failure test", "partition test"];
+        let rest = rest
+            .into_iter()
+            .chain(["programs of one's own", "lock order"]);
+        for (k, name) in (4..).zip(rest) {
+            ui::say(&format!("==> [{k}/{STEPS}] {name} … not run (no kernel)"));
+            tally.failed += 1;
+        }
         return finish(&tally);
     };
 
@@ -395,10 +396,6 @@ fn step(k: usize, name: &str, body: impl FnOnce() -> Result<()>) -> bool {
             false
         }
     }
-}
-
-fn skip(k: usize, name: &str, why: &str) {
-    ui::say(&format!("==> [{k}/{STEPS}] {name} … not run ({why})"));
 }
 
 /// `cargo test --workspace`; on failure shows the failing tests.
@@ -920,36 +917,18 @@ fn switch_manager_to_api_test_dead_after(
 /// [`failure::SURVIVORS_DONE_TIMEOUT`], or on Ctrl-C.
 fn await_survivors_done(cluster: &mut impl RejoinCluster, victim: usize) -> Result<()> {
     let marker = format!("{}{}", tap::PROGRAM_MARKER, SURVIVOR_PROGRAMS[1]);
-    let mut watches = Vec::new();
+    let since = Instant::now();
     for i in (1..=cluster.nodes()).filter(|&i| i != victim) {
         let (survivor, log) = cluster.node_log(i)?;
-        watches.push((i, survivor, MarkerWatch::new(log, &marker)));
+        failure::await_marker(
+            &mut MarkerWatch::new(log, &marker),
+            &survivor,
+            since,
+            failure::SURVIVORS_DONE_TIMEOUT,
+            &mut || Ok(cluster.node_exited(i)?.then(|| survivor.clone())),
+        )?;
     }
-    let since = Instant::now();
-    loop {
-        interrupt::check()?;
-        let mut waiting = Vec::new();
-        for (i, survivor, watch) in &mut watches {
-            if watch.poll() {
-                continue;
-            }
-            if cluster.node_exited(*i)? {
-                bail!("{survivor} ended before it started the cluster test");
-            }
-            waiting.push(survivor.clone());
-        }
-        if waiting.is_empty() {
-            return Ok(());
-        }
-        if since.elapsed() > failure::SURVIVORS_DONE_TIMEOUT {
-            bail!(
-                "{} did not finish the failure test within {} of the kill",
-                waiting.join(", "),
-                ui::duration(failure::SURVIVORS_DONE_TIMEOUT)
-            );
-        }
-        sleep(process::POLL);
-    }
+    Ok(())
 }
 
 /// Boots node `victim`'s VM again with role [`REJOIN_ROLE`], as `spec`
@@ -1324,19 +1303,6 @@ mod tests {
     }
 
     #[test]
-    fn the_victim_is_the_last_failure_test_node() {
-        assert_eq!(
-            failure_roles(4),
-            [
-                "failure-survivor",
-                "failure-survivor",
-                "failure-survivor",
-                "failure-victim"
-            ]
-        );
-    }
-
-    #[test]
     fn only_the_failure_phase_node_booted_again_keeps_kmemleak() {
         let roles = failure_roles(FAILURE_NODES);
         for (i, role) in (1..=FAILURE_NODES).zip(roles) {
@@ -1440,11 +1406,7 @@ mod tests {
         }
 
         fn manager_says(&self, line: &str) {
-            let mut log = std::fs::OpenOptions::new()
-                .append(true)
-                .open(self.log("cm"))
-                .expect("the manager's log");
-            std::io::Write::write_all(&mut log, format!("{line}\n").as_bytes()).expect("append");
+            crate::fsutil::append(&self.log("cm"), &format!("{line}\n"));
         }
 
         fn name(&self, i: usize) -> String {
@@ -1772,19 +1734,18 @@ mod tests {
     }
 
     #[test]
-    fn only_the_victims_second_boot_is_counted() {
+    fn the_victim_and_the_cut_node_are_last_and_only_the_victims_second_boot_counts() {
+        let survivor = "failure-survivor".to_string();
+        assert_eq!(
+            failure_roles(4),
+            [&survivor, &survivor, &survivor, "failure-victim"]
+        );
+        let survivor = "partition-survivor".to_string();
+        assert_eq!(partition_roles(3), [&survivor, &survivor, "partition-cut"]);
         assert_eq!(rebooted_name(4), "node4-rejoin");
         assert!(rebooted_log("node4-rejoin", 4));
         assert!(!rebooted_log("node4", 4));
         assert!(!rebooted_log("node3-rejoin", 4));
-    }
-
-    #[test]
-    fn the_cut_node_is_the_last_partition_test_node() {
-        assert_eq!(
-            partition_roles(3),
-            ["partition-survivor", "partition-survivor", "partition-cut"]
-        );
     }
 
     #[test]
