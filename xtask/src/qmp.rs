@@ -77,23 +77,27 @@ impl Monitor {
     /// Stops the VM's CPUs and its virtual clock, as a paused machine;
     /// fails unless QEMU then reports it not running.
     pub fn stop(&mut self) -> Result<()> {
-        self.execute("stop")?;
-        if self.running()? {
-            bail!(
-                "QMP at {}: the VM still runs after stop",
-                self.path.display()
-            );
-        }
-        Ok(())
+        self.switch("stop", false)
     }
 
     /// Lets a stopped VM run again; fails unless QEMU then reports it
     /// running.
     pub fn cont(&mut self) -> Result<()> {
-        self.execute("cont")?;
-        if !self.running()? {
+        self.switch("cont", true)
+    }
+
+    /// Runs `command`, then fails unless QEMU reports the VM `running` or
+    /// not, as the command should have left it.
+    fn switch(&mut self, command: &str, running: bool) -> Result<()> {
+        self.execute(command)?;
+        if self.running()? != running {
+            let state = if running {
+                "does not run"
+            } else {
+                "still runs"
+            };
             bail!(
-                "QMP at {}: the VM does not run after cont",
+                "QMP at {}: the VM {state} after {command}",
                 self.path.display()
             );
         }

@@ -176,7 +176,8 @@ impl ProgramArchive {
             for library in initramfs::shared_libraries(program)? {
                 let contents = fs::read(&library)
                     .with_context(|| format!("cannot read {}", library.display()))?;
-                files.push((guest_library_path(&library)?, contents));
+                let guest_path = Path::new("/").join(initramfs::guest_library_path(&library)?);
+                files.push((merged_usr_path(&guest_path)?, contents));
             }
         }
         Ok(Self { name, files })
@@ -264,23 +265,8 @@ fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
     read_le(bytes, at).map(u64::from_le_bytes)
 }
 
-/// Where the guests have the library that the host has at `library`, as
-/// `initramfs` installs libraries: in its directory's canonical path, under
-/// the name `ldd` gave (the soname); see [`merged_usr_path`].
-fn guest_library_path(library: &Path) -> Result<String> {
-    let name = library
-        .file_name()
-        .with_context(|| format!("library path {} without a file name", library.display()))?;
-    let dir = library
-        .parent()
-        .with_context(|| format!("library path {} without a directory", library.display()))?;
-    let dir = dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", dir.display()))?;
-    merged_usr_path(&dir.join(name))
-}
-
-/// The absolute host path `path` relative to the guests' root. The guests'
+/// The absolute path `path` (a library's, as `initramfs` installs it: see
+/// [`initramfs::guest_library_path`]) relative to the guests' root. The guests'
 /// `/lib` and `/lib64` are links into `/usr`: a path under them (on a host
 /// without merged `/usr`) is named by its place in `/usr`, so that no
 /// directory entry of the archive replaces one of those links.
