@@ -388,8 +388,6 @@ LITE-GUEST-EXIT rc=1
             "cargo xtask fuzz --minutes 2 --seed 0x2a --nodes 3"
         );
         let init = include_str!("init.sh");
-        assert!(init.contains("lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;"));
-        assert!(init.contains("lite.seed=*) seed=${arg#lite.seed=} ;;"));
         assert!(init.contains(&format!("\n{ROLE}) {PROGRAM} --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${{seed:+--seed \"$seed\"}}")));
     }
 
