@@ -496,8 +496,7 @@ impl NoDeathWatch {
         else {
             return false;
         };
-        let log = std::fs::read(path).unwrap_or_default();
-        logscan::guest_exit(&String::from_utf8_lossy(&log)).is_some()
+        logscan::guest_exit(&logscan::read_log(path)).is_some()
     }
 }
 

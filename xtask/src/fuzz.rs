@@ -108,9 +108,7 @@ pub fn run(
     let mut failed = 0;
     let mut cluster_counts: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for tail in &tails {
-        let log = std::fs::read(tail.log.path()).unwrap_or_default();
-        let log = String::from_utf8_lossy(&log);
-        let node = NodeReport::parse(&log);
+        let node = NodeReport::parse(&logscan::read_log(tail.log.path()));
         for line in node.describe(&tail.name) {
             ui::say(&format!("    {line}"));
         }
@@ -235,11 +233,8 @@ impl NodeReport {
                 }
             }
         }
-        let mut errnos: Vec<(&str, u64)> = errnos.into_iter().collect();
-        errnos.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let errnos: Vec<String> = errnos.iter().map(|(e, n)| format!("{e} {n}")).collect();
         if !errnos.is_empty() {
-            lines.push(format!("  errnos: {}", errnos.join(", ")));
+            lines.push(format!("  errnos: {}", most_frequent_first(errnos)));
         }
         for alarm in self.alarms.iter().take(10) {
             lines.push(format!("  {alarm}"));
@@ -269,13 +264,22 @@ fn call_table(counts: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
         .iter()
         .map(|(call, outcomes)| {
             let total = outcomes.get("calls").copied().unwrap_or(0);
-            let mut rest: Vec<(&String, &u64)> =
-                outcomes.iter().filter(|(o, _)| *o != "calls").collect();
-            rest.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-            let rest: Vec<String> = rest.iter().map(|(o, n)| format!("{o} {n}")).collect();
-            format!("{call:<width$} {total:>8}: {}", rest.join(", "))
+            let rest = outcomes
+                .iter()
+                .filter(|(o, _)| *o != "calls")
+                .map(|(o, n)| (o.as_str(), *n));
+            format!("{call:<width$} {total:>8}: {}", most_frequent_first(rest))
         })
         .collect()
+}
+
+/// `outcome count` pairs, most frequent first (then by name), separated by
+/// commas.
+fn most_frequent_first<'a>(counts: impl IntoIterator<Item = (&'a str, u64)>) -> String {
+    let mut counts: Vec<(&str, u64)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let counts: Vec<String> = counts.iter().map(|(o, n)| format!("{o} {n}")).collect();
+    counts.join(", ")
 }
 
 /// Follows a node's growing console and shows its alarms and failed test
