@@ -87,15 +87,11 @@ pub fn guest_exit(log: &str) -> Option<i32> {
 pub fn problems(log: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(crash) = first_crash(log) {
-        let mut report = format!(
+        let head = format!(
             "kernel log shows \"{}\" at line {}:",
             crash.pattern, crash.line
         );
-        for line in &crash.context {
-            report.push_str("\n      ");
-            report.push_str(line);
-        }
-        problems.push(report);
+        problems.push(crate::tap::with_diagnostics(head, &crash.context));
     }
     match guest_exit(log) {
         Some(0) => {}
