@@ -168,11 +168,6 @@ impl LogFollower {
         }
     }
 
-    /// The file followed.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The complete lines added since the last call, without their line
     /// ends. A file not there yet, or unreadable for now, is read next time.
     pub fn new_lines(&mut self) -> Vec<String> {

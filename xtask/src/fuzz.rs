@@ -9,13 +9,13 @@
 //! alarm, failed test point or log problem fails the command.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cluster::{self, Cluster, NoDeathWatch};
-use crate::fsutil::LogFollower;
+use crate::cluster;
+use crate::demo::{run_showing_consoles, ConsolesRun};
 use crate::kernel::Flavour;
 use crate::logscan::strip_timestamp;
 use crate::paths::Cache;
@@ -88,28 +88,16 @@ pub fn run(
     let extra = |_: usize| params.clone();
     let roles = vec![ROLE.to_string(); nodes];
     let spec = images.spec(roles, &extra, &logs, Some(cluster::API_TEST_DEAD_AFTER_MS));
-    let mut cluster = Cluster::start(&spec)?;
-    let mut no_death = NoDeathWatch::new(&spec);
-    let mut tails: Vec<AlarmTail> = cluster
-        .node_logs()
-        .into_iter()
-        .map(|(name, path)| AlarmTail::new(name, path))
-        .collect();
     let timeout = Duration::from_secs(seconds) + MARGIN;
-    let waited = cluster.wait(timeout, &mut || {
-        tails.iter_mut().for_each(AlarmTail::poll);
-        no_death.check()
-    });
-    tails.iter_mut().for_each(AlarmTail::poll);
-    drop(cluster);
+    let ConsolesRun { waited, node_logs } = run_showing_consoles(&spec, timeout, alarm_line)?;
     interrupt::check()?;
 
     ui::say("==> fuzz summary");
     let mut failed = 0;
     let mut cluster_counts: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    for tail in &tails {
-        let node = NodeReport::parse(&logscan::read_log(tail.log.path()));
-        for line in node.describe(&tail.name) {
+    for (name, log) in &node_logs {
+        let node = NodeReport::parse(&logscan::read_log(log));
+        for line in node.describe(name) {
             ui::say(&format!("    {line}"));
         }
         if !node.problems().is_empty() {
@@ -282,33 +270,16 @@ fn most_frequent_first<'a>(counts: impl IntoIterator<Item = (&'a str, u64)>) -> 
     counts.join(", ")
 }
 
-/// Follows a node's growing console and shows its alarms and failed test
-/// points as they come.
-struct AlarmTail {
-    name: String,
-    log: LogFollower,
-}
-
-impl AlarmTail {
-    fn new(name: String, path: PathBuf) -> Self {
-        Self {
-            name,
-            log: LogFollower::new(path),
-        }
-    }
-
-    fn poll(&mut self) {
-        for line in self.log.new_lines() {
-            let line = strip_timestamp(line.trim_end());
-            let shown = line.starts_with(&format!("# {ALARM_PREFIX}"))
-                || line.starts_with("not ok ")
-                || line.starts_with("Bail out!")
-                || line.starts_with(&format!("# {TOTAL_PREFIX}"));
-            if shown {
-                ui::say(&format!("[{}] {line}", self.name));
-            }
-        }
-    }
+/// A console line as the fuzz run shows it while the nodes fuzz (see
+/// [`run_showing_consoles`]): its alarms, failed test points and totals,
+/// without their timestamps.
+fn alarm_line(line: &str) -> Option<&str> {
+    let line = strip_timestamp(line.trim_end());
+    let shown = line.starts_with(&format!("# {ALARM_PREFIX}"))
+        || line.starts_with("not ok ")
+        || line.starts_with("Bail out!")
+        || line.starts_with(&format!("# {TOTAL_PREFIX}"));
+    shown.then_some(line)
 }
 
 #[cfg(test)]

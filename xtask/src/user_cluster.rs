@@ -463,7 +463,8 @@ pub fn run_program(
         archive.name,
         ui::duration(timeout)
     ));
-    let demo::ConsolesRun { waited, node_logs } = demo::run_showing_consoles(&spec, timeout)?;
+    let demo::ConsolesRun { waited, node_logs } =
+        demo::run_showing_consoles(&spec, timeout, demo::role_output)?;
     let nodes = node_logs
         .into_iter()
         .map(|(name, log)| {
