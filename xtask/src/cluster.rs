@@ -24,7 +24,6 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -231,7 +230,7 @@ impl Cluster {
                 kernel::modules_archive(spec.kernel).as_deref(),
             )
             .context("cannot make the cluster's secret")?,
-            monitors: private_dir("lite-qmp")?,
+            monitors: TempDir::private("lite-qmp")?,
         };
         let netns = Netns::create(&format!("{NETNS_PREFIX}{}", std::process::id()))?;
         netns.ip(&["link", "set", "lo", "up"])?;
@@ -588,14 +587,6 @@ fn node_vm(
         cpu: spec.pin_cpus.then_some((i - 1) % cpus),
         qmp_socket: Some(monitors.join(format!("{name}.qmp"))),
     }
-}
-
-/// A fresh temporary directory that only its owner can enter.
-fn private_dir(prefix: &str) -> Result<TempDir> {
-    let dir = TempDir::new(prefix)?;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
-        .with_context(|| format!("cannot make {} private", dir.path().display()))?;
-    Ok(dir)
 }
 
 /// `ip netns exec NS lite-cm --listen 10.77.0.254:18500 --secret-file

@@ -2,6 +2,7 @@
 
 use std::fs::{self, File, FileTimes};
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
@@ -28,6 +29,15 @@ impl TempDir {
     /// Creates a fresh directory under the system temporary directory.
     pub fn new(prefix: &str) -> Result<Self> {
         Self::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// Creates a fresh directory under the system temporary directory
+    /// that only its owner can enter.
+    pub fn private(prefix: &str) -> Result<Self> {
+        let dir = Self::new(prefix)?;
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.path().display()))?;
+        Ok(dir)
     }
 
     /// The directory's path.

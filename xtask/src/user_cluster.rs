@@ -27,7 +27,6 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::IsTerminal;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread::sleep;
@@ -601,10 +600,9 @@ struct InitrdWithProgram {
 
 impl InitrdWithProgram {
     fn create(initramfs: &Path, archive: &ProgramArchive) -> Result<Self> {
-        let dir = TempDir::new("lite-exec")?;
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private", dir.path().display()))?;
-        let initrd = Self { dir };
+        let initrd = Self {
+            dir: TempDir::private("lite-exec")?,
+        };
         let path = initrd.path();
         fs::copy(initramfs, &path).with_context(|| {
             format!("cannot copy {} to {}", initramfs.display(), path.display())
