@@ -32,7 +32,7 @@ use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 
 use crate::cluster::{self, Cluster, ClusterSpec, Images};
 use crate::demo;
@@ -83,26 +83,17 @@ pub enum Session {
 }
 
 impl Session {
-    /// The session the command line asks for: `--exec PATH ARGS...`, whose
-    /// values are `exec`, or `--shell`.
-    pub fn from_arguments(
-        exec: Option<Vec<OsString>>,
-        shell: bool,
-        timeout: Duration,
-    ) -> Result<Self> {
-        match (exec, shell) {
-            (Some(command), false) => {
-                let Some((program, args)) = command.split_first() else {
-                    bail!("--exec needs the path of a program");
-                };
-                Ok(Session::Exec {
-                    program: PathBuf::from(program),
-                    args: args.to_vec(),
-                    timeout,
-                })
-            }
-            (None, true) => Ok(Session::Shell),
-            _ => bail!("give either --exec PATH [ARGS...] or --shell"),
+    /// The session of a command line that gave `--exec PATH ARGS...`, the
+    /// values of which are `exec`, or else `--shell` (the command line's
+    /// parser allows exactly one of them, and no `--exec` without PATH).
+    pub fn new(exec: Option<Vec<OsString>>, timeout: Duration) -> Self {
+        match exec.as_deref() {
+            Some([program, args @ ..]) => Session::Exec {
+                program: PathBuf::from(program),
+                args: args.to_vec(),
+                timeout,
+            },
+            _ => Session::Shell,
         }
     }
 }
@@ -621,28 +612,6 @@ mod tests {
     use super::*;
     use crate::initramfs::role_body;
     use crate::newc::DIRECTORY;
-
-    #[test]
-    fn the_command_line_gives_a_program_with_its_arguments_or_a_shell() {
-        let timeout = Duration::from_secs(60);
-        let words = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
-        assert_eq!(
-            Session::from_arguments(Some(words(&["./p", "a b", "--x"])), false, timeout)
-                .expect("a program"),
-            Session::Exec {
-                program: PathBuf::from("./p"),
-                args: words(&["a b", "--x"]),
-                timeout
-            }
-        );
-        assert_eq!(
-            Session::from_arguments(None, true, timeout).expect("a shell"),
-            Session::Shell
-        );
-        assert!(Session::from_arguments(Some(Vec::new()), false, timeout).is_err());
-        assert!(Session::from_arguments(Some(words(&["./p"])), true, timeout).is_err());
-        assert!(Session::from_arguments(None, false, timeout).is_err());
-    }
 
     #[test]
     fn every_node_is_told_the_manager_its_own_address_and_the_cluster_size() {
