@@ -254,7 +254,7 @@ impl Cluster {
         let initrd = cluster.secret.initrd();
         for i in 1..=nodes {
             if i > 1 {
-                sleep_interruptibly(START_GAP)?;
+                interrupt::sleep_until(Instant::now(), START_GAP)?;
             }
             let mut vm = node_vm(
                 spec,
@@ -636,16 +636,6 @@ fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<
         );
     }
     Ok(child)
-}
-
-/// Sleeps, waking up early with an error on Ctrl-C.
-pub fn sleep_interruptibly(total: Duration) -> Result<()> {
-    let end = Instant::now() + total;
-    while Instant::now() < end {
-        interrupt::check()?;
-        sleep(process::POLL);
-    }
-    Ok(())
 }
 
 /// A network namespace, deleted (with its devices) on drop.

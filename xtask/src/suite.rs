@@ -1094,7 +1094,7 @@ fn pause_when_ready(
         .into_iter()
         .filter_map(|(node_name, mut watch)| watch.poll().then_some(node_name))
         .collect();
-    cluster::sleep_interruptibly(DEATH_SETTLE)?;
+    interrupt::sleep_until(Instant::now(), DEATH_SETTLE)?;
     let manager = ManagerVerdict::from_lines(&manager.new_lines());
     ui::progress(&format!(
         "paused {name}: {}; the manager logged {} late heartbeats, {} suspicions and {} \
@@ -1147,7 +1147,7 @@ fn cut_when_ready(
         "{name} is ready; took its link ({tap}) down {} after the cluster started",
         ui::duration(started.elapsed())
     ));
-    cluster::sleep_interruptibly(CUT_LENGTH)?;
+    interrupt::sleep_until(Instant::now(), CUT_LENGTH)?;
     cluster.set_link(cut, true)?;
     ui::progress(&format!(
         "brought {name}'s link ({tap}) up again {} after the cluster started, after {} down",
