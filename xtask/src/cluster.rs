@@ -7,7 +7,7 @@
 //! ([`tap_names`]), with the MAC address [`qemu::mac`]`(i, 0)`; its second
 //! NIC, `eth1`, stays down unless a test gives it [`second_ip`] for a
 //! second RDMA device. A node's VM can be booted again
-//! ([`Cluster::restart_node`]) with the same address, MAC and tap, so that
+//! ([`Nodes::restart_node`]) with the same address, MAC and tap, so that
 //! to the cluster it is the same machine rebooted, and its link can be
 //! taken down and up again ([`Cluster::set_link`]), as in a network
 //! partition. Every VM serves QMP on a socket in a private directory of
@@ -272,50 +272,12 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// Boots node `i` (from 1) again, after its VM ended, as the same
-    /// machine (address, MAC, tap, cluster secret) running `role`. `spec`
-    /// must be the one
-    /// the cluster started with. The new VM is called `name`, and its logs
-    /// are `<name>.log` and `<name>.qemu.log`, so the first boot's stay;
-    /// from then on the node's name, log and exit are the new VM's.
-    pub fn restart_node(
-        &mut self,
-        spec: &ClusterSpec,
-        i: usize,
-        role: &str,
-        name: &str,
-    ) -> Result<()> {
-        if !self.node_exited(i)? {
-            bail!("node {i} cannot be booted again: its VM still runs");
-        }
-        let Some(netns) = self.netns.as_ref().map(|n| n.name.clone()) else {
-            bail!("the cluster has no network namespace");
-        };
-        let vm = node_vm(
-            spec,
-            &self.secret.initrd(),
-            self.monitors.path(),
-            i,
-            role,
-            name,
-        );
-        let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
-        let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
-        *self.vm_mut(i)? = restarted;
-        Ok(())
-    }
-
     /// Node names and their serial logs, in node order.
     pub fn node_logs(&self) -> Vec<(String, PathBuf)> {
         self.vms
             .iter()
             .map(|vm| (vm.name.clone(), vm.serial_log.clone()))
             .collect()
-    }
-
-    /// Number of nodes (VMs).
-    pub fn nodes(&self) -> usize {
-        self.vms.len()
     }
 
     /// Node `i` (from 1).
@@ -332,18 +294,6 @@ impl Cluster {
             Some(vm) => Ok(vm),
             None => bail!("the cluster has no node {i}"),
         }
-    }
-
-    /// Name and serial log of node `i` (from 1); the log grows while the
-    /// node runs.
-    pub fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
-        let vm = self.vm(i)?;
-        Ok((vm.name.clone(), vm.serial_log.clone()))
-    }
-
-    /// Whether node `i`'s QEMU has exited.
-    pub fn node_exited(&mut self, i: usize) -> Result<bool> {
-        Ok(self.vm_mut(i)?.exited())
     }
 
     /// Kills node `i`'s QEMU with SIGKILL, as a sudden machine failure
@@ -378,17 +328,6 @@ impl Cluster {
         Monitor::connect(socket, timeout).with_context(|| format!("pausing {}", vm.name))
     }
 
-    /// Writes `command` and a line end to the manager's standard input.
-    pub fn tell_manager(&mut self, command: &str) -> Result<()> {
-        let Some(stdin) = self.manager.as_mut().and_then(|m| m.stdin.as_mut()) else {
-            bail!("the cluster manager takes no commands: it has no standard input");
-        };
-        stdin
-            .write_all(format!("{command}\n").as_bytes())
-            .and_then(|()| stdin.flush())
-            .with_context(|| format!("cannot tell the cluster manager `{command}`"))
-    }
-
     /// Kills every VM still running; the cluster stays until dropped.
     pub fn kill_all(&mut self) {
         self.vms.iter_mut().for_each(Vm::kill);
@@ -400,6 +339,92 @@ impl Cluster {
         qemu::wait_all(&mut self.vms, timeout, tick)?;
         step.done();
         Ok(())
+    }
+}
+
+/// What the harness does with a running cluster's nodes: a trait, so
+/// that host tests can fake a cluster (the failure test's second phase).
+/// [`Cluster`] also has `node_logs`, `wait` and `kill_all` of its own.
+pub trait Nodes {
+    /// Number of nodes (VMs).
+    fn nodes(&self) -> usize;
+    /// Name and serial log of node `i` (from 1); the log grows while the
+    /// node runs.
+    fn node_log(&self, i: usize) -> Result<(String, PathBuf)>;
+    /// Node names and their serial logs, in node order.
+    fn node_logs(&self) -> Vec<(String, PathBuf)>;
+    /// Whether node `i`'s QEMU has exited.
+    fn node_exited(&mut self, i: usize) -> Result<bool>;
+    /// Writes `command` and a line end to the manager's standard input.
+    fn tell_manager(&mut self, command: &str) -> Result<()>;
+    /// Boots node `i` (from 1) again, after its VM ended, as the same
+    /// machine (address, MAC, tap, cluster secret) running `role`. `spec`
+    /// must be the one the cluster started with. The new VM is called
+    /// `name`, and its logs are `<name>.log` and `<name>.qemu.log`, so the
+    /// first boot's stay; from then on the node's name, log and exit are
+    /// the new VM's.
+    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()>;
+    /// Waits for every VM to exit (see [`qemu::wait_all`]).
+    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+    /// Kills every VM still running; the cluster stays until dropped.
+    fn kill_all(&mut self);
+}
+
+impl Nodes for Cluster {
+    fn nodes(&self) -> usize {
+        self.vms.len()
+    }
+
+    fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
+        let vm = self.vm(i)?;
+        Ok((vm.name.clone(), vm.serial_log.clone()))
+    }
+
+    fn node_logs(&self) -> Vec<(String, PathBuf)> {
+        Cluster::node_logs(self)
+    }
+
+    fn node_exited(&mut self, i: usize) -> Result<bool> {
+        Ok(self.vm_mut(i)?.exited())
+    }
+
+    fn tell_manager(&mut self, command: &str) -> Result<()> {
+        let Some(stdin) = self.manager.as_mut().and_then(|m| m.stdin.as_mut()) else {
+            bail!("the cluster manager takes no commands: it has no standard input");
+        };
+        stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .with_context(|| format!("cannot tell the cluster manager `{command}`"))
+    }
+
+    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()> {
+        if !self.node_exited(i)? {
+            bail!("node {i} cannot be booted again: its VM still runs");
+        }
+        let Some(netns) = self.netns.as_ref().map(|n| n.name.clone()) else {
+            bail!("the cluster has no network namespace");
+        };
+        let vm = node_vm(
+            spec,
+            &self.secret.initrd(),
+            self.monitors.path(),
+            i,
+            role,
+            name,
+        );
+        let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
+        let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
+        *self.vm_mut(i)? = restarted;
+        Ok(())
+    }
+
+    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        Cluster::wait(self, timeout, tick)
+    }
+
+    fn kill_all(&mut self) {
+        Cluster::kill_all(self)
     }
 }
 
@@ -614,7 +639,7 @@ fn manager_command(
 }
 
 /// Starts the manager (see [`manager_command`]), output to `cm.log`, its
-/// standard input a pipe for [`Cluster::tell_manager`].
+/// standard input a pipe for [`Nodes::tell_manager`].
 fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<Child> {
     let log_path = spec.logs.join(MANAGER_LOG);
     let log =

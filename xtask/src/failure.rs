@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::cluster::{Cluster, NoDeathWatch};
+use crate::cluster::{Cluster, NoDeathWatch, Nodes};
 use crate::logscan::MarkerWatch;
 use crate::ui::{self, Step};
 use crate::{interrupt, process};

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec, Images, NoDeathWatch};
+use crate::cluster::{self, Cluster, ClusterSpec, Images, NoDeathWatch, Nodes};
 use crate::fsutil::LogFollower;
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
@@ -726,62 +726,6 @@ fn rebooted_log(name: &str, victim: usize) -> bool {
     name == rebooted_name(victim)
 }
 
-/// What the failure test's second phase does with its cluster; a trait,
-/// so that host tests can check the phase's settings and order without
-/// VMs.
-trait RejoinCluster {
-    /// See [`Cluster::nodes`].
-    fn nodes(&self) -> usize;
-    /// See [`Cluster::node_log`].
-    fn node_log(&self, i: usize) -> Result<(String, PathBuf)>;
-    /// See [`Cluster::node_logs`].
-    fn node_logs(&self) -> Vec<(String, PathBuf)>;
-    /// See [`Cluster::node_exited`].
-    fn node_exited(&mut self, i: usize) -> Result<bool>;
-    /// See [`Cluster::tell_manager`].
-    fn tell_manager(&mut self, command: &str) -> Result<()>;
-    /// See [`Cluster::restart_node`].
-    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()>;
-    /// See [`Cluster::wait`].
-    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()>;
-    /// See [`Cluster::kill_all`].
-    fn kill_all(&mut self);
-}
-
-impl RejoinCluster for Cluster {
-    fn nodes(&self) -> usize {
-        Cluster::nodes(self)
-    }
-
-    fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
-        Cluster::node_log(self, i)
-    }
-
-    fn node_logs(&self) -> Vec<(String, PathBuf)> {
-        Cluster::node_logs(self)
-    }
-
-    fn node_exited(&mut self, i: usize) -> Result<bool> {
-        Cluster::node_exited(self, i)
-    }
-
-    fn tell_manager(&mut self, command: &str) -> Result<()> {
-        Cluster::tell_manager(self, command)
-    }
-
-    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()> {
-        Cluster::restart_node(self, spec, i, role, name)
-    }
-
-    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        Cluster::wait(self, timeout, tick)
-    }
-
-    fn kill_all(&mut self) {
-        Cluster::kill_all(self)
-    }
-}
-
 /// The failure test's second phase, once the victim was killed: once every
 /// survivor ended the failure program (and took the API tests' silence for
 /// the cluster test, see [`CLUSTER_TEST_CMTIMEOUT`]), gives the manager
@@ -790,7 +734,7 @@ impl RejoinCluster for Cluster {
 /// manager declare a node dead. Whether the victim's VM was booted again,
 /// and how the wait ended.
 fn rejoin_phase(
-    cluster: &mut impl RejoinCluster,
+    cluster: &mut impl Nodes,
     spec: &ClusterSpec,
     victim: usize,
 ) -> (Result<()>, Result<()>) {
@@ -816,7 +760,7 @@ fn rejoin_phase(
 /// The steps of [`rejoin_phase`] up to the victim's second boot; the
 /// watch for deaths from the end of the failure phase on.
 fn prepare_rejoin(
-    cluster: &mut impl RejoinCluster,
+    cluster: &mut impl Nodes,
     spec: &ClusterSpec,
     victim: usize,
 ) -> Result<NoDeathWatch> {
@@ -839,12 +783,8 @@ fn prepare_rejoin(
 }
 
 /// The serial log of each of the failure test's VMs, in node order, once
-/// the victim's VM booted again (as [`Cluster::restart_node`] names it).
-fn rejoin_node_logs(
-    cluster: &impl RejoinCluster,
-    spec: &ClusterSpec,
-    victim: usize,
-) -> Vec<PathBuf> {
+/// the victim's VM booted again (as [`Nodes::restart_node`] names it).
+fn rejoin_node_logs(cluster: &impl Nodes, spec: &ClusterSpec, victim: usize) -> Vec<PathBuf> {
     let mut logs: Vec<PathBuf> = cluster
         .node_logs()
         .into_iter()
@@ -874,7 +814,7 @@ fn confirms_dead_after(line: &str, ms: u32) -> bool {
 /// being started anew with it: a new manager would not know the victim's
 /// id, and the victim must join again with it as a later incarnation.
 fn switch_manager_to_api_test_dead_after(
-    cluster: &mut impl RejoinCluster,
+    cluster: &mut impl Nodes,
     manager_log: &Path,
     confirm_within: Duration,
 ) -> Result<()> {
@@ -915,7 +855,7 @@ fn switch_manager_to_api_test_dead_after(
 /// ended (its `/init` announces the cluster test). Fails if a survivor
 /// ends first, if that takes more than
 /// [`failure::SURVIVORS_DONE_TIMEOUT`], or on Ctrl-C.
-fn await_survivors_done(cluster: &mut impl RejoinCluster, victim: usize) -> Result<()> {
+fn await_survivors_done(cluster: &mut impl Nodes, victim: usize) -> Result<()> {
     let marker = format!("{}{}", tap::PROGRAM_MARKER, SURVIVOR_PROGRAMS[1]);
     let since = Instant::now();
     for i in (1..=cluster.nodes()).filter(|&i| i != victim) {
@@ -933,11 +873,7 @@ fn await_survivors_done(cluster: &mut impl RejoinCluster, victim: usize) -> Resu
 
 /// Boots node `victim`'s VM again with role [`REJOIN_ROLE`], as `spec`
 /// says (the failure test's, with the API tests' dead-after).
-fn boot_victim_again(
-    cluster: &mut impl RejoinCluster,
-    spec: &ClusterSpec,
-    victim: usize,
-) -> Result<()> {
+fn boot_victim_again(cluster: &mut impl Nodes, spec: &ClusterSpec, victim: usize) -> Result<()> {
     let name = rebooted_name(victim);
     cluster.restart_node(spec, victim, REJOIN_ROLE, &name)?;
     ui::progress(&format!(
@@ -1407,7 +1343,7 @@ mod tests {
         }
     }
 
-    impl RejoinCluster for RejoinFake {
+    impl Nodes for RejoinFake {
         fn nodes(&self) -> usize {
             FAILURE_NODES
         }

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec, Images};
+use crate::cluster::{self, Cluster, ClusterSpec, Images, Nodes};
 use crate::demo;
 use crate::fsutil::TempDir;
 use crate::kernel::Flavour;
