@@ -1002,19 +1002,10 @@ fn pause_when_ready(
         PAUSES.length.as_millis(),
         PAUSES.gap.as_millis()
     ));
-    let mut over = Vec::new();
-    for node in 1..=cluster.nodes() {
-        let (node_name, log) = cluster.node_log(node)?;
-        let mut watch = MarkerWatch::new(log.clone(), PAUSE_READY);
-        failure::await_marker(
-            &mut watch,
-            &node_name,
-            started,
-            PAUSE_READY_TIMEOUT,
-            &mut || failure::first_ended(cluster),
-        )?;
-        over.push((node_name, MarkerWatch::new(log, PAUSES_OVER)));
-    }
+    failure::await_every_node(cluster, |_| PAUSE_READY, started, PAUSE_READY_TIMEOUT)?;
+    let over: Vec<_> = (cluster.node_logs().into_iter())
+        .map(|(node_name, log)| (node_name, MarkerWatch::new(log, PAUSES_OVER)))
+        .collect();
     let mut manager = LogFollower::new(manager_log.to_path_buf());
     // What the manager said before the pauses is not theirs to answer for.
     manager.new_lines();
@@ -1065,18 +1056,8 @@ fn cut_when_ready(
         "waiting for every node to get ready, then cutting {name} off the network for {}",
         ui::duration(CUT_LENGTH)
     ));
-    for node in 1..=cluster.nodes() {
-        let (node_name, log) = cluster.node_log(node)?;
-        let marker = readiness_marker(node, cut);
-        let mut watch = MarkerWatch::new(log, marker);
-        failure::await_marker(
-            &mut watch,
-            &node_name,
-            ready_from,
-            CUT_READY_TIMEOUT,
-            &mut || failure::first_ended(cluster),
-        )?;
-    }
+    let marker = |node| readiness_marker(node, cut);
+    failure::await_every_node(cluster, marker, ready_from, CUT_READY_TIMEOUT)?;
     let tap = cluster.set_link(cut, false)?;
     let down_at = Instant::now();
     ui::progress(&format!(
