@@ -732,17 +732,13 @@ pub fn test_spec<'a>(
     extra_append: &'a dyn Fn(usize) -> Vec<String>,
     dead_after_ms: Option<u32>,
 ) -> ClusterSpec<'a> {
-    ClusterSpec {
-        roles,
-        kernel: Path::new("/k/bzImage"),
-        initrd: Path::new("/i.cpio.gz"),
-        memory_mib: 1024,
-        extra_append,
-        pin_cpus: false,
-        manager: Path::new("/bin/lite-cm"),
-        logs,
-        dead_after_ms,
-    }
+    static IMAGES: std::sync::OnceLock<Images> = std::sync::OnceLock::new();
+    let images = IMAGES.get_or_init(|| Images {
+        kernel: "/k/bzImage".into(),
+        initramfs: "/i.cpio.gz".into(),
+        manager: "/bin/lite-cm".into(),
+    });
+    images.spec(roles, extra_append, logs, dead_after_ms)
 }
 
 #[cfg(test)]
