@@ -2,7 +2,7 @@
 //!
 //! A [`PausePlan`] says how many pauses, how long each and how long the
 //! VM runs between them. [`pause_repeatedly`] carries it out on anything
-//! that can stop and continue a VM ([`Pausable`]; QMP's [`Monitor`] on the
+//! that can stop and continue a VM ([`Pausable`]; QMP's `Monitor` on the
 //! VMs), and notes in a [`PauseLog`] how long each pause really lasted:
 //! from QEMU's answer that the VM stopped to the moment it was told to
 //! run again, a span during which the VM certainly stood still.
@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::qmp::Monitor;
 use crate::{cluster, interrupt, ui};
 
 /// Something that can stop a VM and let it run again.
@@ -21,16 +20,6 @@ pub trait Pausable {
     fn stop(&mut self) -> Result<()>;
     /// Lets it run again.
     fn cont(&mut self) -> Result<()>;
-}
-
-impl Pausable for Monitor {
-    fn stop(&mut self) -> Result<()> {
-        Monitor::stop(self)
-    }
-
-    fn cont(&mut self) -> Result<()> {
-        Monitor::cont(self)
-    }
 }
 
 /// How to pause a VM.

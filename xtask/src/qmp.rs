@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use crate::pause::Pausable;
+
 /// Pause between attempts to connect while the socket is not there yet.
 const CONNECT_RETRY: Duration = Duration::from_millis(100);
 
@@ -27,6 +29,19 @@ pub struct Monitor {
     path: PathBuf,
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+}
+
+/// Stopping a VM stops its CPUs and its virtual clock, as a paused
+/// machine; each command fails unless QEMU then reports the VM in the
+/// state it should have left it in.
+impl Pausable for Monitor {
+    fn stop(&mut self) -> Result<()> {
+        self.switch("stop", false)
+    }
+
+    fn cont(&mut self) -> Result<()> {
+        self.switch("cont", true)
+    }
 }
 
 impl Monitor {
@@ -72,18 +87,6 @@ impl Monitor {
         }
         monitor.execute("qmp_capabilities")?;
         Ok(monitor)
-    }
-
-    /// Stops the VM's CPUs and its virtual clock, as a paused machine;
-    /// fails unless QEMU then reports it not running.
-    pub fn stop(&mut self) -> Result<()> {
-        self.switch("stop", false)
-    }
-
-    /// Lets a stopped VM run again; fails unless QEMU then reports it
-    /// running.
-    pub fn cont(&mut self) -> Result<()> {
-        self.switch("cont", true)
     }
 
     /// Runs `command`, then fails unless QEMU reports the VM `running` or
