@@ -796,21 +796,6 @@ mod tests {
         assert!(!first.append.contains("secret"), "{}", first.append);
     }
 
-    #[test]
-    fn the_manager_reads_the_clusters_secret_file() {
-        let cmd = manager_command(
-            Path::new("/bin/lite-cm"),
-            "lite-42",
-            Path::new("/tmp/lite-cluster-42-0/cluster.secret"),
-            None,
-        );
-        assert_eq!(
-            process::describe(&cmd),
-            "ip netns exec lite-42 /bin/lite-cm --listen 10.77.0.254:18500 \
-             --secret-file /tmp/lite-cluster-42-0/cluster.secret --startup-grace-ms 0"
-        );
-    }
-
     /// A death watch of a two-node cluster whose manager logged
     /// `manager` and whose nodes' consoles are `consoles`; and its
     /// manager's log.
@@ -913,14 +898,25 @@ mod tests {
     }
 
     #[test]
-    fn a_longer_dead_after_reaches_the_manager_and_every_node() {
-        let cmd = manager_command(
-            Path::new("/bin/lite-cm"),
-            "lite-42",
-            Path::new("/s"),
-            Some(API_TEST_DEAD_AFTER_MS),
+    fn the_manager_reads_the_clusters_secret_and_a_longer_dead_after_reaches_every_node() {
+        let secret = Path::new("/tmp/lite-cluster-42-0/cluster.secret");
+        let command = |ms| {
+            process::describe(&manager_command(
+                Path::new("/bin/lite-cm"),
+                "lite-42",
+                secret,
+                ms,
+            ))
+        };
+        assert_eq!(
+            command(None),
+            "ip netns exec lite-42 /bin/lite-cm --listen 10.77.0.254:18500 \
+             --secret-file /tmp/lite-cluster-42-0/cluster.secret --startup-grace-ms 0"
         );
-        assert!(process::describe(&cmd).ends_with("--dead-after-ms 10000"));
+        assert_eq!(
+            command(Some(API_TEST_DEAD_AFTER_MS)),
+            format!("{} --dead-after-ms 10000", command(None))
+        );
         let extra = |_: usize| Vec::new();
         let mut spec = spec(Path::new("/logs"), &extra);
         let default = node_vm(&spec, Path::new("/i"), Path::new("/q"), 1, "test", "node1");
