@@ -6,16 +6,18 @@
 //! depend on each other without cycles, so each one can be read, tested and
 //! changed knowing only the files beneath it.
 //!
-//! The checks read the sources as text: the kernel crate cannot be built on
-//! the host, and a small scanner for comments, literals and paths is enough
-//! for the way the unit writes its imports.
+//! The checks read the sources as Rust tokens: the kernel crate cannot be
+//! built on the host, and its tokens' paths are enough for the way the unit
+//! writes its imports.
 
-// Only the tests below use the scanner.
+// Only the tests below read the sources.
 #![cfg(test)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
+
+use proc_macro2::{Delimiter, Spacing, Span, TokenStream, TokenTree};
 
 /// Where the internal unit lives, relative to the repository root.
 const INTERNAL_DIR: &str = "rust-lite/internal";
@@ -59,145 +61,6 @@ fn read_sources_into(dir: &Path, prefix: &str, sources: &mut BTreeMap<FileName, 
     }
 }
 
-/// `source` with comments (doc comments included) and the contents of string
-/// and character literals blanked out. Newlines stay, so line numbers in the
-/// result are those of `source`; what remains is code only.
-fn code_only(source: &str) -> String {
-    let chars: Vec<char> = source.chars().collect();
-    let mut code = String::with_capacity(source.len());
-    let mut at = 0;
-    while at < chars.len() {
-        let end = non_code_end(&chars, at);
-        if end > at {
-            code.extend(
-                chars[at..end]
-                    .iter()
-                    .map(|&c| if c == '\n' { '\n' } else { ' ' }),
-            );
-            at = end;
-        } else {
-            code.push(chars[at]);
-            at += 1;
-        }
-    }
-    code
-}
-
-/// Where the comment or literal starting at `chars[at]` ends, or `at` if
-/// none starts there.
-fn non_code_end(chars: &[char], at: usize) -> usize {
-    let next = chars.get(at + 1).copied();
-    match chars[at] {
-        '/' if next == Some('/') => line_comment_end(chars, at),
-        '/' if next == Some('*') => block_comment_end(chars, at),
-        '"' => string_end(chars, at),
-        '\'' => char_literal_end(chars, at),
-        'r' if starts_raw_string(chars, at) => raw_string_end(chars, at),
-        _ => at,
-    }
-}
-
-/// End of the `//` comment at `at`: its newline, which is code.
-fn line_comment_end(chars: &[char], at: usize) -> usize {
-    chars[at..]
-        .iter()
-        .position(|&c| c == '\n')
-        .map_or(chars.len(), |n| at + n)
-}
-
-/// End of the `/* */` comment at `at`; Rust block comments nest.
-fn block_comment_end(chars: &[char], mut at: usize) -> usize {
-    let mut depth = 0;
-    while at < chars.len() {
-        match (chars[at], chars.get(at + 1).copied()) {
-            ('/', Some('*')) => {
-                depth += 1;
-                at += 2;
-            }
-            ('*', Some('/')) => {
-                depth -= 1;
-                at += 2;
-                if depth == 0 {
-                    return at;
-                }
-            }
-            _ => at += 1,
-        }
-    }
-    at
-}
-
-/// End of the `"..."` literal at `at`, past its closing quote.
-fn string_end(chars: &[char], mut at: usize) -> usize {
-    at += 1;
-    while at < chars.len() {
-        match chars[at] {
-            '\\' => at += 2,
-            '"' => return at + 1,
-            _ => at += 1,
-        }
-    }
-    at.min(chars.len())
-}
-
-/// End of the character literal at `at`, or `at` when the quote starts a
-/// lifetime or a label instead.
-fn char_literal_end(chars: &[char], at: usize) -> usize {
-    if chars.get(at + 1) == Some(&'\\') {
-        // An escape ('\n', '\'', '\u{..}'): the literal closes at the next
-        // quote after the escaped character.
-        let from = (at + 3).min(chars.len());
-        chars[from..]
-            .iter()
-            .position(|&c| c == '\'')
-            .map_or(chars.len(), |n| from + n + 1)
-    } else if chars.get(at + 2) == Some(&'\'') {
-        at + 3
-    } else {
-        at
-    }
-}
-
-/// Whether a raw string (`r"..."`, `r#"..."#`, also after `b`) starts at the
-/// `r` at `at`, rather than an identifier containing an `r`.
-fn starts_raw_string(chars: &[char], at: usize) -> bool {
-    let before = match at {
-        0 => None,
-        _ if chars[at - 1] == 'b' => at.checked_sub(2).map(|b| chars[b]),
-        _ => Some(chars[at - 1]),
-    };
-    if before.is_some_and(is_identifier_char) {
-        return false;
-    }
-    let hashes = chars[at + 1..].iter().take_while(|&&c| c == '#').count();
-    chars.get(at + 1 + hashes) == Some(&'"')
-}
-
-/// End of the raw string at `at`, past its closing quote and hashes.
-fn raw_string_end(chars: &[char], at: usize) -> usize {
-    let hashes = chars[at + 1..].iter().take_while(|&&c| c == '#').count();
-    let mut from = at + 1 + hashes + 1;
-    while from < chars.len() {
-        let closes = chars[from] == '"'
-            && chars[from + 1..]
-                .iter()
-                .take(hashes)
-                .filter(|&&c| c == '#')
-                .count()
-                == hashes;
-        if closes {
-            return from + 1 + hashes;
-        }
-        from += 1;
-    }
-    chars.len()
-}
-
-/// Whether `c` can be part of an identifier (or a number).
-fn is_identifier_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
 /// A token of code and the 1-based line it is on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Token {
@@ -205,38 +68,71 @@ struct Token {
     line: usize,
 }
 
-/// Splits code (comments already removed) into identifiers (a macro's
-/// `$crate` counts as one), `::`, and single punctuation characters.
-fn tokens(code: &str) -> Vec<Token> {
-    let chars: Vec<char> = code.chars().collect();
+/// The code of `source` as tokens, comments (doc comments included) and
+/// literals left out: identifiers (a macro's `$crate` counts as one), `::`,
+/// and single punctuation characters, a group's delimiters included.
+fn tokens(source: &str) -> Vec<Token> {
+    let stream: TokenStream = source
+        .parse()
+        .unwrap_or_else(|err| panic!("cannot read the source as Rust tokens: {err}"));
     let mut found = Vec::new();
-    let mut line = 1;
-    let mut at = 0;
-    while at < chars.len() {
-        let c = chars[at];
-        let identifier_from = if c == '$' { at + 1 } else { at };
-        let identifier_len = chars[identifier_from..]
-            .iter()
-            .take_while(|&&c| is_identifier_char(c))
-            .count();
-        let len = if identifier_len > 0 {
-            identifier_from - at + identifier_len
-        } else if c == ':' && chars.get(at + 1) == Some(&':') {
-            2
-        } else {
-            1
-        };
-        if c == '\n' {
-            line += 1;
-        } else if !c.is_whitespace() {
-            found.push(Token {
-                text: chars[at..at + len].iter().collect(),
-                line,
-            });
-        }
-        at += len;
-    }
+    flatten(stream, &mut found);
     found
+}
+
+/// Adds a group's delimiter `text` at `span` to `found`; an invisible
+/// group has none.
+fn push_delimiter(found: &mut Vec<Token>, text: &str, span: Span) {
+    if !text.is_empty() {
+        let line = span.start().line;
+        found.push(Token {
+            text: text.into(),
+            line,
+        });
+    }
+}
+
+/// Adds the tokens of `stream`, groups opened, to `found`.
+fn flatten(stream: TokenStream, found: &mut Vec<Token>) {
+    let mut trees = stream.into_iter().peekable();
+    while let Some(tree) = trees.next() {
+        let line = tree.span().start().line;
+        let text = match tree {
+            TokenTree::Group(group) => {
+                let (open, close) = match group.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Brace => ("{", "}"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::None => ("", ""),
+                };
+                push_delimiter(found, open, group.span_open());
+                flatten(group.stream(), found);
+                push_delimiter(found, close, group.span_close());
+                continue;
+            }
+            TokenTree::Literal(_) => continue,
+            TokenTree::Ident(ident) => ident.to_string(),
+            TokenTree::Punct(punct) => {
+                let joined = |next: &Option<&TokenTree>| match (punct.as_char(), next) {
+                    ('$', Some(TokenTree::Ident(ident))) => Some(format!("${ident}")),
+                    (':', Some(TokenTree::Punct(colon)))
+                        if colon.as_char() == ':' && punct.spacing() == Spacing::Joint =>
+                    {
+                        Some("::".to_string())
+                    }
+                    _ => None,
+                };
+                match joined(&trees.peek()) {
+                    Some(text) => {
+                        trees.next();
+                        text
+                    }
+                    None => punct.as_char().to_string(),
+                }
+            }
+        };
+        found.push(Token { text, line });
+    }
 }
 
 /// Whether a token is an identifier (possibly `$crate`).
@@ -249,7 +145,7 @@ fn is_identifier(token: &str) -> bool {
 /// blocks, functions, impls, traits and extern blocks all need it, while
 /// comments, literals and the `unsafe_code` lint name do not count.
 fn unsafe_lines(source: &str) -> Vec<usize> {
-    tokens(&code_only(source))
+    tokens(source)
         .iter()
         .filter(|t| t.text == "unsafe")
         .map(|t| t.line)
@@ -421,7 +317,7 @@ fn dependency_graph(sources: &BTreeMap<FileName, String>) -> Graph {
     for (file, source) in sources {
         let here = module_of(file);
         let uses = graph.entry(file.clone()).or_default();
-        for reference in references(&tokens(&code_only(source))) {
+        for reference in references(&tokens(source)) {
             let Some(path) = absolute_path(&here, &reference.segments) else {
                 continue;
             };
@@ -540,7 +436,11 @@ mod tests {
     fn internal_unit_denies_unsafe_code() {
         let sources = internal_sources();
         assert!(
-            code_only(&sources["mod.rs"]).contains(DENY_UNSAFE),
+            tokens(&sources["mod.rs"])
+                .iter()
+                .map(|t| t.text.as_str())
+                .collect::<String>()
+                .contains(DENY_UNSAFE),
             "{INTERNAL_DIR}/mod.rs lacks {DENY_UNSAFE}"
         );
     }
@@ -557,13 +457,21 @@ mod tests {
     }
 
     #[test]
-    fn comments_and_literals_are_blanked_keeping_lines() {
+    fn comments_and_literals_are_left_out_keeping_lines() {
         let source =
             "a // x\n/* b /* nested */ c\n*/ \"s // t\" 'q' '\\'' r#\"u\"# d: &'static str\n";
-        let code = code_only(source);
-        assert_eq!(code.lines().count(), source.lines().count());
-        let words: Vec<String> = tokens(&code).into_iter().map(|t| t.text).collect();
-        assert_eq!(words, strings(&["a", "d", ":", "&", "'", "static", "str"]));
+        let found: Vec<(String, usize)> = tokens(source)
+            .into_iter()
+            .map(|t| (t.text, t.line))
+            .collect();
+        let expected = [("a", 1), ("d", 3), (":", 3), ("&", 3), ("'", 3)];
+        let expected = expected.into_iter().chain([("static", 3), ("str", 3)]);
+        assert_eq!(
+            found,
+            expected
+                .map(|(text, line)| (text.to_owned(), line))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

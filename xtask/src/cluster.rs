@@ -7,7 +7,7 @@
 //! ([`tap_names`]), with the MAC address [`qemu::mac`]`(i, 0)`; its second
 //! NIC, `eth1`, stays down unless a test gives it [`second_ip`] for a
 //! second RDMA device. A node's VM can be booted again
-//! ([`Cluster::restart_node`]) with the same address, MAC and tap, so that
+//! ([`Nodes::restart_node`]) with the same address, MAC and tap, so that
 //! to the cluster it is the same machine rebooted, and its link can be
 //! taken down and up again ([`Cluster::set_link`]), as in a network
 //! partition. Every VM serves QMP on a socket in a private directory of
@@ -24,7 +24,6 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -231,7 +230,7 @@ impl Cluster {
                 kernel::modules_archive(spec.kernel).as_deref(),
             )
             .context("cannot make the cluster's secret")?,
-            monitors: private_dir("lite-qmp")?,
+            monitors: TempDir::private("lite-qmp")?,
         };
         let netns = Netns::create(&format!("{NETNS_PREFIX}{}", std::process::id()))?;
         netns.ip(&["link", "set", "lo", "up"])?;
@@ -255,7 +254,7 @@ impl Cluster {
         let initrd = cluster.secret.initrd();
         for i in 1..=nodes {
             if i > 1 {
-                sleep_interruptibly(START_GAP)?;
+                interrupt::sleep_until(Instant::now(), START_GAP)?;
             }
             let mut vm = node_vm(
                 spec,
@@ -273,50 +272,12 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// Boots node `i` (from 1) again, after its VM ended, as the same
-    /// machine (address, MAC, tap, cluster secret) running `role`. `spec`
-    /// must be the one
-    /// the cluster started with. The new VM is called `name`, and its logs
-    /// are `<name>.log` and `<name>.qemu.log`, so the first boot's stay;
-    /// from then on the node's name, log and exit are the new VM's.
-    pub fn restart_node(
-        &mut self,
-        spec: &ClusterSpec,
-        i: usize,
-        role: &str,
-        name: &str,
-    ) -> Result<()> {
-        if !self.node_exited(i)? {
-            bail!("node {i} cannot be booted again: its VM still runs");
-        }
-        let Some(netns) = self.netns.as_ref().map(|n| n.name.clone()) else {
-            bail!("the cluster has no network namespace");
-        };
-        let vm = node_vm(
-            spec,
-            &self.secret.initrd(),
-            self.monitors.path(),
-            i,
-            role,
-            name,
-        );
-        let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
-        let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
-        *self.vm_mut(i)? = restarted;
-        Ok(())
-    }
-
     /// Node names and their serial logs, in node order.
     pub fn node_logs(&self) -> Vec<(String, PathBuf)> {
         self.vms
             .iter()
             .map(|vm| (vm.name.clone(), vm.serial_log.clone()))
             .collect()
-    }
-
-    /// Number of nodes (VMs).
-    pub fn nodes(&self) -> usize {
-        self.vms.len()
     }
 
     /// Node `i` (from 1).
@@ -333,18 +294,6 @@ impl Cluster {
             Some(vm) => Ok(vm),
             None => bail!("the cluster has no node {i}"),
         }
-    }
-
-    /// Name and serial log of node `i` (from 1); the log grows while the
-    /// node runs.
-    pub fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
-        let vm = self.vm(i)?;
-        Ok((vm.name.clone(), vm.serial_log.clone()))
-    }
-
-    /// Whether node `i`'s QEMU has exited.
-    pub fn node_exited(&mut self, i: usize) -> Result<bool> {
-        Ok(self.vm_mut(i)?.exited())
     }
 
     /// Kills node `i`'s QEMU with SIGKILL, as a sudden machine failure
@@ -379,17 +328,6 @@ impl Cluster {
         Monitor::connect(socket, timeout).with_context(|| format!("pausing {}", vm.name))
     }
 
-    /// Writes `command` and a line end to the manager's standard input.
-    pub fn tell_manager(&mut self, command: &str) -> Result<()> {
-        let Some(stdin) = self.manager.as_mut().and_then(|m| m.stdin.as_mut()) else {
-            bail!("the cluster manager takes no commands: it has no standard input");
-        };
-        stdin
-            .write_all(format!("{command}\n").as_bytes())
-            .and_then(|()| stdin.flush())
-            .with_context(|| format!("cannot tell the cluster manager `{command}`"))
-    }
-
     /// Kills every VM still running; the cluster stays until dropped.
     pub fn kill_all(&mut self) {
         self.vms.iter_mut().for_each(Vm::kill);
@@ -401,6 +339,92 @@ impl Cluster {
         qemu::wait_all(&mut self.vms, timeout, tick)?;
         step.done();
         Ok(())
+    }
+}
+
+/// What the harness does with a running cluster's nodes: a trait, so
+/// that host tests can fake a cluster (the failure test's second phase).
+/// [`Cluster`] also has `node_logs`, `wait` and `kill_all` of its own.
+pub trait Nodes {
+    /// Number of nodes (VMs).
+    fn nodes(&self) -> usize;
+    /// Name and serial log of node `i` (from 1); the log grows while the
+    /// node runs.
+    fn node_log(&self, i: usize) -> Result<(String, PathBuf)>;
+    /// Node names and their serial logs, in node order.
+    fn node_logs(&self) -> Vec<(String, PathBuf)>;
+    /// Whether node `i`'s QEMU has exited.
+    fn node_exited(&mut self, i: usize) -> Result<bool>;
+    /// Writes `command` and a line end to the manager's standard input.
+    fn tell_manager(&mut self, command: &str) -> Result<()>;
+    /// Boots node `i` (from 1) again, after its VM ended, as the same
+    /// machine (address, MAC, tap, cluster secret) running `role`. `spec`
+    /// must be the one the cluster started with. The new VM is called
+    /// `name`, and its logs are `<name>.log` and `<name>.qemu.log`, so the
+    /// first boot's stay; from then on the node's name, log and exit are
+    /// the new VM's.
+    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()>;
+    /// Waits for every VM to exit (see [`qemu::wait_all`]).
+    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+    /// Kills every VM still running; the cluster stays until dropped.
+    fn kill_all(&mut self);
+}
+
+impl Nodes for Cluster {
+    fn nodes(&self) -> usize {
+        self.vms.len()
+    }
+
+    fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
+        let vm = self.vm(i)?;
+        Ok((vm.name.clone(), vm.serial_log.clone()))
+    }
+
+    fn node_logs(&self) -> Vec<(String, PathBuf)> {
+        Cluster::node_logs(self)
+    }
+
+    fn node_exited(&mut self, i: usize) -> Result<bool> {
+        Ok(self.vm_mut(i)?.exited())
+    }
+
+    fn tell_manager(&mut self, command: &str) -> Result<()> {
+        let Some(stdin) = self.manager.as_mut().and_then(|m| m.stdin.as_mut()) else {
+            bail!("the cluster manager takes no commands: it has no standard input");
+        };
+        stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .with_context(|| format!("cannot tell the cluster manager `{command}`"))
+    }
+
+    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()> {
+        if !self.node_exited(i)? {
+            bail!("node {i} cannot be booted again: its VM still runs");
+        }
+        let Some(netns) = self.netns.as_ref().map(|n| n.name.clone()) else {
+            bail!("the cluster has no network namespace");
+        };
+        let vm = node_vm(
+            spec,
+            &self.secret.initrd(),
+            self.monitors.path(),
+            i,
+            role,
+            name,
+        );
+        let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
+        let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
+        *self.vm_mut(i)? = restarted;
+        Ok(())
+    }
+
+    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        Cluster::wait(self, timeout, tick)
+    }
+
+    fn kill_all(&mut self) {
+        Cluster::kill_all(self)
     }
 }
 
@@ -496,8 +520,7 @@ impl NoDeathWatch {
         else {
             return false;
         };
-        let log = std::fs::read(path).unwrap_or_default();
-        logscan::guest_exit(&String::from_utf8_lossy(&log)).is_some()
+        logscan::guest_exit(&logscan::read_log(path)).is_some()
     }
 }
 
@@ -591,14 +614,6 @@ fn node_vm(
     }
 }
 
-/// A fresh temporary directory that only its owner can enter.
-fn private_dir(prefix: &str) -> Result<TempDir> {
-    let dir = TempDir::new(prefix)?;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
-        .with_context(|| format!("cannot make {} private", dir.path().display()))?;
-    Ok(dir)
-}
-
 /// `ip netns exec NS lite-cm --listen 10.77.0.254:18500 --secret-file
 /// FILE ...`.
 fn manager_command(
@@ -624,7 +639,7 @@ fn manager_command(
 }
 
 /// Starts the manager (see [`manager_command`]), output to `cm.log`, its
-/// standard input a pipe for [`Cluster::tell_manager`].
+/// standard input a pipe for [`Nodes::tell_manager`].
 fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<Child> {
     let log_path = spec.logs.join(MANAGER_LOG);
     let log =
@@ -646,16 +661,6 @@ fn start_manager(spec: &ClusterSpec, netns: &str, secret_file: &Path) -> Result<
         );
     }
     Ok(child)
-}
-
-/// Sleeps, waking up early with an error on Ctrl-C.
-pub fn sleep_interruptibly(total: Duration) -> Result<()> {
-    let end = Instant::now() + total;
-    while Instant::now() < end {
-        interrupt::check()?;
-        sleep(process::POLL);
-    }
-    Ok(())
 }
 
 /// A network namespace, deleted (with its devices) on drop.
@@ -727,17 +732,13 @@ pub fn test_spec<'a>(
     extra_append: &'a dyn Fn(usize) -> Vec<String>,
     dead_after_ms: Option<u32>,
 ) -> ClusterSpec<'a> {
-    ClusterSpec {
-        roles,
-        kernel: Path::new("/k/bzImage"),
-        initrd: Path::new("/i.cpio.gz"),
-        memory_mib: 1024,
-        extra_append,
-        pin_cpus: false,
-        manager: Path::new("/bin/lite-cm"),
-        logs,
-        dead_after_ms,
-    }
+    static IMAGES: std::sync::OnceLock<Images> = std::sync::OnceLock::new();
+    let images = IMAGES.get_or_init(|| Images {
+        kernel: "/k/bzImage".into(),
+        initramfs: "/i.cpio.gz".into(),
+        manager: "/bin/lite-cm".into(),
+    });
+    images.spec(roles, extra_append, logs, dead_after_ms)
 }
 
 #[cfg(test)]
@@ -795,49 +796,31 @@ mod tests {
         assert!(!first.append.contains("secret"), "{}", first.append);
     }
 
-    #[test]
-    fn the_manager_reads_the_clusters_secret_file() {
-        let cmd = manager_command(
-            Path::new("/bin/lite-cm"),
-            "lite-42",
-            Path::new("/tmp/lite-cluster-42-0/cluster.secret"),
-            None,
-        );
-        assert_eq!(
-            process::describe(&cmd),
-            "ip netns exec lite-42 /bin/lite-cm --listen 10.77.0.254:18500 \
-             --secret-file /tmp/lite-cluster-42-0/cluster.secret --startup-grace-ms 0"
-        );
-    }
-
-    /// Appends `line` and a line end to the file at `path`, as the manager does.
-    fn append_line(path: &Path, line: &str) {
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .expect("the log");
-        std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).expect("append");
+    /// A death watch of a two-node cluster whose manager logged
+    /// `manager` and whose nodes' consoles are `consoles`; and its
+    /// manager's log.
+    fn death_watch(dir: &Path, manager: &str, consoles: [&str; 2]) -> (NoDeathWatch, PathBuf) {
+        let log = dir.join("cm.log");
+        std::fs::write(&log, manager).expect("write the log");
+        for (i, console) in (1..).zip(consoles) {
+            std::fs::write(dir.join(format!("node{i}.log")), console).expect("a console");
+        }
+        let extra = |_: usize| Vec::new();
+        (NoDeathWatch::new(&spec(dir, &extra)), log)
     }
 
     #[test]
     fn the_death_watch_stops_at_the_managers_verdict_only() {
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch").expect("temporary directory");
-        let dir = tmp.path();
-        let extra = |_: usize| Vec::new();
-        let spec = spec(dir, &extra);
-        let log = dir.join("cm.log");
-        std::fs::write(
-            &log,
+        let (mut watch, log) = death_watch(
+            tmp.path(),
             "lite-cm: node 1 (incarnation 1) joined from 10.77.0.1:1, now 1 live, epoch 1\n\
              lite-cm: node 3 was silent for 1600 ms (late; dead after 3000 ms)\n",
-        )
-        .expect("write the log");
-        let mut watch = NoDeathWatch::new(&spec);
-        assert!(watch.check().is_ok());
-        append_line(
-            &log,
-            "lite-cm: node 3 (incarnation 1) declared dead: silent for 3082 ms",
+            ["", ""],
         );
+        assert!(watch.check().is_ok());
+        let death = "lite-cm: node 3 (incarnation 1) declared dead: silent for 3082 ms\n";
+        crate::fsutil::append(&log, death);
         let err = watch.check().expect_err("a death ends the wait");
         assert!(
             err.to_string()
@@ -849,38 +832,23 @@ mod tests {
     #[test]
     fn the_death_watch_lets_a_finished_guest_go() {
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch-done").expect("temporary directory");
-        let dir = tmp.path();
-        let extra = |_: usize| Vec::new();
-        let spec = spec(dir, &extra);
-        let log = dir.join("cm.log");
         // LITE node ids follow the join order, not the VM index.
-        std::fs::write(
-            &log,
+        let (mut watch, log) = death_watch(
+            tmp.path(),
             "lite-cm: node 1 (incarnation 1) joined from 10.77.0.2:58532 (gid ::ffff:10.77.0.2, lid 0), connected to nodes [], now 1 live, epoch 1\n\
              lite-cm: node 2 (incarnation 1) joined from 10.77.0.1:58892 (gid ::ffff:10.77.0.1, lid 0), connected to nodes [1], now 2 live, epoch 2\n",
-        )
-        .expect("write the log");
-        std::fs::write(
-            dir.join("node2.log"),
-            "LITE-GUEST-EXIT rc=0\r\nreboot: Restarting system\r\n",
-        )
-        .expect("write node2's log");
-        std::fs::write(
-            dir.join("node1.log"),
-            "LITE-GUEST-PROGRAM lite-resources\r\n",
-        )
-        .expect("write node1's log");
-        let mut watch = NoDeathWatch::new(&spec);
+            [
+                "LITE-GUEST-PROGRAM lite-resources\r\n",
+                "LITE-GUEST-EXIT rc=0\r\nreboot: Restarting system\r\n",
+            ],
+        );
         assert!(watch.check().is_ok());
-        append_line(
-            &log,
-            "lite-cm: node 1 (incarnation 1) declared dead: silent for 10040 ms",
-        );
+        let death = |node| {
+            format!("lite-cm: node {node} (incarnation 1) declared dead: silent for 10040 ms\n")
+        };
+        crate::fsutil::append(&log, &death(1));
         assert!(watch.check().is_ok(), "node 1 is VM 2, which had finished");
-        append_line(
-            &log,
-            "lite-cm: node 2 (incarnation 1) declared dead: silent for 10040 ms",
-        );
+        crate::fsutil::append(&log, &death(2));
         let err = watch.check().expect_err("VM 1 was still running");
         assert!(
             err.to_string()
@@ -930,14 +898,25 @@ mod tests {
     }
 
     #[test]
-    fn a_longer_dead_after_reaches_the_manager_and_every_node() {
-        let cmd = manager_command(
-            Path::new("/bin/lite-cm"),
-            "lite-42",
-            Path::new("/s"),
-            Some(API_TEST_DEAD_AFTER_MS),
+    fn the_manager_reads_the_clusters_secret_and_a_longer_dead_after_reaches_every_node() {
+        let secret = Path::new("/tmp/lite-cluster-42-0/cluster.secret");
+        let command = |ms| {
+            process::describe(&manager_command(
+                Path::new("/bin/lite-cm"),
+                "lite-42",
+                secret,
+                ms,
+            ))
+        };
+        assert_eq!(
+            command(None),
+            "ip netns exec lite-42 /bin/lite-cm --listen 10.77.0.254:18500 \
+             --secret-file /tmp/lite-cluster-42-0/cluster.secret --startup-grace-ms 0"
         );
-        assert!(process::describe(&cmd).ends_with("--dead-after-ms 10000"));
+        assert_eq!(
+            command(Some(API_TEST_DEAD_AFTER_MS)),
+            format!("{} --dead-after-ms 10000", command(None))
+        );
         let extra = |_: usize| Vec::new();
         let mut spec = spec(Path::new("/logs"), &extra);
         let default = node_vm(&spec, Path::new("/i"), Path::new("/q"), 1, "test", "node1");

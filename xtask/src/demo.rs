@@ -60,7 +60,7 @@ pub fn run(
         &logs,
         Some(cluster::API_TEST_DEAD_AFTER_MS),
     );
-    let ConsolesRun { waited, node_logs } = run_showing_consoles(&spec, TIMEOUT)?;
+    let ConsolesRun { waited, node_logs } = run_showing_consoles(&spec, TIMEOUT, role_output)?;
     // After Ctrl-C the nodes were killed half-way: a summary would only list that.
     interrupt::check()?;
 
@@ -95,15 +95,20 @@ pub struct ConsolesRun {
 }
 
 /// Starts the cluster of `spec` and waits at most `timeout` for every VM to
-/// end, printing the role output of their consoles meanwhile and stopping
-/// at any death the manager declares; returns once the cluster is gone.
-pub fn run_showing_consoles(spec: &ClusterSpec, timeout: Duration) -> Result<ConsolesRun> {
+/// end, printing, prefixed with `[node<i>]`, what `shown` picks of every
+/// console line from the moment the guest starts its role, and stopping at
+/// any death the manager declares; returns once the cluster is gone.
+pub fn run_showing_consoles(
+    spec: &ClusterSpec,
+    timeout: Duration,
+    shown: fn(&str) -> Option<&str>,
+) -> Result<ConsolesRun> {
     let mut cluster = Cluster::start(spec)?;
     let mut no_death = NoDeathWatch::new(spec);
     let mut tails: Vec<Tail> = cluster
         .node_logs()
         .into_iter()
-        .map(|(name, path)| Tail::new(&name, path))
+        .map(|(name, path)| Tail::new(&name, path, shown))
         .collect();
     let waited = cluster.wait(timeout, &mut || {
         tails.iter_mut().for_each(Tail::poll);
@@ -115,19 +120,29 @@ pub fn run_showing_consoles(spec: &ClusterSpec, timeout: Duration) -> Result<Con
     Ok(ConsolesRun { waited, node_logs })
 }
 
-/// Follows a growing console log and prints its role output with a prefix.
+/// A console line as [`run_showing_consoles`] shows the role's output:
+/// every line but the lock nestings a debug guest lists for the test
+/// command.
+pub fn role_output(line: &str) -> Option<&str> {
+    (!line.contains(crate::lockdep::EDGE_TAG)).then_some(line)
+}
+
+/// Follows a growing console log and prints what `shown` picks of its role
+/// output, with a prefix.
 struct Tail {
     name: String,
     log: LogFollower,
     started: bool,
+    shown: fn(&str) -> Option<&str>,
 }
 
 impl Tail {
-    fn new(name: &str, path: PathBuf) -> Self {
+    fn new(name: &str, path: PathBuf, shown: fn(&str) -> Option<&str>) -> Self {
         Self {
             name: name.to_string(),
             log: LogFollower::new(path),
             started: false,
+            shown,
         }
     }
 
@@ -137,9 +152,8 @@ impl Tail {
             if !self.started && line.contains(RUN_MARKER) {
                 self.started = true;
             }
-            // The lock nestings a debug guest lists for the test command.
-            if self.started && !line.contains(crate::lockdep::EDGE_TAG) {
-                ui::say(&format!("[{}] {line}", self.name));
+            if let Some(text) = (self.shown)(&line).filter(|_| self.started) {
+                ui::say(&format!("[{}] {text}", self.name));
             }
         }
     }

@@ -14,17 +14,7 @@ pub fn insert_after(text: &str, file: &str, anchor: &str, insertion: &str) -> Re
     for line in text.split_inclusive('\n') {
         offset += line.len();
         if line.contains(anchor) {
-            let mut out = String::with_capacity(text.len() + insertion.len() + 2);
-            out.push_str(&text[..offset]);
-            if !line.ends_with('\n') {
-                out.push('\n');
-            }
-            out.push_str(insertion);
-            if !insertion.is_empty() && !insertion.ends_with('\n') {
-                out.push('\n');
-            }
-            out.push_str(&text[offset..]);
-            return Ok(out);
+            return Ok(append(&text[..offset], insertion) + &text[offset..]);
         }
     }
     bail!("anchor `{anchor}` not found in {file}");

@@ -4,15 +4,15 @@
 //! the victim last ([`roles`]). Once the victim's console says that the
 //! survivors depend on it ([`VICTIM_READY`]), its QEMU is killed
 //! [`KILL_DELAY`] later ([`kill_when_ready`]). [`await_marker`] and
-//! [`first_ended`] watch a running cluster's consoles for the partition
-//! test too.
+//! [`await_every_node`] watch a running cluster's consoles for the
+//! partition test too.
 
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::cluster::{Cluster, NoDeathWatch};
+use crate::cluster::{Cluster, NoDeathWatch, Nodes};
 use crate::logscan::MarkerWatch;
 use crate::ui::{self, Step};
 use crate::{interrupt, process};
@@ -122,8 +122,27 @@ pub fn await_marker(
     Ok(())
 }
 
+/// Waits for every node of `cluster` to print its marker, `marker(node)`,
+/// as [`await_marker`] does, within `timeout` of `started`; fails if any
+/// node ends first.
+pub fn await_every_node(
+    cluster: &mut Cluster,
+    marker: impl Fn(usize) -> &'static str,
+    started: Instant,
+    timeout: Duration,
+) -> Result<()> {
+    for node in 1..=cluster.nodes() {
+        let (name, log) = cluster.node_log(node)?;
+        let mut watch = MarkerWatch::new(log, marker(node));
+        await_marker(&mut watch, &name, started, timeout, &mut || {
+            first_ended(cluster)
+        })?;
+    }
+    Ok(())
+}
+
 /// The name of the first node of `cluster` whose VM has ended, if any.
-pub fn first_ended(cluster: &mut Cluster) -> Result<Option<String>> {
+fn first_ended(cluster: &mut Cluster) -> Result<Option<String>> {
     for i in 1..=cluster.nodes() {
         if cluster.node_exited(i)? {
             return Ok(Some(cluster.node_log(i)?.0));

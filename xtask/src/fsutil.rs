@@ -2,6 +2,7 @@
 
 use std::fs::{self, File, FileTimes};
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
@@ -28,6 +29,15 @@ impl TempDir {
     /// Creates a fresh directory under the system temporary directory.
     pub fn new(prefix: &str) -> Result<Self> {
         Self::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// Creates a fresh directory under the system temporary directory
+    /// that only its owner can enter.
+    pub fn private(prefix: &str) -> Result<Self> {
+        let dir = Self::new(prefix)?;
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.path().display()))?;
+        Ok(dir)
     }
 
     /// The directory's path.
@@ -168,11 +178,6 @@ impl LogFollower {
         }
     }
 
-    /// The file followed.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The complete lines added since the last call, without their line
     /// ends. A file not there yet, or unreadable for now, is read next time.
     pub fn new_lines(&mut self) -> Vec<String> {
@@ -196,6 +201,17 @@ impl LogFollower {
         }
         lines
     }
+}
+
+/// Appends `text` to the file at `path`, as a program writing its log
+/// does, for tests of what follows a growing log.
+#[cfg(test)]
+pub fn append(path: &Path, text: &str) {
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .unwrap_or_else(|err| panic!("cannot open {}: {err}", path.display()));
+    std::io::Write::write_all(&mut file, text.as_bytes()).expect("append");
 }
 
 #[cfg(test)]

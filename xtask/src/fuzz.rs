@@ -9,13 +9,13 @@
 //! alarm, failed test point or log problem fails the command.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cluster::{self, Cluster, NoDeathWatch};
-use crate::fsutil::LogFollower;
+use crate::cluster;
+use crate::demo::{run_showing_consoles, ConsolesRun};
 use crate::kernel::Flavour;
 use crate::logscan::strip_timestamp;
 use crate::paths::Cache;
@@ -88,30 +88,16 @@ pub fn run(
     let extra = |_: usize| params.clone();
     let roles = vec![ROLE.to_string(); nodes];
     let spec = images.spec(roles, &extra, &logs, Some(cluster::API_TEST_DEAD_AFTER_MS));
-    let mut cluster = Cluster::start(&spec)?;
-    let mut no_death = NoDeathWatch::new(&spec);
-    let mut tails: Vec<AlarmTail> = cluster
-        .node_logs()
-        .into_iter()
-        .map(|(name, path)| AlarmTail::new(name, path))
-        .collect();
     let timeout = Duration::from_secs(seconds) + MARGIN;
-    let waited = cluster.wait(timeout, &mut || {
-        tails.iter_mut().for_each(AlarmTail::poll);
-        no_death.check()
-    });
-    tails.iter_mut().for_each(AlarmTail::poll);
-    drop(cluster);
+    let ConsolesRun { waited, node_logs } = run_showing_consoles(&spec, timeout, alarm_line)?;
     interrupt::check()?;
 
     ui::say("==> fuzz summary");
     let mut failed = 0;
     let mut cluster_counts: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    for tail in &tails {
-        let log = std::fs::read(tail.log.path()).unwrap_or_default();
-        let log = String::from_utf8_lossy(&log);
-        let node = NodeReport::parse(&log);
-        for line in node.describe(&tail.name) {
+    for (name, log) in &node_logs {
+        let node = NodeReport::parse(&logscan::read_log(log));
+        for line in node.describe(name) {
             ui::say(&format!("    {line}"));
         }
         if !node.problems().is_empty() {
@@ -235,11 +221,8 @@ impl NodeReport {
                 }
             }
         }
-        let mut errnos: Vec<(&str, u64)> = errnos.into_iter().collect();
-        errnos.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let errnos: Vec<String> = errnos.iter().map(|(e, n)| format!("{e} {n}")).collect();
         if !errnos.is_empty() {
-            lines.push(format!("  errnos: {}", errnos.join(", ")));
+            lines.push(format!("  errnos: {}", most_frequent_first(errnos)));
         }
         for alarm in self.alarms.iter().take(10) {
             lines.push(format!("  {alarm}"));
@@ -269,42 +252,34 @@ fn call_table(counts: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<String> {
         .iter()
         .map(|(call, outcomes)| {
             let total = outcomes.get("calls").copied().unwrap_or(0);
-            let mut rest: Vec<(&String, &u64)> =
-                outcomes.iter().filter(|(o, _)| *o != "calls").collect();
-            rest.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-            let rest: Vec<String> = rest.iter().map(|(o, n)| format!("{o} {n}")).collect();
-            format!("{call:<width$} {total:>8}: {}", rest.join(", "))
+            let rest = outcomes
+                .iter()
+                .filter(|(o, _)| *o != "calls")
+                .map(|(o, n)| (o.as_str(), *n));
+            format!("{call:<width$} {total:>8}: {}", most_frequent_first(rest))
         })
         .collect()
 }
 
-/// Follows a node's growing console and shows its alarms and failed test
-/// points as they come.
-struct AlarmTail {
-    name: String,
-    log: LogFollower,
+/// `outcome count` pairs, most frequent first (then by name), separated by
+/// commas.
+fn most_frequent_first<'a>(counts: impl IntoIterator<Item = (&'a str, u64)>) -> String {
+    let mut counts: Vec<(&str, u64)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let counts: Vec<String> = counts.iter().map(|(o, n)| format!("{o} {n}")).collect();
+    counts.join(", ")
 }
 
-impl AlarmTail {
-    fn new(name: String, path: PathBuf) -> Self {
-        Self {
-            name,
-            log: LogFollower::new(path),
-        }
-    }
-
-    fn poll(&mut self) {
-        for line in self.log.new_lines() {
-            let line = strip_timestamp(line.trim_end());
-            let shown = line.starts_with(&format!("# {ALARM_PREFIX}"))
-                || line.starts_with("not ok ")
-                || line.starts_with("Bail out!")
-                || line.starts_with(&format!("# {TOTAL_PREFIX}"));
-            if shown {
-                ui::say(&format!("[{}] {line}", self.name));
-            }
-        }
-    }
+/// A console line as the fuzz run shows it while the nodes fuzz (see
+/// [`run_showing_consoles`]): its alarms, failed test points and totals,
+/// without their timestamps.
+fn alarm_line(line: &str) -> Option<&str> {
+    let line = strip_timestamp(line.trim_end());
+    let shown = line.starts_with(&format!("# {ALARM_PREFIX}"))
+        || line.starts_with("not ok ")
+        || line.starts_with("Bail out!")
+        || line.starts_with(&format!("# {TOTAL_PREFIX}"));
+    shown.then_some(line)
 }
 
 #[cfg(test)]
@@ -388,8 +363,6 @@ LITE-GUEST-EXIT rc=1
             "cargo xtask fuzz --minutes 2 --seed 0x2a --nodes 3"
         );
         let init = include_str!("init.sh");
-        assert!(init.contains("lite.fuzzsecs=*) fuzzsecs=${arg#lite.fuzzsecs=} ;;"));
-        assert!(init.contains("lite.seed=*) seed=${arg#lite.seed=} ;;"));
         assert!(init.contains(&format!("\n{ROLE}) {PROGRAM} --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${{seed:+--seed \"$seed\"}}")));
     }
 

@@ -316,46 +316,42 @@ pub(crate) fn shared_libraries(binary: &Path) -> Result<BTreeSet<PathBuf>> {
     parse_ldd(&out).with_context(|| format!("ldd {}", binary.display()))
 }
 
-/// Absolute paths from `ldd` output; a "not found" library is an error.
+/// Absolute paths from `ldd` output (the libraries after `=>`, and the
+/// interpreter, alone on its line); a "not found" library is an error.
 fn parse_ldd(output: &str) -> Result<BTreeSet<PathBuf>> {
     let mut libs = BTreeSet::new();
     for line in output.lines().map(str::trim) {
-        if let Some((name, target)) = line.split_once("=>") {
-            let target = target.trim();
-            if target.starts_with("not found") {
-                bail!("library {} not found", name.trim());
-            }
-            if let Some(path) = target
-                .split_whitespace()
-                .next()
-                .filter(|p| p.starts_with('/'))
-            {
-                libs.insert(PathBuf::from(path));
-            }
-        } else if let Some(path) = line
-            .split_whitespace()
-            .next()
-            .filter(|p| p.starts_with('/'))
-        {
-            // The interpreter: "/lib64/ld-linux-x86-64.so.2 (0x...)".
-            libs.insert(PathBuf::from(path));
+        let (name, target) = line.split_once("=>").unwrap_or(("", line));
+        let target = target.trim();
+        if target.starts_with("not found") {
+            bail!("library {} not found", name.trim());
         }
+        let path = target.split_whitespace().next();
+        libs.extend(path.filter(|p| p.starts_with('/')).map(PathBuf::from));
     }
     Ok(libs)
 }
 
-/// Copies a library under the canonical form of its directory, keeping the
-/// file name ldd used (the soname), with symlinks followed.
-fn install_library(root: &Path, lib: &Path) -> Result<()> {
+/// Where a library goes in the guests, relative to their root: the
+/// canonical form of its directory, with the file name ldd used (the
+/// soname).
+pub(crate) fn guest_library_path(lib: &Path) -> Result<PathBuf> {
     let name = lib
         .file_name()
-        .context("library path without a file name")?;
-    let dir = lib.parent().context("library path without a directory")?;
+        .with_context(|| format!("library path {} without a file name", lib.display()))?;
+    let dir = lib
+        .parent()
+        .with_context(|| format!("library path {} without a directory", lib.display()))?;
     let dir = dir
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", dir.display()))?;
-    let rel = dir.strip_prefix("/").unwrap_or(&dir);
-    copy_executable(lib, &root.join(rel).join(name))
+    Ok(dir.strip_prefix("/").unwrap_or(&dir).join(name))
+}
+
+/// Copies a library to [`guest_library_path`] under `root`, with symlinks
+/// followed.
+fn install_library(root: &Path, lib: &Path) -> Result<()> {
+    copy_executable(lib, &root.join(guest_library_path(lib)?))
 }
 
 /// Copies a file (following symlinks) and makes it executable.
@@ -474,11 +470,7 @@ mod tests {
             ("partition-cut", &["lite-partition-test"]),
             ("bench-lock", &["lite-bench"]),
         ] {
-            let start = INIT_SCRIPT
-                .find(&format!("\n{role})"))
-                .unwrap_or_else(|| panic!("init.sh has no role {role}"));
-            let case = &INIT_SCRIPT[start..];
-            let case = &case[..case.find(";;").unwrap_or(case.len())];
+            let case = role_body(role);
             for program in programs {
                 assert!(case.contains(&format!("{program} --")), "{case}");
                 assert!(GUEST_TOOLS.contains(program), "{program} is not packed");

@@ -6,6 +6,8 @@
 //! namespace) clean up instead of the process dying on the spot.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
@@ -35,6 +37,19 @@ pub fn interrupted() -> bool {
 pub fn check() -> Result<()> {
     if interrupted() {
         bail!("interrupted");
+    }
+    Ok(())
+}
+
+/// How often [`sleep_until`] looks at signals while it waits.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Sleeps until `length` after `from`, failing with "interrupted" within
+/// [`TICK`] of a signal.
+pub fn sleep_until(from: Instant, length: Duration) -> Result<()> {
+    while from.elapsed() < length {
+        check()?;
+        sleep(TICK.min(length.saturating_sub(from.elapsed())));
     }
     Ok(())
 }

@@ -157,17 +157,7 @@ fn configure(
         )?;
     }
 
-    let config = fsutil::read_to_string(&build_dir.join(".config"))?;
-    let mut problems = Vec::new();
-    for fragment in &fragments {
-        let text = fsutil::read_to_string(fragment)?;
-        let name = fragment.strip_prefix(repo_root()).unwrap_or(fragment);
-        problems.extend(
-            unmet_options(&text, &config)
-                .into_iter()
-                .map(|p| format!("{p} (from {})", name.display())),
-        );
-    }
+    let problems = unmet_fragments(&fragments, &build_dir.join(".config"))?;
     if !problems.is_empty() {
         bail!(
             "these options did not stick in {}/.config (missing dependency, or a \
@@ -247,16 +237,9 @@ pub fn check_distribution_config(cache: &Cache, kernel_src: Option<&Path>) -> Re
             format!("cannot read {DISTRIBUTION_CONFIG} (package {DISTRIBUTION_CONFIG_PACKAGE})")
         })?;
     fsutil::write(&scratch.path().join(".config"), debian)?;
-    let fragment = repo_root().join("config/distribution.config");
-    merge_onto(
-        &tools,
-        &source,
-        scratch.path(),
-        std::slice::from_ref(&fragment),
-        &log,
-    )?;
-    let config = fsutil::read_to_string(&scratch.path().join(".config"))?;
-    let unmet = unmet_options(&fsutil::read_to_string(&fragment)?, &config);
+    let fragment = [repo_root().join("config/distribution.config")];
+    merge_onto(&tools, &source, scratch.path(), &fragment, &log)?;
+    let unmet = unmet_fragments(&fragment, &scratch.path().join(".config"))?;
     if !unmet.is_empty() {
         bail!(
             "Debian's configuration with config/distribution.config does not keep:\n  {}\nlog: {}",
@@ -296,6 +279,23 @@ fn config_stamp(source: &KernelSource, fragments: &[PathBuf]) -> Result<String> 
         }
     }
     Ok(stamp)
+}
+
+/// The lines of `fragments` that the configuration at `config` does not
+/// satisfy (see [`unmet_options`]), each naming its fragment.
+fn unmet_fragments(fragments: &[PathBuf], config: &Path) -> Result<Vec<String>> {
+    let config = fsutil::read_to_string(config)?;
+    let mut unmet = Vec::new();
+    for fragment in fragments {
+        let name = fragment.strip_prefix(repo_root()).unwrap_or(fragment);
+        let lines = unmet_options(&fsutil::read_to_string(fragment)?, &config);
+        unmet.extend(
+            lines
+                .iter()
+                .map(|p| format!("{p} (from {})", name.display())),
+        );
+    }
+    Ok(unmet)
 }
 
 /// Fragment lines (`CONFIG_X=v`, `# CONFIG_X is not set`) that `.config` does not satisfy.

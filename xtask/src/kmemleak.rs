@@ -22,6 +22,7 @@
 //! those fail the node, others are only reported.
 
 use crate::logscan::strip_timestamp;
+use crate::tap::with_diagnostics;
 
 /// Line the guest prints before kmemleak's report.
 pub const BEGIN_MARKER: &str = "LITE-KMEMLEAK-BEGIN";
@@ -80,16 +81,6 @@ impl Leak {
     /// Whether LITE is to blame (see [`involves_lite`]).
     pub fn involves_lite(&self) -> bool {
         involves_lite(self.comm(), &self.frames())
-    }
-
-    /// The report as quoted in a message, at most [`QUOTED_LINES`] lines.
-    fn quoted(&self) -> String {
-        let mut text = String::new();
-        for line in self.lines.iter().take(QUOTED_LINES) {
-            text.push_str("\n      ");
-            text.push_str(line);
-        }
-        text
     }
 }
 
@@ -209,12 +200,9 @@ pub fn check(log: &str) -> Findings {
             "the kmemleak report has no {END_MARKER}: the guest stopped during the leak scan"
         )),
         Scan::Failed { status, lines } => {
-            let mut problem = format!("the kmemleak scan failed ({END_MARKER}{status})");
-            for line in lines.iter().take(QUOTED_LINES) {
-                problem.push_str("\n      ");
-                problem.push_str(line);
-            }
-            findings.problems.push(problem);
+            let head = format!("the kmemleak scan failed ({END_MARKER}{status})");
+            let quoted = lines.iter().take(QUOTED_LINES);
+            findings.problems.push(with_diagnostics(head, quoted));
         }
         Scan::Done(leaks) => {
             let (lite, other): (Vec<Leak>, Vec<Leak>) =
@@ -235,18 +223,15 @@ pub fn check(log: &str) -> Findings {
     findings
 }
 
-/// `what`, the number of leaks, the first [`QUOTED_LEAKS`] in full and the
-/// headlines of the others.
+/// `what`, the number of leaks, the first [`QUOTED_LEAKS`] in full (at
+/// most [`QUOTED_LINES`] lines each) and the headlines of the others.
 fn describe(leaks: &[Leak], what: &str) -> String {
-    let mut text = format!("{what}: {}", leaks.len());
-    for leak in leaks.iter().take(QUOTED_LEAKS) {
-        text.push_str(&leak.quoted());
-    }
-    for leak in leaks.iter().skip(QUOTED_LEAKS) {
-        text.push_str("\n      ");
-        text.push_str(leak.headline());
-    }
-    text
+    let quoted = leaks
+        .iter()
+        .take(QUOTED_LEAKS)
+        .flat_map(|leak| leak.lines.iter().take(QUOTED_LINES).map(String::as_str));
+    let headlines = leaks.iter().skip(QUOTED_LEAKS).map(Leak::headline);
+    with_diagnostics(format!("{what}: {}", leaks.len()), quoted.chain(headlines))
 }
 
 #[cfg(test)]

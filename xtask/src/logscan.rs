@@ -1,9 +1,9 @@
 //! Scanning guest serial logs for kernel crashes and the guest's exit
 //! status, and watching a growing log for a marker line.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
+
+use crate::fsutil::LogFollower;
 
 /// Substrings that mean the kernel (or Rust code in it) went wrong.
 pub const CRASH_PATTERNS: &[&str] = &[
@@ -87,15 +87,11 @@ pub fn guest_exit(log: &str) -> Option<i32> {
 pub fn problems(log: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(crash) = first_crash(log) {
-        let mut report = format!(
+        let head = format!(
             "kernel log shows \"{}\" at line {}:",
             crash.pattern, crash.line
         );
-        for line in &crash.context {
-            report.push_str("\n      ");
-            report.push_str(line);
-        }
-        problems.push(report);
+        problems.push(crate::tap::with_diagnostics(head, &crash.context));
     }
     match guest_exit(log) {
         Some(0) => {}
@@ -108,12 +104,8 @@ pub fn problems(log: &str) -> Vec<String> {
 /// Follows a console log that is still being written and tells when a
 /// complete line containing a marker has appeared.
 pub struct MarkerWatch {
-    path: PathBuf,
+    log: LogFollower,
     marker: String,
-    /// Bytes of the log read so far.
-    offset: u64,
-    /// The last line read, while it has no newline yet.
-    partial: Vec<u8>,
     found: bool,
 }
 
@@ -121,10 +113,8 @@ impl MarkerWatch {
     /// Watches `path` (which need not exist yet) for `marker`.
     pub fn new(path: PathBuf, marker: &str) -> Self {
         Self {
-            path,
+            log: LogFollower::new(path),
             marker: marker.to_string(),
-            offset: 0,
-            partial: Vec::new(),
             found: false,
         }
     }
@@ -134,41 +124,13 @@ impl MarkerWatch {
         &self.marker
     }
 
-    /// Reads what was added to the log since the last call; whether the
-    /// marker has appeared by now.
+    /// Reads the lines completed in the log since the last call; whether
+    /// the marker has appeared by now. A marker on a line not yet ended
+    /// counts once its line ends.
     pub fn poll(&mut self) -> bool {
-        if self.found {
-            return true;
-        }
-        // A log that does not exist yet or cannot be read right now is
-        // tried again at the next poll.
-        let Ok(mut file) = File::open(&self.path) else {
-            return false;
-        };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return false;
-        }
-        let mut fresh = Vec::new();
-        if file.read_to_end(&mut fresh).is_err() {
-            return false;
-        }
-        self.offset += fresh.len() as u64;
-        self.feed(&fresh)
-    }
-
-    /// Takes in more of the log; whether the marker has appeared by now.
-    /// Only complete lines count, so a marker split across two reads is
-    /// found once its line ends.
-    fn feed(&mut self, bytes: &[u8]) -> bool {
-        self.partial.extend_from_slice(bytes);
-        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            if strip_timestamp(line.trim_end()).contains(&self.marker) {
-                self.found = true;
-                self.partial.clear();
-                break;
-            }
+        if !self.found {
+            let lines = self.log.new_lines();
+            self.found = lines.iter().any(|line| line.contains(&self.marker));
         }
         self.found
     }
@@ -239,28 +201,19 @@ mod tests {
     }
 
     #[test]
-    fn a_marker_counts_once_its_line_is_complete() {
-        let mut watch = MarkerWatch::new(PathBuf::from("/nonexistent"), "VICTIM ready");
-        assert!(!watch.feed(b"Run /init as init process\nLITE-GUEST-RUN role=x\n"));
-        assert!(!watch.feed(b"[   12.5] lite: node 2 joined\nVICTIM re"));
-        assert!(!watch.feed(b"ady"));
-        assert!(watch.feed(b"\r\nmore output\n"));
-        assert!(watch.feed(b""));
-    }
-
-    #[test]
-    fn a_marker_in_a_missing_or_growing_file_is_found() {
+    fn a_marker_in_a_missing_or_growing_file_counts_once_its_line_ends() {
         let dir = crate::fsutil::TempDir::new("logscan-marker").expect("temporary directory");
         let path = dir.path().join("node4.log");
         let mut watch = MarkerWatch::new(path.clone(), "VICTIM ready");
         assert!(!watch.poll());
-        std::fs::write(&path, "booting\nVICTIM").unwrap();
+        std::fs::write(&path, "Run /init as init process\nLITE-GUEST-RUN role=x\n").unwrap();
         assert!(!watch.poll());
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        std::io::Write::write_all(&mut file, b" ready\n").unwrap();
+        crate::fsutil::append(&path, "[   12.5] lite: node 2 joined\nVICTIM re");
+        assert!(!watch.poll());
+        crate::fsutil::append(&path, "ady");
+        assert!(!watch.poll());
+        crate::fsutil::append(&path, "\r\nmore output\n");
         assert!(watch.poll());
+        assert!(watch.poll(), "once found, it stays found");
     }
 }

@@ -260,19 +260,16 @@ fn main() -> ExitCode {
             nodes,
             flavour,
             exec,
-            shell,
             timeout,
             boot,
-        } => user_cluster::Session::from_arguments(exec, shell, Duration::from_secs(timeout))
-            .and_then(|session| {
-                user_cluster::run(
-                    nodes.count(),
-                    flavour,
-                    session,
-                    boot.kernel_src(),
-                    boot.kernel(),
-                )
-            }),
+            ..
+        } => user_cluster::run(
+            nodes.count(),
+            flavour,
+            user_cluster::Session::new(exec, Duration::from_secs(timeout)),
+            boot.kernel_src(),
+            boot.kernel(),
+        ),
         Command::Test { boot } => suite::run(boot.kernel_src(), boot.kernel()),
         Command::Fuzz {
             minutes,
@@ -338,14 +335,13 @@ mod tests {
         let Command::Cluster {
             nodes,
             exec,
-            shell,
             timeout,
             ..
         } = cli.command
         else {
             panic!("not the cluster command");
         };
-        let session = Session::from_arguments(exec, shell, Duration::from_secs(timeout))?;
+        let session = Session::new(exec, Duration::from_secs(timeout));
         Ok((nodes.count(), session))
     }
 

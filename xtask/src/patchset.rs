@@ -83,53 +83,36 @@ pub fn touched_files(patch: &str) -> BTreeSet<PathBuf> {
     files
 }
 
-/// How two series differ, file by file.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct SeriesDiff {
-    /// Names only in the first (expected) series.
-    pub missing: Vec<String>,
-    /// Names only in the second (actual) series.
-    pub extra: Vec<String>,
-    /// Names in both whose bytes differ.
-    pub changed: Vec<String>,
-}
-
-impl SeriesDiff {
-    /// Compares `expected` with `actual`.
-    pub fn between(expected: &Series, actual: &Series) -> Self {
-        let mut diff = Self::default();
-        for e in &expected.patches {
-            match actual.patches.iter().find(|a| a.name == e.name) {
-                None => diff.missing.push(e.name.clone()),
-                Some(a) if a.bytes != e.bytes => diff.changed.push(e.name.clone()),
-                Some(_) => {}
-            }
+/// How `actual` differs from `expected`, file by file, one line per
+/// differing file (e.g. `differs: 0002-x86.patch`): patches missing from
+/// `actual`, patches not in `expected`, then patches whose bytes differ;
+/// `expected_name` and `actual_name` name the two series.
+pub fn differences(
+    expected: &Series,
+    actual: &Series,
+    expected_name: &str,
+    actual_name: &str,
+) -> Vec<String> {
+    let find = |series: &Series, name: &str| {
+        let found = series.patches.iter().find(|p| p.name == name);
+        found.map(|p| p.bytes.clone())
+    };
+    let mut missing = Vec::new();
+    let mut changed = Vec::new();
+    for patch in &expected.patches {
+        match find(actual, &patch.name) {
+            None => missing.push(format!("missing from {actual_name}: {}", patch.name)),
+            Some(bytes) if bytes != patch.bytes => changed.push(format!("differs: {}", patch.name)),
+            Some(_) => {}
         }
-        for a in &actual.patches {
-            if !expected.patches.iter().any(|e| e.name == a.name) {
-                diff.extra.push(a.name.clone());
-            }
-        }
-        diff
     }
-
-    /// Whether the two series are identical.
-    pub fn is_empty(&self) -> bool {
-        self.missing.is_empty() && self.extra.is_empty() && self.changed.is_empty()
-    }
-
-    /// One line per differing file, e.g. `differs: 0002-x86.patch`.
-    pub fn describe(&self, expected: &str, actual: &str) -> Vec<String> {
-        let mut lines = Vec::new();
-        lines.extend(
-            self.missing
-                .iter()
-                .map(|n| format!("missing from {actual}: {n}")),
-        );
-        lines.extend(self.extra.iter().map(|n| format!("not in {expected}: {n}")));
-        lines.extend(self.changed.iter().map(|n| format!("differs: {n}")));
-        lines
-    }
+    let extra = actual
+        .patches
+        .iter()
+        .filter(|p| find(expected, &p.name).is_none());
+    missing.extend(extra.map(|p| format!("not in {expected_name}: {}", p.name)));
+    missing.extend(changed);
+    missing
 }
 
 #[cfg(test)]
@@ -149,21 +132,14 @@ mod tests {
     }
 
     #[test]
-    fn identical_series_have_no_diff() {
-        let a = series(&[("0001-a.patch", "x"), ("0002-b.patch", "y")]);
-        assert!(SeriesDiff::between(&a, &a.clone()).is_empty());
-    }
-
-    #[test]
-    fn reports_missing_extra_and_changed() {
+    fn reports_missing_extra_and_changed_patches() {
         let expected = series(&[("0001-a.patch", "x"), ("0002-b.patch", "y")]);
+        let differ =
+            |actual: &Series| differences(&expected, actual, "generated", "linux-patches/");
+        assert!(differ(&expected.clone()).is_empty());
         let actual = series(&[("0001-a.patch", "x!"), ("0003-c.patch", "z")]);
-        let diff = SeriesDiff::between(&expected, &actual);
-        assert_eq!(diff.missing, ["0002-b.patch"]);
-        assert_eq!(diff.extra, ["0003-c.patch"]);
-        assert_eq!(diff.changed, ["0001-a.patch"]);
         assert_eq!(
-            diff.describe("generated", "linux-patches/"),
+            differ(&actual),
             [
                 "missing from linux-patches/: 0002-b.patch",
                 "not in generated: 0003-c.patch",

@@ -2,22 +2,17 @@
 //!
 //! A [`PausePlan`] says how many pauses, how long each and how long the
 //! VM runs between them. [`pause_repeatedly`] carries it out on anything
-//! that can stop and continue a VM ([`Pausable`]; QMP's [`Monitor`] on the
+//! that can stop and continue a VM ([`Pausable`]; QMP's `Monitor` on the
 //! VMs), and notes in a [`PauseLog`] how long each pause really lasted:
 //! from QEMU's answer that the VM stopped to the moment it was told to
 //! run again, a span during which the VM certainly stood still.
 //! [`ManagerVerdict`] reads the manager's log of the same time.
 
-use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::qmp::Monitor;
 use crate::{cluster, interrupt, ui};
-
-/// How often a pause or a gap looks at Ctrl-C while it waits.
-const TICK: Duration = Duration::from_millis(50);
 
 /// Something that can stop a VM and let it run again.
 pub trait Pausable {
@@ -25,16 +20,6 @@ pub trait Pausable {
     fn stop(&mut self) -> Result<()>;
     /// Lets it run again.
     fn cont(&mut self) -> Result<()>;
-}
-
-impl Pausable for Monitor {
-    fn stop(&mut self) -> Result<()> {
-        Monitor::stop(self)
-    }
-
-    fn cont(&mut self) -> Result<()> {
-        Monitor::cont(self)
-    }
 }
 
 /// How to pause a VM.
@@ -111,27 +96,18 @@ impl PauseLog {
     }
 }
 
-/// Waits until `from + length`, looking at Ctrl-C every [`TICK`].
-fn wait_until(from: Instant, length: Duration) -> Result<()> {
-    while from.elapsed() < length {
-        interrupt::check()?;
-        sleep(TICK.min(length.saturating_sub(from.elapsed())));
-    }
-    Ok(())
-}
-
 /// Pauses `vm` as `plan` says, noting each pause in `log`. A VM that was
 /// stopped is always told to run again, also when Ctrl-C ends the plan
 /// early. Fails at the first command that fails, or on Ctrl-C.
 pub fn pause_repeatedly(vm: &mut dyn Pausable, plan: &PausePlan, log: &mut PauseLog) -> Result<()> {
     for made in 0..plan.pauses {
         if made > 0 {
-            wait_until(Instant::now(), plan.gap)?;
+            interrupt::sleep_until(Instant::now(), plan.gap)?;
         }
         vm.stop()
             .with_context(|| format!("pause {} of {}", made + 1, plan.pauses))?;
         let stopped = Instant::now();
-        let waited = wait_until(stopped, plan.length);
+        let waited = interrupt::sleep_until(stopped, plan.length);
         let length = stopped.elapsed();
         vm.cont().with_context(|| {
             format!(

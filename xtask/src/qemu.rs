@@ -233,8 +233,7 @@ impl Vm {
 
     /// Whether the guest reported `LITE-GUEST-EXIT rc=0` on its console.
     pub fn succeeded(&self) -> bool {
-        let log = std::fs::read(&self.serial_log).unwrap_or_default();
-        logscan::guest_exit(&String::from_utf8_lossy(&log)) == Some(0)
+        logscan::guest_exit(&logscan::read_log(&self.serial_log)) == Some(0)
     }
 
     /// Kills QEMU if it still runs.

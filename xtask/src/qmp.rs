@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use crate::pause::Pausable;
+
 /// Pause between attempts to connect while the socket is not there yet.
 const CONNECT_RETRY: Duration = Duration::from_millis(100);
 
@@ -27,6 +29,19 @@ pub struct Monitor {
     path: PathBuf,
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+}
+
+/// Stopping a VM stops its CPUs and its virtual clock, as a paused
+/// machine; each command fails unless QEMU then reports the VM in the
+/// state it should have left it in.
+impl Pausable for Monitor {
+    fn stop(&mut self) -> Result<()> {
+        self.switch("stop", false)
+    }
+
+    fn cont(&mut self) -> Result<()> {
+        self.switch("cont", true)
+    }
 }
 
 impl Monitor {
@@ -74,26 +89,18 @@ impl Monitor {
         Ok(monitor)
     }
 
-    /// Stops the VM's CPUs and its virtual clock, as a paused machine;
-    /// fails unless QEMU then reports it not running.
-    pub fn stop(&mut self) -> Result<()> {
-        self.execute("stop")?;
-        if self.running()? {
+    /// Runs `command`, then fails unless QEMU reports the VM `running` or
+    /// not, as the command should have left it.
+    fn switch(&mut self, command: &str, running: bool) -> Result<()> {
+        self.execute(command)?;
+        if self.running()? != running {
+            let state = if running {
+                "does not run"
+            } else {
+                "still runs"
+            };
             bail!(
-                "QMP at {}: the VM still runs after stop",
-                self.path.display()
-            );
-        }
-        Ok(())
-    }
-
-    /// Lets a stopped VM run again; fails unless QEMU then reports it
-    /// running.
-    pub fn cont(&mut self) -> Result<()> {
-        self.execute("cont")?;
-        if !self.running()? {
-            bail!(
-                "QMP at {}: the VM does not run after cont",
+                "QMP at {}: the VM {state} after {command}",
                 self.path.display()
             );
         }

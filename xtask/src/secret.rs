@@ -39,10 +39,9 @@ impl ClusterSecretFiles {
     /// guests: `base_initrd`, the archive `modules` if given, then an
     /// archive holding the secret.
     pub fn create(base_initrd: &Path, modules: Option<&Path>) -> Result<Self> {
-        let dir = TempDir::new("lite-cluster")?;
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private", dir.path().display()))?;
-        let files = ClusterSecretFiles { dir };
+        let files = ClusterSecretFiles {
+            dir: TempDir::private("lite-cluster")?,
+        };
         let mut secret = [0u8; SECRET_LEN];
         File::open("/dev/urandom")
             .and_then(|mut random| random.read_exact(&mut secret))

@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::edits;
 use crate::fsutil::{self, TempDir};
-use crate::patchset::{Series, SeriesDiff};
+use crate::patchset::{differences, Series};
 use crate::paths::{repo_root, Cache};
 use crate::process;
 use crate::source::{self, KernelSource};
@@ -81,9 +81,14 @@ pub fn check(source: &KernelSource) -> Result<()> {
     let tmp = TempDir::new("lite-patches-check")?;
     let generated = generate(&root, &source.pristine, tmp.path())?;
     let committed = Series::read_dir(&root.join(PATCH_DIR))?;
-    let diff = SeriesDiff::between(&generated, &committed);
-    let mut problems = diff.describe("the generated series", &format!("{PATCH_DIR}/"));
-    if !diff.is_empty() {
+    let committed_name = format!("{PATCH_DIR}/");
+    let mut problems = differences(
+        &generated,
+        &committed,
+        "the generated series",
+        &committed_name,
+    );
+    if !problems.is_empty() {
         problems.push(format!("run `cargo xtask patches` and commit {PATCH_DIR}/"));
     }
     if let Err(err) = git_am_check(&source.pristine, &root.join(PATCH_DIR), &committed) {

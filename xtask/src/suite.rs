@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec, Images, NoDeathWatch};
+use crate::cluster::{self, Cluster, ClusterSpec, Images, NoDeathWatch, Nodes};
 use crate::fsutil::LogFollower;
 use crate::initramfs::{self, Variant};
 use crate::kernel::{self, Flavour};
@@ -260,13 +260,14 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     checked(&mut tally, ok)?;
 
     let Some(kernel) = kernel else {
-        skip(4, "KUnit", "no kernel");
-        skip(5, "cluster test", "no kernel");
-        skip(6, "failure test", "no kernel");
-        skip(7, "partition test", "no kernel");
-        skip(8, "programs of one's own", "no kernel");
-        skip(9, "lock order", "no kernel");
-        tally.failed += 6;
+        let rest = ["KUnit", "cluster test", "failure test", "partition test"];
+        let rest = rest
+            .into_iter()
+            .chain(["programs of one's own", "lock order"]);
+        for (k, name) in (4..).zip(rest) {
+            ui::say(&format!("==> [{k}/{STEPS}] {name} … not run (no kernel)"));
+            tally.failed += 1;
+        }
         return finish(&tally);
     };
 
@@ -395,10 +396,6 @@ fn step(k: usize, name: &str, body: impl FnOnce() -> Result<()>) -> bool {
             false
         }
     }
-}
-
-fn skip(k: usize, name: &str, why: &str) {
-    ui::say(&format!("==> [{k}/{STEPS}] {name} … not run ({why})"));
 }
 
 /// `cargo test --workspace`; on failure shows the failing tests.
@@ -729,62 +726,6 @@ fn rebooted_log(name: &str, victim: usize) -> bool {
     name == rebooted_name(victim)
 }
 
-/// What the failure test's second phase does with its cluster; a trait,
-/// so that host tests can check the phase's settings and order without
-/// VMs.
-trait RejoinCluster {
-    /// See [`Cluster::nodes`].
-    fn nodes(&self) -> usize;
-    /// See [`Cluster::node_log`].
-    fn node_log(&self, i: usize) -> Result<(String, PathBuf)>;
-    /// See [`Cluster::node_logs`].
-    fn node_logs(&self) -> Vec<(String, PathBuf)>;
-    /// See [`Cluster::node_exited`].
-    fn node_exited(&mut self, i: usize) -> Result<bool>;
-    /// See [`Cluster::tell_manager`].
-    fn tell_manager(&mut self, command: &str) -> Result<()>;
-    /// See [`Cluster::restart_node`].
-    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()>;
-    /// See [`Cluster::wait`].
-    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()>;
-    /// See [`Cluster::kill_all`].
-    fn kill_all(&mut self);
-}
-
-impl RejoinCluster for Cluster {
-    fn nodes(&self) -> usize {
-        Cluster::nodes(self)
-    }
-
-    fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
-        Cluster::node_log(self, i)
-    }
-
-    fn node_logs(&self) -> Vec<(String, PathBuf)> {
-        Cluster::node_logs(self)
-    }
-
-    fn node_exited(&mut self, i: usize) -> Result<bool> {
-        Cluster::node_exited(self, i)
-    }
-
-    fn tell_manager(&mut self, command: &str) -> Result<()> {
-        Cluster::tell_manager(self, command)
-    }
-
-    fn restart_node(&mut self, spec: &ClusterSpec, i: usize, role: &str, name: &str) -> Result<()> {
-        Cluster::restart_node(self, spec, i, role, name)
-    }
-
-    fn wait(&mut self, timeout: Duration, tick: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        Cluster::wait(self, timeout, tick)
-    }
-
-    fn kill_all(&mut self) {
-        Cluster::kill_all(self)
-    }
-}
-
 /// The failure test's second phase, once the victim was killed: once every
 /// survivor ended the failure program (and took the API tests' silence for
 /// the cluster test, see [`CLUSTER_TEST_CMTIMEOUT`]), gives the manager
@@ -793,7 +734,7 @@ impl RejoinCluster for Cluster {
 /// manager declare a node dead. Whether the victim's VM was booted again,
 /// and how the wait ended.
 fn rejoin_phase(
-    cluster: &mut impl RejoinCluster,
+    cluster: &mut impl Nodes,
     spec: &ClusterSpec,
     victim: usize,
 ) -> (Result<()>, Result<()>) {
@@ -819,7 +760,7 @@ fn rejoin_phase(
 /// The steps of [`rejoin_phase`] up to the victim's second boot; the
 /// watch for deaths from the end of the failure phase on.
 fn prepare_rejoin(
-    cluster: &mut impl RejoinCluster,
+    cluster: &mut impl Nodes,
     spec: &ClusterSpec,
     victim: usize,
 ) -> Result<NoDeathWatch> {
@@ -842,12 +783,8 @@ fn prepare_rejoin(
 }
 
 /// The serial log of each of the failure test's VMs, in node order, once
-/// the victim's VM booted again (as [`Cluster::restart_node`] names it).
-fn rejoin_node_logs(
-    cluster: &impl RejoinCluster,
-    spec: &ClusterSpec,
-    victim: usize,
-) -> Vec<PathBuf> {
+/// the victim's VM booted again (as [`Nodes::restart_node`] names it).
+fn rejoin_node_logs(cluster: &impl Nodes, spec: &ClusterSpec, victim: usize) -> Vec<PathBuf> {
     let mut logs: Vec<PathBuf> = cluster
         .node_logs()
         .into_iter()
@@ -877,7 +814,7 @@ fn confirms_dead_after(line: &str, ms: u32) -> bool {
 /// being started anew with it: a new manager would not know the victim's
 /// id, and the victim must join again with it as a later incarnation.
 fn switch_manager_to_api_test_dead_after(
-    cluster: &mut impl RejoinCluster,
+    cluster: &mut impl Nodes,
     manager_log: &Path,
     confirm_within: Duration,
 ) -> Result<()> {
@@ -918,47 +855,25 @@ fn switch_manager_to_api_test_dead_after(
 /// ended (its `/init` announces the cluster test). Fails if a survivor
 /// ends first, if that takes more than
 /// [`failure::SURVIVORS_DONE_TIMEOUT`], or on Ctrl-C.
-fn await_survivors_done(cluster: &mut impl RejoinCluster, victim: usize) -> Result<()> {
+fn await_survivors_done(cluster: &mut impl Nodes, victim: usize) -> Result<()> {
     let marker = format!("{}{}", tap::PROGRAM_MARKER, SURVIVOR_PROGRAMS[1]);
-    let mut watches = Vec::new();
+    let since = Instant::now();
     for i in (1..=cluster.nodes()).filter(|&i| i != victim) {
         let (survivor, log) = cluster.node_log(i)?;
-        watches.push((i, survivor, MarkerWatch::new(log, &marker)));
+        failure::await_marker(
+            &mut MarkerWatch::new(log, &marker),
+            &survivor,
+            since,
+            failure::SURVIVORS_DONE_TIMEOUT,
+            &mut || Ok(cluster.node_exited(i)?.then(|| survivor.clone())),
+        )?;
     }
-    let since = Instant::now();
-    loop {
-        interrupt::check()?;
-        let mut waiting = Vec::new();
-        for (i, survivor, watch) in &mut watches {
-            if watch.poll() {
-                continue;
-            }
-            if cluster.node_exited(*i)? {
-                bail!("{survivor} ended before it started the cluster test");
-            }
-            waiting.push(survivor.clone());
-        }
-        if waiting.is_empty() {
-            return Ok(());
-        }
-        if since.elapsed() > failure::SURVIVORS_DONE_TIMEOUT {
-            bail!(
-                "{} did not finish the failure test within {} of the kill",
-                waiting.join(", "),
-                ui::duration(failure::SURVIVORS_DONE_TIMEOUT)
-            );
-        }
-        sleep(process::POLL);
-    }
+    Ok(())
 }
 
 /// Boots node `victim`'s VM again with role [`REJOIN_ROLE`], as `spec`
 /// says (the failure test's, with the API tests' dead-after).
-fn boot_victim_again(
-    cluster: &mut impl RejoinCluster,
-    spec: &ClusterSpec,
-    victim: usize,
-) -> Result<()> {
+fn boot_victim_again(cluster: &mut impl Nodes, spec: &ClusterSpec, victim: usize) -> Result<()> {
     let name = rebooted_name(victim);
     cluster.restart_node(spec, victim, REJOIN_ROLE, &name)?;
     ui::progress(&format!(
@@ -1087,19 +1002,10 @@ fn pause_when_ready(
         PAUSES.length.as_millis(),
         PAUSES.gap.as_millis()
     ));
-    let mut over = Vec::new();
-    for node in 1..=cluster.nodes() {
-        let (node_name, log) = cluster.node_log(node)?;
-        let mut watch = MarkerWatch::new(log.clone(), PAUSE_READY);
-        failure::await_marker(
-            &mut watch,
-            &node_name,
-            started,
-            PAUSE_READY_TIMEOUT,
-            &mut || failure::first_ended(cluster),
-        )?;
-        over.push((node_name, MarkerWatch::new(log, PAUSES_OVER)));
-    }
+    failure::await_every_node(cluster, |_| PAUSE_READY, started, PAUSE_READY_TIMEOUT)?;
+    let over: Vec<_> = (cluster.node_logs().into_iter())
+        .map(|(node_name, log)| (node_name, MarkerWatch::new(log, PAUSES_OVER)))
+        .collect();
     let mut manager = LogFollower::new(manager_log.to_path_buf());
     // What the manager said before the pauses is not theirs to answer for.
     manager.new_lines();
@@ -1115,7 +1021,7 @@ fn pause_when_ready(
         .into_iter()
         .filter_map(|(node_name, mut watch)| watch.poll().then_some(node_name))
         .collect();
-    cluster::sleep_interruptibly(DEATH_SETTLE)?;
+    interrupt::sleep_until(Instant::now(), DEATH_SETTLE)?;
     let manager = ManagerVerdict::from_lines(&manager.new_lines());
     ui::progress(&format!(
         "paused {name}: {}; the manager logged {} late heartbeats, {} suspicions and {} \
@@ -1150,25 +1056,15 @@ fn cut_when_ready(
         "waiting for every node to get ready, then cutting {name} off the network for {}",
         ui::duration(CUT_LENGTH)
     ));
-    for node in 1..=cluster.nodes() {
-        let (node_name, log) = cluster.node_log(node)?;
-        let marker = readiness_marker(node, cut);
-        let mut watch = MarkerWatch::new(log, marker);
-        failure::await_marker(
-            &mut watch,
-            &node_name,
-            ready_from,
-            CUT_READY_TIMEOUT,
-            &mut || failure::first_ended(cluster),
-        )?;
-    }
+    let marker = |node| readiness_marker(node, cut);
+    failure::await_every_node(cluster, marker, ready_from, CUT_READY_TIMEOUT)?;
     let tap = cluster.set_link(cut, false)?;
     let down_at = Instant::now();
     ui::progress(&format!(
         "{name} is ready; took its link ({tap}) down {} after the cluster started",
         ui::duration(started.elapsed())
     ));
-    cluster::sleep_interruptibly(CUT_LENGTH)?;
+    interrupt::sleep_until(Instant::now(), CUT_LENGTH)?;
     cluster.set_link(cut, true)?;
     ui::progress(&format!(
         "brought {name}'s link ({tap}) up again {} after the cluster started, after {} down",
@@ -1324,19 +1220,6 @@ mod tests {
     }
 
     #[test]
-    fn the_victim_is_the_last_failure_test_node() {
-        assert_eq!(
-            failure_roles(4),
-            [
-                "failure-survivor",
-                "failure-survivor",
-                "failure-survivor",
-                "failure-victim"
-            ]
-        );
-    }
-
-    #[test]
     fn only_the_failure_phase_node_booted_again_keeps_kmemleak() {
         let roles = failure_roles(FAILURE_NODES);
         for (i, role) in (1..=FAILURE_NODES).zip(roles) {
@@ -1370,11 +1253,6 @@ mod tests {
         for i in 1..FAILURE_NODES {
             assert!(failure_phase_append(i).contains(&tolerant), "node {i}");
         }
-        let init = include_str!("init.sh");
-        assert!(init.contains(&format!(
-            "\t{CLUSTER_TEST_CMTIMEOUT}=*) clustertestcmtimeout=${{arg#{CLUSTER_TEST_CMTIMEOUT}=}} ;;\n"
-        )));
-        assert!(init.contains("\nclustertestcmtimeout=\n"));
         // ... and takes it once its failure program ended, before the
         // marker after which the harness tells the manager the same.
         let survivor = role_body(SURVIVOR_ROLE);
@@ -1387,11 +1265,6 @@ mod tests {
         let tolerant_from_here = position("set_manager_timeout \"$clustertestcmtimeout\"");
         let cluster_test = position("program lite-cluster-test\n");
         assert!(failure_program < tolerant_from_here && tolerant_from_here < cluster_test);
-        // That is LITE's debugfs setting, the one lite.cmtimeout sets too.
-        let setter = &init[init.find("\nset_manager_timeout() {").expect("the setter")..];
-        let setter = &setter[..setter.find("\n}\n").expect("its end")];
-        assert!(setter.contains("echo \"$1\" > /sys/kernel/debug/lite/manager_timeout_ms"));
-        assert!(init.contains("\tset_manager_timeout \"$cmtimeout\" || finish 1\n"));
     }
 
     /// A failure test's cluster for [`rejoin_phase`], in a directory of
@@ -1440,11 +1313,7 @@ mod tests {
         }
 
         fn manager_says(&self, line: &str) {
-            let mut log = std::fs::OpenOptions::new()
-                .append(true)
-                .open(self.log("cm"))
-                .expect("the manager's log");
-            std::io::Write::write_all(&mut log, format!("{line}\n").as_bytes()).expect("append");
+            crate::fsutil::append(&self.log("cm"), &format!("{line}\n"));
         }
 
         fn name(&self, i: usize) -> String {
@@ -1455,7 +1324,7 @@ mod tests {
         }
     }
 
-    impl RejoinCluster for RejoinFake {
+    impl Nodes for RejoinFake {
         fn nodes(&self) -> usize {
             FAILURE_NODES
         }
@@ -1608,14 +1477,6 @@ mod tests {
         assert_eq!(dead_after_command(10_000), "dead-after-ms 10000");
     }
 
-    #[test]
-    fn both_failure_roles_and_the_rejoin_role_exist_in_the_guest_init() {
-        let init = include_str!("init.sh");
-        for role in [SURVIVOR_ROLE, VICTIM_ROLE, REJOIN_ROLE] {
-            assert!(init.contains(&format!("\n{role})")), "{role}");
-        }
-    }
-
     /// Asserts that the role's `body` announces each of `programs` in
     /// order, each run (with `options` first) after its announcement;
     /// where the last one runs.
@@ -1713,7 +1574,6 @@ mod tests {
         assert!(body[condition..].contains(
             "lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}"
         ));
-        assert!(include_str!("init.sh").contains("\nfuzzsecs=0\n"));
         assert_eq!(
             fuzz::kernel_params(FUZZ_SECONDS, 1),
             ["lite.fuzzsecs=60", "lite.seed=0x1"]
@@ -1772,19 +1632,18 @@ mod tests {
     }
 
     #[test]
-    fn only_the_victims_second_boot_is_counted() {
+    fn the_victim_and_the_cut_node_are_last_and_only_the_victims_second_boot_counts() {
+        let survivor = "failure-survivor".to_string();
+        assert_eq!(
+            failure_roles(4),
+            [&survivor, &survivor, &survivor, "failure-victim"]
+        );
+        let survivor = "partition-survivor".to_string();
+        assert_eq!(partition_roles(3), [&survivor, &survivor, "partition-cut"]);
         assert_eq!(rebooted_name(4), "node4-rejoin");
         assert!(rebooted_log("node4-rejoin", 4));
         assert!(!rebooted_log("node4", 4));
         assert!(!rebooted_log("node3-rejoin", 4));
-    }
-
-    #[test]
-    fn the_cut_node_is_the_last_partition_test_node() {
-        assert_eq!(
-            partition_roles(3),
-            ["partition-survivor", "partition-survivor", "partition-cut"]
-        );
     }
 
     #[test]
@@ -1837,11 +1696,6 @@ mod tests {
                 "{role}: {body}"
             );
         }
-        // The traffic time the harness gives every node, which the guest
-        // leaves at no pause phase unless told.
-        let init = include_str!("init.sh");
-        assert!(init.contains("\npausesecs=0\n"));
-        assert!(init.contains("\tlite.pausesecs=*) pausesecs=${arg#lite.pausesecs=} ;;\n"));
         for node in 1..=PARTITION_NODES {
             assert_eq!(partition_append(node), ["lite.pausesecs=55"]);
         }

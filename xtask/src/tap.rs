@@ -228,10 +228,13 @@ pub fn skip_directive(text: &str) -> (&str, bool) {
 }
 
 /// A failure's `head` line with its diagnostic `lines` indented below it.
-pub fn with_diagnostics(mut head: String, lines: &[String]) -> String {
+pub fn with_diagnostics(
+    mut head: String,
+    lines: impl IntoIterator<Item = impl AsRef<str>>,
+) -> String {
     for line in lines {
         head.push_str("\n      ");
-        head.push_str(line);
+        head.push_str(line.as_ref());
     }
     head
 }

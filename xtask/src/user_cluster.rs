@@ -27,15 +27,14 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::IsTerminal;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 
-use crate::cluster::{self, Cluster, ClusterSpec, Images};
+use crate::cluster::{self, Cluster, ClusterSpec, Images, Nodes};
 use crate::demo;
 use crate::fsutil::TempDir;
 use crate::kernel::Flavour;
@@ -84,26 +83,17 @@ pub enum Session {
 }
 
 impl Session {
-    /// The session the command line asks for: `--exec PATH ARGS...`, whose
-    /// values are `exec`, or `--shell`.
-    pub fn from_arguments(
-        exec: Option<Vec<OsString>>,
-        shell: bool,
-        timeout: Duration,
-    ) -> Result<Self> {
-        match (exec, shell) {
-            (Some(command), false) => {
-                let Some((program, args)) = command.split_first() else {
-                    bail!("--exec needs the path of a program");
-                };
-                Ok(Session::Exec {
-                    program: PathBuf::from(program),
-                    args: args.to_vec(),
-                    timeout,
-                })
-            }
-            (None, true) => Ok(Session::Shell),
-            _ => bail!("give either --exec PATH [ARGS...] or --shell"),
+    /// The session of a command line that gave `--exec PATH ARGS...`, the
+    /// values of which are `exec`, or else `--shell` (the command line's
+    /// parser allows exactly one of them, and no `--exec` without PATH).
+    pub fn new(exec: Option<Vec<OsString>>, timeout: Duration) -> Self {
+        match exec.as_deref() {
+            Some([program, args @ ..]) => Session::Exec {
+                program: PathBuf::from(program),
+                args: args.to_vec(),
+                timeout,
+            },
+            _ => Session::Shell,
         }
     }
 }
@@ -176,7 +166,8 @@ impl ProgramArchive {
             for library in initramfs::shared_libraries(program)? {
                 let contents = fs::read(&library)
                     .with_context(|| format!("cannot read {}", library.display()))?;
-                files.push((guest_library_path(&library)?, contents));
+                let guest_path = Path::new("/").join(initramfs::guest_library_path(&library)?);
+                files.push((merged_usr_path(&guest_path)?, contents));
             }
         }
         Ok(Self { name, files })
@@ -264,23 +255,8 @@ fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
     read_le(bytes, at).map(u64::from_le_bytes)
 }
 
-/// Where the guests have the library that the host has at `library`, as
-/// `initramfs` installs libraries: in its directory's canonical path, under
-/// the name `ldd` gave (the soname); see [`merged_usr_path`].
-fn guest_library_path(library: &Path) -> Result<String> {
-    let name = library
-        .file_name()
-        .with_context(|| format!("library path {} without a file name", library.display()))?;
-    let dir = library
-        .parent()
-        .with_context(|| format!("library path {} without a directory", library.display()))?;
-    let dir = dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", dir.display()))?;
-    merged_usr_path(&dir.join(name))
-}
-
-/// The absolute host path `path` relative to the guests' root. The guests'
+/// The absolute path `path` (a library's, as `initramfs` installs it: see
+/// [`initramfs::guest_library_path`]) relative to the guests' root. The guests'
 /// `/lib` and `/lib64` are links into `/usr`: a path under them (on a host
 /// without merged `/usr`) is named by its place in `/usr`, so that no
 /// directory entry of the archive replaces one of those links.
@@ -477,7 +453,8 @@ pub fn run_program(
         archive.name,
         ui::duration(timeout)
     ));
-    let demo::ConsolesRun { waited, node_logs } = demo::run_showing_consoles(&spec, timeout)?;
+    let demo::ConsolesRun { waited, node_logs } =
+        demo::run_showing_consoles(&spec, timeout, demo::role_output)?;
     let nodes = node_logs
         .into_iter()
         .map(|(name, log)| {
@@ -614,10 +591,9 @@ struct InitrdWithProgram {
 
 impl InitrdWithProgram {
     fn create(initramfs: &Path, archive: &ProgramArchive) -> Result<Self> {
-        let dir = TempDir::new("lite-exec")?;
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private", dir.path().display()))?;
-        let initrd = Self { dir };
+        let initrd = Self {
+            dir: TempDir::private("lite-exec")?,
+        };
         let path = initrd.path();
         fs::copy(initramfs, &path).with_context(|| {
             format!("cannot copy {} to {}", initramfs.display(), path.display())
@@ -636,28 +612,6 @@ mod tests {
     use super::*;
     use crate::initramfs::role_body;
     use crate::newc::DIRECTORY;
-
-    #[test]
-    fn the_command_line_gives_a_program_with_its_arguments_or_a_shell() {
-        let timeout = Duration::from_secs(60);
-        let words = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
-        assert_eq!(
-            Session::from_arguments(Some(words(&["./p", "a b", "--x"])), false, timeout)
-                .expect("a program"),
-            Session::Exec {
-                program: PathBuf::from("./p"),
-                args: words(&["a b", "--x"]),
-                timeout
-            }
-        );
-        assert_eq!(
-            Session::from_arguments(None, true, timeout).expect("a shell"),
-            Session::Shell
-        );
-        assert!(Session::from_arguments(Some(Vec::new()), false, timeout).is_err());
-        assert!(Session::from_arguments(Some(words(&["./p"])), true, timeout).is_err());
-        assert!(Session::from_arguments(None, false, timeout).is_err());
-    }
 
     #[test]
     fn every_node_is_told_the_manager_its_own_address_and_the_cluster_size() {
