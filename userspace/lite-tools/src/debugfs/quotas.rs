@@ -73,10 +73,6 @@ impl Resource {
     pub fn from_name(name: &str) -> Option<Resource> {
         Resource::ALL.into_iter().find(|r| r.name() == name)
     }
-
-    fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// A limit: a number (of bytes or of things), or none.
@@ -128,12 +124,12 @@ impl<T: Copy> PerResource<T> {
 
     /// The value of `resource`.
     pub fn get(&self, resource: Resource) -> T {
-        self.0[resource.index()]
+        self.0[resource as usize]
     }
 
     /// Sets the value of `resource`.
     pub fn set(&mut self, resource: Resource, value: T) {
-        self.0[resource.index()] = value;
+        self.0[resource as usize] = value;
     }
 
     /// A copy with `value` for `resource`.
@@ -191,11 +187,7 @@ impl Usage {
 /// Parses `remote_memory=C pinned_memory=C lmrs=C names=C rpc_ports=C
 /// locks=C` (what [`Usage`] displays as), each resource once.
 pub fn parse_usage(text: &str) -> Result<Usage, String> {
-    let items = key_values(text.split_whitespace(), |text| decimal(text).map(Limit::At))?;
-    complete(items, |limit| match limit {
-        Limit::At(count) => Ok(count),
-        Limit::Unlimited => Err("a count, not a limit".to_string()),
-    })
+    complete(key_values(text.split_whitespace(), decimal)?)
 }
 
 /// The default limits of every user, per the uapi header.
@@ -289,12 +281,13 @@ fn id(text: &str, what: &str) -> Result<u32, String> {
     u32::try_from(value).map_err(|_| format!("{what}: {value} does not fit 32 bits"))
 }
 
-/// The `KEY=V` items of a line: each key a resource, at most once.
-fn key_values<'a>(
-    items: impl Iterator<Item = &'a str>,
-    value: impl Fn(&str) -> Result<Limit, String>,
-) -> Result<Vec<(Resource, Limit)>, String> {
-    let mut found: Vec<(Resource, Limit)> = Vec::new();
+/// The `KEY=V` items of a line: each key a resource, at most once, each
+/// value read by `value`.
+fn key_values<'a, T>(
+    items: impl IntoIterator<Item = &'a str>,
+    value: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<(Resource, T)>, String> {
+    let mut found: Vec<(Resource, T)> = Vec::new();
     for item in items {
         let (key, text) = item
             .split_once('=')
@@ -309,31 +302,23 @@ fn key_values<'a>(
 }
 
 /// Every resource's value from `items`, which must name each once.
-fn complete<T: Copy>(
-    items: Vec<(Resource, Limit)>,
-    convert: impl Fn(Limit) -> Result<T, String>,
-) -> Result<PerResource<T>, String> {
-    let mut values: [Option<T>; 6] = [None; 6];
-    for (resource, limit) in items {
-        values[resource.index()] =
-            Some(convert(limit).map_err(|e| format!("{}: {e}", resource.name()))?);
+fn complete<T: Copy>(items: Vec<(Resource, T)>) -> Result<PerResource<T>, String> {
+    let value = |resource: Resource| {
+        let found = items.iter().find(|(r, _)| *r == resource);
+        found.map(|&(_, value)| value)
+    };
+    if let Some(missing) = Resource::ALL.into_iter().find(|&r| value(r).is_none()) {
+        return Err(format!("{} is missing", missing.name()));
     }
-    let mut out = Vec::with_capacity(6);
-    for resource in Resource::ALL {
-        out.push(
-            values[resource.index()].ok_or_else(|| format!("{} is missing", resource.name()))?,
-        );
-    }
-    let array: [T; 6] = out
-        .try_into()
-        .map_err(|_| "six values expected".to_string())?;
-    Ok(PerResource(array))
+    Ok(PerResource(Resource::ALL.map(|r| {
+        value(r).expect("every resource was found above")
+    })))
 }
 
 /// The single `remote_memory=V` of a node line.
-fn remote_memory_only(items: Vec<(Resource, Limit)>) -> Result<Limit, String> {
+fn remote_memory_only<T: Copy>(items: Vec<(Resource, T)>) -> Result<T, String> {
     match items.as_slice() {
-        [(Resource::RemoteMemory, limit)] => Ok(*limit),
+        [(Resource::RemoteMemory, value)] => Ok(*value),
         _ => Err("a node line has remote_memory=V and nothing else".to_string()),
     }
 }
@@ -348,12 +333,7 @@ pub fn parse_quotas(text: &str) -> Result<QuotasFile, String> {
     let mut nodes = BTreeMap::new();
     let mut usage = BTreeMap::new();
     let mut served = BTreeMap::new();
-    let count = |limit: Limit| match limit {
-        Limit::At(count) => Ok(count),
-        Limit::Unlimited => Err("a count, not a limit".to_string()),
-    };
-    let counts =
-        |items: &[&str]| key_values(items.iter().copied(), |text| decimal(text).map(Limit::At));
+    let counts = |items: &[&str]| key_values(items.iter().copied(), decimal);
     let limits = |items: &[&str]| key_values(items.iter().copied(), Limit::parse);
     for (number, line) in (1..).zip(text.lines()) {
         let line = line.trim();
@@ -362,20 +342,20 @@ pub fn parse_quotas(text: &str) -> Result<QuotasFile, String> {
         match words.as_slice() {
             [] => {}
             ["limit", "default", items @ ..] => {
-                let parsed = complete(limits(items).map_err(at)?, Ok).map_err(at)?;
+                let parsed = limits(items).and_then(complete).map_err(at)?;
                 if defaults.replace(parsed).is_some() {
                     return Err(at("repeated".into()));
                 }
             }
             ["limit", "uid", uid, items @ ..] => {
                 let uid = id(uid, "uid").map_err(at)?;
-                let parsed = complete(limits(items).map_err(at)?, Ok).map_err(at)?;
+                let parsed = limits(items).and_then(complete).map_err(at)?;
                 if users.insert(uid, parsed).is_some() {
                     return Err(at("repeated uid".into()));
                 }
             }
             ["limit", "node", node, items @ ..] => {
-                let limit = remote_memory_only(limits(items).map_err(at)?).map_err(at)?;
+                let limit = limits(items).and_then(remote_memory_only).map_err(at)?;
                 let repeated = if *node == "default" {
                     node_default.replace(limit).is_some()
                 } else {
@@ -387,16 +367,14 @@ pub fn parse_quotas(text: &str) -> Result<QuotasFile, String> {
             }
             ["usage", "uid", uid, items @ ..] => {
                 let uid = id(uid, "uid").map_err(at)?;
-                let parsed = complete(counts(items).map_err(at)?, count).map_err(at)?;
+                let parsed = counts(items).and_then(complete).map_err(at)?;
                 if usage.insert(uid, parsed).is_some() {
                     return Err(at("repeated uid".into()));
                 }
             }
             ["served", "node", node, items @ ..] => {
                 let node = id(node, "node").map_err(at)?;
-                let bytes = remote_memory_only(counts(items).map_err(at)?)
-                    .and_then(count)
-                    .map_err(at)?;
+                let bytes = counts(items).and_then(remote_memory_only).map_err(at)?;
                 if served.insert(node, bytes).is_some() {
                     return Err(at("repeated node".into()));
                 }
