@@ -90,24 +90,25 @@ impl QosParam {
         QosParam::MaxDelayUs,
     ];
 
+    /// The file's name in [`DEBUGFS_DIR`] and the value after boot, per
+    /// the uapi header.
+    fn file_and_default(self) -> (&'static str, u64) {
+        match self {
+            QosParam::Enabled => ("qos_enabled", 1),
+            QosParam::WindowUs => ("qos_window_us", 500),
+            QosParam::DelayUs => ("qos_delay_us", 5000),
+            QosParam::MaxDelayUs => ("qos_max_delay_us", 200_000),
+        }
+    }
+
     /// The file's name in [`DEBUGFS_DIR`].
     pub fn file_name(self) -> &'static str {
-        match self {
-            QosParam::Enabled => "qos_enabled",
-            QosParam::WindowUs => "qos_window_us",
-            QosParam::DelayUs => "qos_delay_us",
-            QosParam::MaxDelayUs => "qos_max_delay_us",
-        }
+        self.file_and_default().0
     }
 
     /// The value after boot, per the uapi header.
     pub fn default_value(self) -> u64 {
-        match self {
-            QosParam::Enabled => 1,
-            QosParam::WindowUs => 500,
-            QosParam::DelayUs => 5000,
-            QosParam::MaxDelayUs => 200_000,
-        }
+        self.file_and_default().1
     }
 }
 
@@ -297,7 +298,8 @@ impl fmt::Display for DebugStats {
     }
 }
 
-fn parse_number(text: &str, what: &str) -> Result<u64, String> {
+/// The number `text`, which a file calls `what`.
+fn parse_number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
     text.parse()
         .map_err(|_| format!("{what}: {text:?} is not a decimal number"))
 }
@@ -423,13 +425,6 @@ pub fn write_file(name: &str, text: &str) -> io::Result<()> {
     std::fs::write(Path::new(DEBUGFS_DIR).join(name), text)
 }
 
-/// Reads and parses the statistics file; a parse error is
-/// [`io::ErrorKind::InvalidData`].
-pub fn read_stats() -> io::Result<DebugStats> {
-    let text = read_file(STATS_FILE)?;
-    parse_stats(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
 /// Parses the contents of a QoS parameter file: one decimal number,
 /// optionally followed by a newline.
 pub fn parse_qos(text: &str) -> Result<u64, String> {
@@ -442,7 +437,7 @@ pub fn parse_admin_group(text: &str) -> Result<u32, String> {
     let number = text
         .strip_suffix('\n')
         .ok_or_else(|| format!("admin group {text:?} does not end with a newline"))?;
-    let value = parse_number(number, "admin group")?;
+    let value: u64 = parse_number(number, "admin group")?;
     u32::try_from(value).map_err(|_| format!("admin group {value} is above {NO_ADMIN_GROUP}"))
 }
 
@@ -482,12 +477,16 @@ mod tests {
         assert_eq!(latency_bound(0), Some(1));
         assert_eq!(latency_bound(20), Some(1 << 20));
         assert_eq!(latency_bound(21), None);
-        assert_eq!(latency_bucket(0), 0);
-        assert_eq!(latency_bucket(1), 0);
-        assert_eq!(latency_bucket(3), 2);
-        assert_eq!(latency_bucket(4), 2);
-        assert_eq!(latency_bucket(1 << 20), 20);
-        assert_eq!(latency_bucket((1 << 20) + 1), 21);
+        for (us, bucket) in [
+            (0, 0),
+            (1, 0),
+            (3, 2),
+            (4, 2),
+            (1 << 20, 20),
+            ((1 << 20) + 1, 21),
+        ] {
+            assert_eq!(latency_bucket(us), bucket, "{us} µs");
+        }
     }
 
     #[test]
