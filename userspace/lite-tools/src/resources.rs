@@ -380,6 +380,7 @@ pub fn check<S: Source, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tap::capture;
 
     /// The file as the kernel writes it, with every peer connected.
     const BASELINE: &str = "lmrs 0\nregistrations 0\nmappings 0\nnames 0\nhandles 0\n\
@@ -412,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_name_value_lines() {
+    fn parses_name_value_lines_and_rejects_malformed_ones() {
         let parsed =
             counters("lmrs 3\n\n  pool_bytes   4096  \nnew_counter 18446744073709551615\n");
         assert_eq!(parsed.get("lmrs"), Some(&3));
@@ -422,16 +423,25 @@ mod tests {
         // The file lists every counter but the two derived ones, and the
         // three they are derived from.
         assert_eq!(counters(BASELINE).len(), COUNTERS.len() + 1);
+        for (text, error) in [
+            ("lmrs\n", "line 1"),
+            ("lmrs 1\nchunks -1\n", "line 2: chunks"),
+            ("lmrs 1 2\n", "NAME VALUE"),
+            ("lmrs 0x10\n", "no decimal value"),
+            ("lmrs 1\nlmrs 2\n", "twice"),
+        ] {
+            let found = parse(text).expect_err(text);
+            assert!(found.contains(error), "{text:?}: {found}");
+        }
     }
 
-    #[test]
-    fn rejects_malformed_lines() {
-        let error = |text: &str| parse(text).expect_err("malformed");
-        assert!(error("lmrs\n").contains("line 1"));
-        assert!(error("lmrs 1\nchunks -1\n").contains("line 2: chunks"));
-        assert!(error("lmrs 1 2\n").contains("NAME VALUE"));
-        assert!(error("lmrs 0x10\n").contains("no decimal value"));
-        assert!(error("lmrs 1\nlmrs 2\n").contains("twice"));
+    /// The comparison of counter `name`, which must fail its rule with
+    /// `description`.
+    fn failing<'a>(all: &'a [Comparison], name: &str, description: &str) -> &'a Comparison {
+        let comparison = find(all, name);
+        assert!(!comparison.holds(), "{name}");
+        assert_eq!(comparison.description(), description);
+        comparison
     }
 
     #[test]
@@ -450,12 +460,7 @@ mod tests {
         after.insert("chunks".into(), 2);
         after.insert("async_ops".into(), 1);
         let all = compare(&before, &after);
-        let chunks = find(&all, "chunks");
-        assert!(!chunks.holds());
-        assert_eq!(
-            chunks.description(),
-            "resources back to baseline: chunks 0 -> 2"
-        );
+        let chunks = failing(&all, "chunks", "resources back to baseline: chunks 0 -> 2");
         assert!(chunks.problem().expect("a problem").starts_with("2 more"));
         assert!(!find(&all, "async_ops").holds());
     }
@@ -474,11 +479,10 @@ mod tests {
         after.insert("pool_bytes".into(), 4194304 + spare + 4096);
         after.insert("memory_regions".into(), 6);
         let all = compare(&before, &after);
-        let pool = find(&all, "pool_bytes");
-        assert!(!pool.holds());
-        assert_eq!(
-            pool.description(),
-            "resources within bound: pool_bytes 4194304 -> 12587008 (at most +8388608)"
+        failing(
+            &all,
+            "pool_bytes",
+            "resources within bound: pool_bytes 4194304 -> 12587008 (at most +8388608)",
         );
         assert!(!find(&all, REGIONS_BEYOND_RINGS).holds());
         // Segments of the ring pool are not held to the bound.
@@ -497,10 +501,10 @@ mod tests {
         after.remove("handles");
         after.insert("sparkles".into(), 7);
         let all = compare(&before, &after);
-        let handles = find(&all, "handles");
-        assert_eq!(
-            handles.description(),
-            "resources back to baseline: handles 0 -> missing"
+        let handles = failing(
+            &all,
+            "handles",
+            "resources back to baseline: handles 0 -> missing",
         );
         assert!(handles
             .problem()
@@ -581,12 +585,8 @@ mod tests {
     }
 
     fn run_check(baseline: Result<String, String>, source: &mut Script) -> String {
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
         let path = Path::new("/tmp/baseline");
-        check(&mut tap, path, baseline, source, Duration::from_secs(5));
-        tap.finish();
-        String::from_utf8(out).expect("TAP is text")
+        capture(|tap| check(tap, path, baseline, source, Duration::from_secs(5))).0
     }
 
     #[test]
@@ -640,14 +640,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lite-resources-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temporary directory");
         let path = dir.join("baseline");
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        save_baseline(&mut tap, Some(Ok(BASELINE.into())), &path);
-        save_baseline(&mut tap, None, &dir.join("none"));
-        let missing = io::Error::from_raw_os_error(libc::ENOENT);
-        save_baseline(&mut tap, Some(Err(missing)), &dir.join("missing"));
-        assert_eq!(tap.points(), 0);
-        let text = String::from_utf8(out).expect("TAP is text");
+        let (text, summary) = capture(|tap| {
+            save_baseline(tap, Some(Ok(BASELINE.into())), &path);
+            save_baseline(tap, None, &dir.join("none"));
+            let missing = io::Error::from_raw_os_error(libc::ENOENT);
+            save_baseline(tap, Some(Err(missing)), &dir.join("missing"));
+        });
+        assert_eq!((summary.passed, summary.failed), (0, 0));
         assert!(text.contains(&format!(
             "# resource baseline saved to {}\n",
             path.display()
