@@ -19,12 +19,25 @@ pub struct OptionSpec {
     pub help: &'static str,
 }
 
+/// The option `--NAME VALUE_NAME`, described by `help`.
+pub const fn option(
+    name: &'static str,
+    value_name: &'static str,
+    help: &'static str,
+) -> OptionSpec {
+    OptionSpec {
+        name,
+        value_name,
+        help,
+    }
+}
+
 /// `--cm IP`, taken by every program that joins a cluster.
-pub const CM_OPTION: OptionSpec = OptionSpec {
-    name: "cm",
-    value_name: "IP",
-    help: "IPv4 address of the cluster manager (port 18500)",
-};
+pub const CM_OPTION: OptionSpec = option(
+    "cm",
+    "IP",
+    "IPv4 address of the cluster manager (port 18500)",
+);
 
 /// The command line interface of one program.
 #[derive(Debug, Clone, Copy)]
@@ -270,16 +283,8 @@ mod tests {
         synopsis: "--cm IP [--nodes N]",
         about: "does things",
         options: &[
-            OptionSpec {
-                name: "cm",
-                value_name: "IP",
-                help: "manager address",
-            },
-            OptionSpec {
-                name: "nodes",
-                value_name: "N",
-                help: "cluster size",
-            },
+            option("cm", "IP", "manager address"),
+            option("nodes", "N", "cluster size"),
         ],
     };
 
@@ -318,24 +323,16 @@ mod tests {
 
     #[test]
     fn errors_name_the_problem() {
-        assert_eq!(parse(&["-h"]).err(), Some(ArgError::HelpRequested));
-        assert_eq!(
-            parse(&["--cm", "x", "--help"]).err(),
-            Some(ArgError::HelpRequested)
-        );
-        assert_eq!(
-            parse(&["--bogus", "1"]).err(),
-            Some(ArgError::Unknown("--bogus".into()))
-        );
-        assert_eq!(
-            parse(&["stray"]).err(),
-            Some(ArgError::Unknown("stray".into()))
-        );
-        assert_eq!(parse(&["--cm"]).err(), Some(ArgError::MissingValue("cm")));
-        assert_eq!(
-            parse(&["--cm", "a", "--cm", "b"]).err(),
-            Some(ArgError::Repeated("cm"))
-        );
+        for (args, error) in [
+            (&["-h"][..], ArgError::HelpRequested),
+            (&["--cm", "x", "--help"], ArgError::HelpRequested),
+            (&["--bogus", "1"], ArgError::Unknown("--bogus".into())),
+            (&["stray"], ArgError::Unknown("stray".into())),
+            (&["--cm"], ArgError::MissingValue("cm")),
+            (&["--cm", "a", "--cm", "b"], ArgError::Repeated("cm")),
+        ] {
+            assert_eq!(parse(args).err(), Some(error), "{args:?}");
+        }
         let parsed = parse(&["--nodes", "three"]).expect("syntactically fine");
         assert_eq!(
             parsed.required::<u32>("cm").err(),

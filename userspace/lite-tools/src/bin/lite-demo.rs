@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use std::process::ExitCode;
 
 use lite::{Lmr, Priority};
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
+use lite_tools::args::{in_range, option, ArgError, Cli, Parsed, CM_OPTION};
 use lite_tools::errno::describe_error;
 use lite_tools::plan::next_node;
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
@@ -21,11 +21,7 @@ const CLI: Cli = Cli {
     about: "Joins a LITE cluster and writes to and reads from memory on the next node.",
     options: &[
         CM_OPTION,
-        OptionSpec {
-            name: "nodes",
-            value_name: "N",
-            help: "number of nodes taking part (default 2)",
-        },
+        option("nodes", "N", "number of nodes taking part (default 2)"),
     ],
 };
 

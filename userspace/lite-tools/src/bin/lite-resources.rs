@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use lite_tools::args::{ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{option, ArgError, Cli, Parsed};
 use lite_tools::resources::{check, Debugfs};
 use lite_tools::tap::report_to_stdout;
 
@@ -25,16 +25,16 @@ const CLI: Cli = Cli {
     synopsis: "--baseline FILE [--wait SECONDS]",
     about: "Checks that LITE's resource counters are back to their baseline; reports TAP.",
     options: &[
-        OptionSpec {
-            name: "baseline",
-            value_name: "FILE",
-            help: "counters saved by lite-cluster-test --resources-baseline",
-        },
-        OptionSpec {
-            name: "wait",
-            value_name: "SECONDS",
-            help: "longest wait for the counters to come back (default 120)",
-        },
+        option(
+            "baseline",
+            "FILE",
+            "counters saved by lite-cluster-test --resources-baseline",
+        ),
+        option(
+            "wait",
+            "SECONDS",
+            "longest wait for the counters to come back (default 120)",
+        ),
     ],
 };
 
