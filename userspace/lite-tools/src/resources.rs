@@ -22,7 +22,7 @@
 //! bound ([`Rule::Grows`]). Counters the check does not know are listed,
 //! not checked.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -210,19 +210,16 @@ pub fn compare(baseline: &Counters, now: &Counters) -> Vec<Comparison> {
 /// kernel does not list.
 fn with_derived(counters: &Counters) -> Counters {
     let mut all = counters.clone();
+    let part = |name: &str| counters.get(name).copied().unwrap_or(0);
     if let Some(buffers) = counters.get("dma_buffers") {
         // Kept buffers, and the memory of every pool segment, are DMA
         // buffers the pools' own counters bound.
-        let part = |name: &str| counters.get(name).copied().unwrap_or(0);
         let held = part("kept_buffers") + part("pool_segments") + part("ring_segments");
         all.insert(BUFFERS_IN_USE.to_string(), buffers.saturating_sub(held));
     }
     if let Some(regions) = counters.get("memory_regions") {
-        let rings = counters.get("ring_segments").copied().unwrap_or(0);
-        all.insert(
-            REGIONS_BEYOND_RINGS.to_string(),
-            regions.saturating_sub(rings),
-        );
+        let beyond = regions.saturating_sub(part("ring_segments"));
+        all.insert(REGIONS_BEYOND_RINGS.to_string(), beyond);
     }
     all
 }
@@ -231,9 +228,7 @@ fn with_derived(counters: &Counters) -> Counters {
 /// `name before -> after` (`missing` on the side that lacks them).
 pub fn unchecked(baseline: &Counters, now: &Counters) -> Vec<String> {
     let known = |name: &str| COUNTERS.iter().any(|c| c.name == name);
-    let mut names: Vec<&String> = baseline.keys().chain(now.keys()).collect();
-    names.sort();
-    names.dedup();
+    let names: BTreeSet<&String> = baseline.keys().chain(now.keys()).collect();
     names
         .into_iter()
         .filter(|name| !known(name))
@@ -328,45 +323,30 @@ pub fn check<S: Source, W: Write>(
     let baseline = match baseline.and_then(|text| parse(&text)) {
         Ok(counters) => counters,
         Err(why) => {
-            tap.not_ok(
+            return tap.not_ok(
                 &format!("resource baseline {} is readable", baseline_path.display()),
                 &format!("{why}; lite-cluster-test saves it once every node joined"),
-            );
-            return;
+            )
         }
     };
     loop {
-        let now = match source.read() {
-            Ok(text) => parse(&text),
+        let now = match source.read().map(|text| parse(&text)) {
+            Ok(Ok(now)) => now,
+            Ok(Err(why)) => return tap.not_ok(&format!("{} parses", path.display()), &why),
             Err(e) => {
-                tap.not_ok(
-                    &format!("{} is readable", path.display()),
-                    &format!("{e}: this kernel does not report LITE's resources"),
-                );
-                return;
-            }
-        };
-        let now = match now {
-            Ok(now) => now,
-            Err(why) => {
-                tap.not_ok(&format!("{} parses", path.display()), &why);
-                return;
+                let why = format!("{e}: this kernel does not report LITE's resources");
+                return tap.not_ok(&format!("{} is readable", path.display()), &why);
             }
         };
         let comparisons = compare(&baseline, &now);
         let settled = comparisons.iter().all(Comparison::holds);
         if settled || source.elapsed() >= wait {
             let waited = source.elapsed().as_secs();
-            if settled {
-                tap.comment(&format!("counters settled after {waited} s"));
-            } else {
-                tap.comment(&format!("counters not settled after {waited} s"));
-            }
+            let not = if settled { "" } else { "not " };
+            tap.comment(&format!("counters {not}settled after {waited} s"));
             for comparison in &comparisons {
-                match comparison.problem() {
-                    None => tap.ok(&comparison.description()),
-                    Some(why) => tap.not_ok(&comparison.description(), &why),
-                }
+                let outcome = comparison.problem().map_or(Ok(()), Err);
+                tap.check(&comparison.description(), outcome);
             }
             for other in unchecked(&baseline, &now) {
                 tap.comment(&format!("not checked: {other}"));
