@@ -380,7 +380,7 @@ pub fn parse_stats(text: &str) -> Result<DebugStats, String> {
             let row = parse_op_line(line).map_err(at)?;
             if ops
                 .iter()
-                .any(|r| r.op == row.op && r.priority == row.priority)
+                .any(|r| (r.op, r.priority) == (row.op, row.priority))
             {
                 return Err(at("repeated operation and priority".into()));
             }
@@ -401,15 +401,10 @@ pub fn parse_stats(text: &str) -> Result<DebugStats, String> {
     if let Some((missing, _)) = COUNTERS.iter().find(|(n, _)| !seen.contains_key(n)) {
         return Err(format!("counter {missing} is missing"));
     }
-    for op in Operation::ALL {
-        for priority in Priority::ALL {
-            if !ops.iter().any(|r| r.op == op && r.priority == priority) {
-                return Err(format!(
-                    "no line for op={} priority={}",
-                    op.name(),
-                    priority.name()
-                ));
-            }
+    for OpStats { op, priority, .. } in DebugStats::new().ops {
+        if !ops.iter().any(|r| (r.op, r.priority) == (op, priority)) {
+            let (op, priority) = (op.name(), priority.name());
+            return Err(format!("no line for op={op} priority={priority}"));
         }
     }
     Ok(DebugStats { counters, ops })
@@ -642,18 +637,17 @@ mod tests {
 
     #[test]
     fn qos_parameters_have_the_documented_files_and_defaults() {
-        let names: Vec<_> = QosParam::ALL.iter().map(|p| p.file_name()).collect();
-        assert_eq!(
-            names,
-            [
-                "qos_enabled",
-                "qos_window_us",
-                "qos_delay_us",
-                "qos_max_delay_us"
-            ]
-        );
-        let defaults: Vec<_> = QosParam::ALL.iter().map(|p| p.default_value()).collect();
-        assert_eq!(defaults, [1, 500, 5000, 200_000]);
+        let found: Vec<_> = QosParam::ALL
+            .iter()
+            .map(|p| (p.file_name(), p.default_value()))
+            .collect();
+        let documented = [
+            ("qos_enabled", 1),
+            ("qos_window_us", 500),
+            ("qos_delay_us", 5000),
+            ("qos_max_delay_us", 200_000),
+        ];
+        assert_eq!(found, documented);
         assert_eq!(parse_qos("1\n"), Ok(1));
         assert_eq!(parse_qos(" 200 "), Ok(200));
         assert!(parse_qos("yes").is_err());
