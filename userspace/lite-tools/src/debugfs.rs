@@ -195,24 +195,17 @@ impl OpStats {
 /// The names of the `struct lite_stats` fields, in order, and accessors.
 type CounterField = (&'static str, fn(&mut LiteStats) -> &mut u64);
 
-/// Every field of [`LiteStats`] with its name in the statistics file.
-const COUNTERS: [CounterField; 15] = [
-    ("lmrs", |s| &mut s.lmrs),
-    ("registrations", |s| &mut s.registrations),
-    ("mappings", |s| &mut s.mappings),
-    ("published_names", |s| &mut s.published_names),
-    ("held_chunks", |s| &mut s.held_chunks),
-    ("handles", |s| &mut s.handles),
-    ("processes", |s| &mut s.processes),
-    ("async_in_flight", |s| &mut s.async_in_flight),
-    ("connections", |s| &mut s.connections),
-    ("rpc_ports", |s| &mut s.rpc_ports),
-    ("locks", |s| &mut s.locks),
-    ("lock_acquires", |s| &mut s.lock_acquires),
-    ("lock_waits", |s| &mut s.lock_waits),
-    ("atomics", |s| &mut s.atomics),
-    ("qos_throttled", |s| &mut s.qos_throttled),
-];
+/// Every field of [`LiteStats`] with its name in the statistics file,
+/// which is the field's own.
+const COUNTERS: [CounterField; 15] = {
+    macro_rules! fields {
+        { $($field:ident)* } => { [$((stringify!($field), |s| &mut s.$field)),*] };
+    }
+    fields! {
+        lmrs registrations mappings published_names held_chunks handles processes
+        async_in_flight connections rpc_ports locks lock_acquires lock_waits atomics qos_throttled
+    }
+};
 
 /// The contents of the statistics file.
 #[derive(Debug, Clone, PartialEq, Eq)]
