@@ -323,6 +323,20 @@ fn remote_memory_only<T: Copy>(items: Vec<(Resource, T)>) -> Result<T, String> {
     }
 }
 
+/// Adds a line's `value` under its `key` (a `what`) to `map`, refusing a
+/// key an earlier line gave.
+fn insert_once<K: Ord, V>(
+    map: &mut BTreeMap<K, V>,
+    key: Result<K, String>,
+    value: Result<V, String>,
+    what: &str,
+) -> Result<(), String> {
+    match map.insert(key?, value?) {
+        Some(_) => Err(format!("repeated {what}")),
+        None => Ok(()),
+    }
+}
+
 /// Parses the quotas file. The `limit default` and `limit node default`
 /// lines must be there once each; every `limit` and `usage` line of a
 /// user names each resource once; lines of other kinds are ignored.
@@ -348,36 +362,24 @@ pub fn parse_quotas(text: &str) -> Result<QuotasFile, String> {
                 }
             }
             ["limit", "uid", uid, items @ ..] => {
-                let uid = id(uid, "uid").map_err(at)?;
-                let parsed = limits(items).and_then(complete).map_err(at)?;
-                if users.insert(uid, parsed).is_some() {
-                    return Err(at("repeated uid".into()));
-                }
+                let parsed = limits(items).and_then(complete);
+                insert_once(&mut users, id(uid, "uid"), parsed, "uid").map_err(at)?;
             }
             ["limit", "node", node, items @ ..] => {
-                let limit = limits(items).and_then(remote_memory_only).map_err(at)?;
-                let repeated = if *node == "default" {
-                    node_default.replace(limit).is_some()
-                } else {
-                    nodes.insert(id(node, "node").map_err(at)?, limit).is_some()
-                };
-                if repeated {
+                let limit = limits(items).and_then(remote_memory_only);
+                if *node != "default" {
+                    insert_once(&mut nodes, id(node, "node"), limit, "node").map_err(at)?;
+                } else if node_default.replace(limit.map_err(at)?).is_some() {
                     return Err(at("repeated node".into()));
                 }
             }
             ["usage", "uid", uid, items @ ..] => {
-                let uid = id(uid, "uid").map_err(at)?;
-                let parsed = counts(items).and_then(complete).map_err(at)?;
-                if usage.insert(uid, parsed).is_some() {
-                    return Err(at("repeated uid".into()));
-                }
+                let parsed = counts(items).and_then(complete);
+                insert_once(&mut usage, id(uid, "uid"), parsed, "uid").map_err(at)?;
             }
             ["served", "node", node, items @ ..] => {
-                let node = id(node, "node").map_err(at)?;
-                let bytes = counts(items).and_then(remote_memory_only).map_err(at)?;
-                if served.insert(node, bytes).is_some() {
-                    return Err(at("repeated node".into()));
-                }
+                let bytes = counts(items).and_then(remote_memory_only);
+                insert_once(&mut served, id(node, "node"), bytes, "node").map_err(at)?;
             }
             ["limit" | "usage" | "served", ..] => return Err(at("unknown line".into())),
             // Lines of kinds added later.
