@@ -183,8 +183,7 @@ impl Parsed {
         T: FromStr,
         T::Err: fmt::Display,
     {
-        let value = self.get(option).ok_or(ArgError::Missing(option))?;
-        parse_value(option, value)
+        self.required_with(option, parse_value)
     }
 
     /// Parses the value of an optional option, or returns `default`.
@@ -193,10 +192,7 @@ impl Parsed {
         T: FromStr,
         T::Err: fmt::Display,
     {
-        match self.get(option) {
-            Some(value) => parse_value(option, value),
-            None => Ok(default),
-        }
+        self.with(option, default, parse_value)
     }
 
     /// Parses the value of a required option with a custom function.
@@ -233,14 +229,13 @@ pub fn invalid(option: &'static str, value: &str, reason: impl Into<String>) -> 
     }
 }
 
-fn parse_value<T>(option: &'static str, value: &str) -> Result<T, ArgError>
+/// `value` parsed as a `T`, or why not.
+fn parse_value<T>(value: &str) -> Result<T, String>
 where
     T: FromStr,
     T::Err: fmt::Display,
 {
-    value
-        .parse()
-        .map_err(|e: T::Err| invalid(option, value, e.to_string()))
+    value.parse().map_err(|e: T::Err| e.to_string())
 }
 
 /// Checks that `value` lies in `range`, naming the option otherwise.
