@@ -323,16 +323,29 @@ fn remote_memory_only<T: Copy>(items: Vec<(Resource, T)>) -> Result<T, String> {
     }
 }
 
-/// Adds a line's `value` under its `key` (a `what`) to `map`, refusing a
-/// key an earlier line gave.
+/// Adds a line's `value` under its `key` to `map`, or says `repeated`
+/// if an earlier line gave the key.
 fn insert_once<K: Ord, V>(
     map: &mut BTreeMap<K, V>,
     key: Result<K, String>,
     value: Result<V, String>,
-    what: &str,
+    repeated: &str,
 ) -> Result<(), String> {
     match map.insert(key?, value?) {
-        Some(_) => Err(format!("repeated {what}")),
+        Some(_) => Err(repeated.to_string()),
+        None => Ok(()),
+    }
+}
+
+/// Sets `slot` to a line's `value`, or says `repeated` if an earlier line
+/// set it.
+fn set_once<V>(
+    slot: &mut Option<V>,
+    value: Result<V, String>,
+    repeated: &str,
+) -> Result<(), String> {
+    match slot.replace(value?) {
+        Some(_) => Err(repeated.to_string()),
         None => Ok(()),
     }
 }
@@ -351,40 +364,37 @@ pub fn parse_quotas(text: &str) -> Result<QuotasFile, String> {
     let limits = |items: &[&str]| key_values(items.iter().copied(), Limit::parse);
     for (number, line) in (1..).zip(text.lines()) {
         let line = line.trim();
-        let at = |e: String| format!("line {number}: {e}: {line:?}");
         let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            [] => {}
+        let read = match words.as_slice() {
             ["limit", "default", items @ ..] => {
-                let parsed = limits(items).and_then(complete).map_err(at)?;
-                if defaults.replace(parsed).is_some() {
-                    return Err(at("repeated".into()));
-                }
+                let parsed = limits(items).and_then(complete);
+                set_once(&mut defaults, parsed, "repeated")
             }
             ["limit", "uid", uid, items @ ..] => {
                 let parsed = limits(items).and_then(complete);
-                insert_once(&mut users, id(uid, "uid"), parsed, "uid").map_err(at)?;
+                insert_once(&mut users, id(uid, "uid"), parsed, "repeated uid")
+            }
+            ["limit", "node", "default", items @ ..] => {
+                let limit = limits(items).and_then(remote_memory_only);
+                set_once(&mut node_default, limit, "repeated node")
             }
             ["limit", "node", node, items @ ..] => {
                 let limit = limits(items).and_then(remote_memory_only);
-                if *node != "default" {
-                    insert_once(&mut nodes, id(node, "node"), limit, "node").map_err(at)?;
-                } else if node_default.replace(limit.map_err(at)?).is_some() {
-                    return Err(at("repeated node".into()));
-                }
+                insert_once(&mut nodes, id(node, "node"), limit, "repeated node")
             }
             ["usage", "uid", uid, items @ ..] => {
                 let parsed = counts(items).and_then(complete);
-                insert_once(&mut usage, id(uid, "uid"), parsed, "uid").map_err(at)?;
+                insert_once(&mut usage, id(uid, "uid"), parsed, "repeated uid")
             }
             ["served", "node", node, items @ ..] => {
                 let bytes = counts(items).and_then(remote_memory_only);
-                insert_once(&mut served, id(node, "node"), bytes, "node").map_err(at)?;
+                insert_once(&mut served, id(node, "node"), bytes, "repeated node")
             }
-            ["limit" | "usage" | "served", ..] => return Err(at("unknown line".into())),
-            // Lines of kinds added later.
-            _ => {}
-        }
+            ["limit" | "usage" | "served", ..] => Err("unknown line".to_string()),
+            // Empty lines, and lines of kinds added later.
+            _ => Ok(()),
+        };
+        read.map_err(|e| format!("line {number}: {e}: {line:?}"))?;
     }
     Ok(QuotasFile {
         defaults: defaults.ok_or("the limit default line is missing")?,
