@@ -526,32 +526,21 @@ mod tests {
         assert!(!find(&compare(&counters(&brief), &after), "names").holds());
     }
 
-    /// Counters read one after another, the last one again and again.
+    /// Counters read one after another, the last one again and again; an
+    /// error is an errno.
     struct Script {
-        reads: Vec<io::Result<String>>,
+        reads: Vec<Result<String, i32>>,
         elapsed: Duration,
         sleeps: u32,
     }
 
-    impl Script {
-        fn new(reads: Vec<io::Result<String>>) -> Self {
-            Script {
-                reads,
-                elapsed: Duration::ZERO,
-                sleeps: 0,
-            }
-        }
-    }
-
     impl Source for Script {
         fn read(&mut self) -> io::Result<String> {
-            if self.reads.len() > 1 {
-                return self.reads.remove(0);
-            }
-            match &self.reads[0] {
-                Ok(text) => Ok(text.clone()),
-                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
-            }
+            let read = match self.reads.len() {
+                1 => self.reads[0].clone(),
+                _ => self.reads.remove(0),
+            };
+            read.map_err(io::Error::from_raw_os_error)
         }
 
         fn sleep(&mut self, duration: Duration) {
@@ -564,17 +553,27 @@ mod tests {
         }
     }
 
-    fn run_check(baseline: Result<String, String>, source: &mut Script) -> String {
+    /// The TAP of a check of `baseline` against `reads`, waiting up to
+    /// 5 s, and how many times it slept.
+    fn run_check(baseline: Result<&str, &str>, reads: Vec<Result<String, i32>>) -> (String, u32) {
         let path = Path::new("/tmp/baseline");
-        capture(|tap| check(tap, path, baseline, source, Duration::from_secs(5))).0
+        let baseline = baseline.map(str::to_string).map_err(str::to_string);
+        let mut source = Script {
+            reads,
+            elapsed: Duration::ZERO,
+            sleeps: 0,
+        };
+        let wait = Duration::from_secs(5);
+        let (tap, _) = capture(|tap| check(tap, path, baseline, &mut source, wait));
+        (tap, source.sleeps)
     }
 
     #[test]
     fn waits_for_other_nodes_to_let_go() {
         let busy = BASELINE.replace("chunks 0", "chunks 3");
-        let mut source = Script::new(vec![Ok(busy.clone()), Ok(busy), Ok(BASELINE.into())]);
-        let tap = run_check(Ok(BASELINE.into()), &mut source);
-        assert_eq!(source.sleeps, 2);
+        let reads = vec![Ok(busy.clone()), Ok(busy), Ok(BASELINE.into())];
+        let (tap, sleeps) = run_check(Ok(BASELINE), reads);
+        assert_eq!(sleeps, 2);
         assert!(tap.contains("# counters settled after 2 s\n"), "{tap}");
         assert!(tap.contains("ok 3 - resources back to baseline: chunks 0 -> 0\n"));
         assert!(tap.ends_with("1..14\n14 passed, 0 failed\n"), "{tap}");
@@ -583,9 +582,8 @@ mod tests {
     #[test]
     fn gives_up_after_the_wait_with_the_last_values() {
         let leaked = BASELINE.replace("lmrs 0", "lmrs 1") + "extra 2\n";
-        let mut source = Script::new(vec![Ok(leaked)]);
-        let tap = run_check(Ok(BASELINE.into()), &mut source);
-        assert_eq!(source.sleeps, 5);
+        let (tap, sleeps) = run_check(Ok(BASELINE), vec![Ok(leaked)]);
+        assert_eq!(sleeps, 5);
         assert!(tap.contains("# counters not settled after 5 s\n"), "{tap}");
         assert!(tap.contains("not ok 1 - resources back to baseline: lmrs 0 -> 1\n"));
         assert!(tap.contains("# not checked: extra missing -> 2\n"));
@@ -594,10 +592,8 @@ mod tests {
 
     #[test]
     fn a_missing_file_or_baseline_is_one_failed_point() {
-        let missing = io::Error::from_raw_os_error(libc::ENOENT);
-        let mut source = Script::new(vec![Err(missing)]);
-        let tap = run_check(Ok(BASELINE.into()), &mut source);
-        assert_eq!(source.sleeps, 0);
+        let (tap, sleeps) = run_check(Ok(BASELINE), vec![Err(libc::ENOENT)]);
+        assert_eq!(sleeps, 0);
         assert!(
             tap.contains("not ok 1 - /sys/kernel/debug/lite/resources is readable\n"),
             "{tap}"
@@ -605,13 +601,11 @@ mod tests {
         assert!(tap.contains("does not report LITE's resources"));
         assert!(tap.ends_with("0 passed, 1 failed\n"));
 
-        let mut source = Script::new(vec![Ok(BASELINE.into())]);
-        let tap = run_check(Err("no such file".into()), &mut source);
+        let (tap, _) = run_check(Err("no such file"), vec![Ok(BASELINE.into())]);
         assert!(tap.contains("not ok 1 - resource baseline /tmp/baseline is readable\n"));
         assert!(tap.contains("# no such file; lite-cluster-test saves it"));
 
-        let mut source = Script::new(vec![Ok("lmrs many\n".into())]);
-        let tap = run_check(Ok(BASELINE.into()), &mut source);
+        let (tap, _) = run_check(Ok(BASELINE), vec![Ok("lmrs many\n".into())]);
         assert!(tap.contains("not ok 1 - /sys/kernel/debug/lite/resources parses\n"));
     }
 
