@@ -429,18 +429,6 @@ pub fn parse_admin_group(text: &str) -> Result<u32, String> {
     u32::try_from(value).map_err(|_| format!("admin group {value} is above {NO_ADMIN_GROUP}"))
 }
 
-/// Reads QoS parameter `param`.
-pub fn read_qos(param: QosParam) -> io::Result<u64> {
-    let text = read_file(param.file_name())?;
-    parse_qos(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-/// Sets QoS parameter `param` to `value`; the kernel's errno if it
-/// refuses (such as `EINVAL` for `qos_enabled` other than 0 or 1).
-pub fn write_qos(param: QosParam, value: u64) -> io::Result<()> {
-    write_file(param.file_name(), &format!("{value}\n"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

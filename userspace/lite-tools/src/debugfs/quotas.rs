@@ -117,11 +117,6 @@ impl fmt::Display for Limit {
 pub struct PerResource<T>(pub [T; 6]);
 
 impl<T: Copy> PerResource<T> {
-    /// `value` for every resource.
-    pub const fn splat(value: T) -> Self {
-        PerResource([value; 6])
-    }
-
     /// The value of `resource`.
     pub fn get(&self, resource: Resource) -> T {
         self.0[resource as usize]
@@ -223,11 +218,6 @@ impl QuotasFile {
     /// What user `uid` holds (nothing if it has no `usage` line).
     pub fn usage_of(&self, uid: u32) -> Usage {
         self.usage.get(&uid).copied().unwrap_or_default()
-    }
-
-    /// The limits that apply to user `uid`: its own, or the defaults.
-    pub fn limits_of(&self, uid: u32) -> Limits {
-        self.users.get(&uid).copied().unwrap_or(self.defaults)
     }
 
     /// Bytes held here for node `node`'s LMRs.
@@ -506,13 +496,11 @@ mod tests {
     fn the_headers_lines_parse() {
         let file = parse_quotas(SAMPLE).expect("parses");
         assert_eq!(file.defaults, DEFAULT_LIMITS);
-        assert_eq!(
-            file.limits_of(1000),
-            DEFAULT_LIMITS
-                .with(Resource::RemoteMemory, Limit::At(268_435_456))
-                .with(Resource::Lmrs, Limit::At(100))
-        );
-        assert_eq!(file.limits_of(7), DEFAULT_LIMITS);
+        let own = DEFAULT_LIMITS
+            .with(Resource::RemoteMemory, Limit::At(268_435_456))
+            .with(Resource::Lmrs, Limit::At(100));
+        assert_eq!(file.users.get(&1000), Some(&own));
+        assert_eq!(file.users.len(), 1);
         assert_eq!(file.node_default, Limit::At(4 << 30));
         assert_eq!(file.nodes.get(&2), Some(&Limit::At(1 << 20)));
         assert_eq!(file.usage_of(0).get(Resource::Locks), 3);
@@ -619,7 +607,7 @@ mod tests {
         assert!(Limit::At(3).allows(3));
         assert!(!Limit::At(3).allows(4));
         assert!(Limit::Unlimited.allows(u64::MAX));
-        let usage = Usage::splat(1).with(Resource::Locks, 5);
+        let usage = PerResource([1, 1, 1, 1, 1, 5]);
         assert_eq!(usage.plus(&usage).get(Resource::Locks), 10);
         assert_eq!(
             usage.to_string(),
