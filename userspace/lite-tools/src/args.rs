@@ -19,12 +19,25 @@ pub struct OptionSpec {
     pub help: &'static str,
 }
 
+/// The option `--NAME VALUE_NAME`, described by `help`.
+pub const fn option(
+    name: &'static str,
+    value_name: &'static str,
+    help: &'static str,
+) -> OptionSpec {
+    OptionSpec {
+        name,
+        value_name,
+        help,
+    }
+}
+
 /// `--cm IP`, taken by every program that joins a cluster.
-pub const CM_OPTION: OptionSpec = OptionSpec {
-    name: "cm",
-    value_name: "IP",
-    help: "IPv4 address of the cluster manager (port 18500)",
-};
+pub const CM_OPTION: OptionSpec = option(
+    "cm",
+    "IP",
+    "IPv4 address of the cluster manager (port 18500)",
+);
 
 /// The command line interface of one program.
 #[derive(Debug, Clone, Copy)]
@@ -170,8 +183,7 @@ impl Parsed {
         T: FromStr,
         T::Err: fmt::Display,
     {
-        let value = self.get(option).ok_or(ArgError::Missing(option))?;
-        parse_value(option, value)
+        self.required_with(option, parse_value)
     }
 
     /// Parses the value of an optional option, or returns `default`.
@@ -180,10 +192,7 @@ impl Parsed {
         T: FromStr,
         T::Err: fmt::Display,
     {
-        match self.get(option) {
-            Some(value) => parse_value(option, value),
-            None => Ok(default),
-        }
+        self.with(option, default, parse_value)
     }
 
     /// Parses the value of a required option with a custom function.
@@ -220,14 +229,13 @@ pub fn invalid(option: &'static str, value: &str, reason: impl Into<String>) -> 
     }
 }
 
-fn parse_value<T>(option: &'static str, value: &str) -> Result<T, ArgError>
+/// `value` parsed as a `T`, or why not.
+fn parse_value<T>(value: &str) -> Result<T, String>
 where
     T: FromStr,
     T::Err: fmt::Display,
 {
-    value
-        .parse()
-        .map_err(|e: T::Err| invalid(option, value, e.to_string()))
+    value.parse().map_err(|e: T::Err| e.to_string())
 }
 
 /// Checks that `value` lies in `range`, naming the option otherwise.
@@ -270,16 +278,8 @@ mod tests {
         synopsis: "--cm IP [--nodes N]",
         about: "does things",
         options: &[
-            OptionSpec {
-                name: "cm",
-                value_name: "IP",
-                help: "manager address",
-            },
-            OptionSpec {
-                name: "nodes",
-                value_name: "N",
-                help: "cluster size",
-            },
+            option("cm", "IP", "manager address"),
+            option("nodes", "N", "cluster size"),
         ],
     };
 
@@ -318,24 +318,16 @@ mod tests {
 
     #[test]
     fn errors_name_the_problem() {
-        assert_eq!(parse(&["-h"]).err(), Some(ArgError::HelpRequested));
-        assert_eq!(
-            parse(&["--cm", "x", "--help"]).err(),
-            Some(ArgError::HelpRequested)
-        );
-        assert_eq!(
-            parse(&["--bogus", "1"]).err(),
-            Some(ArgError::Unknown("--bogus".into()))
-        );
-        assert_eq!(
-            parse(&["stray"]).err(),
-            Some(ArgError::Unknown("stray".into()))
-        );
-        assert_eq!(parse(&["--cm"]).err(), Some(ArgError::MissingValue("cm")));
-        assert_eq!(
-            parse(&["--cm", "a", "--cm", "b"]).err(),
-            Some(ArgError::Repeated("cm"))
-        );
+        for (args, error) in [
+            (&["-h"][..], ArgError::HelpRequested),
+            (&["--cm", "x", "--help"], ArgError::HelpRequested),
+            (&["--bogus", "1"], ArgError::Unknown("--bogus".into())),
+            (&["stray"], ArgError::Unknown("stray".into())),
+            (&["--cm"], ArgError::MissingValue("cm")),
+            (&["--cm", "a", "--cm", "b"], ArgError::Repeated("cm")),
+        ] {
+            assert_eq!(parse(args).err(), Some(error), "{args:?}");
+        }
         let parsed = parse(&["--nodes", "three"]).expect("syntactically fine");
         assert_eq!(
             parsed.required::<u32>("cm").err(),

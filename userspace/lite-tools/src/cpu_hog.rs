@@ -1,32 +1,40 @@
 //! Threads that keep a node's CPUs busy, as a user's work would: LITE's
 //! own threads (its heartbeats among them) then compete for the CPU.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
+
+/// Turns a thread makes between two looks at the stop flag.
+const TURNS_PER_LOOK: u64 = 100_000;
 
 /// Spinning threads, one per CPU, until [`CpuHog::stop`].
 #[derive(Debug)]
 pub struct CpuHog {
     stop: Arc<AtomicBool>,
+    /// Threads that have turned at least once.
+    spinning: Arc<AtomicUsize>,
     threads: Vec<thread::JoinHandle<u64>>,
 }
 
 impl CpuHog {
     /// Starts `threads` spinning threads named `name`.
     pub fn start(name: &str, threads: usize) -> Result<Self, String> {
-        let stop = Arc::new(AtomicBool::new(false));
         let mut hog = Self {
-            stop,
+            stop: Arc::new(AtomicBool::new(false)),
+            spinning: Arc::new(AtomicUsize::new(0)),
             threads: Vec::with_capacity(threads),
         };
         for _ in 0..threads {
-            let stop = Arc::clone(&hog.stop);
+            let (stop, spinning) = (Arc::clone(&hog.stop), Arc::clone(&hog.spinning));
             let spawned = thread::Builder::new().name(name.into()).spawn(move || {
                 let mut turns = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..100_000 {
+                    for _ in 0..TURNS_PER_LOOK {
                         turns = std::hint::black_box(turns.wrapping_add(1));
+                    }
+                    if turns == TURNS_PER_LOOK {
+                        spinning.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 turns
@@ -47,6 +55,11 @@ impl CpuHog {
     pub fn on_every_cpu(name: &str) -> Result<Self, String> {
         let cpus = thread::available_parallelism().map_or(1, usize::from);
         Self::start(name, cpus)
+    }
+
+    /// How many of the threads have turned so far.
+    pub fn spinning(&self) -> usize {
+        self.spinning.load(Ordering::Relaxed)
     }
 
     /// Stops every thread; `Ok` with how many there were once each of them
@@ -72,7 +85,10 @@ mod tests {
     #[test]
     fn every_thread_turns_until_stopped() {
         let hog = CpuHog::start("test-hog", 2).expect("start");
-        thread::sleep(std::time::Duration::from_millis(20));
+        // However loaded this machine is, each thread gets to turn.
+        while hog.spinning() < 2 {
+            thread::yield_now();
+        }
         assert_eq!(hog.stop(), Ok(2));
     }
 }

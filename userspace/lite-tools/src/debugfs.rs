@@ -90,24 +90,25 @@ impl QosParam {
         QosParam::MaxDelayUs,
     ];
 
+    /// The file's name in [`DEBUGFS_DIR`] and the value after boot, per
+    /// the uapi header.
+    fn file_and_default(self) -> (&'static str, u64) {
+        match self {
+            QosParam::Enabled => ("qos_enabled", 1),
+            QosParam::WindowUs => ("qos_window_us", 500),
+            QosParam::DelayUs => ("qos_delay_us", 5000),
+            QosParam::MaxDelayUs => ("qos_max_delay_us", 200_000),
+        }
+    }
+
     /// The file's name in [`DEBUGFS_DIR`].
     pub fn file_name(self) -> &'static str {
-        match self {
-            QosParam::Enabled => "qos_enabled",
-            QosParam::WindowUs => "qos_window_us",
-            QosParam::DelayUs => "qos_delay_us",
-            QosParam::MaxDelayUs => "qos_max_delay_us",
-        }
+        self.file_and_default().0
     }
 
     /// The value after boot, per the uapi header.
     pub fn default_value(self) -> u64 {
-        match self {
-            QosParam::Enabled => 1,
-            QosParam::WindowUs => 500,
-            QosParam::DelayUs => 5000,
-            QosParam::MaxDelayUs => 200_000,
-        }
+        self.file_and_default().1
     }
 }
 
@@ -194,24 +195,17 @@ impl OpStats {
 /// The names of the `struct lite_stats` fields, in order, and accessors.
 type CounterField = (&'static str, fn(&mut LiteStats) -> &mut u64);
 
-/// Every field of [`LiteStats`] with its name in the statistics file.
-const COUNTERS: [CounterField; 15] = [
-    ("lmrs", |s| &mut s.lmrs),
-    ("registrations", |s| &mut s.registrations),
-    ("mappings", |s| &mut s.mappings),
-    ("published_names", |s| &mut s.published_names),
-    ("held_chunks", |s| &mut s.held_chunks),
-    ("handles", |s| &mut s.handles),
-    ("processes", |s| &mut s.processes),
-    ("async_in_flight", |s| &mut s.async_in_flight),
-    ("connections", |s| &mut s.connections),
-    ("rpc_ports", |s| &mut s.rpc_ports),
-    ("locks", |s| &mut s.locks),
-    ("lock_acquires", |s| &mut s.lock_acquires),
-    ("lock_waits", |s| &mut s.lock_waits),
-    ("atomics", |s| &mut s.atomics),
-    ("qos_throttled", |s| &mut s.qos_throttled),
-];
+/// Every field of [`LiteStats`] with its name in the statistics file,
+/// which is the field's own.
+const COUNTERS: [CounterField; 15] = {
+    macro_rules! fields {
+        { $($field:ident)* } => { [$((stringify!($field), |s| &mut s.$field)),*] };
+    }
+    fields! {
+        lmrs registrations mappings published_names held_chunks handles processes
+        async_in_flight connections rpc_ports locks lock_acquires lock_waits atomics qos_throttled
+    }
+};
 
 /// The contents of the statistics file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -297,7 +291,8 @@ impl fmt::Display for DebugStats {
     }
 }
 
-fn parse_number(text: &str, what: &str) -> Result<u64, String> {
+/// The number `text`, which a file calls `what`.
+fn parse_number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
     text.parse()
         .map_err(|_| format!("{what}: {text:?} is not a decimal number"))
 }
@@ -378,7 +373,7 @@ pub fn parse_stats(text: &str) -> Result<DebugStats, String> {
             let row = parse_op_line(line).map_err(at)?;
             if ops
                 .iter()
-                .any(|r| r.op == row.op && r.priority == row.priority)
+                .any(|r| (r.op, r.priority) == (row.op, row.priority))
             {
                 return Err(at("repeated operation and priority".into()));
             }
@@ -399,15 +394,10 @@ pub fn parse_stats(text: &str) -> Result<DebugStats, String> {
     if let Some((missing, _)) = COUNTERS.iter().find(|(n, _)| !seen.contains_key(n)) {
         return Err(format!("counter {missing} is missing"));
     }
-    for op in Operation::ALL {
-        for priority in Priority::ALL {
-            if !ops.iter().any(|r| r.op == op && r.priority == priority) {
-                return Err(format!(
-                    "no line for op={} priority={}",
-                    op.name(),
-                    priority.name()
-                ));
-            }
+    for OpStats { op, priority, .. } in DebugStats::new().ops {
+        if !ops.iter().any(|r| (r.op, r.priority) == (op, priority)) {
+            let (op, priority) = (op.name(), priority.name());
+            return Err(format!("no line for op={op} priority={priority}"));
         }
     }
     Ok(DebugStats { counters, ops })
@@ -423,13 +413,6 @@ pub fn write_file(name: &str, text: &str) -> io::Result<()> {
     std::fs::write(Path::new(DEBUGFS_DIR).join(name), text)
 }
 
-/// Reads and parses the statistics file; a parse error is
-/// [`io::ErrorKind::InvalidData`].
-pub fn read_stats() -> io::Result<DebugStats> {
-    let text = read_file(STATS_FILE)?;
-    parse_stats(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
 /// Parses the contents of a QoS parameter file: one decimal number,
 /// optionally followed by a newline.
 pub fn parse_qos(text: &str) -> Result<u64, String> {
@@ -442,20 +425,8 @@ pub fn parse_admin_group(text: &str) -> Result<u32, String> {
     let number = text
         .strip_suffix('\n')
         .ok_or_else(|| format!("admin group {text:?} does not end with a newline"))?;
-    let value = parse_number(number, "admin group")?;
+    let value: u64 = parse_number(number, "admin group")?;
     u32::try_from(value).map_err(|_| format!("admin group {value} is above {NO_ADMIN_GROUP}"))
-}
-
-/// Reads QoS parameter `param`.
-pub fn read_qos(param: QosParam) -> io::Result<u64> {
-    let text = read_file(param.file_name())?;
-    parse_qos(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-/// Sets QoS parameter `param` to `value`; the kernel's errno if it
-/// refuses (such as `EINVAL` for `qos_enabled` other than 0 or 1).
-pub fn write_qos(param: QosParam, value: u64) -> io::Result<()> {
-    write_file(param.file_name(), &format!("{value}\n"))
 }
 
 #[cfg(test)]
@@ -643,18 +614,17 @@ mod tests {
 
     #[test]
     fn qos_parameters_have_the_documented_files_and_defaults() {
-        let names: Vec<_> = QosParam::ALL.iter().map(|p| p.file_name()).collect();
-        assert_eq!(
-            names,
-            [
-                "qos_enabled",
-                "qos_window_us",
-                "qos_delay_us",
-                "qos_max_delay_us"
-            ]
-        );
-        let defaults: Vec<_> = QosParam::ALL.iter().map(|p| p.default_value()).collect();
-        assert_eq!(defaults, [1, 500, 5000, 200_000]);
+        let found: Vec<_> = QosParam::ALL
+            .iter()
+            .map(|p| (p.file_name(), p.default_value()))
+            .collect();
+        let documented = [
+            ("qos_enabled", 1),
+            ("qos_window_us", 500),
+            ("qos_delay_us", 5000),
+            ("qos_max_delay_us", 200_000),
+        ];
+        assert_eq!(found, documented);
         assert_eq!(parse_qos("1\n"), Ok(1));
         assert_eq!(parse_qos(" 200 "), Ok(200));
         assert!(parse_qos("yes").is_err());

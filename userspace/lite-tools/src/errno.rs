@@ -6,42 +6,21 @@ use libc::c_long;
 
 /// Symbolic name of the errnos LITE uses, or `"?"`.
 pub fn errno_name(errno: i32) -> &'static str {
+    // Each name is that of its libc constant.
+    macro_rules! named {
+        { $($name:ident)* } => {
+            $(if errno == libc::$name {
+                return stringify!($name);
+            })*
+        };
+    }
+    named! {
+        EPERM ENOENT EINTR EIO EBADF EAGAIN ENOMEM EACCES EFAULT EBUSY EEXIST EDEADLK ENODEV
+        EINVAL ENOSPC ERANGE ENOSYS EPROTO EMSGSIZE EADDRINUSE EALREADY EOVERFLOW ECONNRESET
+        ESHUTDOWN EISCONN ENOTCONN ETIMEDOUT ECONNREFUSED EHOSTDOWN EHOSTUNREACH EOWNERDEAD
+        EKEYREVOKED ENOKEY EKEYREJECTED EDQUOT
+    }
     match errno {
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EINTR => "EINTR",
-        libc::EIO => "EIO",
-        libc::EBADF => "EBADF",
-        libc::EAGAIN => "EAGAIN",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EFAULT => "EFAULT",
-        libc::EBUSY => "EBUSY",
-        libc::EEXIST => "EEXIST",
-        libc::EDEADLK => "EDEADLK",
-        libc::ENODEV => "ENODEV",
-        libc::EINVAL => "EINVAL",
-        libc::ENOSPC => "ENOSPC",
-        libc::ERANGE => "ERANGE",
-        libc::ENOSYS => "ENOSYS",
-        libc::EPROTO => "EPROTO",
-        libc::EMSGSIZE => "EMSGSIZE",
-        libc::EADDRINUSE => "EADDRINUSE",
-        libc::EALREADY => "EALREADY",
-        libc::EOVERFLOW => "EOVERFLOW",
-        libc::ECONNRESET => "ECONNRESET",
-        libc::ESHUTDOWN => "ESHUTDOWN",
-        libc::EISCONN => "EISCONN",
-        libc::ENOTCONN => "ENOTCONN",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::ECONNREFUSED => "ECONNREFUSED",
-        libc::EHOSTDOWN => "EHOSTDOWN",
-        libc::EHOSTUNREACH => "EHOSTUNREACH",
-        libc::EOWNERDEAD => "EOWNERDEAD",
-        libc::EKEYREVOKED => "EKEYREVOKED",
-        libc::ENOKEY => "ENOKEY",
-        libc::EKEYREJECTED => "EKEYREJECTED",
-        libc::EDQUOT => "EDQUOT",
         // The kernel-internal restart code can leak out of an interrupted call.
         512 => "ERESTARTSYS",
         _ => "?",

@@ -73,7 +73,7 @@ pub enum SecondDevice {
 
 /// Makes `step` happen on this guest.
 pub fn change_second_device(step: SecondDevice) -> Result<(), String> {
-    let (second, second_netdev) = SECOND_DEVICE;
+    let (device, netdev) = SECOND_DEVICE;
     match step {
         SecondDevice::Add(address) => {
             // Both interfaces are on one network: each answers ARP for its
@@ -83,29 +83,20 @@ pub fn change_second_device(step: SecondDevice) -> Result<(), String> {
                 let file = format!("/proc/sys/net/ipv4/conf/all/{setting}");
                 std::fs::write(&file, value).map_err(|e| format!("writing {file}: {e}"))?;
             }
-            let address = address.to_string();
-            run_tool("ip", &["addr", "add", &address, "dev", second_netdev])?;
-            run_tool("ip", &["link", "set", second_netdev, "up"])?;
+            run_tool("ip", &["addr", "add", &address.to_string(), "dev", netdev])?;
+            run_tool("ip", &["link", "set", netdev, "up"])?;
             run_tool(
                 "rdma",
-                &[
-                    "link",
-                    "add",
-                    second,
-                    "type",
-                    "rxe",
-                    "netdev",
-                    second_netdev,
-                ],
+                &["link", "add", device, "type", "rxe", "netdev", netdev],
             )?;
-            wait_active(second)?;
-            write_device_param(second)
+            wait_active(device)?;
+            write_device_param(device)
         }
         SecondDevice::Remove => {
             write_device_param(FIRST_DEVICE.0)?;
-            run_tool("rdma", &["link", "delete", second])?;
-            run_tool("ip", &["addr", "flush", "dev", second_netdev])?;
-            run_tool("ip", &["link", "set", second_netdev, "down"])
+            run_tool("rdma", &["link", "delete", device])?;
+            run_tool("ip", &["addr", "flush", "dev", netdev])?;
+            run_tool("ip", &["link", "set", netdev, "down"])
         }
     }
 }

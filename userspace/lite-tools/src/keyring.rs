@@ -184,5 +184,9 @@ mod tests {
     fn the_key_is_the_one_the_kernel_asks_for() {
         assert_eq!(KEY_TYPE, c"user");
         assert_eq!(KEY_DESCRIPTION, c"lite:cluster");
+        // The kernel looks up a key of the "user" type with that description.
+        let kernel = include_str!("../../../rust-lite/sys/secret.rs");
+        assert!(kernel.contains("read_user_key(c_str!(\"lite:cluster\")"));
+        assert!(kernel.contains("bindings::key_type_user"));
     }
 }

@@ -132,6 +132,15 @@ fn tally(found: &[u8], expected: &[u8], offset: u64, first: &mut Option<Mismatch
 mod tests {
     use super::*;
 
+    fn mismatch(position: u64, expected: u8, found: u8, count: u64) -> Mismatch {
+        Mismatch {
+            position,
+            expected,
+            found,
+            count,
+        }
+    }
+
     #[test]
     fn fill_agrees_with_byte_at_for_any_alignment() {
         let seed = seed(&[1, 2, 3]);
@@ -198,32 +207,17 @@ mod tests {
         assert_eq!(verify(seed, 10, &buf), Ok(()));
         buf[70_000] ^= 1;
         buf[150_000] ^= 0xff;
-        let mismatch = verify(seed, 10, &buf).err();
-        assert_eq!(
-            mismatch,
-            Some(Mismatch {
-                position: 70_010,
-                expected: byte_at(seed, 70_010),
-                found: byte_at(seed, 70_010) ^ 1,
-                count: 2,
-            })
-        );
+        let expected = byte_at(seed, 70_010);
+        let first = mismatch(70_010, expected, expected ^ 1, 2);
+        assert_eq!(verify(seed, 10, &buf), Err(first));
         assert_eq!(verify(seed ^ 1, 10, &buf).map_err(|m| m.position), Err(10));
     }
 
     #[test]
     fn verify_bytes_compares_explicit_expectations() {
         assert_eq!(verify_bytes(b"abc", b"abc", 5), Ok(()));
-        let mismatch = verify_bytes(b"abd", b"abc", 5).err();
-        assert_eq!(
-            mismatch,
-            Some(Mismatch {
-                position: 7,
-                expected: b'c',
-                found: b'd',
-                count: 1
-            })
-        );
+        let first = mismatch(7, b'c', b'd', 1);
+        assert_eq!(verify_bytes(b"abd", b"abc", 5), Err(first));
         assert!(verify_bytes(b"ab", b"abc", 0).is_err());
     }
 

@@ -201,27 +201,16 @@ mod tests {
     }
 
     #[test]
-    fn every_target_gets_every_small_size() {
+    fn plan_runs_every_small_size_respects_the_budget_and_prefers_multi_chunk_sizes() {
         for nodes in 1..=8 {
             for me in 1..=nodes {
                 let plan = plan_data_cases(me, nodes, DATA_BUDGET_BYTES);
-                for target in targets(me, nodes) {
-                    for size in DATA_SIZES.iter().filter(|&&s| s <= SMALL_SIZE_LIMIT) {
-                        assert!(plan.run.contains(&DataCase {
-                            target,
-                            size: *size
-                        }));
+                let targets = targets(me, nodes);
+                for &target in &targets {
+                    for &size in DATA_SIZES.iter().filter(|&&s| s <= SMALL_SIZE_LIMIT) {
+                        assert!(plan.run.contains(&DataCase { target, size }));
                     }
                 }
-            }
-        }
-    }
-
-    #[test]
-    fn plan_respects_the_budget_and_prefers_multi_chunk_sizes() {
-        for nodes in 1..=8 {
-            for me in 1..=nodes {
-                let plan = plan_data_cases(me, nodes, DATA_BUDGET_BYTES);
                 let small: u64 = plan
                     .run
                     .iter()
@@ -238,11 +227,9 @@ mod tests {
                     traffic <= DATA_BUDGET_BYTES.max(fixed),
                     "{nodes} nodes: {traffic}"
                 );
-                let largest = 3 * CHUNK_SIZE + 5;
-                let first_target = targets(me, nodes)[0];
                 let largest_case = DataCase {
-                    target: first_target,
-                    size: largest,
+                    target: targets[0],
+                    size: 3 * CHUNK_SIZE + 5,
                 };
                 assert_eq!(
                     plan.run.contains(&largest_case),
@@ -251,7 +238,7 @@ mod tests {
                 );
                 assert_eq!(
                     plan.run.len() + plan.skipped.len(),
-                    DATA_SIZES.len() * targets(me, nodes).len()
+                    DATA_SIZES.len() * targets.len()
                 );
             }
         }

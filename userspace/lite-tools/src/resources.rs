@@ -22,7 +22,7 @@
 //! bound ([`Rule::Grows`]). Counters the check does not know are listed,
 //! not checked.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -210,19 +210,16 @@ pub fn compare(baseline: &Counters, now: &Counters) -> Vec<Comparison> {
 /// kernel does not list.
 fn with_derived(counters: &Counters) -> Counters {
     let mut all = counters.clone();
+    let part = |name: &str| counters.get(name).copied().unwrap_or(0);
     if let Some(buffers) = counters.get("dma_buffers") {
         // Kept buffers, and the memory of every pool segment, are DMA
         // buffers the pools' own counters bound.
-        let part = |name: &str| counters.get(name).copied().unwrap_or(0);
         let held = part("kept_buffers") + part("pool_segments") + part("ring_segments");
         all.insert(BUFFERS_IN_USE.to_string(), buffers.saturating_sub(held));
     }
     if let Some(regions) = counters.get("memory_regions") {
-        let rings = counters.get("ring_segments").copied().unwrap_or(0);
-        all.insert(
-            REGIONS_BEYOND_RINGS.to_string(),
-            regions.saturating_sub(rings),
-        );
+        let beyond = regions.saturating_sub(part("ring_segments"));
+        all.insert(REGIONS_BEYOND_RINGS.to_string(), beyond);
     }
     all
 }
@@ -231,9 +228,7 @@ fn with_derived(counters: &Counters) -> Counters {
 /// `name before -> after` (`missing` on the side that lacks them).
 pub fn unchecked(baseline: &Counters, now: &Counters) -> Vec<String> {
     let known = |name: &str| COUNTERS.iter().any(|c| c.name == name);
-    let mut names: Vec<&String> = baseline.keys().chain(now.keys()).collect();
-    names.sort();
-    names.dedup();
+    let names: BTreeSet<&String> = baseline.keys().chain(now.keys()).collect();
     names
         .into_iter()
         .filter(|name| !known(name))
@@ -328,45 +323,30 @@ pub fn check<S: Source, W: Write>(
     let baseline = match baseline.and_then(|text| parse(&text)) {
         Ok(counters) => counters,
         Err(why) => {
-            tap.not_ok(
+            return tap.not_ok(
                 &format!("resource baseline {} is readable", baseline_path.display()),
                 &format!("{why}; lite-cluster-test saves it once every node joined"),
-            );
-            return;
+            )
         }
     };
     loop {
-        let now = match source.read() {
-            Ok(text) => parse(&text),
+        let now = match source.read().map(|text| parse(&text)) {
+            Ok(Ok(now)) => now,
+            Ok(Err(why)) => return tap.not_ok(&format!("{} parses", path.display()), &why),
             Err(e) => {
-                tap.not_ok(
-                    &format!("{} is readable", path.display()),
-                    &format!("{e}: this kernel does not report LITE's resources"),
-                );
-                return;
-            }
-        };
-        let now = match now {
-            Ok(now) => now,
-            Err(why) => {
-                tap.not_ok(&format!("{} parses", path.display()), &why);
-                return;
+                let why = format!("{e}: this kernel does not report LITE's resources");
+                return tap.not_ok(&format!("{} is readable", path.display()), &why);
             }
         };
         let comparisons = compare(&baseline, &now);
         let settled = comparisons.iter().all(Comparison::holds);
         if settled || source.elapsed() >= wait {
             let waited = source.elapsed().as_secs();
-            if settled {
-                tap.comment(&format!("counters settled after {waited} s"));
-            } else {
-                tap.comment(&format!("counters not settled after {waited} s"));
-            }
+            let not = if settled { "" } else { "not " };
+            tap.comment(&format!("counters {not}settled after {waited} s"));
             for comparison in &comparisons {
-                match comparison.problem() {
-                    None => tap.ok(&comparison.description()),
-                    Some(why) => tap.not_ok(&comparison.description(), &why),
-                }
+                let outcome = comparison.problem().map_or(Ok(()), Err);
+                tap.check(&comparison.description(), outcome);
             }
             for other in unchecked(&baseline, &now) {
                 tap.comment(&format!("not checked: {other}"));
@@ -380,6 +360,7 @@ pub fn check<S: Source, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tap::capture;
 
     /// The file as the kernel writes it, with every peer connected.
     const BASELINE: &str = "lmrs 0\nregistrations 0\nmappings 0\nnames 0\nhandles 0\n\
@@ -412,7 +393,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_name_value_lines() {
+    fn parses_name_value_lines_and_rejects_malformed_ones() {
         let parsed =
             counters("lmrs 3\n\n  pool_bytes   4096  \nnew_counter 18446744073709551615\n");
         assert_eq!(parsed.get("lmrs"), Some(&3));
@@ -422,16 +403,25 @@ mod tests {
         // The file lists every counter but the two derived ones, and the
         // three they are derived from.
         assert_eq!(counters(BASELINE).len(), COUNTERS.len() + 1);
+        for (text, error) in [
+            ("lmrs\n", "line 1"),
+            ("lmrs 1\nchunks -1\n", "line 2: chunks"),
+            ("lmrs 1 2\n", "NAME VALUE"),
+            ("lmrs 0x10\n", "no decimal value"),
+            ("lmrs 1\nlmrs 2\n", "twice"),
+        ] {
+            let found = parse(text).expect_err(text);
+            assert!(found.contains(error), "{text:?}: {found}");
+        }
     }
 
-    #[test]
-    fn rejects_malformed_lines() {
-        let error = |text: &str| parse(text).expect_err("malformed");
-        assert!(error("lmrs\n").contains("line 1"));
-        assert!(error("lmrs 1\nchunks -1\n").contains("line 2: chunks"));
-        assert!(error("lmrs 1 2\n").contains("NAME VALUE"));
-        assert!(error("lmrs 0x10\n").contains("no decimal value"));
-        assert!(error("lmrs 1\nlmrs 2\n").contains("twice"));
+    /// The comparison of counter `name`, which must fail its rule with
+    /// `description`.
+    fn failing<'a>(all: &'a [Comparison], name: &str, description: &str) -> &'a Comparison {
+        let comparison = find(all, name);
+        assert!(!comparison.holds(), "{name}");
+        assert_eq!(comparison.description(), description);
+        comparison
     }
 
     #[test]
@@ -450,12 +440,7 @@ mod tests {
         after.insert("chunks".into(), 2);
         after.insert("async_ops".into(), 1);
         let all = compare(&before, &after);
-        let chunks = find(&all, "chunks");
-        assert!(!chunks.holds());
-        assert_eq!(
-            chunks.description(),
-            "resources back to baseline: chunks 0 -> 2"
-        );
+        let chunks = failing(&all, "chunks", "resources back to baseline: chunks 0 -> 2");
         assert!(chunks.problem().expect("a problem").starts_with("2 more"));
         assert!(!find(&all, "async_ops").holds());
     }
@@ -474,11 +459,10 @@ mod tests {
         after.insert("pool_bytes".into(), 4194304 + spare + 4096);
         after.insert("memory_regions".into(), 6);
         let all = compare(&before, &after);
-        let pool = find(&all, "pool_bytes");
-        assert!(!pool.holds());
-        assert_eq!(
-            pool.description(),
-            "resources within bound: pool_bytes 4194304 -> 12587008 (at most +8388608)"
+        failing(
+            &all,
+            "pool_bytes",
+            "resources within bound: pool_bytes 4194304 -> 12587008 (at most +8388608)",
         );
         assert!(!find(&all, REGIONS_BEYOND_RINGS).holds());
         // Segments of the ring pool are not held to the bound.
@@ -497,10 +481,10 @@ mod tests {
         after.remove("handles");
         after.insert("sparkles".into(), 7);
         let all = compare(&before, &after);
-        let handles = find(&all, "handles");
-        assert_eq!(
-            handles.description(),
-            "resources back to baseline: handles 0 -> missing"
+        let handles = failing(
+            &all,
+            "handles",
+            "resources back to baseline: handles 0 -> missing",
         );
         assert!(handles
             .problem()
@@ -542,32 +526,21 @@ mod tests {
         assert!(!find(&compare(&counters(&brief), &after), "names").holds());
     }
 
-    /// Counters read one after another, the last one again and again.
+    /// Counters read one after another, the last one again and again; an
+    /// error is an errno.
     struct Script {
-        reads: Vec<io::Result<String>>,
+        reads: Vec<Result<String, i32>>,
         elapsed: Duration,
         sleeps: u32,
     }
 
-    impl Script {
-        fn new(reads: Vec<io::Result<String>>) -> Self {
-            Script {
-                reads,
-                elapsed: Duration::ZERO,
-                sleeps: 0,
-            }
-        }
-    }
-
     impl Source for Script {
         fn read(&mut self) -> io::Result<String> {
-            if self.reads.len() > 1 {
-                return self.reads.remove(0);
-            }
-            match &self.reads[0] {
-                Ok(text) => Ok(text.clone()),
-                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
-            }
+            let read = match self.reads.len() {
+                1 => self.reads[0].clone(),
+                _ => self.reads.remove(0),
+            };
+            read.map_err(io::Error::from_raw_os_error)
         }
 
         fn sleep(&mut self, duration: Duration) {
@@ -580,21 +553,27 @@ mod tests {
         }
     }
 
-    fn run_check(baseline: Result<String, String>, source: &mut Script) -> String {
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
+    /// The TAP of a check of `baseline` against `reads`, waiting up to
+    /// 5 s, and how many times it slept.
+    fn run_check(baseline: Result<&str, &str>, reads: Vec<Result<String, i32>>) -> (String, u32) {
         let path = Path::new("/tmp/baseline");
-        check(&mut tap, path, baseline, source, Duration::from_secs(5));
-        tap.finish();
-        String::from_utf8(out).expect("TAP is text")
+        let baseline = baseline.map(str::to_string).map_err(str::to_string);
+        let mut source = Script {
+            reads,
+            elapsed: Duration::ZERO,
+            sleeps: 0,
+        };
+        let wait = Duration::from_secs(5);
+        let (tap, _) = capture(|tap| check(tap, path, baseline, &mut source, wait));
+        (tap, source.sleeps)
     }
 
     #[test]
     fn waits_for_other_nodes_to_let_go() {
         let busy = BASELINE.replace("chunks 0", "chunks 3");
-        let mut source = Script::new(vec![Ok(busy.clone()), Ok(busy), Ok(BASELINE.into())]);
-        let tap = run_check(Ok(BASELINE.into()), &mut source);
-        assert_eq!(source.sleeps, 2);
+        let reads = vec![Ok(busy.clone()), Ok(busy), Ok(BASELINE.into())];
+        let (tap, sleeps) = run_check(Ok(BASELINE), reads);
+        assert_eq!(sleeps, 2);
         assert!(tap.contains("# counters settled after 2 s\n"), "{tap}");
         assert!(tap.contains("ok 3 - resources back to baseline: chunks 0 -> 0\n"));
         assert!(tap.ends_with("1..14\n14 passed, 0 failed\n"), "{tap}");
@@ -603,9 +582,8 @@ mod tests {
     #[test]
     fn gives_up_after_the_wait_with_the_last_values() {
         let leaked = BASELINE.replace("lmrs 0", "lmrs 1") + "extra 2\n";
-        let mut source = Script::new(vec![Ok(leaked)]);
-        let tap = run_check(Ok(BASELINE.into()), &mut source);
-        assert_eq!(source.sleeps, 5);
+        let (tap, sleeps) = run_check(Ok(BASELINE), vec![Ok(leaked)]);
+        assert_eq!(sleeps, 5);
         assert!(tap.contains("# counters not settled after 5 s\n"), "{tap}");
         assert!(tap.contains("not ok 1 - resources back to baseline: lmrs 0 -> 1\n"));
         assert!(tap.contains("# not checked: extra missing -> 2\n"));
@@ -614,10 +592,8 @@ mod tests {
 
     #[test]
     fn a_missing_file_or_baseline_is_one_failed_point() {
-        let missing = io::Error::from_raw_os_error(libc::ENOENT);
-        let mut source = Script::new(vec![Err(missing)]);
-        let tap = run_check(Ok(BASELINE.into()), &mut source);
-        assert_eq!(source.sleeps, 0);
+        let (tap, sleeps) = run_check(Ok(BASELINE), vec![Err(libc::ENOENT)]);
+        assert_eq!(sleeps, 0);
         assert!(
             tap.contains("not ok 1 - /sys/kernel/debug/lite/resources is readable\n"),
             "{tap}"
@@ -625,13 +601,11 @@ mod tests {
         assert!(tap.contains("does not report LITE's resources"));
         assert!(tap.ends_with("0 passed, 1 failed\n"));
 
-        let mut source = Script::new(vec![Ok(BASELINE.into())]);
-        let tap = run_check(Err("no such file".into()), &mut source);
+        let (tap, _) = run_check(Err("no such file"), vec![Ok(BASELINE.into())]);
         assert!(tap.contains("not ok 1 - resource baseline /tmp/baseline is readable\n"));
         assert!(tap.contains("# no such file; lite-cluster-test saves it"));
 
-        let mut source = Script::new(vec![Ok("lmrs many\n".into())]);
-        let tap = run_check(Ok(BASELINE.into()), &mut source);
+        let (tap, _) = run_check(Ok(BASELINE), vec![Ok("lmrs many\n".into())]);
         assert!(tap.contains("not ok 1 - /sys/kernel/debug/lite/resources parses\n"));
     }
 
@@ -640,14 +614,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lite-resources-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temporary directory");
         let path = dir.join("baseline");
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
-        save_baseline(&mut tap, Some(Ok(BASELINE.into())), &path);
-        save_baseline(&mut tap, None, &dir.join("none"));
-        let missing = io::Error::from_raw_os_error(libc::ENOENT);
-        save_baseline(&mut tap, Some(Err(missing)), &dir.join("missing"));
-        assert_eq!(tap.points(), 0);
-        let text = String::from_utf8(out).expect("TAP is text");
+        let (text, summary) = capture(|tap| {
+            save_baseline(tap, Some(Ok(BASELINE.into())), &path);
+            save_baseline(tap, None, &dir.join("none"));
+            let missing = io::Error::from_raw_os_error(libc::ENOENT);
+            save_baseline(tap, Some(Err(missing)), &dir.join("missing"));
+        });
+        assert_eq!((summary.passed, summary.failed), (0, 0));
         assert!(text.contains(&format!(
             "# resource baseline saved to {}\n",
             path.display()

@@ -81,47 +81,26 @@ impl<W: Write> Tap<W> {
 
     /// Reports a passing test point.
     pub fn ok(&mut self, description: &str) {
-        self.points += 1;
-        self.passed += 1;
-        let line = format!("ok {} - {}", self.points, sanitize(description));
-        self.line(&line);
+        self.point(true, description, "");
     }
 
     /// Reports a failing test point with the reason as a diagnostic.
     pub fn not_ok(&mut self, description: &str, reason: &str) {
-        self.points += 1;
-        self.failed += 1;
-        let line = format!("not ok {} - {}", self.points, sanitize(description));
-        self.line(&line);
+        self.point(false, description, "");
         self.comment(reason);
     }
 
     /// Reports `outcome` as one test point; returns whether it passed.
     pub fn check(&mut self, description: &str, outcome: Result<(), String>) -> bool {
-        match outcome {
-            Ok(()) => {
-                self.ok(description);
-                true
-            }
-            Err(reason) => {
-                self.not_ok(description, &reason);
-                false
-            }
-        }
+        self.check_value(description, outcome).is_some()
     }
 
     /// Reports `outcome` as one test point; returns its value if it passed.
     pub fn check_value<T>(&mut self, description: &str, outcome: Result<T, String>) -> Option<T> {
-        match outcome {
-            Ok(value) => {
-                self.ok(description);
-                Some(value)
-            }
-            Err(reason) => {
-                self.not_ok(description, &reason);
-                None
-            }
+        if outcome.is_ok() {
+            self.ok(description);
         }
+        self.value_or_not_ok(description, outcome)
     }
 
     /// Reports a failed `outcome` as test point `description`, for a
@@ -139,13 +118,24 @@ impl<W: Write> Tap<W> {
 
     /// Reports a test point that could not be run here; TAP counts it as passed.
     pub fn skip(&mut self, description: &str, reason: &str) {
+        self.point(true, description, &format!(" # SKIP {}", sanitize(reason)));
+    }
+
+    /// Reports the next test point, `directive` (if any) after its
+    /// description.
+    fn point(&mut self, passed: bool, description: &str, directive: &str) {
         self.points += 1;
-        self.passed += 1;
+        let status = if passed {
+            self.passed += 1;
+            "ok"
+        } else {
+            self.failed += 1;
+            "not ok"
+        };
         let line = format!(
-            "ok {} - {} # SKIP {}",
+            "{status} {} - {}{directive}",
             self.points,
-            sanitize(description),
-            sanitize(reason)
+            sanitize(description)
         );
         self.line(&line);
     }
@@ -228,17 +218,9 @@ pub(crate) fn assert_contains(output: &str, text: &str) {
 mod tests {
     use super::*;
 
-    fn output(run: impl FnOnce(&mut Tap<&mut Vec<u8>>)) -> (String, TapSummary) {
-        let mut bytes = Vec::new();
-        let mut tap = Tap::new(&mut bytes);
-        run(&mut tap);
-        let summary = tap.finish();
-        (String::from_utf8(bytes).expect("TAP is UTF-8"), summary)
-    }
-
     #[test]
     fn reports_points_plan_and_summary() {
-        let (text, summary) = output(|tap| {
+        let (text, summary) = capture(|tap| {
             tap.ok("first");
             assert!(!tap.check("second", Err("expected 0\ngot 1".into())));
             tap.skip("third", "not here");
@@ -259,26 +241,20 @@ mod tests {
              1..4\n\
              3 passed, 1 failed\n"
         );
-        assert_eq!(
-            summary,
-            TapSummary {
-                passed: 3,
-                failed: 1
-            }
-        );
+        assert_eq!((summary.passed, summary.failed), (3, 1));
         assert!(!summary.all_passed());
     }
 
     #[test]
     fn empty_run_passes() {
-        let (text, summary) = output(|_| {});
+        let (text, summary) = capture(|_| {});
         assert_eq!(text, "TAP version 13\n1..0\n0 passed, 0 failed\n");
         assert!(summary.all_passed());
     }
 
     #[test]
     fn descriptions_cannot_inject_directives_or_lines() {
-        let (text, _) = output(|tap| tap.ok("a # SKIP b\nok 9 - c"));
+        let (text, _) = capture(|tap| tap.ok("a # SKIP b\nok 9 - c"));
         assert!(text.contains("ok 1 - a _ SKIP b ok 9 - c\n"));
     }
 }

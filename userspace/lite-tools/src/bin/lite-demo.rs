@@ -4,11 +4,13 @@
 //! Prints progress lines and finally `LITE-DEMO: ok` or
 //! `LITE-DEMO: FAILED <reason>`; exits 0 or 1 accordingly.
 
+use std::fmt::Display;
+use std::io;
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
 
 use lite::{Lmr, Priority};
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
+use lite_tools::args::{in_range, option, ArgError, Cli, Parsed, CM_OPTION};
 use lite_tools::errno::describe_error;
 use lite_tools::plan::next_node;
 use lite_tools::{join_cluster, parse_cm_address, pattern, say, Membership, MAX_CLUSTER_NODES};
@@ -19,11 +21,7 @@ const CLI: Cli = Cli {
     about: "Joins a LITE cluster and writes to and reads from memory on the next node.",
     options: &[
         CM_OPTION,
-        OptionSpec {
-            name: "nodes",
-            value_name: "N",
-            help: "number of nodes taking part (default 2)",
-        },
+        option("nodes", "N", "number of nodes taking part (default 2)"),
     ],
 };
 
@@ -35,16 +33,17 @@ const PASSWORD: u64 = 0x6465_6d6f;
 
 fn main() -> ExitCode {
     let (cm, nodes) = CLI.config_or_exit(parse_options);
-    match run(cm, nodes) {
-        Ok(()) => {
-            say(format_args!("LITE-DEMO: ok"));
-            ExitCode::SUCCESS
-        }
-        Err(reason) => {
-            say(format_args!("LITE-DEMO: FAILED {reason}"));
-            ExitCode::FAILURE
-        }
-    }
+    let (verdict, status) = match run(cm, nodes) {
+        Ok(()) => ("ok".to_string(), ExitCode::SUCCESS),
+        Err(reason) => (format!("FAILED {reason}"), ExitCode::FAILURE),
+    };
+    say(format_args!("LITE-DEMO: {verdict}"));
+    status
+}
+
+/// The reason of a failed step `what`, with the errno's name.
+fn failed(what: impl Display) -> impl FnOnce(io::Error) -> String {
+    move |e| format!("{what}: {}", describe_error(&e))
 }
 
 fn parse_options(parsed: &Parsed) -> Result<(Ipv4Addr, u32), ArgError> {
@@ -65,7 +64,7 @@ fn run(cm: Ipv4Addr, nodes: u32) -> Result<(), String> {
             say(format_args!("lite-demo: already a member as node {id}"));
             id
         }
-        Err(e) => return Err(format!("join {cm}: {}", describe_error(&e))),
+        Err(e) => return Err(failed(format!("join {cm}"))(e)),
     };
     barrier(nodes)?;
     say(format_args!("lite-demo: all {nodes} nodes joined"));
@@ -78,17 +77,13 @@ fn run(cm: Ipv4Addr, nodes: u32) -> Result<(), String> {
 }
 
 fn barrier(nodes: u32) -> Result<(), String> {
-    lite::dist_barrier(nodes).map_err(|e| format!("dist_barrier({nodes}): {}", describe_error(&e)))
+    lite::dist_barrier(nodes).map_err(failed(format!("dist_barrier({nodes})")))
 }
 
 fn exchange(me: u32, nodes: u32) -> Result<(), String> {
     let target = next_node(me, nodes);
-    let lmr = Lmr::alloc(target, LMR_SIZE as u64, 0, PASSWORD).map_err(|e| {
-        format!(
-            "alloc {LMR_SIZE} B on node {target}: {}",
-            describe_error(&e)
-        )
-    })?;
+    let lmr = Lmr::alloc(target, LMR_SIZE as u64, 0, PASSWORD)
+        .map_err(failed(format!("alloc {LMR_SIZE} B on node {target}")))?;
     say(format_args!(
         "lite-demo: allocated {LMR_SIZE} B on node {target} (handle {:#x})",
         lmr.handle()
@@ -96,10 +91,10 @@ fn exchange(me: u32, nodes: u32) -> Result<(), String> {
 
     let greeting = format!("hello from node {me} to node {target}");
     lmr.write(0, greeting.as_bytes(), Priority::None)
-        .map_err(|e| format!("write greeting: {}", describe_error(&e)))?;
+        .map_err(failed("write greeting"))?;
     let mut greeting_back = vec![0u8; greeting.len()];
     lmr.read(0, &mut greeting_back, Priority::None)
-        .map_err(|e| format!("read greeting: {}", describe_error(&e)))?;
+        .map_err(failed("read greeting"))?;
     say(format_args!(
         "lite-demo: read back \"{}\"",
         String::from_utf8_lossy(&greeting_back)
@@ -112,10 +107,10 @@ fn exchange(me: u32, nodes: u32) -> Result<(), String> {
     let mut data = vec![0u8; LMR_SIZE];
     pattern::fill(seed, 0, &mut data);
     lmr.write(0, &data, Priority::None)
-        .map_err(|e| format!("write pattern: {}", describe_error(&e)))?;
+        .map_err(failed("write pattern"))?;
     pattern::poison(seed, 0, &mut data);
     lmr.read(0, &mut data, Priority::None)
-        .map_err(|e| format!("read pattern: {}", describe_error(&e)))?;
+        .map_err(failed("read pattern"))?;
     match pattern::verify(seed, 0, &data) {
         Ok(()) => say(format_args!(
             "lite-demo: {LMR_SIZE} B pattern matched byte for byte"
@@ -128,8 +123,7 @@ fn exchange(me: u32, nodes: u32) -> Result<(), String> {
         }
     }
 
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))?;
+    lmr.free().map_err(failed("free"))?;
     say(format_args!("lite-demo: freed the LMR on node {target}"));
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use lite_tools::args::{ArgError, Cli, OptionSpec, Parsed};
+use lite_tools::args::{option, ArgError, Cli, OptionSpec, Parsed};
 use lite_tools::resources::{check, Debugfs};
 use lite_tools::tap::report_to_stdout;
 
@@ -24,19 +24,20 @@ const CLI: Cli = Cli {
     program: "lite-resources",
     synopsis: "--baseline FILE [--wait SECONDS]",
     about: "Checks that LITE's resource counters are back to their baseline; reports TAP.",
-    options: &[
-        OptionSpec {
-            name: "baseline",
-            value_name: "FILE",
-            help: "counters saved by lite-cluster-test --resources-baseline",
-        },
-        OptionSpec {
-            name: "wait",
-            value_name: "SECONDS",
-            help: "longest wait for the counters to come back (default 120)",
-        },
-    ],
+    options: &[BASELINE_OPTION, WAIT_OPTION],
 };
+
+const BASELINE_OPTION: OptionSpec = option(
+    "baseline",
+    "FILE",
+    "counters saved by lite-cluster-test --resources-baseline",
+);
+
+const WAIT_OPTION: OptionSpec = option(
+    "wait",
+    "SECONDS",
+    "longest wait for the counters to come back (default 120)",
+);
 
 fn parse_config(parsed: &Parsed) -> Result<(PathBuf, Duration), ArgError> {
     let baseline: String = parsed.required("baseline")?;

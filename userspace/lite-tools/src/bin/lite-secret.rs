@@ -25,23 +25,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let secret = match read_secret_file(Path::new(&file)) {
-        Ok(secret) => secret,
-        Err(e) => {
-            eprintln!("lite-secret: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match add_cluster_secret(&secret, USER_KEYRING) {
+    let added = read_secret_file(Path::new(&file)).and_then(|secret| {
+        add_cluster_secret(&secret, USER_KEYRING).map_err(|e| {
+            let why = describe_error(&e);
+            format!("cannot add the key lite:cluster to the user keyring: {why}")
+        })
+    });
+    match added {
         Ok(serial) => {
             println!("{serial}");
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!(
-                "lite-secret: cannot add the key lite:cluster to the user keyring: {}",
-                describe_error(&e)
-            );
+            eprintln!("lite-secret: {e}");
             ExitCode::FAILURE
         }
     }

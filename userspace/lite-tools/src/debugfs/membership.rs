@@ -26,6 +26,8 @@
 
 use std::fmt;
 
+use super::parse_number;
+
 /// The membership file's name.
 pub const MEMBERSHIP_FILE: &str = "membership";
 
@@ -133,11 +135,6 @@ pub enum MembershipFile {
     Member(NodeMembership),
 }
 
-fn number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
-    text.parse()
-        .map_err(|_| format!("{what}: {text:?} is not a decimal number"))
-}
-
 /// `peer <id> <state> incarnation <n>`, without the leading `peer`.
 fn parse_peer(rest: &str) -> Result<Peer, String> {
     let items: Vec<&str> = rest.split_whitespace().collect();
@@ -145,9 +142,9 @@ fn parse_peer(rest: &str) -> Result<Peer, String> {
         return Err("expected peer ID STATE incarnation N".to_string());
     };
     Ok(Peer {
-        node: number(node, "peer id")?,
+        node: parse_number(node, "peer id")?,
         state: PeerState::from_name(state).ok_or_else(|| format!("unknown state {state:?}"))?,
-        incarnation: number(incarnation, "incarnation")?,
+        incarnation: parse_number(incarnation, "incarnation")?,
     })
 }
 
@@ -183,7 +180,7 @@ pub fn parse_membership(text: &str) -> Result<MembershipFile, String> {
             _ => continue,
         };
         if slot
-            .replace(number::<u32>(value, name).map_err(at)?)
+            .replace(parse_number::<u32>(value, name).map_err(at)?)
             .is_some()
         {
             return Err(at("repeated".into()));
@@ -223,35 +220,29 @@ mod tests {
                            manager_last_heard_ms_ago 4120\nheartbeat_ms 500\n\
                            manager_timeout_ms 3000\n";
 
-    #[test]
-    fn the_device_in_use_is_that_of_the_device_line() {
-        assert_eq!(device_in_use(CUT_OFF), Some("rxe1"));
-        assert_eq!(device_in_use("joined 0\nheartbeat_ms 500\n"), None);
+    fn peer(node: u32, state: PeerState, incarnation: u32) -> Peer {
+        Peer {
+            node,
+            state,
+            incarnation,
+        }
     }
 
     #[test]
-    fn a_members_file_parses_with_its_peers() {
+    fn the_kernel_s_files_parse_with_their_peers_and_device() {
         let MembershipFile::Member(view) = parse_membership(CUT_OFF).expect("parses") else {
             panic!("a member's file read as no member");
         };
         assert_eq!((view.node, view.incarnation, view.epoch), (3, 1, 5));
         assert!(view.fenced);
-        assert_eq!(
-            view.peer(2),
-            Some(Peer {
-                node: 2,
-                state: PeerState::Dead,
-                incarnation: 2
-            })
-        );
+        assert_eq!(view.peer(2), Some(peer(2, PeerState::Dead, 2)));
         assert_eq!(view.peer(3), None);
         assert_eq!(view.peers.len(), 2);
-    }
-
-    #[test]
-    fn a_node_that_is_no_member_says_joined_0() {
+        assert_eq!(device_in_use(CUT_OFF), Some("rxe1"));
+        // A node that is no member says `joined 0`, and names no device.
         let text = "joined 0\nheartbeat_ms 500\nmanager_timeout_ms 3000\n";
         assert_eq!(parse_membership(text), Ok(MembershipFile::NotJoined));
+        assert_eq!(device_in_use(text), None);
     }
 
     #[test]
@@ -261,18 +252,7 @@ mod tests {
             incarnation: 2,
             epoch: 9,
             fenced: false,
-            peers: vec![
-                Peer {
-                    node: 2,
-                    state: PeerState::Alive,
-                    incarnation: 1,
-                },
-                Peer {
-                    node: 3,
-                    state: PeerState::Suspect,
-                    incarnation: 4,
-                },
-            ],
+            peers: vec![peer(2, PeerState::Alive, 1), peer(3, PeerState::Suspect, 4)],
         };
         let text = format!("{view}manager_last_heard_ms_ago 3\n");
         assert_eq!(parse_membership(&text), Ok(MembershipFile::Member(view)));

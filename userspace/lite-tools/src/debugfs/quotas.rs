@@ -73,10 +73,6 @@ impl Resource {
     pub fn from_name(name: &str) -> Option<Resource> {
         Resource::ALL.into_iter().find(|r| r.name() == name)
     }
-
-    fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// A limit: a number (of bytes or of things), or none.
@@ -121,19 +117,14 @@ impl fmt::Display for Limit {
 pub struct PerResource<T>(pub [T; 6]);
 
 impl<T: Copy> PerResource<T> {
-    /// `value` for every resource.
-    pub const fn splat(value: T) -> Self {
-        PerResource([value; 6])
-    }
-
     /// The value of `resource`.
     pub fn get(&self, resource: Resource) -> T {
-        self.0[resource.index()]
+        self.0[resource as usize]
     }
 
     /// Sets the value of `resource`.
     pub fn set(&mut self, resource: Resource, value: T) {
-        self.0[resource.index()] = value;
+        self.0[resource as usize] = value;
     }
 
     /// A copy with `value` for `resource`.
@@ -191,11 +182,7 @@ impl Usage {
 /// Parses `remote_memory=C pinned_memory=C lmrs=C names=C rpc_ports=C
 /// locks=C` (what [`Usage`] displays as), each resource once.
 pub fn parse_usage(text: &str) -> Result<Usage, String> {
-    let items = key_values(text.split_whitespace(), |text| decimal(text).map(Limit::At))?;
-    complete(items, |limit| match limit {
-        Limit::At(count) => Ok(count),
-        Limit::Unlimited => Err("a count, not a limit".to_string()),
-    })
+    complete(key_values(text.split_whitespace(), decimal)?)
 }
 
 /// The default limits of every user, per the uapi header.
@@ -231,11 +218,6 @@ impl QuotasFile {
     /// What user `uid` holds (nothing if it has no `usage` line).
     pub fn usage_of(&self, uid: u32) -> Usage {
         self.usage.get(&uid).copied().unwrap_or_default()
-    }
-
-    /// The limits that apply to user `uid`: its own, or the defaults.
-    pub fn limits_of(&self, uid: u32) -> Limits {
-        self.users.get(&uid).copied().unwrap_or(self.defaults)
     }
 
     /// Bytes held here for node `node`'s LMRs.
@@ -289,12 +271,13 @@ fn id(text: &str, what: &str) -> Result<u32, String> {
     u32::try_from(value).map_err(|_| format!("{what}: {value} does not fit 32 bits"))
 }
 
-/// The `KEY=V` items of a line: each key a resource, at most once.
-fn key_values<'a>(
-    items: impl Iterator<Item = &'a str>,
-    value: impl Fn(&str) -> Result<Limit, String>,
-) -> Result<Vec<(Resource, Limit)>, String> {
-    let mut found: Vec<(Resource, Limit)> = Vec::new();
+/// The `KEY=V` items of a line: each key a resource, at most once, each
+/// value read by `value`.
+fn key_values<'a, T>(
+    items: impl IntoIterator<Item = &'a str>,
+    value: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<(Resource, T)>, String> {
+    let mut found: Vec<(Resource, T)> = Vec::new();
     for item in items {
         let (key, text) = item
             .split_once('=')
@@ -309,32 +292,51 @@ fn key_values<'a>(
 }
 
 /// Every resource's value from `items`, which must name each once.
-fn complete<T: Copy>(
-    items: Vec<(Resource, Limit)>,
-    convert: impl Fn(Limit) -> Result<T, String>,
-) -> Result<PerResource<T>, String> {
-    let mut values: [Option<T>; 6] = [None; 6];
-    for (resource, limit) in items {
-        values[resource.index()] =
-            Some(convert(limit).map_err(|e| format!("{}: {e}", resource.name()))?);
+fn complete<T: Copy>(items: Vec<(Resource, T)>) -> Result<PerResource<T>, String> {
+    let value = |resource: Resource| {
+        let found = items.iter().find(|(r, _)| *r == resource);
+        found.map(|&(_, value)| value)
+    };
+    if let Some(missing) = Resource::ALL.into_iter().find(|&r| value(r).is_none()) {
+        return Err(format!("{} is missing", missing.name()));
     }
-    let mut out = Vec::with_capacity(6);
-    for resource in Resource::ALL {
-        out.push(
-            values[resource.index()].ok_or_else(|| format!("{} is missing", resource.name()))?,
-        );
-    }
-    let array: [T; 6] = out
-        .try_into()
-        .map_err(|_| "six values expected".to_string())?;
-    Ok(PerResource(array))
+    Ok(PerResource(Resource::ALL.map(|r| {
+        value(r).expect("every resource was found above")
+    })))
 }
 
 /// The single `remote_memory=V` of a node line.
-fn remote_memory_only(items: Vec<(Resource, Limit)>) -> Result<Limit, String> {
+fn remote_memory_only<T: Copy>(items: Vec<(Resource, T)>) -> Result<T, String> {
     match items.as_slice() {
-        [(Resource::RemoteMemory, limit)] => Ok(*limit),
+        [(Resource::RemoteMemory, value)] => Ok(*value),
         _ => Err("a node line has remote_memory=V and nothing else".to_string()),
+    }
+}
+
+/// Adds a line's `value` under its `key` to `map`, or says `repeated`
+/// if an earlier line gave the key.
+fn insert_once<K: Ord, V>(
+    map: &mut BTreeMap<K, V>,
+    key: Result<K, String>,
+    value: Result<V, String>,
+    repeated: &str,
+) -> Result<(), String> {
+    match map.insert(key?, value?) {
+        Some(_) => Err(repeated.to_string()),
+        None => Ok(()),
+    }
+}
+
+/// Sets `slot` to a line's `value`, or says `repeated` if an earlier line
+/// set it.
+fn set_once<V>(
+    slot: &mut Option<V>,
+    value: Result<V, String>,
+    repeated: &str,
+) -> Result<(), String> {
+    match slot.replace(value?) {
+        Some(_) => Err(repeated.to_string()),
+        None => Ok(()),
     }
 }
 
@@ -348,63 +350,41 @@ pub fn parse_quotas(text: &str) -> Result<QuotasFile, String> {
     let mut nodes = BTreeMap::new();
     let mut usage = BTreeMap::new();
     let mut served = BTreeMap::new();
-    let count = |limit: Limit| match limit {
-        Limit::At(count) => Ok(count),
-        Limit::Unlimited => Err("a count, not a limit".to_string()),
-    };
-    let counts =
-        |items: &[&str]| key_values(items.iter().copied(), |text| decimal(text).map(Limit::At));
+    let counts = |items: &[&str]| key_values(items.iter().copied(), decimal);
     let limits = |items: &[&str]| key_values(items.iter().copied(), Limit::parse);
     for (number, line) in (1..).zip(text.lines()) {
         let line = line.trim();
-        let at = |e: String| format!("line {number}: {e}: {line:?}");
         let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            [] => {}
+        let read = match words.as_slice() {
             ["limit", "default", items @ ..] => {
-                let parsed = complete(limits(items).map_err(at)?, Ok).map_err(at)?;
-                if defaults.replace(parsed).is_some() {
-                    return Err(at("repeated".into()));
-                }
+                let parsed = limits(items).and_then(complete);
+                set_once(&mut defaults, parsed, "repeated")
             }
             ["limit", "uid", uid, items @ ..] => {
-                let uid = id(uid, "uid").map_err(at)?;
-                let parsed = complete(limits(items).map_err(at)?, Ok).map_err(at)?;
-                if users.insert(uid, parsed).is_some() {
-                    return Err(at("repeated uid".into()));
-                }
+                let parsed = limits(items).and_then(complete);
+                insert_once(&mut users, id(uid, "uid"), parsed, "repeated uid")
+            }
+            ["limit", "node", "default", items @ ..] => {
+                let limit = limits(items).and_then(remote_memory_only);
+                set_once(&mut node_default, limit, "repeated node")
             }
             ["limit", "node", node, items @ ..] => {
-                let limit = remote_memory_only(limits(items).map_err(at)?).map_err(at)?;
-                let repeated = if *node == "default" {
-                    node_default.replace(limit).is_some()
-                } else {
-                    nodes.insert(id(node, "node").map_err(at)?, limit).is_some()
-                };
-                if repeated {
-                    return Err(at("repeated node".into()));
-                }
+                let limit = limits(items).and_then(remote_memory_only);
+                insert_once(&mut nodes, id(node, "node"), limit, "repeated node")
             }
             ["usage", "uid", uid, items @ ..] => {
-                let uid = id(uid, "uid").map_err(at)?;
-                let parsed = complete(counts(items).map_err(at)?, count).map_err(at)?;
-                if usage.insert(uid, parsed).is_some() {
-                    return Err(at("repeated uid".into()));
-                }
+                let parsed = counts(items).and_then(complete);
+                insert_once(&mut usage, id(uid, "uid"), parsed, "repeated uid")
             }
             ["served", "node", node, items @ ..] => {
-                let node = id(node, "node").map_err(at)?;
-                let bytes = remote_memory_only(counts(items).map_err(at)?)
-                    .and_then(count)
-                    .map_err(at)?;
-                if served.insert(node, bytes).is_some() {
-                    return Err(at("repeated node".into()));
-                }
+                let bytes = counts(items).and_then(remote_memory_only);
+                insert_once(&mut served, id(node, "node"), bytes, "repeated node")
             }
-            ["limit" | "usage" | "served", ..] => return Err(at("unknown line".into())),
-            // Lines of kinds added later.
-            _ => {}
-        }
+            ["limit" | "usage" | "served", ..] => Err("unknown line".to_string()),
+            // Empty lines, and lines of kinds added later.
+            _ => Ok(()),
+        };
+        read.map_err(|e| format!("line {number}: {e}: {line:?}"))?;
     }
     Ok(QuotasFile {
         defaults: defaults.ok_or("the limit default line is missing")?,
@@ -516,13 +496,11 @@ mod tests {
     fn the_headers_lines_parse() {
         let file = parse_quotas(SAMPLE).expect("parses");
         assert_eq!(file.defaults, DEFAULT_LIMITS);
-        assert_eq!(
-            file.limits_of(1000),
-            DEFAULT_LIMITS
-                .with(Resource::RemoteMemory, Limit::At(268_435_456))
-                .with(Resource::Lmrs, Limit::At(100))
-        );
-        assert_eq!(file.limits_of(7), DEFAULT_LIMITS);
+        let own = DEFAULT_LIMITS
+            .with(Resource::RemoteMemory, Limit::At(268_435_456))
+            .with(Resource::Lmrs, Limit::At(100));
+        assert_eq!(file.users.get(&1000), Some(&own));
+        assert_eq!(file.users.len(), 1);
         assert_eq!(file.node_default, Limit::At(4 << 30));
         assert_eq!(file.nodes.get(&2), Some(&Limit::At(1 << 20)));
         assert_eq!(file.usage_of(0).get(Resource::Locks), 3);
@@ -629,7 +607,7 @@ mod tests {
         assert!(Limit::At(3).allows(3));
         assert!(!Limit::At(3).allows(4));
         assert!(Limit::Unlimited.allows(u64::MAX));
-        let usage = Usage::splat(1).with(Resource::Locks, 5);
+        let usage = PerResource([1, 1, 1, 1, 1, 5]);
         assert_eq!(usage.plus(&usage).get(Resource::Locks), 10);
         assert_eq!(
             usage.to_string(),
