@@ -1623,42 +1623,140 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_same_seed_plans_the_same_calls() {
+    /// FNV-1a, a hash that stays the same across toolchains.
+    fn fnv1a(text: &str) -> u64 {
+        text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    /// The first `steps` calls seed `seed` plans with `pool` and `state`,
+    /// each with a line telling all of it: its arguments (addresses as
+    /// offsets into the arena or the out-parameters, which move between
+    /// runs), the records written for the kernel, the expectations, the
+    /// time it may block and the effect.
+    fn plan_steps(seed: u64, pool: &Pool, state: &ThreadState) -> Vec<(Planned, String)> {
         let arena = Arena::new(2).expect("arena");
         let shared = Shared::map().expect("shared");
         let ctx = context(&arena, shared);
-        let plan = |seed| {
-            let mut rng = Rng::from_seed(seed);
-            let pool = Pool::default();
-            let state = ThreadState::default();
-            let mut out = OutParams::new();
-            (0..3000)
-                .map(|_| {
-                    let mut step = rng.split();
-                    let mut planner = Planner {
-                        rng: &mut step,
-                        ctx: &ctx,
-                        pool: &pool,
-                        state: &state,
-                        out: &mut out,
-                    };
-                    let planned = planner.plan();
-                    (planned.call, planned.expect.must_fail.is_some())
-                })
-                .collect::<Vec<_>>()
+        let mut out = OutParams::new();
+        let out_start = std::ptr::addr_of!(*out) as u64;
+        let out_end = out_start + std::mem::size_of::<OutParams>() as u64;
+        let arena_start = arena.bad_pointer(BadPointer::ReadOnly);
+        let place = |value: u64| {
+            if arena.holds(value, 0) {
+                format!("arena+{:#x}", value - arena_start)
+            } else if (out_start..out_end).contains(&value) {
+                format!("out+{:#x}", value - out_start)
+            } else {
+                format!("{value:#x}")
+            }
         };
-        let first = plan(9);
-        assert_eq!(first, plan(9));
-        assert_ne!(first, plan(10));
+        let mut rng = Rng::from_seed(seed);
+        let mut steps = Vec::new();
+        for _ in 0..4000 {
+            let mut step = rng.split();
+            let planned = Planner {
+                rng: &mut step,
+                ctx: &ctx,
+                pool,
+                state,
+                out: &mut out,
+            }
+            .plan();
+            let args: Vec<String> = planned.args.iter().map(|&a| place(a)).collect();
+            let (m, r) = (&out.multicast, &out.receive);
+            let records = [
+                m.nodes,
+                m.lengths,
+                m.msg,
+                m.size,
+                m.replies,
+                m.max_reply,
+                m.count.into(),
+                m.port_priority.into(),
+                r.buf,
+                r.max_size,
+                r.port.into(),
+                r.flags.into(),
+                out.lock.home.into(),
+                out.lock.number.into(),
+            ];
+            let records: Vec<String> = records.iter().map(|&a| place(a)).collect();
+            let line = format!(
+                "{:?} {args:?} {records:?} {:?} {:?} {}\n",
+                planned.call, planned.expect, planned.effect, planned.interrupt_after_ms
+            );
+            steps.push((planned, line));
+        }
+        steps
+    }
+
+    #[test]
+    fn the_same_seed_plans_the_same_calls() {
+        let (pool, state) = (Pool::default(), ThreadState::default());
+        let lines = |seed| -> Vec<String> {
+            let steps = plan_steps(seed, &pool, &state);
+            steps.into_iter().map(|(_, line)| line).collect()
+        };
+        let first = plan_steps(9, &pool, &state);
+        let first_lines: Vec<String> = first.iter().map(|(_, line)| line.clone()).collect();
+        assert_eq!(first_lines, lines(9));
+        assert_ne!(first_lines, lines(10));
         // Every drawn call comes up in a few thousand steps.
         for call in drawn_calls() {
             assert!(
-                first.iter().any(|&(c, _)| c == call),
+                first.iter().any(|(p, _)| p.call == call),
                 "{call:?} never drawn"
             );
         }
-        assert!(first.iter().any(|&(_, certain)| certain));
+        assert!(first.iter().any(|(p, _)| p.expect.must_fail.is_some()));
+    }
+
+    /// What seed 3 plans with a pool holding every kind of resource, as a
+    /// digest: a change to how the fuzzer draws changes it.
+    #[test]
+    fn planning_draws_what_it_always_drew() {
+        let mut pool = Pool::default();
+        let kinds = [
+            LmrKind::Allocated { atomic: true },
+            LmrKind::Wrapped {
+                name: fuzz_name(2, 1, 1, 0),
+            },
+            LmrKind::Registered,
+            LmrKind::Mapping {
+                owner: 3,
+                name: fuzz_name(3, 0, 2, 1),
+            },
+        ];
+        for (i, kind) in kinds.into_iter().enumerate() {
+            pool.add_lmr(LmrRecord {
+                handle: 0x1_0000_0001 + i as u64,
+                password: SHARED_PASSWORD,
+                size: Some([8, 4096, 65536, 64][i]),
+                permission: [0x1f, 0xf, 0x3, 0x1][i],
+                kind,
+            });
+        }
+        pool.release_lmr(0x1_0000_0009);
+        pool.ops.extend([11, 12]);
+        pool.calls.push(12);
+        pool.reaped(10);
+        pool.descriptors.push(21);
+        pool.answered(20);
+        pool.ports.push((5, 4096));
+        let lock = LiteLock { home: 1, number: 7 };
+        pool.add_lock(lock);
+        let state = ThreadState {
+            thread: 1,
+            held: vec![lock],
+            ..ThreadState::default()
+        };
+        let text: String = plan_steps(3, &pool, &state)
+            .into_iter()
+            .map(|(_, line)| line)
+            .collect();
+        assert_eq!(fnv1a(&text), 9_092_478_699_780_909_546, "{}", &text[..2000]);
     }
 
     #[test]
