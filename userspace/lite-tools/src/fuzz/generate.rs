@@ -103,26 +103,6 @@ impl OutParams {
             lengths: [0; MAX_NODES as usize],
         })
     }
-
-    fn lock_address(&mut self) -> u64 {
-        addr_of_mut!(self.lock) as u64
-    }
-
-    fn descriptor_address(&mut self) -> u64 {
-        addr_of_mut!(self.descriptor) as u64
-    }
-
-    fn old_address(&mut self) -> u64 {
-        addr_of_mut!(self.old) as u64
-    }
-
-    fn receive_address(&mut self) -> u64 {
-        addr_of_mut!(self.receive) as u64
-    }
-
-    fn multicast_address(&mut self) -> u64 {
-        addr_of_mut!(self.multicast) as u64
-    }
 }
 
 /// Why a call on a handle this process does not hold must fail.
@@ -351,6 +331,16 @@ impl Planner<'_, '_> {
         self.rng.between(100, 3000)
     }
 
+    /// How long a call may run before a signal: as [`Self::blocking_ms`]
+    /// if it `blocks` by design, else [`RUNNING_CALL_MS`].
+    fn wait_ms(&mut self, blocks: bool) -> u64 {
+        if blocks {
+            self.blocking_ms()
+        } else {
+            RUNNING_CALL_MS
+        }
+    }
+
     /// A node id: this one, another member, the spread target 0, or one
     /// out of range (some only in their upper 32 bits, which the kernel
     /// drops).
@@ -385,6 +375,16 @@ impl Planner<'_, '_> {
             other + 1
         } else {
             other
+        }
+    }
+
+    /// Mostly a member: this node `me_percent` times in a hundred, another
+    /// one up to 90; else any [`Self::node`].
+    fn member(&mut self, me_percent: u64) -> u64 {
+        match self.rng.below(100) {
+            roll if roll < me_percent => self.ctx.me.into(),
+            0..=89 => self.peer().into(),
+            _ => self.node(),
         }
     }
 
@@ -499,13 +499,7 @@ impl Planner<'_, '_> {
     /// writes; whether that certainly faults.
     fn buffer(&mut self, len: u64, kernel_writes: bool, area: Area) -> (u64, bool) {
         if self.rng.percent(12) {
-            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-            let faults = if kernel_writes {
-                kind.faults_writing(len)
-            } else {
-                kind.faults_reading(len)
-            };
-            return (self.ctx.arena.bad_pointer(kind), faults);
+            return self.bad_pointer(len, kernel_writes);
         }
         let (start, room) = match area {
             Area::Scratch => (self.ctx.arena.scratch(self.state.thread as usize), SCRATCH),
@@ -515,6 +509,35 @@ impl Planner<'_, '_> {
         let room = room as u64;
         let slack = room.saturating_sub(len.min(room));
         (start + self.rng.below(slack + 1), false)
+    }
+
+    /// A bad pointer of any kind; whether a kernel write (`kernel_writes`)
+    /// or read of `len` bytes through it certainly faults.
+    fn bad_pointer(&mut self, len: u64, kernel_writes: bool) -> (u64, bool) {
+        let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
+        let faults = if kernel_writes {
+            kind.faults_writing(len)
+        } else {
+            kind.faults_reading(len)
+        };
+        (self.ctx.arena.bad_pointer(kind), faults)
+    }
+
+    /// `good` (`percent` times in a hundred), else a bad pointer; whether
+    /// a kernel write (`kernel_writes`) or read of `len` bytes through it
+    /// certainly faults.
+    fn or_bad_pointer(
+        &mut self,
+        percent: u32,
+        good: u64,
+        len: u64,
+        kernel_writes: bool,
+    ) -> (u64, bool) {
+        if self.rng.percent(percent) {
+            (good, false)
+        } else {
+            self.bad_pointer(len, kernel_writes)
+        }
     }
 
     /// A buffer for a received message of up to `room` bytes; whether
@@ -813,11 +836,7 @@ impl Planner<'_, '_> {
     }
 
     fn ask_lmr(&mut self) -> Planned {
-        let node = match self.rng.below(100) {
-            0..=34 => u64::from(self.ctx.me),
-            35..=89 => u64::from(self.peer()),
-            _ => self.node(),
-        };
+        let node = self.member(35);
         let name = match self.rng.below(100) {
             // A name another process of this node published.
             0..=29 if node as u32 == self.ctx.me => {
@@ -952,11 +971,7 @@ impl Planner<'_, '_> {
         });
         expect.fail_if(certain, "an operation id this process does not have");
         expect.fail_if(flags as u32 & !ASYNC_NOWAIT != 0, "unknown flags");
-        let interrupt_after_ms = if flags == 0 {
-            self.blocking_ms()
-        } else {
-            RUNNING_CALL_MS
-        };
+        let interrupt_after_ms = self.wait_ms(flags == 0);
         Planned {
             call: Syscall::AsyncWait,
             args: [op, flags, 0, 0, 0, 0],
@@ -1082,11 +1097,7 @@ impl Planner<'_, '_> {
 
     /// A target node for a send; whether it is certainly refused.
     fn send_node(&mut self) -> (u64, bool) {
-        let node = match self.rng.below(100) {
-            0..=39 => u64::from(self.ctx.me),
-            40..=89 => u64::from(self.peer()),
-            _ => self.node(),
-        };
+        let node = self.member(40);
         (node, node as u32 >= MAX_NODES)
     }
 
@@ -1204,12 +1215,8 @@ impl Planner<'_, '_> {
             .rng
             .choose(&[0, 1, 64, 4096, 65536, MAX_MESSAGE_SIZE, u64::MAX], 4096);
         let (buf, buf_faults) = self.message_buffer(max_size.min(MAX_MESSAGE_SIZE));
-        let (descriptor, descriptor_faults) = if self.rng.percent(92) {
-            (self.out.descriptor_address(), false)
-        } else {
-            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(8))
-        };
+        let descriptor = addr_of_mut!(self.out.descriptor) as u64;
+        let (descriptor, descriptor_faults) = self.or_bad_pointer(92, descriptor, 8, true);
         let (flags, unknown) = self.receive_flags();
         let mut expect = Expect::value(Value::Range(0, MAX_MESSAGE_SIZE as i64));
         expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
@@ -1221,11 +1228,7 @@ impl Planner<'_, '_> {
             call: Syscall::ReceiveMessage,
             args: [port, buf, max_size, descriptor, flags, 0],
             expect,
-            interrupt_after_ms: if flags == 0 {
-                self.blocking_ms()
-            } else {
-                RUNNING_CALL_MS
-            },
+            interrupt_after_ms: self.wait_ms(flags == 0),
             effect: Effect::Receive,
         }
     }
@@ -1308,13 +1311,9 @@ impl Planner<'_, '_> {
             port: port as u32,
             flags: flags as u32,
         };
-        let (next, next_faults) = if self.rng.percent(90) {
-            (self.out.receive_address(), false)
-        } else {
-            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-            // Read-only is bad too: the new descriptor is written there.
-            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(32))
-        };
+        // Read-only is bad too: the new descriptor is written there.
+        let next = addr_of_mut!(self.out.receive) as u64;
+        let (next, next_faults) = self.or_bad_pointer(90, next, 32, true);
         expect.fail_if(next_faults, "a receive record the kernel cannot access");
         if !next_faults {
             expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
@@ -1325,11 +1324,7 @@ impl Planner<'_, '_> {
             call: Syscall::ReplyAndReceiveMessage,
             args: [buf, size, descriptor, next, 0, 0],
             expect,
-            interrupt_after_ms: if flags == 0 {
-                self.blocking_ms()
-            } else {
-                RUNNING_CALL_MS
-            },
+            interrupt_after_ms: self.wait_ms(flags == 0),
             effect: Effect::ReplyAndReceive { descriptor },
         }
     }
@@ -1362,13 +1357,9 @@ impl Planner<'_, '_> {
             )
             .0
         };
-        let (lengths, lengths_fault) = if self.rng.percent(92) {
-            (addr_of_mut!(self.out.lengths) as u64, false)
-        } else {
-            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-            let room = u64::from(count.min(MAX_NODES)) * 8;
-            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(room))
-        };
+        let lengths = addr_of_mut!(self.out.lengths) as u64;
+        let room = u64::from(count.min(MAX_NODES)) * 8;
+        let (lengths, lengths_fault) = self.or_bad_pointer(92, lengths, room, true);
         self.out.multicast = LiteMulticast {
             nodes: addr_of_mut!(self.out.nodes) as u64,
             lengths,
@@ -1379,12 +1370,8 @@ impl Planner<'_, '_> {
             count,
             port_priority: port_priority as u32,
         };
-        let (call, call_faults) = if self.rng.percent(92) {
-            (self.out.multicast_address(), false)
-        } else {
-            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-            (self.ctx.arena.bad_pointer(kind), kind.faults_reading(56))
-        };
+        let call = addr_of_mut!(self.out.multicast) as u64;
+        let (call, call_faults) = self.or_bad_pointer(92, call, 56, false);
         let mut expect = Expect::value(Value::Range(0, count.min(MAX_NODES).into()));
         expect.fail_if(call_faults, "a call record the kernel cannot read");
         if !call_faults {
@@ -1412,12 +1399,8 @@ impl Planner<'_, '_> {
 
     fn atomic(&mut self, call: Syscall) -> Planned {
         let choice = self.handle(|r| r.size == Some(8) && r.permission & PERM_ATOMIC != 0);
-        let (old, faults) = if self.rng.percent(90) {
-            (self.out.old_address(), false)
-        } else {
-            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(8))
-        };
+        let old = addr_of_mut!(self.out.old) as u64;
+        let (old, faults) = self.or_bad_pointer(90, old, 8, true);
         let priority = self.priority();
         let value = self.rng.choose(&[0, 1, u64::MAX], 1);
         let value = if self.rng.percent(50) {
@@ -1444,11 +1427,7 @@ impl Planner<'_, '_> {
 
     /// A home node for a lock.
     fn home(&mut self) -> u64 {
-        match self.rng.below(100) {
-            0..=49 => self.ctx.me.into(),
-            50..=89 => self.peer().into(),
-            _ => self.node(),
-        }
+        self.member(50)
     }
 
     fn create_lock(&mut self) -> Planned {
@@ -1460,7 +1439,7 @@ impl Planner<'_, '_> {
             let kind = self.rng.choose(&BadPointer::ALL[..6], BadPointer::Null);
             (self.ctx.arena.bad_pointer(kind), true)
         } else {
-            (self.out.lock_address(), false)
+            (addr_of_mut!(self.out.lock) as u64, false)
         };
         let mut expect = Expect::value(Value::Range(0, i64::from(MAX_LOCKS) - 1));
         expect.fail_if(faults, "a lock record the kernel cannot write");
@@ -1494,12 +1473,8 @@ impl Planner<'_, '_> {
                     .choose(&[u64::from(MAX_LOCKS), u64::from(u32::MAX)], 4096),
             ),
         };
-        let (lock, faults) = if self.rng.percent(90) {
-            (self.out.lock_address(), false)
-        } else {
-            let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
-            (self.ctx.arena.bad_pointer(kind), kind.faults_writing(8))
-        };
+        let lock = addr_of_mut!(self.out.lock) as u64;
+        let (lock, faults) = self.or_bad_pointer(90, lock, 8, true);
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(number as u32 >= MAX_LOCKS, "a lock number no home keeps");
         expect.fail_if(faults, "a lock record the kernel cannot write");
@@ -1523,7 +1498,7 @@ impl Planner<'_, '_> {
     fn lock_argument(&mut self, lock: LiteLock) -> (u64, bool, bool) {
         if self.rng.percent(93) {
             self.out.lock = lock;
-            (self.out.lock_address(), false, true)
+            (addr_of_mut!(self.out.lock) as u64, false, true)
         } else {
             let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
             let certain = kind == BadPointer::ReadOnly || kind.faults_reading(8);
