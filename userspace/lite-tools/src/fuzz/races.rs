@@ -23,6 +23,7 @@ use lite::sys::{
 };
 
 use super::calls::{raw_syscall, Syscall};
+use super::effects::Effect;
 use super::expect::{Expect, Value};
 use super::generate::{OutParams, Planned, ThreadState, RUNNING_CALL_MS};
 use super::memory::{BadPointer, BULK_AREA, PAGE, RACE_WINDOW};
@@ -147,26 +148,6 @@ struct RaceRun<'x, 'r, 'a> {
     out: &'x mut OutParams,
 }
 
-/// Plain expectations: documented errors, `value` on success.
-fn plain(call: Syscall, args: [u64; 6], value: Value) -> Planned {
-    Planned::running(
-        call,
-        args,
-        Expect::value(value),
-        super::effects::Effect::None,
-    )
-}
-
-fn must_succeed(mut planned: Planned, reason: &'static str) -> Planned {
-    planned.expect.must_succeed = Some(reason);
-    planned
-}
-
-fn must_fail(mut planned: Planned, reason: &'static str) -> Planned {
-    planned.expect.must_fail = Some(reason);
-    planned
-}
-
 fn errno_of(ret: i64) -> i32 {
     if ret < 0 {
         ret.unsigned_abs() as i32
@@ -176,6 +157,25 @@ fn errno_of(ret: i64) -> i32 {
 }
 
 impl RaceRun<'_, '_, '_> {
+    /// Makes `call` on this thread: `value` on success, else a documented
+    /// error.
+    fn plain(&self, call: Syscall, args: [u64; 6], value: Value) -> i64 {
+        self.caller.simple(self.step, call, args, value)
+    }
+
+    /// Makes `call`, which returns 0 on success and must succeed (or, if
+    /// not `succeeds`, fail) for `reason`.
+    fn certain(&self, call: Syscall, args: [u64; 6], succeeds: bool, reason: &'static str) -> i64 {
+        let mut expect = Expect::value(Value::Zero);
+        if succeeds {
+            expect.must_succeed = Some(reason);
+        } else {
+            expect.must_fail = Some(reason);
+        }
+        let planned = Planned::running(call, args, expect, Effect::None);
+        self.caller.run(self.step, &planned)
+    }
+
     fn me(&self) -> u32 {
         self.caller.run.plan.me
     }
@@ -203,30 +203,24 @@ impl RaceRun<'_, '_, '_> {
     /// size and password.
     fn fresh_lmr(&mut self, register: bool) -> Option<(u64, u64, u64)> {
         let password = self.rng.next_u64();
-        let (ret, size) = if register {
+        let (call, args) = if register {
             let size = self.rng.choose(&[PAGE as u64, 65536], PAGE as u64);
             let bulk = self.caller.run.ctx.arena.bulk_area();
             let buf = (bulk + self.rng.below(BULK_AREA as u64 - size)) & !7;
-            let args = [
-                buf,
-                size,
-                PERM_READ | PERM_WRITE | PERM_SHARE,
-                password,
-                0,
-                0,
-            ];
-            let planned = plain(Syscall::RegisterLmr, args, Value::Positive);
-            (self.caller.run(self.step, &planned), size)
+            let permission = PERM_READ | PERM_WRITE | PERM_SHARE;
+            (
+                Syscall::RegisterLmr,
+                [buf, size, permission, password, 0, 0],
+            )
         } else {
             let size = self
                 .rng
                 .choose(&[PAGE as u64, 65536, CHUNK_SIZE + PAGE as u64], PAGE as u64);
             let node = self.some_node();
-            let args = [node.into(), size, 0, password, 0, 0];
-            let planned = plain(Syscall::AllocRemote, args, Value::Positive);
-            (self.caller.run(self.step, &planned), size)
+            (Syscall::AllocRemote, [node.into(), size, 0, password, 0, 0])
         };
-        (ret > 0).then_some((ret as u64, size, password))
+        let ret = self.plain(call, args, Value::Positive);
+        (ret > 0).then_some((ret as u64, args[1], password))
     }
 
     /// A few transfers with `handle` by the helper thread, from its own
@@ -265,10 +259,7 @@ impl RaceRun<'_, '_, '_> {
         let step = self.step;
         std::thread::scope(|scope| {
             scope.spawn(move || {
-                helper.slot.tid.store(
-                    super::signals::gettid(),
-                    std::sync::atomic::Ordering::Relaxed,
-                );
+                helper.enter();
                 let mut ops = Vec::new();
                 for &(call, args) in calls {
                     let value = if call == Syscall::RdmaWriteAsync {
@@ -276,16 +267,13 @@ impl RaceRun<'_, '_, '_> {
                     } else {
                         Value::Zero
                     };
-                    let ret = helper.run(step, &plain(call, args, value));
+                    let ret = helper.simple(step, call, args, value);
                     if call == Syscall::RdmaWriteAsync && ret > 0 {
                         ops.push(ret as u64);
                     }
                 }
                 for op in ops {
-                    helper.run(
-                        step,
-                        &plain(Syscall::AsyncWait, [op, 0, 0, 0, 0, 0], Value::Zero),
-                    );
+                    helper.simple(step, Syscall::AsyncWait, [op, 0, 0, 0, 0, 0], Value::Zero);
                 }
             });
             main(self)
@@ -326,13 +314,13 @@ impl RaceRun<'_, '_, '_> {
     fn release_own(&mut self, call: Syscall, handle: u64, reason: &'static str) -> i64 {
         let args = [handle, 0, 0, 0, 0, 0];
         let (ret, signaled) = self.caller.call(self.step, call, args, RUNNING_CALL_MS);
-        let mut planned = plain(call, args, Value::Zero);
+        let mut expect = Expect::value(Value::Zero);
         let taken = errno_of(ret) == EBADF && self.caller.run.pool().release_attempted(handle);
         if !taken {
-            planned = must_succeed(planned, reason);
+            expect.must_succeed = Some(reason);
         }
         self.caller
-            .check(self.step, call, &args, ret, signaled, &planned.expect);
+            .check(self.step, call, &args, ret, signaled, &expect);
         if taken {
             // Released, though not by this call.
             0
@@ -347,11 +335,12 @@ impl RaceRun<'_, '_, '_> {
         if released == 0 {
             self.caller.run.pool().release_lmr(handle);
             let args = [handle, self.scratch(), 8.min(size), 0, 0, password];
-            let planned = must_fail(
-                plain(Syscall::RdmaRead, args, Value::Zero),
+            self.certain(
+                Syscall::RdmaRead,
+                args,
+                false,
                 "a handle released earlier in the race",
             );
-            self.caller.run(self.step, &planned);
         } else {
             self.caller.run.pool().add_lmr(LmrRecord {
                 handle,
@@ -376,26 +365,11 @@ impl RaceRun<'_, '_, '_> {
             size_class(size),
             RACE_NAME_SLOT + u64::from(self.state.thread),
         );
-        let publish = plain(
-            Syscall::AddAskMrTable,
-            [name, handle, PERM_READ | PERM_WRITE, password, 0, 0],
-            Value::Zero,
-        );
-        let published = self.caller.run(self.step, &publish);
-        let mapping = if published == 0 {
-            let ask = plain(
-                Syscall::AskLmr,
-                [
-                    self.me().into(),
-                    name,
-                    PERM_READ | PERM_WRITE,
-                    password,
-                    0,
-                    0,
-                ],
-                Value::Positive,
-            );
-            self.caller.run(self.step, &ask)
+        let permission = PERM_READ | PERM_WRITE;
+        let publish = [name, handle, permission, password, 0, 0];
+        let mapping = if self.plain(Syscall::AddAskMrTable, publish, Value::Zero) == 0 {
+            let ask = [self.me().into(), name, permission, password, 0, 0];
+            self.plain(Syscall::AskLmr, ask, Value::Positive)
         } else {
             -1
         };
@@ -433,11 +407,12 @@ impl RaceRun<'_, '_, '_> {
         );
         if freed == 0 {
             let args = [mapping, self.scratch(), 8, 0, 0, password];
-            let read = must_fail(
-                plain(Syscall::RdmaRead, args, Value::Zero),
+            self.certain(
+                Syscall::RdmaRead,
+                args,
+                false,
                 "a mapping whose LMR its owner freed",
             );
-            self.caller.run(self.step, &read);
         }
         let unmapped = self.release_own(
             Syscall::UmapLmr,
@@ -509,7 +484,7 @@ impl RaceRun<'_, '_, '_> {
                 Syscall::RdmaRead | Syscall::RdmaWrite => Value::Zero,
                 _ => Value::Positive,
             };
-            self.caller.run(self.step, &plain(call, args, value))
+            self.plain(call, args, value)
         });
         if let Err(error) = arena.restore_window(thread) {
             self.caller.alarm(
@@ -627,9 +602,7 @@ impl RaceRun<'_, '_, '_> {
                 "a child using its parent's handles",
                 "it reported nothing within 30 s",
             );
-            // SAFETY: kills the child forked above, which has not been reaped.
-            unsafe { libc::kill(child, libc::SIGKILL) };
-            self.reap_child(child, true, "the child using its parent's handles");
+            self.kill_child(child, "the child using its parent's handles");
             return;
         };
         self.reap_child(child, false, "the child using its parent's handles");
@@ -649,12 +622,8 @@ impl RaceRun<'_, '_, '_> {
     fn child_dies_waiting_for_lock(&mut self) {
         let home = self.some_node();
         let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
-        let create = plain(
-            Syscall::CreateLock,
-            [home.into(), pointer, 0, 0, 0, 0],
-            Value::Range(0, 4095),
-        );
-        if self.caller.run(self.step, &create) < 0 {
+        let create = [home.into(), pointer, 0, 0, 0, 0];
+        if self.plain(Syscall::CreateLock, create, Value::Range(0, 4095)) < 0 {
             return;
         }
         let lock = self.out.lock;
@@ -681,9 +650,7 @@ impl RaceRun<'_, '_, '_> {
         if ready {
             std::thread::sleep(Duration::from_millis(self.rng.between(100, 400)));
         }
-        // SAFETY: kills the child forked above, which has not been reaped.
-        unsafe { libc::kill(child, libc::SIGKILL) };
-        self.reap_child(child, true, "the child waiting for a lock");
+        self.kill_child(child, "the child waiting for a lock");
         if let Some([ret]) = read_results(pipe, 1, 0).map(|r| [r[0]]) {
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
                 self.caller.alarm(
@@ -718,7 +685,12 @@ impl RaceRun<'_, '_, '_> {
             let left = within_ms.saturating_sub(now_ms() - since).max(1);
             let planned = Planned {
                 interrupt_after_ms: left,
-                ..plain(Syscall::Lock, [pointer, 0, 0, 0, 0, 0], Value::Zero)
+                ..Planned::running(
+                    Syscall::Lock,
+                    [pointer, 0, 0, 0, 0, 0],
+                    Expect::value(Value::Zero),
+                    Effect::None,
+                )
             };
             let ret = self.caller.run(self.step, &planned);
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
@@ -735,11 +707,8 @@ impl RaceRun<'_, '_, '_> {
     fn give_back(&mut self, lock: LiteLock) -> bool {
         self.out.lock = lock;
         let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
-        let planned = must_succeed(
-            plain(Syscall::Unlock, [pointer, 0, 0, 0, 0, 0], Value::Zero),
-            "a lock this thread took",
-        );
-        let ret = self.caller.run(self.step, &planned);
+        let args = [pointer, 0, 0, 0, 0, 0];
+        let ret = self.certain(Syscall::Unlock, args, true, "a lock this thread took");
         self.state.held.retain(|&l| l != lock);
         if ret != 0 {
             self.state.uncertain.push(lock);
@@ -751,22 +720,13 @@ impl RaceRun<'_, '_, '_> {
     fn register_race_port(&mut self) -> bool {
         let name = self.caller.run.ctx.arena.bad_pointer(BadPointer::ReadOnly);
         let args = [self.race_port().into(), 4096, name, 8, 0, 0];
-        self.caller.run(
-            self.step,
-            &plain(Syscall::RegisterApplication, args, Value::Zero),
-        ) == 0
+        self.plain(Syscall::RegisterApplication, args, Value::Zero) == 0
     }
 
     fn unregister_race_port(&mut self) {
-        let planned = must_succeed(
-            plain(
-                Syscall::UnregisterApplication,
-                [self.race_port().into(), 0, 0, 0, 0, 0],
-                Value::Zero,
-            ),
-            "the port this process registered",
-        );
-        self.caller.run(self.step, &planned);
+        let args = [self.race_port().into(), 0, 0, 0, 0, 0];
+        let reason = "the port this process registered";
+        self.certain(Syscall::UnregisterApplication, args, true, reason);
     }
 
     /// A child calls this process's port and is killed while it waits for
@@ -794,31 +754,21 @@ impl RaceRun<'_, '_, '_> {
         }
         let descriptor_address = std::ptr::addr_of_mut!(self.out.descriptor) as u64;
         let buf = self.caller.run.ctx.arena.async_area();
-        let receive = plain(
-            Syscall::ReceiveMessage,
-            [port, buf, 4096, descriptor_address, RECV_NONBLOCK.into(), 0],
-            Value::Range(0, 4096),
-        );
+        let receive = [port, buf, 4096, descriptor_address, RECV_NONBLOCK.into(), 0];
         let early = self.rng.percent(50);
         let mut received = if early {
-            self.caller.run(self.step, &receive)
+            self.plain(Syscall::ReceiveMessage, receive, Value::Range(0, 4096))
         } else {
             -1
         };
-        // SAFETY: kills the child forked above, which has not been reaped.
-        unsafe { libc::kill(child, libc::SIGKILL) };
-        self.reap_child(child, true, "the child waiting for a reply");
+        self.kill_child(child, "the child waiting for a reply");
         close(pipe);
         if received < 0 {
-            received = self.caller.run(self.step, &receive);
+            received = self.plain(Syscall::ReceiveMessage, receive, Value::Range(0, 4096));
         }
         if received >= 0 && self.out.descriptor != 0 {
-            let reply = plain(
-                Syscall::ReplyMessage,
-                [scratch, 16, self.out.descriptor, 0, 0, 0],
-                Value::Zero,
-            );
-            self.caller.run(self.step, &reply);
+            let reply = [scratch, 16, self.out.descriptor, 0, 0, 0];
+            self.plain(Syscall::ReplyMessage, reply, Value::Zero);
         }
         self.unregister_race_port();
     }
@@ -899,9 +849,7 @@ impl RaceRun<'_, '_, '_> {
         while now_ms() < deadline && !child_exited(child) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        // SAFETY: kills the child forked above, which has not been reaped.
-        unsafe { libc::kill(child, libc::SIGKILL) };
-        self.reap_child(child, true, "the child serving a port");
+        self.kill_child(child, "the child serving a port");
     }
 
     /// The helper waits to receive from a port this thread then closes:
@@ -920,10 +868,7 @@ impl RaceRun<'_, '_, '_> {
         let pause = Duration::from_millis(self.rng.between(20, 200));
         let (ret, signaled, waited) = std::thread::scope(|scope| {
             let receiver = scope.spawn(move || {
-                helper.slot.tid.store(
-                    super::signals::gettid(),
-                    std::sync::atomic::Ordering::Relaxed,
-                );
+                helper.enter();
                 let since = now_ms();
                 let (ret, signaled) =
                     helper.call(step, Syscall::ReceiveMessage, args, WOKEN_WITHIN_MS);
@@ -972,6 +917,13 @@ impl RaceRun<'_, '_, '_> {
             return None;
         }
         Some((pid, fds[0]))
+    }
+
+    /// Kills `child`, which has not been reaped, and reaps it.
+    fn kill_child(&mut self, child: libc::pid_t, what: &str) {
+        // SAFETY: kills a child of this process that has not been reaped.
+        unsafe { libc::kill(child, libc::SIGKILL) };
+        self.reap_child(child, true, what);
     }
 
     /// Waits for `child`; an alarm if it died of a signal it was not sent

@@ -63,6 +63,12 @@ pub(crate) struct Caller<'r, 'a> {
 }
 
 impl Caller<'_, '_> {
+    /// Makes the calling thread the one this caller's calls are made on,
+    /// the one signals interrupt.
+    pub(crate) fn enter(&self) {
+        self.slot.tid.store(signals::gettid(), Ordering::Relaxed);
+    }
+
     /// Issues `call`, recording it in the slot (so that it is interrupted
     /// after `interrupt_after_ms` and watched for hangs) and counting it.
     /// Returns the result and whether a signal arrived meanwhile.
@@ -212,14 +218,13 @@ pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
 /// One fuzzing thread.
 fn thread_main(run: &Run<'_>, thread: u32) {
     let own = run.ctx.own();
-    let slot = &own.slots[thread as usize];
-    slot.tid.store(signals::gettid(), Ordering::Relaxed);
     let caller = Caller {
         run,
-        slot,
+        slot: &own.slots[thread as usize],
         thread,
         helper: false,
     };
+    caller.enter();
     let helper = Caller {
         run,
         slot: &own.slots[MAX_THREADS + thread as usize],
