@@ -157,30 +157,19 @@ impl Drop for Finished<'_> {
 
 /// The body of a forked fuzzing process; returns its exit status.
 pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
-    let origin = format!("node {} proc {}", plan.me, plan.proc);
+    let failed = |what: &str, error: std::io::Error| {
+        let origin = format!("node {} proc {}", plan.me, plan.proc);
+        let reason = error.to_string();
+        report::alarm(plan.shared, plan.proc as usize, &origin, what, &reason);
+        1
+    };
     if let Err(error) = signals::install_handler() {
-        report::alarm(
-            plan.shared,
-            plan.proc as usize,
-            &origin,
-            "sigaction(SIGUSR1)",
-            &error.to_string(),
-        );
-        return 1;
+        return failed("sigaction(SIGUSR1)", error);
     }
     let threads = (plan.threads as usize).clamp(1, MAX_THREADS);
     let arena = match Arena::new(threads) {
         Ok(arena) => arena,
-        Err(error) => {
-            report::alarm(
-                plan.shared,
-                plan.proc as usize,
-                &origin,
-                "mapping the arena",
-                &error.to_string(),
-            );
-            return 1;
-        }
+        Err(error) => return failed("mapping the arena", error),
     };
     let run = Run {
         plan,
