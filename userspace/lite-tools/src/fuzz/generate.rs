@@ -200,53 +200,71 @@ pub(crate) struct Planner<'a, 'c> {
     pub(crate) out: &'a mut OutParams,
 }
 
-/// How often each call is drawn, per thousand-ish (`lite_join` and
-/// `lite_leave` are the unprivileged process's).
-const WEIGHTS: [(Syscall, u32); 38] = [
-    (Syscall::GetNodeId, 8),
-    (Syscall::GetTotalNode, 8),
-    (Syscall::AllocRemote, 60),
-    (Syscall::RdmaWrite, 60),
-    (Syscall::RdmaRead, 60),
-    (Syscall::Free, 35),
-    (Syscall::DistBarrier, 12),
-    (Syscall::RemoteMemset, 30),
-    (Syscall::Memcpy, 22),
-    (Syscall::Memmove, 22),
-    (Syscall::WrapAlloc, 25),
-    (Syscall::AddAskMrTable, 25),
-    (Syscall::AskLmr, 40),
-    (Syscall::UmapLmr, 20),
-    (Syscall::RegisterLmr, 20),
-    (Syscall::DeregisterLmr, 18),
-    (Syscall::RdmaWriteAsync, 35),
-    (Syscall::RdmaReadAsync, 35),
-    (Syscall::AsyncWait, 40),
-    (Syscall::Fence, 8),
-    (Syscall::GetStats, 8),
-    (Syscall::RegisterApplication, 20),
-    (Syscall::UnregisterApplication, 10),
-    (Syscall::QueryPort, 15),
-    (Syscall::SendReplyImm, 35),
-    (Syscall::SendReplyImmAsync, 20),
-    (Syscall::Send, 30),
-    (Syscall::ReceiveMessage, 50),
-    (Syscall::ReplyMessage, 30),
-    (Syscall::ReplyAndReceiveMessage, 15),
-    (Syscall::SendReplyMulticast, 10),
-    (Syscall::FetchAdd, 22),
-    (Syscall::CompareSwp, 22),
-    (Syscall::CreateLock, 8),
-    (Syscall::AskLock, 18),
-    (Syscall::Lock, 30),
-    (Syscall::Unlock, 35),
-    (Syscall::SetPriority, 8),
+/// Draws one call's arguments.
+type Generator = fn(&mut Planner<'_, '_>) -> Planned;
+
+/// The calls a fuzzing thread draws, how often (per thousand-ish), and
+/// their generators (`lite_join` and `lite_leave` are the unprivileged
+/// process's).
+const CALLS: [(Syscall, u32, Generator); 38] = [
+    (Syscall::GetNodeId, 8, |p| p.get_node_id()),
+    (Syscall::GetTotalNode, 8, |p| p.get_total_node()),
+    (Syscall::AllocRemote, 60, |p| p.alloc_remote()),
+    (Syscall::RdmaWrite, 60, |p| {
+        p.transfer(Syscall::RdmaWrite, true, false)
+    }),
+    (Syscall::RdmaRead, 60, |p| {
+        p.transfer(Syscall::RdmaRead, false, false)
+    }),
+    (Syscall::Free, 35, |p| p.free(Syscall::Free)),
+    (Syscall::DistBarrier, 12, |p| p.barrier()),
+    (Syscall::RemoteMemset, 30, |p| p.memset()),
+    (Syscall::Memcpy, 22, |p| p.copy(Syscall::Memcpy)),
+    (Syscall::Memmove, 22, |p| p.copy(Syscall::Memmove)),
+    (Syscall::WrapAlloc, 25, |p| p.wrap_alloc()),
+    (Syscall::AddAskMrTable, 25, |p| p.publish()),
+    (Syscall::AskLmr, 40, |p| p.ask_lmr()),
+    (Syscall::UmapLmr, 20, |p| p.umap()),
+    (Syscall::RegisterLmr, 20, |p| p.register_lmr()),
+    (Syscall::DeregisterLmr, 18, |p| {
+        p.free(Syscall::DeregisterLmr)
+    }),
+    (Syscall::RdmaWriteAsync, 35, |p| {
+        p.transfer(Syscall::RdmaWriteAsync, true, true)
+    }),
+    (Syscall::RdmaReadAsync, 35, |p| {
+        p.transfer(Syscall::RdmaReadAsync, false, true)
+    }),
+    (Syscall::AsyncWait, 40, |p| p.async_wait()),
+    (Syscall::Fence, 8, |p| p.fence()),
+    (Syscall::GetStats, 8, |p| p.get_stats()),
+    (Syscall::RegisterApplication, 20, |p| p.register_port()),
+    (Syscall::UnregisterApplication, 10, |p| p.unregister_port()),
+    (Syscall::QueryPort, 15, |p| p.query_port()),
+    (Syscall::SendReplyImm, 35, |p| p.send(Syscall::SendReplyImm)),
+    (Syscall::SendReplyImmAsync, 20, |p| {
+        p.send(Syscall::SendReplyImmAsync)
+    }),
+    (Syscall::Send, 30, |p| p.send(Syscall::Send)),
+    (Syscall::ReceiveMessage, 50, |p| p.receive()),
+    (Syscall::ReplyMessage, 30, |p| p.reply()),
+    (Syscall::ReplyAndReceiveMessage, 15, |p| {
+        p.reply_and_receive()
+    }),
+    (Syscall::SendReplyMulticast, 10, |p| p.multicast()),
+    (Syscall::FetchAdd, 22, |p| p.atomic(Syscall::FetchAdd)),
+    (Syscall::CompareSwp, 22, |p| p.atomic(Syscall::CompareSwp)),
+    (Syscall::CreateLock, 8, |p| p.create_lock()),
+    (Syscall::AskLock, 18, |p| p.ask_lock()),
+    (Syscall::Lock, 30, |p| p.lock()),
+    (Syscall::Unlock, 35, |p| p.unlock()),
+    (Syscall::SetPriority, 8, |p| p.set_priority()),
 ];
 
 /// The calls a fuzzing thread draws from.
 #[cfg(test)]
 pub(crate) fn drawn_calls() -> impl Iterator<Item = Syscall> {
-    WEIGHTS.iter().map(|&(call, _)| call)
+    CALLS.iter().map(|&(call, _, _)| call)
 }
 
 /// Sizes allocations mostly use, and chunk edges.
@@ -264,61 +282,37 @@ fn priority_ok(raw: u64) -> bool {
 impl Planner<'_, '_> {
     /// Draws the call of one step.
     pub(crate) fn plan(&mut self) -> Planned {
-        let weights: Vec<u32> = WEIGHTS.iter().map(|&(_, w)| w).collect();
-        let call = WEIGHTS[self.rng.weighted(&weights)].0;
-        self.plan_call(call)
+        let weights: Vec<u32> = CALLS.iter().map(|&(_, weight, _)| weight).collect();
+        let (_, _, generate) = CALLS[self.rng.weighted(&weights)];
+        generate(self)
     }
 
-    /// Draws arguments for `call`.
-    pub(crate) fn plan_call(&mut self, call: Syscall) -> Planned {
-        match call {
-            Syscall::GetNodeId => {
-                self.simple(call, Value::Range(self.ctx.me.into(), self.ctx.me.into()))
-            }
-            Syscall::GetTotalNode => self.simple(call, Value::Range(1, MAX_NODES.into())),
-            Syscall::AllocRemote => self.alloc_remote(),
-            Syscall::RdmaWrite => self.transfer(call, true, false),
-            Syscall::RdmaRead => self.transfer(call, false, false),
-            Syscall::RdmaWriteAsync => self.transfer(call, true, true),
-            Syscall::RdmaReadAsync => self.transfer(call, false, true),
-            Syscall::Free | Syscall::DeregisterLmr => self.free(call),
-            Syscall::DistBarrier => self.barrier(),
-            Syscall::RemoteMemset => self.memset(),
-            Syscall::Memcpy | Syscall::Memmove => self.copy(call),
-            Syscall::WrapAlloc => self.wrap_alloc(),
-            Syscall::AddAskMrTable => self.publish(),
-            Syscall::AskLmr => self.ask_lmr(),
-            Syscall::UmapLmr => self.umap(),
-            Syscall::RegisterLmr => self.register_lmr(),
-            Syscall::AsyncWait => self.async_wait(),
-            Syscall::Fence => Planned {
-                call,
-                args: [0; 6],
-                expect: Expect::value(Value::Zero),
-                interrupt_after_ms: self.blocking_ms(),
-                effect: Effect::Fence,
-            },
-            Syscall::GetStats => self.get_stats(),
-            Syscall::RegisterApplication => self.register_port(),
-            Syscall::UnregisterApplication => self.unregister_port(),
-            Syscall::QueryPort => self.query_port(),
-            Syscall::SendReplyImm | Syscall::SendReplyImmAsync | Syscall::Send => self.send(call),
-            Syscall::ReceiveMessage => self.receive(),
-            Syscall::ReplyMessage => self.reply(),
-            Syscall::ReplyAndReceiveMessage => self.reply_and_receive(),
-            Syscall::SendReplyMulticast => self.multicast(),
-            Syscall::FetchAdd | Syscall::CompareSwp => self.atomic(call),
-            Syscall::CreateLock => self.create_lock(),
-            Syscall::AskLock => self.ask_lock(),
-            Syscall::Lock => self.lock(),
-            Syscall::Unlock => self.unlock(),
-            Syscall::SetPriority => self.set_priority(),
-            // The unprivileged process's calls; a fuzzing thread asks for
-            // its node id instead.
-            Syscall::Join | Syscall::Leave => self.simple(
-                Syscall::GetNodeId,
-                Value::Range(self.ctx.me.into(), self.ctx.me.into()),
-            ),
+    /// Draws arguments for `call`, one of those a fuzzing thread draws.
+    #[cfg(test)]
+    fn plan_call(&mut self, call: Syscall) -> Planned {
+        let (_, _, generate) = CALLS
+            .into_iter()
+            .find(|&(drawn, _, _)| drawn == call)
+            .expect("a call fuzzing threads draw");
+        generate(self)
+    }
+
+    fn get_node_id(&mut self) -> Planned {
+        let me = self.ctx.me.into();
+        self.simple(Syscall::GetNodeId, Value::Range(me, me))
+    }
+
+    fn get_total_node(&mut self) -> Planned {
+        self.simple(Syscall::GetTotalNode, Value::Range(1, MAX_NODES.into()))
+    }
+
+    fn fence(&mut self) -> Planned {
+        Planned {
+            call: Syscall::Fence,
+            args: [0; 6],
+            expect: Expect::value(Value::Zero),
+            interrupt_after_ms: self.blocking_ms(),
+            effect: Effect::Fence,
         }
     }
 
