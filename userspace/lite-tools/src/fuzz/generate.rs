@@ -3,6 +3,7 @@
 //! other nodes'), boundary values and bad pointers, with what it must do
 //! ([`Expect`]) and what its success changes ([`Effect`]).
 
+use std::collections::VecDeque;
 use std::ptr::addr_of_mut;
 
 use lite::sys::{
@@ -22,7 +23,7 @@ use super::pool::{
     SIZE_CLASSES,
 };
 use super::rng::Rng;
-use super::shared::{ProcShared, Shared};
+use super::shared::{Offered, ProcShared, Shared};
 
 /// How long a call that should not block may run before a signal is sent
 /// to interrupt it (then again every few hundred milliseconds).
@@ -933,24 +934,41 @@ impl Planner<'_, '_> {
         )
     }
 
+    /// An id of a kind this process keeps in `own`, by a roll of 100: up
+    /// to `cuts[0]` one of `own`; up to `cuts[1]` one of `stale`, released
+    /// and certainly refused; up to `cuts[2]` one another process offers
+    /// (`(0, true)` if it offers none but this process's). Whether it is
+    /// certainly refused; `Err` with a higher roll, for the caller.
+    fn held_id(
+        &mut self,
+        own: &[u64],
+        stale: &VecDeque<u64>,
+        offered: fn(&ProcShared) -> &Offered,
+        cuts: [u64; 3],
+    ) -> Result<(u64, bool), u64> {
+        let roll = self.rng.below(100);
+        if roll <= cuts[0] && !own.is_empty() {
+            return Ok((self.rng.choose(own, 0), false));
+        }
+        if roll <= cuts[1] && !stale.is_empty() {
+            return Ok((stale[self.rng.index(stale.len())], true));
+        }
+        if roll > cuts[2] {
+            return Err(roll);
+        }
+        let other = self.ctx.other(self.rng);
+        Ok(match offered(other).pick(self.rng) {
+            Some(id) if !own.contains(&id) => (id, false),
+            _ => (0, true),
+        })
+    }
+
     fn async_wait(&mut self) -> Planned {
-        let (op, certain) = match self.rng.below(100) {
-            0..=64 if !self.pool.ops.is_empty() => (self.rng.choose(&self.pool.ops, 0), false),
-            0..=74 if !self.pool.stale_ops.is_empty() => {
-                let stale: Vec<u64> = self.pool.stale_ops.iter().copied().collect();
-                (self.rng.choose(&stale, 0), true)
-            }
-            0..=84 => {
-                let other = self.ctx.other(self.rng);
-                match other.ops.pick(self.rng) {
-                    Some(op) if !self.pool.ops.contains(&op) => (op, false),
-                    _ => (0, true),
-                }
-            }
-            _ => {
-                let op = self.rng.choose(&[0, u64::MAX, i64::MIN as u64], 0);
-                (op, true)
-            }
+        let pool = self.pool;
+        let (op, certain) = match self.held_id(&pool.ops, &pool.stale_ops, |p| &p.ops, [64, 74, 84])
+        {
+            Ok(found) => found,
+            Err(_) => (self.rng.choose(&[0, u64::MAX, i64::MIN as u64], 0), true),
         };
         let flags = match self.rng.below(100) {
             0..=39 => 0,
@@ -1230,24 +1248,13 @@ impl Planner<'_, '_> {
     /// A descriptor to answer; whether it certainly is none of this
     /// process's unanswered ones.
     fn descriptor(&mut self) -> (u64, bool) {
-        match self.rng.below(100) {
-            0..=59 if !self.pool.descriptors.is_empty() => {
-                (self.rng.choose(&self.pool.descriptors, 0), false)
-            }
-            0..=69 if !self.pool.stale_descriptors.is_empty() => {
-                let stale: Vec<u64> = self.pool.stale_descriptors.iter().copied().collect();
-                (self.rng.choose(&stale, 0), true)
-            }
-            0..=79 => {
-                let other = self.ctx.other(self.rng);
-                match other.descriptors.pick(self.rng) {
-                    Some(d) if !self.pool.descriptors.contains(&d) => (d, false),
-                    _ => (0, true),
-                }
-            }
+        let pool = self.pool;
+        let (own, stale) = (&pool.descriptors, &pool.stale_descriptors);
+        match self.held_id(own, stale, |p| &p.descriptors, [59, 69, 79]) {
+            Ok(found) => found,
             // A one-way message's descriptor is 0: never answerable.
-            80..=89 => (0, true),
-            _ => (self.rng.next_u64(), false),
+            Err(80..=89) => (0, true),
+            Err(_) => (self.rng.next_u64(), false),
         }
     }
 
