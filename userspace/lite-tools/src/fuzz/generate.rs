@@ -1606,12 +1606,19 @@ mod tests {
         })
     }
 
-    /// The first `steps` calls seed `seed` plans with `pool` and `state`,
-    /// each with a line telling all of it: its arguments (addresses as
-    /// offsets into the arena or the out-parameters, which move between
-    /// runs), the records written for the kernel, the expectations, the
-    /// time it may block and the effect.
-    fn plan_steps(seed: u64, pool: &Pool, state: &ThreadState) -> Vec<(Planned, String)> {
+    /// The 4,000 steps seed `seed` plans with `pool` and `state`, of `call`
+    /// (or of drawn calls), each shown to `look` with the arena and given
+    /// with a line telling all of it: its arguments (addresses as offsets
+    /// into the arena or the out-parameters, which move between runs), the
+    /// records written for the kernel, the expectations, the time it may
+    /// block and the effect.
+    fn plan_steps(
+        seed: u64,
+        pool: &Pool,
+        state: &ThreadState,
+        call: Option<Syscall>,
+        mut look: impl FnMut(&Arena, &Planned),
+    ) -> Vec<(Planned, String)> {
         let arena = Arena::new(2).expect("arena");
         let shared = Shared::map().expect("shared");
         let ctx = context(&arena, shared);
@@ -1632,14 +1639,18 @@ mod tests {
         let mut steps = Vec::new();
         for _ in 0..4000 {
             let mut step = rng.split();
-            let planned = Planner {
+            let mut planner = Planner {
                 rng: &mut step,
                 ctx: &ctx,
                 pool,
                 state,
                 out: &mut out,
-            }
-            .plan();
+            };
+            let planned = match call {
+                Some(call) => planner.plan_call(call),
+                None => planner.plan(),
+            };
+            look(&arena, &planned);
             let args: Vec<String> = planned.args.iter().map(|&a| place(a)).collect();
             let (m, r) = (&out.multicast, &out.receive);
             let records = [
@@ -1672,10 +1683,10 @@ mod tests {
     fn the_same_seed_plans_the_same_calls() {
         let (pool, state) = (Pool::default(), ThreadState::default());
         let lines = |seed| -> Vec<String> {
-            let steps = plan_steps(seed, &pool, &state);
+            let steps = plan_steps(seed, &pool, &state, None, |_, _| {});
             steps.into_iter().map(|(_, line)| line).collect()
         };
-        let first = plan_steps(9, &pool, &state);
+        let first = plan_steps(9, &pool, &state, None, |_, _| {});
         let first_lines: Vec<String> = first.iter().map(|(_, line)| line.clone()).collect();
         assert_eq!(first_lines, lines(9));
         assert_ne!(first_lines, lines(10));
@@ -1728,7 +1739,7 @@ mod tests {
             held: vec![lock],
             ..ThreadState::default()
         };
-        let text: String = plan_steps(3, &pool, &state)
+        let text: String = plan_steps(3, &pool, &state, None, |_, _| {})
             .into_iter()
             .map(|(_, line)| line)
             .collect();
@@ -1737,58 +1748,39 @@ mod tests {
 
     #[test]
     fn released_handles_must_fail_and_live_ones_need_not() {
-        let arena = Arena::new(1).expect("arena");
-        let shared = Shared::map().expect("shared");
-        let ctx = context(&arena, shared);
         let mut pool = Pool::default();
         pool.release_lmr(0x1_0000_0003);
-        let state = ThreadState::default();
-        let mut out = OutParams::new();
-        let mut rng = Rng::from_seed(5);
-        let mut stale_seen = false;
-        for _ in 0..400 {
-            let mut planner = Planner {
-                rng: &mut rng,
-                ctx: &ctx,
-                pool: &pool,
-                state: &state,
-                out: &mut out,
-            };
-            let planned = planner.plan_call(Syscall::Free);
-            if planned.args[0] == 0x1_0000_0003 {
-                stale_seen = true;
-                assert!(planned.expect.must_fail.is_some());
-            }
-        }
-        assert!(stale_seen);
+        let steps = plan_steps(
+            5,
+            &pool,
+            &ThreadState::default(),
+            Some(Syscall::Free),
+            |_, _| {},
+        );
+        let stale: Vec<Planned> = steps
+            .into_iter()
+            .map(|(planned, _)| planned)
+            .filter(|planned| planned.args[0] == 0x1_0000_0003)
+            .collect();
+        assert!(!stale.is_empty());
+        assert!(stale
+            .iter()
+            .all(|planned| planned.expect.must_fail.is_some()));
     }
 
     #[test]
     fn buffers_the_kernel_writes_stay_in_the_arena() {
-        let arena = Arena::new(2).expect("arena");
-        let shared = Shared::map().expect("shared");
-        let ctx = context(&arena, shared);
-        let pool = Pool::default();
         let state = ThreadState {
             thread: 1,
             ..ThreadState::default()
         };
-        let mut out = OutParams::new();
-        let mut rng = Rng::from_seed(11);
-        for _ in 0..2000 {
-            let mut planner = Planner {
-                rng: &mut rng,
-                ctx: &ctx,
-                pool: &pool,
-                state: &state,
-                out: &mut out,
-            };
-            let planned = planner.plan_call(Syscall::RdmaRead);
+        let read = Some(Syscall::RdmaRead);
+        plan_steps(11, &Pool::default(), &state, read, |arena, planned| {
             let (buf, len) = (planned.args[1], planned.args[2]);
             let bad = BadPointer::ALL.iter().any(|&k| arena.bad_pointer(k) == buf);
             if !bad && planned.expect.must_fail.is_none() {
                 assert!(arena.holds(buf, len.min(MAX_FUZZ_LMR)), "{buf:#x} {len}");
             }
-        }
+        });
     }
 }
