@@ -110,31 +110,29 @@ fn check(src: &Sources) -> Vec<String> {
         Err(e) => return vec![format!("{CONST}: {e}")],
     };
 
-    check_coverage(&numbers, &definitions, &syz, &mut problems);
-    check_numbers(&numbers, &consts, &mut problems);
-    check_constants(&header, &syz, &consts, &mut problems);
-    check_prototypes(&numbers, &header, &definitions, &mut problems);
     let types = Types {
         resources: &syz.resources,
         aliases: &syz.aliases,
     };
-    for call in &syz.calls {
-        if let Some(params) = definitions.get(&call.base) {
-            check_arguments(call, params, &types, &mut problems);
-        }
-    }
+    check_calls(&numbers, &definitions, &header, &syz, &types, &mut problems);
+    check_numbers(&numbers, &consts, &mut problems);
+    check_constants(&header, &syz, &consts, &mut problems);
     check_structs(&header, &syz, &types, &mut problems);
     problems
 }
 
-/// Each numbered call is described and has a definition; each described
-/// call is numbered.
-fn check_coverage(
+/// Each numbered call is described, defined and documented; each
+/// described or documented call is numbered; the arguments of the
+/// descriptions and of the documented prototypes match the definition's.
+fn check_calls(
     numbers: &[(String, u32)],
     definitions: &BTreeMap<String, syscalls::Params>,
+    header: &Header,
     syz: &Syzlang,
+    types: &Types,
     problems: &mut Vec<String>,
 ) {
+    let numbered = |name: &str| numbers.iter().any(|(n, _)| n == name);
     let described: BTreeSet<&str> = syz.calls.iter().map(|c| c.base.as_str()).collect();
     for (name, _) in numbers {
         if !described.contains(name.as_str()) {
@@ -147,13 +145,45 @@ fn check_coverage(
                 "{name}: {HEADER} numbers it but {SYSCALLS_C} has no SYSCALL_DEFINE for it"
             ));
         }
+        if !header.prototypes.contains_key(name) {
+            problems.push(format!(
+                "{name}: {HEADER} documents no prototype `long {name}(...)`"
+            ));
+        }
     }
+    let width = |ty: &str| types.width(ty, 0);
     for call in &syz.calls {
-        if !numbers.iter().any(|(n, _)| *n == call.base) {
+        if !numbered(&call.base) {
             problems.push(format!(
                 "{}: {TXT}:{} describes it but {HEADER} has no __NR_{}",
                 call.name, call.line, call.base
             ));
+        }
+        if let Some(params) = definitions.get(&call.base) {
+            compare_decls(
+                &call.name,
+                "argument",
+                (TXT, &call.args, &width),
+                (SYSCALLS_C, params, &c_width),
+                false,
+                problems,
+            );
+        }
+    }
+    for (name, documented) in &header.prototypes {
+        if !numbered(name) {
+            problems.push(format!(
+                "{name}: {HEADER} documents it but does not number it"
+            ));
+        } else if let Some(defined) = definitions.get(name) {
+            compare_decls(
+                name,
+                "argument",
+                (HEADER, documented, &c_width),
+                (SYSCALLS_C, defined, &c_width),
+                false,
+                problems,
+            );
         }
     }
 }
@@ -202,59 +232,6 @@ fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems:
             problems.push(format!("{name}: {TXT}:{line} uses it but {CONST} lacks it"));
         }
     }
-}
-
-/// The prototypes documented in the header match the definitions.
-fn check_prototypes(
-    numbers: &[(String, u32)],
-    header: &Header,
-    definitions: &BTreeMap<String, syscalls::Params>,
-    problems: &mut Vec<String>,
-) {
-    for (name, _) in numbers {
-        if !header.prototypes.contains_key(name) {
-            problems.push(format!(
-                "{name}: {HEADER} documents no prototype `long {name}(...)`"
-            ));
-        }
-    }
-    for (name, documented) in &header.prototypes {
-        if !numbers.iter().any(|(n, _)| n == name) {
-            problems.push(format!(
-                "{name}: {HEADER} documents it but does not number it"
-            ));
-            continue;
-        }
-        let Some(defined) = definitions.get(name) else {
-            continue;
-        };
-        compare_decls(
-            name,
-            "argument",
-            (HEADER, documented, &c_width),
-            (SYSCALLS_C, defined, &c_width),
-            false,
-            problems,
-        );
-    }
-}
-
-/// A described call's arguments match the definition's parameters.
-fn check_arguments(
-    call: &SynCall,
-    params: &syscalls::Params,
-    types: &Types,
-    problems: &mut Vec<String>,
-) {
-    let width = |ty: &str| types.width(ty, 0);
-    compare_decls(
-        &call.name,
-        "argument",
-        (TXT, &call.args, &width),
-        (SYSCALLS_C, params, &c_width),
-        false,
-        problems,
-    );
 }
 
 /// Described structs match the header's, and each header struct is
