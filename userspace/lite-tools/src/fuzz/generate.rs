@@ -23,7 +23,8 @@ use super::pool::{
     SIZE_CLASSES,
 };
 use super::rng::Rng;
-use super::shared::{Offered, ProcShared, Shared};
+use super::shared::{Offered, ProcShared};
+use super::worker::ProcessPlan;
 
 /// How long a call that should not block may run before a signal is sent
 /// to interrupt it (then again every few hundred milliseconds).
@@ -35,31 +36,24 @@ const GRANTABLE: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ATOMIC;
 
 /// What a process's generators know of it.
 pub(crate) struct Context<'a> {
-    /// This node.
-    pub(crate) me: u32,
-    /// Nodes in the cluster (ids `1..=nodes`).
-    pub(crate) nodes: u32,
-    /// Fuzzing processes per node.
-    pub(crate) procs: u32,
-    /// This process's index.
-    pub(crate) proc: u32,
+    /// What the process was told when it was forked.
+    pub(crate) plan: ProcessPlan,
     /// This process's memory for the kernel.
     pub(crate) arena: &'a Arena,
-    /// What all processes share.
-    pub(crate) shared: &'static Shared,
 }
 
 impl Context<'_> {
     /// This process's shared record.
     pub(crate) fn own(&self) -> &'static ProcShared {
-        &self.shared.procs[self.proc as usize]
+        &self.plan.shared.procs[self.plan.proc as usize]
     }
 
     /// Another fuzzing process's record (this one's if it is alone).
     fn other(&self, rng: &mut Rng) -> &'static ProcShared {
-        let other = (self.proc + 1 + rng.below(u64::from(self.procs.max(2) - 1)) as u32)
-            % self.procs.max(1);
-        &self.shared.procs[other as usize]
+        let procs = self.plan.procs;
+        let other =
+            (self.plan.proc + 1 + rng.below(u64::from(procs.max(2) - 1)) as u32) % procs.max(1);
+        &self.plan.shared.procs[other as usize]
     }
 }
 
@@ -299,7 +293,7 @@ impl Planner<'_, '_> {
     }
 
     fn get_node_id(&mut self) -> Planned {
-        let me = self.ctx.me.into();
+        let me = self.ctx.plan.me.into();
         self.simple(Syscall::GetNodeId, Value::Range(me, me))
     }
 
@@ -340,14 +334,14 @@ impl Planner<'_, '_> {
     /// out of range (some only in their upper 32 bits, which the kernel
     /// drops).
     fn node(&mut self) -> u64 {
-        let me = u64::from(self.ctx.me);
+        let me = u64::from(self.ctx.plan.me);
         match self.rng.below(100) {
             0..=34 => me,
-            35..=79 => self.rng.between(1, self.ctx.nodes.max(1).into()),
+            35..=79 => self.rng.between(1, self.ctx.plan.nodes.max(1).into()),
             80..=84 => 0,
             _ => self.rng.choose(
                 &[
-                    u64::from(self.ctx.nodes) + 1,
+                    u64::from(self.ctx.plan.nodes) + 1,
                     63,
                     64,
                     65,
@@ -361,12 +355,12 @@ impl Planner<'_, '_> {
 
     /// Another member of the cluster, or this node if it is alone.
     fn peer(&mut self) -> u32 {
-        let nodes = self.ctx.nodes.max(1);
+        let nodes = self.ctx.plan.nodes.max(1);
         if nodes == 1 {
-            return self.ctx.me;
+            return self.ctx.plan.me;
         }
         let other = self.rng.between(1, u64::from(nodes - 1)) as u32;
-        if other >= self.ctx.me {
+        if other >= self.ctx.plan.me {
             other + 1
         } else {
             other
@@ -377,7 +371,7 @@ impl Planner<'_, '_> {
     /// one up to 90; else any [`Self::node`].
     fn member(&mut self, me_percent: u64) -> u64 {
         match self.rng.below(100) {
-            roll if roll < me_percent => self.ctx.me.into(),
+            roll if roll < me_percent => self.ctx.plan.me.into(),
             0..=89 => self.peer().into(),
             _ => self.node(),
         }
@@ -660,7 +654,7 @@ impl Planner<'_, '_> {
     }
 
     fn barrier(&mut self) -> Planned {
-        let nodes = u64::from(self.ctx.nodes.max(1));
+        let nodes = u64::from(self.ctx.plan.nodes.max(1));
         let num = match self.rng.below(100) {
             0..=69 => self.rng.between(1, nodes),
             70..=79 => self.rng.between(nodes + 1, MAX_NODES.into()),
@@ -747,8 +741,8 @@ impl Planner<'_, '_> {
     fn own_name(&mut self, size: Option<u64>) -> u64 {
         let class = size.map_or(super::pool::UNSIZED_CLASS, size_class);
         fuzz_name(
-            self.ctx.me,
-            self.ctx.proc,
+            self.ctx.plan.me,
+            self.ctx.plan.proc,
             class,
             self.rng.below(NAME_SLOTS),
         )
@@ -834,13 +828,13 @@ impl Planner<'_, '_> {
         let node = self.member(35);
         let name = match self.rng.below(100) {
             // A name another process of this node published.
-            0..=29 if node as u32 == self.ctx.me => {
+            0..=29 if node as u32 == self.ctx.plan.me => {
                 let other = self.ctx.other(self.rng);
                 other.names.pick(self.rng).unwrap_or(0)
             }
             0..=89 => fuzz_name(
                 node as u32,
-                self.rng.below(u64::from(self.ctx.procs.max(1))) as u32,
+                self.rng.below(u64::from(self.ctx.plan.procs.max(1))) as u32,
                 self.rng.below(SIZE_CLASSES.len() as u64),
                 self.rng.below(NAME_SLOTS),
             ),
@@ -1123,7 +1117,7 @@ impl Planner<'_, '_> {
         nonblock_refused: bool,
     ) -> (u64, bool, bool) {
         let port = match self.rng.below(100) {
-            0..=49 if node as u32 == self.ctx.me => self.own_port(),
+            0..=49 if node as u32 == self.ctx.plan.me => self.own_port(),
             0..=94 => self.pool_port(),
             _ => self.bad_port(),
         };
@@ -1331,7 +1325,7 @@ impl Planner<'_, '_> {
     }
 
     fn multicast(&mut self) -> Planned {
-        let nodes = u64::from(self.ctx.nodes.max(1));
+        let nodes = u64::from(self.ctx.plan.nodes.max(1));
         let count = match self.rng.below(100) {
             0..=69 => self.rng.between(1, nodes),
             70..=84 => self.rng.between(1, MAX_NODES.into()),
@@ -1340,10 +1334,10 @@ impl Planner<'_, '_> {
         for i in 0..(count.min(MAX_NODES) as usize) {
             self.out.nodes[i] = match self.rng.below(100) {
                 0..=79 => self.rng.between(1, nodes) as u32,
-                _ => self.rng.choose(&[0, 64, u32::MAX, self.ctx.me], 0),
+                _ => self.rng.choose(&[0, 64, u32::MAX, self.ctx.plan.me], 0),
             };
         }
-        let (port_priority, refused, _) = self.port_priority(u64::from(self.ctx.me), 3, true);
+        let (port_priority, refused, _) = self.port_priority(u64::from(self.ctx.plan.me), 3, true);
         let size = self.message_size();
         let (msg, msg_faults) = self.buffer(size, false, Area::Scratch);
         // At most 64 replies of 16 KiB: inside the arena from any scratch.
@@ -1589,14 +1583,17 @@ mod tests {
     use crate::fuzz::shared::Shared;
 
     fn context<'a>(arena: &'a Arena, shared: &'static Shared) -> Context<'a> {
-        Context {
+        let plan = ProcessPlan {
+            seed: 0,
             me: 2,
             nodes: 3,
             procs: 3,
+            threads: 2,
             proc: 1,
-            arena,
+            deadline_ms: 0,
             shared,
-        }
+        };
+        Context { plan, arena }
     }
 
     /// FNV-1a, a hash that stays the same across toolchains.

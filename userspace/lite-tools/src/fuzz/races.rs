@@ -177,7 +177,7 @@ impl RaceRun<'_, '_, '_> {
     }
 
     fn me(&self) -> u32 {
-        self.caller.run.plan.me
+        self.caller.run.ctx.plan.me
     }
 
     fn thread(&self) -> usize {
@@ -190,12 +190,12 @@ impl RaceRun<'_, '_, '_> {
 
     /// This node or another member.
     fn some_node(&mut self) -> u32 {
-        let nodes = self.caller.run.plan.nodes.max(1);
+        let nodes = self.caller.run.ctx.plan.nodes.max(1);
         self.rng.between(1, nodes.into()) as u32
     }
 
     fn race_port(&self) -> u32 {
-        let plan = &self.caller.run.plan;
+        let plan = &self.caller.run.ctx.plan;
         race_port(plan.proc, plan.threads, self.state.thread)
     }
 
@@ -358,7 +358,7 @@ impl RaceRun<'_, '_, '_> {
         let Some((handle, size, password)) = self.fresh_lmr(false) else {
             return;
         };
-        let plan = self.caller.run.plan;
+        let plan = self.caller.run.ctx.plan;
         let name = fuzz_name(
             plan.me,
             plan.proc,
@@ -433,7 +433,7 @@ impl RaceRun<'_, '_, '_> {
             .rng
             .choose(&[PAGE as u64, RACE_WINDOW as u64], PAGE as u64);
         let target = self.caller.run.pool().lmrs.first().copied();
-        let plan = self.caller.run.plan;
+        let plan = self.caller.run.ctx.plan;
         let (call, args) = match (self.rng.below(4), target) {
             (0, Some(record)) if record.size.is_some() => {
                 let len = len.min(record.size.unwrap_or(1));

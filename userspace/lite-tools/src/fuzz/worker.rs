@@ -36,7 +36,6 @@ pub(crate) struct ProcessPlan {
 
 /// One process's run, shared by its threads.
 pub(crate) struct Run<'a> {
-    pub(crate) plan: ProcessPlan,
     pub(crate) ctx: Context<'a>,
     pool: Mutex<Pool>,
 }
@@ -49,7 +48,7 @@ impl Run<'_> {
 
     /// Whether fuzzing is over.
     pub(crate) fn over(&self) -> bool {
-        now_ms() >= self.plan.deadline_ms || self.plan.shared.stopped()
+        now_ms() >= self.ctx.plan.deadline_ms || self.ctx.plan.shared.stopped()
     }
 }
 
@@ -134,7 +133,7 @@ impl Caller<'_, '_> {
 
     /// Raises an alarm about `what` at step `step` of this thread.
     pub(crate) fn alarm(&self, step: u64, what: &str, reason: &str) {
-        let plan = &self.run.plan;
+        let plan = &self.run.ctx.plan;
         let origin = format!(
             "node {} proc {} thread {}{} step {step}",
             plan.me,
@@ -172,14 +171,9 @@ pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
         Err(error) => return failed("mapping the arena", error),
     };
     let run = Run {
-        plan,
         ctx: Context {
-            me: plan.me,
-            nodes: plan.nodes,
-            procs: plan.procs,
-            proc: plan.proc,
+            plan,
             arena: &arena,
-            shared: plan.shared,
         },
         pool: Mutex::new(Pool::default()),
     };
@@ -220,7 +214,7 @@ fn thread_main(run: &Run<'_>, thread: u32) {
         thread,
         helper: true,
     };
-    let plan = run.plan;
+    let plan = run.ctx.plan;
     let mut rng = Rng::for_stream(plan.seed, plan.me, plan.proc, thread);
     let mut state = ThreadState {
         thread,
