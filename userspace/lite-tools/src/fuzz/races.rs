@@ -12,9 +12,12 @@
 //! * a port unregistered while a helper thread waits to receive from it.
 //!
 //! Children are forked from a multi-threaded process, so they make raw
-//! system calls only, on memory prepared before the fork, and leave with
-//! `_exit`.
+//! system calls only, on memory prepared before the fork (their results
+//! go to the parent over a socket pair, written without allocating), and
+//! leave with `_exit`.
 
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use libc::{EBADF, ECONNREFUSED, ECONNRESET, EINTR, ENOENT, EOWNERDEAD, ESHUTDOWN};
@@ -45,8 +48,10 @@ const LOCK_BACK_WITHIN_MS: u64 = 25_000;
 /// fuzzing is over: by then every thread gives back what it holds, so only
 /// a turn that was never passed on keeps it away.
 const LOCK_BACK_AFTER_RUN_MS: u64 = 40_000;
-/// How long a child may take to report over its pipe.
-const CHILD_REPORT_MS: i32 = 30_000;
+/// How long a child may take to report its results.
+const CHILD_REPORT: Duration = Duration::from_secs(30);
+/// How long a child may take to report that it is about to call.
+const CHILD_READY: Duration = Duration::from_secs(10);
 /// Name slots of the races, apart from those other fuzzers guess.
 const RACE_NAME_SLOT: u64 = 0x100;
 
@@ -583,19 +588,18 @@ impl RaceRun<'_, '_, '_> {
             .iter()
             .map(|(call, args, _)| (call.number(), *args))
             .collect();
-        let Some((child, pipe)) = self.fork_child(|write_fd| {
+        let Some((child, mut parent_end)) = fork_child(|parent| {
             let mut results = [0i64; 16];
             for (slot, (number, args)) in results.iter_mut().zip(&numbers) {
                 // SAFETY: the child's copy of the parent's arena and
                 // out-parameters, used by nothing else in the child.
                 *slot = unsafe { raw_syscall(*number, *args) };
             }
-            write_all(write_fd, &results[..numbers.len()]);
+            send(parent, &results[..numbers.len()]);
         }) else {
             return;
         };
-        let results = read_results(pipe, calls.len(), CHILD_REPORT_MS);
-        close(pipe);
+        let results = read_results(&mut parent_end, calls.len(), Some(CHILD_REPORT));
         let Some(results) = results else {
             self.caller.alarm(
                 self.step,
@@ -636,22 +640,22 @@ impl RaceRun<'_, '_, '_> {
             return;
         }
         let lock_number = super::calls::Syscall::Lock.number();
-        let forked = self.fork_child(|write_fd| {
-            write_all(write_fd, &[0i64]);
+        let forked = fork_child(|parent| {
+            send(parent, &[0]);
             // SAFETY: the child's copy of the out-parameters holds the lock.
             let ret = unsafe { raw_syscall(lock_number, [pointer, 0, 0, 0, 0, 0]) };
-            write_all(write_fd, &[ret]);
+            send(parent, &[ret]);
         });
-        let Some((child, pipe)) = forked else {
+        let Some((child, mut child_end)) = forked else {
             self.give_back(lock);
             return;
         };
-        let ready = read_results(pipe, 1, 10_000).is_some();
+        let ready = read_results(&mut child_end, 1, Some(CHILD_READY)).is_some();
         if ready {
             std::thread::sleep(Duration::from_millis(self.rng.between(100, 400)));
         }
         self.kill_child(child, "the child waiting for a lock");
-        if let Some([ret]) = read_results(pipe, 1, 0).map(|r| [r[0]]) {
+        if let Some([ret]) = read_results(&mut child_end, 1, None).map(|r| [r[0]]) {
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
                 self.caller.alarm(
                     self.step,
@@ -660,7 +664,7 @@ impl RaceRun<'_, '_, '_> {
                 );
             }
         }
-        close(pipe);
+        drop(child_end);
         if !self.give_back(lock) {
             return;
         }
@@ -739,17 +743,17 @@ impl RaceRun<'_, '_, '_> {
         let port = u64::from(self.race_port());
         let scratch = self.scratch();
         let send_reply = Syscall::SendReplyImm.number();
-        let forked = self.fork_child(|write_fd| {
-            write_all(write_fd, &[0i64]);
+        let forked = fork_child(|parent| {
+            send(parent, &[0]);
             let args = [me, port, scratch, 64, scratch + 4096, 64];
             // SAFETY: the child's copy of the arena.
             let _ = unsafe { raw_syscall(send_reply, args) };
         });
-        let Some((child, pipe)) = forked else {
+        let Some((child, mut child_end)) = forked else {
             self.unregister_race_port();
             return;
         };
-        if read_results(pipe, 1, 10_000).is_some() {
+        if read_results(&mut child_end, 1, Some(CHILD_READY)).is_some() {
             std::thread::sleep(Duration::from_millis(self.rng.between(50, 300)));
         }
         let descriptor_address = std::ptr::addr_of_mut!(self.out.descriptor) as u64;
@@ -762,7 +766,7 @@ impl RaceRun<'_, '_, '_> {
             -1
         };
         self.kill_child(child, "the child waiting for a reply");
-        close(pipe);
+        drop(child_end);
         if received < 0 {
             received = self.plain(Syscall::ReceiveMessage, receive, Value::Range(0, 4096));
         }
@@ -783,10 +787,10 @@ impl RaceRun<'_, '_, '_> {
         let descriptor_address = std::ptr::addr_of_mut!(self.out.descriptor) as u64;
         let register = Syscall::RegisterApplication.number();
         let receive = Syscall::ReceiveMessage.number();
-        let forked = self.fork_child(|write_fd| {
+        let forked = fork_child(|parent| {
             // SAFETY: the child's copy of the arena's read-only page.
             let registered = unsafe { raw_syscall(register, [port, 4096, name, 8, 0, 0]) };
-            write_all(write_fd, &[registered]);
+            send(parent, &[registered]);
             if registered == 0 {
                 // SAFETY: the child's copy of the arena and out-parameters.
                 let _ = unsafe {
@@ -794,11 +798,11 @@ impl RaceRun<'_, '_, '_> {
                 };
             }
         });
-        let Some((child, pipe)) = forked else {
+        let Some((child, mut child_end)) = forked else {
             return;
         };
-        let registered = read_results(pipe, 1, 10_000).map(|r| r[0]);
-        close(pipe);
+        let registered = read_results(&mut child_end, 1, Some(CHILD_READY)).map(|r| r[0]);
+        drop(child_end);
         let register_args = [port, 4096, name, 8, 0, 0];
         if let Some(ret) = registered {
             self.caller
@@ -893,32 +897,6 @@ impl RaceRun<'_, '_, '_> {
         drop(descriptor);
     }
 
-    /// Forks a child that runs `body` (raw system calls only) with the
-    /// write end of a pipe, then leaves with `_exit(0)`. Returns the
-    /// child's pid and the read end.
-    fn fork_child(&mut self, body: impl FnOnce(i32)) -> Option<(libc::pid_t, i32)> {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return None;
-        }
-        // SAFETY: the child runs `body`, which makes raw system calls on
-        // memory prepared before the fork, and leaves with `_exit`.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            close(fds[0]);
-            body(fds[1]);
-            // SAFETY: ends the child without running the parent's cleanup.
-            unsafe { libc::_exit(0) };
-        }
-        close(fds[1]);
-        if pid < 0 {
-            close(fds[0]);
-            return None;
-        }
-        Some((pid, fds[0]))
-    }
-
     /// Kills `child`, which has not been reaped, and reaps it.
     fn kill_child(&mut self, child: libc::pid_t, what: &str) {
         // SAFETY: kills a child of this process that has not been reaped.
@@ -963,69 +941,48 @@ impl RaceRun<'_, '_, '_> {
 /// Half of a scratch buffer: the helper uses the upper half.
 const SCRATCHES_HALF: usize = super::memory::SCRATCH / 2;
 
-fn close(fd: i32) {
-    // SAFETY: closes a descriptor this code opened.
-    unsafe { libc::close(fd) };
+/// Forks a child that runs `body` (raw system calls only) with its
+/// end of a socket pair, then leaves with `_exit(0)`. Returns the
+/// child's pid and this process's end.
+fn fork_child(body: impl FnOnce(&mut UnixStream)) -> Option<(libc::pid_t, UnixStream)> {
+    let (ours, mut theirs) = UnixStream::pair().ok()?;
+    // SAFETY: the child runs `body`, which makes raw system calls on
+    // memory prepared before the fork, and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        drop(ours);
+        body(&mut theirs);
+        // SAFETY: ends the child without running the parent's cleanup.
+        unsafe { libc::_exit(0) };
+    }
+    drop(theirs);
+    (pid > 0).then_some((pid, ours))
 }
 
-/// Writes `values` to `fd` (in a child: no allocation).
-fn write_all(fd: i32, values: &[i64]) {
-    let bytes = std::mem::size_of_val(values);
-    let mut written = 0;
-    while written < bytes {
-        // SAFETY: writes from the live slice `values`.
-        let n = unsafe {
-            libc::write(
-                fd,
-                values.as_ptr().cast::<u8>().add(written).cast(),
-                bytes - written,
-            )
-        };
-        if n <= 0 {
-            if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(EINTR) {
-                continue;
-            }
+/// Sends `values` to the other end (in a child: without allocating).
+fn send(to: &mut UnixStream, values: &[i64]) {
+    for value in values {
+        if to.write_all(&value.to_ne_bytes()).is_err() {
             return;
         }
-        written += n as usize;
     }
 }
 
-/// Reads `count` results from `fd`, waiting at most `timeout_ms` for each
-/// part; `None` if they do not all come.
-fn read_results(fd: i32, count: usize, timeout_ms: i32) -> Option<Vec<i64>> {
+/// Reads `count` results, waiting at most `timeout` for each part (not at
+/// all if `None`); `None` if they do not all come.
+fn read_results(
+    from: &mut UnixStream,
+    count: usize,
+    timeout: Option<Duration>,
+) -> Option<Vec<i64>> {
+    from.set_nonblocking(timeout.is_none()).ok()?;
+    from.set_read_timeout(timeout).ok()?;
     let mut bytes = vec![0u8; count * 8];
-    let mut got = 0;
-    while got < bytes.len() {
-        let mut poll = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polls one descriptor described by `poll`.
-        let ready = unsafe { libc::poll(&mut poll, 1, timeout_ms) };
-        if ready < 0 && std::io::Error::last_os_error().raw_os_error() == Some(EINTR) {
-            continue;
-        }
-        if ready <= 0 {
-            return None;
-        }
-        // SAFETY: reads into the unread part of `bytes`.
-        let n = unsafe { libc::read(fd, bytes[got..].as_mut_ptr().cast(), bytes.len() - got) };
-        if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(EINTR) {
-            continue;
-        }
-        if n <= 0 {
-            return None;
-        }
-        got += n as usize;
-    }
-    Some(
-        bytes
-            .chunks_exact(8)
-            .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect(),
-    )
+    from.read_exact(&mut bytes).ok()?;
+    let values = bytes
+        .chunks_exact(8)
+        .map(|c| c.try_into().map(i64::from_ne_bytes));
+    values.collect::<Result<_, _>>().ok()
 }
 
 /// Whether `child` has exited (without reaping it).
@@ -1050,14 +1007,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn results_cross_a_pipe() {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for two descriptors.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        write_all(fds[1], &[-4, 7]);
-        assert_eq!(read_results(fds[0], 2, 1000), Some(vec![-4, 7]));
-        close(fds[1]);
-        assert_eq!(read_results(fds[0], 1, 1000), None);
-        close(fds[0]);
+    fn results_cross_a_socket_pair() {
+        let (mut ours, mut theirs) = UnixStream::pair().expect("socket pair");
+        send(&mut theirs, &[-4, 7]);
+        let second = Some(Duration::from_secs(1));
+        assert_eq!(read_results(&mut ours, 2, second), Some(vec![-4, 7]));
+        assert_eq!(read_results(&mut ours, 1, None), None, "nothing more yet");
+        send(&mut theirs, &[9]);
+        assert_eq!(read_results(&mut ours, 1, None), Some(vec![9]));
+        drop(theirs);
+        assert_eq!(read_results(&mut ours, 1, second), None);
+    }
+
+    #[test]
+    fn a_forked_child_reports_and_exits() {
+        let (child, mut child_end) = fork_child(|parent| send(parent, &[42])).expect("fork");
+        let results = read_results(&mut child_end, 1, Some(Duration::from_secs(10)));
+        assert_eq!(results, Some(vec![42]));
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        assert_eq!(
+            read_results(&mut child_end, 1, Some(Duration::from_secs(1))),
+            None
+        );
     }
 }
