@@ -1698,7 +1698,8 @@ mod tests {
     }
 
     /// What seed 3 plans with a pool holding every kind of resource, as a
-    /// digest: a change to how the fuzzer draws changes it.
+    /// digest: a change to how the fuzzer draws (or to the arena's layout)
+    /// changes it, and only an intended one may change the value here.
     #[test]
     fn planning_draws_what_it_always_drew() {
         let mut pool = Pool::default();
