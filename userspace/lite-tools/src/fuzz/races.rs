@@ -821,31 +821,21 @@ impl RaceRun<'_, '_, '_> {
         }
         if registered == Some(0) {
             let args = [me, port, scratch, 64, scratch + 8192, 64];
-            let since = now_ms();
-            let (ret, signaled) =
-                self.caller
-                    .call(self.step, Syscall::SendReplyImm, args, WOKEN_WITHIN_MS);
-            let waited = now_ms() - since;
             let expect = Expect {
                 must_fail: Some("the server process exits without replying"),
-                only: if errno_of(ret) == EINTR && waited < WOKEN_WITHIN_MS {
-                    // A stray signal ended the wait early: nothing to judge.
-                    None
-                } else {
-                    Some((
-                        &[ECONNRESET, ECONNREFUSED],
-                        "the server process exited without replying",
-                    ))
-                },
                 ..Expect::default()
             };
-            self.caller.check(
+            let ended = (
+                &[ECONNRESET, ECONNREFUSED][..],
+                "the server process exited without replying",
+            );
+            woken(
+                self.caller,
                 self.step,
                 Syscall::SendReplyImm,
-                &args,
-                ret,
-                signaled,
-                &expect,
+                args,
+                expect,
+                ended,
             );
         }
         // It exits once it took the request; if it never got one, it is killed.
@@ -870,30 +860,21 @@ impl RaceRun<'_, '_, '_> {
         let helper = self.helper;
         let step = self.step;
         let pause = Duration::from_millis(self.rng.between(20, 200));
-        let (ret, signaled, waited) = std::thread::scope(|scope| {
+        std::thread::scope(|scope| {
             let receiver = scope.spawn(move || {
                 helper.enter();
-                let since = now_ms();
-                let (ret, signaled) =
-                    helper.call(step, Syscall::ReceiveMessage, args, WOKEN_WITHIN_MS);
-                (ret, signaled, now_ms() - since)
+                let expect = Expect::value(Value::Range(0, 4096));
+                let ended = (
+                    &[ESHUTDOWN, ENOENT][..],
+                    "the port was unregistered while the receiver waited",
+                );
+                woken(helper, step, Syscall::ReceiveMessage, args, expect, ended);
             });
             std::thread::sleep(pause);
             self.unregister_race_port();
-            receiver.join().unwrap_or((0, false, 0))
+            // Joined here, so that a receiver that panicked ends only itself.
+            let _ = receiver.join();
         });
-        let expect = Expect {
-            only: if errno_of(ret) == EINTR && waited < WOKEN_WITHIN_MS {
-                None
-            } else {
-                Some((
-                    &[ESHUTDOWN, ENOENT],
-                    "the port was unregistered while the receiver waited",
-                ))
-            },
-            ..Expect::value(Value::Range(0, 4096))
-        };
-        helper.check(step, Syscall::ReceiveMessage, &args, ret, signaled, &expect);
         drop(descriptor);
     }
 
@@ -957,6 +938,27 @@ fn fork_child(body: impl FnOnce(&mut UnixStream)) -> Option<(libc::pid_t, UnixSt
     }
     drop(theirs);
     (pid > 0).then_some((pid, ours))
+}
+
+/// Makes `call` on `caller`, which waits for something the race then
+/// ends: unless a stray signal ended the wait early (nothing to judge
+/// then), it may end only with the errors and reason of `ended`, besides
+/// `expect`.
+fn woken(
+    caller: &Caller<'_, '_>,
+    step: u64,
+    call: Syscall,
+    args: [u64; 6],
+    mut expect: Expect,
+    ended: (&'static [i32], &'static str),
+) {
+    let since = now_ms();
+    let (ret, signaled) = caller.call(step, call, args, WOKEN_WITHIN_MS);
+    let stray_signal = errno_of(ret) == EINTR && now_ms() - since < WOKEN_WITHIN_MS;
+    if !stray_signal {
+        expect.only = Some(ended);
+    }
+    caller.check(step, call, &args, ret, signaled, &expect);
 }
 
 /// Sends `values` to the other end (in a child: without allocating).
