@@ -47,11 +47,12 @@ const CONST: &str = "lite.txt.const";
 const ARCH: &str = "amd64";
 
 /// The four texts compared.
-struct Sources<'a> {
-    header: &'a str,
-    syscalls_c: &'a str,
-    txt: &'a str,
-    consts: &'a str,
+#[derive(Clone, PartialEq, Debug)]
+struct Sources {
+    header: String,
+    syscalls_c: String,
+    txt: String,
+    consts: String,
 }
 
 /// A declaration, `(type, name)`: a C parameter or field, or a syzlang
@@ -93,47 +94,45 @@ impl Width {
 /// each; empty when they agree.
 fn check(src: &Sources) -> Vec<String> {
     let mut problems = Vec::new();
-    let numbers = match syscalls::parse_numbers(src.header) {
+    let numbers = match syscalls::parse_numbers(&src.header) {
         Ok(n) => n,
         Err(e) => return vec![format!("{HEADER}: {e}")],
     };
     let definitions: BTreeMap<String, syscalls::Params> =
-        match syscalls::parse_definitions(src.syscalls_c) {
+        match syscalls::parse_definitions(&src.syscalls_c) {
             Ok(d) => d.into_iter().collect(),
             Err(e) => return vec![format!("{SYSCALLS_C}: {e}")],
         };
-    let header = parse_header(src.header, &mut problems);
-    let syz = parse_syzlang(src.txt, &mut problems);
-    let consts = match parse_consts(src.consts) {
+    let header = parse_header(&src.header, &mut problems);
+    let syz = parse_syzlang(&src.txt, &mut problems);
+    let consts = match parse_consts(&src.consts) {
         Ok(c) => c,
         Err(e) => return vec![format!("{CONST}: {e}")],
     };
 
-    check_coverage(&numbers, &definitions, &syz, &mut problems);
-    check_numbers(&numbers, &consts, &mut problems);
-    check_constants(&header, &syz, &consts, &mut problems);
-    check_prototypes(&numbers, &header, &definitions, &mut problems);
     let types = Types {
         resources: &syz.resources,
         aliases: &syz.aliases,
     };
-    for call in &syz.calls {
-        if let Some(params) = definitions.get(&call.base) {
-            check_arguments(call, params, &types, &mut problems);
-        }
-    }
+    check_calls(&numbers, &definitions, &header, &syz, &types, &mut problems);
+    check_numbers(&numbers, &consts, &mut problems);
+    check_constants(&header, &syz, &consts, &mut problems);
     check_structs(&header, &syz, &types, &mut problems);
     problems
 }
 
-/// Each numbered call is described and has a definition; each described
-/// call is numbered.
-fn check_coverage(
+/// Each numbered call is described, defined and documented; each
+/// described or documented call is numbered; the arguments of the
+/// descriptions and of the documented prototypes match the definition's.
+fn check_calls(
     numbers: &[(String, u32)],
     definitions: &BTreeMap<String, syscalls::Params>,
+    header: &Header,
     syz: &Syzlang,
+    types: &Types,
     problems: &mut Vec<String>,
 ) {
+    let numbered = |name: &str| numbers.iter().any(|(n, _)| n == name);
     let described: BTreeSet<&str> = syz.calls.iter().map(|c| c.base.as_str()).collect();
     for (name, _) in numbers {
         if !described.contains(name.as_str()) {
@@ -146,13 +145,45 @@ fn check_coverage(
                 "{name}: {HEADER} numbers it but {SYSCALLS_C} has no SYSCALL_DEFINE for it"
             ));
         }
+        if !header.prototypes.contains_key(name) {
+            problems.push(format!(
+                "{name}: {HEADER} documents no prototype `long {name}(...)`"
+            ));
+        }
     }
+    let width = |ty: &str| types.width(ty, 0);
     for call in &syz.calls {
-        if !numbers.iter().any(|(n, _)| *n == call.base) {
+        if !numbered(&call.base) {
             problems.push(format!(
                 "{}: {TXT}:{} describes it but {HEADER} has no __NR_{}",
                 call.name, call.line, call.base
             ));
+        }
+        if let Some(params) = definitions.get(&call.base) {
+            compare_decls(
+                &call.name,
+                "argument",
+                (TXT, &call.args, &width),
+                (SYSCALLS_C, params, &c_width),
+                false,
+                problems,
+            );
+        }
+    }
+    for (name, documented) in &header.prototypes {
+        if !numbered(name) {
+            problems.push(format!(
+                "{name}: {HEADER} documents it but does not number it"
+            ));
+        } else if let Some(defined) = definitions.get(name) {
+            compare_decls(
+                name,
+                "argument",
+                (HEADER, documented, &c_width),
+                (SYSCALLS_C, defined, &c_width),
+                false,
+                problems,
+            );
         }
     }
 }
@@ -174,9 +205,8 @@ fn check_numbers(numbers: &[(String, u32)], consts: &ConstFile, problems: &mut V
     }
 }
 
-/// `lite.txt.const` holds only the header's constants (or the description's
-/// own `define`s), with the header's values, and every constant `lite.txt`
-/// uses.
+/// `lite.txt.const` holds only the header's constants, with the header's
+/// values, and every constant `lite.txt` uses.
 fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems: &mut Vec<String>) {
     for (name, value) in &consts.values {
         match header.defines.get(name) {
@@ -192,7 +222,6 @@ fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems:
             // Not a plain number in C (an expression the scanner does not
             // evaluate): only its presence is checked.
             Some(None) => {}
-            None if syz.defines.contains(name) => {}
             None => problems.push(format!(
                 "{name}: {CONST} has it but {HEADER} does not define it"
             )),
@@ -203,59 +232,6 @@ fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems:
             problems.push(format!("{name}: {TXT}:{line} uses it but {CONST} lacks it"));
         }
     }
-}
-
-/// The prototypes documented in the header match the definitions.
-fn check_prototypes(
-    numbers: &[(String, u32)],
-    header: &Header,
-    definitions: &BTreeMap<String, syscalls::Params>,
-    problems: &mut Vec<String>,
-) {
-    for (name, _) in numbers {
-        if !header.prototypes.contains_key(name) {
-            problems.push(format!(
-                "{name}: {HEADER} documents no prototype `long {name}(...)`"
-            ));
-        }
-    }
-    for (name, documented) in &header.prototypes {
-        if !numbers.iter().any(|(n, _)| n == name) {
-            problems.push(format!(
-                "{name}: {HEADER} documents it but does not number it"
-            ));
-            continue;
-        }
-        let Some(defined) = definitions.get(name) else {
-            continue;
-        };
-        compare_decls(
-            name,
-            "argument",
-            (HEADER, documented, &c_width),
-            (SYSCALLS_C, defined, &c_width),
-            false,
-            problems,
-        );
-    }
-}
-
-/// A described call's arguments match the definition's parameters.
-fn check_arguments(
-    call: &SynCall,
-    params: &syscalls::Params,
-    types: &Types,
-    problems: &mut Vec<String>,
-) {
-    let width = |ty: &str| types.width(ty, 0);
-    compare_decls(
-        &call.name,
-        "argument",
-        (TXT, &call.args, &width),
-        (SYSCALLS_C, params, &c_width),
-        false,
-        problems,
-    );
 }
 
 /// Described structs match the header's, and each header struct is
@@ -566,103 +542,59 @@ struct Syzlang {
     structs: BTreeMap<String, Vec<Decl>>,
     /// Resource name to underlying type.
     resources: BTreeMap<String, String>,
-    /// Type alias name to underlying type (templates excluded).
+    /// Type alias name to underlying type.
     aliases: BTreeMap<String, String>,
-    /// Names given by `define`.
-    defines: BTreeSet<String>,
     /// Constants the descriptions use, each with the first line using it.
     consts_used: BTreeMap<String, usize>,
 }
 
-/// The block a line belongs to.
-enum Block {
-    TopLevel,
-    Struct(String, Vec<Decl>),
-    /// A union or a template body: nothing to compare.
-    Skipped {
-        closer: char,
-    },
-}
-
+/// Reads the lines `lite.txt` is made of: `include`, resources, type
+/// aliases, calls, structs and flags. Anything else (a union, a template,
+/// a `define`) is reported as unreadable.
 fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
     let mut syz = Syzlang::default();
-    let mut template_params = BTreeSet::new();
-    let mut block = Block::TopLevel;
+    // The struct being read: its name and its fields so far.
+    let mut open: Option<(String, Vec<Decl>)> = None;
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = strip_comment(raw).trim();
-        if line.is_empty() {
+        if line.is_empty() || line.starts_with("include ") {
             continue;
         }
-        let mut words = line.split_whitespace();
-        let first = words.next().unwrap_or_default();
-        if !matches!(first, "include" | "incdir") {
-            for name in constants_in(line) {
-                syz.consts_used.entry(name).or_insert(line_no);
-            }
+        for name in constants_in(line) {
+            syz.consts_used.entry(name).or_insert(line_no);
         }
-        match &mut block {
-            Block::Struct(name, fields) => {
-                if line.starts_with('}') {
-                    syz.structs
-                        .insert(std::mem::take(name), std::mem::take(fields));
-                    block = Block::TopLevel;
-                } else {
-                    let (field, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-                    let (ty, _attrs) = split_type(rest.trim());
-                    if ty.is_empty() {
-                        problems.push(format!("{TXT}:{line_no}: a field without a type"));
-                    }
-                    fields.push((ty.to_string(), field.to_string()));
+        if let Some((name, fields)) = &mut open {
+            if line.starts_with('}') {
+                syz.structs
+                    .insert(std::mem::take(name), std::mem::take(fields));
+                open = None;
+            } else {
+                let (field, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+                let (ty, _attrs) = split_type(rest.trim());
+                if ty.is_empty() {
+                    problems.push(format!("{TXT}:{line_no}: a field without a type"));
                 }
-                continue;
+                fields.push((ty.to_string(), field.to_string()));
             }
-            Block::Skipped { closer } => {
-                if line.starts_with(*closer) {
-                    block = Block::TopLevel;
-                }
-                continue;
-            }
-            Block::TopLevel => {}
+            continue;
         }
-        match first {
-            "include" | "incdir" | "meta" => continue,
-            "define" => {
-                if let Some(name) = words.next() {
-                    syz.defines.insert(name.to_string());
+        if let Some(decl) = line.strip_prefix("resource ") {
+            let parsed = parse_type(decl.split(':').next().unwrap_or_default());
+            match parsed.args.as_slice() {
+                [base] => {
+                    syz.resources.insert(parsed.name, base.clone());
                 }
-                continue;
+                _ => problems.push(format!("{TXT}:{line_no}: cannot read the resource")),
             }
-            "resource" => {
-                let decl = line.strip_prefix("resource").unwrap_or_default().trim();
-                let decl = decl.split(':').next().unwrap_or_default().trim();
-                let parsed = parse_type(decl);
-                match parsed.args.as_slice() {
-                    [base] => {
-                        syz.resources.insert(parsed.name, base.clone());
-                    }
-                    _ => problems.push(format!("{TXT}:{line_no}: cannot read the resource")),
-                }
-                continue;
-            }
-            "type" => {
-                let rest = line.strip_prefix("type").unwrap_or_default().trim();
-                let name: String = rest.chars().take_while(|&c| is_ident_char(c)).collect();
-                let after = &rest[name.len()..];
-                if let Some(params) = after.strip_prefix('[') {
-                    let params = params.split(']').next().unwrap_or_default();
-                    template_params.extend(params.split(',').map(|p| p.trim().to_string()));
-                } else {
-                    syz.aliases.insert(name, after.trim().to_string());
-                }
-                if line.ends_with('{') {
-                    block = Block::Skipped { closer: '}' };
-                } else if line.ends_with('[') {
-                    block = Block::Skipped { closer: ']' };
-                }
-                continue;
-            }
-            _ => {}
+            continue;
+        }
+        if let Some((name, ty)) = line
+            .strip_prefix("type ")
+            .and_then(|alias| alias.trim().split_once(char::is_whitespace))
+        {
+            syz.aliases.insert(name.to_string(), ty.trim().to_string());
+            continue;
         }
         let name: String = line
             .chars()
@@ -674,9 +606,7 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
         } else if after.starts_with('=') {
             // Flags; their constants are already collected.
         } else if after == "{" {
-            block = Block::Struct(name, Vec::new());
-        } else if after == "[" {
-            block = Block::Skipped { closer: ']' };
+            open = Some((name, Vec::new()));
         } else if after.starts_with('(') {
             match parse_call(&name, after, line_no) {
                 Ok(call) => syz.calls.push(call),
@@ -686,11 +616,8 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
             problems.push(format!("{TXT}:{line_no}: cannot read `{line}`"));
         }
     }
-    if !matches!(block, Block::TopLevel) {
-        problems.push(format!("{TXT}: the last struct or union is not closed"));
-    }
-    for param in &template_params {
-        syz.consts_used.remove(param);
+    if open.is_some() {
+        problems.push(format!("{TXT}: the last struct is not closed"));
     }
     syz
 }
@@ -987,37 +914,19 @@ mod tests {
     }
 
     /// The repository's four files.
-    struct Repo {
-        header: String,
-        syscalls_c: String,
-        txt: String,
-        consts: String,
-    }
-
-    impl Repo {
-        fn load() -> Self {
-            Self {
-                header: read(HEADER_PATH),
-                syscalls_c: read(SYSCALLS_C_PATH),
-                txt: read(TXT_PATH),
-                consts: read(CONST_PATH),
-            }
-        }
-
-        fn sources(&self) -> Sources<'_> {
-            Sources {
-                header: &self.header,
-                syscalls_c: &self.syscalls_c,
-                txt: &self.txt,
-                consts: &self.consts,
-            }
+    fn load() -> Sources {
+        Sources {
+            header: read(HEADER_PATH),
+            syscalls_c: read(SYSCALLS_C_PATH),
+            txt: read(TXT_PATH),
+            consts: read(CONST_PATH),
         }
     }
 
     #[test]
     fn syzkaller_descriptions_match_the_uapi_header() {
-        let repo = Repo::load();
-        let problems = check(&repo.sources());
+        let repo = load();
+        let problems = check(&repo);
         assert!(
             problems.is_empty(),
             "{TXT_PATH} and {CONST_PATH} drifted from {HEADER_PATH} and {SYSCALLS_C_PATH}:\n  {}",
@@ -1035,38 +944,18 @@ mod tests {
 
     /// Runs the check on the repository's files after `edit`, which must
     /// change one of them.
-    fn check_edited(edit: impl FnOnce(&mut Repo)) -> Vec<String> {
-        let mut repo = Repo::load();
-        let before = (repo.header.clone(), repo.txt.clone(), repo.consts.clone());
+    fn check_edited(edit: impl FnOnce(&mut Sources)) -> Vec<String> {
+        let mut repo = load();
+        let before = repo.clone();
         edit(&mut repo);
-        assert_ne!(
-            before,
-            (repo.header.clone(), repo.txt.clone(), repo.consts.clone()),
-            "the edit did not apply"
-        );
-        check(&repo.sources())
+        assert_ne!(before, repo, "the edit did not apply");
+        check(&repo)
     }
 
     fn assert_reported(problems: &[String], needle: &str) {
         assert!(
             problems.iter().any(|p| p.contains(needle)),
             "expected a problem containing {needle:?}, got {problems:#?}"
-        );
-    }
-
-    #[test]
-    fn a_call_missing_from_the_descriptions_is_reported() {
-        let problems = check_edited(|r| {
-            r.txt = r
-                .txt
-                .lines()
-                .filter(|l| !l.starts_with("lite_free("))
-                .collect::<Vec<_>>()
-                .join("\n");
-        });
-        assert_reported(
-            &problems,
-            "lite_free: lite.h numbers it (__NR_lite_free) but lite.txt does not describe it",
         );
     }
 
@@ -1088,6 +977,11 @@ mod tests {
     );
 
     const DRIFTS: &[Drift] = &[
+        // A call missing from the descriptions.
+        (
+            &[(File::Txt, "lite_free(handle lite_handle)\n", "")],
+            &["lite_free: lite.h numbers it (__NR_lite_free) but lite.txt does not describe it"],
+        ),
         // A described call the header lacks.
         (
             &[(File::Txt, "", "lite_frobnicate$x(handle lite_handle)\n")],
@@ -1298,14 +1192,8 @@ mod tests {
         let text = "include <uapi/linux/lite.h>\n\
             resource r[int32]: 0, R_SPECIAL\n\
             type t flags[fs, int64]\n\
-            type tmpl[DIR, BASE] {\n\
-            \tf\tconst[DIR, BASE]\n\
-            }\n\
             # call(not really)\n\
             call$v(a ptr[in, string[\"#x\"]], b flags[fs]) r (timeout[10])\n\
-            u [\n\
-            \tx\tint8\n\
-            ]\n\
             s {\n\
             \tf1\tptr64[in, array[int8]]\t(in)\n\
             \tf2\tlen[f1, int32]\n\
@@ -1332,10 +1220,8 @@ mod tests {
                 ("len[f1, int32]".to_string(), "f2".to_string())
             ]
         );
-        assert!(!syz.structs.contains_key("u"));
         assert_eq!(syz.resources["r"], "int32");
         assert_eq!(syz.aliases["t"], "flags[fs, int64]");
-        assert!(!syz.aliases.contains_key("tmpl"));
         let used: Vec<&str> = syz.consts_used.keys().map(String::as_str).collect();
         assert_eq!(used, ["F_ONE", "R_SPECIAL", "__NR_other"]);
     }

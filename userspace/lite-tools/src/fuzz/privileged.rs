@@ -136,17 +136,10 @@ pub(crate) struct UnprivilegedPlan<'a> {
 pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
     let shared = plan.shared;
     let origin = format!("node {} unprivileged process", plan.me);
-    if let Err(error) = drop_privilege() {
-        report::alarm(
-            shared,
-            UNPRIVILEGED,
-            &origin,
-            "dropping root",
-            &error.to_string(),
-        );
-        return 1;
-    }
-    if let Err(reason) = check_unprivileged() {
+    let dropped = drop_privilege()
+        .map_err(|error| error.to_string())
+        .and_then(|()| check_unprivileged());
+    if let Err(reason) = dropped {
         report::alarm(shared, UNPRIVILEGED, &origin, "dropping root", &reason);
         return 1;
     }
@@ -175,26 +168,15 @@ pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
             } else {
                 Syscall::Leave
             };
-            let args = match call {
-                Syscall::Join => [
-                    step_rng.choose(&pointers, 0),
-                    step_rng.choose(
-                        &[u64::from(CM_DEFAULT_PORT), 0, 65536, u64::from(u32::MAX)],
-                        0,
-                    ),
-                    step_rng.choose(&[1, 0, 2, u64::from(u32::MAX)], 1),
-                    0,
-                    0,
-                    0,
-                ],
-                _ => [
-                    step_rng.choose(&[0, u64::from(LEAVE_FORCE), 2, u64::from(u32::MAX)], 0),
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                ],
+            let max = u64::from(u32::MAX);
+            let args = if call == Syscall::Join {
+                let cm_ip = step_rng.choose(&pointers, 0);
+                let cm_port = step_rng.choose(&[CM_DEFAULT_PORT.into(), 0, 65536, max], 0);
+                let ib_port = step_rng.choose(&[1, 0, 2, max], 1);
+                [cm_ip, cm_port, ib_port, 0, 0, 0]
+            } else {
+                let flags = step_rng.choose(&[0, LEAVE_FORCE.into(), 2, max], 0);
+                [flags, 0, 0, 0, 0, 0]
             };
             slot.begin(call, step, &args, 0);
             // SAFETY: the address pointers are NUL-terminated strings

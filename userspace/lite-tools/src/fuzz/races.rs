@@ -12,9 +12,12 @@
 //! * a port unregistered while a helper thread waits to receive from it.
 //!
 //! Children are forked from a multi-threaded process, so they make raw
-//! system calls only, on memory prepared before the fork, and leave with
-//! `_exit`.
+//! system calls only, on memory prepared before the fork (their results
+//! go to the parent over a socket pair, written without allocating), and
+//! leave with `_exit`.
 
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use libc::{EBADF, ECONNREFUSED, ECONNRESET, EINTR, ENOENT, EOWNERDEAD, ESHUTDOWN};
@@ -23,6 +26,7 @@ use lite::sys::{
 };
 
 use super::calls::{raw_syscall, Syscall};
+use super::effects::Effect;
 use super::expect::{Expect, Value};
 use super::generate::{OutParams, Planned, ThreadState, RUNNING_CALL_MS};
 use super::memory::{BadPointer, BULK_AREA, PAGE, RACE_WINDOW};
@@ -44,8 +48,10 @@ const LOCK_BACK_WITHIN_MS: u64 = 25_000;
 /// fuzzing is over: by then every thread gives back what it holds, so only
 /// a turn that was never passed on keeps it away.
 const LOCK_BACK_AFTER_RUN_MS: u64 = 40_000;
-/// How long a child may take to report over its pipe.
-const CHILD_REPORT_MS: i32 = 30_000;
+/// How long a child may take to report its results.
+const CHILD_REPORT: Duration = Duration::from_secs(30);
+/// How long a child may take to report that it is about to call.
+const CHILD_READY: Duration = Duration::from_secs(10);
 /// Name slots of the races, apart from those other fuzzers guess.
 const RACE_NAME_SLOT: u64 = 0x100;
 
@@ -147,26 +153,6 @@ struct RaceRun<'x, 'r, 'a> {
     out: &'x mut OutParams,
 }
 
-/// Plain expectations: documented errors, `value` on success.
-fn plain(call: Syscall, args: [u64; 6], value: Value) -> Planned {
-    Planned::running(
-        call,
-        args,
-        Expect::value(value),
-        super::effects::Effect::None,
-    )
-}
-
-fn must_succeed(mut planned: Planned, reason: &'static str) -> Planned {
-    planned.expect.must_succeed = Some(reason);
-    planned
-}
-
-fn must_fail(mut planned: Planned, reason: &'static str) -> Planned {
-    planned.expect.must_fail = Some(reason);
-    planned
-}
-
 fn errno_of(ret: i64) -> i32 {
     if ret < 0 {
         ret.unsigned_abs() as i32
@@ -176,8 +162,27 @@ fn errno_of(ret: i64) -> i32 {
 }
 
 impl RaceRun<'_, '_, '_> {
+    /// Makes `call` on this thread: `value` on success, else a documented
+    /// error.
+    fn plain(&self, call: Syscall, args: [u64; 6], value: Value) -> i64 {
+        self.caller.simple(self.step, call, args, value)
+    }
+
+    /// Makes `call`, which returns 0 on success and must succeed (or, if
+    /// not `succeeds`, fail) for `reason`.
+    fn certain(&self, call: Syscall, args: [u64; 6], succeeds: bool, reason: &'static str) -> i64 {
+        let mut expect = Expect::value(Value::Zero);
+        if succeeds {
+            expect.must_succeed = Some(reason);
+        } else {
+            expect.must_fail = Some(reason);
+        }
+        let planned = Planned::running(call, args, expect, Effect::None);
+        self.caller.run(self.step, &planned)
+    }
+
     fn me(&self) -> u32 {
-        self.caller.run.plan.me
+        self.caller.run.ctx.plan.me
     }
 
     fn thread(&self) -> usize {
@@ -190,12 +195,12 @@ impl RaceRun<'_, '_, '_> {
 
     /// This node or another member.
     fn some_node(&mut self) -> u32 {
-        let nodes = self.caller.run.plan.nodes.max(1);
+        let nodes = self.caller.run.ctx.plan.nodes.max(1);
         self.rng.between(1, nodes.into()) as u32
     }
 
     fn race_port(&self) -> u32 {
-        let plan = &self.caller.run.plan;
+        let plan = &self.caller.run.ctx.plan;
         race_port(plan.proc, plan.threads, self.state.thread)
     }
 
@@ -203,30 +208,24 @@ impl RaceRun<'_, '_, '_> {
     /// size and password.
     fn fresh_lmr(&mut self, register: bool) -> Option<(u64, u64, u64)> {
         let password = self.rng.next_u64();
-        let (ret, size) = if register {
+        let (call, args) = if register {
             let size = self.rng.choose(&[PAGE as u64, 65536], PAGE as u64);
             let bulk = self.caller.run.ctx.arena.bulk_area();
             let buf = (bulk + self.rng.below(BULK_AREA as u64 - size)) & !7;
-            let args = [
-                buf,
-                size,
-                PERM_READ | PERM_WRITE | PERM_SHARE,
-                password,
-                0,
-                0,
-            ];
-            let planned = plain(Syscall::RegisterLmr, args, Value::Positive);
-            (self.caller.run(self.step, &planned), size)
+            let permission = PERM_READ | PERM_WRITE | PERM_SHARE;
+            (
+                Syscall::RegisterLmr,
+                [buf, size, permission, password, 0, 0],
+            )
         } else {
             let size = self
                 .rng
                 .choose(&[PAGE as u64, 65536, CHUNK_SIZE + PAGE as u64], PAGE as u64);
             let node = self.some_node();
-            let args = [node.into(), size, 0, password, 0, 0];
-            let planned = plain(Syscall::AllocRemote, args, Value::Positive);
-            (self.caller.run(self.step, &planned), size)
+            (Syscall::AllocRemote, [node.into(), size, 0, password, 0, 0])
         };
-        (ret > 0).then_some((ret as u64, size, password))
+        let ret = self.plain(call, args, Value::Positive);
+        (ret > 0).then_some((ret as u64, args[1], password))
     }
 
     /// A few transfers with `handle` by the helper thread, from its own
@@ -265,10 +264,7 @@ impl RaceRun<'_, '_, '_> {
         let step = self.step;
         std::thread::scope(|scope| {
             scope.spawn(move || {
-                helper.slot.tid.store(
-                    super::signals::gettid(),
-                    std::sync::atomic::Ordering::Relaxed,
-                );
+                helper.enter();
                 let mut ops = Vec::new();
                 for &(call, args) in calls {
                     let value = if call == Syscall::RdmaWriteAsync {
@@ -276,16 +272,13 @@ impl RaceRun<'_, '_, '_> {
                     } else {
                         Value::Zero
                     };
-                    let ret = helper.run(step, &plain(call, args, value));
+                    let ret = helper.simple(step, call, args, value);
                     if call == Syscall::RdmaWriteAsync && ret > 0 {
                         ops.push(ret as u64);
                     }
                 }
                 for op in ops {
-                    helper.run(
-                        step,
-                        &plain(Syscall::AsyncWait, [op, 0, 0, 0, 0, 0], Value::Zero),
-                    );
+                    helper.simple(step, Syscall::AsyncWait, [op, 0, 0, 0, 0, 0], Value::Zero);
                 }
             });
             main(self)
@@ -326,13 +319,13 @@ impl RaceRun<'_, '_, '_> {
     fn release_own(&mut self, call: Syscall, handle: u64, reason: &'static str) -> i64 {
         let args = [handle, 0, 0, 0, 0, 0];
         let (ret, signaled) = self.caller.call(self.step, call, args, RUNNING_CALL_MS);
-        let mut planned = plain(call, args, Value::Zero);
+        let mut expect = Expect::value(Value::Zero);
         let taken = errno_of(ret) == EBADF && self.caller.run.pool().release_attempted(handle);
         if !taken {
-            planned = must_succeed(planned, reason);
+            expect.must_succeed = Some(reason);
         }
         self.caller
-            .check(self.step, call, &args, ret, signaled, &planned.expect);
+            .check(self.step, call, &args, ret, signaled, &expect);
         if taken {
             // Released, though not by this call.
             0
@@ -347,11 +340,12 @@ impl RaceRun<'_, '_, '_> {
         if released == 0 {
             self.caller.run.pool().release_lmr(handle);
             let args = [handle, self.scratch(), 8.min(size), 0, 0, password];
-            let planned = must_fail(
-                plain(Syscall::RdmaRead, args, Value::Zero),
+            self.certain(
+                Syscall::RdmaRead,
+                args,
+                false,
                 "a handle released earlier in the race",
             );
-            self.caller.run(self.step, &planned);
         } else {
             self.caller.run.pool().add_lmr(LmrRecord {
                 handle,
@@ -369,33 +363,18 @@ impl RaceRun<'_, '_, '_> {
         let Some((handle, size, password)) = self.fresh_lmr(false) else {
             return;
         };
-        let plan = self.caller.run.plan;
+        let plan = self.caller.run.ctx.plan;
         let name = fuzz_name(
             plan.me,
             plan.proc,
             size_class(size),
             RACE_NAME_SLOT + u64::from(self.state.thread),
         );
-        let publish = plain(
-            Syscall::AddAskMrTable,
-            [name, handle, PERM_READ | PERM_WRITE, password, 0, 0],
-            Value::Zero,
-        );
-        let published = self.caller.run(self.step, &publish);
-        let mapping = if published == 0 {
-            let ask = plain(
-                Syscall::AskLmr,
-                [
-                    self.me().into(),
-                    name,
-                    PERM_READ | PERM_WRITE,
-                    password,
-                    0,
-                    0,
-                ],
-                Value::Positive,
-            );
-            self.caller.run(self.step, &ask)
+        let permission = PERM_READ | PERM_WRITE;
+        let publish = [name, handle, permission, password, 0, 0];
+        let mapping = if self.plain(Syscall::AddAskMrTable, publish, Value::Zero) == 0 {
+            let ask = [self.me().into(), name, permission, password, 0, 0];
+            self.plain(Syscall::AskLmr, ask, Value::Positive)
         } else {
             -1
         };
@@ -433,11 +412,12 @@ impl RaceRun<'_, '_, '_> {
         );
         if freed == 0 {
             let args = [mapping, self.scratch(), 8, 0, 0, password];
-            let read = must_fail(
-                plain(Syscall::RdmaRead, args, Value::Zero),
+            self.certain(
+                Syscall::RdmaRead,
+                args,
+                false,
                 "a mapping whose LMR its owner freed",
             );
-            self.caller.run(self.step, &read);
         }
         let unmapped = self.release_own(
             Syscall::UmapLmr,
@@ -458,7 +438,7 @@ impl RaceRun<'_, '_, '_> {
             .rng
             .choose(&[PAGE as u64, RACE_WINDOW as u64], PAGE as u64);
         let target = self.caller.run.pool().lmrs.first().copied();
-        let plan = self.caller.run.plan;
+        let plan = self.caller.run.ctx.plan;
         let (call, args) = match (self.rng.below(4), target) {
             (0, Some(record)) if record.size.is_some() => {
                 let len = len.min(record.size.unwrap_or(1));
@@ -509,7 +489,7 @@ impl RaceRun<'_, '_, '_> {
                 Syscall::RdmaRead | Syscall::RdmaWrite => Value::Zero,
                 _ => Value::Positive,
             };
-            self.caller.run(self.step, &plain(call, args, value))
+            self.plain(call, args, value)
         });
         if let Err(error) = arena.restore_window(thread) {
             self.caller.alarm(
@@ -608,28 +588,25 @@ impl RaceRun<'_, '_, '_> {
             .iter()
             .map(|(call, args, _)| (call.number(), *args))
             .collect();
-        let Some((child, pipe)) = self.fork_child(|write_fd| {
+        let Some((child, mut parent_end)) = fork_child(|parent| {
             let mut results = [0i64; 16];
             for (slot, (number, args)) in results.iter_mut().zip(&numbers) {
                 // SAFETY: the child's copy of the parent's arena and
                 // out-parameters, used by nothing else in the child.
                 *slot = unsafe { raw_syscall(*number, *args) };
             }
-            write_all(write_fd, &results[..numbers.len()]);
+            send(parent, &results[..numbers.len()]);
         }) else {
             return;
         };
-        let results = read_results(pipe, calls.len(), CHILD_REPORT_MS);
-        close(pipe);
+        let results = read_results(&mut parent_end, calls.len(), Some(CHILD_REPORT));
         let Some(results) = results else {
             self.caller.alarm(
                 self.step,
                 "a child using its parent's handles",
                 "it reported nothing within 30 s",
             );
-            // SAFETY: kills the child forked above, which has not been reaped.
-            unsafe { libc::kill(child, libc::SIGKILL) };
-            self.reap_child(child, true, "the child using its parent's handles");
+            self.kill_child(child, "the child using its parent's handles");
             return;
         };
         self.reap_child(child, false, "the child using its parent's handles");
@@ -649,12 +626,8 @@ impl RaceRun<'_, '_, '_> {
     fn child_dies_waiting_for_lock(&mut self) {
         let home = self.some_node();
         let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
-        let create = plain(
-            Syscall::CreateLock,
-            [home.into(), pointer, 0, 0, 0, 0],
-            Value::Range(0, 4095),
-        );
-        if self.caller.run(self.step, &create) < 0 {
+        let create = [home.into(), pointer, 0, 0, 0, 0];
+        if self.plain(Syscall::CreateLock, create, Value::Range(0, 4095)) < 0 {
             return;
         }
         let lock = self.out.lock;
@@ -667,24 +640,22 @@ impl RaceRun<'_, '_, '_> {
             return;
         }
         let lock_number = super::calls::Syscall::Lock.number();
-        let forked = self.fork_child(|write_fd| {
-            write_all(write_fd, &[0i64]);
+        let forked = fork_child(|parent| {
+            send(parent, &[0]);
             // SAFETY: the child's copy of the out-parameters holds the lock.
             let ret = unsafe { raw_syscall(lock_number, [pointer, 0, 0, 0, 0, 0]) };
-            write_all(write_fd, &[ret]);
+            send(parent, &[ret]);
         });
-        let Some((child, pipe)) = forked else {
+        let Some((child, mut child_end)) = forked else {
             self.give_back(lock);
             return;
         };
-        let ready = read_results(pipe, 1, 10_000).is_some();
+        let ready = read_results(&mut child_end, 1, Some(CHILD_READY)).is_some();
         if ready {
             std::thread::sleep(Duration::from_millis(self.rng.between(100, 400)));
         }
-        // SAFETY: kills the child forked above, which has not been reaped.
-        unsafe { libc::kill(child, libc::SIGKILL) };
-        self.reap_child(child, true, "the child waiting for a lock");
-        if let Some([ret]) = read_results(pipe, 1, 0).map(|r| [r[0]]) {
+        self.kill_child(child, "the child waiting for a lock");
+        if let Some([ret]) = read_results(&mut child_end, 1, None).map(|r| [r[0]]) {
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
                 self.caller.alarm(
                     self.step,
@@ -693,7 +664,7 @@ impl RaceRun<'_, '_, '_> {
                 );
             }
         }
-        close(pipe);
+        drop(child_end);
         if !self.give_back(lock) {
             return;
         }
@@ -718,7 +689,12 @@ impl RaceRun<'_, '_, '_> {
             let left = within_ms.saturating_sub(now_ms() - since).max(1);
             let planned = Planned {
                 interrupt_after_ms: left,
-                ..plain(Syscall::Lock, [pointer, 0, 0, 0, 0, 0], Value::Zero)
+                ..Planned::running(
+                    Syscall::Lock,
+                    [pointer, 0, 0, 0, 0, 0],
+                    Expect::value(Value::Zero),
+                    Effect::None,
+                )
             };
             let ret = self.caller.run(self.step, &planned);
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
@@ -735,11 +711,8 @@ impl RaceRun<'_, '_, '_> {
     fn give_back(&mut self, lock: LiteLock) -> bool {
         self.out.lock = lock;
         let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
-        let planned = must_succeed(
-            plain(Syscall::Unlock, [pointer, 0, 0, 0, 0, 0], Value::Zero),
-            "a lock this thread took",
-        );
-        let ret = self.caller.run(self.step, &planned);
+        let args = [pointer, 0, 0, 0, 0, 0];
+        let ret = self.certain(Syscall::Unlock, args, true, "a lock this thread took");
         self.state.held.retain(|&l| l != lock);
         if ret != 0 {
             self.state.uncertain.push(lock);
@@ -751,22 +724,13 @@ impl RaceRun<'_, '_, '_> {
     fn register_race_port(&mut self) -> bool {
         let name = self.caller.run.ctx.arena.bad_pointer(BadPointer::ReadOnly);
         let args = [self.race_port().into(), 4096, name, 8, 0, 0];
-        self.caller.run(
-            self.step,
-            &plain(Syscall::RegisterApplication, args, Value::Zero),
-        ) == 0
+        self.plain(Syscall::RegisterApplication, args, Value::Zero) == 0
     }
 
     fn unregister_race_port(&mut self) {
-        let planned = must_succeed(
-            plain(
-                Syscall::UnregisterApplication,
-                [self.race_port().into(), 0, 0, 0, 0, 0],
-                Value::Zero,
-            ),
-            "the port this process registered",
-        );
-        self.caller.run(self.step, &planned);
+        let args = [self.race_port().into(), 0, 0, 0, 0, 0];
+        let reason = "the port this process registered";
+        self.certain(Syscall::UnregisterApplication, args, true, reason);
     }
 
     /// A child calls this process's port and is killed while it waits for
@@ -779,46 +743,36 @@ impl RaceRun<'_, '_, '_> {
         let port = u64::from(self.race_port());
         let scratch = self.scratch();
         let send_reply = Syscall::SendReplyImm.number();
-        let forked = self.fork_child(|write_fd| {
-            write_all(write_fd, &[0i64]);
+        let forked = fork_child(|parent| {
+            send(parent, &[0]);
             let args = [me, port, scratch, 64, scratch + 4096, 64];
             // SAFETY: the child's copy of the arena.
             let _ = unsafe { raw_syscall(send_reply, args) };
         });
-        let Some((child, pipe)) = forked else {
+        let Some((child, mut child_end)) = forked else {
             self.unregister_race_port();
             return;
         };
-        if read_results(pipe, 1, 10_000).is_some() {
+        if read_results(&mut child_end, 1, Some(CHILD_READY)).is_some() {
             std::thread::sleep(Duration::from_millis(self.rng.between(50, 300)));
         }
         let descriptor_address = std::ptr::addr_of_mut!(self.out.descriptor) as u64;
         let buf = self.caller.run.ctx.arena.async_area();
-        let receive = plain(
-            Syscall::ReceiveMessage,
-            [port, buf, 4096, descriptor_address, RECV_NONBLOCK.into(), 0],
-            Value::Range(0, 4096),
-        );
+        let receive = [port, buf, 4096, descriptor_address, RECV_NONBLOCK.into(), 0];
         let early = self.rng.percent(50);
         let mut received = if early {
-            self.caller.run(self.step, &receive)
+            self.plain(Syscall::ReceiveMessage, receive, Value::Range(0, 4096))
         } else {
             -1
         };
-        // SAFETY: kills the child forked above, which has not been reaped.
-        unsafe { libc::kill(child, libc::SIGKILL) };
-        self.reap_child(child, true, "the child waiting for a reply");
-        close(pipe);
+        self.kill_child(child, "the child waiting for a reply");
+        drop(child_end);
         if received < 0 {
-            received = self.caller.run(self.step, &receive);
+            received = self.plain(Syscall::ReceiveMessage, receive, Value::Range(0, 4096));
         }
         if received >= 0 && self.out.descriptor != 0 {
-            let reply = plain(
-                Syscall::ReplyMessage,
-                [scratch, 16, self.out.descriptor, 0, 0, 0],
-                Value::Zero,
-            );
-            self.caller.run(self.step, &reply);
+            let reply = [scratch, 16, self.out.descriptor, 0, 0, 0];
+            self.plain(Syscall::ReplyMessage, reply, Value::Zero);
         }
         self.unregister_race_port();
     }
@@ -833,10 +787,10 @@ impl RaceRun<'_, '_, '_> {
         let descriptor_address = std::ptr::addr_of_mut!(self.out.descriptor) as u64;
         let register = Syscall::RegisterApplication.number();
         let receive = Syscall::ReceiveMessage.number();
-        let forked = self.fork_child(|write_fd| {
+        let forked = fork_child(|parent| {
             // SAFETY: the child's copy of the arena's read-only page.
             let registered = unsafe { raw_syscall(register, [port, 4096, name, 8, 0, 0]) };
-            write_all(write_fd, &[registered]);
+            send(parent, &[registered]);
             if registered == 0 {
                 // SAFETY: the child's copy of the arena and out-parameters.
                 let _ = unsafe {
@@ -844,11 +798,11 @@ impl RaceRun<'_, '_, '_> {
                 };
             }
         });
-        let Some((child, pipe)) = forked else {
+        let Some((child, mut child_end)) = forked else {
             return;
         };
-        let registered = read_results(pipe, 1, 10_000).map(|r| r[0]);
-        close(pipe);
+        let registered = read_results(&mut child_end, 1, Some(CHILD_READY)).map(|r| r[0]);
+        drop(child_end);
         let register_args = [port, 4096, name, 8, 0, 0];
         if let Some(ret) = registered {
             self.caller
@@ -867,31 +821,21 @@ impl RaceRun<'_, '_, '_> {
         }
         if registered == Some(0) {
             let args = [me, port, scratch, 64, scratch + 8192, 64];
-            let since = now_ms();
-            let (ret, signaled) =
-                self.caller
-                    .call(self.step, Syscall::SendReplyImm, args, WOKEN_WITHIN_MS);
-            let waited = now_ms() - since;
             let expect = Expect {
                 must_fail: Some("the server process exits without replying"),
-                only: if errno_of(ret) == EINTR && waited < WOKEN_WITHIN_MS {
-                    // A stray signal ended the wait early: nothing to judge.
-                    None
-                } else {
-                    Some((
-                        &[ECONNRESET, ECONNREFUSED],
-                        "the server process exited without replying",
-                    ))
-                },
                 ..Expect::default()
             };
-            self.caller.check(
+            let ended = (
+                &[ECONNRESET, ECONNREFUSED][..],
+                "the server process exited without replying",
+            );
+            woken(
+                self.caller,
                 self.step,
                 Syscall::SendReplyImm,
-                &args,
-                ret,
-                signaled,
-                &expect,
+                args,
+                expect,
+                ended,
             );
         }
         // It exits once it took the request; if it never got one, it is killed.
@@ -899,9 +843,7 @@ impl RaceRun<'_, '_, '_> {
         while now_ms() < deadline && !child_exited(child) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        // SAFETY: kills the child forked above, which has not been reaped.
-        unsafe { libc::kill(child, libc::SIGKILL) };
-        self.reap_child(child, true, "the child serving a port");
+        self.kill_child(child, "the child serving a port");
     }
 
     /// The helper waits to receive from a port this thread then closes:
@@ -918,60 +860,29 @@ impl RaceRun<'_, '_, '_> {
         let helper = self.helper;
         let step = self.step;
         let pause = Duration::from_millis(self.rng.between(20, 200));
-        let (ret, signaled, waited) = std::thread::scope(|scope| {
+        std::thread::scope(|scope| {
             let receiver = scope.spawn(move || {
-                helper.slot.tid.store(
-                    super::signals::gettid(),
-                    std::sync::atomic::Ordering::Relaxed,
+                helper.enter();
+                let expect = Expect::value(Value::Range(0, 4096));
+                let ended = (
+                    &[ESHUTDOWN, ENOENT][..],
+                    "the port was unregistered while the receiver waited",
                 );
-                let since = now_ms();
-                let (ret, signaled) =
-                    helper.call(step, Syscall::ReceiveMessage, args, WOKEN_WITHIN_MS);
-                (ret, signaled, now_ms() - since)
+                woken(helper, step, Syscall::ReceiveMessage, args, expect, ended);
             });
             std::thread::sleep(pause);
             self.unregister_race_port();
-            receiver.join().unwrap_or((0, false, 0))
+            // Joined here, so that a receiver that panicked ends only itself.
+            let _ = receiver.join();
         });
-        let expect = Expect {
-            only: if errno_of(ret) == EINTR && waited < WOKEN_WITHIN_MS {
-                None
-            } else {
-                Some((
-                    &[ESHUTDOWN, ENOENT],
-                    "the port was unregistered while the receiver waited",
-                ))
-            },
-            ..Expect::value(Value::Range(0, 4096))
-        };
-        helper.check(step, Syscall::ReceiveMessage, &args, ret, signaled, &expect);
         drop(descriptor);
     }
 
-    /// Forks a child that runs `body` (raw system calls only) with the
-    /// write end of a pipe, then leaves with `_exit(0)`. Returns the
-    /// child's pid and the read end.
-    fn fork_child(&mut self, body: impl FnOnce(i32)) -> Option<(libc::pid_t, i32)> {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return None;
-        }
-        // SAFETY: the child runs `body`, which makes raw system calls on
-        // memory prepared before the fork, and leaves with `_exit`.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            close(fds[0]);
-            body(fds[1]);
-            // SAFETY: ends the child without running the parent's cleanup.
-            unsafe { libc::_exit(0) };
-        }
-        close(fds[1]);
-        if pid < 0 {
-            close(fds[0]);
-            return None;
-        }
-        Some((pid, fds[0]))
+    /// Kills `child`, which has not been reaped, and reaps it.
+    fn kill_child(&mut self, child: libc::pid_t, what: &str) {
+        // SAFETY: kills a child of this process that has not been reaped.
+        unsafe { libc::kill(child, libc::SIGKILL) };
+        self.reap_child(child, true, what);
     }
 
     /// Waits for `child`; an alarm if it died of a signal it was not sent
@@ -1011,69 +922,69 @@ impl RaceRun<'_, '_, '_> {
 /// Half of a scratch buffer: the helper uses the upper half.
 const SCRATCHES_HALF: usize = super::memory::SCRATCH / 2;
 
-fn close(fd: i32) {
-    // SAFETY: closes a descriptor this code opened.
-    unsafe { libc::close(fd) };
+/// Forks a child that runs `body` (raw system calls only) with its
+/// end of a socket pair, then leaves with `_exit(0)`. Returns the
+/// child's pid and this process's end.
+fn fork_child(body: impl FnOnce(&mut UnixStream)) -> Option<(libc::pid_t, UnixStream)> {
+    let (ours, mut theirs) = UnixStream::pair().ok()?;
+    // SAFETY: the child runs `body`, which makes raw system calls on
+    // memory prepared before the fork, and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        drop(ours);
+        body(&mut theirs);
+        // SAFETY: ends the child without running the parent's cleanup.
+        unsafe { libc::_exit(0) };
+    }
+    drop(theirs);
+    (pid > 0).then_some((pid, ours))
 }
 
-/// Writes `values` to `fd` (in a child: no allocation).
-fn write_all(fd: i32, values: &[i64]) {
-    let bytes = std::mem::size_of_val(values);
-    let mut written = 0;
-    while written < bytes {
-        // SAFETY: writes from the live slice `values`.
-        let n = unsafe {
-            libc::write(
-                fd,
-                values.as_ptr().cast::<u8>().add(written).cast(),
-                bytes - written,
-            )
-        };
-        if n <= 0 {
-            if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(EINTR) {
-                continue;
-            }
+/// Makes `call` on `caller`, which waits for something the race then
+/// ends: unless a stray signal ended the wait early (nothing to judge
+/// then), it may end only with the errors and reason of `ended`, besides
+/// `expect`.
+fn woken(
+    caller: &Caller<'_, '_>,
+    step: u64,
+    call: Syscall,
+    args: [u64; 6],
+    mut expect: Expect,
+    ended: (&'static [i32], &'static str),
+) {
+    let since = now_ms();
+    let (ret, signaled) = caller.call(step, call, args, WOKEN_WITHIN_MS);
+    let stray_signal = errno_of(ret) == EINTR && now_ms() - since < WOKEN_WITHIN_MS;
+    if !stray_signal {
+        expect.only = Some(ended);
+    }
+    caller.check(step, call, &args, ret, signaled, &expect);
+}
+
+/// Sends `values` to the other end (in a child: without allocating).
+fn send(to: &mut UnixStream, values: &[i64]) {
+    for value in values {
+        if to.write_all(&value.to_ne_bytes()).is_err() {
             return;
         }
-        written += n as usize;
     }
 }
 
-/// Reads `count` results from `fd`, waiting at most `timeout_ms` for each
-/// part; `None` if they do not all come.
-fn read_results(fd: i32, count: usize, timeout_ms: i32) -> Option<Vec<i64>> {
+/// Reads `count` results, waiting at most `timeout` for each part (not at
+/// all if `None`); `None` if they do not all come.
+fn read_results(
+    from: &mut UnixStream,
+    count: usize,
+    timeout: Option<Duration>,
+) -> Option<Vec<i64>> {
+    from.set_nonblocking(timeout.is_none()).ok()?;
+    from.set_read_timeout(timeout).ok()?;
     let mut bytes = vec![0u8; count * 8];
-    let mut got = 0;
-    while got < bytes.len() {
-        let mut poll = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polls one descriptor described by `poll`.
-        let ready = unsafe { libc::poll(&mut poll, 1, timeout_ms) };
-        if ready < 0 && std::io::Error::last_os_error().raw_os_error() == Some(EINTR) {
-            continue;
-        }
-        if ready <= 0 {
-            return None;
-        }
-        // SAFETY: reads into the unread part of `bytes`.
-        let n = unsafe { libc::read(fd, bytes[got..].as_mut_ptr().cast(), bytes.len() - got) };
-        if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(EINTR) {
-            continue;
-        }
-        if n <= 0 {
-            return None;
-        }
-        got += n as usize;
-    }
-    Some(
-        bytes
-            .chunks_exact(8)
-            .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect(),
-    )
+    from.read_exact(&mut bytes).ok()?;
+    let values = bytes
+        .chunks_exact(8)
+        .map(|c| c.try_into().map(i64::from_ne_bytes));
+    values.collect::<Result<_, _>>().ok()
 }
 
 /// Whether `child` has exited (without reaping it).
@@ -1098,14 +1009,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn results_cross_a_pipe() {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for two descriptors.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        write_all(fds[1], &[-4, 7]);
-        assert_eq!(read_results(fds[0], 2, 1000), Some(vec![-4, 7]));
-        close(fds[1]);
-        assert_eq!(read_results(fds[0], 1, 1000), None);
-        close(fds[0]);
+    fn results_cross_a_socket_pair() {
+        let (mut ours, mut theirs) = UnixStream::pair().expect("socket pair");
+        send(&mut theirs, &[-4, 7]);
+        let second = Some(Duration::from_secs(1));
+        assert_eq!(read_results(&mut ours, 2, second), Some(vec![-4, 7]));
+        assert_eq!(read_results(&mut ours, 1, None), None, "nothing more yet");
+        send(&mut theirs, &[9]);
+        assert_eq!(read_results(&mut ours, 1, None), Some(vec![9]));
+        drop(theirs);
+        assert_eq!(read_results(&mut ours, 1, second), None);
+    }
+
+    #[test]
+    fn a_forked_child_reports_and_exits() {
+        let (child, mut child_end) = fork_child(|parent| send(parent, &[42])).expect("fork");
+        let results = read_results(&mut child_end, 1, Some(Duration::from_secs(10)));
+        assert_eq!(results, Some(vec![42]));
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        assert_eq!(
+            read_results(&mut child_end, 1, Some(Duration::from_secs(1))),
+            None
+        );
     }
 }

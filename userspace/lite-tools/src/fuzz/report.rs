@@ -13,6 +13,10 @@
 //! never interleave and a process forked from a thread can print too.
 
 use std::fmt::Write as _;
+use std::fs::File;
+use std::io::Write as _;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
 use std::sync::atomic::Ordering;
 
 use super::calls::{describe_call, Syscall};
@@ -34,25 +38,17 @@ pub const TOTAL_PREFIX: &str = "lite-fuzz total ";
 /// Alarms one process prints in full; later ones are only counted.
 const PRINTED_PER_PROCESS: u64 = 40;
 
-/// Writes `line` and a newline to stdout with one `write`.
+/// Writes `line` and a newline to stdout with one `write` (more only if
+/// the kernel takes part of it), past Rust's stdout buffer and its lock.
 pub(crate) fn emit(line: &str) {
     let mut bytes = Vec::with_capacity(line.len() + 1);
     bytes.extend_from_slice(line.as_bytes());
     bytes.push(b'\n');
-    let mut written = 0;
-    while written < bytes.len() {
-        let rest = &bytes[written..];
-        // SAFETY: writes bytes of a live buffer to stdout.
-        let n = unsafe { libc::write(1, rest.as_ptr().cast(), rest.len()) };
-        if n > 0 {
-            written += n as usize;
-        } else if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue;
-        } else {
-            // Nowhere left to report to; the exit status still tells.
-            return;
-        }
-    }
+    // SAFETY: descriptor 1 stays open as long as the process; ManuallyDrop
+    // keeps this File from closing it.
+    let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+    // Nowhere left to report to if this fails; the exit status still tells.
+    let _ = stdout.write_all(&bytes);
 }
 
 /// Counts an alarm of process `proc` and prints it (the first

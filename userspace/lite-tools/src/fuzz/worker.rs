@@ -36,7 +36,6 @@ pub(crate) struct ProcessPlan {
 
 /// One process's run, shared by its threads.
 pub(crate) struct Run<'a> {
-    pub(crate) plan: ProcessPlan,
     pub(crate) ctx: Context<'a>,
     pool: Mutex<Pool>,
 }
@@ -49,7 +48,7 @@ impl Run<'_> {
 
     /// Whether fuzzing is over.
     pub(crate) fn over(&self) -> bool {
-        now_ms() >= self.plan.deadline_ms || self.plan.shared.stopped()
+        now_ms() >= self.ctx.plan.deadline_ms || self.ctx.plan.shared.stopped()
     }
 }
 
@@ -63,6 +62,12 @@ pub(crate) struct Caller<'r, 'a> {
 }
 
 impl Caller<'_, '_> {
+    /// Makes the calling thread the one this caller's calls are made on,
+    /// the one signals interrupt.
+    pub(crate) fn enter(&self) {
+        self.slot.tid.store(signals::gettid(), Ordering::Relaxed);
+    }
+
     /// Issues `call`, recording it in the slot (so that it is interrupted
     /// after `interrupt_after_ms` and watched for hangs) and counting it.
     /// Returns the result and whether a signal arrived meanwhile.
@@ -128,7 +133,7 @@ impl Caller<'_, '_> {
 
     /// Raises an alarm about `what` at step `step` of this thread.
     pub(crate) fn alarm(&self, step: u64, what: &str, reason: &str) {
-        let plan = &self.run.plan;
+        let plan = &self.run.ctx.plan;
         let origin = format!(
             "node {} proc {} thread {}{} step {step}",
             plan.me,
@@ -151,40 +156,24 @@ impl Drop for Finished<'_> {
 
 /// The body of a forked fuzzing process; returns its exit status.
 pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
-    let origin = format!("node {} proc {}", plan.me, plan.proc);
+    let failed = |what: &str, error: std::io::Error| {
+        let origin = format!("node {} proc {}", plan.me, plan.proc);
+        let reason = error.to_string();
+        report::alarm(plan.shared, plan.proc as usize, &origin, what, &reason);
+        1
+    };
     if let Err(error) = signals::install_handler() {
-        report::alarm(
-            plan.shared,
-            plan.proc as usize,
-            &origin,
-            "sigaction(SIGUSR1)",
-            &error.to_string(),
-        );
-        return 1;
+        return failed("sigaction(SIGUSR1)", error);
     }
     let threads = (plan.threads as usize).clamp(1, MAX_THREADS);
     let arena = match Arena::new(threads) {
         Ok(arena) => arena,
-        Err(error) => {
-            report::alarm(
-                plan.shared,
-                plan.proc as usize,
-                &origin,
-                "mapping the arena",
-                &error.to_string(),
-            );
-            return 1;
-        }
+        Err(error) => return failed("mapping the arena", error),
     };
     let run = Run {
-        plan,
         ctx: Context {
-            me: plan.me,
-            nodes: plan.nodes,
-            procs: plan.procs,
-            proc: plan.proc,
+            plan,
             arena: &arena,
-            shared: plan.shared,
         },
         pool: Mutex::new(Pool::default()),
     };
@@ -212,21 +201,20 @@ pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
 /// One fuzzing thread.
 fn thread_main(run: &Run<'_>, thread: u32) {
     let own = run.ctx.own();
-    let slot = &own.slots[thread as usize];
-    slot.tid.store(signals::gettid(), Ordering::Relaxed);
     let caller = Caller {
         run,
-        slot,
+        slot: &own.slots[thread as usize],
         thread,
         helper: false,
     };
+    caller.enter();
     let helper = Caller {
         run,
         slot: &own.slots[MAX_THREADS + thread as usize],
         thread,
         helper: true,
     };
-    let plan = run.plan;
+    let plan = run.ctx.plan;
     let mut rng = Rng::for_stream(plan.seed, plan.me, plan.proc, thread);
     let mut state = ThreadState {
         thread,
