@@ -301,12 +301,6 @@ pub fn survivor_a(victim: u32, nodes: u32) -> Option<u32> {
     (1..=nodes).find(|&n| n != victim)
 }
 
-/// The victim: the one node other than `me` among 1..=nodes on which
-/// `has_port` finds the victim's port (it returns `lite_query_port`'s result).
-pub fn find_victim(me: u32, nodes: u32, has_port: impl Fn(u32) -> c_long) -> Result<u32, String> {
-    find_port_owner(me, nodes, VICTIM_PORT, has_port)
-}
-
 /// The one node other than `me` among 1..=nodes on which `has_port` finds
 /// RPC port `port` (it returns `lite_query_port`'s result for a node).
 pub fn find_port_owner(
@@ -450,6 +444,80 @@ where
     }
 }
 
+/// Joins as a test point; the node id, or `None` after bailing out.
+pub(crate) fn join_point<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    cm: Ipv4Addr,
+    nodes: u32,
+) -> Option<u32> {
+    let joined = join(kernel, cm);
+    let description = format!(
+        "join {cm}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes} (got {})",
+        joined.as_ref().map_or("none".to_string(), u32::to_string)
+    );
+    match joined {
+        Ok(id) if (1..=nodes).contains(&id) => {
+            tap.ok(&description);
+            Some(id)
+        }
+        Ok(id) => {
+            tap.not_ok(
+                &description,
+                &format!("got node id {id}; is --nodes right?"),
+            );
+            tap.bail_out("node id out of range");
+            None
+        }
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            tap.bail_out("cannot test a cluster this node is not part of");
+            None
+        }
+    }
+}
+
+/// A barrier of every node before the failure (or the cut) as a test
+/// point; a failed one leaves the nodes out of step, and nothing after it
+/// would mean anything.
+pub(crate) fn setup_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str) -> bool
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let ok = barrier_point(
+        kernel,
+        tap,
+        nodes,
+        SETUP_BARRIER_TIMEOUT,
+        &format!("dist_barrier({nodes}) after {what} returns 0"),
+    );
+    if !ok {
+        tap.bail_out("the nodes are out of step");
+    }
+    ok
+}
+
+/// Finds the one other node with RPC port `port`, `who` in the test
+/// point's description ("the victim").
+pub(crate) fn port_owner_point<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    (port, who): (u32, &str),
+) -> Option<u32> {
+    let found = find_port_owner(me, nodes, port, |node| kernel.query_port(node, port));
+    let shown = found
+        .as_ref()
+        .map_or("none".to_string(), |n| format!("node {n}"));
+    tap.check(
+        &format!("exactly one other node has RPC port {port}: {who} ({shown})"),
+        found.as_ref().map(drop).map_err(Clone::clone),
+    );
+    found.ok()
+}
+
 /// What a survivor set up in phase 1; `None` for what failed.
 #[derive(Debug, Default, Clone, Copy)]
 struct Setup {
@@ -486,15 +554,7 @@ fn set_up_survivor<K: Kernel, W: Write>(
 ) -> Setup {
     let mut setup = Setup::default();
     let password = password_of(me);
-    let found = find_victim(me, nodes, |node| kernel.query_port(node, VICTIM_PORT));
-    let shown = found
-        .as_ref()
-        .map_or("none".to_string(), |v| format!("node {v}"));
-    tap.check(
-        &format!("exactly one other node has RPC port {VICTIM_PORT}: the victim ({shown})"),
-        found.as_ref().map(drop).map_err(Clone::clone),
-    );
-    let Ok(victim) = found else {
+    let Some(victim) = port_owner_point(kernel, tap, me, nodes, (VICTIM_PORT, "the victim")) else {
         return setup;
     };
     setup.victim = Some(victim);
@@ -1052,47 +1112,10 @@ where
     W: Write,
 {
     let nodes = config.nodes;
-    let joined = join(kernel.as_ref(), config.cm);
-    let description = format!(
-        "join {}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes} (got {})",
-        config.cm,
-        joined.as_ref().map_or("none".to_string(), u32::to_string)
-    );
-    let me = match joined {
-        Ok(id) if (1..=nodes).contains(&id) => {
-            tap.ok(&description);
-            id
-        }
-        Ok(id) => {
-            tap.not_ok(
-                &description,
-                &format!("got node id {id}; is --nodes right?"),
-            );
-            tap.bail_out("node id out of range");
-            return;
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            tap.bail_out("cannot test a cluster this node is not part of");
-            return;
-        }
+    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
+        return;
     };
-
-    // A barrier that fails leaves the nodes out of step: nothing after it
-    // would mean anything.
-    let setup_barrier = |tap: &mut Tap<W>, after: &str| {
-        let ok = barrier_point(
-            kernel,
-            tap,
-            nodes,
-            SETUP_BARRIER_TIMEOUT,
-            &format!("dist_barrier({nodes}) after {after} returns 0"),
-        );
-        if !ok {
-            tap.bail_out("the nodes are out of step");
-        }
-        ok
-    };
+    let setup_barrier = |tap: &mut Tap<W>, after: &str| setup_barrier(kernel, tap, nodes, after);
     if let Err(reason) = await_members(kernel.as_ref(), nodes, SETUP_BARRIER_TIMEOUT) {
         tap.not_ok(&format!("all {nodes} nodes join"), &reason);
         tap.bail_out("cannot test a cluster whose nodes did not all join");

@@ -55,7 +55,7 @@ use std::thread;
 use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{CM_DEFAULT_PORT, PERM_READ, PERM_WRITE};
+use lite::sys::{PERM_READ, PERM_WRITE};
 
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::rpc::register;
@@ -65,7 +65,8 @@ use crate::debugfs::membership::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
-    after, barrier_point, elapsed_ms, find_port_owner, join, poll_until, spawn_reporting,
+    after, barrier_point, elapsed_ms, join_point, poll_until, port_owner_point, setup_barrier,
+    spawn_reporting,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -115,10 +116,6 @@ const SLOTS: u64 = LMR_SIZE / WRITE_SIZE as u64;
 /// loop that never sleeps could starve the kernel thread that sends this
 /// node's heartbeats, and the manager would expel it before the cut.
 const LOOP_PAUSE: Duration = Duration::from_millis(2);
-
-/// Bound of the barriers before the cut. Nodes boot at different speeds
-/// under emulation, and the first barrier waits for the slowest.
-const SETUP_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
 
 /// How long the writer may take to cover LMR Y once.
 const FIRST_PASS_TIMEOUT: Duration = Duration::from_secs(60);
@@ -265,60 +262,6 @@ fn poll_for<T>(
         }
         thread::sleep(every);
     }
-}
-
-/// Joins as a test point; the node id, or `None` after bailing out.
-fn join_point<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    config: &PartitionConfig,
-) -> Option<u32> {
-    let nodes = config.nodes;
-    let joined = join(kernel, config.cm);
-    let description = format!(
-        "join {}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes} (got {})",
-        config.cm,
-        joined.as_ref().map_or("none".to_string(), u32::to_string)
-    );
-    match joined {
-        Ok(id) if (1..=nodes).contains(&id) => {
-            tap.ok(&description);
-            Some(id)
-        }
-        Ok(id) => {
-            tap.not_ok(
-                &description,
-                &format!("got node id {id}; is --nodes right?"),
-            );
-            tap.bail_out("node id out of range");
-            None
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            tap.bail_out("cannot test a cluster this node is not part of");
-            None
-        }
-    }
-}
-
-/// A barrier of every node before the cut as a test point; a failed one
-/// leaves the nodes out of step, and nothing after it would mean anything.
-fn setup_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str) -> bool
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
-    let ok = barrier_point(
-        kernel,
-        tap,
-        nodes,
-        SETUP_BARRIER_TIMEOUT,
-        &format!("dist_barrier({nodes}) after {what} returns 0"),
-    );
-    if !ok {
-        tap.bail_out("the nodes are out of step");
-    }
-    ok
 }
 
 /// The last barrier of every node as a test point.
@@ -703,7 +646,7 @@ where
 {
     let nodes = config.nodes;
     let pacing = config.pacing;
-    let Some(me) = join_point(kernel.as_ref(), tap, config) else {
+    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
         return;
     };
     if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
@@ -712,17 +655,13 @@ where
     if !config.pause_traffic.is_zero() && !pauses::run(kernel, tap, config, me) {
         return;
     }
-    let found = find_port_owner(me, nodes, CUT_PORT, |node| {
-        kernel.query_port(node, CUT_PORT)
-    });
-    let shown = found
-        .as_ref()
-        .map_or("none".to_string(), |c| format!("node {c}"));
-    tap.check(
-        &format!("exactly one other node has RPC port {CUT_PORT}: the node to cut off ({shown})"),
-        found.as_ref().map(drop).map_err(Clone::clone),
+    let cut = port_owner_point(
+        kernel.as_ref(),
+        tap,
+        me,
+        nodes,
+        (CUT_PORT, "the node to cut off"),
     );
-    let cut = found.ok();
     let holder = cut.and_then(|cut| holder_of(cut, nodes));
     let lmr = if holder == Some(me) {
         publish_lmr(kernel.as_ref(), tap, me)
@@ -1179,7 +1118,7 @@ where
 {
     let nodes = config.nodes;
     let pacing = config.pacing;
-    let Some(me) = join_point(kernel.as_ref(), tap, config) else {
+    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
         return;
     };
     register_cut_port(kernel.as_ref(), tap);
