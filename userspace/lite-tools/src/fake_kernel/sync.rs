@@ -198,9 +198,7 @@ impl Sync {
         let Some(entry) = state.locks.get_mut(&key) else {
             return err(libc::ENOENT);
         };
-        if entry.holders.contains(&who) {
-            return err(libc::EDEADLK);
-        }
+        fail_if!(entry.holders.contains(&who), libc::EDEADLK);
         if defects.not_exclusive || (entry.free() && entry.waiting.is_empty()) {
             let ret = entry.take(who);
             state.node(who.node).lock_acquires += 1;
