@@ -177,8 +177,9 @@ const SETUP_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
 /// How long T1 may take to complete its first write.
 const FIRST_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long T5 may take to stop once told to.
-const TRAFFIC_STOP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a thread (T5, a writer, a reader) may take to stop once told
+/// to: a call under way may wait out the connection's retries.
+const THREAD_STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bound of the survivors' last barrier: another survivor may first spend
 /// [`HANG_AFTER`] on a hung call.
@@ -949,6 +950,27 @@ pub struct TrafficReport {
     pub error: Option<String>,
 }
 
+impl TrafficReport {
+    /// Whether the traffic ran, and every round trip came back intact
+    /// with every call succeeding.
+    pub fn verdict(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        if let Some(error) = &self.error {
+            problems.push(error.clone());
+        }
+        if let Some(mismatch) = &self.first_mismatch {
+            problems.push(format!(
+                "{} round trips came back different; the first: {mismatch}",
+                self.mismatches
+            ));
+        }
+        if self.rounds == 0 {
+            problems.push("no round trip completed".to_string());
+        }
+        no_problems(problems)
+    }
+}
+
 /// An LMR reached by handle.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
@@ -1259,6 +1281,39 @@ where
     })
 }
 
+/// Starts [`run_traffic`] on `lmr` on a thread named `name`, until `stop`,
+/// with no failure to count rounds after; its report arrives on the
+/// returned channel.
+pub(crate) fn spawn_traffic<K>(
+    kernel: &Arc<K>,
+    name: &str,
+    (lmr, seed): (Target, u64),
+    stop: &Arc<AtomicBool>,
+) -> Result<Receiver<TrafficReport>, String>
+where
+    K: Kernel + Send + 'static,
+{
+    let kernel = Arc::clone(kernel);
+    let stop = Arc::clone(stop);
+    spawn_reporting(name, move || {
+        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
+    })
+}
+
+/// The report of the thread `what` that was told to stop, if it comes
+/// within [`THREAD_STOP_TIMEOUT`].
+pub(crate) fn report_once_stopped<T>(
+    reports: Result<Receiver<T>, String>,
+    what: &str,
+) -> Result<T, String> {
+    reports?.recv_timeout(THREAD_STOP_TIMEOUT).map_err(|_| {
+        format!(
+            "the {what} did not stop within {} s of being told to",
+            THREAD_STOP_TIMEOUT.as_secs()
+        )
+    })
+}
+
 /// Runs `work` on a thread named `name`; what it returns arrives on the
 /// returned channel.
 pub(crate) fn spawn_reporting<T: Send + 'static>(
@@ -1517,12 +1572,7 @@ fn stop_traffic(
         thread::sleep(Duration::from_nanos(stop_at - now));
     }
     progress.stop_traffic.store(true, Ordering::SeqCst);
-    reports?.recv_timeout(TRAFFIC_STOP_TIMEOUT).map_err(|_| {
-        format!(
-            "the traffic did not stop within {} s of being told to",
-            TRAFFIC_STOP_TIMEOUT.as_secs()
-        )
-    })
+    report_once_stopped(reports, "traffic")
 }
 
 /// Phase 3 of a survivor: starts the threads, waits for the victim's
@@ -1781,16 +1831,6 @@ fn check_traffic<W: Write>(
             return;
         }
     };
-    let mut problems = Vec::new();
-    if report.rounds == 0 {
-        problems.push("no round trip completed".to_string());
-    }
-    if let Some(mismatch) = &report.first_mismatch {
-        problems.push(format!("data came back different: {mismatch}"));
-    }
-    if let Some(error) = &report.error {
-        problems.push(error.clone());
-    }
     tap.check(
         &format!(
             "traffic to LMR B on the next survivor ({holder}) comes back intact \
@@ -1803,7 +1843,7 @@ fn check_traffic<W: Write>(
                 "no errors"
             }
         ),
-        no_problems(problems),
+        report.verdict(),
     );
     tap.check(
         &format!(

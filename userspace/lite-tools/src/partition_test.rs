@@ -65,8 +65,8 @@ use crate::debugfs::membership::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
-    after, barrier_point, elapsed_ms, join_point, poll_until, port_owner_point, setup_barrier,
-    spawn_reporting,
+    after, barrier_point, elapsed_ms, join_point, poll_until, port_owner_point,
+    report_once_stopped, setup_barrier, spawn_reporting,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -136,10 +136,6 @@ const PEER_BACK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long after joining again the cut node may take to count every node.
 const TOTAL_BACK_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How long a thread may take to stop once told to (a write under way may
-/// wait out the connection's retries).
-const THREAD_STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bound of the last barrier: the cut node may first spend every bound
 /// above on checks that fail.
@@ -519,16 +515,10 @@ fn finish_canary<K: Kernel, W: Write>(
         return;
     };
     canary.stop.store(true, Ordering::SeqCst);
-    let mut report = match canary.reports.recv_timeout(THREAD_STOP_TIMEOUT) {
+    let mut report = match report_once_stopped(Ok(canary.reports), "canary reader") {
         Ok(report) => report,
-        Err(_) => {
-            tap.not_ok(
-                &description(None),
-                &format!(
-                    "the canary reader did not stop within {} s",
-                    THREAD_STOP_TIMEOUT.as_secs()
-                ),
-            );
+        Err(reason) => {
+            tap.not_ok(&description(None), &reason);
             return;
         }
     };
@@ -900,15 +890,7 @@ fn first_pass_point<W: Write>(tap: &mut Tap<W>, writer: &Result<Writer, String>,
 fn finish_writer<W: Write>(tap: &mut Tap<W>, writer: Result<Writer, String>) {
     let report = writer.and_then(|writer| {
         writer.progress.stop.store(true, Ordering::SeqCst);
-        writer
-            .reports
-            .recv_timeout(THREAD_STOP_TIMEOUT)
-            .map_err(|_| {
-                format!(
-                    "the writer did not stop within {} s of being told to",
-                    THREAD_STOP_TIMEOUT.as_secs()
-                )
-            })
+        report_once_stopped(Ok(writer.reports), "writer")
     });
     let report = match report {
         Ok(report) => report,

@@ -45,7 +45,7 @@
 use std::ffi::CString;
 use std::io::Write;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread;
@@ -55,8 +55,8 @@ use libc::c_long;
 use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
 use super::{
-    after, alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, spawn_reporting, Target,
-    TrafficReport,
+    after, alloc, barrier_point, elapsed_ms, held_chunks, report_once_stopped, spawn_traffic,
+    Target, TrafficReport,
 };
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
@@ -129,9 +129,6 @@ const BARRIER_TIMEOUT: Duration = Duration::from_secs(300);
 /// Pause between joins the manager refused for now (`EADDRINUSE`,
 /// `EAGAIN`).
 const JOIN_RETRY: Duration = Duration::from_millis(500);
-
-/// How long the observers' traffic may take to stop once told to.
-const TRAFFIC_STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How the cycles are paced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,7 +436,7 @@ fn device_traffic_target<K: Kernel>(
     })
 }
 
-/// Runs [`run_traffic`] on `lmr` (if there is one) on a thread of its own
+/// Runs [`super::run_traffic`] on `lmr` (if there is one) on a thread of its own
 /// while `during` runs; what `during` returned, and the traffic's report.
 /// With `ends_out` the node is out of the cluster once `during` returns,
 /// so the traffic has to end by itself, with its first refused call (it
@@ -455,25 +452,17 @@ where
     K: Kernel + Send + 'static,
 {
     let stop = Arc::new(AtomicBool::new(false));
-    let traffic = lmr.map(|lmr| {
-        let (kernel, stop) = (Arc::clone(kernel), Arc::clone(&stop));
-        thread::spawn(move || {
-            let failed_ns = AtomicU64::new(0);
-            run_traffic(kernel.as_ref(), lmr, u64::from(seed), &stop, &failed_ns)
-        })
-    });
+    let traffic =
+        lmr.and_then(|lmr| spawn_traffic(kernel, "device-traffic", (lmr, u64::from(seed)), &stop));
     let result = during();
-    if let (true, Ok(thread)) = (ends_out, &traffic) {
-        let deadline = after(monotonic_ns(), CALL_TIMEOUT);
-        while !thread.is_finished() && monotonic_ns() < deadline {
-            thread::sleep(Duration::from_millis(10));
+    let report = traffic.and_then(|reports| {
+        if ends_out {
+            if let Ok(report) = reports.recv_timeout(CALL_TIMEOUT) {
+                return Ok(report);
+            }
         }
-    }
-    stop.store(true, Ordering::SeqCst);
-    let report = traffic.and_then(|thread| {
-        thread
-            .join()
-            .map_err(|_| "the traffic thread panicked".to_string())
+        stop.store(true, Ordering::SeqCst);
+        report_once_stopped(Ok(reports), "traffic")
     });
     (result, report)
 }
@@ -939,12 +928,8 @@ fn observe<K, W>(
     let observed = set_up_observer(kernel, tap, me, peer, mapper, seed);
     let stop_traffic = Arc::new(AtomicBool::new(false));
     let traffic = observed.traffic.map(|lmr| {
-        start_traffic(
-            kernel,
-            lmr,
-            pattern::seed(&[u64::from(me), 0x7a1c]),
-            &stop_traffic,
-        )
+        let seed = pattern::seed(&[u64::from(me), 0x7a1c]);
+        spawn_traffic(kernel, "rejoin-traffic", (lmr, seed), &stop_traffic)
     });
 
     if !survivors_barrier(kernel, tap, phase, "before the cycles") {
@@ -1214,25 +1199,6 @@ fn check_spread<K, W>(
     );
 }
 
-/// Starts the observer's traffic on `lmr`; its report arrives on the
-/// returned channel once `stop` is set.
-fn start_traffic<K>(
-    kernel: &Arc<K>,
-    lmr: Target,
-    seed: u64,
-    stop: &Arc<AtomicBool>,
-) -> Result<Receiver<super::TrafficReport>, String>
-where
-    K: Kernel + Send + 'static,
-{
-    let kernel = Arc::clone(kernel);
-    let stop = Arc::clone(stop);
-    spawn_reporting("rejoin-traffic", move || {
-        // No failure to count rounds after: nothing dies in this phase.
-        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
-    })
-}
-
 /// Collects the traffic's report (its thread was told to stop) and checks
 /// that every round trip came back intact.
 fn check_observer_traffic<W: Write>(
@@ -1242,36 +1208,16 @@ fn check_observer_traffic<W: Write>(
 ) {
     let report = traffic
         .ok_or_else(|| "there is no traffic LMR".to_string())
-        .and_then(|started| started)
-        .and_then(|reports| {
-            reports.recv_timeout(TRAFFIC_STOP_TIMEOUT).map_err(|_| {
-                format!(
-                    "the traffic did not stop within {} s of being told to",
-                    TRAFFIC_STOP_TIMEOUT.as_secs()
-                )
-            })
-        });
+        .and_then(|started| report_once_stopped(started, "traffic"));
     let (description, outcome) = match report {
-        Ok(report) => {
-            let mut problems = Vec::new();
-            if report.rounds == 0 {
-                problems.push("no round trip completed".to_string());
-            }
-            if let Some(mismatch) = &report.first_mismatch {
-                problems.push(format!("data came back different: {mismatch}"));
-            }
-            if let Some(error) = &report.error {
-                problems.push(error.clone());
-            }
-            (
-                format!(
-                    "leave/rejoin: traffic to node {peer} during the cycles comes back intact \
-                     ({} round trips, {} mismatches)",
-                    report.rounds, report.mismatches
-                ),
-                no_problems(problems),
-            )
-        }
+        Ok(report) => (
+            format!(
+                "leave/rejoin: traffic to node {peer} during the cycles comes back intact \
+                 ({} round trips, {} mismatches)",
+                report.rounds, report.mismatches
+            ),
+            report.verdict(),
+        ),
         Err(e) => (
             format!("leave/rejoin: traffic to node {peer} during the cycles comes back intact"),
             Err(e),
