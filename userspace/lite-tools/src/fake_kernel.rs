@@ -517,6 +517,12 @@ impl FakeKernel {
         Usage::default().with(memory, size).with(Resource::Lmrs, 1)
     }
 
+    /// The process's and the cluster's state, locked in that order (the
+    /// order every call takes them in).
+    fn locked(&self) -> (MutexGuard<'_, Process>, MutexGuard<'_, Cluster>) {
+        (lock(&self.process), self.cluster_state())
+    }
+
     fn cluster_state(&self) -> MutexGuard<'_, Cluster> {
         lock(&self.shared.cluster)
     }
@@ -804,8 +810,7 @@ impl FakeKernel {
         allow_freed: bool,
     ) -> Result<Vec<u8>, c_long> {
         self.transfer_prelude(priority)?;
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let (perm, address) = match buf {
             Buffer::Source(source) => (PERM_WRITE, source as usize),
             Buffer::Destination(destination) => (PERM_READ, destination as usize),
@@ -837,8 +842,7 @@ impl FakeKernel {
         if !self.joined() {
             return Err(err(libc::ENOTCONN));
         }
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let read = Access {
             perm: PERM_READ,
             password: None,
@@ -925,8 +929,7 @@ impl FakeKernel {
     }
 
     fn stats(&self) -> LiteStats {
-        let process = lock(&self.process);
-        let cluster = self.cluster_state();
+        let (process, cluster) = self.locked();
         if !process.joined {
             return LiteStats::default();
         }
@@ -1021,8 +1024,7 @@ impl FakeKernel {
         update: impl Fn(u64) -> u64,
     ) -> Result<(), c_long> {
         self.transfer_prelude(priority)?;
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let access = Access {
             perm: PERM_ATOMIC,
             password: None,
@@ -1174,8 +1176,7 @@ impl FakeKernel {
     /// it created are released (their names go, their mappings are
     /// revoked), its mappings dropped, its operations completed.
     fn release_everything(&self) {
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         let handles: Vec<(u64, Handle)> = process
             .handles
             .iter()
@@ -1198,8 +1199,7 @@ impl FakeKernel {
         let Ok(byte) = u8::try_from(byte) else {
             return err(libc::EINVAL);
         };
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let access = Access {
             perm: PERM_WRITE,
             password: None,
@@ -1347,8 +1347,7 @@ impl Kernel for FakeKernel {
             0
         };
         let perms = PERM_READ | PERM_WRITE | PERM_SHARE | atomic;
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         let chunks = self.chunk_holders(&cluster, node, size);
         let reachable = if node == NODE_SPREAD {
             !chunks.contains(&0)
@@ -1409,8 +1408,7 @@ impl Kernel for FakeKernel {
 
     fn free(&self, handle: u64) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         let entry = match process.handles.get(&handle) {
             Some(entry) if !entry.freed => *entry,
             _ => return err(libc::EBADF),
@@ -1489,8 +1487,7 @@ impl Kernel for FakeKernel {
         fail_if!(!self.joined(), libc::ENOTCONN);
         fail_if!(size == 0 || size > MAX_LMR_SIZE, libc::EINVAL);
         fail_if!((data as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         fail_if!(cluster.names.contains_key(&(self.id, name)), libc::EEXIST);
         let charge = Self::lmr_charge(Resource::RemoteMemory, size).with(Resource::Names, 1);
         or_return!(self.check_quota(&cluster, charge));
@@ -1516,8 +1513,7 @@ impl Kernel for FakeKernel {
     fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
         fail_if!(permission & !SHAREABLE != 0, libc::EINVAL);
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let entry = match process.handles.get(&handle) {
             Some(entry) if !entry.freed => *entry,
             _ => return err(libc::EBADF),
@@ -1553,8 +1549,7 @@ impl Kernel for FakeKernel {
             libc::EINVAL
         );
         fail_if!(node > self.nodes, libc::EHOSTUNREACH);
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         let Some(published) = cluster.names.get(&(node, name)) else {
             return err(libc::ENOENT);
         };
@@ -1582,8 +1577,7 @@ impl Kernel for FakeKernel {
 
     fn umap_lmr(&self, handle: u64) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         match process.handles.get(&handle) {
             Some(entry) if entry.kind == Kind::Mapping => {
                 let lmr = entry.lmr;
@@ -1609,8 +1603,7 @@ impl Kernel for FakeKernel {
             libc::EINVAL
         );
         fail_if!((buf as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         // Whole pages are pinned, and charged.
         let pinned = quotas::pages_spanned(buf as usize, size as usize) * quotas::PAGE;
         or_return!(self.check_quota(&cluster, Self::lmr_charge(Resource::PinnedMemory, pinned)));

@@ -222,23 +222,19 @@ impl Node {
     fn membership(&self) -> NodeMembership {
         let stage = *self.stage();
         let cut_incarnation = if stage == Stage::Rejoined { 2 } else { 1 };
+        // While cut, the cut node and the others list each other dead.
+        let across_the_cut = if stage == Stage::Cut {
+            PeerState::Dead
+        } else {
+            PeerState::Alive
+        };
         let peers = (1..=self.nodes)
             .filter(|&peer| peer != self.id)
             .map(|peer| {
                 let (state, incarnation) = if self.is_cut_node() {
-                    let state = if stage == Stage::Cut {
-                        PeerState::Dead
-                    } else {
-                        PeerState::Alive
-                    };
-                    (state, 1 + self.deaths_of(peer))
+                    (across_the_cut, 1 + self.deaths_of(peer))
                 } else if peer == self.cut_node {
-                    let state = if stage == Stage::Cut {
-                        PeerState::Dead
-                    } else {
-                        PeerState::Alive
-                    };
-                    (state, cut_incarnation)
+                    (across_the_cut, cut_incarnation)
                 } else {
                     (PeerState::Alive, 1 + self.deaths_of(peer))
                 };
