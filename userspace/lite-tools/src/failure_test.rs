@@ -346,6 +346,17 @@ fn held_chunks<K: Kernel>(kernel: &K) -> Result<u64, String> {
     stats(kernel).map(|s| s.held_chunks)
 }
 
+/// The cluster's size, or the error as text.
+pub(crate) fn total_nodes<K: Kernel>(kernel: &K) -> Result<u64, String> {
+    let ret = kernel.get_total_node();
+    u64::try_from(ret).map_err(|_| describe_result(ret))
+}
+
+/// A value of `lite_get_total_node` for humans.
+pub(crate) fn describe_total(value: &Result<u64, String>) -> String {
+    value.as_ref().map_or_else(Clone::clone, u64::to_string)
+}
+
 /// Allocates `size` bytes on `node`; the handle.
 fn alloc<K: Kernel>(kernel: &K, node: u32, size: u64, password: u64) -> Result<u64, String> {
     handle_of(kernel.alloc_remote(node, size, 0, password), "alloc_remote")

@@ -65,8 +65,8 @@ use crate::debugfs::membership::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
-    after, barrier_point, elapsed_ms, join_point, poll_until, port_owner_point,
-    report_once_stopped, setup_barrier, spawn_reporting,
+    after, barrier_point, describe_total, elapsed_ms, join_point, poll_until, port_owner_point,
+    report_once_stopped, setup_barrier, spawn_reporting, total_nodes,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -234,12 +234,6 @@ fn describe_membership(file: &Result<MembershipFile, String>) -> String {
         ),
         Err(e) => e.clone(),
     }
-}
-
-/// The cluster's size, or the error as text.
-fn total_nodes<K: Kernel>(kernel: &K) -> Result<u64, String> {
-    let ret = kernel.get_total_node();
-    u64::try_from(ret).map_err(|_| describe_result(ret))
 }
 
 /// Calls `probe` every `every` until it returns `Some` or `deadline_ns`
@@ -579,11 +573,6 @@ fn total_point<K: Kernel, W: Write>(
         },
     )
     .then_some(polled.at_ns)
-}
-
-/// A value of `lite_get_total_node` for humans.
-fn describe_total(value: &Result<u64, String>) -> String {
-    value.as_ref().map_or_else(Clone::clone, u64::to_string)
 }
 
 /// Waits until the membership file shows the cut node alive as an

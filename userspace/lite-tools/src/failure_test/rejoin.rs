@@ -55,8 +55,8 @@ use libc::c_long;
 use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
 
 use super::{
-    after, alloc, barrier_point, elapsed_ms, held_chunks, report_once_stopped, spawn_traffic,
-    Target, TrafficReport,
+    after, alloc, barrier_point, describe_total, elapsed_ms, held_chunks, poll_until,
+    report_once_stopped, spawn_traffic, total_nodes, Target, TrafficReport,
 };
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
@@ -707,26 +707,20 @@ where
     let whole = phase.survivors();
     let started = monotonic_ns();
     let deadline = after(started, phase.pacing.change);
-    let total = loop {
-        let total = kernel.get_total_node();
-        if total == c_long::from(whole) || monotonic_ns() >= deadline {
-            break total;
-        }
-        thread::sleep(phase.pacing.poll);
-    };
-    let took = elapsed_ms(started, monotonic_ns());
+    let read = || total_nodes(kernel.as_ref());
+    let polled = poll_until(read, whole.into(), deadline, phase.pacing.poll);
+    let took = elapsed_ms(started, polled.at_ns);
+    let total = describe_total(&polled.value);
     tap.check(
         &format!(
             "leave/rejoin cycle {cycle}: get_total_node returns {whole} after the join \
-             (got {}, after {took} ms)",
-            describe_result(total)
+             (got {total}, after {took} ms)"
         ),
-        if total == c_long::from(whole) {
+        if polled.reached {
             Ok(())
         } else {
             Err(format!(
-                "still {} after {} s",
-                describe_result(total),
+                "still {total} after {} s",
                 phase.pacing.change.as_secs()
             ))
         },
