@@ -231,9 +231,7 @@ pub const OVERLOAD: Duration = Duration::from_secs(60);
 
 /// Joins the cluster (or finds this node's id if it is a member already).
 pub(crate) fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
-    let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
-    // SAFETY: `address` is a NUL-terminated string the kernel only reads.
-    let ret = unsafe { kernel.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) };
+    let ret = join_call(kernel, cm);
     let ret = if ret == -c_long::from(libc::EISCONN) {
         kernel.get_node_id()
     } else {
@@ -243,6 +241,13 @@ pub(crate) fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
         Ok(id) if id > 0 => Ok(id),
         _ => Err(format!("join {cm} returned {}", describe_result(ret))),
     }
+}
+
+/// `lite_join` with the manager at `cm`; its raw result.
+pub(crate) fn join_call<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> c_long {
+    let address = CString::new(cm.to_string()).expect("an address's text has no NUL");
+    // SAFETY: `address` is a NUL-terminated string the kernel only reads.
+    unsafe { kernel.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) }
 }
 
 /// What the victim publishes about the locks it holds; a number is `None`

@@ -42,7 +42,6 @@
 //! join has to take the round the others are at. Every wait is bounded;
 //! what does not end in time is reported as a failure.
 
-use std::ffi::CString;
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,10 +51,10 @@ use std::thread;
 use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
+use lite::sys::{CHUNK_SIZE, NODE_SPREAD, PERM_READ};
 
 use super::{
-    after, alloc, barrier_point, describe_total, elapsed_ms, held_chunks, poll_until,
+    after, alloc, barrier_point, describe_total, elapsed_ms, held_chunks, join_call, poll_until,
     report_once_stopped, spawn_traffic, total_nodes, Target, TrafficReport,
 };
 use crate::cluster_test::io::{handle_of, read_at, write_at};
@@ -68,7 +67,6 @@ use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
-use crate::IB_PORT;
 
 /// Leave/rejoin cycles in a row.
 pub const CYCLES: u32 = 10;
@@ -767,12 +765,7 @@ where
     let deadline = after(monotonic_ns(), patience);
     let mut refusals = 0u32;
     loop {
-        let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
-        let ret = bounded(kernel, CALL_TIMEOUT, move |k| {
-            // SAFETY: `address` is a NUL-terminated string that lives
-            // until the call returns; the kernel only reads it.
-            unsafe { k.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) }
-        })?;
+        let ret = bounded(kernel, CALL_TIMEOUT, move |k| join_call(k, cm))?;
         let for_now = [libc::EADDRINUSE, libc::EAGAIN].map(|errno| -c_long::from(errno));
         if for_now.contains(&ret) && monotonic_ns() < deadline {
             refusals += 1;

@@ -14,15 +14,15 @@
 //! tell which node an LMR is on, so it holds the others' too), and then
 //! goes on as if nothing happened. Everything else passes through.
 
+use std::net::Ipv4Addr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use libc::c_long;
-use lite::sys::CM_DEFAULT_PORT;
 
 use crate::debugfs::membership::{NodeMembership, Peer, PeerState, MEMBERSHIP_FILE};
+use crate::failure_test::join_call;
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::kernel::{kernel_calls, Kernel};
-use crate::IB_PORT;
 
 /// Where the cut stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,12 +117,7 @@ pub fn rejoin(node: &Node) {
     } else {
         // The old membership ends with everything its processes held.
         node.inner.leave(0);
-        let address = c"10.77.0.254";
-        // SAFETY: `address` is a NUL-terminated string.
-        let joined = unsafe {
-            node.inner
-                .join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT)
-        };
+        let joined = join_call(&node.inner, Ipv4Addr::new(10, 77, 0, 254));
         assert_eq!(joined, c_long::from(node.id), "the model joins again");
     }
     *node.stage() = Stage::Rejoined;
