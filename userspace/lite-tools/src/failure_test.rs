@@ -1400,18 +1400,12 @@ where
     F: FnOnce(c_long, u64) + Send + 'static,
 {
     let kernel = Arc::clone(kernel);
-    let (sender, relocked) = mpsc::channel();
-    thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            // SAFETY: `lock` is a valid lite_lock owned by this thread.
-            let ret = unsafe { kernel.lock(&lock) };
-            taken(ret, monotonic_ns());
-            // The receiver is gone only once the test stopped waiting.
-            let _ = sender.send(release_and_relock(kernel.as_ref(), &lock, ret));
-        })
-        .map(|_| relocked)
-        .map_err(|e| format!("cannot start a thread: {e}"))
+    spawn_reporting(name, move || {
+        // SAFETY: `lock` is a valid lite_lock owned by this thread.
+        let ret = unsafe { kernel.lock(&lock) };
+        taken(ret, monotonic_ns());
+        release_and_relock(kernel.as_ref(), &lock, ret)
+    })
 }
 
 /// The outcome `relocked` brings within [`RELOCK_TIMEOUT`].

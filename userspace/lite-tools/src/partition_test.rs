@@ -49,7 +49,7 @@
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -456,26 +456,24 @@ where
         return None;
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let (sender, reports) = mpsc::channel();
     let reader_kernel = Arc::clone(kernel);
     let reader_stop = Arc::clone(&stop);
     let handle = lmr.handle;
-    let spawned = thread::Builder::new().name("canary".into()).spawn(move || {
+    let reports = spawn_reporting("canary", move || {
         let mut report = CanaryReport::default();
         while !reader_stop.load(Ordering::SeqCst) {
             read_canary(reader_kernel.as_ref(), handle, seed, &mut report);
             thread::sleep(every);
         }
-        // Nobody listens any more once the wait timed out.
-        let _ = sender.send(report);
+        report
     });
-    if let Err(e) = spawned {
-        tap.not_ok(
-            "the canary reader starts",
-            &format!("cannot start a thread: {e}"),
-        );
-        return None;
-    }
+    let reports = match reports {
+        Ok(reports) => reports,
+        Err(reason) => {
+            tap.not_ok("the canary reader starts", &reason);
+            return None;
+        }
+    };
     Some(Canary {
         handle,
         seed,
