@@ -177,8 +177,9 @@ const SETUP_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
 /// How long T1 may take to complete its first write.
 const FIRST_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long T5 may take to stop once told to.
-const TRAFFIC_STOP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a thread (T5, a writer, a reader) may take to stop once told
+/// to: a call under way may wait out the connection's retries.
+const THREAD_STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bound of the survivors' last barrier: another survivor may first spend
 /// [`HANG_AFTER`] on a hung call.
@@ -230,9 +231,7 @@ pub const OVERLOAD: Duration = Duration::from_secs(60);
 
 /// Joins the cluster (or finds this node's id if it is a member already).
 pub(crate) fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
-    let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
-    // SAFETY: `address` is a NUL-terminated string the kernel only reads.
-    let ret = unsafe { kernel.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) };
+    let ret = join_call(kernel, cm);
     let ret = if ret == -c_long::from(libc::EISCONN) {
         kernel.get_node_id()
     } else {
@@ -242,6 +241,13 @@ pub(crate) fn join<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> Result<u32, String> {
         Ok(id) if id > 0 => Ok(id),
         _ => Err(format!("join {cm} returned {}", describe_result(ret))),
     }
+}
+
+/// `lite_join` with the manager at `cm`; its raw result.
+pub(crate) fn join_call<K: Kernel>(kernel: &K, cm: Ipv4Addr) -> c_long {
+    let address = CString::new(cm.to_string()).expect("an address's text has no NUL");
+    // SAFETY: `address` is a NUL-terminated string the kernel only reads.
+    unsafe { kernel.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) }
 }
 
 /// What the victim publishes about the locks it holds; a number is `None`
@@ -301,12 +307,6 @@ pub fn survivor_a(victim: u32, nodes: u32) -> Option<u32> {
     (1..=nodes).find(|&n| n != victim)
 }
 
-/// The victim: the one node other than `me` among 1..=nodes on which
-/// `has_port` finds the victim's port (it returns `lite_query_port`'s result).
-pub fn find_victim(me: u32, nodes: u32, has_port: impl Fn(u32) -> c_long) -> Result<u32, String> {
-    find_port_owner(me, nodes, VICTIM_PORT, has_port)
-}
-
 /// The one node other than `me` among 1..=nodes on which `has_port` finds
 /// RPC port `port` (it returns `lite_query_port`'s result for a node).
 pub fn find_port_owner(
@@ -349,6 +349,17 @@ pub fn next_survivor(me: u32, victim: u32, nodes: u32) -> Option<u32> {
 /// This node's `held_chunks` counter.
 fn held_chunks<K: Kernel>(kernel: &K) -> Result<u64, String> {
     stats(kernel).map(|s| s.held_chunks)
+}
+
+/// The cluster's size, or the error as text.
+pub(crate) fn total_nodes<K: Kernel>(kernel: &K) -> Result<u64, String> {
+    let ret = kernel.get_total_node();
+    u64::try_from(ret).map_err(|_| describe_result(ret))
+}
+
+/// A value of `lite_get_total_node` for humans.
+pub(crate) fn describe_total(value: &Result<u64, String>) -> String {
+    value.as_ref().map_or_else(Clone::clone, u64::to_string)
 }
 
 /// Allocates `size` bytes on `node`; the handle.
@@ -450,6 +461,80 @@ where
     }
 }
 
+/// Joins as a test point; the node id, or `None` after bailing out.
+pub(crate) fn join_point<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    cm: Ipv4Addr,
+    nodes: u32,
+) -> Option<u32> {
+    let joined = join(kernel, cm);
+    let description = format!(
+        "join {cm}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes} (got {})",
+        joined.as_ref().map_or("none".to_string(), u32::to_string)
+    );
+    match joined {
+        Ok(id) if (1..=nodes).contains(&id) => {
+            tap.ok(&description);
+            Some(id)
+        }
+        Ok(id) => {
+            tap.not_ok(
+                &description,
+                &format!("got node id {id}; is --nodes right?"),
+            );
+            tap.bail_out("node id out of range");
+            None
+        }
+        Err(reason) => {
+            tap.not_ok(&description, &reason);
+            tap.bail_out("cannot test a cluster this node is not part of");
+            None
+        }
+    }
+}
+
+/// A barrier of every node before the failure (or the cut) as a test
+/// point; a failed one leaves the nodes out of step, and nothing after it
+/// would mean anything.
+pub(crate) fn setup_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str) -> bool
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let ok = barrier_point(
+        kernel,
+        tap,
+        nodes,
+        SETUP_BARRIER_TIMEOUT,
+        &format!("dist_barrier({nodes}) after {what} returns 0"),
+    );
+    if !ok {
+        tap.bail_out("the nodes are out of step");
+    }
+    ok
+}
+
+/// Finds the one other node with RPC port `port`, `who` in the test
+/// point's description ("the victim").
+pub(crate) fn port_owner_point<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    nodes: u32,
+    (port, who): (u32, &str),
+) -> Option<u32> {
+    let found = find_port_owner(me, nodes, port, |node| kernel.query_port(node, port));
+    let shown = found
+        .as_ref()
+        .map_or("none".to_string(), |n| format!("node {n}"));
+    tap.check(
+        &format!("exactly one other node has RPC port {port}: {who} ({shown})"),
+        found.as_ref().map(drop).map_err(Clone::clone),
+    );
+    found.ok()
+}
+
 /// What a survivor set up in phase 1; `None` for what failed.
 #[derive(Debug, Default, Clone, Copy)]
 struct Setup {
@@ -486,15 +571,7 @@ fn set_up_survivor<K: Kernel, W: Write>(
 ) -> Setup {
     let mut setup = Setup::default();
     let password = password_of(me);
-    let found = find_victim(me, nodes, |node| kernel.query_port(node, VICTIM_PORT));
-    let shown = found
-        .as_ref()
-        .map_or("none".to_string(), |v| format!("node {v}"));
-    tap.check(
-        &format!("exactly one other node has RPC port {VICTIM_PORT}: the victim ({shown})"),
-        found.as_ref().map(drop).map_err(Clone::clone),
-    );
-    let Ok(victim) = found else {
+    let Some(victim) = port_owner_point(kernel, tap, me, nodes, (VICTIM_PORT, "the victim")) else {
         return setup;
     };
     setup.victim = Some(victim);
@@ -889,6 +966,27 @@ pub struct TrafficReport {
     pub error: Option<String>,
 }
 
+impl TrafficReport {
+    /// Whether the traffic ran, and every round trip came back intact
+    /// with every call succeeding.
+    pub fn verdict(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        if let Some(error) = &self.error {
+            problems.push(error.clone());
+        }
+        if let Some(mismatch) = &self.first_mismatch {
+            problems.push(format!(
+                "{} round trips came back different; the first: {mismatch}",
+                self.mismatches
+            ));
+        }
+        if self.rounds == 0 {
+            problems.push("no round trip completed".to_string());
+        }
+        no_problems(problems)
+    }
+}
+
 /// An LMR reached by handle.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
@@ -1052,47 +1150,10 @@ where
     W: Write,
 {
     let nodes = config.nodes;
-    let joined = join(kernel.as_ref(), config.cm);
-    let description = format!(
-        "join {}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes} (got {})",
-        config.cm,
-        joined.as_ref().map_or("none".to_string(), u32::to_string)
-    );
-    let me = match joined {
-        Ok(id) if (1..=nodes).contains(&id) => {
-            tap.ok(&description);
-            id
-        }
-        Ok(id) => {
-            tap.not_ok(
-                &description,
-                &format!("got node id {id}; is --nodes right?"),
-            );
-            tap.bail_out("node id out of range");
-            return;
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            tap.bail_out("cannot test a cluster this node is not part of");
-            return;
-        }
+    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
+        return;
     };
-
-    // A barrier that fails leaves the nodes out of step: nothing after it
-    // would mean anything.
-    let setup_barrier = |tap: &mut Tap<W>, after: &str| {
-        let ok = barrier_point(
-            kernel,
-            tap,
-            nodes,
-            SETUP_BARRIER_TIMEOUT,
-            &format!("dist_barrier({nodes}) after {after} returns 0"),
-        );
-        if !ok {
-            tap.bail_out("the nodes are out of step");
-        }
-        ok
-    };
+    let setup_barrier = |tap: &mut Tap<W>, after: &str| setup_barrier(kernel, tap, nodes, after);
     if let Err(reason) = await_members(kernel.as_ref(), nodes, SETUP_BARRIER_TIMEOUT) {
         tap.not_ok(&format!("all {nodes} nodes join"), &reason);
         tap.bail_out("cannot test a cluster whose nodes did not all join");
@@ -1236,6 +1297,39 @@ where
     })
 }
 
+/// Starts [`run_traffic`] on `lmr` on a thread named `name`, until `stop`,
+/// with no failure to count rounds after; its report arrives on the
+/// returned channel.
+pub(crate) fn spawn_traffic<K>(
+    kernel: &Arc<K>,
+    name: &str,
+    (lmr, seed): (Target, u64),
+    stop: &Arc<AtomicBool>,
+) -> Result<Receiver<TrafficReport>, String>
+where
+    K: Kernel + Send + 'static,
+{
+    let kernel = Arc::clone(kernel);
+    let stop = Arc::clone(stop);
+    spawn_reporting(name, move || {
+        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
+    })
+}
+
+/// The report of the thread `what` that was told to stop, if it comes
+/// within [`THREAD_STOP_TIMEOUT`].
+pub(crate) fn report_once_stopped<T>(
+    reports: Result<Receiver<T>, String>,
+    what: &str,
+) -> Result<T, String> {
+    reports?.recv_timeout(THREAD_STOP_TIMEOUT).map_err(|_| {
+        format!(
+            "the {what} did not stop within {} s of being told to",
+            THREAD_STOP_TIMEOUT.as_secs()
+        )
+    })
+}
+
 /// Runs `work` on a thread named `name`; what it returns arrives on the
 /// returned channel.
 pub(crate) fn spawn_reporting<T: Send + 'static>(
@@ -1306,18 +1400,12 @@ where
     F: FnOnce(c_long, u64) + Send + 'static,
 {
     let kernel = Arc::clone(kernel);
-    let (sender, relocked) = mpsc::channel();
-    thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            // SAFETY: `lock` is a valid lite_lock owned by this thread.
-            let ret = unsafe { kernel.lock(&lock) };
-            taken(ret, monotonic_ns());
-            // The receiver is gone only once the test stopped waiting.
-            let _ = sender.send(release_and_relock(kernel.as_ref(), &lock, ret));
-        })
-        .map(|_| relocked)
-        .map_err(|e| format!("cannot start a thread: {e}"))
+    spawn_reporting(name, move || {
+        // SAFETY: `lock` is a valid lite_lock owned by this thread.
+        let ret = unsafe { kernel.lock(&lock) };
+        taken(ret, monotonic_ns());
+        release_and_relock(kernel.as_ref(), &lock, ret)
+    })
 }
 
 /// The outcome `relocked` brings within [`RELOCK_TIMEOUT`].
@@ -1494,12 +1582,7 @@ fn stop_traffic(
         thread::sleep(Duration::from_nanos(stop_at - now));
     }
     progress.stop_traffic.store(true, Ordering::SeqCst);
-    reports?.recv_timeout(TRAFFIC_STOP_TIMEOUT).map_err(|_| {
-        format!(
-            "the traffic did not stop within {} s of being told to",
-            TRAFFIC_STOP_TIMEOUT.as_secs()
-        )
-    })
+    report_once_stopped(reports, "traffic")
 }
 
 /// Phase 3 of a survivor: starts the threads, waits for the victim's
@@ -1758,16 +1841,6 @@ fn check_traffic<W: Write>(
             return;
         }
     };
-    let mut problems = Vec::new();
-    if report.rounds == 0 {
-        problems.push("no round trip completed".to_string());
-    }
-    if let Some(mismatch) = &report.first_mismatch {
-        problems.push(format!("data came back different: {mismatch}"));
-    }
-    if let Some(error) = &report.error {
-        problems.push(error.clone());
-    }
     tap.check(
         &format!(
             "traffic to LMR B on the next survivor ({holder}) comes back intact \
@@ -1780,7 +1853,7 @@ fn check_traffic<W: Write>(
                 "no errors"
             }
         ),
-        no_problems(problems),
+        report.verdict(),
     );
     tap.check(
         &format!(

@@ -57,6 +57,27 @@ use crate::plan::others_in_ring_order;
 /// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
 const NOBODY: u32 = 65534;
 
+/// Returns `-errno` from the call if `failed`: one of the model's checks,
+/// in the order the kernel makes them.
+macro_rules! fail_if {
+    ($failed:expr, $errno:expr) => {
+        if $failed {
+            return $crate::fake_kernel::err($errno);
+        }
+    };
+}
+
+/// The `Ok` value of a check, or returns its error (a negative errno)
+/// from the call.
+macro_rules! or_return {
+    ($checked:expr) => {
+        match $checked {
+            Ok(value) => value,
+            Err(errno) => return errno,
+        }
+    };
+}
+
 mod quotas;
 pub(crate) mod rpc;
 mod sync;
@@ -496,6 +517,12 @@ impl FakeKernel {
         Usage::default().with(memory, size).with(Resource::Lmrs, 1)
     }
 
+    /// The process's and the cluster's state, locked in that order (the
+    /// order every call takes them in).
+    fn locked(&self) -> (MutexGuard<'_, Process>, MutexGuard<'_, Cluster>) {
+        (lock(&self.process), self.cluster_state())
+    }
+
     fn cluster_state(&self) -> MutexGuard<'_, Cluster> {
         lock(&self.shared.cluster)
     }
@@ -783,8 +810,7 @@ impl FakeKernel {
         allow_freed: bool,
     ) -> Result<Vec<u8>, c_long> {
         self.transfer_prelude(priority)?;
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let (perm, address) = match buf {
             Buffer::Source(source) => (PERM_WRITE, source as usize),
             Buffer::Destination(destination) => (PERM_READ, destination as usize),
@@ -816,8 +842,7 @@ impl FakeKernel {
         if !self.joined() {
             return Err(err(libc::ENOTCONN));
         }
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let read = Access {
             perm: PERM_READ,
             password: None,
@@ -904,8 +929,7 @@ impl FakeKernel {
     }
 
     fn stats(&self) -> LiteStats {
-        let process = lock(&self.process);
-        let cluster = self.cluster_state();
+        let (process, cluster) = self.locked();
         if !process.joined {
             return LiteStats::default();
         }
@@ -1000,8 +1024,7 @@ impl FakeKernel {
         update: impl Fn(u64) -> u64,
     ) -> Result<(), c_long> {
         self.transfer_prelude(priority)?;
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let access = Access {
             perm: PERM_ATOMIC,
             password: None,
@@ -1153,8 +1176,7 @@ impl FakeKernel {
     /// it created are released (their names go, their mappings are
     /// revoked), its mappings dropped, its operations completed.
     fn release_everything(&self) {
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         let handles: Vec<(u64, Handle)> = process
             .handles
             .iter()
@@ -1173,14 +1195,11 @@ impl FakeKernel {
 
     /// `lite_remote_memset`, uncounted.
     fn memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
         let Ok(byte) = u8::try_from(byte) else {
             return err(libc::EINVAL);
         };
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (process, mut cluster) = self.locked();
         let access = Access {
             perm: PERM_WRITE,
             password: None,
@@ -1225,12 +1244,11 @@ fn priority_of(port_priority: u32) -> u32 {
 
 impl Kernel for FakeKernel {
     unsafe fn join(&self, cm_ip: *const c_char, _cm_port: u32, _ib_port: u32) -> c_long {
-        if !self.may_administer() && !self.defects.join_without_privilege {
-            return err(libc::EPERM);
-        }
-        if (cm_ip as usize) < FIRST_MAPPED_ADDRESS {
-            return err(libc::EFAULT);
-        }
+        fail_if!(
+            !self.may_administer() && !self.defects.join_without_privilege,
+            libc::EPERM
+        );
+        fail_if!((cm_ip as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
         let mut text = Vec::new();
         for i in 0..MAX_IP_LEN {
             // SAFETY: callers pass NUL-terminated strings; reading stops at the NUL.
@@ -1240,23 +1258,15 @@ impl Kernel for FakeKernel {
             }
             text.push(byte);
         }
-        if text.len() == MAX_IP_LEN {
-            return err(libc::EINVAL);
-        }
+        fail_if!(text.len() == MAX_IP_LEN, libc::EINVAL);
         let valid = std::str::from_utf8(&text)
             .ok()
             .and_then(|t| t.parse::<Ipv4Addr>().ok())
             .is_some();
-        if !valid {
-            return err(libc::EINVAL);
-        }
+        fail_if!(!valid, libc::EINVAL);
         let mut process = lock(&self.process);
-        if process.joined {
-            return err(libc::EISCONN);
-        }
-        if self.defects.refuse_join {
-            return err(libc::ECONNREFUSED);
-        }
+        fail_if!(process.joined, libc::EISCONN);
+        fail_if!(self.defects.refuse_join, libc::ECONNREFUSED);
         process.joined = true;
         // A node that left or failed comes back with its id.
         self.cluster_state().gone.remove(&self.id);
@@ -1264,20 +1274,18 @@ impl Kernel for FakeKernel {
     }
 
     fn leave(&self, flags: u32) -> c_long {
-        if !self.may_administer() && !self.defects.leave_without_privilege {
-            return err(libc::EPERM);
-        }
-        if flags & !LEAVE_FORCE != 0 && !self.defects.leave_accepts_unknown_flags {
-            return err(libc::EINVAL);
-        }
+        fail_if!(
+            !self.may_administer() && !self.defects.leave_without_privilege,
+            libc::EPERM
+        );
+        fail_if!(
+            flags & !LEAVE_FORCE != 0 && !self.defects.leave_accepts_unknown_flags,
+            libc::EINVAL
+        );
         let mut process = lock(&self.process);
-        if !process.joined {
-            return err(libc::ENOTCONN);
-        }
+        fail_if!(!process.joined, libc::ENOTCONN);
         let mut cluster = self.cluster_state();
-        if let Err(errno) = self.move_held_chunks(&mut cluster, flags & LEAVE_FORCE != 0) {
-            return errno;
-        }
+        or_return!(self.move_held_chunks(&mut cluster, flags & LEAVE_FORCE != 0));
         let handles: Vec<(u64, Handle)> = process
             .handles
             .iter()
@@ -1323,44 +1331,36 @@ impl Kernel for FakeKernel {
     }
 
     fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if node >= MAX_NODES || size == 0 || size > MAX_LMR_SIZE || flags & !ALLOC_ATOMIC != 0 {
-            return err(libc::EINVAL);
-        }
-        if flags & ALLOC_ATOMIC != 0 && size != 8 {
-            return err(libc::EINVAL);
-        }
-        if node > self.nodes || (node == NODE_SPREAD && self.nodes < 2) {
-            return err(libc::EHOSTUNREACH);
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        fail_if!(
+            node >= MAX_NODES || size == 0 || size > MAX_LMR_SIZE || flags & !ALLOC_ATOMIC != 0,
+            libc::EINVAL
+        );
+        fail_if!(flags & ALLOC_ATOMIC != 0 && size != 8, libc::EINVAL);
+        fail_if!(
+            node > self.nodes || (node == NODE_SPREAD && self.nodes < 2),
+            libc::EHOSTUNREACH
+        );
         let atomic = if flags & ALLOC_ATOMIC != 0 {
             PERM_ATOMIC
         } else {
             0
         };
         let perms = PERM_READ | PERM_WRITE | PERM_SHARE | atomic;
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        let (mut process, mut cluster) = self.locked();
         let chunks = self.chunk_holders(&cluster, node, size);
         let reachable = if node == NODE_SPREAD {
             !chunks.contains(&0)
         } else {
             Self::is_member(&cluster, node, self.nodes)
         };
-        if !reachable {
-            return err(libc::EHOSTUNREACH);
-        }
-        if let Err(errno) =
-            self.check_quota(&cluster, Self::lmr_charge(Resource::RemoteMemory, size))
-        {
-            return errno;
-        }
-        if !self.defects.ignore_quotas && !quotas::serving_allows(&cluster, self.id, &chunks, size)
-        {
-            return err(libc::EDQUOT);
-        }
+        fail_if!(!reachable, libc::EHOSTUNREACH);
+        or_return!(self.check_quota(&cluster, Self::lmr_charge(Resource::RemoteMemory, size)));
+        fail_if!(
+            !self.defects.ignore_quotas
+                && !quotas::serving_allows(&cluster, self.id, &chunks, size),
+            libc::EDQUOT
+        );
         let backing = Backing::Owned(vec![0; size as usize]);
         self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password)
             .1
@@ -1407,18 +1407,16 @@ impl Kernel for FakeKernel {
     }
 
     fn free(&self, handle: u64) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        let (mut process, mut cluster) = self.locked();
         let entry = match process.handles.get(&handle) {
             Some(entry) if !entry.freed => *entry,
             _ => return err(libc::EBADF),
         };
-        if entry.perms & PERM_ADMIN == 0 && !self.defects.ignore_permissions {
-            return err(libc::EPERM);
-        }
+        fail_if!(
+            entry.perms & PERM_ADMIN == 0 && !self.defects.ignore_permissions,
+            libc::EPERM
+        );
         if entry.kind == Kind::Mapping {
             // Only reachable with ignore_permissions: drop the mapping.
             process.handles.remove(&handle);
@@ -1430,12 +1428,8 @@ impl Kernel for FakeKernel {
     }
 
     fn dist_barrier(&self, num: u32) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if num == 0 || num > MAX_NODES {
-            return err(libc::EINVAL);
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        fail_if!(num == 0 || num > MAX_NODES, libc::EINVAL);
         if !self.connected {
             return 0;
         }
@@ -1444,9 +1438,10 @@ impl Kernel for FakeKernel {
             process.barrier_round += 1;
             process.barrier_round
         };
-        if self.defects.barrier_fails_in_round == Some(round) {
-            return err(libc::EHOSTDOWN);
-        }
+        fail_if!(
+            self.defects.barrier_fails_in_round == Some(round),
+            libc::EHOSTDOWN
+        );
         let mut cluster = self.cluster_state();
         *cluster.rounds.entry(round).or_default() += 1;
         self.shared.barrier.notify_all();
@@ -1489,24 +1484,13 @@ impl Kernel for FakeKernel {
         name: u64,
         password: u64,
     ) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if size == 0 || size > MAX_LMR_SIZE {
-            return err(libc::EINVAL);
-        }
-        if (data as usize) < FIRST_MAPPED_ADDRESS {
-            return err(libc::EFAULT);
-        }
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
-        if cluster.names.contains_key(&(self.id, name)) {
-            return err(libc::EEXIST);
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        fail_if!(size == 0 || size > MAX_LMR_SIZE, libc::EINVAL);
+        fail_if!((data as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
+        let (mut process, mut cluster) = self.locked();
+        fail_if!(cluster.names.contains_key(&(self.id, name)), libc::EEXIST);
         let charge = Self::lmr_charge(Resource::RemoteMemory, size).with(Resource::Names, 1);
-        if let Err(errno) = self.check_quota(&cluster, charge) {
-            return errno;
-        }
+        or_return!(self.check_quota(&cluster, charge));
         // SAFETY: the caller guarantees `size` readable bytes at `data`.
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
         let perms = PERM_READ | PERM_WRITE | PERM_SHARE;
@@ -1527,34 +1511,25 @@ impl Kernel for FakeKernel {
     }
 
     fn add_ask_mr_table(&self, name: u64, handle: u64, permission: u64, password: u64) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if permission & !SHAREABLE != 0 {
-            return err(libc::EINVAL);
-        }
-        let process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        fail_if!(permission & !SHAREABLE != 0, libc::EINVAL);
+        let (process, mut cluster) = self.locked();
         let entry = match process.handles.get(&handle) {
             Some(entry) if !entry.freed => *entry,
             _ => return err(libc::EBADF),
         };
-        if entry.kind == Kind::Mapping {
-            return err(libc::EINVAL);
-        }
-        if entry.password != password && !self.defects.ignore_password {
-            return err(libc::EACCES);
-        }
-        if entry.perms & PERM_SHARE == 0 && !self.defects.ignore_permissions {
-            return err(libc::EPERM);
-        }
-        if cluster.names.contains_key(&(self.id, name)) {
-            return err(libc::EEXIST);
-        }
+        fail_if!(entry.kind == Kind::Mapping, libc::EINVAL);
+        fail_if!(
+            entry.password != password && !self.defects.ignore_password,
+            libc::EACCES
+        );
+        fail_if!(
+            entry.perms & PERM_SHARE == 0 && !self.defects.ignore_permissions,
+            libc::EPERM
+        );
+        fail_if!(cluster.names.contains_key(&(self.id, name)), libc::EEXIST);
         let charge = Usage::default().with(Resource::Names, 1);
-        if let Err(errno) = self.check_quota(&cluster, charge) {
-            return errno;
-        }
+        or_return!(self.check_quota(&cluster, charge));
         cluster.names.insert(
             (self.id, name),
             Published {
@@ -1568,31 +1543,26 @@ impl Kernel for FakeKernel {
     }
 
     fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if permission & !ALL_PERMS != 0 || node == 0 || node >= MAX_NODES {
-            return err(libc::EINVAL);
-        }
-        if node > self.nodes {
-            return err(libc::EHOSTUNREACH);
-        }
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        fail_if!(
+            permission & !ALL_PERMS != 0 || node == 0 || node >= MAX_NODES,
+            libc::EINVAL
+        );
+        fail_if!(node > self.nodes, libc::EHOSTUNREACH);
+        let (mut process, mut cluster) = self.locked();
         let Some(published) = cluster.names.get(&(node, name)) else {
             return err(libc::ENOENT);
         };
-        if published.password != password && !self.defects.ignore_password {
-            return err(libc::EACCES);
-        }
+        fail_if!(
+            published.password != password && !self.defects.ignore_password,
+            libc::EACCES
+        );
         let lmr_perms = cluster.lmrs.get(&published.lmr).map_or(0, |lmr| lmr.perms);
         let mut perms = permission & published.perms & lmr_perms & !PERM_ADMIN;
         if self.defects.ignore_permissions {
             perms = permission & !PERM_ADMIN;
         }
-        if perms == 0 {
-            return err(libc::EPERM);
-        }
+        fail_if!(perms == 0, libc::EPERM);
         let lmr = published.lmr;
         cluster.map(self.id, lmr);
         let handle = Handle {
@@ -1606,11 +1576,8 @@ impl Kernel for FakeKernel {
     }
 
     fn umap_lmr(&self, handle: u64) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        let (mut process, mut cluster) = self.locked();
         match process.handles.get(&handle) {
             Some(entry) if entry.kind == Kind::Mapping => {
                 let lmr = entry.lmr;
@@ -1630,27 +1597,17 @@ impl Kernel for FakeKernel {
         permission: u64,
         password: u64,
     ) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if permission & !SHAREABLE != 0 || size == 0 || size > MAX_REGISTER_SIZE {
-            return err(libc::EINVAL);
-        }
-        if (buf as usize) < FIRST_MAPPED_ADDRESS {
-            return err(libc::EFAULT);
-        }
-        let mut process = lock(&self.process);
-        let mut cluster = self.cluster_state();
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        fail_if!(
+            permission & !SHAREABLE != 0 || size == 0 || size > MAX_REGISTER_SIZE,
+            libc::EINVAL
+        );
+        fail_if!((buf as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
+        let (mut process, mut cluster) = self.locked();
         // Whole pages are pinned, and charged.
         let pinned = quotas::pages_spanned(buf as usize, size as usize) * quotas::PAGE;
-        if let Err(errno) =
-            self.check_quota(&cluster, Self::lmr_charge(Resource::PinnedMemory, pinned))
-        {
-            return errno;
-        }
-        if let Err(errno) = self.check_memlock(&process, &cluster, buf as usize, size as usize) {
-            return errno;
-        }
+        or_return!(self.check_quota(&cluster, Self::lmr_charge(Resource::PinnedMemory, pinned)));
+        or_return!(self.check_memlock(&process, &cluster, buf as usize, size as usize));
         let backing = Backing::User {
             address: buf as usize,
             len: size as usize,
@@ -1681,9 +1638,7 @@ impl Kernel for FakeKernel {
         priority: u32,
         password: u64,
     ) -> c_long {
-        if size > MAX_ASYNC_SIZE && self.joined() {
-            return err(libc::EINVAL);
-        }
+        fail_if!(size > MAX_ASYNC_SIZE && self.joined(), libc::EINVAL);
         self.counted(Operation::WriteAsync, priority, size, || {
             let source = Buffer::Source(buf);
             match self.do_transfer(handle, source, size, offset, priority, password, false) {
@@ -1702,9 +1657,7 @@ impl Kernel for FakeKernel {
         priority: u32,
         password: u64,
     ) -> c_long {
-        if size > MAX_ASYNC_SIZE && self.joined() {
-            return err(libc::EINVAL);
-        }
+        fail_if!(size > MAX_ASYNC_SIZE && self.joined(), libc::EINVAL);
         self.counted(Operation::ReadAsync, priority, size, || {
             let destination = Buffer::Destination(buf);
             match self.do_transfer(handle, destination, size, offset, priority, password, false) {
@@ -1715,9 +1668,7 @@ impl Kernel for FakeKernel {
     }
 
     fn async_wait(&self, op: u64, flags: u32) -> c_long {
-        if flags & !ASYNC_NOWAIT != 0 {
-            return err(libc::EINVAL);
-        }
+        fail_if!(flags & !ASYNC_NOWAIT != 0, libc::EINVAL);
         let mut process = lock(&self.process);
         let Some(entry) = process.ops.get_mut(&op) else {
             return err(libc::EINVAL);
@@ -1747,12 +1698,8 @@ impl Kernel for FakeKernel {
     }
 
     unsafe fn get_stats(&self, stats: *mut LiteStats, size: u64) -> c_long {
-        if size < 8 {
-            return err(libc::EINVAL);
-        }
-        if (stats as usize) < FIRST_MAPPED_ADDRESS {
-            return err(libc::EFAULT);
-        }
+        fail_if!(size < 8, libc::EINVAL);
+        fail_if!((stats as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
         let counters = self.stats();
         let len = (size as usize).min(std::mem::size_of::<LiteStats>());
         // SAFETY: the caller guarantees `size` writable bytes at `stats`;
@@ -1831,9 +1778,7 @@ impl Kernel for FakeKernel {
             .values()
             .filter(|op| op.is_call)
             .count();
-        if calls >= MAX_ASYNC_CALLS as usize {
-            return err(libc::EAGAIN);
-        }
+        fail_if!(calls >= MAX_ASYNC_CALLS as usize, libc::EAGAIN);
         self.counted(
             Operation::RpcCallAsync,
             priority_of(port_priority),
@@ -1858,9 +1803,7 @@ impl Kernel for FakeKernel {
                     return ret;
                 }
                 answer.truncate(ret as usize);
-                if reply.is_null() && max_reply > 0 {
-                    return err(libc::EFAULT);
-                }
+                fail_if!(reply.is_null() && max_reply > 0, libc::EFAULT);
                 let delivery = if (reply as usize) < FIRST_MAPPED_ADDRESS && ret > 0 {
                     Err(err(libc::EFAULT))
                 } else {
@@ -1944,20 +1887,12 @@ impl Kernel for FakeKernel {
     }
 
     unsafe fn create_lock(&self, home: u32, lock: *mut LiteLock) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if let Err(errno) = self.check_home(home) {
-            return errno;
-        }
-        if (lock as usize) < FIRST_MAPPED_ADDRESS {
-            return err(libc::EFAULT);
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        or_return!(self.check_home(home));
+        fail_if!((lock as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
         let mut cluster = self.cluster_state();
         let charge = Usage::default().with(Resource::Locks, 1);
-        if let Err(errno) = self.check_quota(&cluster, charge) {
-            return errno;
-        }
+        or_return!(self.check_quota(&cluster, charge));
         match self.shared.sync.create(home) {
             Ok(number) => {
                 cluster
@@ -1976,15 +1911,9 @@ impl Kernel for FakeKernel {
     }
 
     unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if let Err(errno) = self.check_home(home) {
-            return errno;
-        }
-        if !self.shared.sync.exists(home, number) {
-            return err(libc::ENOENT);
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        or_return!(self.check_home(home));
+        fail_if!(!self.shared.sync.exists(home, number), libc::ENOENT);
         result(Self::store_lock(lock, LiteLock { home, number }))
     }
 
@@ -2014,12 +1943,11 @@ impl Kernel for FakeKernel {
     }
 
     fn set_priority(&self, priority: u32) -> c_long {
-        if !self.joined() {
-            return err(libc::ENOTCONN);
-        }
-        if priority != PRIORITY_NONE && priority != PRIORITY_HIGH && priority != PRIORITY_LOW {
-            return err(libc::EINVAL);
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        fail_if!(
+            priority != PRIORITY_NONE && priority != PRIORITY_HIGH && priority != PRIORITY_LOW,
+            libc::EINVAL
+        );
         let previous = std::mem::replace(&mut lock(&self.process).priority, priority);
         previous.into()
     }

@@ -49,13 +49,13 @@
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{CM_DEFAULT_PORT, PERM_READ, PERM_WRITE};
+use lite::sys::{PERM_READ, PERM_WRITE};
 
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::rpc::register;
@@ -65,7 +65,8 @@ use crate::debugfs::membership::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
-    after, barrier_point, elapsed_ms, find_port_owner, join, poll_until, spawn_reporting,
+    after, barrier_point, describe_total, elapsed_ms, join_point, poll_until, port_owner_point,
+    report_once_stopped, setup_barrier, spawn_reporting, total_nodes,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -116,10 +117,6 @@ const SLOTS: u64 = LMR_SIZE / WRITE_SIZE as u64;
 /// node's heartbeats, and the manager would expel it before the cut.
 const LOOP_PAUSE: Duration = Duration::from_millis(2);
 
-/// Bound of the barriers before the cut. Nodes boot at different speeds
-/// under emulation, and the first barrier waits for the slowest.
-const SETUP_BARRIER_TIMEOUT: Duration = Duration::from_secs(6 * 60);
-
 /// How long the writer may take to cover LMR Y once.
 const FIRST_PASS_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -139,10 +136,6 @@ const PEER_BACK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long after joining again the cut node may take to count every node.
 const TOTAL_BACK_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How long a thread may take to stop once told to (a write under way may
-/// wait out the connection's retries).
-const THREAD_STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Bound of the last barrier: the cut node may first spend every bound
 /// above on checks that fail.
@@ -243,12 +236,6 @@ fn describe_membership(file: &Result<MembershipFile, String>) -> String {
     }
 }
 
-/// The cluster's size, or the error as text.
-fn total_nodes<K: Kernel>(kernel: &K) -> Result<u64, String> {
-    let ret = kernel.get_total_node();
-    u64::try_from(ret).map_err(|_| describe_result(ret))
-}
-
 /// Calls `probe` every `every` until it returns `Some` or `deadline_ns`
 /// passes (it is called at least once); the value and when it came.
 fn poll_for<T>(
@@ -265,60 +252,6 @@ fn poll_for<T>(
         }
         thread::sleep(every);
     }
-}
-
-/// Joins as a test point; the node id, or `None` after bailing out.
-fn join_point<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    config: &PartitionConfig,
-) -> Option<u32> {
-    let nodes = config.nodes;
-    let joined = join(kernel, config.cm);
-    let description = format!(
-        "join {}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes} (got {})",
-        config.cm,
-        joined.as_ref().map_or("none".to_string(), u32::to_string)
-    );
-    match joined {
-        Ok(id) if (1..=nodes).contains(&id) => {
-            tap.ok(&description);
-            Some(id)
-        }
-        Ok(id) => {
-            tap.not_ok(
-                &description,
-                &format!("got node id {id}; is --nodes right?"),
-            );
-            tap.bail_out("node id out of range");
-            None
-        }
-        Err(reason) => {
-            tap.not_ok(&description, &reason);
-            tap.bail_out("cannot test a cluster this node is not part of");
-            None
-        }
-    }
-}
-
-/// A barrier of every node before the cut as a test point; a failed one
-/// leaves the nodes out of step, and nothing after it would mean anything.
-fn setup_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str) -> bool
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
-    let ok = barrier_point(
-        kernel,
-        tap,
-        nodes,
-        SETUP_BARRIER_TIMEOUT,
-        &format!("dist_barrier({nodes}) after {what} returns 0"),
-    );
-    if !ok {
-        tap.bail_out("the nodes are out of step");
-    }
-    ok
 }
 
 /// The last barrier of every node as a test point.
@@ -523,26 +456,24 @@ where
         return None;
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let (sender, reports) = mpsc::channel();
     let reader_kernel = Arc::clone(kernel);
     let reader_stop = Arc::clone(&stop);
     let handle = lmr.handle;
-    let spawned = thread::Builder::new().name("canary".into()).spawn(move || {
+    let reports = spawn_reporting("canary", move || {
         let mut report = CanaryReport::default();
         while !reader_stop.load(Ordering::SeqCst) {
             read_canary(reader_kernel.as_ref(), handle, seed, &mut report);
             thread::sleep(every);
         }
-        // Nobody listens any more once the wait timed out.
-        let _ = sender.send(report);
+        report
     });
-    if let Err(e) = spawned {
-        tap.not_ok(
-            "the canary reader starts",
-            &format!("cannot start a thread: {e}"),
-        );
-        return None;
-    }
+    let reports = match reports {
+        Ok(reports) => reports,
+        Err(reason) => {
+            tap.not_ok("the canary reader starts", &reason);
+            return None;
+        }
+    };
     Some(Canary {
         handle,
         seed,
@@ -576,16 +507,10 @@ fn finish_canary<K: Kernel, W: Write>(
         return;
     };
     canary.stop.store(true, Ordering::SeqCst);
-    let mut report = match canary.reports.recv_timeout(THREAD_STOP_TIMEOUT) {
+    let mut report = match report_once_stopped(Ok(canary.reports), "canary reader") {
         Ok(report) => report,
-        Err(_) => {
-            tap.not_ok(
-                &description(None),
-                &format!(
-                    "the canary reader did not stop within {} s",
-                    THREAD_STOP_TIMEOUT.as_secs()
-                ),
-            );
+        Err(reason) => {
+            tap.not_ok(&description(None), &reason);
             return;
         }
     };
@@ -648,11 +573,6 @@ fn total_point<K: Kernel, W: Write>(
     .then_some(polled.at_ns)
 }
 
-/// A value of `lite_get_total_node` for humans.
-fn describe_total(value: &Result<u64, String>) -> String {
-    value.as_ref().map_or_else(Clone::clone, u64::to_string)
-}
-
 /// Waits until the membership file shows the cut node alive as an
 /// incarnation after `before`, as a test point.
 fn cut_peer_back<K: Kernel, W: Write>(
@@ -703,7 +623,7 @@ where
 {
     let nodes = config.nodes;
     let pacing = config.pacing;
-    let Some(me) = join_point(kernel.as_ref(), tap, config) else {
+    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
         return;
     };
     if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
@@ -712,17 +632,13 @@ where
     if !config.pause_traffic.is_zero() && !pauses::run(kernel, tap, config, me) {
         return;
     }
-    let found = find_port_owner(me, nodes, CUT_PORT, |node| {
-        kernel.query_port(node, CUT_PORT)
-    });
-    let shown = found
-        .as_ref()
-        .map_or("none".to_string(), |c| format!("node {c}"));
-    tap.check(
-        &format!("exactly one other node has RPC port {CUT_PORT}: the node to cut off ({shown})"),
-        found.as_ref().map(drop).map_err(Clone::clone),
+    let cut = port_owner_point(
+        kernel.as_ref(),
+        tap,
+        me,
+        nodes,
+        (CUT_PORT, "the node to cut off"),
     );
-    let cut = found.ok();
     let holder = cut.and_then(|cut| holder_of(cut, nodes));
     let lmr = if holder == Some(me) {
         publish_lmr(kernel.as_ref(), tap, me)
@@ -961,15 +877,7 @@ fn first_pass_point<W: Write>(tap: &mut Tap<W>, writer: &Result<Writer, String>,
 fn finish_writer<W: Write>(tap: &mut Tap<W>, writer: Result<Writer, String>) {
     let report = writer.and_then(|writer| {
         writer.progress.stop.store(true, Ordering::SeqCst);
-        writer
-            .reports
-            .recv_timeout(THREAD_STOP_TIMEOUT)
-            .map_err(|_| {
-                format!(
-                    "the writer did not stop within {} s of being told to",
-                    THREAD_STOP_TIMEOUT.as_secs()
-                )
-            })
+        report_once_stopped(Ok(writer.reports), "writer")
     });
     let report = match report {
         Ok(report) => report,
@@ -1179,7 +1087,7 @@ where
 {
     let nodes = config.nodes;
     let pacing = config.pacing;
-    let Some(me) = join_point(kernel.as_ref(), tap, config) else {
+    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
         return;
     };
     register_cut_port(kernel.as_ref(), tap);

@@ -154,6 +154,16 @@ impl Node {
         ret
     }
 
+    /// Posts an asynchronous call to `node`, unless a survivor posts it to
+    /// the victim: posting to a dead node fails, and the model answers at
+    /// once, so it fails already.
+    fn post_to(&self, node: u32, post: impl FnOnce() -> c_long) -> c_long {
+        if node == self.victim && !self.is_victim() {
+            return host_down();
+        }
+        post()
+    }
+
     /// Makes a transfer on `handle`, unless it reaches the dead victim:
     /// then it fails.
     fn transfer(&self, handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
@@ -182,6 +192,7 @@ impl Kernel for Node {
         reply_and_receive_message, send_reply_multicast, fetch_add, compare_swp, create_lock,
         ask_lock, unlock, set_priority);
     kernel_calls!(inner through transfer: rdma_write, rdma_read);
+    kernel_calls!(inner through post_to: send_reply_imm_async);
 
     fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
         let ret = self.inner.alloc_remote(node, size, flags, password);
@@ -217,26 +228,6 @@ impl Kernel for Node {
         // SAFETY: the caller upholds the contract.
         let ret = unsafe { self.inner.wrap_alloc(data, size, name, password) };
         self.track(ret, self.is_victim())
-    }
-
-    unsafe fn send_reply_imm_async(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        if node == self.victim && !self.is_victim() {
-            // Posting to a dead node fails; the model answers at once.
-            return host_down();
-        }
-        // SAFETY: the caller upholds the contract.
-        unsafe {
-            self.inner
-                .send_reply_imm_async(node, port_priority, msg, size, reply, max_reply)
-        }
     }
 
     unsafe fn send_reply_imm(

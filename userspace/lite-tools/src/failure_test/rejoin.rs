@@ -42,21 +42,20 @@
 //! join has to take the round the others are at. Every wait is bounded;
 //! what does not end in time is reported as a failure.
 
-use std::ffi::CString;
 use std::io::Write;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use libc::c_long;
-use lite::sys::{CHUNK_SIZE, CM_DEFAULT_PORT, NODE_SPREAD, PERM_READ};
+use lite::sys::{CHUNK_SIZE, NODE_SPREAD, PERM_READ};
 
 use super::{
-    after, alloc, barrier_point, elapsed_ms, held_chunks, run_traffic, spawn_reporting, Target,
-    TrafficReport,
+    after, alloc, barrier_point, describe_total, elapsed_ms, held_chunks, join_call, poll_until,
+    report_once_stopped, spawn_traffic, total_nodes, Target, TrafficReport,
 };
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
@@ -68,7 +67,6 @@ use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
 use crate::tap::{no_problems, Tap};
-use crate::IB_PORT;
 
 /// Leave/rejoin cycles in a row.
 pub const CYCLES: u32 = 10;
@@ -129,9 +127,6 @@ const BARRIER_TIMEOUT: Duration = Duration::from_secs(300);
 /// Pause between joins the manager refused for now (`EADDRINUSE`,
 /// `EAGAIN`).
 const JOIN_RETRY: Duration = Duration::from_millis(500);
-
-/// How long the observers' traffic may take to stop once told to.
-const TRAFFIC_STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How the cycles are paced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,7 +434,7 @@ fn device_traffic_target<K: Kernel>(
     })
 }
 
-/// Runs [`run_traffic`] on `lmr` (if there is one) on a thread of its own
+/// Runs [`super::run_traffic`] on `lmr` (if there is one) on a thread of its own
 /// while `during` runs; what `during` returned, and the traffic's report.
 /// With `ends_out` the node is out of the cluster once `during` returns,
 /// so the traffic has to end by itself, with its first refused call (it
@@ -455,25 +450,17 @@ where
     K: Kernel + Send + 'static,
 {
     let stop = Arc::new(AtomicBool::new(false));
-    let traffic = lmr.map(|lmr| {
-        let (kernel, stop) = (Arc::clone(kernel), Arc::clone(&stop));
-        thread::spawn(move || {
-            let failed_ns = AtomicU64::new(0);
-            run_traffic(kernel.as_ref(), lmr, u64::from(seed), &stop, &failed_ns)
-        })
-    });
+    let traffic =
+        lmr.and_then(|lmr| spawn_traffic(kernel, "device-traffic", (lmr, u64::from(seed)), &stop));
     let result = during();
-    if let (true, Ok(thread)) = (ends_out, &traffic) {
-        let deadline = after(monotonic_ns(), CALL_TIMEOUT);
-        while !thread.is_finished() && monotonic_ns() < deadline {
-            thread::sleep(Duration::from_millis(10));
+    let report = traffic.and_then(|reports| {
+        if ends_out {
+            if let Ok(report) = reports.recv_timeout(CALL_TIMEOUT) {
+                return Ok(report);
+            }
         }
-    }
-    stop.store(true, Ordering::SeqCst);
-    let report = traffic.and_then(|thread| {
-        thread
-            .join()
-            .map_err(|_| "the traffic thread panicked".to_string())
+        stop.store(true, Ordering::SeqCst);
+        report_once_stopped(Ok(reports), "traffic")
     });
     (result, report)
 }
@@ -718,26 +705,20 @@ where
     let whole = phase.survivors();
     let started = monotonic_ns();
     let deadline = after(started, phase.pacing.change);
-    let total = loop {
-        let total = kernel.get_total_node();
-        if total == c_long::from(whole) || monotonic_ns() >= deadline {
-            break total;
-        }
-        thread::sleep(phase.pacing.poll);
-    };
-    let took = elapsed_ms(started, monotonic_ns());
+    let read = || total_nodes(kernel.as_ref());
+    let polled = poll_until(read, whole.into(), deadline, phase.pacing.poll);
+    let took = elapsed_ms(started, polled.at_ns);
+    let total = describe_total(&polled.value);
     tap.check(
         &format!(
             "leave/rejoin cycle {cycle}: get_total_node returns {whole} after the join \
-             (got {}, after {took} ms)",
-            describe_result(total)
+             (got {total}, after {took} ms)"
         ),
-        if total == c_long::from(whole) {
+        if polled.reached {
             Ok(())
         } else {
             Err(format!(
-                "still {} after {} s",
-                describe_result(total),
+                "still {total} after {} s",
                 phase.pacing.change.as_secs()
             ))
         },
@@ -784,12 +765,7 @@ where
     let deadline = after(monotonic_ns(), patience);
     let mut refusals = 0u32;
     loop {
-        let address = CString::new(cm.to_string()).map_err(|e| e.to_string())?;
-        let ret = bounded(kernel, CALL_TIMEOUT, move |k| {
-            // SAFETY: `address` is a NUL-terminated string that lives
-            // until the call returns; the kernel only reads it.
-            unsafe { k.join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT) }
-        })?;
+        let ret = bounded(kernel, CALL_TIMEOUT, move |k| join_call(k, cm))?;
         let for_now = [libc::EADDRINUSE, libc::EAGAIN].map(|errno| -c_long::from(errno));
         if for_now.contains(&ret) && monotonic_ns() < deadline {
             refusals += 1;
@@ -939,12 +915,8 @@ fn observe<K, W>(
     let observed = set_up_observer(kernel, tap, me, peer, mapper, seed);
     let stop_traffic = Arc::new(AtomicBool::new(false));
     let traffic = observed.traffic.map(|lmr| {
-        start_traffic(
-            kernel,
-            lmr,
-            pattern::seed(&[u64::from(me), 0x7a1c]),
-            &stop_traffic,
-        )
+        let seed = pattern::seed(&[u64::from(me), 0x7a1c]);
+        spawn_traffic(kernel, "rejoin-traffic", (lmr, seed), &stop_traffic)
     });
 
     if !survivors_barrier(kernel, tap, phase, "before the cycles") {
@@ -1214,25 +1186,6 @@ fn check_spread<K, W>(
     );
 }
 
-/// Starts the observer's traffic on `lmr`; its report arrives on the
-/// returned channel once `stop` is set.
-fn start_traffic<K>(
-    kernel: &Arc<K>,
-    lmr: Target,
-    seed: u64,
-    stop: &Arc<AtomicBool>,
-) -> Result<Receiver<super::TrafficReport>, String>
-where
-    K: Kernel + Send + 'static,
-{
-    let kernel = Arc::clone(kernel);
-    let stop = Arc::clone(stop);
-    spawn_reporting("rejoin-traffic", move || {
-        // No failure to count rounds after: nothing dies in this phase.
-        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
-    })
-}
-
 /// Collects the traffic's report (its thread was told to stop) and checks
 /// that every round trip came back intact.
 fn check_observer_traffic<W: Write>(
@@ -1242,36 +1195,16 @@ fn check_observer_traffic<W: Write>(
 ) {
     let report = traffic
         .ok_or_else(|| "there is no traffic LMR".to_string())
-        .and_then(|started| started)
-        .and_then(|reports| {
-            reports.recv_timeout(TRAFFIC_STOP_TIMEOUT).map_err(|_| {
-                format!(
-                    "the traffic did not stop within {} s of being told to",
-                    TRAFFIC_STOP_TIMEOUT.as_secs()
-                )
-            })
-        });
+        .and_then(|started| report_once_stopped(started, "traffic"));
     let (description, outcome) = match report {
-        Ok(report) => {
-            let mut problems = Vec::new();
-            if report.rounds == 0 {
-                problems.push("no round trip completed".to_string());
-            }
-            if let Some(mismatch) = &report.first_mismatch {
-                problems.push(format!("data came back different: {mismatch}"));
-            }
-            if let Some(error) = &report.error {
-                problems.push(error.clone());
-            }
-            (
-                format!(
-                    "leave/rejoin: traffic to node {peer} during the cycles comes back intact \
-                     ({} round trips, {} mismatches)",
-                    report.rounds, report.mismatches
-                ),
-                no_problems(problems),
-            )
-        }
+        Ok(report) => (
+            format!(
+                "leave/rejoin: traffic to node {peer} during the cycles comes back intact \
+                 ({} round trips, {} mismatches)",
+                report.rounds, report.mismatches
+            ),
+            report.verdict(),
+        ),
         Err(e) => (
             format!("leave/rejoin: traffic to node {peer} during the cycles comes back intact"),
             Err(e),

@@ -22,12 +22,12 @@ fn the_victim_is_the_only_other_node_with_the_port() {
             }
         }
     };
-    assert_eq!(find_victim(1, 4, port_on(4)), Ok(4));
-    assert_eq!(find_victim(3, 4, port_on(2)), Ok(2));
-    let none = find_victim(1, 4, port_on(1)).unwrap_err();
+    assert_eq!(find_port_owner(1, 4, VICTIM_PORT, port_on(4)), Ok(4));
+    assert_eq!(find_port_owner(3, 4, VICTIM_PORT, port_on(2)), Ok(2));
+    let none = find_port_owner(1, 4, VICTIM_PORT, port_on(1)).unwrap_err();
     assert!(none.starts_with("0 nodes have port 7"), "{none}");
     assert_contains(&none, "node 2: -111 (-ECONNREFUSED)");
-    let two = find_victim(1, 4, |node| if node > 2 { 4096 } else { -111 });
+    let two = find_port_owner(1, 4, VICTIM_PORT, |node| if node > 2 { 4096 } else { -111 });
     assert!(two.unwrap_err().starts_with("2 nodes"));
 }
 

@@ -341,27 +341,24 @@ impl Rpc {
         name_len: u64,
         quota: Limit,
     ) -> c_long {
-        if port >= MAX_PORTS
-            || max_size == 0
-            || max_size > MAX_MESSAGE_SIZE
-            || name_len > MAX_PORT_NAME as u64
-        {
-            return err(libc::EINVAL);
-        }
-        if let Err(errno) = check_pointer(name, name_len) {
-            return errno;
-        }
+        fail_if!(
+            port >= MAX_PORTS
+                || max_size == 0
+                || max_size > MAX_MESSAGE_SIZE
+                || name_len > MAX_PORT_NAME as u64,
+            libc::EINVAL
+        );
+        or_return!(check_pointer(name, name_len));
         // The name is informational, but the kernel reads it.
         // SAFETY: checked readable above, as the caller promised.
         drop(unsafe { load(name, name_len) });
         let mut state = self.state();
-        if state.ports.contains_key(&(who.node, port)) {
-            return err(libc::EADDRINUSE);
-        }
+        fail_if!(
+            state.ports.contains_key(&(who.node, port)),
+            libc::EADDRINUSE
+        );
         let held = state.ports_of_user(who.node, who.uid);
-        if !quota.allows(held + 1) {
-            return err(libc::EDQUOT);
-        }
+        fail_if!(!quota.allows(held + 1), libc::EDQUOT);
         state.next_generation += 1;
         let generation = state.next_generation;
         state.ports.insert(
@@ -381,9 +378,7 @@ impl Rpc {
 
     /// `lite_unregister_application`.
     pub(super) fn unregister(&self, who: &Caller, port: u32) -> c_long {
-        if port >= MAX_PORTS {
-            return err(libc::EINVAL);
-        }
+        fail_if!(port >= MAX_PORTS, libc::EINVAL);
         let mut state = self.state();
         match state.ports.get(&(who.node, port)) {
             None => return err(libc::ENOENT),
@@ -396,12 +391,8 @@ impl Rpc {
 
     /// `lite_query_port`.
     pub(super) fn query(&self, who: &Caller, node: u32, port: u32) -> c_long {
-        if port >= MAX_PORTS {
-            return err(libc::EINVAL);
-        }
-        if let Err(errno) = check_node(who, node) {
-            return errno;
-        }
+        fail_if!(port >= MAX_PORTS, libc::EINVAL);
+        or_return!(check_node(who, node));
         match self.state().ports.get(&(node, port)) {
             Some(open) => open.max_size as c_long,
             None => err(libc::ECONNREFUSED),
@@ -582,14 +573,11 @@ impl Rpc {
         descriptor: *mut u64,
         flags: u32,
     ) -> c_long {
-        if flags & !RECV_NONBLOCK != 0 || port >= MAX_PORTS {
-            return err(libc::EINVAL);
-        }
-        if let Err(errno) =
-            check_pointer(buf as usize, max_size).and(check_pointer(descriptor as usize, 8))
-        {
-            return errno;
-        }
+        fail_if!(
+            flags & !RECV_NONBLOCK != 0 || port >= MAX_PORTS,
+            libc::EINVAL
+        );
+        or_return!(check_pointer(buf as usize, max_size).and(check_pointer(descriptor as usize, 8)));
         let deadline = Instant::now() + RECEIVE_LIMIT;
         let mut state = self.state();
         let Some(generation) = state.ports.get(&(who.node, port)).map(|p| p.generation) else {
@@ -649,17 +637,13 @@ impl Rpc {
         size: u64,
         descriptor: u64,
     ) -> c_long {
-        if let Err(errno) = check_pointer(buf as usize, size) {
-            return errno;
-        }
+        or_return!(check_pointer(buf as usize, size));
         let mut state = self.state();
         let Some(&call) = state.descriptors.get(&(who.process, descriptor)) else {
             return err(libc::ENOENT);
         };
         if let Some(waiting) = state.calls.get(&call) {
-            if size > waiting.max_reply {
-                return err(libc::EMSGSIZE);
-            }
+            fail_if!(size > waiting.max_reply, libc::EMSGSIZE);
         }
         state.descriptors.remove(&(who.process, descriptor));
         // SAFETY: the caller promised `size` readable bytes at `buf`.
@@ -680,9 +664,7 @@ impl Rpc {
         descriptor: u64,
         next: *mut LiteReceive,
     ) -> c_long {
-        if let Err(errno) = check_pointer(next as usize, 1) {
-            return errno;
-        }
+        or_return!(check_pointer(next as usize, 1));
         // SAFETY: the caller promised a readable LiteReceive at `next`.
         let request = unsafe { next.read_unaligned() };
         // SAFETY: as the caller promised for `buf`.
@@ -713,9 +695,7 @@ impl Rpc {
     ///
     /// As [`lite::sys::send_reply_multicast`].
     pub(super) unsafe fn multicast(&self, who: &Caller, call: *mut LiteMulticast) -> c_long {
-        if let Err(errno) = check_pointer(call as usize, 1) {
-            return errno;
-        }
+        or_return!(check_pointer(call as usize, 1));
         // SAFETY: the caller promised a readable LiteMulticast at `call`.
         let call = unsafe { call.read_unaligned() };
         let result = (|| {

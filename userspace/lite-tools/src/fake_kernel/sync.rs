@@ -198,9 +198,7 @@ impl Sync {
         let Some(entry) = state.locks.get_mut(&key) else {
             return err(libc::ENOENT);
         };
-        if entry.holders.contains(&who) {
-            return err(libc::EDEADLK);
-        }
+        fail_if!(entry.holders.contains(&who), libc::EDEADLK);
         if defects.not_exclusive || (entry.free() && entry.waiting.is_empty()) {
             let ret = entry.take(who);
             state.node(who.node).lock_acquires += 1;
@@ -379,6 +377,14 @@ mod tests {
         sync.holders_gone(|o| o.node == node, defects);
     }
 
+    /// Locks with [`KEY`], created and held by node `holder`.
+    fn held_by(holder: u32, defects: LockDefects) -> Sync {
+        let sync = Sync::new();
+        assert_eq!(sync.create(1), Ok(0));
+        assert_eq!(sync.lock(owner(holder), KEY, defects), 0);
+        sync
+    }
+
     /// Waits until `count` callers queue for [`KEY`].
     fn wait_for_waiters(sync: &Sync, count: usize) {
         while sync.state().locks[&KEY].waiting.len() < count {
@@ -388,10 +394,8 @@ mod tests {
 
     #[test]
     fn a_dead_holder_s_lock_goes_to_its_waiter_with_eownerdead() {
-        let sync = Sync::new();
         let defects = LockDefects::default();
-        assert_eq!(sync.create(1), Ok(0));
-        assert_eq!(sync.lock(owner(3), KEY, defects), 0);
+        let sync = held_by(3, defects);
         thread::scope(|scope| {
             let waiter = scope.spawn(|| {
                 let got = sync.lock(owner(2), KEY, defects);
@@ -408,10 +412,8 @@ mod tests {
 
     #[test]
     fn a_dead_holder_s_lock_nobody_waits_for_goes_to_the_next_caller() {
-        let sync = Sync::new();
         let defects = LockDefects::default();
-        assert_eq!(sync.create(1), Ok(0));
-        assert_eq!(sync.lock(owner(3), KEY, defects), 0);
+        let sync = held_by(3, defects);
         gone_node(&sync, 3, defects);
         assert_eq!(sync.lock(owner(1), KEY, defects), err(libc::EOWNERDEAD));
         assert_eq!(sync.unlock(owner(1), KEY, defects), 0);
@@ -421,10 +423,8 @@ mod tests {
 
     #[test]
     fn a_gone_node_s_waiters_stop_waiting_and_others_are_untouched() {
-        let sync = Sync::new();
         let defects = LockDefects::default();
-        assert_eq!(sync.create(1), Ok(0));
-        assert_eq!(sync.lock(owner(1), KEY, defects), 0);
+        let sync = held_by(1, defects);
         thread::scope(|scope| {
             let waiter = scope.spawn(|| sync.lock(owner(3), KEY, defects));
             wait_for_waiters(&sync, 1);
@@ -437,13 +437,11 @@ mod tests {
 
     #[test]
     fn the_defect_hands_a_dead_holder_s_lock_over_with_0() {
-        let sync = Sync::new();
         let defects = LockDefects {
             hide_owner_death: true,
             ..LockDefects::default()
         };
-        assert_eq!(sync.create(1), Ok(0));
-        assert_eq!(sync.lock(owner(3), KEY, defects), 0);
+        let sync = held_by(3, defects);
         gone_node(&sync, 3, defects);
         assert_eq!(sync.lock(owner(1), KEY, defects), 0);
     }

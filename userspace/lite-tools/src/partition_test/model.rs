@@ -14,15 +14,15 @@
 //! tell which node an LMR is on, so it holds the others' too), and then
 //! goes on as if nothing happened. Everything else passes through.
 
+use std::net::Ipv4Addr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use libc::c_long;
-use lite::sys::CM_DEFAULT_PORT;
 
 use crate::debugfs::membership::{NodeMembership, Peer, PeerState, MEMBERSHIP_FILE};
+use crate::failure_test::join_call;
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::kernel::{kernel_calls, Kernel};
-use crate::IB_PORT;
 
 /// Where the cut stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,12 +117,7 @@ pub fn rejoin(node: &Node) {
     } else {
         // The old membership ends with everything its processes held.
         node.inner.leave(0);
-        let address = c"10.77.0.254";
-        // SAFETY: `address` is a NUL-terminated string.
-        let joined = unsafe {
-            node.inner
-                .join(address.as_ptr(), CM_DEFAULT_PORT.into(), IB_PORT)
-        };
+        let joined = join_call(&node.inner, Ipv4Addr::new(10, 77, 0, 254));
         assert_eq!(joined, c_long::from(node.id), "the model joins again");
     }
     *node.stage() = Stage::Rejoined;
@@ -222,23 +217,19 @@ impl Node {
     fn membership(&self) -> NodeMembership {
         let stage = *self.stage();
         let cut_incarnation = if stage == Stage::Rejoined { 2 } else { 1 };
+        // While cut, the cut node and the others list each other dead.
+        let across_the_cut = if stage == Stage::Cut {
+            PeerState::Dead
+        } else {
+            PeerState::Alive
+        };
         let peers = (1..=self.nodes)
             .filter(|&peer| peer != self.id)
             .map(|peer| {
                 let (state, incarnation) = if self.is_cut_node() {
-                    let state = if stage == Stage::Cut {
-                        PeerState::Dead
-                    } else {
-                        PeerState::Alive
-                    };
-                    (state, 1 + self.deaths_of(peer))
+                    (across_the_cut, 1 + self.deaths_of(peer))
                 } else if peer == self.cut_node {
-                    let state = if stage == Stage::Cut {
-                        PeerState::Dead
-                    } else {
-                        PeerState::Alive
-                    };
-                    (state, cut_incarnation)
+                    (across_the_cut, cut_incarnation)
                 } else {
                     (PeerState::Alive, 1 + self.deaths_of(peer))
                 };

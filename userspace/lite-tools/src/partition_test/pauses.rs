@@ -28,20 +28,19 @@
 //! traffic and the pauses, with the default failure detection.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread;
 
 use super::{
     after, describe_membership, read_membership, setup_barrier, total_nodes, PartitionConfig,
-    THREAD_STOP_TIMEOUT,
 };
 use crate::cluster_test::io::handle_of;
 use crate::cpu_hog::CpuHog;
 use crate::debugfs::membership::{MembershipFile, NodeMembership, PeerState};
 use crate::errno::describe_result;
-use crate::failure_test::{elapsed_ms, run_traffic, spawn_reporting, Target, TrafficReport};
+use crate::failure_test::{elapsed_ms, report_once_stopped, spawn_traffic, Target, TrafficReport};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
@@ -104,25 +103,6 @@ impl CountWatch {
             None => Ok(()),
         }
     }
-}
-
-/// Whether one peer's traffic ran, and every round trip came back intact
-/// with every call succeeding.
-pub fn traffic_verdict(report: &TrafficReport) -> Result<(), String> {
-    let mut problems = Vec::new();
-    if let Some(error) = &report.error {
-        problems.push(error.clone());
-    }
-    if let Some(mismatch) = &report.first_mismatch {
-        problems.push(format!(
-            "{} round trips came back different; the first: {mismatch}",
-            report.mismatches
-        ));
-    }
-    if report.rounds == 0 {
-        problems.push("no round trip completed".to_string());
-    }
-    no_problems(problems)
 }
 
 /// Checks that `after` lists the members `before` did: this node with the
@@ -215,31 +195,6 @@ fn allocate<K: Kernel, W: Write>(
         .collect()
 }
 
-/// Starts the traffic to `peer` through `handle` on a thread of its own.
-fn start_traffic<K>(
-    kernel: &Arc<K>,
-    me: u32,
-    peer: u32,
-    handle: u64,
-    stop: &Arc<AtomicBool>,
-) -> Result<Receiver<TrafficReport>, String>
-where
-    K: Kernel + Send + 'static,
-{
-    let kernel = Arc::clone(kernel);
-    let stop = Arc::clone(stop);
-    let lmr = Target {
-        handle,
-        size: TRAFFIC_LMR_SIZE,
-        password: TRAFFIC_PASSWORD,
-    };
-    spawn_reporting(&format!("pause-traffic-{peer}"), move || {
-        // Nobody fails on purpose here: no failure to count rounds after.
-        let seed = traffic_seed(me, peer);
-        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
-    })
-}
-
 /// Prints the ready marker, then reads the cluster's size every
 /// `config.pacing.poll` for `config.pause_traffic`, repeating the marker
 /// every `config.pacing.marker_every` (a kernel message may cut into a
@@ -273,14 +228,7 @@ fn watch_count<K: Kernel, W: Write>(
 /// test point.
 fn report_traffic<W: Write>(tap: &mut Tap<W>, traffic: PeerTraffic) {
     let peer = traffic.peer;
-    let report = traffic.report.and_then(|reports| {
-        reports.recv_timeout(THREAD_STOP_TIMEOUT).map_err(|_| {
-            format!(
-                "the traffic did not stop within {} s of being told to",
-                THREAD_STOP_TIMEOUT.as_secs()
-            )
-        })
-    });
+    let report = report_once_stopped(traffic.report, "traffic");
     let shown = report.as_ref().map_or("no report".to_string(), |r| {
         format!(
             "{} round trips, {} mismatches, {} failed calls",
@@ -294,7 +242,7 @@ fn report_traffic<W: Write>(tap: &mut Tap<W>, traffic: PeerTraffic) {
             "pauses: every write to and read from node {peer} while a node was paused succeeded \
              and came back intact ({shown})"
         ),
-        report.and_then(|r| traffic_verdict(&r)),
+        report.and_then(|r| r.verdict()),
     );
 }
 
@@ -339,7 +287,15 @@ where
             peer,
             handle,
             report: match handle {
-                Some(handle) => start_traffic(kernel, me, peer, handle, &stop),
+                Some(handle) => {
+                    let lmr = Target {
+                        handle,
+                        size: TRAFFIC_LMR_SIZE,
+                        password: TRAFFIC_PASSWORD,
+                    };
+                    let name = format!("pause-traffic-{peer}");
+                    spawn_traffic(kernel, &name, (lmr, traffic_seed(me, peer)), &stop)
+                }
                 None => Err(format!("there is no LMR on node {peer}")),
             },
         })
@@ -418,15 +374,16 @@ mod tests {
             rounds: 12,
             ..TrafficReport::default()
         };
-        assert_eq!(traffic_verdict(&good), Ok(()));
-        let none = traffic_verdict(&TrafficReport::default()).unwrap_err();
+        assert_eq!(good.verdict(), Ok(()));
+        let none = TrafficReport::default().verdict().unwrap_err();
         assert_eq!(none, "no round trip completed");
         let failed = TrafficReport {
             rounds: 3,
             error: Some("round 3: read at offset 0 returned -112 (-EHOSTDOWN)".to_string()),
             ..TrafficReport::default()
         };
-        assert!(traffic_verdict(&failed)
+        assert!(failed
+            .verdict()
             .unwrap_err()
             .contains("returned -112 (-EHOSTDOWN)"));
         let different = TrafficReport {
@@ -436,7 +393,7 @@ mod tests {
             ..TrafficReport::default()
         };
         assert_eq!(
-            traffic_verdict(&different),
+            different.verdict(),
             Err("1 round trips came back different; the first: round 1: 4 byte(s) differ".into())
         );
     }

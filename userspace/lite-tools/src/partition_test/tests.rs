@@ -5,6 +5,7 @@ use std::time::Instant;
 use super::model::{self, CutDefects};
 use super::*;
 use crate::debugfs::membership::Peer;
+use crate::failure_test::find_port_owner;
 use crate::tap::{assert_contains, failures, TapSummary};
 
 #[test]
