@@ -164,13 +164,14 @@ static int lite_membership_show(struct seq_file *m, void *unused)
 DEFINE_SHOW_ATTRIBUTE(lite_membership);
 
 #define LITE_MEMBERSHIP_PARAM(name, id)					\
+	enum { lite_##name##_id = (id) };				\
 	static int lite_##name##_get(void *data, u64 *value)		\
 	{								\
-		return lite_rs_membership_get(id, value);		\
+		return lite_rs_membership_get(lite_##name##_id, value);	\
 	}								\
 	static int lite_##name##_set(void *data, u64 value)		\
 	{								\
-		return lite_rs_membership_set(id, value);		\
+		return lite_rs_membership_set(lite_##name##_id, value);	\
 	}								\
 	DEFINE_DEBUGFS_ATTRIBUTE(lite_##name##_fops, lite_##name##_get,	\
 				 lite_##name##_set, "%llu\n")
@@ -180,13 +181,14 @@ LITE_MEMBERSHIP_PARAM(heartbeat_ms, 0);
 LITE_MEMBERSHIP_PARAM(manager_timeout_ms, 1);
 
 #define LITE_QOS_PARAM(name, id)					\
+	enum { lite_##name##_id = (id) };				\
 	static int lite_##name##_get(void *data, u64 *value)		\
 	{								\
-		return lite_rs_qos_get(id, value);			\
+		return lite_rs_qos_get(lite_##name##_id, value);	\
 	}								\
 	static int lite_##name##_set(void *data, u64 value)		\
 	{								\
-		return lite_rs_qos_set(id, value);			\
+		return lite_rs_qos_set(lite_##name##_id, value);	\
 	}								\
 	DEFINE_DEBUGFS_ATTRIBUTE(lite_##name##_fops, lite_##name##_get,	\
 				 lite_##name##_set, "%llu\n")

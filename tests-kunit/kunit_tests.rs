@@ -1542,7 +1542,7 @@ impl crate::internal::locks::home::WordAccess for FakeLockWord {
 
 /// The node keeping the locks of the hand-over tests; no waiter of theirs
 /// is of it.
-const HOME: NodeId = NodeId::new(0);
+const HOME: u32 = 0;
 
 /// A lock word that counts the compare-and-swaps reaching it.
 struct CountedLockWord(FakeLockWord, core::cell::Cell<u32>);
@@ -1569,8 +1569,8 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
         word::LockWord,
     };
     let word = CountedLockWord(FakeLockWord(core::cell::Cell::new(0), false), Default::default());
-    let r = |node, waiter| Reservation { node, waiter };
-    let mut lock = Queue::new(HOME);
+    let r = |node, waiter| Reservation { node: NodeId::new(node), waiter };
+    let mut lock = Queue::new(NodeId::new(HOME));
     // The home's own thread takes the free lock managed: one swap.
     let first = lock.reserve(&word, 0, r(HOME, 1));
     check!(c, matches!(first, Ok(Reserved::Granted(g)) if !g.owner_died && g.managed));
@@ -1602,8 +1602,8 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
     // A peer's taker fails on the managed word and asks the home: it gets
     // the lock unmanaged, named in the word, so its release is one swap.
     check!(c, !word.peek(0).is_free());
-    let peer = lock.reserve(&word, 0, r(NodeId::new(3), 7));
-    check!(c, matches!(peer, Ok(Reserved::Granted(g)) if g.reservation == r(NodeId::new(3), 7)));
+    let peer = lock.reserve(&word, 0, r(3, 7));
+    check!(c, matches!(peer, Ok(Reserved::Granted(g)) if g.reservation == r(3, 7)));
     let Ok(Reserved::Granted(peer)) = peer else {
         return;
     };
@@ -1623,9 +1623,9 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
     // queues behind it and then gets the lock managed, and its release
     // with nobody waiting frees it.
     check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(3)), Ok(None)));
-    check!(c, matches!(lock.reserve(&word, 0, r(NodeId::new(4), 9)), Ok(Reserved::Queued)));
+    check!(c, matches!(lock.reserve(&word, 0, r(4, 9)), Ok(Reserved::Queued)));
     let last = lock.release(&word, 0, next.word_hold(), false);
-    check!(c, matches!(last, Ok(Some(g)) if g.reservation == r(NodeId::new(4), 9) && g.managed));
+    check!(c, matches!(last, Ok(Some(g)) if g.reservation == r(4, 9) && g.managed));
     if let Ok(Some(last)) = last {
         check!(c, lock.is_managed() && word.peek(0).is_managed());
         check!(c, matches!(lock.release(&word, 0, last.word_hold(), false), Ok(None)));
@@ -1660,13 +1660,13 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         word::{Hold, LockWord},
     };
     let word = CountedLockWord(FakeLockWord(core::cell::Cell::new(0), true), Default::default());
-    let r = |node, waiter| Reservation { node, waiter };
-    let mut lock = Queue::new(HOME);
+    let r = |node, waiter| Reservation { node: NodeId::new(node), waiter };
+    let mut lock = Queue::new(NodeId::new(HOME));
     // A free lock is granted at once, and the word names the holder.
-    let granted = lock.reserve(&word, 0, r(NodeId::new(2), 20));
+    let granted = lock.reserve(&word, 0, r(2, 20));
     check!(
         c,
-        matches!(granted, Ok(Reserved::Granted(g)) if g.reservation == r(NodeId::new(2), 20) && !g.owner_died)
+        matches!(granted, Ok(Reserved::Granted(g)) if g.reservation == r(2, 20) && !g.owner_died)
     );
     let Ok(Reserved::Granted(first)) = granted else {
         return;
@@ -1679,7 +1679,7 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         check!(
             c,
             matches!(
-                lock.reserve(&word, 0, r(NodeId::new((waiter / 10) as u32), waiter)),
+                lock.reserve(&word, 0, r((waiter / 10) as u32, waiter)),
                 Ok(Reserved::Queued)
             )
         );
@@ -1697,7 +1697,7 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     };
     check!(c, matches!(lock.release(&word, 0, stale, false), Ok(None)));
     let mut hold = first.word_hold();
-    for (i, expected) in [r(NodeId::new(3), 30), r(NodeId::new(1), 10), r(NodeId::new(4), 40)].into_iter().enumerate() {
+    for (i, expected) in [r(3, 30), r(1, 10), r(4, 40)].into_iter().enumerate() {
         let next = lock.release(&word, 0, hold, false);
         check!(
             c,
@@ -1724,13 +1724,13 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     word.0 .0.set(fast.0);
     check!(
         c,
-        matches!(lock.reserve(&word, 0, r(NodeId::new(6), 60)), Ok(Reserved::Queued))
+        matches!(lock.reserve(&word, 0, r(6, 60)), Ok(Reserved::Queued))
     );
     check!(c, word.0 .0.get() == fast.managed().0);
     let next = lock.release(&word, 0, Hold { node: NodeId::new(5), number: 0 }, false);
     check!(
         c,
-        matches!(next, Ok(Some(g)) if g.reservation == r(NodeId::new(6), 60) && g.hold != 0)
+        matches!(next, Ok(Some(g)) if g.reservation == r(6, 60) && g.hold != 0)
     );
     if let Ok(Some(g)) = next {
         check!(c, g.managed && word.0 .0.get() == fast.managed().0);
@@ -1776,15 +1776,15 @@ kunit_case!(lite_test_lock_freed_by_uncertain_swap, |c| {
         Default::default(),
         taker.0,
     );
-    let r = |node, waiter| Reservation { node, waiter };
-    let mut lock = Queue::new(HOME);
+    let r = |node, waiter| Reservation { node: NodeId::new(node), waiter };
+    let mut lock = Queue::new(NodeId::new(HOME));
     // Node 3 gets the lock from node 2 managed, with nobody behind it.
-    let first = lock.reserve(&word, 0, r(NodeId::new(2), 20));
+    let first = lock.reserve(&word, 0, r(2, 20));
     let Ok(Reserved::Granted(first)) = first else {
         check!(c, false);
         return;
     };
-    check!(c, matches!(lock.reserve(&word, 0, r(NodeId::new(3), 30)), Ok(Reserved::Queued)));
+    check!(c, matches!(lock.reserve(&word, 0, r(3, 30)), Ok(Reserved::Queued)));
     let next = lock.release(&word, 0, first.word_hold(), false);
     let Ok(Some(next)) = next else {
         check!(c, false);
@@ -1805,8 +1805,8 @@ kunit_case!(lite_test_lock_owner_died, |c| {
         word::{Hold, LockWord},
     };
     let word = FakeLockWord(core::cell::Cell::new(0), false);
-    let r = |node, waiter| Reservation { node, waiter };
-    let mut lock = Queue::new(HOME);
+    let r = |node, waiter| Reservation { node: NodeId::new(node), waiter };
+    let mut lock = Queue::new(NodeId::new(HOME));
     // Node 2 holds the lock; node 3 and node 2 again wait, then node 4.
     let dead = LockWord::held(Hold { node: NodeId::new(2), number: 0 }, false);
     word.0.set(dead.0);
@@ -1814,7 +1814,7 @@ kunit_case!(lite_test_lock_owner_died, |c| {
         check!(
             c,
             matches!(
-                lock.reserve(&word, 0, r(NodeId::new(node), waiter)),
+                lock.reserve(&word, 0, r(node, waiter)),
                 Ok(Reserved::Queued)
             )
         );
@@ -1824,7 +1824,7 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     let next = lock.node_gone(&word, 0, NodeId::new(2));
     check!(
         c,
-        matches!(next, Ok(Some(g)) if g.reservation == r(NodeId::new(3), 1) && g.owner_died)
+        matches!(next, Ok(Some(g)) if g.reservation == r(3, 1) && g.owner_died)
     );
     let Ok(Some(next)) = next else {
         return;
@@ -1837,7 +1837,7 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     let last = lock.release(&word, 0, next.word_hold(), false);
     check!(
         c,
-        matches!(last, Ok(Some(g)) if g.reservation == r(NodeId::new(4), 3) && !g.owner_died)
+        matches!(last, Ok(Some(g)) if g.reservation == r(4, 3) && !g.owner_died)
     );
     let Ok(Some(last)) = last else {
         return;
@@ -1848,7 +1848,7 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(4)), Ok(None)));
     check!(c, word.0.get() == LockWord::ORPHANED.0);
     check!(c, LockWord(word.0.get()).is_free());
-    let taken = lock.reserve(&word, 0, r(NodeId::new(5), 4));
+    let taken = lock.reserve(&word, 0, r(5, 4));
     check!(c, matches!(taken, Ok(Reserved::Granted(g)) if g.owner_died));
     // Once released, the lock is plainly free again.
     if let Ok(Reserved::Granted(g)) = taken {
@@ -1860,13 +1860,13 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     check!(c, word.0.get() == LockWord::FREE.0);
     check!(
         c,
-        matches!(lock.reserve(&word, 0, r(NodeId::new(5), 5)), Ok(Reserved::Granted(g)) if !g.owner_died)
+        matches!(lock.reserve(&word, 0, r(5, 5)), Ok(Reserved::Granted(g)) if !g.owner_died)
     );
     // The holder of a managed lock dies with its waiters all gone too: the
     // lock is orphaned.
     check!(
         c,
-        matches!(lock.reserve(&word, 0, r(NodeId::new(6), 6)), Ok(Reserved::Queued))
+        matches!(lock.reserve(&word, 0, r(6, 6)), Ok(Reserved::Queued))
     );
     check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(6)), Ok(None)));
     check!(c, lock.is_managed() && lock.len() == 0);
@@ -1972,7 +1972,10 @@ kunit_case!(lite_test_sync_api_before_join, |c| {
     use crate::api::kernel_api::*;
     let enotconn = -(bindings::ENOTCONN as i32);
     let mut old = 0u64;
-    let mut lock = LiteLock::from(crate::internal::locks::lockers::LockId { home: NodeId::new(1), number: 0 });
+    let mut lock = LiteLock::from(crate::internal::locks::lockers::LockId {
+        home: NodeId::new(1),
+        number: 0,
+    });
     // SAFETY: `old` and `lock` are valid for the calls.
     unsafe {
         check!(c, liteapi_rdma_fetch_and_add(1, &mut old, 1, 0) == enotconn);
@@ -2104,7 +2107,11 @@ kunit_case!(lite_test_quota_charges, |c| {
     let has = |line: &[u8]| text.windows(line.len()).any(|w| w == line);
     check!(
         c,
-        has(b"limit default remote_memory=1073741824 pinned_memory=unlimited lmrs=65536 names=4096 rpc_ports=1024 locks=4096\n")
+        has(concat!(
+            "limit default remote_memory=1073741824 pinned_memory=unlimited lmrs=65536 ",
+            "names=4096 rpc_ports=1024 locks=4096\n"
+        )
+        .as_bytes())
     );
     check!(
         c,

@@ -1,4 +1,3 @@
-
 /* LITE: RDMA verbs, kernel threads, kernel sockets, keys and pinned memory. */
 #include <keys/user-type.h>
 #include <linux/delay.h>

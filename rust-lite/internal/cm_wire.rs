@@ -18,10 +18,13 @@
 //!
 //! ```text
 //! node                       manager
-//!                   <------  Challenge{nonce_m}           on accept
-//!   Auth{nonce_n, proof_n} ->  proof_n = HMAC(K, NODE_LABEL | nonce_m | nonce_n)
-//!                   <------  AuthOk{proof_m}             proof_m = HMAC(K, MANAGER_LABEL | nonce_n | nonce_m)
-//!                   <------  Failure{-EKEYREJECTED}      instead, for a wrong proof; then closes
+//!                   <------  Challenge{nonce_m}       on accept
+//!   Auth{nonce_n, proof_n} ->
+//!                            proof_n = HMAC(K, NODE_LABEL | nonce_m | nonce_n)
+//!                   <------  AuthOk{proof_m}
+//!                            proof_m = HMAC(K, MANAGER_LABEL | nonce_n | nonce_m)
+//!                   <------  Failure{-EKEYREJECTED}   instead, for a wrong
+//!                                                      proof; then closes
 //! ```
 //!
 //! HMAC is HMAC-SHA256. A node that finds `proof_m` wrong drops the
@@ -297,7 +300,10 @@ macro_rules! put_payload {
             value.put($out);
         }
     };
-    ($message:expr, $out:expr, $name:ident { $($(#[$meta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
+    (
+        $message:expr, $out:expr,
+        $name:ident { $($(#[$meta:meta])* $field:ident: $ty:ty),* $(,)? }
+    ) => {
         if let Message::$name { $($field),* } = $message {
             let mut at = 0;
             $(

@@ -373,8 +373,9 @@ impl Locks {
     /// # Errors
     ///
     /// `ENOENT` unknown lock, `EDEADLK` the thread holds it already,
-    /// `EINTR` a signal arrived while waiting, `EAGAIN` the lock's word kept changing under the home,
-    /// `EHOSTDOWN` the home is gone, `EHOSTUNREACH`, `EIO`.
+    /// `EINTR` a signal arrived while waiting, `EAGAIN` the lock's word kept
+    /// changing under the home, `EHOSTDOWN` the home is gone,
+    /// `EHOSTUNREACH`, `EIO`.
     pub(crate) fn lock(&self, id: LockId) -> Result<Acquired> {
         let target = self.lock_target(id)?;
         let pid = sched::current_pid();

@@ -413,9 +413,9 @@ impl RemoteMemory {
 impl Subsystem for RemoteMemory {
     /// Chunks of this node's LMRs that the gone node held are lost
     /// (operations on them fail with `EHOSTDOWN`). Chunks held for the gone
-    /// node's LMRs are freed after [`ORPHAN_GRACE_MS`]: a third node may still be finishing a transfer
-    /// through a mapping of such an LMR when it hears of the death, and the
-    /// memory must not be reused under it.
+    /// node's LMRs are freed after [`ORPHAN_GRACE_MS`]: a third node may
+    /// still be finishing a transfer through a mapping of such an LMR when it
+    /// hears of the death, and the memory must not be reused under it.
     fn on_peer_gone(&self, node: NodeId) {
         self.lose_chunks_on(node);
         let until = now_ms().saturating_add(ORPHAN_GRACE_MS);

@@ -100,7 +100,7 @@ impl Check {
             Check::PastEnd => "a write past the end of a region is refused",
             Check::Released => "a write with the key of a released region is refused",
             Check::Replaced => {
-                "a write into memory in use with a key replaced since is refused, the memory unchanged"
+                "a write with a since replaced key is refused, the memory in use unchanged"
             }
         }
     }

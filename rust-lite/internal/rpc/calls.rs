@@ -521,7 +521,7 @@ impl Rpc {
                             .fail_discarded(node, port, epoch, received, errno::EPROTO());
                     if injected {
                         pr_notice!(
-                            "node {} discarded this node's faulty requests to port {} as injected: {} callers fail\n",
+                            "node {} discarded injected bad requests to port {}: {} calls fail\n",
                             node,
                             port,
                             failed

@@ -748,8 +748,9 @@ impl Sharing {
 
 impl Subsystem for Sharing {
     /// Chunks of mappings held by the gone node are lost; mappings of the
-    /// gone node's LMRs are closed (their holders get `EHOSTDOWN`); its own mappings of this node's LMRs need no revoking
-    /// any more, as its connection is fenced.
+    /// gone node's LMRs are closed (their holders get `EHOSTDOWN`); its own
+    /// mappings of this node's LMRs need no revoking any more, as its
+    /// connection is fenced.
     fn on_peer_gone(&self, node: NodeId) {
         self.drop_held_mappings(Some(node));
         // Mappings of third nodes' LMRs may have chunks there too.
