@@ -1240,7 +1240,7 @@ kunit_case!(lite_test_rpc_ring_space, |c| {
         reader.consume(480, false) == Ok(Some(1024 + footprint(480)))
     );
     check!(c, reader.pending() == 0 && reader.next_offset().is_none());
-    // Acknowledgements never move backwards or past what was written.
+    // Acknowledgments never move backwards or past what was written.
     writer.acknowledge(100);
     writer.acknowledge(1 << 40);
     check!(c, writer.reserve(448).is_none());
@@ -1270,7 +1270,7 @@ kunit_case!(lite_test_rpc_ring_acks_on_demand, |c| {
     check!(c, reader.arrive(0, bytes).is_ok());
     check!(c, reader.next_offset() == Some(0));
     check!(c, reader.consume(224, false) == Ok(None));
-    // Fill the ring; messages ask for an acknowledgement once more than
+    // Fill the ring; messages ask for an acknowledgment once more than
     // half of it is unacknowledged.
     let mut written = 1;
     let mut last_wanted = false;
@@ -1325,7 +1325,7 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
     let header = HEADER_LEN as u64;
     // Calls and multicasts of mixed sizes from several threads share one
     // writer (reservations in posting order) while receivers consume in
-    // between and acknowledgements come back late: the reader never loses
+    // between and acknowledgments come back late: the reader never loses
     // its place, across many laps.
     let sizes = [16, 100, 1000, 4096, 10_000, 24_576, MAX_MESSAGE_SIZE, 1];
     let (Some(mut writer), mut reader) = (
@@ -1343,7 +1343,7 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
         seed
     };
     // Requests written and not yet consumed, oldest first: length, ring
-    // offset and whether the writer asked for an acknowledgement.
+    // offset and whether the writer asked for an acknowledgment.
     let mut in_ring = [(0u64, 0u64, false); 64];
     let (mut first, mut count) = (0usize, 0usize);
     let mut pending_ack = None;
@@ -1370,9 +1370,9 @@ kunit_case!(lite_test_rpc_ring_interleaving, |c| {
                     sent += 1;
                 }
                 None => match pending_ack.take() {
-                    // A full writer waits for the acknowledgement in flight.
+                    // A full writer waits for the acknowledgment in flight.
                     Some(at) => writer.acknowledge(at),
-                    // With nothing queued and no acknowledgement on its
+                    // With nothing queued and no acknowledgment on its
                     // way, the writer would wait forever.
                     None if count == 0 => stalls += 1,
                     None => {}

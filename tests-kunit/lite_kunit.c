@@ -5,19 +5,12 @@
  * each failed check through lite_kunit_fail().
  */
 
-#include <kunit/test.h>
-#include <rdma/lite_api.h>
-
-void lite_kunit_fail(struct kunit *test, const char *what);
+#include "lite_kunit.h"
 
 void lite_kunit_fail(struct kunit *test, const char *what)
 {
 	KUNIT_FAIL(test, "%s", what);
 }
-
-#define LITE_RUST_CASE(name)						\
-	void lite_test_##name(struct kunit *test);			\
-	static void name(struct kunit *test) { lite_test_##name(test); }
 
 LITE_RUST_CASE(chunk_count_and_len)
 LITE_RUST_CASE(range_checks_reject_overflow)
@@ -64,16 +57,6 @@ LITE_RUST_CASE(qos_decisions)
 LITE_RUST_CASE(op_latency_buckets)
 LITE_RUST_CASE(sync_api_before_join)
 LITE_RUST_CASE(remote_key_tables)
-
-/* Cases that need a joined cluster of two nodes or more; skipped otherwise. */
-#define LITE_RUST_CLUSTER_CASE(name)					\
-	void lite_test_##name(struct kunit *test);			\
-	static void name(struct kunit *test)				\
-	{								\
-		if (liteapi_get_total_node() < 2)			\
-			kunit_skip(test, "needs a joined cluster of 2+ nodes"); \
-		lite_test_##name(test);					\
-	}
 
 LITE_RUST_CLUSTER_CASE(kernel_remote_memory)
 LITE_RUST_CLUSTER_CASE(kernel_async)

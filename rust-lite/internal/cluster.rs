@@ -239,7 +239,7 @@ impl Cluster {
             Handling::Defer => self.core.defer(subsystem.clone(), peer, frame),
         };
         // Posted, not waited for: this thread serves every peer, and waiting
-        // for one's acknowledgement would hold up every other message
+        // for one's acknowledgment would hold up every other message
         // behind it. A reply that fails breaks the connection, which makes
         // the peer a suspect; its request fails by its timeout.
         if let Some(reply) = reply {

@@ -691,7 +691,7 @@ impl Connection {
     /// Sends one message as [`Connection::send_message`] does, without
     /// waiting for its completion where the device takes it inline (else
     /// waiting): for a thread that serves many peers, which must not wait
-    /// for each one's acknowledgement. A message that fails breaks the
+    /// for each one's acknowledgment. A message that fails breaks the
     /// connection, as in [`Connection::rdma_write_imm_inline`].
     ///
     /// # Errors

@@ -22,6 +22,7 @@ mod kmemleak;
 mod kunit;
 mod lockdep;
 mod logscan;
+mod man_pages;
 mod newc;
 mod patchset;
 mod paths;

@@ -28,6 +28,7 @@ pub const PACKAGES: &[&str] = &[
     "fonts-dejavu-core",
     "bison",
     "bc",
+    "groff-base",
     "libelf-dev",
     "libssl-dev",
     "cpio",

@@ -12,6 +12,8 @@
 //! | 2 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
 //! | 3 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, `include/rdma/lite_api.h`, Kconfig/Makefile hooks |
 //! | 4 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/` |
+//! | 5 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
+//! | 6 | the `MAINTAINERS` entry |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +31,7 @@ use crate::syscalls;
 use crate::ui::{self, Step};
 
 /// Every existing kernel file the series edits; their pristine copies form the base commit.
-pub const EDITED_FILES: [&str; 9] = [
+pub const EDITED_FILES: [&str; 12] = [
     "rust/bindings/bindings_helper.h",
     "rust/helpers/helpers.c",
     "arch/x86/entry/syscalls/syscall_64.tbl",
@@ -39,6 +41,9 @@ pub const EDITED_FILES: [&str; 9] = [
     "drivers/infiniband/ulp/Makefile",
     "kernel/exit.c",
     "kernel/Makefile",
+    "Documentation/userspace-api/index.rst",
+    "Documentation/driver-api/index.rst",
+    "MAINTAINERS",
 ];
 
 /// Directory of the committed series, relative to the repository root.
@@ -149,7 +154,11 @@ struct PatchSpec {
 
 impl PatchSpec {
     fn message(&self) -> String {
-        format!("{}\n\n{}\n", self.subject, self.body.trim_end())
+        format!(
+            "{}\n\n{}\n\nSigned-off-by: {AUTHOR_NAME} <{AUTHOR_EMAIL}>\n",
+            self.subject,
+            self.body.trim_end()
+        )
     }
 }
 
@@ -198,7 +207,7 @@ impl Change {
     }
 }
 
-/// Reads the LITE sources and describes the four patches.
+/// Reads the LITE sources and describes the patches.
 fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
     let api = repo.join("lite-api-c");
     let uapi_path = api.join("include/uapi/linux/lite.h");
@@ -371,7 +380,76 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
             .into(),
         changes,
     });
+    patches.push(documentation(repo)?);
+    patches.push(maintainers_entry());
     Ok(patches)
+}
+
+/// The documentation of the user-space and kernel APIs, placed in the
+/// kernel's `Documentation/` and listed in its indexes.
+fn documentation(repo: &Path) -> Result<PatchSpec> {
+    let docs = "lite-api-c/Documentation";
+    let mut changes: Vec<Change> = source_files(repo, docs)?
+        .iter()
+        .map(|rel| Change::Place {
+            dest: format!("Documentation/{}", rel.display()),
+            from: repo.join(docs).join(rel),
+        })
+        .collect();
+    changes.push(Change::InsertAfter {
+        file: "Documentation/userspace-api/index.rst",
+        anchor: "   mseal",
+        text: "   lite\n".into(),
+    });
+    changes.push(Change::InsertAfter {
+        file: "Documentation/driver-api/index.rst",
+        anchor: "   libata",
+        text: "   lite\n".into(),
+    });
+    Ok(PatchSpec {
+        subject: "Documentation: add LITE's user-space and kernel APIs".into(),
+        body: "Describe what LITE offers and how to use it: its concepts, every system\n\
+               call with its errors, the limits, the debugfs files and the security\n\
+               model for user space; the exported functions, their calling context and\n\
+               how they differ from the system calls for kernel modules."
+            .into(),
+        changes,
+    })
+}
+
+/// The `MAINTAINERS` entry for every file the series adds.
+fn maintainers_entry() -> PatchSpec {
+    let files = [
+        "Documentation/driver-api/lite.rst",
+        "Documentation/userspace-api/lite.rst",
+        "drivers/infiniband/ulp/lite/",
+        "include/linux/lite_syscalls.h",
+        "include/rdma/lite_api.h",
+        "include/uapi/linux/lite.h",
+        "kernel/lite_syscalls.c",
+        "rust/helpers/lite.c",
+    ];
+    let mut text = format!(
+        "\nLITE (LOCAL INDIRECTION TIER FOR RDMA)\n\
+         M:\t{AUTHOR_NAME} <{AUTHOR_EMAIL}>\n\
+         L:\tlinux-rdma@vger.kernel.org\n\
+         S:\tMaintained\n"
+    );
+    for file in files {
+        text.push_str(&format!("F:\t{file}\n"));
+    }
+    PatchSpec {
+        subject: "MAINTAINERS: add an entry for LITE".into(),
+        body: "List the files of LITE, its system calls and its documentation, and\n\
+               the list where its changes are reviewed."
+            .into(),
+        changes: vec![Change::InsertAfter {
+            // The entry before LITE's in alphabetical order ends here.
+            file: "MAINTAINERS",
+            anchor: "F:\tlib/list-test.c",
+            text,
+        }],
+    }
 }
 
 /// `repo/<dir>/<rel>` placed at `drivers/infiniband/ulp/lite/<rel>`.
@@ -565,6 +643,9 @@ mod tests {
                 "kernel/exit.c",
                 "#include <linux/uaccess.h>\n\tgroup_dead = atomic_dec_and_test(&tsk->signal->live);\n",
             ),
+            ("Documentation/userspace-api/index.rst", "   mseal\n"),
+            ("Documentation/driver-api/index.rst", "   libata\n"),
+            ("MAINTAINERS", "F:\tlib/list-test.c\n\nLITEX PLATFORM\n"),
         ];
         for (rel, text) in files {
             fsutil::write(&pristine.join(rel), text).unwrap();
@@ -594,6 +675,10 @@ mod tests {
             ("rust-lite/lite_main.rs", "//! LITE\nmod verbs;\n"),
             ("rust-lite/verbs/mod.rs", "//! verbs\n"),
             ("tests-kunit/lite_kunit.c", "// tests\n"),
+            (
+                "lite-api-c/Documentation/userspace-api/lite.rst",
+                "LITE\n====\n",
+            ),
         ];
         for (rel, text) in sources {
             fsutil::write(&repo.join(rel), text).unwrap();
@@ -608,7 +693,7 @@ mod tests {
         let b = generate(&repo, &pristine, &tmp.path().join("b")).unwrap();
         assert_eq!(a, b, "two runs must give identical bytes");
         let names: Vec<_> = a.patches.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names.len(), 4, "{names:?}");
+        assert_eq!(names.len(), 6, "{names:?}");
         assert!(names[0].starts_with("0001-rust-add-bindings"));
         let all: String = a
             .patches
@@ -616,6 +701,15 @@ mod tests {
             .map(|p| String::from_utf8_lossy(&p.bytes).into_owned())
             .collect();
         assert!(all.contains("From: LITE developers <lite@lite-rs.invalid>"));
+        assert_eq!(
+            all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n")
+                .count(),
+            6,
+            "every patch is signed off"
+        );
+        assert!(all.contains("b/Documentation/userspace-api/lite.rst"));
+        assert!(all.contains("+   lite\n"));
+        assert!(all.contains("+F:\tdrivers/infiniband/ulp/lite/"));
         assert!(all.contains("+548\t64\tlite_join\t\t\tsys_lite_join"));
         assert!(all.contains("+asmlinkage long sys_lite_free(void);"));
         assert!(all.contains("+COND_SYSCALL(lite_join);"));

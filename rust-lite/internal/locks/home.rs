@@ -21,7 +21,7 @@
 //! with no compare-and-swap bound to fail, and whether others wait behind
 //! it, so that its node's next take asks the home at once. The home posts
 //! its replies that grant nothing without waiting for the node's
-//! acknowledgement. Outside that, its compare-and-swaps only race with a
+//! acknowledgment. Outside that, its compare-and-swaps only race with a
 //! taker of a free lock or a holder releasing one nobody waits for.
 //!
 //! The home's own threads ask the home directly, and a lock they take stays

@@ -112,7 +112,7 @@ impl Job for HomeJob {
                 // A reply that grants the lock is sent, so that a failure
                 // moves the lock on; the others are posted, as the home
                 // thread serves every node and need not wait for one's
-                // acknowledgement (a lost one fails its request by timeout).
+                // acknowledgment (a lost one fails its request by timeout).
                 let answered = if granted.is_some() {
                     peer.send(&reply)
                 } else {

@@ -331,7 +331,7 @@ pub(crate) struct RingReader {
     pending: u32,
     /// Position of the unused end of a lap among the pending requests.
     wrap_at: Option<u64>,
-    /// A consumed message asked for an acknowledgement not yet sent.
+    /// A consumed message asked for an acknowledgment not yet sent.
     ack_wanted: bool,
     /// Why the ring was found corrupt in this epoch, if it was: everything
     /// is discarded until the sender starts afresh.
@@ -446,7 +446,7 @@ impl RingReader {
     /// Consumes the next request, whose header says it has `len` payload
     /// bytes and whose sender set [`FLAG_ACK_WANTED`] if `ack_wanted`.
     ///
-    /// Returns the position to acknowledge if an acknowledgement is due:
+    /// Returns the position to acknowledge if an acknowledgment is due:
     /// when a quarter of the ring has been consumed since the last one, or
     /// when the ring is empty and a consumed message asked for one. A
     /// sender with plenty of room is not sent one for every message, which
@@ -524,7 +524,7 @@ impl RingReader {
 
     /// The sender holds no view of the ring and has nothing in flight: a
     /// broken ring starts a new epoch, empty at the consumed position (so
-    /// positions never go back and late acknowledgements stay harmless).
+    /// positions never go back and late acknowledgments stay harmless).
     /// Everything consumed counts as acknowledged, since the sender is
     /// told so.
     pub(crate) fn start_afresh(&mut self) {

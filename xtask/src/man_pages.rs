@@ -1,0 +1,74 @@
+//! The man pages of LITE's system calls (`userspace/man/`), linted with
+//! groff's own warnings.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::fsutil;
+use crate::paths::repo_root;
+
+/// Where the pages live, relative to the repository root; `.so` links in
+/// them name pages relative to it.
+const MAN_DIR: &str = "userspace/man";
+
+/// Formats every page with `groff -man -ww -z` (all warnings, no output)
+/// and fails if groff says anything about any of them. Returns how many
+/// pages were linted.
+pub fn lint() -> Result<usize> {
+    lint_dir(&repo_root().join(MAN_DIR))
+}
+
+/// [`lint`] on the pages in `dir/man*/`.
+fn lint_dir(dir: &Path) -> Result<usize> {
+    let pages: Vec<_> = fsutil::walk_files(dir)?
+        .into_iter()
+        .filter(|page| page.components().count() == 2 && page.to_string_lossy().starts_with("man"))
+        .collect();
+    if pages.is_empty() {
+        bail!("no man pages in {}", dir.display());
+    }
+    let mut problems = Vec::new();
+    for page in &pages {
+        let out = Command::new("groff")
+            .args(["-man", "-ww", "-z"])
+            .arg(page)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .context("cannot run groff (Debian package groff-base)")?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() || !said.trim().is_empty() {
+            problems.push(format!("{}: {}", page.display(), said.trim()));
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "groff warns about the man pages:\n  {}",
+            problems.join("\n  ")
+        );
+    }
+    Ok(pages.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsutil::TempDir;
+
+    #[test]
+    fn the_committed_pages_lint_clean() {
+        let pages = lint().unwrap();
+        assert!(pages >= 40, "only {pages} man pages");
+    }
+
+    #[test]
+    fn a_page_groff_warns_about_is_refused() {
+        let dir = TempDir::new("man-lint").unwrap();
+        let page = ".TH LITE_X 2 2026-11-30 LITE\n.SH NAME\nlite_x \\- x\n.XX unknown\n";
+        fsutil::write(&dir.path().join("man2/lite_x.2"), page).unwrap();
+        let err = lint_dir(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("man2/lite_x.2"), "{err}");
+    }
+}
