@@ -28,7 +28,7 @@ type Snapshot = BTreeMap<PathBuf, Option<(String, SystemTime)>>;
 pub fn sync(source: &KernelSource, series_dir: &Path) -> Result<bool> {
     let old = Series::read_dir(&source.applied)?;
     let new = Series::read_dir(series_dir)?;
-    if old == new {
+    if old.changes().eq(new.changes()) {
         return Ok(false);
     }
     let step = Step::start(format!(
@@ -59,7 +59,7 @@ pub fn sync(source: &KernelSource, series_dir: &Path) -> Result<bool> {
 fn replace_series(source: &KernelSource, old: &Series, new: &Series) -> Result<()> {
     fs::create_dir_all(&source.applied)
         .with_context(|| format!("cannot create {}", source.applied.display()))?;
-    for patch in old.patches.iter().rev() {
+    for patch in old.changes().rev() {
         let file = source.applied.join(&patch.name);
         git_apply(&source.dir, &file, true).with_context(|| {
             format!(
@@ -74,7 +74,7 @@ fn replace_series(source: &KernelSource, old: &Series, new: &Series) -> Result<(
         })?;
         fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
     }
-    for patch in &new.patches {
+    for patch in new.changes() {
         let file = source.applied.join(&patch.name);
         // Apply from the copy in .applied/, so what is recorded is exactly
         // what was applied even if linux-patches/ changes meanwhile.

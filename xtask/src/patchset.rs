@@ -22,7 +22,16 @@ pub struct Series {
     pub patches: Vec<PatchFile>,
 }
 
+/// The file name `git format-patch --cover-letter` gives the cover letter,
+/// which changes nothing.
+pub const COVER_LETTER: &str = "0000-cover-letter.patch";
+
 impl Series {
+    /// The patches that change the tree: all but the cover letter.
+    pub fn changes(&self) -> impl DoubleEndedIterator<Item = &PatchFile> {
+        self.patches.iter().filter(|p| p.name != COVER_LETTER)
+    }
+
     /// Reads the `*.patch` files of `dir`; a missing directory is an empty series.
     pub fn read_dir(dir: &Path) -> Result<Self> {
         let mut patches = Vec::new();

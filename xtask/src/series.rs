@@ -23,7 +23,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::edits;
 use crate::fsutil::{self, TempDir};
-use crate::patchset::{differences, Series};
+use crate::patchset::{differences, Series, COVER_LETTER};
 use crate::paths::{repo_root, Cache};
 use crate::process;
 use crate::source::{self, KernelSource};
@@ -127,7 +127,65 @@ pub fn generate(repo: &Path, pristine: &Path, out: &Path) -> Result<Series> {
         bail!("the patch series is empty");
     }
     scratch.format_patch(out)?;
+    write_cover_letter(repo, &out.join(COVER_LETTER))?;
     Series::read_dir(out)
+}
+
+/// Where the cover letter's subject (first line) and text are written.
+const COVER_LETTER_SOURCE: &str = "lite-api-c/cover-letter.txt";
+
+/// The committed benchmark summary whose verdicts the cover letter quotes.
+const BENCH_SUMMARY: &str = "xtask/bench-report/summary.md";
+
+/// Fills the cover letter `git format-patch` left at `path` with the
+/// subject and text of [`COVER_LETTER_SOURCE`], its `{benchmark}` line
+/// replaced by the verdicts of the committed benchmark run.
+fn write_cover_letter(repo: &Path, path: &Path) -> Result<()> {
+    let source = fsutil::read_to_string(&repo.join(COVER_LETTER_SOURCE))?;
+    let Some((subject, text)) = source.split_once("\n\n") else {
+        bail!("{COVER_LETTER_SOURCE}: a subject line, a blank line, then the text");
+    };
+    let summary = fsutil::read_to_string(&repo.join(BENCH_SUMMARY)).unwrap_or_default();
+    let text = text.replace("{benchmark}", &verdicts(&summary));
+    let letter = fsutil::read_to_string(path)?;
+    if !letter.contains("*** SUBJECT HERE ***") || !letter.contains("*** BLURB HERE ***") {
+        bail!("{} is not git format-patch's cover letter", path.display());
+    }
+    let letter = letter
+        .replace("*** SUBJECT HERE ***", subject.trim())
+        .replace("*** BLURB HERE ***", text.trim_end());
+    fsutil::write(path, letter)
+}
+
+/// The `## Verdicts` list of a benchmark summary, each one wrapped at 72
+/// columns, or a line saying there is none.
+fn verdicts(summary: &str) -> String {
+    let list: Vec<&str> = summary
+        .lines()
+        .skip_while(|line| line.trim() != "## Verdicts")
+        .skip(1)
+        .take_while(|line| !line.starts_with("## "))
+        .filter_map(|line| line.strip_prefix("- "))
+        .collect();
+    if list.is_empty() {
+        return "  (no benchmark summary is committed)".into();
+    }
+    let mut out = String::new();
+    for verdict in list {
+        let mut line = String::from("  -");
+        for word in verdict.split_whitespace() {
+            if line.len() + 1 + word.len() > 72 {
+                out.push_str(&line);
+                out.push('\n');
+                line = String::from("   ");
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.trim_end().to_string()
 }
 
 /// Applies the committed series with `git am` on a fresh base repository.
@@ -138,7 +196,7 @@ fn git_am_check(pristine: &Path, dir: &Path, series: &Series) -> Result<()> {
     let scratch = ScratchRepo::base(pristine)?;
     let mut am = scratch.git();
     am.args(["am", "--quiet", "--no-3way"]);
-    for patch in &series.patches {
+    for patch in series.changes() {
         am.arg(dir.join(&patch.name));
     }
     process::output(&mut am).context("the committed series does not apply with git am")?;
@@ -336,8 +394,9 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
         changes.push(place_under(repo, "rust-lite", &rel));
     }
     for rel in source_files(repo, "lite-api-c")? {
-        // Only files directly in lite-api-c/; its subdirectories go elsewhere.
-        if rel.components().count() == 1 {
+        // Only files directly in lite-api-c/ (but the cover letter); its
+        // subdirectories go elsewhere.
+        if rel.components().count() == 1 && api.join(&rel) != repo.join(COVER_LETTER_SOURCE) {
             changes.push(place_under(repo, "lite-api-c", &rel));
         }
     }
@@ -592,6 +651,7 @@ impl ScratchRepo {
                 .args([
                     "format-patch",
                     "--quiet",
+                    "--cover-letter",
                     "--zero-commit",
                     "--no-signature",
                     "-o",
@@ -679,6 +739,10 @@ mod tests {
                 "lite-api-c/Documentation/userspace-api/lite.rst",
                 "LITE\n====\n",
             ),
+            (
+                "lite-api-c/cover-letter.txt",
+                "RDMA/lite: LITE\n\nWhat it is.\n\n{benchmark}\n",
+            ),
         ];
         for (rel, text) in sources {
             fsutil::write(&repo.join(rel), text).unwrap();
@@ -693,8 +757,13 @@ mod tests {
         let b = generate(&repo, &pristine, &tmp.path().join("b")).unwrap();
         assert_eq!(a, b, "two runs must give identical bytes");
         let names: Vec<_> = a.patches.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names.len(), 6, "{names:?}");
-        assert!(names[0].starts_with("0001-rust-add-bindings"));
+        assert_eq!(names.len(), 7, "{names:?}");
+        assert_eq!(names[0], COVER_LETTER);
+        assert!(names[1].starts_with("0001-rust-add-bindings"));
+        let cover = String::from_utf8_lossy(&a.patches[0].bytes);
+        assert!(cover.contains("Subject: [PATCH 0/6] RDMA/lite: LITE\n\nWhat it is.\n"));
+        assert!(cover.contains("(no benchmark summary is committed)"));
+        assert!(!cover.contains("***"), "{cover}");
         let all: String = a
             .patches
             .iter()
@@ -726,7 +795,21 @@ mod tests {
             !all.contains("ulp/lite/rust-bindings"),
             "subdirectories of lite-api-c stay out"
         );
+        assert!(!all.contains("b/drivers/infiniband/ulp/lite/cover-letter.txt"));
         git_am_check(&pristine, &tmp.path().join("a"), &a).unwrap();
+    }
+
+    #[test]
+    fn the_cover_letter_quotes_the_benchmark_verdicts_wrapped() {
+        let summary = "# x\n\n## Verdicts\n\n- target met for write at 64 B (median 0.93 at 64 B, \
+                       rounds 0.92-0.97, and more words to wrap)\n- second\n\n## Next\n- not this\n";
+        let text = verdicts(summary);
+        assert_eq!(
+            text,
+            "  - target met for write at 64 B (median 0.93 at 64 B, rounds 0.92-0.97,\n    \
+             and more words to wrap)\n  - second"
+        );
+        assert!(text.lines().all(|line| line.len() <= 72));
     }
 
     #[test]
