@@ -27,7 +27,7 @@ use libc::c_long;
 use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
 use lite::Priority;
 
-use self::io::InStep;
+use self::io::{check_errno, InStep};
 use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
@@ -397,10 +397,8 @@ fn join<K: Kernel, W: Write>(
         id
     };
 
-    tap.check(
-        "join again returns -EISCONN",
-        expect_errno(join_with_text(kernel, &cm.to_string()), libc::EISCONN),
-    );
+    let ret = join_with_text(kernel, &cm.to_string());
+    check_errno(tap, "join again", ret, libc::EISCONN);
     Some(me)
 }
 
@@ -573,10 +571,8 @@ fn bad_input<K: Kernel, W: Write>(
     bad_allocations(kernel, tap, target, nodes, password);
     use_after_free(kernel, tap, target, password);
     for num in [0, MAX_NODES + 1] {
-        tap.check(
-            &format!("dist_barrier({num}) returns -EINVAL"),
-            expect_errno(kernel.dist_barrier(num), libc::EINVAL),
-        );
+        let ret = kernel.dist_barrier(num);
+        check_errno(tap, &format!("dist_barrier({num})"), ret, libc::EINVAL);
     }
     leave_with_unknown_flag(kernel, tap, me, cm);
 
@@ -635,19 +631,25 @@ fn bad_transfers<K: Kernel, W: Write>(
     // bad size cannot write past it.
     let mut scratch = vec![0u8; size as usize];
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
-    // SAFETY: address 8 lies in the never-mapped first page; the kernel
-    // must fail with -EFAULT without touching it.
-    let ret = unsafe { kernel.rdma_write(probe.handle(), unmapped, 16, 0, none, password) };
-    tap.check(
-        "rdma_write from unmapped buffer address 0x8 (16 B) returns -EFAULT",
-        expect_errno(ret, libc::EFAULT),
-    );
-    // SAFETY: as above.
-    let ret = unsafe { kernel.rdma_read(probe.handle(), unmapped, 16, 0, none, password) };
-    tap.check(
-        "rdma_read into unmapped buffer address 0x8 (16 B) returns -EFAULT",
-        expect_errno(ret, libc::EFAULT),
-    );
+    let h = probe.handle();
+    // SAFETY (both calls): address 8 lies in the never-mapped first page;
+    // the kernel must fail with -EFAULT without touching it.
+    let faults = unsafe {
+        [
+            (
+                "rdma_write from",
+                kernel.rdma_write(h, unmapped, 16, 0, none, password),
+            ),
+            (
+                "rdma_read into",
+                kernel.rdma_read(h, unmapped, 16, 0, none, password),
+            ),
+        ]
+    };
+    for (call, ret) in faults {
+        let description = format!("{call} unmapped buffer address 0x8 (16 B) returns -EFAULT");
+        tap.check(&description, expect_errno(ret, libc::EFAULT));
+    }
 
     struct BadTransfer {
         what: String,
@@ -712,37 +714,23 @@ fn bad_transfers<K: Kernel, W: Write>(
     ];
     for case in cases {
         let buf = scratch.as_mut_ptr().cast::<c_void>();
+        let BadTransfer {
+            handle: h,
+            offset,
+            len,
+            priority: p,
+            password: pw,
+            ..
+        } = case;
         // SAFETY: `scratch` covers the whole LMR, the most any of these
         // requests could move even if the kernel ignored the bad argument.
-        let ret = unsafe {
-            kernel.rdma_write(
-                case.handle,
-                buf,
-                case.len,
-                case.offset,
-                case.priority,
-                case.password,
-            )
-        };
-        tap.check(
-            &format!("rdma_write of {}", case.what),
-            expect_errno(ret, case.errno),
-        );
+        let written = unsafe { kernel.rdma_write(h, buf, len, offset, p, pw) };
         // SAFETY: as above.
-        let ret = unsafe {
-            kernel.rdma_read(
-                case.handle,
-                buf,
-                case.len,
-                case.offset,
-                case.priority,
-                case.password,
-            )
-        };
-        tap.check(
-            &format!("rdma_read of {}", case.what),
-            expect_errno(ret, case.errno),
-        );
+        let read = unsafe { kernel.rdma_read(h, buf, len, offset, p, pw) };
+        for (call, ret) in [("rdma_write", written), ("rdma_read", read)] {
+            let description = format!("{call} of {}", case.what);
+            tap.check(&description, expect_errno(ret, case.errno));
+        }
     }
 
     tap.check(
@@ -856,24 +844,14 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
     let mut buf = [0u8; 16];
     // SAFETY: `buf` is readable for 16 bytes.
     let ret = unsafe { kernel.rdma_write(handle, buf.as_ptr().cast(), 16, 0, none, password) };
-    tap.check(
-        "rdma_write after free returns -EBADF",
-        expect_errno(ret, libc::EBADF),
-    );
+    check_errno(tap, "rdma_write after free", ret, libc::EBADF);
     // SAFETY: `buf` is exclusively ours and 16 bytes long.
     let ret = unsafe { kernel.rdma_read(handle, buf.as_mut_ptr().cast(), 16, 0, none, password) };
-    tap.check(
-        "rdma_read after free returns -EBADF",
-        expect_errno(ret, libc::EBADF),
-    );
-    tap.check(
-        "free of an already freed LMR returns -EBADF",
-        expect_errno(kernel.free(handle), libc::EBADF),
-    );
-    tap.check(
-        &format!("free of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
-        expect_errno(kernel.free(UNKNOWN_HANDLE), libc::EBADF),
-    );
+    check_errno(tap, "rdma_read after free", ret, libc::EBADF);
+    let ret = kernel.free(handle);
+    check_errno(tap, "free of an already freed LMR", ret, libc::EBADF);
+    let what = format!("free of unknown handle {UNKNOWN_HANDLE:#x}");
+    check_errno(tap, &what, kernel.free(UNKNOWN_HANDLE), libc::EBADF);
 }
 
 #[cfg(test)]

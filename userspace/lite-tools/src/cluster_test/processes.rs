@@ -468,12 +468,8 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 )?;
                 let pages = UserPages::new(65536)?;
                 // SAFETY: the pages stay mapped until the process exits.
-                handle_of(
-                    unsafe {
-                        kernel.register_lmr(pages.at(0).cast(), 65536, PERM_READ | PERM_WRITE, pw)
-                    },
-                    "register_lmr",
-                )?;
+                let ret = unsafe { pages.register(kernel, (0, 65536), PERM_READ | PERM_WRITE, pw) };
+                handle_of(ret, "register_lmr")?;
                 std::mem::forget(pages);
                 let data = vec![0x11u8; 2048];
                 for i in 0..32u64 {

@@ -37,7 +37,7 @@ use lite::sys::{
 };
 use lite::Priority;
 
-use super::io::{barrier, outcome_of, InStep};
+use super::io::{barrier, check_errno, outcome_of, InStep};
 use super::processes::{collect, finish, report_point, spawn};
 use super::target_name;
 use crate::cluster_test::Node;

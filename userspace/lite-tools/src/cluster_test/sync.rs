@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use libc::c_long;
+use libc::{c_long, EBADF, EFAULT, EINVAL, ENOENT, EPERM};
 use lite::sys::{
     LiteLock, LiteStats, ALLOC_ATOMIC, MAX_LOCKS, MAX_NODES, PERM_ATOMIC, PERM_READ, PERM_WRITE,
     PRIORITY_HIGH, PRIORITY_LOW, PRIORITY_NONE,
@@ -24,8 +24,8 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec, stats, write_ok,
-    InStep, UserPages, BARRIER_LIMIT,
+    barrier, check_errno, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec,
+    stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
 use super::processes::{collect, finish, report_point, spawn, ChildPoints};
 use super::rpc::thread_state;
@@ -788,20 +788,16 @@ fn lock_order<K: Kernel, W: Write>(
     let held = expect_zero(lock(kernel, lock_));
     let holding = held.is_ok();
     tap.check(&format!("node {me}: lock of a free lock returns 0"), held);
-    tap.check(
-        &format!("node {me}: lock by the thread holding it returns -EDEADLK"),
-        expect_errno(lock(kernel, lock_), libc::EDEADLK),
-    );
+    let what = format!("node {me}: lock by the thread holding it");
+    check_errno(tap, &what, lock(kernel, lock_), libc::EDEADLK);
     let foreign = std::thread::scope(|scope| {
         scope
             .spawn(|| unlock(kernel, lock_))
             .join()
             .unwrap_or(c_long::MIN)
     });
-    tap.check(
-        &format!("node {me}: unlock by a thread that does not hold the lock returns -EPERM"),
-        expect_errno(foreign, libc::EPERM),
-    );
+    let what = format!("node {me}: unlock by a thread that does not hold the lock");
+    check_errno(tap, &what, foreign, libc::EPERM);
 
     let order = Mutex::new(Vec::new());
     let waiters: Vec<Waiter> = (0..WAITERS).map(|_| Waiter::default()).collect();
@@ -966,10 +962,9 @@ fn priorities<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
         &point,
         expect_value(kernel.set_priority(PRIORITY_LOW), PRIORITY_HIGH),
     );
-    tap.check(
-        &format!("node {me}: set_priority({INVALID_PRIORITY}) returns -EINVAL"),
-        expect_errno(kernel.set_priority(INVALID_PRIORITY), libc::EINVAL),
-    );
+    let what = format!("node {me}: set_priority({INVALID_PRIORITY})");
+    let ret = kernel.set_priority(INVALID_PRIORITY);
+    check_errno(tap, &what, ret, libc::EINVAL);
     tap.check(
         &format!("node {me}: set_priority(NONE) returns LOW ({PRIORITY_LOW}): the rejected call changed nothing"),
         expect_value(kernel.set_priority(PRIORITY_NONE), PRIORITY_LOW),
@@ -1211,54 +1206,25 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
             .map_err(Clone::clone),
     );
 
-    let atomics: [(String, c_long, i32); 8] = [
-        (
-            format!("fetch_add of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
-            fetch_add_raw(kernel, UNKNOWN_HANDLE, 1, none).0,
-            libc::EBADF,
-        ),
-        (
-            format!("compare_swp of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
-            compare_swp_raw(kernel, UNKNOWN_HANDLE, 0, 1, none).0,
-            libc::EBADF,
-        ),
-        (
-            "fetch_add on an LMR without ATOMIC returns -EPERM".into(),
-            fetch_add_raw(kernel, plain_handle, 1, none).0,
-            libc::EPERM,
-        ),
-        (
-            "compare_swp on an LMR without ATOMIC returns -EPERM".into(),
-            compare_swp_raw(kernel, plain_handle, 0, 1, none).0,
-            libc::EPERM,
-        ),
-        (
-            format!("fetch_add with priority {INVALID_PRIORITY} returns -EINVAL"),
-            fetch_add_raw(kernel, atomic_handle, 1, INVALID_PRIORITY).0,
-            libc::EINVAL,
-        ),
-        (
-            format!("compare_swp with priority {INVALID_PRIORITY} returns -EINVAL"),
-            compare_swp_raw(kernel, atomic_handle, 0, 1, INVALID_PRIORITY).0,
-            libc::EINVAL,
-        ),
-        (
-            "fetch_add after free returns -EBADF".into(),
-            freed_atomic(kernel, me, pw),
-            libc::EBADF,
-        ),
-        (
-            "fetch_add through a READ-only mapping of an ATOMIC LMR returns -EPERM".into(),
-            read_only_atomic(kernel, me, pw, atomic_handle),
-            libc::EPERM,
-        ),
-    ];
-    for (description, ret, errno) in atomics {
-        tap.check(
-            &format!("node {me}: {description}"),
-            expect_errno(ret, errno),
-        );
-    }
+    let mut check =
+        |what: &str, ret, errno| check_errno(tap, &format!("node {me}: {what}"), ret, errno);
+    let unknown = format!("of unknown handle {UNKNOWN_HANDLE:#x}");
+    let ret = fetch_add_raw(kernel, UNKNOWN_HANDLE, 1, none).0;
+    check(&format!("fetch_add {unknown}"), ret, EBADF);
+    let ret = compare_swp_raw(kernel, UNKNOWN_HANDLE, 0, 1, none).0;
+    check(&format!("compare_swp {unknown}"), ret, EBADF);
+    let ret = fetch_add_raw(kernel, plain_handle, 1, none).0;
+    check("fetch_add on an LMR without ATOMIC", ret, EPERM);
+    let ret = compare_swp_raw(kernel, plain_handle, 0, 1, none).0;
+    check("compare_swp on an LMR without ATOMIC", ret, EPERM);
+    let invalid = format!("with priority {INVALID_PRIORITY}");
+    let ret = fetch_add_raw(kernel, atomic_handle, 1, INVALID_PRIORITY).0;
+    check(&format!("fetch_add {invalid}"), ret, EINVAL);
+    let ret = compare_swp_raw(kernel, atomic_handle, 0, 1, INVALID_PRIORITY).0;
+    check(&format!("compare_swp {invalid}"), ret, EINVAL);
+    check("fetch_add after free", freed_atomic(kernel, me, pw), EBADF);
+    let what = "fetch_add through a READ-only mapping of an ATOMIC LMR";
+    check(what, read_only_atomic(kernel, me, pw, atomic_handle), EPERM);
     let unchanged = atomic.as_ref().map_err(Clone::clone).and_then(|lmr| {
         match atomic_value(kernel, lmr.handle())? {
             0 => Ok(()),
@@ -1270,31 +1236,18 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         unchanged,
     );
     // Whether the operation happened before the fault is not specified.
+    let mut check = |what: &str, ret| check_errno(tap, &format!("node {me}: {what}"), ret, EFAULT);
     // SAFETY: `old` is an unmapped address the kernel must reject.
-    let faults = unsafe {
-        [
-            (
-                "fetch_add with old at unmapped address 0x8 returns -EFAULT",
-                kernel.fetch_add(atomic_handle, unmapped, 1, none),
-            ),
-            (
-                "compare_swp with old at unmapped address 0x8 returns -EFAULT",
-                kernel.compare_swp(atomic_handle, unmapped, 0, 1, none),
-            ),
-        ]
-    };
-    for (description, ret) in faults {
-        tap.check(
-            &format!("node {me}: {description}"),
-            expect_errno(ret, libc::EFAULT),
-        );
-    }
+    let ret = unsafe { kernel.fetch_add(atomic_handle, unmapped, 1, none) };
+    check("fetch_add with old at unmapped address 0x8", ret);
+    // SAFETY: as above.
+    let ret = unsafe { kernel.compare_swp(atomic_handle, unmapped, 0, 1, none) };
+    check("compare_swp with old at unmapped address 0x8", ret);
 
     let registered = (|| -> Result<c_long, String> {
         let pages = UserPages::new(4096)?;
         // SAFETY: the pages stay mapped until deregistered below.
-        let ret =
-            unsafe { kernel.register_lmr(pages.at(0).cast(), 16, PERM_READ | PERM_ATOMIC, pw) };
+        let ret = unsafe { pages.register(kernel, (0, 16), PERM_READ | PERM_ATOMIC, pw) };
         let handle = handle_of(ret, "register_lmr of 16 B with ATOMIC")?;
         let result = fetch_add_raw(kernel, handle, 1, none).0;
         expect_zero(kernel.deregister_lmr(handle)).map_err(|e| format!("deregister: {e}"))?;
@@ -1340,60 +1293,32 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     };
     let unmapped_lock = ptr::without_provenance_mut::<LiteLock>(8);
     let mut filled = LiteLock::default();
+    let mut check =
+        |what: &str, ret, errno| check_errno(tap, &format!("node {me}: {what}"), ret, errno);
+    let at_0x8 = "at unmapped address 0x8";
     // SAFETY (every call below): the lock pointers are readable and
     // writable locals or an unmapped address the kernel must reject.
-    let locks: [(String, c_long, i32); 8] = unsafe {
-        [
-            (
-                "create_lock with the lock at unmapped address 0x8 returns -EFAULT".into(),
-                kernel.create_lock(me, unmapped_lock),
-                libc::EFAULT,
-            ),
-            (
-                "ask_lock of an existing lock into unmapped address 0x8 returns -EFAULT".into(),
-                kernel.ask_lock(me, known.number, unmapped_lock),
-                libc::EFAULT,
-            ),
-            (
-                format!(
-                    "ask_lock(node {me}, {UNKNOWN_LOCK}) of a lock never created returns -ENOENT"
-                ),
-                kernel.ask_lock(me, UNKNOWN_LOCK, &mut filled),
-                libc::ENOENT,
-            ),
-            (
-                "lock with the lock at unmapped address 0x8 returns -EFAULT".into(),
-                kernel.lock(unmapped_lock),
-                libc::EFAULT,
-            ),
-            (
-                "unlock with the lock at unmapped address 0x8 returns -EFAULT".into(),
-                kernel.unlock(unmapped_lock),
-                libc::EFAULT,
-            ),
-            (
-                format!("lock of unknown lock {UNKNOWN_LOCK} on node {me} returns -ENOENT"),
-                lock(kernel, &unknown),
-                libc::ENOENT,
-            ),
-            (
-                format!("unlock of unknown lock {UNKNOWN_LOCK} on node {me} returns -ENOENT"),
-                unlock(kernel, &unknown),
-                libc::ENOENT,
-            ),
-            (
-                "unlock of a lock nobody holds returns -EPERM".into(),
-                unlock(kernel, &known),
-                libc::EPERM,
-            ),
-        ]
-    };
-    for (description, ret, errno) in locks {
-        tap.check(
-            &format!("node {me}: {description}"),
-            expect_errno(ret, errno),
-        );
+    unsafe {
+        let ret = kernel.create_lock(me, unmapped_lock);
+        check(&format!("create_lock with the lock {at_0x8}"), ret, EFAULT);
+        let ret = kernel.ask_lock(me, known.number, unmapped_lock);
+        let what = "ask_lock of an existing lock into unmapped address 0x8";
+        check(what, ret, EFAULT);
+        let ret = kernel.ask_lock(me, UNKNOWN_LOCK, &mut filled);
+        let what = format!("ask_lock(node {me}, {UNKNOWN_LOCK}) of a lock never created");
+        check(&what, ret, ENOENT);
+        let ret = kernel.lock(unmapped_lock);
+        check(&format!("lock with the lock {at_0x8}"), ret, EFAULT);
+        let ret = kernel.unlock(unmapped_lock);
+        check(&format!("unlock with the lock {at_0x8}"), ret, EFAULT);
     }
+    let unknown_at = format!("unknown lock {UNKNOWN_LOCK} on node {me}");
+    let ret = lock(kernel, &unknown);
+    check(&format!("lock of {unknown_at}"), ret, ENOENT);
+    let ret = unlock(kernel, &unknown);
+    check(&format!("unlock of {unknown_at}"), ret, ENOENT);
+    let what = "unlock of a lock nobody holds";
+    check(what, unlock(kernel, &known), EPERM);
 }
 
 /// `lite_fetch_add` on the handle of an ATOMIC LMR already freed.

@@ -19,36 +19,26 @@ const DYING_RECEIVE_LIMIT: Duration = Duration::from_secs(20);
 /// receivers.
 pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
-    let all = 1..=nodes;
     let mut answer = [0u8; 16];
-    let refused = all.clone().try_for_each(|node| {
-        expect_errno(
-            call(kernel, node, UNUSED_PORT, b"anyone?", &mut answer),
-            libc::ECONNREFUSED,
-        )
-        .map_err(|e| format!("node {node}: {e}"))
-    });
-    let point = format!("node {me}: send_reply_imm to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED");
-    tap.check(&point, refused);
-    let refused = all.clone().try_for_each(|node| {
-        expect_errno(
-            send(kernel, node, UNUSED_PORT, b"anyone?", false),
-            libc::ECONNREFUSED,
-        )
-        .map_err(|e| format!("node {node}: {e}"))
-    });
-    let point = format!(
-        "node {me}: send to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED"
-    );
-    tap.check(&point, refused);
-    let refused = all.clone().try_for_each(|node| {
-        expect_errno(kernel.query_port(node, UNUSED_PORT), libc::ECONNREFUSED)
-            .map_err(|e| format!("node {node}: {e}"))
-    });
-    tap.check(
-        &format!("node {me}: query_port(every node, port {UNUSED_PORT}) returns -ECONNREFUSED"),
-        refused,
-    );
+    let nowhere = format!("port {UNUSED_PORT} (open nowhere) of every node");
+    let calls: [(String, &mut dyn FnMut(u32) -> c_long); 3] = [
+        (format!("send_reply_imm to {nowhere}"), &mut |node| {
+            call(kernel, node, UNUSED_PORT, b"anyone?", &mut answer)
+        }),
+        (format!("send to {nowhere}"), &mut |node| {
+            send(kernel, node, UNUSED_PORT, b"anyone?", false)
+        }),
+        (
+            format!("query_port(every node, port {UNUSED_PORT})"),
+            &mut |node| kernel.query_port(node, UNUSED_PORT),
+        ),
+    ];
+    for (what, on) in calls {
+        let refused = (1..=nodes).try_for_each(|node| {
+            expect_errno(on(node), libc::ECONNREFUSED).map_err(|e| format!("node {node}: {e}"))
+        });
+        tap.check(&format!("node {me}: {what} returns -ECONNREFUSED"), refused);
+    }
 
     for (port, name) in [(WAIT_PORT, "lite-test-wait"), (IDLE_PORT, "lite-test-idle")] {
         tap.check(
@@ -124,17 +114,12 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
         expect_len(kernel.query_port(me, WAIT_PORT), 128),
     );
     let too_long = [0u8; 129];
-    tap.check(
-        &format!("node {me}: send_reply_imm of 129 B to its port {WAIT_PORT} (max 128) returns -EMSGSIZE"),
-        expect_errno(call(kernel, me, WAIT_PORT, &too_long, &mut answer), libc::EMSGSIZE),
-    );
-    tap.check(
-        &format!("node {me}: send of 129 B to its port {WAIT_PORT} (max 128) returns -EMSGSIZE"),
-        expect_errno(
-            send(kernel, me, WAIT_PORT, &too_long, false),
-            libc::EMSGSIZE,
-        ),
-    );
+    let what = format!("node {me}: send_reply_imm of 129 B to its port {WAIT_PORT} (max 128)");
+    let ret = call(kernel, me, WAIT_PORT, &too_long, &mut answer);
+    check_errno(tap, &what, ret, libc::EMSGSIZE);
+    let what = format!("node {me}: send of 129 B to its port {WAIT_PORT} (max 128)");
+    let ret = send(kernel, me, WAIT_PORT, &too_long, false);
+    check_errno(tap, &what, ret, libc::EMSGSIZE);
     tap.check(
         &format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again"),
         expect_zero(kernel.unregister_application(WAIT_PORT)),
@@ -199,26 +184,25 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     );
     let fitting = [0x5au8; 16];
     let (ret, answer) = private_call(kernel, tap, me, (b"question", 16), |tap, descriptor| {
-        tap.check(
-            "reply_message of 17 B to a caller accepting 16 returns -EMSGSIZE",
-            expect_errno(reply(kernel, &[0u8; 17], descriptor), libc::EMSGSIZE),
-        );
+        let what = "reply_message of 17 B to a caller accepting 16";
+        let ret = reply(kernel, &[0u8; 17], descriptor);
+        check_errno(tap, what, ret, libc::EMSGSIZE);
         let unmapped: *const c_void = ptr::without_provenance(8);
         // SAFETY: address 8 lies in the never-mapped first page; the
         // kernel must fail with -EFAULT without touching it.
         let ret = unsafe { kernel.reply_message(unmapped, 16, descriptor) };
-        tap.check(
-            "reply_message from unmapped buffer address 0x8 returns -EFAULT",
-            expect_errno(ret, libc::EFAULT),
+        check_errno(
+            tap,
+            "reply_message from unmapped buffer address 0x8",
+            ret,
+            libc::EFAULT,
         );
         tap.check(
             "after -EMSGSIZE and -EFAULT the descriptor still takes a 16 B reply",
             expect_zero(reply(kernel, &fitting, descriptor)),
         );
-        tap.check(
-            "reply_message to an answered descriptor returns -ENOENT",
-            expect_errno(reply(kernel, &fitting, descriptor), libc::ENOENT),
-        );
+        let what = "reply_message to an answered descriptor";
+        check_errno(tap, what, reply(kernel, &fitting, descriptor), libc::ENOENT);
     });
     tap.check(
         &format!("node {me}: the caller gets the 16 B reply"),
@@ -231,10 +215,8 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
             UNKNOWN_DESCRIPTOR,
         ),
     ] {
-        tap.check(
-            &format!("reply_message to {what} returns -ENOENT"),
-            expect_errno(reply(kernel, b"x", descriptor), libc::ENOENT),
-        );
+        let what = format!("reply_message to {what}");
+        check_errno(tap, &what, reply(kernel, b"x", descriptor), libc::ENOENT);
     }
 
     // The next message does not fit: it stays queued.
@@ -246,9 +228,11 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     );
     let mut buf = [0u8; 100];
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf[..99], true);
-    tap.check(
-        "receive_message into 99 B with a 100 B message next returns -EMSGSIZE",
-        expect_errno(ret, libc::EMSGSIZE),
+    check_errno(
+        tap,
+        "receive_message into 99 B with a 100 B message next",
+        ret,
+        libc::EMSGSIZE,
     );
     let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, true);
     tap.check(
@@ -261,9 +245,11 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
             }),
     );
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf, true);
-    tap.check(
-        "receive_message with LITE_RECV_NONBLOCK on an empty port returns -EAGAIN",
-        expect_errno(ret, libc::EAGAIN),
+    check_errno(
+        tap,
+        "receive_message with LITE_RECV_NONBLOCK on an empty port",
+        ret,
+        libc::EAGAIN,
     );
 
     // A failed reply receives nothing.
@@ -335,18 +321,22 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
         expect_zero(ret).and_then(|()| expect_errno(bad_descriptor, libc::EFAULT)),
     );
     let (ret, _) = receive_with_flags(kernel, PRIVATE_PORT, &mut small, 0x2);
-    tap.check(
-        "receive_message with unknown flag 0x2 returns -EINVAL",
-        expect_errno(ret, libc::EINVAL),
+    check_errno(
+        tap,
+        "receive_message with unknown flag 0x2",
+        ret,
+        libc::EINVAL,
     );
     tap.check(
         &format!("node {me}: unregister_application(port {PRIVATE_PORT}) returns 0"),
         expect_zero(kernel.unregister_application(PRIVATE_PORT)),
     );
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut small, true);
-    tap.check(
-        "receive_message on an unregistered port returns -ENOENT",
-        expect_errno(ret, libc::ENOENT),
+    check_errno(
+        tap,
+        "receive_message on an unregistered port",
+        ret,
+        libc::ENOENT,
     );
 }
 
