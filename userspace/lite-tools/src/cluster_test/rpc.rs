@@ -41,7 +41,9 @@ use super::io::{barrier, check_errno, outcome_of, InStep};
 use super::processes::{collect, finish, report_point, spawn};
 use super::target_name;
 use crate::cluster_test::Node;
-use crate::deadline::{interrupt_at, retry_while_busy, Deadline, Watchdog};
+use crate::deadline::{
+    current_thread, interrupt_at, interrupt_thread, retry_while_busy, Deadline, Watchdog,
+};
 use crate::debugfs::{DEBUGFS_DIR, RPC_FAULT_FILE};
 use crate::errno::{describe_error, describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
@@ -332,24 +334,26 @@ pub(crate) fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served 
 
 /// A thread about to block in a call, observable from another thread.
 #[derive(Default)]
-struct Blocker {
+pub(super) struct Blocker {
     tid: AtomicI32,
-    finished: AtomicBool,
+    pub(super) finished: AtomicBool,
 }
 
 impl Blocker {
     /// Records the calling thread; call right before the blocking call.
-    fn arm(&self) {
-        // SAFETY: gettid takes no arguments and cannot fail.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
-        self.tid
-            .store(i32::try_from(tid).unwrap_or(0), Ordering::SeqCst);
+    pub(super) fn arm(&self) {
+        self.tid.store(current_thread(), Ordering::SeqCst);
+    }
+
+    /// The call returned.
+    pub(super) fn finish(&self) {
+        self.finished.store(true, Ordering::SeqCst);
     }
 
     /// Waits until the thread sleeps (in the call) or has returned from
-    /// it; fails after [`BLOCK_TIMEOUT`].
-    fn wait_until_blocked(&self, what: &str) -> Result<(), String> {
-        let deadline = Instant::now() + BLOCK_TIMEOUT;
+    /// it; fails after `limit`.
+    pub(super) fn wait_until_blocked(&self, limit: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + limit;
         loop {
             if self.finished.load(Ordering::SeqCst) {
                 return Ok(());
@@ -359,10 +363,25 @@ impl Blocker {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(format!("{what} did not block within {BLOCK_TIMEOUT:?}"));
+                return Err(format!("did not block within {limit:?}"));
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Waits until the call returned; after `limit` interrupts the thread
+    /// with `SIGUSR1` until it does. Whether it returned in time.
+    pub(super) fn wait_finished(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut in_time = true;
+        while !self.finished.load(Ordering::SeqCst) {
+            if Instant::now() > deadline {
+                in_time = false;
+                interrupt_thread(self.tid.load(Ordering::SeqCst));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        in_time
     }
 }
 

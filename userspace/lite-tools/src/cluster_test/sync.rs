@@ -12,9 +12,8 @@
 
 use std::io::{BufReader, Write};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use libc::{c_long, EBADF, EFAULT, EINVAL, ENOENT, EPERM};
 use lite::sys::{
@@ -28,12 +27,10 @@ use super::io::{
     stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
 use super::processes::{collect, finish, report_point, spawn, ChildPoints};
-use super::rpc::thread_state;
+use super::rpc::Blocker;
 use super::{password_of, Check, UNKNOWN_HANDLE};
 use crate::cluster_test::Node;
-use crate::deadline::{
-    current_thread, install_interrupt_handler, interrupt_thread, Deadline, Watchdog,
-};
+use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
 use crate::errno::{describe_result, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
@@ -214,58 +211,6 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The first error of `results`, or `Ok`.
 fn first_error(results: impl IntoIterator<Item = Result<(), String>>) -> Result<(), String> {
     results.into_iter().collect()
-}
-
-/// A thread about to call `lite_lock`, observable from another thread.
-#[derive(Default)]
-struct Waiter {
-    tid: AtomicI32,
-    finished: AtomicBool,
-}
-
-impl Waiter {
-    /// Records the calling thread; call right before `lite_lock`.
-    fn arm(&self) {
-        self.tid.store(current_thread(), Ordering::SeqCst);
-    }
-
-    /// The call returned.
-    fn finish(&self) {
-        self.finished.store(true, Ordering::SeqCst);
-    }
-
-    /// Waits until the thread sleeps in the call (or has returned).
-    fn wait_until_blocked(&self) -> Result<(), String> {
-        let deadline = Instant::now() + LOCK_WAIT_LIMIT;
-        loop {
-            if self.finished.load(Ordering::SeqCst) {
-                return Ok(());
-            }
-            let tid = self.tid.load(Ordering::SeqCst);
-            if tid != 0 && matches!(thread_state(tid), Some('S' | 'D')) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!("did not block within {LOCK_WAIT_LIMIT:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    /// Waits until the call returned; after [`LOCK_WAIT_LIMIT`] interrupts
-    /// the thread with `SIGUSR1` until it does. Whether it returned in time.
-    fn wait_finished(&self) -> bool {
-        let deadline = Instant::now() + LOCK_WAIT_LIMIT;
-        let mut in_time = true;
-        while !self.finished.load(Ordering::SeqCst) {
-            if Instant::now() > deadline {
-                in_time = false;
-                interrupt_thread(self.tid.load(Ordering::SeqCst));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        in_time
-    }
 }
 
 /// `iterations` increments of the counter at [`COUNTER_OFFSET`] of
@@ -800,7 +745,7 @@ fn lock_order<K: Kernel, W: Write>(
     check_errno(tap, &what, foreign, libc::EPERM);
 
     let order = Mutex::new(Vec::new());
-    let waiters: Vec<Waiter> = (0..WAITERS).map(|_| Waiter::default()).collect();
+    let waiters: Vec<Blocker> = (0..WAITERS).map(|_| Blocker::default()).collect();
     let outcome = std::thread::scope(|scope| -> Result<(), String> {
         let mut started = Ok(());
         for (index, waiter) in waiters.iter().enumerate() {
@@ -827,7 +772,7 @@ fn lock_order<K: Kernel, W: Write>(
             });
             if started.is_ok() {
                 started = waiter
-                    .wait_until_blocked()
+                    .wait_until_blocked(LOCK_WAIT_LIMIT)
                     .map_err(|e| format!("waiter {index} {e}"));
             }
             std::thread::sleep(STAGGER);
@@ -837,7 +782,9 @@ fn lock_order<K: Kernel, W: Write>(
         } else {
             Err("the holder did not get the lock".into())
         };
-        let in_time = waiters.iter().all(Waiter::wait_finished);
+        let in_time = waiters
+            .iter()
+            .all(|waiter| waiter.wait_finished(LOCK_WAIT_LIMIT));
         started?;
         released?;
         if !in_time {
@@ -903,7 +850,7 @@ fn exiting_holder<K: Kernel, W: Write>(
             let _ = finish(child);
             return child_outcome(points, 1).map_err(|e| format!("child: {e}"));
         }
-        let waiter = Waiter::default();
+        let waiter = Blocker::default();
         std::thread::scope(|scope| {
             let got = scope.spawn(|| {
                 waiter.arm();
@@ -916,13 +863,13 @@ fn exiting_holder<K: Kernel, W: Write>(
                     Err(format!("lock returned {}", describe_result(ret)))
                 }
             });
-            let blocked = waiter.wait_until_blocked();
+            let blocked = waiter.wait_until_blocked(LOCK_WAIT_LIMIT);
             if let Some(stdin) = child.stdin.as_mut() {
                 let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
             }
             points.extend(collect(&mut out, false));
             let finished = finish(child);
-            let in_time = waiter.wait_finished();
+            let in_time = waiter.wait_finished(LOCK_WAIT_LIMIT);
             let got = outcome_of(got, "the waiter panicked");
             blocked.map_err(|e| format!("the waiter {e} behind the child"))?;
             finished?;
@@ -1441,6 +1388,8 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
 
@@ -1461,7 +1410,7 @@ mod tests {
         let child = kernel.other_process();
         let theirs = ask_lock(&child, 1, held.number).expect("ask_lock");
         assert_eq!(lock(&child, &theirs), 0);
-        let waiter = Waiter::default();
+        let waiter = Blocker::default();
         std::thread::scope(|scope| {
             let got = scope.spawn(|| {
                 waiter.arm();
@@ -1470,11 +1419,13 @@ mod tests {
                 // The waiting thread holds it now, not the main thread.
                 (ret, unlock(&kernel, &held))
             });
-            waiter.wait_until_blocked().expect("the waiter blocks");
+            waiter
+                .wait_until_blocked(LOCK_WAIT_LIMIT)
+                .expect("the waiter blocks");
             assert!(!waiter.finished.load(Ordering::SeqCst), "got a held lock");
             assert_eq!(unlock(&kernel, &held), -c_long::from(libc::EPERM));
             drop(child);
-            assert!(waiter.wait_finished());
+            assert!(waiter.wait_finished(LOCK_WAIT_LIMIT));
             assert_eq!(got.join().expect("no panic"), (0, 0));
         });
     }

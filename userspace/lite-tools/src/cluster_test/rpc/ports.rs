@@ -62,19 +62,24 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
             let mut answer = [0u8; 16];
             caller.arm();
             let ret = call(kernel, target, WAIT_PORT, b"will you answer?", &mut answer);
-            caller.finished.store(true, Ordering::SeqCst);
+            caller.finish();
             ret
         });
         let receiving = scope.spawn(|| {
             let mut buf = [0u8; 64];
             receiver.arm();
             let (ret, _) = receive(kernel, IDLE_PORT, &mut buf, false);
-            receiver.finished.store(true, Ordering::SeqCst);
+            receiver.finish();
             ret
         });
         let blocked = caller
-            .wait_until_blocked("the caller")
-            .and(receiver.wait_until_blocked("the receiver"));
+            .wait_until_blocked(BLOCK_TIMEOUT)
+            .map_err(|e| format!("the caller {e}"));
+        let blocked = blocked.and(
+            receiver
+                .wait_until_blocked(BLOCK_TIMEOUT)
+                .map_err(|e| format!("the receiver {e}")),
+        );
         if let Err(e) = blocked {
             tap.comment(&format!("node {me}: {e}"));
         }
