@@ -34,7 +34,7 @@ use std::process::{Child, Command, Stdio};
 use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
-use super::processes::{collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND};
+use super::processes::{child_plan, collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND};
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
 };
@@ -334,16 +334,9 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     if let Some(status) = admin_group::child_main(kernel, args) {
         return Some(status);
     }
-    let (kind, rest) = args.split_first()?;
-    if kind != KIND {
-        return None;
-    }
-    let probe = match Probe::from_args(rest) {
+    let probe = match child_plan(args, KIND, Probe::from_args)? {
         Ok(probe) => probe,
-        Err(reason) => {
-            eprintln!("{KIND}: {reason}");
-            return Some(2);
-        }
+        Err(status) => return Some(status),
     };
     let mut points = vec![(
         format!(

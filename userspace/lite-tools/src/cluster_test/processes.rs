@@ -82,6 +82,15 @@ pub(super) fn report_point(what: &str, outcome: Result<(), String>) {
 
 /// Reads the child's lines up to `ready` (or the end); its points.
 pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
+    collect_with(out, until_ready, |_| {})
+}
+
+/// Like [`collect`], handing every line that is not a point to `other`.
+pub(super) fn collect_with<R: BufRead>(
+    out: &mut R,
+    until_ready: bool,
+    mut other: impl FnMut(&str),
+) -> ChildPoints {
     let mut points = Vec::new();
     let mut line = String::new();
     loop {
@@ -99,9 +108,29 @@ pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints
         } else if let Some(rest) = text.strip_prefix("fail ") {
             let (what, reason) = rest.split_once(": ").unwrap_or((rest, "failed"));
             points.push((what.to_string(), Err(reason.to_string())));
+        } else {
+            other(text);
         }
     }
     points
+}
+
+/// The plan of a child of `kind` from its `args` (which follow the child
+/// subcommand): `None` for another kind; `Some(Err(2))`, its exit status,
+/// when `parse` rejects the rest.
+pub(super) fn child_plan<T>(
+    args: &[String],
+    kind: &str,
+    parse: impl FnOnce(&[String]) -> Result<T, String>,
+) -> Option<Result<T, i32>> {
+    let (first, rest) = args.split_first()?;
+    if first != kind {
+        return None;
+    }
+    Some(parse(rest).map_err(|reason| {
+        eprintln!("{kind}: {reason}");
+        2
+    }))
 }
 
 pub(super) fn finish(mut child: Child) -> Result<(), String> {

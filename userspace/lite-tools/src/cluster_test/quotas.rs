@@ -42,7 +42,7 @@ use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{barrier, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
-use super::processes::{finish, report_point, ChildPoints};
+use super::processes::{child_plan, collect_with, finish, report_point, ChildPoints};
 use super::{expect_no_alloc, target_name};
 use crate::cluster_test::Node;
 use crate::debugfs::quotas::{
@@ -502,44 +502,21 @@ fn start_child<K>(plan: UserPlan) -> Result<Started<K>, String> {
 /// Reads the child's lines up to `ready` (or the end): its points and
 /// the usage its `holds` line reports.
 fn read_report<R: BufRead>(out: &mut R) -> (ChildPoints, Option<Result<Usage, String>>) {
-    let mut points = Vec::new();
     let mut usage = None;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match out.read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let text = line.trim_end();
-        if text == "ready" {
-            break;
-        }
+    let points = collect_with(out, true, |text| {
         if let Some(held) = text.strip_prefix(HOLDS) {
             usage = Some(parse_usage(held).map_err(|e| format!("its {HOLDS} line: {e}")));
-        } else if let Some(what) = text.strip_prefix("ok ") {
-            points.push((what.to_string(), Ok(())));
-        } else if let Some(rest) = text.strip_prefix("fail ") {
-            let (what, reason) = rest.split_once(": ").unwrap_or((rest, "failed"));
-            points.push((what.to_string(), Err(reason.to_string())));
         }
-    }
+    });
     (points, usage)
 }
 
 /// Entry point of the quota user's process: `args` follow the child
 /// subcommand. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let (kind, rest) = args.split_first()?;
-    if kind != KIND {
-        return None;
-    }
-    let plan = match UserPlan::from_args(rest) {
+    let plan = match child_plan(args, KIND, UserPlan::from_args)? {
         Ok(plan) => plan,
-        Err(reason) => {
-            eprintln!("{KIND}: {reason}");
-            return Some(2);
-        }
+        Err(status) => return Some(status),
     };
     let uid = plan.uid;
     let mut points = vec![(
