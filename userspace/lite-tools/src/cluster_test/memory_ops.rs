@@ -622,41 +622,15 @@ fn large_spread<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     );
     // An LMR larger than the limit, so only the size is wrong; the buffer
     // is as large as the request in case the kernel ignored the limit.
-    let mut big = vec![0u8; (MAX_ASYNC_SIZE + 1) as usize];
-    let big_ptr = big.as_mut_ptr().cast();
-    let point = format!(
-        "rdma_read_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
-        MAX_ASYNC_SIZE + 1
-    );
-    tap.check(
-        &point,
-        expect_async_read_errno(
-            kernel,
-            lmr.handle(),
-            big_ptr,
-            MAX_ASYNC_SIZE + 1,
-            0,
-            password,
-            libc::EINVAL,
-        ),
-    );
-    let big_ptr = big.as_ptr().cast();
-    let point = format!(
-        "rdma_write_async of {} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL",
-        MAX_ASYNC_SIZE + 1
-    );
-    tap.check(
-        &point,
-        expect_async_write_errno(
-            kernel,
-            lmr.handle(),
-            big_ptr,
-            MAX_ASYNC_SIZE + 1,
-            0,
-            password,
-            libc::EINVAL,
-        ),
-    );
+    let over = MAX_ASYNC_SIZE + 1;
+    let mut big = vec![0u8; over as usize];
+    let (handle, at) = (lmr.handle(), big.as_mut_ptr().cast());
+    let point =
+        |call: &str| format!("{call} of {over} B (over LITE_MAX_ASYNC_SIZE) returns -EINVAL");
+    let outcome = expect_async_read_errno(kernel, handle, at, over, 0, password, libc::EINVAL);
+    tap.check(&point("rdma_read_async"), outcome);
+    let outcome = expect_async_write_errno(kernel, handle, at, over, 0, password, libc::EINVAL);
+    tap.check(&point("rdma_write_async"), outcome);
     drop(big);
     tap.check(&format!("{label}: free returns 0"), lmr.free());
 }

@@ -166,10 +166,41 @@ fn send<K: Kernel>(kernel: &K, node: u32, port: u32, msg: &[u8], nonblock: bool)
     unsafe { kernel.send(node, port | flags, msg.as_ptr().cast(), msg.len() as u64) }
 }
 
+/// The arguments of a multicast of `request` to every node of `targets`
+/// on `port`: the reply lengths go to `lengths`, the replies, of at most
+/// `max_reply` bytes each, to `replies`.
+fn multicast_args(
+    targets: &[u32],
+    request: &[u8],
+    (lengths, replies): (&mut [i64], &mut [u8]),
+    max_reply: u64,
+    port: u32,
+) -> LiteMulticast {
+    LiteMulticast {
+        nodes: targets.as_ptr() as u64,
+        lengths: lengths.as_mut_ptr() as u64,
+        msg: request.as_ptr() as u64,
+        size: request.len() as u64,
+        replies: replies.as_mut_ptr() as u64,
+        max_reply,
+        count: targets.len() as u32,
+        port_priority: port,
+    }
+}
+
 /// The raw result of a receive into `buf`, and the descriptor.
 fn receive<K: Kernel>(kernel: &K, port: u32, buf: &mut [u8], nonblock: bool) -> (c_long, u64) {
+    receive_with_flags(kernel, port, buf, if nonblock { RECV_NONBLOCK } else { 0 })
+}
+
+/// [`receive`] with the raw `flags`.
+fn receive_with_flags<K: Kernel>(
+    kernel: &K,
+    port: u32,
+    buf: &mut [u8],
+    flags: u32,
+) -> (c_long, u64) {
     let mut descriptor = u64::MAX;
-    let flags = if nonblock { RECV_NONBLOCK } else { 0 };
     // SAFETY: `buf` and `descriptor` are exclusively borrowed and writable
     // during the call.
     let ret = unsafe {

@@ -211,15 +211,10 @@ fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let mut lengths = vec![0i64; targets.len()];
     let mut replies = vec![0u8; 16 * targets.len()];
     let request = *b"hello";
+    let buffers = (&mut lengths[..], &mut replies[..]);
     let valid = LiteMulticast {
-        nodes: targets.as_ptr() as u64,
-        lengths: lengths.as_mut_ptr() as u64,
-        msg: request.as_ptr() as u64,
-        size: request.len() as u64,
-        replies: replies.as_mut_ptr() as u64,
-        max_reply: 16,
         count: 1,
-        port_priority: SERVICE_PORT,
+        ..multicast_args(&targets, &request, buffers, 16, SERVICE_PORT)
     };
     let cases = [
         (

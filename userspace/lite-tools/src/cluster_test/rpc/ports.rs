@@ -345,26 +345,6 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     );
 }
 
-fn receive_with_flags<K: Kernel>(
-    kernel: &K,
-    port: u32,
-    buf: &mut [u8],
-    flags: u32,
-) -> (c_long, u64) {
-    let mut descriptor = 0;
-    // SAFETY: `buf` and `descriptor` are exclusively borrowed and writable.
-    let ret = unsafe {
-        kernel.receive_message(
-            port,
-            buf.as_mut_ptr().cast(),
-            buf.len() as u64,
-            &mut descriptor,
-            flags,
-        )
-    };
-    (ret, descriptor)
-}
-
 /// What another process may and may not do with this process's port and
 /// descriptors, and what happens when a process exits holding a request.
 pub(super) fn processes<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
