@@ -394,12 +394,6 @@ fn child_outcome(points: ChildPoints, expected: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// What the fetch-add threads of one node saw.
-struct Fetched {
-    shared: Vec<u64>,
-    local: Vec<u64>,
-}
-
 /// fetch-add and compare-swap from every node on an atomic LMR of node 1,
 /// and from this node's threads on one of this node.
 fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
@@ -435,32 +429,24 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         (Ok(shared), Ok(local)) => Ok((*shared, local.handle())),
         (Err(e), _) | (_, Err(e)) => Err(e.clone()),
     };
+    // The old values each fetch_add returned: (shared, local).
     let fetched = handles.clone().and_then(|(shared, local)| {
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..THREADS)
                 .map(|_| {
-                    scope.spawn(move || -> Result<Fetched, String> {
-                        let mut seen = Fetched {
-                            shared: Vec::new(),
-                            local: Vec::new(),
-                        };
-                        for _ in 0..ITERATIONS {
-                            seen.shared
-                                .push(fetch_add(kernel, shared, 1, PRIORITY_NONE)?);
-                            seen.local.push(fetch_add(kernel, local, 1, PRIORITY_NONE)?);
-                        }
-                        Ok(seen)
+                    scope.spawn(move || {
+                        (0..ITERATIONS)
+                            .map(|_| {
+                                let shared = fetch_add(kernel, shared, 1, PRIORITY_NONE)?;
+                                Ok((shared, fetch_add(kernel, local, 1, PRIORITY_NONE)?))
+                            })
+                            .collect::<Result<Vec<(u64, u64)>, String>>()
                     })
                 })
                 .collect();
-            let mut all = Fetched {
-                shared: Vec::new(),
-                local: Vec::new(),
-            };
+            let mut all = Vec::new();
             for worker in workers {
-                let seen = outcome_of(worker, "a thread panicked")?;
-                all.shared.extend(seen.shared);
-                all.local.extend(seen.local);
+                all.extend(outcome_of(worker, "a thread panicked")?);
             }
             Ok(all)
         })
@@ -470,7 +456,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         fetched.as_ref().map(drop).map_err(Clone::clone),
     );
     let distinct = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
-        let mut olds = f.shared.clone();
+        let mut olds: Vec<u64> = f.iter().map(|&(shared, _)| shared).collect();
         olds.sort_unstable();
         let before = olds.len();
         olds.dedup();
@@ -485,7 +471,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     );
     tap.check(&point, distinct);
     let sequence = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
-        let mut olds = f.local.clone();
+        let mut olds: Vec<u64> = f.iter().map(|&(_, local)| local).collect();
         olds.sort_unstable();
         if olds == (0..per_node).collect::<Vec<_>>() {
             Ok(())
@@ -1011,13 +997,21 @@ fn debugfs<K: Kernel, W: Write>(
         parse_stats(&text).map_err(|e| format!("{STATS_FILE}: {e}"))
     };
     let available = kernel.read_debugfs(STATS_FILE).is_some();
+    // Each point, or its skip on a kernel without debugfs.
+    let report = |tap: &mut Tap<W>, description: &str, outcome: Result<(), String>| {
+        if available {
+            tap.check(description, outcome);
+        } else {
+            tap.skip(description, "this kernel has no debugfs");
+        }
+    };
     let first = read();
     let description = format!("node {me}: /sys/kernel/debug/lite/stats is readable and parses");
-    if available {
-        tap.check(&description, first.as_ref().map(drop).map_err(Clone::clone));
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(
+        tap,
+        &description,
+        first.as_ref().map(drop).map_err(Clone::clone),
+    );
 
     // Nothing else happens on any node between the two readings.
     barrier(kernel, tap, nodes, "reading the statistics file")?;
@@ -1034,11 +1028,11 @@ fn debugfs<K: Kernel, W: Write>(
     });
     let description =
         format!("node {me}: get_stats and the statistics file agree on every counter");
-    if available {
-        tap.check(&description, agree.as_ref().map(drop).map_err(Clone::clone));
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(
+        tap,
+        &description,
+        agree.as_ref().map(drop).map_err(Clone::clone),
+    );
     let sensible = agree.and_then(|s: LiteStats| {
         if s.connections < u64::from(nodes - 1) {
             return Err(format!("{} connections for {nodes} nodes", s.connections));
@@ -1052,11 +1046,7 @@ fn debugfs<K: Kernel, W: Write>(
         Ok(())
     });
     let description = format!("node {me}: the counters show a connection to every other node, this node's locks and the lock waits of the order case");
-    if available {
-        tap.check(&description, sensible);
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(tap, &description, sensible);
 
     let description = format!("node {me}: fetch_adds, locks, a high-priority write and a low-priority read grow the statistics file's counters and rows");
     let outcome = (|| -> Result<(), String> {
@@ -1091,11 +1081,7 @@ fn debugfs<K: Kernel, W: Write>(
         data.free()?;
         growth(&before, &read()?)
     })();
-    if available {
-        tap.check(&description, outcome);
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(tap, &description, outcome);
 
     let description = format!("node {me}: qos_enabled can be set to 0 and back to 1, and every QoS parameter reads as a number");
     let outcome = (|| -> Result<(), String> {
@@ -1126,11 +1112,7 @@ fn debugfs<K: Kernel, W: Write>(
         }
         write_param(enabled, original)
     })();
-    if available {
-        tap.check(&description, outcome);
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(tap, &description, outcome);
     Ok(())
 }
 
