@@ -685,6 +685,22 @@ impl<K: Kernel> UserCalls<'_, K> {
         self.point(what, outcome);
     }
 
+    /// A call beyond the quota of `blame`, the only one its `charge` would
+    /// exceed: it must fail with `-EDQUOT` (see [`Self::refused`]).
+    fn over_quota(
+        &mut self,
+        call: &str,
+        (charge, blame): (Usage, Resource),
+        run: impl FnOnce(&K) -> c_long,
+        undo: impl FnOnce(&K, u64) -> bool,
+    ) {
+        let what = format!(
+            "gets -EDQUOT from {call}, beyond its {} quota",
+            blame.name()
+        );
+        self.refused(what, (charge, Some(blame)), libc::EDQUOT, run, undo);
+    }
+
     /// Up to the `remote_memory` quota and beyond; the handle of the LMR
     /// it keeps (0 if it has none).
     fn remote_memory(&mut self) -> u64 {
@@ -700,16 +716,10 @@ impl<K: Kernel> UserCalls<'_, K> {
             first.as_ref().map(drop).map_err(Clone::clone),
         );
         let beyond = quota - HALF + SMALL;
-        self.refused(
-            format!(
-                "gets -EDQUOT from alloc_remote of {} more on {target}, beyond its remote_memory quota",
-                kib(beyond)
-            ),
-            (
-                lmr_charge(Resource::RemoteMemory, beyond),
-                Some(Resource::RemoteMemory),
-            ),
-            libc::EDQUOT,
+        let memory = Resource::RemoteMemory;
+        self.over_quota(
+            &format!("alloc_remote of {} more on {target}", kib(beyond)),
+            (lmr_charge(memory, beyond), memory),
             |kernel| kernel.alloc_remote(node, beyond, 0, password),
             |kernel, handle| kernel.free(handle) == 0,
         );
@@ -765,25 +775,17 @@ impl<K: Kernel> UserCalls<'_, K> {
         // An LMR of its own not published yet.
         let unpublished = self.alloc(SMALL).unwrap_or(0);
         let fourth = self.name(3);
-        self.refused(
-            "gets -EDQUOT from add_ask_mr_table of a fourth name, beyond its names quota"
-                .to_string(),
-            (one(Resource::Names), Some(Resource::Names)),
-            libc::EDQUOT,
+        self.over_quota(
+            "add_ask_mr_table of a fourth name",
+            (one(Resource::Names), Resource::Names),
             |kernel| kernel.add_ask_mr_table(fourth, unpublished, PERM_READ, password),
             |_, _| false,
         );
         let fifth = self.name(4);
-        self.refused(
-            format!(
-                "gets -EDQUOT from wrap_alloc of {} under a fifth name, beyond its names quota",
-                kib(SMALL)
-            ),
-            (
-                lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1),
-                Some(Resource::Names),
-            ),
-            libc::EDQUOT,
+        let charge = lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1);
+        self.over_quota(
+            &format!("wrap_alloc of {} under a fifth name", kib(SMALL)),
+            (charge, Resource::Names),
             // SAFETY: `data` is readable for its whole length during the call.
             |kernel| unsafe { kernel.wrap_alloc(data.as_ptr().cast(), SMALL, fifth, password) },
             |kernel, handle| kernel.free(handle) == 0,
@@ -899,16 +901,9 @@ impl<K: Kernel> UserCalls<'_, K> {
             ),
             outcome,
         );
-        self.refused(
-            format!(
-                "gets -EDQUOT from alloc_remote of {} more on {target}, beyond its lmrs quota",
-                kib(SMALL)
-            ),
-            (
-                lmr_charge(Resource::RemoteMemory, SMALL),
-                Some(Resource::Lmrs),
-            ),
-            libc::EDQUOT,
+        self.over_quota(
+            &format!("alloc_remote of {} more on {target}", kib(SMALL)),
+            (lmr_charge(Resource::RemoteMemory, SMALL), Resource::Lmrs),
             |kernel| kernel.alloc_remote(node, SMALL, 0, password),
             |kernel, handle| kernel.free(handle) == 0,
         );
@@ -940,12 +935,9 @@ impl<K: Kernel> UserCalls<'_, K> {
             ),
             outcome,
         );
-        self.refused(
-            format!(
-                "gets -EDQUOT from register_application of port {port}, beyond its rpc_ports quota"
-            ),
-            (one(Resource::RpcPorts), Some(Resource::RpcPorts)),
-            libc::EDQUOT,
+        self.over_quota(
+            &format!("register_application of port {port}"),
+            (one(Resource::RpcPorts), Resource::RpcPorts),
             |kernel| Self::register_port(kernel, port),
             |kernel, _| kernel.unregister_application(port) == 0,
         );
@@ -968,10 +960,9 @@ impl<K: Kernel> UserCalls<'_, K> {
         );
         let mut lock = LiteLock::default();
         let record = std::ptr::addr_of_mut!(lock);
-        self.refused(
-            format!("gets -EDQUOT from create_lock on node {me}, beyond its locks quota"),
-            (one(Resource::Locks), Some(Resource::Locks)),
-            libc::EDQUOT,
+        self.over_quota(
+            &format!("create_lock on node {me}"),
+            (one(Resource::Locks), Resource::Locks),
             // SAFETY: `lock` is a live LiteLock nothing else uses.
             |kernel| unsafe { kernel.create_lock(me, record) },
             // A lock is never destroyed: it stays charged.

@@ -152,14 +152,8 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let mixed = [0, me];
     let mut lengths = [i64::MIN; 2];
     let mut replies = vec![0u8; 2 * request.len()];
-    let mut args = LiteMulticast {
-        nodes: mixed.as_ptr() as u64,
-        lengths: lengths.as_mut_ptr() as u64,
-        replies: replies.as_mut_ptr() as u64,
-        count: 2,
-        port_priority: SERVICE_PORT,
-        ..args
-    };
+    let buffers = (&mut lengths[..], &mut replies[..]);
+    let mut args = multicast_args(&mixed, &request, buffers, max_reply, SERVICE_PORT);
     // SAFETY: `args` describes live buffers for two nodes.
     let ret = unsafe { kernel.send_reply_multicast(&mut args) };
     let outcome = expect_len(ret, 1)
