@@ -58,12 +58,8 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     if ret == 0 {
         kernel.unregister_application(UNUSED_PORT);
     }
-    check_errno(
-        tap,
-        "register_application with a NULL name of 4 B",
-        ret,
-        libc::EFAULT,
-    );
+    let what = "register_application with a NULL name of 4 B";
+    check_errno(tap, what, ret, libc::EFAULT);
     let what = format!("unregister_application(port {MAX_PORTS})");
     let ret = kernel.unregister_application(MAX_PORTS);
     check_errno(tap, &what, ret, libc::EINVAL);
@@ -118,12 +114,8 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let to_me = format!("to port {SERVICE_PORT} of node {me}");
     let invalid = format!("with priority {INVALID_PRIORITY}");
     let ret = call_raw(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer);
-    check_errno(
-        tap,
-        &format!("send_reply_imm {to_me} {invalid}"),
-        ret,
-        EINVAL,
-    );
+    let what = format!("send_reply_imm {to_me} {invalid}");
+    check_errno(tap, &what, ret, EINVAL);
     let ret = call_raw(kernel, me, service(PRIORITY_NONE), &[], &mut answer);
     check_errno(tap, &format!("send_reply_imm {to_me} of 0 B"), ret, EINVAL);
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
@@ -150,12 +142,8 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         let ret = kernel.send(me, SERVICE_PORT, hello, 0);
         check_errno(tap, &format!("send {to_me} of 0 B"), ret, EINVAL);
         let ret = kernel.send(me, SERVICE_PORT, unmapped, 16);
-        check_errno(
-            tap,
-            &format!("send {to_me} from unmapped address 0x8"),
-            ret,
-            EFAULT,
-        );
+        let what = format!("send {to_me} from unmapped address 0x8");
+        check_errno(tap, &what, ret, EFAULT);
     }
     let mut buf = [0u8; 16];
     let (ret, _) = receive(kernel, MAX_PORTS, &mut buf, true);
@@ -184,12 +172,8 @@ fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
         let what = format!("node {me} -> node {peer}: send_reply_imm of {size} B");
         // SAFETY: address 8 is never mapped; `answer` is writable.
         let ret = unsafe { kernel.send_reply_imm(peer, SERVICE_PORT, unmapped, len, reply, len) };
-        check_errno(
-            tap,
-            &format!("{what} from unmapped address 0x8"),
-            ret,
-            EFAULT,
-        );
+        let point = format!("{what} from unmapped address 0x8");
+        check_errno(tap, &point, ret, EFAULT);
         let request_at = request.as_ptr().cast();
         // SAFETY: the request is readable; address 8 is never mapped.
         let ret =

@@ -129,12 +129,12 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
         &format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again"),
         expect_zero(kernel.unregister_application(WAIT_PORT)),
     );
-    let point = format!(
-        "node {me}: unregister_application(port {WAIT_PORT}) a second time returns -ENOENT"
-    );
-    tap.check(
-        &point,
-        expect_errno(kernel.unregister_application(WAIT_PORT), libc::ENOENT),
+    let what = format!("node {me}: unregister_application(port {WAIT_PORT}) a second time");
+    check_errno(
+        tap,
+        &what,
+        kernel.unregister_application(WAIT_PORT),
+        libc::ENOENT,
     );
     Ok(())
 }
@@ -196,12 +196,8 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
         // SAFETY: address 8 lies in the never-mapped first page; the
         // kernel must fail with -EFAULT without touching it.
         let ret = unsafe { kernel.reply_message(unmapped, 16, descriptor) };
-        check_errno(
-            tap,
-            "reply_message from unmapped buffer address 0x8",
-            ret,
-            libc::EFAULT,
-        );
+        let what = "reply_message from unmapped buffer address 0x8";
+        check_errno(tap, what, ret, libc::EFAULT);
         tap.check(
             "after -EMSGSIZE and -EFAULT the descriptor still takes a 16 B reply",
             expect_zero(reply(kernel, &fitting, descriptor)),
@@ -233,12 +229,8 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     );
     let mut buf = [0u8; 100];
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf[..99], true);
-    check_errno(
-        tap,
-        "receive_message into 99 B with a 100 B message next",
-        ret,
-        libc::EMSGSIZE,
-    );
+    let what = "receive_message into 99 B with a 100 B message next";
+    check_errno(tap, what, ret, libc::EMSGSIZE);
     let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, true);
     tap.check(
         "the message stayed queued: a 100 B receive gets it, with descriptor 0 (one-way)",
@@ -250,12 +242,8 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
             }),
     );
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf, true);
-    check_errno(
-        tap,
-        "receive_message with LITE_RECV_NONBLOCK on an empty port",
-        ret,
-        libc::EAGAIN,
-    );
+    let what = "receive_message with LITE_RECV_NONBLOCK on an empty port";
+    check_errno(tap, what, ret, libc::EAGAIN);
 
     // A failed reply receives nothing.
     let short = *b"short note";
@@ -326,23 +314,15 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
         expect_zero(ret).and_then(|()| expect_errno(bad_descriptor, libc::EFAULT)),
     );
     let (ret, _) = receive_with_flags(kernel, PRIVATE_PORT, &mut small, 0x2);
-    check_errno(
-        tap,
-        "receive_message with unknown flag 0x2",
-        ret,
-        libc::EINVAL,
-    );
+    let what = "receive_message with unknown flag 0x2";
+    check_errno(tap, what, ret, libc::EINVAL);
     tap.check(
         &format!("node {me}: unregister_application(port {PRIVATE_PORT}) returns 0"),
         expect_zero(kernel.unregister_application(PRIVATE_PORT)),
     );
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut small, true);
-    check_errno(
-        tap,
-        "receive_message on an unregistered port",
-        ret,
-        libc::ENOENT,
-    );
+    let what = "receive_message on an unregistered port";
+    check_errno(tap, what, ret, libc::ENOENT);
 }
 
 /// What another process may and may not do with this process's port and
