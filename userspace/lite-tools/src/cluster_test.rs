@@ -368,16 +368,19 @@ fn join<K: Kernel, W: Write>(
 ) -> Option<u32> {
     let TestConfig { cm, nodes, .. } = *config;
     let description = format!("join {cm}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes}");
+    let in_range = |id: u32| {
+        if (1..=nodes).contains(&id) {
+            Ok(())
+        } else {
+            Err(format!("got node id {id}; is --nodes right?"))
+        }
+    };
     let me = if earlier_id > 0 {
         // Every case relies on the ids being 1..=N, whoever joined when.
         let id = u32::try_from(earlier_id).ok()?;
         tap.check(
             &format!("node id {id}, from a join before the test started, is in 1..={nodes}"),
-            if (1..=nodes).contains(&id) {
-                Ok(())
-            } else {
-                Err(format!("got node id {id}; is --nodes right?"))
-            },
+            in_range(id),
         );
         id
     } else {
@@ -388,12 +391,7 @@ fn join<K: Kernel, W: Write>(
         };
         // An id outside 1..=N fails here but the test goes on: the other
         // nodes wait for this one in every barrier.
-        let outcome = if (1..=nodes).contains(&id) {
-            Ok(())
-        } else {
-            Err(format!("got node id {id}; is --nodes right?"))
-        };
-        tap.check(&format!("{description} (got {id})"), outcome);
+        tap.check(&format!("{description} (got {id})"), in_range(id));
         id
     };
 

@@ -32,7 +32,7 @@ use super::{password_of, Check, UNKNOWN_HANDLE};
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
-use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::tap::Tap;
 
@@ -874,33 +874,22 @@ fn exiting_holder<K: Kernel, W: Write>(
 /// `lite_set_priority` returns the previous default and rejects unknown
 /// priorities; fetch-add takes every priority.
 fn priorities<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
-    let expect_value = |ret: c_long, expected: u32| {
-        if ret == c_long::from(expected) {
-            Ok(())
-        } else {
-            Err(format!("expected {expected}, got {}", describe_result(ret)))
-        }
-    };
+    let set =
+        |priority: u32, previous: u32| expect_value(kernel.set_priority(priority), previous.into());
     let point = format!(
         "node {me}: set_priority(HIGH) returns the initial default, NONE ({PRIORITY_NONE})"
     );
-    tap.check(
-        &point,
-        expect_value(kernel.set_priority(PRIORITY_HIGH), PRIORITY_NONE),
-    );
+    tap.check(&point, set(PRIORITY_HIGH, PRIORITY_NONE));
     let point = format!(
         "node {me}: set_priority(LOW) returns the previous default, HIGH ({PRIORITY_HIGH})"
     );
-    tap.check(
-        &point,
-        expect_value(kernel.set_priority(PRIORITY_LOW), PRIORITY_HIGH),
-    );
+    tap.check(&point, set(PRIORITY_LOW, PRIORITY_HIGH));
     let what = format!("node {me}: set_priority({INVALID_PRIORITY})");
     let ret = kernel.set_priority(INVALID_PRIORITY);
     check_errno(tap, &what, ret, libc::EINVAL);
     tap.check(
         &format!("node {me}: set_priority(NONE) returns LOW ({PRIORITY_LOW}): the rejected call changed nothing"),
-        expect_value(kernel.set_priority(PRIORITY_NONE), PRIORITY_LOW),
+        set(PRIORITY_NONE, PRIORITY_LOW),
     );
     let outcome = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me)).and_then(|lmr| {
         for (index, priority) in (0..).zip(Priority::ALL) {
