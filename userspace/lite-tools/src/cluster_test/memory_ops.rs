@@ -163,7 +163,8 @@ fn memset_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [M
     }
 }
 
-/// One copy between (or within) the mirrored LMRs.
+/// One copy between (or within) the mirrored LMRs, by the call `what`
+/// begins with.
 struct Copy {
     what: &'static str,
     src: usize,
@@ -171,7 +172,6 @@ struct Copy {
     dst: usize,
     dst_offset: u64,
     len: u64,
-    overlap_safe: bool,
 }
 
 fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mirrored<'_, K>]) {
@@ -184,7 +184,6 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
             dst: remote,
             dst_offset: CHUNK_SIZE - 60 * KIB,
             len: 200 * KIB,
-            overlap_safe: false,
         },
         Copy {
             what: "memcpy from the remote LMR to the spread one",
@@ -193,7 +192,6 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
             dst: spread,
             dst_offset: CHUNK_SIZE - 130 * KIB + 1,
             len: 128 * KIB + 7,
-            overlap_safe: false,
         },
         Copy {
             what: "memmove from the spread LMR to the local one",
@@ -202,7 +200,6 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
             dst: local,
             dst_offset: CHUNK_SIZE + 16 * KIB + 3,
             len: 100 * KIB,
-            overlap_safe: true,
         },
         Copy {
             what:
@@ -212,7 +209,6 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
             dst: remote,
             dst_offset: CHUNK_SIZE + 10 * KIB,
             len: 50 * KIB,
-            overlap_safe: false,
         },
     ];
     let moves = |index: usize| {
@@ -224,7 +220,6 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
                 dst: index,
                 dst_offset: CHUNK_SIZE - 40 * KIB,
                 len: 96 * KIB,
-                overlap_safe: true,
             },
             Copy {
                 what: "memmove overlapping downwards (destination below source)",
@@ -233,7 +228,6 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
                 dst: index,
                 dst_offset: CHUNK_SIZE - 48 * KIB + 5,
                 len: 96 * KIB,
-                overlap_safe: true,
             },
         ]
     };
@@ -242,23 +236,13 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
         all.extend(moves(index));
     }
     for copy in all {
-        let ret = if copy.overlap_safe {
-            kernel.memmove(
-                lmrs[copy.src].handle(),
-                copy.src_offset,
-                lmrs[copy.dst].handle(),
-                copy.dst_offset,
-                copy.len,
-            )
+        let call = if copy.what.starts_with("memmove") {
+            K::memmove
         } else {
-            kernel.memcpy(
-                lmrs[copy.src].handle(),
-                copy.src_offset,
-                lmrs[copy.dst].handle(),
-                copy.dst_offset,
-                copy.len,
-            )
+            K::memcpy
         };
+        let (src, dst) = (lmrs[copy.src].handle(), lmrs[copy.dst].handle());
+        let ret = call(kernel, src, copy.src_offset, dst, copy.dst_offset, copy.len);
         let moved = lmrs[copy.src].window(copy.src_offset, copy.len).to_vec();
         lmrs[copy.dst]
             .window(copy.dst_offset, copy.len)
