@@ -38,7 +38,7 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{barrier, check_errno, outcome_of, InStep};
-use super::processes::{collect, finish, report_point, spawn};
+use super::processes::{collect, finish, report_point, spawn, WHY_SKIPPED};
 use super::target_name;
 use crate::cluster_test::Node;
 use crate::deadline::{
@@ -111,8 +111,6 @@ const CORRUPT_CLIENT: u32 = 1;
 /// corrupts, then those made once the ring broke, the first of them as
 /// long as the two before, so that only its content tells it from them.
 const CORRUPT_SIZES: [usize; 8] = [64, 64, 64, 1, 4096, 1000, 17, 2048];
-
-const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
 
 /// The reply a service thread gives to `request`: its bytes reversed, each
 /// plus one, so an echo or a reply to another request never passes.

@@ -26,9 +26,9 @@ use super::io::{
     barrier, check_errno, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec,
     stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
-use super::processes::{collect, finish, report_point, spawn, ChildPoints};
+use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
 use super::rpc::Blocker;
-use super::{password_of, Check, UNKNOWN_HANDLE};
+use super::{password_of, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
@@ -59,8 +59,6 @@ const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(30);
 /// How long one thread's compare-swap increments may take in all, losing
 /// to the other threads of every node now and then.
 const CAS_LIMIT: Duration = Duration::from_secs(120);
-/// A priority outside the defined ones.
-const INVALID_PRIORITY: u32 = 99;
 /// A lock number no home creates in practice (it would need them all).
 const UNKNOWN_LOCK: u32 = MAX_LOCKS - 1;
 
@@ -75,8 +73,6 @@ const LOCK_NUMBER_OFFSET: u64 = 8;
 
 /// The node that keeps the shared counters and lock.
 const OWNER: u32 = 1;
-
-const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
 
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);

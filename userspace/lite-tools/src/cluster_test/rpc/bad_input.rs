@@ -3,9 +3,7 @@
 use libc::{EFAULT, EINVAL};
 
 use super::*;
-
-/// A priority outside the defined ones.
-const INVALID_PRIORITY: u32 = 99;
+use crate::cluster_test::INVALID_PRIORITY;
 
 /// Invalid arguments to every call, each with its exact errno.
 pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
