@@ -748,54 +748,20 @@ fn bad_allocations<K: Kernel, W: Write>(
     nodes: u32,
     password: u64,
 ) {
-    let cases = [
-        (
-            format!("alloc_remote of 0 B on node {target} returns -EINVAL"),
-            target,
-            0,
-            0,
-            libc::EINVAL,
-        ),
-        (
-            format!("alloc_remote of 2^40+1 B (over LITE_MAX_LMR_SIZE) on node {target} returns -EINVAL"),
-            target,
-            MAX_LMR_SIZE + 1,
-            0,
-            libc::EINVAL,
-        ),
-        (
-            format!("alloc_remote with unknown flag {UNKNOWN_ALLOC_FLAG:#x} returns -EINVAL"),
-            target,
-            PROBE_SIZE,
-            UNKNOWN_ALLOC_FLAG,
-            libc::EINVAL,
-        ),
-        (
-            "alloc_remote ATOMIC of 16 B returns -EINVAL".to_string(),
-            target,
-            16,
-            ALLOC_ATOMIC,
-            libc::EINVAL,
-        ),
-        (
-            format!("alloc_remote on node {MAX_NODES} (>= LITE_MAX_NODES) returns -EINVAL"),
-            MAX_NODES,
-            PROBE_SIZE,
-            0,
-            libc::EINVAL,
-        ),
-        (
-            "alloc_remote on node 1000 returns -EINVAL".to_string(),
-            1000,
-            PROBE_SIZE,
-            0,
-            libc::EINVAL,
-        ),
-    ];
-    for (description, node, size, flags, errno) in cases {
+    let mut invalid = |what: &str, node, size, flags| {
         let ret = kernel.alloc_remote(node, size, flags, password);
-        tap.check(&description, expect_no_alloc(kernel, ret, errno));
-    }
+        let point = format!("alloc_remote {what} returns -EINVAL");
+        tap.check(&point, expect_no_alloc(kernel, ret, libc::EINVAL));
+    };
+    invalid(&format!("of 0 B on node {target}"), target, 0, 0);
+    let what = format!("of 2^40+1 B (over LITE_MAX_LMR_SIZE) on node {target}");
+    invalid(&what, target, MAX_LMR_SIZE + 1, 0);
+    let what = format!("with unknown flag {UNKNOWN_ALLOC_FLAG:#x}");
+    invalid(&what, target, PROBE_SIZE, UNKNOWN_ALLOC_FLAG);
+    invalid("ATOMIC of 16 B", target, 16, ALLOC_ATOMIC);
+    let what = format!("on node {MAX_NODES} (>= LITE_MAX_NODES)");
+    invalid(&what, MAX_NODES, PROBE_SIZE, 0);
+    invalid("on node 1000", 1000, PROBE_SIZE, 0);
 
     let absent = MAX_NODES - 1;
     let description =
