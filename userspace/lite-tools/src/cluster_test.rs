@@ -649,87 +649,42 @@ fn bad_transfers<K: Kernel, W: Write>(
         tap.check(&description, expect_errno(ret, libc::EFAULT));
     }
 
-    struct BadTransfer {
-        what: String,
-        offset: u64,
-        len: u64,
-        priority: u32,
-        handle: u64,
-        password: u64,
-        errno: i32,
-    }
-    let valid = |what: String, offset, len, errno| BadTransfer {
-        what,
-        offset,
-        len,
-        priority: none,
-        handle: probe.handle(),
-        password,
-        errno,
-    };
-    let past_end = size - 6;
-    let cases = [
-        valid(
-            format!("16 B at offset {past_end} of a {size} B LMR returns -EINVAL"),
-            past_end,
-            16,
-            libc::EINVAL,
-        ),
-        valid(
-            "2 B at offset 2^64-1 (offset + size overflows) returns -EINVAL".into(),
-            u64::MAX,
-            2,
-            libc::EINVAL,
-        ),
-        valid("2^64-1 B returns -EINVAL".into(), 0, u64::MAX, libc::EINVAL),
-        BadTransfer {
-            handle: UNKNOWN_HANDLE,
-            ..valid(
-                format!("16 B with unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
-                0,
-                16,
-                libc::EBADF,
-            )
-        },
-        BadTransfer {
-            password: password ^ 0xdead_beef,
-            ..valid(
-                "16 B with a wrong password returns -EACCES".into(),
-                0,
-                16,
-                libc::EACCES,
-            )
-        },
-        BadTransfer {
-            priority: INVALID_PRIORITY,
-            ..valid(
-                format!("16 B with priority {INVALID_PRIORITY} returns -EINVAL"),
-                0,
-                16,
-                libc::EINVAL,
-            )
-        },
-    ];
-    for case in cases {
+    // Each request both ways: what is wrong, (handle, offset, length),
+    // (priority, password) and the errno it must fail with.
+    let mut refused = |what: &str, (handle, offset, len), (priority, pw), errno| {
         let buf = scratch.as_mut_ptr().cast::<c_void>();
-        let BadTransfer {
-            handle: h,
-            offset,
-            len,
-            priority: p,
-            password: pw,
-            ..
-        } = case;
         // SAFETY: `scratch` covers the whole LMR, the most any of these
         // requests could move even if the kernel ignored the bad argument.
-        let written = unsafe { kernel.rdma_write(h, buf, len, offset, p, pw) };
+        let written = unsafe { kernel.rdma_write(handle, buf, len, offset, priority, pw) };
         // SAFETY: as above.
-        let read = unsafe { kernel.rdma_read(h, buf, len, offset, p, pw) };
+        let read = unsafe { kernel.rdma_read(handle, buf, len, offset, priority, pw) };
         for (call, ret) in [("rdma_write", written), ("rdma_read", read)] {
-            let description = format!("{call} of {}", case.what);
-            tap.check(&description, expect_errno(ret, case.errno));
+            check_errno(tap, &format!("{call} of {what}"), ret, errno);
         }
-    }
+    };
+    let valid = (none, password);
+    let past_end = size - 6;
+    let what = format!("16 B at offset {past_end} of a {size} B LMR");
+    refused(&what, (h, past_end, 16), valid, libc::EINVAL);
+    let what = "2 B at offset 2^64-1 (offset + size overflows)";
+    refused(what, (h, u64::MAX, 2), valid, libc::EINVAL);
+    refused("2^64-1 B", (h, 0, u64::MAX), valid, libc::EINVAL);
+    let what = format!("16 B with unknown handle {UNKNOWN_HANDLE:#x}");
+    refused(&what, (UNKNOWN_HANDLE, 0, 16), valid, libc::EBADF);
+    let wrong = (none, password ^ 0xdead_beef);
+    refused(
+        "16 B with a wrong password",
+        (h, 0, 16),
+        wrong,
+        libc::EACCES,
+    );
+    let what = format!("16 B with priority {INVALID_PRIORITY}");
+    refused(
+        &what,
+        (h, 0, 16),
+        (INVALID_PRIORITY, password),
+        libc::EINVAL,
+    );
 
     tap.check(
         "rdma_write of 0 B returns 0",
