@@ -72,6 +72,19 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     registered_memory(kernel, tap, at)
 }
 
+/// Reports the point `at("<what> returns -ERRNO")`: whether `ret` is
+/// `-errno`.
+fn check_errno_at<W: Write>(
+    tap: &mut Tap<W>,
+    at: &impl Fn(&str) -> String,
+    what: &str,
+    ret: libc::c_long,
+    errno: i32,
+) -> bool {
+    let point = at(&format!("{what} returns -{}", errno_name(errno)));
+    tap.check(&point, expect_errno(ret, errno))
+}
+
 fn all_nodes(nodes: u32) -> Vec<u32> {
     (1..=nodes).collect()
 }
@@ -215,21 +228,12 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
     let owner = previous_node(me, nodes);
     let pw = password_of(owner);
     let at = |what: &str| format!("node {me}: {what} (names of node {owner})");
-    // A point of `at` that a call returned `-errno`.
-    let refused = |tap: &mut Tap<W>, what: &str, ret, errno| {
-        let point = at(&format!("{what} returns -{}", errno_name(errno)));
-        tap.check(&point, expect_errno(ret, errno))
-    };
     let mut buf = vec![0u8; 16];
     let scratch = buf.as_mut_ptr().cast::<c_void>();
 
     let ret = kernel.ask_lmr(owner, name_of(READ_ONLY, owner), PERM_WRITE, pw);
-    refused(
-        tap,
-        "ask_lmr asking only WRITE of a READ-only name",
-        ret,
-        EPERM,
-    );
+    let what = "ask_lmr asking only WRITE of a READ-only name";
+    check_errno_at(tap, &at, what, ret, EPERM);
     let ro = check_handle(
         tap,
         &at("ask_lmr asking READ|WRITE of a READ-only name returns a handle"),
@@ -242,32 +246,24 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
             pattern::verify(seed, 0, &back).map_err(|m| m.to_string())
         }),
     );
-    let mut denied = |what: &str, ret| refused(tap, what, ret, EPERM);
-    denied(
-        "rdma_write without WRITE",
-        write_at(kernel, ro, 0, &[1u8; 16], pw),
-    );
+    let mut denied = |what: &str, ret| check_errno_at(tap, &at, what, ret, EPERM);
+    let ret = write_at(kernel, ro, 0, &[1u8; 16], pw);
+    denied("rdma_write without WRITE", ret);
     let outcome = expect_async_write_errno(kernel, ro, scratch, 16, 0, pw, EPERM);
-    tap.check(
-        &at("rdma_write_async without WRITE fails with -EPERM"),
-        outcome,
-    );
-    let mut denied = |what: &str, ret| refused(tap, what, ret, EPERM);
-    denied(
-        "remote_memset without WRITE",
-        kernel.remote_memset(ro, 0, 16, 1),
-    );
+    let point = at("rdma_write_async without WRITE fails with -EPERM");
+    tap.check(&point, outcome);
+    let mut denied = |what: &str, ret| check_errno_at(tap, &at, what, ret, EPERM);
+    let ret = kernel.remote_memset(ro, 0, 16, 1);
+    denied("remote_memset without WRITE", ret);
     let ret = kernel.memcpy(ro, 0, ro, 4096, 16);
     denied("memcpy to a destination without WRITE", ret);
     let ret = kernel.memmove(ro, 0, ro, 8, 16);
     denied("memmove to a destination without WRITE", ret);
     denied("free of a mapping (no ADMIN)", kernel.free(ro));
-    denied(
-        "deregister_lmr of a mapping (no ADMIN)",
-        kernel.deregister_lmr(ro),
-    );
+    let ret = kernel.deregister_lmr(ro);
+    denied("deregister_lmr of a mapping (no ADMIN)", ret);
     let ret = kernel.add_ask_mr_table(name_of(0x4d41, me), ro, PERM_READ, pw);
-    refused(tap, "add_ask_mr_table of a mapping", ret, libc::EINVAL);
+    check_errno_at(tap, &at, "add_ask_mr_table of a mapping", ret, libc::EINVAL);
 
     let wo = check_handle(
         tap,
@@ -280,14 +276,12 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
         ),
     );
     let ret = read_at(kernel, wo, 0, &mut [0u8; 16], pw);
-    refused(tap, "rdma_read without READ", ret, EPERM);
+    check_errno_at(tap, &at, "rdma_read without READ", ret, EPERM);
     let outcome = expect_async_read_errno(kernel, wo, scratch, 16, 0, pw, EPERM);
-    tap.check(
-        &at("rdma_read_async without READ fails with -EPERM"),
-        outcome,
-    );
+    let point = at("rdma_read_async without READ fails with -EPERM");
+    tap.check(&point, outcome);
     let ret = kernel.memcpy(wo, 0, wo, 4096, 16);
-    refused(tap, "memcpy from a source without READ", ret, EPERM);
+    check_errno_at(tap, &at, "memcpy from a source without READ", ret, EPERM);
     tap.check(
         &at("rdma_write through the WRITE-only mapping returns 0"),
         write_ok(kernel, wo, 0, &stamp(me, owner, WRITE_ONLY), pw),
@@ -405,45 +399,21 @@ fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> In
         let at = |check: &str| format!("node {me}: {check} on node {owner}'s revoked {what} LMR");
         let mut buf = vec![0u8; 16];
         let scratch = buf.as_mut_ptr().cast::<c_void>();
-        let checks = [
-            (
-                "rdma_read returns -EKEYREVOKED",
-                expect_errno(
-                    read_at(kernel, mapping, 0, &mut [0u8; 16], pw),
-                    libc::EKEYREVOKED,
-                ),
-            ),
-            (
-                "rdma_write returns -EKEYREVOKED",
-                expect_errno(
-                    write_at(kernel, mapping, 0, &[0u8; 16], pw),
-                    libc::EKEYREVOKED,
-                ),
-            ),
-            (
-                "remote_memset returns -EKEYREVOKED",
-                expect_errno(kernel.remote_memset(mapping, 0, 16, 1), libc::EKEYREVOKED),
-            ),
-            (
-                "rdma_read_async fails with -EKEYREVOKED",
-                expect_async_read_errno(kernel, mapping, scratch, 16, 0, pw, libc::EKEYREVOKED),
-            ),
-            (
-                "ask_lmr of its name returns -ENOENT",
-                expect_errno(
-                    kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ, pw),
-                    libc::ENOENT,
-                ),
-            ),
-            ("umap_lmr returns 0", expect_zero(kernel.umap_lmr(mapping))),
-            (
-                "rdma_read after umap returns -EBADF",
-                expect_errno(read_at(kernel, mapping, 0, &mut [0u8; 16], pw), libc::EBADF),
-            ),
-        ];
-        for (check, outcome) in checks {
-            tap.check(&at(check), outcome);
-        }
+        let mut revoked = |call: &str, ret| check_errno_at(tap, &at, call, ret, libc::EKEYREVOKED);
+        revoked("rdma_read", read_at(kernel, mapping, 0, &mut [0u8; 16], pw));
+        revoked("rdma_write", write_at(kernel, mapping, 0, &[0u8; 16], pw));
+        revoked("remote_memset", kernel.remote_memset(mapping, 0, 16, 1));
+        let revoked = libc::EKEYREVOKED;
+        let outcome = expect_async_read_errno(kernel, mapping, scratch, 16, 0, pw, revoked);
+        tap.check(&at("rdma_read_async fails with -EKEYREVOKED"), outcome);
+        let ret = kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ, pw);
+        check_errno_at(tap, &at, "ask_lmr of its name", ret, libc::ENOENT);
+        tap.check(
+            &at("umap_lmr returns 0"),
+            expect_zero(kernel.umap_lmr(mapping)),
+        );
+        let ret = read_at(kernel, mapping, 0, &mut [0u8; 16], pw);
+        check_errno_at(tap, &at, "rdma_read after umap", ret, libc::EBADF);
     }
     let what = format!("node {me}: free of the revoked allocated LMR again");
     check_errno(tap, &what, kernel.free(allocated), libc::EBADF);
