@@ -1095,13 +1095,22 @@ mod tests {
         write_quotas(kernel, &Command::user_limits(uid, &limits)).expect("limits set");
     }
 
-    #[test]
-    fn a_user_goes_up_to_every_limit_and_no_further() {
-        let kernel = joined(1, 2, Defects::default());
-        let plan = plan(2);
+    /// Node 1 of `nodes`, its quota user limited to [`ALLOWANCES`], the
+    /// user's process once its calls are done, and what they reported and
+    /// hold.
+    fn limited_user(nodes: u32, defects: Defects) -> (FakeKernel, FakeKernel, ChildPoints, Held) {
+        let kernel = joined(1, nodes, defects);
+        let plan = plan(nodes);
         limit_user(&kernel, plan.uid);
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
         let (points, held) = user_calls(&process, plan);
+        (kernel, process, points, held)
+    }
+
+    #[test]
+    fn a_user_goes_up_to_every_limit_and_no_further() {
+        let (kernel, process, points, held) = limited_user(2, Defects::default());
+        let plan = plan(2);
         assert!(failures(&points).is_empty(), "{points:?}");
         assert!(points.iter().all(|(what, _)| !what.contains(": ")));
         let expected = Usage::default()
@@ -1128,11 +1137,8 @@ mod tests {
     #[test]
     fn unenforced_quotas_fail_every_refusal() {
         let defects = defects_with(|d| d.ignore_quotas = true);
-        let kernel = joined(1, 2, defects);
+        let (kernel, process, points, held) = limited_user(2, defects);
         let plan = plan(2);
-        limit_user(&kernel, plan.uid);
-        let process = kernel.process_of_user(plan.uid).expect("the model has one");
-        let (points, held) = user_calls(&process, plan);
         let failed = failures(&points);
         assert_eq!(failed.len(), 7, "{failed:?}");
         assert!(
@@ -1155,11 +1161,7 @@ mod tests {
     #[test]
     fn an_ignored_memlock_limit_is_caught() {
         let defects = defects_with(|d| d.ignore_memlock_limit = true);
-        let kernel = joined(1, 1, defects);
-        let plan = plan(1);
-        limit_user(&kernel, plan.uid);
-        let process = kernel.process_of_user(plan.uid).expect("the model has one");
-        let (points, held) = user_calls(&process, plan);
+        let (_kernel, process, points, held) = limited_user(1, defects);
         assert_eq!(
             failures(&points),
             ["gets -ENOMEM from register_lmr of 4 KiB more, beyond its RLIMIT_MEMLOCK but within its pinned_memory quota"]
