@@ -135,6 +135,11 @@ pub fn check_errno<W: Write>(tap: &mut Tap<W>, what: &str, ret: c_long, errno: i
     tap.check(&description, expect_errno(ret, errno))
 }
 
+/// Reports the point `description`: whether `ret` is 0.
+pub fn check_zero<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> bool {
+    tap.check(description, expect_zero(ret))
+}
+
 /// A new handle (> 0) or a description of the result.
 pub fn handle_of(ret: c_long, what: &str) -> Result<u64, String> {
     match u64::try_from(ret) {

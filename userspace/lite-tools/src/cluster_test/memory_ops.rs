@@ -14,8 +14,8 @@ use lite::sys::{
 };
 
 use super::io::{
-    check_errno, expect_async_read_errno, expect_async_write_errno, name_of, read_at, read_vec,
-    stats, write_ok, UserPages,
+    check_errno, check_zero, expect_async_read_errno, expect_async_write_errno, name_of, read_at,
+    read_vec, stats, write_ok, UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
 use crate::cluster_test::Node;
@@ -260,14 +260,9 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
         tap.check(&point, outcome);
     }
     let (a, b) = (lmrs[local].handle(), lmrs[remote].handle());
-    tap.check(
-        "memcpy of 0 B returns 0",
-        expect_zero(kernel.memcpy(a, 0, b, 0, 0)),
-    );
-    tap.check(
-        "memmove of 0 B returns 0",
-        expect_zero(kernel.memmove(a, 0, b, 0, 0)),
-    );
+    check_zero(tap, "memcpy of 0 B returns 0", kernel.memcpy(a, 0, b, 0, 0));
+    let ret = kernel.memmove(a, 0, b, 0, 0);
+    check_zero(tap, "memmove of 0 B returns 0", ret);
 }
 
 /// Number of operations kept in flight.
@@ -442,10 +437,8 @@ fn async_cases<K: Kernel, W: Write>(
     let op = ops.last().copied().unwrap_or(UNKNOWN_HANDLE);
     let what = "async_wait of an operation reaped by fence";
     check_errno(tap, what, kernel.async_wait(op, ASYNC_NOWAIT), libc::EINVAL);
-    tap.check(
-        "fence with nothing outstanding returns 0",
-        expect_zero(kernel.fence()),
-    );
+    let ret = kernel.fence();
+    check_zero(tap, "fence with nothing outstanding returns 0", ret);
     tap.check(
         &format!("node {me}: free of the asynchronous I/O LMR returns 0"),
         lmr.free(),

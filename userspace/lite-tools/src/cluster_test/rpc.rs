@@ -37,7 +37,7 @@ use lite::sys::{
 };
 use lite::Priority;
 
-use super::io::{barrier, check_errno, outcome_of, InStep};
+use super::io::{barrier, check_errno, check_zero, outcome_of, InStep};
 use super::processes::{collect, finish, report_point, spawn, WHY_SKIPPED};
 use super::target_name;
 use crate::cluster_test::Node;
@@ -487,10 +487,8 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
             kernel.unregister_application(SERVICE_PORT);
             return Err(out_of_step);
         }
-        tap.check(
-            &format!("node {me}: unregister_application(port {SERVICE_PORT}) returns 0"),
-            expect_zero(kernel.unregister_application(SERVICE_PORT)),
-        );
+        let point = format!("node {me}: unregister_application(port {SERVICE_PORT}) returns 0");
+        check_zero(tap, &point, kernel.unregister_application(SERVICE_PORT));
         if servers.is_empty() {
             return Ok(());
         }

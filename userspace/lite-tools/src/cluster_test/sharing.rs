@@ -12,8 +12,8 @@ use libc::EPERM;
 use lite::sys::{PERM_READ, PERM_SHARE, PERM_WRITE};
 
 use super::io::{
-    barrier, check_errno, check_handle, expect_async_read_errno, expect_async_write_errno, name_of,
-    read_at, read_vec, write_at, write_ok, InStep, UserPages,
+    barrier, check_errno, check_handle, check_zero, expect_async_read_errno,
+    expect_async_write_errno, name_of, read_at, read_vec, write_at, write_ok, InStep, UserPages,
 };
 use super::password_of;
 use crate::cluster_test::Node;
@@ -170,9 +170,11 @@ fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) ->
         read_vec(kernel, handle, 0, len, password)
             .and_then(|back| pattern::verify_bytes(&back, &expected, 0).map_err(|m| m.to_string())),
     );
-    tap.check(
+    let ret = kernel.free(handle);
+    check_zero(
+        tap,
         &format!("node {me}: free of the wrapped LMR returns 0"),
-        expect_zero(kernel.free(handle)),
+        ret,
     );
     Ok(())
 }
@@ -303,15 +305,11 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
                 .map_err(|m| m.to_string())
         }),
     );
-    tap.check(
-        &at("remote_memset through the READ|WRITE mapping returns 0"),
-        expect_zero(kernel.remote_memset(rw, 4096, 16, 0x77)),
-    );
+    let point = at("remote_memset through the READ|WRITE mapping returns 0");
+    check_zero(tap, &point, kernel.remote_memset(rw, 4096, 16, 0x77));
     for (handle, what) in [(ro, "READ-only"), (wo, "WRITE-only"), (rw, "READ|WRITE")] {
-        tap.check(
-            &at(&format!("umap_lmr of the {what} mapping returns 0")),
-            expect_zero(kernel.umap_lmr(handle)),
-        );
+        let point = at(&format!("umap_lmr of the {what} mapping returns 0"));
+        check_zero(tap, &point, kernel.umap_lmr(handle));
     }
     barrier(kernel, tap, nodes, "using the restricted mappings")?;
 
@@ -385,14 +383,10 @@ fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> In
     }
     barrier(kernel, tap, nodes, "mapping the LMRs to revoke")?;
 
-    tap.check(
-        &format!("node {me}: free of the published allocated LMR returns 0"),
-        expect_zero(kernel.free(allocated)),
-    );
-    tap.check(
-        &format!("node {me}: deregister_lmr of the published registered LMR returns 0"),
-        expect_zero(kernel.deregister_lmr(registered)),
-    );
+    let point = format!("node {me}: free of the published allocated LMR returns 0");
+    check_zero(tap, &point, kernel.free(allocated));
+    let point = format!("node {me}: deregister_lmr of the published registered LMR returns 0");
+    check_zero(tap, &point, kernel.deregister_lmr(registered));
     barrier(kernel, tap, nodes, "revoking the published LMRs")?;
 
     for (kind, mapping, what) in mappings {
@@ -408,10 +402,7 @@ fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> In
         tap.check(&at("rdma_read_async fails with -EKEYREVOKED"), outcome);
         let ret = kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ, pw);
         check_errno_at(tap, &at, "ask_lmr of its name", ret, libc::ENOENT);
-        tap.check(
-            &at("umap_lmr returns 0"),
-            expect_zero(kernel.umap_lmr(mapping)),
-        );
+        check_zero(tap, &at("umap_lmr returns 0"), kernel.umap_lmr(mapping));
         let ret = read_at(kernel, mapping, 0, &mut [0u8; 16], pw);
         check_errno_at(tap, &at, "rdma_read after umap", ret, libc::EBADF);
     }
@@ -504,10 +495,8 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
             &format!("node {me}: its own {what} buffer shows the writes of nodes 1..={nodes}"),
             outcome,
         );
-        tap.check(
-            &format!("node {me}: deregister_lmr of the {what} buffer returns 0"),
-            expect_zero(kernel.deregister_lmr(handle)),
-        );
+        let point = format!("node {me}: deregister_lmr of the {what} buffer returns 0");
+        check_zero(tap, &point, kernel.deregister_lmr(handle));
         drop(pages);
     }
     Ok(())

@@ -41,10 +41,8 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     }
 
     for (port, name) in [(WAIT_PORT, "lite-test-wait"), (IDLE_PORT, "lite-test-idle")] {
-        tap.check(
-            &format!("node {me}: register_application(port {port}) returns 0"),
-            expect_zero(register(kernel, port, 64, name)),
-        );
+        let point = format!("node {me}: register_application(port {port}) returns 0");
+        check_zero(tap, &point, register(kernel, port, 64, name));
     }
     // Out of step, the ports go before the run ends: that ends the waits
     // on this node's ports.
@@ -110,10 +108,9 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     tap.check(&point, expect_errno(received, libc::ESHUTDOWN));
     barrier(kernel, tap, nodes, "closing ports under waiting calls")?;
 
-    tap.check(
-        &format!("node {me}: port {WAIT_PORT} can be registered again after unregister"),
-        expect_zero(register(kernel, WAIT_PORT, 128, "lite-test-again")),
-    );
+    let point = format!("node {me}: port {WAIT_PORT} can be registered again after unregister");
+    let ret = register(kernel, WAIT_PORT, 128, "lite-test-again");
+    check_zero(tap, &point, ret);
     tap.check(
         &format!("node {me}: query_port of port {WAIT_PORT}, registered again with max 128 B, returns 128"),
         expect_len(kernel.query_port(me, WAIT_PORT), 128),
@@ -125,10 +122,8 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     let what = format!("node {me}: send of 129 B to its port {WAIT_PORT} (max 128)");
     let ret = send(kernel, me, WAIT_PORT, &too_long, false);
     check_errno(tap, &what, ret, libc::EMSGSIZE);
-    tap.check(
-        &format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again"),
-        expect_zero(kernel.unregister_application(WAIT_PORT)),
-    );
+    let point = format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again");
+    check_zero(tap, &point, kernel.unregister_application(WAIT_PORT));
     let what = format!("node {me}: unregister_application(port {WAIT_PORT}) a second time");
     check_errno(
         tap,
@@ -223,10 +218,8 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     // The next message does not fit: it stays queued.
     let mut message = [0u8; 100];
     pattern::fill(pattern::seed(&[u64::from(me), 0x100]), 0, &mut message);
-    tap.check(
-        &format!("node {me}: send of 100 B to its own port {PRIVATE_PORT} returns 0"),
-        expect_zero(send(kernel, me, PRIVATE_PORT, &message, false)),
-    );
+    let point = format!("node {me}: send of 100 B to its own port {PRIVATE_PORT} returns 0");
+    check_zero(tap, &point, send(kernel, me, PRIVATE_PORT, &message, false));
     let mut buf = [0u8; 100];
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf[..99], true);
     let what = "receive_message into 99 B with a 100 B message next";
@@ -316,10 +309,8 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     let (ret, _) = receive_with_flags(kernel, PRIVATE_PORT, &mut small, 0x2);
     let what = "receive_message with unknown flag 0x2";
     check_errno(tap, what, ret, libc::EINVAL);
-    tap.check(
-        &format!("node {me}: unregister_application(port {PRIVATE_PORT}) returns 0"),
-        expect_zero(kernel.unregister_application(PRIVATE_PORT)),
-    );
+    let point = format!("node {me}: unregister_application(port {PRIVATE_PORT}) returns 0");
+    check_zero(tap, &point, kernel.unregister_application(PRIVATE_PORT));
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut small, true);
     let what = "receive_message on an unregistered port";
     check_errno(tap, what, ret, libc::ENOENT);
