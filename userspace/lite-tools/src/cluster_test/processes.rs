@@ -149,6 +149,16 @@ pub(super) fn finish(mut child: Child) -> Result<(), String> {
     }
 }
 
+/// Reports `outcome` as the point `case`; skips it where no child process
+/// could run (`real` false).
+fn check_if_real<W: Write>(tap: &mut Tap<W>, real: bool, case: &str, outcome: Result<(), String>) {
+    if real {
+        tap.check(case, outcome);
+    } else {
+        tap.skip(case, WHY_SKIPPED);
+    }
+}
+
 /// Ends this process with `SIGALRM` once it ran for [`CHILD_TIME_LIMIT`];
 /// for a child, as it starts.
 fn limit_child_time() {
@@ -271,11 +281,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     };
     // Judged after every node's child is gone.
     barrier(kernel, tap, nodes, "the exiting children")?;
-    if real {
-        tap.check(&case, outcome);
-    } else {
-        tap.skip(&case, WHY_SKIPPED);
-    }
+    check_if_real(tap, real, &case, outcome);
     if let Ok(lmr) = published {
         tap.check(
             &format!("node {me}: free of the LMR the exiting child mapped"),
@@ -396,11 +402,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         nodes,
         "every child process read the other regions",
     )?;
-    if real {
-        tap.check(&case, outcome);
-    } else {
-        tap.skip(&case, WHY_SKIPPED);
-    }
+    check_if_real(tap, real, &case, outcome);
     if let Some(lmr) = shared {
         tap.check(
             &format!("node {me}: free of the LMR shared by child processes"),
