@@ -27,7 +27,7 @@ use libc::c_long;
 use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NODES, NODE_SPREAD};
 use lite::Priority;
 
-use self::io::InStep;
+use self::io::{check_errno, InStep};
 use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
@@ -368,16 +368,19 @@ fn join<K: Kernel, W: Write>(
 ) -> Option<u32> {
     let TestConfig { cm, nodes, .. } = *config;
     let description = format!("join {cm}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes}");
+    let in_range = |id: u32| {
+        if (1..=nodes).contains(&id) {
+            Ok(())
+        } else {
+            Err(format!("got node id {id}; is --nodes right?"))
+        }
+    };
     let me = if earlier_id > 0 {
         // Every case relies on the ids being 1..=N, whoever joined when.
         let id = u32::try_from(earlier_id).ok()?;
         tap.check(
             &format!("node id {id}, from a join before the test started, is in 1..={nodes}"),
-            if (1..=nodes).contains(&id) {
-                Ok(())
-            } else {
-                Err(format!("got node id {id}; is --nodes right?"))
-            },
+            in_range(id),
         );
         id
     } else {
@@ -388,19 +391,12 @@ fn join<K: Kernel, W: Write>(
         };
         // An id outside 1..=N fails here but the test goes on: the other
         // nodes wait for this one in every barrier.
-        let outcome = if (1..=nodes).contains(&id) {
-            Ok(())
-        } else {
-            Err(format!("got node id {id}; is --nodes right?"))
-        };
-        tap.check(&format!("{description} (got {id})"), outcome);
+        tap.check(&format!("{description} (got {id})"), in_range(id));
         id
     };
 
-    tap.check(
-        "join again returns -EISCONN",
-        expect_errno(join_with_text(kernel, &cm.to_string()), libc::EISCONN),
-    );
+    let ret = join_with_text(kernel, &cm.to_string());
+    check_errno(tap, "join again", ret, libc::EISCONN);
     Some(me)
 }
 
@@ -573,10 +569,8 @@ fn bad_input<K: Kernel, W: Write>(
     bad_allocations(kernel, tap, target, nodes, password);
     use_after_free(kernel, tap, target, password);
     for num in [0, MAX_NODES + 1] {
-        tap.check(
-            &format!("dist_barrier({num}) returns -EINVAL"),
-            expect_errno(kernel.dist_barrier(num), libc::EINVAL),
-        );
+        let ret = kernel.dist_barrier(num);
+        check_errno(tap, &format!("dist_barrier({num})"), ret, libc::EINVAL);
     }
     leave_with_unknown_flag(kernel, tap, me, cm);
 
@@ -635,115 +629,62 @@ fn bad_transfers<K: Kernel, W: Write>(
     // bad size cannot write past it.
     let mut scratch = vec![0u8; size as usize];
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
-    // SAFETY: address 8 lies in the never-mapped first page; the kernel
-    // must fail with -EFAULT without touching it.
-    let ret = unsafe { kernel.rdma_write(probe.handle(), unmapped, 16, 0, none, password) };
-    tap.check(
-        "rdma_write from unmapped buffer address 0x8 (16 B) returns -EFAULT",
-        expect_errno(ret, libc::EFAULT),
-    );
-    // SAFETY: as above.
-    let ret = unsafe { kernel.rdma_read(probe.handle(), unmapped, 16, 0, none, password) };
-    tap.check(
-        "rdma_read into unmapped buffer address 0x8 (16 B) returns -EFAULT",
-        expect_errno(ret, libc::EFAULT),
-    );
-
-    struct BadTransfer {
-        what: String,
-        offset: u64,
-        len: u64,
-        priority: u32,
-        handle: u64,
-        password: u64,
-        errno: i32,
-    }
-    let valid = |what: String, offset, len, errno| BadTransfer {
-        what,
-        offset,
-        len,
-        priority: none,
-        handle: probe.handle(),
-        password,
-        errno,
+    let h = probe.handle();
+    // SAFETY (both calls): address 8 lies in the never-mapped first page;
+    // the kernel must fail with -EFAULT without touching it.
+    let faults = unsafe {
+        [
+            (
+                "rdma_write from",
+                kernel.rdma_write(h, unmapped, 16, 0, none, password),
+            ),
+            (
+                "rdma_read into",
+                kernel.rdma_read(h, unmapped, 16, 0, none, password),
+            ),
+        ]
     };
-    let past_end = size - 6;
-    let cases = [
-        valid(
-            format!("16 B at offset {past_end} of a {size} B LMR returns -EINVAL"),
-            past_end,
-            16,
-            libc::EINVAL,
-        ),
-        valid(
-            "2 B at offset 2^64-1 (offset + size overflows) returns -EINVAL".into(),
-            u64::MAX,
-            2,
-            libc::EINVAL,
-        ),
-        valid("2^64-1 B returns -EINVAL".into(), 0, u64::MAX, libc::EINVAL),
-        BadTransfer {
-            handle: UNKNOWN_HANDLE,
-            ..valid(
-                format!("16 B with unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
-                0,
-                16,
-                libc::EBADF,
-            )
-        },
-        BadTransfer {
-            password: password ^ 0xdead_beef,
-            ..valid(
-                "16 B with a wrong password returns -EACCES".into(),
-                0,
-                16,
-                libc::EACCES,
-            )
-        },
-        BadTransfer {
-            priority: INVALID_PRIORITY,
-            ..valid(
-                format!("16 B with priority {INVALID_PRIORITY} returns -EINVAL"),
-                0,
-                16,
-                libc::EINVAL,
-            )
-        },
-    ];
-    for case in cases {
+    for (call, ret) in faults {
+        let description = format!("{call} unmapped buffer address 0x8 (16 B) returns -EFAULT");
+        tap.check(&description, expect_errno(ret, libc::EFAULT));
+    }
+
+    // Each request both ways: what is wrong, (handle, offset, length),
+    // (priority, password) and the errno it must fail with.
+    let mut refused = |what: &str, (handle, offset, len), (priority, pw), errno| {
         let buf = scratch.as_mut_ptr().cast::<c_void>();
         // SAFETY: `scratch` covers the whole LMR, the most any of these
         // requests could move even if the kernel ignored the bad argument.
-        let ret = unsafe {
-            kernel.rdma_write(
-                case.handle,
-                buf,
-                case.len,
-                case.offset,
-                case.priority,
-                case.password,
-            )
-        };
-        tap.check(
-            &format!("rdma_write of {}", case.what),
-            expect_errno(ret, case.errno),
-        );
+        let written = unsafe { kernel.rdma_write(handle, buf, len, offset, priority, pw) };
         // SAFETY: as above.
-        let ret = unsafe {
-            kernel.rdma_read(
-                case.handle,
-                buf,
-                case.len,
-                case.offset,
-                case.priority,
-                case.password,
-            )
-        };
-        tap.check(
-            &format!("rdma_read of {}", case.what),
-            expect_errno(ret, case.errno),
-        );
-    }
+        let read = unsafe { kernel.rdma_read(handle, buf, len, offset, priority, pw) };
+        for (call, ret) in [("rdma_write", written), ("rdma_read", read)] {
+            check_errno(tap, &format!("{call} of {what}"), ret, errno);
+        }
+    };
+    let valid = (none, password);
+    let past_end = size - 6;
+    let what = format!("16 B at offset {past_end} of a {size} B LMR");
+    refused(&what, (h, past_end, 16), valid, libc::EINVAL);
+    let what = "2 B at offset 2^64-1 (offset + size overflows)";
+    refused(what, (h, u64::MAX, 2), valid, libc::EINVAL);
+    refused("2^64-1 B", (h, 0, u64::MAX), valid, libc::EINVAL);
+    let what = format!("16 B with unknown handle {UNKNOWN_HANDLE:#x}");
+    refused(&what, (UNKNOWN_HANDLE, 0, 16), valid, libc::EBADF);
+    let wrong = (none, password ^ 0xdead_beef);
+    refused(
+        "16 B with a wrong password",
+        (h, 0, 16),
+        wrong,
+        libc::EACCES,
+    );
+    let what = format!("16 B with priority {INVALID_PRIORITY}");
+    refused(
+        &what,
+        (h, 0, 16),
+        (INVALID_PRIORITY, password),
+        libc::EINVAL,
+    );
 
     tap.check(
         "rdma_write of 0 B returns 0",
@@ -762,54 +703,20 @@ fn bad_allocations<K: Kernel, W: Write>(
     nodes: u32,
     password: u64,
 ) {
-    let cases = [
-        (
-            format!("alloc_remote of 0 B on node {target} returns -EINVAL"),
-            target,
-            0,
-            0,
-            libc::EINVAL,
-        ),
-        (
-            format!("alloc_remote of 2^40+1 B (over LITE_MAX_LMR_SIZE) on node {target} returns -EINVAL"),
-            target,
-            MAX_LMR_SIZE + 1,
-            0,
-            libc::EINVAL,
-        ),
-        (
-            format!("alloc_remote with unknown flag {UNKNOWN_ALLOC_FLAG:#x} returns -EINVAL"),
-            target,
-            PROBE_SIZE,
-            UNKNOWN_ALLOC_FLAG,
-            libc::EINVAL,
-        ),
-        (
-            "alloc_remote ATOMIC of 16 B returns -EINVAL".to_string(),
-            target,
-            16,
-            ALLOC_ATOMIC,
-            libc::EINVAL,
-        ),
-        (
-            format!("alloc_remote on node {MAX_NODES} (>= LITE_MAX_NODES) returns -EINVAL"),
-            MAX_NODES,
-            PROBE_SIZE,
-            0,
-            libc::EINVAL,
-        ),
-        (
-            "alloc_remote on node 1000 returns -EINVAL".to_string(),
-            1000,
-            PROBE_SIZE,
-            0,
-            libc::EINVAL,
-        ),
-    ];
-    for (description, node, size, flags, errno) in cases {
+    let mut invalid = |what: &str, node, size, flags| {
         let ret = kernel.alloc_remote(node, size, flags, password);
-        tap.check(&description, expect_no_alloc(kernel, ret, errno));
-    }
+        let point = format!("alloc_remote {what} returns -EINVAL");
+        tap.check(&point, expect_no_alloc(kernel, ret, libc::EINVAL));
+    };
+    invalid(&format!("of 0 B on node {target}"), target, 0, 0);
+    let what = format!("of 2^40+1 B (over LITE_MAX_LMR_SIZE) on node {target}");
+    invalid(&what, target, MAX_LMR_SIZE + 1, 0);
+    let what = format!("with unknown flag {UNKNOWN_ALLOC_FLAG:#x}");
+    invalid(&what, target, PROBE_SIZE, UNKNOWN_ALLOC_FLAG);
+    invalid("ATOMIC of 16 B", target, 16, ALLOC_ATOMIC);
+    let what = format!("on node {MAX_NODES} (>= LITE_MAX_NODES)");
+    invalid(&what, MAX_NODES, PROBE_SIZE, 0);
+    invalid("on node 1000", 1000, PROBE_SIZE, 0);
 
     let absent = MAX_NODES - 1;
     let description =
@@ -856,24 +763,14 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
     let mut buf = [0u8; 16];
     // SAFETY: `buf` is readable for 16 bytes.
     let ret = unsafe { kernel.rdma_write(handle, buf.as_ptr().cast(), 16, 0, none, password) };
-    tap.check(
-        "rdma_write after free returns -EBADF",
-        expect_errno(ret, libc::EBADF),
-    );
+    check_errno(tap, "rdma_write after free", ret, libc::EBADF);
     // SAFETY: `buf` is exclusively ours and 16 bytes long.
     let ret = unsafe { kernel.rdma_read(handle, buf.as_mut_ptr().cast(), 16, 0, none, password) };
-    tap.check(
-        "rdma_read after free returns -EBADF",
-        expect_errno(ret, libc::EBADF),
-    );
-    tap.check(
-        "free of an already freed LMR returns -EBADF",
-        expect_errno(kernel.free(handle), libc::EBADF),
-    );
-    tap.check(
-        &format!("free of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
-        expect_errno(kernel.free(UNKNOWN_HANDLE), libc::EBADF),
-    );
+    check_errno(tap, "rdma_read after free", ret, libc::EBADF);
+    let ret = kernel.free(handle);
+    check_errno(tap, "free of an already freed LMR", ret, libc::EBADF);
+    let what = format!("free of unknown handle {UNKNOWN_HANDLE:#x}");
+    check_errno(tap, &what, kernel.free(UNKNOWN_HANDLE), libc::EBADF);
 }
 
 #[cfg(test)]

@@ -8,9 +8,8 @@
 
 use std::io::Write;
 use std::net::Ipv4Addr;
-use std::process::{Command, Stdio};
 
-use super::c_programs::finish;
+use super::c_programs::{judge, run_in};
 use super::io::{barrier, InStep};
 use super::processes::WHY_SKIPPED;
 use crate::kernel::Kernel;
@@ -96,25 +95,12 @@ fn tcp_layout(own: Ipv4Addr, nodes: u32) -> Result<(String, u32), String> {
 /// Runs `program` with `args` to the end and judges it: exit status 0,
 /// and a `LITE-APP` line, if it printed one, saying `checked=yes`.
 fn run_and_judge(program: &str, args: &[String]) -> Result<(), String> {
-    let child = Command::new(std::path::Path::new(PROGRAM_DIR).join(program))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("starting {program}: {e}"))?;
-    let finished = finish(program, child)?;
+    let finished = run_in(PROGRAM_DIR, program, args)?;
+    judge(&finished, &[])?;
     let report = finished
         .stdout
         .lines()
         .find(|line| line.starts_with("LITE-APP "));
-    if !finished.status.success() {
-        return Err(format!(
-            "exited with {}; printed: {}",
-            finished.status,
-            finished.stdout.trim_end()
-        ));
-    }
     match report {
         Some(line) if !line.split_whitespace().any(|f| f == "checked=yes") => {
             Err(format!("its result differs from the reference: {line}"))
@@ -144,44 +130,27 @@ pub(super) fn run<K: Kernel, W: Write>(
     }
     let layout = own_address().and_then(|own| tcp_layout(own, nodes));
     for (port, app) in (FIRST_TCP_PORT..).zip(RUNS.iter()) {
-        let own_args = app.args.iter().map(|a| a.to_string());
         barrier(kernel, tap, nodes, app.what)?;
-        let mut lite: Vec<String> = ["--transport", "lite", "--cm"]
-            .iter()
-            .map(|a| a.to_string())
-            .collect();
-        lite.extend([cm.to_string(), "--nodes".into(), nodes.to_string()]);
-        lite.extend(own_args.clone());
-        tap.check(
-            &format!("node {me}: {} (LITE) matches the reference", app.what),
-            run_and_judge(app.program, &lite),
-        );
-
+        // The options of a transport, then the application's own.
+        let run = |transport: String| {
+            let args = transport.split_whitespace().chain(app.args.iter().copied());
+            run_and_judge(app.program, &args.map(String::from).collect::<Vec<_>>())
+        };
+        let lite = run(format!("--transport lite --cm {cm} --nodes {nodes}"));
+        let point = |transport: &str| {
+            format!(
+                "node {me}: {} ({transport}) matches the reference",
+                app.what
+            )
+        };
+        tap.check(&point("LITE"), lite);
         let tcp = layout.clone().and_then(|(hosts, rank)| {
-            let mut args: Vec<String> = vec![
-                "--transport".into(),
-                "tcp".into(),
-                "--hosts".into(),
-                hosts,
-                "--rank".into(),
-                rank.to_string(),
-                "--port".into(),
-                port.to_string(),
-            ];
-            args.extend(own_args.clone());
-            run_and_judge(app.program, &args)
+            run(format!(
+                "--transport tcp --hosts {hosts} --rank {rank} --port {port}"
+            ))
         });
-        tap.check(
-            &format!("node {me}: {} (TCP) matches the reference", app.what),
-            tcp,
-        );
-
-        let mut alone: Vec<String> = vec!["--transport".into(), "local".into()];
-        alone.extend(own_args);
-        tap.check(
-            &format!("node {me}: {} (alone) matches the reference", app.what),
-            run_and_judge(app.program, &alone),
-        );
+        tap.check(&point("TCP"), tcp);
+        tap.check(&point("alone"), run("--transport local".into()));
     }
     Ok(())
 }

@@ -41,9 +41,9 @@ pub(super) struct Finished {
     pub(super) stdout: String,
 }
 
-/// Starts `program` with `args`, stdout piped.
-fn start(program: &str, args: &[String]) -> Result<std::process::Child, String> {
-    Command::new(Path::new(PROGRAM_DIR).join(program))
+/// Starts `program` of `dir` with `args`, stdout piped.
+fn start(dir: &str, program: &str, args: &[String]) -> Result<std::process::Child, String> {
+    Command::new(Path::new(dir).join(program))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -54,7 +54,7 @@ fn start(program: &str, args: &[String]) -> Result<std::process::Child, String> 
 
 /// Waits for `child` for at most [`PROGRAM_LIMIT`] (killing it then),
 /// reading its output meanwhile.
-pub(super) fn finish(program: &str, mut child: std::process::Child) -> Result<Finished, String> {
+fn finish(program: &str, mut child: std::process::Child) -> Result<Finished, String> {
     let reader = child.stdout.take().map(|mut out| {
         std::thread::spawn(move || {
             let mut text = String::new();
@@ -81,11 +81,16 @@ pub(super) fn finish(program: &str, mut child: std::process::Child) -> Result<Fi
 
 /// Runs `program` to the end.
 fn run_program(program: &str, args: &[String]) -> Result<Finished, String> {
-    finish(program, start(program, args)?)
+    run_in(PROGRAM_DIR, program, args)
+}
+
+/// Runs `program` of `dir` to the end.
+pub(super) fn run_in(dir: &str, program: &str, args: &[String]) -> Result<Finished, String> {
+    finish(program, start(dir, program, args)?)
 }
 
 /// Checks that the program exited with 0 and printed `wanted` lines.
-fn judge(finished: &Finished, wanted: &[&str]) -> Result<(), String> {
+pub(super) fn judge(finished: &Finished, wanted: &[&str]) -> Result<(), String> {
     if !finished.status.success() {
         return Err(format!(
             "exited with {}; printed: {}",

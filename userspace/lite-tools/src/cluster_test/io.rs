@@ -9,7 +9,7 @@ use libc::c_long;
 use lite::sys::{LiteStats, PRIORITY_NONE};
 
 use crate::deadline::{interrupt_at, Deadline};
-use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::errno::{describe_result, errno_name, expect_errno, expect_zero};
 use crate::kernel::Kernel;
 use crate::tap::Tap;
 
@@ -127,6 +127,17 @@ pub fn expect_async_write_errno<K: Kernel>(
     }
     let reaped = kernel.async_wait(ret.unsigned_abs(), 0);
     expect_errno(reaped, errno).map_err(|e| format!("started as operation {ret}, reaped: {e}"))
+}
+
+/// Reports the point "`what` returns -ERRNO": whether `ret` is `-errno`.
+pub fn check_errno<W: Write>(tap: &mut Tap<W>, what: &str, ret: c_long, errno: i32) -> bool {
+    let description = format!("{what} returns -{}", errno_name(errno));
+    tap.check(&description, expect_errno(ret, errno))
+}
+
+/// Reports the point `description`: whether `ret` is 0.
+pub fn check_zero<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> bool {
+    tap.check(description, expect_zero(ret))
 }
 
 /// A new handle (> 0) or a description of the result.
@@ -293,6 +304,25 @@ impl UserPages {
         assert!(offset <= self.len);
         // SAFETY: within the mapping.
         unsafe { self.address.add(offset) }
+    }
+
+    /// `lite_register_lmr` of the `len` bytes at `offset`; the raw result.
+    ///
+    /// # Safety
+    ///
+    /// The pages must outlive the registration: the caller deregisters it
+    /// before dropping them.
+    pub unsafe fn register<K: Kernel>(
+        &self,
+        kernel: &K,
+        (offset, len): (usize, u64),
+        perms: u64,
+        pw: u64,
+    ) -> c_long {
+        assert!(offset as u64 + len <= self.len as u64);
+        // SAFETY: the range lies within the mapping, which outlives the
+        // registration as the caller promised.
+        unsafe { kernel.register_lmr(self.at(offset).cast(), len, perms, pw) }
     }
 
     /// Copies `data` into the mapping at `offset`.

@@ -77,36 +77,30 @@ fn diagnostics(results: &str) -> String {
         .join("; ")
 }
 
+/// The test point of `case`.
+fn point(case: &str) -> String {
+    format!("kernel C API in the kernel: KUnit {SUITE}.{case} passes")
+}
+
 /// Runs the suite and reports each of [`CASES`].
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32) {
-    let describe = |case: &str| format!("kernel C API in the kernel: KUnit {SUITE}.{case} passes");
-    if nodes < 2 {
-        for case in CASES {
-            tap.skip(&describe(case), "needs two nodes or more");
-        }
-        return;
-    }
-    let results = match kernel.run_kunit_suite(SUITE) {
-        None => {
-            for case in CASES {
-                tap.skip(&describe(case), "needs the real kernel's KUnit");
-            }
-            return;
-        }
-        Some(Err(e)) => {
-            for case in CASES {
-                tap.not_ok(&describe(case), &format!("cannot run the suite: {e}"));
-            }
-            return;
-        }
-        Some(Ok(results)) => results,
+    // Why no case ran: a reason to skip them, or a failure.
+    let not_run = match (nodes >= 2).then(|| kernel.run_kunit_suite(SUITE)) {
+        None => Ok("needs two nodes or more"),
+        Some(None) => Ok("needs the real kernel's KUnit"),
+        Some(Some(Err(e))) => Err(format!("cannot run the suite: {e}")),
+        Some(Some(Ok(results))) => return report(tap, &results),
     };
-    report(tap, &results);
+    for case in CASES {
+        match &not_run {
+            Ok(why) => tap.skip(&point(case), why),
+            Err(reason) => tap.not_ok(&point(case), reason),
+        }
+    }
 }
 
 /// Reports each of [`CASES`] as `results` give it.
 fn report<W: Write>(tap: &mut Tap<W>, results: &str) {
-    let describe = |case: &str| format!("kernel C API in the kernel: KUnit {SUITE}.{case} passes");
     let reported = case_results(results);
     for case in CASES {
         let outcome = match reported.iter().find(|(name, _)| name == case) {
@@ -115,7 +109,7 @@ fn report<W: Write>(tap: &mut Tap<W>, results: &str) {
             Some((_, CaseResult::Failed)) => Err(format!("failed: {}", diagnostics(results))),
             None => Err(format!("not reported; results were: {results:?}")),
         };
-        tap.check(&describe(case), outcome);
+        tap.check(&point(case), outcome);
     }
 }
 

@@ -28,7 +28,7 @@ use lite::sys::CM_DEFAULT_PORT;
 use lite_cluster_manager::cm_wire::Message;
 use lite_cluster_manager::frame::{read_message, write_message, ProtocolError};
 
-use super::processes::{collect, finish, report_point, spawn};
+use super::processes::{child_plan, collect, finish, report_point, spawn};
 use super::TestConfig;
 use crate::errno::{describe_result, errno_name, expect_errno};
 use crate::kernel::Kernel;
@@ -291,23 +291,19 @@ fn impersonate(mut stream: TcpStream) -> Result<(), String> {
 /// Entry point of the children of these joins: `args` follow the child
 /// subcommand. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let (kind, rest) = args.split_first()?;
-    if kind != KIND {
-        return None;
-    }
-    let [case, ip, port] = rest else {
-        eprintln!("{KIND}: expected CASE IP PORT, got {rest:?}");
-        return Some(2);
+    let parse = |rest: &[String]| {
+        let [case, ip, port] = rest else {
+            return Err(format!("expected CASE IP PORT, got {rest:?}"));
+        };
+        match (Case::from_name(case), ip.parse(), port.parse()) {
+            (Some(case), Ok(ip), Ok(port)) => Ok((case, SocketAddr::new(IpAddr::V4(ip), port))),
+            _ => Err(format!("bad CASE IP PORT {rest:?}")),
+        }
     };
-    let (Some(case), Ok(ip), Ok(port)) = (
-        Case::from_name(case),
-        ip.parse::<Ipv4Addr>(),
-        port.parse::<u16>(),
-    ) else {
-        eprintln!("{KIND}: bad CASE IP PORT {rest:?}");
-        return Some(2);
+    let (case, manager) = match child_plan(args, KIND, parse)? {
+        Ok(plan) => plan,
+        Err(status) => return Some(status),
     };
-    let manager = SocketAddr::new(IpAddr::V4(ip), port);
     let what = case.description(manager);
     report_point(&what, join_refused(kernel, case, manager));
     Some(0)

@@ -34,7 +34,7 @@ use std::process::{Child, Command, Stdio};
 use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
-use super::processes::{collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND};
+use super::processes::{child_plan, collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND};
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
 };
@@ -153,12 +153,7 @@ fn report<W: Write>(tap: &mut Tap<W>, me: u32, who: &str, points: ChildPoints) {
 /// `probe.me`, each with its verdict. The descriptions hold no `": "`, as
 /// a child's `fail` lines need.
 fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
-    let Probe {
-        cm,
-        me,
-        target,
-        password,
-    } = probe;
+    let (cm, me, target) = (probe.cm, probe.me, probe.target);
     let eperm = |ret| expect_errno(ret, libc::EPERM);
     // Joins first: on a member node, a join that skips the privilege check
     // fails harmlessly with -EISCONN; after a leave that wrongly went
@@ -191,7 +186,7 @@ fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
                 "can allocate a {LMR_SIZE} B LMR on {}, write a pattern, read it back and free it",
                 target_name(me, target)
             ),
-            lmr_round_trip(kernel, me, target, password),
+            lmr_round_trip(kernel, probe),
         ),
         (
             format!("can create a lock on node {me}, lock and unlock it"),
@@ -200,13 +195,15 @@ fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
     ]
 }
 
-/// Allocates an LMR on `target`, writes a pattern, reads it back and frees it.
-fn lmr_round_trip<K: Kernel>(
-    kernel: &K,
-    me: u32,
-    target: u32,
-    password: u64,
-) -> Result<(), String> {
+/// Allocates an LMR on the probe's target, writes a pattern, reads it back
+/// and frees it.
+fn lmr_round_trip<K: Kernel>(kernel: &K, probe: Probe) -> Result<(), String> {
+    let Probe {
+        me,
+        target,
+        password,
+        ..
+    } = probe;
     let lmr = Region::alloc(kernel, target, LMR_SIZE, 0, password)?;
     let seed = pattern::seed(&[u64::from(me), u64::from(target), u64::from(NOBODY)]);
     let mut data = vec![0u8; LMR_SIZE as usize];
@@ -231,12 +228,7 @@ fn lock_round_trip<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
 /// work. A node that left after all is joined again at once, so that the
 /// other nodes, waiting in the next barrier, can go on with it.
 fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe, total: c_long) {
-    let Probe {
-        cm,
-        me,
-        target,
-        password,
-    } = probe;
+    let (cm, me) = (probe.cm, probe.me);
     let id = kernel.get_node_id();
     let outcome = if id == -c_long::from(libc::ENOTCONN) {
         let rejoined = join_with_text(kernel, &cm.to_string());
@@ -257,9 +249,9 @@ fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe,
     tap.check(&point, outcome);
     let point = format!(
         "node {me}: this process can still allocate, write, read and free a {LMR_SIZE} B LMR on {}",
-        target_name(me, target)
+        target_name(me, probe.target)
     );
-    tap.check(&point, lmr_round_trip(kernel, me, target, password));
+    tap.check(&point, lmr_round_trip(kernel, probe));
 }
 
 /// Runs a copy of this program (`__child ARGS..`) started as user `uid`
@@ -334,16 +326,9 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     if let Some(status) = admin_group::child_main(kernel, args) {
         return Some(status);
     }
-    let (kind, rest) = args.split_first()?;
-    if kind != KIND {
-        return None;
-    }
-    let probe = match Probe::from_args(rest) {
+    let probe = match child_plan(args, KIND, Probe::from_args)? {
         Ok(probe) => probe,
-        Err(reason) => {
-            eprintln!("{KIND}: {reason}");
-            return Some(2);
-        }
+        Err(status) => return Some(status),
     };
     let mut points = vec![(
         format!(

@@ -82,6 +82,15 @@ pub(super) fn report_point(what: &str, outcome: Result<(), String>) {
 
 /// Reads the child's lines up to `ready` (or the end); its points.
 pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
+    collect_with(out, until_ready, |_| {})
+}
+
+/// Like [`collect`], handing every line that is not a point to `other`.
+pub(super) fn collect_with<R: BufRead>(
+    out: &mut R,
+    until_ready: bool,
+    mut other: impl FnMut(&str),
+) -> ChildPoints {
     let mut points = Vec::new();
     let mut line = String::new();
     loop {
@@ -99,9 +108,29 @@ pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints
         } else if let Some(rest) = text.strip_prefix("fail ") {
             let (what, reason) = rest.split_once(": ").unwrap_or((rest, "failed"));
             points.push((what.to_string(), Err(reason.to_string())));
+        } else {
+            other(text);
         }
     }
     points
+}
+
+/// The plan of a child of `kind` from its `args` (which follow the child
+/// subcommand): `None` for another kind; `Some(Err(2))`, its exit status,
+/// when `parse` rejects the rest.
+pub(super) fn child_plan<T>(
+    args: &[String],
+    kind: &str,
+    parse: impl FnOnce(&[String]) -> Result<T, String>,
+) -> Option<Result<T, i32>> {
+    let (first, rest) = args.split_first()?;
+    if first != kind {
+        return None;
+    }
+    Some(parse(rest).map_err(|reason| {
+        eprintln!("{kind}: {reason}");
+        2
+    }))
 }
 
 pub(super) fn finish(mut child: Child) -> Result<(), String> {
@@ -117,6 +146,16 @@ pub(super) fn finish(mut child: Child) -> Result<(), String> {
         ))
     } else {
         Err(format!("child exited with {status}"))
+    }
+}
+
+/// Reports `outcome` as the point `case`; skips it where no child process
+/// could run (`real` false).
+fn check_if_real<W: Write>(tap: &mut Tap<W>, real: bool, case: &str, outcome: Result<(), String>) {
+    if real {
+        tap.check(case, outcome);
+    } else {
+        tap.skip(case, WHY_SKIPPED);
     }
 }
 
@@ -242,11 +281,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     };
     // Judged after every node's child is gone.
     barrier(kernel, tap, nodes, "the exiting children")?;
-    if real {
-        tap.check(&case, outcome);
-    } else {
-        tap.skip(&case, WHY_SKIPPED);
-    }
+    check_if_real(tap, real, &case, outcome);
     if let Ok(lmr) = published {
         tap.check(
             &format!("node {me}: free of the LMR the exiting child mapped"),
@@ -367,11 +402,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         nodes,
         "every child process read the other regions",
     )?;
-    if real {
-        tap.check(&case, outcome);
-    } else {
-        tap.skip(&case, WHY_SKIPPED);
-    }
+    check_if_real(tap, real, &case, outcome);
     if let Some(lmr) = shared {
         tap.check(
             &format!("node {me}: free of the LMR shared by child processes"),
@@ -468,12 +499,8 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 )?;
                 let pages = UserPages::new(65536)?;
                 // SAFETY: the pages stay mapped until the process exits.
-                handle_of(
-                    unsafe {
-                        kernel.register_lmr(pages.at(0).cast(), 65536, PERM_READ | PERM_WRITE, pw)
-                    },
-                    "register_lmr",
-                )?;
+                let ret = unsafe { pages.register(kernel, (0, 65536), PERM_READ | PERM_WRITE, pw) };
+                handle_of(ret, "register_lmr")?;
                 std::mem::forget(pages);
                 let data = vec![0x11u8; 2048];
                 for i in 0..32u64 {

@@ -42,7 +42,7 @@ use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{barrier, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
-use super::processes::{finish, report_point, ChildPoints};
+use super::processes::{child_plan, collect_with, finish, report_point, ChildPoints};
 use super::{expect_no_alloc, target_name};
 use crate::cluster_test::Node;
 use crate::debugfs::quotas::{
@@ -502,44 +502,21 @@ fn start_child<K>(plan: UserPlan) -> Result<Started<K>, String> {
 /// Reads the child's lines up to `ready` (or the end): its points and
 /// the usage its `holds` line reports.
 fn read_report<R: BufRead>(out: &mut R) -> (ChildPoints, Option<Result<Usage, String>>) {
-    let mut points = Vec::new();
     let mut usage = None;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match out.read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let text = line.trim_end();
-        if text == "ready" {
-            break;
-        }
+    let points = collect_with(out, true, |text| {
         if let Some(held) = text.strip_prefix(HOLDS) {
             usage = Some(parse_usage(held).map_err(|e| format!("its {HOLDS} line: {e}")));
-        } else if let Some(what) = text.strip_prefix("ok ") {
-            points.push((what.to_string(), Ok(())));
-        } else if let Some(rest) = text.strip_prefix("fail ") {
-            let (what, reason) = rest.split_once(": ").unwrap_or((rest, "failed"));
-            points.push((what.to_string(), Err(reason.to_string())));
         }
-    }
+    });
     (points, usage)
 }
 
 /// Entry point of the quota user's process: `args` follow the child
 /// subcommand. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let (kind, rest) = args.split_first()?;
-    if kind != KIND {
-        return None;
-    }
-    let plan = match UserPlan::from_args(rest) {
+    let plan = match child_plan(args, KIND, UserPlan::from_args)? {
         Ok(plan) => plan,
-        Err(reason) => {
-            eprintln!("{KIND}: {reason}");
-            return Some(2);
-        }
+        Err(status) => return Some(status),
     };
     let uid = plan.uid;
     let mut points = vec![(
@@ -708,6 +685,22 @@ impl<K: Kernel> UserCalls<'_, K> {
         self.point(what, outcome);
     }
 
+    /// A call beyond the quota of `blame`, the only one its `charge` would
+    /// exceed: it must fail with `-EDQUOT` (see [`Self::refused`]).
+    fn over_quota(
+        &mut self,
+        call: &str,
+        (charge, blame): (Usage, Resource),
+        run: impl FnOnce(&K) -> c_long,
+        undo: impl FnOnce(&K, u64) -> bool,
+    ) {
+        let what = format!(
+            "gets -EDQUOT from {call}, beyond its {} quota",
+            blame.name()
+        );
+        self.refused(what, (charge, Some(blame)), libc::EDQUOT, run, undo);
+    }
+
     /// Up to the `remote_memory` quota and beyond; the handle of the LMR
     /// it keeps (0 if it has none).
     fn remote_memory(&mut self) -> u64 {
@@ -723,16 +716,10 @@ impl<K: Kernel> UserCalls<'_, K> {
             first.as_ref().map(drop).map_err(Clone::clone),
         );
         let beyond = quota - HALF + SMALL;
-        self.refused(
-            format!(
-                "gets -EDQUOT from alloc_remote of {} more on {target}, beyond its remote_memory quota",
-                kib(beyond)
-            ),
-            (
-                lmr_charge(Resource::RemoteMemory, beyond),
-                Some(Resource::RemoteMemory),
-            ),
-            libc::EDQUOT,
+        let memory = Resource::RemoteMemory;
+        self.over_quota(
+            &format!("alloc_remote of {} more on {target}", kib(beyond)),
+            (lmr_charge(memory, beyond), memory),
             |kernel| kernel.alloc_remote(node, beyond, 0, password),
             |kernel, handle| kernel.free(handle) == 0,
         );
@@ -788,25 +775,17 @@ impl<K: Kernel> UserCalls<'_, K> {
         // An LMR of its own not published yet.
         let unpublished = self.alloc(SMALL).unwrap_or(0);
         let fourth = self.name(3);
-        self.refused(
-            "gets -EDQUOT from add_ask_mr_table of a fourth name, beyond its names quota"
-                .to_string(),
-            (one(Resource::Names), Some(Resource::Names)),
-            libc::EDQUOT,
+        self.over_quota(
+            "add_ask_mr_table of a fourth name",
+            (one(Resource::Names), Resource::Names),
             |kernel| kernel.add_ask_mr_table(fourth, unpublished, PERM_READ, password),
             |_, _| false,
         );
         let fifth = self.name(4);
-        self.refused(
-            format!(
-                "gets -EDQUOT from wrap_alloc of {} under a fifth name, beyond its names quota",
-                kib(SMALL)
-            ),
-            (
-                lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1),
-                Some(Resource::Names),
-            ),
-            libc::EDQUOT,
+        let charge = lmr_charge(Resource::RemoteMemory, SMALL).with(Resource::Names, 1);
+        self.over_quota(
+            &format!("wrap_alloc of {} under a fifth name", kib(SMALL)),
+            (charge, Resource::Names),
             // SAFETY: `data` is readable for its whole length during the call.
             |kernel| unsafe { kernel.wrap_alloc(data.as_ptr().cast(), SMALL, fifth, password) },
             |kernel, handle| kernel.free(handle) == 0,
@@ -922,16 +901,9 @@ impl<K: Kernel> UserCalls<'_, K> {
             ),
             outcome,
         );
-        self.refused(
-            format!(
-                "gets -EDQUOT from alloc_remote of {} more on {target}, beyond its lmrs quota",
-                kib(SMALL)
-            ),
-            (
-                lmr_charge(Resource::RemoteMemory, SMALL),
-                Some(Resource::Lmrs),
-            ),
-            libc::EDQUOT,
+        self.over_quota(
+            &format!("alloc_remote of {} more on {target}", kib(SMALL)),
+            (lmr_charge(Resource::RemoteMemory, SMALL), Resource::Lmrs),
             |kernel| kernel.alloc_remote(node, SMALL, 0, password),
             |kernel, handle| kernel.free(handle) == 0,
         );
@@ -963,12 +935,9 @@ impl<K: Kernel> UserCalls<'_, K> {
             ),
             outcome,
         );
-        self.refused(
-            format!(
-                "gets -EDQUOT from register_application of port {port}, beyond its rpc_ports quota"
-            ),
-            (one(Resource::RpcPorts), Some(Resource::RpcPorts)),
-            libc::EDQUOT,
+        self.over_quota(
+            &format!("register_application of port {port}"),
+            (one(Resource::RpcPorts), Resource::RpcPorts),
             |kernel| Self::register_port(kernel, port),
             |kernel, _| kernel.unregister_application(port) == 0,
         );
@@ -991,10 +960,9 @@ impl<K: Kernel> UserCalls<'_, K> {
         );
         let mut lock = LiteLock::default();
         let record = std::ptr::addr_of_mut!(lock);
-        self.refused(
-            format!("gets -EDQUOT from create_lock on node {me}, beyond its locks quota"),
-            (one(Resource::Locks), Some(Resource::Locks)),
-            libc::EDQUOT,
+        self.over_quota(
+            &format!("create_lock on node {me}"),
+            (one(Resource::Locks), Resource::Locks),
             // SAFETY: `lock` is a live LiteLock nothing else uses.
             |kernel| unsafe { kernel.create_lock(me, record) },
             // A lock is never destroyed: it stays charged.
@@ -1127,13 +1095,22 @@ mod tests {
         write_quotas(kernel, &Command::user_limits(uid, &limits)).expect("limits set");
     }
 
-    #[test]
-    fn a_user_goes_up_to_every_limit_and_no_further() {
-        let kernel = joined(1, 2, Defects::default());
-        let plan = plan(2);
+    /// Node 1 of `nodes`, its quota user limited to [`ALLOWANCES`], the
+    /// user's process once its calls are done, and what they reported and
+    /// hold.
+    fn limited_user(nodes: u32, defects: Defects) -> (FakeKernel, FakeKernel, ChildPoints, Held) {
+        let kernel = joined(1, nodes, defects);
+        let plan = plan(nodes);
         limit_user(&kernel, plan.uid);
         let process = kernel.process_of_user(plan.uid).expect("the model has one");
         let (points, held) = user_calls(&process, plan);
+        (kernel, process, points, held)
+    }
+
+    #[test]
+    fn a_user_goes_up_to_every_limit_and_no_further() {
+        let (kernel, process, points, held) = limited_user(2, Defects::default());
+        let plan = plan(2);
         assert!(failures(&points).is_empty(), "{points:?}");
         assert!(points.iter().all(|(what, _)| !what.contains(": ")));
         let expected = Usage::default()
@@ -1160,11 +1137,8 @@ mod tests {
     #[test]
     fn unenforced_quotas_fail_every_refusal() {
         let defects = defects_with(|d| d.ignore_quotas = true);
-        let kernel = joined(1, 2, defects);
+        let (kernel, process, points, held) = limited_user(2, defects);
         let plan = plan(2);
-        limit_user(&kernel, plan.uid);
-        let process = kernel.process_of_user(plan.uid).expect("the model has one");
-        let (points, held) = user_calls(&process, plan);
         let failed = failures(&points);
         assert_eq!(failed.len(), 7, "{failed:?}");
         assert!(
@@ -1187,11 +1161,7 @@ mod tests {
     #[test]
     fn an_ignored_memlock_limit_is_caught() {
         let defects = defects_with(|d| d.ignore_memlock_limit = true);
-        let kernel = joined(1, 1, defects);
-        let plan = plan(1);
-        limit_user(&kernel, plan.uid);
-        let process = kernel.process_of_user(plan.uid).expect("the model has one");
-        let (points, held) = user_calls(&process, plan);
+        let (_kernel, process, points, held) = limited_user(1, defects);
         assert_eq!(
             failures(&points),
             ["gets -ENOMEM from register_lmr of 4 KiB more, beyond its RLIMIT_MEMLOCK but within its pinned_memory quota"]

@@ -37,11 +37,13 @@ use lite::sys::{
 };
 use lite::Priority;
 
-use super::io::{barrier, outcome_of, InStep};
-use super::processes::{collect, finish, report_point, spawn};
+use super::io::{barrier, check_errno, check_zero, outcome_of, InStep};
+use super::processes::{collect, finish, report_point, spawn, WHY_SKIPPED};
 use super::target_name;
 use crate::cluster_test::Node;
-use crate::deadline::{interrupt_at, retry_while_busy, Deadline, Watchdog};
+use crate::deadline::{
+    current_thread, interrupt_at, interrupt_thread, retry_while_busy, Deadline, Watchdog,
+};
 use crate::debugfs::{DEBUGFS_DIR, RPC_FAULT_FILE};
 use crate::errno::{describe_error, describe_result, expect_errno, expect_zero};
 use crate::kernel::Kernel;
@@ -110,8 +112,6 @@ const CORRUPT_CLIENT: u32 = 1;
 /// long as the two before, so that only its content tells it from them.
 const CORRUPT_SIZES: [usize; 8] = [64, 64, 64, 1, 4096, 1000, 17, 2048];
 
-const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
-
 /// The reply a service thread gives to `request`: its bytes reversed, each
 /// plus one, so an echo or a reply to another request never passes.
 pub fn transform(request: &[u8]) -> Vec<u8> {
@@ -164,10 +164,41 @@ fn send<K: Kernel>(kernel: &K, node: u32, port: u32, msg: &[u8], nonblock: bool)
     unsafe { kernel.send(node, port | flags, msg.as_ptr().cast(), msg.len() as u64) }
 }
 
+/// The arguments of a multicast of `request` to every node of `targets`
+/// on `port`: the reply lengths go to `lengths`, the replies, of at most
+/// `max_reply` bytes each, to `replies`.
+fn multicast_args(
+    targets: &[u32],
+    request: &[u8],
+    (lengths, replies): (&mut [i64], &mut [u8]),
+    max_reply: u64,
+    port: u32,
+) -> LiteMulticast {
+    LiteMulticast {
+        nodes: targets.as_ptr() as u64,
+        lengths: lengths.as_mut_ptr() as u64,
+        msg: request.as_ptr() as u64,
+        size: request.len() as u64,
+        replies: replies.as_mut_ptr() as u64,
+        max_reply,
+        count: targets.len() as u32,
+        port_priority: port,
+    }
+}
+
 /// The raw result of a receive into `buf`, and the descriptor.
 fn receive<K: Kernel>(kernel: &K, port: u32, buf: &mut [u8], nonblock: bool) -> (c_long, u64) {
+    receive_with_flags(kernel, port, buf, if nonblock { RECV_NONBLOCK } else { 0 })
+}
+
+/// [`receive`] with the raw `flags`.
+fn receive_with_flags<K: Kernel>(
+    kernel: &K,
+    port: u32,
+    buf: &mut [u8],
+    flags: u32,
+) -> (c_long, u64) {
     let mut descriptor = u64::MAX;
-    let flags = if nonblock { RECV_NONBLOCK } else { 0 };
     // SAFETY: `buf` and `descriptor` are exclusively borrowed and writable
     // during the call.
     let ret = unsafe {
@@ -332,24 +363,26 @@ pub(crate) fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served 
 
 /// A thread about to block in a call, observable from another thread.
 #[derive(Default)]
-struct Blocker {
+pub(super) struct Blocker {
     tid: AtomicI32,
-    finished: AtomicBool,
+    pub(super) finished: AtomicBool,
 }
 
 impl Blocker {
     /// Records the calling thread; call right before the blocking call.
-    fn arm(&self) {
-        // SAFETY: gettid takes no arguments and cannot fail.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
-        self.tid
-            .store(i32::try_from(tid).unwrap_or(0), Ordering::SeqCst);
+    pub(super) fn arm(&self) {
+        self.tid.store(current_thread(), Ordering::SeqCst);
+    }
+
+    /// The call returned.
+    pub(super) fn finish(&self) {
+        self.finished.store(true, Ordering::SeqCst);
     }
 
     /// Waits until the thread sleeps (in the call) or has returned from
-    /// it; fails after [`BLOCK_TIMEOUT`].
-    fn wait_until_blocked(&self, what: &str) -> Result<(), String> {
-        let deadline = Instant::now() + BLOCK_TIMEOUT;
+    /// it; fails after `limit`.
+    pub(super) fn wait_until_blocked(&self, limit: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + limit;
         loop {
             if self.finished.load(Ordering::SeqCst) {
                 return Ok(());
@@ -359,10 +392,25 @@ impl Blocker {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(format!("{what} did not block within {BLOCK_TIMEOUT:?}"));
+                return Err(format!("did not block within {limit:?}"));
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Waits until the call returned; after `limit` interrupts the thread
+    /// with `SIGUSR1` until it does. Whether it returned in time.
+    pub(super) fn wait_finished(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut in_time = true;
+        while !self.finished.load(Ordering::SeqCst) {
+            if Instant::now() > deadline {
+                in_time = false;
+                interrupt_thread(self.tid.load(Ordering::SeqCst));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        in_time
     }
 }
 
@@ -439,10 +487,8 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
             kernel.unregister_application(SERVICE_PORT);
             return Err(out_of_step);
         }
-        tap.check(
-            &format!("node {me}: unregister_application(port {SERVICE_PORT}) returns 0"),
-            expect_zero(kernel.unregister_application(SERVICE_PORT)),
-        );
+        let point = format!("node {me}: unregister_application(port {SERVICE_PORT}) returns 0");
+        check_zero(tap, &point, kernel.unregister_application(SERVICE_PORT));
         if servers.is_empty() {
             return Ok(());
         }

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use libc::c_long;
+use libc::{c_long, ECONNREFUSED, EFAULT, EINVAL};
 use lite::sys::{port_priority, ASYNC_NOWAIT, MAX_ASYNC_CALLS, PRIORITY_NONE, SEND_NONBLOCK};
 
 use super::rpc::{compare, expect_len, identified_request, transform, SERVICE_PORT, UNUSED_PORT};
@@ -212,36 +212,17 @@ fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nod
     let msg = (request.as_ptr() as usize, request.len() as u64);
     let room = (reply.as_mut_ptr() as usize, reply.len() as u64);
     let service = port_priority(SERVICE_PORT, PRIORITY_NONE);
+    let (unused, nonblock) = (
+        port_priority(UNUSED_PORT, PRIORITY_NONE),
+        service | SEND_NONBLOCK,
+    );
+    let (unmapped, empty, null) = ((UNMAPPED, msg.1), (msg.0, 0), (0, 64));
     let cases: [BadCase; 5] = [
-        (
-            "an unregistered port",
-            port_priority(UNUSED_PORT, PRIORITY_NONE),
-            msg,
-            room,
-            libc::ECONNREFUSED,
-        ),
-        (
-            "an unmapped message",
-            service,
-            (UNMAPPED, msg.1),
-            room,
-            libc::EFAULT,
-        ),
-        ("an empty message", service, (msg.0, 0), room, libc::EINVAL),
-        (
-            "LITE_SEND_NONBLOCK",
-            service | SEND_NONBLOCK,
-            msg,
-            room,
-            libc::EINVAL,
-        ),
-        (
-            "a null reply buffer with room",
-            service,
-            msg,
-            (0, 64),
-            libc::EFAULT,
-        ),
+        ("an unregistered port", unused, msg, room, ECONNREFUSED),
+        ("an unmapped message", service, unmapped, room, EFAULT),
+        ("an empty message", service, empty, room, EINVAL),
+        ("LITE_SEND_NONBLOCK", nonblock, msg, room, EINVAL),
+        ("a null reply buffer with room", service, msg, null, EFAULT),
     ];
     for (what, port_priority, msg, reply, errno) in cases {
         let (id, reaped) = post_raw(kernel, node, port_priority, msg, reply);

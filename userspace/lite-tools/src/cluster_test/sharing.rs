@@ -8,19 +8,23 @@
 use std::ffi::c_void;
 use std::io::Write;
 
+use libc::EPERM;
 use lite::sys::{PERM_READ, PERM_SHARE, PERM_WRITE};
 
 use super::io::{
-    barrier, check_handle, expect_async_read_errno, expect_async_write_errno, name_of, read_at,
-    read_vec, write_at, write_ok, InStep, UserPages,
+    barrier, check_errno, check_handle, check_zero, expect_async_read_errno,
+    expect_async_write_errno, name_of, read_at, read_vec, write_at, write_ok, InStep, UserPages,
 };
 use super::password_of;
 use crate::cluster_test::Node;
-use crate::errno::{expect_errno, expect_zero};
+use crate::errno::{errno_name, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
 use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
+
+/// The permissions of the buffers registered here.
+const PERM_ALL: u64 = PERM_READ | PERM_WRITE | PERM_SHARE;
 
 const WRAP: u16 = 0x5752;
 const READ_ONLY: u16 = 0x524f;
@@ -68,6 +72,19 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     registered_memory(kernel, tap, at)
 }
 
+/// Reports the point `at("<what> returns -ERRNO")`: whether `ret` is
+/// `-errno`.
+fn check_errno_at<W: Write>(
+    tap: &mut Tap<W>,
+    at: &impl Fn(&str) -> String,
+    what: &str,
+    ret: libc::c_long,
+    errno: i32,
+) -> bool {
+    let point = at(&format!("{what} returns -{}", errno_name(errno)));
+    tap.check(&point, expect_errno(ret, errno))
+}
+
 fn all_nodes(nodes: u32) -> Vec<u32> {
     (1..=nodes).collect()
 }
@@ -95,29 +112,19 @@ fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) ->
     if again > 0 {
         kernel.free(again.unsigned_abs());
     }
-    tap.check(
-        &format!("node {me}: wrap_alloc under the same name again returns -EEXIST"),
-        expect_errno(again, libc::EEXIST),
-    );
+    let what = format!("node {me}: wrap_alloc under the same name again");
+    check_errno(tap, &what, again, libc::EEXIST);
     barrier(kernel, tap, nodes, "publishing the wrapped names")?;
 
     for owner in all_nodes(nodes) {
         let owner_name = name_of(WRAP, owner);
         let owner_pw = password_of(owner);
-        tap.check(
-            &format!("node {me}: ask_lmr(node {owner}, wrapped name) with a wrong password returns -EACCES"),
-            expect_errno(
-                kernel.ask_lmr(owner, owner_name, PERM_READ, owner_pw ^ 0x55),
-                libc::EACCES,
-            ),
-        );
-        tap.check(
-            &format!("node {me}: ask_lmr(node {owner}) of an unpublished name returns -ENOENT"),
-            expect_errno(
-                kernel.ask_lmr(owner, name_of(WRAP + 1, owner), PERM_READ, owner_pw),
-                libc::ENOENT,
-            ),
-        );
+        let what = format!("node {me}: ask_lmr(node {owner}, wrapped name) with a wrong password");
+        let ret = kernel.ask_lmr(owner, owner_name, PERM_READ, owner_pw ^ 0x55);
+        check_errno(tap, &what, ret, libc::EACCES);
+        let what = format!("node {me}: ask_lmr(node {owner}) of an unpublished name");
+        let ret = kernel.ask_lmr(owner, name_of(WRAP + 1, owner), PERM_READ, owner_pw);
+        check_errno(tap, &what, ret, libc::ENOENT);
         let ret = kernel.ask_lmr(owner, owner_name, PERM_READ | PERM_WRITE, owner_pw);
         let mapping = check_handle(
             tap,
@@ -147,10 +154,8 @@ fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) ->
             &point,
             expect_errno(read_at(kernel, mapping, 0, &mut buf, owner_pw), libc::EBADF),
         );
-        tap.check(
-            &format!("node {me}: umap_lmr of node {owner}'s LMR again returns -EBADF"),
-            expect_errno(kernel.umap_lmr(mapping), libc::EBADF),
-        );
+        let what = format!("node {me}: umap_lmr of node {owner}'s LMR again");
+        check_errno(tap, &what, kernel.umap_lmr(mapping), libc::EBADF);
     }
     barrier(
         kernel,
@@ -165,9 +170,11 @@ fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) ->
         read_vec(kernel, handle, 0, len, password)
             .and_then(|back| pattern::verify_bytes(&back, &expected, 0).map_err(|m| m.to_string())),
     );
-    tap.check(
+    let ret = kernel.free(handle);
+    check_zero(
+        tap,
         &format!("node {me}: free of the wrapped LMR returns 0"),
-        expect_zero(kernel.free(handle)),
+        ret,
     );
     Ok(())
 }
@@ -198,19 +205,13 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
             expect_zero(kernel.add_ask_mr_table(name_of(kind, me), handle, perms, password)),
         );
     }
-    tap.check(
-        &format!("node {me}: add_ask_mr_table of a name already published returns -EEXIST"),
-        expect_errno(
-            kernel.add_ask_mr_table(name_of(READ_ONLY, me), handle, PERM_READ, password),
-            libc::EEXIST,
-        ),
-    );
+    let what = format!("node {me}: add_ask_mr_table of a name already published");
+    let ret = kernel.add_ask_mr_table(name_of(READ_ONLY, me), handle, PERM_READ, password);
+    check_errno(tap, &what, ret, libc::EEXIST);
     // Publishing needs SHARE: a registration made without it.
     let outcome = UserPages::new(4096).and_then(|pages| {
         // SAFETY: the pages stay mapped until deregistered below.
-        let ret = unsafe {
-            kernel.register_lmr(pages.at(0).cast(), 4096, PERM_READ | PERM_WRITE, password)
-        };
+        let ret = unsafe { pages.register(kernel, (0, 4096), PERM_READ | PERM_WRITE, password) };
         let registered = super::io::handle_of(ret, "register_lmr")?;
         let name = name_of(0x4e53, me);
         let published = kernel.add_ask_mr_table(name, registered, PERM_READ, password);
@@ -232,13 +233,9 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
     let mut buf = vec![0u8; 16];
     let scratch = buf.as_mut_ptr().cast::<c_void>();
 
-    tap.check(
-        &at("ask_lmr asking only WRITE of a READ-only name returns -EPERM"),
-        expect_errno(
-            kernel.ask_lmr(owner, name_of(READ_ONLY, owner), PERM_WRITE, pw),
-            libc::EPERM,
-        ),
-    );
+    let ret = kernel.ask_lmr(owner, name_of(READ_ONLY, owner), PERM_WRITE, pw);
+    let what = "ask_lmr asking only WRITE of a READ-only name";
+    check_errno_at(tap, &at, what, ret, EPERM);
     let ro = check_handle(
         tap,
         &at("ask_lmr asking READ|WRITE of a READ-only name returns a handle"),
@@ -251,46 +248,24 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
             pattern::verify(seed, 0, &back).map_err(|m| m.to_string())
         }),
     );
-    let denied = [
-        (
-            "rdma_write without WRITE returns -EPERM",
-            expect_errno(write_at(kernel, ro, 0, &[1u8; 16], pw), libc::EPERM),
-        ),
-        (
-            "rdma_write_async without WRITE fails with -EPERM",
-            expect_async_write_errno(kernel, ro, scratch, 16, 0, pw, libc::EPERM),
-        ),
-        (
-            "remote_memset without WRITE returns -EPERM",
-            expect_errno(kernel.remote_memset(ro, 0, 16, 1), libc::EPERM),
-        ),
-        (
-            "memcpy to a destination without WRITE returns -EPERM",
-            expect_errno(kernel.memcpy(ro, 0, ro, 4096, 16), libc::EPERM),
-        ),
-        (
-            "memmove to a destination without WRITE returns -EPERM",
-            expect_errno(kernel.memmove(ro, 0, ro, 8, 16), libc::EPERM),
-        ),
-        (
-            "free of a mapping (no ADMIN) returns -EPERM",
-            expect_errno(kernel.free(ro), libc::EPERM),
-        ),
-        (
-            "deregister_lmr of a mapping (no ADMIN) returns -EPERM",
-            expect_errno(kernel.deregister_lmr(ro), libc::EPERM),
-        ),
-        (
-            "add_ask_mr_table of a mapping returns -EINVAL",
-            expect_errno(
-                kernel.add_ask_mr_table(name_of(0x4d41, me), ro, PERM_READ, pw),
-                libc::EINVAL,
-            ),
-        ),
-    ];
-    for (what, outcome) in denied {
-        tap.check(&at(what), outcome);
-    }
+    let mut denied = |what: &str, ret| check_errno_at(tap, &at, what, ret, EPERM);
+    let ret = write_at(kernel, ro, 0, &[1u8; 16], pw);
+    denied("rdma_write without WRITE", ret);
+    let outcome = expect_async_write_errno(kernel, ro, scratch, 16, 0, pw, EPERM);
+    let point = at("rdma_write_async without WRITE fails with -EPERM");
+    tap.check(&point, outcome);
+    let mut denied = |what: &str, ret| check_errno_at(tap, &at, what, ret, EPERM);
+    let ret = kernel.remote_memset(ro, 0, 16, 1);
+    denied("remote_memset without WRITE", ret);
+    let ret = kernel.memcpy(ro, 0, ro, 4096, 16);
+    denied("memcpy to a destination without WRITE", ret);
+    let ret = kernel.memmove(ro, 0, ro, 8, 16);
+    denied("memmove to a destination without WRITE", ret);
+    denied("free of a mapping (no ADMIN)", kernel.free(ro));
+    let ret = kernel.deregister_lmr(ro);
+    denied("deregister_lmr of a mapping (no ADMIN)", ret);
+    let ret = kernel.add_ask_mr_table(name_of(0x4d41, me), ro, PERM_READ, pw);
+    check_errno_at(tap, &at, "add_ask_mr_table of a mapping", ret, libc::EINVAL);
 
     let wo = check_handle(
         tap,
@@ -302,23 +277,13 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
             pw,
         ),
     );
-    let denied = [
-        (
-            "rdma_read without READ returns -EPERM",
-            expect_errno(read_at(kernel, wo, 0, &mut [0u8; 16], pw), libc::EPERM),
-        ),
-        (
-            "rdma_read_async without READ fails with -EPERM",
-            expect_async_read_errno(kernel, wo, scratch, 16, 0, pw, libc::EPERM),
-        ),
-        (
-            "memcpy from a source without READ returns -EPERM",
-            expect_errno(kernel.memcpy(wo, 0, wo, 4096, 16), libc::EPERM),
-        ),
-    ];
-    for (what, outcome) in denied {
-        tap.check(&at(what), outcome);
-    }
+    let ret = read_at(kernel, wo, 0, &mut [0u8; 16], pw);
+    check_errno_at(tap, &at, "rdma_read without READ", ret, EPERM);
+    let outcome = expect_async_read_errno(kernel, wo, scratch, 16, 0, pw, EPERM);
+    let point = at("rdma_read_async without READ fails with -EPERM");
+    tap.check(&point, outcome);
+    let ret = kernel.memcpy(wo, 0, wo, 4096, 16);
+    check_errno_at(tap, &at, "memcpy from a source without READ", ret, EPERM);
     tap.check(
         &at("rdma_write through the WRITE-only mapping returns 0"),
         write_ok(kernel, wo, 0, &stamp(me, owner, WRITE_ONLY), pw),
@@ -340,15 +305,11 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
                 .map_err(|m| m.to_string())
         }),
     );
-    tap.check(
-        &at("remote_memset through the READ|WRITE mapping returns 0"),
-        expect_zero(kernel.remote_memset(rw, 4096, 16, 0x77)),
-    );
+    let point = at("remote_memset through the READ|WRITE mapping returns 0");
+    check_zero(tap, &point, kernel.remote_memset(rw, 4096, 16, 0x77));
     for (handle, what) in [(ro, "READ-only"), (wo, "WRITE-only"), (rw, "READ|WRITE")] {
-        tap.check(
-            &at(&format!("umap_lmr of the {what} mapping returns 0")),
-            expect_zero(kernel.umap_lmr(handle)),
-        );
+        let point = at(&format!("umap_lmr of the {what} mapping returns 0"));
+        check_zero(tap, &point, kernel.umap_lmr(handle));
     }
     barrier(kernel, tap, nodes, "using the restricted mappings")?;
 
@@ -377,18 +338,12 @@ fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> In
         kernel.alloc_remote(next, 65536, 0, password),
     );
     let pages = UserPages::new(8192);
-    let registered = match &pages {
-        // SAFETY: the pages stay mapped until deregistered below.
-        Ok(pages) => unsafe {
-            kernel.register_lmr(
-                pages.at(0).cast(),
-                8192,
-                PERM_READ | PERM_WRITE | PERM_SHARE,
-                password,
-            )
-        },
-        Err(_) => -libc::c_long::from(libc::ENOMEM),
-    };
+    let registered = pages
+        .as_ref()
+        .map_or(-libc::c_long::from(libc::ENOMEM), |pages| {
+            // SAFETY: the pages stay mapped until deregistered below.
+            unsafe { pages.register(kernel, (0, 8192), PERM_ALL, password) }
+        });
     let registered = check_handle(
         tap,
         &format!("node {me}: 8192 B buffer to revoke registered"),
@@ -428,68 +383,33 @@ fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> In
     }
     barrier(kernel, tap, nodes, "mapping the LMRs to revoke")?;
 
-    tap.check(
-        &format!("node {me}: free of the published allocated LMR returns 0"),
-        expect_zero(kernel.free(allocated)),
-    );
-    tap.check(
-        &format!("node {me}: deregister_lmr of the published registered LMR returns 0"),
-        expect_zero(kernel.deregister_lmr(registered)),
-    );
+    let point = format!("node {me}: free of the published allocated LMR returns 0");
+    check_zero(tap, &point, kernel.free(allocated));
+    let point = format!("node {me}: deregister_lmr of the published registered LMR returns 0");
+    check_zero(tap, &point, kernel.deregister_lmr(registered));
     barrier(kernel, tap, nodes, "revoking the published LMRs")?;
 
     for (kind, mapping, what) in mappings {
         let at = |check: &str| format!("node {me}: {check} on node {owner}'s revoked {what} LMR");
         let mut buf = vec![0u8; 16];
         let scratch = buf.as_mut_ptr().cast::<c_void>();
-        let checks = [
-            (
-                "rdma_read returns -EKEYREVOKED",
-                expect_errno(
-                    read_at(kernel, mapping, 0, &mut [0u8; 16], pw),
-                    libc::EKEYREVOKED,
-                ),
-            ),
-            (
-                "rdma_write returns -EKEYREVOKED",
-                expect_errno(
-                    write_at(kernel, mapping, 0, &[0u8; 16], pw),
-                    libc::EKEYREVOKED,
-                ),
-            ),
-            (
-                "remote_memset returns -EKEYREVOKED",
-                expect_errno(kernel.remote_memset(mapping, 0, 16, 1), libc::EKEYREVOKED),
-            ),
-            (
-                "rdma_read_async fails with -EKEYREVOKED",
-                expect_async_read_errno(kernel, mapping, scratch, 16, 0, pw, libc::EKEYREVOKED),
-            ),
-            (
-                "ask_lmr of its name returns -ENOENT",
-                expect_errno(
-                    kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ, pw),
-                    libc::ENOENT,
-                ),
-            ),
-            ("umap_lmr returns 0", expect_zero(kernel.umap_lmr(mapping))),
-            (
-                "rdma_read after umap returns -EBADF",
-                expect_errno(read_at(kernel, mapping, 0, &mut [0u8; 16], pw), libc::EBADF),
-            ),
-        ];
-        for (check, outcome) in checks {
-            tap.check(&at(check), outcome);
-        }
+        let mut revoked = |call: &str, ret| check_errno_at(tap, &at, call, ret, libc::EKEYREVOKED);
+        revoked("rdma_read", read_at(kernel, mapping, 0, &mut [0u8; 16], pw));
+        revoked("rdma_write", write_at(kernel, mapping, 0, &[0u8; 16], pw));
+        revoked("remote_memset", kernel.remote_memset(mapping, 0, 16, 1));
+        let revoked = libc::EKEYREVOKED;
+        let outcome = expect_async_read_errno(kernel, mapping, scratch, 16, 0, pw, revoked);
+        tap.check(&at("rdma_read_async fails with -EKEYREVOKED"), outcome);
+        let ret = kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ, pw);
+        check_errno_at(tap, &at, "ask_lmr of its name", ret, libc::ENOENT);
+        check_zero(tap, &at("umap_lmr returns 0"), kernel.umap_lmr(mapping));
+        let ret = read_at(kernel, mapping, 0, &mut [0u8; 16], pw);
+        check_errno_at(tap, &at, "rdma_read after umap", ret, libc::EBADF);
     }
-    tap.check(
-        &format!("node {me}: free of the revoked allocated LMR again returns -EBADF"),
-        expect_errno(kernel.free(allocated), libc::EBADF),
-    );
-    tap.check(
-        &format!("node {me}: deregister_lmr of the revoked registered LMR again returns -EBADF"),
-        expect_errno(kernel.deregister_lmr(registered), libc::EBADF),
-    );
+    let what = format!("node {me}: free of the revoked allocated LMR again");
+    check_errno(tap, &what, kernel.free(allocated), libc::EBADF);
+    let what = format!("node {me}: deregister_lmr of the revoked registered LMR again");
+    check_errno(tap, &what, kernel.deregister_lmr(registered), libc::EBADF);
     drop(pages);
     Ok(())
 }
@@ -511,14 +431,7 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
                 pattern::fill(data_seed(me, kind), 0, &mut data);
                 pages.store(start, &data);
                 // SAFETY: the pages stay mapped until deregistered below.
-                unsafe {
-                    kernel.register_lmr(
-                        pages.at(start).cast(),
-                        len as u64,
-                        PERM_READ | PERM_WRITE | PERM_SHARE,
-                        password,
-                    )
-                }
+                unsafe { pages.register(kernel, (start, len as u64), PERM_ALL, password) }
             }
             Err(_) => -libc::c_long::from(libc::ENOMEM),
         };
@@ -582,10 +495,8 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
             &format!("node {me}: its own {what} buffer shows the writes of nodes 1..={nodes}"),
             outcome,
         );
-        tap.check(
-            &format!("node {me}: deregister_lmr of the {what} buffer returns 0"),
-            expect_zero(kernel.deregister_lmr(handle)),
-        );
+        let point = format!("node {me}: deregister_lmr of the {what} buffer returns 0");
+        check_zero(tap, &point, kernel.deregister_lmr(handle));
         drop(pages);
     }
     Ok(())

@@ -9,7 +9,7 @@ use std::io::{BufReader, Write};
 use std::time::{Duration, Instant};
 
 use super::io::{barrier, handle_of, read_vec, write_ok, InStep};
-use super::processes::{collect, finish, spawn};
+use super::processes::{collect, finish, report_point, spawn};
 use crate::cluster_test::Node;
 use crate::errno::expect_zero;
 use crate::kernel::Kernel;
@@ -239,7 +239,6 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     }
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     let (me, index, nodes, password) = (number(1), number(2), number(3), number(4));
-    let mut out = std::io::stdout().lock();
     let mut times = CallTimes::default();
     let mut outcome = Ok(());
     'rounds: for round in 0..u64::from(ROUNDS) {
@@ -253,16 +252,9 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
             }
         }
     }
-    let _ = writeln!(out, "ok {TIMES}{}", times.encode());
-    let status = match &outcome {
-        Ok(()) => 0,
-        Err(_) => 1,
-    };
-    let line = match outcome {
-        Ok(()) => format!("ok process {index} on node {me}"),
-        Err(e) => format!("fail process {index} on node {me}: {e}"),
-    };
-    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    crate::say(format_args!("ok {TIMES}{}", times.encode()));
+    let status = i32::from(outcome.is_err());
+    report_point(&format!("process {index} on node {me}"), outcome);
     Some(status)
 }
 

@@ -12,11 +12,10 @@
 
 use std::io::{BufReader, Write};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use libc::c_long;
+use libc::{c_long, EBADF, EFAULT, EINVAL, ENOENT, EPERM};
 use lite::sys::{
     LiteLock, LiteStats, ALLOC_ATOMIC, MAX_LOCKS, MAX_NODES, PERM_ATOMIC, PERM_READ, PERM_WRITE,
     PRIORITY_HIGH, PRIORITY_LOW, PRIORITY_NONE,
@@ -24,18 +23,16 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec, stats, write_ok,
-    InStep, UserPages, BARRIER_LIMIT,
+    barrier, check_errno, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec,
+    stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
-use super::processes::{collect, finish, report_point, spawn, ChildPoints};
-use super::rpc::thread_state;
-use super::{password_of, Check, UNKNOWN_HANDLE};
+use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
+use super::rpc::Blocker;
+use super::{password_of, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::cluster_test::Node;
-use crate::deadline::{
-    current_thread, install_interrupt_handler, interrupt_thread, Deadline, Watchdog,
-};
+use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
-use crate::errno::{describe_result, expect_errno, expect_zero};
+use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::tap::Tap;
 
@@ -62,8 +59,6 @@ const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(30);
 /// How long one thread's compare-swap increments may take in all, losing
 /// to the other threads of every node now and then.
 const CAS_LIMIT: Duration = Duration::from_secs(120);
-/// A priority outside the defined ones.
-const INVALID_PRIORITY: u32 = 99;
 /// A lock number no home creates in practice (it would need them all).
 const UNKNOWN_LOCK: u32 = MAX_LOCKS - 1;
 
@@ -78,8 +73,6 @@ const LOCK_NUMBER_OFFSET: u64 = 8;
 
 /// The node that keeps the shared counters and lock.
 const OWNER: u32 = 1;
-
-const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
 
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
@@ -214,58 +207,6 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The first error of `results`, or `Ok`.
 fn first_error(results: impl IntoIterator<Item = Result<(), String>>) -> Result<(), String> {
     results.into_iter().collect()
-}
-
-/// A thread about to call `lite_lock`, observable from another thread.
-#[derive(Default)]
-struct Waiter {
-    tid: AtomicI32,
-    finished: AtomicBool,
-}
-
-impl Waiter {
-    /// Records the calling thread; call right before `lite_lock`.
-    fn arm(&self) {
-        self.tid.store(current_thread(), Ordering::SeqCst);
-    }
-
-    /// The call returned.
-    fn finish(&self) {
-        self.finished.store(true, Ordering::SeqCst);
-    }
-
-    /// Waits until the thread sleeps in the call (or has returned).
-    fn wait_until_blocked(&self) -> Result<(), String> {
-        let deadline = Instant::now() + LOCK_WAIT_LIMIT;
-        loop {
-            if self.finished.load(Ordering::SeqCst) {
-                return Ok(());
-            }
-            let tid = self.tid.load(Ordering::SeqCst);
-            if tid != 0 && matches!(thread_state(tid), Some('S' | 'D')) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!("did not block within {LOCK_WAIT_LIMIT:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    /// Waits until the call returned; after [`LOCK_WAIT_LIMIT`] interrupts
-    /// the thread with `SIGUSR1` until it does. Whether it returned in time.
-    fn wait_finished(&self) -> bool {
-        let deadline = Instant::now() + LOCK_WAIT_LIMIT;
-        let mut in_time = true;
-        while !self.finished.load(Ordering::SeqCst) {
-            if Instant::now() > deadline {
-                in_time = false;
-                interrupt_thread(self.tid.load(Ordering::SeqCst));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        in_time
-    }
 }
 
 /// `iterations` increments of the counter at [`COUNTER_OFFSET`] of
@@ -449,12 +390,6 @@ fn child_outcome(points: ChildPoints, expected: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// What the fetch-add threads of one node saw.
-struct Fetched {
-    shared: Vec<u64>,
-    local: Vec<u64>,
-}
-
 /// fetch-add and compare-swap from every node on an atomic LMR of node 1,
 /// and from this node's threads on one of this node.
 fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
@@ -490,32 +425,24 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         (Ok(shared), Ok(local)) => Ok((*shared, local.handle())),
         (Err(e), _) | (_, Err(e)) => Err(e.clone()),
     };
+    // The old values each fetch_add returned: (shared, local).
     let fetched = handles.clone().and_then(|(shared, local)| {
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..THREADS)
                 .map(|_| {
-                    scope.spawn(move || -> Result<Fetched, String> {
-                        let mut seen = Fetched {
-                            shared: Vec::new(),
-                            local: Vec::new(),
-                        };
-                        for _ in 0..ITERATIONS {
-                            seen.shared
-                                .push(fetch_add(kernel, shared, 1, PRIORITY_NONE)?);
-                            seen.local.push(fetch_add(kernel, local, 1, PRIORITY_NONE)?);
-                        }
-                        Ok(seen)
+                    scope.spawn(move || {
+                        (0..ITERATIONS)
+                            .map(|_| {
+                                let shared = fetch_add(kernel, shared, 1, PRIORITY_NONE)?;
+                                Ok((shared, fetch_add(kernel, local, 1, PRIORITY_NONE)?))
+                            })
+                            .collect::<Result<Vec<(u64, u64)>, String>>()
                     })
                 })
                 .collect();
-            let mut all = Fetched {
-                shared: Vec::new(),
-                local: Vec::new(),
-            };
+            let mut all = Vec::new();
             for worker in workers {
-                let seen = outcome_of(worker, "a thread panicked")?;
-                all.shared.extend(seen.shared);
-                all.local.extend(seen.local);
+                all.extend(outcome_of(worker, "a thread panicked")?);
             }
             Ok(all)
         })
@@ -525,7 +452,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         fetched.as_ref().map(drop).map_err(Clone::clone),
     );
     let distinct = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
-        let mut olds = f.shared.clone();
+        let mut olds: Vec<u64> = f.iter().map(|&(shared, _)| shared).collect();
         olds.sort_unstable();
         let before = olds.len();
         olds.dedup();
@@ -540,7 +467,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     );
     tap.check(&point, distinct);
     let sequence = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
-        let mut olds = f.local.clone();
+        let mut olds: Vec<u64> = f.iter().map(|&(_, local)| local).collect();
         olds.sort_unstable();
         if olds == (0..per_node).collect::<Vec<_>>() {
             Ok(())
@@ -788,23 +715,19 @@ fn lock_order<K: Kernel, W: Write>(
     let held = expect_zero(lock(kernel, lock_));
     let holding = held.is_ok();
     tap.check(&format!("node {me}: lock of a free lock returns 0"), held);
-    tap.check(
-        &format!("node {me}: lock by the thread holding it returns -EDEADLK"),
-        expect_errno(lock(kernel, lock_), libc::EDEADLK),
-    );
+    let what = format!("node {me}: lock by the thread holding it");
+    check_errno(tap, &what, lock(kernel, lock_), libc::EDEADLK);
     let foreign = std::thread::scope(|scope| {
         scope
             .spawn(|| unlock(kernel, lock_))
             .join()
             .unwrap_or(c_long::MIN)
     });
-    tap.check(
-        &format!("node {me}: unlock by a thread that does not hold the lock returns -EPERM"),
-        expect_errno(foreign, libc::EPERM),
-    );
+    let what = format!("node {me}: unlock by a thread that does not hold the lock");
+    check_errno(tap, &what, foreign, libc::EPERM);
 
     let order = Mutex::new(Vec::new());
-    let waiters: Vec<Waiter> = (0..WAITERS).map(|_| Waiter::default()).collect();
+    let waiters: Vec<Blocker> = (0..WAITERS).map(|_| Blocker::default()).collect();
     let outcome = std::thread::scope(|scope| -> Result<(), String> {
         let mut started = Ok(());
         for (index, waiter) in waiters.iter().enumerate() {
@@ -831,7 +754,7 @@ fn lock_order<K: Kernel, W: Write>(
             });
             if started.is_ok() {
                 started = waiter
-                    .wait_until_blocked()
+                    .wait_until_blocked(LOCK_WAIT_LIMIT)
                     .map_err(|e| format!("waiter {index} {e}"));
             }
             std::thread::sleep(STAGGER);
@@ -841,7 +764,9 @@ fn lock_order<K: Kernel, W: Write>(
         } else {
             Err("the holder did not get the lock".into())
         };
-        let in_time = waiters.iter().all(Waiter::wait_finished);
+        let in_time = waiters
+            .iter()
+            .all(|waiter| waiter.wait_finished(LOCK_WAIT_LIMIT));
         started?;
         released?;
         if !in_time {
@@ -907,7 +832,7 @@ fn exiting_holder<K: Kernel, W: Write>(
             let _ = finish(child);
             return child_outcome(points, 1).map_err(|e| format!("child: {e}"));
         }
-        let waiter = Waiter::default();
+        let waiter = Blocker::default();
         std::thread::scope(|scope| {
             let got = scope.spawn(|| {
                 waiter.arm();
@@ -920,13 +845,13 @@ fn exiting_holder<K: Kernel, W: Write>(
                     Err(format!("lock returned {}", describe_result(ret)))
                 }
             });
-            let blocked = waiter.wait_until_blocked();
+            let blocked = waiter.wait_until_blocked(LOCK_WAIT_LIMIT);
             if let Some(stdin) = child.stdin.as_mut() {
                 let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
             }
             points.extend(collect(&mut out, false));
             let finished = finish(child);
-            let in_time = waiter.wait_finished();
+            let in_time = waiter.wait_finished(LOCK_WAIT_LIMIT);
             let got = outcome_of(got, "the waiter panicked");
             blocked.map_err(|e| format!("the waiter {e} behind the child"))?;
             finished?;
@@ -945,34 +870,22 @@ fn exiting_holder<K: Kernel, W: Write>(
 /// `lite_set_priority` returns the previous default and rejects unknown
 /// priorities; fetch-add takes every priority.
 fn priorities<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
-    let expect_value = |ret: c_long, expected: u32| {
-        if ret == c_long::from(expected) {
-            Ok(())
-        } else {
-            Err(format!("expected {expected}, got {}", describe_result(ret)))
-        }
-    };
+    let set =
+        |priority: u32, previous: u32| expect_value(kernel.set_priority(priority), previous.into());
     let point = format!(
         "node {me}: set_priority(HIGH) returns the initial default, NONE ({PRIORITY_NONE})"
     );
-    tap.check(
-        &point,
-        expect_value(kernel.set_priority(PRIORITY_HIGH), PRIORITY_NONE),
-    );
+    tap.check(&point, set(PRIORITY_HIGH, PRIORITY_NONE));
     let point = format!(
         "node {me}: set_priority(LOW) returns the previous default, HIGH ({PRIORITY_HIGH})"
     );
-    tap.check(
-        &point,
-        expect_value(kernel.set_priority(PRIORITY_LOW), PRIORITY_HIGH),
-    );
-    tap.check(
-        &format!("node {me}: set_priority({INVALID_PRIORITY}) returns -EINVAL"),
-        expect_errno(kernel.set_priority(INVALID_PRIORITY), libc::EINVAL),
-    );
+    tap.check(&point, set(PRIORITY_LOW, PRIORITY_HIGH));
+    let what = format!("node {me}: set_priority({INVALID_PRIORITY})");
+    let ret = kernel.set_priority(INVALID_PRIORITY);
+    check_errno(tap, &what, ret, libc::EINVAL);
     tap.check(
         &format!("node {me}: set_priority(NONE) returns LOW ({PRIORITY_LOW}): the rejected call changed nothing"),
-        expect_value(kernel.set_priority(PRIORITY_NONE), PRIORITY_LOW),
+        set(PRIORITY_NONE, PRIORITY_LOW),
     );
     let outcome = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me)).and_then(|lmr| {
         for (index, priority) in (0..).zip(Priority::ALL) {
@@ -1069,13 +982,21 @@ fn debugfs<K: Kernel, W: Write>(
         parse_stats(&text).map_err(|e| format!("{STATS_FILE}: {e}"))
     };
     let available = kernel.read_debugfs(STATS_FILE).is_some();
+    // Each point, or its skip on a kernel without debugfs.
+    let report = |tap: &mut Tap<W>, description: &str, outcome: Result<(), String>| {
+        if available {
+            tap.check(description, outcome);
+        } else {
+            tap.skip(description, "this kernel has no debugfs");
+        }
+    };
     let first = read();
     let description = format!("node {me}: /sys/kernel/debug/lite/stats is readable and parses");
-    if available {
-        tap.check(&description, first.as_ref().map(drop).map_err(Clone::clone));
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(
+        tap,
+        &description,
+        first.as_ref().map(drop).map_err(Clone::clone),
+    );
 
     // Nothing else happens on any node between the two readings.
     barrier(kernel, tap, nodes, "reading the statistics file")?;
@@ -1092,11 +1013,11 @@ fn debugfs<K: Kernel, W: Write>(
     });
     let description =
         format!("node {me}: get_stats and the statistics file agree on every counter");
-    if available {
-        tap.check(&description, agree.as_ref().map(drop).map_err(Clone::clone));
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(
+        tap,
+        &description,
+        agree.as_ref().map(drop).map_err(Clone::clone),
+    );
     let sensible = agree.and_then(|s: LiteStats| {
         if s.connections < u64::from(nodes - 1) {
             return Err(format!("{} connections for {nodes} nodes", s.connections));
@@ -1110,11 +1031,7 @@ fn debugfs<K: Kernel, W: Write>(
         Ok(())
     });
     let description = format!("node {me}: the counters show a connection to every other node, this node's locks and the lock waits of the order case");
-    if available {
-        tap.check(&description, sensible);
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(tap, &description, sensible);
 
     let description = format!("node {me}: fetch_adds, locks, a high-priority write and a low-priority read grow the statistics file's counters and rows");
     let outcome = (|| -> Result<(), String> {
@@ -1149,11 +1066,7 @@ fn debugfs<K: Kernel, W: Write>(
         data.free()?;
         growth(&before, &read()?)
     })();
-    if available {
-        tap.check(&description, outcome);
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(tap, &description, outcome);
 
     let description = format!("node {me}: qos_enabled can be set to 0 and back to 1, and every QoS parameter reads as a number");
     let outcome = (|| -> Result<(), String> {
@@ -1184,11 +1097,7 @@ fn debugfs<K: Kernel, W: Write>(
         }
         write_param(enabled, original)
     })();
-    if available {
-        tap.check(&description, outcome);
-    } else {
-        tap.skip(&description, "this kernel has no debugfs");
-    }
+    report(tap, &description, outcome);
     Ok(())
 }
 
@@ -1211,54 +1120,25 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
             .map_err(Clone::clone),
     );
 
-    let atomics: [(String, c_long, i32); 8] = [
-        (
-            format!("fetch_add of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
-            fetch_add_raw(kernel, UNKNOWN_HANDLE, 1, none).0,
-            libc::EBADF,
-        ),
-        (
-            format!("compare_swp of unknown handle {UNKNOWN_HANDLE:#x} returns -EBADF"),
-            compare_swp_raw(kernel, UNKNOWN_HANDLE, 0, 1, none).0,
-            libc::EBADF,
-        ),
-        (
-            "fetch_add on an LMR without ATOMIC returns -EPERM".into(),
-            fetch_add_raw(kernel, plain_handle, 1, none).0,
-            libc::EPERM,
-        ),
-        (
-            "compare_swp on an LMR without ATOMIC returns -EPERM".into(),
-            compare_swp_raw(kernel, plain_handle, 0, 1, none).0,
-            libc::EPERM,
-        ),
-        (
-            format!("fetch_add with priority {INVALID_PRIORITY} returns -EINVAL"),
-            fetch_add_raw(kernel, atomic_handle, 1, INVALID_PRIORITY).0,
-            libc::EINVAL,
-        ),
-        (
-            format!("compare_swp with priority {INVALID_PRIORITY} returns -EINVAL"),
-            compare_swp_raw(kernel, atomic_handle, 0, 1, INVALID_PRIORITY).0,
-            libc::EINVAL,
-        ),
-        (
-            "fetch_add after free returns -EBADF".into(),
-            freed_atomic(kernel, me, pw),
-            libc::EBADF,
-        ),
-        (
-            "fetch_add through a READ-only mapping of an ATOMIC LMR returns -EPERM".into(),
-            read_only_atomic(kernel, me, pw, atomic_handle),
-            libc::EPERM,
-        ),
-    ];
-    for (description, ret, errno) in atomics {
-        tap.check(
-            &format!("node {me}: {description}"),
-            expect_errno(ret, errno),
-        );
-    }
+    let mut check =
+        |what: &str, ret, errno| check_errno(tap, &format!("node {me}: {what}"), ret, errno);
+    let unknown = format!("of unknown handle {UNKNOWN_HANDLE:#x}");
+    let ret = fetch_add_raw(kernel, UNKNOWN_HANDLE, 1, none).0;
+    check(&format!("fetch_add {unknown}"), ret, EBADF);
+    let ret = compare_swp_raw(kernel, UNKNOWN_HANDLE, 0, 1, none).0;
+    check(&format!("compare_swp {unknown}"), ret, EBADF);
+    let ret = fetch_add_raw(kernel, plain_handle, 1, none).0;
+    check("fetch_add on an LMR without ATOMIC", ret, EPERM);
+    let ret = compare_swp_raw(kernel, plain_handle, 0, 1, none).0;
+    check("compare_swp on an LMR without ATOMIC", ret, EPERM);
+    let invalid = format!("with priority {INVALID_PRIORITY}");
+    let ret = fetch_add_raw(kernel, atomic_handle, 1, INVALID_PRIORITY).0;
+    check(&format!("fetch_add {invalid}"), ret, EINVAL);
+    let ret = compare_swp_raw(kernel, atomic_handle, 0, 1, INVALID_PRIORITY).0;
+    check(&format!("compare_swp {invalid}"), ret, EINVAL);
+    check("fetch_add after free", freed_atomic(kernel, me, pw), EBADF);
+    let what = "fetch_add through a READ-only mapping of an ATOMIC LMR";
+    check(what, read_only_atomic(kernel, me, pw, atomic_handle), EPERM);
     let unchanged = atomic.as_ref().map_err(Clone::clone).and_then(|lmr| {
         match atomic_value(kernel, lmr.handle())? {
             0 => Ok(()),
@@ -1270,31 +1150,18 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         unchanged,
     );
     // Whether the operation happened before the fault is not specified.
+    let mut check = |what: &str, ret| check_errno(tap, &format!("node {me}: {what}"), ret, EFAULT);
     // SAFETY: `old` is an unmapped address the kernel must reject.
-    let faults = unsafe {
-        [
-            (
-                "fetch_add with old at unmapped address 0x8 returns -EFAULT",
-                kernel.fetch_add(atomic_handle, unmapped, 1, none),
-            ),
-            (
-                "compare_swp with old at unmapped address 0x8 returns -EFAULT",
-                kernel.compare_swp(atomic_handle, unmapped, 0, 1, none),
-            ),
-        ]
-    };
-    for (description, ret) in faults {
-        tap.check(
-            &format!("node {me}: {description}"),
-            expect_errno(ret, libc::EFAULT),
-        );
-    }
+    let ret = unsafe { kernel.fetch_add(atomic_handle, unmapped, 1, none) };
+    check("fetch_add with old at unmapped address 0x8", ret);
+    // SAFETY: as above.
+    let ret = unsafe { kernel.compare_swp(atomic_handle, unmapped, 0, 1, none) };
+    check("compare_swp with old at unmapped address 0x8", ret);
 
     let registered = (|| -> Result<c_long, String> {
         let pages = UserPages::new(4096)?;
         // SAFETY: the pages stay mapped until deregistered below.
-        let ret =
-            unsafe { kernel.register_lmr(pages.at(0).cast(), 16, PERM_READ | PERM_ATOMIC, pw) };
+        let ret = unsafe { pages.register(kernel, (0, 16), PERM_READ | PERM_ATOMIC, pw) };
         let handle = handle_of(ret, "register_lmr of 16 B with ATOMIC")?;
         let result = fetch_add_raw(kernel, handle, 1, none).0;
         expect_zero(kernel.deregister_lmr(handle)).map_err(|e| format!("deregister: {e}"))?;
@@ -1340,60 +1207,32 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     };
     let unmapped_lock = ptr::without_provenance_mut::<LiteLock>(8);
     let mut filled = LiteLock::default();
+    let mut check =
+        |what: &str, ret, errno| check_errno(tap, &format!("node {me}: {what}"), ret, errno);
+    let at_0x8 = "at unmapped address 0x8";
     // SAFETY (every call below): the lock pointers are readable and
     // writable locals or an unmapped address the kernel must reject.
-    let locks: [(String, c_long, i32); 8] = unsafe {
-        [
-            (
-                "create_lock with the lock at unmapped address 0x8 returns -EFAULT".into(),
-                kernel.create_lock(me, unmapped_lock),
-                libc::EFAULT,
-            ),
-            (
-                "ask_lock of an existing lock into unmapped address 0x8 returns -EFAULT".into(),
-                kernel.ask_lock(me, known.number, unmapped_lock),
-                libc::EFAULT,
-            ),
-            (
-                format!(
-                    "ask_lock(node {me}, {UNKNOWN_LOCK}) of a lock never created returns -ENOENT"
-                ),
-                kernel.ask_lock(me, UNKNOWN_LOCK, &mut filled),
-                libc::ENOENT,
-            ),
-            (
-                "lock with the lock at unmapped address 0x8 returns -EFAULT".into(),
-                kernel.lock(unmapped_lock),
-                libc::EFAULT,
-            ),
-            (
-                "unlock with the lock at unmapped address 0x8 returns -EFAULT".into(),
-                kernel.unlock(unmapped_lock),
-                libc::EFAULT,
-            ),
-            (
-                format!("lock of unknown lock {UNKNOWN_LOCK} on node {me} returns -ENOENT"),
-                lock(kernel, &unknown),
-                libc::ENOENT,
-            ),
-            (
-                format!("unlock of unknown lock {UNKNOWN_LOCK} on node {me} returns -ENOENT"),
-                unlock(kernel, &unknown),
-                libc::ENOENT,
-            ),
-            (
-                "unlock of a lock nobody holds returns -EPERM".into(),
-                unlock(kernel, &known),
-                libc::EPERM,
-            ),
-        ]
-    };
-    for (description, ret, errno) in locks {
-        tap.check(
-            &format!("node {me}: {description}"),
-            expect_errno(ret, errno),
-        );
+    unsafe {
+        let ret = kernel.create_lock(me, unmapped_lock);
+        check(&format!("create_lock with the lock {at_0x8}"), ret, EFAULT);
+        let ret = kernel.ask_lock(me, known.number, unmapped_lock);
+        let what = "ask_lock of an existing lock into unmapped address 0x8";
+        check(what, ret, EFAULT);
+        let ret = kernel.ask_lock(me, UNKNOWN_LOCK, &mut filled);
+        let what = format!("ask_lock(node {me}, {UNKNOWN_LOCK}) of a lock never created");
+        check(&what, ret, ENOENT);
+        let ret = kernel.lock(unmapped_lock);
+        check(&format!("lock with the lock {at_0x8}"), ret, EFAULT);
+        let ret = kernel.unlock(unmapped_lock);
+        check(&format!("unlock with the lock {at_0x8}"), ret, EFAULT);
     }
+    let unknown_at = format!("unknown lock {UNKNOWN_LOCK} on node {me}");
+    let ret = lock(kernel, &unknown);
+    check(&format!("lock of {unknown_at}"), ret, ENOENT);
+    let ret = unlock(kernel, &unknown);
+    check(&format!("unlock of {unknown_at}"), ret, ENOENT);
+    let what = "unlock of a lock nobody holds";
+    check(what, unlock(kernel, &known), EPERM);
 }
 
 /// `lite_fetch_add` on the handle of an ATOMIC LMR already freed.
@@ -1516,6 +1355,8 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
 
@@ -1536,7 +1377,7 @@ mod tests {
         let child = kernel.other_process();
         let theirs = ask_lock(&child, 1, held.number).expect("ask_lock");
         assert_eq!(lock(&child, &theirs), 0);
-        let waiter = Waiter::default();
+        let waiter = Blocker::default();
         std::thread::scope(|scope| {
             let got = scope.spawn(|| {
                 waiter.arm();
@@ -1545,11 +1386,13 @@ mod tests {
                 // The waiting thread holds it now, not the main thread.
                 (ret, unlock(&kernel, &held))
             });
-            waiter.wait_until_blocked().expect("the waiter blocks");
+            waiter
+                .wait_until_blocked(LOCK_WAIT_LIMIT)
+                .expect("the waiter blocks");
             assert!(!waiter.finished.load(Ordering::SeqCst), "got a held lock");
             assert_eq!(unlock(&kernel, &held), -c_long::from(libc::EPERM));
             drop(child);
-            assert!(waiter.wait_finished());
+            assert!(waiter.wait_finished(LOCK_WAIT_LIMIT));
             assert_eq!(got.join().expect("no panic"), (0, 0));
         });
     }

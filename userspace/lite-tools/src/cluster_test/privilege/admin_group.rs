@@ -32,7 +32,7 @@ use std::net::Ipv4Addr;
 
 use lite::sys::CM_DEFAULT_PORT;
 
-use super::super::processes::report_point;
+use super::super::processes::{child_plan, report_point};
 use super::{credentials_of_user_and_group, in_child, ChildPoints, NOBODY};
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
@@ -322,16 +322,9 @@ fn refused_write<K: Kernel>(kernel: &K, number: &str, errnos: &[i32]) -> Result<
 /// Entry point of a process started here: `args` follow the child
 /// subcommand. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let (kind, rest) = args.split_first()?;
-    if kind != KIND {
-        return None;
-    }
-    let probe = match GroupProbe::from_args(rest) {
+    let probe = match child_plan(args, KIND, GroupProbe::from_args)? {
         Ok(probe) => probe,
-        Err(reason) => {
-            eprintln!("{KIND}: {reason}");
-            return Some(2);
-        }
+        Err(status) => return Some(status),
     };
     let gid = probe.gid;
     let mut points = vec![(

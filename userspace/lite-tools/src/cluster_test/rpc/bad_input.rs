@@ -1,9 +1,9 @@
 //! Invalid arguments to every call, each with its exact errno.
 
-use super::*;
+use libc::{EFAULT, EINVAL};
 
-/// A priority outside the defined ones.
-const INVALID_PRIORITY: u32 = 99;
+use super::*;
+use crate::cluster_test::INVALID_PRIORITY;
 
 /// Invalid arguments to every call, each with its exact errno.
 pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
@@ -49,29 +49,21 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         if ret == 0 && port != SERVICE_PORT {
             kernel.unregister_application(port);
         }
-        let point = format!(
-            "register_application of {what} returns -{}",
-            crate::errno::errno_name(errno)
-        );
-        tap.check(&point, expect_errno(ret, errno));
+        check_errno(tap, &format!("register_application of {what}"), ret, errno);
     }
     // SAFETY: a null name must be rejected without being read.
     let ret = unsafe { kernel.register_application(UNUSED_PORT, 64, ptr::null(), 4) };
     if ret == 0 {
         kernel.unregister_application(UNUSED_PORT);
     }
-    tap.check(
-        "register_application with a NULL name of 4 B returns -EFAULT",
-        expect_errno(ret, libc::EFAULT),
-    );
-    tap.check(
-        &format!("unregister_application(port {MAX_PORTS}) returns -EINVAL"),
-        expect_errno(kernel.unregister_application(MAX_PORTS), libc::EINVAL),
-    );
-    tap.check(
-        &format!("unregister_application(port {UNUSED_PORT}), never registered, returns -ENOENT"),
-        expect_errno(kernel.unregister_application(UNUSED_PORT), libc::ENOENT),
-    );
+    let what = "register_application with a NULL name of 4 B";
+    check_errno(tap, what, ret, libc::EFAULT);
+    let what = format!("unregister_application(port {MAX_PORTS})");
+    let ret = kernel.unregister_application(MAX_PORTS);
+    check_errno(tap, &what, ret, libc::EINVAL);
+    let what = format!("unregister_application(port {UNUSED_PORT}), never registered,");
+    let ret = kernel.unregister_application(UNUSED_PORT);
+    check_errno(tap, &what, ret, libc::ENOENT);
 
     // Calls, sends and lookups aimed at nodes and ports that cannot be.
     let absent = MAX_NODES - 1;
@@ -106,122 +98,55 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
             );
         }
     }
-    let errno_name = crate::errno::errno_name;
     let mut answer = [0u8; 16];
-    for (what, node, port, errno) in &targets {
-        tap.check(
-            &format!("query_port of {what} returns -{}", errno_name(*errno)),
-            expect_errno(kernel.query_port(*node, *port), *errno),
-        );
-        tap.check(
-            &format!("send_reply_imm to {what} returns -{}", errno_name(*errno)),
-            expect_errno(call(kernel, *node, *port, b"hello", &mut answer), *errno),
-        );
-        tap.check(
-            &format!("send to {what} returns -{}", errno_name(*errno)),
-            expect_errno(send(kernel, *node, *port, b"hello", false), *errno),
-        );
+    for (what, node, port, errno) in targets {
+        let ret = kernel.query_port(node, port);
+        check_errno(tap, &format!("query_port of {what}"), ret, errno);
+        let ret = call(kernel, node, port, b"hello", &mut answer);
+        check_errno(tap, &format!("send_reply_imm to {what}"), ret, errno);
+        let ret = send(kernel, node, port, b"hello", false);
+        check_errno(tap, &format!("send to {what}"), ret, errno);
     }
 
     let service = |priority| port_priority(SERVICE_PORT, priority);
-    let unmapped: *const c_void = ptr::without_provenance(8);
-    let calls: [(String, c_long, i32); 5] = [
-        (
-            format!("with priority {INVALID_PRIORITY}"),
-            call_raw(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer),
-            libc::EINVAL,
-        ),
-        (
-            "of 0 B".into(),
-            call_raw(kernel, me, service(PRIORITY_NONE), &[], &mut answer),
-            libc::EINVAL,
-        ),
-        (
-            "from unmapped address 0x8".into(),
-            // SAFETY: address 8 is never mapped; `answer` is writable.
-            unsafe {
-                kernel.send_reply_imm(
-                    me,
-                    SERVICE_PORT,
-                    unmapped,
-                    16,
-                    answer.as_mut_ptr().cast(),
-                    16,
-                )
-            },
-            libc::EFAULT,
-        ),
-        (
-            "with its reply to unmapped address 0x8".into(),
-            // SAFETY: the request is readable; address 8 is never mapped.
-            unsafe {
-                kernel.send_reply_imm(
-                    me,
-                    SERVICE_PORT,
-                    b"hello".as_ptr().cast(),
-                    5,
-                    unmapped.cast_mut(),
-                    16,
-                )
-            },
-            libc::EFAULT,
-        ),
-        (
-            "with a NULL request of 16 B".into(),
-            // SAFETY: a null request must be rejected without being read.
-            unsafe {
-                kernel.send_reply_imm(
-                    me,
-                    SERVICE_PORT,
-                    ptr::null(),
-                    16,
-                    answer.as_mut_ptr().cast(),
-                    16,
-                )
-            },
-            libc::EFAULT,
-        ),
-    ];
-    for (what, ret, errno) in calls {
-        let point = format!(
-            "send_reply_imm to port {SERVICE_PORT} of node {me} {what} returns -{}",
-            errno_name(errno)
+    let to_me = format!("to port {SERVICE_PORT} of node {me}");
+    let invalid = format!("with priority {INVALID_PRIORITY}");
+    let ret = call_raw(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer);
+    let what = format!("send_reply_imm {to_me} {invalid}");
+    check_errno(tap, &what, ret, EINVAL);
+    let ret = call_raw(kernel, me, service(PRIORITY_NONE), &[], &mut answer);
+    check_errno(tap, &format!("send_reply_imm {to_me} of 0 B"), ret, EINVAL);
+    let unmapped: *mut c_void = ptr::without_provenance_mut(8);
+    let reply = answer.as_mut_ptr().cast::<c_void>();
+    let hello = b"hello".as_ptr().cast::<c_void>();
+    let imm = |what: &str| format!("send_reply_imm {to_me} {what}");
+    // SAFETY (every call below): each buffer is live for the length given,
+    // or is null or address 8 (never mapped), which the kernel must reject
+    // without touching.
+    unsafe {
+        let ret = kernel.send_reply_imm(me, SERVICE_PORT, unmapped, 16, reply, 16);
+        check_errno(tap, &imm("from unmapped address 0x8"), ret, EFAULT);
+        let ret = kernel.send_reply_imm(me, SERVICE_PORT, hello, 5, unmapped, 16);
+        check_errno(
+            tap,
+            &imm("with its reply to unmapped address 0x8"),
+            ret,
+            EFAULT,
         );
-        tap.check(&point, expect_errno(ret, errno));
-    }
-    let sends: [(String, c_long, i32); 3] = [
-        (
-            format!("with priority {INVALID_PRIORITY}"),
-            // SAFETY: the message is readable.
-            unsafe { kernel.send(me, service(INVALID_PRIORITY), b"hi".as_ptr().cast(), 2) },
-            libc::EINVAL,
-        ),
-        (
-            "of 0 B".into(),
-            // SAFETY: nothing is read for 0 bytes.
-            unsafe { kernel.send(me, SERVICE_PORT, b"hi".as_ptr().cast(), 0) },
-            libc::EINVAL,
-        ),
-        (
-            "from unmapped address 0x8".into(),
-            // SAFETY: address 8 is never mapped.
-            unsafe { kernel.send(me, SERVICE_PORT, unmapped, 16) },
-            libc::EFAULT,
-        ),
-    ];
-    for (what, ret, errno) in sends {
-        let point = format!(
-            "send to port {SERVICE_PORT} of node {me} {what} returns -{}",
-            errno_name(errno)
-        );
-        tap.check(&point, expect_errno(ret, errno));
+        let ret = kernel.send_reply_imm(me, SERVICE_PORT, ptr::null(), 16, reply, 16);
+        check_errno(tap, &imm("with a NULL request of 16 B"), ret, EFAULT);
+        let ret = kernel.send(me, service(INVALID_PRIORITY), hello, 2);
+        check_errno(tap, &format!("send {to_me} {invalid}"), ret, EINVAL);
+        let ret = kernel.send(me, SERVICE_PORT, hello, 0);
+        check_errno(tap, &format!("send {to_me} of 0 B"), ret, EINVAL);
+        let ret = kernel.send(me, SERVICE_PORT, unmapped, 16);
+        let what = format!("send {to_me} from unmapped address 0x8");
+        check_errno(tap, &what, ret, EFAULT);
     }
     let mut buf = [0u8; 16];
     let (ret, _) = receive(kernel, MAX_PORTS, &mut buf, true);
-    tap.check(
-        &format!("receive_message on port {MAX_PORTS} (>= LITE_MAX_PORTS) returns -EINVAL"),
-        expect_errno(ret, libc::EINVAL),
-    );
+    let what = format!("receive_message on port {MAX_PORTS} (>= LITE_MAX_PORTS)");
+    check_errno(tap, &what, ret, libc::EINVAL);
 
     bad_multicasts(kernel, tap, me);
     bad_remote_buffers(kernel, tap, at);
@@ -241,32 +166,18 @@ fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     for size in [16usize, 4096, 65536] {
         let request = vec![0x3cu8; size];
         let mut answer = vec![0u8; size];
+        let (reply, len) = (answer.as_mut_ptr().cast(), size as u64);
+        let what = format!("node {me} -> node {peer}: send_reply_imm of {size} B");
         // SAFETY: address 8 is never mapped; `answer` is writable.
-        let ret = unsafe {
-            kernel.send_reply_imm(
-                peer,
-                SERVICE_PORT,
-                unmapped.cast_const(),
-                size as u64,
-                answer.as_mut_ptr().cast(),
-                size as u64,
-            )
-        };
-        let point = format!("node {me} -> node {peer}: send_reply_imm of {size} B from unmapped address 0x8 returns -EFAULT");
-        tap.check(&point, expect_errno(ret, libc::EFAULT));
+        let ret = unsafe { kernel.send_reply_imm(peer, SERVICE_PORT, unmapped, len, reply, len) };
+        let point = format!("{what} from unmapped address 0x8");
+        check_errno(tap, &point, ret, EFAULT);
+        let request_at = request.as_ptr().cast();
         // SAFETY: the request is readable; address 8 is never mapped.
-        let ret = unsafe {
-            kernel.send_reply_imm(
-                peer,
-                SERVICE_PORT,
-                request.as_ptr().cast(),
-                size as u64,
-                unmapped,
-                size as u64,
-            )
-        };
-        let point = format!("node {me} -> node {peer}: send_reply_imm of {size} B with its reply to unmapped address 0x8 returns -EFAULT");
-        tap.check(&point, expect_errno(ret, libc::EFAULT));
+        let ret =
+            unsafe { kernel.send_reply_imm(peer, SERVICE_PORT, request_at, len, unmapped, len) };
+        let point = format!("{what} with its reply to unmapped address 0x8");
+        check_errno(tap, &point, ret, EFAULT);
         let point = format!(
             "node {me} -> node {peer}: after those, an RPC of {size} B gets the transformed reply"
         );
@@ -282,15 +193,10 @@ fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let mut lengths = vec![0i64; targets.len()];
     let mut replies = vec![0u8; 16 * targets.len()];
     let request = *b"hello";
+    let buffers = (&mut lengths[..], &mut replies[..]);
     let valid = LiteMulticast {
-        nodes: targets.as_ptr() as u64,
-        lengths: lengths.as_mut_ptr() as u64,
-        msg: request.as_ptr() as u64,
-        size: request.len() as u64,
-        replies: replies.as_mut_ptr() as u64,
-        max_reply: 16,
         count: 1,
-        port_priority: SERVICE_PORT,
+        ..multicast_args(&targets, &request, buffers, 16, SERVICE_PORT)
     };
     let cases = [
         (
@@ -334,16 +240,11 @@ fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
         // SAFETY: every pointer in `args` is a live buffer at least as long
         // as `valid` describes, or an address the kernel must reject.
         let ret = unsafe { kernel.send_reply_multicast(&mut args) };
-        let point = format!(
-            "node {me}: send_reply_multicast with {what} returns -{}",
-            crate::errno::errno_name(errno)
-        );
-        tap.check(&point, expect_errno(ret, errno));
+        let point = format!("node {me}: send_reply_multicast with {what}");
+        check_errno(tap, &point, ret, errno);
     }
     // SAFETY: a null argument must be rejected without being read.
     let ret = unsafe { kernel.send_reply_multicast(ptr::null_mut()) };
-    tap.check(
-        &format!("node {me}: send_reply_multicast with a NULL argument returns -EFAULT"),
-        expect_errno(ret, libc::EFAULT),
-    );
+    let what = format!("node {me}: send_reply_multicast with a NULL argument");
+    check_errno(tap, &what, ret, libc::EFAULT);
 }

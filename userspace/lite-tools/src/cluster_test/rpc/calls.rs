@@ -110,16 +110,8 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let max_reply = request.len() as u64;
     let mut replies = vec![0u8; request.len() * targets.len()];
     let mut lengths = vec![i64::MIN; targets.len()];
-    let mut args = LiteMulticast {
-        nodes: targets.as_ptr() as u64,
-        lengths: lengths.as_mut_ptr() as u64,
-        msg: request.as_ptr() as u64,
-        size: request.len() as u64,
-        replies: replies.as_mut_ptr() as u64,
-        max_reply,
-        count: nodes,
-        port_priority: SERVICE_PORT,
-    };
+    let buffers = (&mut lengths[..], &mut replies[..]);
+    let mut args = multicast_args(&targets, &request, buffers, max_reply, SERVICE_PORT);
     // SAFETY: `args` describes live buffers of the lengths given.
     let ret = unsafe { kernel.send_reply_multicast(&mut args) };
     let outcome = expect_len(ret, targets.len()).and_then(|()| {
@@ -160,14 +152,8 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let mixed = [0, me];
     let mut lengths = [i64::MIN; 2];
     let mut replies = vec![0u8; 2 * request.len()];
-    let mut args = LiteMulticast {
-        nodes: mixed.as_ptr() as u64,
-        lengths: lengths.as_mut_ptr() as u64,
-        replies: replies.as_mut_ptr() as u64,
-        count: 2,
-        port_priority: SERVICE_PORT,
-        ..args
-    };
+    let buffers = (&mut lengths[..], &mut replies[..]);
+    let mut args = multicast_args(&mixed, &request, buffers, max_reply, SERVICE_PORT);
     // SAFETY: `args` describes live buffers for two nodes.
     let ret = unsafe { kernel.send_reply_multicast(&mut args) };
     let outcome = expect_len(ret, 1)

@@ -116,13 +116,13 @@ fn corrupt_faulty_calls<K: Kernel, W: Write>(
         let first = scope.spawn(|| {
             queued.arm();
             let call = corrupt_call(kernel, server, client, 0);
-            queued.finished.store(true, Ordering::SeqCst);
+            queued.finish();
             call
         });
         // Once the caller sleeps in the call its request is on its way; a
         // moment later it is surely in the ring.
-        if let Err(e) = queued.wait_until_blocked("the queued call") {
-            failures.push(e);
+        if let Err(e) = queued.wait_until_blocked(BLOCK_TIMEOUT) {
+            failures.push(format!("the queued call {e}"));
         }
         std::thread::sleep(CORRUPT_SETTLE);
         let faulty = match write_fault(kernel, server) {

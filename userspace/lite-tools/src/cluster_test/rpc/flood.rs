@@ -149,10 +149,9 @@ fn flood_receiver<K: Kernel>(kernel: &K, nodes: u32, all_sent: &AtomicBool) -> R
 
 pub(super) fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
-    tap.check(
-        &format!("node {me}: register_application(port {FLOOD_PORT}, max 256 B) returns 0"),
-        expect_zero(register(kernel, FLOOD_PORT, 256, "lite-test-flood")),
-    );
+    let point = format!("node {me}: register_application(port {FLOOD_PORT}, max 256 B) returns 0");
+    let ret = register(kernel, FLOOD_PORT, 256, "lite-test-flood");
+    check_zero(tap, &point, ret);
     let close = |out_of_step| {
         kernel.unregister_application(FLOOD_PORT);
         out_of_step
@@ -188,10 +187,8 @@ pub(super) fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node)
     let point = format!("node {me}: the slow receiver on port {FLOOD_PORT} got every node's {FLOOD_MESSAGES} messages exactly once, in order per sender");
     tap.check(&point, received);
     barrier(kernel, tap, nodes, "draining the flood").map_err(close)?;
-    tap.check(
-        &format!("node {me}: unregister_application(port {FLOOD_PORT}) returns 0"),
-        expect_zero(kernel.unregister_application(FLOOD_PORT)),
-    );
+    let point = format!("node {me}: unregister_application(port {FLOOD_PORT}) returns 0");
+    check_zero(tap, &point, kernel.unregister_application(FLOOD_PORT));
     Ok(())
 }
 
@@ -308,10 +305,9 @@ fn fill_ring<K: Kernel>(
 pub(super) fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
     let max = FILL_SIZE as u64;
-    tap.check(
-        &format!("node {me}: register_application(port {FILL_PORT}, max {max} B) returns 0"),
-        expect_zero(register(kernel, FILL_PORT, max, "lite-test-fill")),
-    );
+    let point = format!("node {me}: register_application(port {FILL_PORT}, max {max} B) returns 0");
+    let ret = register(kernel, FILL_PORT, max, "lite-test-fill");
+    check_zero(tap, &point, ret);
     let close = |out_of_step| {
         kernel.unregister_application(FILL_PORT);
         out_of_step

@@ -19,42 +19,30 @@ const DYING_RECEIVE_LIMIT: Duration = Duration::from_secs(20);
 /// receivers.
 pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
-    let all = 1..=nodes;
     let mut answer = [0u8; 16];
-    let refused = all.clone().try_for_each(|node| {
-        expect_errno(
-            call(kernel, node, UNUSED_PORT, b"anyone?", &mut answer),
-            libc::ECONNREFUSED,
-        )
-        .map_err(|e| format!("node {node}: {e}"))
-    });
-    let point = format!("node {me}: send_reply_imm to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED");
-    tap.check(&point, refused);
-    let refused = all.clone().try_for_each(|node| {
-        expect_errno(
-            send(kernel, node, UNUSED_PORT, b"anyone?", false),
-            libc::ECONNREFUSED,
-        )
-        .map_err(|e| format!("node {node}: {e}"))
-    });
-    let point = format!(
-        "node {me}: send to port {UNUSED_PORT} (open nowhere) of every node returns -ECONNREFUSED"
-    );
-    tap.check(&point, refused);
-    let refused = all.clone().try_for_each(|node| {
-        expect_errno(kernel.query_port(node, UNUSED_PORT), libc::ECONNREFUSED)
-            .map_err(|e| format!("node {node}: {e}"))
-    });
-    tap.check(
-        &format!("node {me}: query_port(every node, port {UNUSED_PORT}) returns -ECONNREFUSED"),
-        refused,
-    );
+    let nowhere = format!("port {UNUSED_PORT} (open nowhere) of every node");
+    let calls: [(String, &mut dyn FnMut(u32) -> c_long); 3] = [
+        (format!("send_reply_imm to {nowhere}"), &mut |node| {
+            call(kernel, node, UNUSED_PORT, b"anyone?", &mut answer)
+        }),
+        (format!("send to {nowhere}"), &mut |node| {
+            send(kernel, node, UNUSED_PORT, b"anyone?", false)
+        }),
+        (
+            format!("query_port(every node, port {UNUSED_PORT})"),
+            &mut |node| kernel.query_port(node, UNUSED_PORT),
+        ),
+    ];
+    for (what, on) in calls {
+        let refused = (1..=nodes).try_for_each(|node| {
+            expect_errno(on(node), libc::ECONNREFUSED).map_err(|e| format!("node {node}: {e}"))
+        });
+        tap.check(&format!("node {me}: {what} returns -ECONNREFUSED"), refused);
+    }
 
     for (port, name) in [(WAIT_PORT, "lite-test-wait"), (IDLE_PORT, "lite-test-idle")] {
-        tap.check(
-            &format!("node {me}: register_application(port {port}) returns 0"),
-            expect_zero(register(kernel, port, 64, name)),
-        );
+        let point = format!("node {me}: register_application(port {port}) returns 0");
+        check_zero(tap, &point, register(kernel, port, 64, name));
     }
     // Out of step, the ports go before the run ends: that ends the waits
     // on this node's ports.
@@ -72,19 +60,24 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
             let mut answer = [0u8; 16];
             caller.arm();
             let ret = call(kernel, target, WAIT_PORT, b"will you answer?", &mut answer);
-            caller.finished.store(true, Ordering::SeqCst);
+            caller.finish();
             ret
         });
         let receiving = scope.spawn(|| {
             let mut buf = [0u8; 64];
             receiver.arm();
             let (ret, _) = receive(kernel, IDLE_PORT, &mut buf, false);
-            receiver.finished.store(true, Ordering::SeqCst);
+            receiver.finish();
             ret
         });
         let blocked = caller
-            .wait_until_blocked("the caller")
-            .and(receiver.wait_until_blocked("the receiver"));
+            .wait_until_blocked(BLOCK_TIMEOUT)
+            .map_err(|e| format!("the caller {e}"));
+        let blocked = blocked.and(
+            receiver
+                .wait_until_blocked(BLOCK_TIMEOUT)
+                .map_err(|e| format!("the receiver {e}")),
+        );
         if let Err(e) = blocked {
             tap.comment(&format!("node {me}: {e}"));
         }
@@ -115,36 +108,28 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     tap.check(&point, expect_errno(received, libc::ESHUTDOWN));
     barrier(kernel, tap, nodes, "closing ports under waiting calls")?;
 
-    tap.check(
-        &format!("node {me}: port {WAIT_PORT} can be registered again after unregister"),
-        expect_zero(register(kernel, WAIT_PORT, 128, "lite-test-again")),
-    );
+    let point = format!("node {me}: port {WAIT_PORT} can be registered again after unregister");
+    let ret = register(kernel, WAIT_PORT, 128, "lite-test-again");
+    check_zero(tap, &point, ret);
     tap.check(
         &format!("node {me}: query_port of port {WAIT_PORT}, registered again with max 128 B, returns 128"),
         expect_len(kernel.query_port(me, WAIT_PORT), 128),
     );
     let too_long = [0u8; 129];
-    tap.check(
-        &format!("node {me}: send_reply_imm of 129 B to its port {WAIT_PORT} (max 128) returns -EMSGSIZE"),
-        expect_errno(call(kernel, me, WAIT_PORT, &too_long, &mut answer), libc::EMSGSIZE),
-    );
-    tap.check(
-        &format!("node {me}: send of 129 B to its port {WAIT_PORT} (max 128) returns -EMSGSIZE"),
-        expect_errno(
-            send(kernel, me, WAIT_PORT, &too_long, false),
-            libc::EMSGSIZE,
-        ),
-    );
-    tap.check(
-        &format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again"),
-        expect_zero(kernel.unregister_application(WAIT_PORT)),
-    );
-    let point = format!(
-        "node {me}: unregister_application(port {WAIT_PORT}) a second time returns -ENOENT"
-    );
-    tap.check(
-        &point,
-        expect_errno(kernel.unregister_application(WAIT_PORT), libc::ENOENT),
+    let what = format!("node {me}: send_reply_imm of 129 B to its port {WAIT_PORT} (max 128)");
+    let ret = call(kernel, me, WAIT_PORT, &too_long, &mut answer);
+    check_errno(tap, &what, ret, libc::EMSGSIZE);
+    let what = format!("node {me}: send of 129 B to its port {WAIT_PORT} (max 128)");
+    let ret = send(kernel, me, WAIT_PORT, &too_long, false);
+    check_errno(tap, &what, ret, libc::EMSGSIZE);
+    let point = format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again");
+    check_zero(tap, &point, kernel.unregister_application(WAIT_PORT));
+    let what = format!("node {me}: unregister_application(port {WAIT_PORT}) a second time");
+    check_errno(
+        tap,
+        &what,
+        kernel.unregister_application(WAIT_PORT),
+        libc::ENOENT,
     );
     Ok(())
 }
@@ -199,26 +184,21 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     );
     let fitting = [0x5au8; 16];
     let (ret, answer) = private_call(kernel, tap, me, (b"question", 16), |tap, descriptor| {
-        tap.check(
-            "reply_message of 17 B to a caller accepting 16 returns -EMSGSIZE",
-            expect_errno(reply(kernel, &[0u8; 17], descriptor), libc::EMSGSIZE),
-        );
+        let what = "reply_message of 17 B to a caller accepting 16";
+        let ret = reply(kernel, &[0u8; 17], descriptor);
+        check_errno(tap, what, ret, libc::EMSGSIZE);
         let unmapped: *const c_void = ptr::without_provenance(8);
         // SAFETY: address 8 lies in the never-mapped first page; the
         // kernel must fail with -EFAULT without touching it.
         let ret = unsafe { kernel.reply_message(unmapped, 16, descriptor) };
-        tap.check(
-            "reply_message from unmapped buffer address 0x8 returns -EFAULT",
-            expect_errno(ret, libc::EFAULT),
-        );
+        let what = "reply_message from unmapped buffer address 0x8";
+        check_errno(tap, what, ret, libc::EFAULT);
         tap.check(
             "after -EMSGSIZE and -EFAULT the descriptor still takes a 16 B reply",
             expect_zero(reply(kernel, &fitting, descriptor)),
         );
-        tap.check(
-            "reply_message to an answered descriptor returns -ENOENT",
-            expect_errno(reply(kernel, &fitting, descriptor), libc::ENOENT),
-        );
+        let what = "reply_message to an answered descriptor";
+        check_errno(tap, what, reply(kernel, &fitting, descriptor), libc::ENOENT);
     });
     tap.check(
         &format!("node {me}: the caller gets the 16 B reply"),
@@ -231,25 +211,19 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
             UNKNOWN_DESCRIPTOR,
         ),
     ] {
-        tap.check(
-            &format!("reply_message to {what} returns -ENOENT"),
-            expect_errno(reply(kernel, b"x", descriptor), libc::ENOENT),
-        );
+        let what = format!("reply_message to {what}");
+        check_errno(tap, &what, reply(kernel, b"x", descriptor), libc::ENOENT);
     }
 
     // The next message does not fit: it stays queued.
     let mut message = [0u8; 100];
     pattern::fill(pattern::seed(&[u64::from(me), 0x100]), 0, &mut message);
-    tap.check(
-        &format!("node {me}: send of 100 B to its own port {PRIVATE_PORT} returns 0"),
-        expect_zero(send(kernel, me, PRIVATE_PORT, &message, false)),
-    );
+    let point = format!("node {me}: send of 100 B to its own port {PRIVATE_PORT} returns 0");
+    check_zero(tap, &point, send(kernel, me, PRIVATE_PORT, &message, false));
     let mut buf = [0u8; 100];
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf[..99], true);
-    tap.check(
-        "receive_message into 99 B with a 100 B message next returns -EMSGSIZE",
-        expect_errno(ret, libc::EMSGSIZE),
-    );
+    let what = "receive_message into 99 B with a 100 B message next";
+    check_errno(tap, what, ret, libc::EMSGSIZE);
     let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, true);
     tap.check(
         "the message stayed queued: a 100 B receive gets it, with descriptor 0 (one-way)",
@@ -261,10 +235,8 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
             }),
     );
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf, true);
-    tap.check(
-        "receive_message with LITE_RECV_NONBLOCK on an empty port returns -EAGAIN",
-        expect_errno(ret, libc::EAGAIN),
-    );
+    let what = "receive_message with LITE_RECV_NONBLOCK on an empty port";
+    check_errno(tap, what, ret, libc::EAGAIN);
 
     // A failed reply receives nothing.
     let short = *b"short note";
@@ -335,39 +307,13 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
         expect_zero(ret).and_then(|()| expect_errno(bad_descriptor, libc::EFAULT)),
     );
     let (ret, _) = receive_with_flags(kernel, PRIVATE_PORT, &mut small, 0x2);
-    tap.check(
-        "receive_message with unknown flag 0x2 returns -EINVAL",
-        expect_errno(ret, libc::EINVAL),
-    );
-    tap.check(
-        &format!("node {me}: unregister_application(port {PRIVATE_PORT}) returns 0"),
-        expect_zero(kernel.unregister_application(PRIVATE_PORT)),
-    );
+    let what = "receive_message with unknown flag 0x2";
+    check_errno(tap, what, ret, libc::EINVAL);
+    let point = format!("node {me}: unregister_application(port {PRIVATE_PORT}) returns 0");
+    check_zero(tap, &point, kernel.unregister_application(PRIVATE_PORT));
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut small, true);
-    tap.check(
-        "receive_message on an unregistered port returns -ENOENT",
-        expect_errno(ret, libc::ENOENT),
-    );
-}
-
-fn receive_with_flags<K: Kernel>(
-    kernel: &K,
-    port: u32,
-    buf: &mut [u8],
-    flags: u32,
-) -> (c_long, u64) {
-    let mut descriptor = 0;
-    // SAFETY: `buf` and `descriptor` are exclusively borrowed and writable.
-    let ret = unsafe {
-        kernel.receive_message(
-            port,
-            buf.as_mut_ptr().cast(),
-            buf.len() as u64,
-            &mut descriptor,
-            flags,
-        )
-    };
-    (ret, descriptor)
+    let what = "receive_message on an unregistered port";
+    check_errno(tap, what, ret, libc::ENOENT);
 }
 
 /// What another process may and may not do with this process's port and

@@ -136,16 +136,8 @@ fn storm_multicaster<K: Kernel>(
             poison_reply(slot, &expected);
         }
         lengths.fill(i64::MIN);
-        let mut args = LiteMulticast {
-            nodes: targets.as_ptr() as u64,
-            lengths: lengths.as_mut_ptr() as u64,
-            msg: request.as_ptr() as u64,
-            size: request.len() as u64,
-            replies: replies.as_mut_ptr() as u64,
-            max_reply: STORM_MAX as u64,
-            count: nodes,
-            port_priority: port,
-        };
+        let buffers = (&mut lengths[..], &mut replies[..]);
+        let mut args = multicast_args(&targets, &request, buffers, STORM_MAX as u64, port);
         let began = Instant::now();
         // SAFETY: `args` describes live buffers of the lengths given.
         let ret = unsafe { kernel.send_reply_multicast(&mut args) };
