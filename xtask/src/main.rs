@@ -38,6 +38,7 @@ mod suite;
 mod syscalls;
 mod syzlang;
 mod tap;
+mod uapi_header;
 mod ui;
 mod user_cluster;
 
