@@ -31,6 +31,7 @@ mod prereqs;
 mod process;
 mod qemu;
 mod qmp;
+mod rustfmt_check;
 mod secret;
 mod series;
 mod source;
