@@ -18,6 +18,7 @@ mod guest_python;
 mod initramfs;
 mod interrupt;
 mod kernel;
+mod kernel_style;
 mod kmemleak;
 mod kunit;
 mod lockdep;
