@@ -726,7 +726,10 @@ kunit_case!(lite_test_gid_choice, |c| {
     check!(c, choose_gid(rxe.into_iter(), true) == Some((1, v4(1))));
     // mlx: the v1 entry of an address comes before its v2 entry.
     let v1_first = [entry(0, v4(2), false), entry(1, v4(2), true)];
-    check!(c, choose_gid(v1_first.into_iter(), true) == Some((1, v4(2))));
+    check!(
+        c,
+        choose_gid(v1_first.into_iter(), true) == Some((1, v4(2)))
+    );
     // Only v1 entries: no usable GID on RoCE.
     let v1_only = [entry(0, v4(3), false), entry(1, link_local, false)];
     check!(c, choose_gid(v1_only.into_iter(), true).is_none());
@@ -735,7 +738,10 @@ kunit_case!(lite_test_gid_choice, |c| {
     check!(c, choose_gid(v6.into_iter(), true) == Some((2, link_local)));
     // InfiniBand: the first non-zero GID, whatever its type says.
     let ib = [entry(0, [0; 16], false), entry(1, link_local, false)];
-    check!(c, choose_gid(ib.into_iter(), false) == Some((1, link_local)));
+    check!(
+        c,
+        choose_gid(ib.into_iter(), false) == Some((1, link_local))
+    );
     check!(c, choose_gid(core::iter::empty(), true).is_none());
 });
 
@@ -1568,26 +1574,44 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
         home::{Queue, Reservation, Reserved, WordAccess},
         word::LockWord,
     };
-    let word = CountedLockWord(FakeLockWord(core::cell::Cell::new(0), false), Default::default());
-    let r = |node, waiter| Reservation { node: NodeId::new(node), waiter };
+    let word = CountedLockWord(
+        FakeLockWord(core::cell::Cell::new(0), false),
+        Default::default(),
+    );
+    let r = |node, waiter| Reservation {
+        node: NodeId::new(node),
+        waiter,
+    };
     let mut lock = Queue::new(NodeId::new(HOME));
     // The home's own thread takes the free lock managed: one swap.
     let first = lock.reserve(&word, 0, r(HOME, 1));
-    check!(c, matches!(first, Ok(Reserved::Granted(g)) if !g.owner_died && g.managed));
+    check!(
+        c,
+        matches!(first, Ok(Reserved::Granted(g)) if !g.owner_died && g.managed)
+    );
     let Ok(Reserved::Granted(first)) = first else {
         return;
     };
     let kept_word = word.peek(0);
-    check!(c, lock.is_managed() && kept_word.is_managed() && word.1.get() == 1);
+    check!(
+        c,
+        lock.is_managed() && kept_word.is_managed() && word.1.get() == 1
+    );
     check!(c, kept_word.hold() == Some(first.word_hold()));
     // Released with nobody waiting, it stays managed and free; taking and
     // releasing it again reaches no word.
-    check!(c, matches!(lock.release(&word, 0, first.word_hold(), false), Ok(None)));
+    check!(
+        c,
+        matches!(lock.release(&word, 0, first.word_hold(), false), Ok(None))
+    );
     check!(c, lock.is_kept_free() && word.1.get() == 1);
     let mut hold = first.word_hold();
     for waiter in 2..5u64 {
         let again = lock.reserve(&word, 0, r(HOME, waiter));
-        check!(c, matches!(again, Ok(Reserved::Granted(g)) if g.word_hold() != hold));
+        check!(
+            c,
+            matches!(again, Ok(Reserved::Granted(g)) if g.word_hold() != hold)
+        );
         let Ok(Reserved::Granted(again)) = again else {
             return;
         };
@@ -1598,12 +1622,18 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
         hold = again.word_hold();
         check!(c, matches!(lock.release(&word, 0, hold, false), Ok(None)));
     }
-    check!(c, lock.is_kept_free() && word.1.get() == 1 && word.peek(0) == kept_word);
+    check!(
+        c,
+        lock.is_kept_free() && word.1.get() == 1 && word.peek(0) == kept_word
+    );
     // A peer's taker fails on the managed word and asks the home: it gets
     // the lock unmanaged, named in the word, so its release is one swap.
     check!(c, !word.peek(0).is_free());
     let peer = lock.reserve(&word, 0, r(3, 7));
-    check!(c, matches!(peer, Ok(Reserved::Granted(g)) if g.reservation == r(3, 7)));
+    check!(
+        c,
+        matches!(peer, Ok(Reserved::Granted(g)) if g.reservation == r(3, 7))
+    );
     let Ok(Reserved::Granted(peer)) = peer else {
         return;
     };
@@ -1611,33 +1641,60 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
     check!(c, word.peek(0) == LockWord::held(peer.word_hold(), false));
     // The home's thread waits behind the peer; as the last waiter it gets
     // the lock managed again.
-    check!(c, matches!(lock.reserve(&word, 0, r(HOME, 8)), Ok(Reserved::Queued)));
+    check!(
+        c,
+        matches!(lock.reserve(&word, 0, r(HOME, 8)), Ok(Reserved::Queued))
+    );
     let next = lock.release(&word, 0, peer.word_hold(), false);
-    check!(c, matches!(next, Ok(Some(g)) if g.reservation == r(HOME, 8)));
+    check!(
+        c,
+        matches!(next, Ok(Some(g)) if g.reservation == r(HOME, 8))
+    );
     let Ok(Some(next)) = next else {
         return;
     };
-    check!(c, lock.is_managed() && !lock.is_kept_free() && lock.len() == 0);
+    check!(
+        c,
+        lock.is_managed() && !lock.is_kept_free() && lock.len() == 0
+    );
     check!(c, next.managed);
     // A peer dying changes nothing for it; a peer that asks meanwhile
     // queues behind it and then gets the lock managed, and its release
     // with nobody waiting frees it.
-    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(3)), Ok(None)));
-    check!(c, matches!(lock.reserve(&word, 0, r(4, 9)), Ok(Reserved::Queued)));
+    check!(
+        c,
+        matches!(lock.node_gone(&word, 0, NodeId::new(3)), Ok(None))
+    );
+    check!(
+        c,
+        matches!(lock.reserve(&word, 0, r(4, 9)), Ok(Reserved::Queued))
+    );
     let last = lock.release(&word, 0, next.word_hold(), false);
-    check!(c, matches!(last, Ok(Some(g)) if g.reservation == r(4, 9) && g.managed));
+    check!(
+        c,
+        matches!(last, Ok(Some(g)) if g.reservation == r(4, 9) && g.managed)
+    );
     if let Ok(Some(last)) = last {
         check!(c, lock.is_managed() && word.peek(0).is_managed());
-        check!(c, matches!(lock.release(&word, 0, last.word_hold(), false), Ok(None)));
+        check!(
+            c,
+            matches!(lock.release(&word, 0, last.word_hold(), false), Ok(None))
+        );
     }
     check!(c, word.peek(0) == LockWord::FREE && !lock.is_managed());
     // A hold of the home's node that ends with its owner dead (a grant its
     // waiter never took, passed on for a dead holder) leaves the lock
     // orphaned, not kept free, so the next taker is told.
     let taken = lock.reserve(&word, 0, r(HOME, 10));
-    check!(c, matches!(taken, Ok(Reserved::Granted(_))) && lock.is_managed());
+    check!(
+        c,
+        matches!(taken, Ok(Reserved::Granted(_))) && lock.is_managed()
+    );
     if let Ok(Reserved::Granted(taken)) = taken {
-        check!(c, matches!(lock.release(&word, 0, taken.word_hold(), true), Ok(None)));
+        check!(
+            c,
+            matches!(lock.release(&word, 0, taken.word_hold(), true), Ok(None))
+        );
         check!(c, !lock.is_managed() && word.peek(0) == LockWord::ORPHANED);
     }
     let next = lock.reserve(&word, 0, r(HOME, 11));
@@ -1645,12 +1702,21 @@ kunit_case!(lite_test_lock_kept_by_home, |c| {
     // While it is kept free, a peer's release of an old hold or a peer's
     // death changes nothing.
     if let Ok(Reserved::Granted(next)) = next {
-        check!(c, matches!(lock.release(&word, 0, next.word_hold(), false), Ok(None)));
+        check!(
+            c,
+            matches!(lock.release(&word, 0, next.word_hold(), false), Ok(None))
+        );
     }
     check!(c, lock.is_kept_free());
     let kept = word.peek(0);
-    check!(c, matches!(lock.release(&word, 0, peer.word_hold(), false), Ok(None)));
-    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(3)), Ok(None)));
+    check!(
+        c,
+        matches!(lock.release(&word, 0, peer.word_hold(), false), Ok(None))
+    );
+    check!(
+        c,
+        matches!(lock.node_gone(&word, 0, NodeId::new(3)), Ok(None))
+    );
     check!(c, lock.is_kept_free() && word.peek(0) == kept);
 });
 
@@ -1659,8 +1725,14 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         home::{Queue, Reservation, Reserved},
         word::{Hold, LockWord},
     };
-    let word = CountedLockWord(FakeLockWord(core::cell::Cell::new(0), true), Default::default());
-    let r = |node, waiter| Reservation { node: NodeId::new(node), waiter };
+    let word = CountedLockWord(
+        FakeLockWord(core::cell::Cell::new(0), true),
+        Default::default(),
+    );
+    let r = |node, waiter| Reservation {
+        node: NodeId::new(node),
+        waiter,
+    };
     let mut lock = Queue::new(NodeId::new(HOME));
     // A free lock is granted at once, and the word names the holder.
     let granted = lock.reserve(&word, 0, r(2, 20));
@@ -1671,7 +1743,10 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     let Ok(Reserved::Granted(first)) = granted else {
         return;
     };
-    check!(c, LockWord(word.0 .0.get()).hold() == Some(first.word_hold()));
+    check!(
+        c,
+        LockWord(word.0 .0.get()).hold() == Some(first.word_hold())
+    );
     check!(c, !first.managed);
     // Taken: waiters queue in order of arrival, and the word says managed,
     // so the holder's own release fails.
@@ -1710,7 +1785,10 @@ kunit_case!(lite_test_lock_hand_over, |c| {
         // says so: its release needs no compare-and-swap.
         check!(c, lock.is_managed() && word.0 .0.get() == managed_word);
         // Others still wait behind all but the last.
-        check!(c, next.managed && lock.len() == 2 - i && next.contended == (i < 2));
+        check!(
+            c,
+            next.managed && lock.len() == 2 - i && next.contended == (i < 2)
+        );
         hold = next.word_hold();
     }
     // No hand-over reached the word.
@@ -1720,14 +1798,28 @@ kunit_case!(lite_test_lock_hand_over, |c| {
     check!(c, word.1.get() == swaps + 1);
     check!(c, word.0 .0.get() == 0 && !lock.is_managed());
     // A taker of the free lock without the home (hold 0) is named too.
-    let fast = LockWord::held(Hold { node: NodeId::new(5), number: 0 }, false);
+    let fast = LockWord::held(
+        Hold {
+            node: NodeId::new(5),
+            number: 0,
+        },
+        false,
+    );
     word.0 .0.set(fast.0);
     check!(
         c,
         matches!(lock.reserve(&word, 0, r(6, 60)), Ok(Reserved::Queued))
     );
     check!(c, word.0 .0.get() == fast.managed().0);
-    let next = lock.release(&word, 0, Hold { node: NodeId::new(5), number: 0 }, false);
+    let next = lock.release(
+        &word,
+        0,
+        Hold {
+            node: NodeId::new(5),
+            number: 0,
+        },
+        false,
+    );
     check!(
         c,
         matches!(next, Ok(Some(g)) if g.reservation == r(6, 60) && g.hold != 0)
@@ -1770,13 +1862,22 @@ kunit_case!(lite_test_lock_freed_by_uncertain_swap, |c| {
         home::{Queue, Reservation, Reserved},
         word::{Hold, LockWord},
     };
-    let taker = LockWord::held(Hold { node: NodeId::new(5), number: 0 }, false);
+    let taker = LockWord::held(
+        Hold {
+            node: NodeId::new(5),
+            number: 0,
+        },
+        false,
+    );
     let word = UncertainLockWord(
         FakeLockWord(core::cell::Cell::new(0), false),
         Default::default(),
         taker.0,
     );
-    let r = |node, waiter| Reservation { node: NodeId::new(node), waiter };
+    let r = |node, waiter| Reservation {
+        node: NodeId::new(node),
+        waiter,
+    };
     let mut lock = Queue::new(NodeId::new(HOME));
     // Node 3 gets the lock from node 2 managed, with nobody behind it.
     let first = lock.reserve(&word, 0, r(2, 20));
@@ -1784,7 +1885,10 @@ kunit_case!(lite_test_lock_freed_by_uncertain_swap, |c| {
         check!(c, false);
         return;
     };
-    check!(c, matches!(lock.reserve(&word, 0, r(3, 30)), Ok(Reserved::Queued)));
+    check!(
+        c,
+        matches!(lock.reserve(&word, 0, r(3, 30)), Ok(Reserved::Queued))
+    );
     let next = lock.release(&word, 0, first.word_hold(), false);
     let Ok(Some(next)) = next else {
         check!(c, false);
@@ -1795,7 +1899,10 @@ kunit_case!(lite_test_lock_freed_by_uncertain_swap, |c| {
     // takes the free lock before the home looks again: the home still
     // leaves the lock to it.
     word.1.set(true);
-    check!(c, matches!(lock.release(&word, 0, next.word_hold(), false), Ok(None)));
+    check!(
+        c,
+        matches!(lock.release(&word, 0, next.word_hold(), false), Ok(None))
+    );
     check!(c, !lock.is_managed() && word.0 .0.get() == taker.0);
 });
 
@@ -1805,10 +1912,19 @@ kunit_case!(lite_test_lock_owner_died, |c| {
         word::{Hold, LockWord},
     };
     let word = FakeLockWord(core::cell::Cell::new(0), false);
-    let r = |node, waiter| Reservation { node: NodeId::new(node), waiter };
+    let r = |node, waiter| Reservation {
+        node: NodeId::new(node),
+        waiter,
+    };
     let mut lock = Queue::new(NodeId::new(HOME));
     // Node 2 holds the lock; node 3 and node 2 again wait, then node 4.
-    let dead = LockWord::held(Hold { node: NodeId::new(2), number: 0 }, false);
+    let dead = LockWord::held(
+        Hold {
+            node: NodeId::new(2),
+            number: 0,
+        },
+        false,
+    );
     word.0.set(dead.0);
     for (node, waiter) in [(3u32, 1u64), (2, 2), (4, 3)] {
         check!(
@@ -1831,7 +1947,10 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     };
     check!(c, lock.len() == 1 && lock.is_managed());
     // A node holding nothing dies: nothing changes.
-    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(9)), Ok(None)));
+    check!(
+        c,
+        matches!(lock.node_gone(&word, 0, NodeId::new(9)), Ok(None))
+    );
     // The new holder releases normally: node 4 is told nothing, and holds
     // the lock managed.
     let last = lock.release(&word, 0, next.word_hold(), false);
@@ -1842,10 +1961,16 @@ kunit_case!(lite_test_lock_owner_died, |c| {
     let Ok(Some(last)) = last else {
         return;
     };
-    check!(c, last.managed && lock.is_managed() && LockWord(word.0.get()).is_managed());
+    check!(
+        c,
+        last.managed && lock.is_managed() && LockWord(word.0.get()).is_managed()
+    );
     // Node 4 dies holding it with nobody waiting: the lock is orphaned, and
     // its next taker is told.
-    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(4)), Ok(None)));
+    check!(
+        c,
+        matches!(lock.node_gone(&word, 0, NodeId::new(4)), Ok(None))
+    );
     check!(c, word.0.get() == LockWord::ORPHANED.0);
     check!(c, LockWord(word.0.get()).is_free());
     let taken = lock.reserve(&word, 0, r(5, 4));
@@ -1868,11 +1993,17 @@ kunit_case!(lite_test_lock_owner_died, |c| {
         c,
         matches!(lock.reserve(&word, 0, r(6, 6)), Ok(Reserved::Queued))
     );
-    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(6)), Ok(None)));
+    check!(
+        c,
+        matches!(lock.node_gone(&word, 0, NodeId::new(6)), Ok(None))
+    );
     check!(c, lock.is_managed() && lock.len() == 0);
     let hold = LockWord(word.0.get()).hold();
     check!(c, hold.is_some_and(|h| h.node == NodeId::new(5)));
-    check!(c, matches!(lock.node_gone(&word, 0, NodeId::new(5)), Ok(None)));
+    check!(
+        c,
+        matches!(lock.node_gone(&word, 0, NodeId::new(5)), Ok(None))
+    );
     check!(
         c,
         word.0.get() == LockWord::ORPHANED.0 && !lock.is_managed()
@@ -2036,7 +2167,10 @@ kunit_case!(lite_test_quota_commands, |c| {
     );
     check!(
         c,
-        parse("limit node 3 default") == Ok(Command::ResetNode { node: NodeId::new(3) })
+        parse("limit node 3 default")
+            == Ok(Command::ResetNode {
+                node: NodeId::new(3)
+            })
     );
     // Malformed lines change nothing.
     for bad in [

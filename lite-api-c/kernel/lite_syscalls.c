@@ -26,7 +26,12 @@ static DEFINE_MUTEX(lite_ops_mutex);
  * lite_syscalls_register - make the LITE system calls call @ops
  * @ops: LITE's operations; must stay valid until unregistered
  *
- * Return: 0, or -EBUSY if operations are registered already.
+ * From now on each LITE system call takes a reference on @ops->owner and
+ * calls the operation of its name. Only one set of operations can be
+ * registered at a time.
+ *
+ * Context: Process context. May sleep.
+ * Return: 0, or %-EBUSY if operations are registered already.
  */
 int lite_syscalls_register(const struct lite_syscall_ops *ops)
 {
@@ -46,10 +51,13 @@ EXPORT_SYMBOL_GPL(lite_syscalls_register);
  * lite_syscalls_unregister - stop calling @ops
  * @ops: the operations given to lite_syscalls_register()
  *
- * Later calls return -ENOSYS. Calls that already took a reference on
+ * Later calls return %-ENOSYS. Calls that already took a reference on
  * @ops->owner may still run; the module's reference count keeps it loaded
  * for them, so a module's exit function, which only runs once no reference
- * is held, may free everything @ops uses once this returns.
+ * is held, may free everything @ops uses once this returns. Operations
+ * other than @ops are left registered.
+ *
+ * Context: Process context. Sleeps until an RCU grace period has elapsed.
  */
 void lite_syscalls_unregister(const struct lite_syscall_ops *ops)
 {
@@ -87,6 +95,16 @@ static const struct lite_syscall_ops *lite_ops_get(void)
 	ret;								\
 })
 
+/**
+ * lite_exit_process - release what the exiting process holds in LITE
+ *
+ * Called from do_exit() when the last thread of a process exits. Calls the
+ * exit_process operation LITE registered, which releases the process's
+ * handles, mappings, registrations, ports, descriptors, lock holds and
+ * asynchronous operations; does nothing while LITE is not loaded.
+ *
+ * Context: Process context, in the exiting task. May sleep.
+ */
 void lite_exit_process(void)
 {
 	const struct lite_syscall_ops *ops = lite_ops_get();

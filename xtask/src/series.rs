@@ -23,6 +23,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::edits;
 use crate::fsutil::{self, TempDir};
+use crate::kernel_style;
 use crate::patchset::{differences, Series, COVER_LETTER};
 use crate::paths::{repo_root, Cache};
 use crate::process;
@@ -79,8 +80,9 @@ pub fn run(check_only: bool, kernel_src: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// Fails if `linux-patches/` differs from what the sources generate, or if
-/// the committed series does not apply with `git am` to the pristine files.
+/// Fails if `linux-patches/` differs from what the sources generate, if
+/// the committed series does not apply with `git am` to the pristine files,
+/// or if the kernel's checkpatch and kernel-doc find fault with it.
 pub fn check(source: &KernelSource) -> Result<()> {
     let root = repo_root();
     let tmp = TempDir::new("lite-patches-check")?;
@@ -97,6 +99,11 @@ pub fn check(source: &KernelSource) -> Result<()> {
         problems.push(format!("run `cargo xtask patches` and commit {PATCH_DIR}/"));
     }
     if let Err(err) = git_am_check(&source.pristine, &root.join(PATCH_DIR), &committed) {
+        problems.push(format!("{err:#}"));
+    }
+    let style = kernel_style::checkpatch(&source.dir, &root.join(PATCH_DIR), &committed)
+        .and_then(|()| kernel_style::kernel_doc(&source.dir));
+    if let Err(err) = style {
         problems.push(format!("{err:#}"));
     }
     if !problems.is_empty() {

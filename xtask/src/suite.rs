@@ -50,7 +50,7 @@ use crate::qemu::{self, Vm, VmSpec};
 use crate::ui::Step;
 use crate::{
     failure, fsutil, fuzz, interrupt, kmemleak, kunit, lockdep, logscan, man_pages, prereqs,
-    series, source, tap, ui, user_cluster,
+    rustfmt_check, series, source, tap, uapi_header, ui, user_cluster,
 };
 
 /// Number of steps, for `[k/N]`.
@@ -238,10 +238,12 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
 
     let ok = step(
         2,
-        "patch series check, man pages, and Debian's configuration with LITE=m",
+        "patch series check, the UAPI header, rustfmt, man pages, and Debian's configuration with LITE=m",
         || {
             let source = source::prepare(&cache, kernel_src)?;
             series::check(&source)?;
+            uapi_header::check(&source.dir)?;
+            rustfmt_check::check(&source.dir)?;
             let pages = man_pages::lint()?;
             ui::progress(&format!("{pages} man pages lint clean"));
             kernel::check_distribution_config(&cache, kernel_src)

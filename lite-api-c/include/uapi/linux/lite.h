@@ -522,7 +522,14 @@
  * calls whose requests it discarded return -EPROTO.
  */
 
-/* A distributed lock: the node that keeps it and its number there. */
+/**
+ * struct lite_lock - a distributed lock
+ * @home: the node that keeps it
+ * @number: its number there
+ *
+ * Filled in by lite_create_lock() and lite_ask_lock(); given to lite_lock()
+ * and lite_unlock().
+ */
 struct lite_lock {
 	__u32 home;
 	__u32 number;
@@ -550,25 +557,47 @@ struct lite_lock {
 /* lite_receive_message flags. */
 #define LITE_RECV_NONBLOCK	0x1u
 
-/* The receive half of lite_reply_and_receive_message. */
+/**
+ * struct lite_receive - the receive half of lite_reply_and_receive_message()
+ * @buf: where the message goes (a user pointer)
+ * @max_size: room at @buf
+ * @descriptor: out: the new message's descriptor
+ * @port: the port to receive from
+ * @flags: 0 or %LITE_RECV_NONBLOCK
+ *
+ * The arguments of lite_receive_message(), with the descriptor stored into
+ * the structure.
+ */
 struct lite_receive {
-	__u64 buf;		/* where the message goes */
-	__u64 max_size;		/* room at buf */
-	__u64 descriptor;	/* out: the new message's descriptor */
+	__u64 buf;
+	__u64 max_size;
+	__u64 descriptor;
 	__u32 port;
-	__u32 flags;		/* LITE_RECV_NONBLOCK */
+	__u32 flags;
 };
 
-/* Arguments of lite_send_reply_multicast. */
+/**
+ * struct lite_multicast - the arguments of lite_send_reply_multicast()
+ * @nodes: a user pointer to const __u32[@count]: the target node ids
+ * @lengths: a user pointer to __s64[@count], out: each reply's length or
+ *	-errno
+ * @msg: a user pointer to the request
+ * @size: its length
+ * @replies: a user pointer to @count * @max_reply bytes, out: reply i at
+ *	@replies + i * @max_reply
+ * @max_reply: room per reply
+ * @count: the number of target nodes, 1 to %LITE_MAX_NODES
+ * @port_priority: LITE_PORT_PRIORITY(port, priority)
+ */
 struct lite_multicast {
-	__u64 nodes;		/* const __u32[count]: target node ids */
-	__u64 lengths;		/* __s64[count], out: reply length or -errno */
-	__u64 msg;		/* the request */
-	__u64 size;		/* its length */
-	__u64 replies;		/* count * max_reply bytes, out */
-	__u64 max_reply;	/* room per reply */
+	__u64 nodes;
+	__u64 lengths;
+	__u64 msg;
+	__u64 size;
+	__u64 replies;
+	__u64 max_reply;
 	__u32 count;
-	__u32 port_priority;	/* LITE_PORT_PRIORITY(port, priority) */
+	__u32 port_priority;
 };
 
 /* Permissions of a handle. */
@@ -590,23 +619,42 @@ struct lite_multicast {
 /* Largest lite_register_lmr region. */
 #define LITE_MAX_REGISTER_SIZE	(64ull << 20)
 
-/* Node counters returned by lite_get_stats. */
+/**
+ * struct lite_stats - node counters returned by lite_get_stats()
+ * @lmrs: LMRs created on this node and not released
+ * @registrations: of which registered user memory
+ * @mappings: mappings made by lite_ask_lmr()
+ * @published_names: names published on this node
+ * @held_chunks: chunks this node holds, for any node
+ * @handles: handles open in all processes
+ * @processes: processes holding LITE handles or operations
+ * @async_in_flight: asynchronous operations not yet reaped
+ * @connections: RC connections (queue pairs) to peers
+ * @rpc_ports: RPC ports registered on this node
+ * @locks: distributed locks kept by this node
+ * @lock_acquires: lite_lock() calls that acquired here
+ * @lock_waits: of which waited for another holder
+ * @atomics: fetch-add and compare-swap issued here
+ * @qos_throttled: low-priority operations that waited
+ *
+ * Fields are only ever appended.
+ */
 struct lite_stats {
-	__u64 lmrs;		/* LMRs created on this node and not released */
-	__u64 registrations;	/* of which registered user memory */
-	__u64 mappings;		/* mappings made by lite_ask_lmr */
-	__u64 published_names;	/* names published on this node */
-	__u64 held_chunks;	/* chunks this node holds, for any node */
-	__u64 handles;		/* handles open in all processes */
-	__u64 processes;	/* processes holding LITE handles or operations */
-	__u64 async_in_flight;	/* asynchronous operations not yet reaped */
-	__u64 connections;	/* RC connections (queue pairs) to peers */
-	__u64 rpc_ports;	/* RPC ports registered on this node */
-	__u64 locks;		/* distributed locks kept by this node */
-	__u64 lock_acquires;	/* lite_lock calls that acquired here */
-	__u64 lock_waits;	/* of which waited for another holder */
-	__u64 atomics;		/* fetch-add and compare-swap issued here */
-	__u64 qos_throttled;	/* low-priority operations that waited */
+	__u64 lmrs;
+	__u64 registrations;
+	__u64 mappings;
+	__u64 published_names;
+	__u64 held_chunks;
+	__u64 handles;
+	__u64 processes;
+	__u64 async_in_flight;
+	__u64 connections;
+	__u64 rpc_ports;
+	__u64 locks;
+	__u64 lock_acquires;
+	__u64 lock_waits;
+	__u64 atomics;
+	__u64 qos_throttled;
 };
 
 /* Target node for lite_alloc_remote that spreads chunks over all other nodes. */

@@ -1,0 +1,132 @@
+//! `<linux/lite.h>` as user space and the kernel's header test see it:
+//! compiled alone (twice, for its include guard) as C90 and as C++, and
+//! read by the kernel's `headers_check.pl`, as `CONFIG_UAPI_HEADER_TEST`
+//! does for every UAPI header.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::paths::repo_root;
+
+/// The UAPI include directory of the project, relative to its root.
+const UAPI_INCLUDE: &str = "lite-api-c/include/uapi";
+
+/// The header, relative to [`UAPI_INCLUDE`].
+const HEADER: &str = "linux/lite.h";
+
+/// Where the system's UAPI headers are (`linux-libc-dev`), which
+/// `<linux/lite.h>` includes.
+const SYSTEM_INCLUDE: &str = "/usr/include";
+
+/// The compilers and their flags: the kernel's header test (C90), a
+/// recent C, and C++.
+const COMPILERS: [(&str, &[&str]); 3] = [
+    ("cc", &["-x", "c", "-std=c90", "-Wall", "-Werror"]),
+    (
+        "cc",
+        &[
+            "-x",
+            "c",
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-pedantic",
+            "-Werror",
+        ],
+    ),
+    (
+        "c++",
+        &[
+            "-x",
+            "c++",
+            "-std=c++11",
+            "-Wall",
+            "-Wextra",
+            "-pedantic",
+            "-Werror",
+        ],
+    ),
+];
+
+/// Checks the header with every compiler of [`COMPILERS`] and with
+/// `kernel_src`'s `usr/include/headers_check.pl`.
+pub fn check(kernel_src: &Path) -> Result<()> {
+    let include = repo_root().join(UAPI_INCLUDE);
+    let header = include.join(HEADER);
+    let mut problems = compile(&include, &header)?;
+    let script = kernel_src.join("usr/include/headers_check.pl");
+    let mut cmd = Command::new("perl");
+    cmd.arg(&script).args([SYSTEM_INCLUDE, "x86"]).arg(&header);
+    if let Some(problem) = complaint(&mut cmd)? {
+        problems.push(format!("headers_check.pl: {problem}"));
+    }
+    if !problems.is_empty() {
+        bail!(
+            "{HEADER} fails the header checks:\n  {}",
+            problems.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// What the compilers of [`COMPILERS`] say of `header`, included twice
+/// with `include` on the include path.
+fn compile(include: &Path, header: &Path) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    for (compiler, flags) in COMPILERS {
+        let mut cmd = Command::new(compiler);
+        cmd.args(flags)
+            .args(["-fsyntax-only", "/dev/null", "-I"])
+            .arg(include)
+            .arg("-include")
+            .arg(header)
+            .arg("-include")
+            .arg(header);
+        if let Some(problem) = complaint(&mut cmd)? {
+            problems.push(format!("{compiler} {}: {problem}", flags.join(" ")));
+        }
+    }
+    Ok(problems)
+}
+
+/// Runs `cmd`; what it says, if it fails or says anything.
+fn complaint(cmd: &mut Command) -> Result<Option<String>> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((!out.status.success() || !said.trim().is_empty()).then(|| said.trim().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsutil::{self, TempDir};
+
+    #[test]
+    fn the_header_compiles_as_c90_c11_and_cxx() {
+        let include = repo_root().join(UAPI_INCLUDE);
+        let problems = compile(&include, &include.join(HEADER)).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn a_header_that_is_not_c90_or_lacks_a_guard_is_refused() {
+        let dir = TempDir::new("uapi-test").unwrap();
+        let bad = dir.path().join("bad.h");
+        fsutil::write(
+            &bad,
+            "// not C90, and no include guard\nstruct s { int x; };\n",
+        )
+        .unwrap();
+        let problems = compile(dir.path(), &bad).unwrap();
+        assert_eq!(problems.len(), COMPILERS.len(), "{problems:?}");
+    }
+}
