@@ -72,11 +72,13 @@ static int example_lock(unsigned int next)
 	struct lite_lock lock;
 	int ret;
 
+	/* Returns the new lock's number, or an error. */
 	ret = liteapi_create_lock(next, &lock);
-	if (ret)
+	if (ret < 0)
 		return ret;
+	/* EOWNERDEAD: acquired, but its last holder's node died holding it. */
 	ret = liteapi_lock(&lock);
-	if (ret)
+	if (ret && ret != -EOWNERDEAD)
 		return ret;
 	return liteapi_unlock(&lock);
 }
