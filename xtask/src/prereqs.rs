@@ -29,6 +29,7 @@ pub const PACKAGES: &[&str] = &[
     "bison",
     "bc",
     "groff-base",
+    "perl",
     "libelf-dev",
     "libssl-dev",
     "cpio",
