@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::patchset::Series;
 use crate::paths::repo_root;
+use crate::process;
 
 /// checkpatch's reports that are false positives for this series: the
 /// type of the report and the file it may be about. The cover letter
@@ -62,15 +63,12 @@ pub fn checkpatch(kernel_src: &Path, dir: &Path, series: &Series) -> Result<()> 
 /// Runs `kernel_src`'s kernel-doc with every warning on the
 /// [`KERNEL_DOC_FILES`]; any output fails.
 pub fn kernel_doc(kernel_src: &Path) -> Result<()> {
-    let out = Command::new("perl")
+    let mut kernel_doc = Command::new("perl");
+    kernel_doc
         .arg(kernel_src.join("scripts/kernel-doc"))
         .args(["-none", "-Wall"])
-        .args(KERNEL_DOC_FILES.map(|file| repo_root().join(file)))
-        .stdin(Stdio::null())
-        .output()
-        .context("cannot run kernel-doc")?;
-    let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    if !out.status.success() || !said.is_empty() {
+        .args(KERNEL_DOC_FILES.map(|file| repo_root().join(file)));
+    if let Some(said) = process::complaint(&mut kernel_doc)? {
         bail!("kernel-doc warns:\n  {}", said.replace('\n', "\n  "));
     }
     Ok(())

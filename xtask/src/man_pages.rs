@@ -2,12 +2,13 @@
 //! groff's own warnings.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
 use crate::fsutil;
 use crate::paths::repo_root;
+use crate::process;
 
 /// Where the pages live, relative to the repository root; `.so` links in
 /// them name pages relative to it.
@@ -31,16 +32,11 @@ fn lint_dir(dir: &Path) -> Result<usize> {
     }
     let mut problems = Vec::new();
     for page in &pages {
-        let out = Command::new("groff")
-            .args(["-man", "-ww", "-z"])
-            .arg(page)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .output()
-            .context("cannot run groff (Debian package groff-base)")?;
-        let said = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() || !said.trim().is_empty() {
-            problems.push(format!("{}: {}", page.display(), said.trim()));
+        let mut groff = Command::new("groff");
+        groff.args(["-man", "-ww", "-z"]).arg(page).current_dir(dir);
+        let said = process::complaint(&mut groff).context("Debian package groff-base")?;
+        if let Some(said) = said {
+            problems.push(format!("{}: {said}", page.display()));
         }
     }
     if !problems.is_empty() {

@@ -56,6 +56,22 @@ pub fn output(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Runs a checker: what it said on stdout and stderr, if it failed or said
+/// anything at all (checkers that pass are silent).
+pub fn complaint(cmd: &mut Command) -> Result<Option<String>> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run `{}`", describe(cmd)))?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = said.trim();
+    Ok((!out.status.success() || !said.is_empty()).then(|| said.to_string()))
+}
+
 /// Runs a command silently and reports whether it exited with status 0.
 pub fn succeeds(cmd: &mut Command) -> bool {
     cmd.stdin(Stdio::null())

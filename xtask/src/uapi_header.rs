@@ -4,11 +4,12 @@
 //! does for every UAPI header.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::paths::repo_root;
+use crate::process;
 
 /// The UAPI include directory of the project, relative to its root.
 const UAPI_INCLUDE: &str = "lite-api-c/include/uapi";
@@ -59,7 +60,7 @@ pub fn check(kernel_src: &Path) -> Result<()> {
     let script = kernel_src.join("usr/include/headers_check.pl");
     let mut cmd = Command::new("perl");
     cmd.arg(&script).args([SYSTEM_INCLUDE, "x86"]).arg(&header);
-    if let Some(problem) = complaint(&mut cmd)? {
+    if let Some(problem) = process::complaint(&mut cmd)? {
         problems.push(format!("headers_check.pl: {problem}"));
     }
     if !problems.is_empty() {
@@ -84,25 +85,11 @@ fn compile(include: &Path, header: &Path) -> Result<Vec<String>> {
             .arg(header)
             .arg("-include")
             .arg(header);
-        if let Some(problem) = complaint(&mut cmd)? {
+        if let Some(problem) = process::complaint(&mut cmd)? {
             problems.push(format!("{compiler} {}: {problem}", flags.join(" ")));
         }
     }
     Ok(problems)
-}
-
-/// Runs `cmd`; what it says, if it fails or says anything.
-fn complaint(cmd: &mut Command) -> Result<Option<String>> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok((!out.status.success() || !said.trim().is_empty()).then(|| said.trim().to_string()))
 }
 
 #[cfg(test)]
