@@ -22,19 +22,25 @@ use proc_macro2::{Delimiter, Spacing, Span, TokenStream, TokenTree};
 /// Where the internal unit lives, relative to the repository root.
 const INTERNAL_DIR: &str = "rust-lite/internal";
 
+/// The internal unit's module path from the crate root.
+const INTERNAL_UNIT: [&str; 1] = ["internal"];
+
 /// The attribute that makes the compiler enforce the no-`unsafe` rule too.
 const DENY_UNSAFE: &str = "#![deny(unsafe_code)]";
 
-/// A file of the internal unit: its path below `rust-lite/internal/`, with
-/// `/` separators (`memory/lmr.rs`).
-type FileName = String;
+/// A file of the crate: its path below the directory its sources were read
+/// from, with `/` separators (`memory/lmr.rs` below `rust-lite/internal/`).
+pub(crate) type FileName = String;
+
+/// The crate's root file, the module `crate` itself.
+const CRATE_ROOT: &str = "lite_main.rs";
 
 /// For each file, the other files it uses items from, each with the first
 /// line that uses it.
-type Graph = BTreeMap<FileName, BTreeMap<FileName, usize>>;
+pub(crate) type Graph = BTreeMap<FileName, BTreeMap<FileName, usize>>;
 
 /// Reads every `.rs` file under `dir`, keyed by its path below `dir`.
-fn read_sources(dir: &Path) -> BTreeMap<FileName, String> {
+pub(crate) fn read_sources(dir: &Path) -> BTreeMap<FileName, String> {
     let mut sources = BTreeMap::new();
     read_sources_into(dir, "", &mut sources);
     sources
@@ -249,30 +255,28 @@ fn read_use_group(
     at
 }
 
-/// The module a file holds, as its path below `crate::internal`:
-/// `mod.rs` is `[]`, `memory/mod.rs` is `[memory]` and `memory/lmr.rs` is
-/// `[memory, lmr]`.
-fn module_of(file: &str) -> Vec<String> {
-    let mut module: Vec<String> = file
-        .trim_end_matches(".rs")
-        .split('/')
-        .map(str::to_owned)
-        .collect();
+/// The module a file of `unit` holds, as its path from the crate root: in
+/// the unit `[internal]`, `mod.rs` is `[internal]`, `memory/mod.rs` is
+/// `[internal, memory]` and `memory/lmr.rs` is `[internal, memory, lmr]`.
+fn module_of(unit: &[&str], file: &str) -> Vec<String> {
+    let mut module: Vec<String> = unit.iter().map(|&s| s.to_owned()).collect();
+    if unit.is_empty() && file == CRATE_ROOT {
+        return module;
+    }
+    module.extend(file.trim_end_matches(".rs").split('/').map(str::to_owned));
     if module.last().is_some_and(|last| last == "mod") {
         module.pop();
     }
     module
 }
 
-/// The path below `crate::internal` that `segments`, written in the module
-/// `here`, names; `None` if it leads outside the internal unit.
+/// The path from the crate root that `segments`, written in the module
+/// `here`, names; `None` if it climbs above the root or is not a path from
+/// `crate` or the current module.
 fn absolute_path(here: &[String], segments: &[String]) -> Option<Vec<String>> {
     let (first, rest) = segments.split_first()?;
     let (start, rest) = match first.as_str() {
-        "crate" | "$crate" => match rest.split_first()? {
-            (second, rest) if second == "internal" => (Vec::new(), rest),
-            _ => return None,
-        },
+        "crate" | "$crate" => (Vec::new(), rest),
         "self" => (here.to_vec(), rest),
         "super" => (here.split_last()?.1.to_vec(), rest),
         _ => return None,
@@ -294,7 +298,7 @@ fn absolute_path_from(mut path: Vec<String>, segments: &[String]) -> Option<Vec<
     Some(path)
 }
 
-/// The file holding the deepest module that `path` (below `crate::internal`)
+/// The file holding the deepest module that `path` (from the crate root)
 /// passes through: the file its item comes from.
 fn file_reached<'a>(
     modules: &'a BTreeMap<Vec<String>, FileName>,
@@ -306,16 +310,17 @@ fn file_reached<'a>(
 }
 
 /// The graph of which files use items from which other files, built from
-/// their paths. Declaring a submodule (`mod x;`) is not a use, and neither is
-/// a file naming its own items.
-fn dependency_graph(sources: &BTreeMap<FileName, String>) -> Graph {
+/// their paths, for the files of the module `unit` (`[]` for the whole
+/// crate). Declaring a submodule (`mod x;`) is not a use, and neither is a
+/// file naming its own items; uses of modules outside `unit` are left out.
+pub(crate) fn dependency_graph(sources: &BTreeMap<FileName, String>, unit: &[&str]) -> Graph {
     let modules: BTreeMap<Vec<String>, FileName> = sources
         .keys()
-        .map(|file| (module_of(file), file.clone()))
+        .map(|file| (module_of(unit, file), file.clone()))
         .collect();
     let mut graph = Graph::new();
     for (file, source) in sources {
-        let here = module_of(file);
+        let here = module_of(unit, file);
         let uses = graph.entry(file.clone()).or_default();
         for reference in references(&tokens(source)) {
             let Some(path) = absolute_path(&here, &reference.segments) else {
@@ -404,7 +409,7 @@ mod tests {
 
     /// The files `file` uses in the graph of `files`.
     fn uses(files: &[(&str, &str)], file: &str) -> Vec<FileName> {
-        dependency_graph(&sources(files))[file]
+        dependency_graph(&sources(files), &INTERNAL_UNIT)[file]
             .keys()
             .cloned()
             .collect()
@@ -447,7 +452,7 @@ mod tests {
 
     #[test]
     fn internal_files_use_each_other_without_cycles() {
-        let graph = dependency_graph(&internal_sources());
+        let graph = dependency_graph(&internal_sources(), &INTERNAL_UNIT);
         if let Some(cycle) = find_cycle(&graph) {
             panic!(
                 "import cycle in the internal unit:\n{}",
@@ -534,23 +539,31 @@ mod tests {
 
     #[test]
     fn absolute_paths_cover_every_start() {
-        let here = strings(&["memory", "lmr"]);
+        let here = module_of(&INTERNAL_UNIT, "memory/lmr.rs");
         let resolve = |path: &[&str]| absolute_path(&here, &strings(path));
         assert_eq!(
             resolve(&["self", "X"]),
-            Some(strings(&["memory", "lmr", "X"]))
+            Some(strings(&["internal", "memory", "lmr", "X"]))
         );
-        assert_eq!(resolve(&["super", "X"]), Some(strings(&["memory", "X"])));
+        assert_eq!(
+            resolve(&["super", "X"]),
+            Some(strings(&["internal", "memory", "X"]))
+        );
         assert_eq!(
             resolve(&["super", "super", "MAX_NODES"]),
-            Some(strings(&["MAX_NODES"]))
+            Some(strings(&["internal", "MAX_NODES"]))
         );
         assert_eq!(
             resolve(&["$crate", "internal", "core", "wire"]),
-            Some(strings(&["core", "wire"]))
+            Some(strings(&["internal", "core", "wire"]))
         );
-        assert_eq!(resolve(&["crate", "verbs", "Device"]), None);
-        assert_eq!(resolve(&["super", "super", "super", "sys"]), None);
+        assert_eq!(
+            resolve(&["crate", "verbs", "Device"]),
+            Some(strings(&["verbs", "Device"]))
+        );
+        assert_eq!(resolve(&["super", "super", "super", "super", "x"]), None);
+        assert_eq!(module_of(&[], CRATE_ROOT), Vec::<String>::new());
+        assert_eq!(module_of(&[], "verbs/mod.rs"), strings(&["verbs"]));
     }
 
     #[test]
@@ -578,7 +591,7 @@ mod tests {
                 "pub(crate) struct B;\n\nfn f() { let _ = crate::internal::a::A; }",
             ),
         ];
-        let graph = dependency_graph(&sources(&files));
+        let graph = dependency_graph(&sources(&files), &INTERNAL_UNIT);
         let cycle = find_cycle(&graph).expect("a cycle");
         assert_eq!(cycle, strings(&["a.rs", "b.rs"]));
         assert_eq!(
@@ -593,7 +606,10 @@ mod tests {
             ("x/mod.rs", "pub(crate) mod child;\npub(crate) struct X;"),
             ("x/child.rs", "use super::X;\npub(crate) struct Y;"),
         ];
-        assert_eq!(find_cycle(&dependency_graph(&sources(&files))), None);
+        assert_eq!(
+            find_cycle(&dependency_graph(&sources(&files), &INTERNAL_UNIT)),
+            None
+        );
     }
 
     #[test]
@@ -606,7 +622,7 @@ mod tests {
             ("x/child.rs", "use super::X;\npub(crate) struct Y;"),
         ];
         assert_eq!(
-            find_cycle(&dependency_graph(&sources(&files))),
+            find_cycle(&dependency_graph(&sources(&files), &INTERNAL_UNIT)),
             Some(strings(&["x/child.rs", "x/mod.rs"]))
         );
     }
@@ -620,7 +636,7 @@ mod tests {
             ("d.rs", "use super::b::B;"),
         ];
         assert_eq!(
-            find_cycle(&dependency_graph(&sources(&files))),
+            find_cycle(&dependency_graph(&sources(&files), &INTERNAL_UNIT)),
             Some(strings(&["b.rs", "c.rs", "d.rs"]))
         );
     }

@@ -10,10 +10,10 @@
 //! |---|---|
 //! | 1 | `lite-api-c/rust-bindings/bindings_helper.h` appended to `rust/bindings/bindings_helper.h`; `rust/helpers/lite.c` |
 //! | 2 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
-//! | 3 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, `include/rdma/lite_api.h`, Kconfig/Makefile hooks |
-//! | 4 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/` |
-//! | 5 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
-//! | 6 | the `MAINTAINERS` entry |
+//! | 3 to 23 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, and `include/rdma/lite_api.h`, one part of the driver at a time ([`DRIVER_PARTS`]); the last adds the crate root and the Kconfig/Makefile hooks |
+//! | 24 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them |
+//! | 25 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
+//! | 26 | the `MAINTAINERS` entry |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -239,6 +239,85 @@ enum Change {
     },
     /// Copy a repository file into the tree.
     Place { dest: String, from: PathBuf },
+    /// Copy a repository file into the tree without the text `cut` names.
+    PlaceWithout {
+        dest: String,
+        from: PathBuf,
+        cut: Cut,
+    },
+    /// Overwrite a file an earlier patch placed with the repository's whole file.
+    Restore { dest: String, from: PathBuf },
+}
+
+/// Text left out of a file placed by an earlier patch than the one completing it.
+#[derive(Debug, Clone, Copy)]
+enum Cut {
+    /// This exact text.
+    Text(&'static str),
+    /// The one line holding this text.
+    LineWith(&'static str),
+    /// The Kconfig entry of this symbol, with the blank line before it.
+    KconfigEntry(&'static str),
+}
+
+impl Cut {
+    /// `text` without what this cut names; an error if it is not there once.
+    fn apply(self, text: &str, file: &str) -> Result<String> {
+        let (start, end) = match self {
+            Cut::Text(cut) => match text.match_indices(cut).collect::<Vec<_>>()[..] {
+                [(start, _)] => (start, start + cut.len()),
+                _ => bail!("{file} does not hold {cut:?} exactly once"),
+            },
+            Cut::LineWith(needle) => {
+                let lines = line_spans(text);
+                match lines
+                    .iter()
+                    .filter(|(s, e)| text[*s..*e].contains(needle))
+                    .collect::<Vec<_>>()[..]
+                {
+                    [&span] => span,
+                    _ => bail!("{file} does not have exactly one line with {needle:?}"),
+                }
+            }
+            Cut::KconfigEntry(symbol) => {
+                let header = format!("\nconfig {symbol}\n");
+                let Some(at) = text.find(&header) else {
+                    bail!("{file} has no entry for {symbol}");
+                };
+                let body = at + header.len();
+                let end = [
+                    "\nconfig ",
+                    "\nmenuconfig ",
+                    "\nendmenu",
+                    "\nendif",
+                    "\nif ",
+                ]
+                .iter()
+                .filter_map(|next| text[body - 1..].find(next).map(|i| body - 1 + i))
+                .min()
+                .unwrap_or(text.len());
+                // The blank line that separated it from the entry before.
+                let start = if text[..at].ends_with('\n') {
+                    at
+                } else {
+                    at + 1
+                };
+                (start, end.max(start))
+            }
+        };
+        Ok(format!("{}{}", &text[..start], &text[end..]))
+    }
+}
+
+/// The byte ranges of `text`'s lines, each with its newline.
+fn line_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        spans.push((start, start + line.len()));
+        start += line.len();
+    }
+    spans
 }
 
 impl Change {
@@ -267,6 +346,21 @@ impl Change {
                 let bytes = std::fs::read(from)
                     .with_context(|| format!("cannot read {}", from.display()))?;
                 fsutil::write(&path, bytes)
+            }
+            Change::PlaceWithout { dest, from, cut } => {
+                let path = tree.join(dest);
+                if path.exists() {
+                    bail!("{dest} already exists in the tree");
+                }
+                let whole = fsutil::read_to_string(from)?;
+                fsutil::write(&path, cut.apply(&whole, dest)?)
+            }
+            Change::Restore { dest, from } => {
+                let path = tree.join(dest);
+                if !path.exists() {
+                    bail!("{dest} is restored before any patch placed it");
+                }
+                fsutil::write(&path, fsutil::read_to_string(from)?)
             }
         }
     }
@@ -395,49 +489,21 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
         changes,
     });
 
-    // 3: the driver.
-    let mut changes = Vec::new();
-    for rel in source_files(repo, "rust-lite")? {
-        changes.push(place_under(repo, "rust-lite", &rel));
-    }
-    for rel in source_files(repo, "lite-api-c")? {
-        // Only files directly in lite-api-c/ (but the cover letter); its
-        // subdirectories go elsewhere.
-        if rel.components().count() == 1 && api.join(&rel) != repo.join(COVER_LETTER_SOURCE) {
-            changes.push(place_under(repo, "lite-api-c", &rel));
-        }
-    }
-    let api_header = api.join("include/rdma/lite_api.h");
-    if api_header.is_file() {
-        changes.push(Change::Place {
-            dest: "include/rdma/lite_api.h".into(),
-            from: api_header,
-        });
-    }
-    changes.push(Change::InsertAfter {
-        file: "drivers/infiniband/Kconfig",
-        anchor: "source \"drivers/infiniband/ulp/rtrs/Kconfig\"",
-        text: format!("source \"{LITE_DIR}/Kconfig\"\n"),
-    });
-    changes.push(Change::Append {
-        file: "drivers/infiniband/ulp/Makefile",
-        text: "obj-$(CONFIG_LITE)\t\t\t+= lite/\n".into(),
-    });
-    patches.push(PatchSpec {
-        subject: "RDMA/lite: add LITE, the Local Indirection TiEr for RDMA, in Rust".into(),
-        body: "LITE (SOSP'17) gives kernel and user space shared, protected access to\n\
-               remote memory: it owns RDMA connections, registrations and keys and\n\
-               exposes remote memory regions by handle. This is a rewrite in safe\n\
-               Rust on the in-kernel verbs API, with C system call entry points."
-            .into(),
-        changes,
-    });
+    // 3 onwards: the driver, part by part.
+    patches.extend(driver_parts(repo)?);
 
-    // 4: KUnit tests.
-    let changes = source_files(repo, "tests-kunit")?
+    // KUnit tests, with the lines that build them, which the driver's last
+    // part held back.
+    let mut changes: Vec<Change> = source_files(repo, "tests-kunit")?
         .iter()
         .map(|rel| place_under(repo, "tests-kunit", rel))
         .collect();
+    for (file, _) in KUNIT_HOOKS {
+        changes.push(Change::Restore {
+            dest: driver_dest(file),
+            from: repo.join(file),
+        });
+    }
     patches.push(PatchSpec {
         subject: "RDMA/lite: add KUnit tests".into(),
         body: "Add KUnit suites for LITE's internal logic. They need no RDMA device,\n\
@@ -448,6 +514,365 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
     });
     patches.push(documentation(repo)?);
     patches.push(maintainers_entry());
+    Ok(patches)
+}
+
+/// One patch of the driver: the files it adds, named by their path in the
+/// repository or by a directory (ending in `/`) holding them.
+struct DriverPart {
+    subject: &'static str,
+    body: &'static str,
+    sources: &'static [&'static str],
+}
+
+/// Nothing builds the driver's files before its last part, which adds the
+/// crate root, the Kconfig entry and the Makefile: a Rust crate builds from
+/// its root as a whole, and LITE's root brings up every subsystem. Each part
+/// uses only files of itself and of earlier parts (checked by a test).
+const DRIVER_PARTS: &[DriverPart] = &[
+    DriverPart {
+        subject: "RDMA/lite: add wrappers for threads, waits, credentials and sockets",
+        body: "LITE runs kernel threads that poll and serve peers, waits with\n\
+               deadlines that end when a peer is gone, checks the caller's\n\
+               credentials and talks to its cluster manager over TCP. Add safe\n\
+               wrappers for the kernel services the 6.12 kernel crate lacks, the\n\
+               C helpers that call modules LITE depends on (ib_core, crypto), and\n\
+               the errno values LITE returns.\n\
+               \n\
+               Nothing builds these files until the patch that adds LITE's\n\
+               Kconfig entry, at the end of the driver's patches.",
+        sources: &[
+            "rust-lite/errno.rs",
+            "rust-lite/sys/",
+            "lite-api-c/lite_helpers.c",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add safe wrappers for RDMA devices, PDs and CQs",
+        body: "LITE owns its RDMA resources on behalf of every user, so their\n\
+               lifetimes must not depend on callers. Wrap the IB client, devices,\n\
+               protection domains and completion queues in types that release what\n\
+               they hold when dropped, with every unsafe call justified here.",
+        sources: &[
+            "rust-lite/verbs/mod.rs",
+            "rust-lite/verbs/client.rs",
+            "rust-lite/verbs/device.rs",
+            "rust-lite/verbs/pd.rs",
+            "rust-lite/verbs/cq.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add safe wrappers for RC queue pairs and connections",
+        body: "All users of a node share one reliable connection per peer. Wrap\n\
+               queue pairs and their state transitions, and build on them a\n\
+               connection that posts sends, RDMA and atomic work requests and\n\
+               bounds every wait for their completion.",
+        sources: &["rust-lite/verbs/qp.rs", "rust-lite/verbs/connection.rs"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add memory registration and remote keys",
+        body: "LITE hides memory registrations and keys from its users: it\n\
+               registers memory with fast registration work requests and keeps\n\
+               the keys peers gave it. Add the registration types, their key\n\
+               tables and the pool of remote memory a node lends to others.",
+        sources: &[
+            "rust-lite/verbs/memory_region.rs",
+            "rust-lite/verbs/region_keys.rs",
+            "rust-lite/verbs/remote_keys.rs",
+            "rust-lite/verbs/remote_pool.rs",
+            "rust-lite/verbs/shared_memory.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add DMA buffers, staging memory and pinned user pages",
+        body: "Data moves between user memory and remote memory without copies\n\
+               where it can: pin and register the user's pages, and keep staged,\n\
+               registered kernel memory for small transfers and kernel callers.",
+        sources: &[
+            "rust-lite/verbs/buffer.rs",
+            "rust-lite/verbs/kernel_buffer.rs",
+            "rust-lite/verbs/staging.rs",
+            "rust-lite/verbs/user_pages.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add wire formats, node ids and shared utilities",
+        body: "Every message between nodes and to the cluster manager has one\n\
+               declared layout, encoded and decoded from that declaration. Add\n\
+               the layout macro, the manager's protocol, the control message\n\
+               frame, node ids, the limits and the small tables and worker pools\n\
+               the subsystems share. They need no RDMA and are unit tested.",
+        sources: &[
+            "rust-lite/internal/util/",
+            "rust-lite/internal/wire_layout.rs",
+            "rust-lite/internal/cm_wire.rs",
+            "rust-lite/internal/node_id.rs",
+            "rust-lite/internal/core/limits.rs",
+            "rust-lite/internal/core/wire.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add quotas and quality of service",
+        body: "A shared service must keep one user from taking all of it. Add the\n\
+               per-user quotas on memory, handles and RPC rings, and the\n\
+               priorities and admission control that let high-priority work pass\n\
+               low-priority work on a busy node.",
+        sources: &["rust-lite/internal/quota/", "rust-lite/internal/qos/"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add the core: peers, control messages and chunk memory",
+        body: "Subsystems talk to peers through control messages over each peer's\n\
+               connection, with replies matched to requests and bounded by the\n\
+               peer's life. Add the peer table, the request tracking, the\n\
+               subsystem interface and the store of memory lent to others.",
+        sources: &["rust-lite/internal/core/"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add key exchange and the peer probe",
+        body: "Nodes learn each other's memory keys once and check that a peer\n\
+               answers before they rely on it. Add the key exchange and the probe\n\
+               that tells a slow peer from a dead one.",
+        sources: &["rust-lite/internal/keys/", "rust-lite/internal/probe/"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add LMRs: chunks, permissions and transfers",
+        body: "An LMR is remote memory addressed by handle: chunks spread over\n\
+               nodes, with permissions per handle. Add the LMR, its chunks and\n\
+               the transfers that read and write them with RDMA.",
+        sources: &[
+            "rust-lite/internal/memory/chunk.rs",
+            "rust-lite/internal/memory/handle.rs",
+            "rust-lite/internal/memory/permission.rs",
+            "rust-lite/internal/memory/lmr.rs",
+            "rust-lite/internal/memory/transfer.rs",
+            "rust-lite/internal/memory/wire.rs",
+            "rust-lite/internal/memory/ops_wire.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add the RPC ring protocol and ports",
+        body: "LITE's RPC writes requests with immediate data into a ring the\n\
+               server registered for its client, and flow control keeps a writer\n\
+               from overrunning a slow reader. Add the ring protocol, the client\n\
+               side of a ring and the server's ports.",
+        sources: &[
+            "rust-lite/internal/rpc/ring_protocol.rs",
+            "rust-lite/internal/rpc/client.rs",
+            "rust-lite/internal/rpc/port.rs",
+            "rust-lite/internal/rpc/payload.rs",
+            "rust-lite/internal/rpc/wire.rs",
+            "rust-lite/internal/rpc/outgoing.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add per-process state and asynchronous operations",
+        body: "Handles, ports and operations belong to processes and are released\n\
+               when a process exits. Add the per-process tables and operations\n\
+               that complete in the background and are waited for by id.",
+        sources: &[
+            "rust-lite/internal/process.rs",
+            "rust-lite/internal/async_io/",
+            "rust-lite/internal/rpc/call_in_flight.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add remote memory allocation, access and migration",
+        body: "Add the memory subsystem: allocating LMRs across nodes, reading\n\
+               and writing them, registering user memory as an LMR, moving\n\
+               chunks off a node that leaves, and the operations peers run on\n\
+               memory they lend.",
+        sources: &["rust-lite/internal/memory/"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add RPC calls and serving",
+        body: "Add the RPC subsystem: calls and replies, multicast, the server's\n\
+               receive path, and fault injection of corrupt ring headers behind\n\
+               CONFIG_LITE_FAULT_INJECTION for the tests.",
+        sources: &["rust-lite/internal/rpc/"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add sharing of LMRs by name",
+        body: "Processes on any node share an LMR by publishing it under a name\n\
+               and mapping it with the permissions its owner grants. Add the\n\
+               cluster-wide names and the moves of LMRs between owners.",
+        sources: &["rust-lite/internal/sharing/"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add remote atomics and barriers",
+        body: "Add fetch-and-add and compare-and-swap on LMRs and the\n\
+               cluster-wide barrier, whose rounds end when every live node has\n\
+               arrived or a node is gone.",
+        sources: &["rust-lite/internal/atomics/", "rust-lite/internal/barrier/"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add distributed locks",
+        body: "Add LITE's locks: a lock word on its home node taken with remote\n\
+               compare-and-swap, queued lockers, and handing a dead holder's\n\
+               lock to the next one as an error its caller sees.",
+        sources: &["rust-lite/internal/locks/"],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add the cluster and its membership",
+        body: "Nodes join a cluster through a manager that tells them of each\n\
+               other, of deaths and of leaves, over an authenticated channel.\n\
+               Add the cluster that owns every subsystem, the membership that\n\
+               connects to peers and survives their death, and the cluster\n\
+               secret read from the keyring.",
+        sources: &[
+            "rust-lite/internal/cluster.rs",
+            "rust-lite/internal/membership/",
+            "rust-lite/sys/secret.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add the node and its completion poller",
+        body: "Add the node, which finds the RDMA device, joins and leaves the\n\
+               cluster, and polls the shared receive completion queue.",
+        sources: &[
+            "rust-lite/internal/mod.rs",
+            "rust-lite/internal/node.rs",
+            "rust-lite/internal/poller.rs",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add the system call backends and debugfs files",
+        body: "Add the backends of the system calls, registered with the entry\n\
+               points in the core kernel, which check every argument and copy\n\
+               user memory, and the debugfs files that show LITE's state.",
+        sources: &[
+            "rust-lite/api/",
+            "lite-api-c/lite_syscall_ops.c",
+            "lite-api-c/lite_debugfs.c",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: add the kernel API",
+        body: "Kernel modules use LITE through exported C functions with the\n\
+               original LITE's names. Add them and <rdma/lite_api.h>.",
+        sources: &[
+            "rust-lite/api/kernel_api.rs",
+            "lite-api-c/lite_api.c",
+            "lite-api-c/include/rdma/lite_api.h",
+        ],
+    },
+    DriverPart {
+        subject: "RDMA/lite: build LITE",
+        body: "LITE (SOSP'17) gives kernel and user space shared, protected access to\n\
+               remote memory: it owns RDMA connections, registrations and keys and\n\
+               exposes remote memory regions by handle. Add the module, which\n\
+               registers LITE as an IB client and its system calls, its Kconfig\n\
+               entry and Makefile, and hook them into drivers/infiniband/ulp.",
+        sources: &[
+            "rust-lite/lite_main.rs",
+            "lite-api-c/Kconfig",
+            "lite-api-c/Makefile",
+        ],
+    },
+];
+
+/// What the driver's last part holds back for the KUnit patch: the text
+/// that builds the tests, in the files that hold it.
+const KUNIT_HOOKS: [(&str, Cut); 3] = [
+    ("lite-api-c/Kconfig", Cut::KconfigEntry("LITE_KUNIT_TEST")),
+    (
+        "lite-api-c/Makefile",
+        Cut::LineWith("CONFIG_LITE_KUNIT_TEST"),
+    ),
+    (
+        "rust-lite/lite_main.rs",
+        Cut::Text("\n#[cfg(CONFIG_LITE_KUNIT_TEST)]\nmod kunit_tests;\n"),
+    ),
+];
+
+/// Where a driver source of the repository goes in the kernel tree.
+fn driver_dest(source: &str) -> String {
+    if let Some(header) = source.strip_prefix("lite-api-c/include/") {
+        return header.to_owned();
+    }
+    let rel = source
+        .strip_prefix("rust-lite/")
+        .or_else(|| source.strip_prefix("lite-api-c/"))
+        .unwrap_or(source);
+    format!("{LITE_DIR}/{rel}")
+}
+
+/// The driver's sources, as paths in the repository: `rust-lite/`, the
+/// files directly in `lite-api-c/` but the cover letter, and the kernel
+/// API's header.
+fn driver_sources(repo: &Path) -> Result<Vec<String>> {
+    let mut sources: Vec<String> = source_files(repo, "rust-lite")?
+        .iter()
+        .map(|rel| format!("rust-lite/{}", rel.display()))
+        .collect();
+    for rel in source_files(repo, "lite-api-c")? {
+        let path = format!("lite-api-c/{}", rel.display());
+        if rel.components().count() == 1 && path != COVER_LETTER_SOURCE {
+            sources.push(path);
+        }
+    }
+    let header = "lite-api-c/include/rdma/lite_api.h";
+    if repo.join(header).is_file() {
+        sources.push(header.to_owned());
+    }
+    Ok(sources)
+}
+
+/// The index in [`DRIVER_PARTS`] of the part that adds `source`: the one
+/// naming it, else the one naming its deepest directory.
+fn driver_part_of(source: &str) -> Option<usize> {
+    DRIVER_PARTS
+        .iter()
+        .enumerate()
+        .flat_map(|(index, part)| part.sources.iter().map(move |&named| (index, named)))
+        .filter(|&(_, named)| {
+            named == source || (named.ends_with('/') && source.starts_with(named))
+        })
+        .max_by_key(|&(_, named)| named.len())
+        .map(|(index, _)| index)
+}
+
+/// The driver's patches, from [`DRIVER_PARTS`]; every source must belong to one.
+fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
+    let mut parts: Vec<Vec<String>> = vec![Vec::new(); DRIVER_PARTS.len()];
+    for source in driver_sources(repo)? {
+        let Some(index) = driver_part_of(&source) else {
+            bail!("{source} belongs to no patch: name it in series.rs DRIVER_PARTS");
+        };
+        parts[index].push(source);
+    }
+    let last = DRIVER_PARTS.len() - 1;
+    let mut patches = Vec::new();
+    for (index, (part, sources)) in DRIVER_PARTS.iter().zip(parts).enumerate() {
+        let mut changes = Vec::new();
+        for source in sources {
+            let from = repo.join(&source);
+            let dest = driver_dest(&source);
+            match KUNIT_HOOKS.iter().find(|(file, _)| *file == source) {
+                Some((_, cut)) => changes.push(Change::PlaceWithout {
+                    dest,
+                    from,
+                    cut: *cut,
+                }),
+                None => changes.push(Change::Place { dest, from }),
+            }
+        }
+        if index == last {
+            changes.push(Change::InsertAfter {
+                file: "drivers/infiniband/Kconfig",
+                anchor: "source \"drivers/infiniband/ulp/rtrs/Kconfig\"",
+                text: format!("source \"{LITE_DIR}/Kconfig\"\n"),
+            });
+            changes.push(Change::Append {
+                file: "drivers/infiniband/ulp/Makefile",
+                text: "obj-$(CONFIG_LITE)\t\t\t+= lite/\n".into(),
+            });
+        }
+        patches.push(PatchSpec {
+            subject: part.subject.into(),
+            body: part.body.into(),
+            changes,
+        });
+    }
     Ok(patches)
 }
 
@@ -726,7 +1151,14 @@ mod tests {
                 "lite-api-c/kernel/lite_syscalls.c",
                 "SYSCALL_DEFINE1(lite_join, int, x)\n{}\nSYSCALL_DEFINE0(lite_free)\n{}\n",
             ),
-            ("lite-api-c/Kconfig", "config LITE\n\ttristate \"LITE\"\n"),
+            (
+                "lite-api-c/Kconfig",
+                "config LITE\n\ttristate \"LITE\"\n\nconfig LITE_KUNIT_TEST\n\tbool \"tests\"\n",
+            ),
+            (
+                "lite-api-c/Makefile",
+                "obj-$(CONFIG_LITE) += lite.o\nlite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o\n",
+            ),
             (
                 "lite-api-c/include/linux/lite_syscalls.h",
                 "struct lite_syscall_ops;\n",
@@ -739,7 +1171,10 @@ mod tests {
                 "lite-api-c/rust-helpers/lite.c",
                 "int rust_helper_x(void) { return 0; }\n",
             ),
-            ("rust-lite/lite_main.rs", "//! LITE\nmod verbs;\n"),
+            (
+                "rust-lite/lite_main.rs",
+                "//! LITE\nmod verbs;\n\n#[cfg(CONFIG_LITE_KUNIT_TEST)]\nmod kunit_tests;\n",
+            ),
             ("rust-lite/verbs/mod.rs", "//! verbs\n"),
             ("tests-kunit/lite_kunit.c", "// tests\n"),
             (
@@ -764,11 +1199,11 @@ mod tests {
         let b = generate(&repo, &pristine, &tmp.path().join("b")).unwrap();
         assert_eq!(a, b, "two runs must give identical bytes");
         let names: Vec<_> = a.patches.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names.len(), 7, "{names:?}");
+        assert_eq!(names.len(), 8, "{names:?}");
         assert_eq!(names[0], COVER_LETTER);
         assert!(names[1].starts_with("0001-rust-add-bindings"));
         let cover = String::from_utf8_lossy(&a.patches[0].bytes);
-        assert!(cover.contains("Subject: [PATCH 0/6] RDMA/lite: LITE\n\nWhat it is.\n"));
+        assert!(cover.contains("Subject: [PATCH 0/7] RDMA/lite: LITE\n\nWhat it is.\n"));
         assert!(cover.contains("(no benchmark summary is committed)"));
         assert!(!cover.contains("***"), "{cover}");
         let all: String = a
@@ -780,7 +1215,7 @@ mod tests {
         assert_eq!(
             all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n")
                 .count(),
-            6,
+            7,
             "every patch is signed off"
         );
         assert!(all.contains("b/Documentation/userspace-api/lite.rst"));
@@ -804,6 +1239,66 @@ mod tests {
         );
         assert!(!all.contains("b/drivers/infiniband/ulp/lite/cover-letter.txt"));
         git_am_check(&pristine, &tmp.path().join("a"), &a).unwrap();
+
+        // The driver builds without its tests until the KUnit patch.
+        let text = |i: usize| String::from_utf8_lossy(&a.patches[i].bytes).into_owned();
+        let (build, kunit) = (text(4), text(5));
+        assert!(build.contains("Subject: [PATCH 4/7] RDMA/lite: build LITE"));
+        assert!(!build.contains("KUNIT"), "{build}");
+        assert!(kunit.contains("+config LITE_KUNIT_TEST"));
+        assert!(kunit.contains("+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o"));
+        assert!(kunit.contains("+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;"));
+    }
+
+    #[test]
+    fn every_driver_source_has_a_part_and_uses_only_earlier_parts() {
+        let repo = crate::paths::repo_root();
+        let mut problems = Vec::new();
+        let mut named = BTreeMap::new();
+        for (index, part) in DRIVER_PARTS.iter().enumerate() {
+            for source in part.sources {
+                if let Some(other) = named.insert(source, index) {
+                    problems.push(format!("{source} is named by parts {other} and {index}"));
+                }
+            }
+        }
+        for source in driver_sources(&repo).unwrap() {
+            if driver_part_of(&source).is_none() {
+                problems.push(format!("{source} belongs to no part"));
+            }
+        }
+        let sources = crate::architecture::read_sources(&repo.join("rust-lite"));
+        let graph = crate::architecture::dependency_graph(&sources, &[]);
+        let part = |file: &str| driver_part_of(&format!("rust-lite/{file}"));
+        for (file, uses) in &graph {
+            for (used, line) in uses {
+                if part(used) > part(file) {
+                    problems.push(format!(
+                        "rust-lite/{file}:{line} uses rust-lite/{used}, which a later patch adds"
+                    ));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn cuts_leave_out_exactly_what_they_name() {
+        let kconfig =
+            "config A\n\tbool\n\nconfig T\n\tbool \"t\"\n\thelp\n\t  x\n\nconfig B\n\tbool\n";
+        assert_eq!(
+            Cut::KconfigEntry("T").apply(kconfig, "K").unwrap(),
+            "config A\n\tbool\n\nconfig B\n\tbool\n"
+        );
+        assert_eq!(
+            Cut::LineWith("T)")
+                .apply("a\nx-$(T) += t.o\nb\n", "M")
+                .unwrap(),
+            "a\nb\n"
+        );
+        assert!(Cut::Text("zz").apply("a\n", "F").is_err());
+        assert!(Cut::LineWith("a").apply("a\na\n", "F").is_err());
+        assert!(Cut::KconfigEntry("X").apply(kconfig, "K").is_err());
     }
 
     #[test]
