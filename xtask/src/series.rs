@@ -787,7 +787,7 @@ const KUNIT_HOOKS: [(&str, Cut); 3] = [
 /// Where a driver source of the repository goes in the kernel tree.
 fn driver_dest(source: &str) -> String {
     if let Some(header) = source.strip_prefix("lite-api-c/include/") {
-        return header.to_owned();
+        return format!("include/{header}");
     }
     let rel = source
         .strip_prefix("rust-lite/")
@@ -1176,6 +1176,10 @@ mod tests {
                 "//! LITE\nmod verbs;\n\n#[cfg(CONFIG_LITE_KUNIT_TEST)]\nmod kunit_tests;\n",
             ),
             ("rust-lite/verbs/mod.rs", "//! verbs\n"),
+            (
+                "lite-api-c/include/rdma/lite_api.h",
+                "int liteapi_x(void);\n",
+            ),
             ("tests-kunit/lite_kunit.c", "// tests\n"),
             (
                 "lite-api-c/Documentation/userspace-api/lite.rst",
@@ -1199,11 +1203,11 @@ mod tests {
         let b = generate(&repo, &pristine, &tmp.path().join("b")).unwrap();
         assert_eq!(a, b, "two runs must give identical bytes");
         let names: Vec<_> = a.patches.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names.len(), 8, "{names:?}");
+        assert_eq!(names.len(), 9, "{names:?}");
         assert_eq!(names[0], COVER_LETTER);
         assert!(names[1].starts_with("0001-rust-add-bindings"));
         let cover = String::from_utf8_lossy(&a.patches[0].bytes);
-        assert!(cover.contains("Subject: [PATCH 0/7] RDMA/lite: LITE\n\nWhat it is.\n"));
+        assert!(cover.contains("Subject: [PATCH 0/8] RDMA/lite: LITE\n\nWhat it is.\n"));
         assert!(cover.contains("(no benchmark summary is committed)"));
         assert!(!cover.contains("***"), "{cover}");
         let all: String = a
@@ -1215,7 +1219,7 @@ mod tests {
         assert_eq!(
             all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n")
                 .count(),
-            7,
+            8,
             "every patch is signed off"
         );
         assert!(all.contains("b/Documentation/userspace-api/lite.rst"));
@@ -1225,6 +1229,7 @@ mod tests {
         assert!(all.contains("+asmlinkage long sys_lite_free(void);"));
         assert!(all.contains("+COND_SYSCALL(lite_join);"));
         assert!(all.contains("b/drivers/infiniband/ulp/lite/verbs/mod.rs"));
+        assert!(all.contains("\n+++ b/include/rdma/lite_api.h\n"));
         assert!(all.contains("b/drivers/infiniband/ulp/lite/Kconfig"));
         assert!(all.contains("+obj-$(CONFIG_LITE)\t\t\t+= lite/"));
         assert!(all.contains("b/kernel/lite_syscalls.c"));
@@ -1242,8 +1247,8 @@ mod tests {
 
         // The driver builds without its tests until the KUnit patch.
         let text = |i: usize| String::from_utf8_lossy(&a.patches[i].bytes).into_owned();
-        let (build, kunit) = (text(4), text(5));
-        assert!(build.contains("Subject: [PATCH 4/7] RDMA/lite: build LITE"));
+        let (build, kunit) = (text(5), text(6));
+        assert!(build.contains("Subject: [PATCH 5/8] RDMA/lite: build LITE"));
         assert!(!build.contains("KUNIT"), "{build}");
         assert!(kunit.contains("+config LITE_KUNIT_TEST"));
         assert!(kunit.contains("+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o"));
