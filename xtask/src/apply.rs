@@ -22,18 +22,23 @@ use crate::source::KernelSource;
 use crate::ui::Step;
 
 /// Content hash and mtime of a file before the series changed; `None` if absent.
-type Snapshot = BTreeMap<PathBuf, Option<(String, SystemTime)>>;
+pub type Snapshot = BTreeMap<PathBuf, Option<(String, SystemTime)>>;
 
 /// Makes the tree carry exactly the series in `series_dir`. Returns whether anything changed.
 pub fn sync(source: &KernelSource, series_dir: &Path) -> Result<bool> {
-    let old = Series::read_dir(&source.applied)?;
     let new = Series::read_dir(series_dir)?;
+    sync_series(source, &new, &series_dir.display().to_string())
+}
+
+/// Makes the tree carry exactly `new`, called `name` in the progress line.
+/// Returns whether anything changed.
+pub fn sync_series(source: &KernelSource, new: &Series, name: &str) -> Result<bool> {
+    let old = Series::read_dir(&source.applied)?;
     if old.changes().eq(new.changes()) {
         return Ok(false);
     }
     let step = Step::start(format!(
-        "applying {} ({} patches) to {}",
-        series_dir.display(),
+        "applying {name} ({} patches) to {}",
         new.patches.len(),
         source.dir.display()
     ));
@@ -41,7 +46,7 @@ pub fn sync(source: &KernelSource, series_dir: &Path) -> Result<bool> {
     touched.extend(new.touched_files());
     let before = snapshot(&source.dir, touched.iter())?;
 
-    let result = replace_series(source, &old, &new);
+    let result = replace_series(source, &old, new);
     // Restore mtimes even after a failure, so a fixed series re-applied
     // later does not find a tree that looks freshly modified everywhere.
     let restored = restore_mtimes(&source.dir, &before)?;
@@ -110,7 +115,7 @@ fn git_apply(tree: &Path, patch: &Path, reverse: bool) -> Result<()> {
 }
 
 /// Hashes and mtimes of `files` under `root`.
-fn snapshot<'a>(root: &Path, files: impl Iterator<Item = &'a PathBuf>) -> Result<Snapshot> {
+pub fn snapshot<'a>(root: &Path, files: impl Iterator<Item = &'a PathBuf>) -> Result<Snapshot> {
     let mut snap = Snapshot::new();
     for rel in files {
         let path = root.join(rel);
@@ -126,7 +131,7 @@ fn snapshot<'a>(root: &Path, files: impl Iterator<Item = &'a PathBuf>) -> Result
 
 /// Gives every file whose contents match its snapshot its old mtime back.
 /// Returns how many files were restored.
-fn restore_mtimes(root: &Path, before: &Snapshot) -> Result<usize> {
+pub fn restore_mtimes(root: &Path, before: &Snapshot) -> Result<usize> {
     let mut restored = 0;
     for (rel, state) in before {
         let Some((hash, mtime)) = state else { continue };

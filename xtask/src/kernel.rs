@@ -186,6 +186,163 @@ fn configure(
     Ok(())
 }
 
+/// Whether a build configures LITE in or leaves it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lite {
+    Enabled,
+    Disabled,
+}
+
+impl fmt::Display for Lite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Lite::Enabled => "enabled",
+            Lite::Disabled => "disabled",
+        })
+    }
+}
+
+/// The files of LITE in the tree, by which its build warnings are told
+/// from the kernel's.
+const LITE_PATHS: [&str; 5] = [
+    "ulp/lite/",
+    "kernel/lite_syscalls.c",
+    "helpers/lite.c",
+    "uapi/linux/lite.h",
+    "rdma/lite_api.h",
+];
+
+/// Builds of the debug kernel's directory with whatever part of the
+/// series the tree holds: the debug configuration where the tree defines
+/// its options, LITE enabled or disabled.
+pub struct StageBuild {
+    pub source: KernelSource,
+    tools: Toolchain,
+    build_dir: PathBuf,
+    scratch_root: PathBuf,
+    log: PathBuf,
+}
+
+impl StageBuild {
+    /// Prepares the tools and the cached tree; the log starts empty.
+    pub fn prepare(cache: &Cache, kernel_src: Option<&Path>) -> Result<Self> {
+        let extra: &[&str] = if kernel_src.is_none() {
+            &[prereqs::KERNEL_SOURCE_PACKAGE]
+        } else {
+            &[]
+        };
+        let tools = prereqs::ensure(cache, extra)?;
+        let source = source::prepare(cache, kernel_src)?;
+        let build_dir = cache.build(&Flavour::Debug.to_string(), &source.version);
+        let log = cache.logs().join("series-build.log");
+        let _ = std::fs::remove_file(&log);
+        let build = Self {
+            source,
+            tools,
+            build_dir,
+            scratch_root: cache.root().to_path_buf(),
+            log,
+        };
+        build.forget_configuration()?;
+        Ok(build)
+    }
+
+    /// Makes the next `cargo xtask kernel` configure the build directory
+    /// afresh, as these builds leave other configurations in it.
+    pub fn forget_configuration(&self) -> Result<()> {
+        match std::fs::remove_file(self.build_dir.join(CONFIG_STAMP)) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                Err(err).context("cannot remove the configuration stamp")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Configures and builds the tree as it is, with LITE as `lite` says.
+    pub fn build(&self, lite: Lite) -> Result<()> {
+        self.configure(lite)?;
+        let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()) + 1;
+        let mut build = make(&self.tools, &self.source.dir, &self.build_dir);
+        build.arg(format!("-j{jobs}")).args(["bzImage", "modules"]);
+        let built = run_logged(&mut build, &self.log, "make bzImage modules", &|l| {
+            is_progress_line(l)
+        });
+        let text = fsutil::read_to_string(&self.log)?;
+        let this_build = text.get(logged_before as usize..).unwrap_or(&text);
+        if let Err(err) = built {
+            interrupt::check()?;
+            let lines = relevant_lines(this_build, ERROR_LINES).join("\n");
+            return Err(err.context(format!("the build failed:\n{lines}")));
+        }
+        let warnings: Vec<&str> = this_build
+            .lines()
+            .filter(|line| line.contains("warning"))
+            .filter(|line| LITE_PATHS.iter().any(|path| line.contains(path)))
+            .collect();
+        if !warnings.is_empty() {
+            bail!("warnings in LITE's files:\n  {}", warnings.join("\n  "));
+        }
+        Ok(())
+    }
+
+    /// The debug configuration, with `CONFIG_LITE` off when `lite` says so;
+    /// options the tree does not define yet are dropped, but LITE must be
+    /// as asked wherever its Kconfig entry exists.
+    fn configure(&self, lite: Lite) -> Result<()> {
+        let scratch = fsutil::TempDir::new_in(&self.scratch_root, "config-series")?;
+        let mut fragments = vec![
+            repo_root().join("config/base.config"),
+            repo_root().join("config/debug.config"),
+        ];
+        if lite == Lite::Disabled {
+            let off = scratch.path().join("lite-off.config");
+            fsutil::write(&off, "# CONFIG_LITE is not set\n")?;
+            fragments.push(off);
+        }
+        let quiet = |_: &str| false;
+        run_logged(
+            make(&self.tools, &self.source.dir, scratch.path()).arg("tinyconfig"),
+            &self.log,
+            "make tinyconfig",
+            &quiet,
+        )?;
+        merge_onto(
+            &self.tools,
+            &self.source,
+            scratch.path(),
+            &fragments,
+            &self.log,
+        )?;
+        let fresh = fsutil::read_to_string(&scratch.path().join(".config"))?;
+        let config = self.build_dir.join(".config");
+        if std::fs::read_to_string(&config).ok().as_deref() != Some(fresh.as_str()) {
+            fsutil::write(&config, &fresh)?;
+            run_logged(
+                make(&self.tools, &self.source.dir, &self.build_dir).arg("olddefconfig"),
+                &self.log,
+                "make olddefconfig",
+                &quiet,
+            )?;
+        }
+        let defined = self
+            .source
+            .dir
+            .join("drivers/infiniband/ulp/lite/Kconfig")
+            .is_file();
+        let built = fsutil::read_to_string(&config)?
+            .lines()
+            .any(|line| line == "CONFIG_LITE=m");
+        if defined && built != (lite == Lite::Enabled) {
+            bail!(
+                "CONFIG_LITE did not come out {lite} in {}",
+                config.display()
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Merges `fragments` onto `dir/.config` and completes it with
 /// `olddefconfig`, logging to `log`.
 fn merge_onto(
