@@ -202,19 +202,41 @@ impl fmt::Display for Lite {
     }
 }
 
-/// The files of LITE in the tree, by which its build warnings are told
-/// from the kernel's.
-const LITE_PATHS: [&str; 5] = [
+/// The files of LITE in the tree, by which its diagnostics are told from
+/// the kernel's.
+const LITE_PATHS: [&str; 7] = [
     "ulp/lite/",
     "kernel/lite_syscalls.c",
     "helpers/lite.c",
     "uapi/linux/lite.h",
     "rdma/lite_api.h",
+    "userspace-api/lite.rst",
+    "driver-api/lite.rst",
 ];
 
-/// Builds of the debug kernel's directory with whatever part of the
-/// series the tree holds: the debug configuration where the tree defines
-/// its options, LITE enabled or disabled.
+/// The packages the slow checks need beyond the build's.
+const SLOW_CHECK_PACKAGES: [&str; 4] = [
+    "sparse",
+    "python3-sphinx",
+    "python3-sphinx-rtd-theme",
+    "python3-yaml",
+];
+
+/// Whether a line of a build log is a diagnostic about one of LITE's
+/// files: a C compiler's, sparse's or Sphinx's `FILE:LINE: warning: ...`,
+/// or the `--> FILE:LINE` that locates a Rust compiler's or clippy's.
+fn is_lite_diagnostic(line: &str) -> bool {
+    let about_lite = LITE_PATHS.iter().any(|path| line.contains(path));
+    let lower = line.to_ascii_lowercase();
+    about_lite
+        && (lower.contains("warning")
+            || lower.contains("error")
+            || line.trim_start().starts_with("--> "))
+}
+
+/// Builds and checks of the debug kernel's directory with whatever part
+/// of the series the tree holds: the debug configuration where the tree
+/// defines its options, LITE enabled or disabled.
 pub struct StageBuild {
     pub source: KernelSource,
     tools: Toolchain,
@@ -224,17 +246,17 @@ pub struct StageBuild {
 }
 
 impl StageBuild {
-    /// Prepares the tools and the cached tree; the log starts empty.
+    /// Prepares the tools (with those of the slow checks) and the cached
+    /// tree; the log starts empty.
     pub fn prepare(cache: &Cache, kernel_src: Option<&Path>) -> Result<Self> {
-        let extra: &[&str] = if kernel_src.is_none() {
-            &[prereqs::KERNEL_SOURCE_PACKAGE]
-        } else {
-            &[]
-        };
-        let tools = prereqs::ensure(cache, extra)?;
+        let mut extra = SLOW_CHECK_PACKAGES.to_vec();
+        if kernel_src.is_none() {
+            extra.push(prereqs::KERNEL_SOURCE_PACKAGE);
+        }
+        let tools = prereqs::ensure(cache, &extra)?;
         let source = source::prepare(cache, kernel_src)?;
         let build_dir = cache.build(&Flavour::Debug.to_string(), &source.version);
-        let log = cache.logs().join("series-build.log");
+        let log = cache.logs().join("slow-checks.log");
         let _ = std::fs::remove_file(&log);
         let build = Self {
             source,
@@ -261,27 +283,51 @@ impl StageBuild {
     /// Configures and builds the tree as it is, with LITE as `lite` says.
     pub fn build(&self, lite: Lite) -> Result<()> {
         self.configure(lite)?;
-        let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()) + 1;
-        let mut build = make(&self.tools, &self.source.dir, &self.build_dir);
-        build.arg(format!("-j{jobs}")).args(["bzImage", "modules"]);
-        let built = run_logged(&mut build, &self.log, "make bzImage modules", &|l| {
-            is_progress_line(l)
-        });
+        self.make_checked(&[&format!("-j{jobs}"), "bzImage", "modules"])
+    }
+
+    /// Compiles LITE's Rust with clippy (the whole series applied, LITE enabled).
+    pub fn clippy(&self) -> Result<()> {
+        self.configure(Lite::Enabled)?;
+        self.make_checked(&["CLIPPY=1", "drivers/infiniband/ulp/lite/"])
+    }
+
+    /// Runs sparse on LITE's C files, those of the module and those in the
+    /// kernel image (the whole series applied, LITE enabled).
+    pub fn sparse(&self) -> Result<()> {
+        self.configure(Lite::Enabled)?;
+        self.make_checked(&[
+            "C=2",
+            "drivers/infiniband/ulp/lite/",
+            "kernel/lite_syscalls.o",
+            "rust/helpers/helpers.o",
+        ])
+    }
+
+    /// Builds the HTML documentation of the directories holding LITE's pages.
+    pub fn htmldocs(&self) -> Result<()> {
+        self.make_checked(&["SPHINXDIRS=userspace-api driver-api", "htmldocs"])
+    }
+
+    /// Runs make with `args`; fails if it does, or if it reported anything
+    /// about LITE's files.
+    fn make_checked(&self, args: &[&str]) -> Result<()> {
+        let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+        let mut make = make(&self.tools, &self.source.dir, &self.build_dir);
+        make.args(args);
+        let label = format!("make {}", args.join(" "));
+        let made = run_logged(&mut make, &self.log, &label, &|l| is_progress_line(l));
         let text = fsutil::read_to_string(&self.log)?;
-        let this_build = text.get(logged_before as usize..).unwrap_or(&text);
-        if let Err(err) = built {
+        let this_run = text.get(logged_before as usize..).unwrap_or(&text);
+        if let Err(err) = made {
             interrupt::check()?;
-            let lines = relevant_lines(this_build, ERROR_LINES).join("\n");
-            return Err(err.context(format!("the build failed:\n{lines}")));
+            let lines = relevant_lines(this_run, ERROR_LINES).join("\n");
+            return Err(err.context(format!("{label} failed:\n{lines}")));
         }
-        let warnings: Vec<&str> = this_build
-            .lines()
-            .filter(|line| line.contains("warning"))
-            .filter(|line| LITE_PATHS.iter().any(|path| line.contains(path)))
-            .collect();
-        if !warnings.is_empty() {
-            bail!("warnings in LITE's files:\n  {}", warnings.join("\n  "));
+        let found: Vec<&str> = this_run.lines().filter(|l| is_lite_diagnostic(l)).collect();
+        if !found.is_empty() {
+            bail!("{label} reports on LITE's files:\n  {}", found.join("\n  "));
         }
         Ok(())
     }
@@ -646,6 +692,24 @@ fn relevant_lines(log: &str, max: usize) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diagnostics_about_lite_are_told_from_the_kernel_s() {
+        let about_lite = [
+            "drivers/infiniband/ulp/lite/lite_api.c:12:5: warning: unused variable 'x'",
+            "  --> drivers/infiniband/ulp/lite/internal/node.rs:40:9",
+            "kernel/lite_syscalls.c:30:1: warning: symbol 'x' was not declared. Should it be static?",
+            "Documentation/userspace-api/lite.rst:12: WARNING: Unexpected indentation.",
+            "./include/rdma/lite_api.h:99: warning: Function parameter 'x' not described",
+        ];
+        let not_lite = [
+            "  RUSTC [M] drivers/infiniband/ulp/lite/lite_main.o",
+            "mm/slub.c:1:1: warning: something in the kernel",
+            "  --> rust/kernel/sync.rs:3:4",
+        ];
+        assert!(about_lite.iter().all(|l| is_lite_diagnostic(l)));
+        assert!(!not_lite.iter().any(|l| is_lite_diagnostic(l)));
+    }
 
     #[test]
     fn checks_fragment_options() {

@@ -35,7 +35,7 @@ mod qmp;
 mod rustfmt_check;
 mod secret;
 mod series;
-mod series_build;
+mod slow_checks;
 mod source;
 mod suite;
 mod syscalls;
@@ -127,10 +127,13 @@ enum Command {
         /// Only check that linux-patches/ is up to date and applies.
         #[arg(long)]
         check: bool,
-        /// Build the kernel after each patch of linux-patches/ in turn, with
-        /// LITE enabled, then the whole series with it disabled (slow).
-        #[arg(long, conflicts_with = "check")]
-        build_each: bool,
+
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// The kernel's slow checks on the series: every patch built in turn
+    /// (LITE enabled, then disabled), clippy, sparse and htmldocs (about an hour).
+    SlowChecks {
         #[command(flatten)]
         source: SourceArgs,
     },
@@ -252,12 +255,8 @@ fn main() -> ExitCode {
             source,
             config_only,
         } => kernel::run(flavour, source.kernel_src.as_deref(), config_only),
-        Command::Patches {
-            build_each: true,
-            source,
-            ..
-        } => series_build::run(source.kernel_src.as_deref()),
-        Command::Patches { check, source, .. } => series::run(check, source.kernel_src.as_deref()),
+        Command::Patches { check, source } => series::run(check, source.kernel_src.as_deref()),
+        Command::SlowChecks { source } => slow_checks::run(source.kernel_src.as_deref()),
         Command::Demo { nodes, boot } => demo::run(
             demo::Showcase::Demo,
             nodes.count(),
