@@ -186,6 +186,21 @@ fn configure(
     Ok(())
 }
 
+/// Exports the UAPI headers of the debug kernel's tree (`make headers`),
+/// as the kselftests build against them; returns their directory.
+pub fn export_headers(cache: &Cache, kernel_src: Option<&Path>) -> Result<PathBuf> {
+    let tools = prereqs::ensure(cache, &[])?;
+    let source = source::prepare(cache, kernel_src)?;
+    let build_dir = cache.build(&Flavour::Debug.to_string(), &source.version);
+    run_logged(
+        make(&tools, &source.dir, &build_dir).arg("headers"),
+        &cache.logs().join("headers.log"),
+        "make headers",
+        &|_| false,
+    )?;
+    Ok(build_dir.join("usr/include"))
+}
+
 /// Whether a build configures LITE in or leaves it out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lite {
@@ -232,6 +247,37 @@ fn is_lite_diagnostic(line: &str) -> bool {
         && (lower.contains("warning")
             || lower.contains("error")
             || line.trim_start().starts_with("--> "))
+}
+
+/// Kbuild's command compiling a Rust object, turned into rustdoc's
+/// documenting it into `output`: the compiler replaced, the outputs of a
+/// compilation dropped, private items documented.
+fn rustdoc_command(compile: &str, output: &Path) -> Result<String> {
+    let mut words = Vec::new();
+    let mut compiler_seen = false;
+    let mut skip_next = false;
+    for word in compile.split(' ').filter(|w| !w.is_empty()) {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        match word {
+            "rustc" | "clippy-driver" if !compiler_seen => {
+                compiler_seen = true;
+                words.push("rustdoc".to_owned());
+            }
+            "--out-dir" => skip_next = true,
+            _ if word.starts_with("--emit=") => {}
+            _ => words.push(word.to_owned()),
+        }
+    }
+    if !compiler_seen {
+        bail!("not a Rust compiler's command: {compile}");
+    }
+    words.push("--document-private-items".into());
+    words.push("-o".into());
+    words.push(output.display().to_string());
+    Ok(words.join(" "))
 }
 
 /// Builds and checks of the debug kernel's directory with whatever part
@@ -308,6 +354,40 @@ impl StageBuild {
     /// Builds the HTML documentation of the directories holding LITE's pages.
     pub fn htmldocs(&self) -> Result<()> {
         self.make_checked(&["SPHINXDIRS=userspace-api driver-api", "htmldocs"])
+    }
+
+    /// Documents LITE's crate with rustdoc, private items included, as Kbuild
+    /// compiled it last (Kbuild's `rustdoc` target covers only the kernel's
+    /// own crates): the compiler's command from the object's `.cmd` file,
+    /// run as rustdoc. Fails on any warning about LITE's files.
+    pub fn rustdoc(&self) -> Result<()> {
+        let cmd_file = self
+            .build_dir
+            .join("drivers/infiniband/ulp/lite/.lite_main.o.cmd");
+        let saved = fsutil::read_to_string(&cmd_file)?;
+        let Some(compile) = saved
+            .lines()
+            .find_map(|line| line.split_once(" := ").map(|(_, cmd)| cmd))
+        else {
+            bail!("{} holds no command", cmd_file.display());
+        };
+        let output = self.build_dir.join("Documentation/output/lite-rustdoc");
+        let command = rustdoc_command(compile, &output)?;
+        let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+        let mut sh = Command::new("sh");
+        self.tools.apply(&mut sh);
+        sh.current_dir(&self.build_dir)
+            .env("RUSTC_BOOTSTRAP", "1")
+            .args(["-c", &command]);
+        let made = run_logged(&mut sh, &self.log, "rustdoc lite_main.rs", &|_| false);
+        let text = fsutil::read_to_string(&self.log)?;
+        let this_run = text.get(logged_before as usize..).unwrap_or(&text);
+        made?;
+        let found: Vec<&str> = this_run.lines().filter(|l| is_lite_diagnostic(l)).collect();
+        if !found.is_empty() {
+            bail!("rustdoc reports on LITE's files:\n  {}", found.join("\n  "));
+        }
+        Ok(())
     }
 
     /// Runs make with `args`; fails if it does, or if it reported anything
@@ -692,6 +772,19 @@ fn relevant_lines(log: &str, max: usize) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rustdoc_documents_what_the_compiler_compiled() {
+        let compile = "RUST_MODFILE=x/lite rustc --edition=2021 -Zcrate-attr='feature(a,b)' \
+                       --crate-type rlib --out-dir x/ --emit=dep-info=x/.d --emit=obj=x/o.o \
+                       /src/x/lite_main.rs";
+        assert_eq!(
+            rustdoc_command(compile, Path::new("/out")).unwrap(),
+            "RUST_MODFILE=x/lite rustdoc --edition=2021 -Zcrate-attr='feature(a,b)' \
+             --crate-type rlib /src/x/lite_main.rs --document-private-items -o /out"
+        );
+        assert!(rustdoc_command("cc -c x.c", Path::new("/out")).is_err());
+    }
 
     #[test]
     fn diagnostics_about_lite_are_told_from_the_kernel_s() {

@@ -132,7 +132,7 @@ enum Command {
         source: SourceArgs,
     },
     /// The kernel's slow checks on the series: every patch built in turn
-    /// (LITE enabled, then disabled), clippy, sparse and htmldocs (about an hour).
+    /// (LITE enabled, then disabled), clippy, rustdoc, sparse and htmldocs (about an hour).
     SlowChecks {
         #[command(flatten)]
         source: SourceArgs,

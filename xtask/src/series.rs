@@ -10,10 +10,11 @@
 //! |---|---|
 //! | 1 | `lite-api-c/rust-bindings/bindings_helper.h` appended to `rust/bindings/bindings_helper.h`; `rust/helpers/lite.c` |
 //! | 2 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
-//! | 3 to 23 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, and `include/rdma/lite_api.h`, one part of the driver at a time ([`DRIVER_PARTS`]); the last adds the crate root and the Kconfig/Makefile hooks |
-//! | 24 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them |
-//! | 25 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
-//! | 26 | the `MAINTAINERS` entry |
+//! | 3 to 24 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, and `include/rdma/lite_api.h`, one part of the driver at a time ([`DRIVER_PARTS`]); the last adds the crate root and the Kconfig/Makefile hooks |
+//! | 25 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them |
+//! | 26 | `lite-api-c/selftests/**` in `tools/testing/selftests/lite/`, and its target |
+//! | 27 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
+//! | 28 | the `MAINTAINERS` entry |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,7 @@ use crate::syscalls;
 use crate::ui::{self, Step};
 
 /// Every existing kernel file the series edits; their pristine copies form the base commit.
-pub const EDITED_FILES: [&str; 12] = [
+pub const EDITED_FILES: [&str; 13] = [
     "rust/bindings/bindings_helper.h",
     "rust/helpers/helpers.c",
     "arch/x86/entry/syscalls/syscall_64.tbl",
@@ -44,6 +45,7 @@ pub const EDITED_FILES: [&str; 12] = [
     "kernel/Makefile",
     "Documentation/userspace-api/index.rst",
     "Documentation/driver-api/index.rst",
+    "tools/testing/selftests/Makefile",
     "MAINTAINERS",
 ];
 
@@ -512,6 +514,7 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
             .into(),
         changes,
     });
+    patches.push(selftests(repo)?);
     patches.push(documentation(repo)?);
     patches.push(maintainers_entry());
     Ok(patches)
@@ -876,6 +879,38 @@ fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
     Ok(patches)
 }
 
+/// Where the selftests are in the repository, and in the kernel tree.
+const SELFTESTS: (&str, &str) = ("lite-api-c/selftests", "tools/testing/selftests/lite");
+
+/// The selftests of the system calls, in the kselftest tree and its
+/// list of targets.
+fn selftests(repo: &Path) -> Result<PatchSpec> {
+    let (from, to) = SELFTESTS;
+    let mut changes: Vec<Change> = source_files(repo, from)?
+        .iter()
+        .map(|rel| Change::Place {
+            dest: format!("{to}/{}", rel.display()),
+            from: repo.join(from).join(rel),
+        })
+        .collect();
+    changes.push(Change::InsertAfter {
+        file: "tools/testing/selftests/Makefile",
+        anchor: "TARGETS += lib\n",
+        text: "TARGETS += lite\n".into(),
+    });
+    Ok(PatchSpec {
+        subject: "selftests: lite: add tests of the system calls".into(),
+        body: "Check each LITE system call's contract from C, as the man pages state\n\
+               it: the errors before a node joins, bad pointers, sizes, handles,\n\
+               permissions and flags, and a call that succeeds with its result\n\
+               checked. Run on every node of a cluster, with the cluster manager's\n\
+               address in LITE_CM_ADDRESS; without one the cluster tests are\n\
+               skipped."
+            .into(),
+        changes,
+    })
+}
+
 /// The documentation of the user-space and kernel APIs, placed in the
 /// kernel's `Documentation/` and listed in its indexes.
 fn documentation(repo: &Path) -> Result<PatchSpec> {
@@ -919,6 +954,7 @@ fn maintainers_entry() -> PatchSpec {
         "include/uapi/linux/lite.h",
         "kernel/lite_syscalls.c",
         "rust/helpers/lite.c",
+        "tools/testing/selftests/lite/",
     ];
     let mut text = format!(
         "\nLITE (LOCAL INDIRECTION TIER FOR RDMA)\n\
@@ -1137,6 +1173,10 @@ mod tests {
             ),
             ("Documentation/userspace-api/index.rst", "   mseal\n"),
             ("Documentation/driver-api/index.rst", "   libata\n"),
+            (
+                "tools/testing/selftests/Makefile",
+                "TARGETS += lib\nTARGETS += livepatch\n",
+            ),
             ("MAINTAINERS", "F:\tlib/list-test.c\n\nLITEX PLATFORM\n"),
         ];
         for (rel, text) in files {
@@ -1181,6 +1221,7 @@ mod tests {
                 "int liteapi_x(void);\n",
             ),
             ("tests-kunit/lite_kunit.c", "// tests\n"),
+            ("lite-api-c/selftests/lite_test.c", "// selftests\n"),
             (
                 "lite-api-c/Documentation/userspace-api/lite.rst",
                 "LITE\n====\n",
@@ -1203,11 +1244,11 @@ mod tests {
         let b = generate(&repo, &pristine, &tmp.path().join("b")).unwrap();
         assert_eq!(a, b, "two runs must give identical bytes");
         let names: Vec<_> = a.patches.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names.len(), 9, "{names:?}");
+        assert_eq!(names.len(), 10, "{names:?}");
         assert_eq!(names[0], COVER_LETTER);
         assert!(names[1].starts_with("0001-rust-add-bindings"));
         let cover = String::from_utf8_lossy(&a.patches[0].bytes);
-        assert!(cover.contains("Subject: [PATCH 0/8] RDMA/lite: LITE\n\nWhat it is.\n"));
+        assert!(cover.contains("Subject: [PATCH 0/9] RDMA/lite: LITE\n\nWhat it is.\n"));
         assert!(cover.contains("(no benchmark summary is committed)"));
         assert!(!cover.contains("***"), "{cover}");
         let all: String = a
@@ -1219,11 +1260,14 @@ mod tests {
         assert_eq!(
             all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n")
                 .count(),
-            8,
+            9,
             "every patch is signed off"
         );
         assert!(all.contains("b/Documentation/userspace-api/lite.rst"));
         assert!(all.contains("+   lite\n"));
+        assert!(all.contains("b/tools/testing/selftests/lite/lite_test.c"));
+        assert!(all.contains(" TARGETS += lib\n+TARGETS += lite\n TARGETS += livepatch\n"));
+        assert!(!all.contains("ulp/lite/selftests"));
         assert!(all.contains("+F:\tdrivers/infiniband/ulp/lite/"));
         assert!(all.contains("+548\t64\tlite_join\t\t\tsys_lite_join"));
         assert!(all.contains("+asmlinkage long sys_lite_free(void);"));
@@ -1248,7 +1292,7 @@ mod tests {
         // The driver builds without its tests until the KUnit patch.
         let text = |i: usize| String::from_utf8_lossy(&a.patches[i].bytes).into_owned();
         let (build, kunit) = (text(5), text(6));
-        assert!(build.contains("Subject: [PATCH 5/8] RDMA/lite: build LITE"));
+        assert!(build.contains("Subject: [PATCH 5/9] RDMA/lite: build LITE"));
         assert!(!build.contains("KUNIT"), "{build}");
         assert!(kunit.contains("+config LITE_KUNIT_TEST"));
         assert!(kunit.contains("+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o"));

@@ -7,8 +7,9 @@
 //!   debug configuration (LITE as a module, its KUnit tests and fault
 //!   injection on, as far as the tree at that patch defines them); last the
 //!   whole series with LITE disabled.
-//! - `make CLIPPY=1` on LITE, `make C=2` (sparse) on LITE's C files, and
-//!   `make htmldocs` of the directories holding LITE's pages.
+//! - `make CLIPPY=1` on LITE, rustdoc of LITE's crate (private items
+//!   included), `make C=2` (sparse) on LITE's C files, and `make htmldocs`
+//!   of the directories holding LITE's pages.
 //!
 //! Any warning about LITE's files fails a step as an error does. The tree
 //! and build directory end where `cargo xtask kernel` leaves them.
@@ -84,9 +85,8 @@ pub fn run(kernel_src: Option<&Path>) -> Result<()> {
         let name = "build the whole series, LITE disabled".to_owned();
         stages.push(build_stage(&build, &whole, name, Lite::Disabled));
     }
-    let name = "apply the whole series".to_owned();
-    let applied = Stage::run(name.clone(), || {
-        apply::sync_series(&build.source, &whole, &name).map(|_| ())
+    let applied = Stage::run("apply the whole series".into(), || {
+        apply::sync_series(&build.source, &whole, "the whole series").map(|_| ())
     });
     let ready = applied.outcome.is_ok();
     stages.push(applied);
@@ -94,6 +94,7 @@ pub fn run(kernel_src: Option<&Path>) -> Result<()> {
         stages.push(Stage::run("make CLIPPY=1 on LITE".into(), || {
             build.clippy()
         }));
+        stages.push(Stage::run("rustdoc of LITE".into(), || build.rustdoc()));
         stages.push(Stage::run("sparse on LITE's C files".into(), || {
             build.sparse()
         }));
@@ -129,8 +130,13 @@ pub fn run(kernel_src: Option<&Path>) -> Result<()> {
 
 /// Applies `applied` to the tree and builds it with LITE as `lite` says.
 fn build_stage(build: &kernel::StageBuild, applied: &Series, name: String, lite: Lite) -> Stage {
-    Stage::run(name.clone(), || {
-        apply::sync_series(&build.source, applied, &name)?;
+    Stage::run(name, || {
+        let count = applied.patches.len();
+        apply::sync_series(
+            &build.source,
+            applied,
+            &format!("the first {count} patches"),
+        )?;
         build.build(lite)
     })
 }

@@ -14,8 +14,10 @@
 //! traffic with every other, then one node is cut off from the network for
 //! a while and has to join again on its own; last, a program of one's own
 //! on two VMs through `cargo xtask cluster --exec` ([`EXEC_EXAMPLE`],
-//! compiled on the host as a user would), and a kernel module of one's own
-//! loaded the same way ([`EXEC_MODULE_SCRIPT`]); and last, the nestings of
+//! compiled on the host as a user would), the kselftests of the system
+//! calls ([`SELFTEST_SOURCE`], built with the kernel against its exported
+//! headers), and a kernel module of one's own loaded the same way
+//! ([`EXEC_MODULE_SCRIPT`]); and last, the nestings of
 //! LITE's locks that lockdep saw in every guest against the lock order the
 //! kernel code states ([`lockdep`]). A step that cannot run
 //! because an earlier one failed counts as one failure. The final count is KUnit cases + every
@@ -252,18 +254,24 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
     checked(&mut tally, ok)?;
 
     let mut kernel = None;
-    let ok = step(3, "debug kernel build", || {
-        kernel = Some(kernel::image(
-            &cache,
-            Flavour::Debug,
-            kernel_src,
-            kernel_image,
-        )?);
-        Ok(())
-    });
+    let mut selftest = None;
+    let ok = step(
+        3,
+        "debug kernel build, and the selftests against its headers",
+        || {
+            kernel = Some(kernel::image(
+                &cache,
+                Flavour::Debug,
+                kernel_src,
+                kernel_image,
+            )?);
+            selftest = Some(build_selftest(&cache, kernel_src, &logs)?);
+            Ok(())
+        },
+    );
     checked(&mut tally, ok)?;
 
-    let Some(kernel) = kernel else {
+    let (Some(kernel), Some(selftest)) = (kernel, selftest) else {
         let rest = ["KUnit", "cluster test", "failure test", "partition test"];
         let rest = rest
             .into_iter()
@@ -279,25 +287,28 @@ pub fn run(kernel_src: Option<&Path>, kernel_image: Option<&Path>) -> Result<()>
         kunit(&cache, &kernel, &logs, counts)
     });
     // The cluster steps share their images, built once.
-    type ClusterStep = fn(&Images, &Path, &mut Tally) -> Result<()>;
+    type ClusterStep<'a> = &'a dyn Fn(&Images, &Path, &mut Tally) -> Result<()>;
+    let exec = |images: &Images, logs: &Path, counts: &mut Tally| {
+        exec_test(images, logs, &selftest, counts)
+    };
     let cluster_steps: [(String, ClusterStep); 4] = [
-        (format!("cluster test ({CLUSTER_NODES} VMs)"), cluster_test),
+        (format!("cluster test ({CLUSTER_NODES} VMs)"), &cluster_test),
         (
             format!(
                 "failure test, then the cluster test on the rejoined cluster ({FAILURE_NODES} VMs)"
             ),
-            failure_test,
+            &failure_test,
         ),
         (
             format!("partition test ({PARTITION_NODES} VMs)"),
-            partition_test,
+            &partition_test,
         ),
         (
             format!(
-                "programs of one's own through cargo xtask cluster --exec: hello_cluster, and a \
-                 kernel module ({EXEC_NODES} VMs)"
+                "programs of one's own through cargo xtask cluster --exec: hello_cluster, the \
+                 selftests and a kernel module ({EXEC_NODES} VMs)"
             ),
-            exec_test,
+            &exec,
         ),
     ];
     let mut images = None;
@@ -1116,21 +1127,30 @@ const EXEC_MODULE_DONE: &str = "load-on-cluster: lite_example loaded and unloade
 /// [`EXEC_MODULE_SCRIPT`] the same way. Checks each node's log of each
 /// run: its scan (the program's exit status included) and the line that
 /// says the program did its work.
-fn exec_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
+fn exec_test(images: &Images, logs: &Path, selftest: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "exec")?;
     let program = logs.join("hello_cluster");
     compile_exec_example(&program)?;
     let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])?;
-    run_own_program(images, &logs, &hello, counts, |log| {
+    let _ = run_own_program(images, &logs, &hello, counts, |log| {
         read_back_message(log, EXEC_MESSAGE)
             .then_some(())
             .ok_or_else(|| {
                 format!("hello_cluster did not print that it read back \"{EXEC_MESSAGE}\"")
             })
     })?;
+    let selftests = user_cluster::ProgramArchive::new(selftest, &[])?;
+    // On the cluster nothing is skipped: a skip means the tests did not find it.
+    let none_skipped = |log: &str| match tap::Report::parse(log).skipped() {
+        0 => Ok(()),
+        skipped => Err(format!("{skipped} selftests skipped")),
+    };
+    for (name, log) in run_own_program(images, &logs, &selftests, counts, none_skipped)? {
+        counts.tap(&format!("{name} {SELFTEST_NAME}"), &log);
+    }
     if kernel::modules_archive(&images.kernel).is_some() {
         let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])?;
-        run_own_program(images, &logs, &script, counts, |log| {
+        let _ = run_own_program(images, &logs, &script, counts, |log| {
             log.lines()
                 .any(|line| logscan::strip_timestamp(line) == EXEC_MODULE_DONE)
                 .then_some(())
@@ -1144,24 +1164,53 @@ fn exec_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> {
 
 /// Runs `archive` on [`EXEC_NODES`] VMs of `boot`, logging to the
 /// directory `<program>.logs` of `logs`; counts each node's log scan and `done`, which
-/// says whether the log shows the program's work done.
+/// says whether the log shows the program's work done. Returns each
+/// node's name and log.
 fn run_own_program(
     boot: &Images,
     logs: &Path,
     archive: &user_cluster::ProgramArchive,
     counts: &mut Tally,
     done: impl Fn(&str) -> Result<(), String>,
-) -> Result<()> {
+) -> Result<Vec<(String, String)>> {
     // Not the program's own name: the compiled example is there.
     let logs = phase_logs(logs, &format!("{}.logs", archive.name()))?;
     let run = user_cluster::run_program(boot, &logs, EXEC_NODES, archive, EXEC_TIMEOUT)?;
+    let mut node_logs = Vec::new();
     for node in &run.nodes {
         let log = read_log(&node.log);
         counts.scan(&node.name, &log);
         counts.check_result(&node.name, done(&log));
+        node_logs.push((node.name.clone(), log));
     }
     counts.waited(run.waited);
-    Ok(())
+    Ok(node_logs)
+}
+
+/// The selftests of the system calls, in the kernel tree the series made.
+const SELFTEST_SOURCE: &str = "tools/testing/selftests/lite/lite_test.c";
+/// Their program's name.
+const SELFTEST_NAME: &str = "lite_test";
+
+/// Compiles [`SELFTEST_SOURCE`] of the kernel tree as its kselftest
+/// Makefile does (`-O2 -Wall`, here with `-Werror`), against the tree's
+/// exported UAPI headers, into `logs`.
+fn build_selftest(cache: &Cache, kernel_src: Option<&Path>, logs: &Path) -> Result<PathBuf> {
+    let headers = kernel::export_headers(cache, kernel_src)?;
+    let source = source::prepare(cache, kernel_src)?
+        .dir
+        .join(SELFTEST_SOURCE);
+    let program = logs.join(SELFTEST_NAME);
+    process::output(
+        Command::new("cc")
+            .args(["-O2", "-Wall", "-Werror", "-isystem"])
+            .arg(headers)
+            .arg("-o")
+            .arg(&program)
+            .arg(&source),
+    )
+    .with_context(|| format!("cannot compile {}", source.display()))?;
+    Ok(program)
 }
 
 /// `cc -O2 -Wall -Wextra -Werror -I userspace/include -o program EXAMPLE`.
