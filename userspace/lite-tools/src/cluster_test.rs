@@ -43,7 +43,7 @@ pub(crate) mod io;
 mod kernel_api;
 mod membership_auth;
 mod memory_ops;
-mod privilege;
+pub(crate) mod privilege;
 mod processes;
 mod quotas;
 mod round_labels;

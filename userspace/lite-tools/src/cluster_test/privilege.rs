@@ -34,7 +34,9 @@ use std::process::{Child, Command, Stdio};
 use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
-use super::processes::{child_plan, collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND};
+use super::processes::{
+    child_args, child_plan, collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND,
+};
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
 };
@@ -69,32 +71,12 @@ struct Probe {
     password: u64,
 }
 
-impl Probe {
-    /// The child's command line after [`CHILD_SUBCOMMAND`].
-    fn to_args(self) -> Vec<String> {
-        vec![
-            KIND.to_string(),
-            self.cm.to_string(),
-            self.me.to_string(),
-            self.target.to_string(),
-            self.password.to_string(),
-        ]
-    }
-
-    /// The inverse of [`Probe::to_args`], given what follows [`KIND`].
-    fn from_args(args: &[String]) -> Result<Probe, String> {
-        let [cm, me, target, password] = args else {
-            return Err(format!("expected CM NODE TARGET PASSWORD, got {args:?}"));
-        };
-        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
-        Ok(Probe {
-            cm: cm.parse().map_err(|_| bad("manager address", cm))?,
-            me: me.parse().map_err(|_| bad("node", me))?,
-            target: target.parse().map_err(|_| bad("target node", target))?,
-            password: password.parse().map_err(|_| bad("password", password))?,
-        })
-    }
-}
+child_args!(Probe, KIND, "CM NODE TARGET PASSWORD", {
+    cm: "manager address",
+    me: "node",
+    target: "target node",
+    password: "password",
+});
 
 /// Checks, on a node that is a member, what a process without
 /// `CAP_NET_ADMIN` may do; reports as test points, then checks that the
@@ -371,6 +353,11 @@ fn credentials_of_user_and_group(uid: u32, gid: u32) -> Result<(), String> {
     if groups != 0 {
         return Err(format!("getgroups counts {groups} supplementary group(s)"));
     }
+    no_effective_capabilities()
+}
+
+/// Checks that this process has no effective capability left.
+pub(crate) fn no_effective_capabilities() -> Result<(), String> {
     let status =
         fs::read_to_string("/proc/self/status").map_err(|e| format!("/proc/self/status: {e}"))?;
     let effective = status

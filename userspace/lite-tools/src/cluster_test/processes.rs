@@ -115,6 +115,31 @@ pub(super) fn collect_with<R: BufRead>(
     points
 }
 
+/// Gives `$plan`, a struct whose fields print and parse, its command line
+/// after the child subcommand (`to_args`: `$kind`, then the fields) and
+/// back (`from_args`, given what follows `$kind`); `$usage` names the
+/// fields and each `$what` one of them, in the errors.
+macro_rules! child_args {
+    ($plan:ident, $kind:expr, $usage:literal, { $($field:ident: $what:literal),+ $(,)? }) => {
+        impl $plan {
+            fn to_args(self) -> Vec<String> {
+                vec![$kind.to_string(), $(self.$field.to_string()),+]
+            }
+
+            fn from_args(args: &[String]) -> Result<$plan, String> {
+                let [$($field),+] = args else {
+                    return Err(format!(concat!("expected ", $usage, ", got {:?}"), args));
+                };
+                let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
+                Ok($plan {
+                    $($field: $field.parse().map_err(|_| bad($what, $field))?,)+
+                })
+            }
+        }
+    };
+}
+pub(crate) use child_args;
+
 /// The plan of a child of `kind` from its `args` (which follow the child
 /// subcommand): `None` for another kind; `Some(Err(2))`, its exit status,
 /// when `parse` rejects the rest.

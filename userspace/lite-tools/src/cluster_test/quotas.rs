@@ -42,7 +42,7 @@ use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{barrier, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
-use super::processes::{child_plan, collect_with, finish, report_point, ChildPoints};
+use super::processes::{child_args, child_plan, collect_with, finish, report_point, ChildPoints};
 use super::{expect_no_alloc, target_name};
 use crate::cluster_test::Node;
 use crate::debugfs::quotas::{
@@ -120,32 +120,12 @@ struct UserPlan {
     password: u64,
 }
 
-impl UserPlan {
-    /// The child's command line after the child subcommand.
-    fn to_args(self) -> Vec<String> {
-        vec![
-            KIND.to_string(),
-            self.me.to_string(),
-            self.target.to_string(),
-            self.uid.to_string(),
-            self.password.to_string(),
-        ]
-    }
-
-    /// The inverse of [`UserPlan::to_args`], given what follows [`KIND`].
-    fn from_args(args: &[String]) -> Result<UserPlan, String> {
-        let [me, target, uid, password] = args else {
-            return Err(format!("expected NODE TARGET UID PASSWORD, got {args:?}"));
-        };
-        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
-        Ok(UserPlan {
-            me: me.parse().map_err(|_| bad("node", me))?,
-            target: target.parse().map_err(|_| bad("target node", target))?,
-            uid: uid.parse().map_err(|_| bad("uid", uid))?,
-            password: password.parse().map_err(|_| bad("password", password))?,
-        })
-    }
-}
+child_args!(UserPlan, KIND, "NODE TARGET UID PASSWORD", {
+    me: "node",
+    target: "target node",
+    uid: "uid",
+    password: "password",
+});
 
 /// `size` in KiB, for descriptions.
 fn kib(size: u64) -> String {

@@ -109,17 +109,7 @@ fn check_unprivileged() -> Result<(), String> {
     if ids != [NOBODY; 4] {
         return Err(format!("uid, euid, gid, egid are {ids:?}"));
     }
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("/proc/self/status: {e}"))?;
-    let effective = status
-        .lines()
-        .find_map(|line| line.strip_prefix("CapEff:"))
-        .map(str::trim)
-        .ok_or("/proc/self/status has no CapEff line")?;
-    match u64::from_str_radix(effective, 16) {
-        Ok(0) => Ok(()),
-        _ => Err(format!("effective capabilities {effective}")),
-    }
+    crate::cluster_test::privilege::no_effective_capabilities()
 }
 
 /// What the unprivileged process needs.

@@ -27,12 +27,14 @@
 //! as [`super::super::processes`] describes), and processes of the model
 //! on a kernel model ([`Kernel::process_of_user_and_group`]).
 
+use std::fmt;
 use std::io::Write;
 use std::net::Ipv4Addr;
+use std::str::FromStr;
 
 use lite::sys::CM_DEFAULT_PORT;
 
-use super::super::processes::{child_plan, report_point};
+use super::super::processes::{child_args, child_plan, report_point};
 use super::{credentials_of_user_and_group, in_child, ChildPoints, NOBODY};
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
@@ -56,20 +58,25 @@ enum Verdict {
     Refused,
 }
 
-impl Verdict {
-    /// Its name on the child's command line.
-    fn name(self) -> &'static str {
-        match self {
+/// Its name on the child's command line.
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
             Verdict::Admitted => "admitted",
             Verdict::Refused => "refused",
-        }
+        })
     }
+}
+
+impl FromStr for Verdict {
+    type Err = ();
 
     /// The verdict named `name`.
-    fn from_name(name: &str) -> Option<Verdict> {
+    fn from_str(name: &str) -> Result<Verdict, ()> {
         [Verdict::Admitted, Verdict::Refused]
             .into_iter()
-            .find(|verdict| verdict.name() == name)
+            .find(|verdict| verdict.to_string() == name)
+            .ok_or(())
     }
 }
 
@@ -84,30 +91,11 @@ struct GroupProbe {
     verdict: Verdict,
 }
 
-impl GroupProbe {
-    /// The child's command line after the child subcommand.
-    fn to_args(self) -> Vec<String> {
-        vec![
-            KIND.to_string(),
-            self.cm.to_string(),
-            self.gid.to_string(),
-            self.verdict.name().to_string(),
-        ]
-    }
-
-    /// The inverse of [`GroupProbe::to_args`], given what follows [`KIND`].
-    fn from_args(args: &[String]) -> Result<GroupProbe, String> {
-        let [cm, gid, verdict] = args else {
-            return Err(format!("expected CM GID VERDICT, got {args:?}"));
-        };
-        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
-        Ok(GroupProbe {
-            cm: cm.parse().map_err(|_| bad("manager address", cm))?,
-            gid: gid.parse().map_err(|_| bad("group", gid))?,
-            verdict: Verdict::from_name(verdict).ok_or_else(|| bad("verdict", verdict))?,
-        })
-    }
-}
+child_args!(GroupProbe, KIND, "CM GID VERDICT", {
+    cm: "manager address",
+    gid: "group",
+    verdict: "verdict",
+});
 
 /// Checks the administrators' group on member node `me`, whose manager
 /// is `cm` (see the module comment); reports as test points.
@@ -345,6 +333,7 @@ mod tests {
     use libc::c_long;
 
     use super::*;
+    use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -401,11 +390,7 @@ mod tests {
 
     #[test]
     fn a_kernel_ignoring_the_group_is_caught() {
-        let defects = Defects {
-            ignore_admin_group: true,
-            ..Defects::default()
-        };
-        let output = output_of(&member(defects));
+        let output = output_of(&member(defects_with(|d| d.ignore_admin_group = true)));
         assert_eq!(
             failed(&output),
             [
@@ -422,11 +407,7 @@ mod tests {
 
     #[test]
     fn a_kernel_admitting_everyone_is_caught() {
-        let defects = Defects {
-            join_without_privilege: true,
-            ..Defects::default()
-        };
-        let output = output_of(&member(defects));
+        let output = output_of(&member(defects_with(|d| d.join_without_privilege = true)));
         let failures = failed(&output)
             .into_iter()
             .map(|line| line.split_once(" - ").map_or(line, |(_, what)| what))
