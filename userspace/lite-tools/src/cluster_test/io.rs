@@ -10,7 +10,7 @@ use lite::sys::{LiteStats, PRIORITY_NONE};
 
 use crate::deadline::{interrupt_at, Deadline};
 use crate::errno::{describe_result, errno_name, expect_errno, expect_zero};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, Region};
 use crate::tap::Tap;
 
 use super::round_labels;
@@ -138,6 +138,18 @@ pub fn check_errno<W: Write>(tap: &mut Tap<W>, what: &str, ret: c_long, errno: i
 /// Reports the point `description`: whether `ret` is 0.
 pub fn check_zero<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> bool {
     tap.check(description, expect_zero(ret))
+}
+
+/// Frees `lmr`, if there is one, as the point "node ME: free of WHAT".
+pub fn check_free<K: Kernel, W: Write>(
+    tap: &mut Tap<W>,
+    me: u32,
+    what: &str,
+    lmr: Option<Region<'_, K>>,
+) {
+    if let Some(lmr) = lmr {
+        tap.check(&format!("node {me}: free of {what}"), lmr.free());
+    }
 }
 
 /// A new handle (> 0) or a description of the result.

@@ -14,8 +14,8 @@ use lite::sys::{
 };
 
 use super::io::{
-    check_errno, check_zero, expect_async_read_errno, expect_async_write_errno, name_of, read_at,
-    read_vec, stats, write_ok, UserPages,
+    check_errno, check_free, check_zero, expect_async_read_errno, expect_async_write_errno,
+    name_of, read_at, read_vec, stats, write_ok, UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
 use crate::cluster_test::Node;
@@ -118,11 +118,8 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         copy_cases(kernel, tap, &mut lmrs);
     }
     for lmr in lmrs {
-        let label = lmr.label.clone();
-        tap.check(
-            &format!("node {me}: free of the memset/copy LMR on {label} returns 0"),
-            lmr.lmr.free(),
-        );
+        let what = format!("the memset/copy LMR on {} returns 0", lmr.label);
+        check_free(tap, me, &what, Some(lmr.lmr));
     }
     async_cases(kernel, tap, me, next, password);
     stats_cases(kernel, tap, me, next, password);
@@ -439,10 +436,7 @@ fn async_cases<K: Kernel, W: Write>(
     check_errno(tap, what, kernel.async_wait(op, ASYNC_NOWAIT), libc::EINVAL);
     let ret = kernel.fence();
     check_zero(tap, "fence with nothing outstanding returns 0", ret);
-    tap.check(
-        &format!("node {me}: free of the asynchronous I/O LMR returns 0"),
-        lmr.free(),
-    );
+    check_free(tap, me, "the asynchronous I/O LMR returns 0", Some(lmr));
 }
 
 fn stats_cases<K: Kernel, W: Write>(
@@ -765,10 +759,7 @@ fn bad_input<K: Kernel, W: Write>(
         "the rejected new calls left the probe LMR unchanged",
         unchanged,
     );
-    tap.check(
-        &format!("node {me}: free of the new calls' probe LMR returns 0"),
-        lmr.free(),
-    );
+    check_free(tap, me, "the new calls' probe LMR returns 0", Some(lmr));
 }
 
 /// `ret`, after releasing the handle it is if a call that must fail

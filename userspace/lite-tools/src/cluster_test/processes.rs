@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_NONE};
 
-use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages};
+use super::io::{
+    barrier, check_free, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages,
+};
 use super::password_of;
 use crate::cluster_test::Node;
 use crate::deadline::show;
@@ -307,12 +309,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     // Judged after every node's child is gone.
     barrier(kernel, tap, nodes, "the exiting children")?;
     check_if_real(tap, real, &case, outcome);
-    if let Ok(lmr) = published {
-        tap.check(
-            &format!("node {me}: free of the LMR the exiting child mapped"),
-            lmr.free(),
-        );
-    }
+    check_free(tap, me, "the LMR the exiting child mapped", published.ok());
     Ok(())
 }
 
@@ -428,12 +425,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         "every child process read the other regions",
     )?;
     check_if_real(tap, real, &case, outcome);
-    if let Some(lmr) = shared {
-        tap.check(
-            &format!("node {me}: free of the LMR shared by child processes"),
-            lmr.free(),
-        );
-    }
+    check_free(tap, me, "the LMR shared by child processes", shared);
     Ok(())
 }
 

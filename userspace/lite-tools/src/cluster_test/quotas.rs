@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use libc::c_long;
 use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
-use super::io::{barrier, handle_of, name_of, InStep, UserPages};
+use super::io::{barrier, check_free, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
 use super::processes::{child_args, child_plan, collect_with, finish, report_point, ChildPoints};
 use super::{expect_no_alloc, target_name};
@@ -1045,12 +1045,8 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
         &point,
         Region::alloc(kernel, server, SERVING_LIMIT, 0, password).and_then(Region::free),
     );
-    if let Ok(held) = held {
-        tap.check(
-            &format!("node {me}: free of the {} LMR on node {server}", kib(HALF)),
-            held.free(),
-        );
-    }
+    let what = format!("the {} LMR on node {server}", kib(HALF));
+    check_free(tap, me, &what, held.ok());
     barrier(kernel, tap, nodes, "the serving limit case")
 }
 

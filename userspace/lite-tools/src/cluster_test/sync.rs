@@ -23,8 +23,8 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, check_errno, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec,
-    stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
+    barrier, check_errno, check_free, enter_barrier, handle_of, name_of, out_of_step, outcome_of,
+    read_vec, stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
 use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
 use super::rpc::Blocker;
@@ -373,9 +373,7 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     if let Ok((handle, _)) = mapped {
         kernel.umap_lmr(handle);
     }
-    if let Some(Some(lmr)) = owned {
-        tap.check(&format!("node {me}: free of the counter LMR"), lmr.free());
-    }
+    check_free(tap, me, "the counter LMR", owned.flatten());
     Ok(())
 }
 
@@ -562,18 +560,8 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     if let Ok(handle) = shared {
         kernel.umap_lmr(handle);
     }
-    if let Ok(lmr) = local {
-        tap.check(
-            &format!("node {me}: free of this node's atomic LMR"),
-            lmr.free(),
-        );
-    }
-    if let Some(Some(lmr)) = owned {
-        tap.check(
-            &format!("node {me}: free of the shared atomic LMR"),
-            lmr.free(),
-        );
-    }
+    check_free(tap, me, "this node's atomic LMR", local.ok());
+    check_free(tap, me, "the shared atomic LMR", owned.flatten());
     Ok(())
 }
 
@@ -671,12 +659,7 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     if let Ok(handle) = mapping {
         kernel.umap_lmr(handle);
     }
-    if let Some(Some(lmr)) = owned {
-        tap.check(
-            &format!("node {me}: free of the LMR of the barrier rounds"),
-            lmr.free(),
-        );
-    }
+    check_free(tap, me, "the LMR of the barrier rounds", owned.flatten());
     Ok(())
 }
 
@@ -1172,12 +1155,8 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         registered.and_then(|ret| expect_errno(ret, libc::EINVAL)),
     );
     for (name, region) in [("ATOMIC", atomic), ("plain", plain)] {
-        if let Ok(lmr) = region {
-            tap.check(
-                &format!("node {me}: free of the {name} LMR of the bad atomics"),
-                lmr.free(),
-            );
-        }
+        let what = format!("the {name} LMR of the bad atomics");
+        check_free(tap, me, &what, region.ok());
     }
 
     let absent = MAX_NODES - 1;
