@@ -486,13 +486,7 @@ mod tests {
             target: 1,
             password: password_of(3),
         };
-        let args = probe.to_args();
-        assert_eq!(args[0], KIND);
-        assert_eq!(Probe::from_args(&args[1..]), Ok(probe));
-        assert!(Probe::from_args(&args[1..4]).is_err());
-        let mut bad = args[1..].to_vec();
-        bad[0] = "localhost".into();
-        assert!(Probe::from_args(&bad).is_err());
+        probe.assert_round_trip(0, "localhost");
     }
 
     #[test]

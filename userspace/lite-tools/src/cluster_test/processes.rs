@@ -137,6 +137,20 @@ macro_rules! child_args {
                     $($field: $field.parse().map_err(|_| bad($what, $field))?,)+
                 })
             }
+
+            /// Asserts that the plan comes back from its command line,
+            /// and that one field fewer, or `bad` as field `field`, does
+            /// not parse.
+            #[cfg(test)]
+            fn assert_round_trip(self, field: usize, bad: &str) {
+                let args = self.to_args();
+                assert_eq!(args[0], $kind);
+                assert_eq!($plan::from_args(&args[1..]), Ok(self));
+                assert!($plan::from_args(&args[1..args.len() - 1]).is_err());
+                let mut wrong = args[1..].to_vec();
+                wrong[field] = bad.into();
+                assert!($plan::from_args(&wrong).is_err());
+            }
         }
     };
 }
@@ -435,22 +449,16 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if kernel.spawns_processes() {
         limit_child_time();
     }
-    if let Some(status) = super::rpc::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::sync::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::membership_auth::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::privilege::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::quotas::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::stress::child_main(kernel, args) {
+    // The cases with children of their own kinds, each `None` for others.
+    let cases: [fn(&K, &[String]) -> Option<i32>; 6] = [
+        super::rpc::child_main,
+        super::sync::child_main,
+        super::membership_auth::child_main,
+        super::privilege::child_main,
+        super::quotas::child_main,
+        super::stress::child_main,
+    ];
+    if let Some(status) = cases.iter().find_map(|case| case(kernel, args)) {
         return status;
     }
     let say = |line: String| crate::say(format_args!("{line}"));

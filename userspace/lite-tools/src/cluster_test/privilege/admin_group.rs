@@ -450,24 +450,15 @@ mod tests {
             .process_of_user_and_group(NOBODY, 4302)
             .expect("the model has one");
         let outsider = kernel.process_of_user(NOBODY).expect("the model has one");
-        let errno = |written: Option<std::io::Result<()>>| {
-            written
-                .and_then(|result| result.err())
-                .and_then(|e| e.raw_os_error())
+        // A write to debugfs that must fail with `errno`.
+        let refused = |written: Option<std::io::Result<()>>, errno| {
+            let got = written.and_then(|result| result.err());
+            assert_eq!(got.and_then(|e| e.raw_os_error()), Some(errno));
         };
         assert_eq!(process.leave(0), -c_long::from(libc::EPERM));
-        assert_eq!(
-            errno(process.write_debugfs("qos_enabled", "0\n")),
-            Some(libc::EPERM)
-        );
-        assert_eq!(
-            errno(kernel.write_debugfs(ADMIN_GROUP_FILE, "x\n")),
-            Some(libc::EINVAL)
-        );
-        assert_eq!(
-            errno(process.write_debugfs(ADMIN_GROUP_FILE, "x\n")),
-            Some(libc::EINVAL)
-        );
+        refused(process.write_debugfs("qos_enabled", "0\n"), libc::EPERM);
+        refused(kernel.write_debugfs(ADMIN_GROUP_FILE, "x\n"), libc::EINVAL);
+        refused(process.write_debugfs(ADMIN_GROUP_FILE, "x\n"), libc::EINVAL);
         assert!(matches!(
             kernel.write_debugfs(ADMIN_GROUP_FILE, "4302"),
             Some(Ok(()))
@@ -477,15 +468,9 @@ mod tests {
             process.write_debugfs("qos_enabled", "0\n"),
             Some(Ok(()))
         ));
-        assert_eq!(
-            errno(outsider.write_debugfs("qos_enabled", "1\n")),
-            Some(libc::EPERM)
-        );
+        refused(outsider.write_debugfs("qos_enabled", "1\n"), libc::EPERM);
         // Members may not hand the group on.
-        assert_eq!(
-            errno(process.write_debugfs(ADMIN_GROUP_FILE, "1\n")),
-            Some(libc::EPERM)
-        );
+        refused(process.write_debugfs(ADMIN_GROUP_FILE, "1\n"), libc::EPERM);
         assert_eq!(outsider.leave(0), -c_long::from(libc::EPERM));
         assert_eq!(process.leave(0), 0);
         assert_eq!(kernel.get_total_node(), 2);
@@ -500,13 +485,7 @@ mod tests {
             gid: 4303,
             verdict: Verdict::Admitted,
         };
-        let args = probe.to_args();
-        assert_eq!(args[0], KIND);
-        assert_eq!(GroupProbe::from_args(&args[1..]), Ok(probe));
-        assert!(GroupProbe::from_args(&args[1..3]).is_err());
-        let mut bad = args[1..].to_vec();
-        bad[2] = "maybe".into();
-        assert!(GroupProbe::from_args(&bad).is_err());
+        probe.assert_round_trip(2, "maybe");
         let refused = GroupProbe {
             verdict: Verdict::Refused,
             ..probe
