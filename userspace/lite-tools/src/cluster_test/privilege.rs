@@ -327,7 +327,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
 
 /// Whether this process runs as user and group `id` (which is how it was
 /// started), with nothing left of root's privilege.
-pub(super) fn credentials_of(id: u32) -> Result<(), String> {
+pub(crate) fn credentials_of(id: u32) -> Result<(), String> {
     credentials_of_user_and_group(id, id)
 }
 
@@ -353,11 +353,6 @@ fn credentials_of_user_and_group(uid: u32, gid: u32) -> Result<(), String> {
     if groups != 0 {
         return Err(format!("getgroups counts {groups} supplementary group(s)"));
     }
-    no_effective_capabilities()
-}
-
-/// Checks that this process has no effective capability left.
-pub(crate) fn no_effective_capabilities() -> Result<(), String> {
     let status =
         fs::read_to_string("/proc/self/status").map_err(|e| format!("/proc/self/status: {e}"))?;
     let effective = status
