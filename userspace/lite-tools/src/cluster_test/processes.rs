@@ -450,8 +450,8 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
         limit_child_time();
     }
     // The cases with children of their own kinds, each `None` for others.
-    let cases: [fn(&K, &[String]) -> Option<i32>; 6] = [
-        super::rpc::child_main,
+    let cases = [
+        super::rpc::child_main::<K>,
         super::sync::child_main,
         super::membership_auth::child_main,
         super::privilege::child_main,

@@ -277,26 +277,18 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(COUNTER_NAME, OWNER);
-    let owned = (me == OWNER).then(|| {
-        let outcome = (|| -> Result<Region<'_, K>, String> {
-            let lock = create_lock(kernel, OWNER)?;
-            let lmr = Region::alloc(kernel, OWNER, 4096, 0, pw)?;
-            lmr.write(COUNTER_OFFSET, &0u64.to_le_bytes(), PRIORITY_NONE)?;
-            lmr.write(
-                LOCK_NUMBER_OFFSET,
-                &u64::from(lock.number).to_le_bytes(),
-                PRIORITY_NONE,
-            )?;
-            expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
-                .map_err(|e| format!("add_ask_mr_table: {e}"))?;
-            Ok(lmr)
-        })();
-        let point = format!(
-            "node {me}: create_lock(node {me}) and a published counter LMR holding its number"
-        );
-        tap.check(&point, outcome.as_ref().map(drop).map_err(Clone::clone));
-        outcome.ok()
-    });
+    let point =
+        format!("node {me}: create_lock(node {me}) and a published counter LMR holding its number");
+    let make = || {
+        let lock = create_lock(kernel, OWNER)?;
+        let lmr = Region::alloc(kernel, OWNER, 4096, 0, pw)?;
+        lmr.write(COUNTER_OFFSET, &0u64.to_le_bytes(), PRIORITY_NONE)?;
+        let number = u64::from(lock.number).to_le_bytes();
+        lmr.write(LOCK_NUMBER_OFFSET, &number, PRIORITY_NONE)?;
+        Ok(lmr)
+    };
+    let published = (name, PERM_READ | PERM_WRITE);
+    let owned = owner_publishes(kernel, tap, (me, point), published, make);
     barrier(kernel, tap, nodes, "publishing the locked counter")?;
 
     let real = kernel.spawns_processes();
@@ -373,8 +365,29 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     if let Ok((handle, _)) = mapped {
         kernel.umap_lmr(handle);
     }
-    check_free(tap, me, "the counter LMR", owned.flatten());
+    check_free(tap, me, "the counter LMR", owned);
     Ok(())
+}
+
+/// On [`OWNER`] only: the LMR `make` gives, published as `name` with
+/// `perms` and reported as `point`; `None` elsewhere or on failure.
+fn owner_publishes<'k, K: Kernel, W: Write>(
+    kernel: &'k K,
+    tap: &mut Tap<W>,
+    (me, point): (u32, String),
+    (name, perms): (u64, u64),
+    make: impl FnOnce() -> Result<Region<'k, K>, String>,
+) -> Option<Region<'k, K>> {
+    if me != OWNER {
+        return None;
+    }
+    let outcome = make().and_then(|lmr| {
+        let ret = kernel.add_ask_mr_table(name, lmr.handle(), perms, password_of(OWNER));
+        expect_zero(ret).map_err(|e| format!("add_ask_mr_table: {e}"))?;
+        Ok(lmr)
+    });
+    tap.check(&point, outcome.as_ref().map(drop).map_err(Clone::clone));
+    outcome.ok()
 }
 
 /// The outcome of a child's points: all passed, and `expected` of them.
@@ -394,22 +407,10 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(ATOMIC_NAME, OWNER);
-    let owned = (me == OWNER).then(|| {
-        let outcome = Region::alloc(kernel, OWNER, 8, ALLOC_ATOMIC, pw).and_then(|lmr| {
-            expect_zero(kernel.add_ask_mr_table(
-                name,
-                lmr.handle(),
-                PERM_READ | PERM_WRITE | PERM_ATOMIC,
-                pw,
-            ))
-            .map_err(|e| format!("add_ask_mr_table: {e}"))
-            .map(|()| lmr)
-        });
-        tap.check(
-            &format!("node {me}: an 8 B ATOMIC LMR allocated and published with ATOMIC"),
-            outcome.as_ref().map(drop).map_err(Clone::clone),
-        );
-        outcome.ok()
+    let point = format!("node {me}: an 8 B ATOMIC LMR allocated and published with ATOMIC");
+    let published = (name, PERM_READ | PERM_WRITE | PERM_ATOMIC);
+    let owned = owner_publishes(kernel, tap, (me, point), published, || {
+        Region::alloc(kernel, OWNER, 8, ALLOC_ATOMIC, pw)
     });
     let local = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me));
     barrier(kernel, tap, nodes, "publishing the atomic counter")?;
@@ -561,7 +562,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         kernel.umap_lmr(handle);
     }
     check_free(tap, me, "this node's atomic LMR", local.ok());
-    check_free(tap, me, "the shared atomic LMR", owned.flatten());
+    check_free(tap, me, "the shared atomic LMR", owned);
     Ok(())
 }
 
@@ -600,18 +601,10 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let pw = password_of(OWNER);
     let name = name_of(ROUNDS_NAME, OWNER);
     let bank = u64::from(nodes) * 8;
-    let owned = (me == OWNER).then(|| {
-        let outcome = Region::alloc(kernel, OWNER, 2 * bank, 0, pw).and_then(|lmr| {
-            expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
-                .map_err(|e| format!("add_ask_mr_table: {e}"))
-                .map(|()| lmr)
-        });
-        tap.check(
-            &format!("node {me}: the LMR of the barrier rounds allocated and published"),
-            outcome.as_ref().map(drop).map_err(Clone::clone),
-        );
-        outcome.ok()
-    });
+    let point = format!("node {me}: the LMR of the barrier rounds allocated and published");
+    let make = || Region::alloc(kernel, OWNER, 2 * bank, 0, pw);
+    let published = (name, PERM_READ | PERM_WRITE);
+    let owned = owner_publishes(kernel, tap, (me, point), published, make);
     barrier(
         kernel,
         tap,
@@ -659,7 +652,7 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     if let Ok(handle) = mapping {
         kernel.umap_lmr(handle);
     }
-    check_free(tap, me, "the LMR of the barrier rounds", owned.flatten());
+    check_free(tap, me, "the LMR of the barrier rounds", owned);
     Ok(())
 }
 
