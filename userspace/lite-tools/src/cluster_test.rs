@@ -189,7 +189,7 @@ fn run_cases<K: Kernel, W: Write>(
         data_case(kernel, tap, me, case, Priority::None, password, &mut buffer);
     }
 
-    bad_input(kernel, tap, me, config, password);
+    bad_input(kernel, tap, config.cm, at);
     memory_ops::run(kernel, tap, at);
     // From here on every barrier checks that every node entered it at the
     // same point (not before: a leave the kernel wrongly let through in
@@ -543,14 +543,8 @@ fn range_round_trip<K: Kernel>(
 }
 
 /// Each invalid request must fail with its exact errno and change nothing.
-fn bad_input<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    config: &TestConfig,
-    password: u64,
-) {
-    let TestConfig { cm, nodes, .. } = *config;
+fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, cm: Ipv4Addr, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let target = next_node(me, nodes);
     let description = format!("allocate the {PROBE_SIZE} B probe LMR on node {target}");
     let Some(probe) = tap.check_value(
@@ -566,7 +560,7 @@ fn bad_input<K: Kernel, W: Write>(
     tap.check("fill the probe LMR", probe.write(0, &contents, none));
 
     bad_transfers(kernel, tap, &probe, password);
-    bad_allocations(kernel, tap, target, nodes, password);
+    bad_allocations(kernel, tap, at, target);
     use_after_free(kernel, tap, target, password);
     for num in [0, MAX_NODES + 1] {
         let ret = kernel.dist_barrier(num);
@@ -696,13 +690,8 @@ fn bad_transfers<K: Kernel, W: Write>(
     );
 }
 
-fn bad_allocations<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    target: u32,
-    nodes: u32,
-    password: u64,
-) {
+fn bad_allocations<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
+    let (nodes, password) = (at.nodes, at.password);
     let mut invalid = |what: &str, node, size, flags| {
         let ret = kernel.alloc_remote(node, size, flags, password);
         let point = format!("alloc_remote {what} returns -EINVAL");

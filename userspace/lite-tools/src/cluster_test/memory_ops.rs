@@ -121,10 +121,10 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         let what = format!("the memset/copy LMR on {} returns 0", lmr.label);
         check_free(tap, me, &what, Some(lmr.lmr));
     }
-    async_cases(kernel, tap, me, next, password);
-    stats_cases(kernel, tap, me, next, password);
+    async_cases(kernel, tap, at, next);
+    stats_cases(kernel, tap, at, next);
     large_spread(kernel, tap, at);
-    bad_input(kernel, tap, me, next, password);
+    bad_input(kernel, tap, at, next);
 }
 
 fn memset_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mirrored<'_, K>]) {
@@ -298,13 +298,8 @@ fn write_pieces_async<K: Kernel>(
     (ops, Ok(()))
 }
 
-fn async_cases<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    target: u32,
-    password: u64,
-) {
+fn async_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
+    let (me, password) = (at.me, at.password);
     let description =
         format!("node {me}: {OPS_LMR_SIZE} B LMR on node {target} for asynchronous I/O allocated");
     let Some(lmr) = tap.check_value(
@@ -439,13 +434,8 @@ fn async_cases<K: Kernel, W: Write>(
     check_free(tap, me, "the asynchronous I/O LMR returns 0", Some(lmr));
 }
 
-fn stats_cases<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    target: u32,
-    password: u64,
-) {
+fn stats_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
+    let (me, password) = (at.me, at.password);
     let outcome = (|| -> Result<(), String> {
         let before = stats(kernel)?;
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
@@ -617,13 +607,8 @@ fn checksum(mut sum: u64, data: &[u8]) -> u64 {
     sum
 }
 
-fn bad_input<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    target: u32,
-    password: u64,
-) {
+fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
+    let (me, password) = (at.me, at.password);
     let description = format!("node {me}: 4096 B probe LMR for the new calls' bad input allocated");
     let Some(lmr) = tap.check_value(
         &description,
