@@ -710,16 +710,18 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(error) => CLI.exit_with(&error),
     };
-    match run(&options) {
-        Ok(()) => {
-            say(format_args!("LITE-BENCH: ok"));
-            ExitCode::SUCCESS
-        }
-        Err(reason) => {
-            say(format_args!("LITE-BENCH: FAILED {reason}"));
-            ExitCode::FAILURE
-        }
-    }
+    let outcome = run(&options).map(|()| "LITE-BENCH: ok".to_string());
+    say_and_exit(outcome.map_err(|reason| format!("LITE-BENCH: FAILED {reason}")))
+}
+
+/// Says the line of `outcome`, and exits with success if it is `Ok`.
+fn say_and_exit(outcome: Result<String, String>) -> ExitCode {
+    let (line, code) = match outcome {
+        Ok(line) => (line, ExitCode::SUCCESS),
+        Err(line) => (line, ExitCode::FAILURE),
+    };
+    say(format_args!("{line}"));
+    code
 }
 
 fn run(options: &Options) -> Result<(), String> {
@@ -2146,16 +2148,11 @@ fn load_process(args: &[String]) -> ExitCode {
         Some((node, size)) if (1..=MAX_SIZE).contains(&size) => load(node, size),
         _ => Err(format!("usage: lite-bench {LOAD_SUBCOMMAND} NODE SIZE")),
     };
-    match outcome {
-        Ok(report) => {
-            say(format_args!("{}", report.line()));
-            ExitCode::SUCCESS
-        }
-        Err(reason) => {
-            say(format_args!("fail {reason}"));
-            ExitCode::FAILURE
-        }
-    }
+    say_and_exit(
+        outcome
+            .map(|report| report.line())
+            .map_err(|reason| format!("fail {reason}")),
+    )
 }
 
 /// Writes `size` bytes to an LMR on `node` at low priority, again and
