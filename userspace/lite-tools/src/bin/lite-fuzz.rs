@@ -35,6 +35,8 @@ fn parse_config(parsed: &Parsed) -> Result<FuzzConfig, ArgError> {
         Some(text) => parse_seed(text).map_err(|reason| invalid("seed", text, reason))?,
         None => seed_from_clock(),
     };
+    // How many processes or threads, 1 at the least.
+    let count = |name, default, max| in_range(name, parsed.optional(name, default)?, 1..=max);
     Ok(FuzzConfig {
         cm: parsed.required_with("cm", parse_cm_address)?,
         nodes: in_range("nodes", parsed.required("nodes")?, 1..=MAX_CLUSTER_NODES)?,
@@ -44,16 +46,8 @@ fn parse_config(parsed: &Parsed) -> Result<FuzzConfig, ArgError> {
             1..=7 * 24 * 3600,
         )?,
         seed,
-        procs: in_range(
-            "procs",
-            parsed.optional("procs", DEFAULT_PROCS)?,
-            1..=MAX_FUZZ_PROCS,
-        )?,
-        threads: in_range(
-            "threads",
-            parsed.optional("threads", DEFAULT_THREADS)?,
-            1..=MAX_FUZZ_THREADS,
-        )?,
+        procs: count("procs", DEFAULT_PROCS, MAX_FUZZ_PROCS)?,
+        threads: count("threads", DEFAULT_THREADS, MAX_FUZZ_THREADS)?,
     })
 }
 
