@@ -568,14 +568,8 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, cm: Ipv4Addr, at
     }
     leave_with_unknown_flag(kernel, tap, me, cm);
 
-    pattern::poison(seed, 0, &mut contents);
-    let unchanged = probe
-        .read(0, &mut contents, none)
-        .and_then(|()| pattern::verify(seed, 0, &contents).map_err(|m| format!("changed: {m}")));
-    tap.check(
-        "the rejected writes left the probe LMR unchanged",
-        unchanged,
-    );
+    let outcome = io::unchanged(&probe, seed, &mut contents);
+    tap.check("the rejected writes left the probe LMR unchanged", outcome);
     tap.check("free the probe LMR", probe.free());
 }
 

@@ -11,6 +11,7 @@ use lite::sys::{LiteStats, PRIORITY_NONE};
 use crate::deadline::{interrupt_at, Deadline};
 use crate::errno::{describe_result, errno_name, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
+use crate::pattern;
 use crate::tap::Tap;
 
 use super::round_labels;
@@ -150,6 +151,14 @@ pub fn check_free<K: Kernel, W: Write>(
     if let Some(lmr) = lmr {
         tap.check(&format!("node {me}: free of {what}"), lmr.free());
     }
+}
+
+/// Whether `lmr` still holds the pattern of `seed`, read into `buf`
+/// (poisoned first, so that a read that stores nothing fails).
+pub fn unchanged<K: Kernel>(lmr: &Region<'_, K>, seed: u64, buf: &mut [u8]) -> Result<(), String> {
+    pattern::poison(seed, 0, buf);
+    lmr.read(0, buf, PRIORITY_NONE)?;
+    pattern::verify(seed, 0, buf).map_err(|m| format!("changed: {m}"))
 }
 
 /// A new handle (> 0) or a description of the result.
