@@ -28,6 +28,7 @@ use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NO
 use lite::Priority;
 
 use self::io::{check_errno, InStep};
+use crate::cluster_test::io::unless;
 use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
@@ -369,11 +370,9 @@ fn join<K: Kernel, W: Write>(
     let TestConfig { cm, nodes, .. } = *config;
     let description = format!("join {cm}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes}");
     let in_range = |id: u32| {
-        if (1..=nodes).contains(&id) {
-            Ok(())
-        } else {
-            Err(format!("got node id {id}; is --nodes right?"))
-        }
+        unless((1..=nodes).contains(&id), || {
+            format!("got node id {id}; is --nodes right?")
+        })
     };
     let me = if earlier_id > 0 {
         // Every case relies on the ids being 1..=N, whoever joined when.

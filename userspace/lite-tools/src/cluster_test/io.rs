@@ -161,6 +161,15 @@ pub fn unchanged<K: Kernel>(lmr: &Region<'_, K>, seed: u64, buf: &mut [u8]) -> R
     pattern::verify(seed, 0, buf).map_err(|m| format!("changed: {m}"))
 }
 
+/// A check's verdict: passed if `ok`, else failed for `why`.
+pub(crate) fn unless(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why())
+    }
+}
+
 /// A new handle (> 0) or a description of the result.
 pub fn handle_of(ret: c_long, what: &str) -> Result<u64, String> {
     match u64::try_from(ret) {

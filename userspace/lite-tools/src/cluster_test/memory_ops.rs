@@ -18,6 +18,7 @@ use super::io::{
     name_of, read_at, read_vec, stats, unchanged, write_ok, UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::deadline::{retry_while_busy, Deadline, Retried};
 use crate::errno::{describe_result, expect_zero};
@@ -492,11 +493,9 @@ fn stats_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, targ
     // SAFETY: `stats` is writable for its whole size; the kernel may write 8 B.
     let ret = unsafe { kernel.get_stats(&mut stats, 8) };
     let outcome = expect_zero(ret).and_then(|()| {
-        if stats.registrations == 0xdead {
-            Ok(())
-        } else {
-            Err(format!("wrote past 8 B: {stats:?}"))
-        }
+        unless(stats.registrations == 0xdead, || {
+            format!("wrote past 8 B: {stats:?}")
+        })
     });
     tap.check(
         "get_stats with size 8 returns 0 and writes only 8 B",

@@ -44,6 +44,7 @@ use super::io::{barrier, check_free, handle_of, name_of, InStep, UserPages};
 use super::privilege::{credentials_of, spawn_as};
 use super::processes::{child_args, child_plan, collect_with, finish, report_point, ChildPoints};
 use super::{expect_no_alloc, target_name};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
@@ -1019,11 +1020,9 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     barrier(kernel, tap, nodes, "allocating on the previous nodes").map_err(reset_limit)?;
     let served = served_before.and_then(|before| {
         let now = read_quotas(kernel)?.served_for(limited);
-        if now >= before + HALF {
-            Ok(())
-        } else {
-            Err(format!("it shows {now} B, before {before} B"))
-        }
+        unless(now >= before + HALF, || {
+            format!("it shows {now} B, before {before} B")
+        })
     });
     let point = format!("node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here", kib(HALF));
     tap.check(&point, served);

@@ -29,6 +29,7 @@ use super::io::{
 use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
 use super::rpc::Blocker;
 use super::{password_of, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
@@ -351,11 +352,9 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
         .map_err(Clone::clone)
         .and_then(|(handle, _)| {
             let value = read_u64(kernel, *handle, COUNTER_OFFSET, pw)?;
-            if value == expected {
-                Ok(())
-            } else {
-                Err(format!("it holds {value}: increments were lost"))
-            }
+            unless(value == expected, || {
+                format!("it holds {value}: increments were lost")
+            })
         });
     tap.check(
         &format!("node {me}: node {OWNER}'s locked counter holds exactly {expected} ({nodes} nodes x {per_node})"),
@@ -455,11 +454,9 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         olds.sort_unstable();
         let before = olds.len();
         olds.dedup();
-        if olds.len() == before {
-            Ok(())
-        } else {
-            Err(format!("{} duplicates", before - olds.len()))
-        }
+        unless(olds.len() == before, || {
+            format!("{} duplicates", before - olds.len())
+        })
     });
     let point = format!(
         "node {me}: the old values fetch_add returned from node {OWNER}'s LMR are all distinct"
@@ -468,11 +465,9 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     let sequence = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
         let mut olds: Vec<u64> = f.iter().map(|&(_, local)| local).collect();
         olds.sort_unstable();
-        if olds == (0..per_node).collect::<Vec<_>>() {
-            Ok(())
-        } else {
-            Err(format!("got {olds:?}"))
-        }
+        unless(olds == (0..per_node).collect::<Vec<_>>(), || {
+            format!("got {olds:?}")
+        })
     });
     let point = format!(
         "node {me}: fetch_add on this node's atomic LMR returned each of 0..{per_node} once"
@@ -546,11 +541,9 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     let succeeding = local.as_ref().map_err(Clone::clone).and_then(|lmr| {
         let old = compare_swp(kernel, lmr.handle(), per_node, 1000)?;
         let now = atomic_value(kernel, lmr.handle())?;
-        if (old, now) == (per_node, 1000) {
-            Ok(())
-        } else {
-            Err(format!("returned {old}, then the LMR held {now}"))
-        }
+        unless((old, now) == (per_node, 1000), || {
+            format!("returned {old}, then the LMR held {now}")
+        })
     });
     tap.check(
         &format!("node {me}: compare_swp({per_node} -> 1000) on this node's atomic LMR returns {per_node} and swaps"),
@@ -758,11 +751,9 @@ fn lock_order<K: Kernel, W: Write>(
         for entry in order {
             got.push(entry?);
         }
-        if got == (0..WAITERS).collect::<Vec<_>>() {
-            Ok(())
-        } else {
-            Err(format!("they got it in the order {got:?}"))
-        }
+        unless(got == (0..WAITERS).collect::<Vec<_>>(), || {
+            format!("they got it in the order {got:?}")
+        })
     });
     tap.check(
         &format!("node {me}: {WAITERS} waiters asking {STAGGER:?} apart get the lock in the order they asked once the holder unlocks"),

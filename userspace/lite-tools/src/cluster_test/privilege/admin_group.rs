@@ -36,6 +36,7 @@ use lite::sys::CM_DEFAULT_PORT;
 
 use super::super::processes::{child_args, child_plan, report_point};
 use super::{credentials_of_user_and_group, in_child, ChildPoints, NOBODY};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
 use crate::errno::{describe_error, errno_name, expect_errno};
@@ -119,11 +120,9 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm
     tap.check(
         &format!("node {me}: {ADMIN_GROUP_FILE} reads {NO_ADMIN_GROUP} (no group), its default"),
         original.clone().and_then(|gid| {
-            if gid == NO_ADMIN_GROUP {
-                Ok(())
-            } else {
-                Err(format!("it reads {gid} (put back at the end)"))
-            }
+            unless(gid == NO_ADMIN_GROUP, || {
+                format!("it reads {gid} (put back at the end)")
+            })
         }),
     );
     tap.check(
