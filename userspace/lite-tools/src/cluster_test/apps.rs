@@ -127,8 +127,9 @@ pub(super) fn run<K: Kernel, W: Write>(
         barrier(kernel, tap, nodes, app.what)?;
         // The options of a transport, then the application's own.
         let run = |transport: String| {
-            let args = transport.split_whitespace().chain(app.args.split_whitespace());
-            run_and_judge(app.program, &args.map(String::from).collect::<Vec<_>>())
+            let args = format!("{transport} {}", app.args);
+            let args: Vec<String> = args.split_whitespace().map(String::from).collect();
+            run_and_judge(app.program, &args)
         };
         let lite = run(format!("--transport lite --cm {cm} --nodes {nodes}"));
         let point = |transport: &str| {
