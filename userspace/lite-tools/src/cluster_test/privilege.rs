@@ -312,17 +312,23 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
         Ok(probe) => probe,
         Err(status) => return Some(status),
     };
-    let mut points = vec![(
-        format!(
-            "runs as uid {NOBODY} and gid {NOBODY} with no supplementary group and no effective capability"
-        ),
-        credentials_of(NOBODY),
-    )];
-    points.extend(unprivileged_calls(kernel, probe));
+    report_as_user((NOBODY, NOBODY), || unprivileged_calls(kernel, probe));
+    Some(0)
+}
+
+/// Reports, as a child started as user `uid` and group `gid`, that it
+/// runs as them with nothing of root's privilege left, then the points
+/// of its `calls`, made after that check.
+pub(super) fn report_as_user((uid, gid): (u32, u32), calls: impl FnOnce() -> ChildPoints) {
+    let credentials = credentials_of_user_and_group(uid, gid);
+    let points = calls();
+    let what = format!(
+        "runs as uid {uid} and gid {gid} with no supplementary group and no effective capability"
+    );
+    report_point(&what, credentials);
     for (what, outcome) in points {
         report_point(&what, outcome);
     }
-    Some(0)
 }
 
 /// Whether this process runs as user and group `id` (which is how it was

@@ -41,8 +41,8 @@ use libc::c_long;
 use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{barrier, check_free, handle_of, name_of, InStep, UserPages};
-use super::privilege::{credentials_of, spawn_as};
-use super::processes::{child_args, child_plan, collect_with, finish, report_point, ChildPoints};
+use super::privilege::{report_as_user, spawn_as};
+use super::processes::{child_args, child_plan, collect_with, finish, ChildPoints};
 use super::{expect_no_alloc, target_name};
 use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
@@ -499,16 +499,15 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
         Ok(plan) => plan,
         Err(status) => return Some(status),
     };
-    let uid = plan.uid;
-    let mut points = vec![(
-        format!("runs as uid {uid} and gid {uid} with no supplementary group and no effective capability"),
-        credentials_of(uid),
-    )];
-    let (calls, held) = user_calls(kernel, plan);
-    points.extend(calls);
-    for (what, outcome) in points {
-        report_point(&what, outcome);
-    }
+    let mut kept = None;
+    report_as_user((plan.uid, plan.uid), || {
+        let (calls, held) = user_calls(kernel, plan);
+        kept = Some(held);
+        calls
+    });
+    let Some(held) = kept else {
+        return Some(1);
+    };
     crate::say(format_args!("{HOLDS} {}", held.usage));
     crate::say(format_args!("ready"));
     let mut line = String::new();

@@ -34,8 +34,8 @@ use std::str::FromStr;
 
 use lite::sys::CM_DEFAULT_PORT;
 
-use super::super::processes::{child_args, child_plan, report_point};
-use super::{credentials_of_user_and_group, in_child, ChildPoints, NOBODY};
+use super::super::processes::{child_args, child_plan};
+use super::{in_child, report_as_user, ChildPoints, NOBODY};
 use crate::cluster_test::io::unless;
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
@@ -313,17 +313,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
         Ok(probe) => probe,
         Err(status) => return Some(status),
     };
-    let gid = probe.gid;
-    let mut points = vec![(
-        format!(
-            "runs as uid {NOBODY} and gid {gid} with no supplementary group and no effective capability"
-        ),
-        credentials_of_user_and_group(NOBODY, gid),
-    )];
-    points.extend(group_calls(kernel, probe));
-    for (what, outcome) in points {
-        report_point(&what, outcome);
-    }
+    report_as_user((NOBODY, probe.gid), || group_calls(kernel, probe));
     Some(0)
 }
 
