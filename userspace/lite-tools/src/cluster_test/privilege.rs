@@ -35,7 +35,7 @@ use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
 use super::processes::{
-    child_args, child_plan, collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND,
+    child_args, collect, finish, report_point, run_child, ChildPoints, CHILD_SUBCOMMAND,
 };
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
@@ -308,12 +308,10 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     if let Some(status) = admin_group::child_main(kernel, args) {
         return Some(status);
     }
-    let probe = match child_plan(args, KIND, Probe::from_args)? {
-        Ok(probe) => probe,
-        Err(status) => return Some(status),
-    };
-    report_as_user((NOBODY, NOBODY), || unprivileged_calls(kernel, probe));
-    Some(0)
+    run_child(args, KIND, Probe::from_args, |probe| {
+        report_as_user((NOBODY, NOBODY), || unprivileged_calls(kernel, probe));
+        0
+    })
 }
 
 /// Reports, as a child started as user `uid` and group `gid`, that it

@@ -156,22 +156,26 @@ macro_rules! child_args {
 }
 pub(crate) use child_args;
 
-/// The plan of a child of `kind` from its `args` (which follow the child
-/// subcommand): `None` for another kind; `Some(Err(2))`, its exit status,
-/// when `parse` rejects the rest.
-pub(super) fn child_plan<T>(
+/// Runs a child of `kind` on the plan `parse` makes of its `args` (which
+/// follow the child subcommand); its exit status: `body`'s, or 2 when
+/// `parse` rejects the rest. `None` for another kind.
+pub(super) fn run_child<T>(
     args: &[String],
     kind: &str,
     parse: impl FnOnce(&[String]) -> Result<T, String>,
-) -> Option<Result<T, i32>> {
+    body: impl FnOnce(T) -> i32,
+) -> Option<i32> {
     let (first, rest) = args.split_first()?;
     if first != kind {
         return None;
     }
-    Some(parse(rest).map_err(|reason| {
-        eprintln!("{kind}: {reason}");
-        2
-    }))
+    Some(match parse(rest) {
+        Ok(plan) => body(plan),
+        Err(reason) => {
+            eprintln!("{kind}: {reason}");
+            2
+        }
+    })
 }
 
 pub(super) fn finish(mut child: Child) -> Result<(), String> {

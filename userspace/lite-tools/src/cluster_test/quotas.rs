@@ -42,7 +42,7 @@ use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
 use super::io::{barrier, check_free, handle_of, name_of, InStep, UserPages};
 use super::privilege::{report_as_user, spawn_as};
-use super::processes::{child_args, child_plan, collect_with, finish, ChildPoints};
+use super::processes::{child_args, collect_with, finish, run_child, ChildPoints};
 use super::{expect_no_alloc, target_name};
 use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
@@ -495,27 +495,25 @@ fn read_report<R: BufRead>(out: &mut R) -> (ChildPoints, Option<Result<Usage, St
 /// Entry point of the quota user's process: `args` follow the child
 /// subcommand. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let plan = match child_plan(args, KIND, UserPlan::from_args)? {
-        Ok(plan) => plan,
-        Err(status) => return Some(status),
-    };
-    let mut kept = None;
-    report_as_user((plan.uid, plan.uid), || {
-        let (calls, held) = user_calls(kernel, plan);
-        kept = Some(held);
-        calls
-    });
-    let Some(held) = kept else {
-        return Some(1);
-    };
-    crate::say(format_args!("{HOLDS} {}", held.usage));
-    crate::say(format_args!("ready"));
-    let mut line = String::new();
-    let _ = std::io::stdin().read_line(&mut line);
-    // The kernel releases everything at exit; the registered memory stays
-    // mapped until then.
-    std::mem::forget(held.pages);
-    Some(0)
+    run_child(args, KIND, UserPlan::from_args, |plan| {
+        let mut kept = None;
+        report_as_user((plan.uid, plan.uid), || {
+            let (calls, held) = user_calls(kernel, plan);
+            kept = Some(held);
+            calls
+        });
+        let Some(held) = kept else {
+            return 1;
+        };
+        crate::say(format_args!("{HOLDS} {}", held.usage));
+        crate::say(format_args!("ready"));
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        // The kernel releases everything at exit; the registered memory
+        // stays mapped until then.
+        std::mem::forget(held.pages);
+        0
+    })
 }
 
 /// What the quota user's process holds once its calls are done.

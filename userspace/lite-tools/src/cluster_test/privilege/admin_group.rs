@@ -34,7 +34,7 @@ use std::str::FromStr;
 
 use lite::sys::CM_DEFAULT_PORT;
 
-use super::super::processes::{child_args, child_plan};
+use super::super::processes::{child_args, run_child};
 use super::{in_child, report_as_user, ChildPoints, NOBODY};
 use crate::cluster_test::io::unless;
 use crate::cluster_test::join_with_text;
@@ -309,12 +309,10 @@ fn refused_write<K: Kernel>(kernel: &K, number: &str, errnos: &[i32]) -> Result<
 /// Entry point of a process started here: `args` follow the child
 /// subcommand. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let probe = match child_plan(args, KIND, GroupProbe::from_args)? {
-        Ok(probe) => probe,
-        Err(status) => return Some(status),
-    };
-    report_as_user((NOBODY, probe.gid), || group_calls(kernel, probe));
-    Some(0)
+    run_child(args, KIND, GroupProbe::from_args, |probe| {
+        report_as_user((NOBODY, probe.gid), || group_calls(kernel, probe));
+        0
+    })
 }
 
 #[cfg(test)]
