@@ -759,7 +759,7 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
-    use crate::tap::TapSummary;
+    use crate::tap::{failures, TapSummary};
 
     /// Small enough for unoptimised test builds, large enough for one
     /// multi-chunk LMR on the first target.
@@ -823,10 +823,6 @@ mod tests {
         let mut defects = Defects::default();
         set(&mut defects);
         defects
-    }
-
-    fn failures(output: &str) -> Vec<&str> {
-        output.lines().filter(|l| l.starts_with("not ok")).collect()
     }
 
     #[test]

@@ -462,7 +462,7 @@ mod tests {
             data_budget: 0,
         };
         let (output, _) = capture(|tap| run(&kernel, tap, 1, &config));
-        let failed: Vec<&str> = output.lines().filter(|l| l.starts_with("not ok")).collect();
+        let failed = crate::tap::failures(&output);
         assert!(
             failed[0].ends_with(
                 " - node 1: an unprivileged process (modelled) gets -EPERM from lite_leave(0)"

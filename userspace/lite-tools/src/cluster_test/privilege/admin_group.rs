@@ -322,6 +322,7 @@ mod tests {
     use super::*;
     use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::failures;
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
@@ -335,13 +336,6 @@ mod tests {
         crate::tap::capture(|tap| run(kernel, tap, 2, CM)).0
     }
 
-    fn failed(output: &str) -> Vec<&str> {
-        output
-            .lines()
-            .filter(|line| line.starts_with("not ok"))
-            .collect()
-    }
-
     fn admin_group(kernel: &FakeKernel) -> String {
         match kernel.read_debugfs(ADMIN_GROUP_FILE) {
             Some(Ok(text)) => text,
@@ -353,7 +347,7 @@ mod tests {
     fn members_pass_the_privilege_check_and_others_do_not() {
         let kernel = member(Defects::default());
         let output = output_of(&kernel);
-        assert!(failed(&output).is_empty(), "{output}");
+        assert!(failures(&output).is_empty(), "{output}");
         assert!(output.ends_with("1..14\n14 passed, 0 failed\n"), "{output}");
         for point in [
             "ok 1 - node 2: admin_group reads 4294967295 (no group), its default\n",
@@ -379,7 +373,7 @@ mod tests {
     fn a_kernel_ignoring_the_group_is_caught() {
         let output = output_of(&member(defects_with(|d| d.ignore_admin_group = true)));
         assert_eq!(
-            failed(&output),
+            failures(&output),
             [
                 "not ok 4 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EISCONN from lite_join(10.0.0.1, 18500, 1), having passed the privilege check on a member node",
                 "not ok 5 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EINVAL from lite_join(\"not-an-ip\"), having passed the privilege check",
@@ -395,7 +389,7 @@ mod tests {
     #[test]
     fn a_kernel_admitting_everyone_is_caught() {
         let output = output_of(&member(defects_with(|d| d.join_without_privilege = true)));
-        let failures = failed(&output)
+        let failures = failures(&output)
             .into_iter()
             .map(|line| line.split_once(" - ").map_or(line, |(_, what)| what))
             .collect::<Vec<_>>();
@@ -419,7 +413,7 @@ mod tests {
         ));
         let output = output_of(&kernel);
         assert_eq!(
-            failed(&output),
+            failures(&output),
             ["not ok 1 - node 2: admin_group reads 4294967295 (no group), its default"],
             "{output}"
         );
