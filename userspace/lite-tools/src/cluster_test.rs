@@ -835,46 +835,33 @@ mod tests {
                     failures(&output)
                 );
                 assert!(summary.passed > 200, "{output}");
-                let skips = output.matches("# SKIP").count();
-                let expected_skips = output
-                    .matches("# SKIP needs separate processes on the real kernel")
-                    .count();
-                let kernel_api_skips = if nodes > 1 {
-                    output
-                        .matches("# SKIP needs the real kernel's KUnit")
-                        .count()
-                } else {
-                    output.matches("# SKIP needs two nodes or more").count()
-                };
                 // The corrupt ring case's client (node 1) and server
                 // (node 2) skip it: the model injects no faults.
                 let corrupt_skips = usize::from(me <= 2);
-                let fault_skips = output
-                    .matches("# SKIP needs the real kernel's RPC fault injection")
-                    .count();
-                let device_skips = output
-                    .matches("# SKIP an in-memory model has no device to probe")
-                    .count();
-                let keyring_skips = output
-                    .matches("# SKIP needs the real kernel's keyrings")
-                    .count();
                 // A single node has nobody to limit on it.
-                let serving_skips = output
-                    .matches("# SKIP needs a second node to allocate on this one")
-                    .count();
-                assert_eq!(serving_skips, usize::from(nodes == 1), "{output}");
+                let serving_skips = usize::from(nodes == 1);
                 // The applications: 5 runs, each over LITE, TCP and alone.
                 let app_skips = 15;
-                assert_eq!(
-                    skips,
-                    26 + app_skips + corrupt_skips + serving_skips,
-                    "{output}"
-                );
-                assert_eq!(device_skips, 1, "{output}");
-                assert_eq!(keyring_skips, 3, "{output}");
-                assert_eq!(fault_skips, corrupt_skips, "{output}");
-                assert_eq!(expected_skips, 17 + app_skips, "{output}");
-                assert_eq!(kernel_api_skips, 5, "{output}");
+                let processes = 17 + app_skips;
+                let kernel_api = if nodes > 1 {
+                    "needs the real kernel's KUnit"
+                } else {
+                    "needs two nodes or more"
+                };
+                for (why, expected) in [
+                    ("needs separate processes on the real kernel", processes),
+                    (kernel_api, 5),
+                    ("needs the real kernel's RPC fault injection", corrupt_skips),
+                    ("an in-memory model has no device to probe", 1),
+                    ("needs the real kernel's keyrings", 3),
+                    ("needs a second node to allocate on this one", serving_skips),
+                ] {
+                    let skipped = output.matches(&format!("# SKIP {why}")).count();
+                    assert_eq!(skipped, expected, "{why}: {output}");
+                }
+                let skips = output.matches("# SKIP").count();
+                let expected = 26 + app_skips + corrupt_skips + serving_skips;
+                assert_eq!(skips, expected, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
                     assert!(output.contains(&format!("node {me} -> spread (node 0), ")));
