@@ -952,20 +952,21 @@ mod tests {
 
     #[test]
     fn window_drains_in_flight_operations_after_an_error() {
-        let engine = std::cell::RefCell::new(Engine::new());
-        engine.borrow_mut().fail_submit_at = Some(4);
-        assert_eq!(drive(&engine, 10, 4), Err("submit 4 failed".into()));
-        let e = engine.borrow();
-        assert!(e.in_flight.is_empty());
-        assert_eq!(e.log.join(" "), "s1 s2 s3 r1 r2 r3");
-        drop(e);
-
-        let engine = std::cell::RefCell::new(Engine::new());
-        engine.borrow_mut().fail_reap_of = Some(2);
-        assert_eq!(drive(&engine, 10, 3), Err("op 2 failed".into()));
-        let e = engine.borrow();
-        assert!(e.in_flight.is_empty());
-        assert_eq!(e.log.join(" "), "s1 s2 s3 r1 s4 r2 r3 r4");
+        // The submit or reap that fails, the depth, the error, the log.
+        for (fail_submit_at, fail_reap_of, depth, error, log) in [
+            (Some(4), None, 4, "submit 4 failed", "s1 s2 s3 r1 r2 r3"),
+            (None, Some(2), 3, "op 2 failed", "s1 s2 s3 r1 s4 r2 r3 r4"),
+        ] {
+            let engine = std::cell::RefCell::new(Engine {
+                fail_submit_at,
+                fail_reap_of,
+                ..Engine::new()
+            });
+            assert_eq!(drive(&engine, 10, depth), Err(error.into()));
+            let e = engine.borrow();
+            assert!(e.in_flight.is_empty());
+            assert_eq!(e.log.join(" "), log);
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NO
 use lite::Priority;
 
 use self::io::{check_errno, InStep};
+use crate::cluster_test::io::unless;
 use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
@@ -43,7 +44,7 @@ pub(crate) mod io;
 mod kernel_api;
 mod membership_auth;
 mod memory_ops;
-mod privilege;
+pub(crate) mod privilege;
 mod processes;
 mod quotas;
 mod round_labels;
@@ -189,7 +190,7 @@ fn run_cases<K: Kernel, W: Write>(
         data_case(kernel, tap, me, case, Priority::None, password, &mut buffer);
     }
 
-    bad_input(kernel, tap, me, config, password);
+    bad_input(kernel, tap, config.cm, at);
     memory_ops::run(kernel, tap, at);
     // From here on every barrier checks that every node entered it at the
     // same point (not before: a leave the kernel wrongly let through in
@@ -369,11 +370,9 @@ fn join<K: Kernel, W: Write>(
     let TestConfig { cm, nodes, .. } = *config;
     let description = format!("join {cm}:{CM_DEFAULT_PORT} returns a node id in 1..={nodes}");
     let in_range = |id: u32| {
-        if (1..=nodes).contains(&id) {
-            Ok(())
-        } else {
-            Err(format!("got node id {id}; is --nodes right?"))
-        }
+        unless((1..=nodes).contains(&id), || {
+            format!("got node id {id}; is --nodes right?")
+        })
     };
     let me = if earlier_id > 0 {
         // Every case relies on the ids being 1..=N, whoever joined when.
@@ -543,14 +542,8 @@ fn range_round_trip<K: Kernel>(
 }
 
 /// Each invalid request must fail with its exact errno and change nothing.
-fn bad_input<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    config: &TestConfig,
-    password: u64,
-) {
-    let TestConfig { cm, nodes, .. } = *config;
+fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, cm: Ipv4Addr, at: Node) {
+    let (me, nodes, password) = (at.me, at.nodes, at.password);
     let target = next_node(me, nodes);
     let description = format!("allocate the {PROBE_SIZE} B probe LMR on node {target}");
     let Some(probe) = tap.check_value(
@@ -566,7 +559,7 @@ fn bad_input<K: Kernel, W: Write>(
     tap.check("fill the probe LMR", probe.write(0, &contents, none));
 
     bad_transfers(kernel, tap, &probe, password);
-    bad_allocations(kernel, tap, target, nodes, password);
+    bad_allocations(kernel, tap, at, target);
     use_after_free(kernel, tap, target, password);
     for num in [0, MAX_NODES + 1] {
         let ret = kernel.dist_barrier(num);
@@ -574,14 +567,8 @@ fn bad_input<K: Kernel, W: Write>(
     }
     leave_with_unknown_flag(kernel, tap, me, cm);
 
-    pattern::poison(seed, 0, &mut contents);
-    let unchanged = probe
-        .read(0, &mut contents, none)
-        .and_then(|()| pattern::verify(seed, 0, &contents).map_err(|m| format!("changed: {m}")));
-    tap.check(
-        "the rejected writes left the probe LMR unchanged",
-        unchanged,
-    );
+    let outcome = io::unchanged(&probe, seed, &mut contents);
+    tap.check("the rejected writes left the probe LMR unchanged", outcome);
     tap.check("free the probe LMR", probe.free());
 }
 
@@ -696,13 +683,8 @@ fn bad_transfers<K: Kernel, W: Write>(
     );
 }
 
-fn bad_allocations<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    target: u32,
-    nodes: u32,
-    password: u64,
-) {
+fn bad_allocations<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
+    let (nodes, password) = (at.nodes, at.password);
     let mut invalid = |what: &str, node, size, flags| {
         let ret = kernel.alloc_remote(node, size, flags, password);
         let point = format!("alloc_remote {what} returns -EINVAL");
@@ -777,7 +759,7 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
-    use crate::tap::TapSummary;
+    use crate::tap::{failures, TapSummary};
 
     /// Small enough for unoptimised test builds, large enough for one
     /// multi-chunk LMR on the first target.
@@ -843,10 +825,6 @@ mod tests {
         defects
     }
 
-    fn failures(output: &str) -> Vec<&str> {
-        output.lines().filter(|l| l.starts_with("not ok")).collect()
-    }
-
     #[test]
     fn a_correct_kernel_passes_every_case() {
         for nodes in [1, 2, 3] {
@@ -857,46 +835,33 @@ mod tests {
                     failures(&output)
                 );
                 assert!(summary.passed > 200, "{output}");
-                let skips = output.matches("# SKIP").count();
-                let expected_skips = output
-                    .matches("# SKIP needs separate processes on the real kernel")
-                    .count();
-                let kernel_api_skips = if nodes > 1 {
-                    output
-                        .matches("# SKIP needs the real kernel's KUnit")
-                        .count()
-                } else {
-                    output.matches("# SKIP needs two nodes or more").count()
-                };
                 // The corrupt ring case's client (node 1) and server
                 // (node 2) skip it: the model injects no faults.
                 let corrupt_skips = usize::from(me <= 2);
-                let fault_skips = output
-                    .matches("# SKIP needs the real kernel's RPC fault injection")
-                    .count();
-                let device_skips = output
-                    .matches("# SKIP an in-memory model has no device to probe")
-                    .count();
-                let keyring_skips = output
-                    .matches("# SKIP needs the real kernel's keyrings")
-                    .count();
                 // A single node has nobody to limit on it.
-                let serving_skips = output
-                    .matches("# SKIP needs a second node to allocate on this one")
-                    .count();
-                assert_eq!(serving_skips, usize::from(nodes == 1), "{output}");
+                let serving_skips = usize::from(nodes == 1);
                 // The applications: 5 runs, each over LITE, TCP and alone.
                 let app_skips = 15;
-                assert_eq!(
-                    skips,
-                    26 + app_skips + corrupt_skips + serving_skips,
-                    "{output}"
-                );
-                assert_eq!(device_skips, 1, "{output}");
-                assert_eq!(keyring_skips, 3, "{output}");
-                assert_eq!(fault_skips, corrupt_skips, "{output}");
-                assert_eq!(expected_skips, 17 + app_skips, "{output}");
-                assert_eq!(kernel_api_skips, 5, "{output}");
+                let processes = 17 + app_skips;
+                let kernel_api = if nodes > 1 {
+                    "needs the real kernel's KUnit"
+                } else {
+                    "needs two nodes or more"
+                };
+                for (why, expected) in [
+                    ("needs separate processes on the real kernel", processes),
+                    (kernel_api, 5),
+                    ("needs the real kernel's RPC fault injection", corrupt_skips),
+                    ("an in-memory model has no device to probe", 1),
+                    ("needs the real kernel's keyrings", 3),
+                    ("needs a second node to allocate on this one", serving_skips),
+                ] {
+                    let skipped = output.matches(&format!("# SKIP {why}")).count();
+                    assert_eq!(skipped, expected, "{why}: {output}");
+                }
+                let skips = output.matches("# SKIP").count();
+                let expected = 26 + app_skips + corrupt_skips + serving_skips;
+                assert_eq!(skips, expected, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
                     assert!(output.contains(&format!("node {me} -> spread (node 0), ")));

@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use lite::sys::{LiteStats, CM_DEFAULT_PORT};
 
+use crate::cluster_test::io::unless;
 use crate::errno::describe_error;
 use crate::tap::Tap;
 use crate::{join_cluster, Membership};
@@ -260,15 +261,6 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
     std::thread::sleep(LINGER);
     drop(done);
     drop(ready);
-}
-
-/// A check's verdict: passed if `ok`, else failed for `why`.
-fn unless(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
 }
 
 /// Joins, or finds the node joined, retrying while the manager asks to.

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
+use lite_tools::args::{in_range, option, ArgError, Cli, Parsed, CM_OPTION};
 use lite_tools::cluster_test::{child_main, run_with_joined_hook, TestConfig, CHILD_SUBCOMMAND};
 use lite_tools::kernel::{Kernel, Syscalls};
 use lite_tools::plan::DATA_BUDGET_BYTES;
@@ -27,16 +27,12 @@ const CLI: Cli = Cli {
     about: "Runs the LITE cluster test on this node and reports TAP.",
     options: &[
         CM_OPTION,
-        OptionSpec {
-            name: "nodes",
-            value_name: "N",
-            help: "number of nodes running the test",
-        },
-        OptionSpec {
-            name: "resources-baseline",
-            value_name: "FILE",
-            help: "save LITE's resource counters to FILE once all nodes joined",
-        },
+        option("nodes", "N", "number of nodes running the test"),
+        option(
+            "resources-baseline",
+            "FILE",
+            "save LITE's resource counters to FILE once all nodes joined",
+        ),
     ],
 };
 

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use lite::sys::CM_DEFAULT_PORT;
-use lite_tools::args::{in_range, invalid, ArgError, Cli, OptionSpec, Parsed, CM_OPTION};
+use lite_tools::args::{in_range, invalid, option, ArgError, Cli, Parsed, CM_OPTION};
 use lite_tools::fuzz::{
     parse_seed, run, seed_from_clock, FuzzConfig, DEFAULT_PROCS, DEFAULT_SECONDS, DEFAULT_THREADS,
     MAX_FUZZ_PROCS, MAX_FUZZ_THREADS,
@@ -22,31 +22,11 @@ const CLI: Cli = Cli {
     about: "Fuzzes LITE's system calls on this node, with every other node of the cluster, and reports TAP.",
     options: &[
         CM_OPTION,
-        OptionSpec {
-            name: "nodes",
-            value_name: "N",
-            help: "number of nodes, all running lite-fuzz",
-        },
-        OptionSpec {
-            name: "seconds",
-            value_name: "S",
-            help: "how long to fuzz (default 60)",
-        },
-        OptionSpec {
-            name: "seed",
-            value_name: "X",
-            help: "seed, decimal or 0x-hex (default: from the clock)",
-        },
-        OptionSpec {
-            name: "procs",
-            value_name: "P",
-            help: "fuzzing processes (default 3, at most 8)",
-        },
-        OptionSpec {
-            name: "threads",
-            value_name: "T",
-            help: "threads per process (default 3, at most 8)",
-        },
+        option("nodes", "N", "number of nodes, all running lite-fuzz"),
+        option("seconds", "S", "how long to fuzz (default 60)"),
+        option("seed", "X", "seed, decimal or 0x-hex (default: from the clock)"),
+        option("procs", "P", "fuzzing processes (default 3, at most 8)"),
+        option("threads", "T", "threads per process (default 3, at most 8)"),
     ],
 };
 
@@ -55,6 +35,8 @@ fn parse_config(parsed: &Parsed) -> Result<FuzzConfig, ArgError> {
         Some(text) => parse_seed(text).map_err(|reason| invalid("seed", text, reason))?,
         None => seed_from_clock(),
     };
+    // How many processes or threads, 1 at the least.
+    let count = |name, default, max| in_range(name, parsed.optional(name, default)?, 1..=max);
     Ok(FuzzConfig {
         cm: parsed.required_with("cm", parse_cm_address)?,
         nodes: in_range("nodes", parsed.required("nodes")?, 1..=MAX_CLUSTER_NODES)?,
@@ -64,16 +46,8 @@ fn parse_config(parsed: &Parsed) -> Result<FuzzConfig, ArgError> {
             1..=7 * 24 * 3600,
         )?,
         seed,
-        procs: in_range(
-            "procs",
-            parsed.optional("procs", DEFAULT_PROCS)?,
-            1..=MAX_FUZZ_PROCS,
-        )?,
-        threads: in_range(
-            "threads",
-            parsed.optional("threads", DEFAULT_THREADS)?,
-            1..=MAX_FUZZ_THREADS,
-        )?,
+        procs: count("procs", DEFAULT_PROCS, MAX_FUZZ_PROCS)?,
+        threads: count("threads", DEFAULT_THREADS, MAX_FUZZ_THREADS)?,
     })
 }
 

@@ -22,11 +22,12 @@ const PROGRAM_DIR: &str = "/bin";
 /// that no run waits for the last one's sockets to close.
 const FIRST_TCP_PORT: u16 = 18710;
 
-/// One application run: program, what it does, its own options.
+/// One application run: program, what it does, its own options
+/// (separated by spaces).
 struct AppRun {
     program: &'static str,
     what: &'static str,
-    args: &'static [&'static str],
+    args: &'static str,
 }
 
 /// Every run, each over LITE, TCP and alone; small enough for TCG guests.
@@ -34,34 +35,27 @@ const RUNS: [AppRun; 5] = [
     AppRun {
         program: "lite-log",
         what: "LITE-Log, concurrent appends from every node and a writer killed mid-append",
-        args: &["--records", "150", "--threads", "2", "--kill-test", "1"],
+        args: "--records 150 --threads 2 --kill-test 1",
     },
     AppRun {
         program: "lite-mapreduce",
         what: "LITE-MapReduce word count",
-        args: &["--job", "wordcount", "--size", "1M", "--threads", "2"],
+        args: "--job wordcount --size 1M --threads 2",
     },
     AppRun {
         program: "lite-mapreduce",
         what: "LITE-MapReduce inverted index",
-        args: &["--job", "invindex", "--size", "512K", "--threads", "2"],
+        args: "--job invindex --size 512K --threads 2",
     },
     AppRun {
         program: "lite-graph",
         what: "LITE-Graph PageRank",
-        args: &["--algo", "pagerank", "--scale", "12", "--edge-factor", "8"],
+        args: "--algo pagerank --scale 12 --edge-factor 8",
     },
     AppRun {
         program: "lite-graph",
         what: "LITE-Graph connected components",
-        args: &[
-            "--algo",
-            "components",
-            "--scale",
-            "12",
-            "--edge-factor",
-            "8",
-        ],
+        args: "--algo components --scale 12 --edge-factor 8",
     },
 ];
 
@@ -133,8 +127,9 @@ pub(super) fn run<K: Kernel, W: Write>(
         barrier(kernel, tap, nodes, app.what)?;
         // The options of a transport, then the application's own.
         let run = |transport: String| {
-            let args = transport.split_whitespace().chain(app.args.iter().copied());
-            run_and_judge(app.program, &args.map(String::from).collect::<Vec<_>>())
+            let args = format!("{transport} {}", app.args);
+            let args: Vec<String> = args.split_whitespace().map(String::from).collect();
+            run_and_judge(app.program, &args)
         };
         let lite = run(format!("--transport lite --cm {cm} --nodes {nodes}"));
         let point = |transport: &str| {

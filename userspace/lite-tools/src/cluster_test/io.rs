@@ -10,7 +10,8 @@ use lite::sys::{LiteStats, PRIORITY_NONE};
 
 use crate::deadline::{interrupt_at, Deadline};
 use crate::errno::{describe_result, errno_name, expect_errno, expect_zero};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, Region};
+use crate::pattern;
 use crate::tap::Tap;
 
 use super::round_labels;
@@ -138,6 +139,35 @@ pub fn check_errno<W: Write>(tap: &mut Tap<W>, what: &str, ret: c_long, errno: i
 /// Reports the point `description`: whether `ret` is 0.
 pub fn check_zero<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> bool {
     tap.check(description, expect_zero(ret))
+}
+
+/// Frees `lmr`, if there is one, as the point "node ME: free of WHAT".
+pub fn check_free<K: Kernel, W: Write>(
+    tap: &mut Tap<W>,
+    me: u32,
+    what: &str,
+    lmr: Option<Region<'_, K>>,
+) {
+    if let Some(lmr) = lmr {
+        tap.check(&format!("node {me}: free of {what}"), lmr.free());
+    }
+}
+
+/// Whether `lmr` still holds the pattern of `seed`, read into `buf`
+/// (poisoned first, so that a read that stores nothing fails).
+pub fn unchanged<K: Kernel>(lmr: &Region<'_, K>, seed: u64, buf: &mut [u8]) -> Result<(), String> {
+    pattern::poison(seed, 0, buf);
+    lmr.read(0, buf, PRIORITY_NONE)?;
+    pattern::verify(seed, 0, buf).map_err(|m| format!("changed: {m}"))
+}
+
+/// A check's verdict: passed if `ok`, else failed for `why`.
+pub(crate) fn unless(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why())
+    }
 }
 
 /// A new handle (> 0) or a description of the result.

@@ -28,7 +28,7 @@ use lite::sys::CM_DEFAULT_PORT;
 use lite_cluster_manager::cm_wire::Message;
 use lite_cluster_manager::frame::{read_message, write_message, ProtocolError};
 
-use super::processes::{child_plan, collect, finish, report_point, spawn};
+use super::processes::{collect, finish, report_point, run_child, spawn};
 use super::TestConfig;
 use crate::errno::{describe_result, errno_name, expect_errno};
 use crate::kernel::Kernel;
@@ -300,13 +300,13 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
             _ => Err(format!("bad CASE IP PORT {rest:?}")),
         }
     };
-    let (case, manager) = match child_plan(args, KIND, parse)? {
-        Ok(plan) => plan,
-        Err(status) => return Some(status),
-    };
-    let what = case.description(manager);
-    report_point(&what, join_refused(kernel, case, manager));
-    Some(0)
+    run_child(args, KIND, parse, |(case, manager)| {
+        report_point(
+            &case.description(manager),
+            join_refused(kernel, case, manager),
+        );
+        0
+    })
 }
 
 /// Prepares this process's keyrings for `case` and checks that the join

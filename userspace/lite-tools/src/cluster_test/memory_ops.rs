@@ -14,10 +14,11 @@ use lite::sys::{
 };
 
 use super::io::{
-    check_errno, check_zero, expect_async_read_errno, expect_async_write_errno, name_of, read_at,
-    read_vec, stats, write_ok, UserPages,
+    check_errno, check_free, check_zero, expect_async_read_errno, expect_async_write_errno,
+    name_of, read_at, read_vec, stats, unchanged, write_ok, UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::deadline::{retry_while_busy, Deadline, Retried};
 use crate::errno::{describe_result, expect_zero};
@@ -118,16 +119,13 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         copy_cases(kernel, tap, &mut lmrs);
     }
     for lmr in lmrs {
-        let label = lmr.label.clone();
-        tap.check(
-            &format!("node {me}: free of the memset/copy LMR on {label} returns 0"),
-            lmr.lmr.free(),
-        );
+        let what = format!("the memset/copy LMR on {} returns 0", lmr.label);
+        check_free(tap, me, &what, Some(lmr.lmr));
     }
-    async_cases(kernel, tap, me, next, password);
-    stats_cases(kernel, tap, me, next, password);
+    async_cases(kernel, tap, at, next);
+    stats_cases(kernel, tap, at, next);
     large_spread(kernel, tap, at);
-    bad_input(kernel, tap, me, next, password);
+    bad_input(kernel, tap, at, next);
 }
 
 fn memset_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mirrored<'_, K>]) {
@@ -301,13 +299,8 @@ fn write_pieces_async<K: Kernel>(
     (ops, Ok(()))
 }
 
-fn async_cases<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    target: u32,
-    password: u64,
-) {
+fn async_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
+    let (me, password) = (at.me, at.password);
     let description =
         format!("node {me}: {OPS_LMR_SIZE} B LMR on node {target} for asynchronous I/O allocated");
     let Some(lmr) = tap.check_value(
@@ -439,19 +432,11 @@ fn async_cases<K: Kernel, W: Write>(
     check_errno(tap, what, kernel.async_wait(op, ASYNC_NOWAIT), libc::EINVAL);
     let ret = kernel.fence();
     check_zero(tap, "fence with nothing outstanding returns 0", ret);
-    tap.check(
-        &format!("node {me}: free of the asynchronous I/O LMR returns 0"),
-        lmr.free(),
-    );
+    check_free(tap, me, "the asynchronous I/O LMR returns 0", Some(lmr));
 }
 
-fn stats_cases<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    target: u32,
-    password: u64,
-) {
+fn stats_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
+    let (me, password) = (at.me, at.password);
     let outcome = (|| -> Result<(), String> {
         let before = stats(kernel)?;
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
@@ -508,11 +493,9 @@ fn stats_cases<K: Kernel, W: Write>(
     // SAFETY: `stats` is writable for its whole size; the kernel may write 8 B.
     let ret = unsafe { kernel.get_stats(&mut stats, 8) };
     let outcome = expect_zero(ret).and_then(|()| {
-        if stats.registrations == 0xdead {
-            Ok(())
-        } else {
-            Err(format!("wrote past 8 B: {stats:?}"))
-        }
+        unless(stats.registrations == 0xdead, || {
+            format!("wrote past 8 B: {stats:?}")
+        })
     });
     tap.check(
         "get_stats with size 8 returns 0 and writes only 8 B",
@@ -623,13 +606,8 @@ fn checksum(mut sum: u64, data: &[u8]) -> u64 {
     sum
 }
 
-fn bad_input<K: Kernel, W: Write>(
-    kernel: &K,
-    tap: &mut Tap<W>,
-    me: u32,
-    target: u32,
-    password: u64,
-) {
+fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target: u32) {
+    let (me, password) = (at.me, at.password);
     let description = format!("node {me}: 4096 B probe LMR for the new calls' bad input allocated");
     let Some(lmr) = tap.check_value(
         &description,
@@ -757,18 +735,12 @@ fn bad_input<K: Kernel, W: Write>(
     // SAFETY: address 8 is never mapped; the kernel must not touch it.
     let ret = unsafe { kernel.get_stats(unmapped.cast(), 64) };
     check("get_stats into unmapped address 0x8", ret, EFAULT);
-    pattern::poison(seed, 0, &mut contents);
-    let unchanged = lmr
-        .read(0, &mut contents, PRIORITY_NONE)
-        .and_then(|()| pattern::verify(seed, 0, &contents).map_err(|m| format!("changed: {m}")));
+    let outcome = unchanged(&lmr, seed, &mut contents);
     tap.check(
         "the rejected new calls left the probe LMR unchanged",
-        unchanged,
+        outcome,
     );
-    tap.check(
-        &format!("node {me}: free of the new calls' probe LMR returns 0"),
-        lmr.free(),
-    );
+    check_free(tap, me, "the new calls' probe LMR returns 0", Some(lmr));
 }
 
 /// `ret`, after releasing the handle it is if a call that must fail

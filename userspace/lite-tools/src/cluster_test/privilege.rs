@@ -34,7 +34,9 @@ use std::process::{Child, Command, Stdio};
 use libc::c_long;
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
-use super::processes::{child_plan, collect, finish, report_point, ChildPoints, CHILD_SUBCOMMAND};
+use super::processes::{
+    child_args, collect, finish, report_point, run_child, ChildPoints, CHILD_SUBCOMMAND,
+};
 use super::{
     expect_value, join_with_text, password_of, target_name, TestConfig, UNKNOWN_LEAVE_FLAG,
 };
@@ -69,32 +71,12 @@ struct Probe {
     password: u64,
 }
 
-impl Probe {
-    /// The child's command line after [`CHILD_SUBCOMMAND`].
-    fn to_args(self) -> Vec<String> {
-        vec![
-            KIND.to_string(),
-            self.cm.to_string(),
-            self.me.to_string(),
-            self.target.to_string(),
-            self.password.to_string(),
-        ]
-    }
-
-    /// The inverse of [`Probe::to_args`], given what follows [`KIND`].
-    fn from_args(args: &[String]) -> Result<Probe, String> {
-        let [cm, me, target, password] = args else {
-            return Err(format!("expected CM NODE TARGET PASSWORD, got {args:?}"));
-        };
-        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
-        Ok(Probe {
-            cm: cm.parse().map_err(|_| bad("manager address", cm))?,
-            me: me.parse().map_err(|_| bad("node", me))?,
-            target: target.parse().map_err(|_| bad("target node", target))?,
-            password: password.parse().map_err(|_| bad("password", password))?,
-        })
-    }
-}
+child_args!(Probe, KIND, "CM NODE TARGET PASSWORD", {
+    cm: "manager address",
+    me: "node",
+    target: "target node",
+    password: "password",
+});
 
 /// Checks, on a node that is a member, what a process without
 /// `CAP_NET_ADMIN` may do; reports as test points, then checks that the
@@ -326,26 +308,30 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
     if let Some(status) = admin_group::child_main(kernel, args) {
         return Some(status);
     }
-    let probe = match child_plan(args, KIND, Probe::from_args)? {
-        Ok(probe) => probe,
-        Err(status) => return Some(status),
-    };
-    let mut points = vec![(
-        format!(
-            "runs as uid {NOBODY} and gid {NOBODY} with no supplementary group and no effective capability"
-        ),
-        credentials_of(NOBODY),
-    )];
-    points.extend(unprivileged_calls(kernel, probe));
+    run_child(args, KIND, Probe::from_args, |probe| {
+        report_as_user((NOBODY, NOBODY), || unprivileged_calls(kernel, probe));
+        0
+    })
+}
+
+/// Reports, as a child started as user `uid` and group `gid`, that it
+/// runs as them with nothing of root's privilege left, then the points
+/// of its `calls`, made after that check.
+pub(super) fn report_as_user((uid, gid): (u32, u32), calls: impl FnOnce() -> ChildPoints) {
+    let credentials = credentials_of_user_and_group(uid, gid);
+    let points = calls();
+    let what = format!(
+        "runs as uid {uid} and gid {gid} with no supplementary group and no effective capability"
+    );
+    report_point(&what, credentials);
     for (what, outcome) in points {
         report_point(&what, outcome);
     }
-    Some(0)
 }
 
 /// Whether this process runs as user and group `id` (which is how it was
 /// started), with nothing left of root's privilege.
-pub(super) fn credentials_of(id: u32) -> Result<(), String> {
+pub(crate) fn credentials_of(id: u32) -> Result<(), String> {
     credentials_of_user_and_group(id, id)
 }
 
@@ -476,7 +462,7 @@ mod tests {
             data_budget: 0,
         };
         let (output, _) = capture(|tap| run(&kernel, tap, 1, &config));
-        let failed: Vec<&str> = output.lines().filter(|l| l.starts_with("not ok")).collect();
+        let failed = crate::tap::failures(&output);
         assert!(
             failed[0].ends_with(
                 " - node 1: an unprivileged process (modelled) gets -EPERM from lite_leave(0)"
@@ -499,13 +485,7 @@ mod tests {
             target: 1,
             password: password_of(3),
         };
-        let args = probe.to_args();
-        assert_eq!(args[0], KIND);
-        assert_eq!(Probe::from_args(&args[1..]), Ok(probe));
-        assert!(Probe::from_args(&args[1..4]).is_err());
-        let mut bad = args[1..].to_vec();
-        bad[0] = "localhost".into();
-        assert!(Probe::from_args(&bad).is_err());
+        probe.assert_round_trip(0, "localhost");
     }
 
     #[test]

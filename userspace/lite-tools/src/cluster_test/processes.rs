@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use lite::sys::{LiteStats, NODE_SPREAD, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_NONE};
 
-use super::io::{barrier, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages};
+use super::io::{
+    barrier, check_free, handle_of, name_of, read_vec, stats, write_ok, InStep, UserPages,
+};
 use super::password_of;
 use crate::cluster_test::Node;
 use crate::deadline::show;
@@ -115,22 +117,65 @@ pub(super) fn collect_with<R: BufRead>(
     points
 }
 
-/// The plan of a child of `kind` from its `args` (which follow the child
-/// subcommand): `None` for another kind; `Some(Err(2))`, its exit status,
-/// when `parse` rejects the rest.
-pub(super) fn child_plan<T>(
+/// Gives `$plan`, a struct whose fields print and parse, its command line
+/// after the child subcommand (`to_args`: `$kind`, then the fields) and
+/// back (`from_args`, given what follows `$kind`); `$usage` names the
+/// fields and each `$what` one of them, in the errors.
+macro_rules! child_args {
+    ($plan:ident, $kind:expr, $usage:literal, { $($field:ident: $what:literal),+ $(,)? }) => {
+        impl $plan {
+            fn to_args(self) -> Vec<String> {
+                vec![$kind.to_string(), $(self.$field.to_string()),+]
+            }
+
+            fn from_args(args: &[String]) -> Result<$plan, String> {
+                let [$($field),+] = args else {
+                    return Err(format!(concat!("expected ", $usage, ", got {:?}"), args));
+                };
+                let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
+                Ok($plan {
+                    $($field: $field.parse().map_err(|_| bad($what, $field))?,)+
+                })
+            }
+
+            /// Asserts that the plan comes back from its command line,
+            /// and that one field fewer, or `bad` as field `field`, does
+            /// not parse.
+            #[cfg(test)]
+            fn assert_round_trip(self, field: usize, bad: &str) {
+                let args = self.to_args();
+                assert_eq!(args[0], $kind);
+                assert_eq!($plan::from_args(&args[1..]), Ok(self));
+                assert!($plan::from_args(&args[1..args.len() - 1]).is_err());
+                let mut wrong = args[1..].to_vec();
+                wrong[field] = bad.into();
+                assert!($plan::from_args(&wrong).is_err());
+            }
+        }
+    };
+}
+pub(crate) use child_args;
+
+/// Runs a child of `kind` on the plan `parse` makes of its `args` (which
+/// follow the child subcommand); its exit status: `body`'s, or 2 when
+/// `parse` rejects the rest. `None` for another kind.
+pub(super) fn run_child<T>(
     args: &[String],
     kind: &str,
     parse: impl FnOnce(&[String]) -> Result<T, String>,
-) -> Option<Result<T, i32>> {
+    body: impl FnOnce(T) -> i32,
+) -> Option<i32> {
     let (first, rest) = args.split_first()?;
     if first != kind {
         return None;
     }
-    Some(parse(rest).map_err(|reason| {
-        eprintln!("{kind}: {reason}");
-        2
-    }))
+    Some(match parse(rest) {
+        Ok(plan) => body(plan),
+        Err(reason) => {
+            eprintln!("{kind}: {reason}");
+            2
+        }
+    })
 }
 
 pub(super) fn finish(mut child: Child) -> Result<(), String> {
@@ -282,12 +327,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     // Judged after every node's child is gone.
     barrier(kernel, tap, nodes, "the exiting children")?;
     check_if_real(tap, real, &case, outcome);
-    if let Ok(lmr) = published {
-        tap.check(
-            &format!("node {me}: free of the LMR the exiting child mapped"),
-            lmr.free(),
-        );
-    }
+    check_free(tap, me, "the LMR the exiting child mapped", published.ok());
     Ok(())
 }
 
@@ -403,12 +443,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         "every child process read the other regions",
     )?;
     check_if_real(tap, real, &case, outcome);
-    if let Some(lmr) = shared {
-        tap.check(
-            &format!("node {me}: free of the LMR shared by child processes"),
-            lmr.free(),
-        );
-    }
+    check_free(tap, me, "the LMR shared by child processes", shared);
     Ok(())
 }
 
@@ -418,22 +453,16 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if kernel.spawns_processes() {
         limit_child_time();
     }
-    if let Some(status) = super::rpc::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::sync::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::membership_auth::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::privilege::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::quotas::child_main(kernel, args) {
-        return status;
-    }
-    if let Some(status) = super::stress::child_main(kernel, args) {
+    // The cases with children of their own kinds, each `None` for others.
+    let cases = [
+        super::rpc::child_main::<K>,
+        super::sync::child_main,
+        super::membership_auth::child_main,
+        super::privilege::child_main,
+        super::quotas::child_main,
+        super::stress::child_main,
+    ];
+    if let Some(status) = cases.iter().find_map(|case| case(kernel, args)) {
         return status;
     }
     let say = |line: String| crate::say(format_args!("{line}"));

@@ -40,10 +40,11 @@ use std::time::{Duration, Instant};
 use libc::c_long;
 use lite::sys::{LiteLock, PERM_READ, PERM_WRITE};
 
-use super::io::{barrier, handle_of, name_of, InStep, UserPages};
-use super::privilege::{credentials_of, spawn_as};
-use super::processes::{child_plan, collect_with, finish, report_point, ChildPoints};
+use super::io::{barrier, check_free, handle_of, name_of, InStep, UserPages};
+use super::privilege::{report_as_user, spawn_as};
+use super::processes::{child_args, collect_with, finish, run_child, ChildPoints};
 use super::{expect_no_alloc, target_name};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
@@ -120,32 +121,12 @@ struct UserPlan {
     password: u64,
 }
 
-impl UserPlan {
-    /// The child's command line after the child subcommand.
-    fn to_args(self) -> Vec<String> {
-        vec![
-            KIND.to_string(),
-            self.me.to_string(),
-            self.target.to_string(),
-            self.uid.to_string(),
-            self.password.to_string(),
-        ]
-    }
-
-    /// The inverse of [`UserPlan::to_args`], given what follows [`KIND`].
-    fn from_args(args: &[String]) -> Result<UserPlan, String> {
-        let [me, target, uid, password] = args else {
-            return Err(format!("expected NODE TARGET UID PASSWORD, got {args:?}"));
-        };
-        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
-        Ok(UserPlan {
-            me: me.parse().map_err(|_| bad("node", me))?,
-            target: target.parse().map_err(|_| bad("target node", target))?,
-            uid: uid.parse().map_err(|_| bad("uid", uid))?,
-            password: password.parse().map_err(|_| bad("password", password))?,
-        })
-    }
-}
+child_args!(UserPlan, KIND, "NODE TARGET UID PASSWORD", {
+    me: "node",
+    target: "target node",
+    uid: "uid",
+    password: "password",
+});
 
 /// `size` in KiB, for descriptions.
 fn kib(size: u64) -> String {
@@ -514,28 +495,25 @@ fn read_report<R: BufRead>(out: &mut R) -> (ChildPoints, Option<Result<Usage, St
 /// Entry point of the quota user's process: `args` follow the child
 /// subcommand. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let plan = match child_plan(args, KIND, UserPlan::from_args)? {
-        Ok(plan) => plan,
-        Err(status) => return Some(status),
-    };
-    let uid = plan.uid;
-    let mut points = vec![(
-        format!("runs as uid {uid} and gid {uid} with no supplementary group and no effective capability"),
-        credentials_of(uid),
-    )];
-    let (calls, held) = user_calls(kernel, plan);
-    points.extend(calls);
-    for (what, outcome) in points {
-        report_point(&what, outcome);
-    }
-    crate::say(format_args!("{HOLDS} {}", held.usage));
-    crate::say(format_args!("ready"));
-    let mut line = String::new();
-    let _ = std::io::stdin().read_line(&mut line);
-    // The kernel releases everything at exit; the registered memory stays
-    // mapped until then.
-    std::mem::forget(held.pages);
-    Some(0)
+    run_child(args, KIND, UserPlan::from_args, |plan| {
+        let mut kept = None;
+        report_as_user((plan.uid, plan.uid), || {
+            let (calls, held) = user_calls(kernel, plan);
+            kept = Some(held);
+            calls
+        });
+        let Some(held) = kept else {
+            return 1;
+        };
+        crate::say(format_args!("{HOLDS} {}", held.usage));
+        crate::say(format_args!("ready"));
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        // The kernel releases everything at exit; the registered memory
+        // stays mapped until then.
+        std::mem::forget(held.pages);
+        0
+    })
 }
 
 /// What the quota user's process holds once its calls are done.
@@ -1039,11 +1017,9 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     barrier(kernel, tap, nodes, "allocating on the previous nodes").map_err(reset_limit)?;
     let served = served_before.and_then(|before| {
         let now = read_quotas(kernel)?.served_for(limited);
-        if now >= before + HALF {
-            Ok(())
-        } else {
-            Err(format!("it shows {now} B, before {before} B"))
-        }
+        unless(now >= before + HALF, || {
+            format!("it shows {now} B, before {before} B")
+        })
     });
     let point = format!("node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here", kib(HALF));
     tap.check(&point, served);
@@ -1065,12 +1041,8 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
         &point,
         Region::alloc(kernel, server, SERVING_LIMIT, 0, password).and_then(Region::free),
     );
-    if let Ok(held) = held {
-        tap.check(
-            &format!("node {me}: free of the {} LMR on node {server}", kib(HALF)),
-            held.free(),
-        );
-    }
+    let what = format!("the {} LMR on node {server}", kib(HALF));
+    check_free(tap, me, &what, held.ok());
     barrier(kernel, tap, nodes, "the serving limit case")
 }
 
@@ -1198,14 +1170,7 @@ mod tests {
 
     #[test]
     fn the_plan_survives_the_command_line() {
-        let plan = plan(3);
-        let args = plan.to_args();
-        assert_eq!(args[0], KIND);
-        assert_eq!(UserPlan::from_args(&args[1..]), Ok(plan));
-        assert!(UserPlan::from_args(&args[1..4]).is_err());
-        let mut bad = args[1..].to_vec();
-        bad[2] = "root".into();
-        assert!(UserPlan::from_args(&bad).is_err());
+        plan(3).assert_round_trip(2, "root");
     }
 
     #[test]

@@ -40,6 +40,7 @@ use lite::Priority;
 use super::io::{barrier, check_errno, check_zero, outcome_of, InStep};
 use super::processes::{collect, finish, report_point, spawn, WHY_SKIPPED};
 use super::target_name;
+use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::deadline::{
     current_thread, interrupt_at, interrupt_thread, retry_while_busy, Deadline, Watchdog,
@@ -249,11 +250,9 @@ fn reply_and_receive<K: Kernel>(
 
 /// Passes when `ret` is exactly `expected` bytes.
 pub(super) fn expect_len(ret: c_long, expected: usize) -> Result<(), String> {
-    if ret == expected as c_long {
-        Ok(())
-    } else {
-        Err(format!("expected {expected}, got {}", describe_result(ret)))
-    }
+    unless(ret == expected as c_long, || {
+        format!("expected {expected}, got {}", describe_result(ret))
+    })
 }
 
 /// Where `found` and `expected` first differ, for a failure message.

@@ -42,6 +42,11 @@ const SLOT: usize = 64;
 const STAMP: usize = 16;
 const SLOTS_LEN: usize = SLOT * 64;
 
+/// Publishes `handle` under `name` for reading and writing.
+fn publish<K: Kernel>(kernel: &K, name: u64, handle: u64, pw: u64) -> Result<(), String> {
+    expect_zero(kernel.add_ask_mr_table(name, handle, PERM_READ | PERM_WRITE, pw))
+}
+
 fn stamp(writer: u32, owner: u32, kind: u16) -> Vec<u8> {
     let mut data = vec![0u8; STAMP];
     let seed = pattern::seed(&[u64::from(writer), u64::from(owner), u64::from(kind), 0x57a3]);
@@ -355,12 +360,7 @@ fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> In
     ] {
         tap.check(
             &format!("node {me}: publish the {what} LMR to revoke"),
-            expect_zero(kernel.add_ask_mr_table(
-                name_of(kind, me),
-                handle,
-                PERM_READ | PERM_WRITE,
-                password,
-            )),
+            publish(kernel, name_of(kind, me), handle, password),
         );
     }
     barrier(kernel, tap, nodes, "publishing the LMRs to revoke")?;
@@ -442,12 +442,7 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
         );
         tap.check(
             &format!("node {me}: publish the {what} registered buffer"),
-            expect_zero(kernel.add_ask_mr_table(
-                name_of(kind, me),
-                handle,
-                PERM_READ | PERM_WRITE,
-                password,
-            )),
+            publish(kernel, name_of(kind, me), handle, password),
         );
         buffers.push((kind, what, start, pages, handle));
     }

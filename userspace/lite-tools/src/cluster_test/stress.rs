@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::io::{barrier, handle_of, read_vec, write_ok, InStep};
 use super::processes::{collect, finish, report_point, spawn};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::errno::expect_zero;
 use crate::kernel::Kernel;
@@ -173,13 +174,8 @@ pub(super) fn run<K: Kernel, W: Write>(
         f64::from(cycles) / took.as_secs_f64().max(1e-3),
         times.describe(cycles)
     ));
-    let bounded = outcome.and_then(|()| {
-        if took <= BOUND {
-            Ok(())
-        } else {
-            Err(format!("took {} s", took.as_secs()))
-        }
-    });
+    let bounded =
+        outcome.and_then(|()| unless(took <= BOUND, || format!("took {} s", took.as_secs())));
     tap.check(&case, bounded);
     barrier(kernel, tap, nodes, "the many-process stress")
 }

@@ -23,12 +23,13 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, check_errno, enter_barrier, handle_of, name_of, out_of_step, outcome_of, read_vec,
-    stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
+    barrier, check_errno, check_free, enter_barrier, handle_of, name_of, out_of_step, outcome_of,
+    read_vec, stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
 use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
 use super::rpc::Blocker;
 use super::{password_of, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
@@ -277,26 +278,18 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(COUNTER_NAME, OWNER);
-    let owned = (me == OWNER).then(|| {
-        let outcome = (|| -> Result<Region<'_, K>, String> {
-            let lock = create_lock(kernel, OWNER)?;
-            let lmr = Region::alloc(kernel, OWNER, 4096, 0, pw)?;
-            lmr.write(COUNTER_OFFSET, &0u64.to_le_bytes(), PRIORITY_NONE)?;
-            lmr.write(
-                LOCK_NUMBER_OFFSET,
-                &u64::from(lock.number).to_le_bytes(),
-                PRIORITY_NONE,
-            )?;
-            expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
-                .map_err(|e| format!("add_ask_mr_table: {e}"))?;
-            Ok(lmr)
-        })();
-        let point = format!(
-            "node {me}: create_lock(node {me}) and a published counter LMR holding its number"
-        );
-        tap.check(&point, outcome.as_ref().map(drop).map_err(Clone::clone));
-        outcome.ok()
-    });
+    let point =
+        format!("node {me}: create_lock(node {me}) and a published counter LMR holding its number");
+    let make = || {
+        let lock = create_lock(kernel, OWNER)?;
+        let lmr = Region::alloc(kernel, OWNER, 4096, 0, pw)?;
+        lmr.write(COUNTER_OFFSET, &0u64.to_le_bytes(), PRIORITY_NONE)?;
+        let number = u64::from(lock.number).to_le_bytes();
+        lmr.write(LOCK_NUMBER_OFFSET, &number, PRIORITY_NONE)?;
+        Ok(lmr)
+    };
+    let published = (name, PERM_READ | PERM_WRITE);
+    let owned = owner_publishes(kernel, tap, (me, point), published, make);
     barrier(kernel, tap, nodes, "publishing the locked counter")?;
 
     let real = kernel.spawns_processes();
@@ -359,11 +352,9 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
         .map_err(Clone::clone)
         .and_then(|(handle, _)| {
             let value = read_u64(kernel, *handle, COUNTER_OFFSET, pw)?;
-            if value == expected {
-                Ok(())
-            } else {
-                Err(format!("it holds {value}: increments were lost"))
-            }
+            unless(value == expected, || {
+                format!("it holds {value}: increments were lost")
+            })
         });
     tap.check(
         &format!("node {me}: node {OWNER}'s locked counter holds exactly {expected} ({nodes} nodes x {per_node})"),
@@ -373,10 +364,29 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     if let Ok((handle, _)) = mapped {
         kernel.umap_lmr(handle);
     }
-    if let Some(Some(lmr)) = owned {
-        tap.check(&format!("node {me}: free of the counter LMR"), lmr.free());
-    }
+    check_free(tap, me, "the counter LMR", owned);
     Ok(())
+}
+
+/// On [`OWNER`] only: the LMR `make` gives, published as `name` with
+/// `perms` and reported as `point`; `None` elsewhere or on failure.
+fn owner_publishes<'k, K: Kernel, W: Write>(
+    kernel: &'k K,
+    tap: &mut Tap<W>,
+    (me, point): (u32, String),
+    (name, perms): (u64, u64),
+    make: impl FnOnce() -> Result<Region<'k, K>, String>,
+) -> Option<Region<'k, K>> {
+    if me != OWNER {
+        return None;
+    }
+    let outcome = make().and_then(|lmr| {
+        let ret = kernel.add_ask_mr_table(name, lmr.handle(), perms, password_of(OWNER));
+        expect_zero(ret).map_err(|e| format!("add_ask_mr_table: {e}"))?;
+        Ok(lmr)
+    });
+    tap.check(&point, outcome.as_ref().map(drop).map_err(Clone::clone));
+    outcome.ok()
 }
 
 /// The outcome of a child's points: all passed, and `expected` of them.
@@ -396,22 +406,10 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     let (me, nodes) = (at.me, at.nodes);
     let pw = password_of(OWNER);
     let name = name_of(ATOMIC_NAME, OWNER);
-    let owned = (me == OWNER).then(|| {
-        let outcome = Region::alloc(kernel, OWNER, 8, ALLOC_ATOMIC, pw).and_then(|lmr| {
-            expect_zero(kernel.add_ask_mr_table(
-                name,
-                lmr.handle(),
-                PERM_READ | PERM_WRITE | PERM_ATOMIC,
-                pw,
-            ))
-            .map_err(|e| format!("add_ask_mr_table: {e}"))
-            .map(|()| lmr)
-        });
-        tap.check(
-            &format!("node {me}: an 8 B ATOMIC LMR allocated and published with ATOMIC"),
-            outcome.as_ref().map(drop).map_err(Clone::clone),
-        );
-        outcome.ok()
+    let point = format!("node {me}: an 8 B ATOMIC LMR allocated and published with ATOMIC");
+    let published = (name, PERM_READ | PERM_WRITE | PERM_ATOMIC);
+    let owned = owner_publishes(kernel, tap, (me, point), published, || {
+        Region::alloc(kernel, OWNER, 8, ALLOC_ATOMIC, pw)
     });
     let local = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me));
     barrier(kernel, tap, nodes, "publishing the atomic counter")?;
@@ -456,11 +454,9 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         olds.sort_unstable();
         let before = olds.len();
         olds.dedup();
-        if olds.len() == before {
-            Ok(())
-        } else {
-            Err(format!("{} duplicates", before - olds.len()))
-        }
+        unless(olds.len() == before, || {
+            format!("{} duplicates", before - olds.len())
+        })
     });
     let point = format!(
         "node {me}: the old values fetch_add returned from node {OWNER}'s LMR are all distinct"
@@ -469,11 +465,9 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     let sequence = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
         let mut olds: Vec<u64> = f.iter().map(|&(_, local)| local).collect();
         olds.sort_unstable();
-        if olds == (0..per_node).collect::<Vec<_>>() {
-            Ok(())
-        } else {
-            Err(format!("got {olds:?}"))
-        }
+        unless(olds == (0..per_node).collect::<Vec<_>>(), || {
+            format!("got {olds:?}")
+        })
     });
     let point = format!(
         "node {me}: fetch_add on this node's atomic LMR returned each of 0..{per_node} once"
@@ -547,11 +541,9 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     let succeeding = local.as_ref().map_err(Clone::clone).and_then(|lmr| {
         let old = compare_swp(kernel, lmr.handle(), per_node, 1000)?;
         let now = atomic_value(kernel, lmr.handle())?;
-        if (old, now) == (per_node, 1000) {
-            Ok(())
-        } else {
-            Err(format!("returned {old}, then the LMR held {now}"))
-        }
+        unless((old, now) == (per_node, 1000), || {
+            format!("returned {old}, then the LMR held {now}")
+        })
     });
     tap.check(
         &format!("node {me}: compare_swp({per_node} -> 1000) on this node's atomic LMR returns {per_node} and swaps"),
@@ -562,18 +554,8 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     if let Ok(handle) = shared {
         kernel.umap_lmr(handle);
     }
-    if let Ok(lmr) = local {
-        tap.check(
-            &format!("node {me}: free of this node's atomic LMR"),
-            lmr.free(),
-        );
-    }
-    if let Some(Some(lmr)) = owned {
-        tap.check(
-            &format!("node {me}: free of the shared atomic LMR"),
-            lmr.free(),
-        );
-    }
+    check_free(tap, me, "this node's atomic LMR", local.ok());
+    check_free(tap, me, "the shared atomic LMR", owned);
     Ok(())
 }
 
@@ -612,18 +594,10 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let pw = password_of(OWNER);
     let name = name_of(ROUNDS_NAME, OWNER);
     let bank = u64::from(nodes) * 8;
-    let owned = (me == OWNER).then(|| {
-        let outcome = Region::alloc(kernel, OWNER, 2 * bank, 0, pw).and_then(|lmr| {
-            expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
-                .map_err(|e| format!("add_ask_mr_table: {e}"))
-                .map(|()| lmr)
-        });
-        tap.check(
-            &format!("node {me}: the LMR of the barrier rounds allocated and published"),
-            outcome.as_ref().map(drop).map_err(Clone::clone),
-        );
-        outcome.ok()
-    });
+    let point = format!("node {me}: the LMR of the barrier rounds allocated and published");
+    let make = || Region::alloc(kernel, OWNER, 2 * bank, 0, pw);
+    let published = (name, PERM_READ | PERM_WRITE);
+    let owned = owner_publishes(kernel, tap, (me, point), published, make);
     barrier(
         kernel,
         tap,
@@ -671,12 +645,7 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     if let Ok(handle) = mapping {
         kernel.umap_lmr(handle);
     }
-    if let Some(Some(lmr)) = owned {
-        tap.check(
-            &format!("node {me}: free of the LMR of the barrier rounds"),
-            lmr.free(),
-        );
-    }
+    check_free(tap, me, "the LMR of the barrier rounds", owned);
     Ok(())
 }
 
@@ -782,11 +751,9 @@ fn lock_order<K: Kernel, W: Write>(
         for entry in order {
             got.push(entry?);
         }
-        if got == (0..WAITERS).collect::<Vec<_>>() {
-            Ok(())
-        } else {
-            Err(format!("they got it in the order {got:?}"))
-        }
+        unless(got == (0..WAITERS).collect::<Vec<_>>(), || {
+            format!("they got it in the order {got:?}")
+        })
     });
     tap.check(
         &format!("node {me}: {WAITERS} waiters asking {STAGGER:?} apart get the lock in the order they asked once the holder unlocks"),
@@ -1172,12 +1139,8 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         registered.and_then(|ret| expect_errno(ret, libc::EINVAL)),
     );
     for (name, region) in [("ATOMIC", atomic), ("plain", plain)] {
-        if let Ok(lmr) = region {
-            tap.check(
-                &format!("node {me}: free of the {name} LMR of the bad atomics"),
-                lmr.free(),
-            );
-        }
+        let what = format!("the {name} LMR of the bad atomics");
+        check_free(tap, me, &what, region.ok());
     }
 
     let absent = MAX_NODES - 1;

@@ -195,65 +195,55 @@ pub(crate) struct Planner<'a, 'c> {
     pub(crate) out: &'a mut OutParams,
 }
 
-/// Draws one call's arguments.
-type Generator = fn(&mut Planner<'_, '_>) -> Planned;
+/// Draws the arguments of the call it is given.
+type Generator = fn(&mut Planner<'_, '_>, Syscall) -> Planned;
 
 /// The calls a fuzzing thread draws, how often (per thousand-ish), and
 /// their generators (`lite_join` and `lite_leave` are the unprivileged
 /// process's).
 const CALLS: [(Syscall, u32, Generator); 38] = [
-    (Syscall::GetNodeId, 8, |p| p.get_node_id()),
-    (Syscall::GetTotalNode, 8, |p| p.get_total_node()),
-    (Syscall::AllocRemote, 60, |p| p.alloc_remote()),
-    (Syscall::RdmaWrite, 60, |p| {
-        p.transfer(Syscall::RdmaWrite, true, false)
+    (Syscall::GetNodeId, 8, |p, _| p.get_node_id()),
+    (Syscall::GetTotalNode, 8, |p, _| p.get_total_node()),
+    (Syscall::AllocRemote, 60, |p, _| p.alloc_remote()),
+    (Syscall::RdmaWrite, 60, |p, c| p.transfer(c)),
+    (Syscall::RdmaRead, 60, |p, c| p.transfer(c)),
+    (Syscall::Free, 35, |p, c| p.free(c)),
+    (Syscall::DistBarrier, 12, |p, _| p.barrier()),
+    (Syscall::RemoteMemset, 30, |p, _| p.memset()),
+    (Syscall::Memcpy, 22, |p, c| p.copy(c)),
+    (Syscall::Memmove, 22, |p, c| p.copy(c)),
+    (Syscall::WrapAlloc, 25, |p, _| p.wrap_alloc()),
+    (Syscall::AddAskMrTable, 25, |p, _| p.publish()),
+    (Syscall::AskLmr, 40, |p, _| p.ask_lmr()),
+    (Syscall::UmapLmr, 20, |p, _| p.umap()),
+    (Syscall::RegisterLmr, 20, |p, _| p.register_lmr()),
+    (Syscall::DeregisterLmr, 18, |p, c| p.free(c)),
+    (Syscall::RdmaWriteAsync, 35, |p, c| p.transfer(c)),
+    (Syscall::RdmaReadAsync, 35, |p, c| p.transfer(c)),
+    (Syscall::AsyncWait, 40, |p, _| p.async_wait()),
+    (Syscall::Fence, 8, |p, _| p.fence()),
+    (Syscall::GetStats, 8, |p, _| p.get_stats()),
+    (Syscall::RegisterApplication, 20, |p, _| p.register_port()),
+    (Syscall::UnregisterApplication, 10, |p, _| {
+        p.unregister_port()
     }),
-    (Syscall::RdmaRead, 60, |p| {
-        p.transfer(Syscall::RdmaRead, false, false)
-    }),
-    (Syscall::Free, 35, |p| p.free(Syscall::Free)),
-    (Syscall::DistBarrier, 12, |p| p.barrier()),
-    (Syscall::RemoteMemset, 30, |p| p.memset()),
-    (Syscall::Memcpy, 22, |p| p.copy(Syscall::Memcpy)),
-    (Syscall::Memmove, 22, |p| p.copy(Syscall::Memmove)),
-    (Syscall::WrapAlloc, 25, |p| p.wrap_alloc()),
-    (Syscall::AddAskMrTable, 25, |p| p.publish()),
-    (Syscall::AskLmr, 40, |p| p.ask_lmr()),
-    (Syscall::UmapLmr, 20, |p| p.umap()),
-    (Syscall::RegisterLmr, 20, |p| p.register_lmr()),
-    (Syscall::DeregisterLmr, 18, |p| {
-        p.free(Syscall::DeregisterLmr)
-    }),
-    (Syscall::RdmaWriteAsync, 35, |p| {
-        p.transfer(Syscall::RdmaWriteAsync, true, true)
-    }),
-    (Syscall::RdmaReadAsync, 35, |p| {
-        p.transfer(Syscall::RdmaReadAsync, false, true)
-    }),
-    (Syscall::AsyncWait, 40, |p| p.async_wait()),
-    (Syscall::Fence, 8, |p| p.fence()),
-    (Syscall::GetStats, 8, |p| p.get_stats()),
-    (Syscall::RegisterApplication, 20, |p| p.register_port()),
-    (Syscall::UnregisterApplication, 10, |p| p.unregister_port()),
-    (Syscall::QueryPort, 15, |p| p.query_port()),
-    (Syscall::SendReplyImm, 35, |p| p.send(Syscall::SendReplyImm)),
-    (Syscall::SendReplyImmAsync, 20, |p| {
-        p.send(Syscall::SendReplyImmAsync)
-    }),
-    (Syscall::Send, 30, |p| p.send(Syscall::Send)),
-    (Syscall::ReceiveMessage, 50, |p| p.receive()),
-    (Syscall::ReplyMessage, 30, |p| p.reply()),
-    (Syscall::ReplyAndReceiveMessage, 15, |p| {
+    (Syscall::QueryPort, 15, |p, _| p.query_port()),
+    (Syscall::SendReplyImm, 35, |p, c| p.send(c)),
+    (Syscall::SendReplyImmAsync, 20, |p, c| p.send(c)),
+    (Syscall::Send, 30, |p, c| p.send(c)),
+    (Syscall::ReceiveMessage, 50, |p, _| p.receive()),
+    (Syscall::ReplyMessage, 30, |p, _| p.reply()),
+    (Syscall::ReplyAndReceiveMessage, 15, |p, _| {
         p.reply_and_receive()
     }),
-    (Syscall::SendReplyMulticast, 10, |p| p.multicast()),
-    (Syscall::FetchAdd, 22, |p| p.atomic(Syscall::FetchAdd)),
-    (Syscall::CompareSwp, 22, |p| p.atomic(Syscall::CompareSwp)),
-    (Syscall::CreateLock, 8, |p| p.create_lock()),
-    (Syscall::AskLock, 18, |p| p.ask_lock()),
-    (Syscall::Lock, 30, |p| p.lock()),
-    (Syscall::Unlock, 35, |p| p.unlock()),
-    (Syscall::SetPriority, 8, |p| p.set_priority()),
+    (Syscall::SendReplyMulticast, 10, |p, _| p.multicast()),
+    (Syscall::FetchAdd, 22, |p, c| p.atomic(c)),
+    (Syscall::CompareSwp, 22, |p, c| p.atomic(c)),
+    (Syscall::CreateLock, 8, |p, _| p.create_lock()),
+    (Syscall::AskLock, 18, |p, _| p.ask_lock()),
+    (Syscall::Lock, 30, |p, _| p.lock()),
+    (Syscall::Unlock, 35, |p, _| p.unlock()),
+    (Syscall::SetPriority, 8, |p, _| p.set_priority()),
 ];
 
 /// The calls a fuzzing thread draws from.
@@ -278,8 +268,8 @@ impl Planner<'_, '_> {
     /// Draws the call of one step.
     pub(crate) fn plan(&mut self) -> Planned {
         let weights: Vec<u32> = CALLS.iter().map(|&(_, weight, _)| weight).collect();
-        let (_, _, generate) = CALLS[self.rng.weighted(&weights)];
-        generate(self)
+        let (call, _, generate) = CALLS[self.rng.weighted(&weights)];
+        generate(self, call)
     }
 
     /// Draws arguments for `call`, one of those a fuzzing thread draws.
@@ -289,7 +279,7 @@ impl Planner<'_, '_> {
             .into_iter()
             .find(|&(drawn, _, _)| drawn == call)
             .expect("a call fuzzing threads draw");
-        generate(self)
+        generate(self, call)
     }
 
     fn get_node_id(&mut self) -> Planned {
@@ -590,7 +580,10 @@ impl Planner<'_, '_> {
         )
     }
 
-    fn transfer(&mut self, call: Syscall, write: bool, asynchronous: bool) -> Planned {
+    /// A read or a write, synchronous or not, as `call` is.
+    fn transfer(&mut self, call: Syscall) -> Planned {
+        let write = matches!(call, Syscall::RdmaWrite | Syscall::RdmaWriteAsync);
+        let asynchronous = matches!(call, Syscall::RdmaWriteAsync | Syscall::RdmaReadAsync);
         let choice = self.handle(|_| true);
         let (offset, mut len, outside) = self.range(choice.size());
         if asynchronous && self.rng.percent(3) {

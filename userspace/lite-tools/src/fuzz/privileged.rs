@@ -26,6 +26,7 @@ use super::memory::{KERNEL_ADDRESS, LOW_PAGE};
 use super::report::{self, call_and_result};
 use super::rng::Rng;
 use super::shared::{now_ms, Shared, UNPRIVILEGED};
+use crate::cluster_test::privilege::credentials_of;
 use crate::debugfs::{self, DEBUGFS_DIR, RPC_FAULT_FILE};
 
 /// User and group of the unprivileged process (`nobody`, `nogroup`).
@@ -95,33 +96,6 @@ fn drop_privilege() -> io::Result<()> {
     Ok(())
 }
 
-/// Checks that the process kept nothing of root's privilege.
-fn check_unprivileged() -> Result<(), String> {
-    // SAFETY: these calls only read the process's credentials.
-    let ids = unsafe {
-        [
-            libc::getuid(),
-            libc::geteuid(),
-            libc::getgid(),
-            libc::getegid(),
-        ]
-    };
-    if ids != [NOBODY; 4] {
-        return Err(format!("uid, euid, gid, egid are {ids:?}"));
-    }
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("/proc/self/status: {e}"))?;
-    let effective = status
-        .lines()
-        .find_map(|line| line.strip_prefix("CapEff:"))
-        .map(str::trim)
-        .ok_or("/proc/self/status has no CapEff line")?;
-    match u64::from_str_radix(effective, 16) {
-        Ok(0) => Ok(()),
-        _ => Err(format!("effective capabilities {effective}")),
-    }
-}
-
 /// What the unprivileged process needs.
 pub(crate) struct UnprivilegedPlan<'a> {
     pub(crate) seed: u64,
@@ -138,7 +112,7 @@ pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
     let origin = format!("node {} unprivileged process", plan.me);
     let dropped = drop_privilege()
         .map_err(|error| error.to_string())
-        .and_then(|()| check_unprivileged());
+        .and_then(|()| credentials_of(NOBODY));
     if let Err(reason) = dropped {
         report::alarm(shared, UNPRIVILEGED, &origin, "dropping root", &reason);
         return 1;

@@ -127,7 +127,7 @@ use lite::sys::LiteLock;
 use lite::{sys, Lmr, Priority};
 use lite_bench_record::{self as record, LockSamples, Record};
 use lite_tools::args::{
-    in_range, parse_positive_list, ArgError, Cli, OptionSpec, Parsed, CM_OPTION,
+    in_range, invalid, option, parse_positive_list, ArgError, Cli, Parsed, CM_OPTION,
 };
 use lite_tools::bench::{
     calls_per_thread, completion_groups, emit, latency, lock_record, p99, parse_switch,
@@ -166,136 +166,136 @@ const CLI: Cli = Cli {
             --contend, lock/unlock with several nodes contending.",
     options: &[
         CM_OPTION,
-        OptionSpec {
-            name: "peer-node",
-            value_name: "auto|this|other|ID",
-            help: "node holding the memory: auto means node 1, this means this node (it \
+        option(
+            "peer-node",
+            "auto|this|other|ID",
+            "node holding the memory: auto means node 1, this means this node (it \
                    serves), other the other node of a two-node cluster (this node measures) \
                    (default auto)",
-        },
-        OptionSpec {
-            name: "iters",
-            value_name: "N",
-            help: "timed operations per size and direction (default 1000)",
-        },
-        OptionSpec {
-            name: "sizes",
-            value_name: "LIST",
-            help: "latency: comma separated sizes in bytes (default 8,64,512,4096,65536)",
-        },
-        OptionSpec {
-            name: "bw-sizes",
-            value_name: "LIST",
-            help: "memset/memcpy sizes in bytes, or none (default 4096,65536,1048576,4194304)",
-        },
-        OptionSpec {
-            name: "async-sizes",
-            value_name: "LIST",
-            help: "asynchronous write/read sizes in bytes, or none (default 4096,65536)",
-        },
-        OptionSpec {
-            name: "depths",
-            value_name: "LIST",
-            help: "asynchronous operations kept in flight (default 1,2,4,8,16,32)",
-        },
-        OptionSpec {
-            name: "bw-bytes",
-            value_name: "N",
-            help: "bytes moved per throughput series, within 8..=--iters operations \
+        ),
+        option(
+            "iters",
+            "N",
+            "timed operations per size and direction (default 1000)",
+        ),
+        option(
+            "sizes",
+            "LIST",
+            "latency: comma separated sizes in bytes (default 8,64,512,4096,65536)",
+        ),
+        option(
+            "bw-sizes",
+            "LIST",
+            "memset/memcpy sizes in bytes, or none (default 4096,65536,1048576,4194304)",
+        ),
+        option(
+            "async-sizes",
+            "LIST",
+            "asynchronous write/read sizes in bytes, or none (default 4096,65536)",
+        ),
+        option(
+            "depths",
+            "LIST",
+            "asynchronous operations kept in flight (default 1,2,4,8,16,32)",
+        ),
+        option(
+            "bw-bytes",
+            "N",
+            "bytes moved per throughput series, within 8..=--iters operations \
                    (default 16777216)",
-        },
-        OptionSpec {
-            name: "rpc-sizes",
-            value_name: "LIST",
-            help: "RPC round trip request (and reply) sizes in bytes, or none \
+        ),
+        option(
+            "rpc-sizes",
+            "LIST",
+            "RPC round trip request (and reply) sizes in bytes, or none \
                    (default 8,64,512,4096,65536)",
-        },
-        OptionSpec {
-            name: "rpc-threads",
-            value_name: "LIST",
-            help: "RPC throughput: client thread counts, or none (default 1,2,4,8,16)",
-        },
-        OptionSpec {
-            name: "rpc-calls",
-            value_name: "N",
-            help: "RPC throughput: calls per series, shared by its threads (default 2000)",
-        },
-        OptionSpec {
-            name: "qos-loaders",
-            value_name: "N",
-            help: "isolation run: low-priority processes loading the link, 0 to skip the run \
+        ),
+        option(
+            "rpc-threads",
+            "LIST",
+            "RPC throughput: client thread counts, or none (default 1,2,4,8,16)",
+        ),
+        option(
+            "rpc-calls",
+            "N",
+            "RPC throughput: calls per series, shared by its threads (default 2000)",
+        ),
+        option(
+            "qos-loaders",
+            "N",
+            "isolation run: low-priority processes loading the link, 0 to skip the run \
                    (default 3)",
-        },
-        OptionSpec {
-            name: "qos-rounds",
-            value_name: "N",
-            help: "isolation run: rounds of an unloaded and a loaded phase with QoS on, \
+        ),
+        option(
+            "qos-rounds",
+            "N",
+            "isolation run: rounds of an unloaded and a loaded phase with QoS on, \
                    alternated so both see the same machine (default 5)",
-        },
-        OptionSpec {
-            name: "series",
-            value_name: "all|latency|regions|processes",
-            help: "latency: only the write/read latency, atomics and RPC round trip series \
+        ),
+        option(
+            "series",
+            "all|latency|regions|processes",
+            "latency: only the write/read latency, atomics and RPC round trip series \
                    (one round of the benchmark's interleaved comparison); regions: only the \
                    memory region curve; processes: only the process curve (default all)",
-        },
-        OptionSpec {
-            name: "ops",
-            value_name: "LIST",
-            help: "latency series: only these of write, read, fetch_add, compare_swp and rpc \
+        ),
+        option(
+            "ops",
+            "LIST",
+            "latency series: only these of write, read, fetch_add, compare_swp and rpc \
                    (default all of them)",
-        },
-        OptionSpec {
-            name: "baseline",
-            value_name: "COMMAND",
-            help: "with --series latency: start COMMAND (lite-verbs-bench --client HOST .. \
+        ),
+        option(
+            "baseline",
+            "COMMAND",
+            "with --series latency: start COMMAND (lite-verbs-bench --client HOST .. \
                    --turns, words separated by spaces) and take turns with it within every \
                    series",
-        },
-        OptionSpec {
-            name: "turn-ops",
-            value_name: "N",
-            help: "with --baseline: most operations of one side in a row (default 10)",
-        },
-        OptionSpec {
-            name: "region-counts",
-            value_name: "LIST",
-            help: "memory region curve: live LMRs at each step (default 1,100,10000,100000)",
-        },
-        OptionSpec {
-            name: "create-sizes",
-            value_name: "LIST",
-            help: "memory region curve: sizes of the LMRs created and freed, in bytes \
+        ),
+        option(
+            "turn-ops",
+            "N",
+            "with --baseline: most operations of one side in a row (default 10)",
+        ),
+        option(
+            "region-counts",
+            "LIST",
+            "memory region curve: live LMRs at each step (default 1,100,10000,100000)",
+        ),
+        option(
+            "create-sizes",
+            "LIST",
+            "memory region curve: sizes of the LMRs created and freed, in bytes \
                    (default 4096,65536,1048576,16777216,268435456,1073741824)",
-        },
-        OptionSpec {
-            name: "process-counts",
-            value_name: "LIST",
-            help: "process curve: processes at each step, each making --iters operations \
+        ),
+        option(
+            "process-counts",
+            "LIST",
+            "process curve: processes at each step, each making --iters operations \
                    (default 1,2,4,8,16,32,64)",
-        },
-        OptionSpec {
-            name: "contend",
-            value_name: "NODES",
-            help: "only measure NODES nodes (all running --contend NODES): node 1 keeps one \
+        ),
+        option(
+            "contend",
+            "NODES",
+            "only measure NODES nodes (all running --contend NODES): node 1 keeps one \
                    lock and every other node takes turns on it",
-        },
-        OptionSpec {
-            name: "scale",
-            value_name: "NODES",
-            help: "only measure one step of the cluster-size curve: NODES nodes (all running \
+        ),
+        option(
+            "scale",
+            "NODES",
+            "only measure one step of the cluster-size curve: NODES nodes (all running \
                    --scale NODES) time their join, --iters barriers and all-to-all RPC",
-        },
-        OptionSpec {
-            name: "scale-calls",
-            value_name: "N",
-            help: "calls per peer of the all-to-all RPC with --scale (default 200)",
-        },
-        OptionSpec {
-            name: "contend-iters",
-            value_name: "N",
-            help: "lock/unlock pairs per contending node with --contend (default 300)",
-        },
+        ),
+        option(
+            "scale-calls",
+            "N",
+            "calls per peer of the all-to-all RPC with --scale (default 200)",
+        ),
+        option(
+            "contend-iters",
+            "N",
+            "lock/unlock pairs per contending node with --contend (default 300)",
+        ),
     ],
 };
 
@@ -598,7 +598,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
     let async_span = async_sizes.iter().max().copied().unwrap_or(0)
         * depths.iter().max().copied().unwrap_or(0) as u64;
     if async_span > MAX_BW_SIZE {
-        return Err(lite_tools::args::invalid(
+        return Err(invalid(
             "depths",
             &depths
                 .iter()
@@ -628,7 +628,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
     let baseline = parsed.get("baseline").map(str::to_string);
     if let Some(command) = &baseline {
         if series != Series::Latency || command.split_whitespace().next().is_none() {
-            return Err(lite_tools::args::invalid(
+            return Err(invalid(
                 "baseline",
                 command,
                 "takes a command, and turns only with --series latency".to_string(),
@@ -652,7 +652,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
     // `this` and `other` are resolved at the first barrier, which those
     // runs do not reach with a memory node.
     if (contend.is_some() || scale.is_some()) && matches!(peer, PeerNode::This | PeerNode::Other) {
-        return Err(lite_tools::args::invalid(
+        return Err(invalid(
             "peer-node",
             if peer == PeerNode::This {
                 "this"
@@ -710,16 +710,18 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(error) => CLI.exit_with(&error),
     };
-    match run(&options) {
-        Ok(()) => {
-            say(format_args!("LITE-BENCH: ok"));
-            ExitCode::SUCCESS
-        }
-        Err(reason) => {
-            say(format_args!("LITE-BENCH: FAILED {reason}"));
-            ExitCode::FAILURE
-        }
-    }
+    let outcome = run(&options).map(|()| "LITE-BENCH: ok".to_string());
+    say_and_exit(outcome.map_err(|reason| format!("LITE-BENCH: FAILED {reason}")))
+}
+
+/// Says the line of `outcome`, and exits with success if it is `Ok`.
+fn say_and_exit(outcome: Result<String, String>) -> ExitCode {
+    let (line, code) = match outcome {
+        Ok(line) => (line, ExitCode::SUCCESS),
+        Err(line) => (line, ExitCode::FAILURE),
+    };
+    say(format_args!("{line}"));
+    code
 }
 
 fn run(options: &Options) -> Result<(), String> {
@@ -2146,16 +2148,11 @@ fn load_process(args: &[String]) -> ExitCode {
         Some((node, size)) if (1..=MAX_SIZE).contains(&size) => load(node, size),
         _ => Err(format!("usage: lite-bench {LOAD_SUBCOMMAND} NODE SIZE")),
     };
-    match outcome {
-        Ok(report) => {
-            say(format_args!("{}", report.line()));
-            ExitCode::SUCCESS
-        }
-        Err(reason) => {
-            say(format_args!("fail {reason}"));
-            ExitCode::FAILURE
-        }
-    }
+    say_and_exit(
+        outcome
+            .map(|report| report.line())
+            .map_err(|reason| format!("fail {reason}")),
+    )
 }
 
 /// Writes `size` bytes to an LMR on `node` at low priority, again and

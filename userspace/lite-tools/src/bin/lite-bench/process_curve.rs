@@ -20,7 +20,9 @@ use lite_tools::stats::monotonic_ns;
 use lite_tools::{pattern, say};
 
 use super::piped::Piped;
-use super::{alloc, echo_call, free, read_region_counters, wait_for_server, WARMUP_OPS};
+use super::{
+    alloc, echo_call, free, read_region_counters, say_and_exit, wait_for_server, WARMUP_OPS,
+};
 
 /// The subcommand of one process of the curve.
 pub(crate) const PROCESS_SUBCOMMAND: &str = "__process";
@@ -115,16 +117,8 @@ pub(crate) fn process_main(args: &[String]) -> ExitCode {
             "usage: lite-bench {PROCESS_SUBCOMMAND} write|rpc NODE ITERS"
         )),
     };
-    match outcome {
-        Ok(took_us) => {
-            say(format_args!("done {took_us:.2}"));
-            ExitCode::SUCCESS
-        }
-        Err(reason) => {
-            say(format_args!("fail {reason}"));
-            ExitCode::FAILURE
-        }
-    }
+    let outcome = outcome.map(|took_us| format!("done {took_us:.2}"));
+    say_and_exit(outcome.map_err(|reason| format!("fail {reason}")))
 }
 
 /// Warms up, says `ready`, waits for `go`, and returns how long `iters`

@@ -27,13 +27,16 @@
 //! as [`super::super::processes`] describes), and processes of the model
 //! on a kernel model ([`Kernel::process_of_user_and_group`]).
 
+use std::fmt;
 use std::io::Write;
 use std::net::Ipv4Addr;
+use std::str::FromStr;
 
 use lite::sys::CM_DEFAULT_PORT;
 
-use super::super::processes::{child_plan, report_point};
-use super::{credentials_of_user_and_group, in_child, ChildPoints, NOBODY};
+use super::super::processes::{child_args, run_child};
+use super::{in_child, report_as_user, ChildPoints, NOBODY};
+use crate::cluster_test::io::unless;
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
 use crate::errno::{describe_error, errno_name, expect_errno};
@@ -56,20 +59,25 @@ enum Verdict {
     Refused,
 }
 
-impl Verdict {
-    /// Its name on the child's command line.
-    fn name(self) -> &'static str {
-        match self {
+/// Its name on the child's command line.
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
             Verdict::Admitted => "admitted",
             Verdict::Refused => "refused",
-        }
+        })
     }
+}
+
+impl FromStr for Verdict {
+    type Err = ();
 
     /// The verdict named `name`.
-    fn from_name(name: &str) -> Option<Verdict> {
+    fn from_str(name: &str) -> Result<Verdict, ()> {
         [Verdict::Admitted, Verdict::Refused]
             .into_iter()
-            .find(|verdict| verdict.name() == name)
+            .find(|verdict| verdict.to_string() == name)
+            .ok_or(())
     }
 }
 
@@ -84,30 +92,11 @@ struct GroupProbe {
     verdict: Verdict,
 }
 
-impl GroupProbe {
-    /// The child's command line after the child subcommand.
-    fn to_args(self) -> Vec<String> {
-        vec![
-            KIND.to_string(),
-            self.cm.to_string(),
-            self.gid.to_string(),
-            self.verdict.name().to_string(),
-        ]
-    }
-
-    /// The inverse of [`GroupProbe::to_args`], given what follows [`KIND`].
-    fn from_args(args: &[String]) -> Result<GroupProbe, String> {
-        let [cm, gid, verdict] = args else {
-            return Err(format!("expected CM GID VERDICT, got {args:?}"));
-        };
-        let bad = |what: &str, text: &str| format!("bad {what} {text:?}");
-        Ok(GroupProbe {
-            cm: cm.parse().map_err(|_| bad("manager address", cm))?,
-            gid: gid.parse().map_err(|_| bad("group", gid))?,
-            verdict: Verdict::from_name(verdict).ok_or_else(|| bad("verdict", verdict))?,
-        })
-    }
-}
+child_args!(GroupProbe, KIND, "CM GID VERDICT", {
+    cm: "manager address",
+    gid: "group",
+    verdict: "verdict",
+});
 
 /// Checks the administrators' group on member node `me`, whose manager
 /// is `cm` (see the module comment); reports as test points.
@@ -131,11 +120,9 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm
     tap.check(
         &format!("node {me}: {ADMIN_GROUP_FILE} reads {NO_ADMIN_GROUP} (no group), its default"),
         original.clone().and_then(|gid| {
-            if gid == NO_ADMIN_GROUP {
-                Ok(())
-            } else {
-                Err(format!("it reads {gid} (put back at the end)"))
-            }
+            unless(gid == NO_ADMIN_GROUP, || {
+                format!("it reads {gid} (put back at the end)")
+            })
         }),
     );
     tap.check(
@@ -322,22 +309,10 @@ fn refused_write<K: Kernel>(kernel: &K, number: &str, errnos: &[i32]) -> Result<
 /// Entry point of a process started here: `args` follow the child
 /// subcommand. The exit status, or `None` for other kinds.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let probe = match child_plan(args, KIND, GroupProbe::from_args)? {
-        Ok(probe) => probe,
-        Err(status) => return Some(status),
-    };
-    let gid = probe.gid;
-    let mut points = vec![(
-        format!(
-            "runs as uid {NOBODY} and gid {gid} with no supplementary group and no effective capability"
-        ),
-        credentials_of_user_and_group(NOBODY, gid),
-    )];
-    points.extend(group_calls(kernel, probe));
-    for (what, outcome) in points {
-        report_point(&what, outcome);
-    }
-    Some(0)
+    run_child(args, KIND, GroupProbe::from_args, |probe| {
+        report_as_user((NOBODY, probe.gid), || group_calls(kernel, probe));
+        0
+    })
 }
 
 #[cfg(test)]
@@ -345,7 +320,9 @@ mod tests {
     use libc::c_long;
 
     use super::*;
+    use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::failures;
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
@@ -359,13 +336,6 @@ mod tests {
         crate::tap::capture(|tap| run(kernel, tap, 2, CM)).0
     }
 
-    fn failed(output: &str) -> Vec<&str> {
-        output
-            .lines()
-            .filter(|line| line.starts_with("not ok"))
-            .collect()
-    }
-
     fn admin_group(kernel: &FakeKernel) -> String {
         match kernel.read_debugfs(ADMIN_GROUP_FILE) {
             Some(Ok(text)) => text,
@@ -377,7 +347,7 @@ mod tests {
     fn members_pass_the_privilege_check_and_others_do_not() {
         let kernel = member(Defects::default());
         let output = output_of(&kernel);
-        assert!(failed(&output).is_empty(), "{output}");
+        assert!(failures(&output).is_empty(), "{output}");
         assert!(output.ends_with("1..14\n14 passed, 0 failed\n"), "{output}");
         for point in [
             "ok 1 - node 2: admin_group reads 4294967295 (no group), its default\n",
@@ -401,13 +371,9 @@ mod tests {
 
     #[test]
     fn a_kernel_ignoring_the_group_is_caught() {
-        let defects = Defects {
-            ignore_admin_group: true,
-            ..Defects::default()
-        };
-        let output = output_of(&member(defects));
+        let output = output_of(&member(defects_with(|d| d.ignore_admin_group = true)));
         assert_eq!(
-            failed(&output),
+            failures(&output),
             [
                 "not ok 4 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EISCONN from lite_join(10.0.0.1, 18500, 1), having passed the privilege check on a member node",
                 "not ok 5 - node 2: a process of uid 65534 and gid 4302 (the admin group) gets -EINVAL from lite_join(\"not-an-ip\"), having passed the privilege check",
@@ -422,12 +388,8 @@ mod tests {
 
     #[test]
     fn a_kernel_admitting_everyone_is_caught() {
-        let defects = Defects {
-            join_without_privilege: true,
-            ..Defects::default()
-        };
-        let output = output_of(&member(defects));
-        let failures = failed(&output)
+        let output = output_of(&member(defects_with(|d| d.join_without_privilege = true)));
+        let failures = failures(&output)
             .into_iter()
             .map(|line| line.split_once(" - ").map_or(line, |(_, what)| what))
             .collect::<Vec<_>>();
@@ -451,7 +413,7 @@ mod tests {
         ));
         let output = output_of(&kernel);
         assert_eq!(
-            failed(&output),
+            failures(&output),
             ["not ok 1 - node 2: admin_group reads 4294967295 (no group), its default"],
             "{output}"
         );
@@ -469,24 +431,15 @@ mod tests {
             .process_of_user_and_group(NOBODY, 4302)
             .expect("the model has one");
         let outsider = kernel.process_of_user(NOBODY).expect("the model has one");
-        let errno = |written: Option<std::io::Result<()>>| {
-            written
-                .and_then(|result| result.err())
-                .and_then(|e| e.raw_os_error())
+        // A write to debugfs that must fail with `errno`.
+        let refused = |written: Option<std::io::Result<()>>, errno| {
+            let got = written.and_then(|result| result.err());
+            assert_eq!(got.and_then(|e| e.raw_os_error()), Some(errno));
         };
         assert_eq!(process.leave(0), -c_long::from(libc::EPERM));
-        assert_eq!(
-            errno(process.write_debugfs("qos_enabled", "0\n")),
-            Some(libc::EPERM)
-        );
-        assert_eq!(
-            errno(kernel.write_debugfs(ADMIN_GROUP_FILE, "x\n")),
-            Some(libc::EINVAL)
-        );
-        assert_eq!(
-            errno(process.write_debugfs(ADMIN_GROUP_FILE, "x\n")),
-            Some(libc::EINVAL)
-        );
+        refused(process.write_debugfs("qos_enabled", "0\n"), libc::EPERM);
+        refused(kernel.write_debugfs(ADMIN_GROUP_FILE, "x\n"), libc::EINVAL);
+        refused(process.write_debugfs(ADMIN_GROUP_FILE, "x\n"), libc::EINVAL);
         assert!(matches!(
             kernel.write_debugfs(ADMIN_GROUP_FILE, "4302"),
             Some(Ok(()))
@@ -496,15 +449,9 @@ mod tests {
             process.write_debugfs("qos_enabled", "0\n"),
             Some(Ok(()))
         ));
-        assert_eq!(
-            errno(outsider.write_debugfs("qos_enabled", "1\n")),
-            Some(libc::EPERM)
-        );
+        refused(outsider.write_debugfs("qos_enabled", "1\n"), libc::EPERM);
         // Members may not hand the group on.
-        assert_eq!(
-            errno(process.write_debugfs(ADMIN_GROUP_FILE, "1\n")),
-            Some(libc::EPERM)
-        );
+        refused(process.write_debugfs(ADMIN_GROUP_FILE, "1\n"), libc::EPERM);
         assert_eq!(outsider.leave(0), -c_long::from(libc::EPERM));
         assert_eq!(process.leave(0), 0);
         assert_eq!(kernel.get_total_node(), 2);
@@ -519,13 +466,7 @@ mod tests {
             gid: 4303,
             verdict: Verdict::Admitted,
         };
-        let args = probe.to_args();
-        assert_eq!(args[0], KIND);
-        assert_eq!(GroupProbe::from_args(&args[1..]), Ok(probe));
-        assert!(GroupProbe::from_args(&args[1..3]).is_err());
-        let mut bad = args[1..].to_vec();
-        bad[2] = "maybe".into();
-        assert!(GroupProbe::from_args(&bad).is_err());
+        probe.assert_round_trip(2, "maybe");
         let refused = GroupProbe {
             verdict: Verdict::Refused,
             ..probe

@@ -301,11 +301,7 @@ fn judge_corrupt_server(client: u32, closed: c_long, got: &CorruptReceived) -> R
     if let Err(e) = judge_corrupt_received(client, &got.requests) {
         failures.push(e);
     }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(failures.join("; "))
-    }
+    unless(failures.is_empty(), || failures.join("; "))
 }
 
 /// A client's ring on a server is broken on purpose: the client leaves a

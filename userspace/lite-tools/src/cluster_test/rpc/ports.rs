@@ -168,20 +168,22 @@ fn private_call<K: Kernel, W: Write>(
     })
 }
 
+/// Registers this process's private port.
+fn register_private<K: Kernel>(kernel: &K) -> Result<(), String> {
+    expect_zero(register(
+        kernel,
+        PRIVATE_PORT,
+        PRIVATE_MAX,
+        "lite-test-private",
+    ))
+}
+
 /// Descriptor and receive errors on a port only this node uses.
 pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let point = format!(
         "node {me}: register_application(port {PRIVATE_PORT}, max {PRIVATE_MAX} B) returns 0"
     );
-    tap.check(
-        &point,
-        expect_zero(register(
-            kernel,
-            PRIVATE_PORT,
-            PRIVATE_MAX,
-            "lite-test-private",
-        )),
-    );
+    tap.check(&point, register_private(kernel));
     let fitting = [0x5au8; 16];
     let (ret, answer) = private_call(kernel, tap, me, (b"question", 16), |tap, descriptor| {
         let what = "reply_message of 17 B to a caller accepting 16";
@@ -337,13 +339,7 @@ pub(super) fn processes<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u
 /// Runs a child `foreign` case against a descriptor and a queued one-way
 /// message of this process's private port.
 fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
-    expect_zero(register(
-        kernel,
-        PRIVATE_PORT,
-        PRIVATE_MAX,
-        "lite-test-private",
-    ))
-    .map_err(|e| format!("register_application: {e}"))?;
+    register_private(kernel).map_err(|e| format!("register_application: {e}"))?;
     let outcome = std::thread::scope(|scope| -> Result<(), String> {
         let calling = scope.spawn(|| {
             let mut answer = [0u8; 16];

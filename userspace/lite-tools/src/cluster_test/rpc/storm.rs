@@ -249,11 +249,7 @@ fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Resu
             .collect()
     });
     let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(failures.join("; "))
-    }
+    unless(failures.is_empty(), || failures.join("; "))
 }
 
 /// Every node calls and multicasts to every node at once, from several
