@@ -40,6 +40,8 @@ impl fmt::Display for Flavour {
 
 /// Name of the stamp recording the inputs of the current `.config`.
 const CONFIG_STAMP: &str = ".lite-config-stamp";
+/// The same, for the configurations of the slow checks' builds.
+const SERIES_CONFIG_KEY: &str = ".lite-series-config-key";
 
 /// How many lines of a failed build log to show.
 const ERROR_LINES: usize = 40;
@@ -318,12 +320,15 @@ impl StageBuild {
     /// Makes the next `cargo xtask kernel` configure the build directory
     /// afresh, as these builds leave other configurations in it.
     pub fn forget_configuration(&self) -> Result<()> {
-        match std::fs::remove_file(self.build_dir.join(CONFIG_STAMP)) {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                Err(err).context("cannot remove the configuration stamp")
+        for stamp in [CONFIG_STAMP, SERIES_CONFIG_KEY] {
+            match std::fs::remove_file(self.build_dir.join(stamp)) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(err).context("cannot remove a configuration stamp");
+                }
+                _ => {}
             }
-            _ => Ok(()),
         }
+        Ok(())
     }
 
     /// Configures and builds the tree as it is, with LITE as `lite` says.
@@ -416,11 +421,32 @@ impl StageBuild {
     /// options the tree does not define yet are dropped, but LITE must be
     /// as asked wherever its Kconfig entry exists.
     fn configure(&self, lite: Lite) -> Result<()> {
-        let scratch = fsutil::TempDir::new_in(&self.scratch_root, "config-series")?;
         let mut fragments = vec![
             repo_root().join("config/base.config"),
             repo_root().join("config/debug.config"),
         ];
+        // What decides the configuration: the fragments, LITE's switch and
+        // the Kconfig files the series adds or edits. Patches that change
+        // none of them keep the configuration as it is.
+        let mut inputs = format!("{lite}\n");
+        for fragment in &fragments {
+            inputs.push_str(&fsutil::sha256_file(fragment)?);
+        }
+        for kconfig in [
+            "drivers/infiniband/Kconfig",
+            "drivers/infiniband/ulp/lite/Kconfig",
+        ] {
+            let path = self.source.dir.join(kconfig);
+            if path.is_file() {
+                inputs.push_str(&fsutil::sha256_file(&path)?);
+            }
+        }
+        let key = fsutil::sha256_hex(inputs.as_bytes());
+        let key_path = self.build_dir.join(SERIES_CONFIG_KEY);
+        if std::fs::read_to_string(&key_path).ok().as_deref() == Some(key.as_str()) {
+            return Ok(());
+        }
+        let scratch = fsutil::TempDir::new_in(&self.scratch_root, "config-series")?;
         if lite == Lite::Disabled {
             let off = scratch.path().join("lite-off.config");
             fsutil::write(&off, "# CONFIG_LITE is not set\n")?;
@@ -465,7 +491,7 @@ impl StageBuild {
                 config.display()
             );
         }
-        Ok(())
+        fsutil::write(&key_path, &key)
     }
 }
 
