@@ -1,6 +1,7 @@
 use super::dying::{self, DeathDefects};
 use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, VictimLog};
 use super::*;
+use crate::debugfs::{parse_stats, Operation, STATS_FILE};
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::tap::{assert_contains, failures, TapSummary};
 
@@ -200,11 +201,26 @@ fn traffic_checks_every_round_and_counts_those_after_the_failure() {
     };
     let stop = AtomicBool::new(false);
     let failed = AtomicU64::new(0);
+    // Paced by the writes the kernel counted, not by the clock: a round
+    // that wrote before the failure was noted began before it, and the
+    // round after the next write began after it.
+    let writes_reach = |count: u64| loop {
+        let text = kernel
+            .read_debugfs(STATS_FILE)
+            .expect("a file")
+            .expect("read");
+        let writes = parse_stats(&text).expect("stats").ops_of(Operation::Write);
+        if writes >= count {
+            return writes;
+        }
+        thread::sleep(Duration::from_millis(1));
+    };
     let report = thread::scope(|scope| {
         let traffic = scope.spawn(|| run_traffic(&kernel, lmr, 1, &stop, &failed));
-        thread::sleep(Duration::from_millis(30));
+        writes_reach(1);
         failed.store(monotonic_ns(), Ordering::SeqCst);
-        thread::sleep(Duration::from_millis(30));
+        let seen = writes_reach(0);
+        writes_reach(seen + 2);
         stop.store(true, Ordering::SeqCst);
         traffic.join().expect("traffic thread")
     });
@@ -309,16 +325,21 @@ fn a_victim_that_cannot_join_stops() {
 /// Runs the whole test on a four-node model whose node 4 dies shortly
 /// after its marker; each survivor's output and summary.
 fn run_with_death(defects: DeathDefects) -> Vec<(String, TapSummary)> {
-    run_with_death_on(4, defects)
+    run_with_death_on(4, TEST_PACING, defects)
 }
 
-/// As [`run_with_death`], with `count` nodes, the last the victim.
-fn run_with_death_on(count: u32, defects: DeathDefects) -> Vec<(String, TapSummary)> {
+/// As [`run_with_death`], with `count` nodes, the last the victim, and
+/// cycles paced by `pacing`.
+fn run_with_death_on(
+    count: u32,
+    pacing: CyclePacing,
+    defects: DeathDefects,
+) -> Vec<(String, TapSummary)> {
     let nodes = dying::cluster(count, defects);
     let config = FailureConfig {
         cm: Ipv4Addr::new(10, 0, 0, 1),
         nodes: count,
-        pacing: TEST_PACING,
+        pacing,
         overload: Duration::from_millis(300),
         second_address: None,
     };
@@ -348,15 +369,15 @@ fn run_with_death_on(count: u32, defects: DeathDefects) -> Vec<(String, TapSumma
     })
 }
 
-/// Cycles paced for a model whose membership changes at once, still
-/// with several reads of the cluster's size in every state; a change
-/// that does not come is given up on sooner than on the machines.
+/// Cycles paced for a model whose membership changes at once and whose
+/// observers read every size (see [`dying`]). The bounds are the
+/// machines': before its first leave the leaver reads 16 MiB through a
+/// mapping, which on a loaded host takes seconds.
 const TEST_PACING: CyclePacing = CyclePacing {
     poll: Duration::from_millis(5),
-    away: Duration::from_millis(100),
-    back: Duration::from_millis(60),
-    change: Duration::from_secs(5),
-    first_leave: Duration::from_secs(5),
+    away: Duration::from_millis(20),
+    back: Duration::from_millis(20),
+    ..CyclePacing::VMS
 };
 
 /// Test points of the failure phase (the overload's two included),
@@ -491,7 +512,7 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
 
 #[test]
 fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
-    let results = run_with_death_on(3, DeathDefects::default());
+    let results = run_with_death_on(3, TEST_PACING, DeathDefects::default());
     // Node 1 is survivor A, node 2 survivor B (and the leaver).
     for ((output, summary), points) in results.iter().zip([A_POINTS, B_POINTS]) {
         let failed = failures(output);
@@ -562,7 +583,12 @@ fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
         leave_refuses_mapped_lmrs: true,
         ..Defects::default()
     });
-    let results = run_with_death(defects);
+    // The leave never comes: the observers need not wait long for it.
+    let pacing = CyclePacing {
+        first_leave: Duration::from_secs(2),
+        ..TEST_PACING
+    };
+    let results = run_with_death_on(4, pacing, defects);
     // Node 3 stays: the observers see no cycle, and their spread LMRs,
     // which did not move, read back whole.
     for (output, _) in &results[..2] {
@@ -575,7 +601,7 @@ fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
         );
         assert_contains(
             output,
-            "# get_total_node did not return 2 in time (5000 ms)",
+            "# get_total_node did not return 2 in time (2000 ms)",
         );
         assert_contains(output, "cycle 1: the 16 MiB spread LMR reads back whole");
     }
