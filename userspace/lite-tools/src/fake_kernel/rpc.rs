@@ -190,6 +190,31 @@ fn check_pointer(address: usize, size: u64) -> Result<(), c_long> {
     Ok(())
 }
 
+/// The checks of a message `who` sends to `node` in the kernel's order
+/// (`port_priority`, which may ask not to block if `nonblock_allowed`, the
+/// node, the message's size and address), then its port, whether the send
+/// may block, and its bytes.
+///
+/// # Safety
+///
+/// `msg` must be readable for `size` bytes if it is mapped.
+unsafe fn message(
+    who: &Caller,
+    node: u32,
+    port_priority: u32,
+    (msg, size): (*const c_void, u64),
+    nonblock_allowed: bool,
+) -> Result<((u32, bool), Vec<u8>), c_long> {
+    let port = decode_port_priority(port_priority, nonblock_allowed)?;
+    check_node(who, node)?;
+    if size == 0 {
+        return Err(err(libc::EINVAL));
+    }
+    check_pointer(msg as usize, size)?;
+    // SAFETY: as the caller promised.
+    Ok((port, unsafe { load(msg as usize, size) }))
+}
+
 fn outcome(result: Result<c_long, c_long>) -> c_long {
     result.unwrap_or_else(|errno| errno)
 }
@@ -513,15 +538,10 @@ impl Rpc {
         (reply, max_reply): (*mut c_void, u64),
     ) -> c_long {
         let result = (|| {
-            let (port, _) = decode_port_priority(port_priority, false)?;
-            check_node(who, node)?;
-            if size == 0 {
-                return Err(err(libc::EINVAL));
-            }
-            check_pointer(msg as usize, size)?;
-            check_pointer(reply as usize, max_reply)?;
             // SAFETY: the caller promised `size` readable bytes at `msg`.
-            let data = unsafe { load(msg as usize, size) };
+            let ((port, _), data) =
+                unsafe { message(who, node, port_priority, (msg, size), false)? };
+            check_pointer(reply as usize, max_reply)?;
             let id = self.start_call(who, (node, port), data, max_reply)?;
             let answer = self.finish_call(id, Instant::now() + RPC_TIMEOUT)?;
             // SAFETY: the caller promised `max_reply` writable bytes at
@@ -546,14 +566,9 @@ impl Rpc {
         size: u64,
     ) -> c_long {
         let result = (|| {
-            let (port, nonblock) = decode_port_priority(port_priority, true)?;
-            check_node(who, node)?;
-            if size == 0 {
-                return Err(err(libc::EINVAL));
-            }
-            check_pointer(msg as usize, size)?;
             // SAFETY: the caller promised `size` readable bytes at `msg`.
-            let data = unsafe { load(msg as usize, size) };
+            let ((port, nonblock), data) =
+                unsafe { message(who, node, port_priority, (msg, size), true)? };
             self.enqueue(who, (node, port), data, None, nonblock)?;
             Ok(0)
         })();
