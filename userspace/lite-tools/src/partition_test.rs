@@ -65,8 +65,8 @@ use crate::debugfs::membership::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
-    after, barrier_point, describe_total, elapsed_ms, join_point, poll_until, port_owner_point,
-    report_once_stopped, setup_barrier, spawn_reporting, total_nodes,
+    after, barrier_point, describe_total, elapsed_ms, join_point, or_unknown, poll_for, poll_until,
+    port_owner_point, report_once_stopped, setup_barrier, spawn_reporting, total_nodes,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -236,24 +236,6 @@ fn describe_membership(file: &Result<MembershipFile, String>) -> String {
     }
 }
 
-/// Calls `probe` every `every` until it returns `Some` or `deadline_ns`
-/// passes (it is called at least once); the value and when it came.
-fn poll_for<T>(
-    deadline_ns: u64,
-    every: Duration,
-    mut probe: impl FnMut() -> Option<T>,
-) -> Option<(T, u64)> {
-    loop {
-        if let Some(value) = probe() {
-            return Some((value, monotonic_ns()));
-        }
-        if monotonic_ns() >= deadline_ns {
-            return None;
-        }
-        thread::sleep(every);
-    }
-}
-
 /// The last barrier of every node as a test point.
 fn final_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str)
 where
@@ -285,14 +267,13 @@ fn publish_lmr<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Op
         kernel.alloc_remote(me, LMR_SIZE, 0, LMR_PASSWORD),
         "alloc_remote",
     );
-    tap.check(
+    let handle = tap.check_value(
         &format!(
             "alloc_remote of {} MiB on this node (node {me}) returns a handle (LMR Y)",
             LMR_SIZE >> 20
         ),
-        allocated.as_ref().map(drop).map_err(Clone::clone),
-    );
-    let handle = allocated.ok()?;
+        allocated,
+    )?;
     let ret = kernel.add_ask_mr_table(LMR_NAME, handle, PERM_READ | PERM_WRITE, LMR_PASSWORD);
     tap.check(
         &format!("add_ask_mr_table publishes LMR Y under {LMR_NAME:#x} with READ|WRITE"),
@@ -931,13 +912,11 @@ fn own_membership_before<K: Kernel, W: Write>(
         Ok(MembershipFile::Member(view)) if view.node == me && !view.fenced => Ok(view.incarnation),
         other => Err(format!("read {}", describe_membership(other))),
     };
-    let shown = outcome.as_ref().map_or("?".to_string(), |i| i.to_string());
-    tap.check(
+    let shown = or_unknown(&outcome);
+    tap.check_value(
         &format!("membership shows node {me} not fenced before the cut (incarnation {shown})"),
-        outcome.as_ref().map(drop).map_err(Clone::clone),
+        outcome,
     )
-    .then(|| outcome.ok())
-    .flatten()
 }
 
 /// Whether the membership file shows this node cut off: fenced, or no
@@ -1110,11 +1089,10 @@ where
         None => Err("no other node".to_string()),
     };
     let shown = holder.map_or("none".to_string(), |h| format!("node {h}"));
-    tap.check(
+    let mapping = tap.check_value(
         &format!("ask_lmr of LMR Y on its holder ({shown}) for WRITE returns a handle"),
-        mapping.as_ref().map(drop).map_err(Clone::clone),
+        mapping,
     );
-    let mapping = mapping.ok();
     let writer = match (mapping, holder) {
         (Some(handle), Some(holder)) => start_writer(kernel, handle, cut_pattern(me, holder)),
         _ => Err("LMR Y is not mapped".to_string()),

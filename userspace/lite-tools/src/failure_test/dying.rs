@@ -96,12 +96,11 @@ impl DeathDefects {
         }
     }
 
-    /// A correct death on a model with `kernel`'s defects.
-    pub fn with_kernel(kernel: Defects) -> Self {
-        DeathDefects {
-            kernel,
-            ..DeathDefects::default()
-        }
+    /// A correct death on a model with the defects `set` switches on.
+    pub fn with_kernel(set: fn(&mut Defects)) -> Self {
+        let mut defects = DeathDefects::default();
+        set(&mut defects.kernel);
+        defects
     }
 }
 

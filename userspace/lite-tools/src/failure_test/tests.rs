@@ -532,11 +532,9 @@ fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
 
 #[test]
 fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
-    let defects = DeathDefects::with_kernel(Defects {
-        lock_hides_owner_death: true,
-        ..Defects::default()
-    });
-    let results = run_with_death(defects);
+    let results = run_with_death(DeathDefects::with_kernel(|d| {
+        d.lock_hides_owner_death = true
+    }));
     let failed: Vec<Vec<&str>> = results.iter().map(|(o, _)| failures(o)).collect();
     // Survivor A takes lock O with 0, survivor B gets lock W with 0;
     // both still hold it, so unlocking works.
@@ -559,11 +557,9 @@ fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
 
 #[test]
 fn bytes_lost_by_a_leave_are_caught() {
-    let defects = DeathDefects::with_kernel(Defects {
-        leave_loses_moved_bytes: true,
-        ..Defects::default()
-    });
-    let results = run_with_death(defects);
+    let results = run_with_death(DeathDefects::with_kernel(|d| {
+        d.leave_loses_moved_bytes = true
+    }));
     for (output, _) in &results[..2] {
         let failed = failures(output);
         // Every check after the first leave, which zeroed two chunks.
@@ -579,10 +575,7 @@ fn bytes_lost_by_a_leave_are_caught() {
 
 #[test]
 fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
-    let defects = DeathDefects::with_kernel(Defects {
-        leave_refuses_mapped_lmrs: true,
-        ..Defects::default()
-    });
+    let defects = DeathDefects::with_kernel(|d| d.leave_refuses_mapped_lmrs = true);
     // The leave never comes: the observers need not wait long for it.
     let pacing = CyclePacing {
         first_leave: Duration::from_secs(2),

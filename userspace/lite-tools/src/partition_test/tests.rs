@@ -332,12 +332,16 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
     assert!(covered < marker, "{cut}");
 }
 
+/// [`run_partition`] with the one defect `set` switches on.
+fn run_partition_with(set: fn(&mut CutDefects)) -> Vec<(String, TapSummary)> {
+    let mut defects = CutDefects::default();
+    set(&mut defects);
+    run_partition(defects)
+}
+
 #[test]
 fn writes_that_land_while_cut_off_are_caught() {
-    let results = run_partition(CutDefects {
-        writes_land_while_cut: true,
-        ..CutDefects::default()
-    });
+    let results = run_partition_with(|d| d.writes_land_while_cut = true);
     let holder = failures(&results[0].0);
     assert_eq!(holder.len(), 1, "{holder:?}");
     assert!(holder[0].contains("LMR Y keeps the canary"), "{holder:?}");
@@ -366,10 +370,7 @@ fn writes_that_land_while_cut_off_are_caught() {
 
 #[test]
 fn handles_that_survive_the_new_join_are_caught() {
-    let results = run_partition(CutDefects {
-        handles_survive_rejoin: true,
-        ..CutDefects::default()
-    });
+    let results = run_partition_with(|d| d.handles_survive_rejoin = true);
     let holder = failures(&results[0].0);
     assert_eq!(holder.len(), 1, "{holder:?}");
     assert!(holder[0].contains("LMR Y keeps the canary"), "{holder:?}");
@@ -392,10 +393,7 @@ fn handles_that_survive_the_new_join_are_caught() {
 
 #[test]
 fn a_cut_reported_as_an_io_error_passes_and_says_so() {
-    let results = run_partition(CutDefects {
-        transfers_fail_with_eio: true,
-        ..CutDefects::default()
-    });
+    let results = run_partition_with(|d| d.transfers_fail_with_eio = true);
     for (output, summary) in &results {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
     }
@@ -404,10 +402,7 @@ fn a_cut_reported_as_an_io_error_passes_and_says_so() {
 
 #[test]
 fn calls_that_fail_while_a_node_is_paused_are_caught() {
-    let results = run_partition(CutDefects {
-        transfers_fail_while_paused: true,
-        ..CutDefects::default()
-    });
+    let results = run_partition_with(|d| d.transfers_fail_while_paused = true);
     for (index, (output, _)) in results.iter().enumerate() {
         let failed = failures(output);
         assert_eq!(failed.len(), 2, "node {}: {failed:?}", index + 1);
@@ -420,10 +415,7 @@ fn calls_that_fail_while_a_node_is_paused_are_caught() {
 
 #[test]
 fn a_paused_node_taken_for_dead_is_caught() {
-    let results = run_partition(CutDefects {
-        pause_is_a_death: true,
-        ..CutDefects::default()
-    });
+    let results = run_partition_with(|d| d.pause_is_a_death = true);
     let count = "pauses: get_total_node returned 3 in each of";
     let members = "pauses: membership lists the same incarnations";
     for index in [0, 2] {
