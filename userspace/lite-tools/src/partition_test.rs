@@ -596,23 +596,37 @@ fn cut_peer_back<K: Kernel, W: Write>(
     );
 }
 
+/// What every node does first: joins, does `joined` (given this node's
+/// id), meets the others in a barrier and runs the pause phase, if any;
+/// this node's id and what `joined` returned, or `None` if the run ends.
+fn start<K, W, T>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    config: &PartitionConfig,
+    joined: impl FnOnce(&mut Tap<W>, u32) -> T,
+) -> Option<(u32, T)>
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let nodes = config.nodes;
+    let me = join_point(kernel.as_ref(), tap, config.cm, nodes)?;
+    let done = joined(tap, me);
+    let in_step = setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined"))
+        && (config.pause_traffic.is_zero() || pauses::run(kernel, tap, config, me));
+    in_step.then_some((me, done))
+}
+
 /// Runs a survivor's part, reporting each test point to `tap`.
 pub fn run_survivor<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, config: &PartitionConfig)
 where
     K: Kernel + Send + 'static,
     W: Write,
 {
-    let nodes = config.nodes;
-    let pacing = config.pacing;
-    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
+    let (nodes, pacing) = (config.nodes, config.pacing);
+    let Some((me, ())) = start(kernel, tap, config, |_, _| ()) else {
         return;
     };
-    if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
-        return;
-    }
-    if !config.pause_traffic.is_zero() && !pauses::run(kernel, tap, config, me) {
-        return;
-    }
     let cut = port_owner_point(
         kernel.as_ref(),
         tap,
@@ -1064,19 +1078,13 @@ where
     K: Kernel + Send + 'static,
     W: Write,
 {
-    let nodes = config.nodes;
-    let pacing = config.pacing;
-    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
+    let (nodes, pacing) = (config.nodes, config.pacing);
+    let Some((me, incarnation_before)) = start(kernel, tap, config, |tap, me| {
+        register_cut_port(kernel.as_ref(), tap);
+        own_membership_before(kernel.as_ref(), tap, me)
+    }) else {
         return;
     };
-    register_cut_port(kernel.as_ref(), tap);
-    let incarnation_before = own_membership_before(kernel.as_ref(), tap, me);
-    if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
-        return;
-    }
-    if !config.pause_traffic.is_zero() && !pauses::run(kernel, tap, config, me) {
-        return;
-    }
     if !setup_barrier(kernel, tap, nodes, "publishing LMR Y") {
         return;
     }

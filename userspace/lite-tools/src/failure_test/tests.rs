@@ -3,7 +3,7 @@ use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, Vi
 use super::*;
 use crate::debugfs::{parse_stats, Operation, STATS_FILE};
 use crate::fake_kernel::{Defects, FakeKernel};
-use crate::tap::{assert_contains, failures, TapSummary};
+use crate::tap::{assert_contains, assert_contains_all, assert_count, failures, TapSummary};
 
 #[test]
 fn roles_parse() {
@@ -409,19 +409,19 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
             let expected = node == 2 || call != Call::WaitedLock;
             assert_eq!(output.contains(&stall), expected, "{output}");
         }
-        assert_contains(output, "held_chunks back to 1 within 10 s");
-        assert_contains(output, "get_total_node returns 3 once");
         // The failure's points come first.
-        assert_contains(
-            output,
-            &format!(
-                "\nok {} - final dist_barrier(3) among the survivors returns 0\n",
-                points[node - 1]
-            ),
+        let final_barrier = format!(
+            "\nok {} - final dist_barrier(3) among the survivors returns 0\n",
+            points[node - 1]
         );
-        assert_contains(
+        assert_contains_all(
             output,
-            "leave/rejoin: dist_barrier(3) of the survivors after the cycles returns 0",
+            &[
+                "held_chunks back to 1 within 10 s",
+                "get_total_node returns 3 once",
+                &final_barrier,
+                "leave/rejoin: dist_barrier(3) of the survivors after the cycles returns 0",
+            ],
         );
     }
     let (a, b) = (&results[0].0, &results[1].0);
@@ -436,14 +436,10 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
              -EOWNERDEAD (got -130 (-EOWNERDEAD))\n",
     );
     for (output, name) in [(a, "lock O 1"), (b, "lock W 0")] {
-        assert_contains(
-            output,
-            &format!(" - unlock of {name}, taken over from the dead victim, returns 0 (got 0)\n"),
-        );
-        assert_contains(
-            output,
-            &format!(" - lock and unlock of {name} once more return 0 (got 0, 0)\n"),
-        );
+        let unlock =
+            format!(" - unlock of {name}, taken over from the dead victim, returns 0 (got 0)\n");
+        let again = format!(" - lock and unlock of {name} once more return 0 (got 0, 0)\n");
+        assert_contains_all(output, &[&unlock, &again]);
     }
     assert!(!results[2].0.contains("lock W"), "{}", results[2].0);
     assert!(!results[2].0.contains("lock O"), "{}", results[2].0);
@@ -456,18 +452,9 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
             .filter(|l| l.contains("get_total_node went from 3 to 2 and back to 3 (node 3 left"))
             .count();
         assert_eq!(followed, CYCLES as usize, "{output}");
-        assert_eq!(
-            output
-                .matches("reads back whole with this node's pattern")
-                .count(),
-            2
-        );
-        assert_eq!(
-            output
-                .matches("reads back around every chunk boundary with this node's pattern")
-                .count(),
-            CYCLES as usize - 2
-        );
+        assert_count(output, "reads back whole with this node's pattern", 2);
+        let sampled = "reads back around every chunk boundary with this node's pattern";
+        assert_count(output, sampled, CYCLES as usize - 2);
         assert_contains(output, "during the cycles comes back intact");
     }
     assert_contains(
@@ -482,32 +469,23 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
     );
     let (output, summary) = &results[2];
     assert_eq!(summary.passed, FAILURE_POINTS + 45, "{output}");
-    assert_contains(
-        output,
-        " - leave/rejoin: leaver (node 3) mapped observer 1's spread LMR and read it \
-             back intact through the mapping (16 MiB, node 1's pattern)\n",
-    );
     // Only the first leave happens while the mapping exists.
-    assert_eq!(output.matches(", keeping its mapping").count(), 1);
-    assert_contains(
+    assert_count(output, ", keeping its mapping", 1);
+    assert_count(output, "\n# leave ", CYCLES as usize);
+    assert_count(output, "\n# rejoin ", CYCLES as usize);
+    assert_contains_all(
         output,
-        " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
+        &[
+            " - leave/rejoin: leaver (node 3) mapped observer 1's spread LMR and read it \
+             back intact through the mapping (16 MiB, node 1's pattern)\n",
+            " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
              node 1's spread LMR\n",
+            // Two chunks of each observer's spread LMR, which the first leave moved.
+            "before its first leave (held_chunks 4)",
+            "held_chunks on node 3 is 0 after its last join",
+            "join returns node 3's id again (got 3)\n",
+        ],
     );
-    assert_eq!(
-        output.matches("\n# leave ").count(),
-        CYCLES as usize,
-        "{output}"
-    );
-    assert_eq!(
-        output.matches("\n# rejoin ").count(),
-        CYCLES as usize,
-        "{output}"
-    );
-    // Two chunks of each observer's spread LMR, which the first leave moved.
-    assert_contains(output, "before its first leave (held_chunks 4)");
-    assert_contains(output, "held_chunks on node 3 is 0 after its last join");
-    assert_contains(output, "join returns node 3's id again (got 3)\n");
 }
 
 #[test]
@@ -608,12 +586,14 @@ fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
         ),
         "{failed:?}"
     );
-    assert_contains(
+    assert_contains_all(
         output,
-        "\n# expected 0, got -28 (-ENOSPC): the leave refused to move the chunks held \
+        &[
+            "\n# expected 0, got -28 (-ENOSPC): the leave refused to move the chunks held \
              here, while this node maps node 1's spread LMR",
+            "\n# cycles 2 to 10 not run\n",
+        ],
     );
-    assert_contains(output, "\n# cycles 2 to 10 not run\n");
     // Its chunks never moved.
     assert!(
         failed[1].contains("held_chunks on node 3 is 0 after its last join"),
