@@ -42,10 +42,10 @@ use std::time::{Duration, Instant};
 
 use libc::c_long;
 use lite::sys::{
-    LiteLock, LiteMulticast, LiteReceive, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE,
-    LEAVE_FORCE, MAX_ASYNC_CALLS, MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_MESSAGE_SIZE,
-    MAX_NODES, MAX_REGISTER_SIZE, NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE,
-    PERM_WRITE, PRIORITY_HIGH, PRIORITY_LOW, PRIORITY_NONE,
+    LiteLock, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, LEAVE_FORCE, MAX_ASYNC_CALLS,
+    MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_MESSAGE_SIZE, MAX_NODES, MAX_REGISTER_SIZE,
+    NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_HIGH,
+    PRIORITY_LOW, PRIORITY_NONE,
 };
 use lite::Priority;
 
@@ -1290,6 +1290,8 @@ fn priority_of(port_priority: u32) -> u32 {
 
 impl Kernel for FakeKernel {
     kernel_calls!(via transfer_call: rdma_write, rdma_read, rdma_write_async, rdma_read_async);
+    kernel_calls!((shared.rpc) with rpc_call: unregister_application, query_port, receive_message,
+        reply_and_receive_message, send_reply_multicast);
 
     unsafe fn join(&self, cm_ip: *const c_char, _cm_port: u32, _ib_port: u32) -> c_long {
         fail_if!(
@@ -1688,14 +1690,6 @@ impl Kernel for FakeKernel {
         })
     }
 
-    fn unregister_application(&self, port: u32) -> c_long {
-        self.rpc_call(|who| self.shared.rpc.unregister(who, port))
-    }
-
-    fn query_port(&self, node: u32, port: u32) -> c_long {
-        self.rpc_call(|who| self.shared.rpc.query(who, node, port))
-    }
-
     unsafe fn send_reply_imm(
         &self,
         node: u32,
@@ -1774,47 +1768,11 @@ impl Kernel for FakeKernel {
         })
     }
 
-    unsafe fn receive_message(
-        &self,
-        port: u32,
-        buf: *mut c_void,
-        max_size: u64,
-        descriptor: *mut u64,
-        flags: u32,
-    ) -> c_long {
-        // SAFETY: the caller upholds the system call's contract.
-        self.rpc_call(|who| unsafe {
-            self.shared
-                .rpc
-                .receive(who, port, (buf, max_size), descriptor, flags)
-        })
-    }
-
     unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
         self.counted(Operation::RpcReply, PRIORITY_NONE, size, || {
             // SAFETY: the caller upholds the system call's contract.
             self.rpc_call(|who| unsafe { self.shared.rpc.reply(who, buf, size, descriptor) })
         })
-    }
-
-    unsafe fn reply_and_receive_message(
-        &self,
-        buf: *const c_void,
-        size: u64,
-        descriptor: u64,
-        next: *mut LiteReceive,
-    ) -> c_long {
-        // SAFETY: the caller upholds the system call's contract.
-        self.rpc_call(|who| unsafe {
-            self.shared
-                .rpc
-                .reply_and_receive(who, (buf, size), descriptor, next)
-        })
-    }
-
-    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
-        // SAFETY: the caller upholds the system call's contract.
-        self.rpc_call(|who| unsafe { self.shared.rpc.multicast(who, call) })
     }
 
     unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {
