@@ -363,6 +363,10 @@ impl From<*mut c_void> for Buffer {
 /// priority and password.
 type Transfer<B> = (u64, B, u64, u64, u32, u64);
 
+/// The arguments of an RPC call with a reply: node, port and priority,
+/// message and its size, reply buffer and its size.
+type RpcCall = (u32, u32, *const c_void, u64, *mut c_void, u64);
+
 /// What a data operation needs.
 #[derive(Clone, Copy)]
 struct Access {
@@ -891,6 +895,56 @@ impl FakeKernel {
         })
     }
 
+    /// `lite_send_reply_imm`, or its asynchronous form if the call `name`
+    /// is that, counted. The model answers an asynchronous call at once
+    /// into memory of its own; reaping delivers the reply, or `-EFAULT`
+    /// for a bad buffer.
+    ///
+    /// # Safety
+    ///
+    /// As the system call's.
+    unsafe fn rpc_call_with_reply(
+        &self,
+        name: &str,
+        (node, port_priority, msg, size, reply, max_reply): RpcCall,
+    ) -> c_long {
+        let priority = priority_of(port_priority);
+        let rpc = &self.shared.rpc;
+        if !name.ends_with("_async") {
+            return self.counted(Operation::RpcCall, priority, size, || {
+                // SAFETY: the caller upholds the system call's contract.
+                self.rpc_call(|who| unsafe {
+                    rpc.call(who, node, port_priority, (msg, size), (reply, max_reply))
+                })
+            });
+        }
+        let process = lock(&self.process);
+        let calls = process.ops.values().filter(|op| op.is_call).count();
+        drop(process);
+        fail_if!(calls >= MAX_ASYNC_CALLS as usize, libc::EAGAIN);
+        self.counted(Operation::RpcCallAsync, priority, size, || {
+            let room = max_reply.min(MAX_MESSAGE_SIZE);
+            let mut answer = vec![0u8; room as usize];
+            let answer_buf = (answer.as_mut_ptr().cast(), room);
+            // SAFETY: the caller upholds the system call's contract for
+            // `msg`; `answer` has `room` writable bytes.
+            let ret = self.rpc_call(|who| unsafe {
+                rpc.call(who, node, port_priority, (msg, size), answer_buf)
+            });
+            if ret < 0 {
+                return ret;
+            }
+            answer.truncate(ret as usize);
+            fail_if!(reply.is_null() && max_reply > 0, libc::EFAULT);
+            let delivery = if (reply as usize) < FIRST_MAPPED_ADDRESS && ret > 0 {
+                Err(err(libc::EFAULT))
+            } else {
+                Ok(Some((reply as usize, answer)))
+            };
+            self.start_call_op(ret, delivery)
+        })
+    }
+
     fn copy(
         &self,
         src: (u64, u64),
@@ -1290,6 +1344,7 @@ fn priority_of(port_priority: u32) -> u32 {
 
 impl Kernel for FakeKernel {
     kernel_calls!(via transfer_call: rdma_write, rdma_read, rdma_write_async, rdma_read_async);
+    kernel_calls!(via rpc_call_with_reply: send_reply_imm, send_reply_imm_async);
     kernel_calls!((shared.rpc) with rpc_call: unregister_application, query_port, receive_message,
         reply_and_receive_message, send_reply_multicast);
 
@@ -1688,75 +1743,6 @@ impl Kernel for FakeKernel {
                     .register_within(who, port, max_size, name as usize, name_len, quota)
             }
         })
-    }
-
-    unsafe fn send_reply_imm(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        self.counted(Operation::RpcCall, priority_of(port_priority), size, || {
-            // SAFETY: the caller upholds the system call's contract.
-            self.rpc_call(|who| unsafe {
-                self.shared
-                    .rpc
-                    .call(who, node, port_priority, (msg, size), (reply, max_reply))
-            })
-        })
-    }
-
-    unsafe fn send_reply_imm_async(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        let calls = lock(&self.process)
-            .ops
-            .values()
-            .filter(|op| op.is_call)
-            .count();
-        fail_if!(calls >= MAX_ASYNC_CALLS as usize, libc::EAGAIN);
-        self.counted(
-            Operation::RpcCallAsync,
-            priority_of(port_priority),
-            size,
-            || {
-                // The model answers the call at once into memory of its own;
-                // reaping delivers the reply, or -EFAULT for a bad buffer.
-                let room = max_reply.min(MAX_MESSAGE_SIZE);
-                let mut answer = vec![0u8; room as usize];
-                // SAFETY: the caller upholds the system call's contract for
-                // `msg`; `answer` has `room` writable bytes.
-                let ret = self.rpc_call(|who| unsafe {
-                    self.shared.rpc.call(
-                        who,
-                        node,
-                        port_priority,
-                        (msg, size),
-                        (answer.as_mut_ptr().cast(), room),
-                    )
-                });
-                if ret < 0 {
-                    return ret;
-                }
-                answer.truncate(ret as usize);
-                fail_if!(reply.is_null() && max_reply > 0, libc::EFAULT);
-                let delivery = if (reply as usize) < FIRST_MAPPED_ADDRESS && ret > 0 {
-                    Err(err(libc::EFAULT))
-                } else {
-                    Ok(Some((reply as usize, answer)))
-                };
-                self.start_call_op(ret, delivery)
-            },
-        )
     }
 
     unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
