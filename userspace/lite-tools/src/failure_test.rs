@@ -357,6 +357,11 @@ pub(crate) fn total_nodes<K: Kernel>(kernel: &K) -> Result<u64, String> {
     u64::try_from(ret).map_err(|_| describe_result(ret))
 }
 
+/// A value for humans, `?` if it could not be had.
+pub(crate) fn or_unknown<T: std::fmt::Display, E>(value: &Result<T, E>) -> String {
+    value.as_ref().map_or("?".to_string(), T::to_string)
+}
+
 /// A value of `lite_get_total_node` for humans.
 pub(crate) fn describe_total(value: &Result<u64, String>) -> String {
     value.as_ref().map_or_else(Clone::clone, u64::to_string)
@@ -528,11 +533,10 @@ pub(crate) fn port_owner_point<K: Kernel, W: Write>(
     let shown = found
         .as_ref()
         .map_or("none".to_string(), |n| format!("node {n}"));
-    tap.check(
+    tap.check_value(
         &format!("exactly one other node has RPC port {port}: {who} ({shown})"),
-        found.as_ref().map(drop).map_err(Clone::clone),
-    );
-    found.ok()
+        found,
+    )
 }
 
 /// What a survivor set up in phase 1; `None` for what failed.
@@ -576,12 +580,10 @@ fn set_up_survivor<K: Kernel, W: Write>(
     };
     setup.victim = Some(victim);
 
-    let lmr_a = alloc(kernel, victim, LMR_SIZE, password);
-    tap.check(
+    setup.lmr_a = tap.check_value(
         &format!("alloc_remote of 1 MiB on the victim (node {victim}) returns a handle (LMR A)"),
-        lmr_a.as_ref().map(drop).map_err(Clone::clone),
+        alloc(kernel, victim, LMR_SIZE, password),
     );
-    setup.lmr_a = lmr_a.ok();
 
     setup.next = next_survivor(me, victim, nodes);
     let lmr_b = match setup.next {
@@ -591,11 +593,10 @@ fn set_up_survivor<K: Kernel, W: Write>(
     let next = setup
         .next
         .map_or("none".to_string(), |n| format!("node {n}"));
-    tap.check(
+    setup.lmr_b = tap.check_value(
         &format!("alloc_remote of 1 MiB on the next survivor ({next}) returns a handle (LMR B)"),
-        lmr_b.as_ref().map(drop).map_err(Clone::clone),
+        lmr_b,
     );
-    setup.lmr_b = lmr_b.ok();
     setup
 }
 
@@ -936,16 +937,31 @@ pub fn poll_until(
     deadline_ns: u64,
     every: Duration,
 ) -> Polled {
+    let mut value = Err("not read".to_string());
+    let found = poll_for(deadline_ns, every, || {
+        value = read();
+        value.as_ref().is_ok_and(|&v| v == target).then_some(())
+    });
+    Polled {
+        value,
+        reached: found.is_some(),
+        at_ns: found.map_or_else(monotonic_ns, |((), at_ns)| at_ns),
+    }
+}
+
+/// Calls `probe` every `every` until it returns `Some` or `deadline_ns`
+/// passes (it is called at least once); the value and when it came.
+pub(crate) fn poll_for<T>(
+    deadline_ns: u64,
+    every: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> Option<(T, u64)> {
     loop {
-        let value = read();
-        let at_ns = monotonic_ns();
-        let reached = value.as_ref().is_ok_and(|&v| v == target);
-        if reached || at_ns >= deadline_ns {
-            return Polled {
-                value,
-                reached,
-                at_ns,
-            };
+        if let Some(value) = probe() {
+            return Some((value, monotonic_ns()));
+        }
+        if monotonic_ns() >= deadline_ns {
+            return None;
         }
         thread::sleep(every);
     }
@@ -1181,13 +1197,12 @@ where
         return;
     }
     let grown = held_chunks(kernel.as_ref());
-    let show = |v: &Result<u64, String>| v.as_ref().map_or("?".to_string(), u64::to_string);
     tap.check(
         &format!(
             "held_chunks grew while the victim's {} MiB spread LMR exists ({} -> {})",
             SPREAD_SIZE >> 20,
-            show(&base),
-            show(&grown)
+            or_unknown(&base),
+            or_unknown(&grown)
         ),
         match (&base, &grown) {
             (Ok(base), Ok(grown)) if grown > base => Ok(()),
@@ -1612,7 +1627,7 @@ where
         &format!(
             "rdma_write of {} KiB to LMR A works while the victim is up (first after {} ms)",
             WRITE_SIZE >> 10,
-            first.as_ref().map_or("?".to_string(), i64::to_string)
+            or_unknown(&first)
         ),
         first.map(drop),
     );
@@ -1802,14 +1817,7 @@ fn check_chunks_freed<K: Kernel, W: Write>(
     };
     let deadline = after(since, CHUNKS_FREED_WITHIN);
     let polled = poll_until(|| held_chunks(kernel), base, deadline, CHUNK_POLL);
-    let value = polled
-        .value
-        .as_ref()
-        .map_or("?".to_string(), u64::to_string);
-    let grown = chunks
-        .grown
-        .as_ref()
-        .map_or("?".to_string(), u64::to_string);
+    let (value, grown) = (or_unknown(&polled.value), or_unknown(&chunks.grown));
     tap.check(
         &format!(
             "held_chunks back to {base} within {within} s of the failure (was {grown}, {value} after {} ms)",

@@ -42,16 +42,16 @@ use std::time::{Duration, Instant};
 
 use libc::c_long;
 use lite::sys::{
-    LiteLock, LiteMulticast, LiteReceive, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE,
-    LEAVE_FORCE, MAX_ASYNC_CALLS, MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_MESSAGE_SIZE,
-    MAX_NODES, MAX_REGISTER_SIZE, NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE,
-    PERM_WRITE, PRIORITY_HIGH, PRIORITY_LOW, PRIORITY_NONE,
+    LiteLock, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, LEAVE_FORCE, MAX_ASYNC_CALLS,
+    MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_MESSAGE_SIZE, MAX_NODES, MAX_REGISTER_SIZE,
+    NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_HIGH,
+    PRIORITY_LOW, PRIORITY_NONE,
 };
 use lite::Priority;
 
 use crate::debugfs::quotas::{parse_command, Limit, Limits, Resource, Usage, QUOTAS_FILE};
 use crate::debugfs::{Operation, ADMIN_GROUP_FILE, NO_ADMIN_GROUP, STATS_FILE};
-use crate::kernel::Kernel;
+use crate::kernel::{kernel_calls, Kernel};
 use crate::plan::others_in_ring_order;
 
 /// User and group of `nobody`, whom [`Kernel::unprivileged_process`] runs as.
@@ -347,6 +347,26 @@ enum Buffer {
     Destination(*mut c_void),
 }
 
+impl From<*const c_void> for Buffer {
+    fn from(source: *const c_void) -> Self {
+        Buffer::Source(source)
+    }
+}
+
+impl From<*mut c_void> for Buffer {
+    fn from(destination: *mut c_void) -> Self {
+        Buffer::Destination(destination)
+    }
+}
+
+/// The arguments of a transfer call: handle, buffer, size, offset,
+/// priority and password.
+type Transfer<B> = (u64, B, u64, u64, u32, u64);
+
+/// The arguments of an RPC call with a reply: node, port and priority,
+/// message and its size, reply buffer and its size.
+type RpcCall = (u32, u32, *const c_void, u64, *mut c_void, u64);
+
 /// What a data operation needs.
 #[derive(Clone, Copy)]
 struct Access {
@@ -355,6 +375,17 @@ struct Access {
     password: Option<u64>,
     /// Accept handles the `keep_freed_handles` defect kept.
     allow_freed: bool,
+}
+
+impl Access {
+    /// An access needing `perm`, without password, to live handles only.
+    fn to(perm: u64) -> Self {
+        Access {
+            perm,
+            password: None,
+            allow_freed: false,
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -795,18 +826,9 @@ impl FakeKernel {
     /// A synchronous or asynchronous transfer between `handle`'s LMR at
     /// `offset` and the caller's buffer, after the kernel's checks in its
     /// order; the bytes read (none for a write).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "mirrors the system call and its flags"
-    )]
     fn do_transfer(
         &self,
-        handle: u64,
-        buf: Buffer,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
+        (handle, buf, size, offset, priority, password): Transfer<Buffer>,
         allow_freed: bool,
     ) -> Result<Vec<u8>, c_long> {
         self.transfer_prelude(priority)?;
@@ -816,9 +838,9 @@ impl FakeKernel {
             Buffer::Destination(destination) => (PERM_READ, destination as usize),
         };
         let access = Access {
-            perm,
             password: Some(password),
             allow_freed,
+            ..Access::to(perm)
         };
         let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
         Self::check_buffer(address, size)?;
@@ -832,6 +854,97 @@ impl FakeKernel {
         Ok(self.read_bytes(lmr, offset, size))
     }
 
+    /// `lite_rdma_write` or `lite_rdma_read`, or their asynchronous forms,
+    /// as the call `name` says, counted. An asynchronous one becomes an
+    /// operation, whose reaping delivers what it read; a synchronous one
+    /// also takes a handle the `keep_freed_handles` defect kept.
+    ///
+    /// # Safety
+    ///
+    /// As the system call's.
+    unsafe fn transfer_call(
+        &self,
+        name: &str,
+        (handle, buf, size, offset, priority, password): Transfer<impl Into<Buffer>>,
+    ) -> c_long {
+        let buf = buf.into();
+        let args = (handle, buf, size, offset, priority, password);
+        let asynchronous = name.ends_with("_async");
+        fail_if!(
+            asynchronous && size > MAX_ASYNC_SIZE && self.joined(),
+            libc::EINVAL
+        );
+        let op = match (buf, asynchronous) {
+            (Buffer::Source(_), false) => Operation::Write,
+            (Buffer::Destination(_), false) => Operation::Read,
+            (Buffer::Source(_), true) => Operation::WriteAsync,
+            (Buffer::Destination(_), true) => Operation::ReadAsync,
+        };
+        self.counted(op, priority, size, || {
+            let data = or_return!(self.do_transfer(args, !asynchronous));
+            match (buf, asynchronous) {
+                (Buffer::Source(_), false) => 0,
+                (Buffer::Source(_), true) => self.start_op(Ok(None)),
+                (Buffer::Destination(to), true) => self.start_op(Ok(Some((to as usize, data)))),
+                (Buffer::Destination(to), false) => {
+                    // SAFETY: the caller guarantees `size` writable bytes at `buf`.
+                    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), to.cast(), data.len()) };
+                    0
+                }
+            }
+        })
+    }
+
+    /// `lite_send_reply_imm`, or its asynchronous form if the call `name`
+    /// is that, counted. The model answers an asynchronous call at once
+    /// into memory of its own; reaping delivers the reply, or `-EFAULT`
+    /// for a bad buffer.
+    ///
+    /// # Safety
+    ///
+    /// As the system call's.
+    unsafe fn rpc_call_with_reply(
+        &self,
+        name: &str,
+        (node, port_priority, msg, size, reply, max_reply): RpcCall,
+    ) -> c_long {
+        let priority = priority_of(port_priority);
+        let rpc = &self.shared.rpc;
+        if !name.ends_with("_async") {
+            return self.counted(Operation::RpcCall, priority, size, || {
+                // SAFETY: the caller upholds the system call's contract.
+                self.rpc_call(|who| unsafe {
+                    rpc.call(who, node, port_priority, (msg, size), (reply, max_reply))
+                })
+            });
+        }
+        let process = lock(&self.process);
+        let calls = process.ops.values().filter(|op| op.is_call).count();
+        drop(process);
+        fail_if!(calls >= MAX_ASYNC_CALLS as usize, libc::EAGAIN);
+        self.counted(Operation::RpcCallAsync, priority, size, || {
+            let room = max_reply.min(MAX_MESSAGE_SIZE);
+            let mut answer = vec![0u8; room as usize];
+            let answer_buf = (answer.as_mut_ptr().cast(), room);
+            // SAFETY: the caller upholds the system call's contract for
+            // `msg`; `answer` has `room` writable bytes.
+            let ret = self.rpc_call(|who| unsafe {
+                rpc.call(who, node, port_priority, (msg, size), answer_buf)
+            });
+            if ret < 0 {
+                return ret;
+            }
+            answer.truncate(ret as usize);
+            fail_if!(reply.is_null() && max_reply > 0, libc::EFAULT);
+            let delivery = if (reply as usize) < FIRST_MAPPED_ADDRESS && ret > 0 {
+                Err(err(libc::EFAULT))
+            } else {
+                Ok(Some((reply as usize, answer)))
+            };
+            self.start_call_op(ret, delivery)
+        })
+    }
+
     fn copy(
         &self,
         src: (u64, u64),
@@ -843,16 +956,9 @@ impl FakeKernel {
             return Err(err(libc::ENOTCONN));
         }
         let (process, mut cluster) = self.locked();
-        let read = Access {
-            perm: PERM_READ,
-            password: None,
-            allow_freed: false,
-        };
-        let write = Access {
-            perm: PERM_WRITE,
-            ..read
-        };
+        let read = Access::to(PERM_READ);
         let src_lmr = self.check_access(&process, &cluster, src.0, read, src.1, size)?;
+        let write = Access::to(PERM_WRITE);
         let dst_lmr = self.check_access(&process, &cluster, dst.0, write, dst.1, size)?;
         if size == 0 {
             return Ok(());
@@ -1025,12 +1131,7 @@ impl FakeKernel {
     ) -> Result<(), c_long> {
         self.transfer_prelude(priority)?;
         let (process, mut cluster) = self.locked();
-        let access = Access {
-            perm: PERM_ATOMIC,
-            password: None,
-            allow_freed: false,
-        };
-        let id = self.check_access(&process, &cluster, handle, access, 0, 0)?;
+        let id = self.check_access(&process, &cluster, handle, Access::to(PERM_ATOMIC), 0, 0)?;
         let lmr = cluster.lmrs.get_mut(&id).ok_or(err(libc::EBADF))?;
         let aligned = match lmr.backing {
             Backing::Owned(_) => true,
@@ -1177,6 +1278,12 @@ impl FakeKernel {
     /// revoked), its mappings dropped, its operations completed.
     fn release_everything(&self) {
         let (mut process, mut cluster) = self.locked();
+        self.release_handles(&mut process, &mut cluster);
+    }
+
+    /// Releases every LMR the process created and did not free, drops its
+    /// mappings and forgets its handles and operations.
+    fn release_handles(&self, process: &mut Process, cluster: &mut Cluster) {
         let handles: Vec<(u64, Handle)> = process
             .handles
             .iter()
@@ -1184,7 +1291,7 @@ impl FakeKernel {
             .collect();
         for (number, handle) in handles {
             match handle.kind {
-                Kind::Created if !handle.freed => self.release(&mut process, &mut cluster, number),
+                Kind::Created if !handle.freed => self.release(process, cluster, number),
                 Kind::Created => {}
                 Kind::Mapping => cluster.unmap(self.id, handle.lmr),
             }
@@ -1200,15 +1307,8 @@ impl FakeKernel {
             return err(libc::EINVAL);
         };
         let (process, mut cluster) = self.locked();
-        let access = Access {
-            perm: PERM_WRITE,
-            password: None,
-            allow_freed: false,
-        };
-        let lmr = match self.check_access(&process, &cluster, handle, access, offset, size) {
-            Ok(lmr) => lmr,
-            Err(errno) => return errno,
-        };
+        let access = Access::to(PERM_WRITE);
+        let lmr = or_return!(self.check_access(&process, &cluster, handle, access, offset, size));
         let Some(lmr) = cluster.lmrs.get_mut(&lmr) else {
             return err(libc::EBADF);
         };
@@ -1243,26 +1343,24 @@ fn priority_of(port_priority: u32) -> u32 {
 }
 
 impl Kernel for FakeKernel {
+    kernel_calls!(via transfer_call: rdma_write, rdma_read, rdma_write_async, rdma_read_async);
+    kernel_calls!(via rpc_call_with_reply: send_reply_imm, send_reply_imm_async);
+    kernel_calls!((shared.rpc) with rpc_call: unregister_application, query_port, receive_message,
+        reply_and_receive_message, send_reply_multicast);
+
     unsafe fn join(&self, cm_ip: *const c_char, _cm_port: u32, _ib_port: u32) -> c_long {
         fail_if!(
             !self.may_administer() && !self.defects.join_without_privilege,
             libc::EPERM
         );
         fail_if!((cm_ip as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
-        let mut text = Vec::new();
-        for i in 0..MAX_IP_LEN {
-            // SAFETY: callers pass NUL-terminated strings; reading stops at the NUL.
-            let byte = unsafe { *cm_ip.add(i) } as u8;
-            if byte == 0 {
-                break;
-            }
-            text.push(byte);
-        }
-        fail_if!(text.len() == MAX_IP_LEN, libc::EINVAL);
-        let valid = std::str::from_utf8(&text)
-            .ok()
-            .and_then(|t| t.parse::<Ipv4Addr>().ok())
-            .is_some();
+        // SAFETY: callers pass NUL-terminated strings; reading stops at the
+        // NUL or after MAX_IP_LEN bytes.
+        let len = unsafe { libc::strnlen(cm_ip, MAX_IP_LEN) };
+        fail_if!(len == MAX_IP_LEN, libc::EINVAL);
+        // SAFETY: the `len` bytes before the NUL were just read.
+        let text = unsafe { std::slice::from_raw_parts(cm_ip.cast::<u8>(), len) };
+        let valid = std::str::from_utf8(text).is_ok_and(|t| t.parse::<Ipv4Addr>().is_ok());
         fail_if!(!valid, libc::EINVAL);
         let mut process = lock(&self.process);
         fail_if!(process.joined, libc::EISCONN);
@@ -1286,20 +1384,8 @@ impl Kernel for FakeKernel {
         fail_if!(!process.joined, libc::ENOTCONN);
         let mut cluster = self.cluster_state();
         or_return!(self.move_held_chunks(&mut cluster, flags & LEAVE_FORCE != 0));
-        let handles: Vec<(u64, Handle)> = process
-            .handles
-            .iter()
-            .map(|(&number, handle)| (number, *handle))
-            .collect();
-        for (number, handle) in handles {
-            match handle.kind {
-                Kind::Created => self.release(&mut process, &mut cluster, number),
-                Kind::Mapping => cluster.unmap(self.id, handle.lmr),
-            }
-        }
         // Handles of the old membership are gone, even those a defect keeps.
-        process.handles.clear();
-        process.ops.clear();
+        self.release_handles(&mut process, &mut cluster);
         process.joined = false;
         cluster.gone.insert(self.id);
         // Locks are charged for as long as the node is a member.
@@ -1364,46 +1450,6 @@ impl Kernel for FakeKernel {
         let backing = Backing::Owned(vec![0; size as usize]);
         self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password)
             .1
-    }
-
-    unsafe fn rdma_write(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        self.counted(Operation::Write, priority, size, || {
-            let source = Buffer::Source(buf);
-            result(
-                self.do_transfer(handle, source, size, offset, priority, password, true)
-                    .map(drop),
-            )
-        })
-    }
-
-    unsafe fn rdma_read(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        self.counted(Operation::Read, priority, size, || {
-            let destination = Buffer::Destination(buf);
-            match self.do_transfer(handle, destination, size, offset, priority, password, true) {
-                Ok(data) => {
-                    // SAFETY: the caller guarantees `size` writable bytes at `buf`.
-                    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.cast(), data.len()) };
-                    0
-                }
-                Err(errno) => errno,
-            }
-        })
     }
 
     fn free(&self, handle: u64) -> c_long {
@@ -1629,44 +1675,6 @@ impl Kernel for FakeKernel {
         self.free(handle)
     }
 
-    unsafe fn rdma_write_async(
-        &self,
-        handle: u64,
-        buf: *const c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        fail_if!(size > MAX_ASYNC_SIZE && self.joined(), libc::EINVAL);
-        self.counted(Operation::WriteAsync, priority, size, || {
-            let source = Buffer::Source(buf);
-            match self.do_transfer(handle, source, size, offset, priority, password, false) {
-                Ok(_) => self.start_op(Ok(None)),
-                Err(errno) => errno,
-            }
-        })
-    }
-
-    unsafe fn rdma_read_async(
-        &self,
-        handle: u64,
-        buf: *mut c_void,
-        size: u64,
-        offset: u64,
-        priority: u32,
-        password: u64,
-    ) -> c_long {
-        fail_if!(size > MAX_ASYNC_SIZE && self.joined(), libc::EINVAL);
-        self.counted(Operation::ReadAsync, priority, size, || {
-            let destination = Buffer::Destination(buf);
-            match self.do_transfer(handle, destination, size, offset, priority, password, false) {
-                Ok(data) => self.start_op(Ok(Some((buf as usize, data)))),
-                Err(errno) => errno,
-            }
-        })
-    }
-
     fn async_wait(&self, op: u64, flags: u32) -> c_long {
         fail_if!(flags & !ASYNC_NOWAIT != 0, libc::EINVAL);
         let mut process = lock(&self.process);
@@ -1737,83 +1745,6 @@ impl Kernel for FakeKernel {
         })
     }
 
-    fn unregister_application(&self, port: u32) -> c_long {
-        self.rpc_call(|who| self.shared.rpc.unregister(who, port))
-    }
-
-    fn query_port(&self, node: u32, port: u32) -> c_long {
-        self.rpc_call(|who| self.shared.rpc.query(who, node, port))
-    }
-
-    unsafe fn send_reply_imm(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        self.counted(Operation::RpcCall, priority_of(port_priority), size, || {
-            // SAFETY: the caller upholds the system call's contract.
-            self.rpc_call(|who| unsafe {
-                self.shared
-                    .rpc
-                    .call(who, node, port_priority, (msg, size), (reply, max_reply))
-            })
-        })
-    }
-
-    unsafe fn send_reply_imm_async(
-        &self,
-        node: u32,
-        port_priority: u32,
-        msg: *const c_void,
-        size: u64,
-        reply: *mut c_void,
-        max_reply: u64,
-    ) -> c_long {
-        let calls = lock(&self.process)
-            .ops
-            .values()
-            .filter(|op| op.is_call)
-            .count();
-        fail_if!(calls >= MAX_ASYNC_CALLS as usize, libc::EAGAIN);
-        self.counted(
-            Operation::RpcCallAsync,
-            priority_of(port_priority),
-            size,
-            || {
-                // The model answers the call at once into memory of its own;
-                // reaping delivers the reply, or -EFAULT for a bad buffer.
-                let room = max_reply.min(MAX_MESSAGE_SIZE);
-                let mut answer = vec![0u8; room as usize];
-                // SAFETY: the caller upholds the system call's contract for
-                // `msg`; `answer` has `room` writable bytes.
-                let ret = self.rpc_call(|who| unsafe {
-                    self.shared.rpc.call(
-                        who,
-                        node,
-                        port_priority,
-                        (msg, size),
-                        (answer.as_mut_ptr().cast(), room),
-                    )
-                });
-                if ret < 0 {
-                    return ret;
-                }
-                answer.truncate(ret as usize);
-                fail_if!(reply.is_null() && max_reply > 0, libc::EFAULT);
-                let delivery = if (reply as usize) < FIRST_MAPPED_ADDRESS && ret > 0 {
-                    Err(err(libc::EFAULT))
-                } else {
-                    Ok(Some((reply as usize, answer)))
-                };
-                self.start_call_op(ret, delivery)
-            },
-        )
-    }
-
     unsafe fn send(&self, node: u32, port_priority: u32, msg: *const c_void, size: u64) -> c_long {
         self.counted(Operation::RpcSend, priority_of(port_priority), size, || {
             // SAFETY: the caller upholds the system call's contract.
@@ -1823,47 +1754,11 @@ impl Kernel for FakeKernel {
         })
     }
 
-    unsafe fn receive_message(
-        &self,
-        port: u32,
-        buf: *mut c_void,
-        max_size: u64,
-        descriptor: *mut u64,
-        flags: u32,
-    ) -> c_long {
-        // SAFETY: the caller upholds the system call's contract.
-        self.rpc_call(|who| unsafe {
-            self.shared
-                .rpc
-                .receive(who, port, (buf, max_size), descriptor, flags)
-        })
-    }
-
     unsafe fn reply_message(&self, buf: *const c_void, size: u64, descriptor: u64) -> c_long {
         self.counted(Operation::RpcReply, PRIORITY_NONE, size, || {
             // SAFETY: the caller upholds the system call's contract.
             self.rpc_call(|who| unsafe { self.shared.rpc.reply(who, buf, size, descriptor) })
         })
-    }
-
-    unsafe fn reply_and_receive_message(
-        &self,
-        buf: *const c_void,
-        size: u64,
-        descriptor: u64,
-        next: *mut LiteReceive,
-    ) -> c_long {
-        // SAFETY: the caller upholds the system call's contract.
-        self.rpc_call(|who| unsafe {
-            self.shared
-                .rpc
-                .reply_and_receive(who, (buf, size), descriptor, next)
-        })
-    }
-
-    unsafe fn send_reply_multicast(&self, call: *mut LiteMulticast) -> c_long {
-        // SAFETY: the caller upholds the system call's contract.
-        self.rpc_call(|who| unsafe { self.shared.rpc.multicast(who, call) })
     }
 
     unsafe fn fetch_add(&self, handle: u64, old: *mut u64, value: u64, priority: u32) -> c_long {

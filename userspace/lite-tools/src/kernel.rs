@@ -16,8 +16,12 @@ use crate::guest_devices::{self, run_tool, SecondDevice};
 /// a field of `self` holding another [`Kernel`] (a model that changes only
 /// the calls it defines itself). `FIELD through HOOK` passes the unsafe
 /// calls named through `self.HOOK(first argument, call)`, which makes the
-/// call or returns instead. One table, so that no kernel repeats the
-/// signatures.
+/// call or returns instead; `via METHOD` makes the unsafe calls named
+/// `self.METHOD(name, (arguments))`, for a kernel that makes several
+/// calls one way; `(PATH) with HOOK` makes the calls named
+/// `self.HOOK(|context| self.PATH.call(context, arguments))`, for a model
+/// whose part at PATH needs what HOOK knows of the caller. One table, so
+/// that no kernel repeats the signatures.
 macro_rules! kernel_calls {
     ($mode:ident: all) => {
         $crate::kernel::kernel_calls!($mode: join, leave, get_node_id, get_total_node,
@@ -28,6 +32,12 @@ macro_rules! kernel_calls {
             send_reply_imm_async, send, receive_message, reply_message,
             reply_and_receive_message, send_reply_multicast, fetch_add, compare_swp,
             create_lock, ask_lock, lock, unlock, set_priority);
+    };
+    (via $method:ident: $($call:ident),+ $(,)?) => {
+        $($crate::kernel::kernel_calls!(@call (via $method) $call);)+
+    };
+    ($path:tt with $hook:ident: $($call:ident),+ $(,)?) => {
+        $($crate::kernel::kernel_calls!(@call (with $hook $path) $call);)+
     };
     ($inner:ident through $hook:ident: $($call:ident),+ $(,)?) => {
         $($crate::kernel::kernel_calls!(@call ($inner through $hook) $call);)+
@@ -145,6 +155,23 @@ macro_rules! kernel_calls {
     (@item sys $name:ident($($arg:ident: $ty:ty),*)) => {
         fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
             ::lite::sys::$name($($arg),*)
+        }
+    };
+    (@item (with $hook:ident ($($field:ident).+)) unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
+        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY: the caller upholds the contract, the same underneath.
+            self.$hook(|context| unsafe { self.$($field).+.$name(context, $($arg),*) })
+        }
+    };
+    (@item (with $hook:ident ($($field:ident).+)) $name:ident($($arg:ident: $ty:ty),*)) => {
+        fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            self.$hook(|context| self.$($field).+.$name(context, $($arg),*))
+        }
+    };
+    (@item (via $method:ident) unsafe $name:ident($($arg:ident: $ty:ty),*)) => {
+        unsafe fn $name(&self, $($arg: $ty),*) -> ::libc::c_long {
+            // SAFETY: the caller upholds the contract, which the method relies on.
+            unsafe { self.$method(stringify!($name), ($($arg),*)) }
         }
     };
     (@item ($inner:ident through $hook:ident) unsafe

@@ -65,8 +65,8 @@ use crate::debugfs::membership::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
-    after, barrier_point, describe_total, elapsed_ms, join_point, poll_until, port_owner_point,
-    report_once_stopped, setup_barrier, spawn_reporting, total_nodes,
+    after, barrier_point, describe_total, elapsed_ms, join_point, or_unknown, poll_for, poll_until,
+    port_owner_point, report_once_stopped, setup_barrier, spawn_reporting, total_nodes,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -236,24 +236,6 @@ fn describe_membership(file: &Result<MembershipFile, String>) -> String {
     }
 }
 
-/// Calls `probe` every `every` until it returns `Some` or `deadline_ns`
-/// passes (it is called at least once); the value and when it came.
-fn poll_for<T>(
-    deadline_ns: u64,
-    every: Duration,
-    mut probe: impl FnMut() -> Option<T>,
-) -> Option<(T, u64)> {
-    loop {
-        if let Some(value) = probe() {
-            return Some((value, monotonic_ns()));
-        }
-        if monotonic_ns() >= deadline_ns {
-            return None;
-        }
-        thread::sleep(every);
-    }
-}
-
 /// The last barrier of every node as a test point.
 fn final_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str)
 where
@@ -285,14 +267,13 @@ fn publish_lmr<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Op
         kernel.alloc_remote(me, LMR_SIZE, 0, LMR_PASSWORD),
         "alloc_remote",
     );
-    tap.check(
+    let handle = tap.check_value(
         &format!(
             "alloc_remote of {} MiB on this node (node {me}) returns a handle (LMR Y)",
             LMR_SIZE >> 20
         ),
-        allocated.as_ref().map(drop).map_err(Clone::clone),
-    );
-    let handle = allocated.ok()?;
+        allocated,
+    )?;
     let ret = kernel.add_ask_mr_table(LMR_NAME, handle, PERM_READ | PERM_WRITE, LMR_PASSWORD);
     tap.check(
         &format!("add_ask_mr_table publishes LMR Y under {LMR_NAME:#x} with READ|WRITE"),
@@ -615,23 +596,37 @@ fn cut_peer_back<K: Kernel, W: Write>(
     );
 }
 
+/// What every node does first: joins, does `joined` (given this node's
+/// id), meets the others in a barrier and runs the pause phase, if any;
+/// this node's id and what `joined` returned, or `None` if the run ends.
+fn start<K, W, T>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    config: &PartitionConfig,
+    joined: impl FnOnce(&mut Tap<W>, u32) -> T,
+) -> Option<(u32, T)>
+where
+    K: Kernel + Send + 'static,
+    W: Write,
+{
+    let nodes = config.nodes;
+    let me = join_point(kernel.as_ref(), tap, config.cm, nodes)?;
+    let done = joined(tap, me);
+    let in_step = setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined"))
+        && (config.pause_traffic.is_zero() || pauses::run(kernel, tap, config, me));
+    in_step.then_some((me, done))
+}
+
 /// Runs a survivor's part, reporting each test point to `tap`.
 pub fn run_survivor<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, config: &PartitionConfig)
 where
     K: Kernel + Send + 'static,
     W: Write,
 {
-    let nodes = config.nodes;
-    let pacing = config.pacing;
-    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
+    let (nodes, pacing) = (config.nodes, config.pacing);
+    let Some((me, ())) = start(kernel, tap, config, |_, _| ()) else {
         return;
     };
-    if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
-        return;
-    }
-    if !config.pause_traffic.is_zero() && !pauses::run(kernel, tap, config, me) {
-        return;
-    }
     let cut = port_owner_point(
         kernel.as_ref(),
         tap,
@@ -931,13 +926,11 @@ fn own_membership_before<K: Kernel, W: Write>(
         Ok(MembershipFile::Member(view)) if view.node == me && !view.fenced => Ok(view.incarnation),
         other => Err(format!("read {}", describe_membership(other))),
     };
-    let shown = outcome.as_ref().map_or("?".to_string(), |i| i.to_string());
-    tap.check(
+    let shown = or_unknown(&outcome);
+    tap.check_value(
         &format!("membership shows node {me} not fenced before the cut (incarnation {shown})"),
-        outcome.as_ref().map(drop).map_err(Clone::clone),
+        outcome,
     )
-    .then(|| outcome.ok())
-    .flatten()
 }
 
 /// Whether the membership file shows this node cut off: fenced, or no
@@ -1085,19 +1078,13 @@ where
     K: Kernel + Send + 'static,
     W: Write,
 {
-    let nodes = config.nodes;
-    let pacing = config.pacing;
-    let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
+    let (nodes, pacing) = (config.nodes, config.pacing);
+    let Some((me, incarnation_before)) = start(kernel, tap, config, |tap, me| {
+        register_cut_port(kernel.as_ref(), tap);
+        own_membership_before(kernel.as_ref(), tap, me)
+    }) else {
         return;
     };
-    register_cut_port(kernel.as_ref(), tap);
-    let incarnation_before = own_membership_before(kernel.as_ref(), tap, me);
-    if !setup_barrier(kernel, tap, nodes, &format!("all {nodes} nodes joined")) {
-        return;
-    }
-    if !config.pause_traffic.is_zero() && !pauses::run(kernel, tap, config, me) {
-        return;
-    }
     if !setup_barrier(kernel, tap, nodes, "publishing LMR Y") {
         return;
     }
@@ -1110,11 +1097,10 @@ where
         None => Err("no other node".to_string()),
     };
     let shown = holder.map_or("none".to_string(), |h| format!("node {h}"));
-    tap.check(
+    let mapping = tap.check_value(
         &format!("ask_lmr of LMR Y on its holder ({shown}) for WRITE returns a handle"),
-        mapping.as_ref().map(drop).map_err(Clone::clone),
+        mapping,
     );
-    let mapping = mapping.ok();
     let writer = match (mapping, holder) {
         (Some(handle), Some(holder)) => start_writer(kernel, handle, cut_pattern(me, holder)),
         _ => Err("LMR Y is not mapped".to_string()),

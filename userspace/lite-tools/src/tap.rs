@@ -214,6 +214,24 @@ pub(crate) fn assert_contains(output: &str, text: &str) {
     assert!(output.contains(text), "{text:?} is missing from:\n{output}");
 }
 
+/// Asserts that `output` contains every one of `texts`.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_contains_all(output: &str, texts: &[&str]) {
+    for text in texts {
+        assert_contains(output, text);
+    }
+}
+
+/// Asserts that `output` contains `text` `count` times, and shows it
+/// whole if not.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_count(output: &str, text: &str, count: usize) {
+    let found = output.matches(text).count();
+    assert_eq!(found, count, "{text:?} in:\n{output}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

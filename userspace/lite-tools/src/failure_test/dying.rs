@@ -12,12 +12,20 @@
 //! them), the survivors' calls involving the victim fail with `EHOSTDOWN`,
 //! and the model hands the locks the victim held on survivors over with
 //! `EOWNERDEAD` (see [`FakeKernel::fail_node`]); the cluster shrinks by
-//! one. Leaving and joining again pass through to the model.
+//! one.
+//!
+//! Leaving and joining again pass through to the model, each once every
+//! other survivor has read the cluster's size since the last such change
+//! (or [`SEEN_WITHIN`] passed): the observers of the leave/rejoin cycles
+//! follow them by reading the size every few milliseconds, and on a
+//! loaded host their threads may not run for longer than the leaver
+//! stays out. On the machines the leaver's pauses are long enough.
 
-use std::collections::BTreeSet;
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use libc::c_long;
 use lite::sys::LiteLock;
@@ -39,7 +47,19 @@ struct FateState {
     dead: bool,
     /// Barriers the victim has entered.
     victim_barriers: u32,
+    /// Leaves, and joins after a leave, so far: changes of the cluster's
+    /// size.
+    changes: u64,
+    /// What `changes` was at each node's last read of the cluster's size.
+    seen: BTreeMap<u32, u64>,
+    /// Nodes that did not read the size within [`SEEN_WITHIN`] of a
+    /// change: they stopped following, and nobody waits for them again.
+    laggards: BTreeSet<u32>,
 }
+
+/// Longest a leave or a join waits for the other survivors to read the
+/// cluster's size.
+const SEEN_WITHIN: Duration = Duration::from_secs(10);
 
 impl Fate {
     fn state(&self) -> MutexGuard<'_, FateState> {
@@ -76,12 +96,11 @@ impl DeathDefects {
         }
     }
 
-    /// A correct death on a model with `kernel`'s defects.
-    pub fn with_kernel(kernel: Defects) -> Self {
-        DeathDefects {
-            kernel,
-            ..DeathDefects::default()
-        }
+    /// A correct death on a model with the defects `set` switches on.
+    pub fn with_kernel(set: fn(&mut Defects)) -> Self {
+        let mut defects = DeathDefects::default();
+        set(&mut defects.kernel);
+        defects
     }
 }
 
@@ -97,6 +116,8 @@ pub struct Node {
     tracked: Mutex<BTreeSet<u64>>,
     /// Barriers this node entered.
     barriers: AtomicU32,
+    /// Whether it left: its next join changes the cluster's size.
+    left: AtomicBool,
 }
 
 /// A cluster of `nodes` whose last node is the victim; element i is node i + 1.
@@ -114,6 +135,7 @@ pub fn cluster(nodes: u32, defects: DeathDefects) -> Vec<Arc<Node>> {
                 defects,
                 tracked: Mutex::new(BTreeSet::new()),
                 barriers: AtomicU32::new(0),
+                left: AtomicBool::new(false),
             })
         })
         .collect()
@@ -164,6 +186,35 @@ impl Node {
         post()
     }
 
+    /// Makes `change`, a leave or a join, once every other survivor has
+    /// read the cluster's size since the last change (see [`SEEN_WITHIN`]);
+    /// it counts as a change if `changed` says so of its result.
+    fn change_membership(
+        &self,
+        change: impl FnOnce() -> c_long,
+        changed: impl FnOnce(c_long) -> bool,
+    ) -> c_long {
+        let behind = |s: &FateState| -> Vec<u32> {
+            (1..=self.nodes)
+                .filter(|n| ![self.id, self.victim].contains(n) && !s.laggards.contains(n))
+                .filter(|n| s.seen.get(n).copied().unwrap_or(0) < s.changes)
+                .collect()
+        };
+        let (mut state, _) = self
+            .fate
+            .changed
+            .wait_timeout_while(self.fate.state(), SEEN_WITHIN, |s| !behind(s).is_empty())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let laggards = behind(&state);
+        state.laggards.extend(laggards);
+        // Under the lock, so that no read sees the new size with the old count.
+        let ret = change();
+        if changed(ret) {
+            state.changes += 1;
+        }
+        ret
+    }
+
     /// Makes a transfer on `handle`, unless it reaches the dead victim:
     /// then it fails.
     fn transfer(&self, handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
@@ -185,7 +236,7 @@ fn host_down() -> c_long {
 
 impl Kernel for Node {
     // The model underneath counts the dead victim out (see `kill`).
-    kernel_calls!(inner: join, leave, get_node_id, get_total_node, remote_memset, memcpy, memmove,
+    kernel_calls!(inner: get_node_id, remote_memset, memcpy, memmove,
         add_ask_mr_table, ask_lmr, umap_lmr, register_lmr, deregister_lmr, rdma_write_async,
         rdma_read_async, async_wait, fence, get_stats, register_application,
         unregister_application, query_port, send, receive_message, reply_message,
@@ -193,6 +244,32 @@ impl Kernel for Node {
         ask_lock, unlock, set_priority);
     kernel_calls!(inner through transfer: rdma_write, rdma_read);
     kernel_calls!(inner through post_to: send_reply_imm_async);
+
+    unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long {
+        let rejoin = self.left.load(Ordering::SeqCst);
+        self.change_membership(
+            // SAFETY: the caller upholds the contract.
+            || unsafe { self.inner.join(cm_ip, cm_port, ib_port) },
+            |ret| rejoin && ret > 0,
+        )
+    }
+
+    fn leave(&self, flags: u32) -> c_long {
+        let ret = self.change_membership(|| self.inner.leave(flags), |ret| ret == 0);
+        if ret == 0 {
+            self.left.store(true, Ordering::SeqCst);
+        }
+        ret
+    }
+
+    fn get_total_node(&self) -> c_long {
+        let mut state = self.fate.state();
+        let total = self.inner.get_total_node();
+        let changes = state.changes;
+        state.seen.insert(self.id, changes);
+        self.fate.changed.notify_all();
+        total
+    }
 
     fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
         let ret = self.inner.alloc_remote(node, size, flags, password);

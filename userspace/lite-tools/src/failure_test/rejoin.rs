@@ -54,8 +54,8 @@ use libc::c_long;
 use lite::sys::{CHUNK_SIZE, NODE_SPREAD, PERM_READ};
 
 use super::{
-    after, alloc, barrier_point, describe_total, elapsed_ms, held_chunks, join_call, poll_until,
-    report_once_stopped, spawn_traffic, total_nodes, Target, TrafficReport,
+    after, alloc, barrier_point, describe_total, elapsed_ms, held_chunks, join_call, or_unknown,
+    poll_until, report_once_stopped, spawn_traffic, total_nodes, Target, TrafficReport,
 };
 use crate::cluster_test::io::{handle_of, read_at, write_at};
 use crate::cluster_test::password_of;
@@ -288,7 +288,7 @@ where
         .first()
         .and_then(|&owner| map_spread_point(kernel, tap, me, owner));
     let held = held_chunks(kernel.as_ref());
-    let shown = held.as_ref().map_or("?".to_string(), u64::to_string);
+    let shown = or_unknown(&held);
     tap.check(
         &format!(
             "leave/rejoin: node {me} holds chunks of the observers' spread LMRs before \
@@ -324,7 +324,7 @@ where
     }
 
     let held = held_chunks(kernel.as_ref());
-    let shown = held.as_ref().map_or("?".to_string(), u64::to_string);
+    let shown = or_unknown(&held);
     tap.check(
         &format!(
             "leave/rejoin: held_chunks on node {me} is 0 after its last join \
@@ -1026,17 +1026,17 @@ where
         size: TRAFFIC_LMR_SIZE,
         password,
     });
-    tap.check(
+    let traffic = tap.check_value(
         &format!(
             "leave/rejoin: alloc_remote of {} MiB on node {peer} for traffic during the \
              cycles returns a handle",
             TRAFFIC_LMR_SIZE >> 20
         ),
-        traffic.as_ref().map(drop).map_err(Clone::clone),
+        traffic,
     );
     Observed {
         spread: spread.ok(),
-        traffic: traffic.ok(),
+        traffic,
     }
 }
 
@@ -1246,22 +1246,17 @@ mod tests {
 
     #[test]
     fn the_highest_survivor_leaves_and_the_others_send_to_each_other() {
-        assert_eq!(
-            part(3, 4, 4),
+        let leaver = |observers: &[u32]| {
             Some(Part::Leaver {
-                observers: vec![1, 2]
+                observers: observers.to_vec(),
             })
-        );
+        };
+        assert_eq!(part(3, 4, 4), leaver(&[1, 2]));
         // The lowest observer publishes its spread LMR.
         assert_eq!(part(1, 4, 4), observer(3, 2, true));
         assert_eq!(part(2, 4, 4), observer(3, 1, false));
         // Whichever node died.
-        assert_eq!(
-            part(4, 2, 4),
-            Some(Part::Leaver {
-                observers: vec![1, 3]
-            })
-        );
+        assert_eq!(part(4, 2, 4), leaver(&[1, 3]));
         assert_eq!(part(1, 2, 4), observer(4, 3, true));
         assert_eq!(part(3, 2, 4), observer(4, 1, false));
         assert_eq!(part(2, 1, 4), observer(4, 3, true));
@@ -1292,19 +1287,23 @@ mod tests {
         held_chunks(kernel).expect("get_stats")
     }
 
-    #[test]
-    fn a_leave_moves_a_mapped_lmr_s_chunks_but_never_to_a_mapper() {
-        let kernels = FakeKernel::joined_cluster(4, Defects::default());
+    /// The spread LMR of node 1 of `kernels`, published as [`SPREAD_NAME`]
+    /// with password 7.
+    fn published_spread(kernels: &[FakeKernel]) -> Target {
         let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
-        assert_eq!(
-            kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7),
-            0
-        );
-        let lmr = Target {
+        let published = kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7);
+        assert_eq!(published, 0);
+        Target {
             handle,
             size: SPREAD_LMR_SIZE,
             password: 7,
-        };
+        }
+    }
+
+    #[test]
+    fn a_leave_moves_a_mapped_lmr_s_chunks_but_never_to_a_mapper() {
+        let kernels = FakeKernel::joined_cluster(4, Defects::default());
+        let lmr = published_spread(&kernels);
         assert_eq!(fill(&kernels[0], lmr, 5), Ok(()));
         // Node 1's chunks are on nodes 2, 3, 4 and 2; node 4 maps the LMR.
         let before: Vec<u64> = kernels.iter().map(held).collect();
@@ -1317,8 +1316,7 @@ mod tests {
         assert_eq!(held(&kernels[3]), 1);
         let lmr = Target {
             handle: mapping.unsigned_abs(),
-            size: SPREAD_LMR_SIZE,
-            password: 7,
+            ..lmr
         };
         assert_eq!(read_and_verify(&kernels[3], lmr, 5), Ok(()));
 
@@ -1337,11 +1335,7 @@ mod tests {
             ..Defects::default()
         };
         let kernels = FakeKernel::joined_cluster(3, defects);
-        let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
-        assert_eq!(
-            kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7),
-            0
-        );
+        published_spread(&kernels);
         // Mapped by the leaving node itself.
         let mapping = kernels[2].ask_lmr(1, SPREAD_NAME, PERM_READ, 7);
         assert!(mapping > 0, "{mapping}");

@@ -190,6 +190,31 @@ fn check_pointer(address: usize, size: u64) -> Result<(), c_long> {
     Ok(())
 }
 
+/// The checks of a message `who` sends to `node` in the kernel's order
+/// (`port_priority`, which may ask not to block if `nonblock_allowed`, the
+/// node, the message's size and address), then its port, whether the send
+/// may block, and its bytes.
+///
+/// # Safety
+///
+/// `msg` must be readable for `size` bytes if it is mapped.
+unsafe fn message(
+    who: &Caller,
+    node: u32,
+    port_priority: u32,
+    (msg, size): (*const c_void, u64),
+    nonblock_allowed: bool,
+) -> Result<((u32, bool), Vec<u8>), c_long> {
+    let port = decode_port_priority(port_priority, nonblock_allowed)?;
+    check_node(who, node)?;
+    if size == 0 {
+        return Err(err(libc::EINVAL));
+    }
+    check_pointer(msg as usize, size)?;
+    // SAFETY: as the caller promised.
+    Ok((port, unsafe { load(msg as usize, size) }))
+}
+
 fn outcome(result: Result<c_long, c_long>) -> c_long {
     result.unwrap_or_else(|errno| errno)
 }
@@ -307,31 +332,13 @@ impl Rpc {
         }
     }
 
-    /// `lite_register_application`, whatever the caller's quota.
-    ///
-    /// # Safety
-    ///
-    /// `name` must be readable for `name_len` bytes or below
-    /// [`FIRST_MAPPED_ADDRESS`].
-    #[cfg(test)]
-    pub(super) unsafe fn register(
-        &self,
-        who: &Caller,
-        port: u32,
-        max_size: u64,
-        name: usize,
-        name_len: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        unsafe { self.register_within(who, port, max_size, name, name_len, Limit::Unlimited) }
-    }
-
     /// `lite_register_application` by a process whose user may hold
     /// `quota` ports on its node (`EDQUOT` beyond).
     ///
     /// # Safety
     ///
-    /// As `register`.
+    /// `name` must be readable for `name_len` bytes or below
+    /// [`FIRST_MAPPED_ADDRESS`].
     pub(super) unsafe fn register_within(
         &self,
         who: &Caller,
@@ -377,7 +384,7 @@ impl Rpc {
     }
 
     /// `lite_unregister_application`.
-    pub(super) fn unregister(&self, who: &Caller, port: u32) -> c_long {
+    pub(super) fn unregister_application(&self, who: &Caller, port: u32) -> c_long {
         fail_if!(port >= MAX_PORTS, libc::EINVAL);
         let mut state = self.state();
         match state.ports.get(&(who.node, port)) {
@@ -390,7 +397,7 @@ impl Rpc {
     }
 
     /// `lite_query_port`.
-    pub(super) fn query(&self, who: &Caller, node: u32, port: u32) -> c_long {
+    pub(super) fn query_port(&self, who: &Caller, node: u32, port: u32) -> c_long {
         fail_if!(port >= MAX_PORTS, libc::EINVAL);
         or_return!(check_node(who, node));
         match self.state().ports.get(&(node, port)) {
@@ -513,15 +520,10 @@ impl Rpc {
         (reply, max_reply): (*mut c_void, u64),
     ) -> c_long {
         let result = (|| {
-            let (port, _) = decode_port_priority(port_priority, false)?;
-            check_node(who, node)?;
-            if size == 0 {
-                return Err(err(libc::EINVAL));
-            }
-            check_pointer(msg as usize, size)?;
-            check_pointer(reply as usize, max_reply)?;
             // SAFETY: the caller promised `size` readable bytes at `msg`.
-            let data = unsafe { load(msg as usize, size) };
+            let ((port, _), data) =
+                unsafe { message(who, node, port_priority, (msg, size), false)? };
+            check_pointer(reply as usize, max_reply)?;
             let id = self.start_call(who, (node, port), data, max_reply)?;
             let answer = self.finish_call(id, Instant::now() + RPC_TIMEOUT)?;
             // SAFETY: the caller promised `max_reply` writable bytes at
@@ -546,14 +548,9 @@ impl Rpc {
         size: u64,
     ) -> c_long {
         let result = (|| {
-            let (port, nonblock) = decode_port_priority(port_priority, true)?;
-            check_node(who, node)?;
-            if size == 0 {
-                return Err(err(libc::EINVAL));
-            }
-            check_pointer(msg as usize, size)?;
             // SAFETY: the caller promised `size` readable bytes at `msg`.
-            let data = unsafe { load(msg as usize, size) };
+            let ((port, nonblock), data) =
+                unsafe { message(who, node, port_priority, (msg, size), true)? };
             self.enqueue(who, (node, port), data, None, nonblock)?;
             Ok(0)
         })();
@@ -565,11 +562,12 @@ impl Rpc {
     /// # Safety
     ///
     /// As [`lite::sys::receive_message`].
-    pub(super) unsafe fn receive(
+    pub(super) unsafe fn receive_message(
         &self,
         who: &Caller,
         port: u32,
-        (buf, max_size): (*mut c_void, u64),
+        buf: *mut c_void,
+        max_size: u64,
         descriptor: *mut u64,
         flags: u32,
     ) -> c_long {
@@ -657,10 +655,11 @@ impl Rpc {
     /// # Safety
     ///
     /// As [`lite::sys::reply_and_receive_message`].
-    pub(super) unsafe fn reply_and_receive(
+    pub(super) unsafe fn reply_and_receive_message(
         &self,
         who: &Caller,
-        (buf, size): (*const c_void, u64),
+        buf: *const c_void,
+        size: u64,
         descriptor: u64,
         next: *mut LiteReceive,
     ) -> c_long {
@@ -676,10 +675,11 @@ impl Rpc {
         // SAFETY: the caller promised `request.buf` writable for
         // `request.max_size` bytes; `number` is a local.
         let received = unsafe {
-            self.receive(
+            self.receive_message(
                 who,
                 request.port,
-                (request.buf as usize as *mut c_void, request.max_size),
+                request.buf as usize as *mut c_void,
+                request.max_size,
                 &mut number,
                 request.flags,
             )
@@ -694,7 +694,11 @@ impl Rpc {
     /// # Safety
     ///
     /// As [`lite::sys::send_reply_multicast`].
-    pub(super) unsafe fn multicast(&self, who: &Caller, call: *mut LiteMulticast) -> c_long {
+    pub(super) unsafe fn send_reply_multicast(
+        &self,
+        who: &Caller,
+        call: *mut LiteMulticast,
+    ) -> c_long {
         or_return!(check_pointer(call as usize, 1));
         // SAFETY: the caller promised a readable LiteMulticast at `call`.
         let call = unsafe { call.read_unaligned() };
@@ -775,14 +779,21 @@ mod tests {
         }
     }
 
+    /// Opens `port` of 64-byte messages for `who`, whatever its quota.
+    fn open_port(rpc: &Rpc, who: &Caller, port: u32) -> c_long {
+        // SAFETY: an empty name is never read.
+        unsafe { rpc.register_within(who, port, 64, 0, 0, Limit::Unlimited) }
+    }
+
     fn receive(rpc: &Rpc, who: &Caller, port: u32, buf: &mut [u8]) -> (c_long, u64) {
         let mut descriptor = u64::MAX;
         // SAFETY: `buf` and `descriptor` are writable locals.
         let ret = unsafe {
-            rpc.receive(
+            rpc.receive_message(
                 who,
                 port,
-                (buf.as_mut_ptr().cast(), buf.len() as u64),
+                buf.as_mut_ptr().cast(),
+                buf.len() as u64,
                 &mut descriptor,
                 RECV_NONBLOCK,
             )
@@ -795,7 +806,7 @@ mod tests {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));
         // SAFETY: no name.
-        assert_eq!(unsafe { rpc.register(&server, 3, 64, 0, 0) }, 0);
+        assert_eq!(open_port(&rpc, &server, 3), 0);
         for i in 0..RING_SLOTS {
             assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], true), 0);
         }
@@ -806,9 +817,12 @@ mod tests {
         assert_eq!(receive(&rpc, &server, 3, &mut buf), (1, 0));
         assert_eq!(buf[0], 0);
         assert_eq!(send(&rpc, &client, 1, 3, b"y", true), 0);
-        assert_eq!(rpc.unregister(&client, 3), err(libc::ENOENT));
-        assert_eq!(rpc.unregister(&caller(1, 9), 3), err(libc::EPERM));
-        assert_eq!(rpc.unregister(&server, 3), 0);
+        assert_eq!(rpc.unregister_application(&client, 3), err(libc::ENOENT));
+        assert_eq!(
+            rpc.unregister_application(&caller(1, 9), 3),
+            err(libc::EPERM)
+        );
+        assert_eq!(rpc.unregister_application(&server, 3), 0);
         assert_eq!(
             send(&rpc, &client, 1, 3, b"z", true),
             err(libc::ECONNREFUSED)
@@ -825,7 +839,7 @@ mod tests {
             ..caller(2, 2)
         };
         // SAFETY: no name.
-        assert_eq!(unsafe { rpc.register(&server, 3, 64, 0, 0) }, 0);
+        assert_eq!(open_port(&rpc, &server, 3), 0);
         for i in 0..=RING_SLOTS {
             assert_eq!(send(&rpc, &client, 1, 3, &[i as u8], false), 0);
         }
@@ -842,7 +856,7 @@ mod tests {
         let rpc = Rpc::new();
         let (server, client) = (caller(1, 1), caller(2, 2));
         // SAFETY: no name.
-        assert_eq!(unsafe { rpc.register(&server, 5, 64, 0, 0) }, 0);
+        assert_eq!(open_port(&rpc, &server, 5), 0);
         std::thread::scope(|scope| {
             let waiting = scope.spawn(|| {
                 let mut reply = [0u8; 8];

@@ -40,7 +40,9 @@ use crate::cluster_test::io::handle_of;
 use crate::cpu_hog::CpuHog;
 use crate::debugfs::membership::{MembershipFile, NodeMembership, PeerState};
 use crate::errno::describe_result;
-use crate::failure_test::{elapsed_ms, report_once_stopped, spawn_traffic, Target, TrafficReport};
+use crate::failure_test::{
+    elapsed_ms, or_unknown, report_once_stopped, spawn_traffic, Target, TrafficReport,
+};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
@@ -183,14 +185,11 @@ fn allocate<K: Kernel, W: Write>(
                 kernel.alloc_remote(peer, TRAFFIC_LMR_SIZE, 0, TRAFFIC_PASSWORD),
                 "alloc_remote",
             );
-            tap.check(
-                &format!(
-                    "pauses: alloc_remote of {} KiB on node {peer} for the traffic returns a handle",
-                    TRAFFIC_LMR_SIZE >> 10
-                ),
-                allocated.as_ref().map(drop).map_err(Clone::clone),
+            let description = format!(
+                "pauses: alloc_remote of {} KiB on node {peer} for the traffic returns a handle",
+                TRAFFIC_LMR_SIZE >> 10
             );
-            (peer, allocated.ok())
+            (peer, tap.check_value(&description, allocated))
         })
         .collect()
 }
@@ -334,7 +333,7 @@ where
         (Ok(before), Ok(after)) => same_members(before, after, nodes),
         (Err(e), _) | (_, Err(e)) => Err(e.clone()),
     };
-    let shown = compared.as_ref().map_or("?".to_string(), Clone::clone);
+    let shown = or_unknown(&compared);
     tap.check(
         &format!(
             "pauses: membership lists the same incarnations, every peer alive, after the \

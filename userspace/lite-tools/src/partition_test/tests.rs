@@ -332,17 +332,27 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
     assert!(covered < marker, "{cut}");
 }
 
-#[test]
-fn writes_that_land_while_cut_off_are_caught() {
-    let results = run_partition(CutDefects {
-        writes_land_while_cut: true,
-        ..CutDefects::default()
-    });
+/// [`run_partition`] with the one defect `set` switches on.
+fn run_partition_with(set: fn(&mut CutDefects)) -> Vec<(String, TapSummary)> {
+    let mut defects = CutDefects::default();
+    set(&mut defects);
+    run_partition(defects)
+}
+
+/// Checks that the holder's canary, and nothing else there or on node 2,
+/// caught what happened to LMR Y.
+fn assert_canary_caught(results: &[(String, TapSummary)]) {
     let holder = failures(&results[0].0);
     assert_eq!(holder.len(), 1, "{holder:?}");
     assert!(holder[0].contains("LMR Y keeps the canary"), "{holder:?}");
-    assert_contains(&results[0].0, "byte(s) differ");
     assert!(failures(&results[1].0).is_empty(), "{}", results[1].0);
+}
+
+#[test]
+fn writes_that_land_while_cut_off_are_caught() {
+    let results = run_partition_with(|d| d.writes_land_while_cut = true);
+    assert_canary_caught(&results);
+    assert_contains(&results[0].0, "byte(s) differ");
     // Its writes never failed while it was cut off. Whether one came
     // while it joined again (-ENOTCONN) or after (-EBADF) before the
     // writer ended is up to timing.
@@ -366,14 +376,8 @@ fn writes_that_land_while_cut_off_are_caught() {
 
 #[test]
 fn handles_that_survive_the_new_join_are_caught() {
-    let results = run_partition(CutDefects {
-        handles_survive_rejoin: true,
-        ..CutDefects::default()
-    });
-    let holder = failures(&results[0].0);
-    assert_eq!(holder.len(), 1, "{holder:?}");
-    assert!(holder[0].contains("LMR Y keeps the canary"), "{holder:?}");
-    assert!(failures(&results[1].0).is_empty(), "{}", results[1].0);
+    let results = run_partition_with(|d| d.handles_survive_rejoin = true);
+    assert_canary_caught(&results);
     // The old mapping still writes; whether the writer also wrote between
     // the new join and its end is up to timing.
     let cut = failures(&results[2].0);
@@ -392,10 +396,7 @@ fn handles_that_survive_the_new_join_are_caught() {
 
 #[test]
 fn a_cut_reported_as_an_io_error_passes_and_says_so() {
-    let results = run_partition(CutDefects {
-        transfers_fail_with_eio: true,
-        ..CutDefects::default()
-    });
+    let results = run_partition_with(|d| d.transfers_fail_with_eio = true);
     for (output, summary) in &results {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
     }
@@ -404,10 +405,7 @@ fn a_cut_reported_as_an_io_error_passes_and_says_so() {
 
 #[test]
 fn calls_that_fail_while_a_node_is_paused_are_caught() {
-    let results = run_partition(CutDefects {
-        transfers_fail_while_paused: true,
-        ..CutDefects::default()
-    });
+    let results = run_partition_with(|d| d.transfers_fail_while_paused = true);
     for (index, (output, _)) in results.iter().enumerate() {
         let failed = failures(output);
         assert_eq!(failed.len(), 2, "node {}: {failed:?}", index + 1);
@@ -420,10 +418,7 @@ fn calls_that_fail_while_a_node_is_paused_are_caught() {
 
 #[test]
 fn a_paused_node_taken_for_dead_is_caught() {
-    let results = run_partition(CutDefects {
-        pause_is_a_death: true,
-        ..CutDefects::default()
-    });
+    let results = run_partition_with(|d| d.pause_is_a_death = true);
     let count = "pauses: get_total_node returned 3 in each of";
     let members = "pauses: membership lists the same incarnations";
     for index in [0, 2] {
