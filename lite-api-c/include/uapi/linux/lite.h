@@ -27,9 +27,6 @@
  *                 verdict. Data held by a dead node is lost.
  *   -ENOMEM       the node holding the memory could not allocate it
  *   -EIO          the RDMA operation completed with an error
- *   -ETIMEDOUT    a peer or the cluster manager did not answer in time
- *   -EINTR        a signal arrived while the call waited
- *   -ENOSYS       LITE is not loaded (it can be a module) or not built
  */
 #ifndef _UAPI_LINUX_LITE_H
 #define _UAPI_LINUX_LITE_H
