@@ -10,7 +10,7 @@
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Scale};
 use super::process_curve::median_range;
-use super::report::{left, right, say_indented, Table};
+use super::report::{say_indented, Table};
 use crate::ui;
 
 /// The figures of one cluster size, over its nodes.
@@ -67,15 +67,10 @@ fn millis(value: Option<(f64, f64, f64)>) -> [String; 2] {
 
 /// The curve as table lines, one row per cluster size.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let table = Table([
-        (left(6), "nodes"),
-        (right(9), "reported"),
-        (right(9), "join ms"),
-        (right(13), "join range"),
-        (right(12), "barrier ms"),
-        (right(13), "barrier range"),
-        (right(14), "all-to-all/s"),
-    ]);
+    let table = Table::new(
+        "<6 nodes|>9 reported|>9 join ms|>13 join range|>12 barrier ms|>13 barrier range|\
+         >14 all-to-all/s",
+    );
     let mut lines = vec![
         "every node of an N-node cluster: its join (ms, median and range over the nodes), a \
          barrier of all N (each node's median, ms: median and range over the nodes), and 64 B \

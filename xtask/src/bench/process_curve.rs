@@ -10,7 +10,7 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Process, Side};
-use super::report::{left, right, say_indented, Table};
+use super::report::{say_indented, Table};
 use super::rounds::Range;
 use crate::ui;
 
@@ -92,18 +92,10 @@ fn resources(m: &Measurements, side: Side, workload: &str, processes: u64) -> Op
 /// (medians over the rounds) with the median of the per-round ratios and
 /// their range, and the queue pairs and memory regions each held.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let table = Table([
-        (left(6), "op"),
-        (right(10), "processes"),
-        (right(11), "LITE op/s"),
-        (right(11), "native op/s"),
-        (right(6), "ratio"),
-        (right(11), "rounds"),
-        (right(9), "LITE QPs"),
-        (right(10), "native QPs"),
-        (right(9), "LITE MRs"),
-        (right(10), "native MRs"),
-    ]);
+    let table = Table::new(
+        "<6 op|>10 processes|>11 LITE op/s|>11 native op/s|>6 ratio|>11 rounds|>9 LITE QPs|\
+         >10 native QPs|>9 LITE MRs|>10 native MRs",
+    );
     let ops = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     let count = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     let mut lines = vec![

@@ -11,7 +11,7 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, RegionPoint, Side};
-use super::report::{left, ratio_cell, right, say_indented, Table};
+use super::report::{ratio_cell, say_indented, Table};
 use crate::ui;
 
 /// How much more LITE's slowdown with the most live regions (random ones
@@ -82,18 +82,10 @@ fn side_by_side(lite: Option<&RegionPoint>, native: Option<&RegionPoint>) -> [St
 /// The curve as table lines: latency by live regions, then create/free
 /// time by size, LITE beside native with their ratio.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let table = Table([
-        (left(7), "op"),
-        (right(9), "regions"),
-        (right(8), "bytes"),
-        (right(11), "LITE med"),
-        (right(11), "native med"),
-        (right(13), "LITE p99"),
-        (right(13), "native p99"),
-        (right(6), "ratio"),
-        (right(9), "LITE/1st"),
-        (right(11), "native/1st"),
-    ]);
+    let table = Table::new(
+        "<7 op|>9 regions|>8 bytes|>11 LITE med|>11 native med|>13 LITE p99|>13 native p99|\
+         >6 ratio|>9 LITE/1st|>11 native/1st",
+    );
     // One step's row: LITE's and native's medians and p99s with their
     // ratio, and with live `regions` (none for create and free) each
     // side's slowdown against the first region.

@@ -196,15 +196,9 @@ pub fn table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         .collect();
     keys.sort();
     keys.dedup();
-    let table = Table([
-        (left(6), "op"),
-        (right(7), "size"),
-        (right(13), "native med"),
-        (right(12), "native sd"),
-        (right(11), "LITE med"),
-        (right(19), "LITE p10-p90"),
-        (right(11), "LITE/native"),
-    ]);
+    let table = Table::new(
+        "<6 op|>7 size|>13 native med|>12 native sd|>11 LITE med|>19 LITE p10-p90|>11 LITE/native",
+    );
     let mut lines = vec![table.header()];
     for (op, size) in keys {
         let n = native.iter().find(|n| n.op == op && n.size == size);
@@ -253,17 +247,10 @@ pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
             keys.push(key);
         }
     }
-    let table = Table([
-        (left(11), "op"),
-        (right(7), "size"),
-        (right(5), "depth"),
-        (left(17).apart(), "native"),
-        (right(10), "native avg"),
-        (right(9), "LITE avg"),
-        (right(9), "LITE med"),
-        (right(19), "LITE p10-p90"),
-        (right(11), "LITE/native"),
-    ]);
+    let table = Table::new(
+        "<11 op|>7 size|>5 depth||<17 native|>10 native avg|>9 LITE avg|>9 LITE med|\
+         >19 LITE p10-p90|>11 LITE/native",
+    );
     let mut lines = vec![
         "native: perftest BW average with -t (TX depth) = LITE's operations in flight,".to_string(),
         "1 for memset/memcpy (one at a time); LITE/native = LITE avg / native avg".to_string(),
@@ -307,14 +294,10 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let table = Table([
-        (right(7), "size"),
-        (right(16), "ib_send_lat typ"),
-        (right(12), "2 x native"),
-        (right(12), "LITE RPC med"),
-        (right(19), "LITE p10-p90"),
-        (right(15), "LITE/(2x nat)"),
-    ]);
+    let table = Table::new(
+        ">7 size|>16 ib_send_lat typ|>12 2 x native|>12 LITE RPC med|>19 LITE p10-p90|\
+         >15 LITE/(2x nat)",
+    );
     let mut lines = vec![
         "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one".to_string(),
         table.header(),
@@ -339,14 +322,7 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
 
 /// The RPC throughput table, one string per line, by size and threads.
 pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
-    let table = Table([
-        (right(7), "size"),
-        (right(8), "threads"),
-        (right(8), "calls"),
-        (right(12), "calls/s"),
-        (right(12), "RPC med"),
-        (right(19), "RPC p10-p90"),
-    ]);
+    let table = Table::new(">7 size|>8 threads|>8 calls|>12 calls/s|>12 RPC med|>19 RPC p10-p90");
     let mut lines = vec![table.header()];
     let mut rows = rows.to_vec();
     rows.sort_by_key(|r| (r.size, r.threads));
@@ -370,15 +346,10 @@ pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
 /// two messages (request and reply) and a server's work, so the ratio is
 /// a lower bound of what LITE adds.
 pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
-    let table = Table([
-        (right(7), "depth"),
-        (right(7), "calls"),
-        (right(12), "calls/s"),
-        (right(16), "native msgs/s"),
-        (right(11), "LITE/native"),
-        (right(12), "call med"),
-        (right(19), "call p10-p90"),
-    ]);
+    let table = Table::new(
+        ">7 depth|>7 calls|>12 calls/s|>16 native msgs/s|>11 LITE/native|>12 call med|\
+         >19 call p10-p90",
+    );
     let mut lines = vec![
         "native: ib_send_bw messages/s at -t = calls in flight (one way, no server work);"
             .to_string(),
@@ -435,60 +406,49 @@ fn range_cell(range: Option<(f64, f64)>) -> String {
     range.map_or("-".to_string(), |(low, high)| format!("{low:.2}-{high:.2}"))
 }
 
-/// How one column of a report table is laid out.
-#[derive(Clone, Copy)]
-pub(super) struct Column {
-    /// Spaces before it (none before the first column).
-    gap: usize,
-    /// Characters it is padded to.
-    width: usize,
-    /// Padded on the right rather than the left.
-    left: bool,
-}
-
-/// A right-aligned column one space after the previous one.
-pub(super) const fn right(width: usize) -> Column {
-    Column {
-        gap: 1,
-        width,
-        left: false,
-    }
-}
-
-/// A left-aligned column one space after the previous one.
-pub(super) const fn left(width: usize) -> Column {
-    Column {
-        gap: 1,
-        width,
-        left: true,
-    }
-}
-
-impl Column {
-    /// The column two spaces after the previous one.
-    pub(super) const fn apart(self) -> Column {
-        Column { gap: 2, ..self }
-    }
-}
-
-/// A report table's columns, each with its heading.
-pub(super) struct Table<const N: usize>(pub(super) [(Column, &'static str); N]);
+/// A report table's columns: for each, the spaces before it (none before
+/// the first), its width, whether it is padded on the right rather than the
+/// left, and its heading.
+pub(super) struct Table<const N: usize>([(usize, usize, bool, String); N]);
 
 impl<const N: usize> Table<N> {
+    /// The table `spec` lays out: each column as `<` (padded on the right)
+    /// or `>` (on the left), its width, a space and its heading; the
+    /// columns are as many `|` apart as spaces are between them.
+    pub(super) fn new(spec: &str) -> Self {
+        let mut columns = Vec::new();
+        let mut gap = 0;
+        for part in spec.split('|') {
+            gap += 1;
+            if let Some((layout, heading)) = part.split_once(' ') {
+                let (align, width) = layout.split_at(1);
+                let width = width
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{spec}: width {width}"));
+                columns.push((gap, width, align == "<", heading.to_string()));
+                gap = 0;
+            }
+        }
+        Table(
+            columns
+                .try_into()
+                .unwrap_or_else(|_| panic!("{spec}: not {N} columns")),
+        )
+    }
+
     /// The line of headings.
     pub(super) fn header(&self) -> String {
-        self.row(self.0.map(|(_, heading)| heading))
+        self.row(self.0.each_ref().map(|(_, _, _, heading)| heading.as_str()))
     }
 
     /// One line of the table: `cells` laid out in its columns.
     pub(super) fn row(&self, cells: [&str; N]) -> String {
         let mut line = String::new();
-        for (i, ((column, _), cell)) in self.0.iter().zip(cells).enumerate() {
+        for (i, ((gap, width, left, _), cell)) in self.0.iter().zip(cells).enumerate() {
             if i > 0 {
-                line.push_str(&" ".repeat(column.gap));
+                line.push_str(&" ".repeat(*gap));
             }
-            let width = column.width;
-            line.push_str(&if column.left {
+            line.push_str(&if *left {
                 format!("{cell:<width$}")
             } else {
                 format!("{cell:>width$}")
@@ -510,16 +470,10 @@ pub(super) fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
 /// `ib_atomic_lat`'s t_typical and stdev next to LITE's median and spread,
 /// and the LITE/native ratio.
 pub fn atomic_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
-    let table = Table([
-        (left(12), "op"),
-        (right(5), "size"),
-        (left(30).apart(), "native"),
-        (right(11), "native med"),
-        (right(10), "native sd"),
-        (right(10), "LITE med"),
-        (right(19), "LITE p10-p90"),
-        (right(11), "LITE/native"),
-    ]);
+    let table = Table::new(
+        "<12 op|>5 size||<30 native|>11 native med|>10 native sd|>10 LITE med|>19 LITE p10-p90|\
+         >11 LITE/native",
+    );
     let mut lines = vec![table.header()];
     for (flag, op) in ATOMICS {
         let n = native.iter().find(|n| n.op == op);
@@ -551,17 +505,10 @@ pub fn lock_table(
     samples: &BTreeMap<(u32, u32), Vec<f64>>,
     rounds: &BTreeMap<u32, Vec<f64>>,
 ) -> Vec<String> {
-    let table = Table([
-        (right(10), "contenders"),
-        (right(5), "node"),
-        (left(9).apart(), "home"),
-        (right(6), "pairs"),
-        (right(12), "acquire med"),
-        (right(19), "acquire p10-p90"),
-        (right(10), "pair med"),
-        (right(19), "pair p10-p90"),
-        (right(10), "pairs/s"),
-    ]);
+    let table = Table::new(
+        ">10 contenders|>5 node||<9 home|>6 pairs|>12 acquire med|>19 acquire p10-p90|\
+         >10 pair med|>19 pair p10-p90|>10 pairs/s",
+    );
     let mut lines = vec![
         "acquire: lite_lock alone; pair: lite_lock + lite_unlock; home: the node keeping the lock"
             .to_string(),
@@ -717,13 +664,7 @@ pub fn contention_verdict(rounds: &BTreeMap<u32, Vec<f64>>) -> Option<String> {
 /// The memory region table, one string per line: the measuring node's
 /// memory regions and pool after each step, by LMR size and count.
 pub fn regions_table(rows: &[Regions]) -> Vec<String> {
-    let table = Table([
-        (right(6), "LMRs"),
-        (right(9), "LMR size"),
-        (right(15), "memory regions"),
-        (right(14), "pool segments"),
-        (right(9), "pool MiB"),
-    ]);
+    let table = Table::new(">6 LMRs|>9 LMR size|>15 memory regions|>14 pool segments|>9 pool MiB");
     let mut lines = vec![
         "LMRs alive, half of them (every other one) on this node and half on the other; \
          counters read right after each step's allocations"
@@ -869,15 +810,7 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
             names(nodes.iter())
         )];
     }
-    let table = Table([
-        (left(30), "metric"),
-        (right(5), "count"),
-        (right(9), "median"),
-        (right(8), "min"),
-        (right(8), "max"),
-        (right(10), "dead-after"),
-        (right(6), "bound"),
-    ]);
+    let table = Table::new("<30 metric|>5 count|>9 median|>8 min|>8 max|>10 dead-after|>6 bound");
     let mut lines = vec![
         "stall: from a survivor's last successful write to the killed node (the kill follows \
          it within milliseconds) to the return of a call waiting on that node"
@@ -974,14 +907,10 @@ fn stall_table(nodes: &[FailureNode]) -> Vec<String> {
         return Vec::new();
     }
     let [rdma_write, send_reply_imm, lock, dist_barrier] = STALL_CALLS;
-    let table = Table([
-        (left(16), "survivor"),
-        (right(11), rdma_write),
-        (right(15), send_reply_imm),
-        (right(8), lock),
-        (right(13), dist_barrier),
-        (right(10), "detection"),
-    ]);
+    let table = Table::new(&format!(
+        "<16 survivor|>11 {rdma_write}|>15 {send_reply_imm}|>8 {lock}|>13 {dist_barrier}|\
+         >10 detection"
+    ));
     let mut lines = vec![table.header()];
     for node in nodes {
         let cells: Vec<String> = STALL_CALLS
@@ -1083,6 +1012,13 @@ mod tests {
         RPC_LOG,
     };
     use crate::bench::parse::{parse_perftest, parse_perftest_bw};
+
+    #[test]
+    fn a_table_spec_gives_each_column_its_width_side_and_gap() {
+        let table = Table::new("<4 op|>5 size||<3 x");
+        assert_eq!(table.header(), "op    size  x  ");
+        assert_eq!(table.row(["a", "1", "b"]), "a        1  b  ");
+    }
 
     #[test]
     fn reports_ratio_and_target() {
