@@ -10,8 +10,7 @@
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Scale};
 use super::process_curve::median_range;
-use super::report::{say_indented, Table};
-use crate::ui;
+use super::report::{say_curve, Table};
 
 /// The figures of one cluster size, over its nodes.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,15 +96,13 @@ pub fn table(m: &Measurements) -> Vec<String> {
 /// Prints the curve's table and summary; `barriers` timed per node and
 /// `calls` per peer.
 pub fn say(barriers: u32, calls: u32, m: &Measurements) {
-    ui::say(&format!(
-        "==> cluster-size curve ({barriers} barriers per node, {calls} calls to each peer)"
-    ));
-    if m.cluster_scale.is_empty() {
-        say_indented(["(no scale records in the guest logs)".to_string()]);
-        return;
-    }
-    say_indented(table(m));
-    say_indented(summary(m));
+    say_curve(
+        format!("cluster-size curve ({barriers} barriers per node, {calls} calls to each peer)"),
+        !m.cluster_scale.is_empty(),
+        "scale records",
+        || table(m),
+        || summary(m),
+    );
 }
 
 /// The cluster sizes every node of which reported: the others' throughput

@@ -10,9 +10,8 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Process, Side};
-use super::report::{say_indented, Table};
+use super::report::{say_curve, Table};
 use super::rounds::Range;
-use crate::ui;
 
 /// Most LITE's time per operation may be over native's, with many
 /// processes, for the verdict.
@@ -134,16 +133,13 @@ pub fn table(m: &Measurements) -> Vec<String> {
 /// Prints the curve's table and verdict; `step_ops` operations per step,
 /// shared by its processes, in `rounds` rounds.
 pub fn say(step_ops: u32, rounds: u32, m: &Measurements) {
-    ui::say(&format!(
-        "==> process curve ({rounds} rounds, {step_ops} operations per step shared by its \
-         processes)"
-    ));
-    if m.process_curve.is_empty() {
-        say_indented(["(no proc_* lines in the guest logs)".to_string()]);
-        return;
-    }
-    say_indented(table(m));
-    say_indented(verdict(m));
+    say_curve(
+        format!("process curve ({rounds} rounds, {step_ops} operations per step shared by its processes)"),
+        !m.process_curve.is_empty(),
+        "proc_* lines",
+        || table(m),
+        || verdict(m),
+    );
 }
 
 /// The curve's verdict: with [`MANY_PROCESSES`] or more processes, LITE's

@@ -11,8 +11,7 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, RegionPoint, Side};
-use super::report::{ratio_cell, say_indented, Table};
-use crate::ui;
+use super::report::{ratio_cell, say_curve, Table};
 
 /// How much more LITE's slowdown with the most live regions (random ones
 /// against the first) may be than the native baseline's, for the verdict.
@@ -156,15 +155,13 @@ pub fn table(m: &Measurements) -> Vec<String> {
 /// Prints the curve's table and verdict; `iters` operations per write and
 /// read series.
 pub fn say(iters: u32, m: &Measurements) {
-    ui::say(&format!(
-        "==> memory region curve ({iters} operations per write and read series)"
-    ));
-    if m.region_curve.is_empty() {
-        say_indented(["(no region_* lines in the guest logs)".to_string()]);
-        return;
-    }
-    say_indented(table(m));
-    say_indented(verdict(m));
+    say_curve(
+        format!("memory region curve ({iters} operations per write and read series)"),
+        !m.region_curve.is_empty(),
+        "region_* lines",
+        || table(m),
+        || verdict(m),
+    );
 }
 
 /// The most live regions at which both sides measured `op` and its first
