@@ -232,15 +232,47 @@ impl Setup {
 }
 
 impl Setup {
-    /// Boots the application phase's cluster of `roles` and waits for it
-    /// (see [`super::apps::phase`]).
+    /// The run's log subdirectory `name`, created.
+    fn logs_of(&self, name: &str) -> Result<PathBuf> {
+        let logs = self.logs.join(name);
+        std::fs::create_dir_all(&logs)
+            .with_context(|| format!("cannot create {}", logs.display()))?;
+        Ok(logs)
+    }
+
+    /// Boots a VM of `memory_mib` per role, logging into `logs`, each given
+    /// `args` and node 2 also node 1's address as its peer when `peer`, and
+    /// waits up to `timeout` for them.
+    fn boot_each(
+        &self,
+        (logs, roles): (&Path, Vec<String>),
+        args: Vec<String>,
+        peer: bool,
+        memory_mib: u32,
+        timeout: Duration,
+    ) -> Result<Phase> {
+        let extra = |i: usize| {
+            let mut args = args.clone();
+            if peer && i == 2 {
+                args.push(format!("lite.peer={}", node_ip(1)));
+            }
+            args
+        };
+        let mut spec = self.spec(roles, &extra, logs);
+        spec.memory_mib = memory_mib;
+        boot(&spec, timeout)
+    }
+
+    /// Boots the application phase's cluster of `roles`, each given `args`,
+    /// logging into `dir`, and waits for it (see [`super::apps::phase`]).
     pub(super) fn boot_apps(
         &self,
+        dir: &str,
         roles: Vec<String>,
-        extra_append: &dyn Fn(usize) -> Vec<String>,
-        logs: &Path,
+        args: Vec<String>,
     ) -> Result<Phase> {
-        boot(&self.spec(roles, extra_append, logs), APPS_TIMEOUT)
+        let logs = self.logs_of(dir)?;
+        self.boot_each((&logs, roles), args, false, MEMORY_MIB, APPS_TIMEOUT)
     }
 }
 
@@ -281,25 +313,17 @@ pub struct ComparisonPlan {
 /// then, if `plan.full`, node 1 serves perftest and node 2 is its client,
 /// and node 2 measures every `lite-bench` series against node 1.
 pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
-    let sizes: Vec<String> = SIZES.iter().map(u64::to_string).collect();
-    let iters = plan.iters;
-    let extra = |i: usize| {
-        let mut args = vec![
-            format!("lite.iters={iters}"),
-            format!("lite.sizes={}", sizes.join(",")),
-            format!("lite.rounds={}", plan.rounds),
-            format!("lite.rounditers={}", plan.round_iters),
-            format!("lite.isolationrounds={}", plan.isolation_rounds),
-            format!("lite.comparison={}", u8::from(plan.full)),
-        ];
-        args.extend(bw_params(iters));
-        if i == 2 {
-            args.push(format!("lite.peer={}", node_ip(1)));
-        }
-        args
-    };
+    let mut args = vec![
+        format!("lite.iters={}", plan.iters),
+        format!("lite.sizes={}", comma_list(&SIZES)),
+        format!("lite.rounds={}", plan.rounds),
+        format!("lite.rounditers={}", plan.round_iters),
+        format!("lite.isolationrounds={}", plan.isolation_rounds),
+        format!("lite.comparison={}", u8::from(plan.full)),
+    ];
+    args.extend(bw_params(plan.iters));
     let roles = vec!["bench-native-server".into(), "bench-native-client".into()];
-    boot(&setup.spec(roles, &extra, &setup.logs), TIMEOUT)
+    setup.boot_each((&setup.logs, roles), args, true, MEMORY_MIB, TIMEOUT)
 }
 
 /// Name of round `round` of the lock contention phase of `contenders`
@@ -312,34 +336,30 @@ pub fn lock_phase_name(contenders: usize, round: u32) -> String {
 /// turns on one lock kept by one more node (node 1, which does not
 /// contend), `lock_iters` pairs each, logging into [`lock_phase_name`].
 pub fn lock_phase(setup: &Setup, contenders: usize, round: u32, lock_iters: u32) -> Result<Phase> {
-    let logs = setup.logs.join(lock_phase_name(contenders, round));
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |_: usize| vec![format!("lite.lockiters={lock_iters}")];
+    let logs = setup.logs_of(&lock_phase_name(contenders, round))?;
     let roles = vec!["bench-lock".into(); contenders + 1];
-    boot(&setup.spec(roles, &extra, &logs), LOCK_TIMEOUT)
+    let args = vec![format!("lite.lockiters={lock_iters}")];
+    setup.boot_each((&logs, roles), args, false, MEMORY_MIB, LOCK_TIMEOUT)
 }
 
 /// The memory region phase: node 1 serves the native baseline's regions
 /// and holds LITE's LMRs, node 2 measures both; `iters` operations per
 /// series, logging into `regions/`.
 pub fn regions_phase(setup: &Setup, iters: u32) -> Result<Phase> {
-    let logs = setup.logs.join("regions");
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |i: usize| {
-        let mut args = vec![
-            format!("lite.iters={iters}"),
-            format!("lite.regioncounts={}", comma_list(&REGION_COUNTS)),
-            format!("lite.createsizes={}", comma_list(&CREATE_SIZES)),
-        ];
-        if i == 2 {
-            args.push(format!("lite.peer={}", node_ip(1)));
-        }
-        args
-    };
+    let logs = setup.logs_of("regions")?;
     let roles = vec!["bench-regions-server".into(), "bench-regions-client".into()];
-    let mut spec = setup.spec(roles, &extra, &logs);
-    spec.memory_mib = REGIONS_MEMORY_MIB;
-    boot(&spec, REGIONS_TIMEOUT)
+    let args = vec![
+        format!("lite.iters={iters}"),
+        format!("lite.regioncounts={}", comma_list(&REGION_COUNTS)),
+        format!("lite.createsizes={}", comma_list(&CREATE_SIZES)),
+    ];
+    setup.boot_each(
+        (&logs, roles),
+        args,
+        true,
+        REGIONS_MEMORY_MIB,
+        REGIONS_TIMEOUT,
+    )
 }
 
 /// Rounds of the process curve: each step's LITE/native ratio is the
@@ -355,18 +375,19 @@ pub fn scale_barriers(iters: u32) -> u32 {
 /// timing its join, `barriers` barriers and all-to-all RPC, logging into
 /// `cluster<nodes>/`.
 pub fn cluster_phase(setup: &Setup, nodes: usize, barriers: u32) -> Result<Phase> {
-    let logs = setup.logs.join(format!("cluster{nodes}"));
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |_: usize| {
-        vec![
-            format!("lite.iters={barriers}"),
-            format!("lite.scalecalls={SCALE_CALLS}"),
-        ]
-    };
+    let logs = setup.logs_of(&format!("cluster{nodes}"))?;
     let roles = vec!["bench-scale".into(); nodes];
-    let mut spec = setup.spec(roles, &extra, &logs);
-    spec.memory_mib = CLUSTER_MEMORY_MIB;
-    boot(&spec, CLUSTER_TIMEOUT)
+    let args = vec![
+        format!("lite.iters={barriers}"),
+        format!("lite.scalecalls={SCALE_CALLS}"),
+    ];
+    setup.boot_each(
+        (&logs, roles),
+        args,
+        false,
+        CLUSTER_MEMORY_MIB,
+        CLUSTER_TIMEOUT,
+    )
 }
 
 /// Operations of each step of the process curve for `--iters`.
@@ -379,26 +400,23 @@ pub fn process_step_ops(iters: u32) -> u32 {
 /// node 2 runs the processes; `step_ops` operations per step, shared by
 /// its processes; logging into `processes/`.
 pub fn processes_phase(setup: &Setup, step_ops: u32) -> Result<Phase> {
-    let logs = setup.logs.join("processes");
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |i: usize| {
-        let mut args = vec![
-            format!("lite.processops={step_ops}"),
-            format!("lite.processrounds={PROCESS_ROUNDS}"),
-            format!("lite.processcounts={}", comma_list(&PROCESS_COUNTS)),
-        ];
-        if i == 2 {
-            args.push(format!("lite.peer={}", node_ip(1)));
-        }
-        args
-    };
+    let logs = setup.logs_of("processes")?;
     let roles = vec![
         "bench-processes-server".into(),
         "bench-processes-client".into(),
     ];
-    let mut spec = setup.spec(roles, &extra, &logs);
-    spec.memory_mib = PROCESSES_MEMORY_MIB;
-    boot(&spec, PROCESSES_TIMEOUT)
+    let args = vec![
+        format!("lite.processops={step_ops}"),
+        format!("lite.processrounds={PROCESS_ROUNDS}"),
+        format!("lite.processcounts={}", comma_list(&PROCESS_COUNTS)),
+    ];
+    setup.boot_each(
+        (&logs, roles),
+        args,
+        true,
+        PROCESSES_MEMORY_MIB,
+        PROCESSES_TIMEOUT,
+    )
 }
 
 /// The failure phase: [`FAILURE_NODES`] nodes running `lite-failure-test`
@@ -409,8 +427,7 @@ pub fn processes_phase(setup: &Setup, step_ops: u32) -> Result<Phase> {
 /// did not get ready or was not killed by the harness (the survivors are
 /// then stopped at once: without its death they cannot finish).
 pub fn failure_phase(setup: &Setup) -> Result<Phase> {
-    let logs = setup.logs.join("failure");
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    let logs = setup.logs_of("failure")?;
     let no_extra = |_: usize| Vec::new();
     let roles = failure::roles(FAILURE_NODES, FAILURE_SURVIVOR_ROLE, FAILURE_VICTIM_ROLE);
     let spec = setup.spec(roles, &no_extra, &logs);
