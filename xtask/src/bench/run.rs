@@ -21,16 +21,16 @@ const MIN_BW_ITERS: u64 = 8;
 /// perftest refuses fewer iterations than this.
 const PERFTEST_MIN_ITERS: u64 = 5;
 
-/// Upper bound for the whole benchmark run.
-const TIMEOUT: Duration = Duration::from_secs(60 * 60);
+/// Memory of the comparison phase's VMs in MiB, and its upper bound.
+const COMPARISON_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(60 * 60));
 
 /// Lock/unlock pairs per node in the contention phase (fewer if `--iters`
 /// is lower): enough that each phase's throughput is measured over
 /// several seconds, not over the moments its nodes start apart.
 const LOCK_CONTEND_ITERS: u32 = 1000;
 
-/// Upper bound for the lock contention phase.
-const LOCK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Memory of a lock contention phase's VMs in MiB, and its upper bound.
+const LOCK_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(30 * 60));
 
 /// Guest role of the failure phase's nodes that stay up.
 pub const FAILURE_SURVIVOR_ROLE: &str = "bench-failure-survivor";
@@ -43,11 +43,9 @@ const MEMORY_MIB: u32 = 512;
 
 /// Memory of the memory region phase's VMs in MiB: node 1 holds 100k
 /// one-page regions (native, then LITE's LMRs) and a 1 GiB LMR, node 2
-/// maps and registers 1 GiB for the native create/free series.
-const REGIONS_MEMORY_MIB: u32 = 2560;
-
-/// Upper bound for the memory region phase.
-const REGIONS_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// maps and registers 1 GiB for the native create/free series; and the
+/// phase's upper bound.
+const REGIONS_VMS: (u32, Duration) = (2560, Duration::from_secs(30 * 60));
 
 /// Live regions at each step of the memory region curve.
 pub const REGION_COUNTS: [u64; 4] = [1, 100, 10_000, 100_000];
@@ -57,11 +55,8 @@ pub const CREATE_SIZES: [u64; 6] = [4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1
 
 /// Memory of the process curve's VMs in MiB: 64 processes on each, every
 /// one with its own verbs context, queue pair and buffers in the native
-/// steps.
-const PROCESSES_MEMORY_MIB: u32 = 1024;
-
-/// Upper bound for the process curve phase.
-const PROCESSES_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// steps; and the phase's upper bound.
+const PROCESSES_VMS: (u32, Duration) = (1024, Duration::from_secs(30 * 60));
 
 /// Processes at each step of the process curve.
 pub const PROCESS_COUNTS: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -74,11 +69,9 @@ const PROCESS_STEP_OPS: u32 = 4000;
 /// Nodes of the cluster-size curve's clusters.
 pub const CLUSTER_SIZES: [usize; 3] = [2, 4, 8];
 
-/// Memory of the cluster-size curve's VMs in MiB: eight of them at once.
-const CLUSTER_MEMORY_MIB: u32 = 384;
-
-/// Upper bound for one cluster-size phase.
-const CLUSTER_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+/// Memory of the cluster-size curve's VMs in MiB (eight of them at once),
+/// and the upper bound of one of its phases.
+const CLUSTER_VMS: (u32, Duration) = (384, Duration::from_secs(20 * 60));
 
 /// Calls from every node to each of its peers in the all-to-all RPC.
 pub const SCALE_CALLS: u32 = 200;
@@ -87,8 +80,8 @@ pub const SCALE_CALLS: u32 = 200;
 /// lower).
 const SCALE_BARRIERS: u32 = 50;
 
-/// Longest an application phase may take.
-const APPS_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+/// Memory of an application phase's VMs in MiB, and its upper bound.
+const APPS_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(45 * 60));
 
 /// One perftest bandwidth run: `ib_<op>_bw -s size -t depth -n iters`.
 #[derive(Clone, Debug, PartialEq)]
@@ -245,11 +238,11 @@ impl Setup {
     /// waits up to `timeout` for them.
     fn boot_each(
         &self,
-        (logs, roles): (&Path, Vec<String>),
+        logs: &Path,
+        roles: Vec<String>,
         args: Vec<String>,
         peer: bool,
-        memory_mib: u32,
-        timeout: Duration,
+        (memory_mib, timeout): (u32, Duration),
     ) -> Result<Phase> {
         let extra = |i: usize| {
             let mut args = args.clone();
@@ -272,7 +265,7 @@ impl Setup {
         args: Vec<String>,
     ) -> Result<Phase> {
         let logs = self.logs_of(dir)?;
-        self.boot_each((&logs, roles), args, false, MEMORY_MIB, APPS_TIMEOUT)
+        self.boot_each(&logs, roles, args, false, APPS_VMS)
     }
 }
 
@@ -323,7 +316,7 @@ pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
     ];
     args.extend(bw_params(plan.iters));
     let roles = vec!["bench-native-server".into(), "bench-native-client".into()];
-    setup.boot_each((&setup.logs, roles), args, true, MEMORY_MIB, TIMEOUT)
+    setup.boot_each(&setup.logs, roles, args, true, COMPARISON_VMS)
 }
 
 /// Name of round `round` of the lock contention phase of `contenders`
@@ -339,7 +332,7 @@ pub fn lock_phase(setup: &Setup, contenders: usize, round: u32, lock_iters: u32)
     let logs = setup.logs_of(&lock_phase_name(contenders, round))?;
     let roles = vec!["bench-lock".into(); contenders + 1];
     let args = vec![format!("lite.lockiters={lock_iters}")];
-    setup.boot_each((&logs, roles), args, false, MEMORY_MIB, LOCK_TIMEOUT)
+    setup.boot_each(&logs, roles, args, false, LOCK_VMS)
 }
 
 /// The memory region phase: node 1 serves the native baseline's regions
@@ -353,13 +346,7 @@ pub fn regions_phase(setup: &Setup, iters: u32) -> Result<Phase> {
         format!("lite.regioncounts={}", comma_list(&REGION_COUNTS)),
         format!("lite.createsizes={}", comma_list(&CREATE_SIZES)),
     ];
-    setup.boot_each(
-        (&logs, roles),
-        args,
-        true,
-        REGIONS_MEMORY_MIB,
-        REGIONS_TIMEOUT,
-    )
+    setup.boot_each(&logs, roles, args, true, REGIONS_VMS)
 }
 
 /// Rounds of the process curve: each step's LITE/native ratio is the
@@ -381,13 +368,7 @@ pub fn cluster_phase(setup: &Setup, nodes: usize, barriers: u32) -> Result<Phase
         format!("lite.iters={barriers}"),
         format!("lite.scalecalls={SCALE_CALLS}"),
     ];
-    setup.boot_each(
-        (&logs, roles),
-        args,
-        false,
-        CLUSTER_MEMORY_MIB,
-        CLUSTER_TIMEOUT,
-    )
+    setup.boot_each(&logs, roles, args, false, CLUSTER_VMS)
 }
 
 /// Operations of each step of the process curve for `--iters`.
@@ -410,13 +391,7 @@ pub fn processes_phase(setup: &Setup, step_ops: u32) -> Result<Phase> {
         format!("lite.processrounds={PROCESS_ROUNDS}"),
         format!("lite.processcounts={}", comma_list(&PROCESS_COUNTS)),
     ];
-    setup.boot_each(
-        (&logs, roles),
-        args,
-        true,
-        PROCESSES_MEMORY_MIB,
-        PROCESSES_TIMEOUT,
-    )
+    setup.boot_each(&logs, roles, args, true, PROCESSES_VMS)
 }
 
 /// The failure phase: [`FAILURE_NODES`] nodes running `lite-failure-test`
