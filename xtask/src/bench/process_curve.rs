@@ -216,17 +216,11 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{words, PROCESS_CURVE_LOG};
-
-    fn curve(log: &str) -> Measurements {
-        let mut m = Measurements::default();
-        m.add_log("processes/node2", log);
-        m
-    }
+    use crate::bench::parse::tests::{measured, words, PROCESS_CURVE_LOG};
 
     #[test]
     fn the_table_lines_up_lite_and_native_per_step() {
-        let rows: Vec<String> = table(&curve(PROCESS_CURVE_LOG))
+        let rows: Vec<String> = table(&measured(PROCESS_CURVE_LOG))
             .iter()
             .map(|l| words(l))
             .collect();
@@ -243,7 +237,7 @@ mod tests {
     fn the_verdict_takes_the_median_ratio_with_many_processes() {
         assert_eq!(verdict(&Measurements::default()), None);
         // The fixture has no step of 8 or more processes.
-        let few = verdict(&curve(PROCESS_CURVE_LOG)).expect("a verdict");
+        let few = verdict(&measured(PROCESS_CURVE_LOG)).expect("a verdict");
         assert!(
             few.contains(": NOT met (write: not measured by both with 8 or more processes"),
             "{few}"
@@ -263,7 +257,7 @@ mod tests {
                 log += &step("LITE-VERBS", op, processes, native, processes);
             }
         }
-        let not_met = verdict(&curve(&log)).expect("a verdict");
+        let not_met = verdict(&measured(&log)).expect("a verdict");
         assert!(
             not_met.contains(
                 ": NOT met (write 8-32 processes: LITE/native 1.20 (1.00-1.30), 1 QP against \
@@ -271,7 +265,7 @@ mod tests {
             ),
             "{not_met}"
         );
-        let met = verdict(&curve(&log.replace(
+        let met = verdict(&measured(&log.replace(
             "\"processes\":16,\"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":1200,",
             "\"processes\":16,\"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":1050,",
         )))
@@ -311,7 +305,7 @@ mod tests {
 
     #[test]
     fn the_chart_plots_both_sides() {
-        let drawn = charts(&curve(PROCESS_CURVE_LOG));
+        let drawn = charts(&measured(PROCESS_CURVE_LOG));
         assert_eq!(drawn.len(), 1);
         let names: Vec<&str> = drawn[0].series.iter().map(|s| s.0.as_str()).collect();
         assert_eq!(

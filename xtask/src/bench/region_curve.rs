@@ -264,17 +264,11 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{words, REGION_CURVE_LOG};
-
-    fn curve(log: &str) -> Measurements {
-        let mut m = Measurements::default();
-        m.add_log("regions/node2", log);
-        m
-    }
+    use crate::bench::parse::tests::{measured, words, REGION_CURVE_LOG};
 
     #[test]
     fn the_table_lines_up_lite_and_native_per_step() {
-        let m = curve(REGION_CURVE_LOG);
+        let m = measured(REGION_CURVE_LOG);
         let lines = table(&m);
         let rows: Vec<String> = lines.iter().map(|l| words(l)).collect();
         for wanted in [
@@ -292,7 +286,7 @@ mod tests {
     fn the_verdict_compares_slowdowns_against_the_first_region() {
         assert_eq!(verdict(&Measurements::default()), None);
         // No first-region series in the fixture: not measured.
-        let partial = verdict(&curve(REGION_CURVE_LOG)).expect("a verdict");
+        let partial = verdict(&measured(REGION_CURVE_LOG)).expect("a verdict");
         assert!(
             partial.contains(": NOT met (write: not measured by both"),
             "{partial}"
@@ -316,7 +310,7 @@ mod tests {
             log += &step("LITE-RECORD", &first, 1000, 200.0);
         }
         // LITE x1.25 against native x1.20 at 1000: within 10% of native's.
-        let m = curve(&log);
+        let m = measured(&log);
         let met = verdict(&m).expect("a verdict");
         assert!(
             met.contains(
@@ -331,13 +325,13 @@ mod tests {
             "\"regions\":1000,\"iters\":9,\"median\":250,",
             "\"regions\":1000,\"iters\":9,\"median\":300,",
         );
-        let not_met = verdict(&curve(&slower)).expect("a verdict");
+        let not_met = verdict(&measured(&slower)).expect("a verdict");
         assert!(not_met.contains("NOT met"), "{not_met}");
     }
 
     #[test]
     fn the_charts_plot_both_sides() {
-        let drawn = charts(&curve(REGION_CURVE_LOG));
+        let drawn = charts(&measured(REGION_CURVE_LOG));
         assert_eq!(drawn.len(), 2);
         let latency = &drawn[0];
         assert_eq!(latency.name, "regions-latency");
