@@ -185,7 +185,7 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{words, CLUSTER_SCALE_LOG};
+    use crate::bench::parse::tests::{words_of, CLUSTER_SCALE_LOG};
 
     fn curve() -> Measurements {
         let mut m = Measurements::default();
@@ -222,7 +222,7 @@ mod tests {
                 rpc_calls_per_s: 1700.0,
             }
         );
-        let rows: Vec<String> = table(&curve()).iter().map(|l| words(l)).collect();
+        let rows = words_of(&table(&curve()));
         assert_eq!(rows[2], "2 2 110.0 100.0-120.0 3.2 3.0-3.5 1500");
         assert_eq!(rows[3], "4 3 330.0 250.0-410.0 8.5 8.0-9.0 1700");
         // The 4-node step misses a node: left out of the summary.

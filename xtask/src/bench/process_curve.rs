@@ -216,21 +216,16 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{measured, words, PROCESS_CURVE_LOG};
+    use crate::bench::parse::tests::{assert_rows, measured, words_of, PROCESS_CURVE_LOG};
 
     #[test]
     fn the_table_lines_up_lite_and_native_per_step() {
-        let rows: Vec<String> = table(&measured(PROCESS_CURVE_LOG))
-            .iter()
-            .map(|l| words(l))
-            .collect();
-        for wanted in [
+        let wanted = [
             "write 1 4000 5000 1.25 1.25-1.25 1 1 2 3",
             "write 4 8000 10000 1.25 1.25-1.25 1 4 2 12",
             "RPC 4 - 4000 - - - 4 - 12",
-        ] {
-            assert!(rows.iter().any(|r| r == wanted), "{wanted}: {rows:#?}");
-        }
+        ];
+        assert_rows(&table(&measured(PROCESS_CURVE_LOG)), &wanted);
     }
 
     #[test]
@@ -296,8 +291,10 @@ mod tests {
         }
         assert_eq!(step_ratio(&m, "write", 8), Some((1.0, 0.5, 2.0)));
         assert_eq!(median_ops(&m, Side::Lite, "write", 8), Some(2000.0));
-        let rows: Vec<String> = table(&m).iter().map(|l| words(l)).collect();
-        assert_eq!(rows[2], "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1");
+        assert_eq!(
+            words_of(&table(&m))[2],
+            "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1"
+        );
         // A round one side did not report leaves the step without a ratio.
         m.add_log("processes/node2", &step("LITE-RECORD", 1000.0));
         assert_eq!(step_ratio(&m, "write", 8), None);

@@ -264,22 +264,18 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{measured, words, REGION_CURVE_LOG};
+    use crate::bench::parse::tests::{assert_rows, measured, REGION_CURVE_LOG};
 
     #[test]
     fn the_table_lines_up_lite_and_native_per_step() {
-        let m = measured(REGION_CURVE_LOG);
-        let lines = table(&m);
-        let rows: Vec<String> = lines.iter().map(|l| words(l)).collect();
-        for wanted in [
+        let wanted = [
             "write 1 64 205.0 200.0 410.0 400.0 1.02 - -",
             "write 100000 64 - 210.0 - 420.0 - - -",
             "read 100000 64 230.0 - 450.0 - - - -",
             "create 4096 - 60.0 - 80.0 -",
             "create 1073741824 900000.0 - 1.0 - -",
-        ] {
-            assert!(rows.iter().any(|r| r == wanted), "{wanted}: {rows:#?}");
-        }
+        ];
+        assert_rows(&table(&measured(REGION_CURVE_LOG)), &wanted);
     }
 
     #[test]
@@ -318,9 +314,8 @@ mod tests {
             ),
             "{met}"
         );
-        let rows: Vec<String> = table(&m).iter().map(|l| words(l)).collect();
-        let wanted = "write 1000 64 250.0 120.0 1.0 1.0 2.08 x1.25 x1.20".to_string();
-        assert!(rows.contains(&wanted), "{rows:#?}");
+        let wanted = ["write 1000 64 250.0 120.0 1.0 1.0 2.08 x1.25 x1.20"];
+        assert_rows(&table(&m), &wanted);
         let slower = log.replace(
             "\"regions\":1000,\"iters\":9,\"median\":250,",
             "\"regions\":1000,\"iters\":9,\"median\":300,",

@@ -1025,8 +1025,8 @@ mod tests {
     use super::*;
     use crate::bench::parse::tests::{
         failure_logs, latencies, locks, measured, region_rows, rpc_asyncs, rpc_throughputs,
-        throughputs, words, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG,
-        RPC_LOG,
+        throughputs, words, words_of, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG,
+        REGIONS_LOG, RPC_LOG,
     };
     use crate::bench::parse::{parse_perftest, parse_perftest_bw};
 
@@ -1282,7 +1282,7 @@ mod tests {
     fn failure_table_reports_detection_stalls_leaves_and_rejoins() {
         let mut m = Measurements::default();
         m.add_failure_logs("failure/", &failure_logs(), 4);
-        let table: Vec<String> = failure_table(&m.failure).iter().map(|l| words(l)).collect();
+        let table = words_of(&failure_table(&m.failure));
         assert!(table[0].starts_with("stall: from a survivor's last successful write"));
         assert!(table[1].starts_with("detection: each survivor's smallest stall"));
         assert!(table[2].contains("after 3000 ms") && table[2].contains("over 4500 ms"));
