@@ -9,8 +9,8 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Scale};
-use super::process_curve::median_range;
 use super::report::{say_curve, Table};
+use super::rounds::Range;
 
 /// The figures of one cluster size, over its nodes.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,10 +20,10 @@ pub struct ClusterSize {
     /// Nodes that reported.
     pub reported: usize,
     /// Joins that were timed: median, fastest and slowest, milliseconds.
-    pub join_ms: Option<(f64, f64, f64)>,
+    pub join_ms: Option<Range>,
     /// Per-node median barrier: median over the nodes, lowest, highest;
     /// milliseconds.
-    pub barrier_ms: Option<(f64, f64, f64)>,
+    pub barrier_ms: Option<Range>,
     /// The nodes' all-to-all calls per second, added up.
     pub rpc_calls_per_s: f64,
 }
@@ -49,17 +49,17 @@ pub fn sizes(m: &Measurements) -> Vec<ClusterSize> {
             ClusterSize {
                 nodes: n,
                 reported: points.len(),
-                join_ms: median_range(&joins),
-                barrier_ms: median_range(&barriers),
+                join_ms: Range::of(&joins),
+                barrier_ms: Range::of(&barriers),
                 rpc_calls_per_s: points.iter().map(|p| p.rpc_calls_per_s).sum(),
             }
         })
         .collect()
 }
 
-fn millis(value: Option<(f64, f64, f64)>) -> [String; 2] {
+fn millis(value: Option<Range>) -> [String; 2] {
     match value {
-        Some((median, low, high)) => [format!("{median:.1}"), format!("{low:.1}-{high:.1}")],
+        Some(Range { median, min, max }) => [format!("{median:.1}"), format!("{min:.1}-{max:.1}")],
         None => ["-".to_string(), "-".to_string()],
     }
 }
@@ -130,8 +130,7 @@ pub fn summary(m: &Measurements) -> Option<String> {
     let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
         return Some(format!("cluster size: not measured{partial}"));
     };
-    let median =
-        |v: Option<(f64, f64, f64)>| v.map_or("-".to_string(), |(m, _, _)| format!("{m:.1}"));
+    let median = |v: Option<Range>| v.map_or("-".to_string(), |r| format!("{:.1}", r.median));
     Some(format!(
         "cluster size {} -> {} nodes (no target: the VMs share two host cores under TCG): join \
          {} -> {} ms, barrier {} -> {} ms, all-to-all RPC {:.0} -> {:.0} calls/s{partial}",
@@ -155,11 +154,17 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
         by_size(sizes.iter().filter_map(|s| Some((s.nodes, value(s)?))))
     };
     let times = vec![
-        ("join, median".to_string(), of(|s| s.join_ms.map(|j| j.0))),
-        ("join, slowest".to_string(), of(|s| s.join_ms.map(|j| j.2))),
+        (
+            "join, median".to_string(),
+            of(|s| s.join_ms.map(|j| j.median)),
+        ),
+        (
+            "join, slowest".to_string(),
+            of(|s| s.join_ms.map(|j| j.max)),
+        ),
         (
             "barrier, median".to_string(),
-            of(|s| s.barrier_ms.map(|b| b.0)),
+            of(|s| s.barrier_ms.map(|b| b.median)),
         ),
     ];
     let rpc = "LITE, every node calling every other".to_string();
@@ -211,14 +216,15 @@ mod tests {
     #[test]
     fn each_size_sums_throughput_and_takes_medians_over_its_nodes() {
         let sizes = sizes(&curve());
+        let range = |median, min, max| Some(Range { median, min, max });
         assert_eq!(sizes.len(), 2);
         assert_eq!(
             sizes[1],
             ClusterSize {
                 nodes: 4,
                 reported: 3,
-                join_ms: Some((330.0, 250.0, 410.0)),
-                barrier_ms: Some((8.5, 8.0, 9.0)),
+                join_ms: range(330.0, 250.0, 410.0),
+                barrier_ms: range(8.5, 8.0, 9.0),
                 rpc_calls_per_s: 1700.0,
             }
         );

@@ -140,8 +140,8 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     for size in super::cluster_scale::sizes(m) {
         let key = format!("clustersize/{}", size.nodes);
         for (name, value) in [("join_ms", size.join_ms), ("barrier_ms", size.barrier_ms)] {
-            if let Some((median, low, high)) = value {
-                f.lower(format!("{key}/{name}"), "ms", median, Some((low, high)));
+            if let Some(range) = value {
+                f.lower(format!("{key}/{name}"), "ms", range.median, span(&range));
             }
         }
         let calls = format!("{key}/all_to_all_calls_per_s");
@@ -150,9 +150,9 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     for ((side, workload, processes), rounds) in &m.process_curve {
         let key = format!("processcurve/{}/{workload}/{processes}", side.name());
         let ops: Vec<f64> = rounds.iter().map(|p| p.ops_per_s).collect();
-        if let Some((median, low, high)) = super::process_curve::median_range(&ops) {
+        if let Some(range) = rounds::Range::of(&ops) {
             let ops_key = format!("{key}/ops_per_s");
-            f.higher(ops_key, "op/s", median, Some((low, high)));
+            f.higher(ops_key, "op/s", range.median, span(&range));
         }
         if let Some(p) = rounds.first() {
             f.lower(format!("{key}/qps"), "QPs", p.qps as f64, None);

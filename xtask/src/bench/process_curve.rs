@@ -46,25 +46,20 @@ fn counts(m: &Measurements, workload: &str) -> Vec<u64> {
     counts
 }
 
-/// The median of `values` with their lowest and highest; `None` if empty.
-pub(super) fn median_range(values: &[f64]) -> Option<(f64, f64, f64)> {
-    Range::of(values).map(|r| (r.median, r.min, r.max))
-}
-
 /// `side`'s median throughput over the rounds of a step.
 fn median_ops(m: &Measurements, side: Side, workload: &str, processes: u64) -> Option<f64> {
     let ops: Vec<f64> = rounds(m, side, workload, processes)
         .iter()
         .map(|p| p.ops_per_s)
         .collect();
-    median_range(&ops).map(|(median, _, _)| median)
+    Range::of(&ops).map(|r| r.median)
 }
 
 /// LITE's time per operation over native's (native's throughput over
 /// LITE's) in each round of a step: median, lowest and highest. `None`
 /// unless both sides measured the step in every round: the rounds are
 /// paired in the order the log gives them.
-fn step_ratio(m: &Measurements, workload: &str, processes: u64) -> Option<(f64, f64, f64)> {
+fn step_ratio(m: &Measurements, workload: &str, processes: u64) -> Option<Range> {
     let lite = rounds(m, Side::Lite, workload, processes);
     let native = rounds(m, Side::Native, workload, processes);
     if lite.len() != native.len() {
@@ -76,7 +71,7 @@ fn step_ratio(m: &Measurements, workload: &str, processes: u64) -> Option<(f64, 
         .filter(|(l, _)| l.ops_per_s > 0.0)
         .map(|(l, n)| n.ops_per_s / l.ops_per_s)
         .collect();
-    median_range(&ratios)
+    Range::of(&ratios)
 }
 
 /// The queue pairs and memory regions `side` held in the first round of a
@@ -116,10 +111,8 @@ pub fn table(m: &Measurements) -> Vec<String> {
                 &processes.to_string(),
                 &ops(median_ops(m, Side::Lite, workload, processes)),
                 &ops(median_ops(m, Side::Native, workload, processes)),
-                &ratio.map_or("-".to_string(), |(r, _, _)| format!("{r:.2}")),
-                &ratio.map_or("-".to_string(), |(_, low, high)| {
-                    format!("{low:.2}-{high:.2}")
-                }),
+                &ratio.map_or("-".to_string(), |r| format!("{:.2}", r.median)),
+                &ratio.map_or("-".to_string(), |r| format!("{:.2}-{:.2}", r.min, r.max)),
                 &count(lite.map(|r| r.0)),
                 &count(native.map(|r| r.0)),
                 &count(lite.map(|r| r.1)),
@@ -157,15 +150,15 @@ pub fn verdict(m: &Measurements) -> Option<String> {
         let steps: Vec<(u64, f64)> = counts(m, workload)
             .into_iter()
             .filter(|&n| n >= MANY_PROCESSES)
-            .filter_map(|n| Some((n, step_ratio(m, workload, n)?.0)))
+            .filter_map(|n| Some((n, step_ratio(m, workload, n)?.median)))
             .collect();
         let ratios: Vec<f64> = steps.iter().map(|&(_, r)| r).collect();
-        match (steps.first(), steps.last(), median_range(&ratios)) {
-            (Some(&(fewest, _)), Some(&(most, _)), Some((ratio, low, high))) => {
-                met &= ratio <= RATIO_TARGET;
+        match (steps.first(), steps.last(), Range::of(&ratios)) {
+            (Some(&(fewest, _)), Some(&(most, _)), Some(Range { median, min, max })) => {
+                met &= median <= RATIO_TARGET;
                 let qps = |side| resources(m, side, workload, most).map_or(0, |r| r.0);
                 parts.push(format!(
-                    "{name} {fewest}-{most} processes: LITE/native {ratio:.2} ({low:.2}-{high:.2}), \
+                    "{name} {fewest}-{most} processes: LITE/native {median:.2} ({min:.2}-{max:.2}), \
                      {} QP against {} at {most}",
                     qps(Side::Lite),
                     qps(Side::Native)
@@ -269,8 +262,6 @@ mod tests {
             met.contains(": met (write 8-32 processes: LITE/native 1.05"),
             "{met}"
         );
-        assert_eq!(median_range(&[3.0, 1.0]), Some((2.0, 1.0, 3.0)));
-        assert_eq!(median_range(&[]), None);
     }
 
     #[test]
@@ -289,7 +280,12 @@ mod tests {
                 &(step("LITE-VERBS", native) + &step("LITE-RECORD", lite)),
             );
         }
-        assert_eq!(step_ratio(&m, "write", 8), Some((1.0, 0.5, 2.0)));
+        let ratio = Range {
+            median: 1.0,
+            min: 0.5,
+            max: 2.0,
+        };
+        assert_eq!(step_ratio(&m, "write", 8), Some(ratio));
         assert_eq!(median_ops(&m, Side::Lite, "write", 8), Some(2000.0));
         assert_eq!(
             words_of(&table(&m))[2],

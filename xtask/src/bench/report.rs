@@ -1237,22 +1237,20 @@ mod tests {
     fn lock_table_adds_an_overall_row_per_contended_series() {
         let rows = locks(LOCK_LOG);
         let samples = measured(LOCK_LOG).lock_samples;
-        let table = lock_table(&rows, &samples, &BTreeMap::new());
+        let table = words_of(&lock_table(&rows, &samples, &BTreeMap::new()));
         // Explanation, column names, 2 uncontended, 2 contended, all, note.
-        assert_eq!(table.len(), 8, "{table:#?}");
+        // All: samples 1..6 together, median 3.5, p10 1.5, p90 5.5; 8
+        // pairs over the longest node's 1000 us.
         assert_eq!(
-            words(&table[2]),
-            "1 2 1 1000 800.00 700.00-900.00 1600.00 1500.00-1800.00 588.24"
-        );
-        assert!(words(&table[3]).starts_with("1 2 2 (local) "));
-        assert!(words(&table[4]).starts_with("4 1 1 (local) "));
-        assert!(words(&table[5]).starts_with("4 3 1 "));
-        // Samples 1..6 together: median 3.5, p10 1.5, p90 5.5; 8 pairs
-        // over the longest node's 1000 us.
-        assert_eq!(words(&table[6]), "4 all 1 8 3.50 1.50-5.50 - - 8000.00");
-        assert_eq!(
-            table.last().map(String::as_str),
-            Some("note: 4 contenders: 6 of 8 acquire times were readable in the logs")
+            table[2..],
+            [
+                "1 2 1 1000 800.00 700.00-900.00 1600.00 1500.00-1800.00 588.24",
+                "1 2 2 (local) 1000 300.00 250.00-350.00 600.00 550.00-700.00 1538.46",
+                "4 1 1 (local) 4 10.00 5.00-20.00 15.00 9.00-25.00 5000.00",
+                "4 3 1 4 50.00 40.00-60.00 55.00 45.00-65.00 4000.00",
+                "4 all 1 8 3.50 1.50-5.50 - - 8000.00",
+                "note: 4 contenders: 6 of 8 acquire times were readable in the logs",
+            ]
         );
         // Complete samples: no note.
         let mut complete = samples.clone();
