@@ -861,20 +861,16 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
     };
     let detection: Vec<i64> = nodes.iter().filter_map(detection_of).collect();
     lines.push(metric("detection", &detection, true));
-    for call in STALL_CALLS {
-        let stalls: Vec<i64> = nodes.iter().filter_map(|n| stall_of(n, call)).collect();
-        lines.push(metric(&format!("stall {call}"), &stalls, true));
-    }
     // One survivor waits for the lock the dead node held on another one.
-    let owner_dead: Vec<i64> = nodes
-        .iter()
-        .filter_map(|n| stall_of(n, OWNER_DEAD_CALL))
-        .collect();
-    lines.push(metric(
-        &format!("stall {OWNER_DEAD_CALL} (handed over)"),
-        &owner_dead,
-        true,
-    ));
+    let owner_dead = (OWNER_DEAD_CALL, " (handed over)");
+    for (call, note) in STALL_CALLS
+        .map(|call| (call, ""))
+        .into_iter()
+        .chain([owner_dead])
+    {
+        let stalls: Vec<i64> = nodes.iter().filter_map(|n| stall_of(n, call)).collect();
+        lines.push(metric(&format!("stall {call}{note}"), &stalls, true));
+    }
     let worst: Vec<i64> = nodes
         .iter()
         .filter_map(|n| n.stalls.iter().map(|s| s.ms).max())
@@ -888,16 +884,10 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
             .map(|l| l.ms)
             .collect()
     };
-    lines.push(metric(
-        "leave, cycle 1 (moves chunks)",
-        &leaves(true),
-        false,
-    ));
-    lines.push(metric(
-        &format!("leave, cycles 2-{LEAVE_CYCLES}"),
-        &leaves(false),
-        false,
-    ));
+    let later = format!("leave, cycles 2-{LEAVE_CYCLES}");
+    for (name, first) in [("leave, cycle 1 (moves chunks)", true), (&later, false)] {
+        lines.push(metric(name, &leaves(first), false));
+    }
     let rejoins: Vec<i64> = nodes.iter().flat_map(|n| n.rejoins.clone()).collect();
     lines.push(metric("rejoin", &rejoins, false));
 
