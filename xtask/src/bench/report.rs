@@ -220,15 +220,9 @@ pub fn table(native: &[Native], lite: &[Latency]) -> Vec<String> {
     for (op, size) in keys {
         let n = native.iter().find(|n| n.op == op && n.size == size);
         let l = lite.iter().find(|l| l.op == op && l.size == size);
-        lines.push(table.row([
-            &op,
-            &size.to_string(),
-            &cell(n.map(|n| n.typical)),
-            &cell(n.map(|n| n.stdev)),
-            &cell(l.map(|l| l.median)),
-            &range_cell(l.map(|l| (l.p10, l.p90))),
-            &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
-        ]));
+        let [typical, sd, median, spread, ratio] = side_by_side(n, l);
+        let size = size.to_string();
+        lines.push(table.row([&op, &size, &typical, &sd, &median, &spread, &ratio]));
     }
     lines
 }
@@ -403,6 +397,19 @@ pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
     lines
 }
 
+/// The cells of a perftest row beside a LITE series: perftest's t_typical
+/// and stdev, LITE's median and p10-p90, and LITE/native.
+fn side_by_side(n: Option<&Native>, l: Option<&Latency>) -> [String; 5] {
+    let (typical, median) = (n.map(|n| n.typical), l.map(|l| l.median));
+    [
+        cell(typical),
+        cell(n.map(|n| n.stdev)),
+        cell(median),
+        range_cell(l.map(|l| (l.p10, l.p90))),
+        ratio_cell(median, typical),
+    ]
+}
+
 /// Whether `op` is one of LITE's atomic series.
 fn is_atomic(op: &str) -> bool {
     ATOMICS.iter().any(|&(_, atomic)| atomic == op)
@@ -496,16 +503,10 @@ pub fn atomic_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         let n = native.iter().find(|n| n.op == op);
         let l = lite.iter().find(|l| l.op == op);
         let size = n.map(|n| n.size).or(l.map(|l| l.size));
-        lines.push(table.row([
-            op,
-            &size.map_or("-".to_string(), |s| s.to_string()),
-            &format!("ib_atomic_lat -A {flag}"),
-            &cell(n.map(|n| n.typical)),
-            &cell(n.map(|n| n.stdev)),
-            &cell(l.map(|l| l.median)),
-            &range_cell(l.map(|l| (l.p10, l.p90))),
-            &ratio_cell(l.map(|l| l.median), n.map(|n| n.typical)),
-        ]));
+        let size = size.map_or("-".to_string(), |s| s.to_string());
+        let test = format!("ib_atomic_lat -A {flag}");
+        let [typical, sd, median, spread, ratio] = side_by_side(n, l);
+        lines.push(table.row([op, &size, &test, &typical, &sd, &median, &spread, &ratio]));
     }
     lines
 }
@@ -1072,12 +1073,12 @@ mod tests {
     }
 
     #[test]
-    fn latency_table_leaves_the_atomics_to_their_own_table() {
-        let native = parse_perftest(ATOMIC_LOG);
-        let lite = latencies(ATOMIC_LOG);
-        let main = table(&native, &lite);
-        assert_eq!(main.len(), 2, "{main:#?}");
-        assert!(main[1].starts_with("write "));
+    fn latency_table_leaves_the_atomics_and_rpc_to_their_own_tables() {
+        for log in [ATOMIC_LOG, RPC_LOG] {
+            let main = table(&parse_perftest(log), &latencies(log));
+            assert_eq!(main.len(), 2, "{main:#?}");
+            assert!(main[1].starts_with("write "));
+        }
     }
 
     #[test]
@@ -1085,21 +1086,17 @@ mod tests {
         let native = parse_perftest(RPC_LOG);
         assert_eq!(native.len(), 2);
         assert_eq!((native[0].op.as_str(), native[0].typical), ("send", 1000.0));
-        let lite = latencies(RPC_LOG);
-        let table = rpc_table(&native, &lite);
-        // Explanation, column names, then sizes 8, 64 and 512.
-        assert_eq!(table.len(), 5, "{table:#?}");
-        assert_eq!(words(&table[2]), "8 900.00 1800.00 - - -");
-        // 2500 / (2 x 1000).
+        let table = words_of(&rpc_table(&native, &latencies(RPC_LOG)));
+        // Explanation, column names, then sizes 8, 64 (2500 / (2 x 1000))
+        // and 512.
         assert_eq!(
-            words(&table[3]),
-            "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25"
+            table[2..],
+            [
+                "8 900.00 1800.00 - - -",
+                "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25",
+                "512 - - 2600.00 2400.00-3000.00 -",
+            ]
         );
-        assert!(words(&table[4]).starts_with("512 - - 2600.00 "));
-        // The latency table leaves RPC and ib_send_lat out.
-        let main = super::table(&native, &lite);
-        assert_eq!(main.len(), 2, "{main:#?}");
-        assert!(main[1].starts_with("write "));
     }
 
     #[test]
