@@ -819,14 +819,19 @@ mod tests {
             ["", ""],
         );
         assert!(watch.check().is_ok());
-        let death = "lite-cm: node 3 (incarnation 1) declared dead: silent for 3082 ms\n";
-        crate::fsutil::append(&log, death);
-        let err = watch.check().expect_err("a death ends the wait");
-        assert!(
-            err.to_string()
-                .contains("node 3 (incarnation 1) declared dead"),
-            "{err}"
+        assert_stops_at_death(&mut watch, &log, 3, 3082);
+    }
+
+    /// That `watch` stops, naming the death, once the manager's `log`
+    /// declares `node` dead after `silent_ms`.
+    fn assert_stops_at_death(watch: &mut NoDeathWatch, log: &Path, node: u32, silent_ms: u32) {
+        let death = format!(
+            "lite-cm: node {node} (incarnation 1) declared dead: silent for {silent_ms} ms\n"
         );
+        crate::fsutil::append(log, &death);
+        let err = watch.check().expect_err("a death ends the wait");
+        let named = format!("node {node} (incarnation 1) declared dead");
+        assert!(err.to_string().contains(&named), "{err}");
     }
 
     #[test]
@@ -848,13 +853,8 @@ mod tests {
         };
         crate::fsutil::append(&log, &death(1));
         assert!(watch.check().is_ok(), "node 1 is VM 2, which had finished");
-        crate::fsutil::append(&log, &death(2));
-        let err = watch.check().expect_err("VM 1 was still running");
-        assert!(
-            err.to_string()
-                .contains("node 2 (incarnation 1) declared dead"),
-            "{err}"
-        );
+        // VM 1 was still running.
+        assert_stops_at_death(&mut watch, &log, 2, 10040);
     }
 
     #[test]

@@ -274,20 +274,13 @@ mod tests {
             Duration::ZERO,
             Duration::from_secs(5),
         );
-        let refused = monitor.stop().unwrap_err();
-        assert!(
-            refused
-                .to_string()
-                .ends_with("refused stop: Migration is active (GenericError)"),
-            "{refused}"
-        );
-        let still_running = monitor.stop().unwrap_err();
-        assert!(
-            still_running
-                .to_string()
-                .ends_with("the VM still runs after stop"),
-            "{still_running}"
-        );
+        for expected in [
+            "refused stop: Migration is active (GenericError)",
+            "the VM still runs after stop",
+        ] {
+            let err = monitor.stop().unwrap_err();
+            assert!(err.to_string().ends_with(expected), "{err}");
+        }
         drop(monitor);
         qemu.join().expect("the fake QEMU");
     }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::rounds::Range;
 use super::run::{Phase, Setup};
@@ -81,11 +81,9 @@ pub fn parse_app_runs(text: &str, cluster: usize) -> Vec<AppRun> {
 /// Boots `nodes` VMs running every application [`APP_ROUNDS`] times;
 /// logs into `apps<nodes>/`.
 pub fn phase(setup: &Setup, nodes: usize) -> Result<Phase> {
-    let logs = setup.logs.join(format!("apps{nodes}"));
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |_: usize| vec![format!("lite.approunds={APP_ROUNDS}")];
     let roles = vec![APPS_ROLE.to_string(); nodes];
-    setup.boot_apps(roles, &extra, &logs)
+    let args = vec![format!("lite.approunds={APP_ROUNDS}")];
+    setup.boot_apps(&format!("apps{nodes}"), roles, args)
 }
 
 /// The applications' table, one string per line: per job and cluster size,

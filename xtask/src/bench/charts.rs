@@ -14,7 +14,7 @@ use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
 use super::isolation;
-use super::parse::Measurements;
+use super::parse::{Measurements, Spread};
 use super::rounds::{self, Figure};
 use super::{ASYNC_SIZES, SIZES};
 
@@ -86,8 +86,21 @@ pub struct RangeChart {
     pub caption: String,
     /// Where a vertical reference line is drawn (1 for ratios), if anywhere.
     pub reference: Option<f64>,
-    /// One entry per figure: label, median, low, high, target.
-    pub entries: Vec<(String, f64, f64, f64, Option<f64>)>,
+    /// One entry per figure.
+    pub entries: Vec<Entry>,
+}
+
+/// A figure of a range chart: label, median, low, high, target.
+pub type Entry = (String, f64, f64, f64, Option<f64>);
+
+/// The entry of a median over rounds and its range.
+fn range_entry(label: String, range: &rounds::Range, target: Option<f64>) -> Entry {
+    (label, range.median, range.min, range.max, target)
+}
+
+/// The entry of a median and its 10th to 90th percentile.
+fn spread_entry(label: String, spread: &Spread) -> Entry {
+    (label, spread.median, spread.p10, spread.p90, None)
 }
 
 /// plotters' drawing errors (which are `Debug` only) as this tool's errors.
@@ -326,6 +339,26 @@ impl LineChart {
 }
 
 impl RangeChart {
+    /// The chart of `entries`, its text as named, with a reference line
+    /// at `reference`; `None` without entries.
+    fn of(
+        name: &str,
+        title: &str,
+        x_label: &str,
+        caption: &str,
+        reference: Option<f64>,
+        entries: Vec<Entry>,
+    ) -> Option<RangeChart> {
+        (!entries.is_empty()).then(|| RangeChart {
+            name: name.into(),
+            title: title.into(),
+            x_label: x_label.into(),
+            caption: caption.into(),
+            reference,
+            entries,
+        })
+    }
+
     /// Draws the chart as SVG and PNG in `dir`; returns the SVG's path.
     pub fn draw(&self, dir: &Path) -> Result<PathBuf> {
         let size = (SIZE.0, range_chart_height(self.entries.len()));
@@ -450,35 +483,20 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
     lines.extend(super::region_curve::charts(m));
     lines.extend(super::process_curve::charts(m));
     lines.extend(super::cluster_scale::charts(m));
-    let mut ranges = Vec::new();
-    ranges.extend((!figures.is_empty()).then(|| {
-        RangeChart {
-            name: "ratios".into(),
-            title: "LITE against the native verbs baseline, per interleaved round".into(),
-            x_label: "LITE / native: median of the rounds, bar from the lowest to the highest"
-                .into(),
-            caption: "Median of the per-round ratios, bar from the lowest to the highest round; \
-                  the black tick is the target (green: met)."
-                .into(),
-            reference: Some(1.0),
-            entries: figures
-                .iter()
-                .map(|f| {
-                    (
-                        format!("{} {} B", f.op, f.size),
-                        f.ratio.median,
-                        f.ratio.min,
-                        f.ratio.max,
-                        f.target,
-                    )
-                })
-                .collect(),
-        }
-    }));
-    ranges.extend(cpu_chart(m));
-    ranges.extend(lock_chart(m));
-    ranges.extend(qos_chart(m));
-    (lines, ranges)
+    let ratios = figures
+        .iter()
+        .map(|f| range_entry(format!("{} {} B", f.op, f.size), &f.ratio, f.target));
+    let ratios = RangeChart::of(
+        "ratios",
+        "LITE against the native verbs baseline, per interleaved round",
+        "LITE / native: median of the rounds, bar from the lowest to the highest",
+        "Median of the per-round ratios, bar from the lowest to the highest round; the black \
+         tick is the target (green: met).",
+        Some(1.0),
+        ratios.collect(),
+    );
+    let ranges = [ratios, cpu_chart(m), lock_chart(m), qos_chart(m)];
+    (lines, ranges.into_iter().flatten().collect())
 }
 
 /// CPU time per operation of LITE and of the native baseline on each VM
@@ -486,33 +504,25 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
 fn cpu_chart(m: &Measurements) -> Option<RangeChart> {
     let mut entries = Vec::new();
     for f in rounds::cpu_figures(&m.cpu_rounds) {
+        let vm = if f.side == "both" {
+            "both VMs".to_string()
+        } else {
+            format!("{} VM", f.side)
+        };
         for (who, range) in [("LITE", &f.lite), ("native", &f.native)] {
-            let vm = if f.side == "both" {
-                "both VMs".to_string()
-            } else {
-                format!("{} VM", f.side)
-            };
-            entries.push((
-                format!("{who}, {vm}"),
-                range.median,
-                range.min,
-                range.max,
-                None,
-            ));
+            entries.push(range_entry(format!("{who}, {vm}"), range, None));
         }
     }
-    (!entries.is_empty()).then(|| RangeChart {
-        name: "cpu".into(),
-        title: "CPU time per operation, interleaved rounds".into(),
-        x_label: "microseconds of busy CPU per operation: median of the rounds, bar from the \
-                  lowest to the highest"
-            .into(),
-        caption: "Busy CPU time of each whole VM (kernel threads included) while each program \
-                  ran its round's series, over the operations of those series."
-            .into(),
-        reference: None,
+    RangeChart::of(
+        "cpu",
+        "CPU time per operation, interleaved rounds",
+        "microseconds of busy CPU per operation: median of the rounds, bar from the lowest to \
+         the highest",
+        "Busy CPU time of each whole VM (kernel threads included) while each program ran its \
+         round's series, over the operations of those series.",
+        None,
         entries,
-    })
+    )
 }
 
 /// Lock/unlock pair times: uncontended on a lock kept by another node and
@@ -526,12 +536,9 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
         } else {
             "another node"
         };
-        entries.push((
+        entries.push(spread_entry(
             format!("uncontended pair, home on {home}"),
-            r.pair.median,
-            r.pair.p10,
-            r.pair.p90,
-            None,
+            &r.pair,
         ));
     }
     let mut contenders: Vec<u32> = m.lock_samples.keys().map(|&(c, _)| c).collect();
@@ -544,26 +551,22 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
             .flat_map(|(_, samples)| samples.iter().copied())
             .collect();
         if let Some(spread) = super::report::spread_of(&all) {
-            entries.push((
+            entries.push(spread_entry(
                 format!("acquire, {count} nodes contending"),
-                spread.median,
-                spread.p10,
-                spread.p90,
-                None,
+                &spread,
             ));
         }
     }
-    (!entries.is_empty()).then(|| RangeChart {
-        name: "locks".into(),
-        title: "Locks: lite_lock + lite_unlock, and lite_lock under contention".into(),
-        x_label: "microseconds: median, bar from the 10th to the 90th percentile".into(),
-        caption: "Uncontended pairs on a lock kept by the other node and on one kept by the \
-                  caller's own node; the acquire times of every contending node together \
-                  (the lock kept by a node that does not contend)."
-            .into(),
-        reference: None,
+    RangeChart::of(
+        "locks",
+        "Locks: lite_lock + lite_unlock, and lite_lock under contention",
+        "microseconds: median, bar from the 10th to the 90th percentile",
+        "Uncontended pairs on a lock kept by the other node and on one kept by the caller's own \
+         node; the acquire times of every contending node together (the lock kept by a node \
+         that does not contend).",
+        None,
         entries,
-    })
+    )
 }
 
 /// The isolation run: a high-priority process's 64 B write latency alone,
@@ -571,31 +574,20 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
 /// medians over the rounds that measured each phase.
 fn qos_chart(m: &Measurements) -> Option<RangeChart> {
     let rows = m.qos_rows();
-    let entries: Vec<_> = isolation::phases(&rows)
-        .filter_map(|(phase, qos)| {
-            let spread = isolation::phase_spread(&rows, phase, qos)?;
-            Some((
-                format!("{phase}, QoS {qos}"),
-                spread.median,
-                spread.p10,
-                spread.p90,
-                None,
-            ))
-        })
-        .collect();
-    (!entries.is_empty()).then(|| RangeChart {
-        name: "isolation".into(),
-        title: "Isolation: high-priority 64 B writes under low-priority load".into(),
-        x_label: "microseconds: median, bar from the 10th to the 90th percentile (medians over \
-                  the rounds)"
-            .into(),
-        caption: "The high-priority process's writes alone and while low-priority processes \
-                  write 64 KiB in a loop, alternated in rounds with QoS on; the first round \
-                  also with QoS off."
-            .into(),
-        reference: None,
-        entries,
-    })
+    let entries = isolation::phases(&rows).filter_map(|(phase, qos)| {
+        let spread = isolation::phase_spread(&rows, phase, qos)?;
+        Some(spread_entry(format!("{phase}, QoS {qos}"), &spread))
+    });
+    RangeChart::of(
+        "isolation",
+        "Isolation: high-priority 64 B writes under low-priority load",
+        "microseconds: median, bar from the 10th to the 90th percentile (medians over the \
+         rounds)",
+        "The high-priority process's writes alone and while low-priority processes write 64 KiB \
+         in a loop, alternated in rounds with QoS on; the first round also with QoS off.",
+        None,
+        entries.collect(),
+    )
 }
 
 #[cfg(test)]

@@ -9,9 +9,8 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Scale};
-use super::process_curve::median_range;
-use super::report::{left, right, say_indented, Table};
-use crate::ui;
+use super::report::{say_curve, Table};
+use super::rounds::Range;
 
 /// The figures of one cluster size, over its nodes.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,10 +20,10 @@ pub struct ClusterSize {
     /// Nodes that reported.
     pub reported: usize,
     /// Joins that were timed: median, fastest and slowest, milliseconds.
-    pub join_ms: Option<(f64, f64, f64)>,
+    pub join_ms: Option<Range>,
     /// Per-node median barrier: median over the nodes, lowest, highest;
     /// milliseconds.
-    pub barrier_ms: Option<(f64, f64, f64)>,
+    pub barrier_ms: Option<Range>,
     /// The nodes' all-to-all calls per second, added up.
     pub rpc_calls_per_s: f64,
 }
@@ -50,32 +49,27 @@ pub fn sizes(m: &Measurements) -> Vec<ClusterSize> {
             ClusterSize {
                 nodes: n,
                 reported: points.len(),
-                join_ms: median_range(&joins),
-                barrier_ms: median_range(&barriers),
+                join_ms: Range::of(&joins),
+                barrier_ms: Range::of(&barriers),
                 rpc_calls_per_s: points.iter().map(|p| p.rpc_calls_per_s).sum(),
             }
         })
         .collect()
 }
 
-fn millis(value: Option<(f64, f64, f64)>) -> [String; 2] {
+fn millis(value: Option<Range>) -> [String; 2] {
     match value {
-        Some((median, low, high)) => [format!("{median:.1}"), format!("{low:.1}-{high:.1}")],
+        Some(Range { median, min, max }) => [format!("{median:.1}"), format!("{min:.1}-{max:.1}")],
         None => ["-".to_string(), "-".to_string()],
     }
 }
 
 /// The curve as table lines, one row per cluster size.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let table = Table([
-        (left(6), "nodes"),
-        (right(9), "reported"),
-        (right(9), "join ms"),
-        (right(13), "join range"),
-        (right(12), "barrier ms"),
-        (right(13), "barrier range"),
-        (right(14), "all-to-all/s"),
-    ]);
+    let table = Table::new(
+        "<6 nodes|>9 reported|>9 join ms|>13 join range|>12 barrier ms|>13 barrier range|\
+         >14 all-to-all/s",
+    );
     let mut lines = vec![
         "every node of an N-node cluster: its join (ms, median and range over the nodes), a \
          barrier of all N (each node's median, ms: median and range over the nodes), and 64 B \
@@ -102,15 +96,13 @@ pub fn table(m: &Measurements) -> Vec<String> {
 /// Prints the curve's table and summary; `barriers` timed per node and
 /// `calls` per peer.
 pub fn say(barriers: u32, calls: u32, m: &Measurements) {
-    ui::say(&format!(
-        "==> cluster-size curve ({barriers} barriers per node, {calls} calls to each peer)"
-    ));
-    if m.cluster_scale.is_empty() {
-        say_indented(["(no scale records in the guest logs)".to_string()]);
-        return;
-    }
-    say_indented(table(m));
-    say_indented(summary(m));
+    say_curve(
+        format!("cluster-size curve ({barriers} barriers per node, {calls} calls to each peer)"),
+        !m.cluster_scale.is_empty(),
+        "scale records",
+        || table(m),
+        || summary(m),
+    );
 }
 
 /// The cluster sizes every node of which reported: the others' throughput
@@ -138,8 +130,7 @@ pub fn summary(m: &Measurements) -> Option<String> {
     let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
         return Some(format!("cluster size: not measured{partial}"));
     };
-    let median =
-        |v: Option<(f64, f64, f64)>| v.map_or("-".to_string(), |(m, _, _)| format!("{m:.1}"));
+    let median = |v: Option<Range>| v.map_or("-".to_string(), |r| format!("{:.1}", r.median));
     Some(format!(
         "cluster size {} -> {} nodes (no target: the VMs share two host cores under TCG): join \
          {} -> {} ms, barrier {} -> {} ms, all-to-all RPC {:.0} -> {:.0} calls/s{partial}",
@@ -163,11 +154,17 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
         by_size(sizes.iter().filter_map(|s| Some((s.nodes, value(s)?))))
     };
     let times = vec![
-        ("join, median".to_string(), of(|s| s.join_ms.map(|j| j.0))),
-        ("join, slowest".to_string(), of(|s| s.join_ms.map(|j| j.2))),
+        (
+            "join, median".to_string(),
+            of(|s| s.join_ms.map(|j| j.median)),
+        ),
+        (
+            "join, slowest".to_string(),
+            of(|s| s.join_ms.map(|j| j.max)),
+        ),
         (
             "barrier, median".to_string(),
-            of(|s| s.barrier_ms.map(|b| b.0)),
+            of(|s| s.barrier_ms.map(|b| b.median)),
         ),
     ];
     let rpc = "LITE, every node calling every other".to_string();
@@ -193,7 +190,7 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{words, CLUSTER_SCALE_LOG};
+    use crate::bench::parse::tests::{words_of, CLUSTER_SCALE_LOG};
 
     fn curve() -> Measurements {
         let mut m = Measurements::default();
@@ -219,18 +216,19 @@ mod tests {
     #[test]
     fn each_size_sums_throughput_and_takes_medians_over_its_nodes() {
         let sizes = sizes(&curve());
+        let range = |median, min, max| Some(Range { median, min, max });
         assert_eq!(sizes.len(), 2);
         assert_eq!(
             sizes[1],
             ClusterSize {
                 nodes: 4,
                 reported: 3,
-                join_ms: Some((330.0, 250.0, 410.0)),
-                barrier_ms: Some((8.5, 8.0, 9.0)),
+                join_ms: range(330.0, 250.0, 410.0),
+                barrier_ms: range(8.5, 8.0, 9.0),
                 rpc_calls_per_s: 1700.0,
             }
         );
-        let rows: Vec<String> = table(&curve()).iter().map(|l| words(l)).collect();
+        let rows = words_of(&table(&curve()));
         assert_eq!(rows[2], "2 2 110.0 100.0-120.0 3.2 3.0-3.5 1500");
         assert_eq!(rows[3], "4 3 330.0 250.0-410.0 8.5 8.0-9.0 1700");
         // The 4-node step misses a node: left out of the summary.

@@ -121,20 +121,12 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
         f.lower(format!("{base}/native"), "us", native.median, span(&native));
     }
     for n in &m.native {
-        f.lower(
-            format!("perftest/{}/{}", n.op, n.size),
-            "us",
-            n.typical,
-            None,
-        );
+        let key = format!("perftest/{}/{}", n.op, n.size);
+        f.lower(key, "us", n.typical, None);
     }
     for l in m.lite.values() {
-        f.lower(
-            format!("lite/{}/{}", l.op, l.size),
-            "us",
-            l.median,
-            Some((l.p10, l.p90)),
-        );
+        let key = format!("lite/{}/{}", l.op, l.size);
+        f.lower(key, "us", l.median, Some((l.p10, l.p90)));
     }
     for p in m.region_curve.values() {
         let live = if p.regions > 0 {
@@ -148,8 +140,8 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     for size in super::cluster_scale::sizes(m) {
         let key = format!("clustersize/{}", size.nodes);
         for (name, value) in [("join_ms", size.join_ms), ("barrier_ms", size.barrier_ms)] {
-            if let Some((median, low, high)) = value {
-                f.lower(format!("{key}/{name}"), "ms", median, Some((low, high)));
+            if let Some(range) = value {
+                f.lower(format!("{key}/{name}"), "ms", range.median, span(&range));
             }
         }
         let calls = format!("{key}/all_to_all_calls_per_s");
@@ -158,13 +150,9 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     for ((side, workload, processes), rounds) in &m.process_curve {
         let key = format!("processcurve/{}/{workload}/{processes}", side.name());
         let ops: Vec<f64> = rounds.iter().map(|p| p.ops_per_s).collect();
-        if let Some((median, low, high)) = super::process_curve::median_range(&ops) {
-            f.higher(
-                format!("{key}/ops_per_s"),
-                "op/s",
-                median,
-                Some((low, high)),
-            );
+        if let Some(range) = rounds::Range::of(&ops) {
+            let ops_key = format!("{key}/ops_per_s");
+            f.higher(ops_key, "op/s", range.median, span(&range));
         }
         if let Some(p) = rounds.first() {
             f.lower(format!("{key}/qps"), "QPs", p.qps as f64, None);
@@ -199,29 +187,16 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
             "locks/contenders{}/node{}/home{}",
             l.contenders, l.node, l.home
         );
-        let pair = &l.pair;
-        f.lower(
-            format!("{base}/pair"),
-            "us",
-            pair.median,
-            Some((pair.p10, pair.p90)),
-        );
-        f.higher(
-            format!("{base}/pairs_per_s"),
-            "pairs/s",
-            l.pairs_per_s,
-            None,
-        );
+        let pair = Some((l.pair.p10, l.pair.p90));
+        f.lower(format!("{base}/pair"), "us", l.pair.median, pair);
+        let per_s = format!("{base}/pairs_per_s");
+        f.higher(per_s, "pairs/s", l.pairs_per_s, None);
     }
     let qos = m.qos_rows();
     for (phase, setting) in isolation::phases(&qos) {
         if let Some(s) = isolation::phase_spread(&qos, phase, setting) {
-            f.lower(
-                format!("qos/{phase}/{setting}"),
-                "us",
-                s.median,
-                Some((s.p10, s.p90)),
-            );
+            let key = format!("qos/{phase}/{setting}");
+            f.lower(key, "us", s.median, Some((s.p10, s.p90)));
         }
     }
     for setting in ["on", "off"] {

@@ -7,7 +7,7 @@
 //! the median ratio over the rounds, as the latency comparison does.
 
 use super::parse::{Qos, Spread};
-use super::report::{cell, left, ratio_cell, right, spread_cell, Table};
+use super::report::{cell, ratio_cell, spread_cell, Table};
 use super::rounds::{Range, Verdict};
 
 /// The target: with QoS on, the high-priority process's median write
@@ -98,21 +98,10 @@ pub fn verdict(rows: &[Qos]) -> String {
 /// the high-priority process's write latency, its ratios to the same
 /// round's unloaded phase, and the low-priority processes' throughput.
 pub fn table(rows: &[Qos]) -> Vec<String> {
-    let table = Table([
-        (right(5), "round"),
-        (left(9), "phase"),
-        (left(4), "QoS"),
-        (right(7), "loaders"),
-        (right(6), "writes"),
-        (right(10), "median"),
-        (right(10), "p99"),
-        (right(19), "p10-p90"),
-        (right(9), "med ratio"),
-        (right(9), "p99 ratio"),
-        (right(13), "low-prio MiB/s"),
-        (right(9), "low ops"),
-        (right(9), "throttled"),
-    ]);
+    let table = Table::new(
+        ">5 round|<9 phase|<4 QoS|>7 loaders|>6 writes|>10 median|>10 p99|>19 p10-p90|\
+         >9 med ratio|>9 p99 ratio|>13 low-prio MiB/s|>9 low ops|>9 throttled",
+    );
     let mut lines = Vec::new();
     if let Some(r) = rows.iter().find(|r| r.loaders > 0).or(rows.first()) {
         lines.push(format!(

@@ -644,6 +644,19 @@ pub(super) mod tests {
         line.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
+    /// The words of each of `lines`.
+    pub(crate) fn words_of(lines: &[String]) -> Vec<String> {
+        lines.iter().map(|l| words(l)).collect()
+    }
+
+    /// That each of `wanted` is the words of one of `lines`.
+    pub(crate) fn assert_rows(lines: &[String], wanted: &[&str]) {
+        let rows = words_of(lines);
+        for want in wanted {
+            assert!(rows.iter().any(|r| r == want), "{want}: {rows:#?}");
+        }
+    }
+
     /// What [`Measurements`] makes of `log`, of a node named `node2`.
     pub(crate) fn measured(log: &str) -> Measurements {
         let mut m = Measurements::default();

@@ -10,9 +10,8 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, Process, Side};
-use super::report::{left, right, say_indented, Table};
+use super::report::{say_curve, Table};
 use super::rounds::Range;
-use crate::ui;
 
 /// Most LITE's time per operation may be over native's, with many
 /// processes, for the verdict.
@@ -47,25 +46,20 @@ fn counts(m: &Measurements, workload: &str) -> Vec<u64> {
     counts
 }
 
-/// The median of `values` with their lowest and highest; `None` if empty.
-pub(super) fn median_range(values: &[f64]) -> Option<(f64, f64, f64)> {
-    Range::of(values).map(|r| (r.median, r.min, r.max))
-}
-
 /// `side`'s median throughput over the rounds of a step.
 fn median_ops(m: &Measurements, side: Side, workload: &str, processes: u64) -> Option<f64> {
     let ops: Vec<f64> = rounds(m, side, workload, processes)
         .iter()
         .map(|p| p.ops_per_s)
         .collect();
-    median_range(&ops).map(|(median, _, _)| median)
+    Range::of(&ops).map(|r| r.median)
 }
 
 /// LITE's time per operation over native's (native's throughput over
 /// LITE's) in each round of a step: median, lowest and highest. `None`
 /// unless both sides measured the step in every round: the rounds are
 /// paired in the order the log gives them.
-fn step_ratio(m: &Measurements, workload: &str, processes: u64) -> Option<(f64, f64, f64)> {
+fn step_ratio(m: &Measurements, workload: &str, processes: u64) -> Option<Range> {
     let lite = rounds(m, Side::Lite, workload, processes);
     let native = rounds(m, Side::Native, workload, processes);
     if lite.len() != native.len() {
@@ -77,7 +71,7 @@ fn step_ratio(m: &Measurements, workload: &str, processes: u64) -> Option<(f64, 
         .filter(|(l, _)| l.ops_per_s > 0.0)
         .map(|(l, n)| n.ops_per_s / l.ops_per_s)
         .collect();
-    median_range(&ratios)
+    Range::of(&ratios)
 }
 
 /// The queue pairs and memory regions `side` held in the first round of a
@@ -92,18 +86,10 @@ fn resources(m: &Measurements, side: Side, workload: &str, processes: u64) -> Op
 /// (medians over the rounds) with the median of the per-round ratios and
 /// their range, and the queue pairs and memory regions each held.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let table = Table([
-        (left(6), "op"),
-        (right(10), "processes"),
-        (right(11), "LITE op/s"),
-        (right(11), "native op/s"),
-        (right(6), "ratio"),
-        (right(11), "rounds"),
-        (right(9), "LITE QPs"),
-        (right(10), "native QPs"),
-        (right(9), "LITE MRs"),
-        (right(10), "native MRs"),
-    ]);
+    let table = Table::new(
+        "<6 op|>10 processes|>11 LITE op/s|>11 native op/s|>6 ratio|>11 rounds|>9 LITE QPs|\
+         >10 native QPs|>9 LITE MRs|>10 native MRs",
+    );
     let ops = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     let count = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     let mut lines = vec![
@@ -125,10 +111,8 @@ pub fn table(m: &Measurements) -> Vec<String> {
                 &processes.to_string(),
                 &ops(median_ops(m, Side::Lite, workload, processes)),
                 &ops(median_ops(m, Side::Native, workload, processes)),
-                &ratio.map_or("-".to_string(), |(r, _, _)| format!("{r:.2}")),
-                &ratio.map_or("-".to_string(), |(_, low, high)| {
-                    format!("{low:.2}-{high:.2}")
-                }),
+                &ratio.map_or("-".to_string(), |r| format!("{:.2}", r.median)),
+                &ratio.map_or("-".to_string(), |r| format!("{:.2}-{:.2}", r.min, r.max)),
                 &count(lite.map(|r| r.0)),
                 &count(native.map(|r| r.0)),
                 &count(lite.map(|r| r.1)),
@@ -142,16 +126,13 @@ pub fn table(m: &Measurements) -> Vec<String> {
 /// Prints the curve's table and verdict; `step_ops` operations per step,
 /// shared by its processes, in `rounds` rounds.
 pub fn say(step_ops: u32, rounds: u32, m: &Measurements) {
-    ui::say(&format!(
-        "==> process curve ({rounds} rounds, {step_ops} operations per step shared by its \
-         processes)"
-    ));
-    if m.process_curve.is_empty() {
-        say_indented(["(no proc_* lines in the guest logs)".to_string()]);
-        return;
-    }
-    say_indented(table(m));
-    say_indented(verdict(m));
+    say_curve(
+        format!("process curve ({rounds} rounds, {step_ops} operations per step shared by its processes)"),
+        !m.process_curve.is_empty(),
+        "proc_* lines",
+        || table(m),
+        || verdict(m),
+    );
 }
 
 /// The curve's verdict: with [`MANY_PROCESSES`] or more processes, LITE's
@@ -169,15 +150,15 @@ pub fn verdict(m: &Measurements) -> Option<String> {
         let steps: Vec<(u64, f64)> = counts(m, workload)
             .into_iter()
             .filter(|&n| n >= MANY_PROCESSES)
-            .filter_map(|n| Some((n, step_ratio(m, workload, n)?.0)))
+            .filter_map(|n| Some((n, step_ratio(m, workload, n)?.median)))
             .collect();
         let ratios: Vec<f64> = steps.iter().map(|&(_, r)| r).collect();
-        match (steps.first(), steps.last(), median_range(&ratios)) {
-            (Some(&(fewest, _)), Some(&(most, _)), Some((ratio, low, high))) => {
-                met &= ratio <= RATIO_TARGET;
+        match (steps.first(), steps.last(), Range::of(&ratios)) {
+            (Some(&(fewest, _)), Some(&(most, _)), Some(Range { median, min, max })) => {
+                met &= median <= RATIO_TARGET;
                 let qps = |side| resources(m, side, workload, most).map_or(0, |r| r.0);
                 parts.push(format!(
-                    "{name} {fewest}-{most} processes: LITE/native {ratio:.2} ({low:.2}-{high:.2}), \
+                    "{name} {fewest}-{most} processes: LITE/native {median:.2} ({min:.2}-{max:.2}), \
                      {} QP against {} at {most}",
                     qps(Side::Lite),
                     qps(Side::Native)
@@ -228,34 +209,23 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{words, PROCESS_CURVE_LOG};
-
-    fn curve(log: &str) -> Measurements {
-        let mut m = Measurements::default();
-        m.add_log("processes/node2", log);
-        m
-    }
+    use crate::bench::parse::tests::{assert_rows, measured, words_of, PROCESS_CURVE_LOG};
 
     #[test]
     fn the_table_lines_up_lite_and_native_per_step() {
-        let rows: Vec<String> = table(&curve(PROCESS_CURVE_LOG))
-            .iter()
-            .map(|l| words(l))
-            .collect();
-        for wanted in [
+        let wanted = [
             "write 1 4000 5000 1.25 1.25-1.25 1 1 2 3",
             "write 4 8000 10000 1.25 1.25-1.25 1 4 2 12",
             "RPC 4 - 4000 - - - 4 - 12",
-        ] {
-            assert!(rows.iter().any(|r| r == wanted), "{wanted}: {rows:#?}");
-        }
+        ];
+        assert_rows(&table(&measured(PROCESS_CURVE_LOG)), &wanted);
     }
 
     #[test]
     fn the_verdict_takes_the_median_ratio_with_many_processes() {
         assert_eq!(verdict(&Measurements::default()), None);
         // The fixture has no step of 8 or more processes.
-        let few = verdict(&curve(PROCESS_CURVE_LOG)).expect("a verdict");
+        let few = verdict(&measured(PROCESS_CURVE_LOG)).expect("a verdict");
         assert!(
             few.contains(": NOT met (write: not measured by both with 8 or more processes"),
             "{few}"
@@ -275,7 +245,7 @@ mod tests {
                 log += &step("LITE-VERBS", op, processes, native, processes);
             }
         }
-        let not_met = verdict(&curve(&log)).expect("a verdict");
+        let not_met = verdict(&measured(&log)).expect("a verdict");
         assert!(
             not_met.contains(
                 ": NOT met (write 8-32 processes: LITE/native 1.20 (1.00-1.30), 1 QP against \
@@ -283,7 +253,7 @@ mod tests {
             ),
             "{not_met}"
         );
-        let met = verdict(&curve(&log.replace(
+        let met = verdict(&measured(&log.replace(
             "\"processes\":16,\"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":1200,",
             "\"processes\":16,\"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":1050,",
         )))
@@ -292,8 +262,6 @@ mod tests {
             met.contains(": met (write 8-32 processes: LITE/native 1.05"),
             "{met}"
         );
-        assert_eq!(median_range(&[3.0, 1.0]), Some((2.0, 1.0, 3.0)));
-        assert_eq!(median_range(&[]), None);
     }
 
     #[test]
@@ -312,10 +280,17 @@ mod tests {
                 &(step("LITE-VERBS", native) + &step("LITE-RECORD", lite)),
             );
         }
-        assert_eq!(step_ratio(&m, "write", 8), Some((1.0, 0.5, 2.0)));
+        let ratio = Range {
+            median: 1.0,
+            min: 0.5,
+            max: 2.0,
+        };
+        assert_eq!(step_ratio(&m, "write", 8), Some(ratio));
         assert_eq!(median_ops(&m, Side::Lite, "write", 8), Some(2000.0));
-        let rows: Vec<String> = table(&m).iter().map(|l| words(l)).collect();
-        assert_eq!(rows[2], "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1");
+        assert_eq!(
+            words_of(&table(&m))[2],
+            "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1"
+        );
         // A round one side did not report leaves the step without a ratio.
         m.add_log("processes/node2", &step("LITE-RECORD", 1000.0));
         assert_eq!(step_ratio(&m, "write", 8), None);
@@ -323,7 +298,7 @@ mod tests {
 
     #[test]
     fn the_chart_plots_both_sides() {
-        let drawn = charts(&curve(PROCESS_CURVE_LOG));
+        let drawn = charts(&measured(PROCESS_CURVE_LOG));
         assert_eq!(drawn.len(), 1);
         let names: Vec<&str> = drawn[0].series.iter().map(|s| s.0.as_str()).collect();
         assert_eq!(

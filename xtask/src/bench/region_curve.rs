@@ -11,8 +11,7 @@
 
 use super::charts::{by_size, LineChart};
 use super::parse::{Measurements, RegionPoint, Side};
-use super::report::{left, ratio_cell, right, say_indented, Table};
-use crate::ui;
+use super::report::{ratio_cell, say_curve, Table};
 
 /// How much more LITE's slowdown with the most live regions (random ones
 /// against the first) may be than the native baseline's, for the verdict.
@@ -82,18 +81,10 @@ fn side_by_side(lite: Option<&RegionPoint>, native: Option<&RegionPoint>) -> [St
 /// The curve as table lines: latency by live regions, then create/free
 /// time by size, LITE beside native with their ratio.
 pub fn table(m: &Measurements) -> Vec<String> {
-    let table = Table([
-        (left(7), "op"),
-        (right(9), "regions"),
-        (right(8), "bytes"),
-        (right(11), "LITE med"),
-        (right(11), "native med"),
-        (right(13), "LITE p99"),
-        (right(13), "native p99"),
-        (right(6), "ratio"),
-        (right(9), "LITE/1st"),
-        (right(11), "native/1st"),
-    ]);
+    let table = Table::new(
+        "<7 op|>9 regions|>8 bytes|>11 LITE med|>11 native med|>13 LITE p99|>13 native p99|\
+         >6 ratio|>9 LITE/1st|>11 native/1st",
+    );
     // One step's row: LITE's and native's medians and p99s with their
     // ratio, and with live `regions` (none for create and free) each
     // side's slowdown against the first region.
@@ -164,15 +155,13 @@ pub fn table(m: &Measurements) -> Vec<String> {
 /// Prints the curve's table and verdict; `iters` operations per write and
 /// read series.
 pub fn say(iters: u32, m: &Measurements) {
-    ui::say(&format!(
-        "==> memory region curve ({iters} operations per write and read series)"
-    ));
-    if m.region_curve.is_empty() {
-        say_indented(["(no region_* lines in the guest logs)".to_string()]);
-        return;
-    }
-    say_indented(table(m));
-    say_indented(verdict(m));
+    say_curve(
+        format!("memory region curve ({iters} operations per write and read series)"),
+        !m.region_curve.is_empty(),
+        "region_* lines",
+        || table(m),
+        || verdict(m),
+    );
 }
 
 /// The most live regions at which both sides measured `op` and its first
@@ -275,35 +264,25 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{words, REGION_CURVE_LOG};
-
-    fn curve(log: &str) -> Measurements {
-        let mut m = Measurements::default();
-        m.add_log("regions/node2", log);
-        m
-    }
+    use crate::bench::parse::tests::{assert_rows, measured, REGION_CURVE_LOG};
 
     #[test]
     fn the_table_lines_up_lite_and_native_per_step() {
-        let m = curve(REGION_CURVE_LOG);
-        let lines = table(&m);
-        let rows: Vec<String> = lines.iter().map(|l| words(l)).collect();
-        for wanted in [
+        let wanted = [
             "write 1 64 205.0 200.0 410.0 400.0 1.02 - -",
             "write 100000 64 - 210.0 - 420.0 - - -",
             "read 100000 64 230.0 - 450.0 - - - -",
             "create 4096 - 60.0 - 80.0 -",
             "create 1073741824 900000.0 - 1.0 - -",
-        ] {
-            assert!(rows.iter().any(|r| r == wanted), "{wanted}: {rows:#?}");
-        }
+        ];
+        assert_rows(&table(&measured(REGION_CURVE_LOG)), &wanted);
     }
 
     #[test]
     fn the_verdict_compares_slowdowns_against_the_first_region() {
         assert_eq!(verdict(&Measurements::default()), None);
         // No first-region series in the fixture: not measured.
-        let partial = verdict(&curve(REGION_CURVE_LOG)).expect("a verdict");
+        let partial = verdict(&measured(REGION_CURVE_LOG)).expect("a verdict");
         assert!(
             partial.contains(": NOT met (write: not measured by both"),
             "{partial}"
@@ -327,7 +306,7 @@ mod tests {
             log += &step("LITE-RECORD", &first, 1000, 200.0);
         }
         // LITE x1.25 against native x1.20 at 1000: within 10% of native's.
-        let m = curve(&log);
+        let m = measured(&log);
         let met = verdict(&m).expect("a verdict");
         assert!(
             met.contains(
@@ -335,20 +314,19 @@ mod tests {
             ),
             "{met}"
         );
-        let rows: Vec<String> = table(&m).iter().map(|l| words(l)).collect();
-        let wanted = "write 1000 64 250.0 120.0 1.0 1.0 2.08 x1.25 x1.20".to_string();
-        assert!(rows.contains(&wanted), "{rows:#?}");
+        let wanted = ["write 1000 64 250.0 120.0 1.0 1.0 2.08 x1.25 x1.20"];
+        assert_rows(&table(&m), &wanted);
         let slower = log.replace(
             "\"regions\":1000,\"iters\":9,\"median\":250,",
             "\"regions\":1000,\"iters\":9,\"median\":300,",
         );
-        let not_met = verdict(&curve(&slower)).expect("a verdict");
+        let not_met = verdict(&measured(&slower)).expect("a verdict");
         assert!(not_met.contains("NOT met"), "{not_met}");
     }
 
     #[test]
     fn the_charts_plot_both_sides() {
-        let drawn = charts(&curve(REGION_CURVE_LOG));
+        let drawn = charts(&measured(REGION_CURVE_LOG));
         assert_eq!(drawn.len(), 2);
         let latency = &drawn[0];
         assert_eq!(latency.name, "regions-latency");

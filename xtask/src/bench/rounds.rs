@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use super::parse::{records, Latency, Record, Side};
-use super::report::{left, right, Table};
+use super::report::Table;
 
 /// What a round measures, which the markers around its lines in a guest
 /// log tell: `LITE-ROUND-BEGIN round=N` .. `LITE-ROUND-END round=N`, or
@@ -204,13 +204,9 @@ fn span(range: &Range, ratio: bool) -> String {
 
 /// The CPU table, one string per line.
 pub fn cpu_table(figures: &[CpuFigure]) -> Vec<String> {
-    let table = Table([
-        (left(8), "VM"),
-        (right(6), "rounds"),
-        (right(20).apart(), "native (min-max)"),
-        (right(20).apart(), "LITE (min-max)"),
-        (right(20).apart(), "LITE/native (min-max)"),
-    ]);
+    let table = Table::new(
+        "<8 VM|>6 rounds||>20 native (min-max)||>20 LITE (min-max)||>20 LITE/native (min-max)",
+    );
     let mut lines = vec![
         "busy CPU time of the whole VM (kernel threads included) per operation of the round's \
          series, microseconds"
@@ -407,16 +403,10 @@ pub fn figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
 
 /// The interleaved comparison's table, one string per line.
 pub fn table(figures: &[Figure]) -> Vec<String> {
-    let table = Table([
-        (left(11), "op"),
-        (right(6), "size"),
-        (right(6).apart(), "rounds"),
-        (right(20).apart(), "native us (min-max)"),
-        (right(20).apart(), "LITE us (min-max)"),
-        (right(20).apart(), "LITE/native (min-max)"),
-        (right(6).apart(), "target"),
-        (left(25).apart(), "verdict"),
-    ]);
+    let table = Table::new(
+        "<11 op|>6 size||>6 rounds||>20 native us (min-max)||>20 LITE us (min-max)||\
+         >20 LITE/native (min-max)||>6 target||<25 verdict",
+    );
     let mut lines = vec![table.header()];
     for f in figures {
         let target = f.target.map_or("-".to_string(), |t| format!("{t:.2}"));

@@ -21,16 +21,16 @@ const MIN_BW_ITERS: u64 = 8;
 /// perftest refuses fewer iterations than this.
 const PERFTEST_MIN_ITERS: u64 = 5;
 
-/// Upper bound for the whole benchmark run.
-const TIMEOUT: Duration = Duration::from_secs(60 * 60);
+/// Memory of the comparison phase's VMs in MiB, and its upper bound.
+const COMPARISON_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(60 * 60));
 
 /// Lock/unlock pairs per node in the contention phase (fewer if `--iters`
 /// is lower): enough that each phase's throughput is measured over
 /// several seconds, not over the moments its nodes start apart.
 const LOCK_CONTEND_ITERS: u32 = 1000;
 
-/// Upper bound for the lock contention phase.
-const LOCK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Memory of a lock contention phase's VMs in MiB, and its upper bound.
+const LOCK_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(30 * 60));
 
 /// Guest role of the failure phase's nodes that stay up.
 pub const FAILURE_SURVIVOR_ROLE: &str = "bench-failure-survivor";
@@ -43,11 +43,9 @@ const MEMORY_MIB: u32 = 512;
 
 /// Memory of the memory region phase's VMs in MiB: node 1 holds 100k
 /// one-page regions (native, then LITE's LMRs) and a 1 GiB LMR, node 2
-/// maps and registers 1 GiB for the native create/free series.
-const REGIONS_MEMORY_MIB: u32 = 2560;
-
-/// Upper bound for the memory region phase.
-const REGIONS_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// maps and registers 1 GiB for the native create/free series; and the
+/// phase's upper bound.
+const REGIONS_VMS: (u32, Duration) = (2560, Duration::from_secs(30 * 60));
 
 /// Live regions at each step of the memory region curve.
 pub const REGION_COUNTS: [u64; 4] = [1, 100, 10_000, 100_000];
@@ -57,11 +55,8 @@ pub const CREATE_SIZES: [u64; 6] = [4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1
 
 /// Memory of the process curve's VMs in MiB: 64 processes on each, every
 /// one with its own verbs context, queue pair and buffers in the native
-/// steps.
-const PROCESSES_MEMORY_MIB: u32 = 1024;
-
-/// Upper bound for the process curve phase.
-const PROCESSES_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// steps; and the phase's upper bound.
+const PROCESSES_VMS: (u32, Duration) = (1024, Duration::from_secs(30 * 60));
 
 /// Processes at each step of the process curve.
 pub const PROCESS_COUNTS: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -74,11 +69,9 @@ const PROCESS_STEP_OPS: u32 = 4000;
 /// Nodes of the cluster-size curve's clusters.
 pub const CLUSTER_SIZES: [usize; 3] = [2, 4, 8];
 
-/// Memory of the cluster-size curve's VMs in MiB: eight of them at once.
-const CLUSTER_MEMORY_MIB: u32 = 384;
-
-/// Upper bound for one cluster-size phase.
-const CLUSTER_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+/// Memory of the cluster-size curve's VMs in MiB (eight of them at once),
+/// and the upper bound of one of its phases.
+const CLUSTER_VMS: (u32, Duration) = (384, Duration::from_secs(20 * 60));
 
 /// Calls from every node to each of its peers in the all-to-all RPC.
 pub const SCALE_CALLS: u32 = 200;
@@ -87,8 +80,8 @@ pub const SCALE_CALLS: u32 = 200;
 /// lower).
 const SCALE_BARRIERS: u32 = 50;
 
-/// Longest an application phase may take.
-const APPS_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+/// Memory of an application phase's VMs in MiB, and its upper bound.
+const APPS_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(45 * 60));
 
 /// One perftest bandwidth run: `ib_<op>_bw -s size -t depth -n iters`.
 #[derive(Clone, Debug, PartialEq)]
@@ -232,15 +225,47 @@ impl Setup {
 }
 
 impl Setup {
-    /// Boots the application phase's cluster of `roles` and waits for it
-    /// (see [`super::apps::phase`]).
+    /// The run's log subdirectory `name`, created.
+    fn logs_of(&self, name: &str) -> Result<PathBuf> {
+        let logs = self.logs.join(name);
+        std::fs::create_dir_all(&logs)
+            .with_context(|| format!("cannot create {}", logs.display()))?;
+        Ok(logs)
+    }
+
+    /// Boots a VM of `memory_mib` per role, logging into `logs`, each given
+    /// `args` and node 2 also node 1's address as its peer when `peer`, and
+    /// waits up to `timeout` for them.
+    fn boot_each(
+        &self,
+        logs: &Path,
+        roles: Vec<String>,
+        args: Vec<String>,
+        peer: bool,
+        (memory_mib, timeout): (u32, Duration),
+    ) -> Result<Phase> {
+        let extra = |i: usize| {
+            let mut args = args.clone();
+            if peer && i == 2 {
+                args.push(format!("lite.peer={}", node_ip(1)));
+            }
+            args
+        };
+        let mut spec = self.spec(roles, &extra, logs);
+        spec.memory_mib = memory_mib;
+        boot(&spec, timeout)
+    }
+
+    /// Boots the application phase's cluster of `roles`, each given `args`,
+    /// logging into `dir`, and waits for it (see [`super::apps::phase`]).
     pub(super) fn boot_apps(
         &self,
+        dir: &str,
         roles: Vec<String>,
-        extra_append: &dyn Fn(usize) -> Vec<String>,
-        logs: &Path,
+        args: Vec<String>,
     ) -> Result<Phase> {
-        boot(&self.spec(roles, extra_append, logs), APPS_TIMEOUT)
+        let logs = self.logs_of(dir)?;
+        self.boot_each(&logs, roles, args, false, APPS_VMS)
     }
 }
 
@@ -281,25 +306,17 @@ pub struct ComparisonPlan {
 /// then, if `plan.full`, node 1 serves perftest and node 2 is its client,
 /// and node 2 measures every `lite-bench` series against node 1.
 pub fn comparison_phase(setup: &Setup, plan: ComparisonPlan) -> Result<Phase> {
-    let sizes: Vec<String> = SIZES.iter().map(u64::to_string).collect();
-    let iters = plan.iters;
-    let extra = |i: usize| {
-        let mut args = vec![
-            format!("lite.iters={iters}"),
-            format!("lite.sizes={}", sizes.join(",")),
-            format!("lite.rounds={}", plan.rounds),
-            format!("lite.rounditers={}", plan.round_iters),
-            format!("lite.isolationrounds={}", plan.isolation_rounds),
-            format!("lite.comparison={}", u8::from(plan.full)),
-        ];
-        args.extend(bw_params(iters));
-        if i == 2 {
-            args.push(format!("lite.peer={}", node_ip(1)));
-        }
-        args
-    };
+    let mut args = vec![
+        format!("lite.iters={}", plan.iters),
+        format!("lite.sizes={}", comma_list(&SIZES)),
+        format!("lite.rounds={}", plan.rounds),
+        format!("lite.rounditers={}", plan.round_iters),
+        format!("lite.isolationrounds={}", plan.isolation_rounds),
+        format!("lite.comparison={}", u8::from(plan.full)),
+    ];
+    args.extend(bw_params(plan.iters));
     let roles = vec!["bench-native-server".into(), "bench-native-client".into()];
-    boot(&setup.spec(roles, &extra, &setup.logs), TIMEOUT)
+    setup.boot_each(&setup.logs, roles, args, true, COMPARISON_VMS)
 }
 
 /// Name of round `round` of the lock contention phase of `contenders`
@@ -312,34 +329,24 @@ pub fn lock_phase_name(contenders: usize, round: u32) -> String {
 /// turns on one lock kept by one more node (node 1, which does not
 /// contend), `lock_iters` pairs each, logging into [`lock_phase_name`].
 pub fn lock_phase(setup: &Setup, contenders: usize, round: u32, lock_iters: u32) -> Result<Phase> {
-    let logs = setup.logs.join(lock_phase_name(contenders, round));
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |_: usize| vec![format!("lite.lockiters={lock_iters}")];
+    let logs = setup.logs_of(&lock_phase_name(contenders, round))?;
     let roles = vec!["bench-lock".into(); contenders + 1];
-    boot(&setup.spec(roles, &extra, &logs), LOCK_TIMEOUT)
+    let args = vec![format!("lite.lockiters={lock_iters}")];
+    setup.boot_each(&logs, roles, args, false, LOCK_VMS)
 }
 
 /// The memory region phase: node 1 serves the native baseline's regions
 /// and holds LITE's LMRs, node 2 measures both; `iters` operations per
 /// series, logging into `regions/`.
 pub fn regions_phase(setup: &Setup, iters: u32) -> Result<Phase> {
-    let logs = setup.logs.join("regions");
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |i: usize| {
-        let mut args = vec![
-            format!("lite.iters={iters}"),
-            format!("lite.regioncounts={}", comma_list(&REGION_COUNTS)),
-            format!("lite.createsizes={}", comma_list(&CREATE_SIZES)),
-        ];
-        if i == 2 {
-            args.push(format!("lite.peer={}", node_ip(1)));
-        }
-        args
-    };
+    let logs = setup.logs_of("regions")?;
     let roles = vec!["bench-regions-server".into(), "bench-regions-client".into()];
-    let mut spec = setup.spec(roles, &extra, &logs);
-    spec.memory_mib = REGIONS_MEMORY_MIB;
-    boot(&spec, REGIONS_TIMEOUT)
+    let args = vec![
+        format!("lite.iters={iters}"),
+        format!("lite.regioncounts={}", comma_list(&REGION_COUNTS)),
+        format!("lite.createsizes={}", comma_list(&CREATE_SIZES)),
+    ];
+    setup.boot_each(&logs, roles, args, true, REGIONS_VMS)
 }
 
 /// Rounds of the process curve: each step's LITE/native ratio is the
@@ -355,18 +362,13 @@ pub fn scale_barriers(iters: u32) -> u32 {
 /// timing its join, `barriers` barriers and all-to-all RPC, logging into
 /// `cluster<nodes>/`.
 pub fn cluster_phase(setup: &Setup, nodes: usize, barriers: u32) -> Result<Phase> {
-    let logs = setup.logs.join(format!("cluster{nodes}"));
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |_: usize| {
-        vec![
-            format!("lite.iters={barriers}"),
-            format!("lite.scalecalls={SCALE_CALLS}"),
-        ]
-    };
+    let logs = setup.logs_of(&format!("cluster{nodes}"))?;
     let roles = vec!["bench-scale".into(); nodes];
-    let mut spec = setup.spec(roles, &extra, &logs);
-    spec.memory_mib = CLUSTER_MEMORY_MIB;
-    boot(&spec, CLUSTER_TIMEOUT)
+    let args = vec![
+        format!("lite.iters={barriers}"),
+        format!("lite.scalecalls={SCALE_CALLS}"),
+    ];
+    setup.boot_each(&logs, roles, args, false, CLUSTER_VMS)
 }
 
 /// Operations of each step of the process curve for `--iters`.
@@ -379,26 +381,17 @@ pub fn process_step_ops(iters: u32) -> u32 {
 /// node 2 runs the processes; `step_ops` operations per step, shared by
 /// its processes; logging into `processes/`.
 pub fn processes_phase(setup: &Setup, step_ops: u32) -> Result<Phase> {
-    let logs = setup.logs.join("processes");
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let extra = |i: usize| {
-        let mut args = vec![
-            format!("lite.processops={step_ops}"),
-            format!("lite.processrounds={PROCESS_ROUNDS}"),
-            format!("lite.processcounts={}", comma_list(&PROCESS_COUNTS)),
-        ];
-        if i == 2 {
-            args.push(format!("lite.peer={}", node_ip(1)));
-        }
-        args
-    };
+    let logs = setup.logs_of("processes")?;
     let roles = vec![
         "bench-processes-server".into(),
         "bench-processes-client".into(),
     ];
-    let mut spec = setup.spec(roles, &extra, &logs);
-    spec.memory_mib = PROCESSES_MEMORY_MIB;
-    boot(&spec, PROCESSES_TIMEOUT)
+    let args = vec![
+        format!("lite.processops={step_ops}"),
+        format!("lite.processrounds={PROCESS_ROUNDS}"),
+        format!("lite.processcounts={}", comma_list(&PROCESS_COUNTS)),
+    ];
+    setup.boot_each(&logs, roles, args, true, PROCESSES_VMS)
 }
 
 /// The failure phase: [`FAILURE_NODES`] nodes running `lite-failure-test`
@@ -409,8 +402,7 @@ pub fn processes_phase(setup: &Setup, step_ops: u32) -> Result<Phase> {
 /// did not get ready or was not killed by the harness (the survivors are
 /// then stopped at once: without its death they cannot finish).
 pub fn failure_phase(setup: &Setup) -> Result<Phase> {
-    let logs = setup.logs.join("failure");
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+    let logs = setup.logs_of("failure")?;
     let no_extra = |_: usize| Vec::new();
     let roles = failure::roles(FAILURE_NODES, FAILURE_SURVIVOR_ROLE, FAILURE_VICTIM_ROLE);
     let spec = setup.spec(roles, &no_extra, &logs);
