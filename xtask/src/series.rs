@@ -879,20 +879,22 @@ fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
     Ok(patches)
 }
 
-/// Where the selftests are in the repository, and in the kernel tree.
-const SELFTESTS: (&str, &str) = ("lite-api-c/selftests", "tools/testing/selftests/lite");
-
-/// The selftests of the system calls, in the kselftest tree and its
-/// list of targets.
-fn selftests(repo: &Path) -> Result<PatchSpec> {
-    let (from, to) = SELFTESTS;
-    let mut changes: Vec<Change> = source_files(repo, from)?
+/// Places every file of the repository's directory `from` below the
+/// tree's directory `to`.
+fn place_dir(repo: &Path, from: &str, to: &str) -> Result<Vec<Change>> {
+    Ok(source_files(repo, from)?
         .iter()
         .map(|rel| Change::Place {
             dest: format!("{to}/{}", rel.display()),
             from: repo.join(from).join(rel),
         })
-        .collect();
+        .collect())
+}
+
+/// The selftests of the system calls, in the kselftest tree and its
+/// list of targets.
+fn selftests(repo: &Path) -> Result<PatchSpec> {
+    let mut changes = place_dir(repo, "lite-api-c/selftests", "tools/testing/selftests/lite")?;
     changes.push(Change::InsertAfter {
         file: "tools/testing/selftests/Makefile",
         anchor: "TARGETS += lib\n",
@@ -914,14 +916,7 @@ fn selftests(repo: &Path) -> Result<PatchSpec> {
 /// The documentation of the user-space and kernel APIs, placed in the
 /// kernel's `Documentation/` and listed in its indexes.
 fn documentation(repo: &Path) -> Result<PatchSpec> {
-    let docs = "lite-api-c/Documentation";
-    let mut changes: Vec<Change> = source_files(repo, docs)?
-        .iter()
-        .map(|rel| Change::Place {
-            dest: format!("Documentation/{}", rel.display()),
-            from: repo.join(docs).join(rel),
-        })
-        .collect();
+    let mut changes = place_dir(repo, "lite-api-c/Documentation", "Documentation")?;
     changes.push(Change::InsertAfter {
         file: "Documentation/userspace-api/index.rst",
         anchor: "   mseal",
