@@ -579,7 +579,11 @@ impl Tally {
     /// Counts the TAP results in `output`, one program's, reported as
     /// `label`.
     fn tap(&mut self, label: &str, output: &str) {
-        let report = tap::Report::parse(output);
+        self.tap_report(label, tap::Report::parse(output));
+    }
+
+    /// Counts the results of `report`, one program's, reported as `label`.
+    fn tap_report(&mut self, label: &str, report: tap::Report) {
         self.passed += report.passed();
         self.failed += report.failed();
         ui::progress(&format!(
@@ -1141,12 +1145,13 @@ fn exec_test(images: &Images, logs: &Path, selftest: &Path, counts: &mut Tally) 
     })?;
     let selftests = user_cluster::ProgramArchive::new(selftest, &[])?;
     // On the cluster nothing is skipped: a skip means the tests did not find it.
-    let none_skipped = |log: &str| match tap::Report::parse(log).skipped() {
+    let none_skipped = |log: &str| match tap::Report::parse_kselftest(log).skipped() {
         0 => Ok(()),
         skipped => Err(format!("{skipped} selftests skipped")),
     };
     for (name, log) in run_own_program(images, &logs, &selftests, counts, none_skipped)? {
-        counts.tap(&format!("{name} {SELFTEST_NAME}"), &log);
+        let report = tap::Report::parse_kselftest(&log);
+        counts.tap_report(&format!("{name} {SELFTEST_NAME}"), report);
     }
     if kernel::modules_archive(&images.kernel).is_some() {
         let script = user_cluster::ProgramArchive::new(&repo_root().join(EXEC_MODULE_SCRIPT), &[])?;

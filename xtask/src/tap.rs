@@ -98,12 +98,28 @@ const MAX_DIAGNOSTICS: usize = 30;
 impl Report {
     /// Parses TAP lines out of a console log.
     pub fn parse(log: &str) -> Self {
+        Self::parse_points(log, test_point)
+    }
+
+    /// Parses the TAP of a kselftest program out of a console log: its
+    /// result lines have no dash (`ok 1 fixture.name`), so only what comes
+    /// after the guest's [`crate::demo::RUN_MARKER`] line is read, leaving
+    /// out the KUnit results of the boot.
+    pub fn parse_kselftest(log: &str) -> Self {
+        let program = log
+            .split_once(crate::demo::RUN_MARKER)
+            .map_or("", |(_, after)| after);
+        Self::parse_points(program, kselftest_point)
+    }
+
+    /// Parses the TAP lines of `log` whose result lines `point` reads.
+    fn parse_points(log: &str, point: fn(&str) -> Option<TestPoint>) -> Self {
         let mut report = Report::default();
         // Whether diagnostics currently attach to the last (failed) point.
         let mut collecting = false;
         for raw in log.lines() {
             let line = strip_timestamp(raw).trim_end();
-            if let Some(point) = test_point(line) {
+            if let Some(point) = point(line) {
                 collecting = !point.passed;
                 report.points.push(point);
                 continue;
@@ -207,6 +223,21 @@ fn test_point(line: &str) -> Option<TestPoint> {
     })
 }
 
+/// `ok 1 fixture.name`, `not ok 2 fixture.name`, `ok 3 name # SKIP why`:
+/// the kselftest harness's result lines.
+fn kselftest_point(line: &str) -> Option<TestPoint> {
+    let (passed, rest) = outcome(line)?;
+    let (number, description) = rest.split_once(' ')?;
+    let (description, skipped) = skip_directive(description);
+    Some(TestPoint {
+        number: number.parse().ok()?,
+        description: description.to_string(),
+        passed,
+        skipped,
+        diagnostics: Vec::new(),
+    })
+}
+
 /// Splits a result line, `ok REST` or `not ok REST`, into whether it
 /// passed and REST; shared with KUnit's KTAP.
 pub fn outcome(line: &str) -> Option<(bool, &str)> {
@@ -249,6 +280,27 @@ fn summary_line(line: &str) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kselftest_results_are_read_after_the_run_marker_only() {
+        let log = "KTAP version 1\n1..1\n    ok 1 kernel_sync # SKIP needs a cluster\n\
+                   ok 1 lite_cluster # SKIP\n\
+                   LITE-GUEST-RUN role=exec\r\nTAP version 13\r\n1..3\r\n\
+                   #  RUN           global.a ...\r\nok 1 global.a\r\n\
+                   not ok 2 lite.b\r\n# lite_test.c:12:b:Expected 0 (0) == ret (-22)\r\n\
+                   ok 3 lite.c # SKIP LITE is not loaded\r\n\
+                   # Totals: pass:1 fail:1 xfail:0 xpass:0 skip:1 error:0\r\n";
+        let report = Report::parse_kselftest(log);
+        assert_eq!(report.planned, Some(3));
+        assert_eq!(
+            (report.passed(), report.failed(), report.skipped()),
+            (1, 1, 1)
+        );
+        assert_eq!(report.missing(), 0);
+        assert_eq!(report.points[1].description, "lite.b");
+        assert_eq!(report.points[1].diagnostics.len(), 1);
+        assert_eq!(Report::parse_kselftest("ok 1 x\n").points.len(), 0);
+    }
 
     const LOG: &str = "\
 Run /init as init process
