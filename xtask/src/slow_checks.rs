@@ -55,8 +55,9 @@ impl Stage {
     }
 }
 
-/// `cargo xtask slow-checks`.
-pub fn run(kernel_src: Option<&Path>) -> Result<()> {
+/// `cargo xtask slow-checks`; with `whole_series_only`, only the checks of
+/// the whole series.
+pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let cache = Cache::locate()?;
     let build = kernel::StageBuild::prepare(&cache, kernel_src)?;
     let series = Series::read_dir(&repo_root().join(PATCH_DIR))?;
@@ -85,7 +86,12 @@ pub fn run(kernel_src: Option<&Path>) -> Result<()> {
     }
 
     let mut built = true;
-    for count in 0..=patches.len() {
+    let builds = if whole_series_only {
+        0
+    } else {
+        patches.len() + 1
+    };
+    for count in 0..builds {
         let applied = Series {
             patches: patches[..count].to_vec(),
         };
@@ -98,7 +104,7 @@ pub fn run(kernel_src: Option<&Path>) -> Result<()> {
             break;
         }
     }
-    if built {
+    if built && !whole_series_only {
         let name = "build the whole series, LITE disabled".to_owned();
         run.record(build_stage(&build, &whole, name, Lite::Disabled))?;
     }
