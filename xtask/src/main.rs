@@ -134,6 +134,10 @@ enum Command {
     /// The kernel's slow checks on the series: every patch built in turn
     /// (LITE enabled, then disabled), clippy, rustdoc, sparse and htmldocs (about an hour).
     SlowChecks {
+        /// Only the checks of the whole series (minutes), not the build of
+        /// every patch (over an hour).
+        #[arg(long)]
+        whole_series_only: bool,
         #[command(flatten)]
         source: SourceArgs,
     },
@@ -256,7 +260,10 @@ fn main() -> ExitCode {
             config_only,
         } => kernel::run(flavour, source.kernel_src.as_deref(), config_only),
         Command::Patches { check, source } => series::run(check, source.kernel_src.as_deref()),
-        Command::SlowChecks { source } => slow_checks::run(source.kernel_src.as_deref()),
+        Command::SlowChecks {
+            whole_series_only,
+            source,
+        } => slow_checks::run(source.kernel_src.as_deref(), whole_series_only),
         Command::Demo { nodes, boot } => demo::run(
             demo::Showcase::Demo,
             nodes.count(),

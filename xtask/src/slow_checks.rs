@@ -1,15 +1,15 @@
 //! `cargo xtask slow-checks`: the kernel's checks that take too long for
 //! `cargo xtask test`.
 //!
-//! - Every patch builds: the cached tree and the debug kernel's build
+//! - First, on the whole series: `make CLIPPY=1` on LITE, rustdoc of
+//!   LITE's crate (private items included), `make C=2` (sparse) on LITE's
+//!   C files, and `make htmldocs` of the directories holding LITE's pages.
+//! - Then every patch builds: the cached tree and the debug kernel's build
 //!   directory are taken back to the pristine kernel, then each patch is
 //!   applied in turn and the kernel built incrementally with the test's
 //!   debug configuration (LITE as a module, its KUnit tests and fault
 //!   injection on, as far as the tree at that patch defines them); last the
 //!   whole series with LITE disabled.
-//! - `make CLIPPY=1` on LITE, rustdoc of LITE's crate (private items
-//!   included), `make C=2` (sparse) on LITE's C files, and `make htmldocs`
-//!   of the directories holding LITE's pages.
 //!
 //! Any warning about LITE's files fails a step as an error does. The tree
 //! and build directory end where `cargo xtask kernel` leaves them.
@@ -55,15 +55,43 @@ impl Stage {
     }
 }
 
-/// `cargo xtask slow-checks`.
-pub fn run(kernel_src: Option<&Path>) -> Result<()> {
+/// `cargo xtask slow-checks`; with `whole_series_only`, only the checks of
+/// the whole series.
+pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let cache = Cache::locate()?;
-    let started = Instant::now();
     let build = kernel::StageBuild::prepare(&cache, kernel_src)?;
     let series = Series::read_dir(&repo_root().join(PATCH_DIR))?;
     let patches: Vec<_> = series.changes().cloned().collect();
-    let mut stages = Vec::new();
-    for count in 0..=patches.len() {
+    let whole = Series {
+        patches: patches.clone(),
+    };
+    let mut run = Run::new(cache.logs().join(REPORT));
+
+    // The checks of the whole series first: they are quicker, and the tree
+    // and build directory are where the tests left them.
+    let applied = run.record(Stage::run("apply the whole series".into(), || {
+        apply::sync_series(&build.source, &whole, "the whole series").map(|_| ())
+    }))?;
+    if applied {
+        run.record(Stage::run("make CLIPPY=1 on LITE".into(), || {
+            build.clippy()
+        }))?;
+        run.record(Stage::run("rustdoc of LITE".into(), || build.rustdoc()))?;
+        run.record(Stage::run("sparse on LITE's C files".into(), || {
+            build.sparse()
+        }))?;
+        run.record(Stage::run("htmldocs of LITE's pages".into(), || {
+            build.htmldocs()
+        }))?;
+    }
+
+    let mut built = true;
+    let builds = if whole_series_only {
+        0
+    } else {
+        patches.len() + 1
+    };
+    for count in 0..builds {
         let applied = Series {
             patches: patches[..count].to_vec(),
         };
@@ -71,45 +99,22 @@ pub fn run(kernel_src: Option<&Path>) -> Result<()> {
             Some(last) => format!("build with {} applied", patches[last].name),
             None => "build the pristine kernel".to_owned(),
         };
-        let stage = build_stage(&build, &applied, name, Lite::Enabled);
-        let failed = stage.outcome.is_err();
-        stages.push(stage);
-        if failed {
+        built = run.record(build_stage(&build, &applied, name, Lite::Enabled))?;
+        if !built {
             break;
         }
     }
-    let whole = Series {
-        patches: patches.clone(),
-    };
-    if stages.iter().all(|stage| stage.outcome.is_ok()) {
+    if built && !whole_series_only {
         let name = "build the whole series, LITE disabled".to_owned();
-        stages.push(build_stage(&build, &whole, name, Lite::Disabled));
-    }
-    let applied = Stage::run("apply the whole series".into(), || {
-        apply::sync_series(&build.source, &whole, "the whole series").map(|_| ())
-    });
-    let ready = applied.outcome.is_ok();
-    stages.push(applied);
-    if ready {
-        stages.push(Stage::run("make CLIPPY=1 on LITE".into(), || {
-            build.clippy()
-        }));
-        stages.push(Stage::run("rustdoc of LITE".into(), || build.rustdoc()));
-        stages.push(Stage::run("sparse on LITE's C files".into(), || {
-            build.sparse()
-        }));
-        stages.push(Stage::run("htmldocs of LITE's pages".into(), || {
-            build.htmldocs()
-        }));
+        run.record(build_stage(&build, &whole, name, Lite::Disabled))?;
     }
     // Back to the configuration and tree the tests build.
     build.forget_configuration()?;
     let restored = kernel::build(&cache, Flavour::Debug, kernel_src, false).map(|_| ());
 
-    let report = report(&stages, started.elapsed());
-    ui::say(&report);
-    fsutil::write(&cache.logs().join(REPORT), &report)?;
-    let failures: Vec<String> = stages
+    ui::say(&run.report(true));
+    let failures: Vec<String> = run
+        .stages
         .iter()
         .filter_map(|stage| {
             stage
@@ -120,12 +125,41 @@ pub fn run(kernel_src: Option<&Path>) -> Result<()> {
         })
         .collect();
     if !failures.is_empty() {
-        bail!(
-            "the series does not build patch by patch:\n  {}",
-            failures.join("\n  ")
-        );
+        bail!("slow checks failed:\n  {}", failures.join("\n  "));
     }
     restored
+}
+
+/// The stages so far, their table rewritten after each one, so that an
+/// interrupted run leaves what it found.
+struct Run {
+    stages: Vec<Stage>,
+    started: Instant,
+    report: std::path::PathBuf,
+}
+
+impl Run {
+    fn new(report: std::path::PathBuf) -> Self {
+        Self {
+            stages: Vec::new(),
+            started: Instant::now(),
+            report,
+        }
+    }
+
+    /// Adds `stage` and rewrites the table; returns whether it passed.
+    fn record(&mut self, stage: Stage) -> Result<bool> {
+        let passed = stage.outcome.is_ok();
+        self.stages.push(stage);
+        fsutil::write(&self.report, self.report(false))?;
+        Ok(passed)
+    }
+
+    /// The table of the stages and the time so far; `finished` once every
+    /// stage ran and the tests' kernel was rebuilt.
+    fn report(&self, finished: bool) -> String {
+        report(&self.stages, self.started.elapsed(), finished)
+    }
 }
 
 /// Applies `applied` to the tree and builds it with LITE as `lite` says.
@@ -142,7 +176,7 @@ fn build_stage(build: &kernel::StageBuild, applied: &Series, name: String, lite:
 }
 
 /// A Markdown table of the stages and the total time.
-fn report(stages: &[Stage], total: Duration) -> String {
+fn report(stages: &[Stage], total: Duration, finished: bool) -> String {
     let mut text = String::from("| step | result | seconds |\n|---|---|---|\n");
     for stage in stages {
         let result = if stage.outcome.is_ok() {
@@ -157,8 +191,13 @@ fn report(stages: &[Stage], total: Duration) -> String {
         ));
     }
     let passed = stages.iter().filter(|stage| stage.outcome.is_ok()).count();
+    let end = if finished {
+        "the tests' kernel rebuilt after them"
+    } else {
+        "the run goes on"
+    };
     text.push_str(&format!(
-        "\n{passed} of {} steps passed in {} minutes, the tests' kernel rebuilt after them.\n",
+        "\n{passed} of {} steps passed in {} minutes, {end}.\n",
         stages.len(),
         total.as_secs().div_ceil(60)
     ));
@@ -183,9 +222,10 @@ mod tests {
                 Err(anyhow::anyhow!("no")),
             ),
         ];
-        let text = report(&stages, Duration::from_secs(61));
+        let text = report(&stages, Duration::from_secs(61), true);
         assert!(text.contains("| build the pristine kernel | passed | 42 |\n"));
         assert!(text.contains("| build with 0001-x.patch applied | FAILED | 42 |\n"));
-        assert!(text.contains("1 of 2 steps passed in 2 minutes"));
+        assert!(text.contains("1 of 2 steps passed in 2 minutes, the tests' kernel rebuilt"));
+        assert!(report(&stages, Duration::ZERO, false).contains("the run goes on"));
     }
 }
