@@ -1029,8 +1029,12 @@ long lite_rs_lock(unsigned long lock);
 long lite_rs_unlock(unsigned long lock);
 long lite_rs_set_priority(unsigned int priority);
 
-/* Helpers of LITE's Rust code that call into ib_core and crypto (lite_helpers.c). */
+/*
+ * Helpers of LITE's Rust code that call into ib_core and crypto, and read
+ * its module parameter (lite_helpers.c).
+ */
 struct ib_mr;
+void lite_device_param(char *buf, size_t len);
 int lite_map_mr(struct ib_mr *mr, const u64 *dma, u32 count, u32 len,
 		u32 page_size, u64 iova);
 int lite_hmac_sha256(const u8 *key, unsigned int keylen, const u8 *data,
