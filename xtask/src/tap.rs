@@ -98,7 +98,7 @@ const MAX_DIAGNOSTICS: usize = 30;
 impl Report {
     /// Parses TAP lines out of a console log.
     pub fn parse(log: &str) -> Self {
-        Self::parse_points(log, test_point)
+        Self::parse_points(log, DASH)
     }
 
     /// Parses the TAP of a kselftest program out of a console log: its
@@ -109,17 +109,18 @@ impl Report {
         let program = log
             .split_once(crate::demo::RUN_MARKER)
             .map_or("", |(_, after)| after);
-        Self::parse_points(program, kselftest_point)
+        Self::parse_points(program, " ")
     }
 
-    /// Parses the TAP lines of `log` whose result lines `point` reads.
-    fn parse_points(log: &str, point: fn(&str) -> Option<TestPoint>) -> Self {
+    /// Parses the TAP lines of `log`, whose result lines have `separator`
+    /// after their number.
+    fn parse_points(log: &str, separator: &str) -> Self {
         let mut report = Report::default();
         // Whether diagnostics currently attach to the last (failed) point.
         let mut collecting = false;
         for raw in log.lines() {
             let line = strip_timestamp(raw).trim_end();
-            if let Some(point) = point(line) {
+            if let Some(point) = test_point(line, separator) {
                 collecting = !point.passed;
                 report.points.push(point);
                 continue;
@@ -206,13 +207,12 @@ impl Report {
     }
 }
 
-/// `ok 1 - desc`, `not ok 2 - desc`, `ok 3 - desc # SKIP why`.
-///
-/// The dash is required: KUnit prints its own `ok 1 suite` lines on the
-/// same console when a suite runs, and those are not the test's points.
-fn test_point(line: &str) -> Option<TestPoint> {
+/// A result line, its number and description apart by `separator`:
+/// `ok 1 - desc`, `not ok 2 - desc`, `ok 3 - desc # SKIP why` with
+/// [`DASH`], `ok 1 fixture.name` with a blank as kselftest prints them.
+fn test_point(line: &str, separator: &str) -> Option<TestPoint> {
     let (passed, rest) = outcome(line)?;
-    let (number, description) = rest.split_once(" - ")?;
+    let (number, description) = rest.split_once(separator)?;
     let (description, skipped) = skip_directive(description);
     Some(TestPoint {
         number: number.parse().ok()?,
@@ -223,20 +223,10 @@ fn test_point(line: &str) -> Option<TestPoint> {
     })
 }
 
-/// `ok 1 fixture.name`, `not ok 2 fixture.name`, `ok 3 name # SKIP why`:
-/// the kselftest harness's result lines.
-fn kselftest_point(line: &str) -> Option<TestPoint> {
-    let (passed, rest) = outcome(line)?;
-    let (number, description) = rest.split_once(' ')?;
-    let (description, skipped) = skip_directive(description);
-    Some(TestPoint {
-        number: number.parse().ok()?,
-        description: description.to_string(),
-        passed,
-        skipped,
-        diagnostics: Vec::new(),
-    })
-}
+/// The separator LITE's programs print after a result's number. It is
+/// required: KUnit prints its own `ok 1 suite` lines on the same console
+/// when a suite runs, and those are not the test's points.
+const DASH: &str = " - ";
 
 /// Splits a result line, `ok REST` or `not ok REST`, into whether it
 /// passed and REST; shared with KUnit's KTAP.
