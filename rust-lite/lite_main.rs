@@ -8,14 +8,14 @@
 //! pair and memory registration on their behalf.
 //!
 //! The crate mirrors the units of the original implementation:
-//! - [`internal`] (`lite_internal`): the device, cluster membership, one RC
+//! - `internal` (`lite_internal`): the device, cluster membership, one RC
 //!   connection per peer shared by all users, the shared receive completion
 //!   queue and its polling thread, and the LMR table;
-//! - [`api`] (`lite_api`): the system call backends and the kernel C API;
+//! - `api` (`lite_api`): the system call backends and the kernel C API;
 //! - the KUnit suites (`lite_test`), built with `CONFIG_LITE_KUNIT_TEST`.
 //!
-//! All `unsafe` code lives in [`verbs`] (RDMA verbs), [`sys`] (threads,
-//! scheduling, sockets) and at the C and user-memory boundary in [`api`].
+//! All `unsafe` code lives in `verbs` (RDMA verbs), `sys` (threads,
+//! scheduling, sockets) and at the C and user-memory boundary in `api`.
 
 // `pin_init!` expands recursively per field; the cluster has many.
 #![recursion_limit = "256"]

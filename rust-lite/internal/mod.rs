@@ -3,7 +3,7 @@
 //! LITE's internal unit (the original `lite_internal`), in safe Rust on top
 //! of [`crate::verbs`] and [`crate::sys`].
 //!
-//! A joined node is a [`Cluster`]: a small [`core`] (device, peers and their
+//! A joined node is a [`Cluster`](cluster::Cluster): a small [`core`] (device, peers and their
 //! connections, the receive queue, pending control requests, the chunks held
 //! for others) and subsystems that each own their state, their control
 //! messages and their reaction to peers: [`memory`] (LMRs, transfers, memory

@@ -129,7 +129,7 @@ impl Node {
         let current = {
             let mut joined = self.joined.lock();
             let affected = joined.as_ref().is_some_and(|j| {
-                device.is_none_or(|device| Arc::ptr_eq(j.cluster.core.device(), device))
+                device.map_or(true, |device| Arc::ptr_eq(j.cluster.core.device(), device))
             });
             if affected {
                 joined.take()

@@ -39,7 +39,14 @@ impl DeviceParam {
     pub(crate) fn from_value(value: &[u8]) -> Self {
         let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
         // PANIC: `end` is at most `value.len()`.
-        let value = value[..end].trim_ascii();
+        let value = &value[..end];
+        let first = value.iter().position(|b| !b.is_ascii_whitespace());
+        let last = value.iter().rposition(|b| !b.is_ascii_whitespace());
+        let value = match (first, last) {
+            // PANIC: `first <= last < value.len()`, both found in `value`.
+            (Some(first), Some(last)) => &value[first..=last],
+            _ => &[],
+        };
         let len = value.len().min(NAME_LEN - 1);
         let mut bytes = [0u8; NAME_LEN];
         // PANIC: `len` is below `NAME_LEN` and at most `value.len()`.

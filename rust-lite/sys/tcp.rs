@@ -116,7 +116,7 @@ impl TcpStream {
     pub(crate) fn send_all(&self, mut data: &[u8]) -> Result {
         while !data.is_empty() {
             let mut msg = bindings::msghdr {
-                msg_flags: bindings::MSG_NOSIGNAL as u32,
+                msg_flags: bindings::MSG_NOSIGNAL,
                 ..Default::default()
             };
             let mut vec = bindings::kvec {

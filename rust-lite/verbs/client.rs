@@ -59,10 +59,12 @@ unsafe impl<H: ClientHandler> Sync for IbClient<H> {}
 impl<H: ClientHandler> IbClient<H> {
     /// Registers the client; `add` runs for every existing device before this returns.
     pub(crate) fn register() -> Result<Self> {
-        let mut raw = bindings::ib_client::default();
-        raw.name = c_str!("lite").as_char_ptr();
-        raw.add = Some(Self::add_callback);
-        raw.remove = Some(Self::remove_callback);
+        let raw = bindings::ib_client {
+            name: c_str!("lite").as_char_ptr(),
+            add: Some(Self::add_callback),
+            remove: Some(Self::remove_callback),
+            ..Default::default()
+        };
         let client = KBox::pin(Opaque::new(raw), GFP_KERNEL)?;
         // `add` callbacks start within the registration below.
         REGISTERED

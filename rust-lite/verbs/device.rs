@@ -115,7 +115,7 @@ impl Device {
         // changes during this call (caller's guarantee).
         let current = unsafe { &(*ptr.as_ptr()).name };
         for (to, from) in name.iter_mut().zip(current.iter()) {
-            *to = *from as u8;
+            *to = *from;
         }
         // PANIC: `DEVICE_NAME_LEN` is at least 1 (`IB_DEVICE_NAME_MAX`).
         name[DEVICE_NAME_LEN - 1] = 0;
@@ -183,7 +183,7 @@ impl Device {
     pub(crate) fn port_count(&self) -> u32 {
         // SAFETY: `ptr` is valid by the type invariant, and `phys_port_cnt`
         // is set before registration and never changed afterwards.
-        u32::from(unsafe { (*self.ptr.as_ptr()).phys_port_cnt })
+        unsafe { (*self.ptr.as_ptr()).phys_port_cnt }
     }
 
     /// Looks up `port` and picks the GID LITE advertises to its peers.

@@ -153,7 +153,7 @@ impl Registrar {
     ) -> Result<impl PinInit<Self, Error>> {
         let cq = CompletionQueue::new(pd.device().clone(), 8)?;
         let qp = Self::loopback(pd, &cq, port)?;
-        let (pd, port, keys) = (pd.clone(), port.clone(), keys.clone());
+        let (pd, port, keys) = (pd.clone(), *port, keys.clone());
         Ok(try_pin_init!(Registrar {
             qp <- new_mutex!(qp, "lite:registrar"),
             cq,

@@ -118,16 +118,21 @@ impl QueuePair {
         sizes: QueueSizes,
         port: &PortConfig,
     ) -> Result<Self> {
-        let mut attr = bindings::ib_qp_init_attr::default();
-        attr.send_cq = send_cq.as_ptr();
-        attr.recv_cq = recv_cq.as_ptr();
-        attr.cap.max_send_wr = sizes.send;
-        attr.cap.max_recv_wr = sizes.recv;
-        attr.cap.max_send_sge = 1;
-        attr.cap.max_recv_sge = 1;
-        attr.cap.max_inline_data = sizes.inline;
-        attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
-        attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
+        let mut attr = bindings::ib_qp_init_attr {
+            send_cq: send_cq.as_ptr(),
+            recv_cq: recv_cq.as_ptr(),
+            cap: bindings::ib_qp_cap {
+                max_send_wr: sizes.send,
+                max_recv_wr: sizes.recv,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: sizes.inline,
+                ..Default::default()
+            },
+            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: bindings::ib_qp_type_IB_QPT_RC,
+            ..Default::default()
+        };
         // SAFETY: `pd` is a valid PD (its type invariant) and `attr` is
         // valid for the call; the CQs it names are valid (their type
         // invariants) and outlive the QP (held below).
@@ -150,11 +155,13 @@ impl QueuePair {
             _send_cq: send_cq.clone(),
             _recv_cq: recv_cq.clone(),
         };
-        let mut init = bindings::ib_qp_attr::default();
-        init.qp_state = bindings::ib_qp_state_IB_QPS_INIT;
-        init.pkey_index = 0;
-        init.port_num = port.port;
-        init.qp_access_flags = REMOTE_ACCESS as i32;
+        let mut init = bindings::ib_qp_attr {
+            qp_state: bindings::ib_qp_state_IB_QPS_INIT,
+            pkey_index: 0,
+            port_num: port.port,
+            qp_access_flags: REMOTE_ACCESS as i32,
+            ..Default::default()
+        };
         this.modify(
             &mut init,
             bindings::ib_qp_attr_mask_IB_QP_STATE
@@ -239,8 +246,10 @@ impl QueuePair {
             crate::sys::sched::sleep_uninterruptible_ms(1);
         }
         // INVARIANT: This thread set `modifying`, and clears it below.
-        let mut attr = bindings::ib_qp_attr::default();
-        attr.qp_state = bindings::ib_qp_state_IB_QPS_ERR;
+        let mut attr = bindings::ib_qp_attr {
+            qp_state: bindings::ib_qp_state_IB_QPS_ERR,
+            ..Default::default()
+        };
         let result = self.modify(&mut attr, bindings::ib_qp_attr_mask_IB_QP_STATE);
         self.modifying.store(false, Ordering::Release);
         result
@@ -248,13 +257,15 @@ impl QueuePair {
 
     /// INIT to RTR to RTS; the caller holds `modifying`.
     fn transition_to_rts(&self, remote: &RemoteEnd, port: &PortConfig) -> Result {
-        let mut rtr = bindings::ib_qp_attr::default();
-        rtr.qp_state = bindings::ib_qp_state_IB_QPS_RTR;
-        rtr.path_mtu = mtu_from_bytes(remote.mtu.min(port.mtu_bytes()));
-        rtr.dest_qp_num = remote.qpn;
-        rtr.rq_psn = remote.psn;
-        rtr.max_dest_rd_atomic = MAX_RD_ATOMIC;
-        rtr.min_rnr_timer = MIN_RNR_TIMER;
+        let mut rtr = bindings::ib_qp_attr {
+            qp_state: bindings::ib_qp_state_IB_QPS_RTR,
+            path_mtu: mtu_from_bytes(remote.mtu.min(port.mtu_bytes())),
+            dest_qp_num: remote.qpn,
+            rq_psn: remote.psn,
+            max_dest_rd_atomic: MAX_RD_ATOMIC,
+            min_rnr_timer: MIN_RNR_TIMER,
+            ..Default::default()
+        };
         let ah = &mut rtr.ah_attr;
         ah.port_num = port.port;
         ah.sl = 0;
@@ -283,13 +294,15 @@ impl QueuePair {
                 | bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC
                 | bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER,
         )?;
-        let mut rts = bindings::ib_qp_attr::default();
-        rts.qp_state = bindings::ib_qp_state_IB_QPS_RTS;
-        rts.timeout = ACK_TIMEOUT;
-        rts.retry_cnt = RETRY_COUNT;
-        rts.rnr_retry = RNR_RETRY;
-        rts.sq_psn = self.psn;
-        rts.max_rd_atomic = MAX_RD_ATOMIC;
+        let mut rts = bindings::ib_qp_attr {
+            qp_state: bindings::ib_qp_state_IB_QPS_RTS,
+            timeout: ACK_TIMEOUT,
+            retry_cnt: RETRY_COUNT,
+            rnr_retry: RNR_RETRY,
+            sq_psn: self.psn,
+            max_rd_atomic: MAX_RD_ATOMIC,
+            ..Default::default()
+        };
         self.modify(
             &mut rts,
             bindings::ib_qp_attr_mask_IB_QP_STATE
@@ -339,7 +352,7 @@ impl QueuePair {
         wr.wr.sg_list = &mut sge;
         wr.wr.num_sge = 1;
         wr.wr.opcode = opcode;
-        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED as i32;
+        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
         if let Some((addr, rkey)) = remote {
             wr.remote_addr = addr;
             wr.rkey = rkey;
@@ -422,8 +435,8 @@ impl QueuePair {
         // No element for no bytes: the address is not read then.
         wr.wr.num_sge = i32::from(len > 0);
         wr.wr.opcode = opcode;
-        wr.wr.send_flags = (bindings::ib_send_flags_IB_SEND_SIGNALED
-            | bindings::ib_send_flags_IB_SEND_INLINE) as i32;
+        wr.wr.send_flags =
+            bindings::ib_send_flags_IB_SEND_SIGNALED | bindings::ib_send_flags_IB_SEND_INLINE;
         if let Some((addr, rkey)) = remote {
             wr.remote_addr = addr;
             wr.rkey = rkey;
@@ -473,7 +486,7 @@ impl QueuePair {
         wr.wr.sg_list = &mut sge;
         wr.wr.num_sge = 1;
         wr.wr.opcode = opcode;
-        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED as i32;
+        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
         wr.remote_addr = remote.0;
         wr.rkey = remote.1;
         wr.compare_add = compare;
@@ -514,7 +527,7 @@ impl QueuePair {
         let mut wr = bindings::ib_reg_wr::default();
         wr.wr.__bindgen_anon_1.wr_id = wr_id;
         wr.wr.opcode = bindings::ib_wr_opcode_IB_WR_REG_MR;
-        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED as i32;
+        wr.wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
         wr.mr = mr;
         wr.key = key;
         wr.access = access as i32;

@@ -99,7 +99,7 @@ impl Drop for KeyedRegion {
             let mut registrations = self.cell.registrations.lock();
             (
                 registrations.current.take(),
-                core::mem::replace(&mut registrations.replaced, KVec::new()),
+                core::mem::take(&mut registrations.replaced),
             )
         };
         // Deregistered here, before the owner lets the memory go.
@@ -293,8 +293,7 @@ impl KeyRegistry {
         let mut released = 0;
         if let Ok(cells) = self.live_cells() {
             for cell in cells.iter() {
-                let replaced =
-                    core::mem::replace(&mut cell.registrations.lock().replaced, KVec::new());
+                let replaced = core::mem::take(&mut cell.registrations.lock().replaced);
                 released += replaced.len();
                 drop(replaced);
             }

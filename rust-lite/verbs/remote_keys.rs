@@ -101,7 +101,7 @@ impl RemoteKeys {
         if !last {
             return Ok(());
         }
-        let mut complete = core::mem::replace(&mut *incoming, KVec::new());
+        let mut complete = core::mem::take(&mut *incoming);
         drop(incoming);
         complete.sort_unstable_by_key(|&(identity, _)| identity);
         // Swapped under the lock; the old table is freed outside it.

@@ -293,7 +293,7 @@ impl RemotePool {
             return;
         };
         let mut spare = 0;
-        for segment in core::mem::replace(&mut *segments, KVec::new()) {
+        for segment in core::mem::take(&mut *segments) {
             let keep = !segment.is_empty() || {
                 spare += 1;
                 spare <= SPARE_SEGMENTS

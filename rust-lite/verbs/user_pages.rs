@@ -466,6 +466,12 @@ fn kernel_page(address: *const c_void) -> Result<*mut bindings::page> {
     }
 }
 
+/// Whether the calling task may pin memory beyond its `RLIMIT_MEMLOCK`.
+fn may_lock_beyond_rlimit() -> bool {
+    // SAFETY: `capable` only reads the calling task's credentials.
+    unsafe { bindings::capable(bindings::CAP_IPC_LOCK as i32) }
+}
+
 fn check(at: usize, len: usize) -> Result {
     match at.checked_add(len) {
         Some(end) if end <= PAGE_SIZE => Ok(()),
@@ -531,10 +537,7 @@ impl PinnedVmCharge {
                 addr_of_mut!((*mm.as_ptr()).__bindgen_anon_1.pinned_vm),
             )
         };
-        // SAFETY: `capable` only reads the calling task's credentials.
-        if pinned as u64 > limit as u64
-            && !unsafe { bindings::capable(bindings::CAP_IPC_LOCK as i32) }
-        {
+        if pinned as u64 > limit as u64 && !may_lock_beyond_rlimit() {
             // SAFETY: As above; this takes back what was just added.
             unsafe {
                 bindings::atomic64_sub(

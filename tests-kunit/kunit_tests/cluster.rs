@@ -45,7 +45,8 @@ fn filled(tag: u8, len: usize) -> Result<KVVec<u8>> {
 fn next_node() -> u32 {
     let me = liteapi_get_node_id() as u32;
     let total = liteapi_get_total_node() as u32;
-    me % total + 1
+    // `total` is at least 1 once joined; 0 would make this node 1.
+    me.checked_rem(total).unwrap_or(0) + 1
 }
 
 fn password() -> u64 {

@@ -125,7 +125,7 @@ pub(crate) struct ControlJob {
 impl Job for ControlJob {
     type Context = ();
 
-    fn run(self, _: &()) {
+    fn run(self, (): &()) {
         if let Some(reply) = self.subsystem.serve(&self.peer, &self.frame) {
             if let Err(e) = self.peer.send(&reply) {
                 pr_err!("cannot answer node {}: {:?}\n", self.peer.node, e);

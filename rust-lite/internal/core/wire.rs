@@ -351,7 +351,11 @@ impl Frame {
         let (header, rest) = out.split_at_mut(8);
         header[..4].copy_from_slice(&self.kind.0.to_le_bytes());
         header[4..].copy_from_slice(&self.status.to_le_bytes());
-        for (chunk, word) in rest.chunks_exact_mut(8).zip(words) {
+        // A plain loop rather than `zip`, whose length computation divides
+        // by the chunk size.
+        let mut chunks = rest.chunks_exact_mut(8);
+        for word in words {
+            let Some(chunk) = chunks.next() else { break };
             chunk.copy_from_slice(&word.to_le_bytes());
         }
         out
@@ -369,7 +373,9 @@ impl Frame {
             u32::from_le_bytes(b)
         };
         let mut words = [0u64; 1 + ARGS];
-        for (word, chunk) in words.iter_mut().zip(rest.chunks_exact(8)) {
+        let mut chunks = rest.chunks_exact(8);
+        for word in words.iter_mut() {
+            let Some(chunk) = chunks.next() else { break };
             let mut b = [0u8; 8];
             b.copy_from_slice(chunk);
             *word = u64::from_le_bytes(b);
@@ -419,11 +425,11 @@ macro_rules! control_messages {
                 $crate::internal::core::wire::Family::$family;
 
             /// The message as a frame.
-            $vis fn to_frame(&self) -> $crate::internal::core::wire::Frame {
+            $vis fn to_frame(self) -> $crate::internal::core::wire::Frame {
                 #[allow(unused_imports)]
                 use $crate::internal::core::wire::{arg, high, low, Slot};
                 use $crate::internal::core::wire::{Family, Frame, Kind, Role};
-                match *self {
+                match self {
                     $(
                         $name::$variant { $( $field ),* } => {
                             #[allow(unused_mut)]

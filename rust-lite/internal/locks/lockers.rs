@@ -352,7 +352,7 @@ impl Lockers {
         let key = state
             .holders
             .iter()
-            .find(|(_, h)| tgid.is_none_or(|tgid| h.tgid == tgid))
+            .find(|(_, h)| tgid.map_or(true, |tgid| h.tgid == tgid))
             .map(|(k, _)| *k)?;
         let holder = state.holders.remove(&key)?;
         Some((key, holder))

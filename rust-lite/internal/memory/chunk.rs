@@ -108,13 +108,11 @@ impl Geometry {
     /// Chunk index and offset in it of LMR byte `offset`.
     pub(crate) fn locate(&self, offset: u64) -> Option<(usize, u64)> {
         let position = offset.checked_add(self.lead)?;
-        // PANIC: `chunk_size >= 1` (see `chunk_count`).
-        let index = usize::try_from(position / self.chunk_size).ok()?;
-        Some((index, position % self.chunk_size))
+        let index = usize::try_from(position.checked_div(self.chunk_size)?).ok()?;
+        Some((index, position.checked_rem(self.chunk_size)?))
     }
 }
 
-/// A part of an access that lies inside one chunk.
 /// A part of an access that lies inside one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Piece {

@@ -58,9 +58,10 @@ pub(crate) struct KernelSource<'a> {
 
 impl Source for KernelSource<'_> {
     fn fill(&mut self, staging: &mut DmaBuffer, len: usize) -> Result {
-        let (now, rest) = self.rest.split_at_checked(len).ok_or(EINVAL)?;
+        let now = self.rest.get(..len).ok_or(EINVAL)?;
         staging.write_bytes(0, now)?;
-        self.rest = rest;
+        // PANIC: `len` is at most `self.rest.len()`, checked just above.
+        self.rest = &self.rest[len..];
         Ok(())
     }
 }
@@ -73,8 +74,11 @@ pub(crate) struct KernelSink<'a> {
 
 impl Sink for KernelSink<'_> {
     fn drain(&mut self, staging: &mut DmaBuffer, len: usize) -> Result {
-        let rest = core::mem::take(&mut self.rest);
-        let (now, rest) = rest.split_at_mut_checked(len).ok_or(EINVAL)?;
+        if len > self.rest.len() {
+            return Err(EINVAL);
+        }
+        // PANIC: `len` is at most `self.rest.len()`, checked just above.
+        let (now, rest) = core::mem::take(&mut self.rest).split_at_mut(len);
         staging.read_bytes(0, now)?;
         self.rest = rest;
         Ok(())

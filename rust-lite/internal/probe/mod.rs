@@ -115,6 +115,10 @@ struct OpenProbe {
     canary: DmaBuffer,
 }
 
+/// What a target offers a prober: its queue pair `(qpn, psn)`, the target
+/// buffer `(addr, rkey)` and the canary's address.
+type ProbeOffer = ((u32, u32), (u64, u32), u64);
+
 /// The probe, as prober and as target.
 #[pin_data]
 pub(crate) struct Probe {
@@ -189,7 +193,7 @@ impl Probe {
         let (qpn, psn) = local.endpoint();
         let port = self.core.port();
         let reply = self.core.requests.call(&peer, |request_id| {
-            ProbeMessage::ProbeOpen {
+            ProbeMessage::Open {
                 request_id,
                 qpn,
                 psn,
@@ -201,7 +205,7 @@ impl Probe {
             }
             .to_frame()
         })?;
-        let Some(ProbeMessage::ProbeOpened {
+        let Some(ProbeMessage::Opened {
             status,
             qpn,
             psn,
@@ -252,10 +256,10 @@ impl Probe {
     /// Asks `peer` what became of the targets, which closes its side.
     fn verify(&self, peer: &Peer) -> Result<(bool, bool)> {
         let reply = self.core.requests.call(peer, |request_id| {
-            ProbeMessage::ProbeVerify { request_id }.to_frame()
+            ProbeMessage::Verify { request_id }.to_frame()
         })?;
         match ProbeMessage::from_frame(&reply) {
-            Some(ProbeMessage::ProbeVerdict {
+            Some(ProbeMessage::Verdict {
                 status,
                 target_written,
                 canary_intact,
@@ -278,14 +282,14 @@ impl Probe {
         Ok(connection)
     }
 
-    /// Target side of a [`ProbeMessage::ProbeOpen`]: connects to the
+    /// Target side of a [`ProbeMessage::Open`]: connects to the
     /// prober's queue pair `end` and offers it `offered`.
     fn open(
         &self,
         prober: NodeId,
         end: RemoteEnd,
         offered: u32,
-    ) -> Result<(OpenProbe, (u32, u32), (u64, u32), u64)> {
+    ) -> Result<(OpenProbe, ProbeOffer)> {
         let connection = self.connection()?;
         connection.connect(&end, self.core.port())?;
         let canary = DmaBuffer::new(&self.core.device().device, PROBE_LEN)?;
@@ -316,7 +320,7 @@ impl Probe {
             target,
             canary,
         };
-        Ok((open, endpoint, remote, canary_addr))
+        Ok((open, (endpoint, remote, canary_addr)))
     }
 
     /// The address and key of a buffer of a pool released since.
@@ -337,7 +341,7 @@ impl Probe {
     }
 
     fn answer_open(&self, prober: NodeId, message: ProbeMessage) -> Option<Frame> {
-        let ProbeMessage::ProbeOpen {
+        let ProbeMessage::Open {
             request_id,
             qpn,
             psn,
@@ -363,29 +367,27 @@ impl Probe {
         let opened = end
             .map_err(|_| EINVAL)
             .and_then(|end| self.open(prober, end, target))
-            .and_then(|(open, endpoint, remote, canary_addr)| {
+            .and_then(|(open, offer)| {
                 let kept = push_or_return(&mut self.open.lock(), open);
                 // A check that cannot be kept is closed outside the lock.
                 kept.map_err(|(e, _closed)| e)?;
-                Ok((endpoint, remote, canary_addr))
+                Ok(offer)
             });
         Some(
             match opened {
-                Ok(((qpn, psn), (target_addr, target_rkey), canary_addr)) => {
-                    ProbeMessage::ProbeOpened {
-                        request_id,
-                        status: Status::OK,
-                        qpn,
-                        psn,
-                        target_addr,
-                        target_rkey,
-                        lid_mtu: (u32::from(port.lid) << 16) | u32::from(port.mtu_bytes()),
-                        canary_addr,
-                        gid_high: gid_half(&port.gid, 0),
-                        gid_low: gid_half(&port.gid, 8),
-                    }
-                }
-                Err(e) => ProbeMessage::ProbeOpened {
+                Ok(((qpn, psn), (target_addr, target_rkey), canary_addr)) => ProbeMessage::Opened {
+                    request_id,
+                    status: Status::OK,
+                    qpn,
+                    psn,
+                    target_addr,
+                    target_rkey,
+                    lid_mtu: (u32::from(port.lid) << 16) | u32::from(port.mtu_bytes()),
+                    canary_addr,
+                    gid_high: gid_half(&port.gid, 0),
+                    gid_low: gid_half(&port.gid, 8),
+                },
+                Err(e) => ProbeMessage::Opened {
                     request_id,
                     status: e.into(),
                     qpn: 0,
@@ -411,13 +413,13 @@ impl Probe {
             Ok((written, holds(&open.canary, CANARY)?))
         });
         match verdict {
-            Ok((target_written, canary_intact)) => ProbeMessage::ProbeVerdict {
+            Ok((target_written, canary_intact)) => ProbeMessage::Verdict {
                 request_id,
                 status: Status::OK,
                 target_written,
                 canary_intact,
             },
-            Err(e) => ProbeMessage::ProbeVerdict {
+            Err(e) => ProbeMessage::Verdict {
                 request_id,
                 status: e.into(),
                 target_written: false,
@@ -434,10 +436,7 @@ impl Probe {
         // Rebuilt without it: the table holds a few entries at most.
         let mut kept = KVec::with_capacity(table.len(), GFP_KERNEL).ok()?;
         let mut taken = None;
-        for (i, open) in core::mem::replace(&mut *table, KVec::new())
-            .into_iter()
-            .enumerate()
-        {
+        for (i, open) in core::mem::take(&mut *table).into_iter().enumerate() {
             if i == index {
                 taken = Some(open);
             } else {
@@ -478,18 +477,14 @@ impl Subsystem for Probe {
     fn on_message(&self, _peer: &Arc<Peer>, frame: &Frame) -> Handling {
         // Queue pairs are created and destroyed on a worker.
         match ProbeMessage::from_frame(frame) {
-            Some(ProbeMessage::ProbeOpen { .. } | ProbeMessage::ProbeVerify { .. }) => {
-                Handling::Defer
-            }
+            Some(ProbeMessage::Open { .. } | ProbeMessage::Verify { .. }) => Handling::Defer,
             _ => Handling::Done,
         }
     }
 
     fn serve(&self, peer: &Arc<Peer>, frame: &Frame) -> Option<Frame> {
         match ProbeMessage::from_frame(frame)? {
-            ProbeMessage::ProbeVerify { request_id } => {
-                Some(self.answer_verify(peer.node, request_id))
-            }
+            ProbeMessage::Verify { request_id } => Some(self.answer_verify(peer.node, request_id)),
             message => self.answer_open(peer.node, message),
         }
     }

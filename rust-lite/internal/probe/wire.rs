@@ -20,7 +20,7 @@ control_messages! {
     pub(crate) enum ProbeMessage in Probe {
         /// Create a queue pair for the sender's probe, connected to the
         /// sender's endpoint, and targets to try.
-        ProbeOpen = Request 1 {
+        Open = Request 1 {
             /// Echoed in the reply.
             request_id: u64 => Slot::RequestId,
             /// The sender's queue pair number.
@@ -39,8 +39,8 @@ control_messages! {
             /// [`TARGET_REPLACED`].
             target: u32 => low(4),
         },
-        /// Answer to a [`ProbeMessage::ProbeOpen`].
-        ProbeOpened = Reply 2 {
+        /// Answer to a [`ProbeMessage::Open`].
+        Opened = Reply 2 {
             /// The request this answers.
             request_id: u64 => Slot::RequestId,
             /// The outcome.
@@ -63,12 +63,12 @@ control_messages! {
             gid_low: u64 => arg(5),
         },
         /// Report on the targets, and close the probe's queue pair.
-        ProbeVerify = Request 3 {
+        Verify = Request 3 {
             /// Echoed in the reply.
             request_id: u64 => Slot::RequestId,
         },
-        /// Answer to a [`ProbeMessage::ProbeVerify`].
-        ProbeVerdict = Reply 4 {
+        /// Answer to a [`ProbeMessage::Verify`].
+        Verdict = Reply 4 {
             /// The request this answers.
             request_id: u64 => Slot::RequestId,
             /// The outcome.

@@ -106,7 +106,7 @@ impl PendingReply for CallInFlight {
         match &self.pending {
             Pending::Remote(slot) => self
                 .slots
-                .take_answer(*slot, |buffer, len| ToKernel.from_slot(buffer, len)),
+                .take_answer(*slot, |buffer, len| ToKernel.take_from_slot(buffer, len)),
             Pending::Local(call) => call.take_answer(),
             Pending::OneWay => Err(errno::ECANCELED()),
         }

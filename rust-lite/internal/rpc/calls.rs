@@ -6,7 +6,7 @@
 //!
 //! A request is written into the server's ring with a write with
 //! immediate, at a place reserved in this node's view of the ring
-//! ([`PortView`]); the reply arrives in a reply slot ([`ReplySlots`]).
+//! ([`PortView`]); the reply arrives in a reply slot ([`ReplySlots`](super::client::ReplySlots)).
 
 use crate::internal::node_id::NodeId;
 use kernel::prelude::*;
@@ -296,7 +296,7 @@ impl Rpc {
         .encode();
         let prepared = outgoing.write(0, &header.encode());
         let Some(imm) = imm.filter(|_| prepared.is_ok()) else {
-            unposted(&mut *ports);
+            unposted(&mut ports);
             return prepared.and(Err(EINVAL));
         };
         if let Some(claimed) = reply_slot {
@@ -321,7 +321,7 @@ impl Rpc {
             imm,
             move |posted| {
                 if !posted {
-                    unposted(&mut *ports);
+                    unposted(&mut ports);
                 }
                 drop(ports);
             },
@@ -377,11 +377,11 @@ impl Rpc {
         destination: D,
     ) -> Result<D::Reply> {
         match pending {
-            Pending::Local(call) => destination.from_local(call.wait()?),
+            Pending::Local(call) => destination.take_local(call.wait()?),
             Pending::Remote(slot) => self
                 .slots
-                .wait(slot, |buffer, len| destination.from_slot(buffer, len)),
-            Pending::OneWay => destination.from_local(KVVec::new()),
+                .wait(slot, |buffer, len| destination.take_from_slot(buffer, len)),
+            Pending::OneWay => destination.take_local(KVVec::new()),
         }
     }
 

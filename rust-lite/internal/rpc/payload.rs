@@ -81,7 +81,7 @@ impl Payload<'_> {
     /// # Errors
     ///
     /// `ENOMEM`, `EFAULT` if user memory cannot be read.
-    pub(crate) fn to_vec(&self) -> Result<KVVec<u8>> {
+    pub(crate) fn to_vec(self) -> Result<KVVec<u8>> {
         match self {
             Payload::Kernel(bytes) => {
                 let mut data = KVVec::with_capacity(bytes.len(), GFP_KERNEL)?;
@@ -108,14 +108,14 @@ pub(crate) trait ReplyDestination: Copy {
     ///
     /// `ENOMEM`, `EINVAL` for a length beyond the buffer, `EFAULT` if user
     /// memory cannot be written.
-    fn from_slot(self, buffer: &DmaBuffer, len: usize) -> Result<Self::Reply>;
+    fn take_from_slot(self, buffer: &DmaBuffer, len: usize) -> Result<Self::Reply>;
 
     /// Takes a reply made on this node.
     ///
     /// # Errors
     ///
     /// `EFAULT` if user memory cannot be written.
-    fn from_local(self, reply: KVVec<u8>) -> Result<Self::Reply>;
+    fn take_local(self, reply: KVVec<u8>) -> Result<Self::Reply>;
 }
 
 /// The reply is returned as a kernel vector.
@@ -125,11 +125,11 @@ pub(crate) struct ToKernel;
 impl ReplyDestination for ToKernel {
     type Reply = KVVec<u8>;
 
-    fn from_slot(self, buffer: &DmaBuffer, len: usize) -> Result<KVVec<u8>> {
+    fn take_from_slot(self, buffer: &DmaBuffer, len: usize) -> Result<KVVec<u8>> {
         buffer.copied(0, len)
     }
 
-    fn from_local(self, reply: KVVec<u8>) -> Result<KVVec<u8>> {
+    fn take_local(self, reply: KVVec<u8>) -> Result<KVVec<u8>> {
         Ok(reply)
     }
 }
@@ -142,12 +142,12 @@ pub(crate) struct ToUser(pub(crate) UserPtr);
 impl ReplyDestination for ToUser {
     type Reply = usize;
 
-    fn from_slot(self, buffer: &DmaBuffer, len: usize) -> Result<usize> {
+    fn take_from_slot(self, buffer: &DmaBuffer, len: usize) -> Result<usize> {
         buffer.write_to_user(0, self.0, len)?;
         Ok(len)
     }
 
-    fn from_local(self, reply: KVVec<u8>) -> Result<usize> {
+    fn take_local(self, reply: KVVec<u8>) -> Result<usize> {
         UserSlice::new(self.0, reply.len())
             .writer()
             .write_slice(&reply)?;

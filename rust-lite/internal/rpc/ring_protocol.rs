@@ -248,11 +248,12 @@ impl RingWriter {
         if position + need - self.acked > self.size {
             return None;
         }
+        let offset = position.checked_rem(self.size)?;
         let head_before = self.head;
         self.head = position + need;
-        // PANIC: `size > 0` and `acked <= head` (as above).
+        // PANIC: `acked <= head` (as above).
         Some(Reservation {
-            offset: position % self.size,
+            offset,
             position,
             heads: (head_before, self.head),
             // A message and the unused end of a lap before it take at most
