@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,42 @@ TEST(join_arguments)
 	if (sys_lite(join, "lite.invalid", port, 1) == -EPERM)
 		SKIP(return, "joining needs CAP_NET_ADMIN");
 	CHECK_CALL(join, cases);
+}
+
+/* The result of the ia32 system call nr, entered with int $0x80 */
+static long ia32_call(long nr)
+{
+	long ret = nr;
+
+	/* The ia32 entry clears r8-r11 of a 64-bit caller. */
+	asm volatile ("int $0x80" : "+a" (ret) : : "memory", "r8", "r9", "r10", "r11");
+	return ret;
+}
+
+/*
+ * The calls are x86_64 only (lite(7)): the ia32 entry, which 32-bit
+ * processes use and a 64-bit one reaches with int $0x80, has none of
+ * their numbers.
+ */
+TEST(no_ia32_calls)
+{
+	pid_t pid = fork();
+	int status;
+	long nr;
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		for (nr = __NR_lite_join; nr <= __NR_lite_send_reply_imm_async; nr++)
+			if (ia32_call(nr) != -ENOSYS)
+				_exit(1);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	/* Without ia32 emulation, int $0x80 faults. */
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV)
+		SKIP(return, "the kernel runs no ia32 processes");
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 FIXTURE(lite) {
