@@ -3,116 +3,39 @@
 //! the memory regions a node registers as its live LMRs grow.
 //!
 //! Both nodes run it. The node that holds the memory (node 1 by default)
-//! only waits; the other allocates LMRs there and measures, in order:
+//! only waits (and serves the RPC echo port); the other allocates LMRs
+//! there and measures, in order: write/read latency per `--sizes` size,
+//! `lite_fetch_add` and `lite_compare_swp` on an 8-byte atomic LMR, and
+//! uncontended lock/unlock pairs on a lock kept by either node; memset and
+//! memcpy throughput, done on the memory node; asynchronous writes and
+//! reads with N in flight per `--depths` depth; RPC round trips, RPC under
+//! several client threads and asynchronous RPC; isolation (high-priority
+//! writes alone and beside `--qos-loaders` low-priority copies of this
+//! program, `lite-bench __qos-load NODE SIZE`, in alternating rounds, the
+//! first with the load also run with QoS off); and the memory regions of
+//! the node's resources file as 1, 10, 100 and 1000 LMRs of 4 KiB, then 100
+//! of 64 KiB, are alive, which must follow the pool's memory, not the
+//! number of LMRs.
 //!
-//! 1. latency: for every `--sizes` size, `--iters` synchronous writes and
-//!    then `--iters` reads, one at a time; then `--iters`
-//!    `lite_fetch_add` and `--iters` `lite_compare_swp` on an 8-byte LMR
-//!    allocated with `LITE_ALLOC_ATOMIC` on the memory node (`op=fetch_add`
-//!    and `op=compare_swp`, size 8), and `--iters` uncontended
-//!    `lite_lock` + `lite_unlock` pairs on a lock kept by the memory node
-//!    and on one kept by this node;
-//! 2. memory operations: for every `--bw-sizes` size, `lite_remote_memset`
-//!    on an LMR and `lite_memcpy` between two LMRs, all on the memory node
-//!    (so the work is done there), one at a time;
-//! 3. asynchronous transfers: for every `--async-sizes` size and every
-//!    `--depths` depth N, `lite_rdma_write_async` and then
-//!    `lite_rdma_read_async` with N operations kept in flight, reaped
-//!    oldest first with `lite_async_wait`;
-//! 4. RPC: the memory node serves an echo port (as many threads as the
-//!    most `--rpc-threads`); the measuring node times `--iters` round
-//!    trips (`lite_send_reply_imm`, reply as long as the request) for
-//!    every `--rpc-sizes` size, then for every `--rpc-threads` count N
-//!    lets N threads make `--rpc-calls` 64-byte calls together, then for
-//!    every `--depths` depth N up to `LITE_MAX_ASYNC_CALLS` lets one thread
-//!    make `--rpc-calls` 64-byte calls with `lite_send_reply_imm_async`,
-//!    N in flight, reaped oldest first;
-//! 5. isolation: a high-priority process (this one, after
-//!    `lite_set_priority(LITE_PRIORITY_HIGH)`, passing priority HIGH too)
-//!    times `--iters` 64-byte writes to the memory node alone (QoS on),
-//!    then while `--qos-loaders` low-priority copies of this program
-//!    (`lite-bench __qos-load NODE SIZE`, priority LOW) write 64 KiB to the
-//!    memory node in a loop, with QoS on (written to
-//!    `/sys/kernel/debug/lite/qos_enabled`, which is restored afterwards);
-//!    the two phases alternate for `--qos-rounds` rounds (odd rounds start
-//!    unloaded, even ones loaded), and the first round ends with the load
-//!    with QoS off;
-//! 6. memory regions: 4 KiB LMRs, alternately on this node and on the
-//!    memory node, are allocated and kept until 1, 10, 100 and 1000 are
-//!    alive, then (those freed) 100 LMRs of 64 KiB; after each step the
-//!    node's `/sys/kernel/debug/lite/resources` says how many memory
-//!    regions and pool segments it holds, which must follow the pool's
-//!    memory, not the number of LMRs.
+//! `--series latency` measures only the latency series and RPC round trips:
+//! one round of the interleaved comparison with the native verbs baseline,
+//! which with `--baseline COMMAND` this program starts itself and takes
+//! turns with within every series (see `baseline.rs`). `--series regions`
+//! measures the memory region curve (random writes and reads over N live
+//! LMRs in blocks taking turns with blocks on the first LMR, so that the
+//! cost of many LMRs is a ratio of series measured in the same minutes;
+//! then the time to create and free LMRs by size), `--series processes`
+//! the process curve (`process_curve.rs`), `--scale N` one step of the
+//! cluster-size curve (`cluster_scale.rs`), and `--contend N` a lock kept
+//! by node 1 that the N - 1 other nodes take turns on (the home does not
+//! contend: its own threads take its locks with no message at all).
 //!
-//! With `--series latency` it measures only the latency series of 1 and
-//! the RPC round trips of 4: one round of the benchmark's interleaved
-//! comparison with the native verbs baseline (`lite-verbs-bench`), in the
-//! same VMs. With `--baseline 'lite-verbs-bench --client HOST .. --turns'`
-//! it starts the baseline itself and the two take turns within every
-//! series, in blocks of at most `--turn-ops` operations (see
-//! `baseline.rs`); the series then run operation by operation, every size
-//! of one before the next.
-//!
-//! With `--series regions` it measures the memory region curve instead:
-//! for every `--region-counts` count N, it allocates 4 KiB LMRs on the
-//! memory node until N are alive, then times `--iters` 64-byte writes and
-//! `--iters` reads, each on one of them picked at random, in blocks taking
-//! turns with blocks of as many on the first LMR (so that the cost of many
-//! LMRs is a ratio of two series measured in the same minutes): latency
-//! records of `op` `region_write` and `region_write_first` (and the reads)
-//! with `regions` and `p99`, and then, those freed, for every
-//! `--create-sizes` size, the time to allocate an LMR of that size on the
-//! memory node and to free it (`region_create`, `region_free`, without
-//! `regions`).
-//!
-//! With `--series processes` it measures the process curve instead: for
-//! each of 64-byte writes (each process to an LMR of its own on the memory
-//! node) and 64-byte echo calls, and for every `--process-counts` count N,
-//! N processes warm up, start together and make `--iters` operations each,
-//! all through the node's shared connections, a `process` record each
-//! (`ops_per_s`: every process's operations over the time from the start
-//! until the last finished; `qps`, `mrs`: the queue pairs and memory
-//! regions LITE held on this node meanwhile)
-//!
-//! With `--scale N` it measures one step of the cluster-size curve: N
-//! nodes, all running `lite-bench --scale N`, each time their own join,
-//! `--iters` barriers of all N, and then all-to-all RPC, every node calling
-//! every other node's echo server from one thread per peer,
-//! `--scale-calls` 64-byte calls each, a `scale` record each (`join_us`
-//! null for a node that was already a member).
-//!
-//! With `--contend N` it does none of that: of N nodes, all running
-//! `lite-bench --contend N`, node 1 keeps one lock (it creates it and
-//! publishes its number by name) and the N - 1 others take turns on it,
-//! `--contend-iters` pairs each; then all N check with a counter under the
-//! lock that they excluded each other. The home does not contend: its own
-//! threads take its locks with no message at all, so that a contender
-//! there would measure the home's local path rather than contention.
-//!
-//! Series of 2 and 3 run `--bw-bytes` bytes' worth of operations (at least
-//! 8, at most `--iters`). Every result is one record of `lite_bench_record`
-//! on a line of its own, `LITE-RECORD {"latency":{"op":"write",..}}`:
-//! `latency` for latency series (RPC round trips as `op` `rpc`),
-//! `throughput` for throughput series (MiB/s, i.e. perftest's MB/sec; with
-//! `depth` for the asynchronous ones), `rpc_throughput` and `rpc_async`
-//! for RPC under load (the latter's times from posting a call to reaping
-//! it), `lock` for lock series (1 contender when uncontended; acquire is
-//! `lite_lock` alone and pair `lite_lock` + `lite_unlock`), with
-//! `lock_samples` of contended series' raw acquire times, `qos` and
-//! `qos_load` for each phase of the isolation run (`load_mibps`: the
-//! low-priority processes' MiB/s, each over the whole time it wrote, added
-//! up; `throttled`: the growth of the node's `qos_throttled` counter while
-//! the high-priority writes were timed), and `regions` for each step of the
-//! memory region series (`local`: how many of the LMRs are on this node,
-//! the others being on the memory node; the rest as the resources file
-//! gives them right after the step's allocations, `lmrs` counting every
-//! LMR this node created).
-//!
-//! A throughput's `average` is total bytes over total time, and its spread is over
-//! single operations (memset, memcpy) or over up to 10 consecutive groups
-//! of completions (asynchronous series). Every series checks the data it
-//! moved afterwards. The run ends with `LITE-BENCH: ok` or
-//! `LITE-BENCH: FAILED <reason>`.
+//! Every result is one record of `lite_bench_record` on a line of its own,
+//! `LITE-RECORD {"latency":{"op":"write",..}}`; throughputs are MiB/s
+//! (perftest's MB/sec), total bytes over total time, with a spread over
+//! single operations or over up to 10 consecutive groups of completions.
+//! Every series checks the data it moved afterwards. The run ends with
+//! `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
 
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
@@ -443,7 +366,7 @@ struct Options {
     /// Which series run (`--series`).
     series: Series,
     /// Operations of the latency series (`--ops`).
-    ops: LatencyOps,
+    ops: Vec<Operation>,
     /// The native baseline that takes turns with the latency series
     /// (`--baseline`).
     baseline: Option<String>,
@@ -464,56 +387,36 @@ struct Options {
     contend_iters: usize,
 }
 
-/// The operations of the latency series that run (`--ops`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct LatencyOps {
-    write: bool,
-    read: bool,
-    fetch_add: bool,
-    compare_swp: bool,
-    rpc: bool,
-}
+/// The operations of the latency series, of which `--ops` picks.
+const LATENCY_OPS: [Operation; 5] = [
+    Operation::Write,
+    Operation::Read,
+    Operation::FetchAdd,
+    Operation::CompareSwp,
+    Operation::Rpc,
+];
 
-impl LatencyOps {
-    /// Every one.
-    const ALL: LatencyOps = LatencyOps {
-        write: true,
-        read: true,
-        fetch_add: true,
-        compare_swp: true,
-        rpc: true,
-    };
-
-    /// A comma-separated list of operation names.
-    fn parse(text: &str) -> Result<LatencyOps, String> {
-        let mut ops = LatencyOps {
-            write: false,
-            read: false,
-            fetch_add: false,
-            compare_swp: false,
-            rpc: false,
-        };
-        for name in text.split(',') {
-            let selected = match name {
-                "write" => &mut ops.write,
-                "read" => &mut ops.read,
-                "fetch_add" => &mut ops.fetch_add,
-                "compare_swp" => &mut ops.compare_swp,
-                "rpc" => &mut ops.rpc,
-                _ => {
-                    return Err(format!(
-                        "unknown operation {name:?}: expected write, read, fetch_add, \
-                         compare_swp or rpc"
-                    ))
-                }
-            };
-            *selected = true;
-        }
-        Ok(ops)
-    }
+/// A comma-separated list of names of [`LATENCY_OPS`].
+fn parse_latency_ops(text: &str) -> Result<Vec<Operation>, String> {
+    let find = |name: &str| LATENCY_OPS.into_iter().find(|op| op.to_string() == name);
+    text.split(',')
+        .map(|name| {
+            find(name).ok_or_else(|| {
+                format!(
+                    "unknown operation {name:?}: expected write, read, fetch_add, compare_swp \
+                     or rpc"
+                )
+            })
+        })
+        .collect()
 }
 
 impl Options {
+    /// Whether the latency series of `operation` runs.
+    fn runs(&self, operation: Operation) -> bool {
+        self.ops.contains(&operation)
+    }
+
     /// Largest message the RPC server must accept; `None` without RPC
     /// series.
     fn rpc_max_size(&self) -> Option<u64> {
@@ -624,7 +527,7 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
         "processes" => Ok(Series::Processes),
         _ => Err("expected all, latency, regions or processes".to_string()),
     })?;
-    let ops = parsed.with("ops", LatencyOps::ALL, LatencyOps::parse)?;
+    let ops = parsed.with("ops", LATENCY_OPS.to_vec(), parse_latency_ops)?;
     let baseline = parsed.get("baseline").map(str::to_string);
     if let Some(command) = &baseline {
         if series != Series::Latency || command.split_whitespace().next().is_none() {
@@ -726,9 +629,7 @@ fn say_and_exit(outcome: Result<String, String>) -> ExitCode {
 
 fn run(options: &Options) -> Result<(), String> {
     let cm = options.cm;
-    let join_started = monotonic_ns();
-    let joined = join_cluster(cm);
-    let join_us = monotonic_ns().saturating_sub(join_started) as f64 / 1000.0;
+    let (joined, join_us) = time_us(|| join_cluster(cm));
     let mut join_took = None;
     let me = match joined {
         Ok(Membership::Joined(id)) => {
@@ -822,11 +723,10 @@ fn barrier_of(nodes: u32) -> Result<(), String> {
 /// The write series of every size, then the read series (which check what
 /// they read against what the writes left).
 fn measure(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), String> {
-    let LatencyOps {
-        write: writes,
-        read: reads,
-        ..
-    } = options.ops;
+    let (writes, reads) = (
+        options.runs(Operation::Write),
+        options.runs(Operation::Read),
+    );
     if !writes && !reads {
         return Ok(());
     }
@@ -889,26 +789,38 @@ fn timed_turns(
     mut operation: impl FnMut() -> Result<(), String>,
 ) -> Result<Vec<f64>, String> {
     let mut samples = Vec::with_capacity(iters);
-    let mut time = |count: usize| {
-        for _ in 0..count {
-            let (result, micros) = time_us(&mut operation);
-            result?;
-            samples.push(micros);
-        }
-        Ok::<(), String>(())
-    };
     match baseline {
-        None => time(iters)?,
+        None => time_each(iters, &mut samples, operation)?,
         Some(baseline) => {
             for (side, count) in baseline::schedule(iters, baseline.block()) {
                 match side {
                     Side::Baseline => baseline.turn(kind, size, count)?,
-                    Side::Lite => time(count)?,
+                    Side::Lite => time_each(count, &mut samples, &mut operation)?,
                 }
             }
         }
     }
     Ok(samples)
+}
+
+/// Times `count` runs of `operation`, adding their durations in
+/// microseconds to `samples`.
+fn time_each(
+    count: usize,
+    samples: &mut Vec<f64>,
+    mut operation: impl FnMut() -> Result<(), String>,
+) -> Result<(), String> {
+    for _ in 0..count {
+        let (result, micros) = time_us(&mut operation);
+        result?;
+        samples.push(micros);
+    }
+    Ok(())
+}
+
+/// Microseconds from `start` (a [`monotonic_ns`] reading) until now.
+fn micros_since(start: u64) -> f64 {
+    monotonic_ns().saturating_sub(start) as f64 / 1000.0
 }
 
 fn write(lmr: &Lmr, data: &[u8]) -> Result<(), String> {
@@ -1023,15 +935,9 @@ fn timed_series(
     ops: usize,
     mut operation: impl FnMut() -> Result<(), String>,
 ) -> Result<Vec<f64>, String> {
-    for _ in 0..THROUGHPUT_WARMUP_OPS {
-        operation()?;
-    }
+    (0..THROUGHPUT_WARMUP_OPS).try_for_each(|_| operation())?;
     let mut samples = Vec::with_capacity(ops);
-    for _ in 0..ops {
-        let (result, micros) = time_us(&mut operation);
-        result?;
-        samples.push(micros);
-    }
+    time_each(ops, &mut samples, operation)?;
     Ok(samples)
 }
 
@@ -1318,7 +1224,7 @@ fn measure_rpc_round_trips(
     options: &Options,
     baseline: &mut Option<Baseline>,
 ) -> Result<(), String> {
-    if options.rpc_sizes.is_empty() || !options.ops.rpc {
+    if options.rpc_sizes.is_empty() || !options.runs(Operation::Rpc) {
         return Ok(());
     }
     let node = options.memory_node;
@@ -1334,9 +1240,7 @@ fn measure_rpc_round_trips(
         let mut request = vec![0u8; len];
         pattern::fill(seed, 0, &mut request);
         let mut reply = vec![0u8; len];
-        for _ in 0..WARMUP_OPS {
-            echo_call(node, &request, &mut reply)?;
-        }
+        (0..WARMUP_OPS).try_for_each(|_| echo_call(node, &request, &mut reply))?;
         pattern::poison(seed, 0, &mut reply);
         let samples = timed_turns(baseline, Operation::Rpc, size, options.iters, || {
             echo_call(node, &request, &mut reply)
@@ -1384,7 +1288,7 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
         let (len, reply) = call
             .wait()
             .map_err(|e| format!("async RPC with {depth} in flight: {}", describe_error(&e)))?;
-        samples.push(monotonic_ns().saturating_sub(start) as f64 / 1000.0);
+        samples.push(micros_since(start));
         if len != size as usize {
             return Err(format!("async RPC of {size} B got a {len} B reply"));
         }
@@ -1394,7 +1298,7 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
             posted += 1;
         }
     }
-    let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    let elapsed_us = micros_since(began);
     let series = (size, 1, Some(depth));
     emit(&rpc_throughput(series, &samples, elapsed_us).ok_or("async RPC: no usable samples")?);
     Ok(())
@@ -1420,9 +1324,7 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
                     let mut samples = Vec::with_capacity(calls);
                     for _ in 0..calls {
                         pattern::poison(seed, 0, &mut reply);
-                        let (result, micros) = time_us(|| echo_call(node, &request, &mut reply));
-                        result?;
-                        samples.push(micros);
+                        time_each(1, &mut samples, || echo_call(node, &request, &mut reply))?;
                         pattern::verify(seed, 0, &reply)
                             .map_err(|m| format!("RPC got another thread's reply: {m}"))?;
                     }
@@ -1436,7 +1338,7 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
             .into_iter()
             .map(|w| w.join().unwrap_or_else(|_| Err("panicked".into())))
             .collect();
-        let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+        let elapsed_us = micros_since(began);
         (results, elapsed_us)
     });
     let mut samples = Vec::new();
@@ -1453,7 +1355,7 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
 /// memory node. Every call's old value is checked: the LMR starts at zero
 /// and each call adds one (the swaps replace the value with the next one).
 fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), String> {
-    if !options.ops.fetch_add && !options.ops.compare_swp {
+    if !options.runs(Operation::FetchAdd) && !options.runs(Operation::CompareSwp) {
         return Ok(());
     }
     let node = options.memory_node;
@@ -1496,9 +1398,13 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
         (
             Operation::FetchAdd,
             &fetch_add as &dyn Fn(u64) -> Result<(), String>,
-            options.ops.fetch_add,
+            options.runs(Operation::FetchAdd),
         ),
-        (Operation::CompareSwp, &compare_swp, options.ops.compare_swp),
+        (
+            Operation::CompareSwp,
+            &compare_swp,
+            options.runs(Operation::CompareSwp),
+        ),
     ] {
         if !selected {
             continue;
@@ -1578,22 +1484,21 @@ fn time_lock_pairs(
     contenders: u32,
     node: u32,
 ) -> Result<(Record, Vec<f64>), String> {
-    let micros = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1000.0;
     let mut acquire_us = Vec::with_capacity(pairs);
     let mut pair_us = Vec::with_capacity(pairs);
     let begin = monotonic_ns();
     for _ in 0..pairs {
         let start = monotonic_ns();
         let locked = acquire(lock);
-        let acquired = monotonic_ns();
+        let acquired = micros_since(start);
         locked?;
         let unlocked = release(lock);
-        let end = monotonic_ns();
+        let pair = micros_since(start);
         unlocked?;
-        acquire_us.push(micros(start, acquired));
-        pair_us.push(micros(start, end));
+        acquire_us.push(acquired);
+        pair_us.push(pair);
     }
-    let busy_us = micros(begin, monotonic_ns());
+    let busy_us = micros_since(begin);
     let series = lock_record(
         (contenders, node, lock.home),
         &acquire_us,
@@ -1880,16 +1785,10 @@ fn qos_phase(
         }
         std::thread::sleep(QOS_SETTLE);
     }
-    for _ in 0..WARMUP_OPS {
-        write_high()?;
-    }
+    (0..WARMUP_OPS).try_for_each(|_| write_high())?;
     let before = throttled()?;
     let mut samples = Vec::with_capacity(options.iters);
-    for _ in 0..options.iters {
-        let (result, micros) = time_us(write_high);
-        result?;
-        samples.push(micros);
-    }
+    time_each(options.iters, &mut samples, write_high)?;
     let after = throttled()?;
     loaders.iter_mut().for_each(Piped::close);
     let load = loaders
@@ -2198,25 +2097,19 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::LatencyOps;
+    use super::{parse_latency_ops, Operation, LATENCY_OPS};
 
     #[test]
     fn latency_ops_name_the_series_that_run() {
         assert_eq!(
-            LatencyOps::parse("read,fetch_add"),
-            Ok(LatencyOps {
-                write: false,
-                read: true,
-                fetch_add: true,
-                compare_swp: false,
-                rpc: false,
-            })
+            parse_latency_ops("read,fetch_add"),
+            Ok(vec![Operation::Read, Operation::FetchAdd])
         );
         assert_eq!(
-            LatencyOps::parse("write,read,fetch_add,compare_swp,rpc"),
-            Ok(LatencyOps::ALL)
+            parse_latency_ops("write,read,fetch_add,compare_swp,rpc"),
+            Ok(LATENCY_OPS.to_vec())
         );
-        assert!(LatencyOps::parse("write,memset").is_err());
-        assert!(LatencyOps::parse("").is_err());
+        assert!(parse_latency_ops("write,memset").is_err());
+        assert!(parse_latency_ops("").is_err());
     }
 }

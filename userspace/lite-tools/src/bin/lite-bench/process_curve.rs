@@ -21,7 +21,8 @@ use lite_tools::{pattern, say};
 
 use super::piped::Piped;
 use super::{
-    alloc, echo_call, free, read_region_counters, say_and_exit, wait_for_server, WARMUP_OPS,
+    alloc, echo_call, free, micros_since, read_region_counters, say_and_exit, wait_for_server,
+    WARMUP_OPS,
 };
 
 /// The subcommand of one process of the curve.
@@ -75,7 +76,7 @@ fn step(
             .ok_or_else(|| format!("a {workload} process said \"{line}\""))?;
         slowest_us = slowest_us.max(took);
     }
-    let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    let elapsed_us = micros_since(began);
     for mut worker in workers {
         worker.finish()?;
     }
@@ -147,9 +148,7 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
             pattern::verify(seed, 0, &back).map_err(|m| format!("wrong RPC reply: {m}"))
         }
     };
-    for _ in 0..WARMUP_OPS {
-        operation()?;
-    }
+    (0..WARMUP_OPS).try_for_each(|_| operation())?;
     say(format_args!("ready"));
     let mut go = String::new();
     std::io::stdin()
@@ -160,10 +159,8 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
         return Err("the step ended before it started".into());
     }
     let began = monotonic_ns();
-    for _ in 0..iters {
-        operation()?;
-    }
-    let took_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    (0..iters).try_for_each(|_| operation())?;
+    let took_us = micros_since(began);
     // A fast but wrong write would make the numbers meaningless.
     if let Some(lmr) = lmr {
         lmr.read(0, &mut back, Priority::None)
