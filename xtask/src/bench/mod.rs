@@ -237,6 +237,17 @@ fn write_report(
     Ok(())
 }
 
+/// Runs one phase unless the run was interrupted, and hands its guests'
+/// logs to `file`; whether every guest finished.
+fn run_phase(
+    start: impl FnOnce() -> Result<run::Phase>,
+    file: impl FnOnce(&[run::NodeLog]),
+) -> Result<()> {
+    let phase = interrupt::check().and_then(|()| start())?;
+    file(&phase.logs);
+    phase.waited
+}
+
 /// `cargo xtask bench`.
 pub fn run(
     options: &Options,
@@ -276,14 +287,14 @@ pub fn run(
         let lock_iters = run::lock_iters(iters);
         for round in 1..=LOCK_ROUNDS {
             for contenders in CONTENDERS {
-                let lock_waited = interrupt::check()
-                    .and_then(|()| run::lock_phase(&setup, contenders, round, lock_iters))
-                    .and_then(|phase| {
+                let lock_waited = run_phase(
+                    || run::lock_phase(&setup, contenders, round, lock_iters),
+                    |logs| {
                         let prefix = run::lock_phase_name(contenders, round);
-                        m.add_logs(&format!("{prefix}/"), &phase.logs);
-                        m.add_lock_round(contenders as u32, &phase.logs);
-                        phase.waited
-                    });
+                        m.add_logs(&format!("{prefix}/"), logs);
+                        m.add_lock_round(contenders as u32, logs);
+                    },
+                );
                 waits.push(lock_waited.with_context(|| {
                     format!("round {round} of the lock contention phase of {contenders} nodes")
                 }));
@@ -293,46 +304,38 @@ pub fn run(
     }
     if options.runs(Part::Failure) {
         // The failure phase: four VMs again, the last of them killed.
-        let failure_waited = interrupt::check()
-            .and_then(|()| run::failure_phase(&setup))
-            .and_then(|phase| {
-                m.add_failure_logs("failure/", &phase.logs, FAILURE_NODES);
-                phase.waited
-            });
+        let failure_waited = run_phase(
+            || run::failure_phase(&setup),
+            |logs| m.add_failure_logs("failure/", logs, FAILURE_NODES),
+        );
         report::say_failure(&m);
         waits.push(failure_waited.context("the failure phase"));
     }
     if options.runs(Part::Regions) {
         // Two VMs of their own, with room for 100k regions and a 1 GiB one.
-        let waited = interrupt::check()
-            .and_then(|()| run::regions_phase(&setup, iters))
-            .and_then(|phase| {
-                m.add_logs("regions/", &phase.logs);
-                phase.waited
-            });
+        let waited = run_phase(
+            || run::regions_phase(&setup, iters),
+            |logs| m.add_logs("regions/", logs),
+        );
         region_curve::say(iters, &m);
         waits.push(waited.context("the memory region phase"));
     }
     if options.runs(Part::Processes) {
         let step_ops = run::process_step_ops(iters);
-        let waited = interrupt::check()
-            .and_then(|()| run::processes_phase(&setup, step_ops))
-            .and_then(|phase| {
-                m.add_logs("processes/", &phase.logs);
-                phase.waited
-            });
+        let waited = run_phase(
+            || run::processes_phase(&setup, step_ops),
+            |logs| m.add_logs("processes/", logs),
+        );
         process_curve::say(step_ops, run::PROCESS_ROUNDS, &m);
         waits.push(waited.context("the process curve phase"));
     }
     if options.runs(Part::Cluster) {
         let barriers = run::scale_barriers(iters);
         for nodes in run::CLUSTER_SIZES {
-            let waited = interrupt::check()
-                .and_then(|()| run::cluster_phase(&setup, nodes, barriers))
-                .and_then(|phase| {
-                    m.add_logs(&format!("cluster{nodes}/"), &phase.logs);
-                    phase.waited
-                });
+            let waited = run_phase(
+                || run::cluster_phase(&setup, nodes, barriers),
+                |logs| m.add_logs(&format!("cluster{nodes}/"), logs),
+            );
             waits.push(waited.with_context(|| format!("the {nodes}-node cluster-size phase")));
         }
         cluster_scale::say(barriers, run::SCALE_CALLS, &m);
@@ -342,15 +345,15 @@ pub fn run(
     let mut app_runs = Vec::new();
     if options.runs(Part::Apps) {
         for nodes in apps::APP_NODES {
-            let waited = interrupt::check()
-                .and_then(|()| apps::phase(&setup, nodes))
-                .and_then(|phase| {
-                    m.add_logs(&format!("apps{nodes}/"), &phase.logs);
-                    for log in &phase.logs {
+            let waited = run_phase(
+                || apps::phase(&setup, nodes),
+                |logs| {
+                    m.add_logs(&format!("apps{nodes}/"), logs);
+                    for log in logs {
                         app_runs.extend(apps::parse_app_runs(&log.text, nodes));
                     }
-                    phase.waited
-                });
+                },
+            );
             waits.push(waited.with_context(|| format!("the {nodes}-node application phase")));
         }
         apps::say(&app_runs, &APP_LITE_FILES);
@@ -365,17 +368,10 @@ pub fn run(
     if options.runs(Part::Apps) && app_runs.is_empty() {
         bail!("no application run reported a result");
     }
-    let measured_in_vms = [
-        Part::Latency,
-        Part::Comparison,
-        Part::Locks,
-        Part::Failure,
-        Part::Regions,
-        Part::Processes,
-        Part::Cluster,
-    ]
-    .into_iter()
-    .any(|part| options.runs(part));
+    // Every part but the applications leaves its measurements in `m`.
+    let measured_in_vms = <Part as clap::ValueEnum>::value_variants()
+        .iter()
+        .any(|&part| part != Part::Apps && options.runs(part));
     if measured_in_vms && m.is_empty() {
         bail!("no measurements found in the guest logs");
     }
