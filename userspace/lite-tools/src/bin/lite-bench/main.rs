@@ -472,65 +472,85 @@ fn bounded_if_given(
 }
 
 fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
-    let cm = parsed.required_with("cm", parse_cm_address)?;
     let peer = parsed.with("peer-node", PeerNode::Auto, |text| {
         PeerNode::parse(text, lite::sys::MAX_NODES)
     })?;
-    let iters = bounded(parsed, "iters", 1000, 1..=10_000_000)?;
-    let sizes = parsed.with("sizes", vec![8, 64, 512, 4096, 65536], |text| {
-        // Unlike the other lists, not `none`.
-        parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
-    })?;
-    let bw_sizes = parsed.with("bw-sizes", vec![4096, 65536, 1 << 20, 4 << 20], |text| {
-        parse_size_list(text, MAX_BW_SIZE)
-    })?;
-    let async_sizes = parsed.with("async-sizes", vec![4096, 65536], |text| {
-        parse_size_list(text, sys::MAX_ASYNC_SIZE)
-    })?;
     let max_depth = u64::from(sys::MAX_ASYNC_OPS);
-    let depths = parsed.with("depths", vec![1, 2, 4, 8, 16, 32], |text| {
-        let depths = parse_positive_list(text)?;
-        match depths.iter().find(|&&depth| depth > max_depth) {
-            Some(depth) => Err(format!("{depth} is more than {max_depth} in flight")),
-            // Bounded by MAX_ASYNC_OPS.
-            None => Ok(depths.into_iter().map(|d| d as usize).collect()),
-        }
-    })?;
-    let bw_bytes = bounded(parsed, "bw-bytes", 16u64 << 20, 1..=1 << 40)?;
+    let options = Options {
+        cm: parsed.required_with("cm", parse_cm_address)?,
+        peer,
+        memory_node: match peer {
+            PeerNode::Id(id) => id,
+            _ => 1,
+        },
+        iters: bounded(parsed, "iters", 1000, 1..=10_000_000)?,
+        sizes: parsed.with("sizes", vec![8, 64, 512, 4096, 65536], |text| {
+            // Unlike the other lists, not `none`.
+            parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
+        })?,
+        bw_sizes: parsed.with("bw-sizes", vec![4096, 65536, 1 << 20, 4 << 20], |text| {
+            parse_size_list(text, MAX_BW_SIZE)
+        })?,
+        async_sizes: parsed.with("async-sizes", vec![4096, 65536], |text| {
+            parse_size_list(text, sys::MAX_ASYNC_SIZE)
+        })?,
+        depths: parsed.with("depths", vec![1, 2, 4, 8, 16, 32], |text| {
+            let depths = parse_positive_list(text)?;
+            match depths.iter().find(|&&depth| depth > max_depth) {
+                Some(depth) => Err(format!("{depth} is more than {max_depth} in flight")),
+                // Bounded by MAX_ASYNC_OPS.
+                None => Ok(depths.into_iter().map(|d| d as usize).collect()),
+            }
+        })?,
+        bw_bytes: bounded(parsed, "bw-bytes", 16u64 << 20, 1..=1 << 40)?,
+        rpc_sizes: parsed.with("rpc-sizes", vec![8, 64, 512, 4096, 65536], |text| {
+            parse_size_list(text, sys::MAX_MESSAGE_SIZE)
+        })?,
+        rpc_threads: parsed.with("rpc-threads", vec![1, 2, 4, 8, 16], |text| {
+            parse_count_list(text, MAX_RPC_THREADS)
+        })?,
+        rpc_calls: bounded(parsed, "rpc-calls", 2000, 1..=10_000_000)?,
+        qos_loaders: bounded(parsed, "qos-loaders", 3, 0..=MAX_QOS_LOADERS)?,
+        qos_rounds: bounded(parsed, "qos-rounds", 5, 1..=MAX_QOS_ROUNDS)?,
+        series: parsed.with("series", Series::All, |text| match text {
+            "all" => Ok(Series::All),
+            "latency" => Ok(Series::Latency),
+            "regions" => Ok(Series::Regions),
+            "processes" => Ok(Series::Processes),
+            _ => Err("expected all, latency, regions or processes".to_string()),
+        })?,
+        ops: parsed.with("ops", LATENCY_OPS.to_vec(), parse_latency_ops)?,
+        baseline: parsed.get("baseline").map(str::to_string),
+        turn_ops: bounded(parsed, "turn-ops", 10, 1..=10_000_000)?,
+        region_counts: parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
+            parse_count_list(text, MAX_CURVE_LMRS)
+        })?,
+        create_sizes: parsed.with(
+            "create-sizes",
+            vec![4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
+            |text| parse_size_list(text, MAX_CREATE_SIZE),
+        )?,
+        process_counts: parsed.with("process-counts", vec![1, 2, 4, 8, 16, 32, 64], |text| {
+            parse_count_list(text, MAX_CURVE_PROCESSES)
+        })?,
+        contend: bounded_if_given(parsed, "contend", 2..=MAX_CLUSTER_NODES)?,
+        scale: bounded_if_given(parsed, "scale", 2..=MAX_CLUSTER_NODES)?,
+        scale_calls: bounded(parsed, "scale-calls", 200, 1..=10_000_000)?,
+        contend_iters: bounded(parsed, "contend-iters", 300, 1..=10_000_000)?,
+    };
     // The asynchronous buffers hold one slot per operation in flight.
-    let async_span = async_sizes.iter().max().copied().unwrap_or(0)
-        * depths.iter().max().copied().unwrap_or(0) as u64;
+    let async_span = options.async_sizes.iter().max().copied().unwrap_or(0)
+        * options.depths.iter().max().copied().unwrap_or(0) as u64;
     if async_span > MAX_BW_SIZE {
+        let depths: Vec<String> = options.depths.iter().map(usize::to_string).collect();
         return Err(invalid(
             "depths",
-            &depths
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
+            &depths.join(","),
             format!("the largest async size times the largest depth exceeds {MAX_BW_SIZE} B"),
         ));
     }
-    let rpc_sizes = parsed.with("rpc-sizes", vec![8, 64, 512, 4096, 65536], |text| {
-        parse_size_list(text, sys::MAX_MESSAGE_SIZE)
-    })?;
-    let rpc_threads = parsed.with("rpc-threads", vec![1, 2, 4, 8, 16], |text| {
-        parse_count_list(text, MAX_RPC_THREADS)
-    })?;
-    let rpc_calls = bounded(parsed, "rpc-calls", 2000, 1..=10_000_000)?;
-    let qos_loaders = bounded(parsed, "qos-loaders", 3, 0..=MAX_QOS_LOADERS)?;
-    let qos_rounds = bounded(parsed, "qos-rounds", 5, 1..=MAX_QOS_ROUNDS)?;
-    let series = parsed.with("series", Series::All, |text| match text {
-        "all" => Ok(Series::All),
-        "latency" => Ok(Series::Latency),
-        "regions" => Ok(Series::Regions),
-        "processes" => Ok(Series::Processes),
-        _ => Err("expected all, latency, regions or processes".to_string()),
-    })?;
-    let ops = parsed.with("ops", LATENCY_OPS.to_vec(), parse_latency_ops)?;
-    let baseline = parsed.get("baseline").map(str::to_string);
-    if let Some(command) = &baseline {
-        if series != Series::Latency || command.split_whitespace().next().is_none() {
+    if let Some(command) = &options.baseline {
+        if options.series != Series::Latency || command.split_whitespace().next().is_none() {
             return Err(invalid(
                 "baseline",
                 command,
@@ -538,65 +558,23 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             ));
         }
     }
-    let turn_ops = bounded(parsed, "turn-ops", 10, 1..=10_000_000)?;
-    let region_counts = parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
-        parse_count_list(text, MAX_CURVE_LMRS)
-    })?;
-    let create_sizes = parsed.with(
-        "create-sizes",
-        vec![4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
-        |text| parse_size_list(text, MAX_CREATE_SIZE),
-    )?;
-    let process_counts = parsed.with("process-counts", vec![1, 2, 4, 8, 16, 32, 64], |text| {
-        parse_count_list(text, MAX_CURVE_PROCESSES)
-    })?;
-    let contend = bounded_if_given(parsed, "contend", 2..=MAX_CLUSTER_NODES)?;
-    let scale = bounded_if_given(parsed, "scale", 2..=MAX_CLUSTER_NODES)?;
     // `this` and `other` are resolved at the first barrier, which those
     // runs do not reach with a memory node.
-    if (contend.is_some() || scale.is_some()) && matches!(peer, PeerNode::This | PeerNode::Other) {
+    let resolved_late = match peer {
+        PeerNode::This => Some("this"),
+        PeerNode::Other => Some("other"),
+        _ => None,
+    };
+    if let Some(value) =
+        resolved_late.filter(|_| options.contend.is_some() || options.scale.is_some())
+    {
         return Err(invalid(
             "peer-node",
-            if peer == PeerNode::This {
-                "this"
-            } else {
-                "other"
-            },
+            value,
             "--contend and --scale hold no memory on one node: give auto or a node id".to_string(),
         ));
     }
-    let scale_calls = bounded(parsed, "scale-calls", 200, 1..=10_000_000)?;
-    let contend_iters = bounded(parsed, "contend-iters", 300, 1..=10_000_000)?;
-    Ok(Options {
-        cm,
-        peer,
-        memory_node: match peer {
-            PeerNode::Id(id) => id,
-            _ => 1,
-        },
-        iters,
-        sizes,
-        bw_sizes,
-        async_sizes,
-        depths,
-        bw_bytes,
-        rpc_sizes,
-        rpc_threads,
-        rpc_calls,
-        qos_loaders,
-        qos_rounds,
-        series,
-        ops,
-        baseline,
-        turn_ops,
-        region_counts,
-        create_sizes,
-        process_counts,
-        contend,
-        scale,
-        scale_calls,
-        contend_iters,
-    })
+    Ok(options)
 }
 
 fn main() -> ExitCode {
