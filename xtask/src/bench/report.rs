@@ -182,7 +182,7 @@ pub fn say_logs(logs: &Path, problems: &[String]) {
 
 /// The `p`-th percentile (0..=100) of ascending `sorted`, interpolated
 /// linearly between the closest ranks as `lite-bench` does.
-fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub(super) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
         return None;
     }
@@ -766,27 +766,6 @@ pub fn regions_verdict(rows: &[Regions]) -> String {
     }
 }
 
-/// Count, median, minimum and maximum of a series.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Summary {
-    count: usize,
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-/// The [`Summary`] of `values`; `None` if there are none.
-fn summary(values: &[i64]) -> Option<Summary> {
-    let mut sorted: Vec<f64> = values.iter().map(|&v| v as f64).collect();
-    sorted.sort_by(f64::total_cmp);
-    Some(Summary {
-        count: sorted.len(),
-        median: percentile(&sorted, 50.0)?,
-        min: *sorted.first()?,
-        max: *sorted.last()?,
-    })
-}
-
 /// Milliseconds as measured (whole), a median between two of them with
 /// one decimal, or `-`.
 fn ms_cell(value: Option<f64>) -> String {
@@ -844,7 +823,7 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
         table.header(),
     ];
     let metric = |name: &str, values: &[i64], bounded: bool| {
-        let s = summary(values);
+        let s = rounds::Range::of(&values.iter().map(|&v| v as f64).collect::<Vec<_>>());
         let (dead_after, bound) = if bounded {
             (DEAD_AFTER_MS.to_string(), STALL_BOUND_MS.to_string())
         } else {
@@ -1392,16 +1371,6 @@ mod tests {
         assert_eq!(ms_cell(Some(172.5)), "172.5");
         assert_eq!(ms_cell(Some(-3.0)), "-3");
         assert_eq!(ms_cell(None), "-");
-        assert_eq!(
-            summary(&[5, 1, 3]),
-            Some(Summary {
-                count: 3,
-                median: 3.0,
-                min: 1.0,
-                max: 5.0
-            })
-        );
-        assert_eq!(summary(&[]), None);
     }
 
     #[test]
