@@ -812,6 +812,22 @@ fn read(lmr: &Lmr, buf: &mut [u8]) -> Result<(), String> {
         .map_err(|e| format!("read of {len} B: {}", describe_error(&e)))
 }
 
+/// Reads the first `len` bytes of `lmr` back at `priority` and checks that
+/// they are the pattern of `seed`, which `what` wrote: a fast but wrong
+/// write would make the numbers meaningless.
+fn verify_lmr(
+    lmr: &Lmr,
+    len: usize,
+    priority: Priority,
+    seed: u64,
+    what: &str,
+) -> Result<(), String> {
+    let mut back = vec![0u8; len];
+    lmr.read(0, &mut back, priority)
+        .map_err(|e| format!("read back after {what}: {}", describe_error(&e)))?;
+    pattern::verify(seed, 0, &back).map_err(|m| format!("{what} left wrong data: {m}"))
+}
+
 /// A `size`-byte LMR on `node`, with the benchmark's password.
 fn alloc(node: u32, size: u64) -> Result<Lmr, String> {
     Lmr::alloc(node, size, 0, PASSWORD)
@@ -1048,10 +1064,7 @@ fn async_series(
         }
     }
     // Writes landed where expected (and the reads above saw them).
-    let mut check = vec![0u8; source.len()];
-    read(lmr, &mut check)?;
-    pattern::verify(seed, 0, &check)
-        .map_err(|m| format!("write_async left wrong data in the LMR: {m}"))
+    verify_lmr(lmr, source.len(), Priority::None, seed, "write_async")
 }
 
 /// The RPC echo server of the memory node: a port and the threads that
@@ -1773,11 +1786,13 @@ fn qos_phase(
         .iter_mut()
         .map(load_report)
         .collect::<Result<Vec<_>, _>>()?;
-    let mut check = vec![0u8; data.len()];
-    lmr.read(0, &mut check, Priority::High)
-        .map_err(|e| format!("read back: {}", describe_error(&e)))?;
-    pattern::verify(seed, 0, &check)
-        .map_err(|m| format!("high-priority writes left wrong data: {m}"))?;
+    verify_lmr(
+        lmr,
+        data.len(),
+        Priority::High,
+        seed,
+        "high-priority writes",
+    )?;
     let result = QosResult {
         round,
         phase,
@@ -2061,10 +2076,7 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
         ops += 1;
         end = monotonic_ns();
     }
-    let mut check = vec![0u8; data.len()];
-    lmr.read(0, &mut check, Priority::Low)
-        .map_err(|e| format!("read back: {}", describe_error(&e)))?;
-    pattern::verify(seed, 0, &check).map_err(|m| format!("writes left wrong data: {m}"))?;
+    verify_lmr(&lmr, data.len(), Priority::Low, seed, "low-priority writes")?;
     free(lmr)?;
     Ok(LoadReport {
         ops,

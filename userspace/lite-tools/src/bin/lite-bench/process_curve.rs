@@ -21,8 +21,8 @@ use lite_tools::{pattern, say};
 
 use super::piped::Piped;
 use super::{
-    alloc, echo_call, free, micros_since, read_region_counters, say_and_exit, wait_for_server,
-    WARMUP_OPS,
+    alloc, echo_call, free, micros_since, read_region_counters, say_and_exit, verify_lmr,
+    wait_for_server, WARMUP_OPS,
 };
 
 /// The subcommand of one process of the curve.
@@ -161,11 +161,8 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
     let began = monotonic_ns();
     (0..iters).try_for_each(|_| operation())?;
     let took_us = micros_since(began);
-    // A fast but wrong write would make the numbers meaningless.
     if let Some(lmr) = lmr {
-        lmr.read(0, &mut back, Priority::None)
-            .map_err(|e| format!("read back: {}", describe_error(&e)))?;
-        pattern::verify(seed, 0, &back).map_err(|m| format!("writes left wrong data: {m}"))?;
+        verify_lmr(&lmr, OP_SIZE, Priority::None, seed, "writes")?;
         free(lmr)?;
     }
     Ok(took_us)
