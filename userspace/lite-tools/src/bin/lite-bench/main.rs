@@ -1363,51 +1363,29 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
     let handle = lmr.handle();
     // What the LMR holds; it starts zeroed.
     let mut value = 0u64;
-    let fetch_add = |expected: u64| -> Result<(), String> {
+    let mut next = |operation: Operation| {
         let mut old = 0u64;
         // SAFETY: `old` is a live u64 that nothing else touches during the call.
-        let ret = unsafe { Syscalls.fetch_add(handle, &mut old, 1, sys::PRIORITY_NONE) };
-        expect_ok(|| "fetch_add".to_string(), ret)?;
-        expect_old("fetch_add", old, expected)
-    };
-    let compare_swp = |expected: u64| {
-        let mut old = 0u64;
-        // SAFETY: as for fetch_add.
         let ret = unsafe {
-            Syscalls.compare_swp(
-                handle,
-                &mut old,
-                expected,
-                expected.wrapping_add(1),
-                sys::PRIORITY_NONE,
-            )
+            match operation {
+                Operation::FetchAdd => Syscalls.fetch_add(handle, &mut old, 1, sys::PRIORITY_NONE),
+                _ => Syscalls.compare_swp(handle, &mut old, value, value + 1, sys::PRIORITY_NONE),
+            }
         };
-        expect_ok(|| "compare_swp".to_string(), ret)?;
-        expect_old("compare_swp", old, expected)
+        expect_ok(|| operation.to_string(), ret)?;
+        if old != value {
+            return Err(format!("{operation} saw {old}, expected {value}"));
+        }
+        value += 1;
+        Ok(())
     };
-    for (operation, call, selected) in [
-        (
-            Operation::FetchAdd,
-            &fetch_add as &dyn Fn(u64) -> Result<(), String>,
-            options.runs(Operation::FetchAdd),
-        ),
-        (
-            Operation::CompareSwp,
-            &compare_swp,
-            options.runs(Operation::CompareSwp),
-        ),
-    ] {
-        if !selected {
+    for operation in [Operation::FetchAdd, Operation::CompareSwp] {
+        if !options.runs(operation) {
             continue;
         }
-        for _ in 0..WARMUP_OPS {
-            call(value)?;
-            value += 1;
-        }
+        (0..WARMUP_OPS).try_for_each(|_| next(operation))?;
         let samples = timed_turns(baseline, operation, ATOMIC_SIZE, options.iters, || {
-            call(value)?;
-            value += 1;
-            Ok(())
+            next(operation)
         })?;
         report(operation, ATOMIC_SIZE, &samples)?;
     }
@@ -1421,15 +1399,6 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
         ));
     }
     free(lmr)
-}
-
-/// An atomic's old value must be the one expected.
-fn expect_old(what: &str, old: u64, expected: u64) -> Result<(), String> {
-    if old == expected {
-        Ok(())
-    } else {
-        Err(format!("{what} saw {old}, expected {expected}"))
-    }
 }
 
 /// Creates a lock kept by `home`.
