@@ -15,8 +15,10 @@
 
 use std::collections::BTreeMap;
 
+use lite_bench_record::percentile;
+
 use super::parse::{records, Latency, Record, Side};
-use super::report::{percentile, Table};
+use super::report::Table;
 
 /// What a round measures, which the markers around its lines in a guest
 /// log tell: `LITE-ROUND-BEGIN round=N` .. `LITE-ROUND-END round=N`, or
