@@ -695,7 +695,7 @@ fn barrier() -> Result<(), String> {
 }
 
 fn barrier_of(nodes: u32) -> Result<(), String> {
-    lite::dist_barrier(nodes).map_err(|e| format!("dist_barrier({nodes}): {}", describe_error(&e)))
+    lite::dist_barrier(nodes).map_err(failed(format_args!("dist_barrier({nodes})")))
 }
 
 /// The write series of every size, then the read series (which check what
@@ -803,13 +803,13 @@ fn micros_since(start: u64) -> f64 {
 
 fn write(lmr: &Lmr, data: &[u8]) -> Result<(), String> {
     lmr.write(0, data, Priority::None)
-        .map_err(|e| format!("write of {} B: {}", data.len(), describe_error(&e)))
+        .map_err(failed(format_args!("write of {} B", data.len())))
 }
 
 fn read(lmr: &Lmr, buf: &mut [u8]) -> Result<(), String> {
     let len = buf.len();
     lmr.read(0, buf, Priority::None)
-        .map_err(|e| format!("read of {len} B: {}", describe_error(&e)))
+        .map_err(failed(format_args!("read of {len} B")))
 }
 
 /// Reads the first `len` bytes of `lmr` back at `priority` and checks that
@@ -824,20 +824,24 @@ fn verify_lmr(
 ) -> Result<(), String> {
     let mut back = vec![0u8; len];
     lmr.read(0, &mut back, priority)
-        .map_err(|e| format!("read back after {what}: {}", describe_error(&e)))?;
+        .map_err(failed(format_args!("read back after {what}")))?;
     pattern::verify(seed, 0, &back).map_err(|m| format!("{what} left wrong data: {m}"))
+}
+
+/// How a failed LITE call is reported: `what` it was, then its error.
+fn failed(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> String {
+    move |e| format!("{what}: {}", describe_error(&e))
 }
 
 /// A `size`-byte LMR on `node`, with the benchmark's password.
 fn alloc(node: u32, size: u64) -> Result<Lmr, String> {
     Lmr::alloc(node, size, 0, PASSWORD)
-        .map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))
+        .map_err(failed(format_args!("alloc {size} B on node {node}")))
 }
 
 /// Frees `lmr`.
 fn free(lmr: Lmr) -> Result<(), String> {
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    lmr.free().map_err(failed("free"))
 }
 
 fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String> {
@@ -1094,12 +1098,9 @@ impl RpcServer {
     /// Opens the port for messages of up to `max_size` bytes and starts
     /// `count` echo threads.
     fn open(max_size: u64, count: usize) -> Result<RpcServer, String> {
-        let port = Port::register(RPC_PORT, max_size, "lite-bench-echo").map_err(|e| {
-            format!(
-                "register_application(port {RPC_PORT}): {}",
-                describe_error(&e)
-            )
-        })?;
+        let port = Port::register(RPC_PORT, max_size, "lite-bench-echo").map_err(failed(
+            format_args!("register_application(port {RPC_PORT})"),
+        ))?;
         // Bounded by MAX_MESSAGE_SIZE when parsed.
         let len = max_size as usize;
         let threads = (0..count)
@@ -1116,7 +1117,7 @@ impl RpcServer {
         let closed = self
             .port
             .unregister()
-            .map_err(|e| format!("unregister_application: {}", describe_error(&e)));
+            .map_err(failed("unregister_application"));
         let mut served = 0;
         let mut outcome = closed;
         for thread in self.threads {
@@ -1186,7 +1187,7 @@ fn wait_for_server(node: u32) -> Result<(), String> {
 fn echo_call(node: u32, request: &[u8], reply: &mut [u8]) -> Result<(), String> {
     let size = request.len();
     let len = rpc::call(node, RPC_PORT, request, reply, Priority::None)
-        .map_err(|e| format!("RPC of {size} B: {}", describe_error(&e)))?;
+        .map_err(failed(format_args!("RPC of {size} B")))?;
     if len != size {
         return Err(format!("RPC of {size} B got a {len} B reply"));
     }
@@ -1254,7 +1255,7 @@ fn post_echo<'a>(
 ) -> Result<(rpc::AsyncCall<'a>, u64), String> {
     pattern::poison(seed, 0, reply);
     let call = rpc::call_async(node, RPC_PORT, request, reply, Priority::None)
-        .map_err(|e| format!("call_async: {}", describe_error(&e)))?;
+        .map_err(failed("call_async"))?;
     Ok((call, monotonic_ns()))
 }
 
@@ -1278,7 +1279,7 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
     while let Some((call, start)) = window.pop_front() {
         let (len, reply) = call
             .wait()
-            .map_err(|e| format!("async RPC with {depth} in flight: {}", describe_error(&e)))?;
+            .map_err(failed(format_args!("async RPC with {depth} in flight")))?;
         samples.push(micros_since(start));
         if len != size as usize {
             return Err(format!("async RPC of {size} B got a {len} B reply"));
@@ -1350,12 +1351,9 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
         return Ok(());
     }
     let node = options.memory_node;
-    let lmr = Lmr::alloc(node, ATOMIC_SIZE, sys::ALLOC_ATOMIC, PASSWORD).map_err(|e| {
-        format!(
-            "alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}: {}",
-            describe_error(&e)
-        )
-    })?;
+    let lmr = Lmr::alloc(node, ATOMIC_SIZE, sys::ALLOC_ATOMIC, PASSWORD).map_err(failed(
+        format_args!("alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}"),
+    ))?;
     say(format_args!(
         "lite-bench: atomics on an {ATOMIC_SIZE} B LMR on node {node}, {} iterations per series",
         options.iters
@@ -1391,7 +1389,7 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
     }
     let mut check = [0u8; ATOMIC_SIZE as usize];
     lmr.read(0, &mut check, Priority::None)
-        .map_err(|e| format!("read of the atomic LMR: {}", describe_error(&e)))?;
+        .map_err(failed("read of the atomic LMR"))?;
     let held = u64::from_ne_bytes(check);
     if held != value {
         return Err(format!(
@@ -1538,7 +1536,7 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         let mut shared = [0u8; 16];
         shared[..8].copy_from_slice(&u64::from(lock.number).to_le_bytes());
         let lmr = Lmr::wrap(&shared, LOCK_NAME, PASSWORD)
-            .map_err(|e| format!("wrap_alloc of the lock's number: {}", describe_error(&e)))?;
+            .map_err(failed("wrap_alloc of the lock's number"))?;
         say(format_args!(
             "lite-bench: lock {} on node {home} for {contenders} contending nodes",
             lock.number
@@ -1550,15 +1548,12 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
             Some(created) => created,
             None => {
                 let permission = sys::PERM_READ | sys::PERM_WRITE;
-                let lmr = Lmr::ask(home, LOCK_NAME, permission, PASSWORD).map_err(|e| {
-                    format!(
-                        "ask_lmr(node {home}, the lock's name): {}",
-                        describe_error(&e)
-                    )
-                })?;
+                let lmr = Lmr::ask(home, LOCK_NAME, permission, PASSWORD).map_err(failed(
+                    format_args!("ask_lmr(node {home}, the lock's name)"),
+                ))?;
                 let mut number = [0u8; 8];
                 lmr.read(0, &mut number, Priority::None)
-                    .map_err(|e| format!("read of the lock's number: {}", describe_error(&e)))?;
+                    .map_err(failed("read of the lock's number"))?;
                 let number = u32::try_from(u64::from_le_bytes(number))
                     .map_err(|_| "the published lock number is out of range".to_string())?;
                 (ask_lock(home, number)?, lmr)
@@ -1619,9 +1614,7 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
     steps.step(|| {
         checked.ok_or("not checked")?;
         match ready.take() {
-            Some((_, lmr)) if me != home => lmr
-                .unmap()
-                .map_err(|e| format!("umap of the lock's LMR: {}", describe_error(&e))),
+            Some((_, lmr)) if me != home => lmr.unmap().map_err(failed("umap of the lock's LMR")),
             _ => Ok(()),
         }
     });
@@ -1632,7 +1625,7 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
 fn counter(lmr: &Lmr) -> Result<u64, String> {
     let mut bytes = [0u8; 8];
     lmr.read(8, &mut bytes, Priority::None)
-        .map_err(|e| format!("read of the counter: {}", describe_error(&e)))?;
+        .map_err(failed("read of the counter"))?;
     Ok(u64::from_le_bytes(bytes))
 }
 
@@ -1640,7 +1633,7 @@ fn counter(lmr: &Lmr) -> Result<u64, String> {
 fn increment(lmr: &Lmr) -> Result<(), String> {
     let next = counter(lmr)? + 1;
     lmr.write(8, &next.to_le_bytes(), Priority::None)
-        .map_err(|e| format!("write of the counter: {}", describe_error(&e)))
+        .map_err(failed("write of the counter"))
 }
 
 /// Sets the calling process's default priority; returns the previous one.
@@ -1669,7 +1662,7 @@ fn set_qos(on: bool) -> Result<(), String> {
 fn throttled() -> Result<u64, String> {
     lite::stats()
         .map(|s| s.qos_throttled)
-        .map_err(|e| format!("get_stats: {}", describe_error(&e)))
+        .map_err(failed("get_stats"))
 }
 
 /// The isolation run: this process, at high priority, times 64-byte writes
@@ -1733,7 +1726,7 @@ fn qos_phase(
     pattern::fill(seed, 0, &mut data);
     let write_high = || {
         lmr.write(0, &data, Priority::High)
-            .map_err(|e| format!("high-priority write: {}", describe_error(&e)))
+            .map_err(failed("high-priority write"))
     };
     let mut loaders = Vec::new();
     if loaded {
@@ -1884,11 +1877,10 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
         let mut release = Vec::with_capacity(iters);
         for _ in 0..iters {
             let (lmr, micros) = time_us(|| Lmr::alloc(node, size, 0, PASSWORD));
-            let lmr =
-                lmr.map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))?;
+            let lmr = lmr.map_err(failed(format_args!("alloc {size} B on node {node}")))?;
             create.push(micros);
             let (freed, micros) = time_us(|| lmr.free());
-            freed.map_err(|e| format!("free {size} B: {}", describe_error(&e)))?;
+            freed.map_err(failed(format_args!("free {size} B")))?;
             release.push(micros);
         }
         for (operation, samples) in [
@@ -1921,13 +1913,10 @@ fn alloc_alternately(
         } else {
             peer
         };
-        let lmr = Lmr::alloc(node, size, 0, PASSWORD).map_err(|e| {
-            format!(
-                "alloc {size} B on node {node} with {} LMRs alive: {}",
-                lmrs.len(),
-                describe_error(&e)
-            )
-        })?;
+        let alive = lmrs.len();
+        let lmr = Lmr::alloc(node, size, 0, PASSWORD).map_err(failed(format_args!(
+            "alloc {size} B on node {node} with {alive} LMRs alive"
+        )))?;
         lmrs.push(lmr);
     }
     Ok(())
@@ -2026,7 +2015,7 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
     pattern::fill(seed, 0, &mut data);
     let write_low = || {
         lmr.write(0, &data, Priority::Low)
-            .map_err(|e| format!("low-priority write of {size} B: {}", describe_error(&e)))
+            .map_err(failed(format_args!("low-priority write of {size} B")))
     };
     let stop = Arc::new(AtomicBool::new(false));
     let stopper = Arc::clone(&stop);

@@ -15,13 +15,12 @@ use std::process::ExitCode;
 use lite::Priority;
 use lite_bench_record::Record;
 use lite_tools::bench::{emit, process_record, ProcessWorkload};
-use lite_tools::errno::describe_error;
 use lite_tools::stats::monotonic_ns;
 use lite_tools::{pattern, say};
 
 use super::piped::Piped;
 use super::{
-    alloc, echo_call, free, micros_since, read_region_counters, say_and_exit, verify_lmr,
+    alloc, echo_call, failed, free, micros_since, read_region_counters, say_and_exit, verify_lmr,
     wait_for_server, WARMUP_OPS,
 };
 
@@ -61,7 +60,7 @@ fn step(
     for worker in &mut workers {
         worker.expect("ready")?;
     }
-    let stats = lite::stats().map_err(|e| format!("get_stats: {}", describe_error(&e)))?;
+    let stats = lite::stats().map_err(failed("get_stats"))?;
     let [_, memory_regions, _, _] = read_region_counters()?;
     let began = monotonic_ns();
     for worker in &mut workers {
@@ -141,7 +140,7 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
     let mut operation = || match &lmr {
         Some(lmr) => lmr
             .write(0, &data, Priority::None)
-            .map_err(|e| format!("write of {OP_SIZE} B: {}", describe_error(&e))),
+            .map_err(failed(format_args!("write of {OP_SIZE} B"))),
         None => {
             pattern::poison(seed, 0, &mut back);
             echo_call(node, &data, &mut back)?;
