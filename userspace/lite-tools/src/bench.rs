@@ -686,16 +686,6 @@ mod tests {
     }
 
     #[test]
-    fn peer_node_parsing() {
-        assert_eq!(PeerNode::parse("auto", 64), Ok(PeerNode::Auto));
-        assert_eq!(PeerNode::Auto.resolve(3, || Err("unread".into())), Ok(1));
-        assert_eq!(PeerNode::parse("2", 64), Ok(PeerNode::Id(2)));
-        assert!(PeerNode::parse("0", 64).is_err());
-        assert!(PeerNode::parse("64", 64).is_err());
-        assert!(PeerNode::parse("Auto", 64).is_err());
-    }
-
-    #[test]
     fn region_blocks_alternate_until_one_kind_is_done() {
         let schedule = |iters: usize| {
             let (mut random, mut first) = (0, 0);
@@ -1088,7 +1078,7 @@ mod tests {
     }
 
     #[test]
-    fn peer_nodes_resolve_after_joining() {
+    fn peer_nodes_parse_and_resolve_after_joining() {
         let membership = "node 2\nincarnation 1\nepoch 3\nmanager_epoch 3\nfenced 0\n\
                           peer 1 alive incarnation 1\npeer 3 dead incarnation 1\n";
         assert_eq!(alive_peers(membership), [1]);
@@ -1112,8 +1102,12 @@ mod tests {
         assert!(PeerNode::Other
             .resolve(1, || Err("no file".to_string()))
             .is_err());
-        assert!(PeerNode::parse("0", 64).is_err());
-        assert!(PeerNode::parse("others", 64).is_err());
+        assert_eq!(PeerNode::parse("auto", 64), Ok(PeerNode::Auto));
+        assert_eq!(PeerNode::Auto.resolve(3, || Err("unread".into())), Ok(1));
+        assert_eq!(PeerNode::parse("2", 64), Ok(PeerNode::Id(2)));
+        for bad in ["0", "64", "Auto", "others"] {
+            assert!(PeerNode::parse(bad, 64).is_err(), "{bad}");
+        }
     }
 
     #[test]

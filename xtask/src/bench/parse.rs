@@ -1479,10 +1479,17 @@ LITE-GUEST-EXIT rc=0
     }
 
     #[test]
-    fn parses_a_real_perftest_latency_row() {
-        let rows = parse_perftest(&console(REAL_RUN));
+    fn a_real_run_is_measured_without_problems() {
+        let mut m = Measurements::default();
+        m.add_logs(
+            "",
+            &[NodeLog {
+                name: "node2".into(),
+                text: console(REAL_RUN),
+            }],
+        );
         assert_eq!(
-            rows,
+            m.native,
             [
                 Native {
                     op: "write".into(),
@@ -1510,12 +1517,8 @@ LITE-GUEST-EXIT rc=0
                 },
             ]
         );
-    }
-
-    #[test]
-    fn parses_a_real_perftest_bandwidth_row() {
         assert_eq!(
-            parse_perftest_bw(&console(REAL_RUN)),
+            m.native_bw,
             [NativeBw {
                 op: "read".into(),
                 size: 65536,
@@ -1526,20 +1529,6 @@ LITE-GUEST-EXIT rc=0
                 msg_rate: 0.000402,
             }]
         );
-    }
-
-    #[test]
-    fn a_real_run_is_measured_without_problems() {
-        let mut m = Measurements::default();
-        m.add_logs(
-            "",
-            &[NodeLog {
-                name: "node2".into(),
-                text: console(REAL_RUN),
-            }],
-        );
-        assert_eq!(m.native.len(), 2);
-        assert_eq!(m.native_bw.len(), 1);
         assert_eq!(m.lite[&("write".into(), 64)].median, 413.34);
         let depths: Vec<_> = m.lite_bw.values().map(|t| (t.depth, t.min)).collect();
         assert_eq!(depths, [(None, 1.10), (Some(8), 8.01)]);
