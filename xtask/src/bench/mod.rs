@@ -1,41 +1,21 @@
 //! `cargo xtask bench`: LITE's latency and throughput against native verbs,
 //! its atomics and locks, priority isolation, failure handling and the
-//! paper's applications.
+//! paper's applications, each [`Part`] in clusters of VMs of its own
+//! (`--only` picks some).
 //!
-//! Two VMs run the release kernel, each pinned to its own host CPU. First
-//! they alternate, for `--rounds` rounds, the native verbs baseline
-//! (`lite-verbs-bench`, which does on libibverbs exactly what LITE does for
-//! a synchronous write, read, atomic or RPC, waiting for completions the
-//! way LITE does on the device) and LITE's same series (`lite-bench
-//! --series latency`); the ratio is taken per round, and each verdict is
-//! the median ratio's ([`rounds`]). Node 1 then serves perftest and node 2
-//! is its client: the latency tests (`ib_write_lat`, `ib_read_lat`,
-//! `ib_send_lat`, `ib_atomic_lat`), kept as the well-known reference, and
-//! the bandwidth tests (`ib_write_bw`, `ib_read_bw`, `ib_send_bw`, see
-//! [`run::bw_runs`]); both nodes then run the whole of `lite-bench`:
-//! latency, atomics, uncontended lock/unlock pairs, memset/memcpy
-//! throughput, asynchronous write/read throughput, RPC round trips and
-//! throughput, the isolation of a high-priority process's writes from
-//! low-priority processes saturating the link, in `--rounds` rounds of an
-//! unloaded and a loaded phase with QoS on ([`isolation`]), and
-//! last how many memory regions node 2 registers as its live LMRs grow.
-//! Short phases boot 3 and 5 VMs in turn, [`LOCK_ROUNDS`] times each: 2 and
-//! [`LOCK_CONTENDERS`] of them take turns on one lock kept by the other
-//! one, and each number's throughput is the median of its rounds. Another boots
-//! [`FAILURE_NODES`] VMs that run the failure test's program alone: the last node is killed once the others depend on
-//! it, and the survivors report how long their calls waiting on it
-//! stalled, then one of them leaves and joins again ten times. Two VMs
-//! with more memory then measure the memory region curve
-//! ([`region_curve`]): 64-byte writes and reads on a random one of up to
-//! 100k live regions, and creating and freeing regions of 4 KiB to 1 GiB,
-//! native verbs first, then LITE. Two more measure the process curve
-//! ([`process_curve`]): 64-byte write and RPC throughput of 1 to 64
-//! processes on one node, LITE's sharing the node's connections, the
-//! native baseline's with a queue pair each. Clusters of 2, 4 and 8 small
-//! VMs measure the cluster-size curve ([`cluster_scale`]): join time,
-//! barrier latency and all-to-all RPC. Then clusters of 2 and 4 VMs run the
-//! paper's applications over LITE, over TCP and alone ([`apps`]). `--only` picks some of these [`Part`]s. Every
-//! number printed is parsed from the guests' output.
+//! Two VMs running the release kernel, each pinned to its own host CPU,
+//! first alternate for `--rounds` rounds the native verbs baseline and
+//! LITE's same series, a ratio per round ([`rounds`]); then node 1 serves
+//! perftest's latency and bandwidth tests ([`run::bw_runs`]) to node 2, the
+//! well-known reference, and both run the whole of `lite-bench`: latency,
+//! atomics, uncontended locks, memset/memcpy and asynchronous throughput,
+//! RPC, isolation ([`isolation`]) and node 2's memory regions as its LMRs
+//! grow. Short phases of 3 and 5 VMs, [`LOCK_ROUNDS`] times each, contend
+//! for one lock; [`FAILURE_NODES`] VMs run the failure test's program,
+//! whose last node is killed; then come the memory region curve
+//! ([`region_curve`]), the process curve ([`process_curve`]), the
+//! cluster-size curve ([`cluster_scale`]) and the applications ([`apps`]).
+//! Every number printed is parsed from the guests' output.
 //!
 //! [`run`] boots the clusters and collects their console logs, [`parse`]
 //! turns those logs into typed measurements, [`report`] and [`rounds`]
