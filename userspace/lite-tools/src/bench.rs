@@ -143,15 +143,6 @@ pub fn emit(record: &Record) {
     say(format_args!("{}", record.line()));
 }
 
-/// Median and 10th-90th percentiles of `summary`.
-pub fn spread(summary: &Summary) -> record::Spread {
-    record::Spread {
-        median: summary.median,
-        p10: summary.p10,
-        p90: summary.p90,
-    }
-}
-
 /// The latency series of `operation` at `size` that `summary` sums up.
 pub fn latency(operation: Operation, size: u64, summary: &Summary) -> record::Latency {
     record::Latency {
@@ -431,7 +422,7 @@ pub fn rpc_throughput(
         depth: depth.unwrap_or(1) as u32,
         calls: durations_us.len() as u64,
         calls_per_s: durations_us.len() as f64 / (elapsed_us / 1e6),
-        latency: spread(&summarize(durations_us)?),
+        latency: record::Spread::of(durations_us)?,
     };
     Some(match depth {
         Some(_) => Record::RpcAsync(load),
@@ -463,8 +454,8 @@ pub fn lock_record(
         node,
         home,
         iters: pair_us.len() as u64,
-        acquire: spread(&summarize(acquire_us)?),
-        pair: spread(&summarize(pair_us)?),
+        acquire: record::Spread::of(acquire_us)?,
+        pair: record::Spread::of(pair_us)?,
         busy_us,
         pairs_per_s: pair_us.len() as f64 / (busy_us / 1e6),
     })
@@ -583,7 +574,11 @@ impl QosResult {
             qos: on_off(self.qos),
             size: self.size,
             iters: l.count as u64,
-            latency: spread(l),
+            latency: record::Spread {
+                median: l.median,
+                p10: l.p10,
+                p90: l.p90,
+            },
             p99: self.p99,
             min: l.min,
             max: l.max,
