@@ -143,15 +143,6 @@ pub fn emit(record: &Record) {
     say(format_args!("{}", record.line()));
 }
 
-/// Median and 10th-90th percentiles of `summary`.
-pub fn spread(summary: &Summary) -> record::Spread {
-    record::Spread {
-        median: summary.median,
-        p10: summary.p10,
-        p90: summary.p90,
-    }
-}
-
 /// The latency series of `operation` at `size` that `summary` sums up.
 pub fn latency(operation: Operation, size: u64, summary: &Summary) -> record::Latency {
     record::Latency {
@@ -431,7 +422,7 @@ pub fn rpc_throughput(
         depth: depth.unwrap_or(1) as u32,
         calls: durations_us.len() as u64,
         calls_per_s: durations_us.len() as f64 / (elapsed_us / 1e6),
-        latency: spread(&summarize(durations_us)?),
+        latency: record::Spread::of(durations_us)?,
     };
     Some(match depth {
         Some(_) => Record::RpcAsync(load),
@@ -463,8 +454,8 @@ pub fn lock_record(
         node,
         home,
         iters: pair_us.len() as u64,
-        acquire: spread(&summarize(acquire_us)?),
-        pair: spread(&summarize(pair_us)?),
+        acquire: record::Spread::of(acquire_us)?,
+        pair: record::Spread::of(pair_us)?,
         busy_us,
         pairs_per_s: pair_us.len() as f64 / (busy_us / 1e6),
     })
@@ -583,7 +574,11 @@ impl QosResult {
             qos: on_off(self.qos),
             size: self.size,
             iters: l.count as u64,
-            latency: spread(l),
+            latency: record::Spread {
+                median: l.median,
+                p10: l.p10,
+                p90: l.p90,
+            },
             p99: self.p99,
             min: l.min,
             max: l.max,
@@ -683,16 +678,6 @@ mod tests {
         assert_eq!(calls_per_thread(2000, 16), 125);
         assert_eq!(calls_per_thread(3, 16), 1);
         assert_eq!(calls_per_thread(10, 0), 10);
-    }
-
-    #[test]
-    fn peer_node_parsing() {
-        assert_eq!(PeerNode::parse("auto", 64), Ok(PeerNode::Auto));
-        assert_eq!(PeerNode::Auto.resolve(3, || Err("unread".into())), Ok(1));
-        assert_eq!(PeerNode::parse("2", 64), Ok(PeerNode::Id(2)));
-        assert!(PeerNode::parse("0", 64).is_err());
-        assert!(PeerNode::parse("64", 64).is_err());
-        assert!(PeerNode::parse("Auto", 64).is_err());
     }
 
     #[test]
@@ -1088,7 +1073,7 @@ mod tests {
     }
 
     #[test]
-    fn peer_nodes_resolve_after_joining() {
+    fn peer_nodes_parse_and_resolve_after_joining() {
         let membership = "node 2\nincarnation 1\nepoch 3\nmanager_epoch 3\nfenced 0\n\
                           peer 1 alive incarnation 1\npeer 3 dead incarnation 1\n";
         assert_eq!(alive_peers(membership), [1]);
@@ -1112,8 +1097,12 @@ mod tests {
         assert!(PeerNode::Other
             .resolve(1, || Err("no file".to_string()))
             .is_err());
-        assert!(PeerNode::parse("0", 64).is_err());
-        assert!(PeerNode::parse("others", 64).is_err());
+        assert_eq!(PeerNode::parse("auto", 64), Ok(PeerNode::Auto));
+        assert_eq!(PeerNode::Auto.resolve(3, || Err("unread".into())), Ok(1));
+        assert_eq!(PeerNode::parse("2", 64), Ok(PeerNode::Id(2)));
+        for bad in ["0", "64", "Auto", "others"] {
+            assert!(PeerNode::parse(bad, 64).is_err(), "{bad}");
+        }
     }
 
     #[test]

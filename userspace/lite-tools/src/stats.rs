@@ -21,19 +21,7 @@ pub struct Summary {
     pub stdev: f64,
 }
 
-/// The `p`-th percentile (0..=100) of ascending `sorted` samples, linearly
-/// interpolated between the two closest ranks (the method most tools use by
-/// default). `None` for no samples or `p` outside 0..=100.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
-        return None;
-    }
-    let rank = p / 100.0 * (sorted.len() - 1) as f64;
-    let below = rank.floor() as usize;
-    let above = rank.ceil() as usize;
-    let fraction = rank - below as f64;
-    Some(sorted[below] + (sorted[above] - sorted[below]) * fraction)
-}
+pub use lite_bench_record::percentile;
 
 /// Arithmetic mean; `None` for no samples.
 pub fn mean(samples: &[f64]) -> Option<f64> {

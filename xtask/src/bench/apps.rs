@@ -7,10 +7,10 @@
 //! each version, LITE's speedup over both, and the lines of the
 //! applications' code that touch LITE.
 
-use std::collections::BTreeMap;
-
 use anyhow::Result;
 
+use super::parse::{number, Fields};
+use super::report::{say_indented, Table};
 use super::rounds::Range;
 use super::run::{Phase, Setup};
 use crate::paths::repo_root;
@@ -56,23 +56,20 @@ pub struct AppRun {
 /// malformed ones are skipped.
 pub fn parse_app_runs(text: &str, cluster: usize) -> Vec<AppRun> {
     text.lines()
-        .filter_map(|line| line.find("LITE-APP ").map(|at| &line[at..]))
         .filter_map(|line| {
-            let fields: BTreeMap<&str, &str> = line
-                .split_whitespace()
-                .filter_map(|w| w.split_once('='))
-                .collect();
-            let seconds: f64 = fields.get("seconds")?.parse().ok()?;
-            seconds.is_finite().then_some(())?;
+            line.split_once("LITE-APP ")
+                .map(|(_, rest)| Fields::parse(rest))
+        })
+        .filter_map(|fields| {
             Some(AppRun {
                 cluster,
-                app: fields.get("app")?.to_string(),
-                transport: fields.get("transport")?.to_string(),
-                nodes: fields.get("nodes")?.parse().ok()?,
-                work: fields.get("work")?.parse().ok()?,
-                unit: fields.get("unit")?.to_string(),
-                seconds,
-                checked: *fields.get("checked")? == "yes",
+                app: fields.text("app")?.to_string(),
+                transport: fields.text("transport")?.to_string(),
+                nodes: fields.integer("nodes")?,
+                work: fields.integer("work")?,
+                unit: fields.text("unit")?.to_string(),
+                seconds: number(fields.text("seconds")?)?,
+                checked: fields.text("checked")? == "yes",
             })
         })
         .collect()
@@ -91,17 +88,11 @@ pub fn phase(setup: &Setup, nodes: usize) -> Result<Phase> {
 /// the same phase), LITE's speedup over TCP and over one node, and LITE's
 /// throughput; runs whose result differed are counted.
 pub fn table(runs: &[AppRun]) -> Vec<String> {
-    let mut lines = vec![format!(
-        "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9} {:>18}",
-        "job",
-        "nodes",
-        "local s (min-max)",
-        "tcp s (min-max)",
-        "lite s (min-max)",
-        "lite/tcp",
-        "lite/1",
-        "lite per s"
-    )];
+    let table = Table::new(
+        "<11 job|>5 nodes|>22 local s (min-max)|>22 tcp s (min-max)|>22 lite s (min-max)|\
+         >9 lite/tcp|>9 lite/1|>18 lite per s",
+    );
+    let mut lines = vec![table.header()];
     // LITE's throughput at its median time, in the job's unit.
     let throughput = |job: &str, cluster: usize, seconds: Option<Range>| {
         let run = runs
@@ -142,17 +133,16 @@ pub fn table(runs: &[AppRun]) -> Vec<String> {
             if tcp.is_none() && lite.is_none() {
                 continue;
             }
-            lines.push(format!(
-                "{:<11} {:>5} {:>22} {:>22} {:>22} {:>9} {:>9} {:>18}",
+            lines.push(table.row([
                 job,
-                nodes,
-                show(local),
-                show(tcp),
-                show(lite),
-                speedup(tcp, lite),
-                speedup(local, lite),
-                throughput(job, nodes, lite)
-            ));
+                &nodes.to_string(),
+                &show(local),
+                &show(tcp),
+                &show(lite),
+                &speedup(tcp, lite),
+                &speedup(local, lite),
+                &throughput(job, nodes, lite),
+            ]));
         }
     }
     for transport in TRANSPORTS {
@@ -209,12 +199,8 @@ pub fn say(runs: &[AppRun], lite_files: &[(&str, &str)]) {
          checks its result against a single-process reference)",
         APP_ROUNDS, APP_NODES
     ));
-    for line in table(runs) {
-        ui::say(&format!("    {line}"));
-    }
-    for line in lite_lines_table(lite_files) {
-        ui::say(&format!("    {line}"));
-    }
+    say_indented(table(runs));
+    say_indented(lite_lines_table(lite_files));
 }
 
 #[cfg(test)]

@@ -550,7 +550,7 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
             .filter(|(&(c, _), _)| c == count)
             .flat_map(|(_, samples)| samples.iter().copied())
             .collect();
-        if let Some(spread) = super::report::spread_of(&all) {
+        if let Some(spread) = Spread::of(&all) {
             entries.push(spread_entry(
                 format!("acquire, {count} nodes contending"),
                 &spread,

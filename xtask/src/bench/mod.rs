@@ -1,41 +1,21 @@
 //! `cargo xtask bench`: LITE's latency and throughput against native verbs,
 //! its atomics and locks, priority isolation, failure handling and the
-//! paper's applications.
+//! paper's applications, each [`Part`] in clusters of VMs of its own
+//! (`--only` picks some).
 //!
-//! Two VMs run the release kernel, each pinned to its own host CPU. First
-//! they alternate, for `--rounds` rounds, the native verbs baseline
-//! (`lite-verbs-bench`, which does on libibverbs exactly what LITE does for
-//! a synchronous write, read, atomic or RPC, waiting for completions the
-//! way LITE does on the device) and LITE's same series (`lite-bench
-//! --series latency`); the ratio is taken per round, and each verdict is
-//! the median ratio's ([`rounds`]). Node 1 then serves perftest and node 2
-//! is its client: the latency tests (`ib_write_lat`, `ib_read_lat`,
-//! `ib_send_lat`, `ib_atomic_lat`), kept as the well-known reference, and
-//! the bandwidth tests (`ib_write_bw`, `ib_read_bw`, `ib_send_bw`, see
-//! [`run::bw_runs`]); both nodes then run the whole of `lite-bench`:
-//! latency, atomics, uncontended lock/unlock pairs, memset/memcpy
-//! throughput, asynchronous write/read throughput, RPC round trips and
-//! throughput, the isolation of a high-priority process's writes from
-//! low-priority processes saturating the link, in `--rounds` rounds of an
-//! unloaded and a loaded phase with QoS on ([`isolation`]), and
-//! last how many memory regions node 2 registers as its live LMRs grow.
-//! Short phases boot 3 and 5 VMs in turn, [`LOCK_ROUNDS`] times each: 2 and
-//! [`LOCK_CONTENDERS`] of them take turns on one lock kept by the other
-//! one, and each number's throughput is the median of its rounds. Another boots
-//! [`FAILURE_NODES`] VMs that run the failure test's program alone: the last node is killed once the others depend on
-//! it, and the survivors report how long their calls waiting on it
-//! stalled, then one of them leaves and joins again ten times. Two VMs
-//! with more memory then measure the memory region curve
-//! ([`region_curve`]): 64-byte writes and reads on a random one of up to
-//! 100k live regions, and creating and freeing regions of 4 KiB to 1 GiB,
-//! native verbs first, then LITE. Two more measure the process curve
-//! ([`process_curve`]): 64-byte write and RPC throughput of 1 to 64
-//! processes on one node, LITE's sharing the node's connections, the
-//! native baseline's with a queue pair each. Clusters of 2, 4 and 8 small
-//! VMs measure the cluster-size curve ([`cluster_scale`]): join time,
-//! barrier latency and all-to-all RPC. Then clusters of 2 and 4 VMs run the
-//! paper's applications over LITE, over TCP and alone ([`apps`]). `--only` picks some of these [`Part`]s. Every
-//! number printed is parsed from the guests' output.
+//! Two VMs running the release kernel, each pinned to its own host CPU,
+//! first alternate for `--rounds` rounds the native verbs baseline and
+//! LITE's same series, a ratio per round ([`rounds`]); then node 1 serves
+//! perftest's latency and bandwidth tests ([`run::bw_runs`]) to node 2, the
+//! well-known reference, and both run the whole of `lite-bench`: latency,
+//! atomics, uncontended locks, memset/memcpy and asynchronous throughput,
+//! RPC, isolation ([`isolation`]) and node 2's memory regions as its LMRs
+//! grow. Short phases of 3 and 5 VMs, [`LOCK_ROUNDS`] times each, contend
+//! for one lock; [`FAILURE_NODES`] VMs run the failure test's program,
+//! whose last node is killed; then come the memory region curve
+//! ([`region_curve`]), the process curve ([`process_curve`]), the
+//! cluster-size curve ([`cluster_scale`]) and the applications ([`apps`]).
+//! Every number printed is parsed from the guests' output.
 //!
 //! [`run`] boots the clusters and collects their console logs, [`parse`]
 //! turns those logs into typed measurements, [`report`] and [`rounds`]
@@ -237,6 +217,17 @@ fn write_report(
     Ok(())
 }
 
+/// Runs one phase unless the run was interrupted, and hands its guests'
+/// logs to `file`; whether every guest finished.
+fn run_phase(
+    start: impl FnOnce() -> Result<run::Phase>,
+    file: impl FnOnce(&[run::NodeLog]),
+) -> Result<()> {
+    let phase = interrupt::check().and_then(|()| start())?;
+    file(&phase.logs);
+    phase.waited
+}
+
 /// `cargo xtask bench`.
 pub fn run(
     options: &Options,
@@ -276,14 +267,14 @@ pub fn run(
         let lock_iters = run::lock_iters(iters);
         for round in 1..=LOCK_ROUNDS {
             for contenders in CONTENDERS {
-                let lock_waited = interrupt::check()
-                    .and_then(|()| run::lock_phase(&setup, contenders, round, lock_iters))
-                    .and_then(|phase| {
+                let lock_waited = run_phase(
+                    || run::lock_phase(&setup, contenders, round, lock_iters),
+                    |logs| {
                         let prefix = run::lock_phase_name(contenders, round);
-                        m.add_logs(&format!("{prefix}/"), &phase.logs);
-                        m.add_lock_round(contenders as u32, &phase.logs);
-                        phase.waited
-                    });
+                        m.add_logs(&format!("{prefix}/"), logs);
+                        m.add_lock_round(contenders as u32, logs);
+                    },
+                );
                 waits.push(lock_waited.with_context(|| {
                     format!("round {round} of the lock contention phase of {contenders} nodes")
                 }));
@@ -293,46 +284,38 @@ pub fn run(
     }
     if options.runs(Part::Failure) {
         // The failure phase: four VMs again, the last of them killed.
-        let failure_waited = interrupt::check()
-            .and_then(|()| run::failure_phase(&setup))
-            .and_then(|phase| {
-                m.add_failure_logs("failure/", &phase.logs, FAILURE_NODES);
-                phase.waited
-            });
+        let failure_waited = run_phase(
+            || run::failure_phase(&setup),
+            |logs| m.add_failure_logs("failure/", logs, FAILURE_NODES),
+        );
         report::say_failure(&m);
         waits.push(failure_waited.context("the failure phase"));
     }
     if options.runs(Part::Regions) {
         // Two VMs of their own, with room for 100k regions and a 1 GiB one.
-        let waited = interrupt::check()
-            .and_then(|()| run::regions_phase(&setup, iters))
-            .and_then(|phase| {
-                m.add_logs("regions/", &phase.logs);
-                phase.waited
-            });
+        let waited = run_phase(
+            || run::regions_phase(&setup, iters),
+            |logs| m.add_logs("regions/", logs),
+        );
         region_curve::say(iters, &m);
         waits.push(waited.context("the memory region phase"));
     }
     if options.runs(Part::Processes) {
         let step_ops = run::process_step_ops(iters);
-        let waited = interrupt::check()
-            .and_then(|()| run::processes_phase(&setup, step_ops))
-            .and_then(|phase| {
-                m.add_logs("processes/", &phase.logs);
-                phase.waited
-            });
+        let waited = run_phase(
+            || run::processes_phase(&setup, step_ops),
+            |logs| m.add_logs("processes/", logs),
+        );
         process_curve::say(step_ops, run::PROCESS_ROUNDS, &m);
         waits.push(waited.context("the process curve phase"));
     }
     if options.runs(Part::Cluster) {
         let barriers = run::scale_barriers(iters);
         for nodes in run::CLUSTER_SIZES {
-            let waited = interrupt::check()
-                .and_then(|()| run::cluster_phase(&setup, nodes, barriers))
-                .and_then(|phase| {
-                    m.add_logs(&format!("cluster{nodes}/"), &phase.logs);
-                    phase.waited
-                });
+            let waited = run_phase(
+                || run::cluster_phase(&setup, nodes, barriers),
+                |logs| m.add_logs(&format!("cluster{nodes}/"), logs),
+            );
             waits.push(waited.with_context(|| format!("the {nodes}-node cluster-size phase")));
         }
         cluster_scale::say(barriers, run::SCALE_CALLS, &m);
@@ -342,15 +325,15 @@ pub fn run(
     let mut app_runs = Vec::new();
     if options.runs(Part::Apps) {
         for nodes in apps::APP_NODES {
-            let waited = interrupt::check()
-                .and_then(|()| apps::phase(&setup, nodes))
-                .and_then(|phase| {
-                    m.add_logs(&format!("apps{nodes}/"), &phase.logs);
-                    for log in &phase.logs {
+            let waited = run_phase(
+                || apps::phase(&setup, nodes),
+                |logs| {
+                    m.add_logs(&format!("apps{nodes}/"), logs);
+                    for log in logs {
                         app_runs.extend(apps::parse_app_runs(&log.text, nodes));
                     }
-                    phase.waited
-                });
+                },
+            );
             waits.push(waited.with_context(|| format!("the {nodes}-node application phase")));
         }
         apps::say(&app_runs, &APP_LITE_FILES);
@@ -365,17 +348,10 @@ pub fn run(
     if options.runs(Part::Apps) && app_runs.is_empty() {
         bail!("no application run reported a result");
     }
-    let measured_in_vms = [
-        Part::Latency,
-        Part::Comparison,
-        Part::Locks,
-        Part::Failure,
-        Part::Regions,
-        Part::Processes,
-        Part::Cluster,
-    ]
-    .into_iter()
-    .any(|part| options.runs(part));
+    // Every part but the applications leaves its measurements in `m`.
+    let measured_in_vms = <Part as clap::ValueEnum>::value_variants()
+        .iter()
+        .any(|&part| part != Part::Apps && options.runs(part));
     if measured_in_vms && m.is_empty() {
         bail!("no measurements found in the guest logs");
     }

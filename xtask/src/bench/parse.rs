@@ -377,14 +377,15 @@ impl Measurements {
     }
 }
 
-/// The `key=value` words of a perftest block's opening line
-/// (`test=ib_write_lat size=64 side=client`), by key; a later word wins.
+/// The `key=value` words of a line (a perftest block's opening line,
+/// `test=ib_write_lat size=64 side=client`, or an application's
+/// `LITE-APP` line), by key; a later word wins.
 #[derive(Clone, Debug, Default, PartialEq)]
-struct Fields<'a>(BTreeMap<&'a str, &'a str>);
+pub(super) struct Fields<'a>(BTreeMap<&'a str, &'a str>);
 
 impl<'a> Fields<'a> {
     /// The `key=value` words of `text`; words without `=` are ignored.
-    fn parse(text: &'a str) -> Self {
+    pub(super) fn parse(text: &'a str) -> Self {
         Fields(
             text.split_whitespace()
                 .filter_map(|word| word.split_once('='))
@@ -393,12 +394,12 @@ impl<'a> Fields<'a> {
     }
 
     /// The value under `key`, as written.
-    fn text(&self, key: &str) -> Option<&'a str> {
+    pub(super) fn text(&self, key: &str) -> Option<&'a str> {
         self.0.get(key).copied()
     }
 
     /// An integer under `key`.
-    fn integer<T: FromStr>(&self, key: &str) -> Option<T> {
+    pub(super) fn integer<T: FromStr>(&self, key: &str) -> Option<T> {
         integer(self.text(key)?)
     }
 }
@@ -416,7 +417,7 @@ fn columns<const N: usize>(line: &str) -> Option<[&str; N]> {
 
 /// `text` as a finite number: `inf` and `nan` are what failed
 /// measurements print, never results.
-fn number(text: &str) -> Option<f64> {
+pub(super) fn number(text: &str) -> Option<f64> {
     text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
@@ -1478,10 +1479,17 @@ LITE-GUEST-EXIT rc=0
     }
 
     #[test]
-    fn parses_a_real_perftest_latency_row() {
-        let rows = parse_perftest(&console(REAL_RUN));
+    fn a_real_run_is_measured_without_problems() {
+        let mut m = Measurements::default();
+        m.add_logs(
+            "",
+            &[NodeLog {
+                name: "node2".into(),
+                text: console(REAL_RUN),
+            }],
+        );
         assert_eq!(
-            rows,
+            m.native,
             [
                 Native {
                     op: "write".into(),
@@ -1509,12 +1517,8 @@ LITE-GUEST-EXIT rc=0
                 },
             ]
         );
-    }
-
-    #[test]
-    fn parses_a_real_perftest_bandwidth_row() {
         assert_eq!(
-            parse_perftest_bw(&console(REAL_RUN)),
+            m.native_bw,
             [NativeBw {
                 op: "read".into(),
                 size: 65536,
@@ -1525,20 +1529,6 @@ LITE-GUEST-EXIT rc=0
                 msg_rate: 0.000402,
             }]
         );
-    }
-
-    #[test]
-    fn a_real_run_is_measured_without_problems() {
-        let mut m = Measurements::default();
-        m.add_logs(
-            "",
-            &[NodeLog {
-                name: "node2".into(),
-                text: console(REAL_RUN),
-            }],
-        );
-        assert_eq!(m.native.len(), 2);
-        assert_eq!(m.native_bw.len(), 1);
         assert_eq!(m.lite[&("write".into(), 64)].median, 413.34);
         let depths: Vec<_> = m.lite_bw.values().map(|t| (t.depth, t.min)).collect();
         assert_eq!(depths, [(None, 1.10), (Some(8), 8.01)]);

@@ -180,28 +180,6 @@ pub fn say_logs(logs: &Path, problems: &[String]) {
     say_indented(problems.iter().map(|problem| format!("problem: {problem}")));
 }
 
-/// The `p`-th percentile (0..=100) of ascending `sorted`, interpolated
-/// linearly between the closest ranks as `lite-bench` does.
-fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
-        return None;
-    }
-    let rank = p / 100.0 * (sorted.len() - 1) as f64;
-    let (below, above) = (rank.floor() as usize, rank.ceil() as usize);
-    Some(sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64))
-}
-
-/// Median and 10th-90th percentiles of `samples`.
-pub(super) fn spread_of(samples: &[f64]) -> Option<Spread> {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    Some(Spread {
-        median: percentile(&sorted, 50.0)?,
-        p10: percentile(&sorted, 10.0)?,
-        p90: percentile(&sorted, 90.0)?,
-    })
-}
-
 /// The comparison table, one string per line.
 pub fn table(native: &[Native], lite: &[Latency]) -> Vec<String> {
     // RPC and atomics have tables of their own.
@@ -576,7 +554,7 @@ pub fn lock_table(
             .flat_map(|r| samples.get(&(contenders, r.node)).into_iter().flatten())
             .copied()
             .collect();
-        let overall = spread_of(&all);
+        let overall = Spread::of(&all);
         let mut homes: Vec<u32> = group.iter().map(|r| r.home).collect();
         homes.dedup();
         let home = match homes[..] {
@@ -766,27 +744,6 @@ pub fn regions_verdict(rows: &[Regions]) -> String {
     }
 }
 
-/// Count, median, minimum and maximum of a series.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Summary {
-    count: usize,
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-/// The [`Summary`] of `values`; `None` if there are none.
-fn summary(values: &[i64]) -> Option<Summary> {
-    let mut sorted: Vec<f64> = values.iter().map(|&v| v as f64).collect();
-    sorted.sort_by(f64::total_cmp);
-    Some(Summary {
-        count: sorted.len(),
-        median: percentile(&sorted, 50.0)?,
-        min: *sorted.first()?,
-        max: *sorted.last()?,
-    })
-}
-
 /// Milliseconds as measured (whole), a median between two of them with
 /// one decimal, or `-`.
 fn ms_cell(value: Option<f64>) -> String {
@@ -844,7 +801,7 @@ pub fn failure_table(nodes: &[FailureNode]) -> Vec<String> {
         table.header(),
     ];
     let metric = |name: &str, values: &[i64], bounded: bool| {
-        let s = summary(values);
+        let s = rounds::Range::of(&values.iter().map(|&v| v as f64).collect::<Vec<_>>());
         let (dead_after, bound) = if bounded {
             (DEAD_AFTER_MS.to_string(), STALL_BOUND_MS.to_string())
         } else {
@@ -1392,31 +1349,6 @@ mod tests {
         assert_eq!(ms_cell(Some(172.5)), "172.5");
         assert_eq!(ms_cell(Some(-3.0)), "-3");
         assert_eq!(ms_cell(None), "-");
-        assert_eq!(
-            summary(&[5, 1, 3]),
-            Some(Summary {
-                count: 3,
-                median: 3.0,
-                min: 1.0,
-                max: 5.0
-            })
-        );
-        assert_eq!(summary(&[]), None);
-    }
-
-    #[test]
-    fn percentiles_interpolate_as_lite_bench_does() {
-        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), Some(2.5));
-        assert_eq!(percentile(&[5.0], 90.0), Some(5.0));
-        assert_eq!(percentile(&[], 50.0), None);
-        assert_eq!(percentile(&[1.0], 101.0), None);
-        let s = spread_of(&[4.0, 1.0, 3.0, 2.0]).expect("samples");
-        assert_eq!(s.median, 2.5);
-        assert!(
-            (s.p10 - 1.3).abs() < 1e-9 && (s.p90 - 3.7).abs() < 1e-9,
-            "{s:?}"
-        );
-        assert_eq!(spread_of(&[]), None);
     }
 
     #[test]

@@ -15,6 +15,8 @@
 
 use std::collections::BTreeMap;
 
+use lite_bench_record::percentile;
+
 use super::parse::{records, Latency, Record, Side};
 use super::report::Table;
 
@@ -251,18 +253,10 @@ impl Range {
     pub fn of(values: &[f64]) -> Option<Range> {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
-        let median = match n {
-            0 => return None,
-            // PANIC: n is odd and positive, so n / 2 < n.
-            _ if n % 2 == 1 => sorted[n / 2],
-            // PANIC: n is even and at least 2, so n / 2 - 1 and n / 2 are below n.
-            _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-        };
         Some(Range {
-            median,
-            min: sorted[0],
-            max: sorted[n - 1],
+            median: percentile(&sorted, 50.0)?,
+            min: *sorted.first()?,
+            max: *sorted.last()?,
         })
     }
 }
@@ -632,6 +626,13 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
         let range = Range::of(&[4.0, 1.0, 3.0, 2.0]).expect("range");
         assert_eq!(range.median, 2.5);
         assert_eq!((range.min, range.max), (1.0, 4.0));
+        let odd = Range::of(&[5.0, 1.0, 3.0]);
+        let expected = Range {
+            median: 3.0,
+            min: 1.0,
+            max: 5.0,
+        };
+        assert_eq!(odd, Some(expected));
         assert_eq!(Range::of(&[]), None);
     }
 }

@@ -30,6 +30,32 @@ pub struct Spread {
     pub p90: f64,
 }
 
+impl Spread {
+    /// The spread of `samples`, in any order; `None` without samples.
+    pub fn of(samples: &[f64]) -> Option<Spread> {
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Some(Spread {
+            median: percentile(&sorted, 50.0)?,
+            p10: percentile(&sorted, 10.0)?,
+            p90: percentile(&sorted, 90.0)?,
+        })
+    }
+}
+
+/// The `p`-th percentile (0..=100) of ascending `sorted` samples, linearly
+/// interpolated between the two closest ranks (the method most tools use by
+/// default), as `lite-bench` and the report both take them. `None` for no
+/// samples or `p` outside 0..=100.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
+        return None;
+    }
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let (below, above) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64))
+}
+
 /// One latency series: an operation of one size, timed one at a time.
 /// The memory region curve's series (`op` `region_*`) say how many regions
 /// were alive and give the 99th percentile.
@@ -420,6 +446,21 @@ mod tests {
             Record::all_in(&Record::Latency(latency).line(), TAG).count(),
             0
         );
+    }
+
+    #[test]
+    fn spreads_interpolate_between_ranks() {
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), Some(2.5));
+        assert_eq!(percentile(&[5.0], 90.0), Some(5.0));
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile(&[1.0], 101.0), None);
+        let s = Spread::of(&[4.0, 1.0, 3.0, 2.0]).expect("samples");
+        assert_eq!(s.median, 2.5);
+        assert!(
+            (s.p10 - 1.3).abs() < 1e-9 && (s.p90 - 3.7).abs() < 1e-9,
+            "{s:?}"
+        );
+        assert_eq!(Spread::of(&[]), None);
     }
 
     #[test]

@@ -5,9 +5,12 @@
 use lite_bench_record::{Record, Scale};
 use lite_tools::bench::emit;
 use lite_tools::pattern;
-use lite_tools::stats::{monotonic_ns, summarize, time_us};
+use lite_tools::stats::{monotonic_ns, summarize};
 
-use super::{barrier_of, echo_call, wait_for_server, RpcServer, Steps, RPC_THROUGHPUT_SIZE};
+use super::{
+    barrier_of, echo_call, micros_since, time_each, wait_for_server, RpcServer, Steps,
+    RPC_THROUGHPUT_SIZE,
+};
 
 /// What one node measures.
 pub(crate) struct Plan {
@@ -61,11 +64,7 @@ pub(crate) fn measure(plan: &Plan) -> Result<(), String> {
 /// microseconds.
 fn time_barriers(nodes: u32, count: usize) -> Result<(f64, f64), String> {
     let mut samples = Vec::with_capacity(count);
-    for _ in 0..count {
-        let (result, micros) = time_us(|| barrier_of(nodes));
-        result?;
-        samples.push(micros);
-    }
+    time_each(count, &mut samples, || barrier_of(nodes))?;
     let summary = summarize(&samples).ok_or("no barrier samples")?;
     Ok((summary.median, summary.p90))
 }
@@ -106,7 +105,7 @@ fn all_to_all(peers: &[u32], calls: usize) -> Result<(usize, f64), String> {
             })
             .collect()
     });
-    let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    let elapsed_us = micros_since(began);
     results
         .into_iter()
         .collect::<Result<Vec<()>, String>>()

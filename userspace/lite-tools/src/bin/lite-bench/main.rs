@@ -3,116 +3,39 @@
 //! the memory regions a node registers as its live LMRs grow.
 //!
 //! Both nodes run it. The node that holds the memory (node 1 by default)
-//! only waits; the other allocates LMRs there and measures, in order:
+//! only waits (and serves the RPC echo port); the other allocates LMRs
+//! there and measures, in order: write/read latency per `--sizes` size,
+//! `lite_fetch_add` and `lite_compare_swp` on an 8-byte atomic LMR, and
+//! uncontended lock/unlock pairs on a lock kept by either node; memset and
+//! memcpy throughput, done on the memory node; asynchronous writes and
+//! reads with N in flight per `--depths` depth; RPC round trips, RPC under
+//! several client threads and asynchronous RPC; isolation (high-priority
+//! writes alone and beside `--qos-loaders` low-priority copies of this
+//! program, `lite-bench __qos-load NODE SIZE`, in alternating rounds, the
+//! first with the load also run with QoS off); and the memory regions of
+//! the node's resources file as 1, 10, 100 and 1000 LMRs of 4 KiB, then 100
+//! of 64 KiB, are alive, which must follow the pool's memory, not the
+//! number of LMRs.
 //!
-//! 1. latency: for every `--sizes` size, `--iters` synchronous writes and
-//!    then `--iters` reads, one at a time; then `--iters`
-//!    `lite_fetch_add` and `--iters` `lite_compare_swp` on an 8-byte LMR
-//!    allocated with `LITE_ALLOC_ATOMIC` on the memory node (`op=fetch_add`
-//!    and `op=compare_swp`, size 8), and `--iters` uncontended
-//!    `lite_lock` + `lite_unlock` pairs on a lock kept by the memory node
-//!    and on one kept by this node;
-//! 2. memory operations: for every `--bw-sizes` size, `lite_remote_memset`
-//!    on an LMR and `lite_memcpy` between two LMRs, all on the memory node
-//!    (so the work is done there), one at a time;
-//! 3. asynchronous transfers: for every `--async-sizes` size and every
-//!    `--depths` depth N, `lite_rdma_write_async` and then
-//!    `lite_rdma_read_async` with N operations kept in flight, reaped
-//!    oldest first with `lite_async_wait`;
-//! 4. RPC: the memory node serves an echo port (as many threads as the
-//!    most `--rpc-threads`); the measuring node times `--iters` round
-//!    trips (`lite_send_reply_imm`, reply as long as the request) for
-//!    every `--rpc-sizes` size, then for every `--rpc-threads` count N
-//!    lets N threads make `--rpc-calls` 64-byte calls together, then for
-//!    every `--depths` depth N up to `LITE_MAX_ASYNC_CALLS` lets one thread
-//!    make `--rpc-calls` 64-byte calls with `lite_send_reply_imm_async`,
-//!    N in flight, reaped oldest first;
-//! 5. isolation: a high-priority process (this one, after
-//!    `lite_set_priority(LITE_PRIORITY_HIGH)`, passing priority HIGH too)
-//!    times `--iters` 64-byte writes to the memory node alone (QoS on),
-//!    then while `--qos-loaders` low-priority copies of this program
-//!    (`lite-bench __qos-load NODE SIZE`, priority LOW) write 64 KiB to the
-//!    memory node in a loop, with QoS on (written to
-//!    `/sys/kernel/debug/lite/qos_enabled`, which is restored afterwards);
-//!    the two phases alternate for `--qos-rounds` rounds (odd rounds start
-//!    unloaded, even ones loaded), and the first round ends with the load
-//!    with QoS off;
-//! 6. memory regions: 4 KiB LMRs, alternately on this node and on the
-//!    memory node, are allocated and kept until 1, 10, 100 and 1000 are
-//!    alive, then (those freed) 100 LMRs of 64 KiB; after each step the
-//!    node's `/sys/kernel/debug/lite/resources` says how many memory
-//!    regions and pool segments it holds, which must follow the pool's
-//!    memory, not the number of LMRs.
+//! `--series latency` measures only the latency series and RPC round trips:
+//! one round of the interleaved comparison with the native verbs baseline,
+//! which with `--baseline COMMAND` this program starts itself and takes
+//! turns with within every series (see `baseline.rs`). `--series regions`
+//! measures the memory region curve (random writes and reads over N live
+//! LMRs in blocks taking turns with blocks on the first LMR, so that the
+//! cost of many LMRs is a ratio of series measured in the same minutes;
+//! then the time to create and free LMRs by size), `--series processes`
+//! the process curve (`process_curve.rs`), `--scale N` one step of the
+//! cluster-size curve (`cluster_scale.rs`), and `--contend N` a lock kept
+//! by node 1 that the N - 1 other nodes take turns on (the home does not
+//! contend: its own threads take its locks with no message at all).
 //!
-//! With `--series latency` it measures only the latency series of 1 and
-//! the RPC round trips of 4: one round of the benchmark's interleaved
-//! comparison with the native verbs baseline (`lite-verbs-bench`), in the
-//! same VMs. With `--baseline 'lite-verbs-bench --client HOST .. --turns'`
-//! it starts the baseline itself and the two take turns within every
-//! series, in blocks of at most `--turn-ops` operations (see
-//! `baseline.rs`); the series then run operation by operation, every size
-//! of one before the next.
-//!
-//! With `--series regions` it measures the memory region curve instead:
-//! for every `--region-counts` count N, it allocates 4 KiB LMRs on the
-//! memory node until N are alive, then times `--iters` 64-byte writes and
-//! `--iters` reads, each on one of them picked at random, in blocks taking
-//! turns with blocks of as many on the first LMR (so that the cost of many
-//! LMRs is a ratio of two series measured in the same minutes): latency
-//! records of `op` `region_write` and `region_write_first` (and the reads)
-//! with `regions` and `p99`, and then, those freed, for every
-//! `--create-sizes` size, the time to allocate an LMR of that size on the
-//! memory node and to free it (`region_create`, `region_free`, without
-//! `regions`).
-//!
-//! With `--series processes` it measures the process curve instead: for
-//! each of 64-byte writes (each process to an LMR of its own on the memory
-//! node) and 64-byte echo calls, and for every `--process-counts` count N,
-//! N processes warm up, start together and make `--iters` operations each,
-//! all through the node's shared connections, a `process` record each
-//! (`ops_per_s`: every process's operations over the time from the start
-//! until the last finished; `qps`, `mrs`: the queue pairs and memory
-//! regions LITE held on this node meanwhile)
-//!
-//! With `--scale N` it measures one step of the cluster-size curve: N
-//! nodes, all running `lite-bench --scale N`, each time their own join,
-//! `--iters` barriers of all N, and then all-to-all RPC, every node calling
-//! every other node's echo server from one thread per peer,
-//! `--scale-calls` 64-byte calls each, a `scale` record each (`join_us`
-//! null for a node that was already a member).
-//!
-//! With `--contend N` it does none of that: of N nodes, all running
-//! `lite-bench --contend N`, node 1 keeps one lock (it creates it and
-//! publishes its number by name) and the N - 1 others take turns on it,
-//! `--contend-iters` pairs each; then all N check with a counter under the
-//! lock that they excluded each other. The home does not contend: its own
-//! threads take its locks with no message at all, so that a contender
-//! there would measure the home's local path rather than contention.
-//!
-//! Series of 2 and 3 run `--bw-bytes` bytes' worth of operations (at least
-//! 8, at most `--iters`). Every result is one record of `lite_bench_record`
-//! on a line of its own, `LITE-RECORD {"latency":{"op":"write",..}}`:
-//! `latency` for latency series (RPC round trips as `op` `rpc`),
-//! `throughput` for throughput series (MiB/s, i.e. perftest's MB/sec; with
-//! `depth` for the asynchronous ones), `rpc_throughput` and `rpc_async`
-//! for RPC under load (the latter's times from posting a call to reaping
-//! it), `lock` for lock series (1 contender when uncontended; acquire is
-//! `lite_lock` alone and pair `lite_lock` + `lite_unlock`), with
-//! `lock_samples` of contended series' raw acquire times, `qos` and
-//! `qos_load` for each phase of the isolation run (`load_mibps`: the
-//! low-priority processes' MiB/s, each over the whole time it wrote, added
-//! up; `throttled`: the growth of the node's `qos_throttled` counter while
-//! the high-priority writes were timed), and `regions` for each step of the
-//! memory region series (`local`: how many of the LMRs are on this node,
-//! the others being on the memory node; the rest as the resources file
-//! gives them right after the step's allocations, `lmrs` counting every
-//! LMR this node created).
-//!
-//! A throughput's `average` is total bytes over total time, and its spread is over
-//! single operations (memset, memcpy) or over up to 10 consecutive groups
-//! of completions (asynchronous series). Every series checks the data it
-//! moved afterwards. The run ends with `LITE-BENCH: ok` or
-//! `LITE-BENCH: FAILED <reason>`.
+//! Every result is one record of `lite_bench_record` on a line of its own,
+//! `LITE-RECORD {"latency":{"op":"write",..}}`; throughputs are MiB/s
+//! (perftest's MB/sec), total bytes over total time, with a spread over
+//! single operations or over up to 10 consecutive groups of completions.
+//! Every series checks the data it moved afterwards. The run ends with
+//! `LITE-BENCH: ok` or `LITE-BENCH: FAILED <reason>`.
 
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
@@ -443,7 +366,7 @@ struct Options {
     /// Which series run (`--series`).
     series: Series,
     /// Operations of the latency series (`--ops`).
-    ops: LatencyOps,
+    ops: Vec<Operation>,
     /// The native baseline that takes turns with the latency series
     /// (`--baseline`).
     baseline: Option<String>,
@@ -464,56 +387,36 @@ struct Options {
     contend_iters: usize,
 }
 
-/// The operations of the latency series that run (`--ops`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct LatencyOps {
-    write: bool,
-    read: bool,
-    fetch_add: bool,
-    compare_swp: bool,
-    rpc: bool,
-}
+/// The operations of the latency series, of which `--ops` picks.
+const LATENCY_OPS: [Operation; 5] = [
+    Operation::Write,
+    Operation::Read,
+    Operation::FetchAdd,
+    Operation::CompareSwp,
+    Operation::Rpc,
+];
 
-impl LatencyOps {
-    /// Every one.
-    const ALL: LatencyOps = LatencyOps {
-        write: true,
-        read: true,
-        fetch_add: true,
-        compare_swp: true,
-        rpc: true,
-    };
-
-    /// A comma-separated list of operation names.
-    fn parse(text: &str) -> Result<LatencyOps, String> {
-        let mut ops = LatencyOps {
-            write: false,
-            read: false,
-            fetch_add: false,
-            compare_swp: false,
-            rpc: false,
-        };
-        for name in text.split(',') {
-            let selected = match name {
-                "write" => &mut ops.write,
-                "read" => &mut ops.read,
-                "fetch_add" => &mut ops.fetch_add,
-                "compare_swp" => &mut ops.compare_swp,
-                "rpc" => &mut ops.rpc,
-                _ => {
-                    return Err(format!(
-                        "unknown operation {name:?}: expected write, read, fetch_add, \
-                         compare_swp or rpc"
-                    ))
-                }
-            };
-            *selected = true;
-        }
-        Ok(ops)
-    }
+/// A comma-separated list of names of [`LATENCY_OPS`].
+fn parse_latency_ops(text: &str) -> Result<Vec<Operation>, String> {
+    let find = |name: &str| LATENCY_OPS.into_iter().find(|op| op.to_string() == name);
+    text.split(',')
+        .map(|name| {
+            find(name).ok_or_else(|| {
+                format!(
+                    "unknown operation {name:?}: expected write, read, fetch_add, compare_swp \
+                     or rpc"
+                )
+            })
+        })
+        .collect()
 }
 
 impl Options {
+    /// Whether the latency series of `operation` runs.
+    fn runs(&self, operation: Operation) -> bool {
+        self.ops.contains(&operation)
+    }
+
     /// Largest message the RPC server must accept; `None` without RPC
     /// series.
     fn rpc_max_size(&self) -> Option<u64> {
@@ -569,65 +472,85 @@ fn bounded_if_given(
 }
 
 fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
-    let cm = parsed.required_with("cm", parse_cm_address)?;
     let peer = parsed.with("peer-node", PeerNode::Auto, |text| {
         PeerNode::parse(text, lite::sys::MAX_NODES)
     })?;
-    let iters = bounded(parsed, "iters", 1000, 1..=10_000_000)?;
-    let sizes = parsed.with("sizes", vec![8, 64, 512, 4096, 65536], |text| {
-        // Unlike the other lists, not `none`.
-        parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
-    })?;
-    let bw_sizes = parsed.with("bw-sizes", vec![4096, 65536, 1 << 20, 4 << 20], |text| {
-        parse_size_list(text, MAX_BW_SIZE)
-    })?;
-    let async_sizes = parsed.with("async-sizes", vec![4096, 65536], |text| {
-        parse_size_list(text, sys::MAX_ASYNC_SIZE)
-    })?;
     let max_depth = u64::from(sys::MAX_ASYNC_OPS);
-    let depths = parsed.with("depths", vec![1, 2, 4, 8, 16, 32], |text| {
-        let depths = parse_positive_list(text)?;
-        match depths.iter().find(|&&depth| depth > max_depth) {
-            Some(depth) => Err(format!("{depth} is more than {max_depth} in flight")),
-            // Bounded by MAX_ASYNC_OPS.
-            None => Ok(depths.into_iter().map(|d| d as usize).collect()),
-        }
-    })?;
-    let bw_bytes = bounded(parsed, "bw-bytes", 16u64 << 20, 1..=1 << 40)?;
+    let options = Options {
+        cm: parsed.required_with("cm", parse_cm_address)?,
+        peer,
+        memory_node: match peer {
+            PeerNode::Id(id) => id,
+            _ => 1,
+        },
+        iters: bounded(parsed, "iters", 1000, 1..=10_000_000)?,
+        sizes: parsed.with("sizes", vec![8, 64, 512, 4096, 65536], |text| {
+            // Unlike the other lists, not `none`.
+            parse_positive_list(text).and_then(|_| parse_size_list(text, MAX_SIZE))
+        })?,
+        bw_sizes: parsed.with("bw-sizes", vec![4096, 65536, 1 << 20, 4 << 20], |text| {
+            parse_size_list(text, MAX_BW_SIZE)
+        })?,
+        async_sizes: parsed.with("async-sizes", vec![4096, 65536], |text| {
+            parse_size_list(text, sys::MAX_ASYNC_SIZE)
+        })?,
+        depths: parsed.with("depths", vec![1, 2, 4, 8, 16, 32], |text| {
+            let depths = parse_positive_list(text)?;
+            match depths.iter().find(|&&depth| depth > max_depth) {
+                Some(depth) => Err(format!("{depth} is more than {max_depth} in flight")),
+                // Bounded by MAX_ASYNC_OPS.
+                None => Ok(depths.into_iter().map(|d| d as usize).collect()),
+            }
+        })?,
+        bw_bytes: bounded(parsed, "bw-bytes", 16u64 << 20, 1..=1 << 40)?,
+        rpc_sizes: parsed.with("rpc-sizes", vec![8, 64, 512, 4096, 65536], |text| {
+            parse_size_list(text, sys::MAX_MESSAGE_SIZE)
+        })?,
+        rpc_threads: parsed.with("rpc-threads", vec![1, 2, 4, 8, 16], |text| {
+            parse_count_list(text, MAX_RPC_THREADS)
+        })?,
+        rpc_calls: bounded(parsed, "rpc-calls", 2000, 1..=10_000_000)?,
+        qos_loaders: bounded(parsed, "qos-loaders", 3, 0..=MAX_QOS_LOADERS)?,
+        qos_rounds: bounded(parsed, "qos-rounds", 5, 1..=MAX_QOS_ROUNDS)?,
+        series: parsed.with("series", Series::All, |text| match text {
+            "all" => Ok(Series::All),
+            "latency" => Ok(Series::Latency),
+            "regions" => Ok(Series::Regions),
+            "processes" => Ok(Series::Processes),
+            _ => Err("expected all, latency, regions or processes".to_string()),
+        })?,
+        ops: parsed.with("ops", LATENCY_OPS.to_vec(), parse_latency_ops)?,
+        baseline: parsed.get("baseline").map(str::to_string),
+        turn_ops: bounded(parsed, "turn-ops", 10, 1..=10_000_000)?,
+        region_counts: parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
+            parse_count_list(text, MAX_CURVE_LMRS)
+        })?,
+        create_sizes: parsed.with(
+            "create-sizes",
+            vec![4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
+            |text| parse_size_list(text, MAX_CREATE_SIZE),
+        )?,
+        process_counts: parsed.with("process-counts", vec![1, 2, 4, 8, 16, 32, 64], |text| {
+            parse_count_list(text, MAX_CURVE_PROCESSES)
+        })?,
+        contend: bounded_if_given(parsed, "contend", 2..=MAX_CLUSTER_NODES)?,
+        scale: bounded_if_given(parsed, "scale", 2..=MAX_CLUSTER_NODES)?,
+        scale_calls: bounded(parsed, "scale-calls", 200, 1..=10_000_000)?,
+        contend_iters: bounded(parsed, "contend-iters", 300, 1..=10_000_000)?,
+    };
     // The asynchronous buffers hold one slot per operation in flight.
-    let async_span = async_sizes.iter().max().copied().unwrap_or(0)
-        * depths.iter().max().copied().unwrap_or(0) as u64;
+    let async_span = options.async_sizes.iter().max().copied().unwrap_or(0)
+        * options.depths.iter().max().copied().unwrap_or(0) as u64;
     if async_span > MAX_BW_SIZE {
+        let depths: Vec<String> = options.depths.iter().map(usize::to_string).collect();
         return Err(invalid(
             "depths",
-            &depths
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
+            &depths.join(","),
             format!("the largest async size times the largest depth exceeds {MAX_BW_SIZE} B"),
         ));
     }
-    let rpc_sizes = parsed.with("rpc-sizes", vec![8, 64, 512, 4096, 65536], |text| {
-        parse_size_list(text, sys::MAX_MESSAGE_SIZE)
-    })?;
-    let rpc_threads = parsed.with("rpc-threads", vec![1, 2, 4, 8, 16], |text| {
-        parse_count_list(text, MAX_RPC_THREADS)
-    })?;
-    let rpc_calls = bounded(parsed, "rpc-calls", 2000, 1..=10_000_000)?;
-    let qos_loaders = bounded(parsed, "qos-loaders", 3, 0..=MAX_QOS_LOADERS)?;
-    let qos_rounds = bounded(parsed, "qos-rounds", 5, 1..=MAX_QOS_ROUNDS)?;
-    let series = parsed.with("series", Series::All, |text| match text {
-        "all" => Ok(Series::All),
-        "latency" => Ok(Series::Latency),
-        "regions" => Ok(Series::Regions),
-        "processes" => Ok(Series::Processes),
-        _ => Err("expected all, latency, regions or processes".to_string()),
-    })?;
-    let ops = parsed.with("ops", LatencyOps::ALL, LatencyOps::parse)?;
-    let baseline = parsed.get("baseline").map(str::to_string);
-    if let Some(command) = &baseline {
-        if series != Series::Latency || command.split_whitespace().next().is_none() {
+    if let Some(command) = &options.baseline {
+        if options.series != Series::Latency || command.split_whitespace().next().is_none() {
             return Err(invalid(
                 "baseline",
                 command,
@@ -635,65 +558,23 @@ fn parse_options(parsed: &Parsed) -> Result<Options, ArgError> {
             ));
         }
     }
-    let turn_ops = bounded(parsed, "turn-ops", 10, 1..=10_000_000)?;
-    let region_counts = parsed.with("region-counts", vec![1, 100, 10_000, 100_000], |text| {
-        parse_count_list(text, MAX_CURVE_LMRS)
-    })?;
-    let create_sizes = parsed.with(
-        "create-sizes",
-        vec![4096, 65536, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
-        |text| parse_size_list(text, MAX_CREATE_SIZE),
-    )?;
-    let process_counts = parsed.with("process-counts", vec![1, 2, 4, 8, 16, 32, 64], |text| {
-        parse_count_list(text, MAX_CURVE_PROCESSES)
-    })?;
-    let contend = bounded_if_given(parsed, "contend", 2..=MAX_CLUSTER_NODES)?;
-    let scale = bounded_if_given(parsed, "scale", 2..=MAX_CLUSTER_NODES)?;
     // `this` and `other` are resolved at the first barrier, which those
     // runs do not reach with a memory node.
-    if (contend.is_some() || scale.is_some()) && matches!(peer, PeerNode::This | PeerNode::Other) {
+    let resolved_late = match peer {
+        PeerNode::This => Some("this"),
+        PeerNode::Other => Some("other"),
+        _ => None,
+    };
+    if let Some(value) =
+        resolved_late.filter(|_| options.contend.is_some() || options.scale.is_some())
+    {
         return Err(invalid(
             "peer-node",
-            if peer == PeerNode::This {
-                "this"
-            } else {
-                "other"
-            },
+            value,
             "--contend and --scale hold no memory on one node: give auto or a node id".to_string(),
         ));
     }
-    let scale_calls = bounded(parsed, "scale-calls", 200, 1..=10_000_000)?;
-    let contend_iters = bounded(parsed, "contend-iters", 300, 1..=10_000_000)?;
-    Ok(Options {
-        cm,
-        peer,
-        memory_node: match peer {
-            PeerNode::Id(id) => id,
-            _ => 1,
-        },
-        iters,
-        sizes,
-        bw_sizes,
-        async_sizes,
-        depths,
-        bw_bytes,
-        rpc_sizes,
-        rpc_threads,
-        rpc_calls,
-        qos_loaders,
-        qos_rounds,
-        series,
-        ops,
-        baseline,
-        turn_ops,
-        region_counts,
-        create_sizes,
-        process_counts,
-        contend,
-        scale,
-        scale_calls,
-        contend_iters,
-    })
+    Ok(options)
 }
 
 fn main() -> ExitCode {
@@ -726,9 +607,7 @@ fn say_and_exit(outcome: Result<String, String>) -> ExitCode {
 
 fn run(options: &Options) -> Result<(), String> {
     let cm = options.cm;
-    let join_started = monotonic_ns();
-    let joined = join_cluster(cm);
-    let join_us = monotonic_ns().saturating_sub(join_started) as f64 / 1000.0;
+    let (joined, join_us) = time_us(|| join_cluster(cm));
     let mut join_took = None;
     let me = match joined {
         Ok(Membership::Joined(id)) => {
@@ -816,17 +695,16 @@ fn barrier() -> Result<(), String> {
 }
 
 fn barrier_of(nodes: u32) -> Result<(), String> {
-    lite::dist_barrier(nodes).map_err(|e| format!("dist_barrier({nodes}): {}", describe_error(&e)))
+    lite::dist_barrier(nodes).map_err(failed(format_args!("dist_barrier({nodes})")))
 }
 
 /// The write series of every size, then the read series (which check what
 /// they read against what the writes left).
 fn measure(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), String> {
-    let LatencyOps {
-        write: writes,
-        read: reads,
-        ..
-    } = options.ops;
+    let (writes, reads) = (
+        options.runs(Operation::Write),
+        options.runs(Operation::Read),
+    );
     if !writes && !reads {
         return Ok(());
     }
@@ -889,21 +767,13 @@ fn timed_turns(
     mut operation: impl FnMut() -> Result<(), String>,
 ) -> Result<Vec<f64>, String> {
     let mut samples = Vec::with_capacity(iters);
-    let mut time = |count: usize| {
-        for _ in 0..count {
-            let (result, micros) = time_us(&mut operation);
-            result?;
-            samples.push(micros);
-        }
-        Ok::<(), String>(())
-    };
     match baseline {
-        None => time(iters)?,
+        None => time_each(iters, &mut samples, operation)?,
         Some(baseline) => {
             for (side, count) in baseline::schedule(iters, baseline.block()) {
                 match side {
                     Side::Baseline => baseline.turn(kind, size, count)?,
-                    Side::Lite => time(count)?,
+                    Side::Lite => time_each(count, &mut samples, &mut operation)?,
                 }
             }
         }
@@ -911,27 +781,67 @@ fn timed_turns(
     Ok(samples)
 }
 
+/// Times `count` runs of `operation`, adding their durations in
+/// microseconds to `samples`.
+fn time_each(
+    count: usize,
+    samples: &mut Vec<f64>,
+    mut operation: impl FnMut() -> Result<(), String>,
+) -> Result<(), String> {
+    for _ in 0..count {
+        let (result, micros) = time_us(&mut operation);
+        result?;
+        samples.push(micros);
+    }
+    Ok(())
+}
+
+/// Microseconds from `start` (a [`monotonic_ns`] reading) until now.
+fn micros_since(start: u64) -> f64 {
+    monotonic_ns().saturating_sub(start) as f64 / 1000.0
+}
+
 fn write(lmr: &Lmr, data: &[u8]) -> Result<(), String> {
     lmr.write(0, data, Priority::None)
-        .map_err(|e| format!("write of {} B: {}", data.len(), describe_error(&e)))
+        .map_err(failed(format_args!("write of {} B", data.len())))
 }
 
 fn read(lmr: &Lmr, buf: &mut [u8]) -> Result<(), String> {
     let len = buf.len();
     lmr.read(0, buf, Priority::None)
-        .map_err(|e| format!("read of {len} B: {}", describe_error(&e)))
+        .map_err(failed(format_args!("read of {len} B")))
+}
+
+/// Reads the first `len` bytes of `lmr` back at `priority` and checks that
+/// they are the pattern of `seed`, which `what` wrote: a fast but wrong
+/// write would make the numbers meaningless.
+fn verify_lmr(
+    lmr: &Lmr,
+    len: usize,
+    priority: Priority,
+    seed: u64,
+    what: &str,
+) -> Result<(), String> {
+    let mut back = vec![0u8; len];
+    lmr.read(0, &mut back, priority)
+        .map_err(failed(format_args!("read back after {what}")))?;
+    pattern::verify(seed, 0, &back).map_err(|m| format!("{what} left wrong data: {m}"))
+}
+
+/// How a failed LITE call is reported: `what` it was, then its error.
+fn failed(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> String {
+    move |e| format!("{what}: {}", describe_error(&e))
 }
 
 /// A `size`-byte LMR on `node`, with the benchmark's password.
 fn alloc(node: u32, size: u64) -> Result<Lmr, String> {
     Lmr::alloc(node, size, 0, PASSWORD)
-        .map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))
+        .map_err(failed(format_args!("alloc {size} B on node {node}")))
 }
 
 /// Frees `lmr`.
 fn free(lmr: Lmr) -> Result<(), String> {
-    lmr.free()
-        .map_err(|e| format!("free: {}", describe_error(&e)))
+    lmr.free().map_err(failed("free"))
 }
 
 fn report(operation: Operation, size: u64, samples: &[f64]) -> Result<(), String> {
@@ -1023,15 +933,9 @@ fn timed_series(
     ops: usize,
     mut operation: impl FnMut() -> Result<(), String>,
 ) -> Result<Vec<f64>, String> {
-    for _ in 0..THROUGHPUT_WARMUP_OPS {
-        operation()?;
-    }
+    (0..THROUGHPUT_WARMUP_OPS).try_for_each(|_| operation())?;
     let mut samples = Vec::with_capacity(ops);
-    for _ in 0..ops {
-        let (result, micros) = time_us(&mut operation);
-        result?;
-        samples.push(micros);
-    }
+    time_each(ops, &mut samples, operation)?;
     Ok(samples)
 }
 
@@ -1164,10 +1068,7 @@ fn async_series(
         }
     }
     // Writes landed where expected (and the reads above saw them).
-    let mut check = vec![0u8; source.len()];
-    read(lmr, &mut check)?;
-    pattern::verify(seed, 0, &check)
-        .map_err(|m| format!("write_async left wrong data in the LMR: {m}"))
+    verify_lmr(lmr, source.len(), Priority::None, seed, "write_async")
 }
 
 /// The RPC echo server of the memory node: a port and the threads that
@@ -1197,12 +1098,9 @@ impl RpcServer {
     /// Opens the port for messages of up to `max_size` bytes and starts
     /// `count` echo threads.
     fn open(max_size: u64, count: usize) -> Result<RpcServer, String> {
-        let port = Port::register(RPC_PORT, max_size, "lite-bench-echo").map_err(|e| {
-            format!(
-                "register_application(port {RPC_PORT}): {}",
-                describe_error(&e)
-            )
-        })?;
+        let port = Port::register(RPC_PORT, max_size, "lite-bench-echo").map_err(failed(
+            format_args!("register_application(port {RPC_PORT})"),
+        ))?;
         // Bounded by MAX_MESSAGE_SIZE when parsed.
         let len = max_size as usize;
         let threads = (0..count)
@@ -1219,7 +1117,7 @@ impl RpcServer {
         let closed = self
             .port
             .unregister()
-            .map_err(|e| format!("unregister_application: {}", describe_error(&e)));
+            .map_err(failed("unregister_application"));
         let mut served = 0;
         let mut outcome = closed;
         for thread in self.threads {
@@ -1289,7 +1187,7 @@ fn wait_for_server(node: u32) -> Result<(), String> {
 fn echo_call(node: u32, request: &[u8], reply: &mut [u8]) -> Result<(), String> {
     let size = request.len();
     let len = rpc::call(node, RPC_PORT, request, reply, Priority::None)
-        .map_err(|e| format!("RPC of {size} B: {}", describe_error(&e)))?;
+        .map_err(failed(format_args!("RPC of {size} B")))?;
     if len != size {
         return Err(format!("RPC of {size} B got a {len} B reply"));
     }
@@ -1318,7 +1216,7 @@ fn measure_rpc_round_trips(
     options: &Options,
     baseline: &mut Option<Baseline>,
 ) -> Result<(), String> {
-    if options.rpc_sizes.is_empty() || !options.ops.rpc {
+    if options.rpc_sizes.is_empty() || !options.runs(Operation::Rpc) {
         return Ok(());
     }
     let node = options.memory_node;
@@ -1334,9 +1232,7 @@ fn measure_rpc_round_trips(
         let mut request = vec![0u8; len];
         pattern::fill(seed, 0, &mut request);
         let mut reply = vec![0u8; len];
-        for _ in 0..WARMUP_OPS {
-            echo_call(node, &request, &mut reply)?;
-        }
+        (0..WARMUP_OPS).try_for_each(|_| echo_call(node, &request, &mut reply))?;
         pattern::poison(seed, 0, &mut reply);
         let samples = timed_turns(baseline, Operation::Rpc, size, options.iters, || {
             echo_call(node, &request, &mut reply)
@@ -1359,7 +1255,7 @@ fn post_echo<'a>(
 ) -> Result<(rpc::AsyncCall<'a>, u64), String> {
     pattern::poison(seed, 0, reply);
     let call = rpc::call_async(node, RPC_PORT, request, reply, Priority::None)
-        .map_err(|e| format!("call_async: {}", describe_error(&e)))?;
+        .map_err(failed("call_async"))?;
     Ok((call, monotonic_ns()))
 }
 
@@ -1383,8 +1279,8 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
     while let Some((call, start)) = window.pop_front() {
         let (len, reply) = call
             .wait()
-            .map_err(|e| format!("async RPC with {depth} in flight: {}", describe_error(&e)))?;
-        samples.push(monotonic_ns().saturating_sub(start) as f64 / 1000.0);
+            .map_err(failed(format_args!("async RPC with {depth} in flight")))?;
+        samples.push(micros_since(start));
         if len != size as usize {
             return Err(format!("async RPC of {size} B got a {len} B reply"));
         }
@@ -1394,7 +1290,7 @@ fn rpc_async_series(node: u32, depth: usize, calls: usize) -> Result<(), String>
             posted += 1;
         }
     }
-    let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    let elapsed_us = micros_since(began);
     let series = (size, 1, Some(depth));
     emit(&rpc_throughput(series, &samples, elapsed_us).ok_or("async RPC: no usable samples")?);
     Ok(())
@@ -1420,9 +1316,7 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
                     let mut samples = Vec::with_capacity(calls);
                     for _ in 0..calls {
                         pattern::poison(seed, 0, &mut reply);
-                        let (result, micros) = time_us(|| echo_call(node, &request, &mut reply));
-                        result?;
-                        samples.push(micros);
+                        time_each(1, &mut samples, || echo_call(node, &request, &mut reply))?;
                         pattern::verify(seed, 0, &reply)
                             .map_err(|m| format!("RPC got another thread's reply: {m}"))?;
                     }
@@ -1436,7 +1330,7 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
             .into_iter()
             .map(|w| w.join().unwrap_or_else(|_| Err("panicked".into())))
             .collect();
-        let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+        let elapsed_us = micros_since(began);
         (results, elapsed_us)
     });
     let mut samples = Vec::new();
@@ -1453,16 +1347,13 @@ fn rpc_throughput_series(node: u32, threads: usize, calls: usize) -> Result<(), 
 /// memory node. Every call's old value is checked: the LMR starts at zero
 /// and each call adds one (the swaps replace the value with the next one).
 fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result<(), String> {
-    if !options.ops.fetch_add && !options.ops.compare_swp {
+    if !options.runs(Operation::FetchAdd) && !options.runs(Operation::CompareSwp) {
         return Ok(());
     }
     let node = options.memory_node;
-    let lmr = Lmr::alloc(node, ATOMIC_SIZE, sys::ALLOC_ATOMIC, PASSWORD).map_err(|e| {
-        format!(
-            "alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}: {}",
-            describe_error(&e)
-        )
-    })?;
+    let lmr = Lmr::alloc(node, ATOMIC_SIZE, sys::ALLOC_ATOMIC, PASSWORD).map_err(failed(
+        format_args!("alloc {ATOMIC_SIZE} B with LITE_ALLOC_ATOMIC on node {node}"),
+    ))?;
     say(format_args!(
         "lite-bench: atomics on an {ATOMIC_SIZE} B LMR on node {node}, {} iterations per series",
         options.iters
@@ -1470,53 +1361,35 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
     let handle = lmr.handle();
     // What the LMR holds; it starts zeroed.
     let mut value = 0u64;
-    let fetch_add = |expected: u64| -> Result<(), String> {
+    let mut next = |operation: Operation| {
         let mut old = 0u64;
         // SAFETY: `old` is a live u64 that nothing else touches during the call.
-        let ret = unsafe { Syscalls.fetch_add(handle, &mut old, 1, sys::PRIORITY_NONE) };
-        expect_ok(|| "fetch_add".to_string(), ret)?;
-        expect_old("fetch_add", old, expected)
-    };
-    let compare_swp = |expected: u64| {
-        let mut old = 0u64;
-        // SAFETY: as for fetch_add.
         let ret = unsafe {
-            Syscalls.compare_swp(
-                handle,
-                &mut old,
-                expected,
-                expected.wrapping_add(1),
-                sys::PRIORITY_NONE,
-            )
+            match operation {
+                Operation::FetchAdd => Syscalls.fetch_add(handle, &mut old, 1, sys::PRIORITY_NONE),
+                _ => Syscalls.compare_swp(handle, &mut old, value, value + 1, sys::PRIORITY_NONE),
+            }
         };
-        expect_ok(|| "compare_swp".to_string(), ret)?;
-        expect_old("compare_swp", old, expected)
+        expect_ok(|| operation.to_string(), ret)?;
+        if old != value {
+            return Err(format!("{operation} saw {old}, expected {value}"));
+        }
+        value += 1;
+        Ok(())
     };
-    for (operation, call, selected) in [
-        (
-            Operation::FetchAdd,
-            &fetch_add as &dyn Fn(u64) -> Result<(), String>,
-            options.ops.fetch_add,
-        ),
-        (Operation::CompareSwp, &compare_swp, options.ops.compare_swp),
-    ] {
-        if !selected {
+    for operation in [Operation::FetchAdd, Operation::CompareSwp] {
+        if !options.runs(operation) {
             continue;
         }
-        for _ in 0..WARMUP_OPS {
-            call(value)?;
-            value += 1;
-        }
+        (0..WARMUP_OPS).try_for_each(|_| next(operation))?;
         let samples = timed_turns(baseline, operation, ATOMIC_SIZE, options.iters, || {
-            call(value)?;
-            value += 1;
-            Ok(())
+            next(operation)
         })?;
         report(operation, ATOMIC_SIZE, &samples)?;
     }
     let mut check = [0u8; ATOMIC_SIZE as usize];
     lmr.read(0, &mut check, Priority::None)
-        .map_err(|e| format!("read of the atomic LMR: {}", describe_error(&e)))?;
+        .map_err(failed("read of the atomic LMR"))?;
     let held = u64::from_ne_bytes(check);
     if held != value {
         return Err(format!(
@@ -1524,15 +1397,6 @@ fn measure_atomics(options: &Options, baseline: &mut Option<Baseline>) -> Result
         ));
     }
     free(lmr)
-}
-
-/// An atomic's old value must be the one expected.
-fn expect_old(what: &str, old: u64, expected: u64) -> Result<(), String> {
-    if old == expected {
-        Ok(())
-    } else {
-        Err(format!("{what} saw {old}, expected {expected}"))
-    }
 }
 
 /// Creates a lock kept by `home`.
@@ -1578,22 +1442,21 @@ fn time_lock_pairs(
     contenders: u32,
     node: u32,
 ) -> Result<(Record, Vec<f64>), String> {
-    let micros = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1000.0;
     let mut acquire_us = Vec::with_capacity(pairs);
     let mut pair_us = Vec::with_capacity(pairs);
     let begin = monotonic_ns();
     for _ in 0..pairs {
         let start = monotonic_ns();
         let locked = acquire(lock);
-        let acquired = monotonic_ns();
+        let acquired = micros_since(start);
         locked?;
         let unlocked = release(lock);
-        let end = monotonic_ns();
+        let pair = micros_since(start);
         unlocked?;
-        acquire_us.push(micros(start, acquired));
-        pair_us.push(micros(start, end));
+        acquire_us.push(acquired);
+        pair_us.push(pair);
     }
-    let busy_us = micros(begin, monotonic_ns());
+    let busy_us = micros_since(begin);
     let series = lock_record(
         (contenders, node, lock.home),
         &acquire_us,
@@ -1673,7 +1536,7 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
         let mut shared = [0u8; 16];
         shared[..8].copy_from_slice(&u64::from(lock.number).to_le_bytes());
         let lmr = Lmr::wrap(&shared, LOCK_NAME, PASSWORD)
-            .map_err(|e| format!("wrap_alloc of the lock's number: {}", describe_error(&e)))?;
+            .map_err(failed("wrap_alloc of the lock's number"))?;
         say(format_args!(
             "lite-bench: lock {} on node {home} for {contenders} contending nodes",
             lock.number
@@ -1685,15 +1548,12 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
             Some(created) => created,
             None => {
                 let permission = sys::PERM_READ | sys::PERM_WRITE;
-                let lmr = Lmr::ask(home, LOCK_NAME, permission, PASSWORD).map_err(|e| {
-                    format!(
-                        "ask_lmr(node {home}, the lock's name): {}",
-                        describe_error(&e)
-                    )
-                })?;
+                let lmr = Lmr::ask(home, LOCK_NAME, permission, PASSWORD).map_err(failed(
+                    format_args!("ask_lmr(node {home}, the lock's name)"),
+                ))?;
                 let mut number = [0u8; 8];
                 lmr.read(0, &mut number, Priority::None)
-                    .map_err(|e| format!("read of the lock's number: {}", describe_error(&e)))?;
+                    .map_err(failed("read of the lock's number"))?;
                 let number = u32::try_from(u64::from_le_bytes(number))
                     .map_err(|_| "the published lock number is out of range".to_string())?;
                 (ask_lock(home, number)?, lmr)
@@ -1754,9 +1614,7 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
     steps.step(|| {
         checked.ok_or("not checked")?;
         match ready.take() {
-            Some((_, lmr)) if me != home => lmr
-                .unmap()
-                .map_err(|e| format!("umap of the lock's LMR: {}", describe_error(&e))),
+            Some((_, lmr)) if me != home => lmr.unmap().map_err(failed("umap of the lock's LMR")),
             _ => Ok(()),
         }
     });
@@ -1767,7 +1625,7 @@ fn contend(options: &Options, me: u32, nodes: u32) -> Result<(), String> {
 fn counter(lmr: &Lmr) -> Result<u64, String> {
     let mut bytes = [0u8; 8];
     lmr.read(8, &mut bytes, Priority::None)
-        .map_err(|e| format!("read of the counter: {}", describe_error(&e)))?;
+        .map_err(failed("read of the counter"))?;
     Ok(u64::from_le_bytes(bytes))
 }
 
@@ -1775,7 +1633,7 @@ fn counter(lmr: &Lmr) -> Result<u64, String> {
 fn increment(lmr: &Lmr) -> Result<(), String> {
     let next = counter(lmr)? + 1;
     lmr.write(8, &next.to_le_bytes(), Priority::None)
-        .map_err(|e| format!("write of the counter: {}", describe_error(&e)))
+        .map_err(failed("write of the counter"))
 }
 
 /// Sets the calling process's default priority; returns the previous one.
@@ -1804,7 +1662,7 @@ fn set_qos(on: bool) -> Result<(), String> {
 fn throttled() -> Result<u64, String> {
     lite::stats()
         .map(|s| s.qos_throttled)
-        .map_err(|e| format!("get_stats: {}", describe_error(&e)))
+        .map_err(failed("get_stats"))
 }
 
 /// The isolation run: this process, at high priority, times 64-byte writes
@@ -1868,7 +1726,7 @@ fn qos_phase(
     pattern::fill(seed, 0, &mut data);
     let write_high = || {
         lmr.write(0, &data, Priority::High)
-            .map_err(|e| format!("high-priority write: {}", describe_error(&e)))
+            .map_err(failed("high-priority write"))
     };
     let mut loaders = Vec::new();
     if loaded {
@@ -1880,27 +1738,23 @@ fn qos_phase(
         }
         std::thread::sleep(QOS_SETTLE);
     }
-    for _ in 0..WARMUP_OPS {
-        write_high()?;
-    }
+    (0..WARMUP_OPS).try_for_each(|_| write_high())?;
     let before = throttled()?;
     let mut samples = Vec::with_capacity(options.iters);
-    for _ in 0..options.iters {
-        let (result, micros) = time_us(write_high);
-        result?;
-        samples.push(micros);
-    }
+    time_each(options.iters, &mut samples, write_high)?;
     let after = throttled()?;
     loaders.iter_mut().for_each(Piped::close);
     let load = loaders
         .iter_mut()
         .map(load_report)
         .collect::<Result<Vec<_>, _>>()?;
-    let mut check = vec![0u8; data.len()];
-    lmr.read(0, &mut check, Priority::High)
-        .map_err(|e| format!("read back: {}", describe_error(&e)))?;
-    pattern::verify(seed, 0, &check)
-        .map_err(|m| format!("high-priority writes left wrong data: {m}"))?;
+    verify_lmr(
+        lmr,
+        data.len(),
+        Priority::High,
+        seed,
+        "high-priority writes",
+    )?;
     let result = QosResult {
         round,
         phase,
@@ -2023,11 +1877,10 @@ fn measure_region_curve(options: &Options) -> Result<(), String> {
         let mut release = Vec::with_capacity(iters);
         for _ in 0..iters {
             let (lmr, micros) = time_us(|| Lmr::alloc(node, size, 0, PASSWORD));
-            let lmr =
-                lmr.map_err(|e| format!("alloc {size} B on node {node}: {}", describe_error(&e)))?;
+            let lmr = lmr.map_err(failed(format_args!("alloc {size} B on node {node}")))?;
             create.push(micros);
             let (freed, micros) = time_us(|| lmr.free());
-            freed.map_err(|e| format!("free {size} B: {}", describe_error(&e)))?;
+            freed.map_err(failed(format_args!("free {size} B")))?;
             release.push(micros);
         }
         for (operation, samples) in [
@@ -2060,13 +1913,10 @@ fn alloc_alternately(
         } else {
             peer
         };
-        let lmr = Lmr::alloc(node, size, 0, PASSWORD).map_err(|e| {
-            format!(
-                "alloc {size} B on node {node} with {} LMRs alive: {}",
-                lmrs.len(),
-                describe_error(&e)
-            )
-        })?;
+        let alive = lmrs.len();
+        let lmr = Lmr::alloc(node, size, 0, PASSWORD).map_err(failed(format_args!(
+            "alloc {size} B on node {node} with {alive} LMRs alive"
+        )))?;
         lmrs.push(lmr);
     }
     Ok(())
@@ -2165,7 +2015,7 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
     pattern::fill(seed, 0, &mut data);
     let write_low = || {
         lmr.write(0, &data, Priority::Low)
-            .map_err(|e| format!("low-priority write of {size} B: {}", describe_error(&e)))
+            .map_err(failed(format_args!("low-priority write of {size} B")))
     };
     let stop = Arc::new(AtomicBool::new(false));
     let stopper = Arc::clone(&stop);
@@ -2184,10 +2034,7 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
         ops += 1;
         end = monotonic_ns();
     }
-    let mut check = vec![0u8; data.len()];
-    lmr.read(0, &mut check, Priority::Low)
-        .map_err(|e| format!("read back: {}", describe_error(&e)))?;
-    pattern::verify(seed, 0, &check).map_err(|m| format!("writes left wrong data: {m}"))?;
+    verify_lmr(&lmr, data.len(), Priority::Low, seed, "low-priority writes")?;
     free(lmr)?;
     Ok(LoadReport {
         ops,
@@ -2198,25 +2045,19 @@ fn load(node: u32, size: u64) -> Result<LoadReport, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::LatencyOps;
+    use super::{parse_latency_ops, Operation, LATENCY_OPS};
 
     #[test]
     fn latency_ops_name_the_series_that_run() {
         assert_eq!(
-            LatencyOps::parse("read,fetch_add"),
-            Ok(LatencyOps {
-                write: false,
-                read: true,
-                fetch_add: true,
-                compare_swp: false,
-                rpc: false,
-            })
+            parse_latency_ops("read,fetch_add"),
+            Ok(vec![Operation::Read, Operation::FetchAdd])
         );
         assert_eq!(
-            LatencyOps::parse("write,read,fetch_add,compare_swp,rpc"),
-            Ok(LatencyOps::ALL)
+            parse_latency_ops("write,read,fetch_add,compare_swp,rpc"),
+            Ok(LATENCY_OPS.to_vec())
         );
-        assert!(LatencyOps::parse("write,memset").is_err());
-        assert!(LatencyOps::parse("").is_err());
+        assert!(parse_latency_ops("write,memset").is_err());
+        assert!(parse_latency_ops("").is_err());
     }
 }

@@ -15,13 +15,13 @@ use std::process::ExitCode;
 use lite::Priority;
 use lite_bench_record::Record;
 use lite_tools::bench::{emit, process_record, ProcessWorkload};
-use lite_tools::errno::describe_error;
 use lite_tools::stats::monotonic_ns;
 use lite_tools::{pattern, say};
 
 use super::piped::Piped;
 use super::{
-    alloc, echo_call, free, read_region_counters, say_and_exit, wait_for_server, WARMUP_OPS,
+    alloc, echo_call, failed, free, micros_since, read_region_counters, say_and_exit, verify_lmr,
+    wait_for_server, WARMUP_OPS,
 };
 
 /// The subcommand of one process of the curve.
@@ -60,7 +60,7 @@ fn step(
     for worker in &mut workers {
         worker.expect("ready")?;
     }
-    let stats = lite::stats().map_err(|e| format!("get_stats: {}", describe_error(&e)))?;
+    let stats = lite::stats().map_err(failed("get_stats"))?;
     let [_, memory_regions, _, _] = read_region_counters()?;
     let began = monotonic_ns();
     for worker in &mut workers {
@@ -75,7 +75,7 @@ fn step(
             .ok_or_else(|| format!("a {workload} process said \"{line}\""))?;
         slowest_us = slowest_us.max(took);
     }
-    let elapsed_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
+    let elapsed_us = micros_since(began);
     for mut worker in workers {
         worker.finish()?;
     }
@@ -140,16 +140,14 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
     let mut operation = || match &lmr {
         Some(lmr) => lmr
             .write(0, &data, Priority::None)
-            .map_err(|e| format!("write of {OP_SIZE} B: {}", describe_error(&e))),
+            .map_err(failed(format_args!("write of {OP_SIZE} B"))),
         None => {
             pattern::poison(seed, 0, &mut back);
             echo_call(node, &data, &mut back)?;
             pattern::verify(seed, 0, &back).map_err(|m| format!("wrong RPC reply: {m}"))
         }
     };
-    for _ in 0..WARMUP_OPS {
-        operation()?;
-    }
+    (0..WARMUP_OPS).try_for_each(|_| operation())?;
     say(format_args!("ready"));
     let mut go = String::new();
     std::io::stdin()
@@ -160,15 +158,10 @@ fn run_process(workload: ProcessWorkload, node: u32, iters: usize) -> Result<f64
         return Err("the step ended before it started".into());
     }
     let began = monotonic_ns();
-    for _ in 0..iters {
-        operation()?;
-    }
-    let took_us = monotonic_ns().saturating_sub(began) as f64 / 1000.0;
-    // A fast but wrong write would make the numbers meaningless.
+    (0..iters).try_for_each(|_| operation())?;
+    let took_us = micros_since(began);
     if let Some(lmr) = lmr {
-        lmr.read(0, &mut back, Priority::None)
-            .map_err(|e| format!("read back: {}", describe_error(&e)))?;
-        pattern::verify(seed, 0, &back).map_err(|m| format!("writes left wrong data: {m}"))?;
+        verify_lmr(&lmr, OP_SIZE, Priority::None, seed, "writes")?;
         free(lmr)?;
     }
     Ok(took_us)
