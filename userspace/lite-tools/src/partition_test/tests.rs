@@ -254,6 +254,14 @@ fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
         let cut_node = &nodes[cut - 1];
         await_everywhere(&consoles[cut - 1..], READY_MARKER);
         model::cut(cut_node);
+        // However slow the host, the writer must write after the canary
+        // before the rejoin: once the holder wrote it, one of the cut
+        // node's transfers returns and the next starts, then one returns.
+        await_everywhere(&consoles[..1], "rdma_write of the canary");
+        let written_by_then = model::transfers(cut_node);
+        while model::transfers(cut_node) < written_by_then + 2 {
+            thread::sleep(Duration::from_millis(1));
+        }
         thread::sleep(CUT_FOR);
         model::rejoin(cut_node);
         runs.into_iter()
