@@ -3,7 +3,9 @@ use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, Vi
 use super::*;
 use crate::debugfs::{parse_stats, Operation, STATS_FILE};
 use crate::fake_kernel::{Defects, FakeKernel};
-use crate::tap::{assert_contains, assert_contains_all, assert_count, failures, TapSummary};
+use crate::tap::{
+    assert_contains, assert_contains_all, assert_count, capture, failures, TapSummary,
+};
 
 #[test]
 fn roles_parse() {
@@ -347,15 +349,7 @@ fn run_with_death_on(
     thread::scope(|scope| {
         let survivors: Vec<_> = survivors
             .iter()
-            .map(|node| {
-                scope.spawn(move || {
-                    let mut out = Vec::new();
-                    let mut tap = Tap::new(&mut out);
-                    run_survivor(node, &mut tap, &config);
-                    let summary = tap.finish();
-                    (String::from_utf8_lossy(&out).into_owned(), summary)
-                })
-            })
+            .map(|node| scope.spawn(move || capture(|tap| run_survivor(node, tap, &config))))
             .collect();
         let mut out = Vec::new();
         let victim = &victim[0];

@@ -22,7 +22,7 @@ use libc::c_long;
 
 use crate::debugfs::membership::{NodeMembership, Peer, PeerState, MEMBERSHIP_FILE};
 use crate::failure_test::join_call;
-use crate::fake_kernel::{Defects, FakeKernel};
+use crate::fake_kernel::{lock, Defects, FakeKernel};
 use crate::kernel::{kernel_calls, Kernel};
 
 /// Where the cut stands.
@@ -148,10 +148,7 @@ pub fn resume(node: &Node) {
 
 impl Node {
     fn pauses(&self) -> MutexGuard<'_, Pauses> {
-        self.gate
-            .pauses
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.gate.pauses)
     }
 
     /// Waits while a node is paused; the error a transfer then fails with
@@ -189,9 +186,7 @@ impl Node {
     }
 
     fn stage(&self) -> MutexGuard<'_, Stage> {
-        self.stage
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.stage)
     }
 
     fn is_cut_node(&self) -> bool {

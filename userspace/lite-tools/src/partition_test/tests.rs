@@ -6,6 +6,7 @@ use super::model::{self, CutDefects};
 use super::*;
 use crate::debugfs::membership::Peer;
 use crate::failure_test::find_port_owner;
+use crate::fake_kernel::lock;
 use crate::tap::{assert_contains, failures, TapSummary};
 
 #[test]
@@ -147,17 +148,13 @@ struct SharedOutput(Arc<Mutex<Vec<u8>>>);
 
 impl SharedOutput {
     fn text(&self) -> String {
-        let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        String::from_utf8_lossy(&bytes).into_owned()
+        String::from_utf8_lossy(&lock(&self.0)).into_owned()
     }
 }
 
 impl Write for SharedOutput {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(buf);
+        lock(&self.0).extend_from_slice(buf);
         Ok(buf.len())
     }
 
