@@ -346,7 +346,7 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::debugfs::membership::Peer;
 
@@ -397,7 +397,9 @@ mod tests {
         );
     }
 
-    fn view(
+    /// A member's membership file: `node`'s `incarnation`, fenced or not,
+    /// with `peers` as (node, state, incarnation).
+    pub(crate) fn view(
         node: u32,
         incarnation: u32,
         fenced: bool,

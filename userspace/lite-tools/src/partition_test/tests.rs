@@ -3,8 +3,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::model::{self, CutDefects};
+use super::pauses::tests::view;
 use super::*;
-use crate::debugfs::membership::Peer;
 use crate::failure_test::find_port_owner;
 use crate::fake_kernel::lock;
 use crate::tap::{assert_contains, failures, TapSummary};
@@ -113,17 +113,7 @@ fn the_canary_counts_differing_bytes_over_every_read() {
 }
 
 fn member(node: u32, incarnation: u32, fenced: bool) -> MembershipFile {
-    MembershipFile::Member(NodeMembership {
-        node,
-        incarnation,
-        epoch: 1,
-        fenced,
-        peers: vec![Peer {
-            node: 1,
-            state: PeerState::Alive,
-            incarnation: 1,
-        }],
-    })
+    view(node, incarnation, fenced, &[(1, PeerState::Alive, 1)])
 }
 
 #[test]
