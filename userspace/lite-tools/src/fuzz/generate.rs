@@ -129,14 +129,14 @@ impl Planned {
 
     /// `call` with the arguments `given` (the rest 0), which does not block
     /// by design.
-    fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
+    pub(crate) fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
         let mut args = [0; 6];
         args[..given.len()].copy_from_slice(given);
         Planned::running(call, args, expect, effect)
     }
 
     /// As it is, but a call that blocks by design: interrupted after `ms`.
-    fn blocking(self, ms: u64) -> Self {
+    pub(crate) fn blocking(self, ms: u64) -> Self {
         Planned {
             interrupt_after_ms: ms,
             ..self
@@ -1145,20 +1145,16 @@ impl Planner<'_, '_> {
             args[4] = reply;
             args[5] = max_reply;
         }
-        Planned {
-            call,
-            args,
-            expect,
-            interrupt_after_ms: if nonblock {
-                RUNNING_CALL_MS
-            } else {
-                self.rng.between(200, 3000)
-            },
-            effect: if asynchronous {
-                Effect::NewCall
-            } else {
-                Effect::None
-            },
+        let effect = if asynchronous {
+            Effect::NewCall
+        } else {
+            Effect::None
+        };
+        let planned = Planned::running(call, args, expect, effect);
+        if nonblock {
+            planned
+        } else {
+            planned.blocking(self.rng.between(200, 3000))
         }
     }
 

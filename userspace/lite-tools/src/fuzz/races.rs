@@ -668,15 +668,9 @@ impl RaceRun<'_, '_, '_> {
             self.out.lock = lock;
             let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
             let left = within_ms.saturating_sub(now_ms() - since).max(1);
-            let planned = Planned {
-                interrupt_after_ms: left,
-                ..Planned::running(
-                    Syscall::Lock,
-                    [pointer, 0, 0, 0, 0, 0],
-                    Expect::value(Value::Zero),
-                    Effect::None,
-                )
-            };
+            let expect = Expect::value(Value::Zero);
+            let planned =
+                Planned::of(Syscall::Lock, &[pointer], expect, Effect::None).blocking(left);
             let ret = self.caller.run(self.step, &planned);
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
                 self.state.held.push(lock);
