@@ -17,6 +17,8 @@
 //! returns `-EINTR`. A call whose thread may be left behind is bounded by
 //! [`bounded`] instead, which runs it on a thread of its own.
 
+use std::cell::Cell;
+use std::io;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::thread;
@@ -144,21 +146,47 @@ pub fn retry_while_busy(
     }
 }
 
-/// Installs a handler for `SIGUSR1` that does nothing, without
-/// `SA_RESTART`, once per process, so that the signal makes a thread
-/// blocked in a LITE call return `-EINTR`.
+thread_local! {
+    /// Signals this thread has handled.
+    static HANDLED: Cell<u64> = const { Cell::new(0) };
+}
+
+extern "C" fn count_signal(_: libc::c_int) {
+    // A const-initialised thread-local without destructor is a plain TLS
+    // access, which is safe in a signal handler.
+    HANDLED.with(|handled| handled.set(handled.get().wrapping_add(1)));
+}
+
+/// Signals the calling thread has handled so far: a call may have been
+/// interrupted only if this changed while it ran.
+pub fn signals_handled() -> u64 {
+    HANDLED.with(Cell::get)
+}
+
+/// Installs the process's one `SIGUSR1` handler, which only counts, per
+/// thread, without `SA_RESTART`, so that the signal makes a thread blocked
+/// in a LITE call return `-EINTR`. Every user installs this same handler,
+/// so none can replace another's in a process that has several.
+pub fn try_install_interrupt_handler() -> io::Result<()> {
+    // SAFETY: `action` is fully initialised before use; the handler only
+    // touches a thread-local counter.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = count_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// [`try_install_interrupt_handler`] once per process; a failure leaves
+/// the calls unbounded.
 pub fn install_interrupt_handler() {
     static INSTALLED: Once = Once::new();
-    extern "C" fn ignore(_: libc::c_int) {}
     INSTALLED.call_once(|| {
-        // SAFETY: a zeroed sigaction is valid; the handler does nothing
-        // and is async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = ignore as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
-        }
+        let _ = try_install_interrupt_handler();
     });
 }
 
@@ -175,7 +203,7 @@ pub fn interrupt_thread(tid: i32) {
         return;
     }
     // SAFETY: tgkill only reaches a thread of this process (ESRCH if it is
-    // gone), whose SIGUSR1 handler does nothing.
+    // gone), whose SIGUSR1 handler only counts.
     unsafe {
         libc::syscall(
             libc::SYS_tgkill,

@@ -32,7 +32,7 @@ use lite::sys::LiteLock;
 
 use super::VICTIM_PORT;
 use crate::fake_kernel::rpc::port_of;
-use crate::fake_kernel::{Defects, FakeKernel};
+use crate::fake_kernel::{lock, Defects, FakeKernel};
 use crate::kernel::{kernel_calls, Kernel};
 
 /// What every node knows of the victim.
@@ -63,9 +63,7 @@ const SEEN_WITHIN: Duration = Duration::from_secs(10);
 
 impl Fate {
     fn state(&self) -> MutexGuard<'_, FateState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 
     /// Waits until `ready` holds or the victim is dead; whether it died.
@@ -155,9 +153,7 @@ pub fn kill(victim: &Node) {
 
 impl Node {
     fn tracked(&self) -> MutexGuard<'_, BTreeSet<u64>> {
-        self.tracked
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.tracked)
     }
 
     fn is_victim(&self) -> bool {

@@ -3,7 +3,9 @@ use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, Vi
 use super::*;
 use crate::debugfs::{parse_stats, Operation, STATS_FILE};
 use crate::fake_kernel::{Defects, FakeKernel};
-use crate::tap::{assert_contains, assert_contains_all, assert_count, failures, TapSummary};
+use crate::tap::{
+    assert_contains, assert_contains_all, assert_count, capture, failures, TapSummary,
+};
 
 #[test]
 fn roles_parse() {
@@ -97,7 +99,7 @@ fn records_are_checked_for_every_lock_and_for_survivor_a() {
     let reason = check_record(&missing, 4, 4).unwrap_err();
     assert_contains(&reason, "could not create lock W");
     assert_contains(&reason, "lowest id other than the victim's (node 1)");
-    assert!(describe_record(&missing).contains("W none"));
+    assert_contains(&describe_record(&missing), "W none");
 }
 
 fn returned(call: Call, ret: c_long, at_ms: u64) -> Outcome {
@@ -118,7 +120,7 @@ fn verdicts_need_ehostdown_soon_after_the_last_write() {
     let slow = returned(Call::Lock, -112, 14_501);
     let (stall, verdict) = stall_verdict(&slow, last_write);
     assert_eq!(stall, Some(4501));
-    assert!(verdict.unwrap_err().contains("more than 4500 ms"));
+    assert_contains(&verdict.unwrap_err(), "more than 4500 ms");
 
     let wrong = returned(Call::RdmaWrite, -c_long::from(libc::EIO), 13_000);
     let reason = errno_verdict(&wrong).unwrap_err();
@@ -347,15 +349,7 @@ fn run_with_death_on(
     thread::scope(|scope| {
         let survivors: Vec<_> = survivors
             .iter()
-            .map(|node| {
-                scope.spawn(move || {
-                    let mut out = Vec::new();
-                    let mut tap = Tap::new(&mut out);
-                    run_survivor(node, &mut tap, &config);
-                    let summary = tap.finish();
-                    (String::from_utf8_lossy(&out).into_owned(), summary)
-                })
-            })
+            .map(|node| scope.spawn(move || capture(|tap| run_survivor(node, tap, &config))))
             .collect();
         let mut out = Vec::new();
         let victim = &victim[0];
@@ -504,8 +498,8 @@ fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
             ),
         );
     }
-    assert!(results[0].0.contains("lock O 1, kept here"));
-    assert!(results[1].0.contains("\n# stall lock_owner_dead "));
+    assert_contains(&results[0].0, "lock O 1, kept here");
+    assert_contains(&results[1].0, "\n# stall lock_owner_dead ");
 }
 
 #[test]
@@ -559,11 +553,8 @@ fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
     for (output, _) in &results[..2] {
         let failed = failures(output);
         assert_eq!(failed.len(), 1, "{failed:?}\n{output}");
-        assert!(
-            failed[0]
-                .contains("leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3"),
-            "{failed:?}"
-        );
+        let no_cycle = "leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3";
+        assert_contains(failed[0], no_cycle);
         assert_contains(
             output,
             "# get_total_node did not return 2 in time (2000 ms)",
@@ -589,10 +580,7 @@ fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
         ],
     );
     // Its chunks never moved.
-    assert!(
-        failed[1].contains("held_chunks on node 3 is 0 after its last join"),
-        "{failed:?}"
-    );
+    assert_contains(failed[1], "held_chunks on node 3 is 0 after its last join");
 }
 
 #[test]
@@ -600,9 +588,9 @@ fn a_dead_node_reported_as_an_io_error_is_caught() {
     for (output, _) in run_with_death(DeathDefects::write_fails_with_eio()) {
         let failed = failures(&output);
         assert_eq!(failed.len(), 1, "{failed:?}");
-        assert!(
-            failed[0].contains("rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -5 (-EIO))"),
-            "{failed:?}"
+        assert_contains(
+            failed[0],
+            "rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -5 (-EIO))",
         );
     }
 }

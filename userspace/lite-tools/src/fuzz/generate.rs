@@ -126,6 +126,22 @@ impl Planned {
             effect,
         }
     }
+
+    /// `call` with the arguments `given` (the rest 0), which does not block
+    /// by design.
+    pub(crate) fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
+        let mut args = [0; 6];
+        args[..given.len()].copy_from_slice(given);
+        Planned::running(call, args, expect, effect)
+    }
+
+    /// As it is, but a call that blocks by design: interrupted after `ms`.
+    pub(crate) fn blocking(self, ms: u64) -> Self {
+        Planned {
+            interrupt_after_ms: ms,
+            ..self
+        }
+    }
 }
 
 /// A handle to pass, and what is certain about it.
@@ -292,17 +308,12 @@ impl Planner<'_, '_> {
     }
 
     fn fence(&mut self) -> Planned {
-        Planned {
-            call: Syscall::Fence,
-            args: [0; 6],
-            expect: Expect::value(Value::Zero),
-            interrupt_after_ms: self.blocking_ms(),
-            effect: Effect::Fence,
-        }
+        let expect = Expect::value(Value::Zero);
+        Planned::of(Syscall::Fence, &[], expect, Effect::Fence).blocking(self.blocking_ms())
     }
 
     fn simple(&mut self, call: Syscall, value: Value) -> Planned {
-        Planned::running(call, [0; 6], Expect::value(value), Effect::None)
+        Planned::of(call, &[], Expect::value(value), Effect::None)
     }
 
     /// How long a call that blocks by design waits before a signal.
@@ -567,9 +578,9 @@ impl Planner<'_, '_> {
         let atomic = f & ALLOC_ATOMIC != 0;
         let permission =
             PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN | if atomic { PERM_ATOMIC } else { 0 };
-        Planned::running(
+        Planned::of(
             Syscall::AllocRemote,
-            [node, size, flags, password, 0, 0],
+            &[node, size, flags, password],
             expect,
             Effect::NewLmr {
                 kind: LmrKind::Allocated { atomic },
@@ -616,16 +627,13 @@ impl Planner<'_, '_> {
         if asynchronous {
             expect.fail_if(len > MAX_ASYNC_SIZE, "a size above LITE_MAX_ASYNC_SIZE");
         }
-        Planned::running(
-            call,
-            [choice.raw(), buf, len, offset, priority, password],
-            expect,
-            if asynchronous {
-                Effect::NewOp
-            } else {
-                Effect::None
-            },
-        )
+        let effect = if asynchronous {
+            Effect::NewOp
+        } else {
+            Effect::None
+        };
+        let args = [choice.raw(), buf, len, offset, priority, password];
+        Planned::running(call, args, expect, effect)
     }
 
     fn free(&mut self, call: Syscall) -> Planned {
@@ -636,14 +644,8 @@ impl Planner<'_, '_> {
             choice.record().is_some_and(|r| !r.kind.is_owner()),
             "a mapping's handle, which lacks ADMIN",
         );
-        Planned::running(
-            call,
-            [choice.raw(), 0, 0, 0, 0, 0],
-            expect,
-            Effect::Release {
-                handle: choice.raw(),
-            },
-        )
+        let handle = choice.raw();
+        Planned::of(call, &[handle], expect, Effect::Release { handle })
     }
 
     fn barrier(&mut self) -> Planned {
@@ -661,13 +663,7 @@ impl Planner<'_, '_> {
             n == 0 || n > MAX_NODES,
             "a count of 0 or above LITE_MAX_NODES",
         );
-        Planned {
-            call: Syscall::DistBarrier,
-            args: [num, 0, 0, 0, 0, 0],
-            expect,
-            interrupt_after_ms: self.blocking_ms(),
-            effect: Effect::None,
-        }
+        Planned::of(Syscall::DistBarrier, &[num], expect, Effect::None).blocking(self.blocking_ms())
     }
 
     fn memset(&mut self) -> Planned {
@@ -684,12 +680,8 @@ impl Planner<'_, '_> {
         expect.fail_if(outside, "offset + size past the end of the LMR");
         expect.fail_if(byte as u32 > 255, "a byte value above 255");
         expect.fail_if(choice.lacks(PERM_WRITE), "a handle without WRITE");
-        Planned::running(
-            Syscall::RemoteMemset,
-            [choice.raw(), offset, len, byte, 0, 0],
-            expect,
-            Effect::None,
-        )
+        let args = [choice.raw(), offset, len, byte];
+        Planned::of(Syscall::RemoteMemset, &args, expect, Effect::None)
     }
 
     fn copy(&mut self, call: Syscall) -> Planned {
@@ -722,12 +714,8 @@ impl Planner<'_, '_> {
         expect.fail_if(dst_outside, "the destination range past the end of its LMR");
         expect.fail_if(src.lacks(PERM_READ), "a source without READ");
         expect.fail_if(dst.lacks(PERM_WRITE), "a destination without WRITE");
-        Planned::running(
-            call,
-            [src.raw(), src_offset, dst.raw(), dst_offset, len, 0],
-            expect,
-            Effect::None,
-        )
+        let args = [src.raw(), src_offset, dst.raw(), dst_offset, len];
+        Planned::of(call, &args, expect, Effect::None)
     }
 
     /// A name of this process for an LMR of `size` bytes.
@@ -759,9 +747,9 @@ impl Planner<'_, '_> {
         let password = SHARED_PASSWORD;
         let mut expect = Expect::value(Value::Positive);
         expect.fail_if(faults, "data the kernel cannot read");
-        Planned::running(
+        Planned::of(
             Syscall::WrapAlloc,
-            [data, size, name, password, 0, 0],
+            &[data, size, name, password],
             expect,
             Effect::NewLmr {
                 kind: LmrKind::Wrapped { name },
@@ -806,14 +794,13 @@ impl Planner<'_, '_> {
             "a mapping's handle, which cannot be published",
         );
         expect.fail_if(choice.lacks(PERM_SHARE), "a handle without SHARE");
-        Planned::running(
+        let handle = choice.raw();
+        let args = [name, handle, permission, password];
+        Planned::of(
             Syscall::AddAskMrTable,
-            [name, choice.raw(), permission, password, 0, 0],
+            &args,
             expect,
-            Effect::Publish {
-                name,
-                handle: choice.raw(),
-            },
+            Effect::Publish { name, handle },
         )
     }
 
@@ -842,9 +829,9 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Positive);
         expect.fail_if(refused, "unknown permission bits");
         expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned::running(
+        Planned::of(
             Syscall::AskLmr,
-            [node, name, permission, password, 0, 0],
+            &[node, name, permission, password],
             expect,
             Effect::NewLmr {
                 kind: LmrKind::Mapping {
@@ -866,13 +853,12 @@ impl Planner<'_, '_> {
             choice.record().is_some_and(|r| r.kind.is_owner()),
             "a handle that is no mapping",
         );
-        Planned::running(
+        let handle = choice.raw();
+        Planned::of(
             Syscall::UmapLmr,
-            [choice.raw(), 0, 0, 0, 0, 0],
+            &[handle],
             expect,
-            Effect::Release {
-                handle: choice.raw(),
-            },
+            Effect::Release { handle },
         )
     }
 
@@ -908,9 +894,9 @@ impl Planner<'_, '_> {
         );
         expect.fail_if(faults, "memory not mapped writable");
         expect.fail_if(refused, "unknown permission bits");
-        Planned::running(
+        Planned::of(
             Syscall::RegisterLmr,
-            [buf, size, permission, password, 0, 0],
+            &[buf, size, permission, password],
             expect,
             Effect::NewLmr {
                 kind: LmrKind::Registered,
@@ -970,14 +956,13 @@ impl Planner<'_, '_> {
         });
         expect.fail_if(certain, "an operation id this process does not have");
         expect.fail_if(flags as u32 & !ASYNC_NOWAIT != 0, "unknown flags");
-        let interrupt_after_ms = self.wait_ms(flags == 0);
-        Planned {
-            call: Syscall::AsyncWait,
-            args: [op, flags, 0, 0, 0, 0],
+        Planned::of(
+            Syscall::AsyncWait,
+            &[op, flags],
             expect,
-            interrupt_after_ms,
-            effect: Effect::Reap { op },
-        }
+            Effect::Reap { op },
+        )
+        .blocking(self.wait_ms(flags == 0))
     }
 
     fn get_stats(&mut self) -> Planned {
@@ -992,12 +977,7 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(size < 8, "a size below 8");
         expect.fail_if(faults, "a buffer the kernel cannot write");
-        Planned::running(
-            Syscall::GetStats,
-            [buf, size, 0, 0, 0, 0],
-            expect,
-            Effect::None,
-        )
+        Planned::of(Syscall::GetStats, &[buf, size], expect, Effect::None)
     }
 
     fn pool_port(&mut self) -> u64 {
@@ -1049,9 +1029,9 @@ impl Planner<'_, '_> {
             "a name longer than LITE_MAX_PORT_NAME",
         );
         expect.fail_if(faults && name_len > 0, "a name the kernel cannot read");
-        Planned::running(
+        Planned::of(
             Syscall::RegisterApplication,
-            [port, max_size, name, name_len, 0, 0],
+            &[port, max_size, name, name_len],
             expect,
             Effect::RegisterPort {
                 port: port as u32,
@@ -1068,12 +1048,8 @@ impl Planner<'_, '_> {
         };
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
-        Planned::running(
-            Syscall::UnregisterApplication,
-            [port, 0, 0, 0, 0, 0],
-            expect,
-            Effect::ClosePort { port: port as u32 },
-        )
+        let effect = Effect::ClosePort { port: port as u32 };
+        Planned::of(Syscall::UnregisterApplication, &[port], expect, effect)
     }
 
     fn query_port(&mut self) -> Planned {
@@ -1086,12 +1062,7 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Range(1, MAX_MESSAGE_SIZE as i64));
         expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
         expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned::running(
-            Syscall::QueryPort,
-            [node, port, 0, 0, 0, 0],
-            expect,
-            Effect::None,
-        )
+        Planned::of(Syscall::QueryPort, &[node, port], expect, Effect::None)
     }
 
     /// A target node for a send; whether it is certainly refused.
@@ -1174,20 +1145,16 @@ impl Planner<'_, '_> {
             args[4] = reply;
             args[5] = max_reply;
         }
-        Planned {
-            call,
-            args,
-            expect,
-            interrupt_after_ms: if nonblock {
-                RUNNING_CALL_MS
-            } else {
-                self.rng.between(200, 3000)
-            },
-            effect: if asynchronous {
-                Effect::NewCall
-            } else {
-                Effect::None
-            },
+        let effect = if asynchronous {
+            Effect::NewCall
+        } else {
+            Effect::None
+        };
+        let planned = Planned::running(call, args, expect, effect);
+        if nonblock {
+            planned
+        } else {
+            planned.blocking(self.rng.between(200, 3000))
         }
     }
 
@@ -1223,13 +1190,9 @@ impl Planner<'_, '_> {
         expect.fail_if(descriptor_faults, "a descriptor the kernel cannot write");
         // Messages are never empty: one taken would fault, none is an error.
         expect.fail_if(buf_faults, "a buffer the kernel cannot write");
-        Planned {
-            call: Syscall::ReceiveMessage,
-            args: [port, buf, max_size, descriptor, flags, 0],
-            expect,
-            interrupt_after_ms: self.wait_ms(flags == 0),
-            effect: Effect::Receive,
-        }
+        let args = [port, buf, max_size, descriptor, flags];
+        Planned::of(Syscall::ReceiveMessage, &args, expect, Effect::Receive)
+            .blocking(self.wait_ms(flags == 0))
     }
 
     /// A descriptor to answer; whether it certainly is none of this
@@ -1275,11 +1238,12 @@ impl Planner<'_, '_> {
 
     fn reply(&mut self) -> Planned {
         let (descriptor, buf, size, expect) = self.reply_part(Value::Zero);
-        Planned::running(
+        let effect = Effect::Reply { descriptor };
+        Planned::of(
             Syscall::ReplyMessage,
-            [buf, size, descriptor, 0, 0, 0],
+            &[buf, size, descriptor],
             expect,
-            Effect::Reply { descriptor },
+            effect,
         )
     }
 
@@ -1302,19 +1266,16 @@ impl Planner<'_, '_> {
         // Read-only is bad too: the new descriptor is written there.
         let next = addr_of_mut!(self.out.receive) as u64;
         let (next, next_faults) = self.or_bad_pointer(90, next, 32, true);
+        // Past a record it cannot access, the kernel reads nothing: the
+        // first reason found is the one kept.
         expect.fail_if(next_faults, "a receive record the kernel cannot access");
-        if !next_faults {
-            expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
-            expect.fail_if(unknown, "unknown receive flags");
-            expect.fail_if(recv_faults, "a receive buffer the kernel cannot write");
-        }
-        Planned {
-            call: Syscall::ReplyAndReceiveMessage,
-            args: [buf, size, descriptor, next, 0, 0],
-            expect,
-            interrupt_after_ms: self.wait_ms(flags == 0),
-            effect: Effect::ReplyAndReceive { descriptor },
-        }
+        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
+        expect.fail_if(unknown, "unknown receive flags");
+        expect.fail_if(recv_faults, "a receive buffer the kernel cannot write");
+        let effect = Effect::ReplyAndReceive { descriptor };
+        let args = [buf, size, descriptor, next];
+        Planned::of(Syscall::ReplyAndReceiveMessage, &args, expect, effect)
+            .blocking(self.wait_ms(flags == 0))
     }
 
     fn multicast(&mut self) -> Planned {
@@ -1361,28 +1322,23 @@ impl Planner<'_, '_> {
         let call = addr_of_mut!(self.out.multicast) as u64;
         let (call, call_faults) = self.or_bad_pointer(92, call, 56, false);
         let mut expect = Expect::value(Value::Range(0, count.min(MAX_NODES).into()));
+        // Past a record it cannot read, the kernel reads nothing: the first
+        // reason found is the one kept.
         expect.fail_if(call_faults, "a call record the kernel cannot read");
-        if !call_faults {
-            expect.fail_if(count == 0 || count > MAX_NODES, "a count of 0 or above 64");
-            expect.fail_if(refused, "a bad port, priority or flag");
-            expect.fail_if(
-                size == 0 || size > MAX_MESSAGE_SIZE,
-                "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
-            );
-            expect.fail_if(msg_faults, "a message the kernel cannot read");
-            expect.fail_if(lengths_fault, "a lengths array the kernel cannot write");
-            expect.fail_if(
-                replies == 0 && max_reply > 0,
-                "a null reply buffer with room",
-            );
-        }
-        Planned {
-            call: Syscall::SendReplyMulticast,
-            args: [call, 0, 0, 0, 0, 0],
-            expect,
-            interrupt_after_ms: self.rng.between(200, 3000),
-            effect: Effect::None,
-        }
+        expect.fail_if(count == 0 || count > MAX_NODES, "a count of 0 or above 64");
+        expect.fail_if(refused, "a bad port, priority or flag");
+        expect.fail_if(
+            size == 0 || size > MAX_MESSAGE_SIZE,
+            "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
+        );
+        expect.fail_if(msg_faults, "a message the kernel cannot read");
+        expect.fail_if(lengths_fault, "a lengths array the kernel cannot write");
+        expect.fail_if(
+            replies == 0 && max_reply > 0,
+            "a null reply buffer with room",
+        );
+        Planned::of(Syscall::SendReplyMulticast, &[call], expect, Effect::None)
+            .blocking(self.rng.between(200, 3000))
     }
 
     fn atomic(&mut self, call: Syscall) -> Planned {
@@ -1432,9 +1388,9 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Range(0, i64::from(MAX_LOCKS) - 1));
         expect.fail_if(faults, "a lock record the kernel cannot write");
         expect.fail_if(home as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned::running(
+        Planned::of(
             Syscall::CreateLock,
-            [home, lock, 0, 0, 0, 0],
+            &[home, lock],
             expect,
             Effect::LearnLock,
         )
@@ -1467,9 +1423,9 @@ impl Planner<'_, '_> {
         expect.fail_if(number as u32 >= MAX_LOCKS, "a lock number no home keeps");
         expect.fail_if(faults, "a lock record the kernel cannot write");
         expect.fail_if(home as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned::running(
+        Planned::of(
             Syscall::AskLock,
-            [home, number, lock, 0, 0, 0],
+            &[home, number, lock],
             expect,
             Effect::LearnLock,
         )
@@ -1527,13 +1483,8 @@ impl Planner<'_, '_> {
             is_record && lock.home >= MAX_NODES,
             "a node id of 64 or more",
         );
-        Planned {
-            call: Syscall::Lock,
-            args: [pointer, 0, 0, 0, 0, 0],
-            expect,
-            interrupt_after_ms: self.blocking_ms(),
-            effect: Effect::Lock(lock),
-        }
+        Planned::of(Syscall::Lock, &[pointer], expect, Effect::Lock(lock))
+            .blocking(self.blocking_ms())
     }
 
     fn unlock(&mut self) -> Planned {
@@ -1549,24 +1500,14 @@ impl Planner<'_, '_> {
         let mut expect = Expect::value(Value::Zero);
         expect.fail_if(bad, "a lock record the kernel cannot read");
         expect.fail_if(is_record && not_held, "a lock this thread does not hold");
-        Planned::running(
-            Syscall::Unlock,
-            [pointer, 0, 0, 0, 0, 0],
-            expect,
-            Effect::Unlock(lock),
-        )
+        Planned::of(Syscall::Unlock, &[pointer], expect, Effect::Unlock(lock))
     }
 
     fn set_priority(&mut self) -> Planned {
         let priority = self.priority();
         let mut expect = Expect::value(Value::Range(0, 2));
         expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
-        Planned::running(
-            Syscall::SetPriority,
-            [priority, 0, 0, 0, 0, 0],
-            expect,
-            Effect::None,
-        )
+        Planned::of(Syscall::SetPriority, &[priority], expect, Effect::None)
     }
 }
 

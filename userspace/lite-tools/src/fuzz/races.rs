@@ -55,32 +55,22 @@ const CHILD_READY: Duration = Duration::from_secs(10);
 /// Name slots of the races, apart from those other fuzzers guess.
 const RACE_NAME_SLOT: u64 = 0x100;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Race {
-    FreeDuringTransfer,
-    DeregisterDuringTransfer,
-    RevokeDuringTransfer,
-    UnmapDuringCall,
-    ForkWithHandles,
-    ChildDiesWaitingForLock,
-    CallerDiesWaitingForReply,
-    ServerDiesWithRequest,
-    UnregisterDuringReceive,
-}
+/// A race, as a thread runs it.
+type Race = fn(&mut RaceRun<'_, '_, '_>);
 
+/// The races a thread draws from.
 const RACES: [Race; 9] = [
-    Race::FreeDuringTransfer,
-    Race::DeregisterDuringTransfer,
-    Race::RevokeDuringTransfer,
-    Race::UnmapDuringCall,
-    Race::ForkWithHandles,
-    Race::ChildDiesWaitingForLock,
-    Race::CallerDiesWaitingForReply,
-    Race::ServerDiesWithRequest,
-    Race::UnregisterDuringReceive,
+    |race| race.release_during_transfer(false),
+    |race| race.release_during_transfer(true),
+    |race| race.revoke_during_transfer(),
+    |race| race.unmap_during_call(),
+    |race| race.fork_with_handles(),
+    |race| race.child_dies_waiting_for_lock(),
+    |race| race.caller_dies_waiting_for_reply(),
+    |race| race.server_dies_with_request(),
+    |race| race.unregister_during_receive(),
 ];
 
-/// Runs one race, drawn from `rng`.
 /// Takes once more each lock that did not come back after its waiting
 /// child was killed, now that fuzzing is over and every thread has given
 /// back its locks; one that still stays away lost the child's turn.
@@ -114,6 +104,7 @@ pub(crate) fn recheck_locks_away(
     }
 }
 
+/// Runs one race, drawn from `rng`.
 pub(crate) fn run(
     caller: &Caller<'_, '_>,
     helper: &Caller<'_, '_>,
@@ -122,7 +113,7 @@ pub(crate) fn run(
     state: &mut ThreadState,
     out: &mut OutParams,
 ) {
-    let race = rng.choose(&RACES, Race::FreeDuringTransfer);
+    let race = rng.choose(&RACES, RACES[0]);
     let mut race_run = RaceRun {
         caller,
         helper,
@@ -131,17 +122,7 @@ pub(crate) fn run(
         state,
         out,
     };
-    match race {
-        Race::FreeDuringTransfer => race_run.release_during_transfer(false),
-        Race::DeregisterDuringTransfer => race_run.release_during_transfer(true),
-        Race::RevokeDuringTransfer => race_run.revoke_during_transfer(),
-        Race::UnmapDuringCall => race_run.unmap_during_call(),
-        Race::ForkWithHandles => race_run.fork_with_handles(),
-        Race::ChildDiesWaitingForLock => race_run.child_dies_waiting_for_lock(),
-        Race::CallerDiesWaitingForReply => race_run.caller_dies_waiting_for_reply(),
-        Race::ServerDiesWithRequest => race_run.server_dies_with_request(),
-        Race::UnregisterDuringReceive => race_run.unregister_during_receive(),
-    }
+    race(&mut race_run);
 }
 
 struct RaceRun<'x, 'r, 'a> {
@@ -687,15 +668,9 @@ impl RaceRun<'_, '_, '_> {
             self.out.lock = lock;
             let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
             let left = within_ms.saturating_sub(now_ms() - since).max(1);
-            let planned = Planned {
-                interrupt_after_ms: left,
-                ..Planned::running(
-                    Syscall::Lock,
-                    [pointer, 0, 0, 0, 0, 0],
-                    Expect::value(Value::Zero),
-                    Effect::None,
-                )
-            };
+            let expect = Expect::value(Value::Zero);
+            let planned =
+                Planned::of(Syscall::Lock, &[pointer], expect, Effect::None).blocking(left);
             let ret = self.caller.run(self.step, &planned);
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
                 self.state.held.push(lock);

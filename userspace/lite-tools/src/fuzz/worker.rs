@@ -16,6 +16,7 @@ use super::report::{self, call_and_result};
 use super::rng::Rng;
 use super::shared::{now_ms, CallSlot, Shared, MAX_THREADS};
 use super::signals;
+use crate::deadline::{current_thread, signals_handled, try_install_interrupt_handler};
 
 /// The stream index of a process's interrupter (not a thread's).
 const INTERRUPTER_STREAM: u32 = 0xffff;
@@ -65,7 +66,7 @@ impl Caller<'_, '_> {
     /// Makes the calling thread the one this caller's calls are made on,
     /// the one signals interrupt.
     pub(crate) fn enter(&self) {
-        self.slot.tid.store(signals::gettid(), Ordering::Relaxed);
+        self.slot.tid.store(current_thread(), Ordering::Relaxed);
     }
 
     /// Issues `call`, recording it in the slot (so that it is interrupted
@@ -78,7 +79,7 @@ impl Caller<'_, '_> {
         args: [u64; 6],
         interrupt_after_ms: u64,
     ) -> (i64, bool) {
-        let before = signals::handled();
+        let before = signals_handled();
         self.slot.begin(call, step, &args, interrupt_after_ms);
         // SAFETY: the fuzzer's pointers point into the process's arena
         // (which nothing references and anything may be written to), into
@@ -87,7 +88,7 @@ impl Caller<'_, '_> {
         // kernel must refuse; see `memory` and `generate`.
         let ret = unsafe { issue(call, args) };
         self.slot.end();
-        let signaled = signals::handled() != before;
+        let signaled = signals_handled() != before;
         self.run.ctx.own().count(call, ret);
         (ret, signaled)
     }
@@ -162,7 +163,7 @@ pub(crate) fn process_main(plan: ProcessPlan) -> i32 {
         report::alarm(plan.shared, plan.proc as usize, &origin, what, &reason);
         1
     };
-    if let Err(error) = signals::install_handler() {
+    if let Err(error) = try_install_interrupt_handler() {
         return failed("sigaction(SIGUSR1)", error);
     }
     let threads = (plan.threads as usize).clamp(1, MAX_THREADS);

@@ -15,13 +15,14 @@
 //! goes on as if nothing happened. Everything else passes through.
 
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use libc::c_long;
 
 use crate::debugfs::membership::{NodeMembership, Peer, PeerState, MEMBERSHIP_FILE};
 use crate::failure_test::join_call;
-use crate::fake_kernel::{Defects, FakeKernel};
+use crate::fake_kernel::{lock, Defects, FakeKernel};
 use crate::kernel::{kernel_calls, Kernel};
 
 /// Where the cut stands.
@@ -80,6 +81,8 @@ pub struct Node {
     stage: Arc<Mutex<Stage>>,
     gate: Arc<PauseGate>,
     defects: CutDefects,
+    /// Transfers of this node that returned.
+    transfers: AtomicU64,
 }
 
 /// A cluster of `nodes` whose last node gets cut off; element i is node i + 1.
@@ -97,6 +100,7 @@ pub fn cluster(nodes: u32, defects: CutDefects) -> Vec<Arc<Node>> {
                 stage: Arc::clone(&stage),
                 gate: Arc::clone(&gate),
                 defects,
+                transfers: AtomicU64::new(0),
             })
         })
         .collect()
@@ -123,6 +127,11 @@ pub fn rejoin(node: &Node) {
     *node.stage() = Stage::Rejoined;
 }
 
+/// How many of `node`'s transfers have returned.
+pub fn transfers(node: &Node) -> u64 {
+    node.transfers.load(Ordering::SeqCst)
+}
+
 /// Pauses `node` until [`resume`].
 pub fn pause(node: &Node) {
     let mut pauses = node.pauses();
@@ -139,10 +148,7 @@ pub fn resume(node: &Node) {
 
 impl Node {
     fn pauses(&self) -> MutexGuard<'_, Pauses> {
-        self.gate
-            .pauses
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.gate.pauses)
     }
 
     /// Waits while a node is paused; the error a transfer then fails with
@@ -180,9 +186,7 @@ impl Node {
     }
 
     fn stage(&self) -> MutexGuard<'_, Stage> {
-        self.stage
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.stage)
     }
 
     fn is_cut_node(&self) -> bool {
@@ -194,7 +198,13 @@ impl Node {
     /// cut node's transfers hold the stage while they run, so that a cut
     /// waits for the one under way, as fencing a connection does. The
     /// model does not tell which node an LMR is on: every handle is alike.
-    fn transfer(&self, _handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
+    fn transfer(&self, handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
+        let ret = self.transfer_now(handle, transfer);
+        self.transfers.fetch_add(1, Ordering::SeqCst);
+        ret
+    }
+
+    fn transfer_now(&self, _handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
         if let Some(failed) = self.wait_out_pause() {
             return failed;
         }

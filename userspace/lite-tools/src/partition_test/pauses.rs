@@ -346,9 +346,10 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::debugfs::membership::Peer;
+    use crate::tap::assert_contains;
 
     #[test]
     fn the_count_must_stay_the_clusters_size_in_every_read() {
@@ -381,10 +382,7 @@ mod tests {
             error: Some("round 3: read at offset 0 returned -112 (-EHOSTDOWN)".to_string()),
             ..TrafficReport::default()
         };
-        assert!(failed
-            .verdict()
-            .unwrap_err()
-            .contains("returned -112 (-EHOSTDOWN)"));
+        assert_contains(&failed.verdict().unwrap_err(), "returned -112 (-EHOSTDOWN)");
         let different = TrafficReport {
             rounds: 3,
             mismatches: 1,
@@ -397,7 +395,9 @@ mod tests {
         );
     }
 
-    fn view(
+    /// A member's membership file: `node`'s `incarnation`, fenced or not,
+    /// with `peers` as (node, state, incarnation).
+    pub(crate) fn view(
         node: u32,
         incarnation: u32,
         fenced: bool,
@@ -447,13 +447,11 @@ mod tests {
         let dead = view(1, 1, false, &[(2, Dead, 1), (3, Alive, 1)]);
         assert!(same_members(&before, &dead, 3).is_err());
         let fenced = view(1, 1, true, &[(2, Alive, 1), (3, Alive, 1)]);
-        assert!(same_members(&before, &fenced, 3)
-            .unwrap_err()
-            .contains("this node is fenced: 0 before, 1 after"));
+        let fenced = same_members(&before, &fenced, 3).unwrap_err();
+        assert_contains(&fenced, "this node is fenced: 0 before, 1 after");
         let rejoined = view(1, 2, false, &[(2, Alive, 1), (3, Alive, 1)]);
-        assert!(same_members(&before, &rejoined, 3)
-            .unwrap_err()
-            .contains("node 1 incarnation 1, then node 1 incarnation 2"));
+        let rejoined = same_members(&before, &rejoined, 3).unwrap_err();
+        assert_contains(&rejoined, "node 1 incarnation 1, then node 1 incarnation 2");
         // A peer missing from both files is no member either.
         let missing = view(1, 1, false, &[(2, Alive, 1)]);
         assert_eq!(

@@ -3,10 +3,11 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::model::{self, CutDefects};
+use super::pauses::tests::view;
 use super::*;
-use crate::debugfs::membership::Peer;
 use crate::failure_test::find_port_owner;
-use crate::tap::{assert_contains, failures, TapSummary};
+use crate::fake_kernel::lock;
+use crate::tap::{assert_contains, assert_contains_all, failures, TapSummary};
 
 #[test]
 fn roles_parse() {
@@ -112,17 +113,7 @@ fn the_canary_counts_differing_bytes_over_every_read() {
 }
 
 fn member(node: u32, incarnation: u32, fenced: bool) -> MembershipFile {
-    MembershipFile::Member(NodeMembership {
-        node,
-        incarnation,
-        epoch: 1,
-        fenced,
-        peers: vec![Peer {
-            node: 1,
-            state: PeerState::Alive,
-            incarnation: 1,
-        }],
-    })
+    view(node, incarnation, fenced, &[(1, PeerState::Alive, 1)])
 }
 
 #[test]
@@ -147,17 +138,13 @@ struct SharedOutput(Arc<Mutex<Vec<u8>>>);
 
 impl SharedOutput {
     fn text(&self) -> String {
-        let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        String::from_utf8_lossy(&bytes).into_owned()
+        String::from_utf8_lossy(&lock(&self.0)).into_owned()
     }
 }
 
 impl Write for SharedOutput {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(buf);
+        lock(&self.0).extend_from_slice(buf);
         Ok(buf.len())
     }
 
@@ -254,6 +241,14 @@ fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
         let cut_node = &nodes[cut - 1];
         await_everywhere(&consoles[cut - 1..], READY_MARKER);
         model::cut(cut_node);
+        // However slow the host, the writer must write after the canary
+        // before the rejoin: once the holder wrote it, one of the cut
+        // node's transfers returns and the next starts, then one returns.
+        await_everywhere(&consoles[..1], "rdma_write of the canary");
+        let written_by_then = model::transfers(cut_node);
+        while model::transfers(cut_node) < written_by_then + 2 {
+            thread::sleep(Duration::from_millis(1));
+        }
         thread::sleep(CUT_FOR);
         model::rejoin(cut_node);
         runs.into_iter()
@@ -275,7 +270,7 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
                 "pauses: every write to and read from node {peer} while a node was paused \
                  succeeded and came back intact ("
             );
-            assert!(output.contains(&wanted), "{wanted}\n{output}");
+            assert_contains(output, &wanted);
         }
         let members = format!(
             "after the traffic as before it (node {me} incarnation 1, {})",
@@ -285,7 +280,7 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        assert!(output.contains(&members), "{members}\n{output}");
+        assert_contains(output, &members);
         // The markers frame the traffic: after the barrier that starts it,
         // before its report, and ahead of the partition.
         let allocated = output.find("after allocating the pause traffic's LMRs returns 0");
@@ -300,22 +295,23 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
     }
     let (holder, holder_summary) = &results[0];
     assert_eq!(holder_summary.passed, 24, "{holder}");
-    for wanted in [
-        "LMR Y holds what node 3 wrote into it before the cut",
-        "get_total_node returns 2 once node 3 is expelled",
-        "get_total_node returns 3 once node 3 joined again",
-        "membership shows node 3 alive again as a later incarnation than 1 (incarnation 2)",
-        "LMR Y keeps the canary while node 3 is cut off and after it joined again: 0 bytes differ",
-    ] {
-        assert!(holder.contains(wanted), "{wanted}\n{holder}");
-    }
+    assert_contains_all(
+        holder,
+        &[
+            "LMR Y holds what node 3 wrote into it before the cut",
+            "get_total_node returns 2 once node 3 is expelled",
+            "get_total_node returns 3 once node 3 joined again",
+            "membership shows node 3 alive again as a later incarnation than 1 (incarnation 2)",
+            "LMR Y keeps the canary while node 3 is cut off and after it joined again: 0 bytes differ",
+        ],
+    );
     let (other, other_summary) = &results[1];
     assert_eq!(other_summary.passed, 19, "{other}");
     assert!(!other.contains("canary"), "{other}");
 
     let (cut, cut_summary) = &results[2];
     assert_eq!(cut_summary.passed, 24, "{cut}");
-    for wanted in [
+    assert_contains_all(cut, &[
         "# LITE-PARTITION-CUT ready\n",
         "membership shows this node cut off within 60 s of its ready marker (node 3 incarnation 1 fenced 1 after",
         "a member again within 90 s of the cut, with its old id and a later incarnation than 1 \
@@ -323,9 +319,7 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
         "the first failure is -EHOSTDOWN or at worst -EIO (got -112 (-EHOSTDOWN))",
         "a write through the mapping from before the cut fails (got -9 (-EBADF))",
         "final dist_barrier(3) as the node's first after joining again returns 0",
-    ] {
-        assert!(cut.contains(wanted), "{wanted}\n{cut}");
-    }
+    ]);
     // The marker comes once the writer covered LMR Y, after the last barrier.
     let marker = cut.find(READY_MARKER).unwrap_or(0);
     let covered = cut.find("covers all of LMR Y").unwrap_or(usize::MAX);
@@ -344,7 +338,7 @@ fn run_partition_with(set: fn(&mut CutDefects)) -> Vec<(String, TapSummary)> {
 fn assert_canary_caught(results: &[(String, TapSummary)]) {
     let holder = failures(&results[0].0);
     assert_eq!(holder.len(), 1, "{holder:?}");
-    assert!(holder[0].contains("LMR Y keeps the canary"), "{holder:?}");
+    assert_contains(holder[0], "LMR Y keeps the canary");
     assert!(failures(&results[1].0).is_empty(), "{}", results[1].0);
 }
 
@@ -358,10 +352,7 @@ fn writes_that_land_while_cut_off_are_caught() {
     // writer ended is up to timing.
     let cut = failures(&results[2].0);
     assert_eq!(cut.len(), 1, "{cut:?}");
-    assert!(
-        cut[0].contains("the writer's writes fail once this node is cut off"),
-        "{cut:?}"
-    );
+    assert_contains(cut[0], "the writer's writes fail once this node is cut off");
     assert!(
         [
             "(got -9 (-EBADF))",
@@ -424,18 +415,18 @@ fn a_paused_node_taken_for_dead_is_caught() {
     for index in [0, 2] {
         let failed = failures(&results[index].0);
         assert_eq!(failed.len(), 2, "node {}: {failed:?}", index + 1);
-        assert!(failed[0].contains(count), "{failed:?}");
-        assert!(failed[1].contains(members), "{failed:?}");
+        assert_contains(failed[0], count);
+        assert_contains(failed[1], members);
         let shown = &results[index].0;
         assert_contains(shown, "reads differed; the first: 2 after ");
         let reborn = format!(
             "# peer 2: alive incarnation 1 before, alive incarnation {} after",
             1 + MODEL_PAUSES
         );
-        assert!(shown.contains(&reborn), "{reborn}\n{shown}");
+        assert_contains(shown, &reborn);
     }
     // The paused node counts everyone; it sees itself a new incarnation.
     let paused = failures(&results[PAUSED - 1].0);
     assert_eq!(paused.len(), 1, "{paused:?}");
-    assert!(paused[0].contains(members), "{paused:?}");
+    assert_contains(paused[0], members);
 }
