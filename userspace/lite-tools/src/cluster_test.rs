@@ -759,7 +759,7 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
-    use crate::tap::{failures, TapSummary};
+    use crate::tap::{assert_contains, failures, TapSummary};
 
     /// Small enough for unoptimised test builds, large enough for one
     /// multi-chunk LMR on the first target.
@@ -865,11 +865,8 @@ mod tests {
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
                     assert!(output.contains(&format!("node {me} -> spread (node 0), ")));
-                    assert!(output.contains("chunk boundary"), "{output}");
-                    assert!(
-                        output.contains("256 MiB LMR on spread (node 0)"),
-                        "{output}"
-                    );
+                    assert_contains(&output, "chunk boundary");
+                    assert_contains(&output, "256 MiB LMR on spread (node 0)");
                 }
             }
         }
@@ -1185,11 +1182,11 @@ mod tests {
             if me < 4 {
                 let checked =
                     format!("node id {me}, from a join before the test started, is in 1..=4");
-                assert!(output.contains(&checked), "{output}");
+                assert_contains(&output, &checked);
             }
             let fresh = output.contains("ok 1 - get_node_id before join returns -ENOTCONN\n");
             assert_eq!(fresh, me == 4, "{output}");
-            assert!(output.contains(" - get_total_node returns 4\n"), "{output}");
+            assert_contains(&output, " - get_total_node returns 4\n");
         }
     }
 
@@ -1220,17 +1217,11 @@ mod tests {
                 );
                 assert!(line.contains(&expected), "{failed:?}");
             }
-            assert!(
-                output.contains("# expected -EPERM (-1), got -106 (-EISCONN)\n"),
-                "{output}"
-            );
+            assert_contains(&output, "# expected -EPERM (-1), got -106 (-EISCONN)\n");
             // The rest of the probe and the test go on unaffected.
-            assert!(
-                output.contains(&format!(
+            assert_contains(&output, &format!(
                     " - node {me}: an unprivileged process (modelled) can create a lock on node {me}, lock and unlock it\n"
-                )),
-                "{output}"
-            );
+                ));
         }
     }
 
@@ -1257,11 +1248,9 @@ mod tests {
                 "{failed:?}"
             );
             // The group is gone again afterwards.
-            assert!(
-                output.contains(&format!(
-                    " - node {me}: admin_group reads 4294967295 (no group), its default\n"
-                )),
-                "{output}"
+            assert_contains(
+                &output,
+                &format!(" - node {me}: admin_group reads 4294967295 (no group), its default\n"),
             );
         }
     }
@@ -1399,7 +1388,7 @@ mod tests {
         let kernels = FakeKernel::cluster(2, Defects::default());
         let short = std::time::Duration::from_millis(300);
         let not_joined = io::await_members(&kernels[0], 2, short).expect_err("not a member");
-        assert!(not_joined.contains("-ENOTCONN"), "{not_joined}");
+        assert_contains(&not_joined, "-ENOTCONN");
         assert_eq!(join_with_text(&kernels[0], "10.0.0.1"), 1);
         assert_eq!(io::await_members(&kernels[0], 2, short), Ok(()));
         kernels[1].fail_node();

@@ -335,6 +335,7 @@ where
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::assert_contains;
 
     #[test]
     fn a_deadline_says_what_was_waited_for_once_it_passed() {
@@ -395,7 +396,7 @@ mod tests {
             failure.starts_with("gave up after 50 ms waiting for room in node 3's ring"),
             "{failure}"
         );
-        assert!(failure.contains("-EAGAIN"), "{failure}");
+        assert_contains(&failure, "-EAGAIN");
         assert!(begun.elapsed() >= Duration::from_millis(50));
         assert!(tries > 1);
         // Tried once even when the deadline passed before.

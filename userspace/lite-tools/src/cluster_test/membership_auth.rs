@@ -329,6 +329,7 @@ fn join_refused<K: Kernel>(kernel: &K, case: Case, manager: SocketAddr) -> Resul
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::assert_contains;
 
     #[test]
     fn cases_survive_the_command_line() {
@@ -344,9 +345,9 @@ mod tests {
         for case in Case::ALL {
             let description = case.description(manager);
             assert!(!description.contains(": "), "{description}");
-            assert!(
-                description.contains(&format!("-{} ", errno_name(case.expected_errno()))),
-                "{description}"
+            assert_contains(
+                &description,
+                &format!("-{} ", errno_name(case.expected_errno())),
             );
         }
         assert_eq!(Case::NoSecret.expected_errno(), libc::ENOKEY);
