@@ -170,6 +170,11 @@ pub(crate) fn unless(ok: bool, why: impl FnOnce() -> String) -> Result<(), Strin
     }
 }
 
+/// Whether `result` is `Ok`, with its error, as a test point's verdict.
+pub(crate) fn status<T>(result: &Result<T, String>) -> Result<(), String> {
+    result.as_ref().map(drop).map_err(Clone::clone)
+}
+
 /// A new handle (> 0) or a description of the result.
 pub fn handle_of(ret: c_long, what: &str) -> Result<u64, String> {
     match u64::try_from(ret) {

@@ -87,6 +87,16 @@ pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints
     collect_with(out, until_ready, |_| {})
 }
 
+/// Leaves a failed `outcome` as it is; otherwise makes it the first of
+/// the child's `points` that failed.
+pub(super) fn keep_first_failure(outcome: &mut Result<(), String>, points: ChildPoints) {
+    for (what, result) in points {
+        if outcome.is_ok() {
+            *outcome = result.map_err(|e| format!("child: {what}: {e}"));
+        }
+    }
+}
+
 /// Like [`collect`], handing every line that is not a point to `other`.
 pub(super) fn collect_with<R: BufRead>(
     out: &mut R,
@@ -305,9 +315,9 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
             let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
             let points = collect(&mut out, false);
             finish(child)?;
-            for (what, result) in points {
-                result.map_err(|e| format!("child: {what}: {e}"))?;
-            }
+            let mut outcome = Ok(());
+            keep_first_failure(&mut outcome, points);
+            outcome?;
 
             // Cleanup happens at exit; wait for every node's child.
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -402,11 +412,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         }
         for (_, out) in &mut children {
             if let Some(out) = out {
-                for (what, result) in collect(out, true) {
-                    if outcome.is_ok() {
-                        outcome = result.map_err(|e| format!("child: {what}: {e}"));
-                    }
-                }
+                keep_first_failure(&mut outcome, collect(out, true));
             }
         }
     }
@@ -423,18 +429,11 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
             let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
         }
         if let Some(out) = out {
-            for (what, result) in collect(out, false) {
-                if outcome.is_ok() {
-                    outcome = result.map_err(|e| format!("child: {what}: {e}"));
-                }
-            }
+            keep_first_failure(&mut outcome, collect(out, false));
         }
     }
     for (child, _) in children {
-        let finished = finish(child);
-        if outcome.is_ok() {
-            outcome = finished;
-        }
+        outcome = outcome.and(finish(child));
     }
     barrier(
         kernel,

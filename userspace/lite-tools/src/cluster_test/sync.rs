@@ -29,7 +29,7 @@ use super::io::{
 use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
 use super::rpc::Blocker;
 use super::{password_of, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
-use crate::cluster_test::io::unless;
+use crate::cluster_test::io::{status, unless};
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
@@ -385,7 +385,7 @@ fn owner_publishes<'k, K: Kernel, W: Write>(
         expect_zero(ret).map_err(|e| format!("add_ask_mr_table: {e}"))?;
         Ok(lmr)
     });
-    tap.check(&point, outcome.as_ref().map(drop).map_err(Clone::clone));
+    tap.check(&point, status(&outcome));
     outcome.ok()
 }
 
@@ -447,7 +447,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     });
     tap.check(
         &format!("node {me}: {THREADS} threads x {ITERATIONS} fetch_add(1) on node {OWNER}'s and on this node's atomic LMR return 0"),
-        fetched.as_ref().map(drop).map_err(Clone::clone),
+        status(&fetched),
     );
     let distinct = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
         let mut olds: Vec<u64> = f.iter().map(|&(shared, _)| shared).collect();
@@ -654,7 +654,7 @@ fn local_lock<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Opt
     let created = create_lock(kernel, me);
     tap.check(
         &format!("node {me}: create_lock(node {me}) returns a number and fills in the lock"),
-        created.as_ref().map(drop).map_err(Clone::clone),
+        status(&created),
     );
     let created = created.ok()?;
     let point = format!(
@@ -959,11 +959,7 @@ fn debugfs<K: Kernel, W: Write>(
     };
     let first = read();
     let description = format!("node {me}: /sys/kernel/debug/lite/stats is readable and parses");
-    report(
-        tap,
-        &description,
-        first.as_ref().map(drop).map_err(Clone::clone),
-    );
+    report(tap, &description, status(&first));
 
     // Nothing else happens on any node between the two readings.
     barrier(kernel, tap, nodes, "reading the statistics file")?;
@@ -980,11 +976,7 @@ fn debugfs<K: Kernel, W: Write>(
     });
     let description =
         format!("node {me}: get_stats and the statistics file agree on every counter");
-    report(
-        tap,
-        &description,
-        agree.as_ref().map(drop).map_err(Clone::clone),
-    );
+    report(tap, &description, status(&agree));
     let sensible = agree.and_then(|s: LiteStats| {
         if s.connections < u64::from(nodes - 1) {
             return Err(format!("{} connections for {nodes} nodes", s.connections));
@@ -1158,7 +1150,7 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let known = create_lock(kernel, me);
     tap.check(
         &format!("node {me}: create_lock(node {me}) for the bad lock calls"),
-        known.as_ref().map(drop).map_err(Clone::clone),
+        status(&known),
     );
     let known = known.unwrap_or(LiteLock {
         home: me,

@@ -89,14 +89,8 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>
             None => vec![("report".into(), Err("no stdout".into()))],
         };
         let finished = finish(child);
-        for (what, result) in points {
-            if outcome.is_ok() {
-                outcome = result.map_err(|e| format!("child: {what}: {e}"));
-            }
-        }
-        if outcome.is_ok() {
-            outcome = finished;
-        }
+        keep_first_failure(&mut outcome, points);
+        outcome = outcome.and(finished);
     }
     tap.check(&description, outcome);
 }
