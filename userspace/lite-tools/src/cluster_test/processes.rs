@@ -31,6 +31,9 @@ use crate::tap::Tap;
 pub const CHILD_SUBCOMMAND: &str = "__child";
 
 pub(super) const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
+/// The point of the foreign handle case when it cannot run or fails whole.
+const FOREIGN_HANDLE_CASE: &str =
+    "a second process using this process's handle gets -EBADF for every call";
 const LEAK_NAME: u16 = 0x4c4b;
 const CONCURRENT_NAME: u16 = 0x434f;
 /// Bytes each concurrent child owns in the shared LMR.
@@ -48,11 +51,10 @@ const CHILD_TIME_LIMIT: Duration = Duration::from_secs(15 * 60);
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let nodes = at.nodes;
     let real = kernel.spawns_processes();
-    let case = "a second process using this process's handle gets -EBADF for every call";
     if real {
         foreign_handle(kernel, tap, at);
     } else {
-        tap.skip(case, WHY_SKIPPED);
+        tap.skip(FOREIGN_HANDLE_CASE, WHY_SKIPPED);
     }
     barrier(kernel, tap, nodes, "the foreign handle case")?;
     leak(kernel, tap, at, real)?;
@@ -251,14 +253,8 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
                 tap.check(&format!("node {me}: second process: {what}"), result);
             }
         }
-        Ok(_) => tap.not_ok(
-            "a second process using this process's handle gets -EBADF for every call",
-            "the child reported nothing",
-        ),
-        Err(reason) => tap.not_ok(
-            "a second process using this process's handle gets -EBADF for every call",
-            &reason,
-        ),
+        Ok(_) => tap.not_ok(FOREIGN_HANDLE_CASE, "the child reported nothing"),
+        Err(reason) => tap.not_ok(FOREIGN_HANDLE_CASE, &reason),
     }
 }
 
@@ -304,14 +300,13 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     let outcome = match &published {
         Ok(_) => (|| -> Result<(), String> {
             let before = stats(kernel)?;
-            let child = spawn(&[
+            let mut child = spawn(&[
                 "leak".into(),
                 me.to_string(),
                 next_node(me, nodes).to_string(),
                 name.to_string(),
                 password.to_string(),
             ])?;
-            let mut child = child;
             let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
             let points = collect(&mut out, false);
             finish(child)?;
