@@ -29,7 +29,7 @@ use lite::Priority;
 
 use self::io::{check_errno, InStep};
 use crate::cluster_test::io::{status, unless};
-use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
+use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
 use crate::plan::{boundary_ranges, next_node, plan_data_cases, DataCase};
@@ -109,6 +109,17 @@ impl Node {
 
 /// A test point to run later: its description and the check itself.
 type Check<'a> = (String, Box<dyn FnOnce() -> Result<(), String> + 'a>);
+
+/// The point "`what` returns -ERRNO", to check later that `call` returns
+/// `-errno`.
+fn refused<'a>(
+    what: impl std::fmt::Display,
+    errno: i32,
+    call: impl FnOnce() -> c_long + 'a,
+) -> Check<'a> {
+    let description = format!("{what} returns -{}", errno_name(errno));
+    (description, Box::new(move || expect_errno(call(), errno)))
+}
 
 /// Runs the whole cluster test, reporting each test point to `tap`.
 pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfig) {
@@ -253,98 +264,79 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     let write_buf = [0u8; 16];
     let mut read_buf = [0u8; 16];
     let none = Priority::None.as_raw();
+    let not_connected = libc::ENOTCONN;
     let mut cases: Vec<Check<'_>> = vec![
-        (
-            "get_node_id before join returns -ENOTCONN".into(),
-            Box::new(|| expect_errno(kernel.get_node_id(), libc::ENOTCONN)),
-        ),
-        (
-            "get_total_node before join returns -ENOTCONN".into(),
-            Box::new(|| expect_errno(kernel.get_total_node(), libc::ENOTCONN)),
-        ),
+        refused("get_node_id before join", not_connected, || {
+            kernel.get_node_id()
+        }),
+        refused("get_total_node before join", not_connected, || {
+            kernel.get_total_node()
+        }),
         (
             "alloc_remote(node 1, 4096 B) before join returns -ENOTCONN".into(),
             Box::new(|| {
                 expect_no_alloc(kernel, kernel.alloc_remote(1, 4096, 0, 1), libc::ENOTCONN)
             }),
         ),
-        (
-            "rdma_write(handle 1, 16 B) before join returns -ENOTCONN".into(),
-            Box::new(|| {
+        refused(
+            "rdma_write(handle 1, 16 B) before join",
+            not_connected,
+            || {
                 // SAFETY: `write_buf` is readable for 16 bytes.
-                let ret =
-                    unsafe { kernel.rdma_write(1, write_buf.as_ptr().cast(), 16, 0, none, 1) };
-                expect_errno(ret, libc::ENOTCONN)
-            }),
+                unsafe { kernel.rdma_write(1, write_buf.as_ptr().cast(), 16, 0, none, 1) }
+            },
         ),
-        (
-            "rdma_read(handle 1, 16 B) before join returns -ENOTCONN".into(),
-            Box::new(|| {
-                let buf = read_buf.as_mut_ptr().cast();
+        refused(
+            "rdma_read(handle 1, 16 B) before join",
+            not_connected,
+            || {
                 // SAFETY: `read_buf` is exclusively ours and 16 bytes long.
-                let ret = unsafe { kernel.rdma_read(1, buf, 16, 0, none, 1) };
-                expect_errno(ret, libc::ENOTCONN)
-            }),
+                unsafe { kernel.rdma_read(1, read_buf.as_mut_ptr().cast(), 16, 0, none, 1) }
+            },
         ),
-        (
-            "free(handle 1) before join returns -ENOTCONN".into(),
-            Box::new(|| expect_errno(kernel.free(1), libc::ENOTCONN)),
+        refused("free(handle 1) before join", not_connected, || {
+            kernel.free(1)
+        }),
+        refused(
+            format!("dist_barrier({nodes}) before join"),
+            not_connected,
+            move || kernel.dist_barrier(nodes),
         ),
-        (
-            format!("dist_barrier({nodes}) before join returns -ENOTCONN"),
-            Box::new(move || expect_errno(kernel.dist_barrier(nodes), libc::ENOTCONN)),
-        ),
-        (
-            "leave(0) before join returns -ENOTCONN".into(),
-            Box::new(|| expect_errno(kernel.leave(0), libc::ENOTCONN)),
-        ),
-        (
-            "register_application(port 10) before join returns -ENOTCONN".into(),
-            Box::new(|| {
+        refused("leave(0) before join", not_connected, || kernel.leave(0)),
+        refused(
+            "register_application(port 10) before join",
+            not_connected,
+            || {
                 // SAFETY: the name is readable for its 4 bytes.
                 let ret = unsafe { kernel.register_application(10, 64, c"port".as_ptr(), 4) };
                 if ret == 0 {
                     kernel.unregister_application(10);
                 }
-                expect_errno(ret, libc::ENOTCONN)
-            }),
+                ret
+            },
         ),
-        (
-            "send_reply_imm to node 1 before join returns -ENOTCONN".into(),
-            Box::new(|| {
-                let mut reply = [0u8; 16];
+        refused(
+            "send_reply_imm to node 1 before join",
+            not_connected,
+            || {
+                let (request, mut reply) = (write_buf.as_ptr().cast(), [0u8; 16]);
                 // SAFETY: the request is readable and `reply` writable.
-                let ret = unsafe {
-                    kernel.send_reply_imm(
-                        1,
-                        10,
-                        write_buf.as_ptr().cast(),
-                        16,
-                        reply.as_mut_ptr().cast(),
-                        16,
-                    )
-                };
-                expect_errno(ret, libc::ENOTCONN)
-            }),
+                unsafe { kernel.send_reply_imm(1, 10, request, 16, reply.as_mut_ptr().cast(), 16) }
+            },
         ),
-        (
-            "join with a NULL address returns -EFAULT".into(),
-            Box::new(|| expect_errno(join_with_pointer(kernel, ptr::null()), libc::EFAULT)),
-        ),
-        (
-            "join with address pointer 0x1 returns -EFAULT".into(),
-            Box::new(|| {
-                let unmapped = ptr::without_provenance(1);
-                expect_errno(join_with_pointer(kernel, unmapped), libc::EFAULT)
-            }),
-        ),
-        (
-            "join with address \"not-an-ip\" returns -EINVAL".into(),
-            Box::new(|| expect_errno(join_with_text(kernel, "not-an-ip"), libc::EINVAL)),
-        ),
-        (
-            "join with a 19-character address (over LITE_MAX_IP_LEN) returns -EINVAL".into(),
-            Box::new(|| expect_errno(join_with_text(kernel, "100.100.100.100.100"), libc::EINVAL)),
+        refused("join with a NULL address", libc::EFAULT, || {
+            join_with_pointer(kernel, ptr::null())
+        }),
+        refused("join with address pointer 0x1", libc::EFAULT, || {
+            join_with_pointer(kernel, ptr::without_provenance(1))
+        }),
+        refused("join with address \"not-an-ip\"", libc::EINVAL, || {
+            join_with_text(kernel, "not-an-ip")
+        }),
+        refused(
+            "join with a 19-character address (over LITE_MAX_IP_LEN)",
+            libc::EINVAL,
+            || join_with_text(kernel, "100.100.100.100.100"),
         ),
     ];
     // The joins above fail, so the synchronization calls still find the

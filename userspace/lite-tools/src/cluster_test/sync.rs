@@ -28,7 +28,7 @@ use super::io::{
 };
 use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
 use super::rpc::Blocker;
-use super::{password_of, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
+use super::{password_of, refused, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::cluster_test::io::{status, unless};
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
@@ -1224,44 +1224,41 @@ fn read_only_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64, handle: u64) -> c_l
 /// `-ENOTCONN`.
 pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
     let some_lock = LiteLock { home: 1, number: 0 };
-    let not_connected = |ret: c_long| expect_errno(ret, libc::ENOTCONN);
+    let not_connected = libc::ENOTCONN;
     vec![
-        (
-            "fetch_add before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(fetch_add_raw(kernel, 1, 1, PRIORITY_NONE).0)),
-        ),
-        (
-            "compare_swp before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(compare_swp_raw(kernel, 1, 0, 1, PRIORITY_NONE).0)),
-        ),
-        (
-            "create_lock(node 1) before join returns -ENOTCONN".into(),
-            Box::new(move || {
+        refused("fetch_add before join", not_connected, move || {
+            fetch_add_raw(kernel, 1, 1, PRIORITY_NONE).0
+        }),
+        refused("compare_swp before join", not_connected, move || {
+            compare_swp_raw(kernel, 1, 0, 1, PRIORITY_NONE).0
+        }),
+        refused(
+            "create_lock(node 1) before join",
+            not_connected,
+            move || {
                 let mut filled = LiteLock::default();
                 // SAFETY: `filled` is writable.
-                not_connected(unsafe { kernel.create_lock(1, &mut filled) })
-            }),
+                unsafe { kernel.create_lock(1, &mut filled) }
+            },
         ),
-        (
-            "ask_lock(node 1, 0) before join returns -ENOTCONN".into(),
-            Box::new(move || {
+        refused(
+            "ask_lock(node 1, 0) before join",
+            not_connected,
+            move || {
                 let mut filled = LiteLock::default();
                 // SAFETY: `filled` is writable.
-                not_connected(unsafe { kernel.ask_lock(1, 0, &mut filled) })
-            }),
+                unsafe { kernel.ask_lock(1, 0, &mut filled) }
+            },
         ),
-        (
-            "lock before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(lock(kernel, &some_lock))),
-        ),
-        (
-            "unlock before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(unlock(kernel, &some_lock))),
-        ),
-        (
-            "set_priority(NONE) before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(kernel.set_priority(PRIORITY_NONE))),
-        ),
+        refused("lock before join", not_connected, move || {
+            lock(kernel, &some_lock)
+        }),
+        refused("unlock before join", not_connected, move || {
+            unlock(kernel, &some_lock)
+        }),
+        refused("set_priority(NONE) before join", not_connected, move || {
+            kernel.set_priority(PRIORITY_NONE)
+        }),
     ]
 }
 
@@ -1315,19 +1312,9 @@ mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
 
-    fn joined_cluster(nodes: u32, defects: Defects) -> Vec<FakeKernel> {
-        let kernels = FakeKernel::cluster(nodes, defects);
-        for kernel in &kernels {
-            // SAFETY: a NUL-terminated address.
-            let ret = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) };
-            assert!(ret > 0);
-        }
-        kernels
-    }
-
     #[test]
     fn a_process_that_exits_holding_a_lock_hands_it_on() {
-        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let kernel = FakeKernel::joined_cluster(1, Defects::default()).remove(0);
         let held = create_lock(&kernel, 1).expect("create_lock");
         let child = kernel.other_process();
         let theirs = ask_lock(&child, 1, held.number).expect("ask_lock");
@@ -1354,7 +1341,7 @@ mod tests {
 
     #[test]
     fn a_lock_whose_holder_s_node_left_or_failed_comes_with_eownerdead() {
-        let kernels = joined_cluster(3, Defects::default());
+        let kernels = FakeKernel::joined_cluster(3, Defects::default());
         let owner_dead = -c_long::from(libc::EOWNERDEAD);
         let held = create_lock(&kernels[0], 1).expect("create_lock");
         let theirs = ask_lock(&kernels[1], 1, held.number).expect("ask_lock");
@@ -1375,7 +1362,7 @@ mod tests {
 
     #[test]
     fn a_child_increments_under_the_parent_s_lock() {
-        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let kernel = FakeKernel::joined_cluster(1, Defects::default()).remove(0);
         let held = create_lock(&kernel, 1).expect("create_lock");
         let pw = password_of(OWNER);
         let name = name_of(COUNTER_NAME, OWNER);
@@ -1401,7 +1388,7 @@ mod tests {
 
     #[test]
     fn the_holder_is_the_thread_and_the_process() {
-        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let kernel = FakeKernel::joined_cluster(1, Defects::default()).remove(0);
         let held = create_lock(&kernel, 1).expect("create_lock");
         assert_eq!(lock(&kernel, &held), 0);
         let other = kernel.other_process();
@@ -1413,7 +1400,7 @@ mod tests {
 
     #[test]
     fn the_statistics_file_follows_lite_get_stats() {
-        let kernel = joined_cluster(2, Defects::default()).remove(0);
+        let kernel = FakeKernel::joined_cluster(2, Defects::default()).remove(0);
         let text = kernel
             .read_debugfs(STATS_FILE)
             .expect("the model has debugfs")
