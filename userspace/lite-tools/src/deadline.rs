@@ -51,16 +51,6 @@ impl Deadline {
         }
     }
 
-    /// What is waited for.
-    pub fn what(&self) -> &str {
-        &self.what
-    }
-
-    /// How long the wait may take in all.
-    pub fn limit(&self) -> Duration {
-        self.limit
-    }
-
     /// Starts the same wait afresh from now: for a bound on the time
     /// between two signs of progress rather than on the whole wait.
     pub fn restart(&mut self) {
@@ -299,6 +289,20 @@ impl Watchdog {
         };
         let interrupted = lock(&self.watch).interrupted;
         (value, interrupted)
+    }
+
+    /// [`Watchdog::call`] of a system call that must return 0; a failure
+    /// says whether the deadline cut it short.
+    pub fn call_zero(
+        &self,
+        deadline: &Deadline,
+        call: impl FnOnce() -> c_long,
+    ) -> Result<(), String> {
+        let (ret, interrupted) = self.call(deadline, call);
+        if interrupted && ret != 0 {
+            return Err(format!("{} ({})", describe_result(ret), deadline.expired()));
+        }
+        crate::errno::expect_zero(ret)
     }
 }
 

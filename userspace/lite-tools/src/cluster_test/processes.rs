@@ -99,6 +99,14 @@ pub(super) fn keep_first_failure(outcome: &mut Result<(), String>, points: Child
     }
 }
 
+/// Every point `child` reports until it ends, once it ended well.
+pub(super) fn points_of(mut child: Child) -> Result<ChildPoints, String> {
+    let out = child.stdout.take().ok_or("no stdout")?;
+    let points = collect(&mut BufReader::new(out), false);
+    finish(child)?;
+    Ok(points)
+}
+
 /// Like [`collect`], handing every line that is not a point to `other`.
 pub(super) fn collect_with<R: BufRead>(
     out: &mut R,
@@ -232,14 +240,11 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
         let data = [0x3cu8; 64];
         lmr.write(0, &data, PRIORITY_NONE)?;
-        let mut child = spawn(&[
+        let points = points_of(spawn(&[
             "foreign-handle".into(),
             lmr.handle().to_string(),
             password.to_string(),
-        ])?;
-        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        let points = collect(&mut out, false);
-        finish(child)?;
+        ])?)?;
         let back = read_vec(kernel, lmr.handle(), 0, 64, password)?;
         if back != data {
             return Err("the LMR changed through the other process's calls".into());
@@ -300,16 +305,13 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     let outcome = match &published {
         Ok(_) => (|| -> Result<(), String> {
             let before = stats(kernel)?;
-            let mut child = spawn(&[
+            let points = points_of(spawn(&[
                 "leak".into(),
                 me.to_string(),
                 next_node(me, nodes).to_string(),
                 name.to_string(),
                 password.to_string(),
-            ])?;
-            let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-            let points = collect(&mut out, false);
-            finish(child)?;
+            ])?)?;
             let mut outcome = Ok(());
             keep_first_failure(&mut outcome, points);
             outcome?;

@@ -38,7 +38,9 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{barrier, check_errno, check_zero, outcome_of, InStep};
-use super::processes::{collect, finish, keep_first_failure, report_point, spawn, WHY_SKIPPED};
+use super::processes::{
+    collect, finish, keep_first_failure, points_of, report_point, spawn, WHY_SKIPPED,
+};
 use super::target_name;
 use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;

@@ -26,7 +26,7 @@ use super::io::{
     barrier, check_errno, check_free, enter_barrier, handle_of, name_of, out_of_step, outcome_of,
     read_vec, stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
-use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
+use super::processes::{collect, finish, points_of, report_point, spawn, ChildPoints, WHY_SKIPPED};
 use super::rpc::Blocker;
 use super::{password_of, refused, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::cluster_test::io::{status, unless};
@@ -231,15 +231,9 @@ fn locked_increments<K: Kernel>(
     Watchdog::guard(|watchdog| {
         for i in 0..iterations {
             free.restart();
-            let (ret, interrupted) = watchdog.call(&free, || lock(kernel, lock_));
-            if interrupted && ret != 0 {
-                return Err(format!(
-                    "lock #{i}: {} ({})",
-                    describe_result(ret),
-                    free.expired()
-                ));
-            }
-            expect_zero(ret).map_err(|e| format!("lock #{i}: {e}"))?;
+            watchdog
+                .call_zero(&free, || lock(kernel, lock_))
+                .map_err(|e| format!("lock #{i}: {e}"))?;
             let step = read_u64(kernel, handle, COUNTER_OFFSET, pw).and_then(|value| {
                 std::thread::sleep(CRITICAL_PAUSE);
                 write_u64(kernel, handle, COUNTER_OFFSET, value + 1, pw)
@@ -326,12 +320,9 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
             });
             let child = match child {
                 None => Ok(()),
-                Some(child) => child.and_then(|mut child| {
-                    let out = child.stdout.take().ok_or("no stdout")?;
-                    let points = collect(&mut BufReader::new(out), false);
-                    finish(child)?;
-                    child_outcome(points, 1)
-                }),
+                Some(child) => child
+                    .and_then(points_of)
+                    .and_then(|points| child_outcome(points, 1)),
             };
             threads.and(child.map_err(|e| format!("child: {e}")))
         }

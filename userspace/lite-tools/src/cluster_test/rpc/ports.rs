@@ -352,11 +352,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
                 descriptor.to_string(),
             ])
         });
-        let points = child.and_then(|mut child| {
-            let out = child.stdout.take().ok_or("no stdout")?;
-            let points = collect(&mut BufReader::new(out), false);
-            finish(child).map(|()| points)
-        });
+        let points = child.and_then(points_of);
         // Answer whatever happened, so the caller does not wait forever.
         let answered = expect_zero(reply(kernel, b"MINE", descriptor))
             .map_err(|e| format!("the owner's reply after the child: {e}"));
