@@ -28,8 +28,8 @@ use lite::sys::{ALLOC_ATOMIC, CM_DEFAULT_PORT, LEAVE_FORCE, MAX_LMR_SIZE, MAX_NO
 use lite::Priority;
 
 use self::io::{check_errno, InStep};
-use crate::cluster_test::io::unless;
-use crate::errno::{describe_result, expect_errno, expect_value, expect_zero};
+use crate::cluster_test::io::{status, unless};
+use crate::errno::{describe_result, errno_name, expect_errno, expect_value, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::pattern;
 use crate::plan::{boundary_ranges, next_node, plan_data_cases, DataCase};
@@ -109,6 +109,17 @@ impl Node {
 
 /// A test point to run later: its description and the check itself.
 type Check<'a> = (String, Box<dyn FnOnce() -> Result<(), String> + 'a>);
+
+/// The point "`what` returns -ERRNO", to check later that `call` returns
+/// `-errno`.
+fn refused<'a>(
+    what: impl std::fmt::Display,
+    errno: i32,
+    call: impl FnOnce() -> c_long + 'a,
+) -> Check<'a> {
+    let description = format!("{what} returns -{}", errno_name(errno));
+    (description, Box::new(move || expect_errno(call(), errno)))
+}
 
 /// Runs the whole cluster test, reporting each test point to `tap`.
 pub fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, config: &TestConfig) {
@@ -197,7 +208,7 @@ fn run_cases<K: Kernel, W: Write>(
     // the cases above would take the board with it).
     let published = round_labels::publish(kernel, me, nodes);
     if me == round_labels::BOARD_HOME {
-        let outcome = published.as_ref().map(drop).map_err(Clone::clone);
+        let outcome = status(&published);
         tap.check(
             &format!("node {me}: publishes the board of barrier labels"),
             outcome,
@@ -253,98 +264,79 @@ fn before_join<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, nodes: u32, sk
     let write_buf = [0u8; 16];
     let mut read_buf = [0u8; 16];
     let none = Priority::None.as_raw();
+    let not_connected = libc::ENOTCONN;
     let mut cases: Vec<Check<'_>> = vec![
-        (
-            "get_node_id before join returns -ENOTCONN".into(),
-            Box::new(|| expect_errno(kernel.get_node_id(), libc::ENOTCONN)),
-        ),
-        (
-            "get_total_node before join returns -ENOTCONN".into(),
-            Box::new(|| expect_errno(kernel.get_total_node(), libc::ENOTCONN)),
-        ),
+        refused("get_node_id before join", not_connected, || {
+            kernel.get_node_id()
+        }),
+        refused("get_total_node before join", not_connected, || {
+            kernel.get_total_node()
+        }),
         (
             "alloc_remote(node 1, 4096 B) before join returns -ENOTCONN".into(),
             Box::new(|| {
                 expect_no_alloc(kernel, kernel.alloc_remote(1, 4096, 0, 1), libc::ENOTCONN)
             }),
         ),
-        (
-            "rdma_write(handle 1, 16 B) before join returns -ENOTCONN".into(),
-            Box::new(|| {
+        refused(
+            "rdma_write(handle 1, 16 B) before join",
+            not_connected,
+            || {
                 // SAFETY: `write_buf` is readable for 16 bytes.
-                let ret =
-                    unsafe { kernel.rdma_write(1, write_buf.as_ptr().cast(), 16, 0, none, 1) };
-                expect_errno(ret, libc::ENOTCONN)
-            }),
+                unsafe { kernel.rdma_write(1, write_buf.as_ptr().cast(), 16, 0, none, 1) }
+            },
         ),
-        (
-            "rdma_read(handle 1, 16 B) before join returns -ENOTCONN".into(),
-            Box::new(|| {
-                let buf = read_buf.as_mut_ptr().cast();
+        refused(
+            "rdma_read(handle 1, 16 B) before join",
+            not_connected,
+            || {
                 // SAFETY: `read_buf` is exclusively ours and 16 bytes long.
-                let ret = unsafe { kernel.rdma_read(1, buf, 16, 0, none, 1) };
-                expect_errno(ret, libc::ENOTCONN)
-            }),
+                unsafe { kernel.rdma_read(1, read_buf.as_mut_ptr().cast(), 16, 0, none, 1) }
+            },
         ),
-        (
-            "free(handle 1) before join returns -ENOTCONN".into(),
-            Box::new(|| expect_errno(kernel.free(1), libc::ENOTCONN)),
+        refused("free(handle 1) before join", not_connected, || {
+            kernel.free(1)
+        }),
+        refused(
+            format!("dist_barrier({nodes}) before join"),
+            not_connected,
+            move || kernel.dist_barrier(nodes),
         ),
-        (
-            format!("dist_barrier({nodes}) before join returns -ENOTCONN"),
-            Box::new(move || expect_errno(kernel.dist_barrier(nodes), libc::ENOTCONN)),
-        ),
-        (
-            "leave(0) before join returns -ENOTCONN".into(),
-            Box::new(|| expect_errno(kernel.leave(0), libc::ENOTCONN)),
-        ),
-        (
-            "register_application(port 10) before join returns -ENOTCONN".into(),
-            Box::new(|| {
+        refused("leave(0) before join", not_connected, || kernel.leave(0)),
+        refused(
+            "register_application(port 10) before join",
+            not_connected,
+            || {
                 // SAFETY: the name is readable for its 4 bytes.
                 let ret = unsafe { kernel.register_application(10, 64, c"port".as_ptr(), 4) };
                 if ret == 0 {
                     kernel.unregister_application(10);
                 }
-                expect_errno(ret, libc::ENOTCONN)
-            }),
+                ret
+            },
         ),
-        (
-            "send_reply_imm to node 1 before join returns -ENOTCONN".into(),
-            Box::new(|| {
-                let mut reply = [0u8; 16];
+        refused(
+            "send_reply_imm to node 1 before join",
+            not_connected,
+            || {
+                let (request, mut reply) = (write_buf.as_ptr().cast(), [0u8; 16]);
                 // SAFETY: the request is readable and `reply` writable.
-                let ret = unsafe {
-                    kernel.send_reply_imm(
-                        1,
-                        10,
-                        write_buf.as_ptr().cast(),
-                        16,
-                        reply.as_mut_ptr().cast(),
-                        16,
-                    )
-                };
-                expect_errno(ret, libc::ENOTCONN)
-            }),
+                unsafe { kernel.send_reply_imm(1, 10, request, 16, reply.as_mut_ptr().cast(), 16) }
+            },
         ),
-        (
-            "join with a NULL address returns -EFAULT".into(),
-            Box::new(|| expect_errno(join_with_pointer(kernel, ptr::null()), libc::EFAULT)),
-        ),
-        (
-            "join with address pointer 0x1 returns -EFAULT".into(),
-            Box::new(|| {
-                let unmapped = ptr::without_provenance(1);
-                expect_errno(join_with_pointer(kernel, unmapped), libc::EFAULT)
-            }),
-        ),
-        (
-            "join with address \"not-an-ip\" returns -EINVAL".into(),
-            Box::new(|| expect_errno(join_with_text(kernel, "not-an-ip"), libc::EINVAL)),
-        ),
-        (
-            "join with a 19-character address (over LITE_MAX_IP_LEN) returns -EINVAL".into(),
-            Box::new(|| expect_errno(join_with_text(kernel, "100.100.100.100.100"), libc::EINVAL)),
+        refused("join with a NULL address", libc::EFAULT, || {
+            join_with_pointer(kernel, ptr::null())
+        }),
+        refused("join with address pointer 0x1", libc::EFAULT, || {
+            join_with_pointer(kernel, ptr::without_provenance(1))
+        }),
+        refused("join with address \"not-an-ip\"", libc::EINVAL, || {
+            join_with_text(kernel, "not-an-ip")
+        }),
+        refused(
+            "join with a 19-character address (over LITE_MAX_IP_LEN)",
+            libc::EINVAL,
+            || join_with_text(kernel, "100.100.100.100.100"),
         ),
     ];
     // The joins above fail, so the synchronization calls still find the
@@ -759,7 +751,7 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
-    use crate::tap::{failures, TapSummary};
+    use crate::tap::{assert_contains, failures, TapSummary};
 
     /// Small enough for unoptimised test builds, large enough for one
     /// multi-chunk LMR on the first target.
@@ -865,11 +857,8 @@ mod tests {
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
                     assert!(output.contains(&format!("node {me} -> spread (node 0), ")));
-                    assert!(output.contains("chunk boundary"), "{output}");
-                    assert!(
-                        output.contains("256 MiB LMR on spread (node 0)"),
-                        "{output}"
-                    );
+                    assert_contains(&output, "chunk boundary");
+                    assert_contains(&output, "256 MiB LMR on spread (node 0)");
                 }
             }
         }
@@ -1185,11 +1174,11 @@ mod tests {
             if me < 4 {
                 let checked =
                     format!("node id {me}, from a join before the test started, is in 1..=4");
-                assert!(output.contains(&checked), "{output}");
+                assert_contains(&output, &checked);
             }
             let fresh = output.contains("ok 1 - get_node_id before join returns -ENOTCONN\n");
             assert_eq!(fresh, me == 4, "{output}");
-            assert!(output.contains(" - get_total_node returns 4\n"), "{output}");
+            assert_contains(&output, " - get_total_node returns 4\n");
         }
     }
 
@@ -1220,17 +1209,11 @@ mod tests {
                 );
                 assert!(line.contains(&expected), "{failed:?}");
             }
-            assert!(
-                output.contains("# expected -EPERM (-1), got -106 (-EISCONN)\n"),
-                "{output}"
-            );
+            assert_contains(&output, "# expected -EPERM (-1), got -106 (-EISCONN)\n");
             // The rest of the probe and the test go on unaffected.
-            assert!(
-                output.contains(&format!(
+            assert_contains(&output, &format!(
                     " - node {me}: an unprivileged process (modelled) can create a lock on node {me}, lock and unlock it\n"
-                )),
-                "{output}"
-            );
+                ));
         }
     }
 
@@ -1257,11 +1240,9 @@ mod tests {
                 "{failed:?}"
             );
             // The group is gone again afterwards.
-            assert!(
-                output.contains(&format!(
-                    " - node {me}: admin_group reads 4294967295 (no group), its default\n"
-                )),
-                "{output}"
+            assert_contains(
+                &output,
+                &format!(" - node {me}: admin_group reads 4294967295 (no group), its default\n"),
             );
         }
     }
@@ -1399,7 +1380,7 @@ mod tests {
         let kernels = FakeKernel::cluster(2, Defects::default());
         let short = std::time::Duration::from_millis(300);
         let not_joined = io::await_members(&kernels[0], 2, short).expect_err("not a member");
-        assert!(not_joined.contains("-ENOTCONN"), "{not_joined}");
+        assert_contains(&not_joined, "-ENOTCONN");
         assert_eq!(join_with_text(&kernels[0], "10.0.0.1"), 1);
         assert_eq!(io::await_members(&kernels[0], 2, short), Ok(()));
         kernels[1].fail_node();

@@ -53,16 +53,6 @@ impl Deadline {
         }
     }
 
-    /// What is waited for.
-    pub fn what(&self) -> &str {
-        &self.what
-    }
-
-    /// How long the wait may take in all.
-    pub fn limit(&self) -> Duration {
-        self.limit
-    }
-
     /// Starts the same wait afresh from now: for a bound on the time
     /// between two signs of progress rather than on the whole wait.
     pub fn restart(&mut self) {
@@ -328,6 +318,20 @@ impl Watchdog {
         let interrupted = lock(&self.watch).interrupted;
         (value, interrupted)
     }
+
+    /// [`Watchdog::call`] of a system call that must return 0; a failure
+    /// says whether the deadline cut it short.
+    pub fn call_zero(
+        &self,
+        deadline: &Deadline,
+        call: impl FnOnce() -> c_long,
+    ) -> Result<(), String> {
+        let (ret, interrupted) = self.call(deadline, call);
+        if interrupted && ret != 0 {
+            return Err(format!("{} ({})", describe_result(ret), deadline.expired()));
+        }
+        crate::errno::expect_zero(ret)
+    }
 }
 
 /// Runs `call` on this thread, interrupted should it still run once
@@ -363,6 +367,7 @@ where
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::assert_contains;
 
     #[test]
     fn a_deadline_says_what_was_waited_for_once_it_passed() {
@@ -423,7 +428,7 @@ mod tests {
             failure.starts_with("gave up after 50 ms waiting for room in node 3's ring"),
             "{failure}"
         );
-        assert!(failure.contains("-EAGAIN"), "{failure}");
+        assert_contains(&failure, "-EAGAIN");
         assert!(begun.elapsed() >= Duration::from_millis(50));
         assert!(tries > 1);
         // Tried once even when the deadline passed before.

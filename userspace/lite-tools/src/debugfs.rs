@@ -432,6 +432,7 @@ pub fn parse_admin_group(text: &str) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tap::assert_contains;
 
     fn sample() -> DebugStats {
         let mut stats = DebugStats::new();
@@ -609,7 +610,7 @@ mod tests {
         }
         let repeated = format!("{good}{}\n", good.lines().last().unwrap_or_default());
         let error = parse_stats(&repeated).expect_err("repeated row");
-        assert!(error.contains("repeated operation"), "{error}");
+        assert_contains(&error, "repeated operation");
     }
 
     #[test]
@@ -638,6 +639,6 @@ mod tests {
         assert!(parse_admin_group(" 4301\n").is_err());
         assert!(parse_admin_group("staff\n").is_err());
         let error = parse_admin_group("4294967296\n").expect_err("above u32");
-        assert!(error.contains("above 4294967295"), "{error}");
+        assert_contains(&error, "above 4294967295");
     }
 }

@@ -360,7 +360,7 @@ pub fn check<S: Source, W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tap::capture;
+    use crate::tap::{assert_contains, capture};
 
     /// The file as the kernel writes it, with every peer connected.
     const BASELINE: &str = "lmrs 0\nregistrations 0\nmappings 0\nnames 0\nhandles 0\n\
@@ -574,7 +574,7 @@ mod tests {
         let reads = vec![Ok(busy.clone()), Ok(busy), Ok(BASELINE.into())];
         let (tap, sleeps) = run_check(Ok(BASELINE), reads);
         assert_eq!(sleeps, 2);
-        assert!(tap.contains("# counters settled after 2 s\n"), "{tap}");
+        assert_contains(&tap, "# counters settled after 2 s\n");
         assert!(tap.contains("ok 3 - resources back to baseline: chunks 0 -> 0\n"));
         assert!(tap.ends_with("1..14\n14 passed, 0 failed\n"), "{tap}");
     }
@@ -584,7 +584,7 @@ mod tests {
         let leaked = BASELINE.replace("lmrs 0", "lmrs 1") + "extra 2\n";
         let (tap, sleeps) = run_check(Ok(BASELINE), vec![Ok(leaked)]);
         assert_eq!(sleeps, 5);
-        assert!(tap.contains("# counters not settled after 5 s\n"), "{tap}");
+        assert_contains(&tap, "# counters not settled after 5 s\n");
         assert!(tap.contains("not ok 1 - resources back to baseline: lmrs 0 -> 1\n"));
         assert!(tap.contains("# not checked: extra missing -> 2\n"));
         assert!(tap.ends_with("13 passed, 1 failed\n"), "{tap}");
@@ -594,9 +594,9 @@ mod tests {
     fn a_missing_file_or_baseline_is_one_failed_point() {
         let (tap, sleeps) = run_check(Ok(BASELINE), vec![Err(libc::ENOENT)]);
         assert_eq!(sleeps, 0);
-        assert!(
-            tap.contains("not ok 1 - /sys/kernel/debug/lite/resources is readable\n"),
-            "{tap}"
+        assert_contains(
+            &tap,
+            "not ok 1 - /sys/kernel/debug/lite/resources is readable\n",
         );
         assert!(tap.contains("does not report LITE's resources"));
         assert!(tap.ends_with("0 passed, 1 failed\n"));

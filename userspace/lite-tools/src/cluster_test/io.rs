@@ -88,6 +88,16 @@ pub fn write_ok<K: Kernel>(
         .map_err(|e| format!("write of {} B at offset {offset}: {e}", data.len()))
 }
 
+/// Whether an asynchronous operation that started with `ret` failed with
+/// `-errno`, either at once or when reaped.
+fn started_or_reaped_errno<K: Kernel>(kernel: &K, ret: c_long, errno: i32) -> Result<(), String> {
+    if ret <= 0 {
+        return expect_errno(ret, errno);
+    }
+    let reaped = kernel.async_wait(ret.unsigned_abs(), 0);
+    expect_errno(reaped, errno).map_err(|e| format!("started as operation {ret}, reaped: {e}"))
+}
+
 /// A read-async whose failure may be reported either when it is started
 /// or when it is reaped: passes when one of them is exactly `-errno`.
 pub fn expect_async_read_errno<K: Kernel>(
@@ -103,11 +113,7 @@ pub fn expect_async_read_errno<K: Kernel>(
     // outlives this call, or an address the kernel must reject; the
     // operation is reaped before returning.
     let ret = unsafe { kernel.rdma_read_async(handle, buf, size, offset, PRIORITY_NONE, pw) };
-    if ret <= 0 {
-        return expect_errno(ret, errno);
-    }
-    let reaped = kernel.async_wait(ret.unsigned_abs(), 0);
-    expect_errno(reaped, errno).map_err(|e| format!("started as operation {ret}, reaped: {e}"))
+    started_or_reaped_errno(kernel, ret, errno)
 }
 
 /// A write-async that must fail with `-errno`, when started or reaped.
@@ -123,11 +129,7 @@ pub fn expect_async_write_errno<K: Kernel>(
     // SAFETY: as for expect_async_read_errno; the data is taken before
     // the call returns.
     let ret = unsafe { kernel.rdma_write_async(handle, buf, size, offset, PRIORITY_NONE, pw) };
-    if ret <= 0 {
-        return expect_errno(ret, errno);
-    }
-    let reaped = kernel.async_wait(ret.unsigned_abs(), 0);
-    expect_errno(reaped, errno).map_err(|e| format!("started as operation {ret}, reaped: {e}"))
+    started_or_reaped_errno(kernel, ret, errno)
 }
 
 /// Reports the point "`what` returns -ERRNO": whether `ret` is `-errno`.
@@ -168,6 +170,11 @@ pub(crate) fn unless(ok: bool, why: impl FnOnce() -> String) -> Result<(), Strin
     } else {
         Err(why())
     }
+}
+
+/// Whether `result` is `Ok`, with its error, as a test point's verdict.
+pub(crate) fn status<T>(result: &Result<T, String>) -> Result<(), String> {
+    result.as_ref().map(drop).map_err(Clone::clone)
 }
 
 /// A new handle (> 0) or a description of the result.

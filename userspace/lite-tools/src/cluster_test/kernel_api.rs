@@ -116,7 +116,7 @@ fn report<W: Write>(tap: &mut Tap<W>, results: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tap::capture;
+    use crate::tap::{assert_contains, capture};
 
     const RESULTS: &str = "KTAP version 1\n\
         # Subtest: lite_cluster\n\
@@ -153,10 +153,7 @@ mod tests {
     #[test]
     fn failures_carry_the_failed_checks() {
         let text = diagnostics(RESULTS);
-        assert!(
-            text.contains("cluster.rs:120: back[..] == data[..]"),
-            "{text}"
-        );
+        assert_contains(&text, "cluster.rs:120: back[..] == data[..]");
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! Only the real kernel has keyrings; an in-memory model skips these.
 
 use std::ffi::CString;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -28,7 +28,7 @@ use lite::sys::CM_DEFAULT_PORT;
 use lite_cluster_manager::cm_wire::Message;
 use lite_cluster_manager::frame::{read_message, write_message, ProtocolError};
 
-use super::processes::{collect, finish, report_point, run_child, spawn};
+use super::processes::{points_of, report_point, run_child, spawn};
 use super::TestConfig;
 use crate::errno::{describe_result, errno_name, expect_errno};
 use crate::kernel::Kernel;
@@ -172,17 +172,12 @@ fn still_out<K: Kernel>(kernel: &K) -> Result<(), String> {
 
 /// Runs the join of `case` to `manager` in a child; its verdict.
 fn join_in_child(case: Case, manager: SocketAddr) -> Result<(), String> {
-    let mut child = spawn(&[
+    let points = points_of(spawn(&[
         KIND.to_string(),
         case.name().to_string(),
         manager.ip().to_string(),
         manager.port().to_string(),
-    ])?;
-    let points = match child.stdout.take() {
-        Some(out) => collect(&mut BufReader::new(out), false),
-        None => Vec::new(),
-    };
-    finish(child)?;
+    ])?)?;
     match <[_; 1]>::try_from(points) {
         Ok([(_, outcome)]) => outcome,
         Err(points) => Err(format!(
@@ -329,6 +324,7 @@ fn join_refused<K: Kernel>(kernel: &K, case: Case, manager: SocketAddr) -> Resul
 mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
+    use crate::tap::assert_contains;
 
     #[test]
     fn cases_survive_the_command_line() {
@@ -344,9 +340,9 @@ mod tests {
         for case in Case::ALL {
             let description = case.description(manager);
             assert!(!description.contains(": "), "{description}");
-            assert!(
-                description.contains(&format!("-{} ", errno_name(case.expected_errno()))),
-                "{description}"
+            assert_contains(
+                &description,
+                &format!("-{} ", errno_name(case.expected_errno())),
             );
         }
         assert_eq!(Case::NoSecret.expected_errno(), libc::ENOKEY);

@@ -375,7 +375,7 @@ mod tests {
     use super::*;
     use crate::cluster_test::tests::{defects_with, failed_points as failures, joined};
     use crate::fake_kernel::{Defects, FakeKernel};
-    use crate::tap::capture;
+    use crate::tap::{assert_contains, assert_contains_all, capture};
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
@@ -419,17 +419,14 @@ mod tests {
         let (output, summary) = capture(|tap| run(&kernel, tap, 1, &config));
         assert!(summary.all_passed(), "{output}");
         assert_eq!(summary.passed, 23, "{output}");
-        assert!(
-            output.contains("# node 1: no process started as uid 65534: the kernel model runs"),
-            "{output}"
+        assert_contains_all(
+            &output,
+            &[
+                "# node 1: no process started as uid 65534: the kernel model runs",
+                "ok 1 - node 1: an unprivileged process (modelled) gets -EPERM from lite_join(10.0.0.1, 18500, 1)\n",
+                " - node 1: still a member after the unprivileged process (get_node_id returns 1, get_total_node 3)\n",
+            ],
         );
-        assert!(
-            output.contains(
-                "ok 1 - node 1: an unprivileged process (modelled) gets -EPERM from lite_join(10.0.0.1, 18500, 1)\n"
-            ),
-            "{output}"
-        );
-        assert!(output.contains(" - node 1: still a member after the unprivileged process (get_node_id returns 1, get_total_node 3)\n"), "{output}");
         assert_eq!(kernel.live_lmrs(), 0);
     }
 
@@ -471,10 +468,7 @@ mod tests {
         );
         // The model keeps membership per process: the node is out of the
         // count, though this process still has its id.
-        assert!(
-            output.contains(" - node 1: still a member after the unprivileged process (get_node_id returns 1, get_total_node 3)\n# get_total_node: expected 3, got 2\n"),
-            "{output}"
-        );
+        assert_contains(&output, " - node 1: still a member after the unprivileged process (get_node_id returns 1, get_total_node 3)\n# get_total_node: expected 3, got 2\n");
     }
 
     #[test]

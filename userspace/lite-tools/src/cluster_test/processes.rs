@@ -31,6 +31,9 @@ use crate::tap::Tap;
 pub const CHILD_SUBCOMMAND: &str = "__child";
 
 pub(super) const WHY_SKIPPED: &str = "needs separate processes on the real kernel";
+/// The point of the foreign handle case when it cannot run or fails whole.
+const FOREIGN_HANDLE_CASE: &str =
+    "a second process using this process's handle gets -EBADF for every call";
 const LEAK_NAME: u16 = 0x4c4b;
 const CONCURRENT_NAME: u16 = 0x434f;
 /// Bytes each concurrent child owns in the shared LMR.
@@ -48,11 +51,10 @@ const CHILD_TIME_LIMIT: Duration = Duration::from_secs(15 * 60);
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let nodes = at.nodes;
     let real = kernel.spawns_processes();
-    let case = "a second process using this process's handle gets -EBADF for every call";
     if real {
         foreign_handle(kernel, tap, at);
     } else {
-        tap.skip(case, WHY_SKIPPED);
+        tap.skip(FOREIGN_HANDLE_CASE, WHY_SKIPPED);
     }
     barrier(kernel, tap, nodes, "the foreign handle case")?;
     leak(kernel, tap, at, real)?;
@@ -85,6 +87,24 @@ pub(super) fn report_point(what: &str, outcome: Result<(), String>) {
 /// Reads the child's lines up to `ready` (or the end); its points.
 pub(super) fn collect<R: BufRead>(out: &mut R, until_ready: bool) -> ChildPoints {
     collect_with(out, until_ready, |_| {})
+}
+
+/// Leaves a failed `outcome` as it is; otherwise makes it the first of
+/// the child's `points` that failed.
+pub(super) fn keep_first_failure(outcome: &mut Result<(), String>, points: ChildPoints) {
+    for (what, result) in points {
+        if outcome.is_ok() {
+            *outcome = result.map_err(|e| format!("child: {what}: {e}"));
+        }
+    }
+}
+
+/// Every point `child` reports until it ends, once it ended well.
+pub(super) fn points_of(mut child: Child) -> Result<ChildPoints, String> {
+    let out = child.stdout.take().ok_or("no stdout")?;
+    let points = collect(&mut BufReader::new(out), false);
+    finish(child)?;
+    Ok(points)
 }
 
 /// Like [`collect`], handing every line that is not a point to `other`.
@@ -220,14 +240,11 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
         let data = [0x3cu8; 64];
         lmr.write(0, &data, PRIORITY_NONE)?;
-        let mut child = spawn(&[
+        let points = points_of(spawn(&[
             "foreign-handle".into(),
             lmr.handle().to_string(),
             password.to_string(),
-        ])?;
-        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        let points = collect(&mut out, false);
-        finish(child)?;
+        ])?)?;
         let back = read_vec(kernel, lmr.handle(), 0, 64, password)?;
         if back != data {
             return Err("the LMR changed through the other process's calls".into());
@@ -241,14 +258,8 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
                 tap.check(&format!("node {me}: second process: {what}"), result);
             }
         }
-        Ok(_) => tap.not_ok(
-            "a second process using this process's handle gets -EBADF for every call",
-            "the child reported nothing",
-        ),
-        Err(reason) => tap.not_ok(
-            "a second process using this process's handle gets -EBADF for every call",
-            &reason,
-        ),
+        Ok(_) => tap.not_ok(FOREIGN_HANDLE_CASE, "the child reported nothing"),
+        Err(reason) => tap.not_ok(FOREIGN_HANDLE_CASE, &reason),
     }
 }
 
@@ -294,20 +305,16 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     let outcome = match &published {
         Ok(_) => (|| -> Result<(), String> {
             let before = stats(kernel)?;
-            let child = spawn(&[
+            let points = points_of(spawn(&[
                 "leak".into(),
                 me.to_string(),
                 next_node(me, nodes).to_string(),
                 name.to_string(),
                 password.to_string(),
-            ])?;
-            let mut child = child;
-            let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-            let points = collect(&mut out, false);
-            finish(child)?;
-            for (what, result) in points {
-                result.map_err(|e| format!("child: {what}: {e}"))?;
-            }
+            ])?)?;
+            let mut outcome = Ok(());
+            keep_first_failure(&mut outcome, points);
+            outcome?;
 
             // Cleanup happens at exit; wait for every node's child.
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -402,11 +409,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
         }
         for (_, out) in &mut children {
             if let Some(out) = out {
-                for (what, result) in collect(out, true) {
-                    if outcome.is_ok() {
-                        outcome = result.map_err(|e| format!("child: {what}: {e}"));
-                    }
-                }
+                keep_first_failure(&mut outcome, collect(out, true));
             }
         }
     }
@@ -423,18 +426,11 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
             let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
         }
         if let Some(out) = out {
-            for (what, result) in collect(out, false) {
-                if outcome.is_ok() {
-                    outcome = result.map_err(|e| format!("child: {what}: {e}"));
-                }
-            }
+            keep_first_failure(&mut outcome, collect(out, false));
         }
     }
     for (child, _) in children {
-        let finished = finish(child);
-        if outcome.is_ok() {
-            outcome = finished;
-        }
+        outcome = outcome.and(finish(child));
     }
     barrier(
         kernel,

@@ -44,7 +44,7 @@ use super::io::{barrier, check_free, handle_of, name_of, InStep, UserPages};
 use super::privilege::{report_as_user, spawn_as};
 use super::processes::{child_args, collect_with, finish, run_child, ChildPoints};
 use super::{expect_no_alloc, target_name};
-use crate::cluster_test::io::unless;
+use crate::cluster_test::io::{status, unless};
 use crate::cluster_test::Node;
 use crate::debugfs::quotas::{
     parse_quotas, parse_usage, Command, Limit, Limits, PerResource, QuotasFile, Resource, Usage,
@@ -181,7 +181,7 @@ fn the_file<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let file = read_quotas(kernel);
     tap.check(
         &format!("node {me}: {DEBUGFS_DIR}/{QUOTAS_FILE} parses, with the default limits of every resource and of other nodes"),
-        file.as_ref().map(drop).map_err(Clone::clone),
+        status(&file),
     );
     if let Ok(file) = file {
         if file.defaults != DEFAULT_LIMITS {
@@ -691,7 +691,7 @@ impl<K: Kernel> UserCalls<'_, K> {
                 kib(HALF),
                 kib(quota)
             ),
-            first.as_ref().map(drop).map_err(Clone::clone),
+            status(&first),
         );
         let beyond = quota - HALF + SMALL;
         let memory = Resource::RemoteMemory;
@@ -1010,7 +1010,7 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     barrier(kernel, tap, nodes, "limiting the next nodes").map_err(reset_limit)?;
     let held = Region::alloc(kernel, server, HALF, 0, password);
     let point = format!("node {me}: alloc_remote of {} on node {server}, within node {server}'s limit for node {me}, returns a handle", kib(HALF));
-    tap.check(&point, held.as_ref().map(drop).map_err(Clone::clone));
+    tap.check(&point, status(&held));
     let beyond = kernel.alloc_remote(server, SERVING_LIMIT, 0, password);
     let point = format!("node {me}: alloc_remote of {} more on node {server} returns -EDQUOT (node {server}'s limit for node {me})", kib(SERVING_LIMIT));
     tap.check(&point, expect_no_alloc(kernel, beyond, libc::EDQUOT));

@@ -38,7 +38,9 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{barrier, check_errno, check_zero, outcome_of, InStep};
-use super::processes::{collect, finish, report_point, spawn, WHY_SKIPPED};
+use super::processes::{
+    collect, finish, keep_first_failure, points_of, report_point, spawn, WHY_SKIPPED,
+};
 use super::target_name;
 use crate::cluster_test::io::unless;
 use crate::cluster_test::Node;
@@ -133,7 +135,7 @@ pub(crate) fn register<K: Kernel>(kernel: &K, port: u32, max_size: u64, name: &s
 }
 
 /// The raw result of an RPC of `msg` with room for `reply.len()` bytes.
-fn call_raw<K: Kernel>(
+fn call<K: Kernel>(
     kernel: &K,
     node: u32,
     port_priority: u32,
@@ -152,10 +154,6 @@ fn call_raw<K: Kernel>(
             reply.len() as u64,
         )
     }
-}
-
-fn call<K: Kernel>(kernel: &K, node: u32, port: u32, msg: &[u8], reply: &mut [u8]) -> c_long {
-    call_raw(kernel, node, port, msg, reply)
 }
 
 /// The raw result of a one-way send of `msg`.
@@ -263,6 +261,13 @@ pub(super) fn compare(found: &[u8], expected: &[u8]) -> Result<(), String> {
     pattern::verify_bytes(found, expected, 0).map_err(|m| m.to_string())
 }
 
+/// Passes when `ret` is exactly `expected.len()` bytes and `found` begins
+/// with them.
+pub(super) fn expect_bytes(ret: c_long, found: &[u8], expected: &[u8]) -> Result<(), String> {
+    expect_len(ret, expected.len())?;
+    compare(found.get(..expected.len()).unwrap_or(found), expected)
+}
+
 /// Calls `port` on `node` with `request` and checks that the reply is its
 /// [`transform`].
 pub(crate) fn transformed_call<K: Kernel>(
@@ -277,7 +282,7 @@ pub(crate) fn transformed_call<K: Kernel>(
     for (byte, want) in answer.iter_mut().zip(&expected) {
         *byte = !want;
     }
-    let ret = call_raw(kernel, node, port_priority, request, &mut answer);
+    let ret = call(kernel, node, port_priority, request, &mut answer);
     expect_len(ret, request.len())?;
     compare(&answer[..request.len()], &expected).map_err(|m| format!("reply differs: {m}"))
 }
@@ -313,6 +318,26 @@ pub(crate) struct Served {
     pub(crate) one_way: u64,
     /// How its loop ended: `Ok` with the closing errno, or what went wrong.
     pub(crate) ending: Result<c_long, String>,
+}
+
+impl Served {
+    /// What the service thread `server` saw, or that it panicked.
+    fn joined(server: std::thread::ScopedJoinHandle<'_, Served>) -> Served {
+        server.join().unwrap_or_else(|_| Served {
+            requests: 0,
+            one_way: 0,
+            ending: Err("the thread panicked".into()),
+        })
+    }
+
+    /// Whether its loop ended as a port closing ends it, having received
+    /// no one-way message.
+    fn verdict(&self) -> Result<(), String> {
+        self.ending.as_ref().map_err(Clone::clone)?;
+        unless(self.one_way == 0, || {
+            format!("got {} one-way messages", self.one_way)
+        })
+    }
 }
 
 /// A service thread: answers requests on `port` with their [`transform`]
@@ -494,18 +519,9 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
         let mut requests = 0;
         let mut outcome = Ok(());
         for server in servers {
-            let served = server.join().unwrap_or_else(|_| Served {
-                requests: 0,
-                one_way: 0,
-                ending: Err("the thread panicked".into()),
-            });
+            let served = Served::joined(server);
             requests += served.requests;
-            if outcome.is_ok() {
-                outcome = served.ending.map(drop);
-            }
-            if served.one_way > 0 && outcome.is_ok() {
-                outcome = Err(format!("got {} one-way messages", served.one_way));
-            }
+            outcome = outcome.and_then(|()| served.verdict());
         }
         tap.comment(&format!(
             "node {me}: the service threads answered {requests} requests"

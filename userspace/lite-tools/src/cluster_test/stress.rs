@@ -155,10 +155,7 @@ pub(super) fn run<K: Kernel, W: Write>(
                 }
             }
         }
-        let finished = finish(child);
-        if outcome.is_ok() {
-            outcome = finished;
-        }
+        outcome = outcome.and(finish(child));
     }
     let took = started.elapsed();
     if let (Some(before), Some(after)) = (cpu_before, CpuTicks::read()) {

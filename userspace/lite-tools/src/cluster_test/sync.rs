@@ -26,10 +26,10 @@ use super::io::{
     barrier, check_errno, check_free, enter_barrier, handle_of, name_of, out_of_step, outcome_of,
     read_vec, stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
-use super::processes::{collect, finish, report_point, spawn, ChildPoints, WHY_SKIPPED};
+use super::processes::{collect, finish, points_of, report_point, spawn, ChildPoints, WHY_SKIPPED};
 use super::rpc::Blocker;
-use super::{password_of, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
-use crate::cluster_test::io::unless;
+use super::{password_of, refused, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
+use crate::cluster_test::io::{status, unless};
 use crate::cluster_test::Node;
 use crate::deadline::{install_interrupt_handler, Deadline, Watchdog};
 use crate::debugfs::{parse_qos, parse_stats, DebugStats, Operation, QosParam, STATS_FILE};
@@ -231,15 +231,9 @@ fn locked_increments<K: Kernel>(
     Watchdog::guard(|watchdog| {
         for i in 0..iterations {
             free.restart();
-            let (ret, interrupted) = watchdog.call(&free, || lock(kernel, lock_));
-            if interrupted && ret != 0 {
-                return Err(format!(
-                    "lock #{i}: {} ({})",
-                    describe_result(ret),
-                    free.expired()
-                ));
-            }
-            expect_zero(ret).map_err(|e| format!("lock #{i}: {e}"))?;
+            watchdog
+                .call_zero(&free, || lock(kernel, lock_))
+                .map_err(|e| format!("lock #{i}: {e}"))?;
             let step = read_u64(kernel, handle, COUNTER_OFFSET, pw).and_then(|value| {
                 std::thread::sleep(CRITICAL_PAUSE);
                 write_u64(kernel, handle, COUNTER_OFFSET, value + 1, pw)
@@ -326,12 +320,9 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
             });
             let child = match child {
                 None => Ok(()),
-                Some(child) => child.and_then(|mut child| {
-                    let out = child.stdout.take().ok_or("no stdout")?;
-                    let points = collect(&mut BufReader::new(out), false);
-                    finish(child)?;
-                    child_outcome(points, 1)
-                }),
+                Some(child) => child
+                    .and_then(points_of)
+                    .and_then(|points| child_outcome(points, 1)),
             };
             threads.and(child.map_err(|e| format!("child: {e}")))
         }
@@ -385,7 +376,7 @@ fn owner_publishes<'k, K: Kernel, W: Write>(
         expect_zero(ret).map_err(|e| format!("add_ask_mr_table: {e}"))?;
         Ok(lmr)
     });
-    tap.check(&point, outcome.as_ref().map(drop).map_err(Clone::clone));
+    tap.check(&point, status(&outcome));
     outcome.ok()
 }
 
@@ -447,7 +438,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
     });
     tap.check(
         &format!("node {me}: {THREADS} threads x {ITERATIONS} fetch_add(1) on node {OWNER}'s and on this node's atomic LMR return 0"),
-        fetched.as_ref().map(drop).map_err(Clone::clone),
+        status(&fetched),
     );
     let distinct = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
         let mut olds: Vec<u64> = f.iter().map(|&(shared, _)| shared).collect();
@@ -654,7 +645,7 @@ fn local_lock<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Opt
     let created = create_lock(kernel, me);
     tap.check(
         &format!("node {me}: create_lock(node {me}) returns a number and fills in the lock"),
-        created.as_ref().map(drop).map_err(Clone::clone),
+        status(&created),
     );
     let created = created.ok()?;
     let point = format!(
@@ -959,11 +950,7 @@ fn debugfs<K: Kernel, W: Write>(
     };
     let first = read();
     let description = format!("node {me}: /sys/kernel/debug/lite/stats is readable and parses");
-    report(
-        tap,
-        &description,
-        first.as_ref().map(drop).map_err(Clone::clone),
-    );
+    report(tap, &description, status(&first));
 
     // Nothing else happens on any node between the two readings.
     barrier(kernel, tap, nodes, "reading the statistics file")?;
@@ -980,11 +967,7 @@ fn debugfs<K: Kernel, W: Write>(
     });
     let description =
         format!("node {me}: get_stats and the statistics file agree on every counter");
-    report(
-        tap,
-        &description,
-        agree.as_ref().map(drop).map_err(Clone::clone),
-    );
+    report(tap, &description, status(&agree));
     let sensible = agree.and_then(|s: LiteStats| {
         if s.connections < u64::from(nodes - 1) {
             return Err(format!("{} connections for {nodes} nodes", s.connections));
@@ -1158,7 +1141,7 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let known = create_lock(kernel, me);
     tap.check(
         &format!("node {me}: create_lock(node {me}) for the bad lock calls"),
-        known.as_ref().map(drop).map_err(Clone::clone),
+        status(&known),
     );
     let known = known.unwrap_or(LiteLock {
         home: me,
@@ -1232,44 +1215,41 @@ fn read_only_atomic<K: Kernel>(kernel: &K, me: u32, pw: u64, handle: u64) -> c_l
 /// `-ENOTCONN`.
 pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
     let some_lock = LiteLock { home: 1, number: 0 };
-    let not_connected = |ret: c_long| expect_errno(ret, libc::ENOTCONN);
+    let not_connected = libc::ENOTCONN;
     vec![
-        (
-            "fetch_add before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(fetch_add_raw(kernel, 1, 1, PRIORITY_NONE).0)),
-        ),
-        (
-            "compare_swp before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(compare_swp_raw(kernel, 1, 0, 1, PRIORITY_NONE).0)),
-        ),
-        (
-            "create_lock(node 1) before join returns -ENOTCONN".into(),
-            Box::new(move || {
+        refused("fetch_add before join", not_connected, move || {
+            fetch_add_raw(kernel, 1, 1, PRIORITY_NONE).0
+        }),
+        refused("compare_swp before join", not_connected, move || {
+            compare_swp_raw(kernel, 1, 0, 1, PRIORITY_NONE).0
+        }),
+        refused(
+            "create_lock(node 1) before join",
+            not_connected,
+            move || {
                 let mut filled = LiteLock::default();
                 // SAFETY: `filled` is writable.
-                not_connected(unsafe { kernel.create_lock(1, &mut filled) })
-            }),
+                unsafe { kernel.create_lock(1, &mut filled) }
+            },
         ),
-        (
-            "ask_lock(node 1, 0) before join returns -ENOTCONN".into(),
-            Box::new(move || {
+        refused(
+            "ask_lock(node 1, 0) before join",
+            not_connected,
+            move || {
                 let mut filled = LiteLock::default();
                 // SAFETY: `filled` is writable.
-                not_connected(unsafe { kernel.ask_lock(1, 0, &mut filled) })
-            }),
+                unsafe { kernel.ask_lock(1, 0, &mut filled) }
+            },
         ),
-        (
-            "lock before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(lock(kernel, &some_lock))),
-        ),
-        (
-            "unlock before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(unlock(kernel, &some_lock))),
-        ),
-        (
-            "set_priority(NONE) before join returns -ENOTCONN".into(),
-            Box::new(move || not_connected(kernel.set_priority(PRIORITY_NONE))),
-        ),
+        refused("lock before join", not_connected, move || {
+            lock(kernel, &some_lock)
+        }),
+        refused("unlock before join", not_connected, move || {
+            unlock(kernel, &some_lock)
+        }),
+        refused("set_priority(NONE) before join", not_connected, move || {
+            kernel.set_priority(PRIORITY_NONE)
+        }),
     ]
 }
 
@@ -1323,19 +1303,9 @@ mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
 
-    fn joined_cluster(nodes: u32, defects: Defects) -> Vec<FakeKernel> {
-        let kernels = FakeKernel::cluster(nodes, defects);
-        for kernel in &kernels {
-            // SAFETY: a NUL-terminated address.
-            let ret = unsafe { kernel.join(c"10.0.0.1".as_ptr(), 18500, 1) };
-            assert!(ret > 0);
-        }
-        kernels
-    }
-
     #[test]
     fn a_process_that_exits_holding_a_lock_hands_it_on() {
-        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let kernel = FakeKernel::joined_cluster(1, Defects::default()).remove(0);
         let held = create_lock(&kernel, 1).expect("create_lock");
         let child = kernel.other_process();
         let theirs = ask_lock(&child, 1, held.number).expect("ask_lock");
@@ -1362,7 +1332,7 @@ mod tests {
 
     #[test]
     fn a_lock_whose_holder_s_node_left_or_failed_comes_with_eownerdead() {
-        let kernels = joined_cluster(3, Defects::default());
+        let kernels = FakeKernel::joined_cluster(3, Defects::default());
         let owner_dead = -c_long::from(libc::EOWNERDEAD);
         let held = create_lock(&kernels[0], 1).expect("create_lock");
         let theirs = ask_lock(&kernels[1], 1, held.number).expect("ask_lock");
@@ -1383,7 +1353,7 @@ mod tests {
 
     #[test]
     fn a_child_increments_under_the_parent_s_lock() {
-        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let kernel = FakeKernel::joined_cluster(1, Defects::default()).remove(0);
         let held = create_lock(&kernel, 1).expect("create_lock");
         let pw = password_of(OWNER);
         let name = name_of(COUNTER_NAME, OWNER);
@@ -1409,7 +1379,7 @@ mod tests {
 
     #[test]
     fn the_holder_is_the_thread_and_the_process() {
-        let kernel = joined_cluster(1, Defects::default()).remove(0);
+        let kernel = FakeKernel::joined_cluster(1, Defects::default()).remove(0);
         let held = create_lock(&kernel, 1).expect("create_lock");
         assert_eq!(lock(&kernel, &held), 0);
         let other = kernel.other_process();
@@ -1421,7 +1391,7 @@ mod tests {
 
     #[test]
     fn the_statistics_file_follows_lite_get_stats() {
-        let kernel = joined_cluster(2, Defects::default()).remove(0);
+        let kernel = FakeKernel::joined_cluster(2, Defects::default()).remove(0);
         let text = kernel
             .read_debugfs(STATS_FILE)
             .expect("the model has debugfs")

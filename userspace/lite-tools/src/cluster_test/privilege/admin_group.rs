@@ -322,7 +322,7 @@ mod tests {
     use super::*;
     use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
-    use crate::tap::failures;
+    use crate::tap::{assert_contains, failures};
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
@@ -380,10 +380,7 @@ mod tests {
             ],
             "{output}"
         );
-        assert!(
-            output.contains("# expected -EISCONN (-106), got -1 (-EPERM)\n"),
-            "{output}"
-        );
+        assert_contains(&output, "# expected -EISCONN (-106), got -1 (-EPERM)\n");
     }
 
     #[test]

@@ -111,10 +111,10 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let service = |priority| port_priority(SERVICE_PORT, priority);
     let to_me = format!("to port {SERVICE_PORT} of node {me}");
     let invalid = format!("with priority {INVALID_PRIORITY}");
-    let ret = call_raw(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer);
+    let ret = call(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer);
     let what = format!("send_reply_imm {to_me} {invalid}");
     check_errno(tap, &what, ret, EINVAL);
-    let ret = call_raw(kernel, me, service(PRIORITY_NONE), &[], &mut answer);
+    let ret = call(kernel, me, service(PRIORITY_NONE), &[], &mut answer);
     check_errno(tap, &format!("send_reply_imm {to_me} of 0 B"), ret, EINVAL);
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
     let reply = answer.as_mut_ptr().cast::<c_void>();

@@ -89,14 +89,8 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>
             None => vec![("report".into(), Err("no stdout".into()))],
         };
         let finished = finish(child);
-        for (what, result) in points {
-            if outcome.is_ok() {
-                outcome = result.map_err(|e| format!("child: {what}: {e}"));
-            }
-        }
-        if outcome.is_ok() {
-            outcome = finished;
-        }
+        keep_first_failure(&mut outcome, points);
+        outcome = outcome.and(finished);
     }
     tap.check(&description, outcome);
 }
@@ -117,8 +111,7 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let outcome = expect_len(ret, targets.len()).and_then(|()| {
         for (index, &node) in targets.iter().enumerate() {
             let reply = &replies[index * request.len()..][..request.len()];
-            expect_len(lengths[index] as c_long, request.len())
-                .and_then(|()| compare(reply, &expected))
+            expect_bytes(lengths[index] as c_long, reply, &expected)
                 .map_err(|e| format!("node {node}: {e}"))?;
         }
         Ok(())
@@ -161,8 +154,7 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         .map_err(|e| format!("node 0: {e}"))
         .and_then(|()| {
             let reply = &replies[request.len()..];
-            expect_len(lengths[1] as c_long, request.len())
-                .and_then(|()| compare(reply, &expected))
+            expect_bytes(lengths[1] as c_long, reply, &expected)
                 .map_err(|e| format!("node {me}: {e}"))
         });
     let point = format!("node {me}: send_reply_multicast to node 0 and itself returns 1, with -EHOSTUNREACH for node 0 and its own reply");

@@ -43,26 +43,18 @@ fn flood_sender<K: Kernel>(
         for seq in 0..FLOOD_MESSAGES {
             let message = flood_message(me, seq);
             room.restart();
-            let ret = if seq % 4 == 3 {
-                let retried = retry_while_busy(&room, &[libc::EAGAIN], SEND_RETRY_PAUSE, || {
+            let sent = if seq % 4 == 3 {
+                retry_while_busy(&room, &[libc::EAGAIN], SEND_RETRY_PAUSE, || {
                     send(kernel, target, FLOOD_PORT, &message, true)
                 })
-                .map_err(|e| format!("message {seq} to node {target}: {e}"))?;
-                retries.fetch_add(retried.busy, Ordering::Relaxed);
-                retried.ret
+                .and_then(|retried| {
+                    retries.fetch_add(retried.busy, Ordering::Relaxed);
+                    expect_zero(retried.ret)
+                })
             } else {
-                let (ret, interrupted) =
-                    watchdog.call(&room, || send(kernel, target, FLOOD_PORT, &message, false));
-                if interrupted && ret != 0 {
-                    return Err(format!(
-                        "message {seq} to node {target}: {} ({})",
-                        describe_result(ret),
-                        room.expired()
-                    ));
-                }
-                ret
+                watchdog.call_zero(&room, || send(kernel, target, FLOOD_PORT, &message, false))
             };
-            expect_zero(ret).map_err(|e| format!("message {seq} to node {target}: {e}"))?;
+            sent.map_err(|e| format!("message {seq} to node {target}: {e}"))?;
         }
         Ok(())
     })

@@ -153,12 +153,10 @@ fn private_call<K: Kernel, W: Write>(
         });
         let mut buf = [0u8; PRIVATE_MAX as usize];
         let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, false);
-        let outcome = expect_len(ret, request.len())
-            .and_then(|()| compare(&buf[..request.len()], request))
-            .and_then(|()| match descriptor {
-                0 => Err("descriptor 0 for a request".to_string()),
-                _ => Ok(()),
-            });
+        let outcome = expect_bytes(ret, &buf, request).and_then(|()| match descriptor {
+            0 => Err("descriptor 0 for a request".to_string()),
+            _ => Ok(()),
+        });
         let point = format!("node {me}: receive_message on port {PRIVATE_PORT} returns the {} B request with a descriptor", request.len());
         tap.check(&point, outcome);
         steps(tap, descriptor);
@@ -204,7 +202,7 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     });
     tap.check(
         &format!("node {me}: the caller gets the 16 B reply"),
-        expect_len(ret, 16).and_then(|()| compare(&answer[..16], &fitting)),
+        expect_bytes(ret, &answer, &fitting),
     );
     for (what, descriptor) in [
         ("descriptor 0 (one-way)".to_string(), 0),
@@ -229,12 +227,10 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, true);
     tap.check(
         "the message stayed queued: a 100 B receive gets it, with descriptor 0 (one-way)",
-        expect_len(ret, 100)
-            .and_then(|()| compare(&buf, &message))
-            .and_then(|()| match descriptor {
-                0 => Ok(()),
-                other => Err(format!("descriptor {other:#x}")),
-            }),
+        expect_bytes(ret, &buf, &message).and_then(|()| match descriptor {
+            0 => Ok(()),
+            other => Err(format!("descriptor {other:#x}")),
+        }),
     );
     let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf, true);
     let what = "receive_message with LITE_RECV_NONBLOCK on an empty port";
@@ -255,8 +251,7 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
         "reply_and_receive_message with an unknown descriptor returns -ENOENT and leaves the next message queued",
         expect_zero(ret)
             .and_then(|()| expect_errno(failed, libc::ENOENT))
-            .and_then(|()| expect_len(ret_after, short.len()))
-            .and_then(|()| compare(&buf[..short.len()], &short)),
+            .and_then(|()| expect_bytes(ret_after, &buf, &short)),
     );
 
     let answer_bytes = transform(b"combined");
@@ -276,8 +271,7 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     });
     tap.check(
         &format!("node {me}: the caller gets the reply sent by reply_and_receive_message"),
-        expect_len(ret, answer_bytes.len())
-            .and_then(|()| compare(&answer[..answer_bytes.len()], &answer_bytes)),
+        expect_bytes(ret, &answer, &answer_bytes),
     );
 
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
@@ -344,7 +338,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
         let calling = scope.spawn(|| {
             let mut answer = [0u8; 16];
             let ret = call(kernel, me, PRIVATE_PORT, b"mine", &mut answer);
-            expect_len(ret, 4).and_then(|()| compare(&answer[..4], b"MINE"))
+            expect_bytes(ret, &answer, b"MINE")
         });
         let mut buf = [0u8; 64];
         let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, false);
@@ -358,11 +352,7 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
                 descriptor.to_string(),
             ])
         });
-        let points = child.and_then(|mut child| {
-            let out = child.stdout.take().ok_or("no stdout")?;
-            let points = collect(&mut BufReader::new(out), false);
-            finish(child).map(|()| points)
-        });
+        let points = child.and_then(points_of);
         // Answer whatever happened, so the caller does not wait forever.
         let answered = expect_zero(reply(kernel, b"MINE", descriptor))
             .map_err(|e| format!("the owner's reply after the child: {e}"));
@@ -434,8 +424,7 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
             let (ret, _) = receive(kernel, port, &mut buf, true);
             report_point(
                 "receive_message from the parent's port gets the queued message",
-                expect_len(ret, FOREIGN_NOTE.len())
-                    .and_then(|()| compare(&buf[..FOREIGN_NOTE.len()], FOREIGN_NOTE)),
+                expect_bytes(ret, &buf, FOREIGN_NOTE),
             );
             Some(0)
         }

@@ -150,8 +150,7 @@ fn storm_multicaster<K: Kernel>(
         }
         for (index, &node) in targets.iter().enumerate() {
             let reply = &replies[index * STORM_MAX..][..request.len()];
-            expect_len(lengths[index] as c_long, request.len())
-                .and_then(|()| compare(reply, &expected))
+            expect_bytes(lengths[index] as c_long, reply, &expected)
                 .map_err(|e| format!("{what} to node {node}: {e} (after {took:?})"))?;
         }
         expect_len(ret, targets.len())
@@ -186,8 +185,7 @@ fn storm_caller<K: Kernel>(
         let began = Instant::now();
         let ret = call(kernel, target, port, &request, &mut answer);
         let took = began.elapsed();
-        expect_len(ret, request.len())
-            .and_then(|()| compare(&answer[..request.len()], &expected))
+        expect_bytes(ret, &answer, &expected)
             .and_then(|()| storm_in_time(took))
             .map_err(|e| format!("{what}: {e} (after {took:?})"))?;
     }
@@ -291,16 +289,7 @@ fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, roun
         // Closing the port ends the service threads' receives.
         let closed = kernel.unregister_application(port);
         let stormed = stormed?;
-        let served: Vec<Served> = servers
-            .into_iter()
-            .map(|server| {
-                server.join().unwrap_or_else(|_| Served {
-                    requests: 0,
-                    one_way: 0,
-                    ending: Err("the thread panicked".into()),
-                })
-            })
-            .collect();
+        let served: Vec<Served> = servers.into_iter().map(Served::joined).collect();
         let expected = storm_requests_to(me, nodes);
         let answered: u64 = served.iter().map(|s| s.requests).sum();
         let each: Vec<String> = served.iter().map(|s| s.requests.to_string()).collect();
@@ -315,19 +304,9 @@ fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, roun
                 expect_zero(closed)
                     .map_err(|e| format!("unregister_application(port {port}): {e}")),
             );
-        for (index, served) in served.into_iter().enumerate() {
-            if outcome.is_ok() {
-                outcome = served
-                    .ending
-                    .map(drop)
-                    .map_err(|e| format!("service thread {index}: {e}"));
-            }
-            if served.one_way > 0 && outcome.is_ok() {
-                outcome = Err(format!(
-                    "service thread {index} got {} one-way messages",
-                    served.one_way
-                ));
-            }
+        for (index, served) in served.iter().enumerate() {
+            let verdict = served.verdict();
+            outcome = outcome.and(verdict.map_err(|e| format!("service thread {index}: {e}")));
         }
         if answered > expected && outcome.is_ok() {
             outcome = Err(format!(
