@@ -8,8 +8,8 @@
 //!
 //! | patch | contents |
 //! |---|---|
-//! | 1 | `lite-api-c/rust-bindings/bindings_helper.h` appended to `rust/bindings/bindings_helper.h`; `rust/helpers/lite.c` |
-//! | 2 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
+//! | 1 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
+//! | 2 | `lite-api-c/rust-bindings/bindings_helper.h` appended to `rust/bindings/bindings_helper.h`; `rust/helpers/lite.c` |
 //! | 3 to 24 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, and `include/rdma/lite_api.h`, one part of the driver at a time ([`DRIVER_PARTS`]); the last adds the crate root and the Kconfig/Makefile hooks |
 //! | 25, 26 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them: the data formats' tests, then the protocols' and the kernel API's ([`KUNIT_PROTOCOL_FILES`]) |
 //! | 27 | `lite-api-c/selftests/**` in `tools/testing/selftests/lite/`, and its target |
@@ -404,40 +404,7 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
 
     let mut patches = Vec::new();
 
-    // 1: bindings and helpers.
-    let mut changes = Vec::new();
-    let bindings = api.join("rust-bindings/bindings_helper.h");
-    if bindings.is_file() {
-        // A blank line keeps LITE's block apart from the kernel's own list.
-        let text = format!("\n{}", fsutil::read_to_string(&bindings)?);
-        changes.push(Change::Append {
-            file: "rust/bindings/bindings_helper.h",
-            text,
-        });
-    }
-    let helpers = api.join("rust-helpers/lite.c");
-    if helpers.is_file() {
-        changes.push(Change::Place {
-            dest: "rust/helpers/lite.c".into(),
-            from: helpers,
-        });
-        changes.push(Change::InsertAfter {
-            file: "rust/helpers/helpers.c",
-            anchor: "#include \"kunit.c\"",
-            text: "#include \"lite.c\"\n".into(),
-        });
-    }
-    patches.push(PatchSpec {
-        subject: "rust: add bindings and helpers for RDMA verbs, kthreads and sockets".into(),
-        body: "LITE is written in Rust and drives RDMA devices through the kernel's\n\
-               verbs API. Let bindgen see the verbs, kthread, delay and socket\n\
-               headers, and add C helpers for the verbs and scheduler primitives that\n\
-               are static inline functions or macros, which bindgen cannot bind."
-            .into(),
-        changes,
-    });
-
-    // 2: system calls.
+    // 1: system calls.
     let (first, last) = match (calls.first(), calls.last()) {
         (Some(f), Some(l)) => (f.number, l.number),
         _ => bail!("no LITE system calls found"),
@@ -505,6 +472,39 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
              call; while none are registered the calls return -ENOSYS. The same goes\n\
              for the hook that releases what a process holds in LITE when it exits."
         ),
+        changes,
+    });
+
+    // 2: bindings and helpers; the bindings see the UAPI header of 1.
+    let mut changes = Vec::new();
+    let bindings = api.join("rust-bindings/bindings_helper.h");
+    if bindings.is_file() {
+        // A blank line keeps LITE's block apart from the kernel's own list.
+        let text = format!("\n{}", fsutil::read_to_string(&bindings)?);
+        changes.push(Change::Append {
+            file: "rust/bindings/bindings_helper.h",
+            text,
+        });
+    }
+    let helpers = api.join("rust-helpers/lite.c");
+    if helpers.is_file() {
+        changes.push(Change::Place {
+            dest: "rust/helpers/lite.c".into(),
+            from: helpers,
+        });
+        changes.push(Change::InsertAfter {
+            file: "rust/helpers/helpers.c",
+            anchor: "#include \"kunit.c\"",
+            text: "#include \"lite.c\"\n".into(),
+        });
+    }
+    patches.push(PatchSpec {
+        subject: "rust: add bindings and helpers for RDMA verbs, kthreads and sockets".into(),
+        body: "LITE is written in Rust and drives RDMA devices through the kernel's\n\
+               verbs API. Let bindgen see the verbs, kthread, delay and socket\n\
+               headers, and add C helpers for the verbs and scheduler primitives that\n\
+               are static inline functions or macros, which bindgen cannot bind."
+            .into(),
         changes,
     });
 
@@ -1318,7 +1318,8 @@ mod tests {
         let names: Vec<_> = a.patches.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names.len(), 11, "{names:?}");
         assert_eq!(names[0], COVER_LETTER);
-        assert!(names[1].starts_with("0001-rust-add-bindings"));
+        assert!(names[1].starts_with("0001-x86-syscalls-add-the-LITE"));
+        assert!(names[2].starts_with("0002-rust-add-bindings"));
         let cover = String::from_utf8_lossy(&a.patches[0].bytes);
         assert!(cover.contains("Subject: [PATCH 00/10] RDMA/lite: LITE\n\nWhat it is.\n"));
         assert!(cover.contains("(no benchmark summary is committed)"));
