@@ -8,13 +8,13 @@
 //!
 //! | patch | contents |
 //! |---|---|
-//! | 1 | `lite-api-c/rust-bindings/bindings_helper.h` appended to `rust/bindings/bindings_helper.h`; `rust/helpers/lite.c` |
-//! | 2 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
+//! | 1 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
+//! | 2 | `lite-api-c/rust-bindings/bindings_helper.h` appended to `rust/bindings/bindings_helper.h`; `rust/helpers/lite.c` |
 //! | 3 to 24 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, and `include/rdma/lite_api.h`, one part of the driver at a time ([`DRIVER_PARTS`]); the last adds the crate root and the Kconfig/Makefile hooks |
-//! | 25 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them |
-//! | 26 | `lite-api-c/selftests/**` in `tools/testing/selftests/lite/`, and its target |
-//! | 27 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
-//! | 28 | the `MAINTAINERS` entry |
+//! | 25, 26 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them: the data formats' tests, then the protocols' and the kernel API's ([`KUNIT_PROTOCOL_FILES`]) |
+//! | 27 | `lite-api-c/selftests/**` in `tools/testing/selftests/lite/`, and its target |
+//! | 28 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
+//! | 29 | the `MAINTAINERS` entry |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -260,6 +260,8 @@ enum Cut {
     LineWith(&'static str),
     /// The Kconfig entry of this symbol, with the blank line before it.
     KconfigEntry(&'static str),
+    /// Everything from the blank line before the one line holding this text.
+    Tail(&'static str),
 }
 
 impl Cut {
@@ -305,6 +307,21 @@ impl Cut {
                     at + 1
                 };
                 (start, end.max(start))
+            }
+            Cut::Tail(needle) => {
+                let Some(at) = text.find(needle) else {
+                    bail!("{file} does not hold {needle:?}");
+                };
+                if text[at + needle.len()..].contains(needle) {
+                    bail!("{file} holds {needle:?} more than once");
+                }
+                let line = text[..at].rfind('\n').map_or(0, |i| i + 1);
+                let start = if text[..line].ends_with("\n\n") {
+                    line - 1
+                } else {
+                    line
+                };
+                (start, text.len())
             }
         };
         Ok(format!("{}{}", &text[..start], &text[end..]))
@@ -387,40 +404,7 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
 
     let mut patches = Vec::new();
 
-    // 1: bindings and helpers.
-    let mut changes = Vec::new();
-    let bindings = api.join("rust-bindings/bindings_helper.h");
-    if bindings.is_file() {
-        // A blank line keeps LITE's block apart from the kernel's own list.
-        let text = format!("\n{}", fsutil::read_to_string(&bindings)?);
-        changes.push(Change::Append {
-            file: "rust/bindings/bindings_helper.h",
-            text,
-        });
-    }
-    let helpers = api.join("rust-helpers/lite.c");
-    if helpers.is_file() {
-        changes.push(Change::Place {
-            dest: "rust/helpers/lite.c".into(),
-            from: helpers,
-        });
-        changes.push(Change::InsertAfter {
-            file: "rust/helpers/helpers.c",
-            anchor: "#include \"kunit.c\"",
-            text: "#include \"lite.c\"\n".into(),
-        });
-    }
-    patches.push(PatchSpec {
-        subject: "rust: add bindings and helpers for RDMA verbs, kthreads and sockets".into(),
-        body: "LITE is written in Rust and drives RDMA devices through the kernel's\n\
-               verbs API. Let bindgen see the verbs, kthread, delay and socket\n\
-               headers, and add C helpers for the verbs and scheduler primitives that\n\
-               are static inline functions or macros, which bindgen cannot bind."
-            .into(),
-        changes,
-    });
-
-    // 2: system calls.
+    // 1: system calls.
     let (first, last) = match (calls.first(), calls.last()) {
         (Some(f), Some(l)) => (f.number, l.number),
         _ => bail!("no LITE system calls found"),
@@ -491,29 +475,43 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
         changes,
     });
 
-    // 3 onwards: the driver, part by part.
-    patches.extend(driver_parts(repo)?);
-
-    // KUnit tests, with the lines that build them, which the driver's last
-    // part held back.
-    let mut changes: Vec<Change> = source_files(repo, "tests-kunit")?
-        .iter()
-        .map(|rel| place_under(repo, "tests-kunit", rel))
-        .collect();
-    for (file, _) in KUNIT_HOOKS {
-        changes.push(Change::Restore {
-            dest: driver_dest(file),
-            from: repo.join(file),
+    // 2: bindings and helpers; the bindings see the UAPI header of 1.
+    let mut changes = Vec::new();
+    let bindings = api.join("rust-bindings/bindings_helper.h");
+    if bindings.is_file() {
+        // A blank line keeps LITE's block apart from the kernel's own list.
+        let text = format!("\n{}", fsutil::read_to_string(&bindings)?);
+        changes.push(Change::Append {
+            file: "rust/bindings/bindings_helper.h",
+            text,
+        });
+    }
+    let helpers = api.join("rust-helpers/lite.c");
+    if helpers.is_file() {
+        changes.push(Change::Place {
+            dest: "rust/helpers/lite.c".into(),
+            from: helpers,
+        });
+        changes.push(Change::InsertAfter {
+            file: "rust/helpers/helpers.c",
+            anchor: "#include \"kunit.c\"",
+            text: "#include \"lite.c\"\n".into(),
         });
     }
     patches.push(PatchSpec {
-        subject: "RDMA/lite: add KUnit tests".into(),
-        body: "Add KUnit suites for LITE's internal logic. They need no RDMA device,\n\
-               as boot-time KUnit runs before any rxe device can exist. Enable them\n\
-               with CONFIG_LITE_KUNIT_TEST; select them with kunit.filter_glob=lite*."
+        subject: "rust: add bindings and helpers for RDMA verbs, kthreads and sockets".into(),
+        body: "LITE is written in Rust and drives RDMA devices through the kernel's\n\
+               verbs API. Let bindgen see the verbs, kthread, delay and socket\n\
+               headers, and add C helpers for the verbs and scheduler primitives that\n\
+               are static inline functions or macros, which bindgen cannot bind."
             .into(),
         changes,
     });
+
+    // 3 onwards: the driver, part by part.
+    patches.extend(driver_parts(repo)?);
+
+    patches.extend(kunit_tests(repo)?);
     patches.push(selftests(repo)?);
     patches.push(documentation(repo)?);
     patches.push(maintainers_entry());
@@ -786,6 +784,76 @@ const KUNIT_HOOKS: [(&str, Cut); 3] = [
         Cut::Text("\n#[cfg(CONFIG_LITE_KUNIT_TEST)]\nmod kunit_tests;\n"),
     ),
 ];
+
+/// The KUnit files of the second KUnit patch (the protocols, the kernel
+/// API and a joined cluster), in `tests-kunit/`; the first has the others.
+const KUNIT_PROTOCOL_FILES: [&str; 6] = [
+    "kunit_tests/api.rs",
+    "kunit_tests/cluster.rs",
+    "kunit_tests/locks.rs",
+    "kunit_tests/membership.rs",
+    "kunit_tests/quotas.rs",
+    "kunit_tests/sync.rs",
+];
+
+/// What the first KUnit patch holds back of the files both need: the
+/// second patch's modules and suites, at the end of each file.
+const KUNIT_PROTOCOL_HOOKS: [(&str, Cut); 2] = [
+    ("kunit_tests.rs", Cut::Tail("// The `lite_internal`, `lite_api`")),
+    ("lite_kunit.c", Cut::Tail("/* The protocols between nodes")),
+];
+
+/// The KUnit tests in two patches, the first with the lines that build
+/// them, which the driver's last part held back.
+fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
+    let (mut formats, mut protocols) = (Vec::new(), Vec::new());
+    for rel in source_files(repo, "tests-kunit")? {
+        let name = rel.to_string_lossy();
+        if KUNIT_PROTOCOL_FILES.contains(&name.as_ref()) {
+            protocols.push(place_under(repo, "tests-kunit", &rel));
+        } else if let Some((_, cut)) = KUNIT_PROTOCOL_HOOKS.iter().find(|(file, _)| *file == name) {
+            let dest = format!("{LITE_DIR}/{name}");
+            let from = repo.join("tests-kunit").join(&rel);
+            formats.push(Change::PlaceWithout {
+                dest: dest.clone(),
+                from: from.clone(),
+                cut: *cut,
+            });
+            protocols.push(Change::Restore { dest, from });
+        } else {
+            formats.push(place_under(repo, "tests-kunit", &rel));
+        }
+    }
+    for (file, _) in KUNIT_HOOKS {
+        formats.push(Change::Restore {
+            dest: driver_dest(file),
+            from: repo.join(file),
+        });
+    }
+    Ok([
+        PatchSpec {
+            subject: "RDMA/lite: add KUnit tests of the data formats".into(),
+            body: "Add KUnit suites for LITE's internal logic, starting with what the\n\
+                   rest builds on: chunk layout, handles and tables, the wire formats of\n\
+                   the control messages and the cluster manager's protocol, and the RPC\n\
+                   ring protocol. They need no RDMA device, as boot-time KUnit runs before\n\
+                   any rxe device can exist. Enable them with CONFIG_LITE_KUNIT_TEST;\n\
+                   select them with kunit.filter_glob=lite*."
+                .into(),
+            changes: formats,
+        },
+        PatchSpec {
+            subject: "RDMA/lite: add KUnit tests of the protocols and the kernel API".into(),
+            body: "Test the protocols between nodes (barrier rounds, membership verdicts,\n\
+                   lock hand-over, mapping moves), QoS admission and quotas, and the\n\
+                   kernel C API: before the node joins at boot, and in the lite_cluster\n\
+                   suite, which the cluster test runs through debugfs once every node has\n\
+                   joined."
+                .into(),
+            changes: protocols,
+        },
+    ])
+}
 
 /// Where a driver source of the repository goes in the kernel tree.
 fn driver_dest(source: &str) -> String {
@@ -1215,7 +1283,16 @@ mod tests {
                 "lite-api-c/include/rdma/lite_api.h",
                 "int liteapi_x(void);\n",
             ),
-            ("tests-kunit/lite_kunit.c", "// tests\n"),
+            (
+                "tests-kunit/lite_kunit.c",
+                "// formats\n\n/* The protocols between nodes */\n// protocols\n",
+            ),
+            (
+                "tests-kunit/kunit_tests.rs",
+                "mod wire;\n\n// The `lite_internal`, `lite_api` suites\nmod locks;\n",
+            ),
+            ("tests-kunit/kunit_tests/wire.rs", "// wire\n"),
+            ("tests-kunit/kunit_tests/locks.rs", "// locks\n"),
             ("lite-api-c/selftests/lite_test.c", "// selftests\n"),
             (
                 "lite-api-c/Documentation/userspace-api/lite.rst",
@@ -1239,11 +1316,12 @@ mod tests {
         let b = generate(&repo, &pristine, &tmp.path().join("b")).unwrap();
         assert_eq!(a, b, "two runs must give identical bytes");
         let names: Vec<_> = a.patches.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names.len(), 10, "{names:?}");
+        assert_eq!(names.len(), 11, "{names:?}");
         assert_eq!(names[0], COVER_LETTER);
-        assert!(names[1].starts_with("0001-rust-add-bindings"));
+        assert!(names[1].starts_with("0001-x86-syscalls-add-the-LITE"));
+        assert!(names[2].starts_with("0002-rust-add-bindings"));
         let cover = String::from_utf8_lossy(&a.patches[0].bytes);
-        assert!(cover.contains("Subject: [PATCH 0/9] RDMA/lite: LITE\n\nWhat it is.\n"));
+        assert!(cover.contains("Subject: [PATCH 00/10] RDMA/lite: LITE\n\nWhat it is.\n"));
         assert!(cover.contains("(no benchmark summary is committed)"));
         assert!(!cover.contains("***"), "{cover}");
         let all: String = a
@@ -1255,7 +1333,7 @@ mod tests {
         assert_eq!(
             all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n")
                 .count(),
-            9,
+            10,
             "every patch is signed off"
         );
         assert!(all.contains("b/Documentation/userspace-api/lite.rst"));
@@ -1286,12 +1364,18 @@ mod tests {
 
         // The driver builds without its tests until the KUnit patch.
         let text = |i: usize| String::from_utf8_lossy(&a.patches[i].bytes).into_owned();
-        let (build, kunit) = (text(5), text(6));
-        assert!(build.contains("Subject: [PATCH 5/9] RDMA/lite: build LITE"));
+        let (build, kunit, protocols) = (text(5), text(6), text(7));
+        assert!(build.contains("Subject: [PATCH 05/10] RDMA/lite: build LITE"));
         assert!(!build.contains("KUNIT"), "{build}");
         assert!(kunit.contains("+config LITE_KUNIT_TEST"));
         assert!(kunit.contains("+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o"));
         assert!(kunit.contains("+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;"));
+        // The protocols' tests, and the lines naming them, come one patch later.
+        assert!(kunit.contains("+// formats\n") && kunit.contains("+mod wire;\n"));
+        assert!(!kunit.contains("protocols") && !kunit.contains("locks"), "{kunit}");
+        assert!(protocols.contains(" // formats\n+\n+/* The protocols between nodes */\n"));
+        assert!(protocols.contains(" mod wire;\n+\n+// The `lite_internal`"));
+        assert!(protocols.contains("b/drivers/infiniband/ulp/lite/kunit_tests/locks.rs"));
     }
 
     #[test]
