@@ -48,17 +48,19 @@ macro_rules! kunit_case {
     };
 }
 
-// The `lite_formats` suite: data layouts, wire formats and the ring protocol.
-mod memory_layout;
-mod rpc_ring;
-mod tables;
-mod wire;
-
-// The `lite_internal`, `lite_api` and `lite_cluster` suites: the protocols
-// between nodes, the kernel API, and a joined cluster.
-mod api;
-mod cluster;
+// The `lite_internal` suite: data layouts, tables, the RPC ring, locks,
+// membership, barriers, QoS and quotas.
+mod device;
 mod locks;
 mod membership;
+mod memory_layout;
 mod quotas;
+mod rpc_ring;
 mod sync;
+mod tables;
+
+// The `lite_wire`, `lite_api` and `lite_cluster` suites: the wire formats,
+// the kernel API, and a joined cluster.
+mod api;
+mod cluster;
+mod wire;

@@ -12,7 +12,7 @@ void lite_kunit_fail(struct kunit *test, const char *what)
 	KUNIT_FAIL(test, "%s", what);
 }
 
-/* Data layouts, wire formats and the RPC ring protocol */
+/* Data layouts, tables, the RPC ring, locks, membership, barriers, QoS, quotas */
 LITE_RUST_CASE(chunk_count_and_len)
 LITE_RUST_CASE(range_checks_reject_overflow)
 LITE_RUST_CASE(pieces_split_at_chunk_edges)
@@ -27,10 +27,6 @@ LITE_RUST_CASE(slot_table_reuse_and_stale_ids)
 LITE_RUST_CASE(permissions)
 LITE_RUST_CASE(name_table)
 LITE_RUST_CASE(ring_fifo)
-LITE_RUST_CASE(control_wire_round_trip)
-LITE_RUST_CASE(cm_wire_round_trip)
-LITE_RUST_CASE(cm_wire_rejects_bad_frames)
-LITE_RUST_CASE(manager_authentication)
 LITE_RUST_CASE(ipv4_parsing)
 LITE_RUST_CASE(gid_choice)
 LITE_RUST_CASE(device_param)
@@ -39,47 +35,6 @@ LITE_RUST_CASE(rpc_header)
 LITE_RUST_CASE(rpc_ring_space)
 LITE_RUST_CASE(rpc_ring_acks_on_demand)
 LITE_RUST_CASE(rpc_ring_interleaving)
-
-static struct kunit_case lite_formats_cases[] = {
-	KUNIT_CASE(chunk_count_and_len),
-	KUNIT_CASE(range_checks_reject_overflow),
-	KUNIT_CASE(pieces_split_at_chunk_edges),
-	KUNIT_CASE(spread_round_robin),
-	KUNIT_CASE(chunk_descriptors),
-	KUNIT_CASE(geometry),
-	KUNIT_CASE(copy_pieces),
-	KUNIT_CASE(stats_layout),
-	KUNIT_CASE(handle_round_trip),
-	KUNIT_CASE(handle_rejects_forged),
-	KUNIT_CASE(slot_table_reuse_and_stale_ids),
-	KUNIT_CASE(permissions),
-	KUNIT_CASE(name_table),
-	KUNIT_CASE(ring_fifo),
-	KUNIT_CASE(control_wire_round_trip),
-	KUNIT_CASE(cm_wire_round_trip),
-	KUNIT_CASE(cm_wire_rejects_bad_frames),
-	KUNIT_CASE(manager_authentication),
-	KUNIT_CASE(ipv4_parsing),
-	KUNIT_CASE(gid_choice),
-	KUNIT_CASE(device_param),
-	KUNIT_CASE(rpc_immediates),
-	KUNIT_CASE(rpc_header),
-	KUNIT_CASE(rpc_ring_space),
-	KUNIT_CASE(rpc_ring_acks_on_demand),
-	KUNIT_CASE(rpc_ring_interleaving),
-	{}
-};
-
-static struct kunit_suite lite_formats_suite = {
-	.name = "lite_formats",
-	.test_cases = lite_formats_cases,
-};
-
-kunit_test_suites(&lite_formats_suite);
-
-MODULE_LICENSE("GPL");
-
-/* The protocols between nodes, the kernel API, and a joined cluster */
 LITE_RUST_CASE(barrier_counting)
 LITE_RUST_CASE(barrier_interrupted_by_departure)
 LITE_RUST_CASE(barrier_waits_a_bounded_time_for_members)
@@ -95,17 +50,30 @@ LITE_RUST_CASE(qos_decisions)
 LITE_RUST_CASE(op_latency_buckets)
 LITE_RUST_CASE(quota_commands)
 LITE_RUST_CASE(quota_charges)
-LITE_RUST_CASE(api_before_join)
-LITE_RUST_CASE(memory_api_before_join)
-LITE_RUST_CASE(sync_api_before_join)
-LITE_RUST_CASE(remote_key_tables)
-LITE_RUST_CLUSTER_CASE(kernel_remote_memory)
-LITE_RUST_CLUSTER_CASE(kernel_async)
-LITE_RUST_CLUSTER_CASE(kernel_registration)
-LITE_RUST_CLUSTER_CASE(kernel_sync)
-LITE_RUST_CLUSTER_CASE(kernel_rpc_async)
 
 static struct kunit_case lite_internal_cases[] = {
+	KUNIT_CASE(chunk_count_and_len),
+	KUNIT_CASE(range_checks_reject_overflow),
+	KUNIT_CASE(pieces_split_at_chunk_edges),
+	KUNIT_CASE(spread_round_robin),
+	KUNIT_CASE(chunk_descriptors),
+	KUNIT_CASE(geometry),
+	KUNIT_CASE(copy_pieces),
+	KUNIT_CASE(stats_layout),
+	KUNIT_CASE(handle_round_trip),
+	KUNIT_CASE(handle_rejects_forged),
+	KUNIT_CASE(slot_table_reuse_and_stale_ids),
+	KUNIT_CASE(permissions),
+	KUNIT_CASE(name_table),
+	KUNIT_CASE(ring_fifo),
+	KUNIT_CASE(ipv4_parsing),
+	KUNIT_CASE(gid_choice),
+	KUNIT_CASE(device_param),
+	KUNIT_CASE(rpc_immediates),
+	KUNIT_CASE(rpc_header),
+	KUNIT_CASE(rpc_ring_space),
+	KUNIT_CASE(rpc_ring_acks_on_demand),
+	KUNIT_CASE(rpc_ring_interleaving),
 	KUNIT_CASE(barrier_counting),
 	KUNIT_CASE(barrier_interrupted_by_departure),
 	KUNIT_CASE(barrier_waits_a_bounded_time_for_members),
@@ -127,6 +95,38 @@ static struct kunit_case lite_internal_cases[] = {
 static struct kunit_suite lite_internal_suite = {
 	.name = "lite_internal",
 	.test_cases = lite_internal_cases,
+};
+
+kunit_test_suites(&lite_internal_suite);
+
+MODULE_LICENSE("GPL");
+
+/* The wire formats, the kernel API, and a joined cluster */
+LITE_RUST_CASE(control_wire_round_trip)
+LITE_RUST_CASE(cm_wire_round_trip)
+LITE_RUST_CASE(cm_wire_rejects_bad_frames)
+LITE_RUST_CASE(manager_authentication)
+LITE_RUST_CASE(api_before_join)
+LITE_RUST_CASE(memory_api_before_join)
+LITE_RUST_CASE(sync_api_before_join)
+LITE_RUST_CASE(remote_key_tables)
+LITE_RUST_CLUSTER_CASE(kernel_remote_memory)
+LITE_RUST_CLUSTER_CASE(kernel_async)
+LITE_RUST_CLUSTER_CASE(kernel_registration)
+LITE_RUST_CLUSTER_CASE(kernel_sync)
+LITE_RUST_CLUSTER_CASE(kernel_rpc_async)
+
+static struct kunit_case lite_wire_cases[] = {
+	KUNIT_CASE(control_wire_round_trip),
+	KUNIT_CASE(cm_wire_round_trip),
+	KUNIT_CASE(cm_wire_rejects_bad_frames),
+	KUNIT_CASE(manager_authentication),
+	{}
+};
+
+static struct kunit_suite lite_wire_suite = {
+	.name = "lite_wire",
+	.test_cases = lite_wire_cases,
 };
 
 static struct kunit_case lite_api_cases[] = {
@@ -174,4 +174,4 @@ static struct kunit_suite lite_cluster_suite = {
 	.test_cases = lite_cluster_cases,
 };
 
-kunit_test_suites(&lite_internal_suite, &lite_api_suite, &lite_cluster_suite);
+kunit_test_suites(&lite_wire_suite, &lite_api_suite, &lite_cluster_suite);

@@ -33,7 +33,9 @@ pub(crate) use buffer::{live_dma_buffers, DmaBuffer};
 pub(crate) use client::{ClientHandler, IbClient};
 pub(crate) use connection::{split_recv_wr_id, Connection, INLINE_MAX, RECV_DEPTH};
 pub(crate) use cq::{CompletionQueue, WorkCompletion, POLL_BATCH};
-pub(crate) use device::{choose_gid, Device, GidEntry, PortConfig};
+#[cfg(CONFIG_LITE_KUNIT_TEST)]
+pub(crate) use device::{choose_gid, GidEntry};
+pub(crate) use device::{Device, PortConfig};
 pub(crate) use kernel_buffer::KernelBuffer;
 pub(crate) use memory_region::live_memory_regions;
 pub(crate) use pd::ProtectionDomain;

@@ -11,7 +11,7 @@
 //! | 1 | system call table, prototypes, `COND_SYSCALL`s, `include/uapi/linux/lite.h`; the entry points `kernel/lite_syscalls.c` with `include/linux/lite_syscalls.h` and the process-exit hook |
 //! | 2 | `lite-api-c/rust-bindings/bindings_helper.h` appended to `rust/bindings/bindings_helper.h`; `rust/helpers/lite.c` |
 //! | 3 to 24 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, and `include/rdma/lite_api.h`, one part of the driver at a time ([`DRIVER_PARTS`]); the last adds the crate root and the Kconfig/Makefile hooks |
-//! | 25, 26 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them: the data formats' tests, then the protocols' and the kernel API's ([`KUNIT_PROTOCOL_FILES`]) |
+//! | 25, 26 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them: the internal logic's tests, then the wire formats' and the kernel API's ([`KUNIT_API_FILES`]) |
 //! | 27 | `lite-api-c/selftests/**` in `tools/testing/selftests/lite/`, and its target |
 //! | 28 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
 //! | 29 | the `MAINTAINERS` entry |
@@ -785,72 +785,70 @@ const KUNIT_HOOKS: [(&str, Cut); 3] = [
     ),
 ];
 
-/// The KUnit files of the second KUnit patch (the protocols, the kernel
-/// API and a joined cluster), in `tests-kunit/`; the first has the others.
-const KUNIT_PROTOCOL_FILES: [&str; 6] = [
+/// The KUnit files of the second KUnit patch (the wire formats, the kernel
+/// API and a joined cluster), in `tests-kunit/`; the first has the others,
+/// among them every user of the driver's test-only accessors, which would
+/// otherwise be dead code in the first patch.
+const KUNIT_API_FILES: [&str; 3] = [
     "kunit_tests/api.rs",
     "kunit_tests/cluster.rs",
-    "kunit_tests/locks.rs",
-    "kunit_tests/membership.rs",
-    "kunit_tests/quotas.rs",
-    "kunit_tests/sync.rs",
+    "kunit_tests/wire.rs",
 ];
 
 /// What the first KUnit patch holds back of the files both need: the
 /// second patch's modules and suites, at the end of each file.
-const KUNIT_PROTOCOL_HOOKS: [(&str, Cut); 2] = [
-    ("kunit_tests.rs", Cut::Tail("// The `lite_internal`, `lite_api`")),
-    ("lite_kunit.c", Cut::Tail("/* The protocols between nodes")),
+const KUNIT_API_HOOKS: [(&str, Cut); 2] = [
+    ("kunit_tests.rs", Cut::Tail("// The `lite_wire`, `lite_api`")),
+    ("lite_kunit.c", Cut::Tail("/* The wire formats, the kernel API")),
 ];
 
 /// The KUnit tests in two patches, the first with the lines that build
 /// them, which the driver's last part held back.
 fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
-    let (mut formats, mut protocols) = (Vec::new(), Vec::new());
+    let (mut internal, mut api) = (Vec::new(), Vec::new());
     for rel in source_files(repo, "tests-kunit")? {
         let name = rel.to_string_lossy();
-        if KUNIT_PROTOCOL_FILES.contains(&name.as_ref()) {
-            protocols.push(place_under(repo, "tests-kunit", &rel));
-        } else if let Some((_, cut)) = KUNIT_PROTOCOL_HOOKS.iter().find(|(file, _)| *file == name) {
+        if KUNIT_API_FILES.contains(&name.as_ref()) {
+            api.push(place_under(repo, "tests-kunit", &rel));
+        } else if let Some((_, cut)) = KUNIT_API_HOOKS.iter().find(|(file, _)| *file == name) {
             let dest = format!("{LITE_DIR}/{name}");
             let from = repo.join("tests-kunit").join(&rel);
-            formats.push(Change::PlaceWithout {
+            internal.push(Change::PlaceWithout {
                 dest: dest.clone(),
                 from: from.clone(),
                 cut: *cut,
             });
-            protocols.push(Change::Restore { dest, from });
+            api.push(Change::Restore { dest, from });
         } else {
-            formats.push(place_under(repo, "tests-kunit", &rel));
+            internal.push(place_under(repo, "tests-kunit", &rel));
         }
     }
     for (file, _) in KUNIT_HOOKS {
-        formats.push(Change::Restore {
+        internal.push(Change::Restore {
             dest: driver_dest(file),
             from: repo.join(file),
         });
     }
     Ok([
         PatchSpec {
-            subject: "RDMA/lite: add KUnit tests of the data formats".into(),
-            body: "Add KUnit suites for LITE's internal logic, starting with what the\n\
-                   rest builds on: chunk layout, handles and tables, the wire formats of\n\
-                   the control messages and the cluster manager's protocol, and the RPC\n\
-                   ring protocol. They need no RDMA device, as boot-time KUnit runs before\n\
-                   any rxe device can exist. Enable them with CONFIG_LITE_KUNIT_TEST;\n\
-                   select them with kunit.filter_glob=lite*."
+            subject: "RDMA/lite: add KUnit tests of the internal logic".into(),
+            body: "Add KUnit suites for LITE's internal logic: chunk layout, handles and\n\
+                   tables, device and address choice, the RPC ring protocol, lock\n\
+                   hand-over, membership verdicts, barrier rounds, QoS admission and\n\
+                   quotas. They need no RDMA device, as boot-time KUnit runs before any\n\
+                   rxe device can exist. Enable them with CONFIG_LITE_KUNIT_TEST; select\n\
+                   them with kunit.filter_glob=lite*."
                 .into(),
-            changes: formats,
+            changes: internal,
         },
         PatchSpec {
-            subject: "RDMA/lite: add KUnit tests of the protocols and the kernel API".into(),
-            body: "Test the protocols between nodes (barrier rounds, membership verdicts,\n\
-                   lock hand-over, mapping moves), QoS admission and quotas, and the\n\
-                   kernel C API: before the node joins at boot, and in the lite_cluster\n\
-                   suite, which the cluster test runs through debugfs once every node has\n\
-                   joined."
+            subject: "RDMA/lite: add KUnit tests of the wire formats and the kernel API".into(),
+            body: "Test the wire formats (the control messages between nodes, the cluster\n\
+                   manager's protocol and its authentication) and the kernel C API:\n\
+                   before the node joins at boot, and in the lite_cluster suite, which the\n\
+                   cluster test runs through debugfs once every node has joined."
                 .into(),
-            changes: protocols,
+            changes: api,
         },
     ])
 }
@@ -1285,11 +1283,11 @@ mod tests {
             ),
             (
                 "tests-kunit/lite_kunit.c",
-                "// formats\n\n/* The protocols between nodes */\n// protocols\n",
+                "// internal\n\n/* The wire formats, the kernel API */\n// api\n",
             ),
             (
                 "tests-kunit/kunit_tests.rs",
-                "mod wire;\n\n// The `lite_internal`, `lite_api` suites\nmod locks;\n",
+                "mod locks;\n\n// The `lite_wire`, `lite_api` suites\nmod wire;\n",
             ),
             ("tests-kunit/kunit_tests/wire.rs", "// wire\n"),
             ("tests-kunit/kunit_tests/locks.rs", "// locks\n"),
@@ -1364,18 +1362,18 @@ mod tests {
 
         // The driver builds without its tests until the KUnit patch.
         let text = |i: usize| String::from_utf8_lossy(&a.patches[i].bytes).into_owned();
-        let (build, kunit, protocols) = (text(5), text(6), text(7));
+        let (build, kunit, api) = (text(5), text(6), text(7));
         assert!(build.contains("Subject: [PATCH 05/10] RDMA/lite: build LITE"));
         assert!(!build.contains("KUNIT"), "{build}");
         assert!(kunit.contains("+config LITE_KUNIT_TEST"));
         assert!(kunit.contains("+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o"));
         assert!(kunit.contains("+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;"));
-        // The protocols' tests, and the lines naming them, come one patch later.
-        assert!(kunit.contains("+// formats\n") && kunit.contains("+mod wire;\n"));
-        assert!(!kunit.contains("protocols") && !kunit.contains("locks"), "{kunit}");
-        assert!(protocols.contains(" // formats\n+\n+/* The protocols between nodes */\n"));
-        assert!(protocols.contains(" mod wire;\n+\n+// The `lite_internal`"));
-        assert!(protocols.contains("b/drivers/infiniband/ulp/lite/kunit_tests/locks.rs"));
+        // The kernel API's tests, and the lines naming them, come one patch later.
+        assert!(kunit.contains("+// internal\n") && kunit.contains("+mod locks;\n"));
+        assert!(!kunit.contains("api") && !kunit.contains("wire"), "{kunit}");
+        assert!(api.contains(" // internal\n+\n+/* The wire formats, the kernel API */\n"));
+        assert!(api.contains(" mod locks;\n+\n+// The `lite_wire`"));
+        assert!(api.contains("b/drivers/infiniband/ulp/lite/kunit_tests/wire.rs"));
     }
 
     #[test]

@@ -232,11 +232,13 @@ impl Queue {
 
     /// Whether the home manages the lock (someone waited for it, or the
     /// home's own node took it).
+    #[cfg(CONFIG_LITE_KUNIT_TEST)]
     pub(crate) fn is_managed(&self) -> bool {
         self.managed.is_some()
     }
 
     /// Whether the home manages the lock and nobody holds it.
+    #[cfg(CONFIG_LITE_KUNIT_TEST)]
     pub(crate) fn is_kept_free(&self) -> bool {
         self.managed.is_some_and(|m| m.holder.is_none())
     }

@@ -80,6 +80,7 @@ impl LockWord {
     }
 
     /// Whether the lock can be taken (free or orphaned).
+    #[cfg(CONFIG_LITE_KUNIT_TEST)]
     pub(crate) fn is_free(self) -> bool {
         self.hold().is_none()
     }

@@ -121,6 +121,7 @@ impl MembershipView {
     }
 
     /// The record of `node`, if it is a possible peer.
+    #[cfg(CONFIG_LITE_KUNIT_TEST)]
     pub(crate) fn peer(&self, node: NodeId) -> Option<PeerRecord> {
         if node == self.node_id {
             return None;

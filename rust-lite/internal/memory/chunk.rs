@@ -126,7 +126,7 @@ pub(crate) struct Piece {
     pub(crate) data_offset: u64,
 }
 
-/// Iterator over the pieces of an access; see [`pieces`].
+/// Iterator over the pieces of an access; see [`pieces_in`].
 pub(crate) struct Pieces {
     offset: u64,
     end: u64,
@@ -135,16 +135,18 @@ pub(crate) struct Pieces {
     chunk_size: u64,
 }
 
-/// Cuts the access `[offset, offset + len)` into pieces of at most
-/// `max_piece` bytes (at least 1) that never cross a chunk boundary.
-///
-/// The range must have been checked with [`check_range`].
+/// [`pieces_in`] for an allocated LMR.
+#[cfg(CONFIG_LITE_KUNIT_TEST)]
 pub(crate) fn pieces(offset: u64, len: u64, max_piece: u64) -> Pieces {
     pieces_in(Geometry::ALLOCATED, offset, len, max_piece)
 }
 
-/// [`pieces`] for an LMR laid out as `geometry`: `chunk_offset` is the
-/// offset inside the chunk, lead included.
+/// Cuts the access `[offset, offset + len)` of an LMR laid out as
+/// `geometry` into pieces of at most `max_piece` bytes (at least 1) that
+/// never cross a chunk boundary: `chunk_offset` is the offset inside the
+/// chunk, lead included.
+///
+/// The range must have been checked with [`check_range`].
 pub(crate) fn pieces_in(geometry: Geometry, offset: u64, len: u64, max_piece: u64) -> Pieces {
     let start = offset.saturating_add(geometry.lead);
     Pieces {

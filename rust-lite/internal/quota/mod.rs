@@ -225,6 +225,7 @@ impl Quotas {
     }
 
     /// What `uid` holds.
+    #[cfg(CONFIG_LITE_KUNIT_TEST)]
     pub(crate) fn usage(&self, uid: u32) -> Amounts {
         self.state
             .lock()

@@ -519,6 +519,7 @@ impl RingReader {
     }
 
     /// Whether the ring is broken.
+    #[cfg(CONFIG_LITE_KUNIT_TEST)]
     pub(crate) fn is_broken(&self) -> bool {
         self.broken_by.is_some()
     }
