@@ -294,18 +294,11 @@ mod tests {
         assert_eq!(parsed.required::<u32>("nodes"), Ok(3));
         assert_eq!(parsed.optional::<u32>("missing", 7), Ok(7));
         let upper = |text: &str| Ok::<_, String>(text.to_uppercase());
-        assert_eq!(
-            parsed.required_with("cm", upper),
-            Ok("10.0.0.1".to_string())
-        );
-        assert_eq!(
-            parsed.with("absent", 5, |_| Err("unused".to_string())),
-            Ok(5)
-        );
-        assert_eq!(
-            parsed.with("nodes", 0, |_| Err::<u32, _>("nope".to_string())),
-            Err(invalid("nodes", "3", "nope"))
-        );
+        assert_eq!(parsed.required_with("cm", upper), Ok("10.0.0.1".into()));
+        let refuse = |_: &str| Err::<u32, _>("nope".to_string());
+        assert_eq!(parsed.with("absent", 5, refuse), Ok(5));
+        let refused = Err(invalid("nodes", "3", "nope"));
+        assert_eq!(parsed.with("nodes", 0, refuse), refused);
     }
 
     #[test]
@@ -329,44 +322,31 @@ mod tests {
             assert_eq!(parse(args).err(), Some(error), "{args:?}");
         }
         let parsed = parse(&["--nodes", "three"]).expect("syntactically fine");
-        assert_eq!(
-            parsed.required::<u32>("cm").err(),
-            Some(ArgError::Missing("cm"))
-        );
-        assert!(matches!(
-            parsed.required::<u32>("nodes"),
-            Err(ArgError::Invalid {
-                option: "nodes",
-                ..
-            })
-        ));
+        assert_eq!(parsed.required::<u32>("cm"), Err(ArgError::Missing("cm")));
+        let nodes = parsed.required::<u32>("nodes");
+        assert!(matches!(nodes, Err(ArgError::Invalid { option, .. }) if option == "nodes"));
     }
 
     #[test]
     fn range_checks() {
         assert_eq!(in_range("nodes", 3u32, 1..=63), Ok(3));
-        let error = in_range("nodes", 0u32, 1..=63).err().map(|e| e.to_string());
-        assert_eq!(
-            error.as_deref(),
-            Some("invalid value '0' for --nodes: must be between 1 and 63")
-        );
+        let error = in_range("nodes", 0u32, 1..=63).expect_err("out of range");
+        let expected = "invalid value '0' for --nodes: must be between 1 and 63";
+        assert_eq!(error.to_string(), expected);
     }
 
     #[test]
     fn positive_lists() {
         assert_eq!(parse_positive_list("8,64, 512"), Ok(vec![8, 64, 512]));
-        assert!(parse_positive_list("8,,64").is_err());
-        assert!(parse_positive_list("8,0").is_err());
-        assert!(parse_positive_list("-1").is_err());
-        assert!(parse_positive_list("").is_err());
+        for bad in ["8,,64", "8,0", "-1", ""] {
+            assert!(parse_positive_list(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
     fn usage_lists_every_option() {
         let usage = CLI.usage();
         assert!(usage.starts_with("usage: tool --cm IP [--nodes N]\n"));
-        assert!(usage.contains("--cm IP"));
-        assert!(usage.contains("cluster size"));
-        assert!(usage.contains("--help"));
+        crate::tap::assert_contains_all(&usage, &["--cm IP", "cluster size", "--help"]);
     }
 }

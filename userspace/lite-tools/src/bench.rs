@@ -622,6 +622,11 @@ mod tests {
     use super::*;
     use crate::stats::summarize;
 
+    #[track_caller]
+    fn assert_close(actual: f64, expected: f64) {
+        assert!((actual - expected).abs() < 1e-9, "{actual}, not {expected}");
+    }
+
     #[test]
     fn process_curve_lines_carry_the_aggregate_throughput() {
         let step = process_record(
@@ -659,25 +664,17 @@ mod tests {
         else {
             panic!("not an RPC throughput record");
         };
-        assert_eq!(
-            (load.size, load.threads, load.depth, load.calls),
-            (64, 2, 1, 4)
-        );
-        assert!(
-            (load.calls_per_s - 20_000.0).abs() < 1e-6,
-            "{}",
-            load.calls_per_s
-        );
+        let got = (load.size, load.threads, load.depth, load.calls);
+        assert_eq!(got, (64, 2, 1, 4));
+        assert_close(load.calls_per_s, 20_000.0);
         assert_eq!(load.latency.median, 100.0);
-        assert!(matches!(
-            rpc_throughput((64, 1, Some(8)), &durations, 200.0),
-            Some(Record::RpcAsync(l)) if l.depth == 8 && l.threads == 1
-        ));
+        let depth8 = rpc_throughput((64, 1, Some(8)), &durations, 200.0);
+        assert!(matches!(depth8, Some(Record::RpcAsync(l)) if l.depth == 8 && l.threads == 1));
         assert_eq!(rpc_throughput((64, 1, None), &[], 10.0), None);
         assert_eq!(rpc_throughput((64, 1, None), &[1.0], 0.0), None);
-        assert_eq!(calls_per_thread(2000, 16), 125);
-        assert_eq!(calls_per_thread(3, 16), 1);
-        assert_eq!(calls_per_thread(10, 0), 10);
+        for (calls, threads, each) in [(2000, 16, 125), (3, 16, 1), (10, 0, 10)] {
+            assert_eq!(calls_per_thread(calls, threads), each);
+        }
     }
 
     #[test]
@@ -702,10 +699,8 @@ mod tests {
         assert!(turns[REGION_BLOCK..2 * REGION_BLOCK].iter().all(|t| *t));
         // Blocks 3 and 5 are random until that kind has its 120; the
         // first region takes the rest.
-        assert_eq!(
-            turns[2 * REGION_BLOCK..].iter().filter(|t| !**t).count(),
-            70
-        );
+        let random_later = turns[2 * REGION_BLOCK..].iter().filter(|t| !**t).count();
+        assert_eq!(random_later, 70);
         assert!(turns[220..].iter().all(|t| *t));
         let (random, first, _) = schedule(7);
         assert_eq!((random, first), (7, 7));
@@ -721,15 +716,13 @@ mod tests {
             panic!("not a latency record");
         };
         assert_eq!((write.op.as_str(), write.size), ("region_write", 64));
-        assert_eq!(
-            (write.regions, write.iters, write.median),
-            (Some(100), 3, 12.5)
+        let got = (write.regions, write.iters, write.median);
+        assert_eq!(got, (Some(100), 3, 12.5));
+        assert_close(write.p99.unwrap_or_default(), 19.85);
+        let create = region_record(Operation::RegionCreate, 4096, None, &summary, &samples);
+        assert!(
+            matches!(create, Record::Latency(l) if l.regions.is_none() && l.op == "region_create")
         );
-        assert!((write.p99.unwrap_or_default() - 19.85).abs() < 1e-9);
-        assert!(matches!(
-            region_record(Operation::RegionCreate, 4096, None, &summary, &samples),
-            Record::Latency(l) if l.regions.is_none() && l.op == "region_create"
-        ));
     }
 
     #[test]
@@ -779,31 +772,16 @@ mod tests {
     #[test]
     fn throughput_of_single_operations() {
         // 1 MiB operations taking 2, 1 and 4 ms: 500, 1000 and 250 MiB/s.
-        let memset = throughput_of_ops(Operation::Memset, 1 << 20, &[2000.0, 1000.0, 4000.0])
-            .expect("samples");
-        assert_eq!(
-            (memset.op.as_str(), memset.size, memset.depth, memset.iters),
-            ("memset", 1 << 20, None, 3)
-        );
+        let of = |size, samples: &[f64]| throughput_of_ops(Operation::Memset, size, samples);
+        let t = of(1 << 20, &[2000.0, 1000.0, 4000.0]).expect("samples");
+        let got = (t.op.as_str(), t.size, t.depth, t.iters);
+        assert_eq!(got, ("memset", 1 << 20, None, 3));
         // 3 MiB in 7 ms.
-        assert!(
-            (memset.average - 3.0 / 0.007).abs() < 1e-9,
-            "{}",
-            memset.average
-        );
-        let spread = [
-            memset.median,
-            memset.p10,
-            memset.p90,
-            memset.min,
-            memset.max,
-        ];
+        assert_close(t.average, 3.0 / 0.007);
+        let spread = [t.median, t.p10, t.p90, t.min, t.max];
         assert_eq!(spread, [500.0, 300.0, 900.0, 250.0, 1000.0]);
-        assert_eq!(throughput_of_ops(Operation::Memset, 4096, &[]), None);
-        assert_eq!(
-            throughput_of_ops(Operation::Memset, 4096, &[10.0, 0.0]),
-            None
-        );
+        assert_eq!(of(4096, &[]), None);
+        assert_eq!(of(4096, &[10.0, 0.0]), None);
     }
 
     #[test]
@@ -824,12 +802,10 @@ mod tests {
             )
         };
         let t = series(8, &completions, 2).expect("completions");
-        assert_eq!(
-            (t.op.as_str(), t.depth, t.iters),
-            ("read_async", Some(8), 10)
-        );
+        let got = (t.op.as_str(), t.depth, t.iters);
+        assert_eq!(got, ("read_async", Some(8), 10));
         // 10 MiB in 15 ms.
-        assert!((t.average - 10.0 / 0.015).abs() < 1e-9);
+        assert_close(t.average, 10.0 / 0.015);
         assert_eq!((t.max, t.min), (1000.0, 500.0));
         // Uneven groups: 10 completions in 3 groups of 4 (4 MiB in 4 ms),
         // 3 (3 MiB in 5 ms) and 3 (3 MiB in 6 ms).
@@ -846,15 +822,15 @@ mod tests {
 
     #[test]
     fn completion_groups_span_a_window() {
-        assert_eq!(completion_groups(1000, 1), 10);
-        assert_eq!(completion_groups(256, 32), 8);
-        assert_eq!(completion_groups(20, 32), 1);
-        assert_eq!(completion_groups(0, 0), 1);
+        for (total, depth, groups) in [(1000, 1, 10), (256, 32, 8), (20, 32, 1), (0, 0, 1)] {
+            assert_eq!(completion_groups(total, depth), groups);
+        }
     }
 
     /// A fake asynchronous engine: records which ids are in flight.
+    #[derive(Default)]
     struct Engine {
-        next_id: u64,
+        last_id: u64,
         in_flight: Vec<(u64, usize)>,
         max_in_flight: usize,
         log: Vec<String>,
@@ -862,39 +838,23 @@ mod tests {
         fail_reap_of: Option<u64>,
     }
 
-    impl Engine {
-        fn new() -> Engine {
-            Engine {
-                next_id: 1,
-                in_flight: Vec::new(),
-                max_in_flight: 0,
-                log: Vec::new(),
-                fail_submit_at: None,
-                fail_reap_of: None,
-            }
-        }
-    }
-
-    fn drive(
-        engine: &std::cell::RefCell<Engine>,
-        total: usize,
-        depth: usize,
-    ) -> Result<Vec<u64>, String> {
+    /// Runs a window of `total` operations `depth` deep on `engine`: the
+    /// completion times, and the engine's log of submits and reaps.
+    fn drive(engine: Engine, total: usize, depth: usize) -> (Result<Vec<u64>, String>, Engine) {
+        let engine = std::cell::RefCell::new(engine);
         let mut clock = 0;
-        run_window(
+        let completions = run_window(
             total,
             depth,
             |slot| {
                 let mut e = engine.borrow_mut();
-                let id = e.next_id;
+                let id = e.last_id + 1;
                 if e.fail_submit_at == Some(id) {
                     return Err(format!("submit {id} failed"));
                 }
-                assert!(
-                    e.in_flight.iter().all(|&(_, s)| s != slot),
-                    "slot {slot} reused while in flight"
-                );
-                e.next_id += 1;
+                let reused = e.in_flight.iter().any(|&(_, s)| s == slot);
+                assert!(!reused, "slot {slot} reused while in flight");
+                e.last_id = id;
                 e.in_flight.push((id, slot));
                 e.max_in_flight = e.max_in_flight.max(e.in_flight.len());
                 e.log.push(format!("s{id}"));
@@ -914,25 +874,20 @@ mod tests {
                 clock += 10;
                 clock
             },
-        )
+        );
+        (completions, engine.into_inner())
     }
 
     #[test]
     fn window_keeps_depth_operations_in_flight() {
-        let engine = std::cell::RefCell::new(Engine::new());
-        let completions = drive(&engine, 7, 3).expect("no failure");
-        assert_eq!(completions, [10, 20, 30, 40, 50, 60, 70]);
-        let e = engine.borrow();
-        assert_eq!(e.max_in_flight, 3);
-        assert!(e.in_flight.is_empty());
+        let (completions, e) = drive(Engine::default(), 7, 3);
+        assert_eq!(completions, Ok(vec![10, 20, 30, 40, 50, 60, 70]));
+        assert_eq!((e.max_in_flight, e.in_flight.len()), (3, 0));
         assert_eq!(e.log.join(" "), "s1 s2 s3 r1 s4 r2 s5 r3 s6 r4 s7 r5 r6 r7");
-        drop(e);
-
-        let engine = std::cell::RefCell::new(Engine::new());
-        assert_eq!(drive(&engine, 3, 1).map(|c| c.len()), Ok(3));
-        assert_eq!(engine.borrow().log.join(" "), "s1 r1 s2 r2 s3 r3");
-        let engine = std::cell::RefCell::new(Engine::new());
-        assert_eq!(drive(&engine, 0, 4), Ok(vec![]));
+        let (completions, e) = drive(Engine::default(), 3, 1);
+        assert_eq!(completions.map(|c| c.len()), Ok(3));
+        assert_eq!(e.log.join(" "), "s1 r1 s2 r2 s3 r3");
+        assert_eq!(drive(Engine::default(), 0, 4).0, Ok(vec![]));
     }
 
     #[test]
@@ -942,13 +897,13 @@ mod tests {
             (Some(4), None, 4, "submit 4 failed", "s1 s2 s3 r1 r2 r3"),
             (None, Some(2), 3, "op 2 failed", "s1 s2 s3 r1 s4 r2 r3 r4"),
         ] {
-            let engine = std::cell::RefCell::new(Engine {
+            let engine = Engine {
                 fail_submit_at,
                 fail_reap_of,
-                ..Engine::new()
-            });
-            assert_eq!(drive(&engine, 10, depth), Err(error.into()));
-            let e = engine.borrow();
+                ..Engine::default()
+            };
+            let (completions, e) = drive(engine, 10, depth);
+            assert_eq!(completions, Err(error.into()));
             assert!(e.in_flight.is_empty());
             assert_eq!(e.log.join(" "), log);
         }
@@ -956,21 +911,20 @@ mod tests {
 
     #[test]
     fn lock_records_carry_their_rate() {
-        let lock = lock_record((1, 2, 1), &[10.0, 20.0, 30.0], &[15.0, 25.0, 35.0], 100.0)
-            .expect("samples");
-        assert_eq!(
-            (lock.contenders, lock.node, lock.home, lock.iters),
-            (1, 2, 1, 3)
-        );
+        let record =
+            |acquire: &[f64], pair: &[f64], busy| lock_record((1, 2, 1), acquire, pair, busy);
+        let lock = record(&[10.0, 20.0, 30.0], &[15.0, 25.0, 35.0], 100.0).expect("samples");
+        let got = (lock.contenders, lock.node, lock.home, lock.iters);
+        assert_eq!(got, (1, 2, 1, 3));
         // 3 pairs in 100 us.
-        assert!((lock.pairs_per_s - 30_000.0).abs() < 1e-6);
+        assert_close(lock.pairs_per_s, 30_000.0);
         let spread = |s: record::Spread| [s.median, s.p10, s.p90];
         assert_eq!(spread(lock.acquire), [20.0, 12.0, 28.0]);
         assert_eq!(spread(lock.pair), [25.0, 17.0, 33.0]);
         assert_eq!(lock.busy_us, 100.0);
-        assert_eq!(lock_record((1, 2, 1), &[1.0], &[1.0, 2.0], 10.0), None);
-        assert_eq!(lock_record((1, 2, 1), &[1.0], &[2.0], 0.0), None);
-        assert_eq!(lock_record((1, 2, 1), &[], &[], 10.0), None);
+        assert_eq!(record(&[1.0], &[1.0, 2.0], 10.0), None);
+        assert_eq!(record(&[1.0], &[2.0], 0.0), None);
+        assert_eq!(record(&[], &[], 10.0), None);
     }
 
     #[test]
@@ -1082,21 +1036,16 @@ mod tests {
         assert_eq!(PeerNode::Other.resolve(2, read), Ok(1));
         assert_eq!(PeerNode::This.resolve(2, read), Ok(2));
         assert_eq!(PeerNode::Auto.resolve(2, read), Ok(1));
-        assert_eq!(
-            PeerNode::parse("this", 64).map(|p| p.resolve(5, read)),
-            Ok(Ok(5))
-        );
+        let this = PeerNode::parse("this", 64).map(|p| p.resolve(5, read));
+        assert_eq!(this, Ok(Ok(5)));
         assert_eq!(PeerNode::Id(7).resolve(2, read), Ok(7));
         let two = || {
             Ok("node 1\npeer 2 alive incarnation 1\npeer 3 suspect incarnation 1\npeer 4 alive incarnation 2\n".to_string())
         };
         assert!(PeerNode::Other.resolve(1, two).is_err());
-        assert!(PeerNode::Other
-            .resolve(1, || Ok("node 1\n".to_string()))
-            .is_err());
-        assert!(PeerNode::Other
-            .resolve(1, || Err("no file".to_string()))
-            .is_err());
+        let alone = PeerNode::Other.resolve(1, || Ok("node 1\n".into()));
+        let unread = PeerNode::Other.resolve(1, || Err("no file".into()));
+        assert!(alone.is_err() && unread.is_err());
         assert_eq!(PeerNode::parse("auto", 64), Ok(PeerNode::Auto));
         assert_eq!(PeerNode::Auto.resolve(3, || Err("unread".into())), Ok(1));
         assert_eq!(PeerNode::parse("2", 64), Ok(PeerNode::Id(2)));
@@ -1107,11 +1056,9 @@ mod tests {
 
     #[test]
     fn debugfs_switches() {
-        assert_eq!(parse_switch("1\n"), Some(true));
-        assert_eq!(parse_switch("Y\n"), Some(true));
-        assert_eq!(parse_switch("0"), Some(false));
-        assert_eq!(parse_switch("N\n"), Some(false));
-        assert_eq!(parse_switch("2"), None);
-        assert_eq!(parse_switch(""), None);
+        for (text, on) in [("1\n", true), ("Y\n", true), ("0", false), ("N\n", false)] {
+            assert_eq!(parse_switch(text), Some(on), "{text:?}");
+        }
+        assert_eq!((parse_switch("2"), parse_switch("")), (None, None));
     }
 }

@@ -748,7 +748,7 @@ fn use_after_free<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, target: u32
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::fake_kernel::{Defects, FakeKernel};
     use crate::tap::{assert_contains, failures, TapSummary};
@@ -757,13 +757,16 @@ mod tests {
     /// multi-chunk LMR on the first target.
     const TEST_BUDGET: u64 = 56 << 20;
 
-    fn run_against(kernel: &FakeKernel, nodes: u32) -> (String, TapSummary) {
-        let config = TestConfig {
+    fn config(nodes: u32) -> TestConfig {
+        TestConfig {
             cm: Ipv4Addr::new(10, 0, 0, 1),
             nodes,
             data_budget: TEST_BUDGET,
-        };
-        crate::tap::capture(|tap| run(kernel, tap, &config))
+        }
+    }
+
+    fn run_against(kernel: &FakeKernel, nodes: u32) -> (String, TapSummary) {
+        crate::tap::capture(|tap| run(kernel, tap, &config(nodes)))
     }
 
     /// Runs the test on every node of a cluster at once, one thread per
@@ -811,7 +814,7 @@ mod tests {
     }
 
     /// The defects `set` switches on, and no others.
-    pub(super) fn defects_with(set: fn(&mut Defects)) -> Defects {
+    pub(crate) fn defects_with(set: fn(&mut Defects)) -> Defects {
         let mut defects = Defects::default();
         set(&mut defects);
         defects
@@ -821,11 +824,8 @@ mod tests {
     fn a_correct_kernel_passes_every_case() {
         for nodes in [1, 2, 3] {
             for (me, (output, summary)) in (1..).zip(run_cluster(nodes, Defects::default())) {
-                assert!(
-                    summary.all_passed(),
-                    "{me}/{nodes}: {:?}",
-                    failures(&output)
-                );
+                let failed = failures(&output);
+                assert!(summary.all_passed(), "{me}/{nodes}: {failed:?}");
                 assert!(summary.passed > 200, "{output}");
                 // The corrupt ring case's client (node 1) and server
                 // (node 2) skip it: the model injects no faults.
@@ -847,16 +847,15 @@ mod tests {
                     ("an in-memory model has no device to probe", 1),
                     ("needs the real kernel's keyrings", 3),
                     ("needs a second node to allocate on this one", serving_skips),
+                    // Every skip.
+                    ("", 26 + app_skips + corrupt_skips + serving_skips),
                 ] {
                     let skipped = output.matches(&format!("# SKIP {why}")).count();
                     assert_eq!(skipped, expected, "{why}: {output}");
                 }
-                let skips = output.matches("# SKIP").count();
-                let expected = 26 + app_skips + corrupt_skips + serving_skips;
-                assert_eq!(skips, expected, "{output}");
                 assert!(output.ends_with(&format!("{} passed, 0 failed\n", summary.passed)));
                 if nodes > 1 {
-                    assert!(output.contains(&format!("node {me} -> spread (node 0), ")));
+                    assert_contains(&output, &format!("node {me} -> spread (node 0), "));
                     assert_contains(&output, "chunk boundary");
                     assert_contains(&output, "256 MiB LMR on spread (node 0)");
                 }
@@ -866,15 +865,12 @@ mod tests {
 
     #[test]
     fn another_process_cannot_use_a_handle() {
-        let kernel = FakeKernel::new(1, 1, Defects::default());
-        assert_eq!(join_with_text(&kernel, "10.0.0.1"), 1);
+        let kernel = joined(1, 1, Defects::default());
         let handle = kernel.alloc_remote(1, 4096, 0, 5);
         assert!(handle > 0);
         let other = kernel.other_process();
-        assert_eq!(
-            other.free(handle.unsigned_abs()),
-            -c_long::from(libc::EBADF)
-        );
+        let freed = other.free(handle.unsigned_abs());
+        assert_eq!(freed, -c_long::from(libc::EBADF));
         let args = ["foreign-handle".to_string(), handle.to_string(), "5".into()];
         assert_eq!(child_main(&other, &args), 0);
         assert_eq!(kernel.free(handle.unsigned_abs()), 0);
@@ -891,38 +887,39 @@ mod tests {
     #[test]
     fn the_joined_hook_runs_once_after_the_join_before_any_lmr() {
         let kernel = FakeKernel::new(1, 1, Defects::default());
-        let config = TestConfig {
-            cm: Ipv4Addr::new(10, 0, 0, 1),
-            nodes: 1,
-            data_budget: TEST_BUDGET,
-        };
-        let mut out = Vec::new();
-        let mut tap = Tap::new(&mut out);
         let mut seen = Vec::new();
-        run_with_joined_hook(&kernel, &mut tap, &config, |kernel, tap| {
-            seen.push((kernel.get_node_id(), kernel.live_lmrs(), tap.points()));
+        let (output, summary) = crate::tap::capture(|tap| {
+            run_with_joined_hook(&kernel, tap, &config(1), |kernel, tap| {
+                seen.push((kernel.get_node_id(), kernel.live_lmrs(), tap.points()));
+            })
         });
-        assert!(tap.finish().all_passed());
-        let output = String::from_utf8_lossy(&out);
+        assert!(summary.all_passed());
         let [(id, lmrs, points)] = seen[..] else {
             panic!("the hook ran {} times", seen.len());
         };
         assert_eq!((id, lmrs), (1, 0));
         let total_node = output
             .lines()
-            .find(|l| l.contains("get_total_node returns 1"))
-            .and_then(|l| l.strip_prefix("ok "))
-            .and_then(|l| l.split(' ').next())
-            .and_then(|n| n.parse::<u32>().ok());
+            .find(|l| l.contains("get_total_node returns 1"));
+        let total_node = total_node.and_then(|l| l.strip_prefix("ok ")?.split(' ').next());
         // Right after the last point of the join.
-        assert_eq!(Some(points), total_node, "{output}");
+        assert_eq!(Some(points.to_string().as_str()), total_node, "{output}");
+    }
+
+    /// Asserts that `failed` holds as many lines as `expected`, each
+    /// containing its counterpart.
+    #[track_caller]
+    fn assert_failed_lines(failed: &[&str], expected: &[String]) {
+        assert_eq!(failed.len(), expected.len(), "{failed:?}");
+        for (line, part) in failed.iter().zip(expected) {
+            assert!(line.contains(part.as_str()), "{part}: {failed:?}");
+        }
     }
 
     #[test]
     fn unenforced_quotas_are_caught() {
         let defects = defects_with(|d| d.ignore_quotas = true);
         for (me, (output, _)) in (1..).zip(run_cluster(3, defects)) {
-            let failed = failures(&output);
             let uid = quotas::UID_BASE + me;
             let previous = if me == 1 { 3 } else { me - 1 };
             let mut expected: Vec<String> = [
@@ -937,13 +934,9 @@ mod tests {
             .iter()
             .map(|call| format!(" - node {me}: a process of uid {uid} gets -EDQUOT from {call}"))
             .collect();
-            expected.push(format!(
-                " - node {me}: alloc_remote of 1024 KiB more on node {previous} returns -EDQUOT"
-            ));
-            assert_eq!(failed.len(), expected.len(), "{failed:?}");
-            for (line, start) in failed.iter().zip(&expected) {
-                assert!(line.contains(start.as_str()), "{start}: {failed:?}");
-            }
+            let remote = "alloc_remote of 1024 KiB more on node";
+            expected.push(format!(" - node {me}: {remote} {previous} returns -EDQUOT"));
+            assert_failed_lines(&failures(&output), &expected);
         }
     }
 
@@ -1186,34 +1179,20 @@ mod tests {
     fn an_unprivileged_join_that_is_not_refused_is_caught() {
         let defects = defects_with(|d| d.join_without_privilege = true);
         for (me, (output, _)) in (1..).zip(run_cluster(2, defects)) {
-            let failed = failures(&output);
-            assert_eq!(failed.len(), 6, "{failed:?}");
-            let prefix = format!(
-                " - node {me}: an unprivileged process (modelled) gets -EPERM from lite_join("
-            );
-            assert!(
-                failed[..2].iter().all(|l| l.contains(&prefix)),
-                "{failed:?}"
-            );
-            // So do the processes outside the admin group, and those of a
-            // group that is no longer the admin group.
+            // Processes outside the admin group, and those of a group that
+            // is no longer it, are refused too.
             let group = 4300 + me;
-            for (line, situation) in failed[2..].iter().zip([
-                format!("gid 65534 (not admin group {group})"),
-                format!("gid 65534 (not admin group {group})"),
-                format!("gid {group} (no longer the admin group)"),
-                format!("gid {group} (no longer the admin group)"),
-            ]) {
-                let expected = format!(
-                    " - node {me}: a process of uid 65534 and {situation} gets -EPERM from lite_join("
-                );
-                assert!(line.contains(&expected), "{failed:?}");
-            }
+            let modelled = "an unprivileged process (modelled)".to_string();
+            let uid = "a process of uid 65534 and gid";
+            let outside = format!("{uid} 65534 (not admin group {group})");
+            let former = format!("{uid} {group} (no longer the admin group)");
+            let expected = [&modelled, &modelled, &outside, &outside, &former, &former]
+                .map(|who| format!(" - node {me}: {who} gets -EPERM from lite_join("));
+            assert_failed_lines(&failures(&output), &expected);
             assert_contains(&output, "# expected -EPERM (-1), got -106 (-EISCONN)\n");
             // The rest of the probe and the test go on unaffected.
-            assert_contains(&output, &format!(
-                    " - node {me}: an unprivileged process (modelled) can create a lock on node {me}, lock and unlock it\n"
-                ));
+            let lock = format!("{modelled} can create a lock on node {me}, lock and unlock it\n");
+            assert_contains(&output, &format!(" - node {me}: {lock}"));
         }
     }
 
@@ -1226,42 +1205,33 @@ mod tests {
                 " - node {me}: a process of uid 65534 and gid {group} (the admin group) gets"
             );
             let failed = failures(&output);
-            assert_eq!(failed.len(), 2, "{failed:?}");
-            assert!(
-                failed[0].ends_with(&format!(
-                    "{who} -EISCONN from lite_join(10.0.0.1, 18500, 1), having passed the privilege check on a member node"
-                )),
-                "{failed:?}"
-            );
-            assert!(
-                failed[1].ends_with(&format!(
-                    "{who} -EINVAL from lite_join(\"not-an-ip\"), having passed the privilege check"
-                )),
-                "{failed:?}"
-            );
+            let [first, second] = failed[..] else {
+                panic!("{failed:?}");
+            };
+            let passed = "having passed the privilege check";
+            let join = "-EISCONN from lite_join(10.0.0.1, 18500, 1)";
+            let member = format!("{who} {join}, {passed} on a member node");
+            assert!(first.ends_with(&member), "{failed:?}");
+            let bad_join = format!("{who} -EINVAL from lite_join(\"not-an-ip\"), {passed}");
+            assert!(second.ends_with(&bad_join), "{failed:?}");
             // The group is gone again afterwards.
-            assert_contains(
-                &output,
-                &format!(" - node {me}: admin_group reads 4294967295 (no group), its default\n"),
-            );
+            let gone = "admin_group reads 4294967295 (no group), its default\n";
+            assert_contains(&output, &format!(" - node {me}: {gone}"));
         }
     }
 
     /// Like [`run_cluster`], failing (rather than hanging) if the run does
-    /// not end within `limit`.
-    fn run_cluster_within(
-        nodes: u32,
-        defects: Defects,
-        limit: std::time::Duration,
-    ) -> Vec<(String, TapSummary)> {
+    /// not end within 240 s.
+    fn run_cluster_within_bound(nodes: u32, defects: Defects) -> Vec<(String, TapSummary)> {
         let (sender, results) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             // The receiver is gone only once the test failed.
             let _ = sender.send(run_cluster(nodes, defects));
         });
+        let limit = std::time::Duration::from_secs(240);
         results
             .recv_timeout(limit)
-            .unwrap_or_else(|_| panic!("the run did not end within {limit:?}"))
+            .expect("the run ends within 240 s")
     }
 
     /// The barriers a run entered, in order, as (round, name): the name of
@@ -1274,12 +1244,8 @@ mod tests {
         let mut entered = Vec::new();
         let mut round = 0;
         for line in output.lines() {
-            let Some((_, point)) = line.split_once(" - ") else {
-                continue;
-            };
-            if !line.starts_with("ok ") {
-                continue;
-            }
+            let point = line.strip_prefix("ok ").and_then(|l| l.split_once(" - "));
+            let Some((_, point)) = point else { continue };
             if let Some(name) = point.strip_suffix(" returns 0") {
                 if name.starts_with(&barrier) {
                     round += 1;
@@ -1337,40 +1303,26 @@ mod tests {
                 barrier_fails_in_round: Some(round),
                 ..Defects::default()
             };
-            let results = run_cluster_within(nodes, defects, std::time::Duration::from_secs(240));
+            let entered_then = entered.iter().find(|&&(r, _)| r == round);
+            let results = run_cluster_within_bound(nodes, defects);
             for (me, (output, summary)) in (1..).zip(results) {
+                let context = format!("round {round}, node {me}");
                 let name = match of_the_rounds {
                     Some(nth) => format!("node {me}: dist_barrier({nodes}) round {nth} of 100"),
-                    None => entered[entered
-                        .iter()
-                        .position(|&(r, _)| r == round)
-                        .expect("a barrier")]
-                    .1
-                    .clone(),
+                    None => entered_then.expect("a barrier").1.clone(),
                 };
                 let failed = format!(" - {name} returns 0: barrier failed: {host_down}\n");
-                let at = output.find(&failed).unwrap_or_else(|| {
-                    panic!("round {round}, node {me}: no {failed:?} in\n{output}")
-                });
+                let at = output.find(&failed);
+                let at = at.unwrap_or_else(|| panic!("{context}: no {failed:?} in\n{output}"));
                 let after = &output[at + failed.len()..];
-                assert!(
-                    after.starts_with(
-                        "# the nodes are out of step: this node's run ends here\nBail out! "
-                    ),
-                    "round {round}, node {me}: {after}"
-                );
+                let bail = "# the nodes are out of step: this node's run ends here\nBail out! ";
+                assert!(after.starts_with(bail), "{context}: {after}");
                 // Nothing runs after it.
-                assert!(
-                    !after
-                        .lines()
-                        .any(|l| l.starts_with("ok ") || l.starts_with("not ok ")),
-                    "round {round}, node {me}: {after}"
-                );
+                let point = |l: &str| l.starts_with("ok ") || l.starts_with("not ok ");
+                assert!(!after.lines().any(point), "{context}: {after}");
                 assert!(summary.failed >= 1, "{output}");
-                assert!(output.ends_with(&format!(
-                    "{} passed, {} failed\n",
-                    summary.passed, summary.failed
-                )));
+                let (passed, failed) = (summary.passed, summary.failed);
+                assert!(output.ends_with(&format!("{passed} passed, {failed} failed\n")));
             }
         }
     }
@@ -1386,10 +1338,9 @@ mod tests {
         kernels[1].fail_node();
         let begun = std::time::Instant::now();
         let missing = io::await_members(&kernels[0], 2, short).expect_err("a node is missing");
-        assert_eq!(
-            missing,
-            "gave up after 300 ms waiting for all 2 nodes to join (get_total_node returns 1)"
-        );
+        let gave_up =
+            "gave up after 300 ms waiting for all 2 nodes to join (get_total_node returns 1)";
+        assert_eq!(missing, gave_up);
         assert!(begun.elapsed() >= short);
     }
 

@@ -99,14 +99,10 @@ mod tests {
     #[test]
     fn expectations() {
         assert_eq!(expect_errno(-14, libc::EFAULT), Ok(()));
-        assert_eq!(
-            expect_errno(0, libc::EFAULT),
-            Err("expected -EFAULT (-14), got 0".to_string())
-        );
-        assert_eq!(
-            expect_errno(-22, libc::EFAULT),
-            Err("expected -EFAULT (-14), got -22 (-EINVAL)".to_string())
-        );
+        let got_zero = "expected -EFAULT (-14), got 0";
+        assert_eq!(expect_errno(0, libc::EFAULT), Err(got_zero.to_string()));
+        let got_einval = "expected -EFAULT (-14), got -22 (-EINVAL)";
+        assert_eq!(expect_errno(-22, libc::EFAULT), Err(got_einval.into()));
         assert_eq!(expect_zero(0), Ok(()));
         assert!(expect_zero(-1).is_err());
         assert!(expect_zero(3).is_err());

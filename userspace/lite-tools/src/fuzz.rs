@@ -592,10 +592,9 @@ mod tests {
             threads: 2,
         };
         let command = replay_command(&config);
-        assert_eq!(
-            command,
-            "lite-fuzz --cm 10.77.0.254 --nodes 3 --seconds 60 --seed 0xdeadbeef --procs 3 --threads 2"
-        );
+        let expected = "lite-fuzz --cm 10.77.0.254 --nodes 3 --seconds 60 --seed 0xdeadbeef \
+                        --procs 3 --threads 2";
+        assert_eq!(command, expected);
         let seed = command
             .split_once("--seed ")
             .and_then(|(_, rest)| rest.split_whitespace().next())
@@ -622,9 +621,7 @@ mod tests {
         let names: Vec<&str> = local_counters(&stats).iter().map(|(n, _)| *n).collect();
         assert!(names.contains(&"handles"));
         assert!(!names.contains(&"held_chunks"), "other nodes change it");
-        assert!(
-            !names.contains(&"locks"),
-            "locks live as long as their home"
-        );
+        let locks = names.contains(&"locks");
+        assert!(!locks, "locks live as long as their home");
     }
 }

@@ -161,14 +161,11 @@ mod tests {
     #[test]
     fn the_command_line_is_load_and_a_file() {
         let args = |list: &[&str]| -> Vec<String> { list.iter().map(|s| s.to_string()).collect() };
-        assert_eq!(
-            parse_secret_command(&args(&["load", "/etc/lite/cluster.secret"])),
-            Ok(SecretCommand::Load("/etc/lite/cluster.secret".into()))
-        );
-        assert_eq!(
-            parse_secret_command(&args(&["--help"])),
-            Ok(SecretCommand::Help)
-        );
+        let path = "/etc/lite/cluster.secret";
+        let load = parse_secret_command(&args(&["load", path]));
+        assert_eq!(load, Ok(SecretCommand::Load(path.into())));
+        let help = parse_secret_command(&args(&["--help"]));
+        assert_eq!(help, Ok(SecretCommand::Help));
         for bad in [
             &[][..],
             &["load"],

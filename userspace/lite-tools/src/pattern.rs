@@ -149,11 +149,8 @@ mod tests {
                 let mut buf = vec![0u8; len];
                 fill(seed, offset, &mut buf);
                 for (i, &byte) in buf.iter().enumerate() {
-                    assert_eq!(
-                        byte,
-                        byte_at(seed, offset + i as u64),
-                        "offset {offset} i {i}"
-                    );
+                    let expected = byte_at(seed, offset + i as u64);
+                    assert_eq!(byte, expected, "offset {offset} i {i}");
                 }
             }
         }

@@ -176,6 +176,11 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
+    /// The bytes a plan moves, its spread LMR's written and read back.
+    fn traffic_of(plan: &DataPlan) -> u64 {
+        plan.run.iter().map(DataCase::traffic).sum::<u64>() + 2 * plan.spread_size
+    }
+
     #[test]
     fn ring_order_visits_every_other_node_once() {
         assert_eq!(next_node(1, 3), 2);
@@ -211,35 +216,23 @@ mod tests {
                         assert!(plan.run.contains(&DataCase { target, size }));
                     }
                 }
-                let small: u64 = plan
-                    .run
-                    .iter()
-                    .filter(|c| c.size <= SMALL_SIZE_LIMIT)
-                    .map(DataCase::traffic)
-                    .sum();
-                let traffic: u64 =
-                    plan.run.iter().map(DataCase::traffic).sum::<u64>() + 2 * plan.spread_size;
+                let small_cases = plan.run.iter().filter(|c| c.size <= SMALL_SIZE_LIMIT);
+                let small: u64 = small_cases.map(DataCase::traffic).sum();
+                let traffic = traffic_of(&plan);
                 assert_eq!(plan.spread_size, 2 * u64::from(nodes - 1) * CHUNK_SIZE);
                 // The spread LMR and the small sizes always run; the rest
                 // only within the budget.
                 let fixed = 2 * plan.spread_size + small;
-                assert!(
-                    traffic <= DATA_BUDGET_BYTES.max(fixed),
-                    "{nodes} nodes: {traffic}"
-                );
+                let within = traffic <= DATA_BUDGET_BYTES.max(fixed);
+                assert!(within, "{nodes} nodes: {traffic}");
                 let largest_case = DataCase {
                     target: targets[0],
                     size: 3 * CHUNK_SIZE + 5,
                 };
-                assert_eq!(
-                    plan.run.contains(&largest_case),
-                    fixed + largest_case.traffic() <= DATA_BUDGET_BYTES,
-                    "{nodes} nodes"
-                );
-                assert_eq!(
-                    plan.run.len() + plan.skipped.len(),
-                    DATA_SIZES.len() * targets.len()
-                );
+                let fits = fixed + largest_case.traffic() <= DATA_BUDGET_BYTES;
+                assert_eq!(plan.run.contains(&largest_case), fits, "{nodes} nodes");
+                let cases = plan.run.len() + plan.skipped.len();
+                assert_eq!(cases, DATA_SIZES.len() * targets.len());
             }
         }
     }
@@ -265,12 +258,8 @@ mod tests {
             ]
         );
         assert_eq!(plan.run.first(), Some(&DataCase { target: 0, size: 1 }));
-        let sizes_on_spread: Vec<u64> = plan
-            .run
-            .iter()
-            .filter(|c| c.target == NODE_SPREAD)
-            .map(|c| c.size)
-            .collect();
+        let on_spread = plan.run.iter().filter(|c| c.target == NODE_SPREAD);
+        let sizes_on_spread: Vec<u64> = on_spread.map(|c| c.size).collect();
         assert_eq!(sizes_on_spread, vec![1, 7, 4096, 65536, c + 1, large]);
         assert!(plan.run.iter().map(DataCase::traffic).sum::<u64>() <= 80 * MIB);
     }
@@ -281,14 +270,11 @@ mod tests {
         for me in 1..=4 {
             let plan = plan_data_cases(me, 4, DATA_BUDGET_BYTES);
             assert_eq!(plan.spread_size, 24 * MIB);
-            let traffic: u64 =
-                plan.run.iter().map(DataCase::traffic).sum::<u64>() + 2 * plan.spread_size;
+            let traffic = traffic_of(&plan);
             assert!(traffic <= DATA_BUDGET_BYTES, "node {me}: {traffic}");
             for node in 1..=4 {
-                assert!(
-                    plan.run.iter().any(|c| c.target == node),
-                    "node {me} -> {node}"
-                );
+                let targeted = plan.run.iter().any(|c| c.target == node);
+                assert!(targeted, "node {me} -> {node}");
             }
             // The largest single LMR of the plan, whatever the node.
             let largest = plan.run.iter().map(|c| c.size).max().unwrap_or(0);
@@ -300,10 +286,8 @@ mod tests {
     fn boundary_ranges_straddle_each_chunk_edge() {
         assert_eq!(boundary_ranges(4096), vec![(4095, 1)]);
         assert_eq!(boundary_ranges(CHUNK_SIZE), vec![(CHUNK_SIZE - 1, 1)]);
-        assert_eq!(
-            boundary_ranges(CHUNK_SIZE + 1),
-            vec![(CHUNK_SIZE - 3, 4), (CHUNK_SIZE, 1)]
-        );
+        let past_one = vec![(CHUNK_SIZE - 3, 4), (CHUNK_SIZE, 1)];
+        assert_eq!(boundary_ranges(CHUNK_SIZE + 1), past_one);
         let size = 3 * CHUNK_SIZE + 5;
         let ranges = boundary_ranges(size);
         assert_eq!(ranges.len(), 7);

@@ -129,10 +129,8 @@ mod tests {
         assert_eq!(stdev(&[]), None);
         assert_eq!(stdev(&[3.0]), Some(0.0));
         let one = summarize(&[3.0]).expect("one sample");
-        assert_eq!(
-            (one.min, one.max, one.median, one.stdev),
-            (3.0, 3.0, 3.0, 0.0)
-        );
+        let spread = (one.min, one.max, one.median, one.stdev);
+        assert_eq!(spread, (3.0, 3.0, 3.0, 0.0));
     }
 
     #[test]

@@ -103,15 +103,11 @@ mod tests {
                 Ok(())
             )
         );
-        assert_eq!(
-            checks[1].0,
-            "node 2: a write outside LITE's regions is refused, the memory unchanged"
-        );
+        let refused = "node 2: a write outside LITE's regions is refused, the memory unchanged";
+        assert_eq!(checks[1].0, refused);
         assert!(checks[1].1.is_err());
-        assert_eq!(
-            checks[2].0,
-            "node 3: a read outside LITE's regions is refused"
-        );
+        let refused = "node 3: a read outside LITE's regions is refused";
+        assert_eq!(checks[2].0, refused);
         assert!(checks[2].1.as_ref().unwrap_err().contains("-5"));
     }
 }

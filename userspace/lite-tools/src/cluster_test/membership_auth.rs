@@ -340,10 +340,8 @@ mod tests {
         for case in Case::ALL {
             let description = case.description(manager);
             assert!(!description.contains(": "), "{description}");
-            assert_contains(
-                &description,
-                &format!("-{} ", errno_name(case.expected_errno())),
-            );
+            let errno = format!("-{} ", errno_name(case.expected_errno()));
+            assert_contains(&description, &errno);
         }
         assert_eq!(Case::NoSecret.expected_errno(), libc::ENOKEY);
         assert_eq!(Case::WrongSecret.expected_errno(), libc::EKEYREJECTED);
@@ -358,11 +356,7 @@ mod tests {
             data_budget: 0,
         };
         let (output, summary) = crate::tap::capture(|tap| run(&kernel, tap, &config, false));
-        assert_eq!(
-            output.matches(&format!("# SKIP {WHY_SKIPPED}")).count(),
-            3,
-            "{output}"
-        );
+        crate::tap::assert_count(&output, &format!("# SKIP {WHY_SKIPPED}"), 3);
         assert!(summary.all_passed(), "{output}");
     }
 
@@ -382,10 +376,8 @@ mod tests {
             proof: [0x42; 32],
         };
         write_message(&mut node, &auth).expect("send Auth");
-        assert!(matches!(
-            read_message(&mut node),
-            Ok(Message::AuthOk { proof }) if proof == [0x42; 32]
-        ));
+        let message = read_message(&mut node);
+        assert!(matches!(message, Ok(Message::AuthOk { proof }) if proof == [0x42; 32]));
         drop(node);
         assert_eq!(fake.join().expect("fake manager"), Ok(()));
     }
@@ -396,9 +388,7 @@ mod tests {
         let listener = TcpListener::bind(address).expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");
         let stop = AtomicBool::new(true);
-        assert_eq!(
-            serve_one_node(&listener, &stop),
-            Err("no node connected to the fake manager".into())
-        );
+        let nobody = "no node connected to the fake manager";
+        assert_eq!(serve_one_node(&listener, &stop), Err(nobody.into()));
     }
 }

@@ -379,6 +379,17 @@ mod tests {
 
     const CM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
+    /// What a node 1 of three runs the case with.
+    const CONFIG: TestConfig = TestConfig {
+        cm: CM,
+        nodes: 3,
+        data_budget: 0,
+    };
+
+    /// The line that shows node 1 is still a member of three.
+    const STILL_A_MEMBER: &str = " - node 1: still a member after the unprivileged process \
+                                  (get_node_id returns 1, get_total_node 3)\n";
+
     /// Node 1 of `nodes`, joined, and the probe it would start.
     fn member(nodes: u32, defects: Defects) -> (FakeKernel, Probe) {
         let kernel = joined(1, nodes, defects);
@@ -401,9 +412,12 @@ mod tests {
         assert!(points.iter().all(|(what, _)| !what.contains(": ")));
         drop(process);
         // The privileged process is untouched: still a member, nothing left.
-        assert_eq!(kernel.get_node_id(), 1);
-        assert_eq!(kernel.get_total_node(), 2);
-        assert_eq!(kernel.live_lmrs(), 0);
+        let state = (
+            kernel.get_node_id(),
+            kernel.get_total_node(),
+            kernel.live_lmrs(),
+        );
+        assert_eq!(state, (1, 2, 0));
         // And it may leave, unlike the other.
         assert_eq!(kernel.leave(0), 0);
     }
@@ -411,22 +425,13 @@ mod tests {
     #[test]
     fn the_probe_reports_every_point_and_the_node_stays_a_member() {
         let (kernel, _) = member(3, Defects::default());
-        let config = TestConfig {
-            cm: CM,
-            nodes: 3,
-            data_budget: 0,
-        };
-        let (output, summary) = capture(|tap| run(&kernel, tap, 1, &config));
+        let (output, summary) = capture(|tap| run(&kernel, tap, 1, &CONFIG));
         assert!(summary.all_passed(), "{output}");
         assert_eq!(summary.passed, 23, "{output}");
-        assert_contains_all(
-            &output,
-            &[
-                "# node 1: no process started as uid 65534: the kernel model runs",
-                "ok 1 - node 1: an unprivileged process (modelled) gets -EPERM from lite_join(10.0.0.1, 18500, 1)\n",
-                " - node 1: still a member after the unprivileged process (get_node_id returns 1, get_total_node 3)\n",
-            ],
-        );
+        let refused = "ok 1 - node 1: an unprivileged process (modelled) gets -EPERM from \
+                       lite_join(10.0.0.1, 18500, 1)\n";
+        let modelled = "# node 1: no process started as uid 65534: the kernel model runs";
+        assert_contains_all(&output, &[modelled, refused, STILL_A_MEMBER]);
         assert_eq!(kernel.live_lmrs(), 0);
     }
 
@@ -436,39 +441,26 @@ mod tests {
         let (kernel, probe) = member(2, defects);
         let process = kernel.unprivileged_process().expect("the model has one");
         let points = unprivileged_calls(&process, probe);
-        assert_eq!(
-            failures(&points),
-            [
-                "gets -EPERM from lite_join(10.0.0.1, 18500, 1)",
-                "gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first",
-            ]
-        );
-        assert_eq!(
-            points[0].1,
-            Err("expected -EPERM (-1), got -106 (-EISCONN)".to_string())
-        );
+        let join = "gets -EPERM from lite_join(10.0.0.1, 18500, 1)";
+        let bad_join =
+            "gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first";
+        assert_eq!(failures(&points), [join, bad_join]);
+        let isconn = "expected -EPERM (-1), got -106 (-EISCONN)";
+        assert_eq!(points[0].1, Err(isconn.to_string()));
     }
 
     #[test]
     fn a_leave_that_does_not_check_the_privilege_is_caught() {
         let defects = defects_with(|d| d.leave_without_privilege = true);
         let (kernel, _) = member(3, defects);
-        let config = TestConfig {
-            cm: CM,
-            nodes: 3,
-            data_budget: 0,
-        };
-        let (output, _) = capture(|tap| run(&kernel, tap, 1, &config));
+        let (output, _) = capture(|tap| run(&kernel, tap, 1, &CONFIG));
         let failed = crate::tap::failures(&output);
-        assert!(
-            failed[0].ends_with(
-                " - node 1: an unprivileged process (modelled) gets -EPERM from lite_leave(0)"
-            ),
-            "{output}"
-        );
+        let leave = " - node 1: an unprivileged process (modelled) gets -EPERM from lite_leave(0)";
+        assert!(failed[0].ends_with(leave), "{output}");
         // The model keeps membership per process: the node is out of the
         // count, though this process still has its id.
-        assert_contains(&output, " - node 1: still a member after the unprivileged process (get_node_id returns 1, get_total_node 3)\n# get_total_node: expected 3, got 2\n");
+        let counted = format!("{STILL_A_MEMBER}# get_total_node: expected 3, got 2\n");
+        assert_contains(&output, &counted);
     }
 
     #[test]

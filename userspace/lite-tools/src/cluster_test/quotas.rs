@@ -1061,6 +1061,10 @@ mod tests {
         }
     }
 
+    fn quotas_of(kernel: &FakeKernel) -> QuotasFile {
+        read_quotas(kernel).expect("readable")
+    }
+
     /// Gives user `uid` limits of `ALLOWANCES`.
     fn limit_user(kernel: &FakeKernel, uid: u32) {
         let limits = limits_over(&Usage::default());
@@ -1093,16 +1097,12 @@ mod tests {
             .with(Resource::RpcPorts, 2)
             .with(Resource::Locks, 2);
         assert_eq!(held.usage, expected);
-        let file = read_quotas(&kernel).expect("readable");
-        assert_eq!(file.usage_of(plan.uid), expected);
+        assert_eq!(quotas_of(&kernel).usage_of(plan.uid), expected);
         drop(process);
         drop(held.pages);
         // Only the locks stay.
-        let file = read_quotas(&kernel).expect("readable");
-        assert_eq!(
-            file.usage_of(plan.uid),
-            Usage::default().with(Resource::Locks, 2)
-        );
+        let locks = Usage::default().with(Resource::Locks, 2);
+        assert_eq!(quotas_of(&kernel).usage_of(plan.uid), locks);
         assert_eq!(kernel.live_lmrs(), 0);
     }
 
@@ -1119,13 +1119,9 @@ mod tests {
         );
         // What went through anyway was undone where it can be: only the
         // extra name and lock stay.
-        assert_eq!(held.usage.get(Resource::Names), 4);
-        assert_eq!(held.usage.get(Resource::Locks), 3);
-        assert_eq!(held.usage.get(Resource::Lmrs), 8);
-        assert_eq!(
-            read_quotas(&kernel).expect("readable").usage_of(plan.uid),
-            held.usage
-        );
+        let counts = [Resource::Names, Resource::Locks, Resource::Lmrs].map(|r| held.usage.get(r));
+        assert_eq!(counts, [4, 3, 8]);
+        assert_eq!(quotas_of(&kernel).usage_of(plan.uid), held.usage);
         drop(process);
         drop(held.pages);
     }
@@ -1134,10 +1130,9 @@ mod tests {
     fn an_ignored_memlock_limit_is_caught() {
         let defects = defects_with(|d| d.ignore_memlock_limit = true);
         let (_kernel, process, points, held) = limited_user(1, defects);
-        assert_eq!(
-            failures(&points),
-            ["gets -ENOMEM from register_lmr of 4 KiB more, beyond its RLIMIT_MEMLOCK but within its pinned_memory quota"]
-        );
+        let register = "register_lmr of 4 KiB more, beyond its RLIMIT_MEMLOCK";
+        let failure = format!("gets -ENOMEM from {register} but within its pinned_memory quota");
+        assert_eq!(failures(&points), [failure]);
         drop(process);
         drop(held.pages);
     }
@@ -1156,16 +1151,18 @@ mod tests {
         // Everything but lmrs is used up: a refusal of one more LMR could
         // be remote_memory's, so it cannot be blamed on lmrs.
         let charge = lmr_charge(Resource::RemoteMemory, SMALL);
-        assert!(user.only_exceeds(&charge, Some(Resource::Lmrs)).is_err());
-        assert!(user
-            .only_exceeds(&charge, Some(Resource::RemoteMemory))
-            .is_ok());
-        assert!(user.only_exceeds(&charge, None).is_err());
+        let remote = Some(Resource::RemoteMemory);
+        for (blamed, blameable) in [(Some(Resource::Lmrs), false), (remote, true), (None, false)] {
+            assert_eq!(
+                user.only_exceeds(&charge, blamed).is_ok(),
+                blameable,
+                "{blamed:?}"
+            );
+        }
         user.held = Usage::default();
         assert!(user.only_exceeds(&charge, None).is_ok());
-        assert!(user
-            .only_exceeds(&one(Resource::Names), Some(Resource::Locks))
-            .is_err());
+        let locks = Some(Resource::Locks);
+        assert!(user.only_exceeds(&one(Resource::Names), locks).is_err());
     }
 
     #[test]
@@ -1179,12 +1176,10 @@ mod tests {
         let mut out = text.as_bytes();
         let (points, usage) = read_report(&mut out);
         assert_eq!(points.len(), 2);
+        assert_eq!(points[1].0, "gets -EDQUOT from x");
         assert_eq!(
-            points[1],
-            (
-                "gets -EDQUOT from x".to_string(),
-                Err("expected -EDQUOT (-122), got 0".to_string())
-            )
+            points[1].1,
+            Err("expected -EDQUOT (-122), got 0".to_string())
         );
         assert_eq!(usage, Some(Ok(PerResource([1, 2, 3, 4, 5, 6]))));
         let (late, usage) = read_report(&mut out);
@@ -1206,27 +1201,21 @@ mod tests {
                 assert_eq!(next_node(previous_node(me, nodes), nodes), me);
             }
         }
-        assert_eq!(previous_node(1, 3), 3);
-        assert_eq!(previous_node(2, 2), 1);
+        assert_eq!((previous_node(1, 3), previous_node(2, 2)), (3, 1));
     }
 
     #[test]
     fn malformed_lines_that_change_limits_are_caught_and_undone() {
         let kernel = joined(1, 2, Defects::default());
-        let before = read_quotas(&kernel).expect("readable").limits_only();
+        let before = quotas_of(&kernel).limits_only();
         // What a kernel that applied part of a refused line would leave.
-        write_quotas(
-            &kernel,
-            &Command::Defaults(vec![(Resource::Lmrs, Limit::At(7))]),
-        )
-        .expect("written");
-        write_quotas(&kernel, &Command::Node(2, Limit::At(5))).expect("written");
-        let after = read_quotas(&kernel).expect("readable").limits_only();
+        let defaults = Command::Defaults(vec![(Resource::Lmrs, Limit::At(7))]);
+        for command in [defaults, Command::Node(2, Limit::At(5))] {
+            write_quotas(&kernel, &command).expect("written");
+        }
+        let after = quotas_of(&kernel).limits_only();
         assert_ne!(before, after);
         restore_limits(&kernel, &before, &after).expect("restored");
-        assert_eq!(
-            read_quotas(&kernel).expect("readable").limits_only(),
-            before
-        );
+        assert_eq!(quotas_of(&kernel).limits_only(), before);
     }
 }

@@ -313,10 +313,8 @@ mod tests {
             let failed = rounds[1]
                 .as_ref()
                 .expect_err("the second round is out of step");
-            assert!(
-                failed.starts_with("barrier failed: this node entered round 2 ("),
-                "{failed}"
-            );
+            let out_of_step = "barrier failed: this node entered round 2 (";
+            assert!(failed.starts_with(out_of_step), "{failed}");
             let other = if me == 2 {
                 "node 1 entered round 2 (second)"
             } else {
@@ -335,9 +333,8 @@ mod tests {
         offsets.sort_unstable();
         offsets.dedup();
         assert_eq!(offsets.len(), 8);
-        assert!(offsets
-            .iter()
-            .all(|&o| o + SLOT as u64 <= board_size(nodes)));
+        let on_the_board = |&o: &u64| o + SLOT as u64 <= board_size(nodes);
+        assert!(offsets.iter().all(on_the_board));
         assert_eq!(slot_offset(2, 3), slot_offset(2, 5));
     }
 
@@ -345,10 +342,8 @@ mod tests {
     fn a_label_reads_back_as_written_and_long_names_are_cut() {
         let label = Label::new(7, "dist_barrier(3) after the concurrent RPCs");
         assert_eq!(Label::from_slot(&label.to_bytes()), label);
-        assert_eq!(
-            label.describe(),
-            "round 7 (dist_barrier(3) after the concurrent RPCs)"
-        );
+        let described = "round 7 (dist_barrier(3) after the concurrent RPCs)";
+        assert_eq!(label.describe(), described);
         let long = "x".repeat(2 * LABEL_LEN);
         let cut = Label::new(1, &long);
         assert_eq!(cut.describe(), format!("round 1 ({})", &long[..LABEL_LEN]));

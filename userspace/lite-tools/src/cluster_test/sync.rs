@@ -1360,10 +1360,8 @@ mod tests {
         let lmr = Region::alloc(&kernel, 1, 4096, 0, pw).expect("alloc");
         lmr.write(LOCK_NUMBER_OFFSET, &u64::from(held.number).to_le_bytes(), 0)
             .expect("write");
-        assert_eq!(
-            kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw),
-            0
-        );
+        let added = kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw);
+        assert_eq!(added, 0);
         let child = kernel.other_process();
         let args = [
             "sync-counter".to_string(),
@@ -1399,12 +1397,8 @@ mod tests {
         let parsed = parse_stats(&text).expect("parses");
         assert_eq!(Ok(parsed.counters), stats(&kernel));
         assert_eq!(parsed.counters.connections, 1);
-        assert_eq!(
-            kernel
-                .write_debugfs("qos_enabled", "2\n")
-                .expect("debugfs")
-                .map_err(|e| e.raw_os_error()),
-            Err(Some(libc::EINVAL))
-        );
+        let written = kernel.write_debugfs("qos_enabled", "2\n").expect("debugfs");
+        let errno = written.map_err(|e| e.raw_os_error());
+        assert_eq!(errno, Err(Some(libc::EINVAL)));
     }
 }

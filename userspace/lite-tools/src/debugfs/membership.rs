@@ -287,10 +287,10 @@ mod tests {
             assert!(view.contains(line), "the kernel no longer writes {line}");
         }
         for state in PeerState::ALL {
+            let name = state.name();
             assert!(
-                view.contains(&format!("=> \"{}\"", state.name())),
-                "the kernel has no state {}",
-                state.name()
+                view.contains(&format!("=> \"{name}\"")),
+                "the kernel has no state {name}"
             );
         }
         let api = include_str!("../../../../rust-lite/api/sync_syscalls.rs");

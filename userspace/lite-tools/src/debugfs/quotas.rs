@@ -516,9 +516,8 @@ mod tests {
     #[test]
     fn broken_files_are_refused_with_the_line() {
         let without_default = SAMPLE.lines().skip(1).collect::<Vec<_>>().join("\n");
-        assert!(parse_quotas(&without_default)
-            .expect_err("no defaults")
-            .contains("limit default"));
+        let no_defaults = parse_quotas(&without_default).expect_err("no defaults");
+        assert!(no_defaults.contains("limit default"));
         let without_node_default: String = SAMPLE
             .lines()
             .filter(|l| !l.starts_with("limit node default"))
@@ -563,10 +562,9 @@ mod tests {
             let line = command.to_string();
             assert_eq!(parse_command(&format!("{line}\n")), Ok(command), "{line}");
         }
-        assert_eq!(
-            Command::user_limits(1000, &limits).to_string(),
-            "limit uid 1000 remote_memory=1073741824 pinned_memory=unlimited lmrs=8 names=4096 rpc_ports=1024 locks=4096"
-        );
+        let line = "limit uid 1000 remote_memory=1073741824 pinned_memory=unlimited lmrs=8 \
+                    names=4096 rpc_ports=1024 locks=4096";
+        assert_eq!(Command::user_limits(1000, &limits).to_string(), line);
         assert_eq!(
             parse_command("limit uid 1000 remote_memory=268435456 lmrs=100"),
             Ok(Command::User(
@@ -609,10 +607,8 @@ mod tests {
         assert!(Limit::Unlimited.allows(u64::MAX));
         let usage = PerResource([1, 1, 1, 1, 1, 5]);
         assert_eq!(usage.plus(&usage).get(Resource::Locks), 10);
-        assert_eq!(
-            usage.to_string(),
-            "remote_memory=1 pinned_memory=1 lmrs=1 names=1 rpc_ports=1 locks=5"
-        );
+        let line = "remote_memory=1 pinned_memory=1 lmrs=1 names=1 rpc_ports=1 locks=5";
+        assert_eq!(usage.to_string(), line);
         assert_eq!(parse_usage(&usage.to_string()), Ok(usage));
         assert!(parse_usage("lmrs=1").is_err());
         assert_eq!(usage.minus(&usage.plus(&usage)), Usage::default());

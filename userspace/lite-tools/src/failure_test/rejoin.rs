@@ -1216,6 +1216,7 @@ fn check_observer_traffic<W: Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};
     use crate::tap::assert_contains;
 
@@ -1262,6 +1263,11 @@ mod tests {
         assert_eq!(part(2, 1, 4), observer(4, 3, true));
         assert_eq!(part(2, 5, 5), observer(4, 3, false));
         assert_eq!(part(3, 5, 5), observer(4, 1, false));
+        // No part without three survivors, or for the victim.
+        assert_eq!(
+            [part(1, 3, 3), part(2, 3, 3), part(4, 4, 4)],
+            [None, None, None]
+        );
     }
 
     #[test]
@@ -1273,10 +1279,8 @@ mod tests {
             assert!(reason.starts_with("expected 0, got -"), "{reason}");
             assert_contains(&reason, "while this node maps node 1's spread LMR");
             // Without a mapping, the errno alone.
-            assert_eq!(
-                leave_verdict(ret, None),
-                Err(format!("expected 0, got {}", describe_result(ret)))
-            );
+            let alone = format!("expected 0, got {}", describe_result(ret));
+            assert_eq!(leave_verdict(ret, None), Err(alone));
         }
         let other = leave_verdict(-c_long::from(libc::EALREADY), Some(1)).unwrap_err();
         assert_eq!(other, "expected 0, got -114 (-EALREADY)");
@@ -1293,10 +1297,11 @@ mod tests {
         let handle = alloc(&kernels[0], NODE_SPREAD, SPREAD_LMR_SIZE, 7).expect("alloc");
         let published = kernels[0].add_ask_mr_table(SPREAD_NAME, handle, PERM_READ, 7);
         assert_eq!(published, 0);
+        let (size, password) = (SPREAD_LMR_SIZE, 7);
         Target {
             handle,
-            size: SPREAD_LMR_SIZE,
-            password: 7,
+            size,
+            password,
         }
     }
 
@@ -1312,12 +1317,9 @@ mod tests {
         assert!(mapping > 0, "{mapping}");
         assert_eq!(kernels[1].leave(0), 0);
         // Both of node 2's chunks went to node 3, not to the mapper.
-        assert_eq!(held(&kernels[2]), 3);
-        assert_eq!(held(&kernels[3]), 1);
-        let lmr = Target {
-            handle: mapping.unsigned_abs(),
-            ..lmr
-        };
+        assert_eq!((held(&kernels[2]), held(&kernels[3])), (3, 1));
+        let handle = mapping.unsigned_abs();
+        let lmr = Target { handle, ..lmr };
         assert_eq!(read_and_verify(&kernels[3], lmr, 5), Ok(()));
 
         // With node 2 out, node 3's chunks have nowhere to go.
@@ -1330,10 +1332,7 @@ mod tests {
 
     #[test]
     fn the_defect_refuses_a_leave_while_an_lmr_with_chunks_there_is_mapped() {
-        let defects = Defects {
-            leave_refuses_mapped_lmrs: true,
-            ..Defects::default()
-        };
+        let defects = defects_with(|d| d.leave_refuses_mapped_lmrs = true);
         let kernels = FakeKernel::joined_cluster(3, defects);
         published_spread(&kernels);
         // Mapped by the leaving node itself.
@@ -1347,37 +1346,23 @@ mod tests {
     }
 
     #[test]
-    fn no_part_without_three_survivors_or_for_the_victim() {
-        assert_eq!(part(1, 3, 3), None);
-        assert_eq!(part(2, 3, 3), None);
-        assert_eq!(part(4, 4, 4), None);
-    }
-
-    #[test]
     fn a_size_watch_reports_every_change_and_times_out() {
         let kernels = FakeKernel::joined_cluster(3, Defects::default());
         let kernels: Vec<Arc<FakeKernel>> = kernels.into_iter().map(Arc::new).collect();
         let watch = SizeWatch::start(&kernels[0], Duration::from_millis(2)).expect("watch");
-        let soon = Duration::from_secs(5);
         let mut odd = Vec::new();
-        assert!(watch
-            .wait_for(3, &[3, 2], monotonic_ns(), soon, &mut odd)
-            .is_ok());
+        let mut wait_for =
+            |size, within| watch.wait_for(size, &[3, 2], monotonic_ns(), within, &mut odd);
+        let soon = Duration::from_secs(5);
+        assert!(wait_for(3, soon).is_ok());
         assert_eq!(kernels[2].leave(0), 0);
-        let down = watch
-            .wait_for(2, &[3, 2], monotonic_ns(), soon, &mut odd)
-            .expect("down");
+        let down = wait_for(2, soon).expect("down");
         assert!(super::super::join(kernels[2].as_ref(), Ipv4Addr::new(10, 0, 0, 1)) == Ok(3));
-        let back = watch
-            .wait_for(3, &[3, 2], monotonic_ns(), soon, &mut odd)
-            .expect("back");
+        let back = wait_for(3, soon).expect("back");
         assert!(back >= down);
-        assert!(odd.is_empty(), "{odd:?}");
         // Nothing changes any more.
-        let quick = Duration::from_millis(50);
-        let late = watch
-            .wait_for(2, &[3, 2], monotonic_ns(), quick, &mut odd)
-            .unwrap_err();
+        let late = wait_for(2, Duration::from_millis(50)).unwrap_err();
+        assert!(odd.is_empty(), "{odd:?}");
         assert_contains(&late, "did not return 2 in time (50 ms)");
     }
 }

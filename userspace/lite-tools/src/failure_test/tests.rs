@@ -1,6 +1,7 @@
 use super::dying::{self, DeathDefects};
 use super::victim::{allocate_spread, hold_victim_locks, register_victim_port, VictimLog};
 use super::*;
+use crate::cluster_test::tests::defects_with;
 use crate::debugfs::{parse_stats, Operation, STATS_FILE};
 use crate::fake_kernel::{Defects, FakeKernel};
 use crate::tap::{
@@ -42,30 +43,34 @@ fn the_next_survivor_wraps_around_and_skips_the_victim() {
     assert_eq!(next_survivor(1, 2, 4), Some(3));
     assert_eq!(next_survivor(4, 2, 4), Some(1));
     assert_eq!(next_survivor(1, 2, 2), None);
+    // Survivor B follows A.
+    assert_eq!(next_survivor(2, 1, 3), Some(3));
+}
+
+fn lock_record(
+    own: Option<u32>,
+    home: u32,
+    waited: Option<u32>,
+    orphaned: Option<u32>,
+) -> LockRecord {
+    LockRecord {
+        own,
+        home,
+        waited,
+        orphaned,
+    }
 }
 
 #[test]
 fn lock_records_round_trip_and_reject_other_data() {
-    let full = LockRecord {
-        own: Some(0),
-        home: 1,
-        waited: Some(4094),
-        orphaned: Some(4095),
-    };
-    assert_eq!(decode_lock_record(&encode_lock_record(&full)), Ok(full));
+    let full = lock_record(Some(0), 1, Some(4094), Some(4095));
     let bytes = encode_lock_record(&full);
+    assert_eq!(decode_lock_record(&bytes), Ok(full));
     assert_eq!(&bytes[..4], &LOCK_RECORD_MAGIC.to_le_bytes());
     assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
-    let partial = LockRecord {
-        own: None,
-        waited: Some(3),
-        orphaned: None,
-        ..full
-    };
-    assert_eq!(
-        decode_lock_record(&encode_lock_record(&partial)),
-        Ok(partial)
-    );
+    let partial = lock_record(None, 1, Some(3), None);
+    let bytes = encode_lock_record(&partial);
+    assert_eq!(decode_lock_record(&bytes), Ok(partial));
     assert!(decode_lock_record(&[0; LOCK_RECORD_LEN]).is_err());
 }
 
@@ -74,28 +79,15 @@ fn survivor_a_is_the_lowest_id_other_than_the_victim_s() {
     assert_eq!(survivor_a(4, 4), Some(1));
     assert_eq!(survivor_a(1, 3), Some(2));
     assert_eq!(survivor_a(1, 1), None);
-    // Survivor B follows A.
-    assert_eq!(next_survivor(2, 1, 3), Some(3));
 }
 
 #[test]
 fn records_are_checked_for_every_lock_and_for_survivor_a() {
-    let record = LockRecord {
-        own: Some(0),
-        home: 1,
-        waited: Some(0),
-        orphaned: Some(1),
-    };
+    let record = lock_record(Some(0), 1, Some(0), Some(1));
     assert_eq!(check_record(&record, 4, 4), Ok(()));
-    assert_eq!(
-        describe_record(&record),
-        "lock 0 on itself, W 0 and O 1 on survivor A (node 1)"
-    );
-    let missing = LockRecord {
-        waited: None,
-        home: 2,
-        ..record
-    };
+    let described = "lock 0 on itself, W 0 and O 1 on survivor A (node 1)";
+    assert_eq!(describe_record(&record), described);
+    let missing = lock_record(Some(0), 2, None, Some(1));
     let reason = check_record(&missing, 4, 4).unwrap_err();
     assert_contains(&reason, "could not create lock W");
     assert_contains(&reason, "lowest id other than the victim's (node 1)");
@@ -103,11 +95,8 @@ fn records_are_checked_for_every_lock_and_for_survivor_a() {
 }
 
 fn returned(call: Call, ret: c_long, at_ms: u64) -> Outcome {
-    Ok(Returned {
-        call,
-        ret,
-        at_ns: at_ms * 1_000_000,
-    })
+    let at_ns = at_ms * 1_000_000;
+    Ok(Returned { call, ret, at_ns })
 }
 
 #[test]
@@ -131,10 +120,8 @@ fn verdicts_need_ehostdown_soon_after_the_last_write() {
     assert_eq!(errno_verdict(&handed), Ok(()));
     for ret in [0, -112] {
         let reason = errno_verdict(&returned(Call::WaitedLock, ret, 13_100)).unwrap_err();
-        assert!(
-            reason.starts_with("expected -EOWNERDEAD (-130)"),
-            "{reason}"
-        );
+        let expected = reason.starts_with("expected -EOWNERDEAD (-130)");
+        assert!(expected, "{reason}");
     }
 
     let hung: Outcome = Err("hung".into());
@@ -145,24 +132,19 @@ fn verdicts_need_ehostdown_soon_after_the_last_write() {
 
 #[test]
 fn waiting_stops_at_a_hang_or_without_a_failure() {
-    let s = 1_000_000_000;
-    let start = 100 * s;
+    let start = 100_000_000_000;
+    // Seconds after the start, in ns.
+    let at = |s: u64| start + s * 1_000_000_000;
     // Writes still succeed: no hang, however long the other calls wait.
-    assert_eq!(
-        stop_waiting(start + 170 * s, start, start + 169 * s, 0),
-        None
-    );
+    assert_eq!(stop_waiting(at(170), start, at(169), 0), None);
     // The failure came; a call blocked 60 s after the last write hangs.
-    assert_eq!(
-        stop_waiting(start + 69 * s, start, start + 10 * s, start + 13 * s),
-        None
-    );
-    let hang = stop_waiting(start + 70 * s, start, start + 10 * s, start + 13 * s);
+    assert_eq!(stop_waiting(at(69), start, at(10), at(13)), None);
+    let hang = stop_waiting(at(70), start, at(10), at(13));
     assert!(hang.is_some_and(|r| r.starts_with("hung")));
     // No write ever succeeded: measured from the start.
-    assert!(stop_waiting(start + 60 * s, start, 0, 0).is_some());
+    assert!(stop_waiting(at(60), start, 0, 0).is_some());
     // Writes went on for 180 s: nobody killed the victim.
-    let unkilled = stop_waiting(start + 180 * s, start, start + 180 * s - 1, 0);
+    let unkilled = stop_waiting(at(180), start, at(180) - 1, 0);
     assert!(unkilled.is_some_and(|r| r.contains("was it killed")));
 }
 
@@ -196,10 +178,11 @@ fn traffic_checks_every_round_and_counts_those_after_the_failure() {
     let kernel = FakeKernel::new(1, 2, Defects::default());
     assert_eq!(join(&kernel, Ipv4Addr::new(10, 0, 0, 1)), Ok(1));
     let handle = alloc(&kernel, 2, LMR_SIZE, 9).expect("allocation");
+    let (size, password) = (LMR_SIZE, 9);
     let lmr = Target {
         handle,
-        size: LMR_SIZE,
-        password: 9,
+        size,
+        password,
     };
     let stop = AtomicBool::new(false);
     let failed = AtomicU64::new(0);
@@ -270,17 +253,17 @@ fn the_victim_sets_up_what_the_survivors_find() {
     assert_eq!(locks.own.map(|l| l.home), Some(4));
     assert_eq!(locks.duty, LockDuty::None);
     assert_contains(&tap_text, "the victim (node 4)");
-    assert_contains(
-        &tap_text,
-        "(lock 0 on itself, W 0 and O 1 on survivor A (node 1))",
-    );
+    let record = "(lock 0 on itself, W 0 and O 1 on survivor A (node 1))";
+    assert_contains(&tap_text, record);
 
     let mut tap = Tap::new(Vec::new());
     let a = find_victims_locks(&kernels[0], &mut tap, 1, 4, 4);
     let b = find_victims_locks(&kernels[1], &mut tap, 2, 4, 4);
     assert!(tap.finish().all_passed());
-    let o = LiteLock { home: 1, number: 1 };
-    let w = LiteLock { home: 1, number: 0 };
+    let (o, w) = (
+        LiteLock { home: 1, number: 1 },
+        LiteLock { home: 1, number: 0 },
+    );
     assert_eq!(a.duty, LockDuty::TakeOrphan { lock: Some(o) });
     assert_eq!(
         b.duty,
@@ -313,11 +296,7 @@ fn the_victim_prints_its_marker_last() {
 
 #[test]
 fn a_victim_that_cannot_join_stops() {
-    let defects = Defects {
-        refuse_join: true,
-        ..Defects::default()
-    };
-    let kernel = FakeKernel::new(4, 4, defects);
+    let kernel = FakeKernel::new(4, 4, defects_with(|d| d.refuse_join = true));
     let mut out = Vec::new();
     let error = run_victim(&kernel, &LONE_VICTIM, &mut out).unwrap_err();
     assert_contains(&error, "ECONNREFUSED");
@@ -338,12 +317,12 @@ fn run_with_death_on(
     defects: DeathDefects,
 ) -> Vec<(String, TapSummary)> {
     let nodes = dying::cluster(count, defects);
+    let overload = Duration::from_millis(300);
     let config = FailureConfig {
-        cm: Ipv4Addr::new(10, 0, 0, 1),
         nodes: count,
         pacing,
-        overload: Duration::from_millis(300),
-        second_address: None,
+        overload,
+        ..LONE_VICTIM
     };
     let (survivors, victim) = nodes.split_at(nodes.len() - 1);
     thread::scope(|scope| {
@@ -390,11 +369,7 @@ const B_POINTS: u32 = 5;
 #[test]
 fn survivors_of_a_correct_kernel_pass_every_point() {
     let results = run_with_death(DeathDefects::default());
-    let points = [
-        FAILURE_POINTS + A_POINTS,
-        FAILURE_POINTS + B_POINTS,
-        FAILURE_POINTS,
-    ];
+    let points = [A_POINTS, B_POINTS, 0].map(|extra| FAILURE_POINTS + extra);
     for (node, (output, summary)) in (1..).zip(&results) {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
         for call in Call::ALL {
@@ -419,24 +394,20 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
         );
     }
     let (a, b) = (&results[0].0, &results[1].0);
-    assert_contains(
-        a,
-        " - lock of lock O 1, kept here, which the dead victim held and nobody waited \
-             for, returns -EOWNERDEAD (got -130 (-EOWNERDEAD))\n",
-    );
-    assert_contains(
-        b,
-        " - lock of lock W 0 on survivor A (node 1), which the victim held, returns \
-             -EOWNERDEAD (got -130 (-EOWNERDEAD))\n",
-    );
+    let got = "returns -EOWNERDEAD (got -130 (-EOWNERDEAD))\n";
+    let o = " - lock of lock O 1, kept here, which the dead victim held and nobody waited for,";
+    assert_contains(a, &format!("{o} {got}"));
+    let w = " - lock of lock W 0 on survivor A (node 1), which the victim held,";
+    assert_contains(b, &format!("{w} {got}"));
     for (output, name) in [(a, "lock O 1"), (b, "lock W 0")] {
         let unlock =
             format!(" - unlock of {name}, taken over from the dead victim, returns 0 (got 0)\n");
         let again = format!(" - lock and unlock of {name} once more return 0 (got 0, 0)\n");
         assert_contains_all(output, &[&unlock, &again]);
     }
-    assert!(!results[2].0.contains("lock W"), "{}", results[2].0);
-    assert!(!results[2].0.contains("lock O"), "{}", results[2].0);
+    for lock in ["lock W", "lock O"] {
+        assert!(!results[2].0.contains(lock), "{}", results[2].0);
+    }
     // Nodes 1 and 2 watch node 3 leave and come back; node 1 also
     // publishes its spread LMR for node 3 to map.
     for ((output, summary), points) in results[..2].iter().zip([points[0] + 1, points[1]]) {
@@ -451,16 +422,11 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
         assert_count(output, sampled, CYCLES as usize - 2);
         assert_contains(output, "during the cycles comes back intact");
     }
-    assert_contains(
-        &results[0].0,
-        " - leave/rejoin: add_ask_mr_table of the spread LMR as name \
-             0x5350524541444c4d (for node 3 to map) returns 0\n",
-    );
-    assert!(
-        !results[1].0.contains("add_ask_mr_table"),
-        "{}",
-        results[1].0
-    );
+    let published = " - leave/rejoin: add_ask_mr_table of the spread LMR as name \
+                     0x5350524541444c4d (for node 3 to map) returns 0\n";
+    assert_contains(&results[0].0, published);
+    let b = &results[1].0;
+    assert!(!b.contains("add_ask_mr_table"), "{b}");
     let (output, summary) = &results[2];
     assert_eq!(summary.passed, FAILURE_POINTS + 45, "{output}");
     // Only the first leave happens while the mapping exists.
@@ -490,13 +456,9 @@ fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
         let failed = failures(output);
         assert!(failed.is_empty(), "{failed:?}\n{output}");
         assert!(summary.passed > FAILURE_POINTS + points, "{output}");
-        assert_contains(
-            output,
-            &format!(
-                "\nok {} - final dist_barrier(2) among the survivors returns 0\n",
-                FAILURE_POINTS + points
-            ),
-        );
+        let last = FAILURE_POINTS + points;
+        let barrier = "final dist_barrier(2) among the survivors returns 0";
+        assert_contains(output, &format!("\nok {last} - {barrier}\n"));
     }
     assert_contains(&results[0].0, "lock O 1, kept here");
     assert_contains(&results[1].0, "\n# stall lock_owner_dead ");
@@ -530,10 +492,8 @@ fn bytes_lost_by_a_leave_are_caught() {
         let failed = failures(output);
         // Every check after the first leave, which zeroed two chunks.
         assert_eq!(failed.len(), CYCLES as usize, "{failed:?}");
-        assert!(
-            failed.iter().all(|l| l.contains("spread LMR reads back")),
-            "{failed:?}"
-        );
+        let reads_back = |l: &&str| l.contains("spread LMR reads back");
+        assert!(failed.iter().all(reads_back), "{failed:?}");
         assert_contains(output, "byte(s) differ");
     }
     assert!(failures(&results[2].0).is_empty(), "{}", results[2].0);
@@ -555,22 +515,16 @@ fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
         assert_eq!(failed.len(), 1, "{failed:?}\n{output}");
         let no_cycle = "leave/rejoin cycle 1: get_total_node went from 3 to 2 and back to 3";
         assert_contains(failed[0], no_cycle);
-        assert_contains(
-            output,
-            "# get_total_node did not return 2 in time (2000 ms)",
-        );
+        let missed = "# get_total_node did not return 2 in time (2000 ms)";
+        assert_contains(output, missed);
         assert_contains(output, "cycle 1: the 16 MiB spread LMR reads back whole");
     }
     let output = &results[2].0;
     let failed = failures(output);
     assert_eq!(failed.len(), 2, "{failed:?}\n{output}");
-    assert!(
-        failed[0].ends_with(
-            " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
-             node 1's spread LMR"
-        ),
-        "{failed:?}"
-    );
+    let leave = " - leave/rejoin cycle 1: leave(0) on node 3 returns 0, keeping its mapping of \
+                 node 1's spread LMR";
+    assert!(failed[0].ends_with(leave), "{failed:?}");
     assert_contains_all(
         output,
         &[
@@ -588,9 +542,8 @@ fn a_dead_node_reported_as_an_io_error_is_caught() {
     for (output, _) in run_with_death(DeathDefects::write_fails_with_eio()) {
         let failed = failures(&output);
         assert_eq!(failed.len(), 1, "{failed:?}");
-        assert_contains(
-            failed[0],
-            "rdma_write of 4 KiB to LMR A on the victim (node 4) fails with -EHOSTDOWN (got -5 (-EIO))",
-        );
+        let write = "rdma_write of 4 KiB to LMR A on the victim (node 4)";
+        let eio = format!("{write} fails with -EHOSTDOWN (got -5 (-EIO))");
+        assert_contains(failed[0], &eio);
     }
 }

@@ -183,14 +183,10 @@ mod tests {
     #[test]
     fn calls_print_with_their_arguments() {
         let args = [0x1_0000_0001, 16, 0, 0, 0, 0];
-        assert_eq!(
-            describe_call(Syscall::Free, &args),
-            "lite_free(0x100000001)"
-        );
-        assert_eq!(
-            describe_call(Syscall::RdmaWrite, &args),
-            "lite_rdma_write(0x100000001, 16, 0, 0, 0, 0)"
-        );
+        let free = describe_call(Syscall::Free, &args);
+        assert_eq!(free, "lite_free(0x100000001)");
+        let write = describe_call(Syscall::RdmaWrite, &args);
+        assert_eq!(write, "lite_rdma_write(0x100000001, 16, 0, 0, 0, 0)");
         assert_eq!(describe_call(Syscall::Fence, &args), "lite_fence()");
     }
 

@@ -419,10 +419,9 @@ mod tests {
         // Two prototypes sharing one description.
         assert_eq!(header["lite_rdma_write"].arity, 6);
         assert_eq!(header["lite_rdma_read"].arity, 6);
-        assert!(header["lite_send"]
-            .refers_to
-            .contains("lite_send_reply_imm"));
-        assert!(header["lite_send"].direct.contains(&EAGAIN));
+        let send = &header["lite_send"];
+        assert!(send.refers_to.contains("lite_send_reply_imm"));
+        assert!(send.direct.contains(&EAGAIN));
         assert!(header["lite_lock"].direct.contains(&EOWNERDEAD));
         // The QoS section after lite_set_priority is no part of it.
         assert!(header["lite_set_priority"].direct.is_empty());

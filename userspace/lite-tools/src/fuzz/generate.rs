@@ -1623,10 +1623,8 @@ mod tests {
         assert_ne!(first_lines, lines(10));
         // Every drawn call comes up in a few thousand steps.
         for call in drawn_calls() {
-            assert!(
-                first.iter().any(|(p, _)| p.call == call),
-                "{call:?} never drawn"
-            );
+            let drawn = first.iter().any(|(p, _)| p.call == call);
+            assert!(drawn, "{call:?} never drawn");
         }
         assert!(first.iter().any(|(p, _)| p.expect.must_fail.is_some()));
     }
@@ -1695,9 +1693,8 @@ mod tests {
             .filter(|planned| planned.args[0] == 0x1_0000_0003)
             .collect();
         assert!(!stale.is_empty());
-        assert!(stale
-            .iter()
-            .all(|planned| planned.expect.must_fail.is_some()));
+        let must_fail = |planned: &Planned| planned.expect.must_fail.is_some();
+        assert!(stale.iter().all(must_fail));
     }
 
     #[test]

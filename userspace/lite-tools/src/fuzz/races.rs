@@ -1005,9 +1005,7 @@ mod tests {
         // SAFETY: waits for the child forked above.
         assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-        assert_eq!(
-            read_results(&mut child_end, 1, Some(Duration::from_secs(1))),
-            None
-        );
+        let results = read_results(&mut child_end, 1, Some(Duration::from_secs(1)));
+        assert_eq!(results, None);
     }
 }

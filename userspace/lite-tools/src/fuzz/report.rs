@@ -100,22 +100,14 @@ mod tests {
         shared.procs[0].count(Syscall::Free, 0);
         shared.procs[1].count(Syscall::Free, -i64::from(libc::EBADF));
         shared.procs[1].count(Syscall::Free, -i64::from(libc::EBADF));
-        assert_eq!(
-            calls_line(shared, Syscall::Free),
-            "lite-fuzz calls lite_free=3 ok=1 EBADF=2"
-        );
-        assert_eq!(
-            calls_line(shared, Syscall::Fence),
-            "lite-fuzz calls lite_fence=0"
-        );
-        assert_eq!(
-            total_line(3, 0, 0),
-            "lite-fuzz total calls=3 alarms=0 hung=0"
-        );
-        assert_eq!(
-            call_and_result(Syscall::Free, &[5, 0, 0, 0, 0, 0], -9),
-            "lite_free(5) returned -9 (-EBADF)"
-        );
+        let free = calls_line(shared, Syscall::Free);
+        assert_eq!(free, "lite-fuzz calls lite_free=3 ok=1 EBADF=2");
+        let fence = calls_line(shared, Syscall::Fence);
+        assert_eq!(fence, "lite-fuzz calls lite_fence=0");
+        let total = total_line(3, 0, 0);
+        assert_eq!(total, "lite-fuzz total calls=3 alarms=0 hung=0");
+        let free = call_and_result(Syscall::Free, &[5, 0, 0, 0, 0, 0], -9);
+        assert_eq!(free, "lite_free(5) returned -9 (-EBADF)");
     }
 
     #[test]

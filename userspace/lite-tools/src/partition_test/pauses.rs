@@ -362,10 +362,8 @@ pub(super) mod tests {
         watch.record(Err("-107 (-ENOTCONN)".to_string()), 3, 300);
         watch.record(Ok(3), 3, 400);
         assert_eq!((watch.reads, watch.other_reads), (5, 2));
-        assert_eq!(
-            watch.verdict(),
-            Err("2 of 5 reads differed; the first: 2 after 200 ms".to_string())
-        );
+        let differed = "2 of 5 reads differed; the first: 2 after 200 ms";
+        assert_eq!(watch.verdict(), Err(differed.to_string()));
     }
 
     #[test]
@@ -389,10 +387,8 @@ pub(super) mod tests {
             first_mismatch: Some("round 1: 4 byte(s) differ".to_string()),
             ..TrafficReport::default()
         };
-        assert_eq!(
-            different.verdict(),
-            Err("1 round trips came back different; the first: round 1: 4 byte(s) differ".into())
-        );
+        let differed = "1 round trips came back different; the first: round 1: 4 byte(s) differ";
+        assert_eq!(different.verdict(), Err(differed.into()));
     }
 
     /// A member's membership file: `node`'s `incarnation`, fenced or not,
@@ -423,13 +419,8 @@ pub(super) mod tests {
     fn the_members_must_be_the_same_incarnations_alive_after_as_before() {
         use PeerState::{Alive, Dead, Suspect};
         let before = view(1, 1, false, &[(2, Alive, 1), (3, Alive, 1)]);
-        assert_eq!(
-            same_members(&before, &before, 3),
-            Ok(
-                "node 1 incarnation 1, peer 2 alive incarnation 1, peer 3 alive incarnation 1"
-                    .to_string()
-            )
-        );
+        let same = "node 1 incarnation 1, peer 2 alive incarnation 1, peer 3 alive incarnation 1";
+        assert_eq!(same_members(&before, &before, 3), Ok(same.to_string()));
         // A later epoch alone is no change of members.
         let mut later_epoch = before.clone();
         if let MembershipFile::Member(v) = &mut later_epoch {
@@ -438,14 +429,13 @@ pub(super) mod tests {
         assert!(same_members(&before, &later_epoch, 3).is_ok());
 
         let reborn = view(1, 1, false, &[(2, Alive, 2), (3, Alive, 1)]);
-        assert_eq!(
-            same_members(&before, &reborn, 3),
-            Err("peer 2: alive incarnation 1 before, alive incarnation 2 after".to_string())
-        );
-        let suspected = view(1, 1, false, &[(2, Suspect, 1), (3, Alive, 1)]);
-        assert!(same_members(&before, &suspected, 3).is_err());
-        let dead = view(1, 1, false, &[(2, Dead, 1), (3, Alive, 1)]);
-        assert!(same_members(&before, &dead, 3).is_err());
+        let reborn_reason = "peer 2: alive incarnation 1 before, alive incarnation 2 after";
+        let reborn = same_members(&before, &reborn, 3).unwrap_err();
+        assert_eq!(reborn, reborn_reason);
+        for state in [Suspect, Dead] {
+            let after = view(1, 1, false, &[(2, state, 1), (3, Alive, 1)]);
+            assert!(same_members(&before, &after, 3).is_err(), "{state:?}");
+        }
         let fenced = view(1, 1, true, &[(2, Alive, 1), (3, Alive, 1)]);
         let fenced = same_members(&before, &fenced, 3).unwrap_err();
         assert_contains(&fenced, "this node is fenced: 0 before, 1 after");
@@ -454,13 +444,10 @@ pub(super) mod tests {
         assert_contains(&rejoined, "node 1 incarnation 1, then node 1 incarnation 2");
         // A peer missing from both files is no member either.
         let missing = view(1, 1, false, &[(2, Alive, 1)]);
-        assert_eq!(
-            same_members(&missing, &missing, 3),
-            Err("peer 3: no line before, no line after".to_string())
-        );
-        assert!(same_members(&MembershipFile::NotJoined, &before, 3)
-            .unwrap_err()
-            .starts_with("no membership to compare: joined 0 before"));
+        let no_line = "peer 3: no line before, no line after";
+        assert_eq!(same_members(&missing, &missing, 3).unwrap_err(), no_line);
+        let not_joined = same_members(&MembershipFile::NotJoined, &before, 3).unwrap_err();
+        assert!(not_joined.starts_with("no membership to compare: joined 0 before"));
     }
 
     #[test]

@@ -33,8 +33,7 @@ fn the_survivors_find_the_cut_node_by_its_port() {
 
 #[test]
 fn the_two_patterns_differ() {
-    let mut p2 = vec![0u8; 64];
-    let mut p3 = vec![0u8; 64];
+    let (mut p2, mut p3) = (vec![0u8; 64], vec![0u8; 64]);
     pattern::fill(cut_pattern(3, 1), 0, &mut p2);
     pattern::fill(canary_pattern(3, 1), 0, &mut p3);
     assert_ne!(p2, p3);
@@ -50,25 +49,19 @@ fn the_writer_notes_its_first_failure_and_what_came_after() {
         report.record(ret, at);
     }
     assert_eq!(report.successes, 2);
-    assert_eq!(
-        (report.first_failure, report.first_failure_ns),
-        (Some(EHOSTDOWN), 3)
-    );
+    let first = (report.first_failure, report.first_failure_ns);
+    assert_eq!(first, (Some(EHOSTDOWN), 3));
     assert_eq!((report.later_writes, report.later_successes), (2, 0));
     assert_eq!(report.later_results, [EHOSTDOWN, EBADF]);
-    assert_eq!(
-        report.later_results_text(),
-        "-112 (-EHOSTDOWN), -9 (-EBADF)"
-    );
+    let later = "-112 (-EHOSTDOWN), -9 (-EBADF)";
+    assert_eq!(report.later_results_text(), later);
     assert_eq!(report.first_failure_verdict(), Ok(()));
     assert_eq!(report.later_writes_verdict(), Ok(()));
 
     // A write that succeeds after the cut wrote through a dead membership.
     report.record(0, 6);
-    assert!(report
-        .later_writes_verdict()
-        .unwrap_err()
-        .contains("1 of 3 writes"));
+    let verdict = report.later_writes_verdict().unwrap_err();
+    assert_contains(&verdict, "1 of 3 writes");
 }
 
 #[test]
@@ -119,8 +112,7 @@ fn member(node: u32, incarnation: u32, fenced: bool) -> MembershipFile {
 #[test]
 fn a_node_is_cut_off_while_fenced_or_no_member() {
     assert!(!shows_cut_off(&member(3, 1, false)));
-    assert!(shows_cut_off(&member(3, 1, true)));
-    assert!(shows_cut_off(&MembershipFile::NotJoined));
+    assert!(shows_cut_off(&member(3, 1, true)) && shows_cut_off(&MembershipFile::NotJoined));
 }
 
 #[test]
@@ -231,12 +223,9 @@ fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
             model::resume(&nodes[PAUSED - 1]);
         }
         // As the harness checks: every pause fell within every node's traffic.
-        for console in &consoles {
-            assert!(
-                !console.text().contains(PAUSES_OVER_MARKER),
-                "the traffic ended before the pauses:\n{}",
-                console.text()
-            );
+        for text in consoles.iter().map(SharedOutput::text) {
+            let over = text.contains(PAUSES_OVER_MARKER);
+            assert!(!over, "the traffic ended before the pauses:\n{text}");
         }
         let cut_node = &nodes[cut - 1];
         await_everywhere(&consoles[cut - 1..], READY_MARKER);
@@ -288,10 +277,8 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
         let over = output.find(PAUSES_OVER_MARKER);
         let reported = output.find("pauses: get_total_node returned 3 in each of");
         let partition = output.find("after publishing LMR Y returns 0");
-        assert!(
-            allocated < ready && ready < over && over < reported && reported < partition,
-            "{output}"
-        );
+        let framed = [allocated, ready, over, reported, partition];
+        assert!(framed.windows(2).all(|w| w[0] < w[1]), "{output}");
     }
     let (holder, holder_summary) = &results[0];
     assert_eq!(holder_summary.passed, 24, "{holder}");
@@ -353,16 +340,12 @@ fn writes_that_land_while_cut_off_are_caught() {
     let cut = failures(&results[2].0);
     assert_eq!(cut.len(), 1, "{cut:?}");
     assert_contains(cut[0], "the writer's writes fail once this node is cut off");
-    assert!(
-        [
-            "(got -9 (-EBADF))",
-            "(got -107 (-ENOTCONN))",
-            "(got no failure)"
-        ]
-        .iter()
-        .any(|got| cut[0].ends_with(got)),
-        "{cut:?}"
-    );
+    let got = [
+        "(got -9 (-EBADF))",
+        "(got -107 (-ENOTCONN))",
+        "(got no failure)",
+    ];
+    assert!(got.iter().any(|got| cut[0].ends_with(got)), "{cut:?}");
 }
 
 #[test]
@@ -372,17 +355,11 @@ fn handles_that_survive_the_new_join_are_caught() {
     // The old mapping still writes; whether the writer also wrote between
     // the new join and its end is up to timing.
     let cut = failures(&results[2].0);
-    assert!(
-        cut.last()
-            .is_some_and(|l| l.contains("mapping from before the cut fails (got 0)")),
-        "{cut:?}"
-    );
-    assert!(
-        cut.len() == 1
-            || cut.len() == 2
-                && cut[0].contains("no write succeeds after the writer's first failure"),
-        "{cut:?}"
-    );
+    let mapped = |l: &&str| l.contains("mapping from before the cut fails (got 0)");
+    assert!(cut.last().is_some_and(mapped), "{cut:?}");
+    let after_first = "no write succeeds after the writer's first failure";
+    let also_after_first = cut.len() == 2 && cut[0].contains(after_first);
+    assert!(cut.len() == 1 || also_after_first, "{cut:?}");
 }
 
 #[test]

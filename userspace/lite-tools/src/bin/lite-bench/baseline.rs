@@ -119,15 +119,11 @@ mod tests {
     #[test]
     fn blocks_alternate_in_pairs_whose_order_changes() {
         use Side::{Baseline as B, Lite as L};
-        assert_eq!(
-            schedule(25, 10),
-            vec![(B, 10), (L, 10), (L, 10), (B, 10), (B, 5), (L, 5)]
-        );
+        let blocks = vec![(B, 10), (L, 10), (L, 10), (B, 10), (B, 5), (L, 5)];
+        assert_eq!(schedule(25, 10), blocks);
         assert_eq!(schedule(0, 10), vec![]);
-        assert_eq!(
-            schedule(3, 0),
-            vec![(B, 1), (L, 1), (L, 1), (B, 1), (B, 1), (L, 1)]
-        );
+        let blocks = vec![(B, 1), (L, 1), (L, 1), (B, 1), (B, 1), (L, 1)];
+        assert_eq!(schedule(3, 0), blocks);
     }
 
     #[test]
@@ -138,9 +134,8 @@ mod tests {
                 let total: usize = blocks.iter().filter(|b| b.0 == side).map(|b| b.1).sum();
                 assert_eq!(total, iters, "{iters} in blocks of {block}");
             }
-            assert!(blocks
-                .iter()
-                .all(|&(_, count)| (1..=block).contains(&count)));
+            let within = |&(_, count): &(_, usize)| (1..=block).contains(&count);
+            assert!(blocks.iter().all(within));
         }
     }
 }

@@ -2049,14 +2049,10 @@ mod tests {
 
     #[test]
     fn latency_ops_name_the_series_that_run() {
-        assert_eq!(
-            parse_latency_ops("read,fetch_add"),
-            Ok(vec![Operation::Read, Operation::FetchAdd])
-        );
-        assert_eq!(
-            parse_latency_ops("write,read,fetch_add,compare_swp,rpc"),
-            Ok(LATENCY_OPS.to_vec())
-        );
+        let two = parse_latency_ops("read,fetch_add");
+        assert_eq!(two, Ok(vec![Operation::Read, Operation::FetchAdd]));
+        let all = parse_latency_ops("write,read,fetch_add,compare_swp,rpc");
+        assert_eq!(all, Ok(LATENCY_OPS.to_vec()));
         assert!(parse_latency_ops("write,memset").is_err());
         assert!(parse_latency_ops("").is_err());
     }

@@ -365,8 +365,7 @@ mod tests {
         }
         assert_eq!(admin_group(&kernel), "4294967295\n");
         // The node is a member as before.
-        assert_eq!(kernel.get_node_id(), 2);
-        assert_eq!(kernel.get_total_node(), 3);
+        assert_eq!((kernel.get_node_id(), kernel.get_total_node()), (2, 3));
     }
 
     #[test]
@@ -404,20 +403,14 @@ mod tests {
     #[test]
     fn a_group_set_before_is_reported_and_set_back() {
         let kernel = member(Defects::default());
-        assert!(matches!(
-            kernel.write_debugfs(ADMIN_GROUP_FILE, "77\n"),
-            Some(Ok(()))
-        ));
+        let written = kernel.write_debugfs(ADMIN_GROUP_FILE, "77\n");
+        assert!(matches!(written, Some(Ok(()))));
         let output = output_of(&kernel);
-        assert_eq!(
-            failures(&output),
-            ["not ok 1 - node 2: admin_group reads 4294967295 (no group), its default"],
-            "{output}"
-        );
+        let default = "not ok 1 - node 2: admin_group reads 4294967295 (no group), its default";
+        assert_eq!(failures(&output), [default], "{output}");
         assert!(output.contains("# it reads 77 (put back at the end)\n"));
-        assert!(
-            output.contains("ok 15 - node 2: admin_group is set back to 77, what it read before\n")
-        );
+        let set_back = "ok 15 - node 2: admin_group is set back to 77, what it read before\n";
+        assert!(output.contains(set_back));
         assert_eq!(admin_group(&kernel), "77\n");
     }
 
@@ -437,15 +430,11 @@ mod tests {
         refused(process.write_debugfs("qos_enabled", "0\n"), libc::EPERM);
         refused(kernel.write_debugfs(ADMIN_GROUP_FILE, "x\n"), libc::EINVAL);
         refused(process.write_debugfs(ADMIN_GROUP_FILE, "x\n"), libc::EINVAL);
-        assert!(matches!(
-            kernel.write_debugfs(ADMIN_GROUP_FILE, "4302"),
-            Some(Ok(()))
-        ));
+        let written = kernel.write_debugfs(ADMIN_GROUP_FILE, "4302");
+        assert!(matches!(written, Some(Ok(()))));
         assert_eq!(admin_group(&kernel), "4302\n");
-        assert!(matches!(
-            process.write_debugfs("qos_enabled", "0\n"),
-            Some(Ok(()))
-        ));
+        let written = process.write_debugfs("qos_enabled", "0\n");
+        assert!(matches!(written, Some(Ok(()))));
         refused(outsider.write_debugfs("qos_enabled", "1\n"), libc::EPERM);
         // Members may not hand the group on.
         refused(process.write_debugfs(ADMIN_GROUP_FILE, "1\n"), libc::EPERM);

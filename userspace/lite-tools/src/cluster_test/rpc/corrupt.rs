@@ -425,7 +425,15 @@ pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tap::assert_contains;
+    use crate::tap::{assert_contains, assert_contains_all};
+
+    /// Asserts that `result` is an error naming every one of `parts`.
+    #[track_caller]
+    fn assert_fails_with(result: Result<(), String>, parts: &[&str]) -> String {
+        let error = result.expect_err("a failure");
+        assert_contains_all(&error, parts);
+        error
+    }
 
     #[test]
     fn the_corrupt_ring_case_picks_its_nodes_the_same_way_everywhere() {
@@ -437,7 +445,7 @@ mod tests {
     #[test]
     fn corrupt_ring_requests_are_told_apart_by_content() {
         let requests: Vec<Vec<u8>> = (0..CORRUPT_SIZES.len())
-            .map(|index| corrupt_request(1, index))
+            .map(|i| corrupt_request(1, i))
             .collect();
         for (index, request) in requests.iter().enumerate() {
             assert_eq!(request.len(), CORRUPT_SIZES[index]);
@@ -457,24 +465,16 @@ mod tests {
     #[test]
     fn discarded_calls_must_fail_at_once_with_eproto() {
         let eproto = -c_long::from(libc::EPROTO);
-        assert_eq!(
-            expect_discarded(0, eproto, Duration::from_millis(300)),
-            Ok(())
+        let at_once = Duration::from_millis(300);
+        assert_eq!(expect_discarded(0, eproto, at_once), Ok(()));
+        let late = assert_fails_with(
+            expect_discarded(1, eproto, Duration::from_secs(11)),
+            &["11s"],
         );
-        let late = expect_discarded(1, eproto, Duration::from_secs(11));
-        assert!(
-            late.as_ref()
-                .is_err_and(|e| e.starts_with("the faulty call") && e.contains("11s")),
-            "{late:?}"
-        );
-        let timed_out =
-            expect_discarded(0, -c_long::from(libc::ETIMEDOUT), Duration::from_secs(60));
-        assert!(
-            timed_out
-                .as_ref()
-                .is_err_and(|e| e.contains("-ETIMEDOUT") && e.contains("after 60s")),
-            "{timed_out:?}"
-        );
+        assert!(late.starts_with("the faulty call"), "{late}");
+        let timed_out = -c_long::from(libc::ETIMEDOUT);
+        let timed_out = expect_discarded(0, timed_out, Duration::from_secs(60));
+        assert_fails_with(timed_out, &["-ETIMEDOUT", "after 60s"]);
         assert!(expect_discarded(1, 64, Duration::from_millis(1)).is_err());
     }
 
@@ -490,34 +490,15 @@ mod tests {
             received.push(extra);
             judge_corrupt_received(1, &received)
         };
-        let discarded = with(corrupt_request(1, 0));
-        assert!(
-            discarded
-                .as_ref()
-                .is_err_and(|e| e.contains("the queued call") && e.contains("discarded")),
-            "{discarded:?}"
+        assert_fails_with(
+            with(corrupt_request(1, 0)),
+            &["the queued call", "discarded"],
         );
-        let twice = with(corrupt_request(1, 3));
-        assert!(
-            twice
-                .as_ref()
-                .is_err_and(|e| e.contains("call 2 after the break (1 B) received 2 times")),
-            "{twice:?}"
-        );
-        let unknown = with(b"stranger".to_vec());
-        assert!(
-            unknown
-                .as_ref()
-                .is_err_and(|e| e.contains("none node 1 sent")),
-            "{unknown:?}"
-        );
+        let twice = "call 2 after the break (1 B) received 2 times";
+        assert_fails_with(with(corrupt_request(1, 3)), &[twice]);
+        assert_fails_with(with(b"stranger".to_vec()), &["none node 1 sent"]);
         let missing = judge_corrupt_received(1, &after[1..]);
-        assert!(
-            missing
-                .as_ref()
-                .is_err_and(|e| e.contains("5 requests received") && e.contains("0 times")),
-            "{missing:?}"
-        );
+        assert_fails_with(missing, &["5 requests received", "0 times"]);
     }
 
     #[test]
@@ -543,10 +524,8 @@ mod tests {
         let outputs: Vec<String> = (1..=3)
             .map(|me| {
                 let mut out = Vec::new();
-                assert_eq!(
-                    corrupt_ring(&kernel, &mut Tap::new(&mut out), Node::new(me, 3)),
-                    Ok(())
-                );
+                let step = corrupt_ring(&kernel, &mut Tap::new(&mut out), Node::new(me, 3));
+                assert_eq!(step, Ok(()));
                 String::from_utf8_lossy(&out).into_owned()
             })
             .collect();

@@ -366,10 +366,8 @@ mod tests {
         let (calls, died) = dying_round_on_one_node(DYING_CALLERS, DYING_PORTS[0]);
         assert_eq!(judge_dying(1, &calls, died, true), Ok((DYING_CALLERS, 0)));
         let (calls, died) = dying_round_on_one_node(DYING_CALLERS - 1, DYING_PORTS[1]);
-        assert_eq!(
-            judge_dying(1, &calls, died, false),
-            Ok((DYING_CALLERS - 1, 1))
-        );
+        let judged = judge_dying(1, &calls, died, false);
+        assert_eq!(judged, Ok((DYING_CALLERS - 1, 1)));
         // Not every request was received: -ECONNREFUSED for the rest.
         assert!(judge_dying(1, &calls, died, true).is_err());
     }
@@ -385,10 +383,8 @@ mod tests {
             })
         };
         let reset = call(libc::ECONNRESET, 1, 0);
-        assert_eq!(
-            judge_dying(1, std::slice::from_ref(&reset), died, true),
-            Ok((1, 0))
-        );
+        let judged = judge_dying(1, std::slice::from_ref(&reset), died, true);
+        assert_eq!(judged, Ok((1, 0)));
         for (calls, why) in [
             (
                 vec![reset.clone(), call(libc::ETIMEDOUT, 60, 59)],
@@ -409,12 +405,8 @@ mod tests {
             ),
         ] {
             let judged = judge_dying(2, &calls, died, false);
-            assert!(
-                judged
-                    .as_ref()
-                    .is_err_and(|e| e.contains(why) && e.contains("node 2")),
-                "{why}: {judged:?}"
-            );
+            let named = |e: &String| e.contains(why) && e.contains("node 2");
+            assert!(judged.as_ref().is_err_and(named), "{why}: {judged:?}");
         }
     }
 }

@@ -527,18 +527,12 @@ mod tests {
             ];
             assert_eq!(child_main(&other, &args), Some(0));
             // What the child checked, checked again here.
-            assert_eq!(
-                other.unregister_application(PRIVATE_PORT),
-                -c_long::from(libc::EPERM)
-            );
-            assert_eq!(
-                reply(&other, b"MINE", descriptor),
-                -c_long::from(libc::ENOENT)
-            );
-            assert_eq!(
-                receive(&other, PRIVATE_PORT, &mut buf, true).0,
-                -c_long::from(libc::EAGAIN)
-            );
+            let unregistered = other.unregister_application(PRIVATE_PORT);
+            assert_eq!(unregistered, -c_long::from(libc::EPERM));
+            let replied = reply(&other, b"MINE", descriptor);
+            assert_eq!(replied, -c_long::from(libc::ENOENT));
+            let received = receive(&other, PRIVATE_PORT, &mut buf, true).0;
+            assert_eq!(received, -c_long::from(libc::EAGAIN));
             assert_eq!(reply(&owner, b"MINE", descriptor), 0);
             let (ret, answer) = caller.join().expect("caller");
             assert_eq!((ret, &answer[..4]), (4, &b"MINE"[..]));
@@ -565,10 +559,8 @@ mod tests {
             assert_eq!(ret, -c_long::from(libc::ECONNRESET));
             assert_eq!(child.join().expect("child"), Some(0));
         });
-        assert_eq!(
-            owner.query_port(1, EXIT_PORT),
-            -c_long::from(libc::ECONNREFUSED)
-        );
+        let queried = owner.query_port(1, EXIT_PORT);
+        assert_eq!(queried, -c_long::from(libc::ECONNREFUSED));
         assert_eq!(owner.open_ports(), 0);
     }
 }

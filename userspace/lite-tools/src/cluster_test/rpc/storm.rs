@@ -352,9 +352,8 @@ mod tests {
         ] {
             assert_ne!(transform(&other), transform(&a));
         }
-        assert!(STORM_SIZES
-            .iter()
-            .all(|&size| (16..=STORM_MAX).contains(&size)));
+        let sizes = STORM_SIZES.iter();
+        assert!(sizes.clone().all(|size| (16..=STORM_MAX).contains(size)));
         assert!(STORM_MAX as u64 <= MAX_MESSAGE_SIZE);
     }
 
