@@ -399,29 +399,26 @@ mod tests {
         sources
     }
 
-    /// In-memory sources from `(file, text)` pairs.
-    fn sources(files: &[(&str, &str)]) -> BTreeMap<FileName, String> {
-        files
-            .iter()
-            .map(|&(file, text)| (file.to_owned(), text.to_owned()))
-            .collect()
+    /// The dependency graph of in-memory `(file, text)` pairs.
+    fn graph(files: &[(&str, &str)]) -> Graph {
+        let sources = files.iter().map(|&(f, t)| (f.to_owned(), t.to_owned()));
+        dependency_graph(&sources.collect(), &INTERNAL_UNIT)
     }
 
     /// The files `file` uses in the graph of `files`.
     fn uses(files: &[(&str, &str)], file: &str) -> Vec<FileName> {
-        dependency_graph(&sources(files), &INTERNAL_UNIT)[file]
-            .keys()
-            .cloned()
-            .collect()
+        graph(files)[file].keys().cloned().collect()
     }
 
-    fn strings(segments: &[&str]) -> Vec<String> {
-        segments.iter().map(|&s| s.to_owned()).collect()
+    /// `"a b"` as `["a", "b"]`.
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
     }
 
     #[test]
-    fn internal_unit_has_no_unsafe_code() {
-        let found: Vec<String> = internal_sources()
+    fn internal_unit_is_safe_denies_unsafe_and_has_no_cycles() {
+        let sources = internal_sources();
+        let found: Vec<String> = sources
             .iter()
             .flat_map(|(file, source)| {
                 unsafe_lines(source).into_iter().map(move |line| {
@@ -435,24 +432,15 @@ mod tests {
             "unsafe code in the internal unit:\n{}",
             found.join("\n")
         );
-    }
-
-    #[test]
-    fn internal_unit_denies_unsafe_code() {
-        let sources = internal_sources();
+        let mod_rs: String = tokens(&sources["mod.rs"])
+            .into_iter()
+            .map(|t| t.text)
+            .collect();
         assert!(
-            tokens(&sources["mod.rs"])
-                .iter()
-                .map(|t| t.text.as_str())
-                .collect::<String>()
-                .contains(DENY_UNSAFE),
+            mod_rs.contains(DENY_UNSAFE),
             "{INTERNAL_DIR}/mod.rs lacks {DENY_UNSAFE}"
         );
-    }
-
-    #[test]
-    fn internal_files_use_each_other_without_cycles() {
-        let graph = dependency_graph(&internal_sources(), &INTERNAL_UNIT);
+        let graph = dependency_graph(&sources, &INTERNAL_UNIT);
         if let Some(cycle) = find_cycle(&graph) {
             panic!(
                 "import cycle in the internal unit:\n{}",
@@ -462,25 +450,23 @@ mod tests {
     }
 
     #[test]
-    fn comments_and_literals_are_left_out_keeping_lines() {
+    fn tokens_leave_out_comments_and_literals_and_find_unsafe_code() {
         let source =
             "a // x\n/* b /* nested */ c\n*/ \"s // t\" 'q' '\\'' r#\"u\"# d: &'static str\n";
         let found: Vec<(String, usize)> = tokens(source)
             .into_iter()
             .map(|t| (t.text, t.line))
             .collect();
-        let expected = [("a", 1), ("d", 3), (":", 3), ("&", 3), ("'", 3)];
-        let expected = expected.into_iter().chain([("static", 3), ("str", 3)]);
-        assert_eq!(
-            found,
-            expected
-                .map(|(text, line)| (text.to_owned(), line))
-                .collect::<Vec<_>>()
-        );
-    }
-
-    #[test]
-    fn unsafe_is_found_in_code_only() {
+        let expected = [
+            ("a", 1),
+            ("d", 3),
+            (":", 3),
+            ("&", 3),
+            ("'", 3),
+            ("static", 3),
+            ("str", 3),
+        ];
+        assert_eq!(found, expected.map(|(text, line)| (text.to_owned(), line)));
         let source = "#![deny(unsafe_code)]\n\
             /// Calling this is not `unsafe {`.\n\
             // unsafe fn old() {}\n\
@@ -498,16 +484,14 @@ mod tests {
             .into_iter()
             .map(|r| (r.segments, r.line))
             .collect();
-        assert_eq!(
-            found,
-            vec![
-                (strings(&["super", "a", "b"]), 1),
-                (strings(&["super", "a", "c"]), 1),
-                (strings(&["super", "e", "E"]), 1),
-                (strings(&["super", "self"]), 1),
-                (strings(&["crate", "internal", "f", "g"]), 2),
-            ]
-        );
+        let expected = [
+            ("super a b", 1),
+            ("super a c", 1),
+            ("super e E", 1),
+            ("super self", 1),
+            ("crate internal f g", 2),
+        ];
+        assert_eq!(found, expected.map(|(path, line)| (words(path), line)));
     }
 
     #[test]
@@ -531,43 +515,11 @@ mod tests {
         ];
         assert_eq!(
             uses(&files, "sharing/mod.rs"),
-            strings(&["memory/lmr.rs", "memory/mod.rs"])
+            words("memory/lmr.rs memory/mod.rs")
         );
-        assert_eq!(uses(&files, "rpc/mod.rs"), strings(&["rpc/wire.rs"]));
-        assert_eq!(uses(&files, "mod.rs"), Vec::<String>::new());
-    }
-
-    #[test]
-    fn absolute_paths_cover_every_start() {
-        let here = module_of(&INTERNAL_UNIT, "memory/lmr.rs");
-        let resolve = |path: &[&str]| absolute_path(&here, &strings(path));
-        assert_eq!(
-            resolve(&["self", "X"]),
-            Some(strings(&["internal", "memory", "lmr", "X"]))
-        );
-        assert_eq!(
-            resolve(&["super", "X"]),
-            Some(strings(&["internal", "memory", "X"]))
-        );
-        assert_eq!(
-            resolve(&["super", "super", "MAX_NODES"]),
-            Some(strings(&["internal", "MAX_NODES"]))
-        );
-        assert_eq!(
-            resolve(&["$crate", "internal", "core", "wire"]),
-            Some(strings(&["internal", "core", "wire"]))
-        );
-        assert_eq!(
-            resolve(&["crate", "verbs", "Device"]),
-            Some(strings(&["verbs", "Device"]))
-        );
-        assert_eq!(resolve(&["super", "super", "super", "super", "x"]), None);
-        assert_eq!(module_of(&[], CRATE_ROOT), Vec::<String>::new());
-        assert_eq!(module_of(&[], "verbs/mod.rs"), strings(&["verbs"]));
-    }
-
-    #[test]
-    fn macro_paths_and_self_references_count_as_expected() {
+        assert_eq!(uses(&files, "rpc/mod.rs"), words("rpc/wire.rs"));
+        assert_eq!(uses(&files, "mod.rs"), words(""));
+        // Macro paths count; a file naming itself does not.
         let files = [
             (
                 "core/wire.rs",
@@ -578,66 +530,67 @@ mod tests {
                 "fn f() -> $crate::internal::core::wire::Frame { todo!() }",
             ),
         ];
-        assert_eq!(uses(&files, "core/wire.rs"), Vec::<String>::new());
-        assert_eq!(uses(&files, "memory/wire.rs"), strings(&["core/wire.rs"]));
+        assert_eq!(uses(&files, "core/wire.rs"), words(""));
+        assert_eq!(uses(&files, "memory/wire.rs"), words("core/wire.rs"));
     }
 
     #[test]
-    fn a_two_file_cycle_is_reported() {
-        let files = [
+    fn absolute_paths_cover_every_start() {
+        let here = module_of(&INTERNAL_UNIT, "memory/lmr.rs");
+        for (path, expected) in [
+            ("self X", Some("internal memory lmr X")),
+            ("super X", Some("internal memory X")),
+            ("super super MAX_NODES", Some("internal MAX_NODES")),
+            ("$crate internal core wire", Some("internal core wire")),
+            ("crate verbs Device", Some("verbs Device")),
+            ("super super super super x", None),
+        ] {
+            assert_eq!(
+                absolute_path(&here, &words(path)),
+                expected.map(words),
+                "{path}"
+            );
+        }
+        assert_eq!(module_of(&[], CRATE_ROOT), words(""));
+        assert_eq!(module_of(&[], "verbs/mod.rs"), words("verbs"));
+    }
+
+    #[test]
+    fn cycles_are_found_without_their_lead_in_nor_child_declarations() {
+        let two = [
             ("a.rs", "use super::b::B;\npub(crate) struct A;"),
             (
                 "b.rs",
                 "pub(crate) struct B;\n\nfn f() { let _ = crate::internal::a::A; }",
             ),
         ];
-        let graph = dependency_graph(&sources(&files), &INTERNAL_UNIT);
-        let cycle = find_cycle(&graph).expect("a cycle");
-        assert_eq!(cycle, strings(&["a.rs", "b.rs"]));
-        assert_eq!(
-            describe_cycle(&graph, &cycle),
-            format!("  {INTERNAL_DIR}/a.rs:1 uses {INTERNAL_DIR}/b.rs\n  {INTERNAL_DIR}/b.rs:3 uses {INTERNAL_DIR}/a.rs")
-        );
-    }
-
-    #[test]
-    fn declaring_a_child_is_not_using_it() {
-        let files = [
-            ("x/mod.rs", "pub(crate) mod child;\npub(crate) struct X;"),
-            ("x/child.rs", "use super::X;\npub(crate) struct Y;"),
-        ];
-        assert_eq!(
-            find_cycle(&dependency_graph(&sources(&files), &INTERNAL_UNIT)),
-            None
-        );
-    }
-
-    #[test]
-    fn a_parent_using_its_child_that_uses_it_is_a_cycle() {
-        let files = [
+        let child = ("x/child.rs", "use super::X;\npub(crate) struct Y;");
+        let cases: [(&[(&str, &str)], _); 4] = [
+            (&two, Some("a.rs b.rs")),
+            // Declaring a child is not using it ...
+            (&[("x/mod.rs", "pub(crate) mod child;\npub(crate) struct X;"), child], None),
+            // ... but using a child that uses its parent is a cycle.
             (
-                "x/mod.rs",
-                "pub(crate) mod child;\npub(crate) use self::child::Y;\npub(crate) struct X;",
+                &[("x/mod.rs", "pub(crate) mod child;\npub(crate) use self::child::Y;\npub(crate) struct X;"), child],
+                Some("x/child.rs x/mod.rs"),
             ),
-            ("x/child.rs", "use super::X;\npub(crate) struct Y;"),
+            (
+                &[
+                    ("a.rs", "use super::b::B;"),
+                    ("b.rs", "use super::c::C;"),
+                    ("c.rs", "use super::d::D;"),
+                    ("d.rs", "use super::b::B;"),
+                ],
+                Some("b.rs c.rs d.rs"),
+            ),
         ];
+        for (files, expected) in cases {
+            assert_eq!(find_cycle(&graph(files)), expected.map(words), "{files:?}");
+        }
+        let graph = graph(&two);
         assert_eq!(
-            find_cycle(&dependency_graph(&sources(&files), &INTERNAL_UNIT)),
-            Some(strings(&["x/child.rs", "x/mod.rs"]))
-        );
-    }
-
-    #[test]
-    fn a_longer_cycle_is_reported_without_its_lead_in() {
-        let files = [
-            ("a.rs", "use super::b::B;"),
-            ("b.rs", "use super::c::C;"),
-            ("c.rs", "use super::d::D;"),
-            ("d.rs", "use super::b::B;"),
-        ];
-        assert_eq!(
-            find_cycle(&dependency_graph(&sources(&files), &INTERNAL_UNIT)),
-            Some(strings(&["b.rs", "c.rs", "d.rs"]))
+            describe_cycle(&graph, &words("a.rs b.rs")),
+            format!("  {INTERNAL_DIR}/a.rs:1 uses {INTERNAL_DIR}/b.rs\n  {INTERNAL_DIR}/b.rs:3 uses {INTERNAL_DIR}/a.rs")
         );
     }
 }

@@ -301,9 +301,12 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
     }
 
     #[test]
-    fn a_clean_scan_passes() {
+    fn a_clean_last_scan_passes() {
         assert_eq!(scan(&block("", 0)), Scan::Done(Vec::new()));
         assert_eq!(check(&block("", 0)), Findings::default());
+        // The last block counts.
+        let log = format!("{}{}", block(LITE_RUST_LEAK, 1), block("", 0));
+        assert_eq!(scan(&log), Scan::Done(Vec::new()));
     }
 
     #[test]
@@ -423,25 +426,19 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
     }
 
     #[test]
-    fn the_last_block_counts() {
-        let log = format!("{}{}", block(LITE_RUST_LEAK, 1), block("", 0));
-        assert_eq!(scan(&log), Scan::Done(Vec::new()));
-    }
-
-    #[test]
-    fn only_the_debug_kernel_has_kmemleak_and_it_scans_when_asked() {
-        let has = |config: &str, line: &str| config.lines().any(|l| l == line);
+    fn only_the_debug_kernel_has_kmemleak_and_the_guest_scans_when_asked() {
         let debug = include_str!("../../config/debug.config");
-        assert!(has(debug, "CONFIG_DEBUG_KMEMLEAK=y"));
-        assert!(has(debug, "# CONFIG_DEBUG_KMEMLEAK_AUTO_SCAN is not set"));
-        assert!(has(debug, "# CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF is not set"));
         let release = include_str!("../../config/release.config");
-        assert!(has(release, "# CONFIG_DEBUG_KMEMLEAK is not set"));
+        for (config, line) in [
+            (debug, "CONFIG_DEBUG_KMEMLEAK=y"),
+            (debug, "# CONFIG_DEBUG_KMEMLEAK_AUTO_SCAN is not set"),
+            (debug, "# CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF is not set"),
+            (release, "# CONFIG_DEBUG_KMEMLEAK is not set"),
+        ] {
+            assert!(config.lines().any(|l| l == line), "{line}");
+        }
         assert!(!include_str!("../../config/base.config").contains("KMEMLEAK"));
-    }
-
-    #[test]
-    fn the_guest_prints_the_markers_the_harness_reads() {
+        // The guest prints the markers the harness reads.
         let init = include_str!("init.sh");
         assert!(init.contains(&format!("echo \"{BEGIN_MARKER}\"")), "begin");
         assert!(init.contains(&format!("echo \"{END_MARKER}$")), "end");

@@ -218,11 +218,26 @@ mod tests {
         gap: Duration::from_millis(30),
     };
 
+    /// [`PLAN`] carried out on a VM failing the `fail_stop`-th stop or the
+    /// `fail_cont`-th cont: the VM, the log and the error as text.
+    fn run(
+        fail_stop: Option<usize>,
+        fail_cont: Option<usize>,
+    ) -> (FakeVm, PauseLog, Result<(), String>) {
+        let mut vm = FakeVm {
+            fail_stop,
+            fail_cont,
+            ..FakeVm::default()
+        };
+        let mut log = PauseLog::default();
+        let result = pause_repeatedly(&mut vm, &PLAN, &mut log).map_err(|e| format!("{e:#}"));
+        (vm, log, result)
+    }
+
     #[test]
     fn every_pause_is_made_in_turn_and_measured_at_least_as_long_as_planned() {
-        let mut vm = FakeVm::default();
-        let mut log = PauseLog::default();
-        pause_repeatedly(&mut vm, &PLAN, &mut log).expect("every pause");
+        let (vm, log, result) = run(None, None);
+        assert_eq!(result, Ok(()));
         let order: Vec<&str> = vm.events.iter().map(|(e, _)| *e).collect();
         assert_eq!(order, ["stop", "cont", "stop", "cont", "stop", "cont"]);
         assert_eq!(log.pauses.len(), 3);
@@ -242,41 +257,24 @@ mod tests {
 
     #[test]
     fn a_failed_stop_or_cont_ends_the_plan_with_what_was_made() {
-        let mut vm = FakeVm {
-            fail_stop: Some(2),
-            ..FakeVm::default()
-        };
-        let mut log = PauseLog::default();
-        let err = pause_repeatedly(&mut vm, &PLAN, &mut log).unwrap_err();
-        assert_eq!(format!("{err:#}"), "pause 2 of 3: stop refused");
+        let (vm, log, result) = run(Some(2), None);
+        assert_eq!(result, Err("pause 2 of 3: stop refused".to_string()));
         assert_eq!(log.pauses.len(), 1);
         // Nothing stopped stays stopped.
         assert_eq!(vm.count("stop"), vm.count("cont"));
         assert_eq!(log.verdict(&PLAN), Err("made 1 of 3 pauses".to_string()));
 
-        let mut vm = FakeVm {
-            fail_cont: Some(1),
-            ..FakeVm::default()
-        };
-        let mut log = PauseLog::default();
-        let err = pause_repeatedly(&mut vm, &PLAN, &mut log).unwrap_err();
-        assert!(
-            format!("{err:#}").starts_with("continuing after pause 1 of 3"),
-            "{err:#}"
-        );
+        let (_, log, result) = run(None, Some(1));
+        let err = result.unwrap_err();
+        assert!(err.starts_with("continuing after pause 1 of 3"), "{err}");
         assert!(log.pauses.is_empty());
         assert_eq!(log.summary(), "no pause");
     }
 
     #[test]
     fn the_verdict_wants_every_pause_and_each_long_enough() {
-        let log = PauseLog {
-            pauses: vec![
-                Duration::from_millis(40),
-                Duration::from_millis(39),
-                Duration::from_millis(52),
-            ],
-        };
+        let pauses = [40, 39, 52].map(Duration::from_millis).to_vec();
+        let log = PauseLog { pauses };
         assert_eq!(
             log.verdict(&PLAN),
             Err("shorter than 40 ms: pause 2 lasted 39 ms".to_string())
@@ -301,10 +299,8 @@ mod tests {
         .map(String::from)
         .to_vec();
         let quiet = ManagerVerdict::from_lines(&lines);
-        assert_eq!(
-            (quiet.deaths.len(), quiet.late, quiet.suspicions),
-            (0, 2, 1)
-        );
+        let counts = (quiet.deaths.len(), quiet.late, quiet.suspicions);
+        assert_eq!(counts, (0, 2, 1));
         assert!(quiet.check().is_ok());
 
         let mut lines = lines;

@@ -227,6 +227,10 @@ mod tests {
         (dir, monitor, qemu)
     }
 
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ').map(String::from).collect()
+    }
+
     const OK: &str = r#"{"return": {}}"#;
     const RUNNING: &str =
         r#"{"return": {"status": "running", "singlestep": false, "running": true}}"#;
@@ -250,16 +254,8 @@ mod tests {
         monitor.stop().expect("stops");
         monitor.cont().expect("continues");
         drop(monitor);
-        assert_eq!(
-            qemu.join().expect("the fake QEMU"),
-            [
-                "qmp_capabilities",
-                "stop",
-                "query-status",
-                "cont",
-                "query-status"
-            ]
-        );
+        let sent = "qmp_capabilities stop query-status cont query-status";
+        assert_eq!(qemu.join().expect("the fake QEMU"), words(sent));
     }
 
     #[test]
@@ -295,20 +291,14 @@ mod tests {
             Duration::from_millis(300),
         );
         let started = Instant::now();
-        let silent = monitor.stop().unwrap_err();
+        let silent = format!("{:#}", monitor.stop().unwrap_err());
         assert!(started.elapsed() < Duration::from_secs(5));
-        assert!(
-            format!("{silent:#}").contains("no answer to stop"),
-            "{silent:#}"
-        );
+        assert!(silent.contains("no answer to stop"), "{silent}");
         qemu.join().expect("the fake QEMU");
         // The fake QEMU is gone: the connection is closed.
-        let closed = monitor.cont().unwrap_err();
-        assert!(
-            format!("{closed:#}").contains("closed the connection")
-                || format!("{closed:#}").contains("cannot send cont"),
-            "{closed:#}"
-        );
+        let closed = format!("{:#}", monitor.cont().unwrap_err());
+        let gone = ["closed the connection", "cannot send cont"];
+        assert!(gone.iter().any(|e| closed.contains(e)), "{closed}");
     }
 
     #[test]
@@ -316,14 +306,10 @@ mod tests {
         let dir = TempDir::new("xtask-qmp-test").expect("temporary directory");
         let missing = dir.path().join("missing.qmp");
         let started = Instant::now();
-        let err = Monitor::connect(&missing, Duration::from_millis(300))
-            .err()
-            .expect("nothing listens");
+        let err = Monitor::connect(&missing, Duration::from_millis(300)).err();
         assert!(started.elapsed() >= Duration::from_millis(300));
-        assert!(
-            err.to_string().starts_with("cannot connect to QMP at"),
-            "{err}"
-        );
+        let err = err.expect("nothing listens").to_string();
+        assert!(err.starts_with("cannot connect to QMP at"), "{err}");
 
         let socket = dir.path().join("other.qmp");
         let listener = UnixListener::bind(&socket).expect("bind");
@@ -331,13 +317,9 @@ mod tests {
             let (mut stream, _) = listener.accept().expect("the client connects");
             stream.write_all(b"{\"hello\": 1}\n").expect("greet");
         });
-        let err = Monitor::connect(&socket, Duration::from_secs(5))
-            .err()
-            .expect("not QMP");
-        assert!(
-            err.to_string().contains("instead of {\"QMP\": ...}"),
-            "{err}"
-        );
+        let err = Monitor::connect(&socket, Duration::from_secs(5)).err();
+        let err = err.expect("not QMP").to_string();
+        assert!(err.contains("instead of {\"QMP\": ...}"), "{err}");
         server.join().expect("the server");
     }
 }
