@@ -177,15 +177,17 @@ mod tests {
         fsutil::write(&source.dir.join("g.txt"), "g\n").unwrap();
         let series_dir = tmp.path().join("patches");
         let write_series = |body: &str| {
+            let patch = PatchFile {
+                name: "0001-x.patch".into(),
+                bytes: body.as_bytes().to_vec(),
+            };
             Series {
-                patches: vec![PatchFile {
-                    name: "0001-x.patch".into(),
-                    bytes: body.as_bytes().to_vec(),
-                }],
+                patches: vec![patch],
             }
             .write_dir(&series_dir)
             .unwrap()
         };
+        let read = |name: &str| fs::read_to_string(source.dir.join(name)).unwrap();
 
         write_series(PATCH_A);
         assert!(sync(&source, &series_dir).unwrap());
@@ -193,10 +195,7 @@ mod tests {
             !sync(&source, &series_dir).unwrap(),
             "second sync must be a no-op"
         );
-        assert_eq!(
-            fs::read_to_string(source.dir.join("g.txt")).unwrap(),
-            "g\ng2\n"
-        );
+        assert_eq!(read("g.txt"), "g\ng2\n");
 
         let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         fsutil::set_mtime(&source.dir.join("f.txt"), old).unwrap();
@@ -206,10 +205,9 @@ mod tests {
         write_series(PATCH_B);
         assert!(sync(&source, &series_dir).unwrap());
         assert_eq!(
-            fs::read_to_string(source.dir.join("f.txt")).unwrap(),
-            "one\ntwo\nthree\n"
+            (read("f.txt"), read("g.txt")),
+            ("one\ntwo\nthree\n".into(), "g\n".into())
         );
-        assert_eq!(fs::read_to_string(source.dir.join("g.txt")).unwrap(), "g\n");
         assert_eq!(fsutil::mtime(&source.dir.join("f.txt")).unwrap(), old);
         assert_ne!(fsutil::mtime(&source.dir.join("g.txt")).unwrap(), old);
         assert_eq!(
@@ -230,9 +228,7 @@ mod tests {
             err.contains("0001-x.patch") && err.contains("does not apply"),
             "{err}"
         );
-        assert!(Series::read_dir(&source.applied)
-            .unwrap()
-            .patches
-            .is_empty());
+        let applied = Series::read_dir(&source.applied).unwrap();
+        assert!(applied.patches.is_empty());
     }
 }

@@ -41,30 +41,18 @@ pub(crate) type Graph = BTreeMap<FileName, BTreeMap<FileName, usize>>;
 
 /// Reads every `.rs` file under `dir`, keyed by its path below `dir`.
 pub(crate) fn read_sources(dir: &Path) -> BTreeMap<FileName, String> {
-    let mut sources = BTreeMap::new();
-    read_sources_into(dir, "", &mut sources);
-    sources
-}
-
-/// Adds the `.rs` files under `dir`, named with `prefix`, to `sources`.
-fn read_sources_into(dir: &Path, prefix: &str, sources: &mut BTreeMap<FileName, String>) {
-    let entries =
-        fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.expect("directory entry").path();
-        let name = path
-            .file_name()
-            .expect("entry name")
-            .to_string_lossy()
-            .into_owned();
-        if path.is_dir() {
-            read_sources_into(&path, &format!("{prefix}{name}/"), sources);
-        } else if name.ends_with(".rs") {
-            let text = fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-            sources.insert(format!("{prefix}{name}"), text);
-        }
-    }
+    let files = crate::fsutil::walk_files(dir);
+    let files = files.unwrap_or_else(|e| panic!("cannot read {}: {e:#}", dir.display()));
+    let rust = files
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"));
+    rust.map(|file| {
+        let path = dir.join(&file);
+        let text = fs::read_to_string(&path);
+        let text = text.unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        (file.to_string_lossy().into_owned(), text)
+    })
+    .collect()
 }
 
 /// A token of code and the 1-based line it is on.
@@ -399,14 +387,18 @@ mod tests {
         sources
     }
 
-    /// The dependency graph of in-memory `(file, text)` pairs.
-    fn graph(files: &[(&str, &str)]) -> Graph {
-        let sources = files.iter().map(|&(f, t)| (f.to_owned(), t.to_owned()));
+    /// The dependency graph of in-memory sources, each `file: text`.
+    fn graph(files: &[&str]) -> Graph {
+        let split = |file: &str| {
+            let (name, text) = file.split_once(": ").expect("file: text");
+            (name.to_owned(), text.to_owned())
+        };
+        let sources = files.iter().map(|file| split(file));
         dependency_graph(&sources.collect(), &INTERNAL_UNIT)
     }
 
     /// The files `file` uses in the graph of `files`.
-    fn uses(files: &[(&str, &str)], file: &str) -> Vec<FileName> {
+    fn uses(files: &[&str], file: &str) -> Vec<FileName> {
         graph(files)[file].keys().cloned().collect()
     }
 
@@ -497,21 +489,12 @@ mod tests {
     #[test]
     fn paths_resolve_to_the_deepest_module_file() {
         let files = [
-            (
-                "mod.rs",
-                "pub(crate) mod memory; pub(crate) mod rpc; pub(crate) mod sharing;",
-            ),
-            (
-                "memory/mod.rs",
-                "pub(crate) mod lmr; pub(crate) struct RemoteMemory;",
-            ),
-            ("memory/lmr.rs", "pub(crate) struct Lmr;"),
-            ("rpc/mod.rs", "mod wire; use self::wire::X;"),
-            ("rpc/wire.rs", "pub(crate) struct X;"),
-            (
-                "sharing/mod.rs",
-                "use super::memory::lmr::Lmr;\nfn f(m: super::memory::RemoteMemory) {}",
-            ),
+            "mod.rs: pub(crate) mod memory; pub(crate) mod rpc; pub(crate) mod sharing;",
+            "memory/mod.rs: pub(crate) mod lmr; pub(crate) struct RemoteMemory;",
+            "memory/lmr.rs: pub(crate) struct Lmr;",
+            "rpc/mod.rs: mod wire; use self::wire::X;",
+            "rpc/wire.rs: pub(crate) struct X;",
+            "sharing/mod.rs: use super::memory::lmr::Lmr;\nfn f(m: super::memory::RemoteMemory) {}",
         ];
         assert_eq!(
             uses(&files, "sharing/mod.rs"),
@@ -521,14 +504,8 @@ mod tests {
         assert_eq!(uses(&files, "mod.rs"), words(""));
         // Macro paths count; a file naming itself does not.
         let files = [
-            (
-                "core/wire.rs",
-                "macro_rules! m { () => { $crate::internal::core::wire::Frame } }",
-            ),
-            (
-                "memory/wire.rs",
-                "fn f() -> $crate::internal::core::wire::Frame { todo!() }",
-            ),
+            "core/wire.rs: macro_rules! m { () => { $crate::internal::core::wire::Frame } }",
+            "memory/wire.rs: fn f() -> $crate::internal::core::wire::Frame { todo!() }",
         ];
         assert_eq!(uses(&files, "core/wire.rs"), words(""));
         assert_eq!(uses(&files, "memory/wire.rs"), words("core/wire.rs"));
@@ -558,28 +535,25 @@ mod tests {
     #[test]
     fn cycles_are_found_without_their_lead_in_nor_child_declarations() {
         let two = [
-            ("a.rs", "use super::b::B;\npub(crate) struct A;"),
-            (
-                "b.rs",
-                "pub(crate) struct B;\n\nfn f() { let _ = crate::internal::a::A; }",
-            ),
+            "a.rs: use super::b::B;\npub(crate) struct A;",
+            "b.rs: pub(crate) struct B;\n\nfn f() { let _ = crate::internal::a::A; }",
         ];
-        let child = ("x/child.rs", "use super::X;\npub(crate) struct Y;");
-        let cases: [(&[(&str, &str)], _); 4] = [
+        let child = "x/child.rs: use super::X;\npub(crate) struct Y;";
+        let cases: [(&[&str], _); 4] = [
             (&two, Some("a.rs b.rs")),
             // Declaring a child is not using it ...
-            (&[("x/mod.rs", "pub(crate) mod child;\npub(crate) struct X;"), child], None),
+            (&["x/mod.rs: pub(crate) mod child;\npub(crate) struct X;", child], None),
             // ... but using a child that uses its parent is a cycle.
             (
-                &[("x/mod.rs", "pub(crate) mod child;\npub(crate) use self::child::Y;\npub(crate) struct X;"), child],
+                &["x/mod.rs: pub(crate) mod child;\npub(crate) use self::child::Y;\npub(crate) struct X;", child],
                 Some("x/child.rs x/mod.rs"),
             ),
             (
                 &[
-                    ("a.rs", "use super::b::B;"),
-                    ("b.rs", "use super::c::C;"),
-                    ("c.rs", "use super::d::D;"),
-                    ("d.rs", "use super::b::B;"),
+                    "a.rs: use super::b::B;",
+                    "b.rs: use super::c::C;",
+                    "c.rs: use super::d::D;",
+                    "d.rs: use super::b::B;",
                 ],
                 Some("b.rs c.rs d.rs"),
             ),

@@ -721,74 +721,58 @@ fn parse_type(text: &str) -> SynType {
     }
 }
 
+/// The index of the first character of `text` outside the quotes in
+/// `quotes` for which `stop(c, depth)` holds, `depth` being the nesting of
+/// brackets and parentheses before it.
+fn find_top(text: &str, quotes: &str, mut stop: impl FnMut(char, i32) -> bool) -> Option<usize> {
+    let (mut depth, mut quote) = (0, None);
+    for (i, c) in text.char_indices() {
+        if quote.is_some() {
+            quote = quote.filter(|&q| q != c);
+        } else if quotes.contains(c) {
+            quote = Some(c);
+        } else if stop(c, depth) {
+            return Some(i);
+        } else if matches!(c, '[' | '(') {
+            depth += 1;
+        } else if matches!(c, ']' | ')') {
+            depth -= 1;
+        }
+    }
+    None
+}
+
 /// Splits a field's `type (attrs)` into the type and the rest: the type
 /// ends at the first blank outside brackets.
 fn split_type(text: &str) -> (&str, &str) {
-    let mut depth = 0i32;
-    for (i, c) in text.char_indices() {
-        match c {
-            '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
-            c if c.is_whitespace() && depth == 0 => return (&text[..i], text[i..].trim()),
-            _ => {}
-        }
+    match find_top(text, "", |c, depth| c.is_whitespace() && depth == 0) {
+        Some(i) => (&text[..i], text[i..].trim()),
+        None => (text, ""),
     }
-    (text, "")
 }
 
 /// Splits at `sep` outside brackets, parentheses and quotes.
 fn split_top(text: &str, sep: char) -> Vec<&str> {
     let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut quote = None;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '`' | '\'') => quote = Some(c),
-            (None, '[' | '(') => depth += 1,
-            (None, ']' | ')') => depth -= 1,
-            (None, c) if c == sep && depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + c.len_utf8();
-            }
-            _ => {}
-        }
+    let mut rest = text;
+    while let Some(i) = find_top(rest, "\"`'", |c, depth| c == sep && depth == 0) {
+        parts.push(&rest[..i]);
+        rest = &rest[i + sep.len_utf8()..];
     }
-    if !text[start..].trim().is_empty() || !parts.is_empty() {
-        parts.push(&text[start..]);
+    if !rest.trim().is_empty() || !parts.is_empty() {
+        parts.push(rest);
     }
     parts
 }
 
 /// Index of the bracket closing one already opened.
 fn closing_bracket(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' if depth == 0 => return Some(i),
-            ')' | ']' => depth -= 1,
-            _ => {}
-        }
-    }
-    None
+    find_top(text, "", |c, depth| depth == 0 && matches!(c, ')' | ']'))
 }
 
 /// `line` without its `#` comment (a `#` in a string is kept).
 fn strip_comment(line: &str) -> &str {
-    let mut quote = None;
-    for (i, c) in line.char_indices() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '`') => quote = Some(c),
-            (None, '#') => return &line[..i],
-            _ => {}
-        }
-    }
-    line
+    find_top(line, "\"`", |c, _| c == '#').map_or(line, |i| &line[..i])
 }
 
 /// Identifiers of `line` (outside strings) that name constants: upper
@@ -959,74 +943,44 @@ mod tests {
         );
     }
 
-    /// One of the repository's four files.
-    #[derive(Clone, Copy)]
-    enum File {
-        Header,
-        SyscallsC,
-        Txt,
-        Consts,
-    }
-
-    /// Drifts between the files: edits (`from` becomes `to`, where `from`
-    /// must be; an empty `from` appends `to`), and the problems the check
-    /// must report after them.
-    type Drift = (
-        &'static [(File, &'static str, &'static str)],
-        &'static [&'static str],
-    );
-
-    const DRIFTS: &[Drift] = &[
+    /// Drifts between the files: edits, each `file: from => to` (`from`
+    /// must be there; an empty `from` appends `to`), and the problems the
+    /// check must report after them.
+    const DRIFTS: &[(&[&str], &[&str])] = &[
         // A call missing from the descriptions.
         (
-            &[(File::Txt, "lite_free(handle lite_handle)\n", "")],
+            &["lite.txt: lite_free(handle lite_handle)\n =>"],
             &["lite_free: lite.h numbers it (__NR_lite_free) but lite.txt does not describe it"],
         ),
         // A described call the header lacks.
         (
-            &[(File::Txt, "", "lite_frobnicate$x(handle lite_handle)\n")],
+            &["lite.txt: => lite_frobnicate$x(handle lite_handle)\n"],
             &["lite_frobnicate$x: lite.txt:", "has no __NR_lite_frobnicate"],
         ),
         // A renumbered call.
         (
-            &[(File::Header, "#define __NR_lite_join\t\t\t548", "#define __NR_lite_join\t\t\t600")],
+            &["lite.h: #define __NR_lite_join\t\t\t548 => #define __NR_lite_join\t\t\t600"],
             &["__NR_lite_join: 548 in lite.txt.const but 600 in lite.h"],
         ),
         // An argument added in C.
         (
             &[
-                (
-                    File::SyscallsC,
-                    "SYSCALL_DEFINE1(lite_free, u64, handle)",
-                    "SYSCALL_DEFINE2(lite_free, u64, handle, unsigned int, flags)",
-                ),
-                (
-                    File::Header,
-                    "long lite_free(__u64 handle)",
-                    "long lite_free(__u64 handle, unsigned int flags)",
-                ),
+                "lite_syscalls.c: SYSCALL_DEFINE1(lite_free, u64, handle) => SYSCALL_DEFINE2(lite_free, u64, handle, unsigned int, flags)",
+                "lite.h: long lite_free(__u64 handle) => long lite_free(__u64 handle, unsigned int flags)",
             ],
             &["lite_free: lite.txt has 1 argument(s) (handle), lite_syscalls.c has 2 (handle, flags)"],
         ),
         // A prototype documented wrong.
         (
-            &[(File::Header, "long lite_dist_barrier(unsigned int num)", "long lite_dist_barrier(void)")],
+            &["lite.h: long lite_dist_barrier(unsigned int num) => long lite_dist_barrier(void)"],
             &["lite_dist_barrier: lite.h has 0 argument(s) (), lite_syscalls.c has 1 (num)"],
         ),
         // Swapped or retyped arguments.
         (
             &[
-                (
-                    File::Txt,
-                    "lite_fetch_add(handle lite_handle, old ptr[out, int64], value int64,",
-                    "lite_fetch_add(handle lite_handle, value int64, old ptr[out, int64],",
-                ),
-                (
-                    File::Txt,
-                    "lite_unregister_application(port lite_port)",
-                    "lite_unregister_application(port int64)",
-                ),
-                (File::Txt, "lite_free(handle lite_handle)", "lite_free(handle ptr[in, int64])"),
+                "lite.txt: lite_fetch_add(handle lite_handle, old ptr[out, int64], value int64, => lite_fetch_add(handle lite_handle, value int64, old ptr[out, int64],",
+                "lite.txt: lite_unregister_application(port lite_port) => lite_unregister_application(port int64)",
+                "lite.txt: lite_free(handle lite_handle) => lite_free(handle ptr[in, int64])",
             ],
             &[
                 "lite_fetch_add: argument 2 is `value` in lite.txt but `old` in lite_syscalls.c",
@@ -1038,9 +992,9 @@ mod tests {
         // Struct drift.
         (
             &[
-                (File::Header, "\t__u64 qos_throttled;", "\t__u64 qos_throttled;\n\t__u64 revoked;"),
-                (File::Header, "\t__u32 number;\n", "\t__u64 number;\n"),
-                (File::Txt, "\tmax_size\tlen[buf, int64]", "\tmaxsize\tlen[buf, int64]"),
+                "lite.h: \t__u64 qos_throttled; => \t__u64 qos_throttled;\n\t__u64 revoked;",
+                "lite.h: \t__u32 number;\n => \t__u64 number;\n",
+                "lite.txt: \tmax_size\tlen[buf, int64] => \tmaxsize\tlen[buf, int64]",
             ],
             &[
                 "struct lite_stats: lite.txt has 15 field(s) (lmrs, ",
@@ -1052,19 +1006,15 @@ mod tests {
         ),
         // An undescribed header struct.
         (
-            &[(
-                File::Header,
-                "#endif /* _UAPI_LINUX_LITE_H */",
-                "struct lite_new {\n\t__u64 a, b;\n};\n#endif /* _UAPI_LINUX_LITE_H */",
-            )],
+            &["lite.h: #endif /* _UAPI_LINUX_LITE_H */ => struct lite_new {\n\t__u64 a, b;\n};\n#endif /* _UAPI_LINUX_LITE_H */"],
             &["struct lite_new: lite.h defines it but lite.txt does not describe it"],
         ),
         // Constant drift.
         (
             &[
-                (File::Header, "(256u << 10)", "(128u << 10)"),
-                (File::Consts, "LITE_MAX_PORTS = 64\n", ""),
-                (File::Consts, "", "LITE_GONE = 1\n"),
+                "lite.h: (256u << 10) => (128u << 10)",
+                "lite.txt.const: LITE_MAX_PORTS = 64\n =>",
+                "lite.txt.const: => LITE_GONE = 1\n",
             ],
             &[
                 "LITE_MAX_MESSAGE_SIZE: 262144 in lite.txt.const but 131072 in lite.h",
@@ -1076,8 +1026,8 @@ mod tests {
         // A number missing from the const file.
         (
             &[
-                (File::Consts, "__NR_lite_fence = 568", "__NR_lite_fence = amd64:???"),
-                (File::Consts, "__NR_lite_lock = 583\n", ""),
+                "lite.txt.const: __NR_lite_fence = 568 => __NR_lite_fence = amd64:???",
+                "lite.txt.const: __NR_lite_lock = 583\n =>",
             ],
             &[
                 "__NR_lite_fence: lite.txt.const leaves it undefined for amd64",
@@ -1090,12 +1040,19 @@ mod tests {
     fn every_drift_is_reported() {
         for (edits, expected) in DRIFTS {
             let problems = check_edited(|r| {
-                for (file, from, to) in *edits {
+                for edit in *edits {
+                    let (file, rest) = edit.split_once(": ").expect("file: from => to");
+                    let (from, to) = rest.split_once("=>").expect("from => to");
+                    let (from, to) = (
+                        from.strip_suffix(' ').unwrap_or(from),
+                        to.strip_prefix(' ').unwrap_or(to),
+                    );
                     let text = match file {
-                        File::Header => &mut r.header,
-                        File::SyscallsC => &mut r.syscalls_c,
-                        File::Txt => &mut r.txt,
-                        File::Consts => &mut r.consts,
+                        HEADER => &mut r.header,
+                        SYSCALLS_C => &mut r.syscalls_c,
+                        TXT => &mut r.txt,
+                        CONST => &mut r.consts,
+                        _ => panic!("no file {file}"),
                     };
                     if from.is_empty() {
                         text.push_str(to);
