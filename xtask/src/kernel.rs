@@ -853,9 +853,8 @@ mod tests {
                 "CONFIG_HZ=250: .config has CONFIG_HZ=100"
             ]
         );
-        assert!(
-            unmet_options(fragment, "CONFIG_RUST=y\nCONFIG_LITE=y\nCONFIG_HZ=250\n").is_empty()
-        );
+        let met = "CONFIG_RUST=y\nCONFIG_LITE=y\nCONFIG_HZ=250\n";
+        assert!(unmet_options(fragment, met).is_empty());
     }
 
     #[test]
