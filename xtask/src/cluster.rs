@@ -754,17 +754,13 @@ mod tests {
         Vec::new()
     }
 
+    /// The initramfs with the cluster's secret.
+    const INITRD: &str = "/tmp/lite-cluster-1-0/initramfs-with-secret.cpio.gz";
+
     /// Node `index`'s VM booted as `role`, named `name`.
     fn vm(spec: &ClusterSpec, index: usize, role: &str, name: &str) -> VmSpec {
-        let initrd = Path::new("/tmp/lite-cluster-1-0/initramfs-with-secret.cpio.gz");
-        node_vm(
-            spec,
-            initrd,
-            Path::new("/tmp/lite-qmp-1-0"),
-            index,
-            role,
-            name,
-        )
+        let (initrd, monitors) = (Path::new(INITRD), Path::new("/tmp/lite-qmp-1-0"));
+        node_vm(spec, initrd, monitors, index, role, name)
     }
 
     fn has_param(vm: &VmSpec, param: &str) -> bool {
@@ -792,21 +788,14 @@ mod tests {
         assert_eq!(nic(&first), Some(("tap2".into(), qemu::mac(2, 0))));
         assert_eq!(nic(&again), nic(&first));
         assert!(first.append.contains("lite.run=failure-victim"));
-        let rerun = first
-            .append
-            .replace("lite.run=failure-victim", "lite.run=test");
-        assert_eq!(again.append, rerun);
+        let (victim, test) = ("lite.run=failure-victim", "lite.run=test");
+        assert_eq!(again.append, first.append.replace(victim, test));
         for param in ["lite.ip=10.77.0.2/24", "lite.nodes=2", "extra.node=2"] {
             assert!(has_param(&again, param), "{param}");
         }
-        assert_eq!(
-            (&again.kernel, again.memory_mib),
-            (&first.kernel, first.memory_mib)
-        );
-        assert_eq!(
-            first.initrd,
-            Path::new("/tmp/lite-cluster-1-0/initramfs-with-secret.cpio.gz")
-        );
+        assert_eq!(again.kernel, first.kernel);
+        assert_eq!(again.memory_mib, first.memory_mib);
+        assert_eq!(first.initrd, Path::new(INITRD));
         assert!(!first.append.contains("secret"), "{}", first.append);
     }
 
@@ -824,12 +813,7 @@ mod tests {
 
     /// Whether `watch` goes on once the manager's `log` declares `node`
     /// dead after `silent_ms`; when it stops, it names the death.
-    fn goes_on_after_death(
-        watch: &mut NoDeathWatch,
-        log: &Path,
-        node: u32,
-        silent_ms: u32,
-    ) -> bool {
+    fn goes_on(watch: &mut NoDeathWatch, log: &Path, node: u32, silent_ms: u32) -> bool {
         let death = format!(
             "lite-cm: node {node} (incarnation 1) declared dead: silent for {silent_ms} ms\n"
         );
@@ -850,7 +834,7 @@ mod tests {
             ["", ""],
         );
         assert!(watch.check().is_ok());
-        assert!(!goes_on_after_death(&mut watch, &log, 3, 3082));
+        assert!(!goes_on(&mut watch, &log, 3, 3082));
 
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch-done").expect("temporary directory");
         // LITE node ids follow the join order, not the VM index.
@@ -865,8 +849,8 @@ mod tests {
         );
         assert!(watch.check().is_ok());
         // Node 1 is VM 2, which had finished; VM 1 was still running.
-        assert!(goes_on_after_death(&mut watch, &log, 1, 10040));
-        assert!(!goes_on_after_death(&mut watch, &log, 2, 10040));
+        assert!(goes_on(&mut watch, &log, 1, 10040));
+        assert!(!goes_on(&mut watch, &log, 2, 10040));
     }
 
     #[test]
@@ -885,12 +869,8 @@ mod tests {
         assert!(is_suspicion(suspected) && !is_suspicion(dead));
         // The manager still says it in the words the harness looks for.
         let manager = include_str!("../../userspace/cluster-manager/src/manager.rs");
-        for words in [
-            ") declared dead: ",
-            " was silent for ",
-            " ms (late; ",
-            ") suspected: silent for ",
-        ] {
+        let words = ") declared dead: | was silent for | ms (late; |) suspected: silent for ";
+        for words in words.split('|') {
             assert!(manager.contains(words), "{words}");
         }
     }
@@ -898,14 +878,8 @@ mod tests {
     #[test]
     fn the_manager_reads_the_clusters_secret_and_a_longer_dead_after_reaches_every_node() {
         let secret = Path::new("/tmp/lite-cluster-42-0/cluster.secret");
-        let command = |ms| {
-            process::describe(&manager_command(
-                Path::new("/bin/lite-cm"),
-                "lite-42",
-                secret,
-                ms,
-            ))
-        };
+        let manager = Path::new("/bin/lite-cm");
+        let command = |ms| process::describe(&manager_command(manager, "lite-42", secret, ms));
         assert_eq!(
             command(None),
             "ip netns exec lite-42 /bin/lite-cm --listen 10.77.0.254:18500 \
@@ -914,14 +888,10 @@ mod tests {
         let longer = format!("{} --dead-after-ms 10000", command(None));
         assert_eq!(command(Some(API_TEST_DEAD_AFTER_MS)), longer);
         let mut spec = spec(Path::new("/logs"), &no_extra);
-        assert!(!vm(&spec, 1, "test", "node1")
-            .append
-            .contains("lite.cmtimeout"));
+        let node1 = |spec: &ClusterSpec| vm(spec, 1, "test", "node1");
+        assert!(!node1(&spec).append.contains("lite.cmtimeout"));
         spec.dead_after_ms = Some(API_TEST_DEAD_AFTER_MS);
-        assert!(has_param(
-            &vm(&spec, 1, "test", "node1"),
-            "lite.cmtimeout=10000"
-        ));
+        assert!(has_param(&node1(&spec), "lite.cmtimeout=10000"));
     }
 
     #[test]
@@ -931,21 +901,16 @@ mod tests {
         let tap = vm.nics.first().map(|n| n.tap.clone()).unwrap_or_default();
         assert_eq!(tap, tap_name(2));
         // The namespace's own set-up goes through the same command.
-        for (args, expected) in [
-            (
-                link_state_args(&tap, false).to_vec(),
-                "ip -n lite-42 link set tap2 down",
-            ),
-            (
-                link_state_args(&tap, true).to_vec(),
-                "ip -n lite-42 link set tap2 up",
-            ),
-            (
-                vec!["tuntap", "add", "tap1", "mode", "tap"],
-                "ip -n lite-42 tuntap add tap1 mode tap",
-            ),
-        ] {
-            assert_eq!(process::describe(&ip_command("lite-42", &args)), expected);
-        }
+        let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
+        assert_eq!(
+            ip(&link_state_args(&tap, false)),
+            "ip -n lite-42 link set tap2 down"
+        );
+        assert_eq!(
+            ip(&link_state_args(&tap, true)),
+            "ip -n lite-42 link set tap2 up"
+        );
+        let tuntap = ["tuntap", "add", "tap1", "mode", "tap"];
+        assert_eq!(ip(&tuntap), "ip -n lite-42 tuntap add tap1 mode tap");
     }
 }

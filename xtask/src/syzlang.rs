@@ -93,32 +93,24 @@ impl Width {
 /// Every drift between the descriptions and the C sources, one message
 /// each; empty when they agree.
 fn check(src: &Sources) -> Vec<String> {
+    check_readable(src).unwrap_or_else(|unreadable| vec![unreadable])
+}
+
+/// [`check`], or the one problem that a file cannot be read at all.
+fn check_readable(src: &Sources) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
-    let numbers = match syscalls::parse_numbers(&src.header) {
-        Ok(n) => n,
-        Err(e) => return vec![format!("{HEADER}: {e}")],
-    };
-    let definitions: BTreeMap<String, syscalls::Params> =
-        match syscalls::parse_definitions(&src.syscalls_c) {
-            Ok(d) => d.into_iter().collect(),
-            Err(e) => return vec![format!("{SYSCALLS_C}: {e}")],
-        };
+    let numbers = syscalls::parse_numbers(&src.header).map_err(|e| format!("{HEADER}: {e}"))?;
+    let definitions = syscalls::parse_definitions(&src.syscalls_c);
+    let definitions = definitions.map_err(|e| format!("{SYSCALLS_C}: {e}"))?;
+    let definitions = definitions.into_iter().collect();
     let header = parse_header(&src.header, &mut problems);
     let syz = parse_syzlang(&src.txt, &mut problems);
-    let consts = match parse_consts(&src.consts) {
-        Ok(c) => c,
-        Err(e) => return vec![format!("{CONST}: {e}")],
-    };
-
-    let types = Types {
-        resources: &syz.resources,
-        aliases: &syz.aliases,
-    };
-    check_calls(&numbers, &definitions, &header, &syz, &types, &mut problems);
+    let consts = parse_consts(&src.consts).map_err(|e| format!("{CONST}: {e}"))?;
+    check_calls(&numbers, &definitions, &header, &syz, &mut problems);
     check_numbers(&numbers, &consts, &mut problems);
     check_constants(&header, &syz, &consts, &mut problems);
-    check_structs(&header, &syz, &types, &mut problems);
-    problems
+    check_structs(&header, &syz, &mut problems);
+    Ok(problems)
 }
 
 /// Each numbered call is described, defined and documented; each
@@ -129,7 +121,6 @@ fn check_calls(
     definitions: &BTreeMap<String, syscalls::Params>,
     header: &Header,
     syz: &Syzlang,
-    types: &Types,
     problems: &mut Vec<String>,
 ) {
     let numbered = |name: &str| numbers.iter().any(|(n, _)| n == name);
@@ -151,7 +142,7 @@ fn check_calls(
             ));
         }
     }
-    let width = |ty: &str| types.width(ty, 0);
+    let width = |ty: &str| syz.width(ty, 0);
     for call in &syz.calls {
         if !numbered(&call.base) {
             problems.push(format!(
@@ -192,7 +183,7 @@ fn check_calls(
 fn check_numbers(numbers: &[(String, u32)], consts: &ConstFile, problems: &mut Vec<String>) {
     for (name, number) in numbers {
         let key = format!("__NR_{name}");
-        match consts.values.get(&key) {
+        match consts.get(&key) {
             None => problems.push(format!("{key}: {CONST} lacks it ({number} in {HEADER})")),
             Some(None) => problems.push(format!(
                 "{key}: {CONST} leaves it undefined for {ARCH} ({number} in {HEADER})"
@@ -208,7 +199,7 @@ fn check_numbers(numbers: &[(String, u32)], consts: &ConstFile, problems: &mut V
 /// `lite.txt.const` holds only the header's constants, with the header's
 /// values, and every constant `lite.txt` uses.
 fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems: &mut Vec<String>) {
-    for (name, value) in &consts.values {
+    for (name, value) in consts {
         match header.defines.get(name) {
             // The numbers have their own check.
             Some(_) if name.starts_with("__NR_") => {}
@@ -228,7 +219,7 @@ fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems:
         }
     }
     for (name, line) in &syz.consts_used {
-        if !consts.values.contains_key(name) {
+        if !consts.contains_key(name) {
             problems.push(format!("{name}: {TXT}:{line} uses it but {CONST} lacks it"));
         }
     }
@@ -236,8 +227,8 @@ fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems:
 
 /// Described structs match the header's, and each header struct is
 /// described.
-fn check_structs(header: &Header, syz: &Syzlang, types: &Types, problems: &mut Vec<String>) {
-    let width = |ty: &str| types.width(ty, 0);
+fn check_structs(header: &Header, syz: &Syzlang, problems: &mut Vec<String>) {
+    let width = |ty: &str| syz.width(ty, 0);
     for (name, fields) in &header.structs {
         let Some(described) = syz.structs.get(name) else {
             problems.push(format!(
@@ -580,10 +571,10 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
             continue;
         }
         if let Some(decl) = line.strip_prefix("resource ") {
-            let parsed = parse_type(decl.split(':').next().unwrap_or_default());
-            match parsed.args.as_slice() {
+            let (name, args) = parse_type(decl.split(':').next().unwrap_or_default());
+            match args[..] {
                 [base] => {
-                    syz.resources.insert(parsed.name, base.clone());
+                    syz.resources.insert(name.to_string(), base.to_string());
                 }
                 _ => problems.push(format!("{TXT}:{line_no}: cannot read the resource")),
             }
@@ -643,32 +634,27 @@ fn parse_call(name: &str, after: &str, line: usize) -> Result<SynCall, String> {
     })
 }
 
-/// The resources and type aliases that give a syzlang type its width.
-struct Types<'a> {
-    resources: &'a BTreeMap<String, String>,
-    aliases: &'a BTreeMap<String, String>,
-}
-
-impl Types<'_> {
-    /// The width of syzlang type `ty` on x86_64.
+impl Syzlang {
+    /// The width of syzlang type `ty` on x86_64, given the resources and
+    /// type aliases.
     fn width(&self, ty: &str, depth: usize) -> Width {
         // Resources and aliases refer to each other only a few levels deep.
         if depth > 16 {
             return Width::Unknown;
         }
-        let parsed = parse_type(ty);
-        match parsed.name.as_str() {
+        let (name, args) = parse_type(ty);
+        match name {
             "ptr" | "ptr64" | "buffer" | "vma" | "vma64" => Width::Pointer,
             "intptr" | "boolptr" => Width::Bytes(8),
             // The base type, when given, comes last.
             "const" | "flags" | "len" | "bytesize" | "bytesize2" | "bytesize4" | "bytesize8"
-            | "bitsize" | "offsetof" | "proc" | "fileoff" => match parsed.args.last() {
-                Some(base) if int_bytes(base).is_some() || base == "intptr" => {
+            | "bitsize" | "offsetof" | "proc" | "fileoff" => match args.last() {
+                Some(base) if int_bytes(base).is_some() || *base == "intptr" => {
                     self.width(base, depth + 1)
                 }
                 _ => Width::Register,
             },
-            name => {
+            _ => {
                 if let Some(bytes) = int_bytes(name) {
                     Width::Bytes(bytes)
                 } else if let Some(base) = self.resources.get(name) {
@@ -697,27 +683,18 @@ fn int_bytes(name: &str) -> Option<u64> {
     }
 }
 
-/// A syzlang type: `name[args]`.
-#[derive(Debug, PartialEq, Eq)]
-struct SynType {
-    name: String,
-    args: Vec<String>,
-}
-
-fn parse_type(text: &str) -> SynType {
+/// A syzlang type `name[args]`: its name and arguments.
+fn parse_type(text: &str) -> (&str, Vec<&str>) {
     let text = text.trim();
     match text.find('[') {
-        Some(open) if text.ends_with(']') => SynType {
-            name: text[..open].trim().to_string(),
-            args: split_top(&text[open + 1..text.len() - 1], ',')
-                .into_iter()
-                .map(|a| a.trim().to_string())
-                .collect(),
-        },
-        _ => SynType {
-            name: text.to_string(),
-            args: Vec::new(),
-        },
+        Some(open) if text.ends_with(']') => {
+            let args = split_top(&text[open + 1..text.len() - 1], ',');
+            (
+                text[..open].trim(),
+                args.into_iter().map(str::trim).collect(),
+            )
+        }
+        _ => (text, Vec::new()),
     }
 }
 
@@ -814,10 +791,8 @@ fn is_ident_char(c: char) -> bool {
 // ---------------------------------------------------------------------------
 // The const file
 
-/// A `.const` file: values for `ARCH`; `None` for `???` (undefined).
-struct ConstFile {
-    values: BTreeMap<String, Option<u64>>,
-}
+/// A `.const` file's values for `ARCH`; `None` for `???` (undefined).
+type ConstFile = BTreeMap<String, Option<u64>>;
 
 /// Reads the format syz-extract and syz-sysgen write: an `arches = ...`
 /// line, then `NAME = VALUE`, where VALUE is a default and/or
@@ -871,7 +846,7 @@ fn parse_consts(text: &str) -> Result<ConstFile, String> {
     if !seen_arches {
         return Err("no `arches = ...` line".to_string());
     }
-    Ok(ConstFile { values })
+    Ok(values)
 }
 
 /// A `.const` value: `???`, decimal or `0x` hexadecimal.
@@ -1075,11 +1050,12 @@ mod tests {
             ("sub".to_string(), "h".to_string()),
         ]);
         let aliases = BTreeMap::from([("p".to_string(), "flags[ps, int32]".to_string())]);
-        let types = Types {
-            resources: &resources,
-            aliases: &aliases,
+        let syz = Syzlang {
+            resources,
+            aliases,
+            ..Syzlang::default()
         };
-        let w = |t: &str| types.width(t, 0);
+        let w = |t: &str| syz.width(t, 0);
         assert_eq!(w("int16be"), Width::Bytes(2));
         assert_eq!(w("int32[0:256]"), Width::Bytes(4));
         assert_eq!(w("bool8"), Width::Bytes(1));
@@ -1130,7 +1106,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            file.values,
+            file,
             BTreeMap::from([
                 ("A".to_string(), Some(1)),
                 ("B".to_string(), Some(3)),

@@ -636,10 +636,8 @@ mod tests {
             assert!(example.contains(&format!("getenv(\"{name}\")")), "{name}");
         }
         let header = include_str!("../../userspace/include/lite.h");
-        assert!(header.contains(&format!(
-            "#define LITE_CM_DEFAULT_PORT\t{}\n",
-            cluster::MANAGER_PORT
-        )));
+        let port = format!("#define LITE_CM_DEFAULT_PORT\t{}\n", cluster::MANAGER_PORT);
+        assert!(header.contains(&port));
     }
 
     #[test]
@@ -660,23 +658,10 @@ mod tests {
 
     #[test]
     fn every_argument_reaches_the_program_unchanged() {
-        let args: Vec<OsString> = [
-            "plain",
-            "a b",
-            "it's",
-            "",
-            "$HOME",
-            "`id`",
-            "*",
-            "back\\slash",
-            "two\nlines",
-            "'",
-            "\"",
-        ]
-        .iter()
-        .map(OsString::from)
-        .chain([OsStr::from_bytes(b"not \xff UTF-8").to_os_string()])
-        .collect();
+        let args = "plain|a b|it's||$HOME|`id`|*|back\\slash|two\nlines|'|\"";
+        let args: Vec<OsString> = (args.split('|').map(OsString::from))
+            .chain([OsStr::from_bytes(b"not \xff UTF-8").to_os_string()])
+            .collect();
         let line = shell_words(
             [OsStr::new("printf"), OsStr::new("[%s]")]
                 .into_iter()
@@ -731,32 +716,21 @@ mod tests {
         elf32[4] = 1;
         assert!(linking(&elf32).is_err());
         let whole = elf(&[PT_LOAD, PT_INTERP]);
+        let truncated = Err("a truncated ELF file".to_string());
         for len in [7, 0x30, whole.len() - 60] {
-            assert_eq!(
-                linking(&whole[..len]),
-                Err("a truncated ELF file".to_string()),
-                "{len} bytes"
-            );
+            assert_eq!(linking(&whole[..len]), truncated, "{len} bytes");
         }
     }
 
     #[test]
     fn libraries_go_where_the_guests_merged_usr_has_them() {
-        for (host, guest) in [
-            (
-                "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                "usr/lib/x86_64-linux-gnu/libc.so.6",
-            ),
-            (
-                "/lib64/ld-linux-x86-64.so.2",
-                "usr/lib64/ld-linux-x86-64.so.2",
-            ),
-            (
-                "/lib/x86_64-linux-gnu/libm.so.6",
-                "usr/lib/x86_64-linux-gnu/libm.so.6",
-            ),
-            ("/library/libx.so", "library/libx.so"),
+        for paths in [
+            "/usr/lib/x86_64-linux-gnu/libc.so.6 usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib64/ld-linux-x86-64.so.2 usr/lib64/ld-linux-x86-64.so.2",
+            "/lib/x86_64-linux-gnu/libm.so.6 usr/lib/x86_64-linux-gnu/libm.so.6",
+            "/library/libx.so library/libx.so",
         ] {
+            let (host, guest) = paths.split_once(' ').expect("host and guest path");
             assert_eq!(
                 merged_usr_path(Path::new(host)).expect("an absolute path"),
                 guest
