@@ -381,10 +381,8 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
         let Scan::Done(leaks) = scan(&block(report, 0)) else {
             panic!("the scan is complete");
         };
-        assert_eq!(
-            leaks[0].frames(),
-            ["kmalloc_trace+0x25/0x90", "lite_rs_alloc_remote+0x41/0x80"]
-        );
+        let frames = ["kmalloc_trace+0x25/0x90", "lite_rs_alloc_remote+0x41/0x80"];
+        assert_eq!(leaks[0].frames(), frames);
         assert!(leaks[0].involves_lite());
     }
 

@@ -346,31 +346,33 @@ Run /init as init process
         let wire = &report.suites[0];
         assert_eq!(wire.name, "lite_wire");
         assert_eq!(wire.planned, Some(3));
-        assert_eq!(wire.result, Some(Outcome::Fail));
+        use Outcome::{Fail, Pass, Skip};
+        assert_eq!(wire.result, Some(Fail));
         let outcomes: Vec<_> = wire
             .cases
             .iter()
-            .map(|c| (c.name.as_str(), c.outcome))
+            .map(|c| (&c.name[..], c.outcome))
             .collect();
+        let names = ["lite_test_encode", "lite_test_decode", "lite_test_sizes"];
         assert_eq!(
             outcomes,
-            [
-                ("lite_test_encode", Outcome::Pass),
-                ("lite_test_decode", Outcome::Fail),
-                ("lite_test_sizes", Outcome::Pass)
-            ]
+            names
+                .into_iter()
+                .zip([Pass, Fail, Pass])
+                .collect::<Vec<_>>()
         );
         assert!(wire.cases[1].diagnostics[0].contains("EXPECTATION FAILED"));
+        let (pass, fail, skip, total) = (3, 1, 0, 4);
         assert_eq!(
             wire.totals,
             Some(Totals {
-                pass: 3,
-                fail: 1,
-                skip: 0,
-                total: 4
+                pass,
+                fail,
+                skip,
+                total
             })
         );
-        assert_eq!(report.suites[1].cases[1].outcome, Outcome::Skip);
+        assert_eq!(report.suites[1].cases[1].outcome, Skip);
         assert_eq!(counts(&report), (3, 1, 1));
         let problems = report.problems();
         assert_eq!(problems.len(), 1, "{problems:?}");
@@ -397,10 +399,8 @@ Run /init as init process
         // The missing cases count as failed.
         assert_eq!(counts(&report), (1, 2, 0));
         let problems = report.problems().join("\n");
-        assert!(
-            problems.contains("2 of 3 planned cases never reported"),
-            "{problems}"
-        );
+        let missing = "2 of 3 planned cases never reported";
+        assert!(problems.contains(missing), "{problems}");
         assert!(problems.contains("did not finish"), "{problems}");
 
         let report = Report::parse("Linux version 6.12\nRun /init as init process\n");
@@ -410,9 +410,7 @@ Run /init as init process
         let report = Report::parse(log);
         assert_eq!(report.suites[0].name, "lite_a");
         let problems = report.problems();
-        assert!(
-            problems.iter().any(|p| p.contains("lite_a: suite failed")),
-            "{problems:?}"
-        );
+        let failed = problems.iter().any(|p| p.contains("lite_a: suite failed"));
+        assert!(failed, "{problems:?}");
     }
 }

@@ -209,10 +209,8 @@ mod tests {
         assert_eq!(bytes.len() % 4, 0);
         let entries = parse(&bytes);
         let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(
-            paths,
-            ["etc", "etc/lite", "etc/lite/cluster.secret", TRAILER]
-        );
+        let expected = ["etc", "etc/lite", "etc/lite/cluster.secret", TRAILER];
+        assert_eq!(paths, expected);
         assert_eq!(entries[2].data, b"abc");
         // Mode, owned by root, one link.
         assert_eq!(entries[2].fields[1..5], [0o100400, 0, 0, 1]);
@@ -270,9 +268,7 @@ mod tests {
             .expect("feed cpio");
         let out = cpio.wait_with_output().expect("cpio runs");
         assert!(out.status.success());
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            "etc\netc/lite\netc/lite/cluster.secret\n"
-        );
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(listed, "etc\netc/lite\netc/lite/cluster.secret\n");
     }
 }

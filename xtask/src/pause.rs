@@ -218,17 +218,13 @@ mod tests {
         gap: Duration::from_millis(30),
     };
 
+    type Run = (FakeVm, PauseLog, Result<(), String>);
+
     /// [`PLAN`] carried out on a VM failing the `fail_stop`-th stop or the
     /// `fail_cont`-th cont: the VM, the log and the error as text.
-    fn run(
-        fail_stop: Option<usize>,
-        fail_cont: Option<usize>,
-    ) -> (FakeVm, PauseLog, Result<(), String>) {
-        let mut vm = FakeVm {
-            fail_stop,
-            fail_cont,
-            ..FakeVm::default()
-        };
+    fn run(fail_stop: Option<usize>, fail_cont: Option<usize>) -> Run {
+        let mut vm = FakeVm::default();
+        (vm.fail_stop, vm.fail_cont) = (fail_stop, fail_cont);
         let mut log = PauseLog::default();
         let result = pause_repeatedly(&mut vm, &PLAN, &mut log).map_err(|e| format!("{e:#}"));
         (vm, log, result)
@@ -275,14 +271,11 @@ mod tests {
     fn the_verdict_wants_every_pause_and_each_long_enough() {
         let pauses = [40, 39, 52].map(Duration::from_millis).to_vec();
         let log = PauseLog { pauses };
-        assert_eq!(
-            log.verdict(&PLAN),
-            Err("shorter than 40 ms: pause 2 lasted 39 ms".to_string())
-        );
+        let short = Err("shorter than 40 ms: pause 2 lasted 39 ms".to_string());
+        assert_eq!(log.verdict(&PLAN), short);
         assert_eq!(log.summary(), "3 pauses, 39 to 52 ms each");
-        let more = PauseLog {
-            pauses: vec![Duration::from_millis(40); 4],
-        };
+        let pauses = vec![Duration::from_millis(40); 4];
+        let more = PauseLog { pauses };
         assert_eq!(more.verdict(&PLAN), Err("made 4 of 3 pauses".to_string()));
     }
 

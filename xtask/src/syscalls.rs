@@ -288,10 +288,8 @@ mod tests {
         \t\tu64, size, u64, offset, unsigned int, priority, u64, password)\n{\n}\n";
 
     fn decls(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|&(a, b)| (a.to_string(), b.to_string()))
-            .collect()
+        let pair = |&(a, b): &(&str, &str)| (a.to_string(), b.to_string());
+        pairs.iter().map(pair).collect()
     }
 
     #[test]
@@ -299,10 +297,8 @@ mod tests {
         let nums = parse_numbers(HEADER).unwrap();
         let names: Vec<_> = nums.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["lite_join", "lite_get_node_id", "lite_rdma_write"]);
-        assert_eq!(
-            nums.iter().map(|n| n.1).collect::<Vec<_>>(),
-            [548, 549, 552]
-        );
+        let numbers: Vec<u32> = nums.iter().map(|n| n.1).collect();
+        assert_eq!(numbers, [548, 549, 552]);
         let bad = "#define __NR_lite_a 548\n#define __NR_lite_b 548\n";
         assert!(parse_numbers(bad).is_err());
     }
@@ -327,29 +323,21 @@ mod tests {
     #[test]
     fn generates_prototypes() {
         let calls = load(HEADER, SOURCE).unwrap();
+        let (join, id) = (&calls[0], &calls[1]);
         assert_eq!(
-            prototype(&calls[0]),
+            prototype(join),
             "asmlinkage long sys_lite_join(const char __user *cm_ip, unsigned int cm_port,\n\
              \t\t\t      unsigned int ib_port);"
         );
-        assert_eq!(
-            prototype(&calls[1]),
-            "asmlinkage long sys_lite_get_node_id(void);"
-        );
+        assert_eq!(prototype(id), "asmlinkage long sys_lite_get_node_id(void);");
         let long = prototype(&calls[2]);
         for line in long.lines() {
             assert!(display_width(line) <= 80, "too long: {line:?}");
         }
         assert!(long.starts_with("asmlinkage long sys_lite_rdma_write(u64 handle,"));
         assert!(long.ends_with("u64 password);"));
-        assert_eq!(
-            table_line(&calls[0]),
-            "548\t64\tlite_join\t\t\tsys_lite_join"
-        );
-        assert_eq!(
-            cond_syscall_line(&calls[1]),
-            "COND_SYSCALL(lite_get_node_id);"
-        );
+        assert_eq!(table_line(join), "548\t64\tlite_join\t\t\tsys_lite_join");
+        assert_eq!(cond_syscall_line(id), "COND_SYSCALL(lite_get_node_id);");
         // A short prototype stays on one line.
         let params = decls(&[("u64", "handle")]);
         let free = Syscall {
@@ -357,10 +345,8 @@ mod tests {
             number: 554,
             params,
         };
-        assert_eq!(
-            prototype(&free),
-            "asmlinkage long sys_lite_free(u64 handle);"
-        );
+        let one_line = "asmlinkage long sys_lite_free(u64 handle);";
+        assert_eq!(prototype(&free), one_line);
     }
 
     #[test]

@@ -333,10 +333,8 @@ LITE-GUEST-EXIT rc=1
         let report = Report::parse("1..3\nok 1 - a\n");
         assert_eq!(report.failed(), 2);
         assert!(report.problems()[0].contains("2 of 3 planned"));
-        assert_eq!(
-            Report::parse("booted\n").problems(),
-            ["no TAP test results"]
-        );
+        let nothing = Report::parse("booted\n");
+        assert_eq!(nothing.problems(), ["no TAP test results"]);
         let report = Report::parse("1..1\nok 1 - a\n0 passed, 1 failed\n");
         assert!(report.problems()[0].contains("summary says 0 passed"));
     }
@@ -370,10 +368,8 @@ LITE-GUEST-EXIT rc=1
     fn two_programs_in_one_log_are_parsed_apart() {
         let parts = split_programs(TWO_PROGRAMS);
         let names: Vec<Option<&str>> = parts.iter().map(|p| p.name.as_deref()).collect();
-        assert_eq!(
-            names,
-            [Some("lite-failure-test"), Some("lite-cluster-test")]
-        );
+        let programs = ["lite-failure-test", "lite-cluster-test"];
+        assert_eq!(names, programs.map(Some));
         // The boot belongs to no program.
         assert!(!parts[0].text.contains("KTAP"), "{}", parts[0].text);
         let failure = Report::parse(&parts[0].text);
