@@ -78,11 +78,8 @@ fn tokens(source: &str) -> Vec<Token> {
 /// group has none.
 fn push_delimiter(found: &mut Vec<Token>, text: &str, span: Span) {
     if !text.is_empty() {
-        let line = span.start().line;
-        found.push(Token {
-            text: text.into(),
-            line,
-        });
+        let (text, line) = (text.into(), span.start().line);
+        found.push(Token { text, line });
     }
 }
 
@@ -195,10 +192,8 @@ fn read_use_tree(
         match text(at) {
             Some("{") => return read_use_group(tokens, at + 1, &segments, found),
             Some("*") => {
-                found.push(Reference {
-                    segments,
-                    line: tokens[at].line,
-                });
+                let line = tokens[at].line;
+                found.push(Reference { segments, line });
                 return at + 1;
             }
             Some(name) if is_identifier(name) => {
@@ -288,21 +283,20 @@ fn absolute_path_from(mut path: Vec<String>, segments: &[String]) -> Option<Vec<
 
 /// The file holding the deepest module that `path` (from the crate root)
 /// passes through: the file its item comes from.
-fn file_reached<'a>(
-    modules: &'a BTreeMap<Vec<String>, FileName>,
-    path: &[String],
-) -> Option<&'a FileName> {
-    (0..=path.len())
-        .rev()
-        .find_map(|len| modules.get(&path[..len]))
+fn file_reached<'a>(modules: &'a Modules, path: &[String]) -> Option<&'a FileName> {
+    let prefix = |len| modules.get(&path[..len]);
+    (0..=path.len()).rev().find_map(prefix)
 }
+
+/// The file holding each module, by the module's path from the crate root.
+type Modules = BTreeMap<Vec<String>, FileName>;
 
 /// The graph of which files use items from which other files, built from
 /// their paths, for the files of the module `unit` (`[]` for the whole
 /// crate). Declaring a submodule (`mod x;`) is not a use, and neither is a
 /// file naming its own items; uses of modules outside `unit` are left out.
 pub(crate) fn dependency_graph(sources: &BTreeMap<FileName, String>, unit: &[&str]) -> Graph {
-    let modules: BTreeMap<Vec<String>, FileName> = sources
+    let modules: Modules = sources
         .keys()
         .map(|file| (module_of(unit, file), file.clone()))
         .collect();
@@ -311,13 +305,9 @@ pub(crate) fn dependency_graph(sources: &BTreeMap<FileName, String>, unit: &[&st
         let here = module_of(unit, file);
         let uses = graph.entry(file.clone()).or_default();
         for reference in references(&tokens(source)) {
-            let Some(path) = absolute_path(&here, &reference.segments) else {
-                continue;
-            };
-            let Some(target) = file_reached(&modules, &path) else {
-                continue;
-            };
-            if target != file {
+            let path = absolute_path(&here, &reference.segments);
+            let target = path.and_then(|path| file_reached(&modules, &path));
+            if let Some(target) = target.filter(|&target| target != file) {
                 uses.entry(target.clone()).or_insert(reference.line);
             }
         }

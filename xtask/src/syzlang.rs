@@ -895,10 +895,8 @@ mod tests {
         let numbers = syscalls::parse_numbers(&repo.header).unwrap();
         let syz = parse_syzlang(&repo.txt, &mut Vec::new());
         assert_eq!(syz.calls.len(), numbers.len());
-        assert_eq!(
-            parse_header(&repo.header, &mut Vec::new()).prototypes.len(),
-            numbers.len()
-        );
+        let header = parse_header(&repo.header, &mut Vec::new());
+        assert_eq!(header.prototypes.len(), numbers.len());
     }
 
     /// Runs the check on the repository's files after `edit`, which must
@@ -1045,16 +1043,10 @@ mod tests {
 
     #[test]
     fn syzlang_types_have_their_widths() {
-        let resources = BTreeMap::from([
-            ("h".to_string(), "int64".to_string()),
-            ("sub".to_string(), "h".to_string()),
-        ]);
-        let aliases = BTreeMap::from([("p".to_string(), "flags[ps, int32]".to_string())]);
-        let syz = Syzlang {
-            resources,
-            aliases,
-            ..Syzlang::default()
-        };
+        let mut syz = Syzlang::default();
+        let text = |(name, ty): (&str, &str)| (name.to_string(), ty.to_string());
+        syz.resources = BTreeMap::from([("h", "int64"), ("sub", "h")].map(text));
+        syz.aliases = BTreeMap::from([("p", "flags[ps, int32]")].map(text));
         let w = |t: &str| syz.width(t, 0);
         assert_eq!(w("int16be"), Width::Bytes(2));
         assert_eq!(w("int32[0:256]"), Width::Bytes(4));
@@ -1101,18 +1093,12 @@ mod tests {
 
     #[test]
     fn const_files_are_read_per_architecture() {
-        let file = parse_consts(
-            "# comment\narches = 386, amd64\nA = 1\nB = 2, amd64:3\nC = 386:4\nD = amd64:???\nE = 0x10\n",
-        )
-        .unwrap();
+        let text = "# comment\narches = 386, amd64\nA = 1\nB = 2, amd64:3\nC = 386:4\nD = amd64:???\nE = 0x10\n";
+        let file = parse_consts(text).unwrap();
+        let values = [("A", Some(1)), ("B", Some(3)), ("D", None), ("E", Some(16))];
         assert_eq!(
             file,
-            BTreeMap::from([
-                ("A".to_string(), Some(1)),
-                ("B".to_string(), Some(3)),
-                ("D".to_string(), None),
-                ("E".to_string(), Some(16)),
-            ])
+            BTreeMap::from(values.map(|(k, v)| (k.to_string(), v)))
         );
         assert!(parse_consts("A = 1\n").is_err());
         assert!(parse_consts("arches = arm64\nA = 1\n").is_err());
@@ -1137,22 +1123,21 @@ mod tests {
         let syz = parse_syzlang(text, &mut problems);
         assert_eq!(problems, Vec::<String>::new());
         assert_eq!(syz.calls.len(), 1);
-        assert_eq!(syz.calls[0].name, "call$v");
-        assert_eq!(syz.calls[0].base, "call");
-        assert_eq!(
-            syz.calls[0].args,
-            [
-                ("ptr[in, string[\"#x\"]]".to_string(), "a".to_string()),
-                ("flags[fs]".to_string(), "b".to_string())
-            ]
-        );
-        assert_eq!(
-            syz.structs["s"],
-            [
-                ("ptr64[in, array[int8]]".to_string(), "f1".to_string()),
-                ("len[f1, int32]".to_string(), "f2".to_string())
-            ]
-        );
+        let call = &syz.calls[0];
+        assert_eq!((&call.name[..], &call.base[..]), ("call$v", "call"));
+        // Each `name: type`.
+        let decls = |text: &str| -> Vec<Decl> {
+            let decl = |d: &str| {
+                d.split_once(": ")
+                    .map(|(n, t)| (t.to_string(), n.to_string()))
+            };
+            text.split("; ")
+                .map(|d| decl(d).expect("name: type"))
+                .collect()
+        };
+        assert_eq!(call.args, decls("a: ptr[in, string[\"#x\"]]; b: flags[fs]"));
+        let fields = decls("f1: ptr64[in, array[int8]]; f2: len[f1, int32]");
+        assert_eq!(syz.structs["s"], fields);
         assert_eq!(syz.resources["r"], "int32");
         assert_eq!(syz.aliases["t"], "flags[fs, int64]");
         let used: Vec<&str> = syz.consts_used.keys().map(String::as_str).collect();
