@@ -200,20 +200,17 @@ fn check_numbers(numbers: &[(String, u32)], consts: &ConstFile, problems: &mut V
 /// values, and every constant `lite.txt` uses.
 fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems: &mut Vec<String>) {
     for (name, value) in consts {
-        match header.defines.get(name) {
+        match (header.defines.get(name), value) {
             // The numbers have their own check.
-            Some(_) if name.starts_with("__NR_") => {}
-            Some(Some(expected)) => {
-                if let Some(v) = value {
-                    if v != expected {
-                        problems.push(format!("{name}: {v} in {CONST} but {expected} in {HEADER}"));
-                    }
-                }
+            (Some(_), _) if name.starts_with("__NR_") => {}
+            (Some(Some(expected)), Some(v)) if v != expected => {
+                problems.push(format!("{name}: {v} in {CONST} but {expected} in {HEADER}"))
             }
-            // Not a plain number in C (an expression the scanner does not
-            // evaluate): only its presence is checked.
-            Some(None) => {}
-            None => problems.push(format!(
+            // Equal, undefined for the architecture, or not a plain number
+            // in C (an expression the scanner does not evaluate): only its
+            // presence is checked.
+            (Some(_), _) => {}
+            (None, _) => problems.push(format!(
                 "{name}: {CONST} has it but {HEADER} does not define it"
             )),
         }
@@ -377,11 +374,10 @@ fn eval_c(expr: &str) -> Option<u64> {
         let shifted = a.checked_shl(b)?;
         return (shifted >> b == a).then_some(shifted);
     }
-    let digits = expr.trim_end_matches(['u', 'U', 'l', 'L']);
-    if let Some(hex) = digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
+    let digits = expr
+        .trim_end_matches(['u', 'U', 'l', 'L'])
+        .to_ascii_lowercase();
+    if let Some(hex) = digits.strip_prefix("0x") {
         u64::from_str_radix(hex, 16).ok()
     } else if let Some(octal) = digits.strip_prefix('0').filter(|o| !o.is_empty()) {
         u64::from_str_radix(octal, 8).ok()
@@ -405,11 +401,8 @@ fn parse_c_structs(code: &str, header: &mut Header, problems: &mut Vec<String>) 
             return;
         };
         let mut fields = Vec::new();
-        for decl in body[..end]
-            .split(';')
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-        {
+        let decls = body[..end].split(';').map(str::trim);
+        for decl in decls.filter(|d| !d.is_empty()) {
             // `TYPE a, b` declares several fields of one type.
             let mut parts = decl.split(',');
             let first = parts.next().unwrap_or_default();
@@ -438,22 +431,13 @@ fn split_c_decl(decl: &str) -> Option<(String, String)> {
         Some(at) => (decl[..at].trim_end(), &decl[at..]),
         None => (decl, ""),
     };
-    let start = decl
-        .char_indices()
-        .rev()
-        .take_while(|&(_, c)| is_ident_char(c))
-        .last()
-        .map(|(i, _)| i)?;
-    let ty = decl[..start].trim();
-    if ty.is_empty() {
+    let start = decl.trim_end_matches(is_ident_char).len();
+    let (ty, name) = (decl[..start].trim(), &decl[start..]);
+    if ty.is_empty() || name.is_empty() {
         return None;
     }
-    let ty = if array.is_empty() {
-        ty.to_string()
-    } else {
-        format!("{ty} {array}")
-    };
-    Some((ty, decl[start..].to_string()))
+    let ty = format!("{ty} {array}").trim_end().to_string();
+    Some((ty, name.to_string()))
 }
 
 /// The text of the C comments of `source`, with the ` * ` that starts
@@ -580,18 +564,14 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
             }
             continue;
         }
-        if let Some((name, ty)) = line
-            .strip_prefix("type ")
-            .and_then(|alias| alias.trim().split_once(char::is_whitespace))
-        {
+        let alias = line.strip_prefix("type ").map(str::trim);
+        if let Some((name, ty)) = alias.and_then(|a| a.split_once(char::is_whitespace)) {
             syz.aliases.insert(name.to_string(), ty.trim().to_string());
             continue;
         }
-        let name: String = line
-            .chars()
-            .take_while(|&c| is_ident_char(c) || c == '$')
-            .collect();
-        let after = line[name.len()..].trim_start();
+        let after = line.trim_start_matches(|c| is_ident_char(c) || c == '$');
+        let name = line[..line.len() - after.len()].to_string();
+        let after = after.trim_start();
         if name.is_empty() {
             problems.push(format!("{TXT}:{line_no}: cannot read `{line}`"));
         } else if after.starts_with('=') {
@@ -655,14 +635,11 @@ impl Syzlang {
                 _ => Width::Register,
             },
             _ => {
-                if let Some(bytes) = int_bytes(name) {
-                    Width::Bytes(bytes)
-                } else if let Some(base) = self.resources.get(name) {
-                    self.width(base, depth + 1)
-                } else if let Some(underlying) = self.aliases.get(name) {
-                    self.width(underlying, depth + 1)
-                } else {
-                    Width::Unknown
+                let underlying = self.resources.get(name).or(self.aliases.get(name));
+                match (int_bytes(name), underlying) {
+                    (Some(bytes), _) => Width::Bytes(bytes),
+                    (None, Some(underlying)) => self.width(underlying, depth + 1),
+                    (None, None) => Width::Unknown,
                 }
             }
         }
@@ -671,9 +648,7 @@ impl Syzlang {
 
 /// The size of `intN`, `intNbe` and `boolN`.
 fn int_bytes(name: &str) -> Option<u64> {
-    let bits = name
-        .strip_prefix("int")
-        .or_else(|| name.strip_prefix("bool"))?;
+    let bits = name.strip_prefix("int").or(name.strip_prefix("bool"))?;
     match bits.strip_suffix("be").unwrap_or(bits) {
         "8" => Some(1),
         "16" => Some(2),
@@ -806,10 +781,9 @@ fn parse_consts(text: &str) -> Result<ConstFile, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (name, value) = line
-            .split_once('=')
-            .map(|(n, v)| (n.trim(), v.trim()))
-            .ok_or_else(|| format!("line {at}: expected NAME = VALUE"))?;
+        let unreadable = || format!("line {at}: expected NAME = VALUE");
+        let (name, value) = line.split_once('=').ok_or_else(unreadable)?;
+        let (name, value) = (name.trim(), value.trim());
         if !seen_arches {
             if name != "arches" {
                 return Err(format!("line {at}: the first line must be `arches = ...`"));
@@ -827,8 +801,8 @@ fn parse_consts(text: &str) -> Result<ConstFile, String> {
             let Some((value, for_arches)) = fields.split_last() else {
                 continue;
             };
-            let parsed = parse_const_value(value)
-                .ok_or_else(|| format!("line {at}: bad value `{}`", entry.trim()))?;
+            let bad = || format!("line {at}: bad value `{}`", entry.trim());
+            let parsed = parse_const_value(value).ok_or_else(bad)?;
             if for_arches.is_empty() {
                 default = Some(parsed);
             } else if for_arches.contains(&ARCH) {
