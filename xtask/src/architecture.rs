@@ -370,10 +370,8 @@ mod tests {
     /// The internal unit's sources in this checkout.
     fn internal_sources() -> BTreeMap<FileName, String> {
         let sources = read_sources(&repo_root().join(INTERNAL_DIR));
-        assert!(
-            sources.contains_key("mod.rs"),
-            "{INTERNAL_DIR}/mod.rs is missing"
-        );
+        let has_root = sources.contains_key("mod.rs");
+        assert!(has_root, "{INTERNAL_DIR}/mod.rs is missing");
         sources
     }
 
@@ -409,19 +407,17 @@ mod tests {
                 })
             })
             .collect();
+        let found = found.join("\n");
         assert!(
             found.is_empty(),
-            "unsafe code in the internal unit:\n{}",
-            found.join("\n")
+            "unsafe code in the internal unit:\n{found}"
         );
         let mod_rs: String = tokens(&sources["mod.rs"])
             .into_iter()
             .map(|t| t.text)
             .collect();
-        assert!(
-            mod_rs.contains(DENY_UNSAFE),
-            "{INTERNAL_DIR}/mod.rs lacks {DENY_UNSAFE}"
-        );
+        let denies = mod_rs.contains(DENY_UNSAFE);
+        assert!(denies, "{INTERNAL_DIR}/mod.rs lacks {DENY_UNSAFE}");
         let graph = dependency_graph(&sources, &INTERNAL_UNIT);
         if let Some(cycle) = find_cycle(&graph) {
             panic!(
@@ -486,10 +482,8 @@ mod tests {
             "rpc/wire.rs: pub(crate) struct X;",
             "sharing/mod.rs: use super::memory::lmr::Lmr;\nfn f(m: super::memory::RemoteMemory) {}",
         ];
-        assert_eq!(
-            uses(&files, "sharing/mod.rs"),
-            words("memory/lmr.rs memory/mod.rs")
-        );
+        let sharing = uses(&files, "sharing/mod.rs");
+        assert_eq!(sharing, words("memory/lmr.rs memory/mod.rs"));
         assert_eq!(uses(&files, "rpc/mod.rs"), words("rpc/wire.rs"));
         assert_eq!(uses(&files, "mod.rs"), words(""));
         // Macro paths count; a file naming itself does not.
@@ -512,11 +506,8 @@ mod tests {
             ("crate verbs Device", Some("verbs Device")),
             ("super super super super x", None),
         ] {
-            assert_eq!(
-                absolute_path(&here, &words(path)),
-                expected.map(words),
-                "{path}"
-            );
+            let absolute = absolute_path(&here, &words(path));
+            assert_eq!(absolute, expected.map(words), "{path}");
         }
         assert_eq!(module_of(&[], CRATE_ROOT), words(""));
         assert_eq!(module_of(&[], "verbs/mod.rs"), words("verbs"));

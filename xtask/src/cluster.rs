@@ -902,14 +902,9 @@ mod tests {
         assert_eq!(tap, tap_name(2));
         // The namespace's own set-up goes through the same command.
         let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
-        assert_eq!(
-            ip(&link_state_args(&tap, false)),
-            "ip -n lite-42 link set tap2 down"
-        );
-        assert_eq!(
-            ip(&link_state_args(&tap, true)),
-            "ip -n lite-42 link set tap2 up"
-        );
+        let (down, up) = (link_state_args(&tap, false), link_state_args(&tap, true));
+        assert_eq!(ip(&down), "ip -n lite-42 link set tap2 down");
+        assert_eq!(ip(&up), "ip -n lite-42 link set tap2 up");
         let tuntap = ["tuntap", "add", "tap1", "mode", "tap"];
         assert_eq!(ip(&tuntap), "ip -n lite-42 tuntap add tap1 mode tap");
     }

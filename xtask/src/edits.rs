@@ -54,10 +54,8 @@ mod tests {
     fn missing_anchor_names_file_and_anchor() {
         let err = insert_after("a\nb\n", "kernel/sys_ni.c", "COND_SYSCALL(mseal);", "z\n");
         let err = err.unwrap_err().to_string();
-        assert!(
-            err.contains("kernel/sys_ni.c") && err.contains("COND_SYSCALL(mseal);"),
-            "{err}"
-        );
+        let named = err.contains("kernel/sys_ni.c") && err.contains("COND_SYSCALL(mseal);");
+        assert!(named, "{err}");
     }
 
     #[test]

@@ -329,10 +329,8 @@ LITE-GUEST-EXIT rc=1
         assert_eq!(NodeReport::parse(clean).problems(), Vec::<String>::new());
         let cut = "TAP version 13\nok 1 - fuzz: joined\n";
         let problems = NodeReport::parse(cut).problems();
-        assert!(
-            problems.iter().any(|p| p.contains("no totals")),
-            "{problems:?}"
-        );
+        let no_totals = problems.iter().any(|p| p.contains("no totals"));
+        assert!(no_totals, "{problems:?}");
     }
 
     #[test]
@@ -347,10 +345,8 @@ LITE-GUEST-EXIT rc=1
         assert_eq!(parse_seed("0x2a"), Ok(42));
         assert_eq!(parse_seed("42"), Ok(42));
         assert!(parse_seed("x").is_err());
-        assert_eq!(
-            kernel_params(60, 42),
-            ["lite.fuzzsecs=60", "lite.seed=0x2a"]
-        );
+        let params = kernel_params(60, 42);
+        assert_eq!(params, ["lite.fuzzsecs=60", "lite.seed=0x2a"]);
         let replay = "cargo xtask fuzz --minutes 2 --seed 0x2a --nodes 3";
         assert_eq!(replay_command(2, 42, 3), replay);
         let init = include_str!("init.sh");

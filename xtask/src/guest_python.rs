@@ -145,10 +145,8 @@ mod tests {
     fn takes_the_first_python_block() {
         let text =
             "# x\n```sh\nls\n```\n```python\nimport lite\nprint(1)\n```\n```python\nno\n```\n";
-        assert_eq!(
-            python_snippet(text).as_deref(),
-            Some("import lite\nprint(1)\n")
-        );
+        let first = python_snippet(text);
+        assert_eq!(first.as_deref(), Some("import lite\nprint(1)\n"));
         assert_eq!(python_snippet("```sh\nls\n```\n"), None);
         let readme = fsutil::read_to_string(&repo_root().join("README.md")).expect("README.md");
         assert!(python_snippet(&readme).is_some_and(|s| s.contains("import lite")));

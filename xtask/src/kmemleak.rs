@@ -411,13 +411,11 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
 
         let refused =
             format!("{BEGIN_MARKER}\nsh: write error: Operation not permitted\n{END_MARKER}1\n");
-        assert_eq!(
-            scan(&refused),
-            Scan::Failed {
-                status: "1".into(),
-                lines: vec!["sh: write error: Operation not permitted".into()],
-            }
+        let (status, lines) = (
+            "1".into(),
+            vec!["sh: write error: Operation not permitted".into()],
         );
+        assert_eq!(scan(&refused), Scan::Failed { status, lines });
         let failed = check(&refused);
         assert!(failed.problems[0].contains("scan failed (LITE-KMEMLEAK-END rc=1)"));
         assert!(failed.problems[0].contains("Operation not permitted"));

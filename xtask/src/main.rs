@@ -387,10 +387,8 @@ mod tests {
 
     #[test]
     fn a_shell_or_a_program_but_not_both_nor_neither() {
-        assert_eq!(
-            cluster(&["--nodes", "1", "--shell"]).expect("parses"),
-            (1, Session::Shell)
-        );
+        let shell = cluster(&["--nodes", "1", "--shell"]).expect("parses");
+        assert_eq!(shell, (1, Session::Shell));
         for line in [
             "--shell --exec ./p",
             "--shell --timeout 5",

@@ -1273,12 +1273,8 @@ mod tests {
             .map(|p| String::from_utf8_lossy(&p.bytes).into_owned())
             .collect();
         assert!(all.contains("From: LITE developers <lite@lite-rs.invalid>"));
-        assert_eq!(
-            all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n")
-                .count(),
-            10,
-            "every patch is signed off"
-        );
+        let signed = all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n");
+        assert_eq!(signed.count(), 10, "every patch is signed off");
         for needle in [
             "b/Documentation/userspace-api/lite.rst",
             "+   lite\n",
@@ -1376,16 +1372,10 @@ mod tests {
     fn cuts_leave_out_exactly_what_they_name() {
         let kconfig =
             "config A\n\tbool\n\nconfig T\n\tbool \"t\"\n\thelp\n\t  x\n\nconfig B\n\tbool\n";
-        assert_eq!(
-            Cut::KconfigEntry("T").apply(kconfig, "K").unwrap(),
-            "config A\n\tbool\n\nconfig B\n\tbool\n"
-        );
-        assert_eq!(
-            Cut::LineWith("T)")
-                .apply("a\nx-$(T) += t.o\nb\n", "M")
-                .unwrap(),
-            "a\nb\n"
-        );
+        let without_t = Cut::KconfigEntry("T").apply(kconfig, "K").unwrap();
+        assert_eq!(without_t, "config A\n\tbool\n\nconfig B\n\tbool\n");
+        let makefile = Cut::LineWith("T)").apply("a\nx-$(T) += t.o\nb\n", "M");
+        assert_eq!(makefile.unwrap(), "a\nb\n");
         assert!(Cut::Text("zz").apply("a\n", "F").is_err());
         assert!(Cut::LineWith("a").apply("a\na\n", "F").is_err());
         assert!(Cut::KconfigEntry("X").apply(kconfig, "K").is_err());
@@ -1410,10 +1400,8 @@ mod tests {
         fsutil::write(&pristine.join("kernel/sys_ni.c"), "nothing here\n").unwrap();
         let err = generate(&repo, &pristine, &tmp.path().join("a")).unwrap_err();
         let err = format!("{err:#}");
-        assert!(
-            err.contains("COND_SYSCALL(mseal);") && err.contains("kernel/sys_ni.c"),
-            "{err}"
-        );
+        let named = err.contains("COND_SYSCALL(mseal);") && err.contains("kernel/sys_ni.c");
+        assert!(named, "{err}");
         let (tmp, repo, pristine) = fixture();
         std::fs::remove_file(repo.join("lite-api-c/kernel/lite_syscalls.c")).unwrap();
         assert!(generate(&repo, &pristine, &tmp.path().join("a")).is_err());

@@ -884,8 +884,9 @@ mod tests {
     }
 
     fn assert_reported(problems: &[String], needle: &str) {
+        let reported = problems.iter().any(|p| p.contains(needle));
         assert!(
-            problems.iter().any(|p| p.contains(needle)),
+            reported,
             "expected a problem containing {needle:?}, got {problems:#?}"
         );
     }
@@ -1070,10 +1071,8 @@ mod tests {
         let text = "# comment\narches = 386, amd64\nA = 1\nB = 2, amd64:3\nC = 386:4\nD = amd64:???\nE = 0x10\n";
         let file = parse_consts(text).unwrap();
         let values = [("A", Some(1)), ("B", Some(3)), ("D", None), ("E", Some(16))];
-        assert_eq!(
-            file,
-            BTreeMap::from(values.map(|(k, v)| (k.to_string(), v)))
-        );
+        let values = values.map(|(k, v)| (k.to_string(), v));
+        assert_eq!(file, BTreeMap::from(values));
         assert!(parse_consts("A = 1\n").is_err());
         assert!(parse_consts("arches = arm64\nA = 1\n").is_err());
         assert!(parse_consts("arches = amd64\nA = x\n").is_err());

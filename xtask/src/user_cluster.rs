@@ -731,10 +731,8 @@ mod tests {
             "/library/libx.so library/libx.so",
         ] {
             let (host, guest) = paths.split_once(' ').expect("host and guest path");
-            assert_eq!(
-                merged_usr_path(Path::new(host)).expect("an absolute path"),
-                guest
-            );
+            let merged = merged_usr_path(Path::new(host)).expect("an absolute path");
+            assert_eq!(merged, guest);
         }
         assert!(merged_usr_path(Path::new("lib/libc.so.6")).is_err());
     }
@@ -748,19 +746,18 @@ mod tests {
         ];
         let entries = newc::with_directories(&files, REGULAR_FILE | 0o755);
         let listed: Vec<(&str, u32)> = entries.iter().map(|e| (e.path, e.mode)).collect();
-        assert_eq!(
-            listed,
-            [
-                ("opt", DIRECTORY | 0o755),
-                ("opt/lite-exec", DIRECTORY | 0o755),
-                ("opt/lite-exec/bin", DIRECTORY | 0o755),
-                ("usr", DIRECTORY | 0o755),
-                ("usr/lib64", DIRECTORY | 0o755),
-                ("opt/lite-exec/bin/p", REGULAR_FILE | 0o755),
-                ("opt/lite-exec/run.sh", REGULAR_FILE | 0o755),
-                ("usr/lib64/ld.so", REGULAR_FILE | 0o755),
-            ]
-        );
+        let (dir, file) = (DIRECTORY | 0o755, REGULAR_FILE | 0o755);
+        let expected = [
+            ("opt", dir),
+            ("opt/lite-exec", dir),
+            ("opt/lite-exec/bin", dir),
+            ("usr", dir),
+            ("usr/lib64", dir),
+            ("opt/lite-exec/bin/p", file),
+            ("opt/lite-exec/run.sh", file),
+            ("usr/lib64/ld.so", file),
+        ];
+        assert_eq!(listed, expected);
         assert_eq!(entries[5].data, b"program");
     }
 
@@ -773,10 +770,8 @@ mod tests {
         let archive = ProgramArchive::new(program, &[OsString::from("x")]).expect("an archive");
         assert_eq!(archive.name, "true");
         let paths: Vec<&str> = archive.files.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(
-            paths[..2],
-            ["opt/lite-exec/bin/true", "opt/lite-exec/run.sh"]
-        );
+        let program_and_script = ["opt/lite-exec/bin/true", "opt/lite-exec/run.sh"];
+        assert_eq!(paths[..2], program_and_script);
         assert_eq!(archive.files[0].1, fs::read(program).expect("the program"));
         for library in ["/libc.so.6", "/ld-linux-x86-64.so.2"] {
             assert!(paths.iter().any(|p| p.ends_with(library)), "{paths:?}");
@@ -836,10 +831,8 @@ mod tests {
         assert_eq!(ENV_PARAM, "lite.env=");
         assert!(init.contains("#   lite.env=NAME=VALUE"));
         for role in [EXEC_ROLE, SHELL_ROLE, IDLE_ROLE] {
-            assert!(
-                init[..roles].contains(&format!("| {role}")),
-                "{role} is not described"
-            );
+            let described = init[..roles].contains(&format!("| {role}"));
+            assert!(described, "{role} is not described");
         }
         let run_exec = format!("\tenv $programenv sh /{GUEST_COMMAND} </dev/null || rc=$?\n");
         let run_shell = "\tenv $programenv PS1='\\h:\\w\\$ ' setsid cttyhack sh || rc=$?\n";
@@ -848,10 +841,8 @@ mod tests {
         }
         // Node 1 and the others join as the user's programs do.
         for role in [SHELL_ROLE, IDLE_ROLE] {
-            assert!(
-                role_body(role).starts_with("\n\tjoin_from_environment\n"),
-                "{role}"
-            );
+            let joins = role_body(role).starts_with("\n\tjoin_from_environment\n");
+            assert!(joins, "{role}");
         }
         let join = &init[at("\njoin_from_environment() {")..];
         assert!(join.contains("env $programenv python3 -c"));
