@@ -411,10 +411,8 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
 
         let refused =
             format!("{BEGIN_MARKER}\nsh: write error: Operation not permitted\n{END_MARKER}1\n");
-        let (status, lines) = (
-            "1".into(),
-            vec!["sh: write error: Operation not permitted".into()],
-        );
+        let lines = vec!["sh: write error: Operation not permitted".into()];
+        let status = "1".into();
         assert_eq!(scan(&refused), Scan::Failed { status, lines });
         let failed = check(&refused);
         assert!(failed.problems[0].contains("scan failed (LITE-KMEMLEAK-END rc=1)"));

@@ -281,16 +281,15 @@ mod tests {
 
     #[test]
     fn the_manager_verdict_fails_at_a_death_and_counts_late_heartbeats() {
-        let lines: Vec<String> = [
+        let lines = [
             "lite-cm: node 2 was silent for 1600 ms (late; dead after 3000 ms)",
             "lite-cm: node 2 was silent for 2700 ms (late; dead after 3000 ms)",
             "lite-cm: node 1 (incarnation 1) joined from 10.77.0.1:1, now 1 live, epoch 1",
             "lite-cm: node 2 (incarnation 1) suspected: silent for 3010 ms (limit 3000 ms); \
              asking its peers",
             "lite-cm: node 2 (incarnation 1) refuted the suspicion after 20 ms: heard from again",
-        ]
-        .map(String::from)
-        .to_vec();
+        ];
+        let lines = lines.map(String::from).to_vec();
         let quiet = ManagerVerdict::from_lines(&lines);
         let counts = (quiet.deaths.len(), quiet.late, quiet.suspicions);
         assert_eq!(counts, (0, 2, 1));

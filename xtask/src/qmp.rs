@@ -215,17 +215,15 @@ mod tests {
 
     /// A monitor connected, within `timeout`, to a fake QEMU playing
     /// `script` (see [`fake_qemu`]) in a directory of its own.
-    fn connected(
-        script: Vec<Vec<&'static str>>,
-        linger: Duration,
-        timeout: Duration,
-    ) -> (TempDir, Monitor, JoinHandle<Vec<String>>) {
+    fn connected(script: Vec<Vec<&'static str>>, linger_ms: u64, timeout_ms: u64) -> Connected {
         let dir = TempDir::new("xtask-qmp-test").expect("temporary directory");
         let socket = dir.path().join("node2.qmp");
-        let qemu = fake_qemu(&socket, script, linger);
-        let monitor = Monitor::connect(&socket, timeout).expect("connects");
-        (dir, monitor, qemu)
+        let qemu = fake_qemu(&socket, script, Duration::from_millis(linger_ms));
+        let monitor = Monitor::connect(&socket, Duration::from_millis(timeout_ms));
+        (dir, monitor.expect("connects"), qemu)
     }
+
+    type Connected = (TempDir, Monitor, JoinHandle<Vec<String>>);
 
     fn words(text: &str) -> Vec<String> {
         text.split(' ').map(String::from).collect()
@@ -240,17 +238,15 @@ mod tests {
 
     #[test]
     fn stops_and_continues_a_vm_skipping_events() {
-        let (_dir, mut monitor, qemu) = connected(
-            vec![
-                vec![OK],
-                vec![STOP_EVENT, OK],
-                vec![PAUSED],
-                vec![r#"{"event": "RESUME"}"#, OK],
-                vec![RUNNING],
-            ],
-            Duration::ZERO,
-            Duration::from_secs(5),
-        );
+        let resume = r#"{"event": "RESUME"}"#;
+        let script = vec![
+            vec![OK],
+            vec![STOP_EVENT, OK],
+            vec![PAUSED],
+            vec![resume, OK],
+            vec![RUNNING],
+        ];
+        let (_dir, mut monitor, qemu) = connected(script, 0, 5000);
         monitor.stop().expect("stops");
         monitor.cont().expect("continues");
         drop(monitor);
@@ -260,16 +256,9 @@ mod tests {
 
     #[test]
     fn a_refused_command_or_a_vm_that_still_runs_is_an_error() {
-        let (_dir, mut monitor, qemu) = connected(
-            vec![
-                vec![OK],
-                vec![r#"{"error": {"class": "GenericError", "desc": "Migration is active"}}"#],
-                vec![OK],
-                vec![RUNNING],
-            ],
-            Duration::ZERO,
-            Duration::from_secs(5),
-        );
+        let refused = r#"{"error": {"class": "GenericError", "desc": "Migration is active"}}"#;
+        let script = vec![vec![OK], vec![refused], vec![OK], vec![RUNNING]];
+        let (_dir, mut monitor, qemu) = connected(script, 0, 5000);
         for expected in [
             "refused stop: Migration is active (GenericError)",
             "the VM still runs after stop",
@@ -285,11 +274,7 @@ mod tests {
     fn a_silent_or_closing_monitor_fails_within_the_timeout() {
         // Greets and negotiates, then reads the next command and never
         // answers it, for longer than the client waits.
-        let (_dir, mut monitor, qemu) = connected(
-            vec![vec![OK], vec![]],
-            Duration::from_secs(1),
-            Duration::from_millis(300),
-        );
+        let (_dir, mut monitor, qemu) = connected(vec![vec![OK], vec![]], 1000, 300);
         let started = Instant::now();
         let silent = format!("{:#}", monitor.stop().unwrap_err());
         assert!(started.elapsed() < Duration::from_secs(5));
