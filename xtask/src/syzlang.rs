@@ -153,10 +153,8 @@ fn check_calls(
         if let Some(params) = definitions.get(&call.base) {
             compare_decls(
                 &call.name,
-                "argument",
                 (TXT, &call.args, &width),
                 (SYSCALLS_C, params, &c_width),
-                false,
                 problems,
             );
         }
@@ -169,10 +167,8 @@ fn check_calls(
         } else if let Some(defined) = definitions.get(name) {
             compare_decls(
                 name,
-                "argument",
                 (HEADER, documented, &c_width),
                 (SYSCALLS_C, defined, &c_width),
-                false,
                 problems,
             );
         }
@@ -235,10 +231,8 @@ fn check_structs(header: &Header, syz: &Syzlang, problems: &mut Vec<String>) {
         };
         compare_decls(
             &format!("struct {name}"),
-            "field",
             (TXT, described, &width),
             (HEADER, fields, &c_width),
-            true,
             problems,
         );
     }
@@ -248,23 +242,15 @@ fn check_structs(header: &Header, syz: &Syzlang, problems: &mut Vec<String>) {
 /// tells their widths.
 type Side<'a> = (&'a str, &'a [Decl], &'a dyn Fn(&str) -> Width);
 
-/// Compares two declaration lists (arguments or fields) of `what`: count,
-/// names in order and, where both sides tell, widths.
-fn compare_decls(
-    what: &str,
-    kind: &str,
-    (file_a, decls_a, width_a): Side,
-    (file_b, decls_b, width_b): Side,
-    in_struct: bool,
-    problems: &mut Vec<String>,
-) {
+/// Compares two declaration lists of `what`, the fields of a struct when
+/// it is `struct NAME`, else a call's arguments: count, names in order and,
+/// where both sides tell, widths.
+fn compare_decls(what: &str, a: Side, b: Side, problems: &mut Vec<String>) {
+    let ((file_a, decls_a, width_a), (file_b, decls_b, width_b)) = (a, b);
+    let in_struct = what.starts_with("struct ");
+    let kind = if in_struct { "field" } else { "argument" };
     if decls_a.len() != decls_b.len() {
-        let names = |d: &[Decl]| {
-            d.iter()
-                .map(|(_, n)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let names = |d: &[Decl]| d.iter().map(|(_, n)| &n[..]).collect::<Vec<_>>().join(", ");
         problems.push(format!(
             "{what}: {file_a} has {} {kind}(s) ({}), {file_b} has {} ({})",
             decls_a.len(),
