@@ -177,26 +177,23 @@ mod tests {
         fsutil::write(&source.dir.join("g.txt"), "g\n").unwrap();
         let series_dir = tmp.path().join("patches");
         let write_series = |body: &str| {
+            let patch = PatchFile {
+                name: "0001-x.patch".into(),
+                bytes: body.as_bytes().to_vec(),
+            };
             Series {
-                patches: vec![PatchFile {
-                    name: "0001-x.patch".into(),
-                    bytes: body.as_bytes().to_vec(),
-                }],
+                patches: vec![patch],
             }
             .write_dir(&series_dir)
             .unwrap()
         };
+        let read = |name: &str| fs::read_to_string(source.dir.join(name)).unwrap();
 
         write_series(PATCH_A);
         assert!(sync(&source, &series_dir).unwrap());
-        assert!(
-            !sync(&source, &series_dir).unwrap(),
-            "second sync must be a no-op"
-        );
-        assert_eq!(
-            fs::read_to_string(source.dir.join("g.txt")).unwrap(),
-            "g\ng2\n"
-        );
+        let changed = sync(&source, &series_dir).unwrap();
+        assert!(!changed, "second sync must be a no-op");
+        assert_eq!(read("g.txt"), "g\ng2\n");
 
         let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         fsutil::set_mtime(&source.dir.join("f.txt"), old).unwrap();
@@ -205,17 +202,12 @@ mod tests {
         // Series B keeps f.txt's change and drops g.txt's.
         write_series(PATCH_B);
         assert!(sync(&source, &series_dir).unwrap());
-        assert_eq!(
-            fs::read_to_string(source.dir.join("f.txt")).unwrap(),
-            "one\ntwo\nthree\n"
-        );
-        assert_eq!(fs::read_to_string(source.dir.join("g.txt")).unwrap(), "g\n");
+        assert_eq!(read("f.txt"), "one\ntwo\nthree\n");
+        assert_eq!(read("g.txt"), "g\n");
         assert_eq!(fsutil::mtime(&source.dir.join("f.txt")).unwrap(), old);
         assert_ne!(fsutil::mtime(&source.dir.join("g.txt")).unwrap(), old);
-        assert_eq!(
-            Series::read_dir(&source.applied).unwrap(),
-            Series::read_dir(&series_dir).unwrap()
-        );
+        let applied = Series::read_dir(&source.applied).unwrap();
+        assert_eq!(applied, Series::read_dir(&series_dir).unwrap());
     }
 
     #[test]
@@ -226,13 +218,9 @@ mod tests {
         let series_dir = tmp.path().join("patches");
         fsutil::write(&series_dir.join("0001-x.patch"), PATCH_B).unwrap();
         let err = format!("{:#}", sync(&source, &series_dir).unwrap_err());
-        assert!(
-            err.contains("0001-x.patch") && err.contains("does not apply"),
-            "{err}"
-        );
-        assert!(Series::read_dir(&source.applied)
-            .unwrap()
-            .patches
-            .is_empty());
+        let named = err.contains("0001-x.patch") && err.contains("does not apply");
+        assert!(named, "{err}");
+        let applied = Series::read_dir(&source.applied).unwrap();
+        assert!(applied.patches.is_empty());
     }
 }

@@ -750,49 +750,52 @@ mod tests {
         test_spec(roles, logs, extra, None)
     }
 
+    fn no_extra(_: usize) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The initramfs with the cluster's secret.
+    const INITRD: &str = "/tmp/lite-cluster-1-0/initramfs-with-secret.cpio.gz";
+
+    /// Node `index`'s VM booted as `role`, named `name`.
+    fn vm(spec: &ClusterSpec, index: usize, role: &str, name: &str) -> VmSpec {
+        let (initrd, monitors) = (Path::new(INITRD), Path::new("/tmp/lite-qmp-1-0"));
+        node_vm(spec, initrd, monitors, index, role, name)
+    }
+
+    fn has_param(vm: &VmSpec, param: &str) -> bool {
+        vm.append.split(' ').any(|p| p == param)
+    }
+
     #[test]
     fn a_node_booted_again_is_the_same_machine_with_a_new_role_and_log() {
         let extra = |i: usize| vec![format!("extra.node={i}")];
         let spec = spec(Path::new("/logs"), &extra);
-        let initrd = Path::new("/tmp/lite-cluster-1-0/initramfs-with-secret.cpio.gz");
-        let monitors = Path::new("/tmp/lite-qmp-1-0");
-        let first = node_vm(&spec, initrd, monitors, 2, &spec.roles[1], "node2");
-        let again = node_vm(&spec, initrd, monitors, 2, "test", "node2-rejoin");
+        let first = vm(&spec, 2, &spec.roles[1], "node2");
+        let again = vm(&spec, 2, "test", "node2-rejoin");
         // Each boot has its own monitor, in the cluster's directory.
-        assert_eq!(
-            first.qmp_socket.as_deref(),
-            Some(Path::new("/tmp/lite-qmp-1-0/node2.qmp"))
-        );
-        assert_eq!(
-            again.qmp_socket.as_deref(),
-            Some(Path::new("/tmp/lite-qmp-1-0/node2-rejoin.qmp"))
-        );
-        assert_eq!(first.name, "node2");
-        assert_eq!(first.serial_log, Path::new("/logs/node2.log"));
-        assert_eq!(again.name, "node2-rejoin");
-        assert_eq!(again.serial_log, Path::new("/logs/node2-rejoin.log"));
+        for (vm, name) in [(&first, "node2"), (&again, "node2-rejoin")] {
+            let qmp = format!("/tmp/lite-qmp-1-0/{name}.qmp");
+            assert_eq!(vm.qmp_socket.as_deref(), Some(Path::new(&qmp)));
+            assert_eq!(vm.name, name);
+            assert_eq!(vm.serial_log, Path::new(&format!("/logs/{name}.log")));
+            // Only `cargo xtask cluster --shell` puts a console on the terminal.
+            assert!(!vm.console_on_terminal);
+            // The same secret, and none on the command line.
+            assert_eq!(vm.initrd, first.initrd);
+        }
         let nic = |vm: &VmSpec| vm.nics.first().map(|n| (n.tap.clone(), n.mac.clone()));
         assert_eq!(nic(&first), Some(("tap2".into(), qemu::mac(2, 0))));
         assert_eq!(nic(&again), nic(&first));
-        // Only `cargo xtask cluster --shell` puts a console on the terminal.
-        assert!(!first.console_on_terminal && !again.console_on_terminal);
         assert!(first.append.contains("lite.run=failure-victim"));
-        assert_eq!(
-            again.append,
-            first
-                .append
-                .replace("lite.run=failure-victim", "lite.run=test")
-        );
+        let (victim, test) = ("lite.run=failure-victim", "lite.run=test");
+        assert_eq!(again.append, first.append.replace(victim, test));
         for param in ["lite.ip=10.77.0.2/24", "lite.nodes=2", "extra.node=2"] {
-            assert!(again.append.split(' ').any(|p| p == param), "{param}");
+            assert!(has_param(&again, param), "{param}");
         }
-        assert_eq!(
-            (again.kernel, again.memory_mib),
-            (first.kernel, first.memory_mib)
-        );
-        // The same secret, and none on the command line.
-        assert_eq!(again.initrd, initrd);
-        assert_eq!(first.initrd, initrd);
+        assert_eq!(again.kernel, first.kernel);
+        assert_eq!(again.memory_mib, first.memory_mib);
+        assert_eq!(first.initrd, Path::new(INITRD));
         assert!(!first.append.contains("secret"), "{}", first.append);
     }
 
@@ -805,12 +808,24 @@ mod tests {
         for (i, console) in (1..).zip(consoles) {
             std::fs::write(dir.join(format!("node{i}.log")), console).expect("a console");
         }
-        let extra = |_: usize| Vec::new();
-        (NoDeathWatch::new(&spec(dir, &extra)), log)
+        (NoDeathWatch::new(&spec(dir, &no_extra)), log)
+    }
+
+    /// Whether `watch` goes on once the manager's `log` declares `node`
+    /// dead after `silent_ms`; when it stops, it names the death.
+    fn goes_on(watch: &mut NoDeathWatch, log: &Path, node: u32, silent_ms: u32) -> bool {
+        let death = format!(
+            "lite-cm: node {node} (incarnation 1) declared dead: silent for {silent_ms} ms\n"
+        );
+        crate::fsutil::append(log, &death);
+        let Err(err) = watch.check() else { return true };
+        let named = format!("node {node} (incarnation 1) declared dead");
+        assert!(err.to_string().contains(&named), "{err}");
+        false
     }
 
     #[test]
-    fn the_death_watch_stops_at_the_managers_verdict_only() {
+    fn the_death_watch_stops_at_the_managers_verdict_only_for_unfinished_guests() {
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch").expect("temporary directory");
         let (mut watch, log) = death_watch(
             tmp.path(),
@@ -819,23 +834,8 @@ mod tests {
             ["", ""],
         );
         assert!(watch.check().is_ok());
-        assert_stops_at_death(&mut watch, &log, 3, 3082);
-    }
+        assert!(!goes_on(&mut watch, &log, 3, 3082));
 
-    /// That `watch` stops, naming the death, once the manager's `log`
-    /// declares `node` dead after `silent_ms`.
-    fn assert_stops_at_death(watch: &mut NoDeathWatch, log: &Path, node: u32, silent_ms: u32) {
-        let death = format!(
-            "lite-cm: node {node} (incarnation 1) declared dead: silent for {silent_ms} ms\n"
-        );
-        crate::fsutil::append(log, &death);
-        let err = watch.check().expect_err("a death ends the wait");
-        let named = format!("node {node} (incarnation 1) declared dead");
-        assert!(err.to_string().contains(&named), "{err}");
-    }
-
-    #[test]
-    fn the_death_watch_lets_a_finished_guest_go() {
         let tmp = crate::fsutil::TempDir::new("lite-deathwatch-done").expect("temporary directory");
         // LITE node ids follow the join order, not the VM index.
         let (mut watch, log) = death_watch(
@@ -848,51 +848,29 @@ mod tests {
             ],
         );
         assert!(watch.check().is_ok());
-        let death = |node| {
-            format!("lite-cm: node {node} (incarnation 1) declared dead: silent for 10040 ms\n")
-        };
-        crate::fsutil::append(&log, &death(1));
-        assert!(watch.check().is_ok(), "node 1 is VM 2, which had finished");
-        // VM 1 was still running.
-        assert_stops_at_death(&mut watch, &log, 2, 10040);
+        // Node 1 is VM 2, which had finished; VM 1 was still running.
+        assert!(goes_on(&mut watch, &log, 1, 10040));
+        assert!(!goes_on(&mut watch, &log, 2, 10040));
     }
 
     #[test]
     fn manager_lines_give_node_ids_and_vms() {
-        assert_eq!(
-            parse_join("lite-cm: node 12 (incarnation 3) joined from 10.77.0.4:1 (gid x)"),
-            Some((12, 4))
-        );
-        assert_eq!(
-            parse_join("lite-cm: node 1 (incarnation 1) joined from 10.9.0.4:1"),
-            None
-        );
-        assert_eq!(
-            parse_death("lite-cm: node 7 (incarnation 2) declared dead: silent for 1 ms"),
-            Some(7)
-        );
-        assert_eq!(parse_death("lite-cm: node 7 was silent for 1600 ms"), None);
-        assert!(is_late_heartbeat(
-            "lite-cm: node 7 was silent for 1600 ms (late; dead after 3000 ms)"
-        ));
-        assert!(!is_late_heartbeat(
-            "lite-cm: node 7 (incarnation 2) declared dead: silent for 3100 ms"
-        ));
-        assert!(is_suspicion(
-            "lite-cm: node 7 (incarnation 2) suspected: silent for 3012 ms (limit 3000 ms); \
-             asking its peers"
-        ));
-        assert!(!is_suspicion(
-            "lite-cm: node 7 (incarnation 2) declared dead: silent for 4100 ms"
-        ));
+        let join = "lite-cm: node 12 (incarnation 3) joined from 10.77.0.4:1 (gid x)";
+        assert_eq!(parse_join(join), Some((12, 4)));
+        let outside = "lite-cm: node 1 (incarnation 1) joined from 10.9.0.4:1";
+        assert_eq!(parse_join(outside), None);
+        let late = "lite-cm: node 7 was silent for 1600 ms (late; dead after 3000 ms)";
+        let dead = "lite-cm: node 7 (incarnation 2) declared dead: silent for 1 ms";
+        let suspected = "lite-cm: node 7 (incarnation 2) suspected: silent for 3012 ms \
+                         (limit 3000 ms); asking its peers";
+        assert_eq!(parse_death(dead), Some(7));
+        assert_eq!(parse_death(late), None);
+        assert!(is_late_heartbeat(late) && !is_late_heartbeat(dead));
+        assert!(is_suspicion(suspected) && !is_suspicion(dead));
         // The manager still says it in the words the harness looks for.
         let manager = include_str!("../../userspace/cluster-manager/src/manager.rs");
-        for words in [
-            ") declared dead: ",
-            " was silent for ",
-            " ms (late; ",
-            ") suspected: silent for ",
-        ] {
+        let words = ") declared dead: | was silent for | ms (late; |) suspected: silent for ";
+        for words in words.split('|') {
             assert!(manager.contains(words), "{words}");
         }
     }
@@ -900,58 +878,34 @@ mod tests {
     #[test]
     fn the_manager_reads_the_clusters_secret_and_a_longer_dead_after_reaches_every_node() {
         let secret = Path::new("/tmp/lite-cluster-42-0/cluster.secret");
-        let command = |ms| {
-            process::describe(&manager_command(
-                Path::new("/bin/lite-cm"),
-                "lite-42",
-                secret,
-                ms,
-            ))
-        };
+        let manager = Path::new("/bin/lite-cm");
+        let command = |ms| process::describe(&manager_command(manager, "lite-42", secret, ms));
         assert_eq!(
             command(None),
             "ip netns exec lite-42 /bin/lite-cm --listen 10.77.0.254:18500 \
              --secret-file /tmp/lite-cluster-42-0/cluster.secret --startup-grace-ms 0"
         );
-        assert_eq!(
-            command(Some(API_TEST_DEAD_AFTER_MS)),
-            format!("{} --dead-after-ms 10000", command(None))
-        );
-        let extra = |_: usize| Vec::new();
-        let mut spec = spec(Path::new("/logs"), &extra);
-        let default = node_vm(&spec, Path::new("/i"), Path::new("/q"), 1, "test", "node1");
-        assert!(!default.append.contains("lite.cmtimeout"));
+        let longer = format!("{} --dead-after-ms 10000", command(None));
+        assert_eq!(command(Some(API_TEST_DEAD_AFTER_MS)), longer);
+        let mut spec = spec(Path::new("/logs"), &no_extra);
+        let node1 = |spec: &ClusterSpec| vm(spec, 1, "test", "node1");
+        assert!(!node1(&spec).append.contains("lite.cmtimeout"));
         spec.dead_after_ms = Some(API_TEST_DEAD_AFTER_MS);
-        let longer = node_vm(&spec, Path::new("/i"), Path::new("/q"), 1, "test", "node1");
-        assert!(longer
-            .append
-            .split(' ')
-            .any(|p| p == "lite.cmtimeout=10000"));
+        assert!(has_param(&node1(&spec), "lite.cmtimeout=10000"));
     }
 
     #[test]
     fn a_nodes_link_goes_down_and_up_through_its_own_tap_in_the_namespace() {
-        let extra = |_: usize| Vec::new();
-        let spec = spec(Path::new("/logs"), &extra);
-        let vm = node_vm(
-            &spec,
-            Path::new("/i.cpio.gz"),
-            Path::new("/q"),
-            2,
-            &spec.roles[1],
-            "node2",
-        );
+        let spec = spec(Path::new("/logs"), &no_extra);
+        let vm = vm(&spec, 2, &spec.roles[1], "node2");
         let tap = vm.nics.first().map(|n| n.tap.clone()).unwrap_or_default();
         assert_eq!(tap, tap_name(2));
-        let down = ip_command("lite-42", &link_state_args(&tap, false));
-        assert_eq!(process::describe(&down), "ip -n lite-42 link set tap2 down");
-        let up = ip_command("lite-42", &link_state_args(&tap, true));
-        assert_eq!(process::describe(&up), "ip -n lite-42 link set tap2 up");
         // The namespace's own set-up goes through the same command.
-        let add = ip_command("lite-42", &["tuntap", "add", "tap1", "mode", "tap"]);
-        assert_eq!(
-            process::describe(&add),
-            "ip -n lite-42 tuntap add tap1 mode tap"
-        );
+        let ip = |args: &[&str]| process::describe(&ip_command("lite-42", args));
+        let (down, up) = (link_state_args(&tap, false), link_state_args(&tap, true));
+        assert_eq!(ip(&down), "ip -n lite-42 link set tap2 down");
+        assert_eq!(ip(&up), "ip -n lite-42 link set tap2 up");
+        let tuntap = ["tuntap", "add", "tap1", "mode", "tap"];
+        assert_eq!(ip(&tuntap), "ip -n lite-42 tuntap add tap1 mode tap");
     }
 }

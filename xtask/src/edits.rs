@@ -39,42 +39,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn inserts_after_the_first_matching_line() {
+    fn inserts_after_the_first_line_with_the_anchor() {
+        let insert = |text, anchor, line| insert_after(text, "helpers.c", anchor, line).unwrap();
         let text = "a\n#include \"kunit.c\"\nb\n#include \"kunit.c\"\n";
-        let out = insert_after(
-            text,
-            "helpers.c",
-            "#include \"kunit.c\"",
-            "#include \"lite.c\"",
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            "a\n#include \"kunit.c\"\n#include \"lite.c\"\nb\n#include \"kunit.c\"\n"
-        );
-    }
-
-    #[test]
-    fn anchor_may_be_part_of_a_line_and_the_last_line() {
-        let out = insert_after(
-            "x\nasmlinkage long sys_mseal(int);",
-            "s.h",
-            "sys_mseal(",
-            "y\n",
-        )
-        .unwrap();
+        let out = insert(text, "#include \"kunit.c\"", "#include \"lite.c\"");
+        let expected = "a\n#include \"kunit.c\"\n#include \"lite.c\"\nb\n#include \"kunit.c\"\n";
+        assert_eq!(out, expected);
+        // The anchor may be part of a line, and the last line.
+        let out = insert("x\nasmlinkage long sys_mseal(int);", "sys_mseal(", "y\n");
         assert_eq!(out, "x\nasmlinkage long sys_mseal(int);\ny\n");
     }
 
     #[test]
     fn missing_anchor_names_file_and_anchor() {
-        let err = insert_after("a\nb\n", "kernel/sys_ni.c", "COND_SYSCALL(mseal);", "z\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("kernel/sys_ni.c") && err.contains("COND_SYSCALL(mseal);"),
-            "{err}"
-        );
+        let err = insert_after("a\nb\n", "kernel/sys_ni.c", "COND_SYSCALL(mseal);", "z\n");
+        let err = err.unwrap_err().to_string();
+        let named = err.contains("kernel/sys_ni.c") && err.contains("COND_SYSCALL(mseal);");
+        assert!(named, "{err}");
     }
 
     #[test]

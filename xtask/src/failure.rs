@@ -164,10 +164,9 @@ mod tests {
     #[test]
     fn the_guest_program_prints_the_marker_the_harness_waits_for() {
         let guest = include_str!("../../userspace/lite-tools/src/failure_test.rs");
-        assert!(
-            guest.contains(&format!("READY_MARKER: &str = \"{VICTIM_READY}\";")),
-            "lite-failure-test prints another marker"
-        );
+        let marker = format!("READY_MARKER: &str = \"{VICTIM_READY}\";");
+        let same = guest.contains(&marker);
+        assert!(same, "lite-failure-test prints another marker");
     }
 
     #[test]
@@ -177,45 +176,22 @@ mod tests {
         let ready = dir.join("node4.log");
         std::fs::write(&ready, format!("boot\n[   40.2] {VICTIM_READY}\nmore\n"))
             .expect("write log");
-        let mut nobody_ended = || -> Result<Option<String>> { Ok(None) };
-        let mut watch = MarkerWatch::new(ready, VICTIM_READY);
-        let found = await_marker(
-            &mut watch,
-            "node4",
-            Instant::now(),
-            Duration::from_secs(60),
-            &mut nobody_ended,
-        );
+        // Waits for node4's marker in `log`, `ended` naming a node that ended.
+        let wait = |log: &std::path::Path, timeout: u64, ended: Option<&str>| {
+            let mut watch = MarkerWatch::new(log.to_path_buf(), VICTIM_READY);
+            let mut ended = || -> Result<Option<String>> { Ok(ended.map(String::from)) };
+            let timeout = Duration::from_secs(timeout);
+            await_marker(&mut watch, "node4", Instant::now(), timeout, &mut ended)
+                .map_err(|e| e.to_string())
+        };
+        let found = wait(&ready, 60, None);
         assert!(found.is_ok(), "{found:?}");
-
         let booting = dir.join("node4-booting.log");
         std::fs::write(&booting, "boot\n").expect("write log");
-        let mut node1_ended = || -> Result<Option<String>> { Ok(Some("node1".to_string())) };
-        let ended = await_marker(
-            &mut MarkerWatch::new(booting.clone(), VICTIM_READY),
-            "node4",
-            Instant::now(),
-            Duration::from_secs(60),
-            &mut node1_ended,
-        )
-        .unwrap_err();
-        assert_eq!(
-            ended.to_string(),
-            format!("node1 ended before node4 printed \"{VICTIM_READY}\"")
-        );
-
-        let late = await_marker(
-            &mut MarkerWatch::new(booting, VICTIM_READY),
-            "node4",
-            Instant::now(),
-            Duration::ZERO,
-            &mut nobody_ended,
-        )
-        .unwrap_err();
-        assert!(
-            late.to_string()
-                .starts_with(&format!("node4 did not print \"{VICTIM_READY}\" within")),
-            "{late}"
-        );
+        let ended = format!("node1 ended before node4 printed \"{VICTIM_READY}\"");
+        assert_eq!(wait(&booting, 60, Some("node1")).unwrap_err(), ended);
+        let late = wait(&booting, 0, None).unwrap_err();
+        let within = format!("node4 did not print \"{VICTIM_READY}\" within");
+        assert!(late.starts_with(&within), "{late}");
     }
 }

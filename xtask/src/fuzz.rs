@@ -329,23 +329,14 @@ LITE-GUEST-EXIT rc=1
         assert_eq!(NodeReport::parse(clean).problems(), Vec::<String>::new());
         let cut = "TAP version 13\nok 1 - fuzz: joined\n";
         let problems = NodeReport::parse(cut).problems();
-        assert!(
-            problems.iter().any(|p| p.contains("no totals")),
-            "{problems:?}"
-        );
+        let no_totals = problems.iter().any(|p| p.contains("no totals"));
+        assert!(no_totals, "{problems:?}");
     }
 
     #[test]
     fn the_table_sums_outcomes_per_call() {
-        let mut counts = BTreeMap::new();
-        counts.insert(
-            "lite_free".to_string(),
-            BTreeMap::from([
-                ("calls".to_string(), 5),
-                ("ok".to_string(), 2),
-                ("EBADF".to_string(), 3),
-            ]),
-        );
+        let outcomes = [("calls", 5), ("ok", 2), ("EBADF", 3)].map(|(o, n)| (o.to_string(), n));
+        let counts = BTreeMap::from([("lite_free".to_string(), BTreeMap::from(outcomes))]);
         assert_eq!(call_table(&counts), ["lite_free        5: EBADF 3, ok 2"]);
     }
 
@@ -354,14 +345,10 @@ LITE-GUEST-EXIT rc=1
         assert_eq!(parse_seed("0x2a"), Ok(42));
         assert_eq!(parse_seed("42"), Ok(42));
         assert!(parse_seed("x").is_err());
-        assert_eq!(
-            kernel_params(60, 42),
-            ["lite.fuzzsecs=60", "lite.seed=0x2a"]
-        );
-        assert_eq!(
-            replay_command(2, 42, 3),
-            "cargo xtask fuzz --minutes 2 --seed 0x2a --nodes 3"
-        );
+        let params = kernel_params(60, 42);
+        assert_eq!(params, ["lite.fuzzsecs=60", "lite.seed=0x2a"]);
+        let replay = "cargo xtask fuzz --minutes 2 --seed 0x2a --nodes 3";
+        assert_eq!(replay_command(2, 42, 3), replay);
         let init = include_str!("init.sh");
         assert!(init.contains(&format!("\n{ROLE}) {PROGRAM} --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${{seed:+--seed \"$seed\"}}")));
     }
@@ -369,15 +356,13 @@ LITE-GUEST-EXIT rc=1
     #[test]
     fn the_summary_formats_are_the_guests() {
         let guest = include_str!("../../userspace/lite-tools/src/fuzz/report.rs");
-        for (name, value) in [
-            ("CALLS_PREFIX", CALLS_PREFIX),
-            ("TOTAL_PREFIX", TOTAL_PREFIX),
-            ("ALARM_PREFIX", ALARM_PREFIX),
-        ] {
-            assert!(
-                guest.contains(&format!("pub const {name}: &str = \"{value}\";")),
-                "{name}"
-            );
+        let prefixes = [CALLS_PREFIX, TOTAL_PREFIX, ALARM_PREFIX];
+        for (name, value) in ["CALLS_PREFIX", "TOTAL_PREFIX", "ALARM_PREFIX"]
+            .into_iter()
+            .zip(prefixes)
+        {
+            let constant = format!("pub const {name}: &str = \"{value}\";");
+            assert!(guest.contains(&constant), "{constant}");
         }
     }
 }

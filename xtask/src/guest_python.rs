@@ -130,24 +130,23 @@ mod tests {
 
     #[test]
     fn the_cluster_test_runs_the_script_where_it_is_installed() {
-        let runner = fs::read_to_string(
-            repo_root().join("userspace/lite-tools/src/cluster_test/c_programs.rs"),
-        )
-        .expect("the cluster test's program runner");
-        assert!(runner.contains(&format!("const PYTHON_TEST: &str = \"{CLUSTER_TEST}\";")));
-        assert!(runner.contains(&format!(
-            "const README_EXAMPLE: &str = \"{README_EXAMPLE}\";"
-        )));
+        let runner = repo_root().join("userspace/lite-tools/src/cluster_test/c_programs.rs");
+        let runner = fs::read_to_string(runner).expect("the cluster test's program runner");
+        for (name, path) in [
+            ("PYTHON_TEST", CLUSTER_TEST),
+            ("README_EXAMPLE", README_EXAMPLE),
+        ] {
+            let constant = format!("const {name}: &str = \"{path}\";");
+            assert!(runner.contains(&constant), "{constant}");
+        }
     }
 
     #[test]
     fn takes_the_first_python_block() {
         let text =
             "# x\n```sh\nls\n```\n```python\nimport lite\nprint(1)\n```\n```python\nno\n```\n";
-        assert_eq!(
-            python_snippet(text).as_deref(),
-            Some("import lite\nprint(1)\n")
-        );
+        let first = python_snippet(text);
+        assert_eq!(first.as_deref(), Some("import lite\nprint(1)\n"));
         assert_eq!(python_snippet("```sh\nls\n```\n"), None);
         let readme = fsutil::read_to_string(&repo_root().join("README.md")).expect("README.md");
         assert!(python_snippet(&readme).is_some_and(|s| s.contains("import lite")));
@@ -159,31 +158,16 @@ mod tests {
     fn the_python_package_passes_its_host_tests() {
         let package = repo_root().join("userspace/python");
         let unittest = Command::new(INTERPRETER)
-            .args([
-                "-B",
-                "-m",
-                "unittest",
-                "discover",
-                "-s",
-                "tests",
-                "-p",
-                "test_*.py",
-            ])
+            .args("-B -m unittest discover -s tests -p test_*.py".split(' '))
             .current_dir(&package)
             .env("PYTHONPATH", package.join("src"))
             .output()
             .unwrap_or_else(|e| panic!("{INTERPRETER} cannot run ({e}): install python3"));
-        assert!(
-            unittest.status.success(),
-            "{}",
-            String::from_utf8_lossy(&unittest.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&unittest.stderr);
+        assert!(unittest.status.success(), "{stderr}");
+        let parse = "import ast, sys; ast.parse(open(sys.argv[1]).read())";
         let compiled = Command::new(INTERPRETER)
-            .args([
-                "-B",
-                "-c",
-                "import ast, sys; ast.parse(open(sys.argv[1]).read())",
-            ])
+            .args(["-B", "-c", parse])
             .arg(package.join("tests/cluster_test.py"))
             .status()
             .expect("python3 runs");

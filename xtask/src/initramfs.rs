@@ -441,41 +441,47 @@ mod tests {
                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\
                    \t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
         let libs: Vec<_> = parse_ldd(out).unwrap().into_iter().collect();
-        assert_eq!(
-            libs,
-            [
-                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
-                PathBuf::from("/lib/x86_64-linux-gnu/libibverbs.so.1"),
-                PathBuf::from("/lib64/ld-linux-x86-64.so.2")
-            ]
-        );
+        let expected = [
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib/x86_64-linux-gnu/libibverbs.so.1",
+            "/lib64/ld-linux-x86-64.so.2",
+        ];
+        assert_eq!(libs, expected.map(PathBuf::from));
         assert!(parse_ldd("\tlibfoo.so.1 => not found\n").is_err());
     }
 
     #[test]
     fn every_guest_role_runs_a_packed_program() {
-        for (role, programs) in [
-            ("demo", &["lite-demo"][..]),
-            (
-                "test",
-                &["lite-cluster-test", "lite-fuzz", "lite-resources"],
-            ),
-            ("fuzz", &["lite-fuzz"]),
-            (
-                "failure-survivor",
-                &["lite-failure-test", "lite-cluster-test"],
-            ),
-            ("failure-victim", &["lite-failure-test"]),
-            ("partition-survivor", &["lite-partition-test"]),
-            ("partition-cut", &["lite-partition-test"]),
-            ("bench-lock", &["lite-bench"]),
+        for role_programs in [
+            "demo: lite-demo",
+            "test: lite-cluster-test lite-fuzz lite-resources",
+            "fuzz: lite-fuzz",
+            "failure-survivor: lite-failure-test lite-cluster-test",
+            "failure-victim: lite-failure-test",
+            "partition-survivor: lite-partition-test",
+            "partition-cut: lite-partition-test",
+            "bench-lock: lite-bench",
         ] {
+            let (role, programs) = role_programs.split_once(": ").expect("role: programs");
             let case = role_body(role);
-            for program in programs {
+            for program in programs.split(' ') {
                 assert!(case.contains(&format!("{program} --")), "{case}");
-                assert!(GUEST_TOOLS.contains(program), "{program} is not packed");
+                assert!(GUEST_TOOLS.contains(&program), "{program} is not packed");
             }
         }
+    }
+
+    /// Where init.sh has `text`.
+    fn at(text: &str) -> usize {
+        let found = INIT_SCRIPT.find(text);
+        found.unwrap_or_else(|| panic!("init.sh lacks {text:?}"))
+    }
+
+    /// That init.sh has `texts`, in this order, all before the roles.
+    fn before_the_roles(texts: &[&str]) {
+        let roles = ["case \"$run\" in"];
+        let places: Vec<usize> = texts.iter().chain(&roles).map(|t| at(t)).collect();
+        assert!(places.windows(2).all(|w| w[0] < w[1]), "{texts:?}");
     }
 
     #[test]
@@ -486,23 +492,22 @@ mod tests {
     }
 
     #[test]
-    fn init_script_loads_the_cluster_secret_before_any_role() {
+    fn init_script_loads_the_secret_and_sets_the_manager_timeout_before_any_role() {
+        // The secret, failing the boot without it.
         let path = format!("CLUSTER_SECRET=/{}\n", crate::secret::GUEST_SECRET_PATH);
-        let defined = INIT_SCRIPT.find(&path).expect("init.sh names the secret");
-        let load = INIT_SCRIPT
-            .find("lite-secret load \"$CLUSTER_SECRET\") || {")
-            .expect("init.sh loads the secret, failing the boot otherwise");
-        let roles = INIT_SCRIPT.find("case \"$run\" in").expect("the roles");
-        assert!(defined < load && load < roles);
+        before_the_roles(&[&path, "lite-secret load \"$CLUSTER_SECRET\") || {"]);
         assert!(GUEST_TOOLS.contains(&"lite-secret"));
+        // The manager's timeout, written in one place, failing the boot
+        // when it cannot be set.
+        before_the_roles(&[
+            "lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;",
+            "\nset_manager_timeout() {\n\techo \"$1\" > /sys/kernel/debug/lite/manager_timeout_ms || {",
+            "\tset_manager_timeout \"$cmtimeout\" || finish 1\n",
+        ]);
     }
 
     #[test]
     fn init_script_reads_the_harness_parameters_with_their_defaults_before_any_role() {
-        let parsing = INIT_SCRIPT
-            .find("for arg in $(cat /proc/cmdline); do")
-            .expect("init.sh reads the kernel command line");
-        let roles = INIT_SCRIPT.find("case \"$run\" in").expect("the roles");
         // Parameter, its variable, and the value it has when the harness
         // gives none: no fuzzing, no pause phase, LITE's own timeout.
         for (parameter, variable, default) in [
@@ -512,40 +517,11 @@ mod tests {
             ("lite.seed", "seed", ""),
             ("lite.pausesecs", "pausesecs", "0"),
         ] {
-            let defined = INIT_SCRIPT
-                .find(&format!("\n{variable}={default}\n"))
-                .unwrap_or_else(|| panic!("init.sh has no default {variable}={default}"));
-            let parsed = INIT_SCRIPT
-                .find(&format!(
-                    "\t{parameter}=*) {variable}=${{arg#{parameter}=}} ;;\n"
-                ))
-                .unwrap_or_else(|| panic!("init.sh does not read {parameter}"));
-            assert!(
-                defined < parsing && parsing < parsed && parsed < roles,
-                "{parameter}"
-            );
-            let documented = format!("#   {parameter}=");
-            assert!(
-                INIT_SCRIPT.contains(&documented),
-                "{parameter} is not described"
-            );
+            let defined = format!("\n{variable}={default}\n");
+            let parsed = format!("\t{parameter}=*) {variable}=${{arg#{parameter}=}} ;;\n");
+            before_the_roles(&[&defined, "for arg in $(cat /proc/cmdline); do", &parsed]);
+            let described = INIT_SCRIPT.contains(&format!("#   {parameter}="));
+            assert!(described, "{parameter} is not described");
         }
-    }
-
-    #[test]
-    fn init_script_sets_the_manager_timeout_before_any_role() {
-        let parsed = INIT_SCRIPT
-            .find("lite.cmtimeout=*) cmtimeout=${arg#lite.cmtimeout=} ;;")
-            .expect("init.sh reads lite.cmtimeout");
-        let setter = INIT_SCRIPT
-            .find(
-                "\nset_manager_timeout() {\n\techo \"$1\" > /sys/kernel/debug/lite/manager_timeout_ms || {",
-            )
-            .expect("init.sh writes manager_timeout_ms in one place");
-        let set = INIT_SCRIPT
-            .find("\tset_manager_timeout \"$cmtimeout\" || finish 1\n")
-            .expect("init.sh sets manager_timeout_ms, failing the boot otherwise");
-        let roles = INIT_SCRIPT.find("case \"$run\" in").expect("the roles");
-        assert!(parsed < setter && setter < set && set < roles);
     }
 }

@@ -844,18 +844,14 @@ mod tests {
         let fragment = "# comment\nCONFIG_RUST=y\nCONFIG_LITE=y\n# CONFIG_SLUB_TINY is not set\n\
                         # CONFIG_KASAN is not set\nCONFIG_HZ=250\n";
         let config = "CONFIG_RUST=y\n# CONFIG_LITE is not set\nCONFIG_SLUB_TINY=y\nCONFIG_HZ=100\n";
-        let unmet = unmet_options(fragment, config);
-        assert_eq!(
-            unmet,
-            [
-                "CONFIG_LITE=y: .config has not set",
-                "# CONFIG_SLUB_TINY is not set: .config sets it",
-                "CONFIG_HZ=250: .config has CONFIG_HZ=100"
-            ]
-        );
-        assert!(
-            unmet_options(fragment, "CONFIG_RUST=y\nCONFIG_LITE=y\nCONFIG_HZ=250\n").is_empty()
-        );
+        let expected = [
+            "CONFIG_LITE=y: .config has not set",
+            "# CONFIG_SLUB_TINY is not set: .config sets it",
+            "CONFIG_HZ=250: .config has CONFIG_HZ=100",
+        ];
+        assert_eq!(unmet_options(fragment, config), expected);
+        let met = "CONFIG_RUST=y\nCONFIG_LITE=y\nCONFIG_HZ=250\n";
+        assert!(unmet_options(fragment, met).is_empty());
     }
 
     #[test]

@@ -301,9 +301,12 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
     }
 
     #[test]
-    fn a_clean_scan_passes() {
+    fn a_clean_last_scan_passes() {
         assert_eq!(scan(&block("", 0)), Scan::Done(Vec::new()));
         assert_eq!(check(&block("", 0)), Findings::default());
+        // The last block counts.
+        let log = format!("{}{}", block(LITE_RUST_LEAK, 1), block("", 0));
+        assert_eq!(scan(&log), Scan::Done(Vec::new()));
     }
 
     #[test]
@@ -378,10 +381,8 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
         let Scan::Done(leaks) = scan(&block(report, 0)) else {
             panic!("the scan is complete");
         };
-        assert_eq!(
-            leaks[0].frames(),
-            ["kmalloc_trace+0x25/0x90", "lite_rs_alloc_remote+0x41/0x80"]
-        );
+        let frames = ["kmalloc_trace+0x25/0x90", "lite_rs_alloc_remote+0x41/0x80"];
+        assert_eq!(leaks[0].frames(), frames);
         assert!(leaks[0].involves_lite());
     }
 
@@ -410,38 +411,28 @@ unreferenced object 0xffff888003c4d2c0 (size 64):
 
         let refused =
             format!("{BEGIN_MARKER}\nsh: write error: Operation not permitted\n{END_MARKER}1\n");
-        assert_eq!(
-            scan(&refused),
-            Scan::Failed {
-                status: "1".into(),
-                lines: vec!["sh: write error: Operation not permitted".into()],
-            }
-        );
+        let lines = vec!["sh: write error: Operation not permitted".into()];
+        let status = "1".into();
+        assert_eq!(scan(&refused), Scan::Failed { status, lines });
         let failed = check(&refused);
         assert!(failed.problems[0].contains("scan failed (LITE-KMEMLEAK-END rc=1)"));
         assert!(failed.problems[0].contains("Operation not permitted"));
     }
 
     #[test]
-    fn the_last_block_counts() {
-        let log = format!("{}{}", block(LITE_RUST_LEAK, 1), block("", 0));
-        assert_eq!(scan(&log), Scan::Done(Vec::new()));
-    }
-
-    #[test]
-    fn only_the_debug_kernel_has_kmemleak_and_it_scans_when_asked() {
-        let has = |config: &str, line: &str| config.lines().any(|l| l == line);
+    fn only_the_debug_kernel_has_kmemleak_and_the_guest_scans_when_asked() {
         let debug = include_str!("../../config/debug.config");
-        assert!(has(debug, "CONFIG_DEBUG_KMEMLEAK=y"));
-        assert!(has(debug, "# CONFIG_DEBUG_KMEMLEAK_AUTO_SCAN is not set"));
-        assert!(has(debug, "# CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF is not set"));
         let release = include_str!("../../config/release.config");
-        assert!(has(release, "# CONFIG_DEBUG_KMEMLEAK is not set"));
+        for (config, line) in [
+            (debug, "CONFIG_DEBUG_KMEMLEAK=y"),
+            (debug, "# CONFIG_DEBUG_KMEMLEAK_AUTO_SCAN is not set"),
+            (debug, "# CONFIG_DEBUG_KMEMLEAK_DEFAULT_OFF is not set"),
+            (release, "# CONFIG_DEBUG_KMEMLEAK is not set"),
+        ] {
+            assert!(config.lines().any(|l| l == line), "{line}");
+        }
         assert!(!include_str!("../../config/base.config").contains("KMEMLEAK"));
-    }
-
-    #[test]
-    fn the_guest_prints_the_markers_the_harness_reads() {
+        // The guest prints the markers the harness reads.
         let init = include_str!("init.sh");
         assert!(init.contains(&format!("echo \"{BEGIN_MARKER}\"")), "begin");
         assert!(init.contains(&format!("echo \"{END_MARKER}$")), "end");

@@ -303,6 +303,11 @@ fn totals_line(line: &str) -> Option<Totals> {
 mod tests {
     use super::*;
 
+    /// Passed, failed and skipped cases.
+    fn counts(report: &Report) -> (usize, usize, usize) {
+        (report.passed(), report.failed(), report.skipped())
+    }
+
     const LOG: &str = "\
 [    0.500000] Run something
 KTAP version 1
@@ -341,43 +346,40 @@ Run /init as init process
         let wire = &report.suites[0];
         assert_eq!(wire.name, "lite_wire");
         assert_eq!(wire.planned, Some(3));
-        assert_eq!(wire.result, Some(Outcome::Fail));
+        use Outcome::{Fail, Pass, Skip};
+        assert_eq!(wire.result, Some(Fail));
         let outcomes: Vec<_> = wire
             .cases
             .iter()
-            .map(|c| (c.name.as_str(), c.outcome))
+            .map(|c| (&c.name[..], c.outcome))
             .collect();
+        let names = ["lite_test_encode", "lite_test_decode", "lite_test_sizes"];
         assert_eq!(
             outcomes,
-            [
-                ("lite_test_encode", Outcome::Pass),
-                ("lite_test_decode", Outcome::Fail),
-                ("lite_test_sizes", Outcome::Pass)
-            ]
+            names
+                .into_iter()
+                .zip([Pass, Fail, Pass])
+                .collect::<Vec<_>>()
         );
         assert!(wire.cases[1].diagnostics[0].contains("EXPECTATION FAILED"));
+        let (pass, fail, skip, total) = (3, 1, 0, 4);
         assert_eq!(
             wire.totals,
             Some(Totals {
-                pass: 3,
-                fail: 1,
-                skip: 0,
-                total: 4
+                pass,
+                fail,
+                skip,
+                total
             })
         );
-        assert_eq!(report.suites[1].cases[1].outcome, Outcome::Skip);
-        assert_eq!(
-            (report.passed(), report.failed(), report.skipped()),
-            (3, 1, 1)
-        );
+        assert_eq!(report.suites[1].cases[1].outcome, Skip);
+        assert_eq!(counts(&report), (3, 1, 1));
         let problems = report.problems();
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].starts_with("lite_wire.lite_test_decode failed"));
         assert!(problems[0].contains("kunit_tests.rs:153: decode(0x7fff).is_none()"));
-        assert!(
-            !problems[0].contains("crng"),
-            "kernel noise is not a diagnostic"
-        );
+        // Kernel noise is not a diagnostic.
+        assert!(!problems[0].contains("crng"), "{}", problems[0]);
     }
 
     #[test]
@@ -390,33 +392,25 @@ Run /init as init process
     }
 
     #[test]
-    fn a_crash_mid_suite_counts_missing_cases_as_failed() {
+    fn a_crash_no_tests_or_a_suite_failing_before_its_cases_is_a_problem() {
         let log = "    KTAP version 1\n    # Subtest: lite_a\n    1..3\n    ok 1 lite_test_x\n\
                    BUG: kernel NULL pointer dereference\n";
         let report = Report::parse(log);
-        assert_eq!((report.passed(), report.failed()), (1, 2));
+        // The missing cases count as failed.
+        assert_eq!(counts(&report), (1, 2, 0));
         let problems = report.problems().join("\n");
-        assert!(
-            problems.contains("2 of 3 planned cases never reported"),
-            "{problems}"
-        );
+        let missing = "2 of 3 planned cases never reported";
+        assert!(problems.contains(missing), "{problems}");
         assert!(problems.contains("did not finish"), "{problems}");
-    }
 
-    #[test]
-    fn no_tests_is_a_problem() {
         let report = Report::parse("Linux version 6.12\nRun /init as init process\n");
         assert_eq!(report.problems(), ["no KUnit test case ran"]);
-    }
 
-    #[test]
-    fn suite_failing_before_its_cases_is_reported() {
         let log = "KTAP version 1\n1..1\n    # failed to initialize (-12)\nnot ok 1 lite_a\n";
         let report = Report::parse(log);
         assert_eq!(report.suites[0].name, "lite_a");
-        assert!(report
-            .problems()
-            .iter()
-            .any(|p| p.contains("lite_a: suite failed")));
+        let problems = report.problems();
+        let failed = problems.iter().any(|p| p.contains("lite_a: suite failed"));
+        assert!(failed, "{problems:?}");
     }
 }

@@ -134,10 +134,8 @@ mod tests {
             "changed <- new_condvar!(\"lite:a_changed\"),",
             "room <- new_condvar!(\n    \"lite:room\"\n),",
         ]);
-        assert_eq!(
-            condvars,
-            BTreeSet::from(["lite:a_changed".to_string(), "lite:room".to_string()])
-        );
+        let expected = ["lite:a_changed", "lite:room"].map(String::from);
+        assert_eq!(condvars, BTreeSet::from(expected));
         let problems = problems(&listed, &seen, &condvars);
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].contains("lockdep saw lite:e -> lite:f"));

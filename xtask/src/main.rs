@@ -379,27 +379,26 @@ mod tests {
         let line = ["./p", "a b", "--x", "-y", "--nodes", "5"];
         let args: Vec<&str> = ["--nodes", "2", "--exec"].into_iter().chain(line).collect();
         assert_eq!(cluster(&args).expect("parses"), (2, exec(&line, 600)));
-        assert_eq!(
-            cluster(&["--timeout", "30", "--exec", "./p", "--shell"]).expect("parses"),
-            (3, exec(&["./p", "--shell"], 30))
-        );
-        assert_eq!(
-            cluster(&["--exec", "/bin/p"]).expect("parses"),
-            (3, exec(&["/bin/p"], 600))
-        );
+        let parsed = |line: &str| cluster(&line.split(' ').collect::<Vec<_>>()).expect(line);
+        let timed = parsed("--timeout 30 --exec ./p --shell");
+        assert_eq!(timed, (3, exec(&["./p", "--shell"], 30)));
+        assert_eq!(parsed("--exec /bin/p"), (3, exec(&["/bin/p"], 600)));
     }
 
     #[test]
     fn a_shell_or_a_program_but_not_both_nor_neither() {
-        assert_eq!(
-            cluster(&["--nodes", "1", "--shell"]).expect("parses"),
-            (1, Session::Shell)
-        );
-        assert!(cluster(&["--shell", "--exec", "./p"]).is_err());
-        assert!(cluster(&["--shell", "--timeout", "5"]).is_err());
-        assert!(cluster(&[]).is_err());
-        assert!(cluster(&["--exec"]).is_err());
-        assert!(cluster(&["--nodes", "0", "--shell"]).is_err());
-        assert!(cluster(&["--timeout", "0", "--exec", "./p"]).is_err());
+        let shell = cluster(&["--nodes", "1", "--shell"]).expect("parses");
+        assert_eq!(shell, (1, Session::Shell));
+        for line in [
+            "--shell --exec ./p",
+            "--shell --timeout 5",
+            "",
+            "--exec",
+            "--nodes 0 --shell",
+            "--timeout 0 --exec ./p",
+        ] {
+            let args: Vec<&str> = line.split_whitespace().collect();
+            assert!(cluster(&args).is_err(), "{line}");
+        }
     }
 }

@@ -209,15 +209,11 @@ mod tests {
         assert_eq!(bytes.len() % 4, 0);
         let entries = parse(&bytes);
         let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(
-            paths,
-            ["etc", "etc/lite", "etc/lite/cluster.secret", TRAILER]
-        );
-        let secret = &entries[2];
-        assert_eq!(secret.data, b"abc");
-        assert_eq!(secret.fields[1], 0o100400, "mode");
-        assert_eq!(&secret.fields[2..4], &[0, 0], "owned by root");
-        assert_eq!(secret.fields[4], 1, "links");
+        let expected = ["etc", "etc/lite", "etc/lite/cluster.secret", TRAILER];
+        assert_eq!(paths, expected);
+        assert_eq!(entries[2].data, b"abc");
+        // Mode, owned by root, one link.
+        assert_eq!(entries[2].fields[1..5], [0o100400, 0, 0, 1]);
         assert_eq!(entries[1].fields[1], 0o040755);
         let inodes: Vec<usize> = entries[..3].iter().map(|e| e.fields[0]).collect();
         assert_eq!(inodes, [1, 2, 3]);
@@ -229,12 +225,12 @@ mod tests {
         for len in 0..9 {
             let path = "p".repeat(len + 1);
             let data = vec![0xa5; len];
-            let bytes = archive(&[Entry {
+            let mode = REGULAR_FILE | 0o644;
+            let entries = parse(&archive(&[Entry {
                 path: &path,
-                mode: REGULAR_FILE | 0o644,
+                mode,
                 data: &data,
-            }]);
-            let entries = parse(&bytes);
+            }]));
             assert_eq!(entries[0].path, path);
             assert_eq!(entries[0].data, data);
         }
@@ -265,16 +261,14 @@ mod tests {
         else {
             return;
         };
-        cpio.stdin
-            .take()
+        let stdin = cpio.stdin.take();
+        stdin
             .expect("stdin")
             .write_all(&sample())
             .expect("feed cpio");
         let out = cpio.wait_with_output().expect("cpio runs");
         assert!(out.status.success());
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            "etc\netc/lite\netc/lite/cluster.secret\n"
-        );
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(listed, "etc\netc/lite\netc/lite/cluster.secret\n");
     }
 }

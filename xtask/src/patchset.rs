@@ -129,14 +129,12 @@ mod tests {
     use super::*;
 
     fn series(files: &[(&str, &str)]) -> Series {
+        let patch = |&(name, bytes): &(&str, &str)| PatchFile {
+            name: name.into(),
+            bytes: bytes.into(),
+        };
         Series {
-            patches: files
-                .iter()
-                .map(|(n, b)| PatchFile {
-                    name: n.to_string(),
-                    bytes: b.as_bytes().to_vec(),
-                })
-                .collect(),
+            patches: files.iter().map(patch).collect(),
         }
     }
 
@@ -163,14 +161,8 @@ mod tests {
                      index 1..2\n--- a/kernel/sys_ni.c\n+++ b/kernel/sys_ni.c\n\
                      diff --git a/old/name.c b/new/name.c\n";
         let files: Vec<_> = touched_files(patch).into_iter().collect();
-        assert_eq!(
-            files,
-            [
-                PathBuf::from("kernel/sys_ni.c"),
-                PathBuf::from("new/name.c"),
-                PathBuf::from("old/name.c")
-            ]
-        );
+        let expected = ["kernel/sys_ni.c", "new/name.c", "old/name.c"];
+        assert_eq!(files, expected.map(PathBuf::from));
     }
 
     #[test]

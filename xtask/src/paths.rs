@@ -111,18 +111,10 @@ mod tests {
     #[test]
     fn cache_root_precedence() {
         let p = |s: &str| Some(PathBuf::from(s));
-        assert_eq!(
-            cache_root(p("/c"), p("/x"), p("/h")).unwrap(),
-            PathBuf::from("/c")
-        );
-        assert_eq!(
-            cache_root(p(""), p("/x"), p("/h")).unwrap(),
-            PathBuf::from("/x/lite-rs")
-        );
-        assert_eq!(
-            cache_root(None, p(""), p("/h")).unwrap(),
-            PathBuf::from("/h/.cache/lite-rs")
-        );
+        let root = |lite, xdg, home| cache_root(lite, xdg, home).unwrap();
+        assert_eq!(root(p("/c"), p("/x"), p("/h")), Path::new("/c"));
+        assert_eq!(root(p(""), p("/x"), p("/h")), Path::new("/x/lite-rs"));
+        assert_eq!(root(None, p(""), p("/h")), Path::new("/h/.cache/lite-rs"));
         assert!(cache_root(None, None, None).is_err());
     }
 }

@@ -218,11 +218,22 @@ mod tests {
         gap: Duration::from_millis(30),
     };
 
+    type Run = (FakeVm, PauseLog, Result<(), String>);
+
+    /// [`PLAN`] carried out on a VM failing the `fail_stop`-th stop or the
+    /// `fail_cont`-th cont: the VM, the log and the error as text.
+    fn run(fail_stop: Option<usize>, fail_cont: Option<usize>) -> Run {
+        let mut vm = FakeVm::default();
+        (vm.fail_stop, vm.fail_cont) = (fail_stop, fail_cont);
+        let mut log = PauseLog::default();
+        let result = pause_repeatedly(&mut vm, &PLAN, &mut log).map_err(|e| format!("{e:#}"));
+        (vm, log, result)
+    }
+
     #[test]
     fn every_pause_is_made_in_turn_and_measured_at_least_as_long_as_planned() {
-        let mut vm = FakeVm::default();
-        let mut log = PauseLog::default();
-        pause_repeatedly(&mut vm, &PLAN, &mut log).expect("every pause");
+        let (vm, log, result) = run(None, None);
+        assert_eq!(result, Ok(()));
         let order: Vec<&str> = vm.events.iter().map(|(e, _)| *e).collect();
         assert_eq!(order, ["stop", "cont", "stop", "cont", "stop", "cont"]);
         assert_eq!(log.pauses.len(), 3);
@@ -242,69 +253,46 @@ mod tests {
 
     #[test]
     fn a_failed_stop_or_cont_ends_the_plan_with_what_was_made() {
-        let mut vm = FakeVm {
-            fail_stop: Some(2),
-            ..FakeVm::default()
-        };
-        let mut log = PauseLog::default();
-        let err = pause_repeatedly(&mut vm, &PLAN, &mut log).unwrap_err();
-        assert_eq!(format!("{err:#}"), "pause 2 of 3: stop refused");
+        let (vm, log, result) = run(Some(2), None);
+        assert_eq!(result, Err("pause 2 of 3: stop refused".to_string()));
         assert_eq!(log.pauses.len(), 1);
         // Nothing stopped stays stopped.
         assert_eq!(vm.count("stop"), vm.count("cont"));
         assert_eq!(log.verdict(&PLAN), Err("made 1 of 3 pauses".to_string()));
 
-        let mut vm = FakeVm {
-            fail_cont: Some(1),
-            ..FakeVm::default()
-        };
-        let mut log = PauseLog::default();
-        let err = pause_repeatedly(&mut vm, &PLAN, &mut log).unwrap_err();
-        assert!(
-            format!("{err:#}").starts_with("continuing after pause 1 of 3"),
-            "{err:#}"
-        );
+        let (_, log, result) = run(None, Some(1));
+        let err = result.unwrap_err();
+        assert!(err.starts_with("continuing after pause 1 of 3"), "{err}");
         assert!(log.pauses.is_empty());
         assert_eq!(log.summary(), "no pause");
     }
 
     #[test]
     fn the_verdict_wants_every_pause_and_each_long_enough() {
-        let log = PauseLog {
-            pauses: vec![
-                Duration::from_millis(40),
-                Duration::from_millis(39),
-                Duration::from_millis(52),
-            ],
-        };
-        assert_eq!(
-            log.verdict(&PLAN),
-            Err("shorter than 40 ms: pause 2 lasted 39 ms".to_string())
-        );
+        let pauses = [40, 39, 52].map(Duration::from_millis).to_vec();
+        let log = PauseLog { pauses };
+        let short = Err("shorter than 40 ms: pause 2 lasted 39 ms".to_string());
+        assert_eq!(log.verdict(&PLAN), short);
         assert_eq!(log.summary(), "3 pauses, 39 to 52 ms each");
-        let more = PauseLog {
-            pauses: vec![Duration::from_millis(40); 4],
-        };
+        let pauses = vec![Duration::from_millis(40); 4];
+        let more = PauseLog { pauses };
         assert_eq!(more.verdict(&PLAN), Err("made 4 of 3 pauses".to_string()));
     }
 
     #[test]
     fn the_manager_verdict_fails_at_a_death_and_counts_late_heartbeats() {
-        let lines: Vec<String> = [
+        let lines = [
             "lite-cm: node 2 was silent for 1600 ms (late; dead after 3000 ms)",
             "lite-cm: node 2 was silent for 2700 ms (late; dead after 3000 ms)",
             "lite-cm: node 1 (incarnation 1) joined from 10.77.0.1:1, now 1 live, epoch 1",
             "lite-cm: node 2 (incarnation 1) suspected: silent for 3010 ms (limit 3000 ms); \
              asking its peers",
             "lite-cm: node 2 (incarnation 1) refuted the suspicion after 20 ms: heard from again",
-        ]
-        .map(String::from)
-        .to_vec();
+        ];
+        let lines = lines.map(String::from).to_vec();
         let quiet = ManagerVerdict::from_lines(&lines);
-        assert_eq!(
-            (quiet.deaths.len(), quiet.late, quiet.suspicions),
-            (0, 2, 1)
-        );
+        let counts = (quiet.deaths.len(), quiet.late, quiet.suspicions);
+        assert_eq!(counts, (0, 2, 1));
         assert!(quiet.check().is_ok());
 
         let mut lines = lines;

@@ -264,10 +264,8 @@ mod tests {
     #[test]
     fn parses_bindgen_versions() {
         assert_eq!(parse_bindgen_version("bindgen 0.73.2\n"), Some((0, 73, 2)));
-        assert_eq!(
-            parse_bindgen_version("bindgen 0.60.1-beta"),
-            Some((0, 60, 1))
-        );
+        let beta = "bindgen 0.60.1-beta";
+        assert_eq!(parse_bindgen_version(beta), Some((0, 60, 1)));
         assert_eq!(parse_bindgen_version("garbage"), None);
         assert!(parse_bindgen_version("bindgen 0.65.0").unwrap() < MIN_BINDGEN);
         assert!(parse_bindgen_version("bindgen 0.65.1").unwrap() >= MIN_BINDGEN);

@@ -343,10 +343,8 @@ mod tests {
         assert_eq!(host_tsc_khz(info), Some(2_600_000));
         let unknown = info.replace(" tsc_known_freq", "");
         assert_eq!(host_tsc_khz(&unknown), None);
-        assert_eq!(
-            host_tsc_khz("cpu MHz : fast\nflags : constant_tsc tsc_known_freq\n"),
-            None
-        );
+        let unreadable = "cpu MHz : fast\nflags : constant_tsc tsc_known_freq\n";
+        assert_eq!(host_tsc_khz(unreadable), None);
     }
 
     #[test]
@@ -368,9 +366,13 @@ mod tests {
         wait_all(&mut vms, Duration::from_secs(5), &mut || Ok(())).expect("nothing to wait for");
     }
 
-    #[test]
-    fn builds_an_isolated_command_line() {
-        let spec = VmSpec {
+    /// Node 2 with two NICs and a monitor socket.
+    fn node2() -> VmSpec {
+        let nic = |tap: &str, i| Nic {
+            tap: tap.into(),
+            mac: mac(2, i),
+        };
+        VmSpec {
             name: "node2".into(),
             kernel: "/k/bzImage".into(),
             initrd: "/i.cpio.gz".into(),
@@ -378,60 +380,48 @@ mod tests {
             memory_mib: 1024,
             serial_log: "/logs/node2.log".into(),
             console_on_terminal: false,
-            nics: vec![
-                Nic {
-                    tap: "tap2".into(),
-                    mac: mac(2, 0),
-                },
-                Nic {
-                    tap: "tap2b".into(),
-                    mac: mac(2, 1),
-                },
-            ],
+            nics: vec![nic("tap2", 0), nic("tap2b", 1)],
             cpu: None,
             qmp_socket: Some("/tmp/lite-qmp-42-0/node2.qmp".into()),
-        };
-        let line = process::describe(&command(&spec, Some("lite-42")));
-        assert!(line
-            .starts_with("ip netns exec lite-42 qemu-system-x86_64 -nodefaults -no-user-config"));
-        assert!(line.contains("-serial file:/logs/node2.log -no-reboot"));
-        assert!(line.contains("-append 'console=ttyS0 lite.ip=10.77.0.2/24'"));
-        assert!(line.contains(
+        }
+    }
+
+    #[test]
+    fn builds_an_isolated_command_line() {
+        let line = process::describe(&command(&node2(), Some("lite-42")));
+        let start = "ip netns exec lite-42 qemu-system-x86_64 -nodefaults -no-user-config";
+        assert!(line.starts_with(start), "{line}");
+        for part in [
+            "-serial file:/logs/node2.log -no-reboot",
+            "-append 'console=ttyS0 lite.ip=10.77.0.2/24'",
             " -netdev tap,id=n0,ifname=tap2,script=no,downscript=no \
-             -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02 "
-        ));
+             -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:02 ",
+            // A machine protocol for the harness, which QEMU never waits
+            // for, and no human monitor.
+            " -qmp unix:/tmp/lite-qmp-42-0/node2.qmp,server=on,wait=off ",
+            " -monitor none ",
+        ] {
+            assert!(line.contains(part), "{part}");
+        }
         assert!(line.ends_with("-device virtio-net-pci,netdev=n1,mac=52:54:00:12:35:02"));
-        // A machine protocol for the harness, which QEMU never waits for,
-        // and no human monitor.
-        assert!(line.contains(" -qmp unix:/tmp/lite-qmp-42-0/node2.qmp,server=on,wait=off "));
-        assert!(line.contains(" -monitor none "));
-        assert!(!line.contains("enable-kvm"));
-        assert!(!line.contains("stdio"));
+        assert!(!line.contains("enable-kvm"), "{line}");
+        assert!(!line.contains("stdio"), "{line}");
         assert_eq!(mac(10, 0), "52:54:00:12:34:0a");
     }
 
     #[test]
     fn a_console_on_the_terminal_is_logged_too() {
         let spec = VmSpec {
-            name: "node1".into(),
-            kernel: "/k/bzImage".into(),
-            initrd: "/i.cpio.gz".into(),
-            append: "console=ttyS0".into(),
-            memory_mib: 1024,
             serial_log: "/logs,old/node1.log".into(),
             console_on_terminal: true,
             nics: Vec::new(),
-            cpu: None,
             qmp_socket: None,
+            ..node2()
         };
         let line = process::describe(&command(&spec, None));
-        assert!(
-            line.contains(
-                " -chardev stdio,id=console,mux=on,signal=off,logfile=/logs,,old/node1.log \
-                 -serial chardev:console -no-reboot "
-            ),
-            "{line}"
-        );
+        let console = " -chardev stdio,id=console,mux=on,signal=off,logfile=/logs,,old/node1.log \
+                       -serial chardev:console -no-reboot ";
+        assert!(line.contains(console), "{line}");
         assert!(!line.contains("file:"), "{line}");
         // Still no human monitor on the terminal.
         assert!(line.contains(" -monitor none "));

@@ -110,20 +110,23 @@ mod tests {
     fn the_suffix_starts_aligned_and_holds_the_secret_for_root_only() {
         for base_len in 0..8u64 {
             let suffix = secret_suffix(base_len, b"0123456789abcdef0123456789abcdef");
-            let archive_at = suffix
-                .iter()
-                .position(|&b| b != 0)
-                .expect("an archive follows the padding");
+            let archive_at = suffix.iter().position(|&b| b != 0);
+            let archive_at = archive_at.expect("an archive follows the padding");
             assert_eq!((base_len + archive_at as u64) % 4, 0, "base {base_len}");
             assert!(archive_at < 4);
             let archive = &suffix[archive_at..];
             assert!(archive.starts_with(b"070701"));
             let text = String::from_utf8_lossy(archive);
-            assert!(text.contains("etc/lite/cluster.secret\0"));
-            assert!(text.contains("0123456789abcdef0123456789abcdef"));
-            // The file's mode: a regular file, 0400.
-            assert!(text.contains("000081000000"), "{text}");
-            assert!(text.contains("TRAILER!!!"));
+            // The path, the secret, the file's mode (a regular file, 0400)
+            // and the trailer.
+            for part in [
+                "etc/lite/cluster.secret\0",
+                "0123456789abcdef0123456789abcdef",
+                "000081000000",
+                "TRAILER!!!",
+            ] {
+                assert!(text.contains(part), "{part} in {text}");
+            }
         }
     }
 
@@ -142,17 +145,12 @@ mod tests {
             let secret = fs::read(files.secret_file()).expect("secret");
             assert_eq!(secret.len(), SECRET_LEN);
             let initrd = fs::read(files.initrd()).expect("initrd");
-            assert!(initrd.starts_with(b"gzip data of odd length"));
-            let base_len = b"gzip data of odd length".len() as u64;
-            assert_eq!(
-                &initrd[base_len as usize..],
-                secret_suffix(base_len, &secret).as_slice()
-            );
+            let base = b"gzip data of odd length";
+            let suffix = secret_suffix(base.len() as u64, &secret);
+            assert_eq!(initrd, [&base[..], &suffix].concat());
         }
-        assert_ne!(
-            fs::read(first.secret_file()).expect("secret"),
-            fs::read(second.secret_file()).expect("secret")
-        );
+        let secret = |files: &ClusterSecretFiles| fs::read(files.secret_file()).expect("secret");
+        assert_ne!(secret(&first), secret(&second));
         let dir = first.dir.path().to_path_buf();
         drop(first);
         assert!(!dir.exists(), "the secret outlived its cluster");

@@ -1196,114 +1196,59 @@ impl ScratchRepo {
 mod tests {
     use super::*;
 
+    /// The files of a pristine kernel tree the generator needs, each as
+    /// `path: text`.
+    const PRISTINE: [&str; 13] = [
+        "rust/bindings/bindings_helper.h: #include <linux/wait.h>\n",
+        "rust/helpers/helpers.c: #include \"err.c\"\n#include \"kunit.c\"\n#include \"mutex.c\"\n",
+        "arch/x86/entry/syscalls/syscall_64.tbl: 462\tcommon\tmseal\t\t\tsys_mseal\n",
+        "include/linux/syscalls.h: asmlinkage long sys_mseal(unsigned long start);\n#endif\n",
+        "kernel/sys_ni.c: COND_SYSCALL(mseal);\n\nCOND_SYSCALL(x);\n",
+        "drivers/infiniband/Kconfig: source \"drivers/infiniband/ulp/rtrs/Kconfig\"\n",
+        "drivers/infiniband/ulp/Makefile: obj-y += rtrs/\n",
+        "kernel/Makefile: obj-$(CONFIG_MODULES) += module/\n",
+        "kernel/exit.c: #include <linux/uaccess.h>\n\tgroup_dead = atomic_dec_and_test(&tsk->signal->live);\n",
+        "Documentation/userspace-api/index.rst:    mseal\n",
+        "Documentation/driver-api/index.rst:    libata\n",
+        "tools/testing/selftests/Makefile: TARGETS += lib\nTARGETS += livepatch\n",
+        "MAINTAINERS: F:\tlib/list-test.c\n\nLITEX PLATFORM\n",
+    ];
+
+    /// The repository's files the generator reads, as [`PRISTINE`].
+    const SOURCES: [&str; 17] = [
+        "lite-api-c/include/uapi/linux/lite.h: #define __NR_lite_join 548\n#define __NR_lite_free 549\n",
+        "lite-api-c/kernel/lite_syscalls.c: SYSCALL_DEFINE1(lite_join, int, x)\n{}\nSYSCALL_DEFINE0(lite_free)\n{}\n",
+        "lite-api-c/Kconfig: config LITE\n\ttristate \"LITE\"\n\nconfig LITE_KUNIT_TEST\n\tbool \"tests\"\n",
+        "lite-api-c/Makefile: obj-$(CONFIG_LITE) += lite.o\nlite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o\n",
+        "lite-api-c/include/linux/lite_syscalls.h: struct lite_syscall_ops;\n",
+        "lite-api-c/rust-bindings/bindings_helper.h: #include <rdma/ib_verbs.h>\n",
+        "lite-api-c/rust-helpers/lite.c: int rust_helper_x(void) { return 0; }\n",
+        "rust-lite/lite_main.rs: //! LITE\nmod verbs;\n\n#[cfg(CONFIG_LITE_KUNIT_TEST)]\nmod kunit_tests;\n",
+        "rust-lite/verbs/mod.rs: //! verbs\n",
+        "lite-api-c/include/rdma/lite_api.h: int liteapi_x(void);\n",
+        "tests-kunit/lite_kunit.c: // internal\n\n/* The wire formats, the kernel API */\n// api\n",
+        "tests-kunit/kunit_tests.rs: mod locks;\n\n// The `lite_wire`, `lite_api` suites\nmod wire;\n",
+        "tests-kunit/kunit_tests/wire.rs: // wire\n",
+        "tests-kunit/kunit_tests/locks.rs: // locks\n",
+        "lite-api-c/selftests/lite_test.c: // selftests\n",
+        "lite-api-c/Documentation/userspace-api/lite.rst: LITE\n====\n",
+        "lite-api-c/cover-letter.txt: RDMA/lite: LITE\n\nWhat it is.\n\n{benchmark}\n",
+    ];
+
+    /// Writes the files of `tree` (see [`PRISTINE`]) under `dir`.
+    fn write_tree(dir: &Path, tree: &[&str]) {
+        for file in tree {
+            let (rel, text) = file.split_once(": ").unwrap();
+            fsutil::write(&dir.join(rel), text).unwrap();
+        }
+    }
+
     /// A fake repository and pristine tree good enough for the generator.
     fn fixture() -> (TempDir, PathBuf, PathBuf) {
         let tmp = TempDir::new("xtask-series-test").unwrap();
-        let repo = tmp.path().join("repo");
-        let pristine = tmp.path().join("pristine");
-        let files: &[(&str, &str)] = &[
-            (
-                "rust/bindings/bindings_helper.h",
-                "#include <linux/wait.h>\n",
-            ),
-            (
-                "rust/helpers/helpers.c",
-                "#include \"err.c\"\n#include \"kunit.c\"\n#include \"mutex.c\"\n",
-            ),
-            (
-                "arch/x86/entry/syscalls/syscall_64.tbl",
-                "462\tcommon\tmseal\t\t\tsys_mseal\n",
-            ),
-            (
-                "include/linux/syscalls.h",
-                "asmlinkage long sys_mseal(unsigned long start);\n#endif\n",
-            ),
-            (
-                "kernel/sys_ni.c",
-                "COND_SYSCALL(mseal);\n\nCOND_SYSCALL(x);\n",
-            ),
-            (
-                "drivers/infiniband/Kconfig",
-                "source \"drivers/infiniband/ulp/rtrs/Kconfig\"\n",
-            ),
-            ("drivers/infiniband/ulp/Makefile", "obj-y += rtrs/\n"),
-            ("kernel/Makefile", "obj-$(CONFIG_MODULES) += module/\n"),
-            (
-                "kernel/exit.c",
-                "#include <linux/uaccess.h>\n\tgroup_dead = atomic_dec_and_test(&tsk->signal->live);\n",
-            ),
-            ("Documentation/userspace-api/index.rst", "   mseal\n"),
-            ("Documentation/driver-api/index.rst", "   libata\n"),
-            (
-                "tools/testing/selftests/Makefile",
-                "TARGETS += lib\nTARGETS += livepatch\n",
-            ),
-            ("MAINTAINERS", "F:\tlib/list-test.c\n\nLITEX PLATFORM\n"),
-        ];
-        for (rel, text) in files {
-            fsutil::write(&pristine.join(rel), text).unwrap();
-        }
-        let sources: &[(&str, &str)] = &[
-            (
-                "lite-api-c/include/uapi/linux/lite.h",
-                "#define __NR_lite_join 548\n#define __NR_lite_free 549\n",
-            ),
-            (
-                "lite-api-c/kernel/lite_syscalls.c",
-                "SYSCALL_DEFINE1(lite_join, int, x)\n{}\nSYSCALL_DEFINE0(lite_free)\n{}\n",
-            ),
-            (
-                "lite-api-c/Kconfig",
-                "config LITE\n\ttristate \"LITE\"\n\nconfig LITE_KUNIT_TEST\n\tbool \"tests\"\n",
-            ),
-            (
-                "lite-api-c/Makefile",
-                "obj-$(CONFIG_LITE) += lite.o\nlite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o\n",
-            ),
-            (
-                "lite-api-c/include/linux/lite_syscalls.h",
-                "struct lite_syscall_ops;\n",
-            ),
-            (
-                "lite-api-c/rust-bindings/bindings_helper.h",
-                "#include <rdma/ib_verbs.h>\n",
-            ),
-            (
-                "lite-api-c/rust-helpers/lite.c",
-                "int rust_helper_x(void) { return 0; }\n",
-            ),
-            (
-                "rust-lite/lite_main.rs",
-                "//! LITE\nmod verbs;\n\n#[cfg(CONFIG_LITE_KUNIT_TEST)]\nmod kunit_tests;\n",
-            ),
-            ("rust-lite/verbs/mod.rs", "//! verbs\n"),
-            (
-                "lite-api-c/include/rdma/lite_api.h",
-                "int liteapi_x(void);\n",
-            ),
-            (
-                "tests-kunit/lite_kunit.c",
-                "// internal\n\n/* The wire formats, the kernel API */\n// api\n",
-            ),
-            (
-                "tests-kunit/kunit_tests.rs",
-                "mod locks;\n\n// The `lite_wire`, `lite_api` suites\nmod wire;\n",
-            ),
-            ("tests-kunit/kunit_tests/wire.rs", "// wire\n"),
-            ("tests-kunit/kunit_tests/locks.rs", "// locks\n"),
-            ("lite-api-c/selftests/lite_test.c", "// selftests\n"),
-            (
-                "lite-api-c/Documentation/userspace-api/lite.rst",
-                "LITE\n====\n",
-            ),
-            (
-                "lite-api-c/cover-letter.txt",
-                "RDMA/lite: LITE\n\nWhat it is.\n\n{benchmark}\n",
-            ),
-        ];
-        for (rel, text) in sources {
-            fsutil::write(&repo.join(rel), text).unwrap();
-        }
+        let (repo, pristine) = (tmp.path().join("repo"), tmp.path().join("pristine"));
+        write_tree(&pristine, &PRISTINE);
+        write_tree(&repo, &SOURCES);
         (tmp, repo, pristine)
     }
 
@@ -1328,36 +1273,43 @@ mod tests {
             .map(|p| String::from_utf8_lossy(&p.bytes).into_owned())
             .collect();
         assert!(all.contains("From: LITE developers <lite@lite-rs.invalid>"));
-        assert_eq!(
-            all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n")
-                .count(),
-            10,
-            "every patch is signed off"
-        );
-        assert!(all.contains("b/Documentation/userspace-api/lite.rst"));
-        assert!(all.contains("+   lite\n"));
-        assert!(all.contains("b/tools/testing/selftests/lite/lite_test.c"));
-        assert!(all.contains(" TARGETS += lib\n+TARGETS += lite\n TARGETS += livepatch\n"));
-        assert!(!all.contains("ulp/lite/selftests"));
-        assert!(all.contains("+F:\tdrivers/infiniband/ulp/lite/"));
-        assert!(all.contains("+548\t64\tlite_join\t\t\tsys_lite_join"));
-        assert!(all.contains("+asmlinkage long sys_lite_free(void);"));
-        assert!(all.contains("+COND_SYSCALL(lite_join);"));
-        assert!(all.contains("b/drivers/infiniband/ulp/lite/verbs/mod.rs"));
-        assert!(all.contains("\n+++ b/include/rdma/lite_api.h\n"));
-        assert!(all.contains("b/drivers/infiniband/ulp/lite/Kconfig"));
-        assert!(all.contains("+obj-$(CONFIG_LITE)\t\t\t+= lite/"));
-        assert!(all.contains("b/kernel/lite_syscalls.c"));
-        assert!(all.contains("+obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o"));
-        assert!(
-            !all.contains("ulp/lite/kernel/"),
-            "the entry points stay out of the module"
-        );
-        assert!(
-            !all.contains("ulp/lite/rust-bindings"),
-            "subdirectories of lite-api-c stay out"
-        );
-        assert!(!all.contains("b/drivers/infiniband/ulp/lite/cover-letter.txt"));
+        let signed = all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n");
+        assert_eq!(signed.count(), 10, "every patch is signed off");
+        for needle in [
+            "b/Documentation/userspace-api/lite.rst",
+            "+   lite\n",
+            "b/tools/testing/selftests/lite/lite_test.c",
+            " TARGETS += lib\n+TARGETS += lite\n TARGETS += livepatch\n",
+            "+F:\tdrivers/infiniband/ulp/lite/",
+            "+548\t64\tlite_join\t\t\tsys_lite_join",
+            "+asmlinkage long sys_lite_free(void);",
+            "+COND_SYSCALL(lite_join);",
+            "b/drivers/infiniband/ulp/lite/verbs/mod.rs",
+            "\n+++ b/include/rdma/lite_api.h\n",
+            "b/drivers/infiniband/ulp/lite/Kconfig",
+            "+obj-$(CONFIG_LITE)\t\t\t+= lite/",
+            "b/kernel/lite_syscalls.c",
+            "+obj-$(CONFIG_LITE_SYSCALLS) += lite_syscalls.o",
+        ] {
+            assert!(all.contains(needle), "{needle}");
+        }
+        for (absent, why) in [
+            ("ulp/lite/selftests", "the selftests go to tools/testing"),
+            (
+                "ulp/lite/kernel/",
+                "the entry points stay out of the module",
+            ),
+            (
+                "ulp/lite/rust-bindings",
+                "subdirectories of lite-api-c stay out",
+            ),
+            (
+                "b/drivers/infiniband/ulp/lite/cover-letter.txt",
+                "the cover letter is no file",
+            ),
+        ] {
+            assert!(!all.contains(absent), "{why}");
+        }
         git_am_check(&pristine, &tmp.path().join("a"), &a).unwrap();
 
         // The driver builds without its tests until the KUnit patch.
@@ -1365,15 +1317,23 @@ mod tests {
         let (build, kunit, api) = (text(5), text(6), text(7));
         assert!(build.contains("Subject: [PATCH 05/10] RDMA/lite: build LITE"));
         assert!(!build.contains("KUNIT"), "{build}");
-        assert!(kunit.contains("+config LITE_KUNIT_TEST"));
-        assert!(kunit.contains("+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o"));
-        assert!(kunit.contains("+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;"));
         // The kernel API's tests, and the lines naming them, come one patch later.
-        assert!(kunit.contains("+// internal\n") && kunit.contains("+mod locks;\n"));
+        for (patch, needle) in [
+            (&kunit, "+config LITE_KUNIT_TEST"),
+            (&kunit, "+lite-$(CONFIG_LITE_KUNIT_TEST) += lite_kunit.o"),
+            (&kunit, "+#[cfg(CONFIG_LITE_KUNIT_TEST)]\n+mod kunit_tests;"),
+            (&kunit, "+// internal\n"),
+            (&kunit, "+mod locks;\n"),
+            (
+                &api,
+                " // internal\n+\n+/* The wire formats, the kernel API */\n",
+            ),
+            (&api, " mod locks;\n+\n+// The `lite_wire`"),
+            (&api, "b/drivers/infiniband/ulp/lite/kunit_tests/wire.rs"),
+        ] {
+            assert!(patch.contains(needle), "{needle}");
+        }
         assert!(!kunit.contains("api") && !kunit.contains("wire"), "{kunit}");
-        assert!(api.contains(" // internal\n+\n+/* The wire formats, the kernel API */\n"));
-        assert!(api.contains(" mod locks;\n+\n+// The `lite_wire`"));
-        assert!(api.contains("b/drivers/infiniband/ulp/lite/kunit_tests/wire.rs"));
     }
 
     #[test]
@@ -1412,16 +1372,10 @@ mod tests {
     fn cuts_leave_out_exactly_what_they_name() {
         let kconfig =
             "config A\n\tbool\n\nconfig T\n\tbool \"t\"\n\thelp\n\t  x\n\nconfig B\n\tbool\n";
-        assert_eq!(
-            Cut::KconfigEntry("T").apply(kconfig, "K").unwrap(),
-            "config A\n\tbool\n\nconfig B\n\tbool\n"
-        );
-        assert_eq!(
-            Cut::LineWith("T)")
-                .apply("a\nx-$(T) += t.o\nb\n", "M")
-                .unwrap(),
-            "a\nb\n"
-        );
+        let without_t = Cut::KconfigEntry("T").apply(kconfig, "K").unwrap();
+        assert_eq!(without_t, "config A\n\tbool\n\nconfig B\n\tbool\n");
+        let makefile = Cut::LineWith("T)").apply("a\nx-$(T) += t.o\nb\n", "M");
+        assert_eq!(makefile.unwrap(), "a\nb\n");
         assert!(Cut::Text("zz").apply("a\n", "F").is_err());
         assert!(Cut::LineWith("a").apply("a\na\n", "F").is_err());
         assert!(Cut::KconfigEntry("X").apply(kconfig, "K").is_err());
@@ -1441,21 +1395,13 @@ mod tests {
     }
 
     #[test]
-    fn missing_anchor_is_an_error() {
+    fn a_missing_anchor_or_syscalls_source_is_an_error() {
         let (tmp, repo, pristine) = fixture();
         fsutil::write(&pristine.join("kernel/sys_ni.c"), "nothing here\n").unwrap();
-        let err = format!(
-            "{:#}",
-            generate(&repo, &pristine, &tmp.path().join("a")).unwrap_err()
-        );
-        assert!(
-            err.contains("COND_SYSCALL(mseal);") && err.contains("kernel/sys_ni.c"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn missing_syscalls_source_is_an_error() {
+        let err = generate(&repo, &pristine, &tmp.path().join("a")).unwrap_err();
+        let err = format!("{err:#}");
+        let named = err.contains("COND_SYSCALL(mseal);") && err.contains("kernel/sys_ni.c");
+        assert!(named, "{err}");
         let (tmp, repo, pristine) = fixture();
         std::fs::remove_file(repo.join("lite-api-c/kernel/lite_syscalls.c")).unwrap();
         assert!(generate(&repo, &pristine, &tmp.path().join("a")).is_err());

@@ -215,12 +215,10 @@ mod tests {
             outcome,
             took: Duration::from_secs(42),
         };
+        let failed = Err(anyhow::anyhow!("no"));
         let stages = [
             stage("build the pristine kernel", Ok(())),
-            stage(
-                "build with 0001-x.patch applied",
-                Err(anyhow::anyhow!("no")),
-            ),
+            stage("build with 0001-x.patch applied", failed),
         ];
         let text = report(&stages, Duration::from_secs(61), true);
         assert!(text.contains("| build the pristine kernel | passed | 42 |\n"));

@@ -256,13 +256,9 @@ mod tests {
                             PATCHLEVEL = 12\nSUBLEVEL = 117\nEXTRAVERSION =\nNAME = Baby Opossum Posse\n";
 
     #[test]
-    fn reads_the_version() {
+    fn reads_the_version_and_rejects_other_versions_and_garbage() {
         assert_eq!(makefile_version(MAKEFILE).as_deref(), Some("6.12.117"));
         assert_eq!(checked_version(MAKEFILE, "t").unwrap(), "6.12.117");
-    }
-
-    #[test]
-    fn rejects_other_versions_and_garbage() {
         let old = MAKEFILE.replace("PATCHLEVEL = 12", "PATCHLEVEL = 1");
         let err = checked_version(&old, "tree").unwrap_err().to_string();
         assert!(err.contains("6.1.117") && err.contains("6.12.y"), "{err}");

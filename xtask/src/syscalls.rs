@@ -287,21 +287,18 @@ mod tests {
         SYSCALL_DEFINE6(lite_rdma_write, u64, handle, const void __user *, buf,\n\
         \t\tu64, size, u64, offset, unsigned int, priority, u64, password)\n{\n}\n";
 
-    #[test]
-    fn parses_numbers_in_file_order() {
-        let nums = parse_numbers(HEADER).unwrap();
-        assert_eq!(
-            nums,
-            [
-                ("lite_join".to_string(), 548),
-                ("lite_get_node_id".to_string(), 549),
-                ("lite_rdma_write".to_string(), 552)
-            ]
-        );
+    fn decls(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        let pair = |&(a, b): &(&str, &str)| (a.to_string(), b.to_string());
+        pairs.iter().map(pair).collect()
     }
 
     #[test]
-    fn rejects_duplicate_numbers() {
+    fn parses_numbers_in_file_order_and_rejects_duplicates() {
+        let nums = parse_numbers(HEADER).unwrap();
+        let names: Vec<_> = nums.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["lite_join", "lite_get_node_id", "lite_rdma_write"]);
+        let numbers: Vec<u32> = nums.iter().map(|n| n.1).collect();
+        assert_eq!(numbers, [548, 549, 552]);
         let bad = "#define __NR_lite_a 548\n#define __NR_lite_b 548\n";
         assert!(parse_numbers(bad).is_err());
     }
@@ -311,19 +308,14 @@ mod tests {
         let defs = parse_definitions(SOURCE).unwrap();
         let names: Vec<_> = defs.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["lite_join", "lite_get_node_id", "lite_rdma_write"]);
-        assert_eq!(
-            defs[0].1,
-            [
-                ("const char __user *".to_string(), "cm_ip".to_string()),
-                ("unsigned int".to_string(), "cm_port".to_string()),
-                ("unsigned int".to_string(), "ib_port".to_string())
-            ]
-        );
+        let join = [
+            ("const char __user *", "cm_ip"),
+            ("unsigned int", "cm_port"),
+            ("unsigned int", "ib_port"),
+        ];
+        assert_eq!(defs[0].1, decls(&join));
         assert!(defs[1].1.is_empty());
-    }
-
-    #[test]
-    fn rejects_wrong_arity() {
+        // A wrong arity is refused.
         let err = parse_definitions("SYSCALL_DEFINE2(lite_x, int, a)\n{}\n").unwrap_err();
         assert!(err.to_string().contains("lite_x"), "{err}");
     }
@@ -331,42 +323,30 @@ mod tests {
     #[test]
     fn generates_prototypes() {
         let calls = load(HEADER, SOURCE).unwrap();
+        let (join, id) = (&calls[0], &calls[1]);
         assert_eq!(
-            prototype(&calls[0]),
+            prototype(join),
             "asmlinkage long sys_lite_join(const char __user *cm_ip, unsigned int cm_port,\n\
              \t\t\t      unsigned int ib_port);"
         );
-        assert_eq!(
-            prototype(&calls[1]),
-            "asmlinkage long sys_lite_get_node_id(void);"
-        );
+        assert_eq!(prototype(id), "asmlinkage long sys_lite_get_node_id(void);");
         let long = prototype(&calls[2]);
         for line in long.lines() {
             assert!(display_width(line) <= 80, "too long: {line:?}");
         }
         assert!(long.starts_with("asmlinkage long sys_lite_rdma_write(u64 handle,"));
         assert!(long.ends_with("u64 password);"));
-        assert_eq!(
-            table_line(&calls[0]),
-            "548\t64\tlite_join\t\t\tsys_lite_join"
-        );
-        assert_eq!(
-            cond_syscall_line(&calls[1]),
-            "COND_SYSCALL(lite_get_node_id);"
-        );
-    }
-
-    #[test]
-    fn short_prototypes_stay_on_one_line() {
-        let call = Syscall {
+        assert_eq!(table_line(join), "548\t64\tlite_join\t\t\tsys_lite_join");
+        assert_eq!(cond_syscall_line(id), "COND_SYSCALL(lite_get_node_id);");
+        // A short prototype stays on one line.
+        let params = decls(&[("u64", "handle")]);
+        let free = Syscall {
             name: "lite_free".into(),
             number: 554,
-            params: vec![("u64".into(), "handle".into())],
+            params,
         };
-        assert_eq!(
-            prototype(&call),
-            "asmlinkage long sys_lite_free(u64 handle);"
-        );
+        let one_line = "asmlinkage long sys_lite_free(u64 handle);";
+        assert_eq!(prototype(&free), one_line);
     }
 
     #[test]

@@ -93,32 +93,24 @@ impl Width {
 /// Every drift between the descriptions and the C sources, one message
 /// each; empty when they agree.
 fn check(src: &Sources) -> Vec<String> {
+    check_readable(src).unwrap_or_else(|unreadable| vec![unreadable])
+}
+
+/// [`check`], or the one problem that a file cannot be read at all.
+fn check_readable(src: &Sources) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
-    let numbers = match syscalls::parse_numbers(&src.header) {
-        Ok(n) => n,
-        Err(e) => return vec![format!("{HEADER}: {e}")],
-    };
-    let definitions: BTreeMap<String, syscalls::Params> =
-        match syscalls::parse_definitions(&src.syscalls_c) {
-            Ok(d) => d.into_iter().collect(),
-            Err(e) => return vec![format!("{SYSCALLS_C}: {e}")],
-        };
+    let numbers = syscalls::parse_numbers(&src.header).map_err(|e| format!("{HEADER}: {e}"))?;
+    let definitions = syscalls::parse_definitions(&src.syscalls_c);
+    let definitions = definitions.map_err(|e| format!("{SYSCALLS_C}: {e}"))?;
+    let definitions = definitions.into_iter().collect();
     let header = parse_header(&src.header, &mut problems);
     let syz = parse_syzlang(&src.txt, &mut problems);
-    let consts = match parse_consts(&src.consts) {
-        Ok(c) => c,
-        Err(e) => return vec![format!("{CONST}: {e}")],
-    };
-
-    let types = Types {
-        resources: &syz.resources,
-        aliases: &syz.aliases,
-    };
-    check_calls(&numbers, &definitions, &header, &syz, &types, &mut problems);
+    let consts = parse_consts(&src.consts).map_err(|e| format!("{CONST}: {e}"))?;
+    check_calls(&numbers, &definitions, &header, &syz, &mut problems);
     check_numbers(&numbers, &consts, &mut problems);
     check_constants(&header, &syz, &consts, &mut problems);
-    check_structs(&header, &syz, &types, &mut problems);
-    problems
+    check_structs(&header, &syz, &mut problems);
+    Ok(problems)
 }
 
 /// Each numbered call is described, defined and documented; each
@@ -129,7 +121,6 @@ fn check_calls(
     definitions: &BTreeMap<String, syscalls::Params>,
     header: &Header,
     syz: &Syzlang,
-    types: &Types,
     problems: &mut Vec<String>,
 ) {
     let numbered = |name: &str| numbers.iter().any(|(n, _)| n == name);
@@ -151,7 +142,7 @@ fn check_calls(
             ));
         }
     }
-    let width = |ty: &str| types.width(ty, 0);
+    let width = |ty: &str| syz.width(ty, 0);
     for call in &syz.calls {
         if !numbered(&call.base) {
             problems.push(format!(
@@ -162,10 +153,8 @@ fn check_calls(
         if let Some(params) = definitions.get(&call.base) {
             compare_decls(
                 &call.name,
-                "argument",
                 (TXT, &call.args, &width),
                 (SYSCALLS_C, params, &c_width),
-                false,
                 problems,
             );
         }
@@ -178,10 +167,8 @@ fn check_calls(
         } else if let Some(defined) = definitions.get(name) {
             compare_decls(
                 name,
-                "argument",
                 (HEADER, documented, &c_width),
                 (SYSCALLS_C, defined, &c_width),
-                false,
                 problems,
             );
         }
@@ -192,7 +179,7 @@ fn check_calls(
 fn check_numbers(numbers: &[(String, u32)], consts: &ConstFile, problems: &mut Vec<String>) {
     for (name, number) in numbers {
         let key = format!("__NR_{name}");
-        match consts.values.get(&key) {
+        match consts.get(&key) {
             None => problems.push(format!("{key}: {CONST} lacks it ({number} in {HEADER})")),
             Some(None) => problems.push(format!(
                 "{key}: {CONST} leaves it undefined for {ARCH} ({number} in {HEADER})"
@@ -208,27 +195,24 @@ fn check_numbers(numbers: &[(String, u32)], consts: &ConstFile, problems: &mut V
 /// `lite.txt.const` holds only the header's constants, with the header's
 /// values, and every constant `lite.txt` uses.
 fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems: &mut Vec<String>) {
-    for (name, value) in &consts.values {
-        match header.defines.get(name) {
+    for (name, value) in consts {
+        match (header.defines.get(name), value) {
             // The numbers have their own check.
-            Some(_) if name.starts_with("__NR_") => {}
-            Some(Some(expected)) => {
-                if let Some(v) = value {
-                    if v != expected {
-                        problems.push(format!("{name}: {v} in {CONST} but {expected} in {HEADER}"));
-                    }
-                }
+            (Some(_), _) if name.starts_with("__NR_") => {}
+            (Some(Some(expected)), Some(v)) if v != expected => {
+                problems.push(format!("{name}: {v} in {CONST} but {expected} in {HEADER}"))
             }
-            // Not a plain number in C (an expression the scanner does not
-            // evaluate): only its presence is checked.
-            Some(None) => {}
-            None => problems.push(format!(
+            // Equal, undefined for the architecture, or not a plain number
+            // in C (an expression the scanner does not evaluate): only its
+            // presence is checked.
+            (Some(_), _) => {}
+            (None, _) => problems.push(format!(
                 "{name}: {CONST} has it but {HEADER} does not define it"
             )),
         }
     }
     for (name, line) in &syz.consts_used {
-        if !consts.values.contains_key(name) {
+        if !consts.contains_key(name) {
             problems.push(format!("{name}: {TXT}:{line} uses it but {CONST} lacks it"));
         }
     }
@@ -236,8 +220,8 @@ fn check_constants(header: &Header, syz: &Syzlang, consts: &ConstFile, problems:
 
 /// Described structs match the header's, and each header struct is
 /// described.
-fn check_structs(header: &Header, syz: &Syzlang, types: &Types, problems: &mut Vec<String>) {
-    let width = |ty: &str| types.width(ty, 0);
+fn check_structs(header: &Header, syz: &Syzlang, problems: &mut Vec<String>) {
+    let width = |ty: &str| syz.width(ty, 0);
     for (name, fields) in &header.structs {
         let Some(described) = syz.structs.get(name) else {
             problems.push(format!(
@@ -247,10 +231,8 @@ fn check_structs(header: &Header, syz: &Syzlang, types: &Types, problems: &mut V
         };
         compare_decls(
             &format!("struct {name}"),
-            "field",
             (TXT, described, &width),
             (HEADER, fields, &c_width),
-            true,
             problems,
         );
     }
@@ -260,23 +242,15 @@ fn check_structs(header: &Header, syz: &Syzlang, types: &Types, problems: &mut V
 /// tells their widths.
 type Side<'a> = (&'a str, &'a [Decl], &'a dyn Fn(&str) -> Width);
 
-/// Compares two declaration lists (arguments or fields) of `what`: count,
-/// names in order and, where both sides tell, widths.
-fn compare_decls(
-    what: &str,
-    kind: &str,
-    (file_a, decls_a, width_a): Side,
-    (file_b, decls_b, width_b): Side,
-    in_struct: bool,
-    problems: &mut Vec<String>,
-) {
+/// Compares two declaration lists of `what`, the fields of a struct when
+/// it is `struct NAME`, else a call's arguments: count, names in order and,
+/// where both sides tell, widths.
+fn compare_decls(what: &str, a: Side, b: Side, problems: &mut Vec<String>) {
+    let ((file_a, decls_a, width_a), (file_b, decls_b, width_b)) = (a, b);
+    let in_struct = what.starts_with("struct ");
+    let kind = if in_struct { "field" } else { "argument" };
     if decls_a.len() != decls_b.len() {
-        let names = |d: &[Decl]| {
-            d.iter()
-                .map(|(_, n)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let names = |d: &[Decl]| d.iter().map(|(_, n)| &n[..]).collect::<Vec<_>>().join(", ");
         problems.push(format!(
             "{what}: {file_a} has {} {kind}(s) ({}), {file_b} has {} ({})",
             decls_a.len(),
@@ -386,11 +360,10 @@ fn eval_c(expr: &str) -> Option<u64> {
         let shifted = a.checked_shl(b)?;
         return (shifted >> b == a).then_some(shifted);
     }
-    let digits = expr.trim_end_matches(['u', 'U', 'l', 'L']);
-    if let Some(hex) = digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
+    let digits = expr
+        .trim_end_matches(['u', 'U', 'l', 'L'])
+        .to_ascii_lowercase();
+    if let Some(hex) = digits.strip_prefix("0x") {
         u64::from_str_radix(hex, 16).ok()
     } else if let Some(octal) = digits.strip_prefix('0').filter(|o| !o.is_empty()) {
         u64::from_str_radix(octal, 8).ok()
@@ -414,11 +387,8 @@ fn parse_c_structs(code: &str, header: &mut Header, problems: &mut Vec<String>) 
             return;
         };
         let mut fields = Vec::new();
-        for decl in body[..end]
-            .split(';')
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-        {
+        let decls = body[..end].split(';').map(str::trim);
+        for decl in decls.filter(|d| !d.is_empty()) {
             // `TYPE a, b` declares several fields of one type.
             let mut parts = decl.split(',');
             let first = parts.next().unwrap_or_default();
@@ -447,22 +417,13 @@ fn split_c_decl(decl: &str) -> Option<(String, String)> {
         Some(at) => (decl[..at].trim_end(), &decl[at..]),
         None => (decl, ""),
     };
-    let start = decl
-        .char_indices()
-        .rev()
-        .take_while(|&(_, c)| is_ident_char(c))
-        .last()
-        .map(|(i, _)| i)?;
-    let ty = decl[..start].trim();
-    if ty.is_empty() {
+    let start = decl.trim_end_matches(is_ident_char).len();
+    let (ty, name) = (decl[..start].trim(), &decl[start..]);
+    if ty.is_empty() || name.is_empty() {
         return None;
     }
-    let ty = if array.is_empty() {
-        ty.to_string()
-    } else {
-        format!("{ty} {array}")
-    };
-    Some((ty, decl[start..].to_string()))
+    let ty = format!("{ty} {array}").trim_end().to_string();
+    Some((ty, name.to_string()))
 }
 
 /// The text of the C comments of `source`, with the ` * ` that starts
@@ -580,27 +541,23 @@ fn parse_syzlang(text: &str, problems: &mut Vec<String>) -> Syzlang {
             continue;
         }
         if let Some(decl) = line.strip_prefix("resource ") {
-            let parsed = parse_type(decl.split(':').next().unwrap_or_default());
-            match parsed.args.as_slice() {
+            let (name, args) = parse_type(decl.split(':').next().unwrap_or_default());
+            match args[..] {
                 [base] => {
-                    syz.resources.insert(parsed.name, base.clone());
+                    syz.resources.insert(name.to_string(), base.to_string());
                 }
                 _ => problems.push(format!("{TXT}:{line_no}: cannot read the resource")),
             }
             continue;
         }
-        if let Some((name, ty)) = line
-            .strip_prefix("type ")
-            .and_then(|alias| alias.trim().split_once(char::is_whitespace))
-        {
+        let alias = line.strip_prefix("type ").map(str::trim);
+        if let Some((name, ty)) = alias.and_then(|a| a.split_once(char::is_whitespace)) {
             syz.aliases.insert(name.to_string(), ty.trim().to_string());
             continue;
         }
-        let name: String = line
-            .chars()
-            .take_while(|&c| is_ident_char(c) || c == '$')
-            .collect();
-        let after = line[name.len()..].trim_start();
+        let after = line.trim_start_matches(|c| is_ident_char(c) || c == '$');
+        let name = line[..line.len() - after.len()].to_string();
+        let after = after.trim_start();
         if name.is_empty() {
             problems.push(format!("{TXT}:{line_no}: cannot read `{line}`"));
         } else if after.starts_with('=') {
@@ -643,40 +600,32 @@ fn parse_call(name: &str, after: &str, line: usize) -> Result<SynCall, String> {
     })
 }
 
-/// The resources and type aliases that give a syzlang type its width.
-struct Types<'a> {
-    resources: &'a BTreeMap<String, String>,
-    aliases: &'a BTreeMap<String, String>,
-}
-
-impl Types<'_> {
-    /// The width of syzlang type `ty` on x86_64.
+impl Syzlang {
+    /// The width of syzlang type `ty` on x86_64, given the resources and
+    /// type aliases.
     fn width(&self, ty: &str, depth: usize) -> Width {
         // Resources and aliases refer to each other only a few levels deep.
         if depth > 16 {
             return Width::Unknown;
         }
-        let parsed = parse_type(ty);
-        match parsed.name.as_str() {
+        let (name, args) = parse_type(ty);
+        match name {
             "ptr" | "ptr64" | "buffer" | "vma" | "vma64" => Width::Pointer,
             "intptr" | "boolptr" => Width::Bytes(8),
             // The base type, when given, comes last.
             "const" | "flags" | "len" | "bytesize" | "bytesize2" | "bytesize4" | "bytesize8"
-            | "bitsize" | "offsetof" | "proc" | "fileoff" => match parsed.args.last() {
-                Some(base) if int_bytes(base).is_some() || base == "intptr" => {
+            | "bitsize" | "offsetof" | "proc" | "fileoff" => match args.last() {
+                Some(base) if int_bytes(base).is_some() || *base == "intptr" => {
                     self.width(base, depth + 1)
                 }
                 _ => Width::Register,
             },
-            name => {
-                if let Some(bytes) = int_bytes(name) {
-                    Width::Bytes(bytes)
-                } else if let Some(base) = self.resources.get(name) {
-                    self.width(base, depth + 1)
-                } else if let Some(underlying) = self.aliases.get(name) {
-                    self.width(underlying, depth + 1)
-                } else {
-                    Width::Unknown
+            _ => {
+                let underlying = self.resources.get(name).or(self.aliases.get(name));
+                match (int_bytes(name), underlying) {
+                    (Some(bytes), _) => Width::Bytes(bytes),
+                    (None, Some(underlying)) => self.width(underlying, depth + 1),
+                    (None, None) => Width::Unknown,
                 }
             }
         }
@@ -685,9 +634,7 @@ impl Types<'_> {
 
 /// The size of `intN`, `intNbe` and `boolN`.
 fn int_bytes(name: &str) -> Option<u64> {
-    let bits = name
-        .strip_prefix("int")
-        .or_else(|| name.strip_prefix("bool"))?;
+    let bits = name.strip_prefix("int").or(name.strip_prefix("bool"))?;
     match bits.strip_suffix("be").unwrap_or(bits) {
         "8" => Some(1),
         "16" => Some(2),
@@ -697,98 +644,73 @@ fn int_bytes(name: &str) -> Option<u64> {
     }
 }
 
-/// A syzlang type: `name[args]`.
-#[derive(Debug, PartialEq, Eq)]
-struct SynType {
-    name: String,
-    args: Vec<String>,
-}
-
-fn parse_type(text: &str) -> SynType {
+/// A syzlang type `name[args]`: its name and arguments.
+fn parse_type(text: &str) -> (&str, Vec<&str>) {
     let text = text.trim();
     match text.find('[') {
-        Some(open) if text.ends_with(']') => SynType {
-            name: text[..open].trim().to_string(),
-            args: split_top(&text[open + 1..text.len() - 1], ',')
-                .into_iter()
-                .map(|a| a.trim().to_string())
-                .collect(),
-        },
-        _ => SynType {
-            name: text.to_string(),
-            args: Vec::new(),
-        },
+        Some(open) if text.ends_with(']') => {
+            let args = split_top(&text[open + 1..text.len() - 1], ',');
+            (
+                text[..open].trim(),
+                args.into_iter().map(str::trim).collect(),
+            )
+        }
+        _ => (text, Vec::new()),
     }
+}
+
+/// The index of the first character of `text` outside the quotes in
+/// `quotes` for which `stop(c, depth)` holds, `depth` being the nesting of
+/// brackets and parentheses before it.
+fn find_top(text: &str, quotes: &str, mut stop: impl FnMut(char, i32) -> bool) -> Option<usize> {
+    let (mut depth, mut quote) = (0, None);
+    for (i, c) in text.char_indices() {
+        if quote.is_some() {
+            quote = quote.filter(|&q| q != c);
+        } else if quotes.contains(c) {
+            quote = Some(c);
+        } else if stop(c, depth) {
+            return Some(i);
+        } else if matches!(c, '[' | '(') {
+            depth += 1;
+        } else if matches!(c, ']' | ')') {
+            depth -= 1;
+        }
+    }
+    None
 }
 
 /// Splits a field's `type (attrs)` into the type and the rest: the type
 /// ends at the first blank outside brackets.
 fn split_type(text: &str) -> (&str, &str) {
-    let mut depth = 0i32;
-    for (i, c) in text.char_indices() {
-        match c {
-            '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
-            c if c.is_whitespace() && depth == 0 => return (&text[..i], text[i..].trim()),
-            _ => {}
-        }
+    match find_top(text, "", |c, depth| c.is_whitespace() && depth == 0) {
+        Some(i) => (&text[..i], text[i..].trim()),
+        None => (text, ""),
     }
-    (text, "")
 }
 
 /// Splits at `sep` outside brackets, parentheses and quotes.
 fn split_top(text: &str, sep: char) -> Vec<&str> {
     let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut quote = None;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '`' | '\'') => quote = Some(c),
-            (None, '[' | '(') => depth += 1,
-            (None, ']' | ')') => depth -= 1,
-            (None, c) if c == sep && depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + c.len_utf8();
-            }
-            _ => {}
-        }
+    let mut rest = text;
+    while let Some(i) = find_top(rest, "\"`'", |c, depth| c == sep && depth == 0) {
+        parts.push(&rest[..i]);
+        rest = &rest[i + sep.len_utf8()..];
     }
-    if !text[start..].trim().is_empty() || !parts.is_empty() {
-        parts.push(&text[start..]);
+    if !rest.trim().is_empty() || !parts.is_empty() {
+        parts.push(rest);
     }
     parts
 }
 
 /// Index of the bracket closing one already opened.
 fn closing_bracket(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' if depth == 0 => return Some(i),
-            ')' | ']' => depth -= 1,
-            _ => {}
-        }
-    }
-    None
+    find_top(text, "", |c, depth| depth == 0 && matches!(c, ')' | ']'))
 }
 
 /// `line` without its `#` comment (a `#` in a string is kept).
 fn strip_comment(line: &str) -> &str {
-    let mut quote = None;
-    for (i, c) in line.char_indices() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '`') => quote = Some(c),
-            (None, '#') => return &line[..i],
-            _ => {}
-        }
-    }
-    line
+    find_top(line, "\"`", |c, _| c == '#').map_or(line, |i| &line[..i])
 }
 
 /// Identifiers of `line` (outside strings) that name constants: upper
@@ -830,10 +752,8 @@ fn is_ident_char(c: char) -> bool {
 // ---------------------------------------------------------------------------
 // The const file
 
-/// A `.const` file: values for `ARCH`; `None` for `???` (undefined).
-struct ConstFile {
-    values: BTreeMap<String, Option<u64>>,
-}
+/// A `.const` file's values for `ARCH`; `None` for `???` (undefined).
+type ConstFile = BTreeMap<String, Option<u64>>;
 
 /// Reads the format syz-extract and syz-sysgen write: an `arches = ...`
 /// line, then `NAME = VALUE`, where VALUE is a default and/or
@@ -847,10 +767,9 @@ fn parse_consts(text: &str) -> Result<ConstFile, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (name, value) = line
-            .split_once('=')
-            .map(|(n, v)| (n.trim(), v.trim()))
-            .ok_or_else(|| format!("line {at}: expected NAME = VALUE"))?;
+        let unreadable = || format!("line {at}: expected NAME = VALUE");
+        let (name, value) = line.split_once('=').ok_or_else(unreadable)?;
+        let (name, value) = (name.trim(), value.trim());
         if !seen_arches {
             if name != "arches" {
                 return Err(format!("line {at}: the first line must be `arches = ...`"));
@@ -868,8 +787,8 @@ fn parse_consts(text: &str) -> Result<ConstFile, String> {
             let Some((value, for_arches)) = fields.split_last() else {
                 continue;
             };
-            let parsed = parse_const_value(value)
-                .ok_or_else(|| format!("line {at}: bad value `{}`", entry.trim()))?;
+            let bad = || format!("line {at}: bad value `{}`", entry.trim());
+            let parsed = parse_const_value(value).ok_or_else(bad)?;
             if for_arches.is_empty() {
                 default = Some(parsed);
             } else if for_arches.contains(&ARCH) {
@@ -887,7 +806,7 @@ fn parse_consts(text: &str) -> Result<ConstFile, String> {
     if !seen_arches {
         return Err("no `arches = ...` line".to_string());
     }
-    Ok(ConstFile { values })
+    Ok(values)
 }
 
 /// A `.const` value: `???`, decimal or `0x` hexadecimal.
@@ -936,10 +855,8 @@ mod tests {
         let numbers = syscalls::parse_numbers(&repo.header).unwrap();
         let syz = parse_syzlang(&repo.txt, &mut Vec::new());
         assert_eq!(syz.calls.len(), numbers.len());
-        assert_eq!(
-            parse_header(&repo.header, &mut Vec::new()).prototypes.len(),
-            numbers.len()
-        );
+        let header = parse_header(&repo.header, &mut Vec::new());
+        assert_eq!(header.prototypes.len(), numbers.len());
     }
 
     /// Runs the check on the repository's files after `edit`, which must
@@ -953,149 +870,104 @@ mod tests {
     }
 
     fn assert_reported(problems: &[String], needle: &str) {
+        let reported = problems.iter().any(|p| p.contains(needle));
         assert!(
-            problems.iter().any(|p| p.contains(needle)),
+            reported,
             "expected a problem containing {needle:?}, got {problems:#?}"
         );
     }
 
-    /// One of the repository's four files.
-    #[derive(Clone, Copy)]
-    enum File {
-        Header,
-        SyscallsC,
-        Txt,
-        Consts,
-    }
-
-    /// Drifts between the files: edits (`from` becomes `to`, where `from`
-    /// must be; an empty `from` appends `to`), and the problems the check
-    /// must report after them.
-    type Drift = (
-        &'static [(File, &'static str, &'static str)],
-        &'static [&'static str],
-    );
-
-    const DRIFTS: &[Drift] = &[
+    /// Drifts between the files: each its edits, `file: from => to`
+    /// (`from` must be there; an empty `from` appends `to`), then the
+    /// problems the check must report after them.
+    const DRIFTS: &[&[&str]] = &[
         // A call missing from the descriptions.
-        (
-            &[(File::Txt, "lite_free(handle lite_handle)\n", "")],
-            &["lite_free: lite.h numbers it (__NR_lite_free) but lite.txt does not describe it"],
-        ),
+        &[
+            "lite.txt: lite_free(handle lite_handle)\n =>",
+            "lite_free: lite.h numbers it (__NR_lite_free) but lite.txt does not describe it",
+        ],
         // A described call the header lacks.
-        (
-            &[(File::Txt, "", "lite_frobnicate$x(handle lite_handle)\n")],
-            &["lite_frobnicate$x: lite.txt:", "has no __NR_lite_frobnicate"],
-        ),
+        &[
+            "lite.txt:  => lite_frobnicate$x(handle lite_handle)\n",
+            "lite_frobnicate$x: lite.txt:",
+            "has no __NR_lite_frobnicate",
+        ],
         // A renumbered call.
-        (
-            &[(File::Header, "#define __NR_lite_join\t\t\t548", "#define __NR_lite_join\t\t\t600")],
-            &["__NR_lite_join: 548 in lite.txt.const but 600 in lite.h"],
-        ),
+        &[
+            "lite.h: #define __NR_lite_join\t\t\t548 => #define __NR_lite_join\t\t\t600",
+            "__NR_lite_join: 548 in lite.txt.const but 600 in lite.h",
+        ],
         // An argument added in C.
-        (
-            &[
-                (
-                    File::SyscallsC,
-                    "SYSCALL_DEFINE1(lite_free, u64, handle)",
-                    "SYSCALL_DEFINE2(lite_free, u64, handle, unsigned int, flags)",
-                ),
-                (
-                    File::Header,
-                    "long lite_free(__u64 handle)",
-                    "long lite_free(__u64 handle, unsigned int flags)",
-                ),
-            ],
-            &["lite_free: lite.txt has 1 argument(s) (handle), lite_syscalls.c has 2 (handle, flags)"],
-        ),
+        &[
+            "lite_syscalls.c: SYSCALL_DEFINE1(lite_free, u64, handle) => SYSCALL_DEFINE2(lite_free, u64, handle, unsigned int, flags)",
+            "lite.h: long lite_free(__u64 handle) => long lite_free(__u64 handle, unsigned int flags)",
+            "lite_free: lite.txt has 1 argument(s) (handle), lite_syscalls.c has 2 (handle, flags)",
+        ],
         // A prototype documented wrong.
-        (
-            &[(File::Header, "long lite_dist_barrier(unsigned int num)", "long lite_dist_barrier(void)")],
-            &["lite_dist_barrier: lite.h has 0 argument(s) (), lite_syscalls.c has 1 (num)"],
-        ),
+        &[
+            "lite.h: long lite_dist_barrier(unsigned int num) => long lite_dist_barrier(void)",
+            "lite_dist_barrier: lite.h has 0 argument(s) (), lite_syscalls.c has 1 (num)",
+        ],
         // Swapped or retyped arguments.
-        (
-            &[
-                (
-                    File::Txt,
-                    "lite_fetch_add(handle lite_handle, old ptr[out, int64], value int64,",
-                    "lite_fetch_add(handle lite_handle, value int64, old ptr[out, int64],",
-                ),
-                (
-                    File::Txt,
-                    "lite_unregister_application(port lite_port)",
-                    "lite_unregister_application(port int64)",
-                ),
-                (File::Txt, "lite_free(handle lite_handle)", "lite_free(handle ptr[in, int64])"),
-            ],
-            &[
-                "lite_fetch_add: argument 2 is `value` in lite.txt but `old` in lite_syscalls.c",
-                "lite_unregister_application: argument 1 `port` is `int64`, an 8-byte integer, \
+        &[
+            "lite.txt: lite_fetch_add(handle lite_handle, old ptr[out, int64], value int64, => lite_fetch_add(handle lite_handle, value int64, old ptr[out, int64],",
+            "lite.txt: lite_unregister_application(port lite_port) => lite_unregister_application(port int64)",
+            "lite.txt: lite_free(handle lite_handle) => lite_free(handle ptr[in, int64])",
+            "lite_fetch_add: argument 2 is `value` in lite.txt but `old` in lite_syscalls.c",
+            "lite_unregister_application: argument 1 `port` is `int64`, an 8-byte integer, \
                  in lite.txt but `unsigned int`, a 4-byte integer, in lite_syscalls.c",
-                "lite_free: argument 1 `handle` is `ptr[in, int64]`, a pointer",
-            ],
-        ),
+            "lite_free: argument 1 `handle` is `ptr[in, int64]`, a pointer",
+        ],
         // Struct drift.
-        (
-            &[
-                (File::Header, "\t__u64 qos_throttled;", "\t__u64 qos_throttled;\n\t__u64 revoked;"),
-                (File::Header, "\t__u32 number;\n", "\t__u64 number;\n"),
-                (File::Txt, "\tmax_size\tlen[buf, int64]", "\tmaxsize\tlen[buf, int64]"),
-            ],
-            &[
-                "struct lite_stats: lite.txt has 15 field(s) (lmrs, ",
-                "lite.h has 16 (lmrs, ",
-                "struct lite_lock: field 2 `number` is `lite_lock_number`, a 4-byte integer, \
+        &[
+            "lite.h: \t__u64 qos_throttled; => \t__u64 qos_throttled;\n\t__u64 revoked;",
+            "lite.h: \t__u32 number;\n => \t__u64 number;\n",
+            "lite.txt: \tmax_size\tlen[buf, int64] => \tmaxsize\tlen[buf, int64]",
+            "struct lite_stats: lite.txt has 15 field(s) (lmrs, ",
+            "lite.h has 16 (lmrs, ",
+            "struct lite_lock: field 2 `number` is `lite_lock_number`, a 4-byte integer, \
                  in lite.txt but `__u64`, an 8-byte integer, in lite.h",
-                "struct lite_receive: field 2 is `maxsize` in lite.txt but `max_size` in lite.h",
-            ],
-        ),
+            "struct lite_receive: field 2 is `maxsize` in lite.txt but `max_size` in lite.h",
+        ],
         // An undescribed header struct.
-        (
-            &[(
-                File::Header,
-                "#endif /* _UAPI_LINUX_LITE_H */",
-                "struct lite_new {\n\t__u64 a, b;\n};\n#endif /* _UAPI_LINUX_LITE_H */",
-            )],
-            &["struct lite_new: lite.h defines it but lite.txt does not describe it"],
-        ),
+        &[
+            "lite.h: #endif /* _UAPI_LINUX_LITE_H */ => struct lite_new {\n\t__u64 a, b;\n};\n#endif /* _UAPI_LINUX_LITE_H */",
+            "struct lite_new: lite.h defines it but lite.txt does not describe it",
+        ],
         // Constant drift.
-        (
-            &[
-                (File::Header, "(256u << 10)", "(128u << 10)"),
-                (File::Consts, "LITE_MAX_PORTS = 64\n", ""),
-                (File::Consts, "", "LITE_GONE = 1\n"),
-            ],
-            &[
-                "LITE_MAX_MESSAGE_SIZE: 262144 in lite.txt.const but 131072 in lite.h",
-                "LITE_MAX_PORTS: lite.txt:",
-                "uses it but lite.txt.const lacks it",
-                "LITE_GONE: lite.txt.const has it but lite.h does not define it",
-            ],
-        ),
+        &[
+            "lite.h: (256u << 10) => (128u << 10)",
+            "lite.txt.const: LITE_MAX_PORTS = 64\n =>",
+            "lite.txt.const:  => LITE_GONE = 1\n",
+            "LITE_MAX_MESSAGE_SIZE: 262144 in lite.txt.const but 131072 in lite.h",
+            "LITE_MAX_PORTS: lite.txt:",
+            "uses it but lite.txt.const lacks it",
+            "LITE_GONE: lite.txt.const has it but lite.h does not define it",
+        ],
         // A number missing from the const file.
-        (
-            &[
-                (File::Consts, "__NR_lite_fence = 568", "__NR_lite_fence = amd64:???"),
-                (File::Consts, "__NR_lite_lock = 583\n", ""),
-            ],
-            &[
-                "__NR_lite_fence: lite.txt.const leaves it undefined for amd64",
-                "__NR_lite_lock: lite.txt.const lacks it (583 in lite.h)",
-            ],
-        ),
+        &[
+            "lite.txt.const: __NR_lite_fence = 568 => __NR_lite_fence = amd64:???",
+            "lite.txt.const: __NR_lite_lock = 583\n =>",
+            "__NR_lite_fence: lite.txt.const leaves it undefined for amd64",
+            "__NR_lite_lock: lite.txt.const lacks it (583 in lite.h)",
+        ],
     ];
 
     #[test]
     fn every_drift_is_reported() {
-        for (edits, expected) in DRIFTS {
+        for drift in DRIFTS {
+            let (edits, expected): (Vec<&str>, _) = drift.iter().partition(|e| e.contains(" =>"));
             let problems = check_edited(|r| {
-                for (file, from, to) in *edits {
+                for edit in edits {
+                    let (file, rest) = edit.split_once(": ").expect("file: from => to");
+                    let (from, to) = rest.split_once(" =>").expect("from => to");
+                    let to = to.strip_prefix(' ').unwrap_or(to);
                     let text = match file {
-                        File::Header => &mut r.header,
-                        File::SyscallsC => &mut r.syscalls_c,
-                        File::Txt => &mut r.txt,
-                        File::Consts => &mut r.consts,
+                        HEADER => &mut r.header,
+                        SYSCALLS_C => &mut r.syscalls_c,
+                        TXT => &mut r.txt,
+                        CONST => &mut r.consts,
+                        _ => panic!("no file {file}"),
                     };
                     if from.is_empty() {
                         text.push_str(to);
@@ -1105,7 +977,7 @@ mod tests {
                     }
                 }
             });
-            for needle in *expected {
+            for needle in expected {
                 assert_reported(&problems, needle);
             }
         }
@@ -1113,16 +985,11 @@ mod tests {
 
     #[test]
     fn syzlang_types_have_their_widths() {
-        let resources = BTreeMap::from([
-            ("h".to_string(), "int64".to_string()),
-            ("sub".to_string(), "h".to_string()),
-        ]);
-        let aliases = BTreeMap::from([("p".to_string(), "flags[ps, int32]".to_string())]);
-        let types = Types {
-            resources: &resources,
-            aliases: &aliases,
-        };
-        let w = |t: &str| types.width(t, 0);
+        let mut syz = Syzlang::default();
+        let text = |(name, ty): (&str, &str)| (name.to_string(), ty.to_string());
+        syz.resources = BTreeMap::from([("h", "int64"), ("sub", "h")].map(text));
+        syz.aliases = BTreeMap::from([("p", "flags[ps, int32]")].map(text));
+        let w = |t: &str| syz.width(t, 0);
         assert_eq!(w("int16be"), Width::Bytes(2));
         assert_eq!(w("int32[0:256]"), Width::Bytes(4));
         assert_eq!(w("bool8"), Width::Bytes(1));
@@ -1168,19 +1035,11 @@ mod tests {
 
     #[test]
     fn const_files_are_read_per_architecture() {
-        let file = parse_consts(
-            "# comment\narches = 386, amd64\nA = 1\nB = 2, amd64:3\nC = 386:4\nD = amd64:???\nE = 0x10\n",
-        )
-        .unwrap();
-        assert_eq!(
-            file.values,
-            BTreeMap::from([
-                ("A".to_string(), Some(1)),
-                ("B".to_string(), Some(3)),
-                ("D".to_string(), None),
-                ("E".to_string(), Some(16)),
-            ])
-        );
+        let text = "# comment\narches = 386, amd64\nA = 1\nB = 2, amd64:3\nC = 386:4\nD = amd64:???\nE = 0x10\n";
+        let file = parse_consts(text).unwrap();
+        let values = [("A", Some(1)), ("B", Some(3)), ("D", None), ("E", Some(16))];
+        let values = values.map(|(k, v)| (k.to_string(), v));
+        assert_eq!(file, BTreeMap::from(values));
         assert!(parse_consts("A = 1\n").is_err());
         assert!(parse_consts("arches = arm64\nA = 1\n").is_err());
         assert!(parse_consts("arches = amd64\nA = x\n").is_err());
@@ -1204,22 +1063,21 @@ mod tests {
         let syz = parse_syzlang(text, &mut problems);
         assert_eq!(problems, Vec::<String>::new());
         assert_eq!(syz.calls.len(), 1);
-        assert_eq!(syz.calls[0].name, "call$v");
-        assert_eq!(syz.calls[0].base, "call");
-        assert_eq!(
-            syz.calls[0].args,
-            [
-                ("ptr[in, string[\"#x\"]]".to_string(), "a".to_string()),
-                ("flags[fs]".to_string(), "b".to_string())
-            ]
-        );
-        assert_eq!(
-            syz.structs["s"],
-            [
-                ("ptr64[in, array[int8]]".to_string(), "f1".to_string()),
-                ("len[f1, int32]".to_string(), "f2".to_string())
-            ]
-        );
+        let call = &syz.calls[0];
+        assert_eq!((&call.name[..], &call.base[..]), ("call$v", "call"));
+        // Each `name: type`.
+        let decls = |text: &str| -> Vec<Decl> {
+            let decl = |d: &str| {
+                d.split_once(": ")
+                    .map(|(n, t)| (t.to_string(), n.to_string()))
+            };
+            text.split("; ")
+                .map(|d| decl(d).expect("name: type"))
+                .collect()
+        };
+        assert_eq!(call.args, decls("a: ptr[in, string[\"#x\"]]; b: flags[fs]"));
+        let fields = decls("f1: ptr64[in, array[int8]]; f2: len[f1, int32]");
+        assert_eq!(syz.structs["s"], fields);
         assert_eq!(syz.resources["r"], "int32");
         assert_eq!(syz.aliases["t"], "flags[fs, int64]");
         let used: Vec<&str> = syz.consts_used.keys().map(String::as_str).collect();

@@ -108,11 +108,8 @@ mod tests {
     fn a_header_that_is_not_c90_or_lacks_a_guard_is_refused() {
         let dir = TempDir::new("uapi-test").unwrap();
         let bad = dir.path().join("bad.h");
-        fsutil::write(
-            &bad,
-            "// not C90, and no include guard\nstruct s { int x; };\n",
-        )
-        .unwrap();
+        let text = "// not C90, and no include guard\nstruct s { int x; };\n";
+        fsutil::write(&bad, text).unwrap();
         let problems = compile(dir.path(), &bad).unwrap();
         assert_eq!(problems.len(), COMPILERS.len(), "{problems:?}");
     }

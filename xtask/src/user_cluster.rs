@@ -636,10 +636,8 @@ mod tests {
             assert!(example.contains(&format!("getenv(\"{name}\")")), "{name}");
         }
         let header = include_str!("../../userspace/include/lite.h");
-        assert!(header.contains(&format!(
-            "#define LITE_CM_DEFAULT_PORT\t{}\n",
-            cluster::MANAGER_PORT
-        )));
+        let port = format!("#define LITE_CM_DEFAULT_PORT\t{}\n", cluster::MANAGER_PORT);
+        assert!(header.contains(&port));
     }
 
     #[test]
@@ -660,23 +658,10 @@ mod tests {
 
     #[test]
     fn every_argument_reaches_the_program_unchanged() {
-        let args: Vec<OsString> = [
-            "plain",
-            "a b",
-            "it's",
-            "",
-            "$HOME",
-            "`id`",
-            "*",
-            "back\\slash",
-            "two\nlines",
-            "'",
-            "\"",
-        ]
-        .iter()
-        .map(OsString::from)
-        .chain([OsStr::from_bytes(b"not \xff UTF-8").to_os_string()])
-        .collect();
+        let args = "plain|a b|it's||$HOME|`id`|*|back\\slash|two\nlines|'|\"";
+        let args: Vec<OsString> = (args.split('|').map(OsString::from))
+            .chain([OsStr::from_bytes(b"not \xff UTF-8").to_os_string()])
+            .collect();
         let line = shell_words(
             [OsStr::new("printf"), OsStr::new("[%s]")]
                 .into_iter()
@@ -731,31 +716,24 @@ mod tests {
         elf32[4] = 1;
         assert!(linking(&elf32).is_err());
         let whole = elf(&[PT_LOAD, PT_INTERP]);
+        let truncated = Err("a truncated ELF file".to_string());
         for len in [7, 0x30, whole.len() - 60] {
-            assert_eq!(
-                linking(&whole[..len]),
-                Err("a truncated ELF file".to_string()),
-                "{len} bytes"
-            );
+            assert_eq!(linking(&whole[..len]), truncated, "{len} bytes");
         }
     }
 
     #[test]
     fn libraries_go_where_the_guests_merged_usr_has_them() {
-        let path = |p: &str| merged_usr_path(Path::new(p)).expect("an absolute path");
-        assert_eq!(
-            path("/usr/lib/x86_64-linux-gnu/libc.so.6"),
-            "usr/lib/x86_64-linux-gnu/libc.so.6"
-        );
-        assert_eq!(
-            path("/lib64/ld-linux-x86-64.so.2"),
-            "usr/lib64/ld-linux-x86-64.so.2"
-        );
-        assert_eq!(
-            path("/lib/x86_64-linux-gnu/libm.so.6"),
-            "usr/lib/x86_64-linux-gnu/libm.so.6"
-        );
-        assert_eq!(path("/library/libx.so"), "library/libx.so");
+        for paths in [
+            "/usr/lib/x86_64-linux-gnu/libc.so.6 usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib64/ld-linux-x86-64.so.2 usr/lib64/ld-linux-x86-64.so.2",
+            "/lib/x86_64-linux-gnu/libm.so.6 usr/lib/x86_64-linux-gnu/libm.so.6",
+            "/library/libx.so library/libx.so",
+        ] {
+            let (host, guest) = paths.split_once(' ').expect("host and guest path");
+            let merged = merged_usr_path(Path::new(host)).expect("an absolute path");
+            assert_eq!(merged, guest);
+        }
         assert!(merged_usr_path(Path::new("lib/libc.so.6")).is_err());
     }
 
@@ -768,19 +746,18 @@ mod tests {
         ];
         let entries = newc::with_directories(&files, REGULAR_FILE | 0o755);
         let listed: Vec<(&str, u32)> = entries.iter().map(|e| (e.path, e.mode)).collect();
-        assert_eq!(
-            listed,
-            [
-                ("opt", DIRECTORY | 0o755),
-                ("opt/lite-exec", DIRECTORY | 0o755),
-                ("opt/lite-exec/bin", DIRECTORY | 0o755),
-                ("usr", DIRECTORY | 0o755),
-                ("usr/lib64", DIRECTORY | 0o755),
-                ("opt/lite-exec/bin/p", REGULAR_FILE | 0o755),
-                ("opt/lite-exec/run.sh", REGULAR_FILE | 0o755),
-                ("usr/lib64/ld.so", REGULAR_FILE | 0o755),
-            ]
-        );
+        let (dir, file) = (DIRECTORY | 0o755, REGULAR_FILE | 0o755);
+        let expected = [
+            ("opt", dir),
+            ("opt/lite-exec", dir),
+            ("opt/lite-exec/bin", dir),
+            ("usr", dir),
+            ("usr/lib64", dir),
+            ("opt/lite-exec/bin/p", file),
+            ("opt/lite-exec/run.sh", file),
+            ("usr/lib64/ld.so", file),
+        ];
+        assert_eq!(listed, expected);
         assert_eq!(entries[5].data, b"program");
     }
 
@@ -793,62 +770,48 @@ mod tests {
         let archive = ProgramArchive::new(program, &[OsString::from("x")]).expect("an archive");
         assert_eq!(archive.name, "true");
         let paths: Vec<&str> = archive.files.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(
-            paths[..2],
-            ["opt/lite-exec/bin/true", "opt/lite-exec/run.sh"]
-        );
+        let program_and_script = ["opt/lite-exec/bin/true", "opt/lite-exec/run.sh"];
+        assert_eq!(paths[..2], program_and_script);
         assert_eq!(archive.files[0].1, fs::read(program).expect("the program"));
-        assert!(paths.iter().any(|p| p.ends_with("/libc.so.6")), "{paths:?}");
-        assert!(
-            paths.iter().any(|p| p.ends_with("/ld-linux-x86-64.so.2")),
-            "{paths:?}"
-        );
+        for library in ["/libc.so.6", "/ld-linux-x86-64.so.2"] {
+            assert!(paths.iter().any(|p| p.ends_with(library)), "{paths:?}");
+        }
         // Nothing replaces the guests' links into /usr.
-        for entry in newc::with_directories(&archive.files, REGULAR_FILE | 0o755) {
-            assert!(
-                !["lib", "lib64", "bin", "sbin"].contains(&entry.path),
-                "{}",
-                entry.path
-            );
+        for newc::Entry { path, .. } in newc::with_directories(&archive.files, REGULAR_FILE | 0o755)
+        {
+            assert!(!["lib", "lib64", "bin", "sbin"].contains(&path), "{path}");
         }
         assert!(archive.bytes().starts_with(b"070701"));
     }
 
     #[test]
     fn a_program_that_is_not_there_or_not_a_program_is_refused_at_once() {
-        let missing = ProgramArchive::new(Path::new("/nonexistent/p"), &[]);
-        assert!(format!("{:#}", missing.err().expect("an error")).contains("/nonexistent/p"));
         let scratch = TempDir::new("user-cluster-test").expect("a directory");
         let text = scratch.path().join("notes.txt");
         fs::write(&text, "not a program").expect("write");
-        let err = ProgramArchive::new(&text, &[]).err().expect("an error");
-        assert!(format!("{err:#}").contains("neither an ELF executable nor a #! script"));
+        for (program, expected) in [
+            (Path::new("/nonexistent/p"), "/nonexistent/p"),
+            (&text, "neither an ELF executable nor a #! script"),
+        ] {
+            let err = ProgramArchive::new(program, &[]).err().expect("an error");
+            assert!(format!("{err:#}").contains(expected), "{err:#}");
+        }
     }
 
     #[test]
     fn the_worst_node_decides_the_exit_status() {
         use NodeStatus::*;
-        assert_eq!(
-            NodeStatus::of_console("LITE-GUEST-EXIT rc=0\r\n"),
-            Succeeded
-        );
-        assert_eq!(
-            NodeStatus::of_console("LITE-GUEST-EXIT rc=3\r\n"),
-            Failed(3)
-        );
-        assert_eq!(
-            NodeStatus::of_console("LITE-GUEST-EXIT rc=300\n"),
-            Failed(255)
-        );
-        assert_eq!(
-            NodeStatus::of_console("Run /init as init process\n"),
-            Unfinished
-        );
+        for (console, status) in [
+            ("LITE-GUEST-EXIT rc=0\r\n", Succeeded),
+            ("LITE-GUEST-EXIT rc=3\r\n", Failed(3)),
+            ("LITE-GUEST-EXIT rc=300\n", Failed(255)),
+            ("Run /init as init process\n", Unfinished),
+        ] {
+            assert_eq!(NodeStatus::of_console(console), status, "{console}");
+        }
         assert_eq!(worst([Succeeded, Succeeded]), Succeeded);
-        assert_eq!(
-            worst([Succeeded, Failed(1), Failed(3), Failed(2)]),
-            Failed(3)
-        );
+        let failures = [Succeeded, Failed(1), Failed(3), Failed(2)];
+        assert_eq!(worst(failures), Failed(3));
         assert_eq!(worst([Failed(200), Unfinished, Succeeded]), Unfinished);
         assert_eq!(worst([Succeeded, Failed(3)]).exit_status(), 3);
         assert_eq!(worst([Unfinished]).exit_status(), 124);
@@ -858,45 +821,30 @@ mod tests {
     #[test]
     fn init_runs_the_program_or_the_shell_in_the_environment_given() {
         let init = include_str!("init.sh");
-        let roles = init.find("case \"$run\" in").expect("the roles");
-        let parsing = init
-            .find("for arg in $(cat /proc/cmdline); do")
-            .expect("the parameters");
-        let default = init
-            .find("\nprogramenv=\n")
-            .expect("no environment by default");
-        let parsed = init
-            .find("\tlite.env=*) programenv=\"$programenv ${arg#lite.env=}\" ;;\n")
-            .expect("init.sh collects lite.env=");
+        // No environment by default, then the lite.env= parameters, then the roles.
+        let at = |text: &str| init.find(text).unwrap_or_else(|| panic!("{text}"));
+        let default = at("\nprogramenv=\n");
+        let parsing = at("for arg in $(cat /proc/cmdline); do");
+        let parsed = at("\tlite.env=*) programenv=\"$programenv ${arg#lite.env=}\" ;;\n");
+        let roles = at("case \"$run\" in");
         assert!(default < parsing && parsing < parsed && parsed < roles);
         assert_eq!(ENV_PARAM, "lite.env=");
         assert!(init.contains("#   lite.env=NAME=VALUE"));
         for role in [EXEC_ROLE, SHELL_ROLE, IDLE_ROLE] {
-            assert!(
-                init[..roles].contains(&format!("| {role}")),
-                "{role} is not described"
-            );
+            let described = init[..roles].contains(&format!("| {role}"));
+            assert!(described, "{role} is not described");
         }
-        let exec = role_body(EXEC_ROLE);
-        assert!(
-            exec.contains(&format!(
-                "\tenv $programenv sh /{GUEST_COMMAND} </dev/null || rc=$?\n"
-            )),
-            "{exec}"
-        );
-        let shell = role_body(SHELL_ROLE);
-        assert!(
-            shell.contains("\tenv $programenv PS1='\\h:\\w\\$ ' setsid cttyhack sh || rc=$?\n"),
-            "{shell}"
-        );
+        let run_exec = format!("\tenv $programenv sh /{GUEST_COMMAND} </dev/null || rc=$?\n");
+        let run_shell = "\tenv $programenv PS1='\\h:\\w\\$ ' setsid cttyhack sh || rc=$?\n";
+        for (role, line) in [(EXEC_ROLE, run_exec.as_str()), (SHELL_ROLE, run_shell)] {
+            assert!(role_body(role).contains(line), "{}", role_body(role));
+        }
         // Node 1 and the others join as the user's programs do.
         for role in [SHELL_ROLE, IDLE_ROLE] {
-            assert!(
-                role_body(role).starts_with("\n\tjoin_from_environment\n"),
-                "{role}"
-            );
+            let joins = role_body(role).starts_with("\n\tjoin_from_environment\n");
+            assert!(joins, "{role}");
         }
-        let join = &init[init.find("\njoin_from_environment() {").expect("the join")..];
+        let join = &init[at("\njoin_from_environment() {")..];
         assert!(join.contains("env $programenv python3 -c"));
         assert!(join.contains("os.environ[\"LITE_CM_ADDRESS\"].rsplit(\":\", 1)"));
     }
