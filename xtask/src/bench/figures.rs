@@ -360,6 +360,7 @@ pub fn compare(old_path: &Path, new_path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Better::{Higher, Lower};
 
     fn figure(key: &str, better: Better, value: f64, spread: Option<(f64, f64)>) -> Figure {
         Figure {
@@ -384,20 +385,14 @@ mod tests {
 
     #[test]
     fn a_report_survives_the_file() {
-        let dir = std::env::temp_dir().join(format!("lite-figures-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("directory");
-        let path = dir.join("bench.json");
-        let original = report(vec![figure(
-            "latency/write/64/ratio",
-            Better::Lower,
-            1.1,
-            Some((1.0, 1.2)),
-        )]);
+        let dir = crate::fsutil::TempDir::new("lite-figures").expect("a directory");
+        let path = dir.path().join("bench.json");
+        let ratio = figure("latency/write/64/ratio", Lower, 1.1, Some((1.0, 1.2)));
+        let original = report(vec![ratio]);
         write(&original, &path).expect("write");
         assert_eq!(read(&path).expect("read"), original);
         std::fs::write(&path, "{\"format\": 99}").expect("write");
         assert!(read(&path).is_err());
-        std::fs::remove_dir_all(&dir).expect("clean up");
         // The committed report, which `--compare` is given as the old run.
         let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-report/bench.json");
         let committed = read(&committed).expect("the committed report");
@@ -410,22 +405,22 @@ mod tests {
     #[test]
     fn only_changes_beyond_both_spreads_count() {
         let old = report(vec![
-            figure("a", Better::Lower, 100.0, Some((95.0, 105.0))),
-            figure("b", Better::Lower, 100.0, Some((95.0, 105.0))),
-            figure("c", Better::Higher, 100.0, Some((95.0, 105.0))),
-            figure("d", Better::Lower, 100.0, None),
-            figure("gone", Better::Lower, 1.0, None),
+            figure("a", Lower, 100.0, Some((95.0, 105.0))),
+            figure("b", Lower, 100.0, Some((95.0, 105.0))),
+            figure("c", Higher, 100.0, Some((95.0, 105.0))),
+            figure("d", Lower, 100.0, None),
+            figure("gone", Lower, 1.0, None),
         ]);
         let new = report(vec![
             // Worse, but the spreads overlap.
-            figure("a", Better::Lower, 104.0, Some((100.0, 110.0))),
+            figure("a", Lower, 104.0, Some((100.0, 110.0))),
             // Worse beyond both spreads.
-            figure("b", Better::Lower, 130.0, Some((120.0, 140.0))),
+            figure("b", Lower, 130.0, Some((120.0, 140.0))),
             // A throughput that fell beyond both spreads.
-            figure("c", Better::Higher, 70.0, Some((65.0, 75.0))),
+            figure("c", Higher, 70.0, Some((65.0, 75.0))),
             // No spread: 10% either way is noise, 20% is not.
-            figure("d", Better::Lower, 80.0, None),
-            figure("new", Better::Lower, 1.0, None),
+            figure("d", Lower, 80.0, None),
+            figure("new", Lower, 1.0, None),
         ]);
         let changes = changes(&old, &new);
         let keys: Vec<&str> = changes.iter().map(|c| c.key.as_str()).collect();
@@ -445,17 +440,13 @@ mod tests {
         let figures = collect(&m, &[]);
         let find = |key: &str| figures.iter().find(|f| f.key == key).cloned();
         let unloaded = find("qos/unloaded/on").expect("unloaded");
-        assert_eq!(
-            (unloaded.value, unloaded.low, unloaded.high),
-            (1500.0, Some(1350.0), Some(1800.0))
-        );
+        let spread = (unloaded.value, unloaded.low, unloaded.high);
+        assert_eq!(spread, (1500.0, Some(1350.0), Some(1800.0)));
         let on = find("qos/ratio/on").expect("ratio with QoS on");
         let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(near(on.value, 1.2), "{on:?}");
-        assert!(
-            near(on.low.unwrap_or(0.0), 1.1) && near(on.high.unwrap_or(0.0), 1.3),
-            "{on:?}"
-        );
+        let spread = near(on.low.unwrap_or(0.0), 1.1) && near(on.high.unwrap_or(0.0), 1.3);
+        assert!(spread, "{on:?}");
         // Measured in one round only: no spread of zero width.
         let off = find("qos/ratio/off").expect("ratio with QoS off");
         assert_eq!((off.value, off.low, off.high), (4.0, None, None));
@@ -472,28 +463,17 @@ mod tests {
              LITE-ROUND-END round=1\n\
              LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":8,\"iters\":9,\"median\":50.00,\"p10\":40,\"p90\":60,\"min\":1,\"max\":1,\"stdev\":1}}\n",
         );
-        let apps = [AppRun {
-            cluster: 2,
-            app: "log".into(),
-            transport: "lite".into(),
-            nodes: 2,
-            work: 1,
-            unit: "records".into(),
-            seconds: 2.5,
-            checked: true,
-        }];
+        let app = "LITE-APP app=log transport=lite nodes=2 work=1 unit=records seconds=2.5 \
+                   per_s=0.4 checked=yes";
+        let apps = super::super::apps::parse_app_runs(app, 2);
         let figures = collect(&m, &apps);
         let find = |key: &str| figures.iter().find(|f| f.key == key).cloned();
         let ratio = find("latency/read/64/ratio").expect("ratio");
         assert!((ratio.value - 1.2).abs() < 1e-9);
-        assert_eq!(
-            find("lite/write/8").map(|f| (f.value, f.low, f.high)),
-            Some((50.0, Some(40.0), Some(60.0)))
-        );
+        let write = find("lite/write/8").map(|f| (f.value, f.low, f.high));
+        assert_eq!(write, Some((50.0, Some(40.0), Some(60.0))));
         assert_eq!(find("apps/log/2/lite").map(|f| f.value), Some(2.5));
-        assert!(
-            find("lite/read/64").is_none(),
-            "round series stay out of the one-off ones"
-        );
+        let one_off_read = find("lite/read/64");
+        assert!(one_off_read.is_none(), "a round series is no one-off");
     }
 }

@@ -144,19 +144,6 @@ mod tests {
     use super::*;
     use crate::bench::parse::tests::{qos_rows, words, QOS_LOG};
 
-    /// `rows` with round 2's loaded median set to `median`.
-    fn with_round_two_loaded(rows: &[Qos], median: f64) -> Vec<Qos> {
-        rows.iter()
-            .cloned()
-            .map(|mut r| {
-                if r.round == 2 && r.phase == "loaded" {
-                    r.latency.median = median;
-                }
-                r
-            })
-            .collect()
-    }
-
     #[test]
     fn table_shows_every_phase_against_its_rounds_unloaded_one() {
         let rows = qos_rows(QOS_LOG);
@@ -165,10 +152,8 @@ mod tests {
         assert_eq!(table.len(), 7, "{table:#?}");
         assert!(table[0].contains("64 B lite_rdma_write"), "{table:#?}");
         assert!(table[0].contains("3 low-priority processes writing 65536 B"));
-        assert_eq!(
-            words(&table[2]),
-            "1 unloaded on 0 1000 1000.00 2000.00 900.00-1200.00 - - - - 0"
-        );
+        let unloaded = "1 unloaded on 0 1000 1000.00 2000.00 900.00-1200.00 - - - - 0";
+        assert_eq!(words(&table[2]), unloaded);
         // 4000 / 1000 and 9000 / 2000.
         let loaded = "1 loaded off 3 1000 4000.00 9000.00 3000.00-6000.00 4.00 4.50 ";
         assert!(words(&table[3]).starts_with(loaded));
@@ -184,56 +169,49 @@ mod tests {
         let rows = qos_rows(QOS_LOG);
         assert_eq!(round_ratios(&rows, "on"), [1.3, 1.1]);
         assert_eq!(round_ratios(&rows, "off"), [4.0]);
-        assert_eq!(
+        // Round 2's loaded phase with QoS on (the last row) slower, then no
+        // loaded phase with QoS on at all.
+        let with_round_two_loaded = |median| {
+            let mut changed = rows.clone();
+            changed[4].latency.median = median;
+            changed
+        };
+        let keep = |r: &&Qos| r.qos == "off" || r.phase == "unloaded";
+        let partial: Vec<Qos> = rows.iter().filter(keep).cloned().collect();
+        let found = [
             verdict(&rows),
-            "isolation target (loaded/unloaded median <= 1.50 with QoS on, median of the \
-             rounds' ratios): met; ratio 1.20, 2 rounds 1.10-1.30; with QoS off: 4.00"
-        );
-        // A slow second round: the median crosses the target, round 1 did not.
-        let slow = with_round_two_loaded(&rows, 4000.0);
-        assert!(
-            verdict(&slow).ends_with(
-                ": NOT met (rounds disagree); ratio 1.65, 2 rounds 1.30-2.00; with QoS off: 4.00"
-            ),
-            "{}",
-            verdict(&slow)
-        );
-        // A second round beyond the target, the median within it.
-        let uneven = with_round_two_loaded(&rows, 3200.0);
-        assert!(
-            verdict(&uneven).contains(": met (rounds disagree); ratio 1.45, 2 rounds 1.30-1.60;"),
-            "{}",
-            verdict(&uneven)
-        );
-        // Without any round's loaded phase with QoS on: not evaluated.
-        let partial: Vec<Qos> = rows
-            .iter()
-            .filter(|r| r.qos == "off" || r.phase == "unloaded")
-            .cloned()
-            .collect();
-        assert_eq!(
+            verdict(&with_round_two_loaded(4000.0)),
+            verdict(&with_round_two_loaded(3200.0)),
             verdict(&partial),
-            "isolation target (loaded/unloaded median <= 1.50 with QoS on, median of the \
-             rounds' ratios): not evaluated, a measurement is missing; with QoS off: 4.00"
-        );
-        assert!(verdict(&[]).ends_with("with QoS off: -"));
+            verdict(&[]),
+        ];
+        let target = "isolation target (loaded/unloaded median <= 1.50 with QoS on, median of \
+                      the rounds' ratios)";
+        let want = [
+            format!("{target}: met; ratio 1.20, 2 rounds 1.10-1.30; with QoS off: 4.00"),
+            // The median crosses the target, round 1 did not.
+            format!(
+                "{target}: NOT met (rounds disagree); ratio 1.65, 2 rounds 1.30-2.00; \
+                 with QoS off: 4.00"
+            ),
+            // A second round beyond the target, the median within it.
+            format!(
+                "{target}: met (rounds disagree); ratio 1.45, 2 rounds 1.30-1.60; \
+                 with QoS off: 4.00"
+            ),
+            format!("{target}: not evaluated, a measurement is missing; with QoS off: 4.00"),
+            format!("{target}: not evaluated, a measurement is missing; with QoS off: -"),
+        ];
+        assert_eq!(found, want);
     }
 
     #[test]
     fn phases_are_summarized_over_the_rounds() {
         let rows = qos_rows(QOS_LOG);
-        assert_eq!(
-            phase_spread(&rows, "unloaded", "on"),
-            Some(Spread {
-                median: 1500.0,
-                p10: 1350.0,
-                p90: 1800.0
-            })
-        );
-        assert_eq!(
-            phases(&rows).collect::<Vec<_>>(),
-            [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")]
-        );
+        let unloaded = phase_spread(&rows, "unloaded", "on").map(|s| (s.median, s.p10, s.p90));
+        assert_eq!(unloaded, Some((1500.0, 1350.0, 1800.0)));
+        let in_order = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
+        assert_eq!(phases(&rows).collect::<Vec<_>>(), in_order);
         assert_eq!(phase_spread(&rows, "loaded", "nope"), None);
     }
 }

@@ -209,7 +209,9 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{assert_rows, measured, words_of, PROCESS_CURVE_LOG};
+    use crate::bench::parse::tests::{
+        assert_has, assert_rows, measured, words_of, PROCESS_CURVE_LOG,
+    };
 
     #[test]
     fn the_table_lines_up_lite_and_native_per_step() {
@@ -226,10 +228,8 @@ mod tests {
         assert_eq!(verdict(&Measurements::default()), None);
         // The fixture has no step of 8 or more processes.
         let few = verdict(&measured(PROCESS_CURVE_LOG)).expect("a verdict");
-        assert!(
-            few.contains(": NOT met (write: not measured by both with 8 or more processes"),
-            "{few}"
-        );
+        let unmeasured = ": NOT met (write: not measured by both with 8 or more processes";
+        assert_has(&few, unmeasured);
         let step = |side: &str, op: &str, processes: u64, ops: f64, qps: u64| {
             format!(
                 "{side} {{\"process\":{{\"workload\":\"{op}\",\"size\":64,\"processes\":{processes},\
@@ -246,22 +246,15 @@ mod tests {
             }
         }
         let not_met = verdict(&measured(&log)).expect("a verdict");
-        assert!(
-            not_met.contains(
-                ": NOT met (write 8-32 processes: LITE/native 1.20 (1.00-1.30), 1 QP against \
-                 32 at 32; RPC 8-32"
-            ),
-            "{not_met}"
-        );
+        let ratios = "LITE/native 1.20 (1.00-1.30), 1 QP against 32 at 32; RPC 8-32";
+        let beyond = format!(": NOT met (write 8-32 processes: {ratios}");
+        assert_has(&not_met, &beyond);
         let met = verdict(&measured(&log.replace(
             "\"processes\":16,\"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":1200,",
             "\"processes\":16,\"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":1050,",
         )))
         .expect("a verdict");
-        assert!(
-            met.contains(": met (write 8-32 processes: LITE/native 1.05"),
-            "{met}"
-        );
+        assert_has(&met, ": met (write 8-32 processes: LITE/native 1.05");
     }
 
     #[test]
@@ -280,17 +273,11 @@ mod tests {
                 &(step("LITE-VERBS", native) + &step("LITE-RECORD", lite)),
             );
         }
-        let ratio = Range {
-            median: 1.0,
-            min: 0.5,
-            max: 2.0,
-        };
-        assert_eq!(step_ratio(&m, "write", 8), Some(ratio));
+        let ratio = step_ratio(&m, "write", 8).map(|r| (r.median, r.min, r.max));
+        assert_eq!(ratio, Some((1.0, 0.5, 2.0)));
         assert_eq!(median_ops(&m, Side::Lite, "write", 8), Some(2000.0));
-        assert_eq!(
-            words_of(&table(&m))[2],
-            "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1"
-        );
+        let row = "write 8 2000 2000 1.00 0.50-2.00 1 1 1 1";
+        assert_eq!(words_of(&table(&m))[2], row);
         // A round one side did not report leaves the step without a ratio.
         m.add_log("processes/node2", &step("LITE-RECORD", 1000.0));
         assert_eq!(step_ratio(&m, "write", 8), None);
@@ -301,10 +288,8 @@ mod tests {
         let drawn = charts(&measured(PROCESS_CURVE_LOG));
         assert_eq!(drawn.len(), 1);
         let names: Vec<&str> = drawn[0].series.iter().map(|s| s.0.as_str()).collect();
-        assert_eq!(
-            names,
-            ["LITE write", "native verbs write", "native verbs RPC"]
-        );
+        let sides = ["LITE write", "native verbs write", "native verbs RPC"];
+        assert_eq!(names, sides);
         assert_eq!(drawn[0].series[0].1, [(1.0, 4000.0), (4.0, 8000.0)]);
         assert!(charts(&Measurements::default()).is_empty());
     }

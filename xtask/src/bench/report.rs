@@ -972,9 +972,9 @@ fn failure_notes(nodes: &[FailureNode]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::bench::parse::tests::{
-        failure_logs, latencies, locks, measured, region_rows, rpc_asyncs, rpc_throughputs,
-        throughputs, words, words_of, ATOMIC_LOG, BW_CLIENT, CLIENT, FAILURE_LEAVER, LOCK_LOG,
-        REGIONS_LOG, RPC_LOG,
+        assert_rows, failure_logs, latencies, locks, measured, region_rows, rpc_asyncs,
+        rpc_throughputs, throughputs, words, words_of, ATOMIC_LOG, BW_CLIENT, CLIENT,
+        FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
     };
     use crate::bench::parse::{parse_perftest, parse_perftest_bw};
 
@@ -986,56 +986,43 @@ mod tests {
     }
 
     #[test]
-    fn reports_ratio_and_target() {
-        let native = parse_perftest(CLIENT);
-        let lite = latencies(CLIENT);
-        let table = table(&native, &lite);
-        assert_eq!(table.len(), 3);
-        assert!(table[1].starts_with("read "), "{table:?}");
-        assert!(table[2].contains("1987.50") && table[2].contains("1900.00-2500.25"));
-        assert!(table[2].trim_end().ends_with("1.06"), "{table:?}");
+    fn latency_tables_compare_each_size_with_perftest() {
+        // The rows after the column names.
+        let lat = |log| words_of(&table(&parse_perftest(log), &latencies(log)))[1..].to_vec();
+        // 2100.50 / 1987.50.
+        let client = [
+            "read 8 1.50 0.10 - - -",
+            "write 64 1987.50 210.44 2100.50 1900.00-2500.25 1.06",
+        ];
+        assert_eq!(lat(CLIENT), client);
+        // The atomics and RPC have tables of their own.
+        for log in [ATOMIC_LOG, RPC_LOG] {
+            assert_eq!(lat(log), ["write 64 - - 1100.00 1000.00-1300.00 -"]);
+        }
+        // Sorted by threads.
+        let rpc = words_of(&rpc_throughput_table(&rpc_throughputs(RPC_LOG)));
+        let rpc_rows = [
+            "64 1 2000 400.00 2500.00 2400.00-2600.00",
+            "64 4 2000 1234.50 3000.00 2800.00-3500.00",
+        ];
+        assert_eq!(rpc[1..], rpc_rows);
     }
 
     #[test]
     fn rpc_async_table_compares_each_depth_with_ib_send_bw() {
-        let native = [NativeBw {
-            op: "send".into(),
-            size: 64,
-            depth: 8,
-            iterations: 300,
-            peak: 1.0,
-            average: 0.5,
-            msg_rate: 0.004,
-        }];
+        let native = parse_perftest_bw(
+            "LITE-PERFTEST-BEGIN test=ib_send_bw size=64 depth=8 side=client\n\
+             64 300 1.00 0.50 0.004\nLITE-PERFTEST-END rc=0\n",
+        );
         let rows = rpc_asyncs(
             "LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n",
         );
         let table = rpc_async_table(&native, &rows);
         // Two notes, the header and one row per planned depth.
         assert_eq!(table.len(), 3 + DEPTHS.len());
-        assert_eq!(
-            words(&table[3 + 3]),
-            "8 300 800.00 4000.00 0.2000 9000.00 8000.00-11000.00"
-        );
+        let depth_eight = "8 300 800.00 4000.00 0.2000 9000.00 8000.00-11000.00";
+        assert_eq!(words(&table[3 + 3]), depth_eight);
         assert_eq!(words(&table[3]), "1 - - - - - -");
-    }
-
-    #[test]
-    fn rpc_throughput_table_sorts_by_size_and_threads() {
-        let table = rpc_throughput_table(&rpc_throughputs(RPC_LOG));
-        assert_eq!(table.len(), 3);
-        // Sorted by threads.
-        assert_eq!(words(&table[1]), "64 1 2000 400.00 2500.00 2400.00-2600.00");
-        assert!(table[2].contains("1234.50"));
-    }
-
-    #[test]
-    fn latency_table_leaves_the_atomics_and_rpc_to_their_own_tables() {
-        for log in [ATOMIC_LOG, RPC_LOG] {
-            let main = table(&parse_perftest(log), &latencies(log));
-            assert_eq!(main.len(), 2, "{main:#?}");
-            assert!(main[1].starts_with("write "));
-        }
     }
 
     #[test]
@@ -1046,14 +1033,12 @@ mod tests {
         let table = words_of(&rpc_table(&native, &latencies(RPC_LOG)));
         // Explanation, column names, then sizes 8, 64 (2500 / (2 x 1000))
         // and 512.
-        assert_eq!(
-            table[2..],
-            [
-                "8 900.00 1800.00 - - -",
-                "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25",
-                "512 - - 2600.00 2400.00-3000.00 -",
-            ]
-        );
+        let sizes = [
+            "8 900.00 1800.00 - - -",
+            "64 1000.00 2000.00 2500.00 2300.00-2900.50 1.25",
+            "512 - - 2600.00 2400.00-3000.00 -",
+        ];
+        assert_eq!(table[2..], sizes);
     }
 
     #[test]
@@ -1064,34 +1049,18 @@ mod tests {
         // Two header lines, the column names, then every planned series.
         assert_eq!(table.len(), 3 + 2 * 4 + 2 * 2 * 6, "{table:#?}");
         assert!(table[0].contains("-t (TX depth)"));
-        let find = |prefix: &str, size: &str, depth: &str| {
-            table
-                .iter()
-                .find(|l| {
-                    let f: Vec<&str> = l.split_whitespace().collect();
-                    f.len() > 3 && f[0] == prefix && f[1] == size && f[2] == depth
-                })
-                .cloned()
-                .unwrap_or_else(|| panic!("no {prefix} {size} {depth} row in {table:#?}"))
-        };
-        // memset 4 KiB against ib_write_bw -t 1 (8.00): 10 / 8.
-        let memset = find("memset", "4096", "1");
-        assert!(memset.contains("ib_write_bw -t 1"), "{memset}");
-        assert!(memset.contains("9.00-12.50"), "{memset}");
-        assert!(memset.trim_end().ends_with("1.25"), "{memset}");
-        // write_async at depth 8 against ib_write_bw -t 8: 19.32 / 21.47.
-        let write = find("write_async", "4096", "8");
-        assert!(write.contains("ib_write_bw -t 8") && write.contains("21.47"));
-        assert!(write.trim_end().ends_with("0.90"), "{write}");
-        // read_async at depth 32 against ib_read_bw -t 32: 48 / 64.
-        let read = find("read_async", "65536", "32");
-        assert!(read.contains("ib_read_bw -t 32"));
-        assert!(read.trim_end().ends_with("0.75"), "{read}");
-        // memcpy has no valid LITE line; 4 MiB has neither measurement.
-        let memcpy = find("memcpy", "4096", "1");
-        assert!(memcpy.contains("8.00") && memcpy.trim_end().ends_with('-'));
-        let big = find("memset", "4194304", "1");
-        assert_eq!(words(&big), "memset 4194304 1 ib_write_bw -t 1 - - - - -");
+        // memset 4 KiB against ib_write_bw -t 1: 10 / 8; write_async at depth
+        // 8 against ib_write_bw -t 8: 19.32 / 21.47; read_async at depth 32
+        // against ib_read_bw -t 32: 48 / 64. memcpy has no valid LITE line;
+        // 4 MiB has neither measurement.
+        let rows = [
+            "memset 4096 1 ib_write_bw -t 1 8.00 10.00 11.00 9.00-12.50 1.25",
+            "write_async 4096 8 ib_write_bw -t 8 21.47 19.32 19.00 18.00-20.00 0.90",
+            "read_async 65536 32 ib_read_bw -t 32 64.00 48.00 50.00 40.00-55.00 0.75",
+            "memcpy 4096 1 ib_write_bw -t 1 8.00 - - - -",
+            "memset 4194304 1 ib_write_bw -t 1 - - - - -",
+        ];
+        assert_rows(&table, &rows);
         // A series outside the plan still gets a row.
         let extra = vec![Throughput {
             op: "write_async".into(),
@@ -1100,9 +1069,8 @@ mod tests {
             ..lite[0].clone()
         }];
         let table = bw_table(&[], &extra);
-        assert!(table
-            .last()
-            .is_some_and(|l| l.starts_with("write_async     512     3")));
+        let last = table.last().map_or("", String::as_str);
+        assert!(last.starts_with("write_async     512     3"), "{last}");
     }
 
     #[test]
@@ -1112,16 +1080,13 @@ mod tests {
         let table = atomic_table(&native, &lite);
         assert_eq!(table.len(), 3, "{table:#?}");
         assert!(table[0].contains("LITE/native"));
-        // 1200 / 1000.
-        assert_eq!(
-            words(&table[1]),
-            "fetch_add 8 ib_atomic_lat -A FETCH_AND_ADD 1000.00 120.00 1200.00 1100.00-1500.00 1.20"
-        );
-        // No LITE compare_swp series: native only.
-        assert_eq!(
-            words(&table[2]),
-            "compare_swp 8 ib_atomic_lat -A CMP_AND_SWAP 1050.00 130.00 - - -"
-        );
+        // 1200 / 1000; no LITE compare_swp series: native only.
+        let rows = [
+            "fetch_add 8 ib_atomic_lat -A FETCH_AND_ADD 1000.00 120.00 1200.00 1100.00-1500.00 \
+             1.20",
+            "compare_swp 8 ib_atomic_lat -A CMP_AND_SWAP 1050.00 130.00 - - -",
+        ];
+        assert_eq!(words_of(&table)[1..], rows);
         // Nothing at all: both rows, all dashes.
         let empty = atomic_table(&[], &[]);
         assert_eq!(empty.len(), 3);
@@ -1158,23 +1123,19 @@ mod tests {
             (&[500.0], &[], "NOT met (not timed with both)"),
         ];
         for (two, four, verdict) in cases {
-            assert_eq!(
-                contention_verdict(&rounds(two, four)),
-                Some(format!("{what}: {verdict}"))
-            );
+            let want = format!("{what}: {verdict}");
+            assert_eq!(contention_verdict(&rounds(two, four)), Some(want));
         }
     }
 
     #[test]
     fn every_round_is_listed_with_its_median() {
         let rounds = BTreeMap::from([(2u32, vec![390.0, 300.0, 420.0]), (4u32, vec![360.0])]);
-        assert_eq!(
-            lock_round_lines(&rounds),
-            [
-                "2 contenders: 390, 300, 420 pairs/s in 3 rounds, median 390",
-                "4 contenders: 360 pairs/s in 1 rounds, median 360"
-            ]
-        );
+        let lines = [
+            "2 contenders: 390, 300, 420 pairs/s in 3 rounds, median 390",
+            "4 contenders: 360 pairs/s in 1 rounds, median 360",
+        ];
+        assert_eq!(lock_round_lines(&rounds), lines);
     }
 
     #[test]
@@ -1210,10 +1171,8 @@ mod tests {
         let table = lock_table(&rows, &complete, &rounds);
         assert_eq!(table.len(), 8);
         assert_eq!(words(&table[6]), "4 all 1 16 4.50 1.70-7.30 - - 8000.00");
-        assert_eq!(
-            table.last().map(String::as_str),
-            Some("note: 4 contenders: 8 of 16 acquire times were readable in the logs")
-        );
+        let note = "note: 4 contenders: 8 of 16 acquire times were readable in the logs";
+        assert_eq!(table.last(), Some(&note.to_string()));
         // Nothing measured.
         let empty = lock_table(&[], &BTreeMap::new(), &BTreeMap::new());
         assert_eq!(empty.len(), 3);
@@ -1262,18 +1221,15 @@ mod tests {
 
     #[test]
     fn a_failure_phase_without_data_says_so() {
-        assert_eq!(
-            failure_table(&[]),
-            ["(no survivor logs: the failure phase did not run)"]
-        );
+        let no_logs = "(no survivor logs: the failure phase did not run)";
+        assert_eq!(failure_table(&[]), [no_logs]);
         let nobody = |name: &str| FailureNode {
             node: name.into(),
             ..FailureNode::default()
         };
-        assert_eq!(
-            failure_table(&[nobody("node1"), nobody("node2"), nobody("node3")]),
-            ["(no stall, leave or rejoin times in the logs of node1, node2 and node3)"]
-        );
+        let no_times = "(no stall, leave or rejoin times in the logs of node1, node2 and node3)";
+        let nodes = [nobody("node1"), nobody("node2"), nobody("node3")];
+        assert_eq!(failure_table(&nodes), [no_times]);
         // Stalls, but the cycles never ran: dashes, not zeros, and a note.
         let mut m = Measurements::default();
         m.add_failure_logs("", &failure_logs()[..1], 4);
@@ -1281,10 +1237,9 @@ mod tests {
         for line in &table[11..14] {
             assert!(words(line).ends_with(" 0 - - - - -"), "{line}");
         }
-        assert_eq!(
-            table.last().map(String::as_str),
-            Some("note: no leave or rejoin times in the logs: the leave/rejoin cycles did not run")
-        );
+        let note =
+            "note: no leave or rejoin times in the logs: the leave/rejoin cycles did not run";
+        assert_eq!(table.last(), Some(&note.to_string()));
         // Cycles, but no stall: the verdict is not evaluated.
         let leaver = FailureNode {
             stalls: Vec::new(),
@@ -1304,21 +1259,15 @@ mod tests {
         let mut nodes = vec![crate::bench::parse::parse_failure("node3", FAILURE_LEAVER)];
         nodes[0].stalls[2].ms = 4501;
         nodes[0].leaves.remove(0);
-        assert_eq!(
-            stall_verdict(&nodes),
-            "stall bound (every stall <= 4500 ms): NOT met (worst 4501 ms, lock on node3)"
-        );
+        let not_met =
+            "stall bound (every stall <= 4500 ms): NOT met (worst 4501 ms, lock on node3)";
+        assert_eq!(stall_verdict(&nodes), not_met);
         let table = failure_table(&nodes);
-        assert_eq!(
-            words(&table[11]),
-            "leave, cycle 1 (moves chunks) 0 - - - - -"
-        );
-        assert!(
-            table
-                .last()
-                .is_some_and(|l| l.ends_with("; the first leave's time is missing")),
-            "{table:#?}"
-        );
+        let first_leave = words(&table[11]);
+        assert_eq!(first_leave, "leave, cycle 1 (moves chunks) 0 - - - - -");
+        let note = table.last().map_or("", String::as_str);
+        let named = note.ends_with("; the first leave's time is missing");
+        assert!(named, "{table:#?}");
     }
 
     #[test]
@@ -1345,10 +1294,8 @@ mod tests {
 
     #[test]
     fn milliseconds_show_as_measured() {
-        assert_eq!(ms_cell(Some(2944.0)), "2944");
-        assert_eq!(ms_cell(Some(172.5)), "172.5");
-        assert_eq!(ms_cell(Some(-3.0)), "-3");
-        assert_eq!(ms_cell(None), "-");
+        let shown = [Some(2944.0), Some(172.5), Some(-3.0), None].map(ms_cell);
+        assert_eq!(shown, ["2944", "172.5", "-3", "-"]);
     }
 
     #[test]
@@ -1356,50 +1303,49 @@ mod tests {
         let rows = region_rows(REGIONS_LOG);
         let table = regions_table(&rows);
         assert_eq!(table.len(), 7, "{table:#?}");
-        let cells = |line: usize| table[line].split_whitespace().collect::<Vec<_>>().join(" ");
-        assert_eq!(
-            cells(1),
-            "LMRs LMR size memory regions pool segments pool MiB"
-        );
-        assert_eq!(cells(2), "1 4096 3 1 4.00");
-        assert_eq!(cells(5), "1000 4096 4 2 8.00");
-        assert_eq!(cells(6), "100 65536 4 2 8.00");
+        let cells = words_of(&table);
+        let columns = "LMRs LMR size memory regions pool segments pool MiB";
+        assert_eq!(cells[1], columns);
+        assert_eq!(cells[2], "1 4096 3 1 4.00");
+        assert_eq!(cells[5..], ["1000 4096 4 2 8.00", "100 65536 4 2 8.00"]);
         let what = "memory regions stay flat (every region beyond the fewest-LMR row's is a new \
                     pool segment, and the pool holds this node's LMR bytes)";
-        assert_eq!(
+        let changed = |change: fn(&mut Vec<Regions>)| {
+            let mut changed = rows.clone();
+            change(&mut changed);
+            regions_verdict(&changed)
+        };
+        let found = [
             regions_verdict(&rows),
-            format!("{what}: met (1 -> 1000 LMRs: memory regions 3 -> 4, pool segments 1 -> 2)")
-        );
-        // A region per LMR that no pool segment explains.
-        let mut per_lmr = rows.clone();
-        per_lmr[3].memory_regions = 503;
-        assert_eq!(
-            regions_verdict(&per_lmr),
+            // A region per LMR that no pool segment explains.
+            changed(|rows| rows[3].memory_regions = 503),
+            // Fewer segments again need fewer regions too.
+            changed(|rows| rows[4].pool_segments = 1),
+            // 50 local LMRs of 64 KiB are 3.125 MiB: a 2 MiB pool cannot hold them.
+            changed(|rows| rows[4].pool_bytes = 2 << 20),
+            changed(|rows| rows.truncate(1)),
+            regions_verdict(&[]),
+        ];
+        let missing = format!("{what}: not evaluated, a measurement is missing");
+        let want = [
+            format!("{what}: met (1 -> 1000 LMRs: memory regions 3 -> 4, pool segments 1 -> 2)"),
             format!(
                 "{what}: NOT met (1000 LMRs of 4096 B: memory regions 3 -> 503, \
                  pool segments only 1 -> 2)"
-            )
-        );
-        // Fewer segments again need fewer regions too.
-        let mut shrunk = rows.clone();
-        shrunk[4].pool_segments = 1;
-        assert!(regions_verdict(&shrunk).contains("NOT met (100 LMRs of 65536 B:"));
-        // 50 local LMRs of 64 KiB are 3.125 MiB: a 2 MiB pool cannot hold them.
-        let mut small_pool = rows.clone();
-        small_pool[4].pool_bytes = 2 << 20;
-        assert!(regions_verdict(&small_pool).ends_with(
-            "NOT met (100 LMRs of 65536 B: the pool's 2.00 MiB cannot hold the 3.12 MiB \
-             of the 50 on this node)"
-        ));
-        for missing in [&rows[..1], &[]] {
-            assert_eq!(
-                regions_verdict(missing),
-                format!("{what}: not evaluated, a measurement is missing")
-            );
-        }
-        assert_eq!(
-            regions_table(&[])[2],
-            "(no regions records in the guest logs)"
-        );
+            ),
+            format!(
+                "{what}: NOT met (100 LMRs of 65536 B: memory regions 3 -> 4, \
+                 pool segments only 1 -> 1)"
+            ),
+            format!(
+                "{what}: NOT met (100 LMRs of 65536 B: the pool's 2.00 MiB cannot hold the \
+                 3.12 MiB of the 50 on this node)"
+            ),
+            missing.clone(),
+            missing,
+        ];
+        assert_eq!(found, want);
+        let nothing = "(no regions records in the guest logs)";
+        assert_eq!(regions_table(&[])[2], nothing);
     }
 }

@@ -469,6 +469,7 @@ pub fn verdicts(figures: &[Figure]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::parse::tests::assert_has;
 
     const NODE2: &str = "\
 LITE-ROUND-BEGIN round=1\r
@@ -527,10 +528,8 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
     #[test]
     fn ratios_are_taken_per_round_and_summarised_by_their_median() {
         let figures = figures(&rounds_of(&[NODE2]));
-        let write = figures
-            .iter()
-            .find(|f| f.op == "write")
-            .expect("write figure");
+        let write = figures.iter().find(|f| f.op == "write");
+        let write = write.expect("write figure");
         assert_eq!(write.rounds, 3);
         // Per round: 1.10, 1.02, 1.03. The medians of each side alone
         // (100 and 110) would give 1.10.
@@ -551,17 +550,13 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
         let figures = figures(&rounds_of(&[NODE2]));
         let lines = verdicts(&figures);
         assert_eq!(lines.len(), TARGETS.len());
-        assert!(
-            lines[0].contains("write at 64 B: met, rounds disagree (median 1.03"),
-            "{}",
-            lines[0]
-        );
-        assert!(
-            lines[1].contains("read at 64 B: not evaluated"),
-            "{}",
-            lines[1]
-        );
-        assert!(lines[4].contains("rpc at every size: met"), "{}", lines[4]);
+        for (line, says) in [
+            (0, "write at 64 B: met, rounds disagree (median 1.03"),
+            (1, "read at 64 B: not evaluated"),
+            (4, "rpc at every size: met"),
+        ] {
+            assert!(lines[line].contains(says), "{}", lines[line]);
+        }
         let table = table(&figures);
         assert_eq!(table.len(), 3);
         assert!(table[1].contains("1.03 (1.02-1.10)"), "{}", table[1]);
@@ -608,10 +603,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
         // Both VMs: 60 ticks against 60.
         assert!((figures[2].ratio.median - 1.0).abs() < 1e-9);
         let line = cpu_line(&figures).expect("a line");
-        assert!(
-            line.contains("LITE 1000.0 us, native 1000.0 us, LITE/native 1.00"),
-            "{line}"
-        );
+        assert_has(&line, "LITE 1000.0 us, native 1000.0 us, LITE/native 1.00");
         let table = cpu_table(&figures);
         assert_eq!(table.len(), 5);
         assert!(table[2].contains("500.0 (500.0-500.0)"), "{}", table[2]);
@@ -623,16 +615,9 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
 
     #[test]
     fn the_median_of_an_even_count_is_the_middle_pair_mean() {
-        let range = Range::of(&[4.0, 1.0, 3.0, 2.0]).expect("range");
-        assert_eq!(range.median, 2.5);
-        assert_eq!((range.min, range.max), (1.0, 4.0));
-        let odd = Range::of(&[5.0, 1.0, 3.0]);
-        let expected = Range {
-            median: 3.0,
-            min: 1.0,
-            max: 5.0,
-        };
-        assert_eq!(odd, Some(expected));
+        let range = |values: &[f64]| Range::of(values).map(|r| (r.median, r.min, r.max));
+        assert_eq!(range(&[4.0, 1.0, 3.0, 2.0]), Some((2.5, 1.0, 4.0)));
+        assert_eq!(range(&[5.0, 1.0, 3.0]), Some((3.0, 1.0, 5.0)));
         assert_eq!(Range::of(&[]), None);
     }
 }

@@ -447,6 +447,7 @@ fn collect(cluster: Cluster, waited: Result<()>) -> Phase {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::parse::tests::values;
     use crate::bench::ATOMICS;
 
     #[test]
@@ -455,42 +456,22 @@ mod tests {
         // 2 sizes x 6 depths per direction, plus 1 MiB and 4 MiB at depth
         // 1, plus 64-byte sends at 6 depths.
         assert_eq!(runs.len(), 2 * 6 + 2 + 2 * 6 + 6);
-        assert_eq!(
-            runs[0],
-            BwRun {
-                op: "write",
-                size: 4096,
-                depth: 1,
-                iters: 1000
-            }
-        );
-        assert_eq!(runs[11].size, 65536);
-        assert_eq!((runs[11].depth, runs[11].iters), (32, 256));
-        assert_eq!(
-            (runs[12].size, runs[12].depth, runs[12].iters),
-            (1 << 20, 1, 16)
-        );
-        assert_eq!(
-            (runs[13].size, runs[13].depth, runs[13].iters),
-            (4 << 20, 1, 8)
-        );
+        let planned: Vec<String> = [0, 11, 12, 13].iter().map(|&i| values(&runs[i])).collect();
+        let want = "write 4096 1 1000, write 65536 32 256, write 1048576 1 16, write 4194304 1 8";
+        assert_eq!(planned, want.split(", ").collect::<Vec<_>>());
         assert!(runs[14..26].iter().all(|r| r.op == "read"));
-        assert!(runs[26..]
-            .iter()
-            .all(|r| r.op == "send" && r.size == RPC_ASYNC_SIZE));
+        let rpc_send = |r: &BwRun| r.op == "send" && r.size == RPC_ASYNC_SIZE;
+        assert!(runs[26..].iter().all(rpc_send));
         // Every memset/memcpy size has its depth 1 write baseline.
         for size in BW_SIZES {
-            assert!(runs
-                .iter()
-                .any(|r| r.op == "write" && r.size == size && r.depth == 1));
+            let baseline = |r: &BwRun| r.op == "write" && r.size == size && r.depth == 1;
+            assert!(runs.iter().any(baseline), "{size}");
         }
         // Every perftest program the plan runs is in the guest image.
         for r in &runs {
             let program = format!("ib_{}_bw", r.op);
-            assert!(
-                crate::initramfs::HOST_TOOLS.contains(&program.as_str()),
-                "{program} is not packed into the guests"
-            );
+            let packed = crate::initramfs::HOST_TOOLS.contains(&program.as_str());
+            assert!(packed, "{program} is not packed into the guests");
         }
         // perftest's minimum iteration count.
         assert!(bw_runs(2).iter().all(|r| r.iters == 5));
@@ -518,10 +499,8 @@ mod tests {
         let init = include_str!("../init.sh");
         // Both sides run ib_atomic_lat with every atomic type compared.
         let flags: Vec<&str> = ATOMICS.iter().map(|&(flag, _)| flag).collect();
-        assert!(
-            init.contains(&format!("for atomic in {}; do", flags.join(" "))),
-            "init.sh must loop over {flags:?}"
-        );
+        let loop_line = format!("for atomic in {}; do", flags.join(" "));
+        assert!(init.contains(&loop_line), "no {loop_line:?} in init.sh");
         for needle in [
             "test=ib_atomic_lat size=8 atomic=$atomic side=$side",
             // Every program of a round reports its VM's busy CPU time.
@@ -608,14 +587,8 @@ mod tests {
     #[test]
     fn the_failure_phase_kills_the_last_of_its_nodes() {
         let roles = failure::roles(FAILURE_NODES, FAILURE_SURVIVOR_ROLE, FAILURE_VICTIM_ROLE);
-        assert_eq!(
-            roles,
-            [
-                "bench-failure-survivor",
-                "bench-failure-survivor",
-                "bench-failure-survivor",
-                "bench-failure-victim"
-            ]
-        );
+        let survivor = "bench-failure-survivor";
+        let victim = "bench-failure-victim";
+        assert_eq!(roles, [survivor, survivor, survivor, victim]);
     }
 }
