@@ -88,6 +88,13 @@ pub(crate) extern "C" fn liteapi_get_total_node() -> c_int {
     from_result(|| Ok(node()?.cluster()?.core.total_nodes() as c_int))
 }
 
+/// Number of peers this node is connected to (the original LITE's count of
+/// live connections).
+#[no_mangle]
+pub(crate) extern "C" fn liteapi_num_connected_nodes() -> c_int {
+    from_result(|| Ok(node()?.cluster()?.core.total_nodes().saturating_sub(1) as c_int))
+}
+
 /// Allocates an LMR of `size` bytes on `node_id` (0: spread over the other
 /// nodes) and returns its handle.
 #[no_mangle]
@@ -232,6 +239,56 @@ pub(crate) unsafe extern "C" fn liteapi_rdma_read_offset(
         cluster.memory.transfer(&cluster.kernel_process, read)?;
         Ok(0)
     })
+}
+
+/// The password of kernel callers' handle `lh`, for the calls that, as in
+/// the original LITE, take none.
+fn own_password(lh: u64) -> Result<u64> {
+    let cluster = node()?.cluster()?;
+    let (_, _, password, _) = cluster.kernel_process.handle(LmrHandle::from_raw(lh))?;
+    Ok(password.raw())
+}
+
+/// Writes `size` bytes from `buf` at the start of LMR `lh`, checking the
+/// handle's permission but no password.
+///
+/// # Safety
+///
+/// As for [`liteapi_rdma_write_offset`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_rdma_write(
+    lh: u64,
+    buf: *const c_void,
+    size: u64,
+    priority: c_uint,
+) -> c_int {
+    match own_password(lh) {
+        // SAFETY: `buf` and `size` are as this function's `# Safety` section
+        // requires, which is what `liteapi_rdma_write_offset` requires.
+        Ok(password) => unsafe { liteapi_rdma_write_offset(lh, buf, size, priority, 0, password) },
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Reads `size` bytes from the start of LMR `lh` into `buf`, checking the
+/// handle's permission but no password.
+///
+/// # Safety
+///
+/// As for [`liteapi_rdma_read_offset`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_rdma_read(
+    lh: u64,
+    buf: *mut c_void,
+    size: u64,
+    priority: c_uint,
+) -> c_int {
+    match own_password(lh) {
+        // SAFETY: `buf` and `size` are as this function's `# Safety` section
+        // requires, which is what `liteapi_rdma_read_offset` requires.
+        Ok(password) => unsafe { liteapi_rdma_read_offset(lh, buf, size, priority, 0, password) },
+        Err(e) => e.to_errno(),
+    }
 }
 
 /// Frees LMR `lh`, revoking its mappings.
@@ -1030,6 +1087,39 @@ pub(crate) unsafe extern "C" fn liteapi_reply_message(
             .reply(&cluster.kernel_process, descriptor, reply.into())?;
         Ok(0)
     })
+}
+
+/// Answers `descriptor` with `size` bytes of `buf`, then waits for the next
+/// message of `port` as [`liteapi_receive_message`] does.
+///
+/// # Safety
+///
+/// As for [`liteapi_reply_message`] (`buf`, `size`) and for
+/// [`liteapi_receive_message`] (`recv_buf`, `max_size`, `recv_descriptor`).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn liteapi_reply_and_receive_message(
+    buf: *const c_void,
+    size: u64,
+    descriptor: u64,
+    port: c_uint,
+    recv_buf: *mut c_void,
+    max_size: u64,
+    recv_descriptor: *mut u64,
+) -> c_long {
+    // Nothing is answered for a call that could not receive.
+    if recv_descriptor.is_null() {
+        return EFAULT.to_errno().into();
+    }
+    // SAFETY: `buf` and `size` are as this function's `# Safety` section
+    // requires, which is what `liteapi_reply_message` requires.
+    let replied = unsafe { liteapi_reply_message(buf, size, descriptor) };
+    if replied != 0 {
+        return replied.into();
+    }
+    // SAFETY: `recv_buf`, `max_size` and `recv_descriptor` are as this
+    // function's `# Safety` section requires, which is what
+    // `liteapi_receive_message` requires.
+    unsafe { liteapi_receive_message(port, recv_buf, max_size, recv_descriptor, 0) }
 }
 
 /// Calls `port_priority` on every node of `nodes[..count]` with `size`

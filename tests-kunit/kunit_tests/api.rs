@@ -23,9 +23,32 @@ kunit_case!(lite_test_api_before_join, |c| {
     );
     check!(c, liteapi_free(1) == enotconn);
     check!(c, liteapi_dist_barrier(2) == enotconn);
+    check!(c, liteapi_num_connected_nodes() == enotconn);
     let mut buf = [0u8; 8];
-    // SAFETY: `buf` is a valid 8-byte buffer for both calls.
+    let mut descriptor = 0u64;
+    // SAFETY: `buf` is a valid 8-byte buffer and `descriptor` a valid `u64`
+    // for every call.
     unsafe {
+        check!(
+            c,
+            liteapi_rdma_write(1, buf.as_ptr().cast(), 8, 0) == enotconn
+        );
+        check!(
+            c,
+            liteapi_rdma_read(1, buf.as_mut_ptr().cast(), 8, 0) == enotconn
+        );
+        let reply = buf.as_ptr().cast();
+        let next = buf.as_mut_ptr().cast();
+        check!(
+            c,
+            liteapi_reply_and_receive_message(reply, 8, 1, 0, next, 8, &mut descriptor)
+                == i64::from(enotconn)
+        );
+        check!(
+            c,
+            liteapi_reply_and_receive_message(reply, 8, 1, 0, next, 8, core::ptr::null_mut())
+                == -i64::from(bindings::EFAULT)
+        );
         check!(
             c,
             liteapi_rdma_write_offset(1, buf.as_ptr().cast(), 8, 0, 0, 0) == enotconn

@@ -100,8 +100,35 @@ kunit_case!(lite_test_kernel_remote_memory, |c| {
         c,
         i64::from(liteapi_remote_memset(lh, tail, 4097, 0)) == errno(bindings::EINVAL)
     );
+    // The calls without offset and password work at offset 0 whatever the
+    // handle's password.
+    let head = [0x5au8; 64];
+    // SAFETY: `head` holds 64 readable bytes, `back` `LMR_SIZE` writable ones.
+    unsafe {
+        check!(c, liteapi_rdma_write(lh, head.as_ptr().cast(), 64, 0) == 0);
+        check!(
+            c,
+            liteapi_rdma_read(lh, back.as_mut_ptr().cast(), 128, 0) == 0
+        );
+    }
+    check!(c, back.iter().take(64).all(|&b| b == 0x5a));
+    check!(
+        c,
+        back.iter()
+            .enumerate()
+            .take(128)
+            .skip(64)
+            .all(|(i, &b)| b == expected(i))
+    );
     check!(c, liteapi_free(lh) == 0);
     check!(c, i64::from(liteapi_free(lh)) == errno(bindings::EBADF));
+    // SAFETY: `head` holds 64 readable bytes.
+    let gone = unsafe { liteapi_rdma_write(lh, head.as_ptr().cast(), 64, 0) };
+    check!(c, i64::from(gone) == errno(bindings::EBADF));
+    check!(
+        c,
+        liteapi_num_connected_nodes() == liteapi_get_total_node() - 1
+    );
 });
 
 kunit_case!(lite_test_kernel_async, |c| {
@@ -394,36 +421,49 @@ kunit_case!(lite_test_kernel_rpc_async, |c| {
         };
     }
     check!(c, ops.iter().all(|&op| op > 0));
-    // Serve them: each reply is its request's first byte, 32 times.
+    // Serve them: each reply is its request's first byte, 32 times. Every
+    // request but the last is answered together with receiving the next,
+    // which is queued already.
     let posted = ops.iter().filter(|&&op| op > 0).count();
     let mut served = 0;
-    for _ in 0..posted {
-        let mut request = [0u8; 256];
-        let mut descriptor = 0u64;
-        // SAFETY: `request` and `descriptor` are writable for the call.
-        let len = unsafe {
-            liteapi_receive_message(
-                ASYNC_RPC_PORT,
-                request.as_mut_ptr().cast(),
-                request.len() as u64,
-                &mut descriptor,
-                RECV_NONBLOCK,
-            )
-        };
-        if len != 16 {
-            break;
-        }
+    let mut request = [0u8; 256];
+    let mut descriptor = 0u64;
+    // SAFETY: `request` and `descriptor` are writable for the call.
+    let mut len = unsafe {
+        liteapi_receive_message(
+            ASYNC_RPC_PORT,
+            request.as_mut_ptr().cast(),
+            request.len() as u64,
+            &mut descriptor,
+            RECV_NONBLOCK,
+        )
+    };
+    while len == 16 && served < posted {
         let answer = [request[0]; 32];
-        // SAFETY: `answer` is readable for the call.
-        let replied = unsafe {
-            liteapi_reply_message(answer.as_ptr().cast(), answer.len() as u64, descriptor)
-        };
-        if replied != 0 {
-            break;
-        }
         served += 1;
+        len = if served == posted {
+            // SAFETY: `answer` is readable for the call.
+            unsafe {
+                liteapi_reply_message(answer.as_ptr().cast(), answer.len() as u64, descriptor)
+                    .into()
+            }
+        } else {
+            // SAFETY: `answer` is readable, `request` and `descriptor`
+            // writable, for the call.
+            unsafe {
+                liteapi_reply_and_receive_message(
+                    answer.as_ptr().cast(),
+                    answer.len() as u64,
+                    descriptor,
+                    ASYNC_RPC_PORT,
+                    request.as_mut_ptr().cast(),
+                    request.len() as u64,
+                    &mut descriptor,
+                )
+            }
+        };
     }
-    check!(c, served == posted);
+    check!(c, served == posted && len == 0);
     // Reaped last first, each returns its own reply's length and bytes.
     let mut ok = true;
     for (i, (reply, &op)) in replies.iter().zip(ops.iter()).enumerate().rev() {

@@ -75,6 +75,18 @@ int liteapi_get_node_id(void);
 int liteapi_get_total_node(void);
 
 /**
+ * liteapi_num_connected_nodes() - number of peers this node is connected to
+ *
+ * The original LITE's count of live connections: liteapi_get_total_node()
+ * without this node.
+ *
+ * Context: Process context. May sleep.
+ * Return: the number of connected peers, or %-ENOTCONN if the node is not a
+ * member of a cluster.
+ */
+int liteapi_num_connected_nodes(void);
+
+/**
  * liteapi_alloc_remote_mem() - allocate an LMR
  * @node: the node to hold the memory (this node included), or
  *	%LITE_NODE_SPREAD to spread the chunks round robin over every other
@@ -164,6 +176,41 @@ int liteapi_rdma_write_offset(u64 lh, const void *buf, u64 size,
  */
 int liteapi_rdma_read_offset(u64 lh, void *buf, u64 size,
 			     unsigned int priority, u64 offset, u64 password);
+
+/**
+ * liteapi_rdma_write() - write at the start of an LMR, without a password
+ * @lh: the LMR's handle; needs WRITE
+ * @buf: the bytes to write; may be %NULL if @size is 0
+ * @size: the number of bytes; 0 transfers nothing
+ * @priority: %LITE_PRIORITY_HIGH, %LITE_PRIORITY_LOW, or
+ *	%LITE_PRIORITY_NONE for the kernel callers' default
+ *
+ * liteapi_rdma_write_offset() at offset 0 with the handle's own password:
+ * as in the original LITE, no password is checked, only the handle's
+ * permission.
+ *
+ * Context: Process context. Sleeps until the transfer is complete.
+ * Return: as liteapi_rdma_write_offset(), without %-EACCES.
+ */
+int liteapi_rdma_write(u64 lh, const void *buf, u64 size,
+		       unsigned int priority);
+
+/**
+ * liteapi_rdma_read() - read from the start of an LMR, without a password
+ * @lh: the LMR's handle; needs READ
+ * @buf: where the bytes go; may be %NULL if @size is 0
+ * @size: the number of bytes; 0 transfers nothing
+ * @priority: %LITE_PRIORITY_HIGH, %LITE_PRIORITY_LOW, or
+ *	%LITE_PRIORITY_NONE for the kernel callers' default
+ *
+ * liteapi_rdma_read_offset() at offset 0 with the handle's own password:
+ * as in the original LITE, no password is checked, only the handle's
+ * permission.
+ *
+ * Context: Process context. Sleeps until the transfer is complete.
+ * Return: as liteapi_rdma_read_offset(), without %-EACCES.
+ */
+int liteapi_rdma_read(u64 lh, void *buf, u64 size, unsigned int priority);
 
 /**
  * liteapi_free() - free an LMR
@@ -728,6 +775,34 @@ long liteapi_receive_message(unsigned int port, void *buf, u64 max_size,
  * * %-EIO - the reply could not be written.
  */
 int liteapi_reply_message(const void *buf, u64 size, u64 descriptor);
+
+/**
+ * liteapi_reply_and_receive_message() - answer a request, then receive the
+ *	next one
+ * @buf: the reply
+ * @size: the reply's length, at most the caller's room for it
+ * @descriptor: the descriptor of the request to answer
+ * @port: the port to receive the next message from
+ * @recv_buf: where the next message goes; zeroed over @max_size first
+ * @max_size: room at @recv_buf
+ * @recv_descriptor: out: the next message's descriptor
+ *
+ * liteapi_reply_message(), then a waiting liteapi_receive_message(), in one
+ * call, as a server loop makes them. Nothing is received if the reply
+ * fails.
+ *
+ * Context: Process context. Sleeps until a message arrives.
+ * Return:
+ * * the next message's length - on success.
+ * * %-EFAULT - @recv_descriptor is %NULL (checked before replying), or a
+ *   buffer is %NULL with a non-zero size.
+ * * otherwise the errors of liteapi_reply_message(), then those of
+ *   liteapi_receive_message().
+ */
+long liteapi_reply_and_receive_message(const void *buf, u64 size,
+				       u64 descriptor, unsigned int port,
+				       void *recv_buf, u64 max_size,
+				       u64 *recv_descriptor);
 
 /**
  * liteapi_send_reply_imm_multicast() - call an RPC port on several nodes
