@@ -13,8 +13,8 @@
 //! | 3 to 24 | `rust-lite/**` and `lite-api-c/*` in `drivers/infiniband/ulp/lite/`, and `include/rdma/lite_api.h`, one part of the driver at a time ([`DRIVER_PARTS`]); the last adds the crate root and the Kconfig/Makefile hooks |
 //! | 25, 26 | `tests-kunit/**` in `drivers/infiniband/ulp/lite/`, and the lines that build them: the internal logic's tests, then the wire formats' and the kernel API's ([`KUNIT_API_FILES`]) |
 //! | 27 | `lite-api-c/selftests/**` in `tools/testing/selftests/lite/`, and its target |
-//! | 28 | `lite-api-c/Documentation/**` in `Documentation/`, with their index entries |
-//! | 29 | the `MAINTAINERS` entry |
+//! | 28, 29 | `lite-api-c/Documentation/{userspace-api,driver-api}/**` in `Documentation/`, with their index entries |
+//! | 30 | the `MAINTAINERS` entry |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -513,7 +513,8 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
 
     patches.extend(kunit_tests(repo)?);
     patches.push(selftests(repo)?);
-    patches.push(documentation(repo)?);
+    patches.push(userspace_documentation(repo)?);
+    patches.push(kernel_documentation(repo)?);
     patches.push(maintainers_entry());
     Ok(patches)
 }
@@ -798,8 +799,14 @@ const KUNIT_API_FILES: [&str; 3] = [
 /// What the first KUnit patch holds back of the files both need: the
 /// second patch's modules and suites, at the end of each file.
 const KUNIT_API_HOOKS: [(&str, Cut); 2] = [
-    ("kunit_tests.rs", Cut::Tail("// The `lite_wire`, `lite_api`")),
-    ("lite_kunit.c", Cut::Tail("/* The wire formats, the kernel API")),
+    (
+        "kunit_tests.rs",
+        Cut::Tail("// The `lite_wire`, `lite_api`"),
+    ),
+    (
+        "lite_kunit.c",
+        Cut::Tail("/* The wire formats, the kernel API"),
+    ),
 ];
 
 /// The KUnit tests in two patches, the first with the lines that build
@@ -979,29 +986,66 @@ fn selftests(repo: &Path) -> Result<PatchSpec> {
     })
 }
 
-/// The documentation of the user-space and kernel APIs, placed in the
-/// kernel's `Documentation/` and listed in its indexes.
-fn documentation(repo: &Path) -> Result<PatchSpec> {
-    let mut changes = place_dir(repo, "lite-api-c/Documentation", "Documentation")?;
+/// One API's page: `lite-api-c/Documentation/DIR` placed in the kernel's
+/// `Documentation/DIR` and listed in `index` after `anchor`.
+struct ApiPage {
+    /// The directory below `Documentation/`.
+    dir: &'static str,
+    /// The index listing the directory's pages.
+    index: &'static str,
+    /// The index line the page's entry follows.
+    anchor: &'static str,
+    /// The patch's subject.
+    subject: &'static str,
+    /// The patch's message.
+    body: &'static str,
+}
+
+/// The documentation patch of `page`.
+fn documentation(repo: &Path, page: ApiPage) -> Result<PatchSpec> {
+    let mut changes = place_dir(
+        repo,
+        &format!("lite-api-c/Documentation/{}", page.dir),
+        &format!("Documentation/{}", page.dir),
+    )?;
     changes.push(Change::InsertAfter {
-        file: "Documentation/userspace-api/index.rst",
-        anchor: "   mseal",
-        text: "   lite\n".into(),
-    });
-    changes.push(Change::InsertAfter {
-        file: "Documentation/driver-api/index.rst",
-        anchor: "   libata",
+        file: page.index,
+        anchor: page.anchor,
         text: "   lite\n".into(),
     });
     Ok(PatchSpec {
-        subject: "Documentation: add LITE's user-space and kernel APIs".into(),
-        body: "Describe what LITE offers and how to use it: its concepts, every system\n\
-               call with its errors, the limits, the debugfs files and the security\n\
-               model for user space; the exported functions, their calling context and\n\
-               how they differ from the system calls for kernel modules."
-            .into(),
+        subject: page.subject.into(),
+        body: page.body.into(),
         changes,
     })
+}
+
+/// The documentation of the user-space API.
+fn userspace_documentation(repo: &Path) -> Result<PatchSpec> {
+    let page = ApiPage {
+        dir: "userspace-api",
+        index: "Documentation/userspace-api/index.rst",
+        anchor: "   mseal",
+        subject: "Documentation: add LITE's user-space API",
+        body: "Describe what LITE offers to user space and how to use it: its\n\
+               concepts, every system call with its errors, the limits, the debugfs\n\
+               files and the security model.",
+    };
+    documentation(repo, page)
+}
+
+/// The documentation of the kernel API.
+fn kernel_documentation(repo: &Path) -> Result<PatchSpec> {
+    let page = ApiPage {
+        dir: "driver-api",
+        index: "Documentation/driver-api/index.rst",
+        anchor: "   libata",
+        subject: "Documentation: add LITE's kernel API",
+        body: "Describe the functions LITE exports to kernel modules: their calling\n\
+               context, how they differ from the system calls, and the functions of\n\
+               the original LITE that have no counterpart.",
+    };
+    documentation(repo, page)
 }
 
 /// The `MAINTAINERS` entry for every file the series adds.
@@ -1215,7 +1259,7 @@ mod tests {
     ];
 
     /// The repository's files the generator reads, as [`PRISTINE`].
-    const SOURCES: [&str; 17] = [
+    const SOURCES: [&str; 18] = [
         "lite-api-c/include/uapi/linux/lite.h: #define __NR_lite_join 548\n#define __NR_lite_free 549\n",
         "lite-api-c/kernel/lite_syscalls.c: SYSCALL_DEFINE1(lite_join, int, x)\n{}\nSYSCALL_DEFINE0(lite_free)\n{}\n",
         "lite-api-c/Kconfig: config LITE\n\ttristate \"LITE\"\n\nconfig LITE_KUNIT_TEST\n\tbool \"tests\"\n",
@@ -1232,6 +1276,7 @@ mod tests {
         "tests-kunit/kunit_tests/locks.rs: // locks\n",
         "lite-api-c/selftests/lite_test.c: // selftests\n",
         "lite-api-c/Documentation/userspace-api/lite.rst: LITE\n====\n",
+        "lite-api-c/Documentation/driver-api/lite.rst: LITE kernel API\n====\n",
         "lite-api-c/cover-letter.txt: RDMA/lite: LITE\n\nWhat it is.\n\n{benchmark}\n",
     ];
 
@@ -1259,12 +1304,12 @@ mod tests {
         let b = generate(&repo, &pristine, &tmp.path().join("b")).unwrap();
         assert_eq!(a, b, "two runs must give identical bytes");
         let names: Vec<_> = a.patches.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names.len(), 11, "{names:?}");
+        assert_eq!(names.len(), 12, "{names:?}");
         assert_eq!(names[0], COVER_LETTER);
         assert!(names[1].starts_with("0001-x86-syscalls-add-the-LITE"));
         assert!(names[2].starts_with("0002-rust-add-bindings"));
         let cover = String::from_utf8_lossy(&a.patches[0].bytes);
-        assert!(cover.contains("Subject: [PATCH 00/10] RDMA/lite: LITE\n\nWhat it is.\n"));
+        assert!(cover.contains("Subject: [PATCH 00/11] RDMA/lite: LITE\n\nWhat it is.\n"));
         assert!(cover.contains("(no benchmark summary is committed)"));
         assert!(!cover.contains("***"), "{cover}");
         let all: String = a
@@ -1274,9 +1319,10 @@ mod tests {
             .collect();
         assert!(all.contains("From: LITE developers <lite@lite-rs.invalid>"));
         let signed = all.matches("\nSigned-off-by: LITE developers <lite@lite-rs.invalid>\n");
-        assert_eq!(signed.count(), 10, "every patch is signed off");
+        assert_eq!(signed.count(), 11, "every patch is signed off");
         for needle in [
             "b/Documentation/userspace-api/lite.rst",
+            "b/Documentation/driver-api/lite.rst",
             "+   lite\n",
             "b/tools/testing/selftests/lite/lite_test.c",
             " TARGETS += lib\n+TARGETS += lite\n TARGETS += livepatch\n",
@@ -1315,7 +1361,7 @@ mod tests {
         // The driver builds without its tests until the KUnit patch.
         let text = |i: usize| String::from_utf8_lossy(&a.patches[i].bytes).into_owned();
         let (build, kunit, api) = (text(5), text(6), text(7));
-        assert!(build.contains("Subject: [PATCH 05/10] RDMA/lite: build LITE"));
+        assert!(build.contains("Subject: [PATCH 05/11] RDMA/lite: build LITE"));
         assert!(!build.contains("KUNIT"), "{build}");
         // The kernel API's tests, and the lines naming them, come one patch later.
         for (patch, needle) in [
