@@ -34,32 +34,16 @@ pub type InStep = Result<(), OutOfStep>;
 
 /// Writes `data` at `offset` of `handle`; the raw result.
 pub fn write_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, data: &[u8], pw: u64) -> c_long {
+    let (from, len) = (data.as_ptr().cast(), data.len() as u64);
     // SAFETY: `data` is readable for its whole length during the call.
-    unsafe {
-        kernel.rdma_write(
-            handle,
-            data.as_ptr().cast(),
-            data.len() as u64,
-            offset,
-            PRIORITY_NONE,
-            pw,
-        )
-    }
+    unsafe { kernel.rdma_write(handle, from, len, offset, PRIORITY_NONE, pw) }
 }
 
 /// Reads into `buf` from `offset` of `handle`; the raw result.
 pub fn read_at<K: Kernel>(kernel: &K, handle: u64, offset: u64, buf: &mut [u8], pw: u64) -> c_long {
+    let (into, len) = (buf.as_mut_ptr().cast(), buf.len() as u64);
     // SAFETY: `buf` is exclusively borrowed for the call.
-    unsafe {
-        kernel.rdma_read(
-            handle,
-            buf.as_mut_ptr().cast(),
-            buf.len() as u64,
-            offset,
-            PRIORITY_NONE,
-            pw,
-        )
-    }
+    unsafe { kernel.rdma_read(handle, into, len, offset, PRIORITY_NONE, pw) }
 }
 
 /// Reads `len` bytes at `offset`, or describes the failure.
@@ -188,16 +172,8 @@ pub fn handle_of(ret: c_long, what: &str) -> Result<u64, String> {
 /// Reports a handle-returning call; the handle, or 0 (which every later
 /// call rejects) when it failed.
 pub fn check_handle<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> u64 {
-    match handle_of(ret, "the call") {
-        Ok(handle) => {
-            tap.ok(description);
-            handle
-        }
-        Err(reason) => {
-            tap.not_ok(description, &reason);
-            0
-        }
-    }
+    tap.check_value(description, handle_of(ret, "the call"))
+        .unwrap_or(0)
 }
 
 /// How often [`await_members`] looks at the cluster's size.
@@ -212,18 +188,15 @@ pub fn await_members<K: Kernel>(kernel: &K, nodes: u32, limit: Duration) -> Resu
     loop {
         let total = kernel.get_total_node();
         if total < 0 {
-            return Err(format!(
-                "get_total_node returned {}",
-                describe_result(total)
-            ));
+            let total = describe_result(total);
+            return Err(format!("get_total_node returned {total}"));
         }
         // More than expected is for the membership checks to report.
         if total >= c_long::from(nodes) {
             return Ok(());
         }
-        joined
-            .check()
-            .map_err(|e| format!("{e} (get_total_node returns {total})"))?;
+        let waited = joined.check();
+        waited.map_err(|e| format!("{e} (get_total_node returns {total})"))?;
         std::thread::sleep(MEMBERS_POLL);
     }
 }
@@ -244,14 +217,11 @@ pub fn enter_barrier<K: Kernel>(
 ) -> Result<(), String> {
     let deadline = Deadline::after(limit, format!("every node to enter {name}"));
     let (ret, interrupted) = interrupt_at(&deadline, || kernel.dist_barrier(nodes));
+    let why = describe_result(ret);
     match ret {
         0 => Ok(()),
-        _ if interrupted => Err(barrier_failed(&format!(
-            "{} ({})",
-            describe_result(ret),
-            deadline.expired()
-        ))),
-        _ => Err(barrier_failed(&describe_result(ret))),
+        _ if interrupted => Err(barrier_failed(&format!("{why} ({})", deadline.expired()))),
+        _ => Err(barrier_failed(&why)),
     }
 }
 
@@ -280,13 +250,9 @@ pub fn barrier<K: Kernel, W: Write>(
     let entered = round_labels::labelled(kernel, &name, || {
         enter_barrier(kernel, nodes, BARRIER_LIMIT, &name)
     });
-    match entered {
-        Ok(()) => {
-            tap.ok(&point);
-            Ok(())
-        }
-        Err(reason) => Err(out_of_step(tap, &point, &reason)),
-    }
+    entered
+        .map(|()| tap.ok(&point))
+        .map_err(|reason| out_of_step(tap, &point, &reason))
 }
 
 /// A name published by `node`, of kind `kind`.
@@ -313,27 +279,16 @@ pub struct UserPages {
 impl UserPages {
     /// Maps `len` bytes (rounded up to pages), zero filled.
     pub fn new(len: usize) -> Result<Self, String> {
+        let protection = libc::PROT_READ | libc::PROT_WRITE;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
         // SAFETY: an anonymous mapping at an address of the kernel's choice.
-        let address = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
+        let address = unsafe { libc::mmap(std::ptr::null_mut(), len, protection, flags, -1, 0) };
         if address == libc::MAP_FAILED {
-            return Err(format!(
-                "mmap of {len} B: {}",
-                std::io::Error::last_os_error()
-            ));
+            let error = std::io::Error::last_os_error();
+            return Err(format!("mmap of {len} B: {error}"));
         }
-        Ok(UserPages {
-            address: address.cast(),
-            len,
-        })
+        let address = address.cast();
+        Ok(UserPages { address, len })
     }
 
     /// Address of byte `offset`.

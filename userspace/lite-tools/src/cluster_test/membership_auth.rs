@@ -19,8 +19,7 @@ use std::ffi::CString;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use libc::c_long;
@@ -93,18 +92,15 @@ impl Case {
             "returns -{} and leaves the node out of the cluster",
             errno_name(self.expected_errno())
         );
-        match self {
-            Case::WrongSecret => format!(
-                "join {manager} from a process whose keyrings hold a wrong cluster secret {refused}"
-            ),
-            Case::NoSecret => format!(
-                "join {manager} from a process whose keyrings hold no cluster secret {refused}"
-            ),
-            Case::FakeManager => format!(
+        let held = match self {
+            Case::WrongSecret => "a wrong cluster secret",
+            Case::NoSecret => "no cluster secret",
+            Case::FakeManager => return format!(
                 "join a fake manager on this node's port {} that does not hold the cluster secret (it sends the node's own proof back) {refused}",
                 manager.port()
             ),
-        }
+        };
+        format!("join {manager} from a process whose keyrings hold {held} {refused}")
     }
 }
 
@@ -172,12 +168,8 @@ fn still_out<K: Kernel>(kernel: &K) -> Result<(), String> {
 
 /// Runs the join of `case` to `manager` in a child; its verdict.
 fn join_in_child(case: Case, manager: SocketAddr) -> Result<(), String> {
-    let points = points_of(spawn(&[
-        KIND.to_string(),
-        case.name().to_string(),
-        manager.ip().to_string(),
-        manager.port().to_string(),
-    ])?)?;
+    let (ip, port) = (manager.ip().to_string(), manager.port().to_string());
+    let points = points_of(spawn(&[KIND.into(), case.name().into(), ip, port])?)?;
     match <[_; 1]>::try_from(points) {
         Ok([(_, outcome)]) => outcome,
         Err(points) => Err(format!(
@@ -187,50 +179,28 @@ fn join_in_child(case: Case, manager: SocketAddr) -> Result<(), String> {
     }
 }
 
-/// Runs the join to a fake manager listening at `address` in a child.
+/// Runs the join to a fake manager listening at `address` in a child: a
+/// manager without the cluster's secret, on a thread of this program,
+/// listening on every address at `address`'s port.
 fn join_fake_manager(address: SocketAddr) -> Result<(), String> {
-    let fake = FakeManager::start(address)?;
-    let joined = join_in_child(Case::FakeManager, address);
-    let exchange = fake.finish();
-    joined.and(exchange)
-}
-
-/// A manager without the cluster's secret, on a thread of this program.
-struct FakeManager {
-    /// Tells the thread to stop waiting for the node.
-    stop: Arc<AtomicBool>,
-    /// The exchange with the node, as it went.
-    thread: JoinHandle<Result<(), String>>,
-}
-
-impl FakeManager {
-    /// Listens on every address at `address`'s port and serves one node.
-    fn start(address: SocketAddr) -> Result<Self, String> {
-        let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, address.port())).map_err(|e| {
-            format!(
-                "the fake manager cannot listen on port {}: {e}",
-                address.port()
-            )
-        })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("the fake manager's socket: {e}"))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        let thread = thread::Builder::new()
+    let port = address.port();
+    let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))
+        .map_err(|e| format!("the fake manager cannot listen on port {port}: {e}"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("the fake manager's socket: {e}"))?;
+    // Tells the thread to stop waiting for a node that never came.
+    let stop = AtomicBool::new(false);
+    thread::scope(|scope| {
+        let fake = thread::Builder::new()
             .name("fake manager".into())
-            .spawn(move || serve_one_node(&listener, &stopped))
+            .spawn_scoped(scope, || serve_one_node(&listener, &stop))
             .map_err(|e| format!("starting the fake manager: {e}"))?;
-        Ok(FakeManager { stop, thread })
-    }
-
-    /// Stops waiting for a node that never came; how the exchange went.
-    fn finish(self) -> Result<(), String> {
-        self.stop.store(true, Ordering::SeqCst);
-        self.thread
-            .join()
-            .unwrap_or_else(|_| Err("the fake manager panicked".into()))
-    }
+        let joined = join_in_child(Case::FakeManager, address);
+        stop.store(true, Ordering::SeqCst);
+        let exchange = fake.join();
+        joined.and(exchange.unwrap_or_else(|_| Err("the fake manager panicked".into())))
+    })
 }
 
 /// Waits for one node and plays a manager that does not hold the secret.

@@ -31,7 +31,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use libc::c_long;
+use libc::{c_long, getegid, geteuid, getgid, getuid};
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE, PRIORITY_NONE};
 
 use super::processes::{
@@ -89,25 +89,24 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, co
         password: password_of(me),
     };
     let total = kernel.get_total_node();
+    let who = format!("node {me}: an unprivileged process");
     let probed = if kernel.spawns_processes() {
         let (points, exit) = in_child(NOBODY, NOBODY, &probe.to_args());
-        report(tap, me, &format!("uid {NOBODY}"), points);
-        tap.check(
-            &format!("node {me}: the copy of this program started as uid {NOBODY}, gid {NOBODY} exits with status 0"),
-            exit,
-        );
+        report(tap, &format!("{who} (uid {NOBODY})"), points);
+        let point = format!("node {me}: the copy of this program started as uid {NOBODY}, gid {NOBODY} exits with status 0");
+        tap.check(&point, exit);
         true
     } else if let Some(process) = kernel.unprivileged_process() {
         tap.comment(&format!(
             "node {me}: no process started as uid {NOBODY}: the kernel model runs the unprivileged calls in an unprivileged process of its own"
         ));
-        report(tap, me, "modelled", unprivileged_calls(&process, probe));
+        let calls = unprivileged_calls(&process, probe);
+        report(tap, &format!("{who} (modelled)"), calls);
         true
     } else {
-        tap.skip(
-            &format!("node {me}: an unprivileged process gets -EPERM from lite_join and lite_leave and can use LMRs and locks"),
-            "this kernel offers no unprivileged process",
-        );
+        let point =
+            format!("{who} gets -EPERM from lite_join and lite_leave and can use LMRs and locks");
+        tap.skip(&point, "this kernel offers no unprivileged process");
         false
     };
     admin_group::run(kernel, tap, me, config.cm);
@@ -116,18 +115,13 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, co
     }
 }
 
-fn report<W: Write>(tap: &mut Tap<W>, me: u32, who: &str, points: ChildPoints) {
+/// Reports a process's points, each prefixed with `who`.
+fn report<W: Write>(tap: &mut Tap<W>, who: &str, points: ChildPoints) {
     if points.is_empty() {
-        tap.not_ok(
-            &format!("node {me}: an unprivileged process ({who}) reports its calls"),
-            "it reported nothing",
-        );
+        tap.not_ok(&format!("{who} reports its calls"), "it reported nothing");
     }
     for (what, outcome) in points {
-        tap.check(
-            &format!("node {me}: an unprivileged process ({who}) {what}"),
-            outcome,
-        );
+        tap.check(&format!("{who} {what}"), outcome);
     }
 }
 
@@ -136,40 +130,31 @@ fn report<W: Write>(tap: &mut Tap<W>, me: u32, who: &str, points: ChildPoints) {
 /// a child's `fail` lines need.
 fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
     let (cm, me, target) = (probe.cm, probe.me, probe.target);
-    let eperm = |ret| expect_errno(ret, libc::EPERM);
+    let eperm = |call: &str, ret| {
+        (
+            format!("gets -EPERM from {call}"),
+            expect_errno(ret, libc::EPERM),
+        )
+    };
+    let join = format!("lite_join({cm}, {CM_DEFAULT_PORT}, {IB_PORT})");
+    let bad_join = "lite_join(\"not-an-ip\"), the privilege being checked first";
+    let flagged = format!(
+        "lite_leave({UNKNOWN_LEAVE_FLAG:#x}), the privilege being checked before the flags"
+    );
+    let lmr = format!(
+        "can allocate a {LMR_SIZE} B LMR on {}, write a pattern, read it back and free it",
+        target_name(me, target)
+    );
     // Joins first: on a member node, a join that skips the privilege check
     // fails harmlessly with -EISCONN; after a leave that wrongly went
     // through it would join for real.
     vec![
-        (
-            format!("gets -EPERM from lite_join({cm}, {CM_DEFAULT_PORT}, {IB_PORT})"),
-            eperm(join_with_text(kernel, &cm.to_string())),
-        ),
-        (
-            "gets -EPERM from lite_join(\"not-an-ip\"), the privilege being checked first".into(),
-            eperm(join_with_text(kernel, "not-an-ip")),
-        ),
-        (
-            "gets -EPERM from lite_leave(0)".into(),
-            eperm(kernel.leave(0)),
-        ),
-        (
-            "gets -EPERM from lite_leave(LITE_LEAVE_FORCE)".into(),
-            eperm(kernel.leave(LEAVE_FORCE)),
-        ),
-        (
-            format!(
-                "gets -EPERM from lite_leave({UNKNOWN_LEAVE_FLAG:#x}), the privilege being checked before the flags"
-            ),
-            eperm(kernel.leave(UNKNOWN_LEAVE_FLAG)),
-        ),
-        (
-            format!(
-                "can allocate a {LMR_SIZE} B LMR on {}, write a pattern, read it back and free it",
-                target_name(me, target)
-            ),
-            lmr_round_trip(kernel, probe),
-        ),
+        eperm(&join, join_with_text(kernel, &cm.to_string())),
+        eperm(bad_join, join_with_text(kernel, "not-an-ip")),
+        eperm("lite_leave(0)", kernel.leave(0)),
+        eperm("lite_leave(LITE_LEAVE_FORCE)", kernel.leave(LEAVE_FORCE)),
+        eperm(&flagged, kernel.leave(UNKNOWN_LEAVE_FLAG)),
+        (lmr, lmr_round_trip(kernel, probe)),
         (
             format!("can create a lock on node {me}, lock and unlock it"),
             lock_round_trip(kernel, me),
@@ -180,12 +165,7 @@ fn unprivileged_calls<K: Kernel>(kernel: &K, probe: Probe) -> ChildPoints {
 /// Allocates an LMR on the probe's target, writes a pattern, reads it back
 /// and frees it.
 fn lmr_round_trip<K: Kernel>(kernel: &K, probe: Probe) -> Result<(), String> {
-    let Probe {
-        me,
-        target,
-        password,
-        ..
-    } = probe;
+    let (me, target, password) = (probe.me, probe.target, probe.password);
     let lmr = Region::alloc(kernel, target, LMR_SIZE, 0, password)?;
     let seed = pattern::seed(&[u64::from(me), u64::from(target), u64::from(NOBODY)]);
     let mut data = vec![0u8; LMR_SIZE as usize];
@@ -220,12 +200,11 @@ fn still_member<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, probe: Probe,
             describe_result(rejoined)
         ))
     } else {
-        expect_value(id, me.into())
-            .map_err(|e| format!("get_node_id: {e}"))
-            .and_then(|()| {
-                expect_value(kernel.get_total_node(), total)
-                    .map_err(|e| format!("get_total_node: {e}"))
-            })
+        let id = expect_value(id, me.into()).map_err(|e| format!("get_node_id: {e}"));
+        id.and_then(|()| {
+            let total = expect_value(kernel.get_total_node(), total);
+            total.map_err(|e| format!("get_total_node: {e}"))
+        })
     };
     let point = format!("node {me}: still a member after the unprivileged process (get_node_id returns {me}, get_total_node {total})");
     tap.check(&point, outcome);
@@ -243,10 +222,8 @@ fn in_child(uid: u32, gid: u32, args: &[String]) -> (ChildPoints, Result<(), Str
         Ok(child) => child,
         Err(reason) => return (Vec::new(), Err(reason)),
     };
-    let points = match child.stdout.take() {
-        Some(out) => collect(&mut BufReader::new(out), false),
-        None => Vec::new(),
-    };
+    let out = child.stdout.take();
+    let points = out.map_or_else(Vec::new, |out| collect(&mut BufReader::new(out), false));
     (points, finish(child))
 }
 
@@ -280,12 +257,12 @@ fn spawn_as_user_and_group(uid: u32, gid: u32, args: &[String]) -> Result<Child,
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| {
+            let closed = closed_to_others(&exe).map(|path| path.display().to_string());
+            let closed = closed.map(|path| format!(" ({path} is not open to others)"));
+            let exe = exe.display();
             format!(
-                "starting {} as uid {uid}, gid {gid}: {e}{}",
-                exe.display(),
-                closed_to_others(&exe)
-                    .map(|p| format!(" ({} is not open to others)", p.display()))
-                    .unwrap_or_default()
+                "starting {exe} as uid {uid}, gid {gid}: {e}{}",
+                closed.unwrap_or_default()
             )
         })
 }
@@ -295,11 +272,9 @@ fn spawn_as_user_and_group(uid: u32, gid: u32, args: &[String]) -> Result<Child,
 fn closed_to_others(exe: &Path) -> Option<&Path> {
     let mut paths: Vec<&Path> = exe.ancestors().collect();
     paths.reverse();
-    paths.into_iter().find(|path| {
-        fs::metadata(path)
-            .map(|m| m.permissions().mode() & 0o001 == 0)
-            .unwrap_or(false)
-    })
+    let closed =
+        |path: &&Path| fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o001 == 0);
+    paths.into_iter().find(closed)
 }
 
 /// Entry point of the unprivileged copy: `args` follow
@@ -340,14 +315,7 @@ pub(crate) fn credentials_of(id: u32) -> Result<(), String> {
 /// root's privilege.
 fn credentials_of_user_and_group(uid: u32, gid: u32) -> Result<(), String> {
     // SAFETY: these calls only read the calling process's credentials.
-    let ids = unsafe {
-        [
-            libc::getuid(),
-            libc::geteuid(),
-            libc::getgid(),
-            libc::getegid(),
-        ]
-    };
+    let ids = unsafe { [getuid(), geteuid(), getgid(), getegid()] };
     if ids != [uid, uid, gid, gid] {
         let [uid, euid, gid, egid] = ids;
         return Err(format!("uid {uid}, euid {euid}, gid {gid}, egid {egid}"));
@@ -359,9 +327,8 @@ fn credentials_of_user_and_group(uid: u32, gid: u32) -> Result<(), String> {
     }
     let status =
         fs::read_to_string("/proc/self/status").map_err(|e| format!("/proc/self/status: {e}"))?;
-    let effective = status
-        .lines()
-        .find_map(|line| line.strip_prefix("CapEff:"))
+    let effective = status.lines().find_map(|line| line.strip_prefix("CapEff:"));
+    let effective = effective
         .map(str::trim)
         .ok_or("/proc/self/status has no CapEff line")?;
     match u64::from_str_radix(effective, 16) {

@@ -37,7 +37,7 @@ use lite::sys::{
 };
 use lite::Priority;
 
-use super::io::{barrier, check_errno, check_zero, outcome_of, InStep};
+use super::io::{barrier, check_errno, check_zero, outcome_of, InStep, OutOfStep};
 use super::processes::{
     collect, finish, keep_first_failure, points_of, report_point, spawn, WHY_SKIPPED,
 };
@@ -86,6 +86,9 @@ const DYING_PORTS: [u32; 2] = [40, 41];
 /// purpose.
 const CORRUPT_PORT: u32 = 43;
 
+/// The receive flags of a receive that waits for a message.
+const BLOCKING: u32 = 0;
+
 /// Threads answering each node's service port.
 const SERVER_THREADS: u32 = 3;
 /// Calls each calling thread or process makes.
@@ -123,14 +126,37 @@ pub fn transform(request: &[u8]) -> Vec<u8> {
 
 /// The raw result of registering `port` with `name`.
 pub(crate) fn register<K: Kernel>(kernel: &K, port: u32, max_size: u64, name: &str) -> c_long {
+    let (name, len) = (name.as_ptr().cast::<c_char>(), name.len() as u64);
     // SAFETY: `name` is readable for its length during the call.
-    unsafe {
-        kernel.register_application(
-            port,
-            max_size,
-            name.as_ptr().cast::<c_char>(),
-            name.len() as u64,
-        )
+    unsafe { kernel.register_application(port, max_size, name, len) }
+}
+
+/// Registers `port` of node `me` for messages of up to `max` bytes, as the
+/// point "register_application(port, max) returns 0"; the raw result.
+fn register_checked<K: Kernel, W: Write>(
+    kernel: &K,
+    tap: &mut Tap<W>,
+    me: u32,
+    (port, max): (u32, u64),
+    name: &str,
+) -> c_long {
+    let ret = register(kernel, port, max, name);
+    let point = format!("node {me}: register_application(port {port}, max {max} B) returns 0");
+    check_zero(tap, &point, ret);
+    ret
+}
+
+/// What to do with a barrier's [`OutOfStep`] while `ports` are open:
+/// unregister them, which ends every wait on them, before the run ends.
+fn unregistering<'a, K: Kernel>(
+    kernel: &'a K,
+    ports: &'a [u32],
+) -> impl Fn(OutOfStep) -> OutOfStep + Copy + 'a {
+    move |out_of_step| {
+        for &port in ports {
+            kernel.unregister_application(port);
+        }
+        out_of_step
     }
 }
 
@@ -142,18 +168,11 @@ fn call<K: Kernel>(
     msg: &[u8],
     reply: &mut [u8],
 ) -> c_long {
+    let (msg, msg_len) = (msg.as_ptr().cast(), msg.len() as u64);
+    let (reply, room) = (reply.as_mut_ptr().cast(), reply.len() as u64);
     // SAFETY: `msg` is readable and `reply` exclusively borrowed and
     // writable for their lengths during the call.
-    unsafe {
-        kernel.send_reply_imm(
-            node,
-            port_priority,
-            msg.as_ptr().cast(),
-            msg.len() as u64,
-            reply.as_mut_ptr().cast(),
-            reply.len() as u64,
-        )
-    }
+    unsafe { kernel.send_reply_imm(node, port_priority, msg, msg_len, reply, room) }
 }
 
 /// The raw result of a one-way send of `msg`.
@@ -185,29 +204,14 @@ fn multicast_args(
     }
 }
 
-/// The raw result of a receive into `buf`, and the descriptor.
-fn receive<K: Kernel>(kernel: &K, port: u32, buf: &mut [u8], nonblock: bool) -> (c_long, u64) {
-    receive_with_flags(kernel, port, buf, if nonblock { RECV_NONBLOCK } else { 0 })
-}
-
-/// [`receive`] with the raw `flags`.
-fn receive_with_flags<K: Kernel>(
-    kernel: &K,
-    port: u32,
-    buf: &mut [u8],
-    flags: u32,
-) -> (c_long, u64) {
-    let mut descriptor = u64::MAX;
+/// The raw result of a receive into `buf` with `flags` ([`BLOCKING`] or
+/// `LITE_RECV_NONBLOCK`), and the descriptor.
+fn receive<K: Kernel>(kernel: &K, port: u32, buf: &mut [u8], flags: u32) -> (c_long, u64) {
+    let (mut descriptor, len) = (u64::MAX, buf.len() as u64);
     // SAFETY: `buf` and `descriptor` are exclusively borrowed and writable
     // during the call.
     let ret = unsafe {
-        kernel.receive_message(
-            port,
-            buf.as_mut_ptr().cast(),
-            buf.len() as u64,
-            &mut descriptor,
-            flags,
-        )
+        kernel.receive_message(port, buf.as_mut_ptr().cast(), len, &mut descriptor, flags)
     };
     (ret, descriptor)
 }
@@ -217,32 +221,26 @@ fn reply<K: Kernel>(kernel: &K, data: &[u8], descriptor: u64) -> c_long {
     unsafe { kernel.reply_message(data.as_ptr().cast(), data.len() as u64, descriptor) }
 }
 
-/// Replies `data` to `descriptor`, then receives from `port` into `buf`;
-/// the raw result and the new descriptor.
+/// Replies `data` to `descriptor`, then receives from `port` into `buf`
+/// as [`receive`] does; the raw result and the new descriptor.
 fn reply_and_receive<K: Kernel>(
     kernel: &K,
     (data, descriptor): (&[u8], u64),
     port: u32,
     buf: &mut [u8],
-    nonblock: bool,
+    flags: u32,
 ) -> (c_long, u64) {
     let mut next = LiteReceive {
         buf: buf.as_mut_ptr() as u64,
         max_size: buf.len() as u64,
         descriptor: u64::MAX,
         port,
-        flags: if nonblock { RECV_NONBLOCK } else { 0 },
+        flags,
     };
+    let (data, len) = (data.as_ptr().cast(), data.len() as u64);
     // SAFETY: `data` is readable, `next` and the buffer it points to are
     // exclusively borrowed and writable during the call.
-    let ret = unsafe {
-        kernel.reply_and_receive_message(
-            data.as_ptr().cast(),
-            data.len() as u64,
-            descriptor,
-            &mut next,
-        )
-    };
+    let ret = unsafe { kernel.reply_and_receive_message(data, len, descriptor, &mut next) };
     (ret, next.descriptor)
 }
 
@@ -268,6 +266,14 @@ pub(super) fn expect_bytes(ret: c_long, found: &[u8], expected: &[u8]) -> Result
     compare(found.get(..expected.len()).unwrap_or(found), expected)
 }
 
+/// Sets every byte of `buf` that `expected` covers to its opposite, so
+/// that a reply which does not arrive, or arrives short, cannot pass.
+pub(super) fn poison_reply(buf: &mut [u8], expected: &[u8]) {
+    for (byte, want) in buf.iter_mut().zip(expected) {
+        *byte = !want;
+    }
+}
+
 /// Calls `port` on `node` with `request` and checks that the reply is its
 /// [`transform`].
 pub(crate) fn transformed_call<K: Kernel>(
@@ -279,9 +285,7 @@ pub(crate) fn transformed_call<K: Kernel>(
     // Room to spare, so a reply that is too long shows.
     let mut answer = vec![0u8; request.len() + 16];
     let expected = transform(request);
-    for (byte, want) in answer.iter_mut().zip(&expected) {
-        *byte = !want;
-    }
+    poison_reply(&mut answer, &expected);
     let ret = call(kernel, node, port_priority, request, &mut answer);
     expect_len(ret, request.len())?;
     compare(&answer[..request.len()], &expected).map_err(|m| format!("reply differs: {m}"))
@@ -340,48 +344,46 @@ impl Served {
     }
 }
 
+/// Whether a receive's `ret` is how closing its port ends it: closed while
+/// waiting, or closed before the receive.
+fn port_closed(ret: c_long) -> bool {
+    ret == -c_long::from(libc::ESHUTDOWN) || ret == -c_long::from(libc::ENOENT)
+}
+
 /// A service thread: answers requests on `port` with their [`transform`]
 /// until the port is closed. With `combined`, answers and receives the
 /// next request in one call.
 pub(crate) fn serve<K: Kernel>(kernel: &K, port: u32, combined: bool) -> Served {
     let mut buf = vec![0u8; MAX_MESSAGE_SIZE as usize];
-    let mut served = Served {
-        requests: 0,
-        one_way: 0,
-        ending: Ok(0),
-    };
-    let (mut ret, mut descriptor) = receive(kernel, port, &mut buf, false);
-    loop {
+    let (mut requests, mut one_way) = (0, 0);
+    let (mut ret, mut descriptor) = receive(kernel, port, &mut buf, BLOCKING);
+    let ending = loop {
         let len = match usize::try_from(ret) {
             Ok(len) if len <= buf.len() => len,
-            // Closed while waiting, or closed before the next receive.
-            _ if ret == -c_long::from(libc::ESHUTDOWN) || ret == -c_long::from(libc::ENOENT) => {
-                served.ending = Ok(ret);
-                return served;
-            }
-            _ => {
-                served.ending = Err(format!("receive returned {}", describe_result(ret)));
-                return served;
-            }
+            _ if port_closed(ret) => break Ok(ret),
+            _ => break Err(format!("receive returned {}", describe_result(ret))),
         };
-        if descriptor == 0 {
-            served.one_way += 1;
-            (ret, descriptor) = receive(kernel, port, &mut buf, false);
-            continue;
-        }
-        let answer = transform(&buf[..len]);
-        served.requests += 1;
-        if combined {
-            (ret, descriptor) =
-                reply_and_receive(kernel, (&answer, descriptor), port, &mut buf, false);
-        } else {
+        if descriptor != 0 {
+            let answer = transform(&buf[..len]);
+            requests += 1;
+            if combined {
+                let answer = (&answer[..], descriptor);
+                (ret, descriptor) = reply_and_receive(kernel, answer, port, &mut buf, BLOCKING);
+                continue;
+            }
             let replied = reply(kernel, &answer, descriptor);
             if replied != 0 {
-                served.ending = Err(format!("reply returned {}", describe_result(replied)));
-                return served;
+                break Err(format!("reply returned {}", describe_result(replied)));
             }
-            (ret, descriptor) = receive(kernel, port, &mut buf, false);
+        } else {
+            one_way += 1;
         }
+        (ret, descriptor) = receive(kernel, port, &mut buf, BLOCKING);
+    };
+    Served {
+        requests,
+        one_way,
+        ending,
     }
 }
 
@@ -492,19 +494,13 @@ pub(super) fn thread_state(tid: i32) -> Option<char> {
 
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let me = at.me;
-    let registered = register(kernel, SERVICE_PORT, MAX_MESSAGE_SIZE, "lite-test-service");
-    let point = format!(
-        "node {me}: register_application(port {SERVICE_PORT}, max {MAX_MESSAGE_SIZE} B) returns 0"
-    );
-    tap.check(&point, expect_zero(registered));
+    let service = (SERVICE_PORT, MAX_MESSAGE_SIZE);
+    let registered = register_checked(kernel, tap, me, service, "lite-test-service");
     std::thread::scope(|scope| {
-        let servers: Vec<_> = if registered == 0 {
-            (0..SERVER_THREADS)
-                .map(|index| scope.spawn(move || serve(kernel, SERVICE_PORT, index % 2 == 1)))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        // Every other one replies and receives in one call.
+        let servers: Vec<_> = (0..if registered == 0 { SERVER_THREADS } else { 0 })
+            .map(|index| scope.spawn(move || serve(kernel, SERVICE_PORT, index % 2 == 1)))
+            .collect();
         if let Err(out_of_step) = served_cases(kernel, tap, at) {
             // Closing the port ends the service threads, which the scope
             // waits for.

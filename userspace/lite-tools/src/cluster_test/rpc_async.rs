@@ -9,7 +9,9 @@ use std::time::Duration;
 use libc::{c_long, ECONNREFUSED, EFAULT, EINVAL};
 use lite::sys::{port_priority, ASYNC_NOWAIT, MAX_ASYNC_CALLS, PRIORITY_NONE, SEND_NONBLOCK};
 
-use super::rpc::{compare, expect_len, identified_request, transform, SERVICE_PORT, UNUSED_PORT};
+use super::rpc::{
+    compare, expect_len, identified_request, poison_reply, transform, SERVICE_PORT, UNUSED_PORT,
+};
 use super::target_name;
 use crate::cluster_test::Node;
 use crate::deadline::{retry_while_busy, Deadline};
@@ -43,33 +45,23 @@ struct Posted {
 /// so a short or missing reply shows.
 fn post<K: Kernel>(kernel: &K, node: u32, request: Vec<u8>) -> Posted {
     let mut reply = vec![0u8; request.len() + 16];
-    for (byte, want) in reply.iter_mut().zip(transform(&request)) {
-        *byte = !want;
-    }
+    poison_reply(&mut reply, &transform(&request));
+    let service = port_priority(SERVICE_PORT, PRIORITY_NONE);
+    let (msg, len) = (request.as_ptr().cast(), request.len() as u64);
+    let (into, room) = (reply.as_mut_ptr().cast(), reply.len() as u64);
     // SAFETY: `request` is readable during the call; `reply` stays
     // allocated and untouched until the call is reaped (the caller reaps
     // every posted call before dropping it).
-    let id = unsafe {
-        kernel.send_reply_imm_async(
-            node,
-            port_priority(SERVICE_PORT, PRIORITY_NONE),
-            request.as_ptr().cast(),
-            request.len() as u64,
-            reply.as_mut_ptr().cast(),
-            reply.len() as u64,
-        )
-    };
+    let id = unsafe { kernel.send_reply_imm_async(node, service, msg, len, into, room) };
     Posted { id, request, reply }
 }
 
 /// Checks a reaped call's result and reply.
 fn judge(posted: &Posted, ret: c_long) -> Result<(), String> {
-    expect_len(ret, posted.request.len())?;
-    compare(
-        &posted.reply[..posted.request.len()],
-        &transform(&posted.request),
-    )
-    .map_err(|m| format!("reply differs: {m}"))
+    let len = posted.request.len();
+    expect_len(ret, len)?;
+    let expected = transform(&posted.request);
+    compare(&posted.reply[..len], &expected).map_err(|m| format!("reply differs: {m}"))
 }
 
 /// Reaps every call of `calls` that was posted, whatever else fails, so no
@@ -80,27 +72,32 @@ fn reap_all<K: Kernel>(kernel: &K, calls: &[Posted]) {
     }
 }
 
+/// Posts calls `0..count` of `caller` of node `me` to `node`; if one was
+/// not posted, reaps the others and fails.
+fn post_all<K: Kernel>(
+    kernel: &K,
+    (me, node): (u32, u32),
+    caller: u32,
+    count: u64,
+) -> Result<Vec<Posted>, String> {
+    let calls: Vec<Posted> = (0..count)
+        .map(|seq| post(kernel, node, identified_request(me, caller, seq)))
+        .collect();
+    let Some(seq) = calls.iter().position(|c| c.id <= 0) else {
+        return Ok(calls);
+    };
+    reap_all(kernel, &calls);
+    Err(format!(
+        "posting call {seq} returned {}",
+        describe_result(calls[seq].id)
+    ))
+}
+
 /// Posts [`MAX_ASYNC_CALLS`] calls to `node` from one thread, checks that
 /// one more gets `-EAGAIN`, then reaps them last first.
 fn full_window<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
     let caller = FIRST_CALLER + node;
-    let mut calls: Vec<Posted> = (0..u64::from(MAX_ASYNC_CALLS))
-        .map(|seq| post(kernel, node, identified_request(me, caller, seq)))
-        .collect();
-    let posted = calls.iter().enumerate().try_for_each(|(seq, c)| {
-        if c.id > 0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "posting call {seq} returned {}",
-                describe_result(c.id)
-            ))
-        }
-    });
-    if let Err(e) = posted {
-        reap_all(kernel, &calls);
-        return Err(e);
-    }
+    let mut calls = post_all(kernel, (me, node), caller, u64::from(MAX_ASYNC_CALLS))?;
     let extra = post(kernel, node, identified_request(me, caller, 1000));
     if extra.id > 0 {
         let _ = kernel.async_wait(extra.id as u64, 0);
@@ -149,16 +146,7 @@ fn polled<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
 /// Posts [`FENCED_CALLS`] calls and reaps them all with one `lite_fence`;
 /// their ids are gone afterwards.
 fn fenced<K: Kernel>(kernel: &K, me: u32, node: u32) -> Result<(), String> {
-    let calls: Vec<Posted> = (0..FENCED_CALLS as u64)
-        .map(|seq| post(kernel, node, identified_request(me, FIRST_CALLER + 1, seq)))
-        .collect();
-    if let Some((seq, c)) = calls.iter().enumerate().find(|(_, c)| c.id <= 0) {
-        reap_all(kernel, &calls);
-        return Err(format!(
-            "posting call {seq} returned {}",
-            describe_result(c.id)
-        ));
-    }
+    let calls = post_all(kernel, (me, node), FIRST_CALLER + 1, FENCED_CALLS as u64)?;
     let fence = kernel.fence();
     if fence != 0 {
         reap_all(kernel, &calls);
@@ -181,19 +169,11 @@ fn post_raw<K: Kernel>(
     msg: (usize, u64),
     reply: (usize, u64),
 ) -> (c_long, Option<c_long>) {
+    let (msg, msg_len, reply, room) = (msg.0 as *const _, msg.1, reply.0 as *mut _, reply.1);
     // SAFETY: every address given is either a live buffer of the caller
     // with at least the given length, or one no process maps (the kernel
     // must refuse it); a posted call is reaped before returning.
-    let id = unsafe {
-        kernel.send_reply_imm_async(
-            node,
-            port_priority,
-            msg.0 as *const _,
-            msg.1,
-            reply.0 as *mut _,
-            reply.1,
-        )
-    };
+    let id = unsafe { kernel.send_reply_imm_async(node, port_priority, msg, msg_len, reply, room) };
     let reaped = (id > 0).then(|| kernel.async_wait(id as u64, 0));
     (id, reaped)
 }
@@ -212,10 +192,8 @@ fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nod
     let msg = (request.as_ptr() as usize, request.len() as u64);
     let room = (reply.as_mut_ptr() as usize, reply.len() as u64);
     let service = port_priority(SERVICE_PORT, PRIORITY_NONE);
-    let (unused, nonblock) = (
-        port_priority(UNUSED_PORT, PRIORITY_NONE),
-        service | SEND_NONBLOCK,
-    );
+    let unused = port_priority(UNUSED_PORT, PRIORITY_NONE);
+    let nonblock = service | SEND_NONBLOCK;
     let (unmapped, empty, null) = ((UNMAPPED, msg.1), (msg.0, 0), (0, 64));
     let cases: [BadCase; 5] = [
         ("an unregistered port", unused, msg, room, ECONNREFUSED),
@@ -230,11 +208,8 @@ fn bad_arguments<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, nod
             Some(ret) => Err(format!("was posted (reaped: {})", describe_result(ret))),
             None => expect_errno(id, errno),
         };
-        let point = format!(
-            "node {me} -> {}: send_reply_imm_async with {what} returns -{}",
-            target_name(me, node),
-            crate::errno::errno_name(errno)
-        );
+        let (to, errno) = (target_name(me, node), crate::errno::errno_name(errno));
+        let point = format!("node {me} -> {to}: send_reply_imm_async with {what} returns -{errno}");
         tap.check(&point, outcome);
     }
     let (id, reaped) = post_raw(kernel, node, service, msg, (UNMAPPED, 64));

@@ -94,6 +94,24 @@ fn all_nodes(nodes: u32) -> Vec<u32> {
     (1..=nodes).collect()
 }
 
+/// Whether `handle` reads back exactly `expected` from offset 0.
+fn reads_back<K: Kernel>(kernel: &K, handle: u64, pw: u64, expected: &[u8]) -> Result<(), String> {
+    let back = read_vec(kernel, handle, 0, expected.len(), pw)?;
+    pattern::verify_bytes(&back, expected, 0).map_err(|m| m.to_string())
+}
+
+/// Whether `handle` reads back `len` bytes of the pattern of `seed`.
+fn reads_pattern<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    len: usize,
+    pw: u64,
+    seed: u64,
+) -> Result<(), String> {
+    let back = read_vec(kernel, handle, 0, len, pw)?;
+    pattern::verify(seed, 0, &back).map_err(|m| m.to_string())
+}
+
 fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes, password) = (at.me, at.nodes, at.password);
     let len = DATA_LEN + SLOTS_LEN;
@@ -102,16 +120,10 @@ fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) ->
     let name = name_of(WRAP, me);
     // SAFETY: `data` is readable for `len` bytes.
     let ret = unsafe { kernel.wrap_alloc(data.as_ptr().cast(), len as u64, name, password) };
-    let handle = check_handle(
-        tap,
-        &format!("node {me}: wrap_alloc of {len} B under name {name:#x} returns a handle"),
-        ret,
-    );
-    tap.check(
-        &format!("node {me}: the wrapped LMR holds a copy of the data"),
-        read_vec(kernel, handle, 0, len, password)
-            .and_then(|back| pattern::verify_bytes(&back, &data, 0).map_err(|m| m.to_string())),
-    );
+    let point = format!("node {me}: wrap_alloc of {len} B under name {name:#x} returns a handle");
+    let handle = check_handle(tap, &point, ret);
+    let point = format!("node {me}: the wrapped LMR holds a copy of the data");
+    tap.check(&point, reads_back(kernel, handle, password, &data));
     // SAFETY: as above.
     let again = unsafe { kernel.wrap_alloc(data.as_ptr().cast(), 16, name, password) };
     if again > 0 {
@@ -122,65 +134,46 @@ fn wrapped_names<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) ->
     barrier(kernel, tap, nodes, "publishing the wrapped names")?;
 
     for owner in all_nodes(nodes) {
-        let owner_name = name_of(WRAP, owner);
-        let owner_pw = password_of(owner);
-        let what = format!("node {me}: ask_lmr(node {owner}, wrapped name) with a wrong password");
+        let (owner_name, owner_pw) = (name_of(WRAP, owner), password_of(owner));
         let ret = kernel.ask_lmr(owner, owner_name, PERM_READ, owner_pw ^ 0x55);
+        let what = format!("node {me}: ask_lmr(node {owner}, wrapped name) with a wrong password");
         check_errno(tap, &what, ret, libc::EACCES);
-        let what = format!("node {me}: ask_lmr(node {owner}) of an unpublished name");
         let ret = kernel.ask_lmr(owner, name_of(WRAP + 1, owner), PERM_READ, owner_pw);
+        let what = format!("node {me}: ask_lmr(node {owner}) of an unpublished name");
         check_errno(tap, &what, ret, libc::ENOENT);
         let ret = kernel.ask_lmr(owner, owner_name, PERM_READ | PERM_WRITE, owner_pw);
-        let mapping = check_handle(
-            tap,
-            &format!("node {me}: ask_lmr(node {owner}, wrapped name, READ|WRITE) returns a handle"),
-            ret,
-        );
-        tap.check(
-            &format!("node {me}: node {owner}'s wrapped data reads back through the mapping"),
-            read_vec(kernel, mapping, 0, DATA_LEN, owner_pw).and_then(|back| {
-                pattern::verify(data_seed(owner, WRAP), 0, &back).map_err(|m| m.to_string())
-            }),
-        );
+        let point =
+            format!("node {me}: ask_lmr(node {owner}, wrapped name, READ|WRITE) returns a handle");
+        let mapping = check_handle(tap, &point, ret);
+        let point =
+            format!("node {me}: node {owner}'s wrapped data reads back through the mapping");
+        let seed = data_seed(owner, WRAP);
+        let read = reads_pattern(kernel, mapping, DATA_LEN, owner_pw, seed);
+        tap.check(&point, read);
         let offset = (DATA_LEN + SLOT * me as usize) as u64;
-        tap.check(
-            &format!("node {me}: write into node {owner}'s wrapped LMR (WRITE granted) returns 0"),
-            write_ok(kernel, mapping, offset, &stamp(me, owner, WRAP), owner_pw),
-        );
-        tap.check(
-            &format!("node {me}: umap_lmr of the mapping of node {owner}'s wrapped LMR returns 0"),
-            expect_zero(kernel.umap_lmr(mapping)),
-        );
-        let mut buf = [0u8; 16];
-        let point = format!(
-            "node {me}: read through the unmapped handle of node {owner}'s LMR returns -EBADF"
-        );
-        tap.check(
-            &point,
-            expect_errno(read_at(kernel, mapping, 0, &mut buf, owner_pw), libc::EBADF),
-        );
+        let point =
+            format!("node {me}: write into node {owner}'s wrapped LMR (WRITE granted) returns 0");
+        let mine = stamp(me, owner, WRAP);
+        tap.check(&point, write_ok(kernel, mapping, offset, &mine, owner_pw));
+        let point =
+            format!("node {me}: umap_lmr of the mapping of node {owner}'s wrapped LMR returns 0");
+        check_zero(tap, &point, kernel.umap_lmr(mapping));
+        let ret = read_at(kernel, mapping, 0, &mut [0u8; 16], owner_pw);
+        let what = format!("node {me}: read through the unmapped handle of node {owner}'s LMR");
+        check_errno(tap, &what, ret, libc::EBADF);
         let what = format!("node {me}: umap_lmr of node {owner}'s LMR again");
         check_errno(tap, &what, kernel.umap_lmr(mapping), libc::EBADF);
     }
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        "every node wrote into every wrapped LMR",
-    )?;
+    let after = "every node wrote into every wrapped LMR";
+    barrier(kernel, tap, nodes, after)?;
 
     let expected = expected_with_stamps(me, WRAP, len, &all_nodes(nodes));
-    tap.check(
-        &format!("node {me}: the wrapped LMR holds the writes of nodes 1..={nodes} and nothing else changed"),
-        read_vec(kernel, handle, 0, len, password)
-            .and_then(|back| pattern::verify_bytes(&back, &expected, 0).map_err(|m| m.to_string())),
+    let point = format!(
+        "node {me}: the wrapped LMR holds the writes of nodes 1..={nodes} and nothing else changed"
     );
-    let ret = kernel.free(handle);
-    check_zero(
-        tap,
-        &format!("node {me}: free of the wrapped LMR returns 0"),
-        ret,
-    );
+    tap.check(&point, reads_back(kernel, handle, password, &expected));
+    let point = format!("node {me}: free of the wrapped LMR returns 0");
+    check_zero(tap, &point, kernel.free(handle));
     Ok(())
 }
 
@@ -194,21 +187,20 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
     let handle = lmr.as_ref().map_or(0, Region::handle);
     let mut contents = vec![0u8; PERM_LMR_SIZE];
     pattern::fill(seed, 0, &mut contents);
+    let filled = lmr.as_ref().map_err(Clone::clone).map(Region::handle);
+    let filled = filled.and_then(|lmr| write_ok(kernel, lmr, 0, &contents, password));
     tap.check(
         &format!("node {me}: {PERM_LMR_SIZE} B LMR on node {next} to publish with restricted permissions allocated and filled"),
-        lmr.as_ref()
-            .map_err(Clone::clone)
-            .and_then(|lmr| write_ok(kernel, lmr.handle(), 0, &contents, password)),
+        filled,
     );
     for (kind, perms, what) in [
         (READ_ONLY, PERM_READ, "READ"),
         (WRITE_ONLY, PERM_WRITE, "WRITE"),
         (READ_WRITE, PERM_READ | PERM_WRITE, "READ|WRITE"),
     ] {
-        tap.check(
-            &format!("node {me}: add_ask_mr_table granting {what} returns 0"),
-            expect_zero(kernel.add_ask_mr_table(name_of(kind, me), handle, perms, password)),
-        );
+        let point = format!("node {me}: add_ask_mr_table granting {what} returns 0");
+        let ret = kernel.add_ask_mr_table(name_of(kind, me), handle, perms, password);
+        check_zero(tap, &point, ret);
     }
     let what = format!("node {me}: add_ask_mr_table of a name already published");
     let ret = kernel.add_ask_mr_table(name_of(READ_ONLY, me), handle, PERM_READ, password);
@@ -224,10 +216,9 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
         expect_errno(published, libc::EPERM)?;
         expect_zero(deregistered).map_err(|e| format!("deregister: {e}"))
     });
-    tap.check(
-        &format!("node {me}: add_ask_mr_table of an LMR registered without SHARE returns -EPERM"),
-        outcome,
-    );
+    let point =
+        format!("node {me}: add_ask_mr_table of an LMR registered without SHARE returns -EPERM");
+    tap.check(&point, outcome);
     barrier(kernel, tap, nodes, "publishing the restricted names")?;
 
     // Use the names of the previous node in the ring, so that every
@@ -237,22 +228,17 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
     let at = |what: &str| format!("node {me}: {what} (names of node {owner})");
     let mut buf = vec![0u8; 16];
     let scratch = buf.as_mut_ptr().cast::<c_void>();
+    let ask = |kind, perms| kernel.ask_lmr(owner, name_of(kind, owner), perms, pw);
 
-    let ret = kernel.ask_lmr(owner, name_of(READ_ONLY, owner), PERM_WRITE, pw);
+    let ret = ask(READ_ONLY, PERM_WRITE);
     let what = "ask_lmr asking only WRITE of a READ-only name";
     check_errno_at(tap, &at, what, ret, EPERM);
-    let ro = check_handle(
-        tap,
-        &at("ask_lmr asking READ|WRITE of a READ-only name returns a handle"),
-        kernel.ask_lmr(owner, name_of(READ_ONLY, owner), PERM_READ | PERM_WRITE, pw),
-    );
-    tap.check(
-        &at("read through the READ-only mapping works"),
-        read_vec(kernel, ro, 0, PERM_LMR_SIZE, pw).and_then(|back| {
-            let seed = pattern::seed(&[u64::from(owner), 0x9e53]);
-            pattern::verify(seed, 0, &back).map_err(|m| m.to_string())
-        }),
-    );
+    let point = at("ask_lmr asking READ|WRITE of a READ-only name returns a handle");
+    let ro = check_handle(tap, &point, ask(READ_ONLY, PERM_READ | PERM_WRITE));
+    let owner_seed = pattern::seed(&[u64::from(owner), 0x9e53]);
+    let point = at("read through the READ-only mapping works");
+    let read = reads_pattern(kernel, ro, PERM_LMR_SIZE, pw, owner_seed);
+    tap.check(&point, read);
     let mut denied = |what: &str, ret| check_errno_at(tap, &at, what, ret, EPERM);
     let ret = write_at(kernel, ro, 0, &[1u8; 16], pw);
     denied("rdma_write without WRITE", ret);
@@ -272,16 +258,8 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
     let ret = kernel.add_ask_mr_table(name_of(0x4d41, me), ro, PERM_READ, pw);
     check_errno_at(tap, &at, "add_ask_mr_table of a mapping", ret, libc::EINVAL);
 
-    let wo = check_handle(
-        tap,
-        &at("ask_lmr asking READ|WRITE of a WRITE-only name returns a handle"),
-        kernel.ask_lmr(
-            owner,
-            name_of(WRITE_ONLY, owner),
-            PERM_READ | PERM_WRITE,
-            pw,
-        ),
-    );
+    let point = at("ask_lmr asking READ|WRITE of a WRITE-only name returns a handle");
+    let wo = check_handle(tap, &point, ask(WRITE_ONLY, PERM_READ | PERM_WRITE));
     let ret = read_at(kernel, wo, 0, &mut [0u8; 16], pw);
     check_errno_at(tap, &at, "rdma_read without READ", ret, EPERM);
     let outcome = expect_async_read_errno(kernel, wo, scratch, 16, 0, pw, EPERM);
@@ -289,27 +267,13 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
     tap.check(&point, outcome);
     let ret = kernel.memcpy(wo, 0, wo, 4096, 16);
     check_errno_at(tap, &at, "memcpy from a source without READ", ret, EPERM);
-    tap.check(
-        &at("rdma_write through the WRITE-only mapping returns 0"),
-        write_ok(kernel, wo, 0, &stamp(me, owner, WRITE_ONLY), pw),
-    );
-    let rw = check_handle(
-        tap,
-        &at("ask_lmr asking READ|WRITE|SHARE of a READ|WRITE name returns a handle"),
-        kernel.ask_lmr(
-            owner,
-            name_of(READ_WRITE, owner),
-            PERM_READ | PERM_WRITE | PERM_SHARE,
-            pw,
-        ),
-    );
-    tap.check(
-        &at("the READ|WRITE mapping sees the write made through the WRITE-only one"),
-        read_vec(kernel, rw, 0, STAMP, pw).and_then(|back| {
-            pattern::verify_bytes(&back, &stamp(me, owner, WRITE_ONLY), 0)
-                .map_err(|m| m.to_string())
-        }),
-    );
+    let written = stamp(me, owner, WRITE_ONLY);
+    let point = at("rdma_write through the WRITE-only mapping returns 0");
+    tap.check(&point, write_ok(kernel, wo, 0, &written, pw));
+    let point = at("ask_lmr asking READ|WRITE|SHARE of a READ|WRITE name returns a handle");
+    let rw = check_handle(tap, &point, ask(READ_WRITE, PERM_ALL));
+    let point = at("the READ|WRITE mapping sees the write made through the WRITE-only one");
+    tap.check(&point, reads_back(kernel, rw, pw, &written));
     let point = at("remote_memset through the READ|WRITE mapping returns 0");
     check_zero(tap, &point, kernel.remote_memset(rw, 4096, 16, 0x77));
     for (handle, what) in [(ro, "READ-only"), (wo, "WRITE-only"), (rw, "READ|WRITE")] {
@@ -322,63 +286,57 @@ fn permissions<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> I
     // The node after this one uses its names.
     contents[..STAMP].copy_from_slice(&stamp(next, me, WRITE_ONLY));
     contents[4096..4096 + 16].fill(0x77);
-    tap.check(
-        &format!("node {me}: the restricted LMR holds only the permitted writes"),
-        read_vec(kernel, handle, 0, PERM_LMR_SIZE, password)
-            .and_then(|back| pattern::verify_bytes(&back, &contents, 0).map_err(|m| m.to_string())),
-    );
-    tap.check(
-        &format!("node {me}: free of the restricted LMR returns 0"),
-        lmr.and_then(Region::free),
-    );
+    let point = format!("node {me}: the restricted LMR holds only the permitted writes");
+    tap.check(&point, reads_back(kernel, handle, password, &contents));
+    let point = format!("node {me}: free of the restricted LMR returns 0");
+    tap.check(&point, lmr.and_then(Region::free));
     Ok(())
+}
+
+/// `register_lmr` of `len` bytes at `start` of `pages` with every
+/// permission; -ENOMEM when the pages could not be mapped.
+fn register_all<K: Kernel>(
+    kernel: &K,
+    pages: &Result<UserPages, String>,
+    (start, len): (usize, usize),
+    pw: u64,
+) -> libc::c_long {
+    match pages {
+        // SAFETY: the callers deregister before dropping the pages.
+        Ok(pages) => unsafe { pages.register(kernel, (start, len as u64), PERM_ALL, pw) },
+        Err(_) => -libc::c_long::from(libc::ENOMEM),
+    }
 }
 
 fn revocation<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes, password) = (at.me, at.nodes, at.password);
     let next = next_node(me, nodes);
-    let allocated = check_handle(
-        tap,
-        &format!("node {me}: 65536 B LMR on node {next} to revoke allocated"),
-        kernel.alloc_remote(next, 65536, 0, password),
-    );
+    let point = format!("node {me}: 65536 B LMR on node {next} to revoke allocated");
+    let allocated = check_handle(tap, &point, kernel.alloc_remote(next, 65536, 0, password));
     let pages = UserPages::new(8192);
-    let registered = pages
-        .as_ref()
-        .map_or(-libc::c_long::from(libc::ENOMEM), |pages| {
-            // SAFETY: the pages stay mapped until deregistered below.
-            unsafe { pages.register(kernel, (0, 8192), PERM_ALL, password) }
-        });
-    let registered = check_handle(
-        tap,
-        &format!("node {me}: 8192 B buffer to revoke registered"),
-        registered,
-    );
-    for (kind, handle, what) in [
+    let registered = register_all(kernel, &pages, (0, 8192), password);
+    let point = format!("node {me}: 8192 B buffer to revoke registered");
+    let registered = check_handle(tap, &point, registered);
+    let revoked = [
         (REVOKE_ALLOC, allocated, "allocated"),
         (REVOKE_REG, registered, "registered"),
-    ] {
-        tap.check(
-            &format!("node {me}: publish the {what} LMR to revoke"),
-            publish(kernel, name_of(kind, me), handle, password),
-        );
+    ];
+    for (kind, handle, what) in revoked {
+        let point = format!("node {me}: publish the {what} LMR to revoke");
+        tap.check(&point, publish(kernel, name_of(kind, me), handle, password));
     }
     barrier(kernel, tap, nodes, "publishing the LMRs to revoke")?;
 
     let owner = previous_node(me, nodes);
     let pw = password_of(owner);
     let mut mappings = Vec::new();
-    for (kind, what) in [(REVOKE_ALLOC, "allocated"), (REVOKE_REG, "registered")] {
-        let mapping = check_handle(
-            tap,
-            &format!("node {me}: map node {owner}'s {what} LMR to be revoked"),
-            kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ | PERM_WRITE, pw),
-        );
-        let mut buf = [0u8; 16];
-        tap.check(
-            &format!("node {me}: read node {owner}'s {what} LMR before revocation returns 0"),
-            expect_zero(read_at(kernel, mapping, 0, &mut buf, pw)),
-        );
+    for (kind, _, what) in revoked {
+        let point = format!("node {me}: map node {owner}'s {what} LMR to be revoked");
+        let ret = kernel.ask_lmr(owner, name_of(kind, owner), PERM_READ | PERM_WRITE, pw);
+        let mapping = check_handle(tap, &point, ret);
+        let point =
+            format!("node {me}: read node {owner}'s {what} LMR before revocation returns 0");
+        check_zero(tap, &point, read_at(kernel, mapping, 0, &mut [0u8; 16], pw));
         mappings.push((kind, mapping, what));
     }
     barrier(kernel, tap, nodes, "mapping the LMRs to revoke")?;
@@ -425,33 +383,20 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
     let mut buffers = Vec::new();
     for (kind, what, start) in layouts {
         let pages = UserPages::new(start + len);
-        let handle = match &pages {
-            Ok(pages) => {
-                let mut data = vec![0u8; len];
-                pattern::fill(data_seed(me, kind), 0, &mut data);
-                pages.store(start, &data);
-                // SAFETY: the pages stay mapped until deregistered below.
-                unsafe { pages.register(kernel, (start, len as u64), PERM_ALL, password) }
-            }
-            Err(_) => -libc::c_long::from(libc::ENOMEM),
-        };
-        let handle = check_handle(
-            tap,
-            &format!("node {me}: register_lmr of a {what} {len} B buffer returns a handle"),
-            handle,
-        );
-        tap.check(
-            &format!("node {me}: publish the {what} registered buffer"),
-            publish(kernel, name_of(kind, me), handle, password),
-        );
+        if let Ok(pages) = &pages {
+            let mut data = vec![0u8; len];
+            pattern::fill(data_seed(me, kind), 0, &mut data);
+            pages.store(start, &data);
+        }
+        let handle = register_all(kernel, &pages, (start, len), password);
+        let point = format!("node {me}: register_lmr of a {what} {len} B buffer returns a handle");
+        let handle = check_handle(tap, &point, handle);
+        let point = format!("node {me}: publish the {what} registered buffer");
+        tap.check(&point, publish(kernel, name_of(kind, me), handle, password));
         buffers.push((kind, what, start, pages, handle));
     }
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        "registering and publishing user buffers",
-    )?;
+    let after = "registering and publishing user buffers";
+    barrier(kernel, tap, nodes, after)?;
 
     for owner in all_nodes(nodes) {
         let pw = password_of(owner);
@@ -472,12 +417,8 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
             );
         }
     }
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        "every node wrote into every registered buffer",
-    )?;
+    let after = "every node wrote into every registered buffer";
+    barrier(kernel, tap, nodes, after)?;
 
     for (kind, what, start, pages, handle) in buffers {
         let expected = expected_with_stamps(me, kind, len, &all_nodes(nodes));
@@ -486,10 +427,9 @@ fn registered_memory<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node
                 .map_err(|m| m.to_string()),
             Err(e) => Err(e.clone()),
         };
-        tap.check(
-            &format!("node {me}: its own {what} buffer shows the writes of nodes 1..={nodes}"),
-            outcome,
-        );
+        let point =
+            format!("node {me}: its own {what} buffer shows the writes of nodes 1..={nodes}");
+        tap.check(&point, outcome);
         let point = format!("node {me}: deregister_lmr of the {what} buffer returns 0");
         check_zero(tap, &point, kernel.deregister_lmr(handle));
         drop(pages);

@@ -63,6 +63,14 @@ impl CallTimes {
         self.max_ms[i] = self.max_ms[i].max(ms);
     }
 
+    /// Makes `call`, noting its time as that of call `i`.
+    fn time<T>(&mut self, i: usize, call: impl FnOnce() -> T) -> T {
+        let started = Instant::now();
+        let result = call();
+        self.note(i, started.elapsed());
+        result
+    }
+
     /// As a child reports them: `total max` per call, in [`CALLS`] order.
     fn encode(&self) -> String {
         let fields: Vec<String> = (0..CALLS.len())
@@ -73,18 +81,14 @@ impl CallTimes {
 
     /// Reads [`CallTimes::encode`]'s text.
     fn decode(text: &str) -> Option<CallTimes> {
-        let numbers: Vec<u64> = text
-            .split_whitespace()
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .ok()?;
+        let numbers: Result<Vec<u64>, _> = text.split_whitespace().map(str::parse).collect();
+        let numbers = numbers.ok()?;
         if numbers.len() != 2 * CALLS.len() {
             return None;
         }
         let mut times = CallTimes::default();
-        for i in 0..CALLS.len() {
-            times.total_ms[i] = numbers[2 * i];
-            times.max_ms[i] = numbers[2 * i + 1];
+        for (i, total_and_max) in numbers.chunks(2).enumerate() {
+            (times.total_ms[i], times.max_ms[i]) = (total_and_max[0], total_and_max[1]);
         }
         Some(times)
     }
@@ -95,11 +99,8 @@ impl CallTimes {
             .iter()
             .enumerate()
             .map(|(i, call)| {
-                format!(
-                    "{call} mean {} ms, max {} ms",
-                    self.total_ms[i] / u64::from(count.max(1)),
-                    self.max_ms[i]
-                )
+                let (mean, max) = (self.total_ms[i] / u64::from(count.max(1)), self.max_ms[i]);
+                format!("{call} mean {mean} ms, max {max} ms")
             })
             .collect();
         parts.join("; ")
@@ -129,14 +130,9 @@ pub(super) fn run<K: Kernel, W: Write>(
     let mut outcome = Ok(());
     let mut children = Vec::new();
     for index in 0..CHILDREN {
-        let args = [
-            KIND.to_string(),
-            me.to_string(),
-            index.to_string(),
-            nodes.to_string(),
-            password.to_string(),
-        ];
-        match spawn(&args) {
+        let numbers = [u64::from(me), u64::from(index), u64::from(nodes), password];
+        let [me, index, nodes, password] = numbers.map(|number| number.to_string());
+        match spawn(&[KIND.into(), me, index, nodes, password]) {
             Ok(mut child) => {
                 let out = child.stdout.take().map(BufReader::new);
                 children.push((child, out));
@@ -193,14 +189,9 @@ impl CpuTicks {
     }
 
     fn parse(text: &str) -> Option<CpuTicks> {
-        let fields: Vec<u64> = text
-            .lines()
-            .next()?
-            .strip_prefix("cpu ")?
-            .split_whitespace()
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .ok()?;
+        let cpu = text.lines().next()?.strip_prefix("cpu ")?;
+        let fields: Result<Vec<u64>, _> = cpu.split_whitespace().map(str::parse).collect();
+        let fields = fields.ok()?;
         let field = |i: usize| fields.get(i).copied().unwrap_or(0);
         Some(CpuTicks {
             user: field(0) + field(1),
@@ -266,26 +257,16 @@ fn cycle<K: Kernel>(
     let len = usize::try_from(size).map_err(|_| format!("size {size}"))?;
     let mut data = vec![0u8; len];
     pattern::fill(seed, 0, &mut data);
-    let mut timed = |i: usize, started: Instant| times.note(i, started.elapsed());
-    let started = Instant::now();
-    let handle = handle_of(
-        kernel.alloc_remote(target, size, 0, password),
-        "alloc_remote",
-    );
-    timed(0, started);
-    let handle = handle?;
-    let started = Instant::now();
-    let written = write_ok(kernel, handle, 0, &data, password);
-    timed(1, started);
-    let started = Instant::now();
-    let checked = written.and_then(|()| read_vec(kernel, handle, 0, len, password));
-    timed(2, started);
+    let handle = times.time(0, || kernel.alloc_remote(target, size, 0, password));
+    let handle = handle_of(handle, "alloc_remote")?;
+    let written = times.time(1, || write_ok(kernel, handle, 0, &data, password));
+    let checked = times.time(2, || {
+        written.and_then(|()| read_vec(kernel, handle, 0, len, password))
+    });
     let checked = checked
         .and_then(|back| pattern::verify(seed, 0, &back).map_err(|m| format!("read back: {m:?}")));
-    let started = Instant::now();
-    let freed = expect_zero(kernel.free(handle)).map_err(|e| format!("free: {e}"));
-    timed(3, started);
-    checked.and(freed)
+    let freed = times.time(3, || kernel.free(handle));
+    checked.and(expect_zero(freed).map_err(|e| format!("free: {e}")))
 }
 
 #[cfg(test)]

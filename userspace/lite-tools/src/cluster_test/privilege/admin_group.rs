@@ -35,7 +35,7 @@ use std::str::FromStr;
 use lite::sys::CM_DEFAULT_PORT;
 
 use super::super::processes::{child_args, run_child};
-use super::{in_child, report_as_user, ChildPoints, NOBODY};
+use super::{in_child, report, report_as_user, ChildPoints, NOBODY};
 use crate::cluster_test::io::unless;
 use crate::cluster_test::join_with_text;
 use crate::debugfs::{parse_admin_group, ADMIN_GROUP_FILE, NO_ADMIN_GROUP};
@@ -49,6 +49,9 @@ const KIND: &str = "admin-group";
 
 /// The administrators' group node N sets is `GID_BASE + N`.
 const GID_BASE: u32 = 4300;
+
+/// Why the group cannot be checked without debugfs.
+const NO_DEBUGFS: &str = "this kernel has no debugfs";
 
 /// What LITE's privilege check must make of a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,11 +105,12 @@ child_args!(GroupProbe, KIND, "CM GID VERDICT", {
 /// is `cm` (see the module comment); reports as test points.
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm: Ipv4Addr) {
     let group = GID_BASE + me;
-    let Some(first_read) = kernel.read_debugfs(ADMIN_GROUP_FILE) else {
-        tap.skip(
-            &format!("node {me}: members of the group in {ADMIN_GROUP_FILE} pass the privilege check of lite_join"),
-            "this kernel has no debugfs",
+    let file = ADMIN_GROUP_FILE;
+    let Some(first_read) = kernel.read_debugfs(file) else {
+        let point = format!(
+            "node {me}: members of the group in {file} pass the privilege check of lite_join"
         );
+        tap.skip(&point, NO_DEBUGFS);
         return;
     };
     if !kernel.spawns_processes() {
@@ -117,62 +121,39 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32, cm
     let original = first_read
         .map_err(|e| format!("reading it: {}", describe_error(&e)))
         .and_then(|text| parse_admin_group(&text));
-    tap.check(
-        &format!("node {me}: {ADMIN_GROUP_FILE} reads {NO_ADMIN_GROUP} (no group), its default"),
-        original.clone().and_then(|gid| {
-            unless(gid == NO_ADMIN_GROUP, || {
-                format!("it reads {gid} (put back at the end)")
-            })
-        }),
-    );
-    tap.check(
-        &format!("node {me}: root writes {group} to {ADMIN_GROUP_FILE}, which then reads {group}"),
-        set_group(kernel, group),
-    );
+    let default = original.clone().and_then(|gid| {
+        unless(gid == NO_ADMIN_GROUP, || {
+            format!("it reads {gid} (put back at the end)")
+        })
+    });
+    let point = format!("node {me}: {file} reads {NO_ADMIN_GROUP} (no group), its default");
+    tap.check(&point, default);
+    let point = format!("node {me}: root writes {group} to {file}, which then reads {group}");
+    tap.check(&point, set_group(kernel, group));
     let too_big = u64::from(NO_ADMIN_GROUP) + 1;
-    tap.check(
-        &format!("node {me}: root gets EINVAL writing {too_big} to {ADMIN_GROUP_FILE}, which still reads {group}"),
-        refused_write(kernel, &too_big.to_string(), &[libc::EINVAL])
-            .and_then(|()| reads(kernel, group)),
+    let refused = refused_write(kernel, &too_big.to_string(), &[libc::EINVAL]);
+    let point = format!(
+        "node {me}: root gets EINVAL writing {too_big} to {file}, which still reads {group}"
     );
-    let member = GroupProbe {
-        cm,
-        gid: group,
-        verdict: Verdict::Admitted,
+    tap.check(&point, refused.and_then(|()| reads(kernel, group)));
+    let probe = |tap: &mut Tap<W>, gid, verdict, situation: &str| {
+        probe_process(kernel, tap, me, GroupProbe { cm, gid, verdict }, situation);
     };
-    probe_process(kernel, tap, me, member, "the admin group");
-    let outsider = GroupProbe {
-        cm,
-        gid: NOBODY,
-        verdict: Verdict::Refused,
-    };
-    probe_process(
-        kernel,
-        tap,
-        me,
-        outsider,
-        &format!("not admin group {group}"),
+    probe(tap, group, Verdict::Admitted, "the admin group");
+    let outsider = format!("not admin group {group}");
+    probe(tap, NOBODY, Verdict::Refused, &outsider);
+    let point =
+        format!("node {me}: {file} still reads {group} after the unprivileged processes' writes");
+    tap.check(&point, reads(kernel, group));
+    let point = format!(
+        "node {me}: root writes {NO_ADMIN_GROUP} to {file}, which then reads {NO_ADMIN_GROUP}"
     );
-    tap.check(
-        &format!("node {me}: {ADMIN_GROUP_FILE} still reads {group} after the unprivileged processes' writes"),
-        reads(kernel, group),
-    );
-    tap.check(
-        &format!("node {me}: root writes {NO_ADMIN_GROUP} to {ADMIN_GROUP_FILE}, which then reads {NO_ADMIN_GROUP}"),
-        set_group(kernel, NO_ADMIN_GROUP),
-    );
-    let former_member = GroupProbe {
-        cm,
-        gid: group,
-        verdict: Verdict::Refused,
-    };
-    probe_process(kernel, tap, me, former_member, "no longer the admin group");
+    tap.check(&point, set_group(kernel, NO_ADMIN_GROUP));
+    probe(tap, group, Verdict::Refused, "no longer the admin group");
     if let Ok(gid) = original {
         if gid != NO_ADMIN_GROUP {
-            tap.check(
-                &format!("node {me}: {ADMIN_GROUP_FILE} is set back to {gid}, what it read before"),
-                set_group(kernel, gid),
-            );
+            let point = format!("node {me}: {file} is set back to {gid}, what it read before");
+            tap.check(&point, set_group(kernel, gid));
         }
     }
 }
@@ -195,21 +176,12 @@ fn probe_process<K: Kernel, W: Write>(
     } else if let Some(process) = kernel.process_of_user_and_group(NOBODY, gid) {
         report(tap, &who, group_calls(&process, probe));
     } else {
-        let errno = join_errno(probe.verdict);
+        let errno = errno_name(join_errno(probe.verdict));
+        let point = format!("{who} gets -{errno} from lite_join");
         tap.skip(
-            &format!("{who} gets -{} from lite_join", errno_name(errno)),
+            &point,
             "this kernel offers no process of another user and group",
         );
-    }
-}
-
-/// Reports a process's points, each prefixed with `who`.
-fn report<W: Write>(tap: &mut Tap<W>, who: &str, points: ChildPoints) {
-    if points.is_empty() {
-        tap.not_ok(&format!("{who} reports its calls"), "it reported nothing");
-    }
-    for (what, outcome) in points {
-        tap.check(&format!("{who} {what}"), outcome);
     }
 }
 
@@ -236,73 +208,55 @@ fn group_calls<K: Kernel>(kernel: &K, probe: GroupProbe) -> ChildPoints {
         Verdict::Admitted => ", having passed the privilege check on a member node",
         Verdict::Refused => "",
     };
+    let gets = |errno, call: &str, ret| {
+        let point = format!("gets -{} from {call}", errno_name(errno));
+        (point, expect_errno(ret, errno))
+    };
+    let join = format!("lite_join({cm}, {CM_DEFAULT_PORT}, {IB_PORT}){member_node}");
+    let bad_join = format!("lite_join(\"not-an-ip\"), {why}");
+    let no_group = NO_ADMIN_GROUP.to_string();
     vec![
-        (
-            format!(
-                "gets -{} from lite_join({cm}, {CM_DEFAULT_PORT}, {IB_PORT}){member_node}",
-                errno_name(real)
-            ),
-            expect_errno(join_with_text(kernel, &cm.to_string()), real),
-        ),
-        (
-            format!(
-                "gets -{} from lite_join(\"not-an-ip\"), {why}",
-                errno_name(bad_address)
-            ),
-            expect_errno(join_with_text(kernel, "not-an-ip"), bad_address),
-        ),
+        gets(real, &join, join_with_text(kernel, &cm.to_string())),
+        gets(bad_address, &bad_join, join_with_text(kernel, "not-an-ip")),
         (
             format!("gets EPERM or EACCES writing {NO_ADMIN_GROUP} to {ADMIN_GROUP_FILE}"),
-            refused_write(
-                kernel,
-                &NO_ADMIN_GROUP.to_string(),
-                &[libc::EPERM, libc::EACCES],
-            ),
+            refused_write(kernel, &no_group, &[libc::EPERM, libc::EACCES]),
         ),
     ]
 }
 
 /// Writes `gid` to the administrators' group file and reads it back.
 fn set_group<K: Kernel>(kernel: &K, gid: u32) -> Result<(), String> {
-    match kernel.write_debugfs(ADMIN_GROUP_FILE, &format!("{gid}\n")) {
-        None => return Err("this kernel has no debugfs".to_string()),
-        Some(Err(e)) => return Err(format!("writing it: {}", describe_error(&e))),
-        Some(Ok(())) => {}
-    }
+    let written = kernel.write_debugfs(ADMIN_GROUP_FILE, &format!("{gid}\n"));
+    written
+        .ok_or(NO_DEBUGFS)?
+        .map_err(|e| format!("writing it: {}", describe_error(&e)))?;
     reads(kernel, gid)
 }
 
 /// Whether the administrators' group file reads `gid`.
 fn reads<K: Kernel>(kernel: &K, gid: u32) -> Result<(), String> {
-    let text = match kernel.read_debugfs(ADMIN_GROUP_FILE) {
-        None => return Err("this kernel has no debugfs".to_string()),
-        Some(Err(e)) => return Err(format!("reading it: {}", describe_error(&e))),
-        Some(Ok(text)) => text,
-    };
-    match parse_admin_group(&text)? {
-        found if found == gid => Ok(()),
-        found => Err(format!("it reads {found}")),
-    }
+    let text = kernel.read_debugfs(ADMIN_GROUP_FILE).ok_or(NO_DEBUGFS)?;
+    let text = text.map_err(|e| format!("reading it: {}", describe_error(&e)))?;
+    let found = parse_admin_group(&text)?;
+    unless(found == gid, || format!("it reads {found}"))
 }
 
 /// Whether writing `number` to the administrators' group file fails with
 /// one of `errnos`.
 fn refused_write<K: Kernel>(kernel: &K, number: &str, errnos: &[i32]) -> Result<(), String> {
-    let expected = errnos
-        .iter()
-        .map(|&errno| errno_name(errno))
-        .collect::<Vec<_>>()
-        .join(" or ");
-    match kernel.write_debugfs(ADMIN_GROUP_FILE, &format!("{number}\n")) {
-        None => Err("this kernel has no debugfs".to_string()),
-        Some(Ok(())) => Err(format!("the write went through; expected {expected}")),
-        Some(Err(e))
+    let expected: Vec<&str> = errnos.iter().map(|&errno| errno_name(errno)).collect();
+    let expected = expected.join(" or ");
+    let written = kernel.write_debugfs(ADMIN_GROUP_FILE, &format!("{number}\n"));
+    match written.ok_or(NO_DEBUGFS)? {
+        Ok(()) => Err(format!("the write went through; expected {expected}")),
+        Err(e)
             if e.raw_os_error()
                 .is_some_and(|errno| errnos.contains(&errno)) =>
         {
             Ok(())
         }
-        Some(Err(e)) => Err(format!("expected {expected}, got {}", describe_error(&e))),
+        Err(e) => Err(format!("expected {expected}, got {}", describe_error(&e))),
     }
 }
 

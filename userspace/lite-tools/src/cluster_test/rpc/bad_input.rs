@@ -1,6 +1,6 @@
 //! Invalid arguments to every call, each with its exact errno.
 
-use libc::{EFAULT, EINVAL};
+use libc::{EADDRINUSE, EFAULT, EHOSTUNREACH, EINVAL};
 
 use super::*;
 use crate::cluster_test::INVALID_PRIORITY;
@@ -9,39 +9,37 @@ use crate::cluster_test::INVALID_PRIORITY;
 pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes) = (at.me, at.nodes);
     let long_name = "n".repeat(MAX_PORT_NAME + 1);
-    let registrations: [(String, u32, u64, &str, i32); 6] = [
+    let (big, long) = (MAX_MESSAGE_SIZE + 1, MAX_PORT_NAME + 1);
+    let registrations = [
         (
             format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)"),
             MAX_PORTS,
             64,
             "x",
-            libc::EINVAL,
+            EINVAL,
         ),
-        ("port 1000".into(), 1000, 64, "x", libc::EINVAL),
-        ("max size 0".into(), UNUSED_PORT, 0, "x", libc::EINVAL),
+        ("port 1000".into(), 1000, 64, "x", EINVAL),
+        ("max size 0".into(), UNUSED_PORT, 0, "x", EINVAL),
         (
-            format!(
-                "max size {} (over LITE_MAX_MESSAGE_SIZE)",
-                MAX_MESSAGE_SIZE + 1
-            ),
+            format!("max size {big} (over LITE_MAX_MESSAGE_SIZE)"),
             UNUSED_PORT,
-            MAX_MESSAGE_SIZE + 1,
+            big,
             "x",
-            libc::EINVAL,
+            EINVAL,
         ),
         (
-            format!("a {} B name (over LITE_MAX_PORT_NAME)", MAX_PORT_NAME + 1),
+            format!("a {long} B name (over LITE_MAX_PORT_NAME)"),
             UNUSED_PORT,
             64,
-            &long_name,
-            libc::EINVAL,
+            long_name.as_str(),
+            EINVAL,
         ),
         (
             format!("port {SERVICE_PORT} (already registered)"),
             SERVICE_PORT,
             64,
             "x",
-            libc::EADDRINUSE,
+            EADDRINUSE,
         ),
     ];
     for (what, port, max, name, errno) in registrations {
@@ -57,45 +55,43 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         kernel.unregister_application(UNUSED_PORT);
     }
     let what = "register_application with a NULL name of 4 B";
-    check_errno(tap, what, ret, libc::EFAULT);
+    check_errno(tap, what, ret, EFAULT);
     let what = format!("unregister_application(port {MAX_PORTS})");
-    let ret = kernel.unregister_application(MAX_PORTS);
-    check_errno(tap, &what, ret, libc::EINVAL);
+    check_errno(tap, &what, kernel.unregister_application(MAX_PORTS), EINVAL);
     let what = format!("unregister_application(port {UNUSED_PORT}), never registered,");
     let ret = kernel.unregister_application(UNUSED_PORT);
     check_errno(tap, &what, ret, libc::ENOENT);
 
     // Calls, sends and lookups aimed at nodes and ports that cannot be.
     let absent = MAX_NODES - 1;
-    let mut targets: Vec<(String, u32, u32, i32)> = vec![
+    let service = format!("port {SERVICE_PORT} of node");
+    let mut targets = vec![
         (
             format!("port {MAX_PORTS} (>= LITE_MAX_PORTS) of node {me}"),
             me,
             MAX_PORTS,
-            libc::EINVAL,
+            EINVAL,
         ),
         (
-            format!("port {SERVICE_PORT} of node 0 (never a member)"),
+            format!("{service} 0 (never a member)"),
             0,
             SERVICE_PORT,
-            libc::EHOSTUNREACH,
+            EHOSTUNREACH,
         ),
         (
-            format!("port {SERVICE_PORT} of node {MAX_NODES} (>= LITE_MAX_NODES)"),
+            format!("{service} {MAX_NODES} (>= LITE_MAX_NODES)"),
             MAX_NODES,
             SERVICE_PORT,
-            libc::EINVAL,
+            EINVAL,
         ),
     ];
-    let unreachable = format!("port {SERVICE_PORT} of node {absent} (not in the cluster)");
+    let unreachable = format!("{service} {absent} (not in the cluster)");
     if nodes < absent {
-        targets.push((unreachable, absent, SERVICE_PORT, libc::EHOSTUNREACH));
+        targets.push((unreachable, absent, SERVICE_PORT, EHOSTUNREACH));
     } else {
         for call in ["query_port", "send_reply_imm", "send"] {
-            tap.skip(
-                &format!("{call} to {unreachable}"),
-                "the cluster is large enough to include it",
-            );
+            let point = format!("{call} to {unreachable}");
+            tap.skip(&point, "the cluster is large enough to include it");
         }
     }
     let mut answer = [0u8; 16];
@@ -111,15 +107,14 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     let service = |priority| port_priority(SERVICE_PORT, priority);
     let to_me = format!("to port {SERVICE_PORT} of node {me}");
     let invalid = format!("with priority {INVALID_PRIORITY}");
+    let imm = |what: &str| format!("send_reply_imm {to_me} {what}");
     let ret = call(kernel, me, service(INVALID_PRIORITY), b"hello", &mut answer);
-    let what = format!("send_reply_imm {to_me} {invalid}");
-    check_errno(tap, &what, ret, EINVAL);
+    check_errno(tap, &imm(&invalid), ret, EINVAL);
     let ret = call(kernel, me, service(PRIORITY_NONE), &[], &mut answer);
-    check_errno(tap, &format!("send_reply_imm {to_me} of 0 B"), ret, EINVAL);
+    check_errno(tap, &imm("of 0 B"), ret, EINVAL);
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
     let reply = answer.as_mut_ptr().cast::<c_void>();
     let hello = b"hello".as_ptr().cast::<c_void>();
-    let imm = |what: &str| format!("send_reply_imm {to_me} {what}");
     // SAFETY (every call below): each buffer is live for the length given,
     // or is null or address 8 (never mapped), which the kernel must reject
     // without touching.
@@ -127,12 +122,8 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         let ret = kernel.send_reply_imm(me, SERVICE_PORT, unmapped, 16, reply, 16);
         check_errno(tap, &imm("from unmapped address 0x8"), ret, EFAULT);
         let ret = kernel.send_reply_imm(me, SERVICE_PORT, hello, 5, unmapped, 16);
-        check_errno(
-            tap,
-            &imm("with its reply to unmapped address 0x8"),
-            ret,
-            EFAULT,
-        );
+        let what = imm("with its reply to unmapped address 0x8");
+        check_errno(tap, &what, ret, EFAULT);
         let ret = kernel.send_reply_imm(me, SERVICE_PORT, ptr::null(), 16, reply, 16);
         check_errno(tap, &imm("with a NULL request of 16 B"), ret, EFAULT);
         let ret = kernel.send(me, service(INVALID_PRIORITY), hello, 2);
@@ -143,10 +134,9 @@ pub(super) fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
         let what = format!("send {to_me} from unmapped address 0x8");
         check_errno(tap, &what, ret, EFAULT);
     }
-    let mut buf = [0u8; 16];
-    let (ret, _) = receive(kernel, MAX_PORTS, &mut buf, true);
+    let (ret, _) = receive(kernel, MAX_PORTS, &mut [0u8; 16], RECV_NONBLOCK);
     let what = format!("receive_message on port {MAX_PORTS} (>= LITE_MAX_PORTS)");
-    check_errno(tap, &what, ret, libc::EINVAL);
+    check_errno(tap, &what, ret, EINVAL);
 
     bad_multicasts(kernel, tap, me);
     bad_remote_buffers(kernel, tap, at);
@@ -181,10 +171,8 @@ fn bad_remote_buffers<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
         let point = format!(
             "node {me} -> node {peer}: after those, an RPC of {size} B gets the transformed reply"
         );
-        tap.check(
-            &point,
-            transformed_call(kernel, peer, SERVICE_PORT, &request),
-        );
+        let served = transformed_call(kernel, peer, SERVICE_PORT, &request);
+        tap.check(&point, served);
     }
 }
 
@@ -198,51 +186,32 @@ fn bad_multicasts<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
         count: 1,
         ..multicast_args(&targets, &request, buffers, 16, SERVICE_PORT)
     };
-    let cases = [
-        (
-            "count 0".to_string(),
-            LiteMulticast { count: 0, ..valid },
-            libc::EINVAL,
-        ),
-        (
-            format!("count {} (over LITE_MAX_NODES)", MAX_NODES + 1),
-            LiteMulticast {
-                count: MAX_NODES + 1,
-                ..valid
-            },
-            libc::EINVAL,
-        ),
-        (
-            format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)"),
-            LiteMulticast {
-                port_priority: MAX_PORTS,
-                ..valid
-            },
-            libc::EINVAL,
-        ),
-        (
-            "a request of 0 B".to_string(),
-            LiteMulticast { size: 0, ..valid },
-            libc::EINVAL,
-        ),
-        (
-            "the node list at unmapped address 0x8".to_string(),
-            LiteMulticast { nodes: 8, ..valid },
-            libc::EFAULT,
-        ),
-        (
-            "the request at unmapped address 0x8".to_string(),
-            LiteMulticast { msg: 8, ..valid },
-            libc::EFAULT,
-        ),
-    ];
-    for (what, mut args, errno) in cases {
+    let mut refused = |what: &str, mut args: LiteMulticast, errno| {
         // SAFETY: every pointer in `args` is a live buffer at least as long
         // as `valid` describes, or an address the kernel must reject.
         let ret = unsafe { kernel.send_reply_multicast(&mut args) };
         let point = format!("node {me}: send_reply_multicast with {what}");
         check_errno(tap, &point, ret, errno);
-    }
+    };
+    refused("count 0", LiteMulticast { count: 0, ..valid }, EINVAL);
+    let count = MAX_NODES + 1;
+    let what = format!("count {count} (over LITE_MAX_NODES)");
+    refused(&what, LiteMulticast { count, ..valid }, EINVAL);
+    let what = format!("port {MAX_PORTS} (>= LITE_MAX_PORTS)");
+    let args = LiteMulticast {
+        port_priority: MAX_PORTS,
+        ..valid
+    };
+    refused(&what, args, EINVAL);
+    refused(
+        "a request of 0 B",
+        LiteMulticast { size: 0, ..valid },
+        EINVAL,
+    );
+    let what = "the node list at unmapped address 0x8";
+    refused(what, LiteMulticast { nodes: 8, ..valid }, EFAULT);
+    let what = "the request at unmapped address 0x8";
+    refused(what, LiteMulticast { msg: 8, ..valid }, EFAULT);
     // SAFETY: a null argument must be rejected without being read.
     let ret = unsafe { kernel.send_reply_multicast(ptr::null_mut()) };
     let what = format!("node {me}: send_reply_multicast with a NULL argument");

@@ -29,15 +29,8 @@ pub(super) fn service_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, a
             let seed = pattern::seed(&[u64::from(me), u64::from(node), size, 0x52]);
             pattern::fill(seed, 0, &mut request);
             let point = format!("node {me} -> {}: RPC of {size} B (priority {}) gets the transformed {size} B reply", target_name(me, node), priority.name());
-            tap.check(
-                &point,
-                transformed_call(
-                    kernel,
-                    node,
-                    port_priority(SERVICE_PORT, priority.as_raw()),
-                    &request,
-                ),
-            );
+            let service = port_priority(SERVICE_PORT, priority.as_raw());
+            tap.check(&point, transformed_call(kernel, node, service, &request));
         }
     }
 }
@@ -48,18 +41,16 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>
     let real = kernel.spawns_processes();
     let mut children = Vec::new();
     let mut started = Ok(());
-    if real {
-        for index in 0..CALLER_CHILDREN {
-            let args = [
-                "rpc-callers".to_string(),
-                me.to_string(),
-                nodes.to_string(),
-                (100 + index).to_string(),
-            ];
-            match spawn(&args) {
-                Ok(child) => children.push(child),
-                Err(e) => started = Err(e),
-            }
+    for index in (0..CALLER_CHILDREN).filter(|_| real) {
+        let caller = (100 + index).to_string();
+        match spawn(&[
+            "rpc-callers".into(),
+            me.to_string(),
+            nodes.to_string(),
+            caller,
+        ]) {
+            Ok(child) => children.push(child),
+            Err(e) => started = Err(e),
         }
     }
     let threads: Result<(), String> = std::thread::scope(|scope| {
@@ -95,19 +86,30 @@ pub(super) fn concurrent_calls<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>
     tap.check(&description, outcome);
 }
 
+/// Multicasts `request` to `targets` on `port`, with room for a reply as
+/// long as it from each; the raw result, the reply lengths and the replies.
+fn multicast_to<K: Kernel>(
+    kernel: &K,
+    targets: &[u32],
+    request: &[u8],
+    port: u32,
+) -> (c_long, Vec<i64>, Vec<u8>) {
+    let mut replies = vec![0u8; request.len() * targets.len()];
+    let mut lengths = vec![i64::MIN; targets.len()];
+    let (buffers, room) = ((&mut lengths[..], &mut replies[..]), request.len() as u64);
+    let mut args = multicast_args(targets, request, buffers, room, port);
+    // SAFETY: `args` describes live buffers of the lengths given.
+    let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+    (ret, lengths, replies)
+}
+
 pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     let (me, nodes) = (at.me, at.nodes);
     let targets: Vec<u32> = (1..=nodes).collect();
     let mut request = vec![0u8; 1000];
     pattern::fill(pattern::seed(&[u64::from(me), 0x4d43]), 0, &mut request);
     let expected = transform(&request);
-    let max_reply = request.len() as u64;
-    let mut replies = vec![0u8; request.len() * targets.len()];
-    let mut lengths = vec![i64::MIN; targets.len()];
-    let buffers = (&mut lengths[..], &mut replies[..]);
-    let mut args = multicast_args(&targets, &request, buffers, max_reply, SERVICE_PORT);
-    // SAFETY: `args` describes live buffers of the lengths given.
-    let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+    let (ret, lengths, replies) = multicast_to(kernel, &targets, &request, SERVICE_PORT);
     let outcome = expect_len(ret, targets.len()).and_then(|()| {
         for (index, &node) in targets.iter().enumerate() {
             let reply = &replies[index * request.len()..][..request.len()];
@@ -120,35 +122,20 @@ pub(super) fn multicast<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: N
     tap.check(&point, outcome);
 
     // No node has the port: every entry fails on its own.
-    let mut lengths = vec![i64::MIN; targets.len()];
-    let mut args = LiteMulticast {
-        lengths: lengths.as_mut_ptr() as u64,
-        port_priority: UNUSED_PORT,
-        ..args
-    };
-    // SAFETY: as above.
-    let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+    let (ret, lengths, _) = multicast_to(kernel, &targets, &request, UNUSED_PORT);
     let refused = -i64::from(libc::ECONNREFUSED);
-    let outcome =
-        expect_len(ret, 0).and_then(|()| match lengths.iter().position(|&l| l != refused) {
-            Some(index) => Err(format!(
-                "node {}: length {}",
-                targets[index],
-                describe_result(lengths[index] as c_long)
-            )),
-            None => Ok(()),
-        });
+    let outcome = expect_len(ret, 0).and_then(|()| {
+        let Some(index) = lengths.iter().position(|&l| l != refused) else {
+            return Ok(());
+        };
+        let length = describe_result(lengths[index] as c_long);
+        Err(format!("node {}: length {length}", targets[index]))
+    });
     let point = format!("node {me}: send_reply_multicast to port {UNUSED_PORT} (open nowhere) returns 0 with -ECONNREFUSED for every node");
     tap.check(&point, outcome);
 
     // A node that is not a member fails its own entry only.
-    let mixed = [0, me];
-    let mut lengths = [i64::MIN; 2];
-    let mut replies = vec![0u8; 2 * request.len()];
-    let buffers = (&mut lengths[..], &mut replies[..]);
-    let mut args = multicast_args(&mixed, &request, buffers, max_reply, SERVICE_PORT);
-    // SAFETY: `args` describes live buffers for two nodes.
-    let ret = unsafe { kernel.send_reply_multicast(&mut args) };
+    let (ret, lengths, replies) = multicast_to(kernel, &[0, me], &request, SERVICE_PORT);
     let outcome = expect_len(ret, 1)
         .and_then(|()| expect_errno(lengths[0] as c_long, libc::EHOSTUNREACH))
         .map_err(|e| format!("node 0: {e}"))

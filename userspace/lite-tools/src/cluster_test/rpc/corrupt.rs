@@ -80,12 +80,8 @@ fn corrupt_call<K: Kernel>(
 fn expect_discarded(index: usize, ret: c_long, took: Duration) -> Result<(), String> {
     let name = corrupt_call_name(index);
     expect_errno(ret, libc::EPROTO).map_err(|e| format!("{name}: {e} after {took:?}"))?;
-    if took > CORRUPT_NOTICE {
-        return Err(format!(
-            "{name}: returned -EPROTO after {took:?}, over {CORRUPT_NOTICE:?}"
-        ));
-    }
-    Ok(())
+    let late = || format!("{name}: returned -EPROTO after {took:?}, over {CORRUPT_NOTICE:?}");
+    unless(took <= CORRUPT_NOTICE, late)
 }
 
 /// The client's calls that break the ring: the first stays queued, since
@@ -145,20 +141,19 @@ fn corrupt_faulty_calls<K: Kernel, W: Write>(
     });
     let mut seen = Vec::new();
     for (index, outcome) in calls.into_iter().enumerate() {
-        let Some(outcome) = outcome else { continue };
-        let judged = outcome
-            .map_err(|e| format!("{}: {e}", corrupt_call_name(index)))
-            .and_then(|(ret, took)| {
+        let name = corrupt_call_name(index);
+        let judged = match outcome {
+            None => continue,
+            Some(Err(e)) => Err(format!("{name}: {e}")),
+            Some(Ok((ret, took))) => {
                 seen.push(format!(
-                    "{} returned {} after {took:?}",
-                    corrupt_call_name(index),
+                    "{name} returned {} after {took:?}",
                     describe_result(ret)
                 ));
                 expect_discarded(index, ret, took)
-            });
-        if let Err(e) = judged {
-            failures.push(e);
-        }
+            }
+        };
+        failures.extend(judged.err());
     }
     if !seen.is_empty() {
         tap.comment(&format!("node {client}: {}", seen.join(", ")));
@@ -204,41 +199,34 @@ struct CorruptReceived {
 /// no later caller waits for the RPC timeout.
 fn corrupt_receiver<K: Kernel>(kernel: &K) -> CorruptReceived {
     let mut buf = vec![0u8; CORRUPT_MAX as usize];
-    let mut got = CorruptReceived {
-        requests: Vec::new(),
-        one_way: 0,
-        ending: Ok(0),
-    };
+    let (mut requests, mut one_way) = (Vec::new(), 0);
     let mut failure = None;
-    loop {
-        let (ret, descriptor) = receive(kernel, CORRUPT_PORT, &mut buf, false);
+    let ending = loop {
+        let (ret, descriptor) = receive(kernel, CORRUPT_PORT, &mut buf, BLOCKING);
         let len = match usize::try_from(ret) {
             Ok(len) if len <= buf.len() => len,
-            // Closed while waiting, or closed before the next receive.
-            _ if ret == -c_long::from(libc::ESHUTDOWN) || ret == -c_long::from(libc::ENOENT) => {
-                got.ending = failure.map_or(Ok(ret), Err);
-                return got;
-            }
+            _ if port_closed(ret) => break failure.map_or(Ok(ret), Err),
             _ => {
-                got.ending =
-                    Err(failure
-                        .unwrap_or_else(|| format!("receive returned {}", describe_result(ret))));
-                return got;
+                let received = || format!("receive returned {}", describe_result(ret));
+                break Err(failure.unwrap_or_else(received));
             }
         };
         if descriptor == 0 {
-            got.one_way += 1;
+            one_way += 1;
             continue;
         }
         let request = buf[..len].to_vec();
         let replied = reply(kernel, &transform(&request), descriptor);
         if replied != 0 {
-            failure.get_or_insert(format!(
-                "reply to a {len} B request returned {}",
-                describe_result(replied)
-            ));
+            let replied = describe_result(replied);
+            failure.get_or_insert(format!("reply to a {len} B request returned {replied}"));
         }
-        got.requests.push(request);
+        requests.push(request);
+    };
+    CorruptReceived {
+        requests,
+        one_way,
+        ending,
     }
 }
 
@@ -274,15 +262,10 @@ fn judge_corrupt_received(client: u32, received: &[Vec<u8>]) -> Result<(), Strin
             )
         })
         .collect();
-    if wrong.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} requests received: {}",
-            received.len(),
-            wrong.join(", ")
-        ))
-    }
+    let count = received.len();
+    unless(wrong.is_empty(), || {
+        format!("{count} requests received: {}", wrong.join(", "))
+    })
 }
 
 /// The server's verdict once its port is closed (`closed`, the raw
@@ -326,19 +309,13 @@ pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at
     let server_description = format!(
         "node {me}: after its ring from node {client} broke, port {port} receives only the requests sent afterwards"
     );
-    let skipped = if !kernel.injects_rpc_faults() {
-        Some(WHY_NO_FAULTS)
-    } else if corrupt_roles(nodes).is_none() {
-        Some("needs two nodes or more")
-    } else {
-        None
-    };
-    if let Some(why) = skipped {
-        if me == client {
-            tap.skip(&client_description, why);
-        }
-        if me == server {
-            tap.skip(&server_description, why);
+    let no_faults = (!kernel.injects_rpc_faults(), WHY_NO_FAULTS);
+    let alone = (corrupt_roles(nodes).is_none(), "needs two nodes or more");
+    if let Some((_, why)) = [no_faults, alone].into_iter().find(|&(skipped, _)| skipped) {
+        for (node, description) in [(client, &client_description), (server, &server_description)] {
+            if me == node {
+                tap.skip(description, why);
+            }
         }
         return Ok(());
     }
@@ -346,32 +323,24 @@ pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at
     let registered =
         (me == server).then(|| register(kernel, port, CORRUPT_MAX, "lite-test-corrupt"));
     // Out of step, the port goes before the run ends.
-    let close = |out_of_step| {
-        if registered == Some(0) {
-            kernel.unregister_application(port);
-        }
-        out_of_step
+    let ours: &[u32] = if registered == Some(0) {
+        &[CORRUPT_PORT]
+    } else {
+        &[]
     };
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        &format!("registering port {port} on node {server} with nobody receiving"),
-    )
-    .map_err(close)?;
+    let close = unregistering(kernel, ours);
+    let registering = format!("registering port {port} on node {server} with nobody receiving");
+    barrier(kernel, tap, nodes, &registering).map_err(close)?;
     let mut failures = if me == client {
         corrupt_faulty_calls(kernel, tap, server, client)
     } else {
         Vec::new()
     };
     // The ring broke before any receiver ran.
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        &format!("the calls of node {client} that the broken ring of port {port} on node {server} discarded"),
-    )
-    .map_err(close)?;
+    let discarded = format!(
+        "the calls of node {client} that the broken ring of port {port} on node {server} discarded"
+    );
+    barrier(kernel, tap, nodes, &discarded).map_err(close)?;
     std::thread::scope(|scope| {
         let receiver = (registered == Some(0)).then(|| scope.spawn(|| corrupt_receiver(kernel)));
         if me == client {
@@ -380,20 +349,14 @@ pub(super) fn corrupt_ring<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at
         // Nobody calls the port any more once every node passed this.
         // Out of step, closing the port ends the receiver, which the scope
         // waits for.
-        barrier(
-            kernel,
-            tap,
-            nodes,
-            &format!("the calls of node {client} to port {port} on node {server} after the break"),
-        )
-        .map_err(close)?;
+        let after =
+            format!("the calls of node {client} to port {port} on node {server} after the break");
+        barrier(kernel, tap, nodes, &after).map_err(close)?;
         if me == client {
-            let outcome = if failures.is_empty() {
-                Ok(())
-            } else {
-                Err(failures.join("; "))
-            };
-            tap.check(&client_description, outcome);
+            tap.check(
+                &client_description,
+                unless(failures.is_empty(), || failures.join("; ")),
+            );
         }
         let Some(registered) = registered else {
             return Ok(());

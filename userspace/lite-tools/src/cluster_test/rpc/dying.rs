@@ -119,24 +119,18 @@ fn judge_dying(
             } else {
                 "-ECONNRESET or -ECONNREFUSED"
             };
+            let (got, took) = (describe_result(call.ret), call.took);
             return Err(format!(
-                "{what}: got {} after {:?}, expected {wanted}",
-                describe_result(call.ret),
-                call.took
+                "{what}: got {got} after {took:?}, expected {wanted}"
             ));
         }
         let late = call.returned.saturating_duration_since(died);
-        if late > DYING_NOTICE {
-            return Err(format!(
-                "{what}: returned {late:?} after the server's death, over {DYING_NOTICE:?}"
-            ));
-        }
-        if call.took > DYING_CALL_LIMIT {
-            return Err(format!(
-                "{what}: the call took {:?}, over {DYING_CALL_LIMIT:?}",
-                call.took
-            ));
-        }
+        let too_late =
+            || format!("{what}: returned {late:?} after the server's death, over {DYING_NOTICE:?}");
+        unless(late <= DYING_NOTICE, too_late)?;
+        let took = call.took;
+        let too_long = || format!("{what}: the call took {took:?}, over {DYING_CALL_LIMIT:?}");
+        unless(took <= DYING_CALL_LIMIT, too_long)?;
     }
     Ok((reset, refused))
 }
@@ -147,37 +141,32 @@ struct DyingServer {
     out: BufReader<ChildStdout>,
 }
 
+/// Kills `child` and waits for it, whatever it was doing.
+fn kill(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Starts the child serving `round`'s port and waits until it registered
 /// the port.
 fn start_dying_server(round: DyingRound) -> Result<DyingServer, String> {
-    let mut child = spawn(&[
-        "rpc-dying".into(),
-        round.port.to_string(),
-        round.held.to_string(),
-        round.death.arg().into(),
-    ])?;
+    let (port, held) = (round.port.to_string(), round.held.to_string());
+    let mut child = spawn(&["rpc-dying".into(), port, held, round.death.arg().into()])?;
     let Some(out) = child.stdout.take() else {
-        let _ = child.kill();
-        let _ = child.wait();
+        kill(child);
         return Err("no stdout".into());
     };
-    let mut server = DyingServer {
-        child,
-        out: BufReader::new(out),
-    };
-    let registered = collect(&mut server.out, true)
+    let mut out = BufReader::new(out);
+    let registered = collect(&mut out, true)
         .into_iter()
         .try_for_each(|(what, result)| {
             result.map_err(|e| format!("the server process: {what}: {e}"))
         });
-    match registered {
-        Ok(()) => Ok(server),
-        Err(e) => {
-            let _ = server.child.kill();
-            let _ = server.child.wait();
-            Err(e)
-        }
+    if let Err(e) = registered {
+        kill(child);
+        return Err(e);
     }
+    Ok(DyingServer { child, out })
 }
 
 /// Lets the dying server die as `death` says once it holds its requests
@@ -188,19 +177,13 @@ fn end_dying_server(mut server: DyingServer, death: Death) -> Result<(), String>
     let ended = match death {
         Death::Exit => finish(server.child),
         Death::Kill => {
-            let killed = server
-                .child
-                .kill()
-                .map_err(|e| format!("killing the server process: {e}"));
-            let status = server
-                .child
-                .wait()
-                .map_err(|e| format!("waiting for the server process: {e}"));
-            killed.and(status).and_then(|status| match status.signal() {
-                Some(libc::SIGKILL) => Ok(()),
-                _ => Err(format!(
-                    "the server process ended with {status}, not SIGKILL"
-                )),
+            let killed = server.child.kill();
+            let killed = killed.map_err(|e| format!("killing the server process: {e}"));
+            let status = server.child.wait();
+            let status = status.map_err(|e| format!("waiting for the server process: {e}"));
+            killed.and(status).and_then(|status| {
+                let not_killed = || format!("the server process ended with {status}, not SIGKILL");
+                unless(status.signal() == Some(libc::SIGKILL), not_killed)
             })
         }
     };
@@ -219,59 +202,37 @@ pub(super) fn dying_server<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at
     for (index, round) in dying_rounds(nodes).into_iter().enumerate() {
         let name = ["a", "b"][index];
         let DyingRound { port, server, .. } = round;
-        let all_received = round.held == DYING_CALLERS * nodes;
-        let description = match round.death {
-            Death::Exit => format!(
-                "node {me} -> {}: dying server round {name}: {DYING_CALLERS} concurrent RPCs to port {port}, all received with every other node's by a server process that then exits without answering, each return -ECONNRESET within {DYING_NOTICE:?} of the exit",
-                target_name(me, server)
-            ),
-            Death::Kill => format!(
-                "node {me} -> {}: dying server round {name}: {DYING_CALLERS} concurrent RPCs to port {port}, {} of the cluster's {} received by a server process then killed with SIGKILL, each return -ECONNRESET or -ECONNREFUSED within {DYING_NOTICE:?} of the kill",
-                target_name(me, server),
-                round.held,
-                DYING_CALLERS * nodes
-            ),
+        let (held, sent) = (round.held, DYING_CALLERS * nodes);
+        let all_received = held == sent;
+        let what = match round.death {
+            Death::Exit => format!("all received with every other node's by a server process that then exits without answering, each return -ECONNRESET within {DYING_NOTICE:?} of the exit"),
+            Death::Kill => format!("{held} of the cluster's {sent} received by a server process then killed with SIGKILL, each return -ECONNRESET or -ECONNREFUSED within {DYING_NOTICE:?} of the kill"),
         };
-        let started = if real && me == server {
-            Some(start_dying_server(round))
-        } else {
-            None
-        };
-        let barrier_passed = barrier(
-            kernel,
-            tap,
-            nodes,
-            &format!("starting the dying server of round {name} on node {server}"),
+        let description = format!(
+            "node {me} -> {}: dying server round {name}: {DYING_CALLERS} concurrent RPCs to port {port}, {what}",
+            target_name(me, server)
         );
+        let started = (real && me == server).then(|| start_dying_server(round));
+        let starting = format!("starting the dying server of round {name} on node {server}");
+        let barrier_passed = barrier(kernel, tap, nodes, &starting);
         if let Err(out_of_step) = barrier_passed {
-            if let Some(Ok(mut started)) = started {
-                let _ = started.child.kill();
-                let _ = started.child.wait();
+            if let Some(Ok(started)) = started {
+                kill(started.child);
             }
             return Err(out_of_step);
         }
         let start = Barrier::new(DYING_CALLERS as usize);
         let (calls, ended, died) = std::thread::scope(|scope| {
-            let callers: Vec<_> = if real {
-                (0..DYING_CALLERS)
-                    .map(|caller| {
-                        let start = &start;
-                        scope.spawn(move || dying_call(kernel, me, round, caller, start))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            let start = &start;
+            let callers: Vec<_> = (0..if real { DYING_CALLERS } else { 0 })
+                .map(|caller| scope.spawn(move || dying_call(kernel, me, round, caller, start)))
+                .collect();
             let ended =
                 started.map(|started| started.and_then(|s| end_dying_server(s, round.death)));
             // Entered by the server's node once its process is gone: when
             // it returns anywhere, the server is dead.
-            let ended_everywhere = barrier(
-                kernel,
-                tap,
-                nodes,
-                &format!("the dying server of round {name} on node {server} ended"),
-            );
+            let gone = format!("the dying server of round {name} on node {server} ended");
+            let ended_everywhere = barrier(kernel, tap, nodes, &gone);
             let died = Instant::now();
             // Out of step, they end with the server's death or their RPC
             // timeout all the same.

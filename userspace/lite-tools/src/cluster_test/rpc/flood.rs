@@ -70,12 +70,10 @@ fn flood_receiver<K: Kernel>(kernel: &K, nodes: u32, all_sent: &AtomicBool) -> R
     let mut received = 0u32;
     let mut failure = None;
     let expected = nodes * FLOOD_MESSAGES;
-    let mut end = DrainEnd::new(
-        all_sent,
-        format!("the next of the {expected} flood messages"),
-    );
+    let awaited = format!("the next of the {expected} flood messages");
+    let mut end = DrainEnd::new(all_sent, awaited);
     loop {
-        let (ret, descriptor) = receive(kernel, FLOOD_PORT, &mut buf, true);
+        let (ret, descriptor) = receive(kernel, FLOOD_PORT, &mut buf, RECV_NONBLOCK);
         if ret < 0 {
             if ret != -c_long::from(libc::EAGAIN) {
                 failure.get_or_insert(format!("receive returned {}", describe_result(ret)));
@@ -107,12 +105,9 @@ fn flood_receiver<K: Kernel>(kernel: &K, nodes: u32, all_sent: &AtomicBool) -> R
                 .get_mut(sender as usize)
                 .filter(|_| sender > 0)
                 .ok_or(format!("message from unknown sender {sender}"))?;
-            if seq != *expected {
-                return Err(format!(
-                    "node {sender}: message {seq} arrived when {} was due",
-                    *expected
-                ));
-            }
+            let due = *expected;
+            let late = || format!("node {sender}: message {seq} arrived when {due} was due");
+            unless(seq == due, late)?;
             compare(&buf[..FLOOD_SIZE], &flood_message(sender, seq))
                 .map_err(|m| format!("node {sender} message {seq}: {m}"))?;
             *expected += 1;
@@ -127,27 +122,20 @@ fn flood_receiver<K: Kernel>(kernel: &K, nodes: u32, all_sent: &AtomicBool) -> R
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    match (1..=nodes).find(|&n| next[n as usize] != FLOOD_MESSAGES) {
-        Some(n) => Err(format!(
-            "node {n}: {} of {FLOOD_MESSAGES} messages arrived",
-            next[n as usize]
-        )),
-        None => Ok(()),
-    }
+    failure.map_or(Ok(()), Err)?;
+    let Some(short) = (1..=nodes).find(|&n| next[n as usize] != FLOOD_MESSAGES) else {
+        return Ok(());
+    };
+    let arrived = next[short as usize];
+    Err(format!(
+        "node {short}: {arrived} of {FLOOD_MESSAGES} messages arrived"
+    ))
 }
 
 pub(super) fn flood<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
-    let point = format!("node {me}: register_application(port {FLOOD_PORT}, max 256 B) returns 0");
-    let ret = register(kernel, FLOOD_PORT, 256, "lite-test-flood");
-    check_zero(tap, &point, ret);
-    let close = |out_of_step| {
-        kernel.unregister_application(FLOOD_PORT);
-        out_of_step
-    };
+    register_checked(kernel, tap, me, (FLOOD_PORT, 256), "lite-test-flood");
+    let close = unregistering(kernel, &[FLOOD_PORT]);
     barrier(kernel, tap, nodes, "registering the flood ports").map_err(close)?;
     let all_sent = AtomicBool::new(false);
     let retries = AtomicU64::new(0);
@@ -223,7 +211,7 @@ fn fill_drain<K: Kernel>(
     // of the count returns.
     let mut failure = None;
     loop {
-        let (ret, _) = receive(kernel, FILL_PORT, &mut buf, true);
+        let (ret, _) = receive(kernel, FILL_PORT, &mut buf, RECV_NONBLOCK);
         if ret < 0 {
             if ret != -c_long::from(libc::EAGAIN) {
                 failure.get_or_insert(format!("receive returned {}", describe_result(ret)));
@@ -296,14 +284,9 @@ fn fill_ring<K: Kernel>(
 
 pub(super) fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
-    let max = FILL_SIZE as u64;
-    let point = format!("node {me}: register_application(port {FILL_PORT}, max {max} B) returns 0");
-    let ret = register(kernel, FILL_PORT, max, "lite-test-fill");
-    check_zero(tap, &point, ret);
-    let close = |out_of_step| {
-        kernel.unregister_application(FILL_PORT);
-        out_of_step
-    };
+    let fill = (FILL_PORT, FILL_SIZE as u64);
+    register_checked(kernel, tap, me, fill, "lite-test-fill");
+    let close = unregistering(kernel, &[FILL_PORT]);
     barrier(kernel, tap, nodes, "registering the fill ports").map_err(close)?;
     let target = next_node(me, nodes);
     let source = previous_node(me, nodes);
@@ -323,15 +306,14 @@ pub(super) fn fill<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) 
             PEER_WAIT_LIMIT,
             format!("room for the count in node {target}'s full ring of port {FILL_PORT}, which it drains"),
         );
-        let counted = match interrupt_at(&room, || {
-            send(kernel, target, FILL_PORT, &messages.make(1, count), false)
-        }) {
+        let count_message = messages.make(1, count);
+        let sent = interrupt_at(&room, || send(kernel, target, FILL_PORT, &count_message, false));
+        let counted = match sent {
             (0, _) => Ok(()),
-            (ret, true) => Err(format!(
-                "sending the count: {} ({})",
-                describe_result(ret),
-                room.expired()
-            )),
+            (ret, true) => {
+                let ret = describe_result(ret);
+                Err(format!("sending the count: {ret} ({})", room.expired()))
+            }
             (ret, false) => expect_zero(ret).map_err(|e| format!("sending the count: {e}")),
         };
         // Every count is in its ring once the sends returned.

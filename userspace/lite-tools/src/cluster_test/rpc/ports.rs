@@ -46,12 +46,7 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     }
     // Out of step, the ports go before the run ends: that ends the waits
     // on this node's ports.
-    let close = |out_of_step| {
-        for port in [WAIT_PORT, IDLE_PORT] {
-            kernel.unregister_application(port);
-        }
-        out_of_step
-    };
+    let close = unregistering(kernel, &[WAIT_PORT, IDLE_PORT]);
     barrier(kernel, tap, nodes, "registering the ports that will close").map_err(close)?;
     let target = next_node(me, nodes);
     let (caller, receiver) = (Blocker::default(), Blocker::default());
@@ -66,35 +61,24 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
         let receiving = scope.spawn(|| {
             let mut buf = [0u8; 64];
             receiver.arm();
-            let (ret, _) = receive(kernel, IDLE_PORT, &mut buf, false);
+            let (ret, _) = receive(kernel, IDLE_PORT, &mut buf, BLOCKING);
             receiver.finish();
             ret
         });
-        let blocked = caller
-            .wait_until_blocked(BLOCK_TIMEOUT)
-            .map_err(|e| format!("the caller {e}"));
-        let blocked = blocked.and(
-            receiver
-                .wait_until_blocked(BLOCK_TIMEOUT)
-                .map_err(|e| format!("the receiver {e}")),
-        );
-        if let Err(e) = blocked {
+        let blocked = [(&caller, "caller"), (&receiver, "receiver")].map(|(blocker, who)| {
+            let blocked = blocker.wait_until_blocked(BLOCK_TIMEOUT);
+            blocked.map_err(|e| format!("the {who} {e}"))
+        });
+        if let Some(Err(e)) = blocked.iter().find(|blocked| blocked.is_err()) {
             tap.comment(&format!("node {me}: {e}"));
         }
         // The caller waits for the next node to close its port, or for
         // the RPC timeout.
-        barrier(
-            kernel,
-            tap,
-            nodes,
-            "every node's caller and receiver blocked",
-        )
-        .map_err(close)?;
+        let after = "every node's caller and receiver blocked";
+        barrier(kernel, tap, nodes, after).map_err(close)?;
         for port in [WAIT_PORT, IDLE_PORT] {
-            tap.check(
-                &format!("node {me}: unregister_application(port {port}) with a call or receive waiting returns 0"),
-                expect_zero(kernel.unregister_application(port)),
-            );
+            let point = format!("node {me}: unregister_application(port {port}) with a call or receive waiting returns 0");
+            check_zero(tap, &point, kernel.unregister_application(port));
         }
         let failed = -c_long::from(libc::EIO);
         Ok((
@@ -111,10 +95,10 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     let point = format!("node {me}: port {WAIT_PORT} can be registered again after unregister");
     let ret = register(kernel, WAIT_PORT, 128, "lite-test-again");
     check_zero(tap, &point, ret);
-    tap.check(
-        &format!("node {me}: query_port of port {WAIT_PORT}, registered again with max 128 B, returns 128"),
-        expect_len(kernel.query_port(me, WAIT_PORT), 128),
+    let point = format!(
+        "node {me}: query_port of port {WAIT_PORT}, registered again with max 128 B, returns 128"
     );
+    tap.check(&point, expect_len(kernel.query_port(me, WAIT_PORT), 128));
     let too_long = [0u8; 129];
     let what = format!("node {me}: send_reply_imm of 129 B to its port {WAIT_PORT} (max 128)");
     let ret = call(kernel, me, WAIT_PORT, &too_long, &mut answer);
@@ -125,12 +109,8 @@ pub(super) fn closing<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Nod
     let point = format!("node {me}: unregister_application(port {WAIT_PORT}) returns 0 again");
     check_zero(tap, &point, kernel.unregister_application(WAIT_PORT));
     let what = format!("node {me}: unregister_application(port {WAIT_PORT}) a second time");
-    check_errno(
-        tap,
-        &what,
-        kernel.unregister_application(WAIT_PORT),
-        libc::ENOENT,
-    );
+    let ret = kernel.unregister_application(WAIT_PORT);
+    check_errno(tap, &what, ret, libc::ENOENT);
     Ok(())
 }
 
@@ -152,7 +132,7 @@ fn private_call<K: Kernel, W: Write>(
             (ret, answer)
         });
         let mut buf = [0u8; PRIVATE_MAX as usize];
-        let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, false);
+        let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, BLOCKING);
         let outcome = expect_bytes(ret, &buf, request).and_then(|()| match descriptor {
             0 => Err("descriptor 0 for a request".to_string()),
             _ => Ok(()),
@@ -168,20 +148,14 @@ fn private_call<K: Kernel, W: Write>(
 
 /// Registers this process's private port.
 fn register_private<K: Kernel>(kernel: &K) -> Result<(), String> {
-    expect_zero(register(
-        kernel,
-        PRIVATE_PORT,
-        PRIVATE_MAX,
-        "lite-test-private",
-    ))
+    let name = "lite-test-private";
+    expect_zero(register(kernel, PRIVATE_PORT, PRIVATE_MAX, name))
 }
 
 /// Descriptor and receive errors on a port only this node uses.
 pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
-    let point = format!(
-        "node {me}: register_application(port {PRIVATE_PORT}, max {PRIVATE_MAX} B) returns 0"
-    );
-    tap.check(&point, register_private(kernel));
+    let private = (PRIVATE_PORT, PRIVATE_MAX);
+    register_checked(kernel, tap, me, private, "lite-test-private");
     let fitting = [0x5au8; 16];
     let (ret, answer) = private_call(kernel, tap, me, (b"question", 16), |tap, descriptor| {
         let what = "reply_message of 17 B to a caller accepting 16";
@@ -193,23 +167,17 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
         let ret = unsafe { kernel.reply_message(unmapped, 16, descriptor) };
         let what = "reply_message from unmapped buffer address 0x8";
         check_errno(tap, what, ret, libc::EFAULT);
-        tap.check(
-            "after -EMSGSIZE and -EFAULT the descriptor still takes a 16 B reply",
-            expect_zero(reply(kernel, &fitting, descriptor)),
-        );
+        let point = "after -EMSGSIZE and -EFAULT the descriptor still takes a 16 B reply";
+        check_zero(tap, point, reply(kernel, &fitting, descriptor));
         let what = "reply_message to an answered descriptor";
         check_errno(tap, what, reply(kernel, &fitting, descriptor), libc::ENOENT);
     });
-    tap.check(
-        &format!("node {me}: the caller gets the 16 B reply"),
-        expect_bytes(ret, &answer, &fitting),
-    );
+    let point = format!("node {me}: the caller gets the 16 B reply");
+    tap.check(&point, expect_bytes(ret, &answer, &fitting));
+    let unknown = format!("unknown descriptor {UNKNOWN_DESCRIPTOR:#x}");
     for (what, descriptor) in [
-        ("descriptor 0 (one-way)".to_string(), 0),
-        (
-            format!("unknown descriptor {UNKNOWN_DESCRIPTOR:#x}"),
-            UNKNOWN_DESCRIPTOR,
-        ),
+        ("descriptor 0 (one-way)", 0),
+        (unknown.as_str(), UNKNOWN_DESCRIPTOR),
     ] {
         let what = format!("reply_message to {what}");
         check_errno(tap, &what, reply(kernel, b"x", descriptor), libc::ENOENT);
@@ -221,32 +189,23 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     let point = format!("node {me}: send of 100 B to its own port {PRIVATE_PORT} returns 0");
     check_zero(tap, &point, send(kernel, me, PRIVATE_PORT, &message, false));
     let mut buf = [0u8; 100];
-    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf[..99], true);
+    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf[..99], RECV_NONBLOCK);
     let what = "receive_message into 99 B with a 100 B message next";
     check_errno(tap, what, ret, libc::EMSGSIZE);
-    let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, true);
-    tap.check(
-        "the message stayed queued: a 100 B receive gets it, with descriptor 0 (one-way)",
-        expect_bytes(ret, &buf, &message).and_then(|()| match descriptor {
-            0 => Ok(()),
-            other => Err(format!("descriptor {other:#x}")),
-        }),
-    );
-    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf, true);
+    let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, RECV_NONBLOCK);
+    let one_way = unless(descriptor == 0, || format!("descriptor {descriptor:#x}"));
+    let point = "the message stayed queued: a 100 B receive gets it, with descriptor 0 (one-way)";
+    tap.check(point, expect_bytes(ret, &buf, &message).and(one_way));
+    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut buf, RECV_NONBLOCK);
     let what = "receive_message with LITE_RECV_NONBLOCK on an empty port";
     check_errno(tap, what, ret, libc::EAGAIN);
 
     // A failed reply receives nothing.
     let short = *b"short note";
     let ret = send(kernel, me, PRIVATE_PORT, &short, false);
-    let (failed, _) = reply_and_receive(
-        kernel,
-        (b"x", UNKNOWN_DESCRIPTOR),
-        PRIVATE_PORT,
-        &mut buf,
-        true,
-    );
-    let (ret_after, _) = receive(kernel, PRIVATE_PORT, &mut buf, true);
+    let to_unknown = (&b"x"[..], UNKNOWN_DESCRIPTOR);
+    let (failed, _) = reply_and_receive(kernel, to_unknown, PRIVATE_PORT, &mut buf, RECV_NONBLOCK);
+    let (ret_after, _) = receive(kernel, PRIVATE_PORT, &mut buf, RECV_NONBLOCK);
     tap.check(
         "reply_and_receive_message with an unknown descriptor returns -ENOENT and leaves the next message queued",
         expect_zero(ret)
@@ -256,23 +215,14 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
 
     let answer_bytes = transform(b"combined");
     let (ret, answer) = private_call(kernel, tap, me, (b"combined", 64), |tap, descriptor| {
-        let mut next = [0u8; 64];
-        let (ret, _) = reply_and_receive(
-            kernel,
-            (&answer_bytes, descriptor),
-            PRIVATE_PORT,
-            &mut next,
-            true,
-        );
-        tap.check(
-            "reply_and_receive_message with LITE_RECV_NONBLOCK answers, then returns -EAGAIN on the empty port",
-            expect_errno(ret, libc::EAGAIN),
-        );
+        let answer = (&answer_bytes[..], descriptor);
+        let (ret, _) =
+            reply_and_receive(kernel, answer, PRIVATE_PORT, &mut [0u8; 64], RECV_NONBLOCK);
+        let point = "reply_and_receive_message with LITE_RECV_NONBLOCK answers, then returns -EAGAIN on the empty port";
+        tap.check(point, expect_errno(ret, libc::EAGAIN));
     });
-    tap.check(
-        &format!("node {me}: the caller gets the reply sent by reply_and_receive_message"),
-        expect_bytes(ret, &answer, &answer_bytes),
-    );
+    let point = format!("node {me}: the caller gets the reply sent by reply_and_receive_message");
+    tap.check(&point, expect_bytes(ret, &answer, &answer_bytes));
 
     let unmapped: *mut c_void = ptr::without_provenance_mut(8);
     let ret = send(kernel, me, PRIVATE_PORT, &short, false);
@@ -288,26 +238,20 @@ pub(super) fn private_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me
     );
     let ret = send(kernel, me, PRIVATE_PORT, &short, false);
     let mut small = [0u8; 64];
+    let (into, flags) = (small.as_mut_ptr().cast(), RECV_NONBLOCK);
     // SAFETY: as above for the descriptor address.
-    let bad_descriptor = unsafe {
-        kernel.receive_message(
-            PRIVATE_PORT,
-            small.as_mut_ptr().cast(),
-            64,
-            unmapped.cast(),
-            RECV_NONBLOCK,
-        )
-    };
+    let bad_descriptor =
+        unsafe { kernel.receive_message(PRIVATE_PORT, into, 64, unmapped.cast(), flags) };
     tap.check(
         "receive_message with descriptor address 0x8 and a message queued returns -EFAULT",
         expect_zero(ret).and_then(|()| expect_errno(bad_descriptor, libc::EFAULT)),
     );
-    let (ret, _) = receive_with_flags(kernel, PRIVATE_PORT, &mut small, 0x2);
+    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut small, 0x2);
     let what = "receive_message with unknown flag 0x2";
     check_errno(tap, what, ret, libc::EINVAL);
     let point = format!("node {me}: unregister_application(port {PRIVATE_PORT}) returns 0");
     check_zero(tap, &point, kernel.unregister_application(PRIVATE_PORT));
-    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut small, true);
+    let (ret, _) = receive(kernel, PRIVATE_PORT, &mut small, RECV_NONBLOCK);
     let what = "receive_message on an unregistered port";
     check_errno(tap, what, ret, libc::ENOENT);
 }
@@ -341,17 +285,12 @@ fn foreign_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
             expect_bytes(ret, &answer, b"MINE")
         });
         let mut buf = [0u8; 64];
-        let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, false);
+        let (ret, descriptor) = receive(kernel, PRIVATE_PORT, &mut buf, BLOCKING);
         expect_len(ret, 4).map_err(|e| format!("receive: {e}"))?;
         let queued = expect_zero(send(kernel, me, PRIVATE_PORT, FOREIGN_NOTE, false))
             .map_err(|e| format!("send: {e}"));
-        let child = queued.and_then(|()| {
-            spawn(&[
-                "rpc-foreign".into(),
-                PRIVATE_PORT.to_string(),
-                descriptor.to_string(),
-            ])
-        });
+        let (port, descriptor_arg) = (PRIVATE_PORT.to_string(), descriptor.to_string());
+        let child = queued.and_then(|()| spawn(&["rpc-foreign".into(), port, descriptor_arg]));
         let points = child.and_then(points_of);
         // Answer whatever happened, so the caller does not wait forever.
         let answered = expect_zero(reply(kernel, b"MINE", descriptor))
@@ -401,6 +340,15 @@ fn exiting_process<K: Kernel>(kernel: &K, me: u32) -> Result<(), String> {
 pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
     let say = |line: String| crate::say(format_args!("{line}"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
+    // Registers a server child's port and tells the parent it is ready;
+    // whether the port was registered.
+    let registered = |port, max, name| {
+        let registered = expect_zero(register(kernel, port, max, name));
+        let ok = registered.is_ok();
+        report_point("register_application", registered);
+        say("ready".into());
+        ok
+    };
     match args.first().map(String::as_str)? {
         "rpc-callers" => {
             let (me, nodes, caller) = (number(1) as u32, number(2) as u32, number(3) as u32);
@@ -421,7 +369,7 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
                 expect_errno(reply(kernel, b"THEIRS", descriptor), libc::ENOENT),
             );
             let mut buf = [0u8; 64];
-            let (ret, _) = receive(kernel, port, &mut buf, true);
+            let (ret, _) = receive(kernel, port, &mut buf, RECV_NONBLOCK);
             report_point(
                 "receive_message from the parent's port gets the queued message",
                 expect_bytes(ret, &buf, FOREIGN_NOTE),
@@ -431,43 +379,27 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
         "rpc-dying" => {
             let (port, held) = (number(1) as u32, number(2));
             let killed = args.get(3).map(String::as_str) == Some(Death::Kill.arg());
-            let registered = expect_zero(register(kernel, port, DYING_MAX, "lite-test-dying"));
-            let ok = registered.is_ok();
-            report_point("register_application", registered);
-            say("ready".into());
-            if !ok {
+            if !registered(port, DYING_MAX, "lite-test-dying") {
                 return Some(1);
             }
             // Without blocking, so that it gives up if a request never
             // comes.
             let mut buf = [0u8; DYING_MAX as usize];
             let deadline = Instant::now() + DYING_RECEIVE_LIMIT;
-            let mut received = 0;
-            let mut failure = None;
-            while received < held {
-                let (ret, descriptor) = receive(kernel, port, &mut buf, true);
-                if ret == -c_long::from(libc::EAGAIN) {
-                    if Instant::now() > deadline {
-                        failure =
-                            Some(format!("{received} arrived within {DYING_RECEIVE_LIMIT:?}"));
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                    continue;
+            let held_all = (0..held).try_for_each(|received| loop {
+                let (ret, descriptor) = receive(kernel, port, &mut buf, RECV_NONBLOCK);
+                if ret != -c_long::from(libc::EAGAIN) {
+                    let got = describe_result(ret);
+                    let why = || format!("receive returned {got} with descriptor {descriptor:#x}");
+                    break unless(ret > 0 && descriptor != 0, why);
                 }
-                if ret <= 0 || descriptor == 0 {
-                    failure = Some(format!(
-                        "receive returned {} with descriptor {descriptor:#x}",
-                        describe_result(ret)
-                    ));
-                    break;
+                if Instant::now() > deadline {
+                    break Err(format!("{received} arrived within {DYING_RECEIVE_LIMIT:?}"));
                 }
-                received += 1;
-            }
-            report_point(
-                &format!("receive {held} requests and hold them unanswered"),
-                failure.map_or(Ok(()), Err),
-            );
+                std::thread::sleep(Duration::from_millis(1));
+            });
+            let point = format!("receive {held} requests and hold them unanswered");
+            report_point(&point, held_all);
             if killed {
                 // The parent kills it instead of answering.
                 say("ready".into());
@@ -478,23 +410,15 @@ pub(in crate::cluster_test) fn child_main<K: Kernel>(kernel: &K, args: &[String]
         }
         "rpc-exit" => {
             let port = number(1) as u32;
-            let registered = expect_zero(register(kernel, port, 64, "lite-test-exit"));
-            let ok = registered.is_ok();
-            report_point("register_application", registered);
-            say("ready".into());
-            if !ok {
+            if !registered(port, 64, "lite-test-exit") {
                 return Some(1);
             }
             let mut buf = [0u8; 64];
-            let (ret, descriptor) = receive(kernel, port, &mut buf, false);
-            report_point(
-                "receive a request and exit without answering it",
-                if ret > 0 && descriptor != 0 {
-                    Ok(())
-                } else {
-                    Err(format!("receive returned {}", describe_result(ret)))
-                },
-            );
+            let (ret, descriptor) = receive(kernel, port, &mut buf, BLOCKING);
+            let held = unless(ret > 0 && descriptor != 0, || {
+                format!("receive returned {}", describe_result(ret))
+            });
+            report_point("receive a request and exit without answering it", held);
             Some(0)
         }
         _ => None,
@@ -517,7 +441,7 @@ mod tests {
                 (ret, answer)
             });
             let mut buf = [0u8; 8];
-            let (ret, descriptor) = receive(&owner, PRIVATE_PORT, &mut buf, false);
+            let (ret, descriptor) = receive(&owner, PRIVATE_PORT, &mut buf, BLOCKING);
             assert_eq!(ret, 4);
             assert_eq!(send(&owner, 1, PRIVATE_PORT, FOREIGN_NOTE, false), 0);
             let args = [
@@ -531,7 +455,7 @@ mod tests {
             assert_eq!(unregistered, -c_long::from(libc::EPERM));
             let replied = reply(&other, b"MINE", descriptor);
             assert_eq!(replied, -c_long::from(libc::ENOENT));
-            let received = receive(&other, PRIVATE_PORT, &mut buf, true).0;
+            let received = receive(&other, PRIVATE_PORT, &mut buf, RECV_NONBLOCK).0;
             assert_eq!(received, -c_long::from(libc::EAGAIN));
             assert_eq!(reply(&owner, b"MINE", descriptor), 0);
             let (ret, answer) = caller.join().expect("caller");

@@ -51,13 +51,8 @@ fn storm_request(me: u32, round: u32, thread: u32, seq: u64) -> Vec<u8> {
     for (at, value) in [me, thread, round, seq32].into_iter().enumerate() {
         request[at * 4..][..4].copy_from_slice(&value.to_le_bytes());
     }
-    let seed = pattern::seed(&[
-        u64::from(me),
-        u64::from(thread),
-        u64::from(round),
-        seq,
-        0x5354,
-    ]);
+    let [me, thread, round] = [me, thread, round].map(u64::from);
+    let seed = pattern::seed(&[me, thread, round, seq, 0x5354]);
     pattern::fill(seed, 16, &mut request[16..]);
     request
 }
@@ -79,44 +74,32 @@ fn storm_requests_to(me: u32, nodes: u32) -> u64 {
     u64::from(nodes) * (u64::from(STORM_MULTICASTERS) * STORM_REQUESTS + calls)
 }
 
-/// Sets every byte of `buf` that `expected` covers to its opposite, so
-/// that a reply which does not arrive, or arrives short, cannot pass.
-fn poison_reply(buf: &mut [u8], expected: &[u8]) {
-    for (byte, want) in buf.iter_mut().zip(expected) {
-        *byte = !want;
-    }
-}
-
 /// Passes when a request took at most [`STORM_CALL_LIMIT`]: a request
 /// that took longer was stuck, even if it was answered in the end.
 fn storm_in_time(took: Duration) -> Result<(), String> {
-    if took > STORM_CALL_LIMIT {
-        return Err(format!("took {took:?}, over {STORM_CALL_LIMIT:?}"));
-    }
-    Ok(())
+    let over = || format!("took {took:?}, over {STORM_CALL_LIMIT:?}");
+    unless(took <= STORM_CALL_LIMIT, over)
 }
 
 /// Fails once [`STORM_ROUND_LIMIT`] passed since `begun`, so that a storm
 /// thread whose requests time out one after the other does not hold the
 /// round for many RPC timeouts.
 fn storm_not_late(begun: Instant, what: &str) -> Result<(), String> {
-    if begun.elapsed() > STORM_ROUND_LIMIT {
-        return Err(format!(
-            "{what}: not started within {STORM_ROUND_LIMIT:?} of the round's start"
-        ));
-    }
-    Ok(())
+    let late = || format!("{what}: not started within {STORM_ROUND_LIMIT:?} of the round's start");
+    unless(begun.elapsed() <= STORM_ROUND_LIMIT, late)
 }
 
-/// A storm thread multicasting its requests to every node (this one
-/// included) once `start` lets it go; the first failure.
-fn storm_multicaster<K: Kernel>(
+/// A storm thread once `start` lets it go: a multicasting one (the first
+/// [`STORM_MULTICASTERS`]) sends each request to every node, this one
+/// included, a calling one to every node in turn; the first failure.
+fn storm_sender<K: Kernel>(
     kernel: &K,
     (me, nodes): (u32, u32),
     (round, port): (u32, u32),
     thread: u32,
     start: &Barrier,
 ) -> Result<(), String> {
+    let multicasting = thread < STORM_MULTICASTERS;
     let targets: Vec<u32> = (1..=nodes).collect();
     // Room for the largest reply from every node, so that a reply to
     // another request, whatever its size, shows in its length.
@@ -126,68 +109,44 @@ fn storm_multicaster<K: Kernel>(
     let begun = Instant::now();
     for seq in 0..STORM_REQUESTS {
         let request = storm_request(me, round, thread, seq);
-        let what = format!(
-            "node {me} multicast thread {thread} request {seq} ({} B)",
-            request.len()
-        );
+        let (len, target) = (request.len(), storm_call_target(thread, seq, nodes));
+        let what = if multicasting {
+            format!("node {me} multicast thread {thread} request {seq} ({len} B)")
+        } else {
+            format!("node {me} calling thread {thread} request {seq} ({len} B) to node {target}")
+        };
         storm_not_late(begun, &what)?;
         let expected = transform(&request);
         for slot in replies.chunks_mut(STORM_MAX) {
             poison_reply(slot, &expected);
         }
+        let began = Instant::now();
+        if !multicasting {
+            let ret = call(kernel, target, port, &request, &mut replies[..STORM_MAX]);
+            let took = began.elapsed();
+            expect_bytes(ret, &replies, &expected)
+                .and_then(|()| storm_in_time(took))
+                .map_err(|e| format!("{what}: {e} (after {took:?})"))?;
+            continue;
+        }
         lengths.fill(i64::MIN);
         let buffers = (&mut lengths[..], &mut replies[..]);
         let mut args = multicast_args(&targets, &request, buffers, STORM_MAX as u64, port);
-        let began = Instant::now();
         // SAFETY: `args` describes live buffers of the lengths given.
         let ret = unsafe { kernel.send_reply_multicast(&mut args) };
         let took = began.elapsed();
         if ret < 0 {
-            return Err(format!(
-                "{what}: returned {} after {took:?}",
-                describe_result(ret)
-            ));
+            let ret = describe_result(ret);
+            return Err(format!("{what}: returned {ret} after {took:?}"));
         }
         for (index, &node) in targets.iter().enumerate() {
-            let reply = &replies[index * STORM_MAX..][..request.len()];
+            let reply = &replies[index * STORM_MAX..][..len];
             expect_bytes(lengths[index] as c_long, reply, &expected)
                 .map_err(|e| format!("{what} to node {node}: {e} (after {took:?})"))?;
         }
         expect_len(ret, targets.len())
             .and_then(|()| storm_in_time(took))
             .map_err(|e| format!("{what}: {e}"))?;
-    }
-    Ok(())
-}
-
-/// A storm thread calling every node in turn once `start` lets it go;
-/// the first failure.
-fn storm_caller<K: Kernel>(
-    kernel: &K,
-    (me, nodes): (u32, u32),
-    (round, port): (u32, u32),
-    thread: u32,
-    start: &Barrier,
-) -> Result<(), String> {
-    let mut answer = vec![0u8; STORM_MAX];
-    start.wait();
-    let begun = Instant::now();
-    for seq in 0..STORM_REQUESTS {
-        let target = storm_call_target(thread, seq, nodes);
-        let request = storm_request(me, round, thread, seq);
-        let what = format!(
-            "node {me} calling thread {thread} request {seq} ({} B) to node {target}",
-            request.len()
-        );
-        storm_not_late(begun, &what)?;
-        let expected = transform(&request);
-        poison_reply(&mut answer, &expected);
-        let began = Instant::now();
-        let ret = call(kernel, target, port, &request, &mut answer);
-        let took = began.elapsed();
-        expect_bytes(ret, &answer, &expected)
-            .and_then(|()| storm_in_time(took))
-            .map_err(|e| format!("{what}: {e} (after {took:?})"))?;
     }
     Ok(())
 }
@@ -231,13 +190,7 @@ fn storm_threads<K: Kernel>(kernel: &K, me: u32, nodes: u32, round: u32) -> Resu
         let start = &start;
         let mut threads: Vec<_> = (0..senders)
             .map(|thread| {
-                scope.spawn(move || {
-                    if thread < STORM_MULTICASTERS {
-                        storm_multicaster(kernel, (me, nodes), (round, port), thread, start)
-                    } else {
-                        storm_caller(kernel, (me, nodes), (round, port), thread, start)
-                    }
-                })
+                scope.spawn(move || storm_sender(kernel, (me, nodes), (round, port), thread, start))
             })
             .collect();
         threads.push(scope.spawn(move || storm_querier(kernel, (me, nodes), port, start)));
@@ -268,24 +221,17 @@ fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, roun
     let port = storm_port(round);
     let registered = register(kernel, port, STORM_MAX as u64, "lite-test-storm");
     std::thread::scope(|scope| {
-        let servers: Vec<_> = if registered == 0 {
-            (0..STORM_SERVERS)
-                .map(|index| scope.spawn(move || serve(kernel, port, index % 2 == 1)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let stormed = barrier(
-            kernel,
-            tap,
-            nodes,
-            &format!("registering the port {port} of storm round {round}"),
-        )
-        .map(|()| storm_threads(kernel, me, nodes, round))
-        // Nobody calls the port any more once every node passed this.
-        .and_then(|stormed| {
-            barrier(kernel, tap, nodes, &format!("storm round {round}")).map(|()| stormed)
-        });
+        // Every other one replies and receives in one call.
+        let servers: Vec<_> = (0..if registered == 0 { STORM_SERVERS } else { 0 })
+            .map(|index| scope.spawn(move || serve(kernel, port, index % 2 == 1)))
+            .collect();
+        let registering = format!("registering the port {port} of storm round {round}");
+        let stormed = barrier(kernel, tap, nodes, &registering)
+            .map(|()| storm_threads(kernel, me, nodes, round))
+            // Nobody calls the port any more once every node passed this.
+            .and_then(|stormed| {
+                barrier(kernel, tap, nodes, &format!("storm round {round}")).map(|()| stormed)
+            });
         // Closing the port ends the service threads' receives.
         let closed = kernel.unregister_application(port);
         let stormed = stormed?;
@@ -297,13 +243,11 @@ fn storm_round<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, roun
             "node {me}: storm round {round}: the service threads answered [{}] requests, {answered} of the {expected} sent to port {port} of this node",
             each.join(", ")
         ));
-        let mut outcome = expect_zero(registered)
-            .map_err(|e| format!("register_application(port {port}): {e}"))
-            .and(stormed)
-            .and(
-                expect_zero(closed)
-                    .map_err(|e| format!("unregister_application(port {port}): {e}")),
-            );
+        let registered =
+            expect_zero(registered).map_err(|e| format!("register_application(port {port}): {e}"));
+        let closed =
+            expect_zero(closed).map_err(|e| format!("unregister_application(port {port}): {e}"));
+        let mut outcome = registered.and(stormed).and(closed);
         for (index, served) in served.iter().enumerate() {
             let verdict = served.verdict();
             outcome = outcome.and(verdict.map_err(|e| format!("service thread {index}: {e}")));
