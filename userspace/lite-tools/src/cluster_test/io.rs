@@ -122,6 +122,27 @@ pub fn check_errno<W: Write>(tap: &mut Tap<W>, what: &str, ret: c_long, errno: i
     tap.check(&description, expect_errno(ret, errno))
 }
 
+/// A table of calls that must fail: reports each row `what => call,
+/// ERRNO;` as [`check_errno`] does, `prefix` before its `what`, calling
+/// and reporting one row after the other.
+macro_rules! check_errnos {
+    ($tap:expr, $prefix:expr; $($what:expr => $ret:expr, $errno:expr;)+) => {
+        $(
+            let what = format!("{}{}", $prefix, $what);
+            $crate::cluster_test::io::check_errno($tap, &what, $ret, $errno);
+        )+
+    };
+}
+pub(crate) use check_errnos;
+
+/// A table of points: reports each row `description => outcome;` in turn.
+macro_rules! check_each {
+    ($tap:expr; $($description:expr => $outcome:expr;)+) => {
+        $($tap.check(&$description, $outcome);)+
+    };
+}
+pub(crate) use check_each;
+
 /// Reports the point `description`: whether `ret` is 0.
 pub fn check_zero<W: Write>(tap: &mut Tap<W>, description: &str, ret: c_long) -> bool {
     tap.check(description, expect_zero(ret))

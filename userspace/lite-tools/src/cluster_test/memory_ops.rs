@@ -14,8 +14,9 @@ use lite::sys::{
 };
 
 use super::io::{
-    check_errno, check_free, check_zero, expect_async_read_errno, expect_async_write_errno,
-    name_of, read_at, read_vec, stats, unchanged, write_ok, UserPages,
+    check_each, check_errno, check_errnos, check_free, check_zero, expect_async_read_errno,
+    expect_async_write_errno, handle_of, name_of, read_at, read_vec, stats, unchanged, write_ok,
+    UserPages,
 };
 use super::{target_name, UNKNOWN_HANDLE};
 use crate::cluster_test::io::unless;
@@ -106,13 +107,8 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
             "node {me}: {OPS_LMR_SIZE} B LMR on {} for memset and copies allocated and filled",
             target_name(me, target)
         );
-        match Mirrored::new(kernel, target, me, password) {
-            Ok(lmr) => {
-                tap.ok(&description);
-                lmrs.push(lmr);
-            }
-            Err(reason) => tap.not_ok(&description, &reason),
-        }
+        let made = Mirrored::new(kernel, target, me, password);
+        lmrs.extend(tap.check_value(&description, made));
     }
     if lmrs.len() == 3 {
         memset_cases(kernel, tap, &mut lmrs);
@@ -139,15 +135,12 @@ fn memset_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [M
         (OPS_LMR_SIZE - 3, 3, 0x80),
     ];
     for lmr in lmrs.iter_mut() {
-        let mut outcome = Ok(());
-        for &(offset, size, byte) in &fills {
+        let outcome = fills.iter().try_for_each(|&(offset, size, byte)| {
             let ret = kernel.remote_memset(lmr.handle(), offset, size, byte);
-            if let Err(e) = expect_zero(ret) {
-                outcome = Err(format!("memset({offset}, {size}, {byte:#x}): {e}"));
-                break;
-            }
+            expect_zero(ret).map_err(|e| format!("memset({offset}, {size}, {byte:#x}): {e}"))?;
             lmr.window(offset, size).fill(byte as u8);
-        }
+            Ok(())
+        });
         let ret = kernel.remote_memset(lmr.handle(), CHUNK_SIZE, 0, 0x33);
         let outcome = outcome
             .and_then(|()| expect_zero(ret).map_err(|e| format!("memset of 0 B: {e}")))
@@ -162,13 +155,11 @@ fn memset_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [M
 }
 
 /// One copy between (or within) the mirrored LMRs, by the call `what`
-/// begins with.
+/// begins with: `len` bytes `from` (LMR index, offset) `to` another.
 struct Copy {
     what: &'static str,
-    src: usize,
-    src_offset: u64,
-    dst: usize,
-    dst_offset: u64,
+    from: (usize, u64),
+    to: (usize, u64),
     len: u64,
 }
 
@@ -177,35 +168,27 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
     let copies = [
         Copy {
             what: "memcpy from the local LMR to the remote one, across the boundary",
-            src: local,
-            src_offset: CHUNK_SIZE - 100 * KIB,
-            dst: remote,
-            dst_offset: CHUNK_SIZE - 60 * KIB,
+            from: (local, CHUNK_SIZE - 100 * KIB),
+            to: (remote, CHUNK_SIZE - 60 * KIB),
             len: 200 * KIB,
         },
         Copy {
             what: "memcpy from the remote LMR to the spread one",
-            src: remote,
-            src_offset: CHUNK_SIZE - 3,
-            dst: spread,
-            dst_offset: CHUNK_SIZE - 130 * KIB + 1,
+            from: (remote, CHUNK_SIZE - 3),
+            to: (spread, CHUNK_SIZE - 130 * KIB + 1),
             len: 128 * KIB + 7,
         },
         Copy {
             what: "memmove from the spread LMR to the local one",
-            src: spread,
-            src_offset: CHUNK_SIZE - 64 * KIB,
-            dst: local,
-            dst_offset: CHUNK_SIZE + 16 * KIB + 3,
+            from: (spread, CHUNK_SIZE - 64 * KIB),
+            to: (local, CHUNK_SIZE + 16 * KIB + 3),
             len: 100 * KIB,
         },
         Copy {
             what:
                 "memcpy within the remote LMR, non-overlapping, from before to after the boundary",
-            src: remote,
-            src_offset: CHUNK_SIZE - 250 * KIB,
-            dst: remote,
-            dst_offset: CHUNK_SIZE + 10 * KIB,
+            from: (remote, CHUNK_SIZE - 250 * KIB),
+            to: (remote, CHUNK_SIZE + 10 * KIB),
             len: 50 * KIB,
         },
     ];
@@ -213,47 +196,41 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
         [
             Copy {
                 what: "memmove overlapping upwards (destination above source)",
-                src: index,
-                src_offset: CHUNK_SIZE - 64 * KIB - 1,
-                dst: index,
-                dst_offset: CHUNK_SIZE - 40 * KIB,
+                from: (index, CHUNK_SIZE - 64 * KIB - 1),
+                to: (index, CHUNK_SIZE - 40 * KIB),
                 len: 96 * KIB,
             },
             Copy {
                 what: "memmove overlapping downwards (destination below source)",
-                src: index,
-                src_offset: CHUNK_SIZE - 16 * KIB,
-                dst: index,
-                dst_offset: CHUNK_SIZE - 48 * KIB + 5,
+                from: (index, CHUNK_SIZE - 16 * KIB),
+                to: (index, CHUNK_SIZE - 48 * KIB + 5),
                 len: 96 * KIB,
             },
         ]
     };
-    let mut all: Vec<Copy> = copies.into_iter().collect();
-    for index in [local, remote, spread] {
-        all.extend(moves(index));
-    }
+    let all = copies
+        .into_iter()
+        .chain([local, remote, spread].into_iter().flat_map(moves));
     for copy in all {
-        let call = if copy.what.starts_with("memmove") {
+        let (what, (src, src_offset), (dst, dst_offset), len) =
+            (copy.what, copy.from, copy.to, copy.len);
+        let call = if what.starts_with("memmove") {
             K::memmove
         } else {
             K::memcpy
         };
-        let (src, dst) = (lmrs[copy.src].handle(), lmrs[copy.dst].handle());
-        let ret = call(kernel, src, copy.src_offset, dst, copy.dst_offset, copy.len);
-        let moved = lmrs[copy.src].window(copy.src_offset, copy.len).to_vec();
-        lmrs[copy.dst]
-            .window(copy.dst_offset, copy.len)
-            .copy_from_slice(&moved);
-        let outcome = expect_zero(ret).and_then(|()| lmrs[copy.dst].verify(kernel));
-        let within = if copy.src == copy.dst {
-            format!(" on {}", lmrs[copy.dst].label)
+        let (src_handle, dst_handle) = (lmrs[src].handle(), lmrs[dst].handle());
+        let ret = call(kernel, src_handle, src_offset, dst_handle, dst_offset, len);
+        let moved = lmrs[src].window(src_offset, len).to_vec();
+        lmrs[dst].window(dst_offset, len).copy_from_slice(&moved);
+        let outcome = expect_zero(ret).and_then(|()| lmrs[dst].verify(kernel));
+        let within = if src == dst {
+            format!(" on {}", lmrs[dst].label)
         } else {
-            format!(" ({} -> {})", lmrs[copy.src].label, lmrs[copy.dst].label)
+            format!(" ({} -> {})", lmrs[src].label, lmrs[dst].label)
         };
         let point = format!(
-            "{}{within}: {} B from offset {} to {} reads back byte for byte",
-            copy.what, copy.len, copy.src_offset, copy.dst_offset
+            "{what}{within}: {len} B from offset {src_offset} to {dst_offset} reads back byte for byte"
         );
         tap.check(&point, outcome);
     }
@@ -261,6 +238,25 @@ fn copy_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &mut [Mir
     check_zero(tap, "memcpy of 0 B returns 0", kernel.memcpy(a, 0, b, 0, 0));
     let ret = kernel.memmove(a, 0, b, 0, 0);
     check_zero(tap, "memmove of 0 B returns 0", ret);
+}
+
+/// Starts an `rdma_read_async` into `buf` from `offset` of `handle`; the
+/// raw result.
+///
+/// # Safety
+///
+/// `buf` must stay in place and untouched until the operation is reaped
+/// (or fenced).
+unsafe fn start_read<K: Kernel>(
+    kernel: &K,
+    handle: u64,
+    buf: &mut [u8],
+    offset: u64,
+    password: u64,
+) -> libc::c_long {
+    let (at, len) = (buf.as_mut_ptr().cast(), buf.len() as u64);
+    // SAFETY: as the caller promised.
+    unsafe { kernel.rdma_read_async(handle, at, len, offset, PRIORITY_NONE, password) }
 }
 
 /// Number of operations kept in flight.
@@ -339,16 +335,7 @@ fn async_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, targ
     for (i, buf) in buffers.iter_mut().enumerate() {
         pattern::poison(seed, offset_of(i as u64), buf);
         // SAFETY: the buffer is neither moved nor touched until reaped below.
-        let ret = unsafe {
-            kernel.rdma_read_async(
-                handle,
-                buf.as_mut_ptr().cast(),
-                ASYNC_PIECE,
-                offset_of(i as u64),
-                PRIORITY_NONE,
-                password,
-            )
-        };
+        let ret = unsafe { start_read(kernel, handle, buf, offset_of(i as u64), password) };
         if ret <= 0 {
             outcome = Err(format!("read_async {i} returned {}", describe_result(ret)));
             break;
@@ -378,16 +365,7 @@ fn async_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, targ
     pattern::poison(seed, base, &mut buf);
     // SAFETY: `buf` stays untouched until the operation is reaped below
     // (or fenced if polling gives up).
-    let ret = unsafe {
-        kernel.rdma_read_async(
-            handle,
-            buf.as_mut_ptr().cast(),
-            ASYNC_PIECE,
-            base,
-            PRIORITY_NONE,
-            password,
-        )
-    };
+    let ret = unsafe { start_read(kernel, handle, &mut buf, base, password) };
     let outcome = if ret > 0 {
         let op = ret.unsigned_abs();
         let done = Deadline::after(POLL_LIMIT, format!("read_async operation {op} to complete"));
@@ -443,12 +421,11 @@ fn stats_cases<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, targ
         let name = name_of(0x57a7, me);
         expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ, password))
             .map_err(|e| format!("add_ask_mr_table: {e}"))?;
-        let mapping =
-            super::io::handle_of(kernel.ask_lmr(me, name, PERM_READ, password), "ask_lmr")?;
+        let mapping = handle_of(kernel.ask_lmr(me, name, PERM_READ, password), "ask_lmr")?;
         let pages = UserPages::new(4096)?;
         // SAFETY: the pages stay mapped until deregistered below.
         let ret = unsafe { pages.register(kernel, (0, 4096), PERM_READ, password) };
-        let registered = super::io::handle_of(ret, "register_lmr")?;
+        let registered = handle_of(ret, "register_lmr")?;
         let during = stats(kernel)?;
         expect_zero(kernel.deregister_lmr(registered)).map_err(|e| format!("deregister: {e}"))?;
         expect_zero(kernel.umap_lmr(mapping)).map_err(|e| format!("umap: {e}"))?;
@@ -533,48 +510,36 @@ fn large_spread<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         }
         offsets
     };
+    let offsets: Vec<u64> = (0..chunks).flat_map(samples).collect();
     let mut buf = vec![0u8; SAMPLE as usize];
     let mut written_sum = 0u64;
-    let mut outcome = Ok(());
-    'write: for chunk in 0..chunks {
-        for offset in samples(chunk) {
-            pattern::fill(seed, offset, &mut buf);
-            written_sum = checksum(written_sum, &buf);
-            if let Err(e) = write_ok(kernel, lmr.handle(), offset, &buf, password) {
-                outcome = Err(e);
-                break 'write;
-            }
-        }
-    }
+    let outcome = offsets.iter().try_for_each(|&offset| {
+        pattern::fill(seed, offset, &mut buf);
+        written_sum = checksum(written_sum, &buf);
+        write_ok(kernel, lmr.handle(), offset, &buf, password)
+    });
     tap.check(
         &format!("{label}: {SAMPLE} B samples written in every chunk, across every boundary"),
         outcome,
     );
     let mut read_sum = 0u64;
     let mut first_bad = None;
-    let mut outcome = Ok(());
-    'read: for chunk in 0..chunks {
-        for offset in samples(chunk) {
-            let ret = read_at(kernel, lmr.handle(), offset, &mut buf, password);
-            if let Err(e) = expect_zero(ret) {
-                outcome = Err(format!("read at offset {offset}: {e}"));
-                break 'read;
-            }
-            read_sum = checksum(read_sum, &buf);
-            if first_bad.is_none() {
-                first_bad = pattern::verify(seed, offset, &buf).err();
-            }
+    let outcome = offsets.iter().try_for_each(|&offset| {
+        let ret = read_at(kernel, lmr.handle(), offset, &mut buf, password);
+        expect_zero(ret).map_err(|e| format!("read at offset {offset}: {e}"))?;
+        read_sum = checksum(read_sum, &buf);
+        if first_bad.is_none() {
+            first_bad = pattern::verify(seed, offset, &buf).err();
         }
-    }
+        Ok(())
+    });
     let outcome = outcome.and_then(|()| {
-        if read_sum == written_sum && first_bad.is_none() {
-            Ok(())
-        } else {
-            Err(format!(
+        unless(read_sum == written_sum && first_bad.is_none(), || {
+            format!(
                 "checksum {read_sum:#x}, expected {written_sum:#x}; first difference: {}",
                 first_bad.map_or("none".to_string(), |m| m.to_string())
-            ))
-        }
+            )
+        })
     });
     tap.check(
         &format!("{label}: checksum of the samples read back matches"),
@@ -595,8 +560,8 @@ fn large_spread<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     tap.check(&format!("{label}: free returns 0"), lmr.free());
 }
 
-/// A simple order-dependent checksum (FNV-1a, 64-bit).
-fn checksum(mut sum: u64, data: &[u8]) -> u64 {
+/// A simple order-dependent checksum (FNV-1a, 64-bit); `sum` 0 starts one.
+pub(super) fn checksum(mut sum: u64, data: &[u8]) -> u64 {
     if sum == 0 {
         sum = 0xcbf2_9ce4_8422_2325;
     }
@@ -629,112 +594,81 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, target
     let bad = name_of(0xbad, me);
     let at = scratch.as_mut_ptr().cast::<c_void>();
     let big = MAX_REGISTER_SIZE + 4096;
-    let mut check = |what: &str, ret, errno| check_errno(tap, what, ret, errno);
-    let ret = kernel.remote_memset(h, 0, 16, 256);
-    check("remote_memset with byte 256", ret, EINVAL);
-    let what = "remote_memset of 16 B at offset 4090 of 4096";
-    check(what, kernel.remote_memset(h, 4090, 16, 1), EINVAL);
-    let what = "remote_memset with overflowing offset + size";
-    check(what, kernel.remote_memset(h, u64::MAX, 2, 1), EINVAL);
-    let what = "remote_memset with an unknown handle";
-    check(what, kernel.remote_memset(UNKNOWN_HANDLE, 0, 16, 1), EBADF);
-    let what = "memcpy with an unknown source handle";
-    check(what, kernel.memcpy(UNKNOWN_HANDLE, 0, h, 0, 16), EBADF);
-    let what = "memcpy with an unknown destination handle";
-    check(what, kernel.memcpy(h, 0, UNKNOWN_HANDLE, 0, 16), EBADF);
-    let what = "memcpy with overflowing source offset + size";
-    check(what, kernel.memcpy(h, u64::MAX, h, 0, 2), EINVAL);
-    let what = "memcpy with a destination range past the end";
-    check(what, kernel.memcpy(h, 0, h, 4095, 2), EINVAL);
-    let what = "memmove with overflowing destination offset + size";
-    check(what, kernel.memmove(h, 0, h, u64::MAX, 2), EINVAL);
-    let what = "memmove with an unknown source handle";
-    check(what, kernel.memmove(UNKNOWN_HANDLE, 0, h, 0, 16), EBADF);
-    let ret = kernel.memmove(h, 0, h, 0, u64::MAX);
-    check("memmove of 2^64-1 B", ret, EINVAL);
-    // SAFETY: address 8 is never mapped; the kernel must not touch it.
-    let ret = unsafe { kernel.wrap_alloc(unmapped, 16, bad, password) };
-    let ret = released(kernel, ret);
-    check("wrap_alloc from unmapped address 0x8", ret, EFAULT);
-    // SAFETY: nothing is read for 0 bytes.
-    let ret = unsafe { kernel.wrap_alloc(at, 0, bad, password) };
-    check("wrap_alloc of 0 B", released(kernel, ret), EINVAL);
-    let what = "add_ask_mr_table with unknown permission bit 0x100";
-    let ret = kernel.add_ask_mr_table(bad, h, 0x100, password);
-    check(what, ret, EINVAL);
-    let what = "add_ask_mr_table with an unknown handle";
-    let ret = kernel.add_ask_mr_table(bad, UNKNOWN_HANDLE, PERM_READ, password);
-    check(what, ret, EBADF);
-    let what = "add_ask_mr_table with a wrong password";
-    let ret = kernel.add_ask_mr_table(bad, h, PERM_READ, password ^ 1);
-    check(what, ret, EACCES);
-    let ret = kernel.ask_lmr(me, bad, PERM_READ | 0x100, password);
-    let what = "ask_lmr with unknown permission bit 0x100";
-    check(what, released(kernel, ret), EINVAL);
-    let ret = kernel.ask_lmr(me, bad, PERM_READ, password);
-    let what = "ask_lmr of a name never published";
-    check(what, released(kernel, ret), ENOENT);
-    let what = "umap_lmr of an unknown handle";
-    check(what, kernel.umap_lmr(UNKNOWN_HANDLE), EBADF);
-    let what = "umap_lmr of an allocated LMR (not a mapping)";
-    check(what, kernel.umap_lmr(h), EINVAL);
-    // SAFETY: address 8 is never mapped; the kernel must not touch it.
-    let ret = unsafe { kernel.register_lmr(unmapped, 4096, PERM_READ, password) };
-    let ret = released(kernel, ret);
-    check("register_lmr of unmapped address 0x8", ret, EFAULT);
-    // SAFETY: nothing is registered for 0 bytes.
-    let ret = unsafe { kernel.register_lmr(at, 0, PERM_READ, password) };
-    check("register_lmr of 0 B", released(kernel, ret), EINVAL);
-    // SAFETY: the kernel must reject the size before pinning anything.
-    let ret = unsafe { kernel.register_lmr(at, big, PERM_READ, password) };
-    let what = format!("register_lmr of {big} B (over LITE_MAX_REGISTER_SIZE)");
-    check(&what, released(kernel, ret), EINVAL);
-    // SAFETY: the kernel must reject the permission before pinning.
-    let ret = unsafe { kernel.register_lmr(at, 4096, 0x100, password) };
-    let what = "register_lmr with unknown permission bit 0x100";
-    check(what, released(kernel, ret), EINVAL);
-    let what = "deregister_lmr of an unknown handle";
-    check(what, kernel.deregister_lmr(UNKNOWN_HANDLE), EBADF);
-    let asynchronous = [
-        (
-            "rdma_write_async from unmapped address 0x8 returns -EFAULT",
-            expect_async_write_errno(kernel, h, unmapped, 16, 0, password, EFAULT),
-        ),
-        (
-            "rdma_read_async into unmapped address 0x8 fails with -EFAULT",
-            expect_async_read_errno(kernel, h, unmapped, 16, 0, password, EFAULT),
-        ),
-        (
-            "rdma_write_async with an unknown handle returns -EBADF",
-            expect_async_write_errno(kernel, UNKNOWN_HANDLE, at, 16, 0, password, EBADF),
-        ),
-        (
-            "rdma_read_async with overflowing offset + size returns -EINVAL",
-            expect_async_read_errno(kernel, h, at, 2, u64::MAX, password, EINVAL),
-        ),
-        (
-            "rdma_write_async with a wrong password returns -EACCES",
-            expect_async_write_errno(kernel, h, at, 16, 0, password ^ 1, EACCES),
-        ),
-        (
-            "rdma_read_async of 16 B at offset 4090 of 4096 returns -EINVAL",
-            expect_async_read_errno(kernel, h, at, 16, 4090, password, EINVAL),
-        ),
-    ];
-    for (description, outcome) in asynchronous {
-        tap.check(description, outcome);
+    let unknown_bit = "unknown permission bit 0x100";
+    // SAFETY (every unsafe call below): address 8 is never mapped and the
+    // kernel must not touch it; nothing is read or registered for 0
+    // bytes; and the kernel must reject a size or permission before it
+    // pins anything.
+    check_errnos! { tap, "";
+        "remote_memset with byte 256" => kernel.remote_memset(h, 0, 16, 256), EINVAL;
+        "remote_memset of 16 B at offset 4090 of 4096" =>
+            kernel.remote_memset(h, 4090, 16, 1), EINVAL;
+        "remote_memset with overflowing offset + size" =>
+            kernel.remote_memset(h, u64::MAX, 2, 1), EINVAL;
+        "remote_memset with an unknown handle" =>
+            kernel.remote_memset(UNKNOWN_HANDLE, 0, 16, 1), EBADF;
+        "memcpy with an unknown source handle" => kernel.memcpy(UNKNOWN_HANDLE, 0, h, 0, 16), EBADF;
+        "memcpy with an unknown destination handle" =>
+            kernel.memcpy(h, 0, UNKNOWN_HANDLE, 0, 16), EBADF;
+        "memcpy with overflowing source offset + size" =>
+            kernel.memcpy(h, u64::MAX, h, 0, 2), EINVAL;
+        "memcpy with a destination range past the end" => kernel.memcpy(h, 0, h, 4095, 2), EINVAL;
+        "memmove with overflowing destination offset + size" =>
+            kernel.memmove(h, 0, h, u64::MAX, 2), EINVAL;
+        "memmove with an unknown source handle" =>
+            kernel.memmove(UNKNOWN_HANDLE, 0, h, 0, 16), EBADF;
+        "memmove of 2^64-1 B" => kernel.memmove(h, 0, h, 0, u64::MAX), EINVAL;
+        "wrap_alloc from unmapped address 0x8" =>
+            released(kernel, unsafe { kernel.wrap_alloc(unmapped, 16, bad, password) }), EFAULT;
+        "wrap_alloc of 0 B" =>
+            released(kernel, unsafe { kernel.wrap_alloc(at, 0, bad, password) }), EINVAL;
+        format!("add_ask_mr_table with {unknown_bit}") =>
+            kernel.add_ask_mr_table(bad, h, 0x100, password), EINVAL;
+        "add_ask_mr_table with an unknown handle" =>
+            kernel.add_ask_mr_table(bad, UNKNOWN_HANDLE, PERM_READ, password), EBADF;
+        "add_ask_mr_table with a wrong password" =>
+            kernel.add_ask_mr_table(bad, h, PERM_READ, password ^ 1), EACCES;
+        format!("ask_lmr with {unknown_bit}") =>
+            released(kernel, kernel.ask_lmr(me, bad, PERM_READ | 0x100, password)), EINVAL;
+        "ask_lmr of a name never published" =>
+            released(kernel, kernel.ask_lmr(me, bad, PERM_READ, password)), ENOENT;
+        "umap_lmr of an unknown handle" => kernel.umap_lmr(UNKNOWN_HANDLE), EBADF;
+        "umap_lmr of an allocated LMR (not a mapping)" => kernel.umap_lmr(h), EINVAL;
+        "register_lmr of unmapped address 0x8" =>
+            released(kernel, unsafe { kernel.register_lmr(unmapped, 4096, PERM_READ, password) }),
+            EFAULT;
+        "register_lmr of 0 B" =>
+            released(kernel, unsafe { kernel.register_lmr(at, 0, PERM_READ, password) }), EINVAL;
+        format!("register_lmr of {big} B (over LITE_MAX_REGISTER_SIZE)") =>
+            released(kernel, unsafe { kernel.register_lmr(at, big, PERM_READ, password) }), EINVAL;
+        format!("register_lmr with {unknown_bit}") =>
+            released(kernel, unsafe { kernel.register_lmr(at, 4096, 0x100, password) }), EINVAL;
+        "deregister_lmr of an unknown handle" => kernel.deregister_lmr(UNKNOWN_HANDLE), EBADF;
     }
-    let mut check = |what: &str, ret, errno| check_errno(tap, what, ret, errno);
-    let what = format!("async_wait of unknown operation {UNKNOWN_HANDLE:#x}");
-    check(&what, kernel.async_wait(UNKNOWN_HANDLE, 0), EINVAL);
-    let what = "async_wait with unknown flag 0x80";
-    check(what, kernel.async_wait(UNKNOWN_HANDLE, 0x80), EINVAL);
-    // SAFETY: the kernel must reject the size before writing.
-    let ret = unsafe { kernel.get_stats(at.cast(), 7) };
-    check("get_stats with size 7", ret, EINVAL);
-    // SAFETY: address 8 is never mapped; the kernel must not touch it.
-    let ret = unsafe { kernel.get_stats(unmapped.cast(), 64) };
-    check("get_stats into unmapped address 0x8", ret, EFAULT);
+    check_each! { tap;
+        "rdma_write_async from unmapped address 0x8 returns -EFAULT" =>
+            expect_async_write_errno(kernel, h, unmapped, 16, 0, password, EFAULT);
+        "rdma_read_async into unmapped address 0x8 fails with -EFAULT" =>
+            expect_async_read_errno(kernel, h, unmapped, 16, 0, password, EFAULT);
+        "rdma_write_async with an unknown handle returns -EBADF" =>
+            expect_async_write_errno(kernel, UNKNOWN_HANDLE, at, 16, 0, password, EBADF);
+        "rdma_read_async with overflowing offset + size returns -EINVAL" =>
+            expect_async_read_errno(kernel, h, at, 2, u64::MAX, password, EINVAL);
+        "rdma_write_async with a wrong password returns -EACCES" =>
+            expect_async_write_errno(kernel, h, at, 16, 0, password ^ 1, EACCES);
+        "rdma_read_async of 16 B at offset 4090 of 4096 returns -EINVAL" =>
+            expect_async_read_errno(kernel, h, at, 16, 4090, password, EINVAL);
+    }
+    check_errnos! { tap, "";
+        format!("async_wait of unknown operation {UNKNOWN_HANDLE:#x}") =>
+            kernel.async_wait(UNKNOWN_HANDLE, 0), EINVAL;
+        "async_wait with unknown flag 0x80" => kernel.async_wait(UNKNOWN_HANDLE, 0x80), EINVAL;
+        // SAFETY: the kernel must reject the size before writing.
+        "get_stats with size 7" => unsafe { kernel.get_stats(at.cast(), 7) }, EINVAL;
+        // SAFETY: address 8 is never mapped; the kernel must not touch it.
+        "get_stats into unmapped address 0x8" =>
+            unsafe { kernel.get_stats(unmapped.cast(), 64) }, EFAULT;
+    }
     let outcome = unchanged(&lmr, seed, &mut contents);
     tap.check(
         "the rejected new calls left the probe LMR unchanged",

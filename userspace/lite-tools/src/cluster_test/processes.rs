@@ -8,6 +8,7 @@
 //! these cases are skipped when [`Kernel::spawns_processes`] is false;
 //! their barriers are still entered so all nodes stay in step.
 
+use std::fmt::Display;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
@@ -71,6 +72,13 @@ pub(super) fn spawn(args: &[String]) -> Result<Child, String> {
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| format!("spawning a child: {e}"))
+}
+
+/// [`spawn`]s a child of `kind` with `args`, as they print.
+pub(super) fn spawn_kind(kind: &str, args: &[&dyn Display]) -> Result<Child, String> {
+    let mut all = vec![kind.to_string()];
+    all.extend(args.iter().map(|arg| arg.to_string()));
+    spawn(&all)
 }
 
 /// Test points a child reported.
@@ -240,11 +248,7 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         let lmr = Region::alloc(kernel, target, 4096, 0, password)?;
         let data = [0x3cu8; 64];
         lmr.write(0, &data, PRIORITY_NONE)?;
-        let points = points_of(spawn(&[
-            "foreign-handle".into(),
-            lmr.handle().to_string(),
-            password.to_string(),
-        ])?)?;
+        let points = points_of(spawn_kind("foreign-handle", &[&lmr.handle(), &password])?)?;
         let back = read_vec(kernel, lmr.handle(), 0, 64, password)?;
         if back != data {
             return Err("the LMR changed through the other process's calls".into());
@@ -261,6 +265,11 @@ fn foreign_handle<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         Ok(_) => tap.not_ok(FOREIGN_HANDLE_CASE, "the child reported nothing"),
         Err(reason) => tap.not_ok(FOREIGN_HANDLE_CASE, &reason),
     }
+}
+
+/// Publishes `lmr` as `name`, for reading and writing.
+fn publish<K: Kernel>(kernel: &K, lmr: &Region<'_, K>, name: u64, pw: u64) -> Result<(), String> {
+    expect_zero(kernel.add_ask_mr_table(name, lmr.handle(), PERM_READ | PERM_WRITE, pw))
 }
 
 /// The counters process exit must restore.
@@ -284,34 +293,18 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
     );
     let name = name_of(LEAK_NAME, me);
     let published = if real {
-        Region::alloc(kernel, me, 4096, 0, password).and_then(|lmr| {
-            expect_zero(kernel.add_ask_mr_table(
-                name,
-                lmr.handle(),
-                PERM_READ | PERM_WRITE,
-                password,
-            ))
-            .map(|()| lmr)
-        })
+        Region::alloc(kernel, me, 4096, 0, password)
+            .and_then(|lmr| publish(kernel, &lmr, name, password).map(|()| lmr))
     } else {
         Err(WHY_SKIPPED.to_string())
     };
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        "publishing the LMR the exiting child maps",
-    )?;
+    let after = |tap: &mut Tap<W>, what: &str| barrier(kernel, tap, nodes, what);
+    after(tap, "publishing the LMR the exiting child maps")?;
     let outcome = match &published {
         Ok(_) => (|| -> Result<(), String> {
             let before = stats(kernel)?;
-            let points = points_of(spawn(&[
-                "leak".into(),
-                me.to_string(),
-                next_node(me, nodes).to_string(),
-                name.to_string(),
-                password.to_string(),
-            ])?)?;
+            let args: [&dyn Display; 4] = [&me, &next_node(me, nodes), &name, &password];
+            let points = points_of(spawn_kind("leak", &args)?)?;
             let mut outcome = Ok(());
             keep_first_failure(&mut outcome, points);
             outcome?;
@@ -332,7 +325,7 @@ fn leak<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool)
         Err(reason) => Err(reason.clone()),
     };
     // Judged after every node's child is gone.
-    barrier(kernel, tap, nodes, "the exiting children")?;
+    after(tap, "the exiting children")?;
     check_if_real(tap, real, &case, outcome);
     check_free(tap, me, "the LMR the exiting child mapped", published.ok());
     Ok(())
@@ -348,29 +341,25 @@ fn record(node: u32, child: u32, index: u64) -> [u8; RECORD] {
         0,
         &mut record[16..56],
     );
-    let sum = record[..56].iter().fold(0xcbf2_9ce4_8422_2325u64, |s, &b| {
-        (s ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let sum = super::memory_ops::checksum(0, &record[..56]);
     record[56..].copy_from_slice(&sum.to_le_bytes());
     record
 }
 
 fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real: bool) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
+    let after = |tap: &mut Tap<W>, what: &str| barrier(kernel, tap, nodes, what);
     let owner = 1;
+    let pw = password_of(owner);
     let size = u64::from(nodes * CHILDREN_PER_NODE) * REGION;
     let name = name_of(CONCURRENT_NAME, owner);
     let shared = if real && me == owner {
         let target = if nodes > 1 { NODE_SPREAD } else { me };
-        let lmr = Region::alloc(kernel, target, size, 0, password_of(owner));
-        let published = lmr.as_ref().map_err(Clone::clone).and_then(|lmr| {
-            expect_zero(kernel.add_ask_mr_table(
-                name,
-                lmr.handle(),
-                PERM_READ | PERM_WRITE,
-                password_of(owner),
-            ))
-        });
+        let lmr = Region::alloc(kernel, target, size, 0, pw);
+        let published = lmr
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|lmr| publish(kernel, lmr, name, pw));
         tap.check(
             &format!("node {me}: {size} B shared LMR for concurrent child processes allocated and published"),
             published,
@@ -379,27 +368,14 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
     } else {
         None
     };
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        "publishing the LMR shared by child processes",
-    )?;
+    after(tap, "publishing the LMR shared by child processes")?;
     let case = format!("node {me}: {CHILDREN_PER_NODE} child processes write checksummed records concurrently with all nodes and read every other region back with 0 mismatches");
     let mut children = Vec::new();
     let mut outcome: Result<(), String> = Ok(());
     if real {
         for index in 0..CHILDREN_PER_NODE {
-            let child = spawn(&[
-                "concurrent".into(),
-                owner.to_string(),
-                name.to_string(),
-                password_of(owner).to_string(),
-                me.to_string(),
-                index.to_string(),
-                nodes.to_string(),
-            ]);
-            match child {
+            let args: [&dyn Display; 6] = [&owner, &name, &pw, &me, &index, &nodes];
+            match spawn_kind("concurrent", &args) {
                 Ok(mut child) => {
                     let out = child.stdout.take().map(BufReader::new);
                     children.push((child, out));
@@ -413,7 +389,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
             }
         }
     }
-    if let Err(out_of_step) = barrier(kernel, tap, nodes, "every child process wrote its region") {
+    if let Err(out_of_step) = after(tap, "every child process wrote its region") {
         // They wait for a go that will not come.
         for (mut child, _) in children {
             let _ = child.kill();
@@ -432,12 +408,7 @@ fn concurrent<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node, real:
     for (child, _) in children {
         outcome = outcome.and(finish(child));
     }
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        "every child process read the other regions",
-    )?;
+    after(tap, "every child process read the other regions")?;
     check_if_real(tap, real, &case, outcome);
     check_free(tap, me, "the LMR shared by child processes", shared);
     Ok(())
@@ -461,67 +432,52 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
     if let Some(status) = cases.iter().find_map(|case| case(kernel, args)) {
         return status;
     }
-    let say = |line: String| crate::say(format_args!("{line}"));
+    let ready = || crate::say(format_args!("ready"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     match args.first().map(String::as_str) {
         Some("foreign-handle") => {
             let (h, pw) = (number(1), number(2));
-            let buf = [0u8; 16];
-            let mut read = [0u8; 16];
-            // SAFETY: `buf`/`read` are valid for 16 bytes; the async write
+            let (data, mut buf) = ([0u8; 16], [0u8; 16]);
+            let (from, into) = (data.as_ptr().cast(), buf.as_mut_ptr().cast());
+            let (none, name) = (PRIORITY_NONE, name_of(0x4642, 0));
+            // SAFETY: `data`/`buf` are valid for 16 bytes; the async write
             // takes its data before returning.
-            let checks = unsafe {
+            let calls = unsafe {
                 [
+                    ("rdma_read", kernel.rdma_read(h, into, 16, 0, none, pw)),
+                    ("rdma_write", kernel.rdma_write(h, from, 16, 0, none, pw)),
                     (
-                        "rdma_read returns -EBADF",
-                        kernel.rdma_read(h, read.as_mut_ptr().cast(), 16, 0, PRIORITY_NONE, pw),
+                        "rdma_write_async",
+                        kernel.rdma_write_async(h, from, 16, 0, none, pw),
                     ),
+                    ("remote_memset", kernel.remote_memset(h, 0, 16, 1)),
+                    ("memcpy", kernel.memcpy(h, 0, h, 32, 16)),
                     (
-                        "rdma_write returns -EBADF",
-                        kernel.rdma_write(h, buf.as_ptr().cast(), 16, 0, PRIORITY_NONE, pw),
+                        "add_ask_mr_table",
+                        kernel.add_ask_mr_table(name, h, PERM_READ, pw),
                     ),
-                    (
-                        "rdma_write_async returns -EBADF",
-                        kernel.rdma_write_async(h, buf.as_ptr().cast(), 16, 0, PRIORITY_NONE, pw),
-                    ),
-                    (
-                        "remote_memset returns -EBADF",
-                        kernel.remote_memset(h, 0, 16, 1),
-                    ),
-                    ("memcpy returns -EBADF", kernel.memcpy(h, 0, h, 32, 16)),
-                    (
-                        "add_ask_mr_table returns -EBADF",
-                        kernel.add_ask_mr_table(name_of(0x4642, 0), h, PERM_READ, pw),
-                    ),
-                    ("umap_lmr returns -EBADF", kernel.umap_lmr(h)),
-                    ("deregister_lmr returns -EBADF", kernel.deregister_lmr(h)),
-                    ("free returns -EBADF", kernel.free(h)),
+                    ("umap_lmr", kernel.umap_lmr(h)),
+                    ("deregister_lmr", kernel.deregister_lmr(h)),
+                    ("free", kernel.free(h)),
                 ]
             };
-            for (what, ret) in checks {
-                report_point(what, expect_errno(ret, libc::EBADF));
+            for (call, ret) in calls {
+                let what = format!("{call} returns -EBADF");
+                report_point(&what, expect_errno(ret, libc::EBADF));
             }
             0
         }
         Some("leak") => {
             let (me, next, name, pw) = (number(1) as u32, number(2) as u32, number(3), number(4));
             let outcome = (|| -> Result<(), String> {
-                let local = handle_of(kernel.alloc_remote(me, 65536, 0, pw), "alloc_remote local")?;
-                let remote = handle_of(
-                    kernel.alloc_remote(next, 65536, 0, pw),
-                    "alloc_remote remote",
-                )?;
-                expect_zero(kernel.add_ask_mr_table(
-                    name_of(LEAK_NAME + 1, me),
-                    local,
-                    PERM_READ | PERM_SHARE,
-                    pw,
-                ))
-                .map_err(|e| format!("publish: {e}"))?;
-                handle_of(
-                    kernel.ask_lmr(me, name, PERM_READ | PERM_WRITE, pw),
-                    "ask_lmr",
-                )?;
+                let alloc = |node, what| handle_of(kernel.alloc_remote(node, 65536, 0, pw), what);
+                let local = alloc(me, "alloc_remote local")?;
+                let remote = alloc(next, "alloc_remote remote")?;
+                let shared = name_of(LEAK_NAME + 1, me);
+                let ret = kernel.add_ask_mr_table(shared, local, PERM_READ | PERM_SHARE, pw);
+                expect_zero(ret).map_err(|e| format!("publish: {e}"))?;
+                let mapped = kernel.ask_lmr(me, name, PERM_READ | PERM_WRITE, pw);
+                handle_of(mapped, "ask_lmr")?;
                 let pages = UserPages::new(65536)?;
                 // SAFETY: the pages stay mapped until the process exits.
                 let ret = unsafe { pages.register(kernel, (0, 65536), PERM_READ | PERM_WRITE, pw) };
@@ -531,14 +487,8 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 for i in 0..32u64 {
                     // SAFETY: the data is taken before the call returns.
                     let ret = unsafe {
-                        kernel.rdma_write_async(
-                            remote,
-                            data.as_ptr().cast(),
-                            2048,
-                            i * 2048,
-                            PRIORITY_NONE,
-                            pw,
-                        )
+                        let (at, none) = (data.as_ptr().cast(), PRIORITY_NONE);
+                        kernel.rdma_write_async(remote, at, 2048, i * 2048, none, pw)
                     };
                     handle_of(ret, "rdma_write_async")?;
                 }
@@ -556,40 +506,32 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                 number(5) as u32,
                 number(6) as u32,
             );
-            let mapping = match handle_of(
-                kernel.ask_lmr(owner, name, PERM_READ | PERM_WRITE, pw),
-                "ask_lmr",
-            ) {
+            let mapped = kernel.ask_lmr(owner, name, PERM_READ | PERM_WRITE, pw);
+            let mapping = match handle_of(mapped, "ask_lmr") {
                 Ok(h) => h,
                 Err(e) => {
                     report_point("map the shared LMR", Err(e));
-                    say("ready".into());
+                    ready();
                     return 1;
                 }
             };
             let region_of = |n: u32, c: u32| u64::from((n - 1) * CHILDREN_PER_NODE + c) * REGION;
             let records = REGION / RECORD as u64;
-            let mut outcome = Ok(());
             let batch = 256u64;
-            for first in (0..records).step_by(batch as usize) {
-                let mut buf = Vec::with_capacity((batch as usize) * RECORD);
-                for i in first..(first + batch).min(records) {
-                    buf.extend_from_slice(&record(node, index, i));
-                }
+            let outcome = (0..records).step_by(batch as usize).try_for_each(|first| {
+                let indices = first..(first + batch).min(records);
+                let buf: Vec<u8> = indices.flat_map(|i| record(node, index, i)).collect();
                 let offset = region_of(node, index) + first * RECORD as u64;
-                if let Err(e) = write_ok(kernel, mapping, offset, &buf, pw) {
-                    outcome = Err(e);
-                    break;
-                }
-            }
+                write_ok(kernel, mapping, offset, &buf, pw)
+            });
             report_point(
                 &format!("write region of child {index} on node {node}"),
                 outcome,
             );
-            say("ready".into());
+            ready();
             let mut line = String::new();
             let _ = std::io::stdin().read_line(&mut line);
-            let mut mismatches = 0u64;
+            let mut mismatches = 0;
             let mut failure = None;
             for n in 1..=nodes {
                 for c in 0..CHILDREN_PER_NODE {
@@ -598,11 +540,8 @@ pub fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> i32 {
                     }
                     match read_vec(kernel, mapping, region_of(n, c), REGION as usize, pw) {
                         Ok(back) => {
-                            for (i, got) in back.chunks(RECORD).enumerate() {
-                                if got != record(n, c, i as u64) {
-                                    mismatches += 1;
-                                }
-                            }
+                            let found = back.chunks(RECORD).zip(0..);
+                            mismatches += found.filter(|&(got, i)| got != record(n, c, i)).count();
                         }
                         Err(e) => failure = Some(e),
                     }

@@ -33,6 +33,7 @@
 //! told to), and in a process of the model for that user on a kernel model
 //! ([`Kernel::process_of_user`]).
 
+use std::fmt::Display;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout};
 use std::time::{Duration, Instant};
@@ -51,7 +52,7 @@ use crate::debugfs::quotas::{
     DEFAULT_LIMITS, QUOTAS_FILE,
 };
 use crate::debugfs::DEBUGFS_DIR;
-use crate::errno::{describe_error, expect_errno, expect_zero};
+use crate::errno::{describe_error, errno_name, expect_errno, expect_zero};
 use crate::kernel::{Kernel, Region};
 use crate::plan::{next_node, previous_node};
 use crate::tap::Tap;
@@ -160,6 +161,34 @@ fn write_quotas<K: Kernel>(kernel: &K, command: &Command) -> Result<(), String> 
         .map_err(|e| format!("writing \"{command}\": {}", describe_error(&e)))
 }
 
+/// Writes `line` to this node's quotas file, which must refuse it with
+/// one of `errnos`; `accepted` is the failure if it takes the line.
+fn refused_write<K: Kernel>(
+    kernel: &K,
+    line: &str,
+    errnos: &[i32],
+    accepted: &str,
+) -> Result<(), String> {
+    match kernel.write_debugfs(QUOTAS_FILE, &format!("{line}\n")) {
+        None => Err("this kernel has no debugfs".to_string()),
+        Some(Ok(())) => Err(accepted.to_string()),
+        Some(Err(e)) => unless(errnos.contains(&e.raw_os_error().unwrap_or(0)), || {
+            let expected: Vec<_> = errnos.iter().map(|&errno| errno_name(errno)).collect();
+            format!(
+                "expected {}, got {}",
+                expected.join(" or "),
+                describe_error(&e)
+            )
+        }),
+    }
+}
+
+/// Passes when the quotas file has no line of its own for a user or node
+/// (`shown` is `None`).
+fn no_line(shown: Option<impl Display>) -> Result<(), String> {
+    shown.map_or(Ok(()), |shown| Err(format!("the file still shows {shown}")))
+}
+
 /// Runs the quota cases on node `me` of `nodes`, after every other case.
 pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let me = at.me;
@@ -198,16 +227,9 @@ fn the_file<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
 fn malformed_lines<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     let before = read_quotas(kernel).map(|file| file.limits_only());
     for line in MALFORMED {
-        let outcome = match kernel.write_debugfs(QUOTAS_FILE, &format!("{line}\n")) {
-            None => Err("this kernel has no debugfs".to_string()),
-            Some(Ok(())) => Err("the line was accepted".to_string()),
-            Some(Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
-            Some(Err(e)) => Err(format!("expected EINVAL, got {}", describe_error(&e))),
-        };
-        tap.check(
-            &format!("node {me}: writing \"{line}\" to the quotas file fails with EINVAL"),
-            outcome,
-        );
+        let outcome = refused_write(kernel, line, &[libc::EINVAL], "the line was accepted");
+        let point = format!("node {me}: writing \"{line}\" to the quotas file fails with EINVAL");
+        tap.check(&point, outcome);
     }
     let outcome = before.and_then(|before| {
         let after = read_quotas(kernel)?.limits_only();
@@ -292,12 +314,8 @@ fn user_quotas<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
     }
     tap.check(
         &format!("node {me}: \"limit uid {uid} default\" takes uid {uid}'s own limits away (no limit uid {uid} line)"),
-        write_quotas(kernel, &Command::UserDefault(uid)).and_then(|()| {
-            match read_quotas(kernel)?.users.get(&uid) {
-                None => Ok(()),
-                Some(limits) => Err(format!("the file still shows {limits}")),
-            }
-        }),
+        write_quotas(kernel, &Command::UserDefault(uid))
+            .and_then(|()| no_line(read_quotas(kernel)?.users.get(&uid))),
     );
 }
 
@@ -320,12 +338,7 @@ fn with_user_process<K: Kernel, W: Write>(
     before: Usage,
     limits: &Limits,
 ) {
-    let UserPlan {
-        me,
-        target,
-        uid,
-        password,
-    } = plan;
+    let (me, target, uid, password) = (plan.me, plan.target, plan.uid, plan.password);
     let who = format!("node {me}: a process of uid {uid}");
     let started = if kernel.spawns_processes() {
         start_child(plan)
@@ -349,12 +362,8 @@ fn with_user_process<K: Kernel, W: Write>(
         );
         return;
     };
-    let Started {
-        points,
-        usage,
-        holder,
-    } = match started {
-        Ok(started) => started,
+    let (points, usage, holder) = match started {
+        Ok(started) => (started.points, started.usage, started.holder),
         Err(reason) => {
             tap.not_ok(&format!("{who} starts"), &reason);
             return;
@@ -543,13 +552,11 @@ fn user_calls<K: Kernel>(kernel: &K, plan: UserPlan) -> (ChildPoints, Held) {
     user.rpc_ports();
     user.locks();
     user.quotas_file_closed();
-    let UserCalls {
-        held,
-        pages,
-        points,
-        ..
-    } = user;
-    (points, Held { usage: held, pages })
+    let held = Held {
+        usage: user.held,
+        pages: user.pages,
+    };
+    (user.points, held)
 }
 
 /// The quota user's process at work.
@@ -952,19 +959,9 @@ impl<K: Kernel> UserCalls<'_, K> {
     /// only (`EACCES`), and LITE wants `CAP_NET_ADMIN` (`EPERM`) of a
     /// writer that could open it.
     fn quotas_file_closed(&mut self) {
-        let command = Command::UserDefault(self.plan.uid);
-        let outcome = match self
-            .kernel
-            .write_debugfs(QUOTAS_FILE, &format!("{command}\n"))
-        {
-            None => Err("this kernel has no debugfs".to_string()),
-            Some(Ok(())) => Err("the write went through".to_string()),
-            Some(Err(e)) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) => Ok(()),
-            Some(Err(e)) => Err(format!(
-                "expected EPERM or EACCES, got {}",
-                describe_error(&e)
-            )),
-        };
+        let command = Command::UserDefault(self.plan.uid).to_string();
+        let refusals = [libc::EPERM, libc::EACCES];
+        let outcome = refused_write(self.kernel, &command, &refusals, "the write went through");
         self.point(
             format!("gets EPERM or EACCES writing \"{command}\" to the quotas file"),
             outcome,
@@ -1024,13 +1021,8 @@ fn serving_limits<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let point = format!("node {me}: served node {limited} shows at least {} more than before while node {limited} holds its LMR here", kib(HALF));
     tap.check(&point, served);
     barrier(kernel, tap, nodes, "reading what the next nodes hold").map_err(reset_limit)?;
-    let reset =
-        write_quotas(kernel, &Command::NodeReset(limited)).and_then(|()| {
-            match read_quotas(kernel)?.nodes.get(&limited) {
-                None => Ok(()),
-                Some(shown) => Err(format!("the file still shows {shown}")),
-            }
-        });
+    let reset = write_quotas(kernel, &Command::NodeReset(limited))
+        .and_then(|()| no_line(read_quotas(kernel)?.nodes.get(&limited)));
     tap.check(
         &format!("node {me}: \"limit node {limited} default\" gives node {limited} the default limit again (no limit node {limited} line)"),
         reset,

@@ -10,6 +10,7 @@
 //! whatever failed before them, and a barrier that fails ends the run.
 //! Every wait for a lock is bounded, and so are the compare-swap retries.
 
+use std::fmt::Display;
 use std::io::{BufReader, Write};
 use std::ptr;
 use std::sync::{Mutex, MutexGuard};
@@ -23,10 +24,12 @@ use lite::sys::{
 use lite::Priority;
 
 use super::io::{
-    barrier, check_errno, check_free, enter_barrier, handle_of, name_of, out_of_step, outcome_of,
-    read_vec, stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
+    barrier, check_errno, check_errnos, check_free, enter_barrier, handle_of, name_of, out_of_step,
+    outcome_of, read_vec, stats, write_ok, InStep, UserPages, BARRIER_LIMIT,
 };
-use super::processes::{collect, finish, points_of, report_point, spawn, ChildPoints, WHY_SKIPPED};
+use super::processes::{
+    collect, finish, points_of, report_point, spawn_kind, ChildPoints, WHY_SKIPPED,
+};
 use super::rpc::Blocker;
 use super::{password_of, refused, Check, INVALID_PRIORITY, UNKNOWN_HANDLE};
 use crate::cluster_test::io::{status, unless};
@@ -90,36 +93,47 @@ pub(super) fn run<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     barrier(kernel, tap, nodes, "the synchronization cases")
 }
 
-/// `lite_create_lock(home)`; the lock, checked against the number returned.
-pub(super) fn create_lock<K: Kernel>(kernel: &K, home: u32) -> Result<LiteLock, String> {
+/// `lite_create_lock(home)`: the raw result and the lock as filled in
+/// (all ones where the kernel filled in nothing).
+fn create_lock_raw<K: Kernel>(kernel: &K, home: u32) -> (c_long, LiteLock) {
     let mut lock = LiteLock {
         home: u32::MAX,
         number: u32::MAX,
     };
     // SAFETY: `lock` is exclusively borrowed and writable.
     let ret = unsafe { kernel.create_lock(home, &mut lock) };
+    (ret, lock)
+}
+
+/// `lite_ask_lock(home, number)`: the raw result and the lock as filled in.
+fn ask_lock_raw<K: Kernel>(kernel: &K, home: u32, number: u32) -> (c_long, LiteLock) {
+    let mut lock = LiteLock::default();
+    // SAFETY: `lock` is exclusively borrowed and writable.
+    let ret = unsafe { kernel.ask_lock(home, number, &mut lock) };
+    (ret, lock)
+}
+
+/// `lite_create_lock(home)`; the lock, checked against the number returned.
+pub(super) fn create_lock<K: Kernel>(kernel: &K, home: u32) -> Result<LiteLock, String> {
+    let (ret, lock) = create_lock_raw(kernel, home);
     let number = u32::try_from(ret)
         .map_err(|_| format!("create_lock({home}) returned {}", describe_result(ret)))?;
-    let expected = LiteLock { home, number };
-    if lock != expected {
-        return Err(format!(
-            "create_lock returned {number} but filled in {lock:?}"
-        ));
-    }
-    Ok(lock)
+    let filled_in = lock == LiteLock { home, number };
+    unless(filled_in, || {
+        format!("create_lock returned {number} but filled in {lock:?}")
+    })
+    .map(|()| lock)
 }
 
 /// `lite_ask_lock(home, number)`; the lock, checked.
 fn ask_lock<K: Kernel>(kernel: &K, home: u32, number: u32) -> Result<LiteLock, String> {
-    let mut lock = LiteLock::default();
-    // SAFETY: `lock` is exclusively borrowed and writable.
-    let ret = unsafe { kernel.ask_lock(home, number, &mut lock) };
+    let (ret, lock) = ask_lock_raw(kernel, home, number);
     expect_zero(ret).map_err(|e| format!("ask_lock({home}, {number}): {e}"))?;
     let expected = LiteLock { home, number };
-    if lock != expected {
-        return Err(format!("ask_lock filled in {lock:?}, not {expected:?}"));
-    }
-    Ok(lock)
+    unless(lock == expected, || {
+        format!("ask_lock filled in {lock:?}, not {expected:?}")
+    })
+    .map(|()| lock)
 }
 
 /// The raw result of `lite_lock`.
@@ -132,6 +146,13 @@ fn lock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
 fn unlock<K: Kernel>(kernel: &K, lock: &LiteLock) -> c_long {
     // SAFETY: `lock` is readable for the call.
     unsafe { kernel.unlock(lock) }
+}
+
+/// Takes the free `lock_` and releases it.
+fn lock_and_unlock<K: Kernel>(kernel: &K, lock_: &LiteLock) -> Result<(), String> {
+    expect_zero(lock(kernel, lock_))
+        .and_then(|()| expect_zero(unlock(kernel, lock_)))
+        .map_err(|e| format!("lock or unlock: {e}"))
 }
 
 /// `lite_fetch_add`: the raw result and the old value.
@@ -182,6 +203,12 @@ fn atomic_value<K: Kernel>(kernel: &K, handle: u64) -> Result<u64, String> {
     fetch_add(kernel, handle, 0, PRIORITY_NONE)
 }
 
+/// Passes when the atomic LMR `handle` (if there is one) holds `expected`.
+fn holds<K: Kernel>(kernel: &K, handle: Result<u64, String>, expected: u64) -> Result<(), String> {
+    let value = atomic_value(kernel, handle?)?;
+    unless(value == expected, || format!("it holds {value}"))
+}
+
 fn read_u64<K: Kernel>(kernel: &K, handle: u64, offset: u64, pw: u64) -> Result<u64, String> {
     let bytes = read_vec(kernel, handle, offset, 8, pw)?;
     let bytes: [u8; 8] = bytes.try_into().map_err(|_| "short read".to_string())?;
@@ -205,9 +232,16 @@ fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The first error of `results`, or `Ok`.
-fn first_error(results: impl IntoIterator<Item = Result<(), String>>) -> Result<(), String> {
-    results.into_iter().collect()
+/// Runs `work` on [`THREADS`] threads at once; what each returned, in
+/// thread order, or the first failure in that order.
+fn on_threads<T: Send>(work: impl Fn() -> Result<T, String> + Sync) -> Result<Vec<T>, String> {
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS).map(|_| scope.spawn(&work)).collect();
+        let outcomes = workers
+            .into_iter()
+            .map(|worker| outcome_of(worker, "a thread panicked"));
+        outcomes.collect()
+    })
 }
 
 /// `iterations` increments of the counter at [`COUNTER_OFFSET`] of
@@ -256,13 +290,9 @@ fn map_counter<K: Kernel>(kernel: &K, name: u64, pw: u64) -> Result<(u64, LiteLo
         u32::try_from(n).map_err(|_| format!("the counter LMR holds lock number {n}"))
     });
     let found = number.and_then(|number| ask_lock(kernel, OWNER, number));
-    match found {
-        Ok(lock) => Ok((handle, lock)),
-        Err(e) => {
-            kernel.umap_lmr(handle);
-            Err(e)
-        }
-    }
+    found.map(|lock| (handle, lock)).inspect_err(|_| {
+        kernel.umap_lmr(handle);
+    })
 }
 
 /// Node 1 creates a lock and an LMR holding a counter and the lock's
@@ -270,6 +300,7 @@ fn map_counter<K: Kernel>(kernel: &K, name: u64, pw: u64) -> Result<(u64, LiteLo
 /// increment the counter under the lock; the total must be exact.
 fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
+    let after = |tap: &mut Tap<W>, what: &str| barrier(kernel, tap, nodes, what);
     let pw = password_of(OWNER);
     let name = name_of(COUNTER_NAME, OWNER);
     let point =
@@ -284,74 +315,41 @@ fn locked_counter<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     };
     let published = (name, PERM_READ | PERM_WRITE);
     let owned = owner_publishes(kernel, tap, (me, point), published, make);
-    barrier(kernel, tap, nodes, "publishing the locked counter")?;
+    after(tap, "publishing the locked counter")?;
 
     let real = kernel.spawns_processes();
     let mapped = map_counter(kernel, name, pw);
-    let description = if real {
-        format!("node {me}: {THREADS} threads x {ITERATIONS} and a child process x {ITERATIONS} locked read+write increments of node {OWNER}'s counter succeed")
+    let (by_child, child_increments) = if real {
+        (format!(" and a child process x {ITERATIONS}"), ITERATIONS)
     } else {
-        format!("node {me}: {THREADS} threads x {ITERATIONS} locked read+write increments of node {OWNER}'s counter succeed")
+        (String::new(), 0)
     };
-    let outcome = match &mapped {
-        Ok((handle, lock_)) => {
-            let child = if real {
-                Some(spawn(&[
-                    "sync-counter".into(),
-                    name.to_string(),
-                    pw.to_string(),
-                    lock_.number.to_string(),
-                    ITERATIONS.to_string(),
-                ]))
-            } else {
-                None
-            };
-            let threads = std::thread::scope(|scope| {
-                let workers: Vec<_> = (0..THREADS)
-                    .map(|_| {
-                        scope.spawn(|| locked_increments(kernel, *handle, pw, lock_, ITERATIONS))
-                    })
-                    .collect();
-                first_error(
-                    workers
-                        .into_iter()
-                        .map(|worker| outcome_of(worker, "a thread panicked")),
-                )
-            });
-            let child = match child {
-                None => Ok(()),
-                Some(child) => child
-                    .and_then(points_of)
-                    .and_then(|points| child_outcome(points, 1)),
-            };
-            threads.and(child.map_err(|e| format!("child: {e}")))
-        }
-        Err(e) => Err(e.clone()),
-    };
-    tap.check(&description, outcome);
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        "every node incremented the locked counter",
-    )?;
-
-    let per_node = THREADS * ITERATIONS + if real { ITERATIONS } else { 0 };
-    let expected = u64::from(nodes) * u64::from(per_node);
-    let outcome = mapped
-        .as_ref()
-        .map_err(Clone::clone)
-        .and_then(|(handle, _)| {
-            let value = read_u64(kernel, *handle, COUNTER_OFFSET, pw)?;
-            unless(value == expected, || {
-                format!("it holds {value}: increments were lost")
-            })
+    let description = format!("node {me}: {THREADS} threads x {ITERATIONS}{by_child} locked read+write increments of node {OWNER}'s counter succeed");
+    let outcome = mapped.clone().and_then(|(handle, lock_)| {
+        let args: [&dyn Display; 4] = [&name, &pw, &lock_.number, &ITERATIONS];
+        let child = real.then(|| spawn_kind("sync-counter", &args));
+        let threads = on_threads(|| locked_increments(kernel, handle, pw, &lock_, ITERATIONS));
+        let child = child.map_or(Ok(()), |child| {
+            child
+                .and_then(points_of)
+                .and_then(|points| child_outcome(points, 1))
         });
-    tap.check(
-        &format!("node {me}: node {OWNER}'s locked counter holds exactly {expected} ({nodes} nodes x {per_node})"),
-        outcome,
-    );
-    barrier(kernel, tap, nodes, "reading the locked counter")?;
+        threads.and(child.map_err(|e| format!("child: {e}")))
+    });
+    tap.check(&description, outcome);
+    after(tap, "every node incremented the locked counter")?;
+
+    let per_node = THREADS * ITERATIONS + child_increments;
+    let expected = u64::from(nodes) * u64::from(per_node);
+    let outcome = mapped.clone().and_then(|(handle, _)| {
+        let value = read_u64(kernel, handle, COUNTER_OFFSET, pw)?;
+        unless(value == expected, || {
+            format!("it holds {value}: increments were lost")
+        })
+    });
+    let point = format!("node {me}: node {OWNER}'s locked counter holds exactly {expected} ({nodes} nodes x {per_node})");
+    tap.check(&point, outcome);
+    after(tap, "reading the locked counter")?;
     if let Ok((handle, _)) = mapped {
         kernel.umap_lmr(handle);
     }
@@ -395,6 +393,7 @@ fn child_outcome(points: ChildPoints, expected: usize) -> Result<(), String> {
 /// and from this node's threads on one of this node.
 fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
+    let after = |tap: &mut Tap<W>, what: &str| barrier(kernel, tap, nodes, what);
     let pw = password_of(OWNER);
     let name = name_of(ATOMIC_NAME, OWNER);
     let point = format!("node {me}: an 8 B ATOMIC LMR allocated and published with ATOMIC");
@@ -403,46 +402,39 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         Region::alloc(kernel, OWNER, 8, ALLOC_ATOMIC, pw)
     });
     let local = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me));
-    barrier(kernel, tap, nodes, "publishing the atomic counter")?;
+    after(tap, "publishing the atomic counter")?;
 
     let shared = handle_of(
         kernel.ask_lmr(OWNER, name, PERM_READ | PERM_ATOMIC, pw),
         "ask_lmr of the atomic counter",
     );
+    let local_handle = local.as_ref().map(Region::handle).map_err(Clone::clone);
     let per_node = u64::from(THREADS * ITERATIONS);
-    let handles = match (&shared, &local) {
-        (Ok(shared), Ok(local)) => Ok((*shared, local.handle())),
-        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
-    };
     // The old values each fetch_add returned: (shared, local).
-    let fetched = handles.clone().and_then(|(shared, local)| {
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..THREADS)
-                .map(|_| {
-                    scope.spawn(move || {
-                        (0..ITERATIONS)
-                            .map(|_| {
-                                let shared = fetch_add(kernel, shared, 1, PRIORITY_NONE)?;
-                                Ok((shared, fetch_add(kernel, local, 1, PRIORITY_NONE)?))
-                            })
-                            .collect::<Result<Vec<(u64, u64)>, String>>()
-                    })
-                })
-                .collect();
-            let mut all = Vec::new();
-            for worker in workers {
-                all.extend(outcome_of(worker, "a thread panicked")?);
-            }
-            Ok(all)
-        })
+    let fetched = shared.clone().and_then(|shared| {
+        let local = local_handle.clone()?;
+        let increments = || -> Result<Vec<(u64, u64)>, String> {
+            let pair = |_: u32| -> Result<(u64, u64), String> {
+                let old = fetch_add(kernel, shared, 1, PRIORITY_NONE)?;
+                Ok((old, fetch_add(kernel, local, 1, PRIORITY_NONE)?))
+            };
+            (0..ITERATIONS).map(pair).collect()
+        };
+        on_threads(increments).map(|olds| olds.concat())
     });
     tap.check(
         &format!("node {me}: {THREADS} threads x {ITERATIONS} fetch_add(1) on node {OWNER}'s and on this node's atomic LMR return 0"),
         status(&fetched),
     );
-    let distinct = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
-        let mut olds: Vec<u64> = f.iter().map(|&(shared, _)| shared).collect();
-        olds.sort_unstable();
+    // The old values returned from one of the two LMRs, sorted.
+    let olds = |of: fn(&(u64, u64)) -> u64| {
+        fetched.clone().map(|all| {
+            let mut olds: Vec<u64> = all.iter().map(of).collect();
+            olds.sort_unstable();
+            olds
+        })
+    };
+    let distinct = olds(|&(shared, _)| shared).and_then(|mut olds| {
         let before = olds.len();
         olds.dedup();
         unless(olds.len() == before, || {
@@ -453,9 +445,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         "node {me}: the old values fetch_add returned from node {OWNER}'s LMR are all distinct"
     );
     tap.check(&point, distinct);
-    let sequence = fetched.as_ref().map_err(Clone::clone).and_then(|f| {
-        let mut olds: Vec<u64> = f.iter().map(|&(_, local)| local).collect();
-        olds.sort_unstable();
+    let sequence = olds(|&(_, local)| local).and_then(|olds| {
         unless(olds == (0..per_node).collect::<Vec<_>>(), || {
             format!("got {olds:?}")
         })
@@ -464,38 +454,19 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         "node {me}: fetch_add on this node's atomic LMR returned each of 0..{per_node} once"
     );
     tap.check(&point, sequence);
-    barrier(kernel, tap, nodes, "every node's fetch_adds")?;
+    after(tap, "every node's fetch_adds")?;
 
     let total = u64::from(nodes) * per_node;
-    let holds = |handle: Result<u64, String>, expected: u64| {
-        handle.and_then(|h| match atomic_value(kernel, h)? {
-            value if value == expected => Ok(()),
-            value => Err(format!("it holds {value}")),
-        })
-    };
     let point =
         format!("node {me}: node {OWNER}'s atomic LMR holds {total} after every node's fetch_adds");
-    tap.check(&point, holds(shared.clone(), total));
-    tap.check(
-        &format!("node {me}: this node's atomic LMR holds {per_node}"),
-        holds(
-            local.as_ref().map(Region::handle).map_err(Clone::clone),
-            per_node,
-        ),
-    );
-    barrier(kernel, tap, nodes, "reading the fetch_add totals")?;
+    tap.check(&point, holds(kernel, shared.clone(), total));
+    let point = format!("node {me}: this node's atomic LMR holds {per_node}");
+    tap.check(&point, holds(kernel, local_handle, per_node));
+    after(tap, "reading the fetch_add totals")?;
 
     let swapped = shared.clone().and_then(|handle| {
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..THREADS)
-                .map(|_| scope.spawn(move || cas_increments(kernel, handle, ITERATIONS)))
-                .collect();
-            let mut retries = 0;
-            for worker in workers {
-                retries += outcome_of(worker, "a thread panicked")?;
-            }
-            Ok(retries)
-        })
+        let retries = on_threads(|| cas_increments(kernel, handle, ITERATIONS))?;
+        Ok(retries.iter().sum::<u64>())
     });
     if let Ok(retries) = &swapped {
         tap.comment(&format!(
@@ -506,13 +477,13 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         &format!("node {me}: {THREADS} threads x {ITERATIONS} compare_swp increments of node {OWNER}'s atomic LMR (retrying on conflict) succeed"),
         swapped.map(drop),
     );
-    barrier(kernel, tap, nodes, "every node's compare_swp increments")?;
+    after(tap, "every node's compare_swp increments")?;
 
     let point = format!(
         "node {me}: node {OWNER}'s atomic LMR holds {} after every node's compare_swp increments",
         2 * total
     );
-    tap.check(&point, holds(shared.clone(), 2 * total));
+    tap.check(&point, holds(kernel, shared.clone(), 2 * total));
     let failing = shared.clone().and_then(|handle| {
         let current = atomic_value(kernel, handle)?;
         let wrong = current ^ 0x5a5a_5a5a_0000_0001;
@@ -540,7 +511,7 @@ fn atomics<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -> InSte
         &format!("node {me}: compare_swp({per_node} -> 1000) on this node's atomic LMR returns {per_node} and swaps"),
         succeeding,
     );
-    barrier(kernel, tap, nodes, "the failing compare_swp")?;
+    after(tap, "the failing compare_swp")?;
 
     if let Ok(handle) = shared {
         kernel.umap_lmr(handle);
@@ -585,16 +556,12 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     let pw = password_of(OWNER);
     let name = name_of(ROUNDS_NAME, OWNER);
     let bank = u64::from(nodes) * 8;
-    let point = format!("node {me}: the LMR of the barrier rounds allocated and published");
+    let rounds_lmr = "the LMR of the barrier rounds";
+    let point = format!("node {me}: {rounds_lmr} allocated and published");
     let make = || Region::alloc(kernel, OWNER, 2 * bank, 0, pw);
     let published = (name, PERM_READ | PERM_WRITE);
     let owned = owner_publishes(kernel, tap, (me, point), published, make);
-    barrier(
-        kernel,
-        tap,
-        nodes,
-        "publishing the LMR of the barrier rounds",
-    )?;
+    barrier(kernel, tap, nodes, &format!("publishing {rounds_lmr}"))?;
 
     let mapping = handle_of(
         kernel.ask_lmr(OWNER, name, PERM_READ | PERM_WRITE, pw),
@@ -636,7 +603,7 @@ fn barrier_rounds<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) -
     if let Ok(handle) = mapping {
         kernel.umap_lmr(handle);
     }
-    check_free(tap, me, "the LMR of the barrier rounds", owned);
+    check_free(tap, me, rounds_lmr, owned);
     Ok(())
 }
 
@@ -675,16 +642,14 @@ fn lock_order<K: Kernel, W: Write>(
     let held = expect_zero(lock(kernel, lock_));
     let holding = held.is_ok();
     tap.check(&format!("node {me}: lock of a free lock returns 0"), held);
-    let what = format!("node {me}: lock by the thread holding it");
-    check_errno(tap, &what, lock(kernel, lock_), libc::EDEADLK);
-    let foreign = std::thread::scope(|scope| {
-        scope
-            .spawn(|| unlock(kernel, lock_))
-            .join()
-            .unwrap_or(c_long::MIN)
-    });
-    let what = format!("node {me}: unlock by a thread that does not hold the lock");
-    check_errno(tap, &what, foreign, libc::EPERM);
+    let foreign_unlock = || {
+        let unlocking = std::thread::scope(|scope| scope.spawn(|| unlock(kernel, lock_)).join());
+        unlocking.unwrap_or(c_long::MIN)
+    };
+    check_errnos! { tap, format!("node {me}: ");
+        "lock by the thread holding it" => lock(kernel, lock_), libc::EDEADLK;
+        "unlock by a thread that does not hold the lock" => foreign_unlock(), libc::EPERM;
+    }
 
     let order = Mutex::new(Vec::new());
     let waiters: Vec<Blocker> = (0..WAITERS).map(|_| Blocker::default()).collect();
@@ -694,21 +659,18 @@ fn lock_order<K: Kernel, W: Write>(
             let order = &order;
             scope.spawn(move || {
                 waiter.arm();
-                let ret = lock(kernel, lock_);
-                if ret == 0 {
-                    guard(order).push(Ok(index));
-                    let unlocked = unlock(kernel, lock_);
-                    if unlocked != 0 {
-                        guard(order).push(Err(format!(
-                            "waiter {index}: unlock returned {}",
-                            describe_result(unlocked)
-                        )));
+                // The last call and its result: an unlock once it got the lock.
+                let (call, ret) = match lock(kernel, lock_) {
+                    0 => {
+                        guard(order).push(Ok(index));
+                        ("unlock", unlock(kernel, lock_))
                     }
-                } else {
-                    guard(order).push(Err(format!(
-                        "waiter {index}: lock returned {}",
-                        describe_result(ret)
-                    )));
+                    ret => ("lock", ret),
+                };
+                if ret != 0 {
+                    let failure =
+                        format!("waiter {index}: {call} returned {}", describe_result(ret));
+                    guard(order).push(Err(failure));
                 }
                 waiter.finish();
             });
@@ -729,19 +691,13 @@ fn lock_order<K: Kernel, W: Write>(
             .all(|waiter| waiter.wait_finished(LOCK_WAIT_LIMIT));
         started?;
         released?;
-        if !in_time {
-            return Err(format!(
-                "a waiter did not get the lock within {LOCK_WAIT_LIMIT:?} and was interrupted"
-            ));
-        }
-        Ok(())
+        unless(in_time, || {
+            format!("a waiter did not get the lock within {LOCK_WAIT_LIMIT:?} and was interrupted")
+        })
     });
     let order = order.into_inner().unwrap_or_else(|e| e.into_inner());
     let outcome = outcome.and_then(|()| {
-        let mut got = Vec::new();
-        for entry in order {
-            got.push(entry?);
-        }
+        let got = order.into_iter().collect::<Result<Vec<_>, _>>()?;
         unless(got == (0..WAITERS).collect::<Vec<_>>(), || {
             format!("they got it in the order {got:?}")
         })
@@ -750,13 +706,8 @@ fn lock_order<K: Kernel, W: Write>(
         &format!("node {me}: {WAITERS} waiters asking {STAGGER:?} apart get the lock in the order they asked once the holder unlocks"),
         outcome,
     );
-    let again = expect_zero(lock(kernel, lock_))
-        .and_then(|()| expect_zero(unlock(kernel, lock_)))
-        .map_err(|e| format!("lock or unlock: {e}"));
-    tap.check(
-        &format!("node {me}: the lock is free again once every waiter unlocked"),
-        again,
-    );
+    let point = format!("node {me}: the lock is free again once every waiter unlocked");
+    tap.check(&point, lock_and_unlock(kernel, lock_));
 }
 
 /// A child process that exits holding the lock: a thread of this process
@@ -778,11 +729,7 @@ fn exiting_holder<K: Kernel, W: Write>(
         return;
     };
     let outcome = (|| -> Result<(), String> {
-        let mut child = spawn(&[
-            "sync-hold".into(),
-            lock_.home.to_string(),
-            lock_.number.to_string(),
-        ])?;
+        let mut child = spawn_kind("sync-hold", &[&lock_.home, &lock_.number])?;
         let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         let mut points = collect(&mut out, true);
         if points.iter().any(|(_, result)| result.is_err()) || points.is_empty() {
@@ -814,11 +761,9 @@ fn exiting_holder<K: Kernel, W: Write>(
             blocked.map_err(|e| format!("the waiter {e} behind the child"))?;
             finished?;
             child_outcome(points, 1).map_err(|e| format!("child: {e}"))?;
-            if !in_time {
-                return Err(format!(
-                    "the waiter did not get the lock within {LOCK_WAIT_LIMIT:?} of the exit"
-                ));
-            }
+            unless(in_time, || {
+                format!("the waiter did not get the lock within {LOCK_WAIT_LIMIT:?} of the exit")
+            })?;
             got
         })
     })();
@@ -847,14 +792,12 @@ fn priorities<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) {
     );
     let outcome = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me)).and_then(|lmr| {
         for (index, priority) in (0..).zip(Priority::ALL) {
+            let name = priority.name();
             let old = fetch_add(kernel, lmr.handle(), 1, priority.as_raw())
-                .map_err(|e| format!("priority {}: {e}", priority.name()))?;
-            if old != index {
-                return Err(format!(
-                    "priority {}: returned {old}, expected {index}",
-                    priority.name()
-                ));
-            }
+                .map_err(|e| format!("priority {name}: {e}"))?;
+            unless(old == index, || {
+                format!("priority {name}: returned {old}, expected {index}")
+            })?;
         }
         lmr.free()
     });
@@ -873,23 +816,16 @@ fn growth(before: &DebugStats, after: &DebugStats) -> Result<(), String> {
             .copied()
             .ok_or_else(|| format!("no row for {op:?} {priority:?}"))
     };
+    // (what, the count before, after, and the least growth).
+    let grown = |what: &str, count: fn(&DebugStats) -> u64, by: u64| {
+        (what.to_string(), count(before), count(after), by)
+    };
     let mut checks = vec![
-        (
-            "atomics".to_string(),
-            before.counters.atomics,
-            after.counters.atomics,
-            2 * STATS_OPS,
-        ),
-        (
-            "lock_acquires".to_string(),
-            before.counters.lock_acquires,
-            after.counters.lock_acquires,
-            STATS_OPS,
-        ),
-        (
-            "op=lock ops (all priorities)".to_string(),
-            before.ops_of(Operation::Lock),
-            after.ops_of(Operation::Lock),
+        grown("atomics", |s| s.counters.atomics, 2 * STATS_OPS),
+        grown("lock_acquires", |s| s.counters.lock_acquires, STATS_OPS),
+        grown(
+            "op=lock ops (all priorities)",
+            |s| s.ops_of(Operation::Lock),
             STATS_OPS,
         ),
     ];
@@ -903,24 +839,31 @@ fn growth(before: &DebugStats, after: &DebugStats) -> Result<(), String> {
         let (was, now) = (row(before, op, priority)?, row(after, op, priority)?);
         let label = format!("op={} priority={}", op.name(), priority.name());
         checks.push((format!("{label} ops"), was.ops, now.ops, ops));
-        checks.push((
-            format!("{label} latency_us (sum of the buckets)"),
-            was.latency_count(),
-            now.latency_count(),
-            ops,
-        ));
+        let latency = format!("{label} latency_us (sum of the buckets)");
+        checks.push((latency, was.latency_count(), now.latency_count(), ops));
         if bytes > 0 {
             checks.push((format!("{label} bytes"), was.bytes, now.bytes, bytes));
         }
     }
     for (what, was, now, by) in checks {
-        if now < was.saturating_add(by) {
-            return Err(format!(
-                "{what} went from {was} to {now}, expected +{by} or more"
-            ));
-        }
+        unless(now >= was.saturating_add(by), || {
+            format!("{what} went from {was} to {now}, expected +{by} or more")
+        })?;
     }
     Ok(())
+}
+
+/// Reads debugfs file `file` and parses it with `parse`.
+fn read_parsed<K: Kernel, T>(
+    kernel: &K,
+    file: &str,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, String> {
+    let text = kernel
+        .read_debugfs(file)
+        .ok_or("no debugfs")?
+        .map_err(|e| format!("reading {file}: {e}"))?;
+    parse(&text).map_err(|e| format!("{file}: {e}"))
 }
 
 /// The statistics file parses, agrees with `lite_get_stats` and counts
@@ -932,13 +875,7 @@ fn debugfs<K: Kernel, W: Write>(
     local: Option<&LiteLock>,
 ) -> InStep {
     let (me, nodes) = (at.me, at.nodes);
-    let read = || -> Result<DebugStats, String> {
-        let text = kernel
-            .read_debugfs(STATS_FILE)
-            .ok_or("no debugfs")?
-            .map_err(|e| format!("reading {STATS_FILE}: {e}"))?;
-        parse_stats(&text).map_err(|e| format!("{STATS_FILE}: {e}"))
-    };
+    let read = || read_parsed(kernel, STATS_FILE, parse_stats);
     let available = kernel.read_debugfs(STATS_FILE).is_some();
     // Each point, or its skip on a kernel without debugfs.
     let report = |tap: &mut Tap<W>, description: &str, outcome: Result<(), String>| {
@@ -959,11 +896,8 @@ fn debugfs<K: Kernel, W: Write>(
     barrier(kernel, tap, nodes, "comparing the statistics")?;
     let agree = struct_stats.and_then(|s| {
         let text = text_stats?;
-        if text.counters == s {
-            Ok(s)
-        } else {
-            Err(format!("get_stats {s:?}, the file {:?}", text.counters))
-        }
+        let differ = || format!("get_stats {s:?}, the file {:?}", text.counters);
+        unless(text.counters == s, differ).map(|()| s)
     });
     let description =
         format!("node {me}: get_stats and the statistics file agree on every counter");
@@ -972,13 +906,12 @@ fn debugfs<K: Kernel, W: Write>(
         if s.connections < u64::from(nodes - 1) {
             return Err(format!("{} connections for {nodes} nodes", s.connections));
         }
-        if s.locks < 1 || s.lock_waits < WAITERS as u64 {
-            return Err(format!(
+        unless(s.locks >= 1 && s.lock_waits >= WAITERS as u64, || {
+            format!(
                 "{} locks and {} lock waits after the lock cases",
                 s.locks, s.lock_waits
-            ));
-        }
-        Ok(())
+            )
+        })
     });
     let description = format!("node {me}: the counters show a connection to every other node, this node's locks and the lock waits of the order case");
     report(tap, &description, sensible);
@@ -988,9 +921,8 @@ fn debugfs<K: Kernel, W: Write>(
         let before = first.clone()?;
         let lock_ = local.ok_or("no lock")?;
         let lmr = Region::alloc(kernel, me, 8, ALLOC_ATOMIC, password_of(me))?;
-        for _ in 0..STATS_OPS {
-            fetch_add(kernel, lmr.handle(), 1, PRIORITY_HIGH)?;
-        }
+        let add = |priority| fetch_add(kernel, lmr.handle(), 1, priority).map(drop);
+        (0..STATS_OPS).try_for_each(|_| add(PRIORITY_HIGH))?;
         // NONE stands for the process's default.
         let previous = kernel.set_priority(PRIORITY_LOW);
         if previous < 0 {
@@ -999,16 +931,11 @@ fn debugfs<K: Kernel, W: Write>(
                 describe_result(previous)
             ));
         }
-        let low = (0..STATS_OPS)
-            .try_for_each(|_| fetch_add(kernel, lmr.handle(), 1, PRIORITY_NONE).map(drop));
+        let low = (0..STATS_OPS).try_for_each(|_| add(PRIORITY_NONE));
         kernel.set_priority(PRIORITY_NONE);
         low?;
         lmr.free()?;
-        for _ in 0..STATS_OPS {
-            expect_zero(lock(kernel, lock_))
-                .and_then(|()| expect_zero(unlock(kernel, lock_)))
-                .map_err(|e| format!("lock or unlock: {e}"))?;
-        }
+        (0..STATS_OPS).try_for_each(|_| lock_and_unlock(kernel, lock_))?;
         let data = Region::alloc(kernel, me, STATS_BYTES as u64, 0, password_of(me))?;
         let mut buf = vec![0x5au8; STATS_BYTES];
         data.write(0, &buf, PRIORITY_HIGH)?;
@@ -1020,13 +947,7 @@ fn debugfs<K: Kernel, W: Write>(
 
     let description = format!("node {me}: qos_enabled can be set to 0 and back to 1, and every QoS parameter reads as a number");
     let outcome = (|| -> Result<(), String> {
-        let read_param = |param: QosParam| -> Result<u64, String> {
-            let text = kernel
-                .read_debugfs(param.file_name())
-                .ok_or("no debugfs")?
-                .map_err(|e| format!("reading {}: {e}", param.file_name()))?;
-            parse_qos(&text).map_err(|e| format!("{}: {e}", param.file_name()))
-        };
+        let read_param = |param: QosParam| read_parsed(kernel, param.file_name(), parse_qos);
         let write_param = |param: QosParam, value: u64| -> Result<(), String> {
             kernel
                 .write_debugfs(param.file_name(), &format!("{value}\n"))
@@ -1041,9 +962,7 @@ fn debugfs<K: Kernel, W: Write>(
         for value in [0, 1] {
             write_param(enabled, value)?;
             let back = read_param(enabled)?;
-            if back != value {
-                return Err(format!("wrote {value}, read back {back}"));
-            }
+            unless(back == value, || format!("wrote {value}, read back {back}"))?;
         }
         write_param(enabled, original)
     })();
@@ -1070,43 +989,36 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
             .map_err(Clone::clone),
     );
 
-    let mut check =
-        |what: &str, ret, errno| check_errno(tap, &format!("node {me}: {what}"), ret, errno);
+    let node = format!("node {me}: ");
     let unknown = format!("of unknown handle {UNKNOWN_HANDLE:#x}");
-    let ret = fetch_add_raw(kernel, UNKNOWN_HANDLE, 1, none).0;
-    check(&format!("fetch_add {unknown}"), ret, EBADF);
-    let ret = compare_swp_raw(kernel, UNKNOWN_HANDLE, 0, 1, none).0;
-    check(&format!("compare_swp {unknown}"), ret, EBADF);
-    let ret = fetch_add_raw(kernel, plain_handle, 1, none).0;
-    check("fetch_add on an LMR without ATOMIC", ret, EPERM);
-    let ret = compare_swp_raw(kernel, plain_handle, 0, 1, none).0;
-    check("compare_swp on an LMR without ATOMIC", ret, EPERM);
     let invalid = format!("with priority {INVALID_PRIORITY}");
-    let ret = fetch_add_raw(kernel, atomic_handle, 1, INVALID_PRIORITY).0;
-    check(&format!("fetch_add {invalid}"), ret, EINVAL);
-    let ret = compare_swp_raw(kernel, atomic_handle, 0, 1, INVALID_PRIORITY).0;
-    check(&format!("compare_swp {invalid}"), ret, EINVAL);
-    check("fetch_add after free", freed_atomic(kernel, me, pw), EBADF);
-    let what = "fetch_add through a READ-only mapping of an ATOMIC LMR";
-    check(what, read_only_atomic(kernel, me, pw, atomic_handle), EPERM);
-    let unchanged = atomic.as_ref().map_err(Clone::clone).and_then(|lmr| {
-        match atomic_value(kernel, lmr.handle())? {
-            0 => Ok(()),
-            value => Err(format!("it holds {value}")),
-        }
-    });
+    let add = |handle, priority| fetch_add_raw(kernel, handle, 1, priority).0;
+    let swap = |handle, priority| compare_swp_raw(kernel, handle, 0, 1, priority).0;
+    let read_only = "through a READ-only mapping of an ATOMIC LMR";
+    check_errnos! { tap, node;
+        format!("fetch_add {unknown}") => add(UNKNOWN_HANDLE, none), EBADF;
+        format!("compare_swp {unknown}") => swap(UNKNOWN_HANDLE, none), EBADF;
+        "fetch_add on an LMR without ATOMIC" => add(plain_handle, none), EPERM;
+        "compare_swp on an LMR without ATOMIC" => swap(plain_handle, none), EPERM;
+        format!("fetch_add {invalid}") => add(atomic_handle, INVALID_PRIORITY), EINVAL;
+        format!("compare_swp {invalid}") => swap(atomic_handle, INVALID_PRIORITY), EINVAL;
+        "fetch_add after free" => freed_atomic(kernel, me, pw), EBADF;
+        format!("fetch_add {read_only}") => read_only_atomic(kernel, me, pw, atomic_handle), EPERM;
+    }
+    let unchanged = atomic.as_ref().map(Region::handle).map_err(Clone::clone);
     tap.check(
         &format!("node {me}: the rejected atomics left the ATOMIC LMR at 0"),
-        unchanged,
+        holds(kernel, unchanged, 0),
     );
     // Whether the operation happened before the fault is not specified.
-    let mut check = |what: &str, ret| check_errno(tap, &format!("node {me}: {what}"), ret, EFAULT);
-    // SAFETY: `old` is an unmapped address the kernel must reject.
-    let ret = unsafe { kernel.fetch_add(atomic_handle, unmapped, 1, none) };
-    check("fetch_add with old at unmapped address 0x8", ret);
-    // SAFETY: as above.
-    let ret = unsafe { kernel.compare_swp(atomic_handle, unmapped, 0, 1, none) };
-    check("compare_swp with old at unmapped address 0x8", ret);
+    check_errnos! { tap, node;
+        // SAFETY: `old` is an unmapped address the kernel must reject.
+        "fetch_add with old at unmapped address 0x8" =>
+            unsafe { kernel.fetch_add(atomic_handle, unmapped, 1, none) }, EFAULT;
+        // SAFETY: as above.
+        "compare_swp with old at unmapped address 0x8" =>
+            unsafe { kernel.compare_swp(atomic_handle, unmapped, 0, 1, none) }, EFAULT;
+    }
 
     let registered = (|| -> Result<c_long, String> {
         let pages = UserPages::new(4096)?;
@@ -1131,9 +1043,7 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         "node {me}: create_lock on node {absent} (not in the cluster) returns -EHOSTUNREACH"
     );
     if nodes < absent {
-        let mut filled = LiteLock::default();
-        // SAFETY: `filled` is writable.
-        let ret = unsafe { kernel.create_lock(absent, &mut filled) };
+        let ret = create_lock_raw(kernel, absent).0;
         tap.check(&description, expect_errno(ret, libc::EHOSTUNREACH));
     } else {
         tap.skip(&description, "the cluster is large enough to include it");
@@ -1143,42 +1053,29 @@ fn bad_input<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, at: Node) {
         &format!("node {me}: create_lock(node {me}) for the bad lock calls"),
         status(&known),
     );
-    let known = known.unwrap_or(LiteLock {
-        home: me,
-        number: UNKNOWN_LOCK,
-    });
     let unknown = LiteLock {
         home: me,
         number: UNKNOWN_LOCK,
     };
+    let known = known.unwrap_or(unknown);
     let unmapped_lock = ptr::without_provenance_mut::<LiteLock>(8);
-    let mut filled = LiteLock::default();
-    let mut check =
-        |what: &str, ret, errno| check_errno(tap, &format!("node {me}: {what}"), ret, errno);
     let at_0x8 = "at unmapped address 0x8";
-    // SAFETY (every call below): the lock pointers are readable and
-    // writable locals or an unmapped address the kernel must reject.
-    unsafe {
-        let ret = kernel.create_lock(me, unmapped_lock);
-        check(&format!("create_lock with the lock {at_0x8}"), ret, EFAULT);
-        let ret = kernel.ask_lock(me, known.number, unmapped_lock);
-        let what = "ask_lock of an existing lock into unmapped address 0x8";
-        check(what, ret, EFAULT);
-        let ret = kernel.ask_lock(me, UNKNOWN_LOCK, &mut filled);
-        let what = format!("ask_lock(node {me}, {UNKNOWN_LOCK}) of a lock never created");
-        check(&what, ret, ENOENT);
-        let ret = kernel.lock(unmapped_lock);
-        check(&format!("lock with the lock {at_0x8}"), ret, EFAULT);
-        let ret = kernel.unlock(unmapped_lock);
-        check(&format!("unlock with the lock {at_0x8}"), ret, EFAULT);
-    }
     let unknown_at = format!("unknown lock {UNKNOWN_LOCK} on node {me}");
-    let ret = lock(kernel, &unknown);
-    check(&format!("lock of {unknown_at}"), ret, ENOENT);
-    let ret = unlock(kernel, &unknown);
-    check(&format!("unlock of {unknown_at}"), ret, ENOENT);
-    let what = "unlock of a lock nobody holds";
-    check(what, unlock(kernel, &known), EPERM);
+    // SAFETY (every unsafe call below): the lock pointer is an unmapped
+    // address the kernel must reject.
+    check_errnos! { tap, node;
+        format!("create_lock with the lock {at_0x8}") =>
+            unsafe { kernel.create_lock(me, unmapped_lock) }, EFAULT;
+        "ask_lock of an existing lock into unmapped address 0x8" =>
+            unsafe { kernel.ask_lock(me, known.number, unmapped_lock) }, EFAULT;
+        format!("ask_lock(node {me}, {UNKNOWN_LOCK}) of a lock never created") =>
+            ask_lock_raw(kernel, me, UNKNOWN_LOCK).0, ENOENT;
+        format!("lock with the lock {at_0x8}") => unsafe { kernel.lock(unmapped_lock) }, EFAULT;
+        format!("unlock with the lock {at_0x8}") => unsafe { kernel.unlock(unmapped_lock) }, EFAULT;
+        format!("lock of {unknown_at}") => lock(kernel, &unknown), ENOENT;
+        format!("unlock of {unknown_at}") => unlock(kernel, &unknown), ENOENT;
+        "unlock of a lock nobody holds" => unlock(kernel, &known), EPERM;
+    }
 }
 
 /// `lite_fetch_add` on the handle of an ATOMIC LMR already freed.
@@ -1226,20 +1123,12 @@ pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
         refused(
             "create_lock(node 1) before join",
             not_connected,
-            move || {
-                let mut filled = LiteLock::default();
-                // SAFETY: `filled` is writable.
-                unsafe { kernel.create_lock(1, &mut filled) }
-            },
+            move || create_lock_raw(kernel, 1).0,
         ),
         refused(
             "ask_lock(node 1, 0) before join",
             not_connected,
-            move || {
-                let mut filled = LiteLock::default();
-                // SAFETY: `filled` is writable.
-                unsafe { kernel.ask_lock(1, 0, &mut filled) }
-            },
+            move || ask_lock_raw(kernel, 1, 0).0,
         ),
         refused("lock before join", not_connected, move || {
             lock(kernel, &some_lock)
@@ -1257,21 +1146,18 @@ pub(super) fn before_join_cases<K: Kernel>(kernel: &K) -> Vec<Check<'_>> {
 /// child kind and its arguments. Returns the exit status, or `None` for
 /// another kind.
 pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> {
-    let say = |line: String| crate::say(format_args!("{line}"));
     let number = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0) };
     match args.first().map(String::as_str)? {
         "sync-counter" => {
             let (name, pw, lock_number, iterations) =
                 (number(1), number(2), number(3), number(4) as u32);
             let outcome = map_counter(kernel, name, pw).and_then(|(handle, lock_)| {
-                let outcome = if u64::from(lock_.number) == lock_number {
-                    locked_increments(kernel, handle, pw, &lock_, iterations)
-                } else {
-                    Err(format!(
-                        "the LMR names lock {}, the parent {lock_number}",
-                        lock_.number
-                    ))
-                };
+                let named = u64::from(lock_.number);
+                let outcome = unless(named == lock_number, || {
+                    format!("the LMR names lock {named}, the parent {lock_number}")
+                });
+                let outcome = outcome
+                    .and_then(|()| locked_increments(kernel, handle, pw, &lock_, iterations));
                 kernel.umap_lmr(handle);
                 outcome
             });
@@ -1285,7 +1171,7 @@ pub(super) fn child_main<K: Kernel>(kernel: &K, args: &[String]) -> Option<i32> 
             });
             let ok = held.is_ok();
             report_point("take the lock and exit holding it", held);
-            say("ready".into());
+            crate::say(format_args!("ready"));
             if ok {
                 let mut line = String::new();
                 let _ = std::io::stdin().read_line(&mut line);
