@@ -74,7 +74,8 @@ use libc::c_long;
 use lite::sys::{port_priority, LiteLock, CM_DEFAULT_PORT, PERM_READ, PRIORITY_NONE};
 
 use crate::cluster_test::io::{
-    await_members, barrier_failed, enter_barrier, handle_of, read_at, stats, write_at,
+    await_members, barrier_failed, enter_barrier, handle_of, read_at, stats, status, unless,
+    write_at,
 };
 use crate::cluster_test::password_of;
 use crate::deadline::bounded;
@@ -119,10 +120,11 @@ const WRITE_SIZE: usize = 4096;
 /// Bytes T5 writes and reads back on LMR B at a time.
 const TRAFFIC_SIZE: usize = 16 * 1024;
 
-/// Pause between T1's writes and between T5's round trips. Each VM has one
-/// CPU: a loop that never sleeps could starve the kernel thread that sends
-/// this node's heartbeats, and the manager would declare a survivor dead.
-const LOOP_PAUSE: Duration = Duration::from_millis(2);
+/// Pause between T1's writes, between T5's round trips and between the
+/// writes of the partition test's cut node. Each VM has one CPU: a loop
+/// that never sleeps could starve the kernel thread that sends this node's
+/// heartbeats, and the manager would declare the node dead.
+pub(crate) const LOOP_PAUSE: Duration = Duration::from_millis(2);
 
 /// Name under which the victim publishes its lock record.
 const LOCK_RECORD_NAME: u64 = 0x4641_494c_4c4f_434b;
@@ -187,6 +189,11 @@ const FINAL_BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How often the main thread looks at the calls it waits for.
 const WAIT_POLL: Duration = Duration::from_millis(100);
+
+/// A kernel that the threads a test starts may share.
+pub trait SharedKernel: Kernel + Send + 'static {}
+
+impl<K: Kernel + Send + 'static> SharedKernel for K {}
 
 /// Which part a node plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,6 +379,49 @@ fn alloc<K: Kernel>(kernel: &K, node: u32, size: u64, password: u64) -> Result<u
     handle_of(kernel.alloc_remote(node, size, 0, password), "alloc_remote")
 }
 
+/// Allocates `size` bytes on `node` as an LMR to reach by handle.
+pub(crate) fn alloc_lmr<K: Kernel>(
+    kernel: &K,
+    node: u32,
+    size: u64,
+    password: u64,
+) -> Result<Target, String> {
+    let handle = alloc(kernel, node, size, password)?;
+    Ok(Target {
+        handle,
+        size,
+        password,
+    })
+}
+
+/// Writes the pattern of `seed` over all of `lmr`; the call's result.
+pub(crate) fn write_pattern<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> c_long {
+    let mut data = vec![0u8; lmr.size as usize];
+    pattern::fill(seed, 0, &mut data);
+    write_at(kernel, lmr.handle, 0, &data, lmr.password)
+}
+
+/// Reads `len` bytes at `offset` of `lmr` into a buffer poisoned against
+/// the pattern of `seed`, so that a read that stores nothing shows; the
+/// call's result and the bytes.
+pub(crate) fn read_poisoned<K: Kernel>(
+    kernel: &K,
+    lmr: Target,
+    seed: u64,
+    offset: u64,
+    len: u64,
+) -> (c_long, Vec<u8>) {
+    let mut data = vec![0u8; len as usize];
+    pattern::poison(seed, offset, &mut data);
+    let ret = read_at(kernel, lmr.handle, offset, &mut data, lmr.password);
+    (ret, data)
+}
+
+/// `node N`, or `none` without a node.
+pub(crate) fn node_or_none(node: Option<u32>) -> String {
+    node.map_or("none".to_string(), |n| format!("node {n}"))
+}
+
 /// What the overload phase did on this node, for a test point or the
 /// victim's log.
 fn describe_overload(length: Duration, overloaded: &Result<overload::Overload, String>) -> String {
@@ -438,17 +488,13 @@ fn survive_overload<K: Kernel + Sync, W: Write>(
 /// A barrier of `count` nodes as a test point, bounded by `timeout`;
 /// whether it passed. A failed one says `barrier failed:` and why, and
 /// leaves the nodes out of step: the caller ends its run.
-pub(crate) fn barrier_point<K, W>(
+pub(crate) fn barrier_point<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     count: u32,
     timeout: Duration,
     description: &str,
-) -> bool
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) -> bool {
     let returned = bounded(kernel, timeout, move |k| k.dist_barrier(count));
     match returned {
         Ok(0) => {
@@ -502,11 +548,12 @@ pub(crate) fn join_point<K: Kernel, W: Write>(
 /// A barrier of every node before the failure (or the cut) as a test
 /// point; a failed one leaves the nodes out of step, and nothing after it
 /// would mean anything.
-pub(crate) fn setup_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str) -> bool
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+pub(crate) fn setup_barrier<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    nodes: u32,
+    what: &str,
+) -> bool {
     let ok = barrier_point(
         kernel,
         tap,
@@ -530,9 +577,7 @@ pub(crate) fn port_owner_point<K: Kernel, W: Write>(
     (port, who): (u32, &str),
 ) -> Option<u32> {
     let found = find_port_owner(me, nodes, port, |node| kernel.query_port(node, port));
-    let shown = found
-        .as_ref()
-        .map_or("none".to_string(), |n| format!("node {n}"));
+    let shown = node_or_none(found.as_ref().ok().copied());
     tap.check_value(
         &format!("exactly one other node has RPC port {port}: {who} ({shown})"),
         found,
@@ -547,9 +592,9 @@ struct Setup {
     /// The next survivor, holder of LMR B.
     next: Option<u32>,
     /// LMR A, on the victim.
-    lmr_a: Option<u64>,
+    lmr_a: Option<Target>,
     /// LMR B, on the next survivor.
-    lmr_b: Option<u64>,
+    lmr_b: Option<Target>,
 }
 
 /// Reads the victim's lock record through a mapping, which is dropped
@@ -582,17 +627,14 @@ fn set_up_survivor<K: Kernel, W: Write>(
 
     setup.lmr_a = tap.check_value(
         &format!("alloc_remote of 1 MiB on the victim (node {victim}) returns a handle (LMR A)"),
-        alloc(kernel, victim, LMR_SIZE, password),
+        alloc_lmr(kernel, victim, LMR_SIZE, password),
     );
-
     setup.next = next_survivor(me, victim, nodes);
     let lmr_b = match setup.next {
-        Some(next) => alloc(kernel, next, LMR_SIZE, password),
+        Some(next) => alloc_lmr(kernel, next, LMR_SIZE, password),
         None => Err("no other survivor".to_string()),
     };
-    let next = setup
-        .next
-        .map_or("none".to_string(), |n| format!("node {n}"));
+    let next = node_or_none(setup.next);
     setup.lmr_b = tap.check_value(
         &format!("alloc_remote of 1 MiB on the next survivor ({next}) returns a handle (LMR B)"),
         lmr_b,
@@ -656,25 +698,22 @@ fn check_record(record: &LockRecord, victim: u32, nodes: u32) -> Result<(), Stri
     if Some(record.home) != expected {
         problems.push(format!(
             "survivor A should be the lowest id other than the victim's ({})",
-            expected.map_or("none".to_string(), |a| format!("node {a}"))
+            node_or_none(expected)
         ));
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
+    unless(problems.is_empty(), || problems.join("; "))
 }
 
-/// `ask_lock` of lock `number` of `home` as a test point; `suffix` follows
-/// the call in the description.
+/// `ask_lock` of lock `number` of `home` as a test point, if the victim
+/// published one; `suffix` follows the call in the description.
 fn ask_lock_point<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
     home: u32,
-    number: u32,
+    number: Option<u32>,
     suffix: &str,
 ) -> Option<LiteLock> {
+    let number = number?;
     let mut lock = LiteLock::default();
     // SAFETY: `lock` is writable.
     let ret = unsafe { kernel.ask_lock(home, number, &mut lock) };
@@ -707,19 +746,13 @@ fn find_victims_locks<K: Kernel, W: Write>(
     let Ok(record) = record else {
         return locks;
     };
-    locks.own = record
-        .own
-        .and_then(|number| ask_lock_point(kernel, tap, victim, number, ""));
+    locks.own = ask_lock_point(kernel, tap, victim, record.own, "");
     let home = record.home;
     if me == home {
-        let lock = record
-            .orphaned
-            .and_then(|number| ask_lock_point(kernel, tap, home, number, " (lock O)"));
+        let lock = ask_lock_point(kernel, tap, home, record.orphaned, " (lock O)");
         locks.duty = LockDuty::TakeOrphan { lock };
     } else if next_survivor(home, victim, nodes) == Some(me) {
-        let lock = record
-            .waited
-            .and_then(|number| ask_lock_point(kernel, tap, home, number, " (lock W)"));
+        let lock = ask_lock_point(kernel, tap, home, record.waited, " (lock W)");
         locks.duty = LockDuty::WaitFor { home, lock };
     }
     locks
@@ -902,13 +935,9 @@ pub fn stall_verdict(outcome: &Outcome, last_write_ns: u64) -> (Option<i64>, Res
         );
     }
     let stall = elapsed_ms(last_write_ns, returned.at_ns);
-    let verdict = if stall <= MAX_STALL_MS {
-        Ok(())
-    } else {
-        Err(format!(
-            "returned {stall} ms after the last successful write, more than {MAX_STALL_MS} ms"
-        ))
-    };
+    let verdict = unless(stall <= MAX_STALL_MS, || {
+        format!("returned {stall} ms after the last successful write, more than {MAX_STALL_MS} ms")
+    });
     (Some(stall), verdict)
 }
 
@@ -1075,7 +1104,7 @@ fn spawn_call<K, F>(
     body: F,
 ) -> Result<(), String>
 where
-    K: Kernel + Send + 'static,
+    K: SharedKernel,
     F: FnOnce(&K) -> c_long + Send + 'static,
 {
     let kernel = Arc::clone(kernel);
@@ -1122,21 +1151,18 @@ fn write_until_failure<K: Kernel>(
 /// Waits until T1's first write succeeded; how long that took in ms.
 fn wait_for_first_write(progress: &Progress, started_ns: u64) -> Result<i64, String> {
     let deadline = after(started_ns, FIRST_WRITE_TIMEOUT);
-    loop {
+    // The last write's time, 0 once the first write failed.
+    let seen = poll_for(deadline, Duration::from_millis(10), || {
         let last = progress.last_write_ns.load(Ordering::SeqCst);
-        if last != 0 {
-            return Ok(elapsed_ms(started_ns, last));
-        }
-        if progress.failed_ns.load(Ordering::SeqCst) != 0 {
-            return Err("the first write failed".to_string());
-        }
-        if monotonic_ns() >= deadline {
-            return Err(format!(
-                "no write completed within {} s",
-                FIRST_WRITE_TIMEOUT.as_secs()
-            ));
-        }
-        thread::sleep(Duration::from_millis(10));
+        (last != 0 || progress.failed_ns.load(Ordering::SeqCst) != 0).then_some(last)
+    });
+    match seen {
+        Some((0, _)) => Err("the first write failed".to_string()),
+        Some((last, _)) => Ok(elapsed_ms(started_ns, last)),
+        None => Err(format!(
+            "no write completed within {} s",
+            FIRST_WRITE_TIMEOUT.as_secs()
+        )),
     }
 }
 
@@ -1153,18 +1179,18 @@ struct Ready {
     me: u32,
     nodes: u32,
     victim: u32,
-    lmr_a: u64,
+    lmr_a: Target,
     /// LMR B and the survivor holding it.
-    lmr_b: Option<(u64, u32)>,
+    lmr_b: Option<(Target, u32)>,
     locks: VictimLocks,
 }
 
 /// Runs a survivor's part, reporting each test point to `tap`.
-pub fn run_survivor<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, config: &FailureConfig)
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+pub fn run_survivor<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    config: &FailureConfig,
+) {
     let nodes = config.nodes;
     let Some(me) = join_point(kernel.as_ref(), tap, config.cm, nodes) else {
         return;
@@ -1190,10 +1216,9 @@ where
         find_victims_locks(kernel.as_ref(), tap, me, victim, nodes)
     });
     let base = held_chunks(kernel.as_ref());
-    if !setup_barrier(tap, "counting the held chunks") {
-        return;
-    }
-    if !setup_barrier(tap, "the victim's spread allocation") {
+    if !setup_barrier(tap, "counting the held chunks")
+        || !setup_barrier(tap, "the victim's spread allocation")
+    {
         return;
     }
     let grown = held_chunks(kernel.as_ref());
@@ -1230,15 +1255,8 @@ where
     if !watch_failure(kernel, tap, &ready, &chunks) {
         return;
     }
-    let phase = rejoin::Phase {
-        me,
-        victim,
-        nodes,
-        cm: config.cm,
-        pacing: config.pacing,
-        second_address: config.second_address,
-    };
-    rejoin::run(kernel, tap, &phase);
+    let config = *config;
+    rejoin::run(kernel, tap, &rejoin::Phase { me, victim, config });
 }
 
 /// The calls waiting on the victim: what became of each, and those still
@@ -1266,20 +1284,13 @@ impl Calls {
 }
 
 /// Starts T1, which writes to LMR A until a write fails.
-fn start_writer<K>(
+fn start_writer<K: SharedKernel>(
     kernel: &Arc<K>,
     ready: &Ready,
     progress: &Arc<Progress>,
     returns: &Sender<Returned>,
-) -> Result<(), String>
-where
-    K: Kernel + Send + 'static,
-{
-    let lmr = Target {
-        handle: ready.lmr_a,
-        size: LMR_SIZE,
-        password: password_of(ready.me),
-    };
+) -> Result<(), String> {
+    let lmr = ready.lmr_a;
     let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.victim)]);
     let progress = Arc::clone(progress);
     spawn_call(kernel, Call::RdmaWrite, returns, move |k| {
@@ -1289,20 +1300,12 @@ where
 
 /// Starts T5 on LMR B; its report arrives on the returned channel once it
 /// is told to stop.
-fn start_traffic<K>(
+fn start_traffic<K: SharedKernel>(
     kernel: &Arc<K>,
     ready: &Ready,
     progress: &Arc<Progress>,
-) -> Result<Receiver<TrafficReport>, String>
-where
-    K: Kernel + Send + 'static,
-{
-    let (handle, _) = ready.lmr_b.ok_or("there is no LMR B")?;
-    let lmr = Target {
-        handle,
-        size: LMR_SIZE,
-        password: password_of(ready.me),
-    };
+) -> Result<Receiver<TrafficReport>, String> {
+    let (lmr, _) = ready.lmr_b.ok_or("there is no LMR B")?;
     let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.nodes)]);
     let kernel = Arc::clone(kernel);
     let progress = Arc::clone(progress);
@@ -1315,15 +1318,12 @@ where
 /// Starts [`run_traffic`] on `lmr` on a thread named `name`, until `stop`,
 /// with no failure to count rounds after; its report arrives on the
 /// returned channel.
-pub(crate) fn spawn_traffic<K>(
+pub(crate) fn spawn_traffic<K: SharedKernel>(
     kernel: &Arc<K>,
     name: &str,
     (lmr, seed): (Target, u64),
     stop: &Arc<AtomicBool>,
-) -> Result<Receiver<TrafficReport>, String>
-where
-    K: Kernel + Send + 'static,
-{
+) -> Result<Receiver<TrafficReport>, String> {
     let kernel = Arc::clone(kernel);
     let stop = Arc::clone(stop);
     spawn_reporting(name, move || {
@@ -1411,7 +1411,7 @@ fn spawn_taker<K, F>(
     taken: F,
 ) -> Result<Receiver<RelockOutcome>, String>
 where
-    K: Kernel + Send + 'static,
+    K: SharedKernel,
     F: FnOnce(c_long, u64) + Send + 'static,
 {
     let kernel = Arc::clone(kernel);
@@ -1440,15 +1440,12 @@ fn await_relocked(relocked: &Receiver<RelockOutcome>) -> RelockOutcome {
 /// survivor B T6, which waits for lock W; T6's later unlock and lock
 /// arrive on the returned channel. Their buffers belong to their threads,
 /// which may outlive the test.
-fn start_blocking_calls<K>(
+fn start_blocking_calls<K: SharedKernel>(
     kernel: &Arc<K>,
     ready: &Ready,
     returns: &Sender<Returned>,
     calls: &mut Calls,
-) -> Option<Receiver<RelockOutcome>>
-where
-    K: Kernel + Send + 'static,
-{
+) -> Option<Receiver<RelockOutcome>> {
     let victim = ready.victim;
     let spawned = spawn_call(kernel, Call::SendReplyImm, returns, move |k| {
         let request = [0x5au8; 64];
@@ -1497,16 +1494,8 @@ where
         }
         None => Err("lock W was not found".to_string()),
     };
-    match spawned {
-        Ok(relocked) => {
-            calls.started(call, Ok(()));
-            Some(relocked)
-        }
-        Err(reason) => {
-            calls.started(call, Err(reason));
-            None
-        }
-    }
+    calls.started(call, status(&spawned));
+    spawned.ok()
 }
 
 /// `lock W 3` for lock W number 3, `lock W` if it was not found.
@@ -1549,10 +1538,9 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
             }
         };
         let outcome = &calls.outcomes[call.index()];
-        let got = match outcome {
-            Ok(returned) => describe_result(returned.ret),
-            Err(_) => "no return".to_string(),
-        };
+        let got = outcome
+            .as_ref()
+            .map_or("no return".to_string(), |r| describe_result(r.ret));
         let verb = if call == Call::WaitedLock {
             "returns"
         } else {
@@ -1603,16 +1591,12 @@ fn stop_traffic(
 /// Phase 3 of a survivor: starts the threads, waits for the victim's
 /// death to reach them and checks the aftermath. Whether the survivors
 /// are still in step (their last barrier passed).
-fn watch_failure<K, W>(
+fn watch_failure<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     ready: &Ready,
     chunks: &ChunkCounts,
-) -> bool
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) -> bool {
     let nodes = ready.nodes;
     let progress = Arc::new(Progress::default());
     let (returns, returned) = mpsc::channel();
@@ -1684,11 +1668,9 @@ where
             nodes - 1,
             describe_result(total)
         ),
-        if total == c_long::from(nodes - 1) {
-            Ok(())
-        } else {
-            Err(format!("expected {}", nodes - 1))
-        },
+        unless(total == c_long::from(nodes - 1), || {
+            format!("expected {}", nodes - 1)
+        }),
     );
 
     check_chunks_freed(kernel.as_ref(), tap, chunks, failed_ns);
@@ -1707,8 +1689,8 @@ where
     // Only LMR B, which lives on a survivor and which the traffic no longer
     // uses; LMR A, on the dead node, goes with the process (or with this
     // node's leave in the next phase).
-    if let (Some((handle, _)), Ok(_)) = (ready.lmr_b, &report) {
-        kernel.free(handle);
+    if let (Some((lmr, _)), Ok(_)) = (ready.lmr_b, &report) {
+        kernel.free(lmr.handle);
     }
     if !in_step {
         tap.bail_out("the survivors are out of step");
@@ -1750,11 +1732,11 @@ fn report_relocked<W: Write>(tap: &mut Tap<W>, name: &str, relocked: &RelockOutc
 /// Survivor A, once the death is known: takes lock O, which the victim
 /// held and nobody waited for, so that it must come with `EOWNERDEAD`,
 /// then releases it and takes and releases it once more.
-fn take_orphaned_lock<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, lock: Option<LiteLock>)
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+fn take_orphaned_lock<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    lock: Option<LiteLock>,
+) {
     let name = lock_label("O", lock);
     let (sender, taken) = mpsc::channel();
     let relocked = match lock {
@@ -1837,42 +1819,34 @@ fn check_traffic<W: Write>(
     holder: Option<u32>,
     report: &Result<TrafficReport, String>,
 ) {
-    let holder = holder.map_or("none".to_string(), |n| format!("node {n}"));
+    let intact = format!(
+        "traffic to LMR B on the next survivor ({}) comes back intact",
+        node_or_none(holder)
+    );
+    let goes_on = "traffic to LMR B goes on after the failure";
     let report = match report {
         Ok(report) => report,
         Err(e) => {
-            tap.not_ok(
-                &format!("traffic to LMR B on the next survivor ({holder}) comes back intact"),
-                e,
-            );
-            tap.not_ok("traffic to LMR B goes on after the failure", e);
+            tap.not_ok(&intact, e);
+            tap.not_ok(goes_on, e);
             return;
         }
     };
+    let (rounds, mismatches) = (report.rounds, report.mismatches);
+    let ended = report
+        .error
+        .as_ref()
+        .map_or("no errors", |_| "ended by an error");
     tap.check(
-        &format!(
-            "traffic to LMR B on the next survivor ({holder}) comes back intact \
-             ({} round trips, {} mismatches, {})",
-            report.rounds,
-            report.mismatches,
-            if report.error.is_some() {
-                "ended by an error"
-            } else {
-                "no errors"
-            }
-        ),
+        &format!("{intact} ({rounds} round trips, {mismatches} mismatches, {ended})"),
         report.verdict(),
     );
+    let after_failure = report.rounds_after_failure;
     tap.check(
-        &format!(
-            "traffic to LMR B goes on after the failure ({} round trips after)",
-            report.rounds_after_failure
-        ),
-        if report.rounds_after_failure > 0 {
-            Ok(())
-        } else {
-            Err("no round trip started after T1's write failed".to_string())
-        },
+        &format!("{goes_on} ({after_failure} round trips after)"),
+        unless(after_failure > 0, || {
+            "no round trip started after T1's write failed".to_string()
+        }),
     );
 }
 

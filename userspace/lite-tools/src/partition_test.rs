@@ -57,7 +57,7 @@ use std::time::Duration;
 use libc::c_long;
 use lite::sys::{PERM_READ, PERM_WRITE};
 
-use crate::cluster_test::io::{handle_of, read_at, write_at};
+use crate::cluster_test::io::{handle_of, unless, write_at};
 use crate::cluster_test::rpc::register;
 use crate::debugfs::membership::{
     parse_membership, MembershipFile, NodeMembership, PeerState, MEMBERSHIP_FILE,
@@ -65,8 +65,9 @@ use crate::debugfs::membership::{
 use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
-    after, barrier_point, describe_total, elapsed_ms, join_point, or_unknown, poll_for, poll_until,
-    port_owner_point, report_once_stopped, setup_barrier, spawn_reporting, total_nodes,
+    after, alloc_lmr, barrier_point, describe_total, elapsed_ms, join_point, node_or_none,
+    or_unknown, poll_for, poll_until, port_owner_point, read_poisoned, report_once_stopped,
+    setup_barrier, spawn_reporting, total_nodes, write_pattern, SharedKernel, Target, LOOP_PAUSE,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -111,11 +112,6 @@ const WRITE_SIZE: usize = 4096;
 
 /// Writes of [`WRITE_SIZE`] that cover LMR Y once.
 const SLOTS: u64 = LMR_SIZE / WRITE_SIZE as u64;
-
-/// Pause after each write of the cut node's writer. Each VM has one CPU: a
-/// loop that never sleeps could starve the kernel thread that sends this
-/// node's heartbeats, and the manager would expel it before the cut.
-const LOOP_PAUSE: Duration = Duration::from_millis(2);
 
 /// How long the writer may take to cover LMR Y once.
 const FIRST_PASS_TIMEOUT: Duration = Duration::from_secs(60);
@@ -237,11 +233,12 @@ fn describe_membership(file: &Result<MembershipFile, String>) -> String {
 }
 
 /// The last barrier of every node as a test point.
-fn final_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, nodes: u32, what: &str)
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+fn final_barrier<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    nodes: u32,
+    what: &str,
+) {
     barrier_point(
         kernel,
         tap,
@@ -254,32 +251,22 @@ where
 // ---------------------------------------------------------------------
 // The survivors
 
-/// LMR Y as its holder has it.
-#[derive(Debug, Clone, Copy)]
-struct HeldLmr {
-    handle: u64,
-}
-
 /// The holder's part before the cut: allocates LMR Y on itself and
 /// publishes it by name for the cut node to write to.
-fn publish_lmr<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Option<HeldLmr> {
-    let allocated = handle_of(
-        kernel.alloc_remote(me, LMR_SIZE, 0, LMR_PASSWORD),
-        "alloc_remote",
-    );
-    let handle = tap.check_value(
+fn publish_lmr<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, me: u32) -> Option<Target> {
+    let lmr = tap.check_value(
         &format!(
             "alloc_remote of {} MiB on this node (node {me}) returns a handle (LMR Y)",
             LMR_SIZE >> 20
         ),
-        allocated,
+        alloc_lmr(kernel, me, LMR_SIZE, LMR_PASSWORD),
     )?;
-    let ret = kernel.add_ask_mr_table(LMR_NAME, handle, PERM_READ | PERM_WRITE, LMR_PASSWORD);
+    let ret = kernel.add_ask_mr_table(LMR_NAME, lmr.handle, PERM_READ | PERM_WRITE, LMR_PASSWORD);
     tap.check(
         &format!("add_ask_mr_table publishes LMR Y under {LMR_NAME:#x} with READ|WRITE"),
         expect_zero(ret),
     )
-    .then_some(HeldLmr { handle })
+    .then_some(lmr)
 }
 
 /// Peer `cut`'s state and incarnation in a membership file, or what the
@@ -298,23 +285,23 @@ fn peer_line(file: &Result<MembershipFile, String>, cut: u32) -> Result<(PeerSta
 /// incarnation then.
 fn cut_peer_before<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, cut: u32) -> Option<u32> {
     let line = peer_line(&read_membership(kernel), cut);
-    let shown = match &line {
-        Ok((state, incarnation)) => format!("{} incarnation {incarnation}", state.name()),
-        Err(_) => "?".to_string(),
-    };
-    let outcome = match &line {
-        Ok((PeerState::Alive, _)) => Ok(()),
-        Ok((state, _)) => Err(format!("peer {cut} is {}", state.name())),
-        Err(e) => Err(e.clone()),
-    };
-    tap.check(
+    let shown = line
+        .as_ref()
+        .map_or("?".to_string(), |(state, incarnation)| {
+            format!("{} incarnation {incarnation}", state.name())
+        });
+    let alive = line.and_then(|(state, incarnation)| {
+        unless(state == PeerState::Alive, || {
+            format!("peer {cut} is {}", state.name())
+        })?;
+        Ok(incarnation)
+    });
+    tap.check_value(
         &format!(
             "membership shows the node to cut off (node {cut}) alive before the cut ({shown})"
         ),
-        outcome,
+        alive,
     )
-    .then(|| line.ok().map(|(_, incarnation)| incarnation))
-    .flatten()
 }
 
 /// Checks that LMR Y holds P2 everywhere: the cut node's writes land while
@@ -322,14 +309,12 @@ fn cut_peer_before<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, cut: u32) 
 fn check_writes_landed<K: Kernel, W: Write>(
     kernel: &K,
     tap: &mut Tap<W>,
-    lmr: HeldLmr,
+    lmr: Target,
     cut: u32,
     me: u32,
 ) {
     let seed = cut_pattern(cut, me);
-    let mut data = vec![0u8; LMR_SIZE as usize];
-    pattern::poison(seed, 0, &mut data);
-    let ret = read_at(kernel, lmr.handle, 0, &mut data, LMR_PASSWORD);
+    let (ret, data) = read_poisoned(kernel, lmr, seed, 0, lmr.size);
     let outcome = expect_zero(ret)
         .map_err(|e| format!("read: {e}"))
         .and_then(|()| pattern::verify(seed, 0, &data).map_err(|m| m.to_string()));
@@ -393,17 +378,15 @@ impl CanaryReport {
 }
 
 /// Reads all of LMR Y once and notes what it holds.
-fn read_canary<K: Kernel>(kernel: &K, handle: u64, seed: u64, report: &mut CanaryReport) {
-    let mut data = vec![0u8; LMR_SIZE as usize];
-    pattern::poison(seed, 0, &mut data);
-    let ret = read_at(kernel, handle, 0, &mut data, LMR_PASSWORD);
+fn read_canary<K: Kernel>(kernel: &K, lmr: Target, seed: u64, report: &mut CanaryReport) {
+    let (ret, data) = read_poisoned(kernel, lmr, seed, 0, lmr.size);
     report.record(ret, seed, &data);
 }
 
 /// The holder's canary: written once the cut node is expelled, read back
 /// by a thread until told to stop.
 struct Canary {
-    handle: u64,
+    lmr: Target,
     seed: u64,
     stop: Arc<AtomicBool>,
     reports: Receiver<CanaryReport>,
@@ -411,22 +394,16 @@ struct Canary {
 
 /// Writes P3 over all of LMR Y (a test point) and starts the thread that
 /// re-reads it every `every`.
-fn start_canary<K, W>(
+fn start_canary<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
-    lmr: HeldLmr,
+    lmr: Target,
     cut: u32,
     me: u32,
     every: Duration,
-) -> Option<Canary>
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) -> Option<Canary> {
     let seed = canary_pattern(cut, me);
-    let mut data = vec![0u8; LMR_SIZE as usize];
-    pattern::fill(seed, 0, &mut data);
-    let ret = write_at(kernel.as_ref(), lmr.handle, 0, &data, LMR_PASSWORD);
+    let ret = write_pattern(kernel.as_ref(), lmr, seed);
     if !tap.check(
         &format!(
             "rdma_write of the canary over all {} MiB of LMR Y returns 0",
@@ -439,11 +416,10 @@ where
     let stop = Arc::new(AtomicBool::new(false));
     let reader_kernel = Arc::clone(kernel);
     let reader_stop = Arc::clone(&stop);
-    let handle = lmr.handle;
     let reports = spawn_reporting("canary", move || {
         let mut report = CanaryReport::default();
         while !reader_stop.load(Ordering::SeqCst) {
-            read_canary(reader_kernel.as_ref(), handle, seed, &mut report);
+            read_canary(reader_kernel.as_ref(), lmr, seed, &mut report);
             thread::sleep(every);
         }
         report
@@ -456,7 +432,7 @@ where
         }
     };
     Some(Canary {
-        handle,
+        lmr,
         seed,
         stop,
         reports,
@@ -495,7 +471,7 @@ fn finish_canary<K: Kernel, W: Write>(
             return;
         }
     };
-    read_canary(kernel, canary.handle, canary.seed, &mut report);
+    read_canary(kernel, canary.lmr, canary.seed, &mut report);
     tap.check(&description(Some(&report)), report.verdict());
 }
 
@@ -529,11 +505,12 @@ fn total_point<K: Kernel, W: Write>(
         every,
     );
     let took = elapsed_ms(wait.from_ns, polled.at_ns);
+    let total = describe_total(&polled.value);
     let shown = if polled.reached {
         tap.comment(&format!("get_total_node {target} after {took} ms"));
         format!("after {took} ms")
     } else {
-        format!("still {}", describe_total(&polled.value))
+        format!("still {total}")
     };
     tap.check(
         &format!(
@@ -542,14 +519,7 @@ fn total_point<K: Kernel, W: Write>(
             wait.timeout.as_secs(),
             wait.since
         ),
-        if polled.reached {
-            Ok(())
-        } else {
-            Err(format!(
-                "got {} after {took} ms",
-                describe_total(&polled.value)
-            ))
-        },
+        unless(polled.reached, || format!("got {total} after {took} ms")),
     )
     .then_some(polled.at_ns)
 }
@@ -599,16 +569,12 @@ fn cut_peer_back<K: Kernel, W: Write>(
 /// What every node does first: joins, does `joined` (given this node's
 /// id), meets the others in a barrier and runs the pause phase, if any;
 /// this node's id and what `joined` returned, or `None` if the run ends.
-fn start<K, W, T>(
+fn start<K: SharedKernel, W: Write, T>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     config: &PartitionConfig,
     joined: impl FnOnce(&mut Tap<W>, u32) -> T,
-) -> Option<(u32, T)>
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) -> Option<(u32, T)> {
     let nodes = config.nodes;
     let me = join_point(kernel.as_ref(), tap, config.cm, nodes)?;
     let done = joined(tap, me);
@@ -618,11 +584,11 @@ where
 }
 
 /// Runs a survivor's part, reporting each test point to `tap`.
-pub fn run_survivor<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, config: &PartitionConfig)
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+pub fn run_survivor<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    config: &PartitionConfig,
+) {
     let (nodes, pacing) = (config.nodes, config.pacing);
     let Some((me, ())) = start(kernel, tap, config, |_, _| ()) else {
         return;
@@ -641,10 +607,9 @@ where
         None
     };
     let incarnation_before = cut.and_then(|cut| cut_peer_before(kernel.as_ref(), tap, cut));
-    if !setup_barrier(kernel, tap, nodes, "publishing LMR Y") {
-        return;
-    }
-    if !setup_barrier(kernel, tap, nodes, "the cut node's writer covered LMR Y") {
+    if !setup_barrier(kernel, tap, nodes, "publishing LMR Y")
+        || !setup_barrier(kernel, tap, nodes, "the cut node's writer covered LMR Y")
+    {
         return;
     }
     tap.comment(SURVIVOR_READY_MARKER);
@@ -752,14 +717,12 @@ impl WriterReport {
     /// No write may succeed once one failed: the handle belongs to the
     /// membership the cut ended.
     pub fn later_writes_verdict(&self) -> Result<(), String> {
-        if self.later_successes == 0 {
-            Ok(())
-        } else {
-            Err(format!(
+        unless(self.later_successes == 0, || {
+            format!(
                 "{} of {} writes after the first failure returned 0",
                 self.later_successes, self.later_writes
-            ))
-        }
+            )
+        })
     }
 
     /// The later results for humans: `-112 (-EHOSTDOWN), -9 (-EBADF)`.
@@ -821,10 +784,11 @@ struct Writer {
 }
 
 /// Starts the writer on the mapping `handle` of LMR Y.
-fn start_writer<K>(kernel: &Arc<K>, handle: u64, seed: u64) -> Result<Writer, String>
-where
-    K: Kernel + Send + 'static,
-{
+fn start_writer<K: SharedKernel>(
+    kernel: &Arc<K>,
+    handle: u64,
+    seed: u64,
+) -> Result<Writer, String> {
     let progress = Arc::new(WriterProgress::default());
     let thread_kernel = Arc::clone(kernel);
     let thread_progress = Arc::clone(&progress);
@@ -973,18 +937,14 @@ fn await_cut<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, pacing: Pacing) 
         Some((what, at)) => format!("{what} after {} ms", elapsed_ms(marked, *at)),
         None => "not seen".to_string(),
     };
-    tap.check(
+    let seen = seen.ok_or_else(|| format!("still {}", describe_membership(&last)));
+    tap.check_value(
         &format!(
             "membership shows this node cut off within {} s of its ready marker ({shown})",
             CUT_TIMEOUT.as_secs()
         ),
-        match &seen {
-            Some(_) => Ok(()),
-            None => Err(format!("still {}", describe_membership(&last))),
-        },
+        seen.map(|(_, at)| at),
     )
-    .then(|| seen.map(|(_, at)| at))
-    .flatten()
 }
 
 /// Waits until this node is a member again on its own: its old id, not
@@ -1048,18 +1008,15 @@ fn check_old_mapping<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, mapping:
         );
         return;
     };
-    let data = [0u8; 64];
-    let ret = write_at(kernel, handle, 0, &data, LMR_PASSWORD);
+    let ret = write_at(kernel, handle, 0, &[0u8; 64], LMR_PASSWORD);
     tap.check(
         &format!(
             "a write through the mapping from before the cut fails (got {})",
             describe_result(ret)
         ),
-        if ret == 0 {
-            Err("it returned 0: a handle of the old membership still works".to_string())
-        } else {
-            Ok(())
-        },
+        unless(ret != 0, || {
+            "it returned 0: a handle of the old membership still works".to_string()
+        }),
     );
 }
 
@@ -1073,11 +1030,11 @@ fn register_cut_port<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>) {
 }
 
 /// Runs the cut node's part, reporting each test point to `tap`.
-pub fn run_cut<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, config: &PartitionConfig)
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+pub fn run_cut<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    config: &PartitionConfig,
+) {
     let (nodes, pacing) = (config.nodes, config.pacing);
     let Some((me, incarnation_before)) = start(kernel, tap, config, |tap, me| {
         register_cut_port(kernel.as_ref(), tap);
@@ -1096,9 +1053,11 @@ where
         ),
         None => Err("no other node".to_string()),
     };
-    let shown = holder.map_or("none".to_string(), |h| format!("node {h}"));
     let mapping = tap.check_value(
-        &format!("ask_lmr of LMR Y on its holder ({shown}) for WRITE returns a handle"),
+        &format!(
+            "ask_lmr of LMR Y on its holder ({}) for WRITE returns a handle",
+            node_or_none(holder)
+        ),
         mapping,
     );
     let writer = match (mapping, holder) {

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::cluster_test::io::outcome_of;
 use crate::cluster_test::rpc::{identified_request, register, serve, transformed_call};
 use crate::cpu_hog::CpuHog;
 use crate::errno::expect_zero;
@@ -114,11 +115,7 @@ pub fn run<K: Kernel + Sync>(
             .collect();
         let called = callers
             .into_iter()
-            .map(|caller| {
-                caller
-                    .join()
-                    .unwrap_or_else(|_| Err("a caller panicked".into()))
-            })
+            .map(|caller| outcome_of(caller, "a caller panicked"))
             .find(Result::is_err)
             .unwrap_or(Ok(()));
         let hog_threads = hog

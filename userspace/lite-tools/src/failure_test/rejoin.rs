@@ -54,15 +54,16 @@ use libc::c_long;
 use lite::sys::{CHUNK_SIZE, NODE_SPREAD, PERM_READ};
 
 use super::{
-    after, alloc, barrier_point, describe_total, elapsed_ms, held_chunks, join_call, or_unknown,
-    poll_until, report_once_stopped, spawn_traffic, total_nodes, Target, TrafficReport,
+    after, alloc_lmr, barrier_point, describe_total, elapsed_ms, held_chunks, join_call,
+    or_unknown, poll_until, read_poisoned, report_once_stopped, spawn_traffic, total_nodes,
+    write_pattern, FailureConfig, SharedKernel, Target, TrafficReport,
 };
-use crate::cluster_test::io::{handle_of, read_at, write_at};
+use crate::cluster_test::io::{handle_of, unless, write_at};
 use crate::cluster_test::password_of;
 use crate::deadline::bounded;
 use crate::debugfs::membership::{device_in_use, MEMBERSHIP_FILE};
 use crate::errno::{describe_result, expect_errno, expect_zero};
-use crate::guest_devices::{InterfaceAddress, SecondDevice, FIRST_DEVICE, SECOND_DEVICE};
+use crate::guest_devices::{SecondDevice, FIRST_DEVICE, SECOND_DEVICE};
 use crate::kernel::Kernel;
 use crate::pattern;
 use crate::stats::monotonic_ns;
@@ -211,37 +212,25 @@ pub fn part(me: u32, victim: u32, nodes: u32) -> Option<Part> {
     })
 }
 
-/// What every survivor knows about the phase.
+/// What every survivor knows about the phase: this node's id, the dead
+/// node's and the test's configuration (the cluster manager to join
+/// again, the pacing, the leaver's second interface).
 pub(super) struct Phase {
-    /// This node's id.
     pub me: u32,
-    /// The dead node.
     pub victim: u32,
-    /// Nodes of the cluster, the victim included.
-    pub nodes: u32,
-    /// Address of the cluster manager, for joining again.
-    pub cm: Ipv4Addr,
-    /// How the cycles are paced.
-    pub pacing: CyclePacing,
-    /// The address of the leaver's second network interface, on which it
-    /// adds a second RDMA device; `None`: the leaver keeps its device.
-    pub second_address: Option<InterfaceAddress>,
+    pub config: FailureConfig,
 }
 
 impl Phase {
     /// The survivors: the cluster's size while everybody is in.
     fn survivors(&self) -> u32 {
-        self.nodes - 1
+        self.config.nodes - 1
     }
 }
 
 /// Runs this survivor's part of the cycles, reporting to `tap`.
-pub(super) fn run<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase)
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
-    match part(phase.me, phase.victim, phase.nodes) {
+pub(super) fn run<K: SharedKernel, W: Write>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase) {
+    match part(phase.me, phase.victim, phase.config.nodes) {
         Some(Part::Leaver { observers }) => leave_and_rejoin(kernel, tap, phase, &observers),
         Some(Part::Observer {
             leaver,
@@ -256,11 +245,12 @@ where
 }
 
 /// A barrier of all survivors as a test point; whether it passed.
-fn survivors_barrier<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase, when: &str) -> bool
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+fn survivors_barrier<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    phase: &Phase,
+    when: &str,
+) -> bool {
     let survivors = phase.survivors();
     barrier_point(
         kernel,
@@ -274,11 +264,12 @@ where
 /// The leaver's part: maps the lowest observer's spread LMR, then
 /// [`CYCLES`] times leaves, checks that the node is out, joins again and
 /// waits until the cluster is whole.
-fn leave_and_rejoin<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, phase: &Phase, observers: &[u32])
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+fn leave_and_rejoin<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    phase: &Phase,
+    observers: &[u32],
+) {
     let me = phase.me;
     if !survivors_barrier(kernel, tap, phase, "before the cycles") {
         tap.bail_out("the survivors are out of step");
@@ -307,7 +298,7 @@ where
         match one_cycle(kernel, tap, phase, observers, cycle, mapped) {
             CycleEnd::Completed => {
                 if cycle < CYCLES {
-                    thread::sleep(phase.pacing.back);
+                    thread::sleep(phase.config.pacing.back);
                 }
             }
             CycleEnd::StillMember => {
@@ -354,11 +345,12 @@ enum CycleEnd {
 /// mapping and compares it with `owner`'s pattern, as a test point. The
 /// mapping is kept, for the first leave to move chunks of a mapped LMR;
 /// `owner` if it was made.
-fn map_spread_point<K, W>(kernel: &Arc<K>, tap: &mut Tap<W>, me: u32, owner: u32) -> Option<u32>
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+fn map_spread_point<K: SharedKernel, W: Write>(
+    kernel: &Arc<K>,
+    tap: &mut Tap<W>,
+    me: u32,
+    owner: u32,
+) -> Option<u32> {
     let (mapping, read) = match bounded(kernel, CALL_TIMEOUT, move |k| map_and_read(k, owner)) {
         Ok(outcome) => outcome,
         // The mapping may have been made: the leave tells either way.
@@ -411,27 +403,20 @@ fn map_and_read<K: Kernel>(kernel: &K, owner: u32) -> (Result<u64, String>, Resu
 }
 
 /// Makes `step` happen, within [`CALL_TIMEOUT`].
-fn change_device<K>(kernel: &Arc<K>, step: SecondDevice) -> Result<(), String>
-where
-    K: Kernel + Send + 'static,
-{
+fn change_device<K: SharedKernel>(kernel: &Arc<K>, step: SecondDevice) -> Result<(), String> {
     bounded(kernel, CALL_TIMEOUT, move |k| k.second_device(step))?
         .unwrap_or_else(|| Err("this kernel has no second RDMA device to change".to_string()))
 }
 
-/// A fresh LMR of [`DEVICE_TRAFFIC_SIZE`] on the first observer.
-fn device_traffic_target<K: Kernel>(
+/// A fresh LMR of `size` bytes on the first observer.
+fn alloc_on_first_observer<K: Kernel>(
     kernel: &K,
     observers: &[u32],
+    size: u64,
     password: u64,
 ) -> Result<Target, String> {
     let holder = observers.first().ok_or("no observer to allocate on")?;
-    let handle = alloc(kernel, *holder, DEVICE_TRAFFIC_SIZE, password)?;
-    Ok(Target {
-        handle,
-        size: DEVICE_TRAFFIC_SIZE,
-        password,
-    })
+    alloc_lmr(kernel, *holder, size, password)
 }
 
 /// Runs [`super::run_traffic`] on `lmr` (if there is one) on a thread of its own
@@ -439,16 +424,13 @@ fn device_traffic_target<K: Kernel>(
 /// With `ends_out` the node is out of the cluster once `during` returns,
 /// so the traffic has to end by itself, with its first refused call (it
 /// is stopped after [`CALL_TIMEOUT`]).
-fn traffic_during<K, T>(
+fn traffic_during<K: SharedKernel, T>(
     kernel: &Arc<K>,
     lmr: Result<Target, String>,
     seed: u32,
     ends_out: bool,
     during: impl FnOnce() -> T,
-) -> (T, Result<TrafficReport, String>)
-where
-    K: Kernel + Send + 'static,
-{
+) -> (T, Result<TrafficReport, String>) {
     let stop = Arc::new(AtomicBool::new(false));
     let traffic =
         lmr.and_then(|lmr| spawn_traffic(kernel, "device-traffic", (lmr, u64::from(seed)), &stop));
@@ -535,30 +517,24 @@ fn leave_verdict(ret: c_long, mapped: Option<u32>) -> Result<(), String> {
 
 /// One cycle of the leaver; `mapped` is the observer whose spread LMR it
 /// maps during this cycle's leave, if it does.
-fn one_cycle<K, W>(
+fn one_cycle<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     phase: &Phase,
     observers: &[u32],
     cycle: u32,
     mapped: Option<u32>,
-) -> CycleEnd
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) -> CycleEnd {
     let me = phase.me;
     let password = password_of(me);
     // A handle of this membership, to try once the node is out.
-    let old = match observers.first() {
-        Some(&holder) => alloc(kernel.as_ref(), holder, OLD_HANDLE_SIZE, password),
-        None => Err("no observer to allocate on".to_string()),
-    };
+    let old = alloc_on_first_observer(kernel.as_ref(), observers, OLD_HANDLE_SIZE, password)
+        .map(|lmr| lmr.handle);
 
     let mapping = mapped.map_or(String::new(), |owner| {
         format!(", keeping its mapping of node {owner}'s spread LMR")
     });
-    let device_step = match (phase.second_address, cycle) {
+    let device_step = match (phase.config.second_address, cycle) {
         (Some(address), SECOND_DEVICE_ADDED) => Some(SecondDevice::Add(address)),
         (Some(_), SECOND_DEVICE_REMOVED) => Some(SecondDevice::Remove),
         _ => None,
@@ -582,9 +558,19 @@ where
     // joins on another device: a node that joins from another address
     // gets its id back only by asking for it, which a reloaded LITE
     // cannot (to the manager it is another machine).
-    let left = match device_step {
+    let leave = |tap: &mut Tap<W>| {
+        let left = bounded(kernel, CALL_TIMEOUT, |k| k.leave(0));
+        let took = elapsed_ms(started, monotonic_ns());
+        tap.comment(&format!("leave {took} ms"));
+        tap.check(
+            &format!("leave/rejoin cycle {cycle}: leave(0) on node {me} returns 0{mapping}"),
+            left.and_then(|ret| leave_verdict(ret, mapped)),
+        )
+    };
+    let left_ok = match device_step {
         Some(SecondDevice::Remove) => {
-            let traffic = device_traffic_target(kernel.as_ref(), observers, password);
+            let traffic =
+                alloc_on_first_observer(kernel.as_ref(), observers, DEVICE_TRAFFIC_SIZE, password);
             let (removed, report) = traffic_during(kernel, traffic, me, true, || {
                 change_device(kernel, SecondDevice::Remove)
             });
@@ -599,44 +585,34 @@ where
                 report,
                 true,
             );
-            Ok(Some(removed))
-        }
-        Some(SecondDevice::Add(_)) => Ok(None),
-        None => bounded(kernel, CALL_TIMEOUT, |k| k.reload_module()),
-    };
-    let left_ok = match left {
-        Ok(Some(removed)) if device_step == Some(SecondDevice::Remove) => tap.check(
-            &format!(
-                "leave/rejoin cycle {cycle}: deleting {second}, the RDMA device node {me} is \
-                 a member on, under the observers' traffic takes the node out of the \
-                 cluster{mapping}"
-            ),
-            removed,
-        ),
-        Ok(Some(reloaded)) => {
-            let took = elapsed_ms(started, monotonic_ns());
-            tap.comment(&format!("unload and load {took} ms"));
             tap.check(
                 &format!(
-                    "leave/rejoin cycle {cycle}: node {me} unloads LITE's module{mapping} \
-                     (-ENOSYS meanwhile) and loads it again"
+                    "leave/rejoin cycle {cycle}: deleting {second}, the RDMA device node {me} \
+                     is a member on, under the observers' traffic takes the node out of the \
+                     cluster{mapping}"
                 ),
-                reloaded,
+                removed,
             )
         }
-        Ok(None) => {
-            let left = bounded(kernel, CALL_TIMEOUT, |k| k.leave(0));
-            let took = elapsed_ms(started, monotonic_ns());
-            tap.comment(&format!("leave {took} ms"));
-            tap.check(
-                &format!("leave/rejoin cycle {cycle}: leave(0) on node {me} returns 0{mapping}"),
-                left.and_then(|ret| leave_verdict(ret, mapped)),
-            )
-        }
-        Err(e) => tap.check(
-            &format!("leave/rejoin cycle {cycle}: node {me} leaves"),
-            Err(e),
-        ),
+        Some(SecondDevice::Add(_)) => leave(tap),
+        None => match bounded(kernel, CALL_TIMEOUT, |k| k.reload_module()) {
+            Ok(Some(reloaded)) => {
+                let took = elapsed_ms(started, monotonic_ns());
+                tap.comment(&format!("unload and load {took} ms"));
+                tap.check(
+                    &format!(
+                        "leave/rejoin cycle {cycle}: node {me} unloads LITE's module{mapping} \
+                         (-ENOSYS meanwhile) and loads it again"
+                    ),
+                    reloaded,
+                )
+            }
+            Ok(None) => leave(tap),
+            Err(e) => tap.check(
+                &format!("leave/rejoin cycle {cycle}: node {me} leaves"),
+                Err(e),
+            ),
+        },
     };
     if !left_ok {
         return CycleEnd::StillMember;
@@ -649,10 +625,10 @@ where
         ),
         out_of_the_cluster(kernel.as_ref(), old, password),
     );
-    thread::sleep(phase.pacing.away);
+    thread::sleep(phase.config.pacing.away);
 
     let started = monotonic_ns();
-    let joined = join_again(kernel, phase.cm, phase.pacing.change);
+    let joined = join_again(kernel, phase.config.cm, phase.config.pacing.change);
     let took = elapsed_ms(started, monotonic_ns());
     tap.comment(&format!("rejoin {took} ms"));
     let shown = joined
@@ -661,13 +637,7 @@ where
     let rejoined = joined.is_ok();
     tap.check(
         &format!("leave/rejoin cycle {cycle}: join returns node {me}'s id again (got {shown})"),
-        joined.and_then(|id| {
-            if id == me {
-                Ok(())
-            } else {
-                Err(format!("joined as node {id}, not {me}"))
-            }
-        }),
+        joined.and_then(|id| unless(id == me, || format!("joined as node {id}, not {me}"))),
     );
     if !rejoined {
         return CycleEnd::Out;
@@ -685,7 +655,8 @@ where
             joined_on(kernel.as_ref(), expected),
         );
         if let SecondDevice::Add(_) = step {
-            let traffic = device_traffic_target(kernel.as_ref(), observers, password);
+            let traffic =
+                alloc_on_first_observer(kernel.as_ref(), observers, DEVICE_TRAFFIC_SIZE, password);
             let ((), report) = traffic_during(kernel, traffic, me, false, || {
                 thread::sleep(DEVICE_TRAFFIC_SPELL)
             });
@@ -704,9 +675,9 @@ where
 
     let whole = phase.survivors();
     let started = monotonic_ns();
-    let deadline = after(started, phase.pacing.change);
+    let deadline = after(started, phase.config.pacing.change);
     let read = || total_nodes(kernel.as_ref());
-    let polled = poll_until(read, whole.into(), deadline, phase.pacing.poll);
+    let polled = poll_until(read, whole.into(), deadline, phase.config.pacing.poll);
     let took = elapsed_ms(started, polled.at_ns);
     let total = describe_total(&polled.value);
     tap.check(
@@ -714,14 +685,12 @@ where
             "leave/rejoin cycle {cycle}: get_total_node returns {whole} after the join \
              (got {total}, after {took} ms)"
         ),
-        if polled.reached {
-            Ok(())
-        } else {
-            Err(format!(
+        unless(polled.reached, || {
+            format!(
                 "still {total} after {} s",
-                phase.pacing.change.as_secs()
-            ))
-        },
+                phase.config.pacing.change.as_secs()
+            )
+        }),
     );
     CycleEnd::Completed
 }
@@ -733,23 +702,23 @@ fn out_of_the_cluster<K: Kernel>(
     old: Result<u64, String>,
     password: u64,
 ) -> Result<(), String> {
-    let mut problems = Vec::new();
-    if let Err(e) = expect_errno(kernel.get_node_id(), libc::ENOTCONN) {
-        problems.push(format!("get_node_id: {e}"));
+    let mut calls = vec![
+        ("get_node_id".to_string(), kernel.get_node_id()),
+        ("leave(0) again".to_string(), kernel.leave(0)),
+    ];
+    if let Ok(handle) = old {
+        let ret = write_at(kernel, handle, 0, &[0x4cu8; 16], password);
+        calls.push((format!("rdma_write on handle {handle:#x}"), ret));
     }
-    let again = kernel.leave(0);
-    if let Err(e) = expect_errno(again, libc::ENOTCONN) {
-        problems.push(format!("leave(0) again: {e}"));
-    }
-    match old {
-        Ok(handle) => {
-            let data = [0x4cu8; 16];
-            let ret = write_at(kernel, handle, 0, &data, password);
-            if let Err(e) = expect_errno(ret, libc::ENOTCONN) {
-                problems.push(format!("rdma_write on handle {handle:#x}: {e}"));
-            }
-        }
-        Err(e) => problems.push(format!("no handle from before the leave to try: {e}")),
+    let mut problems: Vec<String> = calls
+        .into_iter()
+        .filter_map(|(call, ret)| {
+            let refused = expect_errno(ret, libc::ENOTCONN);
+            refused.err().map(|e| format!("{call}: {e}"))
+        })
+        .collect();
+    if let Err(e) = old {
+        problems.push(format!("no handle from before the leave to try: {e}"));
     }
     no_problems(problems)
 }
@@ -758,10 +727,11 @@ fn out_of_the_cluster<K: Kernel>(
 /// manager refuses for now: `EADDRINUSE` (it still counts this node's
 /// earlier incarnation as alive) or `EAGAIN` (it just started); the node
 /// id.
-fn join_again<K>(kernel: &Arc<K>, cm: Ipv4Addr, patience: Duration) -> Result<u32, String>
-where
-    K: Kernel + Send + 'static,
-{
+fn join_again<K: SharedKernel>(
+    kernel: &Arc<K>,
+    cm: Ipv4Addr,
+    patience: Duration,
+) -> Result<u32, String> {
     let deadline = after(monotonic_ns(), patience);
     let mut refusals = 0u32;
     loop {
@@ -800,10 +770,7 @@ struct SizeWatch {
 
 impl SizeWatch {
     /// Starts reading every `every`; the first reading is the first change.
-    fn start<K>(kernel: &Arc<K>, every: Duration) -> Result<Self, String>
-    where
-        K: Kernel + Send + 'static,
-    {
+    fn start<K: SharedKernel>(kernel: &Arc<K>, every: Duration) -> Result<Self, String> {
         let (sender, changes) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let kernel = Arc::clone(kernel);
@@ -896,21 +863,18 @@ fn spread_seed(node: u32) -> u64 {
 /// The observer's part: sets up (and publishes its spread LMR if it
 /// `publishes`), then follows every cycle and checks its spread LMR after
 /// each.
-fn observe<K, W>(
+fn observe<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     phase: &Phase,
     leaver: u32,
     peer: u32,
     publishes: bool,
-) where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) {
     let me = phase.me;
     let seed = spread_seed(me);
     // Before anything else, so that it sees the cluster whole at first.
-    let watch = SizeWatch::start(kernel, phase.pacing.poll);
+    let watch = SizeWatch::start(kernel, phase.config.pacing.poll);
     let mapper = publishes.then_some(leaver);
     let observed = set_up_observer(kernel, tap, me, peer, mapper, seed);
     let stop_traffic = Arc::new(AtomicBool::new(false));
@@ -973,28 +937,17 @@ fn observe<K, W>(
 /// Allocates and fills the spread LMR, publishes it for `mapper` to map
 /// if there is one, and allocates the traffic LMR on `peer`, one test
 /// point each.
-fn set_up_observer<K, W>(
+fn set_up_observer<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     me: u32,
     peer: u32,
     mapper: Option<u32>,
     seed: u64,
-) -> Observed
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) -> Observed {
     let password = password_of(me);
-    let spread =
-        alloc(kernel.as_ref(), NODE_SPREAD, SPREAD_LMR_SIZE, password).and_then(|handle| {
-            let lmr = Target {
-                handle,
-                size: SPREAD_LMR_SIZE,
-                password,
-            };
-            bounded(kernel, CALL_TIMEOUT, move |k| fill(k, lmr, seed))?.map(|()| lmr)
-        });
+    let spread = alloc_lmr(kernel.as_ref(), NODE_SPREAD, SPREAD_LMR_SIZE, password)
+        .and_then(|lmr| bounded(kernel, CALL_TIMEOUT, move |k| fill(k, lmr, seed))?.map(|()| lmr));
     tap.check(
         &format!(
             "leave/rejoin: alloc_remote of {} MiB spread (node 0) and a write of node {me}'s \
@@ -1021,11 +974,7 @@ where
             published,
         );
     }
-    let traffic = alloc(kernel.as_ref(), peer, TRAFFIC_LMR_SIZE, password).map(|handle| Target {
-        handle,
-        size: TRAFFIC_LMR_SIZE,
-        password,
-    });
+    let traffic = alloc_lmr(kernel.as_ref(), peer, TRAFFIC_LMR_SIZE, password);
     let traffic = tap.check_value(
         &format!(
             "leave/rejoin: alloc_remote of {} MiB on node {peer} for traffic during the \
@@ -1042,9 +991,7 @@ where
 
 /// Writes the pattern of `seed` over all of `lmr`.
 fn fill<K: Kernel>(kernel: &K, lmr: Target, seed: u64) -> Result<(), String> {
-    let mut data = vec![0u8; lmr.size as usize];
-    pattern::fill(seed, 0, &mut data);
-    expect_zero(write_at(kernel, lmr.handle, 0, &data, lmr.password))
+    expect_zero(write_pattern(kernel, lmr, seed))
         .map_err(|e| format!("write of {} B: {e}", lmr.size))
 }
 
@@ -1062,10 +1009,8 @@ fn read_and_verify_window<K: Kernel>(
     offset: u64,
     len: u64,
 ) -> Result<(), String> {
-    let mut data = vec![0u8; len as usize];
-    pattern::poison(seed, offset, &mut data);
-    expect_zero(read_at(kernel, lmr.handle, offset, &mut data, lmr.password))
-        .map_err(|e| format!("read of {len} B at {offset}: {e}"))?;
+    let (ret, data) = read_poisoned(kernel, lmr, seed, offset, len);
+    expect_zero(ret).map_err(|e| format!("read of {len} B at {offset}: {e}"))?;
     pattern::verify(seed, offset, &data).map_err(|m| m.to_string())
 }
 
@@ -1107,9 +1052,9 @@ fn follow_cycle<W: Write>(
     let without = whole - 1;
     let sizes = [whole, without];
     let mut odd = Vec::new();
-    let within = phase.pacing.change;
+    let within = phase.config.pacing.change;
     let down_within = if cycle == 1 {
-        phase.pacing.first_leave
+        phase.config.pacing.first_leave
     } else {
         within
     };
@@ -1149,16 +1094,13 @@ fn follow_cycle<W: Write>(
 /// after the first cycle (whose leave moved the chunks the leaver held)
 /// and the last, around every chunk boundary after the others, so that the
 /// observers keep up with the leaver under emulation.
-fn check_spread<K, W>(
+fn check_spread<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     spread: Option<Target>,
     seed: u64,
     cycle: u32,
-) where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) {
     let whole = cycle == 1 || cycle == CYCLES;
     let read: fn(&K, Target, u64) -> Result<(), String> = if whole {
         read_and_verify
@@ -1196,25 +1138,18 @@ fn check_observer_traffic<W: Write>(
     let report = traffic
         .ok_or_else(|| "there is no traffic LMR".to_string())
         .and_then(|started| report_once_stopped(started, "traffic"));
-    let (description, outcome) = match report {
-        Ok(report) => (
-            format!(
-                "leave/rejoin: traffic to node {peer} during the cycles comes back intact \
-                 ({} round trips, {} mismatches)",
-                report.rounds, report.mismatches
-            ),
-            report.verdict(),
-        ),
-        Err(e) => (
-            format!("leave/rejoin: traffic to node {peer} during the cycles comes back intact"),
-            Err(e),
-        ),
-    };
-    tap.check(&description, outcome);
+    let shown = report.as_ref().map_or(String::new(), |r| {
+        format!(" ({} round trips, {} mismatches)", r.rounds, r.mismatches)
+    });
+    tap.check(
+        &format!("leave/rejoin: traffic to node {peer} during the cycles comes back intact{shown}"),
+        report.and_then(|r| r.verdict()),
+    );
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::alloc;
     use super::*;
     use crate::cluster_test::tests::defects_with;
     use crate::fake_kernel::{Defects, FakeKernel};

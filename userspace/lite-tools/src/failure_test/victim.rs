@@ -8,11 +8,11 @@ use std::io::Write;
 use lite::sys::{LiteLock, NODE_SPREAD};
 
 use super::{
-    alloc, describe_overload, encode_lock_record, enter_setup_barrier, join, overload_phase,
-    survivor_a, FailureConfig, LockRecord, LOCK_RECORD_NAME, LOCK_RECORD_PASSWORD, READY_MARKER,
-    SETUP_BARRIER_TIMEOUT, SPREAD_SIZE, VICTIM_PORT, VICTIM_PORT_MAX_SIZE,
+    alloc_lmr, describe_overload, encode_lock_record, enter_setup_barrier, join, overload_phase,
+    survivor_a, write_pattern, FailureConfig, LockRecord, LOCK_RECORD_NAME, LOCK_RECORD_PASSWORD,
+    READY_MARKER, SETUP_BARRIER_TIMEOUT, SPREAD_SIZE, VICTIM_PORT, VICTIM_PORT_MAX_SIZE,
 };
-use crate::cluster_test::io::{await_members, handle_of, write_at};
+use crate::cluster_test::io::{await_members, handle_of};
 use crate::cluster_test::password_of;
 use crate::cluster_test::rpc::register;
 use crate::errno::{describe_result, expect_zero};
@@ -132,11 +132,9 @@ pub(super) fn allocate_spread<K: Kernel, W: Write>(
     me: u32,
     log: &mut VictimLog<'_, W>,
 ) {
-    let password = password_of(me);
-    let outcome = alloc(kernel, NODE_SPREAD, SPREAD_SIZE, password).and_then(|handle| {
-        let mut data = vec![0u8; SPREAD_SIZE as usize];
-        pattern::fill(pattern::seed(&[u64::from(me), SPREAD_SIZE]), 0, &mut data);
-        expect_zero(write_at(kernel, handle, 0, &data, password)).map_err(|e| format!("write: {e}"))
+    let outcome = alloc_lmr(kernel, NODE_SPREAD, SPREAD_SIZE, password_of(me)).and_then(|lmr| {
+        let written = write_pattern(kernel, lmr, pattern::seed(&[u64::from(me), SPREAD_SIZE]));
+        expect_zero(written).map_err(|e| format!("write: {e}"))
     });
     log.step(
         &format!("alloc_remote of {} MiB spread and write", SPREAD_SIZE >> 20),

@@ -36,12 +36,12 @@ use std::thread;
 use super::{
     after, describe_membership, read_membership, setup_barrier, total_nodes, PartitionConfig,
 };
-use crate::cluster_test::io::handle_of;
 use crate::cpu_hog::CpuHog;
 use crate::debugfs::membership::{MembershipFile, NodeMembership, PeerState};
 use crate::errno::describe_result;
 use crate::failure_test::{
-    elapsed_ms, or_unknown, report_once_stopped, spawn_traffic, Target, TrafficReport,
+    alloc_lmr, elapsed_ms, or_unknown, report_once_stopped, spawn_traffic, SharedKernel, Target,
+    TrafficReport,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -156,19 +156,7 @@ pub fn same_members(
             problems.push(format!("peer {peer}: {was} before, {is} after"));
         }
     }
-    if problems.is_empty() {
-        Ok(shown.join(", "))
-    } else {
-        Err(problems.join("\n"))
-    }
-}
-
-/// The traffic to one peer: its LMR there, and its thread's report once
-/// told to stop.
-struct PeerTraffic {
-    peer: u32,
-    handle: Option<u64>,
-    report: Result<Receiver<TrafficReport>, String>,
+    no_problems(problems).map(|()| shown.join(", "))
 }
 
 /// Allocates this node's traffic LMR on each peer, one test point each.
@@ -177,14 +165,11 @@ fn allocate<K: Kernel, W: Write>(
     tap: &mut Tap<W>,
     me: u32,
     nodes: u32,
-) -> Vec<(u32, Option<u64>)> {
+) -> Vec<(u32, Option<Target>)> {
     (1..=nodes)
         .filter(|&peer| peer != me)
         .map(|peer| {
-            let allocated = handle_of(
-                kernel.alloc_remote(peer, TRAFFIC_LMR_SIZE, 0, TRAFFIC_PASSWORD),
-                "alloc_remote",
-            );
+            let allocated = alloc_lmr(kernel, peer, TRAFFIC_LMR_SIZE, TRAFFIC_PASSWORD);
             let description = format!(
                 "pauses: alloc_remote of {} KiB on node {peer} for the traffic returns a handle",
                 TRAFFIC_LMR_SIZE >> 10
@@ -223,11 +208,14 @@ fn watch_count<K: Kernel, W: Write>(
     }
 }
 
-/// Collects one peer's traffic report (its thread was told to stop) as a
-/// test point.
-fn report_traffic<W: Write>(tap: &mut Tap<W>, traffic: PeerTraffic) {
-    let peer = traffic.peer;
-    let report = report_once_stopped(traffic.report, "traffic");
+/// Collects the report of the traffic to `peer` (its thread was told to
+/// stop) as a test point.
+fn report_traffic<W: Write>(
+    tap: &mut Tap<W>,
+    peer: u32,
+    reports: Result<Receiver<TrafficReport>, String>,
+) {
+    let report = report_once_stopped(reports, "traffic");
     let shown = report.as_ref().map_or("no report".to_string(), |r| {
         format!(
             "{} round trips, {} mismatches, {} failed calls",
@@ -246,11 +234,11 @@ fn report_traffic<W: Write>(tap: &mut Tap<W>, traffic: PeerTraffic) {
 }
 
 /// Frees this node's traffic LMRs, as one test point.
-fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, handles: &[(u32, u64)]) {
-    let failures: Vec<String> = handles
+fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, lmrs: &[(u32, Option<Target>)]) {
+    let failures: Vec<String> = lmrs
         .iter()
-        .filter_map(|&(peer, handle)| {
-            let ret = kernel.free(handle);
+        .filter_map(|&(peer, lmr)| {
+            let ret = kernel.free(lmr?.handle);
             (ret != 0).then(|| format!("the LMR on node {peer}: {}", describe_result(ret)))
         })
         .collect();
@@ -263,16 +251,12 @@ fn free_all<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, handles: &[(u32, 
 /// Runs the pause phase as node `me`, reporting each test point to `tap`.
 /// False when a barrier failed: the nodes are out of step, and the test
 /// has bailed out.
-pub(super) fn run<K, W>(
+pub(super) fn run<K: SharedKernel, W: Write>(
     kernel: &Arc<K>,
     tap: &mut Tap<W>,
     config: &PartitionConfig,
     me: u32,
-) -> bool
-where
-    K: Kernel + Send + 'static,
-    W: Write,
-{
+) -> bool {
     let nodes = config.nodes;
     let before = read_membership(kernel.as_ref());
     let allocated = allocate(kernel.as_ref(), tap, me, nodes);
@@ -280,23 +264,12 @@ where
         return false;
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let traffic: Vec<PeerTraffic> = allocated
+    let traffic: Vec<_> = allocated
         .iter()
-        .map(|&(peer, handle)| PeerTraffic {
-            peer,
-            handle,
-            report: match handle {
-                Some(handle) => {
-                    let lmr = Target {
-                        handle,
-                        size: TRAFFIC_LMR_SIZE,
-                        password: TRAFFIC_PASSWORD,
-                    };
-                    let name = format!("pause-traffic-{peer}");
-                    spawn_traffic(kernel, &name, (lmr, traffic_seed(me, peer)), &stop)
-                }
-                None => Err(format!("there is no LMR on node {peer}")),
-            },
+        .map(|&(peer, lmr)| {
+            let lmr = lmr.ok_or_else(|| format!("there is no LMR on node {peer}"))?;
+            let name = format!("pause-traffic-{peer}");
+            spawn_traffic(kernel, &name, (lmr, traffic_seed(me, peer)), &stop)
         })
         .collect();
 
@@ -312,12 +285,8 @@ where
             hog.and_then(CpuHog::stop).map(drop),
         );
     }
-    let handles: Vec<(u32, u64)> = traffic
-        .iter()
-        .filter_map(|t| t.handle.map(|handle| (t.peer, handle)))
-        .collect();
-    for peer_traffic in traffic {
-        report_traffic(tap, peer_traffic);
+    for (&(peer, _), reports) in allocated.iter().zip(traffic) {
+        report_traffic(tap, peer, reports);
     }
     tap.check(
         &format!(
@@ -341,7 +310,7 @@ where
         ),
         compared.map(drop),
     );
-    free_all(kernel.as_ref(), tap, &handles);
+    free_all(kernel.as_ref(), tap, &allocated);
     setup_barrier(kernel, tap, nodes, "the pauses")
 }
 
