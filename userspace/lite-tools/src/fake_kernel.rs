@@ -44,8 +44,8 @@ use libc::c_long;
 use lite::sys::{
     LiteLock, LiteStats, ALLOC_ATOMIC, ASYNC_NOWAIT, CHUNK_SIZE, LEAVE_FORCE, MAX_ASYNC_CALLS,
     MAX_ASYNC_SIZE, MAX_IP_LEN, MAX_LMR_SIZE, MAX_MESSAGE_SIZE, MAX_NODES, MAX_REGISTER_SIZE,
-    NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_HIGH,
-    PRIORITY_LOW, PRIORITY_NONE,
+    NODE_SPREAD, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE, PRIORITY_LOW,
+    PRIORITY_NONE,
 };
 use lite::Priority;
 
@@ -68,12 +68,19 @@ macro_rules! fail_if {
 }
 
 /// The `Ok` value of a check, or returns its error (a negative errno)
-/// from the call.
+/// from the call; with an errno, the `Some` value of a lookup, or returns
+/// `-errno`.
 macro_rules! or_return {
     ($checked:expr) => {
         match $checked {
             Ok(value) => value,
             Err(errno) => return errno,
+        }
+    };
+    ($found:expr, $errno:expr) => {
+        match $found {
+            Some(value) => value,
+            None => return $crate::fake_kernel::err($errno),
         }
     };
 }
@@ -141,16 +148,6 @@ pub struct Defects {
     /// when a member departs while it is in progress; every process counts
     /// its barriers from round 1.
     pub barrier_fails_in_round: Option<u64>,
-}
-
-impl Defects {
-    fn locks(&self) -> sync::LockDefects {
-        sync::LockDefects {
-            not_exclusive: self.lock_not_exclusive,
-            lifo: self.lock_serves_newest_first,
-            hide_owner_death: self.lock_hides_owner_death,
-        }
-    }
 }
 
 /// Every permission bit the ABI defines.
@@ -332,11 +329,25 @@ pub struct FakeKernel {
 /// Addresses below this are never mapped, like the first page of a process.
 const FIRST_MAPPED_ADDRESS: usize = 4096;
 
+/// `-EFAULT` for a pointer to `size` bytes that cannot be mapped.
+fn check_pointer(address: usize, size: u64) -> Result<(), c_long> {
+    refuse_if(size > 0 && address < FIRST_MAPPED_ADDRESS, libc::EFAULT)
+}
+
 /// How long a barrier waits for the other nodes before giving up.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn err(errno: i32) -> c_long {
     -c_long::from(errno)
+}
+
+/// `Err(-errno)` if `failed`: [`fail_if!`] for checks returning a `Result`.
+fn refuse_if(failed: bool, errno: i32) -> Result<(), c_long> {
+    if failed {
+        Err(err(errno))
+    } else {
+        Ok(())
+    }
 }
 
 /// The caller's buffer of a transfer: where a write takes its bytes
@@ -504,11 +515,8 @@ impl FakeKernel {
     /// Makes `call` to the RPC model as this process, or returns
     /// `-ENOTCONN` before join.
     fn rpc_call(&self, call: impl FnOnce(&rpc::Caller) -> c_long) -> c_long {
-        if self.joined() {
-            call(&self.caller())
-        } else {
-            err(libc::ENOTCONN)
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        call(&self.caller())
     }
 
     fn caller(&self) -> rpc::Caller {
@@ -537,11 +545,8 @@ impl FakeKernel {
         }
         let ports = self.shared.rpc.ports_of_user(self.id, self.uid);
         let held = quotas::usage_of(cluster, self.id, self.uid, ports);
-        if quotas::allows(&self.own_limits(cluster), &held, &charge) {
-            Ok(())
-        } else {
-            Err(err(libc::EDQUOT))
-        }
+        let allowed = quotas::allows(&self.own_limits(cluster), &held, &charge);
+        refuse_if(!allowed, libc::EDQUOT)
     }
 
     /// What a new LMR of `size` bytes charges: its memory (`remote_memory`
@@ -579,30 +584,21 @@ impl FakeKernel {
             Some(lmr) if !lmr.released || self.defects.no_revocation || entry.freed => lmr,
             _ => return Err(err(libc::EKEYREVOKED)),
         };
-        if let Some(password) = access.password {
-            if entry.password != password && !self.defects.ignore_password {
-                return Err(err(libc::EACCES));
-            }
-        }
-        if entry.perms & access.perm != access.perm && !self.defects.ignore_permissions {
-            return Err(err(libc::EPERM));
-        }
+        let wrong_password = access.password.is_some_and(|given| given != entry.password);
+        let ignored = self.defects.ignore_password;
+        refuse_if(wrong_password && !ignored, libc::EACCES)?;
+        let lacking = entry.perms & access.perm != access.perm;
+        refuse_if(lacking && !self.defects.ignore_permissions, libc::EPERM)?;
         let end = offset.checked_add(size).ok_or(err(libc::EINVAL))?;
-        if end > lmr.len() as u64 {
-            return Err(err(libc::EINVAL));
-        }
+        refuse_if(end > lmr.len() as u64, libc::EINVAL)?;
         Ok(entry.lmr)
     }
 
     /// Where byte `position` of an LMR is stored.
     fn placement(&self, position: u64) -> usize {
         let misplaced = self.defects.misplace_later_chunks && position >= CHUNK_SIZE;
-        let position = if misplaced {
-            position - CHUNK_SIZE
-        } else {
-            position
-        };
-        position as usize
+        let shift = if misplaced { CHUNK_SIZE } else { 0 };
+        (position - shift) as usize
     }
 
     /// Copies `size` bytes at `offset` of an LMR out, chunk by chunk.
@@ -648,19 +644,46 @@ impl FakeKernel {
             uid: self.uid,
         };
         let lmr = Self::new_lmr(cluster, lmr);
-        let handle = Handle {
-            lmr,
-            perms: perms | PERM_ADMIN,
-            password,
-            kind: Kind::Created,
-            freed: false,
-        };
-        (lmr, Self::new_handle(process, handle))
+        let handle = Self::new_handle(process, lmr, perms | PERM_ADMIN, password, Kind::Created);
+        (lmr, handle)
     }
 
-    fn new_handle(process: &mut Process, handle: Handle) -> c_long {
+    /// The entry of `handle` unless it is unknown or freed (`-EBADF`).
+    fn live_handle(process: &Process, handle: u64) -> Result<Handle, c_long> {
+        match process.handles.get(&handle) {
+            Some(entry) if !entry.freed => Ok(*entry),
+            _ => Err(err(libc::EBADF)),
+        }
+    }
+
+    /// Publishes `lmr` as this node's `name`.
+    fn publish(&self, cluster: &mut Cluster, name: u64, lmr: u64, perms: u64, password: u64) {
+        let published = Published {
+            lmr,
+            perms,
+            password,
+            uid: self.uid,
+        };
+        cluster.names.insert((self.id, name), published);
+    }
+
+    /// A new live handle of the process to `lmr`; its number.
+    fn new_handle(
+        process: &mut Process,
+        lmr: u64,
+        perms: u64,
+        password: u64,
+        kind: Kind,
+    ) -> c_long {
         process.next_handle += 1;
         let number = process.next_handle;
+        let handle = Handle {
+            lmr,
+            perms,
+            password,
+            kind,
+            freed: false,
+        };
         process.handles.insert(number, handle);
         number as c_long
     }
@@ -765,7 +788,7 @@ impl FakeKernel {
         let id = self.id;
         self.shared
             .sync
-            .holders_gone(|owner| owner.node == id, self.defects.locks());
+            .holders_gone(|owner| owner.node == id, self.defects);
     }
 
     /// Counts this node in the cluster again after [`FakeKernel::fail_node`],
@@ -784,12 +807,9 @@ impl FakeKernel {
         cluster
             .names
             .retain(|_, published| published.lmr != entry.lmr);
-        if self.defects.keep_freed_handles {
-            if let Some(entry) = process.handles.get_mut(&handle) {
-                entry.freed = true;
-            }
-        } else {
-            process.handles.remove(&handle);
+        match process.handles.get_mut(&handle) {
+            Some(entry) if self.defects.keep_freed_handles => entry.freed = true,
+            _ => drop(process.handles.remove(&handle)),
         }
         let keep = self.defects.keep_freed_handles || self.defects.no_revocation;
         match cluster.lmrs.get_mut(&entry.lmr) {
@@ -807,22 +827,14 @@ impl FakeKernel {
         }
     }
 
-    /// Checks of a transfer's buffer pointer, after everything else.
-    fn check_buffer(address: usize, size: u64) -> Result<(), c_long> {
-        if size > 0 && address < FIRST_MAPPED_ADDRESS {
-            return Err(err(libc::EFAULT));
-        }
-        Ok(())
+    /// `-ENOTCONN` before join.
+    fn check_joined(&self) -> Result<(), c_long> {
+        refuse_if(!self.joined(), libc::ENOTCONN)
     }
 
     fn transfer_prelude(&self, priority: u32) -> Result<(), c_long> {
-        if !self.joined() {
-            return Err(err(libc::ENOTCONN));
-        }
-        if priority > PRIORITY_LOW {
-            return Err(err(libc::EINVAL));
-        }
-        Ok(())
+        self.check_joined()?;
+        refuse_if(priority > PRIORITY_LOW, libc::EINVAL)
     }
 
     /// A synchronous or asynchronous transfer between `handle`'s LMR at
@@ -845,7 +857,7 @@ impl FakeKernel {
             ..Access::to(perm)
         };
         let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
-        Self::check_buffer(address, size)?;
+        check_pointer(address, size)?;
         let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
         if let Buffer::Source(source) = buf {
             // SAFETY: the caller guarantees `size` readable bytes at `buf`.
@@ -872,10 +884,8 @@ impl FakeKernel {
         let buf = buf.into();
         let args = (handle, buf, size, offset, priority, password);
         let asynchronous = name.ends_with("_async");
-        fail_if!(
-            asynchronous && size > MAX_ASYNC_SIZE && self.joined(),
-            libc::EINVAL
-        );
+        let too_large = asynchronous && size > MAX_ASYNC_SIZE;
+        fail_if!(too_large && self.joined(), libc::EINVAL);
         let op = match (buf, asynchronous) {
             (Buffer::Source(_), false) => Operation::Write,
             (Buffer::Destination(_), false) => Operation::Read,
@@ -886,8 +896,10 @@ impl FakeKernel {
             let data = or_return!(self.do_transfer(args, !asynchronous));
             match (buf, asynchronous) {
                 (Buffer::Source(_), false) => 0,
-                (Buffer::Source(_), true) => self.start_op(Ok(None)),
-                (Buffer::Destination(to), true) => self.start_op(Ok(Some((to as usize, data)))),
+                (Buffer::Source(_), true) => self.start_op(Ok(None), None),
+                (Buffer::Destination(to), true) => {
+                    self.start_op(Ok(Some((to as usize, data))), None)
+                }
                 (Buffer::Destination(to), false) => {
                     // SAFETY: the caller guarantees `size` writable bytes at `buf`.
                     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), to.cast(), data.len()) };
@@ -943,7 +955,7 @@ impl FakeKernel {
             } else {
                 Ok(Some((reply as usize, answer)))
             };
-            self.start_call_op(ret, delivery)
+            self.start_op(delivery, Some(ret))
         })
     }
 
@@ -954,9 +966,7 @@ impl FakeKernel {
         size: u64,
         overlap_safe: bool,
     ) -> Result<(), c_long> {
-        if !self.joined() {
-            return Err(err(libc::ENOTCONN));
-        }
+        self.check_joined()?;
         let (process, mut cluster) = self.locked();
         let read = Access::to(PERM_READ);
         let src_lmr = self.check_access(&process, &cluster, src.0, read, src.1, size)?;
@@ -989,42 +999,29 @@ impl FakeKernel {
         Ok(())
     }
 
-    fn start_op(&self, result: Result<Option<(usize, Vec<u8>)>, c_long>) -> c_long {
+    /// Starts an operation; its id. Reaping it delivers what `delivery`
+    /// holds and returns 0, or `reply_len` for an answered asynchronous
+    /// call; or it returns the delivery's error.
+    fn start_op(
+        &self,
+        delivery: Result<Option<(usize, Vec<u8>)>, c_long>,
+        reply_len: Option<c_long>,
+    ) -> c_long {
         let mut process = lock(&self.process);
         let id = process.next_op;
         process.next_op += 1;
-        let (result, delivery) = match result {
-            Ok(delivery) => (0, delivery),
+        let (result, delivery) = match delivery {
+            Ok(delivery) => (reply_len.unwrap_or(0), delivery),
             Err(errno) => (errno, None),
         };
-        process.ops.insert(
-            id,
-            Op {
-                result,
-                delivery,
-                pending_polls: 1,
-                is_call: false,
-            },
-        );
+        let op = Op {
+            result,
+            delivery,
+            pending_polls: 1,
+            is_call: reply_len.is_some(),
+        };
+        process.ops.insert(id, op);
         id as c_long
-    }
-
-    /// An answered asynchronous call: reaping it returns `len` and
-    /// delivers the reply, or returns the delivery's error.
-    fn start_call_op(
-        &self,
-        len: c_long,
-        delivery: Result<Option<(usize, Vec<u8>)>, c_long>,
-    ) -> c_long {
-        let id = self.start_op(delivery);
-        let mut process = lock(&self.process);
-        if let Some(op) = process.ops.get_mut(&(id as u64)) {
-            op.is_call = true;
-            if op.result == 0 {
-                op.result = len;
-            }
-        }
-        id
     }
 
     fn reap(op: Op) -> c_long {
@@ -1041,17 +1038,15 @@ impl FakeKernel {
         if !process.joined {
             return LiteStats::default();
         }
-        let mine = cluster
+        let mine: Vec<&Lmr> = cluster
             .lmrs
             .values()
-            .filter(|lmr| lmr.creator == self.id && !lmr.released);
-        let (mut lmrs, mut registrations) = (0, 0);
-        for lmr in mine {
-            lmrs += 1;
-            if let Backing::User { .. } = lmr.backing {
-                registrations += 1;
-            }
-        }
+            .filter(|lmr| lmr.creator == self.id && !lmr.released)
+            .collect();
+        let registered = mine
+            .iter()
+            .filter(|lmr| matches!(lmr.backing, Backing::User { .. }));
+        let registrations = registered.count() as u64;
         let held_chunks = cluster
             .lmrs
             .values()
@@ -1061,7 +1056,7 @@ impl FakeKernel {
         let handles = process.handles.len() as u64;
         let async_in_flight = process.ops.len() as u64;
         let mut stats = LiteStats {
-            lmrs,
+            lmrs: mine.len() as u64,
             registrations,
             mappings: cluster.mappings.get(&self.id).copied().unwrap_or(0),
             published_names: cluster.names.keys().filter(|(n, _)| *n == self.id).count() as u64,
@@ -1071,7 +1066,7 @@ impl FakeKernel {
             async_in_flight,
             // One connection to every other node.
             connections: u64::from(self.nodes - 1),
-            rpc_ports: self.shared.rpc.ports_on(self.id) as u64,
+            rpc_ports: self.shared.rpc.ports_by_user(self.id).values().sum(),
             ..LiteStats::default()
         };
         drop(cluster);
@@ -1135,14 +1130,9 @@ impl FakeKernel {
         let (process, mut cluster) = self.locked();
         let id = self.check_access(&process, &cluster, handle, Access::to(PERM_ATOMIC), 0, 0)?;
         let lmr = cluster.lmrs.get_mut(&id).ok_or(err(libc::EBADF))?;
-        let aligned = match lmr.backing {
-            Backing::Owned(_) => true,
-            Backing::User { address, .. } => address % 8 == 0,
-        };
-        if lmr.len() != 8 || !aligned {
-            return Err(err(libc::EINVAL));
-        }
-        Self::check_buffer(old as usize, 8)?;
+        let aligned = !matches!(lmr.backing, Backing::User { address, .. } if address % 8 != 0);
+        refuse_if(lmr.len() != 8 || !aligned, libc::EINVAL)?;
+        check_pointer(old as usize, 8)?;
         let bytes = self.read_bytes(lmr, 0, 8);
         let before = u64::from_ne_bytes(bytes.try_into().unwrap_or_default());
         if self.defects.atomics_not_atomic {
@@ -1163,12 +1153,8 @@ impl FakeKernel {
 
     /// The lock `*lock` names, after the checks every lock call makes.
     fn lock_key(&self, lock: *const LiteLock) -> Result<(u32, u32), c_long> {
-        if !self.joined() {
-            return Err(err(libc::ENOTCONN));
-        }
-        if (lock as usize) < FIRST_MAPPED_ADDRESS {
-            return Err(err(libc::EFAULT));
-        }
+        self.check_joined()?;
+        check_pointer(lock as usize, 1)?;
         // SAFETY: the caller guarantees a readable LiteLock at `lock`.
         let LiteLock { home, number } = unsafe { lock.read_unaligned() };
         self.check_home(home)?;
@@ -1177,20 +1163,13 @@ impl FakeKernel {
 
     /// Checks a lock's home node: a valid id of a member.
     fn check_home(&self, home: u32) -> Result<(), c_long> {
-        if home == 0 || home >= MAX_NODES {
-            return Err(err(libc::EINVAL));
-        }
-        if home > self.nodes {
-            return Err(err(libc::EHOSTUNREACH));
-        }
-        Ok(())
+        refuse_if(home == 0 || home >= MAX_NODES, libc::EINVAL)?;
+        refuse_if(home > self.nodes, libc::EHOSTUNREACH)
     }
 
     /// Stores `value` into the user's `*lock`.
     fn store_lock(lock: *mut LiteLock, value: LiteLock) -> Result<(), c_long> {
-        if (lock as usize) < FIRST_MAPPED_ADDRESS {
-            return Err(err(libc::EFAULT));
-        }
+        check_pointer(lock as usize, 1)?;
         // SAFETY: the caller guarantees a writable LiteLock at `lock`.
         unsafe { lock.write_unaligned(value) };
         Ok(())
@@ -1223,11 +1202,8 @@ impl FakeKernel {
             })
             .sum();
         let allowed = process.memlock_limit / quotas::PAGE;
-        if pinned + quotas::pages_spanned(address, len) > allowed {
-            Err(err(libc::ENOMEM))
-        } else {
-            Ok(())
-        }
+        let too_much = pinned + quotas::pages_spanned(address, len) > allowed;
+        refuse_if(too_much, libc::ENOMEM)
     }
 
     /// This node's quotas file.
@@ -1303,19 +1279,15 @@ impl FakeKernel {
     }
 
     /// `lite_remote_memset`, uncounted.
-    fn memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
-        fail_if!(!self.joined(), libc::ENOTCONN);
-        let Ok(byte) = u8::try_from(byte) else {
-            return err(libc::EINVAL);
-        };
+    fn memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> Result<(), c_long> {
+        self.check_joined()?;
+        let byte = u8::try_from(byte).map_err(|_| err(libc::EINVAL))?;
         let (process, mut cluster) = self.locked();
         let access = Access::to(PERM_WRITE);
-        let lmr = or_return!(self.check_access(&process, &cluster, handle, access, offset, size));
-        let Some(lmr) = cluster.lmrs.get_mut(&lmr) else {
-            return err(libc::EBADF);
-        };
+        let lmr = self.check_access(&process, &cluster, handle, access, offset, size)?;
+        let lmr = cluster.lmrs.get_mut(&lmr).ok_or(err(libc::EBADF))?;
         self.write_bytes(lmr, offset, &vec![byte; size as usize]);
-        0
+        Ok(())
     }
 }
 
@@ -1351,10 +1323,8 @@ impl Kernel for FakeKernel {
         reply_and_receive_message, send_reply_multicast);
 
     unsafe fn join(&self, cm_ip: *const c_char, _cm_port: u32, _ib_port: u32) -> c_long {
-        fail_if!(
-            !self.may_administer() && !self.defects.join_without_privilege,
-            libc::EPERM
-        );
+        let unprivileged = !self.may_administer() && !self.defects.join_without_privilege;
+        fail_if!(unprivileged, libc::EPERM);
         fail_if!((cm_ip as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
         // SAFETY: callers pass NUL-terminated strings; reading stops at the
         // NUL or after MAX_IP_LEN bytes.
@@ -1374,12 +1344,11 @@ impl Kernel for FakeKernel {
     }
 
     fn leave(&self, flags: u32) -> c_long {
+        let unprivileged = !self.may_administer() && !self.defects.leave_without_privilege;
+        fail_if!(unprivileged, libc::EPERM);
+        let unknown_flags = flags & !LEAVE_FORCE != 0;
         fail_if!(
-            !self.may_administer() && !self.defects.leave_without_privilege,
-            libc::EPERM
-        );
-        fail_if!(
-            flags & !LEAVE_FORCE != 0 && !self.defects.leave_accepts_unknown_flags,
+            unknown_flags && !self.defects.leave_accepts_unknown_flags,
             libc::EINVAL
         );
         let mut process = lock(&self.process);
@@ -1397,44 +1366,30 @@ impl Kernel for FakeKernel {
         let me = self.process_id;
         self.shared
             .sync
-            .holders_gone(|owner| owner.process == me, self.defects.locks());
+            .holders_gone(|owner| owner.process == me, self.defects);
         0
     }
 
     fn get_node_id(&self) -> c_long {
-        if self.joined() {
-            self.id.into()
-        } else {
-            err(libc::ENOTCONN)
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        self.id.into()
     }
 
     fn get_total_node(&self) -> c_long {
-        if self.joined() {
-            let gone = self.cluster_state().gone.len() as u32;
-            self.nodes.saturating_sub(gone).into()
-        } else {
-            err(libc::ENOTCONN)
-        }
+        fail_if!(!self.joined(), libc::ENOTCONN);
+        let gone = self.cluster_state().gone.len() as u32;
+        self.nodes.saturating_sub(gone).into()
     }
 
     fn alloc_remote(&self, node: u32, size: u64, flags: u32, password: u64) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
-        fail_if!(
-            node >= MAX_NODES || size == 0 || size > MAX_LMR_SIZE || flags & !ALLOC_ATOMIC != 0,
-            libc::EINVAL
-        );
-        fail_if!(flags & ALLOC_ATOMIC != 0 && size != 8, libc::EINVAL);
-        fail_if!(
-            node > self.nodes || (node == NODE_SPREAD && self.nodes < 2),
-            libc::EHOSTUNREACH
-        );
-        let atomic = if flags & ALLOC_ATOMIC != 0 {
-            PERM_ATOMIC
-        } else {
-            0
-        };
-        let perms = PERM_READ | PERM_WRITE | PERM_SHARE | atomic;
+        let invalid = node >= MAX_NODES || size == 0 || size > MAX_LMR_SIZE;
+        fail_if!(invalid || flags & !ALLOC_ATOMIC != 0, libc::EINVAL);
+        let atomic = flags & ALLOC_ATOMIC != 0;
+        fail_if!(atomic && size != 8, libc::EINVAL);
+        let unreachable = node > self.nodes || (node == NODE_SPREAD && self.nodes < 2);
+        fail_if!(unreachable, libc::EHOSTUNREACH);
+        let perms = PERM_READ | PERM_WRITE | PERM_SHARE | if atomic { PERM_ATOMIC } else { 0 };
         let (mut process, mut cluster) = self.locked();
         let chunks = self.chunk_holders(&cluster, node, size);
         let reachable = if node == NODE_SPREAD {
@@ -1444,11 +1399,8 @@ impl Kernel for FakeKernel {
         };
         fail_if!(!reachable, libc::EHOSTUNREACH);
         or_return!(self.check_quota(&cluster, Self::lmr_charge(Resource::RemoteMemory, size)));
-        fail_if!(
-            !self.defects.ignore_quotas
-                && !quotas::serving_allows(&cluster, self.id, &chunks, size),
-            libc::EDQUOT
-        );
+        let served = quotas::serving_allows(&cluster, self.id, &chunks, size);
+        fail_if!(!served && !self.defects.ignore_quotas, libc::EDQUOT);
         let backing = Backing::Owned(vec![0; size as usize]);
         self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password)
             .1
@@ -1457,14 +1409,9 @@ impl Kernel for FakeKernel {
     fn free(&self, handle: u64) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
         let (mut process, mut cluster) = self.locked();
-        let entry = match process.handles.get(&handle) {
-            Some(entry) if !entry.freed => *entry,
-            _ => return err(libc::EBADF),
-        };
-        fail_if!(
-            entry.perms & PERM_ADMIN == 0 && !self.defects.ignore_permissions,
-            libc::EPERM
-        );
+        let entry = or_return!(Self::live_handle(&process, handle));
+        let not_admin = entry.perms & PERM_ADMIN == 0;
+        fail_if!(not_admin && !self.defects.ignore_permissions, libc::EPERM);
         if entry.kind == Kind::Mapping {
             // Only reachable with ignore_permissions: drop the mapping.
             process.handles.remove(&handle);
@@ -1486,10 +1433,8 @@ impl Kernel for FakeKernel {
             process.barrier_round += 1;
             process.barrier_round
         };
-        fail_if!(
-            self.defects.barrier_fails_in_round == Some(round),
-            libc::EHOSTDOWN
-        );
+        let failing = self.defects.barrier_fails_in_round == Some(round);
+        fail_if!(failing, libc::EHOSTDOWN);
         let mut cluster = self.cluster_state();
         *cluster.rounds.entry(round).or_default() += 1;
         self.shared.barrier.notify_all();
@@ -1500,16 +1445,13 @@ impl Kernel for FakeKernel {
                 cluster.rounds.get(&round).copied().unwrap_or(0) < num
             })
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if timeout.timed_out() {
-            err(libc::ETIMEDOUT)
-        } else {
-            0
-        }
+        fail_if!(timeout.timed_out(), libc::ETIMEDOUT);
+        0
     }
 
     fn remote_memset(&self, handle: u64, offset: u64, size: u64, byte: u32) -> c_long {
         self.counted(Operation::Memset, PRIORITY_NONE, size, || {
-            self.memset(handle, offset, size, byte)
+            result(self.memset(handle, offset, size, byte))
         })
     }
 
@@ -1546,15 +1488,7 @@ impl Kernel for FakeKernel {
         let backing = Backing::Owned(bytes.to_vec());
         let (lmr, handle) =
             self.create_lmr(&mut process, &mut cluster, backing, perms, chunks, password);
-        cluster.names.insert(
-            (self.id, name),
-            Published {
-                lmr,
-                perms,
-                password,
-                uid: self.uid,
-            },
-        );
+        self.publish(&mut cluster, name, lmr, perms, password);
         handle
     }
 
@@ -1562,47 +1496,32 @@ impl Kernel for FakeKernel {
         fail_if!(!self.joined(), libc::ENOTCONN);
         fail_if!(permission & !SHAREABLE != 0, libc::EINVAL);
         let (process, mut cluster) = self.locked();
-        let entry = match process.handles.get(&handle) {
-            Some(entry) if !entry.freed => *entry,
-            _ => return err(libc::EBADF),
-        };
+        let entry = or_return!(Self::live_handle(&process, handle));
         fail_if!(entry.kind == Kind::Mapping, libc::EINVAL);
+        let wrong_password = entry.password != password;
         fail_if!(
-            entry.password != password && !self.defects.ignore_password,
+            wrong_password && !self.defects.ignore_password,
             libc::EACCES
         );
-        fail_if!(
-            entry.perms & PERM_SHARE == 0 && !self.defects.ignore_permissions,
-            libc::EPERM
-        );
+        let unshareable = entry.perms & PERM_SHARE == 0;
+        fail_if!(unshareable && !self.defects.ignore_permissions, libc::EPERM);
         fail_if!(cluster.names.contains_key(&(self.id, name)), libc::EEXIST);
         let charge = Usage::default().with(Resource::Names, 1);
         or_return!(self.check_quota(&cluster, charge));
-        cluster.names.insert(
-            (self.id, name),
-            Published {
-                lmr: entry.lmr,
-                perms: permission,
-                password: entry.password,
-                uid: self.uid,
-            },
-        );
+        self.publish(&mut cluster, name, entry.lmr, permission, entry.password);
         0
     }
 
     fn ask_lmr(&self, node: u32, name: u64, permission: u64, password: u64) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
-        fail_if!(
-            permission & !ALL_PERMS != 0 || node == 0 || node >= MAX_NODES,
-            libc::EINVAL
-        );
+        let unknown_node = node == 0 || node >= MAX_NODES;
+        fail_if!(permission & !ALL_PERMS != 0 || unknown_node, libc::EINVAL);
         fail_if!(node > self.nodes, libc::EHOSTUNREACH);
         let (mut process, mut cluster) = self.locked();
-        let Some(published) = cluster.names.get(&(node, name)) else {
-            return err(libc::ENOENT);
-        };
+        let published = or_return!(cluster.names.get(&(node, name)), libc::ENOENT);
+        let wrong_password = published.password != password;
         fail_if!(
-            published.password != password && !self.defects.ignore_password,
+            wrong_password && !self.defects.ignore_password,
             libc::EACCES
         );
         let lmr_perms = cluster.lmrs.get(&published.lmr).map_or(0, |lmr| lmr.perms);
@@ -1613,14 +1532,7 @@ impl Kernel for FakeKernel {
         fail_if!(perms == 0, libc::EPERM);
         let lmr = published.lmr;
         cluster.map(self.id, lmr);
-        let handle = Handle {
-            lmr,
-            perms,
-            password,
-            kind: Kind::Mapping,
-            freed: false,
-        };
-        Self::new_handle(&mut process, handle)
+        Self::new_handle(&mut process, lmr, perms, password, Kind::Mapping)
     }
 
     fn umap_lmr(&self, handle: u64) -> c_long {
@@ -1646,10 +1558,8 @@ impl Kernel for FakeKernel {
         password: u64,
     ) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
-        fail_if!(
-            permission & !SHAREABLE != 0 || size == 0 || size > MAX_REGISTER_SIZE,
-            libc::EINVAL
-        );
+        let bad_size = size == 0 || size > MAX_REGISTER_SIZE;
+        fail_if!(permission & !SHAREABLE != 0 || bad_size, libc::EINVAL);
         fail_if!((buf as usize) < FIRST_MAPPED_ADDRESS, libc::EFAULT);
         let (mut process, mut cluster) = self.locked();
         // Whole pages are pinned, and charged.
@@ -1680,16 +1590,12 @@ impl Kernel for FakeKernel {
     fn async_wait(&self, op: u64, flags: u32) -> c_long {
         fail_if!(flags & !ASYNC_NOWAIT != 0, libc::EINVAL);
         let mut process = lock(&self.process);
-        let Some(entry) = process.ops.get_mut(&op) else {
-            return err(libc::EINVAL);
-        };
+        let entry = or_return!(process.ops.get_mut(&op), libc::EINVAL);
         if flags & ASYNC_NOWAIT != 0 && entry.pending_polls > 0 {
             entry.pending_polls -= 1;
             return err(libc::EAGAIN);
         }
-        let Some(entry) = process.ops.remove(&op) else {
-            return err(libc::EINVAL);
-        };
+        let entry = or_return!(process.ops.remove(&op), libc::EINVAL);
         drop(process);
         Self::reap(entry)
     }
@@ -1790,21 +1696,12 @@ impl Kernel for FakeKernel {
         let mut cluster = self.cluster_state();
         let charge = Usage::default().with(Resource::Locks, 1);
         or_return!(self.check_quota(&cluster, charge));
-        match self.shared.sync.create(home) {
-            Ok(number) => {
-                cluster
-                    .quotas
-                    .entry(self.id)
-                    .or_default()
-                    .charge_lock(self.uid);
-                drop(cluster);
-                match Self::store_lock(lock, LiteLock { home, number }) {
-                    Ok(()) => number.into(),
-                    Err(errno) => errno,
-                }
-            }
-            Err(errno) => errno,
-        }
+        let number = or_return!(self.shared.sync.create(home));
+        let node_quotas = cluster.quotas.entry(self.id).or_default();
+        node_quotas.charge_lock(self.uid);
+        drop(cluster);
+        or_return!(Self::store_lock(lock, LiteLock { home, number }));
+        number.into()
     }
 
     unsafe fn ask_lock(&self, home: u32, number: u32, lock: *mut LiteLock) -> c_long {
@@ -1817,34 +1714,21 @@ impl Kernel for FakeKernel {
     unsafe fn lock(&self, lock: *const LiteLock) -> c_long {
         // Locks take no priority: the kernel counts them under "none".
         self.counted_as(Operation::Lock, Some(Priority::None), 0, || {
-            match self.lock_key(lock) {
-                Ok(key) => self.shared.sync.lock(
-                    sync::Owner::current(self.id, self.process_id),
-                    key,
-                    self.defects.locks(),
-                ),
-                Err(errno) => errno,
-            }
+            let key = or_return!(self.lock_key(lock));
+            let owner = sync::Owner::current(self.id, self.process_id);
+            self.shared.sync.lock(owner, key, self.defects)
         })
     }
 
     unsafe fn unlock(&self, lock: *const LiteLock) -> c_long {
-        match self.lock_key(lock) {
-            Ok(key) => self.shared.sync.unlock(
-                sync::Owner::current(self.id, self.process_id),
-                key,
-                self.defects.locks(),
-            ),
-            Err(errno) => errno,
-        }
+        let key = or_return!(self.lock_key(lock));
+        let owner = sync::Owner::current(self.id, self.process_id);
+        self.shared.sync.unlock(owner, key, self.defects)
     }
 
     fn set_priority(&self, priority: u32) -> c_long {
         fail_if!(!self.joined(), libc::ENOTCONN);
-        fail_if!(
-            priority != PRIORITY_NONE && priority != PRIORITY_HIGH && priority != PRIORITY_LOW,
-            libc::EINVAL
-        );
+        fail_if!(Priority::from_raw(priority).is_none(), libc::EINVAL);
         let previous = std::mem::replace(&mut lock(&self.process).priority, priority);
         previous.into()
     }
@@ -1908,6 +1792,6 @@ impl Drop for FakeKernel {
     fn drop(&mut self) {
         self.release_everything();
         self.shared.rpc.exit(&self.caller());
-        self.shared.sync.exit(self.process_id, self.defects.locks());
+        self.shared.sync.exit(self.process_id, self.defects);
     }
 }

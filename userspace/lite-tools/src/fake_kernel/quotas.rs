@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use lite::sys::{CHUNK_SIZE, MAX_NODES};
 
-use super::{Backing, Cluster};
+use super::{Backing, Cluster, FakeKernel};
 use crate::debugfs::quotas::{Command, Limit, Limits, QuotasFile, Resource, Usage, DEFAULT_LIMITS};
 
 /// Memory of every node of the model: by default each other node's LMRs
@@ -129,8 +129,7 @@ fn usage_on(cluster: &Cluster, node: u32) -> BTreeMap<u32, Usage> {
                 (Resource::PinnedMemory, pages_spanned(address, len) * PAGE)
             }
         };
-        held.set(memory, held.get(memory) + bytes);
-        held.set(Resource::Lmrs, held.get(Resource::Lmrs) + 1);
+        *held = held.plus(&FakeKernel::lmr_charge(memory, bytes));
     }
     for ((_, _), published) in cluster.names.range((node, 0)..=(node, u64::MAX)) {
         let held = usage.entry(published.uid).or_default();

@@ -19,7 +19,7 @@ use lite::sys::{
     PRIORITY_LOW, RECV_NONBLOCK, RPC_TIMEOUT_MS, SEND_NONBLOCK,
 };
 
-use super::{err, lock, FIRST_MAPPED_ADDRESS};
+use super::{check_pointer, err, lock, refuse_if};
 use crate::debugfs::quotas::Limit;
 
 /// Messages one (port, client node) ring holds.
@@ -164,30 +164,16 @@ fn decode_port_priority(port_priority: u32, nonblock_allowed: bool) -> Result<(u
     let nonblock = port_priority & SEND_NONBLOCK != 0;
     let priority = (port_priority & !SEND_NONBLOCK) >> 16;
     let port = port_of(port_priority);
-    if (nonblock && !nonblock_allowed) || priority > PRIORITY_LOW || port >= MAX_PORTS {
-        return Err(err(libc::EINVAL));
-    }
+    let invalid = (nonblock && !nonblock_allowed) || priority > PRIORITY_LOW || port >= MAX_PORTS;
+    refuse_if(invalid, libc::EINVAL)?;
     Ok((port, nonblock))
 }
 
 /// `-EINVAL` for a node id beyond any cluster, `-EHOSTUNREACH` for one not
 /// in this cluster (node 0 included: it is never a member).
 fn check_node(who: &Caller, node: u32) -> Result<(), c_long> {
-    if node >= MAX_NODES {
-        return Err(err(libc::EINVAL));
-    }
-    if node == 0 || node > who.nodes {
-        return Err(err(libc::EHOSTUNREACH));
-    }
-    Ok(())
-}
-
-/// `-EFAULT` for a pointer to `size` bytes that cannot be mapped.
-fn check_pointer(address: usize, size: u64) -> Result<(), c_long> {
-    if size > 0 && address < FIRST_MAPPED_ADDRESS {
-        return Err(err(libc::EFAULT));
-    }
-    Ok(())
+    refuse_if(node >= MAX_NODES, libc::EINVAL)?;
+    refuse_if(node == 0 || node > who.nodes, libc::EHOSTUNREACH)
 }
 
 /// The checks of a message `who` sends to `node` in the kernel's order
@@ -207,9 +193,7 @@ unsafe fn message(
 ) -> Result<((u32, bool), Vec<u8>), c_long> {
     let port = decode_port_priority(port_priority, nonblock_allowed)?;
     check_node(who, node)?;
-    if size == 0 {
-        return Err(err(libc::EINVAL));
-    }
+    refuse_if(size == 0, libc::EINVAL)?;
     check_pointer(msg as usize, size)?;
     // SAFETY: as the caller promised.
     Ok((port, unsafe { load(msg as usize, size) }))
@@ -284,15 +268,6 @@ impl Rpc {
         self.state().ports.len()
     }
 
-    /// Ports open on `node`.
-    pub(super) fn ports_on(&self, node: u32) -> usize {
-        self.state()
-            .ports
-            .keys()
-            .filter(|(n, _)| *n == node)
-            .count()
-    }
-
     /// Ports open on `node` by processes of user `uid`.
     pub(super) fn ports_of_user(&self, node: u32, uid: u32) -> u64 {
         self.state().ports_of_user(node, uid)
@@ -320,14 +295,11 @@ impl Rpc {
         for key in owned {
             state.close(key);
         }
-        let answered: Vec<((u64, u64), u64)> = state
-            .descriptors
-            .iter()
-            .filter(|((process, _), _)| *process == who.process)
-            .map(|(key, call)| (*key, *call))
-            .collect();
-        for (key, call) in answered {
-            state.descriptors.remove(&key);
+        // Descriptors are keyed by process first: this one's are a range.
+        let mut unanswered = state.descriptors.split_off(&(who.process, 0));
+        let mut later = unanswered.split_off(&(who.process + 1, 0));
+        state.descriptors.append(&mut later);
+        for call in unanswered.into_values() {
             state.finish(call, Err(err(libc::ECONNRESET)));
         }
     }
@@ -338,7 +310,7 @@ impl Rpc {
     /// # Safety
     ///
     /// `name` must be readable for `name_len` bytes or below
-    /// [`FIRST_MAPPED_ADDRESS`].
+    /// [`super::FIRST_MAPPED_ADDRESS`].
     pub(super) unsafe fn register_within(
         &self,
         who: &Caller,
@@ -348,22 +320,16 @@ impl Rpc {
         name_len: u64,
         quota: Limit,
     ) -> c_long {
-        fail_if!(
-            port >= MAX_PORTS
-                || max_size == 0
-                || max_size > MAX_MESSAGE_SIZE
-                || name_len > MAX_PORT_NAME as u64,
-            libc::EINVAL
-        );
+        let bad_size = max_size == 0 || max_size > MAX_MESSAGE_SIZE;
+        let bad_name = name_len > MAX_PORT_NAME as u64;
+        fail_if!(port >= MAX_PORTS || bad_size || bad_name, libc::EINVAL);
         or_return!(check_pointer(name, name_len));
         // The name is informational, but the kernel reads it.
         // SAFETY: checked readable above, as the caller promised.
         drop(unsafe { load(name, name_len) });
         let mut state = self.state();
-        fail_if!(
-            state.ports.contains_key(&(who.node, port)),
-            libc::EADDRINUSE
-        );
+        let taken = state.ports.contains_key(&(who.node, port));
+        fail_if!(taken, libc::EADDRINUSE);
         let held = state.ports_of_user(who.node, who.uid);
         fail_if!(!quota.allows(held + 1), libc::EDQUOT);
         state.next_generation += 1;
@@ -441,9 +407,7 @@ impl Rpc {
             if call.is_none() && who.drop_when_full {
                 return Ok(());
             }
-            if nonblock {
-                return Err(err(libc::EAGAIN));
-            }
+            refuse_if(nonblock, libc::EAGAIN)?;
             let room = Arc::clone(&open.room);
             state = Self::wait(state, &room, deadline).ok_or(err(libc::ETIMEDOUT))?;
         }
@@ -471,38 +435,31 @@ impl Rpc {
             );
             id
         };
-        match self.enqueue(who, target, data, Some(id), false) {
-            Ok(()) => Ok(id),
-            Err(errno) => {
-                self.state().calls.remove(&id);
-                Err(errno)
-            }
-        }
+        let queued = self.enqueue(who, target, data, Some(id), false);
+        // A request that never queued has no call to wait for.
+        queued.inspect_err(|_| drop(self.state().calls.remove(&id)))?;
+        Ok(id)
     }
 
     /// Waits until `deadline` for call `id` to end; the reply or error.
     fn finish_call(&self, id: u64, deadline: Instant) -> Result<Vec<u8>, c_long> {
         let mut state = self.state();
-        loop {
-            let done = match state.calls.get(&id) {
-                Some(call) if matches!(call.outcome, Outcome::Pending) => Arc::clone(&call.done),
-                Some(_) => {
-                    return match state.calls.remove(&id).map(|call| call.outcome) {
-                        Some(Outcome::Done(result)) => result,
-                        _ => Err(err(libc::EIO)),
-                    };
-                }
-                None => return Err(err(libc::EIO)),
+        while let Some(call) = state.calls.get(&id) {
+            let Outcome::Pending = call.outcome else {
+                break;
             };
-            state = match Self::wait(state, &done, deadline) {
-                Some(state) => state,
-                None => {
-                    // A receiver may still take the request; its reply
-                    // is then discarded.
-                    self.state().calls.remove(&id);
-                    return Err(err(libc::ETIMEDOUT));
-                }
+            let done = Arc::clone(&call.done);
+            let Some(waited) = Self::wait(state, &done, deadline) else {
+                // A receiver may still take the request; its reply is then
+                // discarded.
+                self.state().calls.remove(&id);
+                return Err(err(libc::ETIMEDOUT));
             };
+            state = waited;
+        }
+        match state.calls.remove(&id).map(|call| call.outcome) {
+            Some(Outcome::Done(result)) => result,
+            _ => Err(err(libc::EIO)),
         }
     }
 
@@ -571,55 +528,46 @@ impl Rpc {
         descriptor: *mut u64,
         flags: u32,
     ) -> c_long {
-        fail_if!(
-            flags & !RECV_NONBLOCK != 0 || port >= MAX_PORTS,
-            libc::EINVAL
-        );
+        let unknown_flags = flags & !RECV_NONBLOCK != 0;
+        fail_if!(unknown_flags || port >= MAX_PORTS, libc::EINVAL);
         or_return!(check_pointer(buf as usize, max_size).and(check_pointer(descriptor as usize, 8)));
         let deadline = Instant::now() + RECEIVE_LIMIT;
         let mut state = self.state();
-        let Some(generation) = state.ports.get(&(who.node, port)).map(|p| p.generation) else {
-            return err(libc::ENOENT);
-        };
+        let open = state.ports.get(&(who.node, port));
+        let generation = or_return!(open.map(|open| open.generation), libc::ENOENT);
         loop {
             let open = match state.ports.get_mut(&(who.node, port)) {
                 Some(open) if open.generation == generation => open,
                 _ => return err(libc::ESHUTDOWN),
             };
             let (arrived, room) = (Arc::clone(&open.arrived), Arc::clone(&open.room));
-            match open.queue.front() {
-                Some(next) if next.data.len() as u64 > max_size => return err(libc::EMSGSIZE),
-                Some(_) => {
-                    let Some(message) = open.queue.pop_front() else {
-                        return err(libc::EIO);
-                    };
-                    let number = match message.call {
-                        Some(call) => {
-                            state.next_descriptor += 1;
-                            let number = state.next_descriptor;
-                            state.descriptors.insert((who.process, number), call);
-                            number
-                        }
-                        None => 0,
-                    };
-                    // SAFETY: the caller promised `max_size` writable bytes
-                    // at `buf`, which the message fits, and a writable u64
-                    // at `descriptor`.
-                    unsafe {
-                        store(buf as usize, &message.data);
-                        descriptor.write_unaligned(number);
+            let next_size = open.queue.front().map(|next| next.data.len() as u64);
+            let too_large = next_size.is_some_and(|size| size > max_size);
+            fail_if!(too_large, libc::EMSGSIZE);
+            if let Some(message) = open.queue.pop_front() {
+                let number = match message.call {
+                    Some(call) => {
+                        state.next_descriptor += 1;
+                        let number = state.next_descriptor;
+                        state.descriptors.insert((who.process, number), call);
+                        number
                     }
-                    // Room in the ring for a waiting sender.
-                    room.notify_all();
-                    return message.data.len() as c_long;
+                    None => 0,
+                };
+                // SAFETY: the caller promised `max_size` writable bytes at
+                // `buf`, which the message fits, and a writable u64 at
+                // `descriptor`.
+                unsafe {
+                    store(buf as usize, &message.data);
+                    descriptor.write_unaligned(number);
                 }
-                None if flags & RECV_NONBLOCK != 0 => return err(libc::EAGAIN),
-                None => {}
+                // Room in the ring for a waiting sender.
+                room.notify_all();
+                return message.data.len() as c_long;
             }
-            state = match Self::wait(state, &arrived, deadline) {
-                Some(state) => state,
-                None => return err(libc::ETIMEDOUT),
-            };
+            fail_if!(flags & RECV_NONBLOCK != 0, libc::EAGAIN);
+            let waited = Self::wait(state, &arrived, deadline);
+            state = or_return!(waited.ok_or(err(libc::ETIMEDOUT)));
         }
     }
 
@@ -637,13 +585,12 @@ impl Rpc {
     ) -> c_long {
         or_return!(check_pointer(buf as usize, size));
         let mut state = self.state();
-        let Some(&call) = state.descriptors.get(&(who.process, descriptor)) else {
-            return err(libc::ENOENT);
-        };
+        let key = (who.process, descriptor);
+        let call = *or_return!(state.descriptors.get(&key), libc::ENOENT);
         if let Some(waiting) = state.calls.get(&call) {
             fail_if!(size > waiting.max_reply, libc::EMSGSIZE);
         }
-        state.descriptors.remove(&(who.process, descriptor));
+        state.descriptors.remove(&key);
         // SAFETY: the caller promised `size` readable bytes at `buf`.
         let data = unsafe { load(buf as usize, size) };
         state.finish(call, Ok(data));
@@ -704,9 +651,8 @@ impl Rpc {
         let call = unsafe { call.read_unaligned() };
         let result = (|| {
             let (port, _) = decode_port_priority(call.port_priority, false)?;
-            if call.count == 0 || call.count > MAX_NODES || call.size == 0 {
-                return Err(err(libc::EINVAL));
-            }
+            let invalid = call.count == 0 || call.count > MAX_NODES || call.size == 0;
+            refuse_if(invalid, libc::EINVAL)?;
             let count = u64::from(call.count);
             check_pointer(call.nodes as usize, count * 4)?;
             check_pointer(call.lengths as usize, count * 8)?;

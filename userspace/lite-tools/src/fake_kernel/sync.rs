@@ -20,7 +20,7 @@ use libc::c_long;
 use lite::sys::{LiteStats, MAX_LOCKS};
 use lite::Priority;
 
-use super::{err, lock};
+use super::{err, lock, refuse_if, Defects};
 use crate::debugfs::{latency_bucket, parse_qos, DebugStats, Operation, QosParam};
 
 /// How long a `lite_lock` waits. The kernel waits forever; the model gives
@@ -48,18 +48,6 @@ impl Owner {
             thread: std::thread::current().id(),
         }
     }
-}
-
-/// The lock defects of [`super::Defects`].
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct LockDefects {
-    /// Every caller gets the lock at once.
-    pub not_exclusive: bool,
-    /// The newest waiter is served first.
-    pub lifo: bool,
-    /// A lock whose holder's node went is taken next with 0, as if the
-    /// holder had released it.
-    pub hide_owner_death: bool,
 }
 
 /// A caller queued for a lock.
@@ -176,9 +164,7 @@ impl Sync {
     pub(super) fn create(&self, home: u32) -> Result<u32, c_long> {
         let mut state = self.state();
         let kept = state.locks.keys().filter(|(h, _)| *h == home).count();
-        if kept >= MAX_LOCKS as usize {
-            return Err(err(libc::ENOSPC));
-        }
+        refuse_if(kept >= MAX_LOCKS as usize, libc::ENOSPC)?;
         let next = state.next_number.entry(home).or_insert(0);
         let number = *next;
         *next += 1;
@@ -193,13 +179,11 @@ impl Sync {
 
     /// `lite_lock` of lock `key` by `who`: 0 or `-EOWNERDEAD` once `who`
     /// holds it.
-    pub(super) fn lock(&self, who: Owner, key: (u32, u32), defects: LockDefects) -> c_long {
+    pub(super) fn lock(&self, who: Owner, key: (u32, u32), defects: Defects) -> c_long {
         let mut state = self.state();
-        let Some(entry) = state.locks.get_mut(&key) else {
-            return err(libc::ENOENT);
-        };
+        let entry = or_return!(state.locks.get_mut(&key), libc::ENOENT);
         fail_if!(entry.holders.contains(&who), libc::EDEADLK);
-        if defects.not_exclusive || (entry.free() && entry.waiting.is_empty()) {
+        if defects.lock_not_exclusive || (entry.free() && entry.waiting.is_empty()) {
             let ret = entry.take(who);
             state.node(who.node).lock_acquires += 1;
             return ret;
@@ -209,9 +193,7 @@ impl Sync {
         entry.waiting.push_back(Waiter { ticket, who });
         let deadline = Instant::now() + LOCK_LIMIT;
         loop {
-            let Some(entry) = state.locks.get_mut(&key) else {
-                return err(libc::ENOENT);
-            };
+            let entry = or_return!(state.locks.get_mut(&key), libc::ENOENT);
             if entry.handed_to == Some(ticket) {
                 entry.handed_to = None;
                 let ret = entry.take(who);
@@ -220,10 +202,9 @@ impl Sync {
                 counts.lock_waits += 1;
                 return ret;
             }
-            if !entry.waiting.iter().any(|w| w.ticket == ticket) {
-                // Dropped by `holders_gone`: this caller's node went.
-                return err(libc::EHOSTDOWN);
-            }
+            // Dropped by `holders_gone`: this caller's node went.
+            let dropped = !entry.waiting.iter().any(|w| w.ticket == ticket);
+            fail_if!(dropped, libc::EHOSTDOWN);
             let now = Instant::now();
             if now >= deadline {
                 entry.waiting.retain(|w| w.ticket != ticket);
@@ -238,16 +219,12 @@ impl Sync {
     }
 
     /// `lite_unlock` of lock `key` by `who`.
-    pub(super) fn unlock(&self, who: Owner, key: (u32, u32), defects: LockDefects) -> c_long {
+    pub(super) fn unlock(&self, who: Owner, key: (u32, u32), defects: Defects) -> c_long {
         let mut state = self.state();
-        let Some(entry) = state.locks.get_mut(&key) else {
-            return err(libc::ENOENT);
-        };
-        let Some(position) = entry.holders.iter().position(|&h| h == who) else {
-            return err(libc::EPERM);
-        };
+        let entry = or_return!(state.locks.get_mut(&key), libc::ENOENT);
+        let position = or_return!(entry.holders.iter().position(|&h| h == who), libc::EPERM);
         entry.holders.remove(position);
-        if entry.pass_on(defects.lifo) {
+        if entry.pass_on(defects.lock_serves_newest_first) {
             self.handed.notify_all();
         }
         0
@@ -256,16 +233,16 @@ impl Sync {
     /// The holders and waiters `gone` picks went with their node (it
     /// failed or left): their queued calls end, and each lock they held
     /// goes to its next waiter, or to whoever takes it next, with
-    /// `EOWNERDEAD` (0 with the `hide_owner_death` defect).
-    pub(super) fn holders_gone(&self, gone: impl Fn(&Owner) -> bool, defects: LockDefects) {
+    /// `EOWNERDEAD` (0 with the `lock_hides_owner_death` defect).
+    pub(super) fn holders_gone(&self, gone: impl Fn(&Owner) -> bool, defects: Defects) {
         let mut state = self.state();
         for entry in state.locks.values_mut() {
             entry.waiting.retain(|w| !gone(&w.who));
             let before = entry.holders.len();
             entry.holders.retain(|h| !gone(h));
             if entry.holders.len() != before {
-                entry.owner_died |= !defects.hide_owner_death;
-                entry.pass_on(defects.lifo);
+                entry.owner_died |= !defects.lock_hides_owner_death;
+                entry.pass_on(defects.lock_serves_newest_first);
             }
         }
         // Dropped waiters must wake up too.
@@ -273,14 +250,14 @@ impl Sync {
     }
 
     /// `process` exits: the locks it holds are released.
-    pub(super) fn exit(&self, process: u64, defects: LockDefects) {
+    pub(super) fn exit(&self, process: u64, defects: Defects) {
         let mut state = self.state();
         let mut handed = false;
         for entry in state.locks.values_mut() {
             let before = entry.holders.len();
             entry.holders.retain(|h| h.process != process);
             if entry.holders.len() != before {
-                handed |= entry.pass_on(defects.lifo);
+                handed |= entry.pass_on(defects.lock_serves_newest_first);
             }
         }
         if handed {
@@ -373,12 +350,12 @@ mod tests {
         Owner::current(node, u64::from(node))
     }
 
-    fn gone_node(sync: &Sync, node: u32, defects: LockDefects) {
+    fn gone_node(sync: &Sync, node: u32, defects: Defects) {
         sync.holders_gone(|o| o.node == node, defects);
     }
 
     /// Locks with [`KEY`], created and held by node `holder`.
-    fn held_by(holder: u32, defects: LockDefects) -> Sync {
+    fn held_by(holder: u32, defects: Defects) -> Sync {
         let sync = Sync::new();
         assert_eq!(sync.create(1), Ok(0));
         assert_eq!(sync.lock(owner(holder), KEY, defects), 0);
@@ -394,7 +371,7 @@ mod tests {
 
     #[test]
     fn a_dead_holder_s_lock_goes_to_its_waiter_with_eownerdead() {
-        let defects = LockDefects::default();
+        let defects = Defects::default();
         let sync = held_by(3, defects);
         thread::scope(|scope| {
             let waiter = scope.spawn(|| {
@@ -412,7 +389,7 @@ mod tests {
 
     #[test]
     fn a_dead_holder_s_lock_nobody_waits_for_goes_to_the_next_caller() {
-        let defects = LockDefects::default();
+        let defects = Defects::default();
         let sync = held_by(3, defects);
         gone_node(&sync, 3, defects);
         assert_eq!(sync.lock(owner(1), KEY, defects), err(libc::EOWNERDEAD));
@@ -423,7 +400,7 @@ mod tests {
 
     #[test]
     fn a_gone_node_s_waiters_stop_waiting_and_others_are_untouched() {
-        let defects = LockDefects::default();
+        let defects = Defects::default();
         let sync = held_by(1, defects);
         thread::scope(|scope| {
             let waiter = scope.spawn(|| sync.lock(owner(3), KEY, defects));
@@ -437,9 +414,9 @@ mod tests {
 
     #[test]
     fn the_defect_hands_a_dead_holder_s_lock_over_with_0() {
-        let defects = LockDefects {
-            hide_owner_death: true,
-            ..LockDefects::default()
+        let defects = Defects {
+            lock_hides_owner_death: true,
+            ..Defects::default()
         };
         let sync = held_by(3, defects);
         gone_node(&sync, 3, defects);
