@@ -5,10 +5,9 @@
 //! knows which node is the victim. Until [`kill`] is called, calls pass
 //! through, except those the real kernel would keep waiting on the victim:
 //! an RPC call to its port [`VICTIM_PORT`] and the locks it keeps wait for
-//! its death, and a
-//! barrier of every node waits until the victim enters it too (or dies).
-//! A lock kept by a survivor that the victim holds waits in the model
-//! underneath. At the death the victim's LMRs are freed (their chunks with
+//! its death, and a barrier of every node waits until the victim enters it
+//! too (or dies). A lock kept by a survivor that the victim holds waits in
+//! the model underneath. At the death the victim's LMRs are freed (their chunks with
 //! them), the survivors' calls involving the victim fail with `EHOSTDOWN`,
 //! and the model hands the locks the victim held on survivors over with
 //! `EOWNERDEAD` (see [`FakeKernel::fail_node`]); the cluster shrinks by
@@ -24,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use libc::c_long;
@@ -70,9 +69,8 @@ impl Fate {
     fn wait_for(&self, ready: impl Fn(&FateState) -> bool) -> bool {
         let state = self
             .changed
-            .wait_while(self.state(), |s| !s.dead && !ready(s))
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        state.dead
+            .wait_while(self.state(), |s| !s.dead && !ready(s));
+        state.unwrap_or_else(PoisonError::into_inner).dead
     }
 }
 
@@ -80,24 +78,16 @@ impl Fate {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeathDefects {
     /// Writes to the dead node fail with `EIO` instead of `EHOSTDOWN`.
-    write_fails_with_eio: bool,
+    pub(super) write_fails_with_eio: bool,
     /// Defects of the model underneath, on every node.
-    kernel: Defects,
+    pub(super) kernel: Defects,
 }
 
 impl DeathDefects {
-    /// Writes to the dead node fail with `EIO`.
-    pub fn write_fails_with_eio() -> Self {
-        DeathDefects {
-            write_fails_with_eio: true,
-            ..DeathDefects::default()
-        }
-    }
-
-    /// A correct death on a model with the defects `set` switches on.
-    pub fn with_kernel(set: fn(&mut Defects)) -> Self {
+    /// The defects `set` switches on.
+    pub fn with(set: fn(&mut DeathDefects)) -> Self {
         let mut defects = DeathDefects::default();
-        set(&mut defects.kernel);
+        set(&mut defects);
         defects
     }
 }
@@ -172,6 +162,11 @@ impl Node {
         ret
     }
 
+    /// Wraps `data` in an LMR, which the victim notes as its own.
+    fn track_wrapped(&self, _data: *const c_void, wrap: impl FnOnce() -> c_long) -> c_long {
+        self.track(wrap(), self.is_victim())
+    }
+
     /// Posts an asynchronous call to `node`, unless a survivor posts it to
     /// the victim: posting to a dead node fails, and the model answers at
     /// once, so it fails already.
@@ -217,12 +212,8 @@ impl Node {
         if self.is_victim() || !self.tracked().contains(&handle) || !self.dead() {
             return transfer();
         }
-        let errno = if self.defects.write_fails_with_eio {
-            libc::EIO
-        } else {
-            libc::EHOSTDOWN
-        };
-        -c_long::from(errno)
+        let eio = self.defects.write_fails_with_eio;
+        -c_long::from(if eio { libc::EIO } else { libc::EHOSTDOWN })
     }
 }
 
@@ -240,6 +231,7 @@ impl Kernel for Node {
         ask_lock, unlock, set_priority);
     kernel_calls!(inner through transfer: rdma_write, rdma_read);
     kernel_calls!(inner through post_to: send_reply_imm_async);
+    kernel_calls!(inner through track_wrapped: wrap_alloc);
 
     unsafe fn join(&self, cm_ip: *const c_char, cm_port: u32, ib_port: u32) -> c_long {
         let rejoin = self.left.load(Ordering::SeqCst);
@@ -289,18 +281,6 @@ impl Kernel for Node {
             }
         }
         self.inner.dist_barrier(num)
-    }
-
-    unsafe fn wrap_alloc(
-        &self,
-        data: *const c_void,
-        size: u64,
-        name: u64,
-        password: u64,
-    ) -> c_long {
-        // SAFETY: the caller upholds the contract.
-        let ret = unsafe { self.inner.wrap_alloc(data, size, name, password) };
-        self.track(ret, self.is_victim())
     }
 
     unsafe fn send_reply_imm(

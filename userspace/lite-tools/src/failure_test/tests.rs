@@ -17,15 +17,9 @@ fn roles_parse() {
 
 #[test]
 fn the_victim_is_the_only_other_node_with_the_port() {
-    let port_on = |victim: u32| {
-        move |node: u32| {
-            if node == victim {
-                VICTIM_PORT_MAX_SIZE as c_long
-            } else {
-                -c_long::from(libc::ECONNREFUSED)
-            }
-        }
-    };
+    let size = VICTIM_PORT_MAX_SIZE as c_long;
+    let refused = -c_long::from(libc::ECONNREFUSED);
+    let port_on = |victim: u32| move |node| if node == victim { size } else { refused };
     assert_eq!(find_port_owner(1, 4, VICTIM_PORT, port_on(4)), Ok(4));
     assert_eq!(find_port_owner(3, 4, VICTIM_PORT, port_on(2)), Ok(2));
     let none = find_port_owner(1, 4, VICTIM_PORT, port_on(1)).unwrap_err();
@@ -157,18 +151,13 @@ fn elapsed_time_can_be_negative() {
 #[test]
 fn polling_ends_at_the_value_or_the_deadline() {
     let mut values = [7u64, 6, 5].into_iter();
-    let far = monotonic_ns() + 10_000_000_000;
-    let polled = poll_until(
-        || values.next().ok_or("done".to_string()),
-        5,
-        far,
-        Duration::from_millis(1),
-    );
+    let (far, step) = (monotonic_ns() + 10_000_000_000, Duration::from_millis(1));
+    let polled = poll_until(|| values.next().ok_or("done".to_string()), 5, far, step);
     assert!(polled.reached);
     assert_eq!(polled.value, Ok(5));
 
     let now = monotonic_ns();
-    let polled = poll_until(|| Ok(9), 5, now, Duration::from_millis(1));
+    let polled = poll_until(|| Ok(9), 5, now, step);
     assert!(!polled.reached);
     assert_eq!(polled.value, Ok(9));
 }
@@ -178,11 +167,10 @@ fn traffic_checks_every_round_and_counts_those_after_the_failure() {
     let kernel = FakeKernel::new(1, 2, Defects::default());
     assert_eq!(join(&kernel, Ipv4Addr::new(10, 0, 0, 1)), Ok(1));
     let handle = alloc(&kernel, 2, LMR_SIZE, 9).expect("allocation");
-    let (size, password) = (LMR_SIZE, 9);
     let lmr = Target {
         handle,
-        size,
-        password,
+        size: LMR_SIZE,
+        password: 9,
     };
     let stop = AtomicBool::new(false);
     let failed = AtomicU64::new(0);
@@ -190,11 +178,9 @@ fn traffic_checks_every_round_and_counts_those_after_the_failure() {
     // that wrote before the failure was noted began before it, and the
     // round after the next write began after it.
     let writes_reach = |count: u64| loop {
-        let text = kernel
-            .read_debugfs(STATS_FILE)
-            .expect("a file")
-            .expect("read");
-        let writes = parse_stats(&text).expect("stats").ops_of(Operation::Write);
+        let text = kernel.read_debugfs(STATS_FILE).expect("a file");
+        let stats = parse_stats(&text.expect("read")).expect("stats");
+        let writes = stats.ops_of(Operation::Write);
         if writes >= count {
             return writes;
         }
@@ -260,18 +246,13 @@ fn the_victim_sets_up_what_the_survivors_find() {
     let a = find_victims_locks(&kernels[0], &mut tap, 1, 4, 4);
     let b = find_victims_locks(&kernels[1], &mut tap, 2, 4, 4);
     assert!(tap.finish().all_passed());
-    let (o, w) = (
-        LiteLock { home: 1, number: 1 },
-        LiteLock { home: 1, number: 0 },
-    );
-    assert_eq!(a.duty, LockDuty::TakeOrphan { lock: Some(o) });
-    assert_eq!(
-        b.duty,
-        LockDuty::WaitFor {
-            home: 1,
-            lock: Some(w)
-        }
-    );
+    let lock_on_a = |number| Some(LiteLock { home: 1, number });
+    assert_eq!(a.duty, LockDuty::TakeOrphan { lock: lock_on_a(1) });
+    let waited = LockDuty::WaitFor {
+        home: 1,
+        lock: lock_on_a(0),
+    };
+    assert_eq!(b.duty, waited);
 }
 
 /// A victim of four nodes on its own: nobody to call in the overload.
@@ -303,15 +284,10 @@ fn a_victim_that_cannot_join_stops() {
     assert!(!String::from_utf8_lossy(&out).contains(READY_MARKER));
 }
 
-/// Runs the whole test on a four-node model whose node 4 dies shortly
-/// after its marker; each survivor's output and summary.
-fn run_with_death(defects: DeathDefects) -> Vec<(String, TapSummary)> {
-    run_with_death_on(4, TEST_PACING, defects)
-}
-
-/// As [`run_with_death`], with `count` nodes, the last the victim, and
-/// cycles paced by `pacing`.
-fn run_with_death_on(
+/// Runs the whole test on a model of `count` nodes whose last, the
+/// victim, dies shortly after its marker, with cycles paced by `pacing`;
+/// each survivor's output and summary.
+fn run_with_death(
     count: u32,
     pacing: CyclePacing,
     defects: DeathDefects,
@@ -368,7 +344,7 @@ const B_POINTS: u32 = 5;
 
 #[test]
 fn survivors_of_a_correct_kernel_pass_every_point() {
-    let results = run_with_death(DeathDefects::default());
+    let results = run_with_death(4, TEST_PACING, DeathDefects::default());
     let points = [A_POINTS, B_POINTS, 0].map(|extra| FAILURE_POINTS + extra);
     for (node, (output, summary)) in (1..).zip(&results) {
         assert!(summary.all_passed(), "{:?}\n{output}", failures(output));
@@ -450,7 +426,7 @@ fn survivors_of_a_correct_kernel_pass_every_point() {
 
 #[test]
 fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
-    let results = run_with_death_on(3, TEST_PACING, DeathDefects::default());
+    let results = run_with_death(3, TEST_PACING, DeathDefects::default());
     // Node 1 is survivor A, node 2 survivor B (and the leaver).
     for ((output, summary), points) in results.iter().zip([A_POINTS, B_POINTS]) {
         let failed = failures(output);
@@ -466,9 +442,8 @@ fn three_nodes_hand_the_dead_victim_s_locks_over_too() {
 
 #[test]
 fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
-    let results = run_with_death(DeathDefects::with_kernel(|d| {
-        d.lock_hides_owner_death = true
-    }));
+    let defects = DeathDefects::with(|d| d.kernel.lock_hides_owner_death = true);
+    let results = run_with_death(4, TEST_PACING, defects);
     let failed: Vec<Vec<&str>> = results.iter().map(|(o, _)| failures(o)).collect();
     // Survivor A takes lock O with 0, survivor B gets lock W with 0;
     // both still hold it, so unlocking works.
@@ -485,9 +460,8 @@ fn a_dead_holder_s_lock_handed_over_as_if_released_is_caught() {
 
 #[test]
 fn bytes_lost_by_a_leave_are_caught() {
-    let results = run_with_death(DeathDefects::with_kernel(|d| {
-        d.leave_loses_moved_bytes = true
-    }));
+    let defects = DeathDefects::with(|d| d.kernel.leave_loses_moved_bytes = true);
+    let results = run_with_death(4, TEST_PACING, defects);
     for (output, _) in &results[..2] {
         let failed = failures(output);
         // Every check after the first leave, which zeroed two chunks.
@@ -501,13 +475,13 @@ fn bytes_lost_by_a_leave_are_caught() {
 
 #[test]
 fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
-    let defects = DeathDefects::with_kernel(|d| d.leave_refuses_mapped_lmrs = true);
+    let defects = DeathDefects::with(|d| d.kernel.leave_refuses_mapped_lmrs = true);
     // The leave never comes: the observers need not wait long for it.
     let pacing = CyclePacing {
         first_leave: Duration::from_secs(2),
         ..TEST_PACING
     };
-    let results = run_with_death_on(4, pacing, defects);
+    let results = run_with_death(4, pacing, defects);
     // Node 3 stays: the observers see no cycle, and their spread LMRs,
     // which did not move, read back whole.
     for (output, _) in &results[..2] {
@@ -539,7 +513,8 @@ fn a_leave_refused_while_the_leaver_maps_an_lmr_is_caught() {
 
 #[test]
 fn a_dead_node_reported_as_an_io_error_is_caught() {
-    for (output, _) in run_with_death(DeathDefects::write_fails_with_eio()) {
+    let defects = DeathDefects::with(|d| d.write_fails_with_eio = true);
+    for (output, _) in run_with_death(4, TEST_PACING, defects) {
         let failed = failures(&output);
         assert_eq!(failed.len(), 1, "{failed:?}");
         let write = "rdma_write of 4 KiB to LMR A on the victim (node 4)";

@@ -16,7 +16,7 @@
 
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use libc::c_long;
 
@@ -154,17 +154,12 @@ impl Node {
     /// Waits while a node is paused; the error a transfer then fails with
     /// instead, if the model's kernel fails them.
     fn wait_out_pause(&self) -> Option<c_long> {
-        let mut pauses = self.pauses();
+        let pauses = self.pauses();
         if pauses.paused.is_some() && self.defects.transfers_fail_while_paused {
             return Some(-c_long::from(libc::EHOSTDOWN));
         }
-        while pauses.paused.is_some() {
-            pauses = self
-                .gate
-                .resumed
-                .wait(pauses)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-        }
+        let resumed = self.gate.resumed.wait_while(pauses, |p| p.paused.is_some());
+        drop(resumed.unwrap_or_else(PoisonError::into_inner));
         None
     }
 
@@ -176,13 +171,6 @@ impl Node {
         } else {
             0
         }
-    }
-
-    /// Whether the model's kernel counts a node out now: it is paused, and
-    /// this is another node.
-    fn counts_a_paused_node_out(&self) -> bool {
-        let pauses = self.pauses();
-        self.defects.pause_is_a_death && pauses.paused.is_some_and(|paused| paused != self.id)
     }
 
     fn stage(&self) -> MutexGuard<'_, Stage> {
@@ -198,71 +186,54 @@ impl Node {
     /// cut node's transfers hold the stage while they run, so that a cut
     /// waits for the one under way, as fencing a connection does. The
     /// model does not tell which node an LMR is on: every handle is alike.
-    fn transfer(&self, handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
-        let ret = self.transfer_now(handle, transfer);
+    fn transfer(&self, _handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
+        let ret = self.transfer_now(transfer);
         self.transfers.fetch_add(1, Ordering::SeqCst);
         ret
     }
 
-    fn transfer_now(&self, _handle: u64, transfer: impl FnOnce() -> c_long) -> c_long {
+    fn transfer_now(&self, transfer: impl FnOnce() -> c_long) -> c_long {
         if let Some(failed) = self.wait_out_pause() {
             return failed;
         }
-        if !self.is_cut_node() {
+        let stage = self.is_cut_node().then(|| self.stage());
+        if stage.as_deref() != Some(&Stage::Cut) || self.defects.writes_land_while_cut {
             return transfer();
         }
-        let stage = self.stage();
-        if *stage != Stage::Cut || self.defects.writes_land_while_cut {
-            return transfer();
-        }
-        let errno = if self.defects.transfers_fail_with_eio {
-            libc::EIO
-        } else {
-            libc::EHOSTDOWN
-        };
-        -c_long::from(errno)
+        let eio = self.defects.transfers_fail_with_eio;
+        -c_long::from(if eio { libc::EIO } else { libc::EHOSTDOWN })
     }
 
     /// The node's membership file as the kernel would show it now.
     fn membership(&self) -> NodeMembership {
         let stage = *self.stage();
-        let cut_incarnation = if stage == Stage::Rejoined { 2 } else { 1 };
-        // While cut, the cut node and the others list each other dead.
-        let across_the_cut = if stage == Stage::Cut {
-            PeerState::Dead
-        } else {
-            PeerState::Alive
+        let incarnation_of = |node| match (node == self.cut_node, stage) {
+            (true, Stage::Rejoined) => 2,
+            (true, _) => 1,
+            (false, _) => 1 + self.deaths_of(node),
         };
+        // While cut, the cut node and the others list each other dead.
+        let cut_apart = |peer| stage == Stage::Cut && (self.is_cut_node() || peer == self.cut_node);
         let peers = (1..=self.nodes)
             .filter(|&peer| peer != self.id)
-            .map(|peer| {
-                let (state, incarnation) = if self.is_cut_node() {
-                    (across_the_cut, 1 + self.deaths_of(peer))
-                } else if peer == self.cut_node {
-                    (across_the_cut, cut_incarnation)
+            .map(|peer| Peer {
+                node: peer,
+                state: if cut_apart(peer) {
+                    PeerState::Dead
                 } else {
-                    (PeerState::Alive, 1 + self.deaths_of(peer))
-                };
-                Peer {
-                    node: peer,
-                    state,
-                    incarnation,
-                }
+                    PeerState::Alive
+                },
+                incarnation: incarnation_of(peer),
             })
             .collect();
-        let epoch = match stage {
-            Stage::Connected => 3,
-            Stage::Cut => 4,
-            Stage::Rejoined => 5,
-        };
         NodeMembership {
             node: self.id,
-            incarnation: if self.is_cut_node() {
-                cut_incarnation
-            } else {
-                1 + self.deaths_of(self.id)
+            incarnation: incarnation_of(self.id),
+            epoch: match stage {
+                Stage::Connected => 3,
+                Stage::Cut => 4,
+                Stage::Rejoined => 5,
             },
-            epoch,
             fenced: self.is_cut_node() && stage == Stage::Cut,
             peers,
         }
@@ -281,7 +252,9 @@ impl Kernel for Node {
 
     fn get_total_node(&self) -> c_long {
         let total = self.inner.get_total_node();
-        if total > 0 && self.counts_a_paused_node_out() {
+        // With that defect, the others count a paused node out.
+        let paused = self.pauses().paused;
+        if total > 0 && self.defects.pause_is_a_death && paused.is_some_and(|p| p != self.id) {
             total - 1
         } else {
             total

@@ -193,14 +193,13 @@ fn run_partition(defects: CutDefects) -> Vec<(String, TapSummary)> {
     };
     // One buffer each: a clone shares its buffer.
     let consoles: Vec<SharedOutput> = nodes.iter().map(|_| SharedOutput::default()).collect();
-    let cut = nodes.len();
+    let (cut, config) = (nodes.len(), &config);
     thread::scope(|scope| {
         let runs: Vec<_> = nodes
             .iter()
             .zip(&consoles)
             .enumerate()
             .map(|(index, (node, console))| {
-                let config = &config;
                 scope.spawn(move || {
                     let mut tap = Tap::new(console.clone());
                     if index + 1 == cut {
@@ -254,21 +253,17 @@ fn every_node_of_a_correct_kernel_passes_every_point() {
     }
     for (index, (output, _)) in results.iter().enumerate() {
         let me = index as u32 + 1;
+        let mut alive = Vec::new();
         for peer in (1..=3).filter(|&peer| peer != me) {
             let wanted = format!(
                 "pauses: every write to and read from node {peer} while a node was paused \
                  succeeded and came back intact ("
             );
             assert_contains(output, &wanted);
+            alive.push(format!("peer {peer} alive incarnation 1"));
         }
-        let members = format!(
-            "after the traffic as before it (node {me} incarnation 1, {})",
-            (1..=3)
-                .filter(|&peer| peer != me)
-                .map(|peer| format!("peer {peer} alive incarnation 1"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let alive = alive.join(", ");
+        let members = format!("after the traffic as before it (node {me} incarnation 1, {alive})");
         assert_contains(output, &members);
         // The markers frame the traffic: after the barrier that starts it,
         // before its report, and ahead of the partition.

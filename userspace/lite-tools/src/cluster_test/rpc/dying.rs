@@ -291,23 +291,21 @@ mod tests {
         let (calls, died) = std::thread::scope(|scope| {
             let child = scope.spawn(move || {
                 let args = [
-                    "rpc-dying".to_string(),
-                    port.to_string(),
-                    held.to_string(),
-                    Death::Exit.arg().to_string(),
+                    "rpc-dying",
+                    &port.to_string(),
+                    &held.to_string(),
+                    round.death.arg(),
                 ];
-                let status = child_main(&other, &args);
+                let status = child_main(&other, &args.map(String::from));
                 drop(other);
                 status
             });
             while owner.query_port(1, port) < 0 {
                 std::thread::yield_now();
             }
+            let (owner, start) = (&owner, &start);
             let callers: Vec<_> = (0..DYING_CALLERS)
-                .map(|caller| {
-                    let (owner, start) = (&owner, &start);
-                    scope.spawn(move || dying_call(owner, 1, round, caller, start))
-                })
+                .map(|caller| scope.spawn(move || dying_call(owner, 1, round, caller, start)))
                 .collect();
             assert_eq!(child.join().expect("child"), Some(0));
             let died = Instant::now();
@@ -343,27 +341,15 @@ mod tests {
                 returned: died + Duration::from_secs(after),
             })
         };
-        let reset = call(libc::ECONNRESET, 1, 0);
-        let judged = judge_dying(1, std::slice::from_ref(&reset), died, true);
+        let reset = || call(libc::ECONNRESET, 1, 0);
+        let judged = judge_dying(1, &[reset()], died, true);
         assert_eq!(judged, Ok((1, 0)));
         for (calls, why) in [
-            (
-                vec![reset.clone(), call(libc::ETIMEDOUT, 60, 59)],
-                "-ETIMEDOUT",
-            ),
+            (vec![reset(), call(libc::ETIMEDOUT, 60, 59)], "-ETIMEDOUT"),
             (vec![call(libc::ECONNRESET, 12, 11)], "11s after"),
             (vec![call(libc::ECONNREFUSED, 16, 0)], "took 16s"),
-            (
-                vec![reset.clone(), Err("panicked".into())],
-                "caller 1: panicked",
-            ),
-            (
-                vec![Ok(DyingCall {
-                    ret: 5,
-                    ..reset.clone().expect("a call")
-                })],
-                "got 5",
-            ),
+            (vec![reset(), Err("panicked".into())], "caller 1: panicked"),
+            (vec![reset().map(|c| DyingCall { ret: 5, ..c })], "got 5"),
         ] {
             let judged = judge_dying(2, &calls, died, false);
             let named = |e: &String| e.contains(why) && e.contains("node 2");
