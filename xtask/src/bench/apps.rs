@@ -31,24 +31,19 @@ const JOBS: [&str; 5] = ["log", "wordcount", "invindex", "pagerank", "components
 /// Versions in report order.
 const TRANSPORTS: [&str; 3] = ["local", "tcp", "lite"];
 
-/// One `LITE-APP` line.
+/// One `LITE-APP` line: a run of job `app` (`log`, `wordcount`, ...) over
+/// `transport` (`lite`, `tcp` or `local`) by `nodes` ranks in the phase of
+/// `cluster` VMs (a local run's neighbours were busy too), its `work` in
+/// `unit`s, and whether its result matched the reference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppRun {
-    /// VMs of the phase it ran in (a local run's neighbours were busy too).
     pub cluster: usize,
-    /// Job (`log`, `wordcount`, ...).
     pub app: String,
-    /// `lite`, `tcp` or `local`.
     pub transport: String,
-    /// Ranks that took part.
     pub nodes: u32,
-    /// Work done, in `unit`s.
     pub work: u64,
-    /// Unit of `work`.
     pub unit: String,
-    /// Run time in seconds.
     pub seconds: f64,
-    /// Whether the result matched the reference.
     pub checked: bool,
 }
 

@@ -55,38 +55,28 @@ fn font() -> Result<()> {
         .map_err(|e| anyhow!(e))
 }
 
-/// A chart of lines through points.
+/// A chart of named series of (x, y) points, x ascending, drawn as lines
+/// into files `name` (without extension).
 pub struct LineChart {
-    /// File name without extension.
     pub name: String,
-    /// Title.
     pub title: String,
-    /// X axis label.
     pub x_label: String,
-    /// Y axis label.
     pub y_label: String,
-    /// Logarithmic x axis.
     pub log_x: bool,
-    /// Logarithmic y axis.
     pub log_y: bool,
-    /// Named series of (x, y) points, x ascending.
     pub series: Vec<(String, Vec<(f64, f64)>)>,
 }
 
 /// A chart of one horizontal bar per figure: its median as a dot on a bar
-/// from the low to the high end of its spread, and its target as a tick.
+/// from the low to the high end of its spread, and its target as a tick;
+/// with the summary's caption under it and a vertical line at `reference`
+/// (1 for ratios), if anywhere.
 pub struct RangeChart {
-    /// File name without extension.
     pub name: String,
-    /// Title.
     pub title: String,
-    /// X axis label.
     pub x_label: String,
-    /// What the summary says under the chart.
     pub caption: String,
-    /// Where a vertical reference line is drawn (1 for ratios), if anywhere.
     pub reference: Option<f64>,
-    /// One entry per figure.
     pub entries: Vec<Entry>,
 }
 

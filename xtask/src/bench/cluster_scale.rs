@@ -12,19 +12,15 @@ use super::parse::{Measurements, Scale};
 use super::report::{say_curve, Table};
 use super::rounds::Range;
 
-/// The figures of one cluster size, over its nodes.
+/// The figures of one cluster of `nodes`, over the nodes that reported:
+/// the joins that were timed, the nodes' median barriers (each range over
+/// the nodes) and their all-to-all calls per second, added up.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClusterSize {
-    /// Nodes of the cluster.
     pub nodes: u64,
-    /// Nodes that reported.
     pub reported: usize,
-    /// Joins that were timed: median, fastest and slowest, milliseconds.
     pub join_ms: Option<Range>,
-    /// Per-node median barrier: median over the nodes, lowest, highest;
-    /// milliseconds.
     pub barrier_ms: Option<Range>,
-    /// The nodes' all-to-all calls per second, added up.
     pub rpc_calls_per_s: f64,
 }
 

@@ -32,35 +32,30 @@ pub enum Better {
     Higher,
 }
 
-/// One measured figure.
+/// One measured figure: what it is, `/`-separated
+/// (`latency/write/64/ratio`), its unit (`us`, `x` for a ratio, `MiB/s`,
+/// `calls/s`, ...), its value (a median unless the key says otherwise) and
+/// the low and high end of its spread (min and max over rounds, or p10 and
+/// p90), if measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
-    /// What it is, `/`-separated: `latency/write/64/ratio`.
     pub key: String,
-    /// `us`, `x` (a ratio), `MiB/s`, `calls/s`, `pairs/s`, `s`.
     pub unit: String,
-    /// Which way is better.
     pub better: Better,
-    /// The value (a median unless the key says otherwise).
     pub value: f64,
-    /// Low end of its spread (min over rounds, or p10), if measured.
     pub low: Option<f64>,
-    /// High end of its spread (max over rounds, or p90), if measured.
     pub high: Option<f64>,
 }
 
-/// A whole run.
+/// A whole run: the layout's [`FORMAT`], when it ended (seconds since the
+/// epoch), how many seconds it took, its verdict lines as printed and
+/// every figure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// [`FORMAT`].
     pub format: u32,
-    /// Seconds since the epoch when the run ended.
     pub finished_unix: u64,
-    /// How long the run took, in seconds.
     pub duration_s: f64,
-    /// The verdict lines, as printed.
     pub verdicts: Vec<String>,
-    /// Every figure.
     pub figures: Vec<Figure>,
 }
 
@@ -128,13 +123,13 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
         let key = format!("lite/{}/{}", l.op, l.size);
         f.lower(key, "us", l.median, Some((l.p10, l.p90)));
     }
-    for p in m.region_curve.values() {
-        let live = if p.regions > 0 {
-            format!("/{}", p.regions)
+    for ((side, op, size, regions), p) in &m.region_curve {
+        let live = if *regions > 0 {
+            format!("/{regions}")
         } else {
             String::new()
         };
-        let key = format!("regioncurve/{}/{}/{}{live}", p.side.name(), p.op, p.size);
+        let key = format!("regioncurve/{}/{op}/{size}{live}", side.name());
         f.lower(key, "us", p.median, Some((p.p10, p.p90)));
     }
     for size in super::cluster_scale::sizes(m) {
@@ -250,22 +245,17 @@ pub fn read(path: &Path) -> Result<Report> {
     Ok(report)
 }
 
-/// How one figure moved between two reports.
+/// How one figure moved between two reports: `worse_by` is new / old - 1,
+/// signed so that positive is worse; a regression or improvement is a
+/// change beyond both runs' spreads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
-    /// The figure's key.
     pub key: String,
-    /// Its unit.
     pub unit: String,
-    /// Old value.
     pub old: f64,
-    /// New value.
     pub new: f64,
-    /// new / old - 1, signed so that positive is worse.
     pub worse_by: f64,
-    /// Whether it got worse beyond both runs' spreads.
     pub regression: bool,
-    /// Whether it got better beyond both runs' spreads.
     pub improvement: bool,
 }
 

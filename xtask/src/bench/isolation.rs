@@ -142,12 +142,15 @@ pub fn table(rows: &[Qos]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::tests::{qos_rows, words, QOS_LOG};
+    use crate::bench::parse::tests::{measured, words, QOS_LOG};
+
+    fn qos_rows() -> Vec<Qos> {
+        measured(QOS_LOG).qos_rows()
+    }
 
     #[test]
     fn table_shows_every_phase_against_its_rounds_unloaded_one() {
-        let rows = qos_rows(QOS_LOG);
-        let table = table(&rows);
+        let table = table(&qos_rows());
         // Header, columns, round 1's three phases, round 2's two.
         assert_eq!(table.len(), 7, "{table:#?}");
         assert!(table[0].contains("64 B lite_rdma_write"), "{table:#?}");
@@ -166,14 +169,19 @@ mod tests {
 
     #[test]
     fn verdict_takes_the_median_of_the_rounds_ratios() {
-        let rows = qos_rows(QOS_LOG);
+        let rows = qos_rows();
         assert_eq!(round_ratios(&rows, "on"), [1.3, 1.1]);
         assert_eq!(round_ratios(&rows, "off"), [4.0]);
         // Round 2's loaded phase with QoS on (the last row) slower, then no
         // loaded phase with QoS on at all.
         let with_round_two_loaded = |median| {
             let mut changed = rows.clone();
-            changed[4].latency.median = median;
+            for row in changed
+                .iter_mut()
+                .filter(|r| r.round == 2 && r.phase == "loaded")
+            {
+                row.latency.median = median;
+            }
             changed
         };
         let keep = |r: &&Qos| r.qos == "off" || r.phase == "unloaded";
@@ -207,7 +215,7 @@ mod tests {
 
     #[test]
     fn phases_are_summarized_over_the_rounds() {
-        let rows = qos_rows(QOS_LOG);
+        let rows = qos_rows();
         let unloaded = phase_spread(&rows, "unloaded", "on").map(|s| (s.median, s.p10, s.p90));
         assert_eq!(unloaded, Some((1500.0, 1350.0, 1800.0)));
         let in_order = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];

@@ -27,37 +27,29 @@ const PERFTEST_BEGIN: &str = "LITE-PERFTEST-BEGIN ";
 /// Closes a perftest block.
 const PERFTEST_END: &str = "LITE-PERFTEST-END ";
 
-/// One row of perftest's client table (microseconds).
+/// One row of perftest's latency client table of operation `op` (`write`,
+/// `read`, ...), its columns in order: `#bytes`, `#iterations`, then in
+/// microseconds `t_min`, `t_max`, `t_typical` (perftest's median), `t_avg`,
+/// `t_stdev` and the 99th and 99.9th percentiles.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Native {
-    /// `write` or `read`.
     pub op: String,
-    /// Message size in bytes.
     pub size: u64,
-    /// Iterations.
     pub iterations: u64,
-    /// t_min.
     pub min: f64,
-    /// t_max.
     pub max: f64,
-    /// t_typical (perftest's median).
     pub typical: f64,
-    /// t_avg.
     pub avg: f64,
-    /// t_stdev.
     pub stdev: f64,
-    /// 99th percentile.
     pub p99: f64,
-    /// 99.9th percentile.
     pub p999: f64,
 }
 
-/// Which program measured a point of the memory region curve.
+/// Which program measured a series: `lite-bench` or the native verbs
+/// baseline `lite-verbs-bench`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Side {
-    /// `lite-bench --series regions`.
     Lite,
-    /// `lite-verbs-bench --regions`.
     Native,
 }
 
@@ -71,87 +63,41 @@ impl Side {
     }
 }
 
-/// One point of the memory region curve.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RegionPoint {
-    /// Who measured it.
-    pub side: Side,
-    /// `region_write`, `region_read`, `region_create` or `region_free`.
-    pub op: String,
-    /// Bytes of each write or read, or of the region created or freed.
-    pub size: u64,
-    /// Live regions during the writes and reads; 0 for create and free.
-    pub regions: u64,
-    /// Median, microseconds.
-    pub median: f64,
-    /// 10th percentile.
-    pub p10: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
-}
-
-impl RegionPoint {
-    /// The point of `series` if it is one of the curve's (with a 99th
-    /// percentile), measured by `side`.
-    fn of(side: Side, series: Latency) -> Option<RegionPoint> {
-        is_region_curve_op(&series.op).then_some(())?;
-        Some(RegionPoint {
-            side,
-            p99: series.p99?,
-            regions: series.regions.unwrap_or(0),
-            op: series.op,
-            size: series.size,
-            median: series.median,
-            p10: series.p10,
-            p90: series.p90,
-        })
-    }
-}
-
 /// Whether `op` names a series of the memory region curve, which is kept
 /// apart from the latency series of the same programs.
 fn is_region_curve_op(op: &str) -> bool {
     op.starts_with("region_")
 }
 
-/// One perftest bandwidth test client row, in MiB/s (perftest's MB/sec).
+/// One row of a perftest bandwidth client table of operation `op` run
+/// with TX depth (`-t`, operations in flight) `depth`: `#bytes`,
+/// `#iterations`, `BW peak` and `BW average` in MiB/s (perftest's MB/sec)
+/// and `MsgRate` in Mpps.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NativeBw {
-    /// `write` or `read`.
     pub op: String,
-    /// Message size in bytes.
     pub size: u64,
-    /// TX depth (`-t`): operations in flight.
     pub depth: u32,
-    /// Iterations.
     pub iterations: u64,
-    /// BW peak.
     pub peak: f64,
-    /// BW average.
     pub average: f64,
-    /// MsgRate in Mpps.
     pub msg_rate: f64,
 }
 
-/// How long after a survivor's last successful write to the killed node
-/// one of its calls waiting on that node returned (`# stall <call> <N>
-/// ms`).
+/// How many ms after a survivor's last successful write to the killed
+/// node one of its calls waiting on that node (`rdma_write`,
+/// `send_reply_imm`, `lock`, ...) returned (`# stall <call> <N> ms`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stall {
-    /// `rdma_write`, `send_reply_imm`, `lock` or `dist_barrier`.
     pub call: String,
-    /// Milliseconds.
     pub ms: i64,
 }
 
-/// How long one `lite_leave` took (`# leave <N> ms`).
+/// How many ms one `lite_leave` took (`# leave <N> ms`) in its leave/rejoin
+/// cycle, from 1 (the first leave moves chunks).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Leave {
-    /// The leave/rejoin cycle, from 1; the first leave moves chunks.
     pub cycle: u32,
-    /// Milliseconds.
     pub ms: i64,
 }
 
@@ -201,8 +147,9 @@ pub struct Measurements {
     pub qos: BTreeMap<(u32, String, String), Qos>,
     /// Memory region counts by (LMR size, live LMRs).
     pub regions: BTreeMap<(u64, u64), Regions>,
-    /// The memory region curve by (side, op, size, live regions).
-    pub region_curve: BTreeMap<(Side, String, u64, u64), RegionPoint>,
+    /// The memory region curve by (side, op, size, live regions; 0 for
+    /// create and free): the series with a 99th percentile.
+    pub region_curve: BTreeMap<(Side, String, u64, u64), Latency>,
     /// The cluster-size curve by (nodes, node).
     pub cluster_scale: BTreeMap<(u64, u64), Scale>,
     /// The process curve by (side, workload, processes): one step per
@@ -270,9 +217,9 @@ impl Measurements {
                 self.lite.entry((l.op.clone(), l.size)).or_insert(l);
             }
             (side, Record::Latency(l)) => {
-                if let Some(p) = RegionPoint::of(side, l) {
-                    let key = (p.side, p.op.clone(), p.size, p.regions);
-                    self.region_curve.entry(key).or_insert(p);
+                if is_region_curve_op(&l.op) && l.p99.is_some() {
+                    let key = (side, l.op.clone(), l.size, l.regions.unwrap_or(0));
+                    self.region_curve.entry(key).or_insert(l);
                 }
             }
             (side, Record::Process(p)) => {
@@ -472,35 +419,55 @@ fn perftest_row<const N: usize>(line: &str) -> Option<[f64; N]> {
     row.try_into().ok()
 }
 
-/// perftest latency client results, from the blocks the guest brackets with
-/// `LITE-PERFTEST-BEGIN test=ib_X_lat size=N side=client` / `LITE-PERFTEST-END`.
-/// The last valid table row of a block wins (earlier tries may have failed).
-/// `ib_atomic_lat` blocks carry `atomic=FETCH_AND_ADD` or
+/// The last valid `N`-number table row of each perftest client block of
+/// `log` whose test is `ib_<op><kind>` (`_lat` or `_bw`), with the block's
+/// fields and its operation (earlier tries may have failed). Rows under a
+/// Gb/sec header are skipped: `--report_gbits` would need converting and is
+/// never asked for. `ib_atomic_lat` blocks carry `atomic=FETCH_AND_ADD` or
 /// `atomic=CMP_AND_SWAP` and are named after the LITE series they are
 /// compared with ([`ATOMICS`]).
-pub fn parse_perftest(log: &str) -> Vec<Native> {
+fn perftest_results<'a, const N: usize>(
+    log: &'a str,
+    kind: &str,
+) -> Vec<(Fields<'a>, &'a str, [f64; N])> {
     let mut out = Vec::new();
     for (fields, lines) in perftest_client_blocks(log) {
         let op = match fields.text("test") {
-            Some("ib_atomic_lat") => fields.text("atomic").and_then(|kind| {
+            Some("ib_atomic_lat") if kind == "_lat" => fields.text("atomic").and_then(|kind| {
                 ATOMICS
                     .iter()
                     .find(|(flag, _)| *flag == kind)
                     .map(|&(_, op)| op)
             }),
-            test => test.and_then(|test| perftest_op(test, "_lat")),
+            test => test.and_then(|test| perftest_op(test, kind)),
         };
-        let size: Option<u64> = fields.integer("size");
-        let (Some(op), Some(size)) = (op, size) else {
+        let (Some(op), Some(size)) = (op, fields.integer::<u64>("size")) else {
             continue;
         };
-        let last = lines
-            .iter()
-            .filter_map(|line| perftest_row::<9>(line))
-            .rfind(|row| row[0] == size as f64);
-        out.extend(last.map(|row| Native {
+        let mut gbits = false;
+        let mut last = None;
+        for line in &lines {
+            if line.contains("#bytes") {
+                gbits = line.contains("Gb/sec");
+            } else if let Some(row) = perftest_row::<N>(line) {
+                if row[0] == size as f64 && !gbits {
+                    last = Some(row);
+                }
+            }
+        }
+        out.extend(last.map(|row| (fields, op, row)));
+    }
+    out
+}
+
+/// perftest latency client results, from the blocks the guest brackets with
+/// `LITE-PERFTEST-BEGIN test=ib_X_lat size=N side=client` / `LITE-PERFTEST-END`.
+pub fn parse_perftest(log: &str) -> Vec<Native> {
+    perftest_results::<9>(log, "_lat")
+        .into_iter()
+        .map(|(_, op, row)| Native {
             op: op.to_string(),
-            size,
+            size: row[0] as u64,
             iterations: row[1] as u64,
             min: row[2],
             max: row[3],
@@ -509,49 +476,29 @@ pub fn parse_perftest(log: &str) -> Vec<Native> {
             stdev: row[6],
             p99: row[7],
             p999: row[8],
-        }));
-    }
-    out
+        })
+        .collect()
 }
 
 /// perftest bandwidth client results, from the blocks bracketed with
 /// `LITE-PERFTEST-BEGIN test=ib_X_bw size=N depth=D ... side=client` /
 /// `LITE-PERFTEST-END`: the row under `#bytes #iterations BW peak[MB/sec]
-/// BW average[MB/sec] MsgRate[Mpps]`. The last valid row of a block wins.
+/// BW average[MB/sec] MsgRate[Mpps]`.
 pub fn parse_perftest_bw(log: &str) -> Vec<NativeBw> {
-    let mut out = Vec::new();
-    for (fields, lines) in perftest_client_blocks(log) {
-        let op = fields
-            .text("test")
-            .and_then(|test| perftest_op(test, "_bw"));
-        let size: Option<u64> = fields.integer("size");
-        let depth: Option<u32> = fields.integer("depth");
-        let (Some(op), Some(size), Some(depth)) = (op, size, depth) else {
-            continue;
-        };
-        // Gb/sec (--report_gbits) would need converting; never asked for.
-        let mut gbits = false;
-        let mut last = None;
-        for line in &lines {
-            if line.contains("#bytes") {
-                gbits = line.contains("Gb/sec");
-            } else if let Some(row) = perftest_row::<5>(line) {
-                if row[0] == size as f64 && !gbits {
-                    last = Some(row);
-                }
-            }
-        }
-        out.extend(last.map(|row| NativeBw {
-            op: op.to_string(),
-            size,
-            depth,
-            iterations: row[1] as u64,
-            peak: row[2],
-            average: row[3],
-            msg_rate: row[4],
-        }));
-    }
-    out
+    perftest_results::<5>(log, "_bw")
+        .into_iter()
+        .filter_map(|(fields, op, row)| {
+            Some(NativeBw {
+                op: op.to_string(),
+                size: row[0] as u64,
+                depth: fields.integer("depth")?,
+                iterations: row[1] as u64,
+                peak: row[2],
+                average: row[3],
+                msg_rate: row[4],
+            })
+        })
+        .collect()
 }
 
 /// The milliseconds of a comment's rest: `<N> ms`.
@@ -614,31 +561,6 @@ pub(super) mod tests {
     //! their tables from what these parsers make of them.
 
     use super::*;
-
-    /// `lite-bench`'s records of one kind in a log, in log order: one
-    /// function per kind, named after it.
-    macro_rules! records_of_kind {
-        ($($name:ident: $kind:ident -> $type:ty;)*) => {$(
-            pub(crate) fn $name(log: &str) -> Vec<$type> {
-                Record::all_in(log, TAG)
-                    .filter_map(|record| match record {
-                        Record::$kind(found) => Some(found),
-                        _ => None,
-                    })
-                    .collect()
-            }
-        )*};
-    }
-
-    records_of_kind! {
-        latencies: Latency -> Latency;
-        throughputs: Throughput -> Throughput;
-        rpc_throughputs: RpcThroughput -> RpcLoad;
-        rpc_asyncs: RpcAsync -> RpcLoad;
-        locks: Lock -> Lock;
-        qos_rows: Qos -> Qos;
-        region_rows: Regions -> Regions;
-    }
 
     /// The words of a table line, one space apart.
     pub(crate) fn words(line: &str) -> String {
@@ -1117,15 +1039,25 @@ LITE-RECORD {\"scale\":{\"nodes\":4,\"node\":4,\"join_us\":\"oops\",\"barriers\"
     #[test]
     fn parses_the_memory_region_curve_apart_from_the_latency_series() {
         let m = measured(REGION_CURVE_LOG);
-        let points: Vec<String> = m.region_curve.values().map(values).collect();
+        let points: Vec<String> = m
+            .region_curve
+            .iter()
+            .map(|((side, op, size, regions), l)| {
+                let p99 = l.p99.unwrap_or_default();
+                format!(
+                    "{side:?} {op} {size} {regions} {} {} {} {p99}",
+                    l.median, l.p10, l.p90
+                )
+            })
+            .collect();
         // LITE's points first, then the baseline's, each by op and size.
         let want = [
-            "Lite region_create 1073741824 0 900000.0 1.0 1.0 1.0",
-            "Lite region_read 64 100000 230.0 200.0 280.0 450.0",
-            "Lite region_write 64 1 205.0 185.0 255.0 410.0",
-            "Native region_create 4096 0 60.0 50.0 70.0 80.0",
-            "Native region_write 64 1 200.0 180.0 250.0 400.0",
-            "Native region_write 64 100000 210.0 190.0 260.0 420.0",
+            "Lite region_create 1073741824 0 900000 1 1 1",
+            "Lite region_read 64 100000 230 200 280 450",
+            "Lite region_write 64 1 205 185 255 410",
+            "Native region_create 4096 0 60 50 70 80",
+            "Native region_write 64 1 200 180 250 400",
+            "Native region_write 64 100000 210 190 260 420",
         ];
         assert_eq!(points, want);
         // The plain write stays a latency series; the curve's lines do not.

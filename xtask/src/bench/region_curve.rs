@@ -10,7 +10,7 @@
 //! same minutes: the emulator's drift between steps does not enter it.
 
 use super::charts::{by_size, LineChart};
-use super::parse::{Measurements, RegionPoint, Side};
+use super::parse::{Latency, Measurements, Side};
 use super::report::{ratio_cell, say_curve, Table};
 
 /// How much more LITE's slowdown with the most live regions (random ones
@@ -43,7 +43,7 @@ fn point<'a>(
     op: &str,
     size: u64,
     regions: u64,
-) -> Option<&'a RegionPoint> {
+) -> Option<&'a Latency> {
     m.region_curve.get(&(side, op.to_string(), size, regions))
 }
 
@@ -52,9 +52,9 @@ fn point<'a>(
 fn steps(m: &Measurements, op: &str) -> Vec<(u64, u64)> {
     let mut steps: Vec<(u64, u64)> = m
         .region_curve
-        .values()
-        .filter(|p| p.op == op)
-        .map(|p| (p.size, p.regions))
+        .keys()
+        .filter(|key| key.1 == op)
+        .map(|&(_, _, size, regions)| (size, regions))
         .collect();
     steps.sort_unstable_by_key(|&(size, regions)| (regions, size));
     steps.dedup();
@@ -67,13 +67,13 @@ fn micros(value: Option<f64>) -> String {
 
 /// The cells every row of the table has for one step: LITE's and native's
 /// medians and p99s, and the ratio of the medians.
-fn side_by_side(lite: Option<&RegionPoint>, native: Option<&RegionPoint>) -> [String; 5] {
-    let median = |p: Option<&RegionPoint>| p.map(|p| p.median);
+fn side_by_side(lite: Option<&Latency>, native: Option<&Latency>) -> [String; 5] {
+    let median = |p: Option<&Latency>| p.map(|p| p.median);
     [
         micros(median(lite)),
         micros(median(native)),
-        micros(lite.map(|p| p.p99)),
-        micros(native.map(|p| p.p99)),
+        micros(lite.and_then(|p| p.p99)),
+        micros(native.and_then(|p| p.p99)),
         ratio_cell(median(lite), median(native)),
     ]
 }
@@ -212,16 +212,18 @@ pub fn verdict(m: &Measurements) -> Option<String> {
 /// The curve's two charts: latency against live regions, and create/free
 /// time against size; a chart without data is left out.
 pub fn charts(m: &Measurements) -> Vec<LineChart> {
-    let of = |side: Side, op: &str, value: fn(&RegionPoint) -> f64, x_is_size: bool| {
+    let of = |side: Side, op: &str, value: fn(&Latency) -> Option<f64>, x_is_size: bool| {
         by_size(
             m.region_curve
-                .values()
-                .filter(|p| p.side == side && p.op == op)
-                .map(|p| (if x_is_size { p.size } else { p.regions }, value(p))),
+                .iter()
+                .filter_map(|((s, o, size, regions), p)| {
+                    let x = if x_is_size { *size } else { *regions };
+                    (*s == side && o == op).then_some((x, value(p)?))
+                }),
         )
     };
-    let median: fn(&RegionPoint) -> f64 = |p| p.median;
-    let p99: fn(&RegionPoint) -> f64 = |p| p.p99;
+    let median: fn(&Latency) -> Option<f64> = |p| Some(p.median);
+    let p99: fn(&Latency) -> Option<f64> = |p| p.p99;
     let mut charts = Vec::new();
     let mut latency = Vec::new();
     for (op, name) in ACCESSES {

@@ -5,10 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::parse::{
-    FailureNode, Latency, Lock, Measurements, Native, NativeBw, Regions, RpcLoad, Spread,
-    Throughput,
-};
+use super::parse::{FailureNode, Latency, Lock, Measurements, Native, Regions, Spread};
 use super::{isolation, rounds};
 use super::{
     ASYNC_SIZES, ATOMICS, BW_BYTES, BW_SIZES, DEPTHS, FAILURE_NODES, LOCK_CONTENDERS, LOCK_ROUNDS,
@@ -58,10 +55,6 @@ pub(super) fn say_indented(lines: impl IntoIterator<Item = String>) {
 /// Prints the results of the comparison phase: latency, atomics,
 /// throughput, RPC and isolation, each with its verdict where it has one.
 pub fn say_comparison(iters: u32, m: &Measurements) {
-    let native = &m.native;
-    let lite: Vec<Latency> = m.lite.values().cloned().collect();
-    let lite_bw: Vec<Throughput> = m.lite_bw.values().cloned().collect();
-    let lite_rpc_bw: Vec<RpcLoad> = m.lite_rpc_bw.values().cloned().collect();
     let qos = m.qos_rows();
 
     ui::say(&format!(
@@ -69,29 +62,27 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
          perftest reports half a ping-pong of busy-polling processes, not LITE's operation, \
          so the verdicts are those of the interleaved comparison above)"
     ));
-    say_indented(table(native, &lite));
+    say_indented(table(m));
     ui::say("==> atomics on an 8-byte LMR on the other node (times in microseconds)");
-    say_indented(atomic_table(native, &lite));
+    say_indented(atomic_table(m));
     ui::say(&format!(
         "==> throughput (MiB/s; up to {iters} operations or {} MiB per series)",
         BW_BYTES >> 20
     ));
-    say_indented(bw_table(&m.native_bw, &lite_bw));
+    say_indented(bw_table(m));
     ui::say("==> RPC (times in microseconds)");
-    say_indented(rpc_table(native, &lite));
-    say_indented(rpc_throughput_table(&lite_rpc_bw));
-    let lite_rpc_async: Vec<RpcLoad> = m.lite_rpc_async.values().cloned().collect();
+    say_indented(rpc_table(m));
+    say_indented(rpc_throughput_table(m));
     ui::say(&format!(
         "==> asynchronous RPC from one thread ({RPC_ASYNC_SIZE} B calls, times in microseconds)"
     ));
-    say_indented(rpc_async_table(&m.native_bw, &lite_rpc_async));
+    say_indented(rpc_async_table(m));
     ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
     say_indented(isolation::table(&qos));
     say_indented([isolation::verdict(&qos)]);
-    let regions: Vec<Regions> = m.regions.values().cloned().collect();
     ui::say("==> memory regions as LMRs grow (the measuring node's resources file)");
-    say_indented(regions_table(&regions));
-    say_indented([regions_verdict(&regions)]);
+    say_indented(regions_table(m));
+    say_indented([regions_verdict(m)]);
 }
 
 /// Prints the interleaved comparison with the native verbs baseline: the
@@ -120,8 +111,7 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
         lines.push(isolation::verdict(&qos));
     }
     if !m.regions.is_empty() {
-        let regions: Vec<Regions> = m.regions.values().cloned().collect();
-        lines.push(regions_verdict(&regions));
+        lines.push(regions_verdict(m));
     }
     if !m.failure.is_empty() {
         lines.push(stall_verdict(&m.failure));
@@ -133,14 +123,13 @@ pub fn verdict_lines(m: &Measurements) -> Vec<String> {
 /// Prints the lock table: `iters` uncontended pairs and `lock_iters` per
 /// contending node of the contention phases.
 pub fn say_locks(iters: u32, lock_iters: u32, m: &Measurements) {
-    let locks: Vec<Lock> = m.locks.values().cloned().collect();
     ui::say(&format!(
         "==> locks (lock/unlock pairs: {iters} uncontended, {lock_iters} per node with 2 and \
          {LOCK_CONTENDERS} nodes contending for a lock kept by one more node, in \
          {LOCK_ROUNDS} rounds: the rows of the first round, `all` acquire times of every \
          round; times in microseconds)"
     ));
-    say_indented(lock_table(&locks, &m.lock_samples, &m.lock_rounds));
+    say_indented(lock_table(m));
     say_indented(lock_round_lines(&m.lock_rounds));
     say_indented(contention_verdict(&m.lock_rounds));
 }
@@ -181,12 +170,13 @@ pub fn say_logs(logs: &Path, problems: &[String]) {
 }
 
 /// The comparison table, one string per line.
-pub fn table(native: &[Native], lite: &[Latency]) -> Vec<String> {
+pub fn table(m: &Measurements) -> Vec<String> {
+    let (native, lite) = (&m.native, m.lite.values());
     // RPC and atomics have tables of their own.
     let mut keys: Vec<(String, u64)> = native
         .iter()
         .map(|n| (n.op.clone(), n.size))
-        .chain(lite.iter().map(|l| (l.op.clone(), l.size)))
+        .chain(lite.clone().map(|l| (l.op.clone(), l.size)))
         .filter(|(op, _)| op != RPC_NATIVE_OP && op != RPC_OP && !is_atomic(op))
         .collect();
     keys.sort();
@@ -197,7 +187,7 @@ pub fn table(native: &[Native], lite: &[Latency]) -> Vec<String> {
     let mut lines = vec![table.header()];
     for (op, size) in keys {
         let n = native.iter().find(|n| n.op == op && n.size == size);
-        let l = lite.iter().find(|l| l.op == op && l.size == size);
+        let l = m.lite.get(&(op.clone(), size));
         let [typical, sd, median, spread, ratio] = side_by_side(n, l);
         let size = size.to_string();
         lines.push(table.row([&op, &size, &typical, &sd, &median, &spread, &ratio]));
@@ -220,7 +210,8 @@ fn native_counterpart(op: &str, depth: Option<u32>) -> Option<(&'static str, u32
 /// The throughput comparison table, one string per line: a row for every
 /// planned series ([`BW_SIZES`], [`ASYNC_SIZES`] × [`DEPTHS`]) and for any
 /// other series LITE reported, `-` where a measurement is missing.
-pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
+pub fn bw_table(m: &Measurements) -> Vec<String> {
+    let (native, lite) = (&m.native_bw, &m.lite_bw);
     let mut keys: Vec<(String, u64, Option<u32>)> = Vec::new();
     for op in ["memset", "memcpy"] {
         keys.extend(BW_SIZES.iter().map(|&size| (op.to_string(), size, None)));
@@ -230,10 +221,9 @@ pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
             keys.extend(DEPTHS.iter().map(|&d| (op.to_string(), size, Some(d))));
         }
     }
-    for l in lite {
-        let key = (l.op.clone(), l.size, l.depth);
-        if !keys.contains(&key) {
-            keys.push(key);
+    for key in lite.keys() {
+        if !keys.contains(key) {
+            keys.push(key.clone());
         }
     }
     let table = Table::new(
@@ -246,9 +236,7 @@ pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
         table.header(),
     ];
     for (op, size, depth) in keys {
-        let l = lite
-            .iter()
-            .find(|l| l.op == op && l.size == size && l.depth == depth);
+        let l = lite.get(&(op.clone(), size, depth));
         let counterpart = native_counterpart(&op, depth);
         let n = counterpart.and_then(|(test, d)| {
             native
@@ -274,12 +262,13 @@ pub fn bw_table(native: &[NativeBw], lite: &[Throughput]) -> Vec<String> {
 /// The RPC round trip table, one string per line: for every size either
 /// side measured, `ib_send_lat`'s t_typical (half a round trip), twice
 /// that, LITE's RPC median and spread, and LITE / (2 x native).
-pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
+pub fn rpc_table(m: &Measurements) -> Vec<String> {
+    let native = &m.native;
     let mut sizes: Vec<u64> = native
         .iter()
         .filter(|n| n.op == RPC_NATIVE_OP)
         .map(|n| n.size)
-        .chain(lite.iter().filter(|l| l.op == RPC_OP).map(|l| l.size))
+        .chain(m.lite.keys().filter(|l| l.0 == RPC_OP).map(|l| l.1))
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
@@ -295,7 +284,7 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
         let n = native
             .iter()
             .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
-        let l = lite.iter().find(|l| l.op == RPC_OP && l.size == size);
+        let l = m.lite.get(&(RPC_OP.to_string(), size));
         let round_trip = n.map(|n| 2.0 * n.typical);
         lines.push(table.row([
             &size.to_string(),
@@ -310,12 +299,10 @@ pub fn rpc_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
 }
 
 /// The RPC throughput table, one string per line, by size and threads.
-pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
+pub fn rpc_throughput_table(m: &Measurements) -> Vec<String> {
     let table = Table::new(">7 size|>8 threads|>8 calls|>12 calls/s|>12 RPC med|>19 RPC p10-p90");
     let mut lines = vec![table.header()];
-    let mut rows = rows.to_vec();
-    rows.sort_by_key(|r| (r.size, r.threads));
-    for r in rows {
+    for r in m.lite_rpc_bw.values() {
         lines.push(table.row([
             &r.size.to_string(),
             &r.threads.to_string(),
@@ -334,7 +321,7 @@ pub fn rpc_throughput_table(rows: &[RpcLoad]) -> Vec<String> {
 /// `ib_send_bw`'s one-way messages per second at the same `-t`. A call is
 /// two messages (request and reply) and a server's work, so the ratio is
 /// a lower bound of what LITE adds.
-pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
+pub fn rpc_async_table(m: &Measurements) -> Vec<String> {
     let table = Table::new(
         ">7 depth|>7 calls|>12 calls/s|>16 native msgs/s|>11 LITE/native|>12 call med|\
          >19 call p10-p90",
@@ -346,17 +333,16 @@ pub fn rpc_async_table(native: &[NativeBw], rows: &[RpcLoad]) -> Vec<String> {
         table.header(),
     ];
     let mut depths: Vec<u32> = DEPTHS.to_vec();
-    for r in rows.iter().filter(|r| r.size == RPC_ASYNC_SIZE) {
-        if !depths.contains(&r.depth) {
-            depths.push(r.depth);
+    for &(size, depth) in m.lite_rpc_async.keys() {
+        if size == RPC_ASYNC_SIZE && !depths.contains(&depth) {
+            depths.push(depth);
         }
     }
     depths.sort_unstable();
     for depth in depths {
-        let lite = rows
-            .iter()
-            .find(|r| r.size == RPC_ASYNC_SIZE && r.depth == depth);
-        let native_rate = native
+        let lite = m.lite_rpc_async.get(&(RPC_ASYNC_SIZE, depth));
+        let native_rate = m
+            .native_bw
             .iter()
             .find(|n| n.op == RPC_NATIVE_OP && n.size == RPC_ASYNC_SIZE && n.depth == depth)
             .map(|n| n.msg_rate * 1e6)
@@ -471,15 +457,15 @@ pub(super) fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
 /// The atomics table, one string per line: for each of [`ATOMICS`],
 /// `ib_atomic_lat`'s t_typical and stdev next to LITE's median and spread,
 /// and the LITE/native ratio.
-pub fn atomic_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
+pub fn atomic_table(m: &Measurements) -> Vec<String> {
     let table = Table::new(
         "<12 op|>5 size||<30 native|>11 native med|>10 native sd|>10 LITE med|>19 LITE p10-p90|\
          >11 LITE/native",
     );
     let mut lines = vec![table.header()];
     for (flag, op) in ATOMICS {
-        let n = native.iter().find(|n| n.op == op);
-        let l = lite.iter().find(|l| l.op == op);
+        let n = m.native.iter().find(|n| n.op == op);
+        let l = m.lite.values().find(|l| l.op == op);
         let size = n.map(|n| n.size).or(l.map(|l| l.size));
         let size = size.map_or("-".to_string(), |s| s.to_string());
         let test = format!("ib_atomic_lat -A {flag}");
@@ -491,16 +477,13 @@ pub fn atomic_table(native: &[Native], lite: &[Latency]) -> Vec<String> {
 
 /// The lock table, one string per line: a row per lock record
 /// (uncontended first), and for every contended series an `all` row with
-/// the pairs of every round (`rounds`, the throughput of each by number of
-/// contending nodes; one round without), the median and spread of every
-/// node's acquire times together (from the `lock_samples` records) and
-/// the pairs per second of all nodes together: every pair over the longest
-/// time a node took, the median of the rounds.
-pub fn lock_table(
-    rows: &[Lock],
-    samples: &BTreeMap<(u32, u32), Vec<f64>>,
-    rounds: &BTreeMap<u32, Vec<f64>>,
-) -> Vec<String> {
+/// the pairs of every round (the lock rounds, the throughput of each by
+/// number of contending nodes; one round without), the median and spread
+/// of every node's acquire times together (from the `lock_samples`
+/// records) and the pairs per second of all nodes together: every pair
+/// over the longest time a node took, the median of the rounds.
+pub fn lock_table(m: &Measurements) -> Vec<String> {
+    let (samples, rounds) = (&m.lock_samples, &m.lock_rounds);
     let table = Table::new(
         ">10 contenders|>5 node||<9 home|>6 pairs|>12 acquire med|>19 acquire p10-p90|\
          >10 pair med|>19 pair p10-p90|>10 pairs/s",
@@ -510,17 +493,20 @@ pub fn lock_table(
             .to_string(),
         table.header(),
     ];
-    if rows.is_empty() {
+    if m.locks.is_empty() {
         lines.push("(no lock records in the guest logs)".to_string());
         return lines;
     }
-    let mut rows = rows.to_vec();
-    rows.sort_by_key(|r| (r.contenders, r.node, r.home));
+    let rows: Vec<&Lock> = m.locks.values().collect();
     let mut groups: Vec<u32> = rows.iter().map(|r| r.contenders).collect();
     groups.dedup();
     let mut notes = Vec::new();
     for contenders in groups {
-        let group: Vec<&Lock> = rows.iter().filter(|r| r.contenders == contenders).collect();
+        let group: Vec<&Lock> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.contenders == contenders)
+            .collect();
         for r in &group {
             let home = if r.home == r.node {
                 format!("{} (local)", r.home)
@@ -659,7 +645,7 @@ pub fn contention_verdict(rounds: &BTreeMap<u32, Vec<f64>>) -> Option<String> {
 
 /// The memory region table, one string per line: the measuring node's
 /// memory regions and pool after each step, by LMR size and count.
-pub fn regions_table(rows: &[Regions]) -> Vec<String> {
+pub fn regions_table(m: &Measurements) -> Vec<String> {
     let table = Table::new(">6 LMRs|>9 LMR size|>15 memory regions|>14 pool segments|>9 pool MiB");
     let mut lines = vec![
         "LMRs alive, half of them (every other one) on this node and half on the other; \
@@ -667,11 +653,11 @@ pub fn regions_table(rows: &[Regions]) -> Vec<String> {
             .to_string(),
         table.header(),
     ];
-    if rows.is_empty() {
+    if m.regions.is_empty() {
         lines.push("(no regions records in the guest logs)".to_string());
         return lines;
     }
-    for r in rows {
+    for r in m.regions.values() {
         lines.push(table.row([
             &r.lmrs.to_string(),
             &r.size.to_string(),
@@ -721,7 +707,8 @@ fn regions_problem(base: &Regions, row: &Regions) -> Option<String> {
 /// regions only as pool segments, and its pool must hold the bytes of the
 /// LMRs on this node. Names the largest row when met, the first that
 /// fails when not.
-pub fn regions_verdict(rows: &[Regions]) -> String {
+pub fn regions_verdict(m: &Measurements) -> String {
+    let rows: Vec<&Regions> = m.regions.values().collect();
     let what = "memory regions stay flat (every region beyond the fewest-LMR row's is a new \
                 pool segment, and the pool holds this node's LMR bytes)";
     // The first of equal rows, in table order.
@@ -971,12 +958,11 @@ fn failure_notes(nodes: &[FailureNode]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::parse::parse_perftest;
     use crate::bench::parse::tests::{
-        assert_rows, failure_logs, latencies, locks, measured, region_rows, rpc_asyncs,
-        rpc_throughputs, throughputs, words, words_of, ATOMIC_LOG, BW_CLIENT, CLIENT,
+        assert_rows, failure_logs, measured, words, words_of, ATOMIC_LOG, BW_CLIENT, CLIENT,
         FAILURE_LEAVER, LOCK_LOG, REGIONS_LOG, RPC_LOG,
     };
-    use crate::bench::parse::{parse_perftest, parse_perftest_bw};
 
     #[test]
     fn a_table_spec_gives_each_column_its_width_side_and_gap() {
@@ -988,7 +974,7 @@ mod tests {
     #[test]
     fn latency_tables_compare_each_size_with_perftest() {
         // The rows after the column names.
-        let lat = |log| words_of(&table(&parse_perftest(log), &latencies(log)))[1..].to_vec();
+        let lat = |log| words_of(&table(&measured(log)))[1..].to_vec();
         // 2100.50 / 1987.50.
         let client = [
             "read 8 1.50 0.10 - - -",
@@ -1000,7 +986,7 @@ mod tests {
             assert_eq!(lat(log), ["write 64 - - 1100.00 1000.00-1300.00 -"]);
         }
         // Sorted by threads.
-        let rpc = words_of(&rpc_throughput_table(&rpc_throughputs(RPC_LOG)));
+        let rpc = words_of(&rpc_throughput_table(&measured(RPC_LOG)));
         let rpc_rows = [
             "64 1 2000 400.00 2500.00 2400.00-2600.00",
             "64 4 2000 1234.50 3000.00 2800.00-3500.00",
@@ -1010,14 +996,11 @@ mod tests {
 
     #[test]
     fn rpc_async_table_compares_each_depth_with_ib_send_bw() {
-        let native = parse_perftest_bw(
+        let table = rpc_async_table(&measured(
             "LITE-PERFTEST-BEGIN test=ib_send_bw size=64 depth=8 side=client\n\
-             64 300 1.00 0.50 0.004\nLITE-PERFTEST-END rc=0\n",
-        );
-        let rows = rpc_asyncs(
-            "LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n",
-        );
-        let table = rpc_async_table(&native, &rows);
+             64 300 1.00 0.50 0.004\nLITE-PERFTEST-END rc=0\n\
+             LITE-RECORD {\"rpc_async\":{\"size\":64,\"threads\":1,\"depth\":8,\"calls\":300,\"calls_per_s\":800.00,\"latency\":{\"median\":9000.00,\"p10\":8000.00,\"p90\":11000.00}}}\n",
+        ));
         // Two notes, the header and one row per planned depth.
         assert_eq!(table.len(), 3 + DEPTHS.len());
         let depth_eight = "8 300 800.00 4000.00 0.2000 9000.00 8000.00-11000.00";
@@ -1030,7 +1013,7 @@ mod tests {
         let native = parse_perftest(RPC_LOG);
         assert_eq!(native.len(), 2);
         assert_eq!((native[0].op.as_str(), native[0].typical), ("send", 1000.0));
-        let table = words_of(&rpc_table(&native, &latencies(RPC_LOG)));
+        let table = words_of(&rpc_table(&measured(RPC_LOG)));
         // Explanation, column names, then sizes 8, 64 (2500 / (2 x 1000))
         // and 512.
         let sizes = [
@@ -1043,9 +1026,8 @@ mod tests {
 
     #[test]
     fn throughput_table_compares_with_the_matching_perftest_run() {
-        let native = parse_perftest_bw(BW_CLIENT);
-        let lite = throughputs(BW_CLIENT);
-        let table = bw_table(&native, &lite);
+        let m = measured(BW_CLIENT);
+        let table = bw_table(&m);
         // Two header lines, the column names, then every planned series.
         assert_eq!(table.len(), 3 + 2 * 4 + 2 * 2 * 6, "{table:#?}");
         assert!(table[0].contains("-t (TX depth)"));
@@ -1062,22 +1044,18 @@ mod tests {
         ];
         assert_rows(&table, &rows);
         // A series outside the plan still gets a row.
-        let extra = vec![Throughput {
-            op: "write_async".into(),
-            size: 512,
-            depth: Some(3),
-            ..lite[0].clone()
-        }];
-        let table = bw_table(&[], &extra);
+        let mut extra = Measurements::default();
+        let key = ("write_async".to_string(), 512, Some(3));
+        let series = m.lite_bw.values().next().cloned().expect("a series");
+        extra.lite_bw.insert(key, series);
+        let table = bw_table(&extra);
         let last = table.last().map_or("", String::as_str);
         assert!(last.starts_with("write_async     512     3"), "{last}");
     }
 
     #[test]
     fn atomic_table_compares_with_ib_atomic_lat() {
-        let native = parse_perftest(ATOMIC_LOG);
-        let lite = latencies(ATOMIC_LOG);
-        let table = atomic_table(&native, &lite);
+        let table = atomic_table(&measured(ATOMIC_LOG));
         assert_eq!(table.len(), 3, "{table:#?}");
         assert!(table[0].contains("LITE/native"));
         // 1200 / 1000; no LITE compare_swp series: native only.
@@ -1088,7 +1066,7 @@ mod tests {
         ];
         assert_eq!(words_of(&table)[1..], rows);
         // Nothing at all: both rows, all dashes.
-        let empty = atomic_table(&[], &[]);
+        let empty = atomic_table(&Measurements::default());
         assert_eq!(empty.len(), 3);
         assert!(empty[2].split_whitespace().skip(5).all(|f| f == "-"));
     }
@@ -1140,9 +1118,8 @@ mod tests {
 
     #[test]
     fn lock_table_adds_an_overall_row_per_contended_series() {
-        let rows = locks(LOCK_LOG);
-        let samples = measured(LOCK_LOG).lock_samples;
-        let table = words_of(&lock_table(&rows, &samples, &BTreeMap::new()));
+        let mut m = measured(LOCK_LOG);
+        let table = words_of(&lock_table(&m));
         // Explanation, column names, 2 uncontended, 2 contended, all, note.
         // All: samples 1..6 together, median 3.5, p10 1.5, p90 5.5; 8
         // pairs over the longest node's 1000 us.
@@ -1158,23 +1135,22 @@ mod tests {
             ]
         );
         // Complete samples: no note.
-        let mut complete = samples.clone();
-        if let Some(node3) = complete.get_mut(&(4, 3)) {
+        if let Some(node3) = m.lock_samples.get_mut(&(4, 3)) {
             node3.extend([7.0, 8.0]);
         }
-        let table = lock_table(&rows, &complete, &BTreeMap::new());
+        let table = lock_table(&m);
         assert_eq!(table.len(), 7);
         assert!(words(&table[6]).starts_with("4 all 1 8 4.50 1.70-7.30 "));
         // Two rounds (the rows of the first): twice the pairs, of which
         // the 8 samples are half, and the median of the rounds' throughput.
-        let rounds = BTreeMap::from([(4u32, vec![7000.0, 9000.0])]);
-        let table = lock_table(&rows, &complete, &rounds);
+        m.lock_rounds = BTreeMap::from([(4u32, vec![7000.0, 9000.0])]);
+        let table = lock_table(&m);
         assert_eq!(table.len(), 8);
         assert_eq!(words(&table[6]), "4 all 1 16 4.50 1.70-7.30 - - 8000.00");
         let note = "note: 4 contenders: 8 of 16 acquire times were readable in the logs";
         assert_eq!(table.last(), Some(&note.to_string()));
         // Nothing measured.
-        let empty = lock_table(&[], &BTreeMap::new(), &BTreeMap::new());
+        let empty = lock_table(&Measurements::default());
         assert_eq!(empty.len(), 3);
         assert!(empty[2].contains("no lock records"));
     }
@@ -1300,8 +1276,8 @@ mod tests {
 
     #[test]
     fn regions_table_and_verdict() {
-        let rows = region_rows(REGIONS_LOG);
-        let table = regions_table(&rows);
+        let m = measured(REGIONS_LOG);
+        let table = regions_table(&m);
         assert_eq!(table.len(), 7, "{table:#?}");
         let cells = words_of(&table);
         let columns = "LMRs LMR size memory regions pool segments pool MiB";
@@ -1310,21 +1286,21 @@ mod tests {
         assert_eq!(cells[5..], ["1000 4096 4 2 8.00", "100 65536 4 2 8.00"]);
         let what = "memory regions stay flat (every region beyond the fewest-LMR row's is a new \
                     pool segment, and the pool holds this node's LMR bytes)";
-        let changed = |change: fn(&mut Vec<Regions>)| {
-            let mut changed = rows.clone();
-            change(&mut changed);
+        let changed = |change: fn(&mut Vec<&mut Regions>)| {
+            let mut changed = measured(REGIONS_LOG);
+            change(&mut changed.regions.values_mut().collect());
             regions_verdict(&changed)
         };
         let found = [
-            regions_verdict(&rows),
+            regions_verdict(&m),
             // A region per LMR that no pool segment explains.
             changed(|rows| rows[3].memory_regions = 503),
             // Fewer segments again need fewer regions too.
             changed(|rows| rows[4].pool_segments = 1),
             // 50 local LMRs of 64 KiB are 3.125 MiB: a 2 MiB pool cannot hold them.
             changed(|rows| rows[4].pool_bytes = 2 << 20),
-            changed(|rows| rows.truncate(1)),
-            regions_verdict(&[]),
+            regions_verdict(&measured(REGIONS_LOG.lines().next().unwrap_or_default())),
+            regions_verdict(&Measurements::default()),
         ];
         let missing = format!("{what}: not evaluated, a measurement is missing");
         let want = [
@@ -1346,6 +1322,6 @@ mod tests {
         ];
         assert_eq!(found, want);
         let nothing = "(no regions records in the guest logs)";
-        assert_eq!(regions_table(&[])[2], nothing);
+        assert_eq!(regions_table(&Measurements::default())[2], nothing);
     }
 }

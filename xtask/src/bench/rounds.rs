@@ -61,15 +61,14 @@ pub fn compared_ops() -> impl Iterator<Item = &'static str> {
 /// USER_HZ: ticks per second of the guests' `/proc/stat`.
 const TICKS_PER_S: f64 = 100.0;
 
-/// The series of one round, by (operation, size).
+/// The series of one round, the native verbs baseline's and LITE's by
+/// (operation, size), and the busy CPU ticks of each VM while each program
+/// ran, summed over the round's groups of operations, by (side, program):
+/// `("client", "lite")`.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Round {
-    /// The native verbs baseline's series.
     pub native: BTreeMap<(String, u64), Latency>,
-    /// LITE's series.
     pub lite: BTreeMap<(String, u64), Latency>,
-    /// Busy CPU ticks of each VM while each program ran, summed over the
-    /// round's groups of operations, by (side, program): `("client", "lite")`.
     pub cpu: BTreeMap<(String, String), u64>,
 }
 
@@ -237,14 +236,12 @@ pub fn cpu_line(figures: &[CpuFigure]) -> Option<String> {
     ))
 }
 
-/// Median and range of a few values.
+/// Median (the mean of the middle two for an even count) and range of a
+/// few values.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Range {
-    /// Median (the mean of the middle two for an even count).
     pub median: f64,
-    /// Smallest.
     pub min: f64,
-    /// Largest.
     pub max: f64,
 }
 

@@ -86,13 +86,9 @@ const APPS_VMS: (u32, Duration) = (MEMORY_MIB, Duration::from_secs(45 * 60));
 /// One perftest bandwidth run: `ib_<op>_bw -s size -t depth -n iters`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BwRun {
-    /// `write` or `read`.
     pub op: &'static str,
-    /// Message size in bytes.
     pub size: u64,
-    /// TX depth.
     pub depth: u32,
-    /// Iterations.
     pub iters: u64,
 }
 
@@ -171,17 +167,13 @@ pub fn lock_iters(iters: u32) -> u32 {
     iters.min(LOCK_CONTEND_ITERS)
 }
 
-/// What both phases boot: the release kernel, the full initramfs and the
-/// cluster manager, and where the run's logs go.
+/// What every phase boots: the release kernel, the full initramfs and the
+/// cluster manager, and the run's log directory (emptied first), in
+/// subdirectories of which the later phases log.
 pub struct Setup {
-    /// Kernel image.
     kernel: PathBuf,
-    /// Initramfs image.
     initrd: PathBuf,
-    /// The cluster manager binary.
     manager: PathBuf,
-    /// The run's log directory (emptied first); the lock contention and
-    /// failure phases log into its `locks` and `failure` subdirectories.
     pub logs: PathBuf,
 }
 
@@ -269,20 +261,19 @@ impl Setup {
     }
 }
 
-/// One node's console log, read after its VM stopped.
+/// One node's console log, read after its VM stopped: everything node
+/// `name` (`node2`) printed, invalid UTF-8 replaced; empty if the log
+/// could not be read.
 pub struct NodeLog {
-    /// The node's name, e.g. `node2`.
     pub name: String,
-    /// Everything the node printed (invalid UTF-8 replaced; empty if the
-    /// log could not be read).
     pub text: String,
 }
 
-/// What a finished phase left behind.
+/// What a finished phase left behind: every node's console log, in node
+/// order, and how waiting for the VMs ended (an error if one failed or
+/// timed out).
 pub struct Phase {
-    /// Every node's console log, in node order.
     pub logs: Vec<NodeLog>,
-    /// How waiting for the VMs ended: an error if one failed or timed out.
     pub waited: Result<()>,
 }
 
