@@ -71,21 +71,13 @@ pub fn table(m: &Measurements) -> Vec<String> {
          barrier of all N (each node's median, ms: median and range over the nodes), and 64 B \
          RPC from every node to every other at once (calls per second of all nodes)"
             .to_string(),
-        table.header(),
     ];
-    for size in sizes(m) {
-        let [join, join_range] = millis(size.join_ms);
-        let [barrier, barrier_range] = millis(size.barrier_ms);
-        lines.push(table.row([
-            &size.nodes.to_string(),
-            &size.reported.to_string(),
-            &join,
-            &join_range,
-            &barrier,
-            &barrier_range,
-            &format!("{:.0}", size.rpc_calls_per_s),
-        ]));
-    }
+    lines.extend(table.lines(sizes(m).into_iter().map(|size| {
+        let counts = [size.nodes.to_string(), size.reported.to_string()];
+        let times = [millis(size.join_ms), millis(size.barrier_ms)].concat();
+        let calls = format!("{:.0}", size.rpc_calls_per_s);
+        counts.into_iter().chain(times).chain([calls])
+    })));
     lines
 }
 

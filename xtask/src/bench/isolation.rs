@@ -110,32 +110,31 @@ pub fn table(rows: &[Qos]) -> Vec<String> {
             r.size, r.loaders, r.load_size
         ));
     }
-    lines.push(table.header());
-    for round in rounds(rows) {
+    let phases = rounds(rows).into_iter().flat_map(|round| {
         let unloaded = find(rows, round, "unloaded", "on");
-        for (phase, qos) in PHASES {
-            let Some(r) = find(rows, round, phase, qos) else {
-                continue;
-            };
+        PHASES.into_iter().filter_map(move |(phase, qos)| {
             let base = if phase == "unloaded" { None } else { unloaded };
-            let loaded = (r.loaders > 0).then_some(r);
-            lines.push(table.row([
-                &round.to_string(),
-                phase,
-                qos,
-                &r.loaders.to_string(),
-                &r.iters.to_string(),
-                &cell(Some(r.latency.median)),
-                &cell(Some(r.p99)),
-                &spread_cell(Some(&r.latency)),
-                &ratio_cell(Some(r.latency.median), base.map(|b| b.latency.median)),
-                &ratio_cell(Some(r.p99), base.map(|b| b.p99)),
-                &cell(loaded.map(|r| r.load_mibps)),
-                &loaded.map_or("-".to_string(), |r| r.load_ops.to_string()),
-                &r.throttled.to_string(),
-            ]));
-        }
-    }
+            Some((find(rows, round, phase, qos)?, base))
+        })
+    });
+    lines.extend(table.lines(phases.map(|(r, base)| {
+        let loaded = (r.loaders > 0).then_some(r);
+        [
+            r.round.to_string(),
+            r.phase.clone(),
+            r.qos.clone(),
+            r.loaders.to_string(),
+            r.iters.to_string(),
+            cell(Some(r.latency.median)),
+            cell(Some(r.p99)),
+            spread_cell(Some(&r.latency)),
+            ratio_cell(Some(r.latency.median), base.map(|b| b.latency.median)),
+            ratio_cell(Some(r.p99), base.map(|b| b.p99)),
+            cell(loaded.map(|r| r.load_mibps)),
+            loaded.map_or("-".to_string(), |r| r.load_ops.to_string()),
+            r.throttled.to_string(),
+        ]
+    })));
     lines
 }
 

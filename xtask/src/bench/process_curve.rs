@@ -99,27 +99,31 @@ pub fn table(m: &Measurements) -> Vec<String> {
          time per operation, median of the rounds and its range; the queue pairs and memory \
          regions on the measuring node"
             .to_string(),
-        table.header(),
     ];
-    for (workload, name) in WORKLOADS {
-        for processes in counts(m, workload) {
-            let ratio = step_ratio(m, workload, processes);
-            let lite = resources(m, Side::Lite, workload, processes);
-            let native = resources(m, Side::Native, workload, processes);
-            lines.push(table.row([
-                name,
-                &processes.to_string(),
-                &ops(median_ops(m, Side::Lite, workload, processes)),
-                &ops(median_ops(m, Side::Native, workload, processes)),
-                &ratio.map_or("-".to_string(), |r| format!("{:.2}", r.median)),
-                &ratio.map_or("-".to_string(), |r| format!("{:.2}-{:.2}", r.min, r.max)),
-                &count(lite.map(|r| r.0)),
-                &count(native.map(|r| r.0)),
-                &count(lite.map(|r| r.1)),
-                &count(native.map(|r| r.1)),
-            ]));
-        }
-    }
+    let steps = WORKLOADS.into_iter().flat_map(|(workload, name)| {
+        counts(m, workload)
+            .into_iter()
+            .map(move |n| (workload, name, n))
+    });
+    lines.extend(table.lines(steps.map(|(workload, name, processes)| {
+        let ratio = step_ratio(m, workload, processes);
+        let [lite, native] = [Side::Lite, Side::Native].map(|side| {
+            let ops = ops(median_ops(m, side, workload, processes));
+            (ops, resources(m, side, workload, processes))
+        });
+        [
+            name.to_string(),
+            processes.to_string(),
+            lite.0,
+            native.0,
+            ratio.map_or("-".to_string(), |r| format!("{:.2}", r.median)),
+            ratio.map_or("-".to_string(), |r| format!("{:.2}-{:.2}", r.min, r.max)),
+            count(lite.1.map(|r| r.0)),
+            count(native.1.map(|r| r.0)),
+            count(lite.1.map(|r| r.1)),
+            count(native.1.map(|r| r.1)),
+        ]
+    })));
     lines
 }
 

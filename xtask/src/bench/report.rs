@@ -184,15 +184,11 @@ pub fn table(m: &Measurements) -> Vec<String> {
     let table = Table::new(
         "<6 op|>7 size|>13 native med|>12 native sd|>11 LITE med|>19 LITE p10-p90|>11 LITE/native",
     );
-    let mut lines = vec![table.header()];
-    for (op, size) in keys {
+    table.lines(keys.into_iter().map(|(op, size)| {
         let n = native.iter().find(|n| n.op == op && n.size == size);
-        let l = m.lite.get(&(op.clone(), size));
-        let [typical, sd, median, spread, ratio] = side_by_side(n, l);
-        let size = size.to_string();
-        lines.push(table.row([&op, &size, &typical, &sd, &median, &spread, &ratio]));
-    }
-    lines
+        let [typical, sd, median, spread, ratio] = side_by_side(n, m.lite.get(&(op.clone(), size)));
+        [op, size.to_string(), typical, sd, median, spread, ratio]
+    }))
 }
 
 /// The perftest run a LITE throughput series is compared with: memset and
@@ -233,9 +229,8 @@ pub fn bw_table(m: &Measurements) -> Vec<String> {
     let mut lines = vec![
         "native: perftest BW average with -t (TX depth) = LITE's operations in flight,".to_string(),
         "1 for memset/memcpy (one at a time); LITE/native = LITE avg / native avg".to_string(),
-        table.header(),
     ];
-    for (op, size, depth) in keys {
+    lines.extend(table.lines(keys.into_iter().map(|(op, size, depth)| {
         let l = lite.get(&(op.clone(), size, depth));
         let counterpart = native_counterpart(&op, depth);
         let n = counterpart.and_then(|(test, d)| {
@@ -243,19 +238,18 @@ pub fn bw_table(m: &Measurements) -> Vec<String> {
                 .iter()
                 .find(|n| n.op == test && n.size == size && n.depth == d)
         });
-        let test = counterpart.map_or("-".to_string(), |(test, d)| format!("ib_{test}_bw -t {d}"));
-        lines.push(table.row([
-            &op,
-            &size.to_string(),
-            &depth.map_or("1".to_string(), |d| d.to_string()),
-            &test,
-            &cell(n.map(|n| n.average)),
-            &cell(l.map(|l| l.average)),
-            &cell(l.map(|l| l.median)),
-            &range_cell(l.map(|l| (l.p10, l.p90))),
-            &ratio_cell(l.map(|l| l.average), n.map(|n| n.average)),
-        ]));
-    }
+        [
+            op,
+            size.to_string(),
+            depth.map_or("1".to_string(), |d| d.to_string()),
+            counterpart.map_or("-".to_string(), |(test, d)| format!("ib_{test}_bw -t {d}")),
+            cell(n.map(|n| n.average)),
+            cell(l.map(|l| l.average)),
+            cell(l.map(|l| l.median)),
+            range_cell(l.map(|l| (l.p10, l.p90))),
+            ratio_cell(l.map(|l| l.average), n.map(|n| n.average)),
+        ]
+    })));
     lines
 }
 
@@ -278,41 +272,38 @@ pub fn rpc_table(m: &Measurements) -> Vec<String> {
     );
     let mut lines = vec![
         "native: ib_send_lat t_typical is half a round trip; an RPC is a whole one".to_string(),
-        table.header(),
     ];
-    for size in sizes {
+    lines.extend(table.lines(sizes.into_iter().map(|size| {
         let n = native
             .iter()
             .find(|n| n.op == RPC_NATIVE_OP && n.size == size);
         let l = m.lite.get(&(RPC_OP.to_string(), size));
         let round_trip = n.map(|n| 2.0 * n.typical);
-        lines.push(table.row([
-            &size.to_string(),
-            &cell(n.map(|n| n.typical)),
-            &cell(round_trip),
-            &cell(l.map(|l| l.median)),
-            &range_cell(l.map(|l| (l.p10, l.p90))),
-            &ratio_cell(l.map(|l| l.median), round_trip),
-        ]));
-    }
+        [
+            size.to_string(),
+            cell(n.map(|n| n.typical)),
+            cell(round_trip),
+            cell(l.map(|l| l.median)),
+            range_cell(l.map(|l| (l.p10, l.p90))),
+            ratio_cell(l.map(|l| l.median), round_trip),
+        ]
+    })));
     lines
 }
 
 /// The RPC throughput table, one string per line, by size and threads.
 pub fn rpc_throughput_table(m: &Measurements) -> Vec<String> {
     let table = Table::new(">7 size|>8 threads|>8 calls|>12 calls/s|>12 RPC med|>19 RPC p10-p90");
-    let mut lines = vec![table.header()];
-    for r in m.lite_rpc_bw.values() {
-        lines.push(table.row([
-            &r.size.to_string(),
-            &r.threads.to_string(),
-            &r.calls.to_string(),
-            &format!("{:.2}", r.calls_per_s),
-            &format!("{:.2}", r.latency.median),
-            &range_cell(Some((r.latency.p10, r.latency.p90))),
-        ]));
-    }
-    lines
+    table.lines(m.lite_rpc_bw.values().map(|r| {
+        [
+            r.size.to_string(),
+            r.threads.to_string(),
+            r.calls.to_string(),
+            format!("{:.2}", r.calls_per_s),
+            format!("{:.2}", r.latency.median),
+            spread_cell(Some(&r.latency)),
+        ]
+    }))
 }
 
 /// The asynchronous RPC table, one string per line: for every depth in
@@ -330,7 +321,6 @@ pub fn rpc_async_table(m: &Measurements) -> Vec<String> {
         "native: ib_send_bw messages/s at -t = calls in flight (one way, no server work);"
             .to_string(),
         "LITE/native = LITE calls/s / native messages/s".to_string(),
-        table.header(),
     ];
     let mut depths: Vec<u32> = DEPTHS.to_vec();
     for &(size, depth) in m.lite_rpc_async.keys() {
@@ -339,7 +329,7 @@ pub fn rpc_async_table(m: &Measurements) -> Vec<String> {
         }
     }
     depths.sort_unstable();
-    for depth in depths {
+    lines.extend(table.lines(depths.into_iter().map(|depth| {
         let lite = m.lite_rpc_async.get(&(RPC_ASYNC_SIZE, depth));
         let native_rate = m
             .native_bw
@@ -348,16 +338,16 @@ pub fn rpc_async_table(m: &Measurements) -> Vec<String> {
             .map(|n| n.msg_rate * 1e6)
             .filter(|rate| *rate > 0.0);
         let ratio = lite.zip(native_rate).map(|(l, rate)| l.calls_per_s / rate);
-        lines.push(table.row([
-            &depth.to_string(),
-            &lite.map_or("-".to_string(), |l| l.calls.to_string()),
-            &cell(lite.map(|l| l.calls_per_s)),
-            &cell(native_rate),
-            &ratio.map_or("-".to_string(), |r| format!("{r:.4}")),
-            &cell(lite.map(|l| l.latency.median)),
-            &range_cell(lite.map(|l| (l.latency.p10, l.latency.p90))),
-        ]));
-    }
+        [
+            depth.to_string(),
+            lite.map_or("-".to_string(), |l| l.calls.to_string()),
+            cell(lite.map(|l| l.calls_per_s)),
+            cell(native_rate),
+            ratio.map_or("-".to_string(), |r| format!("{r:.4}")),
+            cell(lite.map(|l| l.latency.median)),
+            spread_cell(lite.map(|l| &l.latency)),
+        ]
+    })));
     lines
 }
 
@@ -397,9 +387,9 @@ fn range_cell(range: Option<(f64, f64)>) -> String {
 /// A report table's columns: for each, the spaces before it (none before
 /// the first), its width, whether it is padded on the right rather than the
 /// left, and its heading.
-pub(super) struct Table<const N: usize>([(usize, usize, bool, String); N]);
+pub(super) struct Table(Vec<(usize, usize, bool, String)>);
 
-impl<const N: usize> Table<N> {
+impl Table {
     /// The table `spec` lays out: each column as `<` (padded on the right)
     /// or `>` (on the left), its width, a space and its heading; the
     /// columns are as many `|` apart as spaces are between them.
@@ -417,22 +407,35 @@ impl<const N: usize> Table<N> {
                 gap = 0;
             }
         }
-        Table(
-            columns
-                .try_into()
-                .unwrap_or_else(|_| panic!("{spec}: not {N} columns")),
-        )
+        Table(columns)
     }
 
     /// The line of headings.
     pub(super) fn header(&self) -> String {
-        self.row(self.0.each_ref().map(|(_, _, _, heading)| heading.as_str()))
+        self.line(self.0.iter().map(|(_, _, _, heading)| heading.as_str()))
+    }
+
+    /// The line of headings, then a line of each row's cells.
+    pub(super) fn lines<R, C>(&self, rows: impl IntoIterator<Item = R>) -> Vec<String>
+    where
+        R: IntoIterator<Item = C>,
+        C: AsRef<str>,
+    {
+        let mut lines = vec![self.header()];
+        lines.extend(rows.into_iter().map(|row| self.line(row)));
+        lines
     }
 
     /// One line of the table: `cells` laid out in its columns.
-    pub(super) fn row(&self, cells: [&str; N]) -> String {
+    pub(super) fn row<const N: usize>(&self, cells: [&str; N]) -> String {
+        assert_eq!(N, self.0.len(), "cells of a row");
+        self.line(cells)
+    }
+
+    pub(super) fn line(&self, cells: impl IntoIterator<Item = impl AsRef<str>>) -> String {
         let mut line = String::new();
         for (i, ((gap, width, left, _), cell)) in self.0.iter().zip(cells).enumerate() {
+            let cell = cell.as_ref();
             if i > 0 {
                 line.push_str(&" ".repeat(*gap));
             }
@@ -462,17 +465,24 @@ pub fn atomic_table(m: &Measurements) -> Vec<String> {
         "<12 op|>5 size||<30 native|>11 native med|>10 native sd|>10 LITE med|>19 LITE p10-p90|\
          >11 LITE/native",
     );
-    let mut lines = vec![table.header()];
-    for (flag, op) in ATOMICS {
+    table.lines(ATOMICS.map(|(flag, op)| {
         let n = m.native.iter().find(|n| n.op == op);
         let l = m.lite.values().find(|l| l.op == op);
         let size = n.map(|n| n.size).or(l.map(|l| l.size));
         let size = size.map_or("-".to_string(), |s| s.to_string());
         let test = format!("ib_atomic_lat -A {flag}");
         let [typical, sd, median, spread, ratio] = side_by_side(n, l);
-        lines.push(table.row([op, &size, &test, &typical, &sd, &median, &spread, &ratio]));
-    }
-    lines
+        [
+            op.to_string(),
+            size,
+            test,
+            typical,
+            sd,
+            median,
+            spread,
+            ratio,
+        ]
+    }))
 }
 
 /// The lock table, one string per line: a row per lock record
@@ -657,15 +667,12 @@ pub fn regions_table(m: &Measurements) -> Vec<String> {
         lines.push("(no regions records in the guest logs)".to_string());
         return lines;
     }
-    for r in m.regions.values() {
-        lines.push(table.row([
-            &r.lmrs.to_string(),
-            &r.size.to_string(),
-            &r.memory_regions.to_string(),
-            &r.pool_segments.to_string(),
-            &format!("{:.2}", r.pool_bytes as f64 / MIB),
-        ]));
-    }
+    lines.extend(m.regions.values().map(|r| {
+        let counts = [r.lmrs, r.size, r.memory_regions, r.pool_segments];
+        let mut cells = counts.map(|count| count.to_string()).to_vec();
+        cells.push(format!("{:.2}", r.pool_bytes as f64 / MIB));
+        table.line(cells)
+    }));
     lines
 }
 
@@ -863,23 +870,12 @@ fn stall_table(nodes: &[FailureNode]) -> Vec<String> {
         "<16 survivor|>11 {rdma_write}|>15 {send_reply_imm}|>8 {lock}|>13 {dist_barrier}|\
          >10 detection"
     ));
-    let mut lines = vec![table.header()];
-    for node in nodes {
-        let cells: Vec<String> = STALL_CALLS
-            .iter()
-            .map(|call| ms_cell(stall_of(node, call).map(|ms| ms as f64)))
-            .collect();
-        let detection = detection_of(node);
-        lines.push(table.row([
-            &node.node,
-            &cells[0],
-            &cells[1],
-            &cells[2],
-            &cells[3],
-            &ms_cell(detection.map(|ms| ms as f64)),
-        ]));
-    }
-    lines
+    table.lines(nodes.iter().map(|node| {
+        let stalls = STALL_CALLS.iter().map(|call| stall_of(node, call));
+        let times = stalls.chain([detection_of(node)]);
+        let cells = times.map(|ms| ms_cell(ms.map(|ms| ms as f64)));
+        [node.node.clone()].into_iter().chain(cells)
+    }))
 }
 
 /// Whether every stall is within [`STALL_BOUND_MS`], naming the worst.

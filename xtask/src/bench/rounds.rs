@@ -209,20 +209,17 @@ pub fn cpu_table(figures: &[CpuFigure]) -> Vec<String> {
         "<8 VM|>6 rounds||>20 native (min-max)||>20 LITE (min-max)||>20 LITE/native (min-max)",
     );
     let mut lines = vec![
-        "busy CPU time of the whole VM (kernel threads included) per operation of the round's \
-         series, microseconds"
+        "busy CPU time of the whole VM (kernel threads included) per operation \
+                          of the round's series, microseconds"
             .to_string(),
-        table.header(),
     ];
-    for f in figures {
-        lines.push(table.row([
-            f.side,
-            &f.rounds.to_string(),
-            &span(&f.native, false),
-            &span(&f.lite, false),
-            &span(&f.ratio, true),
-        ]));
-    }
+    lines.extend(table.lines(figures.iter().map(|f| {
+        let ranges = [(&f.native, false), (&f.lite, false), (&f.ratio, true)];
+        let cells = ranges.map(|(range, ratio)| span(range, ratio));
+        [f.side.to_string(), f.rounds.to_string()]
+            .into_iter()
+            .chain(cells)
+    })));
     lines
 }
 
@@ -277,47 +274,30 @@ pub struct Figure {
     pub target: Option<f64>,
 }
 
-/// Where a figure stands against its target.
+/// Where per-round ratios stand against a target: the median decides
+/// whether it is met, and the rounds disagree when some are within and
+/// some not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Median ratio within target, and every round agrees.
-    Met,
-    /// Median ratio within target, but some round was not.
-    MetRoundsDisagree,
-    /// Median ratio beyond target, but some round was within.
-    NotMetRoundsDisagree,
-    /// Median ratio beyond target in every round.
-    NotMet,
+pub struct Verdict {
+    pub met: bool,
+    pub disagree: bool,
 }
 
 impl Verdict {
-    /// Whether the target counts as met (the median decides).
-    pub fn is_met(self) -> bool {
-        matches!(self, Verdict::Met | Verdict::MetRoundsDisagree)
+    pub fn of(ratio: &Range, target: f64) -> Verdict {
+        Verdict {
+            met: ratio.median <= target,
+            disagree: ratio.min <= target && ratio.max > target,
+        }
     }
 
     /// How the report words it.
     pub fn describe(self) -> &'static str {
-        match self {
-            Verdict::Met => "met",
-            Verdict::MetRoundsDisagree => "met (rounds disagree)",
-            Verdict::NotMetRoundsDisagree => "NOT met (rounds disagree)",
-            Verdict::NotMet => "NOT met",
-        }
-    }
-}
-
-impl Verdict {
-    /// Where per-round ratios `ratio` stand against `target`: the median
-    /// decides, and the rounds disagree when some are within and some not.
-    pub fn of(ratio: &Range, target: f64) -> Verdict {
-        let within = ratio.median <= target;
-        let disagree = ratio.min <= target && ratio.max > target;
-        match (within, disagree) {
-            (true, false) => Verdict::Met,
-            (true, true) => Verdict::MetRoundsDisagree,
-            (false, true) => Verdict::NotMetRoundsDisagree,
-            (false, false) => Verdict::NotMet,
+        match (self.met, self.disagree) {
+            (true, false) => "met",
+            (true, true) => "met (rounds disagree)",
+            (false, true) => "NOT met (rounds disagree)",
+            (false, false) => "NOT met",
         }
     }
 }
@@ -398,21 +378,18 @@ pub fn table(figures: &[Figure]) -> Vec<String> {
         "<11 op|>6 size||>6 rounds||>20 native us (min-max)||>20 LITE us (min-max)||\
          >20 LITE/native (min-max)||>6 target||<25 verdict",
     );
-    let mut lines = vec![table.header()];
-    for f in figures {
-        let target = f.target.map_or("-".to_string(), |t| format!("{t:.2}"));
-        lines.push(table.row([
-            &f.op,
-            &f.size.to_string(),
-            &f.rounds.to_string(),
-            &span(&f.native, false),
-            &span(&f.lite, false),
-            &span(&f.ratio, true),
-            &target,
-            f.verdict().map_or("-", Verdict::describe),
-        ]));
-    }
-    lines
+    table.lines(figures.iter().map(|f| {
+        [
+            f.op.clone(),
+            f.size.to_string(),
+            f.rounds.to_string(),
+            span(&f.native, false),
+            span(&f.lite, false),
+            span(&f.ratio, true),
+            f.target.map_or("-".to_string(), |t| format!("{t:.2}")),
+            f.verdict().map_or("-", Verdict::describe).to_string(),
+        ]
+    }))
 }
 
 /// One line per target: met or not, by the median ratio, with the worst
@@ -434,15 +411,10 @@ pub fn verdicts(figures: &[Figure]) -> Vec<String> {
                 .max_by(|a, b| a.ratio.median.total_cmp(&b.ratio.median));
             match worst {
                 Some(worst) => {
-                    let met = covered
+                    let met = covered.iter().all(|f| f.verdict().is_some_and(|v| v.met));
+                    let disagree = covered
                         .iter()
-                        .all(|f| f.verdict().is_some_and(Verdict::is_met));
-                    let disagree = covered.iter().any(|f| {
-                        matches!(
-                            f.verdict(),
-                            Some(Verdict::MetRoundsDisagree | Verdict::NotMetRoundsDisagree)
-                        )
-                    });
+                        .any(|f| f.verdict().is_some_and(|v| v.disagree));
                     format!(
                         "target LITE/native <= {target:.2} for {what}: {}{} (median {:.2} at {} B, \
                          rounds {:.2}-{:.2})",
@@ -534,10 +506,11 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
         assert!((write.ratio.min - 1.02).abs() < 1e-9);
         assert!((write.ratio.max - 1.10).abs() < 1e-9);
         assert_eq!(write.target, Some(1.05));
-        assert_eq!(write.verdict(), Some(Verdict::MetRoundsDisagree));
+        let verdict = write.verdict().map(Verdict::describe);
+        assert_eq!(verdict, Some("met (rounds disagree)"));
         let rpc = figures.iter().find(|f| f.op == "rpc").expect("rpc figure");
         assert_eq!(rpc.rounds, 1);
-        assert_eq!(rpc.verdict(), Some(Verdict::Met));
+        assert_eq!(rpc.verdict().map(Verdict::describe), Some("met"));
         // Report order follows the targets: write before rpc.
         assert_eq!(figures[0].op, "write");
     }
@@ -565,7 +538,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
         let slow = slow.replace("\"median\":206.00", "\"median\":300.00");
         let figures = figures(&rounds_of(&[&slow]));
         let write = &figures[0];
-        assert_eq!(write.verdict(), Some(Verdict::NotMet));
+        assert_eq!(write.verdict().map(Verdict::describe), Some("NOT met"));
         assert!(verdicts(&figures)[0].contains("NOT met (median 1.50"));
     }
 
