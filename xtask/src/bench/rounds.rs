@@ -128,19 +128,16 @@ pub fn add_round_text(round: &mut Round, text: &str) {
     }
 }
 
-/// CPU time per operation of one side of the comparison (or of both VMs
-/// together), over the rounds that measured it.
+/// CPU time per operation of one side of the comparison (`client`,
+/// `server`, or `both` VMs together), over the `rounds` that measured both
+/// programs: native microseconds of CPU per operation, LITE's, and
+/// LITE/native per round.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuFigure {
-    /// `client`, `server` or `both`.
     pub side: &'static str,
-    /// Rounds with both programs measured.
     pub rounds: usize,
-    /// Native microseconds of CPU per operation.
     pub native: Range,
-    /// LITE's.
     pub lite: Range,
-    /// LITE/native per round.
     pub ratio: Range,
 }
 
@@ -255,22 +252,18 @@ impl Range {
     }
 }
 
-/// One compared series over every round that measured both sides.
+/// One compared series, operation `op` (`lite-bench`'s name) of `size`
+/// bytes, over the `rounds` that measured both sides: the native and LITE
+/// medians (microseconds) and LITE/native per round, and the ratio it must
+/// stay within, if it has a target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figure {
-    /// Operation (`lite-bench`'s name).
     pub op: String,
-    /// Bytes per operation.
     pub size: u64,
-    /// Rounds with both sides measured.
     pub rounds: usize,
-    /// Native medians over the rounds (microseconds).
     pub native: Range,
-    /// LITE medians over the rounds (microseconds).
     pub lite: Range,
-    /// LITE/native per round.
     pub ratio: Range,
-    /// The ratio this figure must stay within, if it has a target.
     pub target: Option<f64>,
 }
 

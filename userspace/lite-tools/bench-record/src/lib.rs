@@ -19,14 +19,11 @@ pub const TAG: &str = "LITE-RECORD ";
 /// What precedes a record of the native verbs baseline.
 pub const VERBS_TAG: &str = "LITE-VERBS ";
 
-/// Median and 10th-90th percentiles of a series.
+/// Median and 10th and 90th percentiles of a series.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
-    /// Median.
     pub median: f64,
-    /// 10th percentile.
     pub p10: f64,
-    /// 90th percentile.
     pub p90: f64,
 }
 
@@ -56,112 +53,86 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     Some(sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64))
 }
 
-/// One latency series: an operation of one size, timed one at a time.
-/// The memory region curve's series (`op` `region_*`) say how many regions
-/// were alive and give the 99th percentile.
+/// One latency series: `iters` operations `op` (e.g. `write`) of `size`
+/// bytes, timed one at a time, with the median, percentiles, extremes and
+/// standard deviation of their times. The memory region curve's series
+/// (`op` `region_*`) say how many regions were alive during the writes and
+/// reads and give the 99th percentile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
-    /// Operation, e.g. `write`.
     pub op: String,
-    /// Message size in bytes.
     pub size: u64,
-    /// Live regions during the region curve's writes and reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regions: Option<u64>,
-    /// Operations timed.
     pub iters: u64,
-    /// Median.
     pub median: f64,
-    /// 10th percentile.
     pub p10: f64,
-    /// 90th percentile.
     pub p90: f64,
-    /// 99th percentile, of the region curve's series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99: Option<f64>,
-    /// Minimum.
     pub min: f64,
-    /// Maximum.
     pub max: f64,
-    /// Standard deviation.
     pub stdev: f64,
 }
 
-/// One throughput series, in MiB/s.
+/// One throughput series, in MiB/s: `iters` operations `op` (`memset`,
+/// `memcpy`, `write_async` or `read_async`) of `size` bytes, `depth` of them
+/// in flight (pipelined series only); their `average` is total bytes over
+/// total time (what perftest's `BW average` is), then the median,
+/// percentiles, slowest and fastest of the samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
-    /// `memset`, `memcpy`, `write_async` or `read_async`.
     pub op: String,
-    /// Size of one operation in bytes.
     pub size: u64,
-    /// Operations in flight (pipelined series only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<u32>,
-    /// Operations timed.
     pub iters: u64,
-    /// Total bytes over total time (what perftest's `BW average` is).
     pub average: f64,
-    /// Median of the samples.
     pub median: f64,
-    /// 10th percentile.
     pub p10: f64,
-    /// 90th percentile.
     pub p90: f64,
-    /// Slowest sample.
     pub min: f64,
-    /// Fastest sample.
     pub max: f64,
 }
 
-/// RPC calls of one series: `threads` threads calling at once, or one
-/// thread keeping `depth` calls in flight.
+/// RPC calls of one series with requests and replies of `size` bytes:
+/// `threads` threads calling at once, or one thread keeping `depth` calls
+/// in flight; the `calls` completed, the calls per second of all threads
+/// together and the time of one call under this load, from posting it to
+/// its reply.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RpcLoad {
-    /// Request (and reply) size in bytes.
     pub size: u64,
-    /// Client threads calling at once (1 for the asynchronous series).
     pub threads: u32,
-    /// Calls in flight per thread (1 for the synchronous series).
     pub depth: u32,
-    /// Calls completed.
     pub calls: u64,
-    /// Calls per second, all threads together.
     pub calls_per_s: f64,
-    /// Time of one call under this load, from posting it to its reply.
     pub latency: Spread,
 }
 
-/// Lock/unlock pairs of one node on one lock.
+/// `iters` lock/unlock pairs of `node` on a lock kept by node `home`, with
+/// `contenders` nodes taking it at the same time (1: uncontended): the time
+/// `lite_lock` took to return, the time of `lite_lock` plus `lite_unlock`,
+/// the time the node took for all its pairs and its pairs per second.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Lock {
-    /// Nodes taking the lock at the same time (1: uncontended).
     pub contenders: u32,
-    /// The node that measured.
     pub node: u32,
-    /// The node that keeps the lock.
     pub home: u32,
-    /// Lock/unlock pairs timed.
     pub iters: u64,
-    /// Time `lite_lock` took to return.
     pub acquire: Spread,
-    /// Time of `lite_lock` plus `lite_unlock`.
     pub pair: Spread,
-    /// Time the node took for all its pairs.
     pub busy_us: f64,
-    /// Pairs per second of this node.
     pub pairs_per_s: f64,
 }
 
-/// Raw lock-acquire times of a contended series, so that the host can
-/// combine every node's into one distribution; a series takes several
-/// records of at most [`LockSamples::PER_RECORD`] values.
+/// Raw lock-acquire times `node` measured in a contended series, so that
+/// the host can combine every node's into one distribution; a series
+/// takes several records of at most [`LockSamples::PER_RECORD`] values.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LockSamples {
-    /// Nodes taking the lock at the same time.
     pub contenders: u32,
-    /// The node that measured.
     pub node: u32,
-    /// The times.
     pub acquire_us: Vec<f64>,
 }
 
@@ -183,139 +154,106 @@ impl LockSamples {
     }
 }
 
-/// The high-priority process's write latency in one phase of the isolation
-/// run, and what the low-priority processes achieved meanwhile.
+/// The high-priority process's write latency in one phase (`unloaded` or
+/// `loaded`) of the interleaved `round` (from 1) of the isolation run, QoS
+/// (traffic prioritization) `on` or `off`: `iters` writes of `size` bytes,
+/// their latency and its 99th percentile, extremes and standard deviation;
+/// and what the low-priority processes (`loaders`, writing `load_size`
+/// bytes each time) achieved meanwhile: their writes, their throughput all
+/// together, and their operations the node throttled.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Qos {
-    /// The interleaved round, from 1.
     pub round: u32,
-    /// `unloaded` or `loaded`.
     pub phase: String,
-    /// `on` or `off`: QoS (traffic prioritization) during the phase.
     pub qos: String,
-    /// Write size in bytes.
     pub size: u64,
-    /// Writes timed.
     pub iters: u64,
-    /// Their latency.
     pub latency: Spread,
-    /// Its 99th percentile.
     pub p99: f64,
-    /// Its minimum.
     pub min: f64,
-    /// Its maximum.
     pub max: f64,
-    /// Its standard deviation.
     pub stdev: f64,
-    /// Low-priority processes writing during the phase.
     pub loaders: u32,
-    /// Size of each of their writes in bytes.
     pub load_size: u64,
-    /// Their writes completed.
     pub load_ops: u64,
-    /// Their throughput, all together.
     pub load_mibps: f64,
-    /// Low-priority operations the node throttled during the phase.
     pub throttled: u64,
 }
 
-/// One low-priority process's share of an isolation phase.
+/// One low-priority process's share (`loader`, from 1) of a loaded
+/// isolation phase: its writes, their bytes, the time from the start of the
+/// load to the last write and its throughput.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QosLoad {
-    /// The interleaved round, from 1.
     pub round: u32,
-    /// `loaded`.
     pub phase: String,
-    /// `on` or `off`.
     pub qos: String,
-    /// Which load process, from 1.
     pub loader: u32,
-    /// Writes completed.
     pub ops: u64,
-    /// Bytes written.
     pub bytes: u64,
-    /// Time from the start of the load to the last write.
     pub elapsed_us: f64,
-    /// Its throughput.
     pub mibps: f64,
 }
 
-/// The measuring node's resource counters with this many LMRs alive.
+/// The measuring node's resource counters with `lmrs` LMRs of `size` bytes
+/// alive (its `lmrs` counter): `local` of them on the measuring node itself,
+/// the others on the other node (only theirs take the node's pool memory),
+/// the memory regions the node registered, and the segments of its remote
+/// memory pool (one memory region each) and their bytes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Regions {
-    /// Bytes of each LMR.
     pub size: u64,
-    /// LMRs the node created that are alive (its `lmrs` counter).
     pub lmrs: u64,
-    /// How many of the LMRs are on the measuring node itself, the others
-    /// being on the other node: only theirs take the node's pool memory.
     pub local: u64,
-    /// Memory regions the node registered.
     pub memory_regions: u64,
-    /// Segments of the node's remote memory pool, one memory region each.
     pub pool_segments: u64,
-    /// Bytes of those segments.
     pub pool_bytes: u64,
 }
 
 /// One step of the process curve: `processes` processes started together,
-/// each making `iters` operations.
+/// each making `iters` operations of the `workload` (`write` or `rpc`) of
+/// `size` bytes; the time from the start until the last process finished,
+/// the longest one process took, all processes' operations per second, and
+/// the queue pairs and memory regions on the measuring node.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Process {
-    /// `write` or `rpc`.
     pub workload: String,
-    /// Bytes per operation.
     pub size: u64,
-    /// Processes of the step.
     pub processes: u64,
-    /// Operations per process.
     pub iters: u64,
-    /// From the start until the last process finished.
     pub elapsed_us: f64,
-    /// The longest time one process took.
     pub slowest_us: f64,
-    /// All processes' operations per second.
     pub ops_per_s: f64,
-    /// Queue pairs on the measuring node.
     pub qps: u64,
-    /// Memory regions on the measuring node.
     pub mrs: u64,
 }
 
-/// One node's share of one step of the cluster-size curve.
+/// Node `node`'s share of the step of the cluster-size curve with `nodes`
+/// nodes: how long its join took (`None` if it had joined before), the
+/// median and 90th percentile of its `barriers` barriers of all nodes, and
+/// its calls to `rpc_peers` peers at once: the calls completed, their time
+/// and the calls per second.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Scale {
-    /// Nodes of the cluster.
     pub nodes: u64,
-    /// The node that measured.
     pub node: u64,
-    /// How long its join took; `None` if it had joined before.
     pub join_us: Option<f64>,
-    /// Barriers timed.
     pub barriers: u64,
-    /// Median barrier of all nodes.
     pub barrier_median: f64,
-    /// 90th percentile barrier.
     pub barrier_p90: f64,
-    /// Peers called at once.
     pub rpc_peers: u64,
-    /// Calls completed.
     pub rpc_calls: u64,
-    /// Time of all the calls.
     pub rpc_elapsed_us: f64,
-    /// The node's calls per second to all its peers at once.
     pub rpc_calls_per_s: f64,
 }
 
-/// The busy CPU time of a whole VM while one program of a round ran
-/// (printed by the guest's /init).
+/// The busy CPU time, in USER_HZ ticks, of a whole VM (`server` or
+/// `client`) while one program (`verbs` or `lite`) of a round ran (printed
+/// by the guest's /init).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cpu {
-    /// `server` or `client`.
     pub side: String,
-    /// `verbs` or `lite`.
     pub program: String,
-    /// USER_HZ ticks.
     pub busy_ticks: u64,
 }
 
