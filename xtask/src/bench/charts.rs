@@ -588,17 +588,10 @@ mod tests {
     #[test]
     fn charts_are_drawn_as_svg_and_png() {
         let mut m = Measurements::default();
-        m.add_log(
-            "node2",
-            "LITE-ROUND-BEGIN round=1\n\
-             LITE-VERBS {\"latency\":{\"op\":\"write\",\"size\":8,\"wait\":\"event\",\"iters\":9,\"median\":100,\"p10\":1,\"p90\":1,\"p99\":1,\"min\":1,\"max\":1,\"stdev\":1,\"cpu_us_per_op\":1}}\n\
-             LITE-VERBS {\"latency\":{\"op\":\"write\",\"size\":64,\"wait\":\"event\",\"iters\":9,\"median\":110,\"p10\":1,\"p90\":1,\"p99\":1,\"min\":1,\"max\":1,\"stdev\":1,\"cpu_us_per_op\":1}}\n\
-             LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":8,\"iters\":9,\"median\":120,\"p10\":1,\"p90\":1,\"min\":1,\"max\":1,\"stdev\":1}}\n\
-             LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":9,\"median\":115,\"p10\":1,\"p90\":1,\"min\":1,\"max\":1,\"stdev\":1}}\n\
-             LITE-ROUND-END round=1\n",
-        );
+        m.add_log("node2", crate::bench::rounds::tests::NODE2);
         let (lines, ranges) = charts(&m);
-        assert_eq!(lines.len(), 1);
+        let names: Vec<&str> = lines.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["latency-write", "latency-rpc"]);
         assert_eq!(ranges.len(), 1);
         let ratios = &ranges[0];
         assert_eq!(ratios.entries.len(), 2);

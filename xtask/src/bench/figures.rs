@@ -445,25 +445,19 @@ mod tests {
     #[test]
     fn figures_come_from_rounds_and_one_off_series() {
         let mut m = Measurements::default();
-        m.add_log(
-            "node2",
-            "LITE-ROUND-BEGIN round=1\n\
-             LITE-VERBS {\"latency\":{\"op\":\"read\",\"size\":64,\"wait\":\"event\",\"iters\":9,\"median\":100.00,\"p10\":1,\"p90\":1,\"p99\":1,\"min\":1,\"max\":1,\"stdev\":1,\"cpu_us_per_op\":1}}\n\
-             LITE-RECORD {\"latency\":{\"op\":\"read\",\"size\":64,\"iters\":9,\"median\":120.00,\"p10\":1,\"p90\":1,\"min\":1,\"max\":1,\"stdev\":1}}\n\
-             LITE-ROUND-END round=1\n\
-             LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":8,\"iters\":9,\"median\":50.00,\"p10\":40,\"p90\":60,\"min\":1,\"max\":1,\"stdev\":1}}\n",
-        );
+        m.add_log("node2", crate::bench::rounds::tests::NODE2);
         let app = "LITE-APP app=log transport=lite nodes=2 work=1 unit=records seconds=2.5 \
                    per_s=0.4 checked=yes";
         let apps = super::super::apps::parse_app_runs(app, 2);
         let figures = collect(&m, &apps);
         let find = |key: &str| figures.iter().find(|f| f.key == key).cloned();
-        let ratio = find("latency/read/64/ratio").expect("ratio");
-        assert!((ratio.value - 1.2).abs() < 1e-9);
-        let write = find("lite/write/8").map(|f| (f.value, f.low, f.high));
-        assert_eq!(write, Some((50.0, Some(40.0), Some(60.0))));
+        // The rounds' ratios 1.10, 1.02 and 1.03.
+        let ratio = find("latency/write/64/ratio").expect("ratio");
+        assert!((ratio.value - 1.03).abs() < 1e-9);
+        let write = find("lite/write/64").map(|f| (f.value, f.low, f.high));
+        assert_eq!(write, Some((999.0, Some(900.0), Some(1100.0))));
         assert_eq!(find("apps/log/2/lite").map(|f| f.value), Some(2.5));
-        let one_off_read = find("lite/read/64");
-        assert!(one_off_read.is_none(), "a round series is no one-off");
+        let one_off_rpc = find("lite/rpc/64");
+        assert!(one_off_rpc.is_none(), "a round series is no one-off");
     }
 }
