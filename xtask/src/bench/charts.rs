@@ -494,10 +494,10 @@ pub fn charts(m: &Measurements) -> (Vec<LineChart>, Vec<RangeChart>) {
 fn cpu_chart(m: &Measurements) -> Option<RangeChart> {
     let mut entries = Vec::new();
     for f in rounds::cpu_figures(&m.cpu_rounds) {
-        let vm = if f.side == "both" {
+        let vm = if f.op == "both" {
             "both VMs".to_string()
         } else {
-            format!("{} VM", f.side)
+            format!("{} VM", f.op)
         };
         for (who, range) in [("LITE", &f.lite), ("native", &f.native)] {
             entries.push(range_entry(format!("{who}, {vm}"), range, None));

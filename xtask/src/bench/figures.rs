@@ -109,7 +109,7 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
         (base, fig.ratio, fig.lite, fig.native)
     });
     let cpu = rounds::cpu_figures(&m.cpu_rounds).into_iter();
-    let cpu = cpu.map(|fig| (format!("cpu/{}", fig.side), fig.ratio, fig.lite, fig.native));
+    let cpu = cpu.map(|fig| (format!("cpu/{}", fig.op), fig.ratio, fig.lite, fig.native));
     for (base, ratio, lite, native) in comparisons.chain(cpu) {
         f.lower(format!("{base}/ratio"), "x", ratio.median, span(&ratio));
         f.lower(format!("{base}/lite"), "us", lite.median, span(&lite));

@@ -128,19 +128,6 @@ pub fn add_round_text(round: &mut Round, text: &str) {
     }
 }
 
-/// CPU time per operation of one side of the comparison (`client`,
-/// `server`, or `both` VMs together), over the `rounds` that measured both
-/// programs: native microseconds of CPU per operation, LITE's, and
-/// LITE/native per round.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CpuFigure {
-    pub side: &'static str,
-    pub rounds: usize,
-    pub native: Range,
-    pub lite: Range,
-    pub ratio: Range,
-}
-
 /// Busy CPU microseconds per operation of `program` on `side` in `round`:
 /// the VM's busy ticks (both VMs' for `both`) over the operations of every
 /// series that program reported in the round.
@@ -165,8 +152,9 @@ fn cpu_per_op(round: &Round, side: &str, program: &str) -> Option<f64> {
 }
 
 /// CPU time per operation on the client, on the server and on both, each
-/// side measured in at least one round with a native time above zero.
-pub fn cpu_figures(rounds: &BTreeMap<u32, Round>) -> Vec<CpuFigure> {
+/// side measured in at least one round with a native time above zero: the
+/// figures of "operations" `client`, `server` and `both`, of size 0.
+pub fn cpu_figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
     ["client", "server", "both"]
         .into_iter()
         .filter_map(|side| {
@@ -178,14 +166,7 @@ pub fn cpu_figures(rounds: &BTreeMap<u32, Round>) -> Vec<CpuFigure> {
                     (native > 0.0).then_some((native, lite))
                 })
                 .collect();
-            let (native, lite, ratio) = ranges(&pairs)?;
-            Some(CpuFigure {
-                side,
-                rounds: pairs.len(),
-                native,
-                lite,
-                ratio,
-            })
+            Figure::of(side.to_string(), 0, &pairs)
         })
         .collect()
 }
@@ -201,7 +182,7 @@ fn span(range: &Range, ratio: bool) -> String {
 }
 
 /// The CPU table, one string per line.
-pub fn cpu_table(figures: &[CpuFigure]) -> Vec<String> {
+pub fn cpu_table(figures: &[Figure]) -> Vec<String> {
     let table = Table::new(
         "<8 VM|>6 rounds||>20 native (min-max)||>20 LITE (min-max)||>20 LITE/native (min-max)",
     );
@@ -213,7 +194,7 @@ pub fn cpu_table(figures: &[CpuFigure]) -> Vec<String> {
     lines.extend(table.lines(figures.iter().map(|f| {
         let ranges = [(&f.native, false), (&f.lite, false), (&f.ratio, true)];
         let cells = ranges.map(|(range, ratio)| span(range, ratio));
-        [f.side.to_string(), f.rounds.to_string()]
+        [f.op.clone(), f.rounds.to_string()]
             .into_iter()
             .chain(cells)
     })));
@@ -221,8 +202,8 @@ pub fn cpu_table(figures: &[CpuFigure]) -> Vec<String> {
 }
 
 /// The CPU figures' summary line, if both VMs were measured together.
-pub fn cpu_line(figures: &[CpuFigure]) -> Option<String> {
-    let both = figures.iter().find(|f| f.side == "both")?;
+pub fn cpu_line(figures: &[Figure]) -> Option<String> {
+    let both = figures.iter().find(|f| f.op == "both")?;
     Some(format!(
         "CPU time per operation on both VMs: LITE {:.1} us, native {:.1} us, LITE/native {:.2} \
          (rounds {:.2}-{:.2})",
@@ -255,7 +236,9 @@ impl Range {
 /// One compared series, operation `op` (`lite-bench`'s name) of `size`
 /// bytes, over the `rounds` that measured both sides: the native and LITE
 /// medians (microseconds) and LITE/native per round, and the ratio it must
-/// stay within, if it has a target.
+/// stay within, if it has a target. A CPU figure's `op` is the VM it
+/// measured (`client`, `server` or `both`) and its times are CPU
+/// microseconds per operation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figure {
     pub op: String,
@@ -296,6 +279,24 @@ impl Verdict {
 }
 
 impl Figure {
+    /// The figure of `op` at `size` over per-round (native, LITE) pairs;
+    /// `None` for none.
+    fn of(op: String, size: u64, pairs: &[(f64, f64)]) -> Option<Figure> {
+        let range = |value: fn(&(f64, f64)) -> f64| {
+            let values: Vec<f64> = pairs.iter().map(value).collect();
+            Range::of(&values)
+        };
+        Some(Figure {
+            target: target_of(&op, size),
+            rounds: pairs.len(),
+            native: range(|p| p.0)?,
+            lite: range(|p| p.1)?,
+            ratio: range(|(native, lite)| lite / native)?,
+            op,
+            size,
+        })
+    }
+
     /// The verdict against the target, if the figure has one.
     pub fn verdict(&self) -> Option<Verdict> {
         Some(Verdict::of(&self.ratio, self.target?))
@@ -318,19 +319,6 @@ fn order_of(op: &str) -> usize {
         .unwrap_or(TARGETS.len())
 }
 
-/// The native, LITE and LITE/native ranges of per-round (native, LITE)
-/// pairs; `None` for none.
-fn ranges(pairs: &[(f64, f64)]) -> Option<(Range, Range, Range)> {
-    let natives: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-    let lites: Vec<f64> = pairs.iter().map(|p| p.1).collect();
-    let ratios: Vec<f64> = pairs.iter().map(|(n, l)| l / n).collect();
-    Some((
-        Range::of(&natives)?,
-        Range::of(&lites)?,
-        Range::of(&ratios)?,
-    ))
-}
-
 /// Every series measured on both sides in at least one round, in report
 /// order (operation, then size).
 pub fn figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
@@ -350,18 +338,7 @@ pub fn figures(rounds: &BTreeMap<u32, Round>) -> Vec<Figure> {
     }
     per_series
         .into_iter()
-        .filter_map(|((_, op, size), pairs)| {
-            let (native, lite, ratio) = ranges(&pairs)?;
-            Some(Figure {
-                target: target_of(&op, size),
-                op,
-                size,
-                rounds: pairs.len(),
-                native,
-                lite,
-                ratio,
-            })
-        })
+        .filter_map(|((_, op, size), pairs)| Figure::of(op, size, &pairs))
         .collect()
 }
 
@@ -558,7 +535,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
                       LITE-RECORD {\"cpu\":{\"side\":\"server\",\"program\":\"lite\",\"busy_ticks\":\"oops\"}}\n\
                       LITE-CPU-ROUND-END round=1\n";
         let figures = cpu_figures(&kind_of_rounds(&[&client, server], RoundKind::Cpu));
-        let sides: Vec<&str> = figures.iter().map(|f| f.side).collect();
+        let sides: Vec<&str> = figures.iter().map(|f| f.op.as_str()).collect();
         assert_eq!(sides, ["client", "server", "both"]);
         // 30 ticks of 10 ms over 600 operations: 500 us each.
         assert_eq!(figures[0].rounds, 1);
