@@ -141,20 +141,12 @@ pub fn charts(m: &Measurements) -> Vec<LineChart> {
     let of = |value: fn(&ClusterSize) -> Option<f64>| {
         by_size(sizes.iter().filter_map(|s| Some((s.nodes, value(s)?))))
     };
-    let times = vec![
-        (
-            "join, median".to_string(),
-            of(|s| s.join_ms.map(|j| j.median)),
-        ),
-        (
-            "join, slowest".to_string(),
-            of(|s| s.join_ms.map(|j| j.max)),
-        ),
-        (
-            "barrier, median".to_string(),
-            of(|s| s.barrier_ms.map(|b| b.median)),
-        ),
+    let times: [(&str, fn(&ClusterSize) -> Option<f64>); 3] = [
+        ("join, median", |s| Some(s.join_ms?.median)),
+        ("join, slowest", |s| Some(s.join_ms?.max)),
+        ("barrier, median", |s| Some(s.barrier_ms?.median)),
     ];
+    let times = Vec::from(times.map(|(name, value)| (name.to_string(), of(value))));
     let rpc = "LITE, every node calling every other".to_string();
     let charts = [
         LineChart::of(

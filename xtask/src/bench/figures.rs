@@ -104,16 +104,14 @@ impl Figures {
 /// Every figure of `m` and `apps`.
 pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
     let mut f = Figures(Vec::new());
-    let comparisons = rounds::figures(&m.rounds).into_iter().map(|fig| {
-        let base = format!("latency/{}/{}", fig.op, fig.size);
-        (base, fig.ratio, fig.lite, fig.native)
-    });
+    let latency = rounds::figures(&m.rounds).into_iter();
+    let latency = latency.map(|fig| (format!("latency/{}/{}", fig.op, fig.size), fig));
     let cpu = rounds::cpu_figures(&m.cpu_rounds).into_iter();
-    let cpu = cpu.map(|fig| (format!("cpu/{}", fig.op), fig.ratio, fig.lite, fig.native));
-    for (base, ratio, lite, native) in comparisons.chain(cpu) {
-        f.lower(format!("{base}/ratio"), "x", ratio.median, span(&ratio));
-        f.lower(format!("{base}/lite"), "us", lite.median, span(&lite));
-        f.lower(format!("{base}/native"), "us", native.median, span(&native));
+    for (base, fig) in latency.chain(cpu.map(|fig| (format!("cpu/{}", fig.op), fig))) {
+        let ranges = [("ratio", "x", fig.ratio), ("lite", "us", fig.lite)];
+        for (name, unit, range) in ranges.into_iter().chain([("native", "us", fig.native)]) {
+            f.lower(format!("{base}/{name}"), unit, range.median, span(&range));
+        }
     }
     for n in &m.native {
         let key = format!("perftest/{}/{}", n.op, n.size);

@@ -217,6 +217,14 @@ mod tests {
         assert_has, assert_rows, measured, words_of, PROCESS_CURVE_LOG,
     };
 
+    /// A step of `processes` processes as `side` (the record tag) prints it.
+    fn step(side: &str, op: &str, processes: u64, ops: f64, qps: u64) -> String {
+        format!(
+            "{side} {{\"process\":{{\"workload\":\"{op}\",\"size\":64,\"processes\":{processes},\
+             \"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":{ops},\"qps\":{qps},\"mrs\":1}}}}\n"
+        )
+    }
+
     #[test]
     fn the_table_lines_up_lite_and_native_per_step() {
         let wanted = [
@@ -234,12 +242,6 @@ mod tests {
         let few = verdict(&measured(PROCESS_CURVE_LOG)).expect("a verdict");
         let unmeasured = ": NOT met (write: not measured by both with 8 or more processes";
         assert_has(&few, unmeasured);
-        let step = |side: &str, op: &str, processes: u64, ops: f64, qps: u64| {
-            format!(
-                "{side} {{\"process\":{{\"workload\":\"{op}\",\"size\":64,\"processes\":{processes},\
-                 \"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":{ops},\"qps\":{qps},\"mrs\":1}}}}\n"
-            )
-        };
         let mut log = String::new();
         for op in ["write", "rpc"] {
             // Native 1.00, 1.20 and 1.30 times LITE's throughput at 8, 16
@@ -263,12 +265,7 @@ mod tests {
 
     #[test]
     fn each_step_takes_the_median_of_its_per_round_ratios() {
-        let step = |side: &str, ops: f64| {
-            format!(
-                "{side} {{\"process\":{{\"workload\":\"write\",\"size\":64,\"processes\":8,\
-                 \"iters\":20,\"elapsed_us\":1,\"slowest_us\":1,\"ops_per_s\":{ops},\"qps\":1,\"mrs\":1}}}}\n"
-            )
-        };
+        let step = |side, ops| step(side, "write", 8, ops, 1);
         // Rounds: native/LITE 2.0, 1.0, 0.5 (the drift moves both sides).
         let mut m = Measurements::default();
         for (lite, native) in [(1000.0, 2000.0), (3000.0, 3000.0), (2000.0, 1000.0)] {

@@ -214,9 +214,7 @@ impl Setup {
             dead_after_ms: None,
         }
     }
-}
 
-impl Setup {
     /// The run's log subdirectory `name`, created.
     fn logs_of(&self, name: &str) -> Result<PathBuf> {
         let logs = self.logs.join(name);
