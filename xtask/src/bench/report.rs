@@ -412,7 +412,12 @@ impl Table {
 
     /// The line of headings.
     pub(super) fn header(&self) -> String {
-        self.line(self.0.iter().map(|(_, _, _, heading)| heading.as_str()))
+        self.line(self.headings())
+    }
+
+    /// The columns' headings.
+    pub(super) fn headings(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(_, _, _, heading)| heading.as_str())
     }
 
     /// The line of headings, then a line of each row's cells.
