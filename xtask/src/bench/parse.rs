@@ -53,6 +53,9 @@ pub enum Side {
     Native,
 }
 
+/// Both sides, as the charts name them.
+pub const SIDES: [(Side, &str); 2] = [(Side::Lite, "LITE"), (Side::Native, "native verbs")];
+
 impl Side {
     /// Its name in figure keys.
     pub fn name(self) -> &'static str {

@@ -9,7 +9,7 @@
 //! step, over seconds, and reported as the median over the rounds.
 
 use super::charts::{by_size, LineChart};
-use super::parse::{Measurements, Process, Side};
+use super::parse::{Measurements, Process, Side, SIDES};
 use super::report::{say_curve, Table};
 use super::rounds::Range;
 
@@ -190,7 +190,7 @@ pub fn verdict(m: &Measurements) -> Option<String> {
 pub fn charts(m: &Measurements) -> Vec<LineChart> {
     let mut series = Vec::new();
     for (workload, name) in WORKLOADS {
-        for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
+        for (side, label) in SIDES {
             let points = by_size(
                 counts(m, workload)
                     .into_iter()

@@ -10,7 +10,7 @@
 //! same minutes: the emulator's drift between steps does not enter it.
 
 use super::charts::{by_size, LineChart};
-use super::parse::{Latency, Measurements, Side};
+use super::parse::{Latency, Measurements, Side, SIDES};
 use super::report::{ratio_cell, say_curve, Table};
 
 /// How much more LITE's slowdown with the most live regions (random ones
@@ -205,55 +205,49 @@ pub fn verdict(m: &Measurements) -> Option<String> {
 /// The curve's two charts: latency against live regions, and create/free
 /// time against size; a chart without data is left out.
 pub fn charts(m: &Measurements) -> Vec<LineChart> {
-    let of = |side: Side, op: &str, value: fn(&Latency) -> Option<f64>, x_is_size: bool| {
-        by_size(
-            m.region_curve
-                .iter()
-                .filter_map(|((s, o, size, regions), p)| {
-                    let x = if x_is_size { *size } else { *regions };
-                    (*s == side && o == op).then_some((x, value(p)?))
-                }),
-        )
+    // Each side's series of each of `ops`, named after the side and the op,
+    // with live regions or sizes as x.
+    let series = |ops: &[(&str, &str)], value: fn(&Latency) -> Option<f64>, x_is_size: bool| {
+        let mut series = Vec::new();
+        for &(op, name) in ops {
+            for (side, label) in SIDES {
+                let points = m
+                    .region_curve
+                    .iter()
+                    .filter_map(|((s, o, size, regions), p)| {
+                        let x = if x_is_size { *size } else { *regions };
+                        (*s == side && o == op).then_some((x, value(p)?))
+                    });
+                series.push((format!("{label} {name}"), by_size(points)));
+            }
+        }
+        series
     };
-    let median: fn(&Latency) -> Option<f64> = |p| Some(p.median);
-    let p99: fn(&Latency) -> Option<f64> = |p| p.p99;
-    let mut charts = Vec::new();
-    let mut latency = Vec::new();
-    for (op, name) in ACCESSES {
-        for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
-            latency.push((
-                format!("{label} {name}, median"),
-                of(side, op, median, false),
-            ));
-        }
-    }
-    for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
-        latency.push((
-            format!("{label} write, p99"),
-            of(side, "region_write", p99, false),
-        ));
-    }
-    charts.extend(LineChart::of(
-        "regions-latency",
-        "64 B to a random one of N live memory regions".into(),
-        ("live memory regions", "microseconds"),
-        (true, false),
-        latency,
-    ));
-    let mut lifecycle = Vec::new();
-    for (op, name) in LIFECYCLE {
-        for (side, label) in [(Side::Lite, "LITE"), (Side::Native, "native verbs")] {
-            lifecycle.push((format!("{label} {name}"), of(side, op, median, true)));
-        }
-    }
-    charts.extend(LineChart::of(
-        "regions-create-free",
-        "Creating and freeing one memory region: median time".into(),
-        ("bytes", "microseconds"),
-        (true, true),
-        lifecycle,
-    ));
-    charts
+    let medians = [
+        ("region_write", "write, median"),
+        ("region_read", "read, median"),
+    ];
+    let latency = [
+        series(&medians, |p| Some(p.median), false),
+        series(&[("region_write", "write, p99")], |p| p.p99, false),
+    ];
+    let charts = [
+        LineChart::of(
+            "regions-latency",
+            "64 B to a random one of N live memory regions".into(),
+            ("live memory regions", "microseconds"),
+            (true, false),
+            latency.concat(),
+        ),
+        LineChart::of(
+            "regions-create-free",
+            "Creating and freeing one memory region: median time".into(),
+            ("bytes", "microseconds"),
+            (true, true),
+            series(&LIFECYCLE, |p| Some(p.median), true),
+        ),
+    ];
+    charts.into_iter().flatten().collect()
 }
 
 #[cfg(test)]
