@@ -563,9 +563,8 @@ fn lock_chart(m: &Measurements) -> Option<RangeChart> {
 /// and while low-priority processes load the link with QoS on and off, as
 /// medians over the rounds that measured each phase.
 fn qos_chart(m: &Measurements) -> Option<RangeChart> {
-    let rows = m.qos_rows();
-    let entries = isolation::phases(&rows).filter_map(|(phase, qos)| {
-        let spread = isolation::phase_spread(&rows, phase, qos)?;
+    let entries = isolation::phases(&m.qos).filter_map(|(phase, qos)| {
+        let spread = isolation::phase_spread(&m.qos, phase, qos)?;
         Some(spread_entry(format!("{phase}, QoS {qos}"), &spread))
     });
     RangeChart::of(

@@ -185,7 +185,7 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
         let per_s = format!("{base}/pairs_per_s");
         f.higher(per_s, "pairs/s", l.pairs_per_s, None);
     }
-    let qos = m.qos_rows();
+    let qos = &m.qos;
     for (phase, setting) in isolation::phases(&qos) {
         if let Some(s) = isolation::phase_spread(&qos, phase, setting) {
             let key = format!("qos/{phase}/{setting}");

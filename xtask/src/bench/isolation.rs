@@ -6,7 +6,7 @@
 //! minutes apart would take for an effect of the load. The verdict takes
 //! the median ratio over the rounds, as the latency comparison does.
 
-use super::parse::{Qos, Spread};
+use super::parse::{Qos, QosRows, Spread};
 use super::report::{cell, ratio_cell, spread_cell, Table};
 use super::rounds::{Range, Verdict};
 
@@ -19,22 +19,20 @@ pub const TARGET_RATIO: f64 = 1.5;
 const PHASES: [(&str, &str); 3] = [("unloaded", "on"), ("loaded", "off"), ("loaded", "on")];
 
 /// The row of `phase` with QoS `qos` in `round`.
-fn find<'a>(rows: &'a [Qos], round: u32, phase: &str, qos: &str) -> Option<&'a Qos> {
-    rows.iter()
-        .find(|r| r.round == round && r.phase == phase && r.qos == qos)
+fn find<'a>(rows: &'a QosRows, round: u32, phase: &str, qos: &str) -> Option<&'a Qos> {
+    rows.get(&(round, phase.to_string(), qos.to_string()))
 }
 
 /// The rounds `rows` hold, in order.
-fn rounds(rows: &[Qos]) -> Vec<u32> {
-    let mut rounds: Vec<u32> = rows.iter().map(|r| r.round).collect();
-    rounds.sort_unstable();
+fn rounds(rows: &QosRows) -> Vec<u32> {
+    let mut rounds: Vec<u32> = rows.keys().map(|key| key.0).collect();
     rounds.dedup();
     rounds
 }
 
 /// The loaded/unloaded median ratio with QoS `qos` of every round that
 /// measured both phases.
-pub fn round_ratios(rows: &[Qos], qos: &str) -> Vec<f64> {
+pub fn round_ratios(rows: &QosRows, qos: &str) -> Vec<f64> {
     rounds(rows)
         .into_iter()
         .filter_map(|round| {
@@ -47,10 +45,10 @@ pub fn round_ratios(rows: &[Qos], qos: &str) -> Vec<f64> {
 
 /// The median over the rounds of a phase's median, 10th and 90th
 /// percentile.
-pub fn phase_spread(rows: &[Qos], phase: &str, qos: &str) -> Option<Spread> {
+pub fn phase_spread(rows: &QosRows, phase: &str, qos: &str) -> Option<Spread> {
     let of = |pick: fn(&Qos) -> f64| {
         let values: Vec<f64> = rows
-            .iter()
+            .values()
             .filter(|r| r.phase == phase && r.qos == qos)
             .map(pick)
             .collect();
@@ -64,16 +62,16 @@ pub fn phase_spread(rows: &[Qos], phase: &str, qos: &str) -> Option<Spread> {
 }
 
 /// The phases measured, in report order: (phase, QoS).
-pub fn phases(rows: &[Qos]) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+pub fn phases(rows: &QosRows) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
     PHASES
         .into_iter()
-        .filter(|&(phase, qos)| rows.iter().any(|r| r.phase == phase && r.qos == qos))
+        .filter(|&(phase, qos)| rows.values().any(|r| r.phase == phase && r.qos == qos))
 }
 
 /// Whether, with QoS on, the median over the rounds of the loaded/unloaded
 /// median ratio is within [`TARGET_RATIO`]; the rounds' range and the
 /// QoS-off ratio beside.
-pub fn verdict(rows: &[Qos]) -> String {
+pub fn verdict(rows: &QosRows) -> String {
     let on_ratios = round_ratios(rows, "on");
     let off = Range::of(&round_ratios(rows, "off"))
         .map_or("-".to_string(), |r| format!("{:.2}", r.median));
@@ -97,13 +95,17 @@ pub fn verdict(rows: &[Qos]) -> String {
 /// The isolation table, one string per line: every phase of every round,
 /// the high-priority process's write latency, its ratios to the same
 /// round's unloaded phase, and the low-priority processes' throughput.
-pub fn table(rows: &[Qos]) -> Vec<String> {
+pub fn table(rows: &QosRows) -> Vec<String> {
     let table = Table::new(
         ">5 round|<9 phase|<4 QoS|>7 loaders|>6 writes|>10 median|>10 p99|>19 p10-p90|\
          >9 med ratio|>9 p99 ratio|>13 low-prio MiB/s|>9 low ops|>9 throttled",
     );
     let mut lines = Vec::new();
-    if let Some(r) = rows.iter().find(|r| r.loaders > 0).or(rows.first()) {
+    if let Some(r) = rows
+        .values()
+        .find(|r| r.loaders > 0)
+        .or(rows.values().next())
+    {
         lines.push(format!(
             "high priority: {} B lite_rdma_write; load: {} low-priority processes writing {} B \
              in a loop; ratios: loaded / the same round's unloaded",
@@ -143,8 +145,8 @@ mod tests {
     use super::*;
     use crate::bench::parse::tests::{measured, words, QOS_LOG};
 
-    fn qos_rows() -> Vec<Qos> {
-        measured(QOS_LOG).qos_rows()
+    fn qos_rows() -> QosRows {
+        measured(QOS_LOG).qos
     }
 
     #[test]
@@ -163,7 +165,7 @@ mod tests {
         // Round 2 against its own unloaded phase: 2200 / 2000.
         let round_two = "2 loaded on 3 1000 2200.00 3300.00 2000.00-2600.00 1.10 ";
         assert!(words(&table[6]).starts_with(round_two));
-        assert_eq!(super::table(&[]).len(), 1);
+        assert_eq!(super::table(&QosRows::new()).len(), 1);
     }
 
     #[test]
@@ -176,21 +178,21 @@ mod tests {
         let with_round_two_loaded = |median| {
             let mut changed = rows.clone();
             for row in changed
-                .iter_mut()
+                .values_mut()
                 .filter(|r| r.round == 2 && r.phase == "loaded")
             {
                 row.latency.median = median;
             }
             changed
         };
-        let keep = |r: &&Qos| r.qos == "off" || r.phase == "unloaded";
-        let partial: Vec<Qos> = rows.iter().filter(keep).cloned().collect();
+        let mut partial = rows.clone();
+        partial.retain(|_, r| r.qos == "off" || r.phase == "unloaded");
         let found = [
             verdict(&rows),
             verdict(&with_round_two_loaded(4000.0)),
             verdict(&with_round_two_loaded(3200.0)),
             verdict(&partial),
-            verdict(&[]),
+            verdict(&QosRows::new()),
         ];
         let target = "isolation target (loaded/unloaded median <= 1.50 with QoS on, median of \
                       the rounds' ratios)";

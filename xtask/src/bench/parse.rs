@@ -124,6 +124,9 @@ impl FailureNode {
     }
 }
 
+/// The isolation run's phases by (round, phase, QoS).
+pub type QosRows = BTreeMap<(u32, String, String), Qos>;
+
 /// Everything parsed from the guest logs of a benchmark run.
 #[derive(Debug, Default)]
 pub struct Measurements {
@@ -146,8 +149,7 @@ pub struct Measurements {
     /// Pairs per second of all contending nodes together in each round of
     /// a contention phase, by number of contending nodes.
     pub lock_rounds: BTreeMap<u32, Vec<f64>>,
-    /// Isolation phases by (round, phase, QoS).
-    pub qos: BTreeMap<(u32, String, String), Qos>,
+    pub qos: QosRows,
     /// Memory region counts by (LMR size, live LMRs).
     pub regions: BTreeMap<(u64, u64), Regions>,
     /// The memory region curve by (side, op, size, live regions; 0 for
@@ -180,11 +182,6 @@ pub fn records(log: &str) -> impl Iterator<Item = (Side, Record)> + '_ {
 }
 
 impl Measurements {
-    /// The isolation run's rows, in (round, phase, QoS) order.
-    pub fn qos_rows(&self) -> Vec<Qos> {
-        self.qos.values().cloned().collect()
-    }
-
     /// Adds what the console log `text` of node `name` holds. Where several
     /// nodes report the same series, the first node's numbers are kept.
     pub fn add_log(&mut self, name: &str, log: &str) {
@@ -1318,7 +1315,7 @@ LITE-GUEST-EXIT rc=0
         let samples = [9380.87, 6082.65, 5347.74, 7403.92];
         assert_eq!(m.lock_samples[&(4, 2)], samples);
         // The load process's share is no phase.
-        assert_eq!(m.qos_rows()[0].p99, 17725.81);
+        assert_eq!(m.qos.values().next().map(|q| q.p99), Some(17725.81));
         assert!(m.problems.is_empty(), "{:?}", m.problems);
     }
 }

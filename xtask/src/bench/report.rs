@@ -55,8 +55,6 @@ pub(super) fn say_indented(lines: impl IntoIterator<Item = String>) {
 /// Prints the results of the comparison phase: latency, atomics,
 /// throughput, RPC and isolation, each with its verdict where it has one.
 pub fn say_comparison(iters: u32, m: &Measurements) {
-    let qos = m.qos_rows();
-
     ui::say(&format!(
         "==> against perftest, for reference ({iters} iterations, times in microseconds; \
          perftest reports half a ping-pong of busy-polling processes, not LITE's operation, \
@@ -78,8 +76,8 @@ pub fn say_comparison(iters: u32, m: &Measurements) {
     ));
     say_indented(rpc_async_table(m));
     ui::say("==> isolation: a high-priority process's write latency (times in microseconds)");
-    say_indented(isolation::table(&qos));
-    say_indented([isolation::verdict(&qos)]);
+    say_indented(isolation::table(&m.qos));
+    say_indented([isolation::verdict(&m.qos)]);
     ui::say("==> memory regions as LMRs grow (the measuring node's resources file)");
     say_indented(regions_table(m));
     say_indented([regions_verdict(m)]);
@@ -107,8 +105,7 @@ pub fn say_rounds(rounds: u32, round_iters: u32, m: &Measurements) {
 pub fn verdict_lines(m: &Measurements) -> Vec<String> {
     let mut lines = Vec::new();
     if !m.qos.is_empty() {
-        let qos = m.qos_rows();
-        lines.push(isolation::verdict(&qos));
+        lines.push(isolation::verdict(&m.qos));
     }
     if !m.regions.is_empty() {
         lines.push(regions_verdict(m));
