@@ -509,14 +509,13 @@ pub fn lock_table(m: &Measurements) -> Vec<String> {
         lines.push("(no lock records in the guest logs)".to_string());
         return lines;
     }
-    let rows: Vec<&Lock> = m.locks.values().collect();
-    let mut groups: Vec<u32> = rows.iter().map(|r| r.contenders).collect();
+    let mut groups: Vec<u32> = m.locks.keys().map(|key| key.0).collect();
     groups.dedup();
     let mut notes = Vec::new();
     for contenders in groups {
-        let group: Vec<&Lock> = rows
-            .iter()
-            .copied()
+        let group: Vec<&Lock> = m
+            .locks
+            .values()
             .filter(|r| r.contenders == contenders)
             .collect();
         for r in &group {
