@@ -138,10 +138,9 @@ pub fn summary(m: &Measurements) -> Option<String> {
 /// without data.
 pub fn charts(m: &Measurements) -> Vec<LineChart> {
     let sizes = complete(m);
-    let of = |value: fn(&ClusterSize) -> Option<f64>| {
-        by_size(sizes.iter().filter_map(|s| Some((s.nodes, value(s)?))))
-    };
-    let times: [(&str, fn(&ClusterSize) -> Option<f64>); 3] = [
+    type Value = fn(&ClusterSize) -> Option<f64>;
+    let of = |value: Value| by_size(sizes.iter().filter_map(|s| Some((s.nodes, value(s)?))));
+    let times: [(&str, Value); 3] = [
         ("join, median", |s| Some(s.join_ms?.median)),
         ("join, slowest", |s| Some(s.join_ms?.max)),
         ("barrier, median", |s| Some(s.barrier_ms?.median)),

@@ -185,15 +185,14 @@ pub fn collect(m: &Measurements, apps: &[AppRun]) -> Vec<Figure> {
         let per_s = format!("{base}/pairs_per_s");
         f.higher(per_s, "pairs/s", l.pairs_per_s, None);
     }
-    let qos = &m.qos;
-    for (phase, setting) in isolation::phases(&qos) {
-        if let Some(s) = isolation::phase_spread(&qos, phase, setting) {
+    for (phase, setting) in isolation::phases(&m.qos) {
+        if let Some(s) = isolation::phase_spread(&m.qos, phase, setting) {
             let key = format!("qos/{phase}/{setting}");
             f.lower(key, "us", s.median, Some((s.p10, s.p90)));
         }
     }
     for setting in ["on", "off"] {
-        let ratios = isolation::round_ratios(&qos, setting);
+        let ratios = isolation::round_ratios(&m.qos, setting);
         if let Some(ratio) = rounds::Range::of(&ratios) {
             // One round has no spread to judge a change by: the default
             // tolerance applies.
