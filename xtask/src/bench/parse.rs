@@ -149,6 +149,7 @@ pub struct Measurements {
     /// Pairs per second of all contending nodes together in each round of
     /// a contention phase, by number of contending nodes.
     pub lock_rounds: BTreeMap<u32, Vec<f64>>,
+    /// The isolation run's phases.
     pub qos: QosRows,
     /// Memory region counts by (LMR size, live LMRs).
     pub regions: BTreeMap<(u64, u64), Regions>,

@@ -428,13 +428,15 @@ impl Table {
         lines
     }
 
-    /// One line of the table: `cells` laid out in its columns.
+    /// [`Table::line`] of cells some of which are `String`s.
     pub(super) fn row<const N: usize>(&self, cells: [&str; N]) -> String {
-        assert_eq!(N, self.0.len(), "cells of a row");
         self.line(cells)
     }
 
+    /// One line of the table: `cells`, one per column, laid out in them.
     pub(super) fn line(&self, cells: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+        let cells: Vec<_> = cells.into_iter().collect();
+        assert_eq!(cells.len(), self.0.len(), "cells of a row");
         let mut line = String::new();
         for (i, ((gap, width, left, _), cell)) in self.0.iter().zip(cells).enumerate() {
             let cell = cell.as_ref();
