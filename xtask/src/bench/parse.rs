@@ -434,10 +434,10 @@ fn perftest_results<'a, const N: usize>(
     let mut out = Vec::new();
     for (fields, lines) in perftest_client_blocks(log) {
         let op = match fields.text("test") {
-            Some("ib_atomic_lat") if kind == "_lat" => fields.text("atomic").and_then(|kind| {
+            Some("ib_atomic_lat") if kind == "_lat" => fields.text("atomic").and_then(|atomic| {
                 ATOMICS
                     .iter()
-                    .find(|(flag, _)| *flag == kind)
+                    .find(|(flag, _)| *flag == atomic)
                     .map(|&(_, op)| op)
             }),
             test => test.and_then(|test| perftest_op(test, kind)),
