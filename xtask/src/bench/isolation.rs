@@ -177,12 +177,10 @@ mod tests {
         // loaded phase with QoS on at all.
         let with_round_two_loaded = |median| {
             let mut changed = rows.clone();
-            for row in changed
-                .values_mut()
-                .filter(|r| r.round == 2 && r.phase == "loaded")
-            {
-                row.latency.median = median;
-            }
+            let key = (2, "loaded".to_string(), "on".to_string());
+            changed
+                .entry(key)
+                .and_modify(|row| row.latency.median = median);
             changed
         };
         let mut partial = rows.clone();
