@@ -16,7 +16,7 @@ pub use lite_bench_record::{
 };
 use lite_bench_record::{TAG, VERBS_TAG};
 
-use super::rounds::{self, Round, RoundKind};
+use super::rounds::{self, Round, CPU_ROUND, LATENCY_ROUND};
 use super::run::NodeLog;
 use super::ATOMICS;
 use crate::logscan;
@@ -188,11 +188,11 @@ impl Measurements {
     pub fn add_log(&mut self, name: &str, log: &str) {
         // The rounds measure the same series with fewer operations; they
         // are kept apart from the one-off series.
-        let (outside, cpu_rounds) = rounds::split_rounds(log, RoundKind::Cpu);
+        let (outside, cpu_rounds) = rounds::split_rounds(log, CPU_ROUND);
         for (number, text) in cpu_rounds {
             rounds::add_round_text(self.cpu_rounds.entry(number).or_default(), &text);
         }
-        let (outside, rounds) = rounds::split_rounds(&outside, RoundKind::Latency);
+        let (outside, rounds) = rounds::split_rounds(&outside, LATENCY_ROUND);
         for (number, text) in rounds {
             rounds::add_round_text(self.rounds.entry(number).or_default(), &text);
         }

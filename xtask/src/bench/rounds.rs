@@ -21,26 +21,15 @@ use super::parse::{records, Latency, Record, Side};
 use super::report::Table;
 
 /// What a round measures, which the markers around its lines in a guest
-/// log tell: `LITE-ROUND-BEGIN round=N` .. `LITE-ROUND-END round=N`, or
-/// `LITE-CPU-ROUND-BEGIN` .. `LITE-CPU-ROUND-END`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RoundKind {
-    /// Latency, the two programs taking turns within every series.
-    Latency,
-    /// CPU time, each program running alone.
-    Cpu,
-}
+/// log tell: the text before the round number on the lines that open and
+/// close it.
+pub type RoundKind = (&'static str, &'static str);
 
-impl RoundKind {
-    /// The text before the round number in the lines that open and close
-    /// a round of this kind.
-    fn markers(self) -> (&'static str, &'static str) {
-        match self {
-            RoundKind::Latency => ("LITE-ROUND-BEGIN round=", "LITE-ROUND-END round="),
-            RoundKind::Cpu => ("LITE-CPU-ROUND-BEGIN round=", "LITE-CPU-ROUND-END round="),
-        }
-    }
-}
+/// A latency round, the two programs taking turns within every series.
+pub const LATENCY_ROUND: RoundKind = ("LITE-ROUND-BEGIN round=", "LITE-ROUND-END round=");
+
+/// A CPU round, each program running alone.
+pub const CPU_ROUND: RoundKind = ("LITE-CPU-ROUND-BEGIN round=", "LITE-CPU-ROUND-END round=");
 
 /// Operations compared, in report order, with the size every target
 /// applies to (`None`: every size) and the target ratio.
@@ -75,8 +64,7 @@ pub struct Round {
 /// The text of `log` outside every round of `kind`, and each such round's
 /// text by its number. An unterminated round (a VM stopped mid-round) ends
 /// the log.
-pub fn split_rounds(log: &str, kind: RoundKind) -> (String, BTreeMap<u32, String>) {
-    let (begin, end) = kind.markers();
+pub fn split_rounds(log: &str, (begin, end): RoundKind) -> (String, BTreeMap<u32, String>) {
     let mut outside = String::new();
     let mut rounds: BTreeMap<u32, String> = BTreeMap::new();
     let mut current: Option<u32> = None;
@@ -432,7 +420,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
 ";
 
     fn rounds_of(logs: &[&str]) -> BTreeMap<u32, Round> {
-        kind_of_rounds(logs, RoundKind::Latency)
+        kind_of_rounds(logs, LATENCY_ROUND)
     }
 
     fn kind_of_rounds(logs: &[&str], kind: RoundKind) -> BTreeMap<u32, Round> {
@@ -447,7 +435,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
 
     #[test]
     fn rounds_are_split_from_the_rest_of_the_log() {
-        let (outside, rounds) = split_rounds(NODE2, RoundKind::Latency);
+        let (outside, rounds) = split_rounds(NODE2, LATENCY_ROUND);
         assert_eq!(rounds.len(), 3);
         assert!(outside.contains("\"median\":999.00"));
         assert!(!outside.contains("LITE-VERBS"));
@@ -458,10 +446,10 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
             "{NODE2}LITE-CPU-ROUND-BEGIN round=1\nLITE-RECORD {{\"cpu\":{{\"side\":\"client\",\"program\":\"lite\",\"busy_ticks\":3}}}}\n\
              LITE-CPU-ROUND-END round=1\nafter\n"
         );
-        let (outside, cpu) = split_rounds(&log, RoundKind::Cpu);
+        let (outside, cpu) = split_rounds(&log, CPU_ROUND);
         assert_eq!(cpu.len(), 1);
         assert!(cpu[&1].contains("\"busy_ticks\":3") && !cpu[&1].contains("LITE-VERBS"));
-        let (rest, latency) = split_rounds(&outside, RoundKind::Latency);
+        let (rest, latency) = split_rounds(&outside, LATENCY_ROUND);
         assert_eq!(latency, rounds);
         assert!(!rest.contains("busy_ticks") && rest.contains("after"));
     }
@@ -534,7 +522,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
                       LITE-RECORD {\"cpu\":{\"side\":\"server\",\"program\":\"lite\",\"busy_ticks\":15}}\n\
                       LITE-RECORD {\"cpu\":{\"side\":\"server\",\"program\":\"lite\",\"busy_ticks\":\"oops\"}}\n\
                       LITE-CPU-ROUND-END round=1\n";
-        let figures = cpu_figures(&kind_of_rounds(&[&client, server], RoundKind::Cpu));
+        let figures = cpu_figures(&kind_of_rounds(&[&client, server], CPU_ROUND));
         let sides: Vec<&str> = figures.iter().map(|f| f.op.as_str()).collect();
         assert_eq!(sides, ["client", "server", "both"]);
         // 30 ticks of 10 ms over 600 operations: 500 us each.
@@ -551,7 +539,7 @@ LITE-RECORD {\"latency\":{\"op\":\"write\",\"size\":64,\"iters\":1000,\"median\"
         assert!(table[2].contains("500.0 (500.0-500.0)"), "{}", table[2]);
         // Rounds without CPU lines give no figures.
         assert!(cpu_figures(&rounds_of(&[NODE2])).is_empty());
-        assert!(cpu_figures(&kind_of_rounds(&[NODE2], RoundKind::Cpu)).is_empty());
+        assert!(cpu_figures(&kind_of_rounds(&[NODE2], CPU_ROUND)).is_empty());
         assert_eq!(cpu_line(&[]), None);
     }
 
