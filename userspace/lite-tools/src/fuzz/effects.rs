@@ -68,6 +68,23 @@ pub(crate) enum Effect {
     },
 }
 
+impl Effect {
+    /// A new handle of `kind`.
+    pub(crate) fn new_lmr(
+        kind: LmrKind,
+        size: Option<u64>,
+        password: u64,
+        permission: u64,
+    ) -> Self {
+        Effect::NewLmr {
+            kind,
+            size,
+            password,
+            permission,
+        }
+    }
+}
+
 /// Records what a call's result changes in the process's pool and the
 /// thread's state, reading the out-parameters the kernel wrote.
 pub(crate) fn apply(

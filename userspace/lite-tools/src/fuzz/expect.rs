@@ -90,6 +90,15 @@ impl Expect {
             self.must_fail = Some(reason);
         }
     }
+
+    /// As it is, marked certain to fail for the first of `reasons` whose
+    /// condition holds (as [`Expect::fail_if`] on each in turn).
+    pub(crate) fn failing_if(mut self, reasons: &[(bool, &'static str)]) -> Expect {
+        for &(condition, reason) in reasons {
+            self.fail_if(condition, reason);
+        }
+        self
+    }
 }
 
 /// The verdict on `ret`, what `call` returned; `signaled` tells whether a

@@ -11,7 +11,9 @@
 
 use std::collections::VecDeque;
 
-use lite::sys::{LiteLock, CHUNK_SIZE, MAX_PORTS, PERM_ATOMIC};
+use lite::sys::{
+    LiteLock, CHUNK_SIZE, MAX_PORTS, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE,
+};
 
 use super::memory::PAGE;
 
@@ -134,6 +136,9 @@ impl LmrRecord {
         }
     }
 }
+
+/// What the creator of an LMR may do with it (atomics aside).
+pub(crate) const OWNER_PERMISSIONS: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN;
 
 /// Bounds that keep a process's footprint small enough for every node.
 pub(crate) const MAX_LMRS: usize = 32;
@@ -277,8 +282,6 @@ impl Pool {
 
 #[cfg(test)]
 mod tests {
-    use lite::sys::PERM_ADMIN;
-
     use super::*;
 
     #[test]
