@@ -2,7 +2,7 @@
 //! (`include/uapi/linux/lite.h`), and how results are counted.
 //!
 //! The header lists errors common to every call, then documents each
-//! call's own. [`documented`] is that list per call; a host test reads the
+//! call's own. [`Syscall::documented`] is that list per call; a host test reads the
 //! header's comments and checks that the table names every error the
 //! header gives a call, and nothing the header does not document for it
 //! (or for a call its text refers to, as `lite_send` does with "errors as
@@ -13,10 +13,8 @@
 //! signal reached the calling thread during the call.
 
 use libc::{
-    EACCES, EADDRINUSE, EAGAIN, EALREADY, EBADF, ECONNREFUSED, ECONNRESET, EDEADLK, EDQUOT, EEXIST,
-    EFAULT, EHOSTDOWN, EHOSTUNREACH, EINTR, EINVAL, EIO, EISCONN, EKEYREJECTED, EKEYREVOKED,
-    EMSGSIZE, ENODEV, ENOENT, ENOKEY, ENOMEM, ENOSPC, ENOTCONN, EOWNERDEAD, EPERM, EPROTO,
-    ESHUTDOWN, ETIMEDOUT,
+    EACCES, EBADF, EFAULT, EHOSTDOWN, EHOSTUNREACH, EINVAL, EIO, EKEYREVOKED, ENOMEM, ENOTCONN,
+    EPERM,
 };
 
 use super::calls::Syscall;
@@ -41,84 +39,10 @@ pub(crate) const COMMON: [i32; 11] = [
 /// `SA_RESTART` turns them into `EINTR`.
 pub(crate) const RESTART_CODES: std::ops::RangeInclusive<i32> = 512..=516;
 
-/// The errors `call` documents besides [`COMMON`].
-pub(crate) fn documented(call: Syscall) -> &'static [i32] {
-    match call {
-        Syscall::Join => &[
-            EPERM,
-            EISCONN,
-            EALREADY,
-            EADDRINUSE,
-            EAGAIN,
-            ENODEV,
-            ECONNREFUSED,
-            ETIMEDOUT,
-            EPROTO,
-            ENOKEY,
-            EKEYREJECTED,
-        ],
-        Syscall::Leave => &[EPERM, ENOTCONN, EALREADY, ENOSPC, EINVAL],
-        Syscall::GetNodeId
-        | Syscall::GetTotalNode
-        | Syscall::RdmaWrite
-        | Syscall::RdmaRead
-        | Syscall::Free
-        | Syscall::Memcpy
-        | Syscall::Memmove
-        | Syscall::SendReplyMulticast
-        | Syscall::FetchAdd
-        | Syscall::SetPriority => &[],
-        Syscall::AllocRemote => &[EDQUOT],
-        Syscall::DistBarrier => &[EINVAL, EINTR, ETIMEDOUT],
-        Syscall::RemoteMemset => &[EINVAL],
-        Syscall::WrapAlloc => &[EEXIST, EDQUOT],
-        Syscall::AddAskMrTable => &[EEXIST, EINVAL, EDQUOT],
-        Syscall::AskLmr => &[ENOENT, EACCES, EPERM, EINVAL, EAGAIN],
-        Syscall::UmapLmr => &[EINVAL],
-        Syscall::RegisterLmr => &[EFAULT, EDQUOT],
-        Syscall::DeregisterLmr => &[EKEYREVOKED],
-        Syscall::RdmaWriteAsync | Syscall::RdmaReadAsync => &[EAGAIN, EIO],
-        // A call's errors come with its reap.
-        Syscall::AsyncWait => &[
-            EAGAIN,
-            EINVAL,
-            ECONNREFUSED,
-            EMSGSIZE,
-            ECONNRESET,
-            EPROTO,
-            ETIMEDOUT,
-        ],
-        Syscall::Fence => &[ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT],
-        Syscall::GetStats => &[EINVAL],
-        Syscall::RegisterApplication => &[EADDRINUSE, EDQUOT],
-        Syscall::UnregisterApplication => &[ENOENT, EPERM],
-        Syscall::QueryPort => &[ECONNREFUSED],
-        Syscall::SendReplyImm => &[ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT, EINTR],
-        Syscall::SendReplyImmAsync => &[ECONNREFUSED, EMSGSIZE, EINTR, EAGAIN],
-        Syscall::Send => &[
-            EAGAIN,
-            ECONNREFUSED,
-            EMSGSIZE,
-            ECONNRESET,
-            EPROTO,
-            ETIMEDOUT,
-            EINTR,
-        ],
-        Syscall::ReceiveMessage => &[EAGAIN, EMSGSIZE, ENOENT, ESHUTDOWN, EINTR],
-        Syscall::ReplyMessage => &[ENOENT, EMSGSIZE],
-        Syscall::ReplyAndReceiveMessage => &[ENOENT, EMSGSIZE, EAGAIN, ESHUTDOWN, EINTR],
-        Syscall::CompareSwp => &[EHOSTUNREACH, EINVAL, EPERM],
-        Syscall::CreateLock => &[ENOSPC, EDQUOT],
-        Syscall::AskLock => &[ENOENT],
-        Syscall::Lock => &[ENOENT, EDEADLK, EINTR, EHOSTDOWN, EAGAIN, EOWNERDEAD],
-        Syscall::Unlock => &[ENOENT, EPERM],
-    }
-}
-
 /// Whether the header allows `call` to fail with `errno` (see the module
 /// comment for `EINTR`).
 pub(crate) fn allowed(call: Syscall, errno: i32) -> bool {
-    COMMON.contains(&errno) || documented(call).contains(&errno)
+    COMMON.contains(&errno) || call.documented().contains(&errno)
 }
 
 /// Result buckets counted per call: success, each errno up to
@@ -163,6 +87,8 @@ pub(crate) fn outcome_name(bucket: usize) -> String {
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
+
+    use libc::{EAGAIN, ECONNREFUSED, ECONNRESET, EINTR, EOWNERDEAD, ESHUTDOWN};
 
     use super::*;
 
@@ -372,7 +298,7 @@ mod tests {
                     call.arity()
                 ));
             }
-            let table: BTreeSet<i32> = documented(call).iter().copied().collect();
+            let table: BTreeSet<i32> = call.documented().iter().copied().collect();
             // "-ERESTARTSYS / -EINTR": userspace sees the second.
             let own: BTreeSet<i32> = documented_here
                 .direct
