@@ -132,6 +132,13 @@ impl Syscall {
     }
 }
 
+/// The six register arguments of a call given `given` (the rest 0).
+pub(crate) fn args(given: &[u64]) -> [u64; 6] {
+    let mut args = [0; 6];
+    args[..given.len()].copy_from_slice(given);
+    args
+}
+
 /// A call with its arguments as the registers carry them, for messages:
 /// `lite_free(0x100000001)`.
 pub(crate) fn describe_call(call: Syscall, args: &[u64; 6]) -> String {

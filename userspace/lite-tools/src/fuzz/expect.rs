@@ -83,6 +83,14 @@ impl Expect {
         }
     }
 
+    /// Expects certain failure, for `reason`.
+    pub(crate) fn failing(reason: &'static str) -> Expect {
+        Expect {
+            must_fail: Some(reason),
+            ..Expect::default()
+        }
+    }
+
     /// Marks the call as certain to fail for `reason` if `condition` holds
     /// (the first reason found is kept).
     pub(crate) fn fail_if(&mut self, condition: bool, reason: &'static str) {

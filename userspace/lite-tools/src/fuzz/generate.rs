@@ -13,7 +13,7 @@ use lite::sys::{
     SEND_NONBLOCK,
 };
 
-use super::calls::Syscall;
+use super::calls::{args, Syscall};
 use super::effects::Effect;
 use super::expect::{Expect, Value};
 use super::memory::{Arena, BadPointer, ASYNC_AREA, BULK_AREA, MAX_FUZZ_LMR, PAGE, SCRATCH};
@@ -98,6 +98,12 @@ impl OutParams {
             lengths: [0; MAX_NODES as usize],
         })
     }
+
+    /// The lock record, filled with `lock`, as a pointer to pass.
+    pub(crate) fn lock_record(&mut self, lock: LiteLock) -> u64 {
+        self.lock = lock;
+        addr_of_mut!(self.lock) as u64
+    }
 }
 
 /// Why a call on a handle this process does not hold must fail.
@@ -130,9 +136,7 @@ impl Planned {
     /// `call` with the arguments `given` (the rest 0), which does not block
     /// by design.
     pub(crate) fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
-        let mut args = [0; 6];
-        args[..given.len()].copy_from_slice(given);
-        Planned::running(call, args, expect, effect)
+        Planned::running(call, args(given), expect, effect)
     }
 
     /// As it is, but a call that blocks by design: interrupted after `ms`.
@@ -1360,8 +1364,7 @@ impl Planner<'_, '_> {
     /// record, so what `lock` holds decides nothing then).
     fn lock_argument(&mut self, lock: LiteLock) -> (u64, bool, bool) {
         if self.rng.percent(93) {
-            self.out.lock = lock;
-            (addr_of_mut!(self.out.lock) as u64, false, true)
+            (self.out.lock_record(lock), false, true)
         } else {
             let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
             let certain = kind == BadPointer::ReadOnly || kind.faults_reading(8);

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::calls::{issue, Syscall};
+use super::calls::{args, issue, Syscall};
 use super::effects::{apply, Effect};
 use super::expect::{judge, Expect, Value};
 use super::generate::{Context, OutParams, Planned, Planner, ThreadState, RUNNING_CALL_MS};
@@ -251,20 +251,13 @@ fn thread_main(run: &Run<'_>, thread: u32) {
     // The process's exit releases the rest; unlocking here takes the
     // ordinary path for the locks still held, and for those that may be.
     for lock in std::mem::take(&mut state.held) {
-        out.lock = lock;
-        let pointer = std::ptr::addr_of_mut!(out.lock) as u64;
-        caller.simple(step, Syscall::Unlock, [pointer, 0, 0, 0, 0, 0], Value::Zero);
+        let unlock = args(&[out.lock_record(lock)]);
+        caller.simple(step, Syscall::Unlock, unlock, Value::Zero);
     }
     for lock in std::mem::take(&mut state.uncertain) {
-        out.lock = lock;
-        let pointer = std::ptr::addr_of_mut!(out.lock) as u64;
+        let unlock = args(&[out.lock_record(lock)]);
         // Refused unless this thread holds it: either is fine.
-        caller.call(
-            step,
-            Syscall::Unlock,
-            [pointer, 0, 0, 0, 0, 0],
-            RUNNING_CALL_MS,
-        );
+        caller.call(step, Syscall::Unlock, unlock, RUNNING_CALL_MS);
     }
     races::recheck_locks_away(&caller, &helper, &mut rng, &mut state, &mut out);
 }
