@@ -243,8 +243,7 @@ mod tests {
         let mut pool = Pool::default();
         let mut state = ThreadState::default();
         let mut out = OutParams::new();
-        let planned =
-            |effect| Planned::running(Syscall::AllocRemote, [0; 6], Expect::default(), effect);
+        let planned = |effect| Planned::of(Syscall::AllocRemote, &[], Expect::default(), effect);
         // The effect of a call that returned `ret`.
         macro_rules! apply {
             ($effect:expr, $ret:expr) => {

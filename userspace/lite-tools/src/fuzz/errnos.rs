@@ -120,45 +120,31 @@ mod tests {
         (1..=512).find(|&errno| crate::errno::errno_name(errno) == name)
     }
 
+    /// The start of `text` made of the characters `keep` accepts.
+    fn prefix(text: &str, keep: impl Fn(char) -> bool) -> &str {
+        &text[..text.find(|c: char| !keep(c)).unwrap_or(text.len())]
+    }
+
     /// Every `-EXXX` in `text`; panics on one this test cannot name.
     fn errnos_in(text: &str) -> BTreeSet<i32> {
-        let mut found = BTreeSet::new();
-        let mut rest = text;
-        while let Some(at) = rest.find("-E") {
-            let name: String = rest[at + 1..]
-                .chars()
-                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
-                .collect();
-            let starts_word = !rest[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_ascii_alphanumeric());
-            rest = &rest[at + 1 + name.len()..];
-            if !starts_word || name.len() < 3 {
-                continue;
-            }
-            let value = errno_value(&name)
-                .unwrap_or_else(|| panic!("the header names {name}, unknown to this test"));
-            found.insert(value);
-        }
-        found
+        let in_name = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
+        let unknown = |name| panic!("the header names {name}, unknown to this test");
+        text.match_indices("-E")
+            .filter(|&(at, _)| !text[..at].ends_with(|c: char| c.is_ascii_alphanumeric()))
+            .map(|(at, _)| prefix(&text[at + 1..], in_name))
+            .filter(|name| name.len() >= 3)
+            .map(|name| errno_value(name).unwrap_or_else(|| unknown(name)))
+            .collect()
     }
 
     /// `lite_xxx` names in `text`.
     fn calls_named_in(text: &str) -> BTreeSet<String> {
-        let mut found = BTreeSet::new();
-        let mut rest = text;
-        while let Some(at) = rest.find("lite_") {
-            let name: String = rest[at..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            rest = &rest[at + name.len()..];
-            if Syscall::from_name(&name).is_some() {
-                found.insert(name);
-            }
-        }
-        found
+        let in_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        text.match_indices("lite_")
+            .map(|(at, _)| prefix(&text[at..], in_name))
+            .filter(|name| Syscall::from_name(name).is_some())
+            .map(str::to_string)
+            .collect()
     }
 
     /// The text of every `/* ... */` comment, one ` * ` line per line.

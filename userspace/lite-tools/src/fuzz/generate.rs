@@ -121,22 +121,16 @@ pub(crate) struct Planned {
 }
 
 impl Planned {
-    /// A call that does not block by design: interrupted after
-    /// [`RUNNING_CALL_MS`].
-    pub(crate) fn running(call: Syscall, args: [u64; 6], expect: Expect, effect: Effect) -> Self {
+    /// `call` with the arguments `given` (the rest 0), which does not block
+    /// by design: interrupted after [`RUNNING_CALL_MS`].
+    pub(crate) fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
         Planned {
             call,
-            args,
+            args: args(given),
             expect,
             interrupt_after_ms: RUNNING_CALL_MS,
             effect,
         }
-    }
-
-    /// `call` with the arguments `given` (the rest 0), which does not block
-    /// by design.
-    pub(crate) fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
-        Planned::running(call, args(given), expect, effect)
     }
 
     /// As it is, but a call that blocks by design: interrupted after `ms`.
@@ -643,7 +637,7 @@ impl Planner<'_, '_> {
             ),
         ]);
         let args = [choice.raw(), buf, len, offset, priority, password];
-        Planned::running(call, args, expect, effect)
+        Planned::of(call, &args, expect, effect)
     }
 
     /// A free or deregistration of an LMR, or the unmap of a mapping, as
@@ -1086,7 +1080,7 @@ impl Planner<'_, '_> {
         } else {
             Effect::None
         };
-        let planned = Planned::running(call, args, expect, effect);
+        let planned = Planned::of(call, &args, expect, effect);
         if nonblock {
             planned
         } else {
@@ -1289,7 +1283,7 @@ impl Planner<'_, '_> {
             let new_value = self.rng.next_u64();
             [choice.raw(), old, value, new_value, priority, 0]
         };
-        Planned::running(call, args, expect, Effect::None)
+        Planned::of(call, &args, expect, Effect::None)
     }
 
     /// A home node for a lock.

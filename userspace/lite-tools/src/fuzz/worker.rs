@@ -95,26 +95,17 @@ impl Caller<'_, '_> {
 
     /// [`Caller::call`] and the verdict on the result.
     pub(crate) fn run(&self, step: u64, planned: &Planned) -> i64 {
-        let (ret, signaled) =
-            self.call(step, planned.call, planned.args, planned.interrupt_after_ms);
-        self.check(
-            step,
-            planned.call,
-            &planned.args,
-            ret,
-            signaled,
-            &planned.expect,
-        );
+        let Planned { call, args, .. } = *planned;
+        let (ret, signaled) = self.call(step, call, args, planned.interrupt_after_ms);
+        self.check(step, call, &args, ret, signaled, &planned.expect);
         ret
     }
 
     /// A call with plain expectations: `value` on success, documented
     /// errors otherwise.
     pub(crate) fn simple(&self, step: u64, call: Syscall, args: [u64; 6], value: Value) -> i64 {
-        self.run(
-            step,
-            &Planned::running(call, args, Expect::value(value), Effect::None),
-        )
+        let planned = Planned::of(call, &args, Expect::value(value), Effect::None);
+        self.run(step, &planned)
     }
 
     /// Raises an alarm if `ret` breaks `expect`.
