@@ -445,19 +445,17 @@ fn fuzz<W: Write>(
         std::thread::sleep(Duration::from_millis(250));
     }
     for child in &children {
-        match child.status {
-            Some(status) if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 => {}
-            Some(status) if libc::WIFEXITED(status) => exits.push(format!(
-                "{} exited with status {}",
-                child.name,
+        let (name, status) = (&child.name, child.status.unwrap_or(0));
+        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+            exits.push(format!(
+                "{name} exited with status {}",
                 libc::WEXITSTATUS(status)
-            )),
-            Some(status) if libc::WIFSIGNALED(status) => exits.push(format!(
-                "{} was killed by signal {}",
-                child.name,
+            ));
+        } else if libc::WIFSIGNALED(status) {
+            exits.push(format!(
+                "{name} was killed by signal {}",
                 libc::WTERMSIG(status)
-            )),
-            _ => {}
+            ));
         }
     }
     Outcome { exits, hung }

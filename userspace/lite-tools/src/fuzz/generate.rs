@@ -149,26 +149,26 @@ enum HandleChoice {
     Own(LmrRecord),
     /// One the process released: never valid again.
     Stale(u64),
-    /// Another process's, which may or may not mean something here.
-    Foreign(u64),
-    /// A made-up value.
-    MadeUp(u64),
+    /// Another process's, which may or may not mean something here, or a
+    /// made-up value.
+    Other(u64),
 }
 
 impl HandleChoice {
     fn raw(self) -> u64 {
         match self {
             HandleChoice::Own(record) => record.handle,
-            HandleChoice::Stale(h) | HandleChoice::Foreign(h) | HandleChoice::MadeUp(h) => h,
+            HandleChoice::Stale(h) | HandleChoice::Other(h) => h,
         }
     }
 
     /// Whether no call can accept it: released, or never a handle (handles
-    /// are above 0 and fit a non-negative return value).
+    /// are above 0 and fit a non-negative return value, as every handle
+    /// another process offers does).
     fn certainly_invalid(self) -> bool {
         match self {
             HandleChoice::Stale(_) => true,
-            HandleChoice::MadeUp(h) => h == 0 || h > i64::MAX as u64,
+            HandleChoice::Other(h) => h == 0 || h > i64::MAX as u64,
             _ => false,
         }
     }
@@ -355,17 +355,11 @@ impl Planner<'_, '_> {
             0..=34 => me,
             35..=79 => self.rng.between(1, self.ctx.plan.nodes.max(1).into()),
             80..=84 => 0,
-            _ => self.rng.choose(
-                &[
-                    u64::from(self.ctx.plan.nodes) + 1,
-                    63,
-                    64,
-                    65,
-                    u64::from(u32::MAX),
-                    1 << 32 | me,
-                ],
-                64,
-            ),
+            _ => {
+                let past = u64::from(self.ctx.plan.nodes) + 1;
+                self.rng
+                    .choose(&[past, 63, 64, 65, u64::from(u32::MAX), 1 << 32 | me], 64)
+            }
         }
     }
 
@@ -413,19 +407,9 @@ impl Planner<'_, '_> {
     }
 
     fn made_up_handle(&mut self) -> u64 {
-        let random = self.rng.next_u64();
-        self.rng.choose(
-            &[
-                0,
-                1,
-                u64::MAX,
-                i64::MIN as u64,
-                1 << 32,
-                0x1_0000_0001,
-                random,
-            ],
-            0,
-        )
+        let (random, sign) = (self.rng.next_u64(), i64::MIN as u64);
+        let values = [0, 1, u64::MAX, sign, 1 << 32, 0x1_0000_0001, random];
+        self.rng.choose(&values, 0)
     }
 
     /// A handle, preferring the process's own that `prefer` accepts.
@@ -450,11 +434,11 @@ impl Planner<'_, '_> {
             let other = self.ctx.other(self.rng);
             if let Some(handle) = other.handles.pick(self.rng) {
                 if self.pool.lmr(handle).is_none() {
-                    return HandleChoice::Foreign(handle);
+                    return HandleChoice::Other(handle);
                 }
             }
         }
-        HandleChoice::MadeUp(self.made_up_handle())
+        HandleChoice::Other(self.made_up_handle())
     }
 
     /// The right password of `choice`, or now and then a wrong one.

@@ -182,11 +182,8 @@ pub(crate) struct Pool {
     release_attempts: VecDeque<u64>,
 }
 
-fn remember(list: &mut VecDeque<u64>, value: u64) {
-    remember_up_to(list, value, STALE);
-}
-
-fn remember_up_to(list: &mut VecDeque<u64>, value: u64, capacity: usize) {
+/// Appends `value` to `list`, dropping the oldest beyond `capacity`.
+fn remember(list: &mut VecDeque<u64>, value: u64, capacity: usize) {
     if list.len() == capacity {
         list.pop_front();
     }
@@ -229,12 +226,12 @@ impl Pool {
     pub(crate) fn release_lmr(&mut self, handle: u64) {
         self.lmrs.retain(|r| r.handle != handle);
         self.names.retain(|&(_, h)| h != handle);
-        remember(&mut self.stale_handles, handle);
+        remember(&mut self.stale_handles, handle, STALE);
     }
 
     /// A thread is about to release `handle` (which may be any value).
     pub(crate) fn note_release_attempt(&mut self, handle: u64) {
-        remember_up_to(&mut self.release_attempts, handle, RELEASE_ATTEMPTS);
+        remember(&mut self.release_attempts, handle, RELEASE_ATTEMPTS);
     }
 
     /// Whether a thread tried to release `handle` lately, so that a race
@@ -260,13 +257,13 @@ impl Pool {
     pub(crate) fn reaped(&mut self, op: u64) {
         self.ops.retain(|&o| o != op);
         self.calls.retain(|&o| o != op);
-        remember(&mut self.stale_ops, op);
+        remember(&mut self.stale_ops, op, STALE);
     }
 
     /// A descriptor was answered.
     pub(crate) fn answered(&mut self, descriptor: u64) {
         self.descriptors.retain(|&d| d != descriptor);
-        remember(&mut self.stale_descriptors, descriptor);
+        remember(&mut self.stale_descriptors, descriptor, STALE);
     }
 
     /// Adds a lock, once.
