@@ -436,7 +436,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
             scope.spawn(move || {
                 std::thread::sleep(delay);
                 // Failing to unmap only makes the race a plain call.
-                let _ = arena.revoke_window(thread);
+                let _ = arena.remap_window(thread, false);
             });
             let value = match call {
                 Syscall::RdmaRead | Syscall::RdmaWrite => Value::Zero,
@@ -444,7 +444,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
             };
             self.plain(call, &args, value)
         });
-        if let Err(error) = arena.restore_window(thread) {
+        if let Err(error) = arena.remap_window(thread, true) {
             let what = "mapping the race window again";
             self.caller.alarm(self.step, what, &error.to_string());
         }
