@@ -208,13 +208,8 @@ mod tests {
                 if !text.trim().is_empty() {
                     flush(&mut group, &mut text, &mut calls);
                 }
-                let name = format!(
-                    "lite_{}",
-                    signature
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect::<String>()
-                );
+                let in_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                let name = format!("lite_{}", prefix(signature, in_name));
                 let open = signature.find('(').expect("a prototype has arguments");
                 group.push(name.clone());
                 Some((name, signature[open + 1..].to_string()))
@@ -275,13 +270,13 @@ mod tests {
         assert_eq!(header_names, table_names, "documented calls");
         let mut problems = Vec::new();
         for call in Syscall::ALL {
-            let documented_here = &header[call.name()];
-            if documented_here.arity != call.arity() {
+            let (name, arity) = (call.name(), call.arity());
+            let documented_here = &header[name];
+            let documented_arity = documented_here.arity;
+            if documented_arity != arity {
                 problems.push(format!(
-                    "{}: the header's prototype has {} arguments, the fuzzer passes {}",
-                    call.name(),
-                    documented_here.arity,
-                    call.arity()
+                    "{name}: the header's prototype has {documented_arity} arguments, \
+                     the fuzzer passes {arity}"
                 ));
             }
             let table: BTreeSet<i32> = call.documented().iter().copied().collect();
@@ -295,10 +290,9 @@ mod tests {
             let missing: BTreeSet<i32> = own.difference(&table).copied().collect();
             let missing: BTreeSet<i32> = missing.difference(&common).copied().collect();
             if !missing.is_empty() {
+                let missing = names(&missing);
                 problems.push(format!(
-                    "{}: the header documents {:?}, missing from the table",
-                    call.name(),
-                    names(&missing)
+                    "{name}: the header documents {missing:?}, missing from the table"
                 ));
             }
             // What the table allows must be documented for the call, for a
@@ -315,10 +309,10 @@ mod tests {
             }
             let extra: BTreeSet<i32> = table.difference(&known).copied().collect();
             if !extra.is_empty() {
+                let extra = names(&extra);
+                let undocumented = "which the header does not document";
                 problems.push(format!(
-                    "{}: the table allows {:?}, which the header does not document",
-                    call.name(),
-                    names(&extra)
+                    "{name}: the table allows {extra:?}, {undocumented}"
                 ));
             }
         }

@@ -137,10 +137,9 @@ pub(crate) fn judge(
             return Err("returned -EINTR, but no signal arrived during the call".to_string());
         }
     } else if !allowed(call, errno) {
-        return Err(format!(
-            "returned -{name} ({errno}), which the header does not document for {}",
-            call.name()
-        ));
+        let call = call.name();
+        let undocumented = format!("which the header does not document for {call}");
+        return Err(format!("returned -{name} ({errno}), {undocumented}"));
     }
     let trouble = NODE_TROUBLE.contains(&errno);
     if let Some(reason) = expect.must_succeed {
@@ -157,9 +156,9 @@ pub(crate) fn judge(
                 .iter()
                 .map(|&e| format!("-{}", errno_name(e)))
                 .collect();
+            let wanted = wanted.join(", ");
             return Err(format!(
-                "failed with -{name}, expected one of {}: {reason}",
-                wanted.join(", ")
+                "failed with -{name}, expected one of {wanted}: {reason}"
             ));
         }
     }

@@ -126,13 +126,9 @@ impl Caller<'_, '_> {
     /// Raises an alarm about `what` at step `step` of this thread.
     pub(crate) fn alarm(&self, step: u64, what: &str, reason: &str) {
         let plan = &self.run.ctx.plan;
-        let origin = format!(
-            "node {} proc {} thread {}{} step {step}",
-            plan.me,
-            plan.proc,
-            self.thread,
-            if self.helper { " (helper)" } else { "" }
-        );
+        let (me, proc, thread) = (plan.me, plan.proc, self.thread);
+        let helper = if self.helper { " (helper)" } else { "" };
+        let origin = format!("node {me} proc {proc} thread {thread}{helper} step {step}");
         report::alarm(plan.shared, plan.proc as usize, &origin, what, reason);
     }
 }
