@@ -563,16 +563,12 @@ impl Planner<'_, '_> {
         }
         let password = self.lmr_password();
         let atomic = flags as u32 & ALLOC_ATOMIC != 0;
+        let bad_size = size == 0 || size > MAX_LMR_SIZE;
+        let wrong_size = atomic && size != 8;
         let expect = Expect::value(Value::Positive).failing_if(&[
-            (
-                size == 0 || size > MAX_LMR_SIZE,
-                "size 0 or above LITE_MAX_LMR_SIZE",
-            ),
+            (bad_size, "size 0 or above LITE_MAX_LMR_SIZE"),
             (flags as u32 & !ALLOC_ATOMIC != 0, "unknown flags"),
-            (
-                atomic && size != 8,
-                "LITE_ALLOC_ATOMIC with a size other than 8",
-            ),
+            (wrong_size, "LITE_ALLOC_ATOMIC with a size other than 8"),
             refused_node(node),
         ]);
         let permission = OWNER_PERMISSIONS | if atomic { PERM_ATOMIC } else { 0 };
@@ -604,21 +600,17 @@ impl Planner<'_, '_> {
         } else {
             (Value::Zero, Effect::None)
         };
+        // An asynchronous read stores its data only when it is reaped.
+        let faults = faults && (write || !asynchronous);
+        let too_long = asynchronous && len > MAX_ASYNC_SIZE;
         let expect = Expect::value(value).failing_if(&[
             choice.not_ours(),
             (outside, "offset + size past the end of the LMR"),
             refused_priority(priority),
             (wrong_password, "a wrong password"),
             (choice.lacks(needed), "a handle without the permission"),
-            // An asynchronous read stores its data only when it is reaped.
-            (
-                faults && (write || !asynchronous),
-                "a buffer the kernel cannot access",
-            ),
-            (
-                asynchronous && len > MAX_ASYNC_SIZE,
-                "a size above LITE_MAX_ASYNC_SIZE",
-            ),
+            (faults, "a buffer the kernel cannot access"),
+            (too_long, "a size above LITE_MAX_ASYNC_SIZE"),
         ]);
         let args = [choice.raw(), buf, len, offset, priority, password];
         Planned::of(call, &args, expect, effect)
@@ -649,12 +641,9 @@ impl Planner<'_, '_> {
                 .rng
                 .choose(&[0, 65, u64::from(u32::MAX), 1 << 32 | 1], 0),
         };
-        let n = num as u32;
+        let bad_count = num as u32 == 0 || num as u32 > MAX_NODES;
         let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(
-            n == 0 || n > MAX_NODES,
-            "a count of 0 or above LITE_MAX_NODES",
-        );
+        expect.fail_if(bad_count, "a count of 0 or above LITE_MAX_NODES");
         Planned::of(call, &[num], expect, Effect::None).blocking(self.blocking_ms())
     }
 
@@ -694,11 +683,9 @@ impl Planner<'_, '_> {
         };
         let dst_outside =
             dst.size().is_some() && dst_offset.checked_add(len).is_none_or(|end| end > dst_size);
+        let src_invalid = src.certainly_invalid();
         let expect = Expect::value(Value::Zero).failing_if(&[
-            (
-                src.certainly_invalid(),
-                "a source that is no handle of this process",
-            ),
+            (src_invalid, "a source that is no handle of this process"),
             (
                 dst.certainly_invalid(),
                 "a destination that is no handle of this process",
@@ -770,14 +757,12 @@ impl Planner<'_, '_> {
         };
         let (permission, refused) = self.permission(true);
         let (password, wrong_password) = self.password(choice);
+        let mapping = choice.held_as(false);
         let expect = Expect::value(Value::Zero).failing_if(&[
             choice.not_ours(),
             (refused, "permission bits that cannot be granted"),
             (wrong_password, "a wrong password"),
-            (
-                choice.held_as(false),
-                "a mapping's handle, which cannot be published",
-            ),
+            (mapping, "a mapping's handle, which cannot be published"),
             (choice.lacks(PERM_SHARE), "a handle without SHARE"),
         ]);
         let handle = choice.raw();
@@ -833,11 +818,9 @@ impl Planner<'_, '_> {
         }
         let (permission, refused) = self.permission(false);
         let password = self.lmr_password();
+        let bad_size = size == 0 || size > MAX_REGISTER_SIZE;
         let expect = Expect::value(Value::Positive).failing_if(&[
-            (
-                size == 0 || size > MAX_REGISTER_SIZE,
-                "size 0 or above LITE_MAX_REGISTER_SIZE",
-            ),
+            (bad_size, "size 0 or above LITE_MAX_REGISTER_SIZE"),
             (faults, "memory not mapped writable"),
             (refused, "unknown permission bits"),
         ]);
@@ -1142,15 +1125,13 @@ impl Planner<'_, '_> {
         } else {
             Value::Zero
         };
+        let too_long = size > MAX_MESSAGE_SIZE;
         let mut expect = Expect::value(value).failing_if(&[
             (
                 stale,
                 "a descriptor that is no unanswered one of this process",
             ),
-            (
-                size > MAX_MESSAGE_SIZE,
-                "a reply above LITE_MAX_MESSAGE_SIZE",
-            ),
+            (too_long, "a reply above LITE_MAX_MESSAGE_SIZE"),
             (faults, "a reply the kernel cannot read"),
         ]);
         if !receives {
@@ -1228,6 +1209,7 @@ impl Planner<'_, '_> {
         let (record, record_faults) = self.or_bad_pointer(92, record, 56, false);
         // Past a record it cannot read, the kernel reads nothing: the first
         // reason found is the one kept.
+        let null_replies = replies == 0 && max_reply > 0;
         let expect = Expect::value(Value::Range(0, targets.into())).failing_if(&[
             (record_faults, "a call record the kernel cannot read"),
             (count == 0 || count > MAX_NODES, "a count of 0 or above 64"),
@@ -1235,10 +1217,7 @@ impl Planner<'_, '_> {
             refused_message_size(size),
             (msg_faults, "a message the kernel cannot read"),
             (lengths_fault, "a lengths array the kernel cannot write"),
-            (
-                replies == 0 && max_reply > 0,
-                "a null reply buffer with room",
-            ),
+            (null_replies, "a null reply buffer with room"),
         ]);
         Planned::of(call, &[record], expect, Effect::None).blocking(self.rng.between(200, 3000))
     }
@@ -1360,13 +1339,11 @@ impl Planner<'_, '_> {
         };
         let (pointer, bad, is_record) = self.lock_argument(lock);
         let held = held && !self.state.uncertain.contains(&lock);
+        let no_such_lock = is_record && lock.number >= MAX_LOCKS;
         let expect = Expect::value(Value::Zero).failing_if(&[
             (bad, "a lock record the kernel cannot read"),
             (is_record && held, "a lock this thread holds"),
-            (
-                is_record && lock.number >= MAX_LOCKS,
-                "a lock number no home keeps",
-            ),
+            (no_such_lock, "a lock number no home keeps"),
             (is_record && lock.home >= MAX_NODES, REFUSED_NODE),
         ]);
         Planned::of(call, &[pointer], expect, Effect::Lock(lock)).blocking(self.blocking_ms())
