@@ -99,12 +99,10 @@ pub(crate) fn recheck_locks_away(
         if race_run.take_lock(lock, LOCK_BACK_AFTER_RUN_MS) {
             race_run.give_back(lock);
         } else if now_ms() - since >= LOCK_BACK_AFTER_RUN_MS {
-            caller.alarm(
-                step,
-                &format!("lite_lock({}:{})", lock.home, lock.number),
-                "the lock did not come back after the child waiting for it was killed: \
-                 not within 25 s, nor within 40 s after fuzzing ended",
-            );
+            let what = format!("lite_lock({}:{})", lock.home, lock.number);
+            let reason = "the lock did not come back after the child waiting for it was killed: \
+                          not within 25 s, nor within 40 s after fuzzing ended";
+            caller.alarm(step, &what, reason);
         }
     }
 }
@@ -470,6 +468,7 @@ impl<'a> RaceRun<'_, '_, 'a> {
 
     /// A child uses what its parent holds: every call must fail.
     fn fork_with_handles(&mut self) {
+        use Syscall::*;
         let scratch = self.scratch();
         let mut calls: Vec<(Syscall, [u64; 6], &'static str)> = Vec::new();
         let lock = self.state.held.first().copied();
@@ -482,48 +481,26 @@ impl<'a> RaceRun<'_, '_, 'a> {
             for record in pool.lmrs.iter().take(3) {
                 let len = record.size.unwrap_or(8).clamp(1, 16);
                 let transfer = [record.handle, scratch, len, 0, 0, record.password];
-                calls.push((
-                    Syscall::RdmaRead,
-                    transfer,
-                    "a read with the parent's handle",
-                ));
-                calls.push((
-                    Syscall::RdmaWrite,
-                    transfer,
-                    "a write with the parent's handle",
-                ));
+                calls.push((RdmaRead, transfer, "a read with the parent's handle"));
+                calls.push((RdmaWrite, transfer, "a write with the parent's handle"));
             }
             let held = |owner| pool.lmrs.iter().find(|r| r.kind.is_owner() == owner);
+            let free = held(true).map(|record| args(&[record.handle]));
+            let unmap = held(false).map(|record| args(&[record.handle]));
+            let reap = pool.ops.first().map(|&op| args(&[op, ASYNC_NOWAIT.into()]));
+            let reply = pool.descriptors.first().map(|&d| args(&[scratch, 8, d]));
+            let close = pool.ports.first().map(|&(port, _)| args(&[port.into()]));
+            let unlock = lock.map(|_| args(&[lock_address]));
             // The calls on one resource of each other kind, where there is one.
             let singles = [
+                (Free, free, "a free of the parent's LMR"),
+                (UmapLmr, unmap, "an unmap of the parent's mapping"),
+                (AsyncWait, reap, "a reap of the parent's operation"),
+                (ReplyMessage, reply, "a reply to the parent's descriptor"),
+                (UnregisterApplication, close, "closing the parent's port"),
                 (
-                    Syscall::Free,
-                    held(true).map(|record| args(&[record.handle])),
-                    "a free of the parent's LMR",
-                ),
-                (
-                    Syscall::UmapLmr,
-                    held(false).map(|record| args(&[record.handle])),
-                    "an unmap of the parent's mapping",
-                ),
-                (
-                    Syscall::AsyncWait,
-                    pool.ops.first().map(|&op| args(&[op, ASYNC_NOWAIT.into()])),
-                    "a reap of the parent's operation",
-                ),
-                (
-                    Syscall::ReplyMessage,
-                    pool.descriptors.first().map(|&d| args(&[scratch, 8, d])),
-                    "a reply to the parent's descriptor",
-                ),
-                (
-                    Syscall::UnregisterApplication,
-                    pool.ports.first().map(|&(port, _)| args(&[port.into()])),
-                    "closing the parent's port",
-                ),
-                (
-                    Syscall::Unlock,
-                    lock.map(|_| args(&[lock_address])),
+                    Unlock,
+                    unlock,
                     "an unlock of a lock the parent's thread holds",
                 ),
             ];
