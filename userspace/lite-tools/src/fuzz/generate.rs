@@ -702,12 +702,8 @@ impl Planner<'_, '_> {
     /// A name of this process for an LMR of `size` bytes.
     fn own_name(&mut self, size: Option<u64>) -> u64 {
         let class = size.map_or(super::pool::UNSIZED_CLASS, size_class);
-        fuzz_name(
-            self.ctx.plan.me,
-            self.ctx.plan.proc,
-            class,
-            self.rng.below(NAME_SLOTS),
-        )
+        let ProcessPlan { me, proc, .. } = self.ctx.plan;
+        fuzz_name(me, proc, class, self.rng.below(NAME_SLOTS))
     }
 
     fn wrap_alloc(&mut self, call: Syscall) -> Planned {

@@ -121,23 +121,16 @@ impl Arena {
         // SAFETY: a fresh reservation; nothing else refers to it.
         let base = unsafe { map_anonymous(ptr::null_mut(), len, libc::PROT_NONE, flags)? };
         let arena = Arena { base, len, threads };
+        let read_write = libc::PROT_READ | libc::PROT_WRITE;
         // The read-only page holds a pattern, so reads through it carry data.
-        arena.protect(arena.base, PAGE, libc::PROT_READ | libc::PROT_WRITE)?;
+        arena.protect(arena.base, PAGE, read_write)?;
         // SAFETY: the page was just made writable and belongs to the arena,
         // which nothing else uses yet.
         unsafe { ptr::write_bytes(arena.base as *mut u8, 0x5a, PAGE) };
         arena.protect(arena.base, PAGE, libc::PROT_READ)?;
-        let windows = arena.base + 2 * PAGE;
-        arena.protect(
-            windows,
-            threads * RACE_WINDOW,
-            libc::PROT_READ | libc::PROT_WRITE,
-        )?;
-        arena.protect(
-            arena.read_write_start(),
-            read_write_len(threads),
-            libc::PROT_READ | libc::PROT_WRITE,
-        )?;
+        arena.protect(arena.base + 2 * PAGE, threads * RACE_WINDOW, read_write)?;
+        let (start, len) = (arena.read_write_start(), read_write_len(threads));
+        arena.protect(start, len, read_write)?;
         Ok(arena)
     }
 

@@ -723,14 +723,8 @@ impl<'a> RaceRun<'_, '_, 'a> {
             let expect = Expect::failing("the server process exits without replying");
             let reason = "the server process exited without replying";
             let ended = (&[ECONNRESET, ECONNREFUSED][..], reason);
-            woken(
-                self.caller,
-                self.step,
-                Syscall::SendReplyImm,
-                args,
-                expect,
-                ended,
-            );
+            let (caller, step) = (self.caller, self.step);
+            woken(caller, step, Syscall::SendReplyImm, args, expect, ended);
         }
         // It exits once it took the request; if it never got one, it is killed.
         let deadline = now_ms() + 5_000;

@@ -83,12 +83,8 @@ impl CallSlot {
         let call = self.call.load(Ordering::Acquire);
         let call = Syscall::from_index((call as usize).checked_sub(1)?)?;
         let args = std::array::from_fn(|i| self.args[i].load(Ordering::Relaxed));
-        Some((
-            call,
-            self.step.load(Ordering::Relaxed),
-            args,
-            self.started_ms.load(Ordering::Relaxed),
-        ))
+        let step = self.step.load(Ordering::Relaxed);
+        Some((call, step, args, self.started_ms.load(Ordering::Relaxed)))
     }
 }
 
