@@ -166,19 +166,10 @@ pub(crate) fn describe_call(call: Syscall, args: &[u64; 6]) -> String {
 /// program reads or writes through a reference while the kernel may
 /// access it, for as many bytes as the call may access.
 pub(crate) unsafe fn raw_syscall(number: c_long, args: [u64; 6]) -> i64 {
+    let [a, b, c, d, e, f] = args.map(|arg| arg as c_ulong);
     // SAFETY: the caller vouches for the pointers among `args`; every
     // argument is passed at full register width, as `syscall` reads six.
-    let ret = unsafe {
-        libc::syscall(
-            number,
-            args[0] as c_ulong,
-            args[1] as c_ulong,
-            args[2] as c_ulong,
-            args[3] as c_ulong,
-            args[4] as c_ulong,
-            args[5] as c_ulong,
-        )
-    };
+    let ret = unsafe { libc::syscall(number, a, b, c, d, e, f) };
     if ret == -1 {
         // SAFETY: reads the calling thread's errno, which the failed call set.
         -i64::from(unsafe { *libc::__errno_location() })
