@@ -144,6 +144,7 @@ fn errno_of(ret: i64) -> i32 {
         0
     }
 }
+
 impl<'a> RaceRun<'_, '_, 'a> {
     /// Makes `call` with the arguments `given` on this thread: `value` on
     /// success, else a documented error.
@@ -333,8 +334,8 @@ impl<'a> RaceRun<'_, '_, 'a> {
         }
         self.caller
             .check(self.step, call, &args, ret, signaled, &expect);
-        // Released, though not by this call, if taken.
         if taken {
+            // Released, though not by this call.
             0
         } else {
             ret
