@@ -130,11 +130,11 @@ pub fn replay_command(config: &FuzzConfig) -> String {
 
 /// Runs the fuzzer on this node, reporting to `tap`.
 pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
-    tap.comment(&format!("{}{:#x}", report::SEED_PREFIX, config.seed));
+    let (seed_prefix, replay_prefix) = (report::SEED_PREFIX, report::REPLAY_PREFIX);
+    let replay = replay_command(config);
+    tap.comment(&format!("{seed_prefix}{:#x}", config.seed));
     tap.comment(&format!(
-        "{}{} (on every node; the same seed replays the same steps on each)",
-        report::REPLAY_PREFIX,
-        replay_command(config)
+        "{replay_prefix}{replay} (on every node; the same seed replays the same steps on each)"
     ));
     let me = match join(config.cm) {
         Ok(membership) => {
@@ -142,11 +142,11 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
                 Membership::Joined(_) => "joined",
                 Membership::AlreadyMember(_) => "had joined before",
             };
+            let me = membership.id();
             tap.ok(&format!(
-                "fuzz: node {} is a member of the cluster ({how})",
-                membership.id()
+                "fuzz: node {me} is a member of the cluster ({how})"
             ));
-            membership.id()
+            me
         }
         Err(reason) => {
             tap.not_ok("fuzz: this node is a member of the cluster", &reason);
@@ -156,23 +156,18 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
     };
 
     let ready = rendezvous::announce(me, pool::READY);
-    if let Err(error) = &ready {
-        tap.comment(&format!(
-            "publishing this node's start: {}",
-            describe_error(error)
-        ));
+    let unpublished = ready.as_ref().err().map(describe_error);
+    if let Some(error) = &unpublished {
+        tap.comment(&format!("publishing this node's start: {error}"));
     }
     let late = rendezvous::await_others(me, config.nodes, pool::READY, START_TIMEOUT, false);
+    let waited = START_TIMEOUT.as_secs();
     tap.check(
         &format!("fuzz: all {} nodes started lite-fuzz", config.nodes),
-        match (&ready, late.is_empty()) {
-            (Err(error), _) => Err(format!(
-                "this node's start could not be published: {}",
-                describe_error(error)
-            )),
+        match (unpublished, late.is_empty()) {
+            (Some(error), _) => Err(format!("this node's start could not be published: {error}")),
             (_, false) => Err(format!(
-                "nodes {late:?} did not start within {} s; fuzzing anyway",
-                START_TIMEOUT.as_secs()
+                "nodes {late:?} did not start within {waited} s; fuzzing anyway"
             )),
             _ => Ok(()),
         },
@@ -196,13 +191,14 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
         ),
         unless(outcome.exits.is_empty(), || outcome.exits.join("\n")),
     );
+    let hung = outcome.hung;
     tap.check(
         &format!(
             "fuzz: no call hung (each returned within {} s)",
             HUNG_AFTER_MS / 1000
         ),
-        unless(outcome.hung == 0, || {
-            format!("{} calls hung (see the alarms above)", outcome.hung)
+        unless(hung == 0, || {
+            format!("{hung} calls hung (see the alarms above)")
         }),
     );
     let never: Vec<&str> = Syscall::ALL
@@ -210,20 +206,16 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
         .filter(|&call| shared.calls_of(call) == 0)
         .map(Syscall::name)
         .collect();
+    let never = never.join(", ");
     tap.check(
         "fuzz: every LITE system call was called",
-        unless(never.is_empty(), || {
-            format!("never called: {}", never.join(", "))
-        }),
+        unless(never.is_empty(), || format!("never called: {never}")),
     );
     let alarms = shared.alarms();
     tap.check(
         "fuzz: no alarms",
         unless(alarms == 0, || {
-            format!(
-                "{alarms} alarms (details above); replay with: {}",
-                replay_command(config)
-            )
+            format!("{alarms} alarms (details above); replay with: {replay}")
         }),
     );
     tap.check(
@@ -253,9 +245,9 @@ pub fn run<W: Write>(tap: &mut Tap<W>, config: &FuzzConfig) {
     let done = rendezvous::announce(me, pool::DONE);
     let missing = rendezvous::await_others(me, config.nodes, pool::DONE, END_TIMEOUT, true);
     if !missing.is_empty() {
+        let waited = END_TIMEOUT.as_secs();
         tap.comment(&format!(
-            "nodes {missing:?} did not finish within {} s of this one",
-            END_TIMEOUT.as_secs()
+            "nodes {missing:?} did not finish within {waited} s of this one"
         ));
     }
     std::thread::sleep(LINGER);
@@ -360,11 +352,8 @@ fn fuzz<W: Write>(
             deadline_ms,
             shared,
         };
-        match spawn(
-            format!("fuzzing process {proc}"),
-            proc as usize,
-            move || worker::process_main(plan),
-        ) {
+        let name = format!("fuzzing process {proc}");
+        match spawn(name, proc as usize, move || worker::process_main(plan)) {
             Ok(child) => children.push(child),
             Err(reason) => exits.push(reason),
         }
@@ -423,11 +412,11 @@ fn fuzz<W: Write>(
         }
         match killed_at {
             None if now >= deadline_ms + FINISH_GRACE_MS => {
+                let grace = FINISH_GRACE_MS / 1000;
                 for child in &running {
+                    let name = &child.name;
                     exits.push(format!(
-                        "{} did not finish within {} s of the end: killed",
-                        child.name,
-                        FINISH_GRACE_MS / 1000
+                        "{name} did not finish within {grace} s of the end: killed"
                     ));
                     // SAFETY: kills a child of this process.
                     unsafe { libc::kill(child.pid, libc::SIGKILL) };
@@ -445,19 +434,12 @@ fn fuzz<W: Write>(
         std::thread::sleep(Duration::from_millis(250));
     }
     for child in &children {
-        match child.status {
-            Some(status) if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 => {}
-            Some(status) if libc::WIFEXITED(status) => exits.push(format!(
-                "{} exited with status {}",
-                child.name,
-                libc::WEXITSTATUS(status)
-            )),
-            Some(status) if libc::WIFSIGNALED(status) => exits.push(format!(
-                "{} was killed by signal {}",
-                child.name,
-                libc::WTERMSIG(status)
-            )),
-            _ => {}
+        let (name, status) = (&child.name, child.status.unwrap_or(0));
+        let (code, signal) = (libc::WEXITSTATUS(status), libc::WTERMSIG(status));
+        if libc::WIFEXITED(status) && code != 0 {
+            exits.push(format!("{name} exited with status {code}"));
+        } else if libc::WIFSIGNALED(status) {
+            exits.push(format!("{name} was killed by signal {signal}"));
         }
     }
     Outcome { exits, hung }
@@ -486,22 +468,13 @@ fn report_hung(shared: &Shared, me: u32, now: u64, running: &[usize]) -> u64 {
             } else if index < MAX_THREADS {
                 format!("node {me} proc {proc} thread {index} step {step}")
             } else {
-                format!(
-                    "node {me} proc {proc} thread {} (helper) step {step}",
-                    index - MAX_THREADS
-                )
+                let helper = index - MAX_THREADS;
+                format!("node {me} proc {proc} thread {helper} (helper) step {step}")
             };
-            report::alarm(
-                shared,
-                proc,
-                &who,
-                &calls::describe_call(call, &args),
-                &format!(
-                    "hung: still running after {} s, though signalled every {} ms",
-                    (now - started) / 1000,
-                    signals::RESIGNAL_MS
-                ),
-            );
+            let (seconds, every) = ((now - started) / 1000, signals::RESIGNAL_MS);
+            let why =
+                format!("hung: still running after {seconds} s, though signalled every {every} ms");
+            report::alarm(shared, proc, &who, &calls::describe_call(call, &args), &why);
         }
     }
     found
@@ -555,11 +528,8 @@ fn counters_settle(baseline: &LiteStats) -> Result<(), String> {
             return Ok(());
         }
         if start.elapsed() >= COUNTERS_SETTLE {
-            return Err(format!(
-                "{} s after the processes ended: {}",
-                COUNTERS_SETTLE.as_secs(),
-                differ.trim_end_matches("; ")
-            ));
+            let (waited, differ) = (COUNTERS_SETTLE.as_secs(), differ.trim_end_matches("; "));
+            return Err(format!("{waited} s after the processes ended: {differ}"));
         }
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -1,13 +1,19 @@
 //! LITE's system calls by name and number, and the raw way to issue them.
 
-use libc::{c_long, c_ulong};
+use libc::{
+    c_long, c_ulong, EACCES, EADDRINUSE, EAGAIN, EALREADY, ECONNREFUSED, ECONNRESET, EDEADLK,
+    EDQUOT, EEXIST, EFAULT, EHOSTDOWN, EHOSTUNREACH, EINTR, EINVAL, EIO, EISCONN, EKEYREJECTED,
+    EKEYREVOKED, EMSGSIZE, ENODEV, ENOENT, ENOKEY, ENOSPC, ENOTCONN, EOWNERDEAD, EPERM, EPROTO,
+    ESHUTDOWN, ETIMEDOUT,
+};
 use lite::sys;
 
 /// Declares [`Syscall`] from one table: each call's variant, its number
-/// (`__NR_lite_*`), its C name and how many arguments it takes, in system
+/// (`__NR_lite_*`), its C name, how many arguments it takes and the errors
+/// the uapi header documents for it besides the common ones, in system
 /// call number order.
 macro_rules! syscalls {
-    ($($call:ident: $number:ident, $name:literal, $arity:literal;)*) => {
+    ($($call:ident: $number:ident, $name:literal, $arity:literal, [$($errno:ident),*];)*) => {
         /// One LITE system call.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub(crate) enum Syscall {
@@ -38,51 +44,71 @@ macro_rules! syscalls {
                     $(Syscall::$call => $arity,)*
                 }
             }
+
+            /// The errors the call documents besides
+            /// [`COMMON`](super::errnos::COMMON).
+            pub(crate) fn documented(self) -> &'static [i32] {
+                match self {
+                    $(Syscall::$call => &[$($errno),*],)*
+                }
+            }
         }
     };
 }
 
 syscalls! {
-    Join: SYS_LITE_JOIN, "lite_join", 3;
-    GetNodeId: SYS_LITE_GET_NODE_ID, "lite_get_node_id", 0;
-    GetTotalNode: SYS_LITE_GET_TOTAL_NODE, "lite_get_total_node", 0;
-    AllocRemote: SYS_LITE_ALLOC_REMOTE, "lite_alloc_remote", 4;
-    RdmaWrite: SYS_LITE_RDMA_WRITE, "lite_rdma_write", 6;
-    RdmaRead: SYS_LITE_RDMA_READ, "lite_rdma_read", 6;
-    Free: SYS_LITE_FREE, "lite_free", 1;
-    DistBarrier: SYS_LITE_DIST_BARRIER, "lite_dist_barrier", 1;
-    RemoteMemset: SYS_LITE_REMOTE_MEMSET, "lite_remote_memset", 4;
-    Memcpy: SYS_LITE_MEMCPY, "lite_memcpy", 5;
-    Memmove: SYS_LITE_MEMMOVE, "lite_memmove", 5;
-    WrapAlloc: SYS_LITE_WRAP_ALLOC, "lite_wrap_alloc", 4;
-    AddAskMrTable: SYS_LITE_ADD_ASK_MR_TABLE, "lite_add_ask_mr_table", 4;
-    AskLmr: SYS_LITE_ASK_LMR, "lite_ask_lmr", 4;
-    UmapLmr: SYS_LITE_UMAP_LMR, "lite_umap_lmr", 1;
-    RegisterLmr: SYS_LITE_REGISTER_LMR, "lite_register_lmr", 4;
-    DeregisterLmr: SYS_LITE_DEREGISTER_LMR, "lite_deregister_lmr", 1;
-    RdmaWriteAsync: SYS_LITE_RDMA_WRITE_ASYNC, "lite_rdma_write_async", 6;
-    RdmaReadAsync: SYS_LITE_RDMA_READ_ASYNC, "lite_rdma_read_async", 6;
-    AsyncWait: SYS_LITE_ASYNC_WAIT, "lite_async_wait", 2;
-    Fence: SYS_LITE_FENCE, "lite_fence", 0;
-    GetStats: SYS_LITE_GET_STATS, "lite_get_stats", 2;
-    RegisterApplication: SYS_LITE_REGISTER_APPLICATION, "lite_register_application", 4;
-    UnregisterApplication: SYS_LITE_UNREGISTER_APPLICATION, "lite_unregister_application", 1;
-    QueryPort: SYS_LITE_QUERY_PORT, "lite_query_port", 2;
-    SendReplyImm: SYS_LITE_SEND_REPLY_IMM, "lite_send_reply_imm", 6;
-    Send: SYS_LITE_SEND, "lite_send", 4;
-    ReceiveMessage: SYS_LITE_RECEIVE_MESSAGE, "lite_receive_message", 5;
-    ReplyMessage: SYS_LITE_REPLY_MESSAGE, "lite_reply_message", 3;
-    ReplyAndReceiveMessage: SYS_LITE_REPLY_AND_RECEIVE_MESSAGE, "lite_reply_and_receive_message", 4;
-    SendReplyMulticast: SYS_LITE_SEND_REPLY_MULTICAST, "lite_send_reply_multicast", 1;
-    FetchAdd: SYS_LITE_FETCH_ADD, "lite_fetch_add", 4;
-    CompareSwp: SYS_LITE_COMPARE_SWP, "lite_compare_swp", 5;
-    CreateLock: SYS_LITE_CREATE_LOCK, "lite_create_lock", 2;
-    AskLock: SYS_LITE_ASK_LOCK, "lite_ask_lock", 3;
-    Lock: SYS_LITE_LOCK, "lite_lock", 1;
-    Unlock: SYS_LITE_UNLOCK, "lite_unlock", 1;
-    SetPriority: SYS_LITE_SET_PRIORITY, "lite_set_priority", 1;
-    Leave: SYS_LITE_LEAVE, "lite_leave", 1;
-    SendReplyImmAsync: SYS_LITE_SEND_REPLY_IMM_ASYNC, "lite_send_reply_imm_async", 6;
+    Join: SYS_LITE_JOIN, "lite_join", 3, [
+        EPERM, EISCONN, EALREADY, EADDRINUSE, EAGAIN, ENODEV, ECONNREFUSED, ETIMEDOUT, EPROTO,
+        ENOKEY, EKEYREJECTED
+    ];
+    GetNodeId: SYS_LITE_GET_NODE_ID, "lite_get_node_id", 0, [];
+    GetTotalNode: SYS_LITE_GET_TOTAL_NODE, "lite_get_total_node", 0, [];
+    AllocRemote: SYS_LITE_ALLOC_REMOTE, "lite_alloc_remote", 4, [EDQUOT];
+    RdmaWrite: SYS_LITE_RDMA_WRITE, "lite_rdma_write", 6, [];
+    RdmaRead: SYS_LITE_RDMA_READ, "lite_rdma_read", 6, [];
+    Free: SYS_LITE_FREE, "lite_free", 1, [];
+    DistBarrier: SYS_LITE_DIST_BARRIER, "lite_dist_barrier", 1, [EINVAL, EINTR, ETIMEDOUT];
+    RemoteMemset: SYS_LITE_REMOTE_MEMSET, "lite_remote_memset", 4, [EINVAL];
+    Memcpy: SYS_LITE_MEMCPY, "lite_memcpy", 5, [];
+    Memmove: SYS_LITE_MEMMOVE, "lite_memmove", 5, [];
+    WrapAlloc: SYS_LITE_WRAP_ALLOC, "lite_wrap_alloc", 4, [EEXIST, EDQUOT];
+    AddAskMrTable: SYS_LITE_ADD_ASK_MR_TABLE, "lite_add_ask_mr_table", 4, [EEXIST, EINVAL, EDQUOT];
+    AskLmr: SYS_LITE_ASK_LMR, "lite_ask_lmr", 4, [ENOENT, EACCES, EPERM, EINVAL, EAGAIN];
+    UmapLmr: SYS_LITE_UMAP_LMR, "lite_umap_lmr", 1, [EINVAL];
+    RegisterLmr: SYS_LITE_REGISTER_LMR, "lite_register_lmr", 4, [EFAULT, EDQUOT];
+    DeregisterLmr: SYS_LITE_DEREGISTER_LMR, "lite_deregister_lmr", 1, [EKEYREVOKED];
+    RdmaWriteAsync: SYS_LITE_RDMA_WRITE_ASYNC, "lite_rdma_write_async", 6, [EAGAIN, EIO];
+    RdmaReadAsync: SYS_LITE_RDMA_READ_ASYNC, "lite_rdma_read_async", 6, [EAGAIN, EIO];
+    // A call's errors come with its reap.
+    AsyncWait: SYS_LITE_ASYNC_WAIT, "lite_async_wait", 2,
+        [EAGAIN, EINVAL, ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT];
+    Fence: SYS_LITE_FENCE, "lite_fence", 0, [ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT];
+    GetStats: SYS_LITE_GET_STATS, "lite_get_stats", 2, [EINVAL];
+    RegisterApplication: SYS_LITE_REGISTER_APPLICATION, "lite_register_application", 4,
+        [EADDRINUSE, EDQUOT];
+    UnregisterApplication: SYS_LITE_UNREGISTER_APPLICATION, "lite_unregister_application", 1,
+        [ENOENT, EPERM];
+    QueryPort: SYS_LITE_QUERY_PORT, "lite_query_port", 2, [ECONNREFUSED];
+    SendReplyImm: SYS_LITE_SEND_REPLY_IMM, "lite_send_reply_imm", 6,
+        [ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT, EINTR];
+    Send: SYS_LITE_SEND, "lite_send", 4,
+        [EAGAIN, ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT, EINTR];
+    ReceiveMessage: SYS_LITE_RECEIVE_MESSAGE, "lite_receive_message", 5,
+        [EAGAIN, EMSGSIZE, ENOENT, ESHUTDOWN, EINTR];
+    ReplyMessage: SYS_LITE_REPLY_MESSAGE, "lite_reply_message", 3, [ENOENT, EMSGSIZE];
+    ReplyAndReceiveMessage: SYS_LITE_REPLY_AND_RECEIVE_MESSAGE, "lite_reply_and_receive_message", 4,
+        [ENOENT, EMSGSIZE, EAGAIN, ESHUTDOWN, EINTR];
+    SendReplyMulticast: SYS_LITE_SEND_REPLY_MULTICAST, "lite_send_reply_multicast", 1, [];
+    FetchAdd: SYS_LITE_FETCH_ADD, "lite_fetch_add", 4, [];
+    CompareSwp: SYS_LITE_COMPARE_SWP, "lite_compare_swp", 5, [EHOSTUNREACH, EINVAL, EPERM];
+    CreateLock: SYS_LITE_CREATE_LOCK, "lite_create_lock", 2, [ENOSPC, EDQUOT];
+    AskLock: SYS_LITE_ASK_LOCK, "lite_ask_lock", 3, [ENOENT];
+    Lock: SYS_LITE_LOCK, "lite_lock", 1, [ENOENT, EDEADLK, EINTR, EHOSTDOWN, EAGAIN, EOWNERDEAD];
+    Unlock: SYS_LITE_UNLOCK, "lite_unlock", 1, [ENOENT, EPERM];
+    SetPriority: SYS_LITE_SET_PRIORITY, "lite_set_priority", 1, [];
+    Leave: SYS_LITE_LEAVE, "lite_leave", 1, [EPERM, ENOTCONN, EALREADY, ENOSPC, EINVAL];
+    SendReplyImmAsync: SYS_LITE_SEND_REPLY_IMM_ASYNC, "lite_send_reply_imm_async", 6,
+        [ECONNREFUSED, EMSGSIZE, EINTR, EAGAIN];
 }
 
 /// Number of LITE system calls.
@@ -104,6 +130,13 @@ impl Syscall {
     pub(crate) fn from_name(name: &str) -> Option<Syscall> {
         Syscall::ALL.into_iter().find(|call| call.name() == name)
     }
+}
+
+/// The six register arguments of a call given `given` (the rest 0).
+pub(crate) fn args(given: &[u64]) -> [u64; 6] {
+    let mut args = [0; 6];
+    args[..given.len()].copy_from_slice(given);
+    args
 }
 
 /// A call with its arguments as the registers carry them, for messages:
@@ -133,19 +166,10 @@ pub(crate) fn describe_call(call: Syscall, args: &[u64; 6]) -> String {
 /// program reads or writes through a reference while the kernel may
 /// access it, for as many bytes as the call may access.
 pub(crate) unsafe fn raw_syscall(number: c_long, args: [u64; 6]) -> i64 {
+    let [a, b, c, d, e, f] = args.map(|arg| arg as c_ulong);
     // SAFETY: the caller vouches for the pointers among `args`; every
     // argument is passed at full register width, as `syscall` reads six.
-    let ret = unsafe {
-        libc::syscall(
-            number,
-            args[0] as c_ulong,
-            args[1] as c_ulong,
-            args[2] as c_ulong,
-            args[3] as c_ulong,
-            args[4] as c_ulong,
-            args[5] as c_ulong,
-        )
-    };
+    let ret = unsafe { libc::syscall(number, a, b, c, d, e, f) };
     if ret == -1 {
         // SAFETY: reads the calling thread's errno, which the failed call set.
         -i64::from(unsafe { *libc::__errno_location() })

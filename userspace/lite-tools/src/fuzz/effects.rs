@@ -68,6 +68,23 @@ pub(crate) enum Effect {
     },
 }
 
+impl Effect {
+    /// A new handle of `kind`.
+    pub(crate) fn new_lmr(
+        kind: LmrKind,
+        size: Option<u64>,
+        password: u64,
+        permission: u64,
+    ) -> Self {
+        Effect::NewLmr {
+            kind,
+            size,
+            password,
+            permission,
+        }
+    }
+}
+
 /// Records what a call's result changes in the process's pool and the
 /// thread's state, reading the out-parameters the kernel wrote.
 pub(crate) fn apply(
@@ -80,6 +97,13 @@ pub(crate) fn apply(
 ) {
     let ok = ret >= 0;
     let errno = if ok { 0 } else { ret.unsigned_abs() as i32 };
+    // A descriptor the kernel wrote out (0 for none).
+    let received = |pool: &mut Pool, descriptor: u64| {
+        if descriptor != 0 {
+            pool.descriptors.push(descriptor);
+            own.descriptors.offer(descriptor);
+        }
+    };
     match planned.effect {
         Effect::None => {}
         Effect::NewLmr {
@@ -153,13 +177,11 @@ pub(crate) fn apply(
                 state.uncertain.push(lock);
             }
         }
-        Effect::NewOp if ok => {
+        Effect::NewOp | Effect::NewCall if ok => {
             pool.ops.push(ret as u64);
-            own.ops.offer(ret as u64);
-        }
-        Effect::NewCall if ok => {
-            pool.ops.push(ret as u64);
-            pool.calls.push(ret as u64);
+            if planned.effect == Effect::NewCall {
+                pool.calls.push(ret as u64);
+            }
             own.ops.offer(ret as u64);
         }
         // Reaped whatever the operation's result, unless not waited for;
@@ -175,13 +197,7 @@ pub(crate) fn apply(
             pool.ops.clear();
             pool.calls.clear();
         }
-        Effect::Receive if ok => {
-            let descriptor = out.descriptor;
-            if descriptor != 0 {
-                pool.descriptors.push(descriptor);
-                own.descriptors.offer(descriptor);
-            }
-        }
+        Effect::Receive if ok => received(pool, out.descriptor),
         Effect::Reply { descriptor } => {
             if ok {
                 pool.answered(descriptor);
@@ -192,11 +208,7 @@ pub(crate) fn apply(
         Effect::ReplyAndReceive { descriptor } => {
             if ok {
                 pool.answered(descriptor);
-                let next = out.receive.descriptor;
-                if next != 0 {
-                    pool.descriptors.push(next);
-                    own.descriptors.offer(next);
-                }
+                received(pool, out.receive.descriptor);
             } else if errno != libc::EMSGSIZE && errno != libc::EFAULT {
                 // Whether the reply went out before the receive failed is
                 // unknown: the descriptor is used no more either way.
@@ -226,8 +238,7 @@ mod tests {
         let mut pool = Pool::default();
         let mut state = ThreadState::default();
         let mut out = OutParams::new();
-        let planned =
-            |effect| Planned::running(Syscall::AllocRemote, [0; 6], Expect::default(), effect);
+        let planned = |effect| Planned::of(Syscall::AllocRemote, &[], Expect::default(), effect);
         // The effect of a call that returned `ret`.
         macro_rules! apply {
             ($effect:expr, $ret:expr) => {

@@ -2,7 +2,7 @@
 //! (`include/uapi/linux/lite.h`), and how results are counted.
 //!
 //! The header lists errors common to every call, then documents each
-//! call's own. [`documented`] is that list per call; a host test reads the
+//! call's own. [`Syscall::documented`] is that list per call; a host test reads the
 //! header's comments and checks that the table names every error the
 //! header gives a call, and nothing the header does not document for it
 //! (or for a call its text refers to, as `lite_send` does with "errors as
@@ -13,10 +13,8 @@
 //! signal reached the calling thread during the call.
 
 use libc::{
-    EACCES, EADDRINUSE, EAGAIN, EALREADY, EBADF, ECONNREFUSED, ECONNRESET, EDEADLK, EDQUOT, EEXIST,
-    EFAULT, EHOSTDOWN, EHOSTUNREACH, EINTR, EINVAL, EIO, EISCONN, EKEYREJECTED, EKEYREVOKED,
-    EMSGSIZE, ENODEV, ENOENT, ENOKEY, ENOMEM, ENOSPC, ENOTCONN, EOWNERDEAD, EPERM, EPROTO,
-    ESHUTDOWN, ETIMEDOUT,
+    EACCES, EBADF, EFAULT, EHOSTDOWN, EHOSTUNREACH, EINVAL, EIO, EKEYREVOKED, ENOMEM, ENOTCONN,
+    EPERM,
 };
 
 use super::calls::Syscall;
@@ -41,84 +39,10 @@ pub(crate) const COMMON: [i32; 11] = [
 /// `SA_RESTART` turns them into `EINTR`.
 pub(crate) const RESTART_CODES: std::ops::RangeInclusive<i32> = 512..=516;
 
-/// The errors `call` documents besides [`COMMON`].
-pub(crate) fn documented(call: Syscall) -> &'static [i32] {
-    match call {
-        Syscall::Join => &[
-            EPERM,
-            EISCONN,
-            EALREADY,
-            EADDRINUSE,
-            EAGAIN,
-            ENODEV,
-            ECONNREFUSED,
-            ETIMEDOUT,
-            EPROTO,
-            ENOKEY,
-            EKEYREJECTED,
-        ],
-        Syscall::Leave => &[EPERM, ENOTCONN, EALREADY, ENOSPC, EINVAL],
-        Syscall::GetNodeId
-        | Syscall::GetTotalNode
-        | Syscall::RdmaWrite
-        | Syscall::RdmaRead
-        | Syscall::Free
-        | Syscall::Memcpy
-        | Syscall::Memmove
-        | Syscall::SendReplyMulticast
-        | Syscall::FetchAdd
-        | Syscall::SetPriority => &[],
-        Syscall::AllocRemote => &[EDQUOT],
-        Syscall::DistBarrier => &[EINVAL, EINTR, ETIMEDOUT],
-        Syscall::RemoteMemset => &[EINVAL],
-        Syscall::WrapAlloc => &[EEXIST, EDQUOT],
-        Syscall::AddAskMrTable => &[EEXIST, EINVAL, EDQUOT],
-        Syscall::AskLmr => &[ENOENT, EACCES, EPERM, EINVAL, EAGAIN],
-        Syscall::UmapLmr => &[EINVAL],
-        Syscall::RegisterLmr => &[EFAULT, EDQUOT],
-        Syscall::DeregisterLmr => &[EKEYREVOKED],
-        Syscall::RdmaWriteAsync | Syscall::RdmaReadAsync => &[EAGAIN, EIO],
-        // A call's errors come with its reap.
-        Syscall::AsyncWait => &[
-            EAGAIN,
-            EINVAL,
-            ECONNREFUSED,
-            EMSGSIZE,
-            ECONNRESET,
-            EPROTO,
-            ETIMEDOUT,
-        ],
-        Syscall::Fence => &[ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT],
-        Syscall::GetStats => &[EINVAL],
-        Syscall::RegisterApplication => &[EADDRINUSE, EDQUOT],
-        Syscall::UnregisterApplication => &[ENOENT, EPERM],
-        Syscall::QueryPort => &[ECONNREFUSED],
-        Syscall::SendReplyImm => &[ECONNREFUSED, EMSGSIZE, ECONNRESET, EPROTO, ETIMEDOUT, EINTR],
-        Syscall::SendReplyImmAsync => &[ECONNREFUSED, EMSGSIZE, EINTR, EAGAIN],
-        Syscall::Send => &[
-            EAGAIN,
-            ECONNREFUSED,
-            EMSGSIZE,
-            ECONNRESET,
-            EPROTO,
-            ETIMEDOUT,
-            EINTR,
-        ],
-        Syscall::ReceiveMessage => &[EAGAIN, EMSGSIZE, ENOENT, ESHUTDOWN, EINTR],
-        Syscall::ReplyMessage => &[ENOENT, EMSGSIZE],
-        Syscall::ReplyAndReceiveMessage => &[ENOENT, EMSGSIZE, EAGAIN, ESHUTDOWN, EINTR],
-        Syscall::CompareSwp => &[EHOSTUNREACH, EINVAL, EPERM],
-        Syscall::CreateLock => &[ENOSPC, EDQUOT],
-        Syscall::AskLock => &[ENOENT],
-        Syscall::Lock => &[ENOENT, EDEADLK, EINTR, EHOSTDOWN, EAGAIN, EOWNERDEAD],
-        Syscall::Unlock => &[ENOENT, EPERM],
-    }
-}
-
 /// Whether the header allows `call` to fail with `errno` (see the module
 /// comment for `EINTR`).
 pub(crate) fn allowed(call: Syscall, errno: i32) -> bool {
-    COMMON.contains(&errno) || documented(call).contains(&errno)
+    COMMON.contains(&errno) || call.documented().contains(&errno)
 }
 
 /// Result buckets counted per call: success, each errno up to
@@ -164,6 +88,8 @@ pub(crate) fn outcome_name(bucket: usize) -> String {
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
+    use libc::{EAGAIN, ECONNREFUSED, ECONNRESET, EINTR, EOWNERDEAD, ESHUTDOWN};
+
     use super::*;
 
     const HEADER: &str = include_str!("../../../../lite-api-c/include/uapi/linux/lite.h");
@@ -194,45 +120,31 @@ mod tests {
         (1..=512).find(|&errno| crate::errno::errno_name(errno) == name)
     }
 
+    /// The start of `text` made of the characters `keep` accepts.
+    fn prefix(text: &str, keep: impl Fn(char) -> bool) -> &str {
+        &text[..text.find(|c: char| !keep(c)).unwrap_or(text.len())]
+    }
+
     /// Every `-EXXX` in `text`; panics on one this test cannot name.
     fn errnos_in(text: &str) -> BTreeSet<i32> {
-        let mut found = BTreeSet::new();
-        let mut rest = text;
-        while let Some(at) = rest.find("-E") {
-            let name: String = rest[at + 1..]
-                .chars()
-                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
-                .collect();
-            let starts_word = !rest[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_ascii_alphanumeric());
-            rest = &rest[at + 1 + name.len()..];
-            if !starts_word || name.len() < 3 {
-                continue;
-            }
-            let value = errno_value(&name)
-                .unwrap_or_else(|| panic!("the header names {name}, unknown to this test"));
-            found.insert(value);
-        }
-        found
+        let in_name = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
+        let unknown = |name| panic!("the header names {name}, unknown to this test");
+        text.match_indices("-E")
+            .filter(|&(at, _)| !text[..at].ends_with(|c: char| c.is_ascii_alphanumeric()))
+            .map(|(at, _)| prefix(&text[at + 1..], in_name))
+            .filter(|name| name.len() >= 3)
+            .map(|name| errno_value(name).unwrap_or_else(|| unknown(name)))
+            .collect()
     }
 
     /// `lite_xxx` names in `text`.
     fn calls_named_in(text: &str) -> BTreeSet<String> {
-        let mut found = BTreeSet::new();
-        let mut rest = text;
-        while let Some(at) = rest.find("lite_") {
-            let name: String = rest[at..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            rest = &rest[at + name.len()..];
-            if Syscall::from_name(&name).is_some() {
-                found.insert(name);
-            }
-        }
-        found
+        let in_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        text.match_indices("lite_")
+            .map(|(at, _)| prefix(&text[at..], in_name))
+            .filter(|name| Syscall::from_name(name).is_some())
+            .map(str::to_string)
+            .collect()
     }
 
     /// The text of every `/* ... */` comment, one ` * ` line per line.
@@ -296,13 +208,8 @@ mod tests {
                 if !text.trim().is_empty() {
                     flush(&mut group, &mut text, &mut calls);
                 }
-                let name = format!(
-                    "lite_{}",
-                    signature
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect::<String>()
-                );
+                let in_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                let name = format!("lite_{}", prefix(signature, in_name));
                 let open = signature.find('(').expect("a prototype has arguments");
                 group.push(name.clone());
                 Some((name, signature[open + 1..].to_string()))
@@ -363,16 +270,16 @@ mod tests {
         assert_eq!(header_names, table_names, "documented calls");
         let mut problems = Vec::new();
         for call in Syscall::ALL {
-            let documented_here = &header[call.name()];
-            if documented_here.arity != call.arity() {
+            let (name, arity) = (call.name(), call.arity());
+            let documented_here = &header[name];
+            let documented_arity = documented_here.arity;
+            if documented_arity != arity {
                 problems.push(format!(
-                    "{}: the header's prototype has {} arguments, the fuzzer passes {}",
-                    call.name(),
-                    documented_here.arity,
-                    call.arity()
+                    "{name}: the header's prototype has {documented_arity} arguments, \
+                     the fuzzer passes {arity}"
                 ));
             }
-            let table: BTreeSet<i32> = documented(call).iter().copied().collect();
+            let table: BTreeSet<i32> = call.documented().iter().copied().collect();
             // "-ERESTARTSYS / -EINTR": userspace sees the second.
             let own: BTreeSet<i32> = documented_here
                 .direct
@@ -383,10 +290,9 @@ mod tests {
             let missing: BTreeSet<i32> = own.difference(&table).copied().collect();
             let missing: BTreeSet<i32> = missing.difference(&common).copied().collect();
             if !missing.is_empty() {
+                let missing = names(&missing);
                 problems.push(format!(
-                    "{}: the header documents {:?}, missing from the table",
-                    call.name(),
-                    names(&missing)
+                    "{name}: the header documents {missing:?}, missing from the table"
                 ));
             }
             // What the table allows must be documented for the call, for a
@@ -403,10 +309,10 @@ mod tests {
             }
             let extra: BTreeSet<i32> = table.difference(&known).copied().collect();
             if !extra.is_empty() {
+                let extra = names(&extra);
+                let undocumented = "which the header does not document";
                 problems.push(format!(
-                    "{}: the table allows {:?}, which the header does not document",
-                    call.name(),
-                    names(&extra)
+                    "{name}: the table allows {extra:?}, {undocumented}"
                 ));
             }
         }

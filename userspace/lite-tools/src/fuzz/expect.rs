@@ -83,12 +83,29 @@ impl Expect {
         }
     }
 
+    /// Expects certain failure, for `reason`.
+    pub(crate) fn failing(reason: &'static str) -> Expect {
+        Expect {
+            must_fail: Some(reason),
+            ..Expect::default()
+        }
+    }
+
     /// Marks the call as certain to fail for `reason` if `condition` holds
     /// (the first reason found is kept).
     pub(crate) fn fail_if(&mut self, condition: bool, reason: &'static str) {
         if condition && self.must_fail.is_none() {
             self.must_fail = Some(reason);
         }
+    }
+
+    /// As it is, marked certain to fail for the first of `reasons` whose
+    /// condition holds (as [`Expect::fail_if`] on each in turn).
+    pub(crate) fn failing_if(mut self, reasons: &[(bool, &'static str)]) -> Expect {
+        for &(condition, reason) in reasons {
+            self.fail_if(condition, reason);
+        }
+        self
     }
 }
 
@@ -120,10 +137,9 @@ pub(crate) fn judge(
             return Err("returned -EINTR, but no signal arrived during the call".to_string());
         }
     } else if !allowed(call, errno) {
-        return Err(format!(
-            "returned -{name} ({errno}), which the header does not document for {}",
-            call.name()
-        ));
+        let call = call.name();
+        let undocumented = format!("which the header does not document for {call}");
+        return Err(format!("returned -{name} ({errno}), {undocumented}"));
     }
     let trouble = NODE_TROUBLE.contains(&errno);
     if let Some(reason) = expect.must_succeed {
@@ -140,9 +156,9 @@ pub(crate) fn judge(
                 .iter()
                 .map(|&e| format!("-{}", errno_name(e)))
                 .collect();
+            let wanted = wanted.join(", ");
             return Err(format!(
-                "failed with -{name}, expected one of {}: {reason}",
-                wanted.join(", ")
+                "failed with -{name}, expected one of {wanted}: {reason}"
             ));
         }
     }

@@ -13,14 +13,14 @@ use lite::sys::{
     SEND_NONBLOCK,
 };
 
-use super::calls::Syscall;
+use super::calls::{args, Syscall};
 use super::effects::Effect;
 use super::expect::{Expect, Value};
 use super::memory::{Arena, BadPointer, ASYNC_AREA, BULK_AREA, MAX_FUZZ_LMR, PAGE, SCRATCH};
 use super::pool::{
     fuzz_name, size_class, size_of_name, unpack_lock, LmrKind, LmrRecord, Pool, MAX_LMRS,
-    MAX_LMR_BYTES, MAX_PORTS_HELD, MAX_REGISTRATIONS, NAME_SLOTS, POOL_PORTS, SHARED_PASSWORD,
-    SIZE_CLASSES,
+    MAX_LMR_BYTES, MAX_PORTS_HELD, MAX_REGISTRATIONS, NAME_SLOTS, OWNER_PERMISSIONS, POOL_PORTS,
+    SHARED_PASSWORD, SIZE_CLASSES,
 };
 use super::rng::Rng;
 use super::shared::{Offered, ProcShared};
@@ -98,6 +98,12 @@ impl OutParams {
             lengths: [0; MAX_NODES as usize],
         })
     }
+
+    /// The lock record, filled with `lock`, as a pointer to pass.
+    pub(crate) fn lock_record(&mut self, lock: LiteLock) -> u64 {
+        self.lock = lock;
+        addr_of_mut!(self.lock) as u64
+    }
 }
 
 /// Why a call on a handle this process does not hold must fail.
@@ -115,24 +121,16 @@ pub(crate) struct Planned {
 }
 
 impl Planned {
-    /// A call that does not block by design: interrupted after
-    /// [`RUNNING_CALL_MS`].
-    pub(crate) fn running(call: Syscall, args: [u64; 6], expect: Expect, effect: Effect) -> Self {
+    /// `call` with the arguments `given` (the rest 0), which does not block
+    /// by design: interrupted after [`RUNNING_CALL_MS`].
+    pub(crate) fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
         Planned {
             call,
-            args,
+            args: args(given),
             expect,
             interrupt_after_ms: RUNNING_CALL_MS,
             effect,
         }
-    }
-
-    /// `call` with the arguments `given` (the rest 0), which does not block
-    /// by design.
-    pub(crate) fn of(call: Syscall, given: &[u64], expect: Expect, effect: Effect) -> Self {
-        let mut args = [0; 6];
-        args[..given.len()].copy_from_slice(given);
-        Planned::running(call, args, expect, effect)
     }
 
     /// As it is, but a call that blocks by design: interrupted after `ms`.
@@ -151,28 +149,38 @@ enum HandleChoice {
     Own(LmrRecord),
     /// One the process released: never valid again.
     Stale(u64),
-    /// Another process's, which may or may not mean something here.
-    Foreign(u64),
-    /// A made-up value.
-    MadeUp(u64),
+    /// Another process's, which may or may not mean something here, or a
+    /// made-up value.
+    Other(u64),
 }
 
 impl HandleChoice {
     fn raw(self) -> u64 {
         match self {
             HandleChoice::Own(record) => record.handle,
-            HandleChoice::Stale(h) | HandleChoice::Foreign(h) | HandleChoice::MadeUp(h) => h,
+            HandleChoice::Stale(h) | HandleChoice::Other(h) => h,
         }
     }
 
     /// Whether no call can accept it: released, or never a handle (handles
-    /// are above 0 and fit a non-negative return value).
+    /// are above 0 and fit a non-negative return value, as every handle
+    /// another process offers does).
     fn certainly_invalid(self) -> bool {
         match self {
             HandleChoice::Stale(_) => true,
-            HandleChoice::MadeUp(h) => h == 0 || h > i64::MAX as u64,
+            HandleChoice::Other(h) => h == 0 || h > i64::MAX as u64,
             _ => false,
         }
+    }
+
+    fn not_ours(self) -> Reason {
+        (self.certainly_invalid(), NOT_OURS)
+    }
+
+    /// Whether it is a handle of this process to an LMR of its own
+    /// (`owner`) or to a mapping.
+    fn held_as(self, owner: bool) -> bool {
+        self.record().is_some_and(|r| r.kind.is_owner() == owner)
     }
 
     fn record(self) -> Option<LmrRecord> {
@@ -218,48 +226,44 @@ type Generator = fn(&mut Planner<'_, '_>, Syscall) -> Planned;
 /// their generators (`lite_join` and `lite_leave` are the unprivileged
 /// process's).
 const CALLS: [(Syscall, u32, Generator); 38] = [
-    (Syscall::GetNodeId, 8, |p, _| p.get_node_id()),
-    (Syscall::GetTotalNode, 8, |p, _| p.get_total_node()),
-    (Syscall::AllocRemote, 60, |p, _| p.alloc_remote()),
+    (Syscall::GetNodeId, 8, |p, c| p.node_ids(c)),
+    (Syscall::GetTotalNode, 8, |p, c| p.node_ids(c)),
+    (Syscall::AllocRemote, 60, |p, c| p.alloc_remote(c)),
     (Syscall::RdmaWrite, 60, |p, c| p.transfer(c)),
     (Syscall::RdmaRead, 60, |p, c| p.transfer(c)),
-    (Syscall::Free, 35, |p, c| p.free(c)),
-    (Syscall::DistBarrier, 12, |p, _| p.barrier()),
-    (Syscall::RemoteMemset, 30, |p, _| p.memset()),
+    (Syscall::Free, 35, |p, c| p.release(c)),
+    (Syscall::DistBarrier, 12, |p, c| p.barrier(c)),
+    (Syscall::RemoteMemset, 30, |p, c| p.memset(c)),
     (Syscall::Memcpy, 22, |p, c| p.copy(c)),
     (Syscall::Memmove, 22, |p, c| p.copy(c)),
-    (Syscall::WrapAlloc, 25, |p, _| p.wrap_alloc()),
-    (Syscall::AddAskMrTable, 25, |p, _| p.publish()),
-    (Syscall::AskLmr, 40, |p, _| p.ask_lmr()),
-    (Syscall::UmapLmr, 20, |p, _| p.umap()),
-    (Syscall::RegisterLmr, 20, |p, _| p.register_lmr()),
-    (Syscall::DeregisterLmr, 18, |p, c| p.free(c)),
+    (Syscall::WrapAlloc, 25, |p, c| p.wrap_alloc(c)),
+    (Syscall::AddAskMrTable, 25, |p, c| p.publish(c)),
+    (Syscall::AskLmr, 40, |p, c| p.ask_lmr(c)),
+    (Syscall::UmapLmr, 20, |p, c| p.release(c)),
+    (Syscall::RegisterLmr, 20, |p, c| p.register_lmr(c)),
+    (Syscall::DeregisterLmr, 18, |p, c| p.release(c)),
     (Syscall::RdmaWriteAsync, 35, |p, c| p.transfer(c)),
     (Syscall::RdmaReadAsync, 35, |p, c| p.transfer(c)),
-    (Syscall::AsyncWait, 40, |p, _| p.async_wait()),
-    (Syscall::Fence, 8, |p, _| p.fence()),
-    (Syscall::GetStats, 8, |p, _| p.get_stats()),
-    (Syscall::RegisterApplication, 20, |p, _| p.register_port()),
-    (Syscall::UnregisterApplication, 10, |p, _| {
-        p.unregister_port()
-    }),
-    (Syscall::QueryPort, 15, |p, _| p.query_port()),
+    (Syscall::AsyncWait, 40, |p, c| p.async_wait(c)),
+    (Syscall::Fence, 8, |p, c| p.fence(c)),
+    (Syscall::GetStats, 8, |p, c| p.get_stats(c)),
+    (Syscall::RegisterApplication, 20, |p, c| p.register_port(c)),
+    (Syscall::UnregisterApplication, 10, |p, c| p.close_port(c)),
+    (Syscall::QueryPort, 15, |p, c| p.query_port(c)),
     (Syscall::SendReplyImm, 35, |p, c| p.send(c)),
     (Syscall::SendReplyImmAsync, 20, |p, c| p.send(c)),
     (Syscall::Send, 30, |p, c| p.send(c)),
-    (Syscall::ReceiveMessage, 50, |p, _| p.receive()),
-    (Syscall::ReplyMessage, 30, |p, _| p.reply()),
-    (Syscall::ReplyAndReceiveMessage, 15, |p, _| {
-        p.reply_and_receive()
-    }),
-    (Syscall::SendReplyMulticast, 10, |p, _| p.multicast()),
+    (Syscall::ReceiveMessage, 50, |p, c| p.receive(c)),
+    (Syscall::ReplyMessage, 30, |p, c| p.reply(c)),
+    (Syscall::ReplyAndReceiveMessage, 15, |p, c| p.reply(c)),
+    (Syscall::SendReplyMulticast, 10, |p, c| p.multicast(c)),
     (Syscall::FetchAdd, 22, |p, c| p.atomic(c)),
     (Syscall::CompareSwp, 22, |p, c| p.atomic(c)),
-    (Syscall::CreateLock, 8, |p, _| p.create_lock()),
-    (Syscall::AskLock, 18, |p, _| p.ask_lock()),
-    (Syscall::Lock, 30, |p, _| p.lock()),
-    (Syscall::Unlock, 35, |p, _| p.unlock()),
-    (Syscall::SetPriority, 8, |p, _| p.set_priority()),
+    (Syscall::CreateLock, 8, |p, c| p.create_lock(c)),
+    (Syscall::AskLock, 18, |p, c| p.ask_lock(c)),
+    (Syscall::Lock, 30, |p, c| p.lock(c)),
+    (Syscall::Unlock, 35, |p, c| p.unlock(c)),
+    (Syscall::SetPriority, 8, |p, c| p.set_priority(c)),
 ];
 
 /// The calls a fuzzing thread draws from.
@@ -276,8 +280,31 @@ const BAD_SIZES: [u64; 4] = [0, MAX_LMR_SIZE + 1, u64::MAX, i64::MIN as u64];
 /// Message sizes.
 const MESSAGE_SIZES: [u64; 6] = [1, 8, 64, 4096, 65536, MAX_MESSAGE_SIZE];
 
-fn priority_ok(raw: u64) -> bool {
-    raw as u32 <= 2
+/// Why a call certainly fails, if the condition holds.
+type Reason = (bool, &'static str);
+
+/// Why a node id is refused.
+const REFUSED_NODE: &str = "a node id of 64 or more";
+
+/// A node id of 64 or more (in the 32 bits the kernel reads) is refused.
+fn refused_node(node: u64) -> Reason {
+    (node as u32 >= MAX_NODES, REFUSED_NODE)
+}
+
+fn refused_port(port: u64) -> Reason {
+    (port as u32 >= MAX_PORTS, "a port of 64 or more")
+}
+
+fn refused_priority(priority: u64) -> Reason {
+    (priority as u32 > 2, "a priority above LITE_PRIORITY_LOW")
+}
+
+fn refused_message_size(size: u64) -> Reason {
+    let refused = size == 0 || size > MAX_MESSAGE_SIZE;
+    (
+        refused,
+        "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
+    )
 }
 
 impl Planner<'_, '_> {
@@ -288,32 +315,20 @@ impl Planner<'_, '_> {
         generate(self, call)
     }
 
-    /// Draws arguments for `call`, one of those a fuzzing thread draws.
-    #[cfg(test)]
-    fn plan_call(&mut self, call: Syscall) -> Planned {
-        let (_, _, generate) = CALLS
-            .into_iter()
-            .find(|&(drawn, _, _)| drawn == call)
-            .expect("a call fuzzing threads draw");
-        generate(self, call)
-    }
-
-    fn get_node_id(&mut self) -> Planned {
+    /// This node's id, or the number of nodes, as `call` asks.
+    fn node_ids(&mut self, call: Syscall) -> Planned {
         let me = self.ctx.plan.me.into();
-        self.simple(Syscall::GetNodeId, Value::Range(me, me))
-    }
-
-    fn get_total_node(&mut self) -> Planned {
-        self.simple(Syscall::GetTotalNode, Value::Range(1, MAX_NODES.into()))
-    }
-
-    fn fence(&mut self) -> Planned {
-        let expect = Expect::value(Value::Zero);
-        Planned::of(Syscall::Fence, &[], expect, Effect::Fence).blocking(self.blocking_ms())
-    }
-
-    fn simple(&mut self, call: Syscall, value: Value) -> Planned {
+        let value = if call == Syscall::GetNodeId {
+            Value::Range(me, me)
+        } else {
+            Value::Range(1, MAX_NODES.into())
+        };
         Planned::of(call, &[], Expect::value(value), Effect::None)
+    }
+
+    fn fence(&mut self, call: Syscall) -> Planned {
+        let expect = Expect::value(Value::Zero);
+        Planned::of(call, &[], expect, Effect::Fence).blocking(self.blocking_ms())
     }
 
     /// How long a call that blocks by design waits before a signal.
@@ -340,17 +355,11 @@ impl Planner<'_, '_> {
             0..=34 => me,
             35..=79 => self.rng.between(1, self.ctx.plan.nodes.max(1).into()),
             80..=84 => 0,
-            _ => self.rng.choose(
-                &[
-                    u64::from(self.ctx.plan.nodes) + 1,
-                    63,
-                    64,
-                    65,
-                    u64::from(u32::MAX),
-                    1 << 32 | me,
-                ],
-                64,
-            ),
+            _ => {
+                let past = u64::from(self.ctx.plan.nodes) + 1;
+                self.rng
+                    .choose(&[past, 63, 64, 65, u64::from(u32::MAX), 1 << 32 | me], 64)
+            }
         }
     }
 
@@ -398,19 +407,9 @@ impl Planner<'_, '_> {
     }
 
     fn made_up_handle(&mut self) -> u64 {
-        let random = self.rng.next_u64();
-        self.rng.choose(
-            &[
-                0,
-                1,
-                u64::MAX,
-                i64::MIN as u64,
-                1 << 32,
-                0x1_0000_0001,
-                random,
-            ],
-            0,
-        )
+        let (random, sign) = (self.rng.next_u64(), i64::MIN as u64);
+        let values = [0, 1, u64::MAX, sign, 1 << 32, 0x1_0000_0001, random];
+        self.rng.choose(&values, 0)
     }
 
     /// A handle, preferring the process's own that `prefer` accepts.
@@ -435,11 +434,11 @@ impl Planner<'_, '_> {
             let other = self.ctx.other(self.rng);
             if let Some(handle) = other.handles.pick(self.rng) {
                 if self.pool.lmr(handle).is_none() {
-                    return HandleChoice::Foreign(handle);
+                    return HandleChoice::Other(handle);
                 }
             }
         }
-        HandleChoice::MadeUp(self.made_up_handle())
+        HandleChoice::Other(self.made_up_handle())
     }
 
     /// The right password of `choice`, or now and then a wrong one.
@@ -541,7 +540,7 @@ impl Planner<'_, '_> {
         (buf, bad.is_some_and(|kind| kind.faults_writing(1)))
     }
 
-    fn alloc_remote(&mut self) -> Planned {
+    fn alloc_remote(&mut self, call: Syscall) -> Planned {
         let node = self.node();
         let atomic = self.rng.percent(15);
         let mut flags = if atomic { u64::from(ALLOC_ATOMIC) } else { 0 };
@@ -563,32 +562,19 @@ impl Planner<'_, '_> {
             size = self.rng.choose(&BAD_SIZES, 0);
         }
         let password = self.lmr_password();
-        let f = flags as u32;
-        let mut expect = Expect::value(Value::Positive);
-        expect.fail_if(
-            size == 0 || size > MAX_LMR_SIZE,
-            "size 0 or above LITE_MAX_LMR_SIZE",
-        );
-        expect.fail_if(f & !ALLOC_ATOMIC != 0, "unknown flags");
-        expect.fail_if(
-            f & ALLOC_ATOMIC != 0 && size != 8,
-            "LITE_ALLOC_ATOMIC with a size other than 8",
-        );
-        expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
-        let atomic = f & ALLOC_ATOMIC != 0;
-        let permission =
-            PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN | if atomic { PERM_ATOMIC } else { 0 };
-        Planned::of(
-            Syscall::AllocRemote,
-            &[node, size, flags, password],
-            expect,
-            Effect::NewLmr {
-                kind: LmrKind::Allocated { atomic },
-                size: Some(size),
-                password,
-                permission,
-            },
-        )
+        let atomic = flags as u32 & ALLOC_ATOMIC != 0;
+        let bad_size = size == 0 || size > MAX_LMR_SIZE;
+        let wrong_size = atomic && size != 8;
+        let expect = Expect::value(Value::Positive).failing_if(&[
+            (bad_size, "size 0 or above LITE_MAX_LMR_SIZE"),
+            (flags as u32 & !ALLOC_ATOMIC != 0, "unknown flags"),
+            (wrong_size, "LITE_ALLOC_ATOMIC with a size other than 8"),
+            refused_node(node),
+        ]);
+        let permission = OWNER_PERMISSIONS | if atomic { PERM_ATOMIC } else { 0 };
+        let kind = LmrKind::Allocated { atomic };
+        let effect = Effect::new_lmr(kind, Some(size), password, permission);
+        Planned::of(call, &[node, size, flags, password], expect, effect)
     }
 
     /// A read or a write, synchronous or not, as `call` is.
@@ -609,46 +595,44 @@ impl Planner<'_, '_> {
         let priority = self.priority();
         let (password, wrong_password) = self.password(choice);
         let needed = if write { PERM_WRITE } else { PERM_READ };
-        let mut expect = Expect::value(if asynchronous {
-            Value::Positive
+        let (value, effect) = if asynchronous {
+            (Value::Positive, Effect::NewOp)
         } else {
-            Value::Zero
-        });
-        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
-        expect.fail_if(outside, "offset + size past the end of the LMR");
-        expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
-        expect.fail_if(wrong_password, "a wrong password");
-        expect.fail_if(choice.lacks(needed), "a handle without the permission");
-        // An asynchronous read stores its data only when it is reaped.
-        expect.fail_if(
-            faults && (write || !asynchronous),
-            "a buffer the kernel cannot access",
-        );
-        if asynchronous {
-            expect.fail_if(len > MAX_ASYNC_SIZE, "a size above LITE_MAX_ASYNC_SIZE");
-        }
-        let effect = if asynchronous {
-            Effect::NewOp
-        } else {
-            Effect::None
+            (Value::Zero, Effect::None)
         };
+        // An asynchronous read stores its data only when it is reaped.
+        let faults = faults && (write || !asynchronous);
+        let too_long = asynchronous && len > MAX_ASYNC_SIZE;
+        let expect = Expect::value(value).failing_if(&[
+            choice.not_ours(),
+            (outside, "offset + size past the end of the LMR"),
+            refused_priority(priority),
+            (wrong_password, "a wrong password"),
+            (choice.lacks(needed), "a handle without the permission"),
+            (faults, "a buffer the kernel cannot access"),
+            (too_long, "a size above LITE_MAX_ASYNC_SIZE"),
+        ]);
         let args = [choice.raw(), buf, len, offset, priority, password];
-        Planned::running(call, args, expect, effect)
+        Planned::of(call, &args, expect, effect)
     }
 
-    fn free(&mut self, call: Syscall) -> Planned {
-        let choice = self.handle(|r| r.kind.is_owner());
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
-        expect.fail_if(
-            choice.record().is_some_and(|r| !r.kind.is_owner()),
-            "a mapping's handle, which lacks ADMIN",
-        );
+    /// A free or deregistration of an LMR, or the unmap of a mapping, as
+    /// `call` is.
+    fn release(&mut self, call: Syscall) -> Planned {
+        let owner = call != Syscall::UmapLmr;
+        let choice = self.handle(|r| r.kind.is_owner() == owner);
+        let wrong_kind = if owner {
+            "a mapping's handle, which lacks ADMIN"
+        } else {
+            "a handle that is no mapping"
+        };
+        let expect = Expect::value(Value::Zero)
+            .failing_if(&[choice.not_ours(), (choice.held_as(!owner), wrong_kind)]);
         let handle = choice.raw();
         Planned::of(call, &[handle], expect, Effect::Release { handle })
     }
 
-    fn barrier(&mut self) -> Planned {
+    fn barrier(&mut self, call: Syscall) -> Planned {
         let nodes = u64::from(self.ctx.plan.nodes.max(1));
         let num = match self.rng.below(100) {
             0..=69 => self.rng.between(1, nodes),
@@ -657,16 +641,13 @@ impl Planner<'_, '_> {
                 .rng
                 .choose(&[0, 65, u64::from(u32::MAX), 1 << 32 | 1], 0),
         };
-        let n = num as u32;
+        let bad_count = num as u32 == 0 || num as u32 > MAX_NODES;
         let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(
-            n == 0 || n > MAX_NODES,
-            "a count of 0 or above LITE_MAX_NODES",
-        );
-        Planned::of(Syscall::DistBarrier, &[num], expect, Effect::None).blocking(self.blocking_ms())
+        expect.fail_if(bad_count, "a count of 0 or above LITE_MAX_NODES");
+        Planned::of(call, &[num], expect, Effect::None).blocking(self.blocking_ms())
     }
 
-    fn memset(&mut self) -> Planned {
+    fn memset(&mut self, call: Syscall) -> Planned {
         let choice = self.handle(|r| r.permission & PERM_WRITE != 0);
         let (offset, len, outside) = self.range(choice.size());
         let byte = if self.rng.percent(90) {
@@ -675,13 +656,14 @@ impl Planner<'_, '_> {
             self.rng
                 .choose(&[256, u64::from(u32::MAX), 1 << 32 | 7], 256)
         };
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
-        expect.fail_if(outside, "offset + size past the end of the LMR");
-        expect.fail_if(byte as u32 > 255, "a byte value above 255");
-        expect.fail_if(choice.lacks(PERM_WRITE), "a handle without WRITE");
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            choice.not_ours(),
+            (outside, "offset + size past the end of the LMR"),
+            (byte as u32 > 255, "a byte value above 255"),
+            (choice.lacks(PERM_WRITE), "a handle without WRITE"),
+        ]);
         let args = [choice.raw(), offset, len, byte];
-        Planned::of(Syscall::RemoteMemset, &args, expect, Effect::None)
+        Planned::of(call, &args, expect, Effect::None)
     }
 
     fn copy(&mut self, call: Syscall) -> Planned {
@@ -701,19 +683,18 @@ impl Planner<'_, '_> {
         };
         let dst_outside =
             dst.size().is_some() && dst_offset.checked_add(len).is_none_or(|end| end > dst_size);
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(
-            src.certainly_invalid(),
-            "a source that is no handle of this process",
-        );
-        expect.fail_if(
-            dst.certainly_invalid(),
-            "a destination that is no handle of this process",
-        );
-        expect.fail_if(src_outside, "the source range past the end of its LMR");
-        expect.fail_if(dst_outside, "the destination range past the end of its LMR");
-        expect.fail_if(src.lacks(PERM_READ), "a source without READ");
-        expect.fail_if(dst.lacks(PERM_WRITE), "a destination without WRITE");
+        let src_invalid = src.certainly_invalid();
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            (src_invalid, "a source that is no handle of this process"),
+            (
+                dst.certainly_invalid(),
+                "a destination that is no handle of this process",
+            ),
+            (src_outside, "the source range past the end of its LMR"),
+            (dst_outside, "the destination range past the end of its LMR"),
+            (src.lacks(PERM_READ), "a source without READ"),
+            (dst.lacks(PERM_WRITE), "a destination without WRITE"),
+        ]);
         let args = [src.raw(), src_offset, dst.raw(), dst_offset, len];
         Planned::of(call, &args, expect, Effect::None)
     }
@@ -721,15 +702,11 @@ impl Planner<'_, '_> {
     /// A name of this process for an LMR of `size` bytes.
     fn own_name(&mut self, size: Option<u64>) -> u64 {
         let class = size.map_or(super::pool::UNSIZED_CLASS, size_class);
-        fuzz_name(
-            self.ctx.plan.me,
-            self.ctx.plan.proc,
-            class,
-            self.rng.below(NAME_SLOTS),
-        )
+        let ProcessPlan { me, proc, .. } = self.ctx.plan;
+        fuzz_name(me, proc, class, self.rng.below(NAME_SLOTS))
     }
 
-    fn wrap_alloc(&mut self) -> Planned {
+    fn wrap_alloc(&mut self, call: Syscall) -> Planned {
         let class = self.rng.index(SIZE_CLASSES.len());
         let full = self.pool.lmrs.len() >= MAX_LMRS
             || self.pool.allocated_bytes() + SIZE_CLASSES[class] > MAX_LMR_BYTES;
@@ -744,20 +721,11 @@ impl Planner<'_, '_> {
             _ => self.rng.choose(&[0, u64::MAX, 1], 0),
         };
         let (data, faults) = self.buffer(size, false, Area::Bulk);
-        let password = SHARED_PASSWORD;
         let mut expect = Expect::value(Value::Positive);
         expect.fail_if(faults, "data the kernel cannot read");
-        Planned::of(
-            Syscall::WrapAlloc,
-            &[data, size, name, password],
-            expect,
-            Effect::NewLmr {
-                kind: LmrKind::Wrapped { name },
-                size: Some(size),
-                password,
-                permission: PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN,
-            },
-        )
+        let kind = LmrKind::Wrapped { name };
+        let effect = Effect::new_lmr(kind, Some(size), SHARED_PASSWORD, OWNER_PERMISSIONS);
+        Planned::of(call, &[data, size, name, SHARED_PASSWORD], expect, effect)
     }
 
     /// Permission bits to ask for or grant: mostly some of the grantable
@@ -776,7 +744,7 @@ impl Planner<'_, '_> {
         (bad, refused)
     }
 
-    fn publish(&mut self) -> Planned {
+    fn publish(&mut self, call: Syscall) -> Planned {
         let choice = self.handle(|r| r.kind.is_owner() && r.permission & PERM_SHARE != 0);
         let name = if self.rng.percent(85) {
             self.own_name(choice.size())
@@ -785,26 +753,20 @@ impl Planner<'_, '_> {
         };
         let (permission, refused) = self.permission(true);
         let (password, wrong_password) = self.password(choice);
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
-        expect.fail_if(refused, "permission bits that cannot be granted");
-        expect.fail_if(wrong_password, "a wrong password");
-        expect.fail_if(
-            choice.record().is_some_and(|r| !r.kind.is_owner()),
-            "a mapping's handle, which cannot be published",
-        );
-        expect.fail_if(choice.lacks(PERM_SHARE), "a handle without SHARE");
+        let mapping = choice.held_as(false);
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            choice.not_ours(),
+            (refused, "permission bits that cannot be granted"),
+            (wrong_password, "a wrong password"),
+            (mapping, "a mapping's handle, which cannot be published"),
+            (choice.lacks(PERM_SHARE), "a handle without SHARE"),
+        ]);
         let handle = choice.raw();
         let args = [name, handle, permission, password];
-        Planned::of(
-            Syscall::AddAskMrTable,
-            &args,
-            expect,
-            Effect::Publish { name, handle },
-        )
+        Planned::of(call, &args, expect, Effect::Publish { name, handle })
     }
 
-    fn ask_lmr(&mut self) -> Planned {
+    fn ask_lmr(&mut self, call: Syscall) -> Planned {
         let node = self.member(35);
         let name = match self.rng.below(100) {
             // A name another process of this node published.
@@ -826,60 +788,25 @@ impl Planner<'_, '_> {
         } else {
             self.rng.next_u64()
         };
-        let mut expect = Expect::value(Value::Positive);
-        expect.fail_if(refused, "unknown permission bits");
-        expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned::of(
-            Syscall::AskLmr,
-            &[node, name, permission, password],
-            expect,
-            Effect::NewLmr {
-                kind: LmrKind::Mapping {
-                    owner: node as u32,
-                    name,
-                },
-                size: size_of_name(name),
-                password,
-                permission,
-            },
-        )
+        let expect = Expect::value(Value::Positive)
+            .failing_if(&[(refused, "unknown permission bits"), refused_node(node)]);
+        let kind = LmrKind::Mapping {
+            owner: node as u32,
+            name,
+        };
+        let effect = Effect::new_lmr(kind, size_of_name(name), password, permission);
+        Planned::of(call, &[node, name, permission, password], expect, effect)
     }
 
-    fn umap(&mut self) -> Planned {
-        let choice = self.handle(|r| !r.kind.is_owner());
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
-        expect.fail_if(
-            choice.record().is_some_and(|r| r.kind.is_owner()),
-            "a handle that is no mapping",
-        );
-        let handle = choice.raw();
-        Planned::of(
-            Syscall::UmapLmr,
-            &[handle],
-            expect,
-            Effect::Release { handle },
-        )
-    }
-
-    fn register_lmr(&mut self) -> Planned {
+    fn register_lmr(&mut self, call: Syscall) -> Planned {
         let full =
             self.pool.registrations() >= MAX_REGISTRATIONS || self.pool.lmrs.len() >= MAX_LMRS;
         let size = if full || self.rng.percent(12) {
             self.rng.choose(&[0, MAX_REGISTER_SIZE + 1, u64::MAX], 0)
         } else {
-            self.rng.choose(
-                &[
-                    8,
-                    8,
-                    64,
-                    PAGE as u64,
-                    PAGE as u64 + 1,
-                    65536,
-                    CHUNK_SIZE + PAGE as u64,
-                ],
-                PAGE as u64,
-            )
+            let page = PAGE as u64;
+            let sizes = [8, 8, 64, page, page + 1, 65536, CHUNK_SIZE + page];
+            self.rng.choose(&sizes, page)
         };
         let (mut buf, faults) = self.buffer(size, true, Area::Bulk);
         if !faults && size == 8 {
@@ -887,24 +814,15 @@ impl Planner<'_, '_> {
         }
         let (permission, refused) = self.permission(false);
         let password = self.lmr_password();
-        let mut expect = Expect::value(Value::Positive);
-        expect.fail_if(
-            size == 0 || size > MAX_REGISTER_SIZE,
-            "size 0 or above LITE_MAX_REGISTER_SIZE",
-        );
-        expect.fail_if(faults, "memory not mapped writable");
-        expect.fail_if(refused, "unknown permission bits");
-        Planned::of(
-            Syscall::RegisterLmr,
-            &[buf, size, permission, password],
-            expect,
-            Effect::NewLmr {
-                kind: LmrKind::Registered,
-                size: Some(size),
-                password,
-                permission: permission | PERM_ADMIN,
-            },
-        )
+        let bad_size = size == 0 || size > MAX_REGISTER_SIZE;
+        let expect = Expect::value(Value::Positive).failing_if(&[
+            (bad_size, "size 0 or above LITE_MAX_REGISTER_SIZE"),
+            (faults, "memory not mapped writable"),
+            (refused, "unknown permission bits"),
+        ]);
+        let kind = LmrKind::Registered;
+        let effect = Effect::new_lmr(kind, Some(size), password, permission | PERM_ADMIN);
+        Planned::of(call, &[buf, size, permission, password], expect, effect)
     }
 
     /// An id of a kind this process keeps in `own`, by a roll of 100: up
@@ -936,7 +854,7 @@ impl Planner<'_, '_> {
         })
     }
 
-    fn async_wait(&mut self) -> Planned {
+    fn async_wait(&mut self, call: Syscall) -> Planned {
         let pool = self.pool;
         let (op, certain) = match self.held_id(&pool.ops, &pool.stale_ops, |p| &p.ops, [64, 74, 84])
         {
@@ -949,23 +867,20 @@ impl Planner<'_, '_> {
             _ => self.rng.choose(&[2, 3, 0x8000_0000], 2),
         };
         // Reaping a call returns its reply's length.
-        let mut expect = Expect::value(if self.pool.calls.contains(&op) {
+        let value = if self.pool.calls.contains(&op) {
             Value::Range(0, MAX_MESSAGE_SIZE as i64)
         } else {
             Value::Zero
-        });
-        expect.fail_if(certain, "an operation id this process does not have");
-        expect.fail_if(flags as u32 & !ASYNC_NOWAIT != 0, "unknown flags");
-        Planned::of(
-            Syscall::AsyncWait,
-            &[op, flags],
-            expect,
-            Effect::Reap { op },
-        )
-        .blocking(self.wait_ms(flags == 0))
+        };
+        let expect = Expect::value(value).failing_if(&[
+            (certain, "an operation id this process does not have"),
+            (flags as u32 & !ASYNC_NOWAIT != 0, "unknown flags"),
+        ]);
+        Planned::of(call, &[op, flags], expect, Effect::Reap { op })
+            .blocking(self.wait_ms(flags == 0))
     }
 
-    fn get_stats(&mut self) -> Planned {
+    fn get_stats(&mut self, call: Syscall) -> Planned {
         let size = if self.rng.percent(85) {
             self.rng.choose(&[120, 8, 64, 4096, u64::MAX], 120)
         } else {
@@ -974,10 +889,11 @@ impl Planner<'_, '_> {
         // The kernel writes at most its struct's size, far below a scratch
         // buffer, whatever size is given.
         let (buf, faults) = self.buffer(size.min(4096), true, Area::Scratch);
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(size < 8, "a size below 8");
-        expect.fail_if(faults, "a buffer the kernel cannot write");
-        Planned::of(Syscall::GetStats, &[buf, size], expect, Effect::None)
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            (size < 8, "a size below 8"),
+            (faults, "a buffer the kernel cannot write"),
+        ]);
+        Planned::of(call, &[buf, size], expect, Effect::None)
     }
 
     fn pool_port(&mut self) -> u64 {
@@ -996,7 +912,7 @@ impl Planner<'_, '_> {
         self.rng.choose(&[64, 100, 1000], 64)
     }
 
-    fn register_port(&mut self) -> Planned {
+    fn register_port(&mut self, call: Syscall) -> Planned {
         let full = self.pool.ports.len() >= MAX_PORTS_HELD;
         let port = if full || self.rng.percent(10) {
             self.bad_port()
@@ -1008,67 +924,51 @@ impl Planner<'_, '_> {
         } else {
             self.rng.choose(&[0, MAX_MESSAGE_SIZE + 1, u64::MAX], 0)
         };
+        let longest = MAX_PORT_NAME as u64;
         let name_len = if self.rng.percent(90) {
-            self.rng.between(0, MAX_PORT_NAME as u64)
+            self.rng.between(0, longest)
         } else {
-            self.rng.choose(&[MAX_PORT_NAME as u64 + 1, u64::MAX], 33)
+            self.rng.choose(&[longest + 1, u64::MAX], 33)
         };
         let (name, faults) = if self.rng.percent(40) {
             (self.ctx.arena.bad_pointer(BadPointer::ReadOnly), false)
         } else {
-            self.buffer(name_len.min(MAX_PORT_NAME as u64), false, Area::Scratch)
+            self.buffer(name_len.min(longest), false, Area::Scratch)
         };
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
-        expect.fail_if(
-            max_size == 0 || max_size > MAX_MESSAGE_SIZE,
-            "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
-        );
-        expect.fail_if(
-            name_len > MAX_PORT_NAME as u64,
-            "a name longer than LITE_MAX_PORT_NAME",
-        );
-        expect.fail_if(faults && name_len > 0, "a name the kernel cannot read");
-        Planned::of(
-            Syscall::RegisterApplication,
-            &[port, max_size, name, name_len],
-            expect,
-            Effect::RegisterPort {
-                port: port as u32,
-                max_size,
-            },
-        )
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            refused_port(port),
+            refused_message_size(max_size),
+            (name_len > longest, "a name longer than LITE_MAX_PORT_NAME"),
+            (faults && name_len > 0, "a name the kernel cannot read"),
+        ]);
+        let effect = Effect::RegisterPort {
+            port: port as u32,
+            max_size,
+        };
+        Planned::of(call, &[port, max_size, name, name_len], expect, effect)
     }
 
-    fn unregister_port(&mut self) -> Planned {
+    fn close_port(&mut self, call: Syscall) -> Planned {
         let port = match self.rng.below(100) {
             0..=69 => self.own_port(),
             70..=89 => self.pool_port(),
             _ => self.bad_port(),
         };
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
+        let expect = Expect::value(Value::Zero).failing_if(&[refused_port(port)]);
         let effect = Effect::ClosePort { port: port as u32 };
-        Planned::of(Syscall::UnregisterApplication, &[port], expect, effect)
+        Planned::of(call, &[port], expect, effect)
     }
 
-    fn query_port(&mut self) -> Planned {
+    fn query_port(&mut self, call: Syscall) -> Planned {
         let node = self.node();
         let port = match self.rng.below(100) {
             0..=84 => self.pool_port(),
             85..=89 => 63,
             _ => self.bad_port(),
         };
-        let mut expect = Expect::value(Value::Range(1, MAX_MESSAGE_SIZE as i64));
-        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
-        expect.fail_if(node as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned::of(Syscall::QueryPort, &[node, port], expect, Effect::None)
-    }
-
-    /// A target node for a send; whether it is certainly refused.
-    fn send_node(&mut self) -> (u64, bool) {
-        let node = self.member(40);
-        (node, node as u32 >= MAX_NODES)
+        let expect = Expect::value(Value::Range(1, MAX_MESSAGE_SIZE as i64))
+            .failing_if(&[refused_port(port), refused_node(node)]);
+        Planned::of(call, &[node, port], expect, Effect::None)
     }
 
     /// A `port_priority` for a send to `node`; whether it is certainly
@@ -1091,13 +991,8 @@ impl Planner<'_, '_> {
             self.rng.between(3, 0x7fff)
         };
         let nonblock = self.rng.percent(nonblock_percent);
-        let port_priority = port
-            | priority << 16
-            | if nonblock {
-                u64::from(SEND_NONBLOCK)
-            } else {
-                0
-            };
+        let flag = if nonblock { SEND_NONBLOCK } else { 0 };
+        let port_priority = port | priority << 16 | u64::from(flag);
         let refused = port as u32 >= MAX_PORTS || priority > 2 || (nonblock && nonblock_refused);
         (port_priority, refused, nonblock)
     }
@@ -1113,19 +1008,17 @@ impl Planner<'_, '_> {
     fn send(&mut self, call: Syscall) -> Planned {
         let with_reply = matches!(call, Syscall::SendReplyImm | Syscall::SendReplyImmAsync);
         let asynchronous = call == Syscall::SendReplyImmAsync;
-        let (node, node_refused) = self.send_node();
+        let node = self.member(40);
         let (port_priority, port_refused, nonblock) =
             self.port_priority(node, if with_reply { 3 } else { 50 }, with_reply);
-        let refused = node_refused || port_refused;
+        let refused = refused_node(node).0 || port_refused;
         let size = self.message_size();
         let (msg, faults) = self.buffer(size, false, Area::Scratch);
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(refused, "a bad node, port, priority or flag");
-        expect.fail_if(
-            size == 0 || size > MAX_MESSAGE_SIZE,
-            "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
-        );
-        expect.fail_if(faults, "a message the kernel cannot read");
+        let mut expect = Expect::value(Value::Zero).failing_if(&[
+            (refused, "a bad node, port, priority or flag"),
+            refused_message_size(size),
+            (faults, "a message the kernel cannot read"),
+        ]);
         let mut args = [node, port_priority, msg, size, 0, 0];
         if with_reply {
             let max_reply = self.rng.choose(&[0, 1, 64, 4096, 65536, u64::MAX], 64);
@@ -1150,7 +1043,7 @@ impl Planner<'_, '_> {
         } else {
             Effect::None
         };
-        let planned = Planned::running(call, args, expect, effect);
+        let planned = Planned::of(call, &args, expect, effect);
         if nonblock {
             planned
         } else {
@@ -1175,7 +1068,7 @@ impl Planner<'_, '_> {
         }
     }
 
-    fn receive(&mut self) -> Planned {
+    fn receive(&mut self, call: Syscall) -> Planned {
         let port = self.receive_port();
         let max_size = self
             .rng
@@ -1184,15 +1077,15 @@ impl Planner<'_, '_> {
         let descriptor = addr_of_mut!(self.out.descriptor) as u64;
         let (descriptor, descriptor_faults) = self.or_bad_pointer(92, descriptor, 8, true);
         let (flags, unknown) = self.receive_flags();
-        let mut expect = Expect::value(Value::Range(0, MAX_MESSAGE_SIZE as i64));
-        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
-        expect.fail_if(unknown, "unknown flags");
-        expect.fail_if(descriptor_faults, "a descriptor the kernel cannot write");
-        // Messages are never empty: one taken would fault, none is an error.
-        expect.fail_if(buf_faults, "a buffer the kernel cannot write");
+        let expect = Expect::value(Value::Range(0, MAX_MESSAGE_SIZE as i64)).failing_if(&[
+            refused_port(port),
+            (unknown, "unknown flags"),
+            (descriptor_faults, "a descriptor the kernel cannot write"),
+            // Messages are never empty: one taken would fault, none is an error.
+            (buf_faults, "a buffer the kernel cannot write"),
+        ]);
         let args = [port, buf, max_size, descriptor, flags];
-        Planned::of(Syscall::ReceiveMessage, &args, expect, Effect::Receive)
-            .blocking(self.wait_ms(flags == 0))
+        Planned::of(call, &args, expect, Effect::Receive).blocking(self.wait_ms(flags == 0))
     }
 
     /// A descriptor to answer; whether it certainly is none of this
@@ -1217,39 +1110,30 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// A reply's descriptor, buffer and size, and `value` expected unless
-    /// they certainly fail.
-    fn reply_part(&mut self, value: Value) -> (u64, u64, u64, Expect) {
+    /// A reply, alone or with the next receive, as `call` is.
+    fn reply(&mut self, call: Syscall) -> Planned {
         let (descriptor, stale) = self.descriptor();
         let size = self.reply_size();
         let (buf, faults) = self.buffer(size, false, Area::Scratch);
-        let mut expect = Expect::value(value);
-        expect.fail_if(
-            stale,
-            "a descriptor that is no unanswered one of this process",
-        );
-        expect.fail_if(
-            size > MAX_MESSAGE_SIZE,
-            "a reply above LITE_MAX_MESSAGE_SIZE",
-        );
-        expect.fail_if(faults, "a reply the kernel cannot read");
-        (descriptor, buf, size, expect)
-    }
-
-    fn reply(&mut self) -> Planned {
-        let (descriptor, buf, size, expect) = self.reply_part(Value::Zero);
-        let effect = Effect::Reply { descriptor };
-        Planned::of(
-            Syscall::ReplyMessage,
-            &[buf, size, descriptor],
-            expect,
-            effect,
-        )
-    }
-
-    fn reply_and_receive(&mut self) -> Planned {
-        let (descriptor, buf, size, mut expect) =
-            self.reply_part(Value::Range(0, MAX_MESSAGE_SIZE as i64));
+        let receives = call == Syscall::ReplyAndReceiveMessage;
+        let value = if receives {
+            Value::Range(0, MAX_MESSAGE_SIZE as i64)
+        } else {
+            Value::Zero
+        };
+        let too_long = size > MAX_MESSAGE_SIZE;
+        let mut expect = Expect::value(value).failing_if(&[
+            (
+                stale,
+                "a descriptor that is no unanswered one of this process",
+            ),
+            (too_long, "a reply above LITE_MAX_MESSAGE_SIZE"),
+            (faults, "a reply the kernel cannot read"),
+        ]);
+        if !receives {
+            let effect = Effect::Reply { descriptor };
+            return Planned::of(call, &[buf, size, descriptor], expect, effect);
+        }
         let port = self.receive_port();
         let max_size = self
             .rng
@@ -1268,24 +1152,26 @@ impl Planner<'_, '_> {
         let (next, next_faults) = self.or_bad_pointer(90, next, 32, true);
         // Past a record it cannot access, the kernel reads nothing: the
         // first reason found is the one kept.
-        expect.fail_if(next_faults, "a receive record the kernel cannot access");
-        expect.fail_if(port as u32 >= MAX_PORTS, "a port of 64 or more");
-        expect.fail_if(unknown, "unknown receive flags");
-        expect.fail_if(recv_faults, "a receive buffer the kernel cannot write");
+        expect = expect.failing_if(&[
+            (next_faults, "a receive record the kernel cannot access"),
+            refused_port(port),
+            (unknown, "unknown receive flags"),
+            (recv_faults, "a receive buffer the kernel cannot write"),
+        ]);
         let effect = Effect::ReplyAndReceive { descriptor };
         let args = [buf, size, descriptor, next];
-        Planned::of(Syscall::ReplyAndReceiveMessage, &args, expect, effect)
-            .blocking(self.wait_ms(flags == 0))
+        Planned::of(call, &args, expect, effect).blocking(self.wait_ms(flags == 0))
     }
 
-    fn multicast(&mut self) -> Planned {
+    fn multicast(&mut self, call: Syscall) -> Planned {
         let nodes = u64::from(self.ctx.plan.nodes.max(1));
         let count = match self.rng.below(100) {
             0..=69 => self.rng.between(1, nodes),
             70..=84 => self.rng.between(1, MAX_NODES.into()),
             _ => self.rng.choose(&[0, 65, u64::from(u32::MAX)], 0),
         } as u32;
-        for i in 0..(count.min(MAX_NODES) as usize) {
+        let targets = count.min(MAX_NODES);
+        for i in 0..targets as usize {
             self.out.nodes[i] = match self.rng.below(100) {
                 0..=79 => self.rng.between(1, nodes) as u32,
                 _ => self.rng.choose(&[0, 64, u32::MAX, self.ctx.plan.me], 0),
@@ -1299,15 +1185,11 @@ impl Planner<'_, '_> {
         let replies = if self.rng.percent(5) {
             0
         } else {
-            self.buffer(
-                u64::from(count.min(MAX_NODES)) * max_reply,
-                true,
-                Area::Scratch,
-            )
-            .0
+            let room = u64::from(targets) * max_reply;
+            self.buffer(room, true, Area::Scratch).0
         };
         let lengths = addr_of_mut!(self.out.lengths) as u64;
-        let room = u64::from(count.min(MAX_NODES)) * 8;
+        let room = u64::from(targets) * 8;
         let (lengths, lengths_fault) = self.or_bad_pointer(92, lengths, room, true);
         self.out.multicast = LiteMulticast {
             nodes: addr_of_mut!(self.out.nodes) as u64,
@@ -1319,26 +1201,21 @@ impl Planner<'_, '_> {
             count,
             port_priority: port_priority as u32,
         };
-        let call = addr_of_mut!(self.out.multicast) as u64;
-        let (call, call_faults) = self.or_bad_pointer(92, call, 56, false);
-        let mut expect = Expect::value(Value::Range(0, count.min(MAX_NODES).into()));
+        let record = addr_of_mut!(self.out.multicast) as u64;
+        let (record, record_faults) = self.or_bad_pointer(92, record, 56, false);
         // Past a record it cannot read, the kernel reads nothing: the first
         // reason found is the one kept.
-        expect.fail_if(call_faults, "a call record the kernel cannot read");
-        expect.fail_if(count == 0 || count > MAX_NODES, "a count of 0 or above 64");
-        expect.fail_if(refused, "a bad port, priority or flag");
-        expect.fail_if(
-            size == 0 || size > MAX_MESSAGE_SIZE,
-            "a message size of 0 or above LITE_MAX_MESSAGE_SIZE",
-        );
-        expect.fail_if(msg_faults, "a message the kernel cannot read");
-        expect.fail_if(lengths_fault, "a lengths array the kernel cannot write");
-        expect.fail_if(
-            replies == 0 && max_reply > 0,
-            "a null reply buffer with room",
-        );
-        Planned::of(Syscall::SendReplyMulticast, &[call], expect, Effect::None)
-            .blocking(self.rng.between(200, 3000))
+        let null_replies = replies == 0 && max_reply > 0;
+        let expect = Expect::value(Value::Range(0, targets.into())).failing_if(&[
+            (record_faults, "a call record the kernel cannot read"),
+            (count == 0 || count > MAX_NODES, "a count of 0 or above 64"),
+            (refused, "a bad port, priority or flag"),
+            refused_message_size(size),
+            (msg_faults, "a message the kernel cannot read"),
+            (lengths_fault, "a lengths array the kernel cannot write"),
+            (null_replies, "a null reply buffer with room"),
+        ]);
+        Planned::of(call, &[record], expect, Effect::None).blocking(self.rng.between(200, 3000))
     }
 
     fn atomic(&mut self, call: Syscall) -> Planned {
@@ -1352,21 +1229,20 @@ impl Planner<'_, '_> {
         } else {
             self.rng.next_u64()
         };
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(choice.certainly_invalid(), NOT_OURS);
-        expect.fail_if(
-            choice.record().is_some_and(|r| r.never_atomic()),
-            "a handle without ATOMIC or not of 8 bytes",
-        );
-        expect.fail_if(faults, "an old-value pointer the kernel cannot write");
-        expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
+        let never_atomic = choice.record().is_some_and(|r| r.never_atomic());
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            choice.not_ours(),
+            (never_atomic, "a handle without ATOMIC or not of 8 bytes"),
+            (faults, "an old-value pointer the kernel cannot write"),
+            refused_priority(priority),
+        ]);
         let args = if call == Syscall::FetchAdd {
             [choice.raw(), old, value, priority, 0, 0]
         } else {
             let new_value = self.rng.next_u64();
             [choice.raw(), old, value, new_value, priority, 0]
         };
-        Planned::running(call, args, expect, Effect::None)
+        Planned::of(call, &args, expect, Effect::None)
     }
 
     /// A home node for a lock.
@@ -1374,7 +1250,7 @@ impl Planner<'_, '_> {
         self.member(50)
     }
 
-    fn create_lock(&mut self) -> Planned {
+    fn create_lock(&mut self, call: Syscall) -> Planned {
         let home = self.home();
         // Past its quota a thread only tries with a bad pointer, which is
         // refused before a lock is created.
@@ -1385,15 +1261,11 @@ impl Planner<'_, '_> {
         } else {
             (addr_of_mut!(self.out.lock) as u64, false)
         };
-        let mut expect = Expect::value(Value::Range(0, i64::from(MAX_LOCKS) - 1));
-        expect.fail_if(faults, "a lock record the kernel cannot write");
-        expect.fail_if(home as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned::of(
-            Syscall::CreateLock,
-            &[home, lock],
-            expect,
-            Effect::LearnLock,
-        )
+        let expect = Expect::value(Value::Range(0, i64::from(MAX_LOCKS) - 1)).failing_if(&[
+            (faults, "a lock record the kernel cannot write"),
+            refused_node(home),
+        ]);
+        Planned::of(call, &[home, lock], expect, Effect::LearnLock)
     }
 
     /// A lock this process knows of (its own or another process's), if any.
@@ -1407,7 +1279,7 @@ impl Planner<'_, '_> {
         other.locks.pick(self.rng).map(unpack_lock)
     }
 
-    fn ask_lock(&mut self) -> Planned {
+    fn ask_lock(&mut self, call: Syscall) -> Planned {
         let (home, number) = match (self.rng.below(100), self.known_lock()) {
             (0..=49, Some(lock)) => (u64::from(lock.home), u64::from(lock.number)),
             (0..=84, _) => (self.home(), self.rng.below(64)),
@@ -1419,30 +1291,23 @@ impl Planner<'_, '_> {
         };
         let lock = addr_of_mut!(self.out.lock) as u64;
         let (lock, faults) = self.or_bad_pointer(90, lock, 8, true);
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(number as u32 >= MAX_LOCKS, "a lock number no home keeps");
-        expect.fail_if(faults, "a lock record the kernel cannot write");
-        expect.fail_if(home as u32 >= MAX_NODES, "a node id of 64 or more");
-        Planned::of(
-            Syscall::AskLock,
-            &[home, number, lock],
-            expect,
-            Effect::LearnLock,
-        )
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            (number as u32 >= MAX_LOCKS, "a lock number no home keeps"),
+            (faults, "a lock record the kernel cannot write"),
+            refused_node(home),
+        ]);
+        Planned::of(call, &[home, number, lock], expect, Effect::LearnLock)
     }
 
-    /// The lock record argument for `lock`: the out-parameter filled with
-    /// it, or a bad pointer. Whether the kernel certainly cannot use it: it
+    /// The pointer to pass for `lock`: the out-parameter filled with it,
+    /// or a bad pointer; whether the call must fault on it (the kernel
     /// cannot read it, or reads the read-only page's pattern, which names
-    /// no node of a cluster.
-    /// The pointer to pass for `lock`; whether the call must fault on it;
-    /// and whether it points at `lock` (a bad pointer that does not fault
-    /// for certain may let the kernel read any record, so what `lock`
-    /// holds decides nothing then).
+    /// no node of a cluster); and whether it points at `lock` (a bad
+    /// pointer that does not fault for certain may let the kernel read any
+    /// record, so what `lock` holds decides nothing then).
     fn lock_argument(&mut self, lock: LiteLock) -> (u64, bool, bool) {
         if self.rng.percent(93) {
-            self.out.lock = lock;
-            (addr_of_mut!(self.out.lock) as u64, false, true)
+            (self.out.lock_record(lock), false, true)
         } else {
             let kind = self.rng.choose(&BadPointer::ALL, BadPointer::Null);
             let certain = kind == BadPointer::ReadOnly || kind.faults_reading(8);
@@ -1457,7 +1322,7 @@ impl Planner<'_, '_> {
         }
     }
 
-    fn lock(&mut self) -> Planned {
+    fn lock(&mut self, call: Syscall) -> Planned {
         let (lock, held) = match self.rng.below(100) {
             0..=7 if !self.state.held.is_empty() => {
                 (self.rng.choose(&self.state.held, LiteLock::default()), true)
@@ -1469,25 +1334,18 @@ impl Planner<'_, '_> {
             _ => (self.made_up_lock(), false),
         };
         let (pointer, bad, is_record) = self.lock_argument(lock);
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(bad, "a lock record the kernel cannot read");
-        expect.fail_if(
-            is_record && held && !self.state.uncertain.contains(&lock),
-            "a lock this thread holds",
-        );
-        expect.fail_if(
-            is_record && lock.number >= MAX_LOCKS,
-            "a lock number no home keeps",
-        );
-        expect.fail_if(
-            is_record && lock.home >= MAX_NODES,
-            "a node id of 64 or more",
-        );
-        Planned::of(Syscall::Lock, &[pointer], expect, Effect::Lock(lock))
-            .blocking(self.blocking_ms())
+        let held = held && !self.state.uncertain.contains(&lock);
+        let no_such_lock = is_record && lock.number >= MAX_LOCKS;
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            (bad, "a lock record the kernel cannot read"),
+            (is_record && held, "a lock this thread holds"),
+            (no_such_lock, "a lock number no home keeps"),
+            (is_record && lock.home >= MAX_NODES, REFUSED_NODE),
+        ]);
+        Planned::of(call, &[pointer], expect, Effect::Lock(lock)).blocking(self.blocking_ms())
     }
 
-    fn unlock(&mut self) -> Planned {
+    fn unlock(&mut self, call: Syscall) -> Planned {
         let lock = match self.rng.below(100) {
             0..=59 if !self.state.held.is_empty() => {
                 self.rng.choose(&self.state.held, LiteLock::default())
@@ -1497,17 +1355,17 @@ impl Planner<'_, '_> {
         };
         let (pointer, bad, is_record) = self.lock_argument(lock);
         let not_held = !self.state.held.contains(&lock) && !self.state.uncertain.contains(&lock);
-        let mut expect = Expect::value(Value::Zero);
-        expect.fail_if(bad, "a lock record the kernel cannot read");
-        expect.fail_if(is_record && not_held, "a lock this thread does not hold");
-        Planned::of(Syscall::Unlock, &[pointer], expect, Effect::Unlock(lock))
+        let expect = Expect::value(Value::Zero).failing_if(&[
+            (bad, "a lock record the kernel cannot read"),
+            (is_record && not_held, "a lock this thread does not hold"),
+        ]);
+        Planned::of(call, &[pointer], expect, Effect::Unlock(lock))
     }
 
-    fn set_priority(&mut self) -> Planned {
+    fn set_priority(&mut self, call: Syscall) -> Planned {
         let priority = self.priority();
-        let mut expect = Expect::value(Value::Range(0, 2));
-        expect.fail_if(!priority_ok(priority), "a priority above LITE_PRIORITY_LOW");
-        Planned::of(Syscall::SetPriority, &[priority], expect, Effect::None)
+        let expect = Expect::value(Value::Range(0, 2)).failing_if(&[refused_priority(priority)]);
+        Planned::of(call, &[priority], expect, Effect::None)
     }
 }
 
@@ -1537,8 +1395,8 @@ mod tests {
         })
     }
 
-    /// The 4,000 steps seed `seed` plans with `pool` and `state`, of `call`
-    /// (or of drawn calls), each shown to `look` with the arena and given
+    /// The 4,000 steps seed `seed` plans with `pool` and `state`, each
+    /// shown to `look` with the arena and given
     /// with a line telling all of it: its arguments (addresses as offsets
     /// into the arena or the out-parameters, which move between runs), the
     /// records written for the kernel, the expectations, the time it may
@@ -1547,7 +1405,6 @@ mod tests {
         seed: u64,
         pool: &Pool,
         state: &ThreadState,
-        call: Option<Syscall>,
         mut look: impl FnMut(&Arena, &Planned),
     ) -> Vec<(Planned, String)> {
         let arena = Arena::new(2).expect("arena");
@@ -1577,10 +1434,7 @@ mod tests {
                 state,
                 out: &mut out,
             };
-            let planned = match call {
-                Some(call) => planner.plan_call(call),
-                None => planner.plan(),
-            };
+            let planned = planner.plan();
             look(&arena, &planned);
             let args: Vec<String> = planned.args.iter().map(|&a| place(a)).collect();
             let (m, r) = (&out.multicast, &out.receive);
@@ -1614,10 +1468,10 @@ mod tests {
     fn the_same_seed_plans_the_same_calls() {
         let (pool, state) = (Pool::default(), ThreadState::default());
         let lines = |seed| -> Vec<String> {
-            let steps = plan_steps(seed, &pool, &state, None, |_, _| {});
+            let steps = plan_steps(seed, &pool, &state, |_, _| {});
             steps.into_iter().map(|(_, line)| line).collect()
         };
-        let first = plan_steps(9, &pool, &state, None, |_, _| {});
+        let first = plan_steps(9, &pool, &state, |_, _| {});
         let first_lines: Vec<String> = first.iter().map(|(_, line)| line.clone()).collect();
         assert_eq!(first_lines, lines(9));
         assert_ne!(first_lines, lines(10));
@@ -1669,47 +1523,29 @@ mod tests {
             held: vec![lock],
             ..ThreadState::default()
         };
-        let text: String = plan_steps(3, &pool, &state, None, |_, _| {})
+        // Along the way: a released handle must be refused, and a buffer
+        // the kernel writes lies in the arena unless the call must fail.
+        let mut released = 0;
+        let mut reads = 0;
+        let look = |arena: &Arena, planned: &Planned| {
+            let must_fail = planned.expect.must_fail.is_some();
+            let release = matches!(planned.effect, Effect::Release { .. });
+            if release && planned.args[0] == 0x1_0000_0009 {
+                released += 1;
+                assert!(must_fail, "{planned:?}");
+            }
+            let (buf, len) = (planned.args[1], planned.args[2]);
+            let bad = BadPointer::ALL.iter().any(|&k| arena.bad_pointer(k) == buf);
+            if planned.call == Syscall::RdmaRead && !bad && !must_fail {
+                reads += 1;
+                assert!(arena.holds(buf, len.min(MAX_FUZZ_LMR)), "{buf:#x} {len}");
+            }
+        };
+        let text: String = plan_steps(3, &pool, &state, look)
             .into_iter()
             .map(|(_, line)| line)
             .collect();
         assert_eq!(fnv1a(&text), 9_092_478_699_780_909_546, "{}", &text[..2000]);
-    }
-
-    #[test]
-    fn released_handles_must_fail_and_live_ones_need_not() {
-        let mut pool = Pool::default();
-        pool.release_lmr(0x1_0000_0003);
-        let steps = plan_steps(
-            5,
-            &pool,
-            &ThreadState::default(),
-            Some(Syscall::Free),
-            |_, _| {},
-        );
-        let stale: Vec<Planned> = steps
-            .into_iter()
-            .map(|(planned, _)| planned)
-            .filter(|planned| planned.args[0] == 0x1_0000_0003)
-            .collect();
-        assert!(!stale.is_empty());
-        let must_fail = |planned: &Planned| planned.expect.must_fail.is_some();
-        assert!(stale.iter().all(must_fail));
-    }
-
-    #[test]
-    fn buffers_the_kernel_writes_stay_in_the_arena() {
-        let state = ThreadState {
-            thread: 1,
-            ..ThreadState::default()
-        };
-        let read = Some(Syscall::RdmaRead);
-        plan_steps(11, &Pool::default(), &state, read, |arena, planned| {
-            let (buf, len) = (planned.args[1], planned.args[2]);
-            let bad = BadPointer::ALL.iter().any(|&k| arena.bad_pointer(k) == buf);
-            if !bad && planned.expect.must_fail.is_none() {
-                assert!(arena.holds(buf, len.min(MAX_FUZZ_LMR)), "{buf:#x} {len}");
-            }
-        });
+        assert!(released > 0 && reads > 0, "{released} {reads}");
     }
 }

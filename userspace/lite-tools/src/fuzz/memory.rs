@@ -117,42 +117,20 @@ impl Arena {
     /// threads.
     pub(crate) fn new(threads: usize) -> io::Result<Arena> {
         let len = 2 * PAGE + threads * RACE_WINDOW + read_write_len(threads) + TAIL_GUARD;
-        // SAFETY: a fresh anonymous reservation; nothing else refers to it.
-        let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let arena = Arena {
-            base: base as usize,
-            len,
-            threads,
-        };
+        let flags = libc::MAP_PRIVATE | libc::MAP_NORESERVE;
+        // SAFETY: a fresh reservation; nothing else refers to it.
+        let base = unsafe { map_anonymous(ptr::null_mut(), len, libc::PROT_NONE, flags)? };
+        let arena = Arena { base, len, threads };
+        let read_write = libc::PROT_READ | libc::PROT_WRITE;
         // The read-only page holds a pattern, so reads through it carry data.
-        arena.protect(arena.base, PAGE, libc::PROT_READ | libc::PROT_WRITE)?;
+        arena.protect(arena.base, PAGE, read_write)?;
         // SAFETY: the page was just made writable and belongs to the arena,
         // which nothing else uses yet.
         unsafe { ptr::write_bytes(arena.base as *mut u8, 0x5a, PAGE) };
         arena.protect(arena.base, PAGE, libc::PROT_READ)?;
-        let windows = arena.base + 2 * PAGE;
-        arena.protect(
-            windows,
-            threads * RACE_WINDOW,
-            libc::PROT_READ | libc::PROT_WRITE,
-        )?;
-        arena.protect(
-            arena.read_write_start(),
-            read_write_len(threads),
-            libc::PROT_READ | libc::PROT_WRITE,
-        )?;
+        arena.protect(arena.base + 2 * PAGE, threads * RACE_WINDOW, read_write)?;
+        let (start, len) = (arena.read_write_start(), read_write_len(threads));
+        arena.protect(start, len, read_write)?;
         Ok(arena)
     }
 
@@ -168,22 +146,10 @@ impl Arena {
     /// memory with `prot`: the old pages are unmapped, the addresses stay
     /// reserved so that nothing else can be mapped there.
     fn remap(&self, start: usize, len: usize, prot: libc::c_int) -> io::Result<()> {
+        let flags = libc::MAP_PRIVATE | libc::MAP_FIXED | libc::MAP_NORESERVE;
         // SAFETY: MAP_FIXED inside the arena's own reservation replaces
         // only arena memory, to which no reference exists.
-        let mapped = unsafe {
-            libc::mmap(
-                start as *mut libc::c_void,
-                len,
-                prot,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if mapped == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        unsafe { map_anonymous(start as *mut libc::c_void, len, prot, flags) }.map(drop)
     }
 
     fn read_write_start(&self) -> usize {
@@ -215,22 +181,15 @@ impl Arena {
         (self.base + 2 * PAGE + (thread % self.threads.max(1)) * RACE_WINDOW) as u64
     }
 
-    /// Unmaps thread `thread`'s race window, keeping its addresses reserved.
-    pub(crate) fn revoke_window(&self, thread: usize) -> io::Result<()> {
-        self.remap(
-            self.race_window(thread) as usize,
-            RACE_WINDOW,
-            libc::PROT_NONE,
-        )
-    }
-
-    /// Maps thread `thread`'s race window again, readable and writable.
-    pub(crate) fn restore_window(&self, thread: usize) -> io::Result<()> {
-        self.remap(
-            self.race_window(thread) as usize,
-            RACE_WINDOW,
-            libc::PROT_READ | libc::PROT_WRITE,
-        )
+    /// Unmaps thread `thread`'s race window, keeping its addresses reserved
+    /// (or, with `mapped`, maps it again, readable and writable).
+    pub(crate) fn remap_window(&self, thread: usize, mapped: bool) -> io::Result<()> {
+        let prot = if mapped {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_NONE
+        };
+        self.remap(self.race_window(thread) as usize, RACE_WINDOW, prot)
     }
 
     /// The address a [`BadPointer`] stands for in this arena.
@@ -264,6 +223,27 @@ impl Drop for Arena {
         // use it any more (the arena outlives every fuzzing thread).
         unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
     }
+}
+
+/// Maps `len` bytes of fresh anonymous memory with `prot` and `flags` (at
+/// `at`, with `MAP_FIXED`); the address.
+///
+/// # Safety
+///
+/// With `MAP_FIXED`, whatever `at..at + len` held is replaced: nothing may
+/// refer to it.
+pub(crate) unsafe fn map_anonymous(
+    at: *mut libc::c_void,
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    // SAFETY: passed on to the caller.
+    let base = unsafe { libc::mmap(at, len, prot, flags | libc::MAP_ANONYMOUS, -1, 0) };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(base as usize)
 }
 
 fn read_write_len(threads: usize) -> usize {
@@ -317,9 +297,9 @@ mod tests {
         let arena = Arena::new(1).expect("arena");
         let window = arena.race_window(0);
         assert!(readable(window));
-        arena.revoke_window(0).expect("revoke");
+        arena.remap_window(0, false).expect("revoke");
         assert!(!readable(window));
-        arena.restore_window(0).expect("restore");
+        arena.remap_window(0, true).expect("restore");
         assert!(readable(window + RACE_WINDOW as u64 - 1));
     }
 

@@ -11,7 +11,9 @@
 
 use std::collections::VecDeque;
 
-use lite::sys::{LiteLock, CHUNK_SIZE, MAX_PORTS, PERM_ATOMIC};
+use lite::sys::{
+    LiteLock, CHUNK_SIZE, MAX_PORTS, PERM_ADMIN, PERM_ATOMIC, PERM_READ, PERM_SHARE, PERM_WRITE,
+};
 
 use super::memory::PAGE;
 
@@ -135,6 +137,9 @@ impl LmrRecord {
     }
 }
 
+/// What the creator of an LMR may do with it (atomics aside).
+pub(crate) const OWNER_PERMISSIONS: u64 = PERM_READ | PERM_WRITE | PERM_SHARE | PERM_ADMIN;
+
 /// Bounds that keep a process's footprint small enough for every node.
 pub(crate) const MAX_LMRS: usize = 32;
 /// Bytes of LMRs one process allocates at most (its own and remote).
@@ -177,11 +182,8 @@ pub(crate) struct Pool {
     release_attempts: VecDeque<u64>,
 }
 
-fn remember(list: &mut VecDeque<u64>, value: u64) {
-    remember_up_to(list, value, STALE);
-}
-
-fn remember_up_to(list: &mut VecDeque<u64>, value: u64, capacity: usize) {
+/// Appends `value` to `list`, dropping the oldest beyond `capacity`.
+fn remember(list: &mut VecDeque<u64>, value: u64, capacity: usize) {
     if list.len() == capacity {
         list.pop_front();
     }
@@ -224,12 +226,12 @@ impl Pool {
     pub(crate) fn release_lmr(&mut self, handle: u64) {
         self.lmrs.retain(|r| r.handle != handle);
         self.names.retain(|&(_, h)| h != handle);
-        remember(&mut self.stale_handles, handle);
+        remember(&mut self.stale_handles, handle, STALE);
     }
 
     /// A thread is about to release `handle` (which may be any value).
     pub(crate) fn note_release_attempt(&mut self, handle: u64) {
-        remember_up_to(&mut self.release_attempts, handle, RELEASE_ATTEMPTS);
+        remember(&mut self.release_attempts, handle, RELEASE_ATTEMPTS);
     }
 
     /// Whether a thread tried to release `handle` lately, so that a race
@@ -255,13 +257,13 @@ impl Pool {
     pub(crate) fn reaped(&mut self, op: u64) {
         self.ops.retain(|&o| o != op);
         self.calls.retain(|&o| o != op);
-        remember(&mut self.stale_ops, op);
+        remember(&mut self.stale_ops, op, STALE);
     }
 
     /// A descriptor was answered.
     pub(crate) fn answered(&mut self, descriptor: u64) {
         self.descriptors.retain(|&d| d != descriptor);
-        remember(&mut self.stale_descriptors, descriptor);
+        remember(&mut self.stale_descriptors, descriptor, STALE);
     }
 
     /// Adds a lock, once.
@@ -277,8 +279,6 @@ impl Pool {
 
 #[cfg(test)]
 mod tests {
-    use lite::sys::PERM_ADMIN;
-
     use super::*;
 
     #[test]

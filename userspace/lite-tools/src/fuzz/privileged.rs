@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use lite::sys::{CM_DEFAULT_PORT, LEAVE_FORCE};
 
-use super::calls::{issue, Syscall};
+use super::calls::{args, issue, Syscall};
 use super::memory::{KERNEL_ADDRESS, LOW_PAGE};
 use super::report::{self, call_and_result};
 use super::rng::Rng;
@@ -136,7 +136,8 @@ pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
     while now_ms() < plan.deadline_ms && !shared.stopped() {
         let mut step_rng = rng.split();
         let roll = step_rng.below(100);
-        if roll < 60 || plan.settings.is_empty() {
+        // What was tried, and what was wrong with its result, if anything.
+        let (what, wrong) = if roll < 60 || plan.settings.is_empty() {
             let call = if roll < 35 || join_went_through {
                 Syscall::Join
             } else {
@@ -147,10 +148,9 @@ pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
                 let cm_ip = step_rng.choose(&pointers, 0);
                 let cm_port = step_rng.choose(&[CM_DEFAULT_PORT.into(), 0, 65536, max], 0);
                 let ib_port = step_rng.choose(&[1, 0, 2, max], 1);
-                [cm_ip, cm_port, ib_port, 0, 0, 0]
+                args(&[cm_ip, cm_port, ib_port])
             } else {
-                let flags = step_rng.choose(&[0, LEAVE_FORCE.into(), 2, max], 0);
-                [flags, 0, 0, 0, 0, 0]
+                args(&[step_rng.choose(&[0, LEAVE_FORCE.into(), 2, max], 0)])
             };
             slot.begin(call, step, &args, 0);
             // SAFETY: the address pointers are NUL-terminated strings
@@ -159,36 +159,27 @@ pub(crate) fn unprivileged_main(plan: UnprivilegedPlan<'_>) -> i32 {
             let ret = unsafe { issue(call, args) };
             slot.end();
             shared.procs[UNPRIVILEGED].count(call, ret);
-            if ret != -i64::from(libc::EPERM) {
-                join_went_through |= call == Syscall::Join;
-                report::alarm(
-                    shared,
-                    UNPRIVILEGED,
-                    &format!("{origin} step {step}"),
-                    &call_and_result(call, &args, ret),
-                    "a process without CAP_NET_ADMIN must get -EPERM, checked first",
-                );
-            }
+            let refused = ret == -i64::from(libc::EPERM);
+            join_went_through |= !refused && call == Syscall::Join;
+            let wrong = "a process without CAP_NET_ADMIN must get -EPERM, checked first";
+            (
+                call_and_result(call, &args, ret),
+                (!refused).then(|| wrong.to_string()),
+            )
         } else {
-            let index = step_rng.index(plan.settings.len());
-            let setting = &mut plan.settings[index];
-            let text = format!("{}\n", setting.value);
-            let written = setting.file.write(text.as_bytes());
+            let setting = &mut plan.settings[step_rng.index(plan.settings.len())];
+            let written = setting
+                .file
+                .write(format!("{}\n", setting.value).as_bytes());
             let refused = matches!(&written, Err(e) if e.raw_os_error() == Some(libc::EPERM));
-            if !refused {
-                report::alarm(
-                    shared,
-                    UNPRIVILEGED,
-                    &format!("{origin} step {step}"),
-                    &format!(
-                        "writing {:?} to {DEBUGFS_DIR}/{} (fd {})",
-                        setting.value,
-                        setting.name,
-                        setting.file.as_raw_fd()
-                    ),
-                    &format!("a process without CAP_NET_ADMIN must get EPERM, got {written:?}"),
-                );
-            }
+            let (value, name, fd) = (&setting.value, setting.name, setting.file.as_raw_fd());
+            let what = format!("writing {value:?} to {DEBUGFS_DIR}/{name} (fd {fd})");
+            let wrong = format!("a process without CAP_NET_ADMIN must get EPERM, got {written:?}");
+            (what, (!refused).then_some(wrong))
+        };
+        if let Some(reason) = wrong {
+            let origin = format!("{origin} step {step}");
+            report::alarm(shared, UNPRIVILEGED, &origin, &what, &reason);
         }
         step += 1;
         std::thread::sleep(Duration::from_millis(step_rng.between(20, 120)));

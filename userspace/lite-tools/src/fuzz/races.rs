@@ -18,20 +18,23 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::sync::MutexGuard;
 use std::time::Duration;
 
 use libc::{EBADF, ECONNREFUSED, ECONNRESET, EINTR, ENOENT, EOWNERDEAD, ESHUTDOWN};
 use lite::sys::{
-    LiteLock, ASYNC_NOWAIT, CHUNK_SIZE, PERM_READ, PERM_SHARE, PERM_WRITE, RECV_NONBLOCK,
+    LiteLock, ASYNC_NOWAIT, CHUNK_SIZE, PERM_ADMIN, PERM_READ, PERM_SHARE, PERM_WRITE,
+    RECV_NONBLOCK,
 };
 
-use super::calls::{raw_syscall, Syscall};
+use super::calls::{args, raw_syscall, Syscall};
 use super::effects::Effect;
 use super::expect::{Expect, Value};
-use super::generate::{OutParams, Planned, ThreadState, RUNNING_CALL_MS};
+use super::generate::{Context, OutParams, Planned, ThreadState, RUNNING_CALL_MS};
 use super::memory::{BadPointer, BULK_AREA, PAGE, RACE_WINDOW};
 use super::pool::{
-    fuzz_name, pack_lock, race_port, size_class, LmrKind, LmrRecord, SHARED_PASSWORD,
+    fuzz_name, pack_lock, race_port, size_class, LmrKind, LmrRecord, Pool, OWNER_PERMISSIONS,
+    SHARED_PASSWORD,
 };
 use super::rng::Rng;
 use super::shared::now_ms;
@@ -54,6 +57,8 @@ const CHILD_REPORT: Duration = Duration::from_secs(30);
 const CHILD_READY: Duration = Duration::from_secs(10);
 /// Name slots of the races, apart from those other fuzzers guess.
 const RACE_NAME_SLOT: u64 = 0x100;
+/// The kind of the LMRs races allocate.
+const ALLOCATED: LmrKind = LmrKind::Allocated { atomic: false };
 
 /// A race, as a thread runs it.
 type Race = fn(&mut RaceRun<'_, '_, '_>);
@@ -94,12 +99,10 @@ pub(crate) fn recheck_locks_away(
         if race_run.take_lock(lock, LOCK_BACK_AFTER_RUN_MS) {
             race_run.give_back(lock);
         } else if now_ms() - since >= LOCK_BACK_AFTER_RUN_MS {
-            caller.alarm(
-                step,
-                &format!("lite_lock({}:{})", lock.home, lock.number),
-                "the lock did not come back after the child waiting for it was killed: \
-                 not within 25 s, nor within 40 s after fuzzing ended",
-            );
+            let what = format!("lite_lock({}:{})", lock.home, lock.number);
+            let reason = "the lock did not come back after the child waiting for it was killed: \
+                          not within 25 s, nor within 40 s after fuzzing ended";
+            caller.alarm(step, &what, reason);
         }
     }
 }
@@ -142,28 +145,42 @@ fn errno_of(ret: i64) -> i32 {
     }
 }
 
-impl RaceRun<'_, '_, '_> {
-    /// Makes `call` on this thread: `value` on success, else a documented
-    /// error.
-    fn plain(&self, call: Syscall, args: [u64; 6], value: Value) -> i64 {
-        self.caller.simple(self.step, call, args, value)
+impl<'a> RaceRun<'_, '_, 'a> {
+    /// Makes `call` with the arguments `given` on this thread: `value` on
+    /// success, else a documented error.
+    fn plain(&self, call: Syscall, given: &[u64], value: Value) -> i64 {
+        self.caller.simple(self.step, call, args(given), value)
     }
 
     /// Makes `call`, which returns 0 on success and must succeed (or, if
     /// not `succeeds`, fail) for `reason`.
-    fn certain(&self, call: Syscall, args: [u64; 6], succeeds: bool, reason: &'static str) -> i64 {
+    fn certain(&self, call: Syscall, given: &[u64], succeeds: bool, reason: &'static str) -> i64 {
         let mut expect = Expect::value(Value::Zero);
         if succeeds {
             expect.must_succeed = Some(reason);
         } else {
             expect.must_fail = Some(reason);
         }
-        let planned = Planned::running(call, args, expect, Effect::None);
+        let planned = Planned::of(call, given, expect, Effect::None);
         self.caller.run(self.step, &planned)
     }
 
+    /// Counts and judges `ret`, what a child returned for `call`.
+    fn judge_child(&self, call: Syscall, args: &[u64; 6], ret: i64, expect: &Expect) {
+        self.caller.run.ctx.own().count(call, ret);
+        self.caller.check(self.step, call, args, ret, false, expect);
+    }
+
+    fn ctx(&self) -> &Context<'a> {
+        &self.caller.run.ctx
+    }
+
+    fn pool(&self) -> MutexGuard<'_, Pool> {
+        self.caller.run.pool()
+    }
+
     fn me(&self) -> u32 {
-        self.caller.run.ctx.plan.me
+        self.ctx().plan.me
     }
 
     fn thread(&self) -> usize {
@@ -171,41 +188,43 @@ impl RaceRun<'_, '_, '_> {
     }
 
     fn scratch(&self) -> u64 {
-        self.caller.run.ctx.arena.scratch(self.thread())
+        self.ctx().arena.scratch(self.thread())
     }
 
     /// This node or another member.
     fn some_node(&mut self) -> u32 {
-        let nodes = self.caller.run.ctx.plan.nodes.max(1);
+        let nodes = self.ctx().plan.nodes.max(1);
         self.rng.between(1, nodes.into()) as u32
     }
 
     fn race_port(&self) -> u32 {
-        let plan = &self.caller.run.ctx.plan;
+        let plan = &self.ctx().plan;
         race_port(plan.proc, plan.threads, self.state.thread)
+    }
+
+    /// A name of this thread's for races, in `slot` past [`RACE_NAME_SLOT`].
+    fn race_name(&self, size: u64, slot: u64) -> u64 {
+        let plan = &self.ctx().plan;
+        fuzz_name(plan.me, plan.proc, size_class(size), RACE_NAME_SLOT + slot)
     }
 
     /// Allocates (or registers, with `register`) a fresh LMR; its handle,
     /// size and password.
     fn fresh_lmr(&mut self, register: bool) -> Option<(u64, u64, u64)> {
         let password = self.rng.next_u64();
+        let page = PAGE as u64;
         let (call, args) = if register {
-            let size = self.rng.choose(&[PAGE as u64, 65536], PAGE as u64);
-            let bulk = self.caller.run.ctx.arena.bulk_area();
+            let size = self.rng.choose(&[page, 65536], page);
+            let bulk = self.ctx().arena.bulk_area();
             let buf = (bulk + self.rng.below(BULK_AREA as u64 - size)) & !7;
             let permission = PERM_READ | PERM_WRITE | PERM_SHARE;
-            (
-                Syscall::RegisterLmr,
-                [buf, size, permission, password, 0, 0],
-            )
+            (Syscall::RegisterLmr, [buf, size, permission, password])
         } else {
-            let size = self
-                .rng
-                .choose(&[PAGE as u64, 65536, CHUNK_SIZE + PAGE as u64], PAGE as u64);
+            let size = self.rng.choose(&[page, 65536, CHUNK_SIZE + page], page);
             let node = self.some_node();
-            (Syscall::AllocRemote, [node.into(), size, 0, password, 0, 0])
+            (Syscall::AllocRemote, [node.into(), size, 0, password])
         };
-        let ret = self.plain(call, args, Value::Positive);
+        let ret = self.plain(call, &args, Value::Positive);
         (ret > 0).then_some((ret as u64, args[1], password))
     }
 
@@ -217,19 +236,17 @@ impl RaceRun<'_, '_, '_> {
         size: u64,
         password: u64,
     ) -> Vec<(Syscall, [u64; 6])> {
-        let buf = self.caller.run.ctx.arena.scratch(self.thread()) + (SCRATCHES_HALF as u64);
+        let buf = self.scratch() + (SCRATCHES_HALF as u64);
         (0..self.rng.between(3, 6))
             .map(|_| {
                 let len = self.rng.between(1, size.min(16384));
                 let offset = self.rng.below(size - len + 1);
+                let transfer = [handle, buf, len, offset, 0, password];
                 match self.rng.below(4) {
-                    0 => (Syscall::RdmaWrite, [handle, buf, len, offset, 0, password]),
-                    1 => (Syscall::RdmaRead, [handle, buf, len, offset, 0, password]),
-                    2 => (Syscall::RemoteMemset, [handle, offset, len, 0xa5, 0, 0]),
-                    _ => (
-                        Syscall::RdmaWriteAsync,
-                        [handle, buf, len, offset, 0, password],
-                    ),
+                    0 => (Syscall::RdmaWrite, transfer),
+                    1 => (Syscall::RdmaRead, transfer),
+                    2 => (Syscall::RemoteMemset, args(&[handle, offset, len, 0xa5])),
+                    _ => (Syscall::RdmaWriteAsync, transfer),
                 }
             })
             .collect()
@@ -248,18 +265,19 @@ impl RaceRun<'_, '_, '_> {
                 helper.enter();
                 let mut ops = Vec::new();
                 for &(call, args) in calls {
-                    let value = if call == Syscall::RdmaWriteAsync {
+                    let asynchronous = call == Syscall::RdmaWriteAsync;
+                    let value = if asynchronous {
                         Value::Positive
                     } else {
                         Value::Zero
                     };
                     let ret = helper.simple(step, call, args, value);
-                    if call == Syscall::RdmaWriteAsync && ret > 0 {
+                    if asynchronous && ret > 0 {
                         ops.push(ret as u64);
                     }
                 }
                 for op in ops {
-                    helper.simple(step, Syscall::AsyncWait, [op, 0, 0, 0, 0, 0], Value::Zero);
+                    helper.simple(step, Syscall::AsyncWait, args(&[op]), Value::Zero);
                 }
             });
             main(self)
@@ -268,6 +286,21 @@ impl RaceRun<'_, '_, '_> {
 
     fn short_pause(&mut self) {
         std::thread::sleep(Duration::from_micros(self.rng.below(3000)));
+    }
+
+    /// Releases `handle` with `call` after a short pause, while the helper
+    /// makes `calls`.
+    fn release_during(
+        &mut self,
+        calls: &[(Syscall, [u64; 6])],
+        call: Syscall,
+        handle: u64,
+        reason: &'static str,
+    ) -> i64 {
+        self.with_helper(calls, |race| {
+            race.short_pause();
+            race.release_own(call, handle, reason)
+        })
     }
 
     /// Frees (or deregisters) an LMR while the helper transfers with it;
@@ -280,16 +313,10 @@ impl RaceRun<'_, '_, '_> {
         let (release, kind) = if deregister {
             (Syscall::DeregisterLmr, LmrKind::Registered)
         } else {
-            (Syscall::Free, LmrKind::Allocated { atomic: false })
+            (Syscall::Free, ALLOCATED)
         };
-        let ret = self.with_helper(&calls, |race| {
-            race.short_pause();
-            race.release_own(
-                release,
-                handle,
-                "the process's own LMR, while another thread transfers with it",
-            )
-        });
+        let reason = "the process's own LMR, while another thread transfers with it";
+        let ret = self.release_during(&calls, release, handle, reason);
         self.settle(handle, size, password, ret, kind);
     }
 
@@ -298,10 +325,10 @@ impl RaceRun<'_, '_, '_> {
     /// released the same value meanwhile: one it made up or took from
     /// another process, which it may do (and then the handle is gone).
     fn release_own(&mut self, call: Syscall, handle: u64, reason: &'static str) -> i64 {
-        let args = [handle, 0, 0, 0, 0, 0];
+        let args = args(&[handle]);
         let (ret, signaled) = self.caller.call(self.step, call, args, RUNNING_CALL_MS);
         let mut expect = Expect::value(Value::Zero);
-        let taken = errno_of(ret) == EBADF && self.caller.run.pool().release_attempted(handle);
+        let taken = errno_of(ret) == EBADF && self.pool().release_attempted(handle);
         if !taken {
             expect.must_succeed = Some(reason);
         }
@@ -319,20 +346,16 @@ impl RaceRun<'_, '_, '_> {
     /// that was not released goes to the pool.
     fn settle(&mut self, handle: u64, size: u64, password: u64, released: i64, kind: LmrKind) {
         if released == 0 {
-            self.caller.run.pool().release_lmr(handle);
+            self.pool().release_lmr(handle);
             let args = [handle, self.scratch(), 8.min(size), 0, 0, password];
-            self.certain(
-                Syscall::RdmaRead,
-                args,
-                false,
-                "a handle released earlier in the race",
-            );
+            let reason = "a handle released earlier in the race";
+            self.certain(Syscall::RdmaRead, &args, false, reason);
         } else {
-            self.caller.run.pool().add_lmr(LmrRecord {
+            self.pool().add_lmr(LmrRecord {
                 handle,
                 password,
                 size: Some(size),
-                permission: PERM_READ | PERM_WRITE | PERM_SHARE | lite::sys::PERM_ADMIN,
+                permission: OWNER_PERMISSIONS,
                 kind,
             });
         }
@@ -344,155 +367,101 @@ impl RaceRun<'_, '_, '_> {
         let Some((handle, size, password)) = self.fresh_lmr(false) else {
             return;
         };
-        let plan = self.caller.run.ctx.plan;
-        let name = fuzz_name(
-            plan.me,
-            plan.proc,
-            size_class(size),
-            RACE_NAME_SLOT + u64::from(self.state.thread),
-        );
+        let name = self.race_name(size, u64::from(self.state.thread));
         let permission = PERM_READ | PERM_WRITE;
-        let publish = [name, handle, permission, password, 0, 0];
-        let mapping = if self.plain(Syscall::AddAskMrTable, publish, Value::Zero) == 0 {
-            let ask = [self.me().into(), name, permission, password, 0, 0];
-            self.plain(Syscall::AskLmr, ask, Value::Positive)
+        let publish = [name, handle, permission, password];
+        let mapping = if self.plain(Syscall::AddAskMrTable, &publish, Value::Zero) == 0 {
+            let ask = [self.me().into(), name, permission, password];
+            self.plain(Syscall::AskLmr, &ask, Value::Positive)
         } else {
             -1
         };
         if mapping <= 0 {
-            let ret = self.release_own(
-                Syscall::Free,
-                handle,
-                "the process's own LMR, whose name was not mapped",
-            );
-            self.settle(
-                handle,
-                size,
-                password,
-                ret,
-                LmrKind::Allocated { atomic: false },
-            );
+            let reason = "the process's own LMR, whose name was not mapped";
+            let ret = self.release_own(Syscall::Free, handle, reason);
+            self.settle(handle, size, password, ret, ALLOCATED);
             return;
         }
         let mapping = mapping as u64;
         let calls = self.helper_transfers(mapping, size, password);
-        let freed = self.with_helper(&calls, |race| {
-            race.short_pause();
-            race.release_own(
-                Syscall::Free,
-                handle,
-                "the process's own LMR, while a mapping of it is in use",
-            )
-        });
-        self.settle(
-            handle,
-            size,
-            password,
-            freed,
-            LmrKind::Allocated { atomic: false },
-        );
+        let reason = "the process's own LMR, while a mapping of it is in use";
+        let freed = self.release_during(&calls, Syscall::Free, handle, reason);
+        self.settle(handle, size, password, freed, ALLOCATED);
         if freed == 0 {
             let args = [mapping, self.scratch(), 8, 0, 0, password];
-            self.certain(
-                Syscall::RdmaRead,
-                args,
-                false,
-                "a mapping whose LMR its owner freed",
-            );
+            let reason = "a mapping whose LMR its owner freed";
+            self.certain(Syscall::RdmaRead, &args, false, reason);
         }
-        let unmapped = self.release_own(
-            Syscall::UmapLmr,
-            mapping,
-            "a mapping may be dropped, also after it was revoked",
-        );
-        if unmapped == 0 {
-            self.caller.run.pool().release_lmr(mapping);
+        let reason = "a mapping may be dropped, also after it was revoked";
+        if self.release_own(Syscall::UmapLmr, mapping, reason) == 0 {
+            self.pool().release_lmr(mapping);
         }
     }
 
     /// The helper unmaps the thread's race window while a call uses it.
     fn unmap_during_call(&mut self) {
-        let arena = self.caller.run.ctx.arena;
+        let arena = self.ctx().arena;
         let thread = self.thread();
         let window = arena.race_window(thread);
         let len = self
             .rng
             .choose(&[PAGE as u64, RACE_WINDOW as u64], PAGE as u64);
-        let target = self.caller.run.pool().lmrs.first().copied();
-        let plan = self.caller.run.ctx.plan;
-        let (call, args) = match (self.rng.below(4), target) {
-            (0, Some(record)) if record.size.is_some() => {
+        let sized = self.pool().lmrs.first().copied();
+        let sized = sized.filter(|record| record.size.is_some());
+        let (call, args) = match (self.rng.below(4), sized) {
+            (roll @ 0..=1, Some(record)) => {
+                let call = [Syscall::RdmaRead, Syscall::RdmaWrite][roll as usize];
                 let len = len.min(record.size.unwrap_or(1));
-                (
-                    Syscall::RdmaRead,
-                    [record.handle, window, len, 0, 0, record.password],
-                )
-            }
-            (1, Some(record)) if record.size.is_some() => {
-                let len = len.min(record.size.unwrap_or(1));
-                (
-                    Syscall::RdmaWrite,
-                    [record.handle, window, len, 0, 0, record.password],
-                )
+                (call, [record.handle, window, len, 0, 0, record.password])
             }
             (2, _) => {
-                let name = fuzz_name(
-                    plan.me,
-                    plan.proc,
-                    size_class(len),
-                    RACE_NAME_SLOT + 0x80 + thread as u64,
-                );
+                let name = self.race_name(len, 0x80 + thread as u64);
                 (
                     Syscall::WrapAlloc,
-                    [window, len, name, SHARED_PASSWORD, 0, 0],
+                    args(&[window, len, name, SHARED_PASSWORD]),
                 )
             }
-            _ => (
-                Syscall::RegisterLmr,
-                [
-                    window,
-                    len,
-                    PERM_READ | PERM_WRITE,
-                    self.rng.next_u64(),
-                    0,
-                    0,
-                ],
-            ),
+            _ => {
+                let password = self.rng.next_u64();
+                let permission = PERM_READ | PERM_WRITE;
+                (
+                    Syscall::RegisterLmr,
+                    args(&[window, len, permission, password]),
+                )
+            }
         };
         let delay = Duration::from_micros(self.rng.below(2000));
         let ret = std::thread::scope(|scope| {
             scope.spawn(move || {
                 std::thread::sleep(delay);
                 // Failing to unmap only makes the race a plain call.
-                let _ = arena.revoke_window(thread);
+                let _ = arena.remap_window(thread, false);
             });
             let value = match call {
                 Syscall::RdmaRead | Syscall::RdmaWrite => Value::Zero,
                 _ => Value::Positive,
             };
-            self.plain(call, args, value)
+            self.plain(call, &args, value)
         });
-        if let Err(error) = arena.restore_window(thread) {
-            self.caller.alarm(
-                self.step,
-                "mapping the race window again",
-                &error.to_string(),
-            );
+        if let Err(error) = arena.remap_window(thread, true) {
+            let what = "mapping the race window again";
+            self.caller.alarm(self.step, what, &error.to_string());
         }
         if ret > 0 && matches!(call, Syscall::RegisterLmr | Syscall::WrapAlloc) {
             let (kind, permission) = if call == Syscall::WrapAlloc {
+                let name = args[2];
                 (
-                    LmrKind::Wrapped { name: args[2] },
+                    LmrKind::Wrapped { name },
                     PERM_READ | PERM_WRITE | PERM_SHARE,
                 )
             } else {
                 (LmrKind::Registered, args[2])
             };
-            self.caller.run.pool().add_lmr(LmrRecord {
+            self.pool().add_lmr(LmrRecord {
                 handle: ret as u64,
                 password: args[3],
                 size: Some(len),
-                permission: permission | lite::sys::PERM_ADMIN,
+                permission: permission | PERM_ADMIN,
                 kind,
             });
         }
@@ -500,67 +469,45 @@ impl RaceRun<'_, '_, '_> {
 
     /// A child uses what its parent holds: every call must fail.
     fn fork_with_handles(&mut self) {
+        use Syscall::*;
         let scratch = self.scratch();
         let mut calls: Vec<(Syscall, [u64; 6], &'static str)> = Vec::new();
+        let lock = self.state.held.first().copied();
+        if let Some(lock) = lock {
+            self.out.lock = lock;
+        }
+        let lock_address = std::ptr::addr_of_mut!(self.out.lock) as u64;
         {
-            let pool = self.caller.run.pool();
+            let pool = self.pool();
             for record in pool.lmrs.iter().take(3) {
                 let len = record.size.unwrap_or(8).clamp(1, 16);
-                calls.push((
-                    Syscall::RdmaRead,
-                    [record.handle, scratch, len, 0, 0, record.password],
-                    "a read with the parent's handle",
-                ));
-                calls.push((
-                    Syscall::RdmaWrite,
-                    [record.handle, scratch, len, 0, 0, record.password],
-                    "a write with the parent's handle",
-                ));
+                let transfer = [record.handle, scratch, len, 0, 0, record.password];
+                calls.push((RdmaRead, transfer, "a read with the parent's handle"));
+                calls.push((RdmaWrite, transfer, "a write with the parent's handle"));
             }
-            if let Some(record) = pool.lmrs.iter().find(|r| r.kind.is_owner()) {
-                calls.push((
-                    Syscall::Free,
-                    [record.handle, 0, 0, 0, 0, 0],
-                    "a free of the parent's LMR",
-                ));
+            let held = |owner| pool.lmrs.iter().find(|r| r.kind.is_owner() == owner);
+            let free = held(true).map(|record| args(&[record.handle]));
+            let unmap = held(false).map(|record| args(&[record.handle]));
+            let reap = pool.ops.first().map(|&op| args(&[op, ASYNC_NOWAIT.into()]));
+            let reply = pool.descriptors.first().map(|&d| args(&[scratch, 8, d]));
+            let close = pool.ports.first().map(|&(port, _)| args(&[port.into()]));
+            let unlock = lock.map(|_| args(&[lock_address]));
+            // The calls on one resource of each other kind, where there is one.
+            let singles = [
+                (Free, free, "a free of the parent's LMR"),
+                (UmapLmr, unmap, "an unmap of the parent's mapping"),
+                (AsyncWait, reap, "a reap of the parent's operation"),
+                (ReplyMessage, reply, "a reply to the parent's descriptor"),
+                (UnregisterApplication, close, "closing the parent's port"),
+                (
+                    Unlock,
+                    unlock,
+                    "an unlock of a lock the parent's thread holds",
+                ),
+            ];
+            for (call, args, reason) in singles {
+                calls.extend(args.map(|args| (call, args, reason)));
             }
-            if let Some(record) = pool.lmrs.iter().find(|r| !r.kind.is_owner()) {
-                calls.push((
-                    Syscall::UmapLmr,
-                    [record.handle, 0, 0, 0, 0, 0],
-                    "an unmap of the parent's mapping",
-                ));
-            }
-            if let Some(&op) = pool.ops.first() {
-                calls.push((
-                    Syscall::AsyncWait,
-                    [op, ASYNC_NOWAIT.into(), 0, 0, 0, 0],
-                    "a reap of the parent's operation",
-                ));
-            }
-            if let Some(&descriptor) = pool.descriptors.first() {
-                calls.push((
-                    Syscall::ReplyMessage,
-                    [scratch, 8, descriptor, 0, 0, 0],
-                    "a reply to the parent's descriptor",
-                ));
-            }
-            if let Some(&(port, _)) = pool.ports.first() {
-                calls.push((
-                    Syscall::UnregisterApplication,
-                    [port.into(), 0, 0, 0, 0, 0],
-                    "closing the parent's port",
-                ));
-            }
-        }
-        if let Some(&lock) = self.state.held.first() {
-            self.out.lock = lock;
-            let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
-            calls.push((
-                Syscall::Unlock,
-                [pointer, 0, 0, 0, 0, 0],
-                "an unlock of a lock the parent's thread holds",
-            ));
         }
         if calls.is_empty() {
             return;
@@ -580,25 +527,18 @@ impl RaceRun<'_, '_, '_> {
         }) else {
             return;
         };
+        let what = "the child using its parent's handles";
         let results = read_results(&mut parent_end, calls.len(), Some(CHILD_REPORT));
         let Some(results) = results else {
-            self.caller.alarm(
-                self.step,
-                "a child using its parent's handles",
-                "it reported nothing within 30 s",
-            );
-            self.kill_child(child, "the child using its parent's handles");
+            let reason = "it reported nothing within 30 s";
+            self.caller
+                .alarm(self.step, "a child using its parent's handles", reason);
+            self.kill_child(child, what);
             return;
         };
-        self.reap_child(child, false, "the child using its parent's handles");
+        self.reap_child(child, false, what);
         for ((call, args, reason), ret) in calls.iter().zip(results) {
-            self.caller.run.ctx.own().count(*call, ret);
-            let expect = Expect {
-                must_fail: Some(reason),
-                ..Expect::default()
-            };
-            self.caller
-                .check(self.step, *call, args, ret, false, &expect);
+            self.judge_child(*call, args, ret, &Expect::failing(reason));
         }
     }
 
@@ -607,24 +547,21 @@ impl RaceRun<'_, '_, '_> {
     fn child_dies_waiting_for_lock(&mut self) {
         let home = self.some_node();
         let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
-        let create = [home.into(), pointer, 0, 0, 0, 0];
-        if self.plain(Syscall::CreateLock, create, Value::Range(0, 4095)) < 0 {
+        let create = [home.into(), pointer];
+        if self.plain(Syscall::CreateLock, &create, Value::Range(0, 4095)) < 0 {
             return;
         }
         let lock = self.out.lock;
-        {
-            let mut pool = self.caller.run.pool();
-            pool.add_lock(lock);
-        }
-        self.caller.run.ctx.own().locks.offer(pack_lock(lock));
+        self.pool().add_lock(lock);
+        self.ctx().own().locks.offer(pack_lock(lock));
         if !self.take_lock(lock, RUNNING_CALL_MS) {
             return;
         }
-        let lock_number = super::calls::Syscall::Lock.number();
+        let lock_number = Syscall::Lock.number();
         let forked = fork_child(|parent| {
             send(parent, &[0]);
             // SAFETY: the child's copy of the out-parameters holds the lock.
-            let ret = unsafe { raw_syscall(lock_number, [pointer, 0, 0, 0, 0, 0]) };
+            let ret = unsafe { raw_syscall(lock_number, args(&[pointer])) };
             send(parent, &[ret]);
         });
         let Some((child, mut child_end)) = forked else {
@@ -638,11 +575,9 @@ impl RaceRun<'_, '_, '_> {
         self.kill_child(child, "the child waiting for a lock");
         if let Some([ret]) = read_results(&mut child_end, 1, None).map(|r| [r[0]]) {
             if ret == 0 || ret == -i64::from(EOWNERDEAD) {
-                self.caller.alarm(
-                    self.step,
-                    &format!("lite_lock({}:{}) in a child", lock.home, lock.number),
-                    "the child took a lock its parent's thread held",
-                );
+                let what = format!("lite_lock({}:{}) in a child", lock.home, lock.number);
+                let reason = "the child took a lock its parent's thread held";
+                self.caller.alarm(self.step, &what, reason);
             }
         }
         drop(child_end);
@@ -665,8 +600,7 @@ impl RaceRun<'_, '_, '_> {
     fn take_lock(&mut self, lock: LiteLock, within_ms: u64) -> bool {
         let since = now_ms();
         loop {
-            self.out.lock = lock;
-            let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
+            let pointer = self.out.lock_record(lock);
             let left = within_ms.saturating_sub(now_ms() - since).max(1);
             let expect = Expect::value(Value::Zero);
             let planned =
@@ -684,10 +618,8 @@ impl RaceRun<'_, '_, '_> {
 
     /// Unlocks `lock`, which this thread took; whether that worked.
     fn give_back(&mut self, lock: LiteLock) -> bool {
-        self.out.lock = lock;
-        let pointer = std::ptr::addr_of_mut!(self.out.lock) as u64;
-        let args = [pointer, 0, 0, 0, 0, 0];
-        let ret = self.certain(Syscall::Unlock, args, true, "a lock this thread took");
+        let pointer = self.out.lock_record(lock);
+        let ret = self.certain(Syscall::Unlock, &[pointer], true, "a lock this thread took");
         self.state.held.retain(|&l| l != lock);
         if ret != 0 {
             self.state.uncertain.push(lock);
@@ -695,17 +627,23 @@ impl RaceRun<'_, '_, '_> {
         ret == 0
     }
 
+    /// The arguments that register `port` with a name the kernel reads
+    /// from the arena's read-only page.
+    fn race_port_registration(&self, port: u64) -> [u64; 6] {
+        let name = self.ctx().arena.bad_pointer(BadPointer::ReadOnly);
+        args(&[port, 4096, name, 8])
+    }
+
     /// Registers the thread's race port; whether that worked.
     fn register_race_port(&mut self) -> bool {
-        let name = self.caller.run.ctx.arena.bad_pointer(BadPointer::ReadOnly);
-        let args = [self.race_port().into(), 4096, name, 8, 0, 0];
-        self.plain(Syscall::RegisterApplication, args, Value::Zero) == 0
+        let args = self.race_port_registration(self.race_port().into());
+        self.plain(Syscall::RegisterApplication, &args, Value::Zero) == 0
     }
 
     fn unregister_race_port(&mut self) {
-        let args = [self.race_port().into(), 0, 0, 0, 0, 0];
+        let port = self.race_port().into();
         let reason = "the port this process registered";
-        self.certain(Syscall::UnregisterApplication, args, true, reason);
+        self.certain(Syscall::UnregisterApplication, &[port], true, reason);
     }
 
     /// A child calls this process's port and is killed while it waits for
@@ -732,22 +670,22 @@ impl RaceRun<'_, '_, '_> {
             std::thread::sleep(Duration::from_millis(self.rng.between(50, 300)));
         }
         let descriptor_address = std::ptr::addr_of_mut!(self.out.descriptor) as u64;
-        let buf = self.caller.run.ctx.arena.async_area();
-        let receive = [port, buf, 4096, descriptor_address, RECV_NONBLOCK.into(), 0];
+        let buf = self.ctx().arena.async_area();
+        let receive = [port, buf, 4096, descriptor_address, RECV_NONBLOCK.into()];
         let early = self.rng.percent(50);
         let mut received = if early {
-            self.plain(Syscall::ReceiveMessage, receive, Value::Range(0, 4096))
+            self.plain(Syscall::ReceiveMessage, &receive, Value::Range(0, 4096))
         } else {
             -1
         };
         self.kill_child(child, "the child waiting for a reply");
         drop(child_end);
         if received < 0 {
-            received = self.plain(Syscall::ReceiveMessage, receive, Value::Range(0, 4096));
+            received = self.plain(Syscall::ReceiveMessage, &receive, Value::Range(0, 4096));
         }
         if received >= 0 && self.out.descriptor != 0 {
-            let reply = [scratch, 16, self.out.descriptor, 0, 0, 0];
-            self.plain(Syscall::ReplyMessage, reply, Value::Zero);
+            let reply = [scratch, 16, self.out.descriptor];
+            self.plain(Syscall::ReplyMessage, &reply, Value::Zero);
         }
         self.unregister_race_port();
     }
@@ -758,19 +696,18 @@ impl RaceRun<'_, '_, '_> {
         let me = u64::from(self.me());
         let port = u64::from(self.race_port());
         let scratch = self.scratch();
-        let name = self.caller.run.ctx.arena.bad_pointer(BadPointer::ReadOnly);
+        let register_args = self.race_port_registration(port);
         let descriptor_address = std::ptr::addr_of_mut!(self.out.descriptor) as u64;
         let register = Syscall::RegisterApplication.number();
         let receive = Syscall::ReceiveMessage.number();
         let forked = fork_child(|parent| {
             // SAFETY: the child's copy of the arena's read-only page.
-            let registered = unsafe { raw_syscall(register, [port, 4096, name, 8, 0, 0]) };
+            let registered = unsafe { raw_syscall(register, register_args) };
             send(parent, &[registered]);
             if registered == 0 {
+                let args = args(&[port, scratch, 4096, descriptor_address]);
                 // SAFETY: the child's copy of the arena and out-parameters.
-                let _ = unsafe {
-                    raw_syscall(receive, [port, scratch, 4096, descriptor_address, 0, 0])
-                };
+                let _ = unsafe { raw_syscall(receive, args) };
             }
         });
         let Some((child, mut child_end)) = forked else {
@@ -778,40 +715,17 @@ impl RaceRun<'_, '_, '_> {
         };
         let registered = read_results(&mut child_end, 1, Some(CHILD_READY)).map(|r| r[0]);
         drop(child_end);
-        let register_args = [port, 4096, name, 8, 0, 0];
         if let Some(ret) = registered {
-            self.caller
-                .run
-                .ctx
-                .own()
-                .count(Syscall::RegisterApplication, ret);
-            self.caller.check(
-                self.step,
-                Syscall::RegisterApplication,
-                &register_args,
-                ret,
-                false,
-                &Expect::value(Value::Zero),
-            );
+            let expect = Expect::value(Value::Zero);
+            self.judge_child(Syscall::RegisterApplication, &register_args, ret, &expect);
         }
         if registered == Some(0) {
             let args = [me, port, scratch, 64, scratch + 8192, 64];
-            let expect = Expect {
-                must_fail: Some("the server process exits without replying"),
-                ..Expect::default()
-            };
-            let ended = (
-                &[ECONNRESET, ECONNREFUSED][..],
-                "the server process exited without replying",
-            );
-            woken(
-                self.caller,
-                self.step,
-                Syscall::SendReplyImm,
-                args,
-                expect,
-                ended,
-            );
+            let expect = Expect::failing("the server process exits without replying");
+            let reason = "the server process exited without replying";
+            let ended = (&[ECONNRESET, ECONNREFUSED][..], reason);
+            let (caller, step) = (self.caller, self.step);
+            woken(caller, step, Syscall::SendReplyImm, args, expect, ended);
         }
         // It exits once it took the request; if it never got one, it is killed.
         let deadline = now_ms() + 5_000;
@@ -828,10 +742,10 @@ impl RaceRun<'_, '_, '_> {
             return;
         }
         let port = u64::from(self.race_port());
-        let buf = self.caller.run.ctx.arena.async_area() + 65536 * u64::from(self.state.thread);
+        let buf = self.ctx().arena.async_area() + 65536 * u64::from(self.state.thread);
         let mut descriptor = Box::new(0u64);
         let descriptor_address = std::ptr::addr_of_mut!(*descriptor) as u64;
-        let args = [port, buf, 4096, descriptor_address, 0, 0];
+        let args = args(&[port, buf, 4096, descriptor_address]);
         let helper = self.helper;
         let step = self.step;
         let pause = Duration::from_millis(self.rng.between(20, 200));
@@ -839,10 +753,8 @@ impl RaceRun<'_, '_, '_> {
             let receiver = scope.spawn(move || {
                 helper.enter();
                 let expect = Expect::value(Value::Range(0, 4096));
-                let ended = (
-                    &[ESHUTDOWN, ENOENT][..],
-                    "the port was unregistered while the receiver waited",
-                );
+                let reason = "the port was unregistered while the receiver waited";
+                let ended = (&[ESHUTDOWN, ENOENT][..], reason);
                 woken(helper, step, Syscall::ReceiveMessage, args, expect, ended);
             });
             std::thread::sleep(pause);
@@ -878,18 +790,12 @@ impl RaceRun<'_, '_, '_> {
         if libc::WIFSIGNALED(status) {
             let signal = libc::WTERMSIG(status);
             if !(killed && signal == libc::SIGKILL) {
-                self.caller.alarm(
-                    self.step,
-                    what,
-                    &format!("it was killed by signal {signal}"),
-                );
+                let reason = format!("it was killed by signal {signal}");
+                self.caller.alarm(self.step, what, &reason);
             }
         } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
-            self.caller.alarm(
-                self.step,
-                what,
-                &format!("it exited with status {}", libc::WEXITSTATUS(status)),
-            );
+            let reason = format!("it exited with status {}", libc::WEXITSTATUS(status));
+            self.caller.alarm(self.step, what, &reason);
         }
     }
 }

@@ -65,11 +65,8 @@ pub(crate) fn alarm(shared: &Shared, proc: usize, origin: &str, what: &str, reas
 
 /// A call and its result for an alarm: `lite_free(0x5) returned -9 (-EBADF)`.
 pub(crate) fn call_and_result(call: Syscall, args: &[u64; 6], ret: i64) -> String {
-    format!(
-        "{} returned {}",
-        describe_call(call, args),
-        describe_result(ret)
-    )
+    let (call, result) = (describe_call(call, args), describe_result(ret));
+    format!("{call} returned {result}")
 }
 
 /// The line with the counts of `call`: calls, then every outcome seen.

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use super::calls::{Syscall, SYSCALLS};
 use super::errnos::{outcome_bucket, OUTCOMES};
+use super::memory::map_anonymous;
 use super::rng::Rng;
 
 /// Most fuzzing processes per node.
@@ -82,12 +83,8 @@ impl CallSlot {
         let call = self.call.load(Ordering::Acquire);
         let call = Syscall::from_index((call as usize).checked_sub(1)?)?;
         let args = std::array::from_fn(|i| self.args[i].load(Ordering::Relaxed));
-        Some((
-            call,
-            self.step.load(Ordering::Relaxed),
-            args,
-            self.started_ms.load(Ordering::Relaxed),
-        ))
+        let step = self.step.load(Ordering::Relaxed);
+        Some((call, step, args, self.started_ms.load(Ordering::Relaxed)))
     }
 }
 
@@ -165,20 +162,9 @@ impl Shared {
     /// It stays mapped until the process exits.
     pub(crate) fn map() -> io::Result<&'static Shared> {
         let len = std::mem::size_of::<Shared>();
-        // SAFETY: a fresh anonymous shared mapping, referred to by nothing.
-        let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        // SAFETY: a fresh shared mapping, referred to by nothing.
+        let base = unsafe { map_anonymous(ptr::null_mut(), len, prot, libc::MAP_SHARED)? };
         // SAFETY: the mapping is page aligned, as long as `Shared` and
         // zero-filled; all zeros is a valid value of every atomic in it, and
         // it is never unmapped, so the reference may live forever. Processes

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::calls::{issue, Syscall};
+use super::calls::{args, issue, Syscall};
 use super::effects::{apply, Effect};
 use super::expect::{judge, Expect, Value};
 use super::generate::{Context, OutParams, Planned, Planner, ThreadState, RUNNING_CALL_MS};
@@ -95,26 +95,17 @@ impl Caller<'_, '_> {
 
     /// [`Caller::call`] and the verdict on the result.
     pub(crate) fn run(&self, step: u64, planned: &Planned) -> i64 {
-        let (ret, signaled) =
-            self.call(step, planned.call, planned.args, planned.interrupt_after_ms);
-        self.check(
-            step,
-            planned.call,
-            &planned.args,
-            ret,
-            signaled,
-            &planned.expect,
-        );
+        let Planned { call, args, .. } = *planned;
+        let (ret, signaled) = self.call(step, call, args, planned.interrupt_after_ms);
+        self.check(step, call, &args, ret, signaled, &planned.expect);
         ret
     }
 
     /// A call with plain expectations: `value` on success, documented
     /// errors otherwise.
     pub(crate) fn simple(&self, step: u64, call: Syscall, args: [u64; 6], value: Value) -> i64 {
-        self.run(
-            step,
-            &Planned::running(call, args, Expect::value(value), Effect::None),
-        )
+        let planned = Planned::of(call, &args, Expect::value(value), Effect::None);
+        self.run(step, &planned)
     }
 
     /// Raises an alarm if `ret` breaks `expect`.
@@ -135,13 +126,9 @@ impl Caller<'_, '_> {
     /// Raises an alarm about `what` at step `step` of this thread.
     pub(crate) fn alarm(&self, step: u64, what: &str, reason: &str) {
         let plan = &self.run.ctx.plan;
-        let origin = format!(
-            "node {} proc {} thread {}{} step {step}",
-            plan.me,
-            plan.proc,
-            self.thread,
-            if self.helper { " (helper)" } else { "" }
-        );
+        let (me, proc, thread) = (plan.me, plan.proc, self.thread);
+        let helper = if self.helper { " (helper)" } else { "" };
+        let origin = format!("node {me} proc {proc} thread {thread}{helper} step {step}");
         report::alarm(plan.shared, plan.proc as usize, &origin, what, reason);
     }
 }
@@ -251,20 +238,13 @@ fn thread_main(run: &Run<'_>, thread: u32) {
     // The process's exit releases the rest; unlocking here takes the
     // ordinary path for the locks still held, and for those that may be.
     for lock in std::mem::take(&mut state.held) {
-        out.lock = lock;
-        let pointer = std::ptr::addr_of_mut!(out.lock) as u64;
-        caller.simple(step, Syscall::Unlock, [pointer, 0, 0, 0, 0, 0], Value::Zero);
+        let unlock = args(&[out.lock_record(lock)]);
+        caller.simple(step, Syscall::Unlock, unlock, Value::Zero);
     }
     for lock in std::mem::take(&mut state.uncertain) {
-        out.lock = lock;
-        let pointer = std::ptr::addr_of_mut!(out.lock) as u64;
+        let unlock = args(&[out.lock_record(lock)]);
         // Refused unless this thread holds it: either is fine.
-        caller.call(
-            step,
-            Syscall::Unlock,
-            [pointer, 0, 0, 0, 0, 0],
-            RUNNING_CALL_MS,
-        );
+        caller.call(step, Syscall::Unlock, unlock, RUNNING_CALL_MS);
     }
     races::recheck_locks_away(&caller, &helper, &mut rng, &mut state, &mut out);
 }
