@@ -805,10 +805,6 @@ impl Call {
             _ => libc::EHOSTDOWN,
         }
     }
-
-    fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// A call's return.
@@ -896,7 +892,7 @@ fn await_calls(
         match returns.recv_timeout(WAIT_POLL) {
             Ok(returned) => {
                 pending.retain(|&c| c != returned.call);
-                outcomes[returned.call.index()] = Ok(returned);
+                outcomes[returned.call as usize] = Ok(returned);
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
@@ -906,7 +902,7 @@ fn await_calls(
         }
     }
     for call in pending {
-        outcomes[call.index()] = Err(reason.clone());
+        outcomes[call as usize] = Err(reason.clone());
     }
 }
 
@@ -1278,7 +1274,7 @@ impl Calls {
     fn started(&mut self, call: Call, spawned: Result<(), String>) {
         match spawned {
             Ok(()) => self.pending.push(call),
-            Err(reason) => self.outcomes[call.index()] = Err(reason),
+            Err(reason) => self.outcomes[call as usize] = Err(reason),
         }
     }
 }
@@ -1423,9 +1419,17 @@ where
     })
 }
 
-/// The outcome `relocked` brings within [`RELOCK_TIMEOUT`].
-fn await_relocked(relocked: &Receiver<RelockOutcome>) -> RelockOutcome {
-    relocked
+/// The outcome `relocked` brings within [`RELOCK_TIMEOUT`], once the lock
+/// `letter` was `taken` (the reason otherwise).
+fn await_relocked(
+    taken: Result<(), &String>,
+    letter: &str,
+    relocked: Result<Receiver<RelockOutcome>, String>,
+) -> RelockOutcome {
+    if let Err(reason) = taken {
+        return Err(format!("not tried: no lock of {letter} ({reason})"));
+    }
+    relocked?
         .recv_timeout(RELOCK_TIMEOUT)
         .map_err(|_| {
             format!(
@@ -1537,7 +1541,7 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
                 format!("dist_barrier({}) that the victim never enters", ready.nodes)
             }
         };
-        let outcome = &calls.outcomes[call.index()];
+        let outcome = &calls.outcomes[call as usize];
         let got = outcome
             .as_ref()
             .map_or("no return".to_string(), |r| describe_result(r.ret));
@@ -1650,11 +1654,9 @@ fn watch_failure<K: SharedKernel, W: Write>(
     report_calls(tap, ready, &calls, last_write_ns);
     match ready.locks.duty {
         LockDuty::WaitFor { lock, .. } => {
-            let relocked = match (&calls.outcomes[Call::WaitedLock.index()], &w_relocked) {
-                (Ok(_), Some(relocked)) => await_relocked(relocked),
-                (Err(reason), _) => Err(format!("not tried: no lock of W ({reason})")),
-                (Ok(_), None) => Err("T6 did not start".to_string()),
-            };
+            let taken = calls.outcomes[Call::WaitedLock as usize].as_ref().map(drop);
+            let relocked = w_relocked.ok_or_else(|| "T6 did not start".to_string());
+            let relocked = await_relocked(taken, "W", relocked);
             report_relocked(tap, &lock_label("W", lock), &relocked);
         }
         LockDuty::TakeOrphan { lock } => take_orphaned_lock(kernel, tap, lock),
@@ -1764,11 +1766,7 @@ fn take_orphaned_lock<K: SharedKernel, W: Write>(
             .map_err(Clone::clone)
             .and_then(|&r| expect_errno(r, libc::EOWNERDEAD)),
     );
-    let relocked = match (ret, relocked) {
-        (Ok(_), Ok(relocked)) => await_relocked(&relocked),
-        (Err(reason), _) => Err(format!("not tried: no lock of O ({reason})")),
-        (Ok(_), Err(reason)) => Err(reason),
-    };
+    let relocked = await_relocked(ret.as_ref().map(drop), "O", relocked);
     report_relocked(tap, &name, &relocked);
 }
 
