@@ -830,8 +830,6 @@ struct Progress {
     failed_ns: AtomicU64,
     /// Tells T1 to stop writing (when the failure never came).
     stop_writer: AtomicBool,
-    /// Tells T5 to stop.
-    stop_traffic: AtomicBool,
 }
 
 /// Milliseconds from `from_ns` to `to_ns`, negative if `to_ns` is earlier.
@@ -1294,37 +1292,65 @@ fn start_writer<K: SharedKernel>(
     })
 }
 
-/// Starts T5 on LMR B; its report arrives on the returned channel once it
-/// is told to stop.
+/// Starts T5 on LMR B.
 fn start_traffic<K: SharedKernel>(
     kernel: &Arc<K>,
     ready: &Ready,
     progress: &Arc<Progress>,
-) -> Result<Receiver<TrafficReport>, String> {
+) -> Result<Stoppable<TrafficReport>, String> {
     let (lmr, _) = ready.lmr_b.ok_or("there is no LMR B")?;
     let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.nodes)]);
     let kernel = Arc::clone(kernel);
     let progress = Arc::clone(progress);
-    spawn_reporting("traffic", move || {
-        let (stop, failed_ns) = (&progress.stop_traffic, &progress.failed_ns);
-        run_traffic(kernel.as_ref(), lmr, seed, stop, failed_ns)
+    Stoppable::spawn("traffic", move |stop| {
+        run_traffic(kernel.as_ref(), lmr, seed, stop, &progress.failed_ns)
     })
 }
 
-/// Starts [`run_traffic`] on `lmr` on a thread named `name`, until `stop`,
-/// with no failure to count rounds after; its report arrives on the
-/// returned channel.
+/// Starts [`run_traffic`] on `lmr` on a thread named `name`, with no
+/// failure to count rounds after.
 pub(crate) fn spawn_traffic<K: SharedKernel>(
     kernel: &Arc<K>,
     name: &str,
     (lmr, seed): (Target, u64),
-    stop: &Arc<AtomicBool>,
-) -> Result<Receiver<TrafficReport>, String> {
+) -> Result<Stoppable<TrafficReport>, String> {
     let kernel = Arc::clone(kernel);
-    let stop = Arc::clone(stop);
-    spawn_reporting(name, move || {
-        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
+    Stoppable::spawn(name, move |stop| {
+        run_traffic(kernel.as_ref(), lmr, seed, stop, &AtomicU64::new(0))
     })
+}
+
+/// A thread that works until told to stop, then hands over its report.
+pub(crate) struct Stoppable<T> {
+    stop: Arc<AtomicBool>,
+    /// Where the report arrives.
+    pub(crate) reports: Receiver<T>,
+}
+
+impl<T: Send + 'static> Stoppable<T> {
+    /// Runs `work` on a thread named `name`, with the flag that tells it
+    /// to stop.
+    pub(crate) fn spawn(
+        name: &str,
+        work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    ) -> Result<Self, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let reports = spawn_reporting(name, move || work(&flag))?;
+        Ok(Stoppable { stop, reports })
+    }
+
+    /// Tells the thread to stop.
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Tells the thread, the `what`, to stop and takes its report (see
+    /// [`report_once_stopped`]).
+    pub(crate) fn finish(self, what: &str) -> Result<T, String> {
+        self.stop();
+        report_once_stopped(Ok(self.reports), what)
+    }
 }
 
 /// The report of the thread `what` that was told to stop, if it comes
@@ -1579,17 +1605,15 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
 /// so that harm done by the cleanup after the death would show, then
 /// stops it and collects its report.
 fn stop_traffic(
-    progress: &Progress,
-    reports: Result<Receiver<TrafficReport>, String>,
+    traffic: Result<Stoppable<TrafficReport>, String>,
     all_returned_ns: u64,
 ) -> Result<TrafficReport, String> {
     let stop_at = after(all_returned_ns, TRAFFIC_AFTER_RETURNS);
     let now = monotonic_ns();
-    if reports.is_ok() && now < stop_at {
+    if traffic.is_ok() && now < stop_at {
         thread::sleep(Duration::from_nanos(stop_at - now));
     }
-    progress.stop_traffic.store(true, Ordering::SeqCst);
-    report_once_stopped(reports, "traffic")
+    traffic?.finish("traffic")
 }
 
 /// Phase 3 of a survivor: starts the threads, waits for the victim's
@@ -1609,7 +1633,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
 
     let spawned = start_writer(kernel, ready, &progress, &returns);
     calls.started(Call::RdmaWrite, spawned);
-    let reports = start_traffic(kernel, ready, &progress);
+    let traffic = start_traffic(kernel, ready, &progress);
     let first = wait_for_first_write(&progress, started_ns);
     tap.check(
         &format!(
@@ -1630,7 +1654,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
     );
     if !in_step {
         progress.stop_writer.store(true, Ordering::SeqCst);
-        progress.stop_traffic.store(true, Ordering::SeqCst);
+        traffic.iter().for_each(Stoppable::stop);
         tap.bail_out("the nodes are out of step");
         return false;
     }
@@ -1677,7 +1701,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
 
     check_chunks_freed(kernel.as_ref(), tap, chunks, failed_ns);
 
-    let report = stop_traffic(&progress, reports, all_returned_ns);
+    let report = stop_traffic(traffic, all_returned_ns);
     check_traffic(tap, ready.lmr_b.map(|(_, node)| node), &report);
 
     let survivors = nodes - 1;
