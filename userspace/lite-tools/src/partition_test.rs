@@ -902,6 +902,13 @@ pub fn shows_member_again(file: &MembershipFile, me: u32, before: u32) -> bool {
         if *node == me && *incarnation > before)
 }
 
+/// What a wait since `from_ns` saw and when, for a description.
+fn seen_after(seen: &Option<(String, u64)>, from_ns: u64) -> String {
+    seen.as_ref().map_or("not seen".to_string(), |(what, at)| {
+        format!("{what} after {} ms", elapsed_ms(from_ns, *at))
+    })
+}
+
 /// Prints the marker, then watches the membership file until this node
 /// sees itself cut off, repeating the marker meanwhile; a test point, and
 /// when the cut showed.
@@ -921,10 +928,7 @@ fn await_cut<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, pacing: Pacing) 
         }
         None
     });
-    let shown = match &seen {
-        Some((what, at)) => format!("{what} after {} ms", elapsed_ms(marked, *at)),
-        None => "not seen".to_string(),
-    };
+    let shown = seen_after(&seen, marked);
     let seen = seen.ok_or_else(|| format!("still {}", describe_membership(&last)));
     tap.check_value(
         &format!(
@@ -963,10 +967,7 @@ fn await_member_again<K: Kernel, W: Write>(
             }
         })
     });
-    let shown = match &back {
-        Some((what, at)) => format!("{what} after {} ms", elapsed_ms(from, *at)),
-        None => "not seen".to_string(),
-    };
+    let shown = seen_after(&back, from);
     tap.check(
         &format!(
             "this node is a member again within {} s of the cut, with its old id and a later \
