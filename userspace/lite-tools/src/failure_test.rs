@@ -805,10 +805,6 @@ impl Call {
             _ => libc::EHOSTDOWN,
         }
     }
-
-    fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// A call's return.
@@ -834,8 +830,6 @@ struct Progress {
     failed_ns: AtomicU64,
     /// Tells T1 to stop writing (when the failure never came).
     stop_writer: AtomicBool,
-    /// Tells T5 to stop.
-    stop_traffic: AtomicBool,
 }
 
 /// Milliseconds from `from_ns` to `to_ns`, negative if `to_ns` is earlier.
@@ -896,7 +890,7 @@ fn await_calls(
         match returns.recv_timeout(WAIT_POLL) {
             Ok(returned) => {
                 pending.retain(|&c| c != returned.call);
-                outcomes[returned.call.index()] = Ok(returned);
+                outcomes[returned.call as usize] = Ok(returned);
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
@@ -906,7 +900,7 @@ fn await_calls(
         }
     }
     for call in pending {
-        outcomes[call.index()] = Err(reason.clone());
+        outcomes[call as usize] = Err(reason.clone());
     }
 }
 
@@ -1278,7 +1272,7 @@ impl Calls {
     fn started(&mut self, call: Call, spawned: Result<(), String>) {
         match spawned {
             Ok(()) => self.pending.push(call),
-            Err(reason) => self.outcomes[call.index()] = Err(reason),
+            Err(reason) => self.outcomes[call as usize] = Err(reason),
         }
     }
 }
@@ -1298,37 +1292,65 @@ fn start_writer<K: SharedKernel>(
     })
 }
 
-/// Starts T5 on LMR B; its report arrives on the returned channel once it
-/// is told to stop.
+/// Starts T5 on LMR B.
 fn start_traffic<K: SharedKernel>(
     kernel: &Arc<K>,
     ready: &Ready,
     progress: &Arc<Progress>,
-) -> Result<Receiver<TrafficReport>, String> {
+) -> Result<Stoppable<TrafficReport>, String> {
     let (lmr, _) = ready.lmr_b.ok_or("there is no LMR B")?;
     let seed = pattern::seed(&[u64::from(ready.me), u64::from(ready.nodes)]);
     let kernel = Arc::clone(kernel);
     let progress = Arc::clone(progress);
-    spawn_reporting("traffic", move || {
-        let (stop, failed_ns) = (&progress.stop_traffic, &progress.failed_ns);
-        run_traffic(kernel.as_ref(), lmr, seed, stop, failed_ns)
+    Stoppable::spawn("traffic", move |stop| {
+        run_traffic(kernel.as_ref(), lmr, seed, stop, &progress.failed_ns)
     })
 }
 
-/// Starts [`run_traffic`] on `lmr` on a thread named `name`, until `stop`,
-/// with no failure to count rounds after; its report arrives on the
-/// returned channel.
+/// Starts [`run_traffic`] on `lmr` on a thread named `name`, with no
+/// failure to count rounds after.
 pub(crate) fn spawn_traffic<K: SharedKernel>(
     kernel: &Arc<K>,
     name: &str,
     (lmr, seed): (Target, u64),
-    stop: &Arc<AtomicBool>,
-) -> Result<Receiver<TrafficReport>, String> {
+) -> Result<Stoppable<TrafficReport>, String> {
     let kernel = Arc::clone(kernel);
-    let stop = Arc::clone(stop);
-    spawn_reporting(name, move || {
-        run_traffic(kernel.as_ref(), lmr, seed, &stop, &AtomicU64::new(0))
+    Stoppable::spawn(name, move |stop| {
+        run_traffic(kernel.as_ref(), lmr, seed, stop, &AtomicU64::new(0))
     })
+}
+
+/// A thread that works until told to stop, then hands over its report.
+pub(crate) struct Stoppable<T> {
+    stop: Arc<AtomicBool>,
+    /// Where the report arrives.
+    pub(crate) reports: Receiver<T>,
+}
+
+impl<T: Send + 'static> Stoppable<T> {
+    /// Runs `work` on a thread named `name`, with the flag that tells it
+    /// to stop.
+    pub(crate) fn spawn(
+        name: &str,
+        work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    ) -> Result<Self, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let reports = spawn_reporting(name, move || work(&flag))?;
+        Ok(Stoppable { stop, reports })
+    }
+
+    /// Tells the thread to stop.
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Tells the thread, the `what`, to stop and takes its report (see
+    /// [`report_once_stopped`]).
+    pub(crate) fn finish(self, what: &str) -> Result<T, String> {
+        self.stop();
+        report_once_stopped(Ok(self.reports), what)
+    }
 }
 
 /// The report of the thread `what` that was told to stop, if it comes
@@ -1423,9 +1445,17 @@ where
     })
 }
 
-/// The outcome `relocked` brings within [`RELOCK_TIMEOUT`].
-fn await_relocked(relocked: &Receiver<RelockOutcome>) -> RelockOutcome {
-    relocked
+/// The outcome `relocked` brings within [`RELOCK_TIMEOUT`], once the lock
+/// `letter` was `taken` (the reason otherwise).
+fn await_relocked(
+    taken: Result<(), &String>,
+    letter: &str,
+    relocked: Result<Receiver<RelockOutcome>, String>,
+) -> RelockOutcome {
+    if let Err(reason) = taken {
+        return Err(format!("not tried: no lock of {letter} ({reason})"));
+    }
+    relocked?
         .recv_timeout(RELOCK_TIMEOUT)
         .map_err(|_| {
             format!(
@@ -1537,7 +1567,7 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
                 format!("dist_barrier({}) that the victim never enters", ready.nodes)
             }
         };
-        let outcome = &calls.outcomes[call.index()];
+        let outcome = &calls.outcomes[call as usize];
         let got = outcome
             .as_ref()
             .map_or("no return".to_string(), |r| describe_result(r.ret));
@@ -1575,17 +1605,15 @@ fn report_calls<W: Write>(tap: &mut Tap<W>, ready: &Ready, calls: &Calls, last_w
 /// so that harm done by the cleanup after the death would show, then
 /// stops it and collects its report.
 fn stop_traffic(
-    progress: &Progress,
-    reports: Result<Receiver<TrafficReport>, String>,
+    traffic: Result<Stoppable<TrafficReport>, String>,
     all_returned_ns: u64,
 ) -> Result<TrafficReport, String> {
     let stop_at = after(all_returned_ns, TRAFFIC_AFTER_RETURNS);
     let now = monotonic_ns();
-    if reports.is_ok() && now < stop_at {
+    if traffic.is_ok() && now < stop_at {
         thread::sleep(Duration::from_nanos(stop_at - now));
     }
-    progress.stop_traffic.store(true, Ordering::SeqCst);
-    report_once_stopped(reports, "traffic")
+    traffic?.finish("traffic")
 }
 
 /// Phase 3 of a survivor: starts the threads, waits for the victim's
@@ -1605,7 +1633,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
 
     let spawned = start_writer(kernel, ready, &progress, &returns);
     calls.started(Call::RdmaWrite, spawned);
-    let reports = start_traffic(kernel, ready, &progress);
+    let traffic = start_traffic(kernel, ready, &progress);
     let first = wait_for_first_write(&progress, started_ns);
     tap.check(
         &format!(
@@ -1626,7 +1654,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
     );
     if !in_step {
         progress.stop_writer.store(true, Ordering::SeqCst);
-        progress.stop_traffic.store(true, Ordering::SeqCst);
+        traffic.iter().for_each(Stoppable::stop);
         tap.bail_out("the nodes are out of step");
         return false;
     }
@@ -1650,11 +1678,9 @@ fn watch_failure<K: SharedKernel, W: Write>(
     report_calls(tap, ready, &calls, last_write_ns);
     match ready.locks.duty {
         LockDuty::WaitFor { lock, .. } => {
-            let relocked = match (&calls.outcomes[Call::WaitedLock.index()], &w_relocked) {
-                (Ok(_), Some(relocked)) => await_relocked(relocked),
-                (Err(reason), _) => Err(format!("not tried: no lock of W ({reason})")),
-                (Ok(_), None) => Err("T6 did not start".to_string()),
-            };
+            let taken = calls.outcomes[Call::WaitedLock as usize].as_ref().map(drop);
+            let relocked = w_relocked.ok_or_else(|| "T6 did not start".to_string());
+            let relocked = await_relocked(taken, "W", relocked);
             report_relocked(tap, &lock_label("W", lock), &relocked);
         }
         LockDuty::TakeOrphan { lock } => take_orphaned_lock(kernel, tap, lock),
@@ -1675,7 +1701,7 @@ fn watch_failure<K: SharedKernel, W: Write>(
 
     check_chunks_freed(kernel.as_ref(), tap, chunks, failed_ns);
 
-    let report = stop_traffic(&progress, reports, all_returned_ns);
+    let report = stop_traffic(traffic, all_returned_ns);
     check_traffic(tap, ready.lmr_b.map(|(_, node)| node), &report);
 
     let survivors = nodes - 1;
@@ -1764,11 +1790,7 @@ fn take_orphaned_lock<K: SharedKernel, W: Write>(
             .map_err(Clone::clone)
             .and_then(|&r| expect_errno(r, libc::EOWNERDEAD)),
     );
-    let relocked = match (ret, relocked) {
-        (Ok(_), Ok(relocked)) => await_relocked(&relocked),
-        (Err(reason), _) => Err(format!("not tried: no lock of O ({reason})")),
-        (Ok(_), Err(reason)) => Err(reason),
-    };
+    let relocked = await_relocked(ret.as_ref().map(drop), "O", relocked);
     report_relocked(tap, &name, &relocked);
 }
 

@@ -49,7 +49,6 @@
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -66,8 +65,8 @@ use crate::debugfs::DEBUGFS_DIR;
 use crate::errno::{describe_result, errno_name, expect_zero};
 use crate::failure_test::{
     after, alloc_lmr, barrier_point, describe_total, elapsed_ms, join_point, node_or_none,
-    or_unknown, poll_for, poll_until, port_owner_point, read_poisoned, report_once_stopped,
-    setup_barrier, spawn_reporting, total_nodes, write_pattern, SharedKernel, Target, LOOP_PAUSE,
+    or_unknown, poll_for, poll_until, port_owner_point, read_poisoned, setup_barrier, total_nodes,
+    write_pattern, SharedKernel, Stoppable, Target, LOOP_PAUSE,
 };
 use crate::kernel::Kernel;
 use crate::pattern;
@@ -388,8 +387,7 @@ fn read_canary<K: Kernel>(kernel: &K, lmr: Target, seed: u64, report: &mut Canar
 struct Canary {
     lmr: Target,
     seed: u64,
-    stop: Arc<AtomicBool>,
-    reports: Receiver<CanaryReport>,
+    reader: Stoppable<CanaryReport>,
 }
 
 /// Writes P3 over all of LMR Y (a test point) and starts the thread that
@@ -413,30 +411,22 @@ fn start_canary<K: SharedKernel, W: Write>(
     ) {
         return None;
     }
-    let stop = Arc::new(AtomicBool::new(false));
     let reader_kernel = Arc::clone(kernel);
-    let reader_stop = Arc::clone(&stop);
-    let reports = spawn_reporting("canary", move || {
+    let reader = Stoppable::spawn("canary", move |stop| {
         let mut report = CanaryReport::default();
-        while !reader_stop.load(Ordering::SeqCst) {
+        while !stop.load(Ordering::SeqCst) {
             read_canary(reader_kernel.as_ref(), lmr, seed, &mut report);
             thread::sleep(every);
         }
         report
     });
-    let reports = match reports {
-        Ok(reports) => reports,
+    match reader {
+        Ok(reader) => Some(Canary { lmr, seed, reader }),
         Err(reason) => {
             tap.not_ok("the canary reader starts", &reason);
-            return None;
+            None
         }
-    };
-    Some(Canary {
-        lmr,
-        seed,
-        stop,
-        reports,
-    })
+    }
 }
 
 /// Stops the canary reader, reads LMR Y a last time (after the last
@@ -463,8 +453,7 @@ fn finish_canary<K: Kernel, W: Write>(
         tap.not_ok(&description(None), "the canary was never written");
         return;
     };
-    canary.stop.store(true, Ordering::SeqCst);
-    let mut report = match report_once_stopped(Ok(canary.reports), "canary reader") {
+    let mut report = match canary.reader.finish("canary reader") {
         Ok(report) => report,
         Err(reason) => {
             tap.not_ok(&description(None), &reason);
@@ -746,22 +735,20 @@ struct WriterProgress {
     successes: AtomicU64,
     /// A write failed.
     failed: AtomicBool,
-    /// Tells the writer to stop.
-    stop: AtomicBool,
 }
 
 /// The writer's loop: writes P2 into LMR Y through `handle`, 4 KiB at a
 /// time round the whole LMR, until told to stop.
 fn write_until_stopped<K: Kernel>(
     kernel: &K,
-    handle: u64,
-    seed: u64,
+    (handle, seed): (u64, u64),
     progress: &WriterProgress,
+    stop: &AtomicBool,
 ) -> WriterReport {
     let mut report = WriterReport::default();
     let mut data = vec![0u8; WRITE_SIZE];
     let mut round = 0u64;
-    while !progress.stop.load(Ordering::SeqCst) {
+    while !stop.load(Ordering::SeqCst) {
         let offset = (round % SLOTS) * WRITE_SIZE as u64;
         pattern::fill(seed, offset, &mut data);
         let ret = write_at(kernel, handle, offset, &data, LMR_PASSWORD);
@@ -780,7 +767,7 @@ fn write_until_stopped<K: Kernel>(
 /// The cut node's writer thread.
 struct Writer {
     progress: Arc<WriterProgress>,
-    reports: Receiver<WriterReport>,
+    thread: Stoppable<WriterReport>,
 }
 
 /// Starts the writer on the mapping `handle` of LMR Y.
@@ -790,12 +777,16 @@ fn start_writer<K: SharedKernel>(
     seed: u64,
 ) -> Result<Writer, String> {
     let progress = Arc::new(WriterProgress::default());
-    let thread_kernel = Arc::clone(kernel);
-    let thread_progress = Arc::clone(&progress);
-    let reports = spawn_reporting("writer", move || {
-        write_until_stopped(thread_kernel.as_ref(), handle, seed, &thread_progress)
+    let (thread_kernel, thread_progress) = (Arc::clone(kernel), Arc::clone(&progress));
+    let thread = Stoppable::spawn("writer", move |stop| {
+        write_until_stopped(
+            thread_kernel.as_ref(),
+            (handle, seed),
+            &thread_progress,
+            stop,
+        )
     })?;
-    Ok(Writer { progress, reports })
+    Ok(Writer { progress, thread })
 }
 
 /// Waits until the writer covered LMR Y once, as a test point.
@@ -834,10 +825,7 @@ fn first_pass_point<W: Write>(tap: &mut Tap<W>, writer: &Result<Writer, String>,
 
 /// Stops the writer and reports what it saw once the node was cut off.
 fn finish_writer<W: Write>(tap: &mut Tap<W>, writer: Result<Writer, String>) {
-    let report = writer.and_then(|writer| {
-        writer.progress.stop.store(true, Ordering::SeqCst);
-        report_once_stopped(Ok(writer.reports), "writer")
-    });
+    let report = writer.and_then(|writer| writer.thread.finish("writer"));
     let report = match report {
         Ok(report) => report,
         Err(reason) => {
@@ -914,6 +902,13 @@ pub fn shows_member_again(file: &MembershipFile, me: u32, before: u32) -> bool {
         if *node == me && *incarnation > before)
 }
 
+/// What a wait since `from_ns` saw and when, for a description.
+fn seen_after(seen: &Option<(String, u64)>, from_ns: u64) -> String {
+    seen.as_ref().map_or("not seen".to_string(), |(what, at)| {
+        format!("{what} after {} ms", elapsed_ms(from_ns, *at))
+    })
+}
+
 /// Prints the marker, then watches the membership file until this node
 /// sees itself cut off, repeating the marker meanwhile; a test point, and
 /// when the cut showed.
@@ -933,10 +928,7 @@ fn await_cut<K: Kernel, W: Write>(kernel: &K, tap: &mut Tap<W>, pacing: Pacing) 
         }
         None
     });
-    let shown = match &seen {
-        Some((what, at)) => format!("{what} after {} ms", elapsed_ms(marked, *at)),
-        None => "not seen".to_string(),
-    };
+    let shown = seen_after(&seen, marked);
     let seen = seen.ok_or_else(|| format!("still {}", describe_membership(&last)));
     tap.check_value(
         &format!(
@@ -975,10 +967,7 @@ fn await_member_again<K: Kernel, W: Write>(
             }
         })
     });
-    let shown = match &back {
-        Some((what, at)) => format!("{what} after {} ms", elapsed_ms(from, *at)),
-        None => "not seen".to_string(),
-    };
+    let shown = seen_after(&back, from);
     tap.check(
         &format!(
             "this node is a member again within {} s of the cut, with its old id and a later \
@@ -1067,7 +1056,7 @@ pub fn run_cut<K: SharedKernel, W: Write>(
     first_pass_point(tap, &writer, pacing.poll);
     if !setup_barrier(kernel, tap, nodes, "the cut node's writer covered LMR Y") {
         if let Ok(writer) = &writer {
-            writer.progress.stop.store(true, Ordering::SeqCst);
+            writer.thread.stop();
         }
         return;
     }

@@ -55,8 +55,8 @@ use lite::sys::{CHUNK_SIZE, NODE_SPREAD, PERM_READ};
 
 use super::{
     after, alloc_lmr, barrier_point, describe_total, elapsed_ms, held_chunks, join_call,
-    or_unknown, poll_until, read_poisoned, report_once_stopped, spawn_traffic, total_nodes,
-    write_pattern, FailureConfig, SharedKernel, Target, TrafficReport,
+    or_unknown, poll_until, read_poisoned, spawn_traffic, total_nodes, write_pattern,
+    FailureConfig, SharedKernel, Stoppable, Target, TrafficReport,
 };
 use crate::cluster_test::io::{handle_of, unless, write_at};
 use crate::cluster_test::password_of;
@@ -431,18 +431,16 @@ fn traffic_during<K: SharedKernel, T>(
     ends_out: bool,
     during: impl FnOnce() -> T,
 ) -> (T, Result<TrafficReport, String>) {
-    let stop = Arc::new(AtomicBool::new(false));
     let traffic =
-        lmr.and_then(|lmr| spawn_traffic(kernel, "device-traffic", (lmr, u64::from(seed)), &stop));
+        lmr.and_then(|lmr| spawn_traffic(kernel, "device-traffic", (lmr, u64::from(seed))));
     let result = during();
-    let report = traffic.and_then(|reports| {
+    let report = traffic.and_then(|traffic| {
         if ends_out {
-            if let Ok(report) = reports.recv_timeout(CALL_TIMEOUT) {
+            if let Ok(report) = traffic.reports.recv_timeout(CALL_TIMEOUT) {
                 return Ok(report);
             }
         }
-        stop.store(true, Ordering::SeqCst);
-        report_once_stopped(Ok(reports), "traffic")
+        traffic.finish("traffic")
     });
     (result, report)
 }
@@ -877,14 +875,13 @@ fn observe<K: SharedKernel, W: Write>(
     let watch = SizeWatch::start(kernel, phase.config.pacing.poll);
     let mapper = publishes.then_some(leaver);
     let observed = set_up_observer(kernel, tap, me, peer, mapper, seed);
-    let stop_traffic = Arc::new(AtomicBool::new(false));
     let traffic = observed.traffic.map(|lmr| {
         let seed = pattern::seed(&[u64::from(me), 0x7a1c]);
-        spawn_traffic(kernel, "rejoin-traffic", (lmr, seed), &stop_traffic)
+        spawn_traffic(kernel, "rejoin-traffic", (lmr, seed))
     });
 
     if !survivors_barrier(kernel, tap, phase, "before the cycles") {
-        stop_traffic.store(true, Ordering::SeqCst);
+        traffic.iter().flatten().for_each(Stoppable::stop);
         tap.bail_out("the survivors are out of step");
         return;
     }
@@ -916,7 +913,6 @@ fn observe<K: SharedKernel, W: Write>(
     }
     drop(watch);
 
-    stop_traffic.store(true, Ordering::SeqCst);
     check_observer_traffic(tap, peer, traffic);
     survivors_barrier(kernel, tap, phase, "after the cycles");
     let freed: Vec<String> = [("spread", observed.spread), ("traffic", observed.traffic)]
@@ -1133,11 +1129,11 @@ fn check_spread<K: SharedKernel, W: Write>(
 fn check_observer_traffic<W: Write>(
     tap: &mut Tap<W>,
     peer: u32,
-    traffic: Option<Result<Receiver<super::TrafficReport>, String>>,
+    traffic: Option<Result<Stoppable<TrafficReport>, String>>,
 ) {
     let report = traffic
         .ok_or_else(|| "there is no traffic LMR".to_string())
-        .and_then(|started| report_once_stopped(started, "traffic"));
+        .and_then(|started| started?.finish("traffic"));
     let shown = report.as_ref().map_or(String::new(), |r| {
         format!(" ({} round trips, {} mismatches)", r.rounds, r.mismatches)
     });

@@ -27,6 +27,11 @@ fn the_victim_is_the_only_other_node_with_the_port() {
     assert_contains(&none, "node 2: -111 (-ECONNREFUSED)");
     let two = find_port_owner(1, 4, VICTIM_PORT, |node| if node > 2 { 4096 } else { -111 });
     assert!(two.unwrap_err().starts_with("2 nodes"));
+    // The partition test finds its cut node the same way.
+    let cut_port = crate::partition_test::CUT_PORT;
+    assert_eq!(find_port_owner(1, 3, cut_port, port_on(3)), Ok(3));
+    let none = find_port_owner(1, 3, cut_port, |_| refused).unwrap_err();
+    assert!(none.starts_with("0 nodes have port 8"), "{none}");
 }
 
 #[test]

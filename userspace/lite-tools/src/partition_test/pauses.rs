@@ -28,8 +28,6 @@
 //! traffic and the pauses, with the default failure detection.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread;
 
@@ -40,7 +38,7 @@ use crate::cpu_hog::CpuHog;
 use crate::debugfs::membership::{MembershipFile, NodeMembership, PeerState};
 use crate::errno::describe_result;
 use crate::failure_test::{
-    alloc_lmr, elapsed_ms, or_unknown, report_once_stopped, spawn_traffic, SharedKernel, Target,
+    alloc_lmr, elapsed_ms, or_unknown, spawn_traffic, SharedKernel, Stoppable, Target,
     TrafficReport,
 };
 use crate::kernel::Kernel;
@@ -213,9 +211,9 @@ fn watch_count<K: Kernel, W: Write>(
 fn report_traffic<W: Write>(
     tap: &mut Tap<W>,
     peer: u32,
-    reports: Result<Receiver<TrafficReport>, String>,
+    traffic: Result<Stoppable<TrafficReport>, String>,
 ) {
-    let report = report_once_stopped(reports, "traffic");
+    let report = traffic.and_then(|traffic| traffic.finish("traffic"));
     let shown = report.as_ref().map_or("no report".to_string(), |r| {
         format!(
             "{} round trips, {} mismatches, {} failed calls",
@@ -263,13 +261,12 @@ pub(super) fn run<K: SharedKernel, W: Write>(
     if !setup_barrier(kernel, tap, nodes, "allocating the pause traffic's LMRs") {
         return false;
     }
-    let stop = Arc::new(AtomicBool::new(false));
     let traffic: Vec<_> = allocated
         .iter()
         .map(|&(peer, lmr)| {
             let lmr = lmr.ok_or_else(|| format!("there is no LMR on node {peer}"))?;
             let name = format!("pause-traffic-{peer}");
-            spawn_traffic(kernel, &name, (lmr, traffic_seed(me, peer)), &stop)
+            spawn_traffic(kernel, &name, (lmr, traffic_seed(me, peer)))
         })
         .collect();
 
@@ -278,7 +275,7 @@ pub(super) fn run<K: SharedKernel, W: Write>(
         .then(|| CpuHog::start("pause-cpu-hog", 1));
     let count = watch_count(kernel.as_ref(), tap, config);
     tap.comment(PAUSES_OVER_MARKER);
-    stop.store(true, Ordering::SeqCst);
+    traffic.iter().flatten().for_each(Stoppable::stop);
     if let Some(hog) = hog {
         tap.check(
             "pauses: a thread kept this node's CPU busy while the traffic ran",

@@ -5,7 +5,6 @@ use std::time::Instant;
 use super::model::{self, CutDefects};
 use super::pauses::tests::view;
 use super::*;
-use crate::failure_test::find_port_owner;
 use crate::fake_kernel::lock;
 use crate::tap::{assert_contains, assert_contains_all, failures, TapSummary};
 
@@ -21,14 +20,6 @@ fn the_lowest_other_node_holds_the_lmr() {
     assert_eq!(holder_of(3, 3), Some(1));
     assert_eq!(holder_of(1, 3), Some(2));
     assert_eq!(holder_of(1, 1), None);
-}
-
-#[test]
-fn the_survivors_find_the_cut_node_by_its_port() {
-    let found = find_port_owner(1, 3, CUT_PORT, |node| if node == 3 { 4096 } else { -111 });
-    assert_eq!(found, Ok(3));
-    let none = find_port_owner(1, 3, CUT_PORT, |_| -111).unwrap_err();
-    assert!(none.starts_with("0 nodes have port 8"), "{none}");
 }
 
 #[test]
