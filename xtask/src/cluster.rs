@@ -280,27 +280,18 @@ impl Cluster {
             .collect()
     }
 
-    /// Node `i` (from 1).
-    fn vm(&self, i: usize) -> Result<&Vm> {
-        match i.checked_sub(1).and_then(|index| self.vms.get(index)) {
-            Some(vm) => Ok(vm),
-            None => bail!("the cluster has no node {i}"),
-        }
-    }
-
-    /// Node `i` (from 1), mutably.
-    fn vm_mut(&mut self, i: usize) -> Result<&mut Vm> {
-        match i.checked_sub(1).and_then(|index| self.vms.get_mut(index)) {
-            Some(vm) => Ok(vm),
-            None => bail!("the cluster has no node {i}"),
-        }
+    /// The index in `vms` of node `i` (from 1).
+    fn index(&self, i: usize) -> Result<usize> {
+        (i.checked_sub(1).filter(|&index| index < self.vms.len()))
+            .with_context(|| format!("the cluster has no node {i}"))
     }
 
     /// Kills node `i`'s QEMU with SIGKILL, as a sudden machine failure
     /// (see [`Vm::kill_as_failure`]); [`Cluster::wait`] then waits for the
     /// others only. False if the node had already exited by itself.
     pub fn kill_node(&mut self, i: usize) -> Result<bool> {
-        Ok(self.vm_mut(i)?.kill_as_failure())
+        let index = self.index(i)?;
+        Ok(self.vms[index].kill_as_failure())
     }
 
     /// Takes node `i`'s network link down (`up` false) or brings it up
@@ -308,7 +299,7 @@ impl Cluster {
     /// manager nor any other node while its VM and NIC run on, as in a
     /// network partition. Returns the first tap's name.
     pub fn set_link(&self, i: usize, up: bool) -> Result<String> {
-        self.vm(i)?;
+        self.index(i)?;
         let Some(netns) = &self.netns else {
             bail!("the cluster has no network namespace");
         };
@@ -321,7 +312,7 @@ impl Cluster {
     /// A QMP connection to node `i`'s VM, each read and write of which is
     /// bounded by `timeout` (as is the wait for its socket).
     pub fn monitor(&self, i: usize, timeout: Duration) -> Result<Monitor> {
-        let vm = self.vm(i)?;
+        let vm = &self.vms[self.index(i)?];
         let Some(socket) = &vm.qmp_socket else {
             bail!("{} has no QMP socket", vm.name);
         };
@@ -352,7 +343,11 @@ pub trait Nodes {
     /// node runs.
     fn node_log(&self, i: usize) -> Result<(String, PathBuf)>;
     /// Node names and their serial logs, in node order.
-    fn node_logs(&self) -> Vec<(String, PathBuf)>;
+    fn node_logs(&self) -> Vec<(String, PathBuf)> {
+        (1..=self.nodes())
+            .filter_map(|i| self.node_log(i).ok())
+            .collect()
+    }
     /// Whether node `i`'s QEMU has exited.
     fn node_exited(&mut self, i: usize) -> Result<bool>;
     /// Writes `command` and a line end to the manager's standard input.
@@ -376,16 +371,13 @@ impl Nodes for Cluster {
     }
 
     fn node_log(&self, i: usize) -> Result<(String, PathBuf)> {
-        let vm = self.vm(i)?;
+        let vm = &self.vms[self.index(i)?];
         Ok((vm.name.clone(), vm.serial_log.clone()))
     }
 
-    fn node_logs(&self) -> Vec<(String, PathBuf)> {
-        Cluster::node_logs(self)
-    }
-
     fn node_exited(&mut self, i: usize) -> Result<bool> {
-        Ok(self.vm_mut(i)?.exited())
+        let index = self.index(i)?;
+        Ok(self.vms[index].exited())
     }
 
     fn tell_manager(&mut self, command: &str) -> Result<()> {
@@ -415,7 +407,8 @@ impl Nodes for Cluster {
         );
         let qemu_log = spec.logs.join(format!("{name}.qemu.log"));
         let restarted = Vm::spawn(&vm, Some(&netns), &qemu_log)?;
-        *self.vm_mut(i)? = restarted;
+        let index = self.index(i)?;
+        self.vms[index] = restarted;
         Ok(())
     }
 

@@ -1,36 +1,17 @@
 //! `cargo xtask test`: every test, ending with one `N passed, M failed` line.
 //!
-//! Steps: host unit tests, patch-series check (and whether Debian's kernel
-//! configuration keeps LITE as a module), debug kernel build, KUnit in
-//! one VM, the cluster test on three VMs (then a minute of `lite-fuzz` on
-//! all three at once), the failure test on four VMs,
-//! one of which (the victim) is killed while the others depend on it (the
-//! others, the survivors, then take turns leaving and joining again, and
-//! once they are done the victim's VM boots again, joins with its old id,
-//! and all four run the cluster test together, with the API tests'
-//! tolerant dead-after and a stop at any death), and the partition test on
-//! three VMs: first one survivor's VM is paused ten times for a little
-//! less than the manager's dead-after while every node runs checked
-//! traffic with every other, then one node is cut off from the network for
-//! a while and has to join again on its own; last, a program of one's own
-//! on two VMs through `cargo xtask cluster --exec` ([`EXEC_EXAMPLE`],
-//! compiled on the host as a user would), the kselftests of the system
-//! calls ([`SELFTEST_SOURCE`], built with the kernel against its exported
-//! headers), and a kernel module of one's own loaded the same way
-//! ([`EXEC_MODULE_SCRIPT`]); and last, the nestings of
-//! LITE's locks that lockdep saw in every guest against the lock order the
-//! kernel code states ([`lockdep`]). A step that cannot run
-//! because an earlier one failed counts as one failure. The final count is KUnit cases + every
-//! program's TAP results on every node (those of the victim's first boot
-//! excepted) + one per other check (host tests, patch check, kernel build,
-//! each log scan, each kmemleak scan at the end of the cluster test (a
-//! leak involving LITE fails it), whether the victim got ready and was killed, whether its
-//! VM was booted again, whether it joined with its old id, whether the
-//! paused node was paused as planned while every node's traffic ran,
-//! whether the manager declared nobody dead meanwhile, whether the
-//! cut node got ready and its link went down and came back, and whether
-//! each node's own program read back the message it was given, and whether
-//! the lock order is true and tested).
+//! The steps are those of [`run`]: host tests, the patch series and the
+//! other source checks, the debug kernel and the selftests against its
+//! headers, KUnit in one VM, then on clusters of VMs the cluster test (and
+//! a minute of `lite-fuzz`), the failure test ([`failure_test`]), the
+//! partition test ([`partition_test`]) and programs of one's own
+//! ([`exec_test`]), and last the nestings of LITE's locks that lockdep saw
+//! in every guest against the lock order the kernel code states
+//! ([`lockdep`]). A step that cannot run because an earlier one failed
+//! counts as one failure. The final count is KUnit cases + every program's
+//! TAP results on every node (those of the victim's first boot excepted) +
+//! one per other check: each step without cases of its own, each log and
+//! kmemleak scan, and the checks each cluster step's function names.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -1134,7 +1115,12 @@ const EXEC_MODULE_DONE: &str = "load-on-cluster: lite_example loaded and unloade
 fn exec_test(images: &Images, logs: &Path, selftest: &Path, counts: &mut Tally) -> Result<()> {
     let logs = phase_logs(logs, "exec")?;
     let program = logs.join("hello_cluster");
-    compile_exec_example(&program)?;
+    let flags = ["-O2", "-Wall", "-Wextra", "-Werror", "-I"];
+    let (include, example) = (
+        repo_root().join("userspace/include"),
+        repo_root().join(EXEC_EXAMPLE),
+    );
+    compile(&flags, &include, &example, &program)?;
     let hello = user_cluster::ProgramArchive::new(&program, &[EXEC_MESSAGE.into()])?;
     let _ = run_own_program(images, &logs, &hello, counts, |log| {
         read_back_message(log, EXEC_MESSAGE)
@@ -1206,29 +1192,17 @@ fn build_selftest(cache: &Cache, kernel_src: Option<&Path>, logs: &Path) -> Resu
         .dir
         .join(SELFTEST_SOURCE);
     let program = logs.join(SELFTEST_NAME);
-    process::output(
-        Command::new("cc")
-            .args(["-O2", "-Wall", "-Werror", "-isystem"])
-            .arg(headers)
-            .arg("-o")
-            .arg(&program)
-            .arg(&source),
-    )
-    .with_context(|| format!("cannot compile {}", source.display()))?;
+    let flags = ["-O2", "-Wall", "-Werror", "-isystem"];
+    compile(&flags, &headers, &source, &program)?;
     Ok(program)
 }
 
-/// `cc -O2 -Wall -Wextra -Werror -I userspace/include -o program EXAMPLE`.
-fn compile_exec_example(program: &Path) -> Result<()> {
-    process::output(
-        Command::new("cc")
-            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-I"])
-            .arg(repo_root().join("userspace/include"))
-            .arg("-o")
-            .arg(program)
-            .arg(repo_root().join(EXEC_EXAMPLE)),
-    )
-    .with_context(|| format!("cannot compile {EXEC_EXAMPLE}"))?;
+/// `cc FLAGS DIR -o program source`, FLAGS ending with the option that
+/// takes the include directory `dir`.
+fn compile(flags: &[&str], dir: &Path, source: &Path, program: &Path) -> Result<()> {
+    let mut cc = Command::new("cc");
+    cc.args(flags).arg(dir).arg("-o").arg(program).arg(source);
+    process::output(&mut cc).with_context(|| format!("cannot compile {}", source.display()))?;
     Ok(())
 }
 
@@ -1405,12 +1379,6 @@ mod tests {
             Ok((name, log))
         }
 
-        fn node_logs(&self) -> Vec<(String, PathBuf)> {
-            (1..=FAILURE_NODES)
-                .map(|i| (self.name(i), self.log(&self.name(i))))
-                .collect()
-        }
-
         fn node_exited(&mut self, i: usize) -> Result<bool> {
             Ok(i == FAILURE_NODES && self.rebooted.is_none())
         }
@@ -1522,28 +1490,40 @@ mod tests {
     }
 
     #[test]
-    fn survivors_announce_their_programs_in_the_order_they_are_counted() {
-        let body = role_body(SURVIVOR_ROLE);
-        assert_runs_in_order(body, &SURVIVOR_PROGRAMS, "--cm");
+    fn each_role_announces_its_programs_in_the_order_they_are_counted() {
+        for (role, programs, options) in [
+            (SURVIVOR_ROLE, &SURVIVOR_PROGRAMS[..], "--cm"),
+            (TEST_ROLE, &TEST_PROGRAMS, "--"),
+            (TEST_ROLE, &FUZZED_TEST_PROGRAMS, "--"),
+        ] {
+            assert_runs_in_order(role_body(role), programs, options);
+        }
         // The marker /init prints is the one the harness splits at.
         let init = include_str!("init.sh");
         assert!(init.contains(&format!("echo \"{}$1\"", tap::PROGRAM_MARKER)));
         // The cluster test, on every node of the failure test's cluster.
         assert!(role_body(REJOIN_ROLE).contains("lite-cluster-test --cm"));
-        assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\""));
-    }
-
-    #[test]
-    fn the_test_role_runs_its_programs_in_order_then_the_leak_scan_last() {
-        let body = role_body(TEST_ROLE);
-        let from = assert_runs_in_order(body, &TEST_PROGRAMS, "--");
+        let survivor = role_body(SURVIVOR_ROLE);
+        assert!(survivor.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\""));
         // The baseline the cluster test saves is the one compared.
+        let body = role_body(TEST_ROLE);
         assert!(body.contains("lite-cluster-test --cm \"$cm\" --nodes \"$nodes\" --resources-baseline \"$RESOURCES_BASELINE\""));
         assert!(body.contains("lite-resources --baseline \"$RESOURCES_BASELINE\""));
-        // The scan comes after every program, as the role's last step.
+        // The leak scan comes after every program, as the role's last step.
+        let from = assert_runs_in_order(body, &TEST_PROGRAMS, "--");
         let last = body.lines().map(str::trim).rfind(|l| !l.is_empty());
         assert_eq!(last, Some("kmemleak_report"), "{body}");
         assert!(body[from..].contains("kmemleak_report"));
+        // Fuzzing only with a fuzzing time from the harness, and its seed.
+        let announced = body.find("program lite-fuzz").expect("lite-fuzz announced");
+        let condition = body[..announced].rfind("if [ \"$fuzzsecs\" -gt 0 ]");
+        let condition = condition.expect("fuzzing depends on lite.fuzzsecs");
+        assert!(body[condition..].contains(
+            "lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}"
+        ));
+        let params = ["lite.fuzzsecs=60", "lite.seed=0x1"];
+        assert_eq!(fuzz::kernel_params(FUZZ_SECONDS, 1), params);
+        assert!(CLUSTER_TIMEOUT >= Duration::from_secs(40 * 60 + FUZZ_SECONDS));
     }
 
     #[test]
@@ -1619,22 +1599,6 @@ mod tests {
                 .into(),
         ];
         assert_eq!(found, want);
-    }
-
-    #[test]
-    fn the_test_role_fuzzes_before_the_resource_check_when_asked() {
-        let body = role_body(TEST_ROLE);
-        assert_runs_in_order(body, &FUZZED_TEST_PROGRAMS, "--");
-        // Only with a fuzzing time from the harness, and with its seed.
-        let announced = body.find("program lite-fuzz").expect("lite-fuzz announced");
-        let condition = body[..announced].rfind("if [ \"$fuzzsecs\" -gt 0 ]");
-        let condition = condition.expect("fuzzing depends on lite.fuzzsecs");
-        assert!(body[condition..].contains(
-            "lite-fuzz --cm \"$cm\" --nodes \"$nodes\" --seconds \"$fuzzsecs\" ${seed:+--seed \"$seed\"}"
-        ));
-        let params = ["lite.fuzzsecs=60", "lite.seed=0x1"];
-        assert_eq!(fuzz::kernel_params(FUZZ_SECONDS, 1), params);
-        assert!(CLUSTER_TIMEOUT >= Duration::from_secs(40 * 60 + FUZZ_SECONDS));
     }
 
     #[test]

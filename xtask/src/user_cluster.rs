@@ -216,43 +216,36 @@ fn linking(bytes: &[u8]) -> Result<Linking, String> {
         return Err("not a 64-bit little-endian ELF file: the guests are x86-64".to_string());
     }
     let truncated = || "a truncated ELF file".to_string();
-    let machine = read_u16(bytes, 0x12).ok_or_else(truncated)?;
-    if machine != EM_X86_64 {
+    let field = |at: usize, len: usize| read_le(bytes, at, len).ok_or_else(truncated);
+    let machine = field(0x12, 2)?;
+    if machine != u64::from(EM_X86_64) {
         return Err(format!(
             "built for ELF machine {machine}, not x86-64 ({EM_X86_64}): the guests are x86-64"
         ));
     }
-    let headers_at = read_u64(bytes, 0x20).ok_or_else(truncated)?;
-    let header_size = read_u16(bytes, 0x36).ok_or_else(truncated)?;
-    let headers = read_u16(bytes, 0x38).ok_or_else(truncated)?;
-    for index in 0..u64::from(headers) {
+    let (headers_at, header_size, headers) = (field(0x20, 8)?, field(0x36, 2)?, field(0x38, 2)?);
+    for index in 0..headers {
         let at = index
-            .checked_mul(u64::from(header_size))
+            .checked_mul(header_size)
             .and_then(|offset| offset.checked_add(headers_at))
             .and_then(|at| usize::try_from(at).ok())
             .ok_or_else(truncated)?;
-        if read_u32(bytes, at).ok_or_else(truncated)? == PT_INTERP {
+        if field(at, 4)? == u64::from(PT_INTERP) {
             return Ok(Linking::Dynamic);
         }
     }
     Ok(Linking::Static)
 }
 
-/// The little-endian `N` bytes at `at`, if `bytes` holds them.
-fn read_le<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
-    bytes.get(at..at.checked_add(N)?)?.try_into().ok()
-}
-
-fn read_u16(bytes: &[u8], at: usize) -> Option<u16> {
-    read_le(bytes, at).map(u16::from_le_bytes)
-}
-
-fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    read_le(bytes, at).map(u32::from_le_bytes)
-}
-
-fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
-    read_le(bytes, at).map(u64::from_le_bytes)
+/// The little-endian integer of `len` bytes at `at`, if `bytes` holds them.
+fn read_le(bytes: &[u8], at: usize, len: usize) -> Option<u64> {
+    let field = bytes.get(at..at.checked_add(len)?)?;
+    Some(
+        field
+            .iter()
+            .rev()
+            .fold(0, |value, &byte| value << 8 | u64::from(byte)),
+    )
 }
 
 /// The absolute path `path` (a library's, as `initramfs` installs it: see
