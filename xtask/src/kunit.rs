@@ -21,14 +21,11 @@
 use crate::logscan::strip_timestamp;
 use crate::tap;
 
-/// Result of one test case or suite.
+/// Result of one test case or suite: `ok`, `not ok`, `ok ... # SKIP`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// `ok`.
     Pass,
-    /// `not ok`.
     Fail,
-    /// `ok ... # SKIP`.
     Skip,
 }
 
@@ -43,16 +40,12 @@ pub struct Case {
     pub diagnostics: Vec<String>,
 }
 
-/// `# Totals: pass:P fail:F skip:S total:T`.
+/// `# Totals: pass:P fail:F skip:S total:T`: passed, failed, skipped, all.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// Passed.
     pub pass: u64,
-    /// Failed.
     pub fail: u64,
-    /// Skipped.
     pub skip: u64,
-    /// All.
     pub total: u64,
 }
 
@@ -242,13 +235,13 @@ impl Report {
         self.suites
             .iter()
             .map(|s| {
+                let name = if s.name.is_empty() {
+                    "(unnamed suite)"
+                } else {
+                    &s.name
+                };
                 let mut line = format!(
-                    "{}: {} passed, {} failed, {} skipped",
-                    if s.name.is_empty() {
-                        "(unnamed suite)"
-                    } else {
-                        &s.name
-                    },
+                    "{name}: {} passed, {} failed, {} skipped",
                     s.count(Outcome::Pass),
                     s.count(Outcome::Fail) + s.missing(),
                     s.count(Outcome::Skip)
@@ -353,25 +346,11 @@ Run /init as init process
             .iter()
             .map(|c| (&c.name[..], c.outcome))
             .collect();
-        let names = ["lite_test_encode", "lite_test_decode", "lite_test_sizes"];
-        assert_eq!(
-            outcomes,
-            names
-                .into_iter()
-                .zip([Pass, Fail, Pass])
-                .collect::<Vec<_>>()
-        );
+        let (encode, decode, sizes) = ("lite_test_encode", "lite_test_decode", "lite_test_sizes");
+        assert_eq!(outcomes, [(encode, Pass), (decode, Fail), (sizes, Pass)]);
         assert!(wire.cases[1].diagnostics[0].contains("EXPECTATION FAILED"));
-        let (pass, fail, skip, total) = (3, 1, 0, 4);
-        assert_eq!(
-            wire.totals,
-            Some(Totals {
-                pass,
-                fail,
-                skip,
-                total
-            })
-        );
+        let totals = wire.totals.map(|t| (t.pass, t.fail, t.skip, t.total));
+        assert_eq!(totals, Some((3, 1, 0, 4)));
         assert_eq!(report.suites[1].cases[1].outcome, Skip);
         assert_eq!(counts(&report), (3, 1, 1));
         let problems = report.problems();

@@ -72,17 +72,14 @@ pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let applied = run.record(Stage::run("apply the whole series".into(), || {
         apply::sync_series(&build.source, &whole, "the whole series").map(|_| ())
     }))?;
-    if applied {
-        run.record(Stage::run("make CLIPPY=1 on LITE".into(), || {
-            build.clippy()
-        }))?;
-        run.record(Stage::run("rustdoc of LITE".into(), || build.rustdoc()))?;
-        run.record(Stage::run("sparse on LITE's C files".into(), || {
-            build.sparse()
-        }))?;
-        run.record(Stage::run("htmldocs of LITE's pages".into(), || {
-            build.htmldocs()
-        }))?;
+    let checks: [(&str, fn(&kernel::StageBuild) -> Result<()>); 4] = [
+        ("make CLIPPY=1 on LITE", kernel::StageBuild::clippy),
+        ("rustdoc of LITE", kernel::StageBuild::rustdoc),
+        ("sparse on LITE's C files", kernel::StageBuild::sparse),
+        ("htmldocs of LITE's pages", kernel::StageBuild::htmldocs),
+    ];
+    for (name, check) in checks.into_iter().filter(|_| applied) {
+        run.record(Stage::run(name.into(), || check(&build)))?;
     }
 
     let mut built = true;
@@ -113,16 +110,12 @@ pub fn run(kernel_src: Option<&Path>, whole_series_only: bool) -> Result<()> {
     let restored = kernel::build(&cache, Flavour::Debug, kernel_src, false).map(|_| ());
 
     ui::say(&run.report(true));
-    let failures: Vec<String> = run
+    let failed = run
         .stages
         .iter()
-        .filter_map(|stage| {
-            stage
-                .outcome
-                .as_ref()
-                .err()
-                .map(|err| format!("{}: {err:#}", stage.name))
-        })
+        .filter_map(|s| Some((&s.name, s.outcome.as_ref().err()?)));
+    let failures: Vec<String> = failed
+        .map(|(name, err)| format!("{name}: {err:#}"))
         .collect();
     if !failures.is_empty() {
         bail!("slow checks failed:\n  {}", failures.join("\n  "));
