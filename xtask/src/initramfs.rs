@@ -38,6 +38,21 @@ pub fn role_body(role: &str) -> &'static str {
         .unwrap_or_else(|| panic!("role {role} has no end"))]
 }
 
+/// Asserts that `text` holds every one of `needles`, each first found
+/// after the one before it.
+#[cfg(test)]
+pub fn assert_in_order(text: &str, needles: &[&str]) {
+    let at = |needle: &&str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in {text}"))
+    };
+    let places: Vec<usize> = needles.iter().map(at).collect();
+    assert!(
+        places.windows(2).all(|w| w[0] < w[1]),
+        "not in this order: {needles:?}"
+    );
+}
+
 /// Host programs the guest needs, by the names they are looked up with.
 pub(crate) const HOST_TOOLS: &[&str] = &[
     "rdma",
@@ -471,17 +486,9 @@ mod tests {
         }
     }
 
-    /// Where init.sh has `text`.
-    fn at(text: &str) -> usize {
-        let found = INIT_SCRIPT.find(text);
-        found.unwrap_or_else(|| panic!("init.sh lacks {text:?}"))
-    }
-
     /// That init.sh has `texts`, in this order, all before the roles.
     fn before_the_roles(texts: &[&str]) {
-        let roles = ["case \"$run\" in"];
-        let places: Vec<usize> = texts.iter().chain(&roles).map(|t| at(t)).collect();
-        assert!(places.windows(2).all(|w| w[0] < w[1]), "{texts:?}");
+        assert_in_order(INIT_SCRIPT, &[texts, &["case \"$run\" in"]].concat());
     }
 
     #[test]

@@ -1252,48 +1252,32 @@ mod tests {
     }
 
     #[test]
-    fn only_the_failure_phase_node_booted_again_keeps_kmemleak() {
-        let roles = failure_roles(FAILURE_NODES);
-        for (i, role) in (1..=FAILURE_NODES).zip(roles) {
+    fn the_failure_phase_keeps_the_defaults_and_only_the_node_booted_again_keeps_kmemleak() {
+        // The failure phase tests failure detection: LITE's 3 s, also on
+        // the victim's first boot.
+        assert_eq!(FAILURE_PHASE_DEAD_AFTER_MS, None);
+        for (i, role) in (1..=FAILURE_NODES).zip(failure_roles(FAILURE_NODES)) {
             let append = failure_phase_append(i);
             if role == VICTIM_ROLE {
                 assert!(append.is_empty(), "node {i}: {append:?}");
+                assert!(!role_body(&role).contains("set_manager_timeout"));
             } else {
-                assert_eq!(append[0], "kmemleak=off", "node {i}");
-                // Survivors never scan, so nothing waits for a report.
+                // Survivors never scan, so nothing waits for a report; each
+                // is given the API tests' silence ...
+                let ip2 = format!("lite.ip2={}/24", cluster::second_ip(i));
+                let tolerant = "lite.clustertestcmtimeout=10000";
+                assert_eq!(append, ["kmemleak=off", tolerant, &ip2], "node {i}");
                 assert!(!role_body(&role).contains("kmemleak_report"), "{role}");
             }
         }
         assert!(role_body(REJOIN_ROLE).contains("kmemleak_report"));
-    }
-
-    #[test]
-    fn the_failure_phase_keeps_the_defaults_and_the_cluster_test_after_it_is_tolerant() {
-        // The failure phase tests failure detection: LITE's 3 s, also on
-        // the victim's first boot.
-        assert_eq!(FAILURE_PHASE_DEAD_AFTER_MS, None);
-        let victim = failure_phase_append(FAILURE_NODES);
-        assert!(!victim.iter().any(|p| p.contains("cmtimeout")));
-        assert!(!role_body(VICTIM_ROLE).contains("set_manager_timeout"));
-        // Every survivor is given the API tests' silence ...
-        let silence = cluster::API_TEST_DEAD_AFTER_MS;
-        let tolerant = format!("{CLUSTER_TEST_CMTIMEOUT}={silence}");
-        assert_eq!(tolerant, "lite.clustertestcmtimeout=10000");
-        for i in 1..FAILURE_NODES {
-            assert!(failure_phase_append(i).contains(&tolerant), "node {i}");
-        }
         // ... and takes it once its failure program ended, before the
         // marker after which the harness tells the manager the same.
-        let survivor = role_body(SURVIVOR_ROLE);
-        let position = |text: &str| {
-            survivor
-                .find(text)
-                .unwrap_or_else(|| panic!("no {text:?} in {survivor}"))
-        };
-        let failure_program = position("\tlite-failure-test --cm");
-        let tolerant_from_here = position("set_manager_timeout \"$clustertestcmtimeout\"");
-        let cluster_test = position("program lite-cluster-test\n");
-        assert!(failure_program < tolerant_from_here && tolerant_from_here < cluster_test);
+        let tolerant_from_here = "set_manager_timeout \"$clustertestcmtimeout\"";
+        let (failure_program, cluster_test) =
+            ("\tlite-failure-test --cm", "program lite-cluster-test\n");
+        let order = [failure_program, tolerant_from_here, cluster_test];
+        crate::initramfs::assert_in_order(role_body(SURVIVOR_ROLE), &order);
     }
 
     /// A failure test's cluster for [`rejoin_phase`], in a directory of

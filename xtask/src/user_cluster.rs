@@ -603,7 +603,7 @@ impl InitrdWithProgram {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::initramfs::role_body;
+    use crate::initramfs::{assert_in_order, role_body};
     use crate::newc::DIRECTORY;
 
     #[test]
@@ -815,12 +815,11 @@ mod tests {
     fn init_runs_the_program_or_the_shell_in_the_environment_given() {
         let init = include_str!("init.sh");
         // No environment by default, then the lite.env= parameters, then the roles.
-        let at = |text: &str| init.find(text).unwrap_or_else(|| panic!("{text}"));
-        let default = at("\nprogramenv=\n");
-        let parsing = at("for arg in $(cat /proc/cmdline); do");
-        let parsed = at("\tlite.env=*) programenv=\"$programenv ${arg#lite.env=}\" ;;\n");
-        let roles = at("case \"$run\" in");
-        assert!(default < parsing && parsing < parsed && parsed < roles);
+        let parsed = "\tlite.env=*) programenv=\"$programenv ${arg#lite.env=}\" ;;\n";
+        let roles = "case \"$run\" in";
+        let parsing = "for arg in $(cat /proc/cmdline); do";
+        assert_in_order(init, &["\nprogramenv=\n", parsing, parsed, roles]);
+        let roles = init.find(roles).expect("the roles");
         assert_eq!(ENV_PARAM, "lite.env=");
         assert!(init.contains("#   lite.env=NAME=VALUE"));
         for role in [EXEC_ROLE, SHELL_ROLE, IDLE_ROLE] {
@@ -837,7 +836,7 @@ mod tests {
             let joins = role_body(role).starts_with("\n\tjoin_from_environment\n");
             assert!(joins, "{role}");
         }
-        let join = &init[at("\njoin_from_environment() {")..];
+        let join = &init[init.find("\njoin_from_environment() {").expect("join")..];
         assert!(join.contains("env $programenv python3 -c"));
         assert!(join.contains("os.environ[\"LITE_CM_ADDRESS\"].rsplit(\":\", 1)"));
     }
