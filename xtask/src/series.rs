@@ -1079,14 +1079,7 @@ fn source_files(repo: &Path, dir: &str) -> Result<Vec<PathBuf>> {
         Command::new("git")
             .arg("-C")
             .arg(repo)
-            .args([
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-                "--",
-            ])
+            .args("ls-files -z --cached --others --exclude-standard --".split(' '))
             .arg(dir),
     );
     let Ok(listed) = listed else {
@@ -1134,12 +1127,7 @@ impl ScratchRepo {
     /// `git` in this repository, isolated from user and system configuration.
     fn git(&self) -> Command {
         let mut cmd = Command::new("git");
-        for var in [
-            "GIT_DIR",
-            "GIT_WORK_TREE",
-            "GIT_INDEX_FILE",
-            "GIT_OBJECT_DIRECTORY",
-        ] {
+        for var in "GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY".split(' ') {
             cmd.env_remove(var);
         }
         let identity: BTreeMap<&str, &str> = [
@@ -1154,20 +1142,12 @@ impl ScratchRepo {
             ("TZ", "UTC"),
         ]
         .into();
-        cmd.envs(identity).arg("-C").arg(self.path()).args([
-            "-c",
-            "core.autocrlf=false",
-            "-c",
-            "user.useConfigOnly=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "commit.gpgSign=false",
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "core.abbrev=12",
-        ]);
+        cmd.envs(identity).arg("-C").arg(self.path());
+        let config = "core.autocrlf=false user.useConfigOnly=false core.hooksPath=/dev/null \
+                      commit.gpgSign=false init.defaultBranch=main core.abbrev=12";
+        for option in config.split(' ') {
+            cmd.arg("-c").arg(option);
+        }
         cmd
     }
 
@@ -1180,13 +1160,7 @@ impl ScratchRepo {
         }
         process::output(
             self.git()
-                .args([
-                    "commit",
-                    "--quiet",
-                    "--no-verify",
-                    "--cleanup=verbatim",
-                    "-m",
-                ])
+                .args("commit --quiet --no-verify --cleanup=verbatim -m".split(' '))
                 .arg(message),
         )?;
         Ok(true)
@@ -1196,14 +1170,10 @@ impl ScratchRepo {
     fn format_patch(&self, out: &Path) -> Result<()> {
         process::output(
             self.git()
-                .args([
-                    "format-patch",
-                    "--quiet",
-                    "--cover-letter",
-                    "--zero-commit",
-                    "--no-signature",
-                    "-o",
-                ])
+                .args(
+                    "format-patch --quiet --cover-letter --zero-commit --no-signature -o"
+                        .split(' '),
+                )
                 .arg(out)
                 .arg("base..HEAD"),
         )?;
