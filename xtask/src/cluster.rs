@@ -87,12 +87,9 @@ pub fn build_manager(cache: &Cache) -> Result<PathBuf> {
     let log = cache.logs().join("cluster-manager.log");
     let _ = std::fs::remove_file(&log);
     run_logged(
-        process::cargo().current_dir(repo_root()).args([
-            "build",
-            "--release",
-            "-p",
-            "lite-cluster-manager",
-        ]),
+        process::cargo()
+            .current_dir(repo_root())
+            .args("build --release -p lite-cluster-manager".split(' ')),
         &log,
         "cargo build -p lite-cluster-manager",
         &|l| l.trim_start().starts_with("Compiling"),

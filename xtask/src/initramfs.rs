@@ -133,18 +133,7 @@ pub fn build(cache: &Cache, variant: Variant) -> Result<PathBuf> {
     let dir = cache.initramfs();
     let root = dir.join(format!("{name}.root"));
     fsutil::remove_dir_all_if_exists(&root)?;
-    for sub in [
-        "bin",
-        "dev",
-        "etc",
-        "proc",
-        "root",
-        "sys",
-        "tmp",
-        "usr/bin",
-        "usr/lib",
-        "usr/lib64",
-    ] {
+    for sub in "bin dev etc proc root sys tmp usr/bin usr/lib usr/lib64".split(' ') {
         fs::create_dir_all(root.join(sub))?;
     }
     // Debian merged /usr: keep the same shape so the paths compiled into
@@ -229,18 +218,8 @@ fn build_guest_tools(cache: &Cache) -> Result<GuestBuild> {
     run_logged(
         process::cargo()
             .current_dir(repo_root())
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "lite-tools",
-                "-p",
-                "lite-apps",
-                "-p",
-                "lite-compat",
-                "--target",
-                GUEST_TARGET,
-            ])
+            .args("build --release -p lite-tools -p lite-apps -p lite-compat --target".split(' '))
+            .arg(GUEST_TARGET)
             .arg("--target-dir")
             .arg(&target_dir)
             // Static binaries need no libraries in the guest. With an
