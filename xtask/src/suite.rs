@@ -13,6 +13,7 @@
 //! one per other check: each step without cases of its own, each log and
 //! kmemleak scan, and the checks each cluster step's function names.
 
+use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread::sleep;
@@ -160,12 +161,19 @@ impl Tally {
         }
     }
 
-    /// Counts `result` as one check; its error is a problem of `label`.
-    fn check_result<E: std::fmt::Display>(&mut self, label: &str, result: Result<(), E>) {
-        self.check(result.is_ok());
-        if let Err(err) = result {
-            self.problems.push(format!("[{label}] {err:#}"));
-        }
+    /// Notes each of `problems` as `label`'s; whether there was none.
+    fn note(&mut self, label: &str, problems: impl IntoIterator<Item = impl Display>) -> bool {
+        let before = self.problems.len();
+        let noted = problems.into_iter().map(|p| format!("[{label}] {p:#}"));
+        self.problems.extend(noted);
+        self.problems.len() == before
+    }
+
+    /// Counts one check, failed by any of `problems` (an error, or a
+    /// list), each noted as `label`'s.
+    fn check_result(&mut self, label: &str, problems: impl IntoIterator<Item = impl Display>) {
+        let none = self.note(label, problems);
+        self.check(none);
     }
 
     /// Notes how the wait for the VMs ended: a problem if it failed.
@@ -536,7 +544,7 @@ impl Tally {
             let label = format!("{name} {program}");
             match outputs.iter().find(|o| o.name.as_deref() == Some(*program)) {
                 Some(output) => self.tap(&label, &output.text),
-                None => self.check_result(&label, Err("never started")),
+                None => self.check_result(&label, ["never started"]),
             }
         }
         self.scan(name, log);
@@ -549,12 +557,10 @@ impl Tally {
     fn test_role(&mut self, name: &str, log: &str, programs: &[&str]) {
         self.programs(name, log, programs);
         let findings = kmemleak::check(log);
-        self.check(findings.problems.is_empty());
         for warning in &findings.warnings {
             ui::progress(&format!("[{name}] warning: {warning}"));
         }
-        let found = findings.problems.into_iter();
-        self.problems.extend(found.map(|p| format!("[{name}] {p}")));
+        self.check_result(name, findings.problems);
     }
 
     /// Counts the TAP results in `output`, one program's, reported as
@@ -573,9 +579,7 @@ impl Tally {
             report.failed(),
             report.skipped()
         ));
-        let found = report.problems().into_iter();
-        self.problems
-            .extend(found.map(|p| format!("[{label}] {p}")));
+        self.note(label, report.problems());
         // A program without any TAP output has no result to count: count it.
         if report.points.is_empty() && report.planned.is_none() {
             self.failed += 1;
@@ -585,10 +589,7 @@ impl Tally {
     /// Counts the scan of a node's whole log for crashes and its exit.
     fn scan(&mut self, name: &str, log: &str) {
         self.lock_nestings.extend(lockdep::seen(log));
-        let scan = logscan::problems(log);
-        self.check(scan.is_empty());
-        self.problems
-            .extend(scan.into_iter().map(|p| format!("[{name}] {p}")));
+        self.check_result(name, logscan::problems(log));
     }
 }
 
@@ -663,8 +664,8 @@ fn failure_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> 
     let node_logs = cluster.node_logs();
     drop(cluster);
 
-    counts.check_result(&format!("node{victim}"), killed);
-    counts.check_result(&format!("node{victim}"), rebooted);
+    counts.check_result(&format!("node{victim}"), killed.err());
+    counts.check_result(&format!("node{victim}"), rebooted.err());
     for (index, (name, path)) in node_logs.iter().enumerate() {
         if index + 1 != victim {
             counts.programs(name, &read_log(path), &SURVIVOR_PROGRAMS);
@@ -672,7 +673,7 @@ fn failure_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()> 
             let log = read_log(path);
             counts.test_role(name, &log, &TEST_PROGRAMS);
             let same_id = same_node_again(&read_log(&first_boot_log), &log);
-            counts.check_result(name, same_id);
+            counts.check_result(name, same_id.err());
         }
     }
     counts.verdict(waited)
@@ -941,9 +942,9 @@ fn partition_test(images: &Images, logs: &Path, counts: &mut Tally) -> Result<()
             )),
         ),
     };
-    counts.check_result(&format!("node{PAUSED_NODE} pauses"), as_planned);
-    counts.check_result(&format!("node{PAUSED_NODE} pauses"), no_death);
-    counts.check_result(&format!("node{cut}"), partitioned);
+    counts.check_result(&format!("node{PAUSED_NODE} pauses"), as_planned.err());
+    counts.check_result(&format!("node{PAUSED_NODE} pauses"), no_death.err());
+    counts.check_result(&format!("node{cut}"), partitioned.err());
     for (name, path) in &node_logs {
         counts.node(name, &read_log(path));
     }
@@ -1171,7 +1172,7 @@ fn run_own_program(
     for node in &run.nodes {
         let log = read_log(&node.log);
         counts.scan(&node.name, &log);
-        counts.check_result(&node.name, done(&log));
+        counts.check_result(&node.name, done(&log).err());
         node_logs.push((node.name.clone(), log));
     }
     counts.waited(run.waited);
