@@ -1,25 +1,14 @@
 //! A cluster of QEMU VMs on a private bridge, with LITE's cluster manager.
 //!
 //! Each run creates a network namespace `lite-<pid>` holding a bridge
-//! `br0` (10.77.0.254/24) and two tap devices per VM. QEMU and the cluster
-//! manager run inside that namespace, so nothing the guests send can leave
-//! it. Node `i` (from 1) is 10.77.0.i on `eth0`, behind `tap<i>`
-//! ([`tap_names`]), with the MAC address [`qemu::mac`]`(i, 0)`; its second
-//! NIC, `eth1`, stays down unless a test gives it [`second_ip`] for a
-//! second RDMA device. A node's VM can be booted again
-//! ([`Nodes::restart_node`]) with the same address, MAC and tap, so that
-//! to the cluster it is the same machine rebooted, and its link can be
-//! taken down and up again ([`Cluster::set_link`]), as in a network
-//! partition. Every VM serves QMP on a socket in a private directory of
-//! the cluster's, through which the harness can pause it
-//! ([`Cluster::monitor`]). [`Cluster`]'s `Drop`
-//! kills QEMU and the manager and deletes the namespace, also after errors
-//! and Ctrl-C.
-//!
-//! Every cluster has a fresh secret that the manager and the nodes prove
-//! to each other ([`ClusterSecretFiles`]): the manager reads it from a
-//! private file, the VMs boot an initrd that holds it (the cached
-//! initramfs and a small archive appended), also when booted again.
+//! `br0` ([`MANAGER_IP`]/24) and two tap devices per VM ([`tap_names`]);
+//! QEMU and the manager run inside it, so nothing the guests send can
+//! leave it. Node `i` (from 1) is [`node_ip`]`(i)` on `eth0`; everything
+//! that makes it the same machine depends on `i` alone ([`node_vm`]), so
+//! that its VM can be booted again ([`Nodes::restart_node`]). Every
+//! cluster has a fresh secret ([`ClusterSecretFiles`]) that the manager
+//! and the nodes prove to each other. [`Cluster`]'s `Drop` kills QEMU and
+//! the manager and deletes the namespace, also after errors and Ctrl-C.
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -1,16 +1,8 @@
 //! `cargo xtask slow-checks`: the kernel's checks that take too long for
-//! `cargo xtask test`.
-//!
-//! - First, on the whole series: `make CLIPPY=1` on LITE, rustdoc of
-//!   LITE's crate (private items included), `make C=2` (sparse) on LITE's
-//!   C files, and `make htmldocs` of the directories holding LITE's pages.
-//! - Then every patch builds: the cached tree and the debug kernel's build
-//!   directory are taken back to the pristine kernel, then each patch is
-//!   applied in turn and the kernel built incrementally with the test's
-//!   debug configuration (LITE as a module, its KUnit tests and fault
-//!   injection on, as far as the tree at that patch defines them); last the
-//!   whole series with LITE disabled.
-//!
+//! `cargo xtask test`, as [`run`] lists them: clippy, rustdoc, sparse and
+//! htmldocs on the whole series, then a build of every patch in turn from
+//! the pristine kernel (the test's debug configuration, as far as the tree
+//! at that patch defines it), and last the whole series with LITE disabled.
 //! Any warning about LITE's files fails a step as an error does. The tree
 //! and build directory end where `cargo xtask kernel` leaves them.
 

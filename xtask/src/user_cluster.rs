@@ -1,27 +1,10 @@
-//! `cargo xtask cluster`: the tests' QEMU cluster for a program of one's
-//! own (`--exec`), or for a shell on node 1 (`--shell`).
-//!
-//! The cluster is the one the tests boot ([`Cluster`]): the cluster manager
-//! on the host side of a private bridge, a fresh cluster secret in every
-//! node's keyring, rxe and debugfs set up by the guests' `/init`, and the
-//! API tests' tolerant dead-after ([`cluster::API_TEST_DEAD_AFTER_MS`]).
-//!
-//! `--exec PATH ARGS...` copies PATH into the guests in a cpio archive
-//! appended to the initramfs, as the cluster's secret is: the program in
-//! [`GUEST_PROGRAM_DIR`], the shared libraries `ldd` lists for a
-//! dynamically linked one where the guests look for them, and a script,
-//! [`GUEST_COMMAND`], that runs it with ARGS. Every node runs guest role
-//! [`EXEC_ROLE`], which runs that script in the environment
-//! [`program_environment`] gives (through [`ENV_PARAM`] on the kernel
-//! command line); the program joins the cluster itself. Each node's
-//! console is shown while the program runs, prefixed with the node's name,
-//! and the command exits with the worst of the nodes' statuses
-//! ([`NodeStatus`]).
-//!
-//! `--shell` makes node 1's serial console this terminal: node 1 (role
-//! [`SHELL_ROLE`]) joins, then runs an interactive shell in the same
-//! environment; the other nodes (role [`IDLE_ROLE`]) join and wait. The
-//! command ends when that shell exits, with its exit status.
+//! `cargo xtask cluster`: the tests' QEMU cluster ([`Cluster`], with the
+//! API tests' tolerant dead-after) for a program of one's own (`--exec`,
+//! see [`ProgramArchive`] and [`run_program`]: every node runs it, its
+//! console shown, and the command exits with the worst node's status,
+//! [`NodeStatus`]), or for a shell on node 1 (`--shell`, see [`shell`]).
+//! Either way the program or shell has [`program_environment`], through
+//! [`ENV_PARAM`] on the kernel command line, and joins the cluster itself.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
