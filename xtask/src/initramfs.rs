@@ -357,10 +357,7 @@ pub(crate) fn copy_executable(from: &Path, to: &Path) -> Result<()> {
 
 /// `cpio -o -H newc | gzip` of `root`, entries sorted, owned by root.
 fn pack(root: &Path, image: &Path) -> Result<()> {
-    let mut entries = Vec::new();
-    list_entries(root, Path::new(""), &mut entries)?;
-    entries.sort();
-    let list: String = entries
+    let list: String = fsutil::walk(root, true)?
         .iter()
         .map(|p| format!("{}\n", p.display()))
         .collect();
@@ -392,21 +389,6 @@ fn pack(root: &Path, image: &Path) -> Result<()> {
         bail!("packing the initramfs failed (cpio: {cpio_status}, gzip: {gzip_status})");
     }
     fs::rename(&tmp, image).with_context(|| format!("cannot write {}", image.display()))
-}
-
-/// Every entry (files, directories, symlinks) below `root`, relative to it.
-fn list_entries(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let dir = root.join(rel);
-    for entry in fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let entry = entry?;
-        let rel = rel.join(entry.file_name());
-        let is_dir = entry.file_type()?.is_dir();
-        out.push(rel.clone());
-        if is_dir {
-            list_entries(root, &rel, out)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
