@@ -220,6 +220,15 @@ struct PatchSpec {
 }
 
 impl PatchSpec {
+    fn new(subject: &str, body: impl Into<String>, changes: Vec<Change>) -> Self {
+        let (subject, body) = (subject.to_string(), body.into());
+        PatchSpec {
+            subject,
+            body,
+            changes,
+        }
+    }
+
     fn message(&self) -> String {
         format!(
             "{}\n\n{}\n\nSigned-off-by: {AUTHOR_NAME} <{AUTHOR_EMAIL}>\n",
@@ -465,9 +474,9 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
     let group_dead = "group_dead = atomic_dec_and_test(&tsk->signal->live);";
     let hook = "\tif (group_dead)\n\t\tlite_exit_process();\n";
     changes.push(insert("kernel/exit.c", group_dead, hook));
-    patches.push(PatchSpec {
-        subject: "x86/syscalls: add the LITE system calls".into(),
-        body: format!(
+    patches.push(PatchSpec::new(
+        "x86/syscalls: add the LITE system calls",
+        format!(
             "Wire up LITE's user-space API as x86_64 system calls {first}-{last}, past\n\
              the legacy x32 range: joining a cluster, allocating, reading and\n\
              writing remote memory, and barriers. Add their prototypes, COND_SYSCALL\n\
@@ -480,7 +489,7 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
              for the hook that releases what a process holds in LITE when it exits."
         ),
         changes,
-    });
+    ));
 
     // 2: bindings and helpers; the bindings see the UAPI header of 1.
     let mut changes = Vec::new();
@@ -500,15 +509,14 @@ fn describe_series(repo: &Path) -> Result<Vec<PatchSpec>> {
             include,
         ));
     }
-    patches.push(PatchSpec {
-        subject: "rust: add bindings and helpers for RDMA verbs, kthreads and sockets".into(),
-        body: "LITE is written in Rust and drives RDMA devices through the kernel's\n\
+    patches.push(PatchSpec::new(
+        "rust: add bindings and helpers for RDMA verbs, kthreads and sockets",
+        "LITE is written in Rust and drives RDMA devices through the kernel's\n\
                verbs API. Let bindgen see the verbs, kthread, delay and socket\n\
                headers, and add C helpers for the verbs and scheduler primitives that\n\
-               are static inline functions or macros, which bindgen cannot bind."
-            .into(),
+               are static inline functions or macros, which bindgen cannot bind.",
         changes,
-    });
+    ));
 
     // 3 onwards: the driver, part by part.
     patches.extend(driver_parts(repo)?);
@@ -841,26 +849,24 @@ fn kunit_tests(repo: &Path) -> Result<[PatchSpec; 2]> {
         });
     }
     Ok([
-        PatchSpec {
-            subject: "RDMA/lite: add KUnit tests of the internal logic".into(),
-            body: "Add KUnit suites for LITE's internal logic: chunk layout, handles and\n\
+        PatchSpec::new(
+            "RDMA/lite: add KUnit tests of the internal logic",
+            "Add KUnit suites for LITE's internal logic: chunk layout, handles and\n\
                    tables, device and address choice, the RPC ring protocol, lock\n\
                    hand-over, membership verdicts, barrier rounds, QoS admission and\n\
                    quotas. They need no RDMA device, as boot-time KUnit runs before any\n\
                    rxe device can exist. Enable them with CONFIG_LITE_KUNIT_TEST; select\n\
-                   them with kunit.filter_glob=lite*."
-                .into(),
-            changes: internal,
-        },
-        PatchSpec {
-            subject: "RDMA/lite: add KUnit tests of the wire formats and the kernel API".into(),
-            body: "Test the wire formats (the control messages between nodes, the cluster\n\
+                   them with kunit.filter_glob=lite*.",
+            internal,
+        ),
+        PatchSpec::new(
+            "RDMA/lite: add KUnit tests of the wire formats and the kernel API",
+            "Test the wire formats (the control messages between nodes, the cluster\n\
                    manager's protocol and its authentication) and the kernel C API:\n\
                    before the node joins at boot, and in the lite_cluster suite, which the\n\
-                   cluster test runs through debugfs once every node has joined."
-                .into(),
-            changes: api,
-        },
+                   cluster test runs through debugfs once every node has joined.",
+            api,
+        ),
     ])
 }
 
@@ -938,11 +944,7 @@ fn driver_parts(repo: &Path) -> Result<Vec<PatchSpec>> {
             let object = "obj-$(CONFIG_LITE)\t\t\t+= lite/\n";
             changes.push(append("drivers/infiniband/ulp/Makefile", object));
         }
-        patches.push(PatchSpec {
-            subject: part.subject.into(),
-            body: part.body.into(),
-            changes,
-        });
+        patches.push(PatchSpec::new(part.subject, part.body, changes));
     }
     Ok(patches)
 }
@@ -962,17 +964,16 @@ fn selftests(repo: &Path) -> Result<PatchSpec> {
     let mut changes = place_dir(repo, "lite-api-c/selftests", "tools/testing/selftests/lite")?;
     let makefile = "tools/testing/selftests/Makefile";
     changes.push(insert(makefile, "TARGETS += lib\n", "TARGETS += lite\n"));
-    Ok(PatchSpec {
-        subject: "selftests: lite: add tests of the system calls".into(),
-        body: "Check each LITE system call's contract from C, as the man pages state\n\
+    Ok(PatchSpec::new(
+        "selftests: lite: add tests of the system calls",
+        "Check each LITE system call's contract from C, as the man pages state\n\
                it: the errors before a node joins, bad pointers, sizes, handles,\n\
                permissions and flags, and a call that succeeds with its result\n\
                checked. Run on every node of a cluster, with the cluster manager's\n\
                address in LITE_CM_ADDRESS; without one the cluster tests are\n\
-               skipped."
-            .into(),
+               skipped.",
         changes,
-    })
+    ))
 }
 
 /// One API's page: `lite-api-c/Documentation/DIR` placed in the kernel's
@@ -1020,11 +1021,7 @@ fn documentation(repo: &Path, page: &ApiPage) -> Result<PatchSpec> {
         &format!("Documentation/{}", page.dir),
     )?;
     changes.push(insert(page.index, page.anchor, "   lite\n"));
-    Ok(PatchSpec {
-        subject: page.subject.into(),
-        body: page.body.into(),
-        changes,
-    })
+    Ok(PatchSpec::new(page.subject, page.body, changes))
 }
 
 /// The `MAINTAINERS` entry for every file the series adds.
@@ -1049,14 +1046,13 @@ fn maintainers_entry() -> PatchSpec {
     for file in files {
         text.push_str(&format!("F:\t{file}\n"));
     }
-    PatchSpec {
-        subject: "MAINTAINERS: add an entry for LITE".into(),
-        body: "List the files of LITE, its system calls and its documentation, and\n\
-               the list where its changes are reviewed."
-            .into(),
+    PatchSpec::new(
+        "MAINTAINERS: add an entry for LITE",
+        "List the files of LITE, its system calls and its documentation, and\n\
+               the list where its changes are reviewed.",
         // The entry before LITE's in alphabetical order ends here.
-        changes: vec![insert("MAINTAINERS", "F:\tlib/list-test.c", text)],
-    }
+        vec![insert("MAINTAINERS", "F:\tlib/list-test.c", text)],
+    )
 }
 
 /// `repo/<dir>/<rel>` placed at `drivers/infiniband/ulp/lite/<rel>`.
