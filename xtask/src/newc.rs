@@ -198,10 +198,20 @@ mod tests {
         }
     }
 
+    /// Three files in two trees.
     fn sample() -> Vec<u8> {
-        let file = [("etc/lite/cluster.secret".to_string(), b"abc".to_vec())];
-        archive(&with_directories(&file, REGULAR_FILE | 0o400))
+        let files = [
+            "opt/lite-exec/bin/p",
+            "opt/lite-exec/run.sh",
+            "usr/lib64/ld.so",
+        ];
+        let files = files.map(|path| (path.to_string(), path.as_bytes().to_vec()));
+        archive(&with_directories(&files, REGULAR_FILE | 0o400))
     }
+
+    /// The paths of [`sample`], directories first, parents before children.
+    const SAMPLE_PATHS: &str = "opt opt/lite-exec opt/lite-exec/bin usr usr/lib64 \
+                                opt/lite-exec/bin/p opt/lite-exec/run.sh usr/lib64/ld.so";
 
     #[test]
     fn entries_and_trailer_read_back_aligned() {
@@ -209,15 +219,20 @@ mod tests {
         assert_eq!(bytes.len() % 4, 0);
         let entries = parse(&bytes);
         let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
-        let expected = ["etc", "etc/lite", "etc/lite/cluster.secret", TRAILER];
+        let expected: Vec<&str> = SAMPLE_PATHS.split(' ').chain([TRAILER]).collect();
         assert_eq!(paths, expected);
-        assert_eq!(entries[2].data, b"abc");
-        // Mode, owned by root, one link.
-        assert_eq!(entries[2].fields[1..5], [0o100400, 0, 0, 1]);
-        assert_eq!(entries[1].fields[1], 0o040755);
-        let inodes: Vec<usize> = entries[..3].iter().map(|e| e.fields[0]).collect();
-        assert_eq!(inodes, [1, 2, 3]);
-        assert_eq!(entries[3].fields[6], 0, "the trailer holds nothing");
+        for entry in &entries[..5] {
+            // A directory: mode, owned by root, two links, nothing in it.
+            assert_eq!(entry.fields[1..5], [0o040755, 0, 0, 2]);
+            assert!(entry.data.is_empty());
+        }
+        for entry in &entries[5..8] {
+            assert_eq!(entry.fields[1..5], [0o100400, 0, 0, 1]);
+            assert_eq!(entry.data, entry.path.as_bytes());
+        }
+        let inodes: Vec<usize> = entries[..8].iter().map(|e| e.fields[0]).collect();
+        assert_eq!(inodes, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(entries[8].fields[6], 0, "the trailer holds nothing");
     }
 
     #[test]
@@ -269,6 +284,6 @@ mod tests {
         let out = cpio.wait_with_output().expect("cpio runs");
         assert!(out.status.success());
         let listed = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(listed, "etc\netc/lite\netc/lite/cluster.secret\n");
+        assert_eq!(listed, SAMPLE_PATHS.replace(' ', "\n") + "\n");
     }
 }

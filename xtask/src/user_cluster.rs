@@ -587,7 +587,6 @@ impl InitrdWithProgram {
 mod tests {
     use super::*;
     use crate::initramfs::{assert_in_order, role_body};
-    use crate::newc::DIRECTORY;
 
     #[test]
     fn every_node_is_told_the_manager_its_own_address_and_the_cluster_size() {
@@ -711,30 +710,6 @@ mod tests {
             assert_eq!(merged, guest);
         }
         assert!(merged_usr_path(Path::new("lib/libc.so.6")).is_err());
-    }
-
-    #[test]
-    fn the_archive_holds_its_directories_before_its_files() {
-        let files = vec![
-            ("opt/lite-exec/bin/p".to_string(), b"program".to_vec()),
-            ("opt/lite-exec/run.sh".to_string(), b"script".to_vec()),
-            ("usr/lib64/ld.so".to_string(), b"loader".to_vec()),
-        ];
-        let entries = newc::with_directories(&files, REGULAR_FILE | 0o755);
-        let listed: Vec<(&str, u32)> = entries.iter().map(|e| (e.path, e.mode)).collect();
-        let (dir, file) = (DIRECTORY | 0o755, REGULAR_FILE | 0o755);
-        let expected = [
-            ("opt", dir),
-            ("opt/lite-exec", dir),
-            ("opt/lite-exec/bin", dir),
-            ("usr", dir),
-            ("usr/lib64", dir),
-            ("opt/lite-exec/bin/p", file),
-            ("opt/lite-exec/run.sh", file),
-            ("usr/lib64/ld.so", file),
-        ];
-        assert_eq!(listed, expected);
-        assert_eq!(entries[5].data, b"program");
     }
 
     #[test]
